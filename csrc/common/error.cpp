@@ -1,0 +1,22 @@
+#include "common/error.h"
+
+namespace popsim {
+
+const char* errorKindName(ErrorKind kind) {
+  switch (kind) {
+  case ErrorKind::Internal: return "Internal";
+  case ErrorKind::Unsupported: return "Unsupported";
+  case ErrorKind::OutOfMemory: return "OutOfMemory";
+  case ErrorKind::InvalidInput: return "InvalidInput";
+  case ErrorKind::InvalidOption: return "InvalidOption";
+  case ErrorKind::Compilation: return "Compilation";
+  case ErrorKind::Execution: return "Execution";
+  }
+  return "Unknown";
+}
+
+Error::Error(ErrorKind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
+
+void throwError(ErrorKind kind, const std::string& message) { throw Error(kind, message); }
+
+} // namespace popsim
