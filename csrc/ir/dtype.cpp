@@ -1,0 +1,25 @@
+#include "ir/dtype.h"
+
+namespace popsim::ir {
+
+size_t elementSize(DType dtype) {
+  switch (dtype) {
+  case DType::Float32: return 4;
+  case DType::Int32: return 4;
+  case DType::Int64: return 8;
+  case DType::Bool: return 1;
+  }
+  return 0;
+}
+
+const char* dtypeName(DType dtype) {
+  switch (dtype) {
+  case DType::Float32: return "f32";
+  case DType::Int32: return "i32";
+  case DType::Int64: return "i64";
+  case DType::Bool: return "bool";
+  }
+  return "?";
+}
+
+} // namespace popsim::ir

@@ -1,0 +1,17 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace popsim::ir {
+
+// Element types popsim programs compute with. Float32 is the compute type;
+// the integer types carry indices (embedding ids, class labels).
+enum class DType : uint8_t { Float32, Int32, Int64, Bool };
+
+size_t elementSize(DType dtype);
+// Short names used by the IR printer: f32, i32, i64, bool.
+const char* dtypeName(DType dtype);
+
+} // namespace popsim::ir

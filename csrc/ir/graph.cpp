@@ -1,0 +1,195 @@
+#include "ir/graph.h"
+
+#include "common/check.h"
+#include "ir/op_schema.h"
+
+#include <algorithm>
+#include <cstring>
+#include <unordered_map>
+
+namespace popsim::ir {
+
+Value* Graph::newValue(TensorType type, ValueRole role, const std::string& name) {
+  values_.push_back(std::unique_ptr<Value>(
+      new Value(static_cast<int64_t>(values_.size()), std::move(type), role, name)));
+  return values_.back().get();
+}
+
+Value* Graph::addInput(const std::string& name, TensorType type) {
+  Value* value = newValue(std::move(type), ValueRole::Input, name);
+  inputs_.push_back(value);
+  return value;
+}
+
+Value* Graph::addWeight(const std::string& name, TensorType type, bool trainable) {
+  POPSIM_ASSERT(findWeight(name) == nullptr, "weight '", name, "' added twice.");
+  Value* value = newValue(std::move(type), ValueRole::Weight, name);
+  value->trainable_ = trainable;
+  weights_.push_back(value);
+  return value;
+}
+
+Value* Graph::addConstant(TensorType type, std::vector<uint8_t> data, const std::string& name) {
+  POPSIM_ASSERT(data.size() == type.bytes(), "constant ", type.str(), " given ", data.size(),
+                " bytes.");
+  Value* value = newValue(std::move(type), ValueRole::Constant, name);
+  value->constantData_ = std::make_shared<const std::vector<uint8_t>>(std::move(data));
+  constants_.push_back(value);
+  return value;
+}
+
+Value* Graph::addScalarConstant(float scalar) {
+  std::vector<uint8_t> bytes(sizeof(float));
+  std::memcpy(bytes.data(), &scalar, sizeof(float));
+  return addConstant({DType::Float32, {}}, std::move(bytes));
+}
+
+Node* Graph::addNode(OpKind kind, const std::vector<Value*>& inputs, Attributes attrs,
+                     SourceLocation location) {
+  std::vector<TensorType> inputTypes;
+  inputTypes.reserve(inputs.size());
+  for (const Value* input : inputs) {
+    POPSIM_ASSERT(input != nullptr && owns(input), "node ", opKindName(kind),
+                  " given a value from another graph.");
+    inputTypes.push_back(input->type());
+  }
+  std::vector<TensorType> outputTypes;
+  try {
+    outputTypes = inferOutputTypes(kind, inputTypes, attrs);
+  } catch (const Error& error) {
+    const std::string where = location.known() ? " (at " + location.str() + ")" : "";
+    throwError(error.kind(), error.what() + where);
+  }
+  nodes_.push_back(
+      std::unique_ptr<Node>(new Node(nextNodeId_++, kind, std::move(attrs), std::move(location))));
+  Node* node = nodes_.back().get();
+  node->inputs_ = inputs;
+  for (Value* input : inputs) {
+    input->users_.push_back(node);
+  }
+  for (TensorType& type : outputTypes) {
+    Value* output = newValue(std::move(type), ValueRole::Computed, "");
+    output->producer_ = node;
+    node->outputs_.push_back(output);
+  }
+  return node;
+}
+
+Value* Graph::apply(OpKind kind, const std::vector<Value*>& inputs, Attributes attrs,
+                    SourceLocation location) {
+  Node* node = addNode(kind, inputs, std::move(attrs), std::move(location));
+  POPSIM_ASSERT(node->outputs().size() == 1, "apply() used on multi-output op ", node->name(), ".");
+  return node->output();
+}
+
+void Graph::addOutput(Value* value) {
+  POPSIM_ASSERT(value != nullptr && owns(value), "graph output from another graph.");
+  outputs_.push_back(value);
+}
+
+void Graph::setOutput(size_t index, Value* value) {
+  POPSIM_ASSERT(index < outputs_.size() && owns(value), "bad graph output ", index, ".");
+  outputs_[index] = value;
+}
+
+Value* Graph::findWeight(const std::string& name) const {
+  for (Value* weight : weights_) {
+    if (weight->name() == name) {
+      return weight;
+    }
+  }
+  return nullptr;
+}
+
+void Graph::replaceAllUsesWith(Value* from, Value* to) {
+  POPSIM_ASSERT(from->type() == to->type(), "replacing ", from->type().str(), " with ",
+                to->type().str(), ".");
+  for (Node* user : from->users_) {
+    for (Value*& input : user->inputs_) {
+      if (input == from) {
+        input = to;
+        to->users_.push_back(user);
+      }
+    }
+  }
+  from->users_.clear();
+  std::replace(outputs_.begin(), outputs_.end(), from, to);
+}
+
+void Graph::replaceInput(Node* node, size_t index, Value* value) {
+  Value* old = node->inputs_.at(index);
+  POPSIM_ASSERT(owns(value), "replacing input ", index, " of ", node->describe(),
+                " with a value of another graph.");
+  auto& users = old->users_;
+  users.erase(std::find(users.begin(), users.end(), node));
+  node->inputs_[index] = value;
+  value->users_.push_back(node);
+}
+
+void Graph::detachNode(Node* node) {
+  for (Value* input : node->inputs_) {
+    auto& users = input->users_;
+    auto it = std::find(users.begin(), users.end(), node);
+    if (it != users.end()) {
+      users.erase(it);
+    }
+  }
+  node->inputs_.clear();
+}
+
+size_t Graph::removeUnusedLeaves() {
+  auto unused = [this](Value* value) {
+    return value->users().empty() &&
+           std::find(outputs_.begin(), outputs_.end(), value) == outputs_.end();
+  };
+  const size_t before = weights_.size() + constants_.size();
+  weights_.erase(std::remove_if(weights_.begin(), weights_.end(), unused), weights_.end());
+  constants_.erase(std::remove_if(constants_.begin(), constants_.end(), unused), constants_.end());
+  return before - weights_.size() - constants_.size();
+}
+
+bool Graph::owns(const Value* value) const {
+  return value != nullptr && value->id() >= 0 &&
+         static_cast<size_t>(value->id()) < values_.size() &&
+         values_[static_cast<size_t>(value->id())].get() == value;
+}
+
+std::unique_ptr<Graph> Graph::clone() const {
+  auto copy = std::make_unique<Graph>();
+  std::unordered_map<const Value*, Value*> map;
+  for (const Value* input : inputs_) {
+    map[input] = copy->addInput(input->name(), input->type());
+  }
+  for (const Value* weight : weights_) {
+    map[weight] = copy->addWeight(weight->name(), weight->type(), weight->trainable());
+  }
+  for (const Value* constant : constants_) {
+    Value* cloned = copy->newValue(constant->type(), ValueRole::Constant, constant->name());
+    cloned->constantData_ = constant->constantData_;
+    copy->constants_.push_back(cloned);
+    map[constant] = cloned;
+  }
+  for (const auto& node : nodes_) {
+    copy->nodes_.push_back(std::unique_ptr<Node>(
+        new Node(copy->nextNodeId_++, node->kind(), node->attrs(), node->location())));
+    Node* cloned = copy->nodes_.back().get();
+    cloned->placement_ = node->placement();
+    for (const Value* input : node->inputs()) {
+      Value* mapped = map.at(input);
+      cloned->inputs_.push_back(mapped);
+      mapped->users_.push_back(cloned);
+    }
+    for (const Value* output : node->outputs()) {
+      Value* mapped = copy->newValue(output->type(), ValueRole::Computed, output->name());
+      mapped->producer_ = cloned;
+      cloned->outputs_.push_back(mapped);
+      map[output] = mapped;
+    }
+  }
+  for (const Value* output : outputs_) {
+    copy->outputs_.push_back(map.at(output));
+  }
+  return copy;
+}
+
+} // namespace popsim::ir

@@ -1,0 +1,101 @@
+#pragma once
+
+#include "ir/node.h"
+#include "ir/value.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace popsim::ir {
+
+// A program: inputs, weights and constants, an ordered list of nodes (a valid
+// schedule: every value is defined before it is used) and the outputs.
+// The graph owns all values and nodes and keeps use-def links consistent.
+class Graph {
+public:
+  Graph() = default;
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  Value* addInput(const std::string& name, TensorType type);
+  // Weight names are unique (they are parameter paths such as "fc1.weight").
+  Value* addWeight(const std::string& name, TensorType type, bool trainable);
+  Value* addConstant(TensorType type, std::vector<uint8_t> data, const std::string& name = "");
+  Value* addScalarConstant(float value);
+
+  // Appends a node; output types come from the op schema. Type errors are
+  // reported as "<op> at <location>: <problem>".
+  Node* addNode(OpKind kind, const std::vector<Value*>& inputs, Attributes attrs = {},
+                SourceLocation location = {});
+  // addNode for single-output ops, returning the output.
+  Value* apply(OpKind kind, const std::vector<Value*>& inputs, Attributes attrs = {},
+               SourceLocation location = {});
+
+  void addOutput(Value* value);
+  void setOutput(size_t index, Value* value);
+
+  const std::vector<Value*>& inputs() const { return inputs_; }
+  const std::vector<Value*>& weights() const { return weights_; }
+  const std::vector<Value*>& constants() const { return constants_; }
+  const std::vector<Value*>& outputs() const { return outputs_; }
+  const std::vector<std::unique_ptr<Node>>& nodes() const { return nodes_; }
+  Value* findWeight(const std::string& name) const;
+
+  // Redirects every use of `from` (including graph outputs) to `to`.
+  void replaceAllUsesWith(Value* from, Value* to);
+  // Makes `value` operand `index` of `node`. The node's output types are not
+  // re-inferred: the caller keeps them valid (the verifier checks).
+  void replaceInput(Node* node, size_t index, Value* value);
+  // Removes nodes whose outputs are unused; `remove(node)` decides which.
+  template <typename Predicate> size_t removeNodesIf(Predicate remove);
+  // Drops weights and constants that no node or output uses.
+  size_t removeUnusedLeaves();
+
+  // Whether `value` belongs to this graph (used by the verifier).
+  bool owns(const Value* value) const;
+  size_t numValues() const { return values_.size(); }
+
+  std::unique_ptr<Graph> clone() const;
+
+private:
+  Value* newValue(TensorType type, ValueRole role, const std::string& name);
+  void detachNode(Node* node);
+
+  std::vector<std::unique_ptr<Value>> values_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<Value*> inputs_;
+  std::vector<Value*> weights_;
+  std::vector<Value*> constants_;
+  std::vector<Value*> outputs_;
+  int64_t nextNodeId_ = 0;
+};
+
+template <typename Predicate> size_t Graph::removeNodesIf(Predicate remove) {
+  size_t removed = 0;
+  std::vector<std::unique_ptr<Node>> kept;
+  kept.reserve(nodes_.size());
+  // Walk backwards so that removing a node can free its producers' outputs.
+  for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) {
+    Node* node = it->get();
+    bool unused = true;
+    for (const Value* output : node->outputs()) {
+      unused = unused && output->users().empty();
+    }
+    for (const Value* output : outputs_) {
+      for (const Value* produced : node->outputs()) {
+        unused = unused && output != produced;
+      }
+    }
+    if (unused && remove(*node)) {
+      detachNode(node);
+      ++removed;
+    } else {
+      kept.push_back(std::move(*it));
+    }
+  }
+  nodes_.assign(std::make_move_iterator(kept.rbegin()), std::make_move_iterator(kept.rend()));
+  return removed;
+}
+
+} // namespace popsim::ir

@@ -1,0 +1,62 @@
+#include "ir/ops/op_registry.h"
+#include "ir/ops/type_checks.h"
+
+namespace popsim::ir::ops {
+namespace {
+
+// conv2d(input[N,C,H,W], weight[OC,C/groups,KH,KW], bias[OC]?) as torch.nn.functional.conv2d.
+std::vector<TensorType> inferConv2d(const std::vector<TensorType>& inputs, const Attributes& attrs) {
+  const TensorType& x = inputs[0];
+  const TensorType& w = inputs[1];
+  requireRank(x, 4, "input 0 (input)");
+  requireRank(w, 4, "input 1 (weight)");
+  requireDType(x, DType::Float32, "input 0 (input)");
+  requireDType(w, DType::Float32, "input 1 (weight)");
+  const auto& stride = attrs.getInts("stride");
+  const auto& padding = attrs.getInts("padding");
+  const auto& dilation = attrs.getInts("dilation");
+  requireLength(stride, 2, "stride");
+  requireLength(padding, 2, "padding");
+  requireLength(dilation, 2, "dilation");
+  const int64_t groups = attrs.getInt("groups");
+  POPSIM_CHECK(groups >= 1, ErrorKind::Compilation, "groups must be at least 1, got ", groups, ".");
+  const int64_t channels = x.shape[1];
+  const int64_t outChannels = w.shape[0];
+  POPSIM_CHECK(channels % groups == 0 && outChannels % groups == 0, ErrorKind::Compilation,
+               "input channels (", channels, ") and output channels (", outChannels,
+               ") must be divisible by groups (", groups, ").");
+  POPSIM_CHECK(w.shape[1] * groups == channels, ErrorKind::Compilation, "weight ", w.str(),
+               " expects ", w.shape[1] * groups, " input channels, but the input ", x.str(), " has ",
+               channels, ".");
+  if (inputs.size() == 3) {
+    requireDType(inputs[2], DType::Float32, "input 2 (bias)");
+    requireShape(inputs[2], {outChannels}, "input 2 (bias)");
+  }
+  Shape out = {x.shape[0], outChannels, 0, 0};
+  for (size_t i = 0; i < 2; ++i) {
+    POPSIM_CHECK(stride[i] >= 1 && dilation[i] >= 1 && padding[i] >= 0, ErrorKind::Compilation,
+                 "stride and dilation must be >= 1 and padding >= 0, got stride ",
+                 listToString(stride), ", dilation ", listToString(dilation), ", padding ",
+                 listToString(padding), ".");
+    const int64_t span = dilation[i] * (w.shape[2 + i] - 1) + 1;
+    const int64_t padded = x.shape[2 + i] + 2 * padding[i];
+    POPSIM_CHECK(padded >= span, ErrorKind::Compilation, "the kernel (", span,
+                 " wide with dilation) is larger than the padded input (", padded,
+                 ") in spatial dimension ", i, ".");
+    out[2 + i] = (padded - span) / stride[i] + 1;
+  }
+  return {{DType::Float32, out}};
+}
+
+} // namespace
+
+void registerConvolutionOps(OpRegistry& registry) {
+  registry.add(OpKind::Conv2d, 2, 3, {"input", "weight", "bias"},
+               {{"stride", AttrType::Ints},
+                {"padding", AttrType::Ints},
+                {"dilation", AttrType::Ints},
+                {"groups", AttrType::Int}},
+               inferConv2d);
+}
+
+} // namespace popsim::ir::ops

@@ -1,0 +1,45 @@
+#include "ir/ops/op_registry.h"
+#include "ir/ops/type_checks.h"
+
+namespace popsim::ir::ops {
+namespace {
+
+std::vector<TensorType> inferUnary(const std::vector<TensorType>& inputs, const Attributes&) {
+  requireDType(inputs[0], DType::Float32, "input 0 (input)");
+  return {inputs[0]};
+}
+
+std::vector<TensorType> inferGelu(const std::vector<TensorType>& inputs, const Attributes& attrs) {
+  const std::string& approximate = attrs.getString("approximate");
+  POPSIM_CHECK(approximate == "none" || approximate == "tanh", ErrorKind::Compilation,
+               "approximate must be \"none\" or \"tanh\", got \"", approximate, "\".");
+  return inferUnary(inputs, attrs);
+}
+
+// add/sub/mul/div of two float tensors with NumPy broadcasting.
+std::vector<TensorType> inferBinary(const std::vector<TensorType>& inputs, const Attributes&) {
+  requireDType(inputs[0], DType::Float32, "input 0 (a)");
+  requireDType(inputs[1], DType::Float32, "input 1 (b)");
+  auto shape = broadcastShapes(inputs[0].shape, inputs[1].shape);
+  POPSIM_CHECK(shape.has_value(), ErrorKind::Compilation, "shapes ", inputs[0].str(), " and ",
+               inputs[1].str(), " do not broadcast.");
+  return {{DType::Float32, *shape}};
+}
+
+} // namespace
+
+void registerElementwiseOps(OpRegistry& registry) {
+  for (OpKind kind : {OpKind::Relu, OpKind::Sigmoid, OpKind::Tanh, OpKind::Exp, OpKind::Log,
+                      OpKind::Sqrt}) {
+    registry.add(kind, 1, 1, {"input"}, {}, inferUnary);
+  }
+  registry.add(OpKind::Gelu, 1, 1, {"input"}, {{"approximate", AttrType::String}}, inferGelu);
+  // affine(x) = scale * x + shift: what scalar arithmetic (x * 2, x + 1, x / 8) lowers to.
+  registry.add(OpKind::Affine, 1, 1, {"input"},
+               {{"scale", AttrType::Float}, {"shift", AttrType::Float}}, inferUnary);
+  for (OpKind kind : {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div}) {
+    registry.add(kind, 2, 2, {"a", "b"}, {}, inferBinary);
+  }
+}
+
+} // namespace popsim::ir::ops

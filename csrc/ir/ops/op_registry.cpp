@@ -1,0 +1,15 @@
+#include "ir/ops/op_registry.h"
+
+namespace popsim::ir {
+
+void OpRegistry::add(OpKind kind, int minInputs, int maxInputs, std::vector<std::string> inputNames,
+                     std::vector<AttrSpec> attrs, InferTypesFn inferTypes) {
+  OpSchema& schema = table_.at(static_cast<size_t>(kind));
+  schema.minInputs = minInputs;
+  schema.maxInputs = maxInputs;
+  schema.inputNames = std::move(inputNames);
+  schema.attrs = std::move(attrs);
+  schema.inferTypes = inferTypes;
+}
+
+} // namespace popsim::ir

@@ -1,0 +1,32 @@
+#pragma once
+
+#include "ir/op_schema.h"
+
+#include <array>
+
+namespace popsim::ir {
+
+// Fills the op table; each ops/*.cpp file registers one family of ops.
+class OpRegistry {
+public:
+  explicit OpRegistry(std::array<OpSchema, kNumOpKinds>& table) : table_(table) {}
+  void add(OpKind kind, int minInputs, int maxInputs, std::vector<std::string> inputNames,
+           std::vector<AttrSpec> attrs, InferTypesFn inferTypes);
+
+private:
+  std::array<OpSchema, kNumOpKinds>& table_;
+};
+
+namespace ops {
+void registerConvolutionOps(OpRegistry& registry);
+void registerMatMulOps(OpRegistry& registry);
+void registerElementwiseOps(OpRegistry& registry);
+void registerSoftmaxOps(OpRegistry& registry);
+void registerPoolingOps(OpRegistry& registry);
+void registerNormalizationOps(OpRegistry& registry);
+void registerLayoutOps(OpRegistry& registry);
+void registerReductionOps(OpRegistry& registry);
+void registerEmbeddingOps(OpRegistry& registry);
+} // namespace ops
+
+} // namespace popsim::ir

@@ -1,0 +1,37 @@
+#pragma once
+
+#include "common/check.h"
+#include "ir/tensor_type.h"
+
+#include <string_view>
+
+// Small checks shared by the type-inference functions of ir/ops. Each throws a
+// Compilation error that names the input and gives expected and actual values.
+namespace popsim::ir::ops {
+
+inline void requireRank(const TensorType& type, int64_t rank, std::string_view what) {
+  POPSIM_CHECK(type.rank() == rank, ErrorKind::Compilation, what, " must have ", rank,
+               " dimensions, got ", type.rank(), " (", type.str(), ").");
+}
+
+inline void requireMinRank(const TensorType& type, int64_t rank, std::string_view what) {
+  POPSIM_CHECK(type.rank() >= rank, ErrorKind::Compilation, what, " must have at least ", rank,
+               " dimensions, got ", type.rank(), " (", type.str(), ").");
+}
+
+inline void requireDType(const TensorType& type, DType dtype, std::string_view what) {
+  POPSIM_CHECK(type.dtype == dtype, ErrorKind::Compilation, what, " must be ", dtypeName(dtype),
+               ", got ", type.str(), ".");
+}
+
+inline void requireShape(const TensorType& type, const Shape& shape, std::string_view what) {
+  POPSIM_CHECK(type.shape == shape, ErrorKind::Compilation, what, " must have shape ",
+               shapeToString(shape), ", got ", shapeToString(type.shape), ".");
+}
+
+inline void requireLength(const std::vector<int64_t>& values, size_t length, std::string_view what) {
+  POPSIM_CHECK(values.size() == length, ErrorKind::Compilation, "attribute '", what, "' must have ",
+               length, " values, got ", values.size(), ".");
+}
+
+} // namespace popsim::ir::ops

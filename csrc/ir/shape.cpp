@@ -1,0 +1,49 @@
+#include "ir/shape.h"
+
+#include "common/strings.h"
+
+#include <algorithm>
+
+namespace popsim::ir {
+
+int64_t elementCount(const Shape& shape) {
+  int64_t count = 1;
+  for (int64_t dim : shape) {
+    count *= dim;
+  }
+  return count;
+}
+
+std::string shapeToString(const Shape& shape) { return "[" + join(shape, ",") + "]"; }
+
+std::vector<int64_t> contiguousStrides(const Shape& shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t i = shape.size(); i > 1; --i) {
+    strides[i - 2] = strides[i - 1] * shape[i - 1];
+  }
+  return strides;
+}
+
+std::optional<Shape> broadcastShapes(const Shape& a, const Shape& b) {
+  const size_t rank = std::max(a.size(), b.size());
+  Shape out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    const int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1) {
+      return std::nullopt;
+    }
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+std::optional<int64_t> normalizeDim(int64_t dim, int64_t rank) {
+  const int64_t normalized = dim < 0 ? dim + rank : dim;
+  if (normalized < 0 || normalized >= rank) {
+    return std::nullopt;
+  }
+  return normalized;
+}
+
+} // namespace popsim::ir

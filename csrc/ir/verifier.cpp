@@ -1,0 +1,119 @@
+#include "ir/verifier.h"
+
+#include "common/check.h"
+#include "ir/op_schema.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+namespace popsim::ir {
+namespace {
+
+class Verifier {
+public:
+  explicit Verifier(const Graph& graph) : graph_(graph) {}
+
+  std::vector<std::string> run() {
+    checkLeaves();
+    for (const auto& node : graph_.nodes()) {
+      checkNode(*node);
+    }
+    for (size_t i = 0; i < graph_.outputs().size(); ++i) {
+      const Value* output = graph_.outputs()[i];
+      if (!graph_.owns(output) || defined_.count(output) == 0) {
+        problems_.push_back(strCat("graph output ", i, " is not defined by the graph."));
+      }
+    }
+    return problems_;
+  }
+
+private:
+  void checkLeaves() {
+    std::unordered_set<std::string> weightNames;
+    for (const Value* weight : graph_.weights()) {
+      if (!weightNames.insert(weight->name()).second) {
+        problems_.push_back(strCat("weight '", weight->name(), "' is declared twice."));
+      }
+      defined_.insert(weight);
+    }
+    for (const Value* input : graph_.inputs()) {
+      defined_.insert(input);
+    }
+    for (const Value* constant : graph_.constants()) {
+      if (constant->constantData().size() != constant->type().bytes()) {
+        problems_.push_back(strCat("constant ", constant->type().str(), " holds ",
+                                   constant->constantData().size(), " bytes, expected ",
+                                   constant->type().bytes(), "."));
+      }
+      defined_.insert(constant);
+    }
+  }
+
+  void checkNode(const Node& node) {
+    const std::string where = strCat("node #", node.id(), " ", node.describe(), ": ");
+    std::vector<TensorType> inputTypes;
+    for (size_t i = 0; i < node.inputs().size(); ++i) {
+      const Value* input = node.inputs()[i];
+      if (input == nullptr || !graph_.owns(input)) {
+        problems_.push_back(strCat(where, "input ", i, " is not a value of this graph."));
+        return;
+      }
+      if (defined_.count(input) == 0) {
+        problems_.push_back(strCat(where, "input ", i, " is used before it is defined."));
+      }
+      const auto& users = input->users();
+      if (std::find(users.begin(), users.end(), &node) == users.end()) {
+        problems_.push_back(strCat(where, "input ", i, " does not list the node as a user."));
+      }
+      inputTypes.push_back(input->type());
+    }
+    std::vector<TensorType> expected;
+    try {
+      expected = inferOutputTypes(node.kind(), inputTypes, node.attrs());
+    } catch (const Error& error) {
+      problems_.push_back(where + error.what());
+      return;
+    }
+    if (expected.size() != node.outputs().size()) {
+      problems_.push_back(strCat(where, "has ", node.outputs().size(), " outputs, expected ",
+                                 expected.size(), "."));
+      return;
+    }
+    for (size_t i = 0; i < expected.size(); ++i) {
+      const Value* output = node.outputs()[i];
+      if (output->producer() != &node) {
+        problems_.push_back(strCat(where, "output ", i, " names another producer."));
+      }
+      if (output->type() != expected[i]) {
+        problems_.push_back(strCat(where, "output ", i, " has type ", output->type().str(),
+                                   " but the schema infers ", expected[i].str(), "."));
+      }
+      if (!defined_.insert(output).second) {
+        problems_.push_back(strCat(where, "output ", i, " is defined twice."));
+      }
+      for (const Node* user : output->users()) {
+        const auto& inputs = user->inputs();
+        if (std::find(inputs.begin(), inputs.end(), output) == inputs.end()) {
+          problems_.push_back(strCat(where, "output ", i, " lists node #", user->id(),
+                                     " as a user but is not its input."));
+        }
+      }
+    }
+  }
+
+  const Graph& graph_;
+  std::unordered_set<const Value*> defined_;
+  std::vector<std::string> problems_;
+};
+
+} // namespace
+
+std::vector<std::string> findGraphProblems(const Graph& graph) { return Verifier(graph).run(); }
+
+void verifyGraph(const Graph& graph, const std::string& context) {
+  const std::vector<std::string> problems = findGraphProblems(graph);
+  POPSIM_ASSERT(problems.empty(), "the IR graph is invalid", context.empty() ? "" : " after ",
+                context, ":\n  ", join(problems, "\n  "), "\n");
+}
+
+} // namespace popsim::ir
