@@ -1,0 +1,77 @@
+#pragma once
+
+#include "ir/graph.h"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+namespace popsim::passes {
+
+// Regions of one simulated IPU's memory. Weights, constants and the input
+// stream buffers are always live; activations share an arena by lifetime.
+enum class MemoryRegion { Weights, Constants, InputStreams, Activations };
+constexpr size_t kNumMemoryRegions = 4;
+const char* memoryRegionName(MemoryRegion region);
+
+// Program steps: node i of the schedule runs at step i. Inputs arrive before
+// step 0 (step -1) and outputs are read after the last step (step = #nodes).
+struct Lifetime {
+  int64_t first = 0;
+  int64_t last = 0;
+  bool overlaps(const Lifetime& other) const { return first <= other.last && other.first <= last; }
+};
+
+// Where a value's bytes live. Views (reshape) share their input's slot.
+struct TensorSlot {
+  int64_t ipu = 0;
+  MemoryRegion region = MemoryRegion::Activations;
+  size_t offset = 0;
+  size_t bytes = 0;
+  Lifetime lifetime;
+};
+
+struct IpuMemoryLayout {
+  std::array<size_t, kNumMemoryRegions> regionBytes{};
+  // Most activation bytes live at one step: a lower bound for the arena.
+  size_t activationLivePeak = 0;
+  int64_t activationPeakStep = 0;
+  size_t total() const;
+};
+
+struct MemoryPlanOptions {
+  size_t alignment = 64;
+  int64_t numIpus = 1;
+};
+
+// The result of memory planning: a slot for every value of the graph and the
+// size of each region on each IPU.
+class MemoryPlan {
+public:
+  const TensorSlot& slot(const ir::Value* value) const;
+  bool hasSlot(const ir::Value* value) const { return slots_.count(value) != 0; }
+  // The value whose storage `value` uses (itself unless it is a view).
+  const ir::Value* storageRoot(const ir::Value* value) const;
+  const std::vector<IpuMemoryLayout>& ipus() const { return ipus_; }
+  // Values that own storage, in a deterministic order.
+  const std::vector<const ir::Value*>& roots() const { return roots_; }
+
+private:
+  friend MemoryPlan planMemory(const ir::Graph&, const MemoryPlanOptions&);
+  std::unordered_map<const ir::Value*, TensorSlot> slots_;
+  std::unordered_map<const ir::Value*, const ir::Value*> roots_of_;
+  std::vector<const ir::Value*> roots_;
+  std::vector<IpuMemoryLayout> ipus_;
+};
+
+// Whether the node's output is a view of its input (no copy, same bytes).
+bool isViewOp(const ir::Node& node);
+
+// Lifetimes from first definition to last use, then offsets by greedy
+// best-fit in decreasing size order: buffers whose lifetimes overlap never
+// share bytes; others may.
+MemoryPlan planMemory(const ir::Graph& graph, const MemoryPlanOptions& options = {});
+
+} // namespace popsim::passes
