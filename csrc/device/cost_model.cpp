@@ -1,0 +1,145 @@
+#include "device/cost_model.h"
+
+#include "ir/op_schema.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace popsim::device {
+namespace {
+
+uint64_t ceilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+// One vectorised pass over `elements` spread over all tiles (fp32, v = 2).
+uint64_t elementwisePassCycles(uint64_t elements, const ChipSpec& chip) {
+  const uint64_t perTile = ceilDiv(elements, static_cast<uint64_t>(chip.tiles));
+  constexpr uint64_t vectorWidth = 2;
+  const uint64_t perThread = ceilDiv(perTile, 6 * vectorWidth);
+  return 6 * (58 + 3 * perThread) + 11;
+}
+
+uint64_t exchangeCycles(uint64_t bytes, const ChipSpec& chip) {
+  return ceilDiv(bytes, static_cast<uint64_t>(chip.tiles * chip.exchangeBytesPerTileCycle));
+}
+
+uint64_t macCycles(uint64_t macs, const ChipSpec& chip) {
+  const double perCycle =
+      static_cast<double>(chip.tiles * chip.fp32MacsPerTileCycle) * kMatMulEfficiency;
+  return static_cast<uint64_t>(std::ceil(static_cast<double>(macs) / perCycle));
+}
+
+uint64_t inputBytes(const ir::Node& node) {
+  uint64_t bytes = 0;
+  for (const ir::Value* input : node.inputs()) {
+    bytes += input->type().bytes();
+  }
+  return bytes;
+}
+
+uint64_t matmulMacs(const ir::Node& node) {
+  const ir::TensorType& out = node.output()->type();
+  switch (node.kind()) {
+  case ir::OpKind::Conv2d: {
+    const ir::Shape& w = node.input(1)->type().shape;
+    return static_cast<uint64_t>(out.numel() * w[1] * w[2] * w[3]);
+  }
+  case ir::OpKind::Linear: return static_cast<uint64_t>(out.numel() * node.input(1)->type().shape[1]);
+  case ir::OpKind::MatMul: return static_cast<uint64_t>(out.numel() * node.input(0)->type().shape.back());
+  default: return 0;
+  }
+}
+
+// Passes over the data for ops costed as elementwise work.
+uint64_t elementPasses(ir::OpKind kind) {
+  switch (kind) {
+  case ir::OpKind::Relu:
+  case ir::OpKind::Affine:
+  case ir::OpKind::Add:
+  case ir::OpKind::Sub:
+  case ir::OpKind::Mul:
+  case ir::OpKind::Div:
+  case ir::OpKind::ReduceSum:
+  case ir::OpKind::ReduceMean: return 1;
+  case ir::OpKind::Sigmoid:
+  case ir::OpKind::Tanh:
+  case ir::OpKind::Exp:
+  case ir::OpKind::Log:
+  case ir::OpKind::Sqrt:
+  case ir::OpKind::BatchNorm: return 2;
+  case ir::OpKind::Gelu:
+  case ir::OpKind::Softmax:
+  case ir::OpKind::LogSoftmax: return 3;
+  case ir::OpKind::LayerNorm: return 4;
+  default: return 1;
+  }
+}
+
+} // namespace
+
+OpCost estimateOpCost(const ir::Node& node, const ChipSpec& chip) {
+  OpCost cost;
+  if (node.kind() == ir::OpKind::Reshape) {
+    return cost; // a view: no superstep at all
+  }
+  cost.syncCycles = syncCycles(1, chip);
+  const uint64_t outElements = static_cast<uint64_t>(node.output()->type().numel());
+  const uint64_t outBytes = node.output()->type().bytes();
+  switch (node.kind()) {
+  case ir::OpKind::Conv2d:
+  case ir::OpKind::Linear:
+  case ir::OpKind::MatMul:
+    cost.exchangeCycles = exchangeCycles(inputBytes(node), chip);
+    cost.computeCycles = macCycles(matmulMacs(node), chip);
+    break;
+  case ir::OpKind::MaxPool2d:
+  case ir::OpKind::AvgPool2d: {
+    const auto& kernel = node.attrs().getInts("kernel");
+    cost.exchangeCycles = exchangeCycles(node.input(0)->type().bytes(), chip);
+    cost.computeCycles =
+        elementwisePassCycles(outElements * static_cast<uint64_t>(kernel[0] * kernel[1]), chip);
+    break;
+  }
+  case ir::OpKind::AdaptiveAvgPool2d:
+    cost.exchangeCycles = exchangeCycles(node.input(0)->type().bytes(), chip);
+    cost.computeCycles =
+        elementwisePassCycles(static_cast<uint64_t>(node.input(0)->type().numel()), chip);
+    break;
+  case ir::OpKind::Permute:
+  case ir::OpKind::Slice:
+  case ir::OpKind::Concat:
+  case ir::OpKind::Embedding: cost.exchangeCycles = exchangeCycles(outBytes, chip); break;
+  case ir::OpKind::Softmax:
+  case ir::OpKind::LogSoftmax:
+  case ir::OpKind::LayerNorm:
+  case ir::OpKind::BatchNorm:
+  case ir::OpKind::ReduceSum:
+  case ir::OpKind::ReduceMean: {
+    // Partial results cross tiles once per reduction.
+    const uint64_t elements = static_cast<uint64_t>(node.input(0)->type().numel());
+    cost.exchangeCycles = exchangeCycles(outBytes, chip) + syncCycles(1, chip);
+    cost.computeCycles = elementPasses(node.kind()) * elementwisePassCycles(elements, chip);
+    break;
+  }
+  default: cost.computeCycles = elementPasses(node.kind()) * elementwisePassCycles(outElements, chip);
+  }
+  return cost;
+}
+
+uint64_t hostTransferCycles(uint64_t bytes, const ChipSpec& chip) {
+  return static_cast<uint64_t>(chip.hostLatencyCycles) +
+         static_cast<uint64_t>(std::ceil(static_cast<double>(bytes) * chip.clockHz /
+                                         chip.hostBytesPerSecond));
+}
+
+uint64_t linkTransferCycles(uint64_t bytes, int64_t numIpus, const ChipSpec& chip) {
+  return syncCycles(numIpus, chip) + static_cast<uint64_t>(chip.linkLatencyCycles) +
+         static_cast<uint64_t>(std::ceil(static_cast<double>(bytes) * chip.clockHz /
+                                         chip.linkBytesPerSecond));
+}
+
+uint64_t syncCycles(int64_t numIpus, const ChipSpec& chip) {
+  const double hops = 1.0 + static_cast<double>(numIpus / 4);
+  return static_cast<uint64_t>(std::ceil(15e-9 * chip.clockHz * hops * 2.0));
+}
+
+} // namespace popsim::device

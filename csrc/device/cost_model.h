@@ -1,0 +1,46 @@
+#pragma once
+
+#include "device/chip_spec.h"
+#include "ir/node.h"
+
+#include <cstdint>
+
+namespace popsim::device {
+
+// Simulated cycles of one op, split the way a BSP superstep is: sync, then
+// exchange (moving operands between tiles), then compute on all tiles.
+struct OpCost {
+  uint64_t syncCycles = 0;
+  uint64_t exchangeCycles = 0;
+  uint64_t computeCycles = 0;
+  uint64_t total() const { return syncCycles + exchangeCycles + computeCycles; }
+};
+
+// Fraction of peak MAC throughput convolutions and matmuls reach on an IPU
+// (Graphcore quotes 0.5-0.7 for well-shaped layers).
+constexpr double kMatMulEfficiency = 0.6;
+
+// The cost model of ../shared/reference/ipu-model.md:
+// - matmul / conv: MACs / (tiles x MACs-per-tile-cycle x efficiency), plus the
+//   exchange of inputs and weights at 4 bytes per tile-cycle;
+// - elementwise-like ops: 6 x (58 + 3 x ceil(n / (6 x v))) + 11 cycles per
+//   pass over n elements per tile (v = 2 for fp32), more passes for
+//   transcendental functions, softmax and normalisations;
+// - layout ops: exchange only; reshape is free (a view).
+OpCost estimateOpCost(const ir::Node& node, const ChipSpec& chip);
+
+// A host <-> IPU transfer: fixed latency plus bytes at host bandwidth.
+uint64_t hostTransferCycles(uint64_t bytes, const ChipSpec& chip);
+// An IPU -> IPU copy over IPU-Links: sync, latency and bytes at link bandwidth.
+uint64_t linkTransferCycles(uint64_t bytes, int64_t numIpus, const ChipSpec& chip);
+// Synchronisation across `numIpus` IPUs: ceil(15 ns x f x hops x 2) cycles
+// with hops = 1 + numIpus / 4 (about 40 cycles on one Mk2, 80 on four).
+uint64_t syncCycles(int64_t numIpus, const ChipSpec& chip);
+
+// Bytes of code an op needs on the IPU: one vertex type per distinct op
+// signature and control code per op instance, on every tile. These are
+// popsim's own rough figures, not Graphcore's.
+constexpr uint64_t kVertexCodeBytesPerTile = 256;
+constexpr uint64_t kControlCodeBytesPerTile = 32;
+
+} // namespace popsim::device

@@ -1,0 +1,136 @@
+#include "device/memory_report.h"
+
+#include "common/check.h"
+#include "device/cost_model.h"
+#include "ir/printer.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+namespace popsim::device {
+namespace {
+
+// Code bytes of the nodes on one IPU: a vertex type per distinct op signature
+// (kind and input types) and control code per node, on every tile.
+uint64_t codeBytes(const ir::Graph& graph, int64_t ipu, const ChipSpec& chip) {
+  std::set<std::string> signatures;
+  uint64_t nodes = 0;
+  for (const auto& node : graph.nodes()) {
+    if (node->placement().ipu != ipu || passes::isViewOp(*node)) {
+      continue;
+    }
+    std::string signature(node->name());
+    for (const ir::Value* input : node->inputs()) {
+      signature += " " + input->type().str();
+    }
+    signatures.insert(signature);
+    ++nodes;
+  }
+  const uint64_t tiles = static_cast<uint64_t>(chip.tiles);
+  return signatures.size() * kVertexCodeBytesPerTile * tiles +
+         nodes * kControlCodeBytesPerTile * tiles;
+}
+
+} // namespace
+
+std::string describeValue(const ir::Value& value) {
+  switch (value.role()) {
+  case ir::ValueRole::Weight: return value.name() + (value.trainable() ? " (weight)" : " (buffer)");
+  case ir::ValueRole::Input: return "input '" + value.name() + "'";
+  case ir::ValueRole::Constant: return "a constant";
+  case ir::ValueRole::Computed:
+    return value.producer() != nullptr ? "output of " + value.producer()->describe() : "a value";
+  }
+  return "a value";
+}
+
+uint64_t IpuMemoryReport::total() const { return alwaysLive() + notAlwaysLive(); }
+
+uint64_t IpuMemoryReport::alwaysLive() const {
+  uint64_t sum = 0;
+  for (const MemoryCategory& category : categories) {
+    sum += category.alwaysLive ? category.bytes : 0;
+  }
+  return sum;
+}
+
+uint64_t IpuMemoryReport::notAlwaysLive() const {
+  uint64_t sum = 0;
+  for (const MemoryCategory& category : categories) {
+    sum += category.alwaysLive ? 0 : category.bytes;
+  }
+  return sum;
+}
+
+MemoryReport buildMemoryReport(const ir::Graph& graph, const passes::MemoryPlan& plan,
+                               const IpuSystemConfig& system) {
+  MemoryReport report;
+  report.chip = system.spec().name;
+  for (size_t ipu = 0; ipu < plan.ipus().size(); ++ipu) {
+    const passes::IpuMemoryLayout& layout = plan.ipus()[ipu];
+    IpuMemoryReport ipuReport;
+    ipuReport.ipu = static_cast<int64_t>(ipu);
+    ipuReport.capacity = system.memoryCapacity();
+    using passes::MemoryRegion;
+    auto regionBytes = [&](MemoryRegion region) {
+      return layout.regionBytes[static_cast<size_t>(region)];
+    };
+    ipuReport.categories = {
+        {"weights", regionBytes(MemoryRegion::Weights), true},
+        {"constants", regionBytes(MemoryRegion::Constants), true},
+        {"input streams", regionBytes(MemoryRegion::InputStreams), true},
+        {"code", codeBytes(graph, ipuReport.ipu, system.spec()), true},
+        {"activations", regionBytes(MemoryRegion::Activations), false},
+    };
+    std::vector<TensorMemory> tensors;
+    for (const ir::Value* root : plan.roots()) {
+      const passes::TensorSlot& slot = plan.slot(root);
+      if (slot.ipu != ipuReport.ipu) {
+        continue;
+      }
+      tensors.push_back({describeValue(*root), root->type().str(),
+                         passes::memoryRegionName(slot.region), slot.bytes});
+    }
+    std::stable_sort(tensors.begin(), tensors.end(),
+                     [](const TensorMemory& a, const TensorMemory& b) { return a.bytes > b.bytes; });
+    if (tensors.size() > kLargestTensors) {
+      tensors.resize(kLargestTensors);
+    }
+    ipuReport.largestTensors = std::move(tensors);
+    report.ipus.push_back(std::move(ipuReport));
+  }
+  return report;
+}
+
+void checkMemoryFits(const MemoryReport& report, const IpuSystemConfig& system) {
+  for (const IpuMemoryReport& ipu : report.ipus) {
+    if (ipu.fits()) {
+      continue;
+    }
+    std::ostringstream message;
+    message << "Out of memory on IPU " << ipu.ipu << ": the program needs "
+            << formatBytes(ipu.total()) << " but IPU " << ipu.ipu << " has "
+            << formatBytes(ipu.capacity) << " ("
+            << (system.memoryPerIpu != 0 ? "set by Options.Simulator.memoryPerIpu"
+                                         : std::string(system.spec().name) + " SRAM")
+            << ").\n  By category:";
+    for (const MemoryCategory& category : ipu.categories) {
+      if (category.bytes != 0) {
+        message << "\n    " << category.name << ": " << formatBytes(category.bytes)
+                << (category.alwaysLive ? " (always live)" : " (peak, not always live)");
+      }
+    }
+    message << "\n  Largest tensors on IPU " << ipu.ipu << ":";
+    for (const TensorMemory& tensor : ipu.largestTensors) {
+      message << "\n    " << tensor.description << " " << tensor.type << ": "
+              << formatBytes(tensor.bytes) << " (" << tensor.category << ")";
+    }
+    message << "\n  To make it fit: use a smaller micro-batch, or give each IPU more memory "
+               "with Options.Simulator.memoryPerIpu (at most "
+            << formatBytes(system.spec().memoryBytes()) << " on " << system.spec().name << ").";
+    throwError(ErrorKind::OutOfMemory, message.str());
+  }
+}
+
+} // namespace popsim::device
