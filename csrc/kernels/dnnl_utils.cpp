@@ -1,0 +1,65 @@
+#include "kernels/dnnl_utils.h"
+
+#include "common/check.h"
+
+namespace popsim::kernels {
+
+bool isDnnlDType(ir::DType dtype) { return dtype != ir::DType::Int64; }
+
+memory::data_type toDnnlDType(ir::DType dtype) {
+  switch (dtype) {
+  case ir::DType::Float32: return memory::data_type::f32;
+  case ir::DType::Int32: return memory::data_type::s32;
+  case ir::DType::Bool: return memory::data_type::u8;
+  case ir::DType::Int64: break;
+  }
+  POPSIM_ASSERT(false, "oneDNN has no ", ir::dtypeName(dtype), " type.");
+}
+
+memory::dims toDnnlDims(const ir::Shape& shape) {
+  if (shape.empty()) {
+    return {1};
+  }
+  return memory::dims(shape.begin(), shape.end());
+}
+
+memory::desc plainDesc(const ir::Shape& shape, ir::DType dtype) {
+  const memory::dims dims = toDnnlDims(shape);
+  return memory::desc(dims, toDnnlDType(dtype), ir::contiguousStrides(dims));
+}
+
+memory::desc flatDesc(const ir::TensorType& type) {
+  return memory::desc({type.numel()}, toDnnlDType(type.dtype), memory::format_tag::a);
+}
+
+ir::Shape padRank(const ir::Shape& shape, size_t rank) {
+  ir::Shape padded(rank - shape.size(), 1);
+  padded.insert(padded.end(), shape.begin(), shape.end());
+  return padded;
+}
+
+PrimitiveKernel::PrimitiveKernel(dnnl::primitive primitive, std::unordered_map<int, memory> args,
+                                 const dnnl::primitive_desc_base& descriptor)
+    : primitive_(std::move(primitive)), args_(std::move(args)),
+      implementation_(std::string("onednn:") + descriptor.impl_info_str()) {}
+
+void PrimitiveKernel::run(dnnl::stream& stream) { primitive_.execute(stream, args_); }
+
+SequenceKernel::SequenceKernel(std::vector<std::unique_ptr<Kernel>> parts)
+    : parts_(std::move(parts)) {}
+
+void SequenceKernel::run(dnnl::stream& stream) {
+  for (auto& part : parts_) {
+    part->run(stream);
+  }
+}
+
+std::string SequenceKernel::implementation() const {
+  std::string text;
+  for (const auto& part : parts_) {
+    text += (text.empty() ? "" : " + ") + part->implementation();
+  }
+  return text;
+}
+
+} // namespace popsim::kernels

@@ -1,0 +1,66 @@
+#pragma once
+
+#include "ir/tensor_type.h"
+#include "kernels/kernel.h"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+namespace popsim::kernels {
+
+using dnnl::memory;
+
+bool isDnnlDType(ir::DType dtype);
+memory::data_type toDnnlDType(ir::DType dtype);
+// oneDNN has no 0-d tensors: a scalar becomes {1}.
+memory::dims toDnnlDims(const ir::Shape& shape);
+// Row-major descriptor of `shape`.
+memory::desc plainDesc(const ir::Shape& shape, ir::DType dtype = ir::DType::Float32);
+// The tensor as a flat vector of numel elements (for shape-agnostic ops).
+memory::desc flatDesc(const ir::TensorType& type);
+// `shape` padded with leading 1s to `rank` dimensions.
+ir::Shape padRank(const ir::Shape& shape, size_t rank);
+
+// Memory owned by a kernel for outputs nobody reads (e.g. layer-norm
+// statistics in inference). It lives as long as the kernel.
+class ScratchBuffer {
+public:
+  explicit ScratchBuffer(size_t bytes) : data_((bytes + sizeof(float) - 1) / sizeof(float)) {}
+  void* data() { return data_.data(); }
+
+private:
+  std::vector<float> data_;
+};
+
+// A oneDNN primitive with all of its arguments bound to fixed memory.
+class PrimitiveKernel : public Kernel {
+public:
+  PrimitiveKernel(dnnl::primitive primitive, std::unordered_map<int, memory> args,
+                  const dnnl::primitive_desc_base& descriptor);
+  void run(dnnl::stream& stream) override;
+  std::string implementation() const override { return implementation_; }
+  // Keeps kernel-private memory (bound into args) alive with the kernel.
+  void keepAlive(std::unique_ptr<ScratchBuffer> buffer) { owned_.push_back(std::move(buffer)); }
+
+private:
+  dnnl::primitive primitive_;
+  std::unordered_map<int, memory> args_;
+  std::string implementation_;
+  std::vector<std::unique_ptr<ScratchBuffer>> owned_;
+};
+
+// Several kernels run in order as one (e.g. a primitive and a fix-up).
+class SequenceKernel : public Kernel {
+public:
+  explicit SequenceKernel(std::vector<std::unique_ptr<Kernel>> parts);
+  void run(dnnl::stream& stream) override;
+  std::string implementation() const override;
+
+private:
+  std::vector<std::unique_ptr<Kernel>> parts_;
+};
+
+} // namespace popsim::kernels

@@ -1,0 +1,42 @@
+#include "kernels/dnnl_kernels.h"
+#include "kernels/dnnl_utils.h"
+
+namespace popsim::kernels {
+
+// Unary elementwise ops as oneDNN eltwise over the flattened tensor.
+// affine(scale, shift) is eltwise_linear: scale * x + shift.
+std::unique_ptr<Kernel> createEltwiseKernel(const KernelRequest& request) {
+  const ir::Node& node = request.node;
+  using dnnl::algorithm;
+  algorithm kind = algorithm::eltwise_relu;
+  float alpha = 0.0f;
+  float beta = 0.0f;
+  switch (node.kind()) {
+  case ir::OpKind::Relu: kind = algorithm::eltwise_relu; break;
+  case ir::OpKind::Gelu:
+    kind = node.attrs().getString("approximate") == "tanh" ? algorithm::eltwise_gelu_tanh
+                                                             : algorithm::eltwise_gelu_erf;
+    break;
+  case ir::OpKind::Sigmoid: kind = algorithm::eltwise_logistic; break;
+  case ir::OpKind::Tanh: kind = algorithm::eltwise_tanh; break;
+  case ir::OpKind::Exp: kind = algorithm::eltwise_exp; break;
+  case ir::OpKind::Log: kind = algorithm::eltwise_log; break;
+  case ir::OpKind::Sqrt: kind = algorithm::eltwise_sqrt; break;
+  case ir::OpKind::Affine:
+    kind = algorithm::eltwise_linear;
+    alpha = static_cast<float>(node.attrs().getFloat("scale"));
+    beta = static_cast<float>(node.attrs().getFloat("shift"));
+    break;
+  default: return nullptr;
+  }
+  const memory::desc md = flatDesc(request.outputs[0].type);
+  const dnnl::eltwise_forward::primitive_desc pd(
+      dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, kind, md, alpha, beta),
+      request.engine);
+  std::unordered_map<int, memory> args = {
+      {DNNL_ARG_SRC, memory(md, request.engine, request.inputs[0].data)},
+      {DNNL_ARG_DST, memory(md, request.engine, request.outputs[0].data)}};
+  return std::make_unique<PrimitiveKernel>(dnnl::eltwise_forward(pd), std::move(args), pd);
+}
+
+} // namespace popsim::kernels

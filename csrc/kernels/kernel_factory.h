@@ -1,0 +1,25 @@
+#pragma once
+
+#include "ir/node.h"
+#include "kernels/kernel.h"
+
+#include <memory>
+#include <vector>
+
+namespace popsim::kernels {
+
+// What a kernel is built from: the node and where its operands live.
+struct KernelRequest {
+  const ir::Node& node;
+  std::vector<BoundTensor> inputs;
+  std::vector<BoundTensor> outputs;
+  const dnnl::engine& engine;
+};
+
+// Builds the kernel of a node: a oneDNN primitive where one fits, otherwise
+// the reference kernel. Returns nullptr for views (reshape), which need no
+// work. Primitive creation goes through oneDNN's primitive cache, so layers
+// with the same shapes (and recompiles) reuse generated code.
+std::unique_ptr<Kernel> createKernel(const KernelRequest& request);
+
+} // namespace popsim::kernels

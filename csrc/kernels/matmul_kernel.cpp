@@ -1,0 +1,56 @@
+#include "kernels/dnnl_kernels.h"
+#include "kernels/dnnl_utils.h"
+
+namespace popsim::kernels {
+namespace {
+
+// linear: x viewed as [M, K], weight [N, K] read as a transposed [K, N]
+// through strides (no copy), bias as [1, N].
+std::unique_ptr<Kernel> createLinear(const KernelRequest& request) {
+  const ir::Shape& ws = request.inputs[1].type.shape;
+  const int64_t N = ws[0], K = ws[1];
+  const int64_t M = request.inputs[0].type.numel() / K;
+  const memory::desc src({M, K}, memory::data_type::f32, memory::format_tag::ab);
+  const memory::desc weights({K, N}, memory::data_type::f32, memory::format_tag::ba);
+  const memory::desc dst({M, N}, memory::data_type::f32, memory::format_tag::ab);
+  const bool hasBias = request.inputs.size() == 3;
+  const memory::desc bias =
+      hasBias ? memory::desc({1, N}, memory::data_type::f32, memory::format_tag::ab) : memory::desc();
+  const dnnl::matmul::desc desc = hasBias ? dnnl::matmul::desc(src, weights, bias, dst)
+                                          : dnnl::matmul::desc(src, weights, dst);
+  const dnnl::matmul::primitive_desc pd(desc, request.engine);
+  std::unordered_map<int, memory> args = {
+      {DNNL_ARG_SRC, memory(src, request.engine, request.inputs[0].data)},
+      {DNNL_ARG_WEIGHTS, memory(weights, request.engine, request.inputs[1].data)},
+      {DNNL_ARG_DST, memory(dst, request.engine, request.outputs[0].data)}};
+  if (hasBias) {
+    args[DNNL_ARG_BIAS] = memory(bias, request.engine, request.inputs[2].data);
+  }
+  return std::make_unique<PrimitiveKernel>(dnnl::matmul(pd), std::move(args), pd);
+}
+
+// matmul with batch broadcasting: operands padded to the output's rank, so
+// oneDNN sees equal ranks with size-1 batch dimensions where torch broadcasts.
+std::unique_ptr<Kernel> createBatchedMatMul(const KernelRequest& request) {
+  const ir::Shape& out = request.outputs[0].type.shape;
+  const memory::desc a = plainDesc(padRank(request.inputs[0].type.shape, out.size()));
+  const memory::desc b = plainDesc(padRank(request.inputs[1].type.shape, out.size()));
+  const memory::desc dst = plainDesc(out);
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, dst), request.engine);
+  std::unordered_map<int, memory> args = {
+      {DNNL_ARG_SRC, memory(a, request.engine, request.inputs[0].data)},
+      {DNNL_ARG_WEIGHTS, memory(b, request.engine, request.inputs[1].data)},
+      {DNNL_ARG_DST, memory(dst, request.engine, request.outputs[0].data)}};
+  return std::make_unique<PrimitiveKernel>(dnnl::matmul(pd), std::move(args), pd);
+}
+
+} // namespace
+
+std::unique_ptr<Kernel> createMatMulKernel(const KernelRequest& request) {
+  if (request.node.kind() == ir::OpKind::Linear) {
+    return createLinear(request);
+  }
+  return createBatchedMatMul(request);
+}
+
+} // namespace popsim::kernels

@@ -1,0 +1,83 @@
+#include "ir/ops/pooling_geometry.h"
+#include "kernels/dnnl_kernels.h"
+#include "kernels/dnnl_utils.h"
+
+namespace popsim::kernels {
+namespace {
+
+struct Window {
+  memory::dims kernel, stride, dilation, padLeft, padRight;
+};
+
+std::unique_ptr<Kernel> makePooling(const KernelRequest& request, dnnl::algorithm kind,
+                                    const Window& window) {
+  const memory::desc src = plainDesc(request.inputs[0].type.shape);
+  const memory::desc dst = plainDesc(request.outputs[0].type.shape);
+  const dnnl::pooling_v2_forward::primitive_desc pd(
+      dnnl::pooling_v2_forward::desc(dnnl::prop_kind::forward_inference, kind, src, dst,
+                                     window.stride, window.kernel, window.dilation, window.padLeft,
+                                     window.padRight),
+      request.engine);
+  std::unordered_map<int, memory> args = {
+      {DNNL_ARG_SRC, memory(src, request.engine, request.inputs[0].data)},
+      {DNNL_ARG_DST, memory(dst, request.engine, request.outputs[0].data)}};
+  return std::make_unique<PrimitiveKernel>(dnnl::pooling_v2_forward(pd), std::move(args), pd);
+}
+
+// The right padding that makes oneDNN's floor division produce torch's
+// output size (larger than the left padding only in ceil mode).
+Window windowOf(const KernelRequest& request, const std::vector<int64_t>& dilation) {
+  const ir::Node& node = request.node;
+  const auto& kernel = node.attrs().getInts("kernel");
+  const auto& stride = node.attrs().getInts("stride");
+  const auto& padding = node.attrs().getInts("padding");
+  const ir::Shape& in = request.inputs[0].type.shape;
+  const ir::Shape& out = request.outputs[0].type.shape;
+  Window window{{kernel[0], kernel[1]}, {stride[0], stride[1]}, {dilation[0] - 1, dilation[1] - 1},
+                {padding[0], padding[1]}, {0, 0}};
+  for (size_t i = 0; i < 2; ++i) {
+    const int64_t span = dilation[i] * (kernel[i] - 1) + 1;
+    window.padRight[i] = (out[2 + i] - 1) * stride[i] + span - in[2 + i] - padding[i];
+  }
+  return window;
+}
+
+} // namespace
+
+// max_pool2d, avg_pool2d and adaptive_avg_pool2d as oneDNN pooling when the
+// divisor oneDNN uses is torch's: avg pooling with divisor_override, or
+// counting padding with extra ceil-mode padding, and adaptive pooling with
+// uneven bins use the reference kernel.
+std::unique_ptr<Kernel> createPoolingKernel(const KernelRequest& request) {
+  const ir::Node& node = request.node;
+  switch (node.kind()) {
+  case ir::OpKind::MaxPool2d:
+    return makePooling(request, dnnl::algorithm::pooling_max,
+                       windowOf(request, node.attrs().getInts("dilation")));
+  case ir::OpKind::AvgPool2d: {
+    const Window window = windowOf(request, {1, 1});
+    const bool includePad = node.attrs().getBool("count_include_pad");
+    if (node.attrs().getInt("divisor_override") > 0 ||
+        (includePad && window.padRight != window.padLeft)) {
+      return nullptr;
+    }
+    return makePooling(request,
+                       includePad ? dnnl::algorithm::pooling_avg_include_padding
+                                  : dnnl::algorithm::pooling_avg_exclude_padding,
+                       window);
+  }
+  case ir::OpKind::AdaptiveAvgPool2d: {
+    const ir::Shape& in = request.inputs[0].type.shape;
+    const ir::Shape& out = request.outputs[0].type.shape;
+    if (in[2] % out[2] != 0 || in[3] % out[3] != 0) {
+      return nullptr;
+    }
+    const memory::dims kernel = {in[2] / out[2], in[3] / out[3]};
+    return makePooling(request, dnnl::algorithm::pooling_avg_exclude_padding,
+                       {kernel, kernel, {0, 0}, {0, 0}, {0, 0}});
+  }
+  default: return nullptr;
+  }
+}
+
+} // namespace popsim::kernels

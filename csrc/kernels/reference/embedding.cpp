@@ -1,0 +1,41 @@
+#include "common/check.h"
+#include "kernels/reference/families.h"
+
+#include <cstring>
+
+namespace popsim::kernels::reference {
+namespace {
+
+std::string tableName(const ir::Value& table) {
+  return table.role() == ir::ValueRole::Weight ? "weight '" + table.name() + "'"
+                                               : "the embedding table";
+}
+
+template <typename Index>
+void gather(const ir::Node& node, const float* table, const Index* indices, float* y) {
+  const int64_t rows = node.input(0)->type().shape[0];
+  const int64_t width = node.input(0)->type().shape[1];
+  const int64_t count = node.input(1)->type().numel();
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t row = static_cast<int64_t>(indices[i]);
+    POPSIM_CHECK(row >= 0 && row < rows, ErrorKind::Execution, node.describe(), ": index ", row,
+                 " (at position ", i, " of the indices) is out of range for ",
+                 tableName(*node.input(0)), " with ", rows,
+                 " rows. Valid indices are 0 to ", rows - 1, ".");
+    std::memcpy(y + i * width, table + row * width, static_cast<size_t>(width) * sizeof(float));
+  }
+}
+
+} // namespace
+
+void embedding(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+  const auto* table = static_cast<const float*>(inputs[0]);
+  auto* y = static_cast<float*>(outputs[0]);
+  if (node.input(1)->type().dtype == ir::DType::Int64) {
+    gather(node, table, static_cast<const int64_t*>(inputs[1]), y);
+  } else {
+    gather(node, table, static_cast<const int32_t*>(inputs[1]), y);
+  }
+}
+
+} // namespace popsim::kernels::reference

@@ -1,0 +1,24 @@
+#pragma once
+
+#include "ir/node.h"
+
+#include <vector>
+
+// One entry point per op family; reference_ops.cpp dispatches on the op kind.
+namespace popsim::kernels::reference {
+
+using Inputs = std::vector<const void*>;
+using Outputs = std::vector<void*>;
+
+void convolution(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
+void matmul(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
+void unaryElementwise(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
+void binaryElementwise(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
+void softmax(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
+void pooling(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
+void normalization(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
+void layout(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
+void reduction(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
+void embedding(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
+
+} // namespace popsim::kernels::reference

@@ -1,0 +1,35 @@
+#include "kernels/reference/families.h"
+#include "kernels/reference/indexing.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace popsim::kernels::reference {
+
+// softmax(x) = exp(x - max) / sum(exp(x - max)); log_softmax = x - max - log(sum).
+void softmax(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+  const auto* x = static_cast<const float*>(inputs[0]);
+  auto* y = static_cast<float*>(outputs[0]);
+  const bool log = node.kind() == ir::OpKind::LogSoftmax;
+  const AxisSplit split = splitAroundAxis(node.input(0)->type().shape, node.attrs().getInt("dim"));
+  for (int64_t o = 0; o < split.outer; ++o) {
+    for (int64_t i = 0; i < split.inner; ++i) {
+      const int64_t base = o * split.size * split.inner + i;
+      auto at = [&](int64_t k) { return base + k * split.inner; };
+      double maxValue = x[at(0)];
+      for (int64_t k = 1; k < split.size; ++k) {
+        maxValue = std::max(maxValue, static_cast<double>(x[at(k)]));
+      }
+      double sum = 0.0;
+      for (int64_t k = 0; k < split.size; ++k) {
+        sum += std::exp(x[at(k)] - maxValue);
+      }
+      for (int64_t k = 0; k < split.size; ++k) {
+        const double shifted = x[at(k)] - maxValue;
+        y[at(k)] = static_cast<float>(log ? shifted - std::log(sum) : std::exp(shifted) / sum);
+      }
+    }
+  }
+}
+
+} // namespace popsim::kernels::reference
