@@ -1,0 +1,30 @@
+#pragma once
+
+#include "passes/memory_plan.h"
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace popsim::runtime {
+
+// The host memory that stands in for the simulated IPUs' SRAM: one aligned
+// buffer per region per IPU, sized and laid out by the memory plan.
+class DeviceMemory {
+public:
+  explicit DeviceMemory(const passes::MemoryPlan& plan);
+  // The address of a value's bytes (views resolve to their storage).
+  void* address(const ir::Value* value) const;
+
+private:
+  struct FreeDeleter {
+    void operator()(void* data) const;
+  };
+  using Buffer = std::unique_ptr<void, FreeDeleter>;
+
+  const passes::MemoryPlan& plan_;
+  std::vector<std::array<Buffer, passes::kNumMemoryRegions>> regions_;
+};
+
+} // namespace popsim::runtime
