@@ -1,0 +1,32 @@
+#pragma once
+
+#include "ir/dtype.h"
+
+#include <c10/core/ScalarType.h>
+
+#include <optional>
+
+namespace popsim::frontend {
+
+// The IR dtype for a torch dtype, if popsim computes with it.
+inline std::optional<ir::DType> toIrDType(c10::ScalarType type) {
+  switch (type) {
+  case c10::ScalarType::Float: return ir::DType::Float32;
+  case c10::ScalarType::Int: return ir::DType::Int32;
+  case c10::ScalarType::Long: return ir::DType::Int64;
+  case c10::ScalarType::Bool: return ir::DType::Bool;
+  default: return std::nullopt;
+  }
+}
+
+inline c10::ScalarType toTorchDType(ir::DType type) {
+  switch (type) {
+  case ir::DType::Float32: return c10::ScalarType::Float;
+  case ir::DType::Int32: return c10::ScalarType::Int;
+  case ir::DType::Int64: return c10::ScalarType::Long;
+  case ir::DType::Bool: return c10::ScalarType::Bool;
+  }
+  return c10::ScalarType::Float;
+}
+
+} // namespace popsim::frontend

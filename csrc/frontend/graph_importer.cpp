@@ -1,0 +1,418 @@
+// Import of a TorchScript graph into popsim IR (see import.h for the steps).
+//
+// Every TorchScript value maps to a FrontendValue. Nodes are visited in
+// order:
+// - prim nodes (constants, attributes, lists, tuples) build compile-time or
+//   list values;
+// - size queries on runtime tensors answer from the static IR types;
+// - a deterministic op whose inputs are all compile-time values is run right
+//   away with PyTorch's own implementation (shape arithmetic, torch.arange...);
+// - any other op goes to its lowering, which emits IR ops;
+// - an op without a lowering is recorded as unsupported, and values computed
+//   from it are "poisoned" so that later ops are still checked for support.
+// At the end, all unsupported ops are reported in one error.
+
+#include "common/check.h"
+#include "frontend/dtype_conversion.h"
+#include "frontend/import.h"
+#include "frontend/lowering_registry.h"
+#include "frontend/node_context.h"
+#include "frontend/source_location.h"
+
+#include <torch/csrc/jit/passes/dead_code_elimination.h>
+#include <torch/csrc/jit/passes/inliner.h>
+
+#include <map>
+#include <sstream>
+
+namespace popsim::frontend {
+namespace {
+
+namespace jit = torch::jit;
+
+struct UnsupportedOp {
+  std::string op;
+  ir::SourceLocation location;
+  std::string reason;
+};
+
+bool isModuleObject(const c10::IValue& value) {
+  return value.isObject() && value.toObjectRef().type()->is_module();
+}
+
+std::string joinPath(const std::string& prefix, const std::string& name) {
+  return prefix.empty() ? name : prefix + "." + name;
+}
+
+class GraphImporter {
+public:
+  GraphImporter(const jit::Module& self, const std::vector<ir::TensorType>& inputTypes,
+                const ImportOptions& options)
+      : self_(self), inputTypes_(inputTypes), options_(options),
+        graph_(std::make_unique<ir::Graph>()), constants_(*graph_) {}
+
+  std::unique_ptr<ir::Graph> run(const std::shared_ptr<jit::Graph>& source) {
+    std::shared_ptr<jit::Graph> graph = source->copy();
+    jit::Inline(*graph);
+    jit::EliminateDeadCode(graph);
+    bindInputs(*graph);
+    for (const jit::Node* node : graph->nodes()) {
+      importNode(*node);
+    }
+    reportUnsupported();
+    for (const jit::Value* output : graph->outputs()) {
+      addOutputs(values_.at(output));
+    }
+    return std::move(graph_);
+  }
+
+private:
+  void bindInputs(const jit::Graph& graph) {
+    auto inputs = graph.inputs();
+    size_t first = 0;
+    if (!inputs.empty() && inputs[0]->type()->cast<c10::ClassType>()) {
+      values_[inputs[0]] = FrontendValue::ofStatic(self_._ivalue(), "");
+      first = 1;
+    }
+    const size_t count = inputs.size() - first;
+    POPSIM_CHECK(count == inputTypes_.size(), ErrorKind::InvalidInput, "the traced model takes ",
+                 count, " tensor input(s) but ", inputTypes_.size(), " were given.");
+    for (size_t i = 0; i < count; ++i) {
+      std::string name = i < options_.inputNames.size() ? options_.inputNames[i]
+                                                        : inputs[first + i]->debugNameBase();
+      values_[inputs[first + i]] = FrontendValue::ofTensor(graph_->addInput(name, inputTypes_[i]));
+    }
+  }
+
+  ir::SourceLocation locationOf(const jit::Node& node) const {
+    return userSourceLocation(node, options_.libraryPaths);
+  }
+
+  void recordUnsupported(const jit::Node& node, const std::string& reason) {
+    unsupported_.push_back({node.kind().toQualString(), locationOf(node), reason});
+    poisonOutputs(node);
+  }
+
+  void poisonOutputs(const jit::Node& node) {
+    for (const jit::Value* output : node.outputs()) {
+      values_[output] = FrontendValue();
+    }
+  }
+
+  void importNode(const jit::Node& node) {
+    const std::string op = node.kind().toQualString();
+    const LoweringFn lowering = LoweringRegistry::instance().find(op);
+    bool poisoned = false;
+    bool allStatic = true;
+    for (const jit::Value* input : node.inputs()) {
+      const FrontendValue& value = values_.at(input);
+      poisoned = poisoned || value.kind == FrontendValue::Kind::Poisoned;
+      allStatic = allStatic && value.isStatic();
+    }
+    if (poisoned) {
+      if (lowering == nullptr && !node.kind().is_prim() && !isShapeQuery(node)) {
+        recordUnsupported(node, "");
+      } else {
+        poisonOutputs(node);
+      }
+      return;
+    }
+    try {
+      if (importPrimNode(node) || answerShapeQuery(node)) {
+        return;
+      }
+      if (allStatic && !node.isNondeterministic() && node.maybeOperator() != nullptr &&
+          evaluateStatically(node)) {
+        return;
+      }
+      if (lowering == nullptr) {
+        recordUnsupported(node, "");
+        return;
+      }
+      NodeContext context(node, values_, *graph_, constants_, locationOf(node));
+      lowering(context);
+    } catch (const UnsupportedLowering& error) {
+      recordUnsupported(node, error.what());
+    } catch (const Error& error) {
+      // A lowering produced ops whose types do not check: popsim cannot run
+      // this use of the op, so report it with the others.
+      recordUnsupported(node, error.what());
+    }
+  }
+
+  // Nodes that only build or take apart compile-time structure.
+  bool importPrimNode(const jit::Node& node) {
+    switch (node.kind()) {
+    case c10::prim::Constant: {
+      values_[node.output()] = FrontendValue::ofStatic(
+          node.output()->type()->kind() == c10::TypeKind::NoneType ? c10::IValue()
+                                                                   : *jit::toIValue(node.output()));
+      return true;
+    }
+    case c10::prim::GetAttr: importGetAttr(node); return true;
+    case c10::prim::ListConstruct:
+    case c10::prim::TupleConstruct: importConstruct(node); return true;
+    case c10::prim::ListUnpack:
+    case c10::prim::TupleUnpack: return importUnpack(node);
+    case c10::prim::TupleIndex:
+    case c10::aten::__getitem__: return importIndex(node);
+    default: return false;
+    }
+  }
+
+  void importGetAttr(const jit::Node& node) {
+    const FrontendValue& owner = values_.at(node.input());
+    POPSIM_CHECK(owner.isStatic() && owner.constant.isObject(), ErrorKind::Compilation,
+                 "prim::GetAttr on a value that is not a module.");
+    const auto object = owner.constant.toObject();
+    const std::string name = node.s(c10::attr::name);
+    const std::string path = joinPath(owner.modulePath, name);
+    const size_t slot = object->type()->getAttributeSlot(name);
+    const c10::IValue value = object->getSlot(slot);
+    if (value.isTensor() &&
+        (object->type()->is_parameter(slot) || object->type()->is_buffer(slot))) {
+      values_[node.output()] = FrontendValue::ofTensor(
+          weight(path, value.toTensor(), object->type()->is_parameter(slot)));
+      return;
+    }
+    values_[node.output()] = FrontendValue::ofStatic(value, isModuleObject(value) ? path : "");
+  }
+
+  ir::Value* weight(const std::string& path, const at::Tensor& tensor, bool parameter) {
+    std::string name = path;
+    const std::string prefix = options_.modelAttribute.empty() ? "" : options_.modelAttribute + ".";
+    if (!prefix.empty() && startsWith(name, prefix)) {
+      name = name.substr(prefix.size());
+    }
+    if (ir::Value* existing = graph_->findWeight(name)) {
+      return existing;
+    }
+    const std::optional<ir::DType> dtype = toIrDType(tensor.scalar_type());
+    if (!dtype.has_value() || (parameter && *dtype != ir::DType::Float32)) {
+      throw UnsupportedLowering(std::string("parameter '") + name + "' has dtype " +
+                                c10::toString(tensor.scalar_type()) +
+                                "; popsim computes in float32 (convert the model with .float())");
+    }
+    return graph_->addWeight(name, {*dtype, ir::Shape(tensor.sizes().begin(), tensor.sizes().end())},
+                             parameter);
+  }
+
+  void importConstruct(const jit::Node& node) {
+    std::vector<FrontendValue> elements;
+    bool allStatic = true;
+    for (const jit::Value* input : node.inputs()) {
+      elements.push_back(values_.at(input));
+      allStatic = allStatic && elements.back().isStatic();
+    }
+    if (!allStatic) {
+      values_[node.output()] = FrontendValue::ofList(std::move(elements));
+      return;
+    }
+    std::vector<c10::IValue> items;
+    for (const FrontendValue& element : elements) {
+      items.push_back(element.constant);
+    }
+    if (node.kind() == c10::prim::TupleConstruct) {
+      values_[node.output()] = FrontendValue::ofStatic(c10::ivalue::Tuple::create(std::move(items)));
+      return;
+    }
+    const c10::TypePtr elementType = node.output()->type()->expectRef<c10::ListType>().getElementType();
+    c10::impl::GenericList list(elementType);
+    for (c10::IValue& item : items) {
+      list.push_back(std::move(item));
+    }
+    values_[node.output()] = FrontendValue::ofStatic(std::move(list));
+  }
+
+  // The elements of a list or tuple value, static or not.
+  static std::vector<FrontendValue> elementsOf(const FrontendValue& source) {
+    if (source.kind == FrontendValue::Kind::List) {
+      return source.elements;
+    }
+    std::vector<FrontendValue> elements;
+    if (source.isStatic() && (source.constant.isTuple() || source.constant.isList())) {
+      const std::vector<c10::IValue> items = source.constant.isTuple()
+                                                 ? source.constant.toTupleRef().elements().vec()
+                                                 : source.constant.toListRef().vec();
+      for (const c10::IValue& item : items) {
+        elements.push_back(FrontendValue::ofStatic(item));
+      }
+    }
+    return elements;
+  }
+
+  bool importUnpack(const jit::Node& node) {
+    const std::vector<FrontendValue> elements = elementsOf(values_.at(node.input()));
+    POPSIM_CHECK(elements.size() == node.outputs().size(), ErrorKind::Compilation, "unpacking ",
+                 elements.size(), " values into ", node.outputs().size(), ".");
+    for (size_t i = 0; i < node.outputs().size(); ++i) {
+      values_[node.outputs()[i]] = elements[i];
+    }
+    return true;
+  }
+
+  bool importIndex(const jit::Node& node) {
+    const FrontendValue& source = values_.at(node.inputs()[0]);
+    const FrontendValue& index = values_.at(node.inputs()[1]);
+    const bool sequence = source.kind == FrontendValue::Kind::List ||
+                          (source.isStatic() && (source.constant.isTuple() || source.constant.isList()));
+    if (!sequence || !index.isStatic() || !index.constant.isInt()) {
+      return false;
+    }
+    const std::vector<FrontendValue> elements = elementsOf(source);
+    int64_t i = index.constant.toInt();
+    const int64_t size = static_cast<int64_t>(elements.size());
+    if (i < 0) i += size;
+    POPSIM_CHECK(i >= 0 && i < size, ErrorKind::Compilation, "list index ", index.constant.toInt(),
+                 " out of range for ", size, " elements.");
+    values_[node.output()] = elements[static_cast<size_t>(i)];
+    return true;
+  }
+
+  static bool isShapeQuery(const jit::Node& node) {
+    const c10::Symbol kind = node.kind();
+    return kind == c10::aten::size || kind == c10::aten::dim || kind == c10::Symbol::fromQualString("aten::numel") ||
+           kind == c10::prim::dtype || kind == c10::prim::device || kind == c10::aten::len;
+  }
+
+  // Sizes, rank, dtype and device of runtime tensors are known statically.
+  bool answerShapeQuery(const jit::Node& node) {
+    if (!isShapeQuery(node) || node.inputs().empty()) {
+      return false;
+    }
+    const FrontendValue& source = values_.at(node.inputs()[0]);
+    if (node.kind() == c10::aten::len && source.kind == FrontendValue::Kind::List) {
+      values_[node.output()] =
+          FrontendValue::ofStatic(static_cast<int64_t>(source.elements.size()));
+      return true;
+    }
+    if (source.kind != FrontendValue::Kind::Tensor) {
+      return false;
+    }
+    const ir::TensorType& type = source.tensor->type();
+    c10::IValue result;
+    if (node.kind() == c10::aten::size) {
+      if (node.inputs().size() == 1) {
+        result = c10::IValue(std::vector<int64_t>(type.shape.begin(), type.shape.end()));
+      } else {
+        const FrontendValue& dim = values_.at(node.inputs()[1]);
+        POPSIM_CHECK(dim.isStatic(), ErrorKind::Compilation, "size() with a runtime dimension.");
+        int64_t d = dim.constant.toInt();
+        if (d < 0) d += type.rank();
+        POPSIM_CHECK(d >= 0 && d < type.rank(), ErrorKind::Compilation, "size(", dim.constant.toInt(),
+                     ") of a tensor of rank ", type.rank(), ".");
+        result = type.shape[static_cast<size_t>(d)];
+      }
+    } else if (node.kind() == c10::aten::dim) {
+      result = type.rank();
+    } else if (node.kind() == c10::Symbol::fromQualString("aten::numel")) {
+      result = type.numel();
+    } else if (node.kind() == c10::prim::dtype) {
+      result = static_cast<int64_t>(toTorchDType(type.dtype));
+    } else if (node.kind() == c10::prim::device) {
+      result = c10::Device(c10::DeviceType::CPU);
+    } else {
+      return false;
+    }
+    values_[node.output()] = FrontendValue::ofStatic(std::move(result));
+    return true;
+  }
+
+  // Runs the op with PyTorch on compile-time inputs; false if it cannot.
+  bool evaluateStatically(const jit::Node& node) {
+    jit::Stack stack;
+    for (const jit::Value* input : node.inputs()) {
+      stack.push_back(values_.at(input).constant);
+    }
+    try {
+      node.getOperation()(stack);
+    } catch (const std::exception&) {
+      return false;
+    }
+    if (stack.size() != node.outputs().size()) {
+      return false;
+    }
+    for (size_t i = 0; i < stack.size(); ++i) {
+      values_[node.outputs()[i]] = FrontendValue::ofStatic(std::move(stack[i]));
+    }
+    return true;
+  }
+
+  void addOutputs(const FrontendValue& value) {
+    switch (value.kind) {
+    case FrontendValue::Kind::Tensor: graph_->addOutput(value.tensor); return;
+    case FrontendValue::Kind::List:
+      for (const FrontendValue& element : value.elements) addOutputs(element);
+      return;
+    case FrontendValue::Kind::Static:
+      if (value.constant.isTensor()) {
+        graph_->addOutput(constants_.get(value.constant.toTensor()));
+        return;
+      }
+      if (value.constant.isTuple() || value.constant.isList()) {
+        for (const FrontendValue& element : elementsOf(value)) addOutputs(element);
+        return;
+      }
+      throwError(ErrorKind::Compilation,
+                 std::string("the model returns a ") + value.constant.tagKind() +
+                     "; popsim models must return tensors (or tuples and lists of tensors).");
+    case FrontendValue::Kind::Poisoned: break;
+    }
+    POPSIM_ASSERT(false, "a model output depends on an unsupported op.");
+  }
+
+  void reportUnsupported() const {
+    if (unsupported_.empty()) {
+      return;
+    }
+    std::map<std::string, int> kinds;
+    for (const UnsupportedOp& op : unsupported_) {
+      ++kinds[op.op];
+    }
+    std::ostringstream message;
+    message << "Unsupported ops found in compiled model: [";
+    bool first = true;
+    for (const auto& entry : kinds) {
+      message << (first ? "" : ", ") << entry.first;
+      first = false;
+    }
+    message << "]";
+    for (const UnsupportedOp& op : unsupported_) {
+      message << "\n  " << op.op << " at " << op.location.str();
+      if (!op.location.function.empty()) {
+        message << " (in " << op.location.function << ")";
+      }
+      if (!op.reason.empty()) {
+        message << ": " << op.reason;
+      }
+    }
+    message << "\nRewrite these parts of the model with supported ops (README.md lists them), "
+               "or run them on the host before calling the popsim model.";
+    throwError(ErrorKind::Unsupported, message.str());
+  }
+
+  const jit::Module& self_;
+  const std::vector<ir::TensorType>& inputTypes_;
+  const ImportOptions& options_;
+  std::unique_ptr<ir::Graph> graph_;
+  ConstantTensors constants_;
+  ValueMap values_;
+  std::vector<UnsupportedOp> unsupported_;
+};
+
+} // namespace
+
+std::unique_ptr<ir::Graph> importGraph(const std::shared_ptr<torch::jit::Graph>& graph,
+                                       const torch::jit::Module& self,
+                                       const std::vector<ir::TensorType>& inputTypes,
+                                       const ImportOptions& options) {
+  return GraphImporter(self, inputTypes, options).run(graph);
+}
+
+std::unique_ptr<ir::Graph> importModule(const torch::jit::Module& module,
+                                        const std::vector<ir::TensorType>& inputTypes,
+                                        const ImportOptions& options) {
+  return importGraph(module.get_method("forward").graph(), module, inputTypes, options);
+}
+
+} // namespace popsim::frontend

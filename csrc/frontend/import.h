@@ -1,0 +1,43 @@
+#pragma once
+
+#include "ir/graph.h"
+
+#include <torch/csrc/jit/api/module.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace popsim::frontend {
+
+struct ImportOptions {
+  // Path prefixes of library code (PyTorch, popsim). Source locations point at
+  // the first stack frame outside them: the line the user wrote.
+  std::vector<std::string> libraryPaths;
+  // Attribute holding the user's model inside the traced module (e.g. "model"
+  // when a wrapper was traced); removed from weight names. Empty: none.
+  std::string modelAttribute;
+  // Names for the graph inputs (optional; used in errors and the printed IR).
+  std::vector<std::string> inputNames;
+};
+
+// Lowers a TorchScript graph whose first input is `self` (the module holding
+// parameters) to popsim IR:
+// 1. inlines method calls;
+// 2. turns parameters and buffers into named weights;
+// 3. evaluates everything that does not depend on runtime tensors (shape
+//    arithmetic, constants) at compile time with PyTorch's own operators;
+// 4. lowers each remaining aten op through the lowering registry.
+// Throws popsim::Error(Unsupported) listing every unsupported op with the
+// user's source line, before anything runs.
+std::unique_ptr<ir::Graph> importGraph(const std::shared_ptr<torch::jit::Graph>& graph,
+                                       const torch::jit::Module& self,
+                                       const std::vector<ir::TensorType>& inputTypes,
+                                       const ImportOptions& options = {});
+
+// importGraph on the module's forward method.
+std::unique_ptr<ir::Graph> importModule(const torch::jit::Module& module,
+                                        const std::vector<ir::TensorType>& inputTypes,
+                                        const ImportOptions& options = {});
+
+} // namespace popsim::frontend

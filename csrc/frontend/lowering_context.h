@@ -1,0 +1,65 @@
+#pragma once
+
+#include "ir/graph.h"
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace popsim::frontend {
+
+// Thrown by a lowering that cannot handle a node (or some arguments of it);
+// the importer collects these and reports all of them together.
+class UnsupportedLowering : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+// What a lowering function sees of one TorchScript node, without LibTorch:
+// arguments are either compile-time values (ints, floats, lists, constant
+// tensors) or runtime tensors (IR values). Shape arithmetic in the trace has
+// already been evaluated, so sizes arrive as plain integers.
+class LoweringContext {
+public:
+  virtual ~LoweringContext() = default;
+
+  virtual const std::string& opName() const = 0; // "aten::conv2d"
+  virtual size_t numInputs() const = 0;
+  virtual size_t numOutputs() const = 0;
+  // The position of a named argument in the op's schema, if it has one.
+  virtual std::optional<size_t> argumentIndex(const std::string& name) const = 0;
+  virtual bool isNone(size_t index) const = 0;
+  // A tensor argument, static or runtime.
+  virtual bool isTensor(size_t index) const = 0;
+  virtual bool isString(size_t index) const = 0;
+  // A number known at compile time: an int/float/bool, or a 0-d constant tensor.
+  virtual std::optional<double> staticScalar(size_t index) const = 0;
+
+  // The argument as an IR value; constant tensors become graph constants.
+  virtual ir::Value* tensor(size_t index) = 0;
+  virtual std::vector<ir::Value*> tensorList(size_t index) = 0;
+  virtual int64_t toInt(size_t index) const = 0;
+  virtual double toDouble(size_t index) const = 0;
+  virtual bool toBool(size_t index) const = 0;
+  virtual std::string toString(size_t index) const = 0;
+  virtual std::vector<int64_t> toIntList(size_t index) const = 0;
+  // A dtype argument (torch.float32, ...) as an IR dtype; nullopt for types
+  // popsim does not compute with (float64, float16, ...).
+  virtual std::optional<ir::DType> toDType(size_t index) const = 0;
+
+  // Adds an op at the node's source location and placement.
+  virtual ir::Value* emit(ir::OpKind kind, const std::vector<ir::Value*>& inputs,
+                          ir::Attributes attrs = {}) = 0;
+  // A graph constant holding `bytes` (row-major, type.bytes() long).
+  virtual ir::Value* constant(const ir::TensorType& type, std::vector<uint8_t> bytes) = 0;
+  virtual void setOutput(size_t index, ir::Value* value) = 0;
+  virtual void setOutputList(size_t index, const std::vector<ir::Value*>& values) = 0;
+
+  // Stops lowering this node; `reason` says which argument or case is unsupported.
+  [[noreturn]] void unsupported(const std::string& reason) const {
+    throw UnsupportedLowering(reason);
+  }
+};
+
+} // namespace popsim::frontend

@@ -1,0 +1,33 @@
+#include "frontend/lowering_registry.h"
+
+#include "common/check.h"
+
+namespace popsim::frontend {
+
+const LoweringRegistry& LoweringRegistry::instance() {
+  static const LoweringRegistry registry = [] {
+    LoweringRegistry r;
+    lowerings::registerConvolution(r);
+    lowerings::registerMatMul(r);
+    lowerings::registerActivations(r);
+    lowerings::registerArithmetic(r);
+    lowerings::registerPooling(r);
+    lowerings::registerNormalization(r);
+    lowerings::registerShapeOps(r);
+    lowerings::registerReductions(r);
+    lowerings::registerEmbedding(r);
+    return r;
+  }();
+  return registry;
+}
+
+LoweringFn LoweringRegistry::find(const std::string& opName) const {
+  auto it = lowerings_.find(opName);
+  return it == lowerings_.end() ? nullptr : it->second;
+}
+
+void LoweringRegistry::add(const std::string& opName, LoweringFn fn) {
+  POPSIM_ASSERT(lowerings_.emplace(opName, fn).second, "lowering of ", opName, " added twice.");
+}
+
+} // namespace popsim::frontend

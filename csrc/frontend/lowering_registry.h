@@ -1,0 +1,37 @@
+#pragma once
+
+#include "frontend/lowering_context.h"
+
+#include <string>
+#include <unordered_map>
+
+namespace popsim::frontend {
+
+// Lowers one aten node into IR ops through the context.
+using LoweringFn = void (*)(LoweringContext& context);
+
+class LoweringRegistry {
+public:
+  static const LoweringRegistry& instance();
+  // nullptr when popsim has no lowering for the op.
+  LoweringFn find(const std::string& opName) const;
+  void add(const std::string& opName, LoweringFn fn);
+
+private:
+  std::unordered_map<std::string, LoweringFn> lowerings_;
+};
+
+// Each lowerings/*.cpp file registers one family of aten ops.
+namespace lowerings {
+void registerConvolution(LoweringRegistry& registry);
+void registerMatMul(LoweringRegistry& registry);
+void registerActivations(LoweringRegistry& registry);
+void registerArithmetic(LoweringRegistry& registry);
+void registerPooling(LoweringRegistry& registry);
+void registerNormalization(LoweringRegistry& registry);
+void registerShapeOps(LoweringRegistry& registry);
+void registerReductions(LoweringRegistry& registry);
+void registerEmbedding(LoweringRegistry& registry);
+} // namespace lowerings
+
+} // namespace popsim::frontend

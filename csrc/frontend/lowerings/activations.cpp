@@ -1,0 +1,62 @@
+#include "frontend/lowering_registry.h"
+#include "frontend/lowerings/helpers.h"
+
+namespace popsim::frontend::lowerings {
+namespace {
+
+template <ir::OpKind Kind> void lowerUnary(LoweringContext& ctx) {
+  ctx.setOutput(0, ctx.emit(Kind, {floatTensor(ctx, 0)}));
+}
+
+// aten::gelu(input, approximate="none")
+void lowerGelu(LoweringContext& ctx) {
+  const std::string approximate = ctx.numInputs() > 1 ? ctx.toString(1) : "none";
+  ctx.setOutput(0, ctx.emit(ir::OpKind::Gelu, {floatTensor(ctx, 0)},
+                            {{"approximate", approximate}}));
+}
+
+// aten::softmax / log_softmax(input, dim, dtype=None)
+template <ir::OpKind Kind> void lowerSoftmax(LoweringContext& ctx) {
+  ir::Value* x = floatTensor(ctx, 0);
+  if (ctx.numInputs() > 2 && !ctx.isNone(2) && ctx.toDType(2) != ir::DType::Float32) {
+    ctx.unsupported("softmax with a dtype other than float32");
+  }
+  const bool scalar = x->type().rank() == 0;
+  if (scalar) x = reshape(ctx, x, {1});
+  const int64_t dim = normalizedDim(ctx, ctx.toInt(1), x->type().rank());
+  ir::Value* y = ctx.emit(Kind, {x}, {{"dim", dim}});
+  ctx.setOutput(0, scalar ? reshape(ctx, y, {}) : y);
+}
+
+// aten::dropout(input, p, train) and its variants: the identity when not
+// training, which is how inference models are compiled.
+void lowerDropout(LoweringContext& ctx) {
+  if (ctx.toBool(2) && ctx.toDouble(1) > 0.0) {
+    ctx.unsupported("dropout with train=True in an inference model (call model.eval() or use "
+                    "nn.Dropout, which inferenceModel disables)");
+  }
+  ctx.setOutput(0, ctx.tensor(0));
+}
+
+} // namespace
+
+void registerActivations(LoweringRegistry& registry) {
+  for (const char* suffix : {"", "_"}) {
+    const std::string s(suffix);
+    registry.add("aten::relu" + s, lowerUnary<ir::OpKind::Relu>);
+    registry.add("aten::sigmoid" + s, lowerUnary<ir::OpKind::Sigmoid>);
+    registry.add("aten::tanh" + s, lowerUnary<ir::OpKind::Tanh>);
+    registry.add("aten::exp" + s, lowerUnary<ir::OpKind::Exp>);
+    registry.add("aten::log" + s, lowerUnary<ir::OpKind::Log>);
+    registry.add("aten::sqrt" + s, lowerUnary<ir::OpKind::Sqrt>);
+    registry.add("aten::dropout" + s, lowerDropout);
+    registry.add("aten::feature_dropout" + s, lowerDropout);
+    registry.add("aten::alpha_dropout" + s, lowerDropout);
+    registry.add("aten::feature_alpha_dropout" + s, lowerDropout);
+  }
+  registry.add("aten::gelu", lowerGelu);
+  registry.add("aten::softmax", lowerSoftmax<ir::OpKind::Softmax>);
+  registry.add("aten::log_softmax", lowerSoftmax<ir::OpKind::LogSoftmax>);
+}
+
+} // namespace popsim::frontend::lowerings

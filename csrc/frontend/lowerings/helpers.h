@@ -1,0 +1,64 @@
+#pragma once
+
+#include "common/check.h"
+#include "frontend/lowering_context.h"
+
+#include <string>
+#include <vector>
+
+// Building blocks shared by the aten lowerings.
+namespace popsim::frontend::lowerings {
+
+// A dimension index as PyTorch accepts it (negative counts from the end).
+inline int64_t normalizedDim(const LoweringContext& context, int64_t dim, int64_t rank) {
+  const int64_t effectiveRank = rank == 0 ? 1 : rank;
+  const int64_t normalized = dim < 0 ? dim + effectiveRank : dim;
+  if (normalized < 0 || normalized >= effectiveRank) {
+    context.unsupported("dimension " + std::to_string(dim) + " is out of range for a tensor of rank " +
+                        std::to_string(rank));
+  }
+  return normalized;
+}
+
+inline ir::Value* reshape(LoweringContext& context, ir::Value* x, const ir::Shape& shape) {
+  if (x->type().shape == shape) {
+    return x;
+  }
+  return context.emit(ir::OpKind::Reshape, {x}, {{"shape", shape}});
+}
+
+inline ir::Value* affine(LoweringContext& context, ir::Value* x, double scale, double shift) {
+  if (scale == 1.0 && shift == 0.0) {
+    return x;
+  }
+  return context.emit(ir::OpKind::Affine, {x}, {{"scale", scale}, {"shift", shift}});
+}
+
+inline ir::Value* permute(LoweringContext& context, ir::Value* x, const std::vector<int64_t>& perm) {
+  return context.emit(ir::OpKind::Permute, {x}, {{"perm", perm}});
+}
+
+// Pool/conv arguments given as one value for all spatial dimensions or one per dimension.
+inline std::vector<int64_t> pair(const LoweringContext& context, std::vector<int64_t> values,
+                                 const std::string& what) {
+  if (values.size() == 1) {
+    values.push_back(values[0]);
+  }
+  if (values.size() != 2) {
+    context.unsupported(what + " has " + std::to_string(values.size()) +
+                        " values; only 2-D operations are supported");
+  }
+  return values;
+}
+
+// Requires a float32 tensor: popsim computes in float32 only.
+inline ir::Value* floatTensor(LoweringContext& context, size_t index) {
+  ir::Value* value = context.tensor(index);
+  if (value->type().dtype != ir::DType::Float32) {
+    context.unsupported("argument " + std::to_string(index) + " is a " + value->type().str() +
+                        " tensor; popsim computes this op in float32 only");
+  }
+  return value;
+}
+
+} // namespace popsim::frontend::lowerings

@@ -1,0 +1,202 @@
+#include "frontend/node_context.h"
+
+#include "frontend/dtype_conversion.h"
+
+#include <cstring>
+
+namespace popsim::frontend {
+
+ir::Value* ConstantTensors::get(const at::Tensor& tensor) {
+  auto it = byTensor_.find(tensor.unsafeGetTensorImpl());
+  if (it != byTensor_.end()) {
+    return it->second;
+  }
+  at::Tensor data = tensor.detach();
+  if (data.scalar_type() == c10::ScalarType::Double) {
+    data = data.to(c10::ScalarType::Float); // popsim computes in float32
+  }
+  const std::optional<ir::DType> dtype = toIrDType(data.scalar_type());
+  if (!dtype.has_value()) {
+    throw UnsupportedLowering(std::string("a constant tensor of dtype ") +
+                              c10::toString(data.scalar_type()));
+  }
+  data = data.contiguous();
+  const ir::TensorType type{*dtype, ir::Shape(data.sizes().begin(), data.sizes().end())};
+  std::vector<uint8_t> bytes(type.bytes());
+  if (!bytes.empty()) {
+    std::memcpy(bytes.data(), data.data_ptr(), bytes.size());
+  }
+  ir::Value* value = graph_.addConstant(type, std::move(bytes));
+  byTensor_.emplace(tensor.unsafeGetTensorImpl(), value);
+  return value;
+}
+
+NodeContext::NodeContext(const torch::jit::Node& node, ValueMap& values, ir::Graph& graph,
+                         ConstantTensors& constants, ir::SourceLocation location)
+    : node_(node), values_(values), graph_(graph), constants_(constants),
+      location_(std::move(location)), opName_(node.kind().toQualString()) {}
+
+std::optional<size_t> NodeContext::argumentIndex(const std::string& name) const {
+  const c10::FunctionSchema* schema = node_.maybeSchema();
+  if (schema == nullptr) {
+    return std::nullopt;
+  }
+  const c10::optional<int> index = schema->argumentIndexWithName(name);
+  if (!index.has_value() || static_cast<size_t>(*index) >= numInputs()) {
+    return std::nullopt;
+  }
+  return static_cast<size_t>(*index);
+}
+
+const FrontendValue& NodeContext::input(size_t index) const {
+  if (index >= numInputs()) {
+    unsupported("a call with " + std::to_string(numInputs()) + " arguments (argument " +
+                std::to_string(index) + " is missing)");
+  }
+  return values_.at(node_.inputs()[index]);
+}
+
+bool NodeContext::isNone(size_t index) const {
+  const FrontendValue& value = input(index);
+  return value.isStatic() && value.constant.isNone();
+}
+
+bool NodeContext::isTensor(size_t index) const {
+  const FrontendValue& value = input(index);
+  return value.kind == FrontendValue::Kind::Tensor || (value.isStatic() && value.constant.isTensor());
+}
+
+bool NodeContext::isString(size_t index) const {
+  const FrontendValue& value = input(index);
+  return value.isStatic() && value.constant.isString();
+}
+
+std::optional<double> NodeContext::staticScalar(size_t index) const {
+  const FrontendValue& value = input(index);
+  if (!value.isStatic()) {
+    return std::nullopt;
+  }
+  const c10::IValue& v = value.constant;
+  if (v.isDouble()) return v.toDouble();
+  if (v.isInt()) return static_cast<double>(v.toInt());
+  if (v.isBool()) return v.toBool() ? 1.0 : 0.0;
+  if (v.isTensor() && v.toTensor().dim() == 0) return v.toTensor().item<double>();
+  return std::nullopt;
+}
+
+const c10::IValue& NodeContext::staticArgument(size_t index, const char* expected) const {
+  const FrontendValue& value = input(index);
+  if (!value.isStatic()) {
+    unsupported("argument " + std::to_string(index) + " (" + expected +
+                ") is computed from tensor values at runtime; popsim needs it at compile time "
+                "(data-dependent shapes and values are not supported)");
+  }
+  return value.constant;
+}
+
+ir::Value* NodeContext::asTensor(const FrontendValue& value, size_t index) {
+  if (value.kind == FrontendValue::Kind::Tensor) {
+    return value.tensor;
+  }
+  if (value.isStatic() && value.constant.isTensor()) {
+    return constants_.get(value.constant.toTensor());
+  }
+  if (value.isStatic() && (value.constant.isDouble() || value.constant.isInt())) {
+    return graph_.addScalarConstant(static_cast<float>(value.constant.toScalar().toDouble()));
+  }
+  unsupported("argument " + std::to_string(index) + " is not a tensor");
+}
+
+ir::Value* NodeContext::tensor(size_t index) { return asTensor(input(index), index); }
+
+std::vector<ir::Value*> NodeContext::tensorList(size_t index) {
+  const FrontendValue& value = input(index);
+  std::vector<ir::Value*> tensors;
+  if (value.kind == FrontendValue::Kind::List) {
+    for (const FrontendValue& element : value.elements) {
+      tensors.push_back(asTensor(element, index));
+    }
+  } else if (value.isStatic() && value.constant.isTensorList()) {
+    for (const at::Tensor& element : value.constant.toTensorVector()) {
+      tensors.push_back(constants_.get(element));
+    }
+  } else {
+    unsupported("argument " + std::to_string(index) + " is not a list of tensors");
+  }
+  return tensors;
+}
+
+int64_t NodeContext::toInt(size_t index) const {
+  const c10::IValue& v = staticArgument(index, "an integer");
+  if (v.isInt()) return v.toInt();
+  if (v.isBool()) return v.toBool() ? 1 : 0;
+  if (v.isTensor() && v.toTensor().dim() == 0) return v.toTensor().item<int64_t>();
+  unsupported("argument " + std::to_string(index) + " is a " + v.tagKind() + ", not an integer");
+}
+
+double NodeContext::toDouble(size_t index) const {
+  if (auto scalar = staticScalar(index)) {
+    return *scalar;
+  }
+  staticArgument(index, "a number");
+  unsupported("argument " + std::to_string(index) + " is not a number");
+}
+
+bool NodeContext::toBool(size_t index) const {
+  const c10::IValue& v = staticArgument(index, "a boolean");
+  if (v.isBool()) return v.toBool();
+  if (v.isInt()) return v.toInt() != 0;
+  unsupported("argument " + std::to_string(index) + " is a " + v.tagKind() + ", not a boolean");
+}
+
+std::string NodeContext::toString(size_t index) const {
+  const c10::IValue& v = staticArgument(index, "a string");
+  if (!v.isString()) {
+    unsupported("argument " + std::to_string(index) + " is a " + v.tagKind() + ", not a string");
+  }
+  return v.toStringRef();
+}
+
+std::vector<int64_t> NodeContext::toIntList(size_t index) const {
+  const FrontendValue& value = input(index);
+  if (value.kind == FrontendValue::Kind::List) {
+    unsupported("argument " + std::to_string(index) +
+                " (a list of integers) is computed from tensor values at runtime");
+  }
+  const c10::IValue& v = staticArgument(index, "a list of integers");
+  if (v.isIntList()) return v.toIntVector();
+  if (v.isInt()) return {v.toInt()};
+  unsupported("argument " + std::to_string(index) + " is a " + v.tagKind() +
+              ", not a list of integers");
+}
+
+std::optional<ir::DType> NodeContext::toDType(size_t index) const {
+  const c10::IValue& v = staticArgument(index, "a dtype");
+  if (!v.isInt()) {
+    unsupported("argument " + std::to_string(index) + " is not a dtype");
+  }
+  return toIrDType(static_cast<c10::ScalarType>(v.toInt()));
+}
+
+ir::Value* NodeContext::emit(ir::OpKind kind, const std::vector<ir::Value*>& inputs,
+                             ir::Attributes attrs) {
+  return graph_.apply(kind, inputs, std::move(attrs), location_);
+}
+
+ir::Value* NodeContext::constant(const ir::TensorType& type, std::vector<uint8_t> bytes) {
+  return graph_.addConstant(type, std::move(bytes));
+}
+
+void NodeContext::setOutput(size_t index, ir::Value* value) {
+  values_[node_.outputs().at(index)] = FrontendValue::ofTensor(value);
+}
+
+void NodeContext::setOutputList(size_t index, const std::vector<ir::Value*>& values) {
+  std::vector<FrontendValue> elements;
+  for (ir::Value* value : values) {
+    elements.push_back(FrontendValue::ofTensor(value));
+  }
+  values_[node_.outputs().at(index)] = FrontendValue::ofList(std::move(elements));
+}
+
+} // namespace popsim::frontend

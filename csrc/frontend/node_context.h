@@ -1,0 +1,71 @@
+#pragma once
+
+#include "frontend/frontend_value.h"
+#include "frontend/lowering_context.h"
+
+#include <torch/csrc/jit/ir/ir.h>
+
+#include <unordered_map>
+
+namespace popsim::frontend {
+
+using ValueMap = std::unordered_map<const torch::jit::Value*, FrontendValue>;
+
+// Graph constants made from compile-time tensors, shared by all nodes so that
+// a tensor used many times becomes one constant.
+class ConstantTensors {
+public:
+  explicit ConstantTensors(ir::Graph& graph) : graph_(graph) {}
+  // Throws UnsupportedLowering for dtypes popsim does not compute with.
+  ir::Value* get(const at::Tensor& tensor);
+
+private:
+  ir::Graph& graph_;
+  std::unordered_map<const void*, ir::Value*> byTensor_;
+};
+
+// The LoweringContext of one TorchScript node during import.
+class NodeContext : public LoweringContext {
+public:
+  NodeContext(const torch::jit::Node& node, ValueMap& values, ir::Graph& graph,
+              ConstantTensors& constants, ir::SourceLocation location);
+
+  const std::string& opName() const override { return opName_; }
+  size_t numInputs() const override { return node_.inputs().size(); }
+  size_t numOutputs() const override { return node_.outputs().size(); }
+  std::optional<size_t> argumentIndex(const std::string& name) const override;
+  bool isNone(size_t index) const override;
+  bool isTensor(size_t index) const override;
+  bool isString(size_t index) const override;
+  std::optional<double> staticScalar(size_t index) const override;
+
+  ir::Value* tensor(size_t index) override;
+  std::vector<ir::Value*> tensorList(size_t index) override;
+  int64_t toInt(size_t index) const override;
+  double toDouble(size_t index) const override;
+  bool toBool(size_t index) const override;
+  std::string toString(size_t index) const override;
+  std::vector<int64_t> toIntList(size_t index) const override;
+  std::optional<ir::DType> toDType(size_t index) const override;
+
+  ir::Value* emit(ir::OpKind kind, const std::vector<ir::Value*>& inputs,
+                  ir::Attributes attrs) override;
+  ir::Value* constant(const ir::TensorType& type, std::vector<uint8_t> bytes) override;
+  void setOutput(size_t index, ir::Value* value) override;
+  void setOutputList(size_t index, const std::vector<ir::Value*>& values) override;
+
+private:
+  const FrontendValue& input(size_t index) const;
+  // The argument as a compile-time value; unsupported when it is computed at runtime.
+  const c10::IValue& staticArgument(size_t index, const char* expected) const;
+  ir::Value* asTensor(const FrontendValue& value, size_t index);
+
+  const torch::jit::Node& node_;
+  ValueMap& values_;
+  ir::Graph& graph_;
+  ConstantTensors& constants_;
+  ir::SourceLocation location_;
+  std::string opName_;
+};
+
+} // namespace popsim::frontend
