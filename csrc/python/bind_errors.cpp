@@ -1,0 +1,65 @@
+#include "common/error.h"
+#include "python/bindings.h"
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+namespace py = pybind11;
+
+namespace popsim::python {
+namespace {
+
+// The Python class for an error kind, from popsim/errors.py.
+PyObject* errorClass(ErrorKind kind) {
+  const char* name = "InternalError";
+  switch (kind) {
+  case ErrorKind::Internal: name = "InternalError"; break;
+  case ErrorKind::Unsupported: name = "UnsupportedOperationError"; break;
+  case ErrorKind::OutOfMemory: name = "OutOfMemoryError"; break;
+  case ErrorKind::InvalidInput: name = "InputError"; break;
+  case ErrorKind::InvalidOption: name = "OptionError"; break;
+  case ErrorKind::Compilation: name = "CompilationError"; break;
+  case ErrorKind::Execution: name = "ExecutionError"; break;
+  }
+  // Looked up on each error (errors are rare) so module reloads stay correct.
+  py::object cls = py::module_::import("popsim.errors").attr(name);
+  return cls.release().ptr();
+}
+
+void raise(ErrorKind kind, const char* message) {
+  PyObject* cls = errorClass(kind);
+  PyErr_SetString(cls, message);
+  Py_DECREF(cls);
+}
+
+} // namespace
+
+void bindErrors(py::module_& module) {
+  py::register_exception_translator([](std::exception_ptr pointer) {
+    try {
+      if (pointer) {
+        std::rethrow_exception(pointer);
+      }
+    } catch (const Error& error) {
+      raise(error.kind(), error.what());
+    } catch (const dnnl::error& error) {
+      raise(ErrorKind::Internal, (std::string("oneDNN failed: ") + error.what() +
+                                  ". Please report this as a popsim bug.")
+                                     .c_str());
+    }
+  });
+  module.def("_raise_for_test", [](const std::string& kind, const std::string& message) {
+    static const std::pair<const char*, ErrorKind> kinds[] = {
+        {"Internal", ErrorKind::Internal},           {"Unsupported", ErrorKind::Unsupported},
+        {"OutOfMemory", ErrorKind::OutOfMemory},     {"InvalidInput", ErrorKind::InvalidInput},
+        {"InvalidOption", ErrorKind::InvalidOption}, {"Compilation", ErrorKind::Compilation},
+        {"Execution", ErrorKind::Execution}};
+    for (const auto& [name, value] : kinds) {
+      if (kind == name) {
+        throw Error(value, message);
+      }
+    }
+    throw Error(ErrorKind::Internal, "unknown error kind " + kind);
+  });
+}
+
+} // namespace popsim::python

@@ -1,0 +1,33 @@
+#include "frontend/import.h"
+#include "python/bindings.h"
+#include "python/tensor_conversion.h"
+
+#include <pybind11/stl.h>
+#include <torch/csrc/jit/python/pybind_utils.h>
+
+namespace py = pybind11;
+
+namespace popsim::python {
+
+void bindFrontend(py::module_& module) {
+  module.def(
+      "import_module",
+      [](const py::object& traced, const std::vector<at::Tensor>& examples,
+         const std::vector<std::string>& libraryPaths, const std::string& modelAttribute,
+         const std::vector<std::string>& inputNames) {
+        const auto scripted = py::cast<torch::jit::Module>(traced.attr("_c"));
+        std::vector<ir::TensorType> types;
+        for (size_t i = 0; i < examples.size(); ++i) {
+          const std::string what =
+              i < inputNames.size() ? "input '" + inputNames[i] + "'" : "input " + std::to_string(i);
+          types.push_back(typeOf(examples[i], what));
+        }
+        frontend::ImportOptions options{libraryPaths, modelAttribute, inputNames};
+        return std::shared_ptr<ir::Graph>(frontend::importModule(scripted, types, options));
+      },
+      py::arg("traced"), py::arg("examples"), py::arg("library_paths"),
+      py::arg("model_attribute") = "", py::arg("input_names") = std::vector<std::string>{},
+      "Lowers a torch.jit.trace'd module to a popsim IR graph.");
+}
+
+} // namespace popsim::python

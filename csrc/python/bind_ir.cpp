@@ -1,0 +1,49 @@
+#include "ir/printer.h"
+#include "python/bindings.h"
+
+#include <pybind11/stl.h>
+
+namespace py = pybind11;
+
+namespace popsim::python {
+namespace {
+
+py::dict describeTensor(const ir::Value& value) {
+  py::dict entry;
+  entry["name"] = value.name();
+  entry["dtype"] = ir::dtypeName(value.type().dtype);
+  entry["shape"] = value.type().shape;
+  return entry;
+}
+
+} // namespace
+
+void bindIr(py::module_& module) {
+  py::class_<ir::Graph, std::shared_ptr<ir::Graph>>(module, "Graph",
+                                                    "A popsim IR graph (see ARCHITECTURE.md).")
+      .def(
+          "to_text",
+          [](const ir::Graph& graph, bool locations, bool fullPaths) {
+            return ir::printGraph(graph, {locations, fullPaths});
+          },
+          py::arg("locations") = true, py::arg("full_paths") = false)
+      .def("__str__", [](const ir::Graph& graph) { return ir::printGraph(graph); })
+      .def_property_readonly("num_nodes", [](const ir::Graph& graph) { return graph.nodes().size(); })
+      .def("inputs",
+           [](const ir::Graph& graph) {
+             py::list inputs;
+             for (const ir::Value* input : graph.inputs()) inputs.append(describeTensor(*input));
+             return inputs;
+           })
+      .def("weights", [](const ir::Graph& graph) {
+        py::list weights;
+        for (const ir::Value* weight : graph.weights()) {
+          py::dict entry = describeTensor(*weight);
+          entry["trainable"] = weight->trainable();
+          weights.append(entry);
+        }
+        return weights;
+      });
+}
+
+} // namespace popsim::python

@@ -1,0 +1,13 @@
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+// One function per area of the popsim._C module.
+namespace popsim::python {
+
+void bindErrors(pybind11::module_& module);
+void bindIr(pybind11::module_& module);
+void bindFrontend(pybind11::module_& module);
+void bindRuntime(pybind11::module_& module);
+
+} // namespace popsim::python

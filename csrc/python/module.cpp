@@ -1,0 +1,9 @@
+#include "python/bindings.h"
+
+PYBIND11_MODULE(_C, module) {
+  module.doc() = "popsim core: IR, simulated IPUs and oneDNN kernels";
+  popsim::python::bindErrors(module);
+  popsim::python::bindIr(module);
+  popsim::python::bindFrontend(module);
+  popsim::python::bindRuntime(module);
+}

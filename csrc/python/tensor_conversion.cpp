@@ -1,0 +1,32 @@
+#include "python/tensor_conversion.h"
+
+#include "common/check.h"
+#include "frontend/dtype_conversion.h"
+
+#include <ATen/ATen.h>
+
+namespace popsim::python {
+
+ir::TensorType typeOf(const at::Tensor& tensor, const std::string& what) {
+  const std::optional<ir::DType> dtype = frontend::toIrDType(tensor.scalar_type());
+  POPSIM_CHECK(dtype.has_value(), ErrorKind::InvalidInput, what, " has dtype ",
+               c10::toString(tensor.scalar_type()),
+               "; popsim computes with float32, int32, int64 and bool tensors (convert it, e.g. "
+               "with .float()).");
+  return {*dtype, ir::Shape(tensor.sizes().begin(), tensor.sizes().end())};
+}
+
+runtime::TensorView viewOf(const at::Tensor& tensor, const std::string& what) {
+  POPSIM_CHECK(tensor.device().is_cpu(), ErrorKind::InvalidInput, what, " is on ",
+               tensor.device().str(), "; popsim takes CPU tensors.");
+  POPSIM_CHECK(tensor.is_contiguous(), ErrorKind::InvalidInput, what,
+               " is not contiguous (call .contiguous()).");
+  const ir::TensorType type = typeOf(tensor, what);
+  return {tensor.data_ptr(), type.dtype, type.shape};
+}
+
+at::Tensor emptyTensor(const ir::TensorType& type) {
+  return at::empty(type.shape, at::TensorOptions().dtype(frontend::toTorchDType(type.dtype)));
+}
+
+} // namespace popsim::python

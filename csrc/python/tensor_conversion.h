@@ -1,0 +1,18 @@
+#pragma once
+
+#include "ir/tensor_type.h"
+#include "runtime/tensor_view.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <string>
+
+namespace popsim::python {
+
+// A view of a contiguous CPU tensor; throws InvalidInput naming `what` for
+// other devices or dtypes popsim does not compute with.
+runtime::TensorView viewOf(const at::Tensor& tensor, const std::string& what);
+ir::TensorType typeOf(const at::Tensor& tensor, const std::string& what);
+at::Tensor emptyTensor(const ir::TensorType& type);
+
+} // namespace popsim::python
