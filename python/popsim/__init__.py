@@ -1,0 +1,53 @@
+"""popsim: run PyTorch models on simulated Graphcore IPUs, with PopTorch's API.
+
+    import popsim
+    opts = popsim.Options().deviceIterations(4)
+    model = popsim.inferenceModel(my_module, opts)
+    out = model(batch)       # compiled on the first call, then run in C++
+
+PopTorch code runs with ``import popsim as poptorch`` for the parts popsim
+implements (see README.md).
+"""
+
+try:
+    from popsim import _C  # noqa: F401  (the C++ core)
+except ImportError as error:  # pragma: no cover - depends on the installation
+    raise ImportError(
+        "popsim's C++ extension (popsim._C) is not built or cannot be loaded: "
+        f"{error}. Install popsim with `pip install --no-build-isolation .` in a venv created "
+        "from /usr/bin/python3 with --system-site-packages (see README.md)."
+    ) from error
+
+from popsim.enums import OutputMode
+from popsim.errors import (
+    CompilationError,
+    Error,
+    ExecutionError,
+    InputError,
+    InternalError,
+    OptionError,
+    OutOfMemoryError,
+    UnsupportedOperationError,
+)
+from popsim.options import Options
+from popsim._executor import Executor, inferenceModel
+
+PoplarExecutor = Executor
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CompilationError",
+    "Error",
+    "ExecutionError",
+    "Executor",
+    "InputError",
+    "InternalError",
+    "OptionError",
+    "Options",
+    "OutOfMemoryError",
+    "OutputMode",
+    "PoplarExecutor",
+    "UnsupportedOperationError",
+    "inferenceModel",
+]

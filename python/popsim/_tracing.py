@@ -1,0 +1,166 @@
+"""Tracing a user's model into TorchScript for popsim's C++ frontend.
+
+The model is wrapped so that the traced function takes a flat tuple of
+tensors and returns one: nested inputs and outputs, keyword arguments and
+non-tensor arguments (baked in as constants) are handled here, in Python.
+"""
+
+import contextlib
+import inspect
+import os
+
+import torch
+
+from popsim import _structure
+from popsim.errors import CompilationError, InputError
+
+# Frames in these directories are library code: source locations in errors
+# point at the first frame outside them, i.e. the user's own line.
+LIBRARY_PATHS = [
+    os.path.dirname(torch.__file__) + os.sep,
+    os.path.dirname(os.path.abspath(__file__)) + os.sep,
+]
+
+MODEL_ATTRIBUTE = "model"
+
+
+class Signature:
+    """What a compiled model was traced with: the input structure, tensor
+    dtypes and shapes (with iterations stacked) and the non-tensor values."""
+
+    def __init__(self, args, kwargs, forward):
+        value = _bind_arguments(forward, args, kwargs)
+        leaves, names, self.structure = _structure.flatten(value, "")
+        self.names = names
+        self.tensor_positions = [i for i, leaf in enumerate(leaves) if _structure.is_tensor(leaf)]
+        self.constants = {i: leaf for i, leaf in enumerate(leaves) if i not in self.tensor_positions}
+        self.tensor_types = [(leaves[i].dtype, tuple(leaves[i].shape)) for i in self.tensor_positions]
+        self.tensor_names = [self.names[i] for i in self.tensor_positions]
+        self.forward = forward
+
+    def tensors(self, args, kwargs):
+        """The flat tensor inputs of a call, checked against this signature."""
+        value = _bind_arguments(self.forward, args, kwargs)
+        leaves, names, structure = _structure.flatten(value, "")
+        if structure != self.structure:
+            raise InputError(
+                f"The model was compiled for inputs structured as {self.structure!r} "
+                f"({', '.join(self.names)}) but was called with {structure!r} "
+                f"({', '.join(names)}). {_RECOMPILE_HINT}"
+            )
+        for position, expected in self.constants.items():
+            if _structure.is_tensor(leaves[position]) or leaves[position] != expected:
+                raise InputError(
+                    f"Input '{names[position]}' was {expected!r} when the model was compiled "
+                    f"and is now {leaves[position]!r}; non-tensor inputs are compiled into the "
+                    f"program as constants. {_RECOMPILE_HINT}"
+                )
+        tensors = []
+        for position, (dtype, shape), name in zip(self.tensor_positions, self.tensor_types,
+                                                  self.tensor_names):
+            tensor = leaves[position]
+            if not _structure.is_tensor(tensor):
+                raise InputError(f"Input '{name}' was a tensor when the model was compiled and is "
+                                 f"now {tensor!r}. {_RECOMPILE_HINT}")
+            if tensor.dtype != dtype:
+                raise InputError(f"Input '{name}' has dtype {tensor.dtype} but the model was "
+                                 f"compiled for {dtype}. {_RECOMPILE_HINT}")
+            if tuple(tensor.shape) != shape:
+                raise InputError(f"Input '{name}' has shape {list(tensor.shape)} but the model "
+                                 f"was compiled for {list(shape)}. {_RECOMPILE_HINT}")
+            tensors.append(tensor)
+        return tensors
+
+
+_RECOMPILE_HINT = (
+    "popsim compiles one program per input signature: wrap the model again for the new "
+    "inputs, or call destroy() on this one first."
+)
+
+
+def _bind_arguments(forward, args, kwargs):
+    """Arguments as an ordered dict keyed by forward()'s parameter names."""
+    try:
+        bound = inspect.signature(forward).bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        values = {f"args[{i}]": arg for i, arg in enumerate(args)}
+        values.update(kwargs)
+        return values
+    values = {}
+    for name, value in bound.arguments.items():
+        kind = bound.signature.parameters[name].kind
+        if kind == inspect.Parameter.VAR_POSITIONAL:
+            for i, item in enumerate(value):
+                values[f"{name}[{i}]"] = item
+        elif kind == inspect.Parameter.VAR_KEYWORD:
+            values.update(value)
+        else:
+            values[name] = value
+    return values
+
+
+def _call_with(forward, values):
+    """Calls forward with the values of _bind_arguments (positionally where possible)."""
+    parameters = inspect.signature(forward).parameters
+    args, kwargs = [], {}
+    for name, value in values.items():
+        parameter = parameters.get(name.split("[")[0])
+        if parameter is None or parameter.kind == inspect.Parameter.VAR_KEYWORD:
+            kwargs[name] = value
+        elif parameter.kind == inspect.Parameter.KEYWORD_ONLY:
+            kwargs[name] = value
+        else:
+            args.append(value)
+    return forward(*args, **kwargs)
+
+
+class _FlatModel(torch.nn.Module):
+    """The traced function: flat tensors in, flat tensors out."""
+
+    def __init__(self, model, signature):
+        super().__init__()
+        self.model = model
+        self._signature = signature
+        self.output_structure = None
+        self.output_names = None
+
+    def forward(self, *tensors):
+        leaves = [None] * (len(self._signature.tensor_positions) + len(self._signature.constants))
+        for position, value in self._signature.constants.items():
+            leaves[position] = value
+        for position, tensor in zip(self._signature.tensor_positions, tensors):
+            leaves[position] = tensor
+        values = _structure.unflatten(leaves, self._signature.structure)
+        output = _call_with(self.model.forward, values)
+        flat, names, self.output_structure = _structure.flatten(output, "output")
+        self.output_names = names
+        for leaf, name in zip(flat, names):
+            if not _structure.is_tensor(leaf):
+                raise CompilationError(
+                    f"The model returns {type(leaf).__name__} {leaf!r} as {name}; popsim models "
+                    f"return tensors (or tuples, lists and dicts of tensors)."
+                )
+        return tuple(flat)
+
+
+@contextlib.contextmanager
+def _eval_mode(model):
+    """Puts every submodule in eval mode and restores each one's flag after."""
+    flags = [(module, module.training) for module in model.modules()]
+    model.eval()
+    try:
+        yield
+    finally:
+        for module, training in flags:
+            module.training = training
+
+
+def trace(model, signature, micro_batch_tensors, training):
+    """Traces the model on one micro-batch; returns (traced, flat wrapper)."""
+    flat = _FlatModel(model, signature)
+    mode = contextlib.nullcontext() if training else _eval_mode(model)
+    # Grad stays enabled: some modules (e.g. TransformerEncoderLayer) switch to
+    # fused kernels under no_grad that have no popsim lowering.
+    with mode, torch.enable_grad():
+        traced = torch.jit.trace(flat, tuple(micro_batch_tensors), check_trace=False, strict=False)
+    return traced, flat

@@ -1,0 +1,236 @@
+"""``popsim.Options``: how a model is compiled and run, in PopTorch's shape.
+
+Setters return the options object, so calls chain::
+
+    opts = popsim.Options().deviceIterations(10).randomSeed(42)
+    opts.Simulator.numIpus(4).ipuVersion("Mk2").memoryPerIpu("64MiB")
+
+Values are checked when set. Once options are passed to a model they are
+frozen (the model keeps its own copy); ``clone()`` gives a modifiable copy.
+"""
+
+import copy
+import difflib
+import numbers
+import re
+
+import torch
+
+from popsim.enums import OutputMode
+from popsim.errors import OptionError
+
+_FROZEN_MESSAGE = (
+    "Can't modify frozen Options: they were passed to a model, which compiles with them as "
+    "they were. Call opts.clone() to get a copy you can modify."
+)
+
+_CHIPS = {"mk1": "Mk1", "gc2": "Mk1", "mk2": "Mk2", "gc200": "Mk2", "bow": "Bow"}
+
+_MEMORY_UNITS = {
+    "": 1, "b": 1,
+    "kb": 1000, "mb": 1000**2, "gb": 1000**3,
+    "kib": 1024, "mib": 1024**2, "gib": 1024**3,
+}
+
+
+def _positive_int(setter, value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise OptionError(
+            f"{setter} expects a positive integer, got {value!r} ({type(value).__name__})."
+        )
+    return int(value)
+
+
+def _parse_memory(value):
+    """Bytes from an int or a string such as '64MiB', '512 KB' or '1.5GiB'."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        if value < 1:
+            raise OptionError(f"Simulator.memoryPerIpu expects a positive size, got {value}.")
+        return int(value)
+    if isinstance(value, str):
+        match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", value)
+        if match and match.group(2).lower() in _MEMORY_UNITS:
+            size = float(match.group(1)) * _MEMORY_UNITS[match.group(2).lower()]
+            if size >= 1:
+                return int(size)
+    raise OptionError(
+        f"Simulator.memoryPerIpu expects a size in bytes (an int) or a string such as '64MiB' "
+        f"or '512KB', got {value!r}."
+    )
+
+
+class _OptionGroup:
+    """Shared behaviour: values in a dict, freezing, helpful unknown-name errors."""
+
+    _defaults = {}
+    _group_name = "Options"
+
+    def __init__(self):
+        object.__setattr__(self, "_values", dict(self._defaults))
+        object.__setattr__(self, "_frozen", False)
+
+    def _set(self, name, value):
+        if self._frozen:
+            raise OptionError(_FROZEN_MESSAGE)
+        self._values[name] = value
+        return self
+
+    def _freeze(self):
+        object.__setattr__(self, "_frozen", True)
+
+    def __getattr__(self, name):
+        values = object.__getattribute__(self, "_values")
+        if name in values:
+            return values[name]
+        known = [n for n in dir(type(self)) if not n.startswith("_")] + list(values)
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f" Did you mean '{close[0]}'?" if close else ""
+        raise AttributeError(f"{self._group_name} has no option '{name}'.{hint}")
+
+    def __setattr__(self, name, value):
+        if name in self._values:
+            raise AttributeError(
+                f"{self._group_name}.{name} is read-only: set it with the setter method, "
+                f"e.g. {self._group_name}.{_setter_name(name)}(...)."
+            )
+        raise AttributeError(f"{self._group_name} has no option '{name}'.")
+
+    def toDict(self):
+        return {name: (value.name if isinstance(value, OutputMode) else value)
+                for name, value in self._values.items()}
+
+    def __repr__(self):
+        fields = ", ".join(f"{k}={v!r}" for k, v in self.toDict().items())
+        return f"{self._group_name}({fields})"
+
+
+def _setter_name(field):
+    head, *rest = field.split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+class _TrainingOptions(_OptionGroup):
+    """Options of training models (``opts.Training``)."""
+
+    _defaults = {"gradient_accumulation": 1}
+    _group_name = "Options.Training"
+
+    def gradientAccumulation(self, micro_batches):
+        """Micro-batches whose gradients are accumulated before each weight update."""
+        return self._set("gradient_accumulation",
+                         _positive_int("Training.gradientAccumulation", micro_batches))
+
+
+class _SimulatorOptions(_OptionGroup):
+    """The simulated machine (``opts.Simulator``): popsim's own settings."""
+
+    _defaults = {"num_ipus": None, "ipu_version": "Mk2", "memory_per_ipu": None}
+    _group_name = "Options.Simulator"
+
+    def numIpus(self, count):
+        """How many IPUs the simulated system has (default: as many as the model uses)."""
+        return self._set("num_ipus", _positive_int("Simulator.numIpus", count))
+
+    def ipuVersion(self, version):
+        """The IPU generation to simulate: 'Mk1' (GC2), 'Mk2' (GC200, default) or 'Bow'."""
+        name = _CHIPS.get(str(version).lower()) if isinstance(version, str) else None
+        if name is None:
+            raise OptionError(
+                f"Simulator.ipuVersion expects 'Mk1', 'Mk2' or 'Bow', got {version!r}.")
+        return self._set("ipu_version", name)
+
+    def memoryPerIpu(self, size):
+        """Memory of each simulated IPU, in bytes or as '64MiB' (default: the chip's SRAM).
+
+        Lower it to size a model for part of an IPU; compiling a model that
+        needs more raises popsim.OutOfMemoryError.
+        """
+        return self._set("memory_per_ipu", _parse_memory(size))
+
+
+class Options(_OptionGroup):
+    """How popsim compiles and runs a model. See the module docstring."""
+
+    _defaults = {
+        "device_iterations": 1,
+        "output_mode": OutputMode.Default,
+        "output_return_period": 1,
+        "random_seed": None,
+        "log_dir": None,
+        "use_ipu_model": False,
+    }
+    _group_name = "Options"
+
+    def __init__(self):
+        super().__init__()
+        object.__setattr__(self, "Training", _TrainingOptions())
+        object.__setattr__(self, "Simulator", _SimulatorOptions())
+
+    def deviceIterations(self, iterations):
+        """Iterations of the model per call: each call takes `iterations` micro-batches
+        stacked along dimension 0 and runs them on the device without returning to Python."""
+        return self._set("device_iterations", _positive_int("deviceIterations", iterations))
+
+    def outputMode(self, mode, output_return_period=None):
+        """Which iterations' outputs a call returns (see popsim.OutputMode)."""
+        if not isinstance(mode, OutputMode):
+            raise OptionError(f"outputMode expects a popsim.OutputMode, got {mode!r}.")
+        if mode == OutputMode.EveryN:
+            period = _positive_int("outputMode(OutputMode.EveryN, output_return_period)",
+                                   output_return_period)
+        elif output_return_period is not None:
+            raise OptionError("output_return_period is only used with OutputMode.EveryN.")
+        else:
+            period = 1
+        self._set("output_mode", mode)
+        return self._set("output_return_period", period)
+
+    def randomSeed(self, seed):
+        """Seeds popsim's random numbers and PyTorch's (torch.manual_seed)."""
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+            raise OptionError(f"randomSeed expects a non-negative integer, got {seed!r}.")
+        self._set("random_seed", int(seed))
+        torch.manual_seed(int(seed))
+        return self
+
+    def logDir(self, path):
+        """Directory where each compilation writes its IR and memory report."""
+        if not isinstance(path, str) or not path:
+            raise OptionError(f"logDir expects a directory path, got {path!r}.")
+        return self._set("log_dir", path)
+
+    def useIpuModel(self, use):
+        """Accepted for PopTorch compatibility: popsim always runs on simulated IPUs."""
+        if not isinstance(use, bool):
+            raise OptionError(f"useIpuModel expects a bool, got {use!r}.")
+        return self._set("use_ipu_model", use)
+
+    def clone(self):
+        """An unfrozen deep copy."""
+        twin = copy.deepcopy(self)
+        for group in (twin, twin.Training, twin.Simulator):
+            object.__setattr__(group, "_frozen", False)
+        return twin
+
+    def _freeze(self):
+        super()._freeze()
+        self.Training._freeze()
+        self.Simulator._freeze()
+
+    def toDict(self):
+        values = super().toDict()
+        values["Training"] = self.Training.toDict()
+        values["Simulator"] = self.Simulator.toDict()
+        return values
+
+    def __deepcopy__(self, memo):
+        twin = Options.__new__(Options)
+        object.__setattr__(twin, "_values", copy.copy(self._values))
+        object.__setattr__(twin, "_frozen", self._frozen)
+        for name in ("Training", "Simulator"):
+            group = getattr(self, name)
+            group_copy = type(group).__new__(type(group))
+            object.__setattr__(group_copy, "_values", copy.copy(group._values))
+            object.__setattr__(group_copy, "_frozen", group._frozen)
+            object.__setattr__(twin, name, group_copy)
+        return twin

@@ -1,0 +1,57 @@
+"""Builds popsim's C++ core with CMake (in the style of pybind/cmake_example).
+
+The CMake build directory persists under build/<type>, so repeated installs
+are incremental (and use ccache). Environment variables:
+  POPSIM_BUILD_TYPE    Release (default), Debug or RelWithDebInfo
+  POPSIM_BUILD_DIR     where CMake builds (default build/<type>)
+  POPSIM_BUILD_TESTS   1 to also build the GoogleTest binaries
+  CMAKE_ARGS           extra CMake arguments
+  CMAKE_BUILD_PARALLEL_LEVEL  build jobs (default: all cores)
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+ROOT = Path(__file__).resolve().parent
+
+
+class CMakeExtension(Extension):
+    def __init__(self, name):
+        super().__init__(name, sources=[])
+
+
+class CMakeBuild(build_ext):
+    def build_extension(self, ext):
+        import torch  # the build needs torch's CMake package
+
+        build_type = os.environ.get("POPSIM_BUILD_TYPE", "Release")
+        build_dir = Path(os.environ.get("POPSIM_BUILD_DIR", ROOT / "build" / build_type.lower()))
+        output_dir = Path(self.get_ext_fullpath(ext.name)).parent.resolve()
+        build_tests = os.environ.get("POPSIM_BUILD_TESTS", "0") == "1"
+        configure = [
+            "cmake", "-S", str(ROOT), "-B", str(build_dir),
+            f"-DCMAKE_BUILD_TYPE={build_type}",
+            f"-DCMAKE_PREFIX_PATH={torch.utils.cmake_prefix_path}",
+            f"-DPython_EXECUTABLE={sys.executable}",
+            f"-DPOPSIM_PYTHON_OUTPUT_DIR={output_dir}",
+            f"-DPOPSIM_BUILD_TESTS={'ON' if build_tests else 'OFF'}",
+        ]
+        if shutil.which("ninja") and not (build_dir / "CMakeCache.txt").exists():
+            configure += ["-G", "Ninja"]
+        configure += [arg for arg in os.environ.get("CMAKE_ARGS", "").split() if arg]
+        subprocess.run(configure, check=True)
+
+        jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 1))
+        build = ["cmake", "--build", str(build_dir), "--parallel", jobs]
+        if not build_tests:
+            build += ["--target", "popsim_python"]
+        subprocess.run(build, check=True)
+
+
+setup(ext_modules=[CMakeExtension("popsim._C")], cmdclass={"build_ext": CMakeBuild})
