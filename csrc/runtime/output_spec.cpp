@@ -47,10 +47,10 @@ int64_t OutputSpec::slotOf(int64_t iteration, int64_t deviceIterations) const {
 }
 
 ir::Shape OutputSpec::hostShape(const ir::Shape& shape, int64_t deviceIterations) const {
-  if (mode == OutputMode::Final || mode == OutputMode::Sum) {
+  const int64_t count = returnedIterations(deviceIterations);
+  if (count == 1) {
     return shape;
   }
-  const int64_t count = returnedIterations(deviceIterations);
   if (shape.empty()) {
     return {count};
   }

@@ -27,8 +27,9 @@ struct OutputSpec {
   int64_t returnedIterations(int64_t deviceIterations) const;
   // The slot iteration `iteration` is written to, or -1 when it is not returned.
   int64_t slotOf(int64_t iteration, int64_t deviceIterations) const;
-  // Host shape of an output whose per-iteration shape is `shape`: returned
-  // iterations are concatenated along dimension 0, or stacked for scalars.
+  // Host shape of an output whose per-iteration shape is `shape`: several
+  // returned iterations are concatenated along dimension 0 (scalars are
+  // stacked into a vector); a single one keeps the model's own shape.
   ir::Shape hostShape(const ir::Shape& shape, int64_t deviceIterations) const;
 };
 
