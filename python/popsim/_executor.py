@@ -20,6 +20,7 @@ from popsim.errors import InputError, OptionError
 from popsim.options import Options
 
 _log_counter = itertools.count()
+_SUPPORTED_DTYPES = (torch.float32, torch.int32, torch.int64, torch.bool)
 
 
 class Executor:
@@ -125,6 +126,11 @@ class Executor:
         self._require_compiled("cycleCount")
         return self._executable.last_run_cycles
 
+    def simulatedTime(self):
+        """Simulated seconds of the last call on the IPUs (cycles at the chip's clock)."""
+        self._require_compiled("simulatedTime")
+        return self._executable.last_run_cycles / self._executable.clock_hz
+
     def compilationTime(self):
         """Seconds the last compilation took (tracing included)."""
         self._require_compiled("compilationTime")
@@ -150,6 +156,11 @@ class Executor:
         iterations = self._options.device_iterations
         micro = []
         for name, tensor in zip(signature.tensor_names, tensors):
+            if tensor.dtype not in _SUPPORTED_DTYPES:
+                raise InputError(
+                    f"Input '{name}' has dtype {tensor.dtype}; popsim computes with float32, "
+                    "int32, int64 and bool tensors (convert it, e.g. with .float())."
+                )
             if tensor.dim() == 0:
                 raise InputError(
                     f"Input '{name}' is a scalar. popsim splits each input along dimension 0 "

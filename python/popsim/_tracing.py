@@ -8,6 +8,7 @@ non-tensor arguments (baked in as constants) are handled here, in Python.
 import contextlib
 import inspect
 import os
+import warnings
 
 import torch
 
@@ -161,6 +162,11 @@ def trace(model, signature, micro_batch_tensors, training):
     mode = contextlib.nullcontext() if training else _eval_mode(model)
     # Grad stays enabled: some modules (e.g. TransformerEncoderLayer) switch to
     # fused kernels under no_grad that have no popsim lowering.
-    with mode, torch.enable_grad():
+    with mode, torch.enable_grad(), warnings.catch_warnings():
+        # PyTorch's own modules turn shapes into Python values (e.g. attention's
+        # shape asserts); popsim compiles fixed shapes, so those warnings are
+        # noise. Warnings from the user's code (data-dependent control flow)
+        # are kept.
+        warnings.filterwarnings("ignore", category=torch.jit.TracerWarning, module=r"torch\.")
         traced = torch.jit.trace(flat, tuple(micro_batch_tensors), check_trace=False, strict=False)
     return traced, flat
