@@ -1,0 +1,19 @@
+import os
+import sys
+
+import pytest
+import torch
+
+# The tutorials' models are imported by the tests.
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tutorials"))
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    """Every test starts from the same random state."""
+    torch.manual_seed(0)
+
+
+def assert_close(actual, expected, rtol=1e-5, atol=1e-6):
+    """popsim results against eager PyTorch: fp32 tolerance of 1e-5 relative."""
+    torch.testing.assert_close(actual, expected, rtol=rtol, atol=atol)

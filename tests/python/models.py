@@ -1,0 +1,54 @@
+"""Models shared by the Python tests."""
+
+import torch
+import torch.nn as nn
+import torchvision
+
+
+# The tutorial's network, as users see it in the demo.
+from inference_demo import Network as MnistNetwork  # noqa: E402
+
+
+class Mlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Flatten(), nn.Linear(48, 64), nn.GELU(), nn.Dropout(0.2),
+                                 nn.Linear(64, 32), nn.Tanh(), nn.Linear(32, 5),
+                                 nn.LogSoftmax(dim=1))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+def resnet18():
+    """torchvision's ResNet-18 for 10 classes, with non-trivial batch-norm statistics."""
+    model = torchvision.models.resnet18(num_classes=10)
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, nn.BatchNorm2d):
+                module.running_mean.uniform_(-0.2, 0.2)
+                module.running_var.uniform_(0.5, 1.5)
+                module.weight.uniform_(0.5, 1.5)
+                module.bias.uniform_(-0.2, 0.2)
+    return model.eval()
+
+
+class TokenClassifier(nn.Module):
+    """Embedding, a transformer encoder layer and a linear head."""
+
+    def __init__(self, norm_first=False, activation="relu", batch_first=True):
+        super().__init__()
+        self.batch_first = batch_first
+        self.embed = nn.Embedding(50, 32)
+        self.encoder = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.1, activation=activation,
+                                                  batch_first=batch_first, norm_first=norm_first)
+        self.head = nn.Linear(32, 7)
+
+    def forward(self, ids):
+        x = self.embed(ids)
+        if not self.batch_first:
+            x = x.transpose(0, 1)
+        x = self.encoder(x)
+        if not self.batch_first:
+            x = x.transpose(0, 1)
+        return self.head(x.mean(dim=1))

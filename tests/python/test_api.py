@@ -1,0 +1,92 @@
+"""The inference executor's API: compile, destroy, introspection, PopTorch names."""
+
+import torch
+
+import popsim
+from conftest import assert_close
+from models import MnistNetwork
+
+
+def test_compile_then_call_and_destroy():
+    model = MnistNetwork().eval()
+    executor = popsim.inferenceModel(model, popsim.Options().deviceIterations(2))
+    assert not executor.isCompiled()
+    inputs = torch.randn(16, 1, 28, 28)
+    executor.compile(inputs)
+    assert executor.isCompiled()
+    assert executor.compilationTime() > 0
+    with torch.no_grad():
+        assert_close(executor(inputs), model(inputs))
+    executor.destroy()
+    assert not executor.isCompiled()
+    # After destroy() other shapes compile again.
+    assert executor(torch.randn(4, 1, 28, 28)).shape == (4, 10)
+
+
+def test_model_and_options_properties():
+    model = MnistNetwork()
+    opts = popsim.Options()
+    executor = popsim.inferenceModel(model, opts)
+    assert executor.model is model
+    assert executor.options.device_iterations == 1
+    assert "not compiled" in repr(executor)
+
+
+def test_debug_ir_shows_ops_weights_and_user_lines():
+    executor = popsim.inferenceModel(MnistNetwork())
+    executor(torch.randn(8, 1, 28, 28))
+    text = executor._debug_ir()
+    assert text.startswith("graph(%x: f32[8,1,28,28]) {")
+    assert "@layer3.weight: f32[256,320]" in text
+    assert "= conv2d(%x, @layer1.conv.weight, @layer1.conv.bias)" in text
+    assert "# inference_demo.py:" in text
+    assert "return (%9)" in text
+    assert "reshape" in executor._debug_ir(optimized=True)
+
+
+def test_memory_report_categories_add_up():
+    executor = popsim.inferenceModel(MnistNetwork())
+    executor(torch.randn(8, 1, 28, 28))
+    report = executor.memoryReport()
+    assert report["chip"] == "Mk2 (GC200)"
+    (ipu,) = report["ipus"]
+    assert ipu["capacity"] == 1472 * 624 * 1024
+    assert sum(c["bytes"] for c in ipu["categories"].values()) == ipu["total"]
+    assert ipu["always_live"] + ipu["not_always_live"] == ipu["total"]
+    assert ipu["largest_tensors"][0]["description"] == "layer3.weight (weight)"
+
+
+def test_cycle_count_grows_with_device_iterations():
+    cycles = []
+    for iterations in (1, 4):
+        executor = popsim.inferenceModel(MnistNetwork(),
+                                         popsim.Options().deviceIterations(iterations))
+        executor(torch.randn(8 * iterations, 1, 28, 28))
+        cycles.append(executor.cycleCount())
+    assert 0 < cycles[0] < cycles[1]
+    assert abs(cycles[1] - 4 * cycles[0]) <= 0.01 * cycles[1]
+
+
+def test_poptorch_names():
+    import popsim as poptorch
+
+    assert poptorch.PoplarExecutor is popsim.Executor
+    executor = poptorch.inferenceModel(MnistNetwork(), poptorch.Options().deviceIterations(2))
+    assert isinstance(executor, poptorch.PoplarExecutor)
+
+
+def test_wrapping_an_executor_wraps_its_model():
+    model = MnistNetwork()
+    executor = popsim.inferenceModel(popsim.inferenceModel(model))
+    assert executor.model is model
+
+
+def test_introspection_before_compiling_is_a_clear_error():
+    executor = popsim.inferenceModel(MnistNetwork())
+    try:
+        executor.memoryReport()
+    except popsim.InputError as error:
+        assert str(error) == ("memoryReport() needs a compiled model: call the model or "
+                              "compile() first.")
+    else:
+        raise AssertionError("expected an error")

@@ -1,0 +1,199 @@
+"""Errors users can cause, each pinned on its message."""
+
+import inspect
+import re
+
+import pytest
+import torch
+
+import popsim
+from models import MnistNetwork
+
+
+def line_of(marker):
+    """The line of this file that contains `marker`."""
+    lines = inspect.getsource(inspect.getmodule(line_of)).splitlines()
+    return next(i + 1 for i, line in enumerate(lines) if marker in line and "line_of" not in line)
+
+
+class UsesUnsupportedOps(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = torch.erfinv(self.lin(x).tanh())  # unsupported: erfinv
+        return torch.cumsum(y, dim=1)  # unsupported: cumsum
+
+
+def test_unsupported_ops_are_listed_with_their_source_lines_at_compile_time():
+    model = popsim.inferenceModel(UsesUnsupportedOps())
+    with pytest.raises(popsim.UnsupportedOperationError) as error:
+        model.compile(torch.randn(2, 4))
+    message = str(error.value)
+    assert message.startswith(
+        "Unsupported ops found in compiled model: [aten::cumsum, aten::erfinv]\n")
+    assert f"aten::erfinv at {__file__}:{line_of('unsupported: erfinv')} (in forward)" in message
+    assert f"aten::cumsum at {__file__}:{line_of('unsupported: cumsum')} (in forward)" in message
+    assert not model.isCompiled()
+
+
+def test_data_dependent_indexing_is_unsupported():
+    class Masked(torch.nn.Module):
+        def forward(self, x):
+            return x[x > 0]
+
+    with pytest.raises(popsim.UnsupportedOperationError, match=r"aten::gt, aten::index|aten::index"):
+        popsim.inferenceModel(Masked())(torch.randn(2, 3))
+
+
+def test_input_shape_change_after_compilation():
+    model = popsim.inferenceModel(MnistNetwork())
+    model(torch.randn(8, 1, 28, 28))
+    with pytest.raises(popsim.InputError) as error:
+        model(torch.randn(4, 1, 28, 28))
+    assert str(error.value) == (
+        "Input 'x' has shape [4, 1, 28, 28] but the model was compiled for [8, 1, 28, 28]. "
+        "popsim compiles one program per input signature: wrap the model again for the new "
+        "inputs, or call destroy() on this one first.")
+
+
+def test_input_dtype_and_argument_changes_after_compilation():
+    model = popsim.inferenceModel(MnistNetwork())
+    model(torch.randn(8, 1, 28, 28))
+    with pytest.raises(popsim.InputError, match=r"Input 'x' has dtype torch.float64 but the "
+                                                r"model was compiled for torch.float32"):
+        model(torch.randn(8, 1, 28, 28, dtype=torch.float64))
+    with pytest.raises(popsim.InputError, match=r"compiled for inputs structured as"):
+        model(torch.randn(8, 1, 28, 28), torch.randn(1))
+
+
+def test_batch_dimension_must_split_into_device_iterations():
+    model = popsim.inferenceModel(MnistNetwork(), popsim.Options().deviceIterations(4))
+    with pytest.raises(popsim.InputError) as error:
+        model(torch.randn(10, 1, 28, 28))
+    assert str(error.value) == (
+        "Invalid batch dimension: input 'x' has 10 samples in dimension 0, which must be a "
+        "multiple of deviceIterations (4): each call runs 4 device iteration(s) on micro-batches "
+        "of equal size.")
+
+
+def test_out_of_memory_on_a_small_ipu_names_the_ipu_bytes_and_largest_tensors():
+    opts = popsim.Options()
+    opts.Simulator.memoryPerIpu("1MiB")
+    model = popsim.inferenceModel(MnistNetwork(), opts)
+    with pytest.raises(popsim.OutOfMemoryError) as error:
+        model(torch.randn(8, 1, 28, 28))
+    message = str(error.value)
+    assert re.match(r"Out of memory on IPU 0: the program needs [\d,]+ bytes \([\d.]+ MiB\) but "
+                    r"IPU 0 has 1,048,576 bytes \(1\.00 MiB\) \(set by "
+                    r"Options\.Simulator\.memoryPerIpu\)\.", message), message
+    assert "weights: 360,256 bytes (351.81 KiB) (always live)" in message
+    assert "Largest tensors on IPU 0:\n    layer3.weight (weight) f32[256,320]: 327,680 bytes" in message
+    assert "give each IPU more memory with Options.Simulator.memoryPerIpu" in message
+    # The same model fits in a full Mk2 IPU.
+    popsim.inferenceModel(MnistNetwork())(torch.randn(8, 1, 28, 28))
+
+
+@pytest.mark.parametrize("make_options,message", [
+    (lambda: popsim.Options().deviceIterations(0),
+     "deviceIterations expects a positive integer, got 0 (int)."),
+    (lambda: popsim.Options().deviceIterations("4"),
+     "deviceIterations expects a positive integer, got '4' (str)."),
+    (lambda: popsim.Options().deviceIterations(True),
+     "deviceIterations expects a positive integer, got True (bool)."),
+    (lambda: popsim.Options().outputMode(popsim.OutputMode.EveryN),
+     "outputMode(OutputMode.EveryN, output_return_period) expects a positive integer, got None "
+     "(NoneType)."),
+    (lambda: popsim.Options().outputMode(popsim.OutputMode.All, 3),
+     "output_return_period is only used with OutputMode.EveryN."),
+    (lambda: popsim.Options().outputMode("All"),
+     "outputMode expects a popsim.OutputMode, got 'All'."),
+    (lambda: popsim.Options().randomSeed(-1), "randomSeed expects a non-negative integer, got -1."),
+    (lambda: popsim.Options().Simulator.memoryPerIpu("lots"),
+     "Simulator.memoryPerIpu expects a size in bytes (an int) or a string such as '64MiB' or "
+     "'512KB', got 'lots'."),
+    (lambda: popsim.Options().Simulator.ipuVersion("Mk3"),
+     "Simulator.ipuVersion expects 'Mk1', 'Mk2' or 'Bow', got 'Mk3'."),
+    (lambda: popsim.Options().Training.gradientAccumulation(-2),
+     "Training.gradientAccumulation expects a positive integer, got -2 (int)."),
+])
+def test_bad_option_values(make_options, message):
+    with pytest.raises(popsim.OptionError) as error:
+        make_options()
+    assert str(error.value) == message
+
+
+def test_options_that_do_not_fit_the_model_kind():
+    opts = popsim.Options()
+    opts.Training.gradientAccumulation(4)
+    with pytest.raises(popsim.OptionError) as error:
+        popsim.inferenceModel(MnistNetwork(), opts)
+    assert str(error.value) == (
+        "Inference models do not accumulate gradients: set opts.Training.gradientAccumulation(1) "
+        "(it is 4). To run several micro-batches per call, use opts.deviceIterations(n).")
+    opts = popsim.Options().deviceIterations(3).outputMode(popsim.OutputMode.EveryN, 2)
+    with pytest.raises(popsim.OptionError, match=r"EveryN with output_return_period 2 needs "
+                                                  r"deviceIterations to be a multiple of it, got 3"):
+        popsim.inferenceModel(MnistNetwork(), opts)
+
+
+def test_memory_per_ipu_larger_than_the_chip():
+    opts = popsim.Options()
+    opts.Simulator.ipuVersion("Mk1").memoryPerIpu("1GiB")
+    with pytest.raises(popsim.OptionError) as error:
+        popsim.inferenceModel(MnistNetwork(), opts)(torch.randn(8, 1, 28, 28))
+    assert str(error.value) == ("memory per IPU (1,073,741,824 bytes (1.00 GiB)) exceeds the Mk1 "
+                                "(GC2) SRAM of 318,767,104 bytes (304.00 MiB).")
+
+
+def test_scalar_inputs_need_a_batch_dimension():
+    class Scale(torch.nn.Module):
+        def forward(self, x):
+            return x * 2
+
+    with pytest.raises(popsim.InputError, match=r"Input 'x' is a scalar"):
+        popsim.inferenceModel(Scale())(torch.tensor(3.0))
+
+
+def test_float64_inputs_are_rejected_with_a_hint():
+    with pytest.raises(popsim.InputError) as error:
+        popsim.inferenceModel(torch.nn.Linear(3, 2))(torch.randn(2, 3, dtype=torch.float64))
+    assert str(error.value) == (
+        "Input 'input' has dtype torch.float64; popsim computes with float32, int32, int64 and "
+        "bool tensors (convert it, e.g. with .float()).")
+
+
+def test_float64_parameters_are_rejected_with_a_hint():
+    class Mixed(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = torch.nn.Parameter(torch.ones(3, dtype=torch.float64))
+
+        def forward(self, x):
+            return x * self.scale.float()
+
+    with pytest.raises(popsim.UnsupportedOperationError,
+                       match=r"parameter 'scale' has dtype Double; popsim computes in float32 "
+                             r"\(convert the model with \.float\(\)\)"):
+        popsim.inferenceModel(Mixed())(torch.randn(2, 3))
+
+
+def test_embedding_index_out_of_range_is_an_execution_error():
+    model = popsim.inferenceModel(torch.nn.Embedding(5, 2))
+    model(torch.tensor([[0, 1]]))
+    with pytest.raises(popsim.ExecutionError, match=r"index 9 \(at position 1 of the indices\) is "
+                                                     r"out of range for weight 'weight' with 5 rows"):
+        model(torch.tensor([[0, 9]]))
+
+
+@pytest.mark.parametrize("kind,cls", [
+    ("Internal", popsim.InternalError), ("Unsupported", popsim.UnsupportedOperationError),
+    ("OutOfMemory", popsim.OutOfMemoryError), ("InvalidInput", popsim.InputError),
+    ("InvalidOption", popsim.OptionError), ("Compilation", popsim.CompilationError),
+    ("Execution", popsim.ExecutionError),
+])
+def test_cpp_errors_arrive_as_popsim_errors(kind, cls):
+    with pytest.raises(cls, match="^the message$") as error:
+        popsim._C._raise_for_test(kind, "the message")
+    assert isinstance(error.value, popsim.Error)

@@ -1,0 +1,116 @@
+"""Whole models through inferenceModel against eager PyTorch.
+
+The tutorial's MNIST network and ResNet-18 run with deviceIterations=4 under
+every output mode; an MLP and transformer encoder layers cover the other
+supported ops in context.
+"""
+
+import pytest
+import torch
+
+import popsim
+from conftest import assert_close
+from models import Mlp, MnistNetwork, TokenClassifier, resnet18
+
+ITERATIONS = 4
+MODES = [
+    (popsim.OutputMode.All, None),
+    (popsim.OutputMode.Final, None),
+    (popsim.OutputMode.EveryN, 2),
+    (popsim.OutputMode.Sum, None),
+    (popsim.OutputMode.Default, None),
+]
+
+
+def expected_outputs(model, inputs, mode, period):
+    """What each output mode returns, computed from eager PyTorch micro-batch by micro-batch."""
+    with torch.no_grad():
+        outputs = [model(chunk) for chunk in inputs.chunk(ITERATIONS)]
+    if mode in (popsim.OutputMode.All, popsim.OutputMode.Default):
+        return torch.cat(outputs)
+    if mode == popsim.OutputMode.Final:
+        return outputs[-1]
+    if mode == popsim.OutputMode.EveryN:
+        return torch.cat(outputs[period - 1::period])
+    return torch.stack(outputs).sum(dim=0)
+
+
+def run_modes(model, inputs, rtol=1e-5, atol=1e-6):
+    model.eval()
+    for mode, period in MODES:
+        opts = popsim.Options().deviceIterations(ITERATIONS).outputMode(mode, period)
+        actual = popsim.inferenceModel(model, opts)(inputs)
+        assert_close(actual, expected_outputs(model, inputs, mode, period), rtol=rtol, atol=atol)
+
+
+def test_mnist_network_every_output_mode():
+    run_modes(MnistNetwork(), torch.randn(ITERATIONS * 8, 1, 28, 28))
+
+
+def test_resnet18_every_output_mode():
+    run_modes(resnet18(), torch.randn(ITERATIONS * 2, 3, 32, 32))
+
+
+def test_mlp():
+    run_modes(Mlp(), torch.randn(ITERATIONS * 3, 3, 4, 4))
+
+
+@pytest.mark.parametrize("norm_first,activation,batch_first",
+                         [(False, "relu", True), (True, "gelu", False)])
+def test_transformer_encoder_layer(norm_first, activation, batch_first):
+    model = TokenClassifier(norm_first, activation, batch_first)
+    ids = torch.randint(0, 50, (ITERATIONS * 2, 6))
+    model.eval()
+    opts = popsim.Options().deviceIterations(ITERATIONS)
+    actual = popsim.inferenceModel(model, opts)(ids)
+    with torch.no_grad():
+        expected = torch.cat([model(chunk) for chunk in ids.chunk(ITERATIONS)])
+    assert_close(actual, expected)
+
+
+def test_inference_compiles_in_eval_mode_and_leaves_the_model_flag_alone():
+    model = Mlp().train()
+    inputs = torch.randn(4, 3, 4, 4)
+    actual = popsim.inferenceModel(model)(inputs)
+    assert model.training and all(m.training for m in model.modules())
+    model.eval()
+    with torch.no_grad():
+        assert_close(actual, model(inputs))
+
+
+def test_nested_inputs_and_outputs():
+    class Nested(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 3)
+
+        def forward(self, pair, scale=2.0, *, extra):
+            a, b = pair
+            return {"sum": self.lin(a + b) * scale, "parts": (a.relu(), extra["bias"] - b)}
+
+    model = Nested()
+    a, b, bias = torch.randn(4, 4), torch.randn(4, 4), torch.randn(4, 4)
+    popsim_model = popsim.inferenceModel(model, popsim.Options().deviceIterations(2))
+    actual = popsim_model((a, b), extra={"bias": bias})
+    with torch.no_grad():
+        expected = {name: torch.cat([model((a[i:i + 2], b[i:i + 2]), extra={"bias": bias[i:i + 2]})[name]
+                                     if name == "sum" else None for i in (0, 2)])
+                    for name in ["sum"]}
+    assert set(actual) == {"sum", "parts"}
+    assert_close(actual["sum"], expected["sum"])
+    assert_close(actual["parts"][0], a.relu())
+    assert_close(actual["parts"][1], bias - b)
+
+
+def test_weights_are_shared_with_the_host_model_and_copied_on_request():
+    model = MnistNetwork().eval()
+    inputs = torch.randn(8, 1, 28, 28)
+    popsim_model = popsim.inferenceModel(model)
+    before = popsim_model(inputs)
+    with torch.no_grad():
+        model.layer4.bias.add_(1.0)
+    # Host edits after compilation reach the device only when copied.
+    assert_close(popsim_model(inputs), before)
+    popsim_model.copyWeightsToDevice()
+    with torch.no_grad():
+        assert_close(popsim_model(inputs), model(inputs))

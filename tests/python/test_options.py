@@ -1,0 +1,89 @@
+"""popsim.Options: chaining, reading, freezing, cloning, PopTorch-style names."""
+
+import json
+import os
+
+import pytest
+import torch
+
+import popsim
+from models import MnistNetwork
+
+
+def test_setters_chain_and_values_read_back():
+    opts = popsim.Options().deviceIterations(10).outputMode(popsim.OutputMode.EveryN, 5)
+    opts.Training.gradientAccumulation(2)
+    assert opts.Simulator.numIpus(4).ipuVersion("bow").memoryPerIpu("1.5MiB") is opts.Simulator
+    assert opts.device_iterations == 10
+    assert opts.output_mode == popsim.OutputMode.EveryN
+    assert opts.output_return_period == 5
+    assert opts.Training.gradient_accumulation == 2
+    assert opts.Simulator.num_ipus == 4
+    assert opts.Simulator.ipu_version == "Bow"
+    assert opts.Simulator.memory_per_ipu == 1572864
+
+
+@pytest.mark.parametrize("text,size", [("100", 100), ("2KB", 2000), ("2 KiB", 2048),
+                                       ("64MiB", 64 * 2**20), ("1gb", 10**9)])
+def test_memory_sizes(text, size):
+    assert popsim.Options().Simulator.memoryPerIpu(text).memory_per_ipu == size
+
+
+def test_unknown_option_names_suggest_the_closest():
+    opts = popsim.Options()
+    with pytest.raises(AttributeError, match=r"Options has no option 'deviceIteration'\. Did you "
+                                             r"mean 'deviceIterations'\?"):
+        opts.deviceIteration(4)
+    with pytest.raises(AttributeError, match=r"Options.Training has no option 'gradient_acumulation'"):
+        opts.Training.gradient_acumulation  # noqa: B018
+
+
+def test_fields_are_read_only():
+    with pytest.raises(AttributeError, match=r"Options.device_iterations is read-only: set it with "
+                                             r"the setter method, e.g. "
+                                             r"Options.deviceIterations\(\.\.\.\)\."):
+        popsim.Options().device_iterations = 3
+
+
+def test_options_freeze_when_given_to_a_model_and_clone_unfrozen():
+    opts = popsim.Options().deviceIterations(2)
+    model = popsim.inferenceModel(MnistNetwork(), opts)
+    with pytest.raises(popsim.OptionError, match=r"^Can't modify frozen Options"):
+        opts.deviceIterations(3)
+    with pytest.raises(popsim.OptionError, match=r"^Can't modify frozen Options"):
+        opts.Simulator.numIpus(2)
+    twin = opts.clone().deviceIterations(3)
+    assert twin.device_iterations == 3 and opts.device_iterations == 2
+    assert model.options is not opts and model.options.device_iterations == 2
+
+
+def test_random_seed_seeds_torch():
+    popsim.Options().randomSeed(1234)
+    first = torch.rand(3)
+    popsim.Options().randomSeed(1234)
+    assert torch.equal(first, torch.rand(3))
+
+
+def test_use_ipu_model_is_accepted():
+    assert popsim.Options().useIpuModel(True).use_ipu_model is True
+
+
+def test_to_dict_and_repr():
+    opts = popsim.Options().deviceIterations(3)
+    values = opts.toDict()
+    assert values["device_iterations"] == 3
+    assert values["output_mode"] == "Default"
+    assert values["Training"] == {"gradient_accumulation": 1}
+    assert "device_iterations=3" in repr(opts)
+
+
+def test_log_dir_receives_the_ir_and_memory_report(tmp_path):
+    opts = popsim.Options().logDir(str(tmp_path))
+    popsim.inferenceModel(MnistNetwork(), opts)(torch.randn(8, 1, 28, 28))
+    files = sorted(os.listdir(tmp_path))
+    assert any(name.endswith(".ir.txt") for name in files)
+    report = next(name for name in files if name.endswith(".memory.json"))
+    with open(tmp_path / report, encoding="utf-8") as stream:
+        data = json.load(stream)
+    assert data["memory"]["ipus"][0]["categories"]["weights"]["bytes"] > 0
+    assert [step["op"] for step in data["program"]][:2] == ["conv2d", "max_pool2d"]
