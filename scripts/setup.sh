@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Prepares a Debian 12 machine for popsim and builds it into .venv:
+#   1. installs the Debian packages popsim needs (only those missing),
+#   2. creates .venv from /usr/bin/python3 with --system-site-packages (so it
+#      sees Debian's torch), and
+#   3. builds popsim's C++ core with CMake and installs the package into it.
+# Safe to run again: each step is skipped or incremental when already done.
+# Set POPSIM_BUILD_TESTS=1 to also build the GoogleTest binaries.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(
+  build-essential cmake ninja-build ccache make
+  python3-dev python3-venv python3-pip python3-setuptools python3-wheel
+  libtorch-dev python3-torch python3-torchvision
+  pybind11-dev python3-pybind11
+  libdnnl-dev ocl-icd-opencl-dev opencl-headers
+  googletest python3-pytest python3-numpy python3-tqdm
+  python3-nbclient python3-ipykernel python3-matplotlib
+)
+
+missing=()
+for package in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$package")
+  fi
+done
+if ((${#missing[@]})); then
+  echo "popsim setup: installing Debian packages: ${missing[*]}"
+  SUDO=""
+  if [[ "$(id -u)" -ne 0 ]]; then SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+if [[ ! -x .venv/bin/python ]]; then
+  echo "popsim setup: creating .venv (with system site packages, for Debian's torch)"
+  /usr/bin/python3 -m venv --system-site-packages .venv
+fi
+
+echo "popsim setup: building and installing popsim into .venv"
+export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
+.venv/bin/python -m pip install --no-build-isolation --no-deps --quiet .
