@@ -15,7 +15,8 @@ const char* errorKindName(ErrorKind kind) {
   return "Unknown";
 }
 
-Error::Error(ErrorKind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
+Error::Error(ErrorKind kind, const std::string& message)
+    : std::runtime_error(message), kind_(kind) {}
 
 void throwError(ErrorKind kind, const std::string& message) { throw Error(kind, message); }
 

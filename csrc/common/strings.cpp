@@ -5,7 +5,9 @@
 
 namespace popsim {
 
-std::string listToString(const std::vector<int64_t>& values) { return "[" + join(values, ", ") + "]"; }
+std::string listToString(const std::vector<int64_t>& values) {
+  return "[" + join(values, ", ") + "]";
+}
 
 std::string withThousandsSeparators(uint64_t value) {
   std::string digits = std::to_string(value);

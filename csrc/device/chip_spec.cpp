@@ -7,14 +7,25 @@ namespace popsim::device {
 namespace {
 
 // Mk1 (GC2): 1216 tiles x 256 KiB, ~1.6 GHz, 8 fp32 / 32 fp16 MACs per tile-cycle.
-constexpr ChipSpec kMk1 = {ChipVersion::Mk1, "Mk1 (GC2)", 1216, 6, 256 * 1024, 1.6e9, 8, 32, 4,
-                           64e9, 3000, 7e9, 50000};
+constexpr ChipSpec kMk1 = {
+    ChipVersion::Mk1, "Mk1 (GC2)", 1216, 6, 256 * 1024, 1.6e9, 8, 32, 4, 64e9, 3000, 7e9, 50000};
 // Mk2 (GC200): 1472 tiles x 624 KiB (~897 MiB), 1.33 GHz, 16 fp32 / 64 fp16 MACs.
-constexpr ChipSpec kMk2 = {ChipVersion::Mk2, "Mk2 (GC200)", 1472, 6, 624 * 1024, 1.33e9, 16, 64, 4,
-                           64e9, 3000, 7e9, 50000};
+constexpr ChipSpec kMk2 = {ChipVersion::Mk2,
+                           "Mk2 (GC200)",
+                           1472,
+                           6,
+                           624 * 1024,
+                           1.33e9,
+                           16,
+                           64,
+                           4,
+                           64e9,
+                           3000,
+                           7e9,
+                           50000};
 // Bow: the Mk2 tile array clocked at 1.85 GHz.
-constexpr ChipSpec kBow = {ChipVersion::Bow, "Bow", 1472, 6, 624 * 1024, 1.85e9, 16, 64, 4,
-                           64e9, 3000, 7e9, 50000};
+constexpr ChipSpec kBow = {
+    ChipVersion::Bow, "Bow", 1472, 6, 624 * 1024, 1.85e9, 16, 64, 4, 64e9, 3000, 7e9, 50000};
 
 } // namespace
 

@@ -43,8 +43,10 @@ uint64_t matmulMacs(const ir::Node& node) {
     const ir::Shape& w = node.input(1)->type().shape;
     return static_cast<uint64_t>(out.numel() * w[1] * w[2] * w[3]);
   }
-  case ir::OpKind::Linear: return static_cast<uint64_t>(out.numel() * node.input(1)->type().shape[1]);
-  case ir::OpKind::MatMul: return static_cast<uint64_t>(out.numel() * node.input(0)->type().shape.back());
+  case ir::OpKind::Linear:
+    return static_cast<uint64_t>(out.numel() * node.input(1)->type().shape[1]);
+  case ir::OpKind::MatMul:
+    return static_cast<uint64_t>(out.numel() * node.input(0)->type().shape.back());
   default: return 0;
   }
 }
@@ -120,21 +122,22 @@ OpCost estimateOpCost(const ir::Node& node, const ChipSpec& chip) {
     cost.computeCycles = elementPasses(node.kind()) * elementwisePassCycles(elements, chip);
     break;
   }
-  default: cost.computeCycles = elementPasses(node.kind()) * elementwisePassCycles(outElements, chip);
+  default:
+    cost.computeCycles = elementPasses(node.kind()) * elementwisePassCycles(outElements, chip);
   }
   return cost;
 }
 
 uint64_t hostTransferCycles(uint64_t bytes, const ChipSpec& chip) {
   return static_cast<uint64_t>(chip.hostLatencyCycles) +
-         static_cast<uint64_t>(std::ceil(static_cast<double>(bytes) * chip.clockHz /
-                                         chip.hostBytesPerSecond));
+         static_cast<uint64_t>(
+             std::ceil(static_cast<double>(bytes) * chip.clockHz / chip.hostBytesPerSecond));
 }
 
 uint64_t linkTransferCycles(uint64_t bytes, int64_t numIpus, const ChipSpec& chip) {
   return syncCycles(numIpus, chip) + static_cast<uint64_t>(chip.linkLatencyCycles) +
-         static_cast<uint64_t>(std::ceil(static_cast<double>(bytes) * chip.clockHz /
-                                         chip.linkBytesPerSecond));
+         static_cast<uint64_t>(
+             std::ceil(static_cast<double>(bytes) * chip.clockHz / chip.linkBytesPerSecond));
 }
 
 uint64_t syncCycles(int64_t numIpus, const ChipSpec& chip) {

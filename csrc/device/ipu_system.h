@@ -16,7 +16,9 @@ struct IpuSystemConfig {
   uint64_t memoryPerIpu = 0;
 
   const ChipSpec& spec() const { return chipSpec(chip); }
-  uint64_t memoryCapacity() const { return memoryPerIpu != 0 ? memoryPerIpu : spec().memoryBytes(); }
+  uint64_t memoryCapacity() const {
+    return memoryPerIpu != 0 ? memoryPerIpu : spec().memoryBytes();
+  }
   // Throws InvalidOption naming the setting when a value is out of range.
   void validate() const;
 };

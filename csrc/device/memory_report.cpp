@@ -92,8 +92,9 @@ MemoryReport buildMemoryReport(const ir::Graph& graph, const passes::MemoryPlan&
       tensors.push_back({describeValue(*root), root->type().str(),
                          passes::memoryRegionName(slot.region), slot.bytes});
     }
-    std::stable_sort(tensors.begin(), tensors.end(),
-                     [](const TensorMemory& a, const TensorMemory& b) { return a.bytes > b.bytes; });
+    std::stable_sort(
+        tensors.begin(), tensors.end(),
+        [](const TensorMemory& a, const TensorMemory& b) { return a.bytes > b.bytes; });
     if (tensors.size() > kLargestTensors) {
       tensors.resize(kLargestTensors);
     }

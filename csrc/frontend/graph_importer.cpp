@@ -193,8 +193,8 @@ private:
                                 c10::toString(tensor.scalar_type()) +
                                 "; popsim computes in float32 (convert the model with .float())");
     }
-    return graph_->addWeight(name, {*dtype, ir::Shape(tensor.sizes().begin(), tensor.sizes().end())},
-                             parameter);
+    return graph_->addWeight(
+        name, {*dtype, ir::Shape(tensor.sizes().begin(), tensor.sizes().end())}, parameter);
   }
 
   void importConstruct(const jit::Node& node) {
@@ -213,10 +213,12 @@ private:
       items.push_back(element.constant);
     }
     if (node.kind() == c10::prim::TupleConstruct) {
-      values_[node.output()] = FrontendValue::ofStatic(c10::ivalue::Tuple::create(std::move(items)));
+      values_[node.output()] =
+          FrontendValue::ofStatic(c10::ivalue::Tuple::create(std::move(items)));
       return;
     }
-    const c10::TypePtr elementType = node.output()->type()->expectRef<c10::ListType>().getElementType();
+    const c10::TypePtr elementType =
+        node.output()->type()->expectRef<c10::ListType>().getElementType();
     c10::impl::GenericList list(elementType);
     for (c10::IValue& item : items) {
       list.push_back(std::move(item));
@@ -254,8 +256,9 @@ private:
   bool importIndex(const jit::Node& node) {
     const FrontendValue& source = values_.at(node.inputs()[0]);
     const FrontendValue& index = values_.at(node.inputs()[1]);
-    const bool sequence = source.kind == FrontendValue::Kind::List ||
-                          (source.isStatic() && (source.constant.isTuple() || source.constant.isList()));
+    const bool sequence =
+        source.kind == FrontendValue::Kind::List ||
+        (source.isStatic() && (source.constant.isTuple() || source.constant.isList()));
     if (!sequence || !index.isStatic() || !index.constant.isInt()) {
       return false;
     }
@@ -271,8 +274,9 @@ private:
 
   static bool isShapeQuery(const jit::Node& node) {
     const c10::Symbol kind = node.kind();
-    return kind == c10::aten::size || kind == c10::aten::dim || kind == c10::Symbol::fromQualString("aten::numel") ||
-           kind == c10::prim::dtype || kind == c10::prim::device || kind == c10::aten::len;
+    return kind == c10::aten::size || kind == c10::aten::dim ||
+           kind == c10::Symbol::fromQualString("aten::numel") || kind == c10::prim::dtype ||
+           kind == c10::prim::device || kind == c10::aten::len;
   }
 
   // Sizes, rank, dtype and device of runtime tensors are known statically.
@@ -299,8 +303,8 @@ private:
         POPSIM_CHECK(dim.isStatic(), ErrorKind::Compilation, "size() with a runtime dimension.");
         int64_t d = dim.constant.toInt();
         if (d < 0) d += type.rank();
-        POPSIM_CHECK(d >= 0 && d < type.rank(), ErrorKind::Compilation, "size(", dim.constant.toInt(),
-                     ") of a tensor of rank ", type.rank(), ".");
+        POPSIM_CHECK(d >= 0 && d < type.rank(), ErrorKind::Compilation, "size(",
+                     dim.constant.toInt(), ") of a tensor of rank ", type.rank(), ".");
         result = type.shape[static_cast<size_t>(d)];
       }
     } else if (node.kind() == c10::aten::dim) {
@@ -342,7 +346,8 @@ private:
     switch (value.kind) {
     case FrontendValue::Kind::Tensor: graph_->addOutput(value.tensor); return;
     case FrontendValue::Kind::List:
-      for (const FrontendValue& element : value.elements) addOutputs(element);
+      for (const FrontendValue& element : value.elements)
+        addOutputs(element);
       return;
     case FrontendValue::Kind::Static:
       if (value.constant.isTensor()) {
@@ -350,7 +355,8 @@ private:
         return;
       }
       if (value.constant.isTuple() || value.constant.isList()) {
-        for (const FrontendValue& element : elementsOf(value)) addOutputs(element);
+        for (const FrontendValue& element : elementsOf(value))
+          addOutputs(element);
         return;
       }
       throwError(ErrorKind::Compilation,

@@ -63,7 +63,8 @@ bool NodeContext::isNone(size_t index) const {
 
 bool NodeContext::isTensor(size_t index) const {
   const FrontendValue& value = input(index);
-  return value.kind == FrontendValue::Kind::Tensor || (value.isStatic() && value.constant.isTensor());
+  return value.kind == FrontendValue::Kind::Tensor ||
+         (value.isStatic() && value.constant.isTensor());
 }
 
 bool NodeContext::isString(size_t index) const {

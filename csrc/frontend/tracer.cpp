@@ -26,9 +26,9 @@ torch::jit::Module mirror(const torch::nn::Module& module,
   return copy;
 }
 
-std::shared_ptr<torch::jit::Graph> trace(torch::jit::Module& self,
-                                         const std::function<torch::jit::Stack(torch::jit::Stack)>& fn,
-                                         const std::vector<at::Tensor>& examples) {
+std::shared_ptr<torch::jit::Graph>
+trace(torch::jit::Module& self, const std::function<torch::jit::Stack(torch::jit::Stack)>& fn,
+      const std::vector<at::Tensor>& examples) {
   torch::jit::Stack inputs(examples.begin(), examples.end());
   auto traced = torch::jit::tracer::trace(
       std::move(inputs), fn, [](const at::Tensor&) { return std::string(); },
@@ -41,7 +41,8 @@ std::shared_ptr<torch::jit::Graph> trace(torch::jit::Module& self,
 TracedModule traceModule(const torch::nn::Module& owner, const ForwardFn& forward,
                          const std::vector<at::Tensor>& examples) {
   int counter = 0;
-  torch::jit::Module module = mirror(owner, std::make_shared<torch::jit::CompilationUnit>(), counter);
+  torch::jit::Module module =
+      mirror(owner, std::make_shared<torch::jit::CompilationUnit>(), counter);
   auto fn = [&](torch::jit::Stack stack) {
     std::vector<at::Tensor> inputs;
     for (const c10::IValue& value : stack) {
@@ -57,7 +58,8 @@ TracedModule traceModule(const torch::nn::Module& owner, const ForwardFn& forwar
   return {module, graph};
 }
 
-TracedModule traceModule(const torch::jit::Module& scripted, const std::vector<at::Tensor>& examples) {
+TracedModule traceModule(const torch::jit::Module& scripted,
+                         const std::vector<at::Tensor>& examples) {
   torch::jit::Module module = scripted;
   auto fn = [&](torch::jit::Stack stack) {
     std::vector<c10::IValue> arguments(stack.begin(), stack.end());

@@ -43,8 +43,9 @@ Attributes::Attributes(std::initializer_list<std::pair<std::string, AttrValue>> 
 }
 
 Attributes& Attributes::set(const std::string& name, AttrValue value) {
-  auto it = std::lower_bound(entries_.begin(), entries_.end(), name,
-                             [](const auto& entry, const std::string& key) { return entry.first < key; });
+  auto it =
+      std::lower_bound(entries_.begin(), entries_.end(), name,
+                       [](const auto& entry, const std::string& key) { return entry.first < key; });
   if (it != entries_.end() && it->first == name) {
     it->second = std::move(value);
   } else {
@@ -54,8 +55,9 @@ Attributes& Attributes::set(const std::string& name, AttrValue value) {
 }
 
 const AttrValue* Attributes::find(std::string_view name) const {
-  auto it = std::lower_bound(entries_.begin(), entries_.end(), name,
-                             [](const auto& entry, std::string_view key) { return entry.first < key; });
+  auto it =
+      std::lower_bound(entries_.begin(), entries_.end(), name,
+                       [](const auto& entry, std::string_view key) { return entry.first < key; });
   if (it != entries_.end() && it->first == name) {
     return &it->second;
   }
@@ -72,8 +74,12 @@ template <typename T> const T& Attributes::get(std::string_view name, AttrType e
   return std::get<T>(*value);
 }
 
-int64_t Attributes::getInt(std::string_view name) const { return get<int64_t>(name, AttrType::Int); }
-double Attributes::getFloat(std::string_view name) const { return get<double>(name, AttrType::Float); }
+int64_t Attributes::getInt(std::string_view name) const {
+  return get<int64_t>(name, AttrType::Int);
+}
+double Attributes::getFloat(std::string_view name) const {
+  return get<double>(name, AttrType::Float);
+}
 bool Attributes::getBool(std::string_view name) const { return get<bool>(name, AttrType::Bool); }
 const std::string& Attributes::getString(std::string_view name) const {
   return get<std::string>(name, AttrType::String);

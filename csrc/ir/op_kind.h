@@ -6,52 +6,68 @@
 
 namespace popsim::ir {
 
-// Every op of popsim's IR, with its printed name. Type rules and attributes
-// live in the op schemas (ir/ops/*.cpp); kernels in csrc/kernels.
+// Every op of popsim's IR: its kind, printed name and family. Type rules and
+// attributes live in the op schemas (ir/ops/*.cpp); kernels in csrc/kernels,
+// which dispatch on the family.
 #define POPSIM_FOR_EACH_OP(X)                                                                      \
-  X(Conv2d, "conv2d")                                                                              \
-  X(Linear, "linear")                                                                              \
-  X(MatMul, "matmul")                                                                              \
-  X(Relu, "relu")                                                                                  \
-  X(Gelu, "gelu")                                                                                  \
-  X(Sigmoid, "sigmoid")                                                                            \
-  X(Tanh, "tanh")                                                                                  \
-  X(Exp, "exp")                                                                                    \
-  X(Log, "log")                                                                                    \
-  X(Sqrt, "sqrt")                                                                                  \
-  X(Affine, "affine")                                                                              \
-  X(Add, "add")                                                                                    \
-  X(Sub, "sub")                                                                                    \
-  X(Mul, "mul")                                                                                    \
-  X(Div, "div")                                                                                    \
-  X(Softmax, "softmax")                                                                            \
-  X(LogSoftmax, "log_softmax")                                                                     \
-  X(MaxPool2d, "max_pool2d")                                                                       \
-  X(AvgPool2d, "avg_pool2d")                                                                       \
-  X(AdaptiveAvgPool2d, "adaptive_avg_pool2d")                                                      \
-  X(BatchNorm, "batch_norm")                                                                       \
-  X(LayerNorm, "layer_norm")                                                                       \
-  X(Reshape, "reshape")                                                                            \
-  X(Permute, "permute")                                                                            \
-  X(Slice, "slice")                                                                                \
-  X(Concat, "concat")                                                                              \
-  X(ReduceSum, "reduce_sum")                                                                       \
-  X(ReduceMean, "reduce_mean")                                                                     \
-  X(Embedding, "embedding")
+  X(Conv2d, "conv2d", Convolution)                                                                 \
+  X(Linear, "linear", MatMul)                                                                      \
+  X(MatMul, "matmul", MatMul)                                                                      \
+  X(Relu, "relu", Unary)                                                                           \
+  X(Gelu, "gelu", Unary)                                                                           \
+  X(Sigmoid, "sigmoid", Unary)                                                                     \
+  X(Tanh, "tanh", Unary)                                                                           \
+  X(Exp, "exp", Unary)                                                                             \
+  X(Log, "log", Unary)                                                                             \
+  X(Sqrt, "sqrt", Unary)                                                                           \
+  X(Affine, "affine", Unary)                                                                       \
+  X(Add, "add", Binary)                                                                            \
+  X(Sub, "sub", Binary)                                                                            \
+  X(Mul, "mul", Binary)                                                                            \
+  X(Div, "div", Binary)                                                                            \
+  X(Softmax, "softmax", Softmax)                                                                   \
+  X(LogSoftmax, "log_softmax", Softmax)                                                            \
+  X(MaxPool2d, "max_pool2d", Pooling)                                                              \
+  X(AvgPool2d, "avg_pool2d", Pooling)                                                              \
+  X(AdaptiveAvgPool2d, "adaptive_avg_pool2d", Pooling)                                             \
+  X(BatchNorm, "batch_norm", Normalization)                                                        \
+  X(LayerNorm, "layer_norm", Normalization)                                                        \
+  X(Reshape, "reshape", Layout)                                                                    \
+  X(Permute, "permute", Layout)                                                                    \
+  X(Slice, "slice", Layout)                                                                        \
+  X(Concat, "concat", Layout)                                                                      \
+  X(ReduceSum, "reduce_sum", Reduction)                                                            \
+  X(ReduceMean, "reduce_mean", Reduction)                                                          \
+  X(Embedding, "embedding", Embedding)
 
 enum class OpKind : uint16_t {
-#define POPSIM_OP_ENUM(kind, name) kind,
+#define POPSIM_OP_ENUM(kind, name, family) kind,
   POPSIM_FOR_EACH_OP(POPSIM_OP_ENUM)
 #undef POPSIM_OP_ENUM
 };
 
 constexpr size_t kNumOpKinds = 0
-#define POPSIM_OP_COUNT(kind, name) +1
+#define POPSIM_OP_COUNT(kind, name, family) +1
     POPSIM_FOR_EACH_OP(POPSIM_OP_COUNT)
 #undef POPSIM_OP_COUNT
     ;
 
+// Ops that share a computation pattern (and a kernel builder).
+enum class OpFamily {
+  Convolution,
+  MatMul,
+  Unary,  // elementwise, one input
+  Binary, // elementwise with broadcasting, two inputs
+  Softmax,
+  Pooling,
+  Normalization,
+  Layout, // moves data without arithmetic
+  Reduction,
+  Embedding,
+};
+
 std::string_view opKindName(OpKind kind);
+OpFamily opFamily(OpKind kind);
 std::optional<OpKind> opKindFromName(std::string_view name);
 
 } // namespace popsim::ir

@@ -24,7 +24,7 @@ using InferTypesFn = std::vector<TensorType> (*)(const std::vector<TensorType>& 
 struct OpSchema {
   OpKind kind;
   int minInputs = 1;
-  int maxInputs = 1; // -1: variadic
+  int maxInputs = 1;                   // -1: variadic
   std::vector<std::string> inputNames; // for messages: "input", "weight", ...
   std::vector<AttrSpec> attrs;         // all required
   InferTypesFn inferTypes = nullptr;

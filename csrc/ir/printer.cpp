@@ -156,8 +156,7 @@ private:
       out_ << "]";
     }
     if (options_.locations && node.location().known()) {
-      out_ << "  # "
-           << (options_.fullPaths ? node.location().str() : node.location().shortStr());
+      out_ << "  # " << (options_.fullPaths ? node.location().str() : node.location().shortStr());
     }
     out_ << "\n";
   }

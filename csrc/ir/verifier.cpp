@@ -51,6 +51,28 @@ private:
 
   void checkNode(const Node& node) {
     const std::string where = strCat("node #", node.id(), " ", node.describe(), ": ");
+    checkOperandsAndTypes(node, where);
+    // Outputs are defined even when the types could not be checked, so that a
+    // bad operand is reported once rather than again at every later use.
+    for (size_t i = 0; i < node.outputs().size(); ++i) {
+      const Value* output = node.outputs()[i];
+      if (output->producer() != &node) {
+        problems_.push_back(strCat(where, "output ", i, " names another producer."));
+      }
+      if (!defined_.insert(output).second) {
+        problems_.push_back(strCat(where, "output ", i, " is defined twice."));
+      }
+      for (const Node* user : output->users()) {
+        const auto& inputs = user->inputs();
+        if (std::find(inputs.begin(), inputs.end(), output) == inputs.end()) {
+          problems_.push_back(strCat(where, "output ", i, " lists node #", user->id(),
+                                     " as a user but is not its input."));
+        }
+      }
+    }
+  }
+
+  void checkOperandsAndTypes(const Node& node, const std::string& where) {
     std::vector<TensorType> inputTypes;
     for (size_t i = 0; i < node.inputs().size(); ++i) {
       const Value* input = node.inputs()[i];
@@ -81,22 +103,9 @@ private:
     }
     for (size_t i = 0; i < expected.size(); ++i) {
       const Value* output = node.outputs()[i];
-      if (output->producer() != &node) {
-        problems_.push_back(strCat(where, "output ", i, " names another producer."));
-      }
       if (output->type() != expected[i]) {
         problems_.push_back(strCat(where, "output ", i, " has type ", output->type().str(),
                                    " but the schema infers ", expected[i].str(), "."));
-      }
-      if (!defined_.insert(output).second) {
-        problems_.push_back(strCat(where, "output ", i, " is defined twice."));
-      }
-      for (const Node* user : output->users()) {
-        const auto& inputs = user->inputs();
-        if (std::find(inputs.begin(), inputs.end(), output) == inputs.end()) {
-          problems_.push_back(strCat(where, "output ", i, " lists node #", user->id(),
-                                     " as a user but is not its input."));
-        }
       }
     }
   }

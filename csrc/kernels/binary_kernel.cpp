@@ -35,7 +35,8 @@ std::unique_ptr<Kernel> createBinaryKernel(const KernelRequest& request) {
     std::swap(first, second);
   }
   const bool sameShape = first->type.shape == second->type.shape;
-  const memory::desc dst = sameShape ? flatDesc(request.outputs[0].type) : plainDesc(padRank(out, rank));
+  const memory::desc dst =
+      sameShape ? flatDesc(request.outputs[0].type) : plainDesc(padRank(out, rank));
   const memory::desc src0 = dst;
   const memory::desc src1 = sameShape ? dst : plainDesc(padRank(second->type.shape, rank));
   const dnnl::binary::primitive_desc pd(dnnl::binary::desc(kind, src0, src1, dst), request.engine);

@@ -15,7 +15,7 @@ std::unique_ptr<Kernel> createEltwiseKernel(const KernelRequest& request) {
   case ir::OpKind::Relu: kind = algorithm::eltwise_relu; break;
   case ir::OpKind::Gelu:
     kind = node.attrs().getString("approximate") == "tanh" ? algorithm::eltwise_gelu_tanh
-                                                             : algorithm::eltwise_gelu_erf;
+                                                           : algorithm::eltwise_gelu_erf;
     break;
   case ir::OpKind::Sigmoid: kind = algorithm::eltwise_logistic; break;
   case ir::OpKind::Tanh: kind = algorithm::eltwise_tanh; break;

@@ -10,8 +10,10 @@ namespace {
 class ReferenceKernel : public Kernel {
 public:
   explicit ReferenceKernel(const KernelRequest& request) : node_(request.node) {
-    for (const BoundTensor& input : request.inputs) inputs_.push_back(input.data);
-    for (const BoundTensor& output : request.outputs) outputs_.push_back(output.data);
+    for (const BoundTensor& input : request.inputs)
+      inputs_.push_back(input.data);
+    for (const BoundTensor& output : request.outputs)
+      outputs_.push_back(output.data);
   }
   void run(dnnl::stream&) override { reference::evaluate(node_, inputs_, outputs_); }
   std::string implementation() const override { return "reference"; }
@@ -23,37 +25,17 @@ private:
 };
 
 std::unique_ptr<Kernel> createDnnlKernel(const KernelRequest& request) {
-  using ir::OpKind;
-  switch (request.node.kind()) {
-  case OpKind::Conv2d: return createConvolutionKernel(request);
-  case OpKind::Linear:
-  case OpKind::MatMul: return createMatMulKernel(request);
-  case OpKind::Relu:
-  case OpKind::Gelu:
-  case OpKind::Sigmoid:
-  case OpKind::Tanh:
-  case OpKind::Exp:
-  case OpKind::Log:
-  case OpKind::Sqrt:
-  case OpKind::Affine: return createEltwiseKernel(request);
-  case OpKind::Add:
-  case OpKind::Sub:
-  case OpKind::Mul:
-  case OpKind::Div: return createBinaryKernel(request);
-  case OpKind::Softmax:
-  case OpKind::LogSoftmax: return createSoftmaxKernel(request);
-  case OpKind::MaxPool2d:
-  case OpKind::AvgPool2d:
-  case OpKind::AdaptiveAvgPool2d: return createPoolingKernel(request);
-  case OpKind::BatchNorm:
-  case OpKind::LayerNorm: return createNormalizationKernel(request);
-  case OpKind::Permute:
-  case OpKind::Slice:
-  case OpKind::Concat: return createLayoutKernel(request);
-  case OpKind::ReduceSum:
-  case OpKind::ReduceMean: return createReductionKernel(request);
-  case OpKind::Reshape:
-  case OpKind::Embedding: return nullptr;
+  switch (ir::opFamily(request.node.kind())) {
+  case ir::OpFamily::Convolution: return createConvolutionKernel(request);
+  case ir::OpFamily::MatMul: return createMatMulKernel(request);
+  case ir::OpFamily::Unary: return createEltwiseKernel(request);
+  case ir::OpFamily::Binary: return createBinaryKernel(request);
+  case ir::OpFamily::Softmax: return createSoftmaxKernel(request);
+  case ir::OpFamily::Pooling: return createPoolingKernel(request);
+  case ir::OpFamily::Normalization: return createNormalizationKernel(request);
+  case ir::OpFamily::Layout: return createLayoutKernel(request);
+  case ir::OpFamily::Reduction: return createReductionKernel(request);
+  case ir::OpFamily::Embedding: return nullptr; // a gather: the reference kernel
   }
   return nullptr;
 }

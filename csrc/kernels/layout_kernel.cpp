@@ -24,7 +24,8 @@ std::unique_ptr<Kernel> createPermute(const KernelRequest& request) {
   for (size_t i = 0; i < perm.size(); ++i) {
     strides[i] = inStrides[perm[i]];
   }
-  const memory::desc view(toDnnlDims(request.outputs[0].type.shape), toDnnlDType(in.dtype), strides);
+  const memory::desc view(toDnnlDims(request.outputs[0].type.shape), toDnnlDType(in.dtype),
+                          strides);
   return makeStridedCopy(request, view, request.inputs[0].data);
 }
 
@@ -36,9 +37,11 @@ std::unique_ptr<Kernel> createSlice(const KernelRequest& request) {
   std::vector<int64_t> strides = ir::contiguousStrides(in.shape);
   const int64_t offset = attrs.getInt("start") * strides[dim];
   strides[dim] *= attrs.getInt("step");
-  const memory::desc view(toDnnlDims(request.outputs[0].type.shape), toDnnlDType(in.dtype), strides);
+  const memory::desc view(toDnnlDims(request.outputs[0].type.shape), toDnnlDType(in.dtype),
+                          strides);
   auto* base = static_cast<uint8_t*>(request.inputs[0].data);
-  return makeStridedCopy(request, view, base + offset * static_cast<int64_t>(ir::elementSize(in.dtype)));
+  return makeStridedCopy(request, view,
+                         base + offset * static_cast<int64_t>(ir::elementSize(in.dtype)));
 }
 
 std::unique_ptr<Kernel> createConcat(const KernelRequest& request) {

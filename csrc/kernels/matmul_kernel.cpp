@@ -15,9 +15,10 @@ std::unique_ptr<Kernel> createLinear(const KernelRequest& request) {
   const memory::desc dst({M, N}, memory::data_type::f32, memory::format_tag::ab);
   const bool hasBias = request.inputs.size() == 3;
   const memory::desc bias =
-      hasBias ? memory::desc({1, N}, memory::data_type::f32, memory::format_tag::ab) : memory::desc();
-  const dnnl::matmul::desc desc = hasBias ? dnnl::matmul::desc(src, weights, bias, dst)
-                                          : dnnl::matmul::desc(src, weights, dst);
+      hasBias ? memory::desc({1, N}, memory::data_type::f32, memory::format_tag::ab)
+              : memory::desc();
+  const dnnl::matmul::desc desc =
+      hasBias ? dnnl::matmul::desc(src, weights, bias, dst) : dnnl::matmul::desc(src, weights, dst);
   const dnnl::matmul::primitive_desc pd(desc, request.engine);
   std::unordered_map<int, memory> args = {
       {DNNL_ARG_SRC, memory(src, request.engine, request.inputs[0].data)},

@@ -11,10 +11,10 @@ std::unique_ptr<Kernel> createBatchNorm(const KernelRequest& request) {
   const float eps = static_cast<float>(request.node.attrs().getFloat("eps"));
   using dnnl::normalization_flags;
   const dnnl::batch_normalization_forward::primitive_desc pd(
-      dnnl::batch_normalization_forward::desc(
-          dnnl::prop_kind::forward_inference, data, eps,
-          normalization_flags::use_global_stats | normalization_flags::use_scale |
-              normalization_flags::use_shift),
+      dnnl::batch_normalization_forward::desc(dnnl::prop_kind::forward_inference, data, eps,
+                                              normalization_flags::use_global_stats |
+                                                  normalization_flags::use_scale |
+                                                  normalization_flags::use_shift),
       request.engine);
   const dnnl::engine& engine = request.engine;
   std::unordered_map<int, memory> args = {
@@ -40,9 +40,9 @@ std::unique_ptr<Kernel> createLayerNorm(const KernelRequest& request) {
   const float eps = static_cast<float>(request.node.attrs().getFloat("eps"));
   using dnnl::normalization_flags;
   const dnnl::layer_normalization_forward::primitive_desc pd(
-      dnnl::layer_normalization_forward::desc(
-          dnnl::prop_kind::forward_inference, data, stats, eps,
-          normalization_flags::use_scale | normalization_flags::use_shift),
+      dnnl::layer_normalization_forward::desc(dnnl::prop_kind::forward_inference, data, stats, eps,
+                                              normalization_flags::use_scale |
+                                                  normalization_flags::use_shift),
       request.engine);
   auto mean = std::make_unique<ScratchBuffer>(stats.get_size());
   auto variance = std::make_unique<ScratchBuffer>(stats.get_size());
@@ -54,8 +54,8 @@ std::unique_ptr<Kernel> createLayerNorm(const KernelRequest& request) {
       {DNNL_ARG_MEAN, memory(stats, engine, mean->data())},
       {DNNL_ARG_VARIANCE, memory(stats, engine, variance->data())},
       {DNNL_ARG_DST, memory(data, engine, request.outputs[0].data)}};
-  auto kernel = std::make_unique<PrimitiveKernel>(dnnl::layer_normalization_forward(pd),
-                                                  std::move(args), pd);
+  auto kernel =
+      std::make_unique<PrimitiveKernel>(dnnl::layer_normalization_forward(pd), std::move(args), pd);
   kernel->keepAlive(std::move(mean));
   kernel->keepAlive(std::move(variance));
   return kernel;

@@ -33,8 +33,11 @@ Window windowOf(const KernelRequest& request, const std::vector<int64_t>& dilati
   const auto& padding = node.attrs().getInts("padding");
   const ir::Shape& in = request.inputs[0].type.shape;
   const ir::Shape& out = request.outputs[0].type.shape;
-  Window window{{kernel[0], kernel[1]}, {stride[0], stride[1]}, {dilation[0] - 1, dilation[1] - 1},
-                {padding[0], padding[1]}, {0, 0}};
+  Window window{{kernel[0], kernel[1]},
+                {stride[0], stride[1]},
+                {dilation[0] - 1, dilation[1] - 1},
+                {padding[0], padding[1]},
+                {0, 0}};
   for (size_t i = 0; i < 2; ++i) {
     const int64_t span = dilation[i] * (kernel[i] - 1) + 1;
     window.padRight[i] = (out[2 + i] - 1) * stride[i] + span - in[2 + i] - padding[i];

@@ -15,10 +15,9 @@ std::unique_ptr<Kernel> createSoftmaxKernel(const KernelRequest& request) {
   const memory::desc md = plainDesc(request.outputs[0].type.shape);
   const int axis = static_cast<int>(request.node.attrs().getInt("dim"));
   const dnnl::softmax_v2_forward::primitive_desc pd(
-      dnnl::softmax_v2_forward::desc(dnnl::prop_kind::forward_inference,
-                                     log ? dnnl::algorithm::softmax_log
-                                         : dnnl::algorithm::softmax_accurate,
-                                     md, md, axis),
+      dnnl::softmax_v2_forward::desc(
+          dnnl::prop_kind::forward_inference,
+          log ? dnnl::algorithm::softmax_log : dnnl::algorithm::softmax_accurate, md, md, axis),
       request.engine);
   std::unordered_map<int, memory> args = {
       {DNNL_ARG_SRC, memory(md, request.engine, request.inputs[0].data)},

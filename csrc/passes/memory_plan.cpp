@@ -115,9 +115,12 @@ MemoryPlan planMemory(const ir::Graph& graph, const MemoryPlanOptions& options) 
   const int64_t endStep = static_cast<int64_t>(graph.nodes().size());
 
   // Step 1: storage roots, and the roots in a deterministic order.
-  for (const ir::Value* leaf : graph.inputs()) plan.roots_.push_back(leaf);
-  for (const ir::Value* leaf : graph.weights()) plan.roots_.push_back(leaf);
-  for (const ir::Value* leaf : graph.constants()) plan.roots_.push_back(leaf);
+  for (const ir::Value* leaf : graph.inputs())
+    plan.roots_.push_back(leaf);
+  for (const ir::Value* leaf : graph.weights())
+    plan.roots_.push_back(leaf);
+  for (const ir::Value* leaf : graph.constants())
+    plan.roots_.push_back(leaf);
   for (const auto& node : graph.nodes()) {
     for (const ir::Value* output : node->outputs()) {
       if (isViewOp(*node)) {

@@ -51,7 +51,7 @@ struct MemoryPlanOptions {
 class MemoryPlan {
 public:
   const TensorSlot& slot(const ir::Value* value) const;
-  bool hasSlot(const ir::Value* value) const { return slots_.count(value) != 0; }
+  bool hasSlot(const ir::Value* value) const { return slots_.count(storageRoot(value)) != 0; }
   // The value whose storage `value` uses (itself unless it is a view).
   const ir::Value* storageRoot(const ir::Value* value) const;
   const std::vector<IpuMemoryLayout>& ipus() const { return ipus_; }

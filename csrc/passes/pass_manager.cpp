@@ -18,8 +18,8 @@ void PassManager::run(ir::Graph& graph) const {
     const auto start = std::chrono::steady_clock::now();
     pass->run(graph);
     ir::verifyGraph(graph, "pass '" + pass->name() + "'");
-    const auto elapsed = std::chrono::duration<double, std::milli>(
-        std::chrono::steady_clock::now() - start);
+    const auto elapsed =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start);
     POPSIM_LOG(Debug) << "pass " << pass->name() << ": " << elapsed.count() << " ms, "
                       << graph.nodes().size() << " nodes";
   }

@@ -18,8 +18,8 @@ void bindFrontend(py::module_& module) {
         const auto scripted = py::cast<torch::jit::Module>(traced.attr("_c"));
         std::vector<ir::TensorType> types;
         for (size_t i = 0; i < examples.size(); ++i) {
-          const std::string what =
-              i < inputNames.size() ? "input '" + inputNames[i] + "'" : "input " + std::to_string(i);
+          const std::string what = i < inputNames.size() ? "input '" + inputNames[i] + "'"
+                                                         : "input " + std::to_string(i);
           types.push_back(typeOf(examples[i], what));
         }
         frontend::ImportOptions options{libraryPaths, modelAttribute, inputNames};

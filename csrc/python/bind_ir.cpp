@@ -28,11 +28,13 @@ void bindIr(py::module_& module) {
           },
           py::arg("locations") = true, py::arg("full_paths") = false)
       .def("__str__", [](const ir::Graph& graph) { return ir::printGraph(graph); })
-      .def_property_readonly("num_nodes", [](const ir::Graph& graph) { return graph.nodes().size(); })
+      .def_property_readonly("num_nodes",
+                             [](const ir::Graph& graph) { return graph.nodes().size(); })
       .def("inputs",
            [](const ir::Graph& graph) {
              py::list inputs;
-             for (const ir::Value* input : graph.inputs()) inputs.append(describeTensor(*input));
+             for (const ir::Value* input : graph.inputs())
+               inputs.append(describeTensor(*input));
              return inputs;
            })
       .def("weights", [](const ir::Graph& graph) {

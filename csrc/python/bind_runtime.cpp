@@ -21,9 +21,9 @@ template <typename T> T option(const py::dict& options, const char* key, T fallb
   try {
     return options[key].cast<T>();
   } catch (const py::cast_error&) {
-    throwError(ErrorKind::InvalidOption,
-               std::string("option '") + key + "' has the wrong type: " +
-                   py::str(options[key].get_type()).cast<std::string>() + ".");
+    throwError(ErrorKind::InvalidOption, std::string("option '") + key + "' has the wrong type: " +
+                                             py::str(options[key].get_type()).cast<std::string>() +
+                                             ".");
   }
 }
 
@@ -36,11 +36,16 @@ runtime::CompileOptions parseOptions(const py::dict& options) {
   parsed.system.memoryPerIpu = option<uint64_t>(options, "memory_per_ipu", 0);
   parsed.deviceIterations = option<int64_t>(options, "device_iterations", 1);
   const std::string mode = option<std::string>(options, "output_mode", "All");
-  if (mode == "All") parsed.output.mode = runtime::OutputMode::All;
-  else if (mode == "Final") parsed.output.mode = runtime::OutputMode::Final;
-  else if (mode == "EveryN") parsed.output.mode = runtime::OutputMode::EveryN;
-  else if (mode == "Sum") parsed.output.mode = runtime::OutputMode::Sum;
-  else throwError(ErrorKind::InvalidOption, "unknown output mode '" + mode + "'.");
+  if (mode == "All")
+    parsed.output.mode = runtime::OutputMode::All;
+  else if (mode == "Final")
+    parsed.output.mode = runtime::OutputMode::Final;
+  else if (mode == "EveryN")
+    parsed.output.mode = runtime::OutputMode::EveryN;
+  else if (mode == "Sum")
+    parsed.output.mode = runtime::OutputMode::Sum;
+  else
+    throwError(ErrorKind::InvalidOption, "unknown output mode '" + mode + "'.");
   parsed.output.period = option<int64_t>(options, "output_return_period", 1);
   return parsed;
 }
@@ -116,10 +121,13 @@ void bindRuntime(py::module_& module) {
            [](Executable& executable, const std::map<std::string, at::Tensor>& weights) {
              for (const ir::Value* weight : executable.weights()) {
                auto it = weights.find(weight->name());
-               POPSIM_CHECK(it != weights.end(), ErrorKind::InvalidInput, "the model has no "
-                            "parameter or buffer named '", weight->name(), "' to copy to the device.");
+               POPSIM_CHECK(it != weights.end(), ErrorKind::InvalidInput,
+                            "the model has no "
+                            "parameter or buffer named '",
+                            weight->name(), "' to copy to the device.");
                const at::Tensor tensor = it->second.detach().contiguous();
-               executable.writeWeight(weight->name(), viewOf(tensor, "weight '" + weight->name() + "'"));
+               executable.writeWeight(weight->name(),
+                                      viewOf(tensor, "weight '" + weight->name() + "'"));
              }
            })
       .def("read_weights",
@@ -135,7 +143,8 @@ void bindRuntime(py::module_& module) {
       .def("weight_names",
            [](const Executable& executable) {
              std::vector<std::string> names;
-             for (const ir::Value* weight : executable.weights()) names.push_back(weight->name());
+             for (const ir::Value* weight : executable.weights())
+               names.push_back(weight->name());
              return names;
            })
       .def("memory_report",
@@ -158,7 +167,9 @@ void bindRuntime(py::module_& module) {
       .def("output_types", [](const Executable& e) { return typesList(e.outputHostTypes()); })
       .def(
           "graph_text",
-          [](const Executable& e, bool locations) { return ir::printGraph(e.graph(), {locations, false}); },
+          [](const Executable& e, bool locations) {
+            return ir::printGraph(e.graph(), {locations, false});
+          },
           py::arg("locations") = true, "The optimised IR that runs, as text.")
       .def_property_readonly("last_run_cycles", &Executable::lastRunCycles)
       .def_property_readonly("compute_cycles_per_iteration", &Executable::computeCyclesPerIteration)
@@ -167,13 +178,15 @@ void bindRuntime(py::module_& module) {
   module.def(
       "compile",
       [](const std::shared_ptr<ir::Graph>& graph, const py::dict& options) {
-        POPSIM_CHECK(graph != nullptr, ErrorKind::InvalidInput, "compile() needs a graph, got None.");
+        POPSIM_CHECK(graph != nullptr, ErrorKind::InvalidInput,
+                     "compile() needs a graph, got None.");
         const runtime::CompileOptions parsed = parseOptions(options);
         py::gil_scoped_release release;
         return std::shared_ptr<Executable>(Executable::compile(*graph, parsed));
       },
       py::arg("graph"), py::arg("options"),
-      "Optimises, plans memory for and builds kernels of a graph (OutOfMemoryError if it does not fit).");
+      "Optimises, plans memory for and builds kernels of a graph (OutOfMemoryError if it does not "
+      "fit).");
 }
 
 } // namespace popsim::python

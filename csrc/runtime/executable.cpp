@@ -57,8 +57,7 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& graph,
   passes::MemoryPlanOptions planOptions;
   planOptions.numIpus = options.system.numIpus;
   executable->plan_ = passes::planMemory(program, planOptions);
-  executable->memoryReport_ =
-      device::buildMemoryReport(program, executable->plan_, options.system);
+  executable->memoryReport_ = device::buildMemoryReport(program, executable->plan_, options.system);
   device::checkMemoryFits(executable->memoryReport_, options.system);
 
   executable->memory_ = std::make_unique<DeviceMemory>(executable->plan_);
@@ -134,7 +133,8 @@ void Executable::copyOutput(size_t index, const TensorView& destination, int64_t
   }
 }
 
-void Executable::run(const std::vector<TensorView>& inputs, const std::vector<TensorView>& outputs) {
+void Executable::run(const std::vector<TensorView>& inputs,
+                     const std::vector<TensorView>& outputs) {
   const auto& graphInputs = graph_->inputs();
   const auto& graphOutputs = graph_->outputs();
   POPSIM_CHECK(inputs.size() == graphInputs.size(), ErrorKind::InvalidInput, "the model takes ",
@@ -162,7 +162,8 @@ void Executable::run(const std::vector<TensorView>& inputs, const std::vector<Te
       const size_t bytes = graphInputs[i]->type().bytes();
       if (bytes != 0) {
         std::memcpy(memory_->address(graphInputs[i]),
-                    static_cast<const uint8_t*>(inputs[i].data) + static_cast<size_t>(iteration) * bytes,
+                    static_cast<const uint8_t*>(inputs[i].data) +
+                        static_cast<size_t>(iteration) * bytes,
                     bytes);
       }
       cycles += device::hostTransferCycles(bytes, chip);
@@ -201,7 +202,8 @@ void Executable::writeWeight(const std::string& name, const TensorView& source) 
   const ir::Value& weight = weightNamed(name);
   POPSIM_CHECK(source.type() == weight.type(), ErrorKind::InvalidInput, "weight '", name,
                "' was compiled as ", weight.type().str(), " but the host tensor is ",
-               source.type().str(), ". Weights cannot change shape or dtype after compilation: "
+               source.type().str(),
+               ". Weights cannot change shape or dtype after compilation: "
                "call destroy() and wrap the model again.");
   if (source.bytes() != 0) {
     std::memcpy(memory_->address(&weight), source.data, source.bytes());

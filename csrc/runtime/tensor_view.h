@@ -11,7 +11,9 @@ struct TensorView {
   ir::DType dtype = ir::DType::Float32;
   ir::Shape shape;
 
-  size_t bytes() const { return static_cast<size_t>(ir::elementCount(shape)) * ir::elementSize(dtype); }
+  size_t bytes() const {
+    return static_cast<size_t>(ir::elementCount(shape)) * ir::elementSize(dtype);
+  }
   ir::TensorType type() const { return {dtype, shape}; }
 };
 

@@ -11,8 +11,8 @@ template <ir::OpKind Kind> void lowerUnary(LoweringContext& ctx) {
 // aten::gelu(input, approximate="none")
 void lowerGelu(LoweringContext& ctx) {
   const std::string approximate = ctx.numInputs() > 1 ? ctx.toString(1) : "none";
-  ctx.setOutput(0, ctx.emit(ir::OpKind::Gelu, {floatTensor(ctx, 0)},
-                            {{"approximate", approximate}}));
+  ctx.setOutput(0,
+                ctx.emit(ir::OpKind::Gelu, {floatTensor(ctx, 0)}, {{"approximate", approximate}}));
 }
 
 // aten::softmax / log_softmax(input, dim, dtype=None)

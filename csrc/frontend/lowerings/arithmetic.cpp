@@ -48,7 +48,9 @@ void lowerSub(LoweringContext& ctx) {
 void lowerReverseSub(LoweringContext& ctx) {
   ctx.setOutput(0, arithmetic(ctx, ir::OpKind::Sub, 1, 0, alphaArgument(ctx, 2)));
 }
-void lowerMul(LoweringContext& ctx) { ctx.setOutput(0, arithmetic(ctx, ir::OpKind::Mul, 0, 1, 1.0)); }
+void lowerMul(LoweringContext& ctx) {
+  ctx.setOutput(0, arithmetic(ctx, ir::OpKind::Mul, 0, 1, 1.0));
+}
 
 // div(self, other, rounding_mode=None): true division only.
 void lowerDiv(LoweringContext& ctx) {
@@ -58,7 +60,9 @@ void lowerDiv(LoweringContext& ctx) {
   ctx.setOutput(0, arithmetic(ctx, ir::OpKind::Div, 0, 1, 1.0));
 }
 
-void lowerNeg(LoweringContext& ctx) { ctx.setOutput(0, affine(ctx, floatTensor(ctx, 0), -1.0, 0.0)); }
+void lowerNeg(LoweringContext& ctx) {
+  ctx.setOutput(0, affine(ctx, floatTensor(ctx, 0), -1.0, 0.0));
+}
 
 // Ops that return their input unchanged in popsim's value semantics:
 // contiguous (every tensor is contiguous), clone and detach (no mutation, no autograd here).

@@ -14,8 +14,8 @@ inline int64_t normalizedDim(const LoweringContext& context, int64_t dim, int64_
   const int64_t effectiveRank = rank == 0 ? 1 : rank;
   const int64_t normalized = dim < 0 ? dim + effectiveRank : dim;
   if (normalized < 0 || normalized >= effectiveRank) {
-    context.unsupported("dimension " + std::to_string(dim) + " is out of range for a tensor of rank " +
-                        std::to_string(rank));
+    context.unsupported("dimension " + std::to_string(dim) +
+                        " is out of range for a tensor of rank " + std::to_string(rank));
   }
   return normalized;
 }
@@ -34,7 +34,8 @@ inline ir::Value* affine(LoweringContext& context, ir::Value* x, double scale, d
   return context.emit(ir::OpKind::Affine, {x}, {{"scale", scale}, {"shift", shift}});
 }
 
-inline ir::Value* permute(LoweringContext& context, ir::Value* x, const std::vector<int64_t>& perm) {
+inline ir::Value* permute(LoweringContext& context, ir::Value* x,
+                          const std::vector<int64_t>& perm) {
   return context.emit(ir::OpKind::Permute, {x}, {{"perm", perm}});
 }
 

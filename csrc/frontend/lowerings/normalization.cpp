@@ -52,9 +52,10 @@ void lowerLayerNorm(LoweringContext& ctx) {
     ctx.unsupported("normalized_shape does not match the trailing dimensions of the input " +
                     x->type().str());
   }
-  ctx.setOutput(0, ctx.emit(ir::OpKind::LayerNorm,
-                            {x, tensorOr(ctx, 2, normalized, 1.0f), tensorOr(ctx, 3, normalized, 0.0f)},
-                            {{"normalized_ndim", ndim}, {"eps", ctx.toDouble(4)}}));
+  ctx.setOutput(
+      0, ctx.emit(ir::OpKind::LayerNorm,
+                  {x, tensorOr(ctx, 2, normalized, 1.0f), tensorOr(ctx, 3, normalized, 0.0f)},
+                  {{"normalized_ndim", ndim}, {"eps", ctx.toDouble(4)}}));
 }
 
 } // namespace

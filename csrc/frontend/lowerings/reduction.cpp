@@ -20,10 +20,12 @@ template <ir::OpKind Kind> void lowerReduce(LoweringContext& ctx) {
   const bool keepdim = overDims && ctx.toBool(2);
   std::vector<int64_t> dims;
   if (overDims && !ctx.isNone(1)) {
-    for (int64_t dim : ctx.toIntList(1)) dims.push_back(normalizedDim(ctx, dim, rank));
+    for (int64_t dim : ctx.toIntList(1))
+      dims.push_back(normalizedDim(ctx, dim, rank));
   }
   if (dims.empty()) {
-    for (int64_t d = 0; d < rank; ++d) dims.push_back(d);
+    for (int64_t d = 0; d < rank; ++d)
+      dims.push_back(d);
   }
   std::sort(dims.begin(), dims.end());
   dims.erase(std::unique(dims.begin(), dims.end()), dims.end());

@@ -43,7 +43,8 @@ void lowerFlatten(LoweringContext& ctx) {
   const int64_t end = normalizedDim(ctx, ctx.toInt(2), rank);
   ir::Shape out(in.begin(), in.begin() + start);
   int64_t merged = 1;
-  for (int64_t d = start; d <= end; ++d) merged *= in[d];
+  for (int64_t d = start; d <= end; ++d)
+    merged *= in[d];
   out.push_back(merged);
   out.insert(out.end(), in.begin() + end + 1, in.end());
   ctx.setOutput(0, reshape(ctx, x, out));
@@ -73,7 +74,8 @@ void lowerSqueeze(LoweringContext& ctx) {
 void lowerPermute(LoweringContext& ctx) {
   ir::Value* x = ctx.tensor(0);
   std::vector<int64_t> perm = ctx.toIntList(1);
-  for (int64_t& dim : perm) dim = normalizedDim(ctx, dim, x->type().rank());
+  for (int64_t& dim : perm)
+    dim = normalizedDim(ctx, dim, x->type().rank());
   ctx.setOutput(0, permute(ctx, x, perm));
 }
 
@@ -85,8 +87,10 @@ void lowerTranspose(LoweringContext& ctx) {
     return;
   }
   std::vector<int64_t> perm(static_cast<size_t>(rank));
-  for (int64_t i = 0; i < rank; ++i) perm[i] = i;
-  std::swap(perm[normalizedDim(ctx, ctx.toInt(1), rank)], perm[normalizedDim(ctx, ctx.toInt(2), rank)]);
+  for (int64_t i = 0; i < rank; ++i)
+    perm[i] = i;
+  std::swap(perm[normalizedDim(ctx, ctx.toInt(1), rank)],
+            perm[normalizedDim(ctx, ctx.toInt(2), rank)]);
   ctx.setOutput(0, permute(ctx, x, perm));
 }
 
@@ -157,7 +161,8 @@ void lowerChunk(LoweringContext& ctx) {
   const int64_t chunks = ctx.toInt(1);
   const int64_t piece = (size + chunks - 1) / chunks;
   std::vector<int64_t> sizes;
-  for (int64_t start = 0; start < size; start += piece) sizes.push_back(std::min(piece, size - start));
+  for (int64_t start = 0; start < size; start += piece)
+    sizes.push_back(std::min(piece, size - start));
   splitInto(ctx, x, dim, sizes);
 }
 
@@ -170,7 +175,8 @@ void lowerSplit(LoweringContext& ctx) {
   if (sizes.size() == 1 && ctx.opName() != "aten::split_with_sizes" && ctx.staticScalar(1)) {
     const int64_t piece = sizes[0];
     sizes.clear();
-    for (int64_t start = 0; start < size; start += piece) sizes.push_back(std::min(piece, size - start));
+    for (int64_t start = 0; start < size; start += piece)
+      sizes.push_back(std::min(piece, size - start));
   }
   splitInto(ctx, x, dim, sizes);
 }

@@ -5,7 +5,8 @@ namespace popsim::ir::ops {
 namespace {
 
 // conv2d(input[N,C,H,W], weight[OC,C/groups,KH,KW], bias[OC]?) as torch.nn.functional.conv2d.
-std::vector<TensorType> inferConv2d(const std::vector<TensorType>& inputs, const Attributes& attrs) {
+std::vector<TensorType> inferConv2d(const std::vector<TensorType>& inputs,
+                                    const Attributes& attrs) {
   const TensorType& x = inputs[0];
   const TensorType& w = inputs[1];
   requireRank(x, 4, "input 0 (input)");
@@ -26,8 +27,8 @@ std::vector<TensorType> inferConv2d(const std::vector<TensorType>& inputs, const
                "input channels (", channels, ") and output channels (", outChannels,
                ") must be divisible by groups (", groups, ").");
   POPSIM_CHECK(w.shape[1] * groups == channels, ErrorKind::Compilation, "weight ", w.str(),
-               " expects ", w.shape[1] * groups, " input channels, but the input ", x.str(), " has ",
-               channels, ".");
+               " expects ", w.shape[1] * groups, " input channels, but the input ", x.str(),
+               " has ", channels, ".");
   if (inputs.size() == 3) {
     requireDType(inputs[2], DType::Float32, "input 2 (bias)");
     requireShape(inputs[2], {outChannels}, "input 2 (bias)");

@@ -29,8 +29,8 @@ std::vector<TensorType> inferBinary(const std::vector<TensorType>& inputs, const
 } // namespace
 
 void registerElementwiseOps(OpRegistry& registry) {
-  for (OpKind kind : {OpKind::Relu, OpKind::Sigmoid, OpKind::Tanh, OpKind::Exp, OpKind::Log,
-                      OpKind::Sqrt}) {
+  for (OpKind kind :
+       {OpKind::Relu, OpKind::Sigmoid, OpKind::Tanh, OpKind::Exp, OpKind::Log, OpKind::Sqrt}) {
     registry.add(kind, 1, 1, {"input"}, {}, inferUnary);
   }
   registry.add(OpKind::Gelu, 1, 1, {"input"}, {{"approximate", AttrType::String}}, inferGelu);

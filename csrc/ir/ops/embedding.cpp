@@ -6,7 +6,8 @@ namespace {
 
 // embedding(weight[V,D], indices[...] of i32/i64) -> [..., D]. padding_idx
 // (-1 for none) only matters for the gradient.
-std::vector<TensorType> inferEmbedding(const std::vector<TensorType>& inputs, const Attributes& attrs) {
+std::vector<TensorType> inferEmbedding(const std::vector<TensorType>& inputs,
+                                       const Attributes& attrs) {
   const TensorType& weight = inputs[0];
   const TensorType& indices = inputs[1];
   requireRank(weight, 2, "input 0 (weight)");

@@ -7,7 +7,8 @@ namespace popsim::ir::ops {
 namespace {
 
 // reshape to an explicit shape with the same number of elements (a view).
-std::vector<TensorType> inferReshape(const std::vector<TensorType>& inputs, const Attributes& attrs) {
+std::vector<TensorType> inferReshape(const std::vector<TensorType>& inputs,
+                                     const Attributes& attrs) {
   const Shape& shape = attrs.getInts("shape");
   for (int64_t dim : shape) {
     POPSIM_CHECK(dim >= 0, ErrorKind::Compilation, "target shape ", shapeToString(shape),
@@ -20,7 +21,8 @@ std::vector<TensorType> inferReshape(const std::vector<TensorType>& inputs, cons
 }
 
 // permute: output dimension i is input dimension perm[i].
-std::vector<TensorType> inferPermute(const std::vector<TensorType>& inputs, const Attributes& attrs) {
+std::vector<TensorType> inferPermute(const std::vector<TensorType>& inputs,
+                                     const Attributes& attrs) {
   const TensorType& x = inputs[0];
   const auto& perm = attrs.getInts("perm");
   POPSIM_CHECK(static_cast<int64_t>(perm.size()) == x.rank(), ErrorKind::Compilation, "perm ",
@@ -49,16 +51,16 @@ std::vector<TensorType> inferSlice(const std::vector<TensorType>& inputs, const 
   POPSIM_CHECK(dim >= 0 && dim < x.rank(), ErrorKind::Compilation, "dim ", dim,
                " is out of range for ", x.str(), ".");
   POPSIM_CHECK(step >= 1, ErrorKind::Compilation, "step must be >= 1, got ", step, ".");
-  POPSIM_CHECK(0 <= start && start <= end && end <= x.shape[dim], ErrorKind::Compilation,
-               "range [", start, ", ", end, ") is not within dimension ", dim, " of size ",
-               x.shape[dim], ".");
+  POPSIM_CHECK(0 <= start && start <= end && end <= x.shape[dim], ErrorKind::Compilation, "range [",
+               start, ", ", end, ") is not within dimension ", dim, " of size ", x.shape[dim], ".");
   Shape out = x.shape;
   out[dim] = (end - start + step - 1) / step;
   return {{x.dtype, out}};
 }
 
 // concat along `dim`; all inputs agree on every other dimension and on dtype.
-std::vector<TensorType> inferConcat(const std::vector<TensorType>& inputs, const Attributes& attrs) {
+std::vector<TensorType> inferConcat(const std::vector<TensorType>& inputs,
+                                    const Attributes& attrs) {
   const TensorType& first = inputs[0];
   const int64_t dim = attrs.getInt("dim");
   POPSIM_CHECK(dim >= 0 && dim < first.rank(), ErrorKind::Compilation, "dim ", dim,

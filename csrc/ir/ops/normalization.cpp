@@ -6,7 +6,8 @@ namespace {
 
 // batch_norm(input[N,C,...], running_mean[C], running_var[C], weight[C], bias[C])
 // in inference form: normalises with the running statistics.
-std::vector<TensorType> inferBatchNorm(const std::vector<TensorType>& inputs, const Attributes& attrs) {
+std::vector<TensorType> inferBatchNorm(const std::vector<TensorType>& inputs,
+                                       const Attributes& attrs) {
   const TensorType& x = inputs[0];
   requireDType(x, DType::Float32, "input 0 (input)");
   POPSIM_CHECK(x.rank() >= 2 && x.rank() <= 5, ErrorKind::Compilation,
@@ -23,7 +24,8 @@ std::vector<TensorType> inferBatchNorm(const std::vector<TensorType>& inputs, co
 
 // layer_norm(input[..., D...], weight[D...], bias[D...]) over the last
 // `normalized_ndim` dimensions.
-std::vector<TensorType> inferLayerNorm(const std::vector<TensorType>& inputs, const Attributes& attrs) {
+std::vector<TensorType> inferLayerNorm(const std::vector<TensorType>& inputs,
+                                       const Attributes& attrs) {
   const TensorType& x = inputs[0];
   requireDType(x, DType::Float32, "input 0 (input)");
   const int64_t ndim = attrs.getInt("normalized_ndim");

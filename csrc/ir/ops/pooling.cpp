@@ -34,13 +34,15 @@ std::vector<TensorType> inferPool(const std::vector<TensorType>& inputs, const A
   return {{DType::Float32, out}};
 }
 
-std::vector<TensorType> inferMaxPool(const std::vector<TensorType>& inputs, const Attributes& attrs) {
+std::vector<TensorType> inferMaxPool(const std::vector<TensorType>& inputs,
+                                     const Attributes& attrs) {
   const auto& dilation = attrs.getInts("dilation");
   requireLength(dilation, 2, "dilation");
   return inferPool(inputs, attrs, dilation);
 }
 
-std::vector<TensorType> inferAvgPool(const std::vector<TensorType>& inputs, const Attributes& attrs) {
+std::vector<TensorType> inferAvgPool(const std::vector<TensorType>& inputs,
+                                     const Attributes& attrs) {
   POPSIM_CHECK(attrs.getInt("divisor_override") >= 0, ErrorKind::Compilation,
                "divisor_override must be positive (0 means none), got ",
                attrs.getInt("divisor_override"), ".");

@@ -5,7 +5,8 @@ namespace popsim::ir::ops {
 namespace {
 
 // reduce_sum / reduce_mean over `dims` (ascending, unique, non-negative).
-std::vector<TensorType> inferReduce(const std::vector<TensorType>& inputs, const Attributes& attrs) {
+std::vector<TensorType> inferReduce(const std::vector<TensorType>& inputs,
+                                    const Attributes& attrs) {
   const TensorType& x = inputs[0];
   requireDType(x, DType::Float32, "input 0 (input)");
   const auto& dims = attrs.getInts("dims");

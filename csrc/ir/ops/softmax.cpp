@@ -5,7 +5,8 @@ namespace popsim::ir::ops {
 namespace {
 
 // softmax / log_softmax along a non-negative dimension `dim`.
-std::vector<TensorType> inferSoftmax(const std::vector<TensorType>& inputs, const Attributes& attrs) {
+std::vector<TensorType> inferSoftmax(const std::vector<TensorType>& inputs,
+                                     const Attributes& attrs) {
   const TensorType& x = inputs[0];
   requireDType(x, DType::Float32, "input 0 (input)");
   requireMinRank(x, 1, "input 0 (input)");

@@ -29,7 +29,8 @@ inline void requireShape(const TensorType& type, const Shape& shape, std::string
                shapeToString(shape), ", got ", shapeToString(type.shape), ".");
 }
 
-inline void requireLength(const std::vector<int64_t>& values, size_t length, std::string_view what) {
+inline void requireLength(const std::vector<int64_t>& values, size_t length,
+                          std::string_view what) {
   POPSIM_CHECK(values.size() == length, ErrorKind::Compilation, "attribute '", what, "' must have ",
                length, " values, got ", values.size(), ".");
 }

@@ -7,7 +7,8 @@
 namespace popsim::kernels::reference {
 namespace {
 
-template <typename Fn> void mapUnary(const Inputs& inputs, const Outputs& outputs, int64_t n, Fn fn) {
+template <typename Fn>
+void mapUnary(const Inputs& inputs, const Outputs& outputs, int64_t n, Fn fn) {
   const auto* x = static_cast<const float*>(inputs[0]);
   auto* y = static_cast<float*>(outputs[0]);
   for (int64_t i = 0; i < n; ++i) {
@@ -49,7 +50,8 @@ void mapBinary(const ir::Node& node, const Inputs& inputs, const Outputs& output
 void unaryElementwise(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
   const int64_t n = node.output()->type().numel();
   switch (node.kind()) {
-  case ir::OpKind::Relu: return mapUnary(inputs, outputs, n, [](double v) { return v > 0 ? v : 0.0; });
+  case ir::OpKind::Relu:
+    return mapUnary(inputs, outputs, n, [](double v) { return v > 0 ? v : 0.0; });
   case ir::OpKind::Sigmoid:
     return mapUnary(inputs, outputs, n, [](double v) { return 1.0 / (1.0 + std::exp(-v)); });
   case ir::OpKind::Tanh: return mapUnary(inputs, outputs, n, [](double v) { return std::tanh(v); });
@@ -77,10 +79,14 @@ void unaryElementwise(const ir::Node& node, const Inputs& inputs, const Outputs&
 // Computed in float, like PyTorch's own float kernels, so results match bit for bit.
 void binaryElementwise(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
   switch (node.kind()) {
-  case ir::OpKind::Add: return mapBinary(node, inputs, outputs, [](float a, float b) { return a + b; });
-  case ir::OpKind::Sub: return mapBinary(node, inputs, outputs, [](float a, float b) { return a - b; });
-  case ir::OpKind::Mul: return mapBinary(node, inputs, outputs, [](float a, float b) { return a * b; });
-  case ir::OpKind::Div: return mapBinary(node, inputs, outputs, [](float a, float b) { return a / b; });
+  case ir::OpKind::Add:
+    return mapBinary(node, inputs, outputs, [](float a, float b) { return a + b; });
+  case ir::OpKind::Sub:
+    return mapBinary(node, inputs, outputs, [](float a, float b) { return a - b; });
+  case ir::OpKind::Mul:
+    return mapBinary(node, inputs, outputs, [](float a, float b) { return a * b; });
+  case ir::OpKind::Div:
+    return mapBinary(node, inputs, outputs, [](float a, float b) { return a / b; });
   default: POPSIM_ASSERT(false, node.name(), " is not a binary elementwise op.");
   }
 }

@@ -20,8 +20,8 @@ void gather(const ir::Node& node, const float* table, const Index* indices, floa
     const int64_t row = static_cast<int64_t>(indices[i]);
     POPSIM_CHECK(row >= 0 && row < rows, ErrorKind::Execution, node.describe(), ": index ", row,
                  " (at position ", i, " of the indices) is out of range for ",
-                 tableName(*node.input(0)), " with ", rows,
-                 " rows. Valid indices are 0 to ", rows - 1, ".");
+                 tableName(*node.input(0)), " with ", rows, " rows. Valid indices are 0 to ",
+                 rows - 1, ".");
     std::memcpy(y + i * width, table + row * width, static_cast<size_t>(width) * sizeof(float));
   }
 }

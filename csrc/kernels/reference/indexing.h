@@ -53,9 +53,12 @@ struct AxisSplit {
 inline AxisSplit splitAroundAxis(const ir::Shape& shape, int64_t dim) {
   AxisSplit split;
   for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
-    if (d < dim) split.outer *= shape[d];
-    else if (d == dim) split.size = shape[d];
-    else split.inner *= shape[d];
+    if (d < dim)
+      split.outer *= shape[d];
+    else if (d == dim)
+      split.size = shape[d];
+    else
+      split.inner *= shape[d];
   }
   return split;
 }

@@ -44,7 +44,8 @@ void layout(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) 
     const int64_t dim = node.attrs().getInt("dim");
     std::vector<int64_t> strides = inStrides;
     strides[dim] *= node.attrs().getInt("step");
-    const uint8_t* start = x + node.attrs().getInt("start") * inStrides[dim] * static_cast<int64_t>(size);
+    const uint8_t* start =
+        x + node.attrs().getInt("start") * inStrides[dim] * static_cast<int64_t>(size);
     return stridedCopy(start, strides, outShape, size, y);
   }
   case ir::OpKind::Concat: {
@@ -53,7 +54,8 @@ void layout(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) 
     const AxisSplit out = splitAroundAxis(outShape, dim);
     int64_t offset = 0;
     for (size_t i = 0; i < inputs.size(); ++i) {
-      const int64_t block = node.input(i)->type().shape[dim] * out.inner * static_cast<int64_t>(size);
+      const int64_t block =
+          node.input(i)->type().shape[dim] * out.inner * static_cast<int64_t>(size);
       const auto* src = static_cast<const uint8_t*>(inputs[i]);
       for (int64_t o = 0; o < out.outer; ++o) {
         std::memcpy(y + o * out.size * out.inner * static_cast<int64_t>(size) + offset,

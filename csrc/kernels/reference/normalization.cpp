@@ -24,9 +24,8 @@ void batchNorm(const ir::Node& node, const Inputs& inputs, float* y) {
       const double invStd = 1.0 / std::sqrt(static_cast<double>(var[c]) + eps);
       const int64_t base = (n * channels + c) * spatial;
       for (int64_t i = 0; i < spatial; ++i) {
-        y[base + i] = static_cast<float>((x[base + i] - static_cast<double>(mean[c])) * invStd *
-                                             weight[c] +
-                                         bias[c]);
+        y[base + i] = static_cast<float>(
+            (x[base + i] - static_cast<double>(mean[c])) * invStd * weight[c] + bias[c]);
       }
     }
   }

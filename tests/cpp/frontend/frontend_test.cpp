@@ -1,0 +1,157 @@
+// The C++ frontend end to end: LibTorch modules traced in C++, imported into
+// popsim IR, compiled and run, against LibTorch's own results.
+
+#include "common/error.h"
+#include "frontend/import.h"
+#include "frontend/source_location.h"
+#include "frontend/tracer.h"
+#include "ir/printer.h"
+#include "runtime/executable.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+namespace popsim {
+namespace {
+
+runtime::TensorView viewOf(const at::Tensor& tensor) {
+  ir::DType dtype = tensor.scalar_type() == at::kLong ? ir::DType::Int64 : ir::DType::Float32;
+  return {tensor.data_ptr(), dtype, ir::Shape(tensor.sizes().begin(), tensor.sizes().end())};
+}
+
+ir::TensorType typeOf(const at::Tensor& tensor) { return viewOf(tensor).type(); }
+
+// Compiles `graph`, copies the module's tensors to the device and runs one call.
+std::vector<at::Tensor> compileAndRun(const ir::Graph& graph, const torch::jit::Module& module,
+                                      const std::vector<at::Tensor>& inputs) {
+  auto executable = runtime::Executable::compile(graph, {});
+  std::map<std::string, at::Tensor> tensors;
+  for (const auto& parameter : module.named_parameters())
+    tensors[parameter.name] = parameter.value;
+  for (const auto& buffer : module.named_buffers())
+    tensors[buffer.name] = buffer.value;
+  for (const ir::Value* weight : executable->weights()) {
+    executable->writeWeight(weight->name(), viewOf(tensors.at(weight->name()).contiguous()));
+  }
+  std::vector<runtime::TensorView> inputViews;
+  for (const at::Tensor& input : inputs)
+    inputViews.push_back(viewOf(input));
+  std::vector<at::Tensor> outputs;
+  std::vector<runtime::TensorView> outputViews;
+  for (const ir::TensorType& type : executable->outputHostTypes()) {
+    outputs.push_back(torch::empty(type.shape));
+    outputViews.push_back(viewOf(outputs.back()));
+  }
+  executable->run(inputViews, outputViews);
+  return outputs;
+}
+
+struct SmallNet : torch::nn::Module {
+  SmallNet() {
+    conv = register_module("conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(2, 4, 3).padding(1)));
+    norm = register_module("norm", torch::nn::BatchNorm2d(4));
+    fc = register_module("fc", torch::nn::Linear(4 * 6 * 6, 5));
+  }
+  at::Tensor forward(const at::Tensor& x) {
+    at::Tensor y = torch::relu(norm(conv(x)));
+    return torch::log_softmax(fc(y.flatten(1)), 1);
+  }
+  torch::nn::Conv2d conv{nullptr};
+  torch::nn::BatchNorm2d norm{nullptr};
+  torch::nn::Linear fc{nullptr};
+};
+
+TEST(FrontendTest, TracesALibTorchModuleAndMatchesIt) {
+  torch::manual_seed(0);
+  auto net = std::make_shared<SmallNet>();
+  net->eval();
+  // Non-trivial running statistics, so that batch norm is really tested.
+  net->norm->running_mean.uniform_(-0.5, 0.5);
+  net->norm->running_var.uniform_(0.5, 1.5);
+  const at::Tensor x = torch::randn({3, 2, 6, 6});
+  const frontend::TracedModule traced =
+      frontend::traceModule(*net,
+                            [&](const std::vector<at::Tensor>& in) {
+                              return std::vector<at::Tensor>{net->forward(in[0])};
+                            },
+                            {x});
+  auto graph = frontend::importGraph(traced.graph, traced.module, {typeOf(x)});
+
+  std::vector<std::string> weights;
+  for (const ir::Value* weight : graph->weights())
+    weights.push_back(weight->name());
+  EXPECT_NE(std::find(weights.begin(), weights.end(), "conv.weight"), weights.end());
+  EXPECT_NE(std::find(weights.begin(), weights.end(), "norm.running_var"), weights.end());
+
+  torch::NoGradGuard noGrad;
+  const at::Tensor expected = net->forward(x);
+  const at::Tensor actual = compileAndRun(*graph, traced.module, {x})[0];
+  EXPECT_TRUE(torch::allclose(actual, expected, 1e-5, 1e-6)) << actual - expected;
+}
+
+TEST(FrontendTest, ImportsAScriptedModuleDirectly) {
+  torch::jit::Module module("Scripted");
+  module.register_parameter("w", torch::randn({4, 3}), false);
+  module.register_buffer("offset", torch::randn({3}));
+  module.define(R"(
+def forward(self, x):
+    return torch.tanh(torch.matmul(x, self.w) + self.offset) * 2.0
+)");
+  const at::Tensor x = torch::randn({5, 4});
+  auto graph = frontend::importModule(module, {typeOf(x)});
+  const at::Tensor expected = module.forward({x}).toTensor();
+  const at::Tensor actual = compileAndRun(*graph, module, {x})[0];
+  EXPECT_TRUE(torch::allclose(actual, expected, 1e-5, 1e-6));
+}
+
+TEST(FrontendTest, TracesAScriptedModule) {
+  torch::jit::Module module("ScriptedForTrace");
+  module.register_parameter("w", torch::randn({6, 2}), false);
+  module.define(R"(
+def forward(self, x):
+    y = torch.relu(x.view(x.size(0), -1))
+    return torch.matmul(y, self.w).sum(1)
+)");
+  const at::Tensor x = torch::randn({4, 2, 3});
+  const frontend::TracedModule traced = frontend::traceModule(module, {x});
+  auto graph = frontend::importGraph(traced.graph, traced.module, {typeOf(x)});
+  const at::Tensor expected = module.forward({x}).toTensor();
+  const at::Tensor actual = compileAndRun(*graph, module, {x})[0];
+  EXPECT_TRUE(torch::allclose(actual, expected, 1e-5, 1e-6));
+}
+
+TEST(FrontendTest, ListsEveryUnsupportedOp) {
+  torch::nn::Linear linear(3, 3);
+  const at::Tensor x = torch::randn({2, 3});
+  const frontend::TracedModule traced = frontend::traceModule(
+      *linear,
+      [&](const std::vector<at::Tensor>& in) {
+        return std::vector<at::Tensor>{torch::cumsum(torch::erfinv(linear(in[0]).tanh()), 1)};
+      },
+      {x});
+  try {
+    frontend::importGraph(traced.graph, traced.module, {typeOf(x)});
+    FAIL() << "expected an unsupported-op error";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::Unsupported);
+    const std::string message = error.what();
+    EXPECT_NE(message.find("Unsupported ops found in compiled model: [aten::cumsum, aten::erfinv]"),
+              std::string::npos)
+        << message;
+  }
+}
+
+TEST(FrontendTest, ParsesTheUserFrameOfATracedStack) {
+  const std::string stack =
+      "/usr/lib/python3/dist-packages/torch/nn/modules/conv.py(459): _conv_forward\n"
+      "/home/user/model.py(12): forward\n"
+      "/usr/lib/python3/dist-packages/torch/nn/modules/module.py(1194): _call_impl\n";
+  const ir::SourceLocation location =
+      frontend::parseTracedStack(stack, {"/usr/lib/python3/dist-packages/torch/"});
+  EXPECT_EQ(location.file, "/home/user/model.py");
+  EXPECT_EQ(location.line, 12);
+  EXPECT_EQ(location.function, "forward");
+}
+
+} // namespace
+} // namespace popsim

@@ -1,0 +1,292 @@
+// Every op's kernel against the reference implementation on the same random
+// data: oneDNN kernels must agree with the plain loops, and the factory must
+// pick oneDNN where it can (a silent fallback would hide a slow path).
+
+#include "common/error.h"
+#include "ir/graph.h"
+#include "kernels/kernel_factory.h"
+#include "kernels/reference/reference_ops.h"
+#include "test_utils.h"
+
+#include <gtest/gtest.h>
+
+namespace popsim {
+namespace {
+
+using ir::Attributes;
+using ir::DType;
+using ir::OpKind;
+using ir::TensorType;
+
+struct KernelCase {
+  std::string name;
+  OpKind kind;
+  std::vector<TensorType> inputs;
+  Attributes attrs;
+  std::string expected; // "onednn" or "reference"
+  float low = -2.0f;
+  float high = 2.0f;
+};
+
+std::ostream& operator<<(std::ostream& out, const KernelCase& c) { return out << c.name; }
+
+TensorType f32(ir::Shape shape) { return {DType::Float32, std::move(shape)}; }
+
+Attributes conv(std::vector<int64_t> stride, std::vector<int64_t> padding,
+                std::vector<int64_t> dilation, int64_t groups) {
+  return {{"stride", stride}, {"padding", padding}, {"dilation", dilation}, {"groups", groups}};
+}
+
+Attributes maxPool(std::vector<int64_t> kernel, std::vector<int64_t> stride,
+                   std::vector<int64_t> padding, std::vector<int64_t> dilation, bool ceil) {
+  return {{"kernel", kernel},
+          {"stride", stride},
+          {"padding", padding},
+          {"dilation", dilation},
+          {"ceil_mode", ceil}};
+}
+
+Attributes avgPool(std::vector<int64_t> kernel, std::vector<int64_t> stride,
+                   std::vector<int64_t> padding, bool ceil, bool includePad, int64_t divisor) {
+  return {{"kernel", kernel},
+          {"stride", stride},
+          {"padding", padding},
+          {"ceil_mode", ceil},
+          {"count_include_pad", includePad},
+          {"divisor_override", divisor}};
+}
+
+const std::vector<KernelCase>& kernelCases() {
+  static const std::vector<KernelCase> cases = {
+      {"conv2d_bias",
+       OpKind::Conv2d,
+       {f32({2, 3, 9, 9}), f32({4, 3, 3, 3}), f32({4})},
+       conv({1, 1}, {1, 1}, {1, 1}, 1),
+       "onednn"},
+      {"conv2d_grouped_strided_dilated",
+       OpKind::Conv2d,
+       {f32({2, 4, 11, 10}), f32({6, 2, 3, 2})},
+       conv({2, 1}, {1, 0}, {2, 1}, 2),
+       "onednn"},
+      {"conv2d_depthwise",
+       OpKind::Conv2d,
+       {f32({1, 5, 7, 7}), f32({5, 1, 3, 3}), f32({5})},
+       conv({1, 1}, {1, 1}, {1, 1}, 5),
+       "onednn"},
+      {"linear_rank3_bias", OpKind::Linear, {f32({2, 5, 7}), f32({3, 7}), f32({3})}, {}, "onednn"},
+      {"linear_no_bias", OpKind::Linear, {f32({4, 6}), f32({5, 6})}, {}, "onednn"},
+      {"matmul_broadcast_batch", OpKind::MatMul, {f32({2, 1, 4, 5}), f32({3, 5, 6})}, {}, "onednn"},
+      {"matmul_2d", OpKind::MatMul, {f32({7, 3}), f32({3, 2})}, {}, "onednn"},
+      {"relu", OpKind::Relu, {f32({3, 17})}, {}, "onednn"},
+      {"gelu_erf", OpKind::Gelu, {f32({5, 9})}, {{"approximate", std::string("none")}}, "onednn"},
+      {"gelu_tanh", OpKind::Gelu, {f32({5, 9})}, {{"approximate", std::string("tanh")}}, "onednn"},
+      {"sigmoid", OpKind::Sigmoid, {f32({4, 4})}, {}, "onednn"},
+      {"tanh", OpKind::Tanh, {f32({4, 4})}, {}, "onednn"},
+      {"exp", OpKind::Exp, {f32({4, 4})}, {}, "onednn"},
+      {"log", OpKind::Log, {f32({4, 4})}, {}, "reference", 0.1f, 3.0f},
+      {"sqrt", OpKind::Sqrt, {f32({4, 4})}, {}, "onednn", 0.1f, 3.0f},
+      {"affine", OpKind::Affine, {f32({2, 3, 4})}, {{"scale", 0.5}, {"shift", -1.25}}, "onednn"},
+      {"add_same_shape", OpKind::Add, {f32({3, 4}), f32({3, 4})}, {}, "onednn"},
+      {"add_broadcast_second", OpKind::Add, {f32({2, 3, 4}), f32({4})}, {}, "onednn"},
+      {"add_broadcast_first", OpKind::Add, {f32({3, 1}), f32({2, 3, 4})}, {}, "onednn"},
+      {"mul_both_broadcast", OpKind::Mul, {f32({3, 1}), f32({1, 4})}, {}, "reference"},
+      {"sub_broadcast_first", OpKind::Sub, {f32({4}), f32({3, 4})}, {}, "reference"},
+      {"sub_broadcast_second", OpKind::Sub, {f32({3, 4}), f32({3, 1})}, {}, "onednn"},
+      {"div", OpKind::Div, {f32({3, 4}), f32({3, 4})}, {}, "onednn", 0.5f, 2.0f},
+      {"softmax_middle_dim", OpKind::Softmax, {f32({4, 5, 6})}, {{"dim", int64_t{1}}}, "onednn"},
+      {"log_softmax_last_dim",
+       OpKind::LogSoftmax,
+       {f32({4, 10})},
+       {{"dim", int64_t{1}}},
+       "reference"},
+      {"max_pool2d",
+       OpKind::MaxPool2d,
+       {f32({2, 3, 8, 8})},
+       maxPool({2, 2}, {2, 2}, {0, 0}, {1, 1}, false),
+       "onednn"},
+      {"max_pool2d_padded_dilated_ceil",
+       OpKind::MaxPool2d,
+       {f32({2, 3, 11, 10})},
+       maxPool({3, 3}, {2, 2}, {1, 1}, {2, 1}, true),
+       "onednn"},
+      {"avg_pool2d_include_pad",
+       OpKind::AvgPool2d,
+       {f32({2, 3, 9, 9})},
+       avgPool({3, 3}, {2, 2}, {1, 1}, false, true, 0),
+       "onednn"},
+      {"avg_pool2d_exclude_pad",
+       OpKind::AvgPool2d,
+       {f32({2, 3, 9, 9})},
+       avgPool({3, 3}, {2, 2}, {1, 1}, false, false, 0),
+       "onednn"},
+      {"avg_pool2d_ceil_include_pad",
+       OpKind::AvgPool2d,
+       {f32({1, 2, 10, 10})},
+       avgPool({3, 3}, {2, 2}, {1, 1}, true, true, 0),
+       "reference"},
+      {"avg_pool2d_divisor_override",
+       OpKind::AvgPool2d,
+       {f32({1, 2, 8, 8})},
+       avgPool({2, 2}, {2, 2}, {0, 0}, false, true, 3),
+       "reference"},
+      {"adaptive_avg_pool2d_even",
+       OpKind::AdaptiveAvgPool2d,
+       {f32({2, 3, 8, 6})},
+       {{"output_size", std::vector<int64_t>{2, 3}}},
+       "onednn"},
+      {"adaptive_avg_pool2d_global",
+       OpKind::AdaptiveAvgPool2d,
+       {f32({2, 8, 4, 4})},
+       {{"output_size", std::vector<int64_t>{1, 1}}},
+       "onednn"},
+      {"adaptive_avg_pool2d_uneven",
+       OpKind::AdaptiveAvgPool2d,
+       {f32({1, 2, 7, 5})},
+       {{"output_size", std::vector<int64_t>{3, 2}}},
+       "reference"},
+      {"batch_norm_4d",
+       OpKind::BatchNorm,
+       {f32({2, 3, 4, 5}), f32({3}), f32({3}), f32({3}), f32({3})},
+       {{"eps", 1e-5}},
+       "onednn",
+       0.1f,
+       2.0f},
+      {"batch_norm_2d",
+       OpKind::BatchNorm,
+       {f32({4, 3}), f32({3}), f32({3}), f32({3}), f32({3})},
+       {{"eps", 1e-3}},
+       "onednn",
+       0.1f,
+       2.0f},
+      {"layer_norm_last_dim",
+       OpKind::LayerNorm,
+       {f32({2, 3, 8}), f32({8}), f32({8})},
+       {{"normalized_ndim", int64_t{1}}, {"eps", 1e-5}},
+       "onednn"},
+      {"layer_norm_two_dims",
+       OpKind::LayerNorm,
+       {f32({2, 3, 4}), f32({3, 4}), f32({3, 4})},
+       {{"normalized_ndim", int64_t{2}}, {"eps", 1e-5}},
+       "onednn"},
+      {"permute",
+       OpKind::Permute,
+       {f32({2, 3, 4})},
+       {{"perm", std::vector<int64_t>{2, 0, 1}}},
+       "onednn"},
+      {"slice_step",
+       OpKind::Slice,
+       {f32({3, 8, 2})},
+       {{"dim", int64_t{1}}, {"start", int64_t{1}}, {"end", int64_t{7}}, {"step", int64_t{2}}},
+       "onednn"},
+      {"concat",
+       OpKind::Concat,
+       {f32({2, 1, 3}), f32({2, 4, 3}), f32({2, 2, 3})},
+       {{"dim", int64_t{1}}},
+       "onednn"},
+      {"reduce_sum",
+       OpKind::ReduceSum,
+       {f32({3, 4, 5})},
+       {{"dims", std::vector<int64_t>{1}}, {"keepdim", false}},
+       "onednn"},
+      {"reduce_mean_keepdim",
+       OpKind::ReduceMean,
+       {f32({3, 4, 5})},
+       {{"dims", std::vector<int64_t>{0, 2}}, {"keepdim", true}},
+       "onednn"},
+      {"embedding",
+       OpKind::Embedding,
+       {f32({10, 4}), {DType::Int64, {3, 5}}},
+       {{"padding_idx", int64_t{-1}}},
+       "reference"},
+  };
+  return cases;
+}
+
+// Buffers for a node's operands, filled with deterministic random data.
+struct Operands {
+  std::vector<std::vector<uint8_t>> inputs;
+  std::vector<std::vector<uint8_t>> outputs;
+
+  Operands(const ir::Node& node, const KernelCase& c) {
+    for (size_t i = 0; i < node.inputs().size(); ++i) {
+      const TensorType& type = node.input(i)->type();
+      if (type.dtype == DType::Int64) {
+        std::vector<int64_t> indices(static_cast<size_t>(type.numel()));
+        for (size_t k = 0; k < indices.size(); ++k) {
+          indices[k] = static_cast<int64_t>((k * 7 + 3) % 10);
+        }
+        inputs.emplace_back(reinterpret_cast<uint8_t*>(indices.data()),
+                            reinterpret_cast<uint8_t*>(indices.data() + indices.size()));
+      } else {
+        inputs.push_back(testing::bytesOf(
+            testing::randomFloats(type.numel(), static_cast<uint32_t>(17 + i), c.low, c.high)));
+      }
+    }
+    for (const ir::Value* output : node.outputs()) {
+      outputs.emplace_back(output->type().bytes(), 0);
+    }
+  }
+};
+
+class KernelTest : public ::testing::TestWithParam<KernelCase> {};
+
+TEST_P(KernelTest, MatchesReference) {
+  const KernelCase& c = GetParam();
+  ir::Graph graph;
+  std::vector<ir::Value*> inputs;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    inputs.push_back(graph.addInput("x" + std::to_string(i), c.inputs[i]));
+  }
+  const ir::Node& node = *graph.addNode(c.kind, inputs, c.attrs);
+
+  Operands operands(node, c);
+  std::vector<const void*> inputPointers;
+  kernels::KernelRequest request{node, {}, {}, dnnl::engine(dnnl::engine::kind::cpu, 0)};
+  for (size_t i = 0; i < operands.inputs.size(); ++i) {
+    inputPointers.push_back(operands.inputs[i].data());
+    request.inputs.push_back({operands.inputs[i].data(), node.input(i)->type()});
+  }
+  request.outputs.push_back({operands.outputs[0].data(), node.output()->type()});
+
+  auto kernel = kernels::createKernel(request);
+  ASSERT_NE(kernel, nullptr);
+  EXPECT_EQ(kernel->implementation().rfind(c.expected, 0), 0u)
+      << "implementation: " << kernel->implementation();
+  dnnl::stream stream(request.engine);
+  kernel->run(stream);
+  stream.wait();
+
+  std::vector<uint8_t> expected(node.output()->type().bytes());
+  kernels::reference::evaluate(node, inputPointers, {expected.data()});
+  EXPECT_TRUE(testing::allClose(reinterpret_cast<const float*>(operands.outputs[0].data()),
+                                reinterpret_cast<const float*>(expected.data()),
+                                node.output()->type().numel()));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllOps, KernelTest, ::testing::ValuesIn(kernelCases()),
+                         [](const auto& testInfo) { return testInfo.param.name; });
+
+TEST(KernelTest, EmbeddingIndexOutOfRangeNamesTheWeight) {
+  ir::Graph graph;
+  ir::Value* table = graph.addWeight("emb.weight", f32({4, 2}), true);
+  ir::Value* indices = graph.addInput("ids", {DType::Int64, {3}});
+  const ir::Node& node =
+      *graph.addNode(OpKind::Embedding, {table, indices}, {{"padding_idx", int64_t{-1}}});
+  std::vector<float> weights(8, 1.0f);
+  std::vector<int64_t> ids = {0, 7, 1};
+  std::vector<float> out(6);
+  try {
+    kernels::reference::evaluate(node, {weights.data(), ids.data()}, {out.data()});
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::Execution);
+    EXPECT_NE(std::string(error.what())
+                  .find("index 7 (at position 1 of the indices) is out of "
+                        "range for weight 'emb.weight' with 4 rows"),
+              std::string::npos)
+        << error.what();
+  }
+}
+
+} // namespace
+} // namespace popsim
