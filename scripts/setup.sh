@@ -38,6 +38,6 @@ if [[ ! -x .venv/bin/python ]]; then
   /usr/bin/python3 -m venv --system-site-packages .venv
 fi
 
-echo "popsim setup: building and installing popsim into .venv"
+echo "popsim setup: building and installing popsim into .venv (the first build takes a few minutes)"
 export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
 .venv/bin/python -m pip install --no-build-isolation --no-deps --quiet .
