@@ -1,7 +1,8 @@
 """Inference throughput: popsim against eager PyTorch, in the same process.
 
-The pipelining tutorial's MNIST network, micro-batches of 8 images,
-100 device iterations per popsim call. Eager PyTorch runs the same 100
+The pipelining tutorial's MNIST network (or, with --model resnet18,
+torchvision's ResNet-18 for 10 classes on 32x32 images), micro-batches of 8
+images, 100 device iterations per popsim call. Eager PyTorch runs the same 100
 micro-batches one forward call at a time under torch.no_grad(), as a PyTorch
 user would. Both use the same weights and inputs and the same host threads
 (popsim's oneDNN kernels and PyTorch share the OpenMP thread pool).
@@ -10,7 +11,7 @@ Reports images/s for each and their ratio (median of --repeats timed runs
 after a warm-up), and popsim's compile time: the first compile in the process
 (which includes oneDNN's code generation) and the median of later ones.
 
-    .venv/bin/python benchmarks/bench_inference.py [--threads N] [--json]
+    .venv/bin/python benchmarks/bench_inference.py [--model resnet18] [--threads N] [--json]
 """
 
 import argparse
@@ -21,6 +22,7 @@ import sys
 import time
 
 import torch
+import torchvision
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tutorials"))
 from inference_demo import Network  # noqa: E402
@@ -40,9 +42,11 @@ def timed(fn, repeats):
 
 def main():
     parser = argparse.ArgumentParser(description="popsim vs eager PyTorch inference")
+    parser.add_argument("--model", choices=["mnist", "resnet18"], default="mnist")
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--device-iterations", type=int, default=100)
-    parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--repeats", type=int, default=None,
+                        help="timed runs (default 30, or 5 for resnet18)")
     parser.add_argument("--threads", type=int, default=None,
                         help="host threads for both (default: PyTorch's default)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
@@ -51,9 +55,15 @@ def main():
         torch.set_num_threads(args.threads)
 
     torch.manual_seed(0)
-    network = Network().eval()
+    if args.model == "mnist":
+        network, image_shape, name = Network(), (1, 28, 28), "MNIST network"
+    else:
+        network = torchvision.models.resnet18(num_classes=10)
+        image_shape, name = (3, 32, 32), "ResNet-18"
+    network.eval()
+    repeats = args.repeats or (30 if args.model == "mnist" else 5)
     iterations, batch = args.device_iterations, args.batch_size
-    images = torch.randn(iterations * batch, 1, 28, 28)
+    images = torch.randn(iterations * batch, *image_shape)
     micro_batches = list(images.split(batch))
 
     compile_times = []
@@ -67,13 +77,13 @@ def main():
             for micro_batch in micro_batches:
                 network(micro_batch)
 
-    eager_seconds = timed(run_eager, args.repeats)
-    popsim_seconds = timed(lambda: model(images), args.repeats)
+    eager_seconds = timed(run_eager, repeats)
+    popsim_seconds = timed(lambda: model(images), repeats)
     with torch.no_grad():
         difference = (model(images) - network(images)).abs().max().item()
 
     results = {
-        "model": "pipelining tutorial MNIST network",
+        "model": name,
         "batch_size": batch,
         "device_iterations": iterations,
         "host_threads": torch.get_num_threads(),
@@ -87,7 +97,7 @@ def main():
     if args.json:
         print(json.dumps(results, indent=2))
         return
-    print(f"MNIST network, batch {batch}, {iterations} device iterations, "
+    print(f"{name}, batch {batch}, {iterations} device iterations, "
           f"{results['host_threads']} host thread(s)")
     print(f"  eager PyTorch: {results['eager_images_per_second']:>10,.0f} images/s")
     print(f"  popsim:        {results['popsim_images_per_second']:>10,.0f} images/s "

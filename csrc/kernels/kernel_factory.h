@@ -14,6 +14,10 @@ struct KernelRequest {
   std::vector<BoundTensor> inputs;
   std::vector<BoundTensor> outputs;
   const dnnl::engine& engine;
+  // Incremented whenever weights are written to the device. Kernels that keep
+  // a transformed copy of a weight (e.g. in oneDNN's blocked layout) derive it
+  // again when this changes. Null: weights never change after compilation.
+  const uint64_t* weightsVersion = nullptr;
 };
 
 // Builds the kernel of a node: a oneDNN primitive where one fits, otherwise

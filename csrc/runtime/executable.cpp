@@ -71,7 +71,7 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& graph,
 
   const device::ChipSpec& chip = options.system.spec();
   for (const auto& node : program.nodes()) {
-    kernels::KernelRequest request{*node, {}, {}, cpuEngine()};
+    kernels::KernelRequest request{*node, {}, {}, cpuEngine(), &executable->weightsVersion_};
     for (const ir::Value* input : node->inputs()) {
       request.inputs.push_back({memory.address(input), input->type()});
     }
@@ -208,6 +208,7 @@ void Executable::writeWeight(const std::string& name, const TensorView& source) 
   if (source.bytes() != 0) {
     std::memcpy(memory_->address(&weight), source.data, source.bytes());
   }
+  ++weightsVersion_;
 }
 
 void Executable::readWeight(const std::string& name, const TensorView& destination) const {

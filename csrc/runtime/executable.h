@@ -82,6 +82,7 @@ private:
   std::vector<std::unique_ptr<kernels::Kernel>> kernels_; // null for views
   std::vector<ProgramStep> program_;
   dnnl::stream stream_;
+  uint64_t weightsVersion_ = 0; // bumped by writeWeight; kernels watch it
   uint64_t computeCyclesPerIteration_ = 0;
   uint64_t lastRunCycles_ = 0;
 };
