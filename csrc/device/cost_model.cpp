@@ -72,6 +72,16 @@ uint64_t elementPasses(ir::OpKind kind) {
   case ir::OpKind::Softmax:
   case ir::OpKind::LogSoftmax: return 3;
   case ir::OpKind::LayerNorm: return 4;
+  case ir::OpKind::BatchNormTrain:
+  case ir::OpKind::LayerNormTrain:
+  case ir::OpKind::RmspropUpdate: return 4;
+  case ir::OpKind::BatchNormGrad:
+  case ir::OpKind::LayerNormGrad:
+  case ir::OpKind::AdamUpdate: return 6;
+  case ir::OpKind::SgdUpdate:
+  case ir::OpKind::ActivationGrad:
+  case ir::OpKind::SoftmaxGrad:
+  case ir::OpKind::LogSoftmaxGrad: return 2;
   default: return 1;
   }
 }
@@ -84,17 +94,26 @@ OpCost estimateOpCost(const ir::Node& node, const ChipSpec& chip) {
     return cost; // a view: no superstep at all
   }
   cost.syncCycles = syncCycles(1, chip);
-  const uint64_t outElements = static_cast<uint64_t>(node.output()->type().numel());
-  const uint64_t outBytes = node.output()->type().bytes();
+  // The data an op produces: its first output, or for in-place updates the
+  // variable it writes.
+  const ir::TensorType& produced =
+      node.outputs().empty() ? node.input(0)->type() : node.output()->type();
+  const uint64_t outElements = static_cast<uint64_t>(produced.numel());
+  const uint64_t outBytes = produced.bytes();
   switch (node.kind()) {
   case ir::OpKind::Conv2d:
   case ir::OpKind::Linear:
   case ir::OpKind::MatMul:
+  case ir::OpKind::Conv2dGradInput:
+  case ir::OpKind::Conv2dGradWeight:
+  case ir::OpKind::LinearGradWeight:
     cost.exchangeCycles = exchangeCycles(inputBytes(node), chip);
     cost.computeCycles = macCycles(matmulMacs(node), chip);
     break;
   case ir::OpKind::MaxPool2d:
-  case ir::OpKind::AvgPool2d: {
+  case ir::OpKind::AvgPool2d:
+  case ir::OpKind::MaxPool2dGrad:
+  case ir::OpKind::AvgPool2dGrad: {
     const auto& kernel = node.attrs().getInts("kernel");
     cost.exchangeCycles = exchangeCycles(node.input(0)->type().bytes(), chip);
     cost.computeCycles =
@@ -109,13 +128,25 @@ OpCost estimateOpCost(const ir::Node& node, const ChipSpec& chip) {
   case ir::OpKind::Permute:
   case ir::OpKind::Slice:
   case ir::OpKind::Concat:
-  case ir::OpKind::Embedding: cost.exchangeCycles = exchangeCycles(outBytes, chip); break;
+  case ir::OpKind::Embedding:
+  case ir::OpKind::Broadcast:
+  case ir::OpKind::SliceGrad:
+  case ir::OpKind::EmbeddingGrad:
+  case ir::OpKind::Assign: cost.exchangeCycles = exchangeCycles(outBytes, chip); break;
   case ir::OpKind::Softmax:
   case ir::OpKind::LogSoftmax:
   case ir::OpKind::LayerNorm:
   case ir::OpKind::BatchNorm:
   case ir::OpKind::ReduceSum:
-  case ir::OpKind::ReduceMean: {
+  case ir::OpKind::ReduceMean:
+  case ir::OpKind::BatchNormTrain:
+  case ir::OpKind::LayerNormTrain:
+  case ir::OpKind::BatchNormGrad:
+  case ir::OpKind::LayerNormGrad:
+  case ir::OpKind::SoftmaxGrad:
+  case ir::OpKind::LogSoftmaxGrad:
+  case ir::OpKind::NllLoss:
+  case ir::OpKind::NllLossGrad: {
     // Partial results cross tiles once per reduction.
     const uint64_t elements = static_cast<uint64_t>(node.input(0)->type().numel());
     cost.exchangeCycles = exchangeCycles(outBytes, chip) + syncCycles(1, chip);

@@ -37,6 +37,8 @@ uint64_t codeBytes(const ir::Graph& graph, int64_t ipu, const ChipSpec& chip) {
 std::string describeValue(const ir::Value& value) {
   switch (value.role()) {
   case ir::ValueRole::Weight: return value.name() + (value.trainable() ? " (weight)" : " (buffer)");
+  case ir::ValueRole::State:
+    return value.name() + " (" + ir::stateKindName(value.stateKind()) + " state)";
   case ir::ValueRole::Input: return "input '" + value.name() + "'";
   case ir::ValueRole::Constant: return "a constant";
   case ir::ValueRole::Computed:
@@ -78,6 +80,9 @@ MemoryReport buildMemoryReport(const ir::Graph& graph, const passes::MemoryPlan&
     };
     ipuReport.categories = {
         {"weights", regionBytes(MemoryRegion::Weights), true},
+        {"gradient accumulators", regionBytes(MemoryRegion::Accumulators), true},
+        {"optimizer state", regionBytes(MemoryRegion::OptimizerState), true},
+        {"random state", regionBytes(MemoryRegion::RandomState), true},
         {"constants", regionBytes(MemoryRegion::Constants), true},
         {"input streams", regionBytes(MemoryRegion::InputStreams), true},
         {"code", codeBytes(graph, ipuReport.ipu, system.spec()), true},

@@ -15,6 +15,7 @@
 #include "common/check.h"
 #include "frontend/dtype_conversion.h"
 #include "frontend/import.h"
+#include "frontend/loss_identification.h"
 #include "frontend/lowering_registry.h"
 #include "frontend/node_context.h"
 #include "frontend/source_location.h"
@@ -49,7 +50,10 @@ public:
   GraphImporter(const jit::Module& self, const std::vector<ir::TensorType>& inputTypes,
                 const ImportOptions& options)
       : self_(self), inputTypes_(inputTypes), options_(options),
-        graph_(std::make_unique<ir::Graph>()), constants_(*graph_) {}
+        graph_(std::make_unique<ir::Graph>()), constants_(*graph_) {
+    state_.training = options.training;
+    state_.randomSeed = options.randomSeed;
+  }
 
   std::unique_ptr<ir::Graph> run(const std::shared_ptr<jit::Graph>& source) {
     std::shared_ptr<jit::Graph> graph = source->copy();
@@ -62,6 +66,9 @@ public:
     reportUnsupported();
     for (const jit::Value* output : graph->outputs()) {
       addOutputs(values_.at(output));
+    }
+    if (options_.training) {
+      identifyLoss(*graph_, state_.losses);
     }
     return std::move(graph_);
   }
@@ -129,14 +136,34 @@ private:
         recordUnsupported(node, "");
         return;
       }
-      NodeContext context(node, values_, *graph_, constants_, locationOf(node));
+      NodeContext context(node, values_, *graph_, constants_, state_, locationOf(node));
       lowering(context);
+      writeBackInPlaceUpdate(node, context);
     } catch (const UnsupportedLowering& error) {
       recordUnsupported(node, error.what());
     } catch (const Error& error) {
+      if (error.kind() == ErrorKind::Internal) {
+        throw; // a popsim bug, not a property of the model
+      }
       // A lowering produced ops whose types do not check: popsim cannot run
       // this use of the op, so report it with the others.
       recordUnsupported(node, error.what());
+    }
+  }
+
+  // An in-place op on a weight (e.g. num_batches_tracked.add_(1)) updates the
+  // weight itself: later reads see the new value, and so does the next call.
+  void writeBackInPlaceUpdate(const jit::Node& node, NodeContext& context) {
+    const std::string name = node.kind().toUnqualString();
+    if (name.size() < 2 || name.back() != '_' || name[name.size() - 2] == '_' ||
+        node.inputs().empty() || node.outputs().empty()) {
+      return;
+    }
+    const FrontendValue& target = values_.at(node.inputs()[0]);
+    const FrontendValue& result = values_.at(node.outputs()[0]);
+    if (target.kind == FrontendValue::Kind::Tensor && target.tensor->isVariable() &&
+        result.kind == FrontendValue::Kind::Tensor && result.tensor != target.tensor) {
+      context.assign(target.tensor, result.tensor);
     }
   }
 
@@ -403,6 +430,7 @@ private:
   std::unique_ptr<ir::Graph> graph_;
   ConstantTensors constants_;
   ValueMap values_;
+  ImportState state_;
   std::vector<UnsupportedOp> unsupported_;
 };
 

@@ -19,6 +19,11 @@ struct ImportOptions {
   std::string modelAttribute;
   // Names for the graph inputs (optional; used in errors and the printed IR).
   std::vector<std::string> inputNames;
+  // Import for training: batch norm uses batch statistics and updates its
+  // running statistics, dropout draws masks, and the loss is identified.
+  bool training = false;
+  // Seed of dropout masks (training).
+  int64_t randomSeed = 0;
 };
 
 // Lowers a TorchScript graph whose first input is `self` (the module holding
@@ -29,7 +34,9 @@ struct ImportOptions {
 //    arithmetic, constants) at compile time with PyTorch's own operators;
 // 4. lowers each remaining aten op through the lowering registry.
 // Throws popsim::Error(Unsupported) listing every unsupported op with the
-// user's source line, before anything runs.
+// user's source line, before anything runs. For training, the graph's loss
+// is the one output that depends on a loss function (or on
+// popsim.identity_loss); none, several or a non-scalar one is an error.
 std::unique_ptr<ir::Graph> importGraph(const std::shared_ptr<torch::jit::Graph>& graph,
                                        const torch::jit::Module& self,
                                        const std::vector<ir::TensorType>& inputTypes,

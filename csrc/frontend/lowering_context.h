@@ -51,10 +51,24 @@ public:
   // Adds an op at the node's source location and placement.
   virtual ir::Value* emit(ir::OpKind kind, const std::vector<ir::Value*>& inputs,
                           ir::Attributes attrs = {}) = 0;
+  virtual std::vector<ir::Value*> emitMulti(ir::OpKind kind, const std::vector<ir::Value*>& inputs,
+                                            ir::Attributes attrs = {}) = 0;
   // A graph constant holding `bytes` (row-major, type.bytes() long).
   virtual ir::Value* constant(const ir::TensorType& type, std::vector<uint8_t> bytes) = 0;
   virtual void setOutput(size_t index, ir::Value* value) = 0;
   virtual void setOutputList(size_t index, const std::vector<ir::Value*>& values) = 0;
+
+  // Training programs: whether the model is imported for training, marking
+  // the values of loss functions, and device state.
+  virtual bool training() const = 0;
+  enum class LossKind { Builtin, Identity }; // a torch loss function, or popsim.identity_loss
+  virtual void markLoss(ir::Value* value, LossKind kind) = 0;
+  // The i64 counter seeding dropout masks, and a distinct stream per dropout op.
+  virtual ir::Value* randomCounter() = 0;
+  virtual int64_t nextRandomStream() = 0;
+  virtual int64_t randomSeed() const = 0;
+  // variable = value, in program order (running statistics, in-place buffer updates).
+  virtual void assign(ir::Value* variable, ir::Value* value) = 0;
 
   // Stops lowering this node; `reason` says which argument or case is unsupported.
   [[noreturn]] void unsupported(const std::string& reason) const {

@@ -16,6 +16,7 @@ const LoweringRegistry& LoweringRegistry::instance() {
     lowerings::registerShapeOps(r);
     lowerings::registerReductions(r);
     lowerings::registerEmbedding(r);
+    lowerings::registerLosses(r);
     return r;
   }();
   return registry;

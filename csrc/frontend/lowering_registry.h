@@ -32,6 +32,7 @@ void registerNormalization(LoweringRegistry& registry);
 void registerShapeOps(LoweringRegistry& registry);
 void registerReductions(LoweringRegistry& registry);
 void registerEmbedding(LoweringRegistry& registry);
+void registerLosses(LoweringRegistry& registry);
 } // namespace lowerings
 
 } // namespace popsim::frontend

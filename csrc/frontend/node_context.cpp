@@ -1,6 +1,7 @@
 #include "frontend/node_context.h"
 
 #include "frontend/dtype_conversion.h"
+#include "ir/state_names.h"
 
 #include <cstring>
 
@@ -32,8 +33,9 @@ ir::Value* ConstantTensors::get(const at::Tensor& tensor) {
 }
 
 NodeContext::NodeContext(const torch::jit::Node& node, ValueMap& values, ir::Graph& graph,
-                         ConstantTensors& constants, ir::SourceLocation location)
-    : node_(node), values_(values), graph_(graph), constants_(constants),
+                         ConstantTensors& constants, ImportState& state,
+                         ir::SourceLocation location)
+    : node_(node), values_(values), graph_(graph), constants_(constants), state_(state),
       location_(std::move(location)), opName_(node.kind().toQualString()) {}
 
 std::optional<size_t> NodeContext::argumentIndex(const std::string& name) const {
@@ -184,8 +186,29 @@ ir::Value* NodeContext::emit(ir::OpKind kind, const std::vector<ir::Value*>& inp
   return graph_.apply(kind, inputs, std::move(attrs), location_);
 }
 
+std::vector<ir::Value*> NodeContext::emitMulti(ir::OpKind kind,
+                                               const std::vector<ir::Value*>& inputs,
+                                               ir::Attributes attrs) {
+  return graph_.addNode(kind, inputs, std::move(attrs), location_)->outputs();
+}
+
 ir::Value* NodeContext::constant(const ir::TensorType& type, std::vector<uint8_t> bytes) {
   return graph_.addConstant(type, std::move(bytes));
+}
+
+void NodeContext::markLoss(ir::Value* value, LossKind kind) {
+  state_.losses.emplace_back(value, kind);
+}
+
+ir::Value* NodeContext::randomCounter() {
+  if (ir::Value* counter = graph_.findState(ir::kRandomCounterName)) {
+    return counter;
+  }
+  return graph_.addState(ir::kRandomCounterName, {ir::DType::Int64, {}}, ir::StateKind::Random);
+}
+
+void NodeContext::assign(ir::Value* variable, ir::Value* value) {
+  graph_.addNode(ir::OpKind::Assign, {variable, value}, {}, location_);
 }
 
 void NodeContext::setOutput(size_t index, ir::Value* value) {

@@ -11,6 +11,15 @@ namespace popsim::frontend {
 
 using ValueMap = std::unordered_map<const torch::jit::Value*, FrontendValue>;
 
+// What an import shares between nodes besides the value map: the options and
+// the values marked as losses.
+struct ImportState {
+  bool training = false;
+  int64_t randomSeed = 0;
+  int64_t randomStreams = 0;
+  std::vector<std::pair<ir::Value*, LoweringContext::LossKind>> losses;
+};
+
 // Graph constants made from compile-time tensors, shared by all nodes so that
 // a tensor used many times becomes one constant.
 class ConstantTensors {
@@ -28,7 +37,7 @@ private:
 class NodeContext : public LoweringContext {
 public:
   NodeContext(const torch::jit::Node& node, ValueMap& values, ir::Graph& graph,
-              ConstantTensors& constants, ir::SourceLocation location);
+              ConstantTensors& constants, ImportState& state, ir::SourceLocation location);
 
   const std::string& opName() const override { return opName_; }
   size_t numInputs() const override { return node_.inputs().size(); }
@@ -50,9 +59,18 @@ public:
 
   ir::Value* emit(ir::OpKind kind, const std::vector<ir::Value*>& inputs,
                   ir::Attributes attrs) override;
+  std::vector<ir::Value*> emitMulti(ir::OpKind kind, const std::vector<ir::Value*>& inputs,
+                                    ir::Attributes attrs) override;
   ir::Value* constant(const ir::TensorType& type, std::vector<uint8_t> bytes) override;
   void setOutput(size_t index, ir::Value* value) override;
   void setOutputList(size_t index, const std::vector<ir::Value*>& values) override;
+
+  bool training() const override { return state_.training; }
+  void markLoss(ir::Value* value, LossKind kind) override;
+  ir::Value* randomCounter() override;
+  int64_t nextRandomStream() override { return state_.randomStreams++; }
+  int64_t randomSeed() const override { return state_.randomSeed; }
+  void assign(ir::Value* variable, ir::Value* value) override;
 
 private:
   const FrontendValue& input(size_t index) const;
@@ -64,6 +82,7 @@ private:
   ValueMap& values_;
   ir::Graph& graph_;
   ConstantTensors& constants_;
+  ImportState& state_;
   ir::SourceLocation location_;
   std::string opName_;
 };

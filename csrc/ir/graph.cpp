@@ -29,6 +29,14 @@ Value* Graph::addWeight(const std::string& name, TensorType type, bool trainable
   return value;
 }
 
+Value* Graph::addState(const std::string& name, TensorType type, StateKind kind) {
+  POPSIM_ASSERT(findState(name) == nullptr, "state '", name, "' added twice.");
+  Value* value = newValue(std::move(type), ValueRole::State, name);
+  value->stateKind_ = kind;
+  states_.push_back(value);
+  return value;
+}
+
 Value* Graph::addConstant(TensorType type, std::vector<uint8_t> data, const std::string& name) {
   POPSIM_ASSERT(data.size() == type.bytes(), "constant ", type.str(), " given ", data.size(),
                 " bytes.");
@@ -60,9 +68,18 @@ Node* Graph::addNode(OpKind kind, const std::vector<Value*>& inputs, Attributes 
     const std::string where = location.known() ? " (at " + location.str() + ")" : "";
     throwError(error.kind(), error.what() + where);
   }
-  nodes_.push_back(
-      std::unique_ptr<Node>(new Node(nextNodeId_++, kind, std::move(attrs), std::move(location))));
-  Node* node = nodes_.back().get();
+  auto position = nodes_.end();
+  if (insertBefore_ != nullptr) {
+    position = std::find_if(nodes_.begin(), nodes_.end(), [this](const auto& candidate) {
+      return candidate.get() == insertBefore_;
+    });
+    POPSIM_ASSERT(position != nodes_.end(), "the insertion point is not a node of this graph.");
+  }
+  Node* node =
+      nodes_
+          .insert(position, std::unique_ptr<Node>(new Node(nextNodeId_++, kind, std::move(attrs),
+                                                           std::move(location))))
+          ->get();
   node->inputs_ = inputs;
   for (Value* input : inputs) {
     input->users_.push_back(node);
@@ -92,6 +109,13 @@ void Graph::setOutput(size_t index, Value* value) {
   outputs_[index] = value;
 }
 
+void Graph::setOutputs(const std::vector<Value*>& values) {
+  for (Value* value : values) {
+    POPSIM_ASSERT(owns(value), "graph output from another graph.");
+  }
+  outputs_ = values;
+}
+
 Value* Graph::findWeight(const std::string& name) const {
   for (Value* weight : weights_) {
     if (weight->name() == name) {
@@ -99,6 +123,20 @@ Value* Graph::findWeight(const std::string& name) const {
     }
   }
   return nullptr;
+}
+
+Value* Graph::findState(const std::string& name) const {
+  for (Value* state : states_) {
+    if (state->name() == name) {
+      return state;
+    }
+  }
+  return nullptr;
+}
+
+void Graph::setLoss(Value* loss) {
+  POPSIM_ASSERT(loss == nullptr || owns(loss), "loss from another graph.");
+  loss_ = loss;
 }
 
 void Graph::replaceAllUsesWith(Value* from, Value* to) {
@@ -114,6 +152,9 @@ void Graph::replaceAllUsesWith(Value* from, Value* to) {
   }
   from->users_.clear();
   std::replace(outputs_.begin(), outputs_.end(), from, to);
+  if (loss_ == from) {
+    loss_ = to;
+  }
 }
 
 void Graph::replaceInput(Node* node, size_t index, Value* value) {
@@ -139,13 +180,14 @@ void Graph::detachNode(Node* node) {
 
 size_t Graph::removeUnusedLeaves() {
   auto unused = [this](Value* value) {
-    return value->users().empty() &&
+    return value->users().empty() && value != loss_ &&
            std::find(outputs_.begin(), outputs_.end(), value) == outputs_.end();
   };
-  const size_t before = weights_.size() + constants_.size();
+  const size_t before = weights_.size() + states_.size() + constants_.size();
   weights_.erase(std::remove_if(weights_.begin(), weights_.end(), unused), weights_.end());
+  states_.erase(std::remove_if(states_.begin(), states_.end(), unused), states_.end());
   constants_.erase(std::remove_if(constants_.begin(), constants_.end(), unused), constants_.end());
-  return before - weights_.size() - constants_.size();
+  return before - weights_.size() - states_.size() - constants_.size();
 }
 
 bool Graph::owns(const Value* value) const {
@@ -162,6 +204,9 @@ std::unique_ptr<Graph> Graph::clone() const {
   }
   for (const Value* weight : weights_) {
     map[weight] = copy->addWeight(weight->name(), weight->type(), weight->trainable());
+  }
+  for (const Value* state : states_) {
+    map[state] = copy->addState(state->name(), state->type(), state->stateKind());
   }
   for (const Value* constant : constants_) {
     Value* cloned = copy->newValue(constant->type(), ValueRole::Constant, constant->name());
@@ -189,6 +234,7 @@ std::unique_ptr<Graph> Graph::clone() const {
   for (const Value* output : outputs_) {
     copy->outputs_.push_back(map.at(output));
   }
+  copy->loss_ = loss_ != nullptr ? map.at(loss_) : nullptr;
   return copy;
 }
 

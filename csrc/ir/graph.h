@@ -21,26 +21,39 @@ public:
   Value* addInput(const std::string& name, TensorType type);
   // Weight names are unique (they are parameter paths such as "fc1.weight").
   Value* addWeight(const std::string& name, TensorType type, bool trainable);
+  // popsim's own device variables (accumulators, optimizer state, counters);
+  // names are unique among states.
+  Value* addState(const std::string& name, TensorType type, StateKind kind);
   Value* addConstant(TensorType type, std::vector<uint8_t> data, const std::string& name = "");
   Value* addScalarConstant(float value);
 
-  // Appends a node; output types come from the op schema. Type errors are
-  // reported as "<op> at <location>: <problem>".
+  // Adds a node at the insertion point (the end unless set); output types come
+  // from the op schema. Type errors read "<op> at <location>: <problem>".
   Node* addNode(OpKind kind, const std::vector<Value*>& inputs, Attributes attrs = {},
                 SourceLocation location = {});
   // addNode for single-output ops, returning the output.
   Value* apply(OpKind kind, const std::vector<Value*>& inputs, Attributes attrs = {},
                SourceLocation location = {});
 
+  // New nodes go before `node` (null: at the end) until this is set again.
+  void setInsertionPoint(const Node* node) { insertBefore_ = node; }
+
   void addOutput(Value* value);
   void setOutput(size_t index, Value* value);
+  void setOutputs(const std::vector<Value*>& values);
 
   const std::vector<Value*>& inputs() const { return inputs_; }
   const std::vector<Value*>& weights() const { return weights_; }
+  const std::vector<Value*>& states() const { return states_; }
   const std::vector<Value*>& constants() const { return constants_; }
   const std::vector<Value*>& outputs() const { return outputs_; }
   const std::vector<std::unique_ptr<Node>>& nodes() const { return nodes_; }
   Value* findWeight(const std::string& name) const;
+  Value* findState(const std::string& name) const;
+
+  // The scalar a training program minimises (null for inference).
+  Value* loss() const { return loss_; }
+  void setLoss(Value* loss);
 
   // Redirects every use of `from` (including graph outputs) to `to`.
   void replaceAllUsesWith(Value* from, Value* to);
@@ -49,7 +62,7 @@ public:
   void replaceInput(Node* node, size_t index, Value* value);
   // Removes nodes whose outputs are unused; `remove(node)` decides which.
   template <typename Predicate> size_t removeNodesIf(Predicate remove);
-  // Drops weights and constants that no node or output uses.
+  // Drops weights, state and constants that no node or output uses.
   size_t removeUnusedLeaves();
 
   // Whether `value` belongs to this graph (used by the verifier).
@@ -66,8 +79,11 @@ private:
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<Value*> inputs_;
   std::vector<Value*> weights_;
+  std::vector<Value*> states_;
   std::vector<Value*> constants_;
   std::vector<Value*> outputs_;
+  Value* loss_ = nullptr;
+  const Node* insertBefore_ = nullptr;
   int64_t nextNodeId_ = 0;
 };
 
@@ -78,9 +94,9 @@ template <typename Predicate> size_t Graph::removeNodesIf(Predicate remove) {
   // Walk backwards so that removing a node can free its producers' outputs.
   for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) {
     Node* node = it->get();
-    bool unused = true;
+    bool unused = !node->hasSideEffects();
     for (const Value* output : node->outputs()) {
-      unused = unused && output->users().empty();
+      unused = unused && output->users().empty() && output != loss_;
     }
     for (const Value* output : outputs_) {
       for (const Value* produced : node->outputs()) {
@@ -88,6 +104,9 @@ template <typename Predicate> size_t Graph::removeNodesIf(Predicate remove) {
       }
     }
     if (unused && remove(*node)) {
+      if (node == insertBefore_) {
+        insertBefore_ = nullptr;
+      }
       detachNode(node);
       ++removed;
     } else {

@@ -6,6 +6,8 @@ namespace popsim::ir {
 
 const OpSchema& Node::schema() const { return opSchema(kind_); }
 
+bool Node::hasSideEffects() const { return schema().hasSideEffects(); }
+
 std::string Node::describe() const {
   std::string text(name());
   if (location_.known()) {

@@ -33,6 +33,9 @@ public:
   const Placement& placement() const { return placement_; }
   void setPlacement(Placement placement) { placement_ = std::move(placement); }
 
+  // Whether the node writes weights or state in place (see OpSchema).
+  bool hasSideEffects() const;
+
   // "conv2d at model.py:12": how errors refer to a node.
   std::string describe() const;
 

@@ -38,7 +38,33 @@ namespace popsim::ir {
   X(Concat, "concat", Layout)                                                                      \
   X(ReduceSum, "reduce_sum", Reduction)                                                            \
   X(ReduceMean, "reduce_mean", Reduction)                                                          \
-  X(Embedding, "embedding", Embedding)
+  X(Embedding, "embedding", Embedding)                                                             \
+  X(Abs, "abs", Unary)                                                                             \
+  X(Broadcast, "broadcast", Layout)                                                                \
+  X(Conv2dGradInput, "conv2d_grad_input", Convolution)                                             \
+  X(Conv2dGradWeight, "conv2d_grad_weight", Convolution)                                           \
+  X(LinearGradWeight, "linear_grad_weight", MatMul)                                                \
+  X(ActivationGrad, "activation_grad", ElementwiseGrad)                                            \
+  X(SoftmaxGrad, "softmax_grad", Softmax)                                                          \
+  X(LogSoftmaxGrad, "log_softmax_grad", Softmax)                                                   \
+  X(MaxPool2dGrad, "max_pool2d_grad", Pooling)                                                     \
+  X(AvgPool2dGrad, "avg_pool2d_grad", Pooling)                                                     \
+  X(AdaptiveAvgPool2dGrad, "adaptive_avg_pool2d_grad", Pooling)                                    \
+  X(BatchNormTrain, "batch_norm_train", Normalization)                                             \
+  X(BatchNormGrad, "batch_norm_grad", Normalization)                                               \
+  X(LayerNormTrain, "layer_norm_train", Normalization)                                             \
+  X(LayerNormGrad, "layer_norm_grad", Normalization)                                               \
+  X(SliceGrad, "slice_grad", Layout)                                                               \
+  X(EmbeddingGrad, "embedding_grad", Embedding)                                                    \
+  X(Dropout, "dropout", Random)                                                                    \
+  X(NllLoss, "nll_loss", Loss)                                                                     \
+  X(NllLossGrad, "nll_loss_grad", Loss)                                                            \
+  X(Assign, "assign", Update)                                                                      \
+  X(Accumulate, "accumulate", Update)                                                              \
+  X(Fill, "fill", Update)                                                                          \
+  X(SgdUpdate, "sgd_update", Optimizer)                                                            \
+  X(AdamUpdate, "adam_update", Optimizer)                                                          \
+  X(RmspropUpdate, "rmsprop_update", Optimizer)
 
 enum class OpKind : uint16_t {
 #define POPSIM_OP_ENUM(kind, name, family) kind,
@@ -64,6 +90,11 @@ enum class OpFamily {
   Layout, // moves data without arithmetic
   Reduction,
   Embedding,
+  ElementwiseGrad, // gradients of activations
+  Random,          // ops drawing random numbers (dropout)
+  Loss,
+  Update,    // writes weights or state in place: assign, accumulate, fill
+  Optimizer, // fused optimizer steps
 };
 
 std::string_view opKindName(OpKind kind);

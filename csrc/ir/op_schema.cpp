@@ -23,6 +23,9 @@ std::array<OpSchema, kNumOpKinds> buildTable() {
   ops::registerLayoutOps(registry);
   ops::registerReductionOps(registry);
   ops::registerEmbeddingOps(registry);
+  ops::registerGradientOps(registry);
+  ops::registerTrainingOps(registry);
+  ops::registerUpdateOps(registry);
   for (const OpSchema& schema : table) {
     POPSIM_ASSERT(schema.inferTypes != nullptr, "op '", schema.name(), "' has no schema.");
   }

@@ -28,9 +28,13 @@ struct OpSchema {
   std::vector<std::string> inputNames; // for messages: "input", "weight", ...
   std::vector<AttrSpec> attrs;         // all required
   InferTypesFn inferTypes = nullptr;
+  // Inputs the op writes in place (weights or state). Such ops have side
+  // effects: they have no outputs and dead code elimination keeps them.
+  std::vector<size_t> mutatedInputs;
 
   std::string_view name() const { return opKindName(kind); }
   std::string inputName(size_t index) const;
+  bool hasSideEffects() const { return !mutatedInputs.empty(); }
 };
 
 const OpSchema& opSchema(OpKind kind);

@@ -5,13 +5,23 @@
 
 namespace popsim::ir {
 
-// Where an op runs on the simulated machine: the user's block annotation and
-// the IPU it was assigned to. Without annotations everything is on IPU 0.
+// When an op runs in a training step. Forward and backward ops run once per
+// micro-batch; update ops (the optimizer) once per step, after the
+// micro-batches' gradients have been accumulated.
+enum class Phase { Forward, Backward, Update };
+const char* phaseName(Phase phase);
+
+// Where and when an op runs on the simulated machine: the user's block
+// annotation, the IPU it was assigned to (IPU 0 without annotations) and its
+// phase in a training step.
 struct Placement {
   std::string block;
   int64_t ipu = 0;
+  Phase phase = Phase::Forward;
 
-  bool operator==(const Placement& other) const { return block == other.block && ipu == other.ipu; }
+  bool operator==(const Placement& other) const {
+    return block == other.block && ipu == other.ipu && phase == other.phase;
+  }
 };
 
 } // namespace popsim::ir

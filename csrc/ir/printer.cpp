@@ -85,6 +85,13 @@ public:
              << (weight->trainable() ? "" : " (buffer)") << "\n";
       }
     }
+    if (!graph_.states().empty()) {
+      out_ << "  state:\n";
+      for (const Value* state : graph_.states()) {
+        out_ << "    " << names_[state] << ": " << state->type().str() << " ("
+             << stateKindName(state->stateKind()) << ")\n";
+      }
+    }
     if (!graph_.constants().empty()) {
       out_ << "  constants:\n";
       for (const Value* constant : graph_.constants()) {
@@ -98,6 +105,9 @@ public:
         names_[output] = "%" + std::to_string(counter++);
       }
       printNode(*node);
+    }
+    if (graph_.loss() != nullptr) {
+      out_ << "  loss " << nameOf(graph_.loss()) << "\n";
     }
     out_ << "  return (";
     for (size_t i = 0; i < graph_.outputs().size(); ++i) {
@@ -117,6 +127,9 @@ private:
     for (const Value* weight : graph_.weights()) {
       names_[weight] = "@" + weight->name();
     }
+    for (const Value* state : graph_.states()) {
+      names_[state] = "&" + state->name();
+    }
     for (size_t i = 0; i < graph_.constants().size(); ++i) {
       names_[graph_.constants()[i]] = "$c" + std::to_string(i);
     }
@@ -133,7 +146,7 @@ private:
       const Value* output = node.outputs()[i];
       out_ << (i > 0 ? ", " : "") << nameOf(output) << ": " << output->type().str();
     }
-    out_ << " = " << node.name() << "(";
+    out_ << (node.outputs().empty() ? "" : " = ") << node.name() << "(";
     for (size_t i = 0; i < node.inputs().size(); ++i) {
       out_ << (i > 0 ? ", " : "") << nameOf(node.inputs()[i]);
     }
@@ -148,8 +161,16 @@ private:
       out_ << "}";
     }
     const Placement& placement = node.placement();
-    if (placement.ipu != 0 || !placement.block.empty()) {
-      out_ << " [ipu " << placement.ipu;
+    if (placement.ipu != 0 || !placement.block.empty() || placement.phase != Phase::Forward) {
+      out_ << " [";
+      const char* separator = "";
+      if (placement.phase != Phase::Forward) {
+        out_ << phaseName(placement.phase);
+        separator = ", ";
+      }
+      if (placement.ipu != 0 || !placement.block.empty()) {
+        out_ << separator << "ipu " << placement.ipu;
+      }
       if (!placement.block.empty()) {
         out_ << ", block \"" << placement.block << "\"";
       }

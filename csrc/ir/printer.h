@@ -14,8 +14,8 @@ struct PrintOptions {
 };
 
 // Stable text form of a graph. Inputs print as %name, weights as @name,
-// constants as $cN and computed values as %N numbered in schedule order, so
-// the text depends only on the graph's structure:
+// state as &name, constants as $cN and computed values as %N numbered in
+// schedule order, so the text depends only on the graph's structure:
 //
 //   graph(%x: f32[2,4]) {
 //     weights:

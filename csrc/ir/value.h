@@ -11,11 +11,20 @@ namespace popsim::ir {
 
 class Node;
 
-// What a value is. Inputs arrive from the host each iteration, weights live on
-// the device across calls, constants are baked into the program, and computed
-// values are produced by nodes.
-enum class ValueRole { Input, Weight, Constant, Computed };
+// What a value is. Inputs arrive from the host each iteration, weights (the
+// model's parameters and buffers) and state (popsim's own variables) live on
+// the device across calls, constants are baked into the program, and
+// computed values are produced by nodes.
+enum class ValueRole { Input, Weight, State, Constant, Computed };
 const char* valueRoleName(ValueRole role);
+
+// What a state variable holds, which decides its memory category.
+enum class StateKind {
+  Accumulator, // a weight's gradient summed over the micro-batches of a step
+  Optimizer,   // optimizer state, hyper-parameters and step counts
+  Random,      // the counter that seeds dropout masks
+};
+const char* stateKindName(StateKind kind);
 
 // An SSA value: one tensor with a static type. Created and owned by a Graph,
 // which also keeps the producer and user links up to date.
@@ -33,6 +42,10 @@ public:
   // Whether a weight is a trainable parameter (false for buffers such as
   // batch-norm running statistics).
   bool trainable() const { return trainable_; }
+  // Weights and state keep their bytes across calls and can be written by
+  // side-effecting ops.
+  bool isVariable() const { return role_ == ValueRole::Weight || role_ == ValueRole::State; }
+  StateKind stateKind() const { return stateKind_; }
   // The bytes of a constant, row-major, type().bytes() long.
   const std::vector<uint8_t>& constantData() const { return *constantData_; }
 
@@ -48,6 +61,7 @@ private:
   Node* producer_ = nullptr;
   std::vector<Node*> users_;
   bool trainable_ = false;
+  StateKind stateKind_ = StateKind::Optimizer;
   std::shared_ptr<const std::vector<uint8_t>> constantData_;
 };
 

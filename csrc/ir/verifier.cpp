@@ -24,6 +24,14 @@ public:
         problems_.push_back(strCat("graph output ", i, " is not defined by the graph."));
       }
     }
+    if (const Value* loss = graph_.loss()) {
+      if (!graph_.owns(loss) || defined_.count(loss) == 0) {
+        problems_.push_back("the loss is not defined by the graph.");
+      } else if (loss->type().rank() != 0 || loss->type().dtype != DType::Float32) {
+        problems_.push_back(
+            strCat("the loss must be an f32 scalar, got ", loss->type().str(), "."));
+      }
+    }
     return problems_;
   }
 
@@ -39,6 +47,13 @@ private:
     for (const Value* input : graph_.inputs()) {
       defined_.insert(input);
     }
+    std::unordered_set<std::string> stateNames;
+    for (const Value* state : graph_.states()) {
+      if (!stateNames.insert(state->name()).second) {
+        problems_.push_back(strCat("state '", state->name(), "' is declared twice."));
+      }
+      defined_.insert(state);
+    }
     for (const Value* constant : graph_.constants()) {
       if (constant->constantData().size() != constant->type().bytes()) {
         problems_.push_back(strCat("constant ", constant->type().str(), " holds ",
@@ -52,6 +67,7 @@ private:
   void checkNode(const Node& node) {
     const std::string where = strCat("node #", node.id(), " ", node.describe(), ": ");
     checkOperandsAndTypes(node, where);
+    checkMutatedInputs(node, where);
     // Outputs are defined even when the types could not be checked, so that a
     // bad operand is reported once rather than again at every later use.
     for (size_t i = 0; i < node.outputs().size(); ++i) {
@@ -68,6 +84,16 @@ private:
           problems_.push_back(strCat(where, "output ", i, " lists node #", user->id(),
                                      " as a user but is not its input."));
         }
+      }
+    }
+  }
+
+  void checkMutatedInputs(const Node& node, const std::string& where) {
+    for (size_t index : node.schema().mutatedInputs) {
+      if (index < node.inputs().size() && !node.input(index)->isVariable()) {
+        problems_.push_back(strCat(where, "writes input ", index, ", which is a ",
+                                   valueRoleName(node.input(index)->role()),
+                                   " value; only weights and state can be written."));
       }
     }
   }

@@ -16,7 +16,8 @@ struct Operand {
   std::optional<dnnl::reorder> reorder;
 
   Operand(const memory::desc& plain, const memory::desc& wanted, void* data,
-          const dnnl::engine& engine, bool toDevice, std::vector<std::unique_ptr<ScratchBuffer>>& owned)
+          const dnnl::engine& engine, bool toDevice,
+          std::vector<std::unique_ptr<ScratchBuffer>>& owned)
       : device(plain, engine, data), preferred(device) {
     if (wanted != plain) {
       owned.push_back(std::make_unique<ScratchBuffer>(wanted.get_size()));
@@ -120,6 +121,9 @@ private:
 } // namespace
 
 std::unique_ptr<Kernel> createConvolutionKernel(const KernelRequest& request) {
+  if (request.node.kind() != ir::OpKind::Conv2d) {
+    return nullptr; // gradients: reference kernels
+  }
   return std::make_unique<ConvolutionKernel>(request);
 }
 

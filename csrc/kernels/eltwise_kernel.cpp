@@ -26,7 +26,11 @@ std::unique_ptr<Kernel> createEltwiseKernel(const KernelRequest& request) {
     // kernel (double precision) runs log.
     return nullptr;
   case ir::OpKind::Sqrt: kind = algorithm::eltwise_sqrt; break;
+  case ir::OpKind::Abs: kind = algorithm::eltwise_abs; break;
   case ir::OpKind::Affine:
+    if (request.outputs[0].type.dtype != ir::DType::Float32) {
+      return nullptr; // integer counters: reference kernel
+    }
     kind = algorithm::eltwise_linear;
     alpha = static_cast<float>(node.attrs().getFloat("scale"));
     beta = static_cast<float>(node.attrs().getFloat("shift"));

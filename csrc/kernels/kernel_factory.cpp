@@ -20,7 +20,7 @@ public:
 
 private:
   const ir::Node& node_;
-  std::vector<const void*> inputs_;
+  std::vector<void*> inputs_;
   std::vector<void*> outputs_;
 };
 
@@ -35,7 +35,12 @@ std::unique_ptr<Kernel> createDnnlKernel(const KernelRequest& request) {
   case ir::OpFamily::Normalization: return createNormalizationKernel(request);
   case ir::OpFamily::Layout: return createLayoutKernel(request);
   case ir::OpFamily::Reduction: return createReductionKernel(request);
-  case ir::OpFamily::Embedding: return nullptr; // a gather: the reference kernel
+  case ir::OpFamily::Embedding:       // gathers and scatter-adds
+  case ir::OpFamily::ElementwiseGrad: // (oneDNN backward kernels come later)
+  case ir::OpFamily::Random:
+  case ir::OpFamily::Loss:
+  case ir::OpFamily::Update:
+  case ir::OpFamily::Optimizer: return nullptr; // plain C++ kernels
   }
   return nullptr;
 }

@@ -48,10 +48,11 @@ std::unique_ptr<Kernel> createBatchedMatMul(const KernelRequest& request) {
 } // namespace
 
 std::unique_ptr<Kernel> createMatMulKernel(const KernelRequest& request) {
-  if (request.node.kind() == ir::OpKind::Linear) {
-    return createLinear(request);
+  switch (request.node.kind()) {
+  case ir::OpKind::Linear: return createLinear(request);
+  case ir::OpKind::MatMul: return createBatchedMatMul(request);
+  default: return nullptr; // gradients: reference kernels
   }
-  return createBatchedMatMul(request);
 }
 
 } // namespace popsim::kernels

@@ -64,10 +64,11 @@ std::unique_ptr<Kernel> createLayerNorm(const KernelRequest& request) {
 } // namespace
 
 std::unique_ptr<Kernel> createNormalizationKernel(const KernelRequest& request) {
-  if (request.node.kind() == ir::OpKind::BatchNorm) {
-    return createBatchNorm(request);
+  switch (request.node.kind()) {
+  case ir::OpKind::BatchNorm: return createBatchNorm(request);
+  case ir::OpKind::LayerNorm: return createLayerNorm(request);
+  default: return nullptr; // training forms and gradients: reference kernels
   }
-  return createLayerNorm(request);
 }
 
 } // namespace popsim::kernels

@@ -8,16 +8,14 @@ namespace popsim::kernels {
 // shows in log-probabilities close to 0, while the reference takes one exact
 // log per row as PyTorch does.
 std::unique_ptr<Kernel> createSoftmaxKernel(const KernelRequest& request) {
-  const bool log = request.node.kind() == ir::OpKind::LogSoftmax;
-  if (log) {
-    return nullptr;
+  if (request.node.kind() != ir::OpKind::Softmax) {
+    return nullptr; // log_softmax and gradients: reference kernels
   }
   const memory::desc md = plainDesc(request.outputs[0].type.shape);
   const int axis = static_cast<int>(request.node.attrs().getInt("dim"));
   const dnnl::softmax_v2_forward::primitive_desc pd(
-      dnnl::softmax_v2_forward::desc(
-          dnnl::prop_kind::forward_inference,
-          log ? dnnl::algorithm::softmax_log : dnnl::algorithm::softmax_accurate, md, md, axis),
+      dnnl::softmax_v2_forward::desc(dnnl::prop_kind::forward_inference,
+                                     dnnl::algorithm::softmax_accurate, md, md, axis),
       request.engine);
   std::unordered_map<int, memory> args = {
       {DNNL_ARG_SRC, memory(md, request.engine, request.inputs[0].data)},

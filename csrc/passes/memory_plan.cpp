@@ -38,6 +38,13 @@ int64_t ipuOfRoot(const ir::Value* root) {
 MemoryRegion regionOf(const ir::Value* root) {
   switch (root->role()) {
   case ir::ValueRole::Weight: return MemoryRegion::Weights;
+  case ir::ValueRole::State:
+    switch (root->stateKind()) {
+    case ir::StateKind::Accumulator: return MemoryRegion::Accumulators;
+    case ir::StateKind::Optimizer: return MemoryRegion::OptimizerState;
+    case ir::StateKind::Random: return MemoryRegion::RandomState;
+    }
+    return MemoryRegion::OptimizerState;
   case ir::ValueRole::Constant: return MemoryRegion::Constants;
   case ir::ValueRole::Input: return MemoryRegion::InputStreams;
   case ir::ValueRole::Computed: return MemoryRegion::Activations;
@@ -80,6 +87,9 @@ size_t placeActivations(std::vector<TensorSlot*>& buffers, size_t alignment) {
 const char* memoryRegionName(MemoryRegion region) {
   switch (region) {
   case MemoryRegion::Weights: return "weights";
+  case MemoryRegion::Accumulators: return "gradient accumulators";
+  case MemoryRegion::OptimizerState: return "optimizer state";
+  case MemoryRegion::RandomState: return "random state";
   case MemoryRegion::Constants: return "constants";
   case MemoryRegion::InputStreams: return "input streams";
   case MemoryRegion::Activations: return "activations";
@@ -118,6 +128,8 @@ MemoryPlan planMemory(const ir::Graph& graph, const MemoryPlanOptions& options) 
   for (const ir::Value* leaf : graph.inputs())
     plan.roots_.push_back(leaf);
   for (const ir::Value* leaf : graph.weights())
+    plan.roots_.push_back(leaf);
+  for (const ir::Value* leaf : graph.states())
     plan.roots_.push_back(leaf);
   for (const ir::Value* leaf : graph.constants())
     plan.roots_.push_back(leaf);

@@ -10,10 +10,19 @@
 
 namespace popsim::passes {
 
-// Regions of one simulated IPU's memory. Weights, constants and the input
+// Regions of one simulated IPU's memory. Weights, state (gradient
+// accumulators, optimizer state, the random counter), constants and the input
 // stream buffers are always live; activations share an arena by lifetime.
-enum class MemoryRegion { Weights, Constants, InputStreams, Activations };
-constexpr size_t kNumMemoryRegions = 4;
+enum class MemoryRegion {
+  Weights,
+  Accumulators,
+  OptimizerState,
+  RandomState,
+  Constants,
+  InputStreams,
+  Activations,
+};
+constexpr size_t kNumMemoryRegions = 7;
 const char* memoryRegionName(MemoryRegion region);
 
 // Program steps: node i of the schedule runs at step i. Inputs arrive before

@@ -1,5 +1,6 @@
 #include "common/check.h"
 #include "ir/printer.h"
+#include "ir/state_names.h"
 #include "python/bindings.h"
 #include "python/tensor_conversion.h"
 #include "runtime/executable.h"
@@ -27,6 +28,31 @@ template <typename T> T option(const py::dict& options, const char* key, T fallb
   }
 }
 
+passes::OptimizerKind parseOptimizer(const std::string& name) {
+  if (name == "sgd") return passes::OptimizerKind::Sgd;
+  if (name == "adam") return passes::OptimizerKind::Adam;
+  if (name == "adamw") return passes::OptimizerKind::AdamW;
+  if (name == "rmsprop") return passes::OptimizerKind::Rmsprop;
+  throwError(ErrorKind::InvalidOption, "unknown optimizer '" + name + "'.");
+}
+
+passes::TrainingConfig parseTraining(const py::dict& training) {
+  passes::TrainingConfig config;
+  config.optimizer = parseOptimizer(option<std::string>(training, "optimizer", "sgd"));
+  for (const py::handle& item : training["groups"].cast<py::list>()) {
+    const py::dict group = item.cast<py::dict>();
+    passes::ParameterGroup parsed;
+    parsed.parameters = group["parameters"].cast<std::vector<std::string>>();
+    parsed.hasMomentum = option<bool>(group, "has_momentum", false);
+    parsed.nesterov = option<bool>(group, "nesterov", false);
+    parsed.amsgrad = option<bool>(group, "amsgrad", false);
+    parsed.centered = option<bool>(group, "centered", false);
+    parsed.maximize = option<bool>(group, "maximize", false);
+    config.groups.push_back(std::move(parsed));
+  }
+  return config;
+}
+
 runtime::CompileOptions parseOptions(const py::dict& options) {
   runtime::CompileOptions parsed;
   const std::string chip = option<std::string>(options, "chip", "Mk2");
@@ -47,6 +73,20 @@ runtime::CompileOptions parseOptions(const py::dict& options) {
   else
     throwError(ErrorKind::InvalidOption, "unknown output mode '" + mode + "'.");
   parsed.output.period = option<int64_t>(options, "output_return_period", 1);
+  parsed.gradientAccumulation = option<int64_t>(options, "gradient_accumulation", 1);
+  const std::string program = option<std::string>(options, "program", "inference");
+  if (program == "inference")
+    parsed.program = runtime::ProgramKind::Inference;
+  else if (program == "training")
+    parsed.program = runtime::ProgramKind::Training;
+  else if (program == "gradients")
+    parsed.program = runtime::ProgramKind::Gradients;
+  else
+    throwError(ErrorKind::InvalidOption, "unknown program kind '" + program + "'.");
+  if (options.contains("training")) {
+    parsed.training = parseTraining(options["training"].cast<py::dict>());
+  }
+  parsed.training.gradientAccumulation = parsed.gradientAccumulation;
   return parsed;
 }
 
@@ -117,29 +157,31 @@ void bindRuntime(py::module_& module) {
   py::class_<Executable, std::shared_ptr<Executable>>(module, "Executable",
                                                       "A model compiled for simulated IPUs.")
       .def("run", &run, py::arg("inputs"), "Runs one call: deviceIterations iterations.")
-      .def("write_weights",
-           [](Executable& executable, const std::map<std::string, at::Tensor>& weights) {
-             for (const ir::Value* weight : executable.weights()) {
-               auto it = weights.find(weight->name());
-               POPSIM_CHECK(it != weights.end(), ErrorKind::InvalidInput,
-                            "the model has no "
-                            "parameter or buffer named '",
-                            weight->name(), "' to copy to the device.");
-               const at::Tensor tensor = it->second.detach().contiguous();
-               executable.writeWeight(weight->name(),
-                                      viewOf(tensor, "weight '" + weight->name() + "'"));
-             }
-           })
-      .def("read_weights",
-           [](const Executable& executable) {
-             std::map<std::string, at::Tensor> weights;
-             for (const ir::Value* weight : executable.weights()) {
-               at::Tensor tensor = emptyTensor(weight->type());
-               executable.readWeight(weight->name(), viewOf(tensor, "weight"));
-               weights.emplace(weight->name(), tensor);
-             }
-             return weights;
-           })
+      .def(
+          "write_variables",
+          [](Executable& executable, const std::map<std::string, at::Tensor>& values) {
+            for (const auto& [name, value] : values) {
+              const at::Tensor tensor = value.detach().contiguous();
+              executable.writeVariable(name, viewOf(tensor, "'" + name + "'"));
+            }
+          },
+          "Copies host tensors into device weights or state, by name.")
+      .def(
+          "read_variables",
+          [](const Executable& executable, const std::vector<std::string>& names) {
+            std::map<std::string, at::Tensor> values;
+            for (const std::string& name : names) {
+              const ir::Value* variable = executable.graph().findWeight(name);
+              if (variable == nullptr) variable = executable.graph().findState(name);
+              POPSIM_CHECK(variable != nullptr, ErrorKind::InvalidInput,
+                           "the compiled model has no weight or state '", name, "'.");
+              at::Tensor tensor = emptyTensor(variable->type());
+              executable.readVariable(name, viewOf(tensor, "'" + name + "'"));
+              values.emplace(name, tensor);
+            }
+            return values;
+          },
+          "Copies device weights or state to new host tensors, by name.")
       .def("weight_names",
            [](const Executable& executable) {
              std::vector<std::string> names;
@@ -147,6 +189,32 @@ void bindRuntime(py::module_& module) {
                names.push_back(weight->name());
              return names;
            })
+      .def("state_names",
+           [](const Executable& executable) {
+             std::vector<std::string> names;
+             for (const ir::Value* state : executable.states())
+               names.push_back(state->name());
+             return names;
+           })
+      .def(
+          "write_hyperparameters",
+          [](Executable& executable, size_t group, const std::map<std::string, float>& values) {
+            const std::string name = ir::groupStateName(group, "hyper");
+            if (executable.graph().findState(name) == nullptr) {
+              return; // no parameter of this group reaches the loss
+            }
+            std::vector<float> packed;
+            for (const std::string& key :
+                 passes::hyperParameterNames(executable.options().training.optimizer)) {
+              auto it = values.find(key);
+              POPSIM_CHECK(it != values.end(), ErrorKind::InvalidOption, "hyper-parameter '", key,
+                           "' is missing for group ", group, ".");
+              packed.push_back(it->second);
+            }
+            executable.writeVariable(
+                name, {packed.data(), ir::DType::Float32, {static_cast<int64_t>(packed.size())}});
+          },
+          "Writes the numeric hyper-parameters of an optimizer parameter group.")
       .def("memory_report",
            [](const Executable& executable) { return memoryReportDict(executable.memoryReport()); })
       .def("program",

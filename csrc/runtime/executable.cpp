@@ -3,6 +3,7 @@
 #include "common/check.h"
 #include "common/logging.h"
 #include "device/cost_model.h"
+#include "ir/printer.h"
 #include "kernels/kernel_factory.h"
 #include "passes/pass_manager.h"
 #include "passes/passes.h"
@@ -36,11 +37,22 @@ Executable::~Executable() = default;
 std::unique_ptr<Executable> Executable::compile(const ir::Graph& graph,
                                                 const CompileOptions& options) {
   options.system.validate();
-  options.output.validate(options.deviceIterations);
+  options.output.validate(options.deviceIterations * options.gradientAccumulation);
   std::unique_ptr<Executable> executable(new Executable());
   executable->options_ = options;
+  POPSIM_CHECK(options.gradientAccumulation >= 1, ErrorKind::InvalidOption,
+               "gradientAccumulation must be at least 1, got ", options.gradientAccumulation, ".");
   executable->graph_ = graph.clone();
   ir::Graph& program = *executable->graph_;
+  if (options.program != ProgramKind::Inference) {
+    POPSIM_CHECK(program.loss() != nullptr, ErrorKind::Compilation,
+                 "the model has no loss to train or differentiate.");
+    if (options.program == ProgramKind::Training) {
+      passes::buildTrainingProgram(program, options.training);
+    } else {
+      passes::makeGradientProgram(program);
+    }
+  }
 
   passes::PassManager()
       .add(passes::createSimplifyLayoutPass())
@@ -51,9 +63,11 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& graph,
                  "' is a scalar. popsim splits every input along dimension 0 into device "
                  "iterations, so inputs need a batch dimension.");
   }
-  POPSIM_CHECK(!program.outputs().empty(), ErrorKind::Compilation,
+  POPSIM_CHECK(!program.outputs().empty() || options.program == ProgramKind::Training,
+               ErrorKind::Compilation,
                "the model returns no tensors, so there is nothing to compute.");
 
+  POPSIM_LOG(Debug) << "program after passes:\n" << ir::printGraph(program);
   passes::MemoryPlanOptions planOptions;
   planOptions.numIpus = options.system.numIpus;
   executable->plan_ = passes::planMemory(program, planOptions);
@@ -83,9 +97,17 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& graph,
     executable->program_.push_back({std::string(node->name()), node->location().str(),
                                     kernel ? kernel->implementation() : "view",
                                     node->placement().ipu, cycles});
-    executable->computeCyclesPerIteration_ += cycles;
+    const bool update = node->placement().phase == ir::Phase::Update;
+    (update ? executable->updateCycles_ : executable->microBatchCycles_) += cycles;
+    if (kernel) {
+      (update ? executable->updateSegment_ : executable->microBatchSegment_)
+          .push_back(kernel.get());
+    }
     executable->kernels_.push_back(std::move(kernel));
   }
+  executable->computeCyclesPerIteration_ =
+      executable->microBatchCycles_ * static_cast<uint64_t>(options.gradientAccumulation) +
+      executable->updateCycles_;
   executable->stream_ = dnnl::stream(cpuEngine());
   POPSIM_LOG(Info) << "compiled " << program.nodes().size() << " ops for "
                    << options.deviceIterations << " device iteration(s)";
@@ -96,7 +118,7 @@ std::vector<ir::TensorType> Executable::inputHostTypes() const {
   std::vector<ir::TensorType> types;
   for (const ir::Value* input : graph_->inputs()) {
     ir::TensorType type = input->type();
-    type.shape[0] *= options_.deviceIterations;
+    type.shape[0] *= options_.deviceIterations * options_.gradientAccumulation;
     types.push_back(type);
   }
   return types;
@@ -105,8 +127,10 @@ std::vector<ir::TensorType> Executable::inputHostTypes() const {
 std::vector<ir::TensorType> Executable::outputHostTypes() const {
   std::vector<ir::TensorType> types;
   for (const ir::Value* output : graph_->outputs()) {
-    types.push_back({output->type().dtype,
-                     options_.output.hostShape(output->type().shape, options_.deviceIterations)});
+    types.push_back(
+        {output->type().dtype,
+         options_.output.hostShape(output->type().shape,
+                                   options_.deviceIterations * options_.gradientAccumulation)});
   }
   return types;
 }
@@ -153,71 +177,88 @@ void Executable::run(const std::vector<TensorView>& inputs,
                   outputs[i].type().str(), ", expected ", outputTypes[i].str(), ".");
   }
 
-  const int64_t iterations = options_.deviceIterations;
+  const int64_t microBatches = options_.deviceIterations * options_.gradientAccumulation;
   const device::ChipSpec& chip = options_.system.spec();
   uint64_t cycles = 0;
-  for (int64_t iteration = 0; iteration < iterations; ++iteration) {
-    // Host -> device: this iteration's micro-batch of every input.
+  for (int64_t microBatch = 0; microBatch < microBatches; ++microBatch) {
+    // Host -> device: this micro-batch of every input.
     for (size_t i = 0; i < inputs.size(); ++i) {
       const size_t bytes = graphInputs[i]->type().bytes();
       if (bytes != 0) {
         std::memcpy(memory_->address(graphInputs[i]),
                     static_cast<const uint8_t*>(inputs[i].data) +
-                        static_cast<size_t>(iteration) * bytes,
+                        static_cast<size_t>(microBatch) * bytes,
                     bytes);
       }
       cycles += device::hostTransferCycles(bytes, chip);
     }
-    for (auto& kernel : kernels_) {
-      if (kernel) {
-        kernel->run(stream_);
+    runSegment(microBatchSegment_);
+    cycles += microBatchCycles_;
+    // Device -> host: the outputs this micro-batch returns under the output mode.
+    const int64_t slot = options_.output.slotOf(microBatch, microBatches);
+    if (slot >= 0) {
+      const bool accumulateInto = options_.output.mode == OutputMode::Sum && microBatch > 0;
+      for (size_t i = 0; i < graphOutputs.size(); ++i) {
+        copyOutput(i, outputs[i], slot, accumulateInto);
+        if (!accumulateInto) {
+          cycles += device::hostTransferCycles(graphOutputs[i]->type().bytes(), chip);
+        }
       }
     }
-    cycles += computeCyclesPerIteration_;
-    // Device -> host: the outputs this iteration returns under the output mode.
-    const int64_t slot = options_.output.slotOf(iteration, iterations);
-    if (slot < 0) {
-      continue;
-    }
-    const bool accumulateInto = options_.output.mode == OutputMode::Sum && iteration > 0;
-    for (size_t i = 0; i < graphOutputs.size(); ++i) {
-      copyOutput(i, outputs[i], slot, accumulateInto);
-      if (!accumulateInto) {
-        cycles += device::hostTransferCycles(graphOutputs[i]->type().bytes(), chip);
-      }
+    // After the last micro-batch of a step, the optimizer step.
+    if ((microBatch + 1) % options_.gradientAccumulation == 0 && !updateSegment_.empty()) {
+      runSegment(updateSegment_);
+      ++weightsVersion_;
+      cycles += updateCycles_;
     }
   }
   stream_.wait();
   lastRunCycles_ = cycles;
 }
 
-const ir::Value& Executable::weightNamed(const std::string& name) const {
-  const ir::Value* weight = graph_->findWeight(name);
-  POPSIM_CHECK(weight != nullptr, ErrorKind::InvalidInput, "the compiled model has no weight '",
-               name, "'.");
-  return *weight;
+void Executable::runSegment(const std::vector<kernels::Kernel*>& segment) {
+  for (kernels::Kernel* kernel : segment) {
+    kernel->run(stream_);
+  }
 }
 
-void Executable::writeWeight(const std::string& name, const TensorView& source) {
-  const ir::Value& weight = weightNamed(name);
-  POPSIM_CHECK(source.type() == weight.type(), ErrorKind::InvalidInput, "weight '", name,
-               "' was compiled as ", weight.type().str(), " but the host tensor is ",
-               source.type().str(),
-               ". Weights cannot change shape or dtype after compilation: "
-               "call destroy() and wrap the model again.");
+const ir::Value& Executable::variableNamed(const std::string& name) const {
+  const ir::Value* variable = graph_->findWeight(name);
+  if (variable == nullptr) {
+    variable = graph_->findState(name);
+  }
+  POPSIM_CHECK(variable != nullptr, ErrorKind::InvalidInput,
+               "the compiled model has no weight or state '", name, "'.");
+  return *variable;
+}
+
+namespace {
+std::string describeVariable(const ir::Value& variable) {
+  return (variable.role() == ir::ValueRole::Weight ? "weight '" : "state '") + variable.name() +
+         "'";
+}
+} // namespace
+
+void Executable::writeVariable(const std::string& name, const TensorView& source) {
+  const ir::Value& variable = variableNamed(name);
+  POPSIM_CHECK(source.type() == variable.type(), ErrorKind::InvalidInput,
+               describeVariable(variable), " was compiled as ", variable.type().str(),
+               " but the host tensor is ", source.type().str(),
+               ". Weights cannot change shape or dtype after compilation: call destroy() and "
+               "wrap the model again.");
   if (source.bytes() != 0) {
-    std::memcpy(memory_->address(&weight), source.data, source.bytes());
+    std::memcpy(memory_->address(&variable), source.data, source.bytes());
   }
   ++weightsVersion_;
 }
 
-void Executable::readWeight(const std::string& name, const TensorView& destination) const {
-  const ir::Value& weight = weightNamed(name);
-  POPSIM_CHECK(destination.type() == weight.type(), ErrorKind::InvalidInput, "weight '", name,
-               "' is ", weight.type().str(), " but the host tensor is ", destination.type().str(),
-               ".");
+void Executable::readVariable(const std::string& name, const TensorView& destination) const {
+  const ir::Value& variable = variableNamed(name);
+  POPSIM_CHECK(destination.type() == variable.type(), ErrorKind::InvalidInput,
+               describeVariable(variable), " is ", variable.type().str(),
+               " but the host tensor is ", destination.type().str(), ".");
   if (destination.bytes() != 0) {
-    std::memcpy(destination.data, memory_->address(&weight), destination.bytes());
+    std::memcpy(destination.data, memory_->address(&variable), destination.bytes());
   }
 }
 

@@ -5,6 +5,9 @@
     model = popsim.inferenceModel(my_module, opts)
     out = model(batch)       # compiled on the first call, then run in C++
 
+    trainer = popsim.trainingModel(module_with_loss, opts, popsim.optim.AdamW(params))
+    output, loss = trainer(batch, labels)   # forward, backward and update on the device
+
 PopTorch code runs with ``import popsim as poptorch`` for the parts popsim
 implements (see README.md).
 """
@@ -18,7 +21,7 @@ except ImportError as error:  # pragma: no cover - depends on the installation
         "from /usr/bin/python3 with --system-site-packages (see README.md)."
     ) from error
 
-from popsim.enums import OutputMode
+from popsim.enums import OutputMode, ReductionType
 from popsim.errors import (
     CompilationError,
     Error,
@@ -30,7 +33,9 @@ from popsim.errors import (
     UnsupportedOperationError,
 )
 from popsim.options import Options
-from popsim._executor import Executor, inferenceModel
+from popsim import optim
+from popsim._executor import Executor, inferenceModel, trainingModel
+from popsim._losses import identity_loss
 
 PoplarExecutor = Executor
 
@@ -48,6 +53,10 @@ __all__ = [
     "OutOfMemoryError",
     "OutputMode",
     "PoplarExecutor",
+    "ReductionType",
     "UnsupportedOperationError",
+    "identity_loss",
     "inferenceModel",
+    "optim",
+    "trainingModel",
 ]

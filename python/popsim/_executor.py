@@ -1,9 +1,17 @@
 """The wrapper that runs a PyTorch model on simulated IPUs.
 
-``popsim.inferenceModel(model, options)`` returns an :class:`Executor`. The
-first call (or ``compile()``) traces the model on one micro-batch, lowers it
-to popsim's IR in C++, plans memory on the simulated IPUs and builds oneDNN
-kernels; every call then runs ``deviceIterations`` iterations in C++.
+``popsim.inferenceModel(model, options)`` and ``popsim.trainingModel(model,
+options, optimizer)`` return an :class:`Executor`. The first call (or
+``compile()``) traces the model on one micro-batch, lowers it to popsim's IR
+in C++ (for training: with its backward pass and optimizer step), plans
+memory on the simulated IPUs and builds the kernels; every call then runs
+``deviceIterations`` iterations in C++.
+
+Weights: an inference model copies the host model's weights to the device
+when it compiles (and on copyWeightsToDevice()); it also picks up weights a
+training model of the same host model has trained. While a training model
+runs, its device weights are the source of truth; the host model is updated
+lazily, when it is used (see _host_sync.py).
 """
 
 import copy
@@ -11,16 +19,24 @@ import itertools
 import json
 import os
 import time
+import weakref
 
 import torch
 
-from popsim import _C, _structure, _tracing, _weights
+from popsim import _C, _host_sync, _structure, _tracing, _training, _weights
 from popsim.enums import OutputMode
 from popsim.errors import InputError, OptionError
 from popsim.options import Options
 
 _log_counter = itertools.count()
 _SUPPORTED_DTYPES = (torch.float32, torch.int32, torch.int64, torch.bool)
+_TRAINING_WRAPPER = "_popsim_training_wrapper"
+
+
+def _training_wrapper_of(model):
+    """The live training Executor of a host model, if any."""
+    reference = model.__dict__.get(_TRAINING_WRAPPER)
+    return reference() if reference is not None else None
 
 
 class Executor:
@@ -29,7 +45,7 @@ class Executor:
     PopTorch calls this class ``PoplarExecutor``; popsim provides that name too.
     """
 
-    def __init__(self, model, options=None, training=False):
+    def __init__(self, model, options=None, training=False, optimizer=None):
         if isinstance(model, Executor):
             model = model.model
         if not isinstance(model, torch.nn.Module):
@@ -47,6 +63,18 @@ class Executor:
         self._model = copy.copy(model)
         self._training = training
         self._check_options()
+        if training:
+            if _training_wrapper_of(model) is not None:
+                raise InputError(
+                    "This model is already wrapped by popsim.trainingModel. Call destroy() on that "
+                    "wrapper before wrapping the model for training again.")
+            if optimizer is None:
+                from popsim.optim import SGD
+
+                optimizer = SGD(model.parameters(), lr=0.01)
+            _training.optimizer_kind(optimizer)  # fails early for unsupported optimizers
+            model.__dict__[_TRAINING_WRAPPER] = weakref.ref(self)
+        self._optimizer = optimizer
         self._reset()
 
     def _reset(self):
@@ -55,6 +83,13 @@ class Executor:
         self._signature = None
         self._output_structure = None
         self._compilation_seconds = None
+        self._binding = None
+        self._attached = False
+        self._detached_state = None
+        self._host_dirty = False
+        self._syncing = False
+        self._device_version = 0  # training: steps run, for inference models to catch up
+        self._seen_training_version = None  # inference: the training version last uploaded
 
     def _check_options(self):
         opts = self._options
@@ -63,14 +98,17 @@ class Executor:
                 "Inference models do not accumulate gradients: set "
                 f"opts.Training.gradientAccumulation(1) (it is "
                 f"{opts.Training.gradient_accumulation}). To run several micro-batches per "
-                "call, use opts.deviceIterations(n)."
-            )
+                "call, use opts.deviceIterations(n).")
+        accumulation = opts.Training.gradient_accumulation
+        micro_batches = opts.device_iterations * accumulation
         if (opts.output_mode == OutputMode.EveryN
-                and opts.device_iterations % opts.output_return_period != 0):
-            raise OptionError(
-                f"OutputMode.EveryN with output_return_period {opts.output_return_period} needs "
-                f"deviceIterations to be a multiple of it, got {opts.device_iterations}."
-            )
+                and micro_batches % opts.output_return_period != 0):
+            count = (f"deviceIterations to be a multiple of it, got {micro_batches}"
+                     if accumulation == 1 else
+                     f"the micro-batches per call (deviceIterations x gradientAccumulation = "
+                     f"{micro_batches}) to be a multiple of it")
+            raise OptionError(f"OutputMode.EveryN with output_return_period "
+                              f"{opts.output_return_period} needs {count}.")
 
     @property
     def model(self):
@@ -91,8 +129,15 @@ class Executor:
     def __call__(self, *args, **kwargs):
         if self._executable is None:
             self._compile(args, kwargs)
+        elif not self._attached:
+            self.attachToDevice()
+        if not self._training:
+            self._catch_up_with_training()
         tensors = self._signature.tensors(args, kwargs)
         outputs = self._executable.run(tensors)
+        if self._training:
+            self._host_dirty = True
+            self._device_version += 1
         return _structure.unflatten(outputs, self._output_structure)
 
     def compile(self, *args, **kwargs):
@@ -104,7 +149,15 @@ class Executor:
         return self._executable is not None
 
     def destroy(self):
-        """Frees the compiled program; the next call compiles again."""
+        """Copies weights (and optimizer state) home and frees the compiled program;
+        the next call compiles again."""
+        if self._executable is not None and self._training:
+            if self._attached:
+                self.copyWeightsToHost()
+                self._binding.copy_state_to_host(self._executable)
+            _host_sync.uninstall(self._user_model)
+        if self._training and _training_wrapper_of(self._user_model) is self:
+            del self._user_model.__dict__[_TRAINING_WRAPPER]
         self._reset()
 
     def copyWeightsToDevice(self):
@@ -115,6 +168,79 @@ class Executor:
         """
         self._require_compiled("copyWeightsToDevice")
         self._upload_weights()
+        self._host_dirty = False
+
+    def copyWeightsToHost(self):
+        """Copies the device's weights (parameters and buffers) into the host model."""
+        self._require_compiled("copyWeightsToHost")
+        names = self._executable.weight_names()
+        device = self._executable.read_variables(names)
+        host = _weights.host_weights(self._model, names)
+        with torch.no_grad():
+            for name in names:
+                host[name].copy_(device[name])
+        self._host_dirty = False
+
+    def _sync_host_if_needed(self):
+        if self._host_dirty and self._attached and not self._syncing:
+            self._syncing = True
+            try:
+                self.copyWeightsToHost()
+            finally:
+                self._syncing = False
+
+    def _catch_up_with_training(self):
+        """Uploads weights a training model of the same host model has trained since."""
+        trainer = _training_wrapper_of(self._user_model)
+        if trainer is None or trainer._executable is None:
+            return
+        if trainer._device_version != self._seen_training_version:
+            trainer._sync_host_if_needed()
+            self._upload_weights()
+            self._seen_training_version = trainer._device_version
+
+    def setOptimizer(self, optimizer):
+        """Replaces the optimizer's hyper-parameters (lr, ...) without recompiling."""
+        if not self._training:
+            raise InputError("setOptimizer() is for training models.")
+        if self._executable is not None:
+            binding = _training.OptimizerBinding(optimizer, self._names_by_tensor())
+            self._binding.check_compatible(binding)
+            self._binding = binding
+            binding.write_hyperparameters(self._executable, _training.grad_scale(self._options))
+        else:
+            _training.optimizer_kind(optimizer)
+        self._optimizer = optimizer
+
+    def detachFromDevice(self):
+        """Copies weights and optimizer state to the host and releases the device.
+
+        Calling the model (or attachToDevice()) attaches it again with them.
+        """
+        self._require_compiled("detachFromDevice")
+        if not self._attached:
+            raise InputError("The model is not attached to the device.")
+        if self._training:
+            self.copyWeightsToHost()
+            self._binding.copy_state_to_host(self._executable)
+            names = self._executable.state_names()
+            self._detached_state = self._executable.read_variables(names)
+        self._attached = False
+
+    def attachToDevice(self):
+        """Attaches a detached model, copying its weights and optimizer state back."""
+        self._require_compiled("attachToDevice")
+        if self._attached:
+            raise InputError("The model is already attached to the device.")
+        self._upload_weights()
+        if self._training and self._detached_state is not None:
+            self._executable.write_variables(self._detached_state)
+            self._detached_state = None
+        self._attached = True
+        self._host_dirty = False
+
+    def isAttachedToDevice(self):
+        return self._attached
 
     def memoryReport(self):
         """Memory of each simulated IPU, by category, from the compiled plan."""
@@ -138,7 +264,8 @@ class Executor:
 
     def _debug_ir(self, optimized=False, locations=True):
         """The popsim IR of the model as text: as imported from the trace, or
-        after popsim's optimisations (the program that runs)."""
+        the program that runs (optimised; for training with its backward pass
+        and optimizer step)."""
         self._require_compiled("_debug_ir")
         if optimized:
             return self._executable.graph_text(locations)
@@ -148,32 +275,42 @@ class Executor:
         if self._executable is None:
             raise InputError(f"{what}() needs a compiled model: call the model or compile() first.")
 
+    def _names_by_tensor(self):
+        names = {}
+        for name, tensor in _weights.named_tensors(self._model).items():
+            names.setdefault(id(tensor), name)
+        return names
+
     def _upload_weights(self):
         names = self._executable.weight_names()
-        self._executable.write_weights(_weights.host_weights(self._model, names))
+        self._executable.write_variables(_weights.host_weights(self._model, names))
 
     def _micro_batches(self, signature, tensors):
         iterations = self._options.device_iterations
+        accumulation = self._options.Training.gradient_accumulation
+        factor = iterations * accumulation
+        if accumulation == 1:
+            explained = (f"deviceIterations ({iterations}): each call runs {iterations} device "
+                         "iteration(s) on micro-batches of equal size")
+        else:
+            explained = (f"deviceIterations ({iterations}) x gradientAccumulation ({accumulation}) "
+                         f"= {factor}: each call runs {iterations} device iteration(s) of "
+                         f"{accumulation} micro-batches, all of equal size")
         micro = []
         for name, tensor in zip(signature.tensor_names, tensors):
             if tensor.dtype not in _SUPPORTED_DTYPES:
                 raise InputError(
                     f"Input '{name}' has dtype {tensor.dtype}; popsim computes with float32, "
-                    "int32, int64 and bool tensors (convert it, e.g. with .float())."
-                )
+                    "int32, int64 and bool tensors (convert it, e.g. with .float()).")
             if tensor.dim() == 0:
                 raise InputError(
                     f"Input '{name}' is a scalar. popsim splits each input along dimension 0 "
-                    f"into {iterations} device iteration(s), so inputs need a batch dimension."
-                )
-            if tensor.shape[0] % iterations != 0:
+                    f"into {factor} micro-batch(es) per call, so inputs need a batch dimension.")
+            if tensor.shape[0] % factor != 0:
                 raise InputError(
                     f"Invalid batch dimension: input '{name}' has {tensor.shape[0]} samples in "
-                    f"dimension 0, which must be a multiple of deviceIterations "
-                    f"({iterations}): each call runs {iterations} device iteration(s) on "
-                    f"micro-batches of equal size."
-                )
-            micro.append(tensor[: tensor.shape[0] // iterations])
+                    f"dimension 0, which must be a multiple of {explained}.")
+            micro.append(tensor[: tensor.shape[0] // factor])
         return micro
 
     def _compile_options(self):
@@ -183,26 +320,49 @@ class Executor:
             "chip": opts.Simulator.ipu_version,
             "memory_per_ipu": opts.Simulator.memory_per_ipu or 0,
             "device_iterations": opts.device_iterations,
+            "gradient_accumulation": opts.Training.gradient_accumulation,
             "output_mode": self._output_mode().name,
             "output_return_period": opts.output_return_period,
+            "program": "training" if self._training else "inference",
         }
+
+    def _random_seed(self):
+        seed = self._options.random_seed
+        return seed if seed is not None else torch.initial_seed() % (2**63)
 
     def _compile(self, args, kwargs):
         start = time.perf_counter()
+        if not self._training:
+            trainer = _training_wrapper_of(self._user_model)
+            if trainer is not None:
+                trainer._sync_host_if_needed()
+                self._seen_training_version = trainer._device_version
         signature = _tracing.Signature(args, kwargs, self._model.forward)
         if not signature.tensor_positions:
             raise InputError("The model was called without tensor inputs; popsim models take at "
                              "least one tensor with a batch dimension.")
         micro = self._micro_batches(signature, signature.tensors(args, kwargs))
         traced, flat = _tracing.trace(self._model, signature, micro, self._training)
-        graph = _C.import_module(traced, micro, _tracing.LIBRARY_PATHS,
-                                 _tracing.MODEL_ATTRIBUTE, signature.tensor_names)
-        executable = _C.compile(graph, self._compile_options())
+        graph = _C.import_module(traced, micro, _tracing.LIBRARY_PATHS, _tracing.MODEL_ATTRIBUTE,
+                                 signature.tensor_names, training=self._training,
+                                 random_seed=self._random_seed())
+        options = self._compile_options()
+        binding = None
+        if self._training:
+            binding = _training.OptimizerBinding(self._optimizer, self._names_by_tensor())
+            options["training"] = binding.config()
+        executable = _C.compile(graph, options)
         self._graph = graph
         self._executable = executable
         self._signature = signature
         self._output_structure = flat.output_structure
+        self._binding = binding
         self._upload_weights()
+        if binding is not None:
+            executable.write_variables(binding.initial_state(executable))
+            binding.write_hyperparameters(executable, _training.grad_scale(self._options))
+            _host_sync.install(self._user_model, self)
+        self._attached = True
         self._compilation_seconds = time.perf_counter() - start
         if self._options.log_dir:
             self._write_log()
@@ -215,7 +375,7 @@ class Executor:
         with open(stem + ".ir.txt", "w", encoding="utf-8") as out:
             out.write("# Imported from the trace\n")
             out.write(self._graph.to_text(True))
-            out.write("\n# Optimised program\n")
+            out.write("\n# Program (optimised)\n")
             out.write(self._executable.graph_text(True))
         with open(stem + ".memory.json", "w", encoding="utf-8") as out:
             json.dump({"memory": self._executable.memory_report(),
@@ -236,3 +396,17 @@ def inferenceModel(model, options=None):
     is; the model's own flag is left unchanged.
     """
     return Executor(model, options, training=False)
+
+
+def trainingModel(model, options=None, optimizer=None):
+    """Wraps `model` to train on simulated IPUs.
+
+    The model's forward() returns the loss, or (output, loss), computed with a
+    PyTorch loss function or marked with popsim.identity_loss. Each call runs
+    deviceIterations optimizer steps, each over gradientAccumulation
+    micro-batches, entirely on the simulated device. The optimizer defaults to
+    SGD(lr=0.01); popsim.optim and torch.optim SGD, Adam, AdamW and RMSprop are
+    supported. The model is traced in training mode (dropout and batch
+    statistics active) whatever its own flag is; the flag is left unchanged.
+    """
+    return Executor(model, options, training=True, optimizer=optimizer)

@@ -145,24 +145,62 @@ class _FlatModel(torch.nn.Module):
 
 
 @contextlib.contextmanager
-def _eval_mode(model):
-    """Puts every submodule in eval mode and restores each one's flag after."""
+def _mode(model, training):
+    """Puts every submodule in train or eval mode and restores each one's flag after."""
     flags = [(module, module.training) for module in model.modules()]
-    model.eval()
+    model.train(training)
     try:
         yield
     finally:
-        for module, training in flags:
-            module.training = training
+        for module, flag in flags:
+            module.training = flag
+
+
+@contextlib.contextmanager
+def _untouched_state(model):
+    """Tracing runs the model once on real data: batch norm updates its running
+    statistics and dropout draws random numbers. Neither must leak into the
+    user's model or random stream, so buffers and the RNG state are restored."""
+    buffers = [(buffer, buffer.detach().clone()) for buffer in model.buffers()]
+    rng = torch.get_rng_state()
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for buffer, saved in buffers:
+                buffer.copy_(saved)
+        torch.set_rng_state(rng)
+
+
+@contextlib.contextmanager
+def _no_backward():
+    """popsim computes gradients itself: backward() inside forward() is an error."""
+    def refuse(*args, **kwargs):
+        raise CompilationError(
+            "The model's forward() calls backward(). popsim training models compute the gradients "
+            "of the returned loss and update the weights on the device: return the loss from "
+            "forward() instead of calling backward() on it.")
+
+    tensor_backward, autograd_backward = torch.Tensor.backward, torch.autograd.backward
+    torch.Tensor.backward, torch.autograd.backward = refuse, refuse
+    try:
+        yield
+    finally:
+        torch.Tensor.backward, torch.autograd.backward = tensor_backward, autograd_backward
 
 
 def trace(model, signature, micro_batch_tensors, training):
-    """Traces the model on one micro-batch; returns (traced, flat wrapper)."""
+    """Traces the model on one micro-batch, in train or eval mode; returns
+    (traced, flat wrapper)."""
     flat = _FlatModel(model, signature)
-    mode = contextlib.nullcontext() if training else _eval_mode(model)
+    guards = contextlib.ExitStack()
+    guards.enter_context(_mode(model, training))
+    if training:
+        guards.enter_context(_untouched_state(model))
+        guards.enter_context(_no_backward())
     # Grad stays enabled: some modules (e.g. TransformerEncoderLayer) switch to
     # fused kernels under no_grad that have no popsim lowering.
-    with mode, torch.enable_grad(), warnings.catch_warnings():
+    with guards, torch.enable_grad(), warnings.catch_warnings():
         # PyTorch's own modules turn shapes into Python values (e.g. attention's
         # shape asserts); popsim compiles fixed shapes, so those warnings are
         # noise. Warnings from the user's code (data-dependent control flow)

@@ -19,3 +19,11 @@ class OutputMode(enum.IntEnum):
     All = 2
     Sum = 3
     Default = 4
+
+
+class ReductionType(enum.IntEnum):
+    """How the gradients of a step's micro-batches are combined."""
+
+    Sum = 0
+    Mean = 1
+    NoReduction = 2

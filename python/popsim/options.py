@@ -16,7 +16,7 @@ import re
 
 import torch
 
-from popsim.enums import OutputMode
+from popsim.enums import OutputMode, ReductionType
 from popsim.errors import OptionError
 
 _FROZEN_MESSAGE = (
@@ -96,7 +96,7 @@ class _OptionGroup:
         raise AttributeError(f"{self._group_name} has no option '{name}'.")
 
     def toDict(self):
-        return {name: (value.name if isinstance(value, OutputMode) else value)
+        return {name: (value.name if isinstance(value, (OutputMode, ReductionType)) else value)
                 for name, value in self._values.items()}
 
     def __repr__(self):
@@ -112,13 +112,22 @@ def _setter_name(field):
 class _TrainingOptions(_OptionGroup):
     """Options of training models (``opts.Training``)."""
 
-    _defaults = {"gradient_accumulation": 1}
+    _defaults = {"gradient_accumulation": 1,
+                 "accumulation_and_replication_reduction_type": ReductionType.Mean}
     _group_name = "Options.Training"
 
     def gradientAccumulation(self, micro_batches):
         """Micro-batches whose gradients are accumulated before each weight update."""
         return self._set("gradient_accumulation",
                          _positive_int("Training.gradientAccumulation", micro_batches))
+
+    def accumulationAndReplicationReductionType(self, reduction):
+        """Whether a step uses the mean (default) or the sum of its micro-batches' gradients."""
+        if reduction not in (ReductionType.Mean, ReductionType.Sum):
+            raise OptionError(
+                "Training.accumulationAndReplicationReductionType expects "
+                f"popsim.ReductionType.Mean or popsim.ReductionType.Sum, got {reduction!r}.")
+        return self._set("accumulation_and_replication_reduction_type", reduction)
 
 
 class _SimulatorOptions(_OptionGroup):

@@ -73,7 +73,8 @@ def test_to_dict_and_repr():
     values = opts.toDict()
     assert values["device_iterations"] == 3
     assert values["output_mode"] == "Default"
-    assert values["Training"] == {"gradient_accumulation": 1}
+    assert values["Training"] == {"gradient_accumulation": 1,
+                                  "accumulation_and_replication_reduction_type": "Mean"}
     assert "device_iterations=3" in repr(opts)
 
 

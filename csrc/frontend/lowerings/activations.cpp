@@ -29,13 +29,26 @@ template <ir::OpKind Kind> void lowerSoftmax(LoweringContext& ctx) {
 }
 
 // aten::dropout(input, p, train) and its variants: the identity when not
-// training, which is how inference models are compiled.
+// training (inference models are compiled in eval mode); in training, a mask
+// drawn from the dropout counter (aten::dropout only: the feature and alpha
+// variants zero whole channels or rescale differently).
 void lowerDropout(LoweringContext& ctx) {
-  if (ctx.toBool(2) && ctx.toDouble(1) > 0.0) {
+  const double p = ctx.toDouble(1);
+  if (!ctx.toBool(2) || p == 0.0) {
+    ctx.setOutput(0, ctx.tensor(0));
+    return;
+  }
+  if (!ctx.training()) {
     ctx.unsupported("dropout with train=True in an inference model (call model.eval() or use "
                     "nn.Dropout, which inferenceModel disables)");
   }
-  ctx.setOutput(0, ctx.tensor(0));
+  if (ctx.opName() != "aten::dropout" && ctx.opName() != "aten::dropout_") {
+    ctx.unsupported(ctx.opName() + " in training (only element-wise nn.Dropout is supported)");
+  }
+  const std::vector<ir::Value*> outputs =
+      ctx.emitMulti(ir::OpKind::Dropout, {floatTensor(ctx, 0), ctx.randomCounter()},
+                    {{"p", p}, {"seed", ctx.randomSeed()}, {"stream", ctx.nextRandomStream()}});
+  ctx.setOutput(0, outputs[0]);
 }
 
 } // namespace

@@ -9,8 +9,29 @@ namespace {
 // a op b where at most one side is a compile-time number: a number becomes an
 // affine op (x * 2, x + 1, x / 8 ...); two tensors become a broadcasting op.
 // `alpha` scales b, as in torch.add(a, b, alpha=...).
+// Integer tensors (counters such as num_batches_tracked) take whole-number
+// scalars: x + 1, x - 2, x * 3.
+std::optional<ir::Value*> integerArithmetic(LoweringContext& ctx, ir::OpKind kind, size_t left,
+                                            size_t right, double alpha) {
+  if (!ctx.isTensor(left)) return std::nullopt;
+  ir::Value* x = ctx.tensor(left);
+  const std::optional<double> b = ctx.staticScalar(right);
+  if (x->type().dtype == ir::DType::Float32 || !b.has_value() || *b != static_cast<int64_t>(*b)) {
+    return std::nullopt;
+  }
+  switch (kind) {
+  case ir::OpKind::Add: return affine(ctx, x, 1.0, alpha * *b);
+  case ir::OpKind::Sub: return affine(ctx, x, 1.0, -alpha * *b);
+  case ir::OpKind::Mul: return affine(ctx, x, *b, 0.0);
+  default: return std::nullopt;
+  }
+}
+
 ir::Value* arithmetic(LoweringContext& ctx, ir::OpKind kind, size_t left, size_t right,
                       double alpha) {
+  if (const auto integer = integerArithmetic(ctx, kind, left, right, alpha)) {
+    return *integer;
+  }
   const std::optional<double> a = ctx.staticScalar(left);
   const std::optional<double> b = ctx.staticScalar(right);
   if (b.has_value()) {

@@ -21,19 +21,47 @@ ir::Value* tensorOr(LoweringContext& ctx, size_t index, const ir::Shape& shape, 
   return ctx.isNone(index) ? filled(ctx, shape, value) : floatTensor(ctx, index);
 }
 
+// new = (1 - momentum) * running + momentum * batch, written to the buffer.
+void updateRunningStatistic(LoweringContext& ctx, ir::Value* running, ir::Value* batch,
+                            double momentum, double factor) {
+  ir::Value* kept = affine(ctx, running, 1.0 - momentum, 0.0);
+  ir::Value* fresh = affine(ctx, batch, momentum * factor, 0.0);
+  ctx.assign(running, ctx.emit(ir::OpKind::Add, {kept, fresh}));
+}
+
+// batch_norm with the batch's own statistics (training, or no running
+// statistics): batch_norm_train, then the running statistics updated with the
+// unbiased batch variance, as PyTorch does.
+void lowerBatchNormWithBatchStatistics(LoweringContext& ctx, ir::Value* x) {
+  const ir::Shape channels = {x->type().shape[1]};
+  const std::vector<ir::Value*> outputs =
+      ctx.emitMulti(ir::OpKind::BatchNormTrain,
+                    {x, tensorOr(ctx, 1, channels, 1.0f), tensorOr(ctx, 2, channels, 0.0f)},
+                    {{"eps", ctx.toDouble(7)}});
+  ctx.setOutput(0, outputs[0]);
+  if (ctx.isNone(3) || ctx.isNone(4)) {
+    return;
+  }
+  if (ctx.isNone(6)) {
+    ctx.unsupported("batch_norm with momentum=None (a cumulative moving average) in training; "
+                    "give the BatchNorm module a momentum");
+  }
+  const double momentum = ctx.toDouble(6);
+  const double count = static_cast<double>(x->type().numel() / x->type().shape[1]);
+  updateRunningStatistic(ctx, floatTensor(ctx, 3), outputs[1], momentum, 1.0);
+  updateRunningStatistic(ctx, floatTensor(ctx, 4), outputs[2], momentum, count / (count - 1.0));
+}
+
 // aten::batch_norm(input, weight, bias, running_mean, running_var, training,
-//                  momentum, eps, cudnn_enabled), with the running statistics.
+//                  momentum, eps, cudnn_enabled).
 void lowerBatchNorm(LoweringContext& ctx) {
   ir::Value* x = floatTensor(ctx, 0);
   if (x->type().rank() < 2) {
     ctx.unsupported("batch_norm of a tensor of rank " + std::to_string(x->type().rank()));
   }
-  if (ctx.isNone(3) || ctx.isNone(4)) {
-    ctx.unsupported("batch_norm without running statistics (track_running_stats=False) needs "
-                    "batch statistics, which inference does not compute");
-  }
-  if (ctx.toBool(5)) {
-    ctx.unsupported("batch_norm in training mode in an inference model (call model.eval())");
+  if (ctx.toBool(5) || ctx.isNone(3) || ctx.isNone(4)) {
+    lowerBatchNormWithBatchStatistics(ctx, x);
+    return;
   }
   const ir::Shape channels = {x->type().shape[1]};
   ctx.setOutput(0, ctx.emit(ir::OpKind::BatchNorm,

@@ -12,4 +12,8 @@ void OpRegistry::add(OpKind kind, int minInputs, int maxInputs, std::vector<std:
   schema.inferTypes = inferTypes;
 }
 
+void OpRegistry::setMutatedInputs(OpKind kind, std::vector<size_t> inputs) {
+  table_.at(static_cast<size_t>(kind)).mutatedInputs = std::move(inputs);
+}
+
 } // namespace popsim::ir

@@ -12,6 +12,8 @@ public:
   explicit OpRegistry(std::array<OpSchema, kNumOpKinds>& table) : table_(table) {}
   void add(OpKind kind, int minInputs, int maxInputs, std::vector<std::string> inputNames,
            std::vector<AttrSpec> attrs, InferTypesFn inferTypes);
+  // Declares inputs an op writes in place (see OpSchema::mutatedInputs).
+  void setMutatedInputs(OpKind kind, std::vector<size_t> inputs);
 
 private:
   std::array<OpSchema, kNumOpKinds>& table_;
@@ -27,6 +29,9 @@ void registerNormalizationOps(OpRegistry& registry);
 void registerLayoutOps(OpRegistry& registry);
 void registerReductionOps(OpRegistry& registry);
 void registerEmbeddingOps(OpRegistry& registry);
+void registerGradientOps(OpRegistry& registry);
+void registerTrainingOps(OpRegistry& registry);
+void registerUpdateOps(OpRegistry& registry);
 } // namespace ops
 
 } // namespace popsim::ir

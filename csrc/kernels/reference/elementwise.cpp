@@ -45,11 +45,30 @@ void mapBinary(const ir::Node& node, const Inputs& inputs, const Outputs& output
   });
 }
 
+// affine on integer tensors (counters): exact integer arithmetic.
+template <typename T>
+void integerAffine(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+  const auto* x = static_cast<const T*>(inputs[0]);
+  auto* y = static_cast<T*>(outputs[0]);
+  const auto scale = static_cast<T>(node.attrs().getFloat("scale"));
+  const auto shift = static_cast<T>(node.attrs().getFloat("shift"));
+  for (int64_t i = 0; i < node.output()->type().numel(); ++i) {
+    y[i] = scale * x[i] + shift;
+  }
+}
+
 } // namespace
 
 void unaryElementwise(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
   const int64_t n = node.output()->type().numel();
+  if (node.kind() == ir::OpKind::Affine && node.output()->type().dtype == ir::DType::Int64) {
+    return integerAffine<int64_t>(node, inputs, outputs);
+  }
+  if (node.kind() == ir::OpKind::Affine && node.output()->type().dtype == ir::DType::Int32) {
+    return integerAffine<int32_t>(node, inputs, outputs);
+  }
   switch (node.kind()) {
+  case ir::OpKind::Abs: return mapUnary(inputs, outputs, n, [](double v) { return std::fabs(v); });
   case ir::OpKind::Relu:
     return mapUnary(inputs, outputs, n, [](double v) { return v > 0 ? v : 0.0; });
   case ir::OpKind::Sigmoid:

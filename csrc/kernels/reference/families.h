@@ -7,7 +7,7 @@
 // One entry point per op family; reference_ops.cpp dispatches on the op kind.
 namespace popsim::kernels::reference {
 
-using Inputs = std::vector<const void*>;
+using Inputs = std::vector<void*>;
 using Outputs = std::vector<void*>;
 
 void convolution(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
@@ -20,5 +20,10 @@ void normalization(const ir::Node& node, const Inputs& inputs, const Outputs& ou
 void layout(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 void reduction(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 void embedding(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
+void elementwiseGrad(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
+void dropout(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
+void loss(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
+void updates(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
+void optimizer(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 
 } // namespace popsim::kernels::reference

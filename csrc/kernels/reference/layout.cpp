@@ -65,6 +65,24 @@ void layout(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) 
     }
     return;
   }
+  case ir::OpKind::Broadcast:
+    return stridedCopy(x, broadcastStrides(inType.shape, outShape), outShape, size, y);
+  case ir::OpKind::SliceGrad: {
+    // Zeros, then the gradient copied into the sliced positions.
+    std::memset(y, 0, node.output()->type().bytes());
+    const int64_t dim = node.attrs().getInt("dim");
+    const std::vector<int64_t> outStrides = ir::contiguousStrides(outShape);
+    std::vector<int64_t> strides = outStrides;
+    strides[dim] *= node.attrs().getInt("step");
+    uint8_t* start =
+        y + node.attrs().getInt("start") * outStrides[dim] * static_cast<int64_t>(size);
+    const uint8_t* source = x;
+    forEachIndex(inType.shape, [&](const std::vector<int64_t>& index) {
+      std::memcpy(start + dot(index, strides) * static_cast<int64_t>(size), source, size);
+      source += size;
+    });
+    return;
+  }
   default: POPSIM_ASSERT(false, node.name(), " is not a layout op.");
   }
 }

@@ -54,13 +54,32 @@ void batchedMatmul(const ir::Node& node, const Inputs& inputs, const Outputs& ou
   });
 }
 
+// dW[n, k] = sum over rows m of dY[m, n] * X[m, k].
+void linearGradWeight(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+  const auto* dy = static_cast<const float*>(inputs[0]);
+  const auto* x = static_cast<const float*>(inputs[1]);
+  auto* dw = static_cast<float*>(outputs[0]);
+  const int64_t N = node.output()->type().shape[0];
+  const int64_t K = node.output()->type().shape[1];
+  const int64_t M = node.input(0)->type().numel() / N;
+  for (int64_t n = 0; n < N; ++n) {
+    for (int64_t k = 0; k < K; ++k) {
+      double sum = 0.0;
+      for (int64_t m = 0; m < M; ++m) {
+        sum += static_cast<double>(dy[m * N + n]) * x[m * K + k];
+      }
+      dw[n * K + k] = static_cast<float>(sum);
+    }
+  }
+}
+
 } // namespace
 
 void matmul(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
-  if (node.kind() == ir::OpKind::Linear) {
-    linear(node, inputs, outputs);
-  } else {
-    batchedMatmul(node, inputs, outputs);
+  switch (node.kind()) {
+  case ir::OpKind::Linear: return linear(node, inputs, outputs);
+  case ir::OpKind::LinearGradWeight: return linearGradWeight(node, inputs, outputs);
+  default: return batchedMatmul(node, inputs, outputs);
   }
 }
 

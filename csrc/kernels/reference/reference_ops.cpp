@@ -5,7 +5,7 @@
 
 namespace popsim::kernels::reference {
 
-void evaluate(const ir::Node& node, const std::vector<const void*>& inputs,
+void evaluate(const ir::Node& node, const std::vector<void*>& inputs,
               const std::vector<void*>& outputs) {
   POPSIM_ASSERT(inputs.size() == node.inputs().size() && outputs.size() == node.outputs().size(),
                 "reference ", node.name(), " given the wrong number of buffers.");
@@ -20,6 +20,11 @@ void evaluate(const ir::Node& node, const std::vector<const void*>& inputs,
   case ir::OpFamily::Layout: return layout(node, inputs, outputs);
   case ir::OpFamily::Reduction: return reduction(node, inputs, outputs);
   case ir::OpFamily::Embedding: return embedding(node, inputs, outputs);
+  case ir::OpFamily::ElementwiseGrad: return elementwiseGrad(node, inputs, outputs);
+  case ir::OpFamily::Random: return dropout(node, inputs, outputs);
+  case ir::OpFamily::Loss: return loss(node, inputs, outputs);
+  case ir::OpFamily::Update: return updates(node, inputs, outputs);
+  case ir::OpFamily::Optimizer: return optimizer(node, inputs, outputs);
   }
   POPSIM_ASSERT(false, "no reference kernel for ", node.name(), ".");
 }

@@ -71,7 +71,8 @@ TEST(MemoryReportTest, CategoriesSumToTheTotal) {
     sum += category.bytes;
     EXPECT_EQ(category.alwaysLive, category.name != "activations") << category.name;
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"weights", "constants", "input streams", "code",
+  EXPECT_EQ(names, (std::vector<std::string>{"weights", "gradient accumulators", "optimizer state",
+                                             "random state", "constants", "input streams", "code",
                                              "activations"}));
   EXPECT_EQ(ipu.total(), sum);
   EXPECT_EQ(ipu.alwaysLive() + ipu.notAlwaysLive(), ipu.total());

@@ -31,7 +31,7 @@ std::vector<at::Tensor> compileAndRun(const ir::Graph& graph, const torch::jit::
   for (const auto& buffer : module.named_buffers())
     tensors[buffer.name] = buffer.value;
   for (const ir::Value* weight : executable->weights()) {
-    executable->writeWeight(weight->name(), viewOf(tensors.at(weight->name()).contiguous()));
+    executable->writeVariable(weight->name(), viewOf(tensors.at(weight->name()).contiguous()));
   }
   std::vector<runtime::TensorView> inputViews;
   for (const at::Tensor& input : inputs)

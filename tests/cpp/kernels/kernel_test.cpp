@@ -240,7 +240,7 @@ TEST_P(KernelTest, MatchesReference) {
   const ir::Node& node = *graph.addNode(c.kind, inputs, c.attrs);
 
   Operands operands(node, c);
-  std::vector<const void*> inputPointers;
+  std::vector<void*> inputPointers;
   kernels::KernelRequest request{node, {}, {}, dnnl::engine(dnnl::engine::kind::cpu, 0)};
   for (size_t i = 0; i < operands.inputs.size(); ++i) {
     inputPointers.push_back(operands.inputs[i].data());

@@ -67,7 +67,7 @@ std::vector<std::vector<float>> referenceRun(const Graph& graph,
     buffers[constant] = constant->constantData();
   }
   for (const auto& node : graph.nodes()) {
-    std::vector<const void*> in;
+    std::vector<void*> in;
     for (const Value* input : node->inputs()) {
       in.push_back(buffers.at(input).data());
     }
@@ -130,7 +130,7 @@ protected:
     options.output = {mode, period};
     auto executable = Executable::compile(*graph_, options);
     for (auto& [name, values] : weights_) {
-      executable->writeWeight(name, viewOf(values, graph_->findWeight(name)->type().shape));
+      executable->writeVariable(name, viewOf(values, graph_->findWeight(name)->type().shape));
     }
     return executable;
   }
@@ -265,7 +265,7 @@ TEST_F(ExecutableTest, WeightsStartZeroedAndRoundTrip) {
   options.deviceIterations = kIterations;
   auto executable = Executable::compile(*graph_, options);
   std::vector<float> read(12, -1.0f);
-  executable->readWeight("fc.weight", viewOf(read, {3, 4}));
+  executable->readVariable("fc.weight", viewOf(read, {3, 4}));
   EXPECT_EQ(read, std::vector<float>(12, 0.0f));
   // With zero weights every class is equally likely and the relu sum is 0.
   const auto [probabilities, totals] = run(*executable);
@@ -275,8 +275,8 @@ TEST_F(ExecutableTest, WeightsStartZeroedAndRoundTrip) {
   EXPECT_EQ(totals, std::vector<float>(3, 0.0f));
 
   std::vector<float> written = testing::randomFloats(12, 9);
-  executable->writeWeight("fc.weight", viewOf(written, {3, 4}));
-  executable->readWeight("fc.weight", viewOf(read, {3, 4}));
+  executable->writeVariable("fc.weight", viewOf(written, {3, 4}));
+  executable->readVariable("fc.weight", viewOf(read, {3, 4}));
   EXPECT_EQ(read, written);
   ASSERT_EQ(executable->weights().size(), 2u);
   EXPECT_EQ(executable->weights()[0]->name(), "fc.weight");
@@ -313,23 +313,24 @@ TEST_F(ExecutableTest, WeightErrors) {
   auto executable = compile(OutputMode::All);
   std::vector<float> values(12);
   Error error = testing::captureError([&] {
-    executable->writeWeight("fc.weight", viewOf(values, {4, 3}));
+    executable->writeVariable("fc.weight", viewOf(values, {4, 3}));
   });
   EXPECT_EQ(error.kind(), ErrorKind::InvalidInput);
   EXPECT_TRUE(testing::contains(error.what(), "weight 'fc.weight' was compiled as f32[3,4] but "
                                               "the host tensor is f32[4,3]."));
 
-  error = testing::captureError([&] { executable->readWeight("fc.bias", viewOf(values, {12})); });
+  error = testing::captureError([&] { executable->readVariable("fc.bias", viewOf(values, {12})); });
   EXPECT_EQ(error.kind(), ErrorKind::InvalidInput);
   EXPECT_EQ(std::string(error.what()),
             "weight 'fc.bias' is f32[3] but the host tensor is f32[12].");
 
-  error = testing::captureError([&] { executable->writeWeight("fc.nope", viewOf(values, {12})); });
+  error =
+      testing::captureError([&] { executable->writeVariable("fc.nope", viewOf(values, {12})); });
   EXPECT_EQ(error.kind(), ErrorKind::InvalidInput);
-  EXPECT_EQ(std::string(error.what()), "the compiled model has no weight 'fc.nope'.");
-  error = testing::captureError([&] { executable->readWeight("fc.nope", viewOf(values, {12})); });
+  EXPECT_EQ(std::string(error.what()), "the compiled model has no weight or state 'fc.nope'.");
+  error = testing::captureError([&] { executable->readVariable("fc.nope", viewOf(values, {12})); });
   EXPECT_EQ(error.kind(), ErrorKind::InvalidInput);
-  EXPECT_EQ(std::string(error.what()), "the compiled model has no weight 'fc.nope'.");
+  EXPECT_EQ(std::string(error.what()), "the compiled model has no weight or state 'fc.nope'.");
 }
 
 TEST_F(ExecutableTest, OutOfMemoryWhenTheIpuIsTiny) {
@@ -473,7 +474,7 @@ TEST(ExecutableViewsTest, OpsPlacedOnTwoIpus) {
   EXPECT_TRUE(hasWeight(executable->memoryReport().ipus[1]));
 
   std::vector<float> weight = {1.0f, -2.0f, 0.5f, 3.0f};
-  executable->writeWeight("w", viewOf(weight, {4}));
+  executable->writeVariable("w", viewOf(weight, {4}));
   std::vector<float> input = testing::randomFloats(16, 8);
   std::vector<float> output(16);
   executable->run({viewOf(input, {4, 4})}, {viewOf(output, {4, 4})});
@@ -497,7 +498,7 @@ TEST(ExecutableViewsTest, OutputsThatBecomeLeavesAfterSimplification) {
   EXPECT_EQ(executable->outputHostTypes(), (std::vector<ir::TensorType>{f32({4, 3}), f32({6})}));
 
   std::vector<float> weight = {1.0f, 2.0f, 3.0f};
-  executable->writeWeight("w", viewOf(weight, {3}));
+  executable->writeVariable("w", viewOf(weight, {3}));
   std::vector<float> input = testing::randomFloats(12, 6);
   std::vector<float> copied(12);
   std::vector<float> weights(6);

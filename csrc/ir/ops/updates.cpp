@@ -1,0 +1,113 @@
+#include "ir/ops/op_registry.h"
+#include "ir/ops/type_checks.h"
+#include "ir/optimizer_hyperparameters.h"
+
+// Type rules of ops that write weights or state in place: assignments,
+// gradient accumulation and the fused optimizer steps. They have no outputs.
+namespace popsim::ir::ops {
+namespace {
+
+// assign(variable, value): variable = value.
+std::vector<TensorType> inferAssign(const std::vector<TensorType>& inputs, const Attributes&) {
+  POPSIM_CHECK(inputs[0] == inputs[1], ErrorKind::Compilation, "assigning a ", inputs[1].str(),
+               " to a ", inputs[0].str(), " variable.");
+  return {};
+}
+
+// accumulate(accumulator, value): accumulator += value.
+std::vector<TensorType> inferAccumulate(const std::vector<TensorType>& inputs, const Attributes&) {
+  requireDType(inputs[0], DType::Float32, "input 0 (accumulator)");
+  return inferAssign(inputs, {});
+}
+
+// fill(variable): every element = value.
+std::vector<TensorType> inferFill(const std::vector<TensorType>&, const Attributes&) { return {}; }
+
+void requireLike(const TensorType& type, const TensorType& param, const std::string& what) {
+  POPSIM_CHECK(type == param, ErrorKind::Compilation, what, " must be ", param.str(),
+               " like the "
+               "parameter, got ",
+               type.str(), ".");
+}
+
+void checkCommon(const std::vector<TensorType>& inputs, size_t hyperCount) {
+  requireDType(inputs[0], DType::Float32, "input 0 (param)");
+  requireLike(inputs[1], inputs[0], "input 1 (grad)");
+  requireDType(inputs[2], DType::Float32, "input 2 (hyper)");
+  requireShape(inputs[2], {static_cast<int64_t>(hyperCount)}, "input 2 (hyper)");
+}
+
+void checkStep(const TensorType& step, const std::string& what) {
+  requireDType(step, DType::Int64, what);
+  requireRank(step, 0, what);
+}
+
+// sgd_update(param, grad, hyper[, momentum_buffer, step])
+std::vector<TensorType> inferSgd(const std::vector<TensorType>& inputs, const Attributes&) {
+  checkCommon(inputs, hyper::SgdCount);
+  POPSIM_CHECK(inputs.size() == 3 || inputs.size() == 5, ErrorKind::Compilation,
+               "sgd_update takes 3 inputs, or 5 with momentum.");
+  if (inputs.size() == 5) {
+    requireLike(inputs[3], inputs[0], "input 3 (momentum_buffer)");
+    checkStep(inputs[4], "input 4 (step)");
+  }
+  return {};
+}
+
+// adam_update(param, grad, hyper, step, exp_avg, exp_avg_sq[, max_exp_avg_sq])
+std::vector<TensorType> inferAdam(const std::vector<TensorType>& inputs, const Attributes& attrs) {
+  checkCommon(inputs, hyper::AdamCount);
+  checkStep(inputs[3], "input 3 (step)");
+  const size_t expected = attrs.getBool("amsgrad") ? 7 : 6;
+  POPSIM_CHECK(inputs.size() == expected, ErrorKind::Compilation,
+               "adam_update with amsgrad=", attrs.getBool("amsgrad") ? "true" : "false", " takes ",
+               expected, " inputs.");
+  for (size_t i = 4; i < inputs.size(); ++i) {
+    requireLike(inputs[i], inputs[0], "input " + std::to_string(i));
+  }
+  return {};
+}
+
+// rmsprop_update(param, grad, hyper, square_avg[, grad_avg][, momentum_buffer])
+std::vector<TensorType> inferRmsprop(const std::vector<TensorType>& inputs,
+                                     const Attributes& attrs) {
+  checkCommon(inputs, hyper::RmspropCount);
+  const size_t expected =
+      4 + (attrs.getBool("centered") ? 1 : 0) + (attrs.getBool("has_momentum") ? 1 : 0);
+  POPSIM_CHECK(inputs.size() == expected, ErrorKind::Compilation, "rmsprop_update takes ", expected,
+               " inputs for these attributes, got ", inputs.size(), ".");
+  for (size_t i = 3; i < inputs.size(); ++i) {
+    requireLike(inputs[i], inputs[0], "input " + std::to_string(i));
+  }
+  return {};
+}
+
+} // namespace
+
+void registerUpdateOps(OpRegistry& registry) {
+  registry.add(OpKind::Assign, 2, 2, {"variable", "value"}, {}, inferAssign);
+  registry.setMutatedInputs(OpKind::Assign, {0});
+  registry.add(OpKind::Accumulate, 2, 2, {"accumulator", "value"}, {}, inferAccumulate);
+  registry.setMutatedInputs(OpKind::Accumulate, {0});
+  registry.add(OpKind::Fill, 1, 1, {"variable"}, {{"value", AttrType::Float}}, inferFill);
+  registry.setMutatedInputs(OpKind::Fill, {0});
+  registry.add(OpKind::SgdUpdate, 3, 5, {"param", "grad", "hyper", "momentum_buffer", "step"},
+               {{"nesterov", AttrType::Bool}, {"maximize", AttrType::Bool}}, inferSgd);
+  registry.setMutatedInputs(OpKind::SgdUpdate, {0, 3});
+  registry.add(OpKind::AdamUpdate, 6, 7,
+               {"param", "grad", "hyper", "step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"},
+               {{"amsgrad", AttrType::Bool},
+                {"maximize", AttrType::Bool},
+                {"decoupled_weight_decay", AttrType::Bool}},
+               inferAdam);
+  registry.setMutatedInputs(OpKind::AdamUpdate, {0, 4, 5, 6});
+  registry.add(OpKind::RmspropUpdate, 4, 6,
+               {"param", "grad", "hyper", "square_avg", "grad_avg", "momentum_buffer"},
+               {{"centered", AttrType::Bool},
+                {"has_momentum", AttrType::Bool},
+                {"maximize", AttrType::Bool}},
+               inferRmsprop);
+  registry.setMutatedInputs(OpKind::RmspropUpdate, {0, 3, 4, 5});
+}
+
+} // namespace popsim::ir::ops

@@ -1,0 +1,14 @@
+#include "ir/placement.h"
+
+namespace popsim::ir {
+
+const char* phaseName(Phase phase) {
+  switch (phase) {
+  case Phase::Forward: return "forward";
+  case Phase::Backward: return "backward";
+  case Phase::Update: return "update";
+  }
+  return "?";
+}
+
+} // namespace popsim::ir

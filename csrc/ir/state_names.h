@@ -1,0 +1,19 @@
+#pragma once
+
+#include <string>
+
+// Names of the state programs keep on the device, shared by the passes that
+// create it, the frontend and the host (which reads and writes it by name).
+namespace popsim::ir {
+
+// The i64 counter that seeds dropout masks, advanced once per micro-batch.
+extern const char* const kRandomCounterName;
+
+// Per parameter: "<param>/<state>" with PyTorch's optimizer state names
+// (exp_avg, momentum_buffer, ...) and "<param>/accumulator".
+std::string parameterStateName(const std::string& parameter, const std::string& state);
+
+// Per optimizer parameter group: "optimizer/group<g>/<state>" (hyper, step).
+std::string groupStateName(size_t group, const std::string& state);
+
+} // namespace popsim::ir

@@ -1,0 +1,149 @@
+// Fused optimizer steps, one parameter at a time. Each follows PyTorch 1.13's
+// single-tensor implementation (torch/optim/{sgd,adam,adamw,rmsprop}.py)
+// operation by operation in float, so that trained weights match eager
+// PyTorch; scalars derived from hyper-parameters (bias corrections) are
+// computed in double as Python does. The gradient is read through
+// grad_scale, which averages accumulated micro-batch gradients.
+
+#include "common/check.h"
+#include "ir/optimizer_hyperparameters.h"
+#include "kernels/reference/families.h"
+
+#include <cmath>
+
+namespace popsim::kernels::reference {
+namespace {
+
+using namespace ir::hyper;
+
+struct Tensors {
+  float* param;
+  const float* grad;
+  const float* hyper;
+  int64_t count;
+};
+
+Tensors tensorsOf(const ir::Node& node, const Inputs& inputs) {
+  return {static_cast<float*>(inputs[0]), static_cast<const float*>(inputs[1]),
+          static_cast<const float*>(inputs[2]), node.input(0)->type().numel()};
+}
+
+float gradientAt(const Tensors& t, int64_t i, float scale, bool maximize) {
+  const float g = t.grad[i] * scale;
+  return maximize ? -g : g;
+}
+
+// d_p = grad (+ weight_decay * p); with momentum: buf = d_p on the first
+// step, else buf = momentum * buf + (1 - dampening) * d_p; nesterov uses
+// d_p + momentum * buf; then p -= lr * d_p.
+void sgd(const ir::Node& node, const Inputs& inputs) {
+  const Tensors t = tensorsOf(node, inputs);
+  const bool hasMomentum = inputs.size() == 5;
+  float* buffer = hasMomentum ? static_cast<float*>(inputs[3]) : nullptr;
+  const bool firstStep = hasMomentum && *static_cast<const int64_t*>(inputs[4]) <= 1;
+  const float lr = t.hyper[SgdLr], momentum = t.hyper[SgdMomentum];
+  const float dampening = 1.0f - t.hyper[SgdDampening];
+  const float weightDecay = t.hyper[SgdWeightDecay], scale = t.hyper[SgdGradScale];
+  const bool nesterov = node.attrs().getBool("nesterov");
+  const bool maximize = node.attrs().getBool("maximize");
+  for (int64_t i = 0; i < t.count; ++i) {
+    float d = gradientAt(t, i, scale, maximize);
+    if (weightDecay != 0.0f) d = d + weightDecay * t.param[i];
+    if (hasMomentum) {
+      buffer[i] = firstStep ? d : buffer[i] * momentum + dampening * d;
+      d = nesterov ? d + momentum * buffer[i] : buffer[i];
+    }
+    t.param[i] = t.param[i] + -lr * d;
+  }
+}
+
+// Adam / AdamW (decoupled_weight_decay): moments m and v, bias corrections
+// from the step count, p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps).
+void adam(const ir::Node& node, const Inputs& inputs) {
+  const Tensors t = tensorsOf(node, inputs);
+  const int64_t step = *static_cast<const int64_t*>(inputs[3]);
+  auto* expAvg = static_cast<float*>(inputs[4]);
+  auto* expAvgSq = static_cast<float*>(inputs[5]);
+  const bool amsgrad = node.attrs().getBool("amsgrad");
+  float* maxExpAvgSq = amsgrad ? static_cast<float*>(inputs[6]) : nullptr;
+  const bool maximize = node.attrs().getBool("maximize");
+  const bool decoupled = node.attrs().getBool("decoupled_weight_decay");
+  const double lr = t.hyper[AdamLr], beta1 = t.hyper[AdamBeta1], beta2 = t.hyper[AdamBeta2];
+  const float eps = t.hyper[AdamEps], weightDecay = t.hyper[AdamWeightDecay];
+  const float scale = t.hyper[AdamGradScale];
+  const double bc1 = 1.0 - std::pow(beta1, static_cast<double>(step));
+  const double bc2 = 1.0 - std::pow(beta2, static_cast<double>(step));
+  const float stepSize = static_cast<float>(lr / bc1);
+  const float bc2Sqrt = static_cast<float>(std::sqrt(bc2));
+  const float decay = static_cast<float>(1.0 - lr * weightDecay);
+  const float b1 = static_cast<float>(beta1), b2 = static_cast<float>(beta2);
+  const float oneMinusB1 = static_cast<float>(1.0 - beta1),
+              oneMinusB2 = static_cast<float>(1.0 - beta2);
+  for (int64_t i = 0; i < t.count; ++i) {
+    float g = gradientAt(t, i, scale, maximize);
+    if (decoupled) {
+      t.param[i] = t.param[i] * decay;
+    } else if (weightDecay != 0.0f) {
+      g = g + weightDecay * t.param[i];
+    }
+    expAvg[i] = expAvg[i] * b1 + oneMinusB1 * g;
+    expAvgSq[i] = expAvgSq[i] * b2 + oneMinusB2 * g * g;
+    float second = expAvgSq[i];
+    if (amsgrad) {
+      maxExpAvgSq[i] = std::max(maxExpAvgSq[i], expAvgSq[i]);
+      second = maxExpAvgSq[i];
+    }
+    const float denom = std::sqrt(second) / bc2Sqrt + eps;
+    t.param[i] = t.param[i] + -stepSize * (expAvg[i] / denom);
+  }
+}
+
+// RMSprop: square_avg = alpha * square_avg + (1 - alpha) * g^2 (centred:
+// minus the squared running mean of g), then p -= lr * g / (sqrt(.) + eps),
+// through a momentum buffer when momentum > 0.
+void rmsprop(const ir::Node& node, const Inputs& inputs) {
+  const Tensors t = tensorsOf(node, inputs);
+  const bool centered = node.attrs().getBool("centered");
+  const bool hasMomentum = node.attrs().getBool("has_momentum");
+  const bool maximize = node.attrs().getBool("maximize");
+  auto* squareAvg = static_cast<float*>(inputs[3]);
+  size_t next = 4;
+  float* gradAvg = centered ? static_cast<float*>(inputs[next++]) : nullptr;
+  float* buffer = hasMomentum ? static_cast<float*>(inputs[next++]) : nullptr;
+  const float lr = t.hyper[RmspropLr], alpha = t.hyper[RmspropAlpha], eps = t.hyper[RmspropEps];
+  const float weightDecay = t.hyper[RmspropWeightDecay], momentum = t.hyper[RmspropMomentum];
+  const float scale = t.hyper[RmspropGradScale];
+  const float oneMinusAlpha = 1.0f - alpha;
+  for (int64_t i = 0; i < t.count; ++i) {
+    float g = gradientAt(t, i, scale, maximize);
+    if (weightDecay != 0.0f) g = g + weightDecay * t.param[i];
+    squareAvg[i] = squareAvg[i] * alpha + oneMinusAlpha * g * g;
+    float avg;
+    if (centered) {
+      gradAvg[i] = gradAvg[i] * alpha + oneMinusAlpha * g;
+      avg = std::sqrt(squareAvg[i] + -1.0f * gradAvg[i] * gradAvg[i]);
+    } else {
+      avg = std::sqrt(squareAvg[i]);
+    }
+    avg = avg + eps;
+    if (hasMomentum) {
+      buffer[i] = buffer[i] * momentum + g / avg;
+      t.param[i] = t.param[i] + -lr * buffer[i];
+    } else {
+      t.param[i] = t.param[i] + -lr * (g / avg);
+    }
+  }
+}
+
+} // namespace
+
+void optimizer(const ir::Node& node, const Inputs& inputs, const Outputs&) {
+  switch (node.kind()) {
+  case ir::OpKind::SgdUpdate: return sgd(node, inputs);
+  case ir::OpKind::AdamUpdate: return adam(node, inputs);
+  case ir::OpKind::RmspropUpdate: return rmsprop(node, inputs);
+  default: POPSIM_ASSERT(false, node.name(), " is not an optimizer op.");
+  }
+}
+
+} // namespace popsim::kernels::reference

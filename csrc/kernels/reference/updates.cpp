@@ -1,0 +1,37 @@
+#include "common/check.h"
+#include "kernels/reference/families.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace popsim::kernels::reference {
+
+// assign(variable, value), accumulate(accumulator, value), fill(variable):
+// in-place writes of device variables.
+void updates(const ir::Node& node, const Inputs& inputs, const Outputs&) {
+  const ir::TensorType& type = node.input(0)->type();
+  switch (node.kind()) {
+  case ir::OpKind::Assign:
+    if (inputs[0] != inputs[1] && type.bytes() != 0) {
+      std::memcpy(inputs[0], inputs[1], type.bytes());
+    }
+    return;
+  case ir::OpKind::Accumulate: {
+    auto* accumulator = static_cast<float*>(inputs[0]);
+    const auto* value = static_cast<const float*>(inputs[1]);
+    for (int64_t i = 0; i < type.numel(); ++i) {
+      accumulator[i] += value[i];
+    }
+    return;
+  }
+  case ir::OpKind::Fill: {
+    POPSIM_ASSERT(type.dtype == ir::DType::Float32, "fill of a ", type.str(), " variable.");
+    auto* data = static_cast<float*>(inputs[0]);
+    std::fill(data, data + type.numel(), static_cast<float>(node.attrs().getFloat("value")));
+    return;
+  }
+  default: POPSIM_ASSERT(false, node.name(), " is not an update op.");
+  }
+}
+
+} // namespace popsim::kernels::reference

@@ -1,0 +1,17 @@
+#pragma once
+
+#include "ir/graph.h"
+
+#include <unordered_map>
+#include <vector>
+
+namespace popsim::passes {
+
+// Adds the backward ops computing d(loss)/d(value) for each value in `wrt`
+// (Backward phase, after the forward ops) and returns the gradient of each
+// value the loss depends on. Throws Unsupported naming the op and its source
+// line when an op on the way from `wrt` to the loss has no gradient rule.
+std::unordered_map<const ir::Value*, ir::Value*> buildGradients(ir::Graph& graph, ir::Value* loss,
+                                                                const std::vector<ir::Value*>& wrt);
+
+} // namespace popsim::passes

@@ -1,0 +1,336 @@
+// Gradient rules: for each forward op, the ops computing the gradients of its
+// inputs from the gradients of its outputs (PyTorch's derivative formulas).
+
+#include "common/check.h"
+#include "passes/gradient_builder.h"
+
+#include <numeric>
+
+namespace popsim::passes {
+namespace {
+
+using ir::Attributes;
+using ir::OpKind;
+using ir::Value;
+using Grads = std::vector<Value*>;
+using Needed = std::vector<bool>;
+
+const ir::Node& nodeOf(GradientBuilder& b) { return b.forward(); }
+Value* in(GradientBuilder& b, size_t i) { return nodeOf(b).input(i); }
+Value* out(GradientBuilder& b, size_t i = 0) { return nodeOf(b).output(i); }
+Grads none(GradientBuilder& b) { return Grads(nodeOf(b).inputs().size(), nullptr); }
+
+Attributes copyAttrs(const Attributes& from, std::initializer_list<const char*> names) {
+  Attributes attrs;
+  for (const char* name : names) {
+    attrs.set(name, *from.find(name));
+  }
+  return attrs;
+}
+
+std::vector<int64_t> allDimsExcept(int64_t rank, int64_t kept) {
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d != kept) dims.push_back(d);
+  }
+  return dims;
+}
+
+Grads conv2d(GradientBuilder& b, const Grads& g, const Needed& needed) {
+  Grads result = none(b);
+  const Attributes& attrs = nodeOf(b).attrs();
+  if (needed[0]) {
+    Attributes a = copyAttrs(attrs, {"stride", "padding", "dilation", "groups"});
+    a.set("input_shape", in(b, 0)->type().shape);
+    result[0] = b.emit(OpKind::Conv2dGradInput, {g[0], in(b, 1)}, a);
+  }
+  if (needed[1]) {
+    Attributes a = copyAttrs(attrs, {"stride", "padding", "dilation", "groups"});
+    a.set("weight_shape", in(b, 1)->type().shape);
+    result[1] = b.emit(OpKind::Conv2dGradWeight, {in(b, 0), g[0]}, a);
+  }
+  if (result.size() == 3 && needed[2]) {
+    result[2] = b.emit(OpKind::ReduceSum, {g[0]},
+                       {{"dims", std::vector<int64_t>{0, 2, 3}}, {"keepdim", false}});
+  }
+  return result;
+}
+
+Grads linear(GradientBuilder& b, const Grads& g, const Needed& needed) {
+  Grads result = none(b);
+  Value* dy = g[0];
+  const int64_t n = dy->type().shape.back();
+  const int64_t rows = dy->type().numel() / n;
+  if (needed[0]) {
+    Value* dx = b.emit(OpKind::MatMul, {b.reshape(dy, {rows, n}), in(b, 1)});
+    result[0] = b.reshape(dx, in(b, 0)->type().shape);
+  }
+  if (needed[1]) {
+    result[1] = b.emit(OpKind::LinearGradWeight, {dy, in(b, 0)});
+  }
+  if (result.size() == 3 && needed[2]) {
+    result[2] = dy->type().rank() == 1
+                    ? dy
+                    : b.emit(OpKind::ReduceSum, {dy},
+                             {{"dims", allDimsExcept(dy->type().rank(), dy->type().rank() - 1)},
+                              {"keepdim", false}});
+  }
+  return result;
+}
+
+// y = a @ b: da = dy @ b^T, db = a^T @ dy, each summed over broadcast batch dimensions.
+Grads matmul(GradientBuilder& b, const Grads& g, const Needed& needed) {
+  Grads result = none(b);
+  if (needed[0]) {
+    Value* da = b.emit(OpKind::MatMul, {g[0], b.transposeLast(in(b, 1))});
+    result[0] = b.sumToShape(da, in(b, 0)->type().shape);
+  }
+  if (needed[1]) {
+    Value* db = b.emit(OpKind::MatMul, {b.transposeLast(in(b, 0)), g[0]});
+    result[1] = b.sumToShape(db, in(b, 1)->type().shape);
+  }
+  return result;
+}
+
+// Activations whose derivative comes from the input (x) or the output (y).
+template <bool FromOutput>
+Grads activation(GradientBuilder& b, const Grads& g, const Needed& needed) {
+  Grads result = none(b);
+  if (!needed[0]) return result;
+  std::string name;
+  switch (nodeOf(b).kind()) {
+  case OpKind::Relu: name = "relu"; break;
+  case OpKind::Sigmoid: name = "sigmoid"; break;
+  case OpKind::Tanh: name = "tanh"; break;
+  case OpKind::Abs: name = "abs"; break;
+  default:
+    name = nodeOf(b).attrs().getString("approximate") == "tanh" ? "gelu_tanh" : "gelu";
+    break;
+  }
+  result[0] = b.emit(OpKind::ActivationGrad, {g[0], FromOutput ? out(b) : in(b, 0)},
+                     {{"activation", name}});
+  return result;
+}
+
+Grads exp(GradientBuilder& b, const Grads& g, const Needed&) {
+  return {b.emit(OpKind::Mul, {g[0], out(b)})};
+}
+Grads log(GradientBuilder& b, const Grads& g, const Needed&) {
+  return {b.emit(OpKind::Div, {g[0], in(b, 0)})};
+}
+Grads sqrt(GradientBuilder& b, const Grads& g, const Needed&) {
+  return {b.emit(OpKind::Div, {g[0], b.affine(out(b), 2.0, 0.0)})};
+}
+Grads affine(GradientBuilder& b, const Grads& g, const Needed&) {
+  return {b.affine(g[0], nodeOf(b).attrs().getFloat("scale"), 0.0)};
+}
+
+Grads binary(GradientBuilder& b, const Grads& g, const Needed& needed) {
+  Grads result = none(b);
+  Value* dy = g[0];
+  const ir::Shape& shapeA = in(b, 0)->type().shape;
+  const ir::Shape& shapeB = in(b, 1)->type().shape;
+  switch (nodeOf(b).kind()) {
+  case OpKind::Add:
+    if (needed[0]) result[0] = b.sumToShape(dy, shapeA);
+    if (needed[1]) result[1] = b.sumToShape(dy, shapeB);
+    break;
+  case OpKind::Sub:
+    if (needed[0]) result[0] = b.sumToShape(dy, shapeA);
+    if (needed[1]) result[1] = b.sumToShape(b.affine(dy, -1.0, 0.0), shapeB);
+    break;
+  case OpKind::Mul:
+    if (needed[0]) result[0] = b.sumToShape(b.emit(OpKind::Mul, {dy, in(b, 1)}), shapeA);
+    if (needed[1]) result[1] = b.sumToShape(b.emit(OpKind::Mul, {dy, in(b, 0)}), shapeB);
+    break;
+  default: // Div: da = dy / b, db = -dy * a / b^2 = -(dy * y) / b
+    if (needed[0]) result[0] = b.sumToShape(b.emit(OpKind::Div, {dy, in(b, 1)}), shapeA);
+    if (needed[1]) {
+      Value* dyy = b.emit(OpKind::Mul, {dy, out(b)});
+      result[1] = b.sumToShape(b.affine(b.emit(OpKind::Div, {dyy, in(b, 1)}), -1.0, 0.0), shapeB);
+    }
+    break;
+  }
+  return result;
+}
+
+Grads softmax(GradientBuilder& b, const Grads& g, const Needed&) {
+  const OpKind kind =
+      nodeOf(b).kind() == OpKind::Softmax ? OpKind::SoftmaxGrad : OpKind::LogSoftmaxGrad;
+  return {b.emit(kind, {g[0], out(b)}, copyAttrs(nodeOf(b).attrs(), {"dim"}))};
+}
+
+Grads maxPool(GradientBuilder& b, const Grads& g, const Needed&) {
+  return {b.emit(
+      OpKind::MaxPool2dGrad, {g[0], in(b, 0)},
+      copyAttrs(nodeOf(b).attrs(), {"kernel", "stride", "padding", "dilation", "ceil_mode"}))};
+}
+
+Grads avgPool(GradientBuilder& b, const Grads& g, const Needed&) {
+  Attributes a = copyAttrs(nodeOf(b).attrs(), {"kernel", "stride", "padding", "ceil_mode",
+                                               "count_include_pad", "divisor_override"});
+  a.set("input_shape", in(b, 0)->type().shape);
+  return {b.emit(OpKind::AvgPool2dGrad, {g[0]}, a)};
+}
+
+Grads adaptiveAvgPool(GradientBuilder& b, const Grads& g, const Needed&) {
+  return {b.emit(OpKind::AdaptiveAvgPool2dGrad, {g[0]}, {{"input_shape", in(b, 0)->type().shape}})};
+}
+
+// Inference batch norm (running statistics) in a training graph, e.g. frozen
+// batch norm: y = (x - mean) * w / sqrt(var + eps) + b per channel.
+Grads batchNormEval(GradientBuilder& b, const Grads& g, const Needed& needed) {
+  Grads result = none(b);
+  Value* dy = g[0];
+  const ir::Shape& shape = in(b, 0)->type().shape;
+  ir::Shape channelShape(shape.size(), 1);
+  channelShape[1] = shape[1];
+  const double eps = nodeOf(b).attrs().getFloat("eps");
+  Value* stdev = b.emit(OpKind::Sqrt, {b.affine(in(b, 2), 1.0, eps)});
+  const std::vector<int64_t> reduce = allDimsExcept(dy->type().rank(), 1);
+  if (needed[0]) {
+    Value* scale = b.reshape(b.emit(OpKind::Div, {in(b, 3), stdev}), channelShape);
+    result[0] = b.emit(OpKind::Mul, {dy, scale});
+  }
+  if (needed[3]) {
+    Value* centered = b.emit(OpKind::Sub, {in(b, 0), b.reshape(in(b, 1), channelShape)});
+    Value* xhat = b.emit(OpKind::Div, {centered, b.reshape(stdev, channelShape)});
+    result[3] = b.emit(OpKind::ReduceSum, {b.emit(OpKind::Mul, {dy, xhat})},
+                       {{"dims", reduce}, {"keepdim", false}});
+  }
+  if (needed[4]) {
+    result[4] = b.emit(OpKind::ReduceSum, {dy}, {{"dims", reduce}, {"keepdim", false}});
+  }
+  return result;
+}
+
+// batch_norm_train / layer_norm_train -> one fused gradient op for (dx, dw, db).
+Grads normalizationTrain(GradientBuilder& b, const Grads& g, const Needed&) {
+  POPSIM_ASSERT(g[1] == nullptr && g[2] == nullptr, "normalisation statistics reach the loss.");
+  const bool batch = nodeOf(b).kind() == OpKind::BatchNormTrain;
+  const std::vector<Value*> grads =
+      b.emitMulti(batch ? OpKind::BatchNormGrad : OpKind::LayerNormGrad,
+                  {g[0], in(b, 0), in(b, 1), out(b, 1), out(b, 2)},
+                  batch ? copyAttrs(nodeOf(b).attrs(), {"eps"})
+                        : copyAttrs(nodeOf(b).attrs(), {"normalized_ndim", "eps"}));
+  return {grads[0], grads[1], grads[2]};
+}
+
+Grads reshape(GradientBuilder& b, const Grads& g, const Needed&) {
+  return {b.reshape(g[0], in(b, 0)->type().shape)};
+}
+
+Grads permute(GradientBuilder& b, const Grads& g, const Needed&) {
+  const auto& perm = nodeOf(b).attrs().getInts("perm");
+  std::vector<int64_t> inverse(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i)
+    inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+  return {b.emit(OpKind::Permute, {g[0]}, {{"perm", inverse}})};
+}
+
+Grads slice(GradientBuilder& b, const Grads& g, const Needed&) {
+  Attributes a = copyAttrs(nodeOf(b).attrs(), {"dim", "start", "end", "step"});
+  a.set("input_shape", in(b, 0)->type().shape);
+  return {b.emit(OpKind::SliceGrad, {g[0]}, a)};
+}
+
+Grads concat(GradientBuilder& b, const Grads& g, const Needed& needed) {
+  Grads result = none(b);
+  const int64_t dim = nodeOf(b).attrs().getInt("dim");
+  int64_t start = 0;
+  for (size_t i = 0; i < result.size(); ++i) {
+    const int64_t size = in(b, i)->type().shape[static_cast<size_t>(dim)];
+    if (needed[i]) {
+      result[i] =
+          b.emit(OpKind::Slice, {g[0]},
+                 {{"dim", dim}, {"start", start}, {"end", start + size}, {"step", int64_t{1}}});
+    }
+    start += size;
+  }
+  return result;
+}
+
+// The gradient of a reduction is spread back over the reduced dimensions.
+Grads reduce(GradientBuilder& b, const Grads& g, const Needed&) {
+  const ir::Shape& shape = in(b, 0)->type().shape;
+  ir::Shape kept = shape;
+  int64_t count = 1;
+  for (int64_t dim : nodeOf(b).attrs().getInts("dims")) {
+    kept[static_cast<size_t>(dim)] = 1;
+    count *= shape[static_cast<size_t>(dim)];
+  }
+  Value* spread = b.emit(OpKind::Broadcast, {b.reshape(g[0], kept)}, {{"shape", shape}});
+  if (nodeOf(b).kind() == OpKind::ReduceMean) {
+    spread = b.affine(spread, 1.0 / static_cast<double>(count), 0.0);
+  }
+  return {spread};
+}
+
+Grads broadcast(GradientBuilder& b, const Grads& g, const Needed&) {
+  return {b.sumToShape(g[0], in(b, 0)->type().shape)};
+}
+
+Grads embedding(GradientBuilder& b, const Grads& g, const Needed& needed) {
+  Grads result = none(b);
+  if (needed[0]) {
+    result[0] = b.emit(OpKind::EmbeddingGrad, {g[0], in(b, 1)},
+                       {{"num_embeddings", in(b, 0)->type().shape[0]},
+                        {"padding_idx", nodeOf(b).attrs().getInt("padding_idx")}});
+  }
+  return result;
+}
+
+Grads dropout(GradientBuilder& b, const Grads& g, const Needed&) {
+  POPSIM_ASSERT(g[1] == nullptr, "a dropout mask reaches the loss.");
+  return {b.emit(OpKind::Mul, {g[0], out(b, 1)}), nullptr};
+}
+
+Grads nllLoss(GradientBuilder& b, const Grads& g, const Needed&) {
+  Attributes a = copyAttrs(nodeOf(b).attrs(), {"reduction", "ignore_index"});
+  a.set("num_classes", in(b, 0)->type().shape[1]);
+  return {b.emit(OpKind::NllLossGrad, {g[0], in(b, 1)}, a), nullptr};
+}
+
+} // namespace
+
+GradientRule findGradientRule(ir::OpKind kind) {
+  switch (kind) {
+  case OpKind::Conv2d: return conv2d;
+  case OpKind::Linear: return linear;
+  case OpKind::MatMul: return matmul;
+  case OpKind::Relu:
+  case OpKind::Sigmoid:
+  case OpKind::Tanh: return activation<true>;
+  case OpKind::Gelu:
+  case OpKind::Abs: return activation<false>;
+  case OpKind::Exp: return exp;
+  case OpKind::Log: return log;
+  case OpKind::Sqrt: return sqrt;
+  case OpKind::Affine: return affine;
+  case OpKind::Add:
+  case OpKind::Sub:
+  case OpKind::Mul:
+  case OpKind::Div: return binary;
+  case OpKind::Softmax:
+  case OpKind::LogSoftmax: return softmax;
+  case OpKind::MaxPool2d: return maxPool;
+  case OpKind::AvgPool2d: return avgPool;
+  case OpKind::AdaptiveAvgPool2d: return adaptiveAvgPool;
+  case OpKind::BatchNorm: return batchNormEval;
+  case OpKind::BatchNormTrain:
+  case OpKind::LayerNormTrain: return normalizationTrain;
+  case OpKind::Reshape: return reshape;
+  case OpKind::Permute: return permute;
+  case OpKind::Slice: return slice;
+  case OpKind::Concat: return concat;
+  case OpKind::ReduceSum:
+  case OpKind::ReduceMean: return reduce;
+  case OpKind::Broadcast: return broadcast;
+  case OpKind::Embedding: return embedding;
+  case OpKind::Dropout: return dropout;
+  case OpKind::NllLoss: return nllLoss;
+  default: return nullptr; // LayerNorm is turned into LayerNormTrain first
+  }
+}
+
+} // namespace popsim::passes

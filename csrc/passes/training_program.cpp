@@ -1,0 +1,202 @@
+// Training program construction (see training_program.h for the steps).
+
+#include "passes/training_program.h"
+
+#include "common/check.h"
+#include "ir/optimizer_hyperparameters.h"
+#include "ir/state_names.h"
+#include "passes/autodiff.h"
+
+#include <cstring>
+#include <unordered_map>
+
+namespace popsim::passes {
+namespace {
+
+ir::Node* addNode(ir::Graph& graph, ir::OpKind kind, const std::vector<ir::Value*>& inputs,
+                  ir::Attributes attrs, ir::Phase phase, const ir::Placement& where = {}) {
+  ir::Node* node = graph.addNode(kind, inputs, std::move(attrs));
+  ir::Placement placement = where;
+  placement.phase = phase;
+  node->setPlacement(placement);
+  return node;
+}
+
+// counter = counter + 1, as an update of an i64 state scalar.
+void increment(ir::Graph& graph, ir::Value* counter, ir::Phase phase) {
+  ir::Value* next =
+      addNode(graph, ir::OpKind::Affine, {counter}, {{"scale", 1.0}, {"shift", 1.0}}, phase)
+          ->output();
+  addNode(graph, ir::OpKind::Assign, {counter, next}, {}, phase);
+}
+
+size_t hyperCount(OptimizerKind optimizer) {
+  switch (optimizer) {
+  case OptimizerKind::Sgd: return ir::hyper::SgdCount;
+  case OptimizerKind::Adam:
+  case OptimizerKind::AdamW: return ir::hyper::AdamCount;
+  case OptimizerKind::Rmsprop: return ir::hyper::RmspropCount;
+  }
+  return 0;
+}
+
+// Adam uses the step count for its bias corrections and SGD's momentum to
+// tell the first step; RMSprop only records it, as PyTorch does.
+bool needsStep(const TrainingConfig& config, const ParameterGroup& group) {
+  return config.optimizer != OptimizerKind::Sgd || group.hasMomentum;
+}
+
+// The update op of one parameter, with the state it needs created on the way.
+void addUpdate(ir::Graph& graph, const TrainingConfig& config, const ParameterGroup& group,
+               ir::Value* param, ir::Value* grad, ir::Value* hyper, ir::Value* step) {
+  const auto state = [&](const char* name) {
+    return graph.addState(ir::parameterStateName(param->name(), name), param->type(),
+                          ir::StateKind::Optimizer);
+  };
+  const ir::Placement where =
+      grad->producer() != nullptr ? grad->producer()->placement() : ir::Placement{};
+  switch (config.optimizer) {
+  case OptimizerKind::Sgd: {
+    std::vector<ir::Value*> inputs = {param, grad, hyper};
+    if (group.hasMomentum) {
+      inputs.push_back(state("momentum_buffer"));
+      inputs.push_back(step);
+    }
+    addNode(graph, ir::OpKind::SgdUpdate, inputs,
+            {{"nesterov", group.nesterov}, {"maximize", group.maximize}}, ir::Phase::Update, where);
+    return;
+  }
+  case OptimizerKind::Adam:
+  case OptimizerKind::AdamW: {
+    std::vector<ir::Value*> inputs = {
+        param, grad, hyper, step, state("exp_avg"), state("exp_avg_sq")};
+    if (group.amsgrad) {
+      inputs.push_back(state("max_exp_avg_sq"));
+    }
+    addNode(graph, ir::OpKind::AdamUpdate, inputs,
+            {{"amsgrad", group.amsgrad},
+             {"maximize", group.maximize},
+             {"decoupled_weight_decay", config.optimizer == OptimizerKind::AdamW}},
+            ir::Phase::Update, where);
+    return;
+  }
+  case OptimizerKind::Rmsprop: {
+    std::vector<ir::Value*> inputs = {param, grad, hyper, state("square_avg")};
+    if (group.centered) inputs.push_back(state("grad_avg"));
+    if (group.hasMomentum) inputs.push_back(state("momentum_buffer"));
+    addNode(graph, ir::OpKind::RmspropUpdate, inputs,
+            {{"centered", group.centered},
+             {"has_momentum", group.hasMomentum},
+             {"maximize", group.maximize}},
+            ir::Phase::Update, where);
+    return;
+  }
+  }
+}
+
+} // namespace
+
+std::vector<std::string> hyperParameterNames(OptimizerKind optimizer) {
+  switch (optimizer) {
+  case OptimizerKind::Sgd: return {"lr", "momentum", "dampening", "weight_decay", "grad_scale"};
+  case OptimizerKind::Adam:
+  case OptimizerKind::AdamW: return {"lr", "beta1", "beta2", "eps", "weight_decay", "grad_scale"};
+  case OptimizerKind::Rmsprop:
+    return {"lr", "alpha", "eps", "weight_decay", "momentum", "grad_scale"};
+  }
+  return {};
+}
+
+void buildTrainingProgram(ir::Graph& graph, const TrainingConfig& config) {
+  POPSIM_ASSERT(graph.loss() != nullptr, "a training program needs a loss.");
+  POPSIM_CHECK(config.gradientAccumulation >= 1, ErrorKind::InvalidOption,
+               "gradientAccumulation must be at least 1, got ", config.gradientAccumulation, ".");
+  // Step 1: gradients of every trained parameter.
+  std::vector<ir::Value*> params;
+  std::unordered_map<const ir::Value*, size_t> groupOf;
+  for (size_t g = 0; g < config.groups.size(); ++g) {
+    for (const std::string& name : config.groups[g].parameters) {
+      ir::Value* weight = graph.findWeight(name);
+      if (weight == nullptr || !weight->trainable() || groupOf.count(weight) != 0) {
+        continue; // not used by the model's forward pass, a buffer, or listed twice
+      }
+      params.push_back(weight);
+      groupOf[weight] = g;
+    }
+  }
+  const auto grads = buildGradients(graph, graph.loss(), params);
+
+  // Step 2: accumulation over micro-batches.
+  const bool accumulate = config.gradientAccumulation > 1;
+  std::unordered_map<const ir::Value*, ir::Value*> stepGrads;
+  for (ir::Value* param : params) {
+    auto grad = grads.find(param);
+    if (grad == grads.end()) continue;
+    if (!accumulate) {
+      stepGrads[param] = grad->second;
+      continue;
+    }
+    ir::Value* accumulator = graph.addState(ir::parameterStateName(param->name(), "accumulator"),
+                                            param->type(), ir::StateKind::Accumulator);
+    addNode(graph, ir::OpKind::Accumulate, {accumulator, grad->second}, {}, ir::Phase::Backward,
+            grad->second->producer() != nullptr ? grad->second->producer()->placement()
+                                                : ir::Placement{});
+    stepGrads[param] = accumulator;
+  }
+
+  // Step 3: fresh dropout masks for every micro-batch.
+  if (ir::Value* counter = graph.findState(ir::kRandomCounterName)) {
+    increment(graph, counter, ir::Phase::Backward);
+  }
+
+  // Step 4: per group, the step count and the updates.
+  for (size_t g = 0; g < config.groups.size(); ++g) {
+    const ParameterGroup& group = config.groups[g];
+    ir::Value* hyper = nullptr;
+    ir::Value* step = nullptr;
+    for (ir::Value* param : params) {
+      if (groupOf.at(param) != g || stepGrads.count(param) == 0) continue;
+      if (hyper == nullptr) {
+        hyper = graph.addState(
+            ir::groupStateName(g, "hyper"),
+            {ir::DType::Float32, {static_cast<int64_t>(hyperCount(config.optimizer))}},
+            ir::StateKind::Optimizer);
+        if (needsStep(config, group)) {
+          step = graph.addState(ir::groupStateName(g, "step"), {ir::DType::Int64, {}},
+                                ir::StateKind::Optimizer);
+          increment(graph, step, ir::Phase::Update);
+        }
+      }
+      addUpdate(graph, config, group, param, stepGrads.at(param), hyper, step);
+      if (accumulate) {
+        addNode(graph, ir::OpKind::Fill, {stepGrads.at(param)}, {{"value", 0.0}},
+                ir::Phase::Update);
+      }
+    }
+  }
+}
+
+void makeGradientProgram(ir::Graph& graph) {
+  POPSIM_ASSERT(graph.loss() != nullptr, "a gradient program needs a loss.");
+  std::vector<ir::Value*> wrt;
+  for (ir::Value* input : graph.inputs()) {
+    if (input->type().dtype == ir::DType::Float32) wrt.push_back(input);
+  }
+  for (ir::Value* weight : graph.weights()) {
+    if (weight->trainable()) wrt.push_back(weight);
+  }
+  const auto grads = buildGradients(graph, graph.loss(), wrt);
+  std::vector<ir::Value*> outputs;
+  for (ir::Value* value : wrt) {
+    auto grad = grads.find(value);
+    if (grad != grads.end()) {
+      outputs.push_back(grad->second);
+    } else {
+      std::vector<uint8_t> zeros(value->type().bytes(), 0);
+      outputs.push_back(graph.addConstant(value->type(), std::move(zeros)));
+    }
+  }
+  graph.setOutputs(outputs);
+}
+
+} // namespace popsim::passes

@@ -1,0 +1,53 @@
+#pragma once
+
+#include "ir/graph.h"
+
+#include <string>
+#include <vector>
+
+namespace popsim::passes {
+
+enum class OptimizerKind { Sgd, Adam, AdamW, Rmsprop };
+
+// The compile-time shape of one optimizer parameter group: which weights it
+// trains and the flags that change which state exists. Numeric
+// hyper-parameters (lr, betas, ...) are device state, written by the host.
+struct ParameterGroup {
+  std::vector<std::string> parameters;
+  bool hasMomentum = false; // SGD and RMSprop with momentum != 0
+  bool nesterov = false;
+  bool amsgrad = false;
+  bool centered = false;
+  bool maximize = false;
+};
+
+struct TrainingConfig {
+  OptimizerKind optimizer = OptimizerKind::Sgd;
+  std::vector<ParameterGroup> groups;
+  // Micro-batches whose gradients are accumulated before each step; 1 means
+  // the step reads the gradients directly.
+  int64_t gradientAccumulation = 1;
+};
+
+// The state a training program keeps is named as ir/state_names.h says.
+
+// The hyper-parameter names of an optimizer, in the order of its hyper vector
+// (ir/optimizer_hyperparameters.h).
+std::vector<std::string> hyperParameterNames(OptimizerKind optimizer);
+
+// Turns an imported forward graph with a loss into a training step:
+// 1. gradients of the groups' parameters (autodiff, Backward phase);
+// 2. with gradient accumulation, an accumulator per parameter summed into
+//    each micro-batch and zeroed after the step;
+// 3. the dropout counter advanced once per micro-batch;
+// 4. per group, a step count advanced once per step and the fused optimizer
+//    update of each parameter that has a gradient (Update phase).
+// Parameters the loss does not depend on get no update, as in PyTorch.
+void buildTrainingProgram(ir::Graph& graph, const TrainingConfig& config);
+
+// Makes the graph's outputs the loss's gradients with respect to its float
+// inputs and trainable weights, in that order (zeros where the loss does not
+// depend on them): how tests compare popsim's gradients with autograd's.
+void makeGradientProgram(ir::Graph& graph);
+
+} // namespace popsim::passes

@@ -1,0 +1,37 @@
+"""The gradients popsim computes, for testing and debugging.
+
+gradients(model, *inputs) compiles the model's loss (found as in a training
+model) into a program whose outputs are the loss's gradients with respect to
+the float inputs and the trainable parameters, runs it once, and returns them.
+This is popsim's autodiff and backward kernels with nothing else around
+them: what the tests compare with torch.autograd.
+"""
+
+from popsim import _C, _tracing, _weights
+from popsim.errors import InputError
+
+
+def gradients(model, *args, **kwargs):
+    """Returns ({input name: gradient}, {parameter name: gradient}).
+
+    The model is traced in eval mode, so dropout is off and batch norm uses its
+    running statistics, and gradients are exact. Float inputs and trainable
+    parameters that the loss does not depend on get zeros.
+    """
+    signature = _tracing.Signature(args, kwargs, model.forward)
+    tensors = signature.tensors(args, kwargs)
+    if not tensors:
+        raise InputError("gradients() needs tensor inputs.")
+    traced, _ = _tracing.trace(model, signature, tensors, training=False)
+    graph = _C.import_module(traced, tensors, _tracing.LIBRARY_PATHS, _tracing.MODEL_ATTRIBUTE,
+                             signature.tensor_names, training=True)
+    executable = _C.compile(graph, {"program": "gradients"})
+    names = executable.weight_names()
+    executable.write_variables(_weights.host_weights(model, names))
+    outputs = executable.run(tensors)
+    float_inputs = [name for name, tensor in zip(signature.tensor_names, tensors)
+                    if tensor.is_floating_point()]
+    trainable = [weight["name"] for weight in graph.weights() if weight["trainable"]]
+    input_grads = dict(zip(float_inputs, outputs[: len(float_inputs)]))
+    weight_grads = dict(zip(trainable, outputs[len(float_inputs):]))
+    return input_grads, weight_grads

@@ -1,0 +1,175 @@
+"""Optimizers and their state, between torch.optim and the device program.
+
+The C++ training program keeps, per parameter, the optimizer state PyTorch
+keeps (exp_avg, momentum_buffer, ...) under "<param>/<state>" and, per
+parameter group, a vector of hyper-parameters and a step count under
+"optimizer/group<g>/...". This module maps a torch.optim optimizer onto
+that: the compile-time configuration, the hyper-parameter values, and state
+in both directions.
+"""
+
+import torch
+
+from popsim.enums import ReductionType
+from popsim.errors import OptionError
+
+# Per optimizer: the C++ name, the structural flags of a group (which change
+# what state exists, so changing them needs a recompilation) and the state
+# tensors kept per parameter.
+_KINDS = [
+    (torch.optim.AdamW, "adamw"),
+    (torch.optim.Adam, "adam"),
+    (torch.optim.SGD, "sgd"),
+    (torch.optim.RMSprop, "rmsprop"),
+]
+
+
+def optimizer_kind(optimizer):
+    for cls, name in _KINDS:
+        if isinstance(optimizer, cls):
+            return name
+    raise OptionError(
+        f"popsim trains with SGD, Adam, AdamW or RMSprop (popsim.optim or torch.optim), got "
+        f"{type(optimizer).__name__}.")
+
+
+def group_flags(kind, group):
+    """The flags of a parameter group that decide the program's shape."""
+    if kind == "sgd":
+        return {"has_momentum": group["momentum"] != 0, "nesterov": bool(group["nesterov"]),
+                "maximize": bool(group.get("maximize", False))}
+    if kind in ("adam", "adamw"):
+        return {"amsgrad": bool(group["amsgrad"]), "maximize": bool(group.get("maximize", False))}
+    return {"has_momentum": group["momentum"] > 0, "centered": bool(group["centered"]),
+            "maximize": bool(group.get("maximize", False))}
+
+
+def state_names(kind, flags):
+    """PyTorch's per-parameter state of one group."""
+    if kind == "sgd":
+        return ["momentum_buffer"] if flags["has_momentum"] else []
+    if kind in ("adam", "adamw"):
+        return ["exp_avg", "exp_avg_sq"] + (["max_exp_avg_sq"] if flags["amsgrad"] else [])
+    return (["square_avg"] + (["grad_avg"] if flags["centered"] else [])
+            + (["momentum_buffer"] if flags["has_momentum"] else []))
+
+
+def hyperparameters(kind, group, grad_scale):
+    """The numeric hyper-parameters of a group, by the names the C++ program uses."""
+    if kind == "sgd":
+        values = {"lr": group["lr"], "momentum": group["momentum"],
+                  "dampening": group["dampening"], "weight_decay": group["weight_decay"]}
+    elif kind in ("adam", "adamw"):
+        beta1, beta2 = group["betas"]
+        values = {"lr": group["lr"], "beta1": beta1, "beta2": beta2, "eps": group["eps"],
+                  "weight_decay": group["weight_decay"]}
+    else:
+        values = {"lr": group["lr"], "alpha": group["alpha"], "eps": group["eps"],
+                  "weight_decay": group["weight_decay"], "momentum": group["momentum"]}
+    values["grad_scale"] = grad_scale
+    for name, value in values.items():
+        if isinstance(value, torch.Tensor):
+            values[name] = float(value)
+    return values
+
+
+def grad_scale(options):
+    """How a step reads its accumulated gradient: the mean (default) or the sum."""
+    accumulation = options.Training.gradient_accumulation
+    reduction = options.Training.accumulation_and_replication_reduction_type
+    return 1.0 / accumulation if reduction == ReductionType.Mean else 1.0
+
+
+class OptimizerBinding:
+    """One optimizer's parameters by name, and its configuration for C++."""
+
+    def __init__(self, optimizer, names_by_tensor):
+        self.optimizer = optimizer
+        self.kind = optimizer_kind(optimizer)
+        self.groups = []  # per group: list of (name, parameter)
+        for index, group in enumerate(optimizer.param_groups):
+            params = []
+            for param in group["params"]:
+                name = names_by_tensor.get(id(param))
+                if name is None:
+                    raise OptionError(
+                        f"Parameter group {index} of the optimizer holds a tensor of shape "
+                        f"{list(param.shape)} that is not a parameter of the model.")
+                if param.requires_grad:
+                    params.append((name, param))
+            self.groups.append(params)
+        self.flags = [group_flags(self.kind, group) for group in optimizer.param_groups]
+
+    def config(self):
+        return {"optimizer": self.kind,
+                "groups": [dict(flags, parameters=[name for name, _ in params])
+                           for flags, params in zip(self.flags, self.groups)]}
+
+    def check_compatible(self, other):
+        """setOptimizer may change numbers, not the program's shape."""
+        if other.kind != self.kind:
+            raise OptionError(
+                f"setOptimizer cannot change the optimizer from {self.kind} to {other.kind}: the "
+                "update rule is compiled into the program. Call destroy() and wrap the model again.")
+        same_params = [[name for name, _ in g] for g in self.groups] == \
+                      [[name for name, _ in g] for g in other.groups]
+        if not same_params or other.flags != self.flags:
+            raise OptionError(
+                "setOptimizer can change numeric hyper-parameters (lr, momentum values, betas, "
+                "eps, weight_decay, ...) but not the parameter groups or the settings that decide "
+                "the optimizer state (momentum on or off, nesterov, amsgrad, centered, "
+                "maximize). Call destroy() and wrap the model again for those.")
+
+    def write_hyperparameters(self, executable, scale):
+        for index, group in enumerate(self.optimizer.param_groups):
+            executable.write_hyperparameters(index, hyperparameters(self.kind, group, scale))
+
+    def initial_state(self, executable):
+        """Device state from the optimizer's own state (to resume), zeros otherwise."""
+        available = set(executable.state_names())
+        values = {}
+        for index, params in enumerate(self.groups):
+            for name, param in params:
+                torch_state = self.optimizer.state.get(param, {})
+                for key in state_names(self.kind, self.flags[index]):
+                    device_name = f"{name}/{key}"
+                    if device_name not in available:
+                        continue
+                    value = torch_state.get(key)
+                    values[device_name] = (value.detach().float() if value is not None
+                                           else torch.zeros_like(param, dtype=torch.float32))
+                if f"{name}/accumulator" in available:
+                    values[f"{name}/accumulator"] = torch.zeros_like(param, dtype=torch.float32)
+            step_name = f"optimizer/group{index}/step"
+            if step_name in available:
+                values[step_name] = torch.tensor(self._initial_step(index), dtype=torch.int64)
+        if "random/counter" in available:
+            values["random/counter"] = torch.tensor(0, dtype=torch.int64)
+        return values
+
+    def _initial_step(self, index):
+        steps = []
+        for _, param in self.groups[index]:
+            state = self.optimizer.state.get(param, {})
+            if "step" in state:
+                steps.append(int(float(state["step"])))
+            elif "momentum_buffer" in state and state["momentum_buffer"] is not None:
+                steps.append(1)  # SGD keeps no count; a buffer means it has stepped
+        return max(steps, default=0)
+
+    def copy_state_to_host(self, executable):
+        """The device's optimizer state into optimizer.state, as PyTorch keeps it."""
+        available = set(executable.state_names())
+        wanted = [name for name in available
+                  if not name.endswith("/accumulator") and name != "random/counter"
+                  and not name.endswith("/hyper")]
+        values = executable.read_variables(wanted)
+        for index, params in enumerate(self.groups):
+            step = values.get(f"optimizer/group{index}/step")
+            for name, param in params:
+                state = self.optimizer.state[param]
+                for key in state_names(self.kind, self.flags[index]):
+                    if f"{name}/{key}" in values:
+                        state[key] = values[f"{name}/{key}"]
+                if step is not None and self.kind != "sgd":
+                    state["step"] = torch.tensor(float(step))
