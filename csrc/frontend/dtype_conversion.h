@@ -25,6 +25,7 @@ inline c10::ScalarType toTorchDType(ir::DType type) {
   case ir::DType::Int32: return c10::ScalarType::Int;
   case ir::DType::Int64: return c10::ScalarType::Long;
   case ir::DType::Bool: return c10::ScalarType::Bool;
+  case ir::DType::Float64: return c10::ScalarType::Double;
   }
   return c10::ScalarType::Float;
 }

@@ -8,6 +8,7 @@ size_t elementSize(DType dtype) {
   case DType::Int32: return 4;
   case DType::Int64: return 8;
   case DType::Bool: return 1;
+  case DType::Float64: return 8;
   }
   return 0;
 }
@@ -18,6 +19,7 @@ const char* dtypeName(DType dtype) {
   case DType::Int32: return "i32";
   case DType::Int64: return "i64";
   case DType::Bool: return "bool";
+  case DType::Float64: return "f64";
   }
   return "?";
 }

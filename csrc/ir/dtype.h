@@ -7,11 +7,12 @@
 namespace popsim::ir {
 
 // Element types popsim programs compute with. Float32 is the compute type;
-// the integer types carry indices (embedding ids, class labels).
-enum class DType : uint8_t { Float32, Int32, Int64, Bool };
+// the integer types carry indices (embedding ids, class labels) and counters;
+// Float64 holds optimizer hyper-parameters exactly as Python gives them.
+enum class DType : uint8_t { Float32, Int32, Int64, Bool, Float64 };
 
 size_t elementSize(DType dtype);
-// Short names used by the IR printer: f32, i32, i64, bool.
+// Short names used by the IR printer: f32, i32, i64, bool, f64.
 const char* dtypeName(DType dtype);
 
 } // namespace popsim::ir

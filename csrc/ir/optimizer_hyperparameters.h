@@ -2,11 +2,11 @@
 
 #include <cstddef>
 
-// Where each hyper-parameter sits in the f32 vector an optimizer update op
-// reads. The vectors are device state written by the host, so changing a
-// hyper-parameter (setOptimizer) needs no recompilation. grad_scale turns the
-// accumulated gradient into the one the step uses (1 / micro-batches for
-// Mean accumulation, 1 for Sum).
+// Where each hyper-parameter sits in the f64 vector an optimizer update op
+// reads (double, as Python hands them to PyTorch's optimizers). The vectors are device state
+// written by the host, so changing a hyper-parameter (setOptimizer) needs no recompilation.
+// grad_scale turns the accumulated gradient into the one the step uses (1 / micro-batches for Mean
+// accumulation, 1 for Sum).
 namespace popsim::ir::hyper {
 
 enum Sgd : size_t { SgdLr, SgdMomentum, SgdDampening, SgdWeightDecay, SgdGradScale, SgdCount };

@@ -58,6 +58,12 @@ std::string constantValues(const Value& constant) {
       break;
     }
     case DType::Bool: out << (data[i] != 0 ? "true" : "false"); break;
+    case DType::Float64: {
+      double v;
+      std::memcpy(&v, data + i * 8, 8);
+      out << v;
+      break;
+    }
     }
   }
   if (type.rank() > 0) {

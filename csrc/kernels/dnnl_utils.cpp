@@ -4,14 +4,17 @@
 
 namespace popsim::kernels {
 
-bool isDnnlDType(ir::DType dtype) { return dtype != ir::DType::Int64; }
+bool isDnnlDType(ir::DType dtype) {
+  return dtype != ir::DType::Int64 && dtype != ir::DType::Float64;
+}
 
 memory::data_type toDnnlDType(ir::DType dtype) {
   switch (dtype) {
   case ir::DType::Float32: return memory::data_type::f32;
   case ir::DType::Int32: return memory::data_type::s32;
   case ir::DType::Bool: return memory::data_type::u8;
-  case ir::DType::Int64: break;
+  case ir::DType::Int64:
+  case ir::DType::Float64: break;
   }
   POPSIM_ASSERT(false, "oneDNN has no ", ir::dtypeName(dtype), " type.");
 }

@@ -159,7 +159,7 @@ void buildTrainingProgram(ir::Graph& graph, const TrainingConfig& config) {
       if (hyper == nullptr) {
         hyper = graph.addState(
             ir::groupStateName(g, "hyper"),
-            {ir::DType::Float32, {static_cast<int64_t>(hyperCount(config.optimizer))}},
+            {ir::DType::Float64, {static_cast<int64_t>(hyperCount(config.optimizer))}},
             ir::StateKind::Optimizer);
         if (needsStep(config, group)) {
           step = graph.addState(ir::groupStateName(g, "step"), {ir::DType::Int64, {}},

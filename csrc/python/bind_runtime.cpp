@@ -162,7 +162,7 @@ void bindRuntime(py::module_& module) {
           [](Executable& executable, const std::map<std::string, at::Tensor>& values) {
             for (const auto& [name, value] : values) {
               const at::Tensor tensor = value.detach().contiguous();
-              executable.writeVariable(name, viewOf(tensor, "'" + name + "'"));
+              executable.writeVariable(name, viewOf(tensor, "'" + name + "'", true));
             }
           },
           "Copies host tensors into device weights or state, by name.")
@@ -176,7 +176,7 @@ void bindRuntime(py::module_& module) {
               POPSIM_CHECK(variable != nullptr, ErrorKind::InvalidInput,
                            "the compiled model has no weight or state '", name, "'.");
               at::Tensor tensor = emptyTensor(variable->type());
-              executable.readVariable(name, viewOf(tensor, "'" + name + "'"));
+              executable.readVariable(name, viewOf(tensor, "'" + name + "'", true));
               values.emplace(name, tensor);
             }
             return values;
@@ -198,12 +198,12 @@ void bindRuntime(py::module_& module) {
            })
       .def(
           "write_hyperparameters",
-          [](Executable& executable, size_t group, const std::map<std::string, float>& values) {
+          [](Executable& executable, size_t group, const std::map<std::string, double>& values) {
             const std::string name = ir::groupStateName(group, "hyper");
             if (executable.graph().findState(name) == nullptr) {
               return; // no parameter of this group reaches the loss
             }
-            std::vector<float> packed;
+            std::vector<double> packed;
             for (const std::string& key :
                  passes::hyperParameterNames(executable.options().training.optimizer)) {
               auto it = values.find(key);
@@ -212,7 +212,7 @@ void bindRuntime(py::module_& module) {
               packed.push_back(it->second);
             }
             executable.writeVariable(
-                name, {packed.data(), ir::DType::Float32, {static_cast<int64_t>(packed.size())}});
+                name, {packed.data(), ir::DType::Float64, {static_cast<int64_t>(packed.size())}});
           },
           "Writes the numeric hyper-parameters of an optimizer parameter group.")
       .def("memory_report",

@@ -7,8 +7,11 @@
 
 namespace popsim::python {
 
-ir::TensorType typeOf(const at::Tensor& tensor, const std::string& what) {
-  const std::optional<ir::DType> dtype = frontend::toIrDType(tensor.scalar_type());
+ir::TensorType typeOf(const at::Tensor& tensor, const std::string& what, bool allowFloat64) {
+  std::optional<ir::DType> dtype = frontend::toIrDType(tensor.scalar_type());
+  if (allowFloat64 && tensor.scalar_type() == c10::ScalarType::Double) {
+    dtype = ir::DType::Float64;
+  }
   POPSIM_CHECK(dtype.has_value(), ErrorKind::InvalidInput, what, " has dtype ",
                c10::toString(tensor.scalar_type()),
                "; popsim computes with float32, int32, int64 and bool tensors (convert it, e.g. "
@@ -16,12 +19,12 @@ ir::TensorType typeOf(const at::Tensor& tensor, const std::string& what) {
   return {*dtype, ir::Shape(tensor.sizes().begin(), tensor.sizes().end())};
 }
 
-runtime::TensorView viewOf(const at::Tensor& tensor, const std::string& what) {
+runtime::TensorView viewOf(const at::Tensor& tensor, const std::string& what, bool allowFloat64) {
   POPSIM_CHECK(tensor.device().is_cpu(), ErrorKind::InvalidInput, what, " is on ",
                tensor.device().str(), "; popsim takes CPU tensors.");
   POPSIM_CHECK(tensor.is_contiguous(), ErrorKind::InvalidInput, what,
                " is not contiguous (call .contiguous()).");
-  const ir::TensorType type = typeOf(tensor, what);
+  const ir::TensorType type = typeOf(tensor, what, allowFloat64);
   return {tensor.data_ptr(), type.dtype, type.shape};
 }
 

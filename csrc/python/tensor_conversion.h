@@ -10,9 +10,11 @@
 namespace popsim::python {
 
 // A view of a contiguous CPU tensor; throws InvalidInput naming `what` for
-// other devices or dtypes popsim does not compute with.
-runtime::TensorView viewOf(const at::Tensor& tensor, const std::string& what);
-ir::TensorType typeOf(const at::Tensor& tensor, const std::string& what);
+// other devices or dtypes popsim does not compute with. float64 is accepted
+// only for device state (optimizer hyper-parameters), not model inputs.
+runtime::TensorView viewOf(const at::Tensor& tensor, const std::string& what,
+                           bool allowFloat64 = false);
+ir::TensorType typeOf(const at::Tensor& tensor, const std::string& what, bool allowFloat64 = false);
 at::Tensor emptyTensor(const ir::TensorType& type);
 
 } // namespace popsim::python

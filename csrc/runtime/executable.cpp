@@ -154,6 +154,7 @@ void Executable::copyOutput(size_t index, const TensorView& destination, int64_t
   case ir::DType::Int32: accumulate<int32_t>(target, source, count); break;
   case ir::DType::Int64: accumulate<int64_t>(target, source, count); break;
   case ir::DType::Bool: accumulate<uint8_t>(target, source, count); break;
+  case ir::DType::Float64: accumulate<double>(target, source, count); break;
   }
 }
 

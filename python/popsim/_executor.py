@@ -406,7 +406,8 @@ def trainingModel(model, options=None, optimizer=None):
     deviceIterations optimizer steps, each over gradientAccumulation
     micro-batches, entirely on the simulated device. The optimizer defaults to
     SGD(lr=0.01); popsim.optim and torch.optim SGD, Adam, AdamW and RMSprop are
-    supported. The model is traced in training mode (dropout and batch
-    statistics active) whatever its own flag is; the flag is left unchanged.
+    supported. Each module runs as its train/eval flag says, as in eager
+    PyTorch: a new module trains with dropout and batch statistics, and a batch
+    norm set to eval() stays frozen.
     """
     return Executor(model, options, training=True, optimizer=optimizer)

@@ -11,18 +11,24 @@ from popsim import _C, _tracing, _weights
 from popsim.errors import InputError
 
 
-def gradients(model, *args, **kwargs):
+def gradients(model, *args, training=False, **kwargs):
     """Returns ({input name: gradient}, {parameter name: gradient}).
 
-    The model is traced in eval mode, so dropout is off and batch norm uses its
-    running statistics, and gradients are exact. Float inputs and trainable
-    parameters that the loss does not depend on get zeros.
+    The model is traced in eval mode by default (dropout off, batch norm with
+    its running statistics); training=True traces it in training mode (batch
+    statistics). Float inputs and trainable parameters that the loss does not
+    depend on get zeros.
     """
     signature = _tracing.Signature(args, kwargs, model.forward)
     tensors = signature.tensors(args, kwargs)
     if not tensors:
         raise InputError("gradients() needs tensor inputs.")
-    traced, _ = _tracing.trace(model, signature, tensors, training=False)
+    mode = model.training
+    model.train(training)
+    try:
+        traced, _ = _tracing.trace(model, signature, tensors, training=True)
+    finally:
+        model.train(mode)
     graph = _C.import_module(traced, tensors, _tracing.LIBRARY_PATHS, _tracing.MODEL_ATTRIBUTE,
                              signature.tensor_names, training=True)
     executable = _C.compile(graph, {"program": "gradients"})

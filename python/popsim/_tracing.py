@@ -190,12 +190,16 @@ def _no_backward():
 
 
 def trace(model, signature, micro_batch_tensors, training):
-    """Traces the model on one micro-batch, in train or eval mode; returns
-    (traced, flat wrapper)."""
+    """Traces the model on one micro-batch; returns (traced, flat wrapper).
+
+    Inference traces in eval mode. Training traces with each module's own
+    train/eval flag, as eager PyTorch would run it (frozen batch norm stays
+    frozen)."""
     flat = _FlatModel(model, signature)
     guards = contextlib.ExitStack()
-    guards.enter_context(_mode(model, training))
-    if training:
+    if not training:
+        guards.enter_context(_mode(model, False))
+    else:
         guards.enter_context(_untouched_state(model))
         guards.enter_context(_no_backward())
     # Grad stays enabled: some modules (e.g. TransformerEncoderLayer) switch to

@@ -180,40 +180,46 @@ def binary_case(fn):
     return case
 
 
-def scalar_case(rng):
-    scalar = rng.choice([2.0, -0.5, 3])
-    op = rng.choice(["add", "radd", "sub", "rsub", "mul", "rmul", "div", "neg", "add_alpha"])
-    fns = {
-        "add": lambda t: t + scalar, "radd": lambda t: scalar + t, "sub": lambda t: t - scalar,
-        "rsub": lambda t: scalar - t, "mul": lambda t: t * scalar, "rmul": lambda t: scalar * t,
-        "div": lambda t: t / scalar, "neg": lambda t: -t,
-        "add_alpha": lambda t: torch.add(t, t * 2, alpha=scalar),
-    }
-    fn = fns[op]
-    return Fn(lambda _, t: fn(t)), [random_tensor(rng)]
+SCALAR_OPS = {
+    "add": lambda t, c: t + c, "radd": lambda t, c: c + t, "sub": lambda t, c: t - c,
+    "rsub": lambda t, c: c - t, "mul": lambda t, c: t * c, "rmul": lambda t, c: c * t,
+    "div": lambda t, c: t / c, "neg": lambda t, c: -t,
+    "add_alpha": lambda t, c: torch.add(t, t * 2, alpha=c),
+}
 
 
-def layout_case(rng):
-    x = torch.randn(*[randint(rng, 1, 5) for _ in range(4)])
-    op = rng.choice(["flatten", "view", "reshape", "permute", "transpose", "contiguous",
-                     "unsqueeze", "squeeze", "select", "slice", "narrow", "chunk", "split", "t"])
-    fns = {
-        "flatten": lambda t: torch.flatten(t, 1) + 1,
-        "view": lambda t: t.view(t.size(0), -1) * 2,
-        "reshape": lambda t: t.reshape(-1, t.shape[-1]) - 1,
-        "permute": lambda t: t.permute(2, 0, 3, 1),
-        "transpose": lambda t: t.transpose(1, -1).contiguous(),
-        "contiguous": lambda t: t.contiguous() * 3,
-        "unsqueeze": lambda t: t.unsqueeze(2) + t.unsqueeze(2),
-        "squeeze": lambda t: t[:, :1].squeeze(1) * 2,
-        "select": lambda t: t.select(1, -1) + t[:, 0],
-        "slice": lambda t: t[:, 1:, ::2],
-        "narrow": lambda t: t.narrow(3, 0, 1),
-        "chunk": lambda t: sum(c.sum(dim=1) for c in t.chunk(2, dim=1)),
-        "split": lambda t: torch.cat(list(reversed(t.split(2, dim=3))), dim=3),
-        "t": lambda t: t.flatten(1).t() * 1.5,
-    }
-    return Fn(lambda _, t: fns[op](t)), [x]
+def scalar_case(op):
+    def case(rng):
+        scalar = rng.choice([2.0, -0.5, 3])
+        return Fn(lambda _, t: SCALAR_OPS[op](t, scalar)), [random_tensor(rng)]
+    return case
+
+
+LAYOUT_OPS = {
+    "flatten": lambda t: torch.flatten(t, 1) + 1,
+    "view": lambda t: t.view(t.size(0), -1) * 2,
+    "reshape": lambda t: t.reshape(-1, t.shape[-1]) - 1,
+    "permute": lambda t: t.permute(2, 0, 3, 1),
+    "transpose": lambda t: t.transpose(1, -1).contiguous(),
+    "contiguous": lambda t: t.contiguous() * 3,
+    "unsqueeze": lambda t: t.unsqueeze(2) + t.unsqueeze(2),
+    "squeeze": lambda t: t[:, :1].squeeze(1) * 2,
+    "select": lambda t: t.select(1, -1) + t[:, 0],
+    "slice": lambda t: t[:, 1:, ::2],
+    "narrow": lambda t: t.narrow(3, 0, 1),
+    "chunk": lambda t: sum(c.sum(dim=1) for c in t.chunk(2, dim=1)),
+    "split": lambda t: torch.cat(list(reversed(t.split(2, dim=3))), dim=3),
+    "t": lambda t: t.flatten(1).t() * 1.5,
+    "expand": lambda t: t[:, :1].expand(-1, 3, -1, -1) * 2,
+    "expand_as": lambda t: t[:1].expand_as(t) - t,
+}
+
+
+def layout_case(op):
+    def case(rng):
+        x = torch.randn(*[randint(rng, 1, 5) for _ in range(4)])
+        return Fn(lambda _, t: LAYOUT_OPS[op](t)), [x]
+    return case
 
 
 def cat_case(rng):
@@ -275,8 +281,8 @@ CASES = {
     "sub": binary_case(torch.sub),
     "mul": binary_case(torch.mul),
     "div": binary_case(torch.div),
-    "scalar_arithmetic": scalar_case,
-    "layout": layout_case,
+    **{f"scalar_{op}": scalar_case(op) for op in SCALAR_OPS},
+    **{f"layout_{op}": layout_case(op) for op in LAYOUT_OPS},
     "cat_stack": cat_case,
     "mean": reduction_case(torch.mean),
     "sum": reduction_case(torch.sum),

@@ -204,9 +204,52 @@ void lowerStack(LoweringContext& ctx) {
                                        : ctx.emit(ir::OpKind::Concat, tensors, {{"dim", dim}}));
 }
 
+ir::Value* broadcastTo(LoweringContext& ctx, ir::Value* x, const ir::Shape& shape) {
+  if (x->type().shape == shape) return x;
+  return ctx.emit(ir::OpKind::Broadcast, {x}, {{"shape", shape}});
+}
+
+// broadcast_tensors(tensors): each broadcast to their common shape.
+void lowerBroadcastTensors(LoweringContext& ctx) {
+  std::vector<ir::Value*> tensors = ctx.tensorList(0);
+  ir::Shape shape;
+  for (ir::Value* t : tensors) {
+    auto common = ir::broadcastShapes(shape, t->type().shape);
+    if (!common) ctx.unsupported("tensors whose shapes do not broadcast");
+    shape = *common;
+  }
+  for (ir::Value*& t : tensors)
+    t = broadcastTo(ctx, t, shape);
+  ctx.setOutputList(0, tensors);
+}
+
+// expand(input, size, implicit): -1 keeps a dimension; new leading dimensions may be added.
+void lowerExpand(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  std::vector<int64_t> size = ctx.toIntList(1);
+  const ir::Shape& in = x->type().shape;
+  if (size.size() < in.size()) ctx.unsupported("expand to fewer dimensions than the input has");
+  const size_t offset = size.size() - in.size();
+  for (size_t i = 0; i < size.size(); ++i) {
+    if (size[i] == -1) {
+      if (i < offset) ctx.unsupported("expand with -1 in a new leading dimension");
+      size[i] = in[i - offset];
+    }
+  }
+  ctx.setOutput(0, broadcastTo(ctx, x, size));
+}
+
+// expand_as(input, other)
+void lowerExpandAs(LoweringContext& ctx) {
+  ctx.setOutput(0, broadcastTo(ctx, ctx.tensor(0), ctx.tensor(1)->type().shape));
+}
+
 } // namespace
 
 void registerShapeOps(LoweringRegistry& registry) {
+  registry.add("aten::broadcast_tensors", lowerBroadcastTensors);
+  registry.add("aten::expand", lowerExpand);
+  registry.add("aten::expand_as", lowerExpandAs);
   registry.add("aten::view", lowerView);
   registry.add("aten::reshape", lowerView);
   registry.add("aten::flatten", lowerFlatten);

@@ -33,7 +33,7 @@ void requireLike(const TensorType& type, const TensorType& param, const std::str
 void checkCommon(const std::vector<TensorType>& inputs, size_t hyperCount) {
   requireDType(inputs[0], DType::Float32, "input 0 (param)");
   requireLike(inputs[1], inputs[0], "input 1 (grad)");
-  requireDType(inputs[2], DType::Float32, "input 2 (hyper)");
+  requireDType(inputs[2], DType::Float64, "input 2 (hyper)");
   requireShape(inputs[2], {static_cast<int64_t>(hyperCount)}, "input 2 (hyper)");
 }
 

@@ -95,11 +95,8 @@ Groups groupsOf(const ir::Node& node) {
   return groups;
 }
 
-// Affine parameters are per channel (batch norm) or per element of a row (layer norm).
-int64_t affineIndex(const Groups& groups, int64_t g, int64_t j) { return groups.byChannel ? g : j; }
-
-// (Y, mean, var) from the batch's or row's own statistics (biased variance).
-void normalizeTraining(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+// Layer norm's (Y, mean, var) from each row's statistics (biased variance).
+void layerNormTraining(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
   const auto* x = static_cast<const float*>(inputs[0]);
   const auto* weight = static_cast<const float*>(inputs[1]);
   const auto* bias = static_cast<const float*>(inputs[2]);
@@ -122,18 +119,93 @@ void normalizeTraining(const ir::Node& node, const Inputs& inputs, const Outputs
     const double invStd = 1.0 / std::sqrt(var + eps);
     for (int64_t j = 0; j < groups.size; ++j) {
       const int64_t at = groups.offset(g, j);
-      const int64_t a = affineIndex(groups, g, j);
-      y[at] = static_cast<float>((x[at] - mean) * invStd * weight[a] + bias[a]);
+      y[at] = static_cast<float>((x[at] - mean) * invStd * weight[j] + bias[j]);
     }
     meanOut[g] = static_cast<float>(mean);
     varOut[g] = static_cast<float>(var);
   }
 }
 
-// (dX, dweight, dbias) given the forward statistics:
-// dX = invstd * (dY*w - mean(dY*w) - xhat * mean(dY*w*xhat)) within a group,
-// dweight = sum(dY * xhat), dbias = sum(dY) over the groups sharing a parameter.
-void normalizeGrad(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+// Batch norm with batch statistics, as PyTorch's CPU kernels compute it
+// (ATen's batch_norm_cpu_collect_stats / transform_input): sums in double,
+// the mean rounded to float before the variance, then y = x * alpha + beta
+// with float alpha = invstd * w and beta = b - mean * alpha. Batch norm over
+// few values per channel amplifies rounding differences, so popsim follows
+// PyTorch's order rather than a more accurate one.
+void batchNormTraining(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+  const auto* x = static_cast<const float*>(inputs[0]);
+  const auto* weight = static_cast<const float*>(inputs[1]);
+  const auto* bias = static_cast<const float*>(inputs[2]);
+  auto* y = static_cast<float*>(outputs[0]);
+  auto* meanOut = static_cast<float*>(outputs[1]);
+  auto* varOut = static_cast<float*>(outputs[2]);
+  const double eps = node.attrs().getFloat("eps");
+  const Groups groups = groupsOf(node);
+  for (int64_t c = 0; c < groups.count; ++c) {
+    double sum = 0.0;
+    for (int64_t j = 0; j < groups.size; ++j)
+      sum += x[groups.offset(c, j)];
+    const float mean = static_cast<float>(sum / static_cast<double>(groups.size));
+    double varSum = 0.0;
+    for (int64_t j = 0; j < groups.size; ++j) {
+      const float centered = x[groups.offset(c, j)] - mean;
+      varSum += centered * centered;
+    }
+    // ATen keeps the variance sum in a float tensor and divides it in float.
+    const float var = static_cast<float>(varSum) / static_cast<float>(groups.size);
+    const float invStd = static_cast<float>(1.0 / std::sqrt(static_cast<double>(var) + eps));
+    const float alpha = invStd * weight[c];
+    const float beta = bias[c] - mean * alpha;
+    for (int64_t j = 0; j < groups.size; ++j) {
+      const int64_t at = groups.offset(c, j);
+      y[at] = x[at] * alpha + beta;
+    }
+    meanOut[c] = mean;
+    varOut[c] = var;
+  }
+}
+
+// Batch norm's gradient in PyTorch's CPU backward order: sums of dY and
+// (x - mean) * dY (in double here; ATen sums in vectorised float, whose order
+// depends on the CPU), then in float k = dotp * invstd^2 / N and
+// dX = ((dY - sum / N - (x - mean) * k) * invstd) * w.
+void batchNormGrad(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+  const auto* dy = static_cast<const float*>(inputs[0]);
+  const auto* x = static_cast<const float*>(inputs[1]);
+  const auto* weight = static_cast<const float*>(inputs[2]);
+  const auto* mean = static_cast<const float*>(inputs[3]);
+  const auto* var = static_cast<const float*>(inputs[4]);
+  auto* dx = static_cast<float*>(outputs[0]);
+  auto* dweight = static_cast<float*>(outputs[1]);
+  auto* dbias = static_cast<float*>(outputs[2]);
+  const double eps = node.attrs().getFloat("eps");
+  const Groups groups = groupsOf(node);
+  const float count = static_cast<float>(groups.size);
+  for (int64_t c = 0; c < groups.count; ++c) {
+    const float invStd = static_cast<float>(1.0 / std::sqrt(static_cast<double>(var[c]) + eps));
+    double sum = 0.0;
+    double dotp = 0.0;
+    for (int64_t j = 0; j < groups.size; ++j) {
+      const int64_t at = groups.offset(c, j);
+      sum += dy[at];
+      dotp += (x[at] - mean[c]) * dy[at];
+    }
+    const float k = static_cast<float>(dotp) * invStd * invStd / count;
+    const float gradMean = static_cast<float>(sum) / count;
+    for (int64_t j = 0; j < groups.size; ++j) {
+      const int64_t at = groups.offset(c, j);
+      const float projection = (x[at] - mean[c]) * k;
+      dx[at] = (dy[at] - gradMean - projection) * invStd * weight[c];
+    }
+    dweight[c] = static_cast<float>(dotp) * invStd;
+    dbias[c] = static_cast<float>(sum);
+  }
+}
+
+// Layer norm's (dX, dweight, dbias) given the forward statistics:
+// dX = invstd * (dY*w - mean(dY*w) - xhat * mean(dY*w*xhat)) within a row,
+// dweight = sum(dY * xhat), dbias = sum(dY) over the rows.
+void layerNormGrad(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
   const auto* dy = static_cast<const float*>(inputs[0]);
   const auto* x = static_cast<const float*>(inputs[1]);
   const auto* weight = static_cast<const float*>(inputs[2]);
@@ -151,20 +223,18 @@ void normalizeGrad(const ir::Node& node, const Inputs& inputs, const Outputs& ou
     double sumDyWXhat = 0.0;
     for (int64_t j = 0; j < groups.size; ++j) {
       const int64_t at = groups.offset(g, j);
-      const int64_t a = affineIndex(groups, g, j);
       const double xhat = (x[at] - static_cast<double>(mean[g])) * invStd;
-      const double dyw = static_cast<double>(dy[at]) * weight[a];
+      const double dyw = static_cast<double>(dy[at]) * weight[j];
       sumDyW += dyw;
       sumDyWXhat += dyw * xhat;
-      dweight[static_cast<size_t>(a)] += dy[at] * xhat;
-      dbias[static_cast<size_t>(a)] += dy[at];
+      dweight[static_cast<size_t>(j)] += dy[at] * xhat;
+      dbias[static_cast<size_t>(j)] += dy[at];
     }
     const double count = static_cast<double>(groups.size);
     for (int64_t j = 0; j < groups.size; ++j) {
       const int64_t at = groups.offset(g, j);
-      const int64_t a = affineIndex(groups, g, j);
       const double xhat = (x[at] - static_cast<double>(mean[g])) * invStd;
-      dx[at] = static_cast<float>(invStd * (static_cast<double>(dy[at]) * weight[a] -
+      dx[at] = static_cast<float>(invStd * (static_cast<double>(dy[at]) * weight[j] -
                                             sumDyW / count - xhat * sumDyWXhat / count));
     }
   }
@@ -181,9 +251,10 @@ void normalization(const ir::Node& node, const Inputs& inputs, const Outputs& ou
   switch (node.kind()) {
   case ir::OpKind::BatchNorm: return batchNorm(node, inputs, y);
   case ir::OpKind::LayerNorm: return layerNorm(node, inputs, y);
-  case ir::OpKind::BatchNormTrain:
-  case ir::OpKind::LayerNormTrain: return normalizeTraining(node, inputs, outputs);
-  default: return normalizeGrad(node, inputs, outputs);
+  case ir::OpKind::BatchNormTrain: return batchNormTraining(node, inputs, outputs);
+  case ir::OpKind::LayerNormTrain: return layerNormTraining(node, inputs, outputs);
+  case ir::OpKind::BatchNormGrad: return batchNormGrad(node, inputs, outputs);
+  default: return layerNormGrad(node, inputs, outputs);
   }
 }
 

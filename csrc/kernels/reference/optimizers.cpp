@@ -1,14 +1,19 @@
 // Fused optimizer steps, one parameter at a time. Each follows PyTorch 1.13's
 // single-tensor implementation (torch/optim/{sgd,adam,adamw,rmsprop}.py)
-// operation by operation in float, so that trained weights match eager
-// PyTorch; scalars derived from hyper-parameters (bias corrections) are
-// computed in double as Python does. The gradient is read through
-// grad_scale, which averages accumulated micro-batch gradients.
+// operation by operation, so that trained weights match eager PyTorch:
+// - hyper-parameters arrive as doubles, scalars derived from them (1 - beta,
+//   bias corrections) are computed in double as Python does, then cast to
+//   float as ATen casts a Scalar for a float tensor;
+// - tensor.add_(other, alpha=a) is fma(other, a, tensor), as ATen's
+//   vectorised add is; addcmul / addcdiv keep ATen's operand order.
+// The gradient is read through grad_scale, which averages accumulated
+// micro-batch gradients.
 
 #include "common/check.h"
 #include "ir/optimizer_hyperparameters.h"
 #include "kernels/reference/families.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace popsim::kernels::reference {
@@ -19,17 +24,19 @@ using namespace ir::hyper;
 struct Tensors {
   float* param;
   const float* grad;
-  const float* hyper;
+  const double* hyper;
   int64_t count;
 };
 
 Tensors tensorsOf(const ir::Node& node, const Inputs& inputs) {
   return {static_cast<float*>(inputs[0]), static_cast<const float*>(inputs[1]),
-          static_cast<const float*>(inputs[2]), node.input(0)->type().numel()};
+          static_cast<const double*>(inputs[2]), node.input(0)->type().numel()};
 }
 
+float f(double value) { return static_cast<float>(value); }
+
 float gradientAt(const Tensors& t, int64_t i, float scale, bool maximize) {
-  const float g = t.grad[i] * scale;
+  const float g = scale == 1.0f ? t.grad[i] : t.grad[i] * scale;
   return maximize ? -g : g;
 }
 
@@ -41,19 +48,19 @@ void sgd(const ir::Node& node, const Inputs& inputs) {
   const bool hasMomentum = inputs.size() == 5;
   float* buffer = hasMomentum ? static_cast<float*>(inputs[3]) : nullptr;
   const bool firstStep = hasMomentum && *static_cast<const int64_t*>(inputs[4]) <= 1;
-  const float lr = t.hyper[SgdLr], momentum = t.hyper[SgdMomentum];
-  const float dampening = 1.0f - t.hyper[SgdDampening];
-  const float weightDecay = t.hyper[SgdWeightDecay], scale = t.hyper[SgdGradScale];
+  const float minusLr = f(-t.hyper[SgdLr]), momentum = f(t.hyper[SgdMomentum]);
+  const float keep = f(1.0 - t.hyper[SgdDampening]);
+  const float weightDecay = f(t.hyper[SgdWeightDecay]), scale = f(t.hyper[SgdGradScale]);
   const bool nesterov = node.attrs().getBool("nesterov");
   const bool maximize = node.attrs().getBool("maximize");
   for (int64_t i = 0; i < t.count; ++i) {
     float d = gradientAt(t, i, scale, maximize);
-    if (weightDecay != 0.0f) d = d + weightDecay * t.param[i];
+    if (weightDecay != 0.0f) d = std::fma(t.param[i], weightDecay, d);
     if (hasMomentum) {
-      buffer[i] = firstStep ? d : buffer[i] * momentum + dampening * d;
-      d = nesterov ? d + momentum * buffer[i] : buffer[i];
+      buffer[i] = firstStep ? d : std::fma(d, keep, buffer[i] * momentum);
+      d = nesterov ? std::fma(buffer[i], momentum, d) : buffer[i];
     }
-    t.param[i] = t.param[i] + -lr * d;
+    t.param[i] = std::fma(d, minusLr, t.param[i]);
   }
 }
 
@@ -69,24 +76,22 @@ void adam(const ir::Node& node, const Inputs& inputs) {
   const bool maximize = node.attrs().getBool("maximize");
   const bool decoupled = node.attrs().getBool("decoupled_weight_decay");
   const double lr = t.hyper[AdamLr], beta1 = t.hyper[AdamBeta1], beta2 = t.hyper[AdamBeta2];
-  const float eps = t.hyper[AdamEps], weightDecay = t.hyper[AdamWeightDecay];
-  const float scale = t.hyper[AdamGradScale];
+  const double weightDecay = t.hyper[AdamWeightDecay];
   const double bc1 = 1.0 - std::pow(beta1, static_cast<double>(step));
   const double bc2 = 1.0 - std::pow(beta2, static_cast<double>(step));
-  const float stepSize = static_cast<float>(lr / bc1);
-  const float bc2Sqrt = static_cast<float>(std::sqrt(bc2));
-  const float decay = static_cast<float>(1.0 - lr * weightDecay);
-  const float b1 = static_cast<float>(beta1), b2 = static_cast<float>(beta2);
-  const float oneMinusB1 = static_cast<float>(1.0 - beta1),
-              oneMinusB2 = static_cast<float>(1.0 - beta2);
+  const float minusStepSize = f(-(lr / bc1)), bc2Sqrt = f(std::sqrt(bc2));
+  const float decay = f(1.0 - lr * weightDecay), coupledDecay = f(weightDecay);
+  const float b1 = f(beta1), b2 = f(beta2), oneMinusB1 = f(1.0 - beta1),
+              oneMinusB2 = f(1.0 - beta2);
+  const float eps = f(t.hyper[AdamEps]), scale = f(t.hyper[AdamGradScale]);
   for (int64_t i = 0; i < t.count; ++i) {
     float g = gradientAt(t, i, scale, maximize);
     if (decoupled) {
       t.param[i] = t.param[i] * decay;
-    } else if (weightDecay != 0.0f) {
-      g = g + weightDecay * t.param[i];
+    } else if (weightDecay != 0.0) {
+      g = std::fma(t.param[i], coupledDecay, g);
     }
-    expAvg[i] = expAvg[i] * b1 + oneMinusB1 * g;
+    expAvg[i] = std::fma(g, oneMinusB1, expAvg[i] * b1);
     expAvgSq[i] = expAvgSq[i] * b2 + oneMinusB2 * g * g;
     float second = expAvgSq[i];
     if (amsgrad) {
@@ -94,7 +99,7 @@ void adam(const ir::Node& node, const Inputs& inputs) {
       second = maxExpAvgSq[i];
     }
     const float denom = std::sqrt(second) / bc2Sqrt + eps;
-    t.param[i] = t.param[i] + -stepSize * (expAvg[i] / denom);
+    t.param[i] = t.param[i] + minusStepSize * expAvg[i] / denom;
   }
 }
 
@@ -110,27 +115,27 @@ void rmsprop(const ir::Node& node, const Inputs& inputs) {
   size_t next = 4;
   float* gradAvg = centered ? static_cast<float*>(inputs[next++]) : nullptr;
   float* buffer = hasMomentum ? static_cast<float*>(inputs[next++]) : nullptr;
-  const float lr = t.hyper[RmspropLr], alpha = t.hyper[RmspropAlpha], eps = t.hyper[RmspropEps];
-  const float weightDecay = t.hyper[RmspropWeightDecay], momentum = t.hyper[RmspropMomentum];
-  const float scale = t.hyper[RmspropGradScale];
-  const float oneMinusAlpha = 1.0f - alpha;
+  const float minusLr = f(-t.hyper[RmspropLr]), alpha = f(t.hyper[RmspropAlpha]);
+  const float oneMinusAlpha = f(1.0 - t.hyper[RmspropAlpha]), eps = f(t.hyper[RmspropEps]);
+  const float weightDecay = f(t.hyper[RmspropWeightDecay]), momentum = f(t.hyper[RmspropMomentum]);
+  const float scale = f(t.hyper[RmspropGradScale]);
   for (int64_t i = 0; i < t.count; ++i) {
     float g = gradientAt(t, i, scale, maximize);
-    if (weightDecay != 0.0f) g = g + weightDecay * t.param[i];
+    if (weightDecay != 0.0f) g = std::fma(t.param[i], weightDecay, g);
     squareAvg[i] = squareAvg[i] * alpha + oneMinusAlpha * g * g;
     float avg;
     if (centered) {
-      gradAvg[i] = gradAvg[i] * alpha + oneMinusAlpha * g;
+      gradAvg[i] = std::fma(g, oneMinusAlpha, gradAvg[i] * alpha);
       avg = std::sqrt(squareAvg[i] + -1.0f * gradAvg[i] * gradAvg[i]);
     } else {
       avg = std::sqrt(squareAvg[i]);
     }
     avg = avg + eps;
     if (hasMomentum) {
-      buffer[i] = buffer[i] * momentum + g / avg;
-      t.param[i] = t.param[i] + -lr * buffer[i];
+      buffer[i] = buffer[i] * momentum + 1.0f * g / avg;
+      t.param[i] = std::fma(buffer[i], minusLr, t.param[i]);
     } else {
-      t.param[i] = t.param[i] + -lr * (g / avg);
+      t.param[i] = t.param[i] + minusLr * g / avg;
     }
   }
 }
