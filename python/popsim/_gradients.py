@@ -23,12 +23,8 @@ def gradients(model, *args, training=False, **kwargs):
     tensors = signature.tensors(args, kwargs)
     if not tensors:
         raise InputError("gradients() needs tensor inputs.")
-    mode = model.training
-    model.train(training)
-    try:
+    with _tracing.module_mode(model, training):
         traced, _ = _tracing.trace(model, signature, tensors, training=True)
-    finally:
-        model.train(mode)
     graph = _C.import_module(traced, tensors, _tracing.LIBRARY_PATHS, _tracing.MODEL_ATTRIBUTE,
                              signature.tensor_names, training=True)
     executable = _C.compile(graph, {"program": "gradients"})

@@ -145,7 +145,7 @@ class _FlatModel(torch.nn.Module):
 
 
 @contextlib.contextmanager
-def _mode(model, training):
+def module_mode(model, training):
     """Puts every submodule in train or eval mode and restores each one's flag after."""
     flags = [(module, module.training) for module in model.modules()]
     model.train(training)
@@ -198,7 +198,7 @@ def trace(model, signature, micro_batch_tensors, training):
     flat = _FlatModel(model, signature)
     guards = contextlib.ExitStack()
     if not training:
-        guards.enter_context(_mode(model, False))
+        guards.enter_context(module_mode(model, False))
     else:
         guards.enter_context(_untouched_state(model))
         guards.enter_context(_no_backward())
