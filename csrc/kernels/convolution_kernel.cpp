@@ -7,124 +7,201 @@
 namespace popsim::kernels {
 namespace {
 
-// An operand the convolution reads or writes in oneDNN's preferred layout:
-// the device tensor (plain, row-major) and, when the layouts differ, a
+// An operand a primitive reads or writes in oneDNN's preferred layout: the
+// device tensor (plain, row-major) and, when the layouts differ, a
 // kernel-private copy in the preferred layout with the reorder between them.
 struct Operand {
+  int arg;
   memory device;
   memory preferred;
   std::optional<dnnl::reorder> reorder;
+  bool output;
+  // Inputs that are weights or constants change only when the weights
+  // version does: their reorder is skipped while it is unchanged.
+  const uint64_t* version = nullptr;
+  uint64_t prepared = std::numeric_limits<uint64_t>::max();
 
-  Operand(const memory::desc& plain, const memory::desc& wanted, void* data,
-          const dnnl::engine& engine, bool toDevice,
-          std::vector<std::unique_ptr<ScratchBuffer>>& owned)
-      : device(plain, engine, data), preferred(device) {
-    if (wanted != plain) {
-      owned.push_back(std::make_unique<ScratchBuffer>(wanted.get_size()));
-      preferred = memory(wanted, engine, owned.back()->data());
-      reorder = toDevice ? dnnl::reorder(preferred, device) : dnnl::reorder(device, preferred);
+  void prepare(dnnl::stream& stream) {
+    if (!reorder || output) return;
+    if (version != nullptr) {
+      if (*version == prepared) return;
+      prepared = *version;
     }
+    reorder->execute(stream, device, preferred);
   }
-
-  void toPreferred(dnnl::stream& stream) {
-    if (reorder) reorder->execute(stream, device, preferred);
-  }
-  void toDevice(dnnl::stream& stream) {
-    if (reorder) reorder->execute(stream, preferred, device);
+  void finish(dnnl::stream& stream) {
+    if (reorder && output) reorder->execute(stream, preferred, device);
   }
 };
 
-// conv2d as a oneDNN convolution in the layouts oneDNN prefers (blocked
-// channels for its fastest jit kernels), as PyTorch's own CPU convolution
-// does: the input is reordered in and the output out around each call, and
-// weights are reordered only when they change.
-class ConvolutionKernel : public Kernel {
+// A convolution primitive (forward or gradient) whose operands are moved in
+// and out of the layouts it prefers, as PyTorch's CPU convolutions do.
+class ReorderingKernel : public Kernel {
 public:
-  explicit ConvolutionKernel(const KernelRequest& request) {
-    const ir::Node& node = request.node;
-    const auto& stride = node.attrs().getInts("stride");
-    const auto& padding = node.attrs().getInts("padding");
-    const auto& dilation = node.attrs().getInts("dilation");
-    const int64_t groups = node.attrs().getInt("groups");
-    const ir::Shape& ws = request.inputs[1].type.shape;
-    // Grouped weights [OC, IC/G, KH, KW] are the same bytes as oneDNN's [G, OC/G, IC/G, KH, KW].
-    const ir::Shape weightShape =
-        groups == 1 ? ws : ir::Shape{groups, ws[0] / groups, ws[1], ws[2], ws[3]};
-    const memory::desc src = plainDesc(request.inputs[0].type.shape);
-    const memory::desc weights = plainDesc(weightShape);
-    const memory::desc dst = plainDesc(request.outputs[0].type.shape);
-    const auto any = [](const memory::desc& plain) {
-      return memory::desc(plain.dims(), plain.data_type(), memory::format_tag::any);
-    };
-    const bool hasBias = request.inputs.size() == 3;
-    const memory::desc bias = hasBias ? plainDesc(request.inputs[2].type.shape) : memory::desc();
-    const memory::dims strides = {stride[0], stride[1]};
-    const memory::dims dilates = {dilation[0] - 1, dilation[1] - 1}; // oneDNN counts extra gaps
-    const memory::dims pad = {padding[0], padding[1]};
-    using dnnl::convolution_forward;
-    const auto kind = dnnl::prop_kind::forward_inference;
-    const auto algorithm = dnnl::algorithm::convolution_direct;
-    const convolution_forward::desc desc =
-        hasBias ? convolution_forward::desc(kind, algorithm, any(src), any(weights), bias, any(dst),
-                                            strides, dilates, pad, pad)
-                : convolution_forward::desc(kind, algorithm, any(src), any(weights), any(dst),
-                                            strides, dilates, pad, pad);
-    const convolution_forward::primitive_desc pd(desc, request.engine);
-    implementation_ = std::string("onednn:") + pd.impl_info_str();
-    convolution_ = convolution_forward(pd);
+  ReorderingKernel(dnnl::primitive primitive, const dnnl::primitive_desc_base& descriptor)
+      : primitive_(std::move(primitive)),
+        implementation_(std::string("onednn:") + descriptor.impl_info_str()) {}
 
-    const dnnl::engine& engine = request.engine;
-    src_.emplace(src, pd.src_desc(), request.inputs[0].data, engine, false, owned_);
-    weights_.emplace(weights, pd.weights_desc(), request.inputs[1].data, engine, false, owned_);
-    dst_.emplace(dst, pd.dst_desc(), request.outputs[0].data, engine, true, owned_);
-    args_ = {{DNNL_ARG_SRC, src_->preferred},
-             {DNNL_ARG_WEIGHTS, weights_->preferred},
-             {DNNL_ARG_DST, dst_->preferred}};
-    if (hasBias) {
-      args_[DNNL_ARG_BIAS] = memory(bias, engine, request.inputs[2].data);
+  void addOperand(int arg, const memory::desc& plain, const memory::desc& wanted, void* data,
+                  const dnnl::engine& engine, bool output, const uint64_t* version = nullptr) {
+    Operand operand{arg, memory(plain, engine, data), memory(), std::nullopt, output, version};
+    operand.preferred = operand.device;
+    if (wanted != plain) {
+      owned_.push_back(std::make_unique<ScratchBuffer>(wanted.get_size()));
+      operand.preferred = memory(wanted, engine, owned_.back()->data());
+      operand.reorder = output ? dnnl::reorder(operand.preferred, operand.device)
+                               : dnnl::reorder(operand.device, operand.preferred);
     }
-    // Weights and constants only change when written; anything else may
-    // change every run.
-    const ir::ValueRole role = node.input(1)->role();
-    if (role == ir::ValueRole::Weight || role == ir::ValueRole::Constant) {
-      weightsVersion_ = request.weightsVersion;
-    } else {
-      weightsVersion_ = nullptr;
-      reorderWeightsAlways_ = true;
-    }
+    args_[arg] = operand.preferred;
+    operands_.push_back(std::move(operand));
+  }
+
+  void addPlain(int arg, const memory::desc& desc, void* data, const dnnl::engine& engine) {
+    args_[arg] = memory(desc, engine, data);
   }
 
   void run(dnnl::stream& stream) override {
-    const uint64_t version = weightsVersion_ != nullptr ? *weightsVersion_ : 0;
-    if (reorderWeightsAlways_ || version != preparedVersion_) {
-      weights_->toPreferred(stream);
-      preparedVersion_ = version;
-    }
-    src_->toPreferred(stream);
-    convolution_.execute(stream, args_);
-    dst_->toDevice(stream);
+    for (Operand& operand : operands_)
+      operand.prepare(stream);
+    primitive_.execute(stream, args_);
+    for (Operand& operand : operands_)
+      operand.finish(stream);
   }
 
   std::string implementation() const override { return implementation_; }
 
 private:
-  std::vector<std::unique_ptr<ScratchBuffer>> owned_;
-  std::optional<Operand> src_, weights_, dst_;
-  dnnl::convolution_forward convolution_;
-  std::unordered_map<int, memory> args_;
+  dnnl::primitive primitive_;
   std::string implementation_;
-  const uint64_t* weightsVersion_ = nullptr;
-  bool reorderWeightsAlways_ = false;
-  uint64_t preparedVersion_ = std::numeric_limits<uint64_t>::max();
+  std::vector<Operand> operands_;
+  std::unordered_map<int, memory> args_;
+  std::vector<std::unique_ptr<ScratchBuffer>> owned_;
 };
+
+// What all three convolution primitives share: plain descriptors of the
+// activation, weight and output tensors, and the window geometry.
+struct Geometry {
+  memory::desc src, weights, dst, bias;
+  memory::dims strides, dilates, padding;
+
+  Geometry(const ir::Node& node, const ir::Shape& input, const ir::Shape& weight,
+           const ir::Shape& output) {
+    const auto& stride = node.attrs().getInts("stride");
+    const auto& pad = node.attrs().getInts("padding");
+    const auto& dilation = node.attrs().getInts("dilation");
+    const int64_t groups = node.attrs().getInt("groups");
+    // Grouped weights [OC, IC/G, KH, KW] are the same bytes as oneDNN's [G, OC/G, IC/G, KH, KW].
+    src = plainDesc(input);
+    weights = plainDesc(
+        groups == 1 ? weight
+                    : ir::Shape{groups, weight[0] / groups, weight[1], weight[2], weight[3]});
+    dst = plainDesc(output);
+    bias = plainDesc({weight[0]});
+    strides = {stride[0], stride[1]};
+    dilates = {dilation[0] - 1, dilation[1] - 1}; // oneDNN counts extra gaps
+    padding = {pad[0], pad[1]};
+  }
+
+  static memory::desc any(const memory::desc& plain) {
+    return memory::desc(plain.dims(), plain.data_type(), memory::format_tag::any);
+  }
+
+  // The forward primitive descriptor gradients are built against.
+  dnnl::convolution_forward::primitive_desc forward(const dnnl::engine& engine, bool withBias,
+                                                    dnnl::prop_kind kind) const {
+    using dnnl::convolution_forward;
+    const auto algorithm = dnnl::algorithm::convolution_direct;
+    const convolution_forward::desc desc =
+        withBias ? convolution_forward::desc(kind, algorithm, any(src), any(weights), bias,
+                                             any(dst), strides, dilates, padding, padding)
+                 : convolution_forward::desc(kind, algorithm, any(src), any(weights), any(dst),
+                                             strides, dilates, padding, padding);
+    return convolution_forward::primitive_desc(desc, engine);
+  }
+};
+
+// Weights and constants change only when written; anything else may change every run.
+const uint64_t* versionOf(const ir::Value& value, const KernelRequest& request) {
+  const bool fixed =
+      value.role() == ir::ValueRole::Weight || value.role() == ir::ValueRole::Constant;
+  return fixed ? request.weightsVersion : nullptr;
+}
+
+std::unique_ptr<Kernel> createForward(const KernelRequest& request) {
+  const Geometry g(request.node, request.inputs[0].type.shape, request.inputs[1].type.shape,
+                   request.outputs[0].type.shape);
+  const bool hasBias = request.inputs.size() == 3;
+  const auto pd = g.forward(request.engine, hasBias,
+                            request.training ? dnnl::prop_kind::forward_training
+                                             : dnnl::prop_kind::forward_inference);
+  auto kernel = std::make_unique<ReorderingKernel>(dnnl::convolution_forward(pd), pd);
+  const dnnl::engine& engine = request.engine;
+  kernel->addOperand(DNNL_ARG_SRC, g.src, pd.src_desc(), request.inputs[0].data, engine, false);
+  kernel->addOperand(DNNL_ARG_WEIGHTS, g.weights, pd.weights_desc(), request.inputs[1].data, engine,
+                     false, versionOf(*request.node.input(1), request));
+  kernel->addOperand(DNNL_ARG_DST, g.dst, pd.dst_desc(), request.outputs[0].data, engine, true);
+  if (hasBias) {
+    kernel->addPlain(DNNL_ARG_BIAS, g.bias, request.inputs[2].data, engine);
+  }
+  return kernel;
+}
+
+// conv2d_grad_input(dY, W) -> dX: oneDNN's backward-data convolution.
+std::unique_ptr<Kernel> createGradInput(const KernelRequest& request) {
+  const Geometry g(request.node, request.outputs[0].type.shape, request.inputs[1].type.shape,
+                   request.inputs[0].type.shape);
+  const auto hint = g.forward(request.engine, false, dnnl::prop_kind::forward_training);
+  using dnnl::convolution_backward_data;
+  const convolution_backward_data::primitive_desc pd(
+      convolution_backward_data::desc(dnnl::algorithm::convolution_direct, Geometry::any(g.src),
+                                      Geometry::any(g.weights), Geometry::any(g.dst), g.strides,
+                                      g.dilates, g.padding, g.padding),
+      request.engine, hint);
+  auto kernel = std::make_unique<ReorderingKernel>(convolution_backward_data(pd), pd);
+  const dnnl::engine& engine = request.engine;
+  kernel->addOperand(DNNL_ARG_DIFF_DST, g.dst, pd.diff_dst_desc(), request.inputs[0].data, engine,
+                     false);
+  kernel->addOperand(DNNL_ARG_WEIGHTS, g.weights, pd.weights_desc(), request.inputs[1].data, engine,
+                     false, versionOf(*request.node.input(1), request));
+  kernel->addOperand(DNNL_ARG_DIFF_SRC, g.src, pd.diff_src_desc(), request.outputs[0].data, engine,
+                     true);
+  return kernel;
+}
+
+// conv2d_grad_weight(X, dY) -> dW: oneDNN's backward-weights convolution.
+std::unique_ptr<Kernel> createGradWeight(const KernelRequest& request) {
+  const Geometry g(request.node, request.inputs[0].type.shape, request.outputs[0].type.shape,
+                   request.inputs[1].type.shape);
+  const auto hint = g.forward(request.engine, false, dnnl::prop_kind::forward_training);
+  using dnnl::convolution_backward_weights;
+  const convolution_backward_weights::primitive_desc pd(
+      convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, Geometry::any(g.src),
+                                         Geometry::any(g.weights), Geometry::any(g.dst), g.strides,
+                                         g.dilates, g.padding, g.padding),
+      request.engine, hint);
+  auto kernel = std::make_unique<ReorderingKernel>(convolution_backward_weights(pd), pd);
+  const dnnl::engine& engine = request.engine;
+  kernel->addOperand(DNNL_ARG_SRC, g.src, pd.src_desc(), request.inputs[0].data, engine, false);
+  kernel->addOperand(DNNL_ARG_DIFF_DST, g.dst, pd.diff_dst_desc(), request.inputs[1].data, engine,
+                     false);
+  kernel->addOperand(DNNL_ARG_DIFF_WEIGHTS, g.weights, pd.diff_weights_desc(),
+                     request.outputs[0].data, engine, true);
+  return kernel;
+}
 
 } // namespace
 
+// conv2d and its gradients as oneDNN convolutions in the layouts oneDNN
+// prefers (blocked channels for its fastest jit kernels), as PyTorch's own
+// CPU convolutions do: operands are reordered in and out around each call,
+// weights only when they change.
 std::unique_ptr<Kernel> createConvolutionKernel(const KernelRequest& request) {
-  if (request.node.kind() != ir::OpKind::Conv2d) {
-    return nullptr; // gradients: reference kernels
+  switch (request.node.kind()) {
+  case ir::OpKind::Conv2d: return createForward(request);
+  case ir::OpKind::Conv2dGradInput: return createGradInput(request);
+  case ir::OpKind::Conv2dGradWeight: return createGradWeight(request);
+  default: return nullptr;
   }
-  return std::make_unique<ConvolutionKernel>(request);
 }
 
 } // namespace popsim::kernels

@@ -18,6 +18,12 @@ struct KernelRequest {
   // a transformed copy of a weight (e.g. in oneDNN's blocked layout) derive it
   // again when this changes. Null: weights never change after compilation.
   const uint64_t* weightsVersion = nullptr;
+  // The program trains. Convolutions then use oneDNN's training propagation,
+  // as eager PyTorch always does: with the same oneDNN release that selects
+  // the kernels PyTorch runs, so forward results are bit-identical to eager's
+  // and training trajectories do not drift apart through ReLU kinks. Inference
+  // keeps the (faster) inference kernels.
+  bool training = false;
 };
 
 // Builds the kernel of a node: a oneDNN primitive where one fits, otherwise

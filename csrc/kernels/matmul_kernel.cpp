@@ -45,13 +45,31 @@ std::unique_ptr<Kernel> createBatchedMatMul(const KernelRequest& request) {
   return std::make_unique<PrimitiveKernel>(dnnl::matmul(pd), std::move(args), pd);
 }
 
+// linear_grad_weight(dY, X) -> dW = dY^T X over all leading dimensions: dY
+// [M, N] read as a transposed [N, M] through strides (no copy).
+std::unique_ptr<Kernel> createLinearGradWeight(const KernelRequest& request) {
+  const int64_t N = request.outputs[0].type.shape[0];
+  const int64_t K = request.outputs[0].type.shape[1];
+  const int64_t M = request.inputs[0].type.numel() / N;
+  const memory::desc gradT({N, M}, memory::data_type::f32, memory::format_tag::ba);
+  const memory::desc input({M, K}, memory::data_type::f32, memory::format_tag::ab);
+  const memory::desc dst({N, K}, memory::data_type::f32, memory::format_tag::ab);
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(gradT, input, dst), request.engine);
+  std::unordered_map<int, memory> args = {
+      {DNNL_ARG_SRC, memory(gradT, request.engine, request.inputs[0].data)},
+      {DNNL_ARG_WEIGHTS, memory(input, request.engine, request.inputs[1].data)},
+      {DNNL_ARG_DST, memory(dst, request.engine, request.outputs[0].data)}};
+  return std::make_unique<PrimitiveKernel>(dnnl::matmul(pd), std::move(args), pd);
+}
+
 } // namespace
 
 std::unique_ptr<Kernel> createMatMulKernel(const KernelRequest& request) {
   switch (request.node.kind()) {
   case ir::OpKind::Linear: return createLinear(request);
   case ir::OpKind::MatMul: return createBatchedMatMul(request);
-  default: return nullptr; // gradients: reference kernels
+  case ir::OpKind::LinearGradWeight: return createLinearGradWeight(request);
+  default: return nullptr;
   }
 }
 

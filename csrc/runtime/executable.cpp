@@ -85,7 +85,12 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& graph,
 
   const device::ChipSpec& chip = options.system.spec();
   for (const auto& node : program.nodes()) {
-    kernels::KernelRequest request{*node, {}, {}, cpuEngine(), &executable->weightsVersion_};
+    kernels::KernelRequest request{*node,
+                                   {},
+                                   {},
+                                   cpuEngine(),
+                                   &executable->weightsVersion_,
+                                   options.program != ProgramKind::Inference};
     for (const ir::Value* input : node->inputs()) {
       request.inputs.push_back({memory.address(input), input->type()});
     }

@@ -160,3 +160,35 @@ def test_shared_values_and_tied_weights_sum_their_gradients():
             return popsim.identity_loss((self.lin(h) * h).sum(), "none")
 
     check(Tied(), [torch.randn(3, 4)])
+
+
+class SquaredConvolution(nn.Module):
+    def __init__(self, conv):
+        super().__init__()
+        self.conv = conv
+
+    def forward(self, x):
+        y = self.conv(x)
+        return popsim.identity_loss(y * y, "sum")
+
+
+@pytest.mark.parametrize("channels,kernel,stride,padding", [(16, 3, 1, 1), (16, 3, 2, 1),
+                                                              (16, 1, 2, 0), (3, 7, 2, 3)])
+def test_training_convolutions_are_bit_identical_to_eager(channels, kernel, stride, padding):
+    # Training programs run the oneDNN kernels eager PyTorch runs (see
+    # test_training.py for why parity over many steps depends on it).
+    torch.manual_seed(0)
+    conv = nn.Conv2d(channels, 32, kernel, stride, padding, bias=False)
+    x = torch.randn(2, channels, 16, 16, requires_grad=True)
+    input_grads, weight_grads = gradients(SquaredConvolution(conv), x)
+    y = conv(x)
+    (y * y).sum().backward()
+    assert torch.equal(input_grads["x"], x.grad)
+    assert torch.equal(weight_grads["conv.weight"], conv.weight.grad)
+
+
+def test_gradients_restore_each_module_flag():
+    model = SquaredConvolution(nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2)))
+    model.conv[1].eval()  # frozen batch norm
+    gradients(model, torch.randn(2, 1, 4, 4))
+    assert model.training and model.conv[0].training and not model.conv[1].training

@@ -26,6 +26,14 @@ two float implementations agree, eager PyTorch included. Measured: 20 steps at
   PyTorch's parameters end up 3e-3 (Adam, batch 8) to 5e10 (SGD, batch 2)
   away from itself. Batch norm training is tested on a network whose batch
   statistics cover hundreds of values per channel (BatchNormNet).
+
+Deep ReLU networks are still sensitive: a pre-activation that rounds to the
+other side of zero switches a gradient path on or off. Eager PyTorch with
+oneDNN disabled ends up to 1.6e-4 (Adam, accumulation 4) away from eager
+PyTorch with it on ResNet-18. popsim's training convolutions use the oneDNN
+kernels eager PyTorch uses, bit for bit, so its trajectories follow eager's;
+the learning rates (SGD 3e-3, others 1e-4) are ones at which eager's two
+convolution backends also agree, except RMSprop at accumulation 1.
 """
 
 import copy
@@ -152,7 +160,7 @@ def test_mnist_network_training_matches_eager(optimizer, accumulation, iteration
 @pytest.mark.parametrize("accumulation,iterations", SCHEDULES)
 @pytest.mark.parametrize("optimizer", OPTIMIZERS)
 def test_resnet18_training_matches_eager(optimizer, accumulation, iterations):
-    lr = 1e-2 if optimizer == "sgd" else 1e-4
+    lr = 3e-3 if optimizer == "sgd" else 1e-4
     run_parity(frozen_batch_norm_resnet18, (3, 32, 32), 2, optimizer, lr, accumulation,
                iterations)
 

@@ -1,0 +1,110 @@
+"""Training throughput: popsim against eager PyTorch, in the same process.
+
+The pipelining tutorial's MNIST network with a cross-entropy loss, micro-batches
+of 40 images, AdamW. Eager PyTorch runs the usual loop (zero_grad, forward,
+backward, step) per micro-batch; popsim runs --device-iterations optimizer
+steps per call, forward, backward and update all on the simulated device.
+Both use the same weights, data and host threads.
+
+Reports images/s for each and their ratio (median of --repeats timed runs
+after a warm-up), and the compile time.
+
+    .venv/bin/python benchmarks/bench_training.py [--threads N] [--json]
+"""
+
+import argparse
+import copy
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn as nn
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tutorials"))
+from inference_demo import Network  # noqa: E402
+
+import popsim  # noqa: E402
+
+
+class WithLoss(nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+        self.loss = nn.CrossEntropyLoss()
+
+    def forward(self, x, labels):
+        output = self.model(x)
+        return output, self.loss(output, labels)
+
+
+def timed(fn, repeats):
+    fn()  # warm-up
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def main():
+    parser = argparse.ArgumentParser(description="popsim vs eager PyTorch training")
+    parser.add_argument("--batch-size", type=int, default=40)
+    parser.add_argument("--device-iterations", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--threads", type=int, default=None,
+                        help="host threads for both (default: PyTorch's default)")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+    torch.manual_seed(0)
+    network = Network()
+    eager = copy.deepcopy(network)
+    batch, steps = args.batch_size, args.device_iterations
+    images = torch.randn(steps * batch, 1, 28, 28)
+    labels = torch.randint(0, 10, (steps * batch,))
+    micro_batches = list(zip(images.split(batch), labels.split(batch)))
+
+    opts = popsim.Options().deviceIterations(steps)
+    model = popsim.trainingModel(WithLoss(network), opts,
+                                 popsim.optim.AdamW(network.parameters(), lr=1e-3))
+    model.compile(images, labels)
+    optimizer = torch.optim.AdamW(eager.parameters(), lr=1e-3)
+    loss_fn = nn.CrossEntropyLoss()
+
+    def run_eager():
+        for x, y in micro_batches:
+            optimizer.zero_grad()
+            loss_fn(eager(x), y).backward()
+            optimizer.step()
+
+    eager_seconds = timed(run_eager, args.repeats)
+    popsim_seconds = timed(lambda: model(images, labels), args.repeats)
+    results = {
+        "model": "MNIST network, AdamW",
+        "batch_size": batch,
+        "steps_per_call": steps,
+        "host_threads": torch.get_num_threads(),
+        "eager_images_per_second": steps * batch / eager_seconds,
+        "popsim_images_per_second": steps * batch / popsim_seconds,
+        "speedup": eager_seconds / popsim_seconds,
+        "compile_seconds": model.compilationTime(),
+    }
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return
+    print(f"MNIST network training (AdamW), batch {batch}, {steps} steps per popsim call, "
+          f"{results['host_threads']} host thread(s)")
+    print(f"  eager PyTorch: {results['eager_images_per_second']:>10,.0f} images/s")
+    print(f"  popsim:        {results['popsim_images_per_second']:>10,.0f} images/s "
+          f"({results['speedup']:.2f}x eager)")
+    print(f"  compile: {results['compile_seconds'] * 1000:.0f} ms")
+
+
+if __name__ == "__main__":
+    main()
