@@ -17,6 +17,7 @@ const LoweringRegistry& LoweringRegistry::instance() {
     lowerings::registerReductions(r);
     lowerings::registerEmbedding(r);
     lowerings::registerLosses(r);
+    lowerings::registerCreation(r);
     return r;
   }();
   return registry;

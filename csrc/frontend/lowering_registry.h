@@ -33,6 +33,7 @@ void registerShapeOps(LoweringRegistry& registry);
 void registerReductions(LoweringRegistry& registry);
 void registerEmbedding(LoweringRegistry& registry);
 void registerLosses(LoweringRegistry& registry);
+void registerCreation(LoweringRegistry& registry);
 } // namespace lowerings
 
 } // namespace popsim::frontend

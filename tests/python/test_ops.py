@@ -222,6 +222,24 @@ def layout_case(op):
     return case
 
 
+# Tensors made like another one (constants: trace shapes are static).
+CREATION_OPS = {
+    "zeros_like": lambda t: t * 2 + torch.zeros_like(t),
+    "ones_like": lambda t: t * torch.ones_like(t) - 1,
+    "full_like": lambda t: t - torch.full_like(t, 2.5),
+    "new_zeros": lambda t: t[:, 0] + t.new_zeros(t[:, 0].shape),
+    "new_ones": lambda t: t.flatten(1) * t.new_ones(t.flatten(1).shape[1]),
+    "new_full": lambda t: t + t.new_full(t.shape[-1:], -1.5),
+}
+
+
+def creation_case(op):
+    def case(rng):
+        x = torch.randn(*[randint(rng, 1, 5) for _ in range(3)])
+        return Fn(lambda _, t: CREATION_OPS[op](t)), [x]
+    return case
+
+
 def cat_case(rng):
     dim = randint(rng, 0, 2)
     base = [randint(rng, 1, 4) for _ in range(3)]
@@ -283,6 +301,7 @@ CASES = {
     "div": binary_case(torch.div),
     **{f"scalar_{op}": scalar_case(op) for op in SCALAR_OPS},
     **{f"layout_{op}": layout_case(op) for op in LAYOUT_OPS},
+    **{f"creation_{op}": creation_case(op) for op in CREATION_OPS},
     "cat_stack": cat_case,
     "mean": reduction_case(torch.mean),
     "sum": reduction_case(torch.sum),

@@ -1,0 +1,70 @@
+#include "frontend/lowering_registry.h"
+#include "frontend/lowerings/helpers.h"
+
+#include <cstring>
+
+namespace popsim::frontend::lowerings {
+namespace {
+
+template <typename T> std::vector<uint8_t> filled(int64_t count, double value) {
+  std::vector<uint8_t> bytes(static_cast<size_t>(count) * sizeof(T));
+  const T element = static_cast<T>(value);
+  for (int64_t i = 0; i < count; ++i) {
+    std::memcpy(bytes.data() + i * sizeof(T), &element, sizeof(T));
+  }
+  return bytes;
+}
+
+// A constant of `type` with every element `value`. Shapes in a trace are
+// static, so tensors created like another one are compile-time constants.
+ir::Value* constantFilled(LoweringContext& ctx, const ir::TensorType& type, double value) {
+  const int64_t count = type.numel();
+  switch (type.dtype) {
+  case ir::DType::Float32: return ctx.constant(type, filled<float>(count, value));
+  case ir::DType::Int32: return ctx.constant(type, filled<int32_t>(count, value));
+  case ir::DType::Int64: return ctx.constant(type, filled<int64_t>(count, value));
+  case ir::DType::Bool: return ctx.constant(type, filled<bool>(count, value != 0.0));
+  case ir::DType::Float64: break;
+  }
+  ctx.unsupported("creating float64 tensors (popsim computes in float32)");
+}
+
+// The dtype argument, or `fallback` when it is None.
+ir::DType dtypeArgument(LoweringContext& ctx, ir::DType fallback) {
+  const std::optional<size_t> index = ctx.argumentIndex("dtype");
+  if (!index || ctx.isNone(*index)) {
+    return fallback;
+  }
+  const std::optional<ir::DType> dtype = ctx.toDType(*index);
+  if (!dtype) {
+    ctx.unsupported("dtype other than float32, int32, int64 or bool");
+  }
+  return *dtype;
+}
+
+// aten::zeros_like / ones_like(self, dtype=None, ...), full_like(self, fill_value, dtype=None, ...)
+template <int Fill> void lowerFilledLike(LoweringContext& ctx) {
+  const ir::TensorType like = ctx.tensor(0)->type();
+  const double value = Fill < 0 ? ctx.toDouble(1) : Fill;
+  ctx.setOutput(0, constantFilled(ctx, {dtypeArgument(ctx, like.dtype), like.shape}, value));
+}
+
+// aten::new_zeros / new_ones(self, size, dtype=None, ...), new_full(self, size, fill_value, ...)
+template <int Fill> void lowerNewFilled(LoweringContext& ctx) {
+  const ir::DType dtype = dtypeArgument(ctx, ctx.tensor(0)->type().dtype);
+  const double value = Fill < 0 ? ctx.toDouble(2) : Fill;
+  ctx.setOutput(0, constantFilled(ctx, {dtype, ctx.toIntList(1)}, value));
+}
+
+} // namespace
+
+void registerCreation(LoweringRegistry& registry) {
+  registry.add("aten::zeros_like", lowerFilledLike<0>);
+  registry.add("aten::ones_like", lowerFilledLike<1>);
+  registry.add("aten::full_like", lowerFilledLike<-1>);
+  registry.add("aten::new_zeros", lowerNewFilled<0>);
+  registry.add("aten::new_ones", lowerNewFilled<1>);
+  registry.add("aten::new_full", lowerNewFilled<-1>);
+}
+
+} // namespace popsim::frontend::lowerings
