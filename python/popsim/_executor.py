@@ -19,25 +19,16 @@ import itertools
 import json
 import os
 import time
-import weakref
 
 import torch
 
-from popsim import _C, _host_sync, _structure, _tracing, _training, _weights
+from popsim import _C, _host_sync, _structure, _tracing, _training, _training_registry, _weights
 from popsim.enums import OutputMode
 from popsim.errors import InputError, OptionError
 from popsim.options import Options
 
 _log_counter = itertools.count()
 _SUPPORTED_DTYPES = (torch.float32, torch.int32, torch.int64, torch.bool)
-_TRAINING_WRAPPER = "_popsim_training_wrapper"
-
-
-def _training_wrapper_of(model):
-    """The live training Executor of a host model, if any."""
-    reference = model.__dict__.get(_TRAINING_WRAPPER)
-    return reference() if reference is not None else None
-
 
 class Executor:
     """A model compiled for simulated IPUs, used like the model itself.
@@ -63,17 +54,14 @@ class Executor:
         self._model = copy.copy(model)
         self._training = training
         self._check_options()
+        self._record = None
         if training:
-            if _training_wrapper_of(model) is not None:
-                raise InputError(
-                    "This model is already wrapped by popsim.trainingModel. Call destroy() on that "
-                    "wrapper before wrapping the model for training again.")
             if optimizer is None:
                 from popsim.optim import SGD
 
                 optimizer = SGD(model.parameters(), lr=0.01)
             _training.optimizer_kind(optimizer)  # fails early for unsupported optimizers
-            model.__dict__[_TRAINING_WRAPPER] = weakref.ref(self)
+            self._record = _training_registry.register(model, self)
         self._optimizer = optimizer
         self._reset()
 
@@ -88,8 +76,7 @@ class Executor:
         self._detached_state = None
         self._host_dirty = False
         self._syncing = False
-        self._device_version = 0  # training: steps run, for inference models to catch up
-        self._seen_training_version = None  # inference: the training version last uploaded
+        self._seen_training = None  # inference: training versions last uploaded
 
     def _check_options(self):
         opts = self._options
@@ -137,7 +124,8 @@ class Executor:
         outputs = self._executable.run(tensors)
         if self._training:
             self._host_dirty = True
-            self._device_version += 1
+            self._record.version += 1
+            self._count_optimizer_steps()
         return _structure.unflatten(outputs, self._output_structure)
 
     def compile(self, *args, **kwargs):
@@ -156,8 +144,9 @@ class Executor:
                 self.copyWeightsToHost()
                 self._binding.copy_state_to_host(self._executable)
             _host_sync.uninstall(self._user_model)
-        if self._training and _training_wrapper_of(self._user_model) is self:
-            del self._user_model.__dict__[_TRAINING_WRAPPER]
+        if self._record is not None:
+            self._record.release()
+            self._record = None
         self._reset()
 
     def copyWeightsToDevice(self):
@@ -189,15 +178,25 @@ class Executor:
             finally:
                 self._syncing = False
 
+    def _sync_trainers_to_host(self):
+        """Copies weights home from training models of this model's modules;
+        returns their versions."""
+        for record in _training_registry.records(self._user_model):
+            if record.trainer is not None:
+                record.trainer._sync_host_if_needed()
+        return _training_registry.versions(self._user_model)
+
     def _catch_up_with_training(self):
-        """Uploads weights a training model of the same host model has trained since."""
-        trainer = _training_wrapper_of(self._user_model)
-        if trainer is None or trainer._executable is None:
-            return
-        if trainer._device_version != self._seen_training_version:
-            trainer._sync_host_if_needed()
+        """Uploads weights that training models of this model's modules trained since."""
+        if _training_registry.versions(self._user_model) != self._seen_training:
+            self._seen_training = self._sync_trainers_to_host()
             self._upload_weights()
-            self._seen_training_version = trainer._device_version
+
+    def _count_optimizer_steps(self):
+        """Counts the device's optimizer steps as PyTorch's optimizer.step() does, for
+        learning rate schedulers (which warn when the optimizer never stepped)."""
+        if hasattr(self._optimizer, "_step_count"):
+            self._optimizer._step_count += self._options.device_iterations
 
     def setOptimizer(self, optimizer):
         """Replaces the optimizer's hyper-parameters (lr, ...) without recompiling."""
@@ -333,10 +332,7 @@ class Executor:
     def _compile(self, args, kwargs):
         start = time.perf_counter()
         if not self._training:
-            trainer = _training_wrapper_of(self._user_model)
-            if trainer is not None:
-                trainer._sync_host_if_needed()
-                self._seen_training_version = trainer._device_version
+            self._seen_training = self._sync_trainers_to_host()
         signature = _tracing.Signature(args, kwargs, self._model.forward)
         if not signature.tensor_positions:
             raise InputError("The model was called without tensor inputs; popsim models take at "

@@ -12,6 +12,7 @@ destroy() (or the end of the training wrapper) restores the original
 classes.
 """
 
+import copyreg
 import weakref
 
 _SYNC = "_popsim_sync"
@@ -46,11 +47,12 @@ def _synced_class(cls):
 
     def __reduce_ex__(self, protocol):
         _sync(self)
-        function, arguments, state, *rest = object.__reduce_ex__(self, max(protocol, 2))
-        arguments = (_ORIGINALS[type(self)],) + tuple(arguments[1:])
+        _, _, state, *rest = object.__reduce_ex__(self, max(protocol, 2))
         if isinstance(state, dict):
             state = {key: value for key, value in state.items() if key != _SYNC}
-        return (function, arguments, state, *rest)
+        # Rebuilt as the original class by the standard library alone, so
+        # pickles load without popsim.
+        return (copyreg._reconstructor, (_ORIGINALS[type(self)], object, None), state, *rest)
 
     namespace = {"__getattr__": __getattr__, "__reduce_ex__": __reduce_ex__,
                  "__module__": cls.__module__, "__qualname__": cls.__qualname__}

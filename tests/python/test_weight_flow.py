@@ -1,0 +1,209 @@
+"""Where the weights are while a training model runs.
+
+The device holds the weights that count while training; the host model is
+updated lazily when used, explicitly with copyWeightsToHost(), and the other
+way with copyWeightsToDevice(). Inference models of the same host model see
+trained weights; detaching, attaching and destroying keep the weights and the
+optimizer state. Each test checks against eager PyTorch training the same
+schedule.
+"""
+
+import copy
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import popsim
+from conftest import assert_close
+
+
+class Classifier(nn.Module):
+    def __init__(self):
+        super().__init__()
+        # No bias before a batch norm: its exact gradient is zero, so Adam
+        # would turn rounding noise into full steps (see test_training.py).
+        self.conv = nn.Conv2d(1, 4, 3, bias=False)
+        self.norm = nn.BatchNorm2d(4)
+        self.fc = nn.Linear(4 * 6 * 6, 5)
+
+    def forward(self, x):
+        return self.fc(F.relu(self.norm(self.conv(x))).flatten(1))
+
+
+class WithLoss(nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x, labels):
+        output = self.model(x)
+        return output, F.cross_entropy(output, labels)
+
+
+def batches(count, batch=4):
+    return [(torch.randn(batch, 1, 8, 8), torch.randint(0, 5, (batch,))) for _ in range(count)]
+
+
+def adam(model, lr=1e-2):
+    return torch.optim.Adam(model.parameters(), lr=lr, eps=1e-6)
+
+
+class Pair:
+    """A popsim training model and an eager copy trained on the same batches."""
+
+    def __init__(self, make_optimizer=adam):
+        self.model = Classifier()
+        self.eager = copy.deepcopy(self.model)
+        self.optimizer = make_optimizer(self.model)
+        self.eager_optimizer = make_optimizer(self.eager)
+        self.trainer = popsim.trainingModel(WithLoss(self.model), popsim.Options(), self.optimizer)
+
+    def step(self, x, labels):
+        _, loss = self.trainer(x, labels)
+        self.eager_optimizer.zero_grad()
+        eager_loss = F.cross_entropy(self.eager(x), labels)
+        eager_loss.backward()
+        self.eager_optimizer.step()
+        assert_close(loss, eager_loss.detach())
+
+    def assert_host_matches_eager(self):
+        state = self.model.state_dict()
+        for name, expected in self.eager.state_dict().items():
+            assert_close(state[name], expected)
+
+
+def test_host_model_is_updated_lazily_when_used():
+    pair = Pair()
+    weight = pair.model.fc.weight  # the Parameter object, not a copy
+    before = weight.detach().clone()
+    pair.step(*batches(1)[0])
+    # Nothing touched the host model yet: its tensors still hold the old values.
+    assert torch.equal(weight.detach(), before)
+    # Reading the parameter through the module copies all weights home once.
+    assert_close(pair.model.fc.weight.detach(), pair.eager.fc.weight.detach())
+    assert_close(pair.model.conv.weight.detach(), pair.eager.conv.weight.detach())
+    assert torch.equal(weight.detach(), pair.model.fc.weight.detach())
+
+
+@pytest.mark.parametrize("use", ["state_dict", "parameters", "named_buffers", "call"])
+def test_each_way_of_using_the_host_model_copies_trained_weights(use):
+    pair = Pair()
+    for x, labels in batches(3):
+        pair.step(x, labels)
+    x = torch.randn(2, 1, 8, 8)
+    if use == "state_dict":
+        pair.model.state_dict()
+    elif use == "parameters":
+        list(pair.model.parameters())
+    elif use == "named_buffers":
+        dict(pair.model.named_buffers())
+    else:
+        pair.model.eval()
+        pair.eager.eval()
+        assert_close(pair.model(x), pair.eager(x))
+    pair.assert_host_matches_eager()
+
+
+def test_copy_weights_to_host_updates_tensors_held_elsewhere():
+    pair = Pair()
+    running_mean = pair.model.norm.running_mean
+    for x, labels in batches(2):
+        pair.step(x, labels)
+    pair.trainer.copyWeightsToHost()
+    assert_close(running_mean, pair.eager.norm.running_mean)
+
+
+def test_copy_weights_to_device_continues_training_from_host_edits():
+    pair = Pair()
+    data = batches(4)
+    for x, labels in data[:2]:
+        pair.step(x, labels)
+    with torch.no_grad():
+        for model in (pair.model, pair.eager):
+            model.fc.weight.mul_(0.5)
+            model.norm.running_var.fill_(2.0)
+    pair.trainer.copyWeightsToDevice()
+    for x, labels in data[2:]:
+        pair.step(x, labels)
+    pair.assert_host_matches_eager()
+
+
+def test_inference_model_of_the_same_host_model_sees_trained_weights():
+    pair = Pair()
+    inference = popsim.inferenceModel(pair.model)
+    x = torch.randn(4, 1, 8, 8)
+    inference(x)  # compiled with the initial weights
+    for batch in batches(3):
+        pair.step(*batch)
+        pair.eager.eval()
+        assert_close(inference(x), pair.eager(x))
+        pair.eager.train()
+
+
+def test_detach_and_attach_keep_weights_and_optimizer_state():
+    pair = Pair()
+    data = batches(6)
+    for x, labels in data[:3]:
+        pair.step(x, labels)
+    pair.trainer.detachFromDevice()
+    assert not pair.trainer.isAttachedToDevice()
+    # Detaching copies the optimizer state into the torch optimizer too.
+    for parameter, eager_parameter in zip(pair.model.parameters(), pair.eager.parameters()):
+        state = pair.optimizer.state[parameter]
+        eager_state = pair.eager_optimizer.state[eager_parameter]
+        assert_close(state["exp_avg"], eager_state["exp_avg"])
+        assert_close(state["exp_avg_sq"], eager_state["exp_avg_sq"])
+        assert float(state["step"]) == float(eager_state["step"]) == 3
+    pair.trainer.attachToDevice()
+    pair.step(*data[3])
+    pair.trainer.detachFromDevice()
+    for x, labels in data[4:]:
+        pair.step(x, labels)  # calling a detached model attaches it again
+    assert pair.trainer.isAttachedToDevice()
+    pair.assert_host_matches_eager()
+
+
+def test_destroy_copies_weights_and_optimizer_state_home_and_training_resumes():
+    pair = Pair()
+    data = batches(5)
+    for x, labels in data[:3]:
+        pair.step(x, labels)
+    pair.trainer.destroy()
+    # The host model is a plain model again, with the trained weights.
+    assert type(pair.model) is Classifier
+    pair.assert_host_matches_eager()
+    # A new training model resumes from the weights and Adam's moments and step count.
+    pair.trainer = popsim.trainingModel(WithLoss(pair.model), popsim.Options(), pair.optimizer)
+    for x, labels in data[3:]:
+        pair.step(x, labels)
+    pair.assert_host_matches_eager()
+
+
+def test_set_optimizer_changes_the_learning_rate_without_recompiling():
+    pair = Pair(lambda model: torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))
+    data = batches(6)
+    for x, labels in data[:2]:
+        pair.step(x, labels)
+    compilation = pair.trainer.compilationTime()
+    for lr in (0.01, 0.3):
+        for optimizer in (pair.optimizer, pair.eager_optimizer):
+            optimizer.param_groups[0]["lr"] = lr
+        pair.trainer.setOptimizer(pair.optimizer)
+        for x, labels in data[2:4] if lr == 0.01 else data[4:]:
+            pair.step(x, labels)
+    assert pair.trainer.compilationTime() == compilation
+    pair.assert_host_matches_eager()
+
+
+def test_set_optimizer_follows_a_learning_rate_scheduler():
+    pair = Pair()
+    schedulers = [torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)
+                  for optimizer in (pair.optimizer, pair.eager_optimizer)]
+    for x, labels in batches(4):
+        pair.step(x, labels)
+        for scheduler in schedulers:
+            scheduler.step()
+        pair.trainer.setOptimizer(pair.optimizer)
+    pair.assert_host_matches_eager()
