@@ -1,0 +1,150 @@
+// The training program: the state it creates (named as ir/state_names.h
+// says), accumulation, and one fused update per trained parameter in the
+// Update phase. Numbers are checked end to end by
+// runtime/training_executable_test.cpp and against PyTorch by the Python tests.
+
+#include "common/error.h"
+#include "ir/graph.h"
+#include "ir/verifier.h"
+#include "passes/training_program.h"
+#include "test_utils.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace popsim {
+namespace {
+
+using ir::Graph;
+using ir::OpKind;
+using ir::Phase;
+using ir::Value;
+using passes::OptimizerKind;
+using passes::TrainingConfig;
+using testing::f32;
+
+// loss = mean(relu(x W^T + b)); `frozen` is a weight the loss does not use.
+std::unique_ptr<Graph> buildRegression() {
+  auto graph = std::make_unique<Graph>();
+  Value* x = graph->addInput("x", f32({2, 4}));
+  Value* w = graph->addWeight("fc.weight", f32({3, 4}), true);
+  Value* b = graph->addWeight("fc.bias", f32({3}), true);
+  graph->addWeight("frozen", f32({3}), true);
+  Value* r = graph->apply(OpKind::Relu, {graph->apply(OpKind::Linear, {x, w, b})});
+  Value* loss = graph->apply(OpKind::ReduceMean, {r},
+                             {{"dims", std::vector<int64_t>{0, 1}}, {"keepdim", false}});
+  graph->addOutput(loss);
+  graph->setLoss(loss);
+  return graph;
+}
+
+TrainingConfig configFor(OptimizerKind optimizer, int64_t accumulation = 1) {
+  TrainingConfig config;
+  config.optimizer = optimizer;
+  config.groups.push_back({{"fc.weight", "fc.bias", "frozen"}});
+  config.gradientAccumulation = accumulation;
+  return config;
+}
+
+std::vector<std::string> stateNames(const Graph& graph) {
+  std::vector<std::string> names;
+  for (const Value* state : graph.states())
+    names.push_back(state->name());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::vector<const ir::Node*> nodesOf(const Graph& graph, OpKind kind) {
+  std::vector<const ir::Node*> found;
+  for (const auto& node : graph.nodes()) {
+    if (node->kind() == kind) found.push_back(node.get());
+  }
+  return found;
+}
+
+TEST(TrainingProgramTest, SgdWithoutMomentumKeepsOnlyItsHyperParameters) {
+  auto graph = buildRegression();
+  passes::buildTrainingProgram(*graph, configFor(OptimizerKind::Sgd));
+
+  EXPECT_EQ(stateNames(*graph), std::vector<std::string>{"optimizer/group0/hyper"});
+  const auto updates = nodesOf(*graph, OpKind::SgdUpdate);
+  ASSERT_EQ(updates.size(), 2u); // "frozen" has no gradient, so no update, as in PyTorch
+  for (const ir::Node* update : updates) {
+    EXPECT_EQ(update->placement().phase, Phase::Update);
+  }
+  EXPECT_EQ(updates[0]->input(0), graph->findWeight("fc.weight"));
+  EXPECT_EQ(updates[1]->input(0), graph->findWeight("fc.bias"));
+  EXPECT_EQ(ir::findGraphProblems(*graph), std::vector<std::string>{});
+}
+
+TEST(TrainingProgramTest, SgdWithMomentumKeepsABufferAndAStepCount) {
+  auto graph = buildRegression();
+  TrainingConfig config = configFor(OptimizerKind::Sgd);
+  config.groups[0].hasMomentum = true;
+  passes::buildTrainingProgram(*graph, config);
+
+  EXPECT_EQ(stateNames(*graph),
+            (std::vector<std::string>{"fc.bias/momentum_buffer", "fc.weight/momentum_buffer",
+                                      "optimizer/group0/hyper", "optimizer/group0/step"}));
+}
+
+TEST(TrainingProgramTest, AdamKeepsMomentsPerParameterAndOneStepPerGroup) {
+  auto graph = buildRegression();
+  passes::buildTrainingProgram(*graph, configFor(OptimizerKind::AdamW));
+
+  EXPECT_EQ(stateNames(*graph),
+            (std::vector<std::string>{"fc.bias/exp_avg", "fc.bias/exp_avg_sq", "fc.weight/exp_avg",
+                                      "fc.weight/exp_avg_sq", "optimizer/group0/hyper",
+                                      "optimizer/group0/step"}));
+  const auto updates = nodesOf(*graph, OpKind::AdamUpdate);
+  ASSERT_EQ(updates.size(), 2u);
+  EXPECT_TRUE(updates[0]->attrs().getBool("decoupled_weight_decay"));
+  EXPECT_EQ(graph->findState("optimizer/group0/hyper")->type(),
+            (ir::TensorType{ir::DType::Float64, {6}}));
+}
+
+TEST(TrainingProgramTest, AccumulationSumsEachMicroBatchAndClearsAfterTheStep) {
+  auto graph = buildRegression();
+  passes::buildTrainingProgram(*graph, configFor(OptimizerKind::Sgd, 4));
+
+  EXPECT_EQ(stateNames(*graph),
+            (std::vector<std::string>{"fc.bias/accumulator", "fc.weight/accumulator",
+                                      "optimizer/group0/hyper"}));
+  const auto accumulates = nodesOf(*graph, OpKind::Accumulate);
+  const auto fills = nodesOf(*graph, OpKind::Fill);
+  ASSERT_EQ(accumulates.size(), 2u);
+  ASSERT_EQ(fills.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    // Accumulation runs with every micro-batch; the update reads the
+    // accumulator, then clears it, once per step.
+    EXPECT_EQ(accumulates[i]->placement().phase, Phase::Backward);
+    EXPECT_EQ(fills[i]->placement().phase, Phase::Update);
+    EXPECT_EQ(fills[i]->input(0), accumulates[i]->input(0));
+  }
+  EXPECT_EQ(nodesOf(*graph, OpKind::SgdUpdate)[0]->input(1), accumulates[0]->input(0));
+}
+
+TEST(TrainingProgramTest, ParameterGroupsGetTheirOwnHyperParameters) {
+  auto graph = buildRegression();
+  TrainingConfig config = configFor(OptimizerKind::Rmsprop);
+  config.groups = {{{"fc.weight"}}, {{"fc.bias"}, true, false, false, true}};
+  passes::buildTrainingProgram(*graph, config);
+
+  EXPECT_EQ(stateNames(*graph),
+            (std::vector<std::string>{"fc.bias/grad_avg", "fc.bias/momentum_buffer",
+                                      "fc.bias/square_avg", "fc.weight/square_avg",
+                                      "optimizer/group0/hyper", "optimizer/group0/step",
+                                      "optimizer/group1/hyper", "optimizer/group1/step"}));
+}
+
+TEST(TrainingProgramTest, AccumulationBelowOneIsAnOptionError) {
+  auto graph = buildRegression();
+  const Error error = testing::captureError(
+      [&] { passes::buildTrainingProgram(*graph, configFor(OptimizerKind::Sgd, 0)); });
+  EXPECT_EQ(error.kind(), ErrorKind::InvalidOption);
+  EXPECT_TRUE(testing::contains(error.what(), "gradientAccumulation must be at least 1, got 0"));
+}
+
+} // namespace
+} // namespace popsim
