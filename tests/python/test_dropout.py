@@ -1,0 +1,88 @@
+"""Dropout in training models: masks drawn on the device from a seed.
+
+popsim's masks are not PyTorch's (they come from popsim's own counter-based
+generator), so these tests check what a mask must be: elements kept with
+probability 1 - p and scaled by 1 / (1 - p), the gradient through the same
+mask, the same masks for the same seed, fresh masks for every micro-batch,
+and no dropout in eval mode or inference.
+"""
+
+import pytest
+import torch
+import torch.nn as nn
+
+import popsim
+from conftest import assert_close
+
+
+class Dropped(nn.Module):
+    """y = dropout(x) * w, loss = sum(y): w's gradient is the column sums of dropout(x)."""
+
+    def __init__(self, p, features):
+        super().__init__()
+        self.dropout = nn.Dropout(p)
+        self.weight = nn.Parameter(torch.ones(features))
+
+    def forward(self, x):
+        y = self.dropout(x) * self.weight
+        return y, popsim.identity_loss(y.sum(), "none")
+
+
+def trainer(p=0.3, features=500, seed=7, iterations=1, accumulation=1):
+    opts = popsim.Options().randomSeed(seed).deviceIterations(iterations)
+    opts.outputMode(popsim.OutputMode.All).Training.gradientAccumulation(accumulation)
+    model = Dropped(p, features)
+    return model, popsim.trainingModel(model, opts, torch.optim.SGD(model.parameters(), lr=1.0))
+
+
+def test_kept_elements_are_scaled_and_the_rate_is_one_minus_p():
+    p = 0.3
+    _, training = trainer(p)
+    x = torch.rand(20, 500) + 0.5  # no zeros, so zeros in y are dropped elements
+    y, _ = training(x)
+    kept = y != 0
+    assert_close(y[kept], x[kept] / (1 - p))
+    # 10,000 Bernoulli draws: the kept fraction is within 5 standard deviations.
+    deviation = (p * (1 - p) / kept.numel()) ** 0.5
+    assert abs(kept.float().mean().item() - (1 - p)) < 5 * deviation
+
+
+def test_gradient_flows_through_the_same_mask():
+    model, training = trainer()
+    x = torch.rand(20, 500) + 0.5
+    y, _ = training(x)
+    # SGD with lr 1 from w = 1: w' = 1 - column sums of dropout(x) = 1 - column sums of y.
+    assert_close(model.weight.detach(), 1 - y.sum(0))
+
+
+def test_same_seed_same_masks_and_another_seed_other_masks():
+    x = torch.rand(8, 500) + 0.5
+    first, _ = trainer(seed=3)[1](x)
+    again, _ = trainer(seed=3)[1](x)
+    other, _ = trainer(seed=4)[1](x)
+    assert torch.equal(first != 0, again != 0)
+    assert not torch.equal(first != 0, other != 0)
+
+
+@pytest.mark.parametrize("iterations,accumulation", [(3, 1), (1, 3), (2, 2)])
+def test_every_micro_batch_gets_a_fresh_mask(iterations, accumulation):
+    micro_batches = iterations * accumulation
+    _, training = trainer(p=0.5, iterations=iterations, accumulation=accumulation)
+    x = (torch.rand(1, 500) + 0.5).repeat(micro_batches, 1)  # the same sample each time
+    masks = training(x)[0].reshape(micro_batches, 500) != 0
+    second_call = training(x)[0].reshape(micro_batches, 500) != 0
+    all_masks = torch.cat([masks, second_call])
+    for i in range(len(all_masks)):
+        for j in range(i):
+            assert not torch.equal(all_masks[i], all_masks[j]), (i, j)
+
+
+def test_eval_mode_dropout_and_inference_do_not_drop():
+    model, training = trainer(p=0.5)
+    model.dropout.eval()
+    x = torch.rand(4, 500) + 0.5
+    y, _ = training(x)
+    assert_close(y, x)
+    model.train()
+    inference = popsim.inferenceModel(model)
+    assert_close(inference(x)[0], x * model.weight.detach())

@@ -1,0 +1,170 @@
+"""The errors a training model gives, with the messages users see."""
+
+import copy
+import pickle
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import popsim
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+        self.head = nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.head(F.relu(self.fc(x)))
+
+
+class WithLoss(nn.Module):
+    def __init__(self, model=None):
+        super().__init__()
+        self.model = model if model is not None else Net()
+
+    def forward(self, x, labels):
+        output = self.model(x)
+        return output, F.cross_entropy(output, labels)
+
+
+def data():
+    return torch.randn(4, 4), torch.randint(0, 2, (4,))
+
+
+def test_no_loss():
+    trainer = popsim.trainingModel(Net())
+    with pytest.raises(popsim.CompilationError,
+                       match=r"^The training model returns no loss\. Its forward\(\) must return "
+                             r"the loss, or \(output, loss\), computed with a PyTorch loss "
+                             r"function .* or marked with popsim\.identity_loss\(x, reduction\)"):
+        trainer(torch.randn(4, 4))
+
+
+def test_two_independent_losses_suggest_identity_loss():
+    class TwoLosses(WithLoss):
+        def forward(self, x, labels):
+            output = self.model(x)
+            return F.cross_entropy(output, labels), F.mse_loss(output, torch.zeros_like(output))
+
+    trainer = popsim.trainingModel(TwoLosses())
+    with pytest.raises(popsim.CompilationError,
+                       match=r"returns several independent losses: output 0 \(from "
+                             r"nll_loss.*\), output 1 \(from .*\)\. popsim minimises a single loss: "
+                             r"combine them, e\.g\. popsim\.identity_loss\(loss1 \+ loss2, "
+                             r"reduction=\"none\"\)"):
+        trainer(*data())
+
+
+def test_combined_losses_train():
+    class Combined(WithLoss):
+        def forward(self, x, labels):
+            output = self.model(x)
+            first = F.cross_entropy(output, labels)
+            second = F.mse_loss(output, torch.zeros_like(output))
+            return first, second, popsim.identity_loss(first + second, reduction="none")
+
+    model = Combined()
+    eager = copy.deepcopy(model)
+    trainer = popsim.trainingModel(model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1))
+    x, labels = data()
+    first, second, total = trainer(x, labels)
+    optimizer = torch.optim.SGD(eager.parameters(), lr=0.1)
+    eager_first, eager_second, eager_total = eager(x, labels)
+    eager_total.backward()
+    optimizer.step()
+    torch.testing.assert_close(total, eager_total.detach())
+    torch.testing.assert_close(model.model.fc.weight, eager.model.fc.weight)
+
+
+def test_loss_that_is_not_a_scalar():
+    class Unreduced(WithLoss):
+        def forward(self, x, labels):
+            return F.cross_entropy(self.model(x), labels, reduction="none")
+
+    trainer = popsim.trainingModel(Unreduced())
+    with pytest.raises(popsim.CompilationError,
+                       match=r"The loss \(output 0\) is a f32\[4\] tensor, but a loss must be a "
+                             r"float scalar"):
+        trainer(*data())
+
+
+def test_backward_inside_forward():
+    class CallsBackward(WithLoss):
+        def forward(self, x, labels):
+            output, loss = super().forward(x, labels)
+            loss.backward()
+            return output, loss
+
+    trainer = popsim.trainingModel(CallsBackward())
+    with pytest.raises(popsim.CompilationError,
+                       match=r"^The model's forward\(\) calls backward\(\)\. popsim training "
+                             r"models compute the gradients of the returned loss"):
+        trainer(*data())
+    # torch's backward is itself again afterwards.
+    leaf = torch.ones(2, requires_grad=True)
+    (leaf * 3).sum().backward()
+    assert leaf.grad.tolist() == [3.0, 3.0]
+
+
+def test_wrapping_a_model_twice_for_training():
+    model = WithLoss()
+    trainer = popsim.trainingModel(model)
+    message = (r"^This model is already wrapped by popsim\.trainingModel \(popsim training model "
+               r"\(not compiled\) of WithLoss\)\. Call destroy\(\) on that wrapper before "
+               r"wrapping the model for training again\.$")
+    with pytest.raises(popsim.InputError, match=message):
+        popsim.trainingModel(model)
+    # Also through a model that contains it, naming the submodule.
+    with pytest.raises(popsim.InputError, match=r"^Its submodule 'inner' is already wrapped"):
+        popsim.trainingModel(nn.ModuleDict({"inner": model}))
+    trainer.destroy()
+    popsim.trainingModel(model)(*data())
+
+
+def test_copies_of_a_model_in_training_are_independent():
+    model = WithLoss()
+    trainer = popsim.trainingModel(model)
+    trainer(*data())
+    copied = copy.deepcopy(model)
+    assert type(copied) is WithLoss
+    popsim.trainingModel(copied)(*data())  # not "already wrapped"
+    restored = pickle.loads(pickle.dumps(model))
+    torch.testing.assert_close(restored.model.fc.weight, model.model.fc.weight)
+
+
+def test_unsupported_optimizers_and_changes():
+    model = WithLoss()
+    with pytest.raises(popsim.OptionError,
+                       match=r"^popsim trains with SGD, Adam, AdamW or RMSprop \(popsim\.optim or "
+                             r"torch\.optim\), got Adagrad\.$"):
+        popsim.trainingModel(model, optimizer=torch.optim.Adagrad(model.parameters()))
+    trainer = popsim.trainingModel(model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1))
+    trainer(*data())
+    with pytest.raises(popsim.OptionError,
+                       match=r"^setOptimizer cannot change the optimizer from sgd to adam: the "
+                             r"update rule is compiled into the program\. Call destroy\(\)"):
+        trainer.setOptimizer(torch.optim.Adam(model.parameters()))
+    with pytest.raises(popsim.OptionError, match=r"^setOptimizer can change numeric "
+                                                 r"hyper-parameters"):
+        trainer.setOptimizer(torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))
+
+
+def test_optimizer_over_tensors_that_are_not_model_parameters():
+    stray = nn.Parameter(torch.zeros(5, 5))
+    model = WithLoss()
+    trainer = popsim.trainingModel(
+        model, optimizer=torch.optim.SGD([*model.parameters(), stray], lr=0.1))
+    with pytest.raises(popsim.OptionError,
+                       match=r"^Parameter group 0 of the optimizer holds a tensor of shape \[5, 5\] "
+                             r"that is not a parameter of the model\.$"):
+        trainer(*data())
+
+
+def test_set_optimizer_on_an_inference_model():
+    model = Net()
+    with pytest.raises(popsim.InputError, match=r"^setOptimizer\(\) is for training models\.$"):
+        popsim.inferenceModel(model).setOptimizer(torch.optim.SGD(model.parameters(), lr=0.1))
