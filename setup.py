@@ -4,7 +4,9 @@ The CMake build directory persists under build/<type>, so repeated installs
 are incremental (and use ccache). Environment variables:
   POPSIM_BUILD_TYPE    Release (default), Debug or RelWithDebInfo
   POPSIM_BUILD_DIR     where CMake builds (default build/<type>)
-  POPSIM_BUILD_TESTS   1 to also build the GoogleTest binaries
+  POPSIM_BUILD_TESTS   1 to also build the GoogleTest binaries, 0 to configure
+                       without them (unset: as the build directory already is,
+                       without them in a new one)
   CMAKE_ARGS           extra CMake arguments
   CMAKE_BUILD_PARALLEL_LEVEL  build jobs (default: all cores)
 """
@@ -33,16 +35,19 @@ class CMakeBuild(build_ext):
         build_type = os.environ.get("POPSIM_BUILD_TYPE", "Release")
         build_dir = Path(os.environ.get("POPSIM_BUILD_DIR", ROOT / "build" / build_type.lower()))
         output_dir = Path(self.get_ext_fullpath(ext.name)).parent.resolve()
-        build_tests = os.environ.get("POPSIM_BUILD_TESTS", "0") == "1"
+        tests_setting = os.environ.get("POPSIM_BUILD_TESTS")
+        build_tests = tests_setting == "1"
+        new_build_dir = not (build_dir / "CMakeCache.txt").exists()
         configure = [
             "cmake", "-S", str(ROOT), "-B", str(build_dir),
             f"-DCMAKE_BUILD_TYPE={build_type}",
             f"-DCMAKE_PREFIX_PATH={torch.utils.cmake_prefix_path}",
             f"-DPython_EXECUTABLE={sys.executable}",
             f"-DPOPSIM_PYTHON_OUTPUT_DIR={output_dir}",
-            f"-DPOPSIM_BUILD_TESTS={'ON' if build_tests else 'OFF'}",
         ]
-        if shutil.which("ninja") and not (build_dir / "CMakeCache.txt").exists():
+        if tests_setting is not None or new_build_dir:
+            configure.append(f"-DPOPSIM_BUILD_TESTS={'ON' if build_tests else 'OFF'}")
+        if shutil.which("ninja") and new_build_dir:
             configure += ["-G", "Ninja"]
         configure += [arg for arg in os.environ.get("CMAKE_ARGS", "").split() if arg]
         subprocess.run(configure, check=True)

@@ -110,9 +110,15 @@ OpCost estimateOpCost(const ir::Node& node, const ChipSpec& chip) {
     cost.exchangeCycles = exchangeCycles(inputBytes(node), chip);
     cost.computeCycles = macCycles(matmulMacs(node), chip);
     break;
-  case ir::OpKind::MaxPool2d:
-  case ir::OpKind::AvgPool2d:
   case ir::OpKind::MaxPool2dGrad:
+    // A scatter: clear dX, then one add per dY element.
+    cost.exchangeCycles = exchangeCycles(inputBytes(node), chip);
+    cost.computeCycles = elementwisePassCycles(
+        outElements + static_cast<uint64_t>(node.input(0)->type().numel()), chip);
+    break;
+  case ir::OpKind::MaxPool2d:
+  case ir::OpKind::MaxPool2dTrain:
+  case ir::OpKind::AvgPool2d:
   case ir::OpKind::AvgPool2dGrad: {
     const auto& kernel = node.attrs().getInts("kernel");
     cost.exchangeCycles = exchangeCycles(node.input(0)->type().bytes(), chip);

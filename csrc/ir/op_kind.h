@@ -50,6 +50,7 @@ namespace popsim::ir {
   X(MaxPool2dGrad, "max_pool2d_grad", Pooling)                                                     \
   X(AvgPool2dGrad, "avg_pool2d_grad", Pooling)                                                     \
   X(AdaptiveAvgPool2dGrad, "adaptive_avg_pool2d_grad", Pooling)                                    \
+  X(MaxPool2dTrain, "max_pool2d_train", Pooling)                                                   \
   X(BatchNormTrain, "batch_norm_train", Normalization)                                             \
   X(BatchNormGrad, "batch_norm_grad", Normalization)                                               \
   X(LayerNormTrain, "layer_norm_train", Normalization)                                             \

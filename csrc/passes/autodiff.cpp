@@ -1,7 +1,8 @@
 // Reverse-mode automatic differentiation on the IR.
 //
-// 1. Layer norms that gradients flow through become their training form,
-//    which keeps the statistics the gradient needs (in place, before users).
+// 1. Layer norms and max pools that gradients flow through become their
+//    training forms, which keep what the gradient needs (statistics, where
+//    each maximum is), in place, before their users.
 // 2. A value needs a gradient if it is a float value computed from one of the
 //    `wrt` values and the loss depends on it.
 // 3. The loss's gradient is 1. Forward nodes are visited last to first; a node
@@ -16,6 +17,7 @@
 #include "common/check.h"
 #include "passes/gradient_builder.h"
 
+#include <optional>
 #include <unordered_set>
 
 namespace popsim::passes {
@@ -67,17 +69,26 @@ ValueSet dependenciesOf(const ir::Value* loss) {
   return dependencies;
 }
 
-// Step 1: layer_norm -> layer_norm_train where gradients flow.
-void useTrainingLayerNorms(ir::Graph& graph, const std::vector<ir::Value*>& wrt) {
+std::optional<ir::OpKind> trainingForm(ir::OpKind kind) {
+  switch (kind) {
+  case ir::OpKind::LayerNorm: return ir::OpKind::LayerNormTrain;
+  case ir::OpKind::MaxPool2d: return ir::OpKind::MaxPool2dTrain;
+  default: return std::nullopt;
+  }
+}
+
+// Step 1: layer_norm -> layer_norm_train, max_pool2d -> max_pool2d_train
+// where gradients flow.
+void useTrainingForms(ir::Graph& graph, const std::vector<ir::Value*>& wrt) {
   const std::vector<ir::Node*> nodes = forwardNodes(graph);
   const ValueSet dependents = dependentsOf(nodes, wrt);
   for (ir::Node* node : nodes) {
-    if (node->kind() != ir::OpKind::LayerNorm || dependents.count(node->output()) == 0) {
+    const std::optional<ir::OpKind> form = trainingForm(node->kind());
+    if (!form || dependents.count(node->output()) == 0) {
       continue;
     }
     graph.setInsertionPoint(node);
-    ir::Node* training =
-        graph.addNode(ir::OpKind::LayerNormTrain, node->inputs(), node->attrs(), node->location());
+    ir::Node* training = graph.addNode(*form, node->inputs(), node->attrs(), node->location());
     training->setPlacement(node->placement());
     graph.setInsertionPoint(nullptr);
     graph.replaceAllUsesWith(node->output(), training->output(0));
@@ -98,7 +109,7 @@ std::unordered_map<const ir::Value*, ir::Value*>
 buildGradients(ir::Graph& graph, ir::Value* loss, const std::vector<ir::Value*>& wrt) {
   POPSIM_ASSERT(loss != nullptr && loss->type().rank() == 0 && isFloat(loss),
                 "gradients need a scalar f32 loss.");
-  useTrainingLayerNorms(graph, wrt);
+  useTrainingForms(graph, wrt);
   const std::vector<ir::Node*> nodes = forwardNodes(graph);
   const ValueSet dependents = dependentsOf(nodes, wrt);
   const ValueSet dependencies = dependenciesOf(loss);

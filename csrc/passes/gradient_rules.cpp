@@ -161,9 +161,11 @@ Grads softmax(GradientBuilder& b, const Grads& g, const Needed&) {
 }
 
 Grads maxPool(GradientBuilder& b, const Grads& g, const Needed&) {
-  return {b.emit(
-      OpKind::MaxPool2dGrad, {g[0], in(b, 0)},
-      copyAttrs(nodeOf(b).attrs(), {"kernel", "stride", "padding", "dilation", "ceil_mode"}))};
+  POPSIM_ASSERT(g[1] == nullptr, "max pooling indices reach the loss.");
+  Attributes a =
+      copyAttrs(nodeOf(b).attrs(), {"kernel", "stride", "padding", "dilation", "ceil_mode"});
+  a.set("input_shape", in(b, 0)->type().shape);
+  return {b.emit(OpKind::MaxPool2dGrad, {g[0], out(b, 1)}, a)};
 }
 
 Grads avgPool(GradientBuilder& b, const Grads& g, const Needed&) {
@@ -313,7 +315,7 @@ GradientRule findGradientRule(ir::OpKind kind) {
   case OpKind::Div: return binary;
   case OpKind::Softmax:
   case OpKind::LogSoftmax: return softmax;
-  case OpKind::MaxPool2d: return maxPool;
+  case OpKind::MaxPool2dTrain: return maxPool;
   case OpKind::AvgPool2d: return avgPool;
   case OpKind::AdaptiveAvgPool2d: return adaptiveAvgPool;
   case OpKind::BatchNorm: return batchNormEval;
@@ -329,7 +331,7 @@ GradientRule findGradientRule(ir::OpKind kind) {
   case OpKind::Embedding: return embedding;
   case OpKind::Dropout: return dropout;
   case OpKind::NllLoss: return nllLoss;
-  default: return nullptr; // LayerNorm is turned into LayerNormTrain first
+  default: return nullptr; // LayerNorm and MaxPool2d become their training forms first
   }
 }
 

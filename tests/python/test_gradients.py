@@ -192,3 +192,26 @@ def test_gradients_restore_each_module_flag():
     model.conv[1].eval()  # frozen batch norm
     gradients(model, torch.randn(2, 1, 4, 4))
     assert model.training and model.conv[0].training and not model.conv[1].training
+
+
+class WeightedPool(nn.Module):
+    def __init__(self, pool):
+        super().__init__()
+        self.pool = pool
+
+    def forward(self, x, weights):
+        return popsim.identity_loss((self.pool(x) * weights).sum(), "none")
+
+
+@pytest.mark.parametrize("kernel,stride,padding", [(2, 2, 0), (3, 2, 1), (3, 1, 1), (2, 3, 1)])
+@pytest.mark.parametrize("ties", [False, True])
+def test_max_pool_gradients_are_bit_identical_to_eager(kernel, stride, padding, ties):
+    # Each gradient goes to the window's first maximum, and where windows
+    # overlap the contributions add up in PyTorch's order.
+    x = torch.randint(-2, 3, (2, 3, 11, 10)).float() if ties else torch.randn(2, 3, 11, 10)
+    pool = nn.MaxPool2d(kernel, stride, padding)
+    weights = torch.randn(pool(x).shape)
+    input_grads, _ = gradients(WeightedPool(pool), x, weights)
+    leaf = x.clone().requires_grad_()
+    (pool(leaf) * weights).sum().backward()
+    assert torch.equal(input_grads["x"], leaf.grad)

@@ -78,12 +78,17 @@ std::vector<TensorType> inferSoftmaxGrad(const std::vector<TensorType>& inputs,
   return {inputs[0]};
 }
 
-// max_pool2d_grad(dY, X) -> dX like X; the window maxima are found again in X.
-std::vector<TensorType> inferMaxPoolGrad(const std::vector<TensorType>& inputs, const Attributes&) {
-  requireFloat(inputs);
+// max_pool2d_grad(dY, indices) -> dX of input_shape: each dY element goes to
+// the position max_pool2d_train recorded for its window.
+std::vector<TensorType> inferMaxPoolGrad(const std::vector<TensorType>& inputs,
+                                         const Attributes& attrs) {
+  requireDType(inputs[0], DType::Float32, "input 0 (grad_output)");
   requireRank(inputs[0], 4, "input 0 (grad_output)");
-  requireRank(inputs[1], 4, "input 1 (input)");
-  return {inputs[1]};
+  requireDType(inputs[1], DType::Int32, "input 1 (indices)");
+  requireShape(inputs[1], inputs[0].shape, "input 1 (indices)");
+  const Shape& shape = attrs.getInts("input_shape");
+  requireLength(shape, 4, "input_shape");
+  return {f32(shape)};
 }
 
 // avg_pool2d_grad(dY) / adaptive_avg_pool2d_grad(dY) -> dX of input_shape.
@@ -183,12 +188,13 @@ void registerGradientOps(OpRegistry& registry) {
   for (OpKind kind : {OpKind::SoftmaxGrad, OpKind::LogSoftmaxGrad}) {
     registry.add(kind, 2, 2, {"grad_output", "output"}, {{"dim", AttrType::Int}}, inferSoftmaxGrad);
   }
-  registry.add(OpKind::MaxPool2dGrad, 2, 2, {"grad_output", "input"},
+  registry.add(OpKind::MaxPool2dGrad, 2, 2, {"grad_output", "indices"},
                {{"kernel", AttrType::Ints},
                 {"stride", AttrType::Ints},
                 {"padding", AttrType::Ints},
                 {"dilation", AttrType::Ints},
-                {"ceil_mode", AttrType::Bool}},
+                {"ceil_mode", AttrType::Bool},
+                {"input_shape", AttrType::Ints}},
                inferMaxPoolGrad);
   registry.add(OpKind::AvgPool2dGrad, 1, 1, {"grad_output"},
                {{"kernel", AttrType::Ints},

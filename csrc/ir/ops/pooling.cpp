@@ -41,6 +41,17 @@ std::vector<TensorType> inferMaxPool(const std::vector<TensorType>& inputs,
   return inferPool(inputs, attrs, dilation);
 }
 
+// max_pool2d_train(X) -> (Y, indices): Y as max_pool2d, and where each
+// window's maximum is, kept for max_pool2d_grad. The encoding belongs to the
+// kernel implementation (PyTorch's flat positions in the input plane for the
+// reference kernels, oneDNN's workspace for oneDNN's); i32 per output holds
+// either.
+std::vector<TensorType> inferMaxPoolTrain(const std::vector<TensorType>& inputs,
+                                          const Attributes& attrs) {
+  const TensorType y = inferMaxPool(inputs, attrs)[0];
+  return {y, {DType::Int32, y.shape}};
+}
+
 std::vector<TensorType> inferAvgPool(const std::vector<TensorType>& inputs,
                                      const Attributes& attrs) {
   POPSIM_CHECK(attrs.getInt("divisor_override") >= 0, ErrorKind::Compilation,
@@ -71,6 +82,13 @@ void registerPoolingOps(OpRegistry& registry) {
                 {"dilation", AttrType::Ints},
                 {"ceil_mode", AttrType::Bool}},
                inferMaxPool);
+  registry.add(OpKind::MaxPool2dTrain, 1, 1, {"input"},
+               {{"kernel", AttrType::Ints},
+                {"stride", AttrType::Ints},
+                {"padding", AttrType::Ints},
+                {"dilation", AttrType::Ints},
+                {"ceil_mode", AttrType::Bool}},
+               inferMaxPoolTrain);
   registry.add(OpKind::AvgPool2d, 1, 1, {"input"},
                {{"kernel", AttrType::Ints},
                 {"stride", AttrType::Ints},

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
+#include <vector>
 
 namespace popsim::kernels::reference {
 namespace {
@@ -15,7 +17,7 @@ struct Planes {
 
 Planes planesOf(const ir::Node& node) {
   const ir::Shape& xs = node.input(0)->type().shape;
-  const ir::Shape& ys = node.output()->type().shape;
+  const ir::Shape& ys = node.output(0)->type().shape;
   return {xs[0] * xs[1], xs[2], xs[3], ys[2], ys[3]};
 }
 
@@ -104,43 +106,69 @@ void adaptiveAvgPool(const ir::Node& node, const float* x, float* y) {
   }
 }
 
-// dX: each window's dY goes to the window's first maximum (as PyTorch's
-// forward pass picks it when scanning rows then columns).
-void maxPoolGrad(const ir::Node& node, const float* dy, const float* x, float* dx) {
-  const ir::Shape& xs = node.input(1)->type().shape;
-  const ir::Shape& ys = node.input(0)->type().shape;
-  const Planes p{xs[0] * xs[1], xs[2], xs[3], ys[2], ys[3]};
+// The outputs `ow` in [0, OW) whose window column `ow * stride + offset`
+// lies inside [0, W).
+std::pair<int64_t, int64_t> columnsInside(int64_t offset, int64_t stride, int64_t W, int64_t OW) {
+  const int64_t first = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
+  const int64_t last = offset > W - 1 ? -1 : (W - 1 - offset) / stride; // inclusive
+  return {std::min(first, OW), std::clamp<int64_t>(last + 1, 0, OW)};
+}
+
+// Y and, per window, the flat position (ih * W + iw) of its first maximum, as
+// PyTorch's max_pool2d_with_indices picks it scanning rows then columns (NaN
+// wins). One output row at a time, window position by window position, so
+// the inner loop runs over outputs without bounds checks or unpredictable
+// branches.
+void maxPoolTrain(const ir::Node& node, const float* x, float* y, int32_t* indices) {
+  const Planes p = planesOf(node);
   const auto& kernel = node.attrs().getInts("kernel");
   const auto& stride = node.attrs().getInts("stride");
   const auto& padding = node.attrs().getInts("padding");
   const auto& dilation = node.attrs().getInts("dilation");
-  std::fill(dx, dx + node.output()->type().numel(), 0.0f);
+  std::vector<int32_t> where(static_cast<size_t>(p.OW));
   for (int64_t plane = 0; plane < p.count; ++plane) {
     const float* in = x + plane * p.H * p.W;
-    float* grad = dx + plane * p.H * p.W;
     for (int64_t oh = 0; oh < p.OH; ++oh) {
-      for (int64_t ow = 0; ow < p.OW; ++ow) {
-        float best = -std::numeric_limits<float>::infinity();
-        int64_t where = -1;
-        for (int64_t kh = 0; kh < kernel[0]; ++kh) {
-          const int64_t ih = oh * stride[0] - padding[0] + kh * dilation[0];
-          if (ih < 0 || ih >= p.H) continue;
-          for (int64_t kw = 0; kw < kernel[1]; ++kw) {
-            const int64_t iw = ow * stride[1] - padding[1] + kw * dilation[1];
-            if (iw < 0 || iw >= p.W) continue;
-            const float value = in[ih * p.W + iw];
-            if (where < 0 || value > best || std::isnan(value)) {
-              best = value;
-              where = ih * p.W + iw;
-            }
+      std::fill(y, y + p.OW, -std::numeric_limits<float>::infinity());
+      std::fill(where.begin(), where.end(), -1);
+      for (int64_t kh = 0; kh < kernel[0]; ++kh) {
+        const int64_t ih = oh * stride[0] - padding[0] + kh * dilation[0];
+        if (ih < 0 || ih >= p.H) continue;
+        for (int64_t kw = 0; kw < kernel[1]; ++kw) {
+          const int64_t offset = kw * dilation[1] - padding[1];
+          const auto [first, end] = columnsInside(offset, stride[1], p.W, p.OW);
+          const float* row = in + ih * p.W + offset;
+          for (int64_t ow = first; ow < end; ++ow) {
+            const float value = row[ow * stride[1]];
+            const bool take = (value > y[ow]) | (value != value) | (where[ow] < 0);
+            y[ow] = take ? value : y[ow];
+            where[ow] = take ? static_cast<int32_t>(ih * p.W + offset + ow * stride[1]) : where[ow];
           }
         }
-        if (where >= 0) {
-          grad[where] += *dy;
-        }
-        ++dy;
       }
+      std::copy(where.begin(), where.end(), indices);
+      y += p.OW;
+      indices += p.OW;
     }
+  }
+}
+
+// dX: each dY element added at its window's recorded maximum, in output
+// order (PyTorch's order where windows overlap).
+void maxPoolGrad(const ir::Node& node, const float* dy, const int32_t* indices, float* dx) {
+  const auto& xs = node.attrs().getInts("input_shape");
+  const ir::Shape& ys = node.input(0)->type().shape;
+  const int64_t planes = xs[0] * xs[1];
+  const int64_t inPlane = xs[2] * xs[3];
+  const int64_t outPlane = ys[2] * ys[3];
+  std::fill(dx, dx + node.output()->type().numel(), 0.0f);
+  for (int64_t plane = 0; plane < planes; ++plane) {
+    float* grad = dx + plane * inPlane;
+    for (int64_t i = 0; i < outPlane; ++i) {
+      if (indices[i] >= 0) grad[indices[i]] += dy[i];
+    }
+    dy += outPlane;
+    indices += outPlane;
   }
 }
 
@@ -216,8 +244,10 @@ void pooling(const ir::Node& node, const Inputs& inputs, const Outputs& outputs)
   switch (node.kind()) {
   case ir::OpKind::MaxPool2d: return maxPool(node, x, y);
   case ir::OpKind::AvgPool2d: return avgPool(node, x, y);
+  case ir::OpKind::MaxPool2dTrain:
+    return maxPoolTrain(node, x, y, static_cast<int32_t*>(outputs[1]));
   case ir::OpKind::MaxPool2dGrad:
-    return maxPoolGrad(node, x, static_cast<const float*>(inputs[1]), y);
+    return maxPoolGrad(node, x, static_cast<const int32_t*>(inputs[1]), y);
   case ir::OpKind::AvgPool2dGrad: return avgPoolGrad(node, x, y);
   case ir::OpKind::AdaptiveAvgPool2dGrad: return adaptiveAvgPoolGrad(node, x, y);
   default: return adaptiveAvgPool(node, x, y);

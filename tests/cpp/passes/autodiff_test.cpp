@@ -113,6 +113,29 @@ TEST(AutodiffTest, LayerNormOnTheGradientPathKeepsItsStatistics) {
   EXPECT_EQ(ir::findGraphProblems(graph), std::vector<std::string>{});
 }
 
+TEST(AutodiffTest, MaxPoolOnTheGradientPathRecordsWhereItsMaximaAre) {
+  Graph graph;
+  Value* x = graph.addInput("x", f32({1, 2, 4, 4}));
+  Value* scale = graph.addWeight("scale", f32({1}), true);
+  Value* pooled = graph.apply(OpKind::MaxPool2d, {graph.apply(OpKind::Mul, {x, scale})},
+                              {{"kernel", std::vector<int64_t>{2, 2}},
+                               {"stride", std::vector<int64_t>{2, 2}},
+                               {"padding", std::vector<int64_t>{0, 0}},
+                               {"dilation", std::vector<int64_t>{1, 1}},
+                               {"ceil_mode", false}});
+  Value* loss = graph.apply(OpKind::ReduceSum, {pooled}, meanOfAll(4));
+
+  passes::buildGradients(graph, loss, {scale});
+
+  const ir::Node* pool = loss->producer()->input(0)->producer();
+  ASSERT_EQ(pool->kind(), OpKind::MaxPool2dTrain);
+  ASSERT_EQ(pool->output(1)->users().size(), 1u);
+  const ir::Node* grad = pool->output(1)->users()[0];
+  EXPECT_EQ(grad->kind(), OpKind::MaxPool2dGrad);
+  EXPECT_EQ(grad->output()->type(), x->type());
+  EXPECT_EQ(ir::findGraphProblems(graph), std::vector<std::string>{});
+}
+
 TEST(AutodiffTest, AnOpWithoutAGradientRuleIsUnsupportedNamingItAndItsLine) {
   // softmax_grad has no rule (popsim does not differentiate twice).
   Graph graph;
