@@ -215,3 +215,25 @@ def test_max_pool_gradients_are_bit_identical_to_eager(kernel, stride, padding, 
     leaf = x.clone().requires_grad_()
     (pool(leaf) * weights).sum().backward()
     assert torch.equal(input_grads["x"], leaf.grad)
+
+
+class WeightedActivation(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x, weights):
+        return popsim.identity_loss((self.fn(x) * weights).sum(), "none")
+
+
+@pytest.mark.parametrize("fn", [torch.relu, torch.abs], ids=["relu", "abs"])
+def test_activation_gradients_are_bit_identical_to_eager(fn):
+    # (Sigmoid's and tanh's use the forward output, which oneDNN computes
+    # within an ulp of PyTorch's, so theirs match to fp32 tolerance.)
+    x = torch.randn(64, 257)
+    x[0, :8] = 0.0  # the kinks
+    weights = torch.randn(64, 257)
+    input_grads, _ = gradients(WeightedActivation(fn), x, weights)
+    leaf = x.clone().requires_grad_()
+    (fn(leaf) * weights).sum().backward()
+    assert torch.equal(input_grads["x"], leaf.grad)

@@ -287,6 +287,7 @@ CASES = {
     "exp": unary_case(torch.exp),
     "log": unary_case(torch.log, positive=True),
     "sqrt": unary_case(torch.sqrt, positive=True),
+    "abs": unary_case(torch.abs),
     "softmax": softmax_case(log=False),
     "log_softmax": softmax_case(log=True),
     "max_pool2d": max_pool_case,

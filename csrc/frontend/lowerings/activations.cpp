@@ -62,6 +62,7 @@ void registerActivations(LoweringRegistry& registry) {
     registry.add("aten::exp" + s, lowerUnary<ir::OpKind::Exp>);
     registry.add("aten::log" + s, lowerUnary<ir::OpKind::Log>);
     registry.add("aten::sqrt" + s, lowerUnary<ir::OpKind::Sqrt>);
+    registry.add("aten::abs" + s, lowerUnary<ir::OpKind::Abs>);
     registry.add("aten::dropout" + s, lowerDropout);
     registry.add("aten::feature_dropout" + s, lowerDropout);
     registry.add("aten::alpha_dropout" + s, lowerDropout);
