@@ -149,6 +149,16 @@ class Executor:
             self._record = None
         self._reset()
 
+    def __del__(self):
+        # A training model dropped without destroy() still leaves its trained
+        # weights and optimizer state in the host model. (Errors are ignored:
+        # at interpreter exit, what this needs may already be gone.)
+        try:
+            if self._training and self._executable is not None:
+                self.destroy()
+        except Exception:
+            pass
+
     def copyWeightsToDevice(self):
         """Copies the host model's current parameters and buffers to the device.
 
@@ -345,6 +355,8 @@ class Executor:
         options = self._compile_options()
         binding = None
         if self._training:
+            if self._record is None:  # compiling again after destroy()
+                self._record = _training_registry.register(self._user_model, self)
             binding = _training.OptimizerBinding(self._optimizer, self._names_by_tensor())
             options["training"] = binding.config()
         executable = _C.compile(graph, options)

@@ -207,3 +207,26 @@ def test_set_optimizer_follows_a_learning_rate_scheduler():
             scheduler.step()
         pair.trainer.setOptimizer(pair.optimizer)
     pair.assert_host_matches_eager()
+
+
+def test_a_training_model_dropped_without_destroy_leaves_its_weights_home():
+    pair = Pair()
+    for x, labels in batches(2):
+        pair.step(x, labels)
+    pair.trainer = None  # the only reference: the training model is collected
+    assert type(pair.model) is Classifier
+    pair.assert_host_matches_eager()
+    # Its optimizer state went home too: a new training model resumes.
+    pair.trainer = popsim.trainingModel(WithLoss(pair.model), popsim.Options(), pair.optimizer)
+    pair.step(*batches(1)[0])
+    pair.assert_host_matches_eager()
+
+
+def test_a_destroyed_training_model_that_compiles_again_is_registered_again():
+    pair = Pair()
+    pair.step(*batches(1)[0])
+    pair.trainer.destroy()
+    pair.step(*batches(1)[0])  # compiles again
+    with pytest.raises(popsim.InputError, match="already wrapped"):
+        popsim.trainingModel(pair.model)
+    pair.assert_host_matches_eager()

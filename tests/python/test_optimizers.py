@@ -1,0 +1,138 @@
+"""Every optimizer setting, parameter groups and accumulation reductions
+against eager PyTorch, on a small MLP for six steps."""
+
+import copy
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import popsim
+from conftest import assert_close
+
+
+class Mlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.hidden = nn.Linear(12, 16)
+        self.out = nn.Linear(16, 4)
+
+    def forward(self, x, labels):
+        output = self.out(torch.tanh(self.hidden(x)))
+        return output, F.cross_entropy(output, labels)
+
+
+def batches(steps, per_step):
+    return [(torch.randn(3 * per_step, 12), torch.randint(0, 4, (3 * per_step,)))
+            for _ in range(steps)]
+
+
+def train_both(make_optimizer, steps=6, accumulation=1, reduction=None, model=None):
+    """Trains with popsim and eagerly (same weights, data and schedule); returns both models."""
+    model = model if model is not None else Mlp()
+    eager = copy.deepcopy(model)
+    opts = popsim.Options()
+    opts.Training.gradientAccumulation(accumulation)
+    if reduction is not None:
+        opts.Training.accumulationAndReplicationReductionType(reduction)
+    trainer = popsim.trainingModel(model, opts, make_optimizer(model))
+    eager_optimizer = make_optimizer(eager)
+    divisor = accumulation if reduction != popsim.ReductionType.Sum else 1
+    for x, labels in batches(steps, accumulation):
+        trainer(x, labels)
+        eager_optimizer.zero_grad()
+        for micro_x, micro_labels in zip(x.chunk(accumulation), labels.chunk(accumulation)):
+            (eager(micro_x, micro_labels)[1] / divisor).backward()
+        eager_optimizer.step()
+    return model, eager
+
+
+def assert_same_parameters(model, eager):
+    for (name, actual), expected in zip(model.named_parameters(), eager.parameters()):
+        assert_close(actual.detach(), expected.detach(), rtol=1e-5, atol=1e-6), name
+
+
+OPTIMIZERS = {
+    "sgd": lambda m: torch.optim.SGD(m.parameters(), lr=0.1),
+    "sgd_momentum_dampening": lambda m: torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9,
+                                                        dampening=0.2),
+    "sgd_nesterov_weight_decay": lambda m: torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9,
+                                                           nesterov=True, weight_decay=0.01),
+    "sgd_maximize": lambda m: torch.optim.SGD(m.parameters(), lr=0.01, maximize=True),
+    "adam": lambda m: torch.optim.Adam(m.parameters(), lr=0.01),
+    "adam_amsgrad_weight_decay": lambda m: torch.optim.Adam(m.parameters(), lr=0.01,
+                                                            amsgrad=True, weight_decay=0.01),
+    "adam_maximize_betas": lambda m: torch.optim.Adam(m.parameters(), lr=0.01, maximize=True,
+                                                      betas=(0.8, 0.95)),
+    "adamw": lambda m: torch.optim.AdamW(m.parameters(), lr=0.01, weight_decay=0.1),
+    "adamw_amsgrad": lambda m: torch.optim.AdamW(m.parameters(), lr=0.01, amsgrad=True),
+    "rmsprop": lambda m: torch.optim.RMSprop(m.parameters(), lr=0.01),
+    "rmsprop_centered_momentum": lambda m: torch.optim.RMSprop(m.parameters(), lr=0.01,
+                                                               centered=True, momentum=0.5),
+    "rmsprop_weight_decay_alpha": lambda m: torch.optim.RMSprop(m.parameters(), lr=0.01,
+                                                                alpha=0.9, weight_decay=0.01),
+    "popsim_sgd_scaling": lambda m: popsim.optim.SGD(m.parameters(), lr=0.1, momentum=0.5,
+                                                     loss_scaling=128.0, velocity_scaling=16.0),
+    "popsim_adamw_extras": lambda m: popsim.optim.AdamW(m.parameters(), lr=0.01,
+                                                        accum_type=torch.float32,
+                                                        max_grad_norm=float("inf")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_optimizer_settings_match_eager(name):
+    assert_same_parameters(*train_both(OPTIMIZERS[name]))
+
+
+def test_parameter_groups_have_their_own_settings():
+    def make(model):
+        return torch.optim.SGD([
+            {"params": model.hidden.parameters(), "lr": 0.2, "momentum": 0.9},
+            {"params": model.out.parameters()},  # defaults: no momentum
+        ], lr=0.05)
+
+    assert_same_parameters(*train_both(make))
+
+
+def test_frozen_and_unlisted_parameters_stay_unchanged():
+    model = Mlp()
+    model.hidden.bias.requires_grad_(False)
+    initial = copy.deepcopy(model)
+    trained, eager = train_both(lambda m: torch.optim.Adam(m.out.parameters(), lr=0.01),
+                                model=model)
+    assert torch.equal(trained.hidden.weight, initial.hidden.weight)  # not in the optimizer
+    assert torch.equal(trained.hidden.bias, initial.hidden.bias)  # requires_grad=False
+    assert_same_parameters(trained, eager)
+
+
+def test_default_optimizer_is_sgd_with_lr_0_01():
+    model = Mlp()
+    eager = copy.deepcopy(model)
+    trainer = popsim.trainingModel(model)
+    optimizer = torch.optim.SGD(eager.parameters(), lr=0.01)
+    for x, labels in batches(3, 1):
+        trainer(x, labels)
+        optimizer.zero_grad()
+        eager(x, labels)[1].backward()
+        optimizer.step()
+    assert_same_parameters(model, eager)
+
+
+@pytest.mark.parametrize("reduction", [popsim.ReductionType.Mean, popsim.ReductionType.Sum])
+def test_accumulated_gradients_are_averaged_or_summed(reduction):
+    optimizer = OPTIMIZERS["sgd_momentum_dampening"]
+    assert_same_parameters(*train_both(optimizer, accumulation=3, reduction=reduction))
+
+
+def test_training_output_modes():
+    # 24 samples = deviceIterations 2 x gradientAccumulation 2 x micro-batches of 6.
+    x, labels = torch.randn(24, 12), torch.randint(0, 4, (24,))
+    opts = popsim.Options().deviceIterations(2)
+    opts.Training.gradientAccumulation(2)
+    # Training returns the last micro-batch's outputs by default (Final).
+    output, loss = popsim.trainingModel(Mlp(), opts)(x, labels)
+    assert output.shape == (6, 4) and loss.shape == ()
+    every = popsim.trainingModel(Mlp(), opts.clone().outputMode(popsim.OutputMode.All))
+    output, loss = every(x, labels)
+    assert output.shape == (24, 4) and loss.shape == (4,)
