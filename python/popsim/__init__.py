@@ -39,7 +39,7 @@ from popsim._losses import identity_loss
 
 PoplarExecutor = Executor
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "CompilationError",
