@@ -145,7 +145,7 @@ class Executor:
                 self._binding.copy_state_to_host(self._executable)
             _host_sync.uninstall(self._user_model)
         if self._record is not None:
-            self._record.release()
+            _training_registry.release(self._record)
             self._record = None
         self._reset()
 
@@ -154,7 +154,7 @@ class Executor:
         # weights and optimizer state in the host model. (Errors are ignored:
         # at interpreter exit, what this needs may already be gone.)
         try:
-            if self._training and self._executable is not None:
+            if self._training:
                 self.destroy()
         except Exception:
             pass

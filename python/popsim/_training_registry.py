@@ -1,11 +1,12 @@
 """Which training model trains which modules.
 
-A training model marks every module of its host model with one shared
-record: the training model itself (while it lives) and how many calls it
-has run. Inference models look for records in their own modules, so one
-built from the whole model, a submodule or a larger model containing the
-trained one sees the trained weights. The mark also stops a second training
-model from training the same modules.
+A live training model records every module of its host model, with one
+shared record: the training model and how many calls it has run. Inference
+models look for records of their own modules, so one built from the whole
+model, a submodule or a larger model containing the trained one sees the
+trained weights. A module already recorded cannot be trained by a second
+training model. Records live outside the modules (a weak map), so copies and
+pickles of a module never carry them.
 """
 
 import itertools
@@ -13,7 +14,7 @@ import weakref
 
 from popsim.errors import InputError
 
-_RECORD = "_popsim_training_record"
+_records = weakref.WeakKeyDictionary()  # module -> TrainingRecord
 _serials = itertools.count()
 
 
@@ -25,25 +26,14 @@ class TrainingRecord:
 
     @property
     def trainer(self):
-        """The live training model, or None once destroyed or collected."""
-        return self._trainer() if self._trainer is not None else None
-
-    def release(self):
-        self._trainer = None
-
-    def __reduce__(self):
-        # Copies and pickles of a module are not trained by this model.
-        return (_no_record, ())
-
-
-def _no_record():
-    return None
+        """The training model, or None once it has been collected."""
+        return self._trainer()
 
 
 def register(model, trainer):
-    """Marks `model`'s modules as trained by `trainer`; fails if another one trains any."""
+    """Records `model`'s modules as trained by `trainer`; fails if another one trains any."""
     for name, module in model.named_modules():
-        record = module.__dict__.get(_RECORD)
+        record = _records.get(module)
         if record is not None and record.trainer is not None:
             what = f"Its submodule '{name}' is" if name else "This model is"
             raise InputError(
@@ -51,15 +41,21 @@ def register(model, trainer):
                 "destroy() on that wrapper before wrapping the model for training again.")
     record = TrainingRecord(trainer)
     for module in model.modules():
-        module.__dict__[_RECORD] = record
+        _records[module] = record
     return record
 
 
+def release(record):
+    """Forgets a training model's record (destroy(), or the model was collected)."""
+    for module in [module for module, other in _records.items() if other is record]:
+        del _records[module]
+
+
 def records(model):
-    """The training records found in `model`'s modules (live or finished)."""
+    """The records of training models that train modules of `model`."""
     found = {}
     for module in model.modules():
-        record = module.__dict__.get(_RECORD)
+        record = _records.get(module)
         if record is not None:
             found[record.serial] = record
     return list(found.values())

@@ -128,7 +128,9 @@ def test_wrapping_a_model_twice_for_training():
 def test_copies_of_a_model_in_training_are_independent():
     model = WithLoss()
     trainer = popsim.trainingModel(model)
+    assert b"popsim" not in pickle.dumps(model)  # wrapped, not compiled yet
     trainer(*data())
+    assert b"popsim" not in pickle.dumps(model)  # pickles load without popsim
     copied = copy.deepcopy(model)
     assert type(copied) is WithLoss
     popsim.trainingModel(copied)(*data())  # not "already wrapped"
