@@ -1,7 +1,9 @@
 """Training throughput: popsim against eager PyTorch, in the same process.
 
-The pipelining tutorial's MNIST network with a cross-entropy loss, micro-batches
-of 40 images, AdamW. Eager PyTorch runs the usual loop (zero_grad, forward,
+The pipelining tutorial's MNIST network (or, with --model resnet18,
+torchvision's ResNet-18 for 10 classes on 32x32 images, batch norms in
+training mode) with a cross-entropy loss, micro-batches of 40 images (16 for
+ResNet-18), AdamW. Eager PyTorch runs the usual loop (zero_grad, forward,
 backward, step) per micro-batch; popsim runs --device-iterations optimizer
 steps per call, forward, backward and update all on the simulated device.
 Both use the same weights, data and host threads.
@@ -9,7 +11,7 @@ Both use the same weights, data and host threads.
 Reports images/s for each and their ratio (median of --repeats timed runs
 after a warm-up), and the compile time.
 
-    .venv/bin/python benchmarks/bench_training.py [--threads N] [--json]
+    .venv/bin/python benchmarks/bench_training.py [--model resnet18] [--threads N] [--json]
 """
 
 import argparse
@@ -22,6 +24,7 @@ import time
 
 import torch
 import torch.nn as nn
+import torchvision
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tutorials"))
 from inference_demo import Network  # noqa: E402
@@ -52,9 +55,12 @@ def timed(fn, repeats):
 
 def main():
     parser = argparse.ArgumentParser(description="popsim vs eager PyTorch training")
-    parser.add_argument("--batch-size", type=int, default=40)
+    parser.add_argument("--model", choices=["mnist", "resnet18"], default="mnist")
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help="micro-batch size (default 40, or 16 for resnet18)")
     parser.add_argument("--device-iterations", type=int, default=10)
-    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=None,
+                        help="timed runs (default 10, or 3 for resnet18)")
     parser.add_argument("--threads", type=int, default=None,
                         help="host threads for both (default: PyTorch's default)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
@@ -63,10 +69,16 @@ def main():
         torch.set_num_threads(args.threads)
 
     torch.manual_seed(0)
-    network = Network()
+    if args.model == "mnist":
+        network, image_shape, name = Network(), (1, 28, 28), "MNIST network"
+    else:
+        network = torchvision.models.resnet18(num_classes=10)
+        image_shape, name = (3, 32, 32), "ResNet-18"
+    resnet = args.model == "resnet18"
+    repeats = args.repeats or (3 if resnet else 10)
     eager = copy.deepcopy(network)
-    batch, steps = args.batch_size, args.device_iterations
-    images = torch.randn(steps * batch, 1, 28, 28)
+    batch, steps = args.batch_size or (16 if resnet else 40), args.device_iterations
+    images = torch.randn(steps * batch, *image_shape)
     labels = torch.randint(0, 10, (steps * batch,))
     micro_batches = list(zip(images.split(batch), labels.split(batch)))
 
@@ -83,10 +95,10 @@ def main():
             loss_fn(eager(x), y).backward()
             optimizer.step()
 
-    eager_seconds = timed(run_eager, args.repeats)
-    popsim_seconds = timed(lambda: model(images, labels), args.repeats)
+    eager_seconds = timed(run_eager, repeats)
+    popsim_seconds = timed(lambda: model(images, labels), repeats)
     results = {
-        "model": "MNIST network, AdamW",
+        "model": f"{name}, AdamW",
         "batch_size": batch,
         "steps_per_call": steps,
         "host_threads": torch.get_num_threads(),
@@ -98,7 +110,7 @@ def main():
     if args.json:
         print(json.dumps(results, indent=2))
         return
-    print(f"MNIST network training (AdamW), batch {batch}, {steps} steps per popsim call, "
+    print(f"{name} training (AdamW), batch {batch}, {steps} steps per popsim call, "
           f"{results['host_threads']} host thread(s)")
     print(f"  eager PyTorch: {results['eager_images_per_second']:>10,.0f} images/s")
     print(f"  popsim:        {results['popsim_images_per_second']:>10,.0f} images/s "

@@ -12,6 +12,7 @@
 #include "common/check.h"
 #include "ir/optimizer_hyperparameters.h"
 #include "kernels/reference/families.h"
+#include "kernels/reference/fma_clones.h"
 
 #include <algorithm>
 #include <cmath>
@@ -43,7 +44,7 @@ float gradientAt(const Tensors& t, int64_t i, float scale, bool maximize) {
 // d_p = grad (+ weight_decay * p); with momentum: buf = d_p on the first
 // step, else buf = momentum * buf + (1 - dampening) * d_p; nesterov uses
 // d_p + momentum * buf; then p -= lr * d_p.
-void sgd(const ir::Node& node, const Inputs& inputs) {
+POPSIM_FMA_CLONES void sgd(const ir::Node& node, const Inputs& inputs) {
   const Tensors t = tensorsOf(node, inputs);
   const bool hasMomentum = inputs.size() == 5;
   float* buffer = hasMomentum ? static_cast<float*>(inputs[3]) : nullptr;
@@ -66,7 +67,7 @@ void sgd(const ir::Node& node, const Inputs& inputs) {
 
 // Adam / AdamW (decoupled_weight_decay): moments m and v, bias corrections
 // from the step count, p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps).
-void adam(const ir::Node& node, const Inputs& inputs) {
+POPSIM_FMA_CLONES void adam(const ir::Node& node, const Inputs& inputs) {
   const Tensors t = tensorsOf(node, inputs);
   const int64_t step = *static_cast<const int64_t*>(inputs[3]);
   auto* expAvg = static_cast<float*>(inputs[4]);
@@ -106,7 +107,7 @@ void adam(const ir::Node& node, const Inputs& inputs) {
 // RMSprop: square_avg = alpha * square_avg + (1 - alpha) * g^2 (centred:
 // minus the squared running mean of g), then p -= lr * g / (sqrt(.) + eps),
 // through a momentum buffer when momentum > 0.
-void rmsprop(const ir::Node& node, const Inputs& inputs) {
+POPSIM_FMA_CLONES void rmsprop(const ir::Node& node, const Inputs& inputs) {
   const Tensors t = tensorsOf(node, inputs);
   const bool centered = node.attrs().getBool("centered");
   const bool hasMomentum = node.attrs().getBool("has_momentum");
