@@ -78,9 +78,10 @@ def main():
     report = model.memoryReport()
     (ipu,) = report["ipus"]
     print(f"Memory on IPU 0 ({report['chip']}): {ipu['total']:,} of {ipu['capacity']:,} bytes")
+    width = max(len(name) for name in ipu["categories"])
     for name, category in ipu["categories"].items():
         kind = "always live" if category["always_live"] else "peak"
-        print(f"  {name:<14} {category['bytes']:>12,} bytes ({kind})")
+        print(f"  {name:<{width}} {category['bytes']:>12,} bytes ({kind})")
 
     logits = model(images)
     with torch.no_grad():
