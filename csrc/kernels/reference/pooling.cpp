@@ -47,38 +47,57 @@ void maxPool(const ir::Node& node, const float* x, float* y) {
   }
 }
 
-// PyTorch's avg_pool2d: windows are clipped to the padded input for
-// count_include_pad, to the input for the sum, and divisor_override wins.
+// One avg_pool2d window as PyTorch computes it: clipped to the padded input
+// for count_include_pad, to the input for the sum; divisor_override wins.
+struct AvgWindow {
+  int64_t h0, h1, w0, w1, divisor;
+};
+
+class AvgWindows {
+public:
+  AvgWindows(const ir::Node& node, const Planes& planes)
+      : p_(planes), kernel_(node.attrs().getInts("kernel")),
+        stride_(node.attrs().getInts("stride")), padding_(node.attrs().getInts("padding")),
+        includePad_(node.attrs().getBool("count_include_pad")),
+        divisorOverride_(node.attrs().getInt("divisor_override")) {}
+
+  AvgWindow at(int64_t oh, int64_t ow) const {
+    AvgWindow w{oh * stride_[0] - padding_[0], 0, ow * stride_[1] - padding_[1], 0, 0};
+    w.h1 = std::min(w.h0 + kernel_[0], p_.H + padding_[0]);
+    w.w1 = std::min(w.w0 + kernel_[1], p_.W + padding_[1]);
+    const int64_t paddedCount = (w.h1 - w.h0) * (w.w1 - w.w0);
+    w.h0 = std::max<int64_t>(w.h0, 0);
+    w.w0 = std::max<int64_t>(w.w0, 0);
+    w.h1 = std::min(w.h1, p_.H);
+    w.w1 = std::min(w.w1, p_.W);
+    w.divisor = divisorOverride_ > 0 ? divisorOverride_
+                : includePad_        ? paddedCount
+                                     : (w.h1 - w.h0) * (w.w1 - w.w0);
+    return w;
+  }
+
+private:
+  Planes p_;
+  std::vector<int64_t> kernel_, stride_, padding_;
+  bool includePad_;
+  int64_t divisorOverride_;
+};
+
 void avgPool(const ir::Node& node, const float* x, float* y) {
   const Planes p = planesOf(node);
-  const auto& kernel = node.attrs().getInts("kernel");
-  const auto& stride = node.attrs().getInts("stride");
-  const auto& padding = node.attrs().getInts("padding");
-  const bool includePad = node.attrs().getBool("count_include_pad");
-  const int64_t divisorOverride = node.attrs().getInt("divisor_override");
+  const AvgWindows windows(node, p);
   for (int64_t plane = 0; plane < p.count; ++plane) {
     const float* in = x + plane * p.H * p.W;
     for (int64_t oh = 0; oh < p.OH; ++oh) {
       for (int64_t ow = 0; ow < p.OW; ++ow) {
-        int64_t h0 = oh * stride[0] - padding[0];
-        int64_t w0 = ow * stride[1] - padding[1];
-        int64_t h1 = std::min(h0 + kernel[0], p.H + padding[0]);
-        int64_t w1 = std::min(w0 + kernel[1], p.W + padding[1]);
-        const int64_t paddedCount = (h1 - h0) * (w1 - w0);
-        h0 = std::max<int64_t>(h0, 0);
-        w0 = std::max<int64_t>(w0, 0);
-        h1 = std::min(h1, p.H);
-        w1 = std::min(w1, p.W);
+        const AvgWindow w = windows.at(oh, ow);
         double sum = 0.0;
-        for (int64_t ih = h0; ih < h1; ++ih) {
-          for (int64_t iw = w0; iw < w1; ++iw) {
+        for (int64_t ih = w.h0; ih < w.h1; ++ih) {
+          for (int64_t iw = w.w0; iw < w.w1; ++iw) {
             sum += in[ih * p.W + iw];
           }
         }
-        const int64_t divisor = divisorOverride > 0 ? divisorOverride
-                                : includePad        ? paddedCount
-                                                    : (h1 - h0) * (w1 - w0);
-        *y++ = divisor > 0 ? static_cast<float>(sum / static_cast<double>(divisor)) : 0.0f;
+        *y++ = w.divisor > 0 ? static_cast<float>(sum / static_cast<double>(w.divisor)) : 0.0f;
       }
     }
   }
@@ -178,31 +197,16 @@ void avgPoolGrad(const ir::Node& node, const float* dy, float* dx) {
   const auto& xs = node.attrs().getInts("input_shape");
   const ir::Shape& ys = node.input(0)->type().shape;
   const Planes p{xs[0] * xs[1], xs[2], xs[3], ys[2], ys[3]};
-  const auto& kernel = node.attrs().getInts("kernel");
-  const auto& stride = node.attrs().getInts("stride");
-  const auto& padding = node.attrs().getInts("padding");
-  const bool includePad = node.attrs().getBool("count_include_pad");
-  const int64_t divisorOverride = node.attrs().getInt("divisor_override");
+  const AvgWindows windows(node, p);
   std::fill(dx, dx + node.output()->type().numel(), 0.0f);
   for (int64_t plane = 0; plane < p.count; ++plane) {
     float* grad = dx + plane * p.H * p.W;
     for (int64_t oh = 0; oh < p.OH; ++oh) {
       for (int64_t ow = 0; ow < p.OW; ++ow) {
-        int64_t h0 = oh * stride[0] - padding[0];
-        int64_t w0 = ow * stride[1] - padding[1];
-        int64_t h1 = std::min(h0 + kernel[0], p.H + padding[0]);
-        int64_t w1 = std::min(w0 + kernel[1], p.W + padding[1]);
-        const int64_t paddedCount = (h1 - h0) * (w1 - w0);
-        h0 = std::max<int64_t>(h0, 0);
-        w0 = std::max<int64_t>(w0, 0);
-        h1 = std::min(h1, p.H);
-        w1 = std::min(w1, p.W);
-        const int64_t divisor = divisorOverride > 0 ? divisorOverride
-                                : includePad        ? paddedCount
-                                                    : (h1 - h0) * (w1 - w0);
-        const float share = divisor > 0 ? *dy / static_cast<float>(divisor) : 0.0f;
-        for (int64_t ih = h0; ih < h1; ++ih) {
-          for (int64_t iw = w0; iw < w1; ++iw) {
+        const AvgWindow w = windows.at(oh, ow);
+        const float share = w.divisor > 0 ? *dy / static_cast<float>(w.divisor) : 0.0f;
+        for (int64_t ih = w.h0; ih < w.h1; ++ih) {
+          for (int64_t iw = w.w0; iw < w.w1; ++iw) {
             grad[ih * p.W + iw] += share;
           }
         }
