@@ -26,20 +26,14 @@ std::vector<TensorType> inferBatchNormTrain(const std::vector<TensorType>& input
   return {x, f32(channels), f32(channels)};
 }
 
-// layer_norm_train(X, weight, bias) -> (Y, mean, var), statistics per row
-// (the leading dimensions), kept for the gradient.
+// layer_norm_train(X, weight, bias) -> (Y, mean, var): Y as layer_norm, and
+// the statistics per row (the leading dimensions), kept for the gradient.
 std::vector<TensorType> inferLayerNormTrain(const std::vector<TensorType>& inputs,
                                             const Attributes& attrs) {
-  const TensorType& x = inputs[0];
-  requireDType(x, DType::Float32, "input 0 (input)");
+  const TensorType y = opSchema(OpKind::LayerNorm).inferTypes(inputs, attrs)[0];
   const int64_t ndim = attrs.getInt("normalized_ndim");
-  POPSIM_CHECK(ndim >= 1 && ndim <= x.rank(), ErrorKind::Compilation, "normalized_ndim ", ndim,
-               " must be between 1 and the input rank ", x.rank(), ".");
-  const Shape normalized(x.shape.end() - ndim, x.shape.end());
-  requireShape(inputs[1], normalized, "input 1 (weight)");
-  requireShape(inputs[2], normalized, "input 2 (bias)");
-  const Shape rows(x.shape.begin(), x.shape.end() - ndim);
-  return {x, f32(rows), f32(rows)};
+  const Shape rows(y.shape.begin(), y.shape.end() - ndim);
+  return {y, f32(rows), f32(rows)};
 }
 
 // dropout(X, counter) -> (Y, mask): mask holds 0 or 1/(1-p) per element,
