@@ -19,10 +19,10 @@ struct KernelRequest {
   // again when this changes. Null: weights never change after compilation.
   const uint64_t* weightsVersion = nullptr;
   // The program trains. Convolutions then use oneDNN's training propagation,
-  // as eager PyTorch always does: with the same oneDNN release that selects
-  // the kernels PyTorch runs, so forward results are bit-identical to eager's
-  // and training trajectories do not drift apart through ReLU kinks. Inference
-  // keeps the (faster) inference kernels.
+  // as eager PyTorch always does: Debian's PyTorch links the same libdnnl,
+  // which then picks the kernels PyTorch runs, so results are bit-identical
+  // to eager's and training trajectories do not drift apart through ReLU
+  // kinks. Inference keeps the (faster) inference kernels.
   bool training = false;
 };
 
