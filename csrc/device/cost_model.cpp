@@ -139,6 +139,11 @@ OpCost estimateOpCost(const ir::Node& node, const ChipSpec& chip) {
   case ir::OpKind::SliceGrad:
   case ir::OpKind::EmbeddingGrad:
   case ir::OpKind::Assign: cost.exchangeCycles = exchangeCycles(outBytes, chip); break;
+  case ir::OpKind::IpuCopy:
+    // Over the IPU-Links between two IPUs; the receiving IPU waits for it.
+    cost.syncCycles = 0;
+    cost.exchangeCycles = linkTransferCycles(outBytes, 2, chip);
+    break;
   case ir::OpKind::Softmax:
   case ir::OpKind::LogSoftmax:
   case ir::OpKind::LayerNorm:

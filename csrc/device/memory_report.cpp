@@ -66,7 +66,8 @@ uint64_t IpuMemoryReport::notAlwaysLive() const {
 }
 
 MemoryReport buildMemoryReport(const ir::Graph& graph, const passes::MemoryPlan& plan,
-                               const IpuSystemConfig& system) {
+                               const IpuSystemConfig& system,
+                               const std::vector<uint64_t>& stashBytes) {
   MemoryReport report;
   report.chip = system.spec().name;
   for (size_t ipu = 0; ipu < plan.ipus().size(); ++ipu) {
@@ -87,6 +88,7 @@ MemoryReport buildMemoryReport(const ir::Graph& graph, const passes::MemoryPlan&
         {"input streams", regionBytes(MemoryRegion::InputStreams), true},
         {"code", codeBytes(graph, ipuReport.ipu, system.spec()), true},
         {"activations", regionBytes(MemoryRegion::Activations), false},
+        {"stash", ipu < stashBytes.size() ? stashBytes[ipu] : 0, false},
     };
     std::vector<TensorMemory> tensors;
     for (const ir::Value* root : plan.roots()) {
@@ -132,7 +134,8 @@ void checkMemoryFits(const MemoryReport& report, const IpuSystemConfig& system) 
       message << "\n    " << tensor.description << " " << tensor.type << ": "
               << formatBytes(tensor.bytes) << " (" << tensor.category << ")";
     }
-    message << "\n  To make it fit: use a smaller micro-batch, or give each IPU more memory "
+    message << "\n  To make it fit: use a smaller micro-batch, split the model over more IPUs "
+               "with popsim.Block and an execution strategy, or give each IPU more memory "
                "with Options.Simulator.memoryPerIpu (at most "
             << formatBytes(system.spec().memoryBytes()) << " on " << system.spec().name << ").";
     throwError(ErrorKind::OutOfMemory, message.str());

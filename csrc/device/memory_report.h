@@ -10,8 +10,8 @@
 namespace popsim::device {
 
 // Bytes of one category on one IPU. Always-live memory (weights, constants,
-// stream buffers, code) is held for the whole program; the rest (activations)
-// only while in use, which is how Graphcore's tools report memory.
+// stream buffers, code) is held for the whole program; the rest (activations,
+// the pipeline stash) only while in use, which is how Graphcore's tools report memory.
 struct MemoryCategory {
   std::string name;
   uint64_t bytes = 0;
@@ -44,9 +44,12 @@ struct MemoryReport {
 
 constexpr size_t kLargestTensors = 5;
 
-// Per-IPU memory of a planned program: the plan's regions plus code.
+// Per-IPU memory of a planned program: the plan's regions, code, and the
+// pipeline's stash of activations kept for later backward passes (bytes per
+// IPU; empty without pipelining).
 MemoryReport buildMemoryReport(const ir::Graph& graph, const passes::MemoryPlan& plan,
-                               const IpuSystemConfig& system);
+                               const IpuSystemConfig& system,
+                               const std::vector<uint64_t>& stashBytes = {});
 
 // Throws OutOfMemory for the first IPU whose program does not fit, naming the
 // IPU, bytes needed and available, each category and the largest tensors.

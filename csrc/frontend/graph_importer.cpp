@@ -24,6 +24,7 @@
 #include <torch/csrc/jit/passes/inliner.h>
 
 #include <map>
+#include <optional>
 #include <sstream>
 
 namespace popsim::frontend {
@@ -64,6 +65,7 @@ public:
       importNode(*node);
     }
     reportUnsupported();
+    checkEveryOpInABlock();
     for (const jit::Value* output : graph->outputs()) {
       addOutputs(values_.at(output));
     }
@@ -106,8 +108,75 @@ private:
     }
   }
 
+  // popsim.Block and friends leave popsim::begin_block(user_id, ipu_id) and
+  // popsim::end_block() in the trace; ops in between belong to the block.
+  bool importBlockMarker(const jit::Node& node, const std::string& op) {
+    if (op == "popsim::end_block") {
+      currentBlock_.clear();
+      return true;
+    }
+    if (op != "popsim::begin_block") {
+      return false;
+    }
+    const FrontendValue& name = values_.at(node.inputs()[0]);
+    const FrontendValue& ipu = values_.at(node.inputs()[1]);
+    POPSIM_ASSERT(name.isStatic() && name.constant.isString() && ipu.isStatic() &&
+                      ipu.constant.isInt(),
+                  "popsim::begin_block takes a constant string and int.");
+    currentBlock_ = name.constant.toStringRef();
+    const int64_t ipuId = ipu.constant.toInt();
+    const ir::BlockAnnotation* known = graph_->findBlock(currentBlock_);
+    if (known == nullptr) {
+      graph_->addBlock({currentBlock_, ipuId, locationOf(node)});
+    } else {
+      POPSIM_CHECK(ipuId < 0 || known->ipu < 0 || ipuId == known->ipu, ErrorKind::Compilation,
+                   "Block '", currentBlock_, "' is placed on IPU ", known->ipu, " at ",
+                   known->location.str(), " and on IPU ", ipuId, " at ", locationOf(node).str(),
+                   ". A block runs on one IPU: give both the same ipu_id or use two block ids.");
+    }
+    return true;
+  }
+
+  // Gives the IR nodes a lowering added the current block.
+  void placeNewNodes(size_t firstNew, const jit::Node& node) {
+    const auto& nodes = graph_->nodes();
+    if (nodes.size() > firstNew && currentBlock_.empty() && !firstOutsideBlock_) {
+      firstOutsideBlock_ = std::string(node.kind().toQualString()) +
+                           (locationOf(node).known() ? " at " + locationOf(node).str() : "");
+    }
+    for (size_t i = firstNew; i < nodes.size(); ++i) {
+      ir::Placement placement = nodes[i]->placement();
+      placement.block = currentBlock_;
+      nodes[i]->setPlacement(placement);
+    }
+  }
+
+  void checkEveryOpInABlock() const {
+    if (graph_->blocks().empty() || !firstOutsideBlock_) {
+      return;
+    }
+    std::string names;
+    for (const ir::BlockAnnotation& block : graph_->blocks()) {
+      names += (names.empty() ? "'" : ", '") + block.name + "'";
+    }
+    throwError(ErrorKind::Compilation,
+               "No active Block, all the ops must belong to a Block: " + *firstOutsideBlock_ +
+                   " runs outside every block, but the model uses blocks (" + names +
+                   "). Move it inside a `with popsim.Block(...)`, or start a block before it "
+                   "with popsim.BeginBlock.");
+  }
+
   void importNode(const jit::Node& node) {
     const std::string op = node.kind().toQualString();
+    if (importBlockMarker(node, op)) {
+      return;
+    }
+    const size_t firstNew = graph_->nodes().size();
+    importOp(node, op);
+    placeNewNodes(firstNew, node);
+  }
+
+  void importOp(const jit::Node& node, const std::string& op) {
     const LoweringFn lowering = LoweringRegistry::instance().find(op);
     bool poisoned = false;
     bool allStatic = true;
@@ -428,6 +497,9 @@ private:
   const std::vector<ir::TensorType>& inputTypes_;
   const ImportOptions& options_;
   std::unique_ptr<ir::Graph> graph_;
+  std::string currentBlock_;
+  std::optional<std::string> firstOutsideBlock_; // "aten::add at m.py:3"
+
   ConstantTensors constants_;
   ValueMap values_;
   ImportState state_;

@@ -196,6 +196,34 @@ bool Graph::owns(const Value* value) const {
          values_[static_cast<size_t>(value->id())].get() == value;
 }
 
+const BlockAnnotation* Graph::findBlock(const std::string& name) const {
+  for (const BlockAnnotation& block : blocks_) {
+    if (block.name == name) return &block;
+  }
+  return nullptr;
+}
+
+void Graph::addBlock(BlockAnnotation block) {
+  POPSIM_ASSERT(findBlock(block.name) == nullptr, "block '", block.name, "' added twice.");
+  blocks_.push_back(std::move(block));
+}
+
+void Graph::reorderNodes(const std::vector<const Node*>& order) {
+  POPSIM_ASSERT(order.size() == nodes_.size(), "reorderNodes given ", order.size(),
+                " nodes for a graph of ", nodes_.size(), ".");
+  std::unordered_map<const Node*, std::unique_ptr<Node>> owned;
+  for (auto& node : nodes_) {
+    owned.emplace(node.get(), std::move(node));
+  }
+  nodes_.clear();
+  for (const Node* node : order) {
+    auto it = owned.find(node);
+    POPSIM_ASSERT(it != owned.end() && it->second != nullptr,
+                  "reorderNodes given a node twice or one of another graph.");
+    nodes_.push_back(std::move(it->second));
+  }
+}
+
 std::unique_ptr<Graph> Graph::clone() const {
   auto copy = std::make_unique<Graph>();
   std::unordered_map<const Value*, Value*> map;
@@ -235,6 +263,7 @@ std::unique_ptr<Graph> Graph::clone() const {
     copy->outputs_.push_back(map.at(output));
   }
   copy->loss_ = loss_ != nullptr ? map.at(loss_) : nullptr;
+  copy->blocks_ = blocks_;
   return copy;
 }
 

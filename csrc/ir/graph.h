@@ -9,6 +9,15 @@
 
 namespace popsim::ir {
 
+// A pipeline block the user annotated (popsim.Block, BeginBlock or
+// BlockFunction): its id, the IPU it asked for (-1: none) and where the
+// model first entered it.
+struct BlockAnnotation {
+  std::string name;
+  int64_t ipu = -1;
+  SourceLocation location;
+};
+
 // A program: inputs, weights and constants, an ordered list of nodes (a valid
 // schedule: every value is defined before it is used) and the outputs.
 // The graph owns all values and nodes and keeps use-def links consistent.
@@ -55,6 +64,16 @@ public:
   Value* loss() const { return loss_; }
   void setLoss(Value* loss);
 
+  // Blocks in the order the model first enters them (empty without
+  // annotations). Nodes name their block in their placement.
+  const std::vector<BlockAnnotation>& blocks() const { return blocks_; }
+  const BlockAnnotation* findBlock(const std::string& name) const;
+  void addBlock(BlockAnnotation block);
+
+  // Puts the nodes in the given order, which must be a permutation of
+  // nodes() (the caller keeps definitions before uses; the verifier checks).
+  void reorderNodes(const std::vector<const Node*>& order);
+
   // Redirects every use of `from` (including graph outputs) to `to`.
   void replaceAllUsesWith(Value* from, Value* to);
   // Makes `value` operand `index` of `node`. The node's output types are not
@@ -82,6 +101,7 @@ private:
   std::vector<Value*> states_;
   std::vector<Value*> constants_;
   std::vector<Value*> outputs_;
+  std::vector<BlockAnnotation> blocks_;
   Value* loss_ = nullptr;
   const Node* insertBefore_ = nullptr;
   int64_t nextNodeId_ = 0;

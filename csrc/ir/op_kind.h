@@ -65,7 +65,8 @@ namespace popsim::ir {
   X(Fill, "fill", Update)                                                                          \
   X(SgdUpdate, "sgd_update", Optimizer)                                                            \
   X(AdamUpdate, "adam_update", Optimizer)                                                          \
-  X(RmspropUpdate, "rmsprop_update", Optimizer)
+  X(RmspropUpdate, "rmsprop_update", Optimizer)                                                    \
+  X(IpuCopy, "ipu_copy", Transfer)
 
 enum class OpKind : uint16_t {
 #define POPSIM_OP_ENUM(kind, name, family) kind,
@@ -96,6 +97,7 @@ enum class OpFamily {
   Loss,
   Update,    // writes weights or state in place: assign, accumulate, fill
   Optimizer, // fused optimizer steps
+  Transfer,  // inter-IPU copies, which the runtime performs itself
 };
 
 std::string_view opKindName(OpKind kind);

@@ -12,15 +12,16 @@ enum class Phase { Forward, Backward, Update };
 const char* phaseName(Phase phase);
 
 // Where and when an op runs on the simulated machine: the user's block
-// annotation, the IPU it was assigned to (IPU 0 without annotations) and its
-// phase in a training step.
+// annotation, the pipeline stage and IPU its block was assigned to (stage 0
+// on IPU 0 without annotations) and its phase in a training step.
 struct Placement {
   std::string block;
+  int64_t stage = 0;
   int64_t ipu = 0;
   Phase phase = Phase::Forward;
 
   bool operator==(const Placement& other) const {
-    return block == other.block && ipu == other.ipu && phase == other.phase;
+    return block == other.block && stage == other.stage && ipu == other.ipu && phase == other.phase;
   }
 };
 

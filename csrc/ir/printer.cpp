@@ -167,15 +167,16 @@ private:
       out_ << "}";
     }
     const Placement& placement = node.placement();
-    if (placement.ipu != 0 || !placement.block.empty() || placement.phase != Phase::Forward) {
+    if (placement.ipu != 0 || placement.stage != 0 || !placement.block.empty() ||
+        placement.phase != Phase::Forward) {
       out_ << " [";
       const char* separator = "";
       if (placement.phase != Phase::Forward) {
         out_ << phaseName(placement.phase);
         separator = ", ";
       }
-      if (placement.ipu != 0 || !placement.block.empty()) {
-        out_ << separator << "ipu " << placement.ipu;
+      if (placement.ipu != 0 || placement.stage != 0 || !placement.block.empty()) {
+        out_ << separator << "stage " << placement.stage << ", ipu " << placement.ipu;
       }
       if (!placement.block.empty()) {
         out_ << ", block \"" << placement.block << "\"";

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 // Names of the state programs keep on the device, shared by the passes that
@@ -15,5 +16,11 @@ std::string parameterStateName(const std::string& parameter, const std::string& 
 
 // Per optimizer parameter group: "optimizer/group<g>/<state>" (hyper, step).
 std::string groupStateName(size_t group, const std::string& state);
+
+// State every IPU needs its own copy of (hyper-parameters, step counts, the
+// dropout counter) is named "<name>" on its first IPU and "<name>@ipu<k>"
+// on the others; the host writes all copies and reads the first.
+std::string replicaStateName(const std::string& name, int64_t ipu);
+bool isStateReplica(const std::string& name);
 
 } // namespace popsim::ir

@@ -41,6 +41,7 @@ std::unique_ptr<Kernel> createDnnlKernel(const KernelRequest& request) {
   case ir::OpFamily::Loss:
   case ir::OpFamily::Update:
   case ir::OpFamily::Optimizer: return nullptr; // plain C++ kernels
+  case ir::OpFamily::Transfer: return nullptr;
   }
   return nullptr;
 }
@@ -48,7 +49,9 @@ std::unique_ptr<Kernel> createDnnlKernel(const KernelRequest& request) {
 } // namespace
 
 std::unique_ptr<Kernel> createKernel(const KernelRequest& request) {
-  if (request.node.kind() == ir::OpKind::Reshape) {
+  // Reshapes are views; inter-IPU copies are carried out by the runtime,
+  // which moves the bytes between the IPUs' threads.
+  if (request.node.kind() == ir::OpKind::Reshape || request.node.kind() == ir::OpKind::IpuCopy) {
     return nullptr;
   }
   std::unique_ptr<Kernel> kernel;

@@ -2,7 +2,7 @@
 //
 // 1. Storage roots: a view (reshape) shares its input's bytes, so every value
 //    maps to the root value that owns storage.
-// 2. IPU of a root: its producer's placement, else its first user's.
+// 2. IPU of a root: its producer's, else its first user's (homeIpu).
 // 3. Weights, constants and input stream buffers are laid out one after the
 //    other in their own regions; they are live for the whole program.
 // 4. Activations get lifetimes [producing step, last step using any alias];
@@ -15,6 +15,7 @@
 #include "passes/memory_plan.h"
 
 #include "common/check.h"
+#include "passes/ipu_copies.h"
 
 #include <algorithm>
 
@@ -23,16 +24,6 @@ namespace {
 
 size_t alignUp(size_t value, size_t alignment) {
   return (value + alignment - 1) / alignment * alignment;
-}
-
-int64_t ipuOfRoot(const ir::Value* root) {
-  if (root->producer() != nullptr) {
-    return root->producer()->placement().ipu;
-  }
-  if (!root->users().empty()) {
-    return root->users().front()->placement().ipu;
-  }
-  return 0;
 }
 
 MemoryRegion regionOf(const ir::Value* root) {
@@ -146,7 +137,7 @@ MemoryPlan planMemory(const ir::Graph& graph, const MemoryPlanOptions& options) 
   // Steps 2-3: slots of every root; fixed regions are laid out in order.
   for (const ir::Value* root : plan.roots_) {
     TensorSlot slot;
-    slot.ipu = ipuOfRoot(root);
+    slot.ipu = homeIpu(*root);
     POPSIM_CHECK(slot.ipu >= 0 && slot.ipu < options.numIpus, ErrorKind::InvalidOption,
                  "a tensor is placed on IPU ", slot.ipu, " but the system has ", options.numIpus,
                  " IPU(s).");

@@ -8,6 +8,7 @@
 #include "passes/autodiff.h"
 
 #include <cstring>
+#include <map>
 #include <unordered_map>
 
 namespace popsim::passes {
@@ -23,11 +24,80 @@ ir::Node* addNode(ir::Graph& graph, ir::OpKind kind, const std::vector<ir::Value
 }
 
 // counter = counter + 1, as an update of an i64 state scalar.
-void increment(ir::Graph& graph, ir::Value* counter, ir::Phase phase) {
-  ir::Value* next =
-      addNode(graph, ir::OpKind::Affine, {counter}, {{"scale", 1.0}, {"shift", 1.0}}, phase)
-          ->output();
-  addNode(graph, ir::OpKind::Assign, {counter, next}, {}, phase);
+void increment(ir::Graph& graph, ir::Value* counter, const ir::Placement& where) {
+  ir::Value* next = addNode(graph, ir::OpKind::Affine, {counter}, {{"scale", 1.0}, {"shift", 1.0}},
+                            where.phase, where)
+                        ->output();
+  addNode(graph, ir::OpKind::Assign, {counter, next}, {}, where.phase, where);
+}
+
+// Where a parameter lives: the placement of its first user in the forward
+// pass (stage assignment has checked that all its users share an IPU).
+ir::Placement placementOf(const ir::Value* param) {
+  for (const ir::Node* user : param->users()) {
+    if (user->placement().phase == ir::Phase::Forward) return user->placement();
+  }
+  return {};
+}
+
+ir::Placement inPhase(ir::Placement placement, ir::Phase phase) {
+  placement.phase = phase;
+  return placement;
+}
+
+// The state named `name` for use on `ipu`: the first IPU to ask gets `name`
+// itself, the others a replica of the same type and kind.
+class ReplicatedState {
+public:
+  ReplicatedState(ir::Graph& graph, std::string name, ir::TensorType type, ir::StateKind kind)
+      : graph_(graph), name_(std::move(name)), type_(std::move(type)), kind_(kind) {}
+  explicit ReplicatedState(ir::Graph& graph, ir::Value* existing)
+      : graph_(graph), name_(existing->name()), type_(existing->type()),
+        kind_(existing->stateKind()), existing_(existing) {}
+
+  ir::Value* on(int64_t ipu, bool* created = nullptr) {
+    auto it = copies_.find(ipu);
+    if (created != nullptr) *created = it == copies_.end();
+    if (it != copies_.end()) return it->second;
+    ir::Value* value = nullptr;
+    if (copies_.empty()) {
+      value = existing_ != nullptr ? existing_ : graph_.addState(name_, type_, kind_);
+    } else {
+      value = graph_.addState(ir::replicaStateName(name_, ipu), type_, kind_);
+    }
+    copies_[ipu] = value;
+    return value;
+  }
+
+private:
+  ir::Graph& graph_;
+  std::string name_;
+  ir::TensorType type_;
+  ir::StateKind kind_;
+  ir::Value* existing_ = nullptr;
+  std::map<int64_t, ir::Value*> copies_;
+};
+
+// Dropout reads the counter in the forward pass. Each IPU keeps its own copy
+// and advances it after its last dropout of a micro-batch, in the forward
+// pass: pipelined IPUs run several forward passes before the matching
+// backward passes, and each must draw the masks of its own micro-batch.
+void advanceRandomCounters(ir::Graph& graph, ir::Value* counter) {
+  std::map<int64_t, const ir::Node*> lastDropout;
+  std::vector<ir::Node*> readers(counter->users().begin(), counter->users().end());
+  for (const ir::Node* reader : readers) {
+    lastDropout[reader->placement().ipu] = reader; // users are in graph order
+  }
+  ReplicatedState counters(graph, counter);
+  for (ir::Node* reader : readers) {
+    ir::Value* local = counters.on(reader->placement().ipu);
+    for (size_t i = 0; i < reader->inputs().size(); ++i) {
+      if (reader->input(i) == counter && local != counter) graph.replaceInput(reader, i, local);
+    }
+  }
+  for (const auto& [ipu, reader] : lastDropout) {
+    increment(graph, counters.on(ipu), inPhase(reader->placement(), ir::Phase::Forward));
+  }
 }
 
 size_t hyperCount(OptimizerKind optimizer) {
@@ -53,8 +123,7 @@ void addUpdate(ir::Graph& graph, const TrainingConfig& config, const ParameterGr
     return graph.addState(ir::parameterStateName(param->name(), name), param->type(),
                           ir::StateKind::Optimizer);
   };
-  const ir::Placement where =
-      grad->producer() != nullptr ? grad->producer()->placement() : ir::Placement{};
+  const ir::Placement where = inPhase(placementOf(param), ir::Phase::Update);
   switch (config.optimizer) {
   case OptimizerKind::Sgd: {
     std::vector<ir::Value*> inputs = {param, grad, hyper};
@@ -140,37 +209,38 @@ void buildTrainingProgram(ir::Graph& graph, const TrainingConfig& config) {
                                             param->type(), ir::StateKind::Accumulator);
     addNode(graph, ir::OpKind::Accumulate, {accumulator, grad->second}, {}, ir::Phase::Backward,
             grad->second->producer() != nullptr ? grad->second->producer()->placement()
-                                                : ir::Placement{});
+                                                : inPhase(placementOf(param), ir::Phase::Backward));
     stepGrads[param] = accumulator;
   }
 
   // Step 3: fresh dropout masks for every micro-batch.
   if (ir::Value* counter = graph.findState(ir::kRandomCounterName)) {
-    increment(graph, counter, ir::Phase::Backward);
+    advanceRandomCounters(graph, counter);
   }
 
-  // Step 4: per group, the step count and the updates.
+  // Step 4: per group, the step count and the updates. Each IPU holding
+  // parameters of the group has its own hyper-parameters and step count.
   for (size_t g = 0; g < config.groups.size(); ++g) {
     const ParameterGroup& group = config.groups[g];
-    ir::Value* hyper = nullptr;
-    ir::Value* step = nullptr;
+    ReplicatedState hyper(
+        graph, ir::groupStateName(g, "hyper"),
+        {ir::DType::Float64, {static_cast<int64_t>(hyperCount(config.optimizer))}},
+        ir::StateKind::Optimizer);
+    ReplicatedState step(graph, ir::groupStateName(g, "step"), {ir::DType::Int64, {}},
+                         ir::StateKind::Optimizer);
     for (ir::Value* param : params) {
       if (groupOf.at(param) != g || stepGrads.count(param) == 0) continue;
-      if (hyper == nullptr) {
-        hyper = graph.addState(
-            ir::groupStateName(g, "hyper"),
-            {ir::DType::Float64, {static_cast<int64_t>(hyperCount(config.optimizer))}},
-            ir::StateKind::Optimizer);
-        if (needsStep(config, group)) {
-          step = graph.addState(ir::groupStateName(g, "step"), {ir::DType::Int64, {}},
-                                ir::StateKind::Optimizer);
-          increment(graph, step, ir::Phase::Update);
-        }
+      const ir::Placement where = inPhase(placementOf(param), ir::Phase::Update);
+      ir::Value* stepCount = nullptr;
+      if (needsStep(config, group)) {
+        bool created = false;
+        stepCount = step.on(where.ipu, &created);
+        if (created) increment(graph, stepCount, where);
       }
-      addUpdate(graph, config, group, param, stepGrads.at(param), hyper, step);
+      addUpdate(graph, config, group, param, stepGrads.at(param), hyper.on(where.ipu), stepCount);
       if (accumulate) {
-        addNode(graph, ir::OpKind::Fill, {stepGrads.at(param)}, {{"value", 0.0}},
-                ir::Phase::Update);
+        addNode(graph, ir::OpKind::Fill, {stepGrads.at(param)}, {{"value", 0.0}}, ir::Phase::Update,
+                where);
       }
     }
   }

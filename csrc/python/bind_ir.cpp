@@ -37,15 +37,30 @@ void bindIr(py::module_& module) {
                inputs.append(describeTensor(*input));
              return inputs;
            })
-      .def("weights", [](const ir::Graph& graph) {
-        py::list weights;
-        for (const ir::Value* weight : graph.weights()) {
-          py::dict entry = describeTensor(*weight);
-          entry["trainable"] = weight->trainable();
-          weights.append(entry);
-        }
-        return weights;
-      });
+      .def("weights",
+           [](const ir::Graph& graph) {
+             py::list weights;
+             for (const ir::Value* weight : graph.weights()) {
+               py::dict entry = describeTensor(*weight);
+               entry["trainable"] = weight->trainable();
+               weights.append(entry);
+             }
+             return weights;
+           })
+      .def(
+          "blocks",
+          [](const ir::Graph& graph) {
+            py::list blocks;
+            for (const ir::BlockAnnotation& block : graph.blocks()) {
+              py::dict entry;
+              entry["name"] = block.name;
+              entry["ipu"] = block.ipu >= 0 ? py::cast(block.ipu) : py::none();
+              entry["location"] = block.location.str();
+              blocks.append(entry);
+            }
+            return blocks;
+          },
+          "The model's blocks in the order it enters them: name, ipu (or None), location.");
 }
 
 } // namespace popsim::python

@@ -61,17 +61,17 @@ runtime::CompileOptions parseOptions(const py::dict& options) {
   parsed.system.numIpus = option<int64_t>(options, "num_ipus", 1);
   parsed.system.memoryPerIpu = option<uint64_t>(options, "memory_per_ipu", 0);
   parsed.deviceIterations = option<int64_t>(options, "device_iterations", 1);
-  const std::string mode = option<std::string>(options, "output_mode", "All");
-  if (mode == "All")
+  const std::string outputMode = option<std::string>(options, "output_mode", "All");
+  if (outputMode == "All")
     parsed.output.mode = runtime::OutputMode::All;
-  else if (mode == "Final")
+  else if (outputMode == "Final")
     parsed.output.mode = runtime::OutputMode::Final;
-  else if (mode == "EveryN")
+  else if (outputMode == "EveryN")
     parsed.output.mode = runtime::OutputMode::EveryN;
-  else if (mode == "Sum")
+  else if (outputMode == "Sum")
     parsed.output.mode = runtime::OutputMode::Sum;
   else
-    throwError(ErrorKind::InvalidOption, "unknown output mode '" + mode + "'.");
+    throwError(ErrorKind::InvalidOption, "unknown output mode '" + outputMode + "'.");
   parsed.output.period = option<int64_t>(options, "output_return_period", 1);
   parsed.gradientAccumulation = option<int64_t>(options, "gradient_accumulation", 1);
   const std::string program = option<std::string>(options, "program", "inference");
@@ -83,6 +83,27 @@ runtime::CompileOptions parseOptions(const py::dict& options) {
     parsed.program = runtime::ProgramKind::Gradients;
   else
     throwError(ErrorKind::InvalidOption, "unknown program kind '" + program + "'.");
+  for (const py::handle& item : option<py::list>(options, "stages", py::list())) {
+    const auto [block, stage, ipu] = item.cast<std::tuple<std::string, int64_t, int64_t>>();
+    parsed.stages.push_back({block, stage, ipu});
+  }
+  const std::string mode = option<std::string>(options, "execution_mode", "pipelined");
+  if (mode == "pipelined")
+    parsed.mode = runtime::ExecutionMode::Pipelined;
+  else if (mode == "sharded")
+    parsed.mode = runtime::ExecutionMode::Sharded;
+  else
+    throwError(ErrorKind::InvalidOption, "unknown execution mode '" + mode + "'.");
+  const std::string schedule = option<std::string>(options, "schedule", "Interleaved");
+  if (schedule == "Interleaved")
+    parsed.schedule = runtime::ScheduleKind::Interleaved;
+  else if (schedule == "Grouped")
+    parsed.schedule = runtime::ScheduleKind::Grouped;
+  else if (schedule == "Sequential")
+    parsed.schedule = runtime::ScheduleKind::Sequential;
+  else
+    throwError(ErrorKind::InvalidOption, "unknown pipeline schedule '" + schedule + "'.");
+  parsed.threadsPerIpu = option<int64_t>(options, "threads_per_ipu", 0);
   if (options.contains("training")) {
     parsed.training = parseTraining(options["training"].cast<py::dict>());
   }
@@ -123,6 +144,16 @@ py::dict memoryReportDict(const device::MemoryReport& report) {
   }
   result["ipus"] = ipus;
   return result;
+}
+
+const char* timelineKindName(passes::TaskKind kind) {
+  switch (kind) {
+  case passes::TaskKind::Forward: return "forward";
+  case passes::TaskKind::Backward: return "backward";
+  case passes::TaskKind::ForwardBackward: return "forward+backward";
+  case passes::TaskKind::Update: return "update";
+  }
+  return "?";
 }
 
 py::list typesList(const std::vector<ir::TensorType>& types) {
@@ -192,8 +223,10 @@ void bindRuntime(py::module_& module) {
       .def("state_names",
            [](const Executable& executable) {
              std::vector<std::string> names;
-             for (const ir::Value* state : executable.states())
-               names.push_back(state->name());
+             for (const ir::Value* state : executable.states()) {
+               // Replicas on other IPUs follow their state (writeVariable).
+               if (!ir::isStateReplica(state->name())) names.push_back(state->name());
+             }
              return names;
            })
       .def(
@@ -225,6 +258,7 @@ void bindRuntime(py::module_& module) {
                entry["op"] = step.op;
                entry["location"] = step.location;
                entry["implementation"] = step.implementation;
+               entry["task"] = step.task;
                entry["ipu"] = step.ipu;
                entry["cycles"] = step.cycles;
                steps.append(entry);
@@ -239,6 +273,36 @@ void bindRuntime(py::module_& module) {
             return ir::printGraph(e.graph(), {locations, false});
           },
           py::arg("locations") = true, "The optimised IR that runs, as text.")
+      .def("timeline",
+           [](const Executable& executable) {
+             py::list events;
+             for (const runtime::TimelineEvent& event : executable.lastTimeline()) {
+               py::dict entry;
+               entry["ipu"] = event.ipu;
+               entry["task"] = event.task;
+               entry["kind"] = timelineKindName(event.kind);
+               entry["step"] = event.step;
+               entry["micro_batch"] = event.microBatch;
+               entry["cycle"] = event.cycle;
+               entry["start"] = event.start;
+               entry["end"] = event.end;
+               events.append(entry);
+             }
+             return events;
+           })
+      .def("pipeline",
+           [](const Executable& executable) {
+             const passes::TaskLayout& layout = executable.layout();
+             py::dict result;
+             result["stages"] = layout.numStages();
+             result["ipus"] = layout.numIpus();
+             result["pipeline_stages"] = layout.pipelineLength();
+             result["schedule"] = executable.options().mode == runtime::ExecutionMode::Sharded
+                                      ? "Sequential"
+                                      : runtime::scheduleName(executable.options().schedule);
+             result["cycles_per_step"] = executable.schedule().size();
+             return result;
+           })
       .def_property_readonly("last_run_cycles", &Executable::lastRunCycles)
       .def_property_readonly("compute_cycles_per_iteration", &Executable::computeCyclesPerIteration)
       .def_property_readonly("clock_hz",

@@ -4,11 +4,20 @@
 #include "common/logging.h"
 #include "device/cost_model.h"
 #include "ir/printer.h"
+#include "ir/state_names.h"
 #include "kernels/kernel_factory.h"
+#include "passes/ipu_copies.h"
 #include "passes/pass_manager.h"
 #include "passes/passes.h"
 
+#include <omp.h>
+
+#include <algorithm>
 #include <cstring>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <thread>
 
 namespace popsim::runtime {
 namespace {
@@ -30,9 +39,67 @@ template <typename T> void accumulate(void* destination, const void* source, int
   }
 }
 
+// PopTorch's rules for pipelines: enough micro-batches to fill every stage.
+void checkPipelineRules(const passes::TaskLayout& layout, const CompileOptions& options) {
+  if (layout.numStages() < 2 || options.mode != ExecutionMode::Pipelined ||
+      options.schedule == ScheduleKind::Sequential) {
+    return;
+  }
+  const int64_t stages = static_cast<int64_t>(layout.pipelineLength());
+  if (options.program != ProgramKind::Inference) {
+    POPSIM_CHECK(options.gradientAccumulation >= stages, ErrorKind::InvalidOption,
+                 "Training.gradientAccumulation must be at least the number of pipeline stages "
+                 "(",
+                 stages, ") for pipelined training, got ", options.gradientAccumulation, ". The ",
+                 layout.numStages(), " forward stages make ", stages,
+                 " pipeline stages when training: each stage but the last also runs its "
+                 "backward pass as a separate stage. Set "
+                 "opts.Training.gradientAccumulation(",
+                 stages, ") or more, or use popsim.ShardedExecution.");
+  } else {
+    POPSIM_CHECK(options.deviceIterations >= stages, ErrorKind::InvalidOption,
+                 "deviceIterations must be at least the number of pipeline stages (", stages,
+                 ") for pipelined inference, got ", options.deviceIterations,
+                 ". Set opts.deviceIterations(", stages,
+                 ") or more, or use popsim.ShardedExecution.");
+  }
+}
+
+// Restores the caller's OpenMP thread count when kernels have been built
+// for an IPU's share of the host.
+class ThreadCountScope {
+public:
+  explicit ThreadCountScope(int64_t threads) : previous_(omp_get_max_threads()) {
+    if (threads > 0) omp_set_num_threads(static_cast<int>(threads));
+  }
+  ~ThreadCountScope() { omp_set_num_threads(previous_); }
+  ThreadCountScope(const ThreadCountScope&) = delete;
+  ThreadCountScope& operator=(const ThreadCountScope&) = delete;
+
+private:
+  int previous_;
+};
+
 } // namespace
 
+struct Executable::CallContext {
+  const std::vector<TensorView>& inputs;
+  const std::vector<TensorView>& outputs;
+  // Per IPU, the tasks of one step in schedule order.
+  std::vector<std::vector<ScheduledTask>> ipuOrders;
+};
+
 Executable::~Executable() = default;
+
+int64_t Executable::microBatchesPerStep() const {
+  return options_.program == ProgramKind::Inference
+             ? options_.deviceIterations * options_.gradientAccumulation
+             : options_.gradientAccumulation;
+}
+
+int64_t Executable::stepsPerCall() const {
+  return options_.program == ProgramKind::Inference ? 1 : options_.deviceIterations;
+}
 
 std::unique_ptr<Executable> Executable::compile(const ir::Graph& graph,
                                                 const CompileOptions& options) {
@@ -44,6 +111,7 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& graph,
                "gradientAccumulation must be at least 1, got ", options.gradientAccumulation, ".");
   executable->graph_ = graph.clone();
   ir::Graph& program = *executable->graph_;
+  passes::assignStages(program, options.stages);
   if (options.program != ProgramKind::Inference) {
     POPSIM_CHECK(program.loss() != nullptr, ErrorKind::Compilation,
                  "the model has no loss to train or differentiate.");
@@ -67,14 +135,29 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& graph,
                ErrorKind::Compilation,
                "the model returns no tensors, so there is nothing to compute.");
 
+  executable->layout_ = passes::TaskLayout(program, options.program != ProgramKind::Inference);
+  const passes::TaskLayout& layout = executable->layout_;
+  POPSIM_CHECK(layout.numIpus() <= options.system.numIpus, ErrorKind::InvalidOption,
+               "the model's stages use ", layout.numIpus(), " IPUs but the simulated system has ",
+               options.system.numIpus,
+               " (Simulator.numIpus). Raise it or place the blocks on fewer IPUs.");
+  checkPipelineRules(layout, options);
+  passes::orderNodesByTask(program, layout);
+  passes::insertIpuCopies(program);
+
   POPSIM_LOG(Debug) << "program after passes:\n" << ir::printGraph(program);
   passes::MemoryPlanOptions planOptions;
   planOptions.numIpus = options.system.numIpus;
   executable->plan_ = passes::planMemory(program, planOptions);
-  executable->memoryReport_ = device::buildMemoryReport(program, executable->plan_, options.system);
+  const ScheduleKind schedule =
+      options.mode == ExecutionMode::Sharded ? ScheduleKind::Sequential : options.schedule;
+  executable->schedule_ = buildSchedule(layout, executable->microBatchesPerStep(), schedule);
+  executable->memory_ = std::make_unique<DeviceMemory>(executable->plan_);
+  executable->planChannels();
+  executable->memoryReport_ = device::buildMemoryReport(program, executable->plan_, options.system,
+                                                        executable->stashBytes_);
   device::checkMemoryFits(executable->memoryReport_, options.system);
 
-  executable->memory_ = std::make_unique<DeviceMemory>(executable->plan_);
   const DeviceMemory& memory = *executable->memory_;
   for (const ir::Value* constant : program.constants()) {
     if (constant->type().bytes() != 0) {
@@ -82,15 +165,121 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& graph,
                   constant->type().bytes());
     }
   }
+  executable->threadsPerIpu_ =
+      options.threadsPerIpu > 0
+          ? options.threadsPerIpu
+          : (layout.numIpus() > 1 ? std::max<int64_t>(1, omp_get_max_threads() / layout.numIpus())
+                                  : 0);
+  executable->weightsVersions_.assign(static_cast<size_t>(options.system.numIpus), 0);
+  executable->buildTasks();
+  POPSIM_LOG(Info) << "compiled " << program.nodes().size() << " ops in " << layout.numStages()
+                   << " stage(s) on " << layout.numIpus() << " IPU(s) for "
+                   << options.deviceIterations << " device iteration(s)";
+  return executable;
+}
 
-  const device::ChipSpec& chip = options.system.spec();
+// Values that cross from one task to another: inter-IPU copies, and values
+// a later task on the same IPU reads after other tasks have run in between
+// (the stash). A value read by the very next task of its IPU stays in place.
+void Executable::planChannels() {
+  const ir::Graph& program = *graph_;
+  const size_t numTasks = layout_.tasks().size();
+  tasks_.assign(numTasks, {});
+  stashBytes_.assign(static_cast<size_t>(options_.system.numIpus), 0);
+
+  // The task that writes each storage root: its producer's, or for inputs
+  // the task that streams them (their first user's on their home IPU).
+  std::map<const ir::Value*, size_t> writer;
   for (const auto& node : program.nodes()) {
+    for (const ir::Value* output : node->outputs()) {
+      const ir::Value* root = plan_.storageRoot(output);
+      if (root == output) writer[root] = layout_.taskOf(*node);
+    }
+  }
+  for (size_t i = 0; i < program.inputs().size(); ++i) {
+    const ir::Value* input = program.inputs()[i];
+    size_t task = 0;
+    bool found = false;
+    for (const ir::Node* user : input->users()) {
+      if (user->kind() == ir::OpKind::IpuCopy) continue;
+      const size_t candidate = layout_.taskOf(*user);
+      task = found ? std::min(task, candidate) : candidate;
+      found = true;
+    }
+    writer[input] = task;
+    tasks_[task].streamedInputs.push_back(i);
+  }
+  for (size_t i = 0; i < program.outputs().size(); ++i) {
+    auto it = writer.find(plan_.storageRoot(program.outputs()[i]));
+    tasks_[it != writer.end() ? it->second : 0].producedOutputs.push_back(i);
+  }
+
+  // Where each task instance runs in its IPU's order for one step.
+  std::map<std::pair<size_t, int64_t>, size_t> position;
+  std::vector<std::vector<ScheduledTask>> orders(static_cast<size_t>(options_.system.numIpus));
+  for (const PipelineCycle& cycle : schedule_) {
+    for (const ScheduledTask& scheduled : cycle) {
+      auto& order = orders[static_cast<size_t>(layout_.tasks()[scheduled.task].ipu)];
+      position[{scheduled.task, scheduled.microBatch}] = order.size();
+      order.push_back(scheduled);
+    }
+  }
+  const int64_t microBatches = microBatchesPerStep();
+  auto stashed = [&](size_t from, size_t to) {
+    for (int64_t m = 0; m < microBatches; ++m) {
+      const int64_t consumer = layout_.tasks()[to].perMicroBatch() ? m : -1;
+      if (position.at({to, consumer}) != position.at({from, m}) + 1) return true;
+    }
+    return false;
+  };
+
+  std::map<std::pair<const ir::Value*, size_t>, Channel*> stashes;
+  for (const auto& node : program.nodes()) {
+    const size_t task = layout_.taskOf(*node);
+    for (const ir::Value* input : node->inputs()) {
+      const ir::Value* root = plan_.storageRoot(input);
+      auto written = writer.find(root);
+      if (written == writer.end() || written->second == task) continue;
+      const size_t from = written->second;
+      if (node->kind() == ir::OpKind::IpuCopy) continue; // a channel of its own (buildTasks)
+      POPSIM_ASSERT(layout_.tasks()[task].perMicroBatch() || microBatches == 1, node->describe(),
+                    " reads a per-micro-batch value in a per-step task.");
+      if (!stashed(from, task) || stashes.count({root, task}) != 0) continue;
+      channels_.push_back(std::make_unique<Channel>(root->type().bytes()));
+      Channel* channel = channels_.back().get();
+      stashes[{root, task}] = channel;
+      void* address = memory_->address(root);
+      tasks_[from].sends.push_back({channel, address});
+      tasks_[task].restores.push_back({channel, address});
+      // Messages held at once: pushed at the end of `from`, popped at the
+      // start of `task`, walking the IPU's order.
+      int64_t held = 0;
+      int64_t most = 0;
+      for (const ScheduledTask& scheduled :
+           orders[static_cast<size_t>(layout_.tasks()[task].ipu)]) {
+        if (scheduled.task == task) held -= 1;
+        if (scheduled.task == from) most = std::max(most, ++held);
+      }
+      stashBytes_[static_cast<size_t>(layout_.tasks()[task].ipu)] +=
+          root->type().bytes() * static_cast<uint64_t>(most);
+    }
+  }
+}
+
+void Executable::buildTasks() {
+  const ir::Graph& program = *graph_;
+  const device::ChipSpec& chip = options_.system.spec();
+  const DeviceMemory& memory = *memory_;
+  ThreadCountScope threads(threadsPerIpu_);
+  for (const auto& node : program.nodes()) {
+    const size_t task = layout_.taskOf(*node);
+    const int64_t ipu = node->placement().ipu;
     kernels::KernelRequest request{*node,
                                    {},
                                    {},
                                    cpuEngine(),
-                                   &executable->weightsVersion_,
-                                   options.program != ProgramKind::Inference};
+                                   &weightsVersions_[static_cast<size_t>(ipu)],
+                                   options_.program != ProgramKind::Inference};
     for (const ir::Value* input : node->inputs()) {
       request.inputs.push_back({memory.address(input), input->type()});
     }
@@ -99,24 +288,56 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& graph,
     }
     auto kernel = kernels::createKernel(request);
     const uint64_t cycles = device::estimateOpCost(*node, chip).total();
-    executable->program_.push_back({std::string(node->name()), node->location().str(),
-                                    kernel ? kernel->implementation() : "view",
-                                    node->placement().ipu, cycles});
-    const bool update = node->placement().phase == ir::Phase::Update;
-    (update ? executable->updateCycles_ : executable->microBatchCycles_) += cycles;
-    if (kernel) {
-      (update ? executable->updateSegment_ : executable->microBatchSegment_)
-          .push_back(kernel.get());
+    std::string implementation = kernel ? kernel->implementation() : "view";
+    TaskProgram& taskProgram = tasks_[task];
+    taskProgram.computeCycles += cycles;
+    if (node->kind() == ir::OpKind::IpuCopy) {
+      implementation = "ipu-link";
+      const ir::Value* source = plan_.storageRoot(node->input(0));
+      channels_.push_back(std::make_unique<Channel>(source->type().bytes()));
+      Channel* channel = channels_.back().get();
+      size_t from = 0;
+      if (source->producer() != nullptr) {
+        from = layout_.taskOf(*source->producer());
+      } else {
+        for (size_t t = 0; t < tasks_.size(); ++t) {
+          for (size_t i : tasks_[t].streamedInputs) {
+            if (program.inputs()[i] == source) from = t;
+          }
+        }
+      }
+      tasks_[from].sends.push_back({channel, memory.address(source)});
+      taskProgram.steps.push_back({nullptr, {channel, memory.address(node->output())}});
+    } else if (kernel) {
+      taskProgram.steps.push_back({kernel.get(), {}});
     }
-    executable->kernels_.push_back(std::move(kernel));
+    program_.push_back({std::string(node->name()), node->location().str(), implementation,
+                        layout_.tasks()[task].name(), ipu, cycles});
+    kernels_.push_back(std::move(kernel));
   }
-  executable->computeCyclesPerIteration_ =
-      executable->microBatchCycles_ * static_cast<uint64_t>(options.gradientAccumulation) +
-      executable->updateCycles_;
-  executable->stream_ = dnnl::stream(cpuEngine());
-  POPSIM_LOG(Info) << "compiled " << program.nodes().size() << " ops for "
-                   << options.deviceIterations << " device iteration(s)";
-  return executable;
+  for (TaskProgram& taskProgram : tasks_) {
+    for (size_t i : taskProgram.streamedInputs) {
+      taskProgram.inputCycles +=
+          device::hostTransferCycles(program.inputs()[i]->type().bytes(), chip);
+    }
+  }
+  // Compute cycles of one step: the schedule's cycles without host transfers.
+  const uint64_t sync = layout_.numIpus() > 1 ? device::syncCycles(layout_.numIpus(), chip) : 0;
+  computeCyclesPerIteration_ = 0;
+  for (const PipelineCycle& cycle : schedule_) {
+    std::map<int64_t, uint64_t> busy;
+    for (const ScheduledTask& scheduled : cycle) {
+      busy[layout_.tasks()[scheduled.task].ipu] += tasks_[scheduled.task].computeCycles;
+    }
+    uint64_t longest = 0;
+    for (const auto& [ipu, cycles] : busy)
+      longest = std::max(longest, cycles);
+    computeCyclesPerIteration_ += longest + sync;
+  }
+  // An inference step runs all the call's iterations.
+  if (options_.program == ProgramKind::Inference) {
+    computeCyclesPerIteration_ /= static_cast<uint64_t>(microBatchesPerStep());
+  }
 }
 
 std::vector<ir::TensorType> Executable::inputHostTypes() const {
@@ -166,7 +387,6 @@ void Executable::copyOutput(size_t index, const TensorView& destination, int64_t
 void Executable::run(const std::vector<TensorView>& inputs,
                      const std::vector<TensorView>& outputs) {
   const auto& graphInputs = graph_->inputs();
-  const auto& graphOutputs = graph_->outputs();
   POPSIM_CHECK(inputs.size() == graphInputs.size(), ErrorKind::InvalidInput, "the model takes ",
                graphInputs.size(), " tensor input(s) but was given ", inputs.size(), ".");
   const std::vector<ir::TensorType> inputTypes = inputHostTypes();
@@ -183,49 +403,134 @@ void Executable::run(const std::vector<TensorView>& inputs,
                   outputs[i].type().str(), ", expected ", outputTypes[i].str(), ".");
   }
 
-  const int64_t microBatches = options_.deviceIterations * options_.gradientAccumulation;
-  const device::ChipSpec& chip = options_.system.spec();
-  uint64_t cycles = 0;
-  for (int64_t microBatch = 0; microBatch < microBatches; ++microBatch) {
-    // Host -> device: this micro-batch of every input.
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const size_t bytes = graphInputs[i]->type().bytes();
-      if (bytes != 0) {
-        std::memcpy(memory_->address(graphInputs[i]),
-                    static_cast<const uint8_t*>(inputs[i].data) +
-                        static_cast<size_t>(microBatch) * bytes,
-                    bytes);
-      }
-      cycles += device::hostTransferCycles(bytes, chip);
-    }
-    runSegment(microBatchSegment_);
-    cycles += microBatchCycles_;
-    // Device -> host: the outputs this micro-batch returns under the output mode.
-    const int64_t slot = options_.output.slotOf(microBatch, microBatches);
-    if (slot >= 0) {
-      const bool accumulateInto = options_.output.mode == OutputMode::Sum && microBatch > 0;
-      for (size_t i = 0; i < graphOutputs.size(); ++i) {
-        copyOutput(i, outputs[i], slot, accumulateInto);
-        if (!accumulateInto) {
-          cycles += device::hostTransferCycles(graphOutputs[i]->type().bytes(), chip);
-        }
-      }
-    }
-    // After the last micro-batch of a step, the optimizer step.
-    if ((microBatch + 1) % options_.gradientAccumulation == 0 && !updateSegment_.empty()) {
-      runSegment(updateSegment_);
-      ++weightsVersion_;
-      cycles += updateCycles_;
+  CallContext call{inputs, outputs, {}};
+  call.ipuOrders.resize(static_cast<size_t>(layout_.numIpus()));
+  for (const PipelineCycle& cycle : schedule_) {
+    for (const ScheduledTask& scheduled : cycle) {
+      call.ipuOrders[static_cast<size_t>(layout_.tasks()[scheduled.task].ipu)].push_back(scheduled);
     }
   }
-  stream_.wait();
-  lastRunCycles_ = cycles;
+  if (layout_.numIpus() == 1) {
+    runIpu(0, call);
+  } else {
+    std::vector<std::thread> workers;
+    std::exception_ptr failure;
+    std::mutex failureMutex;
+    for (int64_t ipu = 0; ipu < layout_.numIpus(); ++ipu) {
+      workers.emplace_back([&, ipu] {
+        try {
+          omp_set_num_threads(static_cast<int>(threadsPerIpu_));
+          runIpu(ipu, call);
+        } catch (const ChannelAborted&) {
+          // another IPU failed first
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(failureMutex);
+          if (!failure) failure = std::current_exception();
+          for (auto& channel : channels_)
+            channel->abort();
+        }
+      });
+    }
+    for (std::thread& worker : workers)
+      worker.join();
+    if (failure) {
+      for (auto& channel : channels_)
+        channel->reset();
+      std::rethrow_exception(failure);
+    }
+  }
+  simulateCall();
 }
 
-void Executable::runSegment(const std::vector<kernels::Kernel*>& segment) {
-  for (kernels::Kernel* kernel : segment) {
-    kernel->run(stream_);
+void Executable::runIpu(int64_t ipu, const CallContext& call) {
+  dnnl::stream stream(cpuEngine());
+  const auto& order = call.ipuOrders[static_cast<size_t>(ipu)];
+  for (int64_t step = 0; step < stepsPerCall(); ++step) {
+    for (const ScheduledTask& scheduled : order) {
+      runTask(scheduled, step, stream, call);
+    }
   }
+  stream.wait();
+}
+
+void Executable::runTask(const ScheduledTask& scheduled, int64_t step, dnnl::stream& stream,
+                         const CallContext& call) {
+  const TaskProgram& task = tasks_[scheduled.task];
+  const int64_t perStep = microBatchesPerStep();
+  const int64_t microBatch = scheduled.microBatch < 0 ? -1 : step * perStep + scheduled.microBatch;
+  for (size_t i : task.streamedInputs) {
+    const size_t bytes = graph_->inputs()[i]->type().bytes();
+    if (bytes != 0) {
+      std::memcpy(memory_->address(graph_->inputs()[i]),
+                  static_cast<const uint8_t*>(call.inputs[i].data) +
+                      static_cast<size_t>(microBatch) * bytes,
+                  bytes);
+    }
+  }
+  for (const Transfer& restore : task.restores) {
+    restore.channel->pop(restore.address);
+  }
+  for (const Step& item : task.steps) {
+    if (item.kernel != nullptr) {
+      item.kernel->run(stream);
+    } else {
+      item.receive.channel->pop(item.receive.address);
+    }
+  }
+  for (const Transfer& send : task.sends) {
+    send.channel->push(send.address);
+  }
+  const int64_t total = options_.deviceIterations * options_.gradientAccumulation;
+  for (size_t i : task.producedOutputs) {
+    const int64_t slot = options_.output.slotOf(microBatch, total);
+    if (slot >= 0) {
+      copyOutput(i, call.outputs[i], slot,
+                 options_.output.mode == OutputMode::Sum && microBatch > 0);
+    }
+  }
+  if (layout_.tasks()[scheduled.task].kind == passes::TaskKind::Update && !task.steps.empty()) {
+    ++weightsVersions_[static_cast<size_t>(layout_.tasks()[scheduled.task].ipu)];
+  }
+}
+
+// The simulated clock: cycles are BSP supersteps of the whole machine, so
+// each lasts as long as its busiest IPU, plus a sync when IPUs must agree.
+void Executable::simulateCall() {
+  const device::ChipSpec& chip = options_.system.spec();
+  const uint64_t sync = layout_.numIpus() > 1 ? device::syncCycles(layout_.numIpus(), chip) : 0;
+  const int64_t total = options_.deviceIterations * options_.gradientAccumulation;
+  timeline_.clear();
+  uint64_t now = 0;
+  int64_t cycleIndex = 0;
+  for (int64_t step = 0; step < stepsPerCall(); ++step) {
+    for (const PipelineCycle& cycle : schedule_) {
+      std::map<int64_t, uint64_t> busy;
+      for (const ScheduledTask& scheduled : cycle) {
+        const passes::PipelineTask& task = layout_.tasks()[scheduled.task];
+        const TaskProgram& program = tasks_[scheduled.task];
+        const int64_t microBatch =
+            scheduled.microBatch < 0 ? -1 : step * microBatchesPerStep() + scheduled.microBatch;
+        uint64_t cycles = program.computeCycles + program.inputCycles;
+        for (size_t i : program.producedOutputs) {
+          const bool returned = options_.output.slotOf(microBatch, total) >= 0;
+          const bool summed = options_.output.mode == OutputMode::Sum && microBatch > 0;
+          if (returned && !summed) {
+            cycles += device::hostTransferCycles(graph_->outputs()[i]->type().bytes(), chip);
+          }
+        }
+        uint64_t& clock = busy[task.ipu];
+        timeline_.push_back({task.ipu, task.name(), task.kind, step, microBatch, cycleIndex,
+                             now + clock, now + clock + cycles});
+        clock += cycles;
+      }
+      uint64_t longest = 0;
+      for (const auto& [ipu, cycles] : busy)
+        longest = std::max(longest, cycles);
+      now += longest + sync;
+      ++cycleIndex;
+    }
+  }
+  lastRunCycles_ = now;
 }
 
 const ir::Value& Executable::variableNamed(const std::string& name) const {
@@ -254,8 +559,16 @@ void Executable::writeVariable(const std::string& name, const TensorView& source
                "wrap the model again.");
   if (source.bytes() != 0) {
     std::memcpy(memory_->address(&variable), source.data, source.bytes());
+    if (variable.role() == ir::ValueRole::State) {
+      for (int64_t ipu = 0; ipu < options_.system.numIpus; ++ipu) {
+        if (const ir::Value* replica = graph_->findState(ir::replicaStateName(name, ipu))) {
+          std::memcpy(memory_->address(replica), source.data, source.bytes());
+        }
+      }
+    }
   }
-  ++weightsVersion_;
+  for (uint64_t& version : weightsVersions_)
+    ++version;
 }
 
 void Executable::readVariable(const std::string& name, const TensorView& destination) const {

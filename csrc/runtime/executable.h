@@ -5,9 +5,13 @@
 #include "ir/graph.h"
 #include "kernels/kernel.h"
 #include "passes/memory_plan.h"
+#include "passes/pipeline_tasks.h"
+#include "passes/stage_assignment.h"
 #include "passes/training_program.h"
+#include "runtime/channel.h"
 #include "runtime/device_memory.h"
 #include "runtime/output_spec.h"
+#include "runtime/pipeline_schedule.h"
 #include "runtime/tensor_view.h"
 
 #include <memory>
@@ -23,6 +27,10 @@ enum class ProgramKind {
   Gradients, // outputs are the loss's gradients (for tests and debugging)
 };
 
+// How a multi-IPU program runs: all IPUs busy on different micro-batches, or
+// one stage at a time (PopTorch's PipelinedExecution / ShardedExecution).
+enum class ExecutionMode { Pipelined, Sharded };
+
 struct CompileOptions {
   device::IpuSystemConfig system;
   // Iterations of the program per call. Each runs `gradientAccumulation`
@@ -34,26 +42,48 @@ struct CompileOptions {
   OutputSpec output;
   ProgramKind program = ProgramKind::Inference;
   passes::TrainingConfig training;
+  // Stage and IPU of each block (empty for a model without blocks).
+  std::vector<passes::StageAssignment> stages;
+  ExecutionMode mode = ExecutionMode::Pipelined;
+  ScheduleKind schedule = ScheduleKind::Interleaved; // pipelined only
+  // Host threads each simulated IPU computes with; 0: the caller's thread
+  // count for one IPU, else an equal share of the host's threads.
+  int64_t threadsPerIpu = 0;
 };
 
-// One entry of the program for introspection: which kernel runs an op and
-// what it costs on the simulated IPU.
+// One entry of the program for introspection: which kernel runs an op, in
+// which pipeline task, and what it costs on the simulated IPU.
 struct ProgramStep {
   std::string op;
   std::string location;
   std::string implementation;
+  std::string task;
   int64_t ipu = 0;
   uint64_t cycles = 0;
 };
 
-// A compiled program bound to simulated device memory: the optimised graph,
-// its memory plan and report, one kernel per node, and the device loop that
-// runs `deviceIterations` iterations per call.
+// One task run of the last call on the simulated clock (in cycles).
+struct TimelineEvent {
+  int64_t ipu = 0;
+  std::string task; // "F0", "B1", "FB3", "U2"
+  passes::TaskKind kind = passes::TaskKind::Forward;
+  int64_t step = 0;       // optimizer step (device iteration) in the call
+  int64_t microBatch = 0; // in the call; -1 for updates
+  int64_t cycle = 0;      // pipeline cycle in the call
+  uint64_t start = 0;
+  uint64_t end = 0;
+};
+
+// A compiled program bound to simulated device memory: the optimised graph
+// split into pipeline tasks, its memory plan and report, one kernel per node,
+// and the device loop that runs `deviceIterations` iterations per call with
+// one host thread per simulated IPU.
 class Executable {
 public:
-  // Optimises a copy of `graph`, plans and checks memory (OutOfMemory errors
-  // name the IPU), allocates device memory, loads constants and builds the
-  // kernels. Weights start zeroed until written.
+  // Assigns stages, builds the training program, optimises a copy of
+  // `graph`, orders it by task, inserts inter-IPU copies, plans and checks
+  // memory (OutOfMemory errors name the IPU), allocates device memory, loads
+  // constants and builds the kernels. Weights start zeroed until written.
   static std::unique_ptr<Executable> compile(const ir::Graph& graph, const CompileOptions& options);
   ~Executable();
   Executable(const Executable&) = delete;
@@ -63,6 +93,9 @@ public:
   const ir::Graph& graph() const { return *graph_; }
   const device::MemoryReport& memoryReport() const { return memoryReport_; }
   const std::vector<ProgramStep>& program() const { return program_; }
+  const passes::TaskLayout& layout() const { return layout_; }
+  // Cycles of one step (device iteration), in pipeline order.
+  const std::vector<PipelineCycle>& schedule() const { return schedule_; }
 
   // Host types of one call's inputs and outputs (iterations stacked).
   std::vector<ir::TensorType> inputHostTypes() const;
@@ -74,41 +107,73 @@ public:
 
   // Variables by name: weights (parameter paths) and state (accumulators,
   // optimizer state: "<param>/exp_avg", "optimizer/group0/hyper", ...).
+  // Writing a state also writes its replicas on other IPUs.
   const std::vector<ir::Value*>& weights() const { return graph_->weights(); }
   const std::vector<ir::Value*>& states() const { return graph_->states(); }
   void writeVariable(const std::string& name, const TensorView& source);
   void readVariable(const std::string& name, const TensorView& destination) const;
 
-  // Simulated IPU cycles of the last call (compute and host transfers) and
-  // the compute cycles of one iteration (its micro-batches and update).
+  // Simulated IPU cycles of the last call (compute, inter-IPU copies, syncs
+  // and host transfers), its timeline, and the compute cycles of one
+  // iteration (its micro-batches and update, without host transfers).
   uint64_t lastRunCycles() const { return lastRunCycles_; }
+  const std::vector<TimelineEvent>& lastTimeline() const { return timeline_; }
   uint64_t computeCyclesPerIteration() const { return computeCyclesPerIteration_; }
 
 private:
+  struct Transfer {
+    Channel* channel = nullptr;
+    void* address = nullptr;
+  };
+  // One node's work in a task: a kernel, or receiving an inter-IPU copy.
+  struct Step {
+    kernels::Kernel* kernel = nullptr;
+    Transfer receive;
+  };
+  struct TaskProgram {
+    std::vector<Transfer> restores; // stashed values, at the start
+    std::vector<Step> steps;
+    std::vector<Transfer> sends; // values later tasks need, at the end
+    std::vector<size_t> streamedInputs;
+    std::vector<size_t> producedOutputs;
+    uint64_t computeCycles = 0;
+    uint64_t inputCycles = 0;
+  };
+  struct CallContext;
+
   Executable() = default;
+  void buildTasks();
+  void planChannels();
+  void simulateCall();
+  void runTask(const ScheduledTask& scheduled, int64_t step, dnnl::stream& stream,
+               const CallContext& call);
+  void runIpu(int64_t ipu, const CallContext& call);
   const ir::Value& variableNamed(const std::string& name) const;
-  void runSegment(const std::vector<kernels::Kernel*>& segment);
   void copyOutput(size_t index, const TensorView& destination, int64_t slot, bool accumulate) const;
+  int64_t microBatchesPerStep() const;
+  int64_t stepsPerCall() const;
 
   CompileOptions options_;
   std::unique_ptr<ir::Graph> graph_;
+  passes::TaskLayout layout_;
   passes::MemoryPlan plan_;
   device::MemoryReport memoryReport_;
   std::unique_ptr<DeviceMemory> memory_;
-  std::vector<std::unique_ptr<kernels::Kernel>> kernels_; // null for views
-  // Kernels of the forward and backward phases (run per micro-batch) and of
-  // the update phase (run per step), in schedule order.
-  std::vector<kernels::Kernel*> microBatchSegment_;
-  std::vector<kernels::Kernel*> updateSegment_;
+  std::vector<std::unique_ptr<kernels::Kernel>> kernels_; // null for views and copies
+  std::vector<TaskProgram> tasks_;
+  std::vector<std::unique_ptr<Channel>> channels_;
+  std::vector<uint64_t> stashBytes_; // per IPU
+  std::vector<PipelineCycle> schedule_;
   std::vector<ProgramStep> program_;
-  dnnl::stream stream_;
-  // Bumped whenever weights change (host writes, optimizer steps); kernels
-  // that keep transformed weights watch it.
-  uint64_t weightsVersion_ = 0;
-  uint64_t microBatchCycles_ = 0;
-  uint64_t updateCycles_ = 0;
+  int64_t threadsPerIpu_ = 0;
+  // Bumped whenever an IPU's weights change (host writes, optimizer steps);
+  // kernels that keep transformed weights watch their IPU's counter.
+  std::vector<uint64_t> weightsVersions_;
   uint64_t computeCyclesPerIteration_ = 0;
   uint64_t lastRunCycles_ = 0;
+  std::vector<TimelineEvent> timeline_;
+  // Outputs returned per call under the output mode, for the cost model.
+  std::vector<int64_t> lastSlots_;
 };
 
 } // namespace popsim::runtime

@@ -91,6 +91,11 @@ void registerLayoutOps(OpRegistry& registry) {
                 {"step", AttrType::Int}},
                inferSlice);
   registry.add(OpKind::Concat, 1, -1, {}, {{"dim", AttrType::Int}}, inferConcat);
+  // A copy of a value onto another IPU (its placement says which).
+  registry.add(OpKind::IpuCopy, 1, 1, {"input"}, {},
+               [](const std::vector<TensorType>& inputs, const Attributes&) {
+                 return std::vector<TensorType>{inputs[0]};
+               });
 }
 
 } // namespace popsim::ir::ops

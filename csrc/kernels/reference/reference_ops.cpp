@@ -3,6 +3,8 @@
 #include "common/check.h"
 #include "kernels/reference/families.h"
 
+#include <cstring>
+
 namespace popsim::kernels::reference {
 
 void evaluate(const ir::Node& node, const std::vector<void*>& inputs,
@@ -25,6 +27,9 @@ void evaluate(const ir::Node& node, const std::vector<void*>& inputs,
   case ir::OpFamily::Loss: return loss(node, inputs, outputs);
   case ir::OpFamily::Update: return updates(node, inputs, outputs);
   case ir::OpFamily::Optimizer: return optimizer(node, inputs, outputs);
+  case ir::OpFamily::Transfer:
+    std::memcpy(outputs[0], inputs[0], node.output()->type().bytes());
+    return;
   }
   POPSIM_ASSERT(false, "no reference kernel for ", node.name(), ".");
 }

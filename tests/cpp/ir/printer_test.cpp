@@ -101,12 +101,12 @@ TEST(PrinterTest, GoldenLeavesPlacementsAndAttributes) {
   graph.addConstant({DType::Bool, {3}}, {1, 0, 1});
 
   Node* sub = graph.addNode(OpKind::Sub, {a, mean}, {}, {"/abs/path/net.py", 12, "f", ""});
-  sub->setPlacement({"stage1", 1});
+  sub->setPlacement({"stage1", 1, 1});
   Value* scaled = graph.apply(OpKind::Affine, {sub->output()}, {{"shift", -1.25}, {"scale", 0.5}});
   Node* slice = graph.addNode(
       OpKind::Slice, {scaled},
       {{"step", int64_t{2}}, {"start", int64_t{0}}, {"end", int64_t{3}}, {"dim", int64_t{1}}});
-  slice->setPlacement({"", 2});
+  slice->setPlacement({"", 2, 2});
   Value* product = graph.apply(OpKind::Mul, {slice->output(), quarter});
   Value* embedded = graph.apply(OpKind::Embedding, {table, tokens}, {{"padding_idx", int64_t{-1}}});
   graph.addOutput(product);
@@ -121,9 +121,9 @@ TEST(PrinterTest, GoldenLeavesPlacementsAndAttributes) {
     $c1: f32[3,4] = <12 values>
     $c2: i64[2] = [3, -7]
     $c3: bool[3] = [true, false, true]
-  %0: f32[2,3] = sub(%input0, @bn.running_mean) [ipu 1, block "stage1"]  # net.py:12
+  %0: f32[2,3] = sub(%input0, @bn.running_mean) [stage 1, ipu 1, block "stage1"]  # net.py:12
   %1: f32[2,3] = affine(%0) {scale=0.5, shift=-1.25}
-  %2: f32[2,2] = slice(%1) {dim=1, end=3, start=0, step=2} [ipu 2]
+  %2: f32[2,2] = slice(%1) {dim=1, end=3, start=0, step=2} [stage 2, ipu 2]
   %3: f32[2,2] = mul(%2, $c0)
   %4: f32[2,4] = embedding($c1, %tokens) {padding_idx=-1}
   return (%3, %4, %tokens)

@@ -288,7 +288,7 @@ TEST(MemoryPlanTest, BuffersFollowTheirNodesIpu) {
   Value* w = graph.addWeight("w", f32({8}), true);
   Value* a = graph.apply(OpKind::Relu, {x});
   ir::Node* second = graph.addNode(OpKind::Mul, {a, w});
-  second->setPlacement({"stage1", 1});
+  second->setPlacement({"stage1", 1, 1});
   graph.addOutput(second->output());
   passes::MemoryPlanOptions options;
   options.numIpus = 2;

@@ -450,16 +450,20 @@ TEST(ExecutableViewsTest, OpsPlacedOnTwoIpus) {
   Value* w = graph.addWeight("w", f32({4}), true);
   Value* e = graph.apply(OpKind::Exp, {x});
   ir::Node* scale = graph.addNode(OpKind::Mul, {e, w});
-  scale->setPlacement({"stage1", 1});
+  scale->setPlacement({"stage1", 1, 1});
   graph.addOutput(scale->output());
   CompileOptions options;
   options.system.numIpus = 2;
   options.deviceIterations = 2;
   auto executable = Executable::compile(graph, options);
 
-  ASSERT_EQ(executable->program().size(), 2u);
+  // exp on IPU 0, its result copied over the IPU-Links, mul on IPU 1.
+  ASSERT_EQ(executable->program().size(), 3u);
   EXPECT_EQ(executable->program()[0].ipu, 0);
+  EXPECT_EQ(executable->program()[1].op, "ipu_copy");
+  EXPECT_EQ(executable->program()[1].implementation, "ipu-link");
   EXPECT_EQ(executable->program()[1].ipu, 1);
+  EXPECT_EQ(executable->program()[2].ipu, 1);
   ASSERT_EQ(executable->memoryReport().ipus.size(), 2u);
   // The weight lives with its user on IPU 1.
   auto hasWeight = [](const device::IpuMemoryReport& ipu) {
