@@ -21,6 +21,7 @@ except ImportError as error:  # pragma: no cover - depends on the installation
         "from /usr/bin/python3 with --system-site-packages (see README.md)."
     ) from error
 
+from popsim._blocks import BeginBlock, Block, BlockFunction
 from popsim.enums import OutputMode, ReductionType
 from popsim.errors import (
     CompilationError,
@@ -33,6 +34,13 @@ from popsim.errors import (
     UnsupportedOperationError,
 )
 from popsim.options import Options
+from popsim.strategies import (
+    AutoStage,
+    PipelinedExecution,
+    PipelineSchedule,
+    ShardedExecution,
+    Stage,
+)
 from popsim import optim
 from popsim._executor import Executor, inferenceModel, trainingModel
 from popsim._losses import identity_loss
@@ -42,6 +50,14 @@ PoplarExecutor = Executor
 __version__ = "0.2.0"
 
 __all__ = [
+    "AutoStage",
+    "BeginBlock",
+    "Block",
+    "BlockFunction",
+    "PipelinedExecution",
+    "PipelineSchedule",
+    "ShardedExecution",
+    "Stage",
     "CompilationError",
     "Error",
     "ExecutionError",

@@ -25,7 +25,9 @@ import torch
 from popsim import _C, _host_sync, _structure, _tracing, _training, _training_registry, _weights
 from popsim.enums import OutputMode
 from popsim.errors import InputError, OptionError
+from popsim._trace import ExecutionTrace
 from popsim.options import Options
+from popsim.strategies import AutoStage, PipelinedExecution
 
 _log_counter = itertools.count()
 _SUPPORTED_DTYPES = (torch.float32, torch.int32, torch.int64, torch.bool)
@@ -261,6 +263,14 @@ class Executor:
         self._require_compiled("cycleCount")
         return self._executable.last_run_cycles
 
+    def executionTrace(self):
+        """The last call on the simulated clock: a popsim ExecutionTrace whose
+        ``events`` list every task each IPU ran and whose ``str()`` draws the
+        pipeline, one row per IPU."""
+        self._require_compiled("executionTrace")
+        return ExecutionTrace(self._executable.timeline(), self._executable.last_run_cycles,
+                              self._executable.clock_hz, self._executable.pipeline())
+
     def simulatedTime(self):
         """Simulated seconds of the last call on the IPUs (cycles at the chip's clock)."""
         self._require_compiled("simulatedTime")
@@ -322,10 +332,18 @@ class Executor:
             micro.append(tensor[: tensor.shape[0] // factor])
         return micro
 
-    def _compile_options(self):
+    def _compile_options(self, graph):
         opts = self._options
-        return {
-            "num_ipus": opts.Simulator.num_ipus or 1,
+        blocks = graph.blocks()
+        strategy = opts.execution_strategy
+        if strategy is None and blocks:
+            strategy = PipelinedExecution(AutoStage.SameAsIpu)
+        stages = strategy._assign(blocks) if strategy is not None else []
+        ipus_used = 1 + max((ipu for _, _, ipu in stages), default=0)
+        options = {
+            "num_ipus": opts.Simulator.num_ipus or ipus_used,
+            "stages": stages,
+            "threads_per_ipu": opts.Simulator.threads_per_ipu or 0,
             "chip": opts.Simulator.ipu_version,
             "memory_per_ipu": opts.Simulator.memory_per_ipu or 0,
             "device_iterations": opts.device_iterations,
@@ -334,6 +352,9 @@ class Executor:
             "output_return_period": opts.output_return_period,
             "program": "training" if self._training else "inference",
         }
+        if strategy is not None:
+            options.update(strategy._compile_options())
+        return options
 
     def _random_seed(self):
         seed = self._options.random_seed
@@ -352,7 +373,7 @@ class Executor:
         graph = _C.import_module(traced, micro, _tracing.LIBRARY_PATHS, _tracing.MODEL_ATTRIBUTE,
                                  signature.tensor_names, training=self._training,
                                  random_seed=self._random_seed())
-        options = self._compile_options()
+        options = self._compile_options(graph)
         binding = None
         if self._training:
             if self._record is None:  # compiling again after destroy()

@@ -7,11 +7,11 @@ popsim which value to minimise, e.g. when a model combines several losses.
 
 import torch
 
+from popsim._ops import LIBRARY as _library
 from popsim.errors import OptionError
 
 _REDUCTIONS = ("sum", "mean", "none")
 
-_library = torch.library.Library("popsim", "DEF")
 _library.define("identity_loss(Tensor x, str reduction) -> Tensor")
 
 

@@ -12,7 +12,7 @@ import warnings
 
 import torch
 
-from popsim import _structure
+from popsim import _blocks, _structure
 from popsim.errors import CompilationError, InputError
 
 # Frames in these directories are library code: source locations in errors
@@ -196,6 +196,7 @@ def trace(model, signature, micro_batch_tensors, training):
     train/eval flag, as eager PyTorch would run it (frozen batch norm stays
     frozen)."""
     flat = _FlatModel(model, signature)
+    _blocks.reset_for_trace()
     guards = contextlib.ExitStack()
     if not training:
         guards.enter_context(module_mode(model, False))

@@ -18,6 +18,7 @@ import torch
 
 from popsim.enums import OutputMode, ReductionType
 from popsim.errors import OptionError
+from popsim.strategies import _ExecutionStrategy
 
 _FROZEN_MESSAGE = (
     "Can't modify frozen Options: they were passed to a model, which compiles with them as "
@@ -96,7 +97,8 @@ class _OptionGroup:
         raise AttributeError(f"{self._group_name} has no option '{name}'.")
 
     def toDict(self):
-        return {name: (value.name if isinstance(value, (OutputMode, ReductionType)) else value)
+        return {name: (value.name if isinstance(value, (OutputMode, ReductionType))
+                       else repr(value) if isinstance(value, _ExecutionStrategy) else value)
                 for name, value in self._values.items()}
 
     def __repr__(self):
@@ -133,7 +135,8 @@ class _TrainingOptions(_OptionGroup):
 class _SimulatorOptions(_OptionGroup):
     """The simulated machine (``opts.Simulator``): popsim's own settings."""
 
-    _defaults = {"num_ipus": None, "ipu_version": "Mk2", "memory_per_ipu": None}
+    _defaults = {"num_ipus": None, "ipu_version": "Mk2", "memory_per_ipu": None,
+                 "threads_per_ipu": None}
     _group_name = "Options.Simulator"
 
     def numIpus(self, count):
@@ -156,6 +159,16 @@ class _SimulatorOptions(_OptionGroup):
         """
         return self._set("memory_per_ipu", _parse_memory(size))
 
+    def threadsPerIpu(self, threads):
+        """Host threads each simulated IPU computes with (default: for one IPU, PyTorch's
+        thread count; for several, an equal share of the host's threads, at least one).
+
+        Each IPU runs on its own host thread, so pipelined stages overlap; results are
+        identical for any value with one IPU and across strategies for the same value
+        (oneDNN splits some reductions by thread).
+        """
+        return self._set("threads_per_ipu", _positive_int("Simulator.threadsPerIpu", threads))
+
 
 class Options(_OptionGroup):
     """How popsim compiles and runs a model. See the module docstring."""
@@ -167,6 +180,7 @@ class Options(_OptionGroup):
         "random_seed": None,
         "log_dir": None,
         "use_ipu_model": False,
+        "execution_strategy": None,
     }
     _group_name = "Options"
 
@@ -207,6 +221,16 @@ class Options(_OptionGroup):
         if not isinstance(path, str) or not path:
             raise OptionError(f"logDir expects a directory path, got {path!r}.")
         return self._set("log_dir", path)
+
+    def setExecutionStrategy(self, strategy):
+        """How blocks become pipeline stages: popsim.PipelinedExecution(...) or
+        popsim.ShardedExecution(...). A model with blocks and no strategy runs
+        PipelinedExecution(AutoStage.SameAsIpu)."""
+        if not isinstance(strategy, _ExecutionStrategy):
+            raise OptionError(
+                "setExecutionStrategy expects popsim.PipelinedExecution(...) or "
+                f"popsim.ShardedExecution(...), got {strategy!r}.")
+        return self._set("execution_strategy", strategy)
 
     def useIpuModel(self, use):
         """Accepted for PopTorch compatibility: popsim always runs on simulated IPUs."""

@@ -1,0 +1,143 @@
+"""Block annotations: which ops of a model form a pipeline block.
+
+``Block``, ``BeginBlock`` and ``BlockFunction`` leave marker ops in the
+trace (``popsim::begin_block(user_id, ipu_id)`` and ``popsim::end_block()``).
+They are declared with conservative alias analysis, so TorchScript treats
+them as side effects and keeps them in place; the C++ importer gives every op
+between two markers the current block. Run eagerly, the markers do nothing,
+so annotated models still run in plain PyTorch.
+"""
+
+import functools
+import numbers
+
+import torch
+
+from popsim._ops import LIBRARY as _LIBRARY
+from popsim.errors import OptionError
+
+_LIBRARY.define("begin_block(str user_id, int ipu_id) -> ()", alias_analysis="CONSERVATIVE")
+_LIBRARY.define("end_block() -> ()", alias_analysis="CONSERVATIVE")
+_LIBRARY.impl("begin_block", lambda user_id, ipu_id: None, "CompositeExplicitAutograd")
+_LIBRARY.impl("end_block", lambda: None, "CompositeExplicitAutograd")
+
+# The block ops are currently traced into: (user_id, ipu_id) or None.
+_current = None
+_auto_ids = {"enabled": False, "next": 0}
+
+
+def reset_for_trace():
+    """Called before each trace: no block is open and auto ids restart at 0."""
+    global _current
+    _current = None
+    _auto_ids["next"] = 0
+
+
+def _emit(block):
+    global _current
+    _current = block
+    if block is None:
+        torch.ops.popsim.end_block()
+    else:
+        torch.ops.popsim.begin_block(block[0], -1 if block[1] is None else block[1])
+
+
+def _check_ipu(ipu_id, what):
+    if ipu_id is not None and (isinstance(ipu_id, bool) or not isinstance(ipu_id, numbers.Integral)
+                               or ipu_id < 0):
+        raise OptionError(f"{what} expects ipu_id to be a non-negative int or None, "
+                          f"got {ipu_id!r}.")
+    return None if ipu_id is None else int(ipu_id)
+
+
+def _block_id(user_id, ipu_id, what):
+    if user_id is not None:
+        if not isinstance(user_id, (str, numbers.Integral)) or isinstance(user_id, bool):
+            raise OptionError(f"{what} expects user_id to be a str, an int or None, "
+                              f"got {user_id!r}.")
+        return str(user_id)
+    if _auto_ids["enabled"]:
+        return None  # numbered when entered, in the order the model runs
+    if ipu_id is not None:
+        return f"ipu{ipu_id}"
+    raise OptionError(
+        f"{what} needs a user_id or an ipu_id to name its block, e.g. popsim.Block('B1') or "
+        "popsim.Block(ipu_id=1); or call popsim.Block.useAutoId() to number id-less blocks.")
+
+
+def _next_auto_id():
+    value = _auto_ids["next"]
+    _auto_ids["next"] += 1
+    return str(value)
+
+
+class Block:
+    """Runs the ops inside ``with popsim.Block(user_id, ipu_id):`` as one block.
+
+    Blocks are grouped into pipeline stages by the execution strategy
+    (popsim.PipelinedExecution, popsim.ShardedExecution). With ``ipu_id`` and
+    no strategy, each block runs on that IPU, pipelined. Blocks nest: leaving
+    one returns to the enclosing block.
+    """
+
+    def __init__(self, user_id=None, ipu_id=None):
+        self._ipu = _check_ipu(ipu_id, "popsim.Block")
+        self._id = _block_id(user_id, self._ipu, "popsim.Block")
+        self._outer = []
+
+    @staticmethod
+    def useAutoId():
+        """Names blocks created without a user_id "0", "1", ... in the order the model enters them."""
+        _auto_ids["enabled"] = True
+
+    def __enter__(self):
+        self._outer.append(_current)
+        _emit((self._id if self._id is not None else _next_auto_id(), self._ipu))
+        return self
+
+    def __exit__(self, *exc):
+        _emit(self._outer.pop())
+        return False
+
+
+class _BlockStart:
+    """Forward pre-hook that opens a block (picklable, unlike a closure)."""
+
+    def __init__(self, user_id, ipu_id):
+        self.user_id = user_id
+        self.ipu_id = ipu_id
+
+    def __call__(self, module, inputs):
+        _emit((self.user_id if self.user_id is not None else _next_auto_id(), self.ipu_id))
+
+
+def BeginBlock(layer_to_call, user_id=None, ipu_id=None):
+    """Starts a block where ``layer_to_call`` runs: the module's ops and every op
+    after it belong to the block until the next block starts. Returns the module."""
+    if not isinstance(layer_to_call, torch.nn.Module):
+        raise OptionError(f"popsim.BeginBlock expects a torch.nn.Module, got "
+                          f"{type(layer_to_call).__name__}.")
+    if getattr(layer_to_call, "_popsim_block", None) is not None:
+        raise OptionError(
+            f"popsim.BeginBlock was already applied to this {type(layer_to_call).__name__} "
+            f"(block {layer_to_call._popsim_block.user_id!r}); a module starts one block.")
+    ipu = _check_ipu(ipu_id, "popsim.BeginBlock")
+    hook = _BlockStart(_block_id(user_id, ipu, "popsim.BeginBlock"), ipu)
+    layer_to_call._popsim_block = hook
+    layer_to_call.register_forward_pre_hook(hook)
+    return layer_to_call
+
+
+def BlockFunction(user_id=None, ipu_id=None):
+    """Decorator: every call of the function runs inside ``popsim.Block(user_id, ipu_id)``."""
+    block_ipu = _check_ipu(ipu_id, "popsim.BlockFunction")
+    block_id = _block_id(user_id, block_ipu, "popsim.BlockFunction")
+
+    def decorate(function):
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            with Block(block_id, block_ipu) if block_id is not None else Block(ipu_id=block_ipu):
+                return function(*args, **kwargs)
+        return wrapper
+
+    return decorate

@@ -1,0 +1,64 @@
+"""The simulated execution trace of a model's last call."""
+
+
+class ExecutionTrace:
+    """What each simulated IPU did during the last call, on the simulated clock.
+
+    ``events`` holds one dict per task run: ``ipu``, ``task`` ("F0", "B1",
+    "FB3" for the last stage's forward and backward, "U2" for IPU 2's weight
+    update), ``kind``, ``step``, ``micro_batch`` (-1 for updates), ``cycle``
+    (the pipeline cycle), ``start`` and ``end`` in IPU clock cycles.
+    ``str(trace)`` draws one row per IPU and one column per pipeline cycle,
+    with F/B and the micro-batch number, e.g. ``F3`` or ``F3B0``.
+    """
+
+    def __init__(self, events, total_cycles, clock_hz, pipeline):
+        self.events = events
+        self.total_cycles = total_cycles
+        self.clock_hz = clock_hz
+        self.pipeline = pipeline
+
+    @property
+    def seconds(self):
+        """Simulated time of the call."""
+        return self.total_cycles / self.clock_hz
+
+    @property
+    def num_ipus(self):
+        return self.pipeline["ipus"]
+
+    def busy_cycles(self, ipu):
+        """Cycles `ipu` spent computing (the rest of the call it waited)."""
+        return sum(e["end"] - e["start"] for e in self.events if e["ipu"] == ipu)
+
+    def utilisation(self, ipu):
+        return self.busy_cycles(ipu) / self.total_cycles if self.total_cycles else 0.0
+
+    def render(self):
+        """The text timeline (see the class docstring)."""
+        cycles = 1 + max((e["cycle"] for e in self.events), default=-1)
+        cells = [[""] * cycles for _ in range(self.num_ipus)]
+        for event in self.events:
+            if event["kind"] == "update":
+                mark = "U"
+            elif event["kind"] == "forward+backward":
+                mark = f"F{event['micro_batch']}B{event['micro_batch']}"
+            else:
+                mark = f"{event['kind'][0].upper()}{event['micro_batch']}"
+            cells[event["ipu"]][event["cycle"]] += mark
+        width = max((len(c) for row in cells for c in row), default=1)
+        lines = []
+        for ipu, row in enumerate(cells):
+            line = " ".join((cell or ".").ljust(width) for cell in row)
+            lines.append(f"IPU{ipu} | {line}")
+        header = (f"{self.pipeline['schedule']} schedule, {self.pipeline['stages']} stage(s) on "
+                  f"{self.num_ipus} IPU(s): {self.total_cycles:,} cycles "
+                  f"({self.seconds * 1e3:.3f} ms simulated)")
+        return "\n".join([header] + lines)
+
+    def __str__(self):
+        return self.render()
+
+    def __repr__(self):
+        return (f"ExecutionTrace({len(self.events)} events, {self.total_cycles} cycles, "
+                f"{self.num_ipus} IPU(s))")

@@ -1,0 +1,181 @@
+"""Execution strategies: how a model's blocks become pipeline stages on IPUs.
+
+A strategy lists stages (``popsim.Stage("B1", "B2").ipu(0)``), block ids
+(one stage per block) or an ``AutoStage`` rule, and is set with
+``opts.setExecutionStrategy``. ``PipelinedExecution`` keeps every IPU busy
+on a different micro-batch; ``ShardedExecution`` runs one stage at a time.
+A model with blocks and no strategy runs ``PipelinedExecution(AutoStage.SameAsIpu)``.
+"""
+
+import enum
+import numbers
+
+from popsim.errors import OptionError
+
+
+class AutoStage(enum.IntEnum):
+    """How blocks map to stages when no stages are listed."""
+
+    SameAsIpu = 0       # stage id = the block's ipu_id
+    AutoIncrement = 1   # a new stage whenever the IPU changes along the model
+
+
+class PipelineSchedule(enum.Enum):
+    """Order of forward and backward passes in a pipeline (see ARCHITECTURE.md)."""
+
+    Interleaved = "Interleaved"  # one forward, one backward (default)
+    Grouped = "Grouped"          # all forwards, then all backwards (GPipe)
+    Sequential = "Sequential"    # one micro-batch through one stage at a time
+
+
+def _block_name(block, what):
+    if isinstance(block, bool) or not isinstance(block, (str, numbers.Integral)):
+        raise OptionError(f"{what} expects block ids (str or int), got {block!r}.")
+    return str(block)
+
+
+class Stage:
+    """Blocks that run together as one pipeline stage, optionally on a chosen IPU."""
+
+    def __init__(self, *block_ids):
+        if not block_ids:
+            raise OptionError("popsim.Stage needs at least one block id, e.g. Stage('B1').")
+        self._blocks = [_block_name(block, "popsim.Stage") for block in block_ids]
+        self._ipu = None
+
+    def ipu(self, ipu):
+        """Runs this stage on `ipu` (overrides the blocks' ipu_id)."""
+        if isinstance(ipu, bool) or not isinstance(ipu, numbers.Integral) or ipu < 0:
+            raise OptionError(f"Stage.ipu expects a non-negative int, got {ipu!r}.")
+        self._ipu = int(ipu)
+        return self
+
+    @property
+    def blocks(self):
+        return list(self._blocks)
+
+    def __repr__(self):
+        ipu = "" if self._ipu is None else f".ipu({self._ipu})"
+        return f"Stage({', '.join(map(repr, self._blocks))}){ipu}"
+
+
+class _ExecutionStrategy:
+    _name = "ExecutionStrategy"
+    _mode = "pipelined"
+
+    def __init__(self, *args):
+        if not args:
+            args = (AutoStage.SameAsIpu,)
+        if len(args) == 1 and isinstance(args[0], AutoStage):
+            self._auto = args[0]
+            self._stages = None
+            return
+        self._auto = None
+        stages = []
+        for arg in args:
+            if isinstance(arg, Stage):
+                stages.append(arg)
+            elif isinstance(arg, AutoStage):
+                raise OptionError(f"popsim.{self._name} takes one AutoStage on its own, not "
+                                  "mixed with stages or block ids.")
+            else:
+                stages.append(Stage(_block_name(arg, f"popsim.{self._name}")))
+        seen = {}
+        for index, stage in enumerate(stages):
+            for block in stage.blocks:
+                if block in seen:
+                    raise OptionError(
+                        f"Block '{block}' associated with more than one stage (stages "
+                        f"{seen[block]} and {index} of popsim.{self._name}); each block "
+                        "belongs to exactly one stage.")
+                seen[block] = index
+        self._stages = stages
+
+    def _assign(self, blocks):
+        """(block, stage, ipu) for the model's blocks (dicts with name, ipu, location)."""
+        names = [block["name"] for block in blocks]
+        if self._stages is not None:
+            known = set(names)
+            listed = {}
+            for index, stage in enumerate(self._stages):
+                for block in stage.blocks:
+                    if block not in known:
+                        raise OptionError(
+                            f"Unknown Block '{block}' in stage {index} of popsim.{self._name}: "
+                            f"the model has no such block. Its blocks are "
+                            f"{', '.join(repr(n) for n in names) or 'none'}.")
+                    listed[block] = index
+            for block in blocks:
+                if block["name"] not in listed:
+                    raise OptionError(
+                        f"Unknown Block '{block['name']}' (entered at {block['location']}): "
+                        f"popsim.{self._name} places no stage for it. Add it to a popsim.Stage.")
+            assignment = []
+            for block in blocks:
+                stage = self._stages[listed[block["name"]]]
+                ipu = stage._ipu
+                if ipu is None:
+                    ipu = block["ipu"] if block["ipu"] is not None else listed[block["name"]]
+                assignment.append((block["name"], listed[block["name"]], ipu))
+            return _dense(assignment)
+        if self._auto == AutoStage.SameAsIpu:
+            for block in blocks:
+                if block["ipu"] is None:
+                    raise OptionError(
+                        f"Block '{block['name']}' (entered at {block['location']}) has no "
+                        "ipu_id, which AutoStage.SameAsIpu needs to choose its stage. Give it "
+                        f"one (popsim.Block('{block['name']}', ipu_id=...)) or list the stages: "
+                        f"popsim.{self._name}(popsim.Stage('{block['name']}').ipu(0), ...).")
+            return _dense([(block["name"], block["ipu"], block["ipu"]) for block in blocks])
+        assignment, stage, previous_ipu = [], -1, None
+        for index, block in enumerate(blocks):
+            ipu = block["ipu"] if block["ipu"] is not None else index
+            if stage < 0 or ipu != previous_ipu:
+                stage += 1
+            previous_ipu = ipu
+            assignment.append((block["name"], stage, ipu))
+        return assignment
+
+    def _compile_options(self):
+        return {"execution_mode": self._mode}
+
+    def __repr__(self):
+        args = repr(self._auto) if self._stages is None else ", ".join(map(repr, self._stages))
+        return f"{self._name}({args})"
+
+
+def _dense(assignment):
+    """Renumbers stage ids 0, 1, ... keeping their order."""
+    ids = sorted({stage for _, stage, _ in assignment})
+    index = {stage: i for i, stage in enumerate(ids)}
+    return [(block, index[stage], ipu) for block, stage, ipu in assignment]
+
+
+class PipelinedExecution(_ExecutionStrategy):
+    """Stages on different IPUs work on different micro-batches at once.
+
+    Training needs gradientAccumulation >= 2 x stages - 1 (each stage but the
+    last also runs its backward pass as a pipeline stage); inference needs
+    deviceIterations >= stages. ``schedule`` picks the order of forward and
+    backward passes (PipelineSchedule.Interleaved by default).
+    """
+
+    _name = "PipelinedExecution"
+
+    def __init__(self, *args, schedule=PipelineSchedule.Interleaved):
+        super().__init__(*args)
+        if not isinstance(schedule, PipelineSchedule):
+            raise OptionError(f"PipelinedExecution(schedule=...) expects a "
+                              f"popsim.PipelineSchedule, got {schedule!r}.")
+        self.schedule = schedule
+
+    def _compile_options(self):
+        return {"execution_mode": "pipelined", "schedule": self.schedule.value}
+
+
+class ShardedExecution(_ExecutionStrategy):
+    """Stages run one after another, one micro-batch at a time: one IPU busy at
+    a time, the least memory (no stash), and no minimum micro-batch count."""
+
+    _name = "ShardedExecution"
+    _mode = "sharded"
