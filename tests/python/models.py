@@ -4,6 +4,8 @@ import torch
 import torch.nn as nn
 import torchvision
 
+import popsim
+
 
 # The tutorial's network, as users see it in the demo.
 from inference_demo import Network as MnistNetwork  # noqa: E402
@@ -52,3 +54,27 @@ class TokenClassifier(nn.Module):
         if not self.batch_first:
             x = x.transpose(0, 1)
         return self.head(x.mean(dim=1))
+
+
+class BlockedMnistNetwork(MnistNetwork):
+    """The tutorial's network split into blocks B1..B4, as the pipelining tutorial does."""
+
+    def forward(self, x):
+        with popsim.Block("B1"):
+            x = self.layer1(x)
+        with popsim.Block("B2"):
+            x = self.layer2(x)
+        with popsim.Block("B3"):
+            x = x.view(-1, 320)
+            x = self.layer3_act(self.layer3(x))
+        with popsim.Block("B4"):
+            return self.layer4(x)
+
+
+def blocked_resnet18(ipus):
+    """ResNet-18 split with BeginBlock: the stem and its four stages spread over `ipus` IPUs."""
+    model = resnet18()
+    starts = [model.conv1, model.layer1, model.layer2, model.layer3, model.layer4]
+    for index, module in enumerate(starts):
+        popsim.BeginBlock(module, f"R{index}", ipu_id=index * ipus // len(starts))
+    return model

@@ -1,0 +1,162 @@
+"""Multi-IPU execution: blocks, stages, sharded and pipelined runs.
+
+Pipelined and sharded runs must give single-IPU results bit for bit: each
+IPU computes its stages with the same kernels in the same order, gradients
+are accumulated in micro-batch order whatever the thread timing, and every
+IPU computes with one host thread here (Simulator.threadsPerIpu(1)), since
+oneDNN splits some reductions by thread count.
+"""
+
+import copy
+
+import pytest
+import torch
+import torch.nn as nn
+
+import popsim
+from conftest import assert_close
+from models import BlockedMnistNetwork, blocked_resnet18, resnet18
+
+STAGES = {
+    2: [popsim.Stage("B1", "B2").ipu(0), popsim.Stage("B3", "B4").ipu(1)],
+    4: [popsim.Stage(f"B{i}").ipu(i - 1) for i in range(1, 5)],
+}
+
+
+def options(iterations=1, accumulation=1, threads=1):
+    opts = popsim.Options().deviceIterations(iterations)
+    opts.Training.gradientAccumulation(accumulation)
+    opts.Simulator.threadsPerIpu(threads)
+    return opts
+
+
+def strategy(kind, ipus, schedule=popsim.PipelineSchedule.Interleaved):
+    if kind == "sharded":
+        return popsim.ShardedExecution(*STAGES[ipus])
+    return popsim.PipelinedExecution(*STAGES[ipus], schedule=schedule)
+
+
+def single_ipu():
+    return popsim.PipelinedExecution(popsim.Stage("B1", "B2", "B3", "B4").ipu(0))
+
+
+@pytest.mark.parametrize("kind", ["pipelined", "sharded"])
+@pytest.mark.parametrize("ipus", [2, 4])
+def test_mnist_inference_equals_single_ipu_exactly(kind, ipus):
+    model = BlockedMnistNetwork()
+    x = torch.randn(8 * 5, 1, 28, 28)
+    single = popsim.inferenceModel(model, options(5).setExecutionStrategy(single_ipu()))
+    split = popsim.inferenceModel(model, options(5).setExecutionStrategy(strategy(kind, ipus)))
+    expected = single(x)
+    assert torch.equal(split(x), expected)
+    assert_close(expected, model(x))
+    assert split.executionTrace().num_ipus == ipus
+
+
+@pytest.mark.parametrize("kind", ["pipelined", "sharded"])
+@pytest.mark.parametrize("ipus", [2, 4])
+def test_resnet18_with_begin_block_inference_equals_single_ipu_exactly(kind, ipus):
+    model = blocked_resnet18(ipus)
+    x = torch.randn(2 * 5, 3, 32, 32)
+    cls = popsim.ShardedExecution if kind == "sharded" else popsim.PipelinedExecution
+    single = popsim.inferenceModel(resnet18().eval(), options(5))
+    single.model.load_state_dict(model.state_dict())
+    split = popsim.inferenceModel(model, options(5).setExecutionStrategy(cls()))
+    expected = single(x)
+    assert torch.equal(split(x), expected)
+    trace = split.executionTrace()
+    assert trace.num_ipus == ipus and trace.pipeline["stages"] == ipus
+
+
+class WithLoss(nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x, labels):
+        output = self.model(x)
+        with popsim.Block("B4"):
+            loss = nn.functional.cross_entropy(output, labels)
+        return output, loss
+
+
+def train(strategy_, accumulation=8, iterations=2, calls=2, seed=0):
+    torch.manual_seed(seed)
+    model = BlockedMnistNetwork()
+    initial = copy.deepcopy(model)
+    generator = torch.Generator().manual_seed(1)
+    per_call = 4 * accumulation * iterations
+    batches = [(torch.randn(per_call, 1, 28, 28, generator=generator),
+                torch.randint(0, 10, (per_call,), generator=generator)) for _ in range(calls)]
+    opts = options(iterations, accumulation).setExecutionStrategy(strategy_)
+    trainer = popsim.trainingModel(WithLoss(model), opts,
+                                   popsim.optim.AdamW(model.parameters(), lr=1e-3, eps=1e-6))
+    losses = [trainer(x, labels)[1] for x, labels in batches]
+    trainer.copyWeightsToHost()
+    weights = {name: value.clone() for name, value in model.state_dict().items()}
+    trainer.destroy()
+    return initial, batches, torch.stack(losses), weights, trainer
+
+
+def eager(initial, batches, accumulation):
+    model = copy.deepcopy(initial)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, eps=1e-6)
+    for x, labels in batches:
+        for step in range(0, x.shape[0], 4 * accumulation):
+            optimizer.zero_grad()
+            for micro in range(step, step + 4 * accumulation, 4):
+                loss = nn.functional.cross_entropy(model(x[micro:micro + 4]),
+                                                   labels[micro:micro + 4])
+                (loss / accumulation).backward()
+            optimizer.step()
+    return model.state_dict()
+
+
+@pytest.fixture(scope="module")
+def single_ipu_training():
+    return train(single_ipu())
+
+
+SCHEDULES = [("pipelined", popsim.PipelineSchedule.Interleaved),
+             ("pipelined", popsim.PipelineSchedule.Grouped),
+             ("pipelined", popsim.PipelineSchedule.Sequential),
+             ("sharded", None)]
+
+
+@pytest.mark.parametrize("kind,schedule", SCHEDULES)
+@pytest.mark.parametrize("ipus", [2, 4])
+def test_training_equals_single_ipu_and_eager(single_ipu_training, kind, schedule, ipus):
+    initial, batches, single_losses, single_weights, _ = single_ipu_training
+    _, _, losses, weights, _ = train(strategy(kind, ipus, schedule))
+    assert torch.equal(losses, single_losses)
+    for name, expected in single_weights.items():
+        assert torch.equal(weights[name], expected), name
+    for name, expected in eager(initial, batches, 8).items():
+        assert_close(weights[name], expected, rtol=1e-4, atol=1e-5)
+
+
+def test_dropout_masks_match_single_ipu_when_pipelined():
+    class DropoutNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1, self.fc2 = nn.Linear(16, 32), nn.Linear(32, 4)
+            self.drop1, self.drop2 = nn.Dropout(0.3), nn.Dropout(0.5)
+
+        def forward(self, x, labels):
+            with popsim.Block("A", ipu_id=0):
+                x = self.drop1(torch.relu(self.fc1(x)))
+            with popsim.Block("B", ipu_id=1):
+                x = self.drop2(self.fc2(x))
+                return x, nn.functional.cross_entropy(x, labels)
+
+    results = []
+    for strategy_ in [popsim.PipelinedExecution(), popsim.PipelinedExecution(
+            popsim.Stage("A", "B").ipu(0))]:
+        torch.manual_seed(0)
+        net = DropoutNet()
+        opts = options(1, 6).randomSeed(7).setExecutionStrategy(strategy_)
+        trainer = popsim.trainingModel(net, opts, popsim.optim.SGD(net.parameters(), lr=0.1))
+        x, labels = torch.randn(24, 16), torch.randint(0, 4, (24,))
+        out = [trainer(x, labels)[0] for _ in range(2)]
+        results.append(torch.cat(out))
+    assert torch.equal(results[0], results[1])
