@@ -1,0 +1,84 @@
+"""Memory of multi-IPU programs: per-IPU reports, the stash, out-of-memory."""
+
+import pytest
+import torch
+import torch.nn as nn
+
+import popsim
+from models import BlockedMnistNetwork
+
+G = 8
+
+
+class WithLoss(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.model = BlockedMnistNetwork()
+
+    def forward(self, x, labels):
+        out = self.model(x)
+        with popsim.Block("B4"):
+            return nn.functional.cross_entropy(out, labels)
+
+
+def compiled_trainer(strategy, memory=None, accumulation=G):
+    opts = popsim.Options()
+    opts.Training.gradientAccumulation(accumulation)
+    if strategy is not None:
+        opts.setExecutionStrategy(strategy)
+    if memory is not None:
+        opts.Simulator.memoryPerIpu(memory)
+    model = WithLoss()
+    trainer = popsim.trainingModel(model, opts, popsim.optim.AdamW(model.parameters()))
+    trainer.compile(torch.randn(4 * accumulation, 1, 28, 28), torch.randint(0, 10, (4 * accumulation,)))
+    return trainer
+
+
+def stash(trainer):
+    return [ipu["categories"]["stash"]["bytes"] for ipu in trainer.memoryReport()["ipus"]]
+
+
+FOUR = [popsim.Stage(f"B{i}").ipu(i - 1) for i in range(1, 5)]
+
+
+def test_stash_depth_per_schedule():
+    grouped = stash(compiled_trainer(popsim.PipelinedExecution(
+        *FOUR, schedule=popsim.PipelineSchedule.Grouped)))
+    interleaved = stash(compiled_trainer(popsim.PipelinedExecution(*FOUR)))
+    # Grouped keeps all G micro-batches of a stage; interleaved at most the
+    # 2 (K - 1 - k) + 1 in flight on IPU k; the last IPU runs its forward and
+    # backward passes back to back and stashes nothing.
+    assert grouped[3] == interleaved[3] == 0
+    for ipu in range(3):
+        in_flight = 2 * (4 - 1 - ipu) + 1
+        assert grouped[ipu] > 0
+        assert interleaved[ipu] * G == grouped[ipu] * in_flight
+    for sequential in (popsim.ShardedExecution(*FOUR), popsim.PipelinedExecution(
+            *FOUR, schedule=popsim.PipelineSchedule.Sequential)):
+        assert stash(compiled_trainer(sequential)) == [0, 0, 0, 0]
+
+
+def test_categories_add_up_per_ipu():
+    report = compiled_trainer(popsim.PipelinedExecution(*FOUR)).memoryReport()
+    assert len(report["ipus"]) == 4
+    for ipu in report["ipus"]:
+        categories = ipu["categories"]
+        assert sum(c["bytes"] for c in categories.values()) == ipu["total"]
+        assert sum(c["bytes"] for c in categories.values() if c["always_live"]) == ipu["always_live"]
+        assert not categories["stash"]["always_live"]
+    # Each IPU holds its own stage's weights: layer3 (320 x 256) sits on IPU 2.
+    weights = [ipu["categories"]["weights"]["bytes"] for ipu in report["ipus"]]
+    assert weights[2] == max(weights) >= 320 * 256 * 4
+
+
+def test_a_model_too_big_for_one_ipu_fits_on_four():
+    single = compiled_trainer(popsim.PipelinedExecution(popsim.Stage("B1", "B2", "B3", "B4")))
+    split = compiled_trainer(popsim.PipelinedExecution(*FOUR))
+    needed_alone = single.memoryReport()["ipus"][0]["total"]
+    needed_split = max(ipu["total"] for ipu in split.memoryReport()["ipus"])
+    assert needed_split < needed_alone
+    memory = (needed_alone + needed_split) // 2
+    with pytest.raises(popsim.OutOfMemoryError, match=r"Out of memory on IPU 0: the program needs"):
+        compiled_trainer(popsim.PipelinedExecution(popsim.Stage("B1", "B2", "B3", "B4")), memory)
+    fits = compiled_trainer(popsim.PipelinedExecution(*FOUR), memory)
+    assert all(ipu["total"] <= memory for ipu in fits.memoryReport()["ipus"])

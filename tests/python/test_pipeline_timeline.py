@@ -1,0 +1,124 @@
+"""The simulated clock of pipelined and sharded runs.
+
+IPUs run in lockstep pipeline cycles (BSP: compute, then sync and exchange),
+so a cycle lasts as long as its busiest IPU. With P stages, G micro-batches
+and balanced stages of time T, a pipelined pass takes about (G + P - 1) x T;
+a sharded one G x P x T.
+"""
+
+import pytest
+import torch
+import torch.nn as nn
+
+import popsim
+
+
+class Balanced(nn.Module):
+    """Four stages of equal compute. The first also streams the input in and the
+    last the output out, which on the cost model's host link (50,000 cycles per
+    transfer) makes them the slower ones."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Linear(16, 2048)
+        self.layers = nn.ModuleList([nn.Linear(2048, 2048) for _ in range(4)])
+        self.head = nn.Linear(2048, 10)
+
+    def forward(self, x, labels=None):
+        with popsim.Block("S0", ipu_id=0):
+            x = self.embed(x)
+        for i, layer in enumerate(self.layers):
+            with popsim.Block(f"S{i}", ipu_id=i):
+                x = torch.relu(layer(x))
+        with popsim.Block("S3", ipu_id=3):
+            x = self.head(x)
+            return x if labels is None else nn.functional.cross_entropy(x, labels)
+
+
+def run_inference(strategy, micro_batches=16, batch=128):
+    opts = popsim.Options().deviceIterations(micro_batches).setExecutionStrategy(strategy)
+    model = popsim.inferenceModel(Balanced(), opts)
+    model(torch.randn(batch * micro_batches, 16))
+    return model.executionTrace()
+
+
+def stage_times(trace):
+    times = {}
+    for event in trace.events:
+        times[event["task"]] = max(times.get(event["task"], 0), event["end"] - event["start"])
+    return times
+
+
+def cycle_count(trace):
+    return 1 + max(event["cycle"] for event in trace.events)
+
+
+def test_pipelined_inference_follows_the_pipeline_formula():
+    g, p = 16, 4
+    trace = run_inference(popsim.PipelinedExecution())
+    times = stage_times(trace)
+    slowest = max(times.values())
+    assert cycle_count(trace) == g + p - 1
+    formula = (g + p - 1) * slowest
+    assert abs(trace.total_cycles - formula) <= 0.05 * formula
+    # Every IPU works on a different micro-batch in the steady state.
+    for cycle in range(p - 1, g):
+        busy = {(e["ipu"], e["micro_batch"]) for e in trace.events if e["cycle"] == cycle}
+        assert busy == {(ipu, cycle - ipu) for ipu in range(p)}
+
+
+def test_sharded_inference_takes_the_sum_of_its_stages():
+    g = 16
+    trace = run_inference(popsim.ShardedExecution())
+    times = stage_times(trace)
+    assert cycle_count(trace) == g * 4
+    expected = g * sum(times.values())
+    assert abs(trace.total_cycles - expected) <= 0.01 * expected
+    pipelined = run_inference(popsim.PipelinedExecution())
+    speedup = trace.total_cycles / pipelined.total_cycles
+    assert speedup == pytest.approx(expected / ((g + 3) * max(times.values())), rel=0.05)
+    assert speedup > 2.5
+
+
+@pytest.mark.parametrize("schedule,cycles", [
+    (popsim.PipelineSchedule.Interleaved, 8 + 7 - 1),
+    (popsim.PipelineSchedule.Grouped, (8 + 4 - 1) + (8 + 3 - 1)),
+    (popsim.PipelineSchedule.Sequential, 8 * 7),
+])
+def test_training_schedules(schedule, cycles):
+    """Training on 4 IPUs has 7 pipeline stages: F0 F1 F2 FB3 B2 B1 B0, then the updates."""
+    opts = popsim.Options()
+    opts.Training.gradientAccumulation(8)
+    opts.setExecutionStrategy(popsim.PipelinedExecution(schedule=schedule))
+    trainer = popsim.trainingModel(Balanced(), opts)
+    trainer(torch.randn(8 * 16, 16), torch.randint(0, 10, (8 * 16,)))
+    trace = trainer.executionTrace()
+    assert cycle_count(trace) == cycles + 1  # + the update cycle
+    for ipu in range(4):
+        mine = [e for e in trace.events if e["ipu"] == ipu]
+        # Each IPU runs its forward and backward tasks once per micro-batch, in micro-batch
+        # order, and its weight update last.
+        for kind in ("forward", "backward", "forward+backward"):
+            batches = [e["micro_batch"] for e in mine if e["kind"] == kind]
+            assert batches in ([], list(range(8)))
+        assert mine[-1]["kind"] == "update"
+        assert all(a["end"] <= b["start"] for a, b in zip(mine, mine[1:]))
+    # A backward task starts after its forward on the next IPU has finished.
+    ends = {(e["task"], e["micro_batch"]): e["end"] for e in trace.events}
+    starts = {(e["task"], e["micro_batch"]): e["start"] for e in trace.events}
+    for m in range(8):
+        assert starts[("B2", m)] >= ends[("FB3", m)]
+        assert starts[("F1", m)] >= ends[("F0", m)]
+    if schedule == popsim.PipelineSchedule.Interleaved:
+        # In the steady state every IPU runs a forward and a backward task per cycle.
+        for cycle in range(6, 8):
+            ipus = [e["ipu"] for e in trace.events if e["cycle"] == cycle]
+            assert sorted(ipus) == [0, 0, 1, 1, 2, 2, 3]
+
+
+def test_trace_text_draws_one_row_per_ipu():
+    trace = run_inference(popsim.PipelinedExecution(), micro_batches=4)
+    lines = str(trace).splitlines()
+    assert lines[0].startswith("Interleaved schedule, 4 stage(s) on 4 IPU(s)")
+    assert lines[1].split() == ["IPU0", "|", "F0", "F1", "F2", "F3", ".", ".", "."]
+    assert lines[4].split() == ["IPU3", "|", ".", ".", ".", "F0", "F1", "F2", "F3"]
