@@ -1,0 +1,107 @@
+// Pipeline schedules and the channels between tasks.
+
+#include "ir/graph.h"
+#include "passes/stage_assignment.h"
+#include "runtime/channel.h"
+#include "runtime/pipeline_schedule.h"
+#include "test_utils.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+namespace popsim {
+namespace {
+
+using runtime::ScheduleKind;
+
+// A training layout with `stages` stages, one per IPU.
+passes::TaskLayout trainingLayout(ir::Graph& graph, int64_t stages) {
+  ir::Value* x = graph.addInput("x", testing::f32({4}));
+  std::vector<passes::StageAssignment> assignment;
+  for (int64_t s = 0; s < stages; ++s) {
+    const std::string name = "S" + std::to_string(s);
+    graph.addBlock({name, -1, {}});
+    ir::Node* node = graph.addNode(ir::OpKind::Relu, {x});
+    ir::Placement placement;
+    placement.block = name;
+    node->setPlacement(placement);
+    x = node->output();
+    assignment.push_back({name, s, s});
+  }
+  graph.addOutput(x);
+  passes::assignStages(graph, assignment);
+  return passes::TaskLayout(graph, true);
+}
+
+// "F0:0" for task F0 on micro-batch 0.
+std::vector<std::string> describe(const passes::TaskLayout& layout,
+                                  const runtime::PipelineCycle& cycle) {
+  std::vector<std::string> names;
+  for (const runtime::ScheduledTask& task : cycle) {
+    names.push_back(layout.tasks()[task.task].name() + ":" + std::to_string(task.microBatch));
+  }
+  return names;
+}
+
+TEST(PipelineScheduleTest, InterleavedRunsEveryPipelineStageEachCycle) {
+  ir::Graph graph;
+  const passes::TaskLayout layout = trainingLayout(graph, 2); // F0 FB1 B0, U0 U1
+  const auto cycles = runtime::buildSchedule(layout, 3, ScheduleKind::Interleaved);
+  ASSERT_EQ(cycles.size(), 3u + 3u - 1u + 1u);
+  EXPECT_EQ(describe(layout, cycles[0]), (std::vector<std::string>{"F0:0"}));
+  EXPECT_EQ(describe(layout, cycles[2]), (std::vector<std::string>{"F0:2", "FB1:1", "B0:0"}));
+  EXPECT_EQ(describe(layout, cycles[4]), (std::vector<std::string>{"B0:2"}));
+  EXPECT_EQ(describe(layout, cycles[5]), (std::vector<std::string>{"U0:-1", "U1:-1"}));
+}
+
+TEST(PipelineScheduleTest, GroupedRunsAllForwardsFirst) {
+  ir::Graph graph;
+  const passes::TaskLayout layout = trainingLayout(graph, 2);
+  const auto cycles = runtime::buildSchedule(layout, 3, ScheduleKind::Grouped);
+  ASSERT_EQ(cycles.size(), (3u + 1u) + 3u + 1u);
+  EXPECT_EQ(describe(layout, cycles[3]), (std::vector<std::string>{"FB1:2"}));
+  EXPECT_EQ(describe(layout, cycles[4]), (std::vector<std::string>{"B0:0"}));
+}
+
+TEST(PipelineScheduleTest, SequentialRunsOneTaskPerCycle) {
+  ir::Graph graph;
+  const passes::TaskLayout layout = trainingLayout(graph, 3);
+  const auto cycles = runtime::buildSchedule(layout, 2, ScheduleKind::Sequential);
+  ASSERT_EQ(cycles.size(), 2u * 5u + 1u);
+  EXPECT_EQ(describe(layout, cycles[5]), (std::vector<std::string>{"F0:1"}));
+}
+
+TEST(ChannelTest, MessagesArriveInOrderAcrossThreads) {
+  runtime::Channel channel(sizeof(int));
+  std::thread producer([&] {
+    for (int i = 0; i < 100; ++i)
+      channel.push(&i);
+  });
+  for (int i = 0; i < 100; ++i) {
+    int value = -1;
+    channel.pop(&value);
+    EXPECT_EQ(value, i);
+  }
+  producer.join();
+  EXPECT_EQ(channel.size(), 0u);
+}
+
+TEST(ChannelTest, AbortWakesAWaitingReader) {
+  runtime::Channel channel(4);
+  std::thread reader([&] {
+    int value = 0;
+    EXPECT_THROW(channel.pop(&value), runtime::ChannelAborted);
+  });
+  channel.abort();
+  reader.join();
+  channel.reset();
+  const int one = 1;
+  channel.push(&one);
+  int value = 0;
+  channel.pop(&value);
+  EXPECT_EQ(value, 1);
+}
+
+} // namespace
+} // namespace popsim
