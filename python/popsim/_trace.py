@@ -9,7 +9,9 @@ class ExecutionTrace:
     update), ``kind``, ``step``, ``micro_batch`` (-1 for updates), ``cycle``
     (the pipeline cycle), ``start`` and ``end`` in IPU clock cycles.
     ``str(trace)`` draws one row per IPU and one column per pipeline cycle,
-    with F/B and the micro-batch number, e.g. ``F3`` or ``F3B0``.
+    with the tasks each IPU ran in that cycle: ``F3`` (forward of micro-batch
+    3), ``B0`` (backward), ``FB2`` (the last stage's forward and backward),
+    ``U`` (weight update), several separated by commas.
     """
 
     def __init__(self, events, total_cycles, clock_hz, pipeline):
@@ -39,13 +41,11 @@ class ExecutionTrace:
         cycles = 1 + max((e["cycle"] for e in self.events), default=-1)
         cells = [[""] * cycles for _ in range(self.num_ipus)]
         for event in self.events:
-            if event["kind"] == "update":
-                mark = "U"
-            elif event["kind"] == "forward+backward":
-                mark = f"F{event['micro_batch']}B{event['micro_batch']}"
-            else:
-                mark = f"{event['kind'][0].upper()}{event['micro_batch']}"
-            cells[event["ipu"]][event["cycle"]] += mark
+            prefix = {"forward": "F", "backward": "B", "forward+backward": "FB"}
+            mark = "U" if event["kind"] == "update" else (
+                f"{prefix[event['kind']]}{event['micro_batch']}")
+            cell = cells[event["ipu"]][event["cycle"]]
+            cells[event["ipu"]][event["cycle"]] = f"{cell},{mark}" if cell else mark
         width = max((len(c) for row in cells for c in row), default=1)
         lines = []
         for ipu, row in enumerate(cells):
