@@ -104,6 +104,7 @@ runtime::CompileOptions parseOptions(const py::dict& options) {
   else
     throwError(ErrorKind::InvalidOption, "unknown pipeline schedule '" + schedule + "'.");
   parsed.threadsPerIpu = option<int64_t>(options, "threads_per_ipu", 0);
+  parsed.recomputation = option<bool>(options, "recomputation", false);
   if (options.contains("training")) {
     parsed.training = parseTraining(options["training"].cast<py::dict>());
   }

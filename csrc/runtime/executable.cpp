@@ -9,6 +9,7 @@
 #include "passes/ipu_copies.h"
 #include "passes/pass_manager.h"
 #include "passes/passes.h"
+#include "passes/recomputation.h"
 
 #include <omp.h>
 
@@ -144,6 +145,9 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& graph,
   checkPipelineRules(layout, options);
   passes::orderNodesByTask(program, layout);
   passes::insertIpuCopies(program);
+  if (options.recomputation) {
+    passes::recomputeStages(program, layout);
+  }
 
   POPSIM_LOG(Debug) << "program after passes:\n" << ir::printGraph(program);
   passes::MemoryPlanOptions planOptions;

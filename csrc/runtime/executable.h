@@ -46,6 +46,9 @@ struct CompileOptions {
   std::vector<passes::StageAssignment> stages;
   ExecutionMode mode = ExecutionMode::Pipelined;
   ScheduleKind schedule = ScheduleKind::Interleaved; // pipelined only
+  // Training: each stage's backward pass recomputes its forward activations
+  // from the stashed stage inputs (less stash memory, more compute).
+  bool recomputation = false;
   // Host threads each simulated IPU computes with; 0: the caller's thread
   // count for one IPU, else an equal share of the host's threads.
   int64_t threadsPerIpu = 0;

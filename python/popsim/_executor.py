@@ -348,6 +348,7 @@ class Executor:
             "memory_per_ipu": opts.Simulator.memory_per_ipu or 0,
             "device_iterations": opts.device_iterations,
             "gradient_accumulation": opts.Training.gradient_accumulation,
+            "recomputation": opts.Training.recomputation_enabled,
             "output_mode": self._output_mode().name,
             "output_return_period": opts.output_return_period,
             "program": "training" if self._training else "inference",

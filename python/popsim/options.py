@@ -115,7 +115,8 @@ class _TrainingOptions(_OptionGroup):
     """Options of training models (``opts.Training``)."""
 
     _defaults = {"gradient_accumulation": 1,
-                 "accumulation_and_replication_reduction_type": ReductionType.Mean}
+                 "accumulation_and_replication_reduction_type": ReductionType.Mean,
+                 "recomputation_enabled": False}
     _group_name = "Options.Training"
 
     def gradientAccumulation(self, micro_batches):
@@ -130,6 +131,16 @@ class _TrainingOptions(_OptionGroup):
                 "Training.accumulationAndReplicationReductionType expects "
                 f"popsim.ReductionType.Mean or popsim.ReductionType.Sum, got {reduction!r}.")
         return self._set("accumulation_and_replication_reduction_type", reduction)
+
+    def recomputation(self, enabled):
+        """Pipelined training: each stage's backward pass recomputes the forward
+        activations it needs from the stage's inputs, so only the inputs are stashed
+        between a micro-batch's forward and backward passes. Less memory (the stash
+        shrinks to the stage inputs), more compute (each stage's forward ops run twice);
+        results are identical. Off by default."""
+        if not isinstance(enabled, bool):
+            raise OptionError(f"Training.recomputation expects a bool, got {enabled!r}.")
+        return self._set("recomputation_enabled", enabled)
 
 
 class _SimulatorOptions(_OptionGroup):

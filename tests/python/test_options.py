@@ -74,8 +74,22 @@ def test_to_dict_and_repr():
     assert values["device_iterations"] == 3
     assert values["output_mode"] == "Default"
     assert values["Training"] == {"gradient_accumulation": 1,
-                                  "accumulation_and_replication_reduction_type": "Mean"}
+                                  "accumulation_and_replication_reduction_type": "Mean",
+                                  "recomputation_enabled": False}
     assert "device_iterations=3" in repr(opts)
+
+
+def test_execution_strategy_and_recomputation_options():
+    opts = popsim.Options()
+    opts.setExecutionStrategy(popsim.ShardedExecution(popsim.Stage("A", "B").ipu(1), "C"))
+    assert opts.toDict()["execution_strategy"] == "ShardedExecution(Stage('A', 'B').ipu(1), Stage('C'))"
+    assert opts.Training.recomputation(True).recomputation_enabled is True
+    with pytest.raises(popsim.OptionError, match="Training.recomputation expects a bool"):
+        opts.Training.recomputation(1)
+    frozen = opts.clone()
+    frozen._freeze()
+    with pytest.raises(popsim.OptionError, match="Can't modify frozen Options"):
+        frozen.setExecutionStrategy(popsim.PipelinedExecution())
 
 
 def test_log_dir_receives_the_ir_and_memory_report(tmp_path):

@@ -21,9 +21,9 @@ class WithLoss(nn.Module):
             return nn.functional.cross_entropy(out, labels)
 
 
-def compiled_trainer(strategy, memory=None, accumulation=G):
+def compiled_trainer(strategy, memory=None, accumulation=G, recomputation=False):
     opts = popsim.Options()
-    opts.Training.gradientAccumulation(accumulation)
+    opts.Training.gradientAccumulation(accumulation).recomputation(recomputation)
     if strategy is not None:
         opts.setExecutionStrategy(strategy)
     if memory is not None:
@@ -56,6 +56,22 @@ def test_stash_depth_per_schedule():
     for sequential in (popsim.ShardedExecution(*FOUR), popsim.PipelinedExecution(
             *FOUR, schedule=popsim.PipelineSchedule.Sequential)):
         assert stash(compiled_trainer(sequential)) == [0, 0, 0, 0]
+
+
+def test_recomputation_stashes_only_stage_inputs():
+    strategy = popsim.PipelinedExecution(*FOUR)
+    plain = compiled_trainer(strategy)
+    recomputing = compiled_trainer(strategy, recomputation=True)
+    before, after = stash(plain), stash(recomputing)
+    assert after[3] == before[3] == 0
+    for ipu in range(3):
+        assert 0 < after[ipu] < before[ipu]
+    # IPU 0 stashes only the images: 4 x 1 x 28 x 28 floats per micro-batch in flight.
+    assert after[0] == 7 * 4 * 28 * 28 * 4
+    # The backward tasks recompute the forward ops: more simulated time per step.
+    program = recomputing._executable.program()
+    recomputed = [s for s in program if s["task"] == "B0" and s["op"] == "conv2d"]
+    assert len(recomputed) == 1
 
 
 def test_categories_add_up_per_ipu():

@@ -23,9 +23,9 @@ STAGES = {
 }
 
 
-def options(iterations=1, accumulation=1, threads=1):
+def options(iterations=1, accumulation=1, threads=1, recomputation=False):
     opts = popsim.Options().deviceIterations(iterations)
-    opts.Training.gradientAccumulation(accumulation)
+    opts.Training.gradientAccumulation(accumulation).recomputation(recomputation)
     opts.Simulator.threadsPerIpu(threads)
     return opts
 
@@ -80,7 +80,7 @@ class WithLoss(nn.Module):
         return output, loss
 
 
-def train(strategy_, accumulation=8, iterations=2, calls=2, seed=0):
+def train(strategy_, accumulation=8, iterations=2, calls=2, seed=0, recomputation=False):
     torch.manual_seed(seed)
     model = BlockedMnistNetwork()
     initial = copy.deepcopy(model)
@@ -88,7 +88,8 @@ def train(strategy_, accumulation=8, iterations=2, calls=2, seed=0):
     per_call = 4 * accumulation * iterations
     batches = [(torch.randn(per_call, 1, 28, 28, generator=generator),
                 torch.randint(0, 10, (per_call,), generator=generator)) for _ in range(calls)]
-    opts = options(iterations, accumulation).setExecutionStrategy(strategy_)
+    opts = options(iterations, accumulation, recomputation=recomputation)
+    opts.setExecutionStrategy(strategy_)
     trainer = popsim.trainingModel(WithLoss(model), opts,
                                    popsim.optim.AdamW(model.parameters(), lr=1e-3, eps=1e-6))
     losses = [trainer(x, labels)[1] for x, labels in batches]
@@ -123,11 +124,13 @@ SCHEDULES = [("pipelined", popsim.PipelineSchedule.Interleaved),
              ("sharded", None)]
 
 
+@pytest.mark.parametrize("recomputation", [False, True])
 @pytest.mark.parametrize("kind,schedule", SCHEDULES)
 @pytest.mark.parametrize("ipus", [2, 4])
-def test_training_equals_single_ipu_and_eager(single_ipu_training, kind, schedule, ipus):
+def test_training_equals_single_ipu_and_eager(single_ipu_training, kind, schedule, ipus,
+                                              recomputation):
     initial, batches, single_losses, single_weights, _ = single_ipu_training
-    _, _, losses, weights, _ = train(strategy(kind, ipus, schedule))
+    _, _, losses, weights, _ = train(strategy(kind, ipus, schedule), recomputation=recomputation)
     assert torch.equal(losses, single_losses)
     for name, expected in single_weights.items():
         assert torch.equal(weights[name], expected), name
