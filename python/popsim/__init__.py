@@ -47,32 +47,32 @@ from popsim._losses import identity_loss
 
 PoplarExecutor = Executor
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 __all__ = [
     "AutoStage",
     "BeginBlock",
     "Block",
     "BlockFunction",
-    "PipelinedExecution",
-    "PipelineSchedule",
-    "ShardedExecution",
-    "Stage",
     "CompilationError",
     "Error",
     "ExecutionError",
     "Executor",
+    "identity_loss",
+    "inferenceModel",
     "InputError",
     "InternalError",
+    "optim",
     "OptionError",
     "Options",
     "OutOfMemoryError",
     "OutputMode",
+    "PipelinedExecution",
+    "PipelineSchedule",
     "PoplarExecutor",
     "ReductionType",
-    "UnsupportedOperationError",
-    "identity_loss",
-    "inferenceModel",
-    "optim",
+    "ShardedExecution",
+    "Stage",
     "trainingModel",
+    "UnsupportedOperationError",
 ]
