@@ -281,7 +281,7 @@ void bindRuntime(py::module_& module) {
                py::dict entry;
                entry["ipu"] = event.ipu;
                entry["task"] = event.task;
-               entry["kind"] = timelineKindName(event.kind);
+               entry["kind"] = event.copy ? "copy" : timelineKindName(event.kind);
                entry["step"] = event.step;
                entry["micro_batch"] = event.microBatch;
                entry["cycle"] = event.cycle;

@@ -297,6 +297,7 @@ void Executable::buildTasks() {
     taskProgram.computeCycles += cycles;
     if (node->kind() == ir::OpKind::IpuCopy) {
       implementation = "ipu-link";
+      taskProgram.copyCycles += cycles;
       const ir::Value* source = plan_.storageRoot(node->input(0));
       channels_.push_back(std::make_unique<Channel>(source->type().bytes()));
       Channel* channel = channels_.back().get();
@@ -415,6 +416,7 @@ void Executable::run(const std::vector<TensorView>& inputs,
     }
   }
   if (layout_.numIpus() == 1) {
+    ThreadCountScope threads(threadsPerIpu_);
     runIpu(0, call);
   } else {
     std::vector<std::thread> workers;
@@ -523,7 +525,13 @@ void Executable::simulateCall() {
           }
         }
         uint64_t& clock = busy[task.ipu];
-        timeline_.push_back({task.ipu, task.name(), task.kind, step, microBatch, cycleIndex,
+        if (program.copyCycles != 0) {
+          timeline_.push_back({task.ipu, task.name(), task.kind, step, microBatch, cycleIndex, true,
+                               now + clock, now + clock + program.copyCycles});
+          clock += program.copyCycles;
+          cycles -= program.copyCycles;
+        }
+        timeline_.push_back({task.ipu, task.name(), task.kind, step, microBatch, cycleIndex, false,
                              now + clock, now + clock + cycles});
         clock += cycles;
       }

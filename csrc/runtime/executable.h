@@ -65,7 +65,8 @@ struct ProgramStep {
   uint64_t cycles = 0;
 };
 
-// One task run of the last call on the simulated clock (in cycles).
+// One task run of the last call on the simulated clock (in cycles). A task
+// that receives inter-IPU copies has a `copy` event for them first.
 struct TimelineEvent {
   int64_t ipu = 0;
   std::string task; // "F0", "B1", "FB3", "U2"
@@ -73,6 +74,7 @@ struct TimelineEvent {
   int64_t step = 0;       // optimizer step (device iteration) in the call
   int64_t microBatch = 0; // in the call; -1 for updates
   int64_t cycle = 0;      // pipeline cycle in the call
+  bool copy = false;      // the task's incoming inter-IPU copies
   uint64_t start = 0;
   uint64_t end = 0;
 };
@@ -139,7 +141,8 @@ private:
     std::vector<Transfer> sends; // values later tasks need, at the end
     std::vector<size_t> streamedInputs;
     std::vector<size_t> producedOutputs;
-    uint64_t computeCycles = 0;
+    uint64_t computeCycles = 0; // inter-IPU copies included
+    uint64_t copyCycles = 0;
     uint64_t inputCycles = 0;
   };
   struct CallContext;

@@ -6,8 +6,10 @@ class ExecutionTrace:
 
     ``events`` holds one dict per task run: ``ipu``, ``task`` ("F0", "B1",
     "FB3" for the last stage's forward and backward, "U2" for IPU 2's weight
-    update), ``kind``, ``step``, ``micro_batch`` (-1 for updates), ``cycle``
-    (the pipeline cycle), ``start`` and ``end`` in IPU clock cycles.
+    update), ``kind`` ("forward", "backward", "forward+backward", "update",
+    or "copy" for the inter-IPU copies a task receives, just before it),
+    ``step``, ``micro_batch`` (-1 for updates), ``cycle`` (the pipeline
+    cycle), ``start`` and ``end`` in IPU clock cycles.
     ``str(trace)`` draws one row per IPU and one column per pipeline cycle,
     with the tasks each IPU ran in that cycle: ``F3`` (forward of micro-batch
     3), ``B0`` (backward), ``FB2`` (the last stage's forward and backward),
@@ -41,6 +43,8 @@ class ExecutionTrace:
         cycles = 1 + max((e["cycle"] for e in self.events), default=-1)
         cells = [[""] * cycles for _ in range(self.num_ipus)]
         for event in self.events:
+            if event["kind"] == "copy":
+                continue
             prefix = {"forward": "F", "backward": "B", "forward+backward": "FB"}
             mark = "U" if event["kind"] == "update" else (
                 f"{prefix[event['kind']]}{event['micro_batch']}")

@@ -43,9 +43,14 @@ def run_inference(strategy, micro_batches=16, batch=128):
 
 
 def stage_times(trace):
-    times = {}
+    """The longest run of each task, its incoming copies included."""
+    runs = {}
     for event in trace.events:
-        times[event["task"]] = max(times.get(event["task"], 0), event["end"] - event["start"])
+        key = (event["task"], event["micro_batch"])
+        runs[key] = runs.get(key, 0) + event["end"] - event["start"]
+    times = {}
+    for (task, _), cycles in runs.items():
+        times[task] = max(times.get(task, 0), cycles)
     return times
 
 
@@ -63,7 +68,8 @@ def test_pipelined_inference_follows_the_pipeline_formula():
     assert abs(trace.total_cycles - formula) <= 0.05 * formula
     # Every IPU works on a different micro-batch in the steady state.
     for cycle in range(p - 1, g):
-        busy = {(e["ipu"], e["micro_batch"]) for e in trace.events if e["cycle"] == cycle}
+        busy = {(e["ipu"], e["micro_batch"]) for e in trace.events
+                if e["cycle"] == cycle and e["kind"] != "copy"}
         assert busy == {(ipu, cycle - ipu) for ipu in range(p)}
 
 
@@ -98,6 +104,11 @@ def test_training_schedules(schedule, cycles):
         mine = [e for e in trace.events if e["ipu"] == ipu]
         # Each IPU runs its forward and backward tasks once per micro-batch, in micro-batch
         # order, and its weight update last.
+        # Copies come right before the task that receives them.
+        for copy, task in zip(mine, mine[1:]):
+            if copy["kind"] == "copy":
+                assert (task["task"], task["micro_batch"]) == (copy["task"], copy["micro_batch"])
+                assert task["start"] == copy["end"]
         for kind in ("forward", "backward", "forward+backward"):
             batches = [e["micro_batch"] for e in mine if e["kind"] == kind]
             assert batches in ([], list(range(8)))
@@ -109,10 +120,13 @@ def test_training_schedules(schedule, cycles):
     for m in range(8):
         assert starts[("B2", m)] >= ends[("FB3", m)]
         assert starts[("F1", m)] >= ends[("F0", m)]
+    # Activations go forward from IPU k to k + 1 and gradients back.
+    copies = {(e["ipu"], e["task"]) for e in trace.events if e["kind"] == "copy"}
+    assert copies == {(1, "F1"), (2, "F2"), (3, "FB3"), (2, "B2"), (1, "B1"), (0, "B0")}
     if schedule == popsim.PipelineSchedule.Interleaved:
         # In the steady state every IPU runs a forward and a backward task per cycle.
         for cycle in range(6, 8):
-            ipus = [e["ipu"] for e in trace.events if e["cycle"] == cycle]
+            ipus = [e["ipu"] for e in trace.events if e["cycle"] == cycle and e["kind"] != "copy"]
             assert sorted(ipus) == [0, 0, 1, 1, 2, 2, 3]
 
 
