@@ -19,25 +19,15 @@ import json
 import os
 import statistics
 import sys
-import time
 
 import torch
-import torchvision
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tutorials"))
 from inference_demo import Network  # noqa: E402
 
 import popsim  # noqa: E402
+from timing import benchmark_network, median_seconds  # noqa: E402
 
-
-def timed(fn, repeats):
-    fn()  # warm-up
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
 
 
 def main():
@@ -55,11 +45,7 @@ def main():
         torch.set_num_threads(args.threads)
 
     torch.manual_seed(0)
-    if args.model == "mnist":
-        network, image_shape, name = Network(), (1, 28, 28), "MNIST network"
-    else:
-        network = torchvision.models.resnet18(num_classes=10)
-        image_shape, name = (3, 32, 32), "ResNet-18"
+    network, image_shape, name = benchmark_network(args.model, Network)
     network.eval()
     repeats = args.repeats or (30 if args.model == "mnist" else 5)
     iterations, batch = args.device_iterations, args.batch_size
@@ -77,8 +63,8 @@ def main():
             for micro_batch in micro_batches:
                 network(micro_batch)
 
-    eager_seconds = timed(run_eager, repeats)
-    popsim_seconds = timed(lambda: model(images), repeats)
+    eager_seconds = median_seconds(run_eager, repeats)
+    popsim_seconds = median_seconds(lambda: model(images), repeats)
     with torch.no_grad():
         difference = (model(images) - network(images)).abs().max().item()
 

@@ -27,9 +27,7 @@ import argparse
 import copy
 import json
 import os
-import statistics
 import sys
-import time
 
 import torch
 import torch.nn as nn
@@ -38,6 +36,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tutorials"))
 from inference_demo import Network  # noqa: E402
 
 import popsim  # noqa: E402
+from timing import median_seconds  # noqa: E402
 
 BATCH, ACCUMULATION, ITERATIONS = 40, 10, 10
 TWO_IPUS = [popsim.Stage("B1").ipu(0), popsim.Stage("B2", "B3", "B4").ipu(1)]
@@ -82,15 +81,6 @@ def trainer(model, strategy):
     return popsim.trainingModel(model, opts, popsim.optim.AdamW(model.parameters(), lr=1e-3))
 
 
-def timed(call, repeats):
-    call()
-    seconds = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        call()
-        seconds.append(time.perf_counter() - start)
-    return statistics.median(seconds)
-
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -112,7 +102,7 @@ def main():
                                ("sharded", popsim.ShardedExecution(*stages))]:
             network_copy = copy.deepcopy(network)
             model = trainer(network_copy, strategy)
-            results[f"2ipu_{split}_{name}_images_per_s"] = images / timed(
+            results[f"2ipu_{split}_{name}_images_per_s"] = images / median_seconds(
                 lambda: model(x, labels), args.repeats)
             model.destroy()
         results[f"2ipu_{split}_speedup"] = (results[f"2ipu_{split}_pipelined_images_per_s"]
@@ -129,7 +119,7 @@ def main():
                 (loss / ACCUMULATION).backward()
             optimizer.step()
 
-    results["eager_images_per_s"] = images / timed(eager_call, args.repeats)
+    results["eager_images_per_s"] = images / median_seconds(eager_call, args.repeats)
 
     cycles = {}
     for name, strategy in [("pipelined", popsim.PipelinedExecution(*FOUR_IPUS)),

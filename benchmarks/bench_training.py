@@ -18,18 +18,17 @@ import argparse
 import copy
 import json
 import os
-import statistics
 import sys
 import time
 
 import torch
 import torch.nn as nn
-import torchvision
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tutorials"))
 from inference_demo import Network  # noqa: E402
 
 import popsim  # noqa: E402
+from timing import benchmark_network, median_seconds  # noqa: E402
 
 
 class WithLoss(nn.Module):
@@ -42,15 +41,6 @@ class WithLoss(nn.Module):
         output = self.model(x)
         return output, self.loss(output, labels)
 
-
-def timed(fn, repeats):
-    fn()  # warm-up
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
 
 
 def main():
@@ -69,11 +59,7 @@ def main():
         torch.set_num_threads(args.threads)
 
     torch.manual_seed(0)
-    if args.model == "mnist":
-        network, image_shape, name = Network(), (1, 28, 28), "MNIST network"
-    else:
-        network = torchvision.models.resnet18(num_classes=10)
-        image_shape, name = (3, 32, 32), "ResNet-18"
+    network, image_shape, name = benchmark_network(args.model, Network)
     resnet = args.model == "resnet18"
     repeats = args.repeats or (3 if resnet else 10)
     eager = copy.deepcopy(network)
@@ -95,8 +81,8 @@ def main():
             loss_fn(eager(x), y).backward()
             optimizer.step()
 
-    eager_seconds = timed(run_eager, repeats)
-    popsim_seconds = timed(lambda: model(images, labels), repeats)
+    eager_seconds = median_seconds(run_eager, repeats)
+    popsim_seconds = median_seconds(lambda: model(images, labels), repeats)
     results = {
         "model": f"{name}, AdamW",
         "batch_size": batch,

@@ -66,6 +66,14 @@ void checkPipelineRules(const passes::TaskLayout& layout, const CompileOptions& 
   }
 }
 
+uint64_t longestOf(const std::map<int64_t, uint64_t>& busy) {
+  uint64_t longest = 0;
+  for (const auto& [ipu, cycles] : busy) {
+    longest = std::max(longest, cycles);
+  }
+  return longest;
+}
+
 // Restores the caller's OpenMP thread count when kernels have been built
 // for an IPU's share of the host.
 class ThreadCountScope {
@@ -86,8 +94,6 @@ private:
 struct Executable::CallContext {
   const std::vector<TensorView>& inputs;
   const std::vector<TensorView>& outputs;
-  // Per IPU, the tasks of one step in schedule order.
-  std::vector<std::vector<ScheduledTask>> ipuOrders;
 };
 
 Executable::~Executable() = default;
@@ -220,10 +226,10 @@ void Executable::planChannels() {
 
   // Where each task instance runs in its IPU's order for one step.
   std::map<std::pair<size_t, int64_t>, size_t> position;
-  std::vector<std::vector<ScheduledTask>> orders(static_cast<size_t>(options_.system.numIpus));
+  ipuOrders_.assign(static_cast<size_t>(layout_.numIpus()), {});
   for (const PipelineCycle& cycle : schedule_) {
     for (const ScheduledTask& scheduled : cycle) {
-      auto& order = orders[static_cast<size_t>(layout_.tasks()[scheduled.task].ipu)];
+      auto& order = ipuOrders_[static_cast<size_t>(layout_.tasks()[scheduled.task].ipu)];
       position[{scheduled.task, scheduled.microBatch}] = order.size();
       order.push_back(scheduled);
     }
@@ -245,7 +251,13 @@ void Executable::planChannels() {
       auto written = writer.find(root);
       if (written == writer.end() || written->second == task) continue;
       const size_t from = written->second;
-      if (node->kind() == ir::OpKind::IpuCopy) continue; // a channel of its own (buildTasks)
+      if (node->kind() == ir::OpKind::IpuCopy) {
+        // Received where the copy node runs (buildTasks).
+        channels_.push_back(std::make_unique<Channel>(root->type().bytes()));
+        copyChannels_[node.get()] = channels_.back().get();
+        tasks_[from].sends.push_back({channels_.back().get(), memory_->address(root)});
+        continue;
+      }
       POPSIM_ASSERT(layout_.tasks()[task].perMicroBatch() || microBatches == 1, node->describe(),
                     " reads a per-micro-batch value in a per-step task.");
       if (!stashed(from, task) || stashes.count({root, task}) != 0) continue;
@@ -260,7 +272,7 @@ void Executable::planChannels() {
       int64_t held = 0;
       int64_t most = 0;
       for (const ScheduledTask& scheduled :
-           orders[static_cast<size_t>(layout_.tasks()[task].ipu)]) {
+           ipuOrders_[static_cast<size_t>(layout_.tasks()[task].ipu)]) {
         if (scheduled.task == task) held -= 1;
         if (scheduled.task == from) most = std::max(most, ++held);
       }
@@ -298,21 +310,8 @@ void Executable::buildTasks() {
     if (node->kind() == ir::OpKind::IpuCopy) {
       implementation = "ipu-link";
       taskProgram.copyCycles += cycles;
-      const ir::Value* source = plan_.storageRoot(node->input(0));
-      channels_.push_back(std::make_unique<Channel>(source->type().bytes()));
-      Channel* channel = channels_.back().get();
-      size_t from = 0;
-      if (source->producer() != nullptr) {
-        from = layout_.taskOf(*source->producer());
-      } else {
-        for (size_t t = 0; t < tasks_.size(); ++t) {
-          for (size_t i : tasks_[t].streamedInputs) {
-            if (program.inputs()[i] == source) from = t;
-          }
-        }
-      }
-      tasks_[from].sends.push_back({channel, memory.address(source)});
-      taskProgram.steps.push_back({nullptr, {channel, memory.address(node->output())}});
+      taskProgram.steps.push_back(
+          {nullptr, {copyChannels_.at(node.get()), memory.address(node->output())}});
     } else if (kernel) {
       taskProgram.steps.push_back({kernel.get(), {}});
     }
@@ -326,23 +325,7 @@ void Executable::buildTasks() {
           device::hostTransferCycles(program.inputs()[i]->type().bytes(), chip);
     }
   }
-  // Compute cycles of one step: the schedule's cycles without host transfers.
-  const uint64_t sync = layout_.numIpus() > 1 ? device::syncCycles(layout_.numIpus(), chip) : 0;
-  computeCyclesPerIteration_ = 0;
-  for (const PipelineCycle& cycle : schedule_) {
-    std::map<int64_t, uint64_t> busy;
-    for (const ScheduledTask& scheduled : cycle) {
-      busy[layout_.tasks()[scheduled.task].ipu] += tasks_[scheduled.task].computeCycles;
-    }
-    uint64_t longest = 0;
-    for (const auto& [ipu, cycles] : busy)
-      longest = std::max(longest, cycles);
-    computeCyclesPerIteration_ += longest + sync;
-  }
-  // An inference step runs all the call's iterations.
-  if (options_.program == ProgramKind::Inference) {
-    computeCyclesPerIteration_ /= static_cast<uint64_t>(microBatchesPerStep());
-  }
+  simulateClock();
 }
 
 std::vector<ir::TensorType> Executable::inputHostTypes() const {
@@ -408,13 +391,7 @@ void Executable::run(const std::vector<TensorView>& inputs,
                   outputs[i].type().str(), ", expected ", outputTypes[i].str(), ".");
   }
 
-  CallContext call{inputs, outputs, {}};
-  call.ipuOrders.resize(static_cast<size_t>(layout_.numIpus()));
-  for (const PipelineCycle& cycle : schedule_) {
-    for (const ScheduledTask& scheduled : cycle) {
-      call.ipuOrders[static_cast<size_t>(layout_.tasks()[scheduled.task].ipu)].push_back(scheduled);
-    }
-  }
+  const CallContext call{inputs, outputs};
   if (layout_.numIpus() == 1) {
     ThreadCountScope threads(threadsPerIpu_);
     runIpu(0, call);
@@ -445,12 +422,14 @@ void Executable::run(const std::vector<TensorView>& inputs,
       std::rethrow_exception(failure);
     }
   }
-  simulateCall();
+  // Every call of a program takes the same simulated time.
+  lastRunCycles_ = callCycles_;
+  ran_ = true;
 }
 
 void Executable::runIpu(int64_t ipu, const CallContext& call) {
   dnnl::stream stream(cpuEngine());
-  const auto& order = call.ipuOrders[static_cast<size_t>(ipu)];
+  const auto& order = ipuOrders_[static_cast<size_t>(ipu)];
   for (int64_t step = 0; step < stepsPerCall(); ++step) {
     for (const ScheduledTask& scheduled : order) {
       runTask(scheduled, step, stream, call);
@@ -501,21 +480,26 @@ void Executable::runTask(const ScheduledTask& scheduled, int64_t step, dnnl::str
 
 // The simulated clock: cycles are BSP supersteps of the whole machine, so
 // each lasts as long as its busiest IPU, plus a sync when IPUs must agree.
-void Executable::simulateCall() {
+// Every call runs the same schedule, so this replays one call at compile
+// time: its timeline, its cycles, and the compute cycles of one iteration
+// (the same replay without host transfers).
+void Executable::simulateClock() {
   const device::ChipSpec& chip = options_.system.spec();
   const uint64_t sync = layout_.numIpus() > 1 ? device::syncCycles(layout_.numIpus(), chip) : 0;
   const int64_t total = options_.deviceIterations * options_.gradientAccumulation;
-  timeline_.clear();
   uint64_t now = 0;
+  uint64_t computeOnly = 0;
   int64_t cycleIndex = 0;
   for (int64_t step = 0; step < stepsPerCall(); ++step) {
     for (const PipelineCycle& cycle : schedule_) {
       std::map<int64_t, uint64_t> busy;
+      std::map<int64_t, uint64_t> computing;
       for (const ScheduledTask& scheduled : cycle) {
         const passes::PipelineTask& task = layout_.tasks()[scheduled.task];
         const TaskProgram& program = tasks_[scheduled.task];
         const int64_t microBatch =
             scheduled.microBatch < 0 ? -1 : step * microBatchesPerStep() + scheduled.microBatch;
+        computing[task.ipu] += program.computeCycles;
         uint64_t cycles = program.computeCycles + program.inputCycles;
         for (size_t i : program.producedOutputs) {
           const bool returned = options_.output.slotOf(microBatch, total) >= 0;
@@ -526,23 +510,25 @@ void Executable::simulateCall() {
         }
         uint64_t& clock = busy[task.ipu];
         if (program.copyCycles != 0) {
-          timeline_.push_back({task.ipu, task.name(), task.kind, step, microBatch, cycleIndex, true,
-                               now + clock, now + clock + program.copyCycles});
+          callTimeline_.push_back({task.ipu, task.name(), task.kind, step, microBatch, cycleIndex,
+                                   true, now + clock, now + clock + program.copyCycles});
           clock += program.copyCycles;
           cycles -= program.copyCycles;
         }
-        timeline_.push_back({task.ipu, task.name(), task.kind, step, microBatch, cycleIndex, false,
-                             now + clock, now + clock + cycles});
+        callTimeline_.push_back({task.ipu, task.name(), task.kind, step, microBatch, cycleIndex,
+                                 false, now + clock, now + clock + cycles});
         clock += cycles;
       }
-      uint64_t longest = 0;
-      for (const auto& [ipu, cycles] : busy)
-        longest = std::max(longest, cycles);
-      now += longest + sync;
+      now += longestOf(busy) + sync;
+      if (step == 0) computeOnly += longestOf(computing) + sync;
       ++cycleIndex;
     }
   }
-  lastRunCycles_ = now;
+  callCycles_ = now;
+  // An inference step runs all the call's iterations.
+  computeCyclesPerIteration_ = options_.program == ProgramKind::Inference
+                                   ? computeOnly / static_cast<uint64_t>(microBatchesPerStep())
+                                   : computeOnly;
 }
 
 const ir::Value& Executable::variableNamed(const std::string& name) const {

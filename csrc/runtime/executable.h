@@ -16,6 +16,7 @@
 
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace popsim::runtime {
@@ -122,7 +123,10 @@ public:
   // and host transfers), its timeline, and the compute cycles of one
   // iteration (its micro-batches and update, without host transfers).
   uint64_t lastRunCycles() const { return lastRunCycles_; }
-  const std::vector<TimelineEvent>& lastTimeline() const { return timeline_; }
+  const std::vector<TimelineEvent>& lastTimeline() const {
+    static const std::vector<TimelineEvent> none;
+    return ran_ ? callTimeline_ : none;
+  }
   uint64_t computeCyclesPerIteration() const { return computeCyclesPerIteration_; }
 
 private:
@@ -150,7 +154,7 @@ private:
   Executable() = default;
   void buildTasks();
   void planChannels();
-  void simulateCall();
+  void simulateClock();
   void runTask(const ScheduledTask& scheduled, int64_t step, dnnl::stream& stream,
                const CallContext& call);
   void runIpu(int64_t ipu, const CallContext& call);
@@ -177,9 +181,14 @@ private:
   std::vector<uint64_t> weightsVersions_;
   uint64_t computeCyclesPerIteration_ = 0;
   uint64_t lastRunCycles_ = 0;
-  std::vector<TimelineEvent> timeline_;
-  // Outputs returned per call under the output mode, for the cost model.
-  std::vector<int64_t> lastSlots_;
+  bool ran_ = false;
+  // One call on the simulated clock (the same for every call).
+  uint64_t callCycles_ = 0;
+  std::vector<TimelineEvent> callTimeline_;
+  // Per IPU, the tasks of one step in schedule order.
+  std::vector<std::vector<ScheduledTask>> ipuOrders_;
+  // The channel each ipu_copy node receives from.
+  std::unordered_map<const ir::Node*, Channel*> copyChannels_;
 };
 
 } // namespace popsim::runtime

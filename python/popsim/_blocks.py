@@ -136,7 +136,7 @@ def BlockFunction(user_id=None, ipu_id=None):
     def decorate(function):
         @functools.wraps(function)
         def wrapper(*args, **kwargs):
-            with Block(block_id, block_ipu) if block_id is not None else Block(ipu_id=block_ipu):
+            with Block(block_id, block_ipu):
                 return function(*args, **kwargs)
         return wrapper
 

@@ -71,6 +71,20 @@ class BlockedMnistNetwork(MnistNetwork):
             return self.layer4(x)
 
 
+class BlockedWithLoss(nn.Module):
+    """A blocked model's output and its cross-entropy loss, the loss in block B4."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x, labels):
+        output = self.model(x)
+        with popsim.Block("B4"):
+            loss = nn.functional.cross_entropy(output, labels)
+        return output, loss
+
+
 def blocked_resnet18(ipus):
     """ResNet-18 split with BeginBlock: the stem and its four stages spread over `ipus` IPUs."""
     model = resnet18()

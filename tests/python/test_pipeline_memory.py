@@ -2,23 +2,11 @@
 
 import pytest
 import torch
-import torch.nn as nn
 
 import popsim
-from models import BlockedMnistNetwork
+from models import BlockedMnistNetwork, BlockedWithLoss
 
 G = 8
-
-
-class WithLoss(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.model = BlockedMnistNetwork()
-
-    def forward(self, x, labels):
-        out = self.model(x)
-        with popsim.Block("B4"):
-            return nn.functional.cross_entropy(out, labels)
 
 
 def compiled_trainer(strategy, memory=None, accumulation=G, recomputation=False):
@@ -28,7 +16,7 @@ def compiled_trainer(strategy, memory=None, accumulation=G, recomputation=False)
         opts.setExecutionStrategy(strategy)
     if memory is not None:
         opts.Simulator.memoryPerIpu(memory)
-    model = WithLoss()
+    model = BlockedWithLoss(BlockedMnistNetwork())
     trainer = popsim.trainingModel(model, opts, popsim.optim.AdamW(model.parameters()))
     trainer.compile(torch.randn(4 * accumulation, 1, 28, 28), torch.randint(0, 10, (4 * accumulation,)))
     return trainer

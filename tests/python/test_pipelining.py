@@ -15,7 +15,7 @@ import torch.nn as nn
 
 import popsim
 from conftest import assert_close
-from models import BlockedMnistNetwork, blocked_resnet18, resnet18
+from models import BlockedMnistNetwork, BlockedWithLoss, blocked_resnet18, resnet18
 
 STAGES = {
     2: [popsim.Stage("B1", "B2").ipu(0), popsim.Stage("B3", "B4").ipu(1)],
@@ -68,18 +68,6 @@ def test_resnet18_with_begin_block_inference_equals_single_ipu_exactly(kind, ipu
     assert trace.num_ipus == ipus and trace.pipeline["stages"] == ipus
 
 
-class WithLoss(nn.Module):
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def forward(self, x, labels):
-        output = self.model(x)
-        with popsim.Block("B4"):
-            loss = nn.functional.cross_entropy(output, labels)
-        return output, loss
-
-
 def train(strategy_, accumulation=8, iterations=2, calls=2, seed=0, recomputation=False):
     torch.manual_seed(seed)
     model = BlockedMnistNetwork()
@@ -90,7 +78,7 @@ def train(strategy_, accumulation=8, iterations=2, calls=2, seed=0, recomputatio
                 torch.randint(0, 10, (per_call,), generator=generator)) for _ in range(calls)]
     opts = options(iterations, accumulation, recomputation=recomputation)
     opts.setExecutionStrategy(strategy_)
-    trainer = popsim.trainingModel(WithLoss(model), opts,
+    trainer = popsim.trainingModel(BlockedWithLoss(model), opts,
                                    popsim.optim.AdamW(model.parameters(), lr=1e-3, eps=1e-6))
     losses = [trainer(x, labels)[1] for x, labels in batches]
     trainer.copyWeightsToHost()

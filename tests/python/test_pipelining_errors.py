@@ -5,7 +5,7 @@ import torch
 import torch.nn as nn
 
 import popsim
-from models import BlockedMnistNetwork
+from models import BlockedMnistNetwork, BlockedWithLoss
 
 
 def compile_inference(model, strategy=None, iterations=4, x=None):
@@ -94,20 +94,10 @@ def test_stages_must_ascend_along_the_model():
 
 
 def test_pipelined_training_needs_enough_micro_batches():
-    class WithLoss(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.model = BlockedMnistNetwork()
-
-        def forward(self, x, labels):
-            out = self.model(x)
-            with popsim.Block("B4"):
-                return nn.functional.cross_entropy(out, labels)
-
     opts = popsim.Options()
     opts.Training.gradientAccumulation(6)
     opts.setExecutionStrategy(popsim.PipelinedExecution("B1", "B2", "B3", "B4"))
-    trainer = popsim.trainingModel(WithLoss(), opts)
+    trainer = popsim.trainingModel(BlockedWithLoss(BlockedMnistNetwork()), opts)
     with pytest.raises(popsim.OptionError,
                        match=r"Training.gradientAccumulation must be at least the number of "
                              r"pipeline stages \(7\) for pipelined training, got 6. The 4 forward "
