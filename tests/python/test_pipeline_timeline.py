@@ -6,6 +6,8 @@ and balanced stages of time T, a pipelined pass takes about (G + P - 1) x T;
 a sharded one G x P x T.
 """
 
+import statistics
+
 import pytest
 import torch
 import torch.nn as nn
@@ -128,6 +130,45 @@ def test_training_schedules(schedule, cycles):
         for cycle in range(6, 8):
             ipus = [e["ipu"] for e in trace.events if e["cycle"] == cycle and e["kind"] != "copy"]
             assert sorted(ipus) == [0, 0, 1, 1, 2, 2, 3]
+
+
+def steady_state_time(trace, ipus):
+    """The slowest IPU's forward + backward time per micro-batch, copies included
+    (the median over micro-batches, so the one-off output transfer is left out)."""
+    work = {}
+    for event in trace.events:
+        if event["kind"] != "update":
+            key = (event["ipu"], event["micro_batch"])
+            work[key] = work.get(key, 0) + event["end"] - event["start"]
+    return max(statistics.median(cycles for (ipu, _), cycles in work.items() if ipu == k)
+               for k in range(ipus))
+
+
+@pytest.mark.parametrize("micro_batches", [8, 16])
+def test_pipelined_training_follows_the_pipeline_formula(micro_batches):
+    """Training on K IPUs runs G + P - 1 pipeline cycles with P = 2K - 1 stages, but a
+    steady-state cycle does one forward and one backward on every IPU, while ramp-up
+    cycles do forwards only and ramp-down cycles backwards only. So the step takes about
+    (G + K - 1) x T, T the slowest IPU's forward + backward time per micro-batch: the
+    pipeline formula with each IPU's forward-backward pair as a stage, as in 1F1B
+    (PipeDream-Flush). Plus the copies: the loss is streamed to the host once per step.
+    Ramp-up and ramp-down run IPU 0's forwards and backwards, so the formula holds when
+    IPU 0 is about as busy as the slowest IPU: here its input transfer makes its
+    forward + backward (about 80k cycles) close to IPU 3's (about 83k). A pipeline with
+    a lighter first IPU finishes sooner than the formula says."""
+    g, k = micro_batches, 4
+    opts = popsim.Options()
+    opts.Training.gradientAccumulation(g)
+    trainer = popsim.trainingModel(Balanced(), opts)
+    trainer(torch.randn(g * 16, 16), torch.randint(0, 10, (g * 16,)))
+    trace = trainer.executionTrace()
+    update = max(e["end"] - e["start"] for e in trace.events if e["kind"] == "update")
+    step = trace.total_cycles - update
+    output_transfer = 50_000 + 1  # ipu-model.md: 50,000 cycles + bytes / 7 GB/s, one float
+    formula = (g + k - 1) * steady_state_time(trace, k) + output_transfer
+    assert abs(step - formula) <= 0.05 * formula
+    # The ramp-up and ramp-down take the same time as K - 1 steady-state cycles, not 2K - 2.
+    assert step < 0.9 * (g + 2 * k - 2) * steady_state_time(trace, k)
 
 
 def test_trace_text_draws_one_row_per_ipu():
