@@ -21,8 +21,10 @@ except ImportError as error:  # pragma: no cover - depends on the installation
         "from /usr/bin/python3 with --system-site-packages (see README.md)."
     ) from error
 
+from popsim._async_data import AsynchronousDataAccessor
 from popsim._blocks import BeginBlock, Block, BlockFunction
-from popsim.enums import OutputMode, ReductionType
+from popsim._dataloader import DataLoader
+from popsim.enums import DataLoaderMode, OutputMode, ReductionType
 from popsim.errors import (
     CompilationError,
     Error,
@@ -50,11 +52,14 @@ PoplarExecutor = Executor
 __version__ = "0.3.0"
 
 __all__ = [
+    "AsynchronousDataAccessor",
     "AutoStage",
     "BeginBlock",
     "Block",
     "BlockFunction",
     "CompilationError",
+    "DataLoader",
+    "DataLoaderMode",
     "Error",
     "ExecutionError",
     "Executor",

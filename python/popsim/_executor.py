@@ -82,6 +82,11 @@ class Executor:
 
     def _check_options(self):
         opts = self._options
+        if opts.replication_factor != 1:
+            raise OptionError(
+                f"replicationFactor({opts.replication_factor}): popsim simulates one replica "
+                "of a model. Set opts.replicationFactor(1); to size the batches of several "
+                "replicas, use popsim.DataLoader with options that are not passed to a model.")
         if not self._training and opts.Training.gradient_accumulation != 1:
             raise OptionError(
                 "Inference models do not accumulate gradients: set "
@@ -370,6 +375,10 @@ class Executor:
             raise InputError("The model was called without tensor inputs; popsim models take at "
                              "least one tensor with a batch dimension.")
         micro = self._micro_batches(signature, signature.tensors(args, kwargs))
+        opts = self._options
+        signature.batch_explanation = (
+            f"micro-batch {micro[0].shape[0]} x deviceIterations {opts.device_iterations} x "
+            f"gradientAccumulation {opts.Training.gradient_accumulation}")
         traced, flat = _tracing.trace(self._model, signature, micro, self._training)
         graph = _C.import_module(traced, micro, _tracing.LIBRARY_PATHS, _tracing.MODEL_ATTRIBUTE,
                                  signature.tensor_names, training=self._training,

@@ -38,6 +38,8 @@ class Signature:
         self.tensor_types = [(leaves[i].dtype, tuple(leaves[i].shape)) for i in self.tensor_positions]
         self.tensor_names = [self.names[i] for i in self.tensor_positions]
         self.forward = forward
+        # How the batch splits into micro-batches (set by the model), for error messages.
+        self.batch_explanation = None
 
     def tensors(self, args, kwargs):
         """The flat tensor inputs of a call, checked against this signature."""
@@ -66,7 +68,16 @@ class Signature:
             if tensor.dtype != dtype:
                 raise InputError(f"Input '{name}' has dtype {tensor.dtype} but the model was "
                                  f"compiled for {dtype}. {_RECOMPILE_HINT}")
-            if tuple(tensor.shape) != shape:
+            if (tuple(tensor.shape[1:]) == shape[1:] and tensor.dim() > 0
+                    and self.batch_explanation is not None):
+                if tensor.shape[0] != shape[0]:
+                    raise InputError(
+                        f"Input '{name}' has {tensor.shape[0]} samples in dimension 0 but the "
+                        f"model was compiled for {shape[0]} per call "
+                        f"({self.batch_explanation}). Pass batches of {shape[0]} (a "
+                        "popsim.DataLoader with drop_last=True, the default, yields only full "
+                        "ones), or call destroy() to compile for another batch size.")
+            elif tuple(tensor.shape) != shape:
                 raise InputError(f"Input '{name}' has shape {list(tensor.shape)} but the model "
                                  f"was compiled for {list(shape)}. {_RECOMPILE_HINT}")
             tensors.append(tensor)

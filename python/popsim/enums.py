@@ -27,3 +27,20 @@ class ReductionType(enum.IntEnum):
     Sum = 0
     Mean = 1
     NoReduction = 2
+
+
+class DataLoaderMode(enum.IntEnum):
+    """How ``popsim.DataLoader`` loads its batches.
+
+    - ``Sync``: in the iterating process (through torch's DataLoader workers
+      when ``num_workers`` > 0), while the model waits.
+    - ``Async``: in a background process that keeps a ring of combined batches
+      ready in shared memory, so loading overlaps the model's calls.
+    - ``AsyncRebatched``: like ``Async``, but the loader's workers load smaller
+      batches which the background process assembles into combined batches,
+      so workers' leftovers add up instead of being dropped one by one.
+    """
+
+    Sync = 0
+    Async = 1
+    AsyncRebatched = 2

@@ -186,6 +186,7 @@ class Options(_OptionGroup):
 
     _defaults = {
         "device_iterations": 1,
+        "replication_factor": 1,
         "output_mode": OutputMode.Default,
         "output_return_period": 1,
         "random_seed": None,
@@ -204,6 +205,12 @@ class Options(_OptionGroup):
         """Iterations of the model per call: each call takes `iterations` micro-batches
         stacked along dimension 0 and runs them on the device without returning to Python."""
         return self._set("device_iterations", _positive_int("deviceIterations", iterations))
+
+    def replicationFactor(self, replicas):
+        """Copies of the model that each take a share of every batch. popsim.DataLoader
+        sizes its combined batch with it; models simulate one replica, so compiling a
+        model with replicationFactor > 1 raises an OptionError."""
+        return self._set("replication_factor", _positive_int("replicationFactor", replicas))
 
     def outputMode(self, mode, output_return_period=None):
         """Which iterations' outputs a call returns (see popsim.OutputMode)."""

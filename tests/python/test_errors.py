@@ -53,7 +53,14 @@ def test_input_shape_change_after_compilation():
     with pytest.raises(popsim.InputError) as error:
         model(torch.randn(4, 1, 28, 28))
     assert str(error.value) == (
-        "Input 'x' has shape [4, 1, 28, 28] but the model was compiled for [8, 1, 28, 28]. "
+        "Input 'x' has 4 samples in dimension 0 but the model was compiled for 8 per call "
+        "(micro-batch 8 x deviceIterations 1 x gradientAccumulation 1). Pass batches of 8 (a "
+        "popsim.DataLoader with drop_last=True, the default, yields only full ones), or call "
+        "destroy() to compile for another batch size.")
+    with pytest.raises(popsim.InputError) as error:
+        model(torch.randn(8, 1, 28, 27))
+    assert str(error.value) == (
+        "Input 'x' has shape [8, 1, 28, 27] but the model was compiled for [8, 1, 28, 28]. "
         "popsim compiles one program per input signature: wrap the model again for the new "
         "inputs, or call destroy() on this one first.")
 

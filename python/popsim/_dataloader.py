@@ -1,0 +1,175 @@
+"""``popsim.DataLoader``: a torch DataLoader whose batches are what a model call takes.
+
+A popsim model consumes, per call, micro-batch x deviceIterations x
+replicationFactor x gradientAccumulation samples: the combined batch. The
+loader yields exactly that, so ``for x, y in loader: model(x, y)`` works for
+any options. In the asynchronous modes a background process
+(``AsynchronousDataAccessor``) loads the next batches while the model runs.
+"""
+
+import numbers
+import warnings
+import weakref
+
+import torch
+import torch.utils.data
+
+from popsim._async_data import AsynchronousDataAccessor
+from popsim.enums import DataLoaderMode
+from popsim.errors import OptionError
+from popsim.options import Options
+
+_ASYNC_OPTIONS = ("buffer_size", "load_indefinitely", "early_preload")
+
+
+def _positive(name, value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise OptionError(f"popsim.DataLoader: {name} must be a positive integer, got {value!r}.")
+    return int(value)
+
+
+def combined_batch_size(options, batch_size):
+    return (batch_size * options.device_iterations * options.replication_factor
+            * options.Training.gradient_accumulation)
+
+
+def _factors(options, batch_size):
+    return (f"batch_size {batch_size} x deviceIterations {options.device_iterations} x "
+            f"replicationFactor {options.replication_factor} x gradientAccumulation "
+            f"{options.Training.gradient_accumulation}")
+
+
+class DataLoader(torch.utils.data.DataLoader):
+    """A ``torch.utils.data.DataLoader`` that yields combined batches.
+
+    Each batch holds ``batch_size`` x deviceIterations x replicationFactor x
+    gradientAccumulation samples (``combinedBatchSize``), what one call of a
+    model compiled with ``options`` takes; ``len()`` counts these batches.
+    With ``shuffle=True`` and ``options.randomSeed(s)``, the order is the one
+    a torch DataLoader with ``generator=torch.Generator().manual_seed(s)``
+    gives. ``mode`` picks synchronous or background loading (see
+    ``popsim.DataLoaderMode``); ``async_options`` passes ``buffer_size``,
+    ``load_indefinitely`` and ``early_preload`` to the
+    ``AsynchronousDataAccessor``. In the asynchronous modes each batch lives
+    in a shared buffer that is refilled once the next batch is requested:
+    clone tensors you keep. Scripts using them need the ``__main__`` guard,
+    like any multiprocessing code.
+
+    Other keyword arguments go to torch's DataLoader.
+    ``auto_distributed_partitioning`` is accepted for PopTorch compatibility:
+    popsim runs in one process, so there is nothing to partition.
+    """
+
+    def __init__(self, options, dataset, batch_size=1, shuffle=False, num_workers=0,
+                 drop_last=True, persistent_workers=None, auto_distributed_partitioning=True,
+                 mode=DataLoaderMode.Sync, async_options=None, rebatched_worker_size=None,
+                 **kwargs):
+        if not isinstance(options, Options):
+            raise OptionError(
+                f"popsim.DataLoader takes popsim.Options first, got {type(options).__name__}.")
+        if not isinstance(mode, DataLoaderMode):
+            raise OptionError(f"popsim.DataLoader: mode must be a popsim.DataLoaderMode, "
+                              f"got {mode!r}.")
+        batch_size = _positive("batch_size", batch_size)
+        options._freeze()
+        combined = combined_batch_size(options, batch_size)
+        async_options = dict(async_options or {})
+        unknown = sorted(set(async_options) - set(_ASYNC_OPTIONS))
+        if unknown:
+            raise OptionError(f"popsim.DataLoader: unknown async_options {unknown}; "
+                              f"known: {list(_ASYNC_OPTIONS)}.")
+        if async_options and mode == DataLoaderMode.Sync:
+            raise OptionError("popsim.DataLoader: async_options need mode=DataLoaderMode.Async "
+                              "or DataLoaderMode.AsyncRebatched.")
+        worker_batch = combined
+        if mode == DataLoaderMode.AsyncRebatched:
+            worker_batch = _positive("rebatched_worker_size",
+                                     rebatched_worker_size or batch_size)
+            if worker_batch > combined:
+                raise OptionError(
+                    f"popsim.DataLoader: rebatched_worker_size ({worker_batch}) is larger than "
+                    f"the combined batch ({combined} = {_factors(options, batch_size)}).")
+        elif rebatched_worker_size is not None:
+            raise OptionError("popsim.DataLoader: rebatched_worker_size needs "
+                              "mode=DataLoaderMode.AsyncRebatched.")
+        if persistent_workers is None:
+            persistent_workers = num_workers > 0
+        if (shuffle and kwargs.get("generator") is None and options.random_seed is not None
+                and kwargs.get("sampler") is None):
+            kwargs["generator"] = torch.Generator().manual_seed(options.random_seed)
+
+        self._options = options
+        self._batch_size_per_replica = batch_size
+        self._combined = combined
+        self._mode = mode
+        self._drop_last_combined = drop_last
+        self._accessor = None
+        self._async_options = async_options
+        # Rebatching workers keep their last short batch: the accessor adds it to the rest.
+        super().__init__(dataset, batch_size=worker_batch, shuffle=shuffle,
+                         num_workers=num_workers,
+                         drop_last=drop_last if mode != DataLoaderMode.AsyncRebatched else False,
+                         persistent_workers=persistent_workers, **kwargs)
+        self._warn_about_leftovers(dataset, batch_size)
+
+    def _warn_about_leftovers(self, dataset, batch_size):
+        try:
+            samples = len(dataset)
+        except TypeError:  # an iterable dataset without a length
+            return
+        leftover = samples % self._combined
+        if leftover == 0:
+            return
+        what = (f"The dataset has {samples} samples, not a multiple of the combined batch "
+                f"{self._combined} ({_factors(self._options, batch_size)})")
+        if self._drop_last_combined:
+            warnings.warn(f"{what}: the last {leftover} samples of each epoch are dropped "
+                          "(drop_last=True).", stacklevel=3)
+        else:
+            warnings.warn(f"{what}: with drop_last=False the last batch has {leftover} "
+                          f"samples, which a model compiled for {self._combined} refuses.",
+                          stacklevel=3)
+
+    @property
+    def combinedBatchSize(self):
+        """Samples per batch: what one call of the model takes."""
+        return self._combined
+
+    @property
+    def options(self):
+        return self._options
+
+    def __len__(self):
+        if self._mode != DataLoaderMode.AsyncRebatched:
+            return super().__len__()
+        samples = len(self.dataset)
+        full, leftover = divmod(samples, self._combined)
+        return full + (1 if leftover and not self._drop_last_combined else 0)
+
+    def __iter__(self):
+        if self._mode == DataLoaderMode.Sync:
+            return super().__iter__()
+        if self._accessor is None:
+            rebatch = self._combined if self._mode == DataLoaderMode.AsyncRebatched else None
+            # A weak reference: the loader owns the accessor, and `del loader` must stop
+            # the loading process at once, not when the garbage collector finds a cycle.
+            self._accessor = AsynchronousDataAccessor(
+                weakref.proxy(self), rebatched_size=rebatch, drop_last=self._drop_last_combined,
+                **self._async_options)
+        return iter(self._accessor)
+
+    def _sync_iter(self):
+        """The batches as loaded in this process (the background process runs this)."""
+        return super().__iter__()
+
+    def terminate(self):
+        """Stops the background loading process, if any (it stops on its own at `del`
+        and at interpreter exit too)."""
+        if self._accessor is not None:
+            self._accessor.terminate()
+            self._accessor = None
+
+    def __del__(self):
+        accessor = self.__dict__.get("_accessor")
+        if accessor is not None:
+            accessor.terminate()

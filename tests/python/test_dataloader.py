@@ -1,0 +1,426 @@
+"""popsim.DataLoader and AsynchronousDataAccessor: combined batches, sample order,
+background loading, and shutting the loading processes down in every way a loop
+can end. Every test has a timeout, so a hang fails instead of stalling CI."""
+
+import itertools
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+import torch
+from torch.utils.data import Dataset, IterableDataset, TensorDataset, get_worker_info
+
+import popsim
+
+pytestmark = pytest.mark.timeout(60)
+
+ASYNC_MODES = [popsim.DataLoaderMode.Async, popsim.DataLoaderMode.AsyncRebatched]
+ALL_MODES = [popsim.DataLoaderMode.Sync] + ASYNC_MODES
+
+
+def numbered(samples):
+    """Sample i is (float i, label i)."""
+    return TensorDataset(torch.arange(samples).float().view(-1, 1), torch.arange(samples))
+
+
+def options(iterations=1, replicas=1, accumulation=1, seed=None):
+    opts = popsim.Options().deviceIterations(iterations).replicationFactor(replicas)
+    opts.Training.gradientAccumulation(accumulation)
+    if seed is not None:
+        opts.randomSeed(seed)
+    return opts
+
+
+def labels_of(loader, epochs=1):
+    return [torch.cat([labels.clone() for _, labels in loader]).tolist() for _ in range(epochs)]
+
+
+def alive(pid):
+    """Whether a process exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def descendants(pid):
+    found = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except FileNotFoundError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as children:
+                for child in children.read().split():
+                    found += [int(child)] + descendants(int(child))
+        except FileNotFoundError:
+            pass
+    return found
+
+
+def wait_until_gone(pids, seconds=10):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and any(alive(pid) for pid in pids):
+        time.sleep(0.05)
+    return [pid for pid in pids if alive(pid)]
+
+
+@pytest.mark.parametrize("batch,iterations,replicas,accumulation",
+                         list(itertools.product([1, 3], [1, 2], [1, 2], [1, 5])))
+def test_combined_batch_is_the_product_of_the_four_factors(batch, iterations, replicas,
+                                                           accumulation):
+    combined = batch * iterations * replicas * accumulation
+    loader = popsim.DataLoader(options(iterations, replicas, accumulation), numbered(combined * 3),
+                               batch_size=batch)
+    assert loader.combinedBatchSize == combined
+    assert len(loader) == 3
+    batches = [labels for _, labels in loader]
+    assert [len(b) for b in batches] == [combined] * 3
+    assert torch.cat(batches).tolist() == list(range(combined * 3))
+
+
+@pytest.mark.parametrize("mode", ALL_MODES)
+def test_every_mode_yields_the_same_batches_in_the_same_order(mode):
+    loader = popsim.DataLoader(options(2, accumulation=3, seed=5), numbered(600), batch_size=4,
+                               shuffle=True, mode=mode)
+    reference = torch.utils.data.DataLoader(numbered(600), batch_size=24, shuffle=True,
+                                            drop_last=True,
+                                            generator=torch.Generator().manual_seed(5))
+    assert labels_of(loader, epochs=3) == labels_of(reference, epochs=3)
+    assert len(loader) == len(reference) == 25
+    loader.terminate()
+
+
+@pytest.mark.parametrize("mode", ALL_MODES)
+def test_without_random_seed_the_order_follows_torch_manual_seed(mode):
+    torch.manual_seed(11)
+    reference = labels_of(torch.utils.data.DataLoader(numbered(90), batch_size=10, shuffle=True,
+                                                      drop_last=True))
+    torch.manual_seed(11)
+    loader = popsim.DataLoader(options(10), numbered(90), shuffle=True, mode=mode)
+    assert labels_of(loader) == reference
+    loader.terminate()
+
+
+@pytest.mark.parametrize("mode", ALL_MODES)
+def test_workers_load_the_same_batches(mode):
+    loader = popsim.DataLoader(options(4, seed=1), numbered(400), batch_size=5, shuffle=True,
+                               num_workers=2, mode=mode)
+    # Workers persist by default, as in PopTorch; torch then draws its worker seed once
+    # rather than per epoch, which moves the shuffling of later epochs.
+    reference = torch.utils.data.DataLoader(numbered(400), batch_size=20, shuffle=True,
+                                            drop_last=True, num_workers=2,
+                                            persistent_workers=True,
+                                            generator=torch.Generator().manual_seed(1))
+    assert labels_of(loader, epochs=2) == labels_of(reference, epochs=2)
+    loader.terminate()
+
+
+class Counting(IterableDataset):
+    """Samples start..stop-1, split between torch's workers."""
+
+    def __init__(self, start, stop, worker_lengths=None):
+        self.start, self.stop, self.worker_lengths = start, stop, worker_lengths
+
+    def __iter__(self):
+        info = get_worker_info()
+        if info is None:
+            numbers = range(self.start, self.stop)
+        else:
+            begin = self.start + sum(self.worker_lengths[:info.id])
+            numbers = range(begin, begin + self.worker_lengths[info.id])
+        for i in numbers:
+            yield torch.tensor([float(i)]), i
+
+
+@pytest.mark.parametrize("mode", ALL_MODES)
+def test_iterable_datasets(mode):
+    loader = popsim.DataLoader(options(3), Counting(0, 32), batch_size=2, mode=mode)
+    assert labels_of(loader) == [list(range(30))]
+    loader.terminate()
+
+
+def test_rebatching_keeps_every_full_combined_batch():
+    """Two workers load 23 and 17 samples. Loading combined batches of 10 per worker
+    keeps 2 + 1; rebatching their 40 samples keeps all 4."""
+    dataset = Counting(0, 40, worker_lengths=[23, 17])
+    lost = popsim.DataLoader(options(5), dataset, batch_size=2, num_workers=2,
+                             mode=popsim.DataLoaderMode.Async)
+    assert sum(1 for _ in lost) == 3
+    lost.terminate()
+    rebatched = popsim.DataLoader(options(5), dataset, batch_size=2, num_workers=2,
+                                  mode=popsim.DataLoaderMode.AsyncRebatched,
+                                  rebatched_worker_size=4)
+    batches = [labels.clone() for _, labels in rebatched]
+    assert [len(b) for b in batches] == [10] * 4
+    assert sorted(torch.cat(batches).tolist()) == list(range(40))
+    rebatched.terminate()
+
+
+def test_rebatched_length_and_the_last_short_batch():
+    with pytest.warns(UserWarning, match="the last batch has 2 samples"):
+        loader = popsim.DataLoader(options(4), numbered(50), batch_size=3, drop_last=False,
+                                   mode=popsim.DataLoaderMode.AsyncRebatched)
+    sizes = [len(labels) for _, labels in loader]
+    assert sizes == [12, 12, 12, 12, 2] and len(loader) == 5
+    loader.terminate()
+
+
+def test_a_dataset_that_is_not_a_multiple_of_the_combined_batch_warns():
+    with pytest.warns(UserWarning, match=r"The dataset has 105 samples, not a multiple of the "
+                      r"combined batch 20 \(batch_size 2 x deviceIterations 10 x "
+                      r"replicationFactor 1 x gradientAccumulation 1\): the last 5 samples of "
+                      r"each epoch are dropped \(drop_last=True\)"):
+        loader = popsim.DataLoader(options(10), numbered(105), batch_size=2)
+    assert len(loader) == 5 and all(len(labels) == 20 for _, labels in loader)
+
+
+def test_a_short_last_batch_gets_a_clear_error_from_the_model():
+    with pytest.warns(UserWarning, match="with drop_last=False the last batch has 5 samples, "
+                      "which a model compiled for 20 refuses"):
+        loader = popsim.DataLoader(options(10), numbered(45), batch_size=2, drop_last=False)
+    model = popsim.inferenceModel(torch.nn.Linear(1, 3), options(10))
+    batches = list(loader)
+    model(batches[0][0])
+    with pytest.raises(popsim.InputError, match=r"Input 'input' has 5 samples in dimension 0 "
+                       r"but the model was compiled for 20 per call \(micro-batch 2 x "
+                       r"deviceIterations 10 x gradientAccumulation 1\)"):
+        model(batches[-1][0])
+
+
+def test_option_errors():
+    opts = options()
+    with pytest.raises(popsim.OptionError, match="takes popsim.Options first"):
+        popsim.DataLoader(numbered(4), opts)
+    with pytest.raises(popsim.OptionError, match=r"unknown async_options \['bufer_size'\]"):
+        popsim.DataLoader(opts, numbered(4), mode=popsim.DataLoaderMode.Async,
+                          async_options={"bufer_size": 2})
+    with pytest.raises(popsim.OptionError, match="async_options need mode="):
+        popsim.DataLoader(opts, numbered(4), async_options={"buffer_size": 2})
+    with pytest.raises(popsim.OptionError, match="rebatched_worker_size needs"):
+        popsim.DataLoader(opts, numbered(4), rebatched_worker_size=2)
+    with pytest.raises(popsim.OptionError, match="batch_size must be a positive integer"):
+        popsim.DataLoader(opts, numbered(4), batch_size=0)
+    with pytest.raises(popsim.OptionError, match="buffer_size must be a positive integer"):
+        popsim.AsynchronousDataAccessor(numbered(4), buffer_size=0)
+    # Options given to a DataLoader are frozen, as when given to a model.
+    with pytest.raises(popsim.OptionError, match="Can't modify frozen Options"):
+        opts.deviceIterations(2)
+
+
+def test_models_refuse_replication():
+    with pytest.raises(popsim.OptionError, match=r"replicationFactor\(2\): popsim simulates one "
+                       "replica"):
+        popsim.inferenceModel(torch.nn.Linear(1, 1), options(replicas=2))
+
+
+def test_works_with_tqdm():
+    tqdm = pytest.importorskip("tqdm")
+    loader = popsim.DataLoader(options(5), numbered(100), batch_size=2,
+                               mode=popsim.DataLoaderMode.Async)
+    bar = tqdm.tqdm(loader, disable=True)
+    assert bar.total == 10 and sum(1 for _ in bar) == 10
+    loader.terminate()
+
+
+# Background loading: what happens to the loading process.
+
+class Failing(Dataset):
+    def __len__(self):
+        return 100
+
+    def __getitem__(self, index):
+        if index == 37:
+            raise KeyError(f"no sample {index}")
+        return torch.tensor([float(index)])
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_an_exception_while_loading_reaches_the_user_with_its_traceback(workers):
+    loader = popsim.DataLoader(options(10), Failing(), num_workers=workers,
+                               mode=popsim.DataLoaderMode.Async)
+    with pytest.raises(KeyError) as raised:
+        for _ in loader:
+            pass
+    message = str(raised.value)
+    assert "popsim's data loading process" in message
+    assert "in __getitem__" in message and "no sample 37" in message
+    # The loader stays usable: the next epoch fails at the same sample again.
+    with pytest.raises(KeyError, match="no sample 37"):
+        list(loader)
+    process = loader._accessor.process
+    loader.terminate()
+    assert not process.is_alive()
+
+
+@pytest.mark.parametrize("mode", ASYNC_MODES)
+def test_breaking_out_of_the_loop_restarts_the_next_epoch(mode):
+    loader = popsim.DataLoader(options(10), numbered(200), mode=mode)
+    for index, (_, labels) in enumerate(loader):
+        if index == 2:
+            break
+    assert labels_of(loader, epochs=2) == [list(range(200))] * 2
+    loader.terminate()
+
+
+def test_an_exception_in_the_users_loop_leaves_the_loader_usable():
+    loader = popsim.DataLoader(options(10), numbered(200), mode=popsim.DataLoaderMode.Async)
+    with pytest.raises(ZeroDivisionError):
+        for _ in loader:
+            1 / 0
+    assert labels_of(loader) == [list(range(200))]
+    assert len(list(itertools.islice(loader, 3))) == 3  # islice abandons the epoch
+    assert labels_of(loader) == [list(range(200))]
+    loader.terminate()
+
+
+def test_loading_without_load_indefinitely_and_with_early_preload():
+    accessor = popsim.AsynchronousDataAccessor(
+        torch.utils.data.DataLoader(numbered(30), batch_size=10), buffer_size=2,
+        load_indefinitely=False, early_preload=True)
+    assert accessor.process.is_alive()
+    assert [labels_of(accessor) for _ in range(2)] == [[list(range(30))]] * 2
+    accessor.terminate()
+
+
+def test_a_batch_stays_valid_until_the_next_one_is_requested():
+    loader = popsim.DataLoader(options(10), numbered(100), mode=popsim.DataLoaderMode.Async,
+                               async_options={"buffer_size": 2})
+    kept, cloned = [], []
+    for _, labels in loader:
+        kept.append(labels)
+        cloned.append(labels.clone())
+        assert torch.equal(kept[-1], cloned[-1])
+    assert torch.cat(cloned).tolist() == list(range(100))
+    loader.terminate()
+
+
+def test_del_stops_the_process_and_its_workers():
+    loader = popsim.DataLoader(options(10), numbered(1000), num_workers=2,
+                               mode=popsim.DataLoaderMode.Async)
+    next(iter(loader))
+    pids = [loader._accessor.process.pid] + descendants(loader._accessor.process.pid)
+    assert len(pids) == 3  # the loading process and torch's two workers
+    del loader
+    assert wait_until_gone(pids) == []
+
+
+def run_script(body, signal_after=None):
+    """Runs a script that prints the loading process's pids, then returns its result
+    and those pids."""
+    script = textwrap.dedent("""
+        import os, sys, time, torch, popsim
+        from torch.utils.data import TensorDataset
+
+        def pids(loader):
+            root = loader._accessor.process.pid
+            print("PIDS", root, flush=True)
+
+        if __name__ == "__main__":
+            data = TensorDataset(torch.arange(100000).float().view(-1, 1))
+            loader = popsim.DataLoader(popsim.Options().deviceIterations(10), data,
+                                       num_workers=1, mode=popsim.DataLoaderMode.Async)
+    """) + textwrap.indent(textwrap.dedent(body), "    ")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=45)
+    pids = [int(line.split()[1]) for line in result.stdout.splitlines()
+            if line.startswith("PIDS")]
+    return result, pids
+
+
+def test_interpreter_exit_stops_the_loading_process():
+    result, pids = run_script("""
+        for index, batch in enumerate(loader):
+            if index == 0:
+                pids(loader)
+            if index == 3:
+                break
+        print("done")
+    """)
+    assert result.returncode == 0, result.stderr
+    assert "done" in result.stdout and len(pids) == 1
+    assert wait_until_gone(pids) == []
+
+
+def test_keyboard_interrupt_in_the_loop_stops_everything():
+    result, pids = run_script("""
+        import signal
+        for index, batch in enumerate(loader):
+            if index == 0:
+                pids(loader)
+            if index == 2:
+                os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.01)
+    """)
+    assert result.returncode != 0 and "KeyboardInterrupt" in result.stderr
+    assert len(pids) == 1 and wait_until_gone(pids) == []
+
+
+def test_the_loading_process_stops_when_its_parent_is_killed():
+    result, pids = run_script("""
+        for index, batch in enumerate(loader):
+            pids(loader)
+            os.kill(os.getpid(), 9)
+    """)
+    assert result.returncode == -9 and len(pids) == 1
+    assert wait_until_gone(pids) == []
+
+
+class Images(Dataset):
+    """Deterministic MNIST-shaped samples with a per-sample transform (normalisation)."""
+
+    def __init__(self, samples):
+        generator = torch.Generator().manual_seed(0)
+        self.images = torch.rand(samples, 1, 28, 28, generator=generator)
+        self.labels = torch.randint(0, 10, (samples,), generator=generator)
+
+    def __len__(self):
+        return len(self.labels)
+
+    def __getitem__(self, index):
+        return (self.images[index] - 0.1307) / 0.3081, self.labels[index]
+
+
+@pytest.mark.timeout(300)
+def test_training_from_every_mode_gives_the_same_weights():
+    """300 optimizer steps of the tutorial network, the data shuffled under randomSeed."""
+    from models import MnistNetwork
+
+    class WithLoss(MnistNetwork):
+        def forward(self, x, labels):
+            output = super().forward(x)
+            return output, torch.nn.functional.cross_entropy(output, labels)
+
+    results = []
+    # Persistent workers shuffle later epochs differently from loading in-process (see
+    # test_workers_load_the_same_batches), so each worker count has its own Sync run.
+    runs = [(popsim.DataLoaderMode.Sync, 0), (popsim.DataLoaderMode.Async, 0),
+            (popsim.DataLoaderMode.Sync, 2), (popsim.DataLoaderMode.Async, 2),
+            (popsim.DataLoaderMode.AsyncRebatched, 2)]
+    for mode, workers in runs:
+        torch.manual_seed(0)
+        network = WithLoss()
+        opts = options(10, seed=7)
+        loader = popsim.DataLoader(opts, Images(800), batch_size=4, shuffle=True,
+                                   num_workers=workers, mode=mode)
+        trainer = popsim.trainingModel(network, opts,
+                                       popsim.optim.AdamW(network.parameters(), lr=1e-3))
+        steps = 0
+        while steps < 300:
+            for images, labels in loader:
+                trainer(images, labels)
+                steps += 10
+        trainer.destroy()
+        loader.terminate()
+        results.append(network.state_dict())
+    for first, others in [(0, [1]), (2, [3, 4])]:
+        for other in others:
+            for name, value in results[first].items():
+                assert torch.equal(value, results[other][name]), (runs[other], name)
+    # The comparison can fail: another sample order ends elsewhere.
+    assert not torch.equal(results[0]["layer4.weight"], results[2]["layer4.weight"])
