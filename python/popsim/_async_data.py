@@ -28,6 +28,7 @@ stops the loader), stops when its parent dies, and is stopped by
 
 import numbers
 import os
+import pickle
 import queue
 import signal
 import traceback
@@ -35,6 +36,7 @@ import weakref
 
 import torch
 import torch.multiprocessing as multiprocessing
+from multiprocessing.reduction import ForkingPickler
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from popsim.errors import OptionError
@@ -132,10 +134,12 @@ class _Loader:
             raise
         except Exception as error:  # reported to the user, with its traceback
             text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+            error_type = type(error)
             try:
-                self.ready.put(("error", tag, type(error), text))
-            except Exception:
-                self.ready.put(("error", tag, None, text))
+                pickle.dumps(error_type)
+            except Exception:  # a local class: the user gets a RuntimeError
+                error_type = None
+            self.ready.put(("error", tag, error_type, text))
             return False
         finally:
             del iterator  # shuts torch's worker processes down
@@ -166,13 +170,24 @@ class _Loader:
         others = [(i, leaf) for i, leaf in enumerate(leaves) if not isinstance(leaf, torch.Tensor)]
         self.allocate(tensors)
         if not self.fits(tensors):
-            self.ready.put(("inline", tag, batch))
+            self.put_checked(("inline", tag, batch))
             return
         slot = self.acquire()
         for target, tensor in zip(self.slots[slot], tensors):
             target.view(-1)[: tensor.numel()].copy_(tensor.reshape(-1))
         shapes = [tuple(tensor.shape) for tensor in tensors]
-        self.ready.put(("batch", tag, slot, spec, shapes, others))
+        self.put_checked(("batch", tag, slot, spec, shapes, others))
+
+    def put_checked(self, message):
+        """Queues a message that holds the user's objects. Queues pickle in a background
+        thread, where a failure would lose the message and leave the user waiting, so
+        pickle here first."""
+        try:
+            ForkingPickler.dumps(message)
+        except Exception as error:
+            raise TypeError(f"A batch could not be sent from popsim's data loading process: "
+                            f"{error}. Batches may hold tensors and picklable objects.") from error
+        self.ready.put(message)
 
     def add_to_rebatch(self, tag, batch):
         leaves, spec = tree_flatten(batch)

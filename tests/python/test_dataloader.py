@@ -424,3 +424,20 @@ def test_training_from_every_mode_gives_the_same_weights():
                 assert torch.equal(value, results[other][name]), (runs[other], name)
     # The comparison can fail: another sample order ends elsewhere.
     assert not torch.equal(results[0]["layer4.weight"], results[2]["layer4.weight"])
+
+
+def test_a_batch_that_cannot_be_sent_is_an_error_not_a_hang():
+    class Unpicklable(Dataset):
+        def __len__(self):
+            return 4
+
+        def __getitem__(self, index):
+            return torch.zeros(1), lambda: index  # a lambda does not pickle
+
+    loader = popsim.DataLoader(options(2), Unpicklable(), mode=popsim.DataLoaderMode.Async,
+                               collate_fn=lambda samples: (torch.cat([s[0] for s in samples]),
+                                                           samples[0][1]))
+    with pytest.raises(TypeError, match="A batch could not be sent from popsim's data loading "
+                       "process"):
+        list(loader)
+    loader.terminate()
