@@ -157,6 +157,16 @@ const char* timelineKindName(passes::TaskKind kind) {
   return "?";
 }
 
+const char* timelineEventKind(const runtime::TimelineEvent& event) {
+  switch (event.part) {
+  case runtime::EventPart::LinkCopy: return "copy";
+  case runtime::EventPart::HostInput: return "host_input";
+  case runtime::EventPart::HostOutput: return "host_output";
+  case runtime::EventPart::Compute: break;
+  }
+  return timelineKindName(event.kind);
+}
+
 py::list typesList(const std::vector<ir::TensorType>& types) {
   py::list result;
   for (const ir::TensorType& type : types) {
@@ -281,7 +291,7 @@ void bindRuntime(py::module_& module) {
                py::dict entry;
                entry["ipu"] = event.ipu;
                entry["task"] = event.task;
-               entry["kind"] = event.copy ? "copy" : timelineKindName(event.kind);
+               entry["kind"] = timelineEventKind(event);
                entry["step"] = event.step;
                entry["micro_batch"] = event.microBatch;
                entry["cycle"] = event.cycle;

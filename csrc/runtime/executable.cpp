@@ -500,24 +500,25 @@ void Executable::simulateClock() {
         const int64_t microBatch =
             scheduled.microBatch < 0 ? -1 : step * microBatchesPerStep() + scheduled.microBatch;
         computing[task.ipu] += program.computeCycles;
-        uint64_t cycles = program.computeCycles + program.inputCycles;
+        uint64_t& clock = busy[task.ipu];
+        // Every task gets its compute event; transfers only when there are any.
+        const auto record = [&](EventPart part, uint64_t cycles) {
+          if (cycles == 0 && part != EventPart::Compute) return;
+          callTimeline_.push_back({task.ipu, task.name(), task.kind, step, microBatch, cycleIndex,
+                                   part, now + clock, now + clock + cycles});
+          clock += cycles;
+        };
+        record(EventPart::HostInput, program.inputCycles);
+        record(EventPart::LinkCopy, program.copyCycles);
+        record(EventPart::Compute, program.computeCycles - program.copyCycles);
         for (size_t i : program.producedOutputs) {
           const bool returned = options_.output.slotOf(microBatch, total) >= 0;
           const bool summed = options_.output.mode == OutputMode::Sum && microBatch > 0;
           if (returned && !summed) {
-            cycles += device::hostTransferCycles(graph_->outputs()[i]->type().bytes(), chip);
+            record(EventPart::HostOutput,
+                   device::hostTransferCycles(graph_->outputs()[i]->type().bytes(), chip));
           }
         }
-        uint64_t& clock = busy[task.ipu];
-        if (program.copyCycles != 0) {
-          callTimeline_.push_back({task.ipu, task.name(), task.kind, step, microBatch, cycleIndex,
-                                   true, now + clock, now + clock + program.copyCycles});
-          clock += program.copyCycles;
-          cycles -= program.copyCycles;
-        }
-        callTimeline_.push_back({task.ipu, task.name(), task.kind, step, microBatch, cycleIndex,
-                                 false, now + clock, now + clock + cycles});
-        clock += cycles;
       }
       now += longestOf(busy) + sync;
       if (step == 0) computeOnly += longestOf(computing) + sync;

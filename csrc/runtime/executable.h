@@ -66,8 +66,16 @@ struct ProgramStep {
   uint64_t cycles = 0;
 };
 
-// One task run of the last call on the simulated clock (in cycles). A task
-// that receives inter-IPU copies has a `copy` event for them first.
+// What a timeline event spent its cycles on.
+enum class EventPart {
+  Compute,    // the task's ops
+  LinkCopy,   // inter-IPU copies the task receives, before its ops
+  HostInput,  // the task's micro-batch of the inputs, streamed in from the host
+  HostOutput, // outputs the task produces that the call returns, streamed to the host
+};
+
+// Part of one task run of the last call on the simulated clock (in cycles):
+// a task's host input, link copies, compute and host output follow each other.
 struct TimelineEvent {
   int64_t ipu = 0;
   std::string task; // "F0", "B1", "FB3", "U2"
@@ -75,7 +83,7 @@ struct TimelineEvent {
   int64_t step = 0;       // optimizer step (device iteration) in the call
   int64_t microBatch = 0; // in the call; -1 for updates
   int64_t cycle = 0;      // pipeline cycle in the call
-  bool copy = false;      // the task's incoming inter-IPU copies
+  EventPart part = EventPart::Compute;
   uint64_t start = 0;
   uint64_t end = 0;
 };

@@ -1,13 +1,17 @@
 """The simulated execution trace of a model's last call."""
 
+_TRANSFERS = ("copy", "host_input", "host_output")
+
 
 class ExecutionTrace:
     """What each simulated IPU did during the last call, on the simulated clock.
 
     ``events`` holds one dict per task run: ``ipu``, ``task`` ("F0", "B1",
     "FB3" for the last stage's forward and backward, "U2" for IPU 2's weight
-    update), ``kind`` ("forward", "backward", "forward+backward", "update",
-    or "copy" for the inter-IPU copies a task receives, just before it),
+    update), ``kind`` ("forward", "backward", "forward+backward", "update"; or,
+    around a task's own event, "host_input" for its micro-batch of the inputs
+    streamed in from the host, "copy" for the inter-IPU copies it receives,
+    and "host_output" for outputs it streams to the host),
     ``step``, ``micro_batch`` (-1 for updates), ``cycle`` (the pipeline
     cycle), ``start`` and ``end`` in IPU clock cycles.
     ``str(trace)`` draws one row per IPU and one column per pipeline cycle,
@@ -43,7 +47,7 @@ class ExecutionTrace:
         cycles = 1 + max((e["cycle"] for e in self.events), default=-1)
         cells = [[""] * cycles for _ in range(self.num_ipus)]
         for event in self.events:
-            if event["kind"] == "copy":
+            if event["kind"] in _TRANSFERS:
                 continue
             prefix = {"forward": "F", "backward": "B", "forward+backward": "FB"}
             mark = "U" if event["kind"] == "update" else (

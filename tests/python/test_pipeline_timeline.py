@@ -6,6 +6,7 @@ and balanced stages of time T, a pipelined pass takes about (G + P - 1) x T;
 a sharded one G x P x T.
 """
 
+import math
 import statistics
 
 import pytest
@@ -35,6 +36,9 @@ class Balanced(nn.Module):
         with popsim.Block("S3", ipu_id=3):
             x = self.head(x)
             return x if labels is None else nn.functional.cross_entropy(x, labels)
+
+
+TASK_KINDS = ("forward", "backward", "forward+backward", "update")
 
 
 def run_inference(strategy, micro_batches=16, batch=128):
@@ -71,7 +75,7 @@ def test_pipelined_inference_follows_the_pipeline_formula():
     # Every IPU works on a different micro-batch in the steady state.
     for cycle in range(p - 1, g):
         busy = {(e["ipu"], e["micro_batch"]) for e in trace.events
-                if e["cycle"] == cycle and e["kind"] != "copy"}
+                if e["cycle"] == cycle and e["kind"] in TASK_KINDS}
         assert busy == {(ipu, cycle - ipu) for ipu in range(p)}
 
 
@@ -106,9 +110,9 @@ def test_training_schedules(schedule, cycles):
         mine = [e for e in trace.events if e["ipu"] == ipu]
         # Each IPU runs its forward and backward tasks once per micro-batch, in micro-batch
         # order, and its weight update last.
-        # Copies come right before the task that receives them.
+        # Copies (and host inputs) come right before the task that receives them.
         for copy, task in zip(mine, mine[1:]):
-            if copy["kind"] == "copy":
+            if copy["kind"] in ("copy", "host_input"):
                 assert (task["task"], task["micro_batch"]) == (copy["task"], copy["micro_batch"])
                 assert task["start"] == copy["end"]
         for kind in ("forward", "backward", "forward+backward"):
@@ -128,7 +132,8 @@ def test_training_schedules(schedule, cycles):
     if schedule == popsim.PipelineSchedule.Interleaved:
         # In the steady state every IPU runs a forward and a backward task per cycle.
         for cycle in range(6, 8):
-            ipus = [e["ipu"] for e in trace.events if e["cycle"] == cycle and e["kind"] != "copy"]
+            ipus = [e["ipu"] for e in trace.events
+                    if e["cycle"] == cycle and e["kind"] in TASK_KINDS]
             assert sorted(ipus) == [0, 0, 1, 1, 2, 2, 3]
 
 
@@ -177,3 +182,31 @@ def test_trace_text_draws_one_row_per_ipu():
     assert lines[0].startswith("Interleaved schedule, 4 stage(s) on 4 IPU(s)")
     assert lines[1].split() == ["IPU0", "|", "F0", "F1", "F2", "F3", ".", ".", "."]
     assert lines[4].split() == ["IPU3", "|", ".", ".", ".", "F0", "F1", "F2", "F3"]
+
+
+def host_cycles(bytes_):
+    """ipu-model.md: 50,000 cycles + bytes at 7 GB/s, on a 1.33 GHz Mk2."""
+    return 50_000 + math.ceil(bytes_ * 1.33e9 / 7e9)
+
+
+def test_host_transfers_are_events_of_their_own():
+    """Each micro-batch of the images streams into IPU 0 before its forward task and
+    of the labels into IPU 3, where the loss is; the loss (OutputMode.Final) streams
+    out of IPU 3 after the last micro-batch."""
+    opts = popsim.Options()
+    opts.Training.gradientAccumulation(8)
+    trainer = popsim.trainingModel(Balanced(), opts)
+    trainer(torch.randn(8 * 16, 16), torch.randint(0, 10, (8 * 16,)))
+    trace = trainer.executionTrace()
+    by_task = {}
+    for event in trace.events:
+        if event["kind"] == "host_input":
+            by_task.setdefault((event["ipu"], event["task"]), []).append(event)
+    assert sorted(by_task) == [(0, "F0"), (3, "FB3")]
+    assert [e["micro_batch"] for e in by_task[(0, "F0")]] == list(range(8))
+    assert {e["end"] - e["start"] for e in by_task[(0, "F0")]} == {host_cycles(16 * 16 * 4)}
+    assert {e["end"] - e["start"] for e in by_task[(3, "FB3")]} == {host_cycles(16 * 8)}
+    outputs = [e for e in trace.events if e["kind"] == "host_output"]
+    assert [(e["ipu"], e["micro_batch"], e["end"] - e["start"]) for e in outputs] == [
+        (3, 7, host_cycles(4))]
+    assert "host" not in str(trace)
