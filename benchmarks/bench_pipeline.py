@@ -28,7 +28,6 @@ import argparse
 import copy
 import json
 import os
-import statistics
 import sys
 
 import torch
@@ -73,18 +72,6 @@ class BlockedNetwork(Network):
         with popsim.Block("B4"):
             x = self.layer4(x)
             return x, nn.functional.cross_entropy(x, labels)
-
-
-def steady_state_times(trace):
-    """Each IPU's forward + backward cycles per micro-batch, copies included: the
-    median over the first step's micro-batches, so one-off transfers are left out."""
-    work = {}
-    for event in trace.events:
-        if event["step"] == 0 and event["kind"] != "update":
-            key = (event["ipu"], event["micro_batch"])
-            work[key] = work.get(key, 0) + event["end"] - event["start"]
-    ipus = sorted({ipu for ipu, _ in work})
-    return [statistics.median(c for (i, _), c in work.items() if i == ipu) for ipu in ipus]
 
 
 def trainer(model, strategy):
@@ -143,7 +130,7 @@ def main():
         trace = model.executionTrace()
         cycles[name] = trace.total_cycles / ITERATIONS
         if name == "pipelined":
-            per_ipu = steady_state_times(trace)
+            per_ipu = trace.micro_batch_cycles()
             results["4ipu_ipu_cycles_per_micro_batch"] = per_ipu
             update = max(e["end"] - e["start"] for e in trace.events if e["kind"] == "update")
             # OutputMode.Final: the call's last logits and loss go to the host once.

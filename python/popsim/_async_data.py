@@ -26,6 +26,7 @@ stops the loader), stops when its parent dies, and is stopped by
 ``terminate()``, by garbage collection and at interpreter exit.
 """
 
+import math
 import numbers
 import os
 import pickle
@@ -42,6 +43,18 @@ from torch.utils._pytree import tree_flatten, tree_unflatten
 from popsim.errors import OptionError
 
 _POLL_SECONDS = 0.05
+
+
+def positive_int(owner, name, value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise OptionError(f"{owner}: {name} must be a positive integer, got {value!r}.")
+    return int(value)
+
+
+def batch_count(samples, batch_size, drop_last):
+    """Batches of `batch_size` in `samples`, a short last one only without drop_last."""
+    full, leftover = divmod(samples, batch_size)
+    return full + (1 if leftover and not drop_last else 0)
 
 
 class _Stop(Exception):
@@ -281,16 +294,12 @@ class AsynchronousDataAccessor:
 
     def __init__(self, dataset, buffer_size=3, load_indefinitely=True, early_preload=False,
                  rebatched_size=None, drop_last=True):
-        if (isinstance(buffer_size, bool) or not isinstance(buffer_size, numbers.Integral)
-                or buffer_size < 1):
-            raise OptionError(f"AsynchronousDataAccessor: buffer_size must be a positive "
-                              f"integer, got {buffer_size!r}.")
-        if rebatched_size is not None and (not isinstance(rebatched_size, numbers.Integral)
-                                           or rebatched_size < 1):
-            raise OptionError(f"AsynchronousDataAccessor: rebatched_size must be a positive "
-                              f"integer, got {rebatched_size!r}.")
+        buffer_size = positive_int("AsynchronousDataAccessor", "buffer_size", buffer_size)
+        if rebatched_size is not None:
+            rebatched_size = positive_int("AsynchronousDataAccessor", "rebatched_size",
+                                          rebatched_size)
         self._source = dataset
-        self._buffer_size = int(buffer_size)
+        self._buffer_size = buffer_size
         self._load_indefinitely = bool(load_indefinitely)
         self._rebatched_size = rebatched_size
         self._drop_last = drop_last
@@ -330,9 +339,7 @@ class AsynchronousDataAccessor:
     def __len__(self):
         if self._rebatched_size is None:
             return len(self._source)
-        samples = len(self._source.dataset)
-        full, leftover = divmod(samples, self._rebatched_size)
-        return full + (1 if leftover and not self._drop_last else 0)
+        return batch_count(len(self._source.dataset), self._rebatched_size, self._drop_last)
 
     def __iter__(self):
         if self._process is None:
@@ -365,7 +372,7 @@ class AsynchronousDataAccessor:
                         "If memory is short, lower buffer_size or num_workers.")
 
     def _view(self, slot, spec, shapes, others):
-        tensors = [buffer.view(-1)[: _numel(shape)].view(shape)
+        tensors = [buffer.view(-1)[: math.prod(shape)].view(shape)
                    for buffer, shape in zip(self._slots[slot], shapes)]
         leaves = []
         extra = dict(others)
@@ -416,9 +423,3 @@ class AsynchronousDataAccessor:
                 else:
                     self._abandon(tag)
 
-
-def _numel(shape):
-    count = 1
-    for size in shape:
-        count *= size
-    return count

@@ -7,25 +7,18 @@ any options. In the asynchronous modes a background process
 (``AsynchronousDataAccessor``) loads the next batches while the model runs.
 """
 
-import numbers
 import warnings
 import weakref
 
 import torch
 import torch.utils.data
 
-from popsim._async_data import AsynchronousDataAccessor
+from popsim._async_data import AsynchronousDataAccessor, batch_count, positive_int
 from popsim.enums import DataLoaderMode
 from popsim.errors import OptionError
 from popsim.options import Options
 
 _ASYNC_OPTIONS = ("buffer_size", "load_indefinitely", "early_preload")
-
-
-def _positive(name, value):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise OptionError(f"popsim.DataLoader: {name} must be a positive integer, got {value!r}.")
-    return int(value)
 
 
 def combined_batch_size(options, batch_size):
@@ -70,7 +63,7 @@ class DataLoader(torch.utils.data.DataLoader):
         if not isinstance(mode, DataLoaderMode):
             raise OptionError(f"popsim.DataLoader: mode must be a popsim.DataLoaderMode, "
                               f"got {mode!r}.")
-        batch_size = _positive("batch_size", batch_size)
+        batch_size = positive_int("popsim.DataLoader", "batch_size", batch_size)
         options._freeze()
         combined = combined_batch_size(options, batch_size)
         async_options = dict(async_options or {})
@@ -83,8 +76,8 @@ class DataLoader(torch.utils.data.DataLoader):
                               "or DataLoaderMode.AsyncRebatched.")
         worker_batch = combined
         if mode == DataLoaderMode.AsyncRebatched:
-            worker_batch = _positive("rebatched_worker_size",
-                                     rebatched_worker_size or batch_size)
+            worker_batch = positive_int("popsim.DataLoader", "rebatched_worker_size",
+                                        rebatched_worker_size or batch_size)
             if worker_batch > combined:
                 raise OptionError(
                     f"popsim.DataLoader: rebatched_worker_size ({worker_batch}) is larger than "
@@ -99,7 +92,6 @@ class DataLoader(torch.utils.data.DataLoader):
             kwargs["generator"] = torch.Generator().manual_seed(options.random_seed)
 
         self._options = options
-        self._batch_size_per_replica = batch_size
         self._combined = combined
         self._mode = mode
         self._drop_last_combined = drop_last
@@ -142,9 +134,7 @@ class DataLoader(torch.utils.data.DataLoader):
     def __len__(self):
         if self._mode != DataLoaderMode.AsyncRebatched:
             return super().__len__()
-        samples = len(self.dataset)
-        full, leftover = divmod(samples, self._combined)
-        return full + (1 if leftover and not self._drop_last_combined else 0)
+        return batch_count(len(self.dataset), self._combined, self._drop_last_combined)
 
     def __iter__(self):
         if self._mode == DataLoaderMode.Sync:
@@ -163,13 +153,8 @@ class DataLoader(torch.utils.data.DataLoader):
         return super().__iter__()
 
     def terminate(self):
-        """Stops the background loading process, if any (it stops on its own at `del`
-        and at interpreter exit too)."""
+        """Stops the background loading process, if any. It also stops when the loader
+        is garbage collected (the accessor's finalizer) and at interpreter exit."""
         if self._accessor is not None:
             self._accessor.terminate()
             self._accessor = None
-
-    def __del__(self):
-        accessor = self.__dict__.get("_accessor")
-        if accessor is not None:
-            accessor.terminate()

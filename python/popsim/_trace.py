@@ -1,5 +1,7 @@
 """The simulated execution trace of a model's last call."""
 
+import statistics
+
 _TRANSFERS = ("copy", "host_input", "host_output")
 
 
@@ -38,6 +40,18 @@ class ExecutionTrace:
     def busy_cycles(self, ipu):
         """Cycles `ipu` spent computing (the rest of the call it waited)."""
         return sum(e["end"] - e["start"] for e in self.events if e["ipu"] == ipu)
+
+    def micro_batch_cycles(self):
+        """Per IPU, the median cycles it spends on one micro-batch: its forward and
+        backward tasks with their transfers (updates left out). The median leaves out
+        one-off transfers, such as a final output streamed to the host."""
+        work = {}
+        for event in self.events:
+            if event["kind"] != "update":
+                key = (event["ipu"], event["step"], event["micro_batch"])
+                work[key] = work.get(key, 0) + event["end"] - event["start"]
+        return [statistics.median([c for (i, _, _), c in work.items() if i == ipu] or [0])
+                for ipu in range(self.num_ipus)]
 
     def utilisation(self, ipu):
         return self.busy_cycles(ipu) / self.total_cycles if self.total_cycles else 0.0
