@@ -66,8 +66,10 @@ uint64_t IpuMemoryReport::notAlwaysLive() const {
 }
 
 MemoryReport buildMemoryReport(const ir::Graph& graph, const passes::MemoryPlan& plan,
-                               const IpuSystemConfig& system,
-                               const std::vector<uint64_t>& stashBytes) {
+                               const IpuSystemConfig& system, const RuntimeBuffers& buffers) {
+  const auto bytesOn = [](const std::vector<uint64_t>& perIpu, size_t ipu) {
+    return ipu < perIpu.size() ? perIpu[ipu] : 0;
+  };
   MemoryReport report;
   report.chip = system.spec().name;
   for (size_t ipu = 0; ipu < plan.ipus().size(); ++ipu) {
@@ -86,9 +88,10 @@ MemoryReport buildMemoryReport(const ir::Graph& graph, const passes::MemoryPlan&
         {"random state", regionBytes(MemoryRegion::RandomState), true},
         {"constants", regionBytes(MemoryRegion::Constants), true},
         {"input streams", regionBytes(MemoryRegion::InputStreams), true},
+        {"prefetch buffers", bytesOn(buffers.prefetch, ipu), true},
         {"code", codeBytes(graph, ipuReport.ipu, system.spec()), true},
         {"activations", regionBytes(MemoryRegion::Activations), false},
-        {"stash", ipu < stashBytes.size() ? stashBytes[ipu] : 0, false},
+        {"stash", bytesOn(buffers.stash, ipu), false},
     };
     std::vector<TensorMemory> tensors;
     for (const ir::Value* root : plan.roots()) {

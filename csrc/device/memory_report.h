@@ -44,12 +44,18 @@ struct MemoryReport {
 
 constexpr size_t kLargestTensors = 5;
 
+// Buffers the runtime holds beside the memory plan, in bytes per IPU (empty:
+// none): the pipeline's stash of activations kept for later backward passes,
+// and the extra input buffers the host link prefetches into.
+struct RuntimeBuffers {
+  std::vector<uint64_t> stash;
+  std::vector<uint64_t> prefetch;
+};
+
 // Per-IPU memory of a planned program: the plan's regions, code, and the
-// pipeline's stash of activations kept for later backward passes (bytes per
-// IPU; empty without pipelining).
+// runtime's buffers.
 MemoryReport buildMemoryReport(const ir::Graph& graph, const passes::MemoryPlan& plan,
-                               const IpuSystemConfig& system,
-                               const std::vector<uint64_t>& stashBytes = {});
+                               const IpuSystemConfig& system, const RuntimeBuffers& buffers = {});
 
 // Throws OutOfMemory for the first IPU whose program does not fit, naming the
 // IPU, bytes needed and available, each category and the largest tensors.

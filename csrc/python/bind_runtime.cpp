@@ -105,6 +105,7 @@ runtime::CompileOptions parseOptions(const py::dict& options) {
     throwError(ErrorKind::InvalidOption, "unknown pipeline schedule '" + schedule + "'.");
   parsed.threadsPerIpu = option<int64_t>(options, "threads_per_ipu", 0);
   parsed.recomputation = option<bool>(options, "recomputation", false);
+  parsed.prefetchDepth = option<int64_t>(options, "prefetch_depth", parsed.prefetchDepth);
   if (options.contains("training")) {
     parsed.training = parseTraining(options["training"].cast<py::dict>());
   }
@@ -312,6 +313,7 @@ void bindRuntime(py::module_& module) {
                                       ? "Sequential"
                                       : runtime::scheduleName(executable.options().schedule);
              result["cycles_per_step"] = executable.schedule().size();
+             result["prefetch_depth"] = executable.options().prefetchDepth;
              return result;
            })
       .def_property_readonly("last_run_cycles", &Executable::lastRunCycles)

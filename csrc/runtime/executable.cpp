@@ -10,6 +10,7 @@
 #include "passes/pass_manager.h"
 #include "passes/passes.h"
 #include "passes/recomputation.h"
+#include "runtime/host_input_link.h"
 
 #include <omp.h>
 
@@ -116,6 +117,8 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& graph,
   executable->options_ = options;
   POPSIM_CHECK(options.gradientAccumulation >= 1, ErrorKind::InvalidOption,
                "gradientAccumulation must be at least 1, got ", options.gradientAccumulation, ".");
+  POPSIM_CHECK(options.prefetchDepth >= 0, ErrorKind::InvalidOption,
+               "prefetchDepth must be 0 (no prefetch) or more, got ", options.prefetchDepth, ".");
   executable->graph_ = graph.clone();
   ir::Graph& program = *executable->graph_;
   passes::assignStages(program, options.stages);
@@ -164,8 +167,9 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& graph,
   executable->schedule_ = buildSchedule(layout, executable->microBatchesPerStep(), schedule);
   executable->memory_ = std::make_unique<DeviceMemory>(executable->plan_);
   executable->planChannels();
-  executable->memoryReport_ = device::buildMemoryReport(program, executable->plan_, options.system,
-                                                        executable->stashBytes_);
+  executable->memoryReport_ =
+      device::buildMemoryReport(program, executable->plan_, options.system,
+                                {executable->stashBytes_, executable->prefetchBytes_});
   device::checkMemoryFits(executable->memoryReport_, options.system);
 
   const DeviceMemory& memory = *executable->memory_;
@@ -196,6 +200,7 @@ void Executable::planChannels() {
   const size_t numTasks = layout_.tasks().size();
   tasks_.assign(numTasks, {});
   stashBytes_.assign(static_cast<size_t>(options_.system.numIpus), 0);
+  prefetchBytes_.assign(static_cast<size_t>(options_.system.numIpus), 0);
 
   // The task that writes each storage root: its producer's, or for inputs
   // the task that streams them (their first user's on their home IPU).
@@ -218,6 +223,8 @@ void Executable::planChannels() {
     }
     writer[input] = task;
     tasks_[task].streamedInputs.push_back(i);
+    prefetchBytes_[static_cast<size_t>(layout_.tasks()[task].ipu)] +=
+        input->type().bytes() * static_cast<uint64_t>(options_.prefetchDepth);
   }
   for (size_t i = 0; i < program.outputs().size(); ++i) {
     auto it = writer.find(plan_.storageRoot(program.outputs()[i]));
@@ -480,6 +487,8 @@ void Executable::runTask(const ScheduledTask& scheduled, int64_t step, dnnl::str
 
 // The simulated clock: cycles are BSP supersteps of the whole machine, so
 // each lasts as long as its busiest IPU, plus a sync when IPUs must agree.
+// Input streams run on each IPU's host link, ahead of their tasks as far as
+// the prefetch depth allows; a task waits only for what is still in flight.
 // Every call runs the same schedule, so this replays one call at compile
 // time: its timeline, its cycles, and the compute cycles of one iteration
 // (the same replay without host transfers).
@@ -487,6 +496,8 @@ void Executable::simulateClock() {
   const device::ChipSpec& chip = options_.system.spec();
   const uint64_t sync = layout_.numIpus() > 1 ? device::syncCycles(layout_.numIpus(), chip) : 0;
   const int64_t total = options_.deviceIterations * options_.gradientAccumulation;
+  std::vector<HostInputLink> links(static_cast<size_t>(layout_.numIpus()),
+                                   HostInputLink(options_.prefetchDepth));
   uint64_t now = 0;
   uint64_t computeOnly = 0;
   int64_t cycleIndex = 0;
@@ -501,16 +512,25 @@ void Executable::simulateClock() {
             scheduled.microBatch < 0 ? -1 : step * microBatchesPerStep() + scheduled.microBatch;
         computing[task.ipu] += program.computeCycles;
         uint64_t& clock = busy[task.ipu];
+        const auto event = [&](EventPart part, uint64_t start, uint64_t end) {
+          callTimeline_.push_back(
+              {task.ipu, task.name(), task.kind, step, microBatch, cycleIndex, part, start, end});
+        };
         // Every task gets its compute event; transfers only when there are any.
         const auto record = [&](EventPart part, uint64_t cycles) {
           if (cycles == 0 && part != EventPart::Compute) return;
-          callTimeline_.push_back({task.ipu, task.name(), task.kind, step, microBatch, cycleIndex,
-                                   part, now + clock, now + clock + cycles});
+          event(part, now + clock, now + clock + cycles);
           clock += cycles;
         };
-        record(EventPart::HostInput, program.inputCycles);
+        HostInputLink& link = links[static_cast<size_t>(task.ipu)];
+        if (!program.streamedInputs.empty()) {
+          const HostInputLink::Transfer transfer = link.next(now + clock, program.inputCycles);
+          event(EventPart::HostInput, transfer.start, transfer.end);
+          clock = std::max(clock, transfer.end - std::min(transfer.end, now));
+        }
         record(EventPart::LinkCopy, program.copyCycles);
         record(EventPart::Compute, program.computeCycles - program.copyCycles);
+        if (!program.streamedInputs.empty()) link.finishedReading(now + clock);
         for (size_t i : program.producedOutputs) {
           const bool returned = options_.output.slotOf(microBatch, total) >= 0;
           const bool summed = options_.output.mode == OutputMode::Sum && microBatch > 0;

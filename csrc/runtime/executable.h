@@ -53,6 +53,11 @@ struct CompileOptions {
   // Host threads each simulated IPU computes with; 0: the caller's thread
   // count for one IPU, else an equal share of the host's threads.
   int64_t threadsPerIpu = 0;
+  // Input micro-batches each IPU's host link may stream ahead of the task that
+  // reads them, into as many extra buffers (PopART's prefetch buffering). With
+  // 0 an input streams when its task starts; with 1 or more it overlaps the
+  // work before.
+  int64_t prefetchDepth = 1;
 };
 
 // One entry of the program for introspection: which kernel runs an op, in
@@ -180,7 +185,8 @@ private:
   std::vector<std::unique_ptr<kernels::Kernel>> kernels_; // null for views and copies
   std::vector<TaskProgram> tasks_;
   std::vector<std::unique_ptr<Channel>> channels_;
-  std::vector<uint64_t> stashBytes_; // per IPU
+  std::vector<uint64_t> stashBytes_;    // per IPU
+  std::vector<uint64_t> prefetchBytes_; // per IPU
   std::vector<PipelineCycle> schedule_;
   std::vector<ProgramStep> program_;
   int64_t threadsPerIpu_ = 0;

@@ -354,6 +354,7 @@ class Executor:
             "device_iterations": opts.device_iterations,
             "gradient_accumulation": opts.Training.gradient_accumulation,
             "recomputation": opts.Training.recomputation_enabled,
+            "prefetch_depth": opts.prefetch_depth,
             "output_mode": self._output_mode().name,
             "output_return_period": opts.output_return_period,
             "program": "training" if self._training else "inference",

@@ -16,6 +16,10 @@ class ExecutionTrace:
     and "host_output" for outputs it streams to the host),
     ``step``, ``micro_batch`` (-1 for updates), ``cycle`` (the pipeline
     cycle), ``start`` and ``end`` in IPU clock cycles.
+    With ``prefetchDepth`` 1 or more (the default) a host input runs on the
+    IPU's host link while the IPU works on earlier tasks, so its event can
+    overlap them; the IPU waits only for what is still in flight, and that
+    wait counts as idle time.
     ``str(trace)`` draws one row per IPU and one column per pipeline cycle,
     with the tasks each IPU ran in that cycle: ``F3`` (forward of micro-batch
     3), ``B0`` (backward), ``FB2`` (the last stage's forward and backward),
@@ -37,17 +41,36 @@ class ExecutionTrace:
     def num_ipus(self):
         return self.pipeline["ipus"]
 
+    def occupies_ipu(self, event):
+        """Whether the IPU itself is busy during `event`: always, except for host inputs
+        prefetched on the host link."""
+        return event["kind"] != "host_input" or self.pipeline["prefetch_depth"] == 0
+
     def busy_cycles(self, ipu):
-        """Cycles `ipu` spent computing (the rest of the call it waited)."""
-        return sum(e["end"] - e["start"] for e in self.events if e["ipu"] == ipu)
+        """Cycles `ipu` spent on its tasks and transfers (the rest of the call it waited)."""
+        return sum(e["end"] - e["start"] for e in self.events
+                   if e["ipu"] == ipu and self.occupies_ipu(e))
 
     def micro_batch_cycles(self):
         """Per IPU, the median cycles it spends on one micro-batch: its forward and
-        backward tasks with their transfers (updates left out). The median leaves out
-        one-off transfers, such as a final output streamed to the host."""
+        backward tasks with the transfers that occupy it (updates left out). The median
+        leaves out one-off transfers, such as a final output streamed to the host."""
         work = {}
         for event in self.events:
-            if event["kind"] != "update":
+            if event["kind"] != "update" and self.occupies_ipu(event):
+                key = (event["ipu"], event["step"], event["micro_batch"])
+                work[key] = work.get(key, 0) + event["end"] - event["start"]
+        return [statistics.median([c for (i, _, _), c in work.items() if i == ipu] or [0])
+                for ipu in range(self.num_ipus)]
+
+    def host_link_cycles(self):
+        """Per IPU, the median cycles its host link spends streaming one micro-batch's
+        inputs (0 for an IPU that streams none). With prefetching, the link works beside
+        the IPU, so it is a pipeline stage of its own: the slowest of these and of
+        micro_batch_cycles() sets the pace of the pipeline."""
+        work = {}
+        for event in self.events:
+            if event["kind"] == "host_input":
                 key = (event["ipu"], event["step"], event["micro_batch"])
                 work[key] = work.get(key, 0) + event["end"] - event["start"]
         return [statistics.median([c for (i, _, _), c in work.items() if i == ipu] or [0])

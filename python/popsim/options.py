@@ -193,6 +193,7 @@ class Options(_OptionGroup):
         "log_dir": None,
         "use_ipu_model": False,
         "execution_strategy": None,
+        "prefetch_depth": 1,
     }
     _group_name = "Options"
 
@@ -211,6 +212,18 @@ class Options(_OptionGroup):
         sizes its combined batch with it; models simulate one replica, so compiling a
         model with replicationFactor > 1 raises an OptionError."""
         return self._set("replication_factor", _positive_int("replicationFactor", replicas))
+
+    def prefetchDepth(self, depth):
+        """Input micro-batches each IPU's host link may stream ahead of the task that reads
+        them (default 1). Each costs an extra buffer of the inputs in the IPU's memory
+        ("prefetch buffers" in memoryReport()); with 0, a micro-batch's inputs stream in
+        only when its task starts, on the IPU's critical path. Results are the same for
+        any depth; only the simulated time and memory change."""
+        if isinstance(depth, bool) or not isinstance(depth, numbers.Integral) or depth < 0:
+            raise OptionError(
+                f"prefetchDepth expects a non-negative integer (0 turns prefetching off), "
+                f"got {depth!r}.")
+        return self._set("prefetch_depth", int(depth))
 
     def outputMode(self, mode, output_return_period=None):
         """Which iterations' outputs a call returns (see popsim.OutputMode)."""

@@ -57,14 +57,26 @@ def test_memory_report_categories_add_up():
 
 
 def test_cycle_count_grows_with_device_iterations():
-    cycles = []
-    for iterations in (1, 4):
-        executor = popsim.inferenceModel(MnistNetwork(),
-                                         popsim.Options().deviceIterations(iterations))
+    def cycles(iterations, prefetch_depth):
+        opts = popsim.Options().deviceIterations(iterations).prefetchDepth(prefetch_depth)
+        executor = popsim.inferenceModel(MnistNetwork(), opts)
         executor(torch.randn(8 * iterations, 1, 28, 28))
-        cycles.append(executor.cycleCount())
-    assert 0 < cycles[0] < cycles[1]
-    assert abs(cycles[1] - 4 * cycles[0]) <= 0.01 * cycles[1]
+        return executor.cycleCount(), executor.executionTrace()
+
+    one, _ = cycles(1, 0)
+    four, _ = cycles(4, 0)
+    assert 0 < one < four
+    assert abs(four - 4 * one) <= 0.01 * four
+    # With prefetch, input k streams while iteration k-1 runs. Here an
+    # iteration's compute and output take less than an input transfer, so the
+    # link sets the pace: iteration k runs right after its input, at (k+1)
+    # transfers, and the call ends one iteration's work after the fourth.
+    prefetched, trace = cycles(4, 1)
+    transfers = [e["end"] - e["start"] for e in trace.events if e["kind"] == "host_input"]
+    assert len(transfers) == 4 and len(set(transfers)) == 1
+    work = one - transfers[0]
+    assert work < transfers[0]
+    assert prefetched == 4 * transfers[0] + work
 
 
 def test_poptorch_names():

@@ -102,3 +102,13 @@ def test_log_dir_receives_the_ir_and_memory_report(tmp_path):
         data = json.load(stream)
     assert data["memory"]["ipus"][0]["categories"]["weights"]["bytes"] > 0
     assert [step["op"] for step in data["program"]][:2] == ["conv2d", "max_pool2d"]
+
+
+def test_prefetch_depth():
+    assert popsim.Options().prefetch_depth == 1
+    assert popsim.Options().prefetchDepth(0).prefetch_depth == 0
+    for bad in (-1, 1.5, True, "2"):
+        with pytest.raises(popsim.OptionError,
+                           match=r"^prefetchDepth expects a non-negative integer \(0 turns "
+                                 r"prefetching off\), got "):
+            popsim.Options().prefetchDepth(bad)

@@ -86,3 +86,19 @@ def test_a_model_too_big_for_one_ipu_fits_on_four():
         compiled_trainer(popsim.PipelinedExecution(popsim.Stage("B1", "B2", "B3", "B4")), memory)
     fits = compiled_trainer(popsim.PipelinedExecution(*FOUR), memory)
     assert all(ipu["total"] <= memory for ipu in fits.memoryReport()["ipus"])
+
+
+@pytest.mark.parametrize("depth", [0, 1, 3])
+def test_prefetch_buffers_hold_depth_micro_batches_of_inputs(depth):
+    """Images stream into IPU 0 and labels into IPU 3 (where the loss is): each IPU
+    keeps `depth` extra buffers of its inputs, always live."""
+    opts = popsim.Options().prefetchDepth(depth)
+    opts.Training.gradientAccumulation(G)
+    opts.setExecutionStrategy(popsim.PipelinedExecution(*FOUR))
+    model = BlockedWithLoss(BlockedMnistNetwork())
+    trainer = popsim.trainingModel(model, opts)
+    trainer.compile(torch.randn(4 * G, 1, 28, 28), torch.randint(0, 10, (4 * G,)))
+    buffers = [ipu["categories"]["prefetch buffers"] for ipu in trainer.memoryReport()["ipus"]]
+    images, labels = 4 * 28 * 28 * 4, 4 * 8
+    assert [b["bytes"] for b in buffers] == [depth * images, 0, 0, depth * labels]
+    assert all(b["always_live"] for b in buffers)

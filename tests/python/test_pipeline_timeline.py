@@ -3,7 +3,10 @@
 IPUs run in lockstep pipeline cycles (BSP: compute, then sync and exchange),
 so a cycle lasts as long as its busiest IPU. With P stages, G micro-batches
 and balanced stages of time T, a pipelined pass takes about (G + P - 1) x T;
-a sharded one G x P x T.
+a sharded one G x P x T. Inputs are prefetched (prefetchDepth 1 by default):
+each IPU's host link streams micro-batch k + 1 while the IPU works on k, so
+the link is a stage of its own, and only the first input and the last output
+of a call are not hidden behind other work.
 """
 
 import math
@@ -16,9 +19,7 @@ import popsim
 
 
 class Balanced(nn.Module):
-    """Four stages of equal compute. The first also streams the input in and the
-    last the output out, which on the cost model's host link (50,000 cycles per
-    transfer) makes them the slower ones."""
+    """Four stages of about equal compute and copies (IPU 0 receives no copy)."""
 
     def __init__(self):
         super().__init__()
@@ -41,22 +42,40 @@ TASK_KINDS = ("forward", "backward", "forward+backward", "update")
 
 
 def run_inference(strategy, micro_batches=16, batch=128):
+    """Returns only the last micro-batch's output (OutputMode.Final): an output of every
+    micro-batch would load the last stage with a host transfer of 50,000 cycles each."""
     opts = popsim.Options().deviceIterations(micro_batches).setExecutionStrategy(strategy)
+    opts.outputMode(popsim.OutputMode.Final)
     model = popsim.inferenceModel(Balanced(), opts)
     model(torch.randn(batch * micro_batches, 16))
     return model.executionTrace()
 
 
 def stage_times(trace):
-    """The longest run of each task, its incoming copies included."""
+    """The longest run of each task on its IPU, its incoming copies included, and of
+    each IPU's host link ("link0"). Outputs to the host are left out: with
+    OutputMode.Final only the last micro-batch has one (see unhidden_transfers)."""
     runs = {}
     for event in trace.events:
-        key = (event["task"], event["micro_batch"])
+        if event["kind"] == "host_output":
+            continue
+        task = event["task"] if trace.occupies_ipu(event) else f"link{event['ipu']}"
+        key = (task, event["micro_batch"])
         runs[key] = runs.get(key, 0) + event["end"] - event["start"]
     times = {}
     for (task, _), cycles in runs.items():
         times[task] = max(times.get(task, 0), cycles)
     return times
+
+
+def unhidden_transfers(trace):
+    """The first input streamed in and the last output streamed out, which no other
+    work of the call hides."""
+    inputs = [e for e in trace.events if e["kind"] == "host_input"]
+    outputs = [e for e in trace.events if e["kind"] == "host_output"]
+    first = min(inputs, key=lambda e: e["start"])
+    last = max(outputs, key=lambda e: e["end"])
+    return (first["end"] - first["start"]) + (last["end"] - last["start"])
 
 
 def cycle_count(trace):
@@ -69,7 +88,7 @@ def test_pipelined_inference_follows_the_pipeline_formula():
     times = stage_times(trace)
     slowest = max(times.values())
     assert cycle_count(trace) == g + p - 1
-    formula = (g + p - 1) * slowest
+    formula = (g + p - 1) * slowest + unhidden_transfers(trace)
     assert abs(trace.total_cycles - formula) <= 0.05 * formula
     # Every IPU works on a different micro-batch in the steady state.
     for cycle in range(p - 1, g):
@@ -83,11 +102,14 @@ def test_sharded_inference_takes_the_sum_of_its_stages():
     trace = run_inference(popsim.ShardedExecution())
     times = stage_times(trace)
     assert cycle_count(trace) == g * 4
-    expected = g * sum(times.values())
+    # The link streams the next input while IPUs 1 to 3 work: it is hidden.
+    stages = sum(cycles for task, cycles in times.items() if not task.startswith("link"))
+    expected = g * stages + unhidden_transfers(trace)
     assert abs(trace.total_cycles - expected) <= 0.01 * expected
     pipelined = run_inference(popsim.PipelinedExecution())
     speedup = trace.total_cycles / pipelined.total_cycles
-    assert speedup == pytest.approx(expected / ((g + 3) * max(times.values())), rel=0.05)
+    formula = (g + 3) * max(times.values()) + unhidden_transfers(pipelined)
+    assert speedup == pytest.approx(expected / formula, rel=0.05)
     assert speedup > 2.5
 
 
@@ -106,14 +128,20 @@ def test_training_schedules(schedule, cycles):
     trace = trainer.executionTrace()
     assert cycle_count(trace) == cycles + 1  # + the update cycle
     for ipu in range(4):
-        mine = [e for e in trace.events if e["ipu"] == ipu]
+        mine = [e for e in trace.events if e["ipu"] == ipu and trace.occupies_ipu(e)]
         # Each IPU runs its forward and backward tasks once per micro-batch, in micro-batch
         # order, and its weight update last.
-        # Copies (and host inputs) come right before the task that receives them.
+        # Copies come right before the task that receives them.
         for copy, task in zip(mine, mine[1:]):
-            if copy["kind"] in ("copy", "host_input"):
+            if copy["kind"] == "copy":
                 assert (task["task"], task["micro_batch"]) == (copy["task"], copy["micro_batch"])
                 assert task["start"] == copy["end"]
+        # Prefetched inputs arrive before their task starts, one at a time on the link.
+        starts = {(e["task"], e["micro_batch"]): e["start"] for e in mine}
+        inputs = [e for e in trace.events if e["ipu"] == ipu and e["kind"] == "host_input"]
+        for transfer, following in zip(inputs, inputs[1:] + [None]):
+            assert transfer["end"] <= starts[(transfer["task"], transfer["micro_batch"])]
+            assert following is None or transfer["end"] <= following["start"]
         for kind in ("forward", "backward", "forward+backward"):
             batches = [e["micro_batch"] for e in mine if e["kind"] == kind]
             assert batches in ([], list(range(8)))
@@ -137,7 +165,8 @@ def test_training_schedules(schedule, cycles):
 
 
 @pytest.mark.parametrize("micro_batches", [8, 16])
-def test_pipelined_training_follows_the_pipeline_formula(micro_batches):
+@pytest.mark.parametrize("prefetch_depth", [0, 1])
+def test_pipelined_training_follows_the_pipeline_formula(micro_batches, prefetch_depth):
     """Training on K IPUs runs G + P - 1 pipeline cycles with P = 2K - 1 stages, but a
     steady-state cycle does one forward and one backward on every IPU, while ramp-up
     cycles do forwards only and ramp-down cycles backwards only. So the step takes about
@@ -145,22 +174,29 @@ def test_pipelined_training_follows_the_pipeline_formula(micro_batches):
     pipeline formula with each IPU's forward-backward pair as a stage, as in 1F1B
     (PipeDream-Flush). Plus the copies: the loss is streamed to the host once per step.
     Ramp-up and ramp-down run IPU 0's forwards and backwards, so the formula holds when
-    IPU 0 is about as busy as the slowest IPU: here its input transfer makes its
-    forward + backward (about 80k cycles) close to IPU 3's (about 83k). A pipeline with
-    a lighter first IPU finishes sooner than the formula says."""
+    IPU 0 is about as busy as the slowest IPU.
+    Without prefetch, IPU 0's input transfer makes its forward + backward (about 80k
+    cycles) close to IPU 3's (about 83k). With prefetch, IPU 0 computes 30k cycles per
+    micro-batch while its host link streams a 50k-cycle input: the link is the slowest
+    stage, and the first input (on no other stage's time) adds one link time."""
     g, k = micro_batches, 4
-    opts = popsim.Options()
+    opts = popsim.Options().prefetchDepth(prefetch_depth)
     opts.Training.gradientAccumulation(g)
     trainer = popsim.trainingModel(Balanced(), opts)
     trainer(torch.randn(g * 16, 16), torch.randint(0, 10, (g * 16,)))
     trace = trainer.executionTrace()
     update = max(e["end"] - e["start"] for e in trace.events if e["kind"] == "update")
     step = trace.total_cycles - update
-    output_transfer = 50_000 + 1  # ipu-model.md: 50,000 cycles + bytes / 7 GB/s, one float
-    formula = (g + k - 1) * max(trace.micro_batch_cycles()) + output_transfer
+    slowest = max(trace.micro_batch_cycles() + trace.host_link_cycles())
+    if prefetch_depth:
+        assert slowest == trace.host_link_cycles()[0] > max(trace.micro_batch_cycles())
+        unhidden = unhidden_transfers(trace)
+    else:
+        unhidden = 50_000 + 1  # ipu-model.md: 50,000 cycles + bytes / 7 GB/s, one float
+    formula = (g + k - 1) * slowest + unhidden
     assert abs(step - formula) <= 0.05 * formula
     # The ramp-up and ramp-down take the same time as K - 1 steady-state cycles, not 2K - 2.
-    assert step < 0.9 * (g + 2 * k - 2) * max(trace.micro_batch_cycles())
+    assert step < 0.9 * ((g + 2 * k - 2) * slowest + unhidden)
 
 
 def test_trace_text_draws_one_row_per_ipu():

@@ -73,8 +73,8 @@ TEST(MemoryReportTest, CategoriesSumToTheTotal) {
         << category.name;
   }
   EXPECT_EQ(names, (std::vector<std::string>{"weights", "gradient accumulators", "optimizer state",
-                                             "random state", "constants", "input streams", "code",
-                                             "activations", "stash"}));
+                                             "random state", "constants", "input streams",
+                                             "prefetch buffers", "code", "activations", "stash"}));
   EXPECT_EQ(ipu.total(), sum);
   EXPECT_EQ(ipu.alwaysLive() + ipu.notAlwaysLive(), ipu.total());
   EXPECT_EQ(ipu.notAlwaysLive(), categoryBytes(ipu, "activations"));
@@ -82,6 +82,7 @@ TEST(MemoryReportTest, CategoriesSumToTheTotal) {
   EXPECT_EQ(categoryBytes(ipu, "weights"), 524288u + 2048u + 2048u + 20480u);
   EXPECT_EQ(categoryBytes(ipu, "constants"), 0u);
   EXPECT_EQ(categoryBytes(ipu, "input streams"), 4096u);
+  EXPECT_EQ(categoryBytes(ipu, "prefetch buffers"), 0u); // a runtime buffer: none given
   EXPECT_EQ(categoryBytes(ipu, "activations"),
             plan.ipus()[0].regionBytes[static_cast<size_t>(MemoryRegion::Activations)]);
   // Five distinct signatures (the two relus share one) and six non-view ops.

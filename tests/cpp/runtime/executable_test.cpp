@@ -124,10 +124,11 @@ protected:
         input_(testing::randomFloats(kIterations * 8, 3, -2.0f, 2.0f)) {}
 
   std::unique_ptr<Executable> compile(OutputMode mode, int64_t period = 1,
-                                      int64_t iterations = kIterations) {
+                                      int64_t iterations = kIterations, int64_t prefetchDepth = 0) {
     CompileOptions options;
     options.deviceIterations = iterations;
     options.output = {mode, period};
+    options.prefetchDepth = prefetchDepth;
     auto executable = Executable::compile(*graph_, options);
     for (auto& [name, values] : weights_) {
       executable->writeVariable(name, viewOf(values, graph_->findWeight(name)->type().shape));
@@ -369,18 +370,65 @@ TEST_F(ExecutableTest, CyclesOfARun) {
   }
   EXPECT_EQ(executable->computeCyclesPerIteration(), perIteration);
   const device::ChipSpec& chip = executable->options().system.spec();
-  // Each iteration: its 32-byte input in, the program, both outputs (24 + 4 bytes) out.
-  const uint64_t expectedCycles =
-      kIterations * (device::hostTransferCycles(32, chip) + perIteration +
-                     device::hostTransferCycles(24, chip) + device::hostTransferCycles(4, chip));
-  EXPECT_EQ(executable->lastRunCycles(), expectedCycles);
+  // Without prefetch, each iteration: its 32-byte input in, the program, both
+  // outputs (24 + 4 bytes) out.
+  const uint64_t in = device::hostTransferCycles(32, chip);
+  const uint64_t out = device::hostTransferCycles(24, chip) + device::hostTransferCycles(4, chip);
+  EXPECT_EQ(executable->lastRunCycles(), kIterations * (in + perIteration + out));
 
   // Final mode copies outputs once.
   auto finalOnly = compile(OutputMode::Final);
   run(*finalOnly);
-  EXPECT_EQ(finalOnly->lastRunCycles(),
-            kIterations * (device::hostTransferCycles(32, chip) + perIteration) +
-                device::hostTransferCycles(24, chip) + device::hostTransferCycles(4, chip));
+  EXPECT_EQ(finalOnly->lastRunCycles(), kIterations * (in + perIteration) + out);
+}
+
+TEST_F(ExecutableTest, PrefetchedInputsStreamWhileThePreviousIterationRuns) {
+  const device::ChipSpec& chip = CompileOptions().system.spec();
+  const uint64_t in = device::hostTransferCycles(32, chip);
+  const uint64_t out = device::hostTransferCycles(24, chip) + device::hostTransferCycles(4, chip);
+  for (int64_t depth : {1, 2}) {
+    auto all = compile(OutputMode::All, 1, kIterations, depth);
+    run(*all);
+    const uint64_t program = all->computeCyclesPerIteration();
+    // Inputs stream while the iteration before computes and returns its
+    // outputs, which takes longer: only the first input is on the clock.
+    ASSERT_GE(program + out, in);
+    EXPECT_EQ(all->lastRunCycles(), in + kIterations * (program + out)) << depth;
+
+    // Returning only the final outputs, the link is the bottleneck: input k
+    // ends at (k + 1) x in, and its iteration runs right after it.
+    auto finalOnly = compile(OutputMode::Final, 1, kIterations, depth);
+    run(*finalOnly);
+    ASSERT_LT(program, in);
+    EXPECT_EQ(finalOnly->lastRunCycles(), kIterations * in + program + out) << depth;
+
+    // Events: input k on the link, overlapping iteration k-1.
+    std::vector<uint64_t> inputStarts;
+    for (const runtime::TimelineEvent& event : finalOnly->lastTimeline()) {
+      if (event.part == runtime::EventPart::HostInput) inputStarts.push_back(event.start);
+    }
+    EXPECT_EQ(inputStarts, (std::vector<uint64_t>{0, in, 2 * in})) << depth;
+  }
+}
+
+TEST_F(ExecutableTest, EachPrefetchBufferHoldsOneMicroBatchOfInputs) {
+  for (int64_t depth : {0, 1, 3}) {
+    auto executable = compile(OutputMode::All, 1, kIterations, depth);
+    const device::IpuMemoryReport& ipu = executable->memoryReport().ipus.at(0);
+    for (const device::MemoryCategory& category : ipu.categories) {
+      if (category.name == "prefetch buffers") {
+        EXPECT_EQ(category.bytes, 32u * static_cast<uint64_t>(depth));
+        EXPECT_TRUE(category.alwaysLive);
+      }
+    }
+  }
+}
+
+TEST_F(ExecutableTest, ANegativePrefetchDepthIsAnOptionError) {
+  const Error error = testing::captureError([&] { compile(OutputMode::All, 1, kIterations, -1); });
+  EXPECT_EQ(error.kind(), ErrorKind::InvalidOption);
+  EXPECT_TRUE(
+      testing::contains(error.what(), "prefetchDepth must be 0 (no prefetch) or more, got -1."));
 }
 
 TEST_F(ExecutableTest, ProgramListsOneStepPerNode) {
