@@ -91,7 +91,8 @@
     const height = axisHeight + profile.num_ipus * rowHeight;
     const scale = plotWidth / Math.max(1, trace.total_cycles);
     const svg = element("svg", { width: width, height: height, id: "gantt",
-                                 viewBox: "0 0 " + width + " " + height }, container);
+                                 viewBox: "0 0 " + width + " " + height,
+                                 "shape-rendering": "crispEdges" }, container);
 
     const axis = element("g", { class: "axis" }, svg);
     const ticks = 8;
@@ -120,7 +121,8 @@
       const rect = element("rect", {
         x: labelWidth + start * scale,
         y: transfer ? row.y + laneHeight + 2 : row.y,
-        width: Math.max(0.5, (end - start) * scale),
+        // At least a pixel, drawn without anti-aliasing, so short tasks stay visible.
+        width: Math.max(1, (end - start) * scale),
         height: transfer ? transferHeight : laneHeight,
         fill: profile.kind_colours[kind],
         class: "event " + kind.replace("+", "-"),
