@@ -443,3 +443,48 @@ def test_the_chromium_harness_reports_page_errors(tmp_path):
     assert any("console.error: drawn badly" in e for e in page.errors)
     assert any("ReferenceError: missing is not defined" in e for e in page.errors)
     assert "http://popsim.invalid/x.png" in page.requests
+
+
+# --- the analysis on a hand-made trace ------------------------------------------------------
+
+def hand_made_trace():
+    """Two stages on two IPUs, two micro-batches, 100 cycles in all."""
+    from popsim._trace import ExecutionTrace
+
+    def event(ipu, task, kind, micro_batch, start, end):
+        return {"ipu": ipu, "task": task, "kind": kind, "step": 0, "micro_batch": micro_batch,
+                "cycle": 0, "start": start, "end": end}
+
+    events = [event(0, "F0", "host_input", 0, 0, 10), event(0, "F0", "forward", 0, 10, 30),
+              event(0, "F0", "host_input", 1, 30, 40), event(0, "F0", "forward", 1, 40, 60),
+              event(1, "F1", "copy", 0, 30, 35), event(1, "F1", "forward", 0, 35, 40),
+              event(1, "F1", "copy", 1, 60, 65), event(1, "F1", "forward", 1, 65, 70),
+              event(1, "F1", "host_output", 1, 70, 100)]
+    return ExecutionTrace(events, 100, 1e6, {"ipus": 2, "stages": 2, "schedule": "Interleaved"})
+
+
+@pytest.mark.timeout(30)
+def test_analysis_of_a_hand_made_trace():
+    from popsim.profiling._analysis import advice, analyse
+
+    stages = [{"stage": 0, "ipu": 0, "blocks": ["A"]}, {"stage": 1, "ipu": 1, "blocks": ["B"]}]
+    memory = {"ipus": [
+        {"ipu": i, "total": total, "limit": 1000,
+         "always_live": {"categories": {"code": total - 100}},
+         "not_always_live": {"categories": {"activations": 100}}}
+        for i, total in ((0, 300), (1, 700))]}
+    analysis = analyse(hand_made_trace(), stages, memory)
+    assert [(i.busy_fraction, i.compute_fraction) for i in analysis.ipus] == [(0.6, 0.4),
+                                                                               (0.5, 0.1)]
+    assert analysis.idle_fraction == pytest.approx(0.45)
+    # Medians over the two micro-batches: stage 1 takes 10 and 40 cycles (its output transfer).
+    assert [(s.cycles, s.compute_cycles, s.host_cycles, s.copy_cycles)
+            for s in analysis.stages] == [(30, 20, 10, 0), (25, 5, 15, 5)]
+    tips = advice(analysis)
+    assert tips[0].startswith("Bottleneck: stage 0 (blocks A) on IPU 0 takes 30 cycles per "
+                              "micro-batch, 1.2x the fastest (stage 1 (blocks B) on IPU 1, 25)")
+    assert any(t.startswith("The IPUs wait 45% of the call") for t in tips)
+    assert tips[-1].startswith("IPU 1 is closest to its memory limit") and "mostly code" in tips[-1]
+    assert advice(analysis, pipelined=False)[0].startswith(
+        "Slowest stage: stage 0 (blocks A) on IPU 0 takes 30 cycles per micro-batch, 55% of the "
+        "stages' time. Sharded execution runs the stages one after another")

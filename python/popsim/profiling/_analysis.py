@@ -153,7 +153,8 @@ def _stage_name(stage):
 
 
 def advice(analysis, pipelined=True):
-    """The advice lines that follow from an analysis, most important first."""
+    """The advice lines that follow from an analysis, most important first.
+    `pipelined` is False for sharded (sequential) execution, where stages take turns."""
     lines = []
     slowest, fastest = analysis.bottleneck, analysis.fastest
     if slowest is not None and len(analysis.stages) > 1:
@@ -161,17 +162,24 @@ def advice(analysis, pipelined=True):
         if spread <= BALANCED_WITHIN:
             lines.append(f"Stages are balanced: the slowest, {_stage_name(slowest)}, is within "
                          f"{spread:.0%} of the fastest.")
-        else:
+        elif pipelined:
             lines.append(
                 f"Bottleneck: {_stage_name(slowest)} takes {slowest.cycles:,.0f} cycles per "
                 f"micro-batch, {slowest.cycles / max(fastest.cycles, 1):.1f}x the fastest "
                 f"({_stage_name(fastest)}, {fastest.cycles:,.0f}). Every pipeline cycle waits "
                 f"for it: move layers or blocks from stage {slowest.stage} to other stages.")
-        if slowest.cycles and slowest.host_cycles / slowest.cycles > HOST_BOUND:
+        else:
+            share = slowest.cycles / sum(s.cycles for s in analysis.stages)
             lines.append(
-                f"{slowest.host_cycles / slowest.cycles:.0%} of stage {slowest.stage}'s time is "
-                "host transfers, each paying a fixed latency: fewer, larger transfers (a larger "
-                "micro-batch) amortise it.")
+                f"Slowest stage: {_stage_name(slowest)} takes {slowest.cycles:,.0f} cycles per "
+                f"micro-batch, {share:.0%} of the stages' time. Sharded execution runs the "
+                "stages one after another, so their times add up; PipelinedExecution overlaps "
+                "them, limited by the slowest stage.")
+    if slowest is not None and slowest.cycles and slowest.host_cycles / slowest.cycles > HOST_BOUND:
+        lines.append(
+            f"{slowest.host_cycles / slowest.cycles:.0%} of stage {slowest.stage}'s time is "
+            "host transfers, each paying a fixed latency: fewer, larger transfers (a larger "
+            "micro-batch) amortise it.")
     if pipelined and analysis.ipus and analysis.idle_fraction > IDLE_WORTH_NOTING:
         lines.append(
             f"The IPUs wait {analysis.idle_fraction:.0%} of the call on average (pipeline ramp-up "
