@@ -50,7 +50,7 @@ class CompileProgress:
     def __enter__(self):
         delay = _delay()
         if delay is not None:
-            from tqdm.auto import tqdm
+            from tqdm import tqdm
 
             self._bar = tqdm(total=len(PHASES), desc="Graph compilation", unit="phase",
                              delay=delay, leave=True,
@@ -70,10 +70,11 @@ class CompileProgress:
     def phase(self, name):
         if self._bar is None:
             return
+        # The label first, so that the update's refresh shows the phase now running.
+        self._bar.set_postfix_str(PHASES[name], refresh=False)
         if self._started:
             self._bar.update(1)
         self._started += 1
-        self._bar.set_postfix_str(PHASES[name], refresh=False)
 
     def __exit__(self, kind, error, traceback):
         if self._bar is None:
