@@ -31,10 +31,11 @@ LINKS_PID = 2
 _IPU_PID_BASE = 100  # IPU k is process 100 + k
 _TASK_TID = 1
 
-# Chrome's reserved colour names (chrome://tracing; Perfetto picks its own).
+# Reserved colour names of chrome://tracing's viewer (Perfetto picks its own). Only names
+# that every version of the viewer knows: it rejects a trace with an unknown one.
 _CHROME_COLOURS = {"forward": "good", "backward": "terrible", "forward+backward": "bad",
-                   "update": "olive", "copy": "grey", "host_input": "grey",
-                   "host_output": "grey"}
+                   "update": "rail_response", "copy": "generic_work",
+                   "host_input": "generic_work", "host_output": "generic_work"}
 
 
 def ipu_pid(ipu):
