@@ -75,6 +75,7 @@ class Executor:
         self._graph = None
         self._executable = None
         self._signature = None
+        self._stages = None  # (block, stage, ipu) of the compiled program
         self._output_structure = None
         self._compilation_seconds = None
         self._binding = None
@@ -375,8 +376,10 @@ class Executor:
         return seed if seed is not None else torch.initial_seed() % (2**63)
 
     def _compile(self, args, kwargs):
+        profile_root = self._profile_directory()  # a bad POPSIM_PROFILE_DIR fails before compiling
         with CompileProgress() as progress:
             self._compile_phases(args, kwargs, progress)
+            self._start_profiling(profile_root)
         if self._options.log_dir:
             self._write_log()
 
@@ -421,7 +424,7 @@ class Executor:
             _host_sync.install(self._user_model, self)
         self._attached = True
         self._compilation_seconds = time.perf_counter() - start
-        self._start_profiling(options["stages"])
+        self._stages = options["stages"]
 
     def _profile_directory(self):
         """enableProfiling's directory, else POPSIM_PROFILE_DIR's, else None."""
@@ -430,9 +433,9 @@ class Executor:
         value = os.environ.get(PROFILE_DIR_VARIABLE, "")
         return profile_directory(PROFILE_DIR_VARIABLE, value) if value.strip() else None
 
-    def _start_profiling(self, stages):
-        """Writes the memory profile of this compilation and prepares the per-call trace."""
-        root = self._profile_directory()
+    def _start_profiling(self, root):
+        """Writes the memory profile of this compilation into `root` (None: no profiling)
+        and prepares the per-call trace."""
         if root is None:
             self._profile_writer = None
             return
@@ -446,7 +449,7 @@ class Executor:
                 raise OptionError(f"{source}: cannot create the profile directory under "
                                   f"'{root}': {error}.") from error
         self._profile_writer.after_compile(self._executable, type(self._user_model).__name__,
-                                           stages, self._compilation_seconds)
+                                           self._stages, self._compilation_seconds)
 
     def profileDirectory(self):
         """The directory this model writes its profile into, or None without profiling."""
