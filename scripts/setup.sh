@@ -17,6 +17,7 @@ PACKAGES=(
   libdnnl-dev ocl-icd-opencl-dev opencl-headers
   googletest python3-pytest python3-pytest-timeout python3-numpy python3-tqdm
   python3-nbclient python3-ipykernel python3-matplotlib
+  chromium
 )
 
 missing=()

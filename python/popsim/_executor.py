@@ -25,11 +25,14 @@ import torch
 from popsim import _C, _host_sync, _structure, _tracing, _training, _training_registry, _weights
 from popsim.enums import OutputMode
 from popsim.errors import InputError, OptionError
+from popsim._progress import CompileProgress
 from popsim._trace import ExecutionTrace
-from popsim.options import Options
+from popsim.options import Options, profile_directory
+from popsim.profiling._writer import ProfileWriter
 from popsim.strategies import AutoStage, PipelinedExecution
 
 _log_counter = itertools.count()
+PROFILE_DIR_VARIABLE = "POPSIM_PROFILE_DIR"
 _SUPPORTED_DTYPES = (torch.float32, torch.int32, torch.int64, torch.bool)
 
 class Executor:
@@ -65,12 +68,14 @@ class Executor:
             _training.optimizer_kind(optimizer)  # fails early for unsupported optimizers
             self._record = _training_registry.register(model, self)
         self._optimizer = optimizer
+        self._profile_writer = None  # kept across recompilations: same profile directory
         self._reset()
 
     def _reset(self):
         self._graph = None
         self._executable = None
         self._signature = None
+        self._stages = None  # (block, stage, ipu) of the compiled program
         self._output_structure = None
         self._compilation_seconds = None
         self._binding = None
@@ -125,6 +130,7 @@ class Executor:
             self._compile(args, kwargs)
         elif not self._attached:
             self.attachToDevice()
+        start = time.perf_counter()
         if not self._training:
             self._catch_up_with_training()
         tensors = self._signature.tensors(args, kwargs)
@@ -133,7 +139,10 @@ class Executor:
             self._host_dirty = True
             self._record.version += 1
             self._count_optimizer_steps()
-        return _structure.unflatten(outputs, self._output_structure)
+        result = _structure.unflatten(outputs, self._output_structure)
+        if self._profile_writer is not None:
+            self._profile_writer.after_call(time.perf_counter() - start)
+        return result
 
     def compile(self, *args, **kwargs):
         """Compiles for these inputs without running the model."""
@@ -368,7 +377,16 @@ class Executor:
         return seed if seed is not None else torch.initial_seed() % (2**63)
 
     def _compile(self, args, kwargs):
+        profile_root = self._profile_directory()  # a bad POPSIM_PROFILE_DIR fails before compiling
+        with CompileProgress() as progress:
+            self._compile_phases(args, kwargs, progress)
+            self._start_profiling(profile_root)
+        if self._options.log_dir:
+            self._write_log()
+
+    def _compile_phases(self, args, kwargs, progress):
         start = time.perf_counter()
+        progress.phase("trace")
         if not self._training:
             self._seen_training = self._sync_trainers_to_host()
         signature = _tracing.Signature(args, kwargs, self._model.forward)
@@ -381,6 +399,7 @@ class Executor:
             f"micro-batch {micro[0].shape[0]} x deviceIterations {opts.device_iterations} x "
             f"gradientAccumulation {opts.Training.gradient_accumulation}")
         traced, flat = _tracing.trace(self._model, signature, micro, self._training)
+        progress.phase("import")
         graph = _C.import_module(traced, micro, _tracing.LIBRARY_PATHS, _tracing.MODEL_ATTRIBUTE,
                                  signature.tensor_names, training=self._training,
                                  random_seed=self._random_seed())
@@ -391,7 +410,9 @@ class Executor:
                 self._record = _training_registry.register(self._user_model, self)
             binding = _training.OptimizerBinding(self._optimizer, self._names_by_tensor())
             options["training"] = binding.config()
+        progress.phase("compile")
         executable = _C.compile(graph, options)
+        progress.phase("weights")
         self._graph = graph
         self._executable = executable
         self._signature = signature
@@ -404,8 +425,36 @@ class Executor:
             _host_sync.install(self._user_model, self)
         self._attached = True
         self._compilation_seconds = time.perf_counter() - start
-        if self._options.log_dir:
-            self._write_log()
+        self._stages = options["stages"]
+
+    def _profile_directory(self):
+        """enableProfiling's directory, else POPSIM_PROFILE_DIR's, else None."""
+        if self._options.profile_dir is not None:
+            return self._options.profile_dir
+        value = os.environ.get(PROFILE_DIR_VARIABLE, "")
+        return profile_directory(PROFILE_DIR_VARIABLE, value) if value.strip() else None
+
+    def _start_profiling(self, root):
+        """Writes the memory profile of this compilation into `root` (None: no profiling)
+        and prepares the per-call trace."""
+        if root is None:
+            self._profile_writer = None
+            return
+        kind = "training" if self._training else "inference"
+        if self._profile_writer is None or self._profile_writer.root != root:
+            try:
+                self._profile_writer = ProfileWriter(root, kind)
+            except OSError as error:
+                source = ("enableProfiling" if self._options.profile_dir is not None
+                          else PROFILE_DIR_VARIABLE)
+                raise OptionError(f"{source}: cannot create the profile directory under "
+                                  f"'{root}': {error}.") from error
+        self._profile_writer.after_compile(self._executable, type(self._user_model).__name__,
+                                           self._stages, self._compilation_seconds)
+
+    def profileDirectory(self):
+        """The directory this model writes its profile into, or None without profiling."""
+        return self._profile_writer.directory if self._profile_writer is not None else None
 
     def _write_log(self):
         """Writes the IR and memory report of this compilation into logDir."""

@@ -12,6 +12,7 @@ frozen (the model keeps its own copy); ``clone()`` gives a modifiable copy.
 import copy
 import difflib
 import numbers
+import os
 import re
 
 import torch
@@ -58,6 +59,22 @@ def _parse_memory(value):
         f"Simulator.memoryPerIpu expects a size in bytes (an int) or a string such as '64MiB' "
         f"or '512KB', got {value!r}."
     )
+
+
+def profile_directory(source, directory):
+    """`directory` as a path string, if it can be a profile directory; `source` names
+    the option or environment variable in the error."""
+    if isinstance(directory, os.PathLike):
+        directory = os.fspath(directory)
+    if not isinstance(directory, str) or not directory.strip():
+        raise OptionError(
+            f"{source} expects a directory path (a non-empty str or os.PathLike), got "
+            f"{directory!r} ({type(directory).__name__}).")
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise OptionError(
+            f"{source} expects a directory, but '{directory}' is a file. Pass a new or "
+            "existing directory; popsim creates it when a model compiles.")
+    return directory
 
 
 class _OptionGroup:
@@ -191,6 +208,7 @@ class Options(_OptionGroup):
         "output_return_period": 1,
         "random_seed": None,
         "log_dir": None,
+        "profile_dir": None,
         "use_ipu_model": False,
         "execution_strategy": None,
         "prefetch_depth": 1,
@@ -252,6 +270,14 @@ class Options(_OptionGroup):
         if not isinstance(path, str) or not path:
             raise OptionError(f"logDir expects a directory path, got {path!r}.")
         return self._set("log_dir", path)
+
+    def enableProfiling(self, directory):
+        """Directory where each model writes its profile: the execution trace of its
+        last call (Chrome Trace Event JSON), its memory report and report.html, in a
+        subdirectory per model ('training', 'inference', 'training_1', ...). See
+        popsim.profiling. The environment variable POPSIM_PROFILE_DIR does the same
+        for models whose options leave this unset."""
+        return self._set("profile_dir", profile_directory("enableProfiling", directory))
 
     def setExecutionStrategy(self, strategy):
         """How blocks become pipeline stages: popsim.PipelinedExecution(...) or

@@ -17,3 +17,8 @@ def _seed():
 def assert_close(actual, expected, rtol=1e-5, atol=1e-6):
     """popsim results against eager PyTorch: fp32 tolerance of 1e-5 relative."""
     torch.testing.assert_close(actual, expected, rtol=rtol, atol=atol)
+
+
+# No compilation progress bars in test output, and no profiles unless a test asks.
+os.environ.setdefault("POPSIM_PROGRESS", "0")
+os.environ.pop("POPSIM_PROFILE_DIR", None)

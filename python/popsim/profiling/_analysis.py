@@ -1,0 +1,198 @@
+"""What a profile says: utilisation and idle time per IPU, the load of each
+pipeline stage, memory headroom, and the advice that follows.
+
+A stage's load is the median, over the call's micro-batches, of the cycles its
+tasks (F<s>, B<s>, FB<s>) spend on one micro-batch, their incoming copies and
+host transfers included: ExecutionTrace.micro_batch_cycles() per stage rather
+than per IPU. The median leaves out one-off transfers such as the final output.
+In a pipeline every cycle waits for the slowest stage, so the stage with the
+largest load is the bottleneck.
+"""
+
+import re
+import statistics
+from dataclasses import dataclass, field
+
+from popsim.profiling._style import TASK_KINDS
+
+_STAGE_TASK = re.compile(r"^(?:FB|F|B)([0-9]+)$")
+
+# Stages within this fraction of each other count as balanced.
+BALANCED_WITHIN = 0.10
+# An IPU idle for more than this share of the call is worth an advice line.
+IDLE_WORTH_NOTING = 0.30
+# A bottleneck spending more than this share on host transfers gets an advice line.
+HOST_BOUND = 0.30
+
+
+def stage_of_task(task):
+    """Stage number of a stage task ("F2", "B0", "FB3"); None for updates ("U1")."""
+    match = _STAGE_TASK.match(task)
+    return int(match.group(1)) if match else None
+
+
+@dataclass
+class StageLoad:
+    stage: int
+    ipu: int
+    blocks: list
+    cycles: float          # per micro-batch: compute + copies + host transfers
+    compute_cycles: float
+    host_cycles: float     # streaming inputs and outputs from and to the host
+    copy_cycles: float     # inter-IPU copies received
+
+
+@dataclass
+class IpuLoad:
+    ipu: int
+    busy_fraction: float     # share of the call spent on its tasks and transfers
+    compute_fraction: float  # share spent computing
+    idle_fraction: float     # share spent waiting for other IPUs (pipeline bubbles, syncs)
+
+
+@dataclass
+class IpuMemory:
+    ipu: int
+    total: int
+    limit: int
+    largest_category: str
+
+    @property
+    def fraction(self):
+        return self.total / self.limit if self.limit else 0.0
+
+
+@dataclass
+class Analysis:
+    stages: list = field(default_factory=list)
+    ipus: list = field(default_factory=list)
+    memory: list = field(default_factory=list)
+
+    @property
+    def bottleneck(self):
+        return max(self.stages, key=lambda s: s.cycles) if self.stages else None
+
+    @property
+    def fastest(self):
+        return min(self.stages, key=lambda s: s.cycles) if self.stages else None
+
+    @property
+    def idle_fraction(self):
+        """Share of the IPUs' time spent waiting, over all IPUs."""
+        return statistics.mean(i.idle_fraction for i in self.ipus) if self.ipus else 0.0
+
+    @property
+    def tightest_memory(self):
+        return max(self.memory, key=lambda m: m.fraction) if self.memory else None
+
+
+def stage_loads(trace, stages):
+    """Per stage, its median cycles per micro-batch (see the module docstring)."""
+    parts = {}  # (stage, step, micro_batch) -> [compute, host, copy]
+    ipu_of_stage = {}
+    for event in trace.events:
+        stage = stage_of_task(event["task"])
+        if stage is None:
+            continue
+        ipu_of_stage[stage] = event["ipu"]
+        cycles = event["end"] - event["start"]
+        column = (0 if event["kind"] in TASK_KINDS else
+                  2 if event["kind"] == "copy" else 1)
+        parts.setdefault((stage, event["step"], event["micro_batch"]), [0, 0, 0])[column] += cycles
+    blocks = {s["stage"]: s["blocks"] for s in stages}
+    loads = []
+    for stage in sorted(ipu_of_stage):
+        runs = [p for (s, _, _), p in parts.items() if s == stage]
+        loads.append(StageLoad(
+            stage=stage, ipu=ipu_of_stage[stage], blocks=blocks.get(stage, []),
+            cycles=statistics.median(sum(p) for p in runs),
+            compute_cycles=statistics.median(p[0] for p in runs),
+            host_cycles=statistics.median(p[1] for p in runs),
+            copy_cycles=statistics.median(p[2] for p in runs)))
+    return loads
+
+
+def ipu_loads(trace):
+    loads = []
+    for ipu in range(trace.num_ipus):
+        busy = trace.utilisation(ipu)
+        compute = sum(e["end"] - e["start"] for e in trace.events
+                      if e["ipu"] == ipu and e["kind"] in TASK_KINDS)
+        loads.append(IpuLoad(ipu=ipu, busy_fraction=busy,
+                             compute_fraction=compute / trace.total_cycles
+                             if trace.total_cycles else 0.0,
+                             idle_fraction=1.0 - busy))
+    return loads
+
+
+def memory_loads(memory):
+    result = []
+    for ipu in memory["ipus"]:
+        categories = {**ipu["always_live"]["categories"], **ipu["not_always_live"]["categories"]}
+        largest = max(categories, key=categories.get) if categories else ""
+        result.append(IpuMemory(ipu=ipu["ipu"], total=ipu["total"], limit=ipu["limit"],
+                                largest_category=largest))
+    return result
+
+
+def analyse(trace, stages, memory):
+    """An Analysis of a call (`trace` may be None before the first call) and memory
+    (memory.json's content, or None)."""
+    analysis = Analysis()
+    if trace is not None:
+        analysis.stages = stage_loads(trace, stages)
+        analysis.ipus = ipu_loads(trace)
+    if memory is not None:
+        analysis.memory = memory_loads(memory)
+    return analysis
+
+
+def _stage_name(stage):
+    blocks = f" (blocks {', '.join(stage.blocks)})" if stage.blocks else ""
+    return f"stage {stage.stage}{blocks} on IPU {stage.ipu}"
+
+
+def advice(analysis, pipelined=True):
+    """The advice lines that follow from an analysis, most important first.
+    `pipelined` is False for sharded (sequential) execution, where stages take turns."""
+    lines = []
+    slowest, fastest = analysis.bottleneck, analysis.fastest
+    if slowest is not None and len(analysis.stages) > 1:
+        spread = (slowest.cycles - fastest.cycles) / slowest.cycles if slowest.cycles else 0.0
+        if spread <= BALANCED_WITHIN:
+            lines.append(f"Stages are balanced: the slowest, {_stage_name(slowest)}, is within "
+                         f"{spread:.0%} of the fastest.")
+        elif pipelined:
+            lines.append(
+                f"Bottleneck: {_stage_name(slowest)} takes {slowest.cycles:,.0f} cycles per "
+                f"micro-batch, {slowest.cycles / max(fastest.cycles, 1):.1f}x the fastest "
+                f"({_stage_name(fastest)}, {fastest.cycles:,.0f}). Every pipeline cycle waits "
+                f"for it: move layers or blocks from stage {slowest.stage} to other stages.")
+        else:
+            share = slowest.cycles / sum(s.cycles for s in analysis.stages)
+            lines.append(
+                f"Slowest stage: {_stage_name(slowest)} takes {slowest.cycles:,.0f} cycles per "
+                f"micro-batch, {share:.0%} of the stages' time. Sharded execution runs the "
+                "stages one after another, so their times add up; PipelinedExecution overlaps "
+                "them, limited by the slowest stage.")
+    if slowest is not None and slowest.cycles and slowest.host_cycles / slowest.cycles > HOST_BOUND:
+        lines.append(
+            f"{slowest.host_cycles / slowest.cycles:.0%} of stage {slowest.stage}'s time is "
+            "host transfers, each paying a fixed latency: fewer, larger transfers (a larger "
+            "micro-batch) amortise it.")
+    if pipelined and analysis.ipus and analysis.idle_fraction > IDLE_WORTH_NOTING:
+        lines.append(
+            f"The IPUs wait {analysis.idle_fraction:.0%} of the call on average (pipeline ramp-up "
+            "and ramp-down, and faster stages waiting for the slowest). More micro-batches per "
+            "step (gradientAccumulation, or deviceIterations for inference) shrink the ramps' "
+            "share.")
+    tightest = analysis.tightest_memory
+    if tightest is not None:
+        lines.append(
+            f"IPU {tightest.ipu} is closest to its memory limit: {_mib(tightest.total)} of "
+            f"{_mib(tightest.limit)} ({tightest.fraction:.1%}), mostly {tightest.largest_category}.")
+    return lines
+
+
+def _mib(size):
+    return f"{size / 2**20:,.2f} MiB"

@@ -1,0 +1,86 @@
+"""report.html: one self-contained page (inline CSS, JS and data; no network)
+drawing a profile's pipeline Gantt chart and memory per IPU (see report.js)."""
+
+import functools
+import html
+import json
+import os
+import re
+
+from popsim.profiling._style import (CATEGORY_COLOURS, KIND_COLOURS, KIND_LABELS,
+                                     TRANSFER_KINDS, category_colour)
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_PLACEHOLDER = re.compile(r"__(TITLE|CSS|JS|HOST|DATA)__")
+
+
+@functools.lru_cache(maxsize=None)
+def _asset(name):
+    with open(os.path.join(_HERE, name), encoding="utf-8") as source:
+        return source.read()
+
+
+def _script_json(value):
+    """JSON that cannot end the <script> element it is embedded in."""
+    return json.dumps(value, separators=(",", ":")).replace("</", "<\\/")
+
+
+def _memory_data(memory):
+    seen = []
+    for ipu in memory["ipus"]:
+        for part in ("always_live", "not_always_live"):
+            for name in ipu[part]["categories"]:
+                if name not in seen:
+                    seen.append(name)
+    order = [name for name in CATEGORY_COLOURS if name in seen]
+    order += [name for name in seen if name not in order]
+    always_live = {name: name in memory["ipus"][0]["always_live"]["categories"]
+                   for name in order} if memory["ipus"] else {}
+    return {
+        "categories": order,
+        "always_live": always_live,
+        "ipus": [{"ipu": ipu["ipu"], "limit": ipu["limit"], "total": ipu["total"],
+                  "categories": {**ipu["always_live"]["categories"],
+                                 **ipu["not_always_live"]["categories"]}}
+                 for ipu in memory["ipus"]],
+    }
+
+
+def page_data(model, kind, memory, trace, summary):
+    """What report.js draws. `trace` is an ExecutionTrace, or None before the first call."""
+    kinds = list(KIND_COLOURS)
+    memory_data = _memory_data(memory)
+    data = {
+        "model": model,
+        "kind": kind,
+        "chip": memory["chip"],
+        "num_ipus": len(memory["ipus"]),
+        "clock_hz": trace.clock_hz if trace is not None else None,
+        "kinds": kinds,
+        "transfer_kinds": list(TRANSFER_KINDS),
+        "kind_colours": KIND_COLOURS,
+        "kind_labels": KIND_LABELS,
+        "category_colours": {name: category_colour(name) for name in memory_data["categories"]},
+        "memory": memory_data,
+        "trace": None,
+        "summary": summary,
+    }
+    if trace is not None:
+        index = {kind_name: i for i, kind_name in enumerate(kinds)}
+        data["trace"] = {
+            "total_cycles": trace.total_cycles,
+            "schedule": trace.pipeline["schedule"],
+            "stages": trace.pipeline["stages"],
+            "events": [[e["ipu"], index[e["kind"]], e["start"], e["end"], e["micro_batch"],
+                        e["step"], e["task"]] for e in trace.events],
+        }
+    return _script_json(data)
+
+
+def render_report(title, data_json, host):
+    """The page, from page_data()'s JSON (cached by the caller) and the host's numbers
+    for this call."""
+    values = {"TITLE": html.escape(title), "CSS": _asset("report.css"),
+              "JS": _asset("report.js"), "HOST": _script_json(host), "DATA": data_json}
+    # One pass, so that no value is searched for the other placeholders.
+    return _PLACEHOLDER.sub(lambda match: values[match.group(1)], _asset("report.html"))

@@ -1,0 +1,106 @@
+"""Reading a profile directory back: popsim.profiling.load(DIR)."""
+
+import json
+import os
+
+from popsim._trace import ExecutionTrace
+from popsim.profiling import _layout
+from popsim.profiling._style import KIND_COLOURS
+from popsim.profiling._summary import summary_lines
+
+NO_PROFILE_HINT = ("Enable profiling with opts.enableProfiling(DIR) or the environment variable "
+                   "POPSIM_PROFILE_DIR=DIR, then compile and run a model.")
+
+
+class ProfileNotFoundError(FileNotFoundError):
+    """A directory that holds no popsim profile."""
+
+
+class Profile:
+    """One model's profile: its last call's execution trace and its memory report.
+
+    Attributes: ``directory``, ``model`` (the model's class name), ``kind``
+    ('training' or 'inference'), ``trace`` (an ExecutionTrace rebuilt from
+    trace.json, or None before the first call), ``memory`` (memory.json's
+    content, or None), ``stages`` (dicts of stage, ipu, blocks), ``host`` (the
+    last call's number and measured wall seconds), ``chrome_trace`` (trace.json's
+    content).
+    """
+
+    def __init__(self, directory, chrome_trace, memory):
+        self.directory = directory
+        self.chrome_trace = chrome_trace
+        self.memory = memory
+        meta = chrome_trace["popsim"] if chrome_trace is not None else {}
+        self.model = meta.get("model") or (memory or {}).get("model", "?")
+        self.kind = meta.get("kind") or (memory or {}).get("kind", "?")
+        self.stages = meta.get("stages", [])
+        self.host = meta.get("host")
+        self.trace = None
+        if chrome_trace is not None:
+            events = [_execution_event(e) for e in chrome_trace["traceEvents"]
+                      if e.get("cat") in KIND_COLOURS and e.get("ph") == "X"]
+            self.trace = ExecutionTrace(events, meta["total_cycles"], meta["clock_hz"],
+                                        meta["pipeline"])
+
+    @property
+    def num_ipus(self):
+        if self.trace is not None:
+            return self.trace.num_ipus
+        return len(self.memory["ipus"]) if self.memory else 0
+
+    def summary(self):
+        """The text summary `python -m popsim.profiling` prints."""
+        return "\n".join(summary_lines(self.model, self.kind, self.directory, self.trace,
+                                       self.stages, self.memory, self.host))
+
+    def __repr__(self):
+        return f"Profile({self.model} ({self.kind}) in {self.directory!r})"
+
+
+def _execution_event(event):
+    args = event["args"]
+    return {"ipu": args["ipu"], "task": args["task"], "kind": args["kind"],
+            "step": args["step"], "micro_batch": args["micro_batch"], "cycle": args["cycle"],
+            "start": args["start_cycle"], "end": args["end_cycle"]}
+
+
+def _read_json(path):
+    if not os.path.isfile(path):
+        return None
+    with open(path, encoding="utf-8") as source:
+        try:
+            return json.load(source)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path} is not valid JSON ({error}); was it written by a "
+                             "process that was killed mid-write?") from error
+
+
+def load_model_directory(directory):
+    return Profile(directory, _read_json(os.path.join(directory, _layout.TRACE_FILE)),
+                   _read_json(os.path.join(directory, _layout.MEMORY_FILE)))
+
+
+def load_all(directory):
+    """Every model profile in `directory` (a model directory or the top directory)."""
+    directory = os.fspath(directory)
+    found = _layout.model_directories(directory)
+    if not found:
+        what = "does not exist" if not os.path.exists(directory) else "holds no popsim profile"
+        raise ProfileNotFoundError(
+            f"'{directory}' {what}: expected {_layout.TRACE_FILE} or {_layout.MEMORY_FILE} in it "
+            f"or in a subdirectory named training, inference, training_1, ... {NO_PROFILE_HINT}")
+    return [load_model_directory(path) for path in found]
+
+
+def load(directory):
+    """The profile in `directory`: a model's directory (DIR/training), or the
+    directory given to enableProfiling if it holds one model's profile."""
+    profiles = load_all(directory)
+    if len(profiles) > 1:
+        names = ", ".join(os.path.basename(p.directory) for p in profiles)
+        raise ValueError(
+            f"'{directory}' holds the profiles of {len(profiles)} models ({names}): pass one "
+            f"model's directory, e.g. load('{os.path.join(directory, os.path.basename(profiles[0].directory))}'), "
+            "or use load_all().")
+    return profiles[0]

@@ -1,0 +1,44 @@
+"""Colours and labels shared by report.html and the matplotlib helpers, so both
+draw a profile the same way: forward green, backward red, as PopVision does."""
+
+# ExecutionTrace event kinds, in legend order.
+KIND_COLOURS = {
+    "forward": "#2e9e44",
+    "backward": "#d1343a",
+    "forward+backward": "#c98a12",
+    "update": "#3569c9",
+    "copy": "#8c8c8c",
+    "host_input": "#5fb3d9",
+    "host_output": "#9a63c4",
+}
+
+KIND_LABELS = {
+    "forward": "forward (F)",
+    "backward": "backward (B)",
+    "forward+backward": "last stage's forward + backward (FB)",
+    "update": "weight update (U)",
+    "copy": "inter-IPU copy",
+    "host_input": "host input",
+    "host_output": "host output",
+}
+
+TASK_KINDS = ("forward", "backward", "forward+backward", "update")
+TRANSFER_KINDS = ("copy", "host_input", "host_output")
+
+# Memory report categories (csrc/device/memory_report.cpp), in stacking order.
+CATEGORY_COLOURS = {
+    "weights": "#2e6fb7",
+    "gradient accumulators": "#6fa8dc",
+    "optimizer state": "#8e5cb5",
+    "random state": "#c27ba0",
+    "constants": "#999999",
+    "input streams": "#5fb3d9",
+    "code": "#f1b04c",
+    "activations": "#2e9e44",
+    "stash": "#d1343a",
+}
+OTHER_CATEGORY_COLOUR = "#444444"
+
+
+def category_colour(name):
+    return CATEGORY_COLOURS.get(name, OTHER_CATEGORY_COLOUR)

@@ -1,0 +1,81 @@
+"""The text summary of a profile, as `python -m popsim.profiling DIR` prints it."""
+
+from popsim.profiling._analysis import advice, analyse
+
+
+def _percent(fraction):
+    return f"{fraction:.1%}"
+
+
+def _mib(size):
+    return f"{size / 2**20:,.2f} MiB"
+
+
+def _table(header, rows):
+    widths = [max(len(str(row[i])) for row in [header] + rows) for i in range(len(header))]
+    lines = []
+    for row in [header] + rows:
+        cells = [str(cell).ljust(width) if i == 0 else str(cell).rjust(width)
+                 for i, (cell, width) in enumerate(zip(row, widths))]
+        lines.append("  ".join(cells).rstrip())
+    return lines
+
+
+def _num_ipus(trace, memory):
+    if trace is not None:
+        return trace.num_ipus
+    return len(memory["ipus"]) if memory is not None else 0
+
+
+def overview_line(trace, memory, host):
+    parts = []
+    if memory is not None:
+        parts.append(memory["chip"])
+    parts.append(f"{_num_ipus(trace, memory)} IPU(s)")
+    if trace is not None:
+        parts.append(f"{trace.pipeline['schedule']} schedule, {trace.pipeline['stages']} stage(s)")
+        parts.append(f"{trace.total_cycles:,} cycles = {trace.seconds * 1e3:.3f} ms simulated "
+                     "per call")
+    if host:
+        parts.append(f"host wall time {host['wall_seconds'] * 1e3:.3f} ms (call {host['calls']})")
+    return ", ".join(parts)
+
+
+def summary_lines(model, kind, directory, trace, stages, memory, host=None):
+    """Summary lines of a model's profile: its last call's ExecutionTrace (or None),
+    its stages (dicts of stage, ipu, blocks), memory.json's content (or None) and the
+    host's numbers of the last call (or None)."""
+    analysis = analyse(trace, stages, memory)
+    lines = [f"popsim profile of {model} ({kind})" + (f" in {directory}" if directory else ""),
+             overview_line(trace, memory, host), ""]
+    memory_of = {m.ipu: m for m in analysis.memory}
+    header = ["IPU", "busy", "compute", "idle", "memory", "of limit"]
+    rows = []
+    for ipu in range(_num_ipus(trace, memory)):
+        load = analysis.ipus[ipu] if analysis.ipus else None
+        mem = memory_of.get(ipu)
+        rows.append([
+            str(ipu),
+            _percent(load.busy_fraction) if load else "-",
+            _percent(load.compute_fraction) if load else "-",
+            _percent(load.idle_fraction) if load else "-",
+            _mib(mem.total) if mem else "-",
+            f"{_percent(mem.fraction)} of {_mib(mem.limit)}" if mem else "-"])
+    lines += _table(header, rows)
+    if analysis.ipus:
+        lines.append(f"Idle (bubble) fraction over all IPUs: {_percent(analysis.idle_fraction)}")
+    else:
+        lines.append("No call yet: run the model to profile its execution.")
+    if analysis.stages:
+        slowest = analysis.bottleneck.cycles or 1
+        lines += ["", "Stage balance (median cycles per micro-batch, transfers included):"]
+        rows = [[str(s.stage), str(s.ipu), ", ".join(s.blocks) or "-", f"{s.cycles:,.0f}",
+                 f"{s.compute_cycles:,.0f}", f"{s.host_cycles:,.0f}", f"{s.copy_cycles:,.0f}",
+                 _percent(s.cycles / slowest)] for s in analysis.stages]
+        lines += _table(["stage", "IPU", "blocks", "cycles", "compute", "host I/O", "copies",
+                         "of slowest"], rows)
+    pipelined = trace is not None and trace.pipeline["schedule"] != "Sequential"
+    tips = advice(analysis, pipelined=pipelined)
+    if tips:
+        lines += ["", "Advice:"] + [f"- {tip}" for tip in tips]
+    return lines

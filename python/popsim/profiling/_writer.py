@@ -1,0 +1,112 @@
+"""Writes a model's profile files while it compiles and runs.
+
+After compiling: memory.json, and report.html with the memory alone. After
+each call: trace.json and report.html. Every call of a compiled program runs
+the same schedule on the simulated clock (the executable replays it once at
+compile time), so the simulated part of both files is built once per
+compilation and cached as text; a call only adds its measured host wall time
+and writes the files. Files are replaced atomically, so a reader never sees
+half a file.
+"""
+
+import json
+import os
+
+from popsim._trace import ExecutionTrace
+from popsim.profiling import _layout
+from popsim.profiling._chrome_trace import (FORMAT_VERSION, host_events, serialize_events,
+                                            simulated_events, trace_document)
+from popsim.profiling._html import page_data, render_report
+from popsim.profiling._memory_json import memory_document
+from popsim.profiling._summary import summary_lines
+
+
+def _write_atomically(path, text):
+    temporary = f"{path}.{os.getpid()}.tmp"
+    with open(temporary, "w", encoding="utf-8") as out:
+        out.write(text)
+    os.replace(temporary, path)
+
+
+def stage_list(assigned):
+    """Stages as (block, stage, ipu) tuples, the strategy's assignment, grouped into
+    dicts of stage, ipu and blocks."""
+    stages = {}
+    for block, stage, ipu in assigned:
+        entry = stages.setdefault(stage, {"stage": stage, "ipu": ipu, "blocks": []})
+        entry["blocks"].append(block)
+    return [stages[s] for s in sorted(stages)]
+
+
+class _Compiled:
+    """What one compilation contributes to the files, computed once."""
+
+    def __init__(self, executable, model, kind, stages, compile_seconds):
+        self.executable = executable
+        self.model = model
+        self.kind = kind
+        self.stages = stages
+        self.compile_seconds = compile_seconds
+        self.memory = memory_document(executable, model, kind)
+        self.trace_body = None
+        self.meta = None
+        self.page = None
+
+    def trace(self):
+        executable = self.executable
+        return ExecutionTrace(executable.timeline(), executable.last_run_cycles,
+                              executable.clock_hz, executable.pipeline())
+
+    def build_call_parts(self, directory):
+        trace = self.trace()
+        self.trace_body = serialize_events(
+            simulated_events(trace, self.executable.program(), self.stages))
+        self.meta = {"format": "popsim-trace", "version": FORMAT_VERSION, "model": self.model,
+                     "kind": self.kind, "clock_hz": trace.clock_hz,
+                     "total_cycles": trace.total_cycles, "pipeline": trace.pipeline,
+                     "stages": self.stages, "compile_seconds": self.compile_seconds}
+        self.page = self._page(directory, trace)
+
+    def _page(self, directory, trace):
+        summary = "\n".join(summary_lines(self.model, self.kind, directory, trace, self.stages,
+                                          self.memory))
+        return page_data(self.model, self.kind, self.memory, trace, summary)
+
+
+class ProfileWriter:
+    """The profile files of one model (one executor), in its own subdirectory."""
+
+    def __init__(self, root, kind):
+        self.root = root
+        self.kind = kind
+        self.directory = _layout.claim_model_directory(root, kind)
+        self._compiled = None
+        self._calls = 0
+
+    def _path(self, name):
+        return os.path.join(self.directory, name)
+
+    def after_compile(self, executable, model, assigned_stages, compile_seconds):
+        self._compiled = _Compiled(executable, model, self.kind, stage_list(assigned_stages),
+                                   compile_seconds)
+        compiled = self._compiled
+        _write_atomically(self._path(_layout.MEMORY_FILE), json.dumps(compiled.memory, indent=1))
+        summary = "\n".join(summary_lines(compiled.model, self.kind, self.directory, None,
+                                          compiled.stages, compiled.memory))
+        page = page_data(compiled.model, self.kind, compiled.memory, None, summary)
+        _write_atomically(self._path(_layout.REPORT_FILE),
+                          render_report(compiled.model, page, {"calls": 0}))
+
+    def after_call(self, wall_seconds):
+        compiled = self._compiled
+        if compiled.trace_body is None:
+            compiled.build_call_parts(self.directory)
+        self._calls += 1
+        simulated = compiled.meta["total_cycles"] / compiled.meta["clock_hz"]
+        host = {"calls": self._calls, "wall_seconds": wall_seconds}
+        meta = dict(compiled.meta, host=host)
+        _write_atomically(self._path(_layout.TRACE_FILE),
+                          trace_document(compiled.trace_body,
+                                         host_events(self._calls, wall_seconds, simulated), meta))
+        _write_atomically(self._path(_layout.REPORT_FILE), render_report(
+            compiled.model, compiled.page, {"calls": self._calls, "wall_ms": wall_seconds * 1e3}))
