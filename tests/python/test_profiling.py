@@ -460,7 +460,8 @@ def hand_made_trace():
               event(1, "F1", "copy", 0, 30, 35), event(1, "F1", "forward", 0, 35, 40),
               event(1, "F1", "copy", 1, 60, 65), event(1, "F1", "forward", 1, 65, 70),
               event(1, "F1", "host_output", 1, 70, 100)]
-    return ExecutionTrace(events, 100, 1e6, {"ipus": 2, "stages": 2, "schedule": "Interleaved"})
+    return ExecutionTrace(events, 100, 1e6, {"ipus": 2, "stages": 2, "schedule": "Interleaved",
+                                             "prefetch_depth": 0})
 
 
 @pytest.mark.timeout(30)
@@ -488,3 +489,31 @@ def test_analysis_of_a_hand_made_trace():
     assert advice(analysis, pipelined=False)[0].startswith(
         "Slowest stage: stage 0 (blocks A) on IPU 0 takes 30 cycles per micro-batch, 55% of the "
         "stages' time. Sharded execution runs the stages one after another")
+
+
+@pytest.mark.timeout(30)
+def test_a_prefetching_host_link_slower_than_every_stage_is_the_bottleneck():
+    """Inputs of 40 cycles prefetched beside stages of 10 and 15: the link sets the pace,
+    and its transfers are not part of stage 0's load."""
+    from popsim._trace import ExecutionTrace
+    from popsim.profiling._analysis import advice, analyse
+
+    def event(ipu, task, kind, micro_batch, start, end):
+        return {"ipu": ipu, "task": task, "kind": kind, "step": 0, "micro_batch": micro_batch,
+                "cycle": micro_batch, "start": start, "end": end}
+
+    events = [event(0, "F0", "host_input", 0, 0, 40), event(0, "F0", "forward", 0, 40, 50),
+              event(0, "F0", "host_input", 1, 40, 80), event(0, "F0", "forward", 1, 80, 90),
+              event(1, "F1", "forward", 0, 50, 65), event(1, "F1", "forward", 1, 90, 105)]
+    trace = ExecutionTrace(events, 105, 1e6, {"ipus": 2, "stages": 2, "schedule": "Interleaved",
+                                              "prefetch_depth": 1})
+    stages = [{"stage": 0, "ipu": 0, "blocks": ["A"]}, {"stage": 1, "ipu": 1, "blocks": ["B"]}]
+    analysis = analyse(trace, stages, None)
+    assert [(s.cycles, s.host_cycles) for s in analysis.stages] == [(10, 0), (15, 0)]
+    assert analysis.link_bound
+    tips = advice(analysis)
+    assert tips[0].startswith("Bottleneck: IPU 0's host link takes 40 cycles to stream a "
+                              "micro-batch's inputs in, more than any stage's (15)")
+    assert tips[1].startswith("Slowest stage: stage 1 (blocks B) on IPU 1, 15 cycles per "
+                              "micro-batch, 1.5x the fastest; it sets the pace only once the host "
+                              "link is faster.")

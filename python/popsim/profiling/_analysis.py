@@ -3,10 +3,12 @@ pipeline stage, memory headroom, and the advice that follows.
 
 A stage's load is the median, over the call's micro-batches, of the cycles its
 tasks (F<s>, B<s>, FB<s>) spend on one micro-batch, their incoming copies and
-host transfers included: ExecutionTrace.micro_batch_cycles() per stage rather
-than per IPU. The median leaves out one-off transfers such as the final output.
-In a pipeline every cycle waits for the slowest stage, so the stage with the
-largest load is the bottleneck.
+the host transfers that occupy its IPU included: ExecutionTrace.
+micro_batch_cycles() per stage rather than per IPU. The median leaves out
+one-off transfers such as the final output. With prefetching, inputs stream
+on each IPU's host link beside the IPU, and the link is a stage of its own
+(ExecutionTrace.host_link_cycles()). In a pipeline every cycle waits for the
+slowest stage, so the stage or link with the largest load is the bottleneck.
 """
 
 import re
@@ -51,6 +53,12 @@ class IpuLoad:
 
 
 @dataclass
+class HostLinkLoad:
+    ipu: int
+    cycles: float  # per micro-batch: streaming its inputs in, prefetched beside the IPU
+
+
+@dataclass
 class IpuMemory:
     ipu: int
     total: int
@@ -67,6 +75,17 @@ class Analysis:
     stages: list = field(default_factory=list)
     ipus: list = field(default_factory=list)
     memory: list = field(default_factory=list)
+    host_links: list = field(default_factory=list)  # prefetching links that carry inputs
+
+    @property
+    def slowest_link(self):
+        return max(self.host_links, key=lambda link: link.cycles) if self.host_links else None
+
+    @property
+    def link_bound(self):
+        """Whether a host link is slower than every stage."""
+        link, stage = self.slowest_link, self.bottleneck
+        return link is not None and (stage is None or link.cycles > stage.cycles)
 
     @property
     def bottleneck(self):
@@ -92,7 +111,7 @@ def stage_loads(trace, stages):
     ipu_of_stage = {}
     for event in trace.events:
         stage = stage_of_task(event["task"])
-        if stage is None:
+        if stage is None or not trace.occupies_ipu(event):
             continue
         ipu_of_stage[stage] = event["ipu"]
         cycles = event["end"] - event["start"]
@@ -142,6 +161,9 @@ def analyse(trace, stages, memory):
     if trace is not None:
         analysis.stages = stage_loads(trace, stages)
         analysis.ipus = ipu_loads(trace)
+        if trace.pipeline.get("prefetch_depth", 0):
+            analysis.host_links = [HostLinkLoad(ipu, cycles) for ipu, cycles
+                                   in enumerate(trace.host_link_cycles()) if cycles]
     if memory is not None:
         analysis.memory = memory_loads(memory)
     return analysis
@@ -157,11 +179,24 @@ def advice(analysis, pipelined=True):
     `pipelined` is False for sharded (sequential) execution, where stages take turns."""
     lines = []
     slowest, fastest = analysis.bottleneck, analysis.fastest
+    if analysis.link_bound:
+        link = analysis.slowest_link
+        work = f", more than any stage's ({slowest.cycles:,.0f})" if slowest else ""
+        lines.append(
+            f"Bottleneck: IPU {link.ipu}'s host link takes {link.cycles:,.0f} cycles to stream "
+            f"a micro-batch's inputs in{work}, so the IPUs wait for their data. Each transfer "
+            "pays a fixed latency: larger micro-batches amortise it; beyond that the link's "
+            "bandwidth limits the call, and spreading the model over more IPUs cannot help.")
     if slowest is not None and len(analysis.stages) > 1:
         spread = (slowest.cycles - fastest.cycles) / slowest.cycles if slowest.cycles else 0.0
         if spread <= BALANCED_WITHIN:
             lines.append(f"Stages are balanced: the slowest, {_stage_name(slowest)}, is within "
                          f"{spread:.0%} of the fastest.")
+        elif analysis.link_bound:
+            lines.append(
+                f"Slowest stage: {_stage_name(slowest)}, {slowest.cycles:,.0f} cycles per "
+                f"micro-batch, {slowest.cycles / max(fastest.cycles, 1):.1f}x the fastest; it "
+                "sets the pace only once the host link is faster.")
         elif pipelined:
             lines.append(
                 f"Bottleneck: {_stage_name(slowest)} takes {slowest.cycles:,.0f} cycles per "
@@ -180,7 +215,11 @@ def advice(analysis, pipelined=True):
             f"{slowest.host_cycles / slowest.cycles:.0%} of stage {slowest.stage}'s time is "
             "host transfers, each paying a fixed latency: fewer, larger transfers (a larger "
             "micro-batch) amortise it.")
-    if pipelined and analysis.ipus and analysis.idle_fraction > IDLE_WORTH_NOTING:
+    if analysis.link_bound and analysis.ipus and analysis.idle_fraction > IDLE_WORTH_NOTING:
+        lines.append(
+            f"The IPUs wait {analysis.idle_fraction:.0%} of the call on average, mostly for "
+            "their inputs from the host link.")
+    elif pipelined and analysis.ipus and analysis.idle_fraction > IDLE_WORTH_NOTING:
         lines.append(
             f"The IPUs wait {analysis.idle_fraction:.0%} of the call on average (pipeline ramp-up "
             "and ramp-down, and faster stages waiting for the slowest). More micro-batches per "
