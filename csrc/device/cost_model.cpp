@@ -182,6 +182,13 @@ uint64_t linkTransferCycles(uint64_t bytes, int64_t numIpus, const ChipSpec& chi
              std::ceil(static_cast<double>(bytes) * chip.clockHz / chip.linkBytesPerSecond));
 }
 
+uint64_t streamingMemoryCycles(uint64_t bytes, const ChipSpec& chip) {
+  const double bytesPerSecond = chip.linkBytesPerSecond / kStreamingMemorySlowdown;
+  return static_cast<uint64_t>(chip.linkLatencyCycles) +
+         static_cast<uint64_t>(
+             std::ceil(static_cast<double>(bytes) * chip.clockHz / bytesPerSecond));
+}
+
 uint64_t syncCycles(int64_t numIpus, const ChipSpec& chip) {
   const double hops = 1.0 + static_cast<double>(numIpus / 4);
   return static_cast<uint64_t>(std::ceil(15e-9 * chip.clockHz * hops * 2.0));

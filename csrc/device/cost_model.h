@@ -33,6 +33,11 @@ OpCost estimateOpCost(const ir::Node& node, const ChipSpec& chip);
 uint64_t hostTransferCycles(uint64_t bytes, const ChipSpec& chip);
 // An IPU -> IPU copy over IPU-Links: sync, latency and bytes at link bandwidth.
 uint64_t linkTransferCycles(uint64_t bytes, int64_t numIpus, const ChipSpec& chip);
+// Streaming Memory (off-chip DRAM, where offloaded tensors live) <-> IPU: the
+// reference puts it 3-20x slower than IPU-Links; popsim takes 8x (8 GB/s on
+// Mk2's 64 GB/s links) with the links' latency.
+constexpr double kStreamingMemorySlowdown = 8.0;
+uint64_t streamingMemoryCycles(uint64_t bytes, const ChipSpec& chip);
 // Synchronisation across `numIpus` IPUs: ceil(15 ns x f x hops x 2) cycles
 // with hops = 1 + numIpus / 4 (about 40 cycles on one Mk2, 80 on four).
 uint64_t syncCycles(int64_t numIpus, const ChipSpec& chip);

@@ -47,6 +47,14 @@ std::string describeValue(const ir::Value& value) {
   return "a value";
 }
 
+uint64_t IpuMemoryReport::offChip() const {
+  uint64_t sum = 0;
+  for (const MemoryCategory& category : streamingMemory) {
+    sum += category.bytes;
+  }
+  return sum;
+}
+
 uint64_t IpuMemoryReport::total() const { return alwaysLive() + notAlwaysLive(); }
 
 uint64_t IpuMemoryReport::alwaysLive() const {
@@ -93,10 +101,28 @@ MemoryReport buildMemoryReport(const ir::Graph& graph, const passes::MemoryPlan&
         {"activations", regionBytes(MemoryRegion::Activations), false},
         {"stash", bytesOn(buffers.stash, ipu), false},
     };
+    // Off-chip tensors move from their on-chip category to Streaming Memory.
+    for (const ir::Value* root : buffers.offChip) {
+      const passes::TensorSlot& slot = plan.slot(root);
+      if (slot.ipu != ipuReport.ipu) continue;
+      const std::string name = passes::memoryRegionName(slot.region);
+      const uint64_t bytes = plan.footprint(root);
+      for (MemoryCategory& category : ipuReport.categories) {
+        if (category.name == name) category.bytes -= bytes;
+      }
+      auto offChip =
+          std::find_if(ipuReport.streamingMemory.begin(), ipuReport.streamingMemory.end(),
+                       [&](const MemoryCategory& c) { return c.name == name; });
+      if (offChip == ipuReport.streamingMemory.end()) {
+        ipuReport.streamingMemory.push_back({name, 0, true});
+        offChip = std::prev(ipuReport.streamingMemory.end());
+      }
+      offChip->bytes += bytes;
+    }
     std::vector<TensorMemory> tensors;
     for (const ir::Value* root : plan.roots()) {
       const passes::TensorSlot& slot = plan.slot(root);
-      if (slot.ipu != ipuReport.ipu) {
+      if (slot.ipu != ipuReport.ipu || buffers.offChip.count(root) != 0) {
         continue;
       }
       tensors.push_back({describeValue(*root), root->type().str(),

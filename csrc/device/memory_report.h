@@ -4,6 +4,7 @@
 #include "ir/graph.h"
 #include "passes/memory_plan.h"
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,11 +30,14 @@ struct IpuMemoryReport {
   int64_t ipu = 0;
   uint64_t capacity = 0;
   std::vector<MemoryCategory> categories;
+  // Off chip, in Streaming Memory: not counted against `capacity`.
+  std::vector<MemoryCategory> streamingMemory;
   std::vector<TensorMemory> largestTensors; // at most kLargestTensors, largest first
 
   uint64_t total() const;
   uint64_t alwaysLive() const;
   uint64_t notAlwaysLive() const;
+  uint64_t offChip() const;
   bool fits() const { return total() <= capacity; }
 };
 
@@ -44,12 +48,15 @@ struct MemoryReport {
 
 constexpr size_t kLargestTensors = 5;
 
-// Buffers the runtime holds beside the memory plan, in bytes per IPU (empty:
-// none): the pipeline's stash of activations kept for later backward passes,
-// and the extra input buffers the host link prefetches into.
+// What the runtime adds to the memory plan or moves out of it: in bytes per
+// IPU (empty: none), the pipeline's stash of activations kept for later
+// backward passes and the extra input buffers the host link prefetches into;
+// and the planned tensors (storage roots) kept in Streaming Memory instead
+// of on chip, reported off chip under their region's category.
 struct RuntimeBuffers {
   std::vector<uint64_t> stash;
   std::vector<uint64_t> prefetch;
+  std::set<const ir::Value*> offChip;
 };
 
 // Per-IPU memory of a planned program: the plan's regions, code, and the

@@ -88,6 +88,12 @@ const char* memoryRegionName(MemoryRegion region) {
   return "?";
 }
 
+size_t MemoryPlan::footprint(const ir::Value* root) const {
+  const TensorSlot& placed = slot(root);
+  return placed.region == MemoryRegion::Activations ? placed.bytes
+                                                    : alignUp(placed.bytes, alignment_);
+}
+
 size_t IpuMemoryLayout::total() const {
   size_t sum = 0;
   for (size_t bytes : regionBytes) {
@@ -113,6 +119,7 @@ MemoryPlan planMemory(const ir::Graph& graph, const MemoryPlanOptions& options) 
   POPSIM_ASSERT(options.numIpus >= 1 && options.alignment >= 1, "bad memory plan options.");
   MemoryPlan plan;
   plan.ipus_.resize(static_cast<size_t>(options.numIpus));
+  plan.alignment_ = options.alignment;
   const int64_t endStep = static_cast<int64_t>(graph.nodes().size());
 
   // Step 1: storage roots, and the roots in a deterministic order.

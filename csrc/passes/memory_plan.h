@@ -64,6 +64,9 @@ public:
   // The value whose storage `value` uses (itself unless it is a view).
   const ir::Value* storageRoot(const ir::Value* value) const;
   const std::vector<IpuMemoryLayout>& ipus() const { return ipus_; }
+  // Bytes a storage root takes in its region: its own, aligned, outside the
+  // activation arena (where buffers share space).
+  size_t footprint(const ir::Value* root) const;
   // Values that own storage, in a deterministic order.
   const std::vector<const ir::Value*>& roots() const { return roots_; }
 
@@ -73,6 +76,7 @@ private:
   std::unordered_map<const ir::Value*, const ir::Value*> roots_of_;
   std::vector<const ir::Value*> roots_;
   std::vector<IpuMemoryLayout> ipus_;
+  size_t alignment_ = 1;
 };
 
 // Whether the node's output is a view of its input (no copy, same bytes).

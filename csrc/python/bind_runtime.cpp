@@ -106,6 +106,9 @@ runtime::CompileOptions parseOptions(const py::dict& options) {
   parsed.threadsPerIpu = option<int64_t>(options, "threads_per_ipu", 0);
   parsed.recomputation = option<bool>(options, "recomputation", false);
   parsed.prefetchDepth = option<int64_t>(options, "prefetch_depth", parsed.prefetchDepth);
+  parsed.optimizerLocation.onChip = option<bool>(options, "optimizer_on_chip", true);
+  parsed.optimizerLocation.minElementsForOffChip =
+      option<int64_t>(options, "optimizer_min_elements_off_chip", 0);
   if (options.contains("training")) {
     parsed.training = parseTraining(options["training"].cast<py::dict>());
   }
@@ -132,6 +135,12 @@ py::dict memoryReportDict(const device::MemoryReport& report) {
       categories[py::str(category.name)] = item;
     }
     entry["categories"] = categories;
+    py::dict streaming;
+    for (const device::MemoryCategory& category : ipu.streamingMemory) {
+      streaming[py::str(category.name)] = category.bytes;
+    }
+    entry["streaming_memory"] = streaming;
+    entry["off_chip"] = ipu.offChip();
     py::list tensors;
     for (const device::TensorMemory& tensor : ipu.largestTensors) {
       py::dict item;
@@ -163,6 +172,7 @@ const char* timelineEventKind(const runtime::TimelineEvent& event) {
   case runtime::EventPart::LinkCopy: return "copy";
   case runtime::EventPart::HostInput: return "host_input";
   case runtime::EventPart::HostOutput: return "host_output";
+  case runtime::EventPart::StreamingMemory: return "streaming";
   case runtime::EventPart::Compute: break;
   }
   return timelineKindName(event.kind);

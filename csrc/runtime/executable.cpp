@@ -167,9 +167,10 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& graph,
   executable->schedule_ = buildSchedule(layout, executable->microBatchesPerStep(), schedule);
   executable->memory_ = std::make_unique<DeviceMemory>(executable->plan_);
   executable->planChannels();
-  executable->memoryReport_ =
-      device::buildMemoryReport(program, executable->plan_, options.system,
-                                {executable->stashBytes_, executable->prefetchBytes_});
+  executable->placeOffChipTensors();
+  executable->memoryReport_ = device::buildMemoryReport(
+      program, executable->plan_, options.system,
+      {executable->stashBytes_, executable->prefetchBytes_, executable->offChip_});
   device::checkMemoryFits(executable->memoryReport_, options.system);
 
   const DeviceMemory& memory = *executable->memory_;
@@ -190,6 +191,24 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& graph,
                    << " stage(s) on " << layout.numIpus() << " IPU(s) for "
                    << options.deviceIterations << " device iteration(s)";
   return executable;
+}
+
+// Optimizer state placed off chip: only the weight update reads and writes
+// it, so each IPU's update streams its share in and back out.
+void Executable::placeOffChipTensors() {
+  offChipBytes_.assign(static_cast<size_t>(options_.system.numIpus), 0);
+  const TensorLocation& location = options_.optimizerLocation;
+  if (location.onChip) return;
+  for (const ir::Value* state : graph_->states()) {
+    if (state->stateKind() != ir::StateKind::Optimizer ||
+        state->type().numel() < location.minElementsForOffChip || !plan_.hasSlot(state)) {
+      continue;
+    }
+    const ir::Value* root = plan_.storageRoot(state);
+    if (offChip_.insert(root).second) {
+      offChipBytes_[static_cast<size_t>(plan_.slot(root).ipu)] += plan_.footprint(root);
+    }
+  }
 }
 
 // Values that cross from one task to another: inter-IPU copies, and values
@@ -325,6 +344,13 @@ void Executable::buildTasks() {
     program_.push_back({std::string(node->name()), node->location().str(), implementation,
                         layout_.tasks()[task].name(), ipu, cycles});
     kernels_.push_back(std::move(kernel));
+  }
+  for (size_t task = 0; task < tasks_.size(); ++task) {
+    const passes::PipelineTask& pipelineTask = layout_.tasks()[task];
+    const uint64_t offChip = offChipBytes_[static_cast<size_t>(pipelineTask.ipu)];
+    if (pipelineTask.kind == passes::TaskKind::Update && offChip != 0) {
+      tasks_[task].streamingCycles = device::streamingMemoryCycles(offChip, chip);
+    }
   }
   for (TaskProgram& taskProgram : tasks_) {
     for (size_t i : taskProgram.streamedInputs) {
@@ -529,7 +555,9 @@ void Executable::simulateClock() {
           clock = std::max(clock, transfer.end - std::min(transfer.end, now));
         }
         record(EventPart::LinkCopy, program.copyCycles);
+        record(EventPart::StreamingMemory, program.streamingCycles);
         record(EventPart::Compute, program.computeCycles - program.copyCycles);
+        record(EventPart::StreamingMemory, program.streamingCycles);
         if (!program.streamedInputs.empty()) link.finishedReading(now + clock);
         for (size_t i : program.producedOutputs) {
           const bool returned = options_.output.slotOf(microBatch, total) >= 0;

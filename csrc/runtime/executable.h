@@ -15,6 +15,7 @@
 #include "runtime/tensor_view.h"
 
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -31,6 +32,14 @@ enum class ProgramKind {
 // How a multi-IPU program runs: all IPUs busy on different micro-batches, or
 // one stage at a time (PopTorch's PipelinedExecution / ShardedExecution).
 enum class ExecutionMode { Pipelined, Sharded };
+
+// Where a kind of tensor lives (PopTorch's TensorLocationSettings): on chip,
+// or in Streaming Memory, off chip, streamed in and out around its use.
+struct TensorLocation {
+  bool onChip = true;
+  // Tensors with fewer elements stay on chip whatever `onChip` says.
+  int64_t minElementsForOffChip = 0;
+};
 
 struct CompileOptions {
   device::IpuSystemConfig system;
@@ -58,6 +67,9 @@ struct CompileOptions {
   // 0 an input streams when its task starts; with 1 or more it overlaps the
   // work before.
   int64_t prefetchDepth = 1;
+  // Training: off chip, the optimizer state is streamed in before each weight
+  // update and back out after it.
+  TensorLocation optimizerLocation;
 };
 
 // One entry of the program for introspection: which kernel runs an op, in
@@ -77,6 +89,9 @@ enum class EventPart {
   LinkCopy,   // inter-IPU copies the task receives, before its ops
   HostInput,  // the task's micro-batch of the inputs, streamed in from the host
   HostOutput, // outputs the task produces that the call returns, streamed to the host
+  // Off-chip tensors the task streams in from Streaming Memory before its ops,
+  // or back out after them.
+  StreamingMemory,
 };
 
 // Part of one task run of the last call on the simulated clock (in cycles):
@@ -161,12 +176,14 @@ private:
     uint64_t computeCycles = 0; // inter-IPU copies included
     uint64_t copyCycles = 0;
     uint64_t inputCycles = 0;
+    uint64_t streamingCycles = 0; // each way: off-chip tensors in, then out
   };
   struct CallContext;
 
   Executable() = default;
   void buildTasks();
   void planChannels();
+  void placeOffChipTensors();
   void simulateClock();
   void runTask(const ScheduledTask& scheduled, int64_t step, dnnl::stream& stream,
                const CallContext& call);
@@ -187,6 +204,9 @@ private:
   std::vector<std::unique_ptr<Channel>> channels_;
   std::vector<uint64_t> stashBytes_;    // per IPU
   std::vector<uint64_t> prefetchBytes_; // per IPU
+  // Storage roots kept in Streaming Memory, and their bytes per IPU.
+  std::set<const ir::Value*> offChip_;
+  std::vector<uint64_t> offChipBytes_;
   std::vector<PipelineCycle> schedule_;
   std::vector<ProgramStep> program_;
   int64_t threadsPerIpu_ = 0;

@@ -36,6 +36,7 @@ from popsim.errors import (
     UnsupportedOperationError,
 )
 from popsim.options import Options
+from popsim.tensor_locations import TensorLocationSettings
 from popsim.strategies import (
     AutoStage,
     PipelinedExecution,
@@ -78,6 +79,7 @@ __all__ = [
     "ReductionType",
     "ShardedExecution",
     "Stage",
+    "TensorLocationSettings",
     "trainingModel",
     "UnsupportedOperationError",
 ]

@@ -2,7 +2,7 @@
 
 import statistics
 
-_TRANSFERS = ("copy", "host_input", "host_output")
+_TRANSFERS = ("copy", "host_input", "host_output", "streaming")
 
 
 class ExecutionTrace:
@@ -13,7 +13,9 @@ class ExecutionTrace:
     update), ``kind`` ("forward", "backward", "forward+backward", "update"; or,
     around a task's own event, "host_input" for its micro-batch of the inputs
     streamed in from the host, "copy" for the inter-IPU copies it receives,
-    and "host_output" for outputs it streams to the host),
+    "host_output" for outputs it streams to the host, and "streaming" for
+    off-chip tensors streamed in from Streaming Memory before its ops and back
+    out after them),
     ``step``, ``micro_batch`` (-1 for updates), ``cycle`` (the pipeline
     cycle), ``start`` and ``end`` in IPU clock cycles.
     With ``prefetchDepth`` 1 or more (the default) a host input runs on the

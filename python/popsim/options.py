@@ -20,6 +20,7 @@ import torch
 from popsim.enums import OutputMode, ReductionType
 from popsim.errors import OptionError
 from popsim.strategies import _ExecutionStrategy
+from popsim.tensor_locations import TensorLocationSettings
 
 _FROZEN_MESSAGE = (
     "Can't modify frozen Options: they were passed to a model, which compiles with them as "
@@ -115,7 +116,9 @@ class _OptionGroup:
 
     def toDict(self):
         return {name: (value.name if isinstance(value, (OutputMode, ReductionType))
-                       else repr(value) if isinstance(value, _ExecutionStrategy) else value)
+                       else repr(value)
+                       if isinstance(value, (_ExecutionStrategy, TensorLocationSettings))
+                       else value)
                 for name, value in self._values.items()}
 
     def __repr__(self):
@@ -198,6 +201,50 @@ class _SimulatorOptions(_OptionGroup):
         return self._set("threads_per_ipu", _positive_int("Simulator.threadsPerIpu", threads))
 
 
+class _TensorLocationOptions(_OptionGroup):
+    """Where kinds of tensors live (``opts.TensorLocations``), each set with a
+    popsim.TensorLocationSettings. popsim simulates off-chip storage for the
+    optimizer state; weights, accumulators and activations stay on chip."""
+
+    _defaults = {"optimizer_location": TensorLocationSettings()}
+    _group_name = "Options.TensorLocations"
+
+    def setOptimizerLocation(self, settings):
+        """Off chip (``useOnChipStorage(False)``), the optimizer state lives in Streaming
+        Memory: each IPU's weight update streams its share in and back out. Trained
+        weights are the same; the memory report moves the state off chip and the
+        simulated update takes longer."""
+        return self._set("optimizer_location", self._checked("setOptimizerLocation", settings))
+
+    def setWeightLocation(self, settings):
+        return self._on_chip_only("setWeightLocation", "weights", settings)
+
+    def setAccumulatorLocation(self, settings):
+        return self._on_chip_only("setAccumulatorLocation", "gradient accumulators", settings)
+
+    def setActivationLocation(self, settings):
+        return self._on_chip_only("setActivationLocation", "activations", settings)
+
+    @staticmethod
+    def _checked(setter, settings):
+        if not isinstance(settings, TensorLocationSettings):
+            raise OptionError(f"TensorLocations.{setter} expects a "
+                              f"popsim.TensorLocationSettings, got {settings!r}.")
+        return copy.copy(settings)  # later changes to the caller's settings do not leak in
+
+    def _on_chip_only(self, setter, what, settings):
+        if not self._checked(setter, settings).on_chip:
+            raise OptionError(
+                f"TensorLocations.{setter}: popsim keeps {what} on chip; it simulates "
+                "Streaming Memory for the optimizer state only "
+                "(TensorLocations.setOptimizerLocation). Remove the call, or pass settings "
+                "with useOnChipStorage(True).")
+        return self
+
+
+_GROUPS = ("Training", "Simulator", "TensorLocations")
+
+
 class Options(_OptionGroup):
     """How popsim compiles and runs a model. See the module docstring."""
 
@@ -219,6 +266,7 @@ class Options(_OptionGroup):
         super().__init__()
         object.__setattr__(self, "Training", _TrainingOptions())
         object.__setattr__(self, "Simulator", _SimulatorOptions())
+        object.__setattr__(self, "TensorLocations", _TensorLocationOptions())
 
     def deviceIterations(self, iterations):
         """Iterations of the model per call: each call takes `iterations` micro-batches
@@ -298,26 +346,26 @@ class Options(_OptionGroup):
     def clone(self):
         """An unfrozen deep copy."""
         twin = copy.deepcopy(self)
-        for group in (twin, twin.Training, twin.Simulator):
+        for group in (twin, *(getattr(twin, name) for name in _GROUPS)):
             object.__setattr__(group, "_frozen", False)
         return twin
 
     def _freeze(self):
         super()._freeze()
-        self.Training._freeze()
-        self.Simulator._freeze()
+        for name in _GROUPS:
+            getattr(self, name)._freeze()
 
     def toDict(self):
         values = super().toDict()
-        values["Training"] = self.Training.toDict()
-        values["Simulator"] = self.Simulator.toDict()
+        for name in _GROUPS:
+            values[name] = getattr(self, name).toDict()
         return values
 
     def __deepcopy__(self, memo):
         twin = Options.__new__(Options)
         object.__setattr__(twin, "_values", copy.copy(self._values))
         object.__setattr__(twin, "_frozen", self._frozen)
-        for name in ("Training", "Simulator"):
+        for name in _GROUPS:
             group = getattr(self, name)
             group_copy = type(group).__new__(type(group))
             object.__setattr__(group_copy, "_values", copy.copy(group._values))

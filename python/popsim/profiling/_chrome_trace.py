@@ -35,7 +35,8 @@ _TASK_TID = 1
 # that every version of the viewer knows: it rejects a trace with an unknown one.
 _CHROME_COLOURS = {"forward": "good", "backward": "terrible", "forward+backward": "bad",
                    "update": "rail_response", "copy": "generic_work",
-                   "host_input": "generic_work", "host_output": "generic_work"}
+                   "host_input": "generic_work", "host_output": "generic_work",
+                   "streaming": "generic_work"}
 
 
 def ipu_pid(ipu):

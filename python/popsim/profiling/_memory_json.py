@@ -1,6 +1,7 @@
 """A compiled model's memory as JSON (memory.json).
 
 Per IPU: its limit, the always-live and not-always-live bytes by category,
+the bytes kept off chip in Streaming Memory (offloaded tensors),
 their totals, the peak (the plan's footprint: always-live memory plus the
 activation arena and the stash, sized for the most that is live at once), the
 largest tensors, and the program's ops with their cycles.
@@ -55,6 +56,7 @@ def _ipu_entry(ipu, program):
         "fraction_of_limit": ipu["total"] / ipu["capacity"] if ipu["capacity"] else None,
         "always_live": {"total": ipu["always_live"], "categories": always},
         "not_always_live": {"total": ipu["not_always_live"], "categories": not_always},
+        "streaming_memory": {"total": ipu["off_chip"], "categories": ipu["streaming_memory"]},
         "largest_tensors": ipu["largest_tensors"],
         "program": [{"op": s["op"], "task": s["task"], "cycles": s["cycles"],
                      "location": s["location"]} for s in program if s["ipu"] == ipu["ipu"]],

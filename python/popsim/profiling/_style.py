@@ -10,6 +10,7 @@ KIND_COLOURS = {
     "copy": "#8c8c8c",
     "host_input": "#5fb3d9",
     "host_output": "#9a63c4",
+    "streaming": "#b58b5c",
 }
 
 KIND_LABELS = {
@@ -20,10 +21,11 @@ KIND_LABELS = {
     "copy": "inter-IPU copy",
     "host_input": "host input",
     "host_output": "host output",
+    "streaming": "Streaming Memory (off-chip tensors)",
 }
 
 TASK_KINDS = ("forward", "backward", "forward+backward", "update")
-TRANSFER_KINDS = ("copy", "host_input", "host_output")
+TRANSFER_KINDS = ("copy", "host_input", "host_output", "streaming")
 
 # Memory report categories (csrc/device/memory_report.cpp), in stacking order.
 CATEGORY_COLOURS = {

@@ -77,6 +77,9 @@ TEST(CostModelTest, HostTransferCycles) {
   EXPECT_EQ(device::hostTransferCycles(0, mk2()), 50000u);
   EXPECT_EQ(device::hostTransferCycles(1024, mk2()), 50000u + 195u);       // 194.56
   EXPECT_EQ(device::hostTransferCycles(1 << 20, mk2()), 50000u + 199230u); // 199229.44
+  // Streaming Memory: the links' 3,000 cycles, then 8 GB/s (64 GB/s / 8).
+  EXPECT_EQ(device::streamingMemoryCycles(0, mk2()), 3000u);
+  EXPECT_EQ(device::streamingMemoryCycles(1 << 20, mk2()), 3000u + 174326u); // 174325.76
   for (uint64_t bytes : {1u, 999u, 123457u}) {
     const double exact = static_cast<double>(bytes) * 1.33e9 / 7e9;
     EXPECT_EQ(device::hostTransferCycles(bytes, mk2()),

@@ -92,6 +92,26 @@ TEST(MemoryReportTest, CategoriesSumToTheTotal) {
   EXPECT_NO_THROW(device::checkMemoryFits(report, system));
 }
 
+TEST(MemoryReportTest, OffChipTensorsMoveToStreamingMemory) {
+  const std::unique_ptr<Graph> graph = buildMlp();
+  const passes::MemoryPlan plan = passes::planMemory(*graph);
+  const IpuSystemConfig system;
+  const Value* w1 = graph->findWeight("fc1.weight");
+  const Value* b1 = graph->findWeight("fc1.bias");
+  const IpuMemoryReport onChip = device::buildMemoryReport(*graph, plan, system).ipus.at(0);
+  const IpuMemoryReport offChip =
+      device::buildMemoryReport(*graph, plan, system, {{}, {}, {w1, b1}}).ipus.at(0);
+
+  ASSERT_EQ(offChip.streamingMemory.size(), 1u);
+  EXPECT_EQ(offChip.streamingMemory[0].name, "weights");
+  EXPECT_EQ(offChip.streamingMemory[0].bytes, 524288u + 2048u);
+  EXPECT_EQ(offChip.offChip(), 524288u + 2048u);
+  EXPECT_EQ(onChip.offChip(), 0u);
+  EXPECT_EQ(categoryBytes(offChip, "weights"), 2048u + 20480u);
+  EXPECT_EQ(onChip.total() - offChip.total(), 524288u + 2048u);
+  EXPECT_NE(offChip.largestTensors.at(0).description, "fc1.weight (weight)");
+}
+
 TEST(MemoryReportTest, LargestTensorsAreSortedAndNamed) {
   const std::unique_ptr<Graph> graph = buildMlp();
   const passes::MemoryPlan plan = passes::planMemory(*graph);

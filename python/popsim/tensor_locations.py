@@ -1,0 +1,47 @@
+"""``popsim.TensorLocationSettings``: where a kind of tensor lives, as PopTorch's
+``opts.TensorLocations`` setters take it.
+
+On chip, a tensor takes IPU memory for the whole program. Off chip, it lives in
+Streaming Memory (the DRAM beside the IPUs) and is streamed in around its use,
+which frees IPU memory and costs transfer time on the simulated clock.
+"""
+
+import numbers
+
+from popsim.errors import OptionError
+
+
+class TensorLocationSettings:
+    """Settings for one kind of tensor; setters chain."""
+
+    def __init__(self):
+        self.on_chip = True
+        self.min_elements_for_off_chip = 0
+
+    def useOnChipStorage(self, use=True):
+        """False keeps the tensors in Streaming Memory, off chip."""
+        if not isinstance(use, bool):
+            raise OptionError(
+                f"TensorLocationSettings.useOnChipStorage expects a bool, got {use!r}.")
+        self.on_chip = use
+        return self
+
+    def minElementsForOffChip(self, min_elements):
+        """Tensors with fewer elements stay on chip (small ones cost more to stream
+        than they save)."""
+        if (isinstance(min_elements, bool) or not isinstance(min_elements, numbers.Integral)
+                or min_elements < 0):
+            raise OptionError(
+                "TensorLocationSettings.minElementsForOffChip expects a non-negative "
+                f"integer, got {min_elements!r}.")
+        self.min_elements_for_off_chip = int(min_elements)
+        return self
+
+    def __eq__(self, other):
+        return isinstance(other, TensorLocationSettings) and vars(self) == vars(other)
+
+    def __repr__(self):
+        text = f"TensorLocationSettings().useOnChipStorage({self.on_chip})"
+        if self.min_elements_for_off_chip:
+            text += f".minElementsForOffChip({self.min_elements_for_off_chip})"
+        return text
