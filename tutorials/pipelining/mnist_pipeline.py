@@ -180,7 +180,7 @@ def main(argv=None):
     training_memory = memory_per_ipu(trainer)
     print_memory("Memory per IPU (training):", training_memory, args.debug)
     if args.debug:
-        print("Pipeline timeline of the last call's first step:")
+        print("Timeline of the last call's first optimizer step:")
         print(first_step_timeline(trainer.executionTrace()))
 
     test_opts = inference_options(args)
