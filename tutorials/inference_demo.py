@@ -6,51 +6,19 @@ shows what popsim computed (the same numbers as PyTorch), the program it
 compiled (popsim's IR), the memory it needs on the IPU and the simulated IPU
 time beside the host's wall time.
 
-The network is untrained and the images are random: training arrives with
-popsim.trainingModel (the pipelining tutorial).
+The network is untrained and the images are random: the pipelining tutorial
+(tutorials/pipelining/mnist_pipeline.py) trains it.
 
-Run it with `make demo`, or `.venv/bin/python tutorials/inference_demo.py`.
+Run it with `.venv/bin/python tutorials/inference_demo.py`.
 """
 
 import argparse
 import time
 
 import torch
-import torch.nn as nn
 
 import popsim
-
-
-class ConvLayer(nn.Module):
-    """Convolution, max pooling and ReLU."""
-
-    def __init__(self, in_channels, num_filters, kernel_size, pool_size):
-        super().__init__()
-        self.conv = nn.Conv2d(in_channels, num_filters, kernel_size=kernel_size)
-        self.pool = nn.MaxPool2d(kernel_size=pool_size)
-        self.relu = nn.ReLU()
-
-    def forward(self, x):
-        return self.relu(self.pool(self.conv(x)))
-
-
-class Network(nn.Module):
-    """The tutorial's network: two convolution layers, then 320 -> 256 -> 10."""
-
-    def __init__(self):
-        super().__init__()
-        self.layer1 = ConvLayer(1, 10, 5, 2)
-        self.layer2 = ConvLayer(10, 20, 5, 2)
-        self.layer3 = nn.Linear(320, 256)
-        self.layer3_act = nn.ReLU()
-        self.layer4 = nn.Linear(256, 10)
-
-    def forward(self, x):
-        x = self.layer1(x)
-        x = self.layer2(x)
-        x = x.view(-1, 320)
-        x = self.layer3_act(self.layer3(x))
-        return self.layer4(x)
+from pipelining.mnist_network import Network  # the tutorial's network
 
 
 def parse_args():

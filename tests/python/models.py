@@ -7,8 +7,9 @@ import torchvision
 import popsim
 
 
-# The tutorial's network, as users see it in the demo.
-from inference_demo import Network as MnistNetwork  # noqa: E402
+# The tutorial's network (tutorials/pipelining/mnist_network.py): plain, and in blocks B1..B4.
+from pipelining.mnist_network import BlockedNetwork as BlockedMnistNetwork  # noqa: E402
+from pipelining.mnist_network import Network as MnistNetwork  # noqa: E402
 
 
 class Mlp(nn.Module):
@@ -54,21 +55,6 @@ class TokenClassifier(nn.Module):
         if not self.batch_first:
             x = x.transpose(0, 1)
         return self.head(x.mean(dim=1))
-
-
-class BlockedMnistNetwork(MnistNetwork):
-    """The tutorial's network split into blocks B1..B4, as the pipelining tutorial does."""
-
-    def forward(self, x):
-        with popsim.Block("B1"):
-            x = self.layer1(x)
-        with popsim.Block("B2"):
-            x = self.layer2(x)
-        with popsim.Block("B3"):
-            x = x.view(-1, 320)
-            x = self.layer3_act(self.layer3(x))
-        with popsim.Block("B4"):
-            return self.layer4(x)
 
 
 class BlockedWithLoss(nn.Module):

@@ -19,7 +19,7 @@ def compile_inference(model, strategy=None, iterations=4, x=None):
 
 def test_a_block_missing_from_the_stages_is_unknown():
     strategy = popsim.PipelinedExecution(popsim.Stage("B1", "B2").ipu(0), popsim.Stage("B3").ipu(1))
-    with pytest.raises(popsim.OptionError, match=r"Unknown Block 'B4' \(entered at .*models.py:\d+\): "
+    with pytest.raises(popsim.OptionError, match=r"Unknown Block 'B4' \(entered at .*mnist_network.py:\d+\): "
                              r"popsim.PipelinedExecution places no stage for it"):
         compile_inference(BlockedMnistNetwork(), strategy)
 
