@@ -6,14 +6,11 @@ import sys
 import pytest
 import torch
 
-import popsim
 from tutorial_helpers import SCRIPT, child_environment, run_python, run_tutorial
 
 # Two epochs of the offline digits (40 optimizer steps) reach about 90%.
 SHORT = ("--epochs", "2")
 ACCURACY_FLOOR = 85.0
-HAS_PROFILING = hasattr(popsim.Options, "enableProfiling")
-HAS_TENSOR_LOCATIONS = hasattr(popsim, "TensorLocationSettings")
 
 
 @pytest.fixture(scope="module")
@@ -90,8 +87,6 @@ def test_fashion_mnist_trains(tmp_path):
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.skipif(not HAS_TENSOR_LOCATIONS, reason="popsim.TensorLocationSettings is not "
-                    "built yet (optimizer offloading)")
 def test_offloading_the_optimiser_saves_memory_not_accuracy(pipelined_and_sharded, tmp_path):
     on_chip, on_chip_weights = pipelined_and_sharded["pipelined"]
     summary = run_tutorial(tmp_path, *SHORT, "--offload-optimiser",
@@ -105,7 +100,6 @@ def test_offloading_the_optimiser_saves_memory_not_accuracy(pipelined_and_sharde
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.skipif(not HAS_PROFILING, reason="Options.enableProfiling is not built yet")
 @pytest.mark.parametrize("strategy", ["pipelined", "sharded"])
 def test_profile_files_are_written(tmp_path, strategy):
     summary = run_tutorial(tmp_path, "--epochs", "1", "--strategy", strategy, "--profile",
