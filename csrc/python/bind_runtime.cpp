@@ -272,6 +272,27 @@ void bindRuntime(py::module_& module) {
           "Writes the numeric hyper-parameters of an optimizer parameter group.")
       .def("memory_report",
            [](const Executable& executable) { return memoryReportDict(executable.memoryReport()); })
+      .def("memory_slots",
+           [](const Executable& executable) {
+             // Every planned tensor with its IPU, region and lifetime in
+             // program steps (node indices), for liveness in profiles.
+             const passes::MemoryPlan& plan = executable.memoryPlan();
+             py::list slots;
+             for (const ir::Value* root : plan.roots()) {
+               const passes::TensorSlot& slot = plan.slot(root);
+               py::dict entry;
+               entry["description"] = device::describeValue(*root);
+               entry["type"] = root->type().str();
+               entry["ipu"] = slot.ipu;
+               entry["region"] = passes::memoryRegionName(slot.region);
+               entry["bytes"] = plan.footprint(root);
+               entry["first_step"] = slot.lifetime.first;
+               entry["last_step"] = slot.lifetime.last;
+               entry["off_chip"] = executable.isOffChip(root);
+               slots.append(entry);
+             }
+             return slots;
+           })
       .def("program",
            [](const Executable& executable) {
              py::list steps;

@@ -128,6 +128,9 @@ public:
   const device::MemoryReport& memoryReport() const { return memoryReport_; }
   const std::vector<ProgramStep>& program() const { return program_; }
   const passes::TaskLayout& layout() const { return layout_; }
+  const passes::MemoryPlan& memoryPlan() const { return plan_; }
+  // Storage roots kept off chip, in Streaming Memory.
+  bool isOffChip(const ir::Value* root) const { return offChip_.count(root) != 0; }
   // Cycles of one step (device iteration), in pipeline order.
   const std::vector<PipelineCycle>& schedule() const { return schedule_; }
 

@@ -6,41 +6,59 @@ their totals, the peak (the plan's footprint: always-live memory plus the
 activation arena and the stash, sized for the most that is live at once), the
 largest tensors, and the program's ops with their cycles.
 
-Sections the C++ bindings do not expose yet are null, and "unavailable" says
-which binding each one needs. Each has its own function below, so adding a
-binding means filling in one function.
+Then, from the memory plan: liveness over the program's steps (activation
+bytes live at each step of each IPU), each IPU's activation peak and its step,
+and every planned tensor with its lifetime.
 """
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 
-def _liveness(executable):
-    """Live bytes per IPU at each program step, and which tensors are live.
-
-    Needs: the memory plan's TensorSlot of each value (IPU, region, bytes,
-    Lifetime first/last step) from Executable, e.g. a `memory_slots()` binding
-    returning one dict per storage root with its description and type."""
-    del executable
-    return None
+def _activations_by_ipu(slots):
+    by_ipu = {}
+    for slot in slots:
+        if slot["region"] == "activations" and not slot["off_chip"]:
+            by_ipu.setdefault(slot["ipu"], []).append(slot)
+    return by_ipu
 
 
-def _activation_peak(executable):
-    """Per IPU, the most activation bytes live at one step and that step.
+def _liveness(slots, program):
+    """Per IPU, at each program step that runs one of its ops: the activation bytes and
+    tensors live then (a tensor is live from the step that writes it to its last
+    reader). Always-live memory comes on top and does not change."""
+    activations = _activations_by_ipu(slots)
+    liveness = {}
+    for index, step in enumerate(program):
+        live = [s for s in activations.get(step["ipu"], [])
+                if s["first_step"] <= index <= s["last_step"]]
+        liveness.setdefault(str(step["ipu"]), []).append(
+            {"step": index, "op": step["op"], "task": step["task"],
+             "live_bytes": sum(s["bytes"] for s in live), "live_tensors": len(live)})
+    return liveness
 
-    Needs: IpuMemoryLayout.activationLivePeak and activationPeakStep in the
-    memory_report() binding (or a binding of the MemoryPlan)."""
-    del executable
-    return None
+
+def _activation_peak(liveness):
+    """Per IPU, the most activation bytes live at one step, and that step. The memory
+    plan's activation arena is at least this (buffers share it when their lifetimes
+    do not overlap, and alignment rounds it up)."""
+    peaks = {}
+    for ipu, points in liveness.items():
+        peak = max(points, key=lambda p: p["live_bytes"])
+        peaks[ipu] = {"bytes": peak["live_bytes"], "step": peak["step"], "op": peak["op"],
+                      "task": peak["task"]}
+    return peaks
 
 
-UNAVAILABLE = {
-    "liveness": "live bytes and tensors per program step: needs the memory plan's "
-                "per-value slots (IPU, region, bytes, first/last step) in the bindings",
-    "activation_peak": "the most activation bytes live at one step and that step: needs "
-                       "IpuMemoryLayout.activationLivePeak/activationPeakStep in the bindings",
-    "all_tensors": "only the largest tensors per IPU are reported "
-                   "(device::kLargestTensors in memory_report.h)",
-}
+def _all_tensors(slots):
+    """Per IPU, every planned tensor, largest first, with its category and lifetime."""
+    tensors = {}
+    for slot in sorted(slots, key=lambda s: -s["bytes"]):
+        tensors.setdefault(str(slot["ipu"]), []).append(
+            {"description": slot["description"], "type": slot["type"],
+             "category": slot["region"], "bytes": slot["bytes"],
+             "first_step": slot["first_step"], "last_step": slot["last_step"],
+             "off_chip": slot["off_chip"]})
+    return tensors
 
 
 def _ipu_entry(ipu, program):
@@ -68,8 +86,8 @@ def memory_document(executable, model, kind):
     report = executable.memory_report()
     program = executable.program()
     ipus = [_ipu_entry(ipu, program) for ipu in report["ipus"]]
-    sections = {"liveness": _liveness(executable),
-                "activation_peak": _activation_peak(executable)}
+    slots = executable.memory_slots()
+    liveness = _liveness(slots, program)
     return {
         "format": "popsim-memory",
         "version": FORMAT_VERSION,
@@ -83,7 +101,7 @@ def memory_document(executable, model, kind):
             "always_live": sum(i["always_live"]["total"] for i in ipus),
             "not_always_live": sum(i["not_always_live"]["total"] for i in ipus),
         },
-        **sections,
-        "unavailable": {name: why for name, why in UNAVAILABLE.items()
-                        if sections.get(name, None) is None},
+        "liveness": liveness,
+        "activation_peak": _activation_peak(liveness),
+        "all_tensors": _all_tensors(slots),
     }
