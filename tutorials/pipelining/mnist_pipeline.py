@@ -94,6 +94,26 @@ def inference_options(args):
     return common_options(args).deviceIterations(TEST_DEVICE_ITERATIONS)
 
 
+def build_training(args, train_set, opts=None):
+    """A network initialised from args.seed, its training model (AdamW) and the DataLoader
+    that feeds it, built with `opts` (default: training_options(args))."""
+    opts = opts if opts is not None else training_options(args)
+    model = new_network(args.seed)
+    trainer = poptorch.trainingModel(TrainingModelWithLoss(model), opts,
+                                     poptorch.optim.AdamW(model.parameters(), lr=args.learning_rate))
+    loader = poptorch.DataLoader(opts, train_set, batch_size=args.batch_size, shuffle=True,
+                                 mode=poptorch.DataLoaderMode.Async)
+    return model, trainer, loader
+
+
+def build_inference(args, model, test_set):
+    """An inference model of `model` and the DataLoader of the test set."""
+    opts = inference_options(args)
+    # The inference model reads the trained weights from `model`: no copy needed.
+    tester = poptorch.inferenceModel(model.eval(), opts)
+    return tester, poptorch.DataLoader(opts, test_set, batch_size=args.test_batch_size)
+
+
 def train(trainer, loader, epochs):
     """Trains for `epochs`; returns per epoch its loss, accuracy, wall and simulated time."""
     history = []
@@ -159,11 +179,7 @@ def main(argv=None):
           f"from {source}")
 
     train_opts = training_options(args)
-    model = new_network(args.seed)
-    trainer = poptorch.trainingModel(TrainingModelWithLoss(model), train_opts,
-                                     poptorch.optim.AdamW(model.parameters(), lr=args.learning_rate))
-    train_loader = poptorch.DataLoader(train_opts, train_set, batch_size=args.batch_size,
-                                       shuffle=True, mode=poptorch.DataLoaderMode.Async)
+    model, trainer, train_loader = build_training(args, train_set, train_opts)
     print(f"Training {args.strategy} on {len(BLOCKS)} simulated IPUs: {len(train_loader)} calls "
           f"of {train_loader.combinedBatchSize} images per epoch (micro-batch {args.batch_size} "
           f"x gradient accumulation {args.gradient_accumulation} x device iterations "
@@ -182,10 +198,7 @@ def main(argv=None):
         print("Timeline of the last call's first optimizer step:")
         print(first_step_timeline(trainer.executionTrace()))
 
-    test_opts = inference_options(args)
-    # The inference model reads the trained weights from `model`: no copy needed.
-    tester = poptorch.inferenceModel(model.eval(), test_opts)
-    test_loader = poptorch.DataLoader(test_opts, test_set, batch_size=args.test_batch_size)
+    tester, test_loader = build_inference(args, model, test_set)
     test_accuracy, test_simulated = test(tester, test_loader)
     print(f"Test accuracy: {test_accuracy:.2f}% ({len(test_set):,} images, "
           f"{test_simulated * 1e3:.1f} ms simulated IPU time)")
