@@ -148,7 +148,8 @@ def test(model, loader):
 
 def memory_per_ipu(model):
     return [{"ipu": ipu["ipu"], "total": ipu["total"], "capacity": ipu["capacity"],
-             "categories": {name: c["bytes"] for name, c in ipu["categories"].items()}}
+             "categories": {name: c["bytes"] for name, c in ipu["categories"].items()},
+             "off_chip": ipu["off_chip"]}
             for ipu in model.memoryReport()["ipus"]]
 
 
@@ -162,8 +163,10 @@ def first_step_timeline(trace):
 def print_memory(title, memory, detailed):
     print(title)
     for ipu in memory:
+        off_chip = (f", and {ipu['off_chip'] / 2**10:,.1f} KiB off chip in Streaming Memory"
+                    if ipu["off_chip"] else "")
         print(f"  IPU{ipu['ipu']}: {ipu['total'] / 2**20:7.2f} MiB of "
-              f"{ipu['capacity'] / 2**20:.0f} MiB")
+              f"{ipu['capacity'] / 2**20:.0f} MiB{off_chip}")
         if detailed:
             for name, size in ipu["categories"].items():
                 print(f"      {name:<22} {size:>12,} bytes")
