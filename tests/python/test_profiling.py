@@ -497,6 +497,7 @@ def test_analysis_of_a_hand_made_trace():
     # Medians over the two micro-batches: stage 1 takes 10 and 40 cycles (its output transfer).
     assert [(s.cycles, s.compute_cycles, s.host_cycles, s.copy_cycles)
             for s in analysis.stages] == [(30, 20, 10, 0), (25, 5, 15, 5)]
+    assert [s.output_cycles for s in analysis.stages] == [0, 15]
     tips = advice(analysis)
     assert tips[0].startswith("Bottleneck: stage 0 (blocks A) on IPU 0 takes 30 cycles per "
                               "micro-batch, 1.2x the fastest (stage 1 (blocks B) on IPU 1, 25)")

@@ -42,6 +42,7 @@ class StageLoad:
     compute_cycles: float
     host_cycles: float     # streaming inputs and outputs from and to the host
     copy_cycles: float     # inter-IPU copies received
+    output_cycles: float = 0.0  # the outputs' share of host_cycles
 
 
 @dataclass
@@ -107,7 +108,7 @@ class Analysis:
 
 def stage_loads(trace, stages):
     """Per stage, its median cycles per micro-batch (see the module docstring)."""
-    parts = {}  # (stage, step, micro_batch) -> [compute, host, copy]
+    parts = {}  # (stage, step, micro_batch) -> [compute, host, copy, host output]
     ipu_of_stage = {}
     for event in trace.events:
         stage = stage_of_task(event["task"])
@@ -117,17 +118,21 @@ def stage_loads(trace, stages):
         cycles = event["end"] - event["start"]
         column = (0 if event["kind"] in TASK_KINDS else
                   2 if event["kind"] == "copy" else 1)
-        parts.setdefault((stage, event["step"], event["micro_batch"]), [0, 0, 0])[column] += cycles
+        part = parts.setdefault((stage, event["step"], event["micro_batch"]), [0, 0, 0, 0])
+        part[column] += cycles
+        if event["kind"] == "host_output":
+            part[3] += cycles
     blocks = {s["stage"]: s["blocks"] for s in stages}
     loads = []
     for stage in sorted(ipu_of_stage):
         runs = [p for (s, _, _), p in parts.items() if s == stage]
         loads.append(StageLoad(
             stage=stage, ipu=ipu_of_stage[stage], blocks=blocks.get(stage, []),
-            cycles=statistics.median(sum(p) for p in runs),
+            cycles=statistics.median(sum(p[:3]) for p in runs),
             compute_cycles=statistics.median(p[0] for p in runs),
             host_cycles=statistics.median(p[1] for p in runs),
-            copy_cycles=statistics.median(p[2] for p in runs)))
+            copy_cycles=statistics.median(p[2] for p in runs),
+            output_cycles=statistics.median(p[3] for p in runs)))
     return loads
 
 
@@ -211,10 +216,13 @@ def advice(analysis, pipelined=True):
                 "stages one after another, so their times add up; PipelinedExecution overlaps "
                 "them, limited by the slowest stage.")
     if slowest is not None and slowest.cycles and slowest.host_cycles / slowest.cycles > HOST_BOUND:
+        outputs = (" Most of it streams outputs back: return fewer of them "
+                   "(OutputMode.Final or EveryN) if the host does not need every micro-batch's."
+                   if slowest.output_cycles > slowest.host_cycles / 2 else "")
         lines.append(
             f"{slowest.host_cycles / slowest.cycles:.0%} of stage {slowest.stage}'s time is "
             "host transfers, each paying a fixed latency: fewer, larger transfers (a larger "
-            "micro-batch) amortise it.")
+            f"micro-batch) amortise it.{outputs}")
     if analysis.link_bound and analysis.ipus and analysis.idle_fraction > IDLE_WORTH_NOTING:
         lines.append(
             f"The IPUs wait {analysis.idle_fraction:.0%} of the call on average, mostly for "
