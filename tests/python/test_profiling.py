@@ -21,7 +21,6 @@ G = 8           # micro-batches per step (gradientAccumulation), >= 2 x 4 - 1
 STEPS = 2       # deviceIterations: optimizer steps per call
 MICRO_BATCH = 4
 TASK_KINDS = ("forward", "backward", "forward+backward", "update")
-PYTHON_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "python")
 
 
 def pipelined_trainer(directory):
@@ -264,8 +263,10 @@ def test_plot_helpers_draw_the_timeline_and_memory(run):
 
 
 def run_cli(directory):
+    # The popsim this test imported (installed, or a source tree on PYTHONPATH) first.
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(popsim.__file__)))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [PYTHON_DIR, os.environ.get("PYTHONPATH", "")]))
+        filter(None, [package_root, os.environ.get("PYTHONPATH")])))
     return subprocess.run([sys.executable, "-m", "popsim.profiling", str(directory)],
                           capture_output=True, text=True, env=env, timeout=120)
 
