@@ -36,7 +36,8 @@ import torch
 import torch.nn as nn
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tutorials"))
-from inference_demo import Network  # noqa: E402
+from pipelining.mnist_network import (BlockedNetwork, Network,  # noqa: E402
+                                      TrainingModelWithLoss)
 
 import popsim  # noqa: E402
 from timing import median_seconds  # noqa: E402
@@ -61,21 +62,6 @@ def balanced_network():
     return model
 
 
-class BlockedNetwork(Network):
-    """The tutorial's network in blocks B1..B4, with its loss in B4."""
-
-    def forward(self, x, labels):
-        with popsim.Block("B1"):
-            x = self.layer1(x)
-        with popsim.Block("B2"):
-            x = self.layer2(x)
-        with popsim.Block("B3"):
-            x = self.layer3_act(self.layer3(x.view(-1, 320)))
-        with popsim.Block("B4"):
-            x = self.layer4(x)
-            return x, nn.functional.cross_entropy(x, labels)
-
-
 def trainer(model, strategy):
     opts = popsim.Options().deviceIterations(ITERATIONS)
     opts.Training.gradientAccumulation(ACCUMULATION)
@@ -94,9 +80,9 @@ def main():
     torch.manual_seed(0)
     images = BATCH * ACCUMULATION * ITERATIONS
     x, labels = torch.randn(images, 1, 28, 28), torch.randint(0, 10, (images,))
-    base = BlockedNetwork()
+    base = TrainingModelWithLoss(BlockedNetwork())  # blocks B1..B4, the loss in B4
     balanced = balanced_network()
-    balanced.load_state_dict(base.state_dict())
+    balanced.load_state_dict(base.model.state_dict())
     results = {"host_cores": os.cpu_count(), "images_per_call": images}
     auto = popsim.AutoStage.AutoIncrement
     splits = {"blocks": (base, TWO_IPUS), "balanced": (balanced, [auto])}

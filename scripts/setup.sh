@@ -5,7 +5,8 @@
 #      sees Debian's torch), and
 #   3. builds popsim's C++ core with CMake and installs the package into it.
 # Safe to run again: each step is skipped or incremental when already done.
-# Set POPSIM_BUILD_TESTS=1 to also build the GoogleTest binaries.
+# Set POPSIM_BUILD_TESTS=1 to also build the GoogleTest binaries and install
+# Chromium for the report.html test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,8 +18,12 @@ PACKAGES=(
   libdnnl-dev ocl-icd-opencl-dev opencl-headers
   googletest python3-pytest python3-pytest-timeout python3-numpy python3-tqdm
   python3-nbclient python3-ipykernel python3-matplotlib
-  chromium dataset-fashion-mnist
+  dataset-fashion-mnist
 )
+# Only the tests need a browser (report.html in headless Chromium), and it is large.
+if [[ "${POPSIM_BUILD_TESTS:-}" == 1 ]]; then
+  PACKAGES+=(chromium)
+fi
 
 missing=()
 for package in "${PACKAGES[@]}"; do

@@ -57,22 +57,22 @@ class ExecutionTrace:
         """Per IPU, the median cycles it spends on one micro-batch: its forward and
         backward tasks with the transfers that occupy it (updates left out). The median
         leaves out one-off transfers, such as a final output streamed to the host."""
-        work = {}
-        for event in self.events:
-            if event["kind"] != "update" and self.occupies_ipu(event):
-                key = (event["ipu"], event["step"], event["micro_batch"])
-                work[key] = work.get(key, 0) + event["end"] - event["start"]
-        return [statistics.median([c for (i, _, _), c in work.items() if i == ipu] or [0])
-                for ipu in range(self.num_ipus)]
+        return self._median_per_micro_batch(
+            lambda e: e["kind"] != "update" and self.occupies_ipu(e))
 
     def host_link_cycles(self):
         """Per IPU, the median cycles its host link spends streaming one micro-batch's
         inputs (0 for an IPU that streams none). With prefetching, the link works beside
         the IPU, so it is a pipeline stage of its own: the slowest of these and of
         micro_batch_cycles() sets the pace of the pipeline."""
+        return self._median_per_micro_batch(lambda e: e["kind"] == "host_input")
+
+    def _median_per_micro_batch(self, counts):
+        """Per IPU, the median over micro-batches of the cycles of the events `counts`
+        accepts (0 for an IPU with none)."""
         work = {}
         for event in self.events:
-            if event["kind"] == "host_input":
+            if counts(event):
                 key = (event["ipu"], event["step"], event["micro_batch"])
                 work[key] = work.get(key, 0) + event["end"] - event["start"]
         return [statistics.median([c for (i, _, _), c in work.items() if i == ipu] or [0])

@@ -10,6 +10,8 @@ import popsim
 # The tutorial's network (tutorials/pipelining/mnist_network.py): plain, and in blocks B1..B4.
 from pipelining.mnist_network import BlockedNetwork as BlockedMnistNetwork  # noqa: E402
 from pipelining.mnist_network import Network as MnistNetwork  # noqa: E402
+# A blocked model's output and its cross-entropy loss, the loss in block B4.
+from pipelining.mnist_network import TrainingModelWithLoss as BlockedWithLoss  # noqa: E402
 
 
 class Mlp(nn.Module):
@@ -55,20 +57,6 @@ class TokenClassifier(nn.Module):
         if not self.batch_first:
             x = x.transpose(0, 1)
         return self.head(x.mean(dim=1))
-
-
-class BlockedWithLoss(nn.Module):
-    """A blocked model's output and its cross-entropy loss, the loss in block B4."""
-
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def forward(self, x, labels):
-        output = self.model(x)
-        with popsim.Block("B4"):
-            loss = nn.functional.cross_entropy(output, labels)
-        return output, loss
 
 
 def blocked_resnet18(ipus):

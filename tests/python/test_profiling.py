@@ -228,7 +228,7 @@ def test_memory_categories_add_up_to_the_memory_report(run):
 def test_the_profile_reads_back_as_the_execution_trace(run):
     profile = profiling.load(run["root"])  # the top directory, holding one model
     assert profile.directory.endswith("training")
-    assert (profile.model, profile.kind) == ("BlockedWithLoss", "training")
+    assert (profile.model, profile.kind) == ("TrainingModelWithLoss", "training")
     expected = run["trainer"].executionTrace()
     assert profile.trace.events == expected.events
     assert profile.trace.total_cycles == expected.total_cycles
