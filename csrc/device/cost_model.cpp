@@ -88,7 +88,7 @@ uint64_t elementPasses(ir::OpKind kind) {
 
 } // namespace
 
-OpCost estimateOpCost(const ir::Node& node, const ChipSpec& chip) {
+OpCost estimateOpCost(const ir::Node& node, const ChipSpec& chip, uint64_t temporaryBudgetBytes) {
   OpCost cost;
   if (node.kind() == ir::OpKind::Reshape) {
     return cost; // a view: no superstep at all
@@ -106,10 +106,15 @@ OpCost estimateOpCost(const ir::Node& node, const ChipSpec& chip) {
   case ir::OpKind::MatMul:
   case ir::OpKind::Conv2dGradInput:
   case ir::OpKind::Conv2dGradWeight:
-  case ir::OpKind::LinearGradWeight:
-    cost.exchangeCycles = exchangeCycles(inputBytes(node), chip);
+  case ir::OpKind::LinearGradWeight: {
+    const OpTemporaries temporaries = planOpTemporaries(node, temporaryBudgetBytes);
+    const uint64_t extraPasses = temporaries.passes - 1;
+    cost.syncCycles += extraPasses * syncCycles(1, chip);
+    cost.exchangeCycles = exchangeCycles(inputBytes(node), chip) +
+                          extraPasses * exchangeCycles(temporaries.smallerOperandBytes, chip);
     cost.computeCycles = macCycles(matmulMacs(node), chip);
     break;
+  }
   case ir::OpKind::MaxPool2dGrad:
     // A scatter: clear dX, then one add per dY element.
     cost.exchangeCycles = exchangeCycles(inputBytes(node), chip);

@@ -1,9 +1,11 @@
 #pragma once
 
 #include "device/chip_spec.h"
+#include "device/op_temporaries.h"
 #include "ir/node.h"
 
 #include <cstdint>
+#include <limits>
 
 namespace popsim::device {
 
@@ -27,7 +29,11 @@ constexpr double kMatMulEfficiency = 0.6;
 //   pass over n elements per tile (v = 2 for fp32), more passes for
 //   transcendental functions, softmax and normalisations;
 // - layout ops: exchange only; reshape is free (a view).
-OpCost estimateOpCost(const ir::Node& node, const ChipSpec& chip);
+// A matmul or convolution whose temporaries exceed `temporaryBudgetBytes`
+// runs in serial passes (see OpTemporaries): each extra pass adds a sync and
+// exchanges the smaller operand again.
+OpCost estimateOpCost(const ir::Node& node, const ChipSpec& chip,
+                      uint64_t temporaryBudgetBytes = std::numeric_limits<uint64_t>::max());
 
 // A host <-> IPU transfer: fixed latency plus bytes at host bandwidth.
 uint64_t hostTransferCycles(uint64_t bytes, const ChipSpec& chip);

@@ -85,6 +85,7 @@ MemoryReport buildMemoryReport(const ir::Graph& graph, const passes::MemoryPlan&
     IpuMemoryReport ipuReport;
     ipuReport.ipu = static_cast<int64_t>(ipu);
     ipuReport.capacity = system.memoryCapacity();
+    ipuReport.temporaryBudget = bytesOn(buffers.temporaryBudget, ipu);
     using passes::MemoryRegion;
     auto regionBytes = [&](MemoryRegion region) {
       return layout.regionBytes[static_cast<size_t>(region)];
@@ -100,7 +101,12 @@ MemoryReport buildMemoryReport(const ir::Graph& graph, const passes::MemoryPlan&
         {"code", codeBytes(graph, ipuReport.ipu, system.spec()), true},
         {"activations", regionBytes(MemoryRegion::Activations), false},
         {"stash", bytesOn(buffers.stash, ipu), false},
+        {"temporaries", bytesOn(buffers.temporaries, ipu), false},
+        {"streamed in", bytesOn(buffers.streamedIn, ipu), false},
     };
+    if (const uint64_t stash = bytesOn(buffers.stashOffChip, ipu); stash != 0) {
+      ipuReport.streamingMemory.push_back({"stash", stash, false});
+    }
     // Off-chip tensors move from their on-chip category to Streaming Memory.
     for (const ir::Value* root : buffers.offChip) {
       const passes::TensorSlot& slot = plan.slot(root);
@@ -163,7 +169,15 @@ void checkMemoryFits(const MemoryReport& report, const IpuSystemConfig& system) 
       message << "\n    " << tensor.description << " " << tensor.type << ": "
               << formatBytes(tensor.bytes) << " (" << tensor.category << ")";
     }
-    message << "\n  To make it fit: use a smaller micro-batch, split the model over more IPUs "
+    message << "\n  To make it fit: use a smaller micro-batch, ";
+    for (const MemoryCategory& category : ipu.categories) {
+      if (category.name == "temporaries" && category.bytes != 0) {
+        message << "lower IPU" << ipu.ipu
+                << "'s availableMemoryProportion (Options.setAvailableMemoryProportion) so "
+                   "matmuls and convolutions run in smaller passes, ";
+      }
+    }
+    message << "split the model over more IPUs "
                "with popsim.Block and an execution strategy, or give each IPU more memory "
                "with Options.Simulator.memoryPerIpu (at most "
             << formatBytes(system.spec().memoryBytes()) << " on " << system.spec().name << ").";

@@ -33,6 +33,8 @@ struct IpuMemoryReport {
   // Off chip, in Streaming Memory: not counted against `capacity`.
   std::vector<MemoryCategory> streamingMemory;
   std::vector<TensorMemory> largestTensors; // at most kLargestTensors, largest first
+  // What availableMemoryProportion lets one matmul or convolution use.
+  uint64_t temporaryBudget = 0;
 
   uint64_t total() const;
   uint64_t alwaysLive() const;
@@ -48,14 +50,24 @@ struct MemoryReport {
 
 constexpr size_t kLargestTensors = 5;
 
-// What the runtime adds to the memory plan or moves out of it: in bytes per
-// IPU (empty: none), the pipeline's stash of activations kept for later
-// backward passes and the extra input buffers the host link prefetches into;
-// and the planned tensors (storage roots) kept in Streaming Memory instead
-// of on chip, reported off chip under their region's category.
+// What the runtime adds to the memory plan or moves out of it, in bytes per
+// IPU (empty: none):
+// - the pipeline's stash of activations kept for later backward passes, on
+//   chip and, for activations placed off chip, in Streaming Memory;
+// - the extra input buffers the host link prefetches into;
+// - what matmul and convolution temporaries (as availableMemoryProportion
+//   bounds them) need beyond the activation arena at their worst step, and
+//   what off-chip tensors streamed in to one op add on top: both live only
+//   while their op runs, so they use the arena's free space first;
+// and the planned tensors (storage roots) kept in Streaming Memory instead of
+// on chip, reported off chip under their region's category.
 struct RuntimeBuffers {
   std::vector<uint64_t> stash;
+  std::vector<uint64_t> stashOffChip;
   std::vector<uint64_t> prefetch;
+  std::vector<uint64_t> temporaries;
+  std::vector<uint64_t> temporaryBudget;
+  std::vector<uint64_t> streamedIn;
   std::set<const ir::Value*> offChip;
 };
 

@@ -215,4 +215,24 @@ MemoryPlan planMemory(const ir::Graph& graph, const MemoryPlanOptions& options) 
   return plan;
 }
 
+std::vector<size_t> MemoryPlan::liveActivationBytes(int64_t ipu, int64_t steps) const {
+  std::vector<int64_t> delta(static_cast<size_t>(steps) + 1, 0);
+  for (const ir::Value* root : roots_) {
+    const TensorSlot& slot = slots_.at(root);
+    if (slot.ipu != ipu || slot.region != MemoryRegion::Activations) continue;
+    const int64_t first = std::clamp<int64_t>(slot.lifetime.first, 0, steps);
+    const int64_t end = std::clamp<int64_t>(slot.lifetime.last + 1, 0, steps);
+    if (first >= end) continue;
+    delta[static_cast<size_t>(first)] += static_cast<int64_t>(slot.bytes);
+    delta[static_cast<size_t>(end)] -= static_cast<int64_t>(slot.bytes);
+  }
+  std::vector<size_t> live(static_cast<size_t>(steps), 0);
+  int64_t running = 0;
+  for (int64_t step = 0; step < steps; ++step) {
+    running += delta[static_cast<size_t>(step)];
+    live[static_cast<size_t>(step)] = static_cast<size_t>(running);
+  }
+  return live;
+}
+
 } // namespace popsim::passes

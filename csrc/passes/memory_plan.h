@@ -69,6 +69,9 @@ public:
   size_t footprint(const ir::Value* root) const;
   // Values that own storage, in a deterministic order.
   const std::vector<const ir::Value*>& roots() const { return roots_; }
+  // Activation bytes live on `ipu` at each step 0..steps-1: a buffer is live
+  // from the step that writes it to its last reader.
+  std::vector<size_t> liveActivationBytes(int64_t ipu, int64_t steps) const;
 
 private:
   friend MemoryPlan planMemory(const ir::Graph&, const MemoryPlanOptions&);

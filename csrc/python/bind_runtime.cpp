@@ -106,9 +106,26 @@ runtime::CompileOptions parseOptions(const py::dict& options) {
   parsed.threadsPerIpu = option<int64_t>(options, "threads_per_ipu", 0);
   parsed.recomputation = option<bool>(options, "recomputation", false);
   parsed.prefetchDepth = option<int64_t>(options, "prefetch_depth", parsed.prefetchDepth);
-  parsed.optimizerLocation.onChip = option<bool>(options, "optimizer_on_chip", true);
-  parsed.optimizerLocation.minElementsForOffChip =
-      option<int64_t>(options, "optimizer_min_elements_off_chip", 0);
+  // {"optimizer" | "weight" | "accumulator" | "activation": (on_chip, min_elements)}
+  const std::map<std::string, runtime::TensorLocation*> locations = {
+      {"optimizer", &parsed.optimizerLocation},
+      {"weight", &parsed.weightLocation},
+      {"accumulator", &parsed.accumulatorLocation},
+      {"activation", &parsed.activationLocation}};
+  for (const auto& [kind, settings] : option<py::dict>(options, "tensor_locations", py::dict())) {
+    auto location = locations.find(kind.cast<std::string>());
+    if (location == locations.end()) {
+      throwError(ErrorKind::InvalidOption,
+                 "unknown tensor kind '" + kind.cast<std::string>() + "' in tensor_locations.");
+    }
+    const auto pair = settings.cast<std::pair<bool, int64_t>>();
+    location->second->onChip = pair.first;
+    location->second->minElementsForOffChip = pair.second;
+  }
+  for (const auto& [ipu, proportion] :
+       option<py::dict>(options, "available_memory_proportion", py::dict())) {
+    parsed.availableMemoryProportion[ipu.cast<int64_t>()] = proportion.cast<double>();
+  }
   if (options.contains("training")) {
     parsed.training = parseTraining(options["training"].cast<py::dict>());
   }
@@ -124,6 +141,7 @@ py::dict memoryReportDict(const device::MemoryReport& report) {
     py::dict entry;
     entry["ipu"] = ipu.ipu;
     entry["capacity"] = ipu.capacity;
+    entry["temporary_budget"] = ipu.temporaryBudget;
     entry["total"] = ipu.total();
     entry["always_live"] = ipu.alwaysLive();
     entry["not_always_live"] = ipu.notAlwaysLive();
@@ -304,6 +322,9 @@ void bindRuntime(py::module_& module) {
                entry["task"] = step.task;
                entry["ipu"] = step.ipu;
                entry["cycles"] = step.cycles;
+               entry["temporary_bytes"] = step.temporaryBytes;
+               entry["passes"] = step.passes;
+               entry["unbounded_temporary_bytes"] = step.unboundedTemporaryBytes;
                steps.append(entry);
              }
              return steps;
@@ -329,9 +350,25 @@ void bindRuntime(py::module_& module) {
                entry["cycle"] = event.cycle;
                entry["start"] = event.start;
                entry["end"] = event.end;
+               if (!event.fromIpus.empty()) entry["from_ipus"] = event.fromIpus;
                events.append(entry);
              }
              return events;
+           })
+      .def("task_wall_times",
+           [](const Executable& executable) {
+             py::list runs;
+             for (const runtime::TaskWallTime& run : executable.lastTaskWallTimes()) {
+               py::dict entry;
+               entry["ipu"] = run.ipu;
+               entry["task"] = run.task;
+               entry["step"] = run.step;
+               entry["micro_batch"] = run.microBatch;
+               entry["start"] = run.start;
+               entry["end"] = run.end;
+               runs.append(entry);
+             }
+             return runs;
            })
       .def("pipeline",
            [](const Executable& executable) {

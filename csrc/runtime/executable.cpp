@@ -3,6 +3,7 @@
 #include "common/check.h"
 #include "common/logging.h"
 #include "device/cost_model.h"
+#include "ir/op_schema.h"
 #include "ir/printer.h"
 #include "ir/state_names.h"
 #include "kernels/kernel_factory.h"
@@ -15,6 +16,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <exception>
 #include <map>
@@ -95,6 +97,7 @@ private:
 struct Executable::CallContext {
   const std::vector<TensorView>& inputs;
   const std::vector<TensorView>& outputs;
+  std::chrono::steady_clock::time_point start;
 };
 
 Executable::~Executable() = default;
@@ -119,6 +122,15 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& graph,
                "gradientAccumulation must be at least 1, got ", options.gradientAccumulation, ".");
   POPSIM_CHECK(options.prefetchDepth >= 0, ErrorKind::InvalidOption,
                "prefetchDepth must be 0 (no prefetch) or more, got ", options.prefetchDepth, ".");
+  for (const auto& [ipu, proportion] : options.availableMemoryProportion) {
+    POPSIM_CHECK(ipu >= 0 && ipu < options.system.numIpus, ErrorKind::InvalidOption,
+                 "setAvailableMemoryProportion names IPU", ipu, " but the simulated system has ",
+                 options.system.numIpus, " IPU(s), IPU0 to IPU", options.system.numIpus - 1,
+                 ". Remove the entry or raise Simulator.numIpus.");
+    POPSIM_CHECK(proportion > 0.0 && proportion <= 1.0, ErrorKind::InvalidOption,
+                 "setAvailableMemoryProportion: the proportion for IPU", ipu,
+                 " must be in (0, 1], got ", proportion, ".");
+  }
   executable->graph_ = graph.clone();
   ir::Graph& program = *executable->graph_;
   passes::assignStages(program, options.stages);
@@ -168,9 +180,13 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& graph,
   executable->memory_ = std::make_unique<DeviceMemory>(executable->plan_);
   executable->planChannels();
   executable->placeOffChipTensors();
+  executable->planStreaming();
+  executable->planTransientMemory();
   executable->memoryReport_ = device::buildMemoryReport(
       program, executable->plan_, options.system,
-      {executable->stashBytes_, executable->prefetchBytes_, executable->offChip_});
+      {executable->stashBytes_, executable->stashOffChipBytes_, executable->prefetchBytes_,
+       executable->temporaryBytes_, executable->temporaryBudgets(), executable->streamedInBytes_,
+       executable->offChip_});
   device::checkMemoryFits(executable->memoryReport_, options.system);
 
   const DeviceMemory& memory = *executable->memory_;
@@ -193,21 +209,121 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& graph,
   return executable;
 }
 
-// Optimizer state placed off chip: only the weight update reads and writes
-// it, so each IPU's update streams its share in and back out.
+namespace {
+bool placedOffChip(const ir::Value& value, const TensorLocation& location) {
+  return !location.onChip && value.type().numel() >= location.minElementsForOffChip;
+}
+} // namespace
+
+// Variables whose kind the options place off chip (activations are the
+// stash's business: planChannels).
 void Executable::placeOffChipTensors() {
-  offChipBytes_.assign(static_cast<size_t>(options_.system.numIpus), 0);
-  const TensorLocation& location = options_.optimizerLocation;
-  if (location.onChip) return;
+  const auto place = [&](const ir::Value* value, const TensorLocation& location) {
+    if (placedOffChip(*value, location) && plan_.hasSlot(value)) {
+      offChip_.insert(plan_.storageRoot(value));
+    }
+  };
+  for (const ir::Value* weight : graph_->weights()) {
+    place(weight, options_.weightLocation);
+  }
   for (const ir::Value* state : graph_->states()) {
-    if (state->stateKind() != ir::StateKind::Optimizer ||
-        state->type().numel() < location.minElementsForOffChip || !plan_.hasSlot(state)) {
-      continue;
+    if (state->stateKind() == ir::StateKind::Optimizer) place(state, options_.optimizerLocation);
+    if (state->stateKind() == ir::StateKind::Accumulator) {
+      place(state, options_.accumulatorLocation);
     }
-    const ir::Value* root = plan_.storageRoot(state);
-    if (offChip_.insert(root).second) {
-      offChipBytes_[static_cast<size_t>(plan_.slot(root).ipu)] += plan_.footprint(root);
+  }
+}
+
+// As PopART schedules remote loads and stores: each op streams in the
+// off-chip variables it reads just before it runs and streams out those it
+// writes just after, so only one op's share is on chip at a time. A task's
+// stashed values go out after it and come back before their reader, in one
+// transfer each way.
+void Executable::planStreaming() {
+  const device::ChipSpec& chip = options_.system.spec();
+  const auto cycles = [&](uint64_t bytes) {
+    return bytes == 0 ? 0 : device::streamingMemoryCycles(bytes, chip);
+  };
+  streamedWorkingBytes_.clear();
+  for (const auto& node : graph_->nodes()) {
+    std::set<const ir::Value*> read;
+    std::set<const ir::Value*> written;
+    for (const ir::Value* input : node->inputs()) {
+      const ir::Value* root = plan_.storageRoot(input);
+      if (offChip_.count(root) != 0) read.insert(root);
     }
+    for (size_t index : node->schema().mutatedInputs) {
+      if (index >= node->inputs().size()) continue; // an optional input left out
+      const ir::Value* root = plan_.storageRoot(node->input(index));
+      if (offChip_.count(root) != 0) written.insert(root);
+    }
+    const auto bytes = [&](const std::set<const ir::Value*>& roots) {
+      uint64_t sum = 0;
+      for (const ir::Value* root : roots) {
+        sum += plan_.footprint(root);
+      }
+      return sum;
+    };
+    TaskProgram& task = tasks_[layout_.taskOf(*node)];
+    task.streamInCycles += cycles(bytes(read));
+    task.streamOutCycles += cycles(bytes(written));
+    read.insert(written.begin(), written.end());
+    streamedWorkingBytes_.push_back(bytes(read));
+  }
+  for (TaskProgram& task : tasks_) {
+    task.streamInCycles += cycles(task.stashInBytes);
+    task.streamOutCycles += cycles(task.stashOutBytes);
+  }
+}
+
+uint64_t Executable::temporaryBudget(int64_t ipu) const {
+  auto it = options_.availableMemoryProportion.find(ipu);
+  const double proportion = it != options_.availableMemoryProportion.end()
+                                ? it->second
+                                : device::kDefaultAvailableMemoryProportion;
+  return static_cast<uint64_t>(proportion * static_cast<double>(options_.system.memoryCapacity()));
+}
+
+std::vector<uint64_t> Executable::temporaryBudgets() const {
+  std::vector<uint64_t> budgets;
+  for (int64_t ipu = 0; ipu < options_.system.numIpus; ++ipu) {
+    budgets.push_back(temporaryBudget(ipu));
+  }
+  return budgets;
+}
+
+// An op's temporaries and the off-chip tensors it works on live only while
+// it runs, so they first fill the activation arena's free space at that step
+// (not-always-live memory is shared over time). What they need beyond the
+// arena at their worst step is reported: temporaries first, then what
+// streamed-in tensors add on top of them.
+void Executable::planTransientMemory() {
+  const int64_t steps = static_cast<int64_t>(graph_->nodes().size());
+  const size_t numIpus = static_cast<size_t>(options_.system.numIpus);
+  std::vector<std::vector<size_t>> live(numIpus);
+  for (size_t ipu = 0; ipu < numIpus; ++ipu) {
+    live[ipu] = plan_.liveActivationBytes(static_cast<int64_t>(ipu), steps);
+  }
+  std::vector<uint64_t> withTemporaries(numIpus, 0);
+  std::vector<uint64_t> withStreamed(numIpus, 0);
+  for (int64_t step = 0; step < steps; ++step) {
+    const ir::Node& node = *graph_->nodes()[static_cast<size_t>(step)];
+    const size_t ipu = static_cast<size_t>(node.placement().ipu);
+    const uint64_t inUse =
+        live[ipu][static_cast<size_t>(step)] +
+        device::planOpTemporaries(node, temporaryBudget(node.placement().ipu)).bytes;
+    withTemporaries[ipu] = std::max(withTemporaries[ipu], inUse);
+    withStreamed[ipu] =
+        std::max(withStreamed[ipu], inUse + streamedWorkingBytes_[static_cast<size_t>(step)]);
+  }
+  temporaryBytes_.assign(numIpus, 0);
+  streamedInBytes_.assign(numIpus, 0);
+  for (size_t ipu = 0; ipu < numIpus; ++ipu) {
+    const uint64_t arena =
+        plan_.ipus()[ipu].regionBytes[static_cast<size_t>(passes::MemoryRegion::Activations)];
+    const uint64_t beyondTemporaries = std::max(arena, withTemporaries[ipu]);
+    temporaryBytes_[ipu] = beyondTemporaries - arena;
+    streamedInBytes_[ipu] = std::max(beyondTemporaries, withStreamed[ipu]) - beyondTemporaries;
   }
 }
 
@@ -219,6 +335,7 @@ void Executable::planChannels() {
   const size_t numTasks = layout_.tasks().size();
   tasks_.assign(numTasks, {});
   stashBytes_.assign(static_cast<size_t>(options_.system.numIpus), 0);
+  stashOffChipBytes_.assign(static_cast<size_t>(options_.system.numIpus), 0);
   prefetchBytes_.assign(static_cast<size_t>(options_.system.numIpus), 0);
 
   // The task that writes each storage root: its producer's, or for inputs
@@ -302,8 +419,16 @@ void Executable::planChannels() {
         if (scheduled.task == task) held -= 1;
         if (scheduled.task == from) most = std::max(most, ++held);
       }
-      stashBytes_[static_cast<size_t>(layout_.tasks()[task].ipu)] +=
-          root->type().bytes() * static_cast<uint64_t>(most);
+      const uint64_t bytes = root->type().bytes();
+      const size_t ipu = static_cast<size_t>(layout_.tasks()[task].ipu);
+      if (placedOffChip(*root, options_.activationLocation)) {
+        // Streamed out after the producing task, back in before the reader.
+        tasks_[from].stashOutBytes += bytes;
+        tasks_[task].stashInBytes += bytes;
+        stashOffChipBytes_[ipu] += bytes * static_cast<uint64_t>(most);
+      } else {
+        stashBytes_[ipu] += bytes * static_cast<uint64_t>(most);
+      }
     }
   }
 }
@@ -329,28 +454,29 @@ void Executable::buildTasks() {
       request.outputs.push_back({memory.address(output), output->type()});
     }
     auto kernel = kernels::createKernel(request);
-    const uint64_t cycles = device::estimateOpCost(*node, chip).total();
+    const uint64_t budget = temporaryBudget(ipu);
+    const uint64_t cycles = device::estimateOpCost(*node, chip, budget).total();
+    const device::OpTemporaries temporaries = device::planOpTemporaries(*node, budget);
     std::string implementation = kernel ? kernel->implementation() : "view";
     TaskProgram& taskProgram = tasks_[task];
     taskProgram.computeCycles += cycles;
     if (node->kind() == ir::OpKind::IpuCopy) {
       implementation = "ipu-link";
       taskProgram.copyCycles += cycles;
+      const int64_t source = plan_.slot(node->input(0)).ipu;
+      auto& sources = taskProgram.copySources;
+      if (std::find(sources.begin(), sources.end(), source) == sources.end()) {
+        sources.insert(std::upper_bound(sources.begin(), sources.end(), source), source);
+      }
       taskProgram.steps.push_back(
           {nullptr, {copyChannels_.at(node.get()), memory.address(node->output())}});
     } else if (kernel) {
       taskProgram.steps.push_back({kernel.get(), {}});
     }
     program_.push_back({std::string(node->name()), node->location().str(), implementation,
-                        layout_.tasks()[task].name(), ipu, cycles});
+                        layout_.tasks()[task].name(), ipu, cycles, temporaries.bytes,
+                        temporaries.passes, temporaries.unboundedBytes});
     kernels_.push_back(std::move(kernel));
-  }
-  for (size_t task = 0; task < tasks_.size(); ++task) {
-    const passes::PipelineTask& pipelineTask = layout_.tasks()[task];
-    const uint64_t offChip = offChipBytes_[static_cast<size_t>(pipelineTask.ipu)];
-    if (pipelineTask.kind == passes::TaskKind::Update && offChip != 0) {
-      tasks_[task].streamingCycles = device::streamingMemoryCycles(offChip, chip);
-    }
   }
   for (TaskProgram& taskProgram : tasks_) {
     for (size_t i : taskProgram.streamedInputs) {
@@ -424,7 +550,8 @@ void Executable::run(const std::vector<TensorView>& inputs,
                   outputs[i].type().str(), ", expected ", outputTypes[i].str(), ".");
   }
 
-  const CallContext call{inputs, outputs};
+  const CallContext call{inputs, outputs, std::chrono::steady_clock::now()};
+  wallTimes_.assign(static_cast<size_t>(layout_.numIpus()), {});
   if (layout_.numIpus() == 1) {
     ThreadCountScope threads(threadsPerIpu_);
     runIpu(0, call);
@@ -463,12 +590,29 @@ void Executable::run(const std::vector<TensorView>& inputs,
 void Executable::runIpu(int64_t ipu, const CallContext& call) {
   dnnl::stream stream(cpuEngine());
   const auto& order = ipuOrders_[static_cast<size_t>(ipu)];
+  std::vector<TaskWallTime>& wallTimes = wallTimes_[static_cast<size_t>(ipu)];
+  const auto seconds = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - call.start).count();
+  };
   for (int64_t step = 0; step < stepsPerCall(); ++step) {
     for (const ScheduledTask& scheduled : order) {
+      const passes::PipelineTask& task = layout_.tasks()[scheduled.task];
+      const int64_t microBatch =
+          scheduled.microBatch < 0 ? -1 : step * microBatchesPerStep() + scheduled.microBatch;
+      const double start = seconds();
       runTask(scheduled, step, stream, call);
+      wallTimes.push_back({ipu, task.name(), step, microBatch, start, seconds()});
     }
   }
   stream.wait();
+}
+
+std::vector<TaskWallTime> Executable::lastTaskWallTimes() const {
+  std::vector<TaskWallTime> all;
+  for (const std::vector<TaskWallTime>& perIpu : wallTimes_) {
+    all.insert(all.end(), perIpu.begin(), perIpu.end());
+  }
+  return all;
 }
 
 void Executable::runTask(const ScheduledTask& scheduled, int64_t step, dnnl::stream& stream,
@@ -539,8 +683,16 @@ void Executable::simulateClock() {
         computing[task.ipu] += program.computeCycles;
         uint64_t& clock = busy[task.ipu];
         const auto event = [&](EventPart part, uint64_t start, uint64_t end) {
-          callTimeline_.push_back(
-              {task.ipu, task.name(), task.kind, step, microBatch, cycleIndex, part, start, end});
+          callTimeline_.push_back({task.ipu,
+                                   task.name(),
+                                   task.kind,
+                                   step,
+                                   microBatch,
+                                   cycleIndex,
+                                   part,
+                                   start,
+                                   end,
+                                   {}});
         };
         // Every task gets its compute event; transfers only when there are any.
         const auto record = [&](EventPart part, uint64_t cycles) {
@@ -555,9 +707,10 @@ void Executable::simulateClock() {
           clock = std::max(clock, transfer.end - std::min(transfer.end, now));
         }
         record(EventPart::LinkCopy, program.copyCycles);
-        record(EventPart::StreamingMemory, program.streamingCycles);
+        if (program.copyCycles != 0) callTimeline_.back().fromIpus = program.copySources;
+        record(EventPart::StreamingMemory, program.streamInCycles);
         record(EventPart::Compute, program.computeCycles - program.copyCycles);
-        record(EventPart::StreamingMemory, program.streamingCycles);
+        record(EventPart::StreamingMemory, program.streamOutCycles);
         if (!program.streamedInputs.empty()) link.finishedReading(now + clock);
         for (size_t i : program.producedOutputs) {
           const bool returned = options_.output.slotOf(microBatch, total) >= 0;

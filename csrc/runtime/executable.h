@@ -14,6 +14,7 @@
 #include "runtime/pipeline_schedule.h"
 #include "runtime/tensor_view.h"
 
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -67,9 +68,23 @@ struct CompileOptions {
   // 0 an input streams when its task starts; with 1 or more it overlaps the
   // work before.
   int64_t prefetchDepth = 1;
-  // Training: off chip, the optimizer state is streamed in before each weight
-  // update and back out after it.
+  // Where each kind of tensor lives. An off-chip tensor is streamed in before
+  // each task that reads it and back out after each task that writes it:
+  // - the optimizer state around each weight update;
+  // - weights (and buffers) around every forward, backward and update task
+  //   that uses them;
+  // - gradient accumulators around each micro-batch's accumulation and the
+  //   update;
+  // - activations: the pipeline's stash, out after the forward task that
+  //   produces a value and in before the backward task that reads it.
   TensorLocation optimizerLocation;
+  TensorLocation weightLocation;
+  TensorLocation accumulatorLocation;
+  TensorLocation activationLocation;
+  // Share of each IPU's memory (by IPU index) a matmul or convolution may use
+  // for its temporaries: PopTorch's availableMemoryProportion. IPUs not listed
+  // use device::kDefaultAvailableMemoryProportion.
+  std::map<int64_t, double> availableMemoryProportion;
 };
 
 // One entry of the program for introspection: which kernel runs an op, in
@@ -81,6 +96,12 @@ struct ProgramStep {
   std::string task;
   int64_t ipu = 0;
   uint64_t cycles = 0;
+  // Matmuls and convolutions: temporaries of one pass, the passes that
+  // availableMemoryProportion forces (1 when it does not bind) and the
+  // temporaries the op would need in one pass.
+  uint64_t temporaryBytes = 0;
+  uint64_t passes = 1;
+  uint64_t unboundedTemporaryBytes = 0;
 };
 
 // What a timeline event spent its cycles on.
@@ -106,6 +127,19 @@ struct TimelineEvent {
   EventPart part = EventPart::Compute;
   uint64_t start = 0;
   uint64_t end = 0;
+  std::vector<int64_t> fromIpus; // LinkCopy: the IPUs the copies come from
+};
+
+// One task run of the last call on the host's clock, in seconds from the
+// call's start: from when its IPU's thread starts it (waits for copies from
+// other IPUs included) to when it ends.
+struct TaskWallTime {
+  int64_t ipu = 0;
+  std::string task;
+  int64_t step = 0;
+  int64_t microBatch = 0; // in the call; -1 for updates
+  double start = 0;
+  double end = 0;
 };
 
 // A compiled program bound to simulated device memory: the optimised graph
@@ -159,6 +193,9 @@ public:
     return ran_ ? callTimeline_ : none;
   }
   uint64_t computeCyclesPerIteration() const { return computeCyclesPerIteration_; }
+  // Each task run of the last call on the host's wall clock, by IPU then in
+  // the order the IPU ran them.
+  std::vector<TaskWallTime> lastTaskWallTimes() const;
 
 private:
   struct Transfer {
@@ -179,7 +216,14 @@ private:
     uint64_t computeCycles = 0; // inter-IPU copies included
     uint64_t copyCycles = 0;
     uint64_t inputCycles = 0;
-    uint64_t streamingCycles = 0; // each way: off-chip tensors in, then out
+    std::vector<int64_t> copySources; // IPUs its inter-IPU copies come from
+    // Streaming Memory transfers: the task's values stashed off chip, and the
+    // off-chip variables each of its ops reads and writes. The timeline shows
+    // them as one event before the task's ops and one after.
+    uint64_t stashInBytes = 0;
+    uint64_t stashOutBytes = 0;
+    uint64_t streamInCycles = 0;
+    uint64_t streamOutCycles = 0;
   };
   struct CallContext;
 
@@ -187,6 +231,12 @@ private:
   void buildTasks();
   void planChannels();
   void placeOffChipTensors();
+  void planStreaming();
+  // Bytes a matmul or convolution on `ipu` may use for temporaries.
+  uint64_t temporaryBudget(int64_t ipu) const;
+  std::vector<uint64_t> temporaryBudgets() const;
+  void planTransientMemory();
+
   void simulateClock();
   void runTask(const ScheduledTask& scheduled, int64_t step, dnnl::stream& stream,
                const CallContext& call);
@@ -205,11 +255,17 @@ private:
   std::vector<std::unique_ptr<kernels::Kernel>> kernels_; // null for views and copies
   std::vector<TaskProgram> tasks_;
   std::vector<std::unique_ptr<Channel>> channels_;
-  std::vector<uint64_t> stashBytes_;    // per IPU
-  std::vector<uint64_t> prefetchBytes_; // per IPU
-  // Storage roots kept in Streaming Memory, and their bytes per IPU.
+  std::vector<uint64_t> stashBytes_;        // per IPU, on chip
+  std::vector<uint64_t> stashOffChipBytes_; // per IPU, activations placed off chip
+  std::vector<uint64_t> prefetchBytes_;     // per IPU
+  // Per node, the off-chip bytes it works on (streamed in to it).
+  std::vector<uint64_t> streamedWorkingBytes_;
+  // Per IPU, what op temporaries and streamed-in tensors add to the
+  // activation arena at their worst step.
+  std::vector<uint64_t> temporaryBytes_;
+  std::vector<uint64_t> streamedInBytes_;
+  // Storage roots kept in Streaming Memory.
   std::set<const ir::Value*> offChip_;
-  std::vector<uint64_t> offChipBytes_;
   std::vector<PipelineCycle> schedule_;
   std::vector<ProgramStep> program_;
   int64_t threadsPerIpu_ = 0;
@@ -222,6 +278,9 @@ private:
   // One call on the simulated clock (the same for every call).
   uint64_t callCycles_ = 0;
   std::vector<TimelineEvent> callTimeline_;
+  // Per IPU, the wall times of its task runs in the last call (each IPU's
+  // thread writes its own).
+  std::vector<std::vector<TaskWallTime>> wallTimes_;
   // Per IPU, the tasks of one step in schedule order.
   std::vector<std::vector<ScheduledTask>> ipuOrders_;
   // The channel each ipu_copy node receives from.

@@ -364,9 +364,8 @@ class Executor:
             "gradient_accumulation": opts.Training.gradient_accumulation,
             "recomputation": opts.Training.recomputation_enabled,
             "prefetch_depth": opts.prefetch_depth,
-            "optimizer_on_chip": opts.TensorLocations.optimizer_location.on_chip,
-            "optimizer_min_elements_off_chip":
-                opts.TensorLocations.optimizer_location.min_elements_for_off_chip,
+            "tensor_locations": opts.TensorLocations._compile_options(),
+            "available_memory_proportion": dict(opts.available_memory_proportion),
             "output_mode": self._output_mode().name,
             "output_return_period": opts.output_return_period,
             "program": "training" if self._training else "inference",

@@ -203,27 +203,41 @@ class _SimulatorOptions(_OptionGroup):
 
 class _TensorLocationOptions(_OptionGroup):
     """Where kinds of tensors live (``opts.TensorLocations``), each set with a
-    popsim.TensorLocationSettings. popsim simulates off-chip storage for the
-    optimizer state; weights, accumulators and activations stay on chip."""
+    popsim.TensorLocationSettings. Off chip (``useOnChipStorage(False)``), tensors
+    live in Streaming Memory: each task streams in those it reads before its ops and
+    streams out those it writes after them. Results are the same; memoryReport()
+    moves the tensors off chip (a task's working copies count as "streamed in") and
+    the simulated clock charges the transfers ("streaming" events)."""
 
-    _defaults = {"optimizer_location": TensorLocationSettings()}
+    _defaults = {"optimizer_location": TensorLocationSettings(),
+                 "weight_location": TensorLocationSettings(),
+                 "accumulator_location": TensorLocationSettings(),
+                 "activation_location": TensorLocationSettings()}
     _group_name = "Options.TensorLocations"
 
     def setOptimizerLocation(self, settings):
-        """Off chip (``useOnChipStorage(False)``), the optimizer state lives in Streaming
-        Memory: each IPU's weight update streams its share in and back out. Trained
-        weights are the same; the memory report moves the state off chip and the
-        simulated update takes longer."""
+        """The optimizer state: off chip, each IPU's weight update streams its share in
+        and back out."""
         return self._set("optimizer_location", self._checked("setOptimizerLocation", settings))
 
     def setWeightLocation(self, settings):
-        return self._on_chip_only("setWeightLocation", "weights", settings)
+        """Weights and buffers: off chip, every task that uses them streams them in, and
+        the weight update streams them back out."""
+        return self._set("weight_location", self._checked("setWeightLocation", settings))
 
     def setAccumulatorLocation(self, settings):
-        return self._on_chip_only("setAccumulatorLocation", "gradient accumulators", settings)
+        """Gradient accumulators (training with gradientAccumulation > 1): off chip,
+        each micro-batch's backward task streams them in and out to add its gradients,
+        and the update reads and clears them."""
+        return self._set("accumulator_location",
+                         self._checked("setAccumulatorLocation", settings))
 
     def setActivationLocation(self, settings):
-        return self._on_chip_only("setActivationLocation", "activations", settings)
+        """Activations the pipeline stashes between a micro-batch's forward and backward
+        passes: off chip, the forward task streams them out and the backward task
+        streams them back in ("stash" moves to Streaming Memory)."""
+        return self._set("activation_location",
+                         self._checked("setActivationLocation", settings))
 
     @staticmethod
     def _checked(setter, settings):
@@ -232,14 +246,12 @@ class _TensorLocationOptions(_OptionGroup):
                               f"popsim.TensorLocationSettings, got {settings!r}.")
         return copy.copy(settings)  # later changes to the caller's settings do not leak in
 
-    def _on_chip_only(self, setter, what, settings):
-        if not self._checked(setter, settings).on_chip:
-            raise OptionError(
-                f"TensorLocations.{setter}: popsim keeps {what} on chip; it simulates "
-                "Streaming Memory for the optimizer state only "
-                "(TensorLocations.setOptimizerLocation). Remove the call, or pass settings "
-                "with useOnChipStorage(True).")
-        return self
+    def _compile_options(self):
+        return {kind: (settings.on_chip, settings.min_elements_for_off_chip)
+                for kind, settings in (("optimizer", self.optimizer_location),
+                                       ("weight", self.weight_location),
+                                       ("accumulator", self.accumulator_location),
+                                       ("activation", self.activation_location))}
 
 
 _GROUPS = ("Training", "Simulator", "TensorLocations")
@@ -259,6 +271,7 @@ class Options(_OptionGroup):
         "use_ipu_model": False,
         "execution_strategy": None,
         "prefetch_depth": 1,
+        "available_memory_proportion": {},
     }
     _group_name = "Options"
 
@@ -290,6 +303,29 @@ class Options(_OptionGroup):
                 f"prefetchDepth expects a non-negative integer (0 turns prefetching off), "
                 f"got {depth!r}.")
         return self._set("prefetch_depth", int(depth))
+
+    def setAvailableMemoryProportion(self, proportions):
+        """The share of each IPU's memory a matmul or convolution may use for its
+        temporaries, as {"IPU0": 0.6, "IPU1": 0.3} (default 0.6 for every IPU; each call
+        replaces the previous one's). An op that needs more runs in serial passes:
+        less memory ("temporaries" in memoryReport()), more cycles."""
+        if not isinstance(proportions, dict):
+            raise OptionError("setAvailableMemoryProportion expects a dict such as "
+                              f"{{'IPU0': 0.6}}, got {proportions!r}.")
+        parsed = {}
+        for key, proportion in proportions.items():
+            match = re.fullmatch(r"IPU(\d+)", key) if isinstance(key, str) else None
+            if match is None:
+                raise OptionError(
+                    f"setAvailableMemoryProportion: key {key!r} should name an IPU as 'IPU<n>', "
+                    "such as 'IPU0'.")
+            if (isinstance(proportion, bool) or not isinstance(proportion, numbers.Real)
+                    or not 0.0 < proportion <= 1.0):
+                raise OptionError(
+                    f"setAvailableMemoryProportion: the proportion for {key} must be a number "
+                    f"in (0, 1], got {proportion!r}.")
+            parsed[int(match.group(1))] = float(proportion)
+        return self._set("available_memory_proportion", parsed)
 
     def outputMode(self, mode, output_return_period=None):
         """Which iterations' outputs a call returns (see popsim.OutputMode)."""

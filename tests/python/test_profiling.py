@@ -136,6 +136,9 @@ def test_copy_events_go_between_consecutive_ipus(run):
         source = tasks[(sender[args["task"]], args["step"], args["micro_batch"])]
         receiver = tasks[(args["task"], args["step"], args["micro_batch"])]
         assert abs(source["args"]["ipu"] - args["ipu"]) == 1
+        # The copy names where it comes from.
+        assert args["from_ipus"] == [source["args"]["ipu"]]
+        assert copy["name"] == f"copy from IPU {source['args']['ipu']}"
         assert copy["ts"] >= source["ts"] + source["dur"] - 1e-3
         assert copy["args"]["end_cycle"] == receiver["args"]["start_cycle"]
     assert len(copies) == len(receivers) * G * STEPS
@@ -180,10 +183,24 @@ def test_trace_metadata_ops_and_host_wall_time(run):
     program = run["trainer"]._executable.program()
     assert {op["name"] for op in complete_events(trace, ipu_pid(trace, 0), ("op",))} == {
         s["op"] for s in program if s["ipu"] == 0 and s["op"] != "ipu_copy"}
-    # The host process holds the measured wall time of the last (second) call.
-    [call] = complete_events(trace, names["host"])
+    # The host process holds the measured wall time of the last (second) call...
+    [call] = complete_events(trace, names["host"], ("host",))
     assert call["args"]["call"] == 2
     assert call["dur"] > 0 and call["args"]["wall_ms"] == pytest.approx(call["dur"] / 1e3)
+    # ... and, on a thread per IPU, every task run of it on the host's clock, in the
+    # IPU's schedule order, inside the call.
+    host_tasks = complete_events(trace, names["host"], ("host_task",))
+    simulated = sorted(((e["args"]["ipu"], e["args"]["step"], e["args"]["start_cycle"],
+                         e["args"]["micro_batch"], e["name"])
+                        for e in complete_events(trace, categories=TASK_KINDS)))
+    for ipu in range(4):
+        runs = [e for e in host_tasks if e["args"]["ipu"] == ipu]
+        assert all(e["tid"] == ipu + 2 for e in runs)
+        assert [(e["args"]["step"], e["args"]["micro_batch"], e["name"]) for e in runs] == [
+            (step, micro_batch, task) for i, step, _, micro_batch, task in simulated if i == ipu]
+        for before, after in zip(runs, runs[1:]):
+            assert before["ts"] + before["dur"] <= after["ts"] + 1e-3
+        assert all(0 <= e["ts"] and e["ts"] + e["dur"] <= call["dur"] + 1e-3 for e in runs)
     assert trace["popsim"]["host"]["calls"] == 2
     assert trace["popsim"]["total_cycles"] == run["trainer"].cycleCount()
 
@@ -359,8 +376,13 @@ def test_each_call_rewrites_the_trace_with_its_wall_time(tmp_path):
         with open(tmp_path / "inference" / "trace.json", encoding="utf-8") as source:
             traces.append(json.load(source))
     assert [t["popsim"]["host"]["calls"] for t in traces] == [1, 2, 3]
-    simulated = [[e for e in t["traceEvents"] if e.get("cat") != "host"] for t in traces]
+    measured = ("host", "host_task")
+    simulated = [[e for e in t["traceEvents"] if e.get("cat") not in measured] for t in traces]
     assert simulated[0] == simulated[1] == simulated[2]  # every call runs the same schedule
+    # Each call's own wall times: the same task runs, measured again.
+    runs = [[(e["name"], e["args"]["micro_batch"]) for e in t["traceEvents"]
+             if e.get("cat") == "host_task"] for t in traces]
+    assert runs[0] == runs[1] == runs[2] == [("F0", 0)]  # one IPU, one micro-batch
 
 
 @pytest.mark.timeout(60)

@@ -11,6 +11,7 @@ on each IPU's host link beside the IPU, and the link is a stage of its own
 slowest stage, so the stage or link with the largest load is the bottleneck.
 """
 
+import math
 import re
 import statistics
 from dataclasses import dataclass, field
@@ -65,6 +66,10 @@ class IpuMemory:
     total: int
     limit: int
     largest_category: str
+    # availableMemoryProportion's budget for one op's temporaries, and the ops it
+    # splits into serial passes (memory.json's "split_ops").
+    temporary_budget: int = 0
+    split_ops: list = field(default_factory=list)
 
     @property
     def fraction(self):
@@ -154,8 +159,11 @@ def memory_loads(memory):
     for ipu in memory["ipus"]:
         categories = {**ipu["always_live"]["categories"], **ipu["not_always_live"]["categories"]}
         largest = max(categories, key=categories.get) if categories else ""
+        temporaries = ipu.get("temporaries", {})  # absent from older profiles
         result.append(IpuMemory(ipu=ipu["ipu"], total=ipu["total"], limit=ipu["limit"],
-                                largest_category=largest))
+                                largest_category=largest,
+                                temporary_budget=temporaries.get("budget", 0),
+                                split_ops=temporaries.get("split_ops", [])))
     return result
 
 
@@ -233,6 +241,17 @@ def advice(analysis, pipelined=True):
             "and ramp-down, and faster stages waiting for the slowest). More micro-batches per "
             "step (gradientAccumulation, or deviceIterations for inference) shrink the ramps' "
             "share.")
+    for memory in analysis.memory:
+        if memory.split_ops:
+            op = memory.split_ops[0]
+            needed = max(s["bytes_in_one_pass"] for s in memory.split_ops)
+            lines.append(
+                f"IPU {memory.ipu}: availableMemoryProportion caps each matmul or convolution's "
+                f"temporaries at {_mib(memory.temporary_budget)}, so {len(memory.split_ops)} "
+                f"op(s) run in serial passes (most: {op['op']} at {op['location']}, "
+                f"{op['passes']} passes). setAvailableMemoryProportion({{'IPU{memory.ipu}': "
+                f"{min(1.0, math.ceil(needed / memory.limit * 1000) / 1000):g}}}) runs them in one pass if the IPU has "
+                "the room; the passes cost cycles, the proportion memory.")
     tightest = analysis.tightest_memory
     if tightest is not None:
         lines.append(

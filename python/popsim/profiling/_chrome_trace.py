@@ -9,10 +9,14 @@ Layout:
    program's per-op cycles. Every step runs the same ops, so one step shows them
    all while keeping the file small.
 3. A "links" process, one thread per IPU, holding the transfers each IPU makes:
-   inter-IPU copies it receives ("copy"), its micro-batch of the inputs streamed
-   from the host ("host_input") and outputs streamed back ("host_output").
-4. A "host" process with the call's measured host wall time: host time and
-   simulated time differ, so it is a track of its own starting at 0.
+   inter-IPU copies it receives ("copy", with the IPUs they come from as
+   from_ipus), its micro-batch of the inputs streamed from the host
+   ("host_input"), outputs streamed back ("host_output") and off-chip tensors
+   to and from Streaming Memory ("streaming").
+4. A "host" process with the call's measured host wall time and, one thread per
+   IPU, each task run on the host's clock (from when the IPU's thread starts it,
+   waits for other IPUs included, to its end). Host time and simulated time
+   differ, so these are tracks of their own, starting at 0.
 
 Timestamps are simulated microseconds (cycles / clock_hz). The original
 ExecutionTrace event is kept in each task and transfer event's args
@@ -79,11 +83,17 @@ def _op_events(event, ops, clock, pid):
         ts, dur = clock.span(start, start + op["cycles"])
         result.append({"name": op["op"], "cat": "op", "ph": "X", "pid": pid, "tid": _TASK_TID,
                        "ts": ts, "dur": dur,
-                       "args": {"location": op["location"],
-                                "implementation": op["implementation"],
-                                "cycles": op["cycles"]}})
+                       "args": _op_args(op)})
         start += op["cycles"]
     return result
+
+
+def _op_args(op):
+    args = {"location": op["location"], "implementation": op["implementation"],
+            "cycles": op["cycles"]}
+    if op["temporary_bytes"]:  # matmuls and convolutions
+        args.update(temporary_bytes=op["temporary_bytes"], passes=op["passes"])
+    return args
 
 
 def task_ops(program):
@@ -117,8 +127,12 @@ def simulated_events(trace, program, stages):
                 "step": event["step"], "micro_batch": event["micro_batch"],
                 "cycle": event["cycle"], "start_cycle": event["start"],
                 "end_cycle": event["end"]}
+        if "from_ipus" in event:
+            args["from_ipus"] = event["from_ipus"]
         if transfer:
             name = event["kind"]
+            if "from_ipus" in event:
+                name += " from IPU " + ", ".join(str(ipu) for ipu in event["from_ipus"])
             pid, tid = LINKS_PID, event["ipu"] + 1
         else:
             name = event["task"]
@@ -131,13 +145,25 @@ def simulated_events(trace, program, stages):
     return events
 
 
-def host_events(calls, wall_seconds, simulated_seconds):
-    """The host process (layout step 4): the last call's measured wall time."""
-    events = _metadata(HOST_PID, "host", -1, {1: "wall clock of the last call"})
+def host_events(calls, wall_seconds, simulated_seconds, task_wall_times=()):
+    """The host process (layout step 4): the last call's measured wall time, and
+    each task run's (dicts of ipu, task, step, micro_batch, start and end seconds)."""
+    ipus = sorted({run["ipu"] for run in task_wall_times})
+    threads = {1: "wall clock of the last call"}
+    threads.update({ipu + 2: f"IPU {ipu} tasks (host thread)" for ipu in ipus})
+    events = _metadata(HOST_PID, "host", -1, threads)
     events.append({"name": "call (host wall time)", "cat": "host", "ph": "X", "pid": HOST_PID,
                    "tid": 1, "ts": 0, "dur": round(wall_seconds * 1e6, 3),
                    "args": {"call": calls, "wall_ms": round(wall_seconds * 1e3, 6),
                             "simulated_ms": round(simulated_seconds * 1e3, 6)}})
+    for run in task_wall_times:
+        ts = round(run["start"] * 1e6, 3)
+        events.append({"name": run["task"], "cat": "host_task", "ph": "X", "pid": HOST_PID,
+                       "tid": run["ipu"] + 2, "ts": ts,
+                       "dur": round(run["end"] * 1e6 - ts, 3),
+                       "args": {"ipu": run["ipu"], "task": run["task"], "step": run["step"],
+                                "micro_batch": run["micro_batch"],
+                                "wall_ms": round((run["end"] - run["start"]) * 1e3, 6)}})
     return events
 
 

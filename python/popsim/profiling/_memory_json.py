@@ -4,7 +4,9 @@ Per IPU: its limit, the always-live and not-always-live bytes by category,
 the bytes kept off chip in Streaming Memory (offloaded tensors),
 their totals, the peak (the plan's footprint: always-live memory plus the
 activation arena and the stash, sized for the most that is live at once), the
-largest tensors, and the program's ops with their cycles.
+largest tensors, the program's ops with their cycles (matmuls and convolutions
+with their temporaries and passes), and the temporaries' budget under
+availableMemoryProportion with the ops it splits into serial passes.
 
 Then, from the memory plan: liveness over the program's steps (activation
 bytes live at each step of each IPU), each IPU's activation peak and its step,
@@ -76,8 +78,32 @@ def _ipu_entry(ipu, program):
         "not_always_live": {"total": ipu["not_always_live"], "categories": not_always},
         "streaming_memory": {"total": ipu["off_chip"], "categories": ipu["streaming_memory"]},
         "largest_tensors": ipu["largest_tensors"],
-        "program": [{"op": s["op"], "task": s["task"], "cycles": s["cycles"],
-                     "location": s["location"]} for s in program if s["ipu"] == ipu["ipu"]],
+        "program": [_program_entry(s) for s in program if s["ipu"] == ipu["ipu"]],
+        "temporaries": _temporaries(ipu, program),
+    }
+
+
+def _program_entry(step):
+    entry = {"op": step["op"], "task": step["task"], "cycles": step["cycles"],
+             "location": step["location"]}
+    if step["temporary_bytes"]:
+        entry.update(temporary_bytes=step["temporary_bytes"], passes=step["passes"])
+    return entry
+
+
+def _temporaries(ipu, program):
+    """The budget availableMemoryProportion gives one matmul or convolution on the IPU,
+    and the ops that need more, so run in serial passes (most passes first)."""
+    split = sorted((s for s in program if s["ipu"] == ipu["ipu"] and s["passes"] > 1),
+                   key=lambda s: -s["passes"])
+    return {
+        "peak": ipu["categories"]["temporaries"]["bytes"],
+        "budget": ipu["temporary_budget"],
+        "available_memory_proportion": round(ipu["temporary_budget"] / ipu["capacity"], 4)
+        if ipu["capacity"] else None,
+        "split_ops": [{"op": s["op"], "task": s["task"], "location": s["location"],
+                       "passes": s["passes"], "bytes_per_pass": s["temporary_bytes"],
+                       "bytes_in_one_pass": s["unbounded_temporary_bytes"]} for s in split],
     }
 
 

@@ -60,9 +60,12 @@ class Profile:
 
 def _execution_event(event):
     args = event["args"]
-    return {"ipu": args["ipu"], "task": args["task"], "kind": args["kind"],
-            "step": args["step"], "micro_batch": args["micro_batch"], "cycle": args["cycle"],
-            "start": args["start_cycle"], "end": args["end_cycle"]}
+    result = {"ipu": args["ipu"], "task": args["task"], "kind": args["kind"],
+              "step": args["step"], "micro_batch": args["micro_batch"], "cycle": args["cycle"],
+              "start": args["start_cycle"], "end": args["end_cycle"]}
+    if "from_ipus" in args:
+        result["from_ipus"] = args["from_ipus"]
+    return result
 
 
 def _read_json(path):

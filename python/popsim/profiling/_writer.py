@@ -107,6 +107,8 @@ class ProfileWriter:
         meta = dict(compiled.meta, host=host)
         _write_atomically(self._path(_layout.TRACE_FILE),
                           trace_document(compiled.trace_body,
-                                         host_events(self._calls, wall_seconds, simulated), meta))
+                                         host_events(self._calls, wall_seconds, simulated,
+                                                     compiled.executable.task_wall_times()),
+                                         meta))
         _write_atomically(self._path(_layout.REPORT_FILE), render_report(
             compiled.model, compiled.page, {"calls": self._calls, "wall_ms": wall_seconds * 1e3}))

@@ -69,12 +69,14 @@ TEST(MemoryReportTest, CategoriesSumToTheTotal) {
   for (const device::MemoryCategory& category : ipu.categories) {
     names.push_back(category.name);
     sum += category.bytes;
-    EXPECT_EQ(category.alwaysLive, category.name != "activations" && category.name != "stash")
-        << category.name;
+    const bool whileInUse = category.name == "activations" || category.name == "stash" ||
+                            category.name == "temporaries" || category.name == "streamed in";
+    EXPECT_EQ(category.alwaysLive, !whileInUse) << category.name;
   }
   EXPECT_EQ(names, (std::vector<std::string>{"weights", "gradient accumulators", "optimizer state",
                                              "random state", "constants", "input streams",
-                                             "prefetch buffers", "code", "activations", "stash"}));
+                                             "prefetch buffers", "code", "activations", "stash",
+                                             "temporaries", "streamed in"}));
   EXPECT_EQ(ipu.total(), sum);
   EXPECT_EQ(ipu.alwaysLive() + ipu.notAlwaysLive(), ipu.total());
   EXPECT_EQ(ipu.notAlwaysLive(), categoryBytes(ipu, "activations"));
@@ -99,8 +101,10 @@ TEST(MemoryReportTest, OffChipTensorsMoveToStreamingMemory) {
   const Value* w1 = graph->findWeight("fc1.weight");
   const Value* b1 = graph->findWeight("fc1.bias");
   const IpuMemoryReport onChip = device::buildMemoryReport(*graph, plan, system).ipus.at(0);
+  device::RuntimeBuffers buffers;
+  buffers.offChip = {w1, b1};
   const IpuMemoryReport offChip =
-      device::buildMemoryReport(*graph, plan, system, {{}, {}, {w1, b1}}).ipus.at(0);
+      device::buildMemoryReport(*graph, plan, system, buffers).ipus.at(0);
 
   ASSERT_EQ(offChip.streamingMemory.size(), 1u);
   EXPECT_EQ(offChip.streamingMemory[0].name, "weights");
@@ -110,6 +114,30 @@ TEST(MemoryReportTest, OffChipTensorsMoveToStreamingMemory) {
   EXPECT_EQ(categoryBytes(offChip, "weights"), 2048u + 20480u);
   EXPECT_EQ(onChip.total() - offChip.total(), 524288u + 2048u);
   EXPECT_NE(offChip.largestTensors.at(0).description, "fc1.weight (weight)");
+}
+
+TEST(MemoryReportTest, RuntimeBuffersHaveCategoriesOfTheirOwn) {
+  const std::unique_ptr<Graph> graph = buildMlp();
+  const passes::MemoryPlan plan = passes::planMemory(*graph);
+  const IpuSystemConfig system;
+  device::RuntimeBuffers buffers;
+  buffers.stash = {1000};
+  buffers.stashOffChip = {3000};
+  buffers.prefetch = {200};
+  buffers.temporaries = {4000};
+  buffers.streamedIn = {500};
+  const IpuMemoryReport plain = device::buildMemoryReport(*graph, plan, system).ipus.at(0);
+  const IpuMemoryReport ipu = device::buildMemoryReport(*graph, plan, system, buffers).ipus.at(0);
+
+  EXPECT_EQ(categoryBytes(ipu, "stash"), 1000u);
+  EXPECT_EQ(categoryBytes(ipu, "prefetch buffers"), 200u);
+  EXPECT_EQ(categoryBytes(ipu, "temporaries"), 4000u);
+  EXPECT_EQ(categoryBytes(ipu, "streamed in"), 500u);
+  EXPECT_EQ(ipu.alwaysLive() - plain.alwaysLive(), 200u);
+  EXPECT_EQ(ipu.notAlwaysLive() - plain.notAlwaysLive(), 1000u + 4000u + 500u);
+  ASSERT_EQ(ipu.streamingMemory.size(), 1u);
+  EXPECT_EQ(ipu.streamingMemory[0].name, "stash");
+  EXPECT_EQ(ipu.offChip(), 3000u);
 }
 
 TEST(MemoryReportTest, LargestTensorsAreSortedAndNamed) {

@@ -70,8 +70,10 @@ protected:
   }
 
   std::unique_ptr<Executable> compileSgd(int64_t iterations, int64_t accumulation, double lr,
-                                         double momentum) {
+                                         double momentum,
+                                         runtime::TensorLocation weightLocation = {}) {
     CompileOptions options;
+    options.weightLocation = weightLocation;
     options.program = ProgramKind::Training;
     options.deviceIterations = iterations;
     options.gradientAccumulation = accumulation;
@@ -145,6 +147,50 @@ TEST_F(TrainingExecutableTest, AccumulatedMeanGradientStepsOnce) {
   for (float value : read(*executable, "fc.weight/accumulator", {kOut, kIn})) {
     EXPECT_EQ(value, 0.0f);
   }
+}
+
+// Off chip, each op streams in the weights it reads just before it runs and
+// streams out those it writes just after: the forward's linear reads both
+// (one transfer of 64 + 64 aligned bytes) and each SGD update reads and
+// writes its own. Streaming Memory: 3,000 cycles + bytes x 1.33 GHz / 8 GB/s.
+TEST_F(TrainingExecutableTest, OffChipWeightsStreamAroundEachOpThatUsesThem) {
+  constexpr double kLr = 0.05;
+  runtime::TensorLocation offChip;
+  offChip.onChip = false;
+  constexpr int64_t kAccumulation = 2;
+  auto executable = compileSgd(1, kAccumulation, kLr, 0.0, offChip);
+  const auto x = testing::randomFloats(kAccumulation * kRows * kIn, 7);
+  run(*executable, x, kAccumulation);
+
+  Weights grads{std::vector<double>(kOut * kIn, 0.0), std::vector<double>(kOut, 0.0)};
+  for (int64_t m = 0; m < kAccumulation; ++m) {
+    lossAndGradients(x.data() + m * kRows * kIn, initial_, grads);
+  }
+  Weights expected = initial_;
+  for (size_t i = 0; i < expected.w.size(); ++i)
+    expected.w[i] -= kLr * grads.w[i] / kAccumulation;
+  for (size_t i = 0; i < expected.b.size(); ++i)
+    expected.b[i] -= kLr * grads.b[i] / kAccumulation;
+  expectWeights(*executable, expected);
+
+  const device::IpuMemoryReport& memory = executable->memoryReport().ipus.at(0);
+  ASSERT_EQ(memory.streamingMemory.size(), 1u);
+  EXPECT_EQ(memory.streamingMemory[0].name, "weights");
+  EXPECT_EQ(memory.streamingMemory[0].bytes, 128u);
+
+  std::vector<std::pair<passes::TaskKind, uint64_t>> streamed;
+  for (const runtime::TimelineEvent& event : executable->lastTimeline()) {
+    if (event.part == runtime::EventPart::StreamingMemory) {
+      streamed.emplace_back(event.kind, event.end - event.start);
+    }
+  }
+  const uint64_t both = 3000 + 22; // ceil(128 x 0.16625)
+  const uint64_t one = 3000 + 11;  // ceil(64 x 0.16625)
+  EXPECT_EQ(streamed, (std::vector<std::pair<passes::TaskKind, uint64_t>>{
+                          {passes::TaskKind::ForwardBackward, both},
+                          {passes::TaskKind::ForwardBackward, both},
+                          {passes::TaskKind::Update, 2 * one},
+                          {passes::TaskKind::Update, 2 * one}}));
 }
 
 TEST_F(TrainingExecutableTest, EachDeviceIterationSeesTheWeightsOfTheStepBefore) {

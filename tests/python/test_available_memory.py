@@ -1,0 +1,143 @@
+"""availableMemoryProportion: each IPU bounds the temporaries of its matmuls and
+convolutions, which run in serial passes when they need more."""
+
+import json
+import math
+
+import pytest
+import torch
+import torch.nn as nn
+
+import popsim
+from popsim import profiling
+
+# Linear(512, 1024) on a micro-batch of 256: x, the weight and y.
+X, W, Y = 256 * 512 * 4, 1024 * 512 * 4, 256 * 1024 * 4
+ONE_PASS = X + W + Y  # operands gathered onto tiles + fp32 partial sums
+MIB64 = 64 * 2**20
+
+
+def exchange_cycles(bytes_):
+    return math.ceil(bytes_ / (1472 * 4))  # Mk2: 4 bytes per tile-cycle on 1472 tiles
+
+
+def linear_model(proportions=None, memory=None, profile=None):
+    torch.manual_seed(0)
+    opts = popsim.Options()
+    if proportions is not None:
+        opts.setAvailableMemoryProportion(proportions)
+    if memory is not None:
+        opts.Simulator.memoryPerIpu(memory)
+    if profile is not None:
+        opts.enableProfiling(str(profile))
+    return popsim.inferenceModel(nn.Linear(512, 1024), opts)
+
+
+def test_by_default_temporaries_are_reported_and_unsplit():
+    model = linear_model()
+    model(torch.randn(256, 512))
+    ipu = model.memoryReport()["ipus"][0]
+    # y is the only activation, live while the linear runs: its temporaries come on top.
+    assert ipu["categories"]["temporaries"] == {"bytes": ONE_PASS, "always_live": False}
+    assert ipu["temporary_budget"] == int(0.6 * ipu["capacity"])
+
+
+def test_a_binding_proportion_splits_the_op_into_passes(tmp_path):
+    x = torch.randn(256, 512)
+    free = linear_model(memory=MIB64)
+    bound = linear_model({"IPU0": 0.05}, memory=MIB64, profile=tmp_path)
+    expected = free(x)
+    assert torch.equal(bound(x), expected)  # the same numbers
+
+    # 5% of 64 MiB is 3,355,443 bytes, less than the 3.5 MiB of one pass: two passes.
+    budget = int(0.05 * MIB64)
+    assert budget < ONE_PASS <= 2 * budget
+    ipu = bound.memoryReport()["ipus"][0]
+    assert ipu["temporary_budget"] == budget
+    assert ipu["categories"]["temporaries"]["bytes"] == ONE_PASS // 2
+    assert (free.memoryReport()["ipus"][0]["total"] - ipu["total"]) == ONE_PASS // 2
+    # The second pass syncs (40 cycles) and exchanges the smaller operand, x, again.
+    assert (bound.executionTrace().total_cycles - free.executionTrace().total_cycles
+            == 40 + exchange_cycles(X))
+
+    # The profile shows it: memory.json, the op's trace event and the CLI's advice.
+    directory = tmp_path / "inference"
+    memory = json.loads((directory / "memory.json").read_text())
+    temporaries = memory["ipus"][0]["temporaries"]
+    assert temporaries["budget"] == budget and temporaries["available_memory_proportion"] == 0.05
+    [split] = temporaries["split_ops"]
+    assert (split["op"], split["passes"], split["bytes_per_pass"], split["bytes_in_one_pass"]) == (
+        "linear", 2, ONE_PASS // 2, ONE_PASS)
+    trace = json.loads((directory / "trace.json").read_text())
+    [op] = [e for e in trace["traceEvents"] if e.get("cat") == "op" and e["name"] == "linear"]
+    assert op["args"]["passes"] == 2 and op["args"]["temporary_bytes"] == ONE_PASS // 2
+    text = profiling.load(str(directory)).summary()
+    # 3.5 MiB of 64 MiB is 0.0547: rounded up, one pass needs 0.055.
+    assert ("IPU 0: availableMemoryProportion caps each matmul or convolution's temporaries "
+            "at 3.20 MiB, so 1 op(s) run in serial passes") in text
+    assert "setAvailableMemoryProportion({'IPU0': 0.055}) runs them in one pass" in text
+
+
+def test_lowering_the_proportion_makes_a_model_fit():
+    x = torch.randn(256, 512)
+    with pytest.raises(popsim.OutOfMemoryError,
+                       match=r"(?s)temporaries: .*lower IPU0's availableMemoryProportion "
+                             r"\(Options.setAvailableMemoryProportion\) so matmuls and "
+                             r"convolutions run in smaller passes"):
+        linear_model(memory="7MiB")(x)
+    model = linear_model({"IPU0": 0.2}, memory="7MiB")
+    model(x)
+    ipu = model.memoryReport()["ipus"][0]
+    assert ipu["total"] <= ipu["capacity"]
+    assert ipu["categories"]["temporaries"]["bytes"] == math.ceil(ONE_PASS / 3)
+
+
+class TwoStages(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.first = nn.Linear(512, 1024)
+        self.second = nn.Linear(1024, 512)
+
+    def forward(self, x):
+        with popsim.Block("A", ipu_id=0):
+            x = torch.relu(self.first(x))
+        with popsim.Block("B", ipu_id=1):
+            return self.second(x)
+
+
+def test_each_ipu_has_its_own_proportion(tmp_path):
+    opts = popsim.Options().deviceIterations(2).enableProfiling(str(tmp_path))
+    opts.Simulator.memoryPerIpu(MIB64)
+    opts.setAvailableMemoryProportion({"IPU1": 0.05})
+    model = popsim.inferenceModel(TwoStages(), opts)
+    model(torch.randn(2 * 256, 512))
+    memory = json.loads((tmp_path / "inference" / "memory.json").read_text())
+    first, second = (ipu["temporaries"] for ipu in memory["ipus"])
+    assert first["budget"] == int(0.6 * MIB64) and first["split_ops"] == []
+    assert second["budget"] == int(0.05 * MIB64)
+    assert [(op["op"], op["passes"]) for op in second["split_ops"]] == [("linear", 2)]
+
+
+def test_proportion_errors():
+    opts = popsim.Options()
+    with pytest.raises(popsim.OptionError, match=r"^setAvailableMemoryProportion expects a dict "
+                                                 r"such as \{'IPU0': 0.6\}, got 0.5\."):
+        opts.setAvailableMemoryProportion(0.5)
+    for key in ("ipu0", "GPU1", 0):
+        with pytest.raises(popsim.OptionError,
+                           match=rf"^setAvailableMemoryProportion: key {key!r} should name an "
+                                 r"IPU as 'IPU<n>', such as 'IPU0'\."):
+            opts.setAvailableMemoryProportion({key: 0.5})
+    for value in (0, 1.5, True, "0.5"):
+        with pytest.raises(popsim.OptionError,
+                           match=r"^setAvailableMemoryProportion: the proportion for IPU0 must be "
+                                 rf"a number in \(0, 1\], got {value!r}\."):
+            opts.setAvailableMemoryProportion({"IPU0": value})
+    opts.setAvailableMemoryProportion({"IPU0": 1, "IPU3": 0.25})
+    assert opts.available_memory_proportion == {0: 1.0, 3: 0.25}
+    model = popsim.inferenceModel(nn.Linear(4, 4), opts)
+    with pytest.raises(popsim.OptionError,
+                       match=r"setAvailableMemoryProportion names IPU3 but the simulated system "
+                             r"has 1 IPU\(s\), IPU0 to IPU0\. Remove the entry or raise "
+                             r"Simulator.numIpus\."):
+        model(torch.randn(2, 4))
