@@ -50,7 +50,7 @@ from popsim._losses import identity_loss
 
 PoplarExecutor = Executor
 
-__version__ = "0.5.0"
+__version__ = "0.6.0"
 
 __all__ = [
     "AsynchronousDataAccessor",

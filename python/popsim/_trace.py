@@ -17,7 +17,8 @@ class ExecutionTrace:
     off-chip tensors streamed in from Streaming Memory before its ops and back
     out after them),
     ``step``, ``micro_batch`` (-1 for updates), ``cycle`` (the pipeline
-    cycle), ``start`` and ``end`` in IPU clock cycles.
+    cycle), ``start`` and ``end`` in IPU clock cycles; "copy" events also have
+    ``from_ipus``, the IPUs the copies come from.
     With ``prefetchDepth`` 1 or more (the default) a host input runs on the
     IPU's host link while the IPU works on earlier tasks, so its event can
     overlap them; the IPU waits only for what is still in flight, and that
