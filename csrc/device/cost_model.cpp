@@ -100,21 +100,16 @@ OpCost estimateOpCost(const ir::Node& node, const ChipSpec& chip, uint64_t tempo
       node.outputs().empty() ? node.input(0)->type() : node.output()->type();
   const uint64_t outElements = static_cast<uint64_t>(produced.numel());
   const uint64_t outBytes = produced.bytes();
-  switch (node.kind()) {
-  case ir::OpKind::Conv2d:
-  case ir::OpKind::Linear:
-  case ir::OpKind::MatMul:
-  case ir::OpKind::Conv2dGradInput:
-  case ir::OpKind::Conv2dGradWeight:
-  case ir::OpKind::LinearGradWeight: {
+  if (hasPlannedTemporaries(node)) { // matmuls and convolutions
     const OpTemporaries temporaries = planOpTemporaries(node, temporaryBudgetBytes);
     const uint64_t extraPasses = temporaries.passes - 1;
     cost.syncCycles += extraPasses * syncCycles(1, chip);
     cost.exchangeCycles = exchangeCycles(inputBytes(node), chip) +
                           extraPasses * exchangeCycles(temporaries.smallerOperandBytes, chip);
     cost.computeCycles = macCycles(matmulMacs(node), chip);
-    break;
+    return cost;
   }
+  switch (node.kind()) {
   case ir::OpKind::MaxPool2dGrad:
     // A scatter: clear dX, then one add per dY element.
     cost.exchangeCycles = exchangeCycles(inputBytes(node), chip);

@@ -120,6 +120,26 @@ protected:
     EXPECT_TRUE(testing::allClose(b.data(), expectedB.data(), kOut));
   }
 
+  // The weights after one plain SGD step on the mean gradient of
+  // `accumulation` micro-batches of `x`; checks each micro-batch's loss
+  // against `losses` when given.
+  Weights sgdStep(const std::vector<float>& x, int64_t accumulation, double lr,
+                  const std::vector<float>* losses = nullptr) const {
+    Weights grads{std::vector<double>(kOut * kIn, 0.0), std::vector<double>(kOut, 0.0)};
+    for (int64_t m = 0; m < accumulation; ++m) {
+      const double loss = lossAndGradients(x.data() + m * kRows * kIn, initial_, grads);
+      if (losses != nullptr) {
+        EXPECT_NEAR((*losses)[m], loss, 1e-5 * std::abs(loss)) << "micro-batch " << m;
+      }
+    }
+    Weights expected = initial_;
+    for (size_t i = 0; i < expected.w.size(); ++i)
+      expected.w[i] -= lr * grads.w[i] / static_cast<double>(accumulation);
+    for (size_t i = 0; i < expected.b.size(); ++i)
+      expected.b[i] -= lr * grads.b[i] / static_cast<double>(accumulation);
+    return expected;
+  }
+
   std::unique_ptr<Graph> graph_;
   Weights initial_;
 };
@@ -132,17 +152,7 @@ TEST_F(TrainingExecutableTest, AccumulatedMeanGradientStepsOnce) {
 
   const std::vector<float> losses = run(*executable, x, kAccumulation);
 
-  Weights grads{std::vector<double>(kOut * kIn, 0.0), std::vector<double>(kOut, 0.0)};
-  for (int64_t m = 0; m < kAccumulation; ++m) {
-    const double loss = lossAndGradients(x.data() + m * kRows * kIn, initial_, grads);
-    EXPECT_NEAR(losses[m], loss, 1e-5 * std::abs(loss)) << "micro-batch " << m;
-  }
-  Weights expected = initial_;
-  for (size_t i = 0; i < expected.w.size(); ++i)
-    expected.w[i] -= kLr * grads.w[i] / kAccumulation;
-  for (size_t i = 0; i < expected.b.size(); ++i)
-    expected.b[i] -= kLr * grads.b[i] / kAccumulation;
-  expectWeights(*executable, expected);
+  expectWeights(*executable, sgdStep(x, kAccumulation, kLr, &losses));
   // The accumulators are clear for the next step.
   for (float value : read(*executable, "fc.weight/accumulator", {kOut, kIn})) {
     EXPECT_EQ(value, 0.0f);
@@ -161,17 +171,7 @@ TEST_F(TrainingExecutableTest, OffChipWeightsStreamAroundEachOpThatUsesThem) {
   auto executable = compileSgd(1, kAccumulation, kLr, 0.0, offChip);
   const auto x = testing::randomFloats(kAccumulation * kRows * kIn, 7);
   run(*executable, x, kAccumulation);
-
-  Weights grads{std::vector<double>(kOut * kIn, 0.0), std::vector<double>(kOut, 0.0)};
-  for (int64_t m = 0; m < kAccumulation; ++m) {
-    lossAndGradients(x.data() + m * kRows * kIn, initial_, grads);
-  }
-  Weights expected = initial_;
-  for (size_t i = 0; i < expected.w.size(); ++i)
-    expected.w[i] -= kLr * grads.w[i] / kAccumulation;
-  for (size_t i = 0; i < expected.b.size(); ++i)
-    expected.b[i] -= kLr * grads.b[i] / kAccumulation;
-  expectWeights(*executable, expected);
+  expectWeights(*executable, sgdStep(x, kAccumulation, kLr));
 
   const device::IpuMemoryReport& memory = executable->memoryReport().ipus.at(0);
   ASSERT_EQ(memory.streamingMemory.size(), 1u);
