@@ -204,10 +204,11 @@ class _SimulatorOptions(_OptionGroup):
 class _TensorLocationOptions(_OptionGroup):
     """Where kinds of tensors live (``opts.TensorLocations``), each set with a
     popsim.TensorLocationSettings. Off chip (``useOnChipStorage(False)``), tensors
-    live in Streaming Memory: each task streams in those it reads before its ops and
-    streams out those it writes after them. Results are the same; memoryReport()
-    moves the tensors off chip (a task's working copies count as "streamed in") and
-    the simulated clock charges the transfers ("streaming" events)."""
+    live in Streaming Memory: each op streams in the off-chip tensors it reads just
+    before it runs and streams out those it writes just after. Results are the same;
+    memoryReport() moves the tensors off chip (what an op holds on chip while it works
+    counts as "streamed in") and the simulated clock charges the transfers
+    ("streaming" events)."""
 
     _defaults = {"optimizer_location": TensorLocationSettings(),
                  "weight_location": TensorLocationSettings(),
@@ -216,18 +217,18 @@ class _TensorLocationOptions(_OptionGroup):
     _group_name = "Options.TensorLocations"
 
     def setOptimizerLocation(self, settings):
-        """The optimizer state: off chip, each IPU's weight update streams its share in
-        and back out."""
+        """The optimizer state: off chip, each op of the weight update streams its
+        parameter's state in and back out."""
         return self._set("optimizer_location", self._checked("setOptimizerLocation", settings))
 
     def setWeightLocation(self, settings):
-        """Weights and buffers: off chip, every task that uses them streams them in, and
-        the weight update streams them back out."""
+        """Weights and buffers: off chip, every op that uses them streams them in, and
+        the weight update's ops stream them back out."""
         return self._set("weight_location", self._checked("setWeightLocation", settings))
 
     def setAccumulatorLocation(self, settings):
         """Gradient accumulators (training with gradientAccumulation > 1): off chip,
-        each micro-batch's backward task streams them in and out to add its gradients,
+        each micro-batch's accumulation streams them in and out to add its gradients,
         and the update reads and clears them."""
         return self._set("accumulator_location",
                          self._checked("setAccumulatorLocation", settings))

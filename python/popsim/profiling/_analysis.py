@@ -245,13 +245,14 @@ def advice(analysis, pipelined=True):
         if memory.split_ops:
             op = memory.split_ops[0]
             needed = max(s["bytes_in_one_pass"] for s in memory.split_ops)
+            proportion = min(1.0, math.ceil(needed / memory.limit * 1000) / 1000)  # rounded up
             lines.append(
                 f"IPU {memory.ipu}: availableMemoryProportion caps each matmul or convolution's "
                 f"temporaries at {_mib(memory.temporary_budget)}, so {len(memory.split_ops)} "
                 f"op(s) run in serial passes (most: {op['op']} at {op['location']}, "
                 f"{op['passes']} passes). setAvailableMemoryProportion({{'IPU{memory.ipu}': "
-                f"{min(1.0, math.ceil(needed / memory.limit * 1000) / 1000):g}}}) runs them in one pass if the IPU has "
-                "the room; the passes cost cycles, the proportion memory.")
+                f"{proportion:g}}}) runs them in one pass if the IPU has the room; the passes "
+                "cost cycles, the proportion memory.")
     tightest = analysis.tightest_memory
     if tightest is not None:
         lines.append(
