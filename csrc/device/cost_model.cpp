@@ -88,7 +88,8 @@ uint64_t elementPasses(ir::OpKind kind) {
 
 } // namespace
 
-OpCost estimateOpCost(const ir::Node& node, const ChipSpec& chip, uint64_t temporaryBudgetBytes) {
+OpCost estimateOpCost(const ir::Node& node, const ChipSpec& chip,
+                      const OpTemporaries& temporaries) {
   OpCost cost;
   if (node.kind() == ir::OpKind::Reshape) {
     return cost; // a view: no superstep at all
@@ -101,7 +102,6 @@ OpCost estimateOpCost(const ir::Node& node, const ChipSpec& chip, uint64_t tempo
   const uint64_t outElements = static_cast<uint64_t>(produced.numel());
   const uint64_t outBytes = produced.bytes();
   if (hasPlannedTemporaries(node)) { // matmuls and convolutions
-    const OpTemporaries temporaries = planOpTemporaries(node, temporaryBudgetBytes);
     const uint64_t extraPasses = temporaries.passes - 1;
     cost.syncCycles += extraPasses * syncCycles(1, chip);
     cost.exchangeCycles = exchangeCycles(inputBytes(node), chip) +
@@ -170,23 +170,28 @@ OpCost estimateOpCost(const ir::Node& node, const ChipSpec& chip, uint64_t tempo
   return cost;
 }
 
-uint64_t hostTransferCycles(uint64_t bytes, const ChipSpec& chip) {
-  return static_cast<uint64_t>(chip.hostLatencyCycles) +
+namespace {
+// A transfer: fixed latency, then bytes at `bytesPerSecond` on the IPU's clock.
+uint64_t transferCycles(uint64_t bytes, int64_t latencyCycles, double bytesPerSecond,
+                        const ChipSpec& chip) {
+  return static_cast<uint64_t>(latencyCycles) +
          static_cast<uint64_t>(
-             std::ceil(static_cast<double>(bytes) * chip.clockHz / chip.hostBytesPerSecond));
+             std::ceil(static_cast<double>(bytes) * chip.clockHz / bytesPerSecond));
+}
+} // namespace
+
+uint64_t hostTransferCycles(uint64_t bytes, const ChipSpec& chip) {
+  return transferCycles(bytes, chip.hostLatencyCycles, chip.hostBytesPerSecond, chip);
 }
 
 uint64_t linkTransferCycles(uint64_t bytes, int64_t numIpus, const ChipSpec& chip) {
-  return syncCycles(numIpus, chip) + static_cast<uint64_t>(chip.linkLatencyCycles) +
-         static_cast<uint64_t>(
-             std::ceil(static_cast<double>(bytes) * chip.clockHz / chip.linkBytesPerSecond));
+  return syncCycles(numIpus, chip) +
+         transferCycles(bytes, chip.linkLatencyCycles, chip.linkBytesPerSecond, chip);
 }
 
 uint64_t streamingMemoryCycles(uint64_t bytes, const ChipSpec& chip) {
-  const double bytesPerSecond = chip.linkBytesPerSecond / kStreamingMemorySlowdown;
-  return static_cast<uint64_t>(chip.linkLatencyCycles) +
-         static_cast<uint64_t>(
-             std::ceil(static_cast<double>(bytes) * chip.clockHz / bytesPerSecond));
+  return transferCycles(bytes, chip.linkLatencyCycles,
+                        chip.linkBytesPerSecond / kStreamingMemorySlowdown, chip);
 }
 
 uint64_t syncCycles(int64_t numIpus, const ChipSpec& chip) {

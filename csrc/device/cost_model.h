@@ -5,7 +5,6 @@
 #include "ir/node.h"
 
 #include <cstdint>
-#include <limits>
 
 namespace popsim::device {
 
@@ -29,11 +28,11 @@ constexpr double kMatMulEfficiency = 0.6;
 //   pass over n elements per tile (v = 2 for fp32), more passes for
 //   transcendental functions, softmax and normalisations;
 // - layout ops: exchange only; reshape is free (a view).
-// A matmul or convolution whose temporaries exceed `temporaryBudgetBytes`
-// runs in serial passes (see OpTemporaries): each extra pass adds a sync and
-// exchanges the smaller operand again.
+// A matmul or convolution planned in several serial passes (`temporaries`,
+// from planOpTemporaries; the default is one pass) pays, for each extra pass,
+// a sync and another exchange of its smaller operand.
 OpCost estimateOpCost(const ir::Node& node, const ChipSpec& chip,
-                      uint64_t temporaryBudgetBytes = std::numeric_limits<uint64_t>::max());
+                      const OpTemporaries& temporaries = {});
 
 // A host <-> IPU transfer: fixed latency plus bytes at host bandwidth.
 uint64_t hostTransferCycles(uint64_t bytes, const ChipSpec& chip);

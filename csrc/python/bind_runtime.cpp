@@ -377,9 +377,7 @@ void bindRuntime(py::module_& module) {
              result["stages"] = layout.numStages();
              result["ipus"] = layout.numIpus();
              result["pipeline_stages"] = layout.pipelineLength();
-             result["schedule"] = executable.options().mode == runtime::ExecutionMode::Sharded
-                                      ? "Sequential"
-                                      : runtime::scheduleName(executable.options().schedule);
+             result["schedule"] = runtime::scheduleName(executable.options().schedule);
              result["cycles_per_step"] = executable.schedule().size();
              result["prefetch_depth"] = executable.options().prefetchDepth;
              return result;

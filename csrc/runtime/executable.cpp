@@ -45,8 +45,7 @@ template <typename T> void accumulate(void* destination, const void* source, int
 
 // PopTorch's rules for pipelines: enough micro-batches to fill every stage.
 void checkPipelineRules(const passes::TaskLayout& layout, const CompileOptions& options) {
-  if (layout.numStages() < 2 || options.mode != ExecutionMode::Pipelined ||
-      options.schedule == ScheduleKind::Sequential) {
+  if (layout.numStages() < 2 || options.schedule == ScheduleKind::Sequential) {
     return;
   }
   const int64_t stages = static_cast<int64_t>(layout.pipelineLength());
@@ -103,9 +102,13 @@ struct Executable::CallContext {
 Executable::~Executable() = default;
 
 int64_t Executable::microBatchesPerStep() const {
-  return options_.program == ProgramKind::Inference
-             ? options_.deviceIterations * options_.gradientAccumulation
-             : options_.gradientAccumulation;
+  return options_.program == ProgramKind::Inference ? microBatchesPerCall()
+                                                    : options_.gradientAccumulation;
+}
+
+Executable::OutputCopy Executable::outputCopyOf(int64_t microBatch) const {
+  return {options_.output.slotOf(microBatch, microBatchesPerCall()),
+          options_.output.mode == OutputMode::Sum && microBatch > 0};
 }
 
 int64_t Executable::stepsPerCall() const {
@@ -118,6 +121,10 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& graph,
   options.output.validate(options.deviceIterations * options.gradientAccumulation);
   std::unique_ptr<Executable> executable(new Executable());
   executable->options_ = options;
+  if (options.mode == ExecutionMode::Sharded) {
+    // Sharded execution is the sequential schedule: one task at a time.
+    executable->options_.schedule = ScheduleKind::Sequential;
+  }
   POPSIM_CHECK(options.gradientAccumulation >= 1, ErrorKind::InvalidOption,
                "gradientAccumulation must be at least 1, got ", options.gradientAccumulation, ".");
   POPSIM_CHECK(options.prefetchDepth >= 0, ErrorKind::InvalidOption,
@@ -163,7 +170,7 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& graph,
                "the model's stages use ", layout.numIpus(), " IPUs but the simulated system has ",
                options.system.numIpus,
                " (Simulator.numIpus). Raise it or place the blocks on fewer IPUs.");
-  checkPipelineRules(layout, options);
+  checkPipelineRules(layout, executable->options_);
   passes::orderNodesByTask(program, layout);
   passes::insertIpuCopies(program);
   if (options.recomputation) {
@@ -174,19 +181,15 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& graph,
   passes::MemoryPlanOptions planOptions;
   planOptions.numIpus = options.system.numIpus;
   executable->plan_ = passes::planMemory(program, planOptions);
-  const ScheduleKind schedule =
-      options.mode == ExecutionMode::Sharded ? ScheduleKind::Sequential : options.schedule;
-  executable->schedule_ = buildSchedule(layout, executable->microBatchesPerStep(), schedule);
+  executable->schedule_ =
+      buildSchedule(layout, executable->microBatchesPerStep(), executable->options_.schedule);
   executable->memory_ = std::make_unique<DeviceMemory>(executable->plan_);
   executable->planChannels();
   executable->placeOffChipTensors();
-  executable->planStreaming();
-  executable->planTransientMemory();
-  executable->memoryReport_ = device::buildMemoryReport(
-      program, executable->plan_, options.system,
-      {executable->stashBytes_, executable->stashOffChipBytes_, executable->prefetchBytes_,
-       executable->temporaryBytes_, executable->temporaryBudgets(), executable->streamedInBytes_,
-       executable->offChip_});
+  const std::vector<device::OpTemporaries> temporaries = executable->planTemporaries();
+  executable->planTransientMemory(temporaries, executable->planStreaming());
+  executable->memoryReport_ =
+      device::buildMemoryReport(program, executable->plan_, options.system, executable->buffers_);
   device::checkMemoryFits(executable->memoryReport_, options.system);
 
   const DeviceMemory& memory = *executable->memory_;
@@ -202,7 +205,7 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& graph,
           : (layout.numIpus() > 1 ? std::max<int64_t>(1, omp_get_max_threads() / layout.numIpus())
                                   : 0);
   executable->weightsVersions_.assign(static_cast<size_t>(options.system.numIpus), 0);
-  executable->buildTasks();
+  executable->buildTasks(temporaries);
   POPSIM_LOG(Info) << "compiled " << program.nodes().size() << " ops in " << layout.numStages()
                    << " stage(s) on " << layout.numIpus() << " IPU(s) for "
                    << options.deviceIterations << " device iteration(s)";
@@ -220,7 +223,7 @@ bool placedOffChip(const ir::Value& value, const TensorLocation& location) {
 void Executable::placeOffChipTensors() {
   const auto place = [&](const ir::Value* value, const TensorLocation& location) {
     if (placedOffChip(*value, location) && plan_.hasSlot(value)) {
-      offChip_.insert(plan_.storageRoot(value));
+      buffers_.offChip.insert(plan_.storageRoot(value));
     }
   };
   for (const ir::Value* weight : graph_->weights()) {
@@ -239,23 +242,24 @@ void Executable::placeOffChipTensors() {
 // writes just after, so only one op's share is on chip at a time. A task's
 // stashed values go out after it and come back before their reader, in one
 // transfer each way.
-void Executable::planStreaming() {
+std::vector<uint64_t> Executable::planStreaming() {
   const device::ChipSpec& chip = options_.system.spec();
   const auto cycles = [&](uint64_t bytes) {
     return bytes == 0 ? 0 : device::streamingMemoryCycles(bytes, chip);
   };
-  streamedWorkingBytes_.clear();
+  const std::set<const ir::Value*>& offChip = buffers_.offChip;
+  std::vector<uint64_t> workingBytes;
   for (const auto& node : graph_->nodes()) {
     std::set<const ir::Value*> read;
     std::set<const ir::Value*> written;
     for (const ir::Value* input : node->inputs()) {
       const ir::Value* root = plan_.storageRoot(input);
-      if (offChip_.count(root) != 0) read.insert(root);
+      if (offChip.count(root) != 0) read.insert(root);
     }
     for (size_t index : node->schema().mutatedInputs) {
       if (index >= node->inputs().size()) continue; // an optional input left out
       const ir::Value* root = plan_.storageRoot(node->input(index));
-      if (offChip_.count(root) != 0) written.insert(root);
+      if (offChip.count(root) != 0) written.insert(root);
     }
     const auto bytes = [&](const std::set<const ir::Value*>& roots) {
       uint64_t sum = 0;
@@ -268,28 +272,33 @@ void Executable::planStreaming() {
     task.streamInCycles += cycles(bytes(read));
     task.streamOutCycles += cycles(bytes(written));
     read.insert(written.begin(), written.end());
-    streamedWorkingBytes_.push_back(bytes(read));
+    workingBytes.push_back(bytes(read));
   }
   for (TaskProgram& task : tasks_) {
     task.streamInCycles += cycles(task.stashInBytes);
     task.streamOutCycles += cycles(task.stashOutBytes);
   }
+  return workingBytes;
 }
 
-uint64_t Executable::temporaryBudget(int64_t ipu) const {
-  auto it = options_.availableMemoryProportion.find(ipu);
-  const double proportion = it != options_.availableMemoryProportion.end()
-                                ? it->second
-                                : device::kDefaultAvailableMemoryProportion;
-  return static_cast<uint64_t>(proportion * static_cast<double>(options_.system.memoryCapacity()));
-}
-
-std::vector<uint64_t> Executable::temporaryBudgets() const {
+// Each IPU's budget is availableMemoryProportion x its memory.
+std::vector<device::OpTemporaries> Executable::planTemporaries() {
   std::vector<uint64_t> budgets;
   for (int64_t ipu = 0; ipu < options_.system.numIpus; ++ipu) {
-    budgets.push_back(temporaryBudget(ipu));
+    auto it = options_.availableMemoryProportion.find(ipu);
+    const double proportion = it != options_.availableMemoryProportion.end()
+                                  ? it->second
+                                  : device::kDefaultAvailableMemoryProportion;
+    budgets.push_back(
+        static_cast<uint64_t>(proportion * static_cast<double>(options_.system.memoryCapacity())));
   }
-  return budgets;
+  std::vector<device::OpTemporaries> temporaries;
+  for (const auto& node : graph_->nodes()) {
+    temporaries.push_back(
+        device::planOpTemporaries(*node, budgets[static_cast<size_t>(node->placement().ipu)]));
+  }
+  buffers_.temporaryBudget = std::move(budgets);
+  return temporaries;
 }
 
 // An op's temporaries and the off-chip tensors it works on live only while
@@ -297,7 +306,8 @@ std::vector<uint64_t> Executable::temporaryBudgets() const {
 // (not-always-live memory is shared over time). What they need beyond the
 // arena at their worst step is reported: temporaries first, then what
 // streamed-in tensors add on top of them.
-void Executable::planTransientMemory() {
+void Executable::planTransientMemory(const std::vector<device::OpTemporaries>& temporaries,
+                                     const std::vector<uint64_t>& streamedWorkingBytes) {
   const int64_t steps = static_cast<int64_t>(graph_->nodes().size());
   const size_t numIpus = static_cast<size_t>(options_.system.numIpus);
   std::vector<std::vector<size_t>> live(numIpus);
@@ -309,21 +319,19 @@ void Executable::planTransientMemory() {
   for (int64_t step = 0; step < steps; ++step) {
     const ir::Node& node = *graph_->nodes()[static_cast<size_t>(step)];
     const size_t ipu = static_cast<size_t>(node.placement().ipu);
-    const uint64_t inUse =
-        live[ipu][static_cast<size_t>(step)] +
-        device::planOpTemporaries(node, temporaryBudget(node.placement().ipu)).bytes;
+    const size_t index = static_cast<size_t>(step);
+    const uint64_t inUse = live[ipu][index] + temporaries[index].bytes;
     withTemporaries[ipu] = std::max(withTemporaries[ipu], inUse);
-    withStreamed[ipu] =
-        std::max(withStreamed[ipu], inUse + streamedWorkingBytes_[static_cast<size_t>(step)]);
+    withStreamed[ipu] = std::max(withStreamed[ipu], inUse + streamedWorkingBytes[index]);
   }
-  temporaryBytes_.assign(numIpus, 0);
-  streamedInBytes_.assign(numIpus, 0);
+  buffers_.temporaries.assign(numIpus, 0);
+  buffers_.streamedIn.assign(numIpus, 0);
   for (size_t ipu = 0; ipu < numIpus; ++ipu) {
     const uint64_t arena =
         plan_.ipus()[ipu].regionBytes[static_cast<size_t>(passes::MemoryRegion::Activations)];
     const uint64_t beyondTemporaries = std::max(arena, withTemporaries[ipu]);
-    temporaryBytes_[ipu] = beyondTemporaries - arena;
-    streamedInBytes_[ipu] = std::max(beyondTemporaries, withStreamed[ipu]) - beyondTemporaries;
+    buffers_.temporaries[ipu] = beyondTemporaries - arena;
+    buffers_.streamedIn[ipu] = std::max(beyondTemporaries, withStreamed[ipu]) - beyondTemporaries;
   }
 }
 
@@ -334,9 +342,19 @@ void Executable::planChannels() {
   const ir::Graph& program = *graph_;
   const size_t numTasks = layout_.tasks().size();
   tasks_.assign(numTasks, {});
-  stashBytes_.assign(static_cast<size_t>(options_.system.numIpus), 0);
-  stashOffChipBytes_.assign(static_cast<size_t>(options_.system.numIpus), 0);
-  prefetchBytes_.assign(static_cast<size_t>(options_.system.numIpus), 0);
+  for (size_t task = 0; task < numTasks; ++task) {
+    tasks_[task].name = layout_.tasks()[task].name();
+  }
+  const size_t numIpus = static_cast<size_t>(options_.system.numIpus);
+  buffers_.stash.assign(numIpus, 0);
+  buffers_.stashOffChip.assign(numIpus, 0);
+  buffers_.prefetch.assign(numIpus, 0);
+  for (const ir::Value* input : program.inputs()) {
+    inputAddresses_.push_back(memory_->address(input));
+  }
+  for (const ir::Value* output : program.outputs()) {
+    outputAddresses_.push_back(memory_->address(output));
+  }
 
   // The task that writes each storage root: its producer's, or for inputs
   // the task that streams them (their first user's on their home IPU).
@@ -359,7 +377,7 @@ void Executable::planChannels() {
     }
     writer[input] = task;
     tasks_[task].streamedInputs.push_back(i);
-    prefetchBytes_[static_cast<size_t>(layout_.tasks()[task].ipu)] +=
+    buffers_.prefetch[static_cast<size_t>(layout_.tasks()[task].ipu)] +=
         input->type().bytes() * static_cast<uint64_t>(options_.prefetchDepth);
   }
   for (size_t i = 0; i < program.outputs().size(); ++i) {
@@ -425,20 +443,21 @@ void Executable::planChannels() {
         // Streamed out after the producing task, back in before the reader.
         tasks_[from].stashOutBytes += bytes;
         tasks_[task].stashInBytes += bytes;
-        stashOffChipBytes_[ipu] += bytes * static_cast<uint64_t>(most);
+        buffers_.stashOffChip[ipu] += bytes * static_cast<uint64_t>(most);
       } else {
-        stashBytes_[ipu] += bytes * static_cast<uint64_t>(most);
+        buffers_.stash[ipu] += bytes * static_cast<uint64_t>(most);
       }
     }
   }
 }
 
-void Executable::buildTasks() {
+void Executable::buildTasks(const std::vector<device::OpTemporaries>& temporaries) {
   const ir::Graph& program = *graph_;
   const device::ChipSpec& chip = options_.system.spec();
   const DeviceMemory& memory = *memory_;
   ThreadCountScope threads(threadsPerIpu_);
-  for (const auto& node : program.nodes()) {
+  for (size_t index = 0; index < program.nodes().size(); ++index) {
+    const auto& node = program.nodes()[index];
     const size_t task = layout_.taskOf(*node);
     const int64_t ipu = node->placement().ipu;
     kernels::KernelRequest request{*node,
@@ -454,9 +473,8 @@ void Executable::buildTasks() {
       request.outputs.push_back({memory.address(output), output->type()});
     }
     auto kernel = kernels::createKernel(request);
-    const uint64_t budget = temporaryBudget(ipu);
-    const uint64_t cycles = device::estimateOpCost(*node, chip, budget).total();
-    const device::OpTemporaries temporaries = device::planOpTemporaries(*node, budget);
+    const device::OpTemporaries& opTemporaries = temporaries[index];
+    const uint64_t cycles = device::estimateOpCost(*node, chip, opTemporaries).total();
     std::string implementation = kernel ? kernel->implementation() : "view";
     TaskProgram& taskProgram = tasks_[task];
     taskProgram.computeCycles += cycles;
@@ -474,8 +492,8 @@ void Executable::buildTasks() {
       taskProgram.steps.push_back({kernel.get(), {}});
     }
     program_.push_back({std::string(node->name()), node->location().str(), implementation,
-                        layout_.tasks()[task].name(), ipu, cycles, temporaries.bytes,
-                        temporaries.passes, temporaries.unboundedBytes});
+                        taskProgram.name, ipu, cycles, opTemporaries.bytes, opTemporaries.passes,
+                        opTemporaries.unboundedBytes});
     kernels_.push_back(std::move(kernel));
   }
   for (TaskProgram& taskProgram : tasks_) {
@@ -491,7 +509,7 @@ std::vector<ir::TensorType> Executable::inputHostTypes() const {
   std::vector<ir::TensorType> types;
   for (const ir::Value* input : graph_->inputs()) {
     ir::TensorType type = input->type();
-    type.shape[0] *= options_.deviceIterations * options_.gradientAccumulation;
+    type.shape[0] *= microBatchesPerCall();
     types.push_back(type);
   }
   return types;
@@ -500,24 +518,22 @@ std::vector<ir::TensorType> Executable::inputHostTypes() const {
 std::vector<ir::TensorType> Executable::outputHostTypes() const {
   std::vector<ir::TensorType> types;
   for (const ir::Value* output : graph_->outputs()) {
-    types.push_back(
-        {output->type().dtype,
-         options_.output.hostShape(output->type().shape,
-                                   options_.deviceIterations * options_.gradientAccumulation)});
+    types.push_back({output->type().dtype,
+                     options_.output.hostShape(output->type().shape, microBatchesPerCall())});
   }
   return types;
 }
 
-void Executable::copyOutput(size_t index, const TensorView& destination, int64_t slot,
-                            bool accumulateInto) const {
+void Executable::copyOutput(size_t index, const TensorView& destination,
+                            const OutputCopy& copy) const {
   const ir::Value* output = graph_->outputs()[index];
   const size_t bytes = output->type().bytes();
   if (bytes == 0) {
     return;
   }
-  const void* source = memory_->address(output);
-  void* target = static_cast<uint8_t*>(destination.data) + static_cast<size_t>(slot) * bytes;
-  if (!accumulateInto) {
+  const void* source = outputAddresses_[index];
+  void* target = static_cast<uint8_t*>(destination.data) + static_cast<size_t>(copy.slot) * bytes;
+  if (!copy.accumulate) {
     std::memcpy(target, source, bytes);
     return;
   }
@@ -551,6 +567,7 @@ void Executable::run(const std::vector<TensorView>& inputs,
   }
 
   const CallContext call{inputs, outputs, std::chrono::steady_clock::now()};
+  ran_ = false; // a failing call leaves no half-recorded call behind
   wallTimes_.assign(static_cast<size_t>(layout_.numIpus()), {});
   if (layout_.numIpus() == 1) {
     ThreadCountScope threads(threadsPerIpu_);
@@ -596,12 +613,10 @@ void Executable::runIpu(int64_t ipu, const CallContext& call) {
   };
   for (int64_t step = 0; step < stepsPerCall(); ++step) {
     for (const ScheduledTask& scheduled : order) {
-      const passes::PipelineTask& task = layout_.tasks()[scheduled.task];
-      const int64_t microBatch =
-          scheduled.microBatch < 0 ? -1 : step * microBatchesPerStep() + scheduled.microBatch;
+      const int64_t microBatch = callMicroBatch(scheduled, step);
       const double start = seconds();
-      runTask(scheduled, step, stream, call);
-      wallTimes.push_back({ipu, task.name(), step, microBatch, start, seconds()});
+      runTask(scheduled, microBatch, stream, call);
+      wallTimes.push_back({ipu, tasks_[scheduled.task].name, step, microBatch, start, seconds()});
     }
   }
   stream.wait();
@@ -615,15 +630,13 @@ std::vector<TaskWallTime> Executable::lastTaskWallTimes() const {
   return all;
 }
 
-void Executable::runTask(const ScheduledTask& scheduled, int64_t step, dnnl::stream& stream,
+void Executable::runTask(const ScheduledTask& scheduled, int64_t microBatch, dnnl::stream& stream,
                          const CallContext& call) {
   const TaskProgram& task = tasks_[scheduled.task];
-  const int64_t perStep = microBatchesPerStep();
-  const int64_t microBatch = scheduled.microBatch < 0 ? -1 : step * perStep + scheduled.microBatch;
   for (size_t i : task.streamedInputs) {
     const size_t bytes = graph_->inputs()[i]->type().bytes();
     if (bytes != 0) {
-      std::memcpy(memory_->address(graph_->inputs()[i]),
+      std::memcpy(inputAddresses_[i],
                   static_cast<const uint8_t*>(call.inputs[i].data) +
                       static_cast<size_t>(microBatch) * bytes,
                   bytes);
@@ -642,12 +655,10 @@ void Executable::runTask(const ScheduledTask& scheduled, int64_t step, dnnl::str
   for (const Transfer& send : task.sends) {
     send.channel->push(send.address);
   }
-  const int64_t total = options_.deviceIterations * options_.gradientAccumulation;
-  for (size_t i : task.producedOutputs) {
-    const int64_t slot = options_.output.slotOf(microBatch, total);
-    if (slot >= 0) {
-      copyOutput(i, call.outputs[i], slot,
-                 options_.output.mode == OutputMode::Sum && microBatch > 0);
+  const OutputCopy copy = outputCopyOf(microBatch);
+  if (copy.slot >= 0) {
+    for (size_t i : task.producedOutputs) {
+      copyOutput(i, call.outputs[i], copy);
     }
   }
   if (layout_.tasks()[scheduled.task].kind == passes::TaskKind::Update && !task.steps.empty()) {
@@ -665,7 +676,6 @@ void Executable::runTask(const ScheduledTask& scheduled, int64_t step, dnnl::str
 void Executable::simulateClock() {
   const device::ChipSpec& chip = options_.system.spec();
   const uint64_t sync = layout_.numIpus() > 1 ? device::syncCycles(layout_.numIpus(), chip) : 0;
-  const int64_t total = options_.deviceIterations * options_.gradientAccumulation;
   std::vector<HostInputLink> links(static_cast<size_t>(layout_.numIpus()),
                                    HostInputLink(options_.prefetchDepth));
   uint64_t now = 0;
@@ -678,13 +688,12 @@ void Executable::simulateClock() {
       for (const ScheduledTask& scheduled : cycle) {
         const passes::PipelineTask& task = layout_.tasks()[scheduled.task];
         const TaskProgram& program = tasks_[scheduled.task];
-        const int64_t microBatch =
-            scheduled.microBatch < 0 ? -1 : step * microBatchesPerStep() + scheduled.microBatch;
+        const int64_t microBatch = callMicroBatch(scheduled, step);
         computing[task.ipu] += program.computeCycles;
         uint64_t& clock = busy[task.ipu];
         const auto event = [&](EventPart part, uint64_t start, uint64_t end) {
           callTimeline_.push_back({task.ipu,
-                                   task.name(),
+                                   program.name,
                                    task.kind,
                                    step,
                                    microBatch,
@@ -712,10 +721,10 @@ void Executable::simulateClock() {
         record(EventPart::Compute, program.computeCycles - program.copyCycles);
         record(EventPart::StreamingMemory, program.streamOutCycles);
         if (!program.streamedInputs.empty()) link.finishedReading(now + clock);
-        for (size_t i : program.producedOutputs) {
-          const bool returned = options_.output.slotOf(microBatch, total) >= 0;
-          const bool summed = options_.output.mode == OutputMode::Sum && microBatch > 0;
-          if (returned && !summed) {
+        // Summed outputs stay on the device until the call's end.
+        const OutputCopy copy = outputCopyOf(microBatch);
+        if (copy.slot >= 0 && !copy.accumulate) {
+          for (size_t i : program.producedOutputs) {
             record(EventPart::HostOutput,
                    device::hostTransferCycles(graph_->outputs()[i]->type().bytes(), chip));
           }
@@ -729,7 +738,7 @@ void Executable::simulateClock() {
   callCycles_ = now;
   // An inference step runs all the call's iterations.
   computeCyclesPerIteration_ = options_.program == ProgramKind::Inference
-                                   ? computeOnly / static_cast<uint64_t>(microBatchesPerStep())
+                                   ? computeOnly / static_cast<uint64_t>(options_.deviceIterations)
                                    : computeOnly;
 }
 

@@ -2,6 +2,7 @@
 
 #include "device/ipu_system.h"
 #include "device/memory_report.h"
+#include "device/op_temporaries.h"
 #include "ir/graph.h"
 #include "kernels/kernel.h"
 #include "passes/memory_plan.h"
@@ -56,7 +57,9 @@ struct CompileOptions {
   // Stage and IPU of each block (empty for a model without blocks).
   std::vector<passes::StageAssignment> stages;
   ExecutionMode mode = ExecutionMode::Pipelined;
-  ScheduleKind schedule = ScheduleKind::Interleaved; // pipelined only
+  // Pipelined only: a compiled executable's options() say Sequential for
+  // sharded execution.
+  ScheduleKind schedule = ScheduleKind::Interleaved;
   // Training: each stage's backward pass recomputes its forward activations
   // from the stashed stage inputs (less stash memory, more compute).
   bool recomputation = false;
@@ -164,7 +167,7 @@ public:
   const passes::TaskLayout& layout() const { return layout_; }
   const passes::MemoryPlan& memoryPlan() const { return plan_; }
   // Storage roots kept off chip, in Streaming Memory.
-  bool isOffChip(const ir::Value* root) const { return offChip_.count(root) != 0; }
+  bool isOffChip(const ir::Value* root) const { return buffers_.offChip.count(root) != 0; }
   // Cycles of one step (device iteration), in pipeline order.
   const std::vector<PipelineCycle>& schedule() const { return schedule_; }
 
@@ -211,6 +214,7 @@ private:
     std::vector<Transfer> restores; // stashed values, at the start
     std::vector<Step> steps;
     std::vector<Transfer> sends; // values later tasks need, at the end
+    std::string name;            // "F0", "B1", ...: the task's name, built once
     std::vector<size_t> streamedInputs;
     std::vector<size_t> producedOutputs;
     uint64_t computeCycles = 0; // inter-IPU copies included
@@ -228,22 +232,38 @@ private:
   struct CallContext;
 
   Executable() = default;
-  void buildTasks();
+  // Each node's temporaries under its IPU's budget, in node order.
+  std::vector<device::OpTemporaries> planTemporaries();
+  void buildTasks(const std::vector<device::OpTemporaries>& temporaries);
   void planChannels();
   void placeOffChipTensors();
-  void planStreaming();
-  // Bytes a matmul or convolution on `ipu` may use for temporaries.
-  uint64_t temporaryBudget(int64_t ipu) const;
-  std::vector<uint64_t> temporaryBudgets() const;
-  void planTransientMemory();
+  // Charges each task's Streaming Memory transfers; returns, per node, the
+  // off-chip bytes it works on.
+  std::vector<uint64_t> planStreaming();
+  void planTransientMemory(const std::vector<device::OpTemporaries>& temporaries,
+                           const std::vector<uint64_t>& streamedWorkingBytes);
 
   void simulateClock();
-  void runTask(const ScheduledTask& scheduled, int64_t step, dnnl::stream& stream,
+  void runTask(const ScheduledTask& scheduled, int64_t microBatch, dnnl::stream& stream,
                const CallContext& call);
   void runIpu(int64_t ipu, const CallContext& call);
   const ir::Value& variableNamed(const std::string& name) const;
-  void copyOutput(size_t index, const TensorView& destination, int64_t slot, bool accumulate) const;
   int64_t microBatchesPerStep() const;
+  int64_t microBatchesPerCall() const {
+    return options_.deviceIterations * options_.gradientAccumulation;
+  }
+  // A scheduled task's micro-batch in the call (-1 for updates).
+  int64_t callMicroBatch(const ScheduledTask& scheduled, int64_t step) const {
+    return scheduled.microBatch < 0 ? -1 : step * microBatchesPerStep() + scheduled.microBatch;
+  }
+  // Where a micro-batch's outputs go in the call's output buffers (slot < 0:
+  // not returned), and whether they add to what is there (OutputMode.Sum).
+  struct OutputCopy {
+    int64_t slot = -1;
+    bool accumulate = false;
+  };
+  OutputCopy outputCopyOf(int64_t microBatch) const;
+  void copyOutput(size_t index, const TensorView& destination, const OutputCopy& copy) const;
   int64_t stepsPerCall() const;
 
   CompileOptions options_;
@@ -255,17 +275,12 @@ private:
   std::vector<std::unique_ptr<kernels::Kernel>> kernels_; // null for views and copies
   std::vector<TaskProgram> tasks_;
   std::vector<std::unique_ptr<Channel>> channels_;
-  std::vector<uint64_t> stashBytes_;        // per IPU, on chip
-  std::vector<uint64_t> stashOffChipBytes_; // per IPU, activations placed off chip
-  std::vector<uint64_t> prefetchBytes_;     // per IPU
-  // Per node, the off-chip bytes it works on (streamed in to it).
-  std::vector<uint64_t> streamedWorkingBytes_;
-  // Per IPU, what op temporaries and streamed-in tensors add to the
-  // activation arena at their worst step.
-  std::vector<uint64_t> temporaryBytes_;
-  std::vector<uint64_t> streamedInBytes_;
-  // Storage roots kept in Streaming Memory.
-  std::set<const ir::Value*> offChip_;
+  // What the runtime adds to the memory plan per IPU (stash, prefetch
+  // buffers, temporaries, ...) and the tensors it keeps off chip.
+  device::RuntimeBuffers buffers_;
+  // Device addresses of the graph's inputs and outputs, by index.
+  std::vector<void*> inputAddresses_;
+  std::vector<const void*> outputAddresses_;
   std::vector<PipelineCycle> schedule_;
   std::vector<ProgramStep> program_;
   int64_t threadsPerIpu_ = 0;

@@ -15,8 +15,10 @@ template <typename T> std::vector<uint8_t> filled(int64_t count, double value) {
   return bytes;
 }
 
-// A constant of `type` with every element `value`. Shapes in a trace are
-// static, so tensors created like another one are compile-time constants.
+} // namespace
+
+// Shapes in a trace are static, so tensors created like another one are
+// compile-time constants.
 ir::Value* constantFilled(LoweringContext& ctx, const ir::TensorType& type, double value) {
   const int64_t count = type.numel();
   switch (type.dtype) {
@@ -28,6 +30,8 @@ ir::Value* constantFilled(LoweringContext& ctx, const ir::TensorType& type, doub
   }
   ctx.unsupported("creating float64 tensors (popsim computes in float32)");
 }
+
+namespace {
 
 // The dtype argument, or `fallback` when it is None.
 ir::DType dtypeArgument(LoweringContext& ctx, ir::DType fallback) {

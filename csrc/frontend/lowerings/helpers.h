@@ -62,4 +62,7 @@ inline ir::Value* floatTensor(LoweringContext& context, size_t index) {
   return value;
 }
 
+// A constant of `type` with every element `value` (creation.cpp).
+ir::Value* constantFilled(LoweringContext& ctx, const ir::TensorType& type, double value);
+
 } // namespace popsim::frontend::lowerings

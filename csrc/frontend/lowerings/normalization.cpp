@@ -1,24 +1,13 @@
 #include "frontend/lowering_registry.h"
 #include "frontend/lowerings/helpers.h"
 
-#include <cstring>
-
 namespace popsim::frontend::lowerings {
 namespace {
 
-// A float32 constant of `shape` filled with `value` (stands in for a missing
-// affine weight or bias).
-ir::Value* filled(LoweringContext& ctx, const ir::Shape& shape, float value) {
-  const ir::TensorType type{ir::DType::Float32, shape};
-  std::vector<uint8_t> bytes(type.bytes());
-  for (size_t offset = 0; offset < bytes.size(); offset += sizeof(float)) {
-    std::memcpy(bytes.data() + offset, &value, sizeof(float));
-  }
-  return ctx.constant(type, std::move(bytes));
-}
-
+// A missing affine weight or bias stands in as a constant filled with `value`.
 ir::Value* tensorOr(LoweringContext& ctx, size_t index, const ir::Shape& shape, float value) {
-  return ctx.isNone(index) ? filled(ctx, shape, value) : floatTensor(ctx, index);
+  return ctx.isNone(index) ? constantFilled(ctx, {ir::DType::Float32, shape}, value)
+                           : floatTensor(ctx, index);
 }
 
 // new = (1 - momentum) * running + momentum * batch, written to the buffer.

@@ -66,7 +66,8 @@ TEST(OpTemporariesTest, EachExtraPassSyncsAndExchangesTheSmallerOperandAgain) {
   const Node* node = linear(graph);
   const device::ChipSpec& mk2 = device::chipSpec(device::ChipVersion::Mk2);
   const device::OpCost one = device::estimateOpCost(*node, mk2);
-  const device::OpCost seven = device::estimateOpCost(*node, mk2, 512 * 1024);
+  const device::OpCost seven =
+      device::estimateOpCost(*node, mk2, device::planOpTemporaries(*node, 512 * 1024));
   // x: 512 KiB over 1472 tiles at 4 bytes per tile-cycle.
   const uint64_t exchangeX = (kX + 1472 * 4 - 1) / (1472 * 4);
   EXPECT_EQ(seven.computeCycles, one.computeCycles);
