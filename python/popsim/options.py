@@ -85,7 +85,8 @@ class _OptionGroup:
     _group_name = "Options"
 
     def __init__(self):
-        object.__setattr__(self, "_values", dict(self._defaults))
+        # Deep: defaults such as TensorLocationSettings are mutable, and each Options owns its own.
+        object.__setattr__(self, "_values", copy.deepcopy(self._defaults))
         object.__setattr__(self, "_frozen", False)
 
     def _set(self, name, value):
@@ -399,13 +400,15 @@ class Options(_OptionGroup):
         return values
 
     def __deepcopy__(self, memo):
+        # Values are copied deeply: a model's frozen copy must not change when the caller
+        # changes a TensorLocationSettings it read from its own options.
         twin = Options.__new__(Options)
-        object.__setattr__(twin, "_values", copy.copy(self._values))
+        object.__setattr__(twin, "_values", copy.deepcopy(self._values, memo))
         object.__setattr__(twin, "_frozen", self._frozen)
         for name in _GROUPS:
             group = getattr(self, name)
             group_copy = type(group).__new__(type(group))
-            object.__setattr__(group_copy, "_values", copy.copy(group._values))
+            object.__setattr__(group_copy, "_values", copy.deepcopy(group._values, memo))
             object.__setattr__(group_copy, "_frozen", group._frozen)
             object.__setattr__(twin, name, group_copy)
         return twin

@@ -112,3 +112,18 @@ def test_prefetch_depth():
                            match=r"^prefetchDepth expects a non-negative integer \(0 turns "
                                  r"prefetching off\), got "):
             popsim.Options().prefetchDepth(bad)
+
+
+def test_options_do_not_share_tensor_location_settings():
+    first, second = popsim.Options(), popsim.Options()
+    first.TensorLocations.weight_location.useOnChipStorage(False)
+    assert second.TensorLocations.weight_location.on_chip
+    assert popsim.Options().TensorLocations.weight_location.on_chip
+    # A model's frozen copy does not follow later changes to the caller's options.
+    opts = popsim.Options()
+    model = popsim.inferenceModel(MnistNetwork(), opts)
+    opts.TensorLocations.activation_location.useOnChipStorage(False)
+    assert model.options.TensorLocations.activation_location.on_chip
+    twin = model.options.clone()
+    twin.TensorLocations.optimizer_location.useOnChipStorage(False)
+    assert model.options.TensorLocations.optimizer_location.on_chip
