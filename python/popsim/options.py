@@ -127,7 +127,23 @@ class _OptionGroup:
         return f"{self._group_name}({fields})"
 
 
+# Fields whose setter is not their name in camelCase (test_options checks every field).
+_SETTERS = {
+    "profile_dir": "enableProfiling",
+    "execution_strategy": "setExecutionStrategy",
+    "available_memory_proportion": "setAvailableMemoryProportion",
+    "output_return_period": "outputMode",
+    "recomputation_enabled": "recomputation",
+    "optimizer_location": "setOptimizerLocation",
+    "weight_location": "setWeightLocation",
+    "accumulator_location": "setAccumulatorLocation",
+    "activation_location": "setActivationLocation",
+}
+
+
 def _setter_name(field):
+    if field in _SETTERS:
+        return _SETTERS[field]
     head, *rest = field.split("_")
     return head + "".join(part.capitalize() for part in rest)
 

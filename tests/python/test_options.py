@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 
 import pytest
 import torch
@@ -112,6 +113,23 @@ def test_prefetch_depth():
                            match=r"^prefetchDepth expects a non-negative integer \(0 turns "
                                  r"prefetching off\), got "):
             popsim.Options().prefetchDepth(bad)
+
+
+def test_read_only_hints_name_the_setter():
+    with pytest.raises(AttributeError, match=r"e\.g\. Options\.enableProfiling\(\.\.\.\)\.$"):
+        popsim.Options().profile_dir = "profile"
+    with pytest.raises(AttributeError, match=r"e\.g\. Options\.TensorLocations\."
+                                             r"setWeightLocation\(\.\.\.\)\.$"):
+        popsim.Options().TensorLocations.weight_location = popsim.TensorLocationSettings()
+    opts = popsim.Options()
+    for group in (opts, opts.Training, opts.Simulator, opts.TensorLocations):
+        for field in group.toDict():
+            if field in ("Training", "Simulator", "TensorLocations"):
+                continue
+            with pytest.raises(AttributeError) as raised:
+                setattr(group, field, None)
+            setter = re.search(r"\.(\w+)\(\.\.\.\)\.$", str(raised.value)).group(1)
+            assert callable(getattr(type(group), setter, None)), (field, setter)
 
 
 def test_options_do_not_share_tensor_location_settings():
