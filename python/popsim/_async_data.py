@@ -79,6 +79,7 @@ class _Loader:
         self.parent = parent
         self.slots = None  # per slot: one tensor per tensor leaf of a batch
         self.partial = None  # rebatching: (slot, samples filled, spec, others)
+        self.sent = 0  # batches sent to the user, over all epochs
 
     def run(self):
         signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -125,9 +126,11 @@ class _Loader:
                 pass
 
     def load_epoch(self, tag):
-        """Sends one epoch's batches; returns whether there were any."""
+        """Sends one epoch's batches; returns whether there were any. Rebatching counts
+        only the batches it sends: a source with fewer samples than one batch sends none,
+        and loading it again would only repeat empty epochs."""
         iterator = None
-        produced = False
+        sent_before = self.sent
         if self.partial is not None:  # samples of an earlier epoch are not carried over
             self.partial = (self.partial[0], 0, self.partial[2])
         try:
@@ -139,7 +142,6 @@ class _Loader:
                     self.send(tag, batch)
                 else:
                     self.add_to_rebatch(tag, batch)
-                produced = True
             if self.partial is not None and self.partial[1] > 0 and not self.drop_last:
                 self.ship_partial(tag)
             self.ready.put(("end", tag))
@@ -156,7 +158,7 @@ class _Loader:
             return False
         finally:
             del iterator  # shuts torch's worker processes down
-        return produced
+        return self.sent > sent_before
 
     def allocate(self, leaves, rows=None):
         if self.slots is None:
@@ -184,12 +186,13 @@ class _Loader:
         self.allocate(tensors)
         if not self.fits(tensors):
             self.put_checked(("inline", tag, batch))
-            return
-        slot = self.acquire()
-        for target, tensor in zip(self.slots[slot], tensors):
-            target.view(-1)[: tensor.numel()].copy_(tensor.reshape(-1))
-        shapes = [tuple(tensor.shape) for tensor in tensors]
-        self.put_checked(("batch", tag, slot, spec, shapes, others))
+        else:
+            slot = self.acquire()
+            for target, tensor in zip(self.slots[slot], tensors):
+                target.view(-1)[: tensor.numel()].copy_(tensor.reshape(-1))
+            shapes = [tuple(tensor.shape) for tensor in tensors]
+            self.put_checked(("batch", tag, slot, spec, shapes, others))
+        self.sent += 1
 
     def put_checked(self, message):
         """Queues a message that holds the user's objects. Queues pickle in a background
@@ -231,6 +234,7 @@ class _Loader:
         shapes = [(filled,) + tuple(target.shape[1:]) for target in self.slots[slot]]
         self.ready.put(("batch", tag, slot, spec, shapes, []))
         self.partial = None
+        self.sent += 1
 
 
 def _load(*args):

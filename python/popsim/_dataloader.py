@@ -32,12 +32,29 @@ def _factors(options, batch_size):
             f"{options.Training.gradient_accumulation}")
 
 
+def _check_not_too_small(dataset, combined, options, batch_size):
+    """A dataset smaller than one combined batch would give empty epochs with drop_last:
+    a loop that silently never runs, in every mode."""
+    try:
+        samples = len(dataset)
+    except TypeError:  # an iterable dataset without a length
+        return
+    if samples < combined:
+        raise OptionError(
+            f"popsim.DataLoader: the dataset has {samples} samples, fewer than one combined "
+            f"batch of {combined} ({_factors(options, batch_size)}), so with drop_last=True it "
+            "would yield no batches. Lower batch_size or the options' factors, or use more "
+            "samples.")
+
+
 class DataLoader(torch.utils.data.DataLoader):
     """A ``torch.utils.data.DataLoader`` that yields combined batches.
 
     Each batch holds ``batch_size`` x deviceIterations x replicationFactor x
     gradientAccumulation samples (``combinedBatchSize``), what one call of a
     model compiled with ``options`` takes; ``len()`` counts these batches.
+    With ``drop_last=True`` (the default), a dataset smaller than one combined
+    batch is an OptionError rather than epochs without batches.
     With ``shuffle=True`` and ``options.randomSeed(s)``, the order is the one
     a torch DataLoader with ``generator=torch.Generator().manual_seed(s)``
     gives. ``mode`` picks synchronous or background loading (see
@@ -85,6 +102,8 @@ class DataLoader(torch.utils.data.DataLoader):
         elif rebatched_worker_size is not None:
             raise OptionError("popsim.DataLoader: rebatched_worker_size needs "
                               "mode=DataLoaderMode.AsyncRebatched.")
+        if drop_last and kwargs.get("sampler") is None:
+            _check_not_too_small(dataset, combined, options, batch_size)
         if persistent_workers is None:
             persistent_workers = num_workers > 0
         if (shuffle and kwargs.get("generator") is None and options.random_seed is not None
