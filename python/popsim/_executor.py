@@ -84,6 +84,7 @@ class Executor:
         self._host_dirty = False
         self._syncing = False
         self._seen_training = None  # inference: training versions last uploaded
+        self._seen_generation = None  # inference: _training_registry.generation when checked
 
     def _check_options(self):
         opts = self._options
@@ -137,7 +138,7 @@ class Executor:
         outputs = self._executable.run(tensors)
         if self._training:
             self._host_dirty = True
-            self._record.version += 1
+            self._record.called()
             self._count_optimizer_steps()
         result = _structure.unflatten(outputs, self._output_structure)
         if self._profile_writer is not None:
@@ -214,9 +215,13 @@ class Executor:
 
     def _catch_up_with_training(self):
         """Uploads weights that training models of this model's modules trained since."""
+        generation = _training_registry.generation
+        if generation == self._seen_generation:  # no training model ran or came or went
+            return
         if _training_registry.versions(self._user_model) != self._seen_training:
             self._seen_training = self._sync_trainers_to_host()
             self._upload_weights()
+        self._seen_generation = generation
 
     def _count_optimizer_steps(self):
         """Counts the device's optimizer steps as PyTorch's optimizer.step() does, for
