@@ -287,8 +287,7 @@ class Executor:
         ``events`` list every task each IPU ran and whose ``str()`` draws the
         pipeline, one row per IPU."""
         self._require_compiled("executionTrace")
-        return ExecutionTrace(self._executable.timeline(), self._executable.last_run_cycles,
-                              self._executable.clock_hz, self._executable.pipeline())
+        return ExecutionTrace.of(self._executable)
 
     def simulatedTime(self):
         """Simulated seconds of the last call on the IPUs (cycles at the chip's clock)."""

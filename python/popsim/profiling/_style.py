@@ -1,6 +1,8 @@
 """Colours and labels shared by report.html and the matplotlib helpers, so both
 draw a profile the same way: forward green, backward red, as PopVision does."""
 
+from popsim._trace import TRANSFER_KINDS  # noqa: F401 (the kinds drawn as transfers)
+
 # ExecutionTrace event kinds, in legend order.
 KIND_COLOURS = {
     "forward": "#2e9e44",
@@ -25,7 +27,6 @@ KIND_LABELS = {
 }
 
 TASK_KINDS = ("forward", "backward", "forward+backward", "update")
-TRANSFER_KINDS = ("copy", "host_input", "host_output", "streaming")
 
 # Memory report categories (csrc/device/memory_report.cpp), in stacking order.
 CATEGORY_COLOURS = {

@@ -52,22 +52,18 @@ class _Compiled:
         self.meta = None
         self.page = None
 
-    def trace(self):
-        executable = self.executable
-        return ExecutionTrace(executable.timeline(), executable.last_run_cycles,
-                              executable.clock_hz, executable.pipeline())
-
     def build_call_parts(self, directory):
-        trace = self.trace()
+        trace = ExecutionTrace.of(self.executable)
         self.trace_body = serialize_events(
             simulated_events(trace, self.executable.program(), self.stages))
         self.meta = {"format": "popsim-trace", "version": FORMAT_VERSION, "model": self.model,
                      "kind": self.kind, "clock_hz": trace.clock_hz,
                      "total_cycles": trace.total_cycles, "pipeline": trace.pipeline,
                      "stages": self.stages, "compile_seconds": self.compile_seconds}
-        self.page = self._page(directory, trace)
+        self.page = self.page_json(directory, trace)
 
-    def _page(self, directory, trace):
+    def page_json(self, directory, trace):
+        """page_data() for report.html; `trace` is None before the first call."""
         summary = "\n".join(summary_lines(self.model, self.kind, directory, trace, self.stages,
                                           self.memory))
         return page_data(self.model, self.kind, self.memory, trace, summary)
@@ -91,11 +87,9 @@ class ProfileWriter:
                                    compile_seconds)
         compiled = self._compiled
         _write_atomically(self._path(_layout.MEMORY_FILE), json.dumps(compiled.memory, indent=1))
-        summary = "\n".join(summary_lines(compiled.model, self.kind, self.directory, None,
-                                          compiled.stages, compiled.memory))
-        page = page_data(compiled.model, self.kind, compiled.memory, None, summary)
         _write_atomically(self._path(_layout.REPORT_FILE),
-                          render_report(compiled.model, page, {"calls": 0}))
+                          render_report(compiled.model, compiled.page_json(self.directory, None),
+                                        {"calls": 0}))
 
     def after_call(self, wall_seconds):
         compiled = self._compiled
