@@ -7,8 +7,8 @@ import json
 import os
 import re
 
-from popsim.profiling._style import (CATEGORY_COLOURS, KIND_COLOURS, KIND_LABELS,
-                                     TRANSFER_KINDS, category_colour)
+from popsim.profiling._style import (KIND_COLOURS, KIND_LABELS, TRANSFER_KINDS, categories,
+                                     category_colour, category_order)
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _PLACEHOLDER = re.compile(r"__(TITLE|CSS|JS|HOST|DATA)__")
@@ -26,22 +26,14 @@ def _script_json(value):
 
 
 def _memory_data(memory):
-    seen = []
-    for ipu in memory["ipus"]:
-        for part in ("always_live", "not_always_live"):
-            for name in ipu[part]["categories"]:
-                if name not in seen:
-                    seen.append(name)
-    order = [name for name in CATEGORY_COLOURS if name in seen]
-    order += [name for name in seen if name not in order]
+    order = category_order(memory["ipus"])
     always_live = {name: name in memory["ipus"][0]["always_live"]["categories"]
                    for name in order} if memory["ipus"] else {}
     return {
         "categories": order,
         "always_live": always_live,
         "ipus": [{"ipu": ipu["ipu"], "limit": ipu["limit"], "total": ipu["total"],
-                  "categories": {**ipu["always_live"]["categories"],
-                                 **ipu["not_always_live"]["categories"]}}
+                  "categories": categories(ipu)}
                  for ipu in memory["ipus"]],
     }
 

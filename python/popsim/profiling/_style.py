@@ -45,3 +45,16 @@ OTHER_CATEGORY_COLOUR = "#444444"
 
 def category_colour(name):
     return CATEGORY_COLOURS.get(name, OTHER_CATEGORY_COLOUR)
+
+
+def categories(ipu):
+    """{category: bytes} of one IPU of memory.json, always-live categories first."""
+    return {**ipu["always_live"]["categories"], **ipu["not_always_live"]["categories"]}
+
+
+def category_order(ipus):
+    """The categories of memory.json's IPUs in stacking order: the known ones in
+    CATEGORY_COLOURS' order, then the others as they first appear."""
+    seen = list(dict.fromkeys(name for ipu in ipus for name in categories(ipu)))
+    return [name for name in CATEGORY_COLOURS if name in seen] + [
+        name for name in seen if name not in CATEGORY_COLOURS]
