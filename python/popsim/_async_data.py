@@ -27,7 +27,6 @@ stops the loader), stops when its parent dies, and is stopped by
 """
 
 import math
-import numbers
 import os
 import pickle
 import queue
@@ -40,15 +39,9 @@ import torch.multiprocessing as multiprocessing
 from multiprocessing.reduction import ForkingPickler
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
-from popsim.errors import OptionError
+from popsim.options import positive_int
 
 _POLL_SECONDS = 0.05
-
-
-def positive_int(owner, name, value):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise OptionError(f"{owner}: {name} must be a positive integer, got {value!r}.")
-    return int(value)
 
 
 def batch_count(samples, batch_size, drop_last):
@@ -298,10 +291,10 @@ class AsynchronousDataAccessor:
 
     def __init__(self, dataset, buffer_size=3, load_indefinitely=True, early_preload=False,
                  rebatched_size=None, drop_last=True):
-        buffer_size = positive_int("AsynchronousDataAccessor", "buffer_size", buffer_size)
+        buffer_size = positive_int("buffer_size", buffer_size, "AsynchronousDataAccessor")
         if rebatched_size is not None:
-            rebatched_size = positive_int("AsynchronousDataAccessor", "rebatched_size",
-                                          rebatched_size)
+            rebatched_size = positive_int("rebatched_size", rebatched_size,
+                                          "AsynchronousDataAccessor")
         self._source = dataset
         self._buffer_size = buffer_size
         self._load_indefinitely = bool(load_indefinitely)

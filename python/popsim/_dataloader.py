@@ -13,10 +13,10 @@ import weakref
 import torch
 import torch.utils.data
 
-from popsim._async_data import AsynchronousDataAccessor, batch_count, positive_int
+from popsim._async_data import AsynchronousDataAccessor, batch_count
 from popsim.enums import DataLoaderMode
 from popsim.errors import OptionError
-from popsim.options import Options
+from popsim.options import Options, positive_int
 
 _ASYNC_OPTIONS = ("buffer_size", "load_indefinitely", "early_preload")
 
@@ -80,7 +80,7 @@ class DataLoader(torch.utils.data.DataLoader):
         if not isinstance(mode, DataLoaderMode):
             raise OptionError(f"popsim.DataLoader: mode must be a popsim.DataLoaderMode, "
                               f"got {mode!r}.")
-        batch_size = positive_int("popsim.DataLoader", "batch_size", batch_size)
+        batch_size = positive_int("batch_size", batch_size, "popsim.DataLoader")
         options._freeze()
         combined = combined_batch_size(options, batch_size)
         async_options = dict(async_options or {})
@@ -93,8 +93,8 @@ class DataLoader(torch.utils.data.DataLoader):
                               "or DataLoaderMode.AsyncRebatched.")
         worker_batch = combined
         if mode == DataLoaderMode.AsyncRebatched:
-            worker_batch = positive_int("popsim.DataLoader", "rebatched_worker_size",
-                                        rebatched_worker_size or batch_size)
+            worker_batch = positive_int("rebatched_worker_size",
+                                        rebatched_worker_size or batch_size, "popsim.DataLoader")
             if worker_batch > combined:
                 raise OptionError(
                     f"popsim.DataLoader: rebatched_worker_size ({worker_batch}) is larger than "
