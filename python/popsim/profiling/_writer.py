@@ -16,7 +16,7 @@ from popsim._trace import ExecutionTrace
 from popsim.profiling import _layout
 from popsim.profiling._chrome_trace import (FORMAT_VERSION, host_events, serialize_events,
                                             simulated_events, trace_document)
-from popsim.profiling._html import page_data, render_report
+from popsim.profiling._html import host_json, page_data, render_report, report_parts
 from popsim.profiling._memory_json import memory_document
 from popsim.profiling._summary import summary_lines
 
@@ -50,7 +50,7 @@ class _Compiled:
         self.memory = memory_document(executable, model, kind)
         self.trace_body = None
         self.meta = None
-        self.page = None
+        self.report = None  # report.html before and after the host's numbers
 
     def build_call_parts(self, directory):
         trace = ExecutionTrace.of(self.executable)
@@ -60,7 +60,7 @@ class _Compiled:
                      "kind": self.kind, "clock_hz": trace.clock_hz,
                      "total_cycles": trace.total_cycles, "pipeline": trace.pipeline,
                      "stages": self.stages, "compile_seconds": self.compile_seconds}
-        self.page = self.page_json(directory, trace)
+        self.report = report_parts(self.model, self.page_json(directory, trace))
 
     def page_json(self, directory, trace):
         """page_data() for report.html; `trace` is None before the first call."""
@@ -104,5 +104,6 @@ class ProfileWriter:
                                          host_events(self._calls, wall_seconds, simulated,
                                                      compiled.executable.task_wall_times()),
                                          meta))
-        _write_atomically(self._path(_layout.REPORT_FILE), render_report(
-            compiled.model, compiled.page, {"calls": self._calls, "wall_ms": wall_seconds * 1e3}))
+        before, after = compiled.report
+        _write_atomically(self._path(_layout.REPORT_FILE), before + host_json(
+            {"calls": self._calls, "wall_ms": wall_seconds * 1e3}) + after)
