@@ -29,7 +29,6 @@ import popsim  # noqa: E402
 from timing import benchmark_network, median_seconds  # noqa: E402
 
 
-
 def main():
     parser = argparse.ArgumentParser(description="popsim vs eager PyTorch inference")
     parser.add_argument("--model", choices=["mnist", "resnet18"], default="mnist")

@@ -70,7 +70,6 @@ def trainer(model, strategy):
     return popsim.trainingModel(model, opts, popsim.optim.AdamW(model.parameters(), lr=1e-3))
 
 
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=5)

@@ -42,7 +42,6 @@ class WithLoss(nn.Module):
         return output, self.loss(output, labels)
 
 
-
 def main():
     parser = argparse.ArgumentParser(description="popsim vs eager PyTorch training")
     parser.add_argument("--model", choices=["mnist", "resnet18"], default="mnist")

@@ -3,8 +3,6 @@
 import statistics
 import time
 
-import torchvision
-
 
 def median_seconds(fn, repeats):
     """Median wall time of `repeats` calls of fn, after one warm-up call."""
@@ -21,4 +19,6 @@ def benchmark_network(model, mnist_network):
     """(network, image shape, display name) for --model mnist or resnet18."""
     if model == "mnist":
         return mnist_network(), (1, 28, 28), "MNIST network"
+    import torchvision  # only ResNet-18 needs it
+
     return torchvision.models.resnet18(num_classes=10), (3, 32, 32), "ResNet-18"

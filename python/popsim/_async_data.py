@@ -27,7 +27,6 @@ stops the loader), stops when its parent dies, and is stopped by
 """
 
 import math
-import numbers
 import os
 import pickle
 import queue
@@ -40,15 +39,9 @@ import torch.multiprocessing as multiprocessing
 from multiprocessing.reduction import ForkingPickler
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
-from popsim.errors import OptionError
+from popsim.options import positive_int
 
 _POLL_SECONDS = 0.05
-
-
-def positive_int(owner, name, value):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise OptionError(f"{owner}: {name} must be a positive integer, got {value!r}.")
-    return int(value)
 
 
 def batch_count(samples, batch_size, drop_last):
@@ -79,6 +72,7 @@ class _Loader:
         self.parent = parent
         self.slots = None  # per slot: one tensor per tensor leaf of a batch
         self.partial = None  # rebatching: (slot, samples filled, spec, others)
+        self.sent = 0  # batches sent to the user, over all epochs
 
     def run(self):
         signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -125,9 +119,11 @@ class _Loader:
                 pass
 
     def load_epoch(self, tag):
-        """Sends one epoch's batches; returns whether there were any."""
+        """Sends one epoch's batches; returns whether there were any. Rebatching counts
+        only the batches it sends: a source with fewer samples than one batch sends none,
+        and loading it again would only repeat empty epochs."""
         iterator = None
-        produced = False
+        sent_before = self.sent
         if self.partial is not None:  # samples of an earlier epoch are not carried over
             self.partial = (self.partial[0], 0, self.partial[2])
         try:
@@ -139,7 +135,6 @@ class _Loader:
                     self.send(tag, batch)
                 else:
                     self.add_to_rebatch(tag, batch)
-                produced = True
             if self.partial is not None and self.partial[1] > 0 and not self.drop_last:
                 self.ship_partial(tag)
             self.ready.put(("end", tag))
@@ -156,7 +151,7 @@ class _Loader:
             return False
         finally:
             del iterator  # shuts torch's worker processes down
-        return produced
+        return self.sent > sent_before
 
     def allocate(self, leaves, rows=None):
         if self.slots is None:
@@ -184,12 +179,13 @@ class _Loader:
         self.allocate(tensors)
         if not self.fits(tensors):
             self.put_checked(("inline", tag, batch))
-            return
-        slot = self.acquire()
-        for target, tensor in zip(self.slots[slot], tensors):
-            target.view(-1)[: tensor.numel()].copy_(tensor.reshape(-1))
-        shapes = [tuple(tensor.shape) for tensor in tensors]
-        self.put_checked(("batch", tag, slot, spec, shapes, others))
+        else:
+            slot = self.acquire()
+            for target, tensor in zip(self.slots[slot], tensors):
+                target.view(-1)[: tensor.numel()].copy_(tensor.reshape(-1))
+            shapes = [tuple(tensor.shape) for tensor in tensors]
+            self.put_checked(("batch", tag, slot, spec, shapes, others))
+        self.sent += 1
 
     def put_checked(self, message):
         """Queues a message that holds the user's objects. Queues pickle in a background
@@ -231,6 +227,7 @@ class _Loader:
         shapes = [(filled,) + tuple(target.shape[1:]) for target in self.slots[slot]]
         self.ready.put(("batch", tag, slot, spec, shapes, []))
         self.partial = None
+        self.sent += 1
 
 
 def _load(*args):
@@ -294,10 +291,10 @@ class AsynchronousDataAccessor:
 
     def __init__(self, dataset, buffer_size=3, load_indefinitely=True, early_preload=False,
                  rebatched_size=None, drop_last=True):
-        buffer_size = positive_int("AsynchronousDataAccessor", "buffer_size", buffer_size)
+        buffer_size = positive_int("buffer_size", buffer_size, "AsynchronousDataAccessor")
         if rebatched_size is not None:
-            rebatched_size = positive_int("AsynchronousDataAccessor", "rebatched_size",
-                                          rebatched_size)
+            rebatched_size = positive_int("rebatched_size", rebatched_size,
+                                          "AsynchronousDataAccessor")
         self._source = dataset
         self._buffer_size = buffer_size
         self._load_indefinitely = bool(load_indefinitely)

@@ -13,10 +13,10 @@ import weakref
 import torch
 import torch.utils.data
 
-from popsim._async_data import AsynchronousDataAccessor, batch_count, positive_int
+from popsim._async_data import AsynchronousDataAccessor, batch_count
 from popsim.enums import DataLoaderMode
 from popsim.errors import OptionError
-from popsim.options import Options
+from popsim.options import Options, positive_int
 
 _ASYNC_OPTIONS = ("buffer_size", "load_indefinitely", "early_preload")
 
@@ -32,12 +32,29 @@ def _factors(options, batch_size):
             f"{options.Training.gradient_accumulation}")
 
 
+def _check_not_too_small(dataset, combined, options, batch_size):
+    """A dataset smaller than one combined batch would give empty epochs with drop_last:
+    a loop that silently never runs, in every mode."""
+    try:
+        samples = len(dataset)
+    except TypeError:  # an iterable dataset without a length
+        return
+    if samples < combined:
+        raise OptionError(
+            f"popsim.DataLoader: the dataset has {samples} samples, fewer than one combined "
+            f"batch of {combined} ({_factors(options, batch_size)}), so with drop_last=True it "
+            "would yield no batches. Lower batch_size or the options' factors, or use more "
+            "samples.")
+
+
 class DataLoader(torch.utils.data.DataLoader):
     """A ``torch.utils.data.DataLoader`` that yields combined batches.
 
     Each batch holds ``batch_size`` x deviceIterations x replicationFactor x
     gradientAccumulation samples (``combinedBatchSize``), what one call of a
     model compiled with ``options`` takes; ``len()`` counts these batches.
+    With ``drop_last=True`` (the default), a dataset smaller than one combined
+    batch is an OptionError rather than epochs without batches.
     With ``shuffle=True`` and ``options.randomSeed(s)``, the order is the one
     a torch DataLoader with ``generator=torch.Generator().manual_seed(s)``
     gives. ``mode`` picks synchronous or background loading (see
@@ -63,7 +80,7 @@ class DataLoader(torch.utils.data.DataLoader):
         if not isinstance(mode, DataLoaderMode):
             raise OptionError(f"popsim.DataLoader: mode must be a popsim.DataLoaderMode, "
                               f"got {mode!r}.")
-        batch_size = positive_int("popsim.DataLoader", "batch_size", batch_size)
+        batch_size = positive_int("batch_size", batch_size, "popsim.DataLoader")
         options._freeze()
         combined = combined_batch_size(options, batch_size)
         async_options = dict(async_options or {})
@@ -76,8 +93,8 @@ class DataLoader(torch.utils.data.DataLoader):
                               "or DataLoaderMode.AsyncRebatched.")
         worker_batch = combined
         if mode == DataLoaderMode.AsyncRebatched:
-            worker_batch = positive_int("popsim.DataLoader", "rebatched_worker_size",
-                                        rebatched_worker_size or batch_size)
+            worker_batch = positive_int("rebatched_worker_size",
+                                        rebatched_worker_size or batch_size, "popsim.DataLoader")
             if worker_batch > combined:
                 raise OptionError(
                     f"popsim.DataLoader: rebatched_worker_size ({worker_batch}) is larger than "
@@ -85,6 +102,8 @@ class DataLoader(torch.utils.data.DataLoader):
         elif rebatched_worker_size is not None:
             raise OptionError("popsim.DataLoader: rebatched_worker_size needs "
                               "mode=DataLoaderMode.AsyncRebatched.")
+        if drop_last and kwargs.get("sampler") is None:
+            _check_not_too_small(dataset, combined, options, batch_size)
         if persistent_workers is None:
             persistent_workers = num_workers > 0
         if (shuffle and kwargs.get("generator") is None and options.random_seed is not None

@@ -28,7 +28,6 @@ from popsim.errors import InputError, OptionError
 from popsim._progress import CompileProgress
 from popsim._trace import ExecutionTrace
 from popsim.options import Options, profile_directory
-from popsim.profiling._writer import ProfileWriter
 from popsim.strategies import AutoStage, PipelinedExecution
 
 _log_counter = itertools.count()
@@ -75,7 +74,6 @@ class Executor:
         self._graph = None
         self._executable = None
         self._signature = None
-        self._stages = None  # (block, stage, ipu) of the compiled program
         self._output_structure = None
         self._compilation_seconds = None
         self._binding = None
@@ -84,6 +82,7 @@ class Executor:
         self._host_dirty = False
         self._syncing = False
         self._seen_training = None  # inference: training versions last uploaded
+        self._seen_generation = None  # inference: _training_registry.generation when checked
 
     def _check_options(self):
         opts = self._options
@@ -137,7 +136,7 @@ class Executor:
         outputs = self._executable.run(tensors)
         if self._training:
             self._host_dirty = True
-            self._record.version += 1
+            self._record.called()
             self._count_optimizer_steps()
         result = _structure.unflatten(outputs, self._output_structure)
         if self._profile_writer is not None:
@@ -214,9 +213,13 @@ class Executor:
 
     def _catch_up_with_training(self):
         """Uploads weights that training models of this model's modules trained since."""
+        generation = _training_registry.generation
+        if generation == self._seen_generation:  # no training model ran or came or went
+            return
         if _training_registry.versions(self._user_model) != self._seen_training:
             self._seen_training = self._sync_trainers_to_host()
             self._upload_weights()
+        self._seen_generation = generation
 
     def _count_optimizer_steps(self):
         """Counts the device's optimizer steps as PyTorch's optimizer.step() does, for
@@ -282,8 +285,7 @@ class Executor:
         ``events`` list every task each IPU ran and whose ``str()`` draws the
         pipeline, one row per IPU."""
         self._require_compiled("executionTrace")
-        return ExecutionTrace(self._executable.timeline(), self._executable.last_run_cycles,
-                              self._executable.clock_hz, self._executable.pipeline())
+        return ExecutionTrace.of(self._executable)
 
     def simulatedTime(self):
         """Simulated seconds of the last call on the IPUs (cycles at the chip's clock)."""
@@ -381,12 +383,13 @@ class Executor:
     def _compile(self, args, kwargs):
         profile_root = self._profile_directory()  # a bad POPSIM_PROFILE_DIR fails before compiling
         with CompileProgress() as progress:
-            self._compile_phases(args, kwargs, progress)
-            self._start_profiling(profile_root)
+            stages = self._compile_phases(args, kwargs, progress)
+            self._start_profiling(profile_root, stages)
         if self._options.log_dir:
             self._write_log()
 
     def _compile_phases(self, args, kwargs, progress):
+        """Compiles; returns the (block, stage, ipu) assignment of the program."""
         start = time.perf_counter()
         progress.phase("trace")
         if not self._training:
@@ -427,7 +430,7 @@ class Executor:
             _host_sync.install(self._user_model, self)
         self._attached = True
         self._compilation_seconds = time.perf_counter() - start
-        self._stages = options["stages"]
+        return options["stages"]
 
     def _profile_directory(self):
         """enableProfiling's directory, else POPSIM_PROFILE_DIR's, else None."""
@@ -436,12 +439,15 @@ class Executor:
         value = os.environ.get(PROFILE_DIR_VARIABLE, "")
         return profile_directory(PROFILE_DIR_VARIABLE, value) if value.strip() else None
 
-    def _start_profiling(self, root):
-        """Writes the memory profile of this compilation into `root` (None: no profiling)
-        and prepares the per-call trace."""
+    def _start_profiling(self, root, stages):
+        """Writes the memory profile of this compilation, whose blocks run as `stages`,
+        into `root` (None: no profiling) and prepares the per-call trace."""
         if root is None:
             self._profile_writer = None
             return
+        # Imported here: models that are not profiled never load popsim.profiling.
+        from popsim.profiling._writer import ProfileWriter
+
         kind = "training" if self._training else "inference"
         if self._profile_writer is None or self._profile_writer.root != root:
             try:
@@ -452,7 +458,7 @@ class Executor:
                 raise OptionError(f"{source}: cannot create the profile directory under "
                                   f"'{root}': {error}.") from error
         self._profile_writer.after_compile(self._executable, type(self._user_model).__name__,
-                                           self._stages, self._compilation_seconds)
+                                           stages, self._compilation_seconds)
 
     def profileDirectory(self):
         """The directory this model writes its profile into, or None without profiling."""

@@ -2,7 +2,8 @@
 
 import statistics
 
-_TRANSFERS = ("copy", "host_input", "host_output", "streaming")
+# Event kinds of transfers around a task (the others are the tasks themselves).
+TRANSFER_KINDS = ("copy", "host_input", "host_output", "streaming")
 
 
 class ExecutionTrace:
@@ -34,6 +35,12 @@ class ExecutionTrace:
         self.total_cycles = total_cycles
         self.clock_hz = clock_hz
         self.pipeline = pipeline
+
+    @classmethod
+    def of(cls, executable):
+        """The last call of a compiled C++ executable."""
+        return cls(executable.timeline(), executable.last_run_cycles, executable.clock_hz,
+                   executable.pipeline())
 
     @property
     def seconds(self):
@@ -87,7 +94,7 @@ class ExecutionTrace:
         cycles = 1 + max((e["cycle"] for e in self.events), default=-1)
         cells = [[""] * cycles for _ in range(self.num_ipus)]
         for event in self.events:
-            if event["kind"] in _TRANSFERS:
+            if event["kind"] in TRANSFER_KINDS:
                 continue
             prefix = {"forward": "F", "backward": "B", "forward+backward": "FB"}
             mark = "U" if event["kind"] == "update" else (

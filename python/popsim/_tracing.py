@@ -68,16 +68,15 @@ class Signature:
             if tensor.dtype != dtype:
                 raise InputError(f"Input '{name}' has dtype {tensor.dtype} but the model was "
                                  f"compiled for {dtype}. {_RECOMPILE_HINT}")
-            if (tuple(tensor.shape[1:]) == shape[1:] and tensor.dim() > 0
-                    and self.batch_explanation is not None):
-                if tensor.shape[0] != shape[0]:
+            if tuple(tensor.shape) != shape:  # the one comparison valid inputs pay
+                if (tensor.dim() > 0 and tuple(tensor.shape[1:]) == shape[1:]
+                        and self.batch_explanation is not None):
                     raise InputError(
                         f"Input '{name}' has {tensor.shape[0]} samples in dimension 0 but the "
                         f"model was compiled for {shape[0]} per call "
                         f"({self.batch_explanation}). Pass batches of {shape[0]} (a "
                         "popsim.DataLoader with drop_last=True, the default, yields only full "
                         "ones), or call destroy() to compile for another batch size.")
-            elif tuple(tensor.shape) != shape:
                 raise InputError(f"Input '{name}' has shape {list(tensor.shape)} but the model "
                                  f"was compiled for {list(shape)}. {_RECOMPILE_HINT}")
             tensors.append(tensor)

@@ -16,6 +16,14 @@ from popsim.errors import InputError
 
 _records = weakref.WeakKeyDictionary()  # module -> TrainingRecord
 _serials = itertools.count()
+# Bumped whenever any record's version or the set of records changes, so that an
+# inference call can skip walking its modules (versions()) when nothing did.
+generation = 0
+
+
+def _bump():
+    global generation
+    generation += 1
 
 
 class TrainingRecord:
@@ -23,6 +31,11 @@ class TrainingRecord:
         self._trainer = weakref.ref(trainer)
         self.serial = next(_serials)
         self.version = 0  # calls run: inference models compare it with what they uploaded
+
+    def called(self):
+        """The training model ran a call: its weights changed."""
+        self.version += 1
+        _bump()
 
     @property
     def trainer(self):
@@ -42,6 +55,7 @@ def register(model, trainer):
     record = TrainingRecord(trainer)
     for module in model.modules():
         _records[module] = record
+    _bump()
     return record
 
 
@@ -49,6 +63,7 @@ def release(record):
     """Forgets a training model's record (destroy(), or the model was collected)."""
     for module in [module for module, other in _records.items() if other is record]:
         del _records[module]
+    _bump()
 
 
 def records(model):

@@ -36,11 +36,14 @@ _MEMORY_UNITS = {
 }
 
 
-def _positive_int(setter, value):
+def positive_int(what, value, owner=None):
+    """`value` as an int, if it is a positive integer. The error names `what`: a setter,
+    or with `owner` (such as 'popsim.DataLoader'), one of its arguments."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise OptionError(
-            f"{setter} expects a positive integer, got {value!r} ({type(value).__name__})."
-        )
+        got = f"got {value!r} ({type(value).__name__})."
+        if owner is not None:
+            raise OptionError(f"{owner}: {what} must be a positive integer, {got}")
+        raise OptionError(f"{what} expects a positive integer, {got}")
     return int(value)
 
 
@@ -85,7 +88,8 @@ class _OptionGroup:
     _group_name = "Options"
 
     def __init__(self):
-        object.__setattr__(self, "_values", dict(self._defaults))
+        # Deep: defaults such as TensorLocationSettings are mutable, and each Options owns its own.
+        object.__setattr__(self, "_values", copy.deepcopy(self._defaults))
         object.__setattr__(self, "_frozen", False)
 
     def _set(self, name, value):
@@ -126,7 +130,23 @@ class _OptionGroup:
         return f"{self._group_name}({fields})"
 
 
+# Fields whose setter is not their name in camelCase (test_options checks every field).
+_SETTERS = {
+    "profile_dir": "enableProfiling",
+    "execution_strategy": "setExecutionStrategy",
+    "available_memory_proportion": "setAvailableMemoryProportion",
+    "output_return_period": "outputMode",
+    "recomputation_enabled": "recomputation",
+    "optimizer_location": "setOptimizerLocation",
+    "weight_location": "setWeightLocation",
+    "accumulator_location": "setAccumulatorLocation",
+    "activation_location": "setActivationLocation",
+}
+
+
 def _setter_name(field):
+    if field in _SETTERS:
+        return _SETTERS[field]
     head, *rest = field.split("_")
     return head + "".join(part.capitalize() for part in rest)
 
@@ -142,7 +162,7 @@ class _TrainingOptions(_OptionGroup):
     def gradientAccumulation(self, micro_batches):
         """Micro-batches whose gradients are accumulated before each weight update."""
         return self._set("gradient_accumulation",
-                         _positive_int("Training.gradientAccumulation", micro_batches))
+                         positive_int("Training.gradientAccumulation", micro_batches))
 
     def accumulationAndReplicationReductionType(self, reduction):
         """Whether a step uses the mean (default) or the sum of its micro-batches' gradients."""
@@ -172,7 +192,7 @@ class _SimulatorOptions(_OptionGroup):
 
     def numIpus(self, count):
         """How many IPUs the simulated system has (default: as many as the model uses)."""
-        return self._set("num_ipus", _positive_int("Simulator.numIpus", count))
+        return self._set("num_ipus", positive_int("Simulator.numIpus", count))
 
     def ipuVersion(self, version):
         """The IPU generation to simulate: 'Mk1' (GC2), 'Mk2' (GC200, default) or 'Bow'."""
@@ -198,7 +218,7 @@ class _SimulatorOptions(_OptionGroup):
         identical for any value with one IPU and across strategies for the same value
         (oneDNN splits some reductions by thread).
         """
-        return self._set("threads_per_ipu", _positive_int("Simulator.threadsPerIpu", threads))
+        return self._set("threads_per_ipu", positive_int("Simulator.threadsPerIpu", threads))
 
 
 class _TensorLocationOptions(_OptionGroup):
@@ -285,13 +305,13 @@ class Options(_OptionGroup):
     def deviceIterations(self, iterations):
         """Iterations of the model per call: each call takes `iterations` micro-batches
         stacked along dimension 0 and runs them on the device without returning to Python."""
-        return self._set("device_iterations", _positive_int("deviceIterations", iterations))
+        return self._set("device_iterations", positive_int("deviceIterations", iterations))
 
     def replicationFactor(self, replicas):
         """Copies of the model that each take a share of every batch. popsim.DataLoader
         sizes its combined batch with it; models simulate one replica, so compiling a
         model with replicationFactor > 1 raises an OptionError."""
-        return self._set("replication_factor", _positive_int("replicationFactor", replicas))
+        return self._set("replication_factor", positive_int("replicationFactor", replicas))
 
     def prefetchDepth(self, depth):
         """Input micro-batches each IPU's host link may stream ahead of the task that reads
@@ -333,7 +353,7 @@ class Options(_OptionGroup):
         if not isinstance(mode, OutputMode):
             raise OptionError(f"outputMode expects a popsim.OutputMode, got {mode!r}.")
         if mode == OutputMode.EveryN:
-            period = _positive_int("outputMode(OutputMode.EveryN, output_return_period)",
+            period = positive_int("outputMode(OutputMode.EveryN, output_return_period)",
                                    output_return_period)
         elif output_return_period is not None:
             raise OptionError("output_return_period is only used with OutputMode.EveryN.")
@@ -399,13 +419,15 @@ class Options(_OptionGroup):
         return values
 
     def __deepcopy__(self, memo):
+        # Values are copied deeply: a model's frozen copy must not change when the caller
+        # changes a TensorLocationSettings it read from its own options.
         twin = Options.__new__(Options)
-        object.__setattr__(twin, "_values", copy.copy(self._values))
+        object.__setattr__(twin, "_values", copy.deepcopy(self._values, memo))
         object.__setattr__(twin, "_frozen", self._frozen)
         for name in _GROUPS:
             group = getattr(self, name)
             group_copy = type(group).__new__(type(group))
-            object.__setattr__(group_copy, "_values", copy.copy(group._values))
+            object.__setattr__(group_copy, "_values", copy.deepcopy(group._values, memo))
             object.__setattr__(group_copy, "_frozen", group._frozen)
             object.__setattr__(twin, name, group_copy)
         return twin

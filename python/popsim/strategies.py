@@ -170,7 +170,7 @@ class PipelinedExecution(_ExecutionStrategy):
         self.schedule = schedule
 
     def _compile_options(self):
-        return {"execution_mode": "pipelined", "schedule": self.schedule.value}
+        return dict(super()._compile_options(), schedule=self.schedule.value)
 
 
 class ShardedExecution(_ExecutionStrategy):

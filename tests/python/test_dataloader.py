@@ -180,6 +180,28 @@ def test_a_dataset_that_is_not_a_multiple_of_the_combined_batch_warns():
     assert len(loader) == 5 and all(len(labels) == 20 for _, labels in loader)
 
 
+@pytest.mark.parametrize("mode", ALL_MODES)
+def test_a_dataset_smaller_than_one_combined_batch_is_an_error(mode):
+    with pytest.raises(popsim.OptionError, match=r"popsim.DataLoader: the dataset has 5 samples, "
+                       r"fewer than one combined batch of 6 \(batch_size 2 x deviceIterations 3 "
+                       r"x replicationFactor 1 x gradientAccumulation 1\), so with drop_last=True "
+                       r"it would yield no batches"):
+        popsim.DataLoader(options(3), numbered(5), batch_size=2, mode=mode)
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("mode", ALL_MODES)
+def test_an_iterable_dataset_smaller_than_one_combined_batch_gives_empty_epochs(mode):
+    """Without a length it cannot be refused up front. Rebatching used to count the
+    loaded batches as sent, and reloaded empty epochs without end."""
+    loader = popsim.DataLoader(options(3), Counting(0, 5), batch_size=2, mode=mode)
+    assert [sum(1 for _ in loader) for _ in range(2)] == [0, 0]
+    if mode != popsim.DataLoaderMode.Sync:
+        time.sleep(0.3)
+        assert loader._accessor._ready.qsize() == 0  # the loading process waits
+    loader.terminate()
+
+
 def test_a_short_last_batch_gets_a_clear_error_from_the_model():
     with pytest.warns(UserWarning, match="with drop_last=False the last batch has 5 samples, "
                       "which a model compiled for 20 refuses"):

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 
 import pytest
 import torch
@@ -112,3 +113,35 @@ def test_prefetch_depth():
                            match=r"^prefetchDepth expects a non-negative integer \(0 turns "
                                  r"prefetching off\), got "):
             popsim.Options().prefetchDepth(bad)
+
+
+def test_read_only_hints_name_the_setter():
+    with pytest.raises(AttributeError, match=r"e\.g\. Options\.enableProfiling\(\.\.\.\)\.$"):
+        popsim.Options().profile_dir = "profile"
+    with pytest.raises(AttributeError, match=r"e\.g\. Options\.TensorLocations\."
+                                             r"setWeightLocation\(\.\.\.\)\.$"):
+        popsim.Options().TensorLocations.weight_location = popsim.TensorLocationSettings()
+    opts = popsim.Options()
+    for group in (opts, opts.Training, opts.Simulator, opts.TensorLocations):
+        for field in group.toDict():
+            if field in ("Training", "Simulator", "TensorLocations"):
+                continue
+            with pytest.raises(AttributeError) as raised:
+                setattr(group, field, None)
+            setter = re.search(r"\.(\w+)\(\.\.\.\)\.$", str(raised.value)).group(1)
+            assert callable(getattr(type(group), setter, None)), (field, setter)
+
+
+def test_options_do_not_share_tensor_location_settings():
+    first, second = popsim.Options(), popsim.Options()
+    first.TensorLocations.weight_location.useOnChipStorage(False)
+    assert second.TensorLocations.weight_location.on_chip
+    assert popsim.Options().TensorLocations.weight_location.on_chip
+    # A model's frozen copy does not follow later changes to the caller's options.
+    opts = popsim.Options()
+    model = popsim.inferenceModel(MnistNetwork(), opts)
+    opts.TensorLocations.activation_location.useOnChipStorage(False)
+    assert model.options.TensorLocations.activation_location.on_chip
+    twin = model.options.clone()
+    twin.TensorLocations.optimizer_location.useOnChipStorage(False)
+    assert model.options.TensorLocations.optimizer_location.on_chip

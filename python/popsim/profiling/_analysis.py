@@ -16,7 +16,7 @@ import re
 import statistics
 from dataclasses import dataclass, field
 
-from popsim.profiling._style import TASK_KINDS
+from popsim.profiling._style import TASK_KINDS, categories
 
 _STAGE_TASK = re.compile(r"^(?:FB|F|B)([0-9]+)$")
 
@@ -157,8 +157,8 @@ def ipu_loads(trace):
 def memory_loads(memory):
     result = []
     for ipu in memory["ipus"]:
-        categories = {**ipu["always_live"]["categories"], **ipu["not_always_live"]["categories"]}
-        largest = max(categories, key=categories.get) if categories else ""
+        sizes = categories(ipu)
+        largest = max(sizes, key=sizes.get) if sizes else ""
         temporaries = ipu.get("temporaries", {})  # absent from older profiles
         result.append(IpuMemory(ipu=ipu["ipu"], total=ipu["total"], limit=ipu["limit"],
                                 largest_category=largest,
@@ -180,6 +180,11 @@ def analyse(trace, stages, memory):
     if memory is not None:
         analysis.memory = memory_loads(memory)
     return analysis
+
+
+def mib(size):
+    """`size` bytes as text in MiB."""
+    return f"{size / 2**20:,.2f} MiB"
 
 
 def _stage_name(stage):
@@ -248,7 +253,7 @@ def advice(analysis, pipelined=True):
             proportion = min(1.0, math.ceil(needed / memory.limit * 1000) / 1000)  # rounded up
             lines.append(
                 f"IPU {memory.ipu}: availableMemoryProportion caps each matmul or convolution's "
-                f"temporaries at {_mib(memory.temporary_budget)}, so {len(memory.split_ops)} "
+                f"temporaries at {mib(memory.temporary_budget)}, so {len(memory.split_ops)} "
                 f"op(s) run in serial passes (most: {op['op']} at {op['location']}, "
                 f"{op['passes']} passes). setAvailableMemoryProportion({{'IPU{memory.ipu}': "
                 f"{proportion:g}}}) runs them in one pass if the IPU has the room; the passes "
@@ -256,10 +261,6 @@ def advice(analysis, pipelined=True):
     tightest = analysis.tightest_memory
     if tightest is not None:
         lines.append(
-            f"IPU {tightest.ipu} is closest to its memory limit: {_mib(tightest.total)} of "
-            f"{_mib(tightest.limit)} ({tightest.fraction:.1%}), mostly {tightest.largest_category}.")
+            f"IPU {tightest.ipu} is closest to its memory limit: {mib(tightest.total)} of "
+            f"{mib(tightest.limit)} ({tightest.fraction:.1%}), mostly {tightest.largest_category}.")
     return lines
-
-
-def _mib(size):
-    return f"{size / 2**20:,.2f} MiB"

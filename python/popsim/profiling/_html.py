@@ -7,11 +7,12 @@ import json
 import os
 import re
 
-from popsim.profiling._style import (CATEGORY_COLOURS, KIND_COLOURS, KIND_LABELS,
-                                     TRANSFER_KINDS, category_colour)
+from popsim.profiling._style import (KIND_COLOURS, KIND_LABELS, TRANSFER_KINDS, categories,
+                                     category_colour, category_order)
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_PLACEHOLDER = re.compile(r"__(TITLE|CSS|JS|HOST|DATA)__")
+_PLACEHOLDER = re.compile(r"__(TITLE|CSS|JS|DATA)__")
+_HOST_PLACEHOLDER = "__HOST__"
 
 
 @functools.lru_cache(maxsize=None)
@@ -26,22 +27,14 @@ def _script_json(value):
 
 
 def _memory_data(memory):
-    seen = []
-    for ipu in memory["ipus"]:
-        for part in ("always_live", "not_always_live"):
-            for name in ipu[part]["categories"]:
-                if name not in seen:
-                    seen.append(name)
-    order = [name for name in CATEGORY_COLOURS if name in seen]
-    order += [name for name in seen if name not in order]
+    order = category_order(memory["ipus"])
     always_live = {name: name in memory["ipus"][0]["always_live"]["categories"]
                    for name in order} if memory["ipus"] else {}
     return {
         "categories": order,
         "always_live": always_live,
         "ipus": [{"ipu": ipu["ipu"], "limit": ipu["limit"], "total": ipu["total"],
-                  "categories": {**ipu["always_live"]["categories"],
-                                 **ipu["not_always_live"]["categories"]}}
+                  "categories": categories(ipu)}
                  for ipu in memory["ipus"]],
     }
 
@@ -77,10 +70,24 @@ def page_data(model, kind, memory, trace, summary):
     return _script_json(data)
 
 
-def render_report(title, data_json, host):
-    """The page, from page_data()'s JSON (cached by the caller) and the host's numbers
-    for this call."""
+def report_parts(title, data_json):
+    """The page, from page_data()'s JSON, as the text before and after the host's
+    numbers: a call's page is before + host_json(host) + after, so callers render the
+    parts once per compilation."""
     values = {"TITLE": html.escape(title), "CSS": _asset("report.css"),
-              "JS": _asset("report.js"), "HOST": _script_json(host), "DATA": data_json}
-    # One pass, so that no value is searched for the other placeholders.
-    return _PLACEHOLDER.sub(lambda match: values[match.group(1)], _asset("report.html"))
+              "JS": _asset("report.js"), "DATA": data_json}
+    before, after = _asset("report.html").split(_HOST_PLACEHOLDER)
+    # One pass per part, so that no value is searched for the other placeholders.
+    return tuple(_PLACEHOLDER.sub(lambda match: values[match.group(1)], part)
+                 for part in (before, after))
+
+
+def host_json(host):
+    """The host's numbers of a call, for the page."""
+    return _script_json(host)
+
+
+def render_report(title, data_json, host):
+    """The page, from page_data()'s JSON and the host's numbers for this call."""
+    before, after = report_parts(title, data_json)
+    return before + host_json(host) + after

@@ -2,8 +2,8 @@
 
 import os
 
-from popsim.profiling._style import (CATEGORY_COLOURS, KIND_COLOURS, KIND_LABELS,
-                                     TRANSFER_KINDS, category_colour)
+from popsim.profiling._style import (KIND_COLOURS, KIND_LABELS, TRANSFER_KINDS, categories,
+                                     category_colour, category_order)
 
 # Scale bars to the memory limit only when it is within this factor of the largest total.
 _LIMIT_IN_SIGHT = 2.0
@@ -69,16 +69,11 @@ def plot_memory(profile, ax=None):
         raise ValueError(f"{profile!r} has no memory report: compile the model first.")
     ax = _axes(ax)
     ipus = memory["ipus"]
-    categories = {}
-    for ipu in ipus:
-        categories[ipu["ipu"]] = {**ipu["always_live"]["categories"],
-                                  **ipu["not_always_live"]["categories"]}
-    names = [n for n in CATEGORY_COLOURS if any(n in c for c in categories.values())]
-    names += sorted({n for c in categories.values() for n in c} - set(names))
+    sizes_of = {ipu["ipu"]: categories(ipu) for ipu in ipus}
     mib = 2.0**20
     left = [0.0] * len(ipus)
-    for name in names:
-        sizes = [categories[ipu["ipu"]].get(name, 0) / mib for ipu in ipus]
+    for name in category_order(ipus):  # stacked as report.html stacks them
+        sizes = [sizes_of[ipu["ipu"]].get(name, 0) / mib for ipu in ipus]
         if any(sizes):
             ax.barh([ipu["ipu"] for ipu in ipus], sizes, left=left, color=category_colour(name),
                     label=name)

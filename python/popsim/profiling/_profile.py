@@ -6,7 +6,7 @@ import os
 from popsim._trace import ExecutionTrace
 from popsim.profiling import _layout
 from popsim.profiling._style import KIND_COLOURS
-from popsim.profiling._summary import summary_lines
+from popsim.profiling import _summary
 
 NO_PROFILE_HINT = ("Enable profiling with opts.enableProfiling(DIR) or the environment variable "
                    "POPSIM_PROFILE_DIR=DIR, then compile and run a model.")
@@ -45,13 +45,11 @@ class Profile:
 
     @property
     def num_ipus(self):
-        if self.trace is not None:
-            return self.trace.num_ipus
-        return len(self.memory["ipus"]) if self.memory else 0
+        return _summary.num_ipus(self.trace, self.memory)
 
     def summary(self):
         """The text summary `python -m popsim.profiling` prints."""
-        return "\n".join(summary_lines(self.model, self.kind, self.directory, self.trace,
+        return "\n".join(_summary.summary_lines(self.model, self.kind, self.directory, self.trace,
                                        self.stages, self.memory, self.host))
 
     def __repr__(self):

@@ -1,6 +1,8 @@
 """Colours and labels shared by report.html and the matplotlib helpers, so both
 draw a profile the same way: forward green, backward red, as PopVision does."""
 
+from popsim._trace import TRANSFER_KINDS  # noqa: F401 (the kinds drawn as transfers)
+
 # ExecutionTrace event kinds, in legend order.
 KIND_COLOURS = {
     "forward": "#2e9e44",
@@ -25,7 +27,6 @@ KIND_LABELS = {
 }
 
 TASK_KINDS = ("forward", "backward", "forward+backward", "update")
-TRANSFER_KINDS = ("copy", "host_input", "host_output", "streaming")
 
 # Memory report categories (csrc/device/memory_report.cpp), in stacking order.
 CATEGORY_COLOURS = {
@@ -44,3 +45,16 @@ OTHER_CATEGORY_COLOUR = "#444444"
 
 def category_colour(name):
     return CATEGORY_COLOURS.get(name, OTHER_CATEGORY_COLOUR)
+
+
+def categories(ipu):
+    """{category: bytes} of one IPU of memory.json, always-live categories first."""
+    return {**ipu["always_live"]["categories"], **ipu["not_always_live"]["categories"]}
+
+
+def category_order(ipus):
+    """The categories of memory.json's IPUs in stacking order: the known ones in
+    CATEGORY_COLOURS' order, then the others as they first appear."""
+    seen = list(dict.fromkeys(name for ipu in ipus for name in categories(ipu)))
+    return [name for name in CATEGORY_COLOURS if name in seen] + [
+        name for name in seen if name not in CATEGORY_COLOURS]

@@ -1,14 +1,10 @@
 """The text summary of a profile, as `python -m popsim.profiling DIR` prints it."""
 
-from popsim.profiling._analysis import advice, analyse
+from popsim.profiling._analysis import advice, analyse, mib
 
 
 def _percent(fraction):
     return f"{fraction:.1%}"
-
-
-def _mib(size):
-    return f"{size / 2**20:,.2f} MiB"
 
 
 def _table(header, rows):
@@ -21,7 +17,8 @@ def _table(header, rows):
     return lines
 
 
-def _num_ipus(trace, memory):
+def num_ipus(trace, memory):
+    """IPUs of a profile: its trace's, else its memory report's."""
     if trace is not None:
         return trace.num_ipus
     return len(memory["ipus"]) if memory is not None else 0
@@ -31,7 +28,7 @@ def overview_line(trace, memory, host):
     parts = []
     if memory is not None:
         parts.append(memory["chip"])
-    parts.append(f"{_num_ipus(trace, memory)} IPU(s)")
+    parts.append(f"{num_ipus(trace, memory)} IPU(s)")
     if trace is not None:
         parts.append(f"{trace.pipeline['schedule']} schedule, {trace.pipeline['stages']} stage(s)")
         parts.append(f"{trace.total_cycles:,} cycles = {trace.seconds * 1e3:.3f} ms simulated "
@@ -51,7 +48,7 @@ def summary_lines(model, kind, directory, trace, stages, memory, host=None):
     memory_of = {m.ipu: m for m in analysis.memory}
     header = ["IPU", "busy", "compute", "idle", "memory", "of limit"]
     rows = []
-    for ipu in range(_num_ipus(trace, memory)):
+    for ipu in range(num_ipus(trace, memory)):
         load = analysis.ipus[ipu] if analysis.ipus else None
         mem = memory_of.get(ipu)
         rows.append([
@@ -59,8 +56,8 @@ def summary_lines(model, kind, directory, trace, stages, memory, host=None):
             _percent(load.busy_fraction) if load else "-",
             _percent(load.compute_fraction) if load else "-",
             _percent(load.idle_fraction) if load else "-",
-            _mib(mem.total) if mem else "-",
-            f"{_percent(mem.fraction)} of {_mib(mem.limit)}" if mem else "-"])
+            mib(mem.total) if mem else "-",
+            f"{_percent(mem.fraction)} of {mib(mem.limit)}" if mem else "-"])
     lines += _table(header, rows)
     if analysis.ipus:
         lines.append(f"Idle (bubble) fraction over all IPUs: {_percent(analysis.idle_fraction)}")

@@ -16,7 +16,7 @@ from popsim._trace import ExecutionTrace
 from popsim.profiling import _layout
 from popsim.profiling._chrome_trace import (FORMAT_VERSION, host_events, serialize_events,
                                             simulated_events, trace_document)
-from popsim.profiling._html import page_data, render_report
+from popsim.profiling._html import host_json, page_data, render_report, report_parts
 from popsim.profiling._memory_json import memory_document
 from popsim.profiling._summary import summary_lines
 
@@ -50,24 +50,20 @@ class _Compiled:
         self.memory = memory_document(executable, model, kind)
         self.trace_body = None
         self.meta = None
-        self.page = None
-
-    def trace(self):
-        executable = self.executable
-        return ExecutionTrace(executable.timeline(), executable.last_run_cycles,
-                              executable.clock_hz, executable.pipeline())
+        self.report = None  # report.html before and after the host's numbers
 
     def build_call_parts(self, directory):
-        trace = self.trace()
+        trace = ExecutionTrace.of(self.executable)
         self.trace_body = serialize_events(
             simulated_events(trace, self.executable.program(), self.stages))
         self.meta = {"format": "popsim-trace", "version": FORMAT_VERSION, "model": self.model,
                      "kind": self.kind, "clock_hz": trace.clock_hz,
                      "total_cycles": trace.total_cycles, "pipeline": trace.pipeline,
                      "stages": self.stages, "compile_seconds": self.compile_seconds}
-        self.page = self._page(directory, trace)
+        self.report = report_parts(self.model, self.page_json(directory, trace))
 
-    def _page(self, directory, trace):
+    def page_json(self, directory, trace):
+        """page_data() for report.html; `trace` is None before the first call."""
         summary = "\n".join(summary_lines(self.model, self.kind, directory, trace, self.stages,
                                           self.memory))
         return page_data(self.model, self.kind, self.memory, trace, summary)
@@ -91,11 +87,9 @@ class ProfileWriter:
                                    compile_seconds)
         compiled = self._compiled
         _write_atomically(self._path(_layout.MEMORY_FILE), json.dumps(compiled.memory, indent=1))
-        summary = "\n".join(summary_lines(compiled.model, self.kind, self.directory, None,
-                                          compiled.stages, compiled.memory))
-        page = page_data(compiled.model, self.kind, compiled.memory, None, summary)
         _write_atomically(self._path(_layout.REPORT_FILE),
-                          render_report(compiled.model, page, {"calls": 0}))
+                          render_report(compiled.model, compiled.page_json(self.directory, None),
+                                        {"calls": 0}))
 
     def after_call(self, wall_seconds):
         compiled = self._compiled
@@ -110,5 +104,6 @@ class ProfileWriter:
                                          host_events(self._calls, wall_seconds, simulated,
                                                      compiled.executable.task_wall_times()),
                                          meta))
-        _write_atomically(self._path(_layout.REPORT_FILE), render_report(
-            compiled.model, compiled.page, {"calls": self._calls, "wall_ms": wall_seconds * 1e3}))
+        before, after = compiled.report
+        _write_atomically(self._path(_layout.REPORT_FILE), before + host_json(
+            {"calls": self._calls, "wall_ms": wall_seconds * 1e3}) + after)
