@@ -390,12 +390,7 @@ class Images(Dataset):
 @pytest.mark.timeout(300)
 def test_training_from_every_mode_gives_the_same_weights():
     """300 optimizer steps of the tutorial network, the data shuffled under randomSeed."""
-    from models import MnistNetwork
-
-    class WithLoss(MnistNetwork):
-        def forward(self, x, labels):
-            output = super().forward(x)
-            return output, torch.nn.functional.cross_entropy(output, labels)
+    from models import MnistNetwork, WithLoss
 
     results = []
     # Persistent workers shuffle later epochs differently from loading in-process (see
@@ -405,7 +400,7 @@ def test_training_from_every_mode_gives_the_same_weights():
             (popsim.DataLoaderMode.AsyncRebatched, 2)]
     for mode, workers in runs:
         torch.manual_seed(0)
-        network = WithLoss()
+        network = WithLoss(MnistNetwork())
         opts = options(10, seed=7)
         loader = popsim.DataLoader(opts, Images(800), batch_size=4, shuffle=True,
                                    num_workers=workers, mode=mode)
@@ -418,7 +413,7 @@ def test_training_from_every_mode_gives_the_same_weights():
                 steps += 10
         trainer.destroy()
         loader.terminate()
-        results.append(network.state_dict())
+        results.append(network.model.state_dict())
     for first, others in [(0, [1]), (2, [3, 4])]:
         for other in others:
             for name, value in results[first].items():

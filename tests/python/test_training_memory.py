@@ -10,6 +10,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import popsim
+from models import WithLoss
 
 ALIGNMENT = 64  # popsim places every tensor on a 64-byte boundary
 
@@ -28,22 +29,12 @@ class Net(nn.Module):
         return self.fc(F.relu(self.conv(x)).flatten(1))
 
 
-class WithLoss(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.model = Net()
-
-    def forward(self, x, labels):
-        output = self.model(x)
-        return output, F.cross_entropy(output, labels)
-
-
 def parameter_bytes(model):
     return sum(aligned(p.numel() * 4) for p in model.parameters())
 
 
 def report(optimizer_factory, accumulation=1, memory=None):
-    model = WithLoss()
+    model = WithLoss(Net())
     opts = popsim.Options()
     opts.Training.gradientAccumulation(accumulation)
     if memory is not None:
