@@ -11,6 +11,7 @@ import time
 
 import pytest
 import torch
+import tqdm
 from torch.utils.data import Dataset, IterableDataset, TensorDataset, get_worker_info
 
 import popsim
@@ -220,7 +221,6 @@ def test_models_refuse_replication():
 
 
 def test_works_with_tqdm():
-    tqdm = pytest.importorskip("tqdm")
     loader = popsim.DataLoader(options(5), numbered(100), batch_size=2,
                                mode=popsim.DataLoaderMode.Async)
     bar = tqdm.tqdm(loader, disable=True)
@@ -311,7 +311,7 @@ def test_del_stops_the_process_and_its_workers():
     assert wait_until_gone(pids) == []
 
 
-def run_script(body, signal_after=None):
+def run_script(body):
     """Runs a script that prints the loading process's pids, then returns its result
     and those pids."""
     script = textwrap.dedent("""
