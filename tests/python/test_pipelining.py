@@ -108,6 +108,12 @@ def single_ipu_training():
     return train(single_ipu())
 
 
+@pytest.fixture(scope="module")
+def eager_weights(single_ipu_training):
+    initial, batches, _, _ = single_ipu_training
+    return eager(initial, batches, 8)
+
+
 SCHEDULES = [("pipelined", popsim.PipelineSchedule.Interleaved),
              ("pipelined", popsim.PipelineSchedule.Grouped),
              ("pipelined", popsim.PipelineSchedule.Sequential),
@@ -117,14 +123,14 @@ SCHEDULES = [("pipelined", popsim.PipelineSchedule.Interleaved),
 @pytest.mark.parametrize("recomputation", [False, True])
 @pytest.mark.parametrize("kind,schedule", SCHEDULES)
 @pytest.mark.parametrize("ipus", [2, 4])
-def test_training_equals_single_ipu_and_eager(single_ipu_training, kind, schedule, ipus,
-                                              recomputation):
-    initial, batches, single_losses, single_weights = single_ipu_training
+def test_training_equals_single_ipu_and_eager(single_ipu_training, eager_weights, kind, schedule,
+                                              ipus, recomputation):
+    _, _, single_losses, single_weights = single_ipu_training
     _, _, losses, weights = train(strategy(kind, ipus, schedule), recomputation=recomputation)
     assert torch.equal(losses, single_losses)
     for name, expected in single_weights.items():
         assert torch.equal(weights[name], expected), name
-    for name, expected in eager(initial, batches, 8).items():
+    for name, expected in eager_weights.items():
         assert_close(weights[name], expected, rtol=1e-4, atol=1e-5)
 
 
