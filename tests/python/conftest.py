@@ -20,6 +20,14 @@ def assert_close(actual, expected, rtol=1e-5, atol=1e-6, msg=None):
     torch.testing.assert_close(actual, expected, rtol=rtol, atol=atol, msg=msg)
 
 
+ALIGNMENT = 64  # popsim's memory plan places every tensor on a 64-byte boundary
+
+
+def aligned(nbytes):
+    """The bytes a tensor of `nbytes` takes in popsim's memory plan."""
+    return -(-nbytes // ALIGNMENT) * ALIGNMENT
+
+
 # No compilation progress bars in test output, and no profiles unless a test asks.
 os.environ.setdefault("POPSIM_PROGRESS", "0")
 os.environ.pop("POPSIM_PROFILE_DIR", None)

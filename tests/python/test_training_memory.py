@@ -10,14 +10,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import popsim
+from conftest import aligned
 from models import WithLoss
-
-ALIGNMENT = 64  # popsim places every tensor on a 64-byte boundary
-
-
-def aligned(nbytes):
-    return -(-nbytes // ALIGNMENT) * ALIGNMENT
-
 
 class Net(nn.Module):
     def __init__(self):
