@@ -2,6 +2,7 @@
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 import torchvision
 
 import popsim
@@ -12,6 +13,19 @@ from pipelining.mnist_network import BlockedNetwork as BlockedMnistNetwork  # no
 from pipelining.mnist_network import Network as MnistNetwork  # noqa: E402
 # A blocked model's output and its cross-entropy loss, the loss in block B4.
 from pipelining.mnist_network import TrainingModelWithLoss as BlockedWithLoss  # noqa: E402
+
+
+class WithLoss(nn.Module):
+    """Training wrapper: `model`'s output and its cross-entropy loss. The model is the
+    attribute `model`, so its tensors are named model.<name> in popsim's messages."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x, labels):
+        output = self.model(x)
+        return output, F.cross_entropy(output, labels)
 
 
 class Mlp(nn.Module):

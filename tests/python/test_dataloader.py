@@ -11,6 +11,7 @@ import time
 
 import pytest
 import torch
+import tqdm
 from torch.utils.data import Dataset, IterableDataset, TensorDataset, get_worker_info
 
 import popsim
@@ -242,7 +243,6 @@ def test_models_refuse_replication():
 
 
 def test_works_with_tqdm():
-    tqdm = pytest.importorskip("tqdm")
     loader = popsim.DataLoader(options(5), numbered(100), batch_size=2,
                                mode=popsim.DataLoaderMode.Async)
     bar = tqdm.tqdm(loader, disable=True)
@@ -313,11 +313,12 @@ def test_loading_without_load_indefinitely_and_with_early_preload():
 def test_a_batch_stays_valid_until_the_next_one_is_requested():
     loader = popsim.DataLoader(options(10), numbered(100), mode=popsim.DataLoaderMode.Async,
                                async_options={"buffer_size": 2})
-    kept, cloned = [], []
-    for _, labels in loader:
-        kept.append(labels)
+    cloned = []
+    for step, (_, labels) in enumerate(loader):
+        expected = list(range(10 * step, 10 * step + 10))
+        time.sleep(0.02)  # the loading process runs meanwhile: it must not refill this buffer yet
+        assert labels.tolist() == expected
         cloned.append(labels.clone())
-        assert torch.equal(kept[-1], cloned[-1])
     assert torch.cat(cloned).tolist() == list(range(100))
     loader.terminate()
 
@@ -332,7 +333,7 @@ def test_del_stops_the_process_and_its_workers():
     assert wait_until_gone(pids) == []
 
 
-def run_script(body, signal_after=None):
+def run_script(body):
     """Runs a script that prints the loading process's pids, then returns its result
     and those pids."""
     script = textwrap.dedent("""
@@ -411,12 +412,7 @@ class Images(Dataset):
 @pytest.mark.timeout(300)
 def test_training_from_every_mode_gives_the_same_weights():
     """300 optimizer steps of the tutorial network, the data shuffled under randomSeed."""
-    from models import MnistNetwork
-
-    class WithLoss(MnistNetwork):
-        def forward(self, x, labels):
-            output = super().forward(x)
-            return output, torch.nn.functional.cross_entropy(output, labels)
+    from models import MnistNetwork, WithLoss
 
     results = []
     # Persistent workers shuffle later epochs differently from loading in-process (see
@@ -426,7 +422,7 @@ def test_training_from_every_mode_gives_the_same_weights():
             (popsim.DataLoaderMode.AsyncRebatched, 2)]
     for mode, workers in runs:
         torch.manual_seed(0)
-        network = WithLoss()
+        network = WithLoss(MnistNetwork())
         opts = options(10, seed=7)
         loader = popsim.DataLoader(opts, Images(800), batch_size=4, shuffle=True,
                                    num_workers=workers, mode=mode)
@@ -439,7 +435,7 @@ def test_training_from_every_mode_gives_the_same_weights():
                 steps += 10
         trainer.destroy()
         loader.terminate()
-        results.append(network.state_dict())
+        results.append(network.model.state_dict())
     for first, others in [(0, [1]), (2, [3, 4])]:
         for other in others:
             for name, value in results[first].items():

@@ -50,7 +50,8 @@ def train_both(make_optimizer, steps=6, accumulation=1, reduction=None, model=No
 
 def assert_same_parameters(model, eager):
     for (name, actual), expected in zip(model.named_parameters(), eager.parameters()):
-        assert_close(actual.detach(), expected.detach(), rtol=1e-5, atol=1e-6), name
+        assert_close(actual.detach(), expected.detach(), rtol=1e-5, atol=1e-6,
+                     msg=lambda message: f"{name}: {message}")
 
 
 OPTIMIZERS = {

@@ -9,8 +9,9 @@ from models import BlockedMnistNetwork, BlockedWithLoss
 G = 8
 
 
-def compiled_trainer(strategy, memory=None, accumulation=G, recomputation=False):
-    opts = popsim.Options()
+def compiled_trainer(strategy, memory=None, accumulation=G, recomputation=False,
+                     prefetch_depth=1):
+    opts = popsim.Options().prefetchDepth(prefetch_depth)
     opts.Training.gradientAccumulation(accumulation).recomputation(recomputation)
     if strategy is not None:
         opts.setExecutionStrategy(strategy)
@@ -29,10 +30,18 @@ def stash(trainer):
 FOUR = [popsim.Stage(f"B{i}").ipu(i - 1) for i in range(1, 5)]
 
 
-def test_stash_depth_per_schedule():
+@pytest.fixture(scope="module")
+def four_ipus():
+    """compiled_trainer(popsim.PipelinedExecution(*FOUR)), compiled once: the tests that
+    share it only read its memoryReport()."""
+    torch.manual_seed(0)
+    return compiled_trainer(popsim.PipelinedExecution(*FOUR))
+
+
+def test_stash_depth_per_schedule(four_ipus):
     grouped = stash(compiled_trainer(popsim.PipelinedExecution(
         *FOUR, schedule=popsim.PipelineSchedule.Grouped)))
-    interleaved = stash(compiled_trainer(popsim.PipelinedExecution(*FOUR)))
+    interleaved = stash(four_ipus)
     # Grouped keeps all G micro-batches of a stage; interleaved at most the
     # 2 (K - 1 - k) + 1 in flight on IPU k; the last IPU runs its forward and
     # backward passes back to back and stashes nothing.
@@ -60,10 +69,14 @@ def test_recomputation_stashes_only_stage_inputs():
     program = recomputing._executable.program()
     recomputed = [s for s in program if s["task"] == "B0" and s["op"] == "conv2d"]
     assert len(recomputed) == 1
+    x, labels = torch.randn(4 * G, 1, 28, 28), torch.randint(0, 10, (4 * G,))
+    plain(x, labels)
+    recomputing(x, labels)
+    assert recomputing.cycleCount() > plain.cycleCount()
 
 
-def test_categories_add_up_per_ipu():
-    report = compiled_trainer(popsim.PipelinedExecution(*FOUR)).memoryReport()
+def test_categories_add_up_per_ipu(four_ipus):
+    report = four_ipus.memoryReport()
     assert len(report["ipus"]) == 4
     for ipu in report["ipus"]:
         categories = ipu["categories"]
@@ -75,9 +88,9 @@ def test_categories_add_up_per_ipu():
     assert weights[2] == max(weights) >= 320 * 256 * 4
 
 
-def test_a_model_too_big_for_one_ipu_fits_on_four():
+def test_a_model_too_big_for_one_ipu_fits_on_four(four_ipus):
     single = compiled_trainer(popsim.PipelinedExecution(popsim.Stage("B1", "B2", "B3", "B4")))
-    split = compiled_trainer(popsim.PipelinedExecution(*FOUR))
+    split = four_ipus
     needed_alone = single.memoryReport()["ipus"][0]["total"]
     needed_split = max(ipu["total"] for ipu in split.memoryReport()["ipus"])
     assert needed_split < needed_alone
@@ -92,12 +105,7 @@ def test_a_model_too_big_for_one_ipu_fits_on_four():
 def test_prefetch_buffers_hold_depth_micro_batches_of_inputs(depth):
     """Images stream into IPU 0 and labels into IPU 3 (where the loss is): each IPU
     keeps `depth` extra buffers of its inputs, always live."""
-    opts = popsim.Options().prefetchDepth(depth)
-    opts.Training.gradientAccumulation(G)
-    opts.setExecutionStrategy(popsim.PipelinedExecution(*FOUR))
-    model = BlockedWithLoss(BlockedMnistNetwork())
-    trainer = popsim.trainingModel(model, opts)
-    trainer.compile(torch.randn(4 * G, 1, 28, 28), torch.randint(0, 10, (4 * G,)))
+    trainer = compiled_trainer(popsim.PipelinedExecution(*FOUR), prefetch_depth=depth)
     buffers = [ipu["categories"]["prefetch buffers"] for ipu in trainer.memoryReport()["ipus"]]
     images, labels = 4 * 28 * 28 * 4, 4 * 8
     assert [b["bytes"] for b in buffers] == [depth * images, 0, 0, depth * labels]

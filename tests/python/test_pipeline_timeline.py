@@ -9,6 +9,7 @@ the link is a stage of its own, and only the first input and the last output
 of a call are not hidden behind other work.
 """
 
+import functools
 import math
 
 import pytest
@@ -51,6 +52,34 @@ def run_inference(strategy, micro_batches=16, batch=128):
     return model.executionTrace()
 
 
+@pytest.fixture(scope="module")
+def pipelined_inference():
+    """run_inference(popsim.PipelinedExecution()), which two tests read."""
+    torch.manual_seed(0)
+    return run_inference(popsim.PipelinedExecution())
+
+
+def training_trace(micro_batches=8, prefetch_depth=1,
+                   schedule=popsim.PipelineSchedule.Interleaved):
+    """The trace of one training step of Balanced on 4 pipelined IPUs (the defaults are
+    popsim's: prefetchDepth 1, Interleaved), run once per arguments: the tests only read it."""
+    return _training_trace(micro_batches, prefetch_depth, schedule)
+
+
+@functools.cache  # keyed on all three arguments, however training_trace was called
+def _training_trace(micro_batches, prefetch_depth, schedule):
+    torch.manual_seed(0)
+    opts = popsim.Options().prefetchDepth(prefetch_depth)
+    opts.Training.gradientAccumulation(micro_batches)
+    opts.setExecutionStrategy(popsim.PipelinedExecution(schedule=schedule))
+    trainer = popsim.trainingModel(Balanced(), opts)
+    trainer(torch.randn(micro_batches * 16, 16),
+            torch.randint(0, 10, (micro_batches * 16,)))
+    trace = trainer.executionTrace()
+    trainer.destroy()
+    return trace
+
+
 def stage_times(trace):
     """The longest run of each task on its IPU, its incoming copies included, and of
     each IPU's host link ("link0"). Outputs to the host are left out: with
@@ -82,9 +111,9 @@ def cycle_count(trace):
     return 1 + max(event["cycle"] for event in trace.events)
 
 
-def test_pipelined_inference_follows_the_pipeline_formula():
+def test_pipelined_inference_follows_the_pipeline_formula(pipelined_inference):
     g, p = 16, 4
-    trace = run_inference(popsim.PipelinedExecution())
+    trace = pipelined_inference
     times = stage_times(trace)
     slowest = max(times.values())
     assert cycle_count(trace) == g + p - 1
@@ -97,7 +126,7 @@ def test_pipelined_inference_follows_the_pipeline_formula():
         assert busy == {(ipu, cycle - ipu) for ipu in range(p)}
 
 
-def test_sharded_inference_takes_the_sum_of_its_stages():
+def test_sharded_inference_takes_the_sum_of_its_stages(pipelined_inference):
     g = 16
     trace = run_inference(popsim.ShardedExecution())
     times = stage_times(trace)
@@ -106,7 +135,7 @@ def test_sharded_inference_takes_the_sum_of_its_stages():
     stages = sum(cycles for task, cycles in times.items() if not task.startswith("link"))
     expected = g * stages + unhidden_transfers(trace)
     assert abs(trace.total_cycles - expected) <= 0.01 * expected
-    pipelined = run_inference(popsim.PipelinedExecution())
+    pipelined = pipelined_inference
     speedup = trace.total_cycles / pipelined.total_cycles
     formula = (g + 3) * max(times.values()) + unhidden_transfers(pipelined)
     assert speedup == pytest.approx(expected / formula, rel=0.05)
@@ -120,12 +149,7 @@ def test_sharded_inference_takes_the_sum_of_its_stages():
 ])
 def test_training_schedules(schedule, cycles):
     """Training on 4 IPUs has 7 pipeline stages: F0 F1 F2 FB3 B2 B1 B0, then the updates."""
-    opts = popsim.Options()
-    opts.Training.gradientAccumulation(8)
-    opts.setExecutionStrategy(popsim.PipelinedExecution(schedule=schedule))
-    trainer = popsim.trainingModel(Balanced(), opts)
-    trainer(torch.randn(8 * 16, 16), torch.randint(0, 10, (8 * 16,)))
-    trace = trainer.executionTrace()
+    trace = training_trace(schedule=schedule)
     assert cycle_count(trace) == cycles + 1  # + the update cycle
     for ipu in range(4):
         mine = [e for e in trace.events if e["ipu"] == ipu and trace.occupies_ipu(e)]
@@ -180,11 +204,7 @@ def test_pipelined_training_follows_the_pipeline_formula(micro_batches, prefetch
     micro-batch while its host link streams a 50k-cycle input: the link is the slowest
     stage, and the first input (on no other stage's time) adds one link time."""
     g, k = micro_batches, 4
-    opts = popsim.Options().prefetchDepth(prefetch_depth)
-    opts.Training.gradientAccumulation(g)
-    trainer = popsim.trainingModel(Balanced(), opts)
-    trainer(torch.randn(g * 16, 16), torch.randint(0, 10, (g * 16,)))
-    trace = trainer.executionTrace()
+    trace = training_trace(micro_batches, prefetch_depth)
     update = max(e["end"] - e["start"] for e in trace.events if e["kind"] == "update")
     step = trace.total_cycles - update
     slowest = max(trace.micro_batch_cycles() + trace.host_link_cycles())
@@ -216,11 +236,7 @@ def test_host_transfers_are_events_of_their_own():
     """Each micro-batch of the images streams into IPU 0 before its forward task and
     of the labels into IPU 3, where the loss is; the loss (OutputMode.Final) streams
     out of IPU 3 after the last micro-batch."""
-    opts = popsim.Options()
-    opts.Training.gradientAccumulation(8)
-    trainer = popsim.trainingModel(Balanced(), opts)
-    trainer(torch.randn(8 * 16, 16), torch.randint(0, 10, (8 * 16,)))
-    trace = trainer.executionTrace()
+    trace = training_trace()
     by_task = {}
     for event in trace.events:
         if event["kind"] == "host_input":

@@ -23,10 +23,10 @@ STAGES = {
 }
 
 
-def options(iterations=1, accumulation=1, threads=1, recomputation=False):
+def options(iterations=1, accumulation=1, recomputation=False):
     opts = popsim.Options().deviceIterations(iterations)
     opts.Training.gradientAccumulation(accumulation).recomputation(recomputation)
-    opts.Simulator.threadsPerIpu(threads)
+    opts.Simulator.threadsPerIpu(1)
     return opts
 
 
@@ -59,7 +59,7 @@ def test_resnet18_with_begin_block_inference_equals_single_ipu_exactly(kind, ipu
     model = blocked_resnet18(ipus)
     x = torch.randn(2 * 5, 3, 32, 32)
     cls = popsim.ShardedExecution if kind == "sharded" else popsim.PipelinedExecution
-    single = popsim.inferenceModel(resnet18().eval(), options(5))
+    single = popsim.inferenceModel(resnet18(), options(5))
     single.model.load_state_dict(model.state_dict())
     split = popsim.inferenceModel(model, options(5).setExecutionStrategy(cls()))
     expected = single(x)
@@ -68,8 +68,10 @@ def test_resnet18_with_begin_block_inference_equals_single_ipu_exactly(kind, ipu
     assert trace.num_ipus == ipus and trace.pipeline["stages"] == ipus
 
 
-def train(strategy_, accumulation=8, iterations=2, calls=2, seed=0, recomputation=False):
-    torch.manual_seed(seed)
+def train(strategy_, accumulation=8, iterations=2, calls=2, recomputation=False):
+    """Trains the blocked MNIST network from seed 0 on fixed batches; returns the initial
+    model, the batches, the losses of each call and the trained weights."""
+    torch.manual_seed(0)
     model = BlockedMnistNetwork()
     initial = copy.deepcopy(model)
     generator = torch.Generator().manual_seed(1)
@@ -84,7 +86,7 @@ def train(strategy_, accumulation=8, iterations=2, calls=2, seed=0, recomputatio
     trainer.copyWeightsToHost()
     weights = {name: value.clone() for name, value in model.state_dict().items()}
     trainer.destroy()
-    return initial, batches, torch.stack(losses), weights, trainer
+    return initial, batches, torch.stack(losses), weights
 
 
 def eager(initial, batches, accumulation):
@@ -106,6 +108,12 @@ def single_ipu_training():
     return train(single_ipu())
 
 
+@pytest.fixture(scope="module")
+def eager_weights(single_ipu_training):
+    initial, batches, _, _ = single_ipu_training
+    return eager(initial, batches, 8)
+
+
 SCHEDULES = [("pipelined", popsim.PipelineSchedule.Interleaved),
              ("pipelined", popsim.PipelineSchedule.Grouped),
              ("pipelined", popsim.PipelineSchedule.Sequential),
@@ -115,14 +123,14 @@ SCHEDULES = [("pipelined", popsim.PipelineSchedule.Interleaved),
 @pytest.mark.parametrize("recomputation", [False, True])
 @pytest.mark.parametrize("kind,schedule", SCHEDULES)
 @pytest.mark.parametrize("ipus", [2, 4])
-def test_training_equals_single_ipu_and_eager(single_ipu_training, kind, schedule, ipus,
-                                              recomputation):
-    initial, batches, single_losses, single_weights, _ = single_ipu_training
-    _, _, losses, weights, _ = train(strategy(kind, ipus, schedule), recomputation=recomputation)
+def test_training_equals_single_ipu_and_eager(single_ipu_training, eager_weights, kind, schedule,
+                                              ipus, recomputation):
+    _, _, single_losses, single_weights = single_ipu_training
+    _, _, losses, weights = train(strategy(kind, ipus, schedule), recomputation=recomputation)
     assert torch.equal(losses, single_losses)
     for name, expected in single_weights.items():
         assert torch.equal(weights[name], expected), name
-    for name, expected in eager(initial, batches, 8).items():
+    for name, expected in eager_weights.items():
         assert_close(weights[name], expected, rtol=1e-4, atol=1e-5)
 
 

@@ -88,7 +88,7 @@ def test_stages_must_ascend_along_the_model():
     # AutoIncrement gives C a stage of its own, back on IPU 0.
     model = compile_inference(Net(), popsim.PipelinedExecution(popsim.AutoStage.AutoIncrement),
                               x=torch.randn(8, 4))
-    assert model.executionTrace  # compiled
+    assert model.isCompiled()
     x = torch.randn(8, 4)
     assert torch.allclose(model(x), model.model(x), atol=1e-6)
 

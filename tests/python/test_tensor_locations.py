@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import popsim
+from conftest import aligned
 from models import BlockedMnistNetwork, BlockedWithLoss
 
 G = 8
@@ -42,7 +43,7 @@ def streaming_cycles(bytes_):
 @pytest.mark.timeout(120)
 def test_offloaded_optimizer_state_moves_off_chip_and_costs_update_time():
     on_chip, on_model = train()
-    off_chip, off_model = train(popsim.TensorLocationSettings().useOnChipStorage(False))
+    off_chip, off_model = train(OFF_CHIP)
     for name, weight in on_model.state_dict().items():
         assert torch.equal(weight, off_model.state_dict()[name]), name
 
@@ -192,9 +193,6 @@ def test_small_tensors_stay_on_chip():
     least 100 elements go off chip; the biases of 10 and the hyper-parameters stay."""
     location = popsim.TensorLocationSettings().useOnChipStorage(False).minElementsForOffChip(100)
     trainer, model = train(location, steps=1)
-    def aligned(bytes_):  # the memory plan places state tensors 64-byte aligned
-        return -(-bytes_ // 64) * 64
-
     large = [p.numel() * 4 for p in model.parameters() if p.numel() >= 100]
     assert sum(ipu["off_chip"] for ipu in trainer.memoryReport()["ipus"]) == sum(
         2 * aligned(bytes_) for bytes_ in large)

@@ -45,7 +45,7 @@ import torch.nn as nn
 
 import popsim
 from conftest import assert_close
-from models import MnistNetwork, resnet18
+from models import MnistNetwork, WithLoss, resnet18
 
 
 def make_optimizer(name, params, lr):
@@ -60,17 +60,6 @@ def make_optimizer(name, params, lr):
 
 OPTIMIZERS = ["adam", "adamw", "rmsprop", "sgd"]
 LEARNING_RATES = {"sgd": 0.05, "adam": 1e-3, "adamw": 2e-3, "rmsprop": 1e-3}
-
-
-class WithLoss(nn.Module):
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-        self.loss = nn.CrossEntropyLoss()
-
-    def forward(self, x, labels):
-        output = self.model(x)
-        return output, self.loss(output, labels)
 
 
 class BatchNormNet(nn.Module):

@@ -9,6 +9,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import popsim
+from models import WithLoss
 
 
 class Net(nn.Module):
@@ -19,16 +20,6 @@ class Net(nn.Module):
 
     def forward(self, x):
         return self.head(F.relu(self.fc(x)))
-
-
-class WithLoss(nn.Module):
-    def __init__(self, model=None):
-        super().__init__()
-        self.model = model if model is not None else Net()
-
-    def forward(self, x, labels):
-        output = self.model(x)
-        return output, F.cross_entropy(output, labels)
 
 
 def data():
@@ -50,7 +41,7 @@ def test_two_independent_losses_suggest_identity_loss():
             output = self.model(x)
             return F.cross_entropy(output, labels), F.mse_loss(output, torch.zeros_like(output))
 
-    trainer = popsim.trainingModel(TwoLosses())
+    trainer = popsim.trainingModel(TwoLosses(Net()))
     with pytest.raises(popsim.CompilationError,
                        match=r"returns several independent losses: output 0 \(from "
                              r"nll_loss.*\), output 1 \(from .*\)\. popsim minimises a single loss: "
@@ -67,7 +58,7 @@ def test_combined_losses_train():
             second = F.mse_loss(output, torch.zeros_like(output))
             return first, second, popsim.identity_loss(first + second, reduction="none")
 
-    model = Combined()
+    model = Combined(Net())
     eager = copy.deepcopy(model)
     trainer = popsim.trainingModel(model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1))
     x, labels = data()
@@ -85,7 +76,7 @@ def test_loss_that_is_not_a_scalar():
         def forward(self, x, labels):
             return F.cross_entropy(self.model(x), labels, reduction="none")
 
-    trainer = popsim.trainingModel(Unreduced())
+    trainer = popsim.trainingModel(Unreduced(Net()))
     with pytest.raises(popsim.CompilationError,
                        match=r"The loss \(output 0\) is a f32\[4\] tensor, but a loss must be a "
                              r"float scalar"):
@@ -99,7 +90,7 @@ def test_backward_inside_forward():
             loss.backward()
             return output, loss
 
-    trainer = popsim.trainingModel(CallsBackward())
+    trainer = popsim.trainingModel(CallsBackward(Net()))
     with pytest.raises(popsim.CompilationError,
                        match=r"^The model's forward\(\) calls backward\(\)\. popsim training "
                              r"models compute the gradients of the returned loss"):
@@ -111,7 +102,7 @@ def test_backward_inside_forward():
 
 
 def test_wrapping_a_model_twice_for_training():
-    model = WithLoss()
+    model = WithLoss(Net())
     trainer = popsim.trainingModel(model)
     message = (r"^This model is already wrapped by popsim\.trainingModel \(popsim training model "
                r"\(not compiled\) of WithLoss\)\. Call destroy\(\) on that wrapper before "
@@ -126,7 +117,7 @@ def test_wrapping_a_model_twice_for_training():
 
 
 def test_copies_of_a_model_in_training_are_independent():
-    model = WithLoss()
+    model = WithLoss(Net())
     trainer = popsim.trainingModel(model)
     assert b"popsim" not in pickle.dumps(model)  # wrapped, not compiled yet
     trainer(*data())
@@ -139,7 +130,7 @@ def test_copies_of_a_model_in_training_are_independent():
 
 
 def test_unsupported_optimizers_and_changes():
-    model = WithLoss()
+    model = WithLoss(Net())
     with pytest.raises(popsim.OptionError,
                        match=r"^popsim trains with SGD, Adam, AdamW or RMSprop \(popsim\.optim or "
                              r"torch\.optim\), got Adagrad\.$"):
@@ -157,7 +148,7 @@ def test_unsupported_optimizers_and_changes():
 
 def test_optimizer_over_tensors_that_are_not_model_parameters():
     stray = nn.Parameter(torch.zeros(5, 5))
-    model = WithLoss()
+    model = WithLoss(Net())
     trainer = popsim.trainingModel(
         model, optimizer=torch.optim.SGD([*model.parameters(), stray], lr=0.1))
     with pytest.raises(popsim.OptionError,

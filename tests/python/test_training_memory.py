@@ -10,13 +10,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import popsim
-
-ALIGNMENT = 64  # popsim places every tensor on a 64-byte boundary
-
-
-def aligned(nbytes):
-    return -(-nbytes // ALIGNMENT) * ALIGNMENT
-
+from conftest import aligned
+from models import WithLoss
 
 class Net(nn.Module):
     def __init__(self):
@@ -28,22 +23,12 @@ class Net(nn.Module):
         return self.fc(F.relu(self.conv(x)).flatten(1))
 
 
-class WithLoss(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.model = Net()
-
-    def forward(self, x, labels):
-        output = self.model(x)
-        return output, F.cross_entropy(output, labels)
-
-
 def parameter_bytes(model):
     return sum(aligned(p.numel() * 4) for p in model.parameters())
 
 
 def report(optimizer_factory, accumulation=1, memory=None):
-    model = WithLoss()
+    model = WithLoss(Net())
     opts = popsim.Options()
     opts.Training.gradientAccumulation(accumulation)
     if memory is not None:

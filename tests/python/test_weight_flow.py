@@ -17,6 +17,7 @@ import torch.nn.functional as F
 
 import popsim
 from conftest import assert_close
+from models import WithLoss
 
 
 class Classifier(nn.Module):
@@ -30,16 +31,6 @@ class Classifier(nn.Module):
 
     def forward(self, x):
         return self.fc(F.relu(self.norm(self.conv(x))).flatten(1))
-
-
-class WithLoss(nn.Module):
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def forward(self, x, labels):
-        output = self.model(x)
-        return output, F.cross_entropy(output, labels)
 
 
 def batches(count, batch=4):
