@@ -38,7 +38,8 @@ void maxPool(const ir::Node& node, const float* x, float* y) {
           for (int64_t kw = 0; kw < kernel[1]; ++kw) {
             const int64_t iw = ow * stride[1] - padding[1] + kw * dilation[1];
             if (iw < 0 || iw >= p.W) continue;
-            best = std::max(best, in[ih * p.W + iw]);
+            const float value = in[ih * p.W + iw];
+            best = (value > best || std::isnan(value)) ? value : best; // NaN wins, as in PyTorch
           }
         }
         *y++ = best;
