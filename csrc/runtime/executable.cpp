@@ -566,6 +566,9 @@ void Executable::run(const std::vector<TensorView>& inputs,
                   outputs[i].type().str(), ", expected ", outputTypes[i].str(), ".");
   }
 
+  // One call at a time: a call owns the device memory, the channels and the
+  // call record (the bindings release the GIL, so Python threads get here).
+  std::lock_guard<std::mutex> device(deviceMutex_);
   const CallContext call{inputs, outputs, std::chrono::steady_clock::now()};
   ran_ = false; // a failing call leaves no half-recorded call behind
   wallTimes_.assign(static_cast<size_t>(layout_.numIpus()), {});
@@ -766,6 +769,7 @@ void Executable::writeVariable(const std::string& name, const TensorView& source
                " but the host tensor is ", source.type().str(),
                ". Weights cannot change shape or dtype after compilation: call destroy() and "
                "wrap the model again.");
+  std::lock_guard<std::mutex> device(deviceMutex_);
   if (source.bytes() != 0) {
     std::memcpy(memory_->address(&variable), source.data, source.bytes());
     if (variable.role() == ir::ValueRole::State) {
@@ -785,6 +789,7 @@ void Executable::readVariable(const std::string& name, const TensorView& destina
   POPSIM_CHECK(destination.type() == variable.type(), ErrorKind::InvalidInput,
                describeVariable(variable), " is ", variable.type().str(),
                " but the host tensor is ", destination.type().str(), ".");
+  std::lock_guard<std::mutex> device(deviceMutex_);
   if (destination.bytes() != 0) {
     std::memcpy(destination.data, memory_->address(&variable), destination.bytes());
   }

@@ -17,6 +17,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -290,6 +291,9 @@ private:
   uint64_t computeCyclesPerIteration_ = 0;
   uint64_t lastRunCycles_ = 0;
   bool ran_ = false;
+  // Held by a call and by variable reads and writes: one model called from
+  // several threads runs one call at a time.
+  mutable std::mutex deviceMutex_;
   // One call on the simulated clock (the same for every call).
   uint64_t callCycles_ = 0;
   std::vector<TimelineEvent> callTimeline_;

@@ -15,9 +15,11 @@ lazily, when it is used (see _host_sync.py).
 """
 
 import copy
+import functools
 import itertools
 import json
 import os
+import threading
 import time
 
 import torch
@@ -33,6 +35,20 @@ from popsim.strategies import AutoStage, PipelinedExecution
 _log_counter = itertools.count()
 PROFILE_DIR_VARIABLE = "POPSIM_PROFILE_DIR"
 _SUPPORTED_DTYPES = (torch.float32, torch.int32, torch.int64, torch.bool)
+
+
+def _one_thread_at_a_time(method):
+    """Serialises calls of one model from several threads: a call owns the
+    model's device memory, its weights on the host and its call record, so a
+    second thread waits for the first. Different models run concurrently."""
+
+    @functools.wraps(method)
+    def serialised(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return serialised
+
 
 class Executor:
     """A model compiled for simulated IPUs, used like the model itself.
@@ -50,6 +66,7 @@ class Executor:
         if not isinstance(options, Options):
             raise OptionError(f"options must be a popsim.Options, got {type(options).__name__}.")
         options._freeze()
+        self._lock = threading.RLock()  # re-entrant: a call may sync this model's weights
         self._options = options.clone()
         self._options._freeze()
         self._user_model = model
@@ -124,6 +141,7 @@ class Executor:
             mode = OutputMode.Final if self._training else OutputMode.All
         return mode
 
+    @_one_thread_at_a_time
     def __call__(self, *args, **kwargs):
         if self._executable is None:
             self._compile(args, kwargs)
@@ -143,6 +161,7 @@ class Executor:
             self._profile_writer.after_call(time.perf_counter() - start)
         return result
 
+    @_one_thread_at_a_time
     def compile(self, *args, **kwargs):
         """Compiles for these inputs without running the model."""
         if self._executable is None:
@@ -151,6 +170,7 @@ class Executor:
     def isCompiled(self):
         return self._executable is not None
 
+    @_one_thread_at_a_time
     def destroy(self):
         """Copies weights (and optimizer state) home and frees the compiled program;
         the next call compiles again."""
@@ -174,6 +194,7 @@ class Executor:
         except Exception:
             pass
 
+    @_one_thread_at_a_time
     def copyWeightsToDevice(self):
         """Copies the host model's current parameters and buffers to the device.
 
@@ -184,6 +205,7 @@ class Executor:
         self._upload_weights()
         self._host_dirty = False
 
+    @_one_thread_at_a_time
     def copyWeightsToHost(self):
         """Copies the device's weights (parameters and buffers) into the host model."""
         self._require_compiled("copyWeightsToHost")
@@ -195,6 +217,7 @@ class Executor:
                 host[name].copy_(device[name])
         self._host_dirty = False
 
+    @_one_thread_at_a_time
     def _sync_host_if_needed(self):
         if self._host_dirty and self._attached and not self._syncing:
             self._syncing = True
@@ -227,6 +250,7 @@ class Executor:
         if hasattr(self._optimizer, "_step_count"):
             self._optimizer._step_count += self._options.device_iterations
 
+    @_one_thread_at_a_time
     def setOptimizer(self, optimizer):
         """Replaces the optimizer's hyper-parameters (lr, ...) without recompiling."""
         if not self._training:
@@ -240,6 +264,7 @@ class Executor:
             _training.optimizer_kind(optimizer)
         self._optimizer = optimizer
 
+    @_one_thread_at_a_time
     def detachFromDevice(self):
         """Copies weights and optimizer state to the host and releases the device.
 
@@ -255,6 +280,7 @@ class Executor:
             self._detached_state = self._executable.read_variables(names)
         self._attached = False
 
+    @_one_thread_at_a_time
     def attachToDevice(self):
         """Attaches a detached model, copying its weights and optimizer state back."""
         self._require_compiled("attachToDevice")

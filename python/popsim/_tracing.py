@@ -8,6 +8,7 @@ non-tensor arguments (baked in as constants) are handled here, in Python.
 import contextlib
 import inspect
 import os
+import threading
 import warnings
 
 import torch
@@ -199,12 +200,23 @@ def _no_backward():
         torch.Tensor.backward, torch.autograd.backward = tensor_backward, autograd_backward
 
 
+# Tracing changes process-wide state for its duration (the block markers'
+# state, torch.Tensor.backward, the RNG state, warning filters), so models
+# compiled from several threads trace one at a time.
+_TRACE_LOCK = threading.Lock()
+
+
 def trace(model, signature, micro_batch_tensors, training):
     """Traces the model on one micro-batch; returns (traced, flat wrapper).
 
     Inference traces in eval mode. Training traces with each module's own
     train/eval flag, as eager PyTorch would run it (frozen batch norm stays
     frozen)."""
+    with _TRACE_LOCK:
+        return _trace(model, signature, micro_batch_tensors, training)
+
+
+def _trace(model, signature, micro_batch_tensors, training):
     flat = _FlatModel(model, signature)
     _blocks.reset_for_trace()
     guards = contextlib.ExitStack()
