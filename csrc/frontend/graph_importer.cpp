@@ -19,24 +19,17 @@
 #include "frontend/lowering_registry.h"
 #include "frontend/node_context.h"
 #include "frontend/source_location.h"
+#include "frontend/unsupported_ops.h"
 
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/passes/inliner.h>
 
-#include <map>
 #include <optional>
-#include <sstream>
 
 namespace popsim::frontend {
 namespace {
 
 namespace jit = torch::jit;
-
-struct UnsupportedOp {
-  std::string op;
-  ir::SourceLocation location;
-  std::string reason;
-};
 
 bool isModuleObject(const c10::IValue& value) {
   return value.isObject() && value.toObjectRef().type()->is_module();
@@ -464,33 +457,9 @@ private:
   }
 
   void reportUnsupported() const {
-    if (unsupported_.empty()) {
-      return;
+    if (!unsupported_.empty()) {
+      throwError(ErrorKind::Unsupported, unsupportedOpsMessage(unsupported_));
     }
-    std::map<std::string, int> kinds;
-    for (const UnsupportedOp& op : unsupported_) {
-      ++kinds[op.op];
-    }
-    std::ostringstream message;
-    message << "Unsupported ops found in compiled model: [";
-    bool first = true;
-    for (const auto& entry : kinds) {
-      message << (first ? "" : ", ") << entry.first;
-      first = false;
-    }
-    message << "]";
-    for (const UnsupportedOp& op : unsupported_) {
-      message << "\n  " << op.op << " at " << op.location.str();
-      if (!op.location.function.empty()) {
-        message << " (in " << op.location.function << ")";
-      }
-      if (!op.reason.empty()) {
-        message << ": " << op.reason;
-      }
-    }
-    message << "\nRewrite these parts of the model with supported ops (README.md lists them), "
-               "or run them on the host before calling the popsim model.";
-    throwError(ErrorKind::Unsupported, message.str());
   }
 
   const jit::Module& self_;

@@ -38,6 +38,24 @@ def test_unsupported_ops_are_listed_with_their_source_lines_at_compile_time():
     assert not model.isCompiled()
 
 
+class UsesAnUnsupportedOpOften(torch.nn.Module):
+    def forward(self, x):
+        for _ in range(3):
+            x = torch.erfinv(x.tanh())  # unsupported: erfinv in a loop
+        return torch.erfinv(x)  # unsupported: erfinv once more
+
+
+def test_an_unsupported_op_is_listed_once_with_its_uses_and_lines():
+    with pytest.raises(popsim.UnsupportedOperationError) as error:
+        popsim.inferenceModel(UsesAnUnsupportedOpOften())(torch.randn(2, 4))
+    message = str(error.value)
+    assert message.startswith("Unsupported ops found in compiled model: [aten::erfinv]\n")
+    assert message.count("aten::erfinv") == 2  # the list, then one line for all four uses
+    assert (f"  aten::erfinv, 4 uses at 2 lines: "
+            f"{__file__}:{line_of('unsupported: erfinv in a loop')} (in forward), "
+            f"{__file__}:{line_of('unsupported: erfinv once more')} (in forward)\n") in message
+
+
 def test_data_dependent_indexing_is_unsupported():
     class Masked(torch.nn.Module):
         def forward(self, x):

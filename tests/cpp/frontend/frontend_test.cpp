@@ -5,6 +5,7 @@
 #include "frontend/import.h"
 #include "frontend/source_location.h"
 #include "frontend/tracer.h"
+#include "frontend/unsupported_ops.h"
 #include "ir/printer.h"
 #include "runtime/executable.h"
 
@@ -139,6 +140,25 @@ TEST(FrontendTest, ListsEveryUnsupportedOp) {
               std::string::npos)
         << message;
   }
+}
+
+TEST(FrontendTest, GroupsUnsupportedOpsWithTheirUsesAndDistinctLines) {
+  std::vector<frontend::UnsupportedOp> uses;
+  for (int64_t use = 0; use < 35; ++use) {
+    uses.push_back({"aten::hardtanh_", {"/m/net.py", 10 + use % 7, "forward", ""}, ""});
+  }
+  uses.push_back({"aten::erfinv", {"/m/net.py", 3, "head", ""}, ""});
+  uses.push_back({"aten::add", {"/m/net.py", 4, "", ""}, "a dtype"});
+  uses.push_back({"aten::add", {"/m/net.py", 4, "", ""}, "a dtype"});
+  EXPECT_EQ(frontend::unsupportedOpsMessage(uses),
+            "Unsupported ops found in compiled model: [aten::add, aten::erfinv, aten::hardtanh_]\n"
+            "  aten::hardtanh_, 35 uses at 7 lines: /m/net.py:10 (in forward), /m/net.py:11 (in "
+            "forward), /m/net.py:12 (in forward), /m/net.py:13 (in forward), /m/net.py:14 (in "
+            "forward) and 2 more\n"
+            "  aten::erfinv at /m/net.py:3 (in head)\n"
+            "  aten::add, 2 uses at /m/net.py:4: a dtype\n"
+            "Rewrite these parts of the model with supported ops (README.md lists them), or run "
+            "them on the host before calling the popsim model.");
 }
 
 TEST(FrontendTest, ParsesTheUserFrameOfATracedStack) {
