@@ -1,5 +1,6 @@
 #include "kernels/dnnl_kernels.h"
 #include "kernels/dnnl_utils.h"
+#include "kernels/nonfinite_fixups.h"
 
 namespace popsim::kernels {
 
@@ -44,7 +45,19 @@ std::unique_ptr<Kernel> createEltwiseKernel(const KernelRequest& request) {
   std::unordered_map<int, memory> args = {
       {DNNL_ARG_SRC, memory(md, request.engine, request.inputs[0].data)},
       {DNNL_ARG_DST, memory(md, request.engine, request.outputs[0].data)}};
-  return std::make_unique<PrimitiveKernel>(dnnl::eltwise_forward(pd), std::move(args), pd);
+  auto primitive =
+      std::make_unique<PrimitiveKernel>(dnnl::eltwise_forward(pd), std::move(args), pd);
+  if (kind != algorithm::eltwise_relu && kind != algorithm::eltwise_exp) {
+    return primitive;
+  }
+  // oneDNN's relu (a max) and exp (which clamps its argument) turn NaN into
+  // numbers; PyTorch returns the NaN.
+  std::vector<std::unique_ptr<Kernel>> parts;
+  parts.push_back(std::move(primitive));
+  parts.push_back(nanPassThrough(static_cast<const float*>(request.inputs[0].data),
+                                 static_cast<float*>(request.outputs[0].data),
+                                 request.outputs[0].type.numel()));
+  return std::make_unique<SequenceKernel>(std::move(parts));
 }
 
 } // namespace popsim::kernels

@@ -1,5 +1,6 @@
 #include "kernels/dnnl_kernels.h"
 #include "kernels/dnnl_utils.h"
+#include "kernels/nonfinite_fixups.h"
 
 namespace popsim::kernels {
 
@@ -20,7 +21,15 @@ std::unique_ptr<Kernel> createSoftmaxKernel(const KernelRequest& request) {
   std::unordered_map<int, memory> args = {
       {DNNL_ARG_SRC, memory(md, request.engine, request.inputs[0].data)},
       {DNNL_ARG_DST, memory(md, request.engine, request.outputs[0].data)}};
-  return std::make_unique<PrimitiveKernel>(dnnl::softmax_v2_forward(pd), std::move(args), pd);
+  // oneDNN's row maximum drops NaN, so rows with NaN or +Inf need PyTorch's
+  // all-NaN result put back.
+  std::vector<std::unique_ptr<Kernel>> parts;
+  parts.push_back(
+      std::make_unique<PrimitiveKernel>(dnnl::softmax_v2_forward(pd), std::move(args), pd));
+  parts.push_back(softmaxNonFiniteRows(static_cast<const float*>(request.inputs[0].data),
+                                       static_cast<float*>(request.outputs[0].data),
+                                       request.outputs[0].type.shape, axis));
+  return std::make_unique<SequenceKernel>(std::move(parts));
 }
 
 } // namespace popsim::kernels

@@ -70,7 +70,7 @@ void unaryElementwise(const ir::Node& node, const Inputs& inputs, const Outputs&
   switch (node.kind()) {
   case ir::OpKind::Abs: return mapUnary(inputs, outputs, n, [](double v) { return std::fabs(v); });
   case ir::OpKind::Relu:
-    return mapUnary(inputs, outputs, n, [](double v) { return v > 0 ? v : 0.0; });
+    return mapUnary(inputs, outputs, n, [](double v) { return v < 0 ? 0.0 : v; }); // NaN stays
   case ir::OpKind::Sigmoid:
     return mapUnary(inputs, outputs, n, [](double v) { return 1.0 / (1.0 + std::exp(-v)); });
   case ir::OpKind::Tanh: return mapUnary(inputs, outputs, n, [](double v) { return std::tanh(v); });

@@ -1,0 +1,113 @@
+"""NaN, +Inf and -Inf through every op family, forward and backward, as in
+eager PyTorch: a user debugging a diverging model must see the same NaN and
+Inf where PyTorch has them.
+
+Each op case of test_ops.py gets some elements of its float inputs (or, with
+none, of its weights) replaced by NaN, +Inf or -Inf (the first element and
+about 10% of the others); popsim's
+outputs and gradients must have NaN and infinities exactly where eager
+PyTorch's do, and agree elsewhere within fp32 tolerance.
+"""
+
+import random
+
+import pytest
+import torch
+
+import popsim
+from popsim._gradients import gradients
+from test_gradients import Projected, autograd_gradients
+from test_ops import CASES
+
+DRAWS = 3
+SPECIAL_VALUES = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
+
+
+def with_special_values(inputs, value, rng):
+    """Copies of `inputs` with `value` at the first element and at about 10% of the
+    others of every float input; None if no input is a float tensor."""
+    result, changed = [], False
+    for x in inputs:
+        if x.is_floating_point() and x.numel() > 0:
+            x = x.clone()
+            flat = x.view(-1)
+            positions = [0] + rng.sample(range(flat.numel()), max(1, flat.numel() // 10))
+            flat[positions] = value
+            changed = True
+        result.append(x)
+    return result if changed else None
+
+
+def assert_same_with_special_values(actual, expected, what, scale=None):
+    """NaN and +-Inf at the same positions; finite values within 1e-5 relative, with
+    1e-5 x `scale` (default: the largest finite expected magnitude) as absolute slack."""
+    assert actual.shape == expected.shape, what
+    assert torch.equal(actual.isnan(), expected.isnan()), f"{what}: NaN at other positions"
+    assert torch.equal(actual.isposinf(), expected.isposinf()), f"{what}: +Inf at other positions"
+    assert torch.equal(actual.isneginf(), expected.isneginf()), f"{what}: -Inf at other positions"
+    finite = expected.isfinite()
+    if scale is None:
+        scale = expected[finite].abs().max().item() if finite.any() else 0.0
+    torch.testing.assert_close(actual[finite], expected[finite], rtol=1e-5,
+                               atol=max(1e-6, 1e-5 * scale), msg=what)
+
+
+def case(op, draw, special):
+    """test_ops.py's draw of the op (whose finite results it checks): the module, its
+    inputs, and the inputs with special values."""
+    rng = random.Random(f"{op}-{draw}")
+    torch.manual_seed(rng.randint(0, 2**31))
+    module, inputs = CASES[op](rng)
+    module.eval()
+    special_inputs = with_special_values(inputs, SPECIAL_VALUES[special], random.Random(special))
+    if special_inputs is None:  # embedding: integer indices; the special values go in its table
+        special_inputs = inputs
+        parameters = [p for p in module.parameters() if p.is_floating_point()]
+        with torch.no_grad():
+            for parameter, changed in zip(parameters, with_special_values(
+                    parameters, SPECIAL_VALUES[special], random.Random(special))):
+                parameter.copy_(changed)
+    return module, inputs, special_inputs
+
+
+def largest_magnitude(tensor):
+    return tensor.abs().max().item() if tensor is not None and tensor.numel() else 0.0
+
+
+@pytest.mark.parametrize("special", sorted(SPECIAL_VALUES))
+@pytest.mark.parametrize("draw", range(DRAWS))
+@pytest.mark.parametrize("op", sorted(CASES))
+def test_forward_has_nan_and_inf_where_eager_has_them(op, draw, special):
+    module, _, inputs = case(op, draw, special)
+    with torch.no_grad():
+        expected = module(*inputs)
+    actual = popsim.inferenceModel(module)(*inputs)
+    assert_same_with_special_values(actual, expected, f"{op} output")
+
+
+@pytest.mark.parametrize("special", sorted(SPECIAL_VALUES))
+@pytest.mark.parametrize("draw", range(DRAWS))
+@pytest.mark.parametrize("op", sorted(CASES))
+def test_gradients_have_nan_and_inf_where_autograd_has_them(op, draw, special):
+    module, finite_inputs, inputs = case(op, draw, special)
+    with torch.no_grad():
+        output = module(*inputs)
+    model = Projected(module, torch.randn(output.shape))
+    # Finite gradient values are compared as test_gradients.py compares them: with
+    # the largest gradient magnitude of the finite inputs as the absolute scale
+    # (gradients that cancel, such as layer norm's, are exact only to that).
+    # (autograd_gradients returns the parameters' .grad, which the next call reuses.)
+    finite_leaves, finite_weights = autograd_gradients(model, finite_inputs)
+    finite_weights = {name: grad.clone() for name, grad in finite_weights.items()}
+    input_grads, weight_grads = gradients(model, *inputs)
+    leaves, expected_weights = autograd_gradients(model, inputs)
+    float_leaves = [(leaf, finite) for leaf, finite in zip(leaves, finite_leaves)
+                    if leaf.is_floating_point()]
+    for (name, actual), (leaf, finite) in zip(input_grads.items(), float_leaves):
+        expected = leaf.grad if leaf.grad is not None else torch.zeros_like(leaf)
+        assert_same_with_special_values(actual, expected, f"{op} gradient of {name}",
+                                        largest_magnitude(finite.grad))
+    for name, expected in expected_weights.items():
+        expected = expected if expected is not None else torch.zeros_like(weight_grads[name])
+        assert_same_with_special_values(weight_grads[name], expected, f"{op} gradient of {name}",
+                                        largest_magnitude(finite_weights[name]))
