@@ -1,6 +1,7 @@
 #include "kernels/dnnl_utils.h"
 
 #include "common/check.h"
+#include "kernels/cpu_isa.h"
 
 namespace popsim::kernels {
 
@@ -39,6 +40,23 @@ ir::Shape padRank(const ir::Shape& shape, size_t rank) {
   ir::Shape padded(rank - shape.size(), 1);
   padded.insert(padded.end(), shape.begin(), shape.end());
   return padded;
+}
+
+int64_t channelBlock() { return vectorIsa() == VectorIsa::Avx512 ? 16 : 8; }
+
+memory::desc channelBlockedDesc(const ir::Shape& shape, memory::data_type type, int64_t block) {
+  POPSIM_ASSERT(shape.size() == 4 && (block == 8 || block == 16),
+                "channel blocks are for NCHW tensors, in 8 or 16 channels.");
+  return memory::desc(toDnnlDims(shape), type,
+                      block == 16 ? memory::format_tag::nChw16c : memory::format_tag::nChw8c);
+}
+
+std::unique_ptr<Kernel> reorderKernel(const memory& from, const memory& to,
+                                      const dnnl::engine& engine) {
+  const dnnl::reorder::primitive_desc pd(engine, from.get_desc(), engine, to.get_desc());
+  return std::make_unique<PrimitiveKernel>(
+      dnnl::reorder(pd), std::unordered_map<int, memory>{{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}},
+      pd);
 }
 
 PrimitiveKernel::PrimitiveKernel(dnnl::primitive primitive, std::unordered_map<int, memory> args,

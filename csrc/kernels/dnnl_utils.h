@@ -24,6 +24,12 @@ memory::desc flatDesc(const ir::TensorType& type);
 // `shape` padded with leading 1s to `rank` dimensions.
 ir::Shape padRank(const ir::Shape& shape, size_t rank);
 
+// Channels per block in oneDNN's channel-blocked layouts (nChw8c, nChw16c)
+// for the vector ISA oneDNN uses: one vector of floats.
+int64_t channelBlock();
+// A 4-d NCHW shape in the channel-blocked layout with `block` channels.
+memory::desc channelBlockedDesc(const ir::Shape& shape, memory::data_type type, int64_t block);
+
 // Memory owned by a kernel for outputs nobody reads (e.g. layer-norm
 // statistics in inference). It lives as long as the kernel.
 class ScratchBuffer {
@@ -51,6 +57,10 @@ private:
   std::string implementation_;
   std::vector<std::unique_ptr<ScratchBuffer>> owned_;
 };
+
+// A oneDNN reorder between two bound memories.
+std::unique_ptr<Kernel> reorderKernel(const memory& from, const memory& to,
+                                      const dnnl::engine& engine);
 
 // Several kernels run in order as one (e.g. a primitive and a fix-up).
 class SequenceKernel : public Kernel {

@@ -221,13 +221,6 @@ template <bool kIndices> PoolFunction poolFunction(VectorIsa isa) {
   return &poolBaseline<kIndices>;
 }
 
-int64_t blockOf(VectorIsa isa) { return isa == VectorIsa::Avx512 ? 16 : 8; }
-
-memory::desc blockedDesc(const ir::Shape& shape, memory::data_type type, int64_t block) {
-  return memory::desc(toDnnlDims(shape), type,
-                      block == 16 ? memory::format_tag::nChw16c : memory::format_tag::nChw8c);
-}
-
 // Step 2 on the blocked copies, which the kernel owns.
 class BlockedMaxPool : public Kernel {
 public:
@@ -239,7 +232,7 @@ public:
   void run(dnnl::stream&) override {
     const int64_t blocks = geometry_.blocks;
     // Enough work per thread to pay for waking it: about 16K input elements.
-    const int64_t work = blocks * geometry_.H * geometry_.W * blockOf(isa_);
+    const int64_t work = blocks * geometry_.H * geometry_.W * channelBlock();
     const int64_t threads =
         std::clamp<int64_t>(work / 16384, 1, std::min<int64_t>(blocks, omp_get_max_threads()));
     if (threads == 1) {
@@ -268,14 +261,6 @@ private:
   PoolFunction function_;
 };
 
-std::unique_ptr<Kernel> reorderKernel(const memory& from, const memory& to,
-                                      const dnnl::engine& engine) {
-  const dnnl::reorder::primitive_desc pd(engine, from.get_desc(), engine, to.get_desc());
-  return std::make_unique<PrimitiveKernel>(
-      dnnl::reorder(pd), std::unordered_map<int, memory>{{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}},
-      pd);
-}
-
 // The sequence of steps 1-3, owning the blocked buffers.
 class MaxPoolKernel : public Kernel {
 public:
@@ -283,19 +268,19 @@ public:
     const ir::Shape& in = request.inputs[0].type.shape;
     const ir::Shape& out = request.outputs[0].type.shape;
     const VectorIsa isa = vectorIsa();
-    const int64_t block = blockOf(isa);
+    const int64_t block = channelBlock();
     const dnnl::engine& engine = request.engine;
     const bool indices = request.outputs.size() > 1;
     POPSIM_ASSERT(in[2] * in[3] <= std::numeric_limits<int32_t>::max(), request.node.describe(),
                   ": a plane too large for int32 indices.");
 
-    const memory blockedIn(blockedDesc(in, memory::data_type::f32, block), engine);
-    const memory blockedOut(blockedDesc(out, memory::data_type::f32, block), engine);
+    const memory blockedIn(channelBlockedDesc(in, memory::data_type::f32, block), engine);
+    const memory blockedOut(channelBlockedDesc(out, memory::data_type::f32, block), engine);
     parts_.push_back(
         reorderKernel(memory(plainDesc(in), engine, request.inputs[0].data), blockedIn, engine));
     std::optional<memory> blockedIndices;
     if (indices) {
-      blockedIndices.emplace(blockedDesc(out, memory::data_type::s32, block), engine);
+      blockedIndices.emplace(channelBlockedDesc(out, memory::data_type::s32, block), engine);
     }
     parts_.push_back(std::make_unique<BlockedMaxPool>(
         geometryOf(request.node, in, out, block),

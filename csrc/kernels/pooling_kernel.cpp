@@ -10,19 +10,31 @@ struct Window {
   memory::dims kernel, stride, dilation, padLeft, padRight;
 };
 
+// oneDNN pools plain (NCHW) tensors with its reference implementation on
+// AVX2, so the kernel pools a channel-blocked copy (jit kernels on every
+// ISA) between two reorders.
 std::unique_ptr<Kernel> makePooling(const KernelRequest& request, dnnl::algorithm kind,
                                     const Window& window) {
-  const memory::desc src = plainDesc(request.inputs[0].type.shape);
-  const memory::desc dst = plainDesc(request.outputs[0].type.shape);
+  const ir::Shape& in = request.inputs[0].type.shape;
+  const ir::Shape& out = request.outputs[0].type.shape;
+  const dnnl::engine& engine = request.engine;
+  const int64_t block = channelBlock();
+  const memory blockedIn(channelBlockedDesc(in, memory::data_type::f32, block), engine);
+  const memory blockedOut(channelBlockedDesc(out, memory::data_type::f32, block), engine);
   const dnnl::pooling_v2_forward::primitive_desc pd(
-      dnnl::pooling_v2_forward::desc(dnnl::prop_kind::forward_inference, kind, src, dst,
-                                     window.stride, window.kernel, window.dilation, window.padLeft,
-                                     window.padRight),
-      request.engine);
-  std::unordered_map<int, memory> args = {
-      {DNNL_ARG_SRC, memory(src, request.engine, request.inputs[0].data)},
-      {DNNL_ARG_DST, memory(dst, request.engine, request.outputs[0].data)}};
-  return std::make_unique<PrimitiveKernel>(dnnl::pooling_v2_forward(pd), std::move(args), pd);
+      dnnl::pooling_v2_forward::desc(dnnl::prop_kind::forward_inference, kind, blockedIn.get_desc(),
+                                     blockedOut.get_desc(), window.stride, window.kernel,
+                                     window.dilation, window.padLeft, window.padRight),
+      engine);
+  std::vector<std::unique_ptr<Kernel>> parts;
+  parts.push_back(
+      reorderKernel(memory(plainDesc(in), engine, request.inputs[0].data), blockedIn, engine));
+  parts.push_back(std::make_unique<PrimitiveKernel>(
+      dnnl::pooling_v2_forward(pd),
+      std::unordered_map<int, memory>{{DNNL_ARG_SRC, blockedIn}, {DNNL_ARG_DST, blockedOut}}, pd));
+  parts.push_back(
+      reorderKernel(blockedOut, memory(plainDesc(out), engine, request.outputs[0].data), engine));
+  return std::make_unique<SequenceKernel>(std::move(parts));
 }
 
 // The right padding that makes oneDNN's floor division produce torch's
