@@ -20,7 +20,12 @@ import os
 import statistics
 import sys
 
-import torch
+sys.path.insert(0, os.path.dirname(__file__))
+import timing  # noqa: E402
+
+timing.cap_isa_from_argv()  # before torch loads
+
+import torch  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tutorials"))
 from inference_demo import Network  # noqa: E402
@@ -39,6 +44,7 @@ def main():
     parser.add_argument("--threads", type=int, default=None,
                         help="host threads for both (default: PyTorch's default)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    timing.add_isa_argument(parser)
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -72,6 +78,7 @@ def main():
         "batch_size": batch,
         "device_iterations": iterations,
         "host_threads": torch.get_num_threads(),
+        "isa_cap": os.environ.get("ONEDNN_MAX_CPU_ISA", "native"),
         "eager_images_per_second": iterations * batch / eager_seconds,
         "popsim_images_per_second": iterations * batch / popsim_seconds,
         "speedup": eager_seconds / popsim_seconds,
@@ -83,7 +90,7 @@ def main():
         print(json.dumps(results, indent=2))
         return
     print(f"{name}, batch {batch}, {iterations} device iterations, "
-          f"{results['host_threads']} host thread(s)")
+          f"{results['host_threads']} host thread(s), {timing.isa_description()}")
     print(f"  eager PyTorch: {results['eager_images_per_second']:>10,.0f} images/s")
     print(f"  popsim:        {results['popsim_images_per_second']:>10,.0f} images/s "
           f"({results['speedup']:.2f}x eager)")

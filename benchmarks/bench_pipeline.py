@@ -32,8 +32,13 @@ import json
 import os
 import sys
 
-import torch
-import torch.nn as nn
+sys.path.insert(0, os.path.dirname(__file__))
+import timing  # noqa: E402
+
+timing.cap_isa_from_argv()  # before torch loads
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tutorials"))
 from pipelining.mnist_network import (BlockedNetwork, Network,  # noqa: E402
@@ -74,6 +79,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    timing.add_isa_argument(parser)
     args = parser.parse_args()
 
     torch.manual_seed(0)
@@ -82,7 +88,8 @@ def main():
     base = TrainingModelWithLoss(BlockedNetwork())  # blocks B1..B4, the loss in B4
     balanced = balanced_network()
     balanced.load_state_dict(base.model.state_dict())
-    results = {"host_cores": os.cpu_count(), "images_per_call": images}
+    results = {"host_cores": os.cpu_count(), "images_per_call": images,
+               "isa_cap": os.environ.get("ONEDNN_MAX_CPU_ISA", "native")}
     auto = popsim.AutoStage.AutoIncrement
     splits = {"blocks": (base, TWO_IPUS), "balanced": (balanced, [auto])}
     for split, (network, stages) in splits.items():
@@ -153,7 +160,8 @@ def main():
     if args.json:
         print(json.dumps(results, indent=2))
         return
-    print(f"host cores: {results['host_cores']}, {images} images per call, eager PyTorch "
+    print(f"host cores: {results['host_cores']}, {timing.isa_description()}, {images} images "
+          f"per call, eager PyTorch "
           f"{results['eager_images_per_s']:.0f} images/s")
     for split in splits:
         print(f"2 IPUs ({split} split), wall clock: pipelined "

@@ -21,8 +21,13 @@ import os
 import sys
 import time
 
-import torch
-import torch.nn as nn
+sys.path.insert(0, os.path.dirname(__file__))
+import timing  # noqa: E402
+
+timing.cap_isa_from_argv()  # before torch loads
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tutorials"))
 from inference_demo import Network  # noqa: E402
@@ -53,6 +58,7 @@ def main():
     parser.add_argument("--threads", type=int, default=None,
                         help="host threads for both (default: PyTorch's default)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    timing.add_isa_argument(parser)
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -87,6 +93,7 @@ def main():
         "batch_size": batch,
         "steps_per_call": steps,
         "host_threads": torch.get_num_threads(),
+        "isa_cap": os.environ.get("ONEDNN_MAX_CPU_ISA", "native"),
         "eager_images_per_second": steps * batch / eager_seconds,
         "popsim_images_per_second": steps * batch / popsim_seconds,
         "speedup": eager_seconds / popsim_seconds,
@@ -96,7 +103,7 @@ def main():
         print(json.dumps(results, indent=2))
         return
     print(f"{name} training (AdamW), batch {batch}, {steps} steps per popsim call, "
-          f"{results['host_threads']} host thread(s)")
+          f"{results['host_threads']} host thread(s), {timing.isa_description()}")
     print(f"  eager PyTorch: {results['eager_images_per_second']:>10,.0f} images/s")
     print(f"  popsim:        {results['popsim_images_per_second']:>10,.0f} images/s "
           f"({results['speedup']:.2f}x eager)")

@@ -1,7 +1,44 @@
 """Helpers the benchmarks share."""
 
+import os
 import statistics
+import sys
 import time
+
+# --isa: the instruction set the benchmark runs with, as (ONEDNN_MAX_CPU_ISA,
+# ATEN_CPU_CAPABILITY). oneDNN, popsim's own vectorised kernels (which follow
+# oneDNN's cap) and eager PyTorch's ATen kernels are all capped, so both sides
+# of a comparison run as on a CPU with that instruction set.
+ISA_CAPS = {"native": None, "avx2": ("AVX2", "avx2"), "baseline": ("SSE41", "default")}
+
+
+def cap_isa_from_argv():
+    """Applies --isa before torch is imported: ATen reads ATEN_CPU_CAPABILITY when
+    it loads, so the process re-executes itself with the variables set."""
+    name = "native"
+    for i, arg in enumerate(sys.argv):
+        if arg == "--isa" and i + 1 < len(sys.argv):
+            name = sys.argv[i + 1]
+        elif arg.startswith("--isa="):
+            name = arg.split("=", 1)[1]
+    cap = ISA_CAPS.get(name)
+    if cap is None:
+        return  # native, or a wrong name that argparse reports
+    wanted = {"ONEDNN_MAX_CPU_ISA": cap[0], "ATEN_CPU_CAPABILITY": cap[1]}
+    if any(os.environ.get(key) != value for key, value in wanted.items()):
+        os.execve(sys.executable, [sys.executable] + sys.argv, {**os.environ, **wanted})
+
+
+def add_isa_argument(parser):
+    parser.add_argument("--isa", choices=sorted(ISA_CAPS), default="native",
+                        help="run popsim and eager PyTorch as on a CPU with this instruction "
+                             "set (avx2: no AVX-512; baseline: SSE4.1); default: this CPU's")
+
+
+def isa_description():
+    """The instruction set the kernels run with, for the report."""
+    capped = os.environ.get("ONEDNN_MAX_CPU_ISA")
+    return f"ISA capped at {capped}" if capped else "this CPU's ISA"
 
 
 def median_seconds(fn, repeats):

@@ -1,0 +1,121 @@
+"""Which kernel runs each op: popsim's programs for the tutorial network,
+torchvision's ResNet-18 and a transformer encoder layer, for inference and
+training, listed per op with the implementation it got (oneDNN's name for
+its primitive, popsim's vectorised kernels, or popsim's reference loops).
+
+An op on one of oneDNN's reference implementations is a slow path: "ref"
+(any primitive, e.g. "ref:any", "lnorm_ref:any"), "simple_nchw" and
+"simple_nhwc" (pooling in plain C++) and "simple:any" (reorders). The audit
+lists them and exits with status 1 if any is found. ("simple_layer_
+normalization" is not one: it drives oneDNN's jit statistics and data
+kernels.)
+
+    .venv/bin/python benchmarks/kernel_audit.py [--isa avx2] [--markdown]
+"""
+
+import argparse
+import collections
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+import timing  # noqa: E402
+
+timing.cap_isa_from_argv()  # before torch loads
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tutorials"))
+from inference_demo import Network  # noqa: E402
+
+import popsim  # noqa: E402
+
+def is_slow(implementation):
+    """True if any oneDNN part of the implementation is a reference one."""
+    for part in implementation.split(" + "):
+        name = part.removeprefix("onednn:") if part.startswith("onednn:") else None
+        if name is not None and ("ref" in name.split(":")[0]
+                                 or name.startswith(("simple_nchw", "simple_nhwc", "simple:"))):
+            return True
+    return False
+
+
+class WithLoss(nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x, labels):
+        output = self.model(x)
+        return output, F.cross_entropy(output, labels)
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.head(self.layer(x).mean(1))
+
+
+def programs():
+    """(model name, mode, program) for every audited model."""
+    import torchvision
+
+    torch.manual_seed(0)
+    cases = [("tutorial network", Network, (1, 28, 28), 8),
+             ("ResNet-18", lambda: torchvision.models.resnet18(num_classes=10), (3, 32, 32), 4),
+             ("transformer encoder layer", Encoder, (16, 32), 4)]
+    for name, make, shape, batch in cases:
+        x, labels = torch.randn(batch, *shape), torch.randint(0, 10, (batch,))
+        inference = popsim.inferenceModel(make().eval())
+        inference.compile(x)
+        yield name, "inference", inference._executable.program()
+        model = make()
+        training = popsim.trainingModel(WithLoss(model), popsim.Options(),
+                                        popsim.optim.SGD(model.parameters(), lr=0.01))
+        training.compile(x, labels)
+        yield name, "training", training._executable.program()
+        training.destroy()
+
+
+def audit():
+    """{op: {implementation: set of (model, mode)}}."""
+    table = collections.defaultdict(lambda: collections.defaultdict(set))
+    for name, mode, program in programs():
+        for step in program:
+            if step["implementation"] in ("view", "ipu-link"):
+                continue
+            table[step["op"]][step["implementation"]].add(f"{name} ({mode})")
+    return table
+
+
+def main():
+    parser = argparse.ArgumentParser(description="which kernel each op runs")
+    parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    timing.add_isa_argument(parser)
+    parser.parse_args()
+
+    table = audit()
+    slow = [(op, impl) for op, impls in table.items() for impl in impls
+            if is_slow(impl)]
+    print(f"popsim kernels, {timing.isa_description()}")
+    if parser.parse_args().markdown:
+        print("| op | implementation |\n|---|---|")
+        for op in sorted(table):
+            print(f"| `{op}` | {'; '.join(f'`{impl}`' for impl in sorted(table[op]))} |")
+    else:
+        for op in sorted(table):
+            for impl, where in sorted(table[op].items()):
+                print(f"  {op:28} {impl:55} {', '.join(sorted(where))}")
+    for op, impl in slow:
+        print(f"SLOW: {op} runs oneDNN's reference implementation {impl}")
+    return 1 if slow else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

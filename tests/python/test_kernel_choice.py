@@ -1,0 +1,29 @@
+"""No op of the audited models (the tutorial network, ResNet-18, a transformer
+encoder layer; inference and training) runs one of oneDNN's reference
+implementations: benchmarks/kernel_audit.py lists what each op runs.
+make test runs this under every instruction set it checks (scripts/test_isas.sh)."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
+import kernel_audit  # noqa: E402
+
+
+def test_the_slow_path_check_recognises_onednn_reference_implementations():
+    assert kernel_audit.is_slow("onednn:simple_nchw:any")
+    assert kernel_audit.is_slow("onednn:ref:any")
+    assert kernel_audit.is_slow("onednn:jit:uni + onednn:lnorm_ref:any")
+    assert kernel_audit.is_slow("onednn:simple:any")
+    assert not kernel_audit.is_slow("onednn:simple_layer_normalization:any")
+    assert not kernel_audit.is_slow("onednn:jit:avx2 + nan-passthrough")
+    assert not kernel_audit.is_slow("vectorised:max_pool_avx2")
+    assert not kernel_audit.is_slow("reference")
+
+
+def test_no_op_runs_a_onednn_reference_implementation():
+    table = kernel_audit.audit()
+    assert "conv2d" in table and "max_pool2d_train" in table and "softmax" in table
+    slow = {op: sorted(impls) for op, impls in table.items()
+            if any(kernel_audit.is_slow(impl) for impl in impls)}
+    assert not slow
