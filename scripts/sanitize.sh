@@ -13,9 +13,6 @@ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DPOPSIM_WITH_TORCH=OFF -DPOPSIM_BUILD_TESTS=ON -DPOPSIM_WERROR=ON \
   -DPOPSIM_SANITIZE=address,undefined >/dev/null
 cmake --build "$build_dir" --parallel "${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
-# Leaks: oneDNN and OpenMP keep caches and thread pools until exit, which are
-# not popsim's; scripts/lsan.supp names them.
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1"
-export LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 ctest --test-dir "$build_dir" --output-on-failure --timeout 600
