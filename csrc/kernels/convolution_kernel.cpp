@@ -1,5 +1,6 @@
 #include "kernels/dnnl_kernels.h"
 #include "kernels/dnnl_utils.h"
+#include "kernels/single_tap_convolution.h"
 
 #include <limits>
 #include <optional>
@@ -120,13 +121,6 @@ struct Geometry {
   }
 };
 
-// Weights and constants change only when written; anything else may change every run.
-const uint64_t* versionOf(const ir::Value& value, const KernelRequest& request) {
-  const bool fixed =
-      value.role() == ir::ValueRole::Weight || value.role() == ir::ValueRole::Constant;
-  return fixed ? request.weightsVersion : nullptr;
-}
-
 std::unique_ptr<Kernel> createForward(const KernelRequest& request) {
   const Geometry g(request.node, request.inputs[0].type.shape, request.inputs[1].type.shape,
                    request.outputs[0].type.shape);
@@ -138,7 +132,7 @@ std::unique_ptr<Kernel> createForward(const KernelRequest& request) {
   const dnnl::engine& engine = request.engine;
   kernel->addOperand(DNNL_ARG_SRC, g.src, pd.src_desc(), request.inputs[0].data, engine, false);
   kernel->addOperand(DNNL_ARG_WEIGHTS, g.weights, pd.weights_desc(), request.inputs[1].data, engine,
-                     false, versionOf(*request.node.input(1), request));
+                     false, weightsVersionOf(*request.node.input(1), request));
   kernel->addOperand(DNNL_ARG_DST, g.dst, pd.dst_desc(), request.outputs[0].data, engine, true);
   if (hasBias) {
     kernel->addPlain(DNNL_ARG_BIAS, g.bias, request.inputs[2].data, engine);
@@ -162,7 +156,7 @@ std::unique_ptr<Kernel> createGradInput(const KernelRequest& request) {
   kernel->addOperand(DNNL_ARG_DIFF_DST, g.dst, pd.diff_dst_desc(), request.inputs[0].data, engine,
                      false);
   kernel->addOperand(DNNL_ARG_WEIGHTS, g.weights, pd.weights_desc(), request.inputs[1].data, engine,
-                     false, versionOf(*request.node.input(1), request));
+                     false, weightsVersionOf(*request.node.input(1), request));
   kernel->addOperand(DNNL_ARG_DIFF_SRC, g.src, pd.diff_src_desc(), request.outputs[0].data, engine,
                      true);
   return kernel;
@@ -196,6 +190,9 @@ std::unique_ptr<Kernel> createGradWeight(const KernelRequest& request) {
 // CPU convolutions do: operands are reordered in and out around each call,
 // weights only when they change.
 std::unique_ptr<Kernel> createConvolutionKernel(const KernelRequest& request) {
+  if (auto kernel = createSingleTapConvolution(request)) {
+    return kernel;
+  }
   switch (request.node.kind()) {
   case ir::OpKind::Conv2d: return createForward(request);
   case ir::OpKind::Conv2dGradInput: return createGradInput(request);

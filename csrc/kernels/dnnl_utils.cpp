@@ -51,6 +51,12 @@ memory::desc channelBlockedDesc(const ir::Shape& shape, memory::data_type type, 
                       block == 16 ? memory::format_tag::nChw16c : memory::format_tag::nChw8c);
 }
 
+const uint64_t* weightsVersionOf(const ir::Value& value, const KernelRequest& request) {
+  const bool fixed =
+      value.role() == ir::ValueRole::Weight || value.role() == ir::ValueRole::Constant;
+  return fixed ? request.weightsVersion : nullptr;
+}
+
 std::unique_ptr<Kernel> reorderKernel(const memory& from, const memory& to,
                                       const dnnl::engine& engine) {
   const dnnl::reorder::primitive_desc pd(engine, from.get_desc(), engine, to.get_desc());

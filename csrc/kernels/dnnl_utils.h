@@ -2,6 +2,7 @@
 
 #include "ir/tensor_type.h"
 #include "kernels/kernel.h"
+#include "kernels/kernel_factory.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -57,6 +58,11 @@ private:
   std::string implementation_;
   std::vector<std::unique_ptr<ScratchBuffer>> owned_;
 };
+
+// The weights version to watch for an input that changes only when weights
+// are written (a weight or a constant); nullptr for anything else, which may
+// change every run.
+const uint64_t* weightsVersionOf(const ir::Value& value, const KernelRequest& request);
 
 // A oneDNN reorder between two bound memories.
 std::unique_ptr<Kernel> reorderKernel(const memory& from, const memory& to,
