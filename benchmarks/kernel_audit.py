@@ -31,6 +31,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tutorials"))
 from inference_demo import Network  # noqa: E402
 
 import popsim  # noqa: E402
+from bench_training import WithLoss  # noqa: E402
 
 def is_slow(implementation):
     """True if any oneDNN part of the implementation is a reference one."""
@@ -40,16 +41,6 @@ def is_slow(implementation):
                                  or name.startswith(("simple_nchw", "simple_nhwc", "simple:"))):
             return True
     return False
-
-
-class WithLoss(nn.Module):
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def forward(self, x, labels):
-        output = self.model(x)
-        return output, F.cross_entropy(output, labels)
 
 
 class Encoder(nn.Module):
@@ -62,6 +53,29 @@ class Encoder(nn.Module):
         return self.head(self.layer(x).mean(1))
 
 
+class EveryOpFamily(nn.Module):
+    """The op families the three networks leave out: activations, binary ops with
+    broadcasting, average pooling, batch norm with batch statistics, embedding,
+    dropout and reductions."""
+
+    def __init__(self):
+        super().__init__()
+        self.embedding = nn.Embedding(10, 8)
+        self.conv = nn.Conv2d(1, 8, 3, padding=1)
+        self.norm = nn.BatchNorm2d(8)
+        self.pool = nn.AvgPool2d(2)
+        self.drop = nn.Dropout(0.1)
+        self.head = nn.Linear(8, 10)
+        self.register_buffer("ids", torch.tensor([3, 1, 4, 1]))  # the audit's micro-batch is 4
+
+    def forward(self, x):
+        image = self.pool(self.norm(self.conv(x)))  # [N, 8, 14, 14]
+        features = image.mean((2, 3)) + self.embedding(self.ids)
+        a = torch.sigmoid(features) * torch.tanh(features) - F.gelu(features) / 2
+        b = torch.exp(-features.abs()) + torch.sqrt(features.abs() + 1) + torch.log(a.abs() + 1)
+        return self.head(self.drop(a + b))
+
+
 def programs():
     """(model name, mode, program) for every audited model."""
     import torchvision
@@ -69,15 +83,17 @@ def programs():
     torch.manual_seed(0)
     cases = [("tutorial network", Network, (1, 28, 28), 8),
              ("ResNet-18", lambda: torchvision.models.resnet18(num_classes=10), (3, 32, 32), 4),
-             ("transformer encoder layer", Encoder, (16, 32), 4)]
+             ("transformer encoder layer", Encoder, (16, 32), 4),
+             ("every other op family", EveryOpFamily, (1, 28, 28), 4)]
     for name, make, shape, batch in cases:
         x, labels = torch.randn(batch, *shape), torch.randint(0, 10, (batch,))
         inference = popsim.inferenceModel(make().eval())
         inference.compile(x)
         yield name, "inference", inference._executable.program()
         model = make()
-        training = popsim.trainingModel(WithLoss(model), popsim.Options(),
-                                        popsim.optim.SGD(model.parameters(), lr=0.01))
+        optimizer = (popsim.optim.SGD if name != "every other op family" else torch.optim.AdamW)(
+            model.parameters(), lr=0.01)
+        training = popsim.trainingModel(WithLoss(model), popsim.Options(), optimizer)
         training.compile(x, labels)
         yield name, "training", training._executable.program()
         training.destroy()
