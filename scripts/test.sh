@@ -17,3 +17,9 @@ ctest --test-dir "$build_dir" --output-on-failure --timeout 300
 export POPSIM_DATA_DIR="${POPSIM_DATA_DIR:-$PWD/build/test-data}"
 scripts/prepare_data.sh --no-download
 .venv/bin/python -m pytest tests/python tutorials/pipelining/tests "$@"
+# Results must not depend on the CPU: the kernel, op and training parity tests
+# run again as a CPU with fewer vector instructions would run them (oneDNN
+# and ATen pick other kernels there, with other rounding).
+scripts/test_isas.sh "$build_dir"
+# The C++ core under AddressSanitizer and UndefinedBehaviorSanitizer.
+scripts/sanitize.sh
