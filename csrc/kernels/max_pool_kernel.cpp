@@ -1,7 +1,7 @@
 // max_pool2d and its training form as PyTorch's CPU kernel computes them,
 // vectorised, instead of oneDNN's pooling, for three reasons:
-//   - oneDNN 2.6 pools plain (NCHW) tensors with its reference implementation
-//     on AVX2 CPUs, ten times slower than its jit kernels;
+//   - oneDNN 2.6 pools plain (NCHW) tensors with its plain C++ implementation
+//     (simple_nchw) on AVX2 CPUs, about ten times slower than this kernel;
 //   - oneDNN's maximum drops NaN, where PyTorch's propagates it;
 //   - the training form records PyTorch's indices (the first maximum, the
 //     last NaN), so max_pool2d_grad adds gradients in PyTorch's order and is
@@ -233,13 +233,13 @@ public:
     const int64_t blocks = geometry_.blocks;
     // Enough work per thread to pay for waking it: about 16K input elements.
     const int64_t work = blocks * geometry_.H * geometry_.W * channelBlock();
-    const int64_t threads =
-        std::clamp<int64_t>(work / 16384, 1, std::min<int64_t>(blocks, omp_get_max_threads()));
+    const int threads = static_cast<int>(
+        std::clamp<int64_t>(work / 16384, 1, std::min<int64_t>(blocks, omp_get_max_threads())));
     if (threads == 1) {
       function_(geometry_, x_, y_, indices_, 0, blocks);
       return;
     }
-#pragma omp parallel num_threads(static_cast <int>(threads))
+#pragma omp parallel num_threads(threads)
     {
       const int64_t thread = omp_get_thread_num();
       const int64_t count = omp_get_num_threads();

@@ -1,8 +1,8 @@
 """Training on the simulated IPU against eager PyTorch in float64.
 
 Each model trains for 20 optimizer steps (21 with deviceIterations=3; ResNet-18
-10 and 12) with
-each optimizer, gradientAccumulation 1 and 4 and deviceIterations 1 and 3.
+10 and 12) with each optimizer, gradientAccumulation 1 and 4 (ResNet-18: 1)
+and deviceIterations 1 and 3.
 Eager PyTorch runs the same schedule from the same weights on the same data,
 in float32 and in float64: per step, each micro-batch's loss / accumulation
 is back-propagated, then the optimizer steps. popsim's returned losses and
@@ -22,9 +22,13 @@ fp32 run's distance from float64 is a matter of chance:
   gradient accumulation 4, capped at AVX2, popsim ended 12x (10 steps) to
   66x (20 steps) further from float64 than eager float32 while their first
   losses agreed to 1e-6: a few gradients whose rounding decides their sign
-  flip whole steps. ResNet-18 trains 10 steps: with eps=1e-4 and 20 steps,
-  capped at AVX2, Adam with accumulation 4 drifts into a regime where eager
-  float32's losses are 8e-3 from float64's (and popsim's 1.4e-2).
+  flip whole steps. Over five data seeds (20 steps) popsim was the further
+  one in two runs, eager float32 in one, and the two were equal in two:
+  which run flips is chance.
+- ResNet-18 trains 10 steps without gradient accumulation. With
+  accumulation 4 its random-data training is chaotic in fp32: capped at
+  AVX2, eager float32's losses end 4e-3 (SGD) to 8e-3 (Adam, eps=1e-4, 20
+  steps) from float64's, where one run's distance is a coin flip.
 - ResNet-18 trains with its batch norms frozen (eval mode, as when
   fine-tuning). With batch statistics, its last stage normalises over
   micro-batch x 1 x 1 values per channel, a gain of up to 1/sqrt(eps) = 316
@@ -32,11 +36,9 @@ fp32 run's distance from float64 is a matter of chance:
   training is tested on a network whose batch statistics cover hundreds of
   values per channel (BatchNormNet).
 
-Deep ReLU networks are still sensitive: a pre-activation that rounds to the
-other side of zero switches a gradient path on or off, and after a ReLU, max
-pooling picks among exact zeros by position. With SGD and accumulation 4,
-eager float32 ends 3% away from float64 in ResNet-18's first convolution;
-the criterion then accepts popsim as far away as eager, not closer.
+Deep ReLU networks are sensitive because a pre-activation that rounds to the
+other side of zero switches a gradient path on or off, and after a ReLU max
+pooling picks among exact zeros by position.
 """
 
 import copy
@@ -160,7 +162,9 @@ def test_mnist_network_training_matches_eager(optimizer, accumulation, iteration
                iterations)
 
 
-@pytest.mark.parametrize("accumulation,iterations", SCHEDULES)
+# ResNet-18 on random data with gradient accumulation 4 is chaotic in fp32
+# (see the module docstring); accumulation is covered by the other networks.
+@pytest.mark.parametrize("accumulation,iterations", [(1, 1), (1, 3)])
 @pytest.mark.parametrize("optimizer", OPTIMIZERS)
 def test_resnet18_training_matches_eager(optimizer, accumulation, iterations):
     lr = 3e-3 if optimizer == "sgd" else 1e-4
