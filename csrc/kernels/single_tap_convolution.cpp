@@ -3,8 +3,8 @@
 // A 3x3 convolution with padding 1 on a 1x1 image (ResNet's last stage on
 // small images) multiplies only the weights' centre tap with the input; the
 // other eight taps meet padding. oneDNN has no jit backward-weights kernel
-// for such shapes on AVX2 and falls back to an im2col gemm that is ~50x
-// slower than the matmul it amounts to. With W[o][c] the tap's weights
+// for such shapes on AVX2 and falls back to an im2col gemm: 13.5 ms on one
+// thread for what is a 16 x 512 by 512 x 512 product. With W[o][c] the tap's weights
 // (gathered into a contiguous [O, C] copy, since oneDNN's matmul runs its
 // reference kernel on other strides), and the image's 1x1 pixels as rows:
 //   conv2d:             Y[n][o]  = sum_c X[n][c] W[o][c] + bias[o]
@@ -50,7 +50,6 @@ std::optional<SingleTap> singleTap(const ir::Node& node, const ir::Shape& input,
 memory::desc rows(int64_t count, int64_t width) {
   return memory::desc({count, width}, memory::data_type::f32, memory::format_tag::ab);
 }
-
 
 // The tap's weights of W [O, C, KH, KW] copied into a contiguous [O, C]
 // matrix: again whenever the weights version moves (or every run, for
