@@ -112,18 +112,34 @@ def _bind_arguments(forward, args, kwargs):
 
 
 def _call_with(forward, values):
-    """Calls forward with the values of _bind_arguments (positionally where possible)."""
-    parameters = inspect.signature(forward).parameters
-    args, kwargs = [], {}
+    """Calls forward with the values of _bind_arguments, as Python would bind them.
+
+    The values hold only the arguments the call gave, so passing them in order
+    would shift a keyword argument into a skipped optional parameter: Python's
+    own BoundArguments decides which go by position and which by keyword."""
+    signature = inspect.signature(forward)
+    parameters = signature.parameters
+    arguments, extra = {}, {}
     for name, value in values.items():
         parameter = parameters.get(name.split("[")[0])
-        if parameter is None or parameter.kind == inspect.Parameter.VAR_KEYWORD:
-            kwargs[name] = value
-        elif parameter.kind == inspect.Parameter.KEYWORD_ONLY:
-            kwargs[name] = value
+        if parameter is not None and parameter.kind == inspect.Parameter.VAR_POSITIONAL:
+            arguments.setdefault(parameter.name, []).append(value)
+        elif (parameter is not None and parameter.name == name
+              and parameter.kind != inspect.Parameter.VAR_KEYWORD):
+            arguments[name] = value
         else:
-            args.append(value)
-    return forward(*args, **kwargs)
+            extra[name] = value  # a **kwargs entry (or a call that did not bind)
+    var_keyword = next((p.name for p in parameters.values()
+                        if p.kind == inspect.Parameter.VAR_KEYWORD), None)
+    if var_keyword is None and extra:
+        return forward(**{**arguments, **extra})  # raises the usual TypeError
+    if extra:
+        arguments[var_keyword] = extra
+    ordered = {name: tuple(arguments[name]) if parameters[name].kind ==
+               inspect.Parameter.VAR_POSITIONAL else arguments[name]
+               for name in parameters if name in arguments}
+    bound = inspect.BoundArguments(signature, ordered)
+    return forward(*bound.args, **bound.kwargs)
 
 
 class _FlatModel(torch.nn.Module):

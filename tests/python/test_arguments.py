@@ -1,0 +1,62 @@
+"""How a call's Python arguments reach forward(): keyword arguments that skip
+optional parameters, defaults, None and non-tensor values bind exactly as
+Python binds them in eager PyTorch."""
+
+import torch
+
+import popsim
+from conftest import assert_close
+
+
+class ScalarBeforeOptional(torch.nn.Module):
+    def forward(self, t1, scalar=2, t2_opt=None):
+        return t2_opt * scalar + t1 * scalar if t2_opt is not None else t1 * scalar
+
+
+class OptionalChain(torch.nn.Module):
+    def forward(self, x, y=None, z=None, t=None):
+        r = x
+        if y is not None:
+            r = (r + y) * 3
+        if z is not None:
+            r = (r + z) * 4
+        if t is not None:
+            r = (r + t) * 5
+        return r
+
+
+class Starred(torch.nn.Module):
+    def forward(self, x, *rest, scale=1.0, **named):
+        out = x * scale
+        for i, extra in enumerate(rest):
+            out = out + (i + 1) * extra
+        for key in sorted(named):
+            out = out - named[key] * len(key)
+        return out
+
+
+def check(module, *args, **kwargs):
+    expected = module(*args, **kwargs)
+    assert_close(popsim.inferenceModel(module)(*args, **kwargs), expected)
+
+
+def test_a_keyword_argument_skipping_an_optional_parameter_binds_to_its_own_name():
+    check(ScalarBeforeOptional(), torch.tensor([3.0]), t2_opt=torch.tensor([5.0]))
+    check(ScalarBeforeOptional(), torch.tensor([3.0]), 7, t2_opt=torch.tensor([5.0]))
+    check(ScalarBeforeOptional(), t2_opt=torch.tensor([5.0]), t1=torch.tensor([3.0]))
+
+
+def test_keyword_arguments_in_any_order_with_none_and_gaps():
+    x, y, z, t = (torch.randn(2, 3) for _ in range(4))
+    check(OptionalChain(), x=x, t=t)
+    check(OptionalChain(), z=z, t=None, x=x)
+    check(OptionalChain(), x, None, z)
+    check(OptionalChain(), x, y, t=t)
+    check(OptionalChain(), t=t, y=y, x=x, z=z)
+
+
+def test_variadic_positional_and_keyword_arguments():
+    x, a, b, c = (torch.randn(4) for _ in range(4))
+    check(Starred(), x, a, b, scale=2.0, cc=c)
+    check(Starred(), x, scale=3.0, c=c, bbb=b)
+    check(Starred(), x, a)
