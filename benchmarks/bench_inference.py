@@ -20,7 +20,6 @@ import os
 import statistics
 import sys
 
-sys.path.insert(0, os.path.dirname(__file__))
 import timing  # noqa: E402
 
 timing.cap_isa_from_argv()  # before torch loads
@@ -78,7 +77,7 @@ def main():
         "batch_size": batch,
         "device_iterations": iterations,
         "host_threads": torch.get_num_threads(),
-        "isa_cap": os.environ.get("ONEDNN_MAX_CPU_ISA", "native"),
+        "isa_cap": timing.isa_cap(),
         "eager_images_per_second": iterations * batch / eager_seconds,
         "popsim_images_per_second": iterations * batch / popsim_seconds,
         "speedup": eager_seconds / popsim_seconds,

@@ -32,7 +32,6 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(__file__))
 import timing  # noqa: E402
 
 timing.cap_isa_from_argv()  # before torch loads
@@ -89,7 +88,7 @@ def main():
     balanced = balanced_network()
     balanced.load_state_dict(base.model.state_dict())
     results = {"host_cores": os.cpu_count(), "images_per_call": images,
-               "isa_cap": os.environ.get("ONEDNN_MAX_CPU_ISA", "native")}
+               "isa_cap": timing.isa_cap()}
     auto = popsim.AutoStage.AutoIncrement
     splits = {"blocks": (base, TWO_IPUS), "balanced": (balanced, [auto])}
     for split, (network, stages) in splits.items():

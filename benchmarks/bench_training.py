@@ -21,7 +21,6 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(__file__))
 import timing  # noqa: E402
 
 timing.cap_isa_from_argv()  # before torch loads
@@ -93,7 +92,7 @@ def main():
         "batch_size": batch,
         "steps_per_call": steps,
         "host_threads": torch.get_num_threads(),
-        "isa_cap": os.environ.get("ONEDNN_MAX_CPU_ISA", "native"),
+        "isa_cap": timing.isa_cap(),
         "eager_images_per_second": steps * batch / eager_seconds,
         "popsim_images_per_second": steps * batch / popsim_seconds,
         "speedup": eager_seconds / popsim_seconds,

@@ -18,7 +18,6 @@ import collections
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(__file__))
 import timing  # noqa: E402
 
 timing.cap_isa_from_argv()  # before torch loads
@@ -32,6 +31,7 @@ from inference_demo import Network  # noqa: E402
 
 import popsim  # noqa: E402
 from bench_training import WithLoss  # noqa: E402
+
 
 def is_slow(implementation):
     """True if any oneDNN part of the implementation is a reference one."""
@@ -114,13 +114,12 @@ def main():
     parser = argparse.ArgumentParser(description="which kernel each op runs")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
     timing.add_isa_argument(parser)
-    parser.parse_args()
+    args = parser.parse_args()
 
     table = audit()
-    slow = [(op, impl) for op, impls in table.items() for impl in impls
-            if is_slow(impl)]
+    slow = [(op, impl) for op, impls in table.items() for impl in impls if is_slow(impl)]
     print(f"popsim kernels, {timing.isa_description()}")
-    if parser.parse_args().markdown:
+    if args.markdown:
         print("| op | implementation |\n|---|---|")
         for op in sorted(table):
             print(f"| `{op}` | {'; '.join(f'`{impl}`' for impl in sorted(table[op]))} |")

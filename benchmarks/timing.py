@@ -35,10 +35,14 @@ def add_isa_argument(parser):
                              "set (avx2: no AVX-512; baseline: SSE4.1); default: this CPU's")
 
 
+def isa_cap():
+    """The ISA cap the kernels run with (ONEDNN_MAX_CPU_ISA), or "native"."""
+    return os.environ.get("ONEDNN_MAX_CPU_ISA", "native")
+
+
 def isa_description():
     """The instruction set the kernels run with, for the report."""
-    capped = os.environ.get("ONEDNN_MAX_CPU_ISA")
-    return f"ISA capped at {capped}" if capped else "this CPU's ISA"
+    return "this CPU's ISA" if isa_cap() == "native" else f"ISA capped at {isa_cap()}"
 
 
 def median_seconds(fn, repeats):

@@ -57,6 +57,23 @@ const uint64_t* weightsVersionOf(const ir::Value& value, const KernelRequest& re
   return fixed ? request.weightsVersion : nullptr;
 }
 
+std::unique_ptr<Kernel> matmulKernel(const dnnl::engine& engine, const memory::desc& a, void* aData,
+                                     const memory::desc& b, void* bData, const memory::desc& dst,
+                                     void* dstData, void* biasData) {
+  const memory::desc bias = biasData ? memory::desc({1, dst.dims().back()}, memory::data_type::f32,
+                                                    memory::format_tag::ab)
+                                     : memory::desc();
+  const dnnl::matmul::primitive_desc pd(
+      biasData ? dnnl::matmul::desc(a, b, bias, dst) : dnnl::matmul::desc(a, b, dst), engine);
+  std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, memory(a, engine, aData)},
+                                          {DNNL_ARG_WEIGHTS, memory(b, engine, bData)},
+                                          {DNNL_ARG_DST, memory(dst, engine, dstData)}};
+  if (biasData) {
+    args[DNNL_ARG_BIAS] = memory(bias, engine, biasData);
+  }
+  return std::make_unique<PrimitiveKernel>(dnnl::matmul(pd), std::move(args), pd);
+}
+
 std::unique_ptr<Kernel> reorderKernel(const memory& from, const memory& to,
                                       const dnnl::engine& engine) {
   const dnnl::reorder::primitive_desc pd(engine, from.get_desc(), engine, to.get_desc());

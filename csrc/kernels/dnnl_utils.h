@@ -64,6 +64,11 @@ private:
 // change every run.
 const uint64_t* weightsVersionOf(const ir::Value& value, const KernelRequest& request);
 
+// A oneDNN matmul dst = a x b (+ bias, [1, N]) bound to fixed memory.
+std::unique_ptr<Kernel> matmulKernel(const dnnl::engine& engine, const memory::desc& a, void* aData,
+                                     const memory::desc& b, void* bData, const memory::desc& dst,
+                                     void* dstData, void* biasData = nullptr);
+
 // A oneDNN reorder between two bound memories.
 std::unique_ptr<Kernel> reorderKernel(const memory& from, const memory& to,
                                       const dnnl::engine& engine);

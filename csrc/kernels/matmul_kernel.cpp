@@ -13,21 +13,9 @@ std::unique_ptr<Kernel> createLinear(const KernelRequest& request) {
   const memory::desc src({M, K}, memory::data_type::f32, memory::format_tag::ab);
   const memory::desc weights({K, N}, memory::data_type::f32, memory::format_tag::ba);
   const memory::desc dst({M, N}, memory::data_type::f32, memory::format_tag::ab);
-  const bool hasBias = request.inputs.size() == 3;
-  const memory::desc bias =
-      hasBias ? memory::desc({1, N}, memory::data_type::f32, memory::format_tag::ab)
-              : memory::desc();
-  const dnnl::matmul::desc desc =
-      hasBias ? dnnl::matmul::desc(src, weights, bias, dst) : dnnl::matmul::desc(src, weights, dst);
-  const dnnl::matmul::primitive_desc pd(desc, request.engine);
-  std::unordered_map<int, memory> args = {
-      {DNNL_ARG_SRC, memory(src, request.engine, request.inputs[0].data)},
-      {DNNL_ARG_WEIGHTS, memory(weights, request.engine, request.inputs[1].data)},
-      {DNNL_ARG_DST, memory(dst, request.engine, request.outputs[0].data)}};
-  if (hasBias) {
-    args[DNNL_ARG_BIAS] = memory(bias, request.engine, request.inputs[2].data);
-  }
-  return std::make_unique<PrimitiveKernel>(dnnl::matmul(pd), std::move(args), pd);
+  return matmulKernel(request.engine, src, request.inputs[0].data, weights, request.inputs[1].data,
+                      dst, request.outputs[0].data,
+                      request.inputs.size() == 3 ? request.inputs[2].data : nullptr);
 }
 
 // matmul with batch broadcasting: operands padded to the output's rank, so
@@ -37,12 +25,8 @@ std::unique_ptr<Kernel> createBatchedMatMul(const KernelRequest& request) {
   const memory::desc a = plainDesc(padRank(request.inputs[0].type.shape, out.size()));
   const memory::desc b = plainDesc(padRank(request.inputs[1].type.shape, out.size()));
   const memory::desc dst = plainDesc(out);
-  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, dst), request.engine);
-  std::unordered_map<int, memory> args = {
-      {DNNL_ARG_SRC, memory(a, request.engine, request.inputs[0].data)},
-      {DNNL_ARG_WEIGHTS, memory(b, request.engine, request.inputs[1].data)},
-      {DNNL_ARG_DST, memory(dst, request.engine, request.outputs[0].data)}};
-  return std::make_unique<PrimitiveKernel>(dnnl::matmul(pd), std::move(args), pd);
+  return matmulKernel(request.engine, a, request.inputs[0].data, b, request.inputs[1].data, dst,
+                      request.outputs[0].data);
 }
 
 // linear_grad_weight(dY, X) -> dW = dY^T X over all leading dimensions: dY
@@ -54,12 +38,8 @@ std::unique_ptr<Kernel> createLinearGradWeight(const KernelRequest& request) {
   const memory::desc gradT({N, M}, memory::data_type::f32, memory::format_tag::ba);
   const memory::desc input({M, K}, memory::data_type::f32, memory::format_tag::ab);
   const memory::desc dst({N, K}, memory::data_type::f32, memory::format_tag::ab);
-  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(gradT, input, dst), request.engine);
-  std::unordered_map<int, memory> args = {
-      {DNNL_ARG_SRC, memory(gradT, request.engine, request.inputs[0].data)},
-      {DNNL_ARG_WEIGHTS, memory(input, request.engine, request.inputs[1].data)},
-      {DNNL_ARG_DST, memory(dst, request.engine, request.outputs[0].data)}};
-  return std::make_unique<PrimitiveKernel>(dnnl::matmul(pd), std::move(args), pd);
+  return matmulKernel(request.engine, gradT, request.inputs[0].data, input, request.inputs[1].data,
+                      dst, request.outputs[0].data);
 }
 
 } // namespace

@@ -189,6 +189,10 @@ inline __attribute__((always_inline)) void poolBlocks(const Geometry& g, const f
   }
 }
 
+std::string implementationName(VectorIsa isa) {
+  return "vectorised:max_pool_" + vectorIsaName(isa);
+}
+
 using PoolFunction = void (*)(const Geometry&, const float*, float*, int32_t*, int64_t, int64_t);
 
 template <bool kIndices>
@@ -225,16 +229,18 @@ template <bool kIndices> PoolFunction poolFunction(VectorIsa isa) {
 class BlockedMaxPool : public Kernel {
 public:
   BlockedMaxPool(const Geometry& geometry, const float* x, float* y, int32_t* indices,
-                 VectorIsa isa)
+                 VectorIsa isa, int64_t block)
       : geometry_(geometry), x_(x), y_(y), indices_(indices), isa_(isa),
-        function_(indices ? poolFunction<true>(isa) : poolFunction<false>(isa)) {}
+        function_(indices ? poolFunction<true>(isa) : poolFunction<false>(isa)),
+        // Enough work per thread to pay for waking it: about 16K input elements.
+        usefulThreads_(
+            std::max<int64_t>(1, std::min(geometry.blocks, geometry.blocks * geometry.H *
+                                                               geometry.W * block / 16384))) {}
 
   void run(dnnl::stream&) override {
     const int64_t blocks = geometry_.blocks;
-    // Enough work per thread to pay for waking it: about 16K input elements.
-    const int64_t work = blocks * geometry_.H * geometry_.W * channelBlock();
-    const int threads = static_cast<int>(
-        std::clamp<int64_t>(work / 16384, 1, std::min<int64_t>(blocks, omp_get_max_threads())));
+    // The IPU's share of the host threads is set per call (omp_set_num_threads).
+    const int threads = static_cast<int>(std::min<int64_t>(usefulThreads_, omp_get_max_threads()));
     if (threads == 1) {
       function_(geometry_, x_, y_, indices_, 0, blocks);
       return;
@@ -248,9 +254,7 @@ public:
     }
   }
 
-  std::string implementation() const override {
-    return "vectorised:max_pool_" + vectorIsaName(isa_);
-  }
+  std::string implementation() const override { return implementationName(isa_); }
 
 private:
   Geometry geometry_;
@@ -259,12 +263,21 @@ private:
   int32_t* indices_;
   VectorIsa isa_;
   PoolFunction function_;
+  int64_t usefulThreads_;
 };
 
-// The sequence of steps 1-3, owning the blocked buffers.
-class MaxPoolKernel : public Kernel {
+// Steps 1-3. The blocked copies are oneDNN memories, owned by the reorders
+// that bind them; the implementation is named after step 2.
+class MaxPoolKernel : public SequenceKernel {
 public:
-  explicit MaxPoolKernel(const KernelRequest& request) {
+  explicit MaxPoolKernel(const KernelRequest& request)
+      : SequenceKernel(steps(request)), implementation_(implementationName(vectorIsa())) {}
+
+  std::string implementation() const override { return implementation_; }
+
+private:
+  static std::vector<std::unique_ptr<Kernel>> steps(const KernelRequest& request) {
+    std::vector<std::unique_ptr<Kernel>> steps;
     const ir::Shape& in = request.inputs[0].type.shape;
     const ir::Shape& out = request.outputs[0].type.shape;
     const VectorIsa isa = vectorIsa();
@@ -276,39 +289,28 @@ public:
 
     const memory blockedIn(channelBlockedDesc(in, memory::data_type::f32, block), engine);
     const memory blockedOut(channelBlockedDesc(out, memory::data_type::f32, block), engine);
-    parts_.push_back(
+    steps.push_back(
         reorderKernel(memory(plainDesc(in), engine, request.inputs[0].data), blockedIn, engine));
     std::optional<memory> blockedIndices;
     if (indices) {
       blockedIndices.emplace(channelBlockedDesc(out, memory::data_type::s32, block), engine);
     }
-    parts_.push_back(std::make_unique<BlockedMaxPool>(
+    steps.push_back(std::make_unique<BlockedMaxPool>(
         geometryOf(request.node, in, out, block),
         static_cast<const float*>(blockedIn.get_data_handle()),
         static_cast<float*>(blockedOut.get_data_handle()),
-        indices ? static_cast<int32_t*>(blockedIndices->get_data_handle()) : nullptr, isa));
-    parts_.push_back(
+        indices ? static_cast<int32_t*>(blockedIndices->get_data_handle()) : nullptr, isa, block));
+    steps.push_back(
         reorderKernel(blockedOut, memory(plainDesc(out), engine, request.outputs[0].data), engine));
     if (indices) {
-      parts_.push_back(reorderKernel(
+      steps.push_back(reorderKernel(
           *blockedIndices,
           memory(plainDesc(out, ir::DType::Int32), engine, request.outputs[1].data), engine));
     }
-    buffers_ = {blockedIn, blockedOut};
-    if (blockedIndices) buffers_.push_back(*blockedIndices);
+    return steps;
   }
 
-  void run(dnnl::stream& stream) override {
-    for (auto& part : parts_) {
-      part->run(stream);
-    }
-  }
-
-  std::string implementation() const override { return parts_[1]->implementation(); }
-
-private:
-  std::vector<memory> buffers_; // the blocked copies, owned by oneDNN memory objects
-  std::vector<std::unique_ptr<Kernel>> parts_;
+  std::string implementation_;
 };
 
 } // namespace

@@ -10,9 +10,9 @@ struct Window {
   memory::dims kernel, stride, dilation, padLeft, padRight;
 };
 
-// oneDNN pools plain (NCHW) tensors with its reference implementation on
-// AVX2, so the kernel pools a channel-blocked copy (jit kernels on every
-// ISA) between two reorders.
+// oneDNN pools plain (NCHW) tensors with its plain C++ implementation
+// (simple_nchw) on AVX2, so the kernel pools a channel-blocked copy (jit
+// kernels on every ISA) between two reorders.
 std::unique_ptr<Kernel> makePooling(const KernelRequest& request, dnnl::algorithm kind,
                                     const Window& window) {
   const ir::Shape& in = request.inputs[0].type.shape;

@@ -51,96 +51,74 @@ memory::desc rows(int64_t count, int64_t width) {
   return memory::desc({count, width}, memory::data_type::f32, memory::format_tag::ab);
 }
 
-// The tap's weights of W [O, C, KH, KW] copied into a contiguous [O, C]
-// matrix: again whenever the weights version moves (or every run, for
-// weights computed by the program).
+// The tap's weights of W [O, C, KH, KW] copied into the contiguous [O, C]
+// matrix this kernel owns: again whenever the weights version moves (or
+// every run, for weights computed by the program).
 class GatherTap : public Kernel {
 public:
-  GatherTap(const float* weights, float* tap, int64_t filters, int64_t channels,
-            const SingleTap& where, const uint64_t* version)
-      : weights_(weights + where.offset), tap_(tap), filters_(filters), channels_(channels),
+  GatherTap(const float* weights, int64_t filters, int64_t channels, const SingleTap& where,
+            const uint64_t* version)
+      : weights_(weights + where.offset), tap_(static_cast<size_t>(filters * channels)),
         stride_(where.kernelPixels), version_(version) {}
+  float* tap() { return tap_.data(); }
   void run(dnnl::stream&) override {
     if (version_ != nullptr) {
       if (*version_ == prepared_) return;
       prepared_ = *version_;
     }
-    for (int64_t i = 0; i < filters_ * channels_; ++i) {
-      tap_[i] = weights_[i * stride_];
+    for (size_t i = 0; i < tap_.size(); ++i) {
+      tap_[i] = weights_[static_cast<int64_t>(i) * stride_];
     }
   }
   std::string implementation() const override { return "gather-tap"; }
 
 private:
   const float* weights_;
-  float* tap_;
-  int64_t filters_, channels_, stride_;
+  std::vector<float> tap_;
+  int64_t stride_;
   const uint64_t* version_;
   uint64_t prepared_ = std::numeric_limits<uint64_t>::max();
 };
 
-// dW: zero except the tap, which takes the [O, C] matmul result.
+// dW: zero except the tap, which takes the [O, C] matmul result held in the
+// matrix this kernel owns.
 class ScatterTap : public Kernel {
 public:
-  ScatterTap(const float* tap, float* weights, int64_t filters, int64_t channels,
-             const SingleTap& where)
-      : tap_(tap), weights_(weights), count_(filters * channels), offset_(where.offset),
+  ScatterTap(float* weights, int64_t filters, int64_t channels, const SingleTap& where)
+      : tap_(static_cast<size_t>(filters * channels)), weights_(weights), offset_(where.offset),
         stride_(where.kernelPixels) {}
+  float* tap() { return tap_.data(); }
   void run(dnnl::stream&) override {
-    std::fill(weights_, weights_ + count_ * stride_, 0.0f);
-    for (int64_t i = 0; i < count_; ++i) {
-      weights_[i * stride_ + offset_] = tap_[i];
+    const auto count = static_cast<int64_t>(tap_.size());
+    std::fill(weights_, weights_ + count * stride_, 0.0f);
+    for (int64_t i = 0; i < count; ++i) {
+      weights_[i * stride_ + offset_] = tap_[static_cast<size_t>(i)];
     }
   }
   std::string implementation() const override { return "scatter-tap"; }
 
 private:
-  const float* tap_;
+  std::vector<float> tap_;
   float* weights_;
-  int64_t count_, offset_, stride_;
+  int64_t offset_, stride_;
 };
 
-std::unique_ptr<Kernel> matmul(const KernelRequest& request, const memory::desc& a, void* aData,
-                               const memory::desc& b, void* bData, const memory::desc& dst,
-                               void* dstData, const void* biasData = nullptr) {
-  const dnnl::engine& engine = request.engine;
-  const memory::desc bias = biasData ? rows(1, dst.dims()[1]) : memory::desc();
-  const dnnl::matmul::primitive_desc pd(
-      biasData ? dnnl::matmul::desc(a, b, bias, dst) : dnnl::matmul::desc(a, b, dst), engine);
-  std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, memory(a, engine, aData)},
-                                          {DNNL_ARG_WEIGHTS, memory(b, engine, bData)},
-                                          {DNNL_ARG_DST, memory(dst, engine, dstData)}};
-  if (biasData) {
-    args[DNNL_ARG_BIAS] = memory(bias, engine, const_cast<void*>(biasData));
-  }
-  return std::make_unique<PrimitiveKernel>(dnnl::matmul(pd), std::move(args), pd);
-}
-
-// The kernel's parts, and the contiguous [O, C] tap buffer they share.
-class SingleTapKernel : public SequenceKernel {
-public:
-  SingleTapKernel(std::vector<std::unique_ptr<Kernel>> parts, std::unique_ptr<ScratchBuffer> tap)
-      : SequenceKernel(std::move(parts)), tap_(std::move(tap)) {}
-
-private:
-  std::unique_ptr<ScratchBuffer> tap_;
-};
-
+// The gather of the tap's weights, then the matmul that reads them as b.
 std::unique_ptr<Kernel> withGatheredTap(const KernelRequest& request, int64_t O, int64_t C,
                                         const SingleTap& tap, bool transposed,
                                         const memory::desc& a, void* aData, const memory::desc& dst,
-                                        const void* bias) {
-  auto buffer = std::make_unique<ScratchBuffer>(static_cast<size_t>(O * C) * sizeof(float));
-  auto* weights = static_cast<float*>(buffer->data());
+                                        void* bias) {
+  auto gather = std::make_unique<GatherTap>(static_cast<const float*>(request.inputs[1].data), O, C,
+                                            tap, weightsVersionOf(*request.node.input(1), request));
   const memory::desc b = transposed
                              ? memory::desc({C, O}, memory::data_type::f32, memory::format_tag::ba)
                              : rows(O, C);
   std::vector<std::unique_ptr<Kernel>> parts;
-  parts.push_back(std::make_unique<GatherTap>(static_cast<const float*>(request.inputs[1].data),
-                                              weights, O, C, tap,
-                                              weightsVersionOf(*request.node.input(1), request)));
-  parts.push_back(matmul(request, a, aData, b, weights, dst, request.outputs[0].data, bias));
-  return std::make_unique<SingleTapKernel>(std::move(parts), std::move(buffer));
+  float* weights = gather->tap();
+  parts.push_back(std::move(gather));
+  parts.push_back(
+      matmulKernel(request.engine, a, aData, b, weights, dst, request.outputs[0].data, bias));
+  return std::make_unique<SequenceKernel>(std::move(parts));
 }
 
 } // namespace
@@ -173,15 +151,14 @@ std::unique_ptr<Kernel> createSingleTapConvolution(const KernelRequest& request)
     const auto tap = singleTap(node, x, dw, request.inputs[1].type.shape);
     if (!tap) return nullptr;
     const int64_t N = x[0], C = x[1], O = dw[0];
-    auto buffer = std::make_unique<ScratchBuffer>(static_cast<size_t>(O * C) * sizeof(float));
+    auto scatter =
+        std::make_unique<ScatterTap>(static_cast<float*>(request.outputs[0].data), O, C, *tap);
     const memory::desc gradT({O, N}, memory::data_type::f32, memory::format_tag::ba);
     std::vector<std::unique_ptr<Kernel>> parts;
-    parts.push_back(matmul(request, gradT, request.inputs[1].data, rows(N, C),
-                           request.inputs[0].data, rows(O, C), buffer->data()));
-    parts.push_back(std::make_unique<ScatterTap>(static_cast<const float*>(buffer->data()),
-                                                 static_cast<float*>(request.outputs[0].data), O, C,
-                                                 *tap));
-    return std::make_unique<SingleTapKernel>(std::move(parts), std::move(buffer));
+    parts.push_back(matmulKernel(request.engine, gradT, request.inputs[1].data, rows(N, C),
+                                 request.inputs[0].data, rows(O, C), scatter->tap()));
+    parts.push_back(std::move(scatter));
+    return std::make_unique<SequenceKernel>(std::move(parts));
   }
   default: return nullptr;
   }

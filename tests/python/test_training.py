@@ -43,7 +43,6 @@ pooling picks among exact zeros by position.
 
 import copy
 import math
-import os
 
 import pytest
 import torch
@@ -151,8 +150,8 @@ def run_parity(make_model, image_shape, micro_batch, optimizer, lr, accumulation
 
 
 SCHEDULES = [(1, 1), (1, 3), (4, 1), (4, 3)]
-RESNET_STEPS = int(os.environ.get("POPSIM_RESNET_STEPS", 10))  # (environment: for measuring)
-RESNET_ADAM_EPS = float(os.environ.get("POPSIM_RESNET_EPS", 1e-4))  # (gradientAccumulation, deviceIterations)
+RESNET_STEPS = 10
+RESNET_ADAM_EPS = 1e-4  # (gradientAccumulation, deviceIterations)
 
 
 @pytest.mark.parametrize("accumulation,iterations", SCHEDULES)
