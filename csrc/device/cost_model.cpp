@@ -91,7 +91,7 @@ uint64_t elementPasses(ir::OpKind kind) {
 OpCost estimateOpCost(const ir::Node& node, const ChipSpec& chip,
                       const OpTemporaries& temporaries) {
   OpCost cost;
-  if (node.kind() == ir::OpKind::Reshape) {
+  if (ir::isViewOp(node.kind())) {
     return cost; // a view: no superstep at all
   }
   cost.syncCycles = syncCycles(1, chip);
@@ -137,6 +137,7 @@ OpCost estimateOpCost(const ir::Node& node, const ChipSpec& chip,
   case ir::OpKind::Embedding:
   case ir::OpKind::Broadcast:
   case ir::OpKind::SliceGrad:
+  case ir::OpKind::SliceUpdate:
   case ir::OpKind::EmbeddingGrad:
   case ir::OpKind::Assign: cost.exchangeCycles = exchangeCycles(outBytes, chip); break;
   case ir::OpKind::IpuCopy:

@@ -1,13 +1,35 @@
 #pragma once
 
+#include "frontend/view_path.h"
 #include "ir/value.h"
 
 #include <ATen/core/ivalue.h>
 
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace popsim::frontend {
+
+// The memory of one eager tensor that several TorchScript values may view: a
+// model input, a weight, or an intermediate result that a view was taken of.
+// popsim's IR has value semantics, so an in-place write through any view
+// makes new `contents` and bumps `version`; views read after it are read
+// again from the new contents.
+struct Storage {
+  ir::Value* contents = nullptr;
+  uint64_t version = 0;
+  ir::Value* root = nullptr; // the graph input or weight it holds, if any
+};
+
+// How a TorchScript value views a storage.
+struct Alias {
+  std::shared_ptr<Storage> storage;
+  ViewPath path;          // from the storage's contents to this value
+  std::string opaqueView; // set when `path` is unknown: the op that made the view
+  uint64_t version = 0;   // the storage version this value was read at
+};
 
 // What a TorchScript value is during import.
 struct FrontendValue {
@@ -21,7 +43,8 @@ struct FrontendValue {
   c10::IValue constant;
   ir::Value* tensor = nullptr;
   std::vector<FrontendValue> elements;
-  std::string modulePath; // attribute path of a module object ("layer1.conv")
+  std::string modulePath;     // attribute path of a module object ("layer1.conv")
+  std::optional<Alias> alias; // for tensors that share memory with other values
 
   static FrontendValue ofStatic(c10::IValue value, std::string path = "") {
     FrontendValue v;

@@ -13,6 +13,7 @@
 // At the end, all unsupported ops are reported in one error.
 
 #include "common/check.h"
+#include "frontend/aliasing.h"
 #include "frontend/dtype_conversion.h"
 #include "frontend/import.h"
 #include "frontend/loss_identification.h"
@@ -44,7 +45,7 @@ public:
   GraphImporter(const jit::Module& self, const std::vector<ir::TensorType>& inputTypes,
                 const ImportOptions& options)
       : self_(self), inputTypes_(inputTypes), options_(options),
-        graph_(std::make_unique<ir::Graph>()), constants_(*graph_) {
+        graph_(std::make_unique<ir::Graph>()), constants_(*graph_), aliasing_(*graph_) {
     state_.training = options.training;
     state_.randomSeed = options.randomSeed;
   }
@@ -60,7 +61,10 @@ public:
     reportUnsupported();
     checkEveryOpInABlock();
     for (const jit::Value* output : graph->outputs()) {
-      addOutputs(values_.at(output));
+      addOutputs(currentValue(output));
+    }
+    for (const auto& [input, contents] : aliasing_.writtenInputs()) {
+      graph_->addInputUpdate(input, contents);
     }
     if (options_.training) {
       identifyLoss(*graph_, state_.losses);
@@ -82,7 +86,7 @@ private:
     for (size_t i = 0; i < count; ++i) {
       std::string name = i < options_.inputNames.size() ? options_.inputNames[i]
                                                         : inputs[first + i]->debugNameBase();
-      values_[inputs[first + i]] = FrontendValue::ofTensor(graph_->addInput(name, inputTypes_[i]));
+      values_[inputs[first + i]] = aliasing_.root(graph_->addInput(name, inputTypes_[i]));
     }
   }
 
@@ -101,9 +105,18 @@ private:
     }
   }
 
-  // popsim.Block and friends leave popsim::begin_block(user_id, ipu_id) and
-  // popsim::end_block() in the trace; ops in between belong to the block.
-  bool importBlockMarker(const jit::Node& node, const std::string& op) {
+  // Marker ops the Python side leaves in the trace. popsim.Block and friends
+  // leave popsim::begin_block(user_id, ipu_id) and popsim::end_block(): ops
+  // in between belong to the block. Grad-mode switches leave
+  // popsim::grad_mode(enabled).
+  bool importMarker(const jit::Node& node, const std::string& op) {
+    if (op == "popsim::grad_mode") {
+      const FrontendValue& enabled = values_.at(node.inputs()[0]);
+      POPSIM_ASSERT(enabled.isStatic() && enabled.constant.isBool(),
+                    "popsim::grad_mode takes a constant bool.");
+      gradEnabled_ = enabled.constant.toBool();
+      return true;
+    }
     if (op == "popsim::end_block") {
       currentBlock_.clear();
       return true;
@@ -161,7 +174,7 @@ private:
 
   void importNode(const jit::Node& node) {
     const std::string op = node.kind().toQualString();
-    if (importBlockMarker(node, op)) {
+    if (importMarker(node, op)) {
       return;
     }
     const size_t firstNew = graph_->nodes().size();
@@ -198,9 +211,13 @@ private:
         recordUnsupported(node, "");
         return;
       }
+      for (const jit::Value* input : node.inputs()) {
+        aliasing_.refresh(values_.at(input), locationOf(node));
+      }
       NodeContext context(node, values_, *graph_, constants_, state_, locationOf(node));
       lowering(context);
-      writeBackInPlaceUpdate(node, context);
+      aliasing_.record(node, values_, locationOf(node));
+      stopGradientsWithGradModeOff(node);
     } catch (const UnsupportedLowering& error) {
       recordUnsupported(node, error.what());
     } catch (const Error& error) {
@@ -213,19 +230,22 @@ private:
     }
   }
 
-  // An in-place op on a weight (e.g. num_batches_tracked.add_(1)) updates the
-  // weight itself: later reads see the new value, and so does the next call.
-  void writeBackInPlaceUpdate(const jit::Node& node, NodeContext& context) {
-    const std::string name = node.kind().toUnqualString();
-    if (name.size() < 2 || name.back() != '_' || name[name.size() - 2] == '_' ||
-        node.inputs().empty() || node.outputs().empty()) {
+  // Values computed while the grad mode is off (torch.no_grad() and
+  // friends) pass no gradient on, as in eager PyTorch.
+  void stopGradientsWithGradModeOff(const jit::Node& node) {
+    if (!options_.training || gradEnabled_) {
       return;
     }
-    const FrontendValue& target = values_.at(node.inputs()[0]);
-    const FrontendValue& result = values_.at(node.outputs()[0]);
-    if (target.kind == FrontendValue::Kind::Tensor && target.tensor->isVariable() &&
-        result.kind == FrontendValue::Kind::Tensor && result.tensor != target.tensor) {
-      context.assign(target.tensor, result.tensor);
+    for (const jit::Value* output : node.outputs()) {
+      FrontendValue& value = values_.at(output);
+      if (value.kind != FrontendValue::Kind::Tensor ||
+          value.tensor->type().dtype != ir::DType::Float32) {
+        continue;
+      }
+      value.tensor = graph_->apply(ir::OpKind::StopGradient, {value.tensor}, {}, locationOf(node));
+      if (value.alias.has_value()) {
+        value.alias->path.push_back({ir::OpKind::StopGradient, {}});
+      }
     }
   }
 
@@ -260,8 +280,8 @@ private:
     const c10::IValue value = object->getSlot(slot);
     if (value.isTensor() &&
         (object->type()->is_parameter(slot) || object->type()->is_buffer(slot))) {
-      values_[node.output()] = FrontendValue::ofTensor(
-          weight(path, value.toTensor(), object->type()->is_parameter(slot)));
+      values_[node.output()] =
+          aliasing_.root(weight(path, value.toTensor(), object->type()->is_parameter(slot)));
       return;
     }
     values_[node.output()] = FrontendValue::ofStatic(value, isModuleObject(value) ? path : "");
@@ -431,6 +451,17 @@ private:
     return true;
   }
 
+  // A graph output as the model returns it: views read again after in-place writes.
+  FrontendValue currentValue(const jit::Value* output) {
+    FrontendValue value = values_.at(output);
+    try {
+      aliasing_.refresh(value, {});
+    } catch (const UnsupportedLowering& error) {
+      throwError(ErrorKind::Unsupported, strCat("The model returns ", error.what(), "."));
+    }
+    return value;
+  }
+
   void addOutputs(const FrontendValue& value) {
     switch (value.kind) {
     case FrontendValue::Kind::Tensor: graph_->addOutput(value.tensor); return;
@@ -467,9 +498,11 @@ private:
   const ImportOptions& options_;
   std::unique_ptr<ir::Graph> graph_;
   std::string currentBlock_;
+  bool gradEnabled_ = true;
   std::optional<std::string> firstOutsideBlock_; // "aten::add at m.py:3"
 
   ConstantTensors constants_;
+  Aliasing aliasing_;
   ValueMap values_;
   ImportState state_;
   std::vector<UnsupportedOp> unsupported_;

@@ -114,6 +114,14 @@ void Graph::setOutputs(const std::vector<Value*>& values) {
     POPSIM_ASSERT(owns(value), "graph output from another graph.");
   }
   outputs_ = values;
+  inputUpdates_.clear();
+}
+
+void Graph::addInputUpdate(size_t inputIndex, Value* finalValue) {
+  POPSIM_ASSERT(inputIndex < inputs_.size() && owns(finalValue), "bad input update ", inputIndex,
+                ".");
+  outputs_.push_back(finalValue);
+  inputUpdates_.push_back(inputIndex);
 }
 
 Value* Graph::findWeight(const std::string& name) const {
@@ -262,6 +270,7 @@ std::unique_ptr<Graph> Graph::clone() const {
   for (const Value* output : outputs_) {
     copy->outputs_.push_back(map.at(output));
   }
+  copy->inputUpdates_ = inputUpdates_;
   copy->loss_ = loss_ != nullptr ? map.at(loss_) : nullptr;
   copy->blocks_ = blocks_;
   return copy;

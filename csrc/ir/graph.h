@@ -49,7 +49,18 @@ public:
 
   void addOutput(Value* value);
   void setOutput(size_t index, Value* value);
+  // Replaces all outputs (and forgets the input updates among them).
   void setOutputs(const std::vector<Value*>& values);
+  // An output carrying the final value of an input the model modifies in
+  // place (x += 1 in forward), for the host to copy back into the caller's
+  // tensor as eager PyTorch would. Input updates follow the model's outputs.
+  void addInputUpdate(size_t inputIndex, Value* finalValue);
+  // The input index of each input update, in order; they are the last
+  // inputUpdates().size() outputs.
+  const std::vector<size_t>& inputUpdates() const { return inputUpdates_; }
+  bool isInputUpdate(size_t outputIndex) const {
+    return outputIndex + inputUpdates_.size() >= outputs_.size();
+  }
 
   const std::vector<Value*>& inputs() const { return inputs_; }
   const std::vector<Value*>& weights() const { return weights_; }
@@ -101,6 +112,7 @@ private:
   std::vector<Value*> states_;
   std::vector<Value*> constants_;
   std::vector<Value*> outputs_;
+  std::vector<size_t> inputUpdates_;
   std::vector<BlockAnnotation> blocks_;
   Value* loss_ = nullptr;
   const Node* insertBefore_ = nullptr;

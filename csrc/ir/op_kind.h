@@ -56,6 +56,7 @@ namespace popsim::ir {
   X(LayerNormTrain, "layer_norm_train", Normalization)                                             \
   X(LayerNormGrad, "layer_norm_grad", Normalization)                                               \
   X(SliceGrad, "slice_grad", Layout)                                                               \
+  X(SliceUpdate, "slice_update", Layout)                                                           \
   X(EmbeddingGrad, "embedding_grad", Embedding)                                                    \
   X(Dropout, "dropout", Random)                                                                    \
   X(NllLoss, "nll_loss", Loss)                                                                     \
@@ -66,7 +67,8 @@ namespace popsim::ir {
   X(SgdUpdate, "sgd_update", Optimizer)                                                            \
   X(AdamUpdate, "adam_update", Optimizer)                                                          \
   X(RmspropUpdate, "rmsprop_update", Optimizer)                                                    \
-  X(IpuCopy, "ipu_copy", Transfer)
+  X(IpuCopy, "ipu_copy", Transfer)                                                                 \
+  X(StopGradient, "stop_gradient", Layout)
 
 enum class OpKind : uint16_t {
 #define POPSIM_OP_ENUM(kind, name, family) kind,
@@ -103,5 +105,7 @@ enum class OpFamily {
 std::string_view opKindName(OpKind kind);
 OpFamily opFamily(OpKind kind);
 std::optional<OpKind> opKindFromName(std::string_view name);
+// Ops whose output shares its input's storage (no kernel, no superstep).
+bool isViewOp(OpKind kind);
 
 } // namespace popsim::ir

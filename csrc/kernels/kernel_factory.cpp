@@ -49,9 +49,9 @@ std::unique_ptr<Kernel> createDnnlKernel(const KernelRequest& request) {
 } // namespace
 
 std::unique_ptr<Kernel> createKernel(const KernelRequest& request) {
-  // Reshapes are views; inter-IPU copies are carried out by the runtime,
-  // which moves the bytes between the IPUs' threads.
-  if (request.node.kind() == ir::OpKind::Reshape || request.node.kind() == ir::OpKind::IpuCopy) {
+  // Reshapes and stop_gradient are views; inter-IPU copies are carried out
+  // by the runtime, which moves the bytes between the IPUs' threads.
+  if (ir::isViewOp(request.node.kind()) || request.node.kind() == ir::OpKind::IpuCopy) {
     return nullptr;
   }
   std::unique_ptr<Kernel> kernel;

@@ -4,7 +4,7 @@
 //    training forms, which keep what the gradient needs (statistics, where
 //    each maximum is), in place, before their users.
 // 2. A value needs a gradient if it is a float value computed from one of the
-//    `wrt` values and the loss depends on it.
+//    `wrt` values (not through a stop_gradient) and the loss depends on it.
 // 3. The loss's gradient is 1. Forward nodes are visited last to first; a node
 //    with an output gradient gets its gradient rule (gradient_rules.cpp)
 //    applied for the inputs that need a gradient, and gradients of values used
@@ -42,6 +42,7 @@ ValueSet dependentsOf(const std::vector<ir::Node*>& nodes, const std::vector<ir:
   for (const ir::Node* node : nodes) {
     bool depends = false;
     for (const ir::Value* input : node->inputs()) {
+      if (node->kind() == ir::OpKind::StopGradient) break;
       depends = depends || dependents.count(input) != 0;
     }
     if (depends) {

@@ -33,6 +33,11 @@ ir::Value* GradientBuilder::reshape(ir::Value* value, const ir::Shape& shape) {
   return emit(ir::OpKind::Reshape, {value}, {{"shape", shape}});
 }
 
+ir::Value* GradientBuilder::zeros(const ir::Shape& shape) {
+  ir::Value* zero = graph_.addScalarConstant(0.0f);
+  return shape.empty() ? zero : emit(ir::OpKind::Broadcast, {zero}, {{"shape", shape}});
+}
+
 ir::Value* GradientBuilder::affine(ir::Value* value, double scale, double shift) {
   if (scale == 1.0 && shift == 0.0) {
     return value;

@@ -236,6 +236,20 @@ Grads slice(GradientBuilder& b, const Grads& g, const Needed&) {
   return {b.emit(OpKind::SliceGrad, {g[0]}, a)};
 }
 
+// The input's gradient is the output's with the overwritten slice zeroed;
+// the update's is that slice of the output's.
+Grads sliceUpdate(GradientBuilder& b, const Grads& g, const Needed& needed) {
+  const Attributes a = copyAttrs(nodeOf(b).attrs(), {"dim", "start", "end", "step"});
+  Grads result = none(b);
+  if (needed[0]) {
+    result[0] = b.emit(OpKind::SliceUpdate, {g[0], b.zeros(in(b, 1)->type().shape)}, a);
+  }
+  if (needed[1]) {
+    result[1] = b.emit(OpKind::Slice, {g[0]}, a);
+  }
+  return result;
+}
+
 Grads concat(GradientBuilder& b, const Grads& g, const Needed& needed) {
   Grads result = none(b);
   const int64_t dim = nodeOf(b).attrs().getInt("dim");
@@ -324,6 +338,7 @@ GradientRule findGradientRule(ir::OpKind kind) {
   case OpKind::Reshape: return reshape;
   case OpKind::Permute: return permute;
   case OpKind::Slice: return slice;
+  case OpKind::SliceUpdate: return sliceUpdate;
   case OpKind::Concat: return concat;
   case OpKind::ReduceSum:
   case OpKind::ReduceMean: return reduce;

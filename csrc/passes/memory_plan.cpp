@@ -113,7 +113,7 @@ const ir::Value* MemoryPlan::storageRoot(const ir::Value* value) const {
   return it == roots_of_.end() ? value : it->second;
 }
 
-bool isViewOp(const ir::Node& node) { return node.kind() == ir::OpKind::Reshape; }
+bool isViewOp(const ir::Node& node) { return ir::isViewOp(node.kind()); }
 
 MemoryPlan planMemory(const ir::Graph& graph, const MemoryPlanOptions& options) {
   POPSIM_ASSERT(options.numIpus >= 1 && options.alignment >= 1, "bad memory plan options.");

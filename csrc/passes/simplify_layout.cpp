@@ -4,7 +4,8 @@
 // that does nothing at runtime. This pass:
 // 1. replaces ops that return their input unchanged (a reshape to the input's
 //    shape, an identity permute, a slice covering the whole dimension,
-//    affine with scale 1 and shift 0) by their input;
+//    affine with scale 1 and shift 0, stop_gradient once autodiff has run)
+//    by their input;
 // 2. folds reshape(reshape(x)) into one reshape of x;
 // and leaves the dead nodes to dead code elimination.
 
@@ -26,6 +27,7 @@ bool returnsInputUnchanged(const ir::Node& node) {
     return perm == identity;
   }
   case ir::OpKind::Slice: return input->type() == node.output()->type();
+  case ir::OpKind::StopGradient: return true; // its work is done once gradients are built
   case ir::OpKind::Affine:
     return node.attrs().getFloat("scale") == 1.0 && node.attrs().getFloat("shift") == 0.0;
   default: return false;

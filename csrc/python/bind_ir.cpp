@@ -48,6 +48,10 @@ void bindIr(py::module_& module) {
              return weights;
            })
       .def(
+          "input_updates", [](const ir::Graph& graph) { return graph.inputUpdates(); },
+          "The inputs the model modifies in place, by index; their final values are the last "
+          "outputs, one per input, in this order.")
+      .def(
           "blocks",
           [](const ir::Graph& graph) {
             py::list blocks;

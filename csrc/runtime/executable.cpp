@@ -106,7 +106,10 @@ int64_t Executable::microBatchesPerStep() const {
                                                     : options_.gradientAccumulation;
 }
 
-Executable::OutputCopy Executable::outputCopyOf(int64_t microBatch) const {
+Executable::OutputCopy Executable::outputCopyOf(int64_t microBatch, size_t index) const {
+  if (graph_->isInputUpdate(index)) {
+    return {microBatch, false}; // every micro-batch's rows of the caller's input
+  }
   return {options_.output.slotOf(microBatch, microBatchesPerCall()),
           options_.output.mode == OutputMode::Sum && microBatch > 0};
 }
@@ -517,9 +520,11 @@ std::vector<ir::TensorType> Executable::inputHostTypes() const {
 
 std::vector<ir::TensorType> Executable::outputHostTypes() const {
   std::vector<ir::TensorType> types;
-  for (const ir::Value* output : graph_->outputs()) {
-    types.push_back({output->type().dtype,
-                     options_.output.hostShape(output->type().shape, microBatchesPerCall())});
+  const OutputSpec everyMicroBatch{OutputMode::All};
+  for (size_t i = 0; i < graph_->outputs().size(); ++i) {
+    const ir::TensorType& type = graph_->outputs()[i]->type();
+    const OutputSpec& spec = graph_->isInputUpdate(i) ? everyMicroBatch : options_.output;
+    types.push_back({type.dtype, spec.hostShape(type.shape, microBatchesPerCall())});
   }
   return types;
 }
@@ -658,9 +663,9 @@ void Executable::runTask(const ScheduledTask& scheduled, int64_t microBatch, dnn
   for (const Transfer& send : task.sends) {
     send.channel->push(send.address);
   }
-  const OutputCopy copy = outputCopyOf(microBatch);
-  if (copy.slot >= 0) {
-    for (size_t i : task.producedOutputs) {
+  for (size_t i : task.producedOutputs) {
+    const OutputCopy copy = outputCopyOf(microBatch, i);
+    if (copy.slot >= 0) {
       copyOutput(i, call.outputs[i], copy);
     }
   }
@@ -725,9 +730,9 @@ void Executable::simulateClock() {
         record(EventPart::StreamingMemory, program.streamOutCycles);
         if (!program.streamedInputs.empty()) link.finishedReading(now + clock);
         // Summed outputs stay on the device until the call's end.
-        const OutputCopy copy = outputCopyOf(microBatch);
-        if (copy.slot >= 0 && !copy.accumulate) {
-          for (size_t i : program.producedOutputs) {
+        for (size_t i : program.producedOutputs) {
+          const OutputCopy copy = outputCopyOf(microBatch, i);
+          if (copy.slot >= 0 && !copy.accumulate) {
             record(EventPart::HostOutput,
                    device::hostTransferCycles(graph_->outputs()[i]->type().bytes(), chip));
           }

@@ -263,7 +263,7 @@ private:
     int64_t slot = -1;
     bool accumulate = false;
   };
-  OutputCopy outputCopyOf(int64_t microBatch) const;
+  OutputCopy outputCopyOf(int64_t microBatch, size_t index) const;
   void copyOutput(size_t index, const TensorView& destination, const OutputCopy& copy) const;
   int64_t stepsPerCall() const;
 

@@ -92,6 +92,7 @@ class Executor:
         self._executable = None
         self._signature = None
         self._output_structure = None
+        self._input_updates = []  # inputs the model modifies in place, by index
         self._compilation_seconds = None
         self._binding = None
         self._attached = False
@@ -152,6 +153,8 @@ class Executor:
             self._catch_up_with_training()
         tensors = self._signature.tensors(args, kwargs)
         outputs = self._executable.run(tensors)
+        if self._input_updates:
+            outputs = self._write_back_inputs(tensors, outputs)
         if self._training:
             self._host_dirty = True
             self._record.called()
@@ -160,6 +163,15 @@ class Executor:
         if self._profile_writer is not None:
             self._profile_writer.after_call(time.perf_counter() - start)
         return result
+
+    def _write_back_inputs(self, tensors, outputs):
+        """Copies what the model wrote in place into the caller's input tensors,
+        as eager PyTorch would have; returns the model's own outputs."""
+        count = len(self._input_updates)
+        with torch.no_grad():
+            for index, value in zip(self._input_updates, outputs[-count:]):
+                tensors[index].copy_(value.reshape(tensors[index].shape))
+        return outputs[:-count]
 
     @_one_thread_at_a_time
     def compile(self, *args, **kwargs):
@@ -371,7 +383,8 @@ class Executor:
                 raise InputError(
                     f"Invalid batch dimension: input '{name}' has {tensor.shape[0]} samples in "
                     f"dimension 0, which must be a multiple of {explained}.")
-            micro.append(tensor[: tensor.shape[0] // factor])
+            # A copy: tracing runs the model, which may modify its inputs in place.
+            micro.append(tensor[: tensor.shape[0] // factor].clone())
         return micro
 
     def _compile_options(self, graph):
@@ -448,6 +461,7 @@ class Executor:
         self._executable = executable
         self._signature = signature
         self._output_structure = flat.output_structure
+        self._input_updates = graph.input_updates()
         self._binding = binding
         self._upload_weights()
         if binding is not None:

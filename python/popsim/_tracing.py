@@ -14,7 +14,14 @@ import warnings
 import torch
 
 from popsim import _blocks, _structure
+from popsim._ops import LIBRARY as _LIBRARY
 from popsim.errors import CompilationError, InputError
+
+# torch.no_grad() and friends leave no trace of their own, so tracing records
+# each change of the grad mode as popsim::grad_mode(enabled): the importer
+# stops gradients at the values computed while it is off.
+_LIBRARY.define("grad_mode(bool enabled) -> ()", alias_analysis="CONSERVATIVE")
+_LIBRARY.impl("grad_mode", lambda enabled: None, "CompositeExplicitAutograd")
 
 # Frames in these directories are library code: source locations in errors
 # point at the first frame outside them, i.e. the user's own line.
@@ -200,6 +207,23 @@ def _untouched_state(model):
 
 
 @contextlib.contextmanager
+def _recorded_grad_mode():
+    """torch.no_grad, enable_grad and set_grad_enabled all switch the mode
+    through torch._C._set_grad_enabled: wrapped, each switch is traced."""
+    switch = torch._C._set_grad_enabled
+
+    def recorded(enabled):
+        switch(enabled)
+        torch.ops.popsim.grad_mode(bool(enabled))
+
+    torch._C._set_grad_enabled = recorded
+    try:
+        yield
+    finally:
+        torch._C._set_grad_enabled = switch
+
+
+@contextlib.contextmanager
 def _no_backward():
     """popsim computes gradients itself: backward() inside forward() is an error."""
     def refuse(*args, **kwargs):
@@ -217,7 +241,8 @@ def _no_backward():
 
 
 # Tracing changes process-wide state for its duration (the block markers'
-# state, torch.Tensor.backward, the RNG state, warning filters), so models
+# state, torch.Tensor.backward, torch._C._set_grad_enabled, the RNG state,
+# warning filters), so models
 # compiled from several threads trace one at a time.
 _TRACE_LOCK = threading.Lock()
 
@@ -241,6 +266,7 @@ def _trace(model, signature, micro_batch_tensors, training):
     else:
         guards.enter_context(_untouched_state(model))
         guards.enter_context(_no_backward())
+        guards.enter_context(_recorded_grad_mode())
     # Grad stays enabled: some modules (e.g. TransformerEncoderLayer) switch to
     # fused kernels under no_grad that have no popsim lowering.
     with guards, torch.enable_grad(), warnings.catch_warnings():

@@ -86,8 +86,14 @@ void lowerNeg(LoweringContext& ctx) {
 }
 
 // Ops that return their input unchanged in popsim's value semantics:
-// contiguous (every tensor is contiguous), clone and detach (no mutation, no autograd here).
+// contiguous (every tensor is contiguous) and clone (aliasing.cpp keeps
+// in-place writes to the copy and the original apart).
 void lowerIdentity(LoweringContext& ctx) { ctx.setOutput(0, ctx.tensor(0)); }
+
+// detach: the same values, through which no gradient flows.
+void lowerDetach(LoweringContext& ctx) {
+  ctx.setOutput(0, ctx.emit(ir::OpKind::StopGradient, {ctx.tensor(0)}, {}));
+}
 
 // aten::to(...) overloads and type_as: allowed when the dtype does not change
 // (device and memory-format arguments mean nothing on the simulated IPU).
@@ -123,7 +129,7 @@ void registerArithmetic(LoweringRegistry& registry) {
   registry.add("aten::rsub", lowerReverseSub);
   registry.add("aten::contiguous", lowerIdentity);
   registry.add("aten::clone", lowerIdentity);
-  registry.add("aten::detach", lowerIdentity);
+  registry.add("aten::detach", lowerDetach);
   registry.add("aten::to", lowerTo);
   registry.add("aten::type_as", lowerTo);
 }

@@ -60,9 +60,51 @@ template <int Fill> void lowerNewFilled(LoweringContext& ctx) {
   ctx.setOutput(0, constantFilled(ctx, {dtype, ctx.toIntList(1)}, value));
 }
 
+// `value` broadcast to `type`: the new contents of a tensor written whole in place.
+ir::Value* writtenWhole(LoweringContext& ctx, ir::Value* value, const ir::TensorType& type) {
+  if (value->type().dtype != type.dtype) {
+    ctx.unsupported(std::string("writing a ") + ir::dtypeName(value->type().dtype) +
+                    " tensor into a " + ir::dtypeName(type.dtype) +
+                    " one (popsim does not convert dtypes); convert the source first");
+  }
+  if (value->type().shape == type.shape) {
+    return value;
+  }
+  return ctx.emit(ir::OpKind::Broadcast, {value}, {{"shape", type.shape}});
+}
+
+// aten::fill_(self, value): value is a number or a 0-d tensor. (x[:, 0] = 1
+// traces as fill_ on a view; aliasing.cpp carries it into x.)
+void lowerFill(LoweringContext& ctx) {
+  const ir::TensorType type = ctx.tensor(0)->type();
+  if (const std::optional<double> value = ctx.staticScalar(1)) {
+    ctx.setOutput(0, constantFilled(ctx, type, *value));
+    return;
+  }
+  ir::Value* value = ctx.tensor(1);
+  if (value->type().rank() != 0) {
+    ctx.unsupported("fill_ with a tensor of rank " + std::to_string(value->type().rank()) +
+                    " (PyTorch takes a number or a 0-d tensor)");
+  }
+  ctx.setOutput(0, writtenWhole(ctx, value, type));
+}
+
+// aten::zero_(self)
+void lowerZero(LoweringContext& ctx) {
+  ctx.setOutput(0, constantFilled(ctx, ctx.tensor(0)->type(), 0.0));
+}
+
+// aten::copy_(self, src, non_blocking): src broadcast to self.
+void lowerCopy(LoweringContext& ctx) {
+  ctx.setOutput(0, writtenWhole(ctx, ctx.tensor(1), ctx.tensor(0)->type()));
+}
+
 } // namespace
 
 void registerCreation(LoweringRegistry& registry) {
+  registry.add("aten::fill_", lowerFill);
+  registry.add("aten::zero_", lowerZero);
+  registry.add("aten::copy_", lowerCopy);
   registry.add("aten::zeros_like", lowerFilledLike<0>);
   registry.add("aten::ones_like", lowerFilledLike<1>);
   registry.add("aten::full_like", lowerFilledLike<-1>);

@@ -58,6 +58,16 @@ std::vector<TensorType> inferSlice(const std::vector<TensorType>& inputs, const 
   return {{x.dtype, out}};
 }
 
+// slice_update(X, U): X with the slice (dim, start, end, step) replaced by U,
+// which has the slice's type (an in-place write through a view, made functional).
+std::vector<TensorType> inferSliceUpdate(const std::vector<TensorType>& inputs,
+                                         const Attributes& attrs) {
+  const TensorType slice = inferSlice({inputs[0]}, attrs)[0];
+  POPSIM_CHECK(inputs[1] == slice, ErrorKind::Compilation, "input 1 (update) ", inputs[1].str(),
+               " does not match the slice ", slice.str(), " of ", inputs[0].str(), ".");
+  return {inputs[0]};
+}
+
 // concat along `dim`; all inputs agree on every other dimension and on dtype.
 std::vector<TensorType> inferConcat(const std::vector<TensorType>& inputs,
                                     const Attributes& attrs) {
@@ -90,12 +100,20 @@ void registerLayoutOps(OpRegistry& registry) {
                 {"end", AttrType::Int},
                 {"step", AttrType::Int}},
                inferSlice);
+  registry.add(OpKind::SliceUpdate, 2, 2, {"input", "update"},
+               {{"dim", AttrType::Int},
+                {"start", AttrType::Int},
+                {"end", AttrType::Int},
+                {"step", AttrType::Int}},
+               inferSliceUpdate);
   registry.add(OpKind::Concat, 1, -1, {}, {{"dim", AttrType::Int}}, inferConcat);
+  const auto sameType = [](const std::vector<TensorType>& inputs, const Attributes&) {
+    return std::vector<TensorType>{inputs[0]};
+  };
   // A copy of a value onto another IPU (its placement says which).
-  registry.add(OpKind::IpuCopy, 1, 1, {"input"}, {},
-               [](const std::vector<TensorType>& inputs, const Attributes&) {
-                 return std::vector<TensorType>{inputs[0]};
-               });
+  registry.add(OpKind::IpuCopy, 1, 1, {"input"}, {}, sameType);
+  // The input's value, through which no gradient flows (detach, no_grad regions).
+  registry.add(OpKind::StopGradient, 1, 1, {"input"}, {}, sameType);
 }
 
 } // namespace popsim::ir::ops

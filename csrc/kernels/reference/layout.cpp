@@ -17,6 +17,22 @@ void stridedCopy(const uint8_t* src, const std::vector<int64_t>& strides, const 
   });
 }
 
+// Copies a contiguous `source` of `sliceShape` into the positions of the
+// slice (dim, start, step from the node) of a contiguous `dst` of `shape`.
+void copyIntoSlice(const ir::Node& node, const uint8_t* source, const ir::Shape& sliceShape,
+                   size_t size, const ir::Shape& shape, uint8_t* dst) {
+  const int64_t dim = node.attrs().getInt("dim");
+  const std::vector<int64_t> dstStrides = ir::contiguousStrides(shape);
+  std::vector<int64_t> strides = dstStrides;
+  strides[dim] *= node.attrs().getInt("step");
+  uint8_t* start =
+      dst + node.attrs().getInt("start") * dstStrides[dim] * static_cast<int64_t>(size);
+  forEachIndex(sliceShape, [&](const std::vector<int64_t>& index) {
+    std::memcpy(start + dot(index, strides) * static_cast<int64_t>(size), source, size);
+    source += size;
+  });
+}
+
 } // namespace
 
 void layout(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
@@ -28,6 +44,7 @@ void layout(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) 
   const std::vector<int64_t> inStrides = ir::contiguousStrides(inType.shape);
   switch (node.kind()) {
   case ir::OpKind::Reshape:
+  case ir::OpKind::StopGradient:
     if (x != y) {
       std::memmove(y, x, inType.bytes());
     }
@@ -67,22 +84,16 @@ void layout(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) 
   }
   case ir::OpKind::Broadcast:
     return stridedCopy(x, broadcastStrides(inType.shape, outShape), outShape, size, y);
-  case ir::OpKind::SliceGrad: {
+  case ir::OpKind::SliceGrad:
     // Zeros, then the gradient copied into the sliced positions.
     std::memset(y, 0, node.output()->type().bytes());
-    const int64_t dim = node.attrs().getInt("dim");
-    const std::vector<int64_t> outStrides = ir::contiguousStrides(outShape);
-    std::vector<int64_t> strides = outStrides;
-    strides[dim] *= node.attrs().getInt("step");
-    uint8_t* start =
-        y + node.attrs().getInt("start") * outStrides[dim] * static_cast<int64_t>(size);
-    const uint8_t* source = x;
-    forEachIndex(inType.shape, [&](const std::vector<int64_t>& index) {
-      std::memcpy(start + dot(index, strides) * static_cast<int64_t>(size), source, size);
-      source += size;
-    });
-    return;
-  }
+    return copyIntoSlice(node, x, inType.shape, size, outShape, y);
+  case ir::OpKind::SliceUpdate:
+    if (x != y) {
+      std::memmove(y, x, inType.bytes());
+    }
+    return copyIntoSlice(node, static_cast<const uint8_t*>(inputs[1]), node.input(1)->type().shape,
+                         size, outShape, y);
   default: POPSIM_ASSERT(false, node.name(), " is not a layout op.");
   }
 }

@@ -152,5 +152,41 @@ TEST(AutodiffTest, AnOpWithoutAGradientRuleIsUnsupportedNamingItAndItsLine) {
   EXPECT_TRUE(testing::contains(error.what(), "detach its input"));
 }
 
+TEST(AutodiffTest, NoGradientFlowsThroughStopGradient) {
+  Graph graph;
+  Value* stopped = graph.addWeight("stopped", f32({3}), true);
+  Value* trained = graph.addWeight("trained", f32({3}), true);
+  Value* detached = graph.apply(OpKind::StopGradient, {stopped});
+  Value* product = graph.apply(OpKind::Mul, {detached, trained});
+  Value* loss = graph.apply(OpKind::ReduceSum, {product}, meanOfAll(1));
+
+  const auto grads = passes::buildGradients(graph, loss, {stopped, trained});
+
+  EXPECT_EQ(grads.count(stopped), 0u);
+  ASSERT_EQ(grads.count(trained), 1u);
+}
+
+// slice_update(x, u): the gradient of x is the output's with the slice
+// zeroed, the gradient of u is the output's slice.
+TEST(AutodiffTest, SliceUpdateSplitsTheGradientAtTheSlice) {
+  Graph graph;
+  Value* x = graph.addWeight("x", f32({4, 3}), true);
+  Value* u = graph.addWeight("u", f32({2, 3}), true);
+  const ir::Attributes rows = {
+      {"dim", int64_t{0}}, {"start", int64_t{1}}, {"end", int64_t{4}}, {"step", int64_t{2}}};
+  Value* updated = graph.apply(OpKind::SliceUpdate, {x, u}, rows);
+  Value* loss = graph.apply(OpKind::ReduceSum, {updated}, meanOfAll(2));
+
+  const auto grads = passes::buildGradients(graph, loss, {x, u});
+
+  EXPECT_EQ(ir::findGraphProblems(graph), std::vector<std::string>{});
+  ASSERT_EQ(grads.count(x), 1u);
+  ASSERT_EQ(grads.count(u), 1u);
+  EXPECT_EQ(grads.at(x)->producer()->kind(), OpKind::SliceUpdate);
+  EXPECT_EQ(grads.at(x)->type(), x->type());
+  EXPECT_EQ(grads.at(u)->producer()->kind(), OpKind::Slice);
+  EXPECT_EQ(grads.at(u)->type(), u->type());
+}
+
 } // namespace
 } // namespace popsim

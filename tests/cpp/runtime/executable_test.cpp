@@ -575,5 +575,37 @@ TEST(ExecutableViewsTest, ScalarInputsAndEmptyOutputsAreRejected) {
             "the model returns no tensors, so there is nothing to compute.");
 }
 
+// x[2,3] -> x with column 1 replaced by 10 * column 2, as a model output
+// (returned once, OutputMode.Final) and as the update of input x (returned
+// for every iteration, whatever the mode).
+TEST(InputUpdateTest, SliceUpdateAndEveryIterationsInputUpdate) {
+  Graph graph;
+  Value* x = graph.addInput("x", f32({2, 3}));
+  const ir::Attributes column = {
+      {"dim", int64_t{1}}, {"start", int64_t{1}}, {"end", int64_t{2}}, {"step", int64_t{1}}};
+  Value* source = graph.apply(
+      OpKind::Slice, {x},
+      {{"dim", int64_t{1}}, {"start", int64_t{2}}, {"end", int64_t{3}}, {"step", int64_t{1}}});
+  Value* scaled = graph.apply(OpKind::Affine, {source}, {{"scale", 10.0}, {"shift", 0.0}});
+  Value* updated = graph.apply(OpKind::SliceUpdate, {x, scaled}, column);
+  graph.addOutput(updated);
+  graph.addInputUpdate(0, updated);
+  EXPECT_EQ(graph.inputUpdates(), std::vector<size_t>{0});
+  EXPECT_FALSE(graph.isInputUpdate(0));
+  EXPECT_TRUE(graph.isInputUpdate(1));
+
+  CompileOptions options;
+  options.deviceIterations = 2;
+  options.output = {OutputMode::Final, 1};
+  auto executable = Executable::compile(graph, options);
+  EXPECT_EQ(executable->outputHostTypes(), (std::vector<ir::TensorType>{f32({2, 3}), f32({4, 3})}));
+  std::vector<float> input = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+  std::vector<float> final(6, -1.0f);
+  std::vector<float> written(12, -1.0f);
+  executable->run({viewOf(input, {4, 3})}, {viewOf(final, {2, 3}), viewOf(written, {4, 3})});
+  EXPECT_EQ(written, (std::vector<float>{0, 20, 2, 3, 50, 5, 6, 80, 8, 9, 110, 11}));
+  EXPECT_EQ(final, (std::vector<float>{6, 80, 8, 9, 110, 11}));
+}
+
 } // namespace
 } // namespace popsim

@@ -1,0 +1,214 @@
+#include "frontend/aliasing.h"
+
+#include "common/check.h"
+
+#include <ATen/TensorUtils.h>
+
+#include <unordered_set>
+
+namespace popsim::frontend {
+namespace {
+
+namespace jit = torch::jit;
+
+using AliasSets = std::unordered_set<c10::Symbol>;
+
+// The alias sets an argument or return is in, including its elements' (Tensor(a)[]).
+void collectSets(const c10::AliasInfo* info, AliasSets& sets) {
+  if (info == nullptr) {
+    return;
+  }
+  sets.insert(info->beforeSets().begin(), info->beforeSets().end());
+  for (const c10::AliasInfo& contained : info->containedTypes()) {
+    collectSets(&contained, sets);
+  }
+}
+
+AliasSets setsOf(const c10::Argument& argument) {
+  AliasSets sets;
+  collectSets(argument.alias_info(), sets);
+  return sets;
+}
+
+bool shareASet(const AliasSets& a, const AliasSets& b) {
+  for (const c10::Symbol& set : a) {
+    if (b.count(set) != 0) return true;
+  }
+  return false;
+}
+
+bool writes(const c10::Argument& argument) {
+  return argument.alias_info() != nullptr && argument.alias_info()->isWrite();
+}
+
+bool isContiguous(c10::IntArrayRef sizes, c10::IntArrayRef strides) {
+  int64_t expected = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    if (sizes[i] != 1 && strides[i] != expected) return false;
+    expected *= sizes[i];
+  }
+  return true;
+}
+
+// Whether an op that may return a view (its schema says Tensor(a)) returned
+// one in eager PyTorch, which the traced sizes and strides tell.
+bool returnedAView(const jit::Node& node) {
+  const std::string op = node.kind().toUnqualString();
+  const auto in = node.inputs()[0]->type()->cast<c10::TensorType>();
+  const auto out = node.output()->type()->cast<c10::TensorType>();
+  if (in == nullptr || out == nullptr) {
+    return true;
+  }
+  const auto inSizes = in->sizes().concrete_sizes();
+  const auto inStrides = in->strides().concrete_sizes();
+  const auto outSizes = out->sizes().concrete_sizes();
+  if (op == "to" || op == "type_as") {
+    return in->scalarType() == out->scalarType();
+  }
+  if (!inSizes || !inStrides || !outSizes) {
+    return true;
+  }
+  if (op == "reshape" || op == "reshape_as" || op == "flatten") {
+    return at::detail::computeStride(*inSizes, *inStrides, *outSizes).has_value();
+  }
+  if (op == "contiguous") {
+    return isContiguous(*inSizes, *inStrides);
+  }
+  return true;
+}
+
+} // namespace
+
+FrontendValue Aliasing::root(ir::Value* value) {
+  std::shared_ptr<Storage>& storage = roots_[value];
+  if (storage == nullptr) {
+    storage = std::make_shared<Storage>(Storage{value, 0, value});
+  }
+  FrontendValue result = FrontendValue::ofTensor(storage->contents);
+  result.alias = Alias{storage, {}, "", storage->version};
+  return result;
+}
+
+void Aliasing::refresh(FrontendValue& value, const ir::SourceLocation& location) {
+  if (value.kind == FrontendValue::Kind::List) {
+    for (FrontendValue& element : value.elements) {
+      refresh(element, location);
+    }
+    return;
+  }
+  if (value.kind != FrontendValue::Kind::Tensor || !value.alias.has_value() ||
+      value.alias->version == value.alias->storage->version) {
+    return;
+  }
+  Alias& alias = *value.alias;
+  if (!alias.opaqueView.empty()) {
+    throw UnsupportedLowering(
+        strCat("a view made by ", alias.opaqueView,
+               " is read after the tensor it views was modified in place, and popsim cannot "
+               "recompute that view; take the view after the in-place op, or make the in-place "
+               "op out of place"));
+  }
+  value.tensor = readView(graph_, alias.storage->contents, alias.path, location);
+  alias.version = alias.storage->version;
+}
+
+void Aliasing::record(const jit::Node& node, ValueMap& values, const ir::SourceLocation& location) {
+  const c10::FunctionSchema* schema = node.maybeSchema();
+  if (schema == nullptr) {
+    return;
+  }
+  const std::string op = node.kind().toQualString();
+  const auto& arguments = schema->arguments();
+  const auto& returns = schema->returns();
+  const size_t numArguments = std::min(arguments.size(), node.inputs().size());
+  const size_t numReturns = std::min(returns.size(), node.outputs().size());
+  bool wrote = false;
+  for (size_t i = 0; i < numArguments; ++i) {
+    if (!writes(arguments[i])) continue;
+    wrote = true;
+    for (size_t j = 0; j < numReturns; ++j) {
+      if (writes(returns[j]) && shareASet(setsOf(arguments[i]), setsOf(returns[j]))) {
+        write(op, values.at(node.inputs()[i]), values.at(node.outputs()[j]), location);
+      }
+    }
+  }
+  if (wrote || numArguments == 0 || node.inputs().empty()) {
+    return;
+  }
+  const AliasSets viewed = setsOf(arguments[0]);
+  for (size_t j = 0; j < numReturns; ++j) {
+    if (!viewed.empty() && shareASet(viewed, setsOf(returns[j])) && returnedAView(node)) {
+      view(op, values.at(node.inputs()[0]), values.at(node.outputs()[j]));
+    }
+  }
+}
+
+void Aliasing::view(const std::string& op, FrontendValue& base, FrontendValue& result) const {
+  if (base.kind != FrontendValue::Kind::Tensor) {
+    return;
+  }
+  if (result.kind == FrontendValue::Kind::List) { // split, chunk, unbind
+    for (FrontendValue& element : result.elements) {
+      view(op, base, element);
+    }
+    return;
+  }
+  if (result.kind != FrontendValue::Kind::Tensor) {
+    return;
+  }
+  if (!base.alias.has_value()) {
+    base.alias = Alias{std::make_shared<Storage>(Storage{base.tensor, 0, nullptr}), {}, "", 0};
+  }
+  Alias alias = *base.alias;
+  const std::optional<ViewPath> path = findViewPath(base.tensor, result.tensor);
+  if (path.has_value() && alias.opaqueView.empty()) {
+    alias.path.insert(alias.path.end(), path->begin(), path->end());
+  } else if (alias.opaqueView.empty()) {
+    alias.opaqueView = op;
+  }
+  result.alias = std::move(alias);
+}
+
+void Aliasing::write(const std::string& op, const FrontendValue& target, FrontendValue& result,
+                     const ir::SourceLocation& location) {
+  if (target.kind != FrontendValue::Kind::Tensor || result.kind != FrontendValue::Kind::Tensor ||
+      !target.alias.has_value()) {
+    return; // nothing else views the target: the result simply is its new value
+  }
+  const Alias& alias = *target.alias;
+  if (result.tensor == target.tensor) {
+    result.alias = alias;
+    return;
+  }
+  if (!(result.tensor->type() == target.tensor->type())) {
+    throw UnsupportedLowering(strCat("an in-place ", op, " whose result ",
+                                     result.tensor->type().str(), " differs from the tensor ",
+                                     target.tensor->type().str(), " it writes"));
+  }
+  if (!alias.opaqueView.empty()) {
+    throw UnsupportedLowering(strCat("an in-place write into a view made by ", alias.opaqueView,
+                                     ", which popsim cannot carry back to the tensor it views; "
+                                     "compute the result out of place"));
+  }
+  Storage& storage = *alias.storage;
+  storage.contents = writeView(graph_, storage.contents, alias.path, result.tensor, location);
+  ++storage.version;
+  if (storage.root != nullptr && storage.root->isVariable()) {
+    // A buffer updated in place keeps its new value for the next call.
+    graph_.addNode(ir::OpKind::Assign, {storage.root, storage.contents}, {}, location);
+  }
+  result.alias = Alias{alias.storage, alias.path, "", storage.version};
+}
+
+std::vector<std::pair<size_t, ir::Value*>> Aliasing::writtenInputs() const {
+  std::vector<std::pair<size_t, ir::Value*>> written;
+  for (size_t i = 0; i < graph_.inputs().size(); ++i) {
+    auto it = roots_.find(graph_.inputs()[i]);
+    if (it != roots_.end() && it->second->version > 0) {
+      written.emplace_back(i, it->second->contents);
+    }
+  }
+  return written;
+}
+
+} // namespace popsim::frontend

@@ -1,0 +1,48 @@
+#pragma once
+
+#include "frontend/node_context.h"
+
+#include <memory>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace popsim::frontend {
+
+// Eager PyTorch's aliasing, replayed on popsim's value-semantics IR.
+//
+// A trace records views (x[0], x.view(...), x.t()) and in-place ops
+// (x += 1, y[:, 0].mul_(2)) as they ran, with the memory sharing left
+// implicit. Every tensor that something views gets a Storage; each view knows
+// its path (layout ops) from the storage's contents. An in-place write
+// through a view is carried back into new contents (slice_update and inverse
+// reshapes and permutes), and every other view of the storage is read again
+// from them before its next use, so that each op sees what it saw in eager
+// PyTorch. The schema's alias annotations (Tensor(a) and Tensor(a!)) say
+// which ops view and which write.
+class Aliasing {
+public:
+  explicit Aliasing(ir::Graph& graph) : graph_(graph) {}
+
+  // A model input or a weight: it owns a storage.
+  FrontendValue root(ir::Value* value);
+  // Reads `value` again if its storage was written since it was read (for a
+  // list, each element). Throws UnsupportedLowering when it cannot.
+  void refresh(FrontendValue& value, const ir::SourceLocation& location);
+  // After `node` was lowered: gives the views it made their storage and
+  // carries its in-place writes into the storages (weights are assigned the
+  // new contents). Throws UnsupportedLowering for a write popsim cannot carry.
+  void record(const torch::jit::Node& node, ValueMap& values, const ir::SourceLocation& location);
+  // The model inputs written in place: (input index, final contents).
+  std::vector<std::pair<size_t, ir::Value*>> writtenInputs() const;
+
+private:
+  void view(const std::string& op, FrontendValue& base, FrontendValue& result) const;
+  void write(const std::string& op, const FrontendValue& target, FrontendValue& result,
+             const ir::SourceLocation& location);
+
+  ir::Graph& graph_;
+  std::unordered_map<const ir::Value*, std::shared_ptr<Storage>> roots_;
+};
+
+} // namespace popsim::frontend

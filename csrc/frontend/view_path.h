@@ -1,0 +1,33 @@
+#pragma once
+
+#include "ir/graph.h"
+
+#include <optional>
+#include <vector>
+
+namespace popsim::frontend {
+
+// One layout op of the chain that reads a view out of the tensor it views.
+struct ViewStep {
+  ir::OpKind kind; // Reshape, Permute, Slice, Broadcast or StopGradient
+  ir::Attributes attrs;
+};
+using ViewPath = std::vector<ViewStep>;
+
+// The chain of layout ops by which a lowering computed `view` from `base`
+// (empty when they are the same value), or nullopt when another op is on the
+// way: popsim then cannot carry writes through the view back to its base.
+std::optional<ViewPath> findViewPath(const ir::Value* base, const ir::Value* view);
+
+// The view `path` of `base`, emitted as layout ops.
+ir::Value* readView(ir::Graph& graph, ir::Value* base, const ViewPath& path,
+                    const ir::SourceLocation& location);
+
+// `base` after `update` is written into its view `path`, emitted as layout
+// ops: each step's inverse (reshape back, the inverse permutation,
+// slice_update), from the view back to the base. Throws UnsupportedLowering
+// for a write through a broadcast.
+ir::Value* writeView(ir::Graph& graph, ir::Value* base, const ViewPath& path, ir::Value* update,
+                     const ir::SourceLocation& location);
+
+} // namespace popsim::frontend

@@ -1,0 +1,408 @@
+"""Views, in-place ops, clone, detach and no_grad: popsim gives eager PyTorch's numbers.
+
+popsim's IR has value semantics; csrc/frontend/aliasing.cpp replays eager
+aliasing on it. Each case runs eagerly and on popsim from the same inputs and
+compares the outputs and the inputs afterwards (eager modifies them in place,
+and so must popsim). Training cases compare the weights after SGD steps.
+"""
+
+import copy
+
+import pytest
+import torch
+
+import popsim
+
+
+class Function(torch.nn.Module):
+    def __init__(self, function):
+        super().__init__()
+        self.function = function
+
+    def forward(self, *args):
+        return self.function(*args)
+
+
+def run_both(function, *inputs, options=None):
+    """Eager and popsim outputs and inputs after the call, as lists."""
+    eager_inputs = [x.clone() for x in inputs]
+    popsim_inputs = [x.clone() for x in inputs]
+    eager = function(*eager_inputs)
+    model = popsim.inferenceModel(Function(function), options)
+    ours = model(*popsim_inputs)
+    model.destroy()
+    if isinstance(eager, torch.Tensor):
+        eager, ours = [eager], [ours]
+    return list(eager) + eager_inputs, list(ours) + popsim_inputs
+
+
+def assert_same(eager, ours):
+    assert len(eager) == len(ours)
+    for i, (expected, actual) in enumerate(zip(eager, ours)):
+        assert actual.shape == expected.shape, i
+        torch.testing.assert_close(actual, expected, rtol=1e-6, atol=1e-6, msg=f"value {i}")
+
+
+def issue_case(x, y, z):
+    x += y
+    x_clone = x.clone()
+    x += y
+    x_clone += z
+    return x, x_clone
+
+
+def setitem_number(x):
+    y = x * 1
+    y[:, 0] = 0
+    return y
+
+
+def setitem_stepped_slice(x):
+    y = x * 1
+    y[:, ::2] = -1.5
+    return y
+
+
+def mul_through_slice(x):
+    y = x * 1
+    y[:, 1:].mul_(3)
+    return y
+
+
+def add_through_flat_view(x):
+    y = x * 1
+    y.view(-1).add_(1)
+    return y
+
+
+def old_value_kept(x):
+    y = x * 1
+    before = y + 0
+    y.add_(1)
+    return before, y
+
+
+def transposed_view_sees_later_write(x):
+    y = x * 1
+    view = y.t()
+    y.add_(1)
+    return view * 2
+
+
+def row_added_to_row(x):
+    y = x * 1
+    y[0] += y[1]
+    return y
+
+
+def chunk_written(x):
+    y = x * 1
+    first, second = y.chunk(2, dim=1)
+    second.sub_(first)
+    return y, first, second
+
+
+def nested_views_written(x):
+    y = x * 1
+    y[1:][:, ::2].mul_(-2)
+    return y
+
+
+def permuted_then_written(x):
+    y = x.reshape(2, 3, 4) * 1
+    y.permute(2, 0, 1)[1].add_(10)
+    return y
+
+
+def unsqueezed_then_written(x):
+    y = x * 1
+    y.unsqueeze(0)[0, 2].fill_(7)
+    return y
+
+
+def copy_into_slice(x):
+    y = torch.zeros_like(x)
+    y[1:3].copy_(x[:2] * 2)
+    return y
+
+
+def fill_with_tensor(x):
+    y = x * 1
+    y[0].fill_(x[2, 1])
+    return y
+
+
+def expanded_view_sees_write(x):
+    y = x * 1
+    expanded = y[:, :1].expand(-1, 4)
+    y.mul_(2)
+    return expanded + 0
+
+
+def clone_is_independent(x):
+    y = x * 1
+    copy_ = y.clone()
+    copy_.add_(1)
+    y.mul_(3)
+    return y, copy_
+
+
+def detached_view_writes_base(x):
+    y = x * 1
+    y.detach().add_(5)
+    return y
+
+
+def written_view_of_written_base(x):
+    y = x * 1
+    row = y[1]
+    y.add_(1)
+    row.mul_(2)
+    y.sub_(0.5)
+    return row, y
+
+
+def input_multiplied(x):
+    x.mul_(2)
+    return x + 1
+
+
+def input_row_set(x):
+    x[:, 0] = 5
+    return x * 2
+
+
+def input_written_through_view(x):
+    x.view(-1)[:3].add_(100)
+    return x.sum(dim=1)
+
+
+def input_read_before_and_after(x):
+    before = x * 1
+    x.add_(1)
+    return before, x
+
+
+CASES = [setitem_number, setitem_stepped_slice, mul_through_slice, add_through_flat_view,
+         old_value_kept, transposed_view_sees_later_write, row_added_to_row, chunk_written,
+         nested_views_written, unsqueezed_then_written, copy_into_slice, fill_with_tensor,
+         expanded_view_sees_write, clone_is_independent, detached_view_writes_base,
+         written_view_of_written_base, input_multiplied, input_row_set,
+         input_written_through_view, input_read_before_and_after]
+
+
+def test_the_issue_case_matches_eager_outputs_and_inputs():
+    torch.manual_seed(0)
+    x, y, z = torch.randn(3, 4), torch.randn(3, 4), torch.randn(3, 4)
+    assert_same(*run_both(issue_case, x, y, z))
+
+
+@pytest.mark.parametrize("function", CASES, ids=lambda f: f.__name__)
+def test_views_and_in_place_ops_match_eager(function):
+    torch.manual_seed(1)
+    assert_same(*run_both(function, torch.randn(6, 4)))
+
+
+def test_permuted_view_of_a_reshaped_intermediate():
+    torch.manual_seed(2)
+    assert_same(*run_both(permuted_then_written, torch.randn(6, 4)))
+
+
+def test_reshape_of_a_transposed_tensor_is_a_copy():
+    # reshape() copies a non-contiguous tensor, so writing the result leaves x alone.
+    def function(x):
+        y = x * 1
+        flat = y.t().reshape(-1)
+        flat.add_(1)
+        return y, flat
+
+    torch.manual_seed(3)
+    assert_same(*run_both(function, torch.randn(6, 4)))
+
+
+def test_reshape_of_a_contiguous_tensor_is_a_view():
+    def function(x):
+        y = x * 1
+        y.reshape(-1)[5:].zero_()
+        return y
+
+    torch.manual_seed(4)
+    assert_same(*run_both(function, torch.randn(6, 4)))
+
+
+def test_tracing_leaves_the_callers_inputs_alone_until_the_call():
+    x = torch.ones(4, 2)
+    model = popsim.inferenceModel(Function(input_multiplied))
+    model.compile(x)
+    assert torch.equal(x, torch.ones(4, 2))
+    model(x)
+    assert torch.equal(x, torch.full((4, 2), 2.0))
+
+
+@pytest.mark.parametrize("mode", [popsim.OutputMode.All, popsim.OutputMode.Final,
+                                  popsim.OutputMode.Sum])
+def test_inputs_are_written_back_for_every_device_iteration(mode):
+    torch.manual_seed(5)
+    options = popsim.Options().deviceIterations(3).outputMode(mode)
+    x = torch.randn(6, 4)
+    eager_x = x.clone()
+    eager_out = input_row_set(eager_x)
+    model = popsim.inferenceModel(Function(input_row_set), options)
+    out = model(x)
+    torch.testing.assert_close(x, eager_x, rtol=0, atol=0)
+    if mode == popsim.OutputMode.All:
+        torch.testing.assert_close(out, eager_out)
+    elif mode == popsim.OutputMode.Final:
+        torch.testing.assert_close(out, eager_out[4:])
+    else:
+        torch.testing.assert_close(out, eager_out.reshape(3, 2, 4).sum(0))
+
+
+def sgd_step_both(model, batches, options=None, lr=0.1):
+    """The model after SGD steps on popsim and eagerly (float32), as state dicts."""
+    eager = copy.deepcopy(model)
+    optimizer = torch.optim.SGD(eager.parameters(), lr=lr)
+    for batch in batches:
+        optimizer.zero_grad()
+        _, loss = eager(*batch)
+        loss.backward()
+        optimizer.step()
+    trainer = popsim.trainingModel(model, options, torch.optim.SGD(model.parameters(), lr=lr))
+    for batch in batches:
+        trainer(*batch)
+    trainer.copyWeightsToHost()
+    trainer.destroy()
+    return model.state_dict(), eager.state_dict()
+
+
+def assert_same_state(ours, eager):
+    assert ours.keys() == eager.keys()
+    for name in ours:
+        torch.testing.assert_close(ours[name], eager[name], rtol=1e-5, atol=1e-6, msg=name)
+
+
+class WritesIntoActivations(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.first = torch.nn.Linear(4, 6)
+        self.second = torch.nn.Linear(4, 6)
+
+    def forward(self, x, target):
+        y = self.first(x)
+        y[:, 0] = 0
+        y[:, 1:4] *= 2
+        z = y.clone()
+        z[:, ::2] += self.second(x)[:, ::2]
+        y.t()[5].sub_(z[:, 1])
+        return y, torch.nn.functional.mse_loss(y + z, target)
+
+
+def test_training_through_writes_into_views_matches_eager():
+    torch.manual_seed(6)
+    batches = [(torch.randn(4, 4), torch.randn(4, 6)) for _ in range(3)]
+    assert_same_state(*sgd_step_both(WritesIntoActivations(), batches))
+
+
+class Detached(torch.nn.Module):
+    """The issue's model: the first layer's output is detached."""
+
+    def __init__(self):
+        super().__init__()
+        self.first_layer = torch.nn.Linear(4, 4)
+        self.second_layer = torch.nn.Linear(4, 4)
+
+    def forward(self, x, target):
+        out = self.first_layer(x).detach()
+        out = self.second_layer(out)
+        return out, torch.nn.functional.mse_loss(out, target)
+
+
+class NoGradRegion(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.frozen = torch.nn.Linear(4, 4)
+        self.trained = torch.nn.Linear(4, 4)
+        self.head = torch.nn.Linear(4, 4)
+
+    def forward(self, x, target):
+        with torch.no_grad():
+            h = self.frozen(x)
+            with torch.enable_grad():
+                h = self.trained(h)  # gradients flow again in here
+            h = h * 2  # ...but not out of the no_grad region
+        out = self.head(h) + self.trained(x)
+        return out, torch.nn.functional.mse_loss(out, target)
+
+
+class DetachedWeight(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(4, 4)
+
+    def forward(self, x, target):
+        out = torch.nn.functional.linear(x, self.layer.weight.detach(), self.layer.bias)
+        return out, torch.nn.functional.mse_loss(out, target)
+
+
+@pytest.mark.parametrize("make_model", [Detached, NoGradRegion, DetachedWeight],
+                         ids=lambda m: m.__name__)
+def test_gradients_stop_where_eager_stops_them(make_model):
+    torch.manual_seed(7)
+    model = make_model()
+    before = copy.deepcopy(model.state_dict())
+    batches = [(torch.randn(4, 4), torch.randn(4, 4)) for _ in range(2)]
+    ours, eager = sgd_step_both(model, batches)
+    assert_same_state(ours, eager)
+    if make_model is Detached:  # the issue's check, directly
+        assert torch.equal(ours["first_layer.bias"], before["first_layer.bias"])
+
+
+def test_gradients_stop_in_a_pipeline_too():
+    class Blocked(Detached):
+        def forward(self, x, target):
+            with popsim.Block("B0", ipu_id=0):
+                out = self.first_layer(x).detach()
+            with popsim.Block("B1", ipu_id=1):
+                out = self.second_layer(out)
+                return out, torch.nn.functional.mse_loss(out, target)
+
+    torch.manual_seed(8)
+    options = popsim.Options()
+    options.Training.gradientAccumulation(3)
+    options.setExecutionStrategy(popsim.PipelinedExecution("B0", "B1"))
+    batches = [(torch.randn(12, 4), torch.randn(12, 4)) for _ in range(2)]
+    model = Blocked()
+    eager = copy.deepcopy(model)
+    optimizer = torch.optim.SGD(eager.parameters(), lr=0.1)
+    for x, target in batches:  # popsim averages the gradients of 3 micro-batches of 4
+        optimizer.zero_grad()
+        for i in range(0, 12, 4):
+            (eager(x[i:i + 4], target[i:i + 4])[1] / 3).backward()
+        optimizer.step()
+    trainer = popsim.trainingModel(model, options, torch.optim.SGD(model.parameters(), lr=0.1))
+    for batch in batches:
+        trainer(*batch)
+    trainer.copyWeightsToHost()
+    assert_same_state(model.state_dict(), eager.state_dict())
+
+
+class CountsCalls(torch.nn.Module):
+    """A buffer updated in place through a view keeps its value between calls."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(4, 4)
+        self.register_buffer("counts", torch.zeros(3))
+
+    def forward(self, x, target):
+        self.counts[1:] += 1
+        out = self.layer(x) * self.counts[2]
+        return out, torch.nn.functional.mse_loss(out, target)
+
+
+def test_buffers_written_through_views_persist_between_calls():
+    torch.manual_seed(9)
+    batches = [(torch.randn(4, 4), torch.randn(4, 4)) for _ in range(3)]
+    ours, eager = sgd_step_both(CountsCalls(), batches, lr=0.01)
+    assert torch.equal(eager["counts"], torch.tensor([0.0, 3.0, 3.0]))
+    assert_same_state(ours, eager)
