@@ -32,19 +32,76 @@ def _factors(options, batch_size):
             f"{options.Training.gradient_accumulation}")
 
 
-def _check_not_too_small(dataset, combined, options, batch_size):
-    """A dataset smaller than one combined batch would give empty epochs with drop_last:
-    a loop that silently never runs, in every mode."""
-    try:
-        samples = len(dataset)
-    except TypeError:  # an iterable dataset without a length
-        return
-    if samples < combined:
+def _check_not_too_small(samples, combined, options, batch_size):
+    """An epoch smaller than one combined batch would be empty with drop_last: a loop
+    that silently never runs, in every mode. (`samples` is None when unknown.)"""
+    if samples is not None and samples < combined:
         raise OptionError(
-            f"popsim.DataLoader: the dataset has {samples} samples, fewer than one combined "
+            f"popsim.DataLoader: an epoch has {samples} samples, fewer than one combined "
             f"batch of {combined} ({_factors(options, batch_size)}), so with drop_last=True it "
             "would yield no batches. Lower batch_size or the options' factors, or use more "
             "samples.")
+
+
+def _epoch_samples(dataset, sampler, batch_sampler):
+    """Samples one epoch draws, or None when nothing says (iterable datasets)."""
+    try:
+        if batch_sampler is not None:
+            inner = getattr(batch_sampler, "sampler", None)
+            return len(inner) if inner is not None else len(batch_sampler) * batch_sampler.batch_size
+        return len(sampler) if sampler is not None else len(dataset)
+    except TypeError:
+        return None
+
+
+def _micro_batch_of(batch_sampler, batch_size, shuffle, sampler):
+    """The micro-batch a batch_sampler yields: its batch_size attribute. The arguments
+    torch refuses beside a batch_sampler are refused here too, with popsim's reasons."""
+    micro = getattr(batch_sampler, "batch_size", None)
+    if not isinstance(micro, int) or micro < 1:
+        raise OptionError(
+            f"popsim.DataLoader: the batch_sampler ({type(batch_sampler).__name__}) has no "
+            "batch_size attribute. popsim compiles models for one batch size, so it needs to "
+            "know the size of the batches the sampler yields: give the sampler a batch_size "
+            "attribute (torch.utils.data.BatchSampler has one).")
+    if batch_size not in (1, micro):
+        raise OptionError(
+            f"popsim.DataLoader: batch_size ({batch_size}) and a batch_sampler of batch_size "
+            f"{micro} are given; the batch_sampler decides the batch. Leave batch_size out.")
+    if shuffle or sampler is not None:
+        raise OptionError(
+            "popsim.DataLoader: a batch_sampler decides the order of the samples, so it "
+            "excludes shuffle=True and sampler; shuffle or sample inside the batch_sampler.")
+    return micro
+
+
+class _CombiningBatchSampler(torch.utils.data.Sampler):
+    """Joins the batches of a user's batch_sampler, `count` at a time, into the
+    combined batches a model call takes. With drop_last, a group that is short
+    of `combined` samples (the end of an epoch, or a sampler's short last
+    batch) is dropped; without, the model refuses it with a clear error."""
+
+    def __init__(self, batch_sampler, count, combined, drop_last):
+        super().__init__(None)
+        self.batch_sampler = batch_sampler
+        self.count = count
+        self.combined = combined
+        self.drop_last = drop_last
+
+    def __iter__(self):
+        group, batches = [], 0
+        for batch in self.batch_sampler:
+            group.extend(batch)
+            batches += 1
+            if batches == self.count:
+                if len(group) == self.combined or not self.drop_last:
+                    yield group
+                group, batches = [], 0
+        if group and not self.drop_last:
+            yield group
+
+    def __len__(self):
+        return batch_count(len(self.batch_sampler), self.count, self.drop_last)
 
 
 class DataLoader(torch.utils.data.DataLoader):
@@ -57,7 +114,10 @@ class DataLoader(torch.utils.data.DataLoader):
     batch is an OptionError rather than epochs without batches.
     With ``shuffle=True`` and ``options.randomSeed(s)``, the order is the one
     a torch DataLoader with ``generator=torch.Generator().manual_seed(s)``
-    gives. ``mode`` picks synchronous or background loading (see
+    gives. A ``sampler`` orders the samples as in torch. A ``batch_sampler``
+    yields micro-batches (its ``batch_size`` attribute is the micro-batch):
+    each combined batch joins deviceIterations x replicationFactor x
+    gradientAccumulation of them in order. ``mode`` picks synchronous or background loading (see
     ``popsim.DataLoaderMode``); ``async_options`` passes ``buffer_size``,
     ``load_indefinitely`` and ``early_preload`` to the
     ``AsynchronousDataAccessor``. In the asynchronous modes each batch lives
@@ -82,6 +142,10 @@ class DataLoader(torch.utils.data.DataLoader):
                               f"got {mode!r}.")
         batch_size = positive_int("batch_size", batch_size, "popsim.DataLoader")
         options._freeze()
+        sampler = kwargs.get("sampler")
+        batch_sampler = kwargs.pop("batch_sampler", None)
+        if batch_sampler is not None:
+            batch_size = _micro_batch_of(batch_sampler, batch_size, shuffle, sampler)
         combined = combined_batch_size(options, batch_size)
         async_options = dict(async_options or {})
         unknown = sorted(set(async_options) - set(_ASYNC_OPTIONS))
@@ -92,7 +156,12 @@ class DataLoader(torch.utils.data.DataLoader):
             raise OptionError("popsim.DataLoader: async_options need mode=DataLoaderMode.Async "
                               "or DataLoaderMode.AsyncRebatched.")
         worker_batch = combined
-        if mode == DataLoaderMode.AsyncRebatched:
+        if mode == DataLoaderMode.AsyncRebatched and batch_sampler is not None:
+            if rebatched_worker_size is not None:
+                raise OptionError("popsim.DataLoader: with a batch_sampler, the workers load "
+                                  "the sampler's batches; leave rebatched_worker_size out.")
+            worker_batch = batch_size
+        elif mode == DataLoaderMode.AsyncRebatched:
             worker_batch = positive_int("rebatched_worker_size",
                                         rebatched_worker_size or batch_size, "popsim.DataLoader")
             if worker_batch > combined:
@@ -102,36 +171,45 @@ class DataLoader(torch.utils.data.DataLoader):
         elif rebatched_worker_size is not None:
             raise OptionError("popsim.DataLoader: rebatched_worker_size needs "
                               "mode=DataLoaderMode.AsyncRebatched.")
-        if drop_last and kwargs.get("sampler") is None:
-            _check_not_too_small(dataset, combined, options, batch_size)
+        samples = _epoch_samples(dataset, sampler, batch_sampler)
+        if drop_last:
+            _check_not_too_small(samples, combined, options, batch_size)
         if persistent_workers is None:
             persistent_workers = num_workers > 0
         if (shuffle and kwargs.get("generator") is None and options.random_seed is not None
-                and kwargs.get("sampler") is None):
+                and sampler is None):
             kwargs["generator"] = torch.Generator().manual_seed(options.random_seed)
+        if batch_sampler is not None:
+            # torch takes a batch_sampler instead of batch_size, shuffle and drop_last.
+            if mode == DataLoaderMode.AsyncRebatched:
+                kwargs["batch_sampler"] = batch_sampler  # the accessor joins the batches
+            else:
+                kwargs["batch_sampler"] = _CombiningBatchSampler(
+                    batch_sampler, combined // batch_size, combined, drop_last)
 
         self._options = options
         self._combined = combined
         self._mode = mode
         self._drop_last_combined = drop_last
+        self._samples = samples
         self._accessor = None
         self._async_options = async_options
-        # Rebatching workers keep their last short batch: the accessor adds it to the rest.
-        super().__init__(dataset, batch_size=worker_batch, shuffle=shuffle,
-                         num_workers=num_workers,
-                         drop_last=drop_last if mode != DataLoaderMode.AsyncRebatched else False,
-                         persistent_workers=persistent_workers, **kwargs)
-        self._warn_about_leftovers(dataset, batch_size)
+        if batch_sampler is None:
+            # Rebatching workers keep their last short batch: the accessor adds it to the rest.
+            kwargs.update(batch_size=worker_batch, shuffle=shuffle,
+                          drop_last=drop_last if mode != DataLoaderMode.AsyncRebatched else False)
+        super().__init__(dataset, num_workers=num_workers, persistent_workers=persistent_workers,
+                         **kwargs)
+        self._warn_about_leftovers(batch_size)
 
-    def _warn_about_leftovers(self, dataset, batch_size):
-        try:
-            samples = len(dataset)
-        except TypeError:  # an iterable dataset without a length
+    def _warn_about_leftovers(self, batch_size):
+        samples = self._samples
+        if samples is None:
             return
         leftover = samples % self._combined
         if leftover == 0:
             return
-        what = (f"The dataset has {samples} samples, not a multiple of the combined batch "
+        what = (f"An epoch has {samples} samples, not a multiple of the combined batch "
                 f"{self._combined} ({_factors(self._options, batch_size)})")
         if self._drop_last_combined:
             warnings.warn(f"{what}: the last {leftover} samples of each epoch are dropped "
@@ -153,7 +231,10 @@ class DataLoader(torch.utils.data.DataLoader):
     def __len__(self):
         if self._mode != DataLoaderMode.AsyncRebatched:
             return super().__len__()
-        return batch_count(len(self.dataset), self._combined, self._drop_last_combined)
+        if self._samples is None:
+            raise TypeError("popsim.DataLoader: this dataset has no length, so neither does "
+                            "the loader.")
+        return batch_count(self._samples, self._combined, self._drop_last_combined)
 
     def __iter__(self):
         if self._mode == DataLoaderMode.Sync:

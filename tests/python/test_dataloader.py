@@ -173,7 +173,7 @@ def test_rebatched_length_and_the_last_short_batch():
 
 
 def test_a_dataset_that_is_not_a_multiple_of_the_combined_batch_warns():
-    with pytest.warns(UserWarning, match=r"The dataset has 105 samples, not a multiple of the "
+    with pytest.warns(UserWarning, match=r"An epoch has 105 samples, not a multiple of the "
                       r"combined batch 20 \(batch_size 2 x deviceIterations 10 x "
                       r"replicationFactor 1 x gradientAccumulation 1\): the last 5 samples of "
                       r"each epoch are dropped \(drop_last=True\)"):
@@ -183,7 +183,7 @@ def test_a_dataset_that_is_not_a_multiple_of_the_combined_batch_warns():
 
 @pytest.mark.parametrize("mode", ALL_MODES)
 def test_a_dataset_smaller_than_one_combined_batch_is_an_error(mode):
-    with pytest.raises(popsim.OptionError, match=r"popsim.DataLoader: the dataset has 5 samples, "
+    with pytest.raises(popsim.OptionError, match=r"popsim.DataLoader: an epoch has 5 samples, "
                        r"fewer than one combined batch of 6 \(batch_size 2 x deviceIterations 3 "
                        r"x replicationFactor 1 x gradientAccumulation 1\), so with drop_last=True "
                        r"it would yield no batches"):
@@ -214,6 +214,77 @@ def test_a_short_last_batch_gets_a_clear_error_from_the_model():
                        r"but the model was compiled for 20 per call \(micro-batch 2 x "
                        r"deviceIterations 10 x gradientAccumulation 1\)"):
         model(batches[-1][0])
+
+
+def reversed_batches(samples, batch_size, drop_last=False):
+    """A torch BatchSampler over the samples in reverse order."""
+    return torch.utils.data.BatchSampler(range(samples - 1, -1, -1), batch_size, drop_last)
+
+
+@pytest.mark.parametrize("mode", ALL_MODES)
+def test_a_batch_sampler_gives_the_micro_batches_of_each_combined_batch(mode):
+    """The issue's case: 10 batches of 10, joined 2 x 3 = 6 at a time (an epoch of
+    100 samples holds 1 combined batch of 60; the other 40 are dropped)."""
+    with pytest.warns(UserWarning, match="the last 40 samples of each epoch are dropped"):
+        loader = popsim.DataLoader(options(2, accumulation=3), numbered(100),
+                                   batch_sampler=reversed_batches(100, 10), mode=mode)
+    assert loader.combinedBatchSize == 60
+    assert len(loader) == 1
+    assert labels_of(loader, epochs=2) == [list(range(99, 39, -1))] * 2
+    loader.terminate()
+
+
+@pytest.mark.parametrize("mode", ALL_MODES)
+def test_a_batch_sampler_without_drop_last_yields_the_short_rest(mode):
+    with pytest.warns(UserWarning, match="the last batch has 1 samples"):
+        loader = popsim.DataLoader(options(3), numbered(25),
+                                   batch_sampler=reversed_batches(25, 4), drop_last=False,
+                                   mode=mode)
+    batches = [labels.tolist() for _, labels in loader]
+    assert batches == [list(range(24, 12, -1)), list(range(12, 0, -1)), [0]]
+    assert len(loader) == 3
+    loader.terminate()
+
+
+def test_a_batch_samplers_short_last_batch_is_dropped_with_drop_last():
+    # Batches 4, 4, 4 | 4, 4, 4 | 1: the last group is short and dropped.
+    with pytest.warns(UserWarning, match="the last 1 samples of each epoch are dropped"):
+        loader = popsim.DataLoader(options(3), numbered(25),
+                                   batch_sampler=reversed_batches(25, 4))
+    assert labels_of(loader) == [list(range(24, 0, -1))]
+
+
+@pytest.mark.parametrize("mode", ALL_MODES)
+def test_a_sampler_orders_the_samples_as_in_torch(mode):
+    sampler = torch.utils.data.SubsetRandomSampler(range(0, 90, 3),
+                                                   generator=torch.Generator().manual_seed(4))
+    reference_sampler = torch.utils.data.SubsetRandomSampler(
+        range(0, 90, 3), generator=torch.Generator().manual_seed(4))
+    loader = popsim.DataLoader(options(2), numbered(90), batch_size=5, sampler=sampler,
+                               mode=mode)
+    reference = torch.utils.data.DataLoader(numbered(90), batch_size=10, drop_last=True,
+                                            sampler=reference_sampler)
+    # The sampler draws 30 of the 90 samples: 3 combined batches of 10.
+    assert len(loader) == len(reference) == 3
+    assert labels_of(loader, epochs=2) == labels_of(reference, epochs=2)
+    loader.terminate()
+
+
+def test_sampler_errors():
+    batches = reversed_batches(20, 5)
+    with pytest.raises(popsim.OptionError, match=r"batch_size \(4\) and a batch_sampler of "
+                       r"batch_size 5 are given; the batch_sampler decides the batch"):
+        popsim.DataLoader(options(), numbered(20), batch_size=4, batch_sampler=batches)
+    with pytest.raises(popsim.OptionError, match="excludes shuffle=True and sampler"):
+        popsim.DataLoader(options(), numbered(20), shuffle=True, batch_sampler=batches)
+    with pytest.raises(popsim.OptionError, match="has no batch_size attribute"):
+        popsim.DataLoader(options(), numbered(20), batch_sampler=[[0, 1], [2, 3]])
+    with pytest.raises(popsim.OptionError, match="leave rebatched_worker_size out"):
+        popsim.DataLoader(options(), numbered(20), batch_sampler=batches,
+                          mode=popsim.DataLoaderMode.AsyncRebatched, rebatched_worker_size=5)
+    with pytest.raises(popsim.OptionError, match="an epoch has 20 samples, fewer than one "
+                       "combined batch of 25"):
+        popsim.DataLoader(options(5), numbered(20), batch_sampler=batches)
 
 
 def test_option_errors():
