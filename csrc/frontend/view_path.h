@@ -30,4 +30,16 @@ ir::Value* readView(ir::Graph& graph, ir::Value* base, const ViewPath& path,
 ir::Value* writeView(ir::Graph& graph, ir::Value* base, const ViewPath& path, ir::Value* update,
                      const ir::SourceLocation& location);
 
+// For each element of the view `path` of a tensor of `baseShape` (in
+// row-major order), the index of the base element it is.
+std::vector<int64_t> viewedElements(const ir::Shape& baseShape, const ViewPath& path);
+
+// Whether an elementwise in-place op writing the view `written` while
+// reading the view `read` of the same tensor depends on the order it visits
+// elements: an element it reads at one position is written at another (as in
+// x[:, 1:] += x[:, :-1]). Eager PyTorch's result then is whatever its kernel
+// happens to do.
+bool readsWhatItOverwrites(const ir::Shape& baseShape, const ViewPath& written,
+                           const ViewPath& read);
+
 } // namespace popsim::frontend

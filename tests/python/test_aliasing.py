@@ -406,3 +406,45 @@ def test_buffers_written_through_views_persist_between_calls():
     ours, eager = sgd_step_both(CountsCalls(), batches, lr=0.01)
     assert torch.equal(eager["counts"], torch.tensor([0.0, 3.0, 3.0]))
     assert_same_state(ours, eager)
+
+
+# Found by the differential fuzzer (test_fuzz.py).
+
+
+def test_a_returned_view_of_a_tensor_written_in_a_later_pipeline_stage():
+    class Staged(torch.nn.Module):
+        def forward(self, x):
+            with popsim.Block("B0", ipu_id=0):
+                view = x[:, :2]
+                y = x.exp()
+            with popsim.Block("B1", ipu_id=1):
+                x.add_(y)
+                z = x * 2
+                z[:, 1:].mul_(3)
+            return view, z
+
+    torch.manual_seed(10)
+    options = popsim.Options().deviceIterations(2)
+    options.setExecutionStrategy(popsim.PipelinedExecution("B0", "B1"))
+    x = torch.randn(4, 3)
+    eager_x = x.clone()
+    eager = [torch.cat(parts) for parts in zip(*(Staged()(rows) for rows in eager_x.split(2)))]
+    ours = popsim.inferenceModel(Staged(), options)(x)
+    assert_same(eager + [eager_x], list(ours) + [x])
+
+
+def test_an_in_place_op_reading_what_it_overwrites_is_refused():
+    def shifted_sum(x):
+        x[:, 1:] += x[:, :2]
+        return x
+
+    with pytest.raises(popsim.UnsupportedOperationError,
+                       match=r"aten::add_ at .*test_aliasing.py:\d+ \(in shifted_sum\): an in-place "
+                       r"aten::add_ that reads elements of the tensor it writes at other positions "
+                       r"\(as x\[:, 1:\] \+= x\[:, :-1\] does\); eager PyTorch's result then "
+                       r"depends on the order its kernel visits the elements. Read from a copy: "
+                       r"x\[:, 1:\] \+= x\[:, :-1\].clone\(\)"):
+        popsim.inferenceModel(Function(shifted_sum))(torch.ones(2, 3))
+    # The same elements at the same positions, or a copy, are fine.
+    assert_same(*run_both(lambda x: x.add_(x[:, :]), torch.ones(2, 3)))
+    assert_same(*run_both(lambda x: x[:, 1:].add_(x[:, :2].clone()), torch.ones(2, 3)))
