@@ -56,6 +56,23 @@ Grads conv2d(GradientBuilder& b, const Grads& g, const Needed& needed) {
   return result;
 }
 
+// A transposed convolution is conv2d_grad_input(x, w): its input's gradient
+// is the forward convolution of the output's, its weight's the weight
+// gradient of that convolution.
+Grads conv2dGradInput(GradientBuilder& b, const Grads& g, const Needed& needed) {
+  Grads result = none(b);
+  const Attributes a = copyAttrs(nodeOf(b).attrs(), {"stride", "padding", "dilation", "groups"});
+  if (needed[0]) {
+    result[0] = b.emit(OpKind::Conv2d, {g[0], in(b, 1)}, a);
+  }
+  if (needed[1]) {
+    Attributes weight = a;
+    weight.set("weight_shape", in(b, 1)->type().shape);
+    result[1] = b.emit(OpKind::Conv2dGradWeight, {g[0], in(b, 0)}, weight);
+  }
+  return result;
+}
+
 Grads linear(GradientBuilder& b, const Grads& g, const Needed& needed) {
   Grads result = none(b);
   Value* dy = g[0];
@@ -335,6 +352,7 @@ GradientRule findGradientRule(ir::OpKind kind) {
   case OpKind::BatchNorm: return batchNormEval;
   case OpKind::BatchNormTrain:
   case OpKind::LayerNormTrain: return normalizationTrain;
+  case OpKind::Conv2dGradInput: return conv2dGradInput;
   case OpKind::Reshape: return reshape;
   case OpKind::Permute: return permute;
   case OpKind::Slice: return slice;

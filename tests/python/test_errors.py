@@ -222,3 +222,16 @@ def test_cpp_errors_arrive_as_popsim_errors(kind, cls):
     with pytest.raises(cls, match="^the message$") as error:
         popsim._C._raise_for_test(kind, "the message")
     assert isinstance(error.value, popsim.Error)
+
+
+@pytest.mark.parametrize("module,shape,message", [
+    (torch.nn.Conv3d(2, 3, 2), (1, 2, 4, 4, 4),
+     r"aten::_convolution at .*: Conv3d: 3-D convolutions are not supported yet \(1-D and 2-D "
+     r"ones are\)"),
+    (torch.nn.ConvTranspose2d(2, 3, 3, stride=1, dilation=3, output_padding=2), (1, 2, 4, 4),
+     r"aten::_convolution at .*: a transposed convolution with output_padding 2 not smaller "
+     r"than its stride 1"),
+])
+def test_convolutions_popsim_cannot_run_are_named(module, shape, message):
+    with pytest.raises(popsim.UnsupportedOperationError, match=message):
+        popsim.inferenceModel(module)(torch.randn(*shape))

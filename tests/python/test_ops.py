@@ -47,6 +47,37 @@ def conv2d_case(rng):
     return Fn(lambda m, x: m.conv(x), conv=conv), [torch.randn(randint(rng, 1, 3), cin, size, size + 1)]
 
 
+def conv1d_case(rng):
+    groups = rng.choice([1, 2, 3])
+    cin, cout = groups * randint(rng, 1, 3), groups * randint(rng, 1, 3)
+    k = rng.choice([1, 3, 5])
+    stride, padding, dilation = rng.choice([1, 2]), rng.choice([0, 1, 2]), rng.choice([1, 2])
+    size = randint(rng, (k - 1) * dilation + 1, 20)
+    conv = nn.Conv1d(cin, cout, k, stride=stride, padding=padding, dilation=dilation,
+                     groups=groups, bias=rng.choice([True, False]))
+    shape = [cin, size] if rng.random() < 0.25 else [randint(rng, 1, 3), cin, size]  # unbatched
+    return Fn(lambda m, x: m.conv(x), conv=conv), [torch.randn(*shape)]
+
+
+def conv_transpose_case(dims):
+    def case(rng):
+        groups = rng.choice([1, 2])
+        cin, cout = groups * randint(rng, 1, 3), groups * randint(rng, 1, 3)
+        k = rng.choice([1, 2, 3])
+        stride, dilation = rng.choice([1, 2, 3]), rng.choice([1, 2])
+        padding = rng.choice([0, 1])
+        output_padding = rng.randrange(stride)  # popsim needs it below the stride
+        if dilation * (k - 1) < padding * 2 - output_padding:  # an empty output
+            padding = 0
+        cls = nn.ConvTranspose1d if dims == 1 else nn.ConvTranspose2d
+        conv = cls(cin, cout, k, stride=stride, padding=padding, output_padding=output_padding,
+                   groups=groups, dilation=dilation, bias=rng.choice([True, False]))
+        spatial = [randint(rng, 1, 7) for _ in range(dims)]
+        batch = [] if rng.random() < 0.25 else [randint(rng, 1, 3)]
+        return Fn(lambda m, x: m.conv(x), conv=conv), [torch.randn(*batch, cin, *spatial)]
+    return case
+
+
 def linear_case(rng):
     features = randint(rng, 1, 40)
     lin = nn.Linear(features, randint(rng, 1, 30), bias=rng.choice([True, False]))
@@ -274,7 +305,10 @@ def embedding_case(rng):
 
 
 CASES = {
+    "conv1d": conv1d_case,
     "conv2d": conv2d_case,
+    "conv_transpose1d": conv_transpose_case(1),
+    "conv_transpose2d": conv_transpose_case(2),
     "linear": linear_case,
     "matmul": matmul_case,
     "addmm": addmm_case,

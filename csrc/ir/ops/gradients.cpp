@@ -24,8 +24,26 @@ std::vector<TensorType> inferConvGradInput(const std::vector<TensorType>& inputs
   requireRank(inputs[1], 4, "input 1 (weight)");
   const Shape& shape = attrs.getInts("input_shape");
   requireLength(shape, 4, "input_shape");
-  POPSIM_CHECK(shape[0] == inputs[0].shape[0], ErrorKind::Compilation, "input_shape batch ",
-               shape[0], " differs from grad_output ", inputs[0].str(), ".");
+  const TensorType& dy = inputs[0];
+  const TensorType& w = inputs[1];
+  POPSIM_CHECK(shape[0] == dy.shape[0], ErrorKind::Compilation, "input_shape batch ", shape[0],
+               " differs from grad_output ", dy.str(), ".");
+  // The convolution of an input of input_shape must give grad_output's shape
+  // (a transposed convolution lowers to this op, so users reach this check).
+  const int64_t groups = attrs.getInt("groups");
+  POPSIM_CHECK(dy.shape[1] == w.shape[0] && shape[1] == w.shape[1] * groups, ErrorKind::Compilation,
+               "weight ", w.str(), " with groups ", groups, " does not map input_shape ",
+               shapeToString(shape), " to grad_output ", dy.str(), ".");
+  for (size_t i = 0; i < 2; ++i) {
+    const int64_t stride = attrs.getInts("stride")[i];
+    const int64_t padding = attrs.getInts("padding")[i];
+    const int64_t dilation = attrs.getInts("dilation")[i];
+    const int64_t span = dilation * (w.shape[2 + i] - 1) + 1;
+    const int64_t out = (shape[2 + i] + 2 * padding - span) / stride + 1;
+    POPSIM_CHECK(shape[2 + i] + 2 * padding >= span && out == dy.shape[2 + i],
+                 ErrorKind::Compilation, "input_shape ", shapeToString(shape),
+                 " does not convolve to grad_output ", dy.str(), " (spatial dimension ", i, ").");
+  }
   return {f32(shape)};
 }
 
