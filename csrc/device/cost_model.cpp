@@ -39,9 +39,10 @@ uint64_t inputBytes(const ir::Node& node) {
 uint64_t matmulMacs(const ir::Node& node) {
   const ir::TensorType& out = node.output()->type();
   switch (node.kind()) {
-  case ir::OpKind::Conv2d: {
+  case ir::OpKind::Convolution: {
+    // Each output element sums input channels per group x kernel taps.
     const ir::Shape& w = node.input(1)->type().shape;
-    return static_cast<uint64_t>(out.numel() * w[1] * w[2] * w[3]);
+    return static_cast<uint64_t>(out.numel() * ir::elementCount(w) / w[0]);
   }
   case ir::OpKind::Linear:
     return static_cast<uint64_t>(out.numel() * node.input(1)->type().shape[1]);

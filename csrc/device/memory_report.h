@@ -20,7 +20,7 @@ struct MemoryCategory {
 };
 
 struct TensorMemory {
-  std::string description; // "layer3.weight (weight)", "output of conv2d at m.py:7"
+  std::string description; // "layer3.weight (weight)", "output of convolution at m.py:7"
   std::string type;        // "f32[256,320]"
   std::string category;
   uint64_t bytes = 0;

@@ -6,11 +6,11 @@ namespace popsim::device {
 
 bool hasPlannedTemporaries(const ir::Node& node) {
   switch (node.kind()) {
-  case ir::OpKind::Conv2d:
+  case ir::OpKind::Convolution:
   case ir::OpKind::Linear:
   case ir::OpKind::MatMul:
-  case ir::OpKind::Conv2dGradInput:
-  case ir::OpKind::Conv2dGradWeight:
+  case ir::OpKind::ConvolutionGradInput:
+  case ir::OpKind::ConvolutionGradWeight:
   case ir::OpKind::LinearGradWeight: return true;
   default: return false;
   }

@@ -36,7 +36,7 @@ public:
   // Whether the node writes weights or state in place (see OpSchema).
   bool hasSideEffects() const;
 
-  // "conv2d at model.py:12": how errors refer to a node.
+  // "convolution at model.py:12": how errors refer to a node.
   std::string describe() const;
 
 private:

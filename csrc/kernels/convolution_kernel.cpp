@@ -91,16 +91,21 @@ struct Geometry {
     const auto& pad = node.attrs().getInts("padding");
     const auto& dilation = node.attrs().getInts("dilation");
     const int64_t groups = node.attrs().getInt("groups");
-    // Grouped weights [OC, IC/G, KH, KW] are the same bytes as oneDNN's [G, OC/G, IC/G, KH, KW].
+    // Grouped weights [OC, IC/G, *kernel] are the same bytes as oneDNN's [G, OC/G, IC/G, *kernel].
+    ir::Shape grouped = weight;
+    if (groups != 1) {
+      grouped[0] /= groups;
+      grouped.insert(grouped.begin(), groups);
+    }
     src = plainDesc(input);
-    weights = plainDesc(
-        groups == 1 ? weight
-                    : ir::Shape{groups, weight[0] / groups, weight[1], weight[2], weight[3]});
+    weights = plainDesc(grouped);
     dst = plainDesc(output);
     bias = plainDesc({weight[0]});
-    strides = {stride[0], stride[1]};
-    dilates = {dilation[0] - 1, dilation[1] - 1}; // oneDNN counts extra gaps
-    padding = {pad[0], pad[1]};
+    for (size_t i = 0; i < stride.size(); ++i) {
+      strides.push_back(stride[i]);
+      dilates.push_back(dilation[i] - 1); // oneDNN counts extra gaps
+      padding.push_back(pad[i]);
+    }
   }
 
   static memory::desc any(const memory::desc& plain) {
@@ -140,7 +145,7 @@ std::unique_ptr<Kernel> createForward(const KernelRequest& request) {
   return kernel;
 }
 
-// conv2d_grad_input(dY, W) -> dX: oneDNN's backward-data convolution.
+// convolution_grad_input(dY, W) -> dX: oneDNN's backward-data convolution.
 std::unique_ptr<Kernel> createGradInput(const KernelRequest& request) {
   const Geometry g(request.node, request.outputs[0].type.shape, request.inputs[1].type.shape,
                    request.inputs[0].type.shape);
@@ -162,7 +167,7 @@ std::unique_ptr<Kernel> createGradInput(const KernelRequest& request) {
   return kernel;
 }
 
-// conv2d_grad_weight(X, dY) -> dW: oneDNN's backward-weights convolution.
+// convolution_grad_weight(X, dY) -> dW: oneDNN's backward-weights convolution.
 std::unique_ptr<Kernel> createGradWeight(const KernelRequest& request) {
   const Geometry g(request.node, request.inputs[0].type.shape, request.outputs[0].type.shape,
                    request.inputs[1].type.shape);
@@ -185,18 +190,18 @@ std::unique_ptr<Kernel> createGradWeight(const KernelRequest& request) {
 
 } // namespace
 
-// conv2d and its gradients as oneDNN convolutions in the layouts oneDNN
-// prefers (blocked channels for its fastest jit kernels), as PyTorch's own
-// CPU convolutions do: operands are reordered in and out around each call,
-// weights only when they change.
+// Convolutions (1 to 3 spatial dimensions) and their gradients as oneDNN convolutions in the
+// layouts oneDNN prefers (blocked channels for its fastest jit kernels), as PyTorch's own CPU
+// convolutions do: operands are reordered in and out around each call, weights only when they
+// change.
 std::unique_ptr<Kernel> createConvolutionKernel(const KernelRequest& request) {
   if (auto kernel = createSingleTapConvolution(request)) {
     return kernel;
   }
   switch (request.node.kind()) {
-  case ir::OpKind::Conv2d: return createForward(request);
-  case ir::OpKind::Conv2dGradInput: return createGradInput(request);
-  case ir::OpKind::Conv2dGradWeight: return createGradWeight(request);
+  case ir::OpKind::Convolution: return createForward(request);
+  case ir::OpKind::ConvolutionGradInput: return createGradInput(request);
+  case ir::OpKind::ConvolutionGradWeight: return createGradWeight(request);
   default: return nullptr;
   }
 }

@@ -7,9 +7,9 @@
 // thread for what is a 16 x 512 by 512 x 512 product. With W[o][c] the tap's weights
 // (gathered into a contiguous [O, C] copy, since oneDNN's matmul runs its
 // reference kernel on other strides), and the image's 1x1 pixels as rows:
-//   conv2d:             Y[n][o]  = sum_c X[n][c] W[o][c] + bias[o]
-//   conv2d_grad_input:  dX[n][c] = sum_o dY[n][o] W[o][c]
-//   conv2d_grad_weight: dW = 0 except at the tap: dW[o][c] = sum_n dY[n][o] X[n][c]
+//   convolution:             Y[n][o]  = sum_c X[n][c] W[o][c] + bias[o]
+//   convolution_grad_input:  dX[n][c] = sum_o dY[n][o] W[o][c]
+//   convolution_grad_weight: dW = 0 except at the tap: dW[o][c] = sum_n dY[n][o] X[n][c]
 // The sums are the convolution's, in another order (fp32 rounding differs
 // from oneDNN's convolution kernels).
 #include "kernels/single_tap_convolution.h"
@@ -126,7 +126,7 @@ std::unique_ptr<Kernel> withGatheredTap(const KernelRequest& request, int64_t O,
 std::unique_ptr<Kernel> createSingleTapConvolution(const KernelRequest& request) {
   const ir::Node& node = request.node;
   switch (node.kind()) {
-  case ir::OpKind::Conv2d: {
+  case ir::OpKind::Convolution: {
     const ir::Shape& x = request.inputs[0].type.shape;
     const ir::Shape& w = request.inputs[1].type.shape;
     const auto tap = singleTap(node, x, w, request.outputs[0].type.shape);
@@ -136,7 +136,7 @@ std::unique_ptr<Kernel> createSingleTapConvolution(const KernelRequest& request)
                            rows(N, O),
                            request.inputs.size() == 3 ? request.inputs[2].data : nullptr);
   }
-  case ir::OpKind::Conv2dGradInput: {
+  case ir::OpKind::ConvolutionGradInput: {
     const ir::Shape& dx = request.outputs[0].type.shape;
     const ir::Shape& w = request.inputs[1].type.shape;
     const auto tap = singleTap(node, dx, w, request.inputs[0].type.shape);
@@ -145,7 +145,7 @@ std::unique_ptr<Kernel> createSingleTapConvolution(const KernelRequest& request)
     return withGatheredTap(request, O, C, *tap, false, rows(N, O), request.inputs[0].data,
                            rows(N, C), nullptr);
   }
-  case ir::OpKind::Conv2dGradWeight: {
+  case ir::OpKind::ConvolutionGradWeight: {
     const ir::Shape& x = request.inputs[0].type.shape;
     const ir::Shape& dw = request.outputs[0].type.shape;
     const auto tap = singleTap(node, x, dw, request.inputs[1].type.shape);

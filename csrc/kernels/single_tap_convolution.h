@@ -4,7 +4,7 @@
 
 namespace popsim::kernels {
 
-// conv2d, conv2d_grad_input and conv2d_grad_weight as oneDNN matmuls when
+// 2-D convolution, convolution_grad_input and convolution_grad_weight as oneDNN matmuls when
 // the window meets the input at one tap only (1x1 images); nullptr otherwise.
 std::unique_ptr<Kernel> createSingleTapConvolution(const KernelRequest& request);
 

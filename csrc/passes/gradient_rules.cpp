@@ -36,39 +36,39 @@ std::vector<int64_t> allDimsExcept(int64_t rank, int64_t kept) {
   return dims;
 }
 
-Grads conv2d(GradientBuilder& b, const Grads& g, const Needed& needed) {
+Grads convolution(GradientBuilder& b, const Grads& g, const Needed& needed) {
   Grads result = none(b);
   const Attributes& attrs = nodeOf(b).attrs();
   if (needed[0]) {
     Attributes a = copyAttrs(attrs, {"stride", "padding", "dilation", "groups"});
     a.set("input_shape", in(b, 0)->type().shape);
-    result[0] = b.emit(OpKind::Conv2dGradInput, {g[0], in(b, 1)}, a);
+    result[0] = b.emit(OpKind::ConvolutionGradInput, {g[0], in(b, 1)}, a);
   }
   if (needed[1]) {
     Attributes a = copyAttrs(attrs, {"stride", "padding", "dilation", "groups"});
     a.set("weight_shape", in(b, 1)->type().shape);
-    result[1] = b.emit(OpKind::Conv2dGradWeight, {in(b, 0), g[0]}, a);
+    result[1] = b.emit(OpKind::ConvolutionGradWeight, {in(b, 0), g[0]}, a);
   }
   if (result.size() == 3 && needed[2]) {
     result[2] = b.emit(OpKind::ReduceSum, {g[0]},
-                       {{"dims", std::vector<int64_t>{0, 2, 3}}, {"keepdim", false}});
+                       {{"dims", allDimsExcept(g[0]->type().rank(), 1)}, {"keepdim", false}});
   }
   return result;
 }
 
-// A transposed convolution is conv2d_grad_input(x, w): its input's gradient
+// A transposed convolution is convolution_grad_input(x, w): its input's gradient
 // is the forward convolution of the output's, its weight's the weight
 // gradient of that convolution.
-Grads conv2dGradInput(GradientBuilder& b, const Grads& g, const Needed& needed) {
+Grads convolutionGradInput(GradientBuilder& b, const Grads& g, const Needed& needed) {
   Grads result = none(b);
   const Attributes a = copyAttrs(nodeOf(b).attrs(), {"stride", "padding", "dilation", "groups"});
   if (needed[0]) {
-    result[0] = b.emit(OpKind::Conv2d, {g[0], in(b, 1)}, a);
+    result[0] = b.emit(OpKind::Convolution, {g[0], in(b, 1)}, a);
   }
   if (needed[1]) {
     Attributes weight = a;
     weight.set("weight_shape", in(b, 1)->type().shape);
-    result[1] = b.emit(OpKind::Conv2dGradWeight, {g[0], in(b, 0)}, weight);
+    result[1] = b.emit(OpKind::ConvolutionGradWeight, {g[0], in(b, 0)}, weight);
   }
   return result;
 }
@@ -328,7 +328,7 @@ Grads nllLoss(GradientBuilder& b, const Grads& g, const Needed&) {
 
 GradientRule findGradientRule(ir::OpKind kind) {
   switch (kind) {
-  case OpKind::Conv2d: return conv2d;
+  case OpKind::Convolution: return convolution;
   case OpKind::Linear: return linear;
   case OpKind::MatMul: return matmul;
   case OpKind::Relu:
@@ -352,7 +352,7 @@ GradientRule findGradientRule(ir::OpKind kind) {
   case OpKind::BatchNorm: return batchNormEval;
   case OpKind::BatchNormTrain:
   case OpKind::LayerNormTrain: return normalizationTrain;
-  case OpKind::Conv2dGradInput: return conv2dGradInput;
+  case OpKind::ConvolutionGradInput: return convolutionGradInput;
   case OpKind::Reshape: return reshape;
   case OpKind::Permute: return permute;
   case OpKind::Slice: return slice;

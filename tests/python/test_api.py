@@ -38,7 +38,7 @@ def test_debug_ir_shows_ops_weights_and_user_lines():
     text = executor._debug_ir()
     assert text.startswith("graph(%x: f32[8,1,28,28]) {")
     assert "@layer3.weight: f32[256,320]" in text
-    assert "= conv2d(%x, @layer1.conv.weight, @layer1.conv.bias)" in text
+    assert "= convolution(%x, @layer1.conv.weight, @layer1.conv.bias)" in text
     assert "# mnist_network.py:" in text
     assert "return (%9)" in text
     assert "reshape" in executor._debug_ir(optimized=True)

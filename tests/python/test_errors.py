@@ -225,9 +225,6 @@ def test_cpp_errors_arrive_as_popsim_errors(kind, cls):
 
 
 @pytest.mark.parametrize("module,shape,message", [
-    (torch.nn.Conv3d(2, 3, 2), (1, 2, 4, 4, 4),
-     r"aten::_convolution at .*: Conv3d: 3-D convolutions are not supported yet \(1-D and 2-D "
-     r"ones are\)"),
     (torch.nn.ConvTranspose2d(2, 3, 3, stride=1, dilation=3, output_padding=2), (1, 2, 4, 4),
      r"aten::_convolution at .*: a transposed convolution with output_padding 2 not smaller "
      r"than its stride 1"),

@@ -59,6 +59,18 @@ def conv1d_case(rng):
     return Fn(lambda m, x: m.conv(x), conv=conv), [torch.randn(*shape)]
 
 
+def conv3d_case(rng):
+    groups = rng.choice([1, 2])
+    cin, cout = groups * randint(rng, 1, 2), groups * randint(rng, 1, 3)
+    k = rng.choice([1, 2, 3])
+    stride, padding, dilation = rng.choice([1, 2]), rng.choice([0, 1]), rng.choice([1, 2])
+    conv = nn.Conv3d(cin, cout, k, stride=stride, padding=padding, dilation=dilation,
+                     groups=groups, bias=rng.choice([True, False]))
+    spatial = [randint(rng, (k - 1) * dilation + 1, 7) for _ in range(3)]
+    batch = [] if rng.random() < 0.25 else [randint(rng, 1, 2)]
+    return Fn(lambda m, x: m.conv(x), conv=conv), [torch.randn(*batch, cin, *spatial)]
+
+
 def conv_transpose_case(dims):
     def case(rng):
         groups = rng.choice([1, 2])
@@ -69,10 +81,10 @@ def conv_transpose_case(dims):
         output_padding = rng.randrange(stride)  # popsim needs it below the stride
         if dilation * (k - 1) < padding * 2 - output_padding:  # an empty output
             padding = 0
-        cls = nn.ConvTranspose1d if dims == 1 else nn.ConvTranspose2d
+        cls = {1: nn.ConvTranspose1d, 2: nn.ConvTranspose2d, 3: nn.ConvTranspose3d}[dims]
         conv = cls(cin, cout, k, stride=stride, padding=padding, output_padding=output_padding,
                    groups=groups, dilation=dilation, bias=rng.choice([True, False]))
-        spatial = [randint(rng, 1, 7) for _ in range(dims)]
+        spatial = [randint(rng, 1, 7 if dims < 3 else 4) for _ in range(dims)]
         batch = [] if rng.random() < 0.25 else [randint(rng, 1, 3)]
         return Fn(lambda m, x: m.conv(x), conv=conv), [torch.randn(*batch, cin, *spatial)]
     return case
@@ -309,6 +321,8 @@ CASES = {
     "conv2d": conv2d_case,
     "conv_transpose1d": conv_transpose_case(1),
     "conv_transpose2d": conv_transpose_case(2),
+    "conv3d": conv3d_case,
+    "conv_transpose3d": conv_transpose_case(3),
     "linear": linear_case,
     "matmul": matmul_case,
     "addmm": addmm_case,

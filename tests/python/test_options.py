@@ -102,7 +102,7 @@ def test_log_dir_receives_the_ir_and_memory_report(tmp_path):
     with open(tmp_path / report, encoding="utf-8") as stream:
         data = json.load(stream)
     assert data["memory"]["ipus"][0]["categories"]["weights"]["bytes"] > 0
-    assert [step["op"] for step in data["program"]][:2] == ["conv2d", "max_pool2d"]
+    assert [step["op"] for step in data["program"]][:2] == ["convolution", "max_pool2d"]
 
 
 def test_prefetch_depth():

@@ -67,7 +67,7 @@ def test_recomputation_stashes_only_stage_inputs():
     assert after[0] == 7 * 4 * 28 * 28 * 4
     # The backward tasks recompute the forward ops: more simulated time per step.
     program = recomputing._executable.program()
-    recomputed = [s for s in program if s["task"] == "B0" and s["op"] == "conv2d"]
+    recomputed = [s for s in program if s["task"] == "B0" and s["op"] == "convolution"]
     assert len(recomputed) == 1
     x, labels = torch.randn(4 * G, 1, 28, 28), torch.randint(0, 10, (4 * G,))
     plain(x, labels)

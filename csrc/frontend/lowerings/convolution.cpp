@@ -24,8 +24,9 @@ std::vector<int64_t> perDimension(const LoweringContext& ctx, std::vector<int64_
   return values;
 }
 
-// A 1-D convolution runs as a 2-D one over a height of 1: each spatial
-// argument gets a leading entry (`height`) for that dimension.
+// A 1-D convolution runs as a 2-D one over a height of 1 (oneDNN's 2-D
+// kernels are its best tuned): each spatial argument gets a leading entry
+// (`height`) for that dimension.
 std::vector<int64_t> withHeight(std::vector<int64_t> values, int64_t height) {
   values.insert(values.begin(), height);
   return values;
@@ -36,18 +37,14 @@ ir::Shape insertAt(ir::Shape shape, size_t at, int64_t size) {
   return shape;
 }
 
-// Conv1d/2d and ConvTranspose1d/2d, batched or not, as conv2d or
-// conv2d_grad_input (a transposed convolution is the input gradient of the
-// convolution it transposes) and a bias added per channel.
+// Conv1d/2d/3d and ConvTranspose1d/2d/3d, batched or not, as a convolution
+// or convolution_grad_input (a transposed convolution is the input gradient
+// of the convolution it transposes) and a bias added per channel.
 void lowerConvolution(LoweringContext& ctx, Convolution conv) {
   ir::Value* x = floatTensor(ctx, 0);
   ir::Value* weight = floatTensor(ctx, 1);
   const int64_t spatial = weight->type().rank() - 2;
-  if (spatial == 3) {
-    ctx.unsupported(std::string(conv.transposed ? "ConvTranspose3d" : "Conv3d") +
-                    ": 3-D convolutions are not supported yet (1-D and 2-D ones are)");
-  }
-  if (spatial != 1 && spatial != 2) {
+  if (spatial < 1 || spatial > 3) {
     ctx.unsupported("a convolution weight of rank " + std::to_string(weight->type().rank()));
   }
   const auto dims = static_cast<size_t>(spatial);
@@ -61,9 +58,8 @@ void lowerConvolution(LoweringContext& ctx, Convolution conv) {
                     " input (expected rank " + std::to_string(spatial + 1) + " or " +
                     std::to_string(spatial + 2) + ")");
   }
-  // As a batched 2-D convolution: [N, C, H, W].
-  const ir::Shape outerShape = x->type().shape;
-  ir::Shape shape = outerShape;
+  // Batched, and 1-D as 2-D: [N, C, *spatial].
+  ir::Shape shape = x->type().shape;
   if (rank == spatial + 1) shape = insertAt(shape, 0, 1); // unbatched
   if (spatial == 1) {
     shape = insertAt(shape, 2, 1);
@@ -83,13 +79,13 @@ void lowerConvolution(LoweringContext& ctx, Convolution conv) {
   if (!conv.transposed) {
     std::vector<ir::Value*> inputs = {x, weight};
     if (bias != nullptr) inputs.push_back(bias);
-    y = ctx.emit(ir::OpKind::Conv2d, inputs, std::move(attrs));
+    y = ctx.emit(ir::OpKind::Convolution, inputs, std::move(attrs));
   } else {
-    const ir::Shape& w = weight->type().shape; // [C_in, C_out / groups, kH, kW]
-    ir::Shape out = {shape[0], w[1] * conv.groups, 0, 0};
-    for (size_t i = 0; i < 2; ++i) {
-      out[2 + i] = (shape[2 + i] - 1) * conv.stride[i] - 2 * conv.padding[i] +
-                   conv.dilation[i] * (w[2 + i] - 1) + conv.outputPadding[i] + 1;
+    const ir::Shape& w = weight->type().shape; // [C_in, C_out / groups, *kernel]
+    ir::Shape out = {shape[0], w[1] * conv.groups};
+    for (size_t i = 0; i + 2 < shape.size(); ++i) {
+      out.push_back((shape[2 + i] - 1) * conv.stride[i] - 2 * conv.padding[i] +
+                    conv.dilation[i] * (w[2 + i] - 1) + conv.outputPadding[i] + 1);
       // PyTorch also allows output_padding up to the dilation; popsim's
       // transposed convolution is an input gradient, which needs it below
       // the stride.
@@ -100,9 +96,11 @@ void lowerConvolution(LoweringContext& ctx, Convolution conv) {
       }
     }
     attrs.set("input_shape", out);
-    y = ctx.emit(ir::OpKind::Conv2dGradInput, {x, weight}, std::move(attrs));
+    y = ctx.emit(ir::OpKind::ConvolutionGradInput, {x, weight}, std::move(attrs));
     if (bias != nullptr) {
-      ir::Value* perChannel = reshape(ctx, bias, {bias->type().numel(), 1, 1});
+      ir::Shape perChannelShape(shape.size() - 1, 1);
+      perChannelShape[0] = bias->type().numel();
+      ir::Value* perChannel = reshape(ctx, bias, perChannelShape);
       y = ctx.emit(ir::OpKind::Add, {y, perChannel}, {});
     }
   }
@@ -120,7 +118,7 @@ void lowerGenericConvolution(LoweringContext& ctx) {
                          ctx.toInt(8), ctx.toBool(6)});
 }
 
-// The padding of aten::conv1d/conv2d, which may be "valid" or "same".
+// The padding of aten::conv1d/2d/3d, which may be "valid" or "same".
 std::vector<int64_t> explicitPadding(LoweringContext& ctx) {
   if (!ctx.isString(4)) {
     return ctx.toIntList(4);
@@ -140,14 +138,14 @@ std::vector<int64_t> explicitPadding(LoweringContext& ctx) {
   return padding;
 }
 
-// aten::conv1d/conv2d(input, weight, bias, stride, padding, dilation, groups)
+// aten::conv1d/2d/3d(input, weight, bias, stride, padding, dilation, groups)
 void lowerConvNd(LoweringContext& ctx) {
   lowerConvolution(
       ctx, {ctx.toIntList(3), explicitPadding(ctx), ctx.toIntList(5), {0}, ctx.toInt(6), false});
 }
 
-// aten::conv_transpose1d/2d(input, weight, bias, stride, padding,
-//                           output_padding, groups, dilation)
+// aten::conv_transpose1d/2d/3d(input, weight, bias, stride, padding,
+//                              output_padding, groups, dilation)
 void lowerConvTransposeNd(LoweringContext& ctx) {
   lowerConvolution(ctx, {ctx.toIntList(3), ctx.toIntList(4), ctx.toIntList(7), ctx.toIntList(5),
                          ctx.toInt(6), true});
@@ -160,8 +158,10 @@ void registerConvolution(LoweringRegistry& registry) {
   registry.add("aten::convolution", lowerGenericConvolution);
   registry.add("aten::conv1d", lowerConvNd);
   registry.add("aten::conv2d", lowerConvNd);
+  registry.add("aten::conv3d", lowerConvNd);
   registry.add("aten::conv_transpose1d", lowerConvTransposeNd);
   registry.add("aten::conv_transpose2d", lowerConvTransposeNd);
+  registry.add("aten::conv_transpose3d", lowerConvTransposeNd);
 }
 
 } // namespace popsim::frontend::lowerings

@@ -1,24 +1,30 @@
+#include "ir/ops/convolution_types.h"
 #include "ir/ops/op_registry.h"
 #include "ir/ops/type_checks.h"
 
 namespace popsim::ir::ops {
-namespace {
 
-// conv2d(input[N,C,H,W], weight[OC,C/groups,KH,KW], bias[OC]?) as torch.nn.functional.conv2d.
-std::vector<TensorType> inferConv2d(const std::vector<TensorType>& inputs,
-                                    const Attributes& attrs) {
+// convolution(input[N, C, *spatial], weight[OC, C / groups, *kernel], bias[OC]?)
+// as torch.nn.functional.conv1d/2d/3d: 1 to 3 spatial dimensions, with one
+// stride, padding and dilation per spatial dimension.
+std::vector<TensorType> inferConvolution(const std::vector<TensorType>& inputs,
+                                         const Attributes& attrs) {
   const TensorType& x = inputs[0];
   const TensorType& w = inputs[1];
-  requireRank(x, 4, "input 0 (input)");
-  requireRank(w, 4, "input 1 (weight)");
+  POPSIM_CHECK(x.rank() >= 3 && x.rank() <= 5, ErrorKind::Compilation,
+               "input 0 (input) must have 3 to 5 dimensions (batch, channels and 1 to 3 spatial "
+               "ones), got ",
+               x.rank(), " (", x.str(), ").");
+  requireRank(w, x.rank(), "input 1 (weight)");
   requireDType(x, DType::Float32, "input 0 (input)");
   requireDType(w, DType::Float32, "input 1 (weight)");
+  const auto spatial = static_cast<size_t>(x.rank() - 2);
   const auto& stride = attrs.getInts("stride");
   const auto& padding = attrs.getInts("padding");
   const auto& dilation = attrs.getInts("dilation");
-  requireLength(stride, 2, "stride");
-  requireLength(padding, 2, "padding");
-  requireLength(dilation, 2, "dilation");
+  requireLength(stride, spatial, "stride");
+  requireLength(padding, spatial, "padding");
+  requireLength(dilation, spatial, "dilation");
   const int64_t groups = attrs.getInt("groups");
   POPSIM_CHECK(groups >= 1, ErrorKind::Compilation, "groups must be at least 1, got ", groups, ".");
   const int64_t channels = x.shape[1];
@@ -33,8 +39,8 @@ std::vector<TensorType> inferConv2d(const std::vector<TensorType>& inputs,
     requireDType(inputs[2], DType::Float32, "input 2 (bias)");
     requireShape(inputs[2], {outChannels}, "input 2 (bias)");
   }
-  Shape out = {x.shape[0], outChannels, 0, 0};
-  for (size_t i = 0; i < 2; ++i) {
+  Shape out = {x.shape[0], outChannels};
+  for (size_t i = 0; i < spatial; ++i) {
     POPSIM_CHECK(stride[i] >= 1 && dilation[i] >= 1 && padding[i] >= 0, ErrorKind::Compilation,
                  "stride and dilation must be >= 1 and padding >= 0, got stride ",
                  listToString(stride), ", dilation ", listToString(dilation), ", padding ",
@@ -44,20 +50,18 @@ std::vector<TensorType> inferConv2d(const std::vector<TensorType>& inputs,
     POPSIM_CHECK(padded >= span, ErrorKind::Compilation, "the kernel (", span,
                  " wide with dilation) is larger than the padded input (", padded,
                  ") in spatial dimension ", i, ".");
-    out[2 + i] = (padded - span) / stride[i] + 1;
+    out.push_back((padded - span) / stride[i] + 1);
   }
   return {{DType::Float32, out}};
 }
 
-} // namespace
-
 void registerConvolutionOps(OpRegistry& registry) {
-  registry.add(OpKind::Conv2d, 2, 3, {"input", "weight", "bias"},
+  registry.add(OpKind::Convolution, 2, 3, {"input", "weight", "bias"},
                {{"stride", AttrType::Ints},
                 {"padding", AttrType::Ints},
                 {"dilation", AttrType::Ints},
                 {"groups", AttrType::Int}},
-               inferConv2d);
+               inferConvolution);
 }
 
 } // namespace popsim::ir::ops

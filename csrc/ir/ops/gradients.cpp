@@ -1,3 +1,4 @@
+#include "ir/ops/convolution_types.h"
 #include "ir/ops/op_registry.h"
 #include "ir/ops/pooling_geometry.h"
 #include "ir/ops/type_checks.h"
@@ -16,45 +17,32 @@ void requireFloat(const std::vector<TensorType>& inputs) {
   }
 }
 
-// conv2d_grad_input(dY[N,OC,OH,OW], weight) -> dX of shape input_shape.
+// convolution_grad_input(dY[N, OC, *out], weight) -> dX of shape input_shape:
+// the convolution of an input of that shape must give dY's shape (transposed
+// convolutions lower to this op, so users reach this check).
 std::vector<TensorType> inferConvGradInput(const std::vector<TensorType>& inputs,
                                            const Attributes& attrs) {
   requireFloat(inputs);
-  requireRank(inputs[0], 4, "input 0 (grad_output)");
-  requireRank(inputs[1], 4, "input 1 (weight)");
-  const Shape& shape = attrs.getInts("input_shape");
-  requireLength(shape, 4, "input_shape");
   const TensorType& dy = inputs[0];
   const TensorType& w = inputs[1];
-  POPSIM_CHECK(shape[0] == dy.shape[0], ErrorKind::Compilation, "input_shape batch ", shape[0],
-               " differs from grad_output ", dy.str(), ".");
-  // The convolution of an input of input_shape must give grad_output's shape
-  // (a transposed convolution lowers to this op, so users reach this check).
-  const int64_t groups = attrs.getInt("groups");
-  POPSIM_CHECK(dy.shape[1] == w.shape[0] && shape[1] == w.shape[1] * groups, ErrorKind::Compilation,
-               "weight ", w.str(), " with groups ", groups, " does not map input_shape ",
-               shapeToString(shape), " to grad_output ", dy.str(), ".");
-  for (size_t i = 0; i < 2; ++i) {
-    const int64_t stride = attrs.getInts("stride")[i];
-    const int64_t padding = attrs.getInts("padding")[i];
-    const int64_t dilation = attrs.getInts("dilation")[i];
-    const int64_t span = dilation * (w.shape[2 + i] - 1) + 1;
-    const int64_t out = (shape[2 + i] + 2 * padding - span) / stride + 1;
-    POPSIM_CHECK(shape[2 + i] + 2 * padding >= span && out == dy.shape[2 + i],
-                 ErrorKind::Compilation, "input_shape ", shapeToString(shape),
-                 " does not convolve to grad_output ", dy.str(), " (spatial dimension ", i, ").");
-  }
+  const Shape& shape = attrs.getInts("input_shape");
+  requireLength(shape, static_cast<size_t>(dy.rank()), "input_shape");
+  const TensorType forward = inferConvolution({f32(shape), w}, attrs)[0];
+  POPSIM_CHECK(forward.shape == dy.shape, ErrorKind::Compilation, "input_shape ",
+               shapeToString(shape), " convolves with weight ", w.str(), " to ", forward.str(),
+               ", not to grad_output ", dy.str(), ".");
   return {f32(shape)};
 }
 
-// conv2d_grad_weight(X, dY) -> dW of shape weight_shape.
+// convolution_grad_weight(X, dY) -> dW of shape weight_shape.
 std::vector<TensorType> inferConvGradWeight(const std::vector<TensorType>& inputs,
                                             const Attributes& attrs) {
   requireFloat(inputs);
-  requireRank(inputs[0], 4, "input 0 (input)");
-  requireRank(inputs[1], 4, "input 1 (grad_output)");
   const Shape& shape = attrs.getInts("weight_shape");
-  requireLength(shape, 4, "weight_shape");
+  const TensorType forward = inferConvolution({inputs[0], f32(shape)}, attrs)[0];
+  POPSIM_CHECK(forward.shape == inputs[1].shape, ErrorKind::Compilation, "input ", inputs[0].str(),
+               " convolves with a weight of weight_shape ", shapeToString(shape), " to ",
+               forward.str(), ", not to grad_output ", inputs[1].str(), ".");
   return {f32(shape)};
 }
 
@@ -196,9 +184,9 @@ std::vector<AttrSpec> with(std::vector<AttrSpec> attrs, AttrSpec extra) {
 } // namespace
 
 void registerGradientOps(OpRegistry& registry) {
-  registry.add(OpKind::Conv2dGradInput, 2, 2, {"grad_output", "weight"},
+  registry.add(OpKind::ConvolutionGradInput, 2, 2, {"grad_output", "weight"},
                with(kConvAttrs, {"input_shape", AttrType::Ints}), inferConvGradInput);
-  registry.add(OpKind::Conv2dGradWeight, 2, 2, {"input", "grad_output"},
+  registry.add(OpKind::ConvolutionGradWeight, 2, 2, {"input", "grad_output"},
                with(kConvAttrs, {"weight_shape", AttrType::Ints}), inferConvGradWeight);
   registry.add(OpKind::LinearGradWeight, 2, 2, {"grad_output", "input"}, {}, inferLinearGradWeight);
   registry.add(OpKind::ActivationGrad, 2, 2, {"grad_output", "reference"},

@@ -5,38 +5,54 @@
 namespace popsim::kernels::reference {
 namespace {
 
-// The geometry shared by the forward convolution and its gradients.
+// The geometry shared by the forward convolution and its gradients, with 1-D
+// and 2-D convolutions seen as 3-D ones whose leading spatial sizes are 1.
 struct ConvGeometry {
-  int64_t N, C, H, W;     // input
-  int64_t OC, CG, KH, KW; // weight: output channels, input channels per group, kernel
-  int64_t OH, OW;         // output
-  int64_t OCG;            // output channels per group
-  std::vector<int64_t> stride, padding, dilation;
+  int64_t N, C, OC, CG, OCG; // batch, channels, output channels, per group
+  int64_t in[3], kernel[3], out[3];
+  int64_t stride[3], padding[3], dilation[3];
 
   ConvGeometry(const ir::Node& node, const ir::Shape& x, const ir::Shape& w, const ir::Shape& y)
-      : N(x[0]), C(x[1]), H(x[2]), W(x[3]), OC(w[0]), CG(w[1]), KH(w[2]), KW(w[3]), OH(y[2]),
-        OW(y[3]), OCG(w[0] / node.attrs().getInt("groups")), stride(node.attrs().getInts("stride")),
-        padding(node.attrs().getInts("padding")), dilation(node.attrs().getInts("dilation")) {}
+      : N(x[0]), C(x[1]), OC(w[0]), CG(w[1]), OCG(w[0] / node.attrs().getInt("groups")) {
+    const size_t spatial = x.size() - 2;
+    const size_t lead = 3 - spatial;
+    for (size_t i = 0; i < 3; ++i) {
+      const bool real = i >= lead;
+      in[i] = real ? x[2 + i - lead] : 1;
+      kernel[i] = real ? w[2 + i - lead] : 1;
+      out[i] = real ? y[2 + i - lead] : 1;
+      stride[i] = real ? node.attrs().getInts("stride")[i - lead] : 1;
+      padding[i] = real ? node.attrs().getInts("padding")[i - lead] : 0;
+      dilation[i] = real ? node.attrs().getInts("dilation")[i - lead] : 1;
+    }
+  }
 
   // Calls fn(input offset, weight offset, output offset) for every
   // multiply-accumulate of the convolution.
   template <typename Fn> void forEachTap(Fn fn) const {
+    const int64_t inPixels = in[0] * in[1] * in[2];
+    const int64_t outPixels = out[0] * out[1] * out[2];
+    const int64_t kernelPixels = kernel[0] * kernel[1] * kernel[2];
     for (int64_t n = 0; n < N; ++n) {
       for (int64_t oc = 0; oc < OC; ++oc) {
         const int64_t g = oc / OCG;
-        for (int64_t oh = 0; oh < OH; ++oh) {
-          for (int64_t ow = 0; ow < OW; ++ow) {
-            const int64_t out = ((n * OC + oc) * OH + oh) * OW + ow;
-            for (int64_t ic = 0; ic < CG; ++ic) {
-              const int64_t c = g * CG + ic;
-              for (int64_t kh = 0; kh < KH; ++kh) {
-                const int64_t ih = oh * stride[0] - padding[0] + kh * dilation[0];
-                if (ih < 0 || ih >= H) continue;
-                for (int64_t kw = 0; kw < KW; ++kw) {
-                  const int64_t iw = ow * stride[1] - padding[1] + kw * dilation[1];
-                  if (iw < 0 || iw >= W) continue;
-                  fn(((n * C + c) * H + ih) * W + iw, ((oc * CG + ic) * KH + kh) * KW + kw, out);
-                }
+        for (int64_t o = 0; o < outPixels; ++o) {
+          const int64_t oPos[3] = {o / (out[1] * out[2]), o / out[2] % out[1], o % out[2]};
+          const int64_t output = (n * OC + oc) * outPixels + o;
+          for (int64_t ic = 0; ic < CG; ++ic) {
+            const int64_t c = g * CG + ic;
+            for (int64_t k = 0; k < kernelPixels; ++k) {
+              const int64_t kPos[3] = {k / (kernel[1] * kernel[2]), k / kernel[2] % kernel[1],
+                                       k % kernel[2]};
+              int64_t pixel = 0;
+              bool inside = true;
+              for (size_t d = 0; d < 3 && inside; ++d) {
+                const int64_t at = oPos[d] * stride[d] - padding[d] + kPos[d] * dilation[d];
+                inside = at >= 0 && at < in[d];
+                pixel = pixel * in[d] + at;
+              }
+              if (inside) {
+                fn((n * C + c) * inPixels + pixel, (oc * CG + ic) * kernelPixels + k, output);
               }
             }
           }
@@ -50,6 +66,26 @@ void store(const std::vector<double>& sums, float* out) {
   for (size_t i = 0; i < sums.size(); ++i) {
     out[i] = static_cast<float>(sums[i]);
   }
+}
+
+// Y = bias + sum over taps of X * W.
+void convolutionForward(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+  const auto* x = static_cast<const float*>(inputs[0]);
+  const auto* w = static_cast<const float*>(inputs[1]);
+  const auto* bias = inputs.size() > 2 ? static_cast<const float*>(inputs[2]) : nullptr;
+  const ConvGeometry geometry(node, node.input(0)->type().shape, node.input(1)->type().shape,
+                              node.output()->type().shape);
+  std::vector<double> y(static_cast<size_t>(node.output()->type().numel()), 0.0);
+  geometry.forEachTap([&](int64_t in, int64_t weight, int64_t out) {
+    y[static_cast<size_t>(out)] += static_cast<double>(x[in]) * w[weight];
+  });
+  if (bias != nullptr) {
+    const size_t pixels = y.size() / static_cast<size_t>(geometry.N * geometry.OC);
+    for (size_t i = 0; i < y.size(); ++i) {
+      y[i] += bias[(i / pixels) % static_cast<size_t>(geometry.OC)];
+    }
+  }
+  store(y, static_cast<float*>(outputs[0]));
 }
 
 // dX = sum over taps of dY * W.
@@ -80,52 +116,13 @@ void convolutionGradWeight(const ir::Node& node, const Inputs& inputs, const Out
 
 } // namespace
 
-// Direct convolution, as torch.nn.functional.conv2d defines it, and its gradients.
+// Direct convolution with 1 to 3 spatial dimensions, as
+// torch.nn.functional.conv1d/2d/3d define it, and its gradients.
 void convolution(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
-  if (node.kind() == ir::OpKind::Conv2dGradInput) {
-    return convolutionGradInput(node, inputs, outputs);
-  }
-  if (node.kind() == ir::OpKind::Conv2dGradWeight) {
-    return convolutionGradWeight(node, inputs, outputs);
-  }
-  const auto* x = static_cast<const float*>(inputs[0]);
-  const auto* w = static_cast<const float*>(inputs[1]);
-  const auto* bias = inputs.size() > 2 ? static_cast<const float*>(inputs[2]) : nullptr;
-  auto* y = static_cast<float*>(outputs[0]);
-  const ir::Shape& xs = node.input(0)->type().shape;
-  const ir::Shape& ws = node.input(1)->type().shape;
-  const ir::Shape& ys = node.output()->type().shape;
-  const auto& stride = node.attrs().getInts("stride");
-  const auto& padding = node.attrs().getInts("padding");
-  const auto& dilation = node.attrs().getInts("dilation");
-  const int64_t groups = node.attrs().getInt("groups");
-  const int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3];
-  const int64_t OC = ws[0], CG = ws[1], KH = ws[2], KW = ws[3];
-  const int64_t OH = ys[2], OW = ys[3];
-  const int64_t OCG = OC / groups;
-  for (int64_t n = 0; n < N; ++n) {
-    for (int64_t oc = 0; oc < OC; ++oc) {
-      const int64_t g = oc / OCG;
-      for (int64_t oh = 0; oh < OH; ++oh) {
-        for (int64_t ow = 0; ow < OW; ++ow) {
-          double sum = bias != nullptr ? bias[oc] : 0.0;
-          for (int64_t ic = 0; ic < CG; ++ic) {
-            const int64_t c = g * CG + ic;
-            for (int64_t kh = 0; kh < KH; ++kh) {
-              const int64_t ih = oh * stride[0] - padding[0] + kh * dilation[0];
-              if (ih < 0 || ih >= H) continue;
-              for (int64_t kw = 0; kw < KW; ++kw) {
-                const int64_t iw = ow * stride[1] - padding[1] + kw * dilation[1];
-                if (iw < 0 || iw >= W) continue;
-                sum += static_cast<double>(x[((n * C + c) * H + ih) * W + iw]) *
-                       w[((oc * CG + ic) * KH + kh) * KW + kw];
-              }
-            }
-          }
-          y[((n * OC + oc) * OH + oh) * OW + ow] = static_cast<float>(sum);
-        }
-      }
-    }
+  switch (node.kind()) {
+  case ir::OpKind::ConvolutionGradInput: return convolutionGradInput(node, inputs, outputs);
+  case ir::OpKind::ConvolutionGradWeight: return convolutionGradWeight(node, inputs, outputs);
+  default: return convolutionForward(node, inputs, outputs);
   }
 }
 

@@ -121,7 +121,7 @@ TEST(CostModelTest, Conv2dFollowsMacThroughput) {
                            {"groups", int64_t{1}}};
   // Output [1,32,32,32] x 16 input channels x 3 x 3 = 4,718,592 MACs -> ceil(333.9).
   const device::OpCost cost =
-      costOf(OpKind::Conv2d, {f32({1, 16, 32, 32}), f32({32, 16, 3, 3}), f32({32})}, conv);
+      costOf(OpKind::Convolution, {f32({1, 16, 32, 32}), f32({32, 16, 3, 3}), f32({32})}, conv);
   EXPECT_EQ(cost.computeCycles, 334u);
   EXPECT_EQ(cost.computeCycles, macCycles(32.0 * 32 * 32 * 16 * 9));
   // (65,536 + 18,432 + 128) bytes / 5,888 bytes per cycle: ceil(14.3).
@@ -132,9 +132,9 @@ TEST(CostModelTest, Conv2dFollowsMacThroughput) {
   Attributes grouped = conv;
   grouped.set("groups", int64_t{4}).set("padding", std::vector<int64_t>{0, 0});
   const uint64_t bigGroupedMacs = 64 * 62 * 62 * 16 * 9;
-  EXPECT_EQ(
-      costOf(OpKind::Conv2d, {f32({1, 64, 64, 64}), f32({64, 16, 3, 3})}, grouped).computeCycles,
-      macCycles(static_cast<double>(bigGroupedMacs)));
+  EXPECT_EQ(costOf(OpKind::Convolution, {f32({1, 64, 64, 64}), f32({64, 16, 3, 3})}, grouped)
+                .computeCycles,
+            macCycles(static_cast<double>(bigGroupedMacs)));
 }
 
 TEST(CostModelTest, ReshapeIsFree) {

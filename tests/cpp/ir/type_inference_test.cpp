@@ -65,56 +65,60 @@ Attributes slice(int64_t dim, int64_t start, int64_t end, int64_t step) {
 
 TEST(TypeInferenceTest, Conv2dOutputSize) {
   // (32 + 2 - 3) / 2 + 1 = 16
-  EXPECT_EQ(infer(OpKind::Conv2d, {f32({1, 3, 32, 32}), f32({8, 3, 3, 3}), f32({8})},
+  EXPECT_EQ(infer(OpKind::Convolution, {f32({1, 3, 32, 32}), f32({8, 3, 3, 3}), f32({8})},
                   conv({2, 2}, {1, 1}, {1, 1}, 1)),
             f32({1, 8, 16, 16}));
   // Dilation 2 makes the 3x3 kernel span 5: (34 - 5) / 2 + 1 = 15.
-  EXPECT_EQ(infer(OpKind::Conv2d, {f32({1, 3, 32, 32}), f32({8, 3, 3, 3})},
+  EXPECT_EQ(infer(OpKind::Convolution, {f32({1, 3, 32, 32}), f32({8, 3, 3, 3})},
                   conv({2, 2}, {1, 1}, {2, 2}, 1)),
             f32({1, 8, 15, 15}));
   // Per-dimension stride/padding/dilation with groups: H (10 - 5) / 1 + 1 = 6,
   // W (13 + 2 - 3) / 2 + 1 = 7.
-  EXPECT_EQ(infer(OpKind::Conv2d, {f32({2, 4, 10, 13}), f32({6, 2, 3, 3})},
+  EXPECT_EQ(infer(OpKind::Convolution, {f32({2, 4, 10, 13}), f32({6, 2, 3, 3})},
                   conv({1, 2}, {0, 1}, {2, 1}, 2)),
             f32({2, 6, 6, 7}));
   // Depthwise.
-  EXPECT_EQ(infer(OpKind::Conv2d, {f32({1, 5, 7, 7}), f32({5, 1, 3, 3})},
+  EXPECT_EQ(infer(OpKind::Convolution, {f32({1, 5, 7, 7}), f32({5, 1, 3, 3})},
                   conv({1, 1}, {1, 1}, {1, 1}, 5)),
             f32({1, 5, 7, 7}));
   // The kernel exactly covers the padded input.
-  EXPECT_EQ(infer(OpKind::Conv2d, {f32({1, 1, 3, 4}), f32({2, 1, 3, 4})},
+  EXPECT_EQ(infer(OpKind::Convolution, {f32({1, 1, 3, 4}), f32({2, 1, 3, 4})},
                   conv({1, 1}, {0, 0}, {1, 1}, 1)),
             f32({1, 2, 1, 1}));
 }
 
 TEST(TypeInferenceTest, Conv2dErrors) {
-  EXPECT_EQ(inferError(OpKind::Conv2d, {f32({1, 3, 8, 8}), f32({4, 2, 3, 3})},
+  EXPECT_EQ(inferError(OpKind::Convolution, {f32({1, 3, 8, 8}), f32({4, 2, 3, 3})},
                        conv({1, 1}, {0, 0}, {1, 1}, 1)),
-            "conv2d: weight f32[4,2,3,3] expects 2 input channels, but the input f32[1,3,8,8] "
+            "convolution: weight f32[4,2,3,3] expects 2 input channels, but the input f32[1,3,8,8] "
             "has 3.");
-  EXPECT_EQ(inferError(OpKind::Conv2d, {f32({1, 6, 8, 8}), f32({4, 2, 3, 3})},
-                       conv({1, 1}, {0, 0}, {1, 1}, 4)),
-            "conv2d: input channels (6) and output channels (4) must be divisible by groups (4).");
-  EXPECT_EQ(inferError(OpKind::Conv2d, {f32({1, 3, 4, 4}), f32({4, 3, 3, 3})},
+  EXPECT_EQ(
+      inferError(OpKind::Convolution, {f32({1, 6, 8, 8}), f32({4, 2, 3, 3})},
+                 conv({1, 1}, {0, 0}, {1, 1}, 4)),
+      "convolution: input channels (6) and output channels (4) must be divisible by groups (4).");
+  EXPECT_EQ(inferError(OpKind::Convolution, {f32({1, 3, 4, 4}), f32({4, 3, 3, 3})},
                        conv({1, 1}, {0, 0}, {3, 1}, 1)),
-            "conv2d: the kernel (7 wide with dilation) is larger than the padded input (4) in "
+            "convolution: the kernel (7 wide with dilation) is larger than the padded input (4) in "
             "spatial dimension 0.");
-  EXPECT_EQ(inferError(OpKind::Conv2d, {f32({1, 3, 8, 8}), f32({4, 3, 3, 3}), f32({3})},
+  EXPECT_EQ(inferError(OpKind::Convolution, {f32({1, 3, 8, 8}), f32({4, 3, 3, 3}), f32({3})},
                        conv({1, 1}, {0, 0}, {1, 1}, 1)),
-            "conv2d: input 2 (bias) must have shape [4], got [3].");
-  EXPECT_EQ(inferError(OpKind::Conv2d, {f32({3, 8, 8}), f32({4, 3, 3, 3})},
+            "convolution: input 2 (bias) must have shape [4], got [3].");
+  EXPECT_EQ(inferError(OpKind::Convolution, {f32({3, 8, 8}), f32({4, 3, 3, 3})},
                        conv({1, 1}, {0, 0}, {1, 1}, 1)),
-            "conv2d: input 0 (input) must have 4 dimensions, got 3 (f32[3,8,8]).");
-  EXPECT_EQ(inferError(OpKind::Conv2d, {f32({1, 3, 8, 8}), f32({4, 3, 3, 3})},
+            "convolution: input 1 (weight) must have 3 dimensions, got 4 (f32[4,3,3,3]).");
+  EXPECT_EQ(inferError(OpKind::Convolution, {f32({3, 8}), f32({4, 3})}, conv({}, {}, {}, 1)),
+            "convolution: input 0 (input) must have 3 to 5 dimensions (batch, channels and 1 to 3 "
+            "spatial ones), got 2 (f32[3,8]).");
+  EXPECT_EQ(inferError(OpKind::Convolution, {f32({1, 3, 8, 8}), f32({4, 3, 3, 3})},
                        conv({1}, {0, 0}, {1, 1}, 1)),
-            "conv2d: attribute 'stride' must have 2 values, got 1.");
-  EXPECT_EQ(inferError(OpKind::Conv2d, {f32({1, 3, 8, 8}), f32({4, 3, 3, 3})},
+            "convolution: attribute 'stride' must have 2 values, got 1.");
+  EXPECT_EQ(inferError(OpKind::Convolution, {f32({1, 3, 8, 8}), f32({4, 3, 3, 3})},
                        conv({0, 1}, {0, 0}, {1, 1}, 1)),
-            "conv2d: stride and dilation must be >= 1 and padding >= 0, got stride [0, 1], "
+            "convolution: stride and dilation must be >= 1 and padding >= 0, got stride [0, 1], "
             "dilation [1, 1], padding [0, 0].");
-  EXPECT_EQ(inferError(OpKind::Conv2d, {f32({1, 3, 8, 8}), f32({4, 3, 3, 3})},
+  EXPECT_EQ(inferError(OpKind::Convolution, {f32({1, 3, 8, 8}), f32({4, 3, 3, 3})},
                        conv({1, 1}, {0, 0}, {1, 1}, 0)),
-            "conv2d: groups must be at least 1, got 0.");
+            "convolution: groups must be at least 1, got 0.");
 }
 
 TEST(TypeInferenceTest, Linear) {
@@ -309,11 +313,11 @@ TEST(TypeInferenceTest, AttributeErrors) {
             "relu: unknown attribute 'alpha'.");
   EXPECT_EQ(inferError(OpKind::Softmax, {f32({2, 3})}, {{"dim", int64_t{1}}, {"dims", int64_t{1}}}),
             "softmax: unknown attribute 'dims'.");
-  EXPECT_EQ(inferError(OpKind::Conv2d, {f32({1, 3, 8, 8}), f32({4, 3, 3, 3})},
+  EXPECT_EQ(inferError(OpKind::Convolution, {f32({1, 3, 8, 8}), f32({4, 3, 3, 3})},
                        {{"stride", std::vector<int64_t>{1, 1}},
                         {"padding", std::vector<int64_t>{0, 0}},
                         {"groups", int64_t{1}}}),
-            "conv2d: attribute 'dilation' is missing.");
+            "convolution: attribute 'dilation' is missing.");
 }
 
 TEST(TypeInferenceTest, AddNodeAppendsTheSourceLocationToErrors) {
@@ -321,12 +325,12 @@ TEST(TypeInferenceTest, AddNodeAppendsTheSourceLocationToErrors) {
   ir::Value* x = graph.addInput("x", f32({1, 3, 8, 8}));
   ir::Value* w = graph.addWeight("conv.weight", f32({4, 2, 3, 3}), true);
   const Error error = testing::captureError([&] {
-    graph.addNode(OpKind::Conv2d, {x, w}, conv({1, 1}, {0, 0}, {1, 1}, 1),
+    graph.addNode(OpKind::Convolution, {x, w}, conv({1, 1}, {0, 0}, {1, 1}, 1),
                   {"file.py", 3, "forward", ""});
   });
   EXPECT_EQ(error.kind(), ErrorKind::Compilation);
   EXPECT_EQ(std::string(error.what()),
-            "conv2d: weight f32[4,2,3,3] expects 2 input channels, but the input f32[1,3,8,8] "
+            "convolution: weight f32[4,2,3,3] expects 2 input channels, but the input f32[1,3,8,8] "
             "has 3. (at file.py:3)");
   EXPECT_TRUE(graph.nodes().empty());
 
@@ -345,7 +349,7 @@ TEST(TypeInferenceTest, EveryOpHasASchema) {
     EXPECT_EQ(ir::opKindFromName(schema.name()), kind);
   }
   EXPECT_EQ(ir::opKindFromName("no_such_op"), std::nullopt);
-  EXPECT_EQ(ir::opSchema(OpKind::Conv2d).inputName(1), "input 1 (weight)");
+  EXPECT_EQ(ir::opSchema(OpKind::Convolution).inputName(1), "input 1 (weight)");
   EXPECT_EQ(ir::opSchema(OpKind::Concat).inputName(4), "input 4");
 }
 
