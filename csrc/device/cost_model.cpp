@@ -127,6 +127,9 @@ OpCost estimateOpCost(const ir::Node& node, const ChipSpec& chip,
         elementwisePassCycles(outElements * static_cast<uint64_t>(kernel[0] * kernel[1]), chip);
     break;
   }
+  case ir::OpKind::Cast: // a conversion per element, on the tiles that hold them
+    cost.computeCycles = elementwisePassCycles(outElements, chip);
+    break;
   case ir::OpKind::AdaptiveAvgPool2d:
     cost.exchangeCycles = exchangeCycles(node.input(0)->type().bytes(), chip);
     cost.computeCycles =

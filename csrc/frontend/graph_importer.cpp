@@ -211,6 +211,7 @@ private:
         recordUnsupported(node, "");
         return;
       }
+      refuseNarrowIntegerArithmetic(node);
       for (const jit::Value* input : node.inputs()) {
         aliasing_.refresh(values_.at(input), locationOf(node));
       }
@@ -227,6 +228,38 @@ private:
       // A lowering produced ops whose types do not check: popsim cannot run
       // this use of the op, so report it with the others.
       recordUnsupported(node, error.what());
+    }
+  }
+
+  // uint8, int8 and int16 inputs arrive as int32 (the host widens them), so
+  // that conversions (x.float(), x.long()) and views of them are exact; any
+  // arithmetic would miss the narrow type's wrap-around, so it is refused.
+  static void refuseNarrowIntegerArithmetic(const jit::Node& node) {
+    const std::string op = node.kind().toQualString();
+    if (op == "aten::to" || op == "aten::type_as" || op == "aten::clone" ||
+        op == "aten::contiguous" || op == "aten::detach") {
+      return;
+    }
+    const c10::FunctionSchema* schema = node.maybeSchema();
+    const bool view = schema != nullptr && !schema->arguments().empty() &&
+                      schema->arguments()[0].alias_info() != nullptr &&
+                      !schema->arguments()[0].alias_info()->isWrite();
+    for (const jit::Value* input : node.inputs()) {
+      const auto type = input->type()->cast<c10::TensorType>();
+      const auto scalar = type != nullptr ? type->scalarType() : c10::nullopt;
+      if (view || !scalar.has_value() ||
+          (*scalar != c10::ScalarType::Byte && *scalar != c10::ScalarType::Char &&
+           *scalar != c10::ScalarType::Short)) {
+        continue;
+      }
+      const char* name = *scalar == c10::ScalarType::Byte   ? "uint8"
+                         : *scalar == c10::ScalarType::Char ? "int8"
+                                                            : "int16";
+      throw UnsupportedLowering(
+          std::string("arithmetic on an ") + name +
+          " tensor; popsim holds uint8, int8 and int16 inputs as int32, so it computes with "
+          "them only after a conversion (x.float(), x.long(), x.int()), which gives eager "
+          "PyTorch's numbers");
     }
   }
 

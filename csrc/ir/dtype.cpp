@@ -24,4 +24,11 @@ const char* dtypeName(DType dtype) {
   return "?";
 }
 
+std::optional<DType> dtypeFromName(std::string_view name) {
+  for (DType dtype : {DType::Float32, DType::Int32, DType::Int64, DType::Bool, DType::Float64}) {
+    if (name == dtypeName(dtype)) return dtype;
+  }
+  return std::nullopt;
+}
+
 } // namespace popsim::ir

@@ -10,7 +10,7 @@ namespace popsim::ir {
 // attributes live in the op schemas (ir/ops/*.cpp); kernels in csrc/kernels,
 // which dispatch on the family.
 #define POPSIM_FOR_EACH_OP(X)                                                                      \
-  X(Convolution, "convolution", Convolution)                                                              \
+  X(Convolution, "convolution", Convolution)                                                       \
   X(Linear, "linear", MatMul)                                                                      \
   X(MatMul, "matmul", MatMul)                                                                      \
   X(Relu, "relu", Unary)                                                                           \
@@ -41,8 +41,8 @@ namespace popsim::ir {
   X(Embedding, "embedding", Embedding)                                                             \
   X(Abs, "abs", Unary)                                                                             \
   X(Broadcast, "broadcast", Layout)                                                                \
-  X(ConvolutionGradInput, "convolution_grad_input", Convolution)                                       \
-  X(ConvolutionGradWeight, "convolution_grad_weight", Convolution)                                       \
+  X(ConvolutionGradInput, "convolution_grad_input", Convolution)                                   \
+  X(ConvolutionGradWeight, "convolution_grad_weight", Convolution)                                 \
   X(LinearGradWeight, "linear_grad_weight", MatMul)                                                \
   X(ActivationGrad, "activation_grad", ElementwiseGrad)                                            \
   X(SoftmaxGrad, "softmax_grad", Softmax)                                                          \
@@ -68,7 +68,8 @@ namespace popsim::ir {
   X(AdamUpdate, "adam_update", Optimizer)                                                          \
   X(RmspropUpdate, "rmsprop_update", Optimizer)                                                    \
   X(IpuCopy, "ipu_copy", Transfer)                                                                 \
-  X(StopGradient, "stop_gradient", Layout)
+  X(StopGradient, "stop_gradient", Layout)                                                         \
+  X(Cast, "cast", Layout)
 
 enum class OpKind : uint16_t {
 #define POPSIM_OP_ENUM(kind, name, family) kind,

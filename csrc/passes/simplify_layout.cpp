@@ -28,6 +28,7 @@ bool returnsInputUnchanged(const ir::Node& node) {
   }
   case ir::OpKind::Slice: return input->type() == node.output()->type();
   case ir::OpKind::StopGradient: return true; // its work is done once gradients are built
+  case ir::OpKind::Cast: return input->type() == node.output()->type();
   case ir::OpKind::Affine:
     return node.attrs().getFloat("scale") == 1.0 && node.attrs().getFloat("shift") == 0.0;
   default: return false;

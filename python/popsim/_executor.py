@@ -35,6 +35,13 @@ from popsim.strategies import AutoStage, PipelinedExecution
 _log_counter = itertools.count()
 PROFILE_DIR_VARIABLE = "POPSIM_PROFILE_DIR"
 _SUPPORTED_DTYPES = (torch.float32, torch.int32, torch.int64, torch.bool)
+# Narrow integer inputs reach the device widened to int32 (exact; the importer
+# allows only conversions and views of them, which give eager's numbers).
+_WIDENED_DTYPES = (torch.uint8, torch.int8, torch.int16)
+
+
+def _widened(tensors):
+    return [t.int() if t.dtype in _WIDENED_DTYPES else t for t in tensors]
 
 
 def _one_thread_at_a_time(method):
@@ -93,6 +100,7 @@ class Executor:
         self._signature = None
         self._output_structure = None
         self._input_updates = []  # inputs the model modifies in place, by index
+        self._narrow_outputs = []  # (output index, dtype) of outputs widened on the device
         self._compilation_seconds = None
         self._binding = None
         self._attached = False
@@ -152,9 +160,11 @@ class Executor:
         if not self._training:
             self._catch_up_with_training()
         tensors = self._signature.tensors(args, kwargs)
-        outputs = self._executable.run(tensors)
+        outputs = self._executable.run(_widened(tensors))
         if self._input_updates:
             outputs = self._write_back_inputs(tensors, outputs)
+        for index, dtype in self._narrow_outputs:
+            outputs[index] = outputs[index].to(dtype)
         if self._training:
             self._host_dirty = True
             self._record.called()
@@ -371,10 +381,11 @@ class Executor:
                          f"{accumulation} micro-batches, all of equal size")
         micro = []
         for name, tensor in zip(signature.tensor_names, tensors):
-            if tensor.dtype not in _SUPPORTED_DTYPES:
+            if tensor.dtype not in _SUPPORTED_DTYPES + _WIDENED_DTYPES:
                 raise InputError(
-                    f"Input '{name}' has dtype {tensor.dtype}; popsim computes with float32, "
-                    "int32, int64 and bool tensors (convert it, e.g. with .float()).")
+                    f"Input '{name}' has dtype {tensor.dtype}; popsim takes float32, int32, "
+                    "int64, bool, uint8, int8 and int16 tensors (convert it, e.g. with "
+                    ".float()).")
             if tensor.dim() == 0:
                 raise InputError(
                     f"Input '{name}' is a scalar. popsim splits each input along dimension 0 "
@@ -444,7 +455,8 @@ class Executor:
             f"gradientAccumulation {opts.Training.gradient_accumulation}")
         traced, flat = _tracing.trace(self._model, signature, micro, self._training)
         progress.phase("import")
-        graph = _C.import_module(traced, micro, _tracing.LIBRARY_PATHS, _tracing.MODEL_ATTRIBUTE,
+        graph = _C.import_module(traced, _widened(micro), _tracing.LIBRARY_PATHS,
+                                 _tracing.MODEL_ATTRIBUTE,
                                  signature.tensor_names, training=self._training,
                                  random_seed=self._random_seed())
         options = self._compile_options(graph)
@@ -461,6 +473,9 @@ class Executor:
         self._executable = executable
         self._signature = signature
         self._output_structure = flat.output_structure
+        # Outputs the device holds widened (views of narrow integer inputs) go home narrow.
+        self._narrow_outputs = [(i, dtype) for i, dtype in enumerate(flat.output_dtypes)
+                                if dtype in _WIDENED_DTYPES]
         self._input_updates = graph.input_updates()
         self._binding = binding
         self._upload_weights()

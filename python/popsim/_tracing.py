@@ -158,6 +158,7 @@ class _FlatModel(torch.nn.Module):
         self._signature = signature
         self.output_structure = None
         self.output_names = None
+        self.output_dtypes = None
 
     def forward(self, *tensors):
         leaves = [None] * (len(self._signature.tensor_positions) + len(self._signature.constants))
@@ -169,6 +170,7 @@ class _FlatModel(torch.nn.Module):
         output = _call_with(self.model.forward, values)
         flat, names, self.output_structure = _structure.flatten(output, "output")
         self.output_names = names
+        self.output_dtypes = [leaf.dtype for leaf in flat if _structure.is_tensor(leaf)]
         for leaf, name in zip(flat, names):
             if not _structure.is_tensor(leaf):
                 raise CompilationError(

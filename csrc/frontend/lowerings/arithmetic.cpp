@@ -95,8 +95,8 @@ void lowerDetach(LoweringContext& ctx) {
   ctx.setOutput(0, ctx.emit(ir::OpKind::StopGradient, {ctx.tensor(0)}, {}));
 }
 
-// aten::to(...) overloads and type_as: allowed when the dtype does not change
-// (device and memory-format arguments mean nothing on the simulated IPU).
+// aten::to(...) overloads and type_as: a cast when the dtype changes (device
+// and memory-format arguments mean nothing on the simulated IPU).
 void lowerTo(LoweringContext& ctx) {
   ir::Value* x = ctx.tensor(0);
   std::optional<ir::DType> target;
@@ -109,8 +109,7 @@ void lowerTo(LoweringContext& ctx) {
     }
   }
   if (target.has_value() && *target != x->type().dtype) {
-    ctx.unsupported(std::string("dtype conversion from ") + ir::dtypeName(x->type().dtype) +
-                    " to " + ir::dtypeName(*target));
+    x = ctx.emit(ir::OpKind::Cast, {x}, {{"dtype", std::string(ir::dtypeName(*target))}});
   }
   ctx.setOutput(0, x);
 }

@@ -68,6 +68,15 @@ std::vector<TensorType> inferSliceUpdate(const std::vector<TensorType>& inputs,
   return {inputs[0]};
 }
 
+// cast(X) -> X's values as `dtype`, with PyTorch's conversions.
+std::vector<TensorType> inferCast(const std::vector<TensorType>& inputs, const Attributes& attrs) {
+  const std::string& name = attrs.getString("dtype");
+  const std::optional<DType> dtype = dtypeFromName(name);
+  POPSIM_CHECK(dtype.has_value() && *dtype != DType::Float64, ErrorKind::Compilation,
+               "cannot cast to '", name, "'; the dtypes are f32, i32, i64 and bool.");
+  return {{*dtype, inputs[0].shape}};
+}
+
 // concat along `dim`; all inputs agree on every other dimension and on dtype.
 std::vector<TensorType> inferConcat(const std::vector<TensorType>& inputs,
                                     const Attributes& attrs) {
@@ -112,6 +121,7 @@ void registerLayoutOps(OpRegistry& registry) {
   };
   // A copy of a value onto another IPU (its placement says which).
   registry.add(OpKind::IpuCopy, 1, 1, {"input"}, {}, sameType);
+  registry.add(OpKind::Cast, 1, 1, {"input"}, {{"dtype", AttrType::String}}, inferCast);
   // The input's value, through which no gradient flows (detach, no_grad regions).
   registry.add(OpKind::StopGradient, 1, 1, {"input"}, {}, sameType);
 }

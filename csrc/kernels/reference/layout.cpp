@@ -2,7 +2,10 @@
 #include "kernels/reference/families.h"
 #include "kernels/reference/indexing.h"
 
+#include <cmath>
 #include <cstring>
+#include <limits>
+#include <type_traits>
 
 namespace popsim::kernels::reference {
 namespace {
@@ -31,6 +34,52 @@ void copyIntoSlice(const ir::Node& node, const uint8_t* source, const ir::Shape&
     std::memcpy(start + dot(index, strides) * static_cast<int64_t>(size), source, size);
     source += size;
   });
+}
+
+// One element converted as PyTorch converts on x86-64: floats to integers
+// truncate toward zero, and NaN or out-of-range values give the type's
+// minimum (the processor's "integer indefinite"); integers narrow by
+// wrapping; anything non-zero is true.
+template <typename From, typename To> To convertElement(From value) {
+  if constexpr (std::is_same_v<To, bool>) {
+    return value != From(0);
+  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+    const double x = static_cast<double>(value);
+    const double limit = std::ldexp(1.0, std::numeric_limits<To>::digits); // 2^31 or 2^63
+    if (!(x > -limit - 1.0 && x < limit)) return std::numeric_limits<To>::min();
+    return static_cast<To>(x);
+  } else if constexpr (std::is_integral_v<From> && std::is_integral_v<To>) {
+    return static_cast<To>(static_cast<std::make_unsigned_t<To>>(value)); // wraps
+  } else {
+    return static_cast<To>(value);
+  }
+}
+
+template <typename From, typename To> void convertAll(const void* in, void* out, int64_t count) {
+  const auto* source = static_cast<const From*>(in);
+  auto* target = static_cast<To*>(out);
+  for (int64_t i = 0; i < count; ++i)
+    target[i] = convertElement<From, To>(source[i]);
+}
+
+template <typename From> void castFrom(const void* in, ir::DType to, void* out, int64_t count) {
+  switch (to) {
+  case ir::DType::Float32: return convertAll<From, float>(in, out, count);
+  case ir::DType::Int32: return convertAll<From, int32_t>(in, out, count);
+  case ir::DType::Int64: return convertAll<From, int64_t>(in, out, count);
+  case ir::DType::Bool: return convertAll<From, bool>(in, out, count);
+  case ir::DType::Float64: return convertAll<From, double>(in, out, count);
+  }
+}
+
+void cast(ir::DType from, const void* in, ir::DType to, void* out, int64_t count) {
+  switch (from) {
+  case ir::DType::Float32: return castFrom<float>(in, to, out, count);
+  case ir::DType::Int32: return castFrom<int32_t>(in, to, out, count);
+  case ir::DType::Int64: return castFrom<int64_t>(in, to, out, count);
+  case ir::DType::Bool: return castFrom<bool>(in, to, out, count);
+  case ir::DType::Float64: return castFrom<double>(in, to, out, count);
+  }
 }
 
 } // namespace
@@ -88,6 +137,8 @@ void layout(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) 
     // Zeros, then the gradient copied into the sliced positions.
     std::memset(y, 0, node.output()->type().bytes());
     return copyIntoSlice(node, x, inType.shape, size, outShape, y);
+  case ir::OpKind::Cast:
+    return cast(inType.dtype, x, node.output()->type().dtype, y, inType.numel());
   case ir::OpKind::SliceUpdate:
     if (x != y) {
       std::memmove(y, x, inType.bytes());

@@ -121,6 +121,13 @@ TEST(TypeInferenceTest, Conv2dErrors) {
             "convolution: groups must be at least 1, got 0.");
 }
 
+TEST(TypeInferenceTest, Cast) {
+  EXPECT_EQ(infer(OpKind::Cast, {f32({2, 3})}, {{"dtype", std::string("i64")}}),
+            (TensorType{DType::Int64, {2, 3}}));
+  EXPECT_EQ(inferError(OpKind::Cast, {f32({2})}, {{"dtype", std::string("f64")}}),
+            "cast: cannot cast to 'f64'; the dtypes are f32, i32, i64 and bool.");
+}
+
 TEST(TypeInferenceTest, Linear) {
   EXPECT_EQ(infer(OpKind::Linear, {f32({2, 5, 7}), f32({3, 7}), f32({3})}), f32({2, 5, 3}));
   EXPECT_EQ(infer(OpKind::Linear, {f32({4, 6}), f32({5, 6})}), f32({4, 5}));

@@ -1,0 +1,111 @@
+"""Dtype conversions and narrow integer inputs, against eager PyTorch.
+
+Casts follow PyTorch on x86-64 exactly: floats truncate toward zero, NaN and
+out-of-range values give the integer type's minimum, int64 narrows to int32
+by wrapping, anything non-zero is True. uint8, int8 and int16 inputs reach
+the device widened to int32, which is exact for conversions and views;
+arithmetic on them (which would wrap in eager PyTorch) is refused.
+"""
+
+import pytest
+import torch
+
+import popsim
+
+SPECIAL = torch.tensor([[1.7, -2.9, float("nan"), 3e10, -3e10, 0.0, -0.0, float("inf"),
+                         -float("inf"), 2147483520.0, -2147483648.0, 0.5]])
+
+
+class Function(torch.nn.Module):
+    def __init__(self, function):
+        super().__init__()
+        self.function = function
+
+    def forward(self, *args):
+        return self.function(*args)
+
+
+def assert_same(function, *inputs, options=None):
+    expected = function(*[x.clone() for x in inputs])
+    actual = popsim.inferenceModel(Function(function), options)(*inputs)
+    if isinstance(expected, torch.Tensor):
+        expected, actual = [expected], [actual]
+    for e, a in zip(expected, actual):
+        assert a.dtype == e.dtype
+        assert torch.equal(a, e) or torch.allclose(a, e, equal_nan=True), (a, e)
+
+
+@pytest.mark.parametrize("target", [torch.int32, torch.int64, torch.bool, torch.float32])
+def test_float_casts_match_eager_on_special_values(target):
+    assert_same(lambda x: x.to(target), SPECIAL)
+
+
+@pytest.mark.parametrize("source", [torch.int32, torch.int64, torch.bool])
+@pytest.mark.parametrize("target", [torch.int32, torch.int64, torch.bool, torch.float32])
+def test_integer_and_bool_casts_match_eager(source, target):
+    values = torch.tensor([[0, 1, -1, 7, 2**31 - 1, -2**31, 123456789]], dtype=torch.int64)
+    if source == torch.int64:
+        values = torch.cat([values, torch.tensor([[2**40 + 5, -2**35 - 3, 2**62, 0, 0, 0, 3]])])
+    assert_same(lambda x: x.to(target), values.to(source))
+
+
+def test_type_as_and_the_tensor_methods():
+    ints = torch.tensor([[3, -4, 5]], dtype=torch.int32)
+    floats = torch.tensor([[0.25, -1.5, 2.0]])
+    assert_same(lambda i, f: (i.float() * f, f.long(), f.int().type_as(f), i.type_as(f)),
+                ints, floats)
+
+
+def test_a_cast_in_training_passes_gradients_around_it():
+    class Masked(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = torch.nn.Linear(4, 4)
+
+        def forward(self, x, target):
+            y = self.layer(x)
+            keep = y.bool().float()  # no gradient through the mask, as eagerly
+            out = y * keep + x.int().float()
+            return out, torch.nn.functional.mse_loss(out, target)
+
+    torch.manual_seed(0)
+    model = Masked()
+    eager = Masked()
+    eager.load_state_dict(model.state_dict())
+    x, target = torch.randn(3, 4) * 3, torch.randn(3, 4)
+    optimizer = torch.optim.SGD(eager.parameters(), lr=0.1)
+    eager(x, target)[1].backward()
+    optimizer.step()
+    trainer = popsim.trainingModel(model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1))
+    trainer(x, target)
+    trainer.copyWeightsToHost()
+    for name, value in eager.state_dict().items():
+        torch.testing.assert_close(model.state_dict()[name], value, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16])
+def test_narrow_integer_inputs_convert_and_view_exactly(dtype):
+    info = torch.iinfo(dtype)
+    x = torch.randint(info.min, info.max + 1, (6, 5), dtype=dtype)
+    options = popsim.Options().deviceIterations(3)
+    assert_same(lambda x: (x.float() / 255, x.long(), x[:, 1:3], x[:, ::2].int(), x.clone()), x,
+                options=options)
+
+
+def test_arithmetic_on_narrow_integers_is_refused_with_the_fix():
+    images = torch.randint(0, 256, (2, 4), dtype=torch.uint8)
+    with pytest.raises(popsim.UnsupportedOperationError,
+                       match=r"aten::add at .*test_dtypes.py:\d+ \(in <lambda>\): arithmetic on a"
+                       r"n uint8 tensor; popsim holds uint8, int8 and int16 inputs as int32, so "
+                       r"it computes with them only after a conversion \(x.float\(\), x.long\(\), "
+                       r"x.int\(\)\), which gives eager PyTorch's numbers"):
+        popsim.inferenceModel(Function(lambda x: (x + 200).float()))(images)
+
+
+def test_other_dtypes_are_refused_with_a_hint():
+    with pytest.raises(popsim.InputError, match=r"Input 'args\[0\]' has dtype torch.float16; "
+                       r"popsim takes float32, int32, int64, bool, uint8, int8 and int16 tensors"):
+        popsim.inferenceModel(Function(lambda x: x * 2))(torch.ones(2, 2, dtype=torch.float16))
+    with pytest.raises(popsim.UnsupportedOperationError, match="conversion to a dtype popsim "
+                       "does not compute with"):
+        popsim.inferenceModel(Function(lambda x: x.double()))(torch.ones(2, 2))
