@@ -142,6 +142,7 @@ OpCost estimateOpCost(const ir::Node& node, const ChipSpec& chip,
   case ir::OpKind::Broadcast:
   case ir::OpKind::SliceGrad:
   case ir::OpKind::SliceUpdate:
+  case ir::OpKind::Overwrite:
   case ir::OpKind::EmbeddingGrad:
   case ir::OpKind::Assign: cost.exchangeCycles = exchangeCycles(outBytes, chip); break;
   case ir::OpKind::IpuCopy:

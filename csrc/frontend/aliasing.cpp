@@ -112,10 +112,11 @@ void Aliasing::refresh(FrontendValue& value, const ir::SourceLocation& location)
   alias.version = alias.storage->version;
 }
 
-void Aliasing::record(const jit::Node& node, ValueMap& values, const ir::SourceLocation& location) {
+bool Aliasing::record(const jit::Node& node, ValueMap& values, bool gradEnabled,
+                      const ir::SourceLocation& location) {
   const c10::FunctionSchema* schema = node.maybeSchema();
   if (schema == nullptr) {
-    return;
+    return false;
   }
   const std::string op = node.kind().toQualString();
   const auto& arguments = schema->arguments();
@@ -129,12 +130,12 @@ void Aliasing::record(const jit::Node& node, ValueMap& values, const ir::SourceL
     refuseOverlappingReads(op, node, values, i);
     for (size_t j = 0; j < numReturns; ++j) {
       if (writes(returns[j]) && shareASet(setsOf(arguments[i]), setsOf(returns[j]))) {
-        write(op, values.at(node.inputs()[i]), values.at(node.outputs()[j]), location);
+        write(op, values.at(node.inputs()[i]), values.at(node.outputs()[j]), gradEnabled, location);
       }
     }
   }
   if (wrote || numArguments == 0 || node.inputs().empty()) {
-    return;
+    return wrote;
   }
   const AliasSets viewed = setsOf(arguments[0]);
   for (size_t j = 0; j < numReturns; ++j) {
@@ -142,6 +143,7 @@ void Aliasing::record(const jit::Node& node, ValueMap& values, const ir::SourceL
       view(op, values.at(node.inputs()[0]), values.at(node.outputs()[j]));
     }
   }
+  return false;
 }
 
 void Aliasing::refuseOverlappingReads(const std::string& op, const jit::Node& node,
@@ -197,16 +199,25 @@ void Aliasing::view(const std::string& op, FrontendValue& base, FrontendValue& r
 }
 
 void Aliasing::write(const std::string& op, const FrontendValue& target, FrontendValue& result,
-                     const ir::SourceLocation& location) {
-  if (target.kind != FrontendValue::Kind::Tensor || result.kind != FrontendValue::Kind::Tensor ||
-      !target.alias.has_value()) {
-    return; // nothing else views the target: the result simply is its new value
-  }
-  const Alias& alias = *target.alias;
-  if (result.tensor == target.tensor) {
-    result.alias = alias;
+                     bool tracked, const ir::SourceLocation& location) {
+  if (target.kind != FrontendValue::Kind::Tensor || result.kind != FrontendValue::Kind::Tensor) {
     return;
   }
+  if (result.tensor == target.tensor) { // the op left the values as they were
+    result.alias = target.alias;
+    return;
+  }
+  const bool untracked = !tracked && training_ && target.tensor->type().dtype == ir::DType::Float32;
+  if (!target.alias.has_value()) {
+    // Nothing else views the target: the result simply is its new value (one
+    // autograd does not see, if the write is untracked).
+    if (untracked) {
+      ir::Value* stopped = graph_.apply(ir::OpKind::StopGradient, {result.tensor}, {}, location);
+      result.tensor = graph_.apply(ir::OpKind::Overwrite, {target.tensor, stopped}, {}, location);
+    }
+    return;
+  }
+  const Alias& alias = *target.alias;
   if (!(result.tensor->type() == target.tensor->type())) {
     throw UnsupportedLowering(strCat("an in-place ", op, " whose result ",
                                      result.tensor->type().str(), " differs from the tensor ",
@@ -218,7 +229,23 @@ void Aliasing::write(const std::string& op, const FrontendValue& target, Fronten
                                      "compute the result out of place"));
   }
   Storage& storage = *alias.storage;
-  storage.contents = writeView(graph_, storage.contents, alias.path, result.tensor, location);
+  for (const ViewStep& step : alias.path) {
+    tracked = tracked && step.kind != ir::OpKind::StopGradient;
+  }
+  if (tracked || !training_ || storage.contents->type().dtype != ir::DType::Float32) {
+    storage.contents = writeView(graph_, storage.contents, alias.path, result.tensor, location);
+  } else {
+    // Autograd does not see the write: the new values pass no gradient, and
+    // the storage's gradient flows to its old contents (overwrite).
+    auto stop = [&](ir::Value* value) {
+      return graph_.apply(ir::OpKind::StopGradient, {value}, {}, location);
+    };
+    ir::Value* written =
+        writeView(graph_, stop(storage.contents), alias.path, stop(result.tensor), location);
+    storage.contents =
+        graph_.apply(ir::OpKind::Overwrite, {storage.contents, written}, {}, location);
+    result.tensor = readView(graph_, storage.contents, alias.path, location);
+  }
   ++storage.version;
   if (storage.root != nullptr && storage.root->isVariable()) {
     // A buffer updated in place keeps its new value for the next call.

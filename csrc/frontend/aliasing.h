@@ -22,7 +22,7 @@ namespace popsim::frontend {
 // which ops view and which write.
 class Aliasing {
 public:
-  explicit Aliasing(ir::Graph& graph) : graph_(graph) {}
+  Aliasing(ir::Graph& graph, bool training) : graph_(graph), training_(training) {}
 
   // A model input or a weight: it owns a storage.
   FrontendValue root(ir::Value* value);
@@ -31,8 +31,12 @@ public:
   void refresh(FrontendValue& value, const ir::SourceLocation& location);
   // After `node` was lowered: gives the views it made their storage and
   // carries its in-place writes into the storages (weights are assigned the
-  // new contents). Throws UnsupportedLowering for a write popsim cannot carry.
-  void record(const torch::jit::Node& node, ValueMap& values, const ir::SourceLocation& location);
+  // new contents). With `gradEnabled` false (torch.no_grad()), writes are
+  // untracked: gradients flow as if they had not happened, as in eager
+  // PyTorch, and so do writes through detached views. Returns whether the
+  // node wrote. Throws UnsupportedLowering for a write popsim cannot carry.
+  bool record(const torch::jit::Node& node, ValueMap& values, bool gradEnabled,
+              const ir::SourceLocation& location);
   // The model inputs written in place: (input index, final contents).
   std::vector<std::pair<size_t, ir::Value*>> writtenInputs() const;
 
@@ -43,9 +47,10 @@ private:
                               const ValueMap& values, size_t written) const;
   void view(const std::string& op, FrontendValue& base, FrontendValue& result) const;
   void write(const std::string& op, const FrontendValue& target, FrontendValue& result,
-             const ir::SourceLocation& location);
+             bool tracked, const ir::SourceLocation& location);
 
   ir::Graph& graph_;
+  bool training_;
   std::unordered_map<const ir::Value*, std::shared_ptr<Storage>> roots_;
 };
 

@@ -45,7 +45,8 @@ public:
   GraphImporter(const jit::Module& self, const std::vector<ir::TensorType>& inputTypes,
                 const ImportOptions& options)
       : self_(self), inputTypes_(inputTypes), options_(options),
-        graph_(std::make_unique<ir::Graph>()), constants_(*graph_), aliasing_(*graph_) {
+        graph_(std::make_unique<ir::Graph>()), constants_(*graph_),
+        aliasing_(*graph_, options.training) {
     state_.training = options.training;
     state_.randomSeed = options.randomSeed;
   }
@@ -217,8 +218,9 @@ private:
       }
       NodeContext context(node, values_, *graph_, constants_, state_, locationOf(node));
       lowering(context);
-      aliasing_.record(node, values_, locationOf(node));
-      stopGradientsWithGradModeOff(node);
+      if (!aliasing_.record(node, values_, gradEnabled_, locationOf(node))) {
+        stopGradientsWithGradModeOff(node); // (an in-place op's result is its target's view)
+      }
     } catch (const UnsupportedLowering& error) {
       recordUnsupported(node, error.what());
     } catch (const Error& error) {

@@ -69,7 +69,8 @@ namespace popsim::ir {
   X(RmspropUpdate, "rmsprop_update", Optimizer)                                                    \
   X(IpuCopy, "ipu_copy", Transfer)                                                                 \
   X(StopGradient, "stop_gradient", Layout)                                                         \
-  X(Cast, "cast", Layout)
+  X(Cast, "cast", Layout)                                                                          \
+  X(Overwrite, "overwrite", Layout)
 
 enum class OpKind : uint16_t {
 #define POPSIM_OP_ENUM(kind, name, family) kind,

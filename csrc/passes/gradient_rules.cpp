@@ -267,6 +267,13 @@ Grads sliceUpdate(GradientBuilder& b, const Grads& g, const Needed& needed) {
   return result;
 }
 
+// overwrite(x, v): the gradient goes to x only, as if the write had not happened.
+Grads overwrite(GradientBuilder& b, const Grads& g, const Needed&) {
+  Grads result = none(b);
+  result[0] = g[0];
+  return result;
+}
+
 Grads concat(GradientBuilder& b, const Grads& g, const Needed& needed) {
   Grads result = none(b);
   const int64_t dim = nodeOf(b).attrs().getInt("dim");
@@ -357,6 +364,7 @@ GradientRule findGradientRule(ir::OpKind kind) {
   case OpKind::Permute: return permute;
   case OpKind::Slice: return slice;
   case OpKind::SliceUpdate: return sliceUpdate;
+  case OpKind::Overwrite: return overwrite;
   case OpKind::Concat: return concat;
   case OpKind::ReduceSum:
   case OpKind::ReduceMean: return reduce;

@@ -5,7 +5,7 @@
 // 1. replaces ops that return their input unchanged (a reshape to the input's
 //    shape, an identity permute, a slice covering the whole dimension,
 //    affine with scale 1 and shift 0, stop_gradient once autodiff has run)
-//    by their input;
+//    by their input, and overwrite(x, v) by v;
 // 2. folds reshape(reshape(x)) into one reshape of x;
 // and leaves the dead nodes to dead code elimination.
 
@@ -45,6 +45,10 @@ public:
       order.push_back(node.get());
     }
     for (ir::Node* node : order) {
+      if (node->kind() == ir::OpKind::Overwrite) { // its values are its second input's
+        graph.replaceAllUsesWith(node->output(), node->input(1));
+        continue;
+      }
       if (returnsInputUnchanged(*node)) {
         graph.replaceAllUsesWith(node->output(), node->input(0));
         continue;

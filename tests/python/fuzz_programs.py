@@ -103,9 +103,9 @@ def instructions_for(draw, widths, training):
     """One instruction over a pool of values of these widths, and the width of
     the value it appends (None for in-place ones)."""
     pool = range(len(widths))
-    kind = draw(st.sampled_from(["unary", "binary", "linear", "slice", "cat", "reduce",
-                                 "softmax", "clone", "detach", "scaled", "in_place",
-                                 "in_place_view"]))
+    kind = draw(st.sampled_from(["unary", "binary", "linear", "conv", "slice", "cat", "reduce",
+                                 "softmax", "clone", "detach", "scaled", "truncated",
+                                 "in_place", "in_place_view"]))
     x = draw(st.sampled_from(pool))
     same = [i for i in pool if widths[i] == widths[x]]
     if kind == "unary":
@@ -117,6 +117,11 @@ def instructions_for(draw, widths, training):
         out = draw(st.integers(1, 5))
         no_grad = training and draw(st.integers(0, 4)) == 0
         return Instruction("linear", (x,), {"out": out}, no_grad), out
+    if kind == "conv":  # a Conv1d over the width, 2 channels out, flattened
+        k = draw(st.integers(1, widths[x]))
+        return Instruction("conv", (x,), {"kernel": k}), 2 * (widths[x] - k + 1)
+    if kind == "truncated":  # through int32 and back: no gradient, as eagerly
+        return Instruction("truncated", (x,), {}), widths[x]
     if kind == "slice":
         start = draw(st.integers(0, widths[x] - 1))
         stop = draw(st.integers(start + 1, widths[x]))
@@ -136,21 +141,25 @@ def instructions_for(draw, widths, training):
         return Instruction("detach", (x,), {}), widths[x]
     if kind == "scaled":
         return Instruction("scaled", (x,), {}), widths[x]
+    # In-place writes autograd does not record, under torch.no_grad().
+    untracked = training and draw(st.integers(0, 3)) == 0
     if kind == "in_place":
         op = draw(st.sampled_from(["add_", "mul_"]))
         if op == "add_":
-            return Instruction(op, (x, draw(st.sampled_from(same))), {}), None
-        return Instruction(op, (x,), {"factor": draw(st.sampled_from([-1.5, 0.5, 3.0]))}), None
+            return Instruction(op, (x, draw(st.sampled_from(same))), {}, untracked), None
+        return Instruction(op, (x,), {"factor": draw(st.sampled_from([-1.5, 0.5, 3.0]))},
+                           untracked), None
     op = draw(st.sampled_from(["slice_mul_", "column_fill_", "slice_add_", "transposed_row_mul_"]))
     column = draw(st.integers(0, widths[x] - 1))
     if op == "column_fill_":
-        return Instruction(op, (x,), {"column": column, "value": 0.25}), None
+        return Instruction(op, (x,), {"column": column, "value": 0.25}, untracked), None
     if op == "transposed_row_mul_":
-        return Instruction(op, (x,), {"column": column, "factor": -2.0}), None
+        return Instruction(op, (x,), {"column": column, "factor": -2.0}, untracked), None
     if op == "slice_mul_":
-        return Instruction(op, (x,), {"start": column, "factor": 2.0}), None
+        return Instruction(op, (x,), {"start": column, "factor": 2.0}, untracked), None
     sources = [i for i in pool if widths[i] >= widths[x] - column]
-    return Instruction(op, (x, draw(st.sampled_from(sources))), {"start": column}), None
+    return Instruction(op, (x, draw(st.sampled_from(sources))), {"start": column},
+                       untracked), None
 
 
 class ProgramModel(torch.nn.Module):
@@ -168,6 +177,8 @@ class ProgramModel(torch.nn.Module):
             x = instruction.operands[0]
             if instruction.op == "linear":
                 self.layers.append(torch.nn.Linear(widths[x], instruction.params["out"]))
+            if instruction.op == "conv":
+                self.layers.append(torch.nn.Conv1d(1, 2, instruction.params["kernel"]))
             if instruction.op not in IN_PLACE:
                 widths.append(_width_after(instruction, widths))
 
@@ -211,7 +222,8 @@ def block_count(program):
 def _width_after(instruction, widths):
     x = instruction.operands[0]
     p = instruction.params
-    return {"linear": lambda: p["out"], "slice": lambda: len(range(p["start"], p["stop"],
+    return {"linear": lambda: p["out"],
+            "conv": lambda: 2 * (widths[x] - p["kernel"] + 1), "slice": lambda: len(range(p["start"], p["stop"],
                                                                  p["step"])),
             "cat": lambda: widths[x] + widths[instruction.operands[1]],
             "sum": lambda: 1, "mean": lambda: 1}.get(instruction.op, lambda: widths[x])()
@@ -227,6 +239,10 @@ def _run(instruction, pool, layers, scale):
         return BINARY[op](x, y)
     if op == "linear":
         return next(layers)(x)
+    if op == "conv":
+        return next(layers)(x.unsqueeze(1)).flatten(1)
+    if op == "truncated":
+        return (x * 4).int().float()
     if op == "slice":
         return x[:, p["start"]:p["stop"]:p["step"]]
     if op == "cat":

@@ -448,3 +448,29 @@ def test_an_in_place_op_reading_what_it_overwrites_is_refused():
     # The same elements at the same positions, or a copy, are fine.
     assert_same(*run_both(lambda x: x.add_(x[:, :]), torch.ones(2, 3)))
     assert_same(*run_both(lambda x: x[:, 1:].add_(x[:, :2].clone()), torch.ones(2, 3)))
+
+
+class UntrackedWrites(torch.nn.Module):
+    """Writes autograd does not record: through a detached view, and under
+    torch.no_grad(). The values change; gradients flow as if they had not."""
+
+    def __init__(self):
+        super().__init__()
+        self.first = torch.nn.Linear(4, 4)
+        self.second = torch.nn.Linear(4, 4)
+
+    def forward(self, x, target):
+        y = self.first(x)
+        y.detach().add_(x)
+        z = self.second(x)
+        with torch.no_grad():
+            z[:, 1:].mul_(2)
+            z.sub_(y)
+        out = y * z
+        return out, torch.nn.functional.mse_loss(out, target)
+
+
+def test_writes_autograd_does_not_record_keep_eagers_gradients():
+    torch.manual_seed(11)
+    batches = [(torch.randn(4, 4), torch.randn(4, 4)) for _ in range(3)]
+    assert_same_state(*sgd_step_both(UntrackedWrites(), batches, lr=0.05))

@@ -121,6 +121,15 @@ void registerLayoutOps(OpRegistry& registry) {
   };
   // A copy of a value onto another IPU (its placement says which).
   registry.add(OpKind::IpuCopy, 1, 1, {"input"}, {}, sameType);
+  // overwrite(X, V) -> V's values, with the gradient going to X as if V had
+  // not been written: an in-place write autograd does not record (under
+  // torch.no_grad(), or through a detached view).
+  registry.add(OpKind::Overwrite, 2, 2, {"input", "value"}, {},
+               [](const std::vector<TensorType>& inputs, const Attributes&) {
+                 requireShape(inputs[1], inputs[0].shape, "input 1 (value)");
+                 requireDType(inputs[1], inputs[0].dtype, "input 1 (value)");
+                 return std::vector<TensorType>{inputs[0]};
+               });
   registry.add(OpKind::Cast, 1, 1, {"input"}, {{"dtype", AttrType::String}}, inferCast);
   // The input's value, through which no gradient flows (detach, no_grad regions).
   registry.add(OpKind::StopGradient, 1, 1, {"input"}, {}, sameType);

@@ -137,6 +137,11 @@ void layout(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) 
     // Zeros, then the gradient copied into the sliced positions.
     std::memset(y, 0, node.output()->type().bytes());
     return copyIntoSlice(node, x, inType.shape, size, outShape, y);
+  case ir::OpKind::Overwrite:
+    if (inputs[1] != y) {
+      std::memmove(y, inputs[1], inType.bytes());
+    }
+    return;
   case ir::OpKind::Cast:
     return cast(inType.dtype, x, node.output()->type().dtype, y, inType.numel());
   case ir::OpKind::SliceUpdate:
