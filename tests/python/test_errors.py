@@ -185,8 +185,8 @@ def test_float64_inputs_are_rejected_with_a_hint():
     with pytest.raises(popsim.InputError) as error:
         popsim.inferenceModel(torch.nn.Linear(3, 2))(torch.randn(2, 3, dtype=torch.float64))
     assert str(error.value) == (
-        "Input 'input' has dtype torch.float64; popsim computes with float32, int32, int64 and "
-        "bool tensors (convert it, e.g. with .float()).")
+        "Input 'input' has dtype torch.float64; popsim takes float32, int32, int64, bool, uint8, "
+        "int8 and int16 tensors (convert it, e.g. with .float()).")
 
 
 def test_float64_parameters_are_rejected_with_a_hint():
