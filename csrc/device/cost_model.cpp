@@ -36,18 +36,29 @@ uint64_t inputBytes(const ir::Node& node) {
   return bytes;
 }
 
+// Multiply-accumulates of the ops with planned temporaries. A convolution's
+// two gradients do as many as the convolution itself (each pairs every
+// output-gradient element with every tap of its window), and so does the
+// weight gradient of a linear layer.
 uint64_t matmulMacs(const ir::Node& node) {
   const ir::TensorType& out = node.output()->type();
   switch (node.kind()) {
-  case ir::OpKind::Convolution: {
-    // Each output element sums input channels per group x kernel taps.
-    const ir::Shape& w = node.input(1)->type().shape;
-    return static_cast<uint64_t>(out.numel() * ir::elementCount(w) / w[0]);
+  case ir::OpKind::Convolution:
+  case ir::OpKind::ConvolutionGradInput:
+  case ir::OpKind::ConvolutionGradWeight: {
+    // Per element of the convolution's output: input channels per group x kernel taps.
+    const bool weightGradient = node.kind() == ir::OpKind::ConvolutionGradWeight;
+    const ir::Shape& w = weightGradient ? out.shape : node.input(1)->type().shape;
+    const ir::TensorType& convOutput =
+        node.kind() == ir::OpKind::Convolution ? out : node.input(weightGradient ? 1 : 0)->type();
+    return static_cast<uint64_t>(convOutput.numel() * (ir::elementCount(w) / w[0]));
   }
   case ir::OpKind::Linear:
     return static_cast<uint64_t>(out.numel() * node.input(1)->type().shape[1]);
   case ir::OpKind::MatMul:
     return static_cast<uint64_t>(out.numel() * node.input(0)->type().shape.back());
+  case ir::OpKind::LinearGradWeight: // dW[N, K] sums over every row of dY and X
+    return static_cast<uint64_t>(node.input(0)->type().numel() * out.shape[1]);
   default: return 0;
   }
 }

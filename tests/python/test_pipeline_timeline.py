@@ -59,6 +59,9 @@ def pipelined_inference():
     return run_inference(popsim.PipelinedExecution())
 
 
+TRAINING_ROWS = 8  # rows per micro-batch of training_trace
+
+
 def training_trace(micro_batches=8, prefetch_depth=1,
                    schedule=popsim.PipelineSchedule.Interleaved):
     """The trace of one training step of Balanced on 4 pipelined IPUs (the defaults are
@@ -73,8 +76,8 @@ def _training_trace(micro_batches, prefetch_depth, schedule):
     opts.Training.gradientAccumulation(micro_batches)
     opts.setExecutionStrategy(popsim.PipelinedExecution(schedule=schedule))
     trainer = popsim.trainingModel(Balanced(), opts)
-    trainer(torch.randn(micro_batches * 16, 16),
-            torch.randint(0, 10, (micro_batches * 16,)))
+    trainer(torch.randn(micro_batches * TRAINING_ROWS, 16),
+            torch.randint(0, 10, (micro_batches * TRAINING_ROWS,)))
     trace = trainer.executionTrace()
     trainer.destroy()
     return trace
@@ -199,8 +202,8 @@ def test_pipelined_training_follows_the_pipeline_formula(micro_batches, prefetch
     (PipeDream-Flush). Plus the copies: the loss is streamed to the host once per step.
     Ramp-up and ramp-down run IPU 0's forwards and backwards, so the formula holds when
     IPU 0 is about as busy as the slowest IPU.
-    Without prefetch, IPU 0's input transfer makes its forward + backward (about 80k
-    cycles) close to IPU 3's (about 83k). With prefetch, IPU 0 computes 30k cycles per
+    Without prefetch, IPU 0's input transfer makes its forward + backward (about 76k
+    cycles) close to IPU 3's (about 79k). With prefetch, IPU 0 computes 26k cycles per
     micro-batch while its host link streams a 50k-cycle input: the link is the slowest
     stage, and the first input (on no other stage's time) adds one link time."""
     g, k = micro_batches, 4
@@ -243,8 +246,9 @@ def test_host_transfers_are_events_of_their_own():
             by_task.setdefault((event["ipu"], event["task"]), []).append(event)
     assert sorted(by_task) == [(0, "F0"), (3, "FB3")]
     assert [e["micro_batch"] for e in by_task[(0, "F0")]] == list(range(8))
-    assert {e["end"] - e["start"] for e in by_task[(0, "F0")]} == {host_cycles(16 * 16 * 4)}
-    assert {e["end"] - e["start"] for e in by_task[(3, "FB3")]} == {host_cycles(16 * 8)}
+    images, labels = TRAINING_ROWS * 16 * 4, TRAINING_ROWS * 8  # bytes per micro-batch
+    assert {e["end"] - e["start"] for e in by_task[(0, "F0")]} == {host_cycles(images)}
+    assert {e["end"] - e["start"] for e in by_task[(3, "FB3")]} == {host_cycles(labels)}
     outputs = [e for e in trace.events if e["kind"] == "host_output"]
     assert [(e["ipu"], e["micro_batch"], e["end"] - e["start"]) for e in outputs] == [
         (3, 7, host_cycles(4))]

@@ -137,6 +137,32 @@ TEST(CostModelTest, Conv2dFollowsMacThroughput) {
             macCycles(static_cast<double>(bigGroupedMacs)));
 }
 
+// The backward pass does the forward's MACs again per gradient: each
+// gradient of a convolution pairs every output-gradient element with every
+// tap, and a linear layer's weight gradient sums over all rows.
+TEST(CostModelTest, GradientsFollowMacThroughput) {
+  Attributes conv = {{"stride", std::vector<int64_t>{1, 1}},
+                     {"padding", std::vector<int64_t>{1, 1}},
+                     {"dilation", std::vector<int64_t>{1, 1}},
+                     {"groups", int64_t{2}}};
+  const uint64_t macs = macCycles(32.0 * 32 * 32 * 8 * 9); // output x C / groups x taps
+  Attributes gradInput = conv;
+  gradInput.set("input_shape", std::vector<int64_t>{1, 16, 32, 32});
+  EXPECT_EQ(
+      costOf(OpKind::ConvolutionGradInput, {f32({1, 32, 32, 32}), f32({32, 8, 3, 3})}, gradInput)
+          .computeCycles,
+      macs);
+  Attributes gradWeight = conv;
+  gradWeight.set("weight_shape", std::vector<int64_t>{32, 8, 3, 3});
+  EXPECT_EQ(costOf(OpKind::ConvolutionGradWeight, {f32({1, 16, 32, 32}), f32({1, 32, 32, 32})},
+                   gradWeight)
+                .computeCycles,
+            macs);
+  // dW [256, 512] from dY [64, 256] and X [64, 512]: as many MACs as the forward.
+  EXPECT_EQ(costOf(OpKind::LinearGradWeight, {f32({64, 256}), f32({64, 512})}).computeCycles,
+            macCycles(64.0 * 256 * 512));
+}
+
 TEST(CostModelTest, ReshapeIsFree) {
   const device::OpCost cost =
       costOf(OpKind::Reshape, {f32({64, 512})}, {{"shape", std::vector<int64_t>{512, 64}}});
