@@ -12,6 +12,7 @@
 #include "passes/passes.h"
 #include "passes/recomputation.h"
 #include "runtime/host_input_link.h"
+#include "runtime/node_failure.h"
 
 #include <omp.h>
 
@@ -475,7 +476,12 @@ void Executable::buildTasks(const std::vector<device::OpTemporaries>& temporarie
     for (const ir::Value* output : node->outputs()) {
       request.outputs.push_back({memory.address(output), output->type()});
     }
-    auto kernel = kernels::createKernel(request);
+    std::unique_ptr<kernels::Kernel> kernel;
+    try {
+      kernel = kernels::createKernel(request);
+    } catch (...) {
+      rethrowFailureOf(*node, strCat("building its kernel for IPU", ipu));
+    }
     const device::OpTemporaries& opTemporaries = temporaries[index];
     const uint64_t cycles = device::estimateOpCost(*node, chip, opTemporaries).total();
     std::string implementation = kernel ? kernel->implementation() : "view";
@@ -490,9 +496,9 @@ void Executable::buildTasks(const std::vector<device::OpTemporaries>& temporarie
         sources.insert(std::upper_bound(sources.begin(), sources.end(), source), source);
       }
       taskProgram.steps.push_back(
-          {nullptr, {copyChannels_.at(node.get()), memory.address(node->output())}});
+          {nullptr, {copyChannels_.at(node.get()), memory.address(node->output())}, node.get()});
     } else if (kernel) {
-      taskProgram.steps.push_back({kernel.get(), {}});
+      taskProgram.steps.push_back({kernel.get(), {}, node.get()});
     }
     program_.push_back({std::string(node->name()), node->location().str(), implementation,
                         taskProgram.name, ipu, cycles, opTemporaries.bytes, opTemporaries.passes,
@@ -655,7 +661,15 @@ void Executable::runTask(const ScheduledTask& scheduled, int64_t microBatch, dnn
   }
   for (const Step& item : task.steps) {
     if (item.kernel != nullptr) {
-      item.kernel->run(stream);
+      try {
+        item.kernel->run(stream);
+      } catch (...) {
+        rethrowFailureOf(*item.node,
+                         strCat("task ", task.name, " on IPU", layout_.tasks()[scheduled.task].ipu,
+                                microBatch < 0
+                                    ? std::string()
+                                    : strCat(", micro-batch ", microBatch, " of the call")));
+      }
     } else {
       item.receive.channel->pop(item.receive.address);
     }

@@ -210,6 +210,7 @@ private:
   struct Step {
     kernels::Kernel* kernel = nullptr;
     Transfer receive;
+    const ir::Node* node = nullptr; // named by errors while the kernel runs
   };
   struct TaskProgram {
     std::vector<Transfer> restores; // stashed values, at the start

@@ -15,6 +15,17 @@ from pipelining.mnist_network import Network as MnistNetwork  # noqa: E402
 from pipelining.mnist_network import TrainingModelWithLoss as BlockedWithLoss  # noqa: E402
 
 
+class Function(nn.Module):
+    """A module that calls a function of its inputs: a model without parameters."""
+
+    def __init__(self, function):
+        super().__init__()
+        self.function = function
+
+    def forward(self, *args):
+        return self.function(*args)
+
+
 class WithLoss(nn.Module):
     """Training wrapper: `model`'s output and its cross-entropy loss. The model is the
     attribute `model`, so its tensors are named model.<name> in popsim's messages."""

@@ -12,15 +12,7 @@ import pytest
 import torch
 
 import popsim
-
-
-class Function(torch.nn.Module):
-    def __init__(self, function):
-        super().__init__()
-        self.function = function
-
-    def forward(self, *args):
-        return self.function(*args)
+from models import Function
 
 
 def run_both(function, *inputs, options=None):

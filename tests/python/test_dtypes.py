@@ -11,18 +11,10 @@ import pytest
 import torch
 
 import popsim
+from models import Function
 
 SPECIAL = torch.tensor([[1.7, -2.9, float("nan"), 3e10, -3e10, 0.0, -0.0, float("inf"),
                          -float("inf"), 2147483520.0, -2147483648.0, 0.5]])
-
-
-class Function(torch.nn.Module):
-    def __init__(self, function):
-        super().__init__()
-        self.function = function
-
-    def forward(self, *args):
-        return self.function(*args)
 
 
 def assert_same(function, *inputs, options=None):

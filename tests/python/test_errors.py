@@ -204,12 +204,46 @@ def test_float64_parameters_are_rejected_with_a_hint():
         popsim.inferenceModel(Mixed())(torch.randn(2, 3))
 
 
-def test_embedding_index_out_of_range_is_an_execution_error():
+def test_embedding_index_out_of_range_is_an_execution_error_naming_the_node():
     model = popsim.inferenceModel(torch.nn.Embedding(5, 2))
     model(torch.tensor([[0, 1]]))
-    with pytest.raises(popsim.ExecutionError, match=r"index 9 \(at position 1 of the indices\) is "
-                                                     r"out of range for weight 'weight' with 5 rows"):
+    with pytest.raises(popsim.ExecutionError) as error:
         model(torch.tensor([[0, 9]]))
+    assert re.fullmatch(
+        r"embedding at .*test_errors.py:\d+ \(forward, task F0 on IPU0, micro-batch 0 of the "
+        r"call\): index 9 \(at position 1 of the indices\) is out of range for weight 'weight' "
+        r"with 5 rows. Valid indices are 0 to 4.", str(error.value))
+
+
+class TwoIpuClassifier(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.hidden, self.head = torch.nn.Linear(4, 4), torch.nn.Linear(4, 3)
+
+    def forward(self, x, labels):
+        with popsim.Block("B0", ipu_id=0):
+            x = self.hidden(x)
+        with popsim.Block("B1", ipu_id=1):
+            return torch.nn.functional.cross_entropy(self.head(x), labels)
+
+
+def test_errors_while_running_name_the_op_line_block_task_ipu_and_micro_batch():
+    opts = popsim.Options()
+    opts.Training.gradientAccumulation(4)
+    opts.setExecutionStrategy(popsim.PipelinedExecution("B0", "B1"))
+    model = TwoIpuClassifier()
+    trainer = popsim.trainingModel(model, opts, torch.optim.SGD(model.parameters(), lr=0.1))
+    trainer(torch.randn(8, 4), torch.tensor([0, 1, 2, 0, 1, 2, 1, 1]))
+    with pytest.raises(popsim.ExecutionError) as error:
+        trainer(torch.randn(8, 4), torch.tensor([0, 1, 2, 0, 1, 2, 7, 1]))
+    lines, first = inspect.getsourcelines(TwoIpuClassifier.forward)
+    loss_line = first + len(lines) - 1
+    assert re.fullmatch(
+        rf"nll_loss at .*test_errors.py:{loss_line} \(forward of block \"B1\", task FB1 on IPU1, "
+        r"micro-batch 3 of the call\): target 7 of sample 0 is not a class index in \[0, 3\).",
+        str(error.value))
+    # The other IPU's thread stopped too: the model runs again.
+    trainer(torch.randn(8, 4), torch.tensor([0, 1, 2, 0, 1, 2, 1, 1]))
 
 
 @pytest.mark.parametrize("kind,cls", [

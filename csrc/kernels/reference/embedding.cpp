@@ -19,10 +19,9 @@ void gather(const ir::Node& node, const float* table, const Index* indices, floa
   const int64_t count = node.input(1)->type().numel();
   for (int64_t i = 0; i < count; ++i) {
     const int64_t row = static_cast<int64_t>(indices[i]);
-    POPSIM_CHECK(row >= 0 && row < rows, ErrorKind::Execution, node.describe(), ": index ", row,
-                 " (at position ", i, " of the indices) is out of range for ",
-                 tableName(*node.input(0)), " with ", rows, " rows. Valid indices are 0 to ",
-                 rows - 1, ".");
+    POPSIM_CHECK(row >= 0 && row < rows, ErrorKind::Execution, "index ", row, " (at position ", i,
+                 " of the indices) is out of range for ", tableName(*node.input(0)), " with ", rows,
+                 " rows. Valid indices are 0 to ", rows - 1, ".");
     std::memcpy(y + i * width, table + row * width, static_cast<size_t>(width) * sizeof(float));
   }
 }
@@ -38,9 +37,8 @@ void scatterAdd(const ir::Node& node, const float* dy, const Index* indices, flo
   std::vector<double> sums(static_cast<size_t>(rows * width), 0.0);
   for (int64_t i = 0; i < count; ++i) {
     const int64_t row = static_cast<int64_t>(indices[i]);
-    POPSIM_CHECK(row >= 0 && row < rows, ErrorKind::Execution, node.describe(), ": index ", row,
-                 " (at position ", i, " of the indices) is out of range for ", rows,
-                 " embedding rows.");
+    POPSIM_CHECK(row >= 0 && row < rows, ErrorKind::Execution, "index ", row, " (at position ", i,
+                 " of the indices) is out of range for ", rows, " embedding rows.");
     if (row == padding) continue;
     for (int64_t j = 0; j < width; ++j) {
       sums[static_cast<size_t>(row * width + j)] += dy[i * width + j];

@@ -6,11 +6,10 @@
 namespace popsim::kernels::reference {
 namespace {
 
-int64_t checkedTarget(const ir::Node& node, int64_t target, int64_t classes, int64_t sample,
-                      int64_t ignoreIndex) {
+int64_t checkedTarget(int64_t target, int64_t classes, int64_t sample, int64_t ignoreIndex) {
   POPSIM_CHECK(target == ignoreIndex || (target >= 0 && target < classes), ErrorKind::Execution,
-               node.describe(), ": target ", target, " of sample ", sample,
-               " is not a class index in [0, ", classes, ").");
+               "target ", target, " of sample ", sample, " is not a class index in [0, ", classes,
+               ").");
   return target;
 }
 
@@ -27,7 +26,7 @@ void nllLoss(const ir::Node& node, const Inputs& inputs, const Outputs& outputs)
   double sum = 0.0;
   int64_t counted = 0;
   for (int64_t i = 0; i < samples; ++i) {
-    const int64_t t = checkedTarget(node, target[i], classes, i, ignore);
+    const int64_t t = checkedTarget(target[i], classes, i, ignore);
     const double value = t == ignore ? 0.0 : -static_cast<double>(logp[i * classes + t]);
     counted += t == ignore ? 0 : 1;
     if (reduction == "none") {
@@ -56,7 +55,7 @@ void nllLossGrad(const ir::Node& node, const Inputs& inputs, const Outputs& outp
   std::fill(dlogp, dlogp + samples * classes, 0.0f);
   int64_t counted = 0;
   for (int64_t i = 0; i < samples; ++i) {
-    counted += checkedTarget(node, target[i], classes, i, ignore) == ignore ? 0 : 1;
+    counted += checkedTarget(target[i], classes, i, ignore) == ignore ? 0 : 1;
   }
   for (int64_t i = 0; i < samples; ++i) {
     if (target[i] == ignore) continue;

@@ -1,0 +1,73 @@
+// Errors while a kernel builds or runs name the node, its op and source line,
+// its pass and block, and where it ran.
+
+#include "common/error.h"
+#include "ir/graph.h"
+#include "runtime/node_failure.h"
+
+#include <gtest/gtest.h>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <new>
+
+namespace popsim {
+namespace {
+
+// A relu at model.py:7 in the backward pass of block "B1", failing with
+// `failure` and rethrown with its context.
+template <typename Failure> Error failureOfRelu(const Failure& failure) {
+  ir::Graph graph;
+  ir::Value* x = graph.addInput("x", {ir::DType::Float32, {2}});
+  ir::Value* y = graph.apply(ir::OpKind::Relu, {x}, {}, {"model.py", 7, "forward", ""});
+  ir::Placement placement;
+  placement.phase = ir::Phase::Backward;
+  placement.block = "B1";
+  y->producer()->setPlacement(placement);
+  try {
+    try {
+      throw failure;
+    } catch (...) {
+      runtime::rethrowFailureOf(*y->producer(), "task B1 on IPU1, micro-batch 2 of the call");
+    }
+  } catch (const Error& error) {
+    return error;
+  }
+  ADD_FAILURE() << "rethrowFailureOf returned";
+  return Error(ErrorKind::Internal, "");
+}
+
+constexpr const char* kWhere =
+    "relu at model.py:7 (backward of block \"B1\", task B1 on IPU1, micro-batch 2 of the call): ";
+
+TEST(NodeFailureTest, PopsimErrorsKeepTheirKindAndMessage) {
+  const Error error = failureOfRelu(Error(ErrorKind::Execution, "index 9 is out of range."));
+  EXPECT_EQ(error.kind(), ErrorKind::Execution);
+  EXPECT_EQ(std::string(error.what()), std::string(kWhere) + "index 9 is out of range.");
+}
+
+TEST(NodeFailureTest, HostMemoryExhaustionIsAnExecutionError) {
+  const Error error = failureOfRelu(std::bad_alloc());
+  EXPECT_EQ(error.kind(), ErrorKind::Execution);
+  EXPECT_EQ(std::string(error.what()),
+            std::string(kWhere) + "the host ran out of memory. Free host memory, or use smaller "
+                                  "micro-batches or fewer device iterations.");
+}
+
+TEST(NodeFailureTest, OneDnnFailuresArePopsimBugs) {
+  const Error error = failureOfRelu(dnnl::error(dnnl_unimplemented, "could not create"));
+  EXPECT_EQ(error.kind(), ErrorKind::Internal);
+  EXPECT_EQ(std::string(error.what()), std::string(kWhere) +
+                                           "oneDNN failed: could not create (status " +
+                                           std::to_string(static_cast<int>(dnnl_unimplemented)) +
+                                           "). Please report this as a popsim bug.");
+}
+
+TEST(NodeFailureTest, OtherExceptionsArePopsimBugs) {
+  const Error error = failureOfRelu(std::out_of_range("vector::at"));
+  EXPECT_EQ(error.kind(), ErrorKind::Internal);
+  EXPECT_EQ(std::string(error.what()),
+            std::string(kWhere) + "vector::at. Please report this as a popsim bug.");
+}
+
+} // namespace
+} // namespace popsim
