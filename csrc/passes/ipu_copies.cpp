@@ -1,6 +1,7 @@
 #include "passes/ipu_copies.h"
 
 #include "common/check.h"
+#include "passes/passes.h"
 
 #include <algorithm>
 #include <map>
@@ -92,6 +93,10 @@ void insertIpuCopies(ir::Graph& graph) {
       replaceUses(graph, users, source, copy->output());
     }
   }
+}
+
+std::unique_ptr<Pass> createIpuCopiesPass() {
+  return std::make_unique<FunctionPass>("ipu-copies", insertIpuCopies);
 }
 
 } // namespace popsim::passes

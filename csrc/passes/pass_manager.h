@@ -1,5 +1,6 @@
 #pragma once
 
+#include "passes/ir_dump.h"
 #include "passes/pass.h"
 
 #include <memory>
@@ -8,14 +9,18 @@
 namespace popsim::passes {
 
 // Runs passes in order, verifying the graph after each so that a broken pass
-// is reported by name instead of as a wrong result much later.
+// is reported by name instead of as a wrong result much later, and writing
+// it to `dump` (when given and enabled) before the first pass of a dump and
+// after each pass.
 class PassManager {
 public:
+  explicit PassManager(IrDump* dump = nullptr) : dump_(dump) {}
   PassManager& add(std::unique_ptr<Pass> pass);
   void run(ir::Graph& graph) const;
 
 private:
   std::vector<std::unique_ptr<Pass>> passes_;
+  IrDump* dump_;
 };
 
 } // namespace popsim::passes

@@ -1,6 +1,7 @@
 #include "passes/pipeline_tasks.h"
 
 #include "common/check.h"
+#include "passes/passes.h"
 #include "passes/stage_assignment.h"
 
 #include <algorithm>
@@ -95,6 +96,11 @@ void orderNodesByTask(ir::Graph& graph, const TaskLayout& layout) {
     }
   }
   graph.reorderNodes(order);
+}
+
+std::unique_ptr<Pass> createTaskOrderPass(const TaskLayout& layout) {
+  return std::make_unique<FunctionPass>(
+      "task-order", [&layout](ir::Graph& graph) { orderNodesByTask(graph, layout); });
 }
 
 } // namespace popsim::passes

@@ -1,6 +1,7 @@
 #include "passes/recomputation.h"
 
 #include "common/check.h"
+#include "passes/passes.h"
 
 #include <unordered_map>
 #include <unordered_set>
@@ -84,6 +85,11 @@ void recomputeStages(ir::Graph& graph, const TaskLayout& layout) {
       }
     }
   }
+}
+
+std::unique_ptr<Pass> createRecomputationPass(const TaskLayout& layout) {
+  return std::make_unique<FunctionPass>(
+      "recomputation", [&layout](ir::Graph& graph) { recomputeStages(graph, layout); });
 }
 
 } // namespace popsim::passes

@@ -1,6 +1,7 @@
 #include "passes/stage_assignment.h"
 
 #include "common/check.h"
+#include "passes/passes.h"
 
 #include <algorithm>
 #include <unordered_map>
@@ -93,6 +94,12 @@ int64_t ipuCount(const ir::Graph& graph) {
     count = std::max(count, node->placement().ipu + 1);
   }
   return count;
+}
+
+std::unique_ptr<Pass> createStageAssignmentPass(std::vector<StageAssignment> stages) {
+  return std::make_unique<FunctionPass>(
+      "stage-assignment",
+      [stages = std::move(stages)](ir::Graph& graph) { assignStages(graph, stages); });
 }
 
 } // namespace popsim::passes

@@ -6,6 +6,7 @@
 #include "ir/optimizer_hyperparameters.h"
 #include "ir/state_names.h"
 #include "passes/autodiff.h"
+#include "passes/passes.h"
 
 #include <cstring>
 #include <map>
@@ -267,6 +268,16 @@ void makeGradientProgram(ir::Graph& graph) {
     }
   }
   graph.setOutputs(outputs);
+}
+
+std::unique_ptr<Pass> createTrainingProgramPass(TrainingConfig config) {
+  return std::make_unique<FunctionPass>(
+      "training-program",
+      [config = std::move(config)](ir::Graph& graph) { buildTrainingProgram(graph, config); });
+}
+
+std::unique_ptr<Pass> createGradientProgramPass() {
+  return std::make_unique<FunctionPass>("gradient-program", makeGradientProgram);
 }
 
 } // namespace popsim::passes

@@ -2,15 +2,11 @@
 
 #include "common/check.h"
 #include "common/logging.h"
+#include "compiler/compile_graph.h"
 #include "device/cost_model.h"
 #include "ir/op_schema.h"
-#include "ir/printer.h"
 #include "ir/state_names.h"
 #include "kernels/kernel_factory.h"
-#include "passes/ipu_copies.h"
-#include "passes/pass_manager.h"
-#include "passes/passes.h"
-#include "passes/recomputation.h"
 #include "runtime/host_input_link.h"
 #include "runtime/node_failure.h"
 
@@ -41,31 +37,6 @@ template <typename T> void accumulate(void* destination, const void* source, int
   const auto* in = static_cast<const T*>(source);
   for (int64_t i = 0; i < count; ++i) {
     out[i] += in[i];
-  }
-}
-
-// PopTorch's rules for pipelines: enough micro-batches to fill every stage.
-void checkPipelineRules(const passes::TaskLayout& layout, const CompileOptions& options) {
-  if (layout.numStages() < 2 || options.schedule == ScheduleKind::Sequential) {
-    return;
-  }
-  const int64_t stages = static_cast<int64_t>(layout.pipelineLength());
-  if (options.program != ProgramKind::Inference) {
-    POPSIM_CHECK(options.gradientAccumulation >= stages, ErrorKind::InvalidOption,
-                 "Training.gradientAccumulation must be at least the number of pipeline stages "
-                 "(",
-                 stages, ") for pipelined training, got ", options.gradientAccumulation, ". The ",
-                 layout.numStages(), " forward stages make ", stages,
-                 " pipeline stages when training: each stage but the last also runs its "
-                 "backward pass as a separate stage. Set "
-                 "opts.Training.gradientAccumulation(",
-                 stages, ") or more, or use popsim.ShardedExecution.");
-  } else {
-    POPSIM_CHECK(options.deviceIterations >= stages, ErrorKind::InvalidOption,
-                 "deviceIterations must be at least the number of pipeline stages (", stages,
-                 ") for pipelined inference, got ", options.deviceIterations,
-                 ". Set opts.deviceIterations(", stages,
-                 ") or more, or use popsim.ShardedExecution.");
   }
 }
 
@@ -142,46 +113,21 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& graph,
                  "setAvailableMemoryProportion: the proportion for IPU", ipu,
                  " must be in (0, 1], got ", proportion, ".");
   }
-  executable->graph_ = graph.clone();
-  ir::Graph& program = *executable->graph_;
-  passes::assignStages(program, options.stages);
-  if (options.program != ProgramKind::Inference) {
-    POPSIM_CHECK(program.loss() != nullptr, ErrorKind::Compilation,
-                 "the model has no loss to train or differentiate.");
-    if (options.program == ProgramKind::Training) {
-      passes::buildTrainingProgram(program, options.training);
-    } else {
-      passes::makeGradientProgram(program);
-    }
-  }
-
-  passes::PassManager()
-      .add(passes::createSimplifyLayoutPass())
-      .add(passes::createDeadCodeEliminationPass())
-      .run(program);
-  for (const ir::Value* input : program.inputs()) {
-    POPSIM_CHECK(input->type().rank() >= 1, ErrorKind::InvalidInput, "input '", input->name(),
-                 "' is a scalar. popsim splits every input along dimension 0 into device "
-                 "iterations, so inputs need a batch dimension.");
-  }
-  POPSIM_CHECK(!program.outputs().empty() || options.program == ProgramKind::Training,
-               ErrorKind::Compilation,
-               "the model returns no tensors, so there is nothing to compute.");
-
-  executable->layout_ = passes::TaskLayout(program, options.program != ProgramKind::Inference);
+  compiler::CompilerOptions compilerOptions;
+  compilerOptions.program = options.program;
+  compilerOptions.training = options.training;
+  compilerOptions.stages = options.stages;
+  compilerOptions.pipelined = executable->options_.schedule != ScheduleKind::Sequential;
+  compilerOptions.recomputation = options.recomputation;
+  compilerOptions.deviceIterations = options.deviceIterations;
+  compilerOptions.gradientAccumulation = options.gradientAccumulation;
+  compilerOptions.numIpus = options.system.numIpus;
+  compiler::CompiledGraph compiled = compiler::compileGraph(graph, compilerOptions);
+  executable->graph_ = std::move(compiled.graph);
+  executable->layout_ = std::move(compiled.layout);
+  const ir::Graph& program = *executable->graph_;
   const passes::TaskLayout& layout = executable->layout_;
-  POPSIM_CHECK(layout.numIpus() <= options.system.numIpus, ErrorKind::InvalidOption,
-               "the model's stages use ", layout.numIpus(), " IPUs but the simulated system has ",
-               options.system.numIpus,
-               " (Simulator.numIpus). Raise it or place the blocks on fewer IPUs.");
-  checkPipelineRules(layout, executable->options_);
-  passes::orderNodesByTask(program, layout);
-  passes::insertIpuCopies(program);
-  if (options.recomputation) {
-    passes::recomputeStages(program, layout);
-  }
 
-  POPSIM_LOG(Debug) << "program after passes:\n" << ir::printGraph(program);
   passes::MemoryPlanOptions planOptions;
   planOptions.numIpus = options.system.numIpus;
   executable->plan_ = passes::planMemory(program, planOptions);

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "compiler/compiler_options.h"
 #include "device/ipu_system.h"
 #include "device/memory_report.h"
 #include "device/op_temporaries.h"
@@ -25,12 +26,7 @@
 
 namespace popsim::runtime {
 
-// What to build from the imported graph.
-enum class ProgramKind {
-  Inference, // the graph as it is
-  Training,  // forward, backward and optimizer step (needs a loss and `training`)
-  Gradients, // outputs are the loss's gradients (for tests and debugging)
-};
+using compiler::ProgramKind;
 
 // How a multi-IPU program runs: all IPUs busy on different micro-batches, or
 // one stage at a time (PopTorch's PipelinedExecution / ShardedExecution).

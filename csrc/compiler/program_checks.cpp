@@ -1,0 +1,49 @@
+#include "compiler/program_checks.h"
+
+#include "common/check.h"
+
+namespace popsim::compiler {
+
+void checkHasLoss(const ir::Graph& graph) {
+  POPSIM_CHECK(graph.loss() != nullptr, ErrorKind::Compilation,
+               "the model has no loss to train or differentiate.");
+}
+
+void checkProgram(const ir::Graph& graph, const CompilerOptions& options) {
+  for (const ir::Value* input : graph.inputs()) {
+    POPSIM_CHECK(input->type().rank() >= 1, ErrorKind::InvalidInput, "input '", input->name(),
+                 "' is a scalar. popsim splits every input along dimension 0 into device "
+                 "iterations, so inputs need a batch dimension.");
+  }
+  POPSIM_CHECK(!graph.outputs().empty() || options.program == ProgramKind::Training,
+               ErrorKind::Compilation,
+               "the model returns no tensors, so there is nothing to compute.");
+}
+
+void checkTaskLayout(const passes::TaskLayout& layout, const CompilerOptions& options) {
+  POPSIM_CHECK(layout.numIpus() <= options.numIpus, ErrorKind::InvalidOption,
+               "the model's stages use ", layout.numIpus(), " IPUs but the simulated system has ",
+               options.numIpus,
+               " (Simulator.numIpus). Raise it or place the blocks on fewer IPUs.");
+  if (layout.numStages() < 2 || !options.pipelined) {
+    return;
+  }
+  const int64_t stages = static_cast<int64_t>(layout.pipelineLength());
+  if (options.program != ProgramKind::Inference) {
+    POPSIM_CHECK(options.gradientAccumulation >= stages, ErrorKind::InvalidOption,
+                 "Training.gradientAccumulation must be at least the number of pipeline stages (",
+                 stages, ") for pipelined training, got ", options.gradientAccumulation, ". The ",
+                 layout.numStages(), " forward stages make ", stages,
+                 " pipeline stages when training: each stage but the last also runs its "
+                 "backward pass as a separate stage. Set opts.Training.gradientAccumulation(",
+                 stages, ") or more, or use popsim.ShardedExecution.");
+  } else {
+    POPSIM_CHECK(options.deviceIterations >= stages, ErrorKind::InvalidOption,
+                 "deviceIterations must be at least the number of pipeline stages (", stages,
+                 ") for pipelined inference, got ", options.deviceIterations,
+                 ". Set opts.deviceIterations(", stages,
+                 ") or more, or use popsim.ShardedExecution.");
+  }
+}
+
+} // namespace popsim::compiler

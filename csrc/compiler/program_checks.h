@@ -1,0 +1,23 @@
+#pragma once
+
+#include "compiler/compiler_options.h"
+#include "ir/graph.h"
+#include "passes/pipeline_tasks.h"
+
+namespace popsim::compiler {
+
+// The checks between the compile steps, on what a model and its options ask
+// for; each error says what to change.
+
+// Training and gradient programs need a loss.
+void checkHasLoss(const ir::Graph& graph);
+
+// After optimisation: every input has a batch dimension to split into device
+// iterations, and an inference program returns something.
+void checkProgram(const ir::Graph& graph, const CompilerOptions& options);
+
+// The stages fit the simulated system, and a pipeline gets enough
+// micro-batches to fill every stage (PopTorch's rule).
+void checkTaskLayout(const passes::TaskLayout& layout, const CompilerOptions& options);
+
+} // namespace popsim::compiler
