@@ -17,7 +17,7 @@ uint64_t codeBytes(const ir::Graph& graph, int64_t ipu, const ChipSpec& chip) {
   std::set<std::string> signatures;
   uint64_t nodes = 0;
   for (const auto& node : graph.nodes()) {
-    if (node->placement().ipu != ipu || passes::isViewOp(*node)) {
+    if (node->placement().ipu != ipu || ir::isViewOp(node->kind())) {
       continue;
     }
     std::string signature(node->name());

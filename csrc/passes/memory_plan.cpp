@@ -113,8 +113,6 @@ const ir::Value* MemoryPlan::storageRoot(const ir::Value* value) const {
   return it == roots_of_.end() ? value : it->second;
 }
 
-bool isViewOp(const ir::Node& node) { return ir::isViewOp(node.kind()); }
-
 MemoryPlan planMemory(const ir::Graph& graph, const MemoryPlanOptions& options) {
   POPSIM_ASSERT(options.numIpus >= 1 && options.alignment >= 1, "bad memory plan options.");
   MemoryPlan plan;
@@ -133,7 +131,7 @@ MemoryPlan planMemory(const ir::Graph& graph, const MemoryPlanOptions& options) 
     plan.roots_.push_back(leaf);
   for (const auto& node : graph.nodes()) {
     for (const ir::Value* output : node->outputs()) {
-      if (isViewOp(*node)) {
+      if (ir::isViewOp(node->kind())) {
         plan.roots_of_[output] = plan.storageRoot(node->input(0));
       } else {
         plan.roots_.push_back(output);

@@ -33,7 +33,8 @@ struct Lifetime {
   bool overlaps(const Lifetime& other) const { return first <= other.last && other.first <= last; }
 };
 
-// Where a value's bytes live. Views (reshape) share their input's slot.
+// Where a value's bytes live. Views (ir::isViewOp: reshape, stop_gradient)
+// share their input's slot.
 struct TensorSlot {
   int64_t ipu = 0;
   MemoryRegion region = MemoryRegion::Activations;
@@ -81,9 +82,6 @@ private:
   std::vector<IpuMemoryLayout> ipus_;
   size_t alignment_ = 1;
 };
-
-// Whether the node's output is a view of its input (no copy, same bytes).
-bool isViewOp(const ir::Node& node);
 
 // Lifetimes from first definition to last use, then offsets by greedy
 // best-fit in decreasing size order: buffers whose lifetimes overlap never
