@@ -41,15 +41,6 @@ bool writes(const c10::Argument& argument) {
   return argument.alias_info() != nullptr && argument.alias_info()->isWrite();
 }
 
-bool isContiguous(c10::IntArrayRef sizes, c10::IntArrayRef strides) {
-  int64_t expected = 1;
-  for (size_t i = sizes.size(); i-- > 0;) {
-    if (sizes[i] != 1 && strides[i] != expected) return false;
-    expected *= sizes[i];
-  }
-  return true;
-}
-
 // Whether an op that may return a view (its schema says Tensor(a)) returned
 // one in eager PyTorch, which the traced sizes and strides tell.
 bool returnedAView(const jit::Node& node) {
@@ -62,8 +53,16 @@ bool returnedAView(const jit::Node& node) {
   const auto inSizes = in->sizes().concrete_sizes();
   const auto inStrides = in->strides().concrete_sizes();
   const auto outSizes = out->sizes().concrete_sizes();
+  const auto outStrides = out->strides().concrete_sizes();
+  // to() and contiguous() return their input itself, or a copy: with another
+  // dtype, with copy=True, or in another memory format (other strides).
+  const bool sameStrides = !inStrides || !outStrides || *inStrides == *outStrides;
   if (op == "to" || op == "type_as") {
-    return in->scalarType() == out->scalarType();
+    const auto copy = node.get<bool>(c10::Symbol::attr("copy"));
+    return in->scalarType() == out->scalarType() && !(copy.has_value() && *copy) && sameStrides;
+  }
+  if (op == "contiguous") {
+    return sameStrides;
   }
   if (!inSizes || !inStrides || !outSizes) {
     return true;
@@ -71,13 +70,37 @@ bool returnedAView(const jit::Node& node) {
   if (op == "reshape" || op == "reshape_as" || op == "flatten") {
     return at::detail::computeStride(*inSizes, *inStrides, *outSizes).has_value();
   }
-  if (op == "contiguous") {
-    return isContiguous(*inSizes, *inStrides);
-  }
   return true;
 }
 
 } // namespace
+
+const jit::Value* sharedInputOf(const jit::Node& node, size_t index) {
+  const c10::FunctionSchema* schema = node.maybeSchema();
+  if (schema == nullptr || schema->arguments().empty() || node.inputs().empty() ||
+      index >= schema->returns().size()) {
+    return nullptr;
+  }
+  const AliasSets first = setsOf(schema->arguments()[0]);
+  const c10::Argument& result = schema->returns()[index];
+  if (first.empty() || !shareASet(first, setsOf(result))) {
+    return nullptr;
+  }
+  return writes(schema->arguments()[0]) || returnedAView(node) ? node.inputs()[0] : nullptr;
+}
+
+std::vector<size_t> writtenArguments(const jit::Node& node) {
+  std::vector<size_t> written;
+  const c10::FunctionSchema* schema = node.maybeSchema();
+  if (schema == nullptr) {
+    return written;
+  }
+  const size_t count = std::min(schema->arguments().size(), node.inputs().size());
+  for (size_t i = 0; i < count; ++i) {
+    if (writes(schema->arguments()[i])) written.push_back(i);
+  }
+  return written;
+}
 
 FrontendValue Aliasing::root(ir::Value* value) {
   std::shared_ptr<Storage>& storage = roots_[value];
@@ -200,6 +223,12 @@ void Aliasing::view(const std::string& op, FrontendValue& base, FrontendValue& r
 
 void Aliasing::write(const std::string& op, const FrontendValue& target, FrontendValue& result,
                      bool tracked, const ir::SourceLocation& location) {
+  if (target.isStatic() && result.kind == FrontendValue::Kind::Tensor) {
+    // The importer makes written compile-time tensors runtime first; never
+    // drop a write.
+    throw UnsupportedLowering(
+        strCat("an in-place ", op, " of runtime values into a tensor computed at compile time"));
+  }
   if (target.kind != FrontendValue::Kind::Tensor || result.kind != FrontendValue::Kind::Tensor) {
     return;
   }

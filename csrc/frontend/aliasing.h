@@ -9,6 +9,12 @@
 
 namespace popsim::frontend {
 
+// The input whose memory output `index` of `node` shares in eager PyTorch
+// (the tensor it views, or the one an in-place op writes and returns), if any.
+const torch::jit::Value* sharedInputOf(const torch::jit::Node& node, size_t index);
+// The inputs `node` writes in place, by index.
+std::vector<size_t> writtenArguments(const torch::jit::Node& node);
+
 // Eager PyTorch's aliasing, replayed on popsim's value-semantics IR.
 //
 // A trace records views (x[0], x.view(...), x.t()) and in-place ops

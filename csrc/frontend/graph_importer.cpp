@@ -26,6 +26,7 @@
 #include <torch/csrc/jit/passes/inliner.h>
 
 #include <optional>
+#include <unordered_set>
 
 namespace popsim::frontend {
 namespace {
@@ -185,6 +186,12 @@ private:
 
   void importOp(const jit::Node& node, const std::string& op) {
     const LoweringFn lowering = LoweringRegistry::instance().find(op);
+    try {
+      makeWrittenStaticTensorsRuntime(node);
+    } catch (const UnsupportedLowering& error) {
+      recordUnsupported(node, error.what());
+      return;
+    }
     bool poisoned = false;
     bool allStatic = true;
     for (const jit::Value* input : node.inputs()) {
@@ -231,6 +238,62 @@ private:
       // this use of the op, so report it with the others.
       recordUnsupported(node, error.what());
     }
+  }
+
+  // A tensor built at compile time (torch.zeros(...), a constant) is a
+  // static value, evaluated once. When the model writes values computed at
+  // runtime into it (pe[:, 0::2] = f(x)), its memory becomes runtime: a
+  // constant with its contents so far, and each static alias of it is made
+  // again from that along the view ops that made it, so that aliasing
+  // carries the write to every alias, as in eager PyTorch.
+  void makeWrittenStaticTensorsRuntime(const jit::Node& node) {
+    bool readsRuntimeValues = false;
+    for (const jit::Value* input : node.inputs()) {
+      readsRuntimeValues = readsRuntimeValues || !values_.at(input).isStatic();
+    }
+    if (readsRuntimeValues) {
+      for (size_t written : writtenArguments(node)) {
+        const FrontendValue& target = values_.at(node.inputs()[written]);
+        if (target.isStatic() && target.constant.isTensor()) {
+          runtimeStorages_.insert(storageOf(target.constant.toTensor()));
+        }
+      }
+    }
+    for (const jit::Value* input : node.inputs()) {
+      makeRuntimeIfWritten(input);
+    }
+  }
+
+  static const void* storageOf(const at::Tensor& tensor) {
+    return tensor.storage().unsafeGetStorageImpl();
+  }
+
+  void makeRuntimeIfWritten(const jit::Value* value) {
+    const FrontendValue& current = values_.at(value);
+    if (!current.isStatic() || !current.constant.isTensor() ||
+        runtimeStorages_.count(storageOf(current.constant.toTensor())) == 0) {
+      return;
+    }
+    const jit::Node& producer = *value->node();
+    const jit::Value* base = sharedInputOf(producer, value->offset());
+    if (base == nullptr) { // the tensor that owns the memory
+      values_[value] = FrontendValue::ofTensor(constants_.get(current.constant.toTensor()));
+      return;
+    }
+    makeRuntimeIfWritten(base);
+    if (!writtenArguments(producer).empty()) { // an in-place op returns its target
+      values_[value] = values_.at(base);
+      return;
+    }
+    const LoweringFn lowering = LoweringRegistry::instance().find(producer.kind().toQualString());
+    if (lowering == nullptr) {
+      throw UnsupportedLowering(
+          strCat("a write into a tensor computed at compile time and viewed through ",
+                 producer.kind().toQualString(), ", which popsim cannot view at runtime"));
+    }
+    NodeContext context(producer, values_, *graph_, constants_, state_, locationOf(producer));
+    lowering(context);
+    aliasing_.record(producer, values_, gradEnabled_, locationOf(producer));
   }
 
   // uint8, int8 and int16 inputs arrive as int32 (the host widens them), so
@@ -489,10 +552,12 @@ private:
   // A graph output as the model returns it: views read again after in-place
   // writes, in the block of the model's last op (stages keep their order).
   FrontendValue currentValue(const jit::Value* output) {
-    FrontendValue value = values_.at(output);
     const auto& nodes = graph_->nodes();
     const size_t firstNew = nodes.size();
+    FrontendValue value;
     try {
+      makeRuntimeIfWritten(output);
+      value = values_.at(output);
       aliasing_.refresh(value, {});
     } catch (const UnsupportedLowering& error) {
       throwError(ErrorKind::Unsupported, strCat("The model returns ", error.what(), "."));
@@ -542,6 +607,8 @@ private:
   std::unique_ptr<ir::Graph> graph_;
   std::string currentBlock_;
   bool gradEnabled_ = true;
+  // Memory of compile-time tensors that the model writes at runtime.
+  std::unordered_set<const void*> runtimeStorages_;
   std::optional<std::string> firstOutsideBlock_; // "aten::add at m.py:3"
 
   ConstantTensors constants_;

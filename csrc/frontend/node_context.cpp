@@ -8,8 +8,11 @@
 namespace popsim::frontend {
 
 ir::Value* ConstantTensors::get(const at::Tensor& tensor) {
-  auto it = byTensor_.find(tensor.unsafeGetTensorImpl());
-  if (it != byTensor_.end()) {
+  const bool versioned = !tensor.is_inference();
+  const std::pair<const void*, int64_t> key{tensor.unsafeGetTensorImpl(),
+                                            versioned ? tensor._version() : 0};
+  auto it = byTensor_.find(key);
+  if (versioned && it != byTensor_.end()) {
     return it->second;
   }
   at::Tensor data = tensor.detach();
@@ -28,7 +31,7 @@ ir::Value* ConstantTensors::get(const at::Tensor& tensor) {
     std::memcpy(bytes.data(), data.data_ptr(), bytes.size());
   }
   ir::Value* value = graph_.addConstant(type, std::move(bytes));
-  byTensor_.emplace(tensor.unsafeGetTensorImpl(), value);
+  if (versioned) byTensor_.emplace(key, value);
   return value;
 }
 

@@ -5,6 +5,7 @@
 
 #include <torch/csrc/jit/ir/ir.h>
 
+#include <map>
 #include <unordered_map>
 
 namespace popsim::frontend {
@@ -30,7 +31,9 @@ public:
 
 private:
   ir::Graph& graph_;
-  std::unordered_map<const void*, ir::Value*> byTensor_;
+  // By tensor and version: a tensor written in place at compile time after
+  // a use is a new constant.
+  std::map<std::pair<const void*, int64_t>, ir::Value*> byTensor_;
 };
 
 // The LoweringContext of one TorchScript node during import.

@@ -2,7 +2,8 @@
 
 #include "frontend/lowering_context.h"
 
-#include <unordered_map>
+#include <algorithm>
+#include <vector>
 
 namespace popsim::frontend {
 namespace {
@@ -118,15 +119,22 @@ std::vector<int64_t> viewedElements(const ir::Shape& baseShape, const ViewPath& 
 
 bool readsWhatItOverwrites(const ir::Shape& baseShape, const ViewPath& written,
                            const ViewPath& read) {
+  const auto sameStep = [](const ViewStep& a, const ViewStep& b) {
+    return a.kind == b.kind && a.attrs == b.attrs;
+  };
+  if (std::equal(written.begin(), written.end(), read.begin(), read.end(), sameStep)) {
+    return false; // x.mul_(x): every element reads itself
+  }
   const std::vector<int64_t> writes = viewedElements(baseShape, written);
   const std::vector<int64_t> reads = viewedElements(baseShape, read);
-  std::unordered_map<int64_t, size_t> writtenAt;
+  // Position in the written view of each element of the base (-1: not written).
+  std::vector<int64_t> writtenAt(static_cast<size_t>(ir::elementCount(baseShape)), -1);
   for (size_t i = 0; i < writes.size(); ++i)
-    writtenAt.emplace(writes[i], i);
+    writtenAt[static_cast<size_t>(writes[i])] = static_cast<int64_t>(i);
   for (size_t j = 0; j < reads.size(); ++j) {
-    auto it = writtenAt.find(reads[j]);
+    const int64_t at = writtenAt[static_cast<size_t>(reads[j])];
     // Positions only line up when the views have the same number of elements.
-    if (it != writtenAt.end() && (reads.size() != writes.size() || it->second != j)) {
+    if (at >= 0 && (reads.size() != writes.size() || at != static_cast<int64_t>(j))) {
       return true;
     }
   }

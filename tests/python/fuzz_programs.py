@@ -105,7 +105,7 @@ def instructions_for(draw, widths, training):
     pool = range(len(widths))
     kind = draw(st.sampled_from(["unary", "binary", "linear", "conv", "slice", "cat", "reduce",
                                  "softmax", "clone", "detach", "scaled", "truncated",
-                                 "in_place", "in_place_view"]))
+                                 "constant", "in_place", "in_place_view"]))
     x = draw(st.sampled_from(pool))
     same = [i for i in pool if widths[i] == widths[x]]
     if kind == "unary":
@@ -141,6 +141,10 @@ def instructions_for(draw, widths, training):
         return Instruction("detach", (x,), {}), widths[x]
     if kind == "scaled":
         return Instruction("scaled", (x,), {}), widths[x]
+    if kind == "constant":  # built at compile time; later writes may fill it at runtime
+        width = draw(st.integers(1, 5))
+        return Instruction("constant", (x,), {"width": width,
+                                              "ramp": draw(st.booleans())}), width
     # In-place writes autograd does not record, under torch.no_grad().
     untracked = training and draw(st.integers(0, 3)) == 0
     if kind == "in_place":
@@ -226,7 +230,8 @@ def _width_after(instruction, widths):
             "conv": lambda: 2 * (widths[x] - p["kernel"] + 1), "slice": lambda: len(range(p["start"], p["stop"],
                                                                  p["step"])),
             "cat": lambda: widths[x] + widths[instruction.operands[1]],
-            "sum": lambda: 1, "mean": lambda: 1}.get(instruction.op, lambda: widths[x])()
+            "sum": lambda: 1, "mean": lambda: 1,
+            "constant": lambda: p["width"]}.get(instruction.op, lambda: widths[x])()
 
 
 def _run(instruction, pool, layers, scale):
@@ -259,6 +264,11 @@ def _run(instruction, pool, layers, scale):
         return x.detach()
     if op == "scaled":
         return x * scale
+    if op == "constant":
+        shape = (x.shape[0], p["width"])
+        if p["ramp"]:
+            return torch.arange(shape[0] * shape[1], dtype=torch.float32).reshape(shape) / 7
+        return torch.full(shape, 0.5)
     if op == "add_":
         x.add_(y)
     elif op == "mul_":

@@ -105,7 +105,8 @@ void lowerTo(LoweringContext& ctx) {
   } else if (const auto dtype = ctx.argumentIndex("dtype"); dtype && !ctx.isNone(*dtype)) {
     target = ctx.toDType(*dtype);
     if (!target.has_value()) {
-      ctx.unsupported("conversion to a dtype popsim does not compute with");
+      ctx.unsupported("conversion to a dtype popsim does not compute with; it computes with "
+                      "float32, int32, int64 and bool tensors (convert to one of them)");
     }
   }
   if (target.has_value() && *target != x->type().dtype) {

@@ -60,12 +60,12 @@ template <int Fill> void lowerNewFilled(LoweringContext& ctx) {
   ctx.setOutput(0, constantFilled(ctx, {dtype, ctx.toIntList(1)}, value));
 }
 
-// `value` broadcast to `type`: the new contents of a tensor written whole in place.
+// `value` converted to `type`'s dtype (as eager copy_ and fill_ convert) and
+// broadcast to its shape: the new contents of a tensor written whole in place.
 ir::Value* writtenWhole(LoweringContext& ctx, ir::Value* value, const ir::TensorType& type) {
   if (value->type().dtype != type.dtype) {
-    ctx.unsupported(std::string("writing a ") + ir::dtypeName(value->type().dtype) +
-                    " tensor into a " + ir::dtypeName(type.dtype) +
-                    " one (popsim does not convert dtypes); convert the source first");
+    value =
+        ctx.emit(ir::OpKind::Cast, {value}, {{"dtype", std::string(ir::dtypeName(type.dtype))}});
   }
   if (value->type().shape == type.shape) {
     return value;

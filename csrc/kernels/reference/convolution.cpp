@@ -79,7 +79,7 @@ void convolutionForward(const ir::Node& node, const Inputs& inputs, const Output
   geometry.forEachTap([&](int64_t in, int64_t weight, int64_t out) {
     y[static_cast<size_t>(out)] += static_cast<double>(x[in]) * w[weight];
   });
-  if (bias != nullptr) {
+  if (bias != nullptr && !y.empty()) {
     const size_t pixels = y.size() / static_cast<size_t>(geometry.N * geometry.OC);
     for (size_t i = 0; i < y.size(); ++i) {
       y[i] += bias[(i / pixels) % static_cast<size_t>(geometry.OC)];
