@@ -47,8 +47,11 @@ def _epoch_samples(dataset, sampler, batch_sampler):
     """Samples one epoch draws, or None when nothing says (iterable datasets)."""
     try:
         if batch_sampler is not None:
+            # Every batch is full but the last of a sampler that keeps a short one.
             inner = getattr(batch_sampler, "sampler", None)
-            return len(inner) if inner is not None else len(batch_sampler) * batch_sampler.batch_size
+            if inner is None or getattr(batch_sampler, "drop_last", False):
+                return len(batch_sampler) * batch_sampler.batch_size
+            return len(inner)
         return len(sampler) if sampler is not None else len(dataset)
     except TypeError:
         return None
@@ -81,12 +84,13 @@ class _CombiningBatchSampler(torch.utils.data.Sampler):
     of `combined` samples (the end of an epoch, or a sampler's short last
     batch) is dropped; without, the model refuses it with a clear error."""
 
-    def __init__(self, batch_sampler, count, combined, drop_last):
+    def __init__(self, batch_sampler, count, combined, drop_last, samples):
         super().__init__(None)
         self.batch_sampler = batch_sampler
         self.count = count
         self.combined = combined
         self.drop_last = drop_last
+        self.samples = samples  # in an epoch (None: unknown)
 
     def __iter__(self):
         group, batches = [], 0
@@ -101,7 +105,9 @@ class _CombiningBatchSampler(torch.utils.data.Sampler):
             yield group
 
     def __len__(self):
-        return batch_count(len(self.batch_sampler), self.count, self.drop_last)
+        if self.samples is None:
+            return batch_count(len(self.batch_sampler), self.count, self.drop_last)
+        return batch_count(self.samples, self.combined, self.drop_last)
 
 
 class DataLoader(torch.utils.data.DataLoader):
@@ -185,7 +191,7 @@ class DataLoader(torch.utils.data.DataLoader):
                 kwargs["batch_sampler"] = batch_sampler  # the accessor joins the batches
             else:
                 kwargs["batch_sampler"] = _CombiningBatchSampler(
-                    batch_sampler, combined // batch_size, combined, drop_last)
+                    batch_sampler, combined // batch_size, combined, drop_last, samples)
 
         self._options = options
         self._combined = combined

@@ -37,11 +37,28 @@ PROFILE_DIR_VARIABLE = "POPSIM_PROFILE_DIR"
 _SUPPORTED_DTYPES = (torch.float32, torch.int32, torch.int64, torch.bool)
 # Narrow integer inputs reach the device widened to int32 (exact; the importer
 # allows only conversions and views of them, which give eager's numbers).
-_WIDENED_DTYPES = (torch.uint8, torch.int8, torch.int16)
+_WIDENED_DTYPES = _tracing.WIDENED_DTYPES
+_widened = _tracing.widened
 
 
-def _widened(tensors):
-    return [t.int() if t.dtype in _WIDENED_DTYPES else t for t in tensors]
+def _overlap(a, b):
+    """Whether two tensors share an element of memory."""
+    if a.numel() == 0 or b.numel() == 0 or a.storage().data_ptr() != b.storage().data_ptr():
+        return False
+    spans = []
+    for t in (a, b):
+        first = t.data_ptr()
+        extent = sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()))
+        spans.append((first, first + (extent + 1) * t.element_size()))
+    if not (spans[0][0] < spans[1][1] and spans[1][0] < spans[0][1]):
+        return False
+    if a.dtype != b.dtype:
+        return True
+    # Interleaved but maybe disjoint (x[:, :2] and x[:, 2:]): compare positions.
+    positions = torch.arange(a.storage().size())
+    at = [positions.as_strided(t.shape, t.stride(), t.storage_offset()).reshape(-1)
+          for t in (a, b)]
+    return bool(torch.isin(at[0], at[1]).any())
 
 
 def _one_thread_at_a_time(method):
@@ -160,6 +177,8 @@ class Executor:
         if not self._training:
             self._catch_up_with_training()
         tensors = self._signature.tensors(args, kwargs)
+        if self._input_updates:
+            self._refuse_written_inputs_sharing_memory(tensors)
         outputs = self._executable.run(_widened(tensors))
         if self._input_updates:
             outputs = self._write_back_inputs(tensors, outputs)
@@ -173,6 +192,21 @@ class Executor:
         if self._profile_writer is not None:
             self._profile_writer.after_call(time.perf_counter() - start)
         return result
+
+    def _refuse_written_inputs_sharing_memory(self, tensors):
+        """In eager PyTorch a write into one input shows through every input that
+        shares its memory (m(x, x), m(x, x[:, :2])); popsim gives each input its
+        own device buffer, so it refuses such calls instead of returning other
+        numbers."""
+        names = self._signature.tensor_names
+        for index in self._input_updates:
+            for other, tensor in enumerate(tensors):
+                if other != index and _overlap(tensors[index], tensor):
+                    raise InputError(
+                        f"Input '{names[index]}' shares memory with input '{names[other]}', "
+                        f"and the model writes '{names[index]}' in place: eager PyTorch would "
+                        f"see the write through both, while popsim gives each input its own "
+                        f"copy. Pass separate tensors (e.g. {names[other]}.clone()).")
 
     def _write_back_inputs(self, tensors, outputs):
         """Copies what the model wrote in place into the caller's input tensors,

@@ -24,7 +24,10 @@ def gradients(model, *args, training=False, **kwargs):
     if not tensors:
         raise InputError("gradients() needs tensor inputs.")
     with _tracing.module_mode(model, training):
-        traced, _ = _tracing.trace(model, signature, tensors, training=True)
+        # On copies: tracing runs the model, which may write its inputs in place.
+        traced, _ = _tracing.trace(model, signature, [t.clone() for t in tensors],
+                                   training=True)
+    tensors = _tracing.widened(tensors)
     graph = _C.import_module(traced, tensors, _tracing.LIBRARY_PATHS, _tracing.MODEL_ATTRIBUTE,
                              signature.tensor_names, training=True)
     executable = _C.compile(graph, {"program": "gradients"})

@@ -33,6 +33,14 @@ LIBRARY_PATHS = [
 MODEL_ATTRIBUTE = "model"
 
 
+# Narrow integer inputs reach the device as int32 (exact for conversions and views).
+WIDENED_DTYPES = (torch.uint8, torch.int8, torch.int16)
+
+
+def widened(tensors):
+    return [t.int() if t.dtype in WIDENED_DTYPES else t for t in tensors]
+
+
 class Signature:
     """What a compiled model was traced with: the input structure, tensor
     dtypes and shapes (with iterations stacked) and the non-tensor values."""

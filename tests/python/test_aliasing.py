@@ -13,6 +13,7 @@ import torch
 
 import popsim
 from models import Function
+from popsim._gradients import gradients
 
 
 def run_both(function, *inputs, options=None):
@@ -175,12 +176,67 @@ def input_read_before_and_after(x):
     return before, x
 
 
+def zeros_written_with_runtime_values(x):
+    """A table built from constants and filled from the input (positional encodings)."""
+    table = torch.zeros(6, 4)
+    table[:, 0::2] = torch.tanh(x[:, 1:3])
+    return x + table
+
+
+def constant_view_taken_before_the_write(x):
+    table = torch.ones(6, 4)
+    column = table[:, 1]
+    before = table * 1
+    table[:, 1] = x[:, 0]
+    table[:, 2].fill_(5)
+    return column * 3, table, before
+
+
+def constant_written_in_place_by_runtime_operand(x):
+    table = torch.arange(24.0).reshape(6, 4)
+    table.mul_(x)
+    return table.t()
+
+
+def constant_changed_at_compile_time_after_a_use(x):
+    offset = torch.zeros(4)
+    first = x + offset
+    offset += 1
+    return first, x + offset
+
+
+def to_with_copy_is_independent(x):
+    y = x * 1
+    z = y.to(torch.float32, copy=True)
+    z[0] = 7
+    return y, z
+
+
+def to_another_memory_format_is_a_copy(x):
+    y = x.reshape(1, 4, 3, 2) * 1
+    z = y.contiguous(memory_format=torch.channels_last)
+    z[:, 0] = -1
+    w = y.to(memory_format=torch.channels_last)
+    w[:, 1] = -2
+    return y, z, w
+
+
+def copy_converts_the_dtype(x):
+    y = x * 1
+    y[:, :2].copy_((x[:, 2:] * 4).int())
+    return y
+
+
 CASES = [setitem_number, setitem_stepped_slice, mul_through_slice, add_through_flat_view,
          old_value_kept, transposed_view_sees_later_write, row_added_to_row, chunk_written,
          nested_views_written, unsqueezed_then_written, copy_into_slice, fill_with_tensor,
          expanded_view_sees_write, clone_is_independent, detached_view_writes_base,
          written_view_of_written_base, input_multiplied, input_row_set,
-         input_written_through_view, input_read_before_and_after]
+         input_written_through_view, input_read_before_and_after,
+         zeros_written_with_runtime_values, constant_view_taken_before_the_write,
+         constant_written_in_place_by_runtime_operand,
+         constant_changed_at_compile_time_after_a_use, to_with_copy_is_independent,
+         to_another_memory_format_is_a_copy, copy_converts_the_dtype]
 
 
 def test_the_issue_case_matches_eager_outputs_and_inputs():
@@ -289,10 +345,26 @@ class WritesIntoActivations(torch.nn.Module):
         return y, torch.nn.functional.mse_loss(y + z, target)
 
 
-def test_training_through_writes_into_views_matches_eager():
+class WritesIntoConstantTable(torch.nn.Module):
+    """Layer outputs written into a table the model builds from constants."""
+
+    def __init__(self):
+        super().__init__()
+        self.first = torch.nn.Linear(4, 3)
+
+    def forward(self, x, target):
+        table = torch.full((4, 6), 0.5)
+        table[:, ::2] = self.first(x)
+        table[:, 1].mul_(x[:, 0])
+        return table, torch.nn.functional.mse_loss(table * table, target)
+
+
+@pytest.mark.parametrize("make_model", [WritesIntoActivations, WritesIntoConstantTable],
+                         ids=lambda m: m.__name__)
+def test_training_through_writes_into_views_matches_eager(make_model):
     torch.manual_seed(6)
     batches = [(torch.randn(4, 4), torch.randn(4, 6)) for _ in range(3)]
-    assert_same_state(*sgd_step_both(WritesIntoActivations(), batches))
+    assert_same_state(*sgd_step_both(make_model(), batches))
 
 
 class Detached(torch.nn.Module):
@@ -466,3 +538,50 @@ def test_writes_autograd_does_not_record_keep_eagers_gradients():
     torch.manual_seed(11)
     batches = [(torch.randn(4, 4), torch.randn(4, 4)) for _ in range(3)]
     assert_same_state(*sgd_step_both(UntrackedWrites(), batches, lr=0.05))
+
+
+
+class AddsOneToFirst(torch.nn.Module):
+    def forward(self, a, b):
+        a.add_(1)
+        return b * 2
+
+
+@pytest.mark.parametrize("second", [lambda x: x[:, 1:3], lambda x: x.t()[:, 2:],
+                                    lambda x: x.view(-1)[14:].view(1, 2).expand(4, 2)],
+                         ids=["slice", "transposed", "expanded"])
+def test_an_input_written_in_place_may_not_share_memory_with_another(second):
+    model = popsim.inferenceModel(AddsOneToFirst())
+    x = torch.randn(4, 4)
+    model(x, x[:, 2:].clone())  # separate memory
+    with pytest.raises(popsim.InputError, match=(
+            r"^Input 'a' shares memory with input 'b', and the model writes 'a' in place: eager "
+            r"PyTorch would see the write through both, while popsim gives each input its own "
+            r"copy. Pass separate tensors \(e.g. b.clone\(\)\).$")):
+        model(x, second(x))
+    # Disjoint parts of one tensor are separate inputs, as in eager PyTorch.
+    both = torch.randn(4, 6)
+    expected = both.clone()
+    out = model(both[:, :4], both[:, 4:])
+    torch.testing.assert_close(out, expected[:, 4:] * 2)
+    torch.testing.assert_close(both, torch.cat([expected[:, :4] + 1, expected[:, 4:]], dim=1))
+
+
+class ScalesItsInput(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(4, 3)
+
+    def forward(self, x, target):
+        x.mul_(2)
+        return torch.nn.functional.mse_loss(self.layer(x), target)
+
+
+def test_gradients_trace_on_copies_of_the_inputs():
+    torch.manual_seed(9)
+    model, x, target = ScalesItsInput(), torch.randn(5, 4), torch.randn(5, 3)
+    original = x.clone()
+    _, weights = gradients(model, x, target)
+    assert torch.equal(x, original)  # gradients() computes; it writes nothing back
+    model(original.clone(), target).backward()
+    torch.testing.assert_close(weights["layer.weight"], model.layer.weight.grad)

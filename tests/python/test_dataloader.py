@@ -255,6 +255,29 @@ def test_a_batch_samplers_short_last_batch_is_dropped_with_drop_last():
 
 
 @pytest.mark.parametrize("mode", ALL_MODES)
+def test_len_counts_the_groups_a_batch_sampler_fills(mode):
+    # 23 samples in batches 4, 4, 4 | 4, 4, 3: the second group is short and dropped.
+    with pytest.warns(UserWarning, match="An epoch has 23 samples.*the last 11 samples"):
+        loader = popsim.DataLoader(options(3), numbered(23),
+                                   batch_sampler=reversed_batches(23, 4), mode=mode)
+    assert len(loader) == 1
+    assert len(labels_of(loader)) == 1
+    loader.terminate()
+
+
+@pytest.mark.parametrize("mode", ALL_MODES)
+def test_a_batch_sampler_that_drops_its_short_batch_is_counted_without_it(mode):
+    # BatchSampler(drop_last=True) yields 5 batches of 4 of the 23 samples: 20 samples.
+    with pytest.warns(UserWarning, match="An epoch has 20 samples.*the last 8 samples"):
+        loader = popsim.DataLoader(options(3), numbered(23),
+                                   batch_sampler=reversed_batches(23, 4, drop_last=True),
+                                   mode=mode)
+    assert len(loader) == 1
+    assert labels_of(loader) == [list(range(22, 10, -1))]
+    loader.terminate()
+
+
+@pytest.mark.parametrize("mode", ALL_MODES)
 def test_a_sampler_orders_the_samples_as_in_torch(mode):
     sampler = torch.utils.data.SubsetRandomSampler(range(0, 90, 3),
                                                    generator=torch.Generator().manual_seed(4))
