@@ -7,7 +7,6 @@
 #include "ir/op_schema.h"
 #include "ir/state_names.h"
 #include "kernels/kernel_factory.h"
-#include "runtime/host_input_link.h"
 #include "runtime/node_failure.h"
 
 #include <omp.h>
@@ -38,14 +37,6 @@ template <typename T> void accumulate(void* destination, const void* source, int
   for (int64_t i = 0; i < count; ++i) {
     out[i] += in[i];
   }
-}
-
-uint64_t longestOf(const std::map<int64_t, uint64_t>& busy) {
-  uint64_t longest = 0;
-  for (const auto& [ipu, cycles] : busy) {
-    longest = std::max(longest, cycles);
-  }
-  return longest;
 }
 
 // Restores the caller's OpenMP thread count when kernels have been built
@@ -219,14 +210,14 @@ std::vector<uint64_t> Executable::planStreaming() {
       return sum;
     };
     TaskProgram& task = tasks_[layout_.taskOf(*node)];
-    task.streamInCycles += cycles(bytes(read));
-    task.streamOutCycles += cycles(bytes(written));
+    task.cycles.streamInCycles += cycles(bytes(read));
+    task.cycles.streamOutCycles += cycles(bytes(written));
     read.insert(written.begin(), written.end());
     workingBytes.push_back(bytes(read));
   }
   for (TaskProgram& task : tasks_) {
-    task.streamInCycles += cycles(task.stashInBytes);
-    task.streamOutCycles += cycles(task.stashOutBytes);
+    task.cycles.streamInCycles += cycles(task.stashInBytes);
+    task.cycles.streamOutCycles += cycles(task.stashOutBytes);
   }
   return workingBytes;
 }
@@ -432,12 +423,12 @@ void Executable::buildTasks(const std::vector<device::OpTemporaries>& temporarie
     const uint64_t cycles = device::estimateOpCost(*node, chip, opTemporaries).total();
     std::string implementation = kernel ? kernel->implementation() : "view";
     TaskProgram& taskProgram = tasks_[task];
-    taskProgram.computeCycles += cycles;
+    taskProgram.cycles.computeCycles += cycles;
     if (node->kind() == ir::OpKind::IpuCopy) {
       implementation = "ipu-link";
-      taskProgram.copyCycles += cycles;
+      taskProgram.cycles.copyCycles += cycles;
       const int64_t source = plan_.slot(node->input(0)).ipu;
-      auto& sources = taskProgram.copySources;
+      auto& sources = taskProgram.cycles.copySources;
       if (std::find(sources.begin(), sources.end(), source) == sources.end()) {
         sources.insert(std::upper_bound(sources.begin(), sources.end(), source), source);
       }
@@ -453,7 +444,7 @@ void Executable::buildTasks(const std::vector<device::OpTemporaries>& temporarie
   }
   for (TaskProgram& taskProgram : tasks_) {
     for (size_t i : taskProgram.streamedInputs) {
-      taskProgram.inputCycles +=
+      taskProgram.cycles.inputCycles +=
           device::hostTransferCycles(program.inputs()[i]->type().bytes(), chip);
     }
   }
@@ -560,7 +551,7 @@ void Executable::run(const std::vector<TensorView>& inputs,
     }
   }
   // Every call of a program takes the same simulated time.
-  lastRunCycles_ = callCycles_;
+  lastRunCycles_ = simulated_.cycles;
   ran_ = true;
 }
 
@@ -634,80 +625,43 @@ void Executable::runTask(const ScheduledTask& scheduled, int64_t microBatch, dnn
   }
 }
 
-// The simulated clock: cycles are BSP supersteps of the whole machine, so
-// each lasts as long as its busiest IPU, plus a sync when IPUs must agree.
-// Input streams run on each IPU's host link, ahead of their tasks as far as
-// the prefetch depth allows; a task waits only for what is still in flight.
-// Every call runs the same schedule, so this replays one call at compile
-// time: its timeline, its cycles, and the compute cycles of one iteration
-// (the same replay without host transfers).
+// Every call runs the same schedule, so one call is replayed on the simulated
+// clock at compile time: its timeline and cycles.
 void Executable::simulateClock() {
   const device::ChipSpec& chip = options_.system.spec();
-  const uint64_t sync = layout_.numIpus() > 1 ? device::syncCycles(layout_.numIpus(), chip) : 0;
-  std::vector<HostInputLink> links(static_cast<size_t>(layout_.numIpus()),
-                                   HostInputLink(options_.prefetchDepth));
-  uint64_t now = 0;
-  uint64_t computeOnly = 0;
-  int64_t cycleIndex = 0;
-  for (int64_t step = 0; step < stepsPerCall(); ++step) {
-    for (const PipelineCycle& cycle : schedule_) {
-      std::map<int64_t, uint64_t> busy;
-      std::map<int64_t, uint64_t> computing;
-      for (const ScheduledTask& scheduled : cycle) {
-        const passes::PipelineTask& task = layout_.tasks()[scheduled.task];
-        const TaskProgram& program = tasks_[scheduled.task];
-        const int64_t microBatch = callMicroBatch(scheduled, step);
-        computing[task.ipu] += program.computeCycles;
-        uint64_t& clock = busy[task.ipu];
-        const auto event = [&](EventPart part, uint64_t start, uint64_t end) {
-          callTimeline_.push_back({task.ipu,
-                                   program.name,
-                                   task.kind,
-                                   step,
-                                   microBatch,
-                                   cycleIndex,
-                                   part,
-                                   start,
-                                   end,
-                                   {}});
-        };
-        // Every task gets its compute event; transfers only when there are any.
-        const auto record = [&](EventPart part, uint64_t cycles) {
-          if (cycles == 0 && part != EventPart::Compute) return;
-          event(part, now + clock, now + clock + cycles);
-          clock += cycles;
-        };
-        HostInputLink& link = links[static_cast<size_t>(task.ipu)];
-        if (!program.streamedInputs.empty()) {
-          const HostInputLink::Transfer transfer = link.next(now + clock, program.inputCycles);
-          event(EventPart::HostInput, transfer.start, transfer.end);
-          clock = std::max(clock, transfer.end - std::min(transfer.end, now));
-        }
-        record(EventPart::LinkCopy, program.copyCycles);
-        if (program.copyCycles != 0) callTimeline_.back().fromIpus = program.copySources;
-        record(EventPart::StreamingMemory, program.streamInCycles);
-        record(EventPart::Compute, program.computeCycles - program.copyCycles);
-        record(EventPart::StreamingMemory, program.streamOutCycles);
-        if (!program.streamedInputs.empty()) link.finishedReading(now + clock);
-        // Summed outputs stay on the device until the call's end.
-        for (size_t i : program.producedOutputs) {
-          const OutputCopy copy = outputCopyOf(microBatch, i);
-          if (copy.slot >= 0 && !copy.accumulate) {
-            record(EventPart::HostOutput,
-                   device::hostTransferCycles(graph_->outputs()[i]->type().bytes(), chip));
-          }
-        }
-      }
-      now += longestOf(busy) + sync;
-      if (step == 0) computeOnly += longestOf(computing) + sync;
-      ++cycleIndex;
-    }
+  std::vector<TaskCycles> costs;
+  for (TaskProgram& task : tasks_) {
+    task.cycles.streamsInputs = !task.streamedInputs.empty();
+    costs.push_back(task.cycles);
   }
-  callCycles_ = now;
-  // An inference step runs all the call's iterations.
-  computeCyclesPerIteration_ = options_.program == ProgramKind::Inference
-                                   ? computeOnly / static_cast<uint64_t>(options_.deviceIterations)
-                                   : computeOnly;
+  ClockSetup setup;
+  setup.layout = &layout_;
+  setup.tasks = &costs;
+  setup.schedule = &schedule_;
+  setup.steps = stepsPerCall();
+  setup.microBatchesPerStep = microBatchesPerStep();
+  setup.prefetchDepth = options_.prefetchDepth;
+  setup.syncCycles = layout_.numIpus() > 1 ? device::syncCycles(layout_.numIpus(), chip) : 0;
+  setup.hostOutputs = [&](size_t task, int64_t microBatch) {
+    std::vector<uint64_t> transfers;
+    for (size_t i : tasks_[task].producedOutputs) {
+      // Summed outputs stay on the device until the call's end.
+      const OutputCopy copy = outputCopyOf(microBatch, i);
+      if (copy.slot >= 0 && !copy.accumulate) {
+        transfers.push_back(device::hostTransferCycles(graph_->outputs()[i]->type().bytes(), chip));
+      }
+    }
+    return transfers;
+  };
+  simulated_ = simulateCall(setup);
+}
+
+// An inference step runs all the call's iterations.
+uint64_t Executable::computeCyclesPerIteration() const {
+  return options_.program == ProgramKind::Inference
+             ? simulated_.computeCyclesOfFirstStep /
+                   static_cast<uint64_t>(options_.deviceIterations)
+             : simulated_.computeCyclesOfFirstStep;
 }
 
 const ir::Value& Executable::variableNamed(const std::string& name) const {

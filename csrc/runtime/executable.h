@@ -14,6 +14,7 @@
 #include "runtime/device_memory.h"
 #include "runtime/output_spec.h"
 #include "runtime/pipeline_schedule.h"
+#include "runtime/simulated_clock.h"
 #include "runtime/tensor_view.h"
 
 #include <map>
@@ -104,32 +105,6 @@ struct ProgramStep {
   uint64_t unboundedTemporaryBytes = 0;
 };
 
-// What a timeline event spent its cycles on.
-enum class EventPart {
-  Compute,    // the task's ops
-  LinkCopy,   // inter-IPU copies the task receives, before its ops
-  HostInput,  // the task's micro-batch of the inputs, streamed in from the host
-  HostOutput, // outputs the task produces that the call returns, streamed to the host
-  // Off-chip tensors the task streams in from Streaming Memory before its ops,
-  // or back out after them.
-  StreamingMemory,
-};
-
-// Part of one task run of the last call on the simulated clock (in cycles):
-// a task's host input, link copies, compute and host output follow each other.
-struct TimelineEvent {
-  int64_t ipu = 0;
-  std::string task; // "F0", "B1", "FB3", "U2"
-  passes::TaskKind kind = passes::TaskKind::Forward;
-  int64_t step = 0;       // optimizer step (device iteration) in the call
-  int64_t microBatch = 0; // in the call; -1 for updates
-  int64_t cycle = 0;      // pipeline cycle in the call
-  EventPart part = EventPart::Compute;
-  uint64_t start = 0;
-  uint64_t end = 0;
-  std::vector<int64_t> fromIpus; // LinkCopy: the IPUs the copies come from
-};
-
 // One task run of the last call on the host's clock, in seconds from the
 // call's start: from when its IPU's thread starts it (waits for copies from
 // other IPUs included) to when it ends.
@@ -190,9 +165,9 @@ public:
   uint64_t lastRunCycles() const { return lastRunCycles_; }
   const std::vector<TimelineEvent>& lastTimeline() const {
     static const std::vector<TimelineEvent> none;
-    return ran_ ? callTimeline_ : none;
+    return ran_ ? simulated_.timeline : none;
   }
-  uint64_t computeCyclesPerIteration() const { return computeCyclesPerIteration_; }
+  uint64_t computeCyclesPerIteration() const;
   // Each task run of the last call on the host's wall clock, by IPU then in
   // the order the IPU ran them.
   std::vector<TaskWallTime> lastTaskWallTimes() const;
@@ -215,17 +190,12 @@ private:
     std::string name;            // "F0", "B1", ...: the task's name, built once
     std::vector<size_t> streamedInputs;
     std::vector<size_t> producedOutputs;
-    uint64_t computeCycles = 0; // inter-IPU copies included
-    uint64_t copyCycles = 0;
-    uint64_t inputCycles = 0;
-    std::vector<int64_t> copySources; // IPUs its inter-IPU copies come from
-    // Streaming Memory transfers: the task's values stashed off chip, and the
-    // off-chip variables each of its ops reads and writes. The timeline shows
-    // them as one event before the task's ops and one after.
+    // Its costs on the simulated clock. Streaming Memory transfers carry the
+    // task's values stashed off chip (these bytes) and the off-chip variables
+    // each of its ops reads and writes.
+    TaskCycles cycles;
     uint64_t stashInBytes = 0;
     uint64_t stashOutBytes = 0;
-    uint64_t streamInCycles = 0;
-    uint64_t streamOutCycles = 0;
   };
   struct CallContext;
 
@@ -285,15 +255,13 @@ private:
   // Bumped whenever an IPU's weights change (host writes, optimizer steps);
   // kernels that keep transformed weights watch their IPU's counter.
   std::vector<uint64_t> weightsVersions_;
-  uint64_t computeCyclesPerIteration_ = 0;
   uint64_t lastRunCycles_ = 0;
   bool ran_ = false;
   // Held by a call and by variable reads and writes: one model called from
   // several threads runs one call at a time.
   mutable std::mutex deviceMutex_;
   // One call on the simulated clock (the same for every call).
-  uint64_t callCycles_ = 0;
-  std::vector<TimelineEvent> callTimeline_;
+  SimulatedCall simulated_;
   // Per IPU, the wall times of its task runs in the last call (each IPU's
   // thread writes its own).
   std::vector<std::vector<TaskWallTime>> wallTimes_;
