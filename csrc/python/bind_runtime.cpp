@@ -133,11 +133,11 @@ runtime::CompileOptions parseOptions(const py::dict& options) {
   return parsed;
 }
 
-py::dict memoryReportDict(const device::MemoryReport& report) {
+py::dict memoryReportDict(const memory::MemoryReport& report) {
   py::dict result;
   result["chip"] = report.chip;
   py::list ipus;
-  for (const device::IpuMemoryReport& ipu : report.ipus) {
+  for (const memory::IpuMemoryReport& ipu : report.ipus) {
     py::dict entry;
     entry["ipu"] = ipu.ipu;
     entry["capacity"] = ipu.capacity;
@@ -146,7 +146,7 @@ py::dict memoryReportDict(const device::MemoryReport& report) {
     entry["always_live"] = ipu.alwaysLive();
     entry["not_always_live"] = ipu.notAlwaysLive();
     py::dict categories;
-    for (const device::MemoryCategory& category : ipu.categories) {
+    for (const memory::MemoryCategory& category : ipu.categories) {
       py::dict item;
       item["bytes"] = category.bytes;
       item["always_live"] = category.alwaysLive;
@@ -154,13 +154,13 @@ py::dict memoryReportDict(const device::MemoryReport& report) {
     }
     entry["categories"] = categories;
     py::dict streaming;
-    for (const device::MemoryCategory& category : ipu.streamingMemory) {
+    for (const memory::MemoryCategory& category : ipu.streamingMemory) {
       streaming[py::str(category.name)] = category.bytes;
     }
     entry["streaming_memory"] = streaming;
     entry["off_chip"] = ipu.offChip();
     py::list tensors;
-    for (const device::TensorMemory& tensor : ipu.largestTensors) {
+    for (const memory::TensorMemory& tensor : ipu.largestTensors) {
       py::dict item;
       item["description"] = tensor.description;
       item["type"] = tensor.type;
@@ -294,15 +294,15 @@ void bindRuntime(py::module_& module) {
            [](const Executable& executable) {
              // Every planned tensor with its IPU, region and lifetime in
              // program steps (node indices), for liveness in profiles.
-             const passes::MemoryPlan& plan = executable.memoryPlan();
+             const memory::MemoryPlan& plan = executable.memoryPlan();
              py::list slots;
              for (const ir::Value* root : plan.roots()) {
-               const passes::TensorSlot& slot = plan.slot(root);
+               const memory::TensorSlot& slot = plan.slot(root);
                py::dict entry;
-               entry["description"] = device::describeValue(*root);
+               entry["description"] = memory::describeValue(*root);
                entry["type"] = root->type().str();
                entry["ipu"] = slot.ipu;
-               entry["region"] = passes::memoryRegionName(slot.region);
+               entry["region"] = memory::memoryRegionName(slot.region);
                entry["bytes"] = plan.footprint(root);
                entry["first_step"] = slot.lifetime.first;
                entry["last_step"] = slot.lifetime.last;

@@ -12,10 +12,10 @@ constexpr size_t kAlignment = 64; // cache lines, and what oneDNN prefers
 
 void DeviceMemory::FreeDeleter::operator()(void* data) const { std::free(data); }
 
-DeviceMemory::DeviceMemory(const passes::MemoryPlan& plan) : plan_(plan) {
-  for (const passes::IpuMemoryLayout& layout : plan.ipus()) {
-    std::array<Buffer, passes::kNumMemoryRegions> buffers;
-    for (size_t region = 0; region < passes::kNumMemoryRegions; ++region) {
+DeviceMemory::DeviceMemory(const memory::MemoryPlan& plan) : plan_(plan) {
+  for (const memory::IpuMemoryLayout& layout : plan.ipus()) {
+    std::array<Buffer, memory::kNumMemoryRegions> buffers;
+    for (size_t region = 0; region < memory::kNumMemoryRegions; ++region) {
       const size_t bytes = (layout.regionBytes[region] + kAlignment - 1) / kAlignment * kAlignment;
       if (bytes == 0) {
         continue;
@@ -32,7 +32,7 @@ DeviceMemory::DeviceMemory(const passes::MemoryPlan& plan) : plan_(plan) {
 }
 
 void* DeviceMemory::address(const ir::Value* value) const {
-  const passes::TensorSlot& slot = plan_.slot(value);
+  const memory::TensorSlot& slot = plan_.slot(value);
   void* base = regions_.at(static_cast<size_t>(slot.ipu))[static_cast<size_t>(slot.region)].get();
   if (base == nullptr) {
     return nullptr; // zero-byte region: only empty tensors live here

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "passes/memory_plan.h"
+#include "memory/memory_plan.h"
 
 #include <array>
 #include <cstdint>
@@ -13,7 +13,7 @@ namespace popsim::runtime {
 // buffer per region per IPU, sized and laid out by the memory plan.
 class DeviceMemory {
 public:
-  explicit DeviceMemory(const passes::MemoryPlan& plan);
+  explicit DeviceMemory(const memory::MemoryPlan& plan);
   // The address of a value's bytes (views resolve to their storage).
   void* address(const ir::Value* value) const;
 
@@ -23,8 +23,8 @@ private:
   };
   using Buffer = std::unique_ptr<void, FreeDeleter>;
 
-  const passes::MemoryPlan& plan_;
-  std::vector<std::array<Buffer, passes::kNumMemoryRegions>> regions_;
+  const memory::MemoryPlan& plan_;
+  std::vector<std::array<Buffer, memory::kNumMemoryRegions>> regions_;
 };
 
 } // namespace popsim::runtime

@@ -7,6 +7,9 @@
 #include "ir/op_schema.h"
 #include "ir/state_names.h"
 #include "kernels/kernel_factory.h"
+#include "memory/off_chip_placement.h"
+#include "memory/streaming_plan.h"
+#include "memory/transient_memory.h"
 #include "runtime/node_failure.h"
 
 #include <omp.h>
@@ -119,19 +122,31 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& graph,
   const ir::Graph& program = *executable->graph_;
   const passes::TaskLayout& layout = executable->layout_;
 
-  passes::MemoryPlanOptions planOptions;
+  memory::MemoryPlanOptions planOptions;
   planOptions.numIpus = options.system.numIpus;
-  executable->plan_ = passes::planMemory(program, planOptions);
+  executable->plan_ = memory::planMemory(program, planOptions);
   executable->schedule_ =
       buildSchedule(layout, executable->microBatchesPerStep(), executable->options_.schedule);
   executable->memory_ = std::make_unique<DeviceMemory>(executable->plan_);
+  memory::RuntimeBuffers& buffers = executable->buffers_;
+  buffers.offChip =
+      memory::offChipVariables(program, executable->plan_, options.weightLocation,
+                               options.optimizerLocation, options.accumulatorLocation);
   executable->planChannels();
-  executable->placeOffChipTensors();
-  const std::vector<device::OpTemporaries> temporaries = executable->planTemporaries();
-  executable->planTransientMemory(temporaries, executable->planStreaming());
+  buffers.temporaryBudget =
+      memory::temporaryBudgets(options.system, options.availableMemoryProportion);
+  std::vector<device::OpTemporaries> temporaries;
+  for (const auto& node : program.nodes()) {
+    temporaries.push_back(device::planOpTemporaries(
+        *node, buffers.temporaryBudget[static_cast<size_t>(node->placement().ipu)]));
+  }
+  const memory::TransientMemory transient = memory::planTransientMemory(
+      program, executable->plan_, options.system.numIpus, temporaries, executable->planStreaming());
+  buffers.temporaries = transient.temporaries;
+  buffers.streamedIn = transient.streamedIn;
   executable->memoryReport_ =
-      device::buildMemoryReport(program, executable->plan_, options.system, executable->buffers_);
-  device::checkMemoryFits(executable->memoryReport_, options.system);
+      memory::buildMemoryReport(program, executable->plan_, options.system, executable->buffers_);
+  memory::checkMemoryFits(executable->memoryReport_, options.system);
 
   const DeviceMemory& memory = *executable->memory_;
   for (const ir::Value* constant : program.constants()) {
@@ -153,127 +168,28 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& graph,
   return executable;
 }
 
-namespace {
-bool placedOffChip(const ir::Value& value, const TensorLocation& location) {
-  return !location.onChip && value.type().numel() >= location.minElementsForOffChip;
-}
-} // namespace
-
-// Variables whose kind the options place off chip (activations are the
-// stash's business: planChannels).
-void Executable::placeOffChipTensors() {
-  const auto place = [&](const ir::Value* value, const TensorLocation& location) {
-    if (placedOffChip(*value, location) && plan_.hasSlot(value)) {
-      buffers_.offChip.insert(plan_.storageRoot(value));
-    }
-  };
-  for (const ir::Value* weight : graph_->weights()) {
-    place(weight, options_.weightLocation);
-  }
-  for (const ir::Value* state : graph_->states()) {
-    if (state->stateKind() == ir::StateKind::Optimizer) place(state, options_.optimizerLocation);
-    if (state->stateKind() == ir::StateKind::Accumulator) {
-      place(state, options_.accumulatorLocation);
-    }
-  }
-}
-
-// As PopART schedules remote loads and stores: each op streams in the
-// off-chip variables it reads just before it runs and streams out those it
-// writes just after, so only one op's share is on chip at a time. A task's
-// stashed values go out after it and come back before their reader, in one
-// transfer each way.
+// Streaming Memory transfers of each task (one per op and direction, and
+// one each way for its off-chip stash); returns, per node, the off-chip
+// bytes it works on.
 std::vector<uint64_t> Executable::planStreaming() {
   const device::ChipSpec& chip = options_.system.spec();
   const auto cycles = [&](uint64_t bytes) {
     return bytes == 0 ? 0 : device::streamingMemoryCycles(bytes, chip);
   };
-  const std::set<const ir::Value*>& offChip = buffers_.offChip;
+  const std::vector<memory::StreamedBytes> streamed =
+      memory::streamedBytesPerNode(*graph_, plan_, buffers_.offChip);
   std::vector<uint64_t> workingBytes;
-  for (const auto& node : graph_->nodes()) {
-    std::set<const ir::Value*> read;
-    std::set<const ir::Value*> written;
-    for (const ir::Value* input : node->inputs()) {
-      const ir::Value* root = plan_.storageRoot(input);
-      if (offChip.count(root) != 0) read.insert(root);
-    }
-    for (size_t index : node->schema().mutatedInputs) {
-      if (index >= node->inputs().size()) continue; // an optional input left out
-      const ir::Value* root = plan_.storageRoot(node->input(index));
-      if (offChip.count(root) != 0) written.insert(root);
-    }
-    const auto bytes = [&](const std::set<const ir::Value*>& roots) {
-      uint64_t sum = 0;
-      for (const ir::Value* root : roots) {
-        sum += plan_.footprint(root);
-      }
-      return sum;
-    };
-    TaskProgram& task = tasks_[layout_.taskOf(*node)];
-    task.cycles.streamInCycles += cycles(bytes(read));
-    task.cycles.streamOutCycles += cycles(bytes(written));
-    read.insert(written.begin(), written.end());
-    workingBytes.push_back(bytes(read));
+  for (size_t index = 0; index < streamed.size(); ++index) {
+    TaskProgram& task = tasks_[layout_.taskOf(*graph_->nodes()[index])];
+    task.cycles.streamInCycles += cycles(streamed[index].in);
+    task.cycles.streamOutCycles += cycles(streamed[index].out);
+    workingBytes.push_back(streamed[index].working);
   }
   for (TaskProgram& task : tasks_) {
     task.cycles.streamInCycles += cycles(task.stashInBytes);
     task.cycles.streamOutCycles += cycles(task.stashOutBytes);
   }
   return workingBytes;
-}
-
-// Each IPU's budget is availableMemoryProportion x its memory.
-std::vector<device::OpTemporaries> Executable::planTemporaries() {
-  std::vector<uint64_t> budgets;
-  for (int64_t ipu = 0; ipu < options_.system.numIpus; ++ipu) {
-    auto it = options_.availableMemoryProportion.find(ipu);
-    const double proportion = it != options_.availableMemoryProportion.end()
-                                  ? it->second
-                                  : device::kDefaultAvailableMemoryProportion;
-    budgets.push_back(
-        static_cast<uint64_t>(proportion * static_cast<double>(options_.system.memoryCapacity())));
-  }
-  std::vector<device::OpTemporaries> temporaries;
-  for (const auto& node : graph_->nodes()) {
-    temporaries.push_back(
-        device::planOpTemporaries(*node, budgets[static_cast<size_t>(node->placement().ipu)]));
-  }
-  buffers_.temporaryBudget = std::move(budgets);
-  return temporaries;
-}
-
-// An op's temporaries and the off-chip tensors it works on live only while
-// it runs, so they first fill the activation arena's free space at that step
-// (not-always-live memory is shared over time). What they need beyond the
-// arena at their worst step is reported: temporaries first, then what
-// streamed-in tensors add on top of them.
-void Executable::planTransientMemory(const std::vector<device::OpTemporaries>& temporaries,
-                                     const std::vector<uint64_t>& streamedWorkingBytes) {
-  const int64_t steps = static_cast<int64_t>(graph_->nodes().size());
-  const size_t numIpus = static_cast<size_t>(options_.system.numIpus);
-  std::vector<std::vector<size_t>> live(numIpus);
-  for (size_t ipu = 0; ipu < numIpus; ++ipu) {
-    live[ipu] = plan_.liveActivationBytes(static_cast<int64_t>(ipu), steps);
-  }
-  std::vector<uint64_t> withTemporaries(numIpus, 0);
-  std::vector<uint64_t> withStreamed(numIpus, 0);
-  for (int64_t step = 0; step < steps; ++step) {
-    const ir::Node& node = *graph_->nodes()[static_cast<size_t>(step)];
-    const size_t ipu = static_cast<size_t>(node.placement().ipu);
-    const size_t index = static_cast<size_t>(step);
-    const uint64_t inUse = live[ipu][index] + temporaries[index].bytes;
-    withTemporaries[ipu] = std::max(withTemporaries[ipu], inUse);
-    withStreamed[ipu] = std::max(withStreamed[ipu], inUse + streamedWorkingBytes[index]);
-  }
-  buffers_.temporaries.assign(numIpus, 0);
-  buffers_.streamedIn.assign(numIpus, 0);
-  for (size_t ipu = 0; ipu < numIpus; ++ipu) {
-    const uint64_t arena =
-        plan_.ipus()[ipu].regionBytes[static_cast<size_t>(passes::MemoryRegion::Activations)];
-    const uint64_t beyondTemporaries = std::max(arena, withTemporaries[ipu]);
-    buffers_.temporaries[ipu] = beyondTemporaries - arena;
-    buffers_.streamedIn[ipu] = std::max(beyondTemporaries, withStreamed[ipu]) - beyondTemporaries;
-  }
 }
 
 // Values that cross from one task to another: inter-IPU copies, and values
@@ -380,7 +296,7 @@ void Executable::planChannels() {
       }
       const uint64_t bytes = root->type().bytes();
       const size_t ipu = static_cast<size_t>(layout_.tasks()[task].ipu);
-      if (placedOffChip(*root, options_.activationLocation)) {
+      if (memory::placedOffChip(*root, options_.activationLocation)) {
         // Streamed out after the producing task, back in before the reader.
         tasks_[from].stashOutBytes += bytes;
         tasks_[task].stashInBytes += bytes;

@@ -2,11 +2,12 @@
 
 #include "compiler/compiler_options.h"
 #include "device/ipu_system.h"
-#include "device/memory_report.h"
 #include "device/op_temporaries.h"
 #include "ir/graph.h"
 #include "kernels/kernel.h"
-#include "passes/memory_plan.h"
+#include "memory/memory_plan.h"
+#include "memory/memory_report.h"
+#include "memory/off_chip_placement.h"
 #include "passes/pipeline_tasks.h"
 #include "passes/stage_assignment.h"
 #include "passes/training_program.h"
@@ -33,13 +34,7 @@ using compiler::ProgramKind;
 // one stage at a time (PopTorch's PipelinedExecution / ShardedExecution).
 enum class ExecutionMode { Pipelined, Sharded };
 
-// Where a kind of tensor lives (PopTorch's TensorLocationSettings): on chip,
-// or in Streaming Memory, off chip, streamed in and out around its use.
-struct TensorLocation {
-  bool onChip = true;
-  // Tensors with fewer elements stay on chip whatever `onChip` says.
-  int64_t minElementsForOffChip = 0;
-};
+using memory::TensorLocation;
 
 struct CompileOptions {
   device::IpuSystemConfig system;
@@ -134,10 +129,10 @@ public:
 
   const CompileOptions& options() const { return options_; }
   const ir::Graph& graph() const { return *graph_; }
-  const device::MemoryReport& memoryReport() const { return memoryReport_; }
+  const memory::MemoryReport& memoryReport() const { return memoryReport_; }
   const std::vector<ProgramStep>& program() const { return program_; }
   const passes::TaskLayout& layout() const { return layout_; }
-  const passes::MemoryPlan& memoryPlan() const { return plan_; }
+  const memory::MemoryPlan& memoryPlan() const { return plan_; }
   // Storage roots kept off chip, in Streaming Memory.
   bool isOffChip(const ir::Value* root) const { return buffers_.offChip.count(root) != 0; }
   // Cycles of one step (device iteration), in pipeline order.
@@ -200,16 +195,11 @@ private:
   struct CallContext;
 
   Executable() = default;
-  // Each node's temporaries under its IPU's budget, in node order.
-  std::vector<device::OpTemporaries> planTemporaries();
   void buildTasks(const std::vector<device::OpTemporaries>& temporaries);
   void planChannels();
-  void placeOffChipTensors();
   // Charges each task's Streaming Memory transfers; returns, per node, the
   // off-chip bytes it works on.
   std::vector<uint64_t> planStreaming();
-  void planTransientMemory(const std::vector<device::OpTemporaries>& temporaries,
-                           const std::vector<uint64_t>& streamedWorkingBytes);
 
   void simulateClock();
   void runTask(const ScheduledTask& scheduled, int64_t microBatch, dnnl::stream& stream,
@@ -237,15 +227,15 @@ private:
   CompileOptions options_;
   std::unique_ptr<ir::Graph> graph_;
   passes::TaskLayout layout_;
-  passes::MemoryPlan plan_;
-  device::MemoryReport memoryReport_;
+  memory::MemoryPlan plan_;
+  memory::MemoryReport memoryReport_;
   std::unique_ptr<DeviceMemory> memory_;
   std::vector<std::unique_ptr<kernels::Kernel>> kernels_; // null for views and copies
   std::vector<TaskProgram> tasks_;
   std::vector<std::unique_ptr<Channel>> channels_;
   // What the runtime adds to the memory plan per IPU (stash, prefetch
   // buffers, temporaries, ...) and the tensors it keeps off chip.
-  device::RuntimeBuffers buffers_;
+  memory::RuntimeBuffers buffers_;
   // Device addresses of the graph's inputs and outputs, by index.
   std::vector<void*> inputAddresses_;
   std::vector<const void*> outputAddresses_;

@@ -414,8 +414,8 @@ TEST_F(ExecutableTest, PrefetchedInputsStreamWhileThePreviousIterationRuns) {
 TEST_F(ExecutableTest, EachPrefetchBufferHoldsOneMicroBatchOfInputs) {
   for (int64_t depth : {0, 1, 3}) {
     auto executable = compile(OutputMode::All, 1, kIterations, depth);
-    const device::IpuMemoryReport& ipu = executable->memoryReport().ipus.at(0);
-    for (const device::MemoryCategory& category : ipu.categories) {
+    const memory::IpuMemoryReport& ipu = executable->memoryReport().ipus.at(0);
+    for (const memory::MemoryCategory& category : ipu.categories) {
       if (category.name == "prefetch buffers") {
         EXPECT_EQ(category.bytes, 32u * static_cast<uint64_t>(depth));
         EXPECT_TRUE(category.alwaysLive);
@@ -514,8 +514,8 @@ TEST(ExecutableViewsTest, OpsPlacedOnTwoIpus) {
   EXPECT_EQ(executable->program()[2].ipu, 1);
   ASSERT_EQ(executable->memoryReport().ipus.size(), 2u);
   // The weight lives with its user on IPU 1.
-  auto hasWeight = [](const device::IpuMemoryReport& ipu) {
-    for (const device::TensorMemory& tensor : ipu.largestTensors) {
+  auto hasWeight = [](const memory::IpuMemoryReport& ipu) {
+    for (const memory::TensorMemory& tensor : ipu.largestTensors) {
       if (tensor.description == "w (weight)") {
         return true;
       }

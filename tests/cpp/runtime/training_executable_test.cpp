@@ -173,7 +173,7 @@ TEST_F(TrainingExecutableTest, OffChipWeightsStreamAroundEachOpThatUsesThem) {
   run(*executable, x, kAccumulation);
   expectWeights(*executable, sgdStep(x, kAccumulation, kLr));
 
-  const device::IpuMemoryReport& memory = executable->memoryReport().ipus.at(0);
+  const memory::IpuMemoryReport& memory = executable->memoryReport().ipus.at(0);
   ASSERT_EQ(memory.streamingMemory.size(), 1u);
   EXPECT_EQ(memory.streamingMemory[0].name, "weights");
   EXPECT_EQ(memory.streamingMemory[0].bytes, 128u);

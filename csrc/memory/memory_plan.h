@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace popsim::passes {
+namespace popsim::memory {
 
 // Regions of one simulated IPU's memory. Weights, state (gradient
 // accumulators, optimizer state, the random counter), constants and the input
@@ -88,4 +88,4 @@ private:
 // share bytes; others may.
 MemoryPlan planMemory(const ir::Graph& graph, const MemoryPlanOptions& options = {});
 
-} // namespace popsim::passes
+} // namespace popsim::memory

@@ -1,4 +1,4 @@
-#include "device/memory_report.h"
+#include "memory/memory_report.h"
 
 #include "common/check.h"
 #include "device/cost_model.h"
@@ -8,12 +8,12 @@
 #include <set>
 #include <sstream>
 
-namespace popsim::device {
+namespace popsim::memory {
 namespace {
 
 // Code bytes of the nodes on one IPU: a vertex type per distinct op signature
 // (kind and input types) and control code per node, on every tile.
-uint64_t codeBytes(const ir::Graph& graph, int64_t ipu, const ChipSpec& chip) {
+uint64_t codeBytes(const ir::Graph& graph, int64_t ipu, const device::ChipSpec& chip) {
   std::set<std::string> signatures;
   uint64_t nodes = 0;
   for (const auto& node : graph.nodes()) {
@@ -28,8 +28,8 @@ uint64_t codeBytes(const ir::Graph& graph, int64_t ipu, const ChipSpec& chip) {
     ++nodes;
   }
   const uint64_t tiles = static_cast<uint64_t>(chip.tiles);
-  return signatures.size() * kVertexCodeBytesPerTile * tiles +
-         nodes * kControlCodeBytesPerTile * tiles;
+  return signatures.size() * device::kVertexCodeBytesPerTile * tiles +
+         nodes * device::kControlCodeBytesPerTile * tiles;
 }
 
 } // namespace
@@ -73,20 +73,20 @@ uint64_t IpuMemoryReport::notAlwaysLive() const {
   return sum;
 }
 
-MemoryReport buildMemoryReport(const ir::Graph& graph, const passes::MemoryPlan& plan,
-                               const IpuSystemConfig& system, const RuntimeBuffers& buffers) {
+MemoryReport buildMemoryReport(const ir::Graph& graph, const MemoryPlan& plan,
+                               const device::IpuSystemConfig& system,
+                               const RuntimeBuffers& buffers) {
   const auto bytesOn = [](const std::vector<uint64_t>& perIpu, size_t ipu) {
     return ipu < perIpu.size() ? perIpu[ipu] : 0;
   };
   MemoryReport report;
   report.chip = system.spec().name;
   for (size_t ipu = 0; ipu < plan.ipus().size(); ++ipu) {
-    const passes::IpuMemoryLayout& layout = plan.ipus()[ipu];
+    const IpuMemoryLayout& layout = plan.ipus()[ipu];
     IpuMemoryReport ipuReport;
     ipuReport.ipu = static_cast<int64_t>(ipu);
     ipuReport.capacity = system.memoryCapacity();
     ipuReport.temporaryBudget = bytesOn(buffers.temporaryBudget, ipu);
-    using passes::MemoryRegion;
     auto regionBytes = [&](MemoryRegion region) {
       return layout.regionBytes[static_cast<size_t>(region)];
     };
@@ -109,9 +109,9 @@ MemoryReport buildMemoryReport(const ir::Graph& graph, const passes::MemoryPlan&
     }
     // Off-chip tensors move from their on-chip category to Streaming Memory.
     for (const ir::Value* root : buffers.offChip) {
-      const passes::TensorSlot& slot = plan.slot(root);
+      const TensorSlot& slot = plan.slot(root);
       if (slot.ipu != ipuReport.ipu) continue;
-      const std::string name = passes::memoryRegionName(slot.region);
+      const std::string name = memoryRegionName(slot.region);
       const uint64_t bytes = plan.footprint(root);
       for (MemoryCategory& category : ipuReport.categories) {
         if (category.name == name) category.bytes -= bytes;
@@ -127,12 +127,12 @@ MemoryReport buildMemoryReport(const ir::Graph& graph, const passes::MemoryPlan&
     }
     std::vector<TensorMemory> tensors;
     for (const ir::Value* root : plan.roots()) {
-      const passes::TensorSlot& slot = plan.slot(root);
+      const TensorSlot& slot = plan.slot(root);
       if (slot.ipu != ipuReport.ipu || buffers.offChip.count(root) != 0) {
         continue;
       }
-      tensors.push_back({describeValue(*root), root->type().str(),
-                         passes::memoryRegionName(slot.region), slot.bytes});
+      tensors.push_back(
+          {describeValue(*root), root->type().str(), memoryRegionName(slot.region), slot.bytes});
     }
     std::stable_sort(
         tensors.begin(), tensors.end(),
@@ -146,7 +146,7 @@ MemoryReport buildMemoryReport(const ir::Graph& graph, const passes::MemoryPlan&
   return report;
 }
 
-void checkMemoryFits(const MemoryReport& report, const IpuSystemConfig& system) {
+void checkMemoryFits(const MemoryReport& report, const device::IpuSystemConfig& system) {
   for (const IpuMemoryReport& ipu : report.ipus) {
     if (ipu.fits()) {
       continue;
@@ -185,4 +185,4 @@ void checkMemoryFits(const MemoryReport& report, const IpuSystemConfig& system) 
   }
 }
 
-} // namespace popsim::device
+} // namespace popsim::memory

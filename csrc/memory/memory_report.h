@@ -2,13 +2,13 @@
 
 #include "device/ipu_system.h"
 #include "ir/graph.h"
-#include "passes/memory_plan.h"
+#include "memory/memory_plan.h"
 
 #include <set>
 #include <string>
 #include <vector>
 
-namespace popsim::device {
+namespace popsim::memory {
 
 // Bytes of one category on one IPU. Always-live memory (weights, constants,
 // stream buffers, code) is held for the whole program; the rest (activations,
@@ -73,14 +73,15 @@ struct RuntimeBuffers {
 
 // Per-IPU memory of a planned program: the plan's regions, code, and the
 // runtime's buffers.
-MemoryReport buildMemoryReport(const ir::Graph& graph, const passes::MemoryPlan& plan,
-                               const IpuSystemConfig& system, const RuntimeBuffers& buffers = {});
+MemoryReport buildMemoryReport(const ir::Graph& graph, const MemoryPlan& plan,
+                               const device::IpuSystemConfig& system,
+                               const RuntimeBuffers& buffers = {});
 
 // Throws OutOfMemory for the first IPU whose program does not fit, naming the
 // IPU, bytes needed and available, each category and the largest tensors.
-void checkMemoryFits(const MemoryReport& report, const IpuSystemConfig& system);
+void checkMemoryFits(const MemoryReport& report, const device::IpuSystemConfig& system);
 
 // How a value is named in reports and errors.
 std::string describeValue(const ir::Value& value);
 
-} // namespace popsim::device
+} // namespace popsim::memory

@@ -12,14 +12,14 @@
 // 6. The activation region of an IPU is the highest end offset; the live peak
 //    (a lower bound) is recorded beside it for the memory report.
 
-#include "passes/memory_plan.h"
+#include "memory/memory_plan.h"
 
 #include "common/check.h"
 #include "passes/ipu_copies.h"
 
 #include <algorithm>
 
-namespace popsim::passes {
+namespace popsim::memory {
 namespace {
 
 size_t alignUp(size_t value, size_t alignment) {
@@ -142,7 +142,7 @@ MemoryPlan planMemory(const ir::Graph& graph, const MemoryPlanOptions& options) 
   // Steps 2-3: slots of every root; fixed regions are laid out in order.
   for (const ir::Value* root : plan.roots_) {
     TensorSlot slot;
-    slot.ipu = homeIpu(*root);
+    slot.ipu = passes::homeIpu(*root);
     POPSIM_CHECK(slot.ipu >= 0 && slot.ipu < options.numIpus, ErrorKind::InvalidOption,
                  "a tensor is placed on IPU ", slot.ipu, " but the system has ", options.numIpus,
                  " IPU(s).");
@@ -233,4 +233,4 @@ std::vector<size_t> MemoryPlan::liveActivationBytes(int64_t ipu, int64_t steps) 
   return live;
 }
 
-} // namespace popsim::passes
+} // namespace popsim::memory

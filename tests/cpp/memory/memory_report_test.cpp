@@ -4,9 +4,9 @@
 #include "common/error.h"
 #include "common/strings.h"
 #include "device/cost_model.h"
-#include "device/memory_report.h"
 #include "ir/graph.h"
-#include "passes/memory_plan.h"
+#include "memory/memory_plan.h"
+#include "memory/memory_report.h"
 #include "test_utils.h"
 
 #include <gtest/gtest.h>
@@ -14,12 +14,12 @@
 namespace popsim {
 namespace {
 
-using device::IpuMemoryReport;
 using device::IpuSystemConfig;
 using ir::Graph;
 using ir::OpKind;
 using ir::Value;
-using passes::MemoryRegion;
+using memory::IpuMemoryReport;
+using memory::MemoryRegion;
 using testing::f32;
 
 constexpr uint64_t kTiles = 1472;
@@ -43,7 +43,7 @@ std::unique_ptr<Graph> buildMlp() {
 }
 
 uint64_t categoryBytes(const IpuMemoryReport& report, const std::string& name) {
-  for (const device::MemoryCategory& category : report.categories) {
+  for (const memory::MemoryCategory& category : report.categories) {
     if (category.name == name) {
       return category.bytes;
     }
@@ -54,9 +54,9 @@ uint64_t categoryBytes(const IpuMemoryReport& report, const std::string& name) {
 
 TEST(MemoryReportTest, CategoriesSumToTheTotal) {
   const std::unique_ptr<Graph> graph = buildMlp();
-  const passes::MemoryPlan plan = passes::planMemory(*graph);
+  const memory::MemoryPlan plan = memory::planMemory(*graph);
   const IpuSystemConfig system;
-  const device::MemoryReport report = device::buildMemoryReport(*graph, plan, system);
+  const memory::MemoryReport report = memory::buildMemoryReport(*graph, plan, system);
 
   EXPECT_EQ(report.chip, "Mk2 (GC200)");
   ASSERT_EQ(report.ipus.size(), 1u);
@@ -66,7 +66,7 @@ TEST(MemoryReportTest, CategoriesSumToTheTotal) {
 
   std::vector<std::string> names;
   uint64_t sum = 0;
-  for (const device::MemoryCategory& category : ipu.categories) {
+  for (const memory::MemoryCategory& category : ipu.categories) {
     names.push_back(category.name);
     sum += category.bytes;
     const bool whileInUse = category.name == "activations" || category.name == "stash" ||
@@ -91,20 +91,20 @@ TEST(MemoryReportTest, CategoriesSumToTheTotal) {
   EXPECT_EQ(categoryBytes(ipu, "code"), 5 * device::kVertexCodeBytesPerTile * kTiles +
                                             6 * device::kControlCodeBytesPerTile * kTiles);
   EXPECT_TRUE(ipu.fits());
-  EXPECT_NO_THROW(device::checkMemoryFits(report, system));
+  EXPECT_NO_THROW(memory::checkMemoryFits(report, system));
 }
 
 TEST(MemoryReportTest, OffChipTensorsMoveToStreamingMemory) {
   const std::unique_ptr<Graph> graph = buildMlp();
-  const passes::MemoryPlan plan = passes::planMemory(*graph);
+  const memory::MemoryPlan plan = memory::planMemory(*graph);
   const IpuSystemConfig system;
   const Value* w1 = graph->findWeight("fc1.weight");
   const Value* b1 = graph->findWeight("fc1.bias");
-  const IpuMemoryReport onChip = device::buildMemoryReport(*graph, plan, system).ipus.at(0);
-  device::RuntimeBuffers buffers;
+  const IpuMemoryReport onChip = memory::buildMemoryReport(*graph, plan, system).ipus.at(0);
+  memory::RuntimeBuffers buffers;
   buffers.offChip = {w1, b1};
   const IpuMemoryReport offChip =
-      device::buildMemoryReport(*graph, plan, system, buffers).ipus.at(0);
+      memory::buildMemoryReport(*graph, plan, system, buffers).ipus.at(0);
 
   ASSERT_EQ(offChip.streamingMemory.size(), 1u);
   EXPECT_EQ(offChip.streamingMemory[0].name, "weights");
@@ -118,16 +118,16 @@ TEST(MemoryReportTest, OffChipTensorsMoveToStreamingMemory) {
 
 TEST(MemoryReportTest, RuntimeBuffersHaveCategoriesOfTheirOwn) {
   const std::unique_ptr<Graph> graph = buildMlp();
-  const passes::MemoryPlan plan = passes::planMemory(*graph);
+  const memory::MemoryPlan plan = memory::planMemory(*graph);
   const IpuSystemConfig system;
-  device::RuntimeBuffers buffers;
+  memory::RuntimeBuffers buffers;
   buffers.stash = {1000};
   buffers.stashOffChip = {3000};
   buffers.prefetch = {200};
   buffers.temporaries = {4000};
   buffers.streamedIn = {500};
-  const IpuMemoryReport plain = device::buildMemoryReport(*graph, plan, system).ipus.at(0);
-  const IpuMemoryReport ipu = device::buildMemoryReport(*graph, plan, system, buffers).ipus.at(0);
+  const IpuMemoryReport plain = memory::buildMemoryReport(*graph, plan, system).ipus.at(0);
+  const IpuMemoryReport ipu = memory::buildMemoryReport(*graph, plan, system, buffers).ipus.at(0);
 
   EXPECT_EQ(categoryBytes(ipu, "stash"), 1000u);
   EXPECT_EQ(categoryBytes(ipu, "prefetch buffers"), 200u);
@@ -142,11 +142,11 @@ TEST(MemoryReportTest, RuntimeBuffersHaveCategoriesOfTheirOwn) {
 
 TEST(MemoryReportTest, LargestTensorsAreSortedAndNamed) {
   const std::unique_ptr<Graph> graph = buildMlp();
-  const passes::MemoryPlan plan = passes::planMemory(*graph);
-  const device::MemoryReport report = device::buildMemoryReport(*graph, plan, {});
-  const std::vector<device::TensorMemory>& tensors = report.ipus.at(0).largestTensors;
+  const memory::MemoryPlan plan = memory::planMemory(*graph);
+  const memory::MemoryReport report = memory::buildMemoryReport(*graph, plan, {});
+  const std::vector<memory::TensorMemory>& tensors = report.ipus.at(0).largestTensors;
 
-  ASSERT_EQ(tensors.size(), device::kLargestTensors);
+  ASSERT_EQ(tensors.size(), memory::kLargestTensors);
   for (size_t i = 1; i < tensors.size(); ++i) {
     EXPECT_GE(tensors[i - 1].bytes, tensors[i].bytes) << i;
   }
@@ -167,26 +167,26 @@ TEST(MemoryReportTest, LargestTensorsAreSortedAndNamed) {
 
 TEST(MemoryReportTest, DescribeValue) {
   const std::unique_ptr<Graph> graph = buildMlp();
-  EXPECT_EQ(device::describeValue(*graph->findWeight("fc1.bias")), "fc1.bias (weight)");
-  EXPECT_EQ(device::describeValue(*graph->findWeight("bn.running_mean")),
+  EXPECT_EQ(memory::describeValue(*graph->findWeight("fc1.bias")), "fc1.bias (weight)");
+  EXPECT_EQ(memory::describeValue(*graph->findWeight("bn.running_mean")),
             "bn.running_mean (buffer)");
-  EXPECT_EQ(device::describeValue(*graph->inputs()[0]), "input 'x'");
-  EXPECT_EQ(device::describeValue(*graph->addScalarConstant(1.0f)), "a constant");
-  EXPECT_EQ(device::describeValue(*graph->nodes()[0]->output()), "output of linear at model.py:3");
-  EXPECT_EQ(device::describeValue(*graph->outputs()[0]), "output of softmax");
+  EXPECT_EQ(memory::describeValue(*graph->inputs()[0]), "input 'x'");
+  EXPECT_EQ(memory::describeValue(*graph->addScalarConstant(1.0f)), "a constant");
+  EXPECT_EQ(memory::describeValue(*graph->nodes()[0]->output()), "output of linear at model.py:3");
+  EXPECT_EQ(memory::describeValue(*graph->outputs()[0]), "output of softmax");
 }
 
 TEST(MemoryReportTest, OutOfMemoryNamesTheIpuBytesAndLargestTensor) {
   const std::unique_ptr<Graph> graph = buildMlp();
-  const passes::MemoryPlan plan = passes::planMemory(*graph);
+  const memory::MemoryPlan plan = memory::planMemory(*graph);
   IpuSystemConfig system;
   system.memoryPerIpu = 1000000;
-  const device::MemoryReport report = device::buildMemoryReport(*graph, plan, system);
+  const memory::MemoryReport report = memory::buildMemoryReport(*graph, plan, system);
   const IpuMemoryReport& ipu = report.ipus.at(0);
   EXPECT_EQ(ipu.capacity, 1000000u);
   EXPECT_FALSE(ipu.fits());
 
-  const Error error = testing::captureError([&] { device::checkMemoryFits(report, system); });
+  const Error error = testing::captureError([&] { memory::checkMemoryFits(report, system); });
   EXPECT_EQ(error.kind(), ErrorKind::OutOfMemory);
   const std::string message = error.what();
   EXPECT_TRUE(testing::contains(message, "Out of memory on IPU 0: the program needs " +
@@ -212,24 +212,24 @@ TEST(MemoryReportTest, OutOfMemoryOnTheSecondIpu) {
   graph.addOutput(linear->output());
   IpuSystemConfig system;
   system.numIpus = 2;
-  passes::MemoryPlanOptions options;
+  memory::MemoryPlanOptions options;
   options.numIpus = 2;
-  const passes::MemoryPlan plan = passes::planMemory(graph, options);
+  const memory::MemoryPlan plan = memory::planMemory(graph, options);
 
-  const device::MemoryReport fitting = device::buildMemoryReport(graph, plan, system);
+  const memory::MemoryReport fitting = memory::buildMemoryReport(graph, plan, system);
   ASSERT_EQ(fitting.ipus.size(), 2u);
   EXPECT_EQ(categoryBytes(fitting.ipus[0], "weights"), 0u);
   EXPECT_EQ(categoryBytes(fitting.ipus[1], "weights"), 524288u);
   EXPECT_EQ(categoryBytes(fitting.ipus[0], "code"),
             (device::kVertexCodeBytesPerTile + device::kControlCodeBytesPerTile) * kTiles);
-  EXPECT_NO_THROW(device::checkMemoryFits(fitting, system));
+  EXPECT_NO_THROW(memory::checkMemoryFits(fitting, system));
 
   // IPU 0 needs about 430 kB, IPU 1 about 960 kB.
   system.memoryPerIpu = 700000;
-  const device::MemoryReport report = device::buildMemoryReport(graph, plan, system);
+  const memory::MemoryReport report = memory::buildMemoryReport(graph, plan, system);
   EXPECT_TRUE(report.ipus[0].fits());
   EXPECT_FALSE(report.ipus[1].fits());
-  const Error error = testing::captureError([&] { device::checkMemoryFits(report, system); });
+  const Error error = testing::captureError([&] { memory::checkMemoryFits(report, system); });
   EXPECT_EQ(error.kind(), ErrorKind::OutOfMemory);
   EXPECT_TRUE(testing::contains(error.what(), "Out of memory on IPU 1: the program needs " +
                                                   formatBytes(report.ipus[1].total()) +

@@ -4,7 +4,7 @@
 
 #include "common/error.h"
 #include "ir/graph.h"
-#include "passes/memory_plan.h"
+#include "memory/memory_plan.h"
 #include "test_utils.h"
 
 #include <gtest/gtest.h>
@@ -17,10 +17,10 @@ namespace {
 using ir::Graph;
 using ir::OpKind;
 using ir::Value;
-using passes::Lifetime;
-using passes::MemoryPlan;
-using passes::MemoryRegion;
-using passes::TensorSlot;
+using memory::Lifetime;
+using memory::MemoryPlan;
+using memory::MemoryRegion;
+using memory::TensorSlot;
 using testing::f32;
 
 size_t regionBytes(const MemoryPlan& plan, MemoryRegion region, size_t ipu = 0) {
@@ -82,7 +82,7 @@ TEST(MemoryPlanTest, ChainReusesMemoryOfDeadBuffers) {
   }
   graph.addOutput(v);
 
-  const MemoryPlan plan = passes::planMemory(graph);
+  const MemoryPlan plan = memory::planMemory(graph);
 
   expectLifetime(plan, steps[0], 0, 1);
   expectLifetime(plan, steps[1], 1, 2);
@@ -109,7 +109,7 @@ TEST(MemoryPlanTest, LivePeakOfAChainWithDifferentSizes) {
   Value* d = graph.apply(OpKind::Exp, {c});
   graph.addOutput(d);
 
-  const MemoryPlan plan = passes::planMemory(graph);
+  const MemoryPlan plan = memory::planMemory(graph);
 
   expectLifetime(plan, a, 0, 1);
   expectLifetime(plan, b, 1, 2);
@@ -117,7 +117,7 @@ TEST(MemoryPlanTest, LivePeakOfAChainWithDifferentSizes) {
   expectLifetime(plan, d, 3, 4);
   EXPECT_EQ(plan.slot(b).bytes, 128u);
   EXPECT_EQ(plan.slot(c).bytes, 32u);
-  const passes::IpuMemoryLayout& layout = plan.ipus()[0];
+  const memory::IpuMemoryLayout& layout = plan.ipus()[0];
   EXPECT_EQ(layout.activationLivePeak, 192u);
   EXPECT_EQ(layout.activationPeakStep, 1);
   EXPECT_LE(layout.activationLivePeak, regionBytes(plan, MemoryRegion::Activations));
@@ -143,7 +143,7 @@ TEST(MemoryPlanTest, OverlappingLifetimesNeverShareBytes) {
   graph.addOutput(i);
   graph.addOutput(d);
 
-  const MemoryPlan plan = passes::planMemory(graph);
+  const MemoryPlan plan = memory::planMemory(graph);
 
   expectNoLiveOverlap(plan);
   const int64_t end = static_cast<int64_t>(graph.nodes().size());
@@ -159,7 +159,7 @@ TEST(MemoryPlanTest, OverlappingLifetimesNeverShareBytes) {
       largest = std::max(largest, slot.bytes);
     }
   }
-  const passes::IpuMemoryLayout& layout = plan.ipus()[0];
+  const memory::IpuMemoryLayout& layout = plan.ipus()[0];
   EXPECT_GE(layout.activationLivePeak, largest);
   EXPECT_LE(layout.activationLivePeak, regionBytes(plan, MemoryRegion::Activations));
 }
@@ -176,7 +176,7 @@ TEST(MemoryPlanTest, ReshapeOutputsAliasTheirInput) {
   Value* viewOfInput = graph.apply(OpKind::Reshape, {x}, {{"shape", std::vector<int64_t>{16}}});
   graph.addOutput(viewOfInput);
 
-  const MemoryPlan plan = passes::planMemory(graph);
+  const MemoryPlan plan = memory::planMemory(graph);
 
   EXPECT_EQ(plan.storageRoot(flat), a);
   EXPECT_EQ(plan.storageRoot(square), a);
@@ -213,7 +213,7 @@ TEST(MemoryPlanTest, OutputsReachedThroughAViewLiveToTheEnd) {
   graph.addOutput(c);
   graph.addOutput(view);
 
-  const MemoryPlan plan = passes::planMemory(graph);
+  const MemoryPlan plan = memory::planMemory(graph);
 
   expectLifetime(plan, a, 0, 4);
   expectLifetime(plan, b, 2, 3);
@@ -236,7 +236,7 @@ TEST(MemoryPlanTest, LeavesGetAlignedRegionsOfTheirOwn) {
   graph.addOutput(graph.apply(OpKind::Mul, {w2, w2}));
   graph.addOutput(graph.apply(OpKind::Mul, {w3, w3}));
 
-  const MemoryPlan plan = passes::planMemory(graph);
+  const MemoryPlan plan = memory::planMemory(graph);
 
   EXPECT_EQ(plan.slot(x1).region, MemoryRegion::InputStreams);
   EXPECT_EQ(plan.slot(x1).offset, 0u);
@@ -263,7 +263,7 @@ TEST(MemoryPlanTest, LeavesGetAlignedRegionsOfTheirOwn) {
   // Five outputs of 12, 132, 20, 68 and 64 bytes, all live to the end.
   EXPECT_EQ(plan.ipus()[0].activationLivePeak, 12u + 132u + 20u + 68u + 64u);
   EXPECT_EQ(regionBytes(plan, MemoryRegion::Activations), 64u + 192u + 64u + 128u + 64u);
-  const passes::IpuMemoryLayout& layout = plan.ipus()[0];
+  const memory::IpuMemoryLayout& layout = plan.ipus()[0];
   EXPECT_EQ(layout.total(), 256u + 256u + 256u + 512u);
   expectNoLiveOverlap(plan);
 }
@@ -274,9 +274,9 @@ TEST(MemoryPlanTest, CustomAlignment) {
   Value* y = graph.addInput("y", f32({5}));
   graph.addOutput(graph.apply(OpKind::Relu, {x}));
   graph.addOutput(graph.apply(OpKind::Relu, {y}));
-  passes::MemoryPlanOptions options;
+  memory::MemoryPlanOptions options;
   options.alignment = 16;
-  const MemoryPlan plan = passes::planMemory(graph, options);
+  const MemoryPlan plan = memory::planMemory(graph, options);
   EXPECT_EQ(plan.slot(y).offset, 16u);
   EXPECT_EQ(regionBytes(plan, MemoryRegion::InputStreams), 16u + 32u);
   EXPECT_EQ(regionBytes(plan, MemoryRegion::Activations), 16u + 32u);
@@ -290,10 +290,10 @@ TEST(MemoryPlanTest, BuffersFollowTheirNodesIpu) {
   ir::Node* second = graph.addNode(OpKind::Mul, {a, w});
   second->setPlacement({"stage1", 1, 1});
   graph.addOutput(second->output());
-  passes::MemoryPlanOptions options;
+  memory::MemoryPlanOptions options;
   options.numIpus = 2;
 
-  const MemoryPlan plan = passes::planMemory(graph, options);
+  const MemoryPlan plan = memory::planMemory(graph, options);
 
   ASSERT_EQ(plan.ipus().size(), 2u);
   EXPECT_EQ(plan.slot(x).ipu, 0);
@@ -306,14 +306,14 @@ TEST(MemoryPlanTest, BuffersFollowTheirNodesIpu) {
   EXPECT_EQ(regionBytes(plan, MemoryRegion::Activations, 1), 64u);
   expectNoLiveOverlap(plan);
 
-  const Error error = testing::captureError([&] { passes::planMemory(graph); });
+  const Error error = testing::captureError([&] { memory::planMemory(graph); });
   EXPECT_EQ(error.kind(), ErrorKind::InvalidOption);
   EXPECT_EQ(std::string(error.what()), "a tensor is placed on IPU 1 but the system has 1 IPU(s).");
 }
 
 TEST(MemoryPlanTest, EmptyGraph) {
   Graph graph;
-  const MemoryPlan plan = passes::planMemory(graph);
+  const MemoryPlan plan = memory::planMemory(graph);
   ASSERT_EQ(plan.ipus().size(), 1u);
   EXPECT_EQ(plan.ipus()[0].total(), 0u);
   EXPECT_EQ(plan.ipus()[0].activationLivePeak, 0u);

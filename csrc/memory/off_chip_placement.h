@@ -1,0 +1,30 @@
+#pragma once
+
+#include "ir/graph.h"
+#include "memory/memory_plan.h"
+
+#include <cstdint>
+#include <set>
+
+namespace popsim::memory {
+
+// Where a kind of tensor lives (PopTorch's TensorLocationSettings): on chip,
+// or in Streaming Memory, off chip, streamed in and out around its use.
+struct TensorLocation {
+  bool onChip = true;
+  // Tensors with fewer elements stay on chip whatever `onChip` says.
+  int64_t minElementsForOffChip = 0;
+};
+
+// Whether `location` keeps `value` off chip.
+bool placedOffChip(const ir::Value& value, const TensorLocation& location);
+
+// The storage roots of the variables the locations place off chip: weights
+// (and buffers), optimizer state and gradient accumulators. (Activations
+// are the pipeline stash's: the runtime places them.)
+std::set<const ir::Value*> offChipVariables(const ir::Graph& graph, const MemoryPlan& plan,
+                                            const TensorLocation& weights,
+                                            const TensorLocation& optimizerState,
+                                            const TensorLocation& accumulators);
+
+} // namespace popsim::memory
