@@ -120,51 +120,63 @@ bool needsStep(const TrainingConfig& config, const ParameterGroup& group) {
 // The update op of one parameter, with the state it needs created on the way.
 void addUpdate(ir::Graph& graph, const TrainingConfig& config, const ParameterGroup& group,
                ir::Value* param, ir::Value* grad, ir::Value* hyper, ir::Value* step) {
-  const auto state = [&](const char* name) {
-    return graph.addState(ir::parameterStateName(param->name(), name), param->type(),
-                          ir::StateKind::Optimizer);
+  std::vector<ir::Value*> states;
+  for (const std::string& key : parameterStateKeys(config.optimizer, group)) {
+    states.push_back(graph.addState(ir::parameterStateName(param->name(), key), param->type(),
+                                    ir::StateKind::Optimizer));
+  }
+  const auto inputs = [&](std::vector<ir::Value*> first) {
+    first.insert(first.end(), states.begin(), states.end());
+    return first;
   };
   const ir::Placement where = inPhase(placementOf(param), ir::Phase::Update);
   switch (config.optimizer) {
   case OptimizerKind::Sgd: {
-    std::vector<ir::Value*> inputs = {param, grad, hyper};
-    if (group.hasMomentum) {
-      inputs.push_back(state("momentum_buffer"));
-      inputs.push_back(step);
-    }
-    addNode(graph, ir::OpKind::SgdUpdate, inputs,
+    std::vector<ir::Value*> operands = inputs({param, grad, hyper});
+    if (group.hasMomentum) operands.push_back(step);
+    addNode(graph, ir::OpKind::SgdUpdate, operands,
             {{"nesterov", group.nesterov}, {"maximize", group.maximize}}, ir::Phase::Update, where);
     return;
   }
   case OptimizerKind::Adam:
-  case OptimizerKind::AdamW: {
-    std::vector<ir::Value*> inputs = {
-        param, grad, hyper, step, state("exp_avg"), state("exp_avg_sq")};
-    if (group.amsgrad) {
-      inputs.push_back(state("max_exp_avg_sq"));
-    }
-    addNode(graph, ir::OpKind::AdamUpdate, inputs,
+  case OptimizerKind::AdamW:
+    addNode(graph, ir::OpKind::AdamUpdate, inputs({param, grad, hyper, step}),
             {{"amsgrad", group.amsgrad},
              {"maximize", group.maximize},
              {"decoupled_weight_decay", config.optimizer == OptimizerKind::AdamW}},
             ir::Phase::Update, where);
     return;
-  }
-  case OptimizerKind::Rmsprop: {
-    std::vector<ir::Value*> inputs = {param, grad, hyper, state("square_avg")};
-    if (group.centered) inputs.push_back(state("grad_avg"));
-    if (group.hasMomentum) inputs.push_back(state("momentum_buffer"));
-    addNode(graph, ir::OpKind::RmspropUpdate, inputs,
+  case OptimizerKind::Rmsprop:
+    addNode(graph, ir::OpKind::RmspropUpdate, inputs({param, grad, hyper}),
             {{"centered", group.centered},
              {"has_momentum", group.hasMomentum},
              {"maximize", group.maximize}},
             ir::Phase::Update, where);
     return;
   }
-  }
 }
 
 } // namespace
+
+std::vector<std::string> parameterStateKeys(OptimizerKind optimizer, const ParameterGroup& group) {
+  std::vector<std::string> keys;
+  switch (optimizer) {
+  case OptimizerKind::Sgd:
+    if (group.hasMomentum) keys.push_back("momentum_buffer");
+    break;
+  case OptimizerKind::Adam:
+  case OptimizerKind::AdamW:
+    keys = {"exp_avg", "exp_avg_sq"};
+    if (group.amsgrad) keys.push_back("max_exp_avg_sq");
+    break;
+  case OptimizerKind::Rmsprop:
+    keys = {"square_avg"};
+    if (group.centered) keys.push_back("grad_avg");
+    if (group.hasMomentum) keys.push_back("momentum_buffer");
+    break;
+  }
+  return keys;
+}
 
 std::vector<std::string> hyperParameterNames(OptimizerKind optimizer) {
   switch (optimizer) {
@@ -179,8 +191,8 @@ std::vector<std::string> hyperParameterNames(OptimizerKind optimizer) {
 
 void buildTrainingProgram(ir::Graph& graph, const TrainingConfig& config) {
   POPSIM_ASSERT(graph.loss() != nullptr, "a training program needs a loss.");
-  POPSIM_CHECK(config.gradientAccumulation >= 1, ErrorKind::InvalidOption,
-               "gradientAccumulation must be at least 1, got ", config.gradientAccumulation, ".");
+  POPSIM_ASSERT(config.gradientAccumulation >= 1, "gradientAccumulation ",
+                config.gradientAccumulation, ".");
   // Step 1: gradients of every trained parameter.
   std::vector<ir::Value*> params;
   std::unordered_map<const ir::Value*, size_t> groupOf;

@@ -31,6 +31,11 @@ struct TrainingConfig {
 
 // The state a training program keeps is named as ir/state_names.h says.
 
+// PyTorch's per-parameter optimizer state of a group (momentum_buffer,
+// exp_avg, ...), in the order its update op reads it; each is the state
+// ir::parameterStateName(parameter, key).
+std::vector<std::string> parameterStateKeys(OptimizerKind optimizer, const ParameterGroup& group);
+
 // The hyper-parameter names of an optimizer, in the order of its hyper vector
 // (ir/optimizer_hyperparameters.h).
 std::vector<std::string> hyperParameterNames(OptimizerKind optimizer);

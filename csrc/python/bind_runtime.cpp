@@ -15,124 +15,6 @@ namespace {
 
 using runtime::Executable;
 
-template <typename T> T option(const py::dict& options, const char* key, T fallback) {
-  if (!options.contains(key) || options[key].is_none()) {
-    return fallback;
-  }
-  try {
-    return options[key].cast<T>();
-  } catch (const py::cast_error&) {
-    throwError(ErrorKind::InvalidOption, std::string("option '") + key + "' has the wrong type: " +
-                                             py::str(options[key].get_type()).cast<std::string>() +
-                                             ".");
-  }
-}
-
-passes::OptimizerKind parseOptimizer(const std::string& name) {
-  if (name == "sgd") return passes::OptimizerKind::Sgd;
-  if (name == "adam") return passes::OptimizerKind::Adam;
-  if (name == "adamw") return passes::OptimizerKind::AdamW;
-  if (name == "rmsprop") return passes::OptimizerKind::Rmsprop;
-  throwError(ErrorKind::InvalidOption, "unknown optimizer '" + name + "'.");
-}
-
-passes::TrainingConfig parseTraining(const py::dict& training) {
-  passes::TrainingConfig config;
-  config.optimizer = parseOptimizer(option<std::string>(training, "optimizer", "sgd"));
-  for (const py::handle& item : training["groups"].cast<py::list>()) {
-    const py::dict group = item.cast<py::dict>();
-    passes::ParameterGroup parsed;
-    parsed.parameters = group["parameters"].cast<std::vector<std::string>>();
-    parsed.hasMomentum = option<bool>(group, "has_momentum", false);
-    parsed.nesterov = option<bool>(group, "nesterov", false);
-    parsed.amsgrad = option<bool>(group, "amsgrad", false);
-    parsed.centered = option<bool>(group, "centered", false);
-    parsed.maximize = option<bool>(group, "maximize", false);
-    config.groups.push_back(std::move(parsed));
-  }
-  return config;
-}
-
-runtime::CompileOptions parseOptions(const py::dict& options) {
-  runtime::CompileOptions parsed;
-  const std::string chip = option<std::string>(options, "chip", "Mk2");
-  POPSIM_CHECK(device::parseChipVersion(chip, &parsed.system.chip), ErrorKind::InvalidOption,
-               "unknown IPU chip '", chip, "': use 'Mk1', 'Mk2' or 'Bow'.");
-  parsed.system.numIpus = option<int64_t>(options, "num_ipus", 1);
-  parsed.system.memoryPerIpu = option<uint64_t>(options, "memory_per_ipu", 0);
-  parsed.deviceIterations = option<int64_t>(options, "device_iterations", 1);
-  const std::string outputMode = option<std::string>(options, "output_mode", "All");
-  if (outputMode == "All")
-    parsed.output.mode = runtime::OutputMode::All;
-  else if (outputMode == "Final")
-    parsed.output.mode = runtime::OutputMode::Final;
-  else if (outputMode == "EveryN")
-    parsed.output.mode = runtime::OutputMode::EveryN;
-  else if (outputMode == "Sum")
-    parsed.output.mode = runtime::OutputMode::Sum;
-  else
-    throwError(ErrorKind::InvalidOption, "unknown output mode '" + outputMode + "'.");
-  parsed.output.period = option<int64_t>(options, "output_return_period", 1);
-  parsed.gradientAccumulation = option<int64_t>(options, "gradient_accumulation", 1);
-  const std::string program = option<std::string>(options, "program", "inference");
-  if (program == "inference")
-    parsed.program = runtime::ProgramKind::Inference;
-  else if (program == "training")
-    parsed.program = runtime::ProgramKind::Training;
-  else if (program == "gradients")
-    parsed.program = runtime::ProgramKind::Gradients;
-  else
-    throwError(ErrorKind::InvalidOption, "unknown program kind '" + program + "'.");
-  for (const py::handle& item : option<py::list>(options, "stages", py::list())) {
-    const auto [block, stage, ipu] = item.cast<std::tuple<std::string, int64_t, int64_t>>();
-    parsed.stages.push_back({block, stage, ipu});
-  }
-  const std::string mode = option<std::string>(options, "execution_mode", "pipelined");
-  if (mode == "pipelined")
-    parsed.mode = runtime::ExecutionMode::Pipelined;
-  else if (mode == "sharded")
-    parsed.mode = runtime::ExecutionMode::Sharded;
-  else
-    throwError(ErrorKind::InvalidOption, "unknown execution mode '" + mode + "'.");
-  const std::string schedule = option<std::string>(options, "schedule", "Interleaved");
-  if (schedule == "Interleaved")
-    parsed.schedule = runtime::ScheduleKind::Interleaved;
-  else if (schedule == "Grouped")
-    parsed.schedule = runtime::ScheduleKind::Grouped;
-  else if (schedule == "Sequential")
-    parsed.schedule = runtime::ScheduleKind::Sequential;
-  else
-    throwError(ErrorKind::InvalidOption, "unknown pipeline schedule '" + schedule + "'.");
-  parsed.threadsPerIpu = option<int64_t>(options, "threads_per_ipu", 0);
-  parsed.recomputation = option<bool>(options, "recomputation", false);
-  parsed.prefetchDepth = option<int64_t>(options, "prefetch_depth", parsed.prefetchDepth);
-  // {"optimizer" | "weight" | "accumulator" | "activation": (on_chip, min_elements)}
-  const std::map<std::string, runtime::TensorLocation*> locations = {
-      {"optimizer", &parsed.optimizerLocation},
-      {"weight", &parsed.weightLocation},
-      {"accumulator", &parsed.accumulatorLocation},
-      {"activation", &parsed.activationLocation}};
-  for (const auto& [kind, settings] : option<py::dict>(options, "tensor_locations", py::dict())) {
-    auto location = locations.find(kind.cast<std::string>());
-    if (location == locations.end()) {
-      throwError(ErrorKind::InvalidOption,
-                 "unknown tensor kind '" + kind.cast<std::string>() + "' in tensor_locations.");
-    }
-    const auto pair = settings.cast<std::pair<bool, int64_t>>();
-    location->second->onChip = pair.first;
-    location->second->minElementsForOffChip = pair.second;
-  }
-  for (const auto& [ipu, proportion] :
-       option<py::dict>(options, "available_memory_proportion", py::dict())) {
-    parsed.availableMemoryProportion[ipu.cast<int64_t>()] = proportion.cast<double>();
-  }
-  if (options.contains("training")) {
-    parsed.training = parseTraining(options["training"].cast<py::dict>());
-  }
-  parsed.training.gradientAccumulation = parsed.gradientAccumulation;
-  return parsed;
-}
-
 py::dict memoryReportDict(const memory::MemoryReport& report) {
   py::dict result;
   result["chip"] = report.chip;
@@ -388,12 +270,11 @@ void bindRuntime(py::module_& module) {
                              [](const Executable& e) { return e.options().system.spec().clockHz; });
   module.def(
       "compile",
-      [](const std::shared_ptr<ir::Graph>& graph, const py::dict& options) {
+      [](const std::shared_ptr<ir::Graph>& graph, const runtime::CompileOptions& options) {
         POPSIM_CHECK(graph != nullptr, ErrorKind::InvalidInput,
                      "compile() needs a graph, got None.");
-        const runtime::CompileOptions parsed = parseOptions(options);
         py::gil_scoped_release release;
-        return std::shared_ptr<Executable>(Executable::compile(*graph, parsed));
+        return std::shared_ptr<Executable>(Executable::compile(*graph, options));
       },
       py::arg("graph"), py::arg("options"),
       "Optimises, plans memory for and builds kernels of a graph (OutOfMemoryError if it does not "

@@ -5,5 +5,6 @@ PYBIND11_MODULE(_C, module) {
   popsim::python::bindErrors(module);
   popsim::python::bindIr(module);
   popsim::python::bindFrontend(module);
+  popsim::python::bindOptions(module);
   popsim::python::bindRuntime(module);
 }

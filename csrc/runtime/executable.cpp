@@ -94,22 +94,21 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& graph,
     // Sharded execution is the sequential schedule: one task at a time.
     executable->options_.schedule = ScheduleKind::Sequential;
   }
-  POPSIM_CHECK(options.gradientAccumulation >= 1, ErrorKind::InvalidOption,
-               "gradientAccumulation must be at least 1, got ", options.gradientAccumulation, ".");
-  POPSIM_CHECK(options.prefetchDepth >= 0, ErrorKind::InvalidOption,
-               "prefetchDepth must be 0 (no prefetch) or more, got ", options.prefetchDepth, ".");
+  // The Python API validates what users set (popsim.Options); these hold
+  // for every options object it builds.
+  POPSIM_ASSERT(options.deviceIterations >= 1 && options.gradientAccumulation >= 1,
+                "deviceIterations ", options.deviceIterations, ", gradientAccumulation ",
+                options.gradientAccumulation, ".");
+  POPSIM_ASSERT(options.prefetchDepth >= 0, "prefetchDepth ", options.prefetchDepth, ".");
   for (const auto& [ipu, proportion] : options.availableMemoryProportion) {
-    POPSIM_CHECK(ipu >= 0 && ipu < options.system.numIpus, ErrorKind::InvalidOption,
-                 "setAvailableMemoryProportion names IPU", ipu, " but the simulated system has ",
-                 options.system.numIpus, " IPU(s), IPU0 to IPU", options.system.numIpus - 1,
-                 ". Remove the entry or raise Simulator.numIpus.");
-    POPSIM_CHECK(proportion > 0.0 && proportion <= 1.0, ErrorKind::InvalidOption,
-                 "setAvailableMemoryProportion: the proportion for IPU", ipu,
-                 " must be in (0, 1], got ", proportion, ".");
+    POPSIM_ASSERT(ipu >= 0 && ipu < options.system.numIpus && proportion > 0.0 && proportion <= 1.0,
+                  "availableMemoryProportion ", proportion, " for IPU", ipu, " of ",
+                  options.system.numIpus, ".");
   }
   compiler::CompilerOptions compilerOptions;
   compilerOptions.program = options.program;
   compilerOptions.training = options.training;
+  compilerOptions.training.gradientAccumulation = options.gradientAccumulation;
   compilerOptions.stages = options.stages;
   compilerOptions.pipelined = executable->options_.schedule != ScheduleKind::Sequential;
   compilerOptions.recomputation = options.recomputation;

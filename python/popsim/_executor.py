@@ -440,24 +440,30 @@ class Executor:
             strategy = PipelinedExecution(AutoStage.SameAsIpu)
         stages = strategy._assign(blocks) if strategy is not None else []
         ipus_used = 1 + max((ipu for _, _, ipu in stages), default=0)
-        options = {
-            "num_ipus": opts.Simulator.num_ipus or ipus_used,
-            "stages": stages,
-            "threads_per_ipu": opts.Simulator.threads_per_ipu or 0,
-            "chip": opts.Simulator.ipu_version,
-            "memory_per_ipu": opts.Simulator.memory_per_ipu or 0,
-            "device_iterations": opts.device_iterations,
-            "gradient_accumulation": opts.Training.gradient_accumulation,
-            "recomputation": opts.Training.recomputation_enabled,
-            "prefetch_depth": opts.prefetch_depth,
-            "tensor_locations": opts.TensorLocations._compile_options(),
-            "available_memory_proportion": dict(opts.available_memory_proportion),
-            "output_mode": self._output_mode().name,
-            "output_return_period": opts.output_return_period,
-            "program": "training" if self._training else "inference",
-        }
+        num_ipus = opts.Simulator.num_ipus or ipus_used
+        for ipu in opts.available_memory_proportion:
+            if ipu >= num_ipus:
+                raise OptionError(
+                    f"setAvailableMemoryProportion names IPU{ipu} but the simulated system has "
+                    f"{num_ipus} IPU(s), IPU0 to IPU{num_ipus - 1}. Remove the entry or raise "
+                    "Simulator.numIpus.")
+        options = _C.CompileOptions()
+        options.num_ipus = num_ipus
+        options.stages = [_C.StageAssignment(*stage) for stage in stages]
+        options.threads_per_ipu = opts.Simulator.threads_per_ipu or 0
+        options.chip = getattr(_C.ChipVersion, opts.Simulator.ipu_version)
+        options.memory_per_ipu = opts.Simulator.memory_per_ipu or 0
+        options.device_iterations = opts.device_iterations
+        options.gradient_accumulation = opts.Training.gradient_accumulation
+        options.recomputation = opts.Training.recomputation_enabled
+        options.prefetch_depth = opts.prefetch_depth
+        opts.TensorLocations._fill(options)
+        options.available_memory_proportion = dict(opts.available_memory_proportion)
+        options.output_mode = getattr(_C.OutputMode, self._output_mode().name)
+        options.output_return_period = opts.output_return_period
+        options.program = _C.ProgramKind.Training if self._training else _C.ProgramKind.Inference
         if strategy is not None:
-            options.update(strategy._compile_options())
+            strategy._fill(options)
         return options
 
     def _random_seed(self):
@@ -499,7 +505,7 @@ class Executor:
             if self._record is None:  # compiling again after destroy()
                 self._record = _training_registry.register(self._user_model, self)
             binding = _training.OptimizerBinding(self._optimizer, self._names_by_tensor())
-            options["training"] = binding.config()
+            options.training = binding.config()
         progress.phase("compile")
         executable = _C.compile(graph, options)
         progress.phase("weights")
@@ -519,7 +525,7 @@ class Executor:
             _host_sync.install(self._user_model, self)
         self._attached = True
         self._compilation_seconds = time.perf_counter() - start
-        return options["stages"]
+        return [(s.block, s.stage, s.ipu) for s in options.stages]
 
     def _profile_directory(self):
         """enableProfiling's directory, else POPSIM_PROFILE_DIR's, else None."""

@@ -30,7 +30,9 @@ def gradients(model, *args, training=False, **kwargs):
     tensors = _tracing.widened(tensors)
     graph = _C.import_module(traced, tensors, _tracing.LIBRARY_PATHS, _tracing.MODEL_ATTRIBUTE,
                              signature.tensor_names, training=True)
-    executable = _C.compile(graph, {"program": "gradients"})
+    options = _C.CompileOptions()
+    options.program = _C.ProgramKind.Gradients
+    executable = _C.compile(graph, options)
     names = executable.weight_names()
     executable.write_variables(_weights.host_weights(model, names))
     outputs = executable.run(tensors)

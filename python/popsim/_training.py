@@ -10,6 +10,7 @@ in both directions.
 
 import torch
 
+from popsim import _C
 from popsim.enums import ReductionType
 from popsim.errors import OptionError
 
@@ -44,14 +45,22 @@ def group_flags(kind, group):
             "maximize": bool(group.get("maximize", False))}
 
 
+_OPTIMIZER_KINDS = {"sgd": _C.OptimizerKind.Sgd, "adam": _C.OptimizerKind.Adam,
+                    "adamw": _C.OptimizerKind.AdamW, "rmsprop": _C.OptimizerKind.Rmsprop}
+
+
+def parameter_group(flags, parameters=()):
+    """A group's compile-time shape, as the C++ training program takes it."""
+    group = _C.ParameterGroup()
+    group.parameters = list(parameters)
+    for flag, value in flags.items():
+        setattr(group, flag, value)
+    return group
+
+
 def state_names(kind, flags):
-    """PyTorch's per-parameter state of one group."""
-    if kind == "sgd":
-        return ["momentum_buffer"] if flags["has_momentum"] else []
-    if kind in ("adam", "adamw"):
-        return ["exp_avg", "exp_avg_sq"] + (["max_exp_avg_sq"] if flags["amsgrad"] else [])
-    return (["square_avg"] + (["grad_avg"] if flags["centered"] else [])
-            + (["momentum_buffer"] if flags["has_momentum"] else []))
+    """PyTorch's per-parameter state of one group (named by the C++ program)."""
+    return _C.parameter_state_keys(_OPTIMIZER_KINDS[kind], parameter_group(flags))
 
 
 def hyperparameters(kind, group, grad_scale):
@@ -101,9 +110,11 @@ class OptimizerBinding:
         self.flags = [group_flags(self.kind, group) for group in optimizer.param_groups]
 
     def config(self):
-        return {"optimizer": self.kind,
-                "groups": [dict(flags, parameters=[name for name, _ in params])
-                           for flags, params in zip(self.flags, self.groups)]}
+        config = _C.TrainingConfig()
+        config.optimizer = _OPTIMIZER_KINDS[self.kind]
+        config.groups = [parameter_group(flags, [name for name, _ in params])
+                         for flags, params in zip(self.flags, self.groups)]
+        return config
 
     def check_compatible(self, other):
         """setOptimizer may change numbers, not the program's shape."""
@@ -132,19 +143,20 @@ class OptimizerBinding:
             for name, param in params:
                 torch_state = self.optimizer.state.get(param, {})
                 for key in state_names(self.kind, self.flags[index]):
-                    device_name = f"{name}/{key}"
+                    device_name = _C.parameter_state_name(name, key)
                     if device_name not in available:
                         continue
                     value = torch_state.get(key)
                     values[device_name] = (value.detach().float() if value is not None
                                            else torch.zeros_like(param, dtype=torch.float32))
-                if f"{name}/accumulator" in available:
-                    values[f"{name}/accumulator"] = torch.zeros_like(param, dtype=torch.float32)
-            step_name = f"optimizer/group{index}/step"
+                accumulator = _C.parameter_state_name(name, "accumulator")
+                if accumulator in available:
+                    values[accumulator] = torch.zeros_like(param, dtype=torch.float32)
+            step_name = _C.group_state_name(index, "step")
             if step_name in available:
                 values[step_name] = torch.tensor(self._initial_step(index), dtype=torch.int64)
-        if "random/counter" in available:
-            values["random/counter"] = torch.tensor(0, dtype=torch.int64)
+        if _C.RANDOM_COUNTER_NAME in available:
+            values[_C.RANDOM_COUNTER_NAME] = torch.tensor(0, dtype=torch.int64)
         return values
 
     def _initial_step(self, index):
@@ -160,16 +172,19 @@ class OptimizerBinding:
     def copy_state_to_host(self, executable):
         """The device's optimizer state into optimizer.state, as PyTorch keeps it."""
         available = set(executable.state_names())
-        wanted = [name for name in available
-                  if not name.endswith("/accumulator") and name != "random/counter"
-                  and not name.endswith("/hyper")]
-        values = executable.read_variables(wanted)
+        wanted = []
         for index, params in enumerate(self.groups):
-            step = values.get(f"optimizer/group{index}/step")
+            wanted.append(_C.group_state_name(index, "step"))
+            for name, _ in params:
+                wanted += [_C.parameter_state_name(name, key)
+                           for key in state_names(self.kind, self.flags[index])]
+        values = executable.read_variables([name for name in wanted if name in available])
+        for index, params in enumerate(self.groups):
+            step = values.get(_C.group_state_name(index, "step"))
             for name, param in params:
                 state = self.optimizer.state[param]
                 for key in state_names(self.kind, self.flags[index]):
-                    if f"{name}/{key}" in values:
-                        state[key] = values[f"{name}/{key}"]
+                    if _C.parameter_state_name(name, key) in values:
+                        state[key] = values[_C.parameter_state_name(name, key)]
                 if step is not None and self.kind != "sgd":
                     state["step"] = torch.tensor(float(step))

@@ -17,6 +17,7 @@ import re
 
 import torch
 
+from popsim import _C
 from popsim.enums import OutputMode, ReductionType
 from popsim.errors import OptionError
 from popsim.strategies import _ExecutionStrategy
@@ -267,12 +268,12 @@ class _TensorLocationOptions(_OptionGroup):
                               f"popsim.TensorLocationSettings, got {settings!r}.")
         return copy.copy(settings)  # later changes to the caller's settings do not leak in
 
-    def _compile_options(self):
-        return {kind: (settings.on_chip, settings.min_elements_for_off_chip)
-                for kind, settings in (("optimizer", self.optimizer_location),
-                                       ("weight", self.weight_location),
-                                       ("accumulator", self.accumulator_location),
-                                       ("activation", self.activation_location))}
+    def _fill(self, options):
+        """Sets the tensor locations of a _C.CompileOptions."""
+        for kind in ("optimizer", "weight", "accumulator", "activation"):
+            settings = getattr(self, f"{kind}_location")
+            setattr(options, f"{kind}_location", _C.TensorLocation(
+                settings.on_chip, settings.min_elements_for_off_chip))
 
 
 _GROUPS = ("Training", "Simulator", "TensorLocations")

@@ -10,6 +10,7 @@ A model with blocks and no strategy runs ``PipelinedExecution(AutoStage.SameAsIp
 import enum
 import numbers
 
+from popsim import _C
 from popsim.errors import OptionError
 
 
@@ -61,7 +62,7 @@ class Stage:
 
 class _ExecutionStrategy:
     _name = "ExecutionStrategy"
-    _mode = "pipelined"
+    _mode = _C.ExecutionMode.Pipelined
 
     def __init__(self, *args):
         if not args:
@@ -136,8 +137,9 @@ class _ExecutionStrategy:
             assignment.append((block["name"], stage, ipu))
         return assignment
 
-    def _compile_options(self):
-        return {"execution_mode": self._mode}
+    def _fill(self, options):
+        """Sets the strategy's part of a _C.CompileOptions."""
+        options.execution_mode = self._mode
 
     def __repr__(self):
         args = repr(self._auto) if self._stages is None else ", ".join(map(repr, self._stages))
@@ -169,8 +171,9 @@ class PipelinedExecution(_ExecutionStrategy):
                               f"popsim.PipelineSchedule, got {schedule!r}.")
         self.schedule = schedule
 
-    def _compile_options(self):
-        return dict(super()._compile_options(), schedule=self.schedule.value)
+    def _fill(self, options):
+        super()._fill(options)
+        options.schedule = getattr(_C.ScheduleKind, self.schedule.value)
 
 
 class ShardedExecution(_ExecutionStrategy):
@@ -178,4 +181,4 @@ class ShardedExecution(_ExecutionStrategy):
     a time, the least memory (no stash), and no minimum micro-batch count."""
 
     _name = "ShardedExecution"
-    _mode = "sharded"
+    _mode = _C.ExecutionMode.Sharded

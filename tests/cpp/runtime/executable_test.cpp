@@ -424,11 +424,11 @@ TEST_F(ExecutableTest, EachPrefetchBufferHoldsOneMicroBatchOfInputs) {
   }
 }
 
-TEST_F(ExecutableTest, ANegativePrefetchDepthIsAnOptionError) {
+// Python validates user options (tests/python/test_options.py); C++ asserts.
+TEST_F(ExecutableTest, ANegativePrefetchDepthBreaksAnInvariant) {
   const Error error = testing::captureError([&] { compile(OutputMode::All, 1, kIterations, -1); });
-  EXPECT_EQ(error.kind(), ErrorKind::InvalidOption);
-  EXPECT_TRUE(
-      testing::contains(error.what(), "prefetchDepth must be 0 (no prefetch) or more, got -1."));
+  EXPECT_EQ(error.kind(), ErrorKind::Internal);
+  EXPECT_TRUE(testing::contains(error.what(), "prefetchDepth -1."));
 }
 
 TEST_F(ExecutableTest, ProgramListsOneStepPerNode) {

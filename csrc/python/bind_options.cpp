@@ -1,0 +1,116 @@
+// The typed contract between the Python API and the C++ core: the compile
+// options, their enums and the state names, bound as they are in C++. Python
+// validates what users give (popsim.Options and friends) and fills these;
+// C++ keeps internal assertions only.
+
+#include "device/ipu_system.h"
+#include "ir/state_names.h"
+#include "passes/training_program.h"
+#include "python/bindings.h"
+#include "runtime/executable.h"
+
+#include <pybind11/stl.h>
+
+namespace py = pybind11;
+
+namespace popsim::python {
+
+void bindOptions(py::module_& module) {
+  py::enum_<runtime::ProgramKind>(module, "ProgramKind")
+      .value("Inference", runtime::ProgramKind::Inference)
+      .value("Training", runtime::ProgramKind::Training)
+      .value("Gradients", runtime::ProgramKind::Gradients);
+  py::enum_<runtime::ExecutionMode>(module, "ExecutionMode")
+      .value("Pipelined", runtime::ExecutionMode::Pipelined)
+      .value("Sharded", runtime::ExecutionMode::Sharded);
+  py::enum_<runtime::ScheduleKind>(module, "ScheduleKind")
+      .value("Interleaved", runtime::ScheduleKind::Interleaved)
+      .value("Grouped", runtime::ScheduleKind::Grouped)
+      .value("Sequential", runtime::ScheduleKind::Sequential);
+  py::enum_<runtime::OutputMode>(module, "OutputMode")
+      .value("All", runtime::OutputMode::All)
+      .value("Final", runtime::OutputMode::Final)
+      .value("EveryN", runtime::OutputMode::EveryN)
+      .value("Sum", runtime::OutputMode::Sum);
+  py::enum_<passes::OptimizerKind>(module, "OptimizerKind")
+      .value("Sgd", passes::OptimizerKind::Sgd)
+      .value("Adam", passes::OptimizerKind::Adam)
+      .value("AdamW", passes::OptimizerKind::AdamW)
+      .value("Rmsprop", passes::OptimizerKind::Rmsprop);
+  py::enum_<device::ChipVersion>(module, "ChipVersion")
+      .value("Mk1", device::ChipVersion::Mk1)
+      .value("Mk2", device::ChipVersion::Mk2)
+      .value("Bow", device::ChipVersion::Bow);
+
+  py::class_<memory::TensorLocation>(module, "TensorLocation")
+      .def(py::init<>())
+      .def(py::init([](bool onChip, int64_t minElements) {
+             return memory::TensorLocation{onChip, minElements};
+           }),
+           py::arg("on_chip"), py::arg("min_elements_for_off_chip") = 0)
+      .def_readwrite("on_chip", &memory::TensorLocation::onChip)
+      .def_readwrite("min_elements_for_off_chip", &memory::TensorLocation::minElementsForOffChip);
+  py::class_<passes::StageAssignment>(module, "StageAssignment")
+      .def(py::init([](std::string block, int64_t stage, int64_t ipu) {
+             return passes::StageAssignment{std::move(block), stage, ipu};
+           }),
+           py::arg("block"), py::arg("stage"), py::arg("ipu"))
+      .def_readonly("block", &passes::StageAssignment::block)
+      .def_readonly("stage", &passes::StageAssignment::stage)
+      .def_readonly("ipu", &passes::StageAssignment::ipu);
+  py::class_<passes::ParameterGroup>(module, "ParameterGroup")
+      .def(py::init<>())
+      .def_readwrite("parameters", &passes::ParameterGroup::parameters)
+      .def_readwrite("has_momentum", &passes::ParameterGroup::hasMomentum)
+      .def_readwrite("nesterov", &passes::ParameterGroup::nesterov)
+      .def_readwrite("amsgrad", &passes::ParameterGroup::amsgrad)
+      .def_readwrite("centered", &passes::ParameterGroup::centered)
+      .def_readwrite("maximize", &passes::ParameterGroup::maximize);
+  py::class_<passes::TrainingConfig>(module, "TrainingConfig")
+      .def(py::init<>())
+      .def_readwrite("optimizer", &passes::TrainingConfig::optimizer)
+      .def_readwrite("groups", &passes::TrainingConfig::groups);
+  py::class_<runtime::CompileOptions>(module, "CompileOptions")
+      .def(py::init<>())
+      .def_property(
+          "chip", [](const runtime::CompileOptions& o) { return o.system.chip; },
+          [](runtime::CompileOptions& o, device::ChipVersion chip) { o.system.chip = chip; })
+      .def_property(
+          "num_ipus", [](const runtime::CompileOptions& o) { return o.system.numIpus; },
+          [](runtime::CompileOptions& o, int64_t count) { o.system.numIpus = count; })
+      .def_property(
+          "memory_per_ipu", [](const runtime::CompileOptions& o) { return o.system.memoryPerIpu; },
+          [](runtime::CompileOptions& o, uint64_t bytes) { o.system.memoryPerIpu = bytes; })
+      .def_readwrite("device_iterations", &runtime::CompileOptions::deviceIterations)
+      .def_readwrite("gradient_accumulation", &runtime::CompileOptions::gradientAccumulation)
+      .def_property(
+          "output_mode", [](const runtime::CompileOptions& o) { return o.output.mode; },
+          [](runtime::CompileOptions& o, runtime::OutputMode mode) { o.output.mode = mode; })
+      .def_property(
+          "output_return_period", [](const runtime::CompileOptions& o) { return o.output.period; },
+          [](runtime::CompileOptions& o, int64_t period) { o.output.period = period; })
+      .def_readwrite("program", &runtime::CompileOptions::program)
+      .def_readwrite("training", &runtime::CompileOptions::training)
+      .def_readwrite("stages", &runtime::CompileOptions::stages)
+      .def_readwrite("execution_mode", &runtime::CompileOptions::mode)
+      .def_readwrite("schedule", &runtime::CompileOptions::schedule)
+      .def_readwrite("recomputation", &runtime::CompileOptions::recomputation)
+      .def_readwrite("threads_per_ipu", &runtime::CompileOptions::threadsPerIpu)
+      .def_readwrite("prefetch_depth", &runtime::CompileOptions::prefetchDepth)
+      .def_readwrite("optimizer_location", &runtime::CompileOptions::optimizerLocation)
+      .def_readwrite("weight_location", &runtime::CompileOptions::weightLocation)
+      .def_readwrite("accumulator_location", &runtime::CompileOptions::accumulatorLocation)
+      .def_readwrite("activation_location", &runtime::CompileOptions::activationLocation)
+      .def_readwrite("available_memory_proportion",
+                     &runtime::CompileOptions::availableMemoryProportion);
+
+  // The names the device keeps state under, for the host to read and write it.
+  module.def("parameter_state_keys", &passes::parameterStateKeys, py::arg("optimizer"),
+             py::arg("group"), "PyTorch's per-parameter optimizer state keys of a group.");
+  module.def("parameter_state_name", &ir::parameterStateName, py::arg("parameter"), py::arg("key"));
+  module.def("group_state_name", &ir::groupStateName, py::arg("group"), py::arg("key"));
+  module.def("hyperparameter_names", &passes::hyperParameterNames, py::arg("optimizer"));
+  module.attr("RANDOM_COUNTER_NAME") = ir::kRandomCounterName;
+}
+
+} // namespace popsim::python
