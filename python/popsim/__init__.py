@@ -13,7 +13,7 @@ implements (see README.md).
 """
 
 try:
-    from popsim import _C  # noqa: F401  (the C++ core)
+    from popsim import _C as _C  # noqa: F401  (the C++ core)
 except ImportError as error:  # pragma: no cover - depends on the installation
     raise ImportError(
         "popsim's C++ extension (popsim._C) is not built or cannot be loaded: "

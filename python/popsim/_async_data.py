@@ -33,6 +33,7 @@ import queue
 import signal
 import traceback
 import weakref
+from typing import Optional
 
 import torch
 import torch.multiprocessing as multiprocessing
@@ -289,8 +290,9 @@ class AsynchronousDataAccessor:
     so do garbage collection and interpreter exit.
     """
 
-    def __init__(self, dataset, buffer_size=3, load_indefinitely=True, early_preload=False,
-                 rebatched_size=None, drop_last=True):
+    def __init__(self, dataset: torch.utils.data.Dataset, buffer_size: int = 3,
+                 load_indefinitely: bool = True, early_preload: bool = False,
+                 rebatched_size: Optional[int] = None, drop_last: bool = True) -> None:
         buffer_size = positive_int("buffer_size", buffer_size, "AsynchronousDataAccessor")
         if rebatched_size is not None:
             rebatched_size = positive_int("rebatched_size", rebatched_size,

@@ -10,6 +10,7 @@ so annotated models still run in plain PyTorch.
 
 import functools
 import numbers
+from typing import Callable, List, Optional, Tuple
 
 import torch
 
@@ -80,10 +81,10 @@ class Block:
     one returns to the enclosing block.
     """
 
-    def __init__(self, user_id=None, ipu_id=None):
+    def __init__(self, user_id: Optional[str] = None, ipu_id: Optional[int] = None) -> None:
         self._ipu = _check_ipu(ipu_id, "popsim.Block")
         self._id = _block_id(user_id, self._ipu, "popsim.Block")
-        self._outer = []
+        self._outer: List[Tuple[Optional[str], Optional[int]]] = []
 
     @staticmethod
     def useAutoId():
@@ -111,24 +112,27 @@ class _BlockStart:
         _emit((self.user_id if self.user_id is not None else _next_auto_id(), self.ipu_id))
 
 
-def BeginBlock(layer_to_call, user_id=None, ipu_id=None):
+def BeginBlock(layer_to_call: torch.nn.Module, user_id: Optional[str] = None,
+               ipu_id: Optional[int] = None) -> torch.nn.Module:
     """Starts a block where ``layer_to_call`` runs: the module's ops and every op
     after it belong to the block until the next block starts. Returns the module."""
     if not isinstance(layer_to_call, torch.nn.Module):
         raise OptionError(f"popsim.BeginBlock expects a torch.nn.Module, got "
                           f"{type(layer_to_call).__name__}.")
-    if getattr(layer_to_call, "_popsim_block", None) is not None:
+    existing = getattr(layer_to_call, "_popsim_block", None)
+    if existing is not None:
         raise OptionError(
             f"popsim.BeginBlock was already applied to this {type(layer_to_call).__name__} "
-            f"(block {layer_to_call._popsim_block.user_id!r}); a module starts one block.")
+            f"(block {existing.user_id!r}); a module starts one block.")
     ipu = _check_ipu(ipu_id, "popsim.BeginBlock")
     hook = _BlockStart(_block_id(user_id, ipu, "popsim.BeginBlock"), ipu)
-    layer_to_call._popsim_block = hook
+    setattr(layer_to_call, "_popsim_block", hook)
     layer_to_call.register_forward_pre_hook(hook)
     return layer_to_call
 
 
-def BlockFunction(user_id=None, ipu_id=None):
+def BlockFunction(user_id: Optional[str] = None,
+                  ipu_id: Optional[int] = None) -> Callable[[Callable], Callable]:
     """Decorator: every call of the function runs inside ``popsim.Block(user_id, ipu_id)``."""
     block_ipu = _check_ipu(ipu_id, "popsim.BlockFunction")
     block_id = _block_id(user_id, block_ipu, "popsim.BlockFunction")

@@ -9,6 +9,7 @@ any options. In the asynchronous modes a background process
 
 import warnings
 import weakref
+from typing import Any, Dict, Optional
 
 import torch
 import torch.utils.data
@@ -136,10 +137,13 @@ class DataLoader(torch.utils.data.DataLoader):
     popsim runs in one process, so there is nothing to partition.
     """
 
-    def __init__(self, options, dataset, batch_size=1, shuffle=False, num_workers=0,
-                 drop_last=True, persistent_workers=None, auto_distributed_partitioning=True,
-                 mode=DataLoaderMode.Sync, async_options=None, rebatched_worker_size=None,
-                 **kwargs):
+    def __init__(self, options: Options, dataset: torch.utils.data.Dataset, batch_size: int = 1,
+                 shuffle: bool = False, num_workers: int = 0, drop_last: bool = True,
+                 persistent_workers: Optional[bool] = None,
+                 auto_distributed_partitioning: bool = True,
+                 mode: DataLoaderMode = DataLoaderMode.Sync,
+                 async_options: Optional[Dict[str, Any]] = None,
+                 rebatched_worker_size: Optional[int] = None, **kwargs: Any) -> None:
         if not isinstance(options, Options):
             raise OptionError(
                 f"popsim.DataLoader takes popsim.Options first, got {type(options).__name__}.")

@@ -21,20 +21,19 @@ import json
 import os
 import threading
 import time
+from typing import Any, Optional
 
 import torch
 
-from popsim import _C, _host_sync, _structure, _tracing, _training, _training_registry, _weights
+from popsim import _C, _compilation, _host_sync, _structure, _tracing, _training, _training_registry, _weights
 from popsim.enums import OutputMode
 from popsim.errors import InputError, OptionError
 from popsim._progress import CompileProgress
 from popsim._trace import ExecutionTrace
 from popsim.options import Options, profile_directory
-from popsim.strategies import AutoStage, PipelinedExecution
 
 _log_counter = itertools.count()
 PROFILE_DIR_VARIABLE = "POPSIM_PROFILE_DIR"
-_SUPPORTED_DTYPES = (torch.float32, torch.int32, torch.int64, torch.bool)
 # Narrow integer inputs reach the device widened to int32 (exact; the importer
 # allows only conversions and views of them, which give eager's numbers).
 _WIDENED_DTYPES = _tracing.WIDENED_DTYPES
@@ -218,16 +217,16 @@ class Executor:
         return outputs[:-count]
 
     @_one_thread_at_a_time
-    def compile(self, *args, **kwargs):
+    def compile(self, *args: Any, **kwargs: Any) -> None:
         """Compiles for these inputs without running the model."""
         if self._executable is None:
             self._compile(args, kwargs)
 
-    def isCompiled(self):
+    def isCompiled(self) -> bool:
         return self._executable is not None
 
     @_one_thread_at_a_time
-    def destroy(self):
+    def destroy(self) -> None:
         """Copies weights (and optimizer state) home and frees the compiled program;
         the next call compiles again."""
         if self._executable is not None and self._training:
@@ -251,7 +250,7 @@ class Executor:
             pass
 
     @_one_thread_at_a_time
-    def copyWeightsToDevice(self):
+    def copyWeightsToDevice(self) -> None:
         """Copies the host model's current parameters and buffers to the device.
 
         Edits to the host model after compilation are not seen by the device
@@ -262,7 +261,7 @@ class Executor:
         self._host_dirty = False
 
     @_one_thread_at_a_time
-    def copyWeightsToHost(self):
+    def copyWeightsToHost(self) -> None:
         """Copies the device's weights (parameters and buffers) into the host model."""
         self._require_compiled("copyWeightsToHost")
         names = self._executable.weight_names()
@@ -307,7 +306,7 @@ class Executor:
             self._optimizer._step_count += self._options.device_iterations
 
     @_one_thread_at_a_time
-    def setOptimizer(self, optimizer):
+    def setOptimizer(self, optimizer: torch.optim.Optimizer) -> None:
         """Replaces the optimizer's hyper-parameters (lr, ...) without recompiling."""
         if not self._training:
             raise InputError("setOptimizer() is for training models.")
@@ -321,7 +320,7 @@ class Executor:
         self._optimizer = optimizer
 
     @_one_thread_at_a_time
-    def detachFromDevice(self):
+    def detachFromDevice(self) -> None:
         """Copies weights and optimizer state to the host and releases the device.
 
         Calling the model (or attachToDevice()) attaches it again with them.
@@ -337,7 +336,7 @@ class Executor:
         self._attached = False
 
     @_one_thread_at_a_time
-    def attachToDevice(self):
+    def attachToDevice(self) -> None:
         """Attaches a detached model, copying its weights and optimizer state back."""
         self._require_compiled("attachToDevice")
         if self._attached:
@@ -349,7 +348,7 @@ class Executor:
         self._attached = True
         self._host_dirty = False
 
-    def isAttachedToDevice(self):
+    def isAttachedToDevice(self) -> bool:
         return self._attached
 
     def memoryReport(self):
@@ -357,24 +356,24 @@ class Executor:
         self._require_compiled("memoryReport")
         return self._executable.memory_report()
 
-    def cycleCount(self):
+    def cycleCount(self) -> int:
         """Simulated IPU cycles of the last call (compute and host transfers)."""
         self._require_compiled("cycleCount")
         return self._executable.last_run_cycles
 
-    def executionTrace(self):
+    def executionTrace(self) -> ExecutionTrace:
         """The last call on the simulated clock: a popsim ExecutionTrace whose
         ``events`` list every task each IPU ran and whose ``str()`` draws the
         pipeline, one row per IPU."""
         self._require_compiled("executionTrace")
         return ExecutionTrace.of(self._executable)
 
-    def simulatedTime(self):
+    def simulatedTime(self) -> float:
         """Simulated seconds of the last call on the IPUs (cycles at the chip's clock)."""
         self._require_compiled("simulatedTime")
         return self._executable.last_run_cycles / self._executable.clock_hz
 
-    def compilationTime(self):
+    def compilationTime(self) -> float:
         """Seconds the last compilation took (tracing included)."""
         self._require_compiled("compilationTime")
         return self._compilation_seconds
@@ -402,74 +401,6 @@ class Executor:
         names = self._executable.weight_names()
         self._executable.write_variables(_weights.host_weights(self._model, names))
 
-    def _micro_batches(self, signature, tensors):
-        iterations = self._options.device_iterations
-        accumulation = self._options.Training.gradient_accumulation
-        factor = iterations * accumulation
-        if accumulation == 1:
-            explained = (f"deviceIterations ({iterations}): each call runs {iterations} device "
-                         "iteration(s) on micro-batches of equal size")
-        else:
-            explained = (f"deviceIterations ({iterations}) x gradientAccumulation ({accumulation}) "
-                         f"= {factor}: each call runs {iterations} device iteration(s) of "
-                         f"{accumulation} micro-batches, all of equal size")
-        micro = []
-        for name, tensor in zip(signature.tensor_names, tensors):
-            if tensor.dtype not in _SUPPORTED_DTYPES + _WIDENED_DTYPES:
-                raise InputError(
-                    f"Input '{name}' has dtype {tensor.dtype}; popsim takes float32, int32, "
-                    "int64, bool, uint8, int8 and int16 tensors (convert it, e.g. with "
-                    ".float()).")
-            if tensor.dim() == 0:
-                raise InputError(
-                    f"Input '{name}' is a scalar. popsim splits each input along dimension 0 "
-                    f"into {factor} micro-batch(es) per call, so inputs need a batch dimension.")
-            if tensor.shape[0] % factor != 0:
-                raise InputError(
-                    f"Invalid batch dimension: input '{name}' has {tensor.shape[0]} samples in "
-                    f"dimension 0, which must be a multiple of {explained}.")
-            # A copy: tracing runs the model, which may modify its inputs in place.
-            micro.append(tensor[: tensor.shape[0] // factor].clone())
-        return micro
-
-    def _compile_options(self, graph):
-        opts = self._options
-        blocks = graph.blocks()
-        strategy = opts.execution_strategy
-        if strategy is None and blocks:
-            strategy = PipelinedExecution(AutoStage.SameAsIpu)
-        stages = strategy._assign(blocks) if strategy is not None else []
-        ipus_used = 1 + max((ipu for _, _, ipu in stages), default=0)
-        num_ipus = opts.Simulator.num_ipus or ipus_used
-        for ipu in opts.available_memory_proportion:
-            if ipu >= num_ipus:
-                raise OptionError(
-                    f"setAvailableMemoryProportion names IPU{ipu} but the simulated system has "
-                    f"{num_ipus} IPU(s), IPU0 to IPU{num_ipus - 1}. Remove the entry or raise "
-                    "Simulator.numIpus.")
-        options = _C.CompileOptions()
-        options.num_ipus = num_ipus
-        options.stages = [_C.StageAssignment(*stage) for stage in stages]
-        options.threads_per_ipu = opts.Simulator.threads_per_ipu or 0
-        options.chip = getattr(_C.ChipVersion, opts.Simulator.ipu_version)
-        options.memory_per_ipu = opts.Simulator.memory_per_ipu or 0
-        options.device_iterations = opts.device_iterations
-        options.gradient_accumulation = opts.Training.gradient_accumulation
-        options.recomputation = opts.Training.recomputation_enabled
-        options.prefetch_depth = opts.prefetch_depth
-        opts.TensorLocations._fill(options)
-        options.available_memory_proportion = dict(opts.available_memory_proportion)
-        options.output_mode = getattr(_C.OutputMode, self._output_mode().name)
-        options.output_return_period = opts.output_return_period
-        options.program = _C.ProgramKind.Training if self._training else _C.ProgramKind.Inference
-        if strategy is not None:
-            strategy._fill(options)
-        return options
-
-    def _random_seed(self):
-        seed = self._options.random_seed
-        return seed if seed is not None else torch.initial_seed() % (2**63)
-
     def _compile(self, args, kwargs):
         profile_root = self._profile_directory()  # a bad POPSIM_PROFILE_DIR fails before compiling
         with CompileProgress() as progress:
@@ -488,7 +419,8 @@ class Executor:
         if not signature.tensor_positions:
             raise InputError("The model was called without tensor inputs; popsim models take at "
                              "least one tensor with a batch dimension.")
-        micro = self._micro_batches(signature, signature.tensors(args, kwargs))
+        micro = _compilation.micro_batches(self._options, signature,
+                                           signature.tensors(args, kwargs))
         opts = self._options
         signature.batch_explanation = (
             f"micro-batch {micro[0].shape[0]} x deviceIterations {opts.device_iterations} x "
@@ -498,8 +430,9 @@ class Executor:
         graph = _C.import_module(traced, _widened(micro), _tracing.LIBRARY_PATHS,
                                  _tracing.MODEL_ATTRIBUTE,
                                  signature.tensor_names, training=self._training,
-                                 random_seed=self._random_seed())
-        options = self._compile_options(graph)
+                                 random_seed=_compilation.random_seed(self._options))
+        options = _compilation.compile_options(self._options, graph, self._training,
+                                               self._output_mode())
         binding = None
         if self._training:
             if self._record is None:  # compiling again after destroy()
@@ -579,7 +512,7 @@ class Executor:
         return f"popsim {kind} model ({state}) of {type(self._user_model).__name__}"
 
 
-def inferenceModel(model, options=None):
+def inferenceModel(model: torch.nn.Module, options: Optional[Options] = None) -> Executor:
     """Wraps `model` to run inference on simulated IPUs.
 
     Like PopTorch, popsim makes a shallow copy: parameters are shared with
@@ -590,7 +523,8 @@ def inferenceModel(model, options=None):
     return Executor(model, options, training=False)
 
 
-def trainingModel(model, options=None, optimizer=None):
+def trainingModel(model: torch.nn.Module, options: Optional[Options] = None,
+                  optimizer: Optional[torch.optim.Optimizer] = None) -> Executor:
     """Wraps `model` to train on simulated IPUs.
 
     The model's forward() returns the loss, or (output, loss), computed with a

@@ -14,10 +14,11 @@ classes.
 
 import copyreg
 import weakref
+from typing import Dict
 
 _SYNC = "_popsim_sync"
-_ORIGINALS = {}  # synced class -> original class
-_SYNCED = {}  # original class -> synced class
+_ORIGINALS: Dict[type, type] = {}  # synced class -> original class
+_SYNCED: Dict[type, type] = {}  # original class -> synced class
 
 
 def _sync(module):

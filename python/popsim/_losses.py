@@ -26,7 +26,7 @@ def _reduce(x, reduction):
 _library.impl("identity_loss", _reduce, "CPU")
 
 
-def identity_loss(x, reduction):
+def identity_loss(x: torch.Tensor, reduction: str) -> torch.Tensor:
     """Marks `x` as the loss to minimise, reduced with "sum", "mean" or "none".
 
     With reduction="none", `x` must already be a scalar.

@@ -14,7 +14,8 @@ import weakref
 
 from popsim.errors import InputError
 
-_records = weakref.WeakKeyDictionary()  # module -> TrainingRecord
+_records: "weakref.WeakKeyDictionary[object, TrainingRecord]" = (
+    weakref.WeakKeyDictionary())  # module -> TrainingRecord
 _serials = itertools.count()
 # Bumped whenever any record's version or the set of records changes, so that an
 # inference call can skip walking its modules (versions()) when nothing did.

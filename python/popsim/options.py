@@ -14,6 +14,7 @@ import difflib
 import numbers
 import os
 import re
+from typing import Any, Dict, Optional, Union
 
 import torch
 
@@ -85,7 +86,7 @@ def profile_directory(source, directory):
 class _OptionGroup:
     """Shared behaviour: values in a dict, freezing, helpful unknown-name errors."""
 
-    _defaults = {}
+    _defaults: Dict[str, Any] = {}
     _group_name = "Options"
 
     def __init__(self):
@@ -119,7 +120,7 @@ class _OptionGroup:
             )
         raise AttributeError(f"{self._group_name} has no option '{name}'.")
 
-    def toDict(self):
+    def toDict(self) -> Dict[str, Any]:
         return {name: (value.name if isinstance(value, (OutputMode, ReductionType))
                        else repr(value)
                        if isinstance(value, (_ExecutionStrategy, TensorLocationSettings))
@@ -160,12 +161,13 @@ class _TrainingOptions(_OptionGroup):
                  "recomputation_enabled": False}
     _group_name = "Options.Training"
 
-    def gradientAccumulation(self, micro_batches):
+    def gradientAccumulation(self, micro_batches: int) -> "_TrainingOptions":
         """Micro-batches whose gradients are accumulated before each weight update."""
         return self._set("gradient_accumulation",
                          positive_int("Training.gradientAccumulation", micro_batches))
 
-    def accumulationAndReplicationReductionType(self, reduction):
+    def accumulationAndReplicationReductionType(self, reduction: ReductionType
+                                                ) -> "_TrainingOptions":
         """Whether a step uses the mean (default) or the sum of its micro-batches' gradients."""
         if reduction not in (ReductionType.Mean, ReductionType.Sum):
             raise OptionError(
@@ -173,7 +175,7 @@ class _TrainingOptions(_OptionGroup):
                 f"popsim.ReductionType.Mean or popsim.ReductionType.Sum, got {reduction!r}.")
         return self._set("accumulation_and_replication_reduction_type", reduction)
 
-    def recomputation(self, enabled):
+    def recomputation(self, enabled: bool) -> "_TrainingOptions":
         """Pipelined training: each stage's backward pass recomputes the forward
         activations it needs from the stage's inputs, so only the inputs are stashed
         between a micro-batch's forward and backward passes. Less memory (the stash
@@ -191,11 +193,11 @@ class _SimulatorOptions(_OptionGroup):
                  "threads_per_ipu": None}
     _group_name = "Options.Simulator"
 
-    def numIpus(self, count):
+    def numIpus(self, count: int) -> "_SimulatorOptions":
         """How many IPUs the simulated system has (default: as many as the model uses)."""
         return self._set("num_ipus", positive_int("Simulator.numIpus", count))
 
-    def ipuVersion(self, version):
+    def ipuVersion(self, version: str) -> "_SimulatorOptions":
         """The IPU generation to simulate: 'Mk1' (GC2), 'Mk2' (GC200, default) or 'Bow'."""
         name = _CHIPS.get(str(version).lower()) if isinstance(version, str) else None
         if name is None:
@@ -203,7 +205,7 @@ class _SimulatorOptions(_OptionGroup):
                 f"Simulator.ipuVersion expects 'Mk1', 'Mk2' or 'Bow', got {version!r}.")
         return self._set("ipu_version", name)
 
-    def memoryPerIpu(self, size):
+    def memoryPerIpu(self, size: Union[int, str]) -> "_SimulatorOptions":
         """Memory of each simulated IPU, in bytes or as '64MiB' (default: the chip's SRAM).
 
         Lower it to size a model for part of an IPU; compiling a model that
@@ -211,7 +213,7 @@ class _SimulatorOptions(_OptionGroup):
         """
         return self._set("memory_per_ipu", _parse_memory(size))
 
-    def threadsPerIpu(self, threads):
+    def threadsPerIpu(self, threads: int) -> "_SimulatorOptions":
         """Host threads each simulated IPU computes with (default: for one IPU, PyTorch's
         thread count; for several, an equal share of the host's threads, at least one).
 
@@ -237,24 +239,28 @@ class _TensorLocationOptions(_OptionGroup):
                  "activation_location": TensorLocationSettings()}
     _group_name = "Options.TensorLocations"
 
-    def setOptimizerLocation(self, settings):
+    def setOptimizerLocation(self, settings: TensorLocationSettings
+                             ) -> "_TensorLocationOptions":
         """The optimizer state: off chip, each op of the weight update streams its
         parameter's state in and back out."""
         return self._set("optimizer_location", self._checked("setOptimizerLocation", settings))
 
-    def setWeightLocation(self, settings):
+    def setWeightLocation(self, settings: TensorLocationSettings
+                          ) -> "_TensorLocationOptions":
         """Weights and buffers: off chip, every op that uses them streams them in, and
         the weight update's ops stream them back out."""
         return self._set("weight_location", self._checked("setWeightLocation", settings))
 
-    def setAccumulatorLocation(self, settings):
+    def setAccumulatorLocation(self, settings: TensorLocationSettings
+                               ) -> "_TensorLocationOptions":
         """Gradient accumulators (training with gradientAccumulation > 1): off chip,
         each micro-batch's accumulation streams them in and out to add its gradients,
         and the update reads and clears them."""
         return self._set("accumulator_location",
                          self._checked("setAccumulatorLocation", settings))
 
-    def setActivationLocation(self, settings):
+    def setActivationLocation(self, settings: TensorLocationSettings
+                              ) -> "_TensorLocationOptions":
         """Activations the pipeline stashes between a micro-batch's forward and backward
         passes: off chip, the forward task streams them out and the backward task
         streams them back in ("stash" moves to Streaming Memory)."""
@@ -282,7 +288,7 @@ _GROUPS = ("Training", "Simulator", "TensorLocations")
 class Options(_OptionGroup):
     """How popsim compiles and runs a model. See the module docstring."""
 
-    _defaults = {
+    _defaults: Dict[str, Any] = {
         "device_iterations": 1,
         "replication_factor": 1,
         "output_mode": OutputMode.Default,
@@ -303,18 +309,18 @@ class Options(_OptionGroup):
         object.__setattr__(self, "Simulator", _SimulatorOptions())
         object.__setattr__(self, "TensorLocations", _TensorLocationOptions())
 
-    def deviceIterations(self, iterations):
+    def deviceIterations(self, iterations: int) -> "Options":
         """Iterations of the model per call: each call takes `iterations` micro-batches
         stacked along dimension 0 and runs them on the device without returning to Python."""
         return self._set("device_iterations", positive_int("deviceIterations", iterations))
 
-    def replicationFactor(self, replicas):
+    def replicationFactor(self, replicas: int) -> "Options":
         """Copies of the model that each take a share of every batch. popsim.DataLoader
         sizes its combined batch with it; models simulate one replica, so compiling a
         model with replicationFactor > 1 raises an OptionError."""
         return self._set("replication_factor", positive_int("replicationFactor", replicas))
 
-    def prefetchDepth(self, depth):
+    def prefetchDepth(self, depth: int) -> "Options":
         """Input micro-batches each IPU's host link may stream ahead of the task that reads
         them (default 1). Each costs an extra buffer of the inputs in the IPU's memory
         ("prefetch buffers" in memoryReport()); with 0, a micro-batch's inputs stream in
@@ -326,7 +332,7 @@ class Options(_OptionGroup):
                 f"got {depth!r}.")
         return self._set("prefetch_depth", int(depth))
 
-    def setAvailableMemoryProportion(self, proportions):
+    def setAvailableMemoryProportion(self, proportions: Dict[str, float]) -> "Options":
         """The share of each IPU's memory a matmul or convolution may use for its
         temporaries, as {"IPU0": 0.6, "IPU1": 0.3} (default 0.6 for every IPU; each call
         replaces the previous one's). An op that needs more runs in serial passes:
@@ -334,7 +340,7 @@ class Options(_OptionGroup):
         if not isinstance(proportions, dict):
             raise OptionError("setAvailableMemoryProportion expects a dict such as "
                               f"{{'IPU0': 0.6}}, got {proportions!r}.")
-        parsed = {}
+        parsed: Dict[int, float] = {}
         for key, proportion in proportions.items():
             match = re.fullmatch(r"IPU(\d+)", key) if isinstance(key, str) else None
             if match is None:
@@ -349,7 +355,8 @@ class Options(_OptionGroup):
             parsed[int(match.group(1))] = float(proportion)
         return self._set("available_memory_proportion", parsed)
 
-    def outputMode(self, mode, output_return_period=None):
+    def outputMode(self, mode: OutputMode,
+                   output_return_period: Optional[int] = None) -> "Options":
         """Which iterations' outputs a call returns (see popsim.OutputMode)."""
         if not isinstance(mode, OutputMode):
             raise OptionError(f"outputMode expects a popsim.OutputMode, got {mode!r}.")
@@ -363,7 +370,7 @@ class Options(_OptionGroup):
         self._set("output_mode", mode)
         return self._set("output_return_period", period)
 
-    def randomSeed(self, seed):
+    def randomSeed(self, seed: int) -> "Options":
         """Seeds popsim's random numbers and PyTorch's (torch.manual_seed)."""
         if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
             raise OptionError(f"randomSeed expects a non-negative integer, got {seed!r}.")
@@ -371,13 +378,13 @@ class Options(_OptionGroup):
         torch.manual_seed(int(seed))
         return self
 
-    def logDir(self, path):
+    def logDir(self, path: Union[str, os.PathLike]) -> "Options":
         """Directory where each compilation writes its IR and memory report."""
         if not isinstance(path, str) or not path:
             raise OptionError(f"logDir expects a directory path, got {path!r}.")
         return self._set("log_dir", path)
 
-    def enableProfiling(self, directory):
+    def enableProfiling(self, directory: Union[str, os.PathLike]) -> "Options":
         """Directory where each model writes its profile: the execution trace of its
         last call (Chrome Trace Event JSON), its memory report and report.html, in a
         subdirectory per model ('training', 'inference', 'training_1', ...). See
@@ -385,7 +392,7 @@ class Options(_OptionGroup):
         for models whose options leave this unset."""
         return self._set("profile_dir", profile_directory("enableProfiling", directory))
 
-    def setExecutionStrategy(self, strategy):
+    def setExecutionStrategy(self, strategy: _ExecutionStrategy) -> "Options":
         """How blocks become pipeline stages: popsim.PipelinedExecution(...) or
         popsim.ShardedExecution(...). A model with blocks and no strategy runs
         PipelinedExecution(AutoStage.SameAsIpu)."""
@@ -395,13 +402,13 @@ class Options(_OptionGroup):
                 f"popsim.ShardedExecution(...), got {strategy!r}.")
         return self._set("execution_strategy", strategy)
 
-    def useIpuModel(self, use):
+    def useIpuModel(self, use: bool) -> "Options":
         """Accepted for PopTorch compatibility: popsim always runs on simulated IPUs."""
         if not isinstance(use, bool):
             raise OptionError(f"useIpuModel expects a bool, got {use!r}.")
         return self._set("use_ipu_model", use)
 
-    def clone(self):
+    def clone(self) -> "Options":
         """An unfrozen deep copy."""
         twin = copy.deepcopy(self)
         for group in (twin, *(getattr(twin, name) for name in _GROUPS)):
@@ -413,7 +420,7 @@ class Options(_OptionGroup):
         for name in _GROUPS:
             getattr(self, name)._freeze()
 
-    def toDict(self):
+    def toDict(self) -> Dict[str, Any]:
         values = super().toDict()
         for name in _GROUPS:
             values[name] = getattr(self, name).toDict()

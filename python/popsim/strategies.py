@@ -44,7 +44,7 @@ class Stage:
         self._blocks = [_block_name(block, "popsim.Stage") for block in block_ids]
         self._ipu = None
 
-    def ipu(self, ipu):
+    def ipu(self, ipu: int) -> "Stage":
         """Runs this stage on `ipu` (overrides the blocks' ipu_id)."""
         if isinstance(ipu, bool) or not isinstance(ipu, numbers.Integral) or ipu < 0:
             raise OptionError(f"Stage.ipu expects a non-negative int, got {ipu!r}.")

@@ -18,7 +18,7 @@ class TensorLocationSettings:
         self.on_chip = True
         self.min_elements_for_off_chip = 0
 
-    def useOnChipStorage(self, use=True):
+    def useOnChipStorage(self, use: bool = True) -> "TensorLocationSettings":
         """False keeps the tensors in Streaming Memory, off chip."""
         if not isinstance(use, bool):
             raise OptionError(
@@ -26,7 +26,7 @@ class TensorLocationSettings:
         self.on_chip = use
         return self
 
-    def minElementsForOffChip(self, min_elements):
+    def minElementsForOffChip(self, min_elements: int) -> "TensorLocationSettings":
         """Tensors with fewer elements stay on chip (small ones cost more to stream
         than they save)."""
         if (isinstance(min_elements, bool) or not isinstance(min_elements, numbers.Integral)

@@ -9,6 +9,7 @@ starts counting again, so re-running a script overwrites its last profile.
 import os
 import re
 import threading
+from typing import Dict, Tuple
 
 TRACE_FILE = "trace.json"
 MEMORY_FILE = "memory.json"
@@ -17,7 +18,8 @@ REPORT_FILE = "report.html"
 KINDS = ("training", "inference")
 _MODEL_DIR_NAME = re.compile(r"^(training|inference)(_[0-9]+)?$")
 
-_claimed = {}  # (real path of DIR, kind) -> models of that kind given a subdirectory
+# (real path of DIR, kind) -> models of that kind given a subdirectory
+_claimed: Dict[Tuple[str, str], int] = {}
 _claim_lock = threading.Lock()
 
 

@@ -1,0 +1,92 @@
+# The typed part of popsim's C++ extension: the compile options and the names
+# of device state (csrc/python/bind_options.cpp). The rest of the module is
+# typed loosely.
+import enum
+from typing import Any, Dict, List
+
+class ProgramKind(enum.Enum):
+    Inference: int
+    Training: int
+    Gradients: int
+
+class ExecutionMode(enum.Enum):
+    Pipelined: int
+    Sharded: int
+
+class ScheduleKind(enum.Enum):
+    Interleaved: int
+    Grouped: int
+    Sequential: int
+
+class OutputMode(enum.Enum):
+    All: int
+    Final: int
+    EveryN: int
+    Sum: int
+
+class OptimizerKind(enum.Enum):
+    Sgd: int
+    Adam: int
+    AdamW: int
+    Rmsprop: int
+
+class ChipVersion(enum.Enum):
+    Mk1: int
+    Mk2: int
+    Bow: int
+
+class TensorLocation:
+    on_chip: bool
+    min_elements_for_off_chip: int
+    def __init__(self, on_chip: bool = ..., min_elements_for_off_chip: int = ...) -> None: ...
+
+class StageAssignment:
+    block: str
+    stage: int
+    ipu: int
+    def __init__(self, block: str, stage: int, ipu: int) -> None: ...
+
+class ParameterGroup:
+    parameters: List[str]
+    has_momentum: bool
+    nesterov: bool
+    amsgrad: bool
+    centered: bool
+    maximize: bool
+    def __init__(self) -> None: ...
+
+class TrainingConfig:
+    optimizer: OptimizerKind
+    groups: List[ParameterGroup]
+    def __init__(self) -> None: ...
+
+class CompileOptions:
+    chip: ChipVersion
+    num_ipus: int
+    memory_per_ipu: int
+    device_iterations: int
+    gradient_accumulation: int
+    output_mode: OutputMode
+    output_return_period: int
+    program: ProgramKind
+    training: TrainingConfig
+    stages: List[StageAssignment]
+    execution_mode: ExecutionMode
+    schedule: ScheduleKind
+    recomputation: bool
+    threads_per_ipu: int
+    prefetch_depth: int
+    optimizer_location: TensorLocation
+    weight_location: TensorLocation
+    accumulator_location: TensorLocation
+    activation_location: TensorLocation
+    available_memory_proportion: Dict[int, float]
+    def __init__(self) -> None: ...
+
+RANDOM_COUNTER_NAME: str
+
+def parameter_state_keys(optimizer: OptimizerKind, group: ParameterGroup) -> List[str]: ...
+def parameter_state_name(parameter: str, key: str) -> str: ...
+def group_state_name(group: int, key: str) -> str: ...
+def hyperparameter_names(optimizer: OptimizerKind) -> List[str]: ...
+def __getattr__(name: str) -> Any: ...

@@ -1,0 +1,95 @@
+"""What a compilation needs from the user's call and options, before C++ takes
+over: the micro-batch the model is traced on, the random seed, and the typed
+compile options (_C.CompileOptions) built from popsim.Options.
+
+The Executor (`_executor.py`) runs the phases (trace, import, compile,
+weights) and keeps what they produce; the functions here hold no state.
+"""
+
+from typing import List, Sequence
+
+import torch
+
+from popsim import _C, _tracing
+from popsim.enums import OutputMode
+from popsim.errors import InputError, OptionError
+from popsim.options import Options
+from popsim.strategies import AutoStage, PipelinedExecution
+
+SUPPORTED_DTYPES = (torch.float32, torch.int32, torch.int64, torch.bool)
+
+
+def micro_batches(options: Options, signature: "_tracing.Signature",
+                  tensors: Sequence[torch.Tensor]) -> List[torch.Tensor]:
+    """One micro-batch of every input, copied (tracing runs the model, which may
+    modify its inputs in place); InputErrors name the input that cannot be split."""
+    iterations = options.device_iterations
+    accumulation = options.Training.gradient_accumulation
+    factor = iterations * accumulation
+    if accumulation == 1:
+        explained = (f"deviceIterations ({iterations}): each call runs {iterations} device "
+                     "iteration(s) on micro-batches of equal size")
+    else:
+        explained = (f"deviceIterations ({iterations}) x gradientAccumulation ({accumulation}) "
+                     f"= {factor}: each call runs {iterations} device iteration(s) of "
+                     f"{accumulation} micro-batches, all of equal size")
+    micro = []
+    for name, tensor in zip(signature.tensor_names, tensors):
+        if tensor.dtype not in SUPPORTED_DTYPES + _tracing.WIDENED_DTYPES:
+            raise InputError(
+                f"Input '{name}' has dtype {tensor.dtype}; popsim takes float32, int32, "
+                "int64, bool, uint8, int8 and int16 tensors (convert it, e.g. with "
+                ".float()).")
+        if tensor.dim() == 0:
+            raise InputError(
+                f"Input '{name}' is a scalar. popsim splits each input along dimension 0 "
+                f"into {factor} micro-batch(es) per call, so inputs need a batch dimension.")
+        if tensor.shape[0] % factor != 0:
+            raise InputError(
+                f"Invalid batch dimension: input '{name}' has {tensor.shape[0]} samples in "
+                f"dimension 0, which must be a multiple of {explained}.")
+        micro.append(tensor[: tensor.shape[0] // factor].clone())
+    return micro
+
+
+def random_seed(options: Options) -> int:
+    """Options.randomSeed, or one drawn from torch's generator."""
+    seed = options.random_seed
+    return seed if seed is not None else torch.initial_seed() % (2**63)
+
+
+def compile_options(options: Options, graph: "_C.Graph", training: bool,
+                    output_mode: OutputMode) -> "_C.CompileOptions":
+    """The typed options C++ compiles `graph` with. Blocks without an execution
+    strategy run pipelined, a stage per IPU (as PopTorch does)."""
+    blocks = graph.blocks()
+    strategy = options.execution_strategy
+    if strategy is None and blocks:
+        strategy = PipelinedExecution(AutoStage.SameAsIpu)
+    stages = strategy._assign(blocks) if strategy is not None else []
+    ipus_used = 1 + max((ipu for _, _, ipu in stages), default=0)
+    num_ipus = options.Simulator.num_ipus or ipus_used
+    for ipu in options.available_memory_proportion:
+        if ipu >= num_ipus:
+            raise OptionError(
+                f"setAvailableMemoryProportion names IPU{ipu} but the simulated system has "
+                f"{num_ipus} IPU(s), IPU0 to IPU{num_ipus - 1}. Remove the entry or raise "
+                "Simulator.numIpus.")
+    compiled = _C.CompileOptions()
+    compiled.num_ipus = num_ipus
+    compiled.stages = [_C.StageAssignment(*stage) for stage in stages]
+    compiled.threads_per_ipu = options.Simulator.threads_per_ipu or 0
+    compiled.chip = getattr(_C.ChipVersion, options.Simulator.ipu_version)
+    compiled.memory_per_ipu = options.Simulator.memory_per_ipu or 0
+    compiled.device_iterations = options.device_iterations
+    compiled.gradient_accumulation = options.Training.gradient_accumulation
+    compiled.recomputation = options.Training.recomputation_enabled
+    compiled.prefetch_depth = options.prefetch_depth
+    options.TensorLocations._fill(compiled)
+    compiled.available_memory_proportion = dict(options.available_memory_proportion)
+    compiled.output_mode = getattr(_C.OutputMode, output_mode.name)
+    compiled.output_return_period = options.output_return_period
+    compiled.program = _C.ProgramKind.Training if training else _C.ProgramKind.Inference
+    if strategy is not None:
+        strategy._fill(compiled)
+    return compiled
