@@ -29,6 +29,4 @@ std::optional<OpKind> opKindFromName(std::string_view name) {
   return std::nullopt;
 }
 
-bool isViewOp(OpKind kind) { return kind == OpKind::Reshape || kind == OpKind::StopGradient; }
-
 } // namespace popsim::ir

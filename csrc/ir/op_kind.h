@@ -107,7 +107,5 @@ enum class OpFamily {
 std::string_view opKindName(OpKind kind);
 OpFamily opFamily(OpKind kind);
 std::optional<OpKind> opKindFromName(std::string_view name);
-// Ops whose output shares its input's storage (no kernel, no superstep).
-bool isViewOp(OpKind kind);
 
 } // namespace popsim::ir

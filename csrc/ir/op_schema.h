@@ -31,6 +31,9 @@ struct OpSchema {
   // Inputs the op writes in place (weights or state). Such ops have side
   // effects: they have no outputs and dead code elimination keeps them.
   std::vector<size_t> mutatedInputs;
+  // The output is a view of input 0: the same bytes (no copy, no kernel, no
+  // cycles). The memory plan, the kernel factory and the cost model ask this.
+  bool view = false;
 
   std::string_view name() const { return opKindName(kind); }
   std::string inputName(size_t index) const;
@@ -38,6 +41,9 @@ struct OpSchema {
 };
 
 const OpSchema& opSchema(OpKind kind);
+
+// Ops whose output shares its input's storage (OpSchema::view).
+inline bool isViewOp(OpKind kind) { return opSchema(kind).view; }
 
 // Checks arity and attributes against the schema, then infers output types.
 // Errors read "<op>: <problem>"; callers add the source location.

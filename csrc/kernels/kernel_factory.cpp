@@ -1,6 +1,7 @@
 #include "kernels/kernel_factory.h"
 
 #include "common/logging.h"
+#include "ir/op_schema.h"
 #include "kernels/dnnl_kernels.h"
 #include "kernels/reference/reference_ops.h"
 

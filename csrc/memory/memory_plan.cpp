@@ -15,6 +15,7 @@
 #include "memory/memory_plan.h"
 
 #include "common/check.h"
+#include "ir/op_schema.h"
 #include "passes/ipu_copies.h"
 
 #include <algorithm>

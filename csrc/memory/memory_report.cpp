@@ -2,6 +2,7 @@
 
 #include "common/check.h"
 #include "device/cost_model.h"
+#include "ir/op_schema.h"
 #include "ir/printer.h"
 
 #include <algorithm>

@@ -133,6 +133,9 @@ void registerLayoutOps(OpRegistry& registry) {
   registry.add(OpKind::Cast, 1, 1, {"input"}, {{"dtype", AttrType::String}}, inferCast);
   // The input's value, through which no gradient flows (detach, no_grad regions).
   registry.add(OpKind::StopGradient, 1, 1, {"input"}, {}, sameType);
+  // A reshape of a contiguous tensor and a gradient barrier move no bytes.
+  registry.setView(OpKind::Reshape);
+  registry.setView(OpKind::StopGradient);
 }
 
 } // namespace popsim::ir::ops

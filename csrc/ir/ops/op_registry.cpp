@@ -16,4 +16,6 @@ void OpRegistry::setMutatedInputs(OpKind kind, std::vector<size_t> inputs) {
   table_.at(static_cast<size_t>(kind)).mutatedInputs = std::move(inputs);
 }
 
+void OpRegistry::setView(OpKind kind) { table_.at(static_cast<size_t>(kind)).view = true; }
+
 } // namespace popsim::ir

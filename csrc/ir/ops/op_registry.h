@@ -14,6 +14,8 @@ public:
            std::vector<AttrSpec> attrs, InferTypesFn inferTypes);
   // Declares inputs an op writes in place (see OpSchema::mutatedInputs).
   void setMutatedInputs(OpKind kind, std::vector<size_t> inputs);
+  // Declares the op a view of its first input (see OpSchema::view).
+  void setView(OpKind kind);
 
 private:
   std::array<OpSchema, kNumOpKinds>& table_;
