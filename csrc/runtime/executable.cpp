@@ -8,6 +8,7 @@
 #include "ir/state_names.h"
 #include "kernels/kernel_factory.h"
 #include "memory/off_chip_placement.h"
+#include "memory/stash_plan.h"
 #include "memory/streaming_plan.h"
 #include "memory/transient_memory.h"
 #include "runtime/node_failure.h"
@@ -201,10 +202,6 @@ void Executable::planChannels() {
   for (size_t task = 0; task < numTasks; ++task) {
     tasks_[task].name = layout_.tasks()[task].name();
   }
-  const size_t numIpus = static_cast<size_t>(options_.system.numIpus);
-  buffers_.stash.assign(numIpus, 0);
-  buffers_.stashOffChip.assign(numIpus, 0);
-  buffers_.prefetch.assign(numIpus, 0);
   for (const ir::Value* input : program.inputs()) {
     inputAddresses_.push_back(memory_->address(input));
   }
@@ -221,6 +218,8 @@ void Executable::planChannels() {
       if (root == output) writer[root] = layout_.taskOf(*node);
     }
   }
+  std::vector<uint64_t> inputBytes;
+  std::vector<int64_t> inputIpus;
   for (size_t i = 0; i < program.inputs().size(); ++i) {
     const ir::Value* input = program.inputs()[i];
     size_t task = 0;
@@ -233,9 +232,11 @@ void Executable::planChannels() {
     }
     writer[input] = task;
     tasks_[task].streamedInputs.push_back(i);
-    buffers_.prefetch[static_cast<size_t>(layout_.tasks()[task].ipu)] +=
-        input->type().bytes() * static_cast<uint64_t>(options_.prefetchDepth);
+    inputBytes.push_back(input->type().bytes());
+    inputIpus.push_back(layout_.tasks()[task].ipu);
   }
+  buffers_.prefetch =
+      memory::prefetchBytes(inputBytes, inputIpus, options_.prefetchDepth, options_.system.numIpus);
   for (size_t i = 0; i < program.outputs().size(); ++i) {
     auto it = writer.find(plan_.storageRoot(program.outputs()[i]));
     tasks_[it != writer.end() ? it->second : 0].producedOutputs.push_back(i);
@@ -261,6 +262,7 @@ void Executable::planChannels() {
   };
 
   std::map<std::pair<const ir::Value*, size_t>, Channel*> stashes;
+  std::vector<memory::StashedValue> stashedValues;
   for (const auto& node : program.nodes()) {
     const size_t task = layout_.taskOf(*node);
     for (const ir::Value* input : node->inputs()) {
@@ -284,27 +286,26 @@ void Executable::planChannels() {
       void* address = memory_->address(root);
       tasks_[from].sends.push_back({channel, address});
       tasks_[task].restores.push_back({channel, address});
-      // Messages held at once: pushed at the end of `from`, popped at the
-      // start of `task`, walking the IPU's order.
-      int64_t held = 0;
-      int64_t most = 0;
-      for (const ScheduledTask& scheduled :
-           ipuOrders_[static_cast<size_t>(layout_.tasks()[task].ipu)]) {
-        if (scheduled.task == task) held -= 1;
-        if (scheduled.task == from) most = std::max(most, ++held);
-      }
       const uint64_t bytes = root->type().bytes();
-      const size_t ipu = static_cast<size_t>(layout_.tasks()[task].ipu);
-      if (memory::placedOffChip(*root, options_.activationLocation)) {
+      const bool offChip = memory::placedOffChip(*root, options_.activationLocation);
+      if (offChip) {
         // Streamed out after the producing task, back in before the reader.
         tasks_[from].stashOutBytes += bytes;
         tasks_[task].stashInBytes += bytes;
-        buffers_.stashOffChip[ipu] += bytes * static_cast<uint64_t>(most);
-      } else {
-        buffers_.stash[ipu] += bytes * static_cast<uint64_t>(most);
       }
+      stashedValues.push_back({bytes, from, task, layout_.tasks()[task].ipu, offChip});
     }
   }
+  std::vector<std::vector<size_t>> taskOrders;
+  for (const std::vector<ScheduledTask>& order : ipuOrders_) {
+    taskOrders.emplace_back();
+    for (const ScheduledTask& scheduled : order) {
+      taskOrders.back().push_back(scheduled.task);
+    }
+  }
+  memory::StashBytes stash = memory::planStash(stashedValues, taskOrders, options_.system.numIpus);
+  buffers_.stash = std::move(stash.onChip);
+  buffers_.stashOffChip = std::move(stash.offChip);
 }
 
 void Executable::buildTasks(const std::vector<device::OpTemporaries>& temporaries) {

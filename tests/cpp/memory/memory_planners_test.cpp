@@ -5,6 +5,7 @@
 #include "ir/graph.h"
 #include "memory/memory_plan.h"
 #include "memory/off_chip_placement.h"
+#include "memory/stash_plan.h"
 #include "memory/streaming_plan.h"
 #include "memory/transient_memory.h"
 #include "test_utils.h"
@@ -91,6 +92,26 @@ TEST(TransientMemoryTest, TemporariesFirstFillTheArenasFreeSpace) {
       memory::planTransientMemory(graph, plan, 1, temporaries, streamed);
   EXPECT_EQ(beyond.temporaries, std::vector<uint64_t>{100});
   EXPECT_EQ(beyond.streamedIn, std::vector<uint64_t>{30});
+}
+
+// IPU 0 runs F0 on micro-batches 0..3, then B0 on them (Grouped): a value F0
+// stashes for B0 has all four micro-batches in flight; one read by the next
+// run only (F0 then B0 alternating) has one.
+TEST(StashPlanTest, HoldsTheMessagesInFlightAlongTheIpusOrder) {
+  const size_t f0 = 0;
+  const size_t b0 = 1;
+  const std::vector<std::vector<size_t>> grouped = {{f0, f0, f0, f0, b0, b0, b0, b0}};
+  const std::vector<std::vector<size_t>> alternating = {{f0, b0, f0, b0, f0, b0, f0, b0}};
+  const std::vector<memory::StashedValue> values = {{100, f0, b0, 0, false}, {10, f0, b0, 0, true}};
+  const memory::StashBytes held = memory::planStash(values, grouped, 2);
+  EXPECT_EQ(held.onChip, (std::vector<uint64_t>{400, 0}));
+  EXPECT_EQ(held.offChip, (std::vector<uint64_t>{40, 0}));
+  EXPECT_EQ(memory::planStash(values, alternating, 1).onChip, std::vector<uint64_t>{100});
+}
+
+TEST(StashPlanTest, PrefetchBuffersAreInputsTimesTheDepthOnTheirIpu) {
+  EXPECT_EQ(memory::prefetchBytes({64, 8, 16}, {0, 1, 0}, 2, 3),
+            (std::vector<uint64_t>{160, 16, 0}));
 }
 
 } // namespace
