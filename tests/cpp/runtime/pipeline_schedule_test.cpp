@@ -4,6 +4,7 @@
 #include "passes/stage_assignment.h"
 #include "runtime/channel.h"
 #include "runtime/pipeline_schedule.h"
+#include "runtime/staged_layout.h"
 #include "test_utils.h"
 
 #include <gtest/gtest.h>
@@ -17,21 +18,7 @@ using runtime::ScheduleKind;
 
 // A training layout with `stages` stages, one per IPU.
 passes::TaskLayout trainingLayout(ir::Graph& graph, int64_t stages) {
-  ir::Value* x = graph.addInput("x", testing::f32({4}));
-  std::vector<passes::StageAssignment> assignment;
-  for (int64_t s = 0; s < stages; ++s) {
-    const std::string name = "S" + std::to_string(s);
-    graph.addBlock({name, -1, {}});
-    ir::Node* node = graph.addNode(ir::OpKind::Relu, {x});
-    ir::Placement placement;
-    placement.block = name;
-    node->setPlacement(placement);
-    x = node->output();
-    assignment.push_back({name, s, s});
-  }
-  graph.addOutput(x);
-  passes::assignStages(graph, assignment);
-  return passes::TaskLayout(graph, true);
+  return testing::stagedLayout(graph, stages, true);
 }
 
 // "F0:0" for task F0 on micro-batch 0.

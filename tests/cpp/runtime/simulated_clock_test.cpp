@@ -3,8 +3,8 @@
 // far as the prefetch depth allows, and every task run leaves its events.
 
 #include "ir/graph.h"
-#include "passes/stage_assignment.h"
 #include "runtime/simulated_clock.h"
+#include "runtime/staged_layout.h"
 #include "test_utils.h"
 
 #include <gtest/gtest.h>
@@ -14,26 +14,9 @@ namespace {
 
 using runtime::EventPart;
 
-// An inference layout of two stages, F0 on IPU 0 and F1 on IPU 1.
-passes::TaskLayout twoStages(ir::Graph& graph) {
-  ir::Value* x = graph.addInput("x", testing::f32({4}));
-  for (int64_t s = 0; s < 2; ++s) {
-    const std::string name = "S" + std::to_string(s);
-    graph.addBlock({name, -1, {}});
-    ir::Node* node = graph.addNode(ir::OpKind::Relu, {x});
-    ir::Placement placement;
-    placement.block = name;
-    node->setPlacement(placement);
-    x = node->output();
-  }
-  graph.addOutput(x);
-  passes::assignStages(graph, {{"S0", 0, 0}, {"S1", 1, 1}});
-  return passes::TaskLayout(graph, false);
-}
-
 struct Replay {
   ir::Graph graph;
-  passes::TaskLayout layout = twoStages(graph);
+  passes::TaskLayout layout = testing::stagedLayout(graph, 2, false); // F0 on IPU 0, F1 on IPU 1
   std::vector<runtime::TaskCycles> tasks{2};
   std::vector<runtime::PipelineCycle> schedule =
       runtime::buildSchedule(layout, 3, runtime::ScheduleKind::Interleaved);

@@ -1,0 +1,350 @@
+// Binding a compiled graph to the simulated machine: the compile sequence's
+// result gets its memory plan and report, the channels between tasks, one
+// kernel per node and its costs, and the replay of a call on the simulated
+// clock. (executable.cpp runs calls and moves variables.)
+
+#include "runtime/executable.h"
+
+#include "common/check.h"
+#include "common/logging.h"
+#include "compiler/compile_graph.h"
+#include "device/cost_model.h"
+#include "ir/op_schema.h"
+#include "kernels/kernel_factory.h"
+#include "memory/off_chip_placement.h"
+#include "memory/stash_plan.h"
+#include "memory/streaming_plan.h"
+#include "memory/transient_memory.h"
+#include "runtime/host_resources.h"
+#include "runtime/node_failure.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+namespace popsim::runtime {
+
+std::unique_ptr<Executable> Executable::compile(const ir::Graph& graph,
+                                                const CompileOptions& options) {
+  options.system.validate();
+  options.output.validate(options.deviceIterations * options.gradientAccumulation);
+  std::unique_ptr<Executable> executable(new Executable());
+  executable->options_ = options;
+  if (options.mode == ExecutionMode::Sharded) {
+    // Sharded execution is the sequential schedule: one task at a time.
+    executable->options_.schedule = ScheduleKind::Sequential;
+  }
+  // The Python API validates what users set (popsim.Options); these hold
+  // for every options object it builds.
+  POPSIM_ASSERT(options.deviceIterations >= 1 && options.gradientAccumulation >= 1,
+                "deviceIterations ", options.deviceIterations, ", gradientAccumulation ",
+                options.gradientAccumulation, ".");
+  POPSIM_ASSERT(options.prefetchDepth >= 0, "prefetchDepth ", options.prefetchDepth, ".");
+  for (const auto& [ipu, proportion] : options.availableMemoryProportion) {
+    POPSIM_ASSERT(ipu >= 0 && ipu < options.system.numIpus && proportion > 0.0 && proportion <= 1.0,
+                  "availableMemoryProportion ", proportion, " for IPU", ipu, " of ",
+                  options.system.numIpus, ".");
+  }
+  compiler::CompilerOptions compilerOptions;
+  compilerOptions.program = options.program;
+  compilerOptions.training = options.training;
+  compilerOptions.training.gradientAccumulation = options.gradientAccumulation;
+  compilerOptions.stages = options.stages;
+  compilerOptions.pipelined = executable->options_.schedule != ScheduleKind::Sequential;
+  compilerOptions.recomputation = options.recomputation;
+  compilerOptions.deviceIterations = options.deviceIterations;
+  compilerOptions.gradientAccumulation = options.gradientAccumulation;
+  compilerOptions.numIpus = options.system.numIpus;
+  compiler::CompiledGraph compiled = compiler::compileGraph(graph, compilerOptions);
+  executable->graph_ = std::move(compiled.graph);
+  executable->layout_ = std::move(compiled.layout);
+  const ir::Graph& program = *executable->graph_;
+  const passes::TaskLayout& layout = executable->layout_;
+
+  memory::MemoryPlanOptions planOptions;
+  planOptions.numIpus = options.system.numIpus;
+  executable->plan_ = memory::planMemory(program, planOptions);
+  executable->schedule_ =
+      buildSchedule(layout, executable->microBatchesPerStep(), executable->options_.schedule);
+  executable->memory_ = std::make_unique<DeviceMemory>(executable->plan_);
+  memory::RuntimeBuffers& buffers = executable->buffers_;
+  buffers.offChip =
+      memory::offChipVariables(program, executable->plan_, options.weightLocation,
+                               options.optimizerLocation, options.accumulatorLocation);
+  executable->planChannels();
+  buffers.temporaryBudget =
+      memory::temporaryBudgets(options.system, options.availableMemoryProportion);
+  std::vector<device::OpTemporaries> temporaries;
+  for (const auto& node : program.nodes()) {
+    temporaries.push_back(device::planOpTemporaries(
+        *node, buffers.temporaryBudget[static_cast<size_t>(node->placement().ipu)]));
+  }
+  const memory::TransientMemory transient = memory::planTransientMemory(
+      program, executable->plan_, options.system.numIpus, temporaries, executable->planStreaming());
+  buffers.temporaries = transient.temporaries;
+  buffers.streamedIn = transient.streamedIn;
+  executable->memoryReport_ =
+      memory::buildMemoryReport(program, executable->plan_, options.system, executable->buffers_);
+  memory::checkMemoryFits(executable->memoryReport_, options.system);
+
+  const DeviceMemory& memory = *executable->memory_;
+  for (const ir::Value* constant : program.constants()) {
+    if (constant->type().bytes() != 0) {
+      std::memcpy(memory.address(constant), constant->constantData().data(),
+                  constant->type().bytes());
+    }
+  }
+  executable->threadsPerIpu_ =
+      options.threadsPerIpu > 0
+          ? options.threadsPerIpu
+          : (layout.numIpus() > 1 ? std::max<int64_t>(1, omp_get_max_threads() / layout.numIpus())
+                                  : 0);
+  executable->weightsVersions_.assign(static_cast<size_t>(options.system.numIpus), 0);
+  executable->buildTasks(temporaries);
+  POPSIM_LOG(Info) << "compiled " << program.nodes().size() << " ops in " << layout.numStages()
+                   << " stage(s) on " << layout.numIpus() << " IPU(s) for "
+                   << options.deviceIterations << " device iteration(s)";
+  return executable;
+}
+
+// Streaming Memory transfers of each task (one per op and direction, and
+// one each way for its off-chip stash); returns, per node, the off-chip
+// bytes it works on.
+std::vector<uint64_t> Executable::planStreaming() {
+  const device::ChipSpec& chip = options_.system.spec();
+  const auto cycles = [&](uint64_t bytes) {
+    return bytes == 0 ? 0 : device::streamingMemoryCycles(bytes, chip);
+  };
+  const std::vector<memory::StreamedBytes> streamed =
+      memory::streamedBytesPerNode(*graph_, plan_, buffers_.offChip);
+  std::vector<uint64_t> workingBytes;
+  for (size_t index = 0; index < streamed.size(); ++index) {
+    TaskProgram& task = tasks_[layout_.taskOf(*graph_->nodes()[index])];
+    task.cycles.streamInCycles += cycles(streamed[index].in);
+    task.cycles.streamOutCycles += cycles(streamed[index].out);
+    workingBytes.push_back(streamed[index].working);
+  }
+  for (TaskProgram& task : tasks_) {
+    task.cycles.streamInCycles += cycles(task.stashInBytes);
+    task.cycles.streamOutCycles += cycles(task.stashOutBytes);
+  }
+  return workingBytes;
+}
+
+// Values that cross from one task to another: inter-IPU copies, and values
+// a later task on the same IPU reads after other tasks have run in between
+// (the stash). A value read by the very next task of its IPU stays in place.
+void Executable::planChannels() {
+  const ir::Graph& program = *graph_;
+  const size_t numTasks = layout_.tasks().size();
+  tasks_.assign(numTasks, {});
+  for (size_t task = 0; task < numTasks; ++task) {
+    tasks_[task].name = layout_.tasks()[task].name();
+  }
+  for (const ir::Value* input : program.inputs()) {
+    inputAddresses_.push_back(memory_->address(input));
+  }
+  for (const ir::Value* output : program.outputs()) {
+    outputAddresses_.push_back(memory_->address(output));
+  }
+
+  // The task that writes each storage root: its producer's, or for inputs
+  // the task that streams them (their first user's on their home IPU).
+  std::map<const ir::Value*, size_t> writer;
+  for (const auto& node : program.nodes()) {
+    for (const ir::Value* output : node->outputs()) {
+      const ir::Value* root = plan_.storageRoot(output);
+      if (root == output) writer[root] = layout_.taskOf(*node);
+    }
+  }
+  std::vector<uint64_t> inputBytes;
+  std::vector<int64_t> inputIpus;
+  for (size_t i = 0; i < program.inputs().size(); ++i) {
+    const ir::Value* input = program.inputs()[i];
+    size_t task = 0;
+    bool found = false;
+    for (const ir::Node* user : input->users()) {
+      if (user->kind() == ir::OpKind::IpuCopy) continue;
+      const size_t candidate = layout_.taskOf(*user);
+      task = found ? std::min(task, candidate) : candidate;
+      found = true;
+    }
+    writer[input] = task;
+    tasks_[task].streamedInputs.push_back(i);
+    inputBytes.push_back(input->type().bytes());
+    inputIpus.push_back(layout_.tasks()[task].ipu);
+  }
+  buffers_.prefetch =
+      memory::prefetchBytes(inputBytes, inputIpus, options_.prefetchDepth, options_.system.numIpus);
+  for (size_t i = 0; i < program.outputs().size(); ++i) {
+    auto it = writer.find(plan_.storageRoot(program.outputs()[i]));
+    tasks_[it != writer.end() ? it->second : 0].producedOutputs.push_back(i);
+  }
+
+  // Where each task instance runs in its IPU's order for one step.
+  std::map<std::pair<size_t, int64_t>, size_t> position;
+  ipuOrders_.assign(static_cast<size_t>(layout_.numIpus()), {});
+  for (const PipelineCycle& cycle : schedule_) {
+    for (const ScheduledTask& scheduled : cycle) {
+      auto& order = ipuOrders_[static_cast<size_t>(layout_.tasks()[scheduled.task].ipu)];
+      position[{scheduled.task, scheduled.microBatch}] = order.size();
+      order.push_back(scheduled);
+    }
+  }
+  const int64_t microBatches = microBatchesPerStep();
+  auto stashed = [&](size_t from, size_t to) {
+    for (int64_t m = 0; m < microBatches; ++m) {
+      const int64_t consumer = layout_.tasks()[to].perMicroBatch() ? m : -1;
+      if (position.at({to, consumer}) != position.at({from, m}) + 1) return true;
+    }
+    return false;
+  };
+
+  std::map<std::pair<const ir::Value*, size_t>, Channel*> stashes;
+  std::vector<memory::StashedValue> stashedValues;
+  for (const auto& node : program.nodes()) {
+    const size_t task = layout_.taskOf(*node);
+    for (const ir::Value* input : node->inputs()) {
+      const ir::Value* root = plan_.storageRoot(input);
+      auto written = writer.find(root);
+      if (written == writer.end() || written->second == task) continue;
+      const size_t from = written->second;
+      if (node->kind() == ir::OpKind::IpuCopy) {
+        // Received where the copy node runs (buildTasks).
+        channels_.push_back(std::make_unique<Channel>(root->type().bytes()));
+        copyChannels_[node.get()] = channels_.back().get();
+        tasks_[from].sends.push_back({channels_.back().get(), memory_->address(root)});
+        continue;
+      }
+      POPSIM_ASSERT(layout_.tasks()[task].perMicroBatch() || microBatches == 1, node->describe(),
+                    " reads a per-micro-batch value in a per-step task.");
+      if (!stashed(from, task) || stashes.count({root, task}) != 0) continue;
+      channels_.push_back(std::make_unique<Channel>(root->type().bytes()));
+      Channel* channel = channels_.back().get();
+      stashes[{root, task}] = channel;
+      void* address = memory_->address(root);
+      tasks_[from].sends.push_back({channel, address});
+      tasks_[task].restores.push_back({channel, address});
+      const uint64_t bytes = root->type().bytes();
+      const bool offChip = memory::placedOffChip(*root, options_.activationLocation);
+      if (offChip) {
+        // Streamed out after the producing task, back in before the reader.
+        tasks_[from].stashOutBytes += bytes;
+        tasks_[task].stashInBytes += bytes;
+      }
+      stashedValues.push_back({bytes, from, task, layout_.tasks()[task].ipu, offChip});
+    }
+  }
+  std::vector<std::vector<size_t>> taskOrders;
+  for (const std::vector<ScheduledTask>& order : ipuOrders_) {
+    taskOrders.emplace_back();
+    for (const ScheduledTask& scheduled : order) {
+      taskOrders.back().push_back(scheduled.task);
+    }
+  }
+  memory::StashBytes stash = memory::planStash(stashedValues, taskOrders, options_.system.numIpus);
+  buffers_.stash = std::move(stash.onChip);
+  buffers_.stashOffChip = std::move(stash.offChip);
+}
+
+void Executable::buildTasks(const std::vector<device::OpTemporaries>& temporaries) {
+  const ir::Graph& program = *graph_;
+  const device::ChipSpec& chip = options_.system.spec();
+  const DeviceMemory& memory = *memory_;
+  ThreadCountScope threads(threadsPerIpu_);
+  for (size_t index = 0; index < program.nodes().size(); ++index) {
+    const auto& node = program.nodes()[index];
+    const size_t task = layout_.taskOf(*node);
+    const int64_t ipu = node->placement().ipu;
+    kernels::KernelRequest request{*node,
+                                   {},
+                                   {},
+                                   cpuEngine(),
+                                   &weightsVersions_[static_cast<size_t>(ipu)],
+                                   options_.program != ProgramKind::Inference};
+    for (const ir::Value* input : node->inputs()) {
+      request.inputs.push_back({memory.address(input), input->type()});
+    }
+    for (const ir::Value* output : node->outputs()) {
+      request.outputs.push_back({memory.address(output), output->type()});
+    }
+    std::unique_ptr<kernels::Kernel> kernel;
+    try {
+      kernel = kernels::createKernel(request);
+    } catch (...) {
+      rethrowFailureOf(*node, strCat("building its kernel for IPU", ipu));
+    }
+    const device::OpTemporaries& opTemporaries = temporaries[index];
+    const uint64_t cycles = device::estimateOpCost(*node, chip, opTemporaries).total();
+    std::string implementation = kernel ? kernel->implementation() : "view";
+    TaskProgram& taskProgram = tasks_[task];
+    taskProgram.cycles.computeCycles += cycles;
+    if (node->kind() == ir::OpKind::IpuCopy) {
+      implementation = "ipu-link";
+      taskProgram.cycles.copyCycles += cycles;
+      const int64_t source = plan_.slot(node->input(0)).ipu;
+      auto& sources = taskProgram.cycles.copySources;
+      if (std::find(sources.begin(), sources.end(), source) == sources.end()) {
+        sources.insert(std::upper_bound(sources.begin(), sources.end(), source), source);
+      }
+      taskProgram.steps.push_back(
+          {nullptr, {copyChannels_.at(node.get()), memory.address(node->output())}, node.get()});
+    } else if (kernel) {
+      taskProgram.steps.push_back({kernel.get(), {}, node.get()});
+    }
+    program_.push_back({std::string(node->name()), node->location().str(), implementation,
+                        taskProgram.name, ipu, cycles, opTemporaries.bytes, opTemporaries.passes,
+                        opTemporaries.unboundedBytes});
+    kernels_.push_back(std::move(kernel));
+  }
+  for (TaskProgram& taskProgram : tasks_) {
+    for (size_t i : taskProgram.streamedInputs) {
+      taskProgram.cycles.inputCycles +=
+          device::hostTransferCycles(program.inputs()[i]->type().bytes(), chip);
+    }
+  }
+  simulateClock();
+}
+
+// Every call runs the same schedule, so one call is replayed on the simulated
+// clock at compile time: its timeline and cycles.
+void Executable::simulateClock() {
+  const device::ChipSpec& chip = options_.system.spec();
+  std::vector<TaskCycles> costs;
+  for (TaskProgram& task : tasks_) {
+    task.cycles.streamsInputs = !task.streamedInputs.empty();
+    costs.push_back(task.cycles);
+  }
+  ClockSetup setup;
+  setup.layout = &layout_;
+  setup.tasks = &costs;
+  setup.schedule = &schedule_;
+  setup.steps = stepsPerCall();
+  setup.microBatchesPerStep = microBatchesPerStep();
+  setup.prefetchDepth = options_.prefetchDepth;
+  setup.syncCycles = layout_.numIpus() > 1 ? device::syncCycles(layout_.numIpus(), chip) : 0;
+  setup.hostOutputs = [&](size_t task, int64_t microBatch) {
+    std::vector<uint64_t> transfers;
+    for (size_t i : tasks_[task].producedOutputs) {
+      // Summed outputs stay on the device until the call's end.
+      const OutputCopy copy = outputCopyOf(microBatch, i);
+      if (copy.slot >= 0 && !copy.accumulate) {
+        transfers.push_back(device::hostTransferCycles(graph_->outputs()[i]->type().bytes(), chip));
+      }
+    }
+    return transfers;
+  };
+  simulated_ = simulateCall(setup);
+}
+
+// An inference step runs all the call's iterations.
+uint64_t Executable::computeCyclesPerIteration() const {
+  return options_.program == ProgramKind::Inference
+             ? simulated_.computeCyclesOfFirstStep /
+                   static_cast<uint64_t>(options_.deviceIterations)
+             : simulated_.computeCyclesOfFirstStep;
+}
+
+} // namespace popsim::runtime
