@@ -1,12 +1,13 @@
-"""What a compilation needs from the user's call and options, before C++ takes
-over: the micro-batch the model is traced on, the random seed, and the typed
-compile options (_C.CompileOptions) built from popsim.Options.
+"""A compilation's first steps, from the user's call and options: the
+micro-batch the model is traced on, the trace and its import into popsim IR,
+the random seed, and the typed compile options (_C.CompileOptions) built
+from popsim.Options.
 
 The Executor (`_executor.py`) runs the phases (trace, import, compile,
 weights) and keeps what they produce; the functions here hold no state.
 """
 
-from typing import List, Sequence
+from typing import Any, Callable, Dict, List, NamedTuple, Sequence, Tuple
 
 import torch
 
@@ -50,6 +51,35 @@ def micro_batches(options: Options, signature: "_tracing.Signature",
                 f"dimension 0, which must be a multiple of {explained}.")
         micro.append(tensor[: tensor.shape[0] // factor].clone())
     return micro
+
+
+class ImportedCall(NamedTuple):
+    """A call's model as popsim IR, and how its inputs and outputs are laid out."""
+    signature: "_tracing.Signature"
+    graph: Any  # _C.Graph
+    output_structure: Any
+    output_dtypes: List[torch.dtype]
+
+
+def import_call(model: torch.nn.Module, options: Options, training: bool,
+                args: Tuple[Any, ...], kwargs: Dict[str, Any],
+                tracing_done: Callable[[], None]) -> ImportedCall:
+    """Traces the model on one micro-batch of the call's inputs and imports the
+    trace into popsim IR (C++). `tracing_done` marks the end of the trace."""
+    signature = _tracing.Signature(args, kwargs, model.forward)
+    if not signature.tensor_positions:
+        raise InputError("The model was called without tensor inputs; popsim models take at "
+                         "least one tensor with a batch dimension.")
+    micro = micro_batches(options, signature, signature.tensors(args, kwargs))
+    signature.batch_explanation = (
+        f"micro-batch {micro[0].shape[0]} x deviceIterations {options.device_iterations} x "
+        f"gradientAccumulation {options.Training.gradient_accumulation}")
+    traced, flat = _tracing.trace(model, signature, micro, training)
+    tracing_done()
+    graph = _C.import_module(traced, _tracing.widened(micro), _tracing.LIBRARY_PATHS,
+                             _tracing.MODEL_ATTRIBUTE, signature.tensor_names,
+                             training=training, random_seed=random_seed(options))
+    return ImportedCall(signature, graph, flat.output_structure, flat.output_dtypes)
 
 
 def random_seed(options: Options) -> int:

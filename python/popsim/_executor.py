@@ -415,22 +415,9 @@ class Executor:
         progress.phase("trace")
         if not self._training:
             self._seen_training = self._sync_trainers_to_host()
-        signature = _tracing.Signature(args, kwargs, self._model.forward)
-        if not signature.tensor_positions:
-            raise InputError("The model was called without tensor inputs; popsim models take at "
-                             "least one tensor with a batch dimension.")
-        micro = _compilation.micro_batches(self._options, signature,
-                                           signature.tensors(args, kwargs))
-        opts = self._options
-        signature.batch_explanation = (
-            f"micro-batch {micro[0].shape[0]} x deviceIterations {opts.device_iterations} x "
-            f"gradientAccumulation {opts.Training.gradient_accumulation}")
-        traced, flat = _tracing.trace(self._model, signature, micro, self._training)
-        progress.phase("import")
-        graph = _C.import_module(traced, _widened(micro), _tracing.LIBRARY_PATHS,
-                                 _tracing.MODEL_ATTRIBUTE,
-                                 signature.tensor_names, training=self._training,
-                                 random_seed=_compilation.random_seed(self._options))
+        imported = _compilation.import_call(self._model, self._options, self._training, args,
+                                            kwargs, lambda: progress.phase("import"))
+        graph, signature = imported.graph, imported.signature
         options = _compilation.compile_options(self._options, graph, self._training,
                                                self._output_mode())
         binding = None
@@ -445,9 +432,9 @@ class Executor:
         self._graph = graph
         self._executable = executable
         self._signature = signature
-        self._output_structure = flat.output_structure
+        self._output_structure = imported.output_structure
         # Outputs the device holds widened (views of narrow integer inputs) go home narrow.
-        self._narrow_outputs = [(i, dtype) for i, dtype in enumerate(flat.output_dtypes)
+        self._narrow_outputs = [(i, dtype) for i, dtype in enumerate(imported.output_dtypes)
                                 if dtype in _WIDENED_DTYPES]
         self._input_updates = graph.input_updates()
         self._binding = binding
