@@ -13,7 +13,8 @@ namespace popsim::compiler {
 void checkHasLoss(const ir::Graph& graph);
 
 // After optimisation: every input has a batch dimension to split into device
-// iterations, and an inference program returns something.
+// iterations (an internal check: Python refuses scalar inputs), and an
+// inference program returns something.
 void checkProgram(const ir::Graph& graph, const CompilerOptions& options);
 
 // The stages fit the simulated system, and a pipeline gets enough

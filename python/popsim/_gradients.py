@@ -23,6 +23,10 @@ def gradients(model, *args, training=False, **kwargs):
     tensors = signature.tensors(args, kwargs)
     if not tensors:
         raise InputError("gradients() needs tensor inputs.")
+    for name, tensor in zip(signature.tensor_names, tensors):
+        if tensor.dim() == 0:
+            raise InputError(f"Input '{name}' is a scalar; gradients() needs inputs with a "
+                             "batch dimension.")
     with _tracing.module_mode(model, training):
         # On copies: tracing runs the model, which may write its inputs in place.
         traced, _ = _tracing.trace(model, signature, [t.clone() for t in tensors],
