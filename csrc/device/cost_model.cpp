@@ -79,6 +79,7 @@ uint64_t elementPasses(ir::OpKind kind) {
   case ir::OpKind::Exp:
   case ir::OpKind::Log:
   case ir::OpKind::Sqrt:
+  case ir::OpKind::Pointwise: // a transcendental or a few comparisons per element
   case ir::OpKind::BatchNorm: return 2;
   case ir::OpKind::Gelu:
   case ir::OpKind::Softmax:

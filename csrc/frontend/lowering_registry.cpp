@@ -10,6 +10,7 @@ const LoweringRegistry& LoweringRegistry::instance() {
     lowerings::registerConvolution(r);
     lowerings::registerMatMul(r);
     lowerings::registerActivations(r);
+    lowerings::registerPointwise(r);
     lowerings::registerArithmetic(r);
     lowerings::registerPooling(r);
     lowerings::registerNormalization(r);

@@ -26,6 +26,7 @@ namespace lowerings {
 void registerConvolution(LoweringRegistry& registry);
 void registerMatMul(LoweringRegistry& registry);
 void registerActivations(LoweringRegistry& registry);
+void registerPointwise(LoweringRegistry& registry);
 void registerArithmetic(LoweringRegistry& registry);
 void registerPooling(LoweringRegistry& registry);
 void registerNormalization(LoweringRegistry& registry);

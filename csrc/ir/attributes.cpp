@@ -14,6 +14,7 @@ const char* attrTypeName(AttrType type) {
   case AttrType::Bool: return "bool";
   case AttrType::String: return "string";
   case AttrType::Ints: return "int list";
+  case AttrType::Floats: return "float list";
   }
   return "?";
 }
@@ -32,6 +33,16 @@ std::string attrValueToString(const AttrValue& value) {
   case AttrType::Bool: out << (std::get<bool>(value) ? "true" : "false"); break;
   case AttrType::String: out << '"' << std::get<std::string>(value) << '"'; break;
   case AttrType::Ints: out << "[" << join(std::get<std::vector<int64_t>>(value), ",") << "]"; break;
+  case AttrType::Floats: {
+    out.precision(9);
+    const auto& values = std::get<std::vector<double>>(value);
+    out << "[";
+    for (size_t i = 0; i < values.size(); ++i) {
+      out << (i > 0 ? "," : "") << values[i];
+    }
+    out << "]";
+    break;
+  }
   }
   return out.str();
 }
@@ -86,6 +97,9 @@ const std::string& Attributes::getString(std::string_view name) const {
 }
 const std::vector<int64_t>& Attributes::getInts(std::string_view name) const {
   return get<std::vector<int64_t>>(name, AttrType::Ints);
+}
+const std::vector<double>& Attributes::getFloats(std::string_view name) const {
+  return get<std::vector<double>>(name, AttrType::Floats);
 }
 
 } // namespace popsim::ir

@@ -9,12 +9,13 @@
 
 namespace popsim::ir {
 
-using AttrValue = std::variant<int64_t, double, bool, std::string, std::vector<int64_t>>;
+using AttrValue =
+    std::variant<int64_t, double, bool, std::string, std::vector<int64_t>, std::vector<double>>;
 
-enum class AttrType { Int, Float, Bool, String, Ints };
+enum class AttrType { Int, Float, Bool, String, Ints, Floats };
 const char* attrTypeName(AttrType type);
 AttrType attrTypeOf(const AttrValue& value);
-// Printer form: 3, 0.5, true, "tanh", [1,1].
+// Printer form: 3, 0.5, true, "tanh", [1,1], [0.5,6].
 std::string attrValueToString(const AttrValue& value);
 
 // Named compile-time parameters of an op (stride, dim, eps, ...). Kept sorted
@@ -35,6 +36,7 @@ public:
   bool getBool(std::string_view name) const;
   const std::string& getString(std::string_view name) const;
   const std::vector<int64_t>& getInts(std::string_view name) const;
+  const std::vector<double>& getFloats(std::string_view name) const;
 
   const std::vector<std::pair<std::string, AttrValue>>& entries() const { return entries_; }
   bool operator==(const Attributes& other) const { return entries_ == other.entries_; }

@@ -70,6 +70,8 @@ namespace popsim::ir {
   X(IpuCopy, "ipu_copy", Transfer)                                                                 \
   X(StopGradient, "stop_gradient", Layout)                                                         \
   X(Cast, "cast", Layout)                                                                          \
+  X(Pointwise, "pointwise", Pointwise)                                                             \
+  X(PointwiseGrad, "pointwise_grad", Pointwise)                                                    \
   X(Overwrite, "overwrite", Layout)
 
 enum class OpKind : uint16_t {
@@ -97,6 +99,7 @@ enum class OpFamily {
   Reduction,
   Embedding,
   ElementwiseGrad, // gradients of activations
+  Pointwise,       // the functions of ir/pointwise_functions.h and their gradients
   Random,          // ops drawing random numbers (dropout)
   Loss,
   Update,    // writes weights or state in place: assign, accumulate, fill

@@ -17,6 +17,7 @@ std::array<OpSchema, kNumOpKinds> buildTable() {
   ops::registerConvolutionOps(registry);
   ops::registerMatMulOps(registry);
   ops::registerElementwiseOps(registry);
+  ops::registerPointwiseOps(registry);
   ops::registerSoftmaxOps(registry);
   ops::registerPoolingOps(registry);
   ops::registerNormalizationOps(registry);

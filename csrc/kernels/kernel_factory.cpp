@@ -3,6 +3,7 @@
 #include "common/logging.h"
 #include "ir/op_schema.h"
 #include "kernels/dnnl_kernels.h"
+#include "kernels/pointwise_kernel.h"
 #include "kernels/reference/reference_ops.h"
 
 namespace popsim::kernels {
@@ -36,6 +37,7 @@ std::unique_ptr<Kernel> createDnnlKernel(const KernelRequest& request) {
   case ir::OpFamily::Normalization: return createNormalizationKernel(request);
   case ir::OpFamily::Layout: return createLayoutKernel(request);
   case ir::OpFamily::Reduction: return createReductionKernel(request);
+  case ir::OpFamily::Pointwise: return createPointwiseKernel(request);
   case ir::OpFamily::Embedding:       // gathers and scatter-adds
   case ir::OpFamily::ElementwiseGrad: // (oneDNN backward kernels come later)
   case ir::OpFamily::Random:

@@ -129,6 +129,16 @@ Grads activation(GradientBuilder& b, const Grads& g, const Needed& needed) {
   return result;
 }
 
+// The functions of ir/pointwise_functions.h: dx = dy * f'(x).
+Grads pointwise(GradientBuilder& b, const Grads& g, const Needed& needed) {
+  Grads result = none(b);
+  if (needed[0]) {
+    result[0] = b.emit(OpKind::PointwiseGrad, {g[0], in(b, 0)},
+                       copyAttrs(nodeOf(b).attrs(), {"function", "params"}));
+  }
+  return result;
+}
+
 Grads exp(GradientBuilder& b, const Grads& g, const Needed&) {
   return {b.emit(OpKind::Mul, {g[0], out(b)})};
 }
@@ -344,6 +354,7 @@ GradientRule findGradientRule(ir::OpKind kind) {
   case OpKind::Gelu:
   case OpKind::Abs: return activation<false>;
   case OpKind::Exp: return exp;
+  case OpKind::Pointwise: return pointwise;
   case OpKind::Log: return log;
   case OpKind::Sqrt: return sqrt;
   case OpKind::Affine: return affine;

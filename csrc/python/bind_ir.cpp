@@ -1,3 +1,4 @@
+#include "ir/pointwise_functions.h"
 #include "ir/printer.h"
 #include "python/bindings.h"
 
@@ -19,6 +20,19 @@ py::dict describeTensor(const ir::Value& value) {
 } // namespace
 
 void bindIr(py::module_& module) {
+  module.def(
+      "pointwise_functions",
+      [] {
+        py::dict functions;
+        for (const ir::PointwiseFunction& function : ir::pointwiseFunctions()) {
+          py::list parameters;
+          for (std::string_view name : function.parameters)
+            parameters.append(std::string(name));
+          functions[py::str(std::string(function.name))] = parameters;
+        }
+        return functions;
+      },
+      "The functions of the pointwise op, with their parameter names.");
   py::class_<ir::Graph, std::shared_ptr<ir::Graph>>(module, "Graph",
                                                     "A popsim IR graph (see ARCHITECTURE.md).")
       .def(

@@ -22,6 +22,16 @@ from test_ops import CASES
 DRAWS = 3
 SPECIAL_VALUES = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
 
+# Where eager PyTorch's gradient at a NaN input depends on the loop that
+# computes it: its vectorised loop (the bulk of a large tensor) and its scalar
+# loop (small tensors and the tail) take different branches for NaN
+# (elu's gradient of NaN is NaN in the first and 1 in the second, hardtanh's 0
+# and 1). popsim follows the scalar loop; these cases compare the gradient
+# only where the input is not NaN.
+GRADIENT_OF_NAN_UNSPECIFIED = {
+    f"pointwise_{name}" for name in ("elu", "selu", "celu", "hardtanh", "relu6_inplace",
+                                     "hardswish_inplace", "hardshrink", "softshrink")}
+
 
 def with_special_values(inputs, value, rng):
     """Copies of `inputs` with `value` at the first element and at about 10% of the
@@ -105,6 +115,9 @@ def test_gradients_have_nan_and_inf_where_autograd_has_them(op, draw, special):
                     if leaf.is_floating_point()]
     for (name, actual), (leaf, finite) in zip(input_grads.items(), float_leaves):
         expected = leaf.grad if leaf.grad is not None else torch.zeros_like(leaf)
+        if op in GRADIENT_OF_NAN_UNSPECIFIED:
+            defined = ~leaf.detach().isnan()
+            actual, expected = actual[defined], expected[defined]
         assert_same_with_special_values(actual, expected, f"{op} gradient of {name}",
                                         largest_magnitude(finite.grad))
     for name, expected in expected_weights.items():

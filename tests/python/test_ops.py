@@ -13,6 +13,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import popsim
+from pointwise_cases import POINTWISE
 from conftest import assert_close
 
 DRAWS = 8
@@ -355,6 +356,7 @@ CASES = {
     "mean": reduction_case(torch.mean),
     "sum": reduction_case(torch.sum),
     "embedding": embedding_case,
+    **{f"pointwise_{name}": case for name, (_, case) in POINTWISE.items()},
 }
 
 

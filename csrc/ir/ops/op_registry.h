@@ -25,6 +25,7 @@ namespace ops {
 void registerConvolutionOps(OpRegistry& registry);
 void registerMatMulOps(OpRegistry& registry);
 void registerElementwiseOps(OpRegistry& registry);
+void registerPointwiseOps(OpRegistry& registry);
 void registerSoftmaxOps(OpRegistry& registry);
 void registerPoolingOps(OpRegistry& registry);
 void registerNormalizationOps(OpRegistry& registry);

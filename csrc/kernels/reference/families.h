@@ -21,6 +21,7 @@ void layout(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 void reduction(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 void embedding(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 void elementwiseGrad(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
+void pointwise(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 void dropout(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 void loss(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 void updates(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);

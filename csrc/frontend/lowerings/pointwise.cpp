@@ -1,0 +1,143 @@
+// The aten ops that are functions of ir/pointwise_functions.h: one line each,
+// naming the function and where each of its parameters comes from.
+
+#include "common/check.h"
+#include "frontend/lowering_registry.h"
+#include "frontend/lowerings/helpers.h"
+
+#include <limits>
+
+namespace popsim::frontend::lowerings {
+namespace {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+// A parameter: the aten argument it is read from (a number known at compile
+// time), or nullptr for a constant; `fallback` when the argument is None or
+// the op has no such argument.
+struct Parameter {
+  const char* argument;
+  double fallback;
+};
+
+struct AtenPointwise {
+  const char* op; // also registered with a trailing "_" (the in-place form)
+  const char* function;
+  std::vector<Parameter> parameters;
+};
+
+const std::vector<AtenPointwise>& atenPointwiseOps() {
+  static const std::vector<AtenPointwise> ops = {
+      {"aten::reciprocal", "reciprocal", {}},
+      {"aten::rsqrt", "rsqrt", {}},
+      {"aten::expm1", "expm1", {}},
+      {"aten::log1p", "log1p", {}},
+      {"aten::log2", "log2", {}},
+      {"aten::log10", "log10", {}},
+      {"aten::sin", "sin", {}},
+      {"aten::cos", "cos", {}},
+      {"aten::tan", "tan", {}},
+      {"aten::asin", "asin", {}},
+      {"aten::acos", "acos", {}},
+      {"aten::atan", "atan", {}},
+      {"aten::sinh", "sinh", {}},
+      {"aten::cosh", "cosh", {}},
+      {"aten::asinh", "asinh", {}},
+      {"aten::acosh", "acosh", {}},
+      {"aten::atanh", "atanh", {}},
+      {"aten::erf", "erf", {}},
+      {"aten::erfc", "erfc", {}},
+      {"aten::erfinv", "erfinv", {}},
+      {"aten::sign", "sign", {}},
+      {"aten::floor", "floor", {}},
+      {"aten::ceil", "ceil", {}},
+      {"aten::round", "round", {}},
+      {"aten::trunc", "trunc", {}},
+      {"aten::frac", "frac", {}},
+      {"aten::square", "pow", {{nullptr, 2.0}}},
+      {"aten::clamp", "clamp", {{"min", -kInfinity}, {"max", kInfinity}}},
+      {"aten::clip", "clamp", {{"min", -kInfinity}, {"max", kInfinity}}},
+      {"aten::clamp_min", "clamp", {{"min", -kInfinity}, {nullptr, kInfinity}}},
+      {"aten::clamp_max", "clamp", {{nullptr, -kInfinity}, {"max", kInfinity}}},
+      {"aten::hardtanh", "hardtanh", {{"min_val", -1.0}, {"max_val", 1.0}}},
+      {"aten::relu6", "hardtanh", {{nullptr, 0.0}, {nullptr, 6.0}}},
+      {"aten::silu", "silu", {}},
+      {"aten::mish", "mish", {}},
+      {"aten::hardswish", "hardswish", {}},
+      {"aten::hardsigmoid", "hardsigmoid", {}},
+      {"aten::elu", "elu", {{"alpha", 1.0}, {"scale", 1.0}, {"input_scale", 1.0}}},
+      {"aten::selu", "selu", {}},
+      {"aten::celu", "celu", {{"alpha", 1.0}}},
+      {"aten::leaky_relu", "leaky_relu", {{"negative_slope", 0.01}}},
+      {"aten::softplus", "softplus", {{"beta", 1.0}, {"threshold", 20.0}}},
+      {"aten::log_sigmoid", "log_sigmoid", {}},
+      {"aten::hardshrink", "hardshrink", {{"lambd", 0.5}}},
+      {"aten::softshrink", "softshrink", {{"lambd", 0.5}}},
+      {"aten::threshold", "threshold", {{"threshold", 0.0}, {"value", 0.0}}},
+  };
+  return ops;
+}
+
+ir::Value* emitPointwise(LoweringContext& ctx, ir::Value* x, const char* function,
+                         std::vector<double> params) {
+  return ctx.emit(ir::OpKind::Pointwise, {x},
+                  {{"function", std::string(function)}, {"params", std::move(params)}});
+}
+
+const AtenPointwise& tableEntryOf(const std::string& opName) {
+  const std::string name =
+      !opName.empty() && opName.back() == '_' ? opName.substr(0, opName.size() - 1) : opName;
+  for (const AtenPointwise& op : atenPointwiseOps()) {
+    if (name == op.op) return op;
+  }
+  POPSIM_ASSERT(false, opName, " is not in the pointwise lowering table.");
+}
+
+void lowerTableOp(LoweringContext& ctx) {
+  const AtenPointwise& op = tableEntryOf(ctx.opName());
+  ir::Value* x = floatTensor(ctx, 0);
+  std::vector<double> params;
+  for (const Parameter& parameter : op.parameters) {
+    const std::optional<size_t> index =
+        parameter.argument != nullptr ? ctx.argumentIndex(parameter.argument) : std::nullopt;
+    if (!index.has_value() || ctx.isNone(*index)) {
+      params.push_back(parameter.fallback);
+      continue;
+    }
+    const std::optional<double> value = ctx.staticScalar(*index);
+    if (!value.has_value()) {
+      ctx.unsupported(std::string("argument '") + parameter.argument +
+                      "' as a tensor computed at runtime (popsim takes a number here)");
+    }
+    params.push_back(*value);
+  }
+  ctx.setOutput(0, emitPointwise(ctx, x, op.function, std::move(params)));
+}
+
+// aten::pow: tensor ** number (pow), number ** tensor (rpow); tensor ** tensor
+// is not a pointwise function of one tensor.
+void lowerPow(LoweringContext& ctx) {
+  const std::optional<double> base = ctx.staticScalar(0);
+  const std::optional<double> exponent = ctx.staticScalar(1);
+  if (exponent.has_value() && !base.has_value()) {
+    ctx.setOutput(0, emitPointwise(ctx, floatTensor(ctx, 0), "pow", {*exponent}));
+  } else if (base.has_value() && !exponent.has_value()) {
+    ctx.setOutput(0, emitPointwise(ctx, floatTensor(ctx, 1), "rpow", {*base}));
+  } else {
+    ctx.unsupported("pow with a tensor exponent");
+  }
+}
+
+} // namespace
+
+void registerPointwise(LoweringRegistry& registry) {
+  for (const AtenPointwise& op : atenPointwiseOps()) {
+    for (const char* suffix : {"", "_"}) {
+      registry.add(std::string(op.op) + suffix, lowerTableOp);
+    }
+  }
+  registry.add("aten::pow", lowerPow);
+  registry.add("aten::pow_", lowerPow);
+}
+
+} // namespace popsim::frontend::lowerings

@@ -1,0 +1,47 @@
+#include "ir/ops/op_registry.h"
+#include "ir/ops/type_checks.h"
+#include "ir/pointwise_functions.h"
+
+namespace popsim::ir::ops {
+namespace {
+
+// The function the attributes name, with as many params as it takes.
+void checkFunction(const Attributes& attrs) {
+  const std::string& name = attrs.getString("function");
+  const PointwiseFunction* function = findPointwiseFunction(name);
+  POPSIM_CHECK(function != nullptr, ErrorKind::Compilation, "unknown pointwise function '", name,
+               "'.");
+  POPSIM_CHECK(attrs.getFloats("params").size() == function->parameters.size(),
+               ErrorKind::Compilation, name, " takes ", function->parameters.size(),
+               " parameter(s), got ", attrs.getFloats("params").size(), ".");
+}
+
+// pointwise(X) {function, params} -> f(X) elementwise, float32.
+std::vector<TensorType> inferPointwise(const std::vector<TensorType>& inputs,
+                                       const Attributes& attrs) {
+  checkFunction(attrs);
+  requireDType(inputs[0], DType::Float32, "input 0 (input)");
+  return {inputs[0]};
+}
+
+// pointwise_grad(dY, X) {function, params} -> dY * f'(X).
+std::vector<TensorType> inferPointwiseGrad(const std::vector<TensorType>& inputs,
+                                           const Attributes& attrs) {
+  checkFunction(attrs);
+  requireDType(inputs[0], DType::Float32, "input 0 (grad_output)");
+  requireDType(inputs[1], DType::Float32, "input 1 (input)");
+  POPSIM_CHECK(inputs[0].shape == inputs[1].shape, ErrorKind::Compilation, "grad_output ",
+               inputs[0].str(), " and input ", inputs[1].str(), " differ in shape.");
+  return {inputs[0]};
+}
+
+} // namespace
+
+void registerPointwiseOps(OpRegistry& registry) {
+  const std::vector<AttrSpec> attrs = {{"function", AttrType::String},
+                                       {"params", AttrType::Floats}};
+  registry.add(OpKind::Pointwise, 1, 1, {"input"}, attrs, inferPointwise);
+  registry.add(OpKind::PointwiseGrad, 2, 2, {"grad_output", "input"}, attrs, inferPointwiseGrad);
+}
+
+} // namespace popsim::ir::ops

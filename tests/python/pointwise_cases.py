@@ -1,0 +1,102 @@
+"""The test table of the pointwise functions (csrc/ir/pointwise_functions.cpp):
+each case names the C++ function it exercises, a PyTorch expression and the
+interval its input is drawn from (where the function is defined and away from
+its poles). test_ops.py runs each case forward and test_gradients.py backward
+against eager PyTorch; test_pointwise.py checks that every C++ function has a
+case."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Elementwise(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)
+
+
+def _sized(rng):
+    return [rng.randint(1, 6) for _ in range(rng.randint(1, 4))]
+
+
+def _case(fn, low, high, symmetric=False):
+    """Inputs uniform in [low, high] (with a random sign when `symmetric`)."""
+    def case(rng):
+        x = low + (high - low) * torch.rand(*_sized(rng))
+        if symmetric:
+            x = x * torch.where(torch.rand_like(x) < 0.5, -1.0, 1.0)
+        module = fn() if isinstance(fn, type) else Elementwise(fn)
+        return module, [x]
+    return case
+
+
+def _module(make, low=-4.0, high=4.0):
+    """An nn module's case; in-place modules write a copy (autograd refuses
+    in-place writes into the leaf that the gradient tests differentiate)."""
+    def case(rng):
+        module = make()
+        copy = getattr(module, "inplace", False)
+        return _case(lambda t: module(t * 1 if copy else t), low, high)(rng)
+    return case
+
+
+# case name -> (C++ function, case)
+POINTWISE = {
+    "reciprocal": ("reciprocal", _case(torch.reciprocal, 0.2, 4.0, symmetric=True)),
+    "rsqrt": ("rsqrt", _case(torch.rsqrt, 0.2, 4.0)),
+    "expm1": ("expm1", _case(torch.expm1, -3.0, 3.0)),
+    "log1p": ("log1p", _case(torch.log1p, -0.9, 4.0)),
+    "log2": ("log2", _case(torch.log2, 0.1, 5.0)),
+    "log10": ("log10", _case(torch.log10, 0.1, 5.0)),
+    "sin": ("sin", _case(torch.sin, -6.0, 6.0)),
+    "sin_": ("sin", _case(lambda t: t.clone().sin_(), -6.0, 6.0)),
+    "cos": ("cos", _case(torch.cos, -6.0, 6.0)),
+    "tan": ("tan", _case(torch.tan, -1.3, 1.3)),
+    "asin": ("asin", _case(torch.asin, -0.95, 0.95)),
+    "acos": ("acos", _case(torch.acos, -0.95, 0.95)),
+    "atan": ("atan", _case(torch.atan, -5.0, 5.0)),
+    "sinh": ("sinh", _case(torch.sinh, -4.0, 4.0)),
+    "cosh": ("cosh", _case(torch.cosh, -4.0, 4.0)),
+    "asinh": ("asinh", _case(torch.asinh, -5.0, 5.0)),
+    "acosh": ("acosh", _case(torch.acosh, 1.05, 5.0)),
+    "atanh": ("atanh", _case(torch.atanh, -0.95, 0.95)),
+    "erf": ("erf", _case(torch.erf, -3.0, 3.0)),
+    "erfc": ("erfc", _case(torch.erfc, -3.0, 3.0)),
+    "erfinv": ("erfinv", _case(torch.erfinv, -0.95, 0.95)),
+    "sign": ("sign", _case(torch.sign, -5.0, 5.0)),
+    "floor": ("floor", _case(torch.floor, -5.0, 5.0)),
+    "ceil": ("ceil", _case(torch.ceil, -5.0, 5.0)),
+    "round": ("round", _case(torch.round, -5.0, 5.0)),
+    "trunc": ("trunc", _case(torch.trunc, -5.0, 5.0)),
+    "frac": ("frac", _case(torch.frac, -5.0, 5.0)),
+    "square": ("pow", _case(torch.square, -3.0, 3.0)),
+    "pow_cube": ("pow", _case(lambda t: t ** 3, -2.0, 2.0)),
+    "pow_half_": ("pow", _case(lambda t: t.clone().pow_(0.5), 0.1, 4.0)),
+    "rpow": ("rpow", _case(lambda t: 2.0 ** t, -3.0, 3.0)),
+    "clamp": ("clamp", _case(lambda t: t.clamp(-0.5, 0.7), -2.0, 2.0)),
+    "clamp_min_": ("clamp", _case(lambda t: t.clone().clamp_(min=0.1), -2.0, 2.0)),
+    "clip_max": ("clamp", _case(lambda t: torch.clip(t, max=0.3), -2.0, 2.0)),
+    "hardtanh": ("hardtanh", _case(lambda t: F.hardtanh(t, -0.5, 1.5), -2.0, 2.0)),
+    "relu6_inplace": ("hardtanh", _module(lambda: nn.ReLU6(inplace=True), -2.0, 8.0)),
+    "silu": ("silu", _case(F.silu, -6.0, 6.0)),
+    "silu_inplace": ("silu", _module(lambda: nn.SiLU(inplace=True), -6.0, 6.0)),
+    "mish": ("mish", _module(nn.Mish, -6.0, 6.0)),
+    "hardswish_inplace": ("hardswish", _module(lambda: nn.Hardswish(inplace=True), -5.0, 5.0)),
+    "hardsigmoid": ("hardsigmoid", _module(nn.Hardsigmoid, -5.0, 5.0)),
+    "elu": ("elu", _module(lambda: nn.ELU(alpha=0.7))),
+    "selu": ("selu", _module(nn.SELU)),
+    "celu": ("celu", _module(lambda: nn.CELU(alpha=1.3))),
+    "leaky_relu": ("leaky_relu", _module(lambda: nn.LeakyReLU(0.2))),
+    "leaky_relu_inplace": ("leaky_relu", _module(lambda: nn.LeakyReLU(inplace=True))),
+    "softplus": ("softplus", _module(lambda: nn.Softplus(beta=2.0, threshold=3.0))),
+    "logsigmoid": ("log_sigmoid", _module(nn.LogSigmoid, -8.0, 8.0)),
+    "hardshrink": ("hardshrink", _module(lambda: nn.Hardshrink(0.4), -2.0, 2.0)),
+    "softshrink": ("softshrink", _module(lambda: nn.Softshrink(0.4), -2.0, 2.0)),
+    "threshold": ("threshold", _module(lambda: nn.Threshold(0.2, -1.0), -2.0, 2.0)),
+    # A 0-d tensor inside the model, broadcast against a batched one.
+    "sin_of_0d": ("sin", _case(lambda t: t * torch.sin(t.sum()), -1.0, 1.0)),
+}
