@@ -1,10 +1,15 @@
 #include "kernels/pointwise_kernel.h"
 
+#include "kernels/dnnl_utils.h"
+#include "kernels/nonfinite_fixups.h"
 #include "kernels/reference/pointwise.h"
 
 #include <omp.h>
 
 #include <algorithm>
+#include <optional>
+#include <unordered_map>
+#include <utility>
 
 namespace popsim::kernels {
 namespace {
@@ -54,8 +59,48 @@ private:
 
 } // namespace
 
+// oneDNN's eltwise algorithm computing a function as PyTorch does (within
+// float rounding), with its alpha; nothing for the others.
+std::optional<std::pair<dnnl::algorithm, float>> dnnlAlgorithmOf(const ir::Node& node) {
+  const std::string& name = node.attrs().getString("function");
+  const std::vector<double>& params = node.attrs().getFloats("params");
+  using dnnl::algorithm;
+  if (name == "silu") return std::make_pair(algorithm::eltwise_swish, 1.0f);
+  if (name == "hardswish") return std::make_pair(algorithm::eltwise_hardswish, 0.0f);
+  if (name == "mish") return std::make_pair(algorithm::eltwise_mish, 0.0f);
+  if (name == "log_sigmoid") return std::make_pair(algorithm::eltwise_logsigmoid, 0.0f);
+  if (name == "elu" && params[1] == 1.0 && params[2] == 1.0) {
+    return std::make_pair(algorithm::eltwise_elu, static_cast<float>(params[0]));
+  }
+  if (name == "pow" && params[0] == 2.0) return std::make_pair(algorithm::eltwise_square, 0.0f);
+  return std::nullopt;
+}
+
+// oneDNN's vectorised eltwise where it has the function (its jit kernels may
+// turn NaN into numbers, so NaN inputs are passed through afterwards, as
+// PyTorch gives NaN for NaN in all of them); the table's double-precision
+// loop otherwise and for every gradient.
 std::unique_ptr<Kernel> createPointwiseKernel(const KernelRequest& request) {
-  return std::make_unique<PointwiseKernel>(request);
+  const auto algorithm =
+      request.node.kind() == ir::OpKind::Pointwise ? dnnlAlgorithmOf(request.node) : std::nullopt;
+  if (!algorithm.has_value()) {
+    return std::make_unique<PointwiseKernel>(request);
+  }
+  const memory::desc md = flatDesc(request.outputs[0].type);
+  const dnnl::eltwise_forward::primitive_desc pd(
+      dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, algorithm->first, md,
+                                  algorithm->second, 0.0f),
+      request.engine);
+  std::unordered_map<int, memory> args = {
+      {DNNL_ARG_SRC, memory(md, request.engine, request.inputs[0].data)},
+      {DNNL_ARG_DST, memory(md, request.engine, request.outputs[0].data)}};
+  std::vector<std::unique_ptr<Kernel>> parts;
+  parts.push_back(
+      std::make_unique<PrimitiveKernel>(dnnl::eltwise_forward(pd), std::move(args), pd));
+  parts.push_back(nanPassThrough(static_cast<const float*>(request.inputs[0].data),
+                                 static_cast<float*>(request.outputs[0].data),
+                                 request.outputs[0].type.numel()));
+  return std::make_unique<SequenceKernel>(std::move(parts));
 }
 
 } // namespace popsim::kernels
