@@ -2,6 +2,7 @@
 
 #include "common/check.h"
 #include "kernels/cpu_isa.h"
+#include "kernels/nonfinite_fixups.h"
 
 namespace popsim::kernels {
 
@@ -104,6 +105,28 @@ std::string SequenceKernel::implementation() const {
     text += (text.empty() ? "" : " + ") + part->implementation();
   }
   return text;
+}
+
+std::unique_ptr<Kernel> eltwiseKernel(const KernelRequest& request, dnnl::algorithm algorithm,
+                                      float alpha, float beta, bool passNan) {
+  const memory::desc md = flatDesc(request.outputs[0].type);
+  const dnnl::eltwise_forward::primitive_desc pd(
+      dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, algorithm, md, alpha, beta),
+      request.engine);
+  std::unordered_map<int, memory> args = {
+      {DNNL_ARG_SRC, memory(md, request.engine, request.inputs[0].data)},
+      {DNNL_ARG_DST, memory(md, request.engine, request.outputs[0].data)}};
+  auto primitive =
+      std::make_unique<PrimitiveKernel>(dnnl::eltwise_forward(pd), std::move(args), pd);
+  if (!passNan) {
+    return primitive;
+  }
+  std::vector<std::unique_ptr<Kernel>> parts;
+  parts.push_back(std::move(primitive));
+  parts.push_back(nanPassThrough(static_cast<const float*>(request.inputs[0].data),
+                                 static_cast<float*>(request.outputs[0].data),
+                                 request.outputs[0].type.numel()));
+  return std::make_unique<SequenceKernel>(std::move(parts));
 }
 
 } // namespace popsim::kernels

@@ -64,6 +64,13 @@ private:
 // change every run.
 const uint64_t* weightsVersionOf(const ir::Value& value, const KernelRequest& request);
 
+// A oneDNN eltwise of a float tensor (request's input 0 into its output 0)
+// over the flattened tensor; with `passNan`, NaN inputs are written back
+// afterwards, for the algorithms whose jit kernels turn NaN into numbers
+// where PyTorch returns NaN.
+std::unique_ptr<Kernel> eltwiseKernel(const KernelRequest& request, dnnl::algorithm algorithm,
+                                      float alpha, float beta, bool passNan);
+
 // A oneDNN matmul dst = a x b (+ bias, [1, N]) bound to fixed memory.
 std::unique_ptr<Kernel> matmulKernel(const dnnl::engine& engine, const memory::desc& a, void* aData,
                                      const memory::desc& b, void* bData, const memory::desc& dst,

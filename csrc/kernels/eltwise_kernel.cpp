@@ -1,6 +1,5 @@
 #include "kernels/dnnl_kernels.h"
 #include "kernels/dnnl_utils.h"
-#include "kernels/nonfinite_fixups.h"
 
 namespace popsim::kernels {
 
@@ -38,26 +37,10 @@ std::unique_ptr<Kernel> createEltwiseKernel(const KernelRequest& request) {
     break;
   default: return nullptr;
   }
-  const memory::desc md = flatDesc(request.outputs[0].type);
-  const dnnl::eltwise_forward::primitive_desc pd(
-      dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, kind, md, alpha, beta),
-      request.engine);
-  std::unordered_map<int, memory> args = {
-      {DNNL_ARG_SRC, memory(md, request.engine, request.inputs[0].data)},
-      {DNNL_ARG_DST, memory(md, request.engine, request.outputs[0].data)}};
-  auto primitive =
-      std::make_unique<PrimitiveKernel>(dnnl::eltwise_forward(pd), std::move(args), pd);
-  if (kind != algorithm::eltwise_relu && kind != algorithm::eltwise_exp) {
-    return primitive;
-  }
   // oneDNN's relu (a max) and exp (which clamps its argument) turn NaN into
   // numbers; PyTorch returns the NaN.
-  std::vector<std::unique_ptr<Kernel>> parts;
-  parts.push_back(std::move(primitive));
-  parts.push_back(nanPassThrough(static_cast<const float*>(request.inputs[0].data),
-                                 static_cast<float*>(request.outputs[0].data),
-                                 request.outputs[0].type.numel()));
-  return std::make_unique<SequenceKernel>(std::move(parts));
+  const bool passNan = kind == algorithm::eltwise_relu || kind == algorithm::eltwise_exp;
+  return eltwiseKernel(request, kind, alpha, beta, passNan);
 }
 
 } // namespace popsim::kernels

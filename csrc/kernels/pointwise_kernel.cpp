@@ -1,14 +1,12 @@
 #include "kernels/pointwise_kernel.h"
 
 #include "kernels/dnnl_utils.h"
-#include "kernels/nonfinite_fixups.h"
 #include "kernels/reference/pointwise.h"
 
 #include <omp.h>
 
 #include <algorithm>
 #include <optional>
-#include <unordered_map>
 #include <utility>
 
 namespace popsim::kernels {
@@ -86,21 +84,7 @@ std::unique_ptr<Kernel> createPointwiseKernel(const KernelRequest& request) {
   if (!algorithm.has_value()) {
     return std::make_unique<PointwiseKernel>(request);
   }
-  const memory::desc md = flatDesc(request.outputs[0].type);
-  const dnnl::eltwise_forward::primitive_desc pd(
-      dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, algorithm->first, md,
-                                  algorithm->second, 0.0f),
-      request.engine);
-  std::unordered_map<int, memory> args = {
-      {DNNL_ARG_SRC, memory(md, request.engine, request.inputs[0].data)},
-      {DNNL_ARG_DST, memory(md, request.engine, request.outputs[0].data)}};
-  std::vector<std::unique_ptr<Kernel>> parts;
-  parts.push_back(
-      std::make_unique<PrimitiveKernel>(dnnl::eltwise_forward(pd), std::move(args), pd));
-  parts.push_back(nanPassThrough(static_cast<const float*>(request.inputs[0].data),
-                                 static_cast<float*>(request.outputs[0].data),
-                                 request.outputs[0].type.numel()));
-  return std::make_unique<SequenceKernel>(std::move(parts));
+  return eltwiseKernel(request, algorithm->first, algorithm->second, 0.0f, true);
 }
 
 } // namespace popsim::kernels
