@@ -55,8 +55,6 @@ private:
   float* output_ = nullptr;
 };
 
-} // namespace
-
 // oneDNN's eltwise algorithm computing a function as PyTorch does (within
 // float rounding), with its alpha; nothing for the others.
 std::optional<std::pair<dnnl::algorithm, float>> dnnlAlgorithmOf(const ir::Node& node) {
@@ -73,6 +71,8 @@ std::optional<std::pair<dnnl::algorithm, float>> dnnlAlgorithmOf(const ir::Node&
   if (name == "pow" && params[0] == 2.0) return std::make_pair(algorithm::eltwise_square, 0.0f);
   return std::nullopt;
 }
+
+} // namespace
 
 // oneDNN's vectorised eltwise where it has the function (its jit kernels may
 // turn NaN into numbers, so NaN inputs are passed through afterwards, as
