@@ -97,6 +97,7 @@ POINTWISE = {
     "hardshrink": ("hardshrink", _module(lambda: nn.Hardshrink(0.4), -2.0, 2.0)),
     "softshrink": ("softshrink", _module(lambda: nn.Softshrink(0.4), -2.0, 2.0)),
     "threshold": ("threshold", _module(lambda: nn.Threshold(0.2, -1.0), -2.0, 2.0)),
+    "rrelu_eval": ("leaky_relu", _module(lambda: nn.RReLU(0.1, 0.3).eval())),
     # A 0-d tensor inside the model, broadcast against a batched one.
     "sin_of_0d": ("sin", _case(lambda t: t * torch.sin(t.sum()), -1.0, 1.0)),
 }

@@ -138,6 +138,15 @@ def unary_case(fn, positive=False):
     return case
 
 
+def glu_case(rng):
+    shape = [randint(rng, 1, 4) for _ in range(randint(rng, 1, 3))]
+    dim = randint(rng, 0, len(shape) - 1)
+    shape[dim] *= 2
+    if rng.random() < 0.5:
+        dim -= len(shape)  # the same dimension, counted from the end
+    return Fn(lambda _, t: F.glu(t, dim=dim)), [torch.randn(*shape)]
+
+
 def softmax_case(log):
     def case(rng):
         x = random_tensor(rng)
@@ -337,6 +346,7 @@ CASES = {
     "log": unary_case(torch.log, positive=True),
     "sqrt": unary_case(torch.sqrt, positive=True),
     "abs": unary_case(torch.abs),
+    "glu": glu_case,
     "softmax": softmax_case(log=False),
     "log_softmax": softmax_case(log=True),
     "max_pool2d": max_pool_case,

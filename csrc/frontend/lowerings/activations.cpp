@@ -51,9 +51,47 @@ void lowerDropout(LoweringContext& ctx) {
   ctx.setOutput(0, outputs[0]);
 }
 
+// aten::glu(input, dim=-1): the first half along dim times the sigmoid of
+// the second.
+void lowerGlu(LoweringContext& ctx) {
+  ir::Value* x = floatTensor(ctx, 0);
+  const int64_t rank = x->type().rank();
+  const int64_t dim = normalizedDim(ctx, ctx.numInputs() > 1 ? ctx.toInt(1) : -1, rank);
+  const int64_t size = rank > 0 ? x->type().shape[static_cast<size_t>(dim)] : 0;
+  if (rank == 0 || size % 2 != 0) {
+    ctx.unsupported("glu over a dimension of odd size " + std::to_string(size) +
+                    " (PyTorch requires it to be even)");
+  }
+  const auto half = [&](int64_t start) {
+    return ctx.emit(
+        ir::OpKind::Slice, {x},
+        {{"dim", dim}, {"start", start}, {"end", start + size / 2}, {"step", int64_t{1}}});
+  };
+  ctx.setOutput(
+      0, ctx.emit(ir::OpKind::Mul, {half(0), ctx.emit(ir::OpKind::Sigmoid, {half(size / 2)})}));
+}
+
+// aten::rrelu(input, lower, upper, training, generator): in evaluation, a
+// leaky relu with the mean slope; in training its slopes are random (the
+// random ops' issue).
+void lowerRrelu(LoweringContext& ctx) {
+  const bool training = ctx.numInputs() > 3 && ctx.toBool(3);
+  if (training) {
+    ctx.unsupported("rrelu in training (random slopes); use it in eval mode or nn.LeakyReLU");
+  }
+  const double lower = ctx.numInputs() > 1 ? ctx.toDouble(1) : 1.0 / 8.0;
+  const double upper = ctx.numInputs() > 2 ? ctx.toDouble(2) : 1.0 / 3.0;
+  ctx.setOutput(0, ctx.emit(ir::OpKind::Pointwise, {floatTensor(ctx, 0)},
+                            {{"function", std::string("leaky_relu")},
+                             {"params", std::vector<double>{(lower + upper) / 2.0}}}));
+}
+
 } // namespace
 
 void registerActivations(LoweringRegistry& registry) {
+  registry.add("aten::glu", lowerGlu);
+  registry.add("aten::rrelu", lowerRrelu);
+  registry.add("aten::rrelu_", lowerRrelu);
   for (const char* suffix : {"", "_"}) {
     const std::string s(suffix);
     registry.add("aten::relu" + s, lowerUnary<ir::OpKind::Relu>);
