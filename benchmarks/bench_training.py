@@ -54,13 +54,8 @@ def main():
     parser.add_argument("--device-iterations", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=None,
                         help="timed runs (default 10, or 3 for resnet18)")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="host threads for both (default: PyTorch's default)")
-    parser.add_argument("--json", action="store_true", help="print the results as JSON")
-    timing.add_isa_argument(parser)
-    args = parser.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    timing.add_common_arguments(parser)
+    args = timing.parse_common(parser)
 
     torch.manual_seed(0)
     network, image_shape, name = benchmark_network(args.model, Network)

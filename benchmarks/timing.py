@@ -35,6 +35,25 @@ def add_isa_argument(parser):
                              "set (avx2: no AVX-512; baseline: SSE4.1); default: this CPU's")
 
 
+def add_common_arguments(parser):
+    """--threads, --json and --isa, which every benchmark takes."""
+    parser.add_argument("--threads", type=int, default=None,
+                        help="host threads for both (default: PyTorch's default)")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    add_isa_argument(parser)
+
+
+def parse_common(parser):
+    """Parses the arguments and applies --threads (to eager PyTorch and popsim,
+    which share the OpenMP thread pool)."""
+    import torch
+
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    return args
+
+
 def isa_cap():
     """The ISA cap the kernels run with (ONEDNN_MAX_CPU_ISA), or "native"."""
     return os.environ.get("ONEDNN_MAX_CPU_ISA", "native")

@@ -35,6 +35,9 @@ public:
   virtual bool isString(size_t index) const = 0;
   // A number known at compile time: an int/float/bool, or a 0-d constant tensor.
   virtual std::optional<double> staticScalar(size_t index) const = 0;
+  // The dtype a Python number takes part in type promotion with (bool,
+  // int64 for an int, float32 for a float); nullopt for tensors and others.
+  virtual std::optional<ir::DType> numberDType(size_t index) const = 0;
 
   // The argument as an IR value; constant tensors become graph constants.
   virtual ir::Value* tensor(size_t index) = 0;

@@ -11,6 +11,7 @@ const LoweringRegistry& LoweringRegistry::instance() {
     lowerings::registerMatMul(r);
     lowerings::registerActivations(r);
     lowerings::registerPointwise(r);
+    lowerings::registerBinary(r);
     lowerings::registerArithmetic(r);
     lowerings::registerPooling(r);
     lowerings::registerNormalization(r);

@@ -27,6 +27,7 @@ void registerConvolution(LoweringRegistry& registry);
 void registerMatMul(LoweringRegistry& registry);
 void registerActivations(LoweringRegistry& registry);
 void registerPointwise(LoweringRegistry& registry);
+void registerBinary(LoweringRegistry& registry);
 void registerArithmetic(LoweringRegistry& registry);
 void registerPooling(LoweringRegistry& registry);
 void registerNormalization(LoweringRegistry& registry);

@@ -90,6 +90,16 @@ std::optional<double> NodeContext::staticScalar(size_t index) const {
   return std::nullopt;
 }
 
+std::optional<ir::DType> NodeContext::numberDType(size_t index) const {
+  const FrontendValue& value = input(index);
+  if (!value.isStatic()) return std::nullopt;
+  const c10::IValue& v = value.constant;
+  if (v.isBool()) return ir::DType::Bool;
+  if (v.isInt()) return ir::DType::Int64;
+  if (v.isDouble()) return ir::DType::Float32;
+  return std::nullopt;
+}
+
 const c10::IValue& NodeContext::staticArgument(size_t index, const char* expected) const {
   const FrontendValue& value = input(index);
   if (!value.isStatic()) {

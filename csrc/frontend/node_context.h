@@ -50,6 +50,7 @@ public:
   bool isTensor(size_t index) const override;
   bool isString(size_t index) const override;
   std::optional<double> staticScalar(size_t index) const override;
+  std::optional<ir::DType> numberDType(size_t index) const override;
 
   ir::Value* tensor(size_t index) override;
   std::vector<ir::Value*> tensorList(size_t index) override;

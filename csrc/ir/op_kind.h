@@ -72,7 +72,10 @@ namespace popsim::ir {
   X(Cast, "cast", Layout)                                                                          \
   X(Pointwise, "pointwise", Pointwise)                                                             \
   X(PointwiseGrad, "pointwise_grad", Pointwise)                                                    \
-  X(Overwrite, "overwrite", Layout)
+  X(Overwrite, "overwrite", Layout)                                                                \
+  X(BinaryPointwise, "binary_pointwise", BinaryFunction)                                           \
+  X(BinaryPointwiseGrad, "binary_pointwise_grad", BinaryFunction)                                  \
+  X(Where, "where", Where)
 
 enum class OpKind : uint16_t {
 #define POPSIM_OP_ENUM(kind, name, family) kind,
@@ -100,6 +103,8 @@ enum class OpFamily {
   Embedding,
   ElementwiseGrad, // gradients of activations
   Pointwise,       // the functions of ir/pointwise_functions.h and their gradients
+  BinaryFunction,  // the functions of ir/binary_functions.h and their gradients
+  Where,           // where(condition, a, b): a choice per element
   Random,          // ops drawing random numbers (dropout)
   Loss,
   Update,    // writes weights or state in place: assign, accumulate, fill

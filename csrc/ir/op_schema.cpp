@@ -18,6 +18,7 @@ std::array<OpSchema, kNumOpKinds> buildTable() {
   ops::registerMatMulOps(registry);
   ops::registerElementwiseOps(registry);
   ops::registerPointwiseOps(registry);
+  ops::registerBinaryPointwiseOps(registry);
   ops::registerSoftmaxOps(registry);
   ops::registerPoolingOps(registry);
   ops::registerNormalizationOps(registry);

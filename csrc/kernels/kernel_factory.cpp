@@ -2,6 +2,7 @@
 
 #include "common/logging.h"
 #include "ir/op_schema.h"
+#include "kernels/binary_pointwise_kernel.h"
 #include "kernels/dnnl_kernels.h"
 #include "kernels/pointwise_kernel.h"
 #include "kernels/reference/reference_ops.h"
@@ -38,6 +39,8 @@ std::unique_ptr<Kernel> createDnnlKernel(const KernelRequest& request) {
   case ir::OpFamily::Layout: return createLayoutKernel(request);
   case ir::OpFamily::Reduction: return createReductionKernel(request);
   case ir::OpFamily::Pointwise: return createPointwiseKernel(request);
+  case ir::OpFamily::BinaryFunction:
+  case ir::OpFamily::Where: return createBinaryPointwiseKernel(request);
   case ir::OpFamily::Embedding:       // gathers and scatter-adds
   case ir::OpFamily::ElementwiseGrad: // (oneDNN backward kernels come later)
   case ir::OpFamily::Random:

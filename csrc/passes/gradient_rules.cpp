@@ -2,6 +2,7 @@
 // inputs from the gradients of its outputs (PyTorch's derivative formulas).
 
 #include "common/check.h"
+#include "ir/binary_functions.h"
 #include "passes/gradient_builder.h"
 
 #include <numeric>
@@ -181,6 +182,41 @@ Grads binary(GradientBuilder& b, const Grads& g, const Needed& needed) {
   return result;
 }
 
+// The table's derivative of each operand, summed back over broadcasting;
+// zeros where it has none (rounded divisions have a zero gradient).
+Grads binaryPointwise(GradientBuilder& b, const Grads& g, const Needed& needed) {
+  Grads result = none(b);
+  const std::string& name = nodeOf(b).attrs().getString("function");
+  const ir::BinaryFunction* function = ir::findBinaryFunction(name);
+  POPSIM_ASSERT(function != nullptr, "no binary function ", name, ".");
+  for (int64_t operand = 0; operand < 2; ++operand) {
+    const auto k = static_cast<size_t>(operand);
+    if (!needed[k]) continue;
+    const ir::Shape& shape = in(b, k)->type().shape;
+    if ((operand == 0 ? function->derivativeA : function->derivativeB) == nullptr) {
+      result[k] = b.zeros(shape);
+      continue;
+    }
+    Value* d = b.emit(OpKind::BinaryPointwiseGrad, {g[0], in(b, 0), in(b, 1)},
+                      {{"function", name}, {"operand", operand}});
+    result[k] = b.sumToShape(d, shape);
+  }
+  return result;
+}
+
+// where(c, a, b): the gradient goes to the operand each element came from.
+Grads where(GradientBuilder& b, const Grads& g, const Needed& needed) {
+  Grads result = none(b);
+  Value* zero = b.zeros({});
+  if (needed[1]) {
+    result[1] = b.sumToShape(b.emit(OpKind::Where, {in(b, 0), g[0], zero}), in(b, 1)->type().shape);
+  }
+  if (needed[2]) {
+    result[2] = b.sumToShape(b.emit(OpKind::Where, {in(b, 0), zero, g[0]}), in(b, 2)->type().shape);
+  }
+  return result;
+}
+
 Grads softmax(GradientBuilder& b, const Grads& g, const Needed&) {
   const OpKind kind =
       nodeOf(b).kind() == OpKind::Softmax ? OpKind::SoftmaxGrad : OpKind::LogSoftmaxGrad;
@@ -355,6 +391,8 @@ GradientRule findGradientRule(ir::OpKind kind) {
   case OpKind::Abs: return activation<false>;
   case OpKind::Exp: return exp;
   case OpKind::Pointwise: return pointwise;
+  case OpKind::BinaryPointwise: return binaryPointwise;
+  case OpKind::Where: return where;
   case OpKind::Log: return log;
   case OpKind::Sqrt: return sqrt;
   case OpKind::Affine: return affine;

@@ -1,3 +1,4 @@
+#include "ir/binary_functions.h"
 #include "ir/pointwise_functions.h"
 #include "ir/printer.h"
 #include "python/bindings.h"
@@ -33,6 +34,15 @@ void bindIr(py::module_& module) {
         return functions;
       },
       "The functions of the pointwise op, with their parameter names.");
+  module.def(
+      "binary_functions",
+      [] {
+        py::list names;
+        for (const ir::BinaryFunction& function : ir::binaryFunctions())
+          names.append(std::string(function.name));
+        return names;
+      },
+      "The functions of the binary_pointwise op.");
   py::class_<ir::Graph, std::shared_ptr<ir::Graph>>(module, "Graph",
                                                     "A popsim IR graph (see ARCHITECTURE.md).")
       .def(

@@ -91,3 +91,24 @@ def blocked_resnet18(ipus):
     for index, module in enumerate(starts):
         popsim.BeginBlock(module, f"R{index}", ipu_id=index * ipus // len(starts))
     return model
+
+
+def assert_sgd_steps_match_eager(make_model, batches, lr=0.1):
+    """Trains make_model() with popsim and a copy in eager PyTorch, one SGD step
+    per batch of (inputs, target), and compares the weights and buffers. The
+    model returns (output, loss)."""
+    model = make_model()
+    eager = make_model()
+    eager.load_state_dict(model.state_dict())
+    optimizer = torch.optim.SGD(eager.parameters(), lr=lr)
+    for batch in batches:
+        optimizer.zero_grad()
+        eager(*batch)[1].backward()
+        optimizer.step()
+    trainer = popsim.trainingModel(model, None, torch.optim.SGD(model.parameters(), lr=lr))
+    for batch in batches:
+        trainer(*batch)
+    trainer.copyWeightsToHost()
+    for name, value in eager.state_dict().items():
+        torch.testing.assert_close(model.state_dict()[name], value, rtol=1e-5, atol=1e-6,
+                                   msg=name)

@@ -34,6 +34,17 @@ def _case(fn, low, high, symmetric=False):
     return case
 
 
+def _nonfinite(fn):
+    """Floats in [-3, 3] with NaN, inf, -inf and 0 among them."""
+    def case(rng):
+        x = -3.0 + 6.0 * torch.rand(*_sized(rng))
+        special = torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0])
+        pick = torch.randint(0, 8, x.shape)
+        x = torch.where(pick < 4, special[pick.clamp(max=3)], x)
+        return Elementwise(fn), [x]
+    return case
+
+
 def _module(make, low=-4.0, high=4.0):
     """An nn module's case; in-place modules write a copy (autograd refuses
     in-place writes into the leaf that the gradient tests differentiate)."""
@@ -98,6 +109,9 @@ POINTWISE = {
     "softshrink": ("softshrink", _module(lambda: nn.Softshrink(0.4), -2.0, 2.0)),
     "threshold": ("threshold", _module(lambda: nn.Threshold(0.2, -1.0), -2.0, 2.0)),
     "rrelu_eval": ("leaky_relu", _module(lambda: nn.RReLU(0.1, 0.3).eval())),
+    "nan_to_num": ("nan_to_num", _nonfinite(torch.nan_to_num)),
+    "nan_to_num_values_": ("nan_to_num", _nonfinite(
+        lambda t: t.clone().nan_to_num_(nan=1.5, posinf=4.0, neginf=-2.0))),
     # A 0-d tensor inside the model, broadcast against a batched one.
     "sin_of_0d": ("sin", _case(lambda t: t * torch.sin(t.sum()), -1.0, 1.0)),
 }

@@ -13,6 +13,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import popsim
+from binary_cases import BINARY
 from pointwise_cases import POINTWISE
 from conftest import assert_close
 
@@ -367,6 +368,7 @@ CASES = {
     "sum": reduction_case(torch.sum),
     "embedding": embedding_case,
     **{f"pointwise_{name}": case for name, (_, case) in POINTWISE.items()},
+    **{f"binary_{name}": case for name, (_, case) in BINARY.items()},
 }
 
 

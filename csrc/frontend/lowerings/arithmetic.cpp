@@ -1,41 +1,53 @@
 #include "frontend/lowering_registry.h"
 #include "frontend/lowerings/helpers.h"
 
+#include <cmath>
 #include <optional>
 
 namespace popsim::frontend::lowerings {
 namespace {
 
-// a op b where at most one side is a compile-time number: a number becomes an
-// affine op (x * 2, x + 1, x / 8 ...); two tensors become a broadcasting op.
-// `alpha` scales b, as in torch.add(a, b, alpha=...).
-// Integer tensors (counters such as num_batches_tracked) take whole-number
-// scalars: x + 1, x - 2, x * 3.
-std::optional<ir::Value*> integerArithmetic(LoweringContext& ctx, ir::OpKind kind, size_t left,
-                                            size_t right, double alpha) {
-  if (!ctx.isTensor(left)) return std::nullopt;
-  ir::Value* x = ctx.tensor(left);
+// a op b on integer or bool tensors (after promotion): a whole number on
+// one side of an integer tensor is an affine op (counters such as
+// num_batches_tracked + 1); otherwise the binary function of that name.
+ir::Value* integerArithmetic(LoweringContext& ctx, ir::OpKind kind, size_t left, size_t right,
+                             double alpha, ir::DType dtype) {
   const std::optional<double> b = ctx.staticScalar(right);
-  if (x->type().dtype == ir::DType::Float32 || !b.has_value() || *b != static_cast<int64_t>(*b)) {
-    return std::nullopt;
+  const bool wholeNumber = b.has_value() && *b == static_cast<double>(static_cast<int64_t>(*b));
+  if (wholeNumber && dtype != ir::DType::Bool && ctx.isTensor(left) &&
+      !ctx.numberDType(left).has_value() && ctx.tensor(left)->type().dtype == dtype) {
+    ir::Value* x = ctx.tensor(left);
+    switch (kind) {
+    case ir::OpKind::Add: return affine(ctx, x, 1.0, alpha * *b);
+    case ir::OpKind::Sub: return affine(ctx, x, 1.0, -alpha * *b);
+    default: return affine(ctx, x, *b, 0.0);
+    }
   }
-  switch (kind) {
-  case ir::OpKind::Add: return affine(ctx, x, 1.0, alpha * *b);
-  case ir::OpKind::Sub: return affine(ctx, x, 1.0, -alpha * *b);
-  case ir::OpKind::Mul: return affine(ctx, x, *b, 0.0);
-  default: return std::nullopt;
+  const char* name = kind == ir::OpKind::Add ? "add" : kind == ir::OpKind::Sub ? "sub" : "mul";
+  ir::Value* y = operandAs(ctx, right, dtype);
+  if (alpha != 1.0) {
+    y = ctx.emit(ir::OpKind::BinaryPointwise, {y, constantFilled(ctx, {dtype, {}}, alpha)},
+                 {{"function", std::string("mul")}});
   }
+  return ctx.emit(ir::OpKind::BinaryPointwise, {operandAs(ctx, left, dtype), y},
+                  {{"function", std::string(name)}});
 }
 
+// a op b with PyTorch's type promotion. Float results: a number on one side
+// becomes an affine op (x * 2, x + 1, x / 8 ...), two tensors a broadcasting
+// op, and integer tensors are converted (x + int_buffer). Integer results
+// (add, sub, mul of integers) are exact; division of integers is true
+// division, in float. `alpha` scales b, as in torch.add(a, b, alpha=...).
 ir::Value* arithmetic(LoweringContext& ctx, ir::OpKind kind, size_t left, size_t right,
                       double alpha) {
-  if (const auto integer = integerArithmetic(ctx, kind, left, right, alpha)) {
-    return *integer;
+  const ir::DType dtype = promotedDType(ctx, {left, right});
+  if (dtype != ir::DType::Float32 && kind != ir::OpKind::Div) {
+    return integerArithmetic(ctx, kind, left, right, alpha, dtype);
   }
   const std::optional<double> a = ctx.staticScalar(left);
   const std::optional<double> b = ctx.staticScalar(right);
   if (b.has_value()) {
-    ir::Value* x = floatTensor(ctx, left);
+    ir::Value* x = operandAs(ctx, left, ir::DType::Float32);
     switch (kind) {
     case ir::OpKind::Add: return affine(ctx, x, 1.0, alpha * *b);
     case ir::OpKind::Sub: return affine(ctx, x, 1.0, -alpha * *b);
@@ -43,7 +55,7 @@ ir::Value* arithmetic(LoweringContext& ctx, ir::OpKind kind, size_t left, size_t
     default: return affine(ctx, x, 1.0 / *b, 0.0);
     }
   }
-  ir::Value* y = affine(ctx, floatTensor(ctx, right), alpha, 0.0);
+  ir::Value* y = affine(ctx, operandAs(ctx, right, ir::DType::Float32), alpha, 0.0);
   if (a.has_value()) {
     switch (kind) {
     case ir::OpKind::Add: return affine(ctx, y, 1.0, *a);
@@ -52,7 +64,7 @@ ir::Value* arithmetic(LoweringContext& ctx, ir::OpKind kind, size_t left, size_t
     default: break; // a / y needs a reciprocal: use the tensor op
     }
   }
-  return ctx.emit(kind, {floatTensor(ctx, left), y});
+  return ctx.emit(kind, {operandAs(ctx, left, ir::DType::Float32), y});
 }
 
 double alphaArgument(const LoweringContext& ctx, size_t index) {
@@ -73,16 +85,67 @@ void lowerMul(LoweringContext& ctx) {
   ctx.setOutput(0, arithmetic(ctx, ir::OpKind::Mul, 0, 1, 1.0));
 }
 
-// div(self, other, rounding_mode=None): true division only.
+// div(self, other, rounding_mode=None|"trunc"|"floor").
 void lowerDiv(LoweringContext& ctx) {
   if (ctx.numInputs() > 2 && !ctx.isNone(2)) {
-    ctx.unsupported("division with rounding_mode='" + ctx.toString(2) + "' on runtime tensors");
+    const std::string mode = ctx.toString(2);
+    if (mode != "trunc" && mode != "floor") {
+      ctx.unsupported("division with rounding_mode='" + mode +
+                      "' (PyTorch takes None, 'trunc' or 'floor')");
+    }
+    ir::Value* quotient =
+        emitBinaryFunction(ctx, mode == "floor" ? "div_floor" : "div_trunc", 0, 1);
+    const bool inPlace = ctx.opName().back() == '_';
+    ctx.setOutput(0, inPlace ? castTo(ctx, quotient, ctx.tensor(0)->type().dtype) : quotient);
+    return;
   }
   ctx.setOutput(0, arithmetic(ctx, ir::OpKind::Div, 0, 1, 1.0));
 }
 
+// addcmul(self, t1, t2, value) = self + value * t1 * t2 and addcdiv with
+// t1 / t2, in PyTorch's order of operations. t1 and t2 are broadcast to the
+// result first, so that their gradients are summed over the broadcast
+// products as in PyTorch (which decides where inf and -inf meet as NaN).
+template <ir::OpKind Kind> void lowerAddcOp(LoweringContext& ctx) {
+  ir::Value* self = floatTensor(ctx, 0);
+  ir::Value* t1 = floatTensor(ctx, 1);
+  ir::Value* t2 = floatTensor(ctx, 2);
+  std::optional<ir::Shape> shape = ir::broadcastShapes(self->type().shape, t1->type().shape);
+  if (shape) shape = ir::broadcastShapes(*shape, t2->type().shape);
+  if (!shape) {
+    ctx.unsupported("operands " + self->type().str() + ", " + t1->type().str() + " and " +
+                    t2->type().str() + " that do not broadcast together");
+  }
+  const auto broadcast = [&](ir::Value* x) {
+    return x->type().shape == *shape ? x
+                                     : ctx.emit(ir::OpKind::Broadcast, {x}, {{"shape", *shape}});
+  };
+  const double value = ctx.numInputs() > 3 ? ctx.toDouble(3) : 1.0;
+  ir::Value* term = ctx.emit(Kind, {affine(ctx, broadcast(t1), value, 0.0), broadcast(t2)});
+  ctx.setOutput(0, ctx.emit(ir::OpKind::Add, {self, term}));
+}
+
+// lerp(self, end, weight) with a number as the weight, as PyTorch computes
+// it: from the nearer end, self + w * (end - self) where |w| < 0.5,
+// end - (end - self) * (1 - w) elsewhere.
+void lowerLerp(LoweringContext& ctx) {
+  const std::optional<double> w = ctx.staticScalar(2);
+  if (!w.has_value()) {
+    ctx.unsupported("lerp with a tensor weight (popsim takes a number as the weight; "
+                    "write start + weight * (end - start) for a tensor)");
+  }
+  ir::Value* start = floatTensor(ctx, 0);
+  ir::Value* end = floatTensor(ctx, 1);
+  ir::Value* difference = ctx.emit(ir::OpKind::Sub, {end, start});
+  ctx.setOutput(0, std::abs(*w) < 0.5
+                       ? ctx.emit(ir::OpKind::Add, {start, affine(ctx, difference, *w, 0.0)})
+                       : ctx.emit(ir::OpKind::Sub, {end, affine(ctx, difference, 1.0 - *w, 0.0)}));
+}
+
 void lowerNeg(LoweringContext& ctx) {
-  ctx.setOutput(0, affine(ctx, floatTensor(ctx, 0), -1.0, 0.0));
+  const ir::DType dtype = ctx.tensor(0)->type().dtype;
+  const bool integer = dtype == ir::DType::Int32 || dtype == ir::DType::Int64;
+  ctx.setOutput(0, affine(ctx, integer ? ctx.tensor(0) : floatTensor(ctx, 0), -1.0, 0.0));
 }
 
 // Ops that return their input unchanged in popsim's value semantics:
@@ -125,6 +188,12 @@ void registerArithmetic(LoweringRegistry& registry) {
     registry.add("aten::mul" + s, lowerMul);
     registry.add("aten::div" + s, lowerDiv);
     registry.add("aten::neg" + s, lowerNeg);
+  }
+  for (const char* suffix : {"", "_"}) {
+    const std::string s(suffix);
+    registry.add("aten::addcmul" + s, lowerAddcOp<ir::OpKind::Mul>);
+    registry.add("aten::addcdiv" + s, lowerAddcOp<ir::OpKind::Div>);
+    registry.add("aten::lerp" + s, lowerLerp);
   }
   registry.add("aten::rsub", lowerReverseSub);
   registry.add("aten::contiguous", lowerIdentity);

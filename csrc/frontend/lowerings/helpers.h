@@ -3,6 +3,7 @@
 #include "common/check.h"
 #include "frontend/lowering_context.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,22 @@ inline ir::Value* floatTensor(LoweringContext& context, size_t index) {
   }
   return value;
 }
+
+// PyTorch's result dtype of elementwise operands (promotion.cpp): tensors
+// with dimensions decide within a category (bool < integer < float); 0-d
+// tensors and then Python numbers only when of a higher category.
+ir::DType promotedDType(LoweringContext& ctx, const std::vector<size_t>& operands);
+// The operand as a tensor of `dtype`: a number becomes a 0-d constant, a
+// tensor of another dtype is cast.
+ir::Value* operandAs(LoweringContext& ctx, size_t index, ir::DType dtype);
+ir::Value* castTo(LoweringContext& ctx, ir::Value* x, ir::DType dtype);
+
+// The binary function `name` (ir/binary_functions.h) of two operands, after
+// type promotion (binary.cpp).
+ir::Value* emitBinaryFunction(LoweringContext& ctx, const char* name, size_t left, size_t right);
+// clamp(x, min, max) where a bound is a tensor (binary.cpp).
+ir::Value* clampBetweenTensors(LoweringContext& ctx, std::optional<size_t> low,
+                               std::optional<size_t> high);
 
 // A constant of `type` with every element `value` (creation.cpp).
 ir::Value* constantFilled(LoweringContext& ctx, const ir::TensorType& type, double value);

@@ -11,6 +11,7 @@ namespace popsim::frontend::lowerings {
 namespace {
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
+constexpr double kFloatMax = std::numeric_limits<float>::max();
 
 // A parameter: the aten argument it is read from (a number known at compile
 // time), or nullptr for a constant; `fallback` when the argument is None or
@@ -74,6 +75,9 @@ const std::vector<AtenPointwise>& atenPointwiseOps() {
       {"aten::hardshrink", "hardshrink", {{"lambd", 0.5}}},
       {"aten::softshrink", "softshrink", {{"lambd", 0.5}}},
       {"aten::threshold", "threshold", {{"threshold", 0.0}, {"value", 0.0}}},
+      {"aten::nan_to_num",
+       "nan_to_num",
+       {{"nan", 0.0}, {"posinf", kFloatMax}, {"neginf", -kFloatMax}}},
   };
   return ops;
 }
@@ -93,8 +97,32 @@ const AtenPointwise& tableEntryOf(const std::string& opName) {
   POPSIM_ASSERT(false, opName, " is not in the pointwise lowering table.");
 }
 
+// The argument behind a parameter when it is a tensor computed at runtime.
+std::optional<size_t> runtimeTensorArgument(const LoweringContext& ctx,
+                                            const Parameter& parameter) {
+  const std::optional<size_t> index =
+      parameter.argument != nullptr ? ctx.argumentIndex(parameter.argument) : std::nullopt;
+  if (!index.has_value() || ctx.isNone(*index) || ctx.staticScalar(*index).has_value() ||
+      !ctx.isTensor(*index)) {
+    return std::nullopt;
+  }
+  return index;
+}
+
 void lowerTableOp(LoweringContext& ctx) {
   const AtenPointwise& op = tableEntryOf(ctx.opName());
+  if (std::string(op.function) == "clamp") { // bounds given as tensors
+    const auto low = runtimeTensorArgument(ctx, op.parameters[0]);
+    const auto high = runtimeTensorArgument(ctx, op.parameters[1]);
+    if (low.has_value() || high.has_value()) {
+      const auto index = [&](const Parameter& parameter) -> std::optional<size_t> {
+        const auto i = parameter.argument ? ctx.argumentIndex(parameter.argument) : std::nullopt;
+        return i.has_value() && !ctx.isNone(*i) ? i : std::nullopt;
+      };
+      ctx.setOutput(0, clampBetweenTensors(ctx, index(op.parameters[0]), index(op.parameters[1])));
+      return;
+    }
+  }
   ir::Value* x = floatTensor(ctx, 0);
   std::vector<double> params;
   for (const Parameter& parameter : op.parameters) {
@@ -114,18 +142,23 @@ void lowerTableOp(LoweringContext& ctx) {
   ctx.setOutput(0, emitPointwise(ctx, x, op.function, std::move(params)));
 }
 
-// aten::pow: tensor ** number (pow), number ** tensor (rpow); tensor ** tensor
-// is not a pointwise function of one tensor.
+// aten::pow: float tensor ** number (pow), number ** float tensor (rpow);
+// two tensors, and integer tensors, through the binary function pow.
 void lowerPow(LoweringContext& ctx) {
   const std::optional<double> base = ctx.staticScalar(0);
   const std::optional<double> exponent = ctx.staticScalar(1);
-  if (exponent.has_value() && !base.has_value()) {
-    ctx.setOutput(0, emitPointwise(ctx, floatTensor(ctx, 0), "pow", {*exponent}));
-  } else if (base.has_value() && !exponent.has_value()) {
-    ctx.setOutput(0, emitPointwise(ctx, floatTensor(ctx, 1), "rpow", {*base}));
+  const bool floatFirst = ctx.isTensor(0) && ctx.tensor(0)->type().dtype == ir::DType::Float32;
+  const bool floatSecond = ctx.isTensor(1) && ctx.tensor(1)->type().dtype == ir::DType::Float32;
+  ir::Value* y = nullptr;
+  if (exponent.has_value() && !base.has_value() && floatFirst) {
+    y = emitPointwise(ctx, ctx.tensor(0), "pow", {*exponent});
+  } else if (base.has_value() && !exponent.has_value() && floatSecond) {
+    y = emitPointwise(ctx, ctx.tensor(1), "rpow", {*base});
   } else {
-    ctx.unsupported("pow with a tensor exponent");
+    y = emitBinaryFunction(ctx, "pow", 0, 1);
   }
+  const bool inPlace = ctx.opName().back() == '_';
+  ctx.setOutput(0, inPlace ? castTo(ctx, y, ctx.tensor(0)->type().dtype) : y);
 }
 
 } // namespace

@@ -26,6 +26,7 @@ void registerConvolutionOps(OpRegistry& registry);
 void registerMatMulOps(OpRegistry& registry);
 void registerElementwiseOps(OpRegistry& registry);
 void registerPointwiseOps(OpRegistry& registry);
+void registerBinaryPointwiseOps(OpRegistry& registry);
 void registerSoftmaxOps(OpRegistry& registry);
 void registerPoolingOps(OpRegistry& registry);
 void registerNormalizationOps(OpRegistry& registry);

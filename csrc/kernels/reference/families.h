@@ -22,6 +22,8 @@ void reduction(const ir::Node& node, const Inputs& inputs, const Outputs& output
 void embedding(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 void elementwiseGrad(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 void pointwise(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
+// binary_pointwise, binary_pointwise_grad and where (binary_pointwise.cpp).
+void binaryPointwise(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 void dropout(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 void loss(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 void updates(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);

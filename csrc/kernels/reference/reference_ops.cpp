@@ -24,6 +24,8 @@ void evaluate(const ir::Node& node, const std::vector<void*>& inputs,
   case ir::OpFamily::Embedding: return embedding(node, inputs, outputs);
   case ir::OpFamily::ElementwiseGrad: return elementwiseGrad(node, inputs, outputs);
   case ir::OpFamily::Pointwise: return pointwise(node, inputs, outputs);
+  case ir::OpFamily::BinaryFunction:
+  case ir::OpFamily::Where: return binaryPointwise(node, inputs, outputs);
   case ir::OpFamily::Random: return dropout(node, inputs, outputs);
   case ir::OpFamily::Loss: return loss(node, inputs, outputs);
   case ir::OpFamily::Update: return updates(node, inputs, outputs);

@@ -52,6 +52,7 @@ std::map<std::string, Sample> samples() {
   table["hardshrink"] = {{0.5}, anywhere};
   table["softshrink"] = {{0.5}, anywhere};
   table["threshold"] = {{0.2, -1.0}, anywhere};
+  table["nan_to_num"] = {{0.0, 9.0, -9.0}, anywhere};
   return table;
 }
 

@@ -1,0 +1,223 @@
+// The aten ops that are functions of ir/binary_functions.h (one line each),
+// and the ops built from them: where, masked_fill, the isnan family,
+// logical_not and bitwise_not, and clamp with tensor bounds.
+
+#include "common/check.h"
+#include "frontend/lowering_registry.h"
+#include "frontend/lowerings/helpers.h"
+#include "ir/binary_functions.h"
+
+#include <limits>
+
+namespace popsim::frontend::lowerings {
+namespace {
+
+struct AtenBinary {
+  const char* op; // also registered with a trailing "_" (the in-place form)
+  const char* function;
+};
+
+const std::vector<AtenBinary>& atenBinaryOps() {
+  static const std::vector<AtenBinary> ops = {
+      {"aten::eq", "eq"},
+      {"aten::ne", "ne"},
+      {"aten::not_equal", "ne"},
+      {"aten::lt", "lt"},
+      {"aten::less", "lt"},
+      {"aten::le", "le"},
+      {"aten::less_equal", "le"},
+      {"aten::gt", "gt"},
+      {"aten::greater", "gt"},
+      {"aten::ge", "ge"},
+      {"aten::greater_equal", "ge"},
+      {"aten::maximum", "maximum"},
+      {"aten::minimum", "minimum"},
+      {"aten::fmax", "fmax"},
+      {"aten::fmin", "fmin"},
+      {"aten::remainder", "remainder"},
+      {"aten::fmod", "fmod"},
+      {"aten::floor_divide", "div_floor"},
+      {"aten::atan2", "atan2"},
+      {"aten::arctan2", "atan2"},
+      {"aten::logical_and", "logical_and"},
+      {"aten::logical_or", "logical_or"},
+      {"aten::logical_xor", "logical_xor"},
+      {"aten::bitwise_and", "bitwise_and"},
+      {"aten::bitwise_or", "bitwise_or"},
+      {"aten::bitwise_xor", "bitwise_xor"},
+  };
+  return ops;
+}
+
+// The Python operators' aten names: a & b, a | b, a ^ b and their in-place forms.
+const std::vector<AtenBinary>& atenOperatorOps() {
+  static const std::vector<AtenBinary> ops = {
+      {"aten::__and__", "bitwise_and"}, {"aten::__or__", "bitwise_or"},
+      {"aten::__xor__", "bitwise_xor"}, {"aten::__iand__", "bitwise_and"},
+      {"aten::__ior__", "bitwise_or"},  {"aten::__ixor__", "bitwise_xor"},
+  };
+  return ops;
+}
+
+bool isInPlace(const std::string& opName) {
+  return opName.size() > 1 && opName.back() == '_' && opName[opName.size() - 2] != '_';
+}
+
+const char* functionOf(const std::string& opName) {
+  const std::string name = isInPlace(opName) ? opName.substr(0, opName.size() - 1) : opName;
+  for (const auto* table : {&atenBinaryOps(), &atenOperatorOps()}) {
+    for (const AtenBinary& op : *table) {
+      if (name == op.op) return op.function;
+    }
+  }
+  POPSIM_ASSERT(false, opName, " is not in the binary lowering table.");
+}
+
+// The result written back into `self` for in-place forms (x.gt_(y) keeps
+// x's dtype), as is.
+ir::Value* result(LoweringContext& ctx, ir::Value* value) {
+  const bool inPlace = isInPlace(ctx.opName()) || ctx.opName().rfind("aten::__i", 0) == 0;
+  return inPlace ? castTo(ctx, value, ctx.tensor(0)->type().dtype) : value;
+}
+
+void lowerTableOp(LoweringContext& ctx) {
+  ctx.setOutput(0, result(ctx, emitBinaryFunction(ctx, functionOf(ctx.opName()), 0, 1)));
+}
+
+ir::Value* compare(LoweringContext& ctx, const char* function, ir::Value* x, double number) {
+  return ctx.emit(ir::OpKind::BinaryPointwise,
+                  {x, constantFilled(ctx, {x->type().dtype, {}}, number)},
+                  {{"function", std::string(function)}});
+}
+
+// max(a, b) and min(a, b) of two tensors are maximum and minimum; over a
+// tensor's elements or along a dimension they are reductions.
+template <bool Max> void lowerMaxOrMin(LoweringContext& ctx) {
+  if (ctx.numInputs() != 2 || !ctx.isTensor(1)) {
+    ctx.unsupported(std::string(Max ? "max" : "min") +
+                    " over a tensor's elements or along a dimension (a reduction); the "
+                    "elementwise form of two tensors is supported");
+  }
+  ctx.setOutput(0, emitBinaryFunction(ctx, Max ? "maximum" : "minimum", 0, 1));
+}
+
+// where(condition, a, b); where(condition) alone is nonzero.
+void lowerWhere(LoweringContext& ctx) {
+  if (ctx.numInputs() == 1) {
+    ctx.unsupported("torch.where(condition) with one argument (its output shape depends on "
+                    "the data); use torch.where(condition, a, b)");
+  }
+  const ir::DType dtype = promotedDType(ctx, {1, 2});
+  ir::Value* condition = castTo(ctx, ctx.tensor(0), ir::DType::Bool);
+  ctx.setOutput(0, ctx.emit(ir::OpKind::Where,
+                            {condition, operandAs(ctx, 1, dtype), operandAs(ctx, 2, dtype)}));
+}
+
+// masked_fill(self, mask, value): value (a number or 0-d tensor) where mask.
+void lowerMaskedFill(LoweringContext& ctx) {
+  ir::Value* self = ctx.tensor(0);
+  if (ctx.isTensor(2) && ctx.tensor(2)->type().rank() != 0) {
+    ctx.unsupported("masked_fill with a value of " + ctx.tensor(2)->type().str() +
+                    " (it takes a number or a 0-d tensor)");
+  }
+  ir::Value* mask = castTo(ctx, ctx.tensor(1), ir::DType::Bool);
+  ir::Value* value = operandAs(ctx, 2, self->type().dtype);
+  ctx.setOutput(0, ctx.emit(ir::OpKind::Where, {mask, value, self}));
+}
+
+enum class Test { NaN, Inf, PosInf, NegInf, Finite };
+
+// isnan, isinf, isposinf, isneginf and isfinite as comparisons; integer
+// and bool tensors are always finite.
+template <Test T> void lowerFloatTest(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  if (x->type().dtype != ir::DType::Float32) {
+    ctx.setOutput(0, constantFilled(ctx, {ir::DType::Bool, x->type().shape}, T == Test::Finite));
+    return;
+  }
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  ir::Value* magnitude = T == Test::Inf || T == Test::Finite ? ctx.emit(ir::OpKind::Abs, {x}) : x;
+  switch (T) {
+  case Test::NaN:
+    ctx.setOutput(0,
+                  ctx.emit(ir::OpKind::BinaryPointwise, {x, x}, {{"function", std::string("ne")}}));
+    return;
+  case Test::Inf:
+  case Test::PosInf: ctx.setOutput(0, compare(ctx, "eq", magnitude, kInf)); return;
+  case Test::NegInf: ctx.setOutput(0, compare(ctx, "eq", x, -kInf)); return;
+  case Test::Finite: ctx.setOutput(0, compare(ctx, "lt", magnitude, kInf)); return;
+  }
+}
+
+void lowerLogicalNot(LoweringContext& ctx) {
+  ctx.setOutput(0, result(ctx, compare(ctx, "eq", ctx.tensor(0), 0.0)));
+}
+
+// ~x: logical not of bools, -x - 1 (two's complement) of integers.
+void lowerBitwiseNot(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  switch (x->type().dtype) {
+  case ir::DType::Bool: ctx.setOutput(0, compare(ctx, "eq", x, 0.0)); return;
+  case ir::DType::Int32:
+  case ir::DType::Int64: ctx.setOutput(0, affine(ctx, x, -1.0, -1.0)); return;
+  default:
+    ctx.unsupported("bitwise_not of a " + x->type().str() +
+                    " tensor (it takes integer and bool tensors)");
+  }
+}
+
+} // namespace
+
+ir::Value* emitBinaryFunction(LoweringContext& ctx, const char* name, size_t left, size_t right) {
+  const ir::BinaryFunction* function = ir::findBinaryFunction(name);
+  POPSIM_ASSERT(function != nullptr, "no binary function ", name, ".");
+  ir::DType dtype = promotedDType(ctx, {left, right});
+  if (function->integerValue == nullptr) {
+    dtype = ir::DType::Float32; // integers are computed as floats (atan2)
+  } else if (function->value == nullptr && dtype == ir::DType::Float32) {
+    ctx.unsupported(std::string(name) + " of float tensors (it takes integer and bool tensors)");
+  }
+  return ctx.emit(ir::OpKind::BinaryPointwise,
+                  {operandAs(ctx, left, dtype), operandAs(ctx, right, dtype)},
+                  {{"function", std::string(name)}});
+}
+
+// clamp(x, min, max) with tensor bounds: clamp_min, then clamp_max, which is
+// PyTorch's min(max(x, min), max) with its gradients (x inside the bounds,
+// a bound where x is beyond it; NaN propagates and passes none).
+ir::Value* clampBetweenTensors(LoweringContext& ctx, std::optional<size_t> low,
+                               std::optional<size_t> high) {
+  ir::Value* y = floatTensor(ctx, 0);
+  const auto bound = [&](size_t index, const char* function) {
+    y = ctx.emit(ir::OpKind::BinaryPointwise, {y, operandAs(ctx, index, ir::DType::Float32)},
+                 {{"function", std::string(function)}});
+  };
+  if (low.has_value()) bound(*low, "clamp_min");
+  if (high.has_value()) bound(*high, "clamp_max");
+  return y;
+}
+
+void registerBinary(LoweringRegistry& registry) {
+  for (const AtenBinary& op : atenBinaryOps()) {
+    registry.add(op.op, lowerTableOp);
+    registry.add(std::string(op.op) + "_", lowerTableOp);
+  }
+  for (const AtenBinary& op : atenOperatorOps()) {
+    registry.add(op.op, lowerTableOp);
+  }
+  registry.add("aten::max", lowerMaxOrMin<true>);
+  registry.add("aten::min", lowerMaxOrMin<false>);
+  registry.add("aten::where", lowerWhere);
+  registry.add("aten::masked_fill", lowerMaskedFill);
+  registry.add("aten::masked_fill_", lowerMaskedFill);
+  registry.add("aten::isnan", lowerFloatTest<Test::NaN>);
+  registry.add("aten::isinf", lowerFloatTest<Test::Inf>);
+  registry.add("aten::isposinf", lowerFloatTest<Test::PosInf>);
+  registry.add("aten::isneginf", lowerFloatTest<Test::NegInf>);
+  registry.add("aten::isfinite", lowerFloatTest<Test::Finite>);
+  registry.add("aten::logical_not", lowerLogicalNot);
+  registry.add("aten::logical_not_", lowerLogicalNot);
+  registry.add("aten::bitwise_not", lowerBitwiseNot);
+}
+
+} // namespace popsim::frontend::lowerings

@@ -1,0 +1,32 @@
+#pragma once
+
+#include "ir/binary_functions.h"
+#include "ir/node.h"
+#include "kernels/reference/broadcast_rows.h"
+
+#include <vector>
+
+// The arithmetic of binary_pointwise, binary_pointwise_grad and where, shared
+// by the reference kernel and the parallel one (binary_pointwise_kernel.cpp):
+// each computes any range of its output's pieces.
+namespace popsim::kernels::reference {
+
+class BroadcastElementwise {
+public:
+  explicit BroadcastElementwise(const ir::Node& node);
+
+  int64_t pieces() const { return rows_.pieces(); }
+  // Computes pieces [first, last). Returns false when an integer division
+  // by zero left elements undefined (the caller raises the error).
+  bool run(const std::vector<const void*>& inputs, void* output, int64_t first, int64_t last) const;
+  // The error for an integer division by zero.
+  [[noreturn]] void throwDivisionByZero() const;
+
+private:
+  const ir::Node& node_;
+  BroadcastRows rows_;
+  const ir::BinaryFunction* function_ = nullptr; // binary_pointwise(_grad)
+  int64_t operand_ = 0;                          // binary_pointwise_grad
+};
+
+} // namespace popsim::kernels::reference
