@@ -81,13 +81,14 @@ double powerOfB(double a, double b) {
 }
 
 // maximum/minimum propagate NaN and split the gradient evenly between equal
-// operands; fmax/fmin take the number over NaN, and the gradient goes to
+// operands (of 0 and -0 they return the second, as PyTorch's vectorised
+// loops do); fmax/fmin take the number over NaN, and the gradient goes to
 // the operand they return.
 double maximum(double a, double b) {
-  return std::isnan(a) || std::isnan(b) ? NAN : std::fmax(a, b);
+  return std::isnan(a) ? a : (std::isnan(b) ? b : (a > b ? a : b));
 }
 double minimum(double a, double b) {
-  return std::isnan(a) || std::isnan(b) ? NAN : std::fmin(a, b);
+  return std::isnan(a) ? a : (std::isnan(b) ? b : (a < b ? a : b));
 }
 double tieOr(double a, double b, bool wins) { return a == b ? 0.5 : (wins ? 1.0 : 0.0); }
 bool fmaxTakesA(double a, double b) { return a >= b || std::isnan(b); }

@@ -89,6 +89,7 @@ POINTWISE = {
     "pow_half_": ("pow", _case(lambda t: t.clone().pow_(0.5), 0.1, 4.0)),
     "rpow": ("rpow", _case(lambda t: 2.0 ** t, -3.0, 3.0)),
     "clamp": ("clamp", _case(lambda t: t.clamp(-0.5, 0.7), -2.0, 2.0)),
+    "clamp_crossed_bounds": ("clamp", _case(lambda t: t.clamp(0.5, -0.5), -2.0, 2.0)),
     "clamp_min_": ("clamp", _case(lambda t: t.clone().clamp_(min=0.1), -2.0, 2.0)),
     "clip_max": ("clamp", _case(lambda t: torch.clip(t, max=0.3), -2.0, 2.0)),
     "hardtanh": ("hardtanh", _case(lambda t: F.hardtanh(t, -0.5, 1.5), -2.0, 2.0)),

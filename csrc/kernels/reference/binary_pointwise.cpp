@@ -77,6 +77,10 @@ BroadcastElementwise::BroadcastElementwise(const ir::Node& node)
   if (node.kind() == ir::OpKind::BinaryPointwiseGrad) {
     operand_ = node.attrs().getInt("operand");
   }
+  if (node.kind() == ir::OpKind::BinaryPointwise &&
+      node.input(0)->type().dtype == ir::DType::Float32) {
+    fast_ = findFastBinaryPiece(function_->name);
+  }
 }
 
 bool BroadcastElementwise::run(const std::vector<const void*>& inputs, void* output, int64_t first,
@@ -129,7 +133,9 @@ bool BroadcastElementwise::run(const std::vector<const void*>& inputs, void* out
       case ir::DType::Float32: {
         const auto* a = reinterpret_cast<const float*>(at(0));
         const auto* b = reinterpret_cast<const float*>(at(1));
-        if (toBool) {
+        if (fast_ != nullptr) {
+          fast_(a, step(0), b, step(1), y, n);
+        } else if (toBool) {
           floatPiece(*function_, a, step(0), b, step(1), static_cast<bool*>(y), n);
         } else {
           floatPiece(*function_, a, step(0), b, step(1), static_cast<float*>(y), n);

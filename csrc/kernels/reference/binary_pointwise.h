@@ -3,6 +3,7 @@
 #include "ir/binary_functions.h"
 #include "ir/node.h"
 #include "kernels/reference/broadcast_rows.h"
+#include "kernels/reference/fast_binary_functions.h"
 
 #include <vector>
 
@@ -27,6 +28,7 @@ private:
   BroadcastRows rows_;
   const ir::BinaryFunction* function_ = nullptr; // binary_pointwise(_grad)
   int64_t operand_ = 0;                          // binary_pointwise_grad
+  FastBinaryPiece fast_ = nullptr;               // binary_pointwise of floats, if it has one
 };
 
 } // namespace popsim::kernels::reference
