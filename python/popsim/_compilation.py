@@ -20,10 +20,26 @@ from popsim.strategies import AutoStage, PipelinedExecution
 SUPPORTED_DTYPES = (torch.float32, torch.int32, torch.int64, torch.bool)
 
 
+def float64_as_float32(names: Sequence[str], tensors: Sequence[torch.Tensor]
+                       ) -> Tuple[List[torch.Tensor], List[str]]:
+    """float64 inputs converted to float32, as PopTorch converts them (the IPU
+    has no float64 arithmetic); also the names of the inputs converted."""
+    converted = [name for name, t in zip(names, tensors) if t.dtype == torch.float64]
+    return [t.float() if t.dtype == torch.float64 else t for t in tensors], converted
+
+
+def float64_warning(converted: Sequence[str]) -> str:
+    return (f"Input(s) {', '.join(repr(name) for name in converted)} of dtype torch.float64 "
+            "are converted to float32: popsim, like PopTorch on the IPU, computes in float32 "
+            "(convert them with .float() to silence this warning).")
+
+
 def micro_batches(options: Options, signature: "_tracing.Signature",
                   tensors: Sequence[torch.Tensor]) -> List[torch.Tensor]:
-    """One micro-batch of every input, copied (tracing runs the model, which may
-    modify its inputs in place); InputErrors name the input that cannot be split."""
+    """One micro-batch of every input (float64 ones as float32), copied (tracing
+    runs the model, which may modify its inputs in place); InputErrors name the
+    input that cannot be split."""
+    tensors, _ = float64_as_float32(signature.tensor_names, tensors)
     iterations = options.device_iterations
     accumulation = options.Training.gradient_accumulation
     factor = iterations * accumulation
@@ -39,8 +55,8 @@ def micro_batches(options: Options, signature: "_tracing.Signature",
         if tensor.dtype not in SUPPORTED_DTYPES + _tracing.WIDENED_DTYPES:
             raise InputError(
                 f"Input '{name}' has dtype {tensor.dtype}; popsim takes float32, int32, "
-                "int64, bool, uint8, int8 and int16 tensors (convert it, e.g. with "
-                ".float()).")
+                "int64, bool, uint8, int8 and int16 tensors, and float64 ones as float32 "
+                "(convert it, e.g. with .float()).")
         if tensor.dim() == 0:
             raise InputError(
                 f"Input '{name}' is a scalar. popsim splits each input along dimension 0 "

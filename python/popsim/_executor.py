@@ -21,6 +21,7 @@ import json
 import os
 import threading
 import time
+import warnings
 from typing import Any, Optional
 
 import torch
@@ -108,6 +109,7 @@ class Executor:
             self._record = _training_registry.register(model, self)
         self._optimizer = optimizer
         self._profile_writer = None  # kept across recompilations: same profile directory
+        self._warned_float64 = False  # float64 inputs converted: said once per model
         self._reset()
 
     def _reset(self):
@@ -178,7 +180,12 @@ class Executor:
         tensors = self._signature.tensors(args, kwargs)
         if self._input_updates:
             self._refuse_written_inputs_sharing_memory(tensors)
-        outputs = self._executable.run(_widened(tensors))
+        device_tensors, converted = _compilation.float64_as_float32(
+            self._signature.tensor_names, tensors)
+        if converted and not self._warned_float64:
+            warnings.warn(_compilation.float64_warning(converted), stacklevel=2)
+            self._warned_float64 = True
+        outputs = self._executable.run(_widened(device_tensors))
         if self._input_updates:
             outputs = self._write_back_inputs(tensors, outputs)
         for index, dtype in self._narrow_outputs:

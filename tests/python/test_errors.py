@@ -86,9 +86,9 @@ def test_input_shape_change_after_compilation():
 def test_input_dtype_and_argument_changes_after_compilation():
     model = popsim.inferenceModel(MnistNetwork())
     model(torch.randn(8, 1, 28, 28))
-    with pytest.raises(popsim.InputError, match=r"Input 'x' has dtype torch.float64 but the "
+    with pytest.raises(popsim.InputError, match=r"Input 'x' has dtype torch.int64 but the "
                                                 r"model was compiled for torch.float32"):
-        model(torch.randn(8, 1, 28, 28, dtype=torch.float64))
+        model(torch.ones(8, 1, 28, 28, dtype=torch.int64))
     with pytest.raises(popsim.InputError, match=r"compiled for inputs structured as"):
         model(torch.randn(8, 1, 28, 28), torch.randn(1))
 
@@ -181,12 +181,29 @@ def test_scalar_inputs_need_a_batch_dimension():
         popsim.inferenceModel(Scale())(torch.tensor(3.0))
 
 
-def test_float64_inputs_are_rejected_with_a_hint():
+def test_float64_inputs_are_converted_to_float32_with_one_warning():
+    """As PopTorch does: the model sees, and returns, float32."""
+    linear = torch.nn.Linear(3, 2)
+    model = popsim.inferenceModel(linear)
+    x = torch.randn(2, 3, dtype=torch.float64)
+    with pytest.warns(UserWarning) as record:
+        first = model(x)
+        second = model(x)
+    messages = [str(w.message) for w in record if "float64" in str(w.message)]
+    assert messages == [
+        "Input(s) 'input' of dtype torch.float64 are converted to float32: popsim, like PopTorch "
+        "on the IPU, computes in float32 (convert them with .float() to silence this warning)."]
+    assert first.dtype == torch.float32
+    torch.testing.assert_close(first, linear(x.float()))
+    torch.testing.assert_close(second, first)
+
+
+def test_float16_inputs_are_rejected_with_a_hint():
     with pytest.raises(popsim.InputError) as error:
-        popsim.inferenceModel(torch.nn.Linear(3, 2))(torch.randn(2, 3, dtype=torch.float64))
+        popsim.inferenceModel(torch.nn.Linear(3, 2))(torch.randn(2, 3, dtype=torch.float16))
     assert str(error.value) == (
-        "Input 'input' has dtype torch.float64; popsim takes float32, int32, int64, bool, uint8, "
-        "int8 and int16 tensors (convert it, e.g. with .float()).")
+        "Input 'input' has dtype torch.float16; popsim takes float32, int32, int64, bool, uint8, "
+        "int8 and int16 tensors, and float64 ones as float32 (convert it, e.g. with .float()).")
 
 
 def test_float64_parameters_are_rejected_with_a_hint():
