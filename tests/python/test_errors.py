@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import popsim
-from models import MnistNetwork
+from models import Function, MnistNetwork
 
 
 def line_of(marker):
@@ -196,6 +196,10 @@ def test_float64_inputs_are_converted_to_float32_with_one_warning():
     assert first.dtype == torch.float32
     torch.testing.assert_close(first, linear(x.float()))
     torch.testing.assert_close(second, first)
+    doubled = torch.ones(2, 3, dtype=torch.float64)  # written in place: back in float64
+    with pytest.warns(UserWarning):
+        popsim.inferenceModel(Function(lambda t: t.mul_(2) + 1))(doubled)
+    assert doubled.dtype == torch.float64 and bool((doubled == 2).all())
 
 
 def test_float16_inputs_are_rejected_with_a_hint():
