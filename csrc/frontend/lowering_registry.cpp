@@ -17,6 +17,7 @@ const LoweringRegistry& LoweringRegistry::instance() {
     lowerings::registerNormalization(r);
     lowerings::registerShapeOps(r);
     lowerings::registerReductions(r);
+    lowerings::registerExtremumReductions(r);
     lowerings::registerEmbedding(r);
     lowerings::registerLosses(r);
     lowerings::registerCreation(r);

@@ -33,6 +33,7 @@ void registerPooling(LoweringRegistry& registry);
 void registerNormalization(LoweringRegistry& registry);
 void registerShapeOps(LoweringRegistry& registry);
 void registerReductions(LoweringRegistry& registry);
+void registerExtremumReductions(LoweringRegistry& registry);
 void registerEmbedding(LoweringRegistry& registry);
 void registerLosses(LoweringRegistry& registry);
 void registerCreation(LoweringRegistry& registry);

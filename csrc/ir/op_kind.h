@@ -75,7 +75,10 @@ namespace popsim::ir {
   X(Overwrite, "overwrite", Layout)                                                                \
   X(BinaryPointwise, "binary_pointwise", BinaryFunction)                                           \
   X(BinaryPointwiseGrad, "binary_pointwise_grad", BinaryFunction)                                  \
-  X(Where, "where", Where)
+  X(Where, "where", Where)                                                                         \
+  X(ReduceExtremum, "reduce_extremum", Extremum)                                                   \
+  X(ReduceExtremumGrad, "reduce_extremum_grad", Extremum)                                          \
+  X(ArgExtremum, "arg_extremum", Extremum)
 
 enum class OpKind : uint16_t {
 #define POPSIM_OP_ENUM(kind, name, family) kind,
@@ -105,6 +108,7 @@ enum class OpFamily {
   Pointwise,       // the functions of ir/pointwise_functions.h and their gradients
   BinaryFunction,  // the functions of ir/binary_functions.h and their gradients
   Where,           // where(condition, a, b): a choice per element
+  Extremum,        // the largest or smallest element along a dimension, its position, its gradient
   Random,          // ops drawing random numbers (dropout)
   Loss,
   Update,    // writes weights or state in place: assign, accumulate, fill

@@ -19,6 +19,7 @@ std::array<OpSchema, kNumOpKinds> buildTable() {
   ops::registerElementwiseOps(registry);
   ops::registerPointwiseOps(registry);
   ops::registerBinaryPointwiseOps(registry);
+  ops::registerExtremumOps(registry);
   ops::registerSoftmaxOps(registry);
   ops::registerPoolingOps(registry);
   ops::registerNormalizationOps(registry);

@@ -204,6 +204,13 @@ Grads binaryPointwise(GradientBuilder& b, const Grads& g, const Needed& needed) 
   return result;
 }
 
+// max/min along a dimension: to the extremum (shared or the first, as the
+// op's `ties` says).
+Grads reduceExtremum(GradientBuilder& b, const Grads& g, const Needed&) {
+  return {b.emit(OpKind::ReduceExtremumGrad, {g[0], in(b, 0), out(b)},
+                 copyAttrs(nodeOf(b).attrs(), {"function", "dim", "ties"}))};
+}
+
 // where(c, a, b): the gradient goes to the operand each element came from.
 Grads where(GradientBuilder& b, const Grads& g, const Needed& needed) {
   Grads result = none(b);
@@ -393,6 +400,7 @@ GradientRule findGradientRule(ir::OpKind kind) {
   case OpKind::Pointwise: return pointwise;
   case OpKind::BinaryPointwise: return binaryPointwise;
   case OpKind::Where: return where;
+  case OpKind::ReduceExtremum: return reduceExtremum;
   case OpKind::Log: return log;
   case OpKind::Sqrt: return sqrt;
   case OpKind::Affine: return affine;

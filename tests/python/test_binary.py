@@ -82,8 +82,6 @@ def test_type_promotion_follows_pytorch():
                                         r"takes a number as the weight"),
     (lambda x: torch.where(x > 0), r"aten::where at .*: torch.where\(condition\) with one "
                                    r"argument \(its output shape depends on the data\)"),
-    (lambda x: torch.max(x, dim=0).values, r"aten::max at .*: max over a tensor's elements or "
-                                           r"along a dimension \(a reduction\)"),
 ])
 def test_unsupported_forms_are_refused_with_the_reason(function, message):
     with pytest.raises(popsim.UnsupportedOperationError, match=message):

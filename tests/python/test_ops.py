@@ -15,6 +15,7 @@ import torch.nn.functional as F
 import popsim
 from binary_cases import BINARY
 from pointwise_cases import POINTWISE
+from reduction_cases import REDUCTIONS
 from conftest import assert_close
 
 DRAWS = 8
@@ -369,6 +370,7 @@ CASES = {
     "embedding": embedding_case,
     **{f"pointwise_{name}": case for name, (_, case) in POINTWISE.items()},
     **{f"binary_{name}": case for name, (_, case) in BINARY.items()},
+    **{f"reduction_{name}": case for name, case in REDUCTIONS.items()},
 }
 
 

@@ -90,17 +90,6 @@ ir::Value* compare(LoweringContext& ctx, const char* function, ir::Value* x, dou
                   {{"function", std::string(function)}});
 }
 
-// max(a, b) and min(a, b) of two tensors are maximum and minimum; over a
-// tensor's elements or along a dimension they are reductions.
-template <bool Max> void lowerMaxOrMin(LoweringContext& ctx) {
-  if (ctx.numInputs() != 2 || !ctx.isTensor(1)) {
-    ctx.unsupported(std::string(Max ? "max" : "min") +
-                    " over a tensor's elements or along a dimension (a reduction); the "
-                    "elementwise form of two tensors is supported");
-  }
-  ctx.setOutput(0, emitBinaryFunction(ctx, Max ? "maximum" : "minimum", 0, 1));
-}
-
 // where(condition, a, b); where(condition) alone is nonzero.
 void lowerWhere(LoweringContext& ctx) {
   if (ctx.numInputs() == 1) {
@@ -205,8 +194,6 @@ void registerBinary(LoweringRegistry& registry) {
   for (const AtenBinary& op : atenOperatorOps()) {
     registry.add(op.op, lowerTableOp);
   }
-  registry.add("aten::max", lowerMaxOrMin<true>);
-  registry.add("aten::min", lowerMaxOrMin<false>);
   registry.add("aten::where", lowerWhere);
   registry.add("aten::masked_fill", lowerMaskedFill);
   registry.add("aten::masked_fill_", lowerMaskedFill);

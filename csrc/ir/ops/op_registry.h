@@ -27,6 +27,7 @@ void registerMatMulOps(OpRegistry& registry);
 void registerElementwiseOps(OpRegistry& registry);
 void registerPointwiseOps(OpRegistry& registry);
 void registerBinaryPointwiseOps(OpRegistry& registry);
+void registerExtremumOps(OpRegistry& registry);
 void registerSoftmaxOps(OpRegistry& registry);
 void registerPoolingOps(OpRegistry& registry);
 void registerNormalizationOps(OpRegistry& registry);

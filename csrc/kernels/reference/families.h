@@ -24,6 +24,8 @@ void elementwiseGrad(const ir::Node& node, const Inputs& inputs, const Outputs& 
 void pointwise(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 // binary_pointwise, binary_pointwise_grad and where (binary_pointwise.cpp).
 void binaryPointwise(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
+// reduce_extremum(_grad) and arg_extremum (extremum.cpp).
+void extremum(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 void dropout(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 void loss(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 void updates(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);

@@ -94,5 +94,34 @@ TEST(BinaryFunctionsTest, SchemaChecksDtypesAndShapes) {
                                 "input 0 (condition) must be bool"));
 }
 
+TEST(ExtremumOpsTest, SchemaKeepsTheReducedDimAndChecksItsAttributes) {
+  ir::Graph graph;
+  ir::Value* x = graph.addInput("x", testing::f32({2, 5, 3}));
+  const auto attrs = [](const char* function, int64_t dim, const char* ties) {
+    return ir::Attributes{
+        {"function", std::string(function)}, {"dim", dim}, {"ties", std::string(ties)}};
+  };
+  ir::Value* y = graph.apply(ir::OpKind::ReduceExtremum, {x}, attrs("max", 1, "first"));
+  EXPECT_EQ(y->type(), testing::f32({2, 1, 3}));
+  ir::Value* index = graph.apply(ir::OpKind::ArgExtremum, {x},
+                                 {{"function", std::string("min")}, {"dim", int64_t{2}}});
+  EXPECT_EQ(index->type(), (ir::TensorType{ir::DType::Int64, {2, 5, 1}}));
+  EXPECT_TRUE(testing::contains(testing::captureError([&] {
+                                  graph.apply(ir::OpKind::ReduceExtremum, {x},
+                                              attrs("max", 3, "split"));
+                                }).what(),
+                                "dim 3 is outside the rank 3"));
+  EXPECT_TRUE(testing::contains(testing::captureError([&] {
+                                  graph.apply(ir::OpKind::ReduceExtremum, {x},
+                                              attrs("median", 0, "split"));
+                                }).what(),
+                                "function must be \"max\" or \"min\""));
+  EXPECT_TRUE(testing::contains(
+      testing::captureError([&] {
+        graph.apply(ir::OpKind::ReduceExtremumGrad, {x, x, y}, attrs("max", 1, "first"));
+      }).what(),
+      "input 0 (grad_output) must have shape [2,1,3]"));
+}
+
 } // namespace
 } // namespace popsim

@@ -1,0 +1,231 @@
+// Reductions built on the extremum ops and the sums: amax, amin, max and min
+// (over everything or along a dimension, with indices), argmax, argmin,
+// logsumexp, var, std, all and any.
+
+#include "frontend/lowering_registry.h"
+#include "frontend/lowerings/helpers.h"
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+namespace popsim::frontend::lowerings {
+namespace {
+
+// The reduced dimensions, sorted and unique; every dimension when `dims` is empty.
+std::vector<int64_t> reducedDims(const LoweringContext& ctx, const std::vector<int64_t>& dims,
+                                 int64_t rank) {
+  std::vector<int64_t> result;
+  for (int64_t dim : dims)
+    result.push_back(normalizedDim(ctx, dim, rank));
+  if (result.empty()) {
+    result.resize(static_cast<size_t>(rank));
+    std::iota(result.begin(), result.end(), 0);
+  }
+  std::sort(result.begin(), result.end());
+  result.erase(std::unique(result.begin(), result.end()), result.end());
+  return result;
+}
+
+// The dims argument at `index` (an int, a list, or None for all).
+std::vector<int64_t> dimsArgument(LoweringContext& ctx, std::optional<size_t> index, int64_t rank) {
+  if (!index.has_value() || ctx.isNone(*index)) return reducedDims(ctx, {}, rank);
+  return reducedDims(ctx, ctx.toIntList(*index), rank);
+}
+
+bool keepdimArgument(LoweringContext& ctx) {
+  const std::optional<size_t> index = ctx.argumentIndex("keepdim");
+  return index.has_value() && !ctx.isNone(*index) && ctx.toBool(*index);
+}
+
+// x's shape with the reduced dims as 1 (keepdim) or dropped.
+ir::Shape reducedShape(const ir::Shape& shape, const std::vector<int64_t>& dims, bool keepdim) {
+  ir::Shape out;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    const bool reduced = std::find(dims.begin(), dims.end(), static_cast<int64_t>(d)) != dims.end();
+    if (!reduced) out.push_back(shape[d]);
+    if (reduced && keepdim) out.push_back(1);
+  }
+  return out;
+}
+
+// An extremum op over several dims: the reduced dims are moved last and
+// flattened into one, which the op reduces (so ties are shared over all of
+// them at once, as PyTorch shares them).
+ir::Value* overDims(LoweringContext& ctx, ir::OpKind kind, ir::Value* x,
+                    const std::vector<int64_t>& dims, bool keepdim, ir::Attributes attrs) {
+  const ir::Shape& shape = x->type().shape;
+  if (shape.empty()) {
+    x = reshape(ctx, x, {1});
+  } else {
+    std::vector<int64_t> perm;
+    ir::Shape flat;
+    int64_t reducedSize = 1;
+    for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
+      if (std::find(dims.begin(), dims.end(), d) == dims.end()) {
+        perm.push_back(d);
+        flat.push_back(shape[static_cast<size_t>(d)]);
+      }
+    }
+    for (int64_t d : dims) {
+      perm.push_back(d);
+      reducedSize *= shape[static_cast<size_t>(d)];
+    }
+    flat.push_back(reducedSize);
+    if (!std::is_sorted(perm.begin(), perm.end())) x = permute(ctx, x, perm);
+    x = reshape(ctx, x, flat);
+  }
+  attrs.set("dim", x->type().rank() - 1);
+  ir::Value* y = ctx.emit(kind, {x}, std::move(attrs));
+  return reshape(ctx, y, reducedShape(shape, dims, keepdim));
+}
+
+ir::Value* extremum(LoweringContext& ctx, ir::Value* x, const std::vector<int64_t>& dims,
+                    bool keepdim, bool max, const char* ties) {
+  return overDims(ctx, ir::OpKind::ReduceExtremum, x, dims, keepdim,
+                  {{"function", std::string(max ? "max" : "min")}, {"ties", std::string(ties)}});
+}
+
+ir::Value* argExtremum(LoweringContext& ctx, ir::Value* x, const std::vector<int64_t>& dims,
+                       bool keepdim, bool max) {
+  return overDims(ctx, ir::OpKind::ArgExtremum, x, dims, keepdim,
+                  {{"function", std::string(max ? "max" : "min")}});
+}
+
+// amax / amin(self, dim=[], keepdim=False): ties share the gradient.
+template <bool Max> void lowerAmax(LoweringContext& ctx) {
+  ir::Value* x = floatTensor(ctx, 0);
+  const auto dims = dimsArgument(ctx, ctx.argumentIndex("dim"), x->type().rank());
+  ctx.setOutput(0, extremum(ctx, x, dims, keepdimArgument(ctx), Max, "split"));
+}
+
+// max / min: of two tensors (maximum, minimum); over everything (ties share
+// the gradient, a NaN result goes to the NaNs); along a dimension, values and indices (the first
+// extremum takes the gradient, as it is the one the index names).
+template <bool Max> void lowerMaxOrMin(LoweringContext& ctx) {
+  if (ctx.numInputs() == 2 && ctx.isTensor(1)) {
+    ctx.setOutput(0, emitBinaryFunction(ctx, Max ? "maximum" : "minimum", 0, 1));
+    return;
+  }
+  ir::Value* x = floatTensor(ctx, 0);
+  const int64_t rank = x->type().rank();
+  if (ctx.numInputs() == 1) {
+    ctx.setOutput(0, extremum(ctx, x, reducedDims(ctx, {}, rank), false, Max, "split_nan"));
+    return;
+  }
+  const std::vector<int64_t> dims = {normalizedDim(ctx, ctx.toInt(1), rank)};
+  const bool keepdim = ctx.numInputs() > 2 && ctx.toBool(2);
+  ctx.setOutput(0,
+                extremum(ctx, x, rank == 0 ? std::vector<int64_t>{} : dims, keepdim, Max, "first"));
+  ctx.setOutput(1, argExtremum(ctx, x, rank == 0 ? std::vector<int64_t>{} : dims, keepdim, Max));
+}
+
+// argmax / argmin(self, dim=None, keepdim=False): None flattens the tensor.
+template <bool Max> void lowerArgExtremum(LoweringContext& ctx) {
+  ir::Value* x = floatTensor(ctx, 0);
+  const int64_t rank = x->type().rank();
+  const bool keepdim = keepdimArgument(ctx);
+  if (ctx.isNone(1) || rank == 0) {
+    ir::Value* flat = reshape(ctx, x, {x->type().numel()});
+    ir::Value* index = argExtremum(ctx, flat, {0}, false, Max);
+    ctx.setOutput(0,
+                  keepdim ? reshape(ctx, index, ir::Shape(static_cast<size_t>(rank), 1)) : index);
+    return;
+  }
+  ctx.setOutput(0, argExtremum(ctx, x, {normalizedDim(ctx, ctx.toInt(1), rank)}, keepdim, Max));
+}
+
+// logsumexp(self, dim, keepdim) as PyTorch computes it: m + log(sum(exp(x - m)))
+// with m the amax, 0 where it is infinite, through which no gradient flows
+// (the gradient is exp(x - result), PyTorch's formula).
+void lowerLogsumexp(LoweringContext& ctx) {
+  ir::Value* x = floatTensor(ctx, 0);
+  const int64_t rank = x->type().rank();
+  const auto dims = dimsArgument(ctx, ctx.argumentIndex("dim"), rank);
+  const bool keepdim = keepdimArgument(ctx);
+  ir::Value* maxes = extremum(ctx, x, dims, true, true, "split");
+  ir::Value* finite = ctx.emit(
+      ir::OpKind::BinaryPointwise,
+      {ctx.emit(ir::OpKind::Abs, {maxes}),
+       constantFilled(ctx, {ir::DType::Float32, {}}, std::numeric_limits<double>::infinity())},
+      {{"function", std::string("lt")}});
+  ir::Value* offset =
+      ctx.emit(ir::OpKind::StopGradient,
+               {ctx.emit(ir::OpKind::Where,
+                         {finite, maxes, constantFilled(ctx, {ir::DType::Float32, {}}, 0.0)})},
+               {});
+  ir::Value* shifted = ctx.emit(ir::OpKind::Exp, {ctx.emit(ir::OpKind::Sub, {x, offset})});
+  ir::Value* sum = rank == 0 ? shifted
+                             : ctx.emit(ir::OpKind::ReduceSum, {shifted},
+                                        {{"dims", dims}, {"keepdim", keepdim}});
+  offset = reshape(ctx, offset, reducedShape(x->type().shape, dims, keepdim));
+  ctx.setOutput(0, ctx.emit(ir::OpKind::Add, {ctx.emit(ir::OpKind::Log, {sum}), offset}));
+}
+
+// var / std: the mean of squared deviations over N - correction (unbiased:
+// correction 1), in every overload (self, unbiased), (self, dim, unbiased,
+// keepdim) and (self, dim, correction=, keepdim).
+template <bool Std> void lowerVariance(LoweringContext& ctx) {
+  ir::Value* x = floatTensor(ctx, 0);
+  const int64_t rank = x->type().rank();
+  const std::optional<size_t> dimIndex = ctx.argumentIndex("dim");
+  const auto dims = dimsArgument(ctx, dimIndex, rank);
+  const bool keepdim = keepdimArgument(ctx);
+  double correction = 1.0;
+  if (const auto index = ctx.argumentIndex("correction"); index && !ctx.isNone(*index)) {
+    correction = ctx.toDouble(*index);
+  } else if (const auto unbiased = ctx.argumentIndex("unbiased");
+             unbiased && !ctx.isNone(*unbiased)) {
+    correction = ctx.toBool(*unbiased) ? 1.0 : 0.0;
+  }
+  if (rank == 0) x = reshape(ctx, x, {1});
+  const std::vector<int64_t> reduced = rank == 0 ? std::vector<int64_t>{0} : dims;
+  int64_t count = 1;
+  for (int64_t d : reduced)
+    count *= x->type().shape[static_cast<size_t>(d)];
+  // No gradient through the mean: PyTorch's is 2 (x - mean) / (N - correction),
+  // to which the mean's path adds zero up to rounding (and NaN beside infinities).
+  ir::Value* mean =
+      ctx.emit(ir::OpKind::StopGradient,
+               {ctx.emit(ir::OpKind::ReduceMean, {x}, {{"dims", reduced}, {"keepdim", true}})}, {});
+  ir::Value* deviation = ctx.emit(ir::OpKind::Sub, {x, mean});
+  ir::Value* squares = ctx.emit(ir::OpKind::Mul, {deviation, deviation});
+  ir::Value* sum = ctx.emit(ir::OpKind::ReduceSum, {squares},
+                            {{"dims", reduced}, {"keepdim", keepdim && rank > 0}});
+  ir::Value* variance =
+      affine(ctx, sum, 1.0 / std::max(0.0, static_cast<double>(count) - correction), 0.0);
+  if (rank == 0) variance = reshape(ctx, variance, {});
+  ctx.setOutput(0, Std ? ctx.emit(ir::OpKind::Sqrt, {variance}) : variance);
+}
+
+// all / any(self) and (self, dim, keepdim): the min / max of x != 0.
+template <bool All> void lowerAllOrAny(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const int64_t rank = x->type().rank();
+  ir::Value* nonzero =
+      ctx.emit(ir::OpKind::BinaryPointwise, {x, constantFilled(ctx, {x->type().dtype, {}}, 0.0)},
+               {{"function", std::string("ne")}});
+  ir::Value* flags = castTo(ctx, nonzero, ir::DType::Float32);
+  const auto dims =
+      ctx.numInputs() > 1 ? reducedDims(ctx, {ctx.toInt(1)}, rank) : reducedDims(ctx, {}, rank);
+  ir::Value* y = extremum(ctx, flags, dims, keepdimArgument(ctx), !All, "split");
+  ctx.setOutput(0, castTo(ctx, y, ir::DType::Bool));
+}
+
+} // namespace
+
+void registerExtremumReductions(LoweringRegistry& registry) {
+  registry.add("aten::amax", lowerAmax<true>);
+  registry.add("aten::amin", lowerAmax<false>);
+  registry.add("aten::max", lowerMaxOrMin<true>);
+  registry.add("aten::min", lowerMaxOrMin<false>);
+  registry.add("aten::argmax", lowerArgExtremum<true>);
+  registry.add("aten::argmin", lowerArgExtremum<false>);
+  registry.add("aten::logsumexp", lowerLogsumexp);
+  registry.add("aten::var", lowerVariance<false>);
+  registry.add("aten::std", lowerVariance<true>);
+  registry.add("aten::all", lowerAllOrAny<true>);
+  registry.add("aten::any", lowerAllOrAny<false>);
+}
+
+} // namespace popsim::frontend::lowerings

@@ -1,0 +1,47 @@
+"""The extremum-based reductions and variances in models: a classifier whose
+loss is written with logsumexp, whose features are normalised by their std
+and pooled by max along a dimension and amax, trains as in eager PyTorch,
+and returns argmax predictions and all/any flags as eager does. (Each op's
+forward, backward and NaN/Inf cases are in reduction_cases.py.)"""
+
+import torch
+
+import popsim
+from models import assert_sgd_steps_match_eager
+
+
+class Pooled(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Linear(4, 8)
+        self.classify = torch.nn.Linear(8, 5)
+
+    def forward(self, x, labels):
+        h = self.embed(x)  # [batch, positions, 8]
+        h = (h - h.mean(-1, keepdim=True)) / (h.std(-1, keepdim=True) + 1e-3)
+        pooled = h.max(dim=1).values + 0.5 * h.amax(dim=(1, 2), keepdim=True).squeeze(1)
+        logits = self.classify(pooled)
+        chosen = (logits * (labels.unsqueeze(1) == torch.arange(5)).float()).sum(1)
+        loss = (torch.logsumexp(logits, dim=1) - chosen).mean()
+        return logits, popsim.identity_loss(loss + 0.01 * h.var(), "none")
+
+
+def test_training_through_reductions_matches_eager():
+    torch.manual_seed(7)
+    batches = [(torch.randn(6, 3, 4), torch.randint(0, 5, (6,))) for _ in range(4)]
+    assert_sgd_steps_match_eager(Pooled, batches)
+
+
+def test_predictions_and_flags_match_eager():
+    class Metrics(torch.nn.Module):
+        def forward(self, logits, labels):
+            predictions = logits.argmax(dim=1)
+            correct = predictions == labels
+            return predictions, correct.all(), correct.any(), logits.max(dim=1).indices
+
+    torch.manual_seed(1)
+    logits, labels = torch.randn(16, 10), torch.randint(0, 10, (16,))
+    expected = Metrics()(logits, labels)
+    actual = popsim.inferenceModel(Metrics())(logits, labels)
+    for a, e in zip(actual, expected):
+        assert a.dtype == e.dtype and torch.equal(a, e)
