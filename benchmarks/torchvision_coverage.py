@@ -1,0 +1,127 @@
+"""Which torchvision classification models popsim runs: each builder, for
+10 classes on 64x64 images, batch 2, is compiled for inference and compared
+with eager PyTorch, then trained one SGD step (lr 0.01, cross entropy) from
+the same weights as eager float32 and eager float64. popsim's weights and
+buffers must be no further from float64's than eager float32's are, plus
+1e-5 (relative to each tensor's largest value), as tests/python/
+test_training.py judges training, and 1e-7 absolute (tensors such as a
+bias followed by batch norm have an exact gradient of zero: float64 leaves
+them at 1e-17, float32 at 1e-9, which no relative measure compares). Dropout is set to p=0 (its masks are
+random; tests/python/test_dropout.py covers it). Prints one line per model:
+the result, or the ops popsim lacks.
+
+    .venv/bin/python benchmarks/torchvision_coverage.py [--models resnet18,vgg11]
+"""
+
+import argparse
+import copy
+import re
+import time
+
+import torch
+import torchvision
+
+import popsim
+
+MODELS = [
+    "resnet18", "resnext50_32x4d", "wide_resnet50_2", "mobilenet_v2", "mobilenet_v3_small",
+    "mobilenet_v3_large", "efficientnet_b0", "efficientnet_b1", "efficientnet_b2",
+    "efficientnet_v2_s", "convnext_tiny", "regnet_y_400mf", "densenet121", "googlenet",
+    "shufflenet_v2_x1_0", "mnasnet0_5", "squeezenet1_0", "vgg11", "alexnet", "vit_b_16",
+]
+
+
+FLOOR = 1e-5  # relative to the tensor's largest value
+ABSOLUTE_FLOOR = 1e-7
+
+
+def build(name):
+    kwargs = {"num_classes": 10}
+    if name == "googlenet":
+        kwargs.update(aux_logits=False, init_weights=True)
+    if name == "vit_b_16":
+        kwargs.update(image_size=64)
+    model = getattr(torchvision.models, name)(**kwargs)
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.0
+    return model
+
+
+def missing_ops(error):
+    """The op names of an UnsupportedOperationError's list."""
+    match = re.search(r"\[(.*?)\]", str(error))
+    return match.group(1) if match else str(error).splitlines()[0]
+
+
+class WithLoss(torch.nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+        self.loss = torch.nn.CrossEntropyLoss()
+
+    def forward(self, x, labels):
+        out = self.model(x)
+        return out, self.loss(out, labels)
+
+
+def check(name):
+    torch.manual_seed(0)
+    model = build(name)
+    x, labels = torch.randn(2, 3, 64, 64), torch.tensor([1, 7])
+    model.eval()
+    start = time.perf_counter()
+    try:
+        with torch.no_grad():
+            expected = model(x)
+        actual = popsim.inferenceModel(model)(x)
+    except popsim.UnsupportedOperationError as error:
+        return f"inference: missing {missing_ops(error)}"
+    except popsim.Error as error:
+        return f"inference: {type(error).__name__}: {str(error).splitlines()[0]}"
+    inference = (actual - expected).abs().max().item() / max(expected.abs().max().item(), 1e-12)
+    model.train()
+    references = {}
+    for dtype in (torch.float32, torch.float64):
+        reference = WithLoss(copy.deepcopy(model).to(dtype))
+        optimizer = torch.optim.SGD(reference.parameters(), lr=0.01)
+        reference(x.to(dtype), labels)[1].backward()
+        optimizer.step()
+        references[dtype] = reference.state_dict()
+    trained = WithLoss(model)
+    try:
+        trainer = popsim.trainingModel(trained, None,
+                                       torch.optim.SGD(trained.parameters(), lr=0.01))
+        trainer(x, labels)
+        trainer.copyWeightsToHost()
+    except popsim.UnsupportedOperationError as error:
+        return f"inference ok ({inference:.1e}); training: missing {missing_ops(error)}"
+    except popsim.Error as error:
+        return (f"inference ok ({inference:.1e}); training: {type(error).__name__}: "
+                f"{str(error).splitlines()[0]}")
+    worst, worst_name = 0.0, None
+    for key, value in trained.state_dict().items():
+        if not value.is_floating_point():
+            continue
+        exact = references[torch.float64][key]
+        ours = (value.double() - exact).abs().max().item()
+        eager = (references[torch.float32][key].double() - exact).abs().max().item()
+        excess = ours / (eager + FLOOR * exact.abs().max().item() + ABSOLUTE_FLOOR)
+        if excess > worst:
+            worst, worst_name = excess, key
+    seconds = time.perf_counter() - start
+    verdict = "ok" if worst <= 1.0 else f"FURTHER from float64 than eager ({worst_name})"
+    return (f"inference ok ({inference:.1e}); one training step {verdict}: distance from float64 "
+            f"at most {worst:.2f}x eager float32's + floors [{seconds:.0f} s]")
+
+
+def main():
+    parser = argparse.ArgumentParser(description="torchvision models on popsim")
+    parser.add_argument("--models", default=",".join(MODELS))
+    args = parser.parse_args()
+    for name in args.models.split(","):
+        print(f"{name}: {check(name)}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
