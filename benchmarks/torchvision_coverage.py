@@ -1,5 +1,5 @@
 """Which torchvision classification models popsim runs: each builder, for
-10 classes on 64x64 images, batch 2, is compiled for inference and compared
+10 classes on 64x64 images, batch 8, is compiled for inference and compared
 with eager PyTorch, then trained one SGD step (lr 0.01, cross entropy) from
 the same weights as eager float32 and eager float64. popsim's weights and
 buffers must be no further from float64's than eager float32's are, plus
@@ -7,8 +7,11 @@ buffers must be no further from float64's than eager float32's are, plus
 test_training.py judges training, and 1e-7 absolute (tensors such as a
 bias followed by batch norm have an exact gradient of zero: float64 leaves
 them at 1e-17, float32 at 1e-9, which no relative measure compares). Dropout is set to p=0 (its masks are
-random; tests/python/test_dropout.py covers it). Prints one line per model:
-the result, or the ops popsim lacks.
+random; tests/python/test_dropout.py covers it). The step is judged on
+--draws input batches by the median: on one batch a float32 rounding that
+flips a ReLU or a max-pooling choice moves a few gradients far, in popsim as
+in eager PyTorch (whichever gets the flip). Prints one line per model: the
+result, or the ops popsim lacks.
 
     .venv/bin/python benchmarks/torchvision_coverage.py [--models resnet18,vgg11]
 """
@@ -33,6 +36,7 @@ MODELS = [
 
 FLOOR = 1e-5  # relative to the tensor's largest value
 ABSOLUTE_FLOOR = 1e-7
+BATCH = 8
 
 
 def build(name):
@@ -65,21 +69,10 @@ class WithLoss(torch.nn.Module):
         return out, self.loss(out, labels)
 
 
-def check(name):
-    torch.manual_seed(0)
-    model = build(name)
-    x, labels = torch.randn(2, 3, 64, 64), torch.tensor([1, 7])
-    model.eval()
-    start = time.perf_counter()
-    try:
-        with torch.no_grad():
-            expected = model(x)
-        actual = popsim.inferenceModel(model)(x)
-    except popsim.UnsupportedOperationError as error:
-        return f"inference: missing {missing_ops(error)}"
-    except popsim.Error as error:
-        return f"inference: {type(error).__name__}: {str(error).splitlines()[0]}"
-    inference = (actual - expected).abs().max().item() / max(expected.abs().max().item(), 1e-12)
+def training_excess(model, x, labels):
+    """One SGD step of a copy of `model` with popsim: its largest distance from
+    eager float64's step over eager float32's (+ floors), and the tensor."""
+    model = copy.deepcopy(model)
     model.train()
     references = {}
     for dtype in (torch.float32, torch.float64):
@@ -89,16 +82,10 @@ def check(name):
         optimizer.step()
         references[dtype] = reference.state_dict()
     trained = WithLoss(model)
-    try:
-        trainer = popsim.trainingModel(trained, None,
-                                       torch.optim.SGD(trained.parameters(), lr=0.01))
-        trainer(x, labels)
-        trainer.copyWeightsToHost()
-    except popsim.UnsupportedOperationError as error:
-        return f"inference ok ({inference:.1e}); training: missing {missing_ops(error)}"
-    except popsim.Error as error:
-        return (f"inference ok ({inference:.1e}); training: {type(error).__name__}: "
-                f"{str(error).splitlines()[0]}")
+    trainer = popsim.trainingModel(trained, None, torch.optim.SGD(trained.parameters(), lr=0.01))
+    trainer(x, labels)
+    trainer.copyWeightsToHost()
+    trainer.destroy()
     worst, worst_name = 0.0, None
     for key, value in trained.state_dict().items():
         if not value.is_floating_point():
@@ -109,18 +96,51 @@ def check(name):
         excess = ours / (eager + FLOOR * exact.abs().max().item() + ABSOLUTE_FLOOR)
         if excess > worst:
             worst, worst_name = excess, key
+    return worst, worst_name
+
+
+def check(name, draws):
+    torch.manual_seed(0)
+    model = build(name)
+    inputs = [torch.randn(BATCH, 3, 64, 64) for _ in range(draws)]
+    labels = torch.arange(BATCH) % 10
+    model.eval()
+    start = time.perf_counter()
+    try:
+        with torch.no_grad():
+            expected = model(inputs[0])
+        actual = popsim.inferenceModel(model)(inputs[0])
+    except popsim.UnsupportedOperationError as error:
+        return f"inference: missing {missing_ops(error)}"
+    except popsim.Error as error:
+        return f"inference: {type(error).__name__}: {str(error).splitlines()[0]}"
+    inference = (actual - expected).abs().max().item() / max(expected.abs().max().item(), 1e-12)
+    try:
+        results = [training_excess(model, x, labels) for x in inputs]
+    except popsim.UnsupportedOperationError as error:
+        return f"inference ok ({inference:.1e}); training: missing {missing_ops(error)}"
+    except popsim.Error as error:
+        return (f"inference ok ({inference:.1e}); training: {type(error).__name__}: "
+                f"{str(error).splitlines()[0]}")
+    excesses = sorted(excess for excess, _ in results)
+    median = excesses[len(excesses) // 2]
+    worst, worst_name = max(results)
+    verdict = "ok" if median <= 1.0 else "FURTHER from float64 than eager"
     seconds = time.perf_counter() - start
-    verdict = "ok" if worst <= 1.0 else f"FURTHER from float64 than eager ({worst_name})"
     return (f"inference ok ({inference:.1e}); one training step {verdict}: distance from float64 "
-            f"at most {worst:.2f}x eager float32's + floors [{seconds:.0f} s]")
+            f"{', '.join(f'{e:.2f}' for e in excesses)}x eager float32's + floors over "
+            f"{draws} inputs (largest in {worst_name}) [{seconds:.0f} s]")
 
 
 def main():
     parser = argparse.ArgumentParser(description="torchvision models on popsim")
     parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--draws", type=int, default=3,
+                        help="input batches the training step is judged on (the median counts: "
+                             "one rounding flip at a ReLU or max-pooling tie moves one draw)")
     args = parser.parse_args()
     for name in args.models.split(","):
-        print(f"{name}: {check(name)}", flush=True)
+        print(f"{name}: {check(name, args.draws)}", flush=True)
 
 
 if __name__ == "__main__":
