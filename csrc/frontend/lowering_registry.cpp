@@ -18,6 +18,7 @@ const LoweringRegistry& LoweringRegistry::instance() {
     lowerings::registerShapeOps(r);
     lowerings::registerReductions(r);
     lowerings::registerExtremumReductions(r);
+    lowerings::registerNorms(r);
     lowerings::registerEmbedding(r);
     lowerings::registerLosses(r);
     lowerings::registerCreation(r);

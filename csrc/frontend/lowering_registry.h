@@ -34,6 +34,7 @@ void registerNormalization(LoweringRegistry& registry);
 void registerShapeOps(LoweringRegistry& registry);
 void registerReductions(LoweringRegistry& registry);
 void registerExtremumReductions(LoweringRegistry& registry);
+void registerNorms(LoweringRegistry& registry);
 void registerEmbedding(LoweringRegistry& registry);
 void registerLosses(LoweringRegistry& registry);
 void registerCreation(LoweringRegistry& registry);

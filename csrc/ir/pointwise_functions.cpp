@@ -134,6 +134,10 @@ std::vector<PointwiseFunction> makeTable() {
      [](double x, P p) { return x >= -p[0] && x <= p[0] ? 0.0 : 1.0; }},
     {"threshold", {"threshold", "value"}, [](double x, P p) { return x <= p[0] ? p[1] : x; },
      [](double x, P p) { return x <= p[0] ? 0.0 : 1.0; }},
+    // The root of a p-norm, sum ** (1 / p): its gradient is zero where the sum
+    // is (a zero vector), as PyTorch's norm backward masks it.
+    {"norm_root", {"exponent"}, [](double x, P p) { return power(x, p[0]); },
+     [](double x, P p) { return x == 0.0 ? 0.0 : p[0] * power(x, p[0] - 1.0); }},
     // Replacements for NaN and the infinities; the gradient passes finite values only.
     {"nan_to_num", {"nan", "posinf", "neginf"},
      [](double x, P p) { return std::isnan(x) ? p[0] : (std::isinf(x) ? (x > 0 ? p[1] : p[2]) : x); },

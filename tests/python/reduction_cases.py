@@ -1,12 +1,14 @@
-"""The test table of the extremum-based reductions and the variances
-(frontend/lowerings/extremum.cpp): amax, amin, max and min (over everything
+"""The test table of the extremum-based reductions, the variances
+(frontend/lowerings/extremum.cpp) and the vector norms (norms.cpp): amax, amin, max and min (over everything
 and along a dimension, with indices), argmax, argmin, logsumexp, var, std,
-all and any, over random dims of random shapes, with ties (whole numbers)
+all, any and p-norms (p = 0, 1, 2, 3, inf, -inf; zero vectors included),
+over random dims of random shapes, with ties (whole numbers)
 where the gradient must share or pick as PyTorch does. test_ops.py runs each
 case forward, test_gradients.py backward (except NOT_DIFFERENTIABLE) and
 test_nonfinite.py with NaN/Inf, against eager PyTorch."""
 
 import torch
+import torch.nn.functional as F
 
 from pointwise_cases import Elementwise
 
@@ -66,6 +68,31 @@ REDUCTIONS = {
     "any_dim": _along_dim(lambda t, d, k: torch.any(t > 1, d, keepdim=k), whole=True),
     "all_floats_dim": _along_dim(lambda t, d, k: t.all(d), whole=True),
 }
+
+def _with_zero_rows(fn):
+    """fn of a [rows, n] tensor whose first row is zero (a zero norm)."""
+    def case(rng):
+        x = torch.randn(rng.randint(2, 4), rng.randint(1, 5))
+        x[0] = 0.0
+        return Elementwise(fn), [x]
+    return case
+
+
+REDUCTIONS.update({
+    "norm": _along_dim(lambda t, d, k: torch.norm(t, dim=d, keepdim=k)),
+    "norm_p1": _over_dims(lambda t, d, k: torch.norm(t, p=1, dim=d, keepdim=k)),
+    "norm_all": _whole(torch.norm),
+    "frobenius": _whole(lambda t: torch.linalg.norm(t)),
+    "vector_norm_3": _over_dims(lambda t, d, k: torch.linalg.vector_norm(t, 3, d, k)),
+    "vector_norm_inf": _over_dims(
+        lambda t, d, k: torch.linalg.vector_norm(t, float("inf"), d, k), whole=True),
+    "vector_norm_neg_inf": _over_dims(
+        lambda t, d, k: torch.linalg.vector_norm(t, -float("inf"), d, k)),
+    "vector_norm_0": _over_dims(lambda t, d, k: torch.linalg.vector_norm(t, 0, d, k), whole=True),
+    "normalize": _over_dims(lambda t, d, k: F.normalize(t, dim=d[0])),
+    "normalize_zero_rows": _with_zero_rows(lambda t: F.normalize(t, dim=1)),
+    "norm_zero_rows_p3": _with_zero_rows(lambda t: torch.linalg.vector_norm(t, 3, dim=1)),
+})
 
 NOT_DIFFERENTIABLE = {"max_dim_indices", "argmax", "argmin_flat", "argmax_flat_keepdim", "all",
                       "any_dim", "all_floats_dim"}

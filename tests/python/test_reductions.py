@@ -4,10 +4,11 @@ and pooled by max along a dimension and amax, trains as in eager PyTorch,
 and returns argmax predictions and all/any flags as eager does. (Each op's
 forward, backward and NaN/Inf cases are in reduction_cases.py.)"""
 
+import pytest
 import torch
 
 import popsim
-from models import assert_sgd_steps_match_eager
+from models import Function, assert_sgd_steps_match_eager
 
 
 class Pooled(torch.nn.Module):
@@ -45,3 +46,14 @@ def test_predictions_and_flags_match_eager():
     actual = popsim.inferenceModel(Metrics())(logits, labels)
     for a, e in zip(actual, expected):
         assert a.dtype == e.dtype and torch.equal(a, e)
+
+
+def test_matrix_norms_and_fractional_p_are_refused_with_the_reason():
+    cases = [
+        (lambda x: torch.linalg.norm(x, ord=2), r"aten::linalg_norm at .*: matrix norms"),
+        (lambda x: torch.linalg.vector_norm(x, 0.5), r"a p-norm with p = 0.5.* \(popsim "
+                                                      r"takes p = 0, p >= 1, inf and -inf\)"),
+    ]
+    for function, message in cases:
+        with pytest.raises(popsim.UnsupportedOperationError, match=message):
+            popsim.inferenceModel(Function(function))(torch.rand(3, 4))

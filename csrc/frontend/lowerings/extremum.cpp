@@ -80,12 +80,6 @@ ir::Value* overDims(LoweringContext& ctx, ir::OpKind kind, ir::Value* x,
   return reshape(ctx, y, reducedShape(shape, dims, keepdim));
 }
 
-ir::Value* extremum(LoweringContext& ctx, ir::Value* x, const std::vector<int64_t>& dims,
-                    bool keepdim, bool max, const char* ties) {
-  return overDims(ctx, ir::OpKind::ReduceExtremum, x, dims, keepdim,
-                  {{"function", std::string(max ? "max" : "min")}, {"ties", std::string(ties)}});
-}
-
 ir::Value* argExtremum(LoweringContext& ctx, ir::Value* x, const std::vector<int64_t>& dims,
                        bool keepdim, bool max) {
   return overDims(ctx, ir::OpKind::ArgExtremum, x, dims, keepdim,
@@ -96,7 +90,7 @@ ir::Value* argExtremum(LoweringContext& ctx, ir::Value* x, const std::vector<int
 template <bool Max> void lowerAmax(LoweringContext& ctx) {
   ir::Value* x = floatTensor(ctx, 0);
   const auto dims = dimsArgument(ctx, ctx.argumentIndex("dim"), x->type().rank());
-  ctx.setOutput(0, extremum(ctx, x, dims, keepdimArgument(ctx), Max, "split"));
+  ctx.setOutput(0, reduceExtremum(ctx, x, dims, keepdimArgument(ctx), Max, "split"));
 }
 
 // max / min: of two tensors (maximum, minimum); over everything (ties share
@@ -110,13 +104,13 @@ template <bool Max> void lowerMaxOrMin(LoweringContext& ctx) {
   ir::Value* x = floatTensor(ctx, 0);
   const int64_t rank = x->type().rank();
   if (ctx.numInputs() == 1) {
-    ctx.setOutput(0, extremum(ctx, x, reducedDims(ctx, {}, rank), false, Max, "split_nan"));
+    ctx.setOutput(0, reduceExtremum(ctx, x, reducedDims(ctx, {}, rank), false, Max, "split_nan"));
     return;
   }
   const std::vector<int64_t> dims = {normalizedDim(ctx, ctx.toInt(1), rank)};
   const bool keepdim = ctx.numInputs() > 2 && ctx.toBool(2);
-  ctx.setOutput(0,
-                extremum(ctx, x, rank == 0 ? std::vector<int64_t>{} : dims, keepdim, Max, "first"));
+  ctx.setOutput(
+      0, reduceExtremum(ctx, x, rank == 0 ? std::vector<int64_t>{} : dims, keepdim, Max, "first"));
   ctx.setOutput(1, argExtremum(ctx, x, rank == 0 ? std::vector<int64_t>{} : dims, keepdim, Max));
 }
 
@@ -143,7 +137,7 @@ void lowerLogsumexp(LoweringContext& ctx) {
   const int64_t rank = x->type().rank();
   const auto dims = dimsArgument(ctx, ctx.argumentIndex("dim"), rank);
   const bool keepdim = keepdimArgument(ctx);
-  ir::Value* maxes = extremum(ctx, x, dims, true, true, "split");
+  ir::Value* maxes = reduceExtremum(ctx, x, dims, true, true, "split");
   ir::Value* finite = ctx.emit(
       ir::OpKind::BinaryPointwise,
       {ctx.emit(ir::OpKind::Abs, {maxes}),
@@ -208,11 +202,17 @@ template <bool All> void lowerAllOrAny(LoweringContext& ctx) {
   ir::Value* flags = castTo(ctx, nonzero, ir::DType::Float32);
   const auto dims =
       ctx.numInputs() > 1 ? reducedDims(ctx, {ctx.toInt(1)}, rank) : reducedDims(ctx, {}, rank);
-  ir::Value* y = extremum(ctx, flags, dims, keepdimArgument(ctx), !All, "split");
+  ir::Value* y = reduceExtremum(ctx, flags, dims, keepdimArgument(ctx), !All, "split");
   ctx.setOutput(0, castTo(ctx, y, ir::DType::Bool));
 }
 
 } // namespace
+
+ir::Value* reduceExtremum(LoweringContext& ctx, ir::Value* x, const std::vector<int64_t>& dims,
+                          bool keepdim, bool max, const char* ties) {
+  return overDims(ctx, ir::OpKind::ReduceExtremum, x, dims, keepdim,
+                  {{"function", std::string(max ? "max" : "min")}, {"ties", std::string(ties)}});
+}
 
 void registerExtremumReductions(LoweringRegistry& registry) {
   registry.add("aten::amax", lowerAmax<true>);

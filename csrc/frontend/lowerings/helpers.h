@@ -79,6 +79,11 @@ ir::Value* emitBinaryFunction(LoweringContext& ctx, const char* name, size_t lef
 ir::Value* clampBetweenTensors(LoweringContext& ctx, std::optional<size_t> low,
                                std::optional<size_t> high);
 
+// The max (or min) of x over sorted dims, with the gradient rule `ties`
+// ("split", "split_nan" or "first"; ir/ops/extremum.cpp) (extremum.cpp).
+ir::Value* reduceExtremum(LoweringContext& ctx, ir::Value* x, const std::vector<int64_t>& dims,
+                          bool keepdim, bool max, const char* ties);
+
 // A constant of `type` with every element `value` (creation.cpp).
 ir::Value* constantFilled(LoweringContext& ctx, const ir::TensorType& type, double value);
 

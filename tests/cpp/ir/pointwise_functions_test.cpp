@@ -53,6 +53,7 @@ std::map<std::string, Sample> samples() {
   table["softshrink"] = {{0.5}, anywhere};
   table["threshold"] = {{0.2, -1.0}, anywhere};
   table["nan_to_num"] = {{0.0, 9.0, -9.0}, anywhere};
+  table["norm_root"] = {{1.0 / 3.0}, positive};
   return table;
 }
 
