@@ -128,6 +128,9 @@ std::vector<BinaryFunction> makeTable() {
      [](double a, double b) { return truth(a >= b); }, [](double a, double b) { return truth(a < b); }},
     {"clamp_max", kOperands, minimum, [](I a, I b) { return a < b ? a : b; },
      [](double a, double b) { return truth(a <= b); }, [](double a, double b) { return truth(a > b); }},
+    // prelu(x, weight): the weight scales the negative side.
+    {"prelu", kOperands, [](double a, double w) { return a > 0 ? a : w * a; }, nullptr,
+     [](double a, double w) { return a > 0 ? 1.0 : w; }, [](double a, double) { return a > 0 ? 0.0 : a; }},
     // Remainders and rounded divisions (whose gradients are zero in PyTorch).
     {"remainder", kOperands, remainder, integerRemainder,
      [](double, double) { return 1.0; }, [](double a, double b) { return -floorDivide(a, b); }, true},

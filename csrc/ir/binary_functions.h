@@ -13,8 +13,8 @@ enum class BinaryResult { Operands, Bool };
 
 // The elementwise functions of two broadcast tensors that popsim computes
 // through one table: comparisons, logical and bitwise functions, maximum and
-// minimum, remainders, rounded divisions, atan2, pow, and integer add, sub
-// and mul. The IR's `binary_pointwise` op names an entry and
+// minimum, remainders, rounded divisions, atan2, pow, prelu, and integer
+// add, sub and mul. The IR's `binary_pointwise` op names an entry and
 // `binary_pointwise_grad` its derivative with respect to one operand; the
 // kernels, the gradient rule, the lowerings (frontend/lowerings/binary.cpp)
 // and the tests read this table.

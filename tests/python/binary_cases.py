@@ -105,6 +105,17 @@ def _buffer(zero_dim):
     return case
 
 
+def _prelu(channels):
+    """nn.PReLU with random weights (one, or one per channel) on a batch."""
+    def case(rng):
+        shape = [rng.randint(1, 3), 3] + [rng.randint(1, 4) for _ in range(rng.randint(0, 2))]
+        module = torch.nn.PReLU(3 if channels else 1)
+        with torch.no_grad():
+            module.weight.uniform_(-0.5, 0.5)
+        return module, [_floats(shape, -3.0, 3.0)]
+    return case
+
+
 # case name -> (C++ binary function or None, case)
 BINARY = {
     # Comparisons, with ties, numbers and 0-d tensors; in-place forms keep the dtype.
@@ -178,6 +189,12 @@ BINARY = {
     "isneginf": ("eq", _nonfinite(torch.isneginf)),
     "isfinite": ("lt", _nonfinite(torch.isfinite)),
     "isnan_int": (None, _unary(torch.isnan, dtype=torch.int64)),
+    # Activations PyTorch writes with the ops above.
+    "softsign": (None, _unary(torch.nn.functional.softsign)),
+    "tanhshrink": (None, _unary(torch.nn.functional.tanhshrink)),
+    "softmin": (None, _unary(lambda a: torch.nn.functional.softmin(a, dim=-1))),
+    "prelu": ("prelu", _prelu(channels=False)),
+    "prelu_channels": ("prelu", _prelu(channels=True)),
     # Ops built from several IR ops.
     # (x is broadcast first: eager's backward fails when a bound is larger than x.)
     "clamp_tensors": ("clamp_max", _triple(

@@ -1,6 +1,6 @@
 // The aten ops that are functions of ir/binary_functions.h (one line each),
 // and the ops built from them: where, masked_fill, the isnan family,
-// logical_not and bitwise_not, and clamp with tensor bounds.
+// logical_not and bitwise_not, prelu, and clamp with tensor bounds.
 
 #include "common/check.h"
 #include "frontend/lowering_registry.h"
@@ -114,6 +114,30 @@ void lowerMaskedFill(LoweringContext& ctx) {
   ctx.setOutput(0, ctx.emit(ir::OpKind::Where, {mask, value, self}));
 }
 
+// prelu(self, weight): one weight, or one per channel (dimension 1),
+// broadcast over the other dimensions.
+void lowerPrelu(LoweringContext& ctx) {
+  ir::Value* x = floatTensor(ctx, 0);
+  ir::Value* weight = floatTensor(ctx, 1);
+  const int64_t rank = x->type().rank();
+  const int64_t count = weight->type().numel();
+  if (count != 1) {
+    if (rank < 2 || x->type().shape[1] != count) {
+      ctx.unsupported("prelu with " + std::to_string(count) + " weights for an input of " +
+                      x->type().str() + " (it takes one weight, or one per channel: dimension 1)");
+    }
+    weight = reshape(ctx, weight, [&] {
+      ir::Shape shape(static_cast<size_t>(rank - 1), 1);
+      shape[0] = count;
+      return shape;
+    }());
+  } else {
+    weight = reshape(ctx, weight, {});
+  }
+  ctx.setOutput(
+      0, ctx.emit(ir::OpKind::BinaryPointwise, {x, weight}, {{"function", std::string("prelu")}}));
+}
+
 enum class Test { NaN, Inf, PosInf, NegInf, Finite };
 
 // isnan, isinf, isposinf, isneginf and isfinite as comparisons; integer
@@ -205,6 +229,7 @@ void registerBinary(LoweringRegistry& registry) {
   registry.add("aten::logical_not", lowerLogicalNot);
   registry.add("aten::logical_not_", lowerLogicalNot);
   registry.add("aten::bitwise_not", lowerBitwiseNot);
+  registry.add("aten::prelu", lowerPrelu);
 }
 
 } // namespace popsim::frontend::lowerings
