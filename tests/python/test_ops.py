@@ -15,6 +15,7 @@ import torch.nn.functional as F
 import popsim
 from binary_cases import BINARY
 from pointwise_cases import POINTWISE
+from normalization_cases import NORMALIZATIONS
 from reduction_cases import REDUCTIONS
 from conftest import assert_close
 
@@ -371,6 +372,7 @@ CASES = {
     **{f"pointwise_{name}": case for name, (_, case) in POINTWISE.items()},
     **{f"binary_{name}": case for name, (_, case) in BINARY.items()},
     **{f"reduction_{name}": case for name, case in REDUCTIONS.items()},
+    **{f"normalization_{name}": case for name, case in NORMALIZATIONS.items()},
 }
 
 

@@ -1,6 +1,8 @@
 #include "frontend/lowering_registry.h"
 #include "frontend/lowerings/helpers.h"
 
+#include <optional>
+
 namespace popsim::frontend::lowerings {
 namespace {
 
@@ -75,9 +77,68 @@ void lowerLayerNorm(LoweringContext& ctx) {
                   {{"normalized_ndim", ndim}, {"eps", ctx.toDouble(4)}}));
 }
 
+// x [N, C, *] normalised over each of `groups` groups of channels (and all
+// their positions) of each sample: a layer norm over the groups reshaped to
+// [N, groups, C / groups * positions], then the per-channel affine.
+ir::Value* normalizeGroups(LoweringContext& ctx, ir::Value* x, int64_t groups,
+                           std::optional<size_t> weightIndex, std::optional<size_t> biasIndex,
+                           double eps) {
+  const ir::Shape shape = x->type().shape;
+  if (shape.size() < 2 || groups <= 0 || shape[1] % groups != 0) {
+    ctx.unsupported("normalising " + x->type().str() + " in " + std::to_string(groups) +
+                    " groups (the channels, dimension 1, must divide into them)");
+  }
+  const int64_t perGroup = x->type().numel() / (shape[0] * groups);
+  ir::Value* grouped = reshape(ctx, x, {shape[0], groups, perGroup});
+  const ir::Shape row = {perGroup};
+  ir::Value* normalized = ctx.emit(ir::OpKind::LayerNorm,
+                                   {grouped, constantFilled(ctx, {ir::DType::Float32, row}, 1.0),
+                                    constantFilled(ctx, {ir::DType::Float32, row}, 0.0)},
+                                   {{"normalized_ndim", int64_t{1}}, {"eps", eps}});
+  ir::Value* y = reshape(ctx, normalized, shape);
+  ir::Shape channel(shape.size() - 1, 1);
+  channel[0] = shape[1];
+  if (weightIndex.has_value() && !ctx.isNone(*weightIndex)) {
+    y = ctx.emit(ir::OpKind::Mul, {y, reshape(ctx, floatTensor(ctx, *weightIndex), channel)});
+  }
+  if (biasIndex.has_value() && !ctx.isNone(*biasIndex)) {
+    y = ctx.emit(ir::OpKind::Add, {y, reshape(ctx, floatTensor(ctx, *biasIndex), channel)});
+  }
+  return y;
+}
+
+// aten::group_norm(input, num_groups, weight, bias, eps, cudnn_enabled)
+void lowerGroupNorm(LoweringContext& ctx) {
+  ctx.setOutput(0, normalizeGroups(ctx, floatTensor(ctx, 0), ctx.toInt(1), 2, 3, ctx.toDouble(4)));
+}
+
+// aten::instance_norm(input, weight, bias, running_mean, running_var,
+//                     use_input_stats, momentum, eps, cudnn_enabled): each
+// sample's channels normalised by their own statistics, or by the running
+// statistics (eval with track_running_stats), as a batch norm.
+void lowerInstanceNorm(LoweringContext& ctx) {
+  ir::Value* x = floatTensor(ctx, 0);
+  if (!ctx.toBool(5)) {
+    const ir::Shape channels = {x->type().shape[1]};
+    ctx.setOutput(0, ctx.emit(ir::OpKind::BatchNorm,
+                              {x, floatTensor(ctx, 3), floatTensor(ctx, 4),
+                               tensorOr(ctx, 1, channels, 1.0f), tensorOr(ctx, 2, channels, 0.0f)},
+                              {{"eps", ctx.toDouble(7)}}));
+    return;
+  }
+  if (!ctx.isNone(3) || !ctx.isNone(4)) {
+    ctx.unsupported("instance_norm updating running statistics (InstanceNorm with "
+                    "track_running_stats=True in training); use track_running_stats=False, or "
+                    "evaluate the model in eval()");
+  }
+  ctx.setOutput(0, normalizeGroups(ctx, x, x->type().shape[1], 1, 2, ctx.toDouble(7)));
+}
+
 } // namespace
 
 void registerNormalization(LoweringRegistry& registry) {
+  registry.add("aten::group_norm", lowerGroupNorm);
+  registry.add("aten::instance_norm", lowerInstanceNorm);
   registry.add("aten::batch_norm", lowerBatchNorm);
   registry.add("aten::layer_norm", lowerLayerNorm);
 }
