@@ -21,6 +21,7 @@ const LoweringRegistry& LoweringRegistry::instance() {
     lowerings::registerNorms(r);
     lowerings::registerEmbedding(r);
     lowerings::registerLosses(r);
+    lowerings::registerElementwiseLosses(r);
     lowerings::registerCreation(r);
     return r;
   }();

@@ -37,6 +37,7 @@ void registerExtremumReductions(LoweringRegistry& registry);
 void registerNorms(LoweringRegistry& registry);
 void registerEmbedding(LoweringRegistry& registry);
 void registerLosses(LoweringRegistry& registry);
+void registerElementwiseLosses(LoweringRegistry& registry);
 void registerCreation(LoweringRegistry& registry);
 } // namespace lowerings
 

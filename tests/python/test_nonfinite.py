@@ -30,7 +30,22 @@ SPECIAL_VALUES = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf"
 # only where the input is not NaN.
 GRADIENT_OF_NAN_UNSPECIFIED = {
     f"pointwise_{name}" for name in ("elu", "selu", "celu", "hardtanh", "relu6_inplace",
-                                     "hardswish_inplace", "hardshrink", "softshrink")}
+                                     "hardswish_inplace", "hardshrink", "softshrink")} | {
+    "loss_smooth_l1_beta0",  # an l1 loss: abs's gradient of NaN (sgn) differs between the loops
+}
+
+
+# Cases whose eager op refuses some special values ("all elements of input
+# should be between 0 and 1", "var has negative entries"), so there is
+# nothing to compare with.
+EAGER_REFUSES_SPECIAL_VALUES = {"loss_bce": {"nan", "inf", "-inf"},
+                                "loss_bce_weight": {"nan", "inf", "-inf"},
+                                "loss_gaussian_nll": {"-inf"}}
+
+# binary_cross_entropy_with_logits with pos_weight at an input of -inf, where
+# the loss is NaN in eager as in popsim: eager's closed-form gradient is
+# finite there, popsim's (through the loss's own formula) NaN.
+GRADIENT_AT_MINUS_INFINITY_DIFFERS = {"loss_bce_logits_pos_weight"}
 
 
 def with_special_values(inputs, value, rng):
@@ -68,6 +83,8 @@ def assert_same_with_special_values(actual, expected, what, scale=None):
 def case(op, draw, special):
     """test_ops.py's draw of the op (whose finite results it checks): the module, its
     inputs, and the inputs with special values."""
+    if special in EAGER_REFUSES_SPECIAL_VALUES.get(op, ()):
+        pytest.skip("eager PyTorch refuses these inputs")
     rng = random.Random(f"{op}-{draw}")
     torch.manual_seed(rng.randint(0, 2**31))
     module, inputs = CASES[op](rng)
@@ -104,6 +121,8 @@ def test_forward_has_nan_and_inf_where_eager_has_them(op, draw, special):
 @pytest.mark.parametrize("draw", range(DRAWS))
 @pytest.mark.parametrize("op", sorted(set(CASES) - NOT_DIFFERENTIABLE))
 def test_gradients_have_nan_and_inf_where_autograd_has_them(op, draw, special):
+    if op in GRADIENT_AT_MINUS_INFINITY_DIFFERS and special == "-inf":
+        pytest.skip("eager's closed-form gradient where the loss is NaN")
     module, finite_inputs, inputs = case(op, draw, special)
     with torch.no_grad():
         output = module(*inputs)

@@ -15,6 +15,7 @@ import torch.nn.functional as F
 import popsim
 from binary_cases import BINARY
 from pointwise_cases import POINTWISE
+from loss_cases import LOSSES
 from normalization_cases import NORMALIZATIONS
 from reduction_cases import REDUCTIONS
 from conftest import assert_close
@@ -373,6 +374,7 @@ CASES = {
     **{f"binary_{name}": case for name, (_, case) in BINARY.items()},
     **{f"reduction_{name}": case for name, case in REDUCTIONS.items()},
     **{f"normalization_{name}": case for name, case in NORMALIZATIONS.items()},
+    **{f"loss_{name}": case for name, case in LOSSES.items()},
 }
 
 

@@ -84,6 +84,17 @@ ir::Value* clampBetweenTensors(LoweringContext& ctx, std::optional<size_t> low,
 ir::Value* reduceExtremum(LoweringContext& ctx, ir::Value* x, const std::vector<int64_t>& dims,
                           bool keepdim, bool max, const char* ties);
 
+// The p-norm of x over sorted dims (p = 0, p >= 1, +-inf) with PyTorch's
+// gradients (norms.cpp).
+ir::Value* vectorNormOver(LoweringContext& ctx, ir::Value* x, double p, std::vector<int64_t> dims,
+                          bool keepdim);
+
+// Losses (losses.cpp): the reduction argument at `index` ("none", "mean",
+// "sum"), a loss reduced by it, and the result marked as the model's loss.
+std::string lossReduction(LoweringContext& ctx, size_t index);
+ir::Value* reduceLoss(LoweringContext& ctx, ir::Value* value, const std::string& reduction);
+void setLoss(LoweringContext& ctx, ir::Value* loss);
+
 // A constant of `type` with every element `value` (creation.cpp).
 ir::Value* constantFilled(LoweringContext& ctx, const ir::TensorType& type, double value);
 

@@ -5,10 +5,9 @@
 // ops' gradient rules) and its result is marked as a loss, which is how a
 // training model's loss is found.
 namespace popsim::frontend::lowerings {
-namespace {
 
 // PyTorch's at::Reduction enum: 0 none, 1 mean, 2 sum.
-std::string reductionName(LoweringContext& ctx, size_t index) {
+std::string lossReduction(LoweringContext& ctx, size_t index) {
   switch (ctx.toInt(index)) {
   case 0: return "none";
   case 1: return "mean";
@@ -17,7 +16,7 @@ std::string reductionName(LoweringContext& ctx, size_t index) {
   }
 }
 
-ir::Value* reduce(LoweringContext& ctx, ir::Value* value, const std::string& reduction) {
+ir::Value* reduceLoss(LoweringContext& ctx, ir::Value* value, const std::string& reduction) {
   if (reduction == "none" || value->type().rank() == 0) {
     return value;
   }
@@ -32,6 +31,8 @@ void setLoss(LoweringContext& ctx, ir::Value* loss) {
   ctx.markLoss(loss, LoweringContext::LossKind::Builtin);
   ctx.setOutput(0, loss);
 }
+
+namespace {
 
 // log_probs [N, C] (or [C], or [N, C, d...]) and class indices [N] ([], [N, d...])
 // as the [rows, C] / [rows] pair nll_loss takes, with the shape of a
@@ -88,36 +89,33 @@ void lowerCrossEntropy(LoweringContext& ctx) {
   const int64_t classDim = scores->type().rank() == 1 ? 0 : 1;
   ir::Value* logProbs = ctx.emit(ir::OpKind::LogSoftmax, {scores}, {{"dim", classDim}});
   const Classification c = flattenClasses(ctx, logProbs, ctx.tensor(1));
-  setLoss(ctx, nllLoss(ctx, c, reductionName(ctx, 3), ctx.toInt(4)));
+  setLoss(ctx, nllLoss(ctx, c, lossReduction(ctx, 3), ctx.toInt(4)));
 }
 
 // aten::nll_loss / nll_loss_nd / nll_loss2d(input, target, weight, reduction, ignore_index)
 void lowerNllLoss(LoweringContext& ctx) {
   requireNoWeight(ctx, 2);
   const Classification c = flattenClasses(ctx, floatTensor(ctx, 0), ctx.tensor(1));
-  setLoss(ctx, nllLoss(ctx, c, reductionName(ctx, 3), ctx.toInt(4)));
+  setLoss(ctx, nllLoss(ctx, c, lossReduction(ctx, 3), ctx.toInt(4)));
 }
 
 // aten::mse_loss(input, target, reduction) = reduce((input - target)^2)
 void lowerMseLoss(LoweringContext& ctx) {
   ir::Value* difference = ctx.emit(ir::OpKind::Sub, {floatTensor(ctx, 0), floatTensor(ctx, 1)});
   ir::Value* squared = ctx.emit(ir::OpKind::Mul, {difference, difference});
-  setLoss(ctx, reduce(ctx, squared, reductionName(ctx, 2)));
+  setLoss(ctx, reduceLoss(ctx, squared, lossReduction(ctx, 2)));
 }
 
 // aten::l1_loss(input, target, reduction) = reduce(|input - target|)
 void lowerL1Loss(LoweringContext& ctx) {
   ir::Value* difference = ctx.emit(ir::OpKind::Sub, {floatTensor(ctx, 0), floatTensor(ctx, 1)});
-  setLoss(ctx, reduce(ctx, ctx.emit(ir::OpKind::Abs, {difference}), reductionName(ctx, 2)));
+  setLoss(ctx, reduceLoss(ctx, ctx.emit(ir::OpKind::Abs, {difference}), lossReduction(ctx, 2)));
 }
 
 // aten::binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction),
-// in PyTorch's stable form: (1 - t) x + m + log(exp(-m) + exp(-x - m)), m = max(-x, 0).
+// in PyTorch's stable form: (1 - t) x + w_pos (m + log(exp(-m) + exp(-x - m))),
+// m = max(-x, 0), w_pos = 1 + (pos_weight - 1) t, times weight.
 void lowerBceWithLogits(LoweringContext& ctx) {
-  requireNoWeight(ctx, 2);
-  if (!ctx.isNone(3)) {
-    ctx.unsupported("pos_weight in binary_cross_entropy_with_logits");
-  }
   ir::Value* x = floatTensor(ctx, 0);
   ir::Value* t = floatTensor(ctx, 1);
   ir::Value* negative = affine(ctx, x, -1.0, 0.0);
@@ -126,8 +124,17 @@ void lowerBceWithLogits(LoweringContext& ctx) {
   ir::Value* b = ctx.emit(ir::OpKind::Exp, {ctx.emit(ir::OpKind::Sub, {negative, m})});
   ir::Value* logSum = ctx.emit(ir::OpKind::Log, {ctx.emit(ir::OpKind::Add, {a, b})});
   ir::Value* weighted = ctx.emit(ir::OpKind::Mul, {affine(ctx, t, -1.0, 1.0), x});
-  ir::Value* loss = ctx.emit(ir::OpKind::Add, {ctx.emit(ir::OpKind::Add, {weighted, m}), logSum});
-  setLoss(ctx, reduce(ctx, loss, reductionName(ctx, 4)));
+  ir::Value* loss = nullptr;
+  if (ctx.isNone(3)) {
+    loss = ctx.emit(ir::OpKind::Add, {ctx.emit(ir::OpKind::Add, {weighted, m}), logSum});
+  } else {
+    ir::Value* scaled = ctx.emit(ir::OpKind::Mul, {affine(ctx, floatTensor(ctx, 3), 1.0, -1.0), t});
+    ir::Value* logWeight = affine(ctx, scaled, 1.0, 1.0);
+    ir::Value* softplus = ctx.emit(ir::OpKind::Add, {logSum, m});
+    loss = ctx.emit(ir::OpKind::Add, {weighted, ctx.emit(ir::OpKind::Mul, {logWeight, softplus})});
+  }
+  if (!ctx.isNone(2)) loss = ctx.emit(ir::OpKind::Mul, {loss, floatTensor(ctx, 2)});
+  setLoss(ctx, reduceLoss(ctx, loss, lossReduction(ctx, 4)));
 }
 
 // popsim::identity_loss(x, reduction): the value the training model minimises.
@@ -137,7 +144,7 @@ void lowerIdentityLoss(LoweringContext& ctx) {
     ctx.unsupported("identity_loss reduction \"" + reduction +
                     "\" (use \"sum\", \"mean\" or \"none\")");
   }
-  ir::Value* loss = reduce(ctx, floatTensor(ctx, 0), reduction);
+  ir::Value* loss = reduceLoss(ctx, floatTensor(ctx, 0), reduction);
   ctx.markLoss(loss, LoweringContext::LossKind::Identity);
   ctx.setOutput(0, loss);
 }

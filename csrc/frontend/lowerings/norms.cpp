@@ -36,11 +36,58 @@ ir::Value* sumOver(LoweringContext& ctx, ir::Value* x, const std::vector<int64_t
   return ctx.emit(ir::OpKind::ReduceSum, {x}, {{"dims", dims}, {"keepdim", keepdim}});
 }
 
+double orderArgument(LoweringContext& ctx, std::optional<size_t> index, double fallback) {
+  if (!index.has_value() || ctx.isNone(*index)) return fallback;
+  return ctx.toDouble(*index);
+}
+
+bool keepdimOf(LoweringContext& ctx) {
+  const std::optional<size_t> index = ctx.argumentIndex("keepdim");
+  return index.has_value() && !ctx.isNone(*index) && ctx.toBool(*index);
+}
+
+// norm(self, p=2) and norm(self, p, dim, keepdim); frobenius_norm(self[, dim, keepdim]).
+template <bool Frobenius> void lowerNorm(LoweringContext& ctx) {
+  ir::Value* x = floatTensor(ctx, 0);
+  const double p = Frobenius ? 2.0 : orderArgument(ctx, ctx.argumentIndex("p"), 2.0);
+  const auto dims = normDims(ctx, ctx.argumentIndex("dim"), x->type().rank());
+  ctx.setOutput(0, vectorNormOver(ctx, x, p, dims, keepdimOf(ctx)));
+}
+
+// linalg_vector_norm(self, ord=2, dim=None, keepdim=False).
+void lowerVectorNorm(LoweringContext& ctx) {
+  ir::Value* x = floatTensor(ctx, 0);
+  const double p = orderArgument(ctx, ctx.argumentIndex("ord"), 2.0);
+  ctx.setOutput(0,
+                vectorNormOver(ctx, x, p, normDims(ctx, ctx.argumentIndex("dim"), x->type().rank()),
+                               keepdimOf(ctx)));
+}
+
+// linalg_norm(self, ord=None, dim=None, keepdim=False): the 2-norm of the
+// flattened tensor (Frobenius for matrices) without ord, a vector norm with
+// ord over one dim or a 1-D tensor; matrix norms with ord are refused.
+void lowerLinalgNorm(LoweringContext& ctx) {
+  ir::Value* x = floatTensor(ctx, 0);
+  const int64_t rank = x->type().rank();
+  const std::optional<size_t> ordIndex = ctx.argumentIndex("ord");
+  const std::optional<size_t> dimIndex = ctx.argumentIndex("dim");
+  const bool hasOrd = ordIndex.has_value() && !ctx.isNone(*ordIndex);
+  const auto dims = normDims(ctx, dimIndex, rank);
+  if (hasOrd && (ctx.isString(*ordIndex) || dims.size() == 2)) {
+    ctx.unsupported("matrix norms (linalg.norm with ord over two dimensions); vector norms "
+                    "(torch.linalg.vector_norm) and the Frobenius norm are supported");
+  }
+  const double p = hasOrd ? ctx.toDouble(*ordIndex) : 2.0;
+  ctx.setOutput(0, vectorNormOver(ctx, x, p, dims, keepdimOf(ctx)));
+}
+
+} // namespace
+
 // The p-norm of x over dims: sum(|x| ** p) ** (1 / p) for p >= 1 (the root
 // with a zero gradient at a zero vector), the largest (smallest) magnitude
 // for inf (-inf), the count of non-zeros for 0.
-ir::Value* vectorNorm(LoweringContext& ctx, ir::Value* x, double p, std::vector<int64_t> dims,
-                      bool keepdim) {
+ir::Value* vectorNormOver(LoweringContext& ctx, ir::Value* x, double p, std::vector<int64_t> dims,
+                          bool keepdim) {
   const ir::Shape shape = x->type().shape;
   if (shape.empty()) {
     x = reshape(ctx, x, {1});
@@ -71,52 +118,6 @@ ir::Value* vectorNorm(LoweringContext& ctx, ir::Value* x, double p, std::vector<
   }
   return shape.empty() ? reshape(ctx, y, {}) : y;
 }
-
-double orderArgument(LoweringContext& ctx, std::optional<size_t> index, double fallback) {
-  if (!index.has_value() || ctx.isNone(*index)) return fallback;
-  return ctx.toDouble(*index);
-}
-
-bool keepdimOf(LoweringContext& ctx) {
-  const std::optional<size_t> index = ctx.argumentIndex("keepdim");
-  return index.has_value() && !ctx.isNone(*index) && ctx.toBool(*index);
-}
-
-// norm(self, p=2) and norm(self, p, dim, keepdim); frobenius_norm(self[, dim, keepdim]).
-template <bool Frobenius> void lowerNorm(LoweringContext& ctx) {
-  ir::Value* x = floatTensor(ctx, 0);
-  const double p = Frobenius ? 2.0 : orderArgument(ctx, ctx.argumentIndex("p"), 2.0);
-  const auto dims = normDims(ctx, ctx.argumentIndex("dim"), x->type().rank());
-  ctx.setOutput(0, vectorNorm(ctx, x, p, dims, keepdimOf(ctx)));
-}
-
-// linalg_vector_norm(self, ord=2, dim=None, keepdim=False).
-void lowerVectorNorm(LoweringContext& ctx) {
-  ir::Value* x = floatTensor(ctx, 0);
-  const double p = orderArgument(ctx, ctx.argumentIndex("ord"), 2.0);
-  ctx.setOutput(0, vectorNorm(ctx, x, p, normDims(ctx, ctx.argumentIndex("dim"), x->type().rank()),
-                              keepdimOf(ctx)));
-}
-
-// linalg_norm(self, ord=None, dim=None, keepdim=False): the 2-norm of the
-// flattened tensor (Frobenius for matrices) without ord, a vector norm with
-// ord over one dim or a 1-D tensor; matrix norms with ord are refused.
-void lowerLinalgNorm(LoweringContext& ctx) {
-  ir::Value* x = floatTensor(ctx, 0);
-  const int64_t rank = x->type().rank();
-  const std::optional<size_t> ordIndex = ctx.argumentIndex("ord");
-  const std::optional<size_t> dimIndex = ctx.argumentIndex("dim");
-  const bool hasOrd = ordIndex.has_value() && !ctx.isNone(*ordIndex);
-  const auto dims = normDims(ctx, dimIndex, rank);
-  if (hasOrd && (ctx.isString(*ordIndex) || dims.size() == 2)) {
-    ctx.unsupported("matrix norms (linalg.norm with ord over two dimensions); vector norms "
-                    "(torch.linalg.vector_norm) and the Frobenius norm are supported");
-  }
-  const double p = hasOrd ? ctx.toDouble(*ordIndex) : 2.0;
-  ctx.setOutput(0, vectorNorm(ctx, x, p, dims, keepdimOf(ctx)));
-}
-
-} // namespace
 
 void registerNorms(LoweringRegistry& registry) {
   registry.add("aten::norm", lowerNorm<false>);

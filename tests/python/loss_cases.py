@@ -1,0 +1,105 @@
+"""The test table of the losses computed element by element
+(frontend/lowerings/elementwise_losses.cpp and losses.cpp): each case is a
+loss module whose targets are buffers (PyTorch has no gradient for some of
+them), with every reduction, on random shapes. test_ops.py runs each case
+forward, test_gradients.py backward and test_nonfinite.py with NaN/Inf,
+against eager PyTorch."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+REDUCTIONS = ("none", "mean", "sum")
+
+
+class Loss(nn.Module):
+    """fn(*inputs, *targets, reduction=...) with the targets as buffers."""
+
+    def __init__(self, fn, targets, **kwargs):
+        super().__init__()
+        self.fn = fn
+        self.kwargs = kwargs
+        for i, target in enumerate(targets):
+            self.register_buffer(f"target{i}", target)
+        self.count = len(targets)
+
+    def forward(self, *inputs):
+        targets = [getattr(self, f"target{i}") for i in range(self.count)]
+        return self.fn(*inputs, *targets, **self.kwargs)
+
+
+def _shape(rng):
+    return [rng.randint(1, 4) for _ in range(rng.randint(1, 3))]
+
+
+def _signs(shape):
+    return torch.where(torch.rand(*shape) < 0.5, -1.0, 1.0)
+
+
+def _case(make):
+    """make(rng, shape, reduction) -> (module, inputs)."""
+    def case(rng):
+        return make(rng, _shape(rng), rng.choice(REDUCTIONS))
+    return case
+
+
+LOSSES = {
+    "smooth_l1": _case(lambda rng, s, r: (Loss(F.smooth_l1_loss, [torch.randn(*s)], beta=0.5,
+                                               reduction=r), [torch.randn(*s)])),
+    "smooth_l1_beta0": _case(lambda rng, s, r: (Loss(F.smooth_l1_loss, [torch.randn(*s)],
+                                                     beta=0.0, reduction=r), [torch.randn(*s)])),
+    "huber": _case(lambda rng, s, r: (Loss(F.huber_loss, [torch.randn(*s)], delta=1.5,
+                                           reduction=r), [torch.randn(*s) * 2])),
+    "soft_margin": _case(lambda rng, s, r: (Loss(F.soft_margin_loss, [_signs(s)], reduction=r),
+                                            [torch.randn(*s) * 2])),
+    "bce": _case(lambda rng, s, r: (Loss(F.binary_cross_entropy, [torch.rand(*s)], reduction=r),
+                                    [0.05 + 0.9 * torch.rand(*s)])),
+    # (F.binary_cross_entropy's weight argument fails in torch.jit.trace itself:
+    # the aten op is called directly.)
+    "bce_weight": _case(lambda rng, s, r: (
+        Loss(lambda x, t, w, reduction: torch._C._nn.binary_cross_entropy(
+            x, t, w, ["none", "mean", "sum"].index(reduction)),
+             [torch.rand(*s), torch.rand(*s) + 0.5], reduction=r),
+        [0.05 + 0.9 * torch.rand(*s)])),
+    "bce_logits_pos_weight": _case(lambda rng, s, r: (
+        Loss(lambda x, t, w, p, **k: F.binary_cross_entropy_with_logits(x, t, w, pos_weight=p,
+                                                                        **k),
+             [torch.rand(*s), torch.rand(*s) + 0.5, torch.rand(s[-1]) * 3], reduction=r),
+        [torch.randn(*s) * 3])),
+    "kl_div": _case(lambda rng, s, r: (
+        Loss(F.kl_div, [torch.softmax(torch.randn(*s), -1)],
+             reduction=r if r != "none" else "batchmean"),
+        [torch.log_softmax(torch.randn(*s), -1)])),
+    "kl_div_log_target": _case(lambda rng, s, r: (
+        Loss(F.kl_div, [torch.log_softmax(torch.randn(*s), -1)], reduction=r, log_target=True),
+        [torch.log_softmax(torch.randn(*s), -1)])),
+    "poisson_nll_log_input": _case(lambda rng, s, r: (
+        Loss(F.poisson_nll_loss, [torch.randint(0, 5, s).float()], reduction=r),
+        [torch.randn(*s)])),
+    "poisson_nll_full": _case(lambda rng, s, r: (
+        Loss(F.poisson_nll_loss, [torch.randint(0, 5, s).float()], log_input=False, full=True,
+             reduction=r),
+        [torch.rand(*s) * 3 + 0.1])),
+    "margin_ranking": _case(lambda rng, s, r: (
+        Loss(F.margin_ranking_loss, [_signs(s)], margin=0.3, reduction=r),
+        [torch.randn(*s), torch.randn(*s)])),
+    "hinge_embedding": _case(lambda rng, s, r: (
+        Loss(F.hinge_embedding_loss, [_signs(s)], margin=1.5, reduction=r),
+        [torch.randn(*s) * 2])),
+    "triplet_margin": _case(lambda rng, s, r: (
+        Loss(F.triplet_margin_loss, [], margin=0.5, reduction=r),
+        [torch.randn(3, 4), torch.randn(3, 4), torch.randn(3, 4)])),
+    "triplet_margin_swap_p1": _case(lambda rng, s, r: (
+        Loss(F.triplet_margin_loss, [], p=1.0, swap=True, reduction=r),
+        [torch.randn(2, 5), torch.randn(2, 5), torch.randn(2, 5)])),
+    "pairwise_distance": _case(lambda rng, s, r: (
+        Loss(F.pairwise_distance, [], keepdim=rng.random() < 0.5), [torch.randn(3, 4),
+                                                                    torch.randn(3, 4)])),
+    "gaussian_nll": _case(lambda rng, s, r: (
+        Loss(lambda x, var, t, **k: F.gaussian_nll_loss(x, t, var, **k), [torch.randn(*s)],
+             reduction=r),
+        [torch.randn(*s), torch.rand(*s) + 0.2])),
+    "multilabel_soft_margin": _case(lambda rng, s, r: (
+        Loss(F.multilabel_soft_margin_loss, [(torch.rand(3, 4) < 0.5).float()], reduction=r),
+        [torch.randn(3, 4)])),
+}
