@@ -2,6 +2,8 @@
 
 #include "common/check.h"
 
+#include <algorithm>
+
 namespace popsim::frontend {
 
 const LoweringRegistry& LoweringRegistry::instance() {
@@ -31,6 +33,14 @@ const LoweringRegistry& LoweringRegistry::instance() {
 LoweringFn LoweringRegistry::find(const std::string& opName) const {
   auto it = lowerings_.find(opName);
   return it == lowerings_.end() ? nullptr : it->second;
+}
+
+std::vector<std::string> LoweringRegistry::names() const {
+  std::vector<std::string> result;
+  for (const auto& [name, fn] : lowerings_)
+    result.push_back(name);
+  std::sort(result.begin(), result.end());
+  return result;
 }
 
 void LoweringRegistry::add(const std::string& opName, LoweringFn fn) {

@@ -4,6 +4,7 @@
 
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace popsim::frontend {
 
@@ -15,6 +16,8 @@ public:
   static const LoweringRegistry& instance();
   // nullptr when popsim has no lowering for the op.
   LoweringFn find(const std::string& opName) const;
+  // Every op with a lowering, sorted (for the coverage table).
+  std::vector<std::string> names() const;
   void add(const std::string& opName, LoweringFn fn);
 
 private:

@@ -1,4 +1,5 @@
 #include "frontend/import.h"
+#include "frontend/lowering_registry.h"
 #include "python/bindings.h"
 #include "python/tensor_conversion.h"
 
@@ -30,6 +31,9 @@ void bindFrontend(py::module_& module) {
       py::arg("model_attribute") = "", py::arg("input_names") = std::vector<std::string>{},
       py::arg("training") = false, py::arg("random_seed") = 0,
       "Lowers a torch.jit.trace'd module to a popsim IR graph.");
+  module.def(
+      "lowered_ops", [] { return frontend::LoweringRegistry::instance().names(); },
+      "The aten ops popsim lowers to its IR, sorted.");
 }
 
 } // namespace popsim::python
