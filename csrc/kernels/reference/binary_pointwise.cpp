@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 
 namespace popsim::kernels::reference {
 namespace {
@@ -83,83 +84,95 @@ BroadcastElementwise::BroadcastElementwise(const ir::Node& node)
   }
 }
 
+// One piece's operands: where each starts, and its step along the row.
+struct BroadcastElementwise::Piece {
+  std::vector<const char*> operands;
+  std::vector<int64_t> steps;
+  void* output;
+  int64_t length;
+  template <typename T> const T* operand(size_t k) const {
+    return reinterpret_cast<const T*>(operands[k]);
+  }
+};
+
 bool BroadcastElementwise::run(const std::vector<const void*>& inputs, void* output, int64_t first,
                                int64_t last) const {
-  const ir::DType dtype = node_.input(node_.kind() == ir::OpKind::Where ? 1 : 0)->type().dtype;
-  const size_t elementBytes = ir::elementSize(node_.output()->type().dtype);
+  const size_t outputBytes = ir::elementSize(node_.output()->type().dtype);
   bool ok = true;
-  for (int64_t piece = first; piece < last; ++piece) {
-    const int64_t n = rows_.length(piece);
-    void* y = static_cast<char*>(output) + rows_.outputOffset(piece) * elementBytes;
-    const auto at = [&](size_t k) {
-      return static_cast<const char*>(inputs[k]) +
-             rows_.operandOffset(piece, k) * ir::elementSize(node_.input(k)->type().dtype);
-    };
-    const auto step = [&](size_t k) { return rows_.operandStep(k); };
+  for (int64_t index = first; index < last; ++index) {
+    Piece piece{{},
+                {},
+                static_cast<char*>(output) + rows_.outputOffset(index) * outputBytes,
+                rows_.length(index)};
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      piece.operands.push_back(static_cast<const char*>(inputs[k]) +
+                               rows_.operandOffset(index, k) *
+                                   ir::elementSize(node_.input(k)->type().dtype));
+      piece.steps.push_back(rows_.operandStep(k));
+    }
     switch (node_.kind()) {
-    case ir::OpKind::Where: {
-      const auto* c = reinterpret_cast<const bool*>(at(0));
-      switch (elementBytes) {
-      case 1:
-        wherePiece(c, step(0), reinterpret_cast<const uint8_t*>(at(1)), step(1),
-                   reinterpret_cast<const uint8_t*>(at(2)), step(2), static_cast<uint8_t*>(y), n);
-        break;
-      case 4:
-        wherePiece(c, step(0), reinterpret_cast<const uint32_t*>(at(1)), step(1),
-                   reinterpret_cast<const uint32_t*>(at(2)), step(2), static_cast<uint32_t*>(y), n);
-        break;
-      default:
-        wherePiece(c, step(0), reinterpret_cast<const uint64_t*>(at(1)), step(1),
-                   reinterpret_cast<const uint64_t*>(at(2)), step(2), static_cast<uint64_t*>(y), n);
-      }
-      break;
-    }
-    case ir::OpKind::BinaryPointwiseGrad: {
-      const auto derivative = operand_ == 0 ? function_->derivativeA : function_->derivativeB;
-      const auto* dy = reinterpret_cast<const float*>(at(0));
-      const auto* a = reinterpret_cast<const float*>(at(1));
-      const auto* b = reinterpret_cast<const float*>(at(2));
-      auto* dx = static_cast<float*>(y);
-      for (int64_t j = 0; j < n; ++j) {
-        // A zero derivative masks the gradient (as PyTorch's masked_fill and where do).
-        const double d = derivative(a[j * step(1)], b[j * step(2)]);
-        dx[j] = d == 0.0 ? 0.0f : static_cast<float>(static_cast<double>(dy[j * step(0)]) * d);
-      }
-      break;
-    }
-    default: { // BinaryPointwise
-      const bool toBool = function_->result == ir::BinaryResult::Bool;
-      switch (dtype) {
-      case ir::DType::Float32: {
-        const auto* a = reinterpret_cast<const float*>(at(0));
-        const auto* b = reinterpret_cast<const float*>(at(1));
-        if (fast_ != nullptr) {
-          fast_(a, step(0), b, step(1), y, n);
-        } else if (toBool) {
-          floatPiece(*function_, a, step(0), b, step(1), static_cast<bool*>(y), n);
-        } else {
-          floatPiece(*function_, a, step(0), b, step(1), static_cast<float*>(y), n);
-        }
-        break;
-      }
-      case ir::DType::Int32:
-        ok &= integerPieceAnyResult(*function_, reinterpret_cast<const int32_t*>(at(0)), step(0),
-                                    reinterpret_cast<const int32_t*>(at(1)), step(1), y, n);
-        break;
-      case ir::DType::Int64:
-        ok &= integerPieceAnyResult(*function_, reinterpret_cast<const int64_t*>(at(0)), step(0),
-                                    reinterpret_cast<const int64_t*>(at(1)), step(1), y, n);
-        break;
-      case ir::DType::Bool:
-        ok &= integerPieceAnyResult(*function_, reinterpret_cast<const bool*>(at(0)), step(0),
-                                    reinterpret_cast<const bool*>(at(1)), step(1), y, n);
-        break;
-      case ir::DType::Float64: POPSIM_ASSERT(false, node_.describe(), " on float64 operands.");
-      }
-    }
+    case ir::OpKind::Where: runWhere(piece, outputBytes); break;
+    case ir::OpKind::BinaryPointwiseGrad: runGradient(piece); break;
+    default: ok = runValues(piece) && ok;
     }
   }
   return ok;
+}
+
+void BroadcastElementwise::runWhere(const Piece& p, size_t elementBytes) const {
+  const auto* c = p.operand<bool>(0);
+  switch (elementBytes) {
+  case 1:
+    return wherePiece(c, p.steps[0], p.operand<uint8_t>(1), p.steps[1], p.operand<uint8_t>(2),
+                      p.steps[2], static_cast<uint8_t*>(p.output), p.length);
+  case 4:
+    return wherePiece(c, p.steps[0], p.operand<uint32_t>(1), p.steps[1], p.operand<uint32_t>(2),
+                      p.steps[2], static_cast<uint32_t*>(p.output), p.length);
+  default:
+    return wherePiece(c, p.steps[0], p.operand<uint64_t>(1), p.steps[1], p.operand<uint64_t>(2),
+                      p.steps[2], static_cast<uint64_t*>(p.output), p.length);
+  }
+}
+
+void BroadcastElementwise::runGradient(const Piece& p) const {
+  const auto derivative = operand_ == 0 ? function_->derivativeA : function_->derivativeB;
+  const auto* dy = p.operand<float>(0);
+  const auto* a = p.operand<float>(1);
+  const auto* b = p.operand<float>(2);
+  auto* dx = static_cast<float*>(p.output);
+  for (int64_t j = 0; j < p.length; ++j) {
+    // A zero derivative masks the gradient (as PyTorch's masked_fill and where do).
+    const double d = derivative(a[j * p.steps[1]], b[j * p.steps[2]]);
+    dx[j] = d == 0.0 ? 0.0f : static_cast<float>(static_cast<double>(dy[j * p.steps[0]]) * d);
+  }
+}
+
+bool BroadcastElementwise::runValues(const Piece& p) const {
+  const auto [sa, sb] = std::pair(p.steps[0], p.steps[1]);
+  switch (node_.input(0)->type().dtype) {
+  case ir::DType::Float32:
+    if (fast_ != nullptr) {
+      fast_(p.operand<float>(0), sa, p.operand<float>(1), sb, p.output, p.length);
+    } else if (function_->result == ir::BinaryResult::Bool) {
+      floatPiece(*function_, p.operand<float>(0), sa, p.operand<float>(1), sb,
+                 static_cast<bool*>(p.output), p.length);
+    } else {
+      floatPiece(*function_, p.operand<float>(0), sa, p.operand<float>(1), sb,
+                 static_cast<float*>(p.output), p.length);
+    }
+    return true;
+  case ir::DType::Int32:
+    return integerPieceAnyResult(*function_, p.operand<int32_t>(0), sa, p.operand<int32_t>(1), sb,
+                                 p.output, p.length);
+  case ir::DType::Int64:
+    return integerPieceAnyResult(*function_, p.operand<int64_t>(0), sa, p.operand<int64_t>(1), sb,
+                                 p.output, p.length);
+  case ir::DType::Bool:
+    return integerPieceAnyResult(*function_, p.operand<bool>(0), sa, p.operand<bool>(1), sb,
+                                 p.output, p.length);
+  case ir::DType::Float64: break;
+  }
+  POPSIM_ASSERT(false, node_.describe(), " on float64 operands.");
 }
 
 void BroadcastElementwise::throwDivisionByZero() const {

@@ -24,6 +24,11 @@ public:
   [[noreturn]] void throwDivisionByZero() const;
 
 private:
+  struct Piece;
+  void runWhere(const Piece& piece, size_t elementBytes) const;
+  void runGradient(const Piece& piece) const;
+  bool runValues(const Piece& piece) const; // false: an integer division by zero
+
   const ir::Node& node_;
   BroadcastRows rows_;
   const ir::BinaryFunction* function_ = nullptr; // binary_pointwise(_grad)
