@@ -78,7 +78,8 @@ namespace popsim::ir {
   X(Where, "where", Where)                                                                         \
   X(ReduceExtremum, "reduce_extremum", Extremum)                                                   \
   X(ReduceExtremumGrad, "reduce_extremum_grad", Extremum)                                          \
-  X(ArgExtremum, "arg_extremum", Extremum)
+  X(ArgExtremum, "arg_extremum", Extremum)                                                         \
+  X(CumulativeSum, "cumulative_sum", Scan)
 
 enum class OpKind : uint16_t {
 #define POPSIM_OP_ENUM(kind, name, family) kind,
@@ -109,6 +110,7 @@ enum class OpFamily {
   BinaryFunction,  // the functions of ir/binary_functions.h and their gradients
   Where,           // where(condition, a, b): a choice per element
   Extremum,        // the largest or smallest element along a dimension, its position, its gradient
+  Scan,            // running sums along a dimension
   Random,          // ops drawing random numbers (dropout)
   Loss,
   Update,    // writes weights or state in place: assign, accumulate, fill

@@ -20,6 +20,7 @@ std::array<OpSchema, kNumOpKinds> buildTable() {
   ops::registerPointwiseOps(registry);
   ops::registerBinaryPointwiseOps(registry);
   ops::registerExtremumOps(registry);
+  ops::registerScanOps(registry);
   ops::registerSoftmaxOps(registry);
   ops::registerPoolingOps(registry);
   ops::registerNormalizationOps(registry);

@@ -211,6 +211,14 @@ Grads reduceExtremum(GradientBuilder& b, const Grads& g, const Needed&) {
                  copyAttrs(nodeOf(b).attrs(), {"function", "dim", "ties"}))};
 }
 
+// cumsum: each input element reaches every later output, so its gradient is
+// the running sum of the output gradient from the end (PyTorch's flip-cumsum-flip).
+Grads cumulativeSum(GradientBuilder& b, const Grads& g, const Needed&) {
+  return {b.emit(OpKind::CumulativeSum, {g[0]},
+                 {{"dim", nodeOf(b).attrs().getInt("dim")},
+                  {"reverse", !nodeOf(b).attrs().getBool("reverse")}})};
+}
+
 // where(c, a, b): the gradient goes to the operand each element came from.
 Grads where(GradientBuilder& b, const Grads& g, const Needed& needed) {
   Grads result = none(b);
@@ -401,6 +409,7 @@ GradientRule findGradientRule(ir::OpKind kind) {
   case OpKind::BinaryPointwise: return binaryPointwise;
   case OpKind::Where: return where;
   case OpKind::ReduceExtremum: return reduceExtremum;
+  case OpKind::CumulativeSum: return cumulativeSum;
   case OpKind::Log: return log;
   case OpKind::Sqrt: return sqrt;
   case OpKind::Affine: return affine;

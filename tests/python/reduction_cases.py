@@ -1,7 +1,7 @@
 """The test table of the extremum-based reductions, the variances
 (frontend/lowerings/extremum.cpp) and the vector norms (norms.cpp): amax, amin, max and min (over everything
 and along a dimension, with indices), argmax, argmin, logsumexp, var, std,
-all, any and p-norms (p = 0, 1, 2, 3, inf, -inf; zero vectors included),
+all, any, cumsum and p-norms (p = 0, 1, 2, 3, inf, -inf; zero vectors included),
 over random dims of random shapes, with ties (whole numbers)
 where the gradient must share or pick as PyTorch does. test_ops.py runs each
 case forward, test_gradients.py backward (except NOT_DIFFERENTIABLE) and
@@ -94,5 +94,24 @@ REDUCTIONS.update({
     "norm_zero_rows_p3": _with_zero_rows(lambda t: torch.linalg.vector_norm(t, 3, dim=1)),
 })
 
-NOT_DIFFERENTIABLE = {"max_dim_indices", "argmax", "argmin_flat", "argmax_flat_keepdim", "all",
+def _integers(fn, dtype):
+    def case(rng):
+        shape = [rng.randint(1, 5) for _ in range(rng.randint(1, 3))]
+        x = torch.randint(0, 3, shape).to(dtype)
+        dim = rng.randrange(len(shape))
+        return Elementwise(lambda t: fn(t, dim)), [x]
+    return case
+
+
+REDUCTIONS.update({
+    "cumsum": _along_dim(lambda t, d, k: torch.cumsum(t, d)),
+    "cumsum_negative_dim_": _whole(lambda t: t.clone().cumsum_(-1)),
+    "cumsum_int64_positions": _integers(lambda t, d: t.cumsum(d) * t, torch.int64),
+    "cumsum_bool_mask": _integers(lambda t, d: torch.cumsum(t > 0, d), torch.int64),
+    "cumsum_int32_to_float": _integers(lambda t, d: torch.cumsum(t, d, dtype=torch.float32),
+                                       torch.int32),
+})
+
+NOT_DIFFERENTIABLE = {"cumsum_int64_positions", "cumsum_bool_mask", "cumsum_int32_to_float",
+                      "max_dim_indices", "argmax", "argmin_flat", "argmax_flat_keepdim", "all",
                       "any_dim", "all_floats_dim"}

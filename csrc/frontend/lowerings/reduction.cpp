@@ -37,9 +37,32 @@ template <ir::OpKind Kind> void lowerReduce(LoweringContext& ctx) {
   ctx.setOutput(0, ctx.emit(Kind, {x}, {{"dims", dims}, {"keepdim", keepdim}}));
 }
 
+// cumsum(self, dim, dtype=None): running sums in the dtype PyTorch gives
+// (integer and bool tensors sum to int64), computed in float32 or int64.
+void lowerCumsum(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const int64_t rank = x->type().rank();
+  const int64_t dim = normalizedDim(ctx, ctx.toInt(1), rank);
+  ir::DType dtype = x->type().dtype == ir::DType::Float32 ? ir::DType::Float32 : ir::DType::Int64;
+  if (const auto index = ctx.argumentIndex("dtype"); index && !ctx.isNone(*index)) {
+    const std::optional<ir::DType> asked = ctx.toDType(*index);
+    if (!asked.has_value() || *asked == ir::DType::Bool) {
+      ctx.unsupported("cumsum with a dtype other than float32, int32 or int64");
+    }
+    dtype = *asked;
+  }
+  const ir::DType computed = dtype == ir::DType::Float32 ? dtype : ir::DType::Int64;
+  ir::Value* sums = ctx.emit(ir::OpKind::CumulativeSum, {castTo(ctx, x, computed)},
+                             {{"dim", rank == 0 ? int64_t{0} : dim}, {"reverse", false}});
+  const bool inPlace = ctx.opName().back() == '_';
+  ctx.setOutput(0, castTo(ctx, sums, inPlace ? x->type().dtype : dtype));
+}
+
 } // namespace
 
 void registerReductions(LoweringRegistry& registry) {
+  registry.add("aten::cumsum", lowerCumsum);
+  registry.add("aten::cumsum_", lowerCumsum);
   registry.add("aten::mean", lowerReduce<ir::OpKind::ReduceMean>);
   registry.add("aten::sum", lowerReduce<ir::OpKind::ReduceSum>);
 }

@@ -1,6 +1,8 @@
 #include "ir/ops/op_registry.h"
 #include "ir/ops/type_checks.h"
 
+#include <algorithm>
+
 namespace popsim::ir::ops {
 namespace {
 
@@ -63,7 +65,25 @@ std::vector<TensorType> inferArgExtremum(const std::vector<TensorType>& inputs,
   return {reduced(inputs[0], attrs.getInt("dim"), DType::Int64)};
 }
 
+// cumulative_sum(X) {dim, reverse} -> the running sums of X along dim (from
+// the end when reverse, which is the sum's gradient), float32 or int64.
+std::vector<TensorType> inferCumulativeSum(const std::vector<TensorType>& inputs,
+                                           const Attributes& attrs) {
+  const TensorType& x = inputs[0];
+  POPSIM_CHECK(x.dtype == DType::Float32 || x.dtype == DType::Int64, ErrorKind::Compilation,
+               "cumulative_sum sums float32 or int64 tensors, got ", x.str(), ".");
+  const int64_t dim = attrs.getInt("dim");
+  POPSIM_CHECK(dim >= 0 && dim < std::max<int64_t>(x.rank(), 1), ErrorKind::Compilation, "dim ",
+               dim, " is outside the rank ", x.rank(), " of ", x.str(), ".");
+  return {x};
+}
+
 } // namespace
+
+void registerScanOps(OpRegistry& registry) {
+  registry.add(OpKind::CumulativeSum, 1, 1, {"input"},
+               {{"dim", AttrType::Int}, {"reverse", AttrType::Bool}}, inferCumulativeSum);
+}
 
 void registerExtremumOps(OpRegistry& registry) {
   const std::vector<AttrSpec> attrs = {

@@ -28,6 +28,7 @@ void registerElementwiseOps(OpRegistry& registry);
 void registerPointwiseOps(OpRegistry& registry);
 void registerBinaryPointwiseOps(OpRegistry& registry);
 void registerExtremumOps(OpRegistry& registry);
+void registerScanOps(OpRegistry& registry);
 void registerSoftmaxOps(OpRegistry& registry);
 void registerPoolingOps(OpRegistry& registry);
 void registerNormalizationOps(OpRegistry& registry);

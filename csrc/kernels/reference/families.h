@@ -26,6 +26,8 @@ void pointwise(const ir::Node& node, const Inputs& inputs, const Outputs& output
 void binaryPointwise(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 // reduce_extremum(_grad) and arg_extremum (extremum.cpp).
 void extremum(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
+// cumulative_sum (scan.cpp).
+void scan(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 void dropout(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 void loss(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 void updates(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
