@@ -81,9 +81,7 @@ void lowerRrelu(LoweringContext& ctx) {
   }
   const double lower = ctx.numInputs() > 1 ? ctx.toDouble(1) : 1.0 / 8.0;
   const double upper = ctx.numInputs() > 2 ? ctx.toDouble(2) : 1.0 / 3.0;
-  ctx.setOutput(0, ctx.emit(ir::OpKind::Pointwise, {floatTensor(ctx, 0)},
-                            {{"function", std::string("leaky_relu")},
-                             {"params", std::vector<double>{(lower + upper) / 2.0}}}));
+  ctx.setOutput(0, emitPointwise(ctx, floatTensor(ctx, 0), "leaky_relu", {(lower + upper) / 2.0}));
 }
 
 } // namespace

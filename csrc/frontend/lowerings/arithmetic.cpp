@@ -26,11 +26,9 @@ ir::Value* integerArithmetic(LoweringContext& ctx, ir::OpKind kind, size_t left,
   const char* name = kind == ir::OpKind::Add ? "add" : kind == ir::OpKind::Sub ? "sub" : "mul";
   ir::Value* y = operandAs(ctx, right, dtype);
   if (alpha != 1.0) {
-    y = ctx.emit(ir::OpKind::BinaryPointwise, {y, constantFilled(ctx, {dtype, {}}, alpha)},
-                 {{"function", std::string("mul")}});
+    y = emitBinary(ctx, "mul", y, constantFilled(ctx, {dtype, {}}, alpha));
   }
-  return ctx.emit(ir::OpKind::BinaryPointwise, {operandAs(ctx, left, dtype), y},
-                  {{"function", std::string(name)}});
+  return emitBinary(ctx, name, operandAs(ctx, left, dtype), y);
 }
 
 // a op b with PyTorch's type promotion. Float results: a number on one side
@@ -95,8 +93,7 @@ void lowerDiv(LoweringContext& ctx) {
     }
     ir::Value* quotient =
         emitBinaryFunction(ctx, mode == "floor" ? "div_floor" : "div_trunc", 0, 1);
-    const bool inPlace = ctx.opName().back() == '_';
-    ctx.setOutput(0, inPlace ? castTo(ctx, quotient, ctx.tensor(0)->type().dtype) : quotient);
+    ctx.setOutput(0, inPlaceResult(ctx, quotient));
     return;
   }
   ctx.setOutput(0, arithmetic(ctx, ir::OpKind::Div, 0, 1, 1.0));

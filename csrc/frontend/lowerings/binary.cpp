@@ -59,12 +59,8 @@ const std::vector<AtenBinary>& atenOperatorOps() {
   return ops;
 }
 
-bool isInPlace(const std::string& opName) {
-  return opName.size() > 1 && opName.back() == '_' && opName[opName.size() - 2] != '_';
-}
-
 const char* functionOf(const std::string& opName) {
-  const std::string name = isInPlace(opName) ? opName.substr(0, opName.size() - 1) : opName;
+  const std::string name = endsInPlace(opName) ? opName.substr(0, opName.size() - 1) : opName;
   for (const auto* table : {&atenBinaryOps(), &atenOperatorOps()}) {
     for (const AtenBinary& op : *table) {
       if (name == op.op) return op.function;
@@ -73,21 +69,13 @@ const char* functionOf(const std::string& opName) {
   POPSIM_ASSERT(false, opName, " is not in the binary lowering table.");
 }
 
-// The result written back into `self` for in-place forms (x.gt_(y) keeps
-// x's dtype), as is.
-ir::Value* result(LoweringContext& ctx, ir::Value* value) {
-  const bool inPlace = isInPlace(ctx.opName()) || ctx.opName().rfind("aten::__i", 0) == 0;
-  return inPlace ? castTo(ctx, value, ctx.tensor(0)->type().dtype) : value;
-}
-
 void lowerTableOp(LoweringContext& ctx) {
-  ctx.setOutput(0, result(ctx, emitBinaryFunction(ctx, functionOf(ctx.opName()), 0, 1)));
+  ctx.setOutput(0, inPlaceResult(ctx, emitBinaryFunction(ctx, functionOf(ctx.opName()), 0, 1)));
 }
 
+// x compared with a number of its own dtype.
 ir::Value* compare(LoweringContext& ctx, const char* function, ir::Value* x, double number) {
-  return ctx.emit(ir::OpKind::BinaryPointwise,
-                  {x, constantFilled(ctx, {x->type().dtype, {}}, number)},
-                  {{"function", std::string(function)}});
+  return emitBinary(ctx, function, x, constantFilled(ctx, {x->type().dtype, {}}, number));
 }
 
 // where(condition, a, b); where(condition) alone is nonzero.
@@ -134,8 +122,7 @@ void lowerPrelu(LoweringContext& ctx) {
   } else {
     weight = reshape(ctx, weight, {});
   }
-  ctx.setOutput(
-      0, ctx.emit(ir::OpKind::BinaryPointwise, {x, weight}, {{"function", std::string("prelu")}}));
+  ctx.setOutput(0, emitBinary(ctx, "prelu", x, weight));
 }
 
 enum class Test { NaN, Inf, PosInf, NegInf, Finite };
@@ -151,10 +138,7 @@ template <Test T> void lowerFloatTest(LoweringContext& ctx) {
   constexpr double kInf = std::numeric_limits<double>::infinity();
   ir::Value* magnitude = T == Test::Inf || T == Test::Finite ? ctx.emit(ir::OpKind::Abs, {x}) : x;
   switch (T) {
-  case Test::NaN:
-    ctx.setOutput(0,
-                  ctx.emit(ir::OpKind::BinaryPointwise, {x, x}, {{"function", std::string("ne")}}));
-    return;
+  case Test::NaN: ctx.setOutput(0, emitBinary(ctx, "ne", x, x)); return;
   case Test::Inf:
   case Test::PosInf: ctx.setOutput(0, compare(ctx, "eq", magnitude, kInf)); return;
   case Test::NegInf: ctx.setOutput(0, compare(ctx, "eq", x, -kInf)); return;
@@ -163,7 +147,7 @@ template <Test T> void lowerFloatTest(LoweringContext& ctx) {
 }
 
 void lowerLogicalNot(LoweringContext& ctx) {
-  ctx.setOutput(0, result(ctx, compare(ctx, "eq", ctx.tensor(0), 0.0)));
+  ctx.setOutput(0, inPlaceResult(ctx, compare(ctx, "eq", ctx.tensor(0), 0.0)));
 }
 
 // ~x: logical not of bools, -x - 1 (two's complement) of integers.
@@ -190,9 +174,7 @@ ir::Value* emitBinaryFunction(LoweringContext& ctx, const char* name, size_t lef
   } else if (function->value == nullptr && dtype == ir::DType::Float32) {
     ctx.unsupported(std::string(name) + " of float tensors (it takes integer and bool tensors)");
   }
-  return ctx.emit(ir::OpKind::BinaryPointwise,
-                  {operandAs(ctx, left, dtype), operandAs(ctx, right, dtype)},
-                  {{"function", std::string(name)}});
+  return emitBinary(ctx, name, operandAs(ctx, left, dtype), operandAs(ctx, right, dtype));
 }
 
 // clamp(x, min, max) with tensor bounds: clamp_min, then clamp_max, which is
@@ -202,8 +184,7 @@ ir::Value* clampBetweenTensors(LoweringContext& ctx, std::optional<size_t> low,
                                std::optional<size_t> high) {
   ir::Value* y = floatTensor(ctx, 0);
   const auto bound = [&](size_t index, const char* function) {
-    y = ctx.emit(ir::OpKind::BinaryPointwise, {y, operandAs(ctx, index, ir::DType::Float32)},
-                 {{"function", std::string(function)}});
+    y = emitBinary(ctx, function, y, operandAs(ctx, index, ir::DType::Float32));
   };
   if (low.has_value()) bound(*low, "clamp_min");
   if (high.has_value()) bound(*high, "clamp_max");

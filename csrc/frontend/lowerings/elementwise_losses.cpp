@@ -15,16 +15,6 @@ ir::Value* number(LoweringContext& ctx, double value) {
   return constantFilled(ctx, {ir::DType::Float32, {}}, value);
 }
 
-ir::Value* binary(LoweringContext& ctx, const char* function, ir::Value* a, ir::Value* b) {
-  return ctx.emit(ir::OpKind::BinaryPointwise, {a, b}, {{"function", std::string(function)}});
-}
-
-ir::Value* pointwise(LoweringContext& ctx, const char* function, ir::Value* x,
-                     std::vector<double> params = {}) {
-  return ctx.emit(ir::OpKind::Pointwise, {x},
-                  {{"function", std::string(function)}, {"params", std::move(params)}});
-}
-
 ir::Value* sub(LoweringContext& ctx, ir::Value* a, ir::Value* b) {
   return ctx.emit(ir::OpKind::Sub, {a, b});
 }
@@ -35,7 +25,7 @@ ir::Value* add(LoweringContext& ctx, ir::Value* a, ir::Value* b) {
   return ctx.emit(ir::OpKind::Add, {a, b});
 }
 ir::Value* clampMin(LoweringContext& ctx, ir::Value* x, double low) {
-  return pointwise(ctx, "clamp", x, {low, INFINITY});
+  return emitPointwise(ctx, x, "clamp", {low, INFINITY});
 }
 
 // smooth_l1_loss(self, target, reduction, beta): 0.5 d^2 / beta where |d| < beta,
@@ -52,12 +42,12 @@ template <bool Huber> void lowerSmoothL1(LoweringContext& ctx) {
     // The square of d clamped to [-beta, beta]: the same where it is chosen,
     // and finite elsewhere, so that where's zero gradient there stays zero
     // for an infinite d (PyTorch's gradient is sign(d) there).
-    ir::Value* inside = pointwise(ctx, "clamp", d, {-beta, beta});
+    ir::Value* inside = emitPointwise(ctx, d, "clamp", {-beta, beta});
     ir::Value* square = affine(ctx, mul(ctx, inside, inside), Huber ? 0.5 : 0.5 / beta, 0.0);
     ir::Value* linear =
         Huber ? affine(ctx, size, beta, -0.5 * beta * beta) : affine(ctx, size, 1.0, -0.5 * beta);
-    loss =
-        ctx.emit(ir::OpKind::Where, {binary(ctx, "lt", size, number(ctx, beta)), square, linear});
+    loss = ctx.emit(ir::OpKind::Where,
+                    {emitBinary(ctx, "lt", size, number(ctx, beta)), square, linear});
   }
   setLoss(ctx, reduceLoss(ctx, loss, lossReduction(ctx, 2)));
 }
@@ -65,7 +55,7 @@ template <bool Huber> void lowerSmoothL1(LoweringContext& ctx) {
 // soft_margin_loss(self, target, reduction) = log(1 + exp(-target * self)).
 void lowerSoftMargin(LoweringContext& ctx) {
   ir::Value* margin = affine(ctx, mul(ctx, floatTensor(ctx, 1), floatTensor(ctx, 0)), -1.0, 0.0);
-  ir::Value* loss = pointwise(ctx, "log1p", ctx.emit(ir::OpKind::Exp, {margin}));
+  ir::Value* loss = emitPointwise(ctx, ctx.emit(ir::OpKind::Exp, {margin}), "log1p");
   setLoss(ctx, reduceLoss(ctx, loss, lossReduction(ctx, 2)));
 }
 
@@ -75,7 +65,8 @@ void lowerBinaryCrossEntropy(LoweringContext& ctx) {
   ir::Value* x = floatTensor(ctx, 0);
   ir::Value* t = floatTensor(ctx, 1);
   ir::Value* logX = clampMin(ctx, ctx.emit(ir::OpKind::Log, {x}), -100.0);
-  ir::Value* logRest = clampMin(ctx, pointwise(ctx, "log1p", affine(ctx, x, -1.0, 0.0)), -100.0);
+  ir::Value* logRest =
+      clampMin(ctx, emitPointwise(ctx, affine(ctx, x, -1.0, 0.0), "log1p"), -100.0);
   ir::Value* sum = add(ctx, mul(ctx, t, logX), mul(ctx, affine(ctx, t, -1.0, 1.0), logRest));
   ir::Value* loss = affine(ctx, sum, -1.0, 0.0);
   if (!ctx.isNone(2)) loss = mul(ctx, loss, floatTensor(ctx, 2));
@@ -94,7 +85,7 @@ void lowerKlDiv(LoweringContext& ctx) {
   } else {
     ir::Value* positive = mul(ctx, t, sub(ctx, ctx.emit(ir::OpKind::Log, {t}), x));
     loss = ctx.emit(ir::OpKind::Where,
-                    {binary(ctx, "gt", t, number(ctx, 0.0)), positive, number(ctx, 0.0)});
+                    {emitBinary(ctx, "gt", t, number(ctx, 0.0)), positive, number(ctx, 0.0)});
   }
   setLoss(ctx, reduceLoss(ctx, loss, lossReduction(ctx, 2)));
 }
@@ -117,7 +108,7 @@ void lowerPoissonNll(LoweringContext& ctx) {
             affine(ctx, ctx.emit(ir::OpKind::Log, {affine(ctx, t, 2.0 * M_PI, 0.0)}), 0.5, 0.0));
     loss = add(ctx, loss,
                ctx.emit(ir::OpKind::Where,
-                        {binary(ctx, "gt", t, number(ctx, 1.0)), stirling, number(ctx, 0.0)}));
+                        {emitBinary(ctx, "gt", t, number(ctx, 1.0)), stirling, number(ctx, 0.0)}));
   }
   setLoss(ctx, reduceLoss(ctx, loss, lossReduction(ctx, 5)));
 }
@@ -137,9 +128,9 @@ void lowerHingeEmbedding(LoweringContext& ctx) {
   ir::Value* t = floatTensor(ctx, 1);
   ir::Value* zero = number(ctx, 0.0);
   ir::Value* hinge = clampMin(ctx, affine(ctx, x, -1.0, ctx.toDouble(2)), 0.0);
-  ir::Value* loss =
-      add(ctx, ctx.emit(ir::OpKind::Where, {binary(ctx, "ne", t, number(ctx, 1.0)), hinge, zero}),
-          ctx.emit(ir::OpKind::Where, {binary(ctx, "ne", t, number(ctx, -1.0)), x, zero}));
+  ir::Value* loss = add(
+      ctx, ctx.emit(ir::OpKind::Where, {emitBinary(ctx, "ne", t, number(ctx, 1.0)), hinge, zero}),
+      ctx.emit(ir::OpKind::Where, {emitBinary(ctx, "ne", t, number(ctx, -1.0)), x, zero}));
   setLoss(ctx, reduceLoss(ctx, loss, lossReduction(ctx, 3)));
 }
 
@@ -170,7 +161,7 @@ void lowerTripletMargin(LoweringContext& ctx) {
   ir::Value* toNegative = distance(ctx, anchor, negative, p, eps, false);
   if (ctx.toBool(6)) {
     toNegative =
-        binary(ctx, "minimum", toNegative, distance(ctx, positive, negative, p, eps, false));
+        emitBinary(ctx, "minimum", toNegative, distance(ctx, positive, negative, p, eps, false));
   }
   ir::Value* loss =
       clampMin(ctx, affine(ctx, sub(ctx, toPositive, toNegative), 1.0, ctx.toDouble(3)), 0.0);

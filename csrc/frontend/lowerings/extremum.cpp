@@ -138,11 +138,9 @@ void lowerLogsumexp(LoweringContext& ctx) {
   const auto dims = dimsArgument(ctx, ctx.argumentIndex("dim"), rank);
   const bool keepdim = keepdimArgument(ctx);
   ir::Value* maxes = reduceExtremum(ctx, x, dims, true, true, "split");
-  ir::Value* finite = ctx.emit(
-      ir::OpKind::BinaryPointwise,
-      {ctx.emit(ir::OpKind::Abs, {maxes}),
-       constantFilled(ctx, {ir::DType::Float32, {}}, std::numeric_limits<double>::infinity())},
-      {{"function", std::string("lt")}});
+  ir::Value* finite = emitBinary(
+      ctx, "lt", ctx.emit(ir::OpKind::Abs, {maxes}),
+      constantFilled(ctx, {ir::DType::Float32, {}}, std::numeric_limits<double>::infinity()));
   ir::Value* offset =
       ctx.emit(ir::OpKind::StopGradient,
                {ctx.emit(ir::OpKind::Where,
@@ -196,9 +194,7 @@ template <bool Std> void lowerVariance(LoweringContext& ctx) {
 template <bool All> void lowerAllOrAny(LoweringContext& ctx) {
   ir::Value* x = ctx.tensor(0);
   const int64_t rank = x->type().rank();
-  ir::Value* nonzero =
-      ctx.emit(ir::OpKind::BinaryPointwise, {x, constantFilled(ctx, {x->type().dtype, {}}, 0.0)},
-               {{"function", std::string("ne")}});
+  ir::Value* nonzero = emitBinary(ctx, "ne", x, constantFilled(ctx, {x->type().dtype, {}}, 0.0));
   ir::Value* flags = castTo(ctx, nonzero, ir::DType::Float32);
   const auto dims =
       ctx.numInputs() > 1 ? reducedDims(ctx, {ctx.toInt(1)}, rank) : reducedDims(ctx, {}, rank);

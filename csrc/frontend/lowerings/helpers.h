@@ -95,6 +95,33 @@ std::string lossReduction(LoweringContext& ctx, size_t index);
 ir::Value* reduceLoss(LoweringContext& ctx, ir::Value* value, const std::string& reduction);
 void setLoss(LoweringContext& ctx, ir::Value* loss);
 
+// The pointwise function `function` of x (ir/pointwise_functions.h).
+inline ir::Value* emitPointwise(LoweringContext& ctx, ir::Value* x, const char* function,
+                                std::vector<double> params = {}) {
+  return ctx.emit(ir::OpKind::Pointwise, {x},
+                  {{"function", std::string(function)}, {"params", std::move(params)}});
+}
+
+// The binary function `function` of two values of one dtype (ir/binary_functions.h).
+inline ir::Value* emitBinary(LoweringContext& ctx, const char* function, ir::Value* a,
+                             ir::Value* b) {
+  return ctx.emit(ir::OpKind::BinaryPointwise, {a, b}, {{"function", std::string(function)}});
+}
+
+// An aten op's in-place form: `op_` (not a Python operator's `__op__`).
+inline bool endsInPlace(const std::string& opName) {
+  return opName.size() > 1 && opName.back() == '_' && opName[opName.size() - 2] != '_';
+}
+
+// An in-place form (`op_`, or a Python operator's `__iop__`) writes its
+// result back into self, so it keeps self's dtype (x.gt_(y) stays float);
+// other ops return `value` as is.
+inline ir::Value* inPlaceResult(LoweringContext& ctx, ir::Value* value) {
+  const std::string& name = ctx.opName();
+  const bool inPlace = endsInPlace(name) || name.rfind("aten::__i", 0) == 0;
+  return inPlace ? castTo(ctx, value, ctx.tensor(0)->type().dtype) : value;
+}
+
 // A constant of `type` with every element `value` (creation.cpp).
 ir::Value* constantFilled(LoweringContext& ctx, const ir::TensorType& type, double value);
 

@@ -98,20 +98,15 @@ ir::Value* vectorNormOver(LoweringContext& ctx, ir::Value* x, double p, std::vec
     ir::Value* magnitude = ctx.emit(ir::OpKind::Abs, {x});
     y = reduceExtremum(ctx, magnitude, dims, keepdim, p > 0, "split_nan");
   } else if (p == 0.0) {
-    ir::Value* nonzero = ctx.emit(ir::OpKind::BinaryPointwise,
-                                  {x, constantFilled(ctx, {ir::DType::Float32, {}}, 0.0)},
-                                  {{"function", std::string("ne")}});
+    ir::Value* nonzero =
+        emitBinary(ctx, "ne", x, constantFilled(ctx, {ir::DType::Float32, {}}, 0.0));
     y = sumOver(ctx, castTo(ctx, nonzero, ir::DType::Float32), dims, keepdim);
   } else if (p == 1.0) {
     y = sumOver(ctx, ctx.emit(ir::OpKind::Abs, {x}), dims, keepdim);
   } else if (p > 1.0) {
     ir::Value* base = p == 2.0 ? x : ctx.emit(ir::OpKind::Abs, {x});
-    ir::Value* powers =
-        ctx.emit(ir::OpKind::Pointwise, {base},
-                 {{"function", std::string("pow")}, {"params", std::vector<double>{p}}});
-    y = ctx.emit(
-        ir::OpKind::Pointwise, {sumOver(ctx, powers, dims, keepdim)},
-        {{"function", std::string("norm_root")}, {"params", std::vector<double>{1.0 / p}}});
+    ir::Value* powers = emitPointwise(ctx, base, "pow", {p});
+    y = emitPointwise(ctx, sumOver(ctx, powers, dims, keepdim), "norm_root", {1.0 / p});
   } else {
     ctx.unsupported("a p-norm with p = " + std::to_string(p) +
                     " (popsim takes p = 0, p >= 1, inf and -inf)");

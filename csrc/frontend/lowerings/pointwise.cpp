@@ -82,12 +82,6 @@ const std::vector<AtenPointwise>& atenPointwiseOps() {
   return ops;
 }
 
-ir::Value* emitPointwise(LoweringContext& ctx, ir::Value* x, const char* function,
-                         std::vector<double> params) {
-  return ctx.emit(ir::OpKind::Pointwise, {x},
-                  {{"function", std::string(function)}, {"params", std::move(params)}});
-}
-
 const AtenPointwise& tableEntryOf(const std::string& opName) {
   const std::string name =
       !opName.empty() && opName.back() == '_' ? opName.substr(0, opName.size() - 1) : opName;
@@ -157,8 +151,7 @@ void lowerPow(LoweringContext& ctx) {
   } else {
     y = emitBinaryFunction(ctx, "pow", 0, 1);
   }
-  const bool inPlace = ctx.opName().back() == '_';
-  ctx.setOutput(0, inPlace ? castTo(ctx, y, ctx.tensor(0)->type().dtype) : y);
+  ctx.setOutput(0, inPlaceResult(ctx, y));
 }
 
 } // namespace

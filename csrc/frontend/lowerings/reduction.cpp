@@ -54,8 +54,7 @@ void lowerCumsum(LoweringContext& ctx) {
   const ir::DType computed = dtype == ir::DType::Float32 ? dtype : ir::DType::Int64;
   ir::Value* sums = ctx.emit(ir::OpKind::CumulativeSum, {castTo(ctx, x, computed)},
                              {{"dim", rank == 0 ? int64_t{0} : dim}, {"reverse", false}});
-  const bool inPlace = ctx.opName().back() == '_';
-  ctx.setOutput(0, castTo(ctx, sums, inPlace ? x->type().dtype : dtype));
+  ctx.setOutput(0, inPlaceResult(ctx, castTo(ctx, sums, dtype)));
 }
 
 } // namespace

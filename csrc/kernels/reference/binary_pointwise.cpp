@@ -3,6 +3,7 @@
 #include "common/check.h"
 #include "kernels/reference/families.h"
 
+#include <array>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -78,6 +79,9 @@ BroadcastElementwise::BroadcastElementwise(const ir::Node& node)
   if (node.kind() == ir::OpKind::BinaryPointwiseGrad) {
     operand_ = node.attrs().getInt("operand");
   }
+  for (size_t k = 0; k < node.inputs().size(); ++k) {
+    operandBytes_[k] = ir::elementSize(node.input(k)->type().dtype);
+  }
   if (node.kind() == ir::OpKind::BinaryPointwise &&
       node.input(0)->type().dtype == ir::DType::Float32) {
     fast_ = findFastBinaryPiece(function_->name);
@@ -85,9 +89,11 @@ BroadcastElementwise::BroadcastElementwise(const ir::Node& node)
 }
 
 // One piece's operands: where each starts, and its step along the row.
+// (At most three operands, held in place: a piece can be a handful of
+// elements, so it allocates nothing.)
 struct BroadcastElementwise::Piece {
-  std::vector<const char*> operands;
-  std::vector<int64_t> steps;
+  std::array<const char*, 3> operands{};
+  std::array<int64_t, 3> steps{};
   void* output;
   int64_t length;
   template <typename T> const T* operand(size_t k) const {
@@ -105,10 +111,9 @@ bool BroadcastElementwise::run(const std::vector<const void*>& inputs, void* out
                 static_cast<char*>(output) + rows_.outputOffset(index) * outputBytes,
                 rows_.length(index)};
     for (size_t k = 0; k < inputs.size(); ++k) {
-      piece.operands.push_back(static_cast<const char*>(inputs[k]) +
-                               rows_.operandOffset(index, k) *
-                                   ir::elementSize(node_.input(k)->type().dtype));
-      piece.steps.push_back(rows_.operandStep(k));
+      piece.operands[k] =
+          static_cast<const char*>(inputs[k]) + rows_.operandOffset(index, k) * operandBytes_[k];
+      piece.steps[k] = rows_.operandStep(k);
     }
     switch (node_.kind()) {
     case ir::OpKind::Where: runWhere(piece, outputBytes); break;

@@ -5,6 +5,7 @@
 #include "kernels/reference/broadcast_rows.h"
 #include "kernels/reference/fast_binary_functions.h"
 
+#include <array>
 #include <vector>
 
 // The arithmetic of binary_pointwise, binary_pointwise_grad and where, shared
@@ -34,6 +35,7 @@ private:
   const ir::BinaryFunction* function_ = nullptr; // binary_pointwise(_grad)
   int64_t operand_ = 0;                          // binary_pointwise_grad
   FastBinaryPiece fast_ = nullptr;               // binary_pointwise of floats, if it has one
+  std::array<size_t, 3> operandBytes_{};         // each input's element size
 };
 
 } // namespace popsim::kernels::reference

@@ -2,6 +2,8 @@
 #include "kernels/reference/families.h"
 #include "kernels/reference/indexing.h"
 
+#include <string>
+
 namespace popsim::kernels::reference {
 namespace {
 
@@ -33,6 +35,7 @@ void extremum(const ir::Node& node, const Inputs& inputs, const Outputs& outputs
   const Order order{node.attrs().getString("function") == "max"};
   const AxisSplit s =
       splitAroundAxis(node.input(gradient ? 1 : 0)->type().shape, node.attrs().getInt("dim"));
+  const std::string ties = gradient ? node.attrs().getString("ties") : std::string();
   for (int64_t o = 0; o < s.outer; ++o) {
     for (int64_t i = 0; i < s.inner; ++i) {
       const int64_t reduced = o * s.inner + i;
@@ -48,14 +51,14 @@ void extremum(const ir::Node& node, const Inputs& inputs, const Outputs& outputs
       default: {
         const float dy = static_cast<const float*>(inputs[0])[reduced];
         float* dx = static_cast<float*>(outputs[0]) + o * s.size * s.inner + i;
-        if (node.attrs().getString("ties") == "first") { // all to the value's index
+        if (ties == "first") { // all to the value's index
           const int64_t chosen = firstExtremum(slice, s.size, s.inner, order);
           for (int64_t k = 0; k < s.size; ++k)
             dx[k * s.inner] = k == chosen ? dy : 0.0f;
           break;
         }
         const float y = static_cast<const float*>(inputs[2])[reduced];
-        if (node.attrs().getString("ties") == "split_nan") {
+        if (ties == "split_nan") {
           // PyTorch's even distribution: dy / count into the elements equal
           // to the result (the NaNs for a NaN result), exact zeros elsewhere.
           const auto chosen = [&](float v) { return y != y ? v != v : v == y; };
