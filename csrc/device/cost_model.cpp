@@ -175,7 +175,10 @@ OpCost estimateOpCost(const ir::Node& node, const ChipSpec& chip,
   case ir::OpKind::SoftmaxGrad:
   case ir::OpKind::LogSoftmaxGrad:
   case ir::OpKind::NllLoss:
-  case ir::OpKind::NllLossGrad: {
+  case ir::OpKind::NllLossGrad:
+  case ir::OpKind::ReduceExtremum:
+  case ir::OpKind::ArgExtremum:
+  case ir::OpKind::ReduceProduct: {
     // Partial results cross tiles once per reduction.
     const uint64_t elements = static_cast<uint64_t>(node.input(0)->type().numel());
     cost.exchangeCycles = exchangeCycles(outBytes, chip) + syncCycles(1, chip);

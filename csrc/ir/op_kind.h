@@ -79,7 +79,11 @@ namespace popsim::ir {
   X(ReduceExtremum, "reduce_extremum", Extremum)                                                   \
   X(ReduceExtremumGrad, "reduce_extremum_grad", Extremum)                                          \
   X(ArgExtremum, "arg_extremum", Extremum)                                                         \
-  X(CumulativeSum, "cumulative_sum", Scan)
+  X(CumulativeSum, "cumulative_sum", Scan)                                                         \
+  X(ReduceProduct, "reduce_product", Product)                                                      \
+  X(ReduceProductGrad, "reduce_product_grad", Product)                                             \
+  X(CumulativeProduct, "cumulative_product", Product)                                              \
+  X(CumulativeProductGrad, "cumulative_product_grad", Product)
 
 enum class OpKind : uint16_t {
 #define POPSIM_OP_ENUM(kind, name, family) kind,
@@ -109,8 +113,9 @@ enum class OpFamily {
   Pointwise,       // the functions of ir/pointwise_functions.h and their gradients
   BinaryFunction,  // the functions of ir/binary_functions.h and their gradients
   Where,           // where(condition, a, b): a choice per element
-  Extremum,        // the largest or smallest element along a dimension, its position, its gradient
+  Extremum,        // an order statistic along a dimension (max, min, median), its position, its gradient
   Scan,            // running sums along a dimension
+  Product,         // products and running products along a dimension, and their gradients
   Random,          // ops drawing random numbers (dropout)
   Loss,
   Update,    // writes weights or state in place: assign, accumulate, fill

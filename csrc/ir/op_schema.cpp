@@ -21,6 +21,7 @@ std::array<OpSchema, kNumOpKinds> buildTable() {
   ops::registerBinaryPointwiseOps(registry);
   ops::registerExtremumOps(registry);
   ops::registerScanOps(registry);
+  ops::registerProductOps(registry);
   ops::registerSoftmaxOps(registry);
   ops::registerPoolingOps(registry);
   ops::registerNormalizationOps(registry);

@@ -6,6 +6,9 @@ namespace popsim::kernels {
 // reduce_sum / reduce_mean as a oneDNN reduction into the kept-dims shape
 // (which has the same bytes as the keepdim=false result).
 std::unique_ptr<Kernel> createReductionKernel(const KernelRequest& request) {
+  if (request.inputs[0].type.dtype != ir::DType::Float32) {
+    return nullptr; // integer sums: popsim's own exact loop
+  }
   const ir::Shape& in = request.inputs[0].type.shape;
   ir::Shape kept = in;
   for (int64_t dim : request.node.attrs().getInts("dims")) {

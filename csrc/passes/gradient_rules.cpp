@@ -219,6 +219,14 @@ Grads cumulativeSum(GradientBuilder& b, const Grads& g, const Needed&) {
                   {"reverse", !nodeOf(b).attrs().getBool("reverse")}})};
 }
 
+// prod / cumprod: PyTorch's formulas, from the input and the result
+// (ir/ops/product.cpp).
+Grads product(GradientBuilder& b, const Grads& g, const Needed&) {
+  const OpKind gradient = nodeOf(b).kind() == OpKind::ReduceProduct ? OpKind::ReduceProductGrad
+                                                                    : OpKind::CumulativeProductGrad;
+  return {b.emit(gradient, {g[0], in(b, 0), out(b)}, copyAttrs(nodeOf(b).attrs(), {"dim"}))};
+}
+
 // where(c, a, b): the gradient goes to the operand each element came from.
 Grads where(GradientBuilder& b, const Grads& g, const Needed& needed) {
   Grads result = none(b);
@@ -410,6 +418,8 @@ GradientRule findGradientRule(ir::OpKind kind) {
   case OpKind::Where: return where;
   case OpKind::ReduceExtremum: return reduceExtremum;
   case OpKind::CumulativeSum: return cumulativeSum;
+  case OpKind::ReduceProduct:
+  case OpKind::CumulativeProduct: return product;
   case OpKind::Log: return log;
   case OpKind::Sqrt: return sqrt;
   case OpKind::Affine: return affine;

@@ -1,9 +1,12 @@
-"""The test table of the extremum-based reductions, the variances
-(frontend/lowerings/extremum.cpp) and the vector norms (norms.cpp): amax, amin, max and min (over everything
-and along a dimension, with indices), argmax, argmin, logsumexp, var, std,
-all, any, cumsum and p-norms (p = 0, 1, 2, 3, inf, -inf; zero vectors included),
-over random dims of random shapes, with ties (whole numbers)
-where the gradient must share or pick as PyTorch does. test_ops.py runs each
+"""The test table of the reductions: the extremum-based ones and the
+variances (frontend/lowerings/extremum.cpp), the vector norms (norms.cpp),
+sums and products (reduction.cpp): amax, amin, max and min (over everything
+and along a dimension, with indices), argmax, argmin, median and nanmedian,
+logsumexp, var, std, all, any, p-norms (p = 0, 1, 2, 3, inf, -inf; zero
+vectors included), cumsum, cumprod, prod (with zeros), nansum,
+count_nonzero, and sums of integer and bool tensors, over random dims of
+random shapes, with ties (whole numbers) where the gradient must share or
+pick as PyTorch does. test_ops.py runs each
 case forward, test_gradients.py backward (except NOT_DIFFERENTIABLE) and
 test_nonfinite.py with NaN/Inf, against eager PyTorch."""
 
@@ -112,6 +115,71 @@ REDUCTIONS.update({
                                        torch.int32),
 })
 
-NOT_DIFFERENTIABLE = {"cumsum_int64_positions", "cumsum_bool_mask", "cumsum_int32_to_float",
+
+def _with_zeros(fn, zeros_per_row):
+    """fn(x, dim) of x whose rows along a random dim have `zeros_per_row` zeros
+    (a product's gradient then comes from the other elements)."""
+    def case(rng):
+        shape = [rng.randint(2, 5) for _ in range(rng.randint(1, 3))]
+        dim = rng.randrange(len(shape))
+        x = torch.randn(*shape).movedim(dim, -1).contiguous()
+        for row in x.view(-1, x.shape[-1]):
+            row[rng.sample(range(row.numel()), min(zeros_per_row, row.numel()))] = 0.0
+        x = x.movedim(-1, dim).contiguous()
+        return Elementwise(lambda t: fn(t, dim)), [x]
+    return case
+
+
+def _with_nans(fn):
+    """fn(x, dim) of x with NaN in about a third of its elements (the first
+    along dim excepted: a row of NaNs has no median)."""
+    def case(rng):
+        shape = [rng.randint(1, 5) for _ in range(rng.randint(1, 3))]
+        dim = rng.randrange(len(shape))
+        x = torch.randn(*shape)
+        nans = torch.rand(*shape) < 0.3
+        nans.select(dim, 0).fill_(False)
+        x[nans] = float("nan")
+        return Elementwise(lambda t: fn(t, dim)), [x]
+    return case
+
+
+# Products, sums of integers and the order statistics of sorting.
+REDUCTIONS.update({
+    "prod_all": _whole(torch.prod),
+    "prod_dim": _along_dim(lambda t, d, k: t.prod(d, keepdim=k)),
+    "prod_one_zero_per_row": _with_zeros(lambda t, d: t.prod(d), 1),
+    "prod_two_zeros_per_row": _with_zeros(lambda t, d: torch.prod(t, d, keepdim=True), 2),
+    "prod_all_one_zero": _with_zeros(lambda t, d: t.flatten()[1:].prod() * t.flatten()[0], 1),
+    "prod_int64": _integers(lambda t, d: t.prod(d) + t.prod(), torch.int64),
+    "prod_bool_to_float": _integers(lambda t, d: torch.prod(t > 0, d, dtype=torch.float32),
+                                    torch.int64),
+    "cumprod": _along_dim(lambda t, d, k: torch.cumprod(t, d)),
+    "cumprod_one_zero_per_row": _with_zeros(lambda t, d: t.cumprod(d), 1),
+    "cumprod_two_zeros_per_row": _with_zeros(lambda t, d: t.cumprod(d), 2),
+    "cumprod_int32_": _integers(lambda t, d: t.clone().cumprod_(d), torch.int32),
+    "nansum": _with_nans(lambda t, d: torch.nansum(t, d)),
+    "nansum_all": _with_nans(lambda t, d: t.nansum()),
+    "count_nonzero": _integers(lambda t, d: torch.count_nonzero(t, d), torch.int64),
+    "count_nonzero_floats": _over_dims(lambda t, d, k: torch.count_nonzero(t, d), whole=True),
+    "sum_int32": _integers(lambda t, d: t.sum(d) + t.sum(), torch.int32),
+    "sum_bool_keepdim": _integers(lambda t, d: (t > 0).sum(d, keepdim=True), torch.int64),
+    "sum_int64_to_float": _integers(lambda t, d: torch.sum(t, d, dtype=torch.float32),
+                                    torch.int64),
+    "mean_int_as_float": _integers(lambda t, d: t.mean(d, dtype=torch.float32), torch.int64),
+    "median_all": _whole(torch.median, whole=True),
+    "median_dim": _along_dim(lambda t, d, k: t.median(d, keepdim=k).values, whole=True),
+    "median_dim_indices": _along_dim(lambda t, d, k: torch.median(t, d, k).indices,
+                                     whole=True),
+    "nanmedian_all": _with_nans(lambda t, d: t.nanmedian()),
+    "nanmedian_dim": _with_nans(lambda t, d: torch.nanmedian(t, d)[0]),
+    "nanmedian_dim_indices": _with_nans(lambda t, d: torch.nanmedian(t, d).indices),
+})
+
+NOT_DIFFERENTIABLE = {"prod_int64", "prod_bool_to_float", "cumprod_int32_", "count_nonzero",
+                      "count_nonzero_floats", "sum_int32", "sum_bool_keepdim",
+                      "sum_int64_to_float", "mean_int_as_float", "median_dim_indices",
+                      "nanmedian_dim_indices",
+                      "cumsum_int64_positions", "cumsum_bool_mask", "cumsum_int32_to_float",
                       "max_dim_indices", "argmax", "argmin_flat", "argmax_flat_keepdim", "all",
                       "any_dim", "all_floats_dim"}

@@ -1,6 +1,6 @@
 // Reductions built on the extremum ops and the sums: amax, amin, max and min
 // (over everything or along a dimension, with indices), argmax, argmin,
-// logsumexp, var, std, all and any.
+// median and nanmedian, logsumexp, var, std, all and any.
 
 #include "frontend/lowering_registry.h"
 #include "frontend/lowerings/helpers.h"
@@ -80,10 +80,23 @@ ir::Value* overDims(LoweringContext& ctx, ir::OpKind kind, ir::Value* x,
   return reshape(ctx, y, reducedShape(shape, dims, keepdim));
 }
 
+// The order statistic `function` ("max", "min", "median", "nanmedian") of x
+// over sorted dims, with the gradient rule `ties` (ir/ops/extremum.cpp).
+ir::Value* orderStatistic(LoweringContext& ctx, ir::Value* x, const std::vector<int64_t>& dims,
+                          bool keepdim, const char* function, const char* ties) {
+  return overDims(ctx, ir::OpKind::ReduceExtremum, x, dims, keepdim,
+                  {{"function", std::string(function)}, {"ties", std::string(ties)}});
+}
+
+ir::Value* positionOf(LoweringContext& ctx, ir::Value* x, const std::vector<int64_t>& dims,
+                      bool keepdim, const char* function) {
+  return overDims(ctx, ir::OpKind::ArgExtremum, x, dims, keepdim,
+                  {{"function", std::string(function)}});
+}
+
 ir::Value* argExtremum(LoweringContext& ctx, ir::Value* x, const std::vector<int64_t>& dims,
                        bool keepdim, bool max) {
-  return overDims(ctx, ir::OpKind::ArgExtremum, x, dims, keepdim,
-                  {{"function", std::string(max ? "max" : "min")}});
+  return positionOf(ctx, x, dims, keepdim, max ? "max" : "min");
 }
 
 // amax / amin(self, dim=[], keepdim=False): ties share the gradient.
@@ -127,6 +140,27 @@ template <bool Max> void lowerArgExtremum(LoweringContext& ctx) {
     return;
   }
   ctx.setOutput(0, argExtremum(ctx, x, {normalizedDim(ctx, ctx.toInt(1), rank)}, keepdim, Max));
+}
+
+// median / nanmedian(self): over everything, the lower of the two middle
+// values (NaN if there is one; nanmedian skips them), its gradient shared
+// between the elements equal to it; (self, dim, keepdim=False): values and
+// indices along a dimension, the gradient going to the index.
+template <bool IgnoreNaN> void lowerMedian(LoweringContext& ctx) {
+  const char* function = IgnoreNaN ? "nanmedian" : "median";
+  ir::Value* x = floatTensor(ctx, 0);
+  const int64_t rank = x->type().rank();
+  if (ctx.numInputs() == 1) {
+    ctx.setOutput(0,
+                  orderStatistic(ctx, x, reducedDims(ctx, {}, rank), false, function, "split_nan"));
+    return;
+  }
+  const std::vector<int64_t> dims =
+      rank == 0 ? std::vector<int64_t>{}
+                : std::vector<int64_t>{normalizedDim(ctx, ctx.toInt(1), rank)};
+  const bool keepdim = ctx.numInputs() > 2 && ctx.toBool(2);
+  ctx.setOutput(0, orderStatistic(ctx, x, dims, keepdim, function, "first"));
+  ctx.setOutput(1, positionOf(ctx, x, dims, keepdim, function));
 }
 
 // logsumexp(self, dim, keepdim) as PyTorch computes it: m + log(sum(exp(x - m)))
@@ -206,8 +240,7 @@ template <bool All> void lowerAllOrAny(LoweringContext& ctx) {
 
 ir::Value* reduceExtremum(LoweringContext& ctx, ir::Value* x, const std::vector<int64_t>& dims,
                           bool keepdim, bool max, const char* ties) {
-  return overDims(ctx, ir::OpKind::ReduceExtremum, x, dims, keepdim,
-                  {{"function", std::string(max ? "max" : "min")}, {"ties", std::string(ties)}});
+  return orderStatistic(ctx, x, dims, keepdim, max ? "max" : "min", ties);
 }
 
 void registerExtremumReductions(LoweringRegistry& registry) {
@@ -217,6 +250,8 @@ void registerExtremumReductions(LoweringRegistry& registry) {
   registry.add("aten::min", lowerMaxOrMin<false>);
   registry.add("aten::argmax", lowerArgExtremum<true>);
   registry.add("aten::argmin", lowerArgExtremum<false>);
+  registry.add("aten::median", lowerMedian<false>);
+  registry.add("aten::nanmedian", lowerMedian<true>);
   registry.add("aten::logsumexp", lowerLogsumexp);
   registry.add("aten::var", lowerVariance<false>);
   registry.add("aten::std", lowerVariance<true>);

@@ -1,3 +1,7 @@
+// Sums, means and products: sum, mean, nansum, count_nonzero, prod, cumsum
+// and cumprod, with PyTorch's result dtypes (integer and bool tensors sum
+// and multiply to int64, or to the dtype asked).
+
 #include "frontend/lowering_registry.h"
 #include "frontend/lowerings/helpers.h"
 
@@ -6,21 +10,36 @@
 namespace popsim::frontend::lowerings {
 namespace {
 
-// mean / sum over all dimensions (self, dtype=None) or over a list
-// (self, dim, keepdim=False, dtype=None); an empty or None list means all.
-template <ir::OpKind Kind> void lowerReduce(LoweringContext& ctx) {
-  ir::Value* x = floatTensor(ctx, 0);
-  const int64_t rank = x->type().rank();
-  const bool overDims = ctx.numInputs() >= 4;
-  const size_t dtypeIndex = overDims ? 3 : 1;
-  if (ctx.numInputs() > dtypeIndex && !ctx.isNone(dtypeIndex) &&
-      ctx.toDType(dtypeIndex) != ir::DType::Float32) {
-    ctx.unsupported("a reduction with a dtype other than float32");
+// The dtype argument `dtype=` of a sum or product, if given.
+std::optional<ir::DType> dtypeArgument(LoweringContext& ctx, const char* op) {
+  const std::optional<size_t> index = ctx.argumentIndex("dtype");
+  if (!index.has_value() || ctx.isNone(*index)) return std::nullopt;
+  const std::optional<ir::DType> asked = ctx.toDType(*index);
+  if (!asked.has_value() || *asked == ir::DType::Bool) {
+    ctx.unsupported(std::string(op) + " with a dtype other than float32, int32 or int64");
   }
-  const bool keepdim = overDims && ctx.toBool(2);
+  return asked;
+}
+
+// The result dtype of a sum or product of x as PyTorch gives it: the dtype
+// asked, else float32 for float32 and int64 for integers and bool.
+ir::DType widenedDType(LoweringContext& ctx, ir::Value* x, const char* op) {
+  if (const std::optional<ir::DType> asked = dtypeArgument(ctx, op)) return *asked;
+  return x->type().dtype == ir::DType::Float32 ? ir::DType::Float32 : ir::DType::Int64;
+}
+
+// The dtype such a result is computed in: float32 or int64 (int32 results
+// wrap as the low 32 bits of the int64 ones, as they do in PyTorch).
+ir::DType computedDType(ir::DType result) {
+  return result == ir::DType::Float32 ? result : ir::DType::Int64;
+}
+
+// The reduced dims of the `dim` argument at `index` (an int, a list, or None
+// or an empty list for all), sorted and unique.
+std::vector<int64_t> reducedDims(LoweringContext& ctx, std::optional<size_t> index, int64_t rank) {
   std::vector<int64_t> dims;
-  if (overDims && !ctx.isNone(1)) {
-    for (int64_t dim : ctx.toIntList(1))
+  if (index.has_value() && !ctx.isNone(*index)) {
+    for (int64_t dim : ctx.toIntList(*index))
       dims.push_back(normalizedDim(ctx, dim, rank));
   }
   if (dims.empty()) {
@@ -29,41 +48,121 @@ template <ir::OpKind Kind> void lowerReduce(LoweringContext& ctx) {
   }
   std::sort(dims.begin(), dims.end());
   dims.erase(std::unique(dims.begin(), dims.end()), dims.end());
-  if (rank == 0) {
-    // A scalar: summing or averaging one element returns it.
-    ctx.setOutput(0, x);
-    return;
-  }
-  ctx.setOutput(0, ctx.emit(Kind, {x}, {{"dims", dims}, {"keepdim", keepdim}}));
+  return dims;
 }
 
-// cumsum(self, dim, dtype=None): running sums in the dtype PyTorch gives
-// (integer and bool tensors sum to int64), computed in float32 or int64.
-void lowerCumsum(LoweringContext& ctx) {
+bool keepdimArgument(LoweringContext& ctx) {
+  const std::optional<size_t> index = ctx.argumentIndex("keepdim");
+  return index.has_value() && !ctx.isNone(*index) && ctx.toBool(*index);
+}
+
+// reduce_sum / reduce_mean of x over the op's `dim` argument (all when absent).
+ir::Value* sumOver(LoweringContext& ctx, ir::OpKind kind, ir::Value* x) {
+  const int64_t rank = x->type().rank();
+  if (rank == 0) return x; // one element: its sum and its mean
+  const std::vector<int64_t> dims = reducedDims(ctx, ctx.argumentIndex("dim"), rank);
+  return ctx.emit(kind, {x}, {{"dims", dims}, {"keepdim", keepdimArgument(ctx)}});
+}
+
+// sum(self, dim=None, keepdim=False, dtype=None), in every overload.
+void lowerSum(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const ir::DType dtype = widenedDType(ctx, x, "sum");
+  ir::Value* sum = sumOver(ctx, ir::OpKind::ReduceSum, castTo(ctx, x, computedDType(dtype)));
+  ctx.setOutput(0, castTo(ctx, sum, dtype));
+}
+
+// mean(self, dim=None, keepdim=False, dtype=None): of floats only, as in PyTorch.
+void lowerMean(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const std::optional<ir::DType> asked = dtypeArgument(ctx, "mean");
+  const ir::DType dtype = asked.value_or(x->type().dtype);
+  if (dtype != ir::DType::Float32) {
+    ctx.unsupported("mean of a " + x->type().str() +
+                    " tensor: PyTorch averages floating-point tensors only; convert it with "
+                    ".float() or pass dtype=torch.float32");
+  }
+  ctx.setOutput(0, sumOver(ctx, ir::OpKind::ReduceMean, castTo(ctx, x, dtype)));
+}
+
+// nansum: the sum with NaNs counted as zero (which also gives them a zero
+// gradient, as PyTorch's).
+void lowerNansum(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  if (x->type().dtype != ir::DType::Float32) return lowerSum(ctx); // no NaN to skip
+  if (dtypeArgument(ctx, "nansum").value_or(ir::DType::Float32) != ir::DType::Float32) {
+    ctx.unsupported("nansum of a float32 tensor into an integer dtype");
+  }
+  ir::Value* zero = constantFilled(ctx, {ir::DType::Float32, {}}, 0.0);
+  ir::Value* numbers = ctx.emit(ir::OpKind::Where, {emitBinary(ctx, "eq", x, x), x, zero});
+  ctx.setOutput(0, sumOver(ctx, ir::OpKind::ReduceSum, numbers));
+}
+
+// count_nonzero(self, dim=None or dims): int64 counts of x != 0.
+void lowerCountNonzero(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  ir::Value* nonzero = emitBinary(ctx, "ne", x, constantFilled(ctx, {x->type().dtype, {}}, 0.0));
+  ir::Value* flags = castTo(ctx, nonzero, ir::DType::Int64);
+  const int64_t rank = x->type().rank();
+  if (rank == 0) return ctx.setOutput(0, flags);
+  const std::vector<int64_t> dims = reducedDims(ctx, ctx.argumentIndex("dim"), rank);
+  ctx.setOutput(0, ctx.emit(ir::OpKind::ReduceSum, {flags}, {{"dims", dims}, {"keepdim", false}}));
+}
+
+// prod(self, dtype=None) over everything, or prod(self, dim, keepdim=False, dtype=None).
+void lowerProd(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const ir::DType dtype = widenedDType(ctx, x, "prod");
+  x = castTo(ctx, x, computedDType(dtype));
+  const ir::Shape shape = x->type().shape;
+  const std::optional<size_t> dimIndex = ctx.argumentIndex("dim");
+  ir::Value* product = x;
+  if (shape.empty()) {
+    // A single element is its own product.
+  } else if (!dimIndex.has_value()) {
+    ir::Value* flat = reshape(ctx, x, {x->type().numel()});
+    product = reshape(ctx, ctx.emit(ir::OpKind::ReduceProduct, {flat}, {{"dim", int64_t{0}}}), {});
+  } else {
+    const int64_t dim = normalizedDim(ctx, ctx.toInt(*dimIndex), x->type().rank());
+    product = ctx.emit(ir::OpKind::ReduceProduct, {x}, {{"dim", dim}});
+    if (!keepdimArgument(ctx)) {
+      ir::Shape reduced = shape;
+      reduced.erase(reduced.begin() + dim);
+      product = reshape(ctx, product, reduced);
+    }
+  }
+  ctx.setOutput(0, castTo(ctx, product, dtype));
+}
+
+// cumsum / cumprod(self, dim, dtype=None): running sums (accumulated as
+// PyTorch's CPU kernel: double for floats, int64 for integers) or products.
+template <ir::OpKind Kind> void lowerRunning(LoweringContext& ctx) {
   ir::Value* x = ctx.tensor(0);
   const int64_t rank = x->type().rank();
   const int64_t dim = normalizedDim(ctx, ctx.toInt(1), rank);
-  ir::DType dtype = x->type().dtype == ir::DType::Float32 ? ir::DType::Float32 : ir::DType::Int64;
-  if (const auto index = ctx.argumentIndex("dtype"); index && !ctx.isNone(*index)) {
-    const std::optional<ir::DType> asked = ctx.toDType(*index);
-    if (!asked.has_value() || *asked == ir::DType::Bool) {
-      ctx.unsupported("cumsum with a dtype other than float32, int32 or int64");
-    }
-    dtype = *asked;
+  const bool sum = Kind == ir::OpKind::CumulativeSum;
+  const ir::DType dtype = widenedDType(ctx, x, sum ? "cumsum" : "cumprod");
+  ir::Value* values = castTo(ctx, x, computedDType(dtype));
+  if (sum) {
+    values = ctx.emit(Kind, {values}, {{"dim", rank == 0 ? int64_t{0} : dim}, {"reverse", false}});
+  } else if (rank > 0) {
+    values = ctx.emit(Kind, {values}, {{"dim", dim}});
   }
-  const ir::DType computed = dtype == ir::DType::Float32 ? dtype : ir::DType::Int64;
-  ir::Value* sums = ctx.emit(ir::OpKind::CumulativeSum, {castTo(ctx, x, computed)},
-                             {{"dim", rank == 0 ? int64_t{0} : dim}, {"reverse", false}});
-  ctx.setOutput(0, inPlaceResult(ctx, castTo(ctx, sums, dtype)));
+  ctx.setOutput(0, inPlaceResult(ctx, castTo(ctx, values, dtype)));
 }
 
 } // namespace
 
 void registerReductions(LoweringRegistry& registry) {
-  registry.add("aten::cumsum", lowerCumsum);
-  registry.add("aten::cumsum_", lowerCumsum);
-  registry.add("aten::mean", lowerReduce<ir::OpKind::ReduceMean>);
-  registry.add("aten::sum", lowerReduce<ir::OpKind::ReduceSum>);
+  registry.add("aten::count_nonzero", lowerCountNonzero);
+  registry.add("aten::cumprod", lowerRunning<ir::OpKind::CumulativeProduct>);
+  registry.add("aten::cumprod_", lowerRunning<ir::OpKind::CumulativeProduct>);
+  registry.add("aten::cumsum", lowerRunning<ir::OpKind::CumulativeSum>);
+  registry.add("aten::cumsum_", lowerRunning<ir::OpKind::CumulativeSum>);
+  registry.add("aten::mean", lowerMean);
+  registry.add("aten::nansum", lowerNansum);
+  registry.add("aten::prod", lowerProd);
+  registry.add("aten::sum", lowerSum);
 }
 
 } // namespace popsim::frontend::lowerings

@@ -6,11 +6,14 @@
 namespace popsim::ir::ops {
 namespace {
 
-// The attributes every extremum op has: max or min along one dimension.
+// The attributes every extremum op has: an order statistic (max, min,
+// median or nanmedian) along one dimension.
 void checkExtremum(const TensorType& x, const Attributes& attrs) {
   const std::string& function = attrs.getString("function");
-  POPSIM_CHECK(function == "max" || function == "min", ErrorKind::Compilation,
-               "function must be \"max\" or \"min\", got \"", function, "\".");
+  POPSIM_CHECK(
+      function == "max" || function == "min" || function == "median" || function == "nanmedian",
+      ErrorKind::Compilation,
+      "function must be \"max\", \"min\", \"median\" or \"nanmedian\", got \"", function, "\".");
   const int64_t dim = attrs.getInt("dim");
   POPSIM_CHECK(dim >= 0 && dim < x.rank(), ErrorKind::Compilation, "dim ", dim,
                " is outside the rank ", x.rank(), " of ", x.str(), ".");
@@ -30,12 +33,12 @@ TensorType reduced(const TensorType& x, int64_t dim, DType dtype) {
   return {dtype, shape};
 }
 
-// reduce_extremum(X) {function, dim, ties} -> the max or min along dim (kept
-// as size 1), NaN where the slice has one. `ties` is how the gradient is
-// shared between equal extrema: split evenly (amax: NaN throughout a slice
-// whose result is NaN), split evenly with a NaN result's gradient split
-// between the NaNs (max over everything), or all to the first (max along a
-// dimension, which also returns its index).
+// reduce_extremum(X) {function, dim, ties} -> the max, min or median along
+// dim (kept as size 1): NaN where the slice has one (nanmedian: where it has
+// only NaNs); the median of an even count is the lower of the two middle values. `ties` is how the
+// gradient is shared between equal extrema: split evenly (amax: NaN throughout a slice whose result
+// is NaN), split evenly with a NaN result's gradient split between the NaNs (max over everything),
+// or all to the first (max along a dimension, which also returns its index).
 std::vector<TensorType> inferReduceExtremum(const std::vector<TensorType>& inputs,
                                             const Attributes& attrs) {
   requireDType(inputs[0], DType::Float32, "input 0 (input)");
@@ -57,7 +60,8 @@ std::vector<TensorType> inferReduceExtremumGrad(const std::vector<TensorType>& i
 }
 
 // arg_extremum(X) {function, dim} -> the int64 position of the first max or
-// min along dim (of the first NaN where the slice has one).
+// min along dim (of the first NaN where the slice has one), or of the median
+// (of equal values, the one PyTorch returns).
 std::vector<TensorType> inferArgExtremum(const std::vector<TensorType>& inputs,
                                          const Attributes& attrs) {
   requireDType(inputs[0], DType::Float32, "input 0 (input)");

@@ -29,6 +29,7 @@ void registerPointwiseOps(OpRegistry& registry);
 void registerBinaryPointwiseOps(OpRegistry& registry);
 void registerExtremumOps(OpRegistry& registry);
 void registerScanOps(OpRegistry& registry);
+void registerProductOps(OpRegistry& registry);
 void registerSoftmaxOps(OpRegistry& registry);
 void registerPoolingOps(OpRegistry& registry);
 void registerNormalizationOps(OpRegistry& registry);

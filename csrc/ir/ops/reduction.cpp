@@ -4,11 +4,15 @@
 namespace popsim::ir::ops {
 namespace {
 
-// reduce_sum / reduce_mean over `dims` (ascending, unique, non-negative).
+// reduce_sum / reduce_mean over `dims` (ascending, unique, non-negative), of
+// float32 tensors; reduce_sum also of int64 ones (exact, wrapping as int64).
+template <OpKind Kind>
 std::vector<TensorType> inferReduce(const std::vector<TensorType>& inputs,
                                     const Attributes& attrs) {
   const TensorType& x = inputs[0];
-  requireDType(x, DType::Float32, "input 0 (input)");
+  if (Kind == OpKind::ReduceMean || x.dtype != DType::Int64) {
+    requireDType(x, DType::Float32, "input 0 (input)");
+  }
   const auto& dims = attrs.getInts("dims");
   const bool keepdim = attrs.getBool("keepdim");
   POPSIM_CHECK(!dims.empty(), ErrorKind::Compilation, "dims must not be empty.");
@@ -30,16 +34,15 @@ std::vector<TensorType> inferReduce(const std::vector<TensorType>& inputs,
       out.push_back(x.shape[d]);
     }
   }
-  return {{DType::Float32, out}};
+  return {{x.dtype, out}};
 }
 
 } // namespace
 
 void registerReductionOps(OpRegistry& registry) {
-  for (OpKind kind : {OpKind::ReduceSum, OpKind::ReduceMean}) {
-    registry.add(kind, 1, 1, {"input"}, {{"dims", AttrType::Ints}, {"keepdim", AttrType::Bool}},
-                 inferReduce);
-  }
+  const std::vector<AttrSpec> attrs = {{"dims", AttrType::Ints}, {"keepdim", AttrType::Bool}};
+  registry.add(OpKind::ReduceSum, 1, 1, {"input"}, attrs, inferReduce<OpKind::ReduceSum>);
+  registry.add(OpKind::ReduceMean, 1, 1, {"input"}, attrs, inferReduce<OpKind::ReduceMean>);
 }
 
 } // namespace popsim::ir::ops

@@ -2,28 +2,72 @@
 #include "kernels/reference/families.h"
 #include "kernels/reference/indexing.h"
 
+#include <algorithm>
+#include <numeric>
 #include <string>
+#include <vector>
 
 namespace popsim::kernels::reference {
 namespace {
 
+enum class Statistic { Max, Min, Median, NanMedian };
+
+Statistic statisticNamed(const std::string& function) {
+  if (function == "max") return Statistic::Max;
+  if (function == "min") return Statistic::Min;
+  if (function == "median") return Statistic::Median;
+  POPSIM_ASSERT(function == "nanmedian", "unknown order statistic '", function, "'.");
+  return Statistic::NanMedian;
+}
+
 // PyTorch's order for max and min: NaN beats every number (the first NaN
 // wins), otherwise strictly larger (smaller) values replace the best so far,
 // so the first of equal extrema is kept.
-struct Order {
-  bool max;
-  bool better(float v, float best) const {
-    return best == best && (v != v || (max ? v > best : v < best));
-  }
-};
-
-// Position (0..size-1) of the first extremum of one slice.
-int64_t firstExtremum(const float* x, int64_t size, int64_t inner, Order order) {
+int64_t firstExtremum(const float* x, int64_t size, int64_t inner, bool max) {
   int64_t best = 0;
   for (int64_t k = 1; k < size; ++k) {
-    if (order.better(x[k * inner], x[best * inner])) best = k;
+    const float v = x[k * inner];
+    const float b = x[best * inner];
+    if (b == b && (v != v || (max ? v > b : v < b))) best = k;
   }
   return best;
+}
+
+// PyTorch's median along a dimension: the first NaN if there is one (median)
+// or NaNs put last (nanmedian); otherwise the element of rank (n - 1) / 2 of
+// the numbers ordered by value and then by position, so of equal values the
+// one PyTorch's CPU kernel returns. `order` is scratch space.
+int64_t median(const float* x, int64_t size, int64_t inner, bool ignoreNaN,
+               std::vector<int64_t>& order) {
+  const auto at = [&](int64_t k) { return x[k * inner]; };
+  int64_t nans = 0;
+  for (int64_t k = 0; k < size; ++k) {
+    if (at(k) != at(k)) {
+      if (!ignoreNaN) return k;
+      ++nans;
+    }
+  }
+  order.resize(static_cast<size_t>(size));
+  std::iota(order.begin(), order.end(), int64_t{0});
+  const auto nth = order.begin() + (size - nans - 1) / 2;
+  std::nth_element(order.begin(), nth, order.end(), [&](int64_t i, int64_t j) {
+    const float a = at(i);
+    const float b = at(j);
+    return a < b || (a == b && i < j) || (b != b && a == a);
+  });
+  return *nth;
+}
+
+// Position (0..size-1) of the statistic in one slice.
+int64_t chosen(const float* x, int64_t size, int64_t inner, Statistic statistic,
+               std::vector<int64_t>& order) {
+  switch (statistic) {
+  case Statistic::Max: return firstExtremum(x, size, inner, true);
+  case Statistic::Min: return firstExtremum(x, size, inner, false);
+  case Statistic::Median: return median(x, size, inner, false, order);
+  case Statistic::NanMedian: return median(x, size, inner, true, order);
+  }
+  return 0;
 }
 
 } // namespace
@@ -32,10 +76,11 @@ int64_t firstExtremum(const float* x, int64_t size, int64_t inner, Order order) 
 void extremum(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
   const bool gradient = node.kind() == ir::OpKind::ReduceExtremumGrad;
   const auto* x = static_cast<const float*>(inputs[gradient ? 1 : 0]);
-  const Order order{node.attrs().getString("function") == "max"};
+  const Statistic statistic = statisticNamed(node.attrs().getString("function"));
   const AxisSplit s =
       splitAroundAxis(node.input(gradient ? 1 : 0)->type().shape, node.attrs().getInt("dim"));
   const std::string ties = gradient ? node.attrs().getString("ties") : std::string();
+  std::vector<int64_t> order;
   for (int64_t o = 0; o < s.outer; ++o) {
     for (int64_t i = 0; i < s.inner; ++i) {
       const int64_t reduced = o * s.inner + i;
@@ -43,18 +88,19 @@ void extremum(const ir::Node& node, const Inputs& inputs, const Outputs& outputs
       switch (node.kind()) {
       case ir::OpKind::ReduceExtremum:
         static_cast<float*>(outputs[0])[reduced] =
-            slice[firstExtremum(slice, s.size, s.inner, order) * s.inner];
+            slice[chosen(slice, s.size, s.inner, statistic, order) * s.inner];
         break;
       case ir::OpKind::ArgExtremum:
-        static_cast<int64_t*>(outputs[0])[reduced] = firstExtremum(slice, s.size, s.inner, order);
+        static_cast<int64_t*>(outputs[0])[reduced] =
+            chosen(slice, s.size, s.inner, statistic, order);
         break;
       default: {
         const float dy = static_cast<const float*>(inputs[0])[reduced];
         float* dx = static_cast<float*>(outputs[0]) + o * s.size * s.inner + i;
         if (ties == "first") { // all to the value's index
-          const int64_t chosen = firstExtremum(slice, s.size, s.inner, order);
+          const int64_t index = chosen(slice, s.size, s.inner, statistic, order);
           for (int64_t k = 0; k < s.size; ++k)
-            dx[k * s.inner] = k == chosen ? dy : 0.0f;
+            dx[k * s.inner] = k == index ? dy : 0.0f;
           break;
         }
         const float y = static_cast<const float*>(inputs[2])[reduced];

@@ -28,6 +28,8 @@ void binaryPointwise(const ir::Node& node, const Inputs& inputs, const Outputs& 
 void extremum(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 // cumulative_sum (scan.cpp).
 void scan(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
+// reduce_product, cumulative_product and their gradients (product.cpp).
+void product(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 void dropout(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 void loss(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 void updates(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);

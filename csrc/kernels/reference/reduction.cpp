@@ -36,18 +36,19 @@ Runs collapse(const ir::Shape& shape, const std::vector<int64_t>& dims) {
 
 // Adds each input element into its output sum, walking the runs recursively;
 // kept runs advance the output position, reduced ones do not.
-void accumulate(const Runs& runs, size_t run, const float*& x, double* sums) {
+template <typename T, typename Accumulator>
+void accumulate(const Runs& runs, size_t run, const T*& x, Accumulator* sums) {
   const int64_t size = runs.sizes[run];
   const bool last = run + 1 == runs.sizes.size();
   if (last) {
     if (runs.reduced[run]) {
-      double sum = 0.0;
+      Accumulator sum = 0;
       for (int64_t i = 0; i < size; ++i)
-        sum += x[i];
+        sum += static_cast<Accumulator>(x[i]);
       sums[0] += sum;
     } else {
       for (int64_t i = 0; i < size; ++i)
-        sums[i] += x[i];
+        sums[i] += static_cast<Accumulator>(x[i]);
     }
     x += size;
     return;
@@ -61,25 +62,37 @@ void accumulate(const Runs& runs, size_t run, const float*& x, double* sums) {
   }
 }
 
+// Sums over the listed dimensions of `T`, accumulated in `Accumulator`.
+template <typename T, typename Accumulator>
+std::vector<Accumulator> sums(const ir::Node& node, const void* input) {
+  const auto* x = static_cast<const T*>(input);
+  std::vector<Accumulator> result(static_cast<size_t>(node.output()->type().numel()), 0);
+  accumulate(collapse(node.input(0)->type().shape, node.attrs().getInts("dims")), 0, x,
+             result.data());
+  return result;
+}
+
 } // namespace
 
-// Sum or mean over the listed dimensions, accumulated in double.
+// Sum or mean over the listed dimensions: float32 accumulated in double,
+// int64 sums in (wrapping) int64 arithmetic.
 void reduction(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
-  const auto* x = static_cast<const float*>(inputs[0]);
-  auto* y = static_cast<float*>(outputs[0]);
+  if (node.input(0)->type().dtype == ir::DType::Int64) {
+    const std::vector<uint64_t> total = sums<int64_t, uint64_t>(node, inputs[0]);
+    auto* y = static_cast<int64_t*>(outputs[0]);
+    for (size_t i = 0; i < total.size(); ++i)
+      y[i] = static_cast<int64_t>(total[i]);
+    return;
+  }
   const ir::Shape& shape = node.input(0)->type().shape;
-  const auto& dims = node.attrs().getInts("dims");
   int64_t reducedCount = 1;
-  for (int64_t d : dims)
+  for (int64_t d : node.attrs().getInts("dims"))
     reducedCount *= shape[static_cast<size_t>(d)];
-  const int64_t count = node.output()->type().numel();
-  std::vector<double> sums(static_cast<size_t>(count), 0.0);
-  const Runs runs = collapse(shape, dims);
-  accumulate(runs, 0, x, sums.data());
+  const std::vector<double> total = sums<float, double>(node, inputs[0]);
   const bool mean = node.kind() == ir::OpKind::ReduceMean;
-  for (int64_t i = 0; i < count; ++i) {
-    const double sum = sums[static_cast<size_t>(i)];
-    y[i] = static_cast<float>(mean ? sum / static_cast<double>(reducedCount) : sum);
+  auto* y = static_cast<float*>(outputs[0]);
+  for (size_t i = 0; i < total.size(); ++i) {
+    y[i] = static_cast<float>(mean ? total[i] / static_cast<double>(reducedCount) : total[i]);
   }
 }
 

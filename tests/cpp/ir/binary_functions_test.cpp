@@ -113,14 +113,36 @@ TEST(ExtremumOpsTest, SchemaKeepsTheReducedDimAndChecksItsAttributes) {
                                 "dim 3 is outside the rank 3"));
   EXPECT_TRUE(testing::contains(testing::captureError([&] {
                                   graph.apply(ir::OpKind::ReduceExtremum, {x},
-                                              attrs("median", 0, "split"));
+                                              attrs("mode", 0, "split"));
                                 }).what(),
-                                "function must be \"max\" or \"min\""));
+                                "function must be \"max\", \"min\", \"median\" or "
+                                "\"nanmedian\", got \"mode\""));
   EXPECT_TRUE(testing::contains(
       testing::captureError([&] {
         graph.apply(ir::OpKind::ReduceExtremumGrad, {x, x, y}, attrs("max", 1, "first"));
       }).what(),
       "input 0 (grad_output) must have shape [2,1,3]"));
+}
+
+TEST(ProductOpsTest, SchemaKeepsTheDtypeAndRefusesNarrowIntegers) {
+  ir::Graph graph;
+  ir::Value* x = graph.addInput("x", testing::f32({4, 3}));
+  ir::Value* counts = graph.addInput("counts", ir::TensorType{ir::DType::Int64, {4, 3}});
+  ir::Value* y = graph.apply(ir::OpKind::ReduceProduct, {x}, {{"dim", int64_t{0}}});
+  EXPECT_EQ(y->type(), testing::f32({1, 3}));
+  EXPECT_EQ(graph.apply(ir::OpKind::CumulativeProduct, {counts}, {{"dim", int64_t{1}}})->type(),
+            (ir::TensorType{ir::DType::Int64, {4, 3}}));
+  ir::Value* narrow = graph.addInput("narrow", ir::TensorType{ir::DType::Int32, {4}});
+  EXPECT_TRUE(
+      testing::contains(testing::captureError([&] {
+                          graph.apply(ir::OpKind::ReduceProduct, {narrow}, {{"dim", int64_t{0}}});
+                        }).what(),
+                        "reduce_product multiplies float32 or int64 tensors"));
+  EXPECT_TRUE(testing::contains(
+      testing::captureError([&] {
+        graph.apply(ir::OpKind::ReduceProductGrad, {x, x, y}, {{"dim", int64_t{0}}});
+      }).what(),
+      "input 0 (grad_output) must have shape [1,3]"));
 }
 
 } // namespace

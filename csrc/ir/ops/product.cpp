@@ -1,0 +1,68 @@
+#include "ir/ops/op_registry.h"
+#include "ir/ops/type_checks.h"
+
+namespace popsim::ir::ops {
+namespace {
+
+// Products are computed on float32 or int64 tensors (integer and bool
+// tensors multiply as int64 in PyTorch).
+void checkProductInput(const TensorType& x, const Attributes& attrs, std::string_view op) {
+  POPSIM_CHECK(x.dtype == DType::Float32 || x.dtype == DType::Int64, ErrorKind::Compilation, op,
+               " multiplies float32 or int64 tensors, got ", x.str(), ".");
+  const int64_t dim = attrs.getInt("dim");
+  POPSIM_CHECK(dim >= 0 && dim < x.rank(), ErrorKind::Compilation, op, ": dim ", dim,
+               " is outside the rank ", x.rank(), " of ", x.str(), ".");
+}
+
+TensorType reducedAlong(const TensorType& x, int64_t dim) {
+  Shape shape = x.shape;
+  shape[static_cast<size_t>(dim)] = 1;
+  return {x.dtype, shape};
+}
+
+// reduce_product(X) {dim} -> the product along dim (kept as size 1).
+std::vector<TensorType> inferReduceProduct(const std::vector<TensorType>& inputs,
+                                           const Attributes& attrs) {
+  checkProductInput(inputs[0], attrs, "reduce_product");
+  return {reducedAlong(inputs[0], attrs.getInt("dim"))};
+}
+
+// cumulative_product(X) {dim} -> the running products along dim.
+std::vector<TensorType> inferCumulativeProduct(const std::vector<TensorType>& inputs,
+                                               const Attributes& attrs) {
+  checkProductInput(inputs[0], attrs, "cumulative_product");
+  return {inputs[0]};
+}
+
+// reduce_product_grad / cumulative_product_grad(dY, X, Y) {dim} -> dX, as
+// PyTorch computes it: dY * Y / X when X has no zero anywhere, otherwise
+// from products of the other elements (so zeros get exact gradients).
+std::vector<TensorType> inferProductGrad(const std::vector<TensorType>& inputs,
+                                         const Attributes& attrs, bool cumulative) {
+  const TensorType& x = inputs[1];
+  requireDType(x, DType::Float32, "input 1 (input)");
+  checkProductInput(x, attrs, cumulative ? "cumulative_product_grad" : "reduce_product_grad");
+  const Shape expected = cumulative ? x.shape : reducedAlong(x, attrs.getInt("dim")).shape;
+  requireShape(inputs[0], expected, "input 0 (grad_output)");
+  requireShape(inputs[2], expected, "input 2 (output)");
+  return {x};
+}
+
+} // namespace
+
+void registerProductOps(OpRegistry& registry) {
+  const std::vector<AttrSpec> attrs = {{"dim", AttrType::Int}};
+  const std::vector<std::string> gradInputs = {"grad_output", "input", "output"};
+  registry.add(OpKind::ReduceProduct, 1, 1, {"input"}, attrs, inferReduceProduct);
+  registry.add(OpKind::ReduceProductGrad, 3, 3, gradInputs, attrs,
+               [](const std::vector<TensorType>& inputs, const Attributes& a) {
+                 return inferProductGrad(inputs, a, false);
+               });
+  registry.add(OpKind::CumulativeProduct, 1, 1, {"input"}, attrs, inferCumulativeProduct);
+  registry.add(OpKind::CumulativeProductGrad, 3, 3, gradInputs, attrs,
+               [](const std::vector<TensorType>& inputs, const Attributes& a) {
+                 return inferProductGrad(inputs, a, true);
+               });
+}
+
+} // namespace popsim::ir::ops
