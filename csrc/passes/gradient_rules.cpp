@@ -397,7 +397,11 @@ Grads dropout(GradientBuilder& b, const Grads& g, const Needed&) {
 Grads nllLoss(GradientBuilder& b, const Grads& g, const Needed&) {
   Attributes a = copyAttrs(nodeOf(b).attrs(), {"reduction", "ignore_index"});
   a.set("num_classes", in(b, 0)->type().shape[1]);
-  return {b.emit(OpKind::NllLossGrad, {g[0], in(b, 1)}, a), nullptr};
+  std::vector<Value*> inputs = {g[0], in(b, 1)};
+  if (nodeOf(b).inputs().size() == 3) inputs.push_back(in(b, 2)); // class weights
+  Grads result = none(b);
+  result[0] = b.emit(OpKind::NllLossGrad, inputs, a);
+  return result; // (PyTorch has no gradient for the targets nor the class weights)
 }
 
 } // namespace

@@ -103,3 +103,54 @@ LOSSES = {
         Loss(F.multilabel_soft_margin_loss, [(torch.rand(3, 4) < 0.5).float()], reduction=r),
         [torch.randn(3, 4)])),
 }
+
+
+def _classification(make):
+    """make(rng, scores shape [N, C] or [N, C, d], C, reduction) -> (module, inputs):
+    scores for C classes, with a spatial dimension half of the time."""
+    def case(rng):
+        classes = rng.randint(2, 5)
+        shape = [rng.randint(1, 4), classes] + ([rng.randint(1, 3)] if rng.random() < 0.5 else [])
+        return make(rng, shape, classes, rng.choice(REDUCTIONS))
+    return case
+
+
+def _class_indices(shape, classes, ignored=-100):
+    """Class indices for scores of `shape`, about a fifth of them `ignored` (not
+    the first: with every target ignored, a mean is NaN)."""
+    target_shape = [shape[0]] + shape[2:]
+    target = torch.randint(0, classes, target_shape)
+    target = torch.where(torch.rand(target_shape) < 0.2, ignored, target)
+    target.view(-1)[0] = classes - 1 if ignored == 0 else 0
+    return target
+
+
+def _weights(classes):
+    return torch.rand(classes) + 0.25
+
+
+# Cross entropy and nll with class weights, ignored targets, label smoothing
+# and class probabilities as targets.
+LOSSES.update({
+    "cross_entropy_weight": _classification(lambda rng, s, c, r: (
+        Loss(lambda x, t, w, **k: F.cross_entropy(x, t, w, **k),
+             [_class_indices(s, c), _weights(c)], reduction=r), [torch.randn(*s) * 2])),
+    "cross_entropy_label_smoothing": _classification(lambda rng, s, c, r: (
+        Loss(F.cross_entropy, [_class_indices(s, c, ignored=1)], ignore_index=1,
+             label_smoothing=0.15, reduction=r), [torch.randn(*s) * 2])),
+    "cross_entropy_weight_label_smoothing": _classification(lambda rng, s, c, r: (
+        Loss(lambda x, t, w, **k: F.cross_entropy(x, t, w, **k),
+             [_class_indices(s, c), _weights(c)], label_smoothing=0.3, reduction=r),
+        [torch.randn(*s) * 2])),
+    "cross_entropy_probabilities": _classification(lambda rng, s, c, r: (
+        Loss(F.cross_entropy, [torch.softmax(torch.randn(*s), 1)], reduction=r),
+        [torch.randn(*s) * 2])),
+    "cross_entropy_probabilities_weight_smoothing": _classification(lambda rng, s, c, r: (
+        Loss(lambda x, t, w, **k: F.cross_entropy(x, t, w, **k),
+             [torch.softmax(torch.randn(*s), 1), _weights(c)], label_smoothing=0.2, reduction=r),
+        [torch.randn(*s) * 2])),
+    "nll_weight": _classification(lambda rng, s, c, r: (
+        Loss(lambda x, t, w, **k: F.nll_loss(F.log_softmax(x, 1), t, w, **k),
+             [_class_indices(s, c, ignored=0), _weights(c)], ignore_index=0, reduction=r),
+        [torch.randn(*s)])),
+})

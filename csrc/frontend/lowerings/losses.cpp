@@ -66,37 +66,125 @@ Classification flattenClasses(LoweringContext& ctx, ir::Value* scores, ir::Value
   return {reshape(ctx, moved, {rows, classes}), reshape(ctx, target, {rows}), target->type().shape};
 }
 
-ir::Value* nllLoss(LoweringContext& ctx, const Classification& c, const std::string& reduction,
-                   int64_t ignoreIndex) {
-  ir::Value* loss = ctx.emit(ir::OpKind::NllLoss, {c.scores, c.target},
+// The class weights argument at `index`: a float32 [C] tensor, or null for none.
+ir::Value* classWeights(LoweringContext& ctx, size_t index, int64_t classes) {
+  if (ctx.isNone(index)) return nullptr;
+  ir::Value* weight = floatTensor(ctx, index);
+  if (weight->type().shape != ir::Shape{classes}) {
+    ctx.unsupported("class weights of shape " + ir::shapeToString(weight->type().shape) +
+                    "; the loss has " + std::to_string(classes) +
+                    " classes, so weight must have shape [" + std::to_string(classes) + "]");
+  }
+  return weight;
+}
+
+ir::Value* nllLoss(LoweringContext& ctx, const Classification& c, ir::Value* weight,
+                   const std::string& reduction, int64_t ignoreIndex) {
+  std::vector<ir::Value*> inputs = {c.scores, c.target};
+  if (weight != nullptr) inputs.push_back(weight);
+  ir::Value* loss = ctx.emit(ir::OpKind::NllLoss, inputs,
                              {{"reduction", reduction}, {"ignore_index", ignoreIndex}});
   return reduction == "none" ? reshape(ctx, loss, c.perSample) : loss;
 }
 
-void requireNoWeight(LoweringContext& ctx, size_t index) {
-  if (!ctx.isNone(index)) {
-    ctx.unsupported("class weights (weight=...) in a loss");
-  }
+ir::Value* number(LoweringContext& ctx, double value) {
+  return constantFilled(ctx, {ir::DType::Float32, {}}, value);
 }
 
-// aten::cross_entropy_loss(input, target, weight, reduction, ignore_index, label_smoothing)
-void lowerCrossEntropy(LoweringContext& ctx) {
-  requireNoWeight(ctx, 2);
-  if (ctx.numInputs() > 5 && ctx.toDouble(5) != 0.0) {
-    ctx.unsupported("label_smoothing other than 0");
+// Label smoothing's second term for class-index targets, as PyTorch: per
+// sample -sum over classes of weight[c] * log_probs[c] (0 for ignored
+// targets), reduced; the mean divides by the total weight of the counted
+// targets (their count without weights).
+ir::Value* smoothingTerm(LoweringContext& ctx, const Classification& c, ir::Value* weight,
+                         const std::string& reduction, int64_t ignoreIndex) {
+  ir::Value* weighted =
+      weight == nullptr ? c.scores : ctx.emit(ir::OpKind::Mul, {c.scores, weight});
+  ir::Value* perSample = affine(ctx,
+                                ctx.emit(ir::OpKind::ReduceSum, {weighted},
+                                         {{"dims", std::vector<int64_t>{1}}, {"keepdim", false}}),
+                                -1.0, 0.0);
+  ir::Value* counted =
+      emitBinary(ctx, "ne", c.target,
+                 constantFilled(ctx, {ir::DType::Int64, {}}, static_cast<double>(ignoreIndex)));
+  perSample = ctx.emit(ir::OpKind::Where, {counted, perSample, number(ctx, 0.0)});
+  if (reduction == "none") return reshape(ctx, perSample, c.perSample);
+  ir::Value* sum = reduceLoss(ctx, perSample, "sum");
+  if (reduction == "sum") return sum;
+  // The total weight of the counted targets is nll_loss's sum over log
+  // probabilities that are all -1 (a constant: no gradient flows into it).
+  const ir::TensorType& type = c.scores->type();
+  const Classification ones{constantFilled(ctx, type, -1.0), c.target, c.perSample};
+  return ctx.emit(ir::OpKind::Div, {sum, nllLoss(ctx, ones, weight, "sum", ignoreIndex)});
+}
+
+// Cross entropy with class probabilities as targets (same shape as the
+// scores), as PyTorch: -sum over classes of weight[c] * target * log_probs,
+// the targets smoothed to target * (1 - s) + s / C first; the mean divides
+// by the number of samples (every element but the class dimension).
+ir::Value* crossEntropyWithProbabilities(LoweringContext& ctx, ir::Value* logProbs,
+                                         ir::Value* target, ir::Value* weight, int64_t classDim,
+                                         const std::string& reduction, double smoothing) {
+  const ir::Shape& shape = logProbs->type().shape;
+  if (target->type().shape != shape) {
+    ctx.unsupported("class-probability targets of shape " +
+                    ir::shapeToString(target->type().shape) + " for scores of shape " +
+                    ir::shapeToString(shape) + "; probability targets must have the scores' shape");
   }
+  const int64_t classes = shape[static_cast<size_t>(classDim)];
+  if (smoothing > 0.0) {
+    target = affine(ctx, target, 1.0 - smoothing, smoothing / static_cast<double>(classes));
+  }
+  ir::Value* terms = ctx.emit(ir::OpKind::Mul, {logProbs, target});
+  if (weight != nullptr) {
+    ir::Shape along(shape.size() - static_cast<size_t>(classDim), 1); // weight over classDim
+    along[0] = classes;
+    terms = ctx.emit(ir::OpKind::Mul, {terms, reshape(ctx, weight, along)});
+  }
+  terms = affine(ctx, terms, -1.0, 0.0);
+  if (reduction == "none") {
+    return ctx.emit(ir::OpKind::ReduceSum, {terms},
+                    {{"dims", std::vector<int64_t>{classDim}}, {"keepdim", false}});
+  }
+  ir::Value* sum = reduceLoss(ctx, terms, "sum");
+  if (reduction == "sum") return sum;
+  return affine(ctx, sum, static_cast<double>(classes) / static_cast<double>(terms->type().numel()),
+                0.0);
+}
+
+// aten::cross_entropy_loss(input, target, weight, reduction, ignore_index,
+// label_smoothing): class indices (int64) or class probabilities (float,
+// the scores' shape) as targets.
+void lowerCrossEntropy(LoweringContext& ctx) {
   ir::Value* scores = floatTensor(ctx, 0);
   const int64_t classDim = scores->type().rank() == 1 ? 0 : 1;
+  const int64_t classes = scores->type().shape[static_cast<size_t>(classDim)];
+  ir::Value* weight = classWeights(ctx, 2, classes);
+  const std::string reduction = lossReduction(ctx, 3);
+  const int64_t ignoreIndex = ctx.toInt(4);
+  const double smoothing = ctx.numInputs() > 5 ? ctx.toDouble(5) : 0.0;
   ir::Value* logProbs = ctx.emit(ir::OpKind::LogSoftmax, {scores}, {{"dim", classDim}});
-  const Classification c = flattenClasses(ctx, logProbs, ctx.tensor(1));
-  setLoss(ctx, nllLoss(ctx, c, lossReduction(ctx, 3), ctx.toInt(4)));
+  ir::Value* target = ctx.tensor(1);
+  if (target->type().dtype == ir::DType::Float32) {
+    return setLoss(ctx, crossEntropyWithProbabilities(ctx, logProbs, target, weight, classDim,
+                                                      reduction, smoothing));
+  }
+  const Classification c = flattenClasses(ctx, logProbs, target);
+  ir::Value* loss = nllLoss(ctx, c, weight, reduction, ignoreIndex);
+  if (smoothing > 0.0) {
+    ir::Value* smooth = smoothingTerm(ctx, c, weight, reduction, ignoreIndex);
+    loss = ctx.emit(ir::OpKind::Add,
+                    {affine(ctx, loss, 1.0 - smoothing, 0.0),
+                     affine(ctx, smooth, smoothing / static_cast<double>(classes), 0.0)});
+  }
+  setLoss(ctx, loss);
 }
 
 // aten::nll_loss / nll_loss_nd / nll_loss2d(input, target, weight, reduction, ignore_index)
 void lowerNllLoss(LoweringContext& ctx) {
-  requireNoWeight(ctx, 2);
-  const Classification c = flattenClasses(ctx, floatTensor(ctx, 0), ctx.tensor(1));
-  setLoss(ctx, nllLoss(ctx, c, lossReduction(ctx, 3), ctx.toInt(4)));
+  ir::Value* logProbs = floatTensor(ctx, 0);
+  const int64_t classes = logProbs->type().shape[logProbs->type().rank() == 1 ? 0 : 1];
+  const Classification c = flattenClasses(ctx, logProbs, ctx.tensor(1));
+  setLoss(ctx, nllLoss(ctx, c, classWeights(ctx, 2, classes), lossReduction(ctx, 3), ctx.toInt(4)));
 }
 
 // aten::mse_loss(input, target, reduction) = reduce((input - target)^2)

@@ -62,11 +62,20 @@ void checkTarget(const TensorType& logProbs, const TensorType& target) {
   requireShape(target, {logProbs.shape[0]}, "input 1 (target)");
 }
 
-// nll_loss(log_probs[N,C], target[N]) -> loss: -log_probs[i, target[i]],
-// averaged over the targets that are not ignore_index, summed, or per sample.
+// The optional class weights of nll_loss and its gradient: float32 [C].
+void checkClassWeights(const std::vector<TensorType>& inputs, int64_t classes) {
+  if (inputs.size() < 3) return;
+  requireDType(inputs[2], DType::Float32, "input 2 (weight)");
+  requireShape(inputs[2], {classes}, "input 2 (weight)");
+}
+
+// nll_loss(log_probs[N,C], target[N], weight[C]?) -> loss: -weight[target[i]]
+// * log_probs[i, target[i]] (weight 1 when absent), averaged over the
+// weights of the targets that are not ignore_index, summed, or per sample.
 std::vector<TensorType> inferNllLoss(const std::vector<TensorType>& inputs,
                                      const Attributes& attrs) {
   checkTarget(inputs[0], inputs[1]);
+  checkClassWeights(inputs, inputs[0].shape[1]);
   const std::string& reduction = attrs.getString("reduction");
   checkReduction(reduction);
   if (reduction == "none") {
@@ -75,13 +84,14 @@ std::vector<TensorType> inferNllLoss(const std::vector<TensorType>& inputs,
   return {f32({})};
 }
 
-// nll_loss_grad(dLoss, target) -> dLogProbs[N, num_classes].
+// nll_loss_grad(dLoss, target, weight?) -> dLogProbs[N, num_classes].
 std::vector<TensorType> inferNllLossGrad(const std::vector<TensorType>& inputs,
                                          const Attributes& attrs) {
   requireDType(inputs[0], DType::Float32, "input 0 (grad_loss)");
   requireDType(inputs[1], DType::Int64, "input 1 (target)");
   requireRank(inputs[1], 1, "input 1 (target)");
   checkReduction(attrs.getString("reduction"));
+  checkClassWeights(inputs, attrs.getInt("num_classes"));
   return {f32({inputs[1].shape[0], attrs.getInt("num_classes")})};
 }
 
@@ -95,9 +105,9 @@ void registerTrainingOps(OpRegistry& registry) {
   registry.add(OpKind::Dropout, 2, 2, {"input", "counter"},
                {{"p", AttrType::Float}, {"seed", AttrType::Int}, {"stream", AttrType::Int}},
                inferDropout);
-  registry.add(OpKind::NllLoss, 2, 2, {"log_probs", "target"},
+  registry.add(OpKind::NllLoss, 2, 3, {"log_probs", "target", "weight"},
                {{"reduction", AttrType::String}, {"ignore_index", AttrType::Int}}, inferNllLoss);
-  registry.add(OpKind::NllLossGrad, 2, 2, {"grad_loss", "target"},
+  registry.add(OpKind::NllLossGrad, 2, 3, {"grad_loss", "target", "weight"},
                {{"reduction", AttrType::String},
                 {"ignore_index", AttrType::Int},
                 {"num_classes", AttrType::Int}},

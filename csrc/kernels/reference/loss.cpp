@@ -1,8 +1,6 @@
 #include "common/check.h"
 #include "kernels/reference/families.h"
 
-#include <limits>
-
 namespace popsim::kernels::reference {
 namespace {
 
@@ -13,8 +11,14 @@ int64_t checkedTarget(int64_t target, int64_t classes, int64_t sample, int64_t i
   return target;
 }
 
-// loss = -log_probs[i, target[i]] per sample; mean over the samples whose
-// target is not ignore_index (NaN when all are), sum, or none.
+// The class weight of target t: weight[t], or 1 without weights.
+float classWeight(const Inputs& inputs, int64_t t) {
+  return inputs.size() > 2 ? static_cast<const float*>(inputs[2])[t] : 1.0f;
+}
+
+// loss = -weight[t] * log_probs[i, t] per sample (t = target[i]); mean over
+// the weights of the samples whose target is not ignore_index (NaN when
+// their total is 0), sum, or none.
 void nllLoss(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
   const auto* logp = static_cast<const float*>(inputs[0]);
   const auto* target = static_cast<const int64_t*>(inputs[1]);
@@ -24,11 +28,12 @@ void nllLoss(const ir::Node& node, const Inputs& inputs, const Outputs& outputs)
   const int64_t ignore = node.attrs().getInt("ignore_index");
   const std::string& reduction = node.attrs().getString("reduction");
   double sum = 0.0;
-  int64_t counted = 0;
+  double counted = 0.0;
   for (int64_t i = 0; i < samples; ++i) {
     const int64_t t = checkedTarget(target[i], classes, i, ignore);
-    const double value = t == ignore ? 0.0 : -static_cast<double>(logp[i * classes + t]);
-    counted += t == ignore ? 0 : 1;
+    const float weight = t == ignore ? 0.0f : classWeight(inputs, t);
+    const double value = t == ignore ? 0.0 : -static_cast<double>(weight * logp[i * classes + t]);
+    counted += weight;
     if (reduction == "none") {
       loss[i] = static_cast<float>(value);
     }
@@ -37,13 +42,14 @@ void nllLoss(const ir::Node& node, const Inputs& inputs, const Outputs& outputs)
   if (reduction == "sum") {
     loss[0] = static_cast<float>(sum);
   } else if (reduction == "mean") {
-    loss[0] = counted == 0 ? std::numeric_limits<float>::quiet_NaN()
-                           : static_cast<float>(sum / static_cast<double>(counted));
+    // (0 / 0 is NaN, as in PyTorch when every target is ignored.)
+    loss[0] = static_cast<float>(sum / counted);
   }
 }
 
-// dLogProbs: -dLoss (divided by the counted samples for mean) at each
-// sample's target class, 0 elsewhere and for ignored samples.
+// dLogProbs: -dLoss x the class weight (divided by the total weight of the
+// counted samples for mean) at each sample's target class, 0 elsewhere and
+// for ignored samples.
 void nllLossGrad(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
   const auto* grad = static_cast<const float*>(inputs[0]);
   const auto* target = static_cast<const int64_t*>(inputs[1]);
@@ -53,16 +59,17 @@ void nllLossGrad(const ir::Node& node, const Inputs& inputs, const Outputs& outp
   const int64_t ignore = node.attrs().getInt("ignore_index");
   const std::string& reduction = node.attrs().getString("reduction");
   std::fill(dlogp, dlogp + samples * classes, 0.0f);
-  int64_t counted = 0;
+  double counted = 0.0;
   for (int64_t i = 0; i < samples; ++i) {
-    counted += checkedTarget(target[i], classes, i, ignore) == ignore ? 0 : 1;
+    const int64_t t = checkedTarget(target[i], classes, i, ignore);
+    counted += t == ignore ? 0.0 : classWeight(inputs, t);
   }
   for (int64_t i = 0; i < samples; ++i) {
     if (target[i] == ignore) continue;
     const float g = reduction == "none"   ? grad[i]
                     : reduction == "mean" ? grad[0] / static_cast<float>(counted)
                                           : grad[0];
-    dlogp[i * classes + target[i]] = -g;
+    dlogp[i * classes + target[i]] = -g * classWeight(inputs, target[i]);
   }
 }
 
