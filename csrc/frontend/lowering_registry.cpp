@@ -24,6 +24,8 @@ const LoweringRegistry& LoweringRegistry::instance() {
     lowerings::registerEmbedding(r);
     lowerings::registerLosses(r);
     lowerings::registerElementwiseLosses(r);
+    lowerings::registerMarginLosses(r);
+    lowerings::registerSimilarities(r);
     lowerings::registerCreation(r);
     return r;
   }();

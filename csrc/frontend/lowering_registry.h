@@ -41,6 +41,8 @@ void registerNorms(LoweringRegistry& registry);
 void registerEmbedding(LoweringRegistry& registry);
 void registerLosses(LoweringRegistry& registry);
 void registerElementwiseLosses(LoweringRegistry& registry);
+void registerMarginLosses(LoweringRegistry& registry);
+void registerSimilarities(LoweringRegistry& registry);
 void registerCreation(LoweringRegistry& registry);
 } // namespace lowerings
 

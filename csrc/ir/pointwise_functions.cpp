@@ -138,6 +138,15 @@ std::vector<PointwiseFunction> makeTable() {
     // is (a zero vector), as PyTorch's norm backward masks it.
     {"norm_root", {"exponent"}, [](double x, P p) { return power(x, p[0]); },
      [](double x, P p) { return x == 0.0 ? 0.0 : p[0] * power(x, p[0] - 1.0); }},
+    // |x| whose gradient at NaN is NaN (abs's is 0, as PyTorch's scalar loop
+    // has it): cdist's gradient for p = 1 (sign(diff) in PyTorch's kernel).
+    {"magnitude", {}, [](double x, P) { return std::fabs(x); },
+     [](double x, P) { return x > 0.0 ? 1.0 : (x < 0.0 ? -1.0 : (x == 0.0 ? 0.0 : x)); }},
+    // The root of a sum of squares floored at `min`, whose gradient is the
+    // root's at the floored value: PyTorch's cosine_similarity floors the sum
+    // in place outside autograd, so its gradient passes the floor.
+    {"root_of_floored", {"min"}, [](double x, P p) { return std::sqrt(std::isnan(x) ? x : std::fmax(x, p[0])); },
+     [](double x, P p) { return 0.5 / std::sqrt(std::isnan(x) ? x : std::fmax(x, p[0])); }},
     // Replacements for NaN and the infinities; the gradient passes finite values only.
     {"nan_to_num", {"nan", "posinf", "neginf"},
      [](double x, P p) { return std::isnan(x) ? p[0] : (std::isinf(x) ? (x > 0 ? p[1] : p[2]) : x); },

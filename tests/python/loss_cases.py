@@ -154,3 +154,54 @@ LOSSES.update({
              [_class_indices(s, c, ignored=0), _weights(c)], ignore_index=0, reduction=r),
         [torch.randn(*s)])),
 })
+
+
+def _tiny_rows(x):
+    """x with its first row zero and its second tiny (norms below eps)."""
+    x = x.clone()
+    x[0] = 0.0
+    if x.shape[0] > 1:
+        x[1] *= 1e-9
+    return x
+
+
+def _label_rows(rng, samples, classes):
+    """multilabel_margin_loss targets: per sample some classes (repeats allowed),
+    then -1 and arbitrary entries the -1 hides."""
+    target = torch.randint(-1, classes, (samples, classes))
+    for row in target:
+        row[rng.randint(0, classes - 1)] = -1
+    return target
+
+
+# Similarities, distances and margin losses over classes.
+LOSSES.update({
+    "cosine_similarity": _case(lambda rng, s, r: (
+        Loss(F.cosine_similarity, [], dim=1), [_tiny_rows(torch.randn(4, 6)),
+                                                _tiny_rows(torch.randn(4, 6)).flip(0)])),
+    "cosine_similarity_broadcast_dim0": _case(lambda rng, s, r: (
+        Loss(F.cosine_similarity, [], dim=0, eps=1e-3), [torch.randn(1, 5), torch.randn(3, 5)])),
+    "cosine_embedding": _case(lambda rng, s, r: (
+        Loss(F.cosine_embedding_loss, [_signs([4]).long()], margin=0.2, reduction=r),
+        [torch.randn(4, 5), torch.randn(4, 5)])),
+    "cosine_embedding_one_pair": _case(lambda rng, s, r: (
+        Loss(F.cosine_embedding_loss, [torch.tensor(-1)], margin=-0.5, reduction=r),
+        [torch.randn(5), torch.randn(5)])),
+    "cdist": _case(lambda rng, s, r: (
+        Loss(torch.cdist, [], p=rng.choice([0.0, 1.0, 2.0, 3.0])),
+        [torch.randn(2, 3, 4), torch.randn(2, 5, 4)])),
+    "cdist_through_matmul": _case(lambda rng, s, r: (
+        Loss(torch.cdist, []), [torch.randn(27, 3), torch.randn(4, 3)])),
+    "multi_margin": _case(lambda rng, s, r: (
+        Loss(F.multi_margin_loss, [torch.randint(0, 5, (4,))], reduction=r),
+        [torch.randn(4, 5)])),
+    "multi_margin_p2_weight": _case(lambda rng, s, r: (
+        Loss(lambda x, t, w, **k: F.multi_margin_loss(x, t, weight=w, **k),
+             [torch.randint(0, 4, (3,)), torch.rand(4) + 0.5], p=2, margin=0.7, reduction=r),
+        [torch.randn(3, 4)])),
+    "multi_margin_one_sample": _case(lambda rng, s, r: (
+        Loss(F.multi_margin_loss, [torch.tensor(2)], reduction=r), [torch.randn(4)])),
+    "multilabel_margin": _case(lambda rng, s, r: (
+        Loss(F.multilabel_margin_loss, [_label_rows(rng, 3, 5)], reduction=r),
+        [torch.randn(3, 5)])),
+})

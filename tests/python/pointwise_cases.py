@@ -111,6 +111,10 @@ POINTWISE = {
     "threshold": ("threshold", _module(lambda: nn.Threshold(0.2, -1.0), -2.0, 2.0)),
     "rrelu_eval": ("leaky_relu", _module(lambda: nn.RReLU(0.1, 0.3).eval())),
     "vector_norm": ("norm_root", _case(lambda t: torch.linalg.vector_norm(t, dim=-1), -2.0, 2.0)),
+    "cosine_similarity": ("root_of_floored", _case(
+        lambda t: torch.nn.functional.cosine_similarity(t, t * t - 1.0, dim=-1), -2.0, 2.0)),
+    "cdist_p1": ("magnitude", _case(
+        lambda t: torch.cdist(t.reshape(-1, 1), t.reshape(-1, 1) * 0.5 - 0.3, p=1), -2.0, 2.0)),
     "nan_to_num": ("nan_to_num", _nonfinite(torch.nan_to_num)),
     "nan_to_num_values_": ("nan_to_num", _nonfinite(
         lambda t: t.clone().nan_to_num_(nan=1.5, posinf=4.0, neginf=-2.0))),

@@ -40,6 +40,7 @@ std::map<std::string, Sample> samples() {
     table[name] = {{}, positive};
   }
   table["tan"] = {{}, unit};
+  table["magnitude"] = {{}, anywhere};
   table["acosh"] = {{}, {1.2, 1.9, 3.3}};
   table["pow"] = {{2.5}, positive};
   table["rpow"] = {{1.7}, anywhere};
@@ -54,6 +55,8 @@ std::map<std::string, Sample> samples() {
   table["threshold"] = {{0.2, -1.0}, anywhere};
   table["nan_to_num"] = {{0.0, 9.0, -9.0}, anywhere};
   table["norm_root"] = {{1.0 / 3.0}, positive};
+  // (Above its floor: below it, the gradient deliberately passes the floor.)
+  table["root_of_floored"] = {{0.1}, positive};
   return table;
 }
 
