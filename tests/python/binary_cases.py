@@ -202,6 +202,9 @@ BINARY = {
     "clamp_min_tensor": ("clamp_min", _pair(lambda x, lo: torch.clamp_min(x + 0 * lo, lo))),
     "lerp_near": (None, _pair(lambda a, b: torch.lerp(a, b, 0.3))),
     "lerp_far": (None, _pair(lambda a, b: torch.lerp(a, b, 0.8))),
+    "lerp_tensor_weight": (None, _triple(torch.lerp, c=(-0.5, 1.5))),
+    "lerp_tensor_weight_": (None, _triple(
+        lambda a, b, c: torch.broadcast_tensors(a, b, c)[0].clone().lerp_(b, c), c=(-1.5, 1.5))),
     "addcmul": (None, _triple(lambda a, b, c: torch.addcmul(a, b, c, value=0.5))),
     "addcdiv": (None, _triple(lambda a, b, c: torch.addcdiv(a, b, c, value=-2.0), (0.5, 2.0))),
 }

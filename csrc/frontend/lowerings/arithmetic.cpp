@@ -122,21 +122,36 @@ template <ir::OpKind Kind> void lowerAddcOp(LoweringContext& ctx) {
   ctx.setOutput(0, ctx.emit(ir::OpKind::Add, {self, term}));
 }
 
-// lerp(self, end, weight) with a number as the weight, as PyTorch computes
-// it: from the nearer end, self + w * (end - self) where |w| < 0.5,
-// end - (end - self) * (1 - w) elsewhere.
+// lerp(self, end, weight) as PyTorch's CPU kernel computes it: from self,
+// self + w * (end - self) where w < 0.5, from end, end - (end - self) * (1 - w)
+// elsewhere (so an infinite weight gives PyTorch's infinity, not NaN); the
+// weight a number or a tensor (chosen element by element). (PyTorch fuses
+// each product and sum into one rounding; popsim rounds twice.)
 void lowerLerp(LoweringContext& ctx) {
-  const std::optional<double> w = ctx.staticScalar(2);
-  if (!w.has_value()) {
-    ctx.unsupported("lerp with a tensor weight (popsim takes a number as the weight; "
-                    "write start + weight * (end - start) for a tensor)");
-  }
   ir::Value* start = floatTensor(ctx, 0);
   ir::Value* end = floatTensor(ctx, 1);
   ir::Value* difference = ctx.emit(ir::OpKind::Sub, {end, start});
-  ctx.setOutput(0, std::abs(*w) < 0.5
-                       ? ctx.emit(ir::OpKind::Add, {start, affine(ctx, difference, *w, 0.0)})
-                       : ctx.emit(ir::OpKind::Sub, {end, affine(ctx, difference, 1.0 - *w, 0.0)}));
+  if (const std::optional<double> w = ctx.staticScalar(2)) {
+    ctx.setOutput(
+        0, inPlaceResult(
+               ctx, *w < 0.5 ? ctx.emit(ir::OpKind::Add, {start, affine(ctx, difference, *w, 0.0)})
+                             : ctx.emit(ir::OpKind::Sub,
+                                        {end, affine(ctx, difference, 1.0 - *w, 0.0)})));
+    return;
+  }
+  // Each side sees the weight only where it is chosen (0 elsewhere), so that
+  // the side not taken passes no NaN into the gradients (0 x inf).
+  ir::Value* w = floatTensor(ctx, 2);
+  ir::Value* zero = constantFilled(ctx, {ir::DType::Float32, {}}, 0.0);
+  ir::Value* nearStart =
+      emitBinary(ctx, "lt", w, constantFilled(ctx, {ir::DType::Float32, {}}, 0.5));
+  ir::Value* startWeight = ctx.emit(ir::OpKind::Where, {nearStart, w, zero});
+  ir::Value* endWeight = ctx.emit(ir::OpKind::Where, {nearStart, zero, affine(ctx, w, -1.0, 1.0)});
+  ir::Value* fromStart =
+      ctx.emit(ir::OpKind::Add, {start, ctx.emit(ir::OpKind::Mul, {startWeight, difference})});
+  ir::Value* fromEnd =
+      ctx.emit(ir::OpKind::Sub, {end, ctx.emit(ir::OpKind::Mul, {difference, endWeight})});
+  ctx.setOutput(0, ctx.emit(ir::OpKind::Where, {nearStart, fromStart, fromEnd}));
 }
 
 void lowerNeg(LoweringContext& ctx) {
