@@ -9,6 +9,7 @@ against eager PyTorch; test_binary.py checks that every C++ function has a
 case."""
 
 import torch
+import torch.nn.functional as F
 
 from pointwise_cases import Elementwise, _nonfinite
 
@@ -209,8 +210,25 @@ BINARY = {
     "addcdiv": (None, _triple(lambda a, b, c: torch.addcdiv(a, b, c, value=-2.0), (0.5, 2.0))),
 }
 
+# Unary functions of integer and bool tensors: floating-point functions of
+# them as float32, as PyTorch converts them; exact ones in their dtype.
+INTEGER_UNARY = {
+    "sqrt_int64": _integers(lambda a, b: a.sqrt() + torch.exp(b), low=0),
+    "log_int32_sin": _integers(lambda a, b: torch.log(a) * b.sin(), low=1, dtype=torch.int32),
+    "sigmoid_tanh_bool": _bools(lambda a, b: a.sigmoid() + torch.tanh(b) + a.erf()),
+    "reciprocal_rsqrt_int": _integers(lambda a, b: a.reciprocal() - b.rsqrt(), low=1),
+    "relu_abs_int": _integers(lambda a, b: torch.relu(a) * b.abs()),
+    "abs_int32_": _integers(lambda a, b: a.clone().abs_() + b, dtype=torch.int32),
+    "sign_square_int": _integers(lambda a, b: torch.sign(a) * b.square()),
+    "rounding_int": _integers(lambda a, b: a.floor() + b.ceil() + a.round() + b.trunc()),
+    "clamp_relu6_int": _integers(lambda a, b: a.clamp(-2, 3) + F.relu6(b) + a.clamp(max=1)),
+    "clamp_fraction_int": _integers(lambda a, b: a.clamp(min=0.5) + b),
+    "square_bool": _bools(lambda a, b: a.square() + torch.sign(b)),
+}
+BINARY.update({name: (None, case) for name, case in INTEGER_UNARY.items()})
+
 # Cases with no float input to differentiate, or a bool output.
-NOT_DIFFERENTIABLE = {
+NOT_DIFFERENTIABLE = set(INTEGER_UNARY) | {
     "eq", "ne", "lt", "le", "gt_number", "ge_0d", "gt_", "eq_int", "lt_int_float",
     "maximum_int", "remainder_int", "fmod_int", "floor_divide_int", "div_trunc_int",
     "true_divide_int", "atan2_int", "pow_int", "pow_int_number", "add_int", "sub_int", "mul_int",

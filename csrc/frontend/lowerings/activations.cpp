@@ -4,8 +4,22 @@
 namespace popsim::frontend::lowerings {
 namespace {
 
+// relu, sigmoid, tanh, exp, log, sqrt and abs: integer and bool tensors
+// converted to float32 as PyTorch converts them, except for relu and abs,
+// which PyTorch computes exactly in the integer dtype.
 template <ir::OpKind Kind> void lowerUnary(LoweringContext& ctx) {
-  ctx.setOutput(0, ctx.emit(Kind, {floatTensor(ctx, 0)}));
+  ir::Value* x = ctx.tensor(0);
+  const ir::DType dtype = x->type().dtype;
+  const bool integer = dtype == ir::DType::Int32 || dtype == ir::DType::Int64;
+  if (integer && Kind == ir::OpKind::Relu) {
+    ctx.setOutput(0, emitBinary(ctx, "clamp_min", x, constantFilled(ctx, {dtype, {}}, 0.0)));
+    return;
+  }
+  if (integer && Kind == ir::OpKind::Abs) {
+    ctx.setOutput(0, emitBinary(ctx, "maximum", x, affine(ctx, x, -1.0, 0.0)));
+    return;
+  }
+  ctx.setOutput(0, ctx.emit(Kind, {floatOperand(ctx, 0)}));
 }
 
 // aten::gelu(input, approximate="none")

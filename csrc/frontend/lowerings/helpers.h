@@ -72,6 +72,15 @@ ir::DType promotedDType(LoweringContext& ctx, const std::vector<size_t>& operand
 ir::Value* operandAs(LoweringContext& ctx, size_t index, ir::DType dtype);
 ir::Value* castTo(LoweringContext& ctx, ir::Value* x, ir::DType dtype);
 
+// The tensor at `index` as float32: integer and bool tensors converted, as
+// PyTorch converts them for its floating-point functions (exp, sin, ...).
+inline ir::Value* floatOperand(LoweringContext& context, size_t index) {
+  ir::Value* value = context.tensor(index);
+  if (value->type().dtype == ir::DType::Float32) return value;
+  if (value->type().dtype == ir::DType::Float64) return floatTensor(context, index);
+  return castTo(context, value, ir::DType::Float32);
+}
+
 // The binary function `name` (ir/binary_functions.h) of two operands, after
 // type promotion (binary.cpp).
 ir::Value* emitBinaryFunction(LoweringContext& ctx, const char* name, size_t left, size_t right);

@@ -5,6 +5,7 @@
 #include "frontend/lowering_registry.h"
 #include "frontend/lowerings/helpers.h"
 
+#include <cmath>
 #include <limits>
 
 namespace popsim::frontend::lowerings {
@@ -103,6 +104,40 @@ std::optional<size_t> runtimeTensorArgument(const LoweringContext& ctx,
   return index;
 }
 
+bool isWhole(double value) { return std::isfinite(value) && value == std::trunc(value); }
+
+// The functions PyTorch computes exactly on integer and bool tensors, in
+// their dtype: rounding (the identity), sign, square (bool to int64), and
+// clamps and hardtanh with whole bounds; nullptr for the others, which
+// PyTorch computes on the tensor converted to float32.
+ir::Value* integerPointwise(LoweringContext& ctx, ir::Value* x, const std::string& function,
+                            const std::vector<double>& params) {
+  const ir::DType dtype = x->type().dtype;
+  const bool boolean = dtype == ir::DType::Bool;
+  const auto constant = [&](double value) { return constantFilled(ctx, {dtype, {}}, value); };
+  if (function == "floor" || function == "ceil" || function == "round" || function == "trunc" ||
+      function == "nan_to_num") {
+    return x;
+  }
+  if (function == "sign") {
+    if (boolean) return x;
+    return emitBinary(ctx, "sub", castTo(ctx, emitBinary(ctx, "gt", x, constant(0.0)), dtype),
+                      castTo(ctx, emitBinary(ctx, "lt", x, constant(0.0)), dtype));
+  }
+  if (function == "pow" && params[0] == 2.0) { // square
+    ir::Value* base = boolean ? castTo(ctx, x, ir::DType::Int64) : x;
+    return emitBinary(ctx, "mul", base, base);
+  }
+  if ((function == "clamp" || function == "hardtanh") && !boolean &&
+      (isWhole(params[0]) || std::isinf(params[0])) &&
+      (isWhole(params[1]) || std::isinf(params[1]))) {
+    if (!std::isinf(params[0])) x = emitBinary(ctx, "clamp_min", x, constant(params[0]));
+    if (!std::isinf(params[1])) x = emitBinary(ctx, "clamp_max", x, constant(params[1]));
+    return x;
+  }
+  return nullptr;
+}
+
 void lowerTableOp(LoweringContext& ctx) {
   const AtenPointwise& op = tableEntryOf(ctx.opName());
   if (std::string(op.function) == "clamp") { // bounds given as tensors
@@ -117,7 +152,7 @@ void lowerTableOp(LoweringContext& ctx) {
       return;
     }
   }
-  ir::Value* x = floatTensor(ctx, 0);
+  ir::Value* x = ctx.tensor(0);
   std::vector<double> params;
   for (const Parameter& parameter : op.parameters) {
     const std::optional<size_t> index =
@@ -132,6 +167,13 @@ void lowerTableOp(LoweringContext& ctx) {
                       "' as a tensor computed at runtime (popsim takes a number here)");
     }
     params.push_back(*value);
+  }
+  if (x->type().dtype != ir::DType::Float32) {
+    if (ir::Value* exact = integerPointwise(ctx, x, op.function, params)) {
+      ctx.setOutput(0, exact);
+      return;
+    }
+    x = floatOperand(ctx, 0);
   }
   ctx.setOutput(0, emitPointwise(ctx, x, op.function, std::move(params)));
 }
