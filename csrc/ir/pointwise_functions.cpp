@@ -142,6 +142,10 @@ std::vector<PointwiseFunction> makeTable() {
     // has it): cdist's gradient for p = 1 (sign(diff) in PyTorch's kernel).
     {"magnitude", {}, [](double x, P) { return std::fabs(x); },
      [](double x, P) { return x > 0.0 ? 1.0 : (x < 0.0 ? -1.0 : (x == 0.0 ? 0.0 : x)); }},
+    // |x| ** exponent for the p-norms with p < 1: the gradient at 0 is 0, as
+    // PyTorch's norm backward masks it (pow's would be infinite there).
+    {"magnitude_pow", {"exponent"}, [](double x, P p) { return power(std::fabs(x), p[0]); },
+     [](double x, P p) { return x == 0.0 ? 0.0 : (x > 0.0 ? 1.0 : (x < 0.0 ? -1.0 : x)) * p[0] * power(std::fabs(x), p[0] - 1.0); }},
     // The root of a sum of squares floored at `min`, whose gradient is the
     // root's at the floored value: PyTorch's cosine_similarity floors the sum
     // in place outside autograd, so its gradient passes the floor.

@@ -113,6 +113,8 @@ POINTWISE = {
     "vector_norm": ("norm_root", _case(lambda t: torch.linalg.vector_norm(t, dim=-1), -2.0, 2.0)),
     "cosine_similarity": ("root_of_floored", _case(
         lambda t: torch.nn.functional.cosine_similarity(t, t * t - 1.0, dim=-1), -2.0, 2.0)),
+    "vector_norm_p_half": ("magnitude_pow", _case(
+        lambda t: torch.linalg.vector_norm(t, 0.5, dim=-1), -2.0, 2.0)),
     "cdist_p1": ("magnitude", _case(
         lambda t: torch.cdist(t.reshape(-1, 1), t.reshape(-1, 1) * 0.5 - 0.3, p=1), -2.0, 2.0)),
     "nan_to_num": ("nan_to_num", _nonfinite(torch.nan_to_num)),

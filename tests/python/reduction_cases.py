@@ -95,6 +95,34 @@ REDUCTIONS.update({
     "normalize": _over_dims(lambda t, d, k: F.normalize(t, dim=d[0])),
     "normalize_zero_rows": _with_zero_rows(lambda t: F.normalize(t, dim=1)),
     "norm_zero_rows_p3": _with_zero_rows(lambda t: torch.linalg.vector_norm(t, 3, dim=1)),
+    "vector_norm_half_zero_rows": _with_zero_rows(
+        lambda t: torch.linalg.vector_norm(t, 0.5, dim=1)),
+    "vector_norm_negative": _over_dims(lambda t, d, k: torch.linalg.vector_norm(t, -1.5, d, k)),
+})
+
+
+def _matrices(fn, whole=True):
+    """fn(x, dims, keepdim) of a tensor of rank 2 or 3 over two of its dims
+    in either order (whole numbers: ties among the sums)."""
+    def case(rng):
+        x = _input(rng, whole)
+        while x.dim() < 2:
+            x = x.unsqueeze(0).expand(2, *x.shape).clone()
+        dims = rng.sample(range(x.dim()), 2)
+        keepdim = rng.random() < 0.5
+        return Elementwise(lambda t: fn(t, dims, keepdim)), [x]
+    return case
+
+
+REDUCTIONS.update({
+    "matrix_norm_1": _matrices(lambda t, d, k: torch.linalg.matrix_norm(t, 1, d, k)),
+    "matrix_norm_minus_1": _matrices(lambda t, d, k: torch.linalg.norm(t, -1, d, k)),
+    "matrix_norm_inf": _matrices(lambda t, d, k: torch.linalg.norm(t, float("inf"), d, k)),
+    "matrix_norm_minus_inf": _matrices(
+        lambda t, d, k: torch.linalg.matrix_norm(t, -float("inf"), d, k)),
+    "matrix_norm_fro": _matrices(lambda t, d, k: torch.linalg.matrix_norm(t, "fro", d, k),
+                                 whole=False),
+    "matrix_norm_of_a_matrix": _matrices(lambda t, d, k: torch.linalg.norm(t.reshape(-1, t.shape[-1]), 1)),
 })
 
 def _integers(fn, dtype):

@@ -1,6 +1,8 @@
-// Vector norms: norm, frobenius_norm, linalg_vector_norm and linalg_norm of
-// vectors (over any dims), as sums and extrema with PyTorch's gradients
-// (zero for a zero vector; shared between equal largest magnitudes).
+// Vector norms (norm, frobenius_norm, linalg_vector_norm and linalg_norm of
+// vectors, over any dims) and matrix norms (linalg_norm and
+// linalg_matrix_norm: Frobenius, 1, -1, inf, -inf), as sums and extrema with
+// PyTorch's gradients (zero for a zero vector; shared between equal largest
+// magnitudes).
 
 #include "frontend/lowering_registry.h"
 #include "frontend/lowerings/helpers.h"
@@ -63,9 +65,57 @@ void lowerVectorNorm(LoweringContext& ctx) {
                                keepdimOf(ctx)));
 }
 
+// The two dims of a matrix norm in the order given (default the last two).
+std::pair<int64_t, int64_t> matrixDims(LoweringContext& ctx, std::optional<size_t> index,
+                                       int64_t rank) {
+  std::vector<int64_t> dims = {-2, -1};
+  if (index.has_value() && !ctx.isNone(*index)) dims = ctx.toIntList(*index);
+  if (dims.size() != 2 || rank < 2) {
+    ctx.unsupported("a matrix norm over " + std::to_string(dims.size()) +
+                    " dims of a tensor of rank " + std::to_string(rank) +
+                    "; it takes two dims of a tensor of rank 2 or more");
+  }
+  const int64_t first = normalizedDim(ctx, dims[0], rank);
+  const int64_t second = normalizedDim(ctx, dims[1], rank);
+  if (first == second) ctx.unsupported("a matrix norm over the same dim twice");
+  return {first, second};
+}
+
+// Matrix norms as PyTorch computes them: Frobenius ("fro") the 2-norm of the
+// elements; ord 1 (-1) the largest (smallest) sum of magnitudes over the
+// first dim, inf (-inf) over the second. The spectral (2) and nuclear norms
+// need singular values, which popsim does not compute.
+ir::Value* matrixNorm(LoweringContext& ctx, ir::Value* x, const std::string& ord,
+                      std::pair<int64_t, int64_t> dims, bool keepdim) {
+  std::vector<int64_t> both = {dims.first, dims.second};
+  std::sort(both.begin(), both.end());
+  if (ord == "fro") return vectorNormOver(ctx, x, 2.0, both, keepdim);
+  const bool supported = ord == "1" || ord == "-1" || ord == "inf" || ord == "-inf";
+  if (!supported) {
+    ctx.unsupported("the matrix norm of order " + ord +
+                    " (spectral and nuclear norms need singular values); orders 'fro', 1, -1, "
+                    "inf and -inf are supported");
+  }
+  int64_t summed = dims.first;
+  int64_t extremum = dims.second;
+  if (ord == "inf" || ord == "-inf") std::swap(summed, extremum); // rows instead of columns
+  ir::Value* sums = vectorNormOver(ctx, x, 1.0, {summed}, keepdim);
+  if (!keepdim && summed < extremum) --extremum;
+  return reduceExtremum(ctx, sums, {extremum}, keepdim, ord[0] != '-', "split");
+}
+
+// The order argument of a matrix norm as text: "fro", "nuc", "1", "inf", ...
+std::string matrixOrder(LoweringContext& ctx, size_t index) {
+  if (ctx.isString(index)) return ctx.toString(index);
+  const double p = ctx.toDouble(index);
+  if (std::isinf(p)) return p > 0 ? "inf" : "-inf";
+  return p == std::trunc(p) ? std::to_string(static_cast<int64_t>(p)) : std::to_string(p);
+}
+
 // linalg_norm(self, ord=None, dim=None, keepdim=False): the 2-norm of the
 // flattened tensor (Frobenius for matrices) without ord, a vector norm with
-// ord over one dim or a 1-D tensor; matrix norms with ord are refused.
+// ord over one dim or of a 1-D tensor, a matrix norm with ord over two dims
+// (or of a 2-D tensor).
 void lowerLinalgNorm(LoweringContext& ctx) {
   ir::Value* x = floatTensor(ctx, 0);
   const int64_t rank = x->type().rank();
@@ -74,18 +124,31 @@ void lowerLinalgNorm(LoweringContext& ctx) {
   const bool hasOrd = ordIndex.has_value() && !ctx.isNone(*ordIndex);
   const auto dims = normDims(ctx, dimIndex, rank);
   if (hasOrd && (ctx.isString(*ordIndex) || dims.size() == 2)) {
-    ctx.unsupported("matrix norms (linalg.norm with ord over two dimensions); vector norms "
-                    "(torch.linalg.vector_norm) and the Frobenius norm are supported");
+    ctx.setOutput(0, matrixNorm(ctx, x, matrixOrder(ctx, *ordIndex),
+                                matrixDims(ctx, dimIndex, rank), keepdimOf(ctx)));
+    return;
   }
   const double p = hasOrd ? ctx.toDouble(*ordIndex) : 2.0;
   ctx.setOutput(0, vectorNormOver(ctx, x, p, dims, keepdimOf(ctx)));
 }
 
+// linalg_matrix_norm(self, ord="fro", dim=(-2, -1), keepdim=False).
+void lowerMatrixNorm(LoweringContext& ctx) {
+  ir::Value* x = floatTensor(ctx, 0);
+  const std::optional<size_t> ordIndex = ctx.argumentIndex("ord");
+  const std::string ord =
+      ordIndex.has_value() && !ctx.isNone(*ordIndex) ? matrixOrder(ctx, *ordIndex) : "fro";
+  ctx.setOutput(0,
+                matrixNorm(ctx, x, ord, matrixDims(ctx, ctx.argumentIndex("dim"), x->type().rank()),
+                           keepdimOf(ctx)));
+}
+
 } // namespace
 
-// The p-norm of x over dims: sum(|x| ** p) ** (1 / p) for p >= 1 (the root
-// with a zero gradient at a zero vector), the largest (smallest) magnitude
-// for inf (-inf), the count of non-zeros for 0.
+// The p-norm of x over dims: sum(|x| ** p) ** (1 / p) for p other than 0
+// and +-inf (the root with a zero gradient at a zero vector, and for p < 1
+// each magnitude's power with a zero gradient at 0), the largest (smallest)
+// magnitude for inf (-inf), the count of non-zeros for 0.
 ir::Value* vectorNormOver(LoweringContext& ctx, ir::Value* x, double p, std::vector<int64_t> dims,
                           bool keepdim) {
   const ir::Shape shape = x->type().shape;
@@ -107,9 +170,9 @@ ir::Value* vectorNormOver(LoweringContext& ctx, ir::Value* x, double p, std::vec
     ir::Value* base = p == 2.0 ? x : ctx.emit(ir::OpKind::Abs, {x});
     ir::Value* powers = emitPointwise(ctx, base, "pow", {p});
     y = emitPointwise(ctx, sumOver(ctx, powers, dims, keepdim), "norm_root", {1.0 / p});
-  } else {
-    ctx.unsupported("a p-norm with p = " + std::to_string(p) +
-                    " (popsim takes p = 0, p >= 1, inf and -inf)");
+  } else { // p < 1: the magnitudes' powers, with a zero gradient at 0
+    ir::Value* powers = emitPointwise(ctx, x, "magnitude_pow", {p});
+    y = emitPointwise(ctx, sumOver(ctx, powers, dims, keepdim), "norm_root", {1.0 / p});
   }
   return shape.empty() ? reshape(ctx, y, {}) : y;
 }
@@ -119,6 +182,7 @@ void registerNorms(LoweringRegistry& registry) {
   registry.add("aten::frobenius_norm", lowerNorm<true>);
   registry.add("aten::linalg_vector_norm", lowerVectorNorm);
   registry.add("aten::linalg_norm", lowerLinalgNorm);
+  registry.add("aten::linalg_matrix_norm", lowerMatrixNorm);
 }
 
 } // namespace popsim::frontend::lowerings

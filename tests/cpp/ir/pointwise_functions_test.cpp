@@ -41,6 +41,7 @@ std::map<std::string, Sample> samples() {
   }
   table["tan"] = {{}, unit};
   table["magnitude"] = {{}, anywhere};
+  table["magnitude_pow"] = {{0.5}, anywhere};
   table["acosh"] = {{}, {1.2, 1.9, 3.3}};
   table["pow"] = {{2.5}, positive};
   table["rpow"] = {{1.7}, anywhere};
