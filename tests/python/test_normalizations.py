@@ -3,7 +3,6 @@ a network through them trains as in eager PyTorch (batch statistics and
 running statistics included). Each op's forward, backward and NaN/Inf cases
 are in normalization_cases.py."""
 
-import pytest
 import torch
 import torch.nn as nn
 
@@ -38,16 +37,23 @@ def test_training_through_group_instance_and_batch_norms_matches_eager():
 class TrackedInstanceNorm(nn.Module):
     def __init__(self):
         super().__init__()
-        self.conv = nn.Conv2d(3, 3, 1)
-        self.norm = nn.InstanceNorm2d(3, track_running_stats=True)
+        self.conv = nn.Conv2d(3, 4, 1)
+        self.norm = nn.InstanceNorm2d(4, affine=True, track_running_stats=True, momentum=0.3)
+        self.sequence = nn.InstanceNorm1d(4, track_running_stats=True)
 
-    def forward(self, x):
-        return popsim.identity_loss(self.norm(self.conv(x)).sum(), "none")
+    def forward(self, x, target):
+        h = self.norm(self.conv(x))
+        out = self.sequence(h.flatten(2)).mean(dim=2)
+        return out, popsim.identity_loss(((out - target) ** 2).mean(), "none")
 
 
-def test_instance_norm_updating_running_statistics_is_refused_with_the_fix():
-    with pytest.raises(popsim.UnsupportedOperationError,
-                       match=r"instance_norm updating running statistics \(InstanceNorm with "
-                             r"track_running_stats=True in training\); use "
-                             r"track_running_stats=False, or evaluate the model in eval\(\)"):
-        popsim.trainingModel(TrackedInstanceNorm())(torch.randn(2, 3, 4, 4))
+def test_instance_norm_updates_its_running_statistics_as_eager():
+    """InstanceNorm with track_running_stats=True trains on each sample's own
+    statistics and moves its running mean and variance as PyTorch does (the
+    mean over the samples of their means and unbiased variances)."""
+    torch.manual_seed(3)
+    batches = [(torch.randn(3, 3, 5, 4) * 2 + 1, torch.randn(3, 4)) for _ in range(3)]
+    assert_sgd_steps_match_eager(TrackedInstanceNorm, batches)
+    model = TrackedInstanceNorm()
+    popsim.trainingModel(model, None, torch.optim.SGD(model.parameters(), lr=0.1))(*batches[0])
+    assert not torch.equal(model.norm.running_var, torch.ones(4))  # they did move

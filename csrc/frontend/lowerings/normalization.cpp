@@ -112,6 +112,34 @@ void lowerGroupNorm(LoweringContext& ctx) {
   ctx.setOutput(0, normalizeGroups(ctx, floatTensor(ctx, 0), ctx.toInt(1), 2, 3, ctx.toDouble(4)));
 }
 
+// InstanceNorm's running statistics in training, as PyTorch updates them:
+// each channel's running mean moves towards the mean over the samples of
+// their own means, the running variance towards the mean of their unbiased
+// variances (no gradient flows into either).
+void updateInstanceStatistics(LoweringContext& ctx, ir::Value* x) {
+  if (ctx.isNone(6)) {
+    ctx.unsupported("instance_norm with momentum=None (a cumulative moving average) in "
+                    "training; give the InstanceNorm module a momentum");
+  }
+  const ir::Shape& shape = x->type().shape;
+  const int64_t positions = x->type().numel() / (shape[0] * shape[1]);
+  ir::Value* rows =
+      reshape(ctx, ctx.emit(ir::OpKind::StopGradient, {x}, {}), {shape[0], shape[1], positions});
+  const auto mean = [&](ir::Value* v, int64_t dim, bool keepdim) {
+    return ctx.emit(ir::OpKind::ReduceMean, {v},
+                    {{"dims", std::vector<int64_t>{dim}}, {"keepdim", keepdim}});
+  };
+  ir::Value* means = mean(rows, 2, true);
+  ir::Value* deviations = ctx.emit(ir::OpKind::Sub, {rows, means});
+  ir::Value* variances = mean(ctx.emit(ir::OpKind::Mul, {deviations, deviations}), 2, false);
+  const double momentum = ctx.toDouble(6);
+  const double count = static_cast<double>(positions);
+  updateRunningStatistic(ctx, floatTensor(ctx, 3),
+                         mean(reshape(ctx, means, {shape[0], shape[1]}), 0, false), momentum, 1.0);
+  updateRunningStatistic(ctx, floatTensor(ctx, 4), mean(variances, 0, false), momentum,
+                         count / (count - 1.0));
+}
+
 // aten::instance_norm(input, weight, bias, running_mean, running_var,
 //                     use_input_stats, momentum, eps, cudnn_enabled): each
 // sample's channels normalised by their own statistics, or by the running
@@ -126,12 +154,8 @@ void lowerInstanceNorm(LoweringContext& ctx) {
                               {{"eps", ctx.toDouble(7)}}));
     return;
   }
-  if (!ctx.isNone(3) || !ctx.isNone(4)) {
-    ctx.unsupported("instance_norm updating running statistics (InstanceNorm with "
-                    "track_running_stats=True in training); use track_running_stats=False, or "
-                    "evaluate the model in eval()");
-  }
   ctx.setOutput(0, normalizeGroups(ctx, x, x->type().shape[1], 1, 2, ctx.toDouble(7)));
+  if (!ctx.isNone(3) && !ctx.isNone(4)) updateInstanceStatistics(ctx, x);
 }
 
 } // namespace
