@@ -26,6 +26,7 @@ const LoweringRegistry& LoweringRegistry::instance() {
     lowerings::registerElementwiseLosses(r);
     lowerings::registerMarginLosses(r);
     lowerings::registerSimilarities(r);
+    lowerings::registerPadding(r);
     lowerings::registerCreation(r);
     return r;
   }();

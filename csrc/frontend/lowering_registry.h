@@ -43,6 +43,7 @@ void registerLosses(LoweringRegistry& registry);
 void registerElementwiseLosses(LoweringRegistry& registry);
 void registerMarginLosses(LoweringRegistry& registry);
 void registerSimilarities(LoweringRegistry& registry);
+void registerPadding(LoweringRegistry& registry);
 void registerCreation(LoweringRegistry& registry);
 } // namespace lowerings
 

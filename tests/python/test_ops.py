@@ -18,6 +18,7 @@ from pointwise_cases import POINTWISE
 from loss_cases import LOSSES
 from normalization_cases import NORMALIZATIONS
 from reduction_cases import REDUCTIONS
+from window_cases import WINDOWS
 from conftest import assert_close
 
 DRAWS = 8
@@ -375,6 +376,7 @@ CASES = {
     **{f"reduction_{name}": case for name, case in REDUCTIONS.items()},
     **{f"normalization_{name}": case for name, case in NORMALIZATIONS.items()},
     **{f"loss_{name}": case for name, case in LOSSES.items()},
+    **{f"window_{name}": case for name, case in WINDOWS.items()},
 }
 
 

@@ -1,0 +1,81 @@
+"""The test table of padding (frontend/lowerings/padding.cpp: F.pad in its
+four modes, negative constant widths cropping, the padding modules) and of
+1-D and 3-D pooling (pooling.cpp, through the 2-D pooling ops: max and
+average, strides, padding, dilation, ceil_mode, count_include_pad), and
+F.local_response_norm, which is built from both. test_ops.py runs each case
+forward, test_gradients.py backward and test_nonfinite.py with NaN/Inf,
+against eager PyTorch."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from pointwise_cases import Elementwise
+
+
+def _sizes(rng, spatial, smallest=1, batched=False):
+    """[N, C, *spatial], or (30% of the time unless `batched`) unbatched [C, *spatial]."""
+    batch = [rng.randint(1, 2)] if batched or rng.random() < 0.7 else []
+    return batch + [rng.randint(1, 3)] + [rng.randint(smallest, 6) for _ in range(spatial)]
+
+
+def _pad(mode):
+    """F.pad over 1 to 3 trailing dims, widths within what the mode allows."""
+    def case(rng):
+        spatial = rng.randint(1, 3)
+        # (circular padding pads every spatial dim of a batched tensor)
+        shape = _sizes(rng, spatial, smallest=3, batched=mode == "circular")
+        pads = []
+        for dim in range(spatial):
+            size = shape[-1 - dim]
+            limit = size - 1 if mode == "reflect" else size
+            low = -1 if mode == "constant" else 0
+            pads += [rng.randint(low, limit), rng.randint(low, limit)]
+        value = {"value": 1.5} if mode == "constant" else {}
+        return Elementwise(lambda t: F.pad(t, pads, mode, **value)), [torch.randn(*shape)]
+    return case
+
+
+def _module(make, spatial, smallest=1, batched=False, whole=False):
+    """make(rng) of a random input (whole numbers: ties)."""
+    def case(rng):
+        x = torch.randn(*_sizes(rng, spatial, smallest, batched))
+        return make(rng), [x.mul(1.5).round() if whole else x]
+    return case
+
+
+def _pool(spatial, maximum, whole=False):
+    """nn.MaxPoolNd / AvgPoolNd with random windows."""
+    def make(rng):
+        kernel = [rng.randint(1, 3) for _ in range(spatial)]
+        stride = rng.choice([None, 1, 2])
+        padding = [rng.randint(0, k // 2) for k in kernel]
+        ceil = rng.random() < 0.5
+        if maximum:
+            dilation = rng.choice([1, 2])
+            cls = nn.MaxPool1d if spatial == 1 else nn.MaxPool3d
+            return cls(kernel, stride=stride, padding=padding, dilation=dilation, ceil_mode=ceil)
+        cls = nn.AvgPool1d if spatial == 1 else nn.AvgPool3d
+        return cls(kernel, stride=stride, padding=padding, ceil_mode=ceil,
+                   count_include_pad=rng.random() < 0.5)
+    return _module(make, spatial, smallest=5, whole=whole)
+
+
+WINDOWS = {
+    "pad_constant": _pad("constant"),
+    "pad_reflect": _pad("reflect"),
+    "pad_replicate": _pad("replicate"),
+    "pad_circular": _pad("circular"),
+    "reflection_pad2d_module": _module(lambda rng: nn.ReflectionPad2d((2, 0, 1, 1)), 2, 3),
+    "replication_pad1d_module": _module(lambda rng: nn.ReplicationPad1d(2), 1),
+    "zero_pad2d_module": _module(lambda rng: nn.ZeroPad2d((1, -1, 0, 2)), 2, 2),
+    "max_pool1d": _pool(1, True),
+    "avg_pool1d": _pool(1, False),
+    "max_pool3d": _pool(3, True),
+    "avg_pool3d": _pool(3, False),
+    "max_pool3d_ties": _pool(3, True, whole=True),
+    "local_response_norm_3d": _module(lambda rng: nn.LocalResponseNorm(3, alpha=0.1), 1,
+                                      batched=True),
+    "local_response_norm_4d": _module(lambda rng: nn.LocalResponseNorm(2, beta=0.5, k=2.0), 2,
+                                      batched=True),
+}
