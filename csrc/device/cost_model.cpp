@@ -176,6 +176,8 @@ OpCost estimateOpCost(const ir::Node& node, const ChipSpec& chip,
   case ir::OpKind::LogSoftmaxGrad:
   case ir::OpKind::NllLoss:
   case ir::OpKind::NllLossGrad:
+  case ir::OpKind::CtcLoss:
+  case ir::OpKind::CtcLossGrad:
   case ir::OpKind::ReduceExtremum:
   case ir::OpKind::ArgExtremum:
   case ir::OpKind::ReduceProduct: {

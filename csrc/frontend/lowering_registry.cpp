@@ -27,6 +27,7 @@ const LoweringRegistry& LoweringRegistry::instance() {
     lowerings::registerMarginLosses(r);
     lowerings::registerSimilarities(r);
     lowerings::registerPadding(r);
+    lowerings::registerCtcLoss(r);
     lowerings::registerCreation(r);
     return r;
   }();

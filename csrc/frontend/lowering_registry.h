@@ -44,6 +44,7 @@ void registerElementwiseLosses(LoweringRegistry& registry);
 void registerMarginLosses(LoweringRegistry& registry);
 void registerSimilarities(LoweringRegistry& registry);
 void registerPadding(LoweringRegistry& registry);
+void registerCtcLoss(LoweringRegistry& registry);
 void registerCreation(LoweringRegistry& registry);
 } // namespace lowerings
 

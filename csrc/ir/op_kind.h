@@ -83,7 +83,9 @@ namespace popsim::ir {
   X(ReduceProduct, "reduce_product", Product)                                                      \
   X(ReduceProductGrad, "reduce_product_grad", Product)                                             \
   X(CumulativeProduct, "cumulative_product", Product)                                              \
-  X(CumulativeProductGrad, "cumulative_product_grad", Product)
+  X(CumulativeProductGrad, "cumulative_product_grad", Product)                                     \
+  X(CtcLoss, "ctc_loss", Loss)                                                                     \
+  X(CtcLossGrad, "ctc_loss_grad", Loss)
 
 enum class OpKind : uint16_t {
 #define POPSIM_OP_ENUM(kind, name, family) kind,

@@ -22,6 +22,7 @@ std::array<OpSchema, kNumOpKinds> buildTable() {
   ops::registerExtremumOps(registry);
   ops::registerScanOps(registry);
   ops::registerProductOps(registry);
+  ops::registerCtcLossOps(registry);
   ops::registerSoftmaxOps(registry);
   ops::registerPoolingOps(registry);
   ops::registerNormalizationOps(registry);

@@ -227,6 +227,14 @@ Grads product(GradientBuilder& b, const Grads& g, const Needed&) {
   return {b.emit(gradient, {g[0], in(b, 0), out(b)}, copyAttrs(nodeOf(b).attrs(), {"dim"}))};
 }
 
+// ctc_loss: PyTorch's gradient into the log-probabilities only.
+Grads ctcLoss(GradientBuilder& b, const Grads& g, const Needed&) {
+  Grads result = none(b);
+  result[0] = b.emit(OpKind::CtcLossGrad, {g[0], in(b, 0), in(b, 1), in(b, 2), in(b, 3), out(b)},
+                     copyAttrs(nodeOf(b).attrs(), {"blank", "zero_infinity"}));
+  return result;
+}
+
 // where(c, a, b): the gradient goes to the operand each element came from.
 Grads where(GradientBuilder& b, const Grads& g, const Needed& needed) {
   Grads result = none(b);
@@ -452,6 +460,7 @@ GradientRule findGradientRule(ir::OpKind kind) {
   case OpKind::Embedding: return embedding;
   case OpKind::Dropout: return dropout;
   case OpKind::NllLoss: return nllLoss;
+  case OpKind::CtcLoss: return ctcLoss;
   default: return nullptr; // LayerNorm and MaxPool2d become their training forms first
   }
 }

@@ -205,3 +205,54 @@ LOSSES.update({
         Loss(F.multilabel_margin_loss, [_label_rows(rng, 3, 5)], reduction=r),
         [torch.randn(3, 5)])),
 })
+
+
+def _ctc(rng, concatenated=False, impossible=False):
+    """log_probs [T, N, C] (log_softmax of scores), targets padded [N, S] or
+    concatenated, lengths as tensors or (concatenated) lists; with
+    `impossible`, one target needs more frames than its input has."""
+    frames, samples, classes = rng.randint(6, 8), rng.randint(1, 3), rng.randint(3, 5)
+    target_lengths = [rng.randint(0 if s else 1, 3) for s in range(samples)]
+    input_lengths = [rng.randint(max(1, 2 * t), frames) for t in target_lengths]
+    if impossible:
+        target_lengths[0], input_lengths[0] = 3, 2
+    labels = [torch.randint(1, classes, (length,)) for length in target_lengths]
+    if concatenated:
+        targets = torch.cat(labels)
+    else:
+        targets = torch.zeros(samples, 3, dtype=torch.long)
+        for row, label in zip(targets, labels):
+            row[:len(label)] = label
+    return frames, samples, classes, targets, input_lengths, target_lengths
+
+
+def _ctc_case(concatenated=False, impossible=False):
+    def case(rng):
+        frames, samples, classes, targets, il, tl = _ctc(rng, concatenated, impossible)
+        reduction = rng.choice(REDUCTIONS)
+        kwargs = {"reduction": reduction, "zero_infinity": impossible}
+        scores = [torch.randn(frames, samples, classes) * 2]
+        if concatenated:  # lengths as lists
+            module = Loss(lambda x, t, **k: F.ctc_loss(x.log_softmax(2), t, il, tl, **k),
+                          [targets], **kwargs)
+        else:
+            module = Loss(lambda x, t, i, n, **k: F.ctc_loss(x.log_softmax(2), t, i, n, **k),
+                          [targets, torch.tensor(il), torch.tensor(tl)], **kwargs)
+        return module, scores
+    return case
+
+
+def _ctc_unbatched(rng):
+    frames, classes = rng.randint(4, 7), 4
+    target = torch.randint(1, classes, (2,))
+    return (Loss(lambda x, t, **k: F.ctc_loss(x.log_softmax(1), t, [frames], [2], blank=0, **k),
+                 [target], reduction=rng.choice(REDUCTIONS)),
+            [torch.randn(frames, classes)])
+
+
+LOSSES.update({
+    "ctc": _ctc_case(),
+    "ctc_concatenated_targets": _ctc_case(concatenated=True),
+    "ctc_zero_infinity": _ctc_case(impossible=True),
+    "ctc_unbatched": _ctc_unbatched,
+})

@@ -237,6 +237,26 @@ def test_embedding_index_out_of_range_is_an_execution_error_naming_the_node():
         r"with 5 rows. Valid indices are 0 to 4.", str(error.value))
 
 
+class CtcModel(torch.nn.Module):
+    def forward(self, scores, targets, input_lengths, target_lengths):
+        return torch.nn.functional.ctc_loss(scores.log_softmax(2), targets, input_lengths,
+                                            target_lengths)
+
+
+@pytest.mark.parametrize("targets,input_lengths,message", [
+    ([[1, 2]], [9], r"input length 9 of sample 0 is not in \[1, 6\] \(the frames of log_probs\)"),
+    ([[1, 0]], [6], r"target label 0 at position 1 of sample 0 is not a class index in \[0, 3\) "
+                    r"other than the blank 0"),
+])
+def test_ctc_loss_lengths_and_labels_out_of_range_are_execution_errors(targets, input_lengths,
+                                                                       message):
+    model = popsim.inferenceModel(CtcModel())
+    scores = torch.randn(6, 1, 3)
+    model(scores, torch.tensor([[1, 2]]), torch.tensor([6]), torch.tensor([2]))
+    with pytest.raises(popsim.ExecutionError, match=r"ctc_loss at .*test_errors.py:\d+ .*: " + message):
+        model(scores, torch.tensor(targets), torch.tensor(input_lengths), torch.tensor([2]))
+
+
 class TwoIpuClassifier(torch.nn.Module):
     def __init__(self):
         super().__init__()

@@ -30,6 +30,7 @@ void registerBinaryPointwiseOps(OpRegistry& registry);
 void registerExtremumOps(OpRegistry& registry);
 void registerScanOps(OpRegistry& registry);
 void registerProductOps(OpRegistry& registry);
+void registerCtcLossOps(OpRegistry& registry);
 void registerSoftmaxOps(OpRegistry& registry);
 void registerPoolingOps(OpRegistry& registry);
 void registerNormalizationOps(OpRegistry& registry);

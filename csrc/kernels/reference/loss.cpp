@@ -76,6 +76,9 @@ void nllLossGrad(const ir::Node& node, const Inputs& inputs, const Outputs& outp
 } // namespace
 
 void loss(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+  if (node.kind() == ir::OpKind::CtcLoss || node.kind() == ir::OpKind::CtcLossGrad) {
+    return ctc(node, inputs, outputs);
+  }
   if (node.kind() == ir::OpKind::NllLossGrad) {
     return nllLossGrad(node, inputs, outputs);
   }
