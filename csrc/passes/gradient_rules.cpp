@@ -189,6 +189,15 @@ Grads binaryPointwise(GradientBuilder& b, const Grads& g, const Needed& needed) 
   const std::string& name = nodeOf(b).attrs().getString("function");
   const ir::BinaryFunction* function = ir::findBinaryFunction(name);
   POPSIM_ASSERT(function != nullptr, "no binary function ", name, ".");
+  if (!function->differentiable) {
+    const ir::Node& node = nodeOf(b);
+    throwError(ErrorKind::Unsupported,
+               strCat("Unsupported op in the backward pass: ", name,
+                      node.location().known() ? " at " + node.location().str() : std::string(),
+                      " has no derivative (PyTorch's backward raises here too) and lies between "
+                      "the trained weights and the loss. Use torch.div(a, b, "
+                      "rounding_mode='floor'), whose gradient is zero, or detach its input."));
+  }
   for (int64_t operand = 0; operand < 2; ++operand) {
     const auto k = static_cast<size_t>(operand);
     if (!needed[k]) continue;

@@ -146,7 +146,8 @@ BINARY = {
     "fmod_int": ("fmod", _integers(torch.fmod, b_nonzero=True)),
     "div_floor": ("div_floor", _pair(lambda a, b: torch.div(a, b, rounding_mode="floor"),
                                      (-5.0, 5.0), (0.5, 3.0), True)),
-    "floor_divide_int": ("div_floor", _integers(lambda a, b: a // b, b_nonzero=True)),
+    "floor_divide_float": ("floor_divide", _pair(torch.floor_divide, b_away_from_zero=True)),
+    "floor_divide_int": ("floor_divide", _integers(lambda a, b: a // b, b_nonzero=True)),
     "div_trunc": ("div_trunc", _pair(lambda a, b: torch.div(a, b, rounding_mode="trunc"),
                                      (-5.0, 5.0), (0.5, 3.0), True)),
     "div_trunc_int": ("div_trunc", _integers(
@@ -230,7 +231,7 @@ BINARY.update({name: (None, case) for name, case in INTEGER_UNARY.items()})
 # Cases with no float input to differentiate, or a bool output.
 NOT_DIFFERENTIABLE = set(INTEGER_UNARY) | {
     "eq", "ne", "lt", "le", "gt_number", "ge_0d", "gt_", "eq_int", "lt_int_float",
-    "maximum_int", "remainder_int", "fmod_int", "floor_divide_int", "div_trunc_int",
+    "maximum_int", "remainder_int", "fmod_int", "floor_divide_int", "floor_divide_float", "div_trunc_int",
     "true_divide_int", "atan2_int", "pow_int", "pow_int_number", "add_int", "sub_int", "mul_int",
     "int_times_float", "float_plus_int", "int32_plus_int64_0d", "neg_int", "logical_and",
     "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor",

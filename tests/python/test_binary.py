@@ -51,7 +51,7 @@ def test_integer_division_by_zero_is_an_error_as_in_eager():
     model = popsim.inferenceModel(Function(lambda a, b: a // b))
     model(torch.tensor([3, 4]), torch.tensor([1, 2]))
     with pytest.raises(popsim.ExecutionError,
-                       match=r"div_floor divided an integer by zero \(PyTorch raises "
+                       match=r"floor_divide divided an integer by zero \(PyTorch raises "
                              r"ZeroDivisionError for it\); make the divisor non-zero"):
         model(torch.tensor([3, 4]), torch.tensor([1, 0]))
 
@@ -109,3 +109,21 @@ def test_training_through_binary_ops_matches_eager():
     torch.manual_seed(5)
     batches = [(torch.randn(5, 6), torch.randn(5, 4)) for _ in range(4)]
     assert_sgd_steps_match_eager(Gated, batches)
+
+
+class FloorDivided(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(3, 3)
+
+    def forward(self, x):
+        return popsim.identity_loss(torch.floor_divide(self.linear(x), 0.5).sum(), "none")
+
+
+def test_training_through_floor_divide_is_refused_as_eager_backward_refuses_it():
+    """PyTorch has no derivative for floor_divide (its backward raises); popsim
+    refuses to train through it instead of giving a zero gradient."""
+    with pytest.raises(popsim.UnsupportedOperationError,
+                       match=r"Unsupported op in the backward pass: floor_divide at "
+                             r".*test_binary.py:\d+ has no derivative .*rounding_mode='floor'"):
+        popsim.trainingModel(FloorDivided())(torch.randn(2, 3))

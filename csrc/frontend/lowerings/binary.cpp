@@ -36,7 +36,7 @@ const std::vector<AtenBinary>& atenBinaryOps() {
       {"aten::fmin", "fmin"},
       {"aten::remainder", "remainder"},
       {"aten::fmod", "fmod"},
-      {"aten::floor_divide", "div_floor"},
+      {"aten::floor_divide", "floor_divide"},
       {"aten::atan2", "atan2"},
       {"aten::arctan2", "atan2"},
       {"aten::logical_and", "logical_and"},
