@@ -85,7 +85,8 @@ namespace popsim::ir {
   X(CumulativeProduct, "cumulative_product", Product)                                              \
   X(CumulativeProductGrad, "cumulative_product_grad", Product)                                     \
   X(CtcLoss, "ctc_loss", Loss)                                                                     \
-  X(CtcLossGrad, "ctc_loss_grad", Loss)
+  X(CtcLossGrad, "ctc_loss_grad", Loss)                                                            \
+  X(CheckRange, "check_range", Check)
 
 enum class OpKind : uint16_t {
 #define POPSIM_OP_ENUM(kind, name, family) kind,
@@ -118,6 +119,7 @@ enum class OpFamily {
   Extremum,        // an order statistic along a dimension (max, min, median), its position, its gradient
   Scan,            // running sums along a dimension
   Product,         // products and running products along a dimension, and their gradients
+  Check,           // run-time checks of input values that pass the values through
   Random,          // ops drawing random numbers (dropout)
   Loss,
   Update,    // writes weights or state in place: assign, accumulate, fill

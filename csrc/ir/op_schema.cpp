@@ -23,6 +23,7 @@ std::array<OpSchema, kNumOpKinds> buildTable() {
   ops::registerScanOps(registry);
   ops::registerProductOps(registry);
   ops::registerCtcLossOps(registry);
+  ops::registerCheckOps(registry);
   ops::registerSoftmaxOps(registry);
   ops::registerPoolingOps(registry);
   ops::registerNormalizationOps(registry);

@@ -236,6 +236,9 @@ Grads product(GradientBuilder& b, const Grads& g, const Needed&) {
   return {b.emit(gradient, {g[0], in(b, 0), out(b)}, copyAttrs(nodeOf(b).attrs(), {"dim"}))};
 }
 
+// check_range passes its input through, and so the gradient.
+Grads passThrough(GradientBuilder&, const Grads& g, const Needed&) { return {g[0]}; }
+
 // ctc_loss: PyTorch's gradient into the log-probabilities only.
 Grads ctcLoss(GradientBuilder& b, const Grads& g, const Needed&) {
   Grads result = none(b);
@@ -470,6 +473,7 @@ GradientRule findGradientRule(ir::OpKind kind) {
   case OpKind::Dropout: return dropout;
   case OpKind::NllLoss: return nllLoss;
   case OpKind::CtcLoss: return ctcLoss;
+  case OpKind::CheckRange: return passThrough;
   default: return nullptr; // LayerNorm and MaxPool2d become their training forms first
   }
 }

@@ -257,6 +257,22 @@ def test_ctc_loss_lengths_and_labels_out_of_range_are_execution_errors(targets, 
         model(scores, torch.tensor(targets), torch.tensor(input_lengths), torch.tensor([2]))
 
 
+@pytest.mark.parametrize("bad", [1.5, -0.25, float("nan")])
+def test_binary_cross_entropy_refuses_inputs_outside_0_and_1_as_eager(bad):
+    model = popsim.inferenceModel(Function(torch.nn.functional.binary_cross_entropy))
+    target = torch.rand(2, 3)
+    model(torch.rand(2, 3), target)
+    x = torch.rand(2, 3)
+    x[1, 0] = bad
+    with pytest.raises(RuntimeError):
+        torch.nn.functional.binary_cross_entropy(x, target)
+    with pytest.raises(popsim.ExecutionError,
+                       match=r"check_range at .*: binary_cross_entropy: every element of the input "
+                             r"must be between 0 and 1 \(PyTorch raises for this too\): element 3 "
+                             rf"is {bad}\."):
+        model(x, target)
+
+
 class TwoIpuClassifier(torch.nn.Module):
     def __init__(self):
         super().__init__()

@@ -60,9 +60,14 @@ void lowerSoftMargin(LoweringContext& ctx) {
 }
 
 // binary_cross_entropy(self, target, weight, reduction) =
-// -w (t log(x) + (1 - t) log(1 - x)), each log at least -100 as in PyTorch.
+// -w (t log(x) + (1 - t) log(1 - x)), each log at least -100 as in PyTorch,
+// which also refuses inputs outside [0, 1] (NaN included) at run time.
 void lowerBinaryCrossEntropy(LoweringContext& ctx) {
-  ir::Value* x = floatTensor(ctx, 0);
+  ir::Value* x = ctx.emit(ir::OpKind::CheckRange, {floatTensor(ctx, 0)},
+                          {{"min", 0.0},
+                           {"max", 1.0},
+                           {"what", std::string("binary_cross_entropy: every element of "
+                                                "the input must be between 0 and 1")}});
   ir::Value* t = floatTensor(ctx, 1);
   ir::Value* logX = clampMin(ctx, ctx.emit(ir::OpKind::Log, {x}), -100.0);
   ir::Value* logRest =

@@ -31,6 +31,7 @@ void registerExtremumOps(OpRegistry& registry);
 void registerScanOps(OpRegistry& registry);
 void registerProductOps(OpRegistry& registry);
 void registerCtcLossOps(OpRegistry& registry);
+void registerCheckOps(OpRegistry& registry);
 void registerSoftmaxOps(OpRegistry& registry);
 void registerPoolingOps(OpRegistry& registry);
 void registerNormalizationOps(OpRegistry& registry);

@@ -32,6 +32,8 @@ void scan(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 void product(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 void dropout(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 void loss(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
+// check_range (checks.cpp).
+void checks(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 // ctc_loss and ctc_loss_grad (ctc_loss.cpp), through loss().
 void ctc(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 void updates(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
