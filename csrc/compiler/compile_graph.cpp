@@ -22,6 +22,8 @@ CompiledGraph compileGraph(const ir::Graph& imported, const CompilerOptions& opt
     program.add(options.program == ProgramKind::Training
                     ? passes::createTrainingProgramPass(options.training)
                     : passes::createGradientProgramPass());
+  } else {
+    program.add(passes::createInferenceProgramPass());
   }
   program.add(passes::createSimplifyLayoutPass()).add(passes::createDeadCodeEliminationPass());
   program.run(graph);

@@ -247,7 +247,9 @@ private:
   // again from that along the view ops that made it, so that aliasing
   // carries the write to every alias, as in eager PyTorch.
   void makeWrittenStaticTensorsRuntime(const jit::Node& node) {
-    bool readsRuntimeValues = false;
+    // (A random in-place op, torch.empty(n).bernoulli_(p), writes values
+    // drawn at runtime whatever it reads.)
+    bool readsRuntimeValues = node.isNondeterministic();
     for (const jit::Value* input : node.inputs()) {
       readsRuntimeValues = readsRuntimeValues || !values_.at(input).isStatic();
     }
@@ -543,7 +545,12 @@ private:
     if (stack.size() != node.outputs().size()) {
       return false;
     }
+    // empty, empty_like, new_empty, empty_strided: PyTorch leaves the contents
+    // undefined; popsim's are zeros, so that a program repeats its results.
+    const std::string name = node.kind().toQualString();
+    const bool undefinedContents = name.rfind("aten::empty", 0) == 0 || name == "aten::new_empty";
     for (size_t i = 0; i < stack.size(); ++i) {
+      if (undefinedContents && stack[i].isTensor()) stack[i].toTensor().zero_();
       values_[node.outputs()[i]] = FrontendValue::ofStatic(std::move(stack[i]));
     }
     return true;

@@ -28,6 +28,7 @@ const LoweringRegistry& LoweringRegistry::instance() {
     lowerings::registerSimilarities(r);
     lowerings::registerPadding(r);
     lowerings::registerCtcLoss(r);
+    lowerings::registerRandom(r);
     lowerings::registerCreation(r);
     return r;
   }();

@@ -45,6 +45,7 @@ void registerMarginLosses(LoweringRegistry& registry);
 void registerSimilarities(LoweringRegistry& registry);
 void registerPadding(LoweringRegistry& registry);
 void registerCtcLoss(LoweringRegistry& registry);
+void registerRandom(LoweringRegistry& registry);
 void registerCreation(LoweringRegistry& registry);
 } // namespace lowerings
 

@@ -86,7 +86,9 @@ namespace popsim::ir {
   X(CumulativeProductGrad, "cumulative_product_grad", Product)                                     \
   X(CtcLoss, "ctc_loss", Loss)                                                                     \
   X(CtcLossGrad, "ctc_loss_grad", Loss)                                                            \
-  X(CheckRange, "check_range", Check)
+  X(CheckRange, "check_range", Check)                                                              \
+  X(RandomDraw, "random_draw", Random)                                                             \
+  X(RandomBernoulli, "random_bernoulli", Random)
 
 enum class OpKind : uint16_t {
 #define POPSIM_OP_ENUM(kind, name, family) kind,
@@ -120,7 +122,7 @@ enum class OpFamily {
   Scan,            // running sums along a dimension
   Product,         // products and running products along a dimension, and their gradients
   Check,           // run-time checks of input values that pass the values through
-  Random,          // ops drawing random numbers (dropout)
+  Random,          // ops drawing random numbers (dropout, random_draw, random_bernoulli)
   Loss,
   Update,    // writes weights or state in place: assign, accumulate, fill
   Optimizer, // fused optimizer steps

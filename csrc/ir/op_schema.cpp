@@ -24,6 +24,7 @@ std::array<OpSchema, kNumOpKinds> buildTable() {
   ops::registerProductOps(registry);
   ops::registerCtcLossOps(registry);
   ops::registerCheckOps(registry);
+  ops::registerRandomOps(registry);
   ops::registerSoftmaxOps(registry);
   ops::registerPoolingOps(registry);
   ops::registerNormalizationOps(registry);

@@ -236,6 +236,9 @@ Grads product(GradientBuilder& b, const Grads& g, const Needed&) {
   return {b.emit(gradient, {g[0], in(b, 0), out(b)}, copyAttrs(nodeOf(b).attrs(), {"dim"}))};
 }
 
+// Random draws: PyTorch gives bernoulli's probabilities a zero gradient.
+Grads noGradient(GradientBuilder& b, const Grads&, const Needed&) { return none(b); }
+
 // check_range passes its input through, and so the gradient.
 Grads passThrough(GradientBuilder&, const Grads& g, const Needed&) { return {g[0]}; }
 
@@ -474,6 +477,8 @@ GradientRule findGradientRule(ir::OpKind kind) {
   case OpKind::NllLoss: return nllLoss;
   case OpKind::CtcLoss: return ctcLoss;
   case OpKind::CheckRange: return passThrough;
+  case OpKind::RandomDraw:
+  case OpKind::RandomBernoulli: return noGradient;
   default: return nullptr; // LayerNorm and MaxPool2d become their training forms first
   }
 }

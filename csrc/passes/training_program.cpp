@@ -79,15 +79,16 @@ private:
   std::map<int64_t, ir::Value*> copies_;
 };
 
-// Dropout reads the counter in the forward pass. Each IPU keeps its own copy
-// and advances it after its last dropout of a micro-batch, in the forward
-// pass: pipelined IPUs run several forward passes before the matching
-// backward passes, and each must draw the masks of its own micro-batch.
+// Random ops (dropout, random draws) read the counter in the forward pass.
+// Each IPU keeps its own copy and advances it after its last random op of a
+// micro-batch, in the forward pass: pipelined IPUs run several forward passes
+// before the matching backward passes, and each must draw the numbers of its
+// own micro-batch.
 void advanceRandomCounters(ir::Graph& graph, ir::Value* counter) {
-  std::map<int64_t, const ir::Node*> lastDropout;
+  std::map<int64_t, const ir::Node*> lastReader;
   std::vector<ir::Node*> readers(counter->users().begin(), counter->users().end());
   for (const ir::Node* reader : readers) {
-    lastDropout[reader->placement().ipu] = reader; // users are in graph order
+    lastReader[reader->placement().ipu] = reader; // users are in graph order
   }
   ReplicatedState counters(graph, counter);
   for (ir::Node* reader : readers) {
@@ -96,7 +97,7 @@ void advanceRandomCounters(ir::Graph& graph, ir::Value* counter) {
       if (reader->input(i) == counter && local != counter) graph.replaceInput(reader, i, local);
     }
   }
-  for (const auto& [ipu, reader] : lastDropout) {
+  for (const auto& [ipu, reader] : lastReader) {
     increment(graph, counters.on(ipu), inPhase(reader->placement(), ir::Phase::Forward));
   }
 }
@@ -226,7 +227,7 @@ void buildTrainingProgram(ir::Graph& graph, const TrainingConfig& config) {
     stepGrads[param] = accumulator;
   }
 
-  // Step 3: fresh dropout masks for every micro-batch.
+  // Step 3: fresh random numbers (dropout masks) for every micro-batch.
   if (ir::Value* counter = graph.findState(ir::kRandomCounterName)) {
     advanceRandomCounters(graph, counter);
   }
@@ -286,6 +287,16 @@ std::unique_ptr<Pass> createTrainingProgramPass(TrainingConfig config) {
   return std::make_unique<FunctionPass>(
       "training-program",
       [config = std::move(config)](ir::Graph& graph) { buildTrainingProgram(graph, config); });
+}
+
+void makeInferenceProgram(ir::Graph& graph) {
+  if (ir::Value* counter = graph.findState(ir::kRandomCounterName)) {
+    advanceRandomCounters(graph, counter);
+  }
+}
+
+std::unique_ptr<Pass> createInferenceProgramPass() {
+  return std::make_unique<FunctionPass>("inference-program", makeInferenceProgram);
 }
 
 std::unique_ptr<Pass> createGradientProgramPass() {

@@ -44,11 +44,15 @@ std::vector<std::string> hyperParameterNames(OptimizerKind optimizer);
 // 1. gradients of the groups' parameters (autodiff, Backward phase);
 // 2. with gradient accumulation, an accumulator per parameter summed into
 //    each micro-batch and zeroed after the step;
-// 3. the dropout counter advanced once per micro-batch;
+// 3. the random counter (dropout, random draws) advanced once per micro-batch;
 // 4. per group, a step count advanced once per step and the fused optimizer
 //    update of each parameter that has a gradient (Update phase).
 // Parameters the loss does not depend on get no update, as in PyTorch.
 void buildTrainingProgram(ir::Graph& graph, const TrainingConfig& config);
+
+// An inference program: the random counter advanced once per micro-batch, so
+// random ops draw fresh numbers for each.
+void makeInferenceProgram(ir::Graph& graph);
 
 // Makes the graph's outputs the loss's gradients with respect to its float
 // inputs and trainable weights, in that order (zeros where the loss does not

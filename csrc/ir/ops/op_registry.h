@@ -32,6 +32,7 @@ void registerScanOps(OpRegistry& registry);
 void registerProductOps(OpRegistry& registry);
 void registerCtcLossOps(OpRegistry& registry);
 void registerCheckOps(OpRegistry& registry);
+void registerRandomOps(OpRegistry& registry);
 void registerSoftmaxOps(OpRegistry& registry);
 void registerPoolingOps(OpRegistry& registry);
 void registerNormalizationOps(OpRegistry& registry);

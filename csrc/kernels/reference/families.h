@@ -30,7 +30,8 @@ void extremum(const ir::Node& node, const Inputs& inputs, const Outputs& outputs
 void scan(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 // reduce_product, cumulative_product and their gradients (product.cpp).
 void product(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
-void dropout(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
+// dropout, random_draw and random_bernoulli (random.cpp).
+void random(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 void loss(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 // check_range (checks.cpp).
 void checks(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);

@@ -1,7 +1,11 @@
 #include "kernels/reference/families.h"
 #include "kernels/reference/random_bits.h"
 
+#include <cmath>
+#include <string>
+
 namespace popsim::kernels::reference {
+namespace {
 
 // dropout(X, counter) -> (Y, mask). Each element keeps its value scaled by
 // 1/(1-p) with probability 1-p; the draw is a hash of (seed, stream, counter,
@@ -21,6 +25,72 @@ void dropout(const ir::Node& node, const Inputs& inputs, const Outputs& outputs)
         uniformBits(seed, stream, static_cast<uint64_t>(counter), static_cast<uint64_t>(i));
     mask[i] = u < p ? 0.0f : keep;
     y[i] = x[i] * mask[i];
+  }
+}
+
+// The uniform draw of element `index` of a random op at `counter`.
+struct Draws {
+  uint64_t seed, stream, counter;
+  double operator()(int64_t index) const {
+    return uniformBits(seed, stream, counter, static_cast<uint64_t>(index));
+  }
+};
+
+Draws drawsOf(const ir::Node& node, const void* counter) {
+  return {static_cast<uint64_t>(node.attrs().getInt("seed")),
+          static_cast<uint64_t>(node.attrs().getInt("stream")),
+          static_cast<uint64_t>(*static_cast<const int64_t*>(counter))};
+}
+
+// random_draw: element i from the uniform draws of i (normal: Box-Muller on
+// the draws of 2i and 2i + 1; exponential: inversion).
+void randomDraw(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+  const Draws u = drawsOf(node, inputs[0]);
+  const std::string& distribution = node.attrs().getString("distribution");
+  const std::vector<double>& p = node.attrs().getFloats("params");
+  const int64_t count = node.output()->type().numel();
+  if (distribution == "integers") {
+    auto* y = static_cast<int64_t*>(outputs[0]);
+    const double span = p[1] - p[0];
+    for (int64_t i = 0; i < count; ++i)
+      y[i] = static_cast<int64_t>(p[0]) + static_cast<int64_t>(std::floor(u(i) * span));
+    return;
+  }
+  auto* y = static_cast<float*>(outputs[0]);
+  constexpr double kTwoPi = 6.283185307179586;
+  for (int64_t i = 0; i < count; ++i) {
+    double value = 0.0;
+    if (distribution == "uniform") {
+      value = p[0] + (p[1] - p[0]) * u(i);
+    } else if (distribution == "normal") {
+      value =
+          p[0] + p[1] * std::sqrt(-2.0 * std::log1p(-u(2 * i))) * std::cos(kTwoPi * u(2 * i + 1));
+    } else if (distribution == "exponential") {
+      value = -std::log1p(-u(i)) / p[0];
+    } else { // bernoulli
+      value = u(i) < p[0] ? 1.0 : 0.0;
+    }
+    y[i] = static_cast<float>(value);
+  }
+}
+
+// random_bernoulli: 1 where the draw is below the element's probability.
+void randomBernoulli(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+  const Draws u = drawsOf(node, inputs[1]);
+  const auto* p = static_cast<const float*>(inputs[0]);
+  auto* y = static_cast<float*>(outputs[0]);
+  for (int64_t i = 0; i < node.output()->type().numel(); ++i)
+    y[i] = u(i) < static_cast<double>(p[i]) ? 1.0f : 0.0f;
+}
+
+} // namespace
+
+// dropout, random_draw and random_bernoulli.
+void random(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+  switch (node.kind()) {
+  case ir::OpKind::RandomDraw: return randomDraw(node, inputs, outputs);
+  case ir::OpKind::RandomBernoulli: return randomBernoulli(node, inputs, outputs);
+  default: return dropout(node, inputs, outputs);
   }
 }
 

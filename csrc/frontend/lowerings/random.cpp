@@ -1,0 +1,175 @@
+// Random ops drawn on the device from the options' random seed, fresh for
+// every micro-batch (ir/ops/random.cpp; a torch.Generator argument cannot be
+// traced): rand, randn, randint and their
+// _like forms, normal, bernoulli, the in-place uniform_, normal_,
+// exponential_ and bernoulli_, and empty / empty_like / new_empty (whose
+// contents PyTorch leaves undefined: popsim fills them with zeros).
+
+#include "frontend/lowering_registry.h"
+#include "frontend/lowerings/helpers.h"
+
+namespace popsim::frontend::lowerings {
+namespace {
+
+double doubleArgument(LoweringContext& ctx, const char* name, double fallback) {
+  const std::optional<size_t> index = ctx.argumentIndex(name);
+  return index.has_value() && !ctx.isNone(*index) ? ctx.toDouble(*index) : fallback;
+}
+
+// The dtype argument (or `fallback` when None or absent).
+ir::DType dtypeOr(LoweringContext& ctx, ir::DType fallback) {
+  const std::optional<size_t> index = ctx.argumentIndex("dtype");
+  if (!index.has_value() || ctx.isNone(*index)) return fallback;
+  const std::optional<ir::DType> dtype = ctx.toDType(*index);
+  if (!dtype.has_value() || *dtype == ir::DType::Float64) {
+    ctx.unsupported("a random tensor of a dtype other than float32, int32, int64 or bool");
+  }
+  return *dtype;
+}
+
+ir::Value* draw(LoweringContext& ctx, const char* distribution, std::vector<double> params,
+                const ir::Shape& shape) {
+  return ctx.emit(ir::OpKind::RandomDraw, {ctx.randomCounter()},
+                  {{"distribution", std::string(distribution)},
+                   {"params", std::move(params)},
+                   {"shape", shape},
+                   {"seed", ctx.randomSeed()},
+                   {"stream", ctx.nextRandomStream()}});
+}
+
+// The shape of a random tensor: the `size` argument, or self's for _like forms.
+ir::Shape shapeArgument(LoweringContext& ctx) {
+  const std::optional<size_t> size = ctx.argumentIndex("size");
+  return size.has_value() ? ctx.toIntList(*size) : ctx.tensor(0)->type().shape;
+}
+
+ir::DType likeDType(LoweringContext& ctx, ir::DType fallback) {
+  return ctx.argumentIndex("size").has_value() && ctx.opName() != "aten::new_empty"
+             ? fallback
+             : ctx.tensor(0)->type().dtype;
+}
+
+// rand / rand_like: uniform in [0, 1); randn / randn_like: standard normal.
+template <bool Normal> void lowerRand(LoweringContext& ctx) {
+  const ir::DType dtype = dtypeOr(ctx, likeDType(ctx, ir::DType::Float32));
+  if (dtype != ir::DType::Float32) {
+    ctx.unsupported(std::string(Normal ? "randn" : "rand") +
+                    " of an integer dtype (PyTorch draws floating-point numbers only)");
+  }
+  ctx.setOutput(0, draw(ctx, Normal ? "normal" : "uniform", {0.0, 1.0}, shapeArgument(ctx)));
+}
+
+// randint(high, size) / randint(low, high, size) and randint_like: integers
+// in [low, high), int64 unless a dtype is given.
+void lowerRandint(LoweringContext& ctx) {
+  const double high = ctx.toDouble(*ctx.argumentIndex("high"));
+  const double low = doubleArgument(ctx, "low", 0.0);
+  if (!(low < high)) {
+    ctx.unsupported("randint with low " + std::to_string(low) + " >= high " + std::to_string(high) +
+                    " (the range [low, high) must not be empty)");
+  }
+  const bool like = !ctx.argumentIndex("size").has_value();
+  const ir::DType dtype = dtypeOr(ctx, like ? ctx.tensor(0)->type().dtype : ir::DType::Int64);
+  ctx.setOutput(0, castTo(ctx, draw(ctx, "integers", {low, high}, shapeArgument(ctx)), dtype));
+}
+
+// The value an in-place random op writes into self, in self's dtype.
+void writeIntoSelf(LoweringContext& ctx, ir::Value* value) {
+  ctx.setOutput(0, castTo(ctx, value, ctx.tensor(0)->type().dtype));
+}
+
+// uniform_(self, from=0, to=1), normal_(self, mean=0, std=1), exponential_(self, lambd=1).
+void lowerUniformInPlace(LoweringContext& ctx) {
+  const double from = doubleArgument(ctx, "from", 0.0), to = doubleArgument(ctx, "to", 1.0);
+  writeIntoSelf(ctx, draw(ctx, "uniform", {from, to}, ctx.tensor(0)->type().shape));
+}
+
+void lowerNormalInPlace(LoweringContext& ctx) {
+  const double mean = doubleArgument(ctx, "mean", 0.0), std = doubleArgument(ctx, "std", 1.0);
+  if (std < 0.0) ctx.unsupported("normal_ with std " + std::to_string(std) + " < 0");
+  writeIntoSelf(ctx, draw(ctx, "normal", {mean, std}, ctx.tensor(0)->type().shape));
+}
+
+void lowerExponentialInPlace(LoweringContext& ctx) {
+  const double rate = doubleArgument(ctx, "lambd", 1.0);
+  if (!(rate > 0.0)) ctx.unsupported("exponential_ with lambd " + std::to_string(rate) + " <= 0");
+  writeIntoSelf(ctx, draw(ctx, "exponential", {rate}, ctx.tensor(0)->type().shape));
+}
+
+// normal(mean, std) with either a tensor (broadcast together), or two numbers and a size.
+void lowerNormal(LoweringContext& ctx) {
+  const bool meanTensor = ctx.isTensor(0), stdTensor = ctx.isTensor(1);
+  if (!meanTensor && !stdTensor) {
+    const double std = ctx.toDouble(1);
+    ctx.setOutput(0, draw(ctx, "normal", {ctx.toDouble(0), std}, ctx.toIntList(2)));
+    return;
+  }
+  ir::Shape shape = meanTensor ? ctx.tensor(0)->type().shape : ctx.tensor(1)->type().shape;
+  if (meanTensor && stdTensor) {
+    const auto both = ir::broadcastShapes(ctx.tensor(0)->type().shape, ctx.tensor(1)->type().shape);
+    if (!both.has_value()) ctx.unsupported("mean and std tensors that do not broadcast together");
+    shape = *both;
+  }
+  ir::Value* standard = draw(ctx, "normal", {0.0, 1.0}, shape);
+  ir::Value* scaled = ctx.emit(ir::OpKind::Mul, {standard, operandAs(ctx, 1, ir::DType::Float32)});
+  ctx.setOutput(0, ctx.emit(ir::OpKind::Add, {scaled, operandAs(ctx, 0, ir::DType::Float32)}));
+}
+
+// bernoulli(self) with self's elements as probabilities; bernoulli(self, p)
+// and bernoulli_(self, p) with p a number or a tensor (broadcast to self).
+// Probabilities outside [0, 1] are an error, as in PyTorch.
+void lowerBernoulli(LoweringContext& ctx) {
+  ir::Value* self = ctx.tensor(0);
+  const std::optional<size_t> pIndex = ctx.argumentIndex("p");
+  ir::Value* result = nullptr;
+  if (pIndex.has_value() && !ctx.isTensor(*pIndex)) {
+    const double p = ctx.isNone(*pIndex) ? 0.5 : ctx.toDouble(*pIndex);
+    if (!(p >= 0.0 && p <= 1.0)) {
+      ctx.unsupported("bernoulli with p=" + std::to_string(p) + "; p must be between 0 and 1");
+    }
+    result = draw(ctx, "bernoulli", {p}, self->type().shape);
+  } else {
+    ir::Value* p = pIndex.has_value() ? operandAs(ctx, *pIndex, ir::DType::Float32)
+                                      : castTo(ctx, self, ir::DType::Float32);
+    if (p->type().shape != self->type().shape) {
+      p = ctx.emit(ir::OpKind::Broadcast, {p}, {{"shape", self->type().shape}});
+    }
+    p = ctx.emit(ir::OpKind::CheckRange, {p},
+                 {{"min", 0.0},
+                  {"max", 1.0},
+                  {"what", std::string("bernoulli: every probability must be between 0 and 1")}});
+    result = ctx.emit(ir::OpKind::RandomBernoulli, {p, ctx.randomCounter()},
+                      {{"seed", ctx.randomSeed()}, {"stream", ctx.nextRandomStream()}});
+  }
+  ctx.setOutput(0, castTo(ctx, result, self->type().dtype)); // every form keeps self's dtype
+}
+
+// empty / new_empty(size) and empty_like of runtime tensors: zeros of the
+// dtype asked (PyTorch leaves the contents undefined; the importer zeroes
+// the ones it evaluates at compile time too).
+void lowerEmpty(LoweringContext& ctx) {
+  const ir::DType dtype = dtypeOr(ctx, likeDType(ctx, ir::DType::Float32));
+  ctx.setOutput(0, constantFilled(ctx, {dtype, shapeArgument(ctx)}, 0.0));
+}
+
+} // namespace
+
+void registerRandom(LoweringRegistry& registry) {
+  registry.add("aten::rand", lowerRand<false>);
+  registry.add("aten::rand_like", lowerRand<false>);
+  registry.add("aten::randn", lowerRand<true>);
+  registry.add("aten::randn_like", lowerRand<true>);
+  registry.add("aten::randint", lowerRandint);
+  registry.add("aten::randint_like", lowerRandint);
+  registry.add("aten::normal", lowerNormal);
+  registry.add("aten::normal_", lowerNormalInPlace);
+  registry.add("aten::uniform_", lowerUniformInPlace);
+  registry.add("aten::exponential_", lowerExponentialInPlace);
+  registry.add("aten::bernoulli", lowerBernoulli);
+  registry.add("aten::bernoulli_", lowerBernoulli);
+  registry.add("aten::empty", lowerEmpty);
+  registry.add("aten::empty_like", lowerEmpty);
+  registry.add("aten::new_empty", lowerEmpty);
+}
+
+} // namespace popsim::frontend::lowerings

@@ -1,0 +1,59 @@
+#include "ir/ops/op_registry.h"
+#include "ir/ops/type_checks.h"
+
+// Random numbers drawn on the device, as dropout draws its masks: each
+// element is a function of (seed, stream, counter, element index), so a
+// program run with the same seed repeats its draws, every micro-batch
+// (counter) gets fresh ones, and every op (stream) its own.
+namespace popsim::ir::ops {
+namespace {
+
+void checkCounter(const TensorType& counter, const char* what) {
+  requireDType(counter, DType::Int64, what);
+  requireRank(counter, 0, what);
+}
+
+// random_draw(counter) {distribution, params, shape, seed, stream} -> a
+// tensor of `shape`: "uniform" in [low, high), "normal" (mean, std),
+// "exponential" (rate), "bernoulli" (p), all float32, or "integers" in
+// [low, high) as int64.
+std::vector<TensorType> inferRandomDraw(const std::vector<TensorType>& inputs,
+                                        const Attributes& attrs) {
+  checkCounter(inputs[0], "input 0 (counter)");
+  const std::string& distribution = attrs.getString("distribution");
+  const std::vector<double>& params = attrs.getFloats("params");
+  const bool known = distribution == "uniform" || distribution == "normal" ||
+                     distribution == "exponential" || distribution == "bernoulli" ||
+                     distribution == "integers";
+  POPSIM_CHECK(known, ErrorKind::Compilation, "unknown distribution \"", distribution, "\".");
+  const size_t expected = distribution == "exponential" || distribution == "bernoulli" ? 1 : 2;
+  POPSIM_CHECK(params.size() == expected, ErrorKind::Compilation, "distribution \"", distribution,
+               "\" takes ", expected, " parameters, got ", params.size(), ".");
+  const Shape& shape = attrs.getInts("shape");
+  return {{distribution == "integers" ? DType::Int64 : DType::Float32, shape}};
+}
+
+// random_bernoulli(P, counter) {seed, stream} -> 1.0 with probability P and
+// 0.0 otherwise, per element (float32, P's shape).
+std::vector<TensorType> inferRandomBernoulli(const std::vector<TensorType>& inputs,
+                                             const Attributes&) {
+  requireDType(inputs[0], DType::Float32, "input 0 (p)");
+  checkCounter(inputs[1], "input 1 (counter)");
+  return {inputs[0]};
+}
+
+} // namespace
+
+void registerRandomOps(OpRegistry& registry) {
+  registry.add(OpKind::RandomDraw, 1, 1, {"counter"},
+               {{"distribution", AttrType::String},
+                {"params", AttrType::Floats},
+                {"shape", AttrType::Ints},
+                {"seed", AttrType::Int},
+                {"stream", AttrType::Int}},
+               inferRandomDraw);
+  registry.add(OpKind::RandomBernoulli, 2, 2, {"p", "counter"},
+               {{"seed", AttrType::Int}, {"stream", AttrType::Int}}, inferRandomBernoulli);
+}
+
+} // namespace popsim::ir::ops

@@ -1,0 +1,138 @@
+"""Random ops drawn on the simulated device (ir/ops/random.cpp): their
+distributions (mean, variance and a Kolmogorov-Smirnov test against the
+exact distribution), reproducibility from Options.randomSeed, fresh numbers
+for every call and micro-batch, and torchvision's stochastic depth
+(torch.empty(...).bernoulli_(p)) in training."""
+
+import math
+
+import pytest
+import torch
+
+import popsim
+from models import Function
+
+N = 20000
+# The Kolmogorov-Smirnov statistic exceeds 1.95 / sqrt(n) with probability 0.001.
+KS_LIMIT = 1.95 / math.sqrt(N)
+
+
+def ks_statistic(samples, cdf):
+    x = samples.flatten().double().sort().values
+    n = x.numel()
+    f = cdf(x)
+    above = (torch.arange(1, n + 1, dtype=torch.float64) / n - f).abs().max()
+    below = (f - torch.arange(0, n, dtype=torch.float64) / n).abs().max()
+    return max(above.item(), below.item())
+
+
+def run(function, *inputs, seed=7):
+    return popsim.inferenceModel(Function(function), popsim.Options().randomSeed(seed))(*inputs)
+
+
+def normal_cdf(x):
+    return 0.5 * (1 + torch.erf(x / math.sqrt(2)))
+
+
+@pytest.mark.parametrize("name,function,cdf,mean,variance", [
+    ("rand", lambda x: torch.rand(N) + 0 * x.sum(), lambda v: v.clamp(0, 1), 0.5, 1 / 12),
+    ("randn_like", lambda x: torch.randn_like(x), normal_cdf, 0.0, 1.0),
+    ("uniform_", lambda x: torch.empty(N).uniform_(-2, 3) + 0 * x.sum(),
+     lambda v: ((v + 2) / 5).clamp(0, 1), 0.5, 25 / 12),
+    ("normal_", lambda x: x.clone().normal_(1.5, 0.5), lambda v: normal_cdf((v - 1.5) / 0.5),
+     1.5, 0.25),
+    ("exponential_", lambda x: torch.empty_like(x).exponential_(2.0),
+     lambda v: 1 - torch.exp(-2 * v.clamp(min=0)), 0.5, 0.25),
+    ("normal", lambda x: torch.normal(x * 0 + 3.0, 2.0), lambda v: normal_cdf((v - 3) / 2), 3.0,
+     4.0),
+])
+def test_continuous_distributions(name, function, cdf, mean, variance):
+    samples = run(function, torch.zeros(N))
+    assert samples.shape == (N,) and samples.dtype == torch.float32
+    assert abs(samples.mean().item() - mean) < 4 * math.sqrt(variance / N), name
+    assert abs(samples.var().item() - variance) < 0.05 * variance, name
+    assert ks_statistic(samples, cdf) < KS_LIMIT, name
+
+
+def test_randint_covers_its_range_evenly():
+    samples = run(lambda x: torch.randint(-3, 5, (N,)) + x, torch.zeros(N, dtype=torch.long))
+    assert samples.dtype == torch.int64
+    counts = torch.bincount(samples + 3, minlength=8)
+    assert samples.min().item() == -3 and samples.max().item() == 4
+    expected = N / 8
+    chi2 = ((counts - expected) ** 2 / expected).sum().item()
+    assert chi2 < 24.3  # chi-square, 7 degrees of freedom, p = 0.001
+
+
+@pytest.mark.parametrize("probability", [
+    lambda x: torch.bernoulli(x),                      # self's elements as p
+    lambda x: torch.empty_like(x).bernoulli_(x),       # a tensor p
+    lambda x: torch.bernoulli(torch.zeros_like(x), 0.3) + 0 * x,  # a number p
+])
+def test_bernoulli_draws_ones_with_probability_p(probability):
+    p = torch.full((N,), 0.3)
+    samples = run(probability, p)
+    assert set(samples.unique().tolist()) <= {0.0, 1.0}
+    assert abs(samples.mean().item() - 0.3) < 4 * math.sqrt(0.21 / N)
+
+
+def test_bernoulli_probabilities_outside_0_and_1_are_an_error():
+    model = popsim.inferenceModel(Function(torch.bernoulli))
+    model(torch.tensor([0.5, 0.25]))
+    with pytest.raises(popsim.ExecutionError,
+                       match=r"bernoulli: every probability must be between 0 and 1 \(PyTorch "
+                             r"raises for this too\): element 1 is 1.5"):
+        model(torch.tensor([0.5, 1.5]))
+
+
+def test_the_seed_decides_the_draws_and_every_call_draws_afresh():
+    x = torch.zeros(1000)
+    first = popsim.inferenceModel(Function(torch.randn_like), popsim.Options().randomSeed(3))
+    again = popsim.inferenceModel(Function(torch.randn_like), popsim.Options().randomSeed(3))
+    other = popsim.inferenceModel(Function(torch.randn_like), popsim.Options().randomSeed(4))
+    a = first(x)
+    assert torch.equal(a, again(x))
+    assert not torch.equal(a, other(x))
+    assert not torch.equal(a, first(x))  # the next call: fresh numbers
+
+
+def test_every_micro_batch_draws_afresh():
+    options = popsim.Options().deviceIterations(4).randomSeed(1)
+    model = popsim.inferenceModel(Function(lambda x: x + torch.rand_like(x)), options)
+    out = model(torch.zeros(4, 100))
+    assert len({tuple(row.tolist()) for row in out}) == 4
+
+
+def test_empty_is_zeros_of_the_dtype_asked():
+    """PyTorch leaves empty's contents undefined; popsim's are zeros, so that
+    results repeat (at compile time and at runtime alike)."""
+    out = run(lambda x: torch.empty(2, 3, dtype=torch.int32) + x.new_empty(2, 3).long()
+              + torch.empty_like(x, dtype=torch.long), torch.ones(2, 3))
+    assert out.dtype == torch.int64 and torch.equal(out, torch.zeros(2, 3, dtype=torch.long))
+
+
+def test_torchvision_stochastic_depth_trains_and_is_the_identity_in_eval():
+    from torchvision.ops import StochasticDepth
+
+    class Residual(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(8, 8)
+            self.depth = StochasticDepth(0.5, "row")
+
+        def forward(self, x):
+            out = x + self.depth(self.linear(x))
+            return out, popsim.identity_loss((out ** 2).mean(), "none")
+
+    torch.manual_seed(0)
+    model = Residual()
+    x = torch.randn(64, 8)
+    trainer = popsim.trainingModel(model, popsim.Options().randomSeed(5),
+                                   torch.optim.SGD(model.parameters(), lr=0.1))
+    out, _ = trainer(x)
+    dropped = (out == x).all(dim=1)  # rows whose residual branch was dropped
+    assert 16 < dropped.sum().item() < 48  # about half of 64
+    trainer.copyWeightsToHost()
+    model.eval()
+    inference = popsim.inferenceModel(model)
+    torch.testing.assert_close(inference(x)[0], model(x)[0])
