@@ -6,8 +6,10 @@ buffers must be no further from float64's than eager float32's are, plus
 1e-5 (relative to each tensor's largest value), as tests/python/
 test_training.py judges training, and 1e-7 absolute (tensors such as a
 bias followed by batch norm have an exact gradient of zero: float64 leaves
-them at 1e-17, float32 at 1e-9, which no relative measure compares). Dropout is set to p=0 (its masks are
-random; tests/python/test_dropout.py covers it). The step is judged on
+them at 1e-17, float32 at 1e-9, which no relative measure compares). Dropout
+and stochastic depth are set to p=0 (their masks are random draws, which
+popsim makes on the device: tests/python/test_dropout.py and test_random.py
+cover them). The step is judged on
 --draws input batches by the median: on one batch a float32 rounding that
 flips a ReLU or a max-pooling choice moves a few gradients far, in popsim as
 in eager PyTorch (whichever gets the flip). Prints one line per model: the
@@ -47,7 +49,7 @@ def build(name):
         kwargs.update(image_size=64)
     model = getattr(torchvision.models, name)(**kwargs)
     for module in model.modules():
-        if isinstance(module, torch.nn.Dropout):
+        if isinstance(module, (torch.nn.Dropout, torchvision.ops.StochasticDepth)):
             module.p = 0.0
     return model
 
