@@ -11,10 +11,6 @@
 namespace popsim::frontend::lowerings {
 namespace {
 
-ir::Value* number(LoweringContext& ctx, double value) {
-  return constantFilled(ctx, {ir::DType::Float32, {}}, value);
-}
-
 ir::Value* sub(LoweringContext& ctx, ir::Value* a, ir::Value* b) {
   return ctx.emit(ir::OpKind::Sub, {a, b});
 }
@@ -47,7 +43,7 @@ template <bool Huber> void lowerSmoothL1(LoweringContext& ctx) {
     ir::Value* linear =
         Huber ? affine(ctx, size, beta, -0.5 * beta * beta) : affine(ctx, size, 1.0, -0.5 * beta);
     loss = ctx.emit(ir::OpKind::Where,
-                    {emitBinary(ctx, "lt", size, number(ctx, beta)), square, linear});
+                    {emitBinary(ctx, "lt", size, floatScalar(ctx, beta)), square, linear});
   }
   setLoss(ctx, reduceLoss(ctx, loss, lossReduction(ctx, 2)));
 }
@@ -89,8 +85,8 @@ void lowerKlDiv(LoweringContext& ctx) {
     loss = mul(ctx, ctx.emit(ir::OpKind::Exp, {t}), sub(ctx, t, x));
   } else {
     ir::Value* positive = mul(ctx, t, sub(ctx, ctx.emit(ir::OpKind::Log, {t}), x));
-    loss = ctx.emit(ir::OpKind::Where,
-                    {emitBinary(ctx, "gt", t, number(ctx, 0.0)), positive, number(ctx, 0.0)});
+    loss = ctx.emit(ir::OpKind::Where, {emitBinary(ctx, "gt", t, floatScalar(ctx, 0.0)), positive,
+                                        floatScalar(ctx, 0.0)});
   }
   setLoss(ctx, reduceLoss(ctx, loss, lossReduction(ctx, 2)));
 }
@@ -112,8 +108,8 @@ void lowerPoissonNll(LoweringContext& ctx) {
         add(ctx, sub(ctx, mul(ctx, t, logT), t),
             affine(ctx, ctx.emit(ir::OpKind::Log, {affine(ctx, t, 2.0 * M_PI, 0.0)}), 0.5, 0.0));
     loss = add(ctx, loss,
-               ctx.emit(ir::OpKind::Where,
-                        {emitBinary(ctx, "gt", t, number(ctx, 1.0)), stirling, number(ctx, 0.0)}));
+               ctx.emit(ir::OpKind::Where, {emitBinary(ctx, "gt", t, floatScalar(ctx, 1.0)),
+                                            stirling, floatScalar(ctx, 0.0)}));
   }
   setLoss(ctx, reduceLoss(ctx, loss, lossReduction(ctx, 5)));
 }
@@ -131,11 +127,12 @@ void lowerMarginRanking(LoweringContext& ctx) {
 void lowerHingeEmbedding(LoweringContext& ctx) {
   ir::Value* x = floatTensor(ctx, 0);
   ir::Value* t = floatTensor(ctx, 1);
-  ir::Value* zero = number(ctx, 0.0);
+  ir::Value* zero = floatScalar(ctx, 0.0);
   ir::Value* hinge = clampMin(ctx, affine(ctx, x, -1.0, ctx.toDouble(2)), 0.0);
   ir::Value* loss = add(
-      ctx, ctx.emit(ir::OpKind::Where, {emitBinary(ctx, "ne", t, number(ctx, 1.0)), hinge, zero}),
-      ctx.emit(ir::OpKind::Where, {emitBinary(ctx, "ne", t, number(ctx, -1.0)), x, zero}));
+      ctx,
+      ctx.emit(ir::OpKind::Where, {emitBinary(ctx, "ne", t, floatScalar(ctx, 1.0)), hinge, zero}),
+      ctx.emit(ir::OpKind::Where, {emitBinary(ctx, "ne", t, floatScalar(ctx, -1.0)), x, zero}));
   setLoss(ctx, reduceLoss(ctx, loss, lossReduction(ctx, 3)));
 }
 

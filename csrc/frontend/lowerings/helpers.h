@@ -134,4 +134,9 @@ inline ir::Value* inPlaceResult(LoweringContext& ctx, ir::Value* value) {
 // A constant of `type` with every element `value` (creation.cpp).
 ir::Value* constantFilled(LoweringContext& ctx, const ir::TensorType& type, double value);
 
+// A 0-d float32 constant, as an operand that broadcasts.
+inline ir::Value* floatScalar(LoweringContext& ctx, double value) {
+  return constantFilled(ctx, {ir::DType::Float32, {}}, value);
+}
+
 } // namespace popsim::frontend::lowerings

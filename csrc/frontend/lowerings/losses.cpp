@@ -87,10 +87,6 @@ ir::Value* nllLoss(LoweringContext& ctx, const Classification& c, ir::Value* wei
   return reduction == "none" ? reshape(ctx, loss, c.perSample) : loss;
 }
 
-ir::Value* number(LoweringContext& ctx, double value) {
-  return constantFilled(ctx, {ir::DType::Float32, {}}, value);
-}
-
 // Label smoothing's second term for class-index targets, as PyTorch: per
 // sample -sum over classes of weight[c] * log_probs[c] (0 for ignored
 // targets), reduced; the mean divides by the total weight of the counted
@@ -106,7 +102,7 @@ ir::Value* smoothingTerm(LoweringContext& ctx, const Classification& c, ir::Valu
   ir::Value* counted =
       emitBinary(ctx, "ne", c.target,
                  constantFilled(ctx, {ir::DType::Int64, {}}, static_cast<double>(ignoreIndex)));
-  perSample = ctx.emit(ir::OpKind::Where, {counted, perSample, number(ctx, 0.0)});
+  perSample = ctx.emit(ir::OpKind::Where, {counted, perSample, floatScalar(ctx, 0.0)});
   if (reduction == "none") return reshape(ctx, perSample, c.perSample);
   ir::Value* sum = reduceLoss(ctx, perSample, "sum");
   if (reduction == "sum") return sum;

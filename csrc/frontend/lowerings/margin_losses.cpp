@@ -17,10 +17,6 @@ namespace {
 // nll_loss never ignores this target: every target is checked against the classes.
 constexpr int64_t kNoIgnoredTarget = std::numeric_limits<int64_t>::min();
 
-ir::Value* number(LoweringContext& ctx, double value) {
-  return constantFilled(ctx, {ir::DType::Float32, {}}, value);
-}
-
 // The int64 class indices 0..classes-1 as a [1, ..., classes] constant of `rank` dimensions.
 ir::Value* classIndices(LoweringContext& ctx, int64_t classes, size_t rank) {
   std::vector<int64_t> values(static_cast<size_t>(classes));
@@ -43,9 +39,9 @@ ir::Value* pickedScores(LoweringContext& ctx, ir::Value* scores, ir::Value* targ
 // z where z > 0 (and `keep`, if given), else 0; squared for power 2 (after
 // the choice, so a NaN z left out gives no NaN gradient).
 ir::Value* violation(LoweringContext& ctx, ir::Value* z, ir::Value* keep, int64_t power) {
-  ir::Value* counted = emitBinary(ctx, "gt", z, number(ctx, 0.0));
+  ir::Value* counted = emitBinary(ctx, "gt", z, floatScalar(ctx, 0.0));
   if (keep != nullptr) counted = emitBinary(ctx, "logical_and", counted, keep);
-  ir::Value* term = ctx.emit(ir::OpKind::Where, {counted, z, number(ctx, 0.0)});
+  ir::Value* term = ctx.emit(ir::OpKind::Where, {counted, z, floatScalar(ctx, 0.0)});
   return power == 2 ? ctx.emit(ir::OpKind::Mul, {term, term}) : term;
 }
 
@@ -119,7 +115,7 @@ void lowerMultiMarginLoss(LoweringContext& ctx) {
   ir::Value* sums = ctx.emit(ir::OpKind::ReduceSum, {terms},
                              {{"dims", std::vector<int64_t>{1}}, {"keepdim", false}});
   ir::Value* perSample =
-      ctx.emit(ir::OpKind::Div, {sums, number(ctx, static_cast<double>(classes))});
+      ctx.emit(ir::OpKind::Div, {sums, floatScalar(ctx, static_cast<double>(classes))});
   setReducedLoss(ctx, perSample, rows.single, 5);
 }
 
@@ -165,7 +161,7 @@ void lowerMultilabelMarginLoss(LoweringContext& ctx) {
   ir::Value* sums = ctx.emit(ir::OpKind::ReduceSum, {violation(ctx, z, keep, 1)},
                              {{"dims", std::vector<int64_t>{1, 2}}, {"keepdim", false}});
   ir::Value* perSample =
-      ctx.emit(ir::OpKind::Div, {sums, number(ctx, static_cast<double>(classes))});
+      ctx.emit(ir::OpKind::Div, {sums, floatScalar(ctx, static_cast<double>(classes))});
   setReducedLoss(ctx, perSample, rows.single, 2);
 }
 

@@ -10,10 +10,6 @@
 namespace popsim::frontend::lowerings {
 namespace {
 
-ir::Value* number(LoweringContext& ctx, double value) {
-  return constantFilled(ctx, {ir::DType::Float32, {}}, value);
-}
-
 ir::Value* sumAlong(LoweringContext& ctx, ir::Value* x, int64_t dim, bool keepdim) {
   return ctx.emit(ir::OpKind::ReduceSum, {x},
                   {{"dims", std::vector<int64_t>{dim}}, {"keepdim", keepdim}});
@@ -71,13 +67,14 @@ void lowerCosineEmbeddingLoss(LoweringContext& ctx) {
                         affine(ctx, sumAlong(ctx, squares(ctx, x2), dim, false), 1.0, kEpsilon)});
   ir::Value* cos = ctx.emit(ir::OpKind::Div, {dot, ctx.emit(ir::OpKind::Sqrt, {magnitudes})});
   const double margin = ctx.toDouble(3);
-  ir::Value* zero = number(ctx, 0.0);
+  ir::Value* zero = floatScalar(ctx, 0.0);
   ir::Value* labels = castTo(ctx, target, ir::DType::Float32);
-  ir::Value* similar = ctx.emit(ir::OpKind::Where, {emitBinary(ctx, "eq", labels, number(ctx, 1.0)),
-                                                    affine(ctx, cos, -1.0, 1.0), zero});
+  ir::Value* similar =
+      ctx.emit(ir::OpKind::Where, {emitBinary(ctx, "eq", labels, floatScalar(ctx, 1.0)),
+                                   affine(ctx, cos, -1.0, 1.0), zero});
   ir::Value* dissimilar = ctx.emit(
       ir::OpKind::Where,
-      {emitBinary(ctx, "eq", labels, number(ctx, -1.0)),
+      {emitBinary(ctx, "eq", labels, floatScalar(ctx, -1.0)),
        emitPointwise(ctx, affine(ctx, cos, 1.0, -margin), "clamp", {0.0, INFINITY}), zero});
   setLoss(ctx,
           reduceLoss(ctx, ctx.emit(ir::OpKind::Add, {similar, dissimilar}), lossReduction(ctx, 4)));
