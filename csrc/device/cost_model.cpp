@@ -156,6 +156,10 @@ OpCost estimateOpCost(const ir::Node& node, const ChipSpec& chip,
   case ir::OpKind::SliceUpdate:
   case ir::OpKind::Overwrite:
   case ir::OpKind::EmbeddingGrad:
+  case ir::OpKind::IndexSelect:
+  case ir::OpKind::IndexAdd:
+  case ir::OpKind::Gather:
+  case ir::OpKind::Scatter:
   case ir::OpKind::Assign: cost.exchangeCycles = exchangeCycles(outBytes, chip); break;
   case ir::OpKind::IpuCopy:
     // Over the IPU-Links between two IPUs; the receiving IPU waits for it.

@@ -42,6 +42,8 @@ public:
   // The argument as an IR value; constant tensors become graph constants.
   virtual ir::Value* tensor(size_t index) = 0;
   virtual std::vector<ir::Value*> tensorList(size_t index) = 0;
+  // A list of optional tensors (Tensor?[]): nullptr for each None.
+  virtual std::vector<ir::Value*> optionalTensorList(size_t index) = 0;
   virtual int64_t toInt(size_t index) const = 0;
   virtual double toDouble(size_t index) const = 0;
   virtual bool toBool(size_t index) const = 0;

@@ -29,6 +29,7 @@ const LoweringRegistry& LoweringRegistry::instance() {
     lowerings::registerPadding(r);
     lowerings::registerCtcLoss(r);
     lowerings::registerRandom(r);
+    lowerings::registerIndexing(r);
     lowerings::registerCreation(r);
     return r;
   }();

@@ -46,6 +46,7 @@ void registerSimilarities(LoweringRegistry& registry);
 void registerPadding(LoweringRegistry& registry);
 void registerCtcLoss(LoweringRegistry& registry);
 void registerRandom(LoweringRegistry& registry);
+void registerIndexing(LoweringRegistry& registry);
 void registerCreation(LoweringRegistry& registry);
 } // namespace lowerings
 

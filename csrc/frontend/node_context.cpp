@@ -142,6 +142,27 @@ std::vector<ir::Value*> NodeContext::tensorList(size_t index) {
   return tensors;
 }
 
+std::vector<ir::Value*> NodeContext::optionalTensorList(size_t index) {
+  const FrontendValue& value = input(index);
+  std::vector<ir::Value*> tensors;
+  const auto isNoneValue = [](const FrontendValue& v) {
+    return v.isStatic() && v.constant.isNone();
+  };
+  if (value.kind == FrontendValue::Kind::List) {
+    for (const FrontendValue& element : value.elements) {
+      tensors.push_back(isNoneValue(element) ? nullptr : asTensor(element, index));
+    }
+  } else if (value.isStatic() && value.constant.isList()) {
+    for (const c10::IValue& element : value.constant.toListRef()) {
+      tensors.push_back(element.isNone() ? nullptr
+                                         : asTensor(FrontendValue::ofStatic(element), index));
+    }
+  } else {
+    unsupported("argument " + std::to_string(index) + " is not a list of optional tensors");
+  }
+  return tensors;
+}
+
 int64_t NodeContext::toInt(size_t index) const {
   const c10::IValue& v = staticArgument(index, "an integer");
   if (v.isInt()) return v.toInt();

@@ -54,6 +54,7 @@ public:
 
   ir::Value* tensor(size_t index) override;
   std::vector<ir::Value*> tensorList(size_t index) override;
+  std::vector<ir::Value*> optionalTensorList(size_t index) override;
   int64_t toInt(size_t index) const override;
   double toDouble(size_t index) const override;
   bool toBool(size_t index) const override;

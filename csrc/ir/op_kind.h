@@ -87,8 +87,13 @@ namespace popsim::ir {
   X(CtcLoss, "ctc_loss", Loss)                                                                     \
   X(CtcLossGrad, "ctc_loss_grad", Loss)                                                            \
   X(CheckRange, "check_range", Check)                                                              \
+  X(NoDerivative, "no_derivative", Check)                                                          \
   X(RandomDraw, "random_draw", Random)                                                             \
-  X(RandomBernoulli, "random_bernoulli", Random)
+  X(RandomBernoulli, "random_bernoulli", Random)                                                   \
+  X(IndexSelect, "index_select", Indexing)                                                         \
+  X(IndexAdd, "index_add", Indexing)                                                               \
+  X(Gather, "gather", Indexing)                                                                    \
+  X(Scatter, "scatter", Indexing)
 
 enum class OpKind : uint16_t {
 #define POPSIM_OP_ENUM(kind, name, family) kind,
@@ -122,6 +127,7 @@ enum class OpFamily {
   Scan,            // running sums along a dimension
   Product,         // products and running products along a dimension, and their gradients
   Check,           // run-time checks of input values that pass the values through
+  Indexing,        // slices and elements moved by an index tensor: gathers and scatters
   Random,          // ops drawing random numbers (dropout, random_draw, random_bernoulli)
   Loss,
   Update,    // writes weights or state in place: assign, accumulate, fill

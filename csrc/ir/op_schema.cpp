@@ -25,6 +25,7 @@ std::array<OpSchema, kNumOpKinds> buildTable() {
   ops::registerCtcLossOps(registry);
   ops::registerCheckOps(registry);
   ops::registerRandomOps(registry);
+  ops::registerIndexingOps(registry);
   ops::registerSoftmaxOps(registry);
   ops::registerPoolingOps(registry);
   ops::registerNormalizationOps(registry);

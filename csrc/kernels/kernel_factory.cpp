@@ -45,6 +45,7 @@ std::unique_ptr<Kernel> createDnnlKernel(const KernelRequest& request) {
   case ir::OpFamily::Scan:
   case ir::OpFamily::Product:
   case ir::OpFamily::Check:
+  case ir::OpFamily::Indexing:
   case ir::OpFamily::Embedding:       // gathers and scatter-adds
   case ir::OpFamily::ElementwiseGrad: // (oneDNN backward kernels come later)
   case ir::OpFamily::Random:

@@ -17,6 +17,18 @@ using Grads = std::vector<Value*>;
 using Needed = std::vector<bool>;
 
 const ir::Node& nodeOf(GradientBuilder& b) { return b.forward(); }
+
+// Training through an op PyTorch has no derivative for is an error, as its
+// backward raises.
+[[noreturn]] void noDerivative(const ir::Node& node, const std::string& what,
+                               const std::string& hint) {
+  throwError(ErrorKind::Unsupported,
+             strCat("Unsupported op in the backward pass: ", what,
+                    node.location().known() ? " at " + node.location().str() : std::string(),
+                    " has no derivative (PyTorch's backward raises here too) and lies between the "
+                    "trained weights and the loss. ",
+                    hint));
+}
 Value* in(GradientBuilder& b, size_t i) { return nodeOf(b).input(i); }
 Value* out(GradientBuilder& b, size_t i = 0) { return nodeOf(b).output(i); }
 Grads none(GradientBuilder& b) { return Grads(nodeOf(b).inputs().size(), nullptr); }
@@ -190,13 +202,9 @@ Grads binaryPointwise(GradientBuilder& b, const Grads& g, const Needed& needed) 
   const ir::BinaryFunction* function = ir::findBinaryFunction(name);
   POPSIM_ASSERT(function != nullptr, "no binary function ", name, ".");
   if (!function->differentiable) {
-    const ir::Node& node = nodeOf(b);
-    throwError(ErrorKind::Unsupported,
-               strCat("Unsupported op in the backward pass: ", name,
-                      node.location().known() ? " at " + node.location().str() : std::string(),
-                      " has no derivative (PyTorch's backward raises here too) and lies between "
-                      "the trained weights and the loss. Use torch.div(a, b, "
-                      "rounding_mode='floor'), whose gradient is zero, or detach its input."));
+    noDerivative(nodeOf(b), name,
+                 "Use torch.div(a, b, rounding_mode='floor'), whose gradient is zero, or detach "
+                 "its input.");
   }
   for (int64_t operand = 0; operand < 2; ++operand) {
     const auto k = static_cast<size_t>(operand);
@@ -234,6 +242,54 @@ Grads product(GradientBuilder& b, const Grads& g, const Needed&) {
   const OpKind gradient = nodeOf(b).kind() == OpKind::ReduceProduct ? OpKind::ReduceProductGrad
                                                                     : OpKind::CumulativeProductGrad;
   return {b.emit(gradient, {g[0], in(b, 0), out(b)}, copyAttrs(nodeOf(b).attrs(), {"dim"}))};
+}
+
+// index_select: each slice's gradient added back where it came from
+// (repeated indices sum, as in PyTorch).
+Grads indexSelect(GradientBuilder& b, const Grads& g, const Needed&) {
+  Grads result = none(b);
+  result[0] = b.emit(OpKind::IndexAdd, {b.zeros(in(b, 0)->type().shape), in(b, 1), g[0]},
+                     {{"dim", nodeOf(b).attrs().getInt("dim")}, {"accumulate", true}});
+  return result;
+}
+
+// index_add / index_copy: the input's gradient passes (but not into the
+// overwritten slices of a copy); the source's is the slices it went to.
+Grads indexAdd(GradientBuilder& b, const Grads& g, const Needed& needed) {
+  Grads result = none(b);
+  const int64_t dim = nodeOf(b).attrs().getInt("dim");
+  const bool accumulate = nodeOf(b).attrs().getBool("accumulate");
+  if (needed[0]) {
+    result[0] = accumulate
+                    ? g[0]
+                    : b.emit(OpKind::IndexAdd, {g[0], in(b, 1), b.zeros(in(b, 2)->type().shape)},
+                             {{"dim", dim}, {"accumulate", false}});
+  }
+  if (needed[2]) result[2] = b.emit(OpKind::IndexSelect, {g[0], in(b, 1)}, {{"dim", dim}});
+  return result;
+}
+
+// gather: the gradient added back into the positions read (repeats sum).
+Grads gather(GradientBuilder& b, const Grads& g, const Needed&) {
+  Grads result = none(b);
+  result[0] = b.emit(OpKind::Scatter, {b.zeros(in(b, 0)->type().shape), in(b, 1), g[0]},
+                     {{"dim", nodeOf(b).attrs().getInt("dim")}, {"reduce", std::string("sum")}});
+  return result;
+}
+
+// scatter: the input's gradient passes (not into overwritten positions when
+// writing over); src's is read back from the positions it went to.
+Grads scatter(GradientBuilder& b, const Grads& g, const Needed& needed) {
+  Grads result = none(b);
+  const int64_t dim = nodeOf(b).attrs().getInt("dim");
+  const bool sum = nodeOf(b).attrs().getString("reduce") == "sum";
+  if (needed[0]) {
+    result[0] = sum ? g[0]
+                    : b.emit(OpKind::Scatter, {g[0], in(b, 1), b.zeros(in(b, 2)->type().shape)},
+                             {{"dim", dim}, {"reduce", std::string("none")}});
+  }
+  if (needed[2]) result[2] = b.emit(OpKind::Gather, {g[0], in(b, 1)}, {{"dim", dim}});
+  return result;
 }
 
 // Random draws: PyTorch gives bernoulli's probabilities a zero gradient.
@@ -477,6 +533,15 @@ GradientRule findGradientRule(ir::OpKind kind) {
   case OpKind::NllLoss: return nllLoss;
   case OpKind::CtcLoss: return ctcLoss;
   case OpKind::CheckRange: return passThrough;
+  case OpKind::NoDerivative:
+    return [](GradientBuilder& b, const Grads&, const Needed&) -> Grads {
+      const Attributes& attrs = nodeOf(b).attrs();
+      noDerivative(nodeOf(b), attrs.getString("what"), attrs.getString("hint"));
+    };
+  case OpKind::IndexSelect: return indexSelect;
+  case OpKind::IndexAdd: return indexAdd;
+  case OpKind::Gather: return gather;
+  case OpKind::Scatter: return scatter;
   case OpKind::RandomDraw:
   case OpKind::RandomBernoulli: return noGradient;
   default: return nullptr; // LayerNorm and MaxPool2d become their training forms first

@@ -57,15 +57,6 @@ def test_an_unsupported_op_is_listed_once_with_its_uses_and_lines():
             f"{__file__}:{line_of('unsupported: logit once more')} (in forward)\n") in message
 
 
-def test_data_dependent_indexing_is_unsupported():
-    class Masked(torch.nn.Module):
-        def forward(self, x):
-            return x[x > 0]
-
-    with pytest.raises(popsim.UnsupportedOperationError, match=r"aten::gt, aten::index|aten::index"):
-        popsim.inferenceModel(Masked())(torch.randn(2, 3))
-
-
 def test_input_shape_change_after_compilation():
     model = popsim.inferenceModel(MnistNetwork())
     model(torch.randn(8, 1, 28, 28))

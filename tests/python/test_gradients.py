@@ -15,15 +15,18 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import binary_cases
+import indexing_cases
 import reduction_cases
 import popsim
 from conftest import assert_close
 from popsim._gradients import gradients
 from test_ops import CASES, DRAWS
 
-# Ops whose cases have no float input or parameter to differentiate.
+# Ops whose cases have no float input or parameter to differentiate, or that
+# PyTorch has no derivative for.
 NOT_DIFFERENTIABLE = ({f"binary_{name}" for name in binary_cases.NOT_DIFFERENTIABLE}
-                      | {f"reduction_{name}" for name in reduction_cases.NOT_DIFFERENTIABLE})
+                      | {f"reduction_{name}" for name in reduction_cases.NOT_DIFFERENTIABLE}
+                      | {f"indexing_{name}" for name in indexing_cases.NOT_DIFFERENTIABLE})
 
 
 class Projected(nn.Module):

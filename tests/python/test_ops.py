@@ -19,6 +19,7 @@ from loss_cases import LOSSES
 from normalization_cases import NORMALIZATIONS
 from reduction_cases import REDUCTIONS
 from window_cases import WINDOWS
+from indexing_cases import INDEXING
 from conftest import assert_close
 
 DRAWS = 8
@@ -377,6 +378,7 @@ CASES = {
     **{f"normalization_{name}": case for name, case in NORMALIZATIONS.items()},
     **{f"loss_{name}": case for name, case in LOSSES.items()},
     **{f"window_{name}": case for name, case in WINDOWS.items()},
+    **{f"indexing_{name}": case for name, case in INDEXING.items()},
 }
 
 

@@ -17,9 +17,19 @@ std::vector<TensorType> inferCheckRange(const std::vector<TensorType>& inputs,
   return {inputs[0]};
 }
 
+// no_derivative(X) {what, hint} -> X unchanged: marks a result PyTorch has
+// no derivative for (its backward raises); training through it is an error
+// naming `what`, with `hint`.
+std::vector<TensorType> inferNoDerivative(const std::vector<TensorType>& inputs,
+                                          const Attributes&) {
+  return {inputs[0]};
+}
+
 } // namespace
 
 void registerCheckOps(OpRegistry& registry) {
+  registry.add(OpKind::NoDerivative, 1, 1, {"input"},
+               {{"what", AttrType::String}, {"hint", AttrType::String}}, inferNoDerivative);
   registry.add(OpKind::CheckRange, 1, 1, {"input"},
                {{"min", AttrType::Float}, {"max", AttrType::Float}, {"what", AttrType::String}},
                inferCheckRange);

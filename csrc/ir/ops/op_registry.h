@@ -33,6 +33,7 @@ void registerProductOps(OpRegistry& registry);
 void registerCtcLossOps(OpRegistry& registry);
 void registerCheckOps(OpRegistry& registry);
 void registerRandomOps(OpRegistry& registry);
+void registerIndexingOps(OpRegistry& registry);
 void registerSoftmaxOps(OpRegistry& registry);
 void registerPoolingOps(OpRegistry& registry);
 void registerNormalizationOps(OpRegistry& registry);

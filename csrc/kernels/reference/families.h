@@ -33,6 +33,8 @@ void product(const ir::Node& node, const Inputs& inputs, const Outputs& outputs)
 // dropout, random_draw and random_bernoulli (random.cpp).
 void random(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 void loss(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
+// index_select, index_add, gather and scatter (gather_scatter.cpp).
+void gatherScatter(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 // check_range (checks.cpp).
 void checks(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 // ctc_loss and ctc_loss_grad (ctc_loss.cpp), through loss().

@@ -1,0 +1,346 @@
+// Indexing by tensors: index_select, gather, take_along_dim, scatter (src or
+// value), scatter_add, index_add, index_copy, index_fill, advanced indexing
+// (x[idx], x[i, j], x[:, idx], with negative indices) and index_put_
+// (x[idx] = v, with accumulate), one_hot, on the ops of ir/ops/indexing.cpp.
+// Boolean masks as indices give a shape that depends on the data, which a
+// compiled program cannot have: they are refused with the reason.
+
+#include "frontend/lowering_registry.h"
+#include "frontend/lowerings/helpers.h"
+
+#include <algorithm>
+
+namespace popsim::frontend::lowerings {
+namespace {
+
+// An index argument as int64 (int32 converted); bool masks refused.
+ir::Value* indexTensor(LoweringContext& ctx, ir::Value* index) {
+  if (index->type().dtype == ir::DType::Bool) {
+    ctx.unsupported("indexing with a boolean mask (the result's shape depends on the data); "
+                    "use torch.where(mask, x, other) or multiply by the mask instead");
+  }
+  if (index->type().dtype != ir::DType::Int64 && index->type().dtype != ir::DType::Int32) {
+    ctx.unsupported("an index of " + index->type().str() + "; indices are int64 or int32 tensors");
+  }
+  return castTo(ctx, index, ir::DType::Int64);
+}
+
+// Negative indices counted from the end of a dimension of `size`.
+ir::Value* wrapped(LoweringContext& ctx, ir::Value* index, int64_t size) {
+  ir::Value* zero = constantFilled(ctx, {ir::DType::Int64, {}}, 0.0);
+  ir::Value* shifted = emitBinary(
+      ctx, "add", index, constantFilled(ctx, {ir::DType::Int64, {}}, static_cast<double>(size)));
+  return ctx.emit(ir::OpKind::Where, {emitBinary(ctx, "lt", index, zero), shifted, index});
+}
+
+ir::Value* broadcastTo(LoweringContext& ctx, ir::Value* x, const ir::Shape& shape) {
+  if (x->type().shape == shape) return x;
+  return ctx.emit(ir::OpKind::Broadcast, {x}, {{"shape", shape}});
+}
+
+// index_select(self, dim, index) of a 0-d or 1-D index.
+void lowerIndexSelect(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const int64_t rank = x->type().rank();
+  const int64_t dim = normalizedDim(ctx, ctx.toInt(1), rank);
+  ir::Value* index = indexTensor(ctx, ctx.tensor(2));
+  if (index->type().rank() > 1) ctx.unsupported("index_select with an index of rank > 1");
+  const bool scalar = rank == 0;
+  if (scalar) x = reshape(ctx, x, {1});
+  ir::Value* y = ctx.emit(ir::OpKind::IndexSelect,
+                          {x, reshape(ctx, index, {index->type().numel()})}, {{"dim", dim}});
+  ctx.setOutput(0, scalar ? reshape(ctx, y, {}) : y);
+}
+
+// gather(self, dim, index, sparse_grad=False).
+void lowerGather(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const int64_t dim = normalizedDim(ctx, ctx.toInt(1), x->type().rank());
+  ctx.setOutput(0,
+                ctx.emit(ir::OpKind::Gather, {x, indexTensor(ctx, ctx.tensor(2))}, {{"dim", dim}}));
+}
+
+// take_along_dim(self, indices, dim=None): gather after broadcasting self and
+// the indices against each other (except along dim); None flattens both.
+void lowerTakeAlongDim(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  ir::Value* index = indexTensor(ctx, ctx.tensor(1));
+  if (ctx.numInputs() < 3 || ctx.isNone(2)) {
+    ir::Value* flat = reshape(ctx, x, {x->type().numel()});
+    ctx.setOutput(0,
+                  ctx.emit(ir::OpKind::Gather, {flat, reshape(ctx, index, {index->type().numel()})},
+                           {{"dim", int64_t{0}}}));
+    return;
+  }
+  const int64_t dim = normalizedDim(ctx, ctx.toInt(2), x->type().rank());
+  if (index->type().rank() != x->type().rank()) {
+    ctx.unsupported("take_along_dim with indices of another rank than the input");
+  }
+  ir::Shape xShape = x->type().shape, iShape = index->type().shape;
+  for (size_t d = 0; d < xShape.size(); ++d) {
+    if (static_cast<int64_t>(d) == dim) continue;
+    const int64_t size = std::max(xShape[d], iShape[d]);
+    if ((xShape[d] != size && xShape[d] != 1) || (iShape[d] != size && iShape[d] != 1)) {
+      ctx.unsupported("take_along_dim with shapes that do not broadcast");
+    }
+    xShape[d] = iShape[d] = size;
+  }
+  ctx.setOutput(0, ctx.emit(ir::OpKind::Gather,
+                            {broadcastTo(ctx, x, xShape), broadcastTo(ctx, index, iShape)},
+                            {{"dim", dim}}));
+}
+
+// The source of a scatter: a tensor cut to the index's shape (PyTorch reads
+// only that corner of it), or a number filled in.
+ir::Value* scatterSource(LoweringContext& ctx, size_t sourceIndex, ir::Value* index,
+                         ir::DType dtype) {
+  if (!ctx.isTensor(sourceIndex)) {
+    return constantFilled(ctx, {dtype, index->type().shape}, ctx.toDouble(sourceIndex));
+  }
+  ir::Value* source = castTo(ctx, ctx.tensor(sourceIndex), dtype);
+  if (source->type().rank() == 0) return broadcastTo(ctx, source, index->type().shape);
+  if (source->type().rank() != index->type().rank()) {
+    ctx.unsupported("a scatter source " + source->type().str() +
+                    " of another rank than the index " + index->type().str());
+  }
+  for (int64_t d = 0; d < source->type().rank(); ++d) {
+    const int64_t want = index->type().shape[static_cast<size_t>(d)];
+    if (source->type().shape[static_cast<size_t>(d)] < want) {
+      ctx.unsupported("a scatter source " + source->type().str() + " smaller than the index " +
+                      index->type().str());
+    }
+    if (source->type().shape[static_cast<size_t>(d)] != want) {
+      source = ctx.emit(ir::OpKind::Slice, {source},
+                        {{"dim", d}, {"start", int64_t{0}}, {"end", want}, {"step", int64_t{1}}});
+    }
+  }
+  return source;
+}
+
+// scatter(self, dim, index, src|value, reduce=None) and scatter_add(self, dim, index, src).
+template <bool Add> void lowerScatter(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const int64_t dim = normalizedDim(ctx, ctx.toInt(1), x->type().rank());
+  ir::Value* index = indexTensor(ctx, ctx.tensor(2));
+  const auto reduceIndex = ctx.argumentIndex("reduce");
+  const bool reduced = reduceIndex.has_value() && !ctx.isNone(*reduceIndex);
+  if (reduced && ctx.toString(*reduceIndex) != "add") {
+    ctx.unsupported("scatter with reduce='" + ctx.toString(*reduceIndex) +
+                    "'; popsim reduces with 'add' (or use scatter_add)");
+  }
+  ir::Value* source = scatterSource(ctx, 3, index, x->type().dtype);
+  ir::Value* y = ctx.emit(ir::OpKind::Scatter, {x, index, source},
+                          {{"dim", dim}, {"reduce", std::string(Add || reduced ? "sum" : "none")}});
+  if (reduced) { // PyTorch has no derivative for scatter with a reduce argument
+    y = ctx.emit(ir::OpKind::NoDerivative, {y},
+                 {{"what", std::string("scatter with reduce='add'")},
+                  {"hint", std::string("Use scatter_add, which has one.")}});
+  }
+  ctx.setOutput(0, y);
+}
+
+// index_add(self, dim, index, source, alpha=1), index_copy(self, dim, index,
+// source) and index_fill(self, dim, index, value).
+enum class IndexWrite { Add, Copy, Fill };
+
+template <IndexWrite Write> void lowerIndexWrite(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const int64_t dim = normalizedDim(ctx, ctx.toInt(1), x->type().rank());
+  ir::Value* index = indexTensor(ctx, ctx.tensor(2));
+  index = reshape(ctx, index, {index->type().numel()});
+  ir::Shape sliceShape = x->type().shape;
+  sliceShape[static_cast<size_t>(dim)] = index->type().shape[0];
+  ir::Value* source = nullptr;
+  if (Write == IndexWrite::Fill) {
+    source = broadcastTo(ctx, castTo(ctx, operandAs(ctx, 3, x->type().dtype), x->type().dtype),
+                         sliceShape);
+  } else {
+    source = castTo(ctx, ctx.tensor(3), x->type().dtype);
+    if (Write == IndexWrite::Add && ctx.numInputs() > 4 && ctx.toDouble(4) != 1.0) {
+      source = affine(ctx, source, ctx.toDouble(4), 0.0);
+    }
+    source = reshape(ctx, source, sliceShape);
+  }
+  ctx.setOutput(0, ctx.emit(ir::OpKind::IndexAdd, {x, index, source},
+                            {{"dim", dim}, {"accumulate", Write == IndexWrite::Add}}));
+}
+
+// Advanced indexing on the dims with index tensors: x moved to [indexed
+// dims..., other dims...] with the indexed dims flattened into one, and the
+// index tensors (broadcast, negatives wrapped) combined into positions in it.
+struct Flattened {
+  ir::Value* x;               // [product of the indexed sizes, other dims...]
+  ir::Value* positions;       // [number of index elements]
+  ir::Shape indexShape;       // the broadcast shape of the index tensors
+  std::vector<int64_t> perm;  // how x was permuted
+  std::vector<int64_t> other; // the dims without an index, in order
+  int64_t front = 0;          // where the indexed dims' result goes (0 unless adjacent)
+};
+
+Flattened flattenIndexed(LoweringContext& ctx, ir::Value* x,
+                         const std::vector<ir::Value*>& indices) {
+  const ir::Shape& shape = x->type().shape;
+  if (indices.size() > shape.size()) ctx.unsupported("more indices than the tensor has dimensions");
+  Flattened f;
+  std::vector<int64_t> indexed;
+  std::vector<ir::Value*> tensors;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (d < indices.size() && indices[d] != nullptr) {
+      indexed.push_back(static_cast<int64_t>(d));
+      tensors.push_back(indexTensor(ctx, indices[d]));
+    } else {
+      f.other.push_back(static_cast<int64_t>(d));
+    }
+  }
+  if (indexed.empty()) ctx.unsupported("indexing without an index tensor");
+  f.indexShape = tensors[0]->type().shape;
+  for (ir::Value* t : tensors) {
+    const auto both = ir::broadcastShapes(f.indexShape, t->type().shape);
+    if (!both) ctx.unsupported("index tensors that do not broadcast together");
+    f.indexShape = *both;
+  }
+  const bool adjacent =
+      indexed.back() - indexed.front() + 1 == static_cast<int64_t>(indexed.size());
+  f.front = adjacent ? indexed.front() : 0;
+  // positions = sum over indexed dims of wrapped index x stride in the flattened block
+  ir::Value* positions = nullptr;
+  int64_t stride = 1;
+  for (size_t k = indexed.size(); k-- > 0;) {
+    const int64_t size = shape[static_cast<size_t>(indexed[k])];
+    ir::Value* term = broadcastTo(ctx, wrapped(ctx, tensors[k], size), f.indexShape);
+    if (stride != 1) {
+      term = emitBinary(ctx, "mul", term,
+                        constantFilled(ctx, {ir::DType::Int64, {}}, static_cast<double>(stride)));
+    }
+    positions = positions == nullptr ? term : emitBinary(ctx, "add", positions, term);
+    stride *= size;
+  }
+  f.positions = reshape(ctx, positions, {ir::elementCount(f.indexShape)});
+  f.perm = indexed;
+  f.perm.insert(f.perm.end(), f.other.begin(), f.other.end());
+  ir::Value* moved = std::is_sorted(f.perm.begin(), f.perm.end()) ? x : permute(ctx, x, f.perm);
+  ir::Shape flat = {stride};
+  for (int64_t d : f.other)
+    flat.push_back(shape[static_cast<size_t>(d)]);
+  f.x = reshape(ctx, moved, flat);
+  return f;
+}
+
+// The order of [index dims..., other dims...] that puts the index dims at `front`.
+std::vector<int64_t> resultOrder(const Flattened& f) {
+  const int64_t indexRank = static_cast<int64_t>(f.indexShape.size());
+  const int64_t others = static_cast<int64_t>(f.other.size());
+  std::vector<int64_t> order;
+  for (int64_t i = 0; i < f.front; ++i)
+    order.push_back(indexRank + i);
+  for (int64_t i = 0; i < indexRank; ++i)
+    order.push_back(i);
+  for (int64_t i = f.front; i < others; ++i)
+    order.push_back(indexRank + i);
+  return order;
+}
+
+// aten::index(self, indices): x[i], x[i, j], x[:, i], x[i, None]... with tensor indices.
+void lowerIndex(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const Flattened f = flattenIndexed(ctx, x, ctx.optionalTensorList(1));
+  ir::Value* picked = ctx.emit(ir::OpKind::IndexSelect, {f.x, f.positions}, {{"dim", int64_t{0}}});
+  ir::Shape shape = f.indexShape;
+  for (int64_t d : f.other)
+    shape.push_back(x->type().shape[static_cast<size_t>(d)]);
+  ir::Value* y = reshape(ctx, picked, shape);
+  const std::vector<int64_t> order = resultOrder(f);
+  if (!std::is_sorted(order.begin(), order.end())) y = permute(ctx, y, order);
+  ctx.setOutput(0, y);
+}
+
+// aten::index_put(self, indices, values, accumulate=False) and index_put_:
+// the values (broadcast to the indexed result's shape) written over or added
+// into the indexed elements.
+void lowerIndexPut(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const Flattened f = flattenIndexed(ctx, x, ctx.optionalTensorList(1));
+  const bool accumulate = ctx.numInputs() > 3 && ctx.toBool(3);
+  // The values in the indexed result's layout, then in [index elements, other dims...].
+  ir::Shape indexedResult = f.indexShape;
+  for (int64_t d : f.other)
+    indexedResult.push_back(x->type().shape[static_cast<size_t>(d)]);
+  const std::vector<int64_t> order = resultOrder(f);
+  ir::Shape resultShape;
+  for (int64_t o : order)
+    resultShape.push_back(indexedResult[static_cast<size_t>(o)]);
+  ir::Value* values = castTo(ctx, ctx.tensor(2), x->type().dtype);
+  values = broadcastTo(ctx, values, resultShape);
+  if (!std::is_sorted(order.begin(), order.end())) {
+    std::vector<int64_t> inverse(order.size());
+    for (size_t i = 0; i < order.size(); ++i)
+      inverse[static_cast<size_t>(order[i])] = static_cast<int64_t>(i);
+    values = permute(ctx, values, inverse);
+  }
+  ir::Shape rows = f.x->type().shape;
+  rows[0] = f.positions->type().shape[0];
+  values = reshape(ctx, values, rows);
+  ir::Value* written = ctx.emit(ir::OpKind::IndexAdd, {f.x, f.positions, values},
+                                {{"dim", int64_t{0}}, {"accumulate", accumulate}});
+  // Back to x's layout: unflatten, then undo the permutation.
+  ir::Shape moved;
+  for (int64_t d : f.perm)
+    moved.push_back(x->type().shape[static_cast<size_t>(d)]);
+  ir::Value* y = reshape(ctx, written, moved);
+  if (!std::is_sorted(f.perm.begin(), f.perm.end())) {
+    std::vector<int64_t> inverse(f.perm.size());
+    for (size_t i = 0; i < f.perm.size(); ++i)
+      inverse[static_cast<size_t>(f.perm[i])] = static_cast<int64_t>(i);
+    y = permute(ctx, y, inverse);
+  }
+  ctx.setOutput(0, y);
+}
+
+// one_hot(self, num_classes): int64 [..., num_classes], a 1 scattered into
+// zeros at each index (which checks it is in range, as PyTorch does);
+// num_classes=-1 (the largest index + 1) depends on the data and is refused.
+void lowerOneHot(LoweringContext& ctx) {
+  ir::Value* index = indexTensor(ctx, ctx.tensor(0));
+  const int64_t classes = ctx.numInputs() > 1 ? ctx.toInt(1) : -1;
+  if (classes < 0) {
+    ctx.unsupported("one_hot without num_classes (the number of classes would depend on the "
+                    "data); pass num_classes");
+  }
+  ir::Shape positions = index->type().shape;
+  positions.push_back(1);
+  ir::Shape shape = index->type().shape;
+  shape.push_back(classes);
+  ctx.setOutput(0, ctx.emit(ir::OpKind::Scatter,
+                            {constantFilled(ctx, {ir::DType::Int64, shape}, 0.0),
+                             reshape(ctx, index, positions),
+                             constantFilled(ctx, {ir::DType::Int64, positions}, 1.0)},
+                            {{"dim", static_cast<int64_t>(positions.size()) - 1},
+                             {"reduce", std::string("none")}}));
+}
+
+// masked_select: its result's size is the number of true elements.
+void lowerMaskedSelect(LoweringContext& ctx) {
+  ctx.unsupported("masked_select (the result's size depends on the data, which a compiled "
+                  "program cannot have, as on an IPU); use torch.where(mask, x, 0) instead");
+}
+
+} // namespace
+
+void registerIndexing(LoweringRegistry& registry) {
+  registry.add("aten::index_select", lowerIndexSelect);
+  registry.add("aten::gather", lowerGather);
+  registry.add("aten::take_along_dim", lowerTakeAlongDim);
+  for (const std::string s : {"", "_"}) {
+    registry.add("aten::scatter" + s, lowerScatter<false>);
+    registry.add("aten::scatter_add" + s, lowerScatter<true>);
+    registry.add("aten::index_add" + s, lowerIndexWrite<IndexWrite::Add>);
+    registry.add("aten::index_copy" + s, lowerIndexWrite<IndexWrite::Copy>);
+    registry.add("aten::index_fill" + s, lowerIndexWrite<IndexWrite::Fill>);
+    registry.add("aten::index_put" + s, lowerIndexPut);
+  }
+  registry.add("aten::index", lowerIndex);
+  registry.add("aten::one_hot", lowerOneHot);
+  registry.add("aten::masked_select", lowerMaskedSelect);
+}
+
+} // namespace popsim::frontend::lowerings

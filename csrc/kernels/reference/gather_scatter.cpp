@@ -1,0 +1,138 @@
+#include "common/check.h"
+#include "kernels/reference/families.h"
+#include "kernels/reference/indexing.h"
+
+#include <cstring>
+
+// index_select, index_add, gather and scatter: elements moved by an index
+// tensor along one dimension, bytes copied whatever the dtype, sums in the
+// dtype (float32 or int64), in the index's order (so the last of repeated
+// writes wins, as on PyTorch's CPU).
+namespace popsim::kernels::reference {
+namespace {
+
+int64_t checkedIndex(int64_t value, int64_t size, int64_t position) {
+  POPSIM_CHECK(value >= 0 && value < size, ErrorKind::Execution, "index ", value, " (at position ",
+               position, " of the index) is out of range for a dimension of size ", size,
+               "; indices must be in [0, ", size, ").");
+  return value;
+}
+
+// dst[0..count) += src[0..count) in `dtype`, or = when not summing.
+void combine(char* dst, const char* src, int64_t count, ir::DType dtype, bool sum) {
+  if (!sum) {
+    std::memcpy(dst, src, static_cast<size_t>(count) * ir::elementSize(dtype));
+    return;
+  }
+  if (dtype == ir::DType::Int64) {
+    auto* d = reinterpret_cast<int64_t*>(dst);
+    const auto* s = reinterpret_cast<const int64_t*>(src);
+    for (int64_t i = 0; i < count; ++i)
+      d[i] = static_cast<int64_t>(static_cast<uint64_t>(d[i]) + static_cast<uint64_t>(s[i]));
+    return;
+  }
+  auto* d = reinterpret_cast<float*>(dst);
+  const auto* s = reinterpret_cast<const float*>(src);
+  for (int64_t i = 0; i < count; ++i)
+    d[i] += s[i];
+}
+
+void copyInput(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+  if (outputs[0] != inputs[0]) std::memcpy(outputs[0], inputs[0], node.input(0)->type().bytes());
+}
+
+// Slices of X = [outer, size, inner] along the dimension.
+void indexSelect(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+  const ir::TensorType& x = node.input(0)->type();
+  const AxisSplit s = splitAroundAxis(x.shape, node.attrs().getInt("dim"));
+  const auto* index = static_cast<const int64_t*>(inputs[1]);
+  const int64_t count = node.input(1)->type().numel();
+  const size_t row = static_cast<size_t>(s.inner) * ir::elementSize(x.dtype);
+  const auto* src = static_cast<const char*>(inputs[0]);
+  auto* dst = static_cast<char*>(outputs[0]);
+  for (int64_t k = 0; k < count; ++k)
+    checkedIndex(index[k], s.size, k);
+  for (int64_t o = 0; o < s.outer; ++o) {
+    for (int64_t k = 0; k < count; ++k) {
+      std::memcpy(dst + (o * count + k) * row, src + (o * s.size + index[k]) * row, row);
+    }
+  }
+}
+
+void indexAdd(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+  const ir::TensorType& x = node.input(0)->type();
+  const AxisSplit s = splitAroundAxis(x.shape, node.attrs().getInt("dim"));
+  const auto* index = static_cast<const int64_t*>(inputs[1]);
+  const int64_t count = node.input(1)->type().numel();
+  const bool sum = node.attrs().getBool("accumulate");
+  const size_t row = static_cast<size_t>(s.inner) * ir::elementSize(x.dtype);
+  for (int64_t k = 0; k < count; ++k)
+    checkedIndex(index[k], s.size, k);
+  copyInput(node, inputs, outputs);
+  const auto* source = static_cast<const char*>(inputs[2]);
+  auto* dst = static_cast<char*>(outputs[0]);
+  for (int64_t o = 0; o < s.outer; ++o) {
+    for (int64_t k = 0; k < count; ++k) {
+      combine(dst + (o * s.size + index[k]) * row, source + (o * count + k) * row, s.inner, x.dtype,
+              sum);
+    }
+  }
+}
+
+// Calls fn(position in I, offset in X with dim replaced by I's value) for
+// every element of I.
+template <typename Fn> void forEachTarget(const ir::Node& node, const Inputs& inputs, Fn fn) {
+  const ir::TensorType& x = node.input(0)->type();
+  const ir::Shape& shape = node.input(1)->type().shape;
+  const int64_t dim = node.attrs().getInt("dim");
+  const std::vector<int64_t> strides = ir::contiguousStrides(x.shape);
+  const auto* index = static_cast<const int64_t*>(inputs[1]);
+  int64_t position = 0;
+  forEachIndex(shape, [&](const std::vector<int64_t>& at) {
+    int64_t offset = 0;
+    for (size_t d = 0; d < at.size(); ++d) {
+      const int64_t i = static_cast<int64_t>(d) == dim
+                            ? checkedIndex(index[position], x.shape[d], position)
+                            : at[d];
+      offset += i * strides[d];
+    }
+    fn(position++, offset);
+  });
+}
+
+void gather(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+  const size_t size = ir::elementSize(node.input(0)->type().dtype);
+  const auto* src = static_cast<const char*>(inputs[0]);
+  auto* dst = static_cast<char*>(outputs[0]);
+  forEachTarget(node, inputs, [&](int64_t position, int64_t offset) {
+    std::memcpy(dst + position * static_cast<int64_t>(size),
+                src + offset * static_cast<int64_t>(size), size);
+  });
+}
+
+void scatter(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+  const ir::DType dtype = node.input(0)->type().dtype;
+  const int64_t size = static_cast<int64_t>(ir::elementSize(dtype));
+  const bool sum = node.attrs().getString("reduce") == "sum";
+  // (Checked before the output is touched: it may share the input's buffer.)
+  forEachTarget(node, inputs, [](int64_t, int64_t) {});
+  copyInput(node, inputs, outputs);
+  const auto* src = static_cast<const char*>(inputs[2]);
+  auto* dst = static_cast<char*>(outputs[0]);
+  forEachTarget(node, inputs, [&](int64_t position, int64_t offset) {
+    combine(dst + offset * size, src + position * size, 1, dtype, sum);
+  });
+}
+
+} // namespace
+
+void gatherScatter(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+  switch (node.kind()) {
+  case ir::OpKind::IndexSelect: return indexSelect(node, inputs, outputs);
+  case ir::OpKind::IndexAdd: return indexAdd(node, inputs, outputs);
+  case ir::OpKind::Gather: return gather(node, inputs, outputs);
+  default: return scatter(node, inputs, outputs);
+  }
+}
+
+} // namespace popsim::kernels::reference

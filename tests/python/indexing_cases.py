@@ -1,0 +1,142 @@
+"""The test table of indexing by tensors (frontend/lowerings/indexing.cpp):
+index_select, gather, take_along_dim, scatter (src, value, reduce='add'),
+scatter_add, index_add (alpha), index_copy, index_fill, advanced indexing
+(one or several index tensors, adjacent or not, negative indices, mixed with
+slices and None) and index_put_ (with accumulate), one_hot; indices repeat
+where PyTorch sums them (their gradients accumulate). The indices are
+buffers; test_ops.py runs each case forward, test_gradients.py backward and
+test_nonfinite.py with NaN/Inf, against eager PyTorch."""
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Indexed(nn.Module):
+    """fn(*inputs, *indices) with the index tensors as buffers."""
+
+    def __init__(self, fn, indices):
+        super().__init__()
+        self.fn = fn
+        for i, index in enumerate(indices):
+            self.register_buffer(f"index{i}", index)
+        self.count = len(indices)
+
+    def forward(self, *inputs):
+        return self.fn(*inputs, *[getattr(self, f"index{i}") for i in range(self.count)])
+
+
+def _shape(rng, rank=None):
+    return [rng.randint(1, 5) for _ in range(rank or rng.randint(1, 3))]
+
+
+def _along(make):
+    """make(rng, x shape, dim) -> (fn, indices, extra inputs)."""
+    def case(rng):
+        shape = _shape(rng)
+        dim = rng.randrange(len(shape))
+        fn, indices, extra = make(rng, shape, dim)
+        return Indexed(fn, indices), [torch.randn(*shape)] + extra
+    return case
+
+
+def _element_index(rng, shape, dim):
+    """An index for gather/scatter: no larger than `shape` off dim, values in range."""
+    index_shape = [rng.randint(1, s) if d != dim else rng.randint(1, 5)
+                   for d, s in enumerate(shape)]
+    return torch.randint(0, shape[dim], index_shape)
+
+
+def _broadcasting_index(rng, shape, dim):
+    """An index for take_along_dim: each dim off `dim` the input's size or 1."""
+    index_shape = [rng.randint(1, 4) if d == dim else rng.choice([1, s])
+                   for d, s in enumerate(shape)]
+    return torch.randint(0, shape[dim], index_shape)
+
+
+def _with_source(fn):
+    """fn(x, src, index, dim) for a scatter that sums: src of the index's shape
+    (autograd needs it; repeated targets sum)."""
+    def case(rng):
+        shape = _shape(rng)
+        dim = rng.randrange(len(shape))
+        index = _element_index(rng, shape, dim)
+        return (Indexed(lambda x, src, i: fn(x, src, i, dim), [index]),
+                [torch.randn(*shape), torch.randn(*index.shape)])
+    return case
+
+
+def _unique_element_index(shape, dim):
+    """A scatter index with no repeated target (each slice a permutation)."""
+    index = torch.argsort(torch.rand(*shape), dim=dim)
+    return index
+
+
+INDEXING = {
+    "index_select": _along(lambda rng, s, d: (
+        lambda x, i: torch.index_select(x, d, i), [torch.randint(0, s[d], (rng.randint(1, 6),))], [])),
+    "gather": _along(lambda rng, s, d: (
+        lambda x, i: torch.gather(x, d, i), [_element_index(rng, s, d)], [])),
+    "take_along_dim": _along(lambda rng, s, d: (
+        lambda x, i: torch.take_along_dim(x, i, d), [_broadcasting_index(rng, s, d)], [])),
+    "take_along_dim_flat": _along(lambda rng, s, d: (
+        lambda x, i: torch.take_along_dim(x, i), [torch.randint(0, math.prod(s), (3,))], [])),
+    "scatter_src": _along(lambda rng, s, d: (
+        lambda x, src, i: torch.scatter(x, d, i, src), [_unique_element_index(s, d)],
+        [torch.randn(*s)])),
+    "scatter_value_": _along(lambda rng, s, d: (
+        lambda x, i: x.clone().scatter_(d, i, 2.5), [_element_index(rng, s, d)], [])),
+    "scatter_add": _with_source(lambda x, src, i, d: x.scatter_add(d, i, src)),
+    "scatter_reduce_add": _with_source(
+        lambda x, src, i, d: torch.scatter(x, d, i, src, reduce="add")),
+    "index_add_alpha": _along(lambda rng, s, d: (
+        lambda x, src, i: x.index_add(d, i, src, alpha=-0.5), [torch.randint(0, s[d], (4,))],
+        [torch.randn(*[4 if k == d else n for k, n in enumerate(s)])])),
+    "index_copy_": _along(lambda rng, s, d: (
+        lambda x, src, i: x.clone().index_copy_(d, i, src), [torch.randperm(s[d])],
+        [torch.randn(*s)])),
+    "index_fill": _along(lambda rng, s, d: (
+        lambda x, i: torch.index_fill(x, d, i, -1.0), [torch.randint(0, s[d], (2,))], [])),
+    "index_one_tensor": _along(lambda rng, s, d: (
+        lambda x, i: x[i] * 2, [torch.randint(-s[0], s[0], (3, 2))], [])),
+    "index_after_slice": lambda rng: (
+        Indexed(lambda x, i: x[:, i], [torch.randint(-4, 4, (2, 3))]), [torch.randn(3, 4, 2)]),
+    "index_two_tensors": lambda rng: (
+        Indexed(lambda x, i, j: x[i, j], [torch.randint(0, 3, (4, 1)), torch.randint(0, 4, (5,))]),
+        [torch.randn(3, 4, 2)]),
+    "index_not_adjacent": lambda rng: (
+        Indexed(lambda x, i, j: x[i, :, j], [torch.tensor([0, 2, 2]), torch.tensor([1, 0, -1])]),
+        [torch.randn(3, 4, 2)]),
+    "index_with_none": lambda rng: (
+        Indexed(lambda x, i: x[None, ..., i], [torch.tensor([[1, 0], [1, 1]])]),
+        [torch.randn(2, 3, 2)]),
+    "index_put_": lambda rng: (
+        Indexed(lambda x, v, i: x.clone().index_put_((i,), v), [torch.randperm(4)[:3]]),
+        [torch.randn(4, 3), torch.randn(3, 3)]),
+    "index_put_accumulate": lambda rng: (
+        Indexed(lambda x, v, i, j: x.index_put((i, j), v, accumulate=True),
+                [torch.tensor([0, 1, 1, 0]), torch.tensor([2, 0, 0, 2])]),
+        [torch.randn(2, 3), torch.randn(4)]),
+    "setitem_columns": lambda rng: (
+        Indexed(lambda x, i: _assign(x.clone(), i), [torch.tensor([2, 0])]),
+        [torch.randn(3, 4)]),
+}
+
+
+def _assign(x, i):
+    x[:, i] = x[:, i] * 3 + 1
+    return x
+
+
+ONE_HOT = {
+    "one_hot": lambda rng: (
+        Indexed(lambda x, i: F.one_hot(i, 5) * x.sum(), [torch.randint(0, 5, (3, 2))]),
+        [torch.randn(2)]),
+}
+INDEXING.update(ONE_HOT)
+
+# PyTorch has no derivative for scatter with a reduce argument (popsim refuses
+# to train through it, as test_indexing.py checks), nor for integer outputs.
+NOT_DIFFERENTIABLE = {"scatter_reduce_add", "one_hot"}

@@ -1,0 +1,94 @@
+"""Indexing by tensors beyond the case table (indexing_cases.py): training
+through gathers and scatters against eager PyTorch, and the errors: indices
+out of range at run time, boolean masks and one_hot without num_classes
+(shapes that depend on the data), and scatter with reduce, which PyTorch
+cannot differentiate."""
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import popsim
+from models import Function, assert_sgd_steps_match_eager
+
+
+class Lookup(nn.Module):
+    """A model that reads and writes its weights through index tensors."""
+
+    def __init__(self):
+        super().__init__()
+        self.table = nn.Parameter(torch.randn(6, 4))
+        self.head = nn.Linear(4, 3)
+        self.register_buffer("rows", torch.tensor([5, 0, 5, 2]))
+        self.register_buffer("targets", torch.tensor([[0, 0, 3, 1]] * 4))
+        self.register_buffer("order", torch.tensor([[3, 2, 1, 0]] * 4))
+        self.register_buffer("written", torch.tensor([1, 3]))
+        self.register_buffer("columns", torch.tensor([0, 0, 1, 2]))
+
+    def forward(self, x, target):
+        picked = self.table.index_select(0, self.rows)  # [4, 4], row 5 twice
+        mixed = picked.scatter_add(1, self.targets, x)
+        mixed = torch.gather(mixed, 1, self.order)
+        mixed = mixed.index_put((self.written,), mixed[self.rows[:2] - 2] * 0.5)
+        out = self.head(mixed[:, self.columns])
+        return out, F.cross_entropy(out, target)
+
+
+def test_training_through_gathers_and_scatters_matches_eager():
+    torch.manual_seed(0)
+    batches = [(torch.randn(4, 4), torch.randint(0, 3, (4,))) for _ in range(3)]
+    assert_sgd_steps_match_eager(Lookup, batches)
+
+
+def test_an_index_out_of_range_is_an_execution_error():
+    model = popsim.inferenceModel(Function(lambda x, i: torch.index_select(x, 0, i)))
+    model(torch.randn(3, 2), torch.tensor([0, 2]))
+    with pytest.raises(popsim.ExecutionError,
+                       match=r"index_select at .*: index 3 \(at position 1 of the index\) is out "
+                             r"of range for a dimension of size 3; indices must be in \[0, 3\)"):
+        model(torch.randn(3, 2), torch.tensor([0, 3]))
+
+
+def test_negative_indices_count_from_the_end_in_advanced_indexing():
+    x = torch.arange(12.0).reshape(3, 4)
+    index = torch.tensor([-1, 0, -3])
+    model = popsim.inferenceModel(Function(lambda x, i: x[i, i]))
+    torch.testing.assert_close(model(x, index), x[index, index])
+
+
+@pytest.mark.parametrize("function,message", [
+    (lambda x: x[x > 0], r"aten::index at .*: indexing with a boolean mask \(the result's shape "
+                         r"depends on the data\); use torch.where"),
+    (lambda x: torch.masked_select(x, x > 0), r"masked_select \(the result's size depends on "
+                                              r"the data"),
+    (lambda x: F.one_hot(x.long().abs()), r"one_hot without num_classes"),
+])
+def test_shapes_that_depend_on_the_data_are_refused_with_the_reason(function, message):
+    with pytest.raises(popsim.UnsupportedOperationError, match=message):
+        popsim.inferenceModel(Function(function))(torch.randn(2, 3))
+
+
+def test_one_hot_of_a_class_out_of_range_is_an_execution_error():
+    model = popsim.inferenceModel(Function(lambda i: F.one_hot(i, 3)))
+    torch.testing.assert_close(model(torch.tensor([2, 0])), F.one_hot(torch.tensor([2, 0]), 3))
+    with pytest.raises(popsim.ExecutionError, match=r"index 3 \(at position 1 of the index\)"):
+        model(torch.tensor([2, 3]))
+
+
+class ScatterReduce(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(3, 3)
+        self.register_buffer("targets", torch.tensor([[0, 0, 1]] * 2))
+
+    def forward(self, x):
+        y = torch.zeros(2, 3).scatter(1, self.targets, self.linear(x), reduce="add")
+        return popsim.identity_loss(y.sum(), "none")
+
+
+def test_training_through_scatter_with_reduce_is_refused_as_eager_backward_refuses_it():
+    with pytest.raises(popsim.UnsupportedOperationError,
+                       match=r"scatter with reduce='add' at .*test_indexing.py:\d+ has no "
+                             r"derivative \(PyTorch's backward raises here too\).*scatter_add"):
+        popsim.trainingModel(ScatterReduce())(torch.randn(2, 3))
