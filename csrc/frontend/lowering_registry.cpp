@@ -30,6 +30,7 @@ const LoweringRegistry& LoweringRegistry::instance() {
     lowerings::registerCtcLoss(r);
     lowerings::registerRandom(r);
     lowerings::registerIndexing(r);
+    lowerings::registerRearrangement(r);
     lowerings::registerCreation(r);
     return r;
   }();

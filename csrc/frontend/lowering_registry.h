@@ -47,6 +47,7 @@ void registerPadding(LoweringRegistry& registry);
 void registerCtcLoss(LoweringRegistry& registry);
 void registerRandom(LoweringRegistry& registry);
 void registerIndexing(LoweringRegistry& registry);
+void registerRearrangement(LoweringRegistry& registry);
 void registerCreation(LoweringRegistry& registry);
 } // namespace lowerings
 

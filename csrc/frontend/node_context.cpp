@@ -203,6 +203,12 @@ std::vector<int64_t> NodeContext::toIntList(size_t index) const {
   const c10::IValue& v = staticArgument(index, "a list of integers");
   if (v.isIntList()) return v.toIntVector();
   if (v.isInt()) return {v.toInt()};
+  if (v.isTensor() && v.toTensor().dim() <= 1 &&
+      c10::isIntegralType(v.toTensor().scalar_type(), /*includeBool=*/false)) {
+    // An integer tensor known at compile time (repeat_interleave's counts).
+    const at::Tensor values = v.toTensor().to(at::kLong).contiguous().reshape({-1});
+    return {values.data_ptr<int64_t>(), values.data_ptr<int64_t>() + values.numel()};
+  }
   unsupported("argument " + std::to_string(index) + " is a " + v.tagKind() +
               ", not a list of integers");
 }

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 
 import binary_cases
 import indexing_cases
+import rearrangement_cases
 import reduction_cases
 import popsim
 from conftest import assert_close
@@ -26,7 +27,9 @@ from test_ops import CASES, DRAWS
 # PyTorch has no derivative for.
 NOT_DIFFERENTIABLE = ({f"binary_{name}" for name in binary_cases.NOT_DIFFERENTIABLE}
                       | {f"reduction_{name}" for name in reduction_cases.NOT_DIFFERENTIABLE}
-                      | {f"indexing_{name}" for name in indexing_cases.NOT_DIFFERENTIABLE})
+                      | {f"indexing_{name}" for name in indexing_cases.NOT_DIFFERENTIABLE}
+                      | {f"rearrangement_{name}"
+                         for name in rearrangement_cases.NOT_DIFFERENTIABLE})
 
 
 class Projected(nn.Module):

@@ -20,6 +20,7 @@ from normalization_cases import NORMALIZATIONS
 from reduction_cases import REDUCTIONS
 from window_cases import WINDOWS
 from indexing_cases import INDEXING
+from rearrangement_cases import REARRANGEMENTS
 from conftest import assert_close
 
 DRAWS = 8
@@ -379,6 +380,7 @@ CASES = {
     **{f"loss_{name}": case for name, case in LOSSES.items()},
     **{f"window_{name}": case for name, case in WINDOWS.items()},
     **{f"indexing_{name}": case for name, case in INDEXING.items()},
+    **{f"rearrangement_{name}": case for name, case in REARRANGEMENTS.items()},
 }
 
 

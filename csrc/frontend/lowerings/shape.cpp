@@ -257,6 +257,8 @@ void registerShapeOps(LoweringRegistry& registry) {
   registry.add("aten::squeeze", lowerSqueeze);
   registry.add("aten::permute", lowerPermute);
   registry.add("aten::transpose", lowerTranspose);
+  registry.add("aten::swapaxes", lowerTranspose);
+  registry.add("aten::swapdims", lowerTranspose);
   registry.add("aten::slice", lowerSlice);
   registry.add("aten::narrow", lowerNarrow);
   registry.add("aten::select", lowerSelect);

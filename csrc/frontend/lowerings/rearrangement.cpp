@@ -1,0 +1,525 @@
+// Ops that rearrange elements: repeat, tile, repeat_interleave, flip, roll,
+// unbind, unflatten, movedim, tensor_split, diagonal, diag, triu, tril,
+// pixel_shuffle / pixel_unshuffle, channel_shuffle, Tensor.unfold and
+// F.unfold / F.fold (im2col, col2im). Each is reshapes, permutes and
+// broadcasts, or an index_select / index_add with positions known at
+// compile time, so their gradients come from those ops' rules.
+
+#include "frontend/lowering_registry.h"
+#include "frontend/lowerings/helpers.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+namespace popsim::frontend::lowerings {
+namespace {
+
+ir::Value* positionsConstant(LoweringContext& ctx, const std::vector<int64_t>& values) {
+  std::vector<uint8_t> bytes(values.size() * sizeof(int64_t));
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return ctx.constant({ir::DType::Int64, {static_cast<int64_t>(values.size())}}, std::move(bytes));
+}
+
+// x's slices along dim at `positions` (known at compile time).
+ir::Value* pick(LoweringContext& ctx, ir::Value* x, int64_t dim,
+                const std::vector<int64_t>& positions) {
+  return ctx.emit(ir::OpKind::IndexSelect, {x, positionsConstant(ctx, positions)}, {{"dim", dim}});
+}
+
+int64_t dimArgument(LoweringContext& ctx, size_t index, int64_t rank) {
+  return normalizedDim(ctx, ctx.toInt(index), rank);
+}
+
+std::vector<int64_t> identityPerm(int64_t rank) {
+  std::vector<int64_t> perm(static_cast<size_t>(rank));
+  std::iota(perm.begin(), perm.end(), int64_t{0});
+  return perm;
+}
+
+ir::Value* permuted(LoweringContext& ctx, ir::Value* x, const std::vector<int64_t>& perm) {
+  return std::is_sorted(perm.begin(), perm.end()) ? x : permute(ctx, x, perm);
+}
+
+// x repeated `repeats` times along each dim (leading repeats add dims): x as
+// [1, s0, 1, s1, ...], broadcast to [r0, s0, r1, s1, ...], merged pairwise.
+ir::Value* repeated(LoweringContext& ctx, ir::Value* x, const std::vector<int64_t>& repeats) {
+  ir::Shape shape = x->type().shape;
+  if (repeats.size() < shape.size()) {
+    ctx.unsupported("repeat with fewer repeats (" + std::to_string(repeats.size()) +
+                    ") than the tensor has dimensions (" + std::to_string(shape.size()) + ")");
+  }
+  shape.insert(shape.begin(), repeats.size() - shape.size(), 1);
+  ir::Shape spread, broadcast, merged;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    spread.insert(spread.end(), {1, shape[d]});
+    broadcast.insert(broadcast.end(), {repeats[d], shape[d]});
+    merged.push_back(repeats[d] * shape[d]);
+  }
+  ir::Value* y = ctx.emit(ir::OpKind::Broadcast, {reshape(ctx, x, spread)}, {{"shape", broadcast}});
+  return reshape(ctx, y, merged);
+}
+
+void lowerRepeat(LoweringContext& ctx) {
+  ctx.setOutput(0, repeated(ctx, ctx.tensor(0), ctx.toIntList(1)));
+}
+
+// tile(self, dims): repeat, with dims padded with leading 1s to the rank.
+void lowerTile(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  std::vector<int64_t> dims = ctx.toIntList(1);
+  if (dims.size() < static_cast<size_t>(x->type().rank())) {
+    dims.insert(dims.begin(), static_cast<size_t>(x->type().rank()) - dims.size(), 1);
+  }
+  ctx.setOutput(0, repeated(ctx, x, dims));
+}
+
+// repeat_interleave(self, repeats, dim=None): each slice repeated in place
+// (flattened without dim); repeats a number or a tensor known at compile time.
+void lowerRepeatInterleave(LoweringContext& ctx) {
+  if (!ctx.argumentIndex("self").has_value()) {
+    ctx.unsupported("repeat_interleave(repeats) of a tensor of counts alone (its output size "
+                    "depends on the data)");
+  }
+  ir::Value* x = ctx.tensor(0);
+  const std::optional<size_t> dimIndex = ctx.argumentIndex("dim");
+  const bool flat = !dimIndex.has_value() || ctx.isNone(*dimIndex);
+  if (flat) x = reshape(ctx, x, {x->type().numel()});
+  const int64_t dim = flat ? 0 : dimArgument(ctx, *dimIndex, x->type().rank());
+  const int64_t size = x->type().shape[static_cast<size_t>(dim)];
+  std::vector<int64_t> counts;
+  if (const std::optional<double> count = ctx.staticScalar(1)) {
+    counts.assign(static_cast<size_t>(size), static_cast<int64_t>(*count));
+  } else {
+    counts = ctx.toIntList(1); // a constant tensor of counts
+  }
+  if (static_cast<int64_t>(counts.size()) != size) {
+    ctx.unsupported("repeat_interleave with " + std::to_string(counts.size()) +
+                    " counts for a dimension of size " + std::to_string(size));
+  }
+  std::vector<int64_t> positions;
+  for (int64_t i = 0; i < size; ++i) {
+    if (counts[static_cast<size_t>(i)] < 0)
+      ctx.unsupported("repeat_interleave with a negative count");
+    positions.insert(positions.end(), static_cast<size_t>(counts[static_cast<size_t>(i)]), i);
+  }
+  ctx.setOutput(0, pick(ctx, x, dim, positions));
+}
+
+// flip(self, dims): each dim read backwards.
+void lowerFlip(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  for (int64_t dim : ctx.toIntList(1)) {
+    dim = normalizedDim(ctx, dim, x->type().rank());
+    const int64_t size = x->type().shape[static_cast<size_t>(dim)];
+    std::vector<int64_t> positions(static_cast<size_t>(size));
+    for (int64_t i = 0; i < size; ++i)
+      positions[static_cast<size_t>(i)] = size - 1 - i;
+    x = pick(ctx, x, dim, positions);
+  }
+  ctx.setOutput(0, x);
+}
+
+// roll(self, shifts, dims=[]): element i moves to i + shift (mod size);
+// without dims, over the flattened tensor.
+void lowerRoll(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const ir::Shape shape = x->type().shape;
+  const std::vector<int64_t> shifts = ctx.toIntList(1);
+  std::vector<int64_t> dims = ctx.numInputs() > 2 ? ctx.toIntList(2) : std::vector<int64_t>{};
+  const bool flat = dims.empty();
+  if (flat) {
+    x = reshape(ctx, x, {x->type().numel()});
+    dims = {0};
+  }
+  if (shifts.size() != dims.size()) ctx.unsupported("roll with as many shifts as dims");
+  for (size_t k = 0; k < dims.size(); ++k) {
+    const int64_t dim = normalizedDim(ctx, dims[k], x->type().rank());
+    const int64_t size = x->type().shape[static_cast<size_t>(dim)];
+    if (size == 0) continue;
+    std::vector<int64_t> positions(static_cast<size_t>(size));
+    for (int64_t i = 0; i < size; ++i)
+      positions[static_cast<size_t>(i)] = (((i - shifts[k]) % size) + size) % size;
+    x = pick(ctx, x, dim, positions);
+  }
+  ctx.setOutput(0, flat ? reshape(ctx, x, shape) : x);
+}
+
+// A result PyTorch has no derivative for: training through it is an error.
+ir::Value* withoutDerivative(LoweringContext& ctx, ir::Value* y, const std::string& op) {
+  return ctx.emit(ir::OpKind::NoDerivative, {y},
+                  {{"what", op},
+                   {"hint", std::string("Detach its input, or rearrange with "
+                                        "reshape and permute, which have one.")}});
+}
+
+ir::Value* sliceOf(LoweringContext& ctx, ir::Value* x, int64_t dim, int64_t start, int64_t end) {
+  return ctx.emit(ir::OpKind::Slice, {x},
+                  {{"dim", dim}, {"start", start}, {"end", end}, {"step", int64_t{1}}});
+}
+
+// unbind(self, dim=0): the slices along dim, without it.
+void lowerUnbind(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const int64_t dim = ctx.numInputs() > 1 ? dimArgument(ctx, 1, x->type().rank()) : 0;
+  ir::Shape shape = x->type().shape;
+  const int64_t size = shape[static_cast<size_t>(dim)];
+  shape.erase(shape.begin() + dim);
+  std::vector<ir::Value*> parts;
+  for (int64_t i = 0; i < size; ++i)
+    parts.push_back(reshape(ctx, sliceOf(ctx, x, dim, i, i + 1), shape));
+  ctx.setOutputList(0, parts);
+}
+
+// unflatten(self, dim, sizes): one dim split into several (one may be -1).
+void lowerUnflatten(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const int64_t dim = dimArgument(ctx, 1, x->type().rank());
+  std::vector<int64_t> sizes = ctx.toIntList(2);
+  const int64_t total = x->type().shape[static_cast<size_t>(dim)];
+  int64_t known = 1;
+  for (int64_t s : sizes)
+    known *= s == -1 ? 1 : s;
+  for (int64_t& s : sizes)
+    if (s == -1) s = known == 0 ? 0 : total / known;
+  ir::Shape shape = x->type().shape;
+  shape.erase(shape.begin() + dim);
+  shape.insert(shape.begin() + dim, sizes.begin(), sizes.end());
+  if (ir::elementCount(shape) != x->type().numel()) {
+    ctx.unsupported("unflatten of a dimension of size " + std::to_string(total) + " into sizes " +
+                    listToString(ctx.toIntList(2)));
+  }
+  ctx.setOutput(0, reshape(ctx, x, shape));
+}
+
+// movedim(self, source, destination) with ints or lists.
+void lowerMovedim(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const int64_t rank = x->type().rank();
+  std::vector<int64_t> source = ctx.toIntList(1), destination = ctx.toIntList(2);
+  if (source.size() != destination.size())
+    ctx.unsupported("movedim with as many sources as destinations");
+  for (auto* list : {&source, &destination})
+    for (int64_t& d : *list)
+      d = normalizedDim(ctx, d, rank);
+  std::vector<int64_t> perm(static_cast<size_t>(rank), -1);
+  std::vector<bool> used(static_cast<size_t>(rank), false);
+  for (size_t i = 0; i < source.size(); ++i) {
+    perm[static_cast<size_t>(destination[i])] = source[i];
+    used[static_cast<size_t>(source[i])] = true;
+  }
+  int64_t next = 0;
+  for (int64_t& p : perm) {
+    if (p != -1) continue;
+    while (used[static_cast<size_t>(next)])
+      ++next;
+    p = next++;
+  }
+  ctx.setOutput(0, permuted(ctx, x, perm));
+}
+
+// tensor_split(self, sections or indices, dim=0).
+void lowerTensorSplit(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const int64_t dim = ctx.numInputs() > 2 ? dimArgument(ctx, 2, x->type().rank()) : 0;
+  const int64_t size = x->type().shape[static_cast<size_t>(dim)];
+  std::vector<int64_t> bounds = {0};
+  if (const std::optional<double> sections = ctx.staticScalar(1); sections && !ctx.isTensor(1)) {
+    const int64_t n = static_cast<int64_t>(*sections);
+    if (n <= 0) ctx.unsupported("tensor_split into " + std::to_string(n) + " sections");
+    for (int64_t i = 0; i < n; ++i)
+      bounds.push_back(bounds.back() + size / n + (i < size % n ? 1 : 0));
+  } else {
+    for (int64_t b : ctx.toIntList(1))
+      bounds.push_back(std::clamp<int64_t>(b < 0 ? b + size : b, 0, size));
+    bounds.push_back(size);
+  }
+  std::vector<ir::Value*> parts;
+  for (size_t i = 0; i + 1 < bounds.size(); ++i) {
+    const int64_t start = std::min(bounds[i], size);
+    parts.push_back(sliceOf(ctx, x, dim, start, std::max(start, bounds[i + 1])));
+  }
+  ctx.setOutputList(0, parts);
+}
+
+// The elements (i, i + offset) of dims (a, b): x with a and b moved last and
+// flattened, and the positions of the diagonal in them.
+ir::Value* diagonalOf(LoweringContext& ctx, ir::Value* x, int64_t offset, int64_t a, int64_t b) {
+  const ir::Shape& shape = x->type().shape;
+  const int64_t rows = shape[static_cast<size_t>(a)], columns = shape[static_cast<size_t>(b)];
+  std::vector<int64_t> perm, kept;
+  for (int64_t d = 0; d < x->type().rank(); ++d) {
+    if (d != a && d != b) {
+      perm.push_back(d);
+      kept.push_back(shape[static_cast<size_t>(d)]);
+    }
+  }
+  perm.insert(perm.end(), {a, b});
+  ir::Shape flat = kept;
+  flat.push_back(rows * columns);
+  ir::Value* moved = reshape(ctx, permuted(ctx, x, perm), flat);
+  std::vector<int64_t> positions;
+  for (int64_t i = std::max<int64_t>(0, -offset); i < rows && i + offset < columns; ++i) {
+    positions.push_back(i * columns + i + offset);
+  }
+  const int64_t last = static_cast<int64_t>(kept.size());
+  if (positions.empty()) {
+    ir::Shape empty = kept;
+    empty.push_back(0);
+    return constantFilled(ctx, {x->type().dtype, empty}, 0.0);
+  }
+  return pick(ctx, moved, last, positions);
+}
+
+// diagonal(self, offset=0, dim1=0, dim2=1).
+void lowerDiagonal(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const int64_t rank = x->type().rank();
+  const int64_t a = dimArgument(ctx, 2, rank), b = dimArgument(ctx, 3, rank);
+  if (a == b) ctx.unsupported("diagonal of the same dim twice");
+  ctx.setOutput(0, diagonalOf(ctx, x, ctx.toInt(1), a, b));
+}
+
+// diag(self, diagonal=0): the diagonal of a matrix, or the square matrix
+// with a vector on that diagonal (its elements written into zeros).
+void lowerDiag(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const int64_t offset = ctx.numInputs() > 1 ? ctx.toInt(1) : 0;
+  if (x->type().rank() == 2) {
+    ctx.setOutput(0, diagonalOf(ctx, x, offset, 0, 1));
+    return;
+  }
+  if (x->type().rank() != 1)
+    ctx.unsupported("diag of a tensor of rank " + std::to_string(x->type().rank()));
+  const int64_t n = x->type().shape[0];
+  const int64_t side = n + std::abs(offset);
+  std::vector<int64_t> positions;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t row = offset >= 0 ? i : i - offset, column = offset >= 0 ? i + offset : i;
+    positions.push_back(row * side + column);
+  }
+  ir::Value* zeros = constantFilled(ctx, {x->type().dtype, {side * side}}, 0.0);
+  ir::Value* y = ctx.emit(ir::OpKind::IndexAdd, {zeros, positionsConstant(ctx, positions), x},
+                          {{"dim", int64_t{0}}, {"accumulate", false}});
+  ctx.setOutput(0, reshape(ctx, y, {side, side}));
+}
+
+// triu / tril(self, diagonal=0): the elements on and above (below) the
+// diagonal of the last two dims, zeros elsewhere.
+template <bool Upper> void lowerTriangle(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const ir::Shape& shape = x->type().shape;
+  if (shape.size() < 2) ctx.unsupported("triu/tril of a tensor of rank < 2");
+  const int64_t offset = ctx.numInputs() > 1 ? ctx.toInt(1) : 0;
+  const int64_t rows = shape[shape.size() - 2], columns = shape.back();
+  std::vector<uint8_t> mask(static_cast<size_t>(rows * columns));
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < columns; ++j) {
+      mask[static_cast<size_t>(i * columns + j)] = Upper ? j - i >= offset : j - i <= offset;
+    }
+  }
+  ir::Value* keep = ctx.constant({ir::DType::Bool, {rows, columns}}, std::move(mask));
+  ctx.setOutput(
+      0, ctx.emit(ir::OpKind::Where, {keep, x, constantFilled(ctx, {x->type().dtype, {}}, 0.0)}));
+}
+
+// pixel_shuffle(self, r): [*, C r^2, H, W] -> [*, C, H r, W r]; pixel_unshuffle the inverse.
+template <bool Shuffle> void lowerPixelShuffle(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const int64_t r = ctx.toInt(1);
+  ir::Shape shape = x->type().shape;
+  if (shape.size() < 3 || r <= 0) ctx.unsupported("pixel (un)shuffle of " + x->type().str());
+  const ir::Shape batch(shape.begin(), shape.end() - 3);
+  const int64_t c = shape[shape.size() - 3], h = shape[shape.size() - 2], w = shape.back();
+  const int64_t b = static_cast<int64_t>(batch.size());
+  ir::Shape split = batch, out = batch;
+  std::vector<int64_t> perm = identityPerm(b);
+  if (Shuffle) {
+    if (c % (r * r) != 0)
+      ctx.unsupported("pixel_shuffle of " + std::to_string(c) + " channels by " +
+                      std::to_string(r));
+    split.insert(split.end(), {c / (r * r), r, r, h, w});
+    perm.insert(perm.end(), {b, b + 3, b + 1, b + 4, b + 2}); // [C, H, r, W, r]
+    out.insert(out.end(), {c / (r * r), h * r, w * r});
+  } else {
+    if (h % r != 0 || w % r != 0)
+      ctx.unsupported("pixel_unshuffle of " + x->type().str() + " by " + std::to_string(r));
+    split.insert(split.end(), {c, h / r, r, w / r, r});
+    perm.insert(perm.end(), {b, b + 2, b + 4, b + 1, b + 3}); // [C, r, r, H, W]
+    out.insert(out.end(), {c * r * r, h / r, w / r});
+  }
+  ctx.setOutput(0, reshape(ctx, permute(ctx, reshape(ctx, x, split), perm), out));
+}
+
+// channel_shuffle(self, groups): [N, g, C/g, *] with the two middle dims
+// swapped (PyTorch has no derivative for it).
+void lowerChannelShuffle(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const int64_t groups = ctx.toInt(1);
+  const ir::Shape shape = x->type().shape;
+  if (shape.size() < 2 || groups <= 0 || shape[1] % groups != 0) {
+    ctx.unsupported("channel_shuffle of " + x->type().str() + " in " + std::to_string(groups) +
+                    " groups");
+  }
+  ir::Shape split = {shape[0], groups, shape[1] / groups};
+  split.insert(split.end(), shape.begin() + 2, shape.end());
+  std::vector<int64_t> perm = identityPerm(static_cast<int64_t>(split.size()));
+  std::swap(perm[1], perm[2]);
+  ir::Value* y = reshape(ctx, permute(ctx, reshape(ctx, x, split), perm), shape);
+  ctx.setOutput(0, withoutDerivative(ctx, y, "channel_shuffle"));
+}
+
+// narrow_copy(self, dim, start, length): narrow, which PyTorch cannot differentiate.
+void lowerNarrowCopy(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const int64_t dim = dimArgument(ctx, 1, x->type().rank());
+  const int64_t size = x->type().shape[static_cast<size_t>(dim)];
+  int64_t start = ctx.toInt(2);
+  if (start < 0) start += size;
+  const int64_t length = ctx.toInt(3);
+  if (start < 0 || length < 0 || start + length > size) {
+    ctx.unsupported("narrow_copy of [" + std::to_string(start) + ", " +
+                    std::to_string(start + length) + ") from a dimension of size " +
+                    std::to_string(size));
+  }
+  ctx.setOutput(0,
+                withoutDerivative(ctx, sliceOf(ctx, x, dim, start, start + length), "narrow_copy"));
+}
+
+// Tensor.unfold(dimension, size, step): the windows along a dim as a new last dim.
+void lowerUnfold(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const int64_t rank = std::max<int64_t>(x->type().rank(), 1);
+  if (x->type().rank() == 0) x = reshape(ctx, x, {1});
+  const int64_t dim = normalizedDim(ctx, ctx.toInt(1), rank);
+  const int64_t size = ctx.toInt(2), step = ctx.toInt(3);
+  const int64_t length = x->type().shape[static_cast<size_t>(dim)];
+  if (size < 0 || size > length || step <= 0) {
+    ctx.unsupported("unfold of windows of " + std::to_string(size) + " every " +
+                    std::to_string(step) + " along a dimension of size " + std::to_string(length));
+  }
+  const int64_t windows = (length - size) / step + 1;
+  std::vector<int64_t> positions;
+  for (int64_t w = 0; w < windows; ++w)
+    for (int64_t k = 0; k < size; ++k)
+      positions.push_back(w * step + k);
+  ir::Value* picked = pick(ctx, x, dim, positions);
+  ir::Shape split = x->type().shape;
+  split[static_cast<size_t>(dim)] = windows;
+  split.insert(split.begin() + dim + 1, size);
+  std::vector<int64_t> perm = identityPerm(rank + 1);
+  perm.erase(perm.begin() + dim + 1);
+  perm.push_back(dim + 1);
+  ctx.setOutput(0, permuted(ctx, reshape(ctx, picked, split), perm));
+}
+
+// The geometry of im2col / col2im: per kernel tap and output position, the
+// position in the padded image.
+struct Patches {
+  int64_t paddedH, paddedW, blocks;
+  std::vector<int64_t> positions; // [taps x blocks], into the padded H x W
+};
+
+Patches patchesOf(LoweringContext& ctx, int64_t h, int64_t w, size_t first) {
+  const std::vector<int64_t> kernel = pair(ctx, ctx.toIntList(first), "kernel_size");
+  const std::vector<int64_t> dilation = pair(ctx, ctx.toIntList(first + 1), "dilation");
+  const std::vector<int64_t> padding = pair(ctx, ctx.toIntList(first + 2), "padding");
+  const std::vector<int64_t> stride = pair(ctx, ctx.toIntList(first + 3), "stride");
+  Patches p;
+  p.paddedH = h + 2 * padding[0];
+  p.paddedW = w + 2 * padding[1];
+  const int64_t outH = (p.paddedH - dilation[0] * (kernel[0] - 1) - 1) / stride[0] + 1;
+  const int64_t outW = (p.paddedW - dilation[1] * (kernel[1] - 1) - 1) / stride[1] + 1;
+  if (outH <= 0 || outW <= 0) ctx.unsupported("unfold/fold windows larger than the padded image");
+  p.blocks = outH * outW;
+  for (int64_t i = 0; i < kernel[0]; ++i)
+    for (int64_t j = 0; j < kernel[1]; ++j)
+      for (int64_t y = 0; y < outH; ++y)
+        for (int64_t x = 0; x < outW; ++x)
+          p.positions.push_back((y * stride[0] + i * dilation[0]) * p.paddedW + x * stride[1] +
+                                j * dilation[1]);
+  return p;
+}
+
+// im2col(self [N, C, H, W], kernel_size, dilation, padding, stride) -> [N, C k k, L].
+void lowerIm2col(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const bool unbatched = x->type().rank() == 3;
+  if (unbatched)
+    x = reshape(ctx, x, {1, x->type().shape[0], x->type().shape[1], x->type().shape[2]});
+  const ir::Shape shape = x->type().shape;
+  const Patches p = patchesOf(ctx, shape[2], shape[3], 1);
+  const std::vector<int64_t> padding = pair(ctx, ctx.toIntList(3), "padding");
+  ir::Value* padded = x;
+  for (int64_t d : {2, 3}) { // zeros around H and W
+    const int64_t pad = padding[static_cast<size_t>(d - 2)];
+    if (pad == 0) continue;
+    ir::TensorType side = padded->type();
+    side.shape[static_cast<size_t>(d)] = pad;
+    ir::Value* zeros = constantFilled(ctx, side, 0.0);
+    padded = ctx.emit(ir::OpKind::Concat, {zeros, padded, zeros}, {{"dim", d}});
+  }
+  ir::Value* flat = reshape(ctx, padded, {shape[0], shape[1], p.paddedH * p.paddedW});
+  ir::Value* columns = pick(ctx, flat, 2, p.positions);
+  const int64_t taps = static_cast<int64_t>(p.positions.size()) / p.blocks;
+  ir::Value* y = reshape(ctx, columns, {shape[0], shape[1] * taps, p.blocks});
+  ctx.setOutput(0, unbatched ? reshape(ctx, y, {shape[1] * taps, p.blocks}) : y);
+}
+
+// col2im(self [N, C k k, L], output_size, kernel_size, dilation, padding,
+// stride) -> [N, C, H, W]: the columns summed back into the padded image,
+// which is then cropped.
+void lowerCol2im(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const bool unbatched = x->type().rank() == 2;
+  if (unbatched) x = reshape(ctx, x, {1, x->type().shape[0], x->type().shape[1]});
+  const std::vector<int64_t> size = pair(ctx, ctx.toIntList(1), "output_size");
+  const Patches p = patchesOf(ctx, size[0], size[1], 2);
+  const std::vector<int64_t> padding = pair(ctx, ctx.toIntList(4), "padding");
+  const ir::Shape shape = x->type().shape;
+  const int64_t taps = static_cast<int64_t>(p.positions.size()) / p.blocks;
+  if (shape[1] % taps != 0 || shape[2] != p.blocks) {
+    ctx.unsupported("fold of " + x->type().str() + ": expected [N, C x " + std::to_string(taps) +
+                    ", " + std::to_string(p.blocks) + "]");
+  }
+  const int64_t channels = shape[1] / taps;
+  ir::Value* columns = reshape(ctx, x, {shape[0], channels, taps * p.blocks});
+  ir::Value* zeros =
+      constantFilled(ctx, {x->type().dtype, {shape[0], channels, p.paddedH * p.paddedW}}, 0.0);
+  ir::Value* image =
+      ctx.emit(ir::OpKind::IndexAdd, {zeros, positionsConstant(ctx, p.positions), columns},
+               {{"dim", int64_t{2}}, {"accumulate", true}});
+  ir::Value* y = reshape(ctx, image, {shape[0], channels, p.paddedH, p.paddedW});
+  y = sliceOf(ctx, y, 2, padding[0], padding[0] + size[0]);
+  y = sliceOf(ctx, y, 3, padding[1], padding[1] + size[1]);
+  ctx.setOutput(0, unbatched ? reshape(ctx, y, {channels, size[0], size[1]}) : y);
+}
+
+} // namespace
+
+void registerRearrangement(LoweringRegistry& registry) {
+  registry.add("aten::repeat", lowerRepeat);
+  registry.add("aten::tile", lowerTile);
+  registry.add("aten::repeat_interleave", lowerRepeatInterleave);
+  registry.add("aten::flip", lowerFlip);
+  registry.add("aten::roll", lowerRoll);
+  registry.add("aten::unbind", lowerUnbind);
+  registry.add("aten::unflatten", lowerUnflatten);
+  registry.add("aten::movedim", lowerMovedim);
+  registry.add("aten::moveaxis", lowerMovedim);
+  registry.add("aten::tensor_split", lowerTensorSplit);
+  registry.add("aten::diagonal", lowerDiagonal);
+  registry.add("aten::diag", lowerDiag);
+  registry.add("aten::triu", lowerTriangle<true>);
+  registry.add("aten::tril", lowerTriangle<false>);
+  registry.add("aten::pixel_shuffle", lowerPixelShuffle<true>);
+  registry.add("aten::pixel_unshuffle", lowerPixelShuffle<false>);
+  registry.add("aten::channel_shuffle", lowerChannelShuffle);
+  registry.add("aten::native_channel_shuffle", lowerChannelShuffle);
+  registry.add("aten::narrow_copy", lowerNarrowCopy);
+  registry.add("aten::unfold", lowerUnfold);
+  registry.add("aten::im2col", lowerIm2col);
+  registry.add("aten::col2im", lowerCol2im);
+}
+
+} // namespace popsim::frontend::lowerings

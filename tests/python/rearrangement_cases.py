@@ -1,0 +1,83 @@
+"""The test table of the ops that rearrange elements
+(frontend/lowerings/rearrangement.cpp, and swapaxes and narrow_copy in
+shape.cpp): repeat, tile, repeat_interleave, flip, roll, unbind, unflatten,
+movedim, swapaxes, narrow_copy, tensor_split, diagonal, diag, triu, tril,
+pixel_shuffle, pixel_unshuffle, channel_shuffle, Tensor.unfold, F.unfold
+and F.fold, on random shapes. test_ops.py runs each case forward,
+test_gradients.py backward and test_nonfinite.py with NaN/Inf, against
+eager PyTorch."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from pointwise_cases import Elementwise
+
+
+def _shape(rng, rank=None, smallest=1):
+    return [rng.randint(smallest, 4) for _ in range(rank or rng.randint(1, 3))]
+
+
+def _on(fn, rank=None, smallest=1):
+    """fn(x, rng-drawn arguments) of a random tensor: make(rng, shape) -> fn."""
+    def case(rng):
+        shape = _shape(rng, rank, smallest)
+        return Elementwise(fn(rng, shape)), [torch.randn(*shape)]
+    return case
+
+
+def _dim(rng, shape):
+    return rng.randrange(len(shape)) - (len(shape) if rng.random() < 0.3 else 0)
+
+
+def _sum_all(parts):
+    return torch.cat([p.flatten() for p in parts])
+
+
+REARRANGEMENTS = {
+    "repeat": _on(lambda rng, s: (lambda r: lambda t: t.repeat(*r))(
+        [rng.randint(1, 3) for _ in s] + [2])),
+    "tile": _on(lambda rng, s: lambda t: torch.tile(t, (2,))),
+    "repeat_interleave": _on(lambda rng, s: (lambda d: lambda t: t.repeat_interleave(2, dim=d))(
+        _dim(rng, s))),
+    "repeat_interleave_flat": _on(lambda rng, s: lambda t: torch.repeat_interleave(t, 3)),
+    "repeat_interleave_counts": _on(lambda rng, s: lambda t: t.repeat_interleave(
+        torch.tensor([2, 0, 1, 3][:s[0]]), dim=0), smallest=1),
+    "flip": _on(lambda rng, s: (lambda d: lambda t: torch.flip(t, [d]))(_dim(rng, s))),
+    "flip_all": _on(lambda rng, s: lambda t: t.flip(list(range(len(s))))),
+    "roll": _on(lambda rng, s: (lambda d, k: lambda t: torch.roll(t, k, d))(
+        _dim(rng, s), rng.randint(-5, 5))),
+    "roll_flat": _on(lambda rng, s: lambda t: t.roll(-3)),
+    "roll_two_dims": _on(lambda rng, s: lambda t: torch.roll(t, (1, -2), (0, 1)), rank=2),
+    "unbind": _on(lambda rng, s: (lambda d: lambda t: _sum_all(torch.unbind(t, d)))(_dim(rng, s))),
+    "unflatten": _on(lambda rng, s: (lambda sizes: lambda t: t.reshape(-1).unflatten(0, sizes) * 2)(
+        (-1, 1) if rng.random() < 0.5 else (1, -1))),
+    "nn_unflatten": lambda rng: (nn.Unflatten(1, (2, 3)), [torch.randn(2, 6)]),
+    "movedim": _on(lambda rng, s: lambda t: torch.movedim(t, 0, -1) * 1, rank=3),
+    "movedim_lists": _on(lambda rng, s: lambda t: t.movedim((0, 1), (2, 0)) + 0, rank=3),
+    "swapaxes": _on(lambda rng, s: lambda t: torch.swapaxes(t, 0, 2) * 1, rank=3),
+    "narrow_copy": _on(lambda rng, s: lambda t: t.narrow_copy(0, 0, 1), smallest=2),
+    "tensor_split_sections": _on(lambda rng, s: lambda t: _sum_all(torch.tensor_split(t, 3, dim=-1) * 2)),
+    "tensor_split_indices": _on(lambda rng, s: lambda t: torch.tensor_split(t, [1, -1], dim=0)[1]
+                                * 2, smallest=3),
+    "diagonal": _on(lambda rng, s: (lambda o: lambda t: torch.diagonal(t, o, 0, -1) * 2)(
+        rng.randint(-2, 2)), rank=3),
+    "diag_matrix": _on(lambda rng, s: lambda t: torch.diag(t, 1) * 3, rank=2),
+    "diag_vector": _on(lambda rng, s: (lambda o: lambda t: torch.diag(t, o))(rng.randint(-2, 2)),
+                       rank=1),
+    "triu": _on(lambda rng, s: (lambda o: lambda t: torch.triu(t, o))(rng.randint(-1, 1)), rank=3),
+    "tril": _on(lambda rng, s: (lambda o: lambda t: t.tril(o))(rng.randint(-1, 1)), rank=2),
+    "pixel_shuffle": lambda rng: (nn.PixelShuffle(2), [torch.randn(2, 8, 3, 2)]),
+    "pixel_unshuffle": lambda rng: (nn.PixelUnshuffle(2), [torch.randn(1, 3, 4, 6)]),
+    "channel_shuffle": lambda rng: (nn.ChannelShuffle(2), [torch.randn(2, 6, 3, 2)]),
+    "tensor_unfold": _on(lambda rng, s: (lambda step: lambda t: t.unfold(0, 2, step) * 1)(
+        rng.randint(1, 2)), smallest=2),
+    "im2col": lambda rng: (Elementwise(lambda t: F.unfold(t, (2, 3), dilation=(1, 2), padding=1,
+                                                          stride=(2, 1))),
+                           [torch.randn(2, 3, 5, 6)]),
+    "col2im": lambda rng: (Elementwise(lambda t: F.fold(t, (4, 5), 2, padding=(1, 0), stride=1)),
+                           [torch.randn(2, 3 * 4, 20)]),
+}
+
+# PyTorch has no derivative for these (popsim refuses to train through them).
+NOT_DIFFERENTIABLE = {"channel_shuffle", "narrow_copy"}
