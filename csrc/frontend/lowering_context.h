@@ -49,6 +49,7 @@ public:
   virtual bool toBool(size_t index) const = 0;
   virtual std::string toString(size_t index) const = 0;
   virtual std::vector<int64_t> toIntList(size_t index) const = 0;
+  virtual std::vector<double> toDoubleList(size_t index) const = 0;
   // A dtype argument (torch.float32, ...) as an IR dtype; nullopt for types
   // popsim does not compute with (float64, float16, ...).
   virtual std::optional<ir::DType> toDType(size_t index) const = 0;

@@ -31,6 +31,7 @@ const LoweringRegistry& LoweringRegistry::instance() {
     lowerings::registerRandom(r);
     lowerings::registerIndexing(r);
     lowerings::registerRearrangement(r);
+    lowerings::registerUpsampling(r);
     lowerings::registerCreation(r);
     return r;
   }();

@@ -48,6 +48,7 @@ void registerCtcLoss(LoweringRegistry& registry);
 void registerRandom(LoweringRegistry& registry);
 void registerIndexing(LoweringRegistry& registry);
 void registerRearrangement(LoweringRegistry& registry);
+void registerUpsampling(LoweringRegistry& registry);
 void registerCreation(LoweringRegistry& registry);
 } // namespace lowerings
 

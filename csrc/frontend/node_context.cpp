@@ -213,6 +213,18 @@ std::vector<int64_t> NodeContext::toIntList(size_t index) const {
               ", not a list of integers");
 }
 
+std::vector<double> NodeContext::toDoubleList(size_t index) const {
+  const c10::IValue& v = staticArgument(index, "a list of numbers");
+  if (v.isDoubleList()) return v.toDoubleVector();
+  if (v.isIntList()) {
+    const std::vector<int64_t> ints = v.toIntVector();
+    return {ints.begin(), ints.end()};
+  }
+  if (v.isDouble() || v.isInt()) return {v.toScalar().toDouble()};
+  unsupported("argument " + std::to_string(index) + " is a " + v.tagKind() +
+              ", not a list of numbers");
+}
+
 std::optional<ir::DType> NodeContext::toDType(size_t index) const {
   const c10::IValue& v = staticArgument(index, "a dtype");
   if (!v.isInt()) {

@@ -42,6 +42,15 @@ EAGER_REFUSES_SPECIAL_VALUES = {"loss_bce": {"nan", "inf", "-inf"},
                                 "loss_bce_weight": {"nan", "inf", "-inf"},
                                 "loss_gaussian_nll": {"-inf"}}
 
+# Linear and cubic interpolation of infinite inputs: where a tap's weight is
+# exactly 0 popsim computes inf x 0 = NaN, as PyTorch's formula says, but
+# eager's CPU kernel gives +-inf at some of those positions (at the last
+# output position it reads the element after the row, times 0). NaN inputs
+# are compared as usual.
+INFINITE_TAPS_DIFFER = {f"window_interpolate_{mode}" for mode in (
+    "linear_1d", "bilinear", "bilinear_align_corners", "trilinear", "bicubic",
+    "bicubic_align_corners")} | {"window_upsample_module"}
+
 # binary_cross_entropy_with_logits with pos_weight at an input of -inf, where
 # the loss is NaN in eager as in popsim: eager's closed-form gradient is
 # finite there, popsim's (through the loss's own formula) NaN.
@@ -85,6 +94,9 @@ def case(op, draw, special):
     inputs, and the inputs with special values."""
     if special in EAGER_REFUSES_SPECIAL_VALUES.get(op, ()):
         pytest.skip("eager PyTorch refuses these inputs")
+    if op in INFINITE_TAPS_DIFFER and special != "nan":
+        pytest.skip("eager's interpolation kernel multiplies infinities by zero weights "
+                    "differently")
     rng = random.Random(f"{op}-{draw}")
     torch.manual_seed(rng.randint(0, 2**31))
     module, inputs = CASES[op](rng)

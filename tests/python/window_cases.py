@@ -79,3 +79,33 @@ WINDOWS = {
     "local_response_norm_4d": _module(lambda rng: nn.LocalResponseNorm(2, beta=0.5, k=2.0), 2,
                                       batched=True),
 }
+
+
+def _interpolate(mode, spatial, **kwargs):
+    """F.interpolate with a random size or scale factor (up or down)."""
+    def case(rng):
+        shape = [rng.randint(1, 2), rng.randint(1, 3)] + [rng.randint(2, 6) for _ in range(spatial)]
+        if rng.random() < 0.5:
+            size = [rng.randint(1, 9) for _ in range(spatial)]
+            args = {"size": size}
+        else:
+            args = {"scale_factor": rng.choice([0.5, 1.5, 1.7, 2.0, 3.0])}
+        return (Elementwise(lambda t: F.interpolate(t, mode=mode, **args, **kwargs)),
+                [torch.randn(*shape)])
+    return case
+
+
+WINDOWS.update({
+    "interpolate_nearest_1d": _interpolate("nearest", 1),
+    "interpolate_nearest_2d": _interpolate("nearest", 2),
+    "interpolate_nearest_3d": _interpolate("nearest", 3),
+    "interpolate_nearest_exact_2d": _interpolate("nearest-exact", 2),
+    "interpolate_linear_1d": _interpolate("linear", 1, align_corners=True),
+    "interpolate_bilinear": _interpolate("bilinear", 2),
+    "interpolate_bilinear_align_corners": _interpolate("bilinear", 2, align_corners=True),
+    "interpolate_trilinear": _interpolate("trilinear", 3),
+    "interpolate_bicubic": _interpolate("bicubic", 2),
+    "interpolate_bicubic_align_corners": _interpolate("bicubic", 2, align_corners=True),
+    "upsample_module": lambda rng: (nn.Upsample(scale_factor=2, mode="bilinear"),
+                                    [torch.randn(1, 2, 3, 4)]),
+})
