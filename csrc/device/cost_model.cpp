@@ -182,6 +182,7 @@ OpCost estimateOpCost(const ir::Node& node, const ChipSpec& chip,
   case ir::OpKind::NllLossGrad:
   case ir::OpKind::CtcLoss:
   case ir::OpKind::CtcLossGrad:
+  case ir::OpKind::Sort:
   case ir::OpKind::ReduceExtremum:
   case ir::OpKind::ArgExtremum:
   case ir::OpKind::ReduceProduct: {

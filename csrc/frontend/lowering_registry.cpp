@@ -32,6 +32,7 @@ const LoweringRegistry& LoweringRegistry::instance() {
     lowerings::registerIndexing(r);
     lowerings::registerRearrangement(r);
     lowerings::registerUpsampling(r);
+    lowerings::registerSorting(r);
     lowerings::registerCreation(r);
     return r;
   }();

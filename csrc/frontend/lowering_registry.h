@@ -49,6 +49,7 @@ void registerRandom(LoweringRegistry& registry);
 void registerIndexing(LoweringRegistry& registry);
 void registerRearrangement(LoweringRegistry& registry);
 void registerUpsampling(LoweringRegistry& registry);
+void registerSorting(LoweringRegistry& registry);
 void registerCreation(LoweringRegistry& registry);
 } // namespace lowerings
 

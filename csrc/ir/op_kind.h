@@ -93,7 +93,8 @@ namespace popsim::ir {
   X(IndexSelect, "index_select", Indexing)                                                         \
   X(IndexAdd, "index_add", Indexing)                                                               \
   X(Gather, "gather", Indexing)                                                                    \
-  X(Scatter, "scatter", Indexing)
+  X(Scatter, "scatter", Indexing)                                                                  \
+  X(Sort, "sort", Sort)
 
 enum class OpKind : uint16_t {
 #define POPSIM_OP_ENUM(kind, name, family) kind,
@@ -128,6 +129,7 @@ enum class OpFamily {
   Product,         // products and running products along a dimension, and their gradients
   Check,           // run-time checks of input values that pass the values through
   Indexing,        // slices and elements moved by an index tensor: gathers and scatters
+  Sort,            // values sorted along a dimension, with their positions
   Random,          // ops drawing random numbers (dropout, random_draw, random_bernoulli)
   Loss,
   Update,    // writes weights or state in place: assign, accumulate, fill

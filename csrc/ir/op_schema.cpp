@@ -26,6 +26,7 @@ std::array<OpSchema, kNumOpKinds> buildTable() {
   ops::registerCheckOps(registry);
   ops::registerRandomOps(registry);
   ops::registerIndexingOps(registry);
+  ops::registerSortOps(registry);
   ops::registerSoftmaxOps(registry);
   ops::registerPoolingOps(registry);
   ops::registerNormalizationOps(registry);

@@ -46,6 +46,7 @@ std::unique_ptr<Kernel> createDnnlKernel(const KernelRequest& request) {
   case ir::OpFamily::Product:
   case ir::OpFamily::Check:
   case ir::OpFamily::Indexing:
+  case ir::OpFamily::Sort:
   case ir::OpFamily::Embedding:       // gathers and scatter-adds
   case ir::OpFamily::ElementwiseGrad: // (oneDNN backward kernels come later)
   case ir::OpFamily::Random:

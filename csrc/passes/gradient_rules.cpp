@@ -292,6 +292,13 @@ Grads scatter(GradientBuilder& b, const Grads& g, const Needed& needed) {
   return result;
 }
 
+// sort: each value's gradient goes back to where the value came from.
+Grads sortValues(GradientBuilder& b, const Grads& g, const Needed&) {
+  POPSIM_ASSERT(g[1] == nullptr, "sort indices reach the loss.");
+  return {b.emit(OpKind::Scatter, {b.zeros(in(b, 0)->type().shape), out(b, 1), g[0]},
+                 {{"dim", nodeOf(b).attrs().getInt("dim")}, {"reduce", std::string("sum")}})};
+}
+
 // Random draws: PyTorch gives bernoulli's probabilities a zero gradient.
 Grads noGradient(GradientBuilder& b, const Grads&, const Needed&) { return none(b); }
 
@@ -542,6 +549,7 @@ GradientRule findGradientRule(ir::OpKind kind) {
   case OpKind::IndexAdd: return indexAdd;
   case OpKind::Gather: return gather;
   case OpKind::Scatter: return scatter;
+  case OpKind::Sort: return sortValues;
   case OpKind::RandomDraw:
   case OpKind::RandomBernoulli: return noGradient;
   default: return nullptr; // LayerNorm and MaxPool2d become their training forms first

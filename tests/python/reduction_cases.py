@@ -10,6 +10,8 @@ pick as PyTorch does. test_ops.py runs each
 case forward, test_gradients.py backward (except NOT_DIFFERENTIABLE) and
 test_nonfinite.py with NaN/Inf, against eager PyTorch."""
 
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -211,3 +213,31 @@ NOT_DIFFERENTIABLE = {"prod_int64", "prod_bool_to_float", "cumprod_int32_", "cou
                       "cumsum_int64_positions", "cumsum_bool_mask", "cumsum_int32_to_float",
                       "max_dim_indices", "argmax", "argmin_flat", "argmax_flat_keepdim", "all",
                       "any_dim", "all_floats_dim"}
+
+
+def _distinct(fn, rank=None):
+    """fn(x, dim) of x with distinct values (PyTorch leaves the order of equal
+    values to its unstable sort) along a random dim."""
+    def case(rng):
+        shape = [rng.randint(1, 5) for _ in range(rank or rng.randint(1, 3))]
+        x = torch.randperm(math.prod(shape)).float().reshape(shape) * 0.37 - 1.0
+        dim = rng.randrange(len(shape))
+        return Elementwise(lambda t: fn(t, dim)), [x]
+    return case
+
+
+# Sorting and selection (frontend/lowerings/sorting.cpp).
+REDUCTIONS.update({
+    "sort": _distinct(lambda t, d: torch.sort(t, d).values),
+    "sort_descending_indices": _distinct(lambda t, d: t.sort(d, descending=True).indices),
+    "sort_stable_ties": _along_dim(lambda t, d, k: torch.sort(t, dim=d, stable=True)[1] * 1,
+                                   whole=True),
+    "argsort": _distinct(lambda t, d: torch.argsort(t, d, descending=True)),
+    "msort": _distinct(lambda t, d: torch.msort(t) * 2),
+    "topk": _distinct(lambda t, d: torch.topk(t, 1, d).values * 2),
+    "topk_smallest_indices": _distinct(lambda t, d: t.topk(1, d, largest=False).indices),
+    "kthvalue": _distinct(lambda t, d: torch.kthvalue(t, 1, d, keepdim=True).values * 2),
+    "kthvalue_indices": _distinct(lambda t, d: torch.kthvalue(t, 1, d).indices),
+})
+NOT_DIFFERENTIABLE |= {"sort_descending_indices", "sort_stable_ties", "argsort",
+                       "topk_smallest_indices", "kthvalue_indices"}

@@ -34,6 +34,7 @@ void registerCtcLossOps(OpRegistry& registry);
 void registerCheckOps(OpRegistry& registry);
 void registerRandomOps(OpRegistry& registry);
 void registerIndexingOps(OpRegistry& registry);
+void registerSortOps(OpRegistry& registry);
 void registerSoftmaxOps(OpRegistry& registry);
 void registerPoolingOps(OpRegistry& registry);
 void registerNormalizationOps(OpRegistry& registry);

@@ -35,6 +35,8 @@ void random(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 void loss(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 // index_select, index_add, gather and scatter (gather_scatter.cpp).
 void gatherScatter(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
+// sort (sort.cpp).
+void sort(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 // check_range (checks.cpp).
 void checks(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 // ctc_loss and ctc_loss_grad (ctc_loss.cpp), through loss().

@@ -31,6 +31,7 @@ void evaluate(const ir::Node& node, const std::vector<void*>& inputs,
   case ir::OpFamily::Product: return product(node, inputs, outputs);
   case ir::OpFamily::Check: return checks(node, inputs, outputs);
   case ir::OpFamily::Indexing: return gatherScatter(node, inputs, outputs);
+  case ir::OpFamily::Sort: return sort(node, inputs, outputs);
   case ir::OpFamily::Random: return random(node, inputs, outputs);
   case ir::OpFamily::Loss: return loss(node, inputs, outputs);
   case ir::OpFamily::Update: return updates(node, inputs, outputs);
