@@ -33,6 +33,7 @@ const LoweringRegistry& LoweringRegistry::instance() {
     lowerings::registerRearrangement(r);
     lowerings::registerUpsampling(r);
     lowerings::registerSorting(r);
+    lowerings::registerRecurrent(r);
     lowerings::registerCreation(r);
     return r;
   }();

@@ -50,6 +50,7 @@ void registerIndexing(LoweringRegistry& registry);
 void registerRearrangement(LoweringRegistry& registry);
 void registerUpsampling(LoweringRegistry& registry);
 void registerSorting(LoweringRegistry& registry);
+void registerRecurrent(LoweringRegistry& registry);
 void registerCreation(LoweringRegistry& registry);
 } // namespace lowerings
 

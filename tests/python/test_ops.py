@@ -21,6 +21,7 @@ from reduction_cases import REDUCTIONS
 from window_cases import WINDOWS
 from indexing_cases import INDEXING
 from rearrangement_cases import REARRANGEMENTS
+from recurrent_cases import RECURRENT
 from conftest import assert_close
 
 DRAWS = 8
@@ -381,6 +382,7 @@ CASES = {
     **{f"window_{name}": case for name, case in WINDOWS.items()},
     **{f"indexing_{name}": case for name, case in INDEXING.items()},
     **{f"rearrangement_{name}": case for name, case in REARRANGEMENTS.items()},
+    **{f"recurrent_{name}": case for name, case in RECURRENT.items()},
 }
 
 

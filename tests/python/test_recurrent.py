@@ -1,0 +1,47 @@
+"""Recurrent layers beyond the case table (recurrent_cases.py): a sequence
+classifier with a two-layer bidirectional LSTM and a GRU trains as eager
+PyTorch does, and packed sequences are refused with the reason."""
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import popsim
+from models import assert_sgd_steps_match_eager
+
+
+class SequenceClassifier(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(4, 5, num_layers=2, bidirectional=True, batch_first=True)
+        self.gru = nn.GRU(10, 3)
+        self.head = nn.Linear(3, 2)
+
+    def forward(self, x, target):
+        h, _ = self.lstm(x)                      # [N, T, 10]
+        _, last = self.gru(h.transpose(0, 1))    # [1, N, 3]
+        out = self.head(last[0])
+        return out, F.cross_entropy(out, target)
+
+
+def test_a_lstm_and_gru_classifier_trains_as_eager():
+    torch.manual_seed(0)
+    batches = [(torch.randn(3, 6, 4), torch.randint(0, 2, (3,))) for _ in range(3)]
+    assert_sgd_steps_match_eager(SequenceClassifier, batches)
+
+
+class Packed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(2, 3)
+
+    def forward(self, x):
+        packed = nn.utils.rnn.pack_padded_sequence(x, [3, 2])
+        out, _ = self.lstm(packed)
+        return nn.utils.rnn.pad_packed_sequence(out)[0]
+
+
+def test_packed_sequences_are_refused_with_the_reason():
+    with pytest.raises(popsim.UnsupportedOperationError, match=r"a packed sequence"):
+        popsim.inferenceModel(Packed())(torch.randn(3, 2, 2))
