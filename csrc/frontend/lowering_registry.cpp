@@ -34,6 +34,7 @@ const LoweringRegistry& LoweringRegistry::instance() {
     lowerings::registerUpsampling(r);
     lowerings::registerSorting(r);
     lowerings::registerRecurrent(r);
+    lowerings::registerSearching(r);
     lowerings::registerCreation(r);
     return r;
   }();

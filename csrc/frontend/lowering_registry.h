@@ -51,6 +51,7 @@ void registerRearrangement(LoweringRegistry& registry);
 void registerUpsampling(LoweringRegistry& registry);
 void registerSorting(LoweringRegistry& registry);
 void registerRecurrent(LoweringRegistry& registry);
+void registerSearching(LoweringRegistry& registry);
 void registerCreation(LoweringRegistry& registry);
 } // namespace lowerings
 

@@ -137,6 +137,30 @@ ONE_HOT = {
 }
 INDEXING.update(ONE_HOT)
 
+
+def _boundaries(rng):
+    return torch.sort(torch.randn(rng.randint(1, 5))).values
+
+
+INDEXING.update({
+    "bucketize": lambda rng: (lambda right: (
+        Indexed(lambda x, b: torch.bucketize(x, b, right=right) * x.sign(), [_boundaries(rng)]),
+        [torch.randn(3, 4)]))(rng.random() < 0.5),
+    "searchsorted_batched": lambda rng: (
+        Indexed(lambda x, s: torch.searchsorted(s, x, side="right") * x,
+                [torch.sort(torch.randn(2, 5), dim=1).values]), [torch.randn(2, 3)]),
+    "embedding_bag_offsets_mean": lambda rng: (
+        Indexed(lambda w, i, o: F.embedding_bag(i, w, o, mode="mean"),
+                [torch.randint(0, 6, (7,)), torch.tensor([0, 3, 3])]), [torch.randn(6, 4)]),
+    "embedding_bag_rows_sum_weights": lambda rng: (
+        Indexed(lambda w, p, i: F.embedding_bag(i, w, mode="sum", per_sample_weights=p),
+                [torch.randint(0, 6, (3, 2))]), [torch.randn(6, 4), torch.rand(3, 2)]),
+    "embedding_bag_padding_last_offset": lambda rng: (
+        Indexed(lambda w, i, o: F.embedding_bag(i, w, o, mode="mean", padding_idx=1,
+                                                include_last_offset=True),
+                [torch.tensor([1, 0, 1, 2, 3]), torch.tensor([0, 2, 5])]), [torch.randn(5, 3)]),
+})
+
 # PyTorch has no derivative for scatter with a reduce argument (popsim refuses
 # to train through it, as test_indexing.py checks), nor for integer outputs.
 NOT_DIFFERENTIABLE = {"scatter_reduce_add", "one_hot"}

@@ -63,6 +63,9 @@ def test_negative_indices_count_from_the_end_in_advanced_indexing():
     (lambda x: torch.masked_select(x, x > 0), r"masked_select \(the result's size depends on "
                                               r"the data"),
     (lambda x: F.one_hot(x.long().abs()), r"one_hot without num_classes"),
+    (lambda x: torch.unique(x), r"aten::_unique2 at .*: aten::_unique2 \(its output's size "
+                                r"depends on the data"),
+    (lambda x: torch.nonzero(x), r"aten::nonzero \(its output's size depends on the data"),
 ])
 def test_shapes_that_depend_on_the_data_are_refused_with_the_reason(function, message):
     with pytest.raises(popsim.UnsupportedOperationError, match=message):
