@@ -136,3 +136,29 @@ def test_torchvision_stochastic_depth_trains_and_is_the_identity_in_eval():
     model.eval()
     inference = popsim.inferenceModel(model)
     torch.testing.assert_close(inference(x)[0], model(x)[0])
+
+
+def test_multinomial_with_replacement_follows_the_probabilities():
+    p = torch.tensor([[0.1, 0.2, 0.7], [0.5, 0.0, 0.5]])
+    samples = run(lambda q: torch.multinomial(q, N, replacement=True), p)
+    assert samples.shape == (2, N) and samples.dtype == torch.int64
+    for row, probabilities in zip(samples, p):
+        frequencies = torch.bincount(row, minlength=3).double() / N
+        assert (frequencies - probabilities.double()).abs().max() < 4 * math.sqrt(0.25 / N)
+
+
+def test_multinomial_without_replacement_draws_distinct_categories():
+    p = torch.tensor([0.1, 0.2, 0.3, 0.4]).repeat(4000, 1)
+    samples = run(lambda q: torch.multinomial(q * 2, 3), p)  # (unnormalised weights)
+    assert all(len(set(row)) == 3 for row in samples.tolist())
+    first = torch.bincount(samples[:, 0], minlength=4).double() / 4000
+    assert (first - torch.tensor([0.1, 0.2, 0.3, 0.4], dtype=torch.float64)).abs().max() < 0.035
+
+
+def test_multinomial_of_a_row_without_probability_is_an_error():
+    model = popsim.inferenceModel(Function(lambda q: torch.multinomial(q, 1)))
+    model(torch.tensor([[0.5, 0.5]]))
+    with pytest.raises(popsim.ExecutionError, match=r"multinomial: the probabilities of a row "
+                                                     r"sum to 0"):
+        model(torch.tensor([[0.0, 0.0]]))
+

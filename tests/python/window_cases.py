@@ -108,4 +108,6 @@ WINDOWS.update({
     "interpolate_bicubic_align_corners": _interpolate("bicubic", 2, align_corners=True),
     "upsample_module": lambda rng: (nn.Upsample(scale_factor=2, mode="bilinear"),
                                     [torch.randn(1, 2, 3, 4)]),
+    "lp_pool2d": lambda rng: (nn.LPPool2d(2, 2), [torch.randn(2, 3, 6, 5)]),
+    "lp_pool1d": lambda rng: (nn.LPPool1d(4, 3, stride=2), [torch.randn(2, 3, 7)]),
 })

@@ -2,11 +2,13 @@
 // every micro-batch (ir/ops/random.cpp; a torch.Generator argument cannot be
 // traced): rand, randn, randint and their
 // _like forms, normal, bernoulli, the in-place uniform_, normal_,
-// exponential_ and bernoulli_, and empty / empty_like / new_empty (whose
+// exponential_ and bernoulli_, multinomial, and empty / empty_like / new_empty (whose
 // contents PyTorch leaves undefined: popsim fills them with zeros).
 
 #include "frontend/lowering_registry.h"
 #include "frontend/lowerings/helpers.h"
+
+#include <limits>
 
 namespace popsim::frontend::lowerings {
 namespace {
@@ -144,6 +146,76 @@ void lowerBernoulli(LoweringContext& ctx) {
   ctx.setOutput(0, castTo(ctx, result, self->type().dtype)); // every form keeps self's dtype
 }
 
+// multinomial(self [C] or [N, C], num_samples, replacement=False): each
+// sample the first category whose cumulative probability (normalised per
+// row) exceeds a uniform draw; without replacement, drawn one at a time with
+// the categories already drawn given probability 0. The draws are not
+// eager's, but follow the same distribution.
+void lowerMultinomial(LoweringContext& ctx) {
+  ir::Value* p = floatOperand(ctx, 0);
+  const bool single = p->type().rank() == 1;
+  if (single) p = reshape(ctx, p, {1, p->type().shape[0]});
+  if (p->type().rank() != 2) ctx.unsupported("multinomial of a tensor of rank > 2");
+  const int64_t rows = p->type().shape[0], categories = p->type().shape[1];
+  const int64_t samples = ctx.toInt(1);
+  const bool replacement = ctx.numInputs() > 2 && ctx.toBool(2);
+  if (samples <= 0 || (!replacement && samples > categories)) {
+    ctx.unsupported("multinomial of " + std::to_string(samples) + " samples from " +
+                    std::to_string(categories) + " categories" +
+                    (replacement ? std::string() : std::string(" without replacement")));
+  }
+  p = ctx.emit(ir::OpKind::StopGradient,
+               {ctx.emit(ir::OpKind::CheckRange, {p},
+                         {{"min", 0.0},
+                          {"max", std::numeric_limits<double>::infinity()},
+                          {"what", std::string("multinomial: every probability must be finite "
+                                               "and non-negative")}})},
+               {});
+  // The category of draws u [rows, n] from probabilities q [rows, C]: how
+  // many cumulative probabilities lie at or below u (at most C - 1).
+  const auto categoryOf = [&](ir::Value* q, int64_t n) {
+    ir::Value* total =
+        ctx.emit(ir::OpKind::CheckRange,
+                 {ctx.emit(ir::OpKind::ReduceSum, {q},
+                           {{"dims", std::vector<int64_t>{1}}, {"keepdim", true}})},
+                 {{"min", static_cast<double>(std::numeric_limits<float>::denorm_min())},
+                  {"max", std::numeric_limits<double>::infinity()},
+                  {"what", std::string("multinomial: the probabilities of a row sum to 0 (without "
+                                       "replacement: fewer non-zero categories than samples)")}});
+    ir::Value* cdf = ctx.emit(ir::OpKind::CumulativeSum, {ctx.emit(ir::OpKind::Div, {q, total})},
+                              {{"dim", int64_t{1}}, {"reverse", false}});
+    ir::Value* u = draw(ctx, "uniform", {0.0, 1.0}, {rows, n, 1});
+    ir::Value* below = emitBinary(ctx, "le", reshape(ctx, cdf, {rows, 1, categories}), u);
+    ir::Value* count = ctx.emit(ir::OpKind::ReduceSum, {castTo(ctx, below, ir::DType::Int64)},
+                                {{"dims", std::vector<int64_t>{2}}, {"keepdim", false}});
+    return emitBinary(
+        ctx, "clamp_max", count,
+        constantFilled(ctx, {ir::DType::Int64, {}}, static_cast<double>(categories - 1)));
+  };
+  ir::Value* result = nullptr;
+  if (replacement) {
+    result = categoryOf(p, samples);
+  } else {
+    std::vector<ir::Value*> drawn;
+    ir::Value* remaining = p;
+    ir::Value* ids = ctx.emit(ir::OpKind::CumulativeSum,
+                              {constantFilled(ctx, {ir::DType::Int64, {1, categories}}, 1.0)},
+                              {{"dim", int64_t{1}}, {"reverse", false}}); // 1..C
+    for (int64_t k = 0; k < samples; ++k) {
+      ir::Value* pick = categoryOf(remaining, 1); // [rows, 1]
+      drawn.push_back(pick);
+      ir::Value* chosen = emitBinary(
+          ctx, "eq", ids,
+          emitBinary(ctx, "add", pick, constantFilled(ctx, {ir::DType::Int64, {}}, 1.0)));
+      remaining = ctx.emit(ir::OpKind::Where,
+                           {chosen, constantFilled(ctx, {ir::DType::Float32, {}}, 0.0), remaining});
+    }
+    result =
+        drawn.size() == 1 ? drawn[0] : ctx.emit(ir::OpKind::Concat, drawn, {{"dim", int64_t{1}}});
+  }
+  ctx.setOutput(0, single ? reshape(ctx, result, {samples}) : result);
+}
+
 // empty / new_empty(size) and empty_like of runtime tensors: zeros of the
 // dtype asked (PyTorch leaves the contents undefined; the importer zeroes
 // the ones it evaluates at compile time too).
@@ -167,6 +239,7 @@ void registerRandom(LoweringRegistry& registry) {
   registry.add("aten::exponential_", lowerExponentialInPlace);
   registry.add("aten::bernoulli", lowerBernoulli);
   registry.add("aten::bernoulli_", lowerBernoulli);
+  registry.add("aten::multinomial", lowerMultinomial);
   registry.add("aten::empty", lowerEmpty);
   registry.add("aten::empty_like", lowerEmpty);
   registry.add("aten::new_empty", lowerEmpty);
