@@ -160,6 +160,7 @@ OpCost estimateOpCost(const ir::Node& node, const ChipSpec& chip,
   case ir::OpKind::IndexAdd:
   case ir::OpKind::Gather:
   case ir::OpKind::Scatter:
+  case ir::OpKind::ScatterReduce:
   case ir::OpKind::Assign: cost.exchangeCycles = exchangeCycles(outBytes, chip); break;
   case ir::OpKind::IpuCopy:
     // Over the IPU-Links between two IPUs; the receiving IPU waits for it.

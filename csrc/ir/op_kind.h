@@ -94,6 +94,7 @@ namespace popsim::ir {
   X(IndexAdd, "index_add", Indexing)                                                               \
   X(Gather, "gather", Indexing)                                                                    \
   X(Scatter, "scatter", Indexing)                                                                  \
+  X(ScatterReduce, "scatter_reduce", Indexing)                                                     \
   X(Sort, "sort", Sort)
 
 enum class OpKind : uint16_t {

@@ -5,6 +5,7 @@
 #include "ir/binary_functions.h"
 #include "passes/gradient_builder.h"
 
+#include <cmath>
 #include <numeric>
 
 namespace popsim::passes {
@@ -292,6 +293,70 @@ Grads scatter(GradientBuilder& b, const Grads& g, const Needed& needed) {
   return result;
 }
 
+// scatter_reduce: PyTorch's formulas for sum, mean (each value's share of
+// its target's count) and amax/amin (split evenly between the values equal
+// to the result, the input's counted even without include_self, as PyTorch
+// counts them); without include_self the input gets none at reached targets.
+Grads scatterReduce(GradientBuilder& b, const Grads& g, const Needed& needed) {
+  const Attributes& attrs = nodeOf(b).attrs();
+  const std::string& reduce = attrs.getString("reduce");
+  if (reduce == "prod") {
+    throwError(ErrorKind::Unsupported,
+               strCat("Unsupported op in the backward pass: popsim has no gradient for "
+                      "scatter_reduce with reduce='prod'",
+                      nodeOf(b).location().known() ? " at " + nodeOf(b).location().str() : "",
+                      ", which lies between the trained weights and the loss. Detach its "
+                      "input, or use 'sum', 'mean', 'amax' or 'amin'."));
+  }
+  const int64_t dim = attrs.getInt("dim");
+  const bool includeSelf = attrs.getBool("include_self");
+  Value* x = in(b, 0);
+  Value* index = in(b, 1);
+  Value* src = in(b, 2);
+  const auto scatterSum = [&](Value* base, Value* values) {
+    return b.emit(OpKind::ScatterReduce, {base, index, values},
+                  {{"dim", dim}, {"reduce", std::string("sum")}, {"include_self", true}});
+  };
+  const auto gatherAt = [&](Value* v) {
+    return b.emit(OpKind::Gather, {v, index}, {{"dim", dim}});
+  };
+  const auto ones = [&](const ir::Shape& shape) { return b.affine(b.zeros(shape), 1.0, 1.0); };
+  Value* gradSelf = g[0];
+  Value* gradSrc = nullptr;
+  if (reduce == "sum") {
+    gradSrc = gatherAt(g[0]);
+  } else if (reduce == "mean") {
+    Value* counts = scatterSum(includeSelf ? ones(x->type().shape) : b.zeros(x->type().shape),
+                               ones(src->type().shape));
+    Value* shares =
+        b.emit(OpKind::Div, {g[0], b.emit(OpKind::Pointwise, {counts},
+                                          {{"function", std::string("clamp")},
+                                           {"params", std::vector<double>{1.0, INFINITY}}})});
+    gradSelf = shares;
+    gradSrc = gatherAt(shares);
+  } else { // amax, amin
+    Value* result = out(b);
+    const auto equal = [&](Value* a, Value* c) {
+      return b.emit(OpKind::Cast,
+                    {b.emit(OpKind::BinaryPointwise, {a, c}, {{"function", std::string("eq")}})},
+                    {{"dtype", std::string(ir::dtypeName(ir::DType::Float32))}});
+    };
+    Value* selfIsResult = equal(x, result);
+    Value* srcIsResult = equal(src, gatherAt(result));
+    Value* shares = b.emit(OpKind::Div, {g[0], scatterSum(selfIsResult, srcIsResult)});
+    gradSelf = b.emit(OpKind::Mul, {selfIsResult, shares});
+    gradSrc = b.emit(OpKind::Mul, {srcIsResult, gatherAt(shares)});
+  }
+  if (!includeSelf && needed[0]) {
+    gradSelf = b.emit(OpKind::Scatter, {gradSelf, index, b.zeros(src->type().shape)},
+                      {{"dim", dim}, {"reduce", std::string("none")}});
+  }
+  Grads result = none(b);
+  if (needed[0]) result[0] = gradSelf;
+  if (needed[2]) result[2] = gradSrc;
+  return result;
+}
+
 // sort: each value's gradient goes back to where the value came from.
 Grads sortValues(GradientBuilder& b, const Grads& g, const Needed&) {
   POPSIM_ASSERT(g[1] == nullptr, "sort indices reach the loss.");
@@ -549,6 +614,7 @@ GradientRule findGradientRule(ir::OpKind kind) {
   case OpKind::IndexAdd: return indexAdd;
   case OpKind::Gather: return gather;
   case OpKind::Scatter: return scatter;
+  case OpKind::ScatterReduce: return scatterReduce;
   case OpKind::Sort: return sortValues;
   case OpKind::RandomDraw:
   case OpKind::RandomBernoulli: return noGradient;

@@ -161,6 +161,36 @@ INDEXING.update({
                 [torch.tensor([1, 0, 1, 2, 3]), torch.tensor([0, 2, 5])]), [torch.randn(5, 3)]),
 })
 
+def _scatter_reduce(reduce, include_self, slices=False):
+    """scatter_reduce (or index_reduce with `slices`) with repeated targets and
+    whole numbers (ties for amax/amin)."""
+    def case(rng):
+        shape = _shape(rng)
+        dim = rng.randrange(len(shape))
+        if slices:
+            index = torch.randint(0, shape[dim], (rng.randint(1, 5),))
+            source = [n if d != dim else index.numel() for d, n in enumerate(shape)]
+            fn = lambda x, src, i: x.index_reduce(dim, i, src, reduce, include_self=include_self)
+        else:
+            index = _element_index(rng, shape, dim)
+            source = list(index.shape)
+            fn = lambda x, src, i: x.scatter_reduce(dim, i, src, reduce, include_self=include_self)
+        return (Indexed(fn, [index]),
+                [torch.randn(*shape).mul(2).round(), torch.randn(*source).mul(2).round()])
+    return case
+
+
+INDEXING.update({
+    f"scatter_reduce_{reduce}{'' if include_self else '_exclude_self'}":
+        _scatter_reduce(reduce, include_self)
+    for reduce in ("sum", "prod", "mean", "amax", "amin") for include_self in (True, False)})
+INDEXING.update({
+    "index_reduce_mean": _scatter_reduce("mean", True, slices=True),
+    "index_reduce_amax_exclude_self": _scatter_reduce("amax", False, slices=True),
+})
+
 # PyTorch has no derivative for scatter with a reduce argument (popsim refuses
 # to train through it, as test_indexing.py checks), nor for integer outputs.
-NOT_DIFFERENTIABLE = {"scatter_reduce_add", "one_hot"}
+NOT_DIFFERENTIABLE = {"scatter_reduce_add", "one_hot",
+                      # (popsim has no gradient for scatter_reduce's prod yet)
+                      "scatter_reduce_prod", "scatter_reduce_prod_exclude_self"}

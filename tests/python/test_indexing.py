@@ -95,3 +95,21 @@ def test_training_through_scatter_with_reduce_is_refused_as_eager_backward_refus
                        match=r"scatter with reduce='add' at .*test_indexing.py:\d+ has no "
                              r"derivative \(PyTorch's backward raises here too\).*scatter_add"):
         popsim.trainingModel(ScatterReduce())(torch.randn(2, 3))
+
+
+class ScatterProduct(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(3, 3)
+        self.register_buffer("targets", torch.tensor([[0, 0, 1]] * 2))
+
+    def forward(self, x):
+        y = torch.ones(2, 3).scatter_reduce(1, self.targets, self.linear(x), "prod")
+        return popsim.identity_loss(y.sum(), "none")
+
+
+def test_training_through_scatter_reduce_prod_is_refused_with_the_alternatives():
+    with pytest.raises(popsim.UnsupportedOperationError,
+                       match=r"popsim has no gradient for scatter_reduce with reduce='prod' at "
+                             r".*test_indexing.py:\d+.*'sum', 'mean', 'amax' or 'amin'"):
+        popsim.trainingModel(ScatterProduct())(torch.randn(2, 3))

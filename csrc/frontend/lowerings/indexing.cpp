@@ -139,6 +139,33 @@ template <bool Add> void lowerScatter(LoweringContext& ctx) {
   ctx.setOutput(0, y);
 }
 
+// scatter_reduce(self, dim, index, src, reduce, include_self=True) and
+// index_reduce(self, dim, index, source, reduce, include_self=True), the
+// latter's slice index spread to an element index.
+template <bool Slices> void lowerScatterReduce(LoweringContext& ctx) {
+  ir::Value* x = floatTensor(ctx, 0);
+  const int64_t dim = normalizedDim(ctx, ctx.toInt(1), x->type().rank());
+  ir::Value* index = indexTensor(ctx, ctx.tensor(2));
+  ir::Value* source = floatTensor(ctx, 3);
+  if (Slices) { // index [K] along dim -> an element index of the source's shape
+    if (index->type().rank() != 1) ctx.unsupported("index_reduce with an index that is not 1-D");
+    ir::Shape along(static_cast<size_t>(source->type().rank()), 1);
+    along[static_cast<size_t>(dim)] = index->type().shape[0];
+    index = broadcastTo(ctx, reshape(ctx, index, along), source->type().shape);
+  } else {
+    source = scatterSource(ctx, 3, index, ir::DType::Float32);
+  }
+  std::string reduce = ctx.toString(4);
+  if (reduce == "multiply") reduce = "prod"; // index_reduce's name for it
+  if (reduce != "sum" && reduce != "prod" && reduce != "mean" && reduce != "amax" &&
+      reduce != "amin") {
+    ctx.unsupported("reduce='" + reduce + "'; it takes 'sum', 'prod', 'mean', 'amax' or 'amin'");
+  }
+  const bool includeSelf = ctx.numInputs() > 5 ? ctx.toBool(5) : true;
+  ctx.setOutput(0, ctx.emit(ir::OpKind::ScatterReduce, {x, index, source},
+                            {{"dim", dim}, {"reduce", reduce}, {"include_self", includeSelf}}));
+}
+
 // index_add(self, dim, index, source, alpha=1), index_copy(self, dim, index,
 // source) and index_fill(self, dim, index, value).
 enum class IndexWrite { Add, Copy, Fill };
@@ -337,6 +364,8 @@ void registerIndexing(LoweringRegistry& registry) {
     registry.add("aten::index_copy" + s, lowerIndexWrite<IndexWrite::Copy>);
     registry.add("aten::index_fill" + s, lowerIndexWrite<IndexWrite::Fill>);
     registry.add("aten::index_put" + s, lowerIndexPut);
+    registry.add("aten::scatter_reduce" + s, lowerScatterReduce<false>);
+    registry.add("aten::index_reduce" + s, lowerScatterReduce<true>);
   }
   registry.add("aten::index", lowerIndex);
   registry.add("aten::one_hot", lowerOneHot);

@@ -78,9 +78,32 @@ std::vector<TensorType> inferScatter(const std::vector<TensorType>& inputs,
   return {inputs[0]};
 }
 
+// scatter_reduce(X, I, S) {dim, reduce, include_self} -> X with the S[p]
+// of each target reduced into it ("sum", "prod", "mean", "amax", "amin"),
+// starting from X's value (include_self) or from the first S[p] (targets no
+// S[p] reaches keep X's value), float32.
+std::vector<TensorType> inferScatterReduce(const std::vector<TensorType>& inputs,
+                                           const Attributes& attrs) {
+  checkElementIndex(inputs[0], inputs[1], attrs.getInt("dim"), "scatter_reduce");
+  requireDType(inputs[0], DType::Float32, "input");
+  requireDType(inputs[2], DType::Float32, "src");
+  requireShape(inputs[2], inputs[1].shape, "src");
+  const std::string& reduce = attrs.getString("reduce");
+  POPSIM_CHECK(reduce == "sum" || reduce == "prod" || reduce == "mean" || reduce == "amax" ||
+                   reduce == "amin",
+               ErrorKind::Compilation,
+               "scatter_reduce reduce must be sum, prod, mean, amax or amin, got \"", reduce,
+               "\".");
+  return {inputs[0]};
+}
+
 } // namespace
 
 void registerIndexingOps(OpRegistry& registry) {
+  registry.add(
+      OpKind::ScatterReduce, 3, 3, {"input", "index", "src"},
+      {{"dim", AttrType::Int}, {"reduce", AttrType::String}, {"include_self", AttrType::Bool}},
+      inferScatterReduce);
   registry.add(OpKind::IndexSelect, 2, 2, {"input", "index"}, {{"dim", AttrType::Int}},
                inferIndexSelect);
   registry.add(OpKind::IndexAdd, 3, 3, {"input", "index", "source"},

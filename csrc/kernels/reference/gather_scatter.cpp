@@ -3,6 +3,9 @@
 #include "kernels/reference/indexing.h"
 
 #include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
 
 // index_select, index_add, gather and scatter: elements moved by an index
 // tensor along one dimension, bytes copied whatever the dtype, sums in the
@@ -124,6 +127,46 @@ void scatter(const ir::Node& node, const Inputs& inputs, const Outputs& outputs)
   });
 }
 
+// scatter_reduce: each target starts from the input (include_self) or, once
+// reached, from the reduction's identity; then the sources are combined in
+// the index's order; mean divides by how many values met (the input counted
+// with include_self). amax and amin let NaN win, as PyTorch's do.
+void scatterReduce(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+  const std::string& reduce = node.attrs().getString("reduce");
+  const bool includeSelf = node.attrs().getBool("include_self");
+  forEachTarget(node, inputs, [](int64_t, int64_t) {}); // (checks the indices first)
+  copyInput(node, inputs, outputs);
+  const auto* src = static_cast<const float*>(inputs[2]);
+  auto* dst = static_cast<float*>(outputs[0]);
+  std::vector<int64_t> counts(static_cast<size_t>(node.input(0)->type().numel()),
+                              includeSelf ? 1 : 0);
+  const float identity = reduce == "prod"   ? 1.0f
+                         : reduce == "amax" ? -std::numeric_limits<float>::infinity()
+                         : reduce == "amin" ? std::numeric_limits<float>::infinity()
+                                            : 0.0f;
+  forEachTarget(node, inputs, [&](int64_t position, int64_t offset) {
+    float& target = dst[offset];
+    int64_t& count = counts[static_cast<size_t>(offset)];
+    if (count == 0) target = identity;
+    ++count;
+    const float v = src[position];
+    if (reduce == "sum" || reduce == "mean") {
+      target += v;
+    } else if (reduce == "prod") {
+      target *= v;
+    } else if (reduce == "amax") {
+      target = (v != v || v > target) ? v : target;
+    } else {
+      target = (v != v || v < target) ? v : target;
+    }
+  });
+  if (reduce == "mean") {
+    for (size_t i = 0; i < counts.size(); ++i) {
+      if (counts[i] > 1) dst[i] /= static_cast<float>(counts[i]);
+    }
+  }
+}
+
 } // namespace
 
 void gatherScatter(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
@@ -131,6 +174,7 @@ void gatherScatter(const ir::Node& node, const Inputs& inputs, const Outputs& ou
   case ir::OpKind::IndexSelect: return indexSelect(node, inputs, outputs);
   case ir::OpKind::IndexAdd: return indexAdd(node, inputs, outputs);
   case ir::OpKind::Gather: return gather(node, inputs, outputs);
+  case ir::OpKind::ScatterReduce: return scatterReduce(node, inputs, outputs);
   default: return scatter(node, inputs, outputs);
   }
 }
