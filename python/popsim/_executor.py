@@ -157,6 +157,23 @@ class Executor:
         """The user's model (its parameters are the ones popsim uses)."""
         return self._user_model
 
+    def __getattr__(self, name):
+        # Only names the executor itself lacks get here: as PopTorch's
+        # executor, it stands for the user's model (ipu_model.linear.weight,
+        # ipu_model.state_dict(), ipu_model.parameters(), its buffers), whose
+        # reads copy trained weights home first (_host_sync.py).
+        model = self.__dict__.get("_user_model")
+        if model is None or (name.startswith("__") and name.endswith("__")):
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        return getattr(model, name)
+
+    @property  # type: ignore[misc]
+    def __class__(self):
+        # isinstance(ipu_model, MyModel) and isinstance(ipu_model, nn.Module)
+        # hold, as for PopTorch's executor; type() still says Executor.
+        model = self.__dict__.get("_user_model")
+        return type(model) if model is not None else Executor
+
     @property
     def options(self):
         """The (frozen) options this model runs with."""

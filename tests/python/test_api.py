@@ -1,8 +1,10 @@
 """The inference executor's API: compile, destroy, introspection, PopTorch names."""
 
+import pytest
 import torch
 
 import popsim
+import popsim as poptorch
 from conftest import assert_close
 from models import MnistNetwork
 
@@ -102,3 +104,48 @@ def test_introspection_before_compiling_is_a_clear_error():
                               "compile() first.")
     else:
         raise AssertionError("expected an error")
+
+
+class Named(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(3, 2)
+        self.register_buffer("scale", torch.tensor(2.0))
+
+    def forward(self, x):
+        return self.linear(x) * self.scale
+
+
+def test_the_executor_stands_for_the_user_model():
+    """Attribute reads, state_dict(), parameters() and isinstance go to the
+    wrapped model, as with PopTorch's executor."""
+    model = Named()
+    ipu_model = poptorch.inferenceModel(model)
+    assert ipu_model.linear is model.linear
+    assert torch.equal(ipu_model.scale, torch.tensor(2.0))
+    assert ipu_model.state_dict().keys() == model.state_dict().keys()
+    assert [p for p in ipu_model.parameters()] == [p for p in model.parameters()]
+    assert isinstance(ipu_model, Named) and isinstance(ipu_model, torch.nn.Module)
+    assert isinstance(ipu_model, poptorch.PoplarExecutor) and type(ipu_model) is popsim.Executor
+    with pytest.raises(AttributeError, match=r"'Named' object has no attribute 'nope'"):
+        ipu_model.nope
+
+
+def test_state_dict_through_a_training_model_has_the_trained_weights():
+    torch.manual_seed(0)
+    model = Named()
+    before = model.linear.weight.detach().clone()
+
+    class WithLoss(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = model
+
+        def forward(self, x):
+            return poptorch.identity_loss(self.net(x).sum(), "none")
+
+    trainer = poptorch.trainingModel(WithLoss())
+    trainer(torch.randn(4, 3))
+    trained = trainer.state_dict()["net.linear.weight"]
+    assert not torch.equal(trained, before)
+    assert torch.equal(trained, model.linear.weight.detach())
