@@ -125,13 +125,13 @@ enum class OpFamily {
   Pointwise,       // the functions of ir/pointwise_functions.h and their gradients
   BinaryFunction,  // the functions of ir/binary_functions.h and their gradients
   Where,           // where(condition, a, b): a choice per element
-  Extremum,        // an order statistic along a dimension (max, min, median), its position, its gradient
-  Scan,            // running sums along a dimension
-  Product,         // products and running products along a dimension, and their gradients
-  Check,           // run-time checks of input values that pass the values through
-  Indexing,        // slices and elements moved by an index tensor: gathers and scatters
-  Sort,            // values sorted along a dimension, with their positions
-  Random,          // ops drawing random numbers (dropout, random_draw, random_bernoulli)
+  Extremum, // an order statistic along a dimension (max, min, median), its position, its gradient
+  Scan,     // running sums along a dimension
+  Product,  // products and running products along a dimension, and their gradients
+  Check,    // run-time checks of input values that pass the values through
+  Indexing, // slices and elements moved by an index tensor: gathers and scatters
+  Sort,     // values sorted along a dimension, with their positions
+  Random,   // ops drawing random numbers (dropout, random_draw, random_bernoulli)
   Loss,
   Update,    // writes weights or state in place: assign, accumulate, fill
   Optimizer, // fused optimizer steps

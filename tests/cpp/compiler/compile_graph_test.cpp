@@ -115,10 +115,11 @@ TEST(CompileGraphTest, InferenceRunsTheInferencePasses) {
   options.program = compiler::ProgramKind::Inference;
   options.recomputation = false;
   options.deviceIterations = 2;
-  EXPECT_EQ(namesOf(compileAndDump(*twoBlockRegression(), options)),
-            (std::vector<std::string>{"00-import.ir", "01-stage-assignment.ir",
-                                      "02-simplify-layout.ir", "03-dead-code-elimination.ir",
-                                      "04-task-order.ir", "05-ipu-copies.ir"}));
+  EXPECT_EQ(
+      namesOf(compileAndDump(*twoBlockRegression(), options)),
+      (std::vector<std::string>{"00-import.ir", "01-stage-assignment.ir", "02-inference-program.ir",
+                                "03-simplify-layout.ir", "04-dead-code-elimination.ir",
+                                "05-task-order.ir", "06-ipu-copies.ir"}));
 }
 
 // Each pass's output, pinned. simplify-layout and dead-code-elimination find
