@@ -66,8 +66,10 @@ def test_negative_indices_count_from_the_end_in_advanced_indexing():
     (lambda x: torch.unique(x), r"aten::_unique2 at .*: aten::_unique2 \(its output's size "
                                 r"depends on the data"),
     (lambda x: torch.nonzero(x), r"aten::nonzero \(its output's size depends on the data"),
+    (lambda x: F.fractional_max_pool2d(x[None], 2, output_size=(1, 1)),
+     r"aten::fractional_max_pool2d \(its pooling regions are drawn at random"),
 ])
-def test_shapes_that_depend_on_the_data_are_refused_with_the_reason(function, message):
+def test_what_a_compiled_program_cannot_compute_is_refused_with_the_reason(function, message):
     with pytest.raises(popsim.UnsupportedOperationError, match=message):
         popsim.inferenceModel(Function(function))(torch.randn(2, 3))
 

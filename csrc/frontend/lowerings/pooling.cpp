@@ -181,9 +181,18 @@ template <bool Max> void lowerPool3d(LoweringContext& ctx) {
   ctx.setOutput(0, unbatchedLike(ctx, y, input, 3));
 }
 
+// Fractional max pooling draws its pooling regions at random for each call.
+void lowerFractionalMaxPool(LoweringContext& ctx) {
+  ctx.unsupported(ctx.opName() +
+                  " (its pooling regions are drawn at random on the host for "
+                  "every call); use max_pool2d, or adaptive_avg_pool2d for a given output size");
+}
+
 } // namespace
 
 void registerPooling(LoweringRegistry& registry) {
+  registry.add("aten::fractional_max_pool2d", lowerFractionalMaxPool);
+  registry.add("aten::fractional_max_pool3d", lowerFractionalMaxPool);
   registry.add("aten::max_pool1d", lowerPool1d<true>);
   registry.add("aten::avg_pool1d", lowerPool1d<false>);
   registry.add("aten::max_pool3d", lowerPool3d<true>);
