@@ -1,8 +1,9 @@
 """Indexing by tensors beyond the case table (indexing_cases.py): training
 through gathers and scatters against eager PyTorch, and the errors: indices
-out of range at run time, boolean masks and one_hot without num_classes
-(shapes that depend on the data), and scatter with reduce, which PyTorch
-cannot differentiate."""
+out of range at run time; boolean masks, masked_select, unique, nonzero and
+one_hot without num_classes (shapes that depend on the data) and fractional
+max pooling (random regions); scatter with reduce, which PyTorch cannot
+differentiate, and scatter_reduce's prod, which popsim cannot yet."""
 
 import pytest
 import torch
