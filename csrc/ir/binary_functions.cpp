@@ -138,8 +138,6 @@ std::vector<BinaryFunction> makeTable() {
      [](double, double) { return 1.0; }, [](double a, double b) { return -truncDivide(a, b); }, true},
     {"div_floor", kOperands, floorDivide, integerFloorDivide, nullptr, nullptr, true},
     {"div_trunc", kOperands, truncDivide, [](I a, I b) { return a / b; }, nullptr, nullptr, true},
-    // floor_divide: div_floor without a derivative, as in PyTorch.
-    {"floor_divide", kOperands, floorDivide, integerFloorDivide, nullptr, nullptr, true, false},
     {"atan2", kOperands, [](double a, double b) { return std::atan2(a, b); }, nullptr,
      [](double a, double b) { return b / (a * a + b * b); }, [](double a, double b) { return -a / (a * a + b * b); }},
     {"pow", kOperands, [](double a, double b) { return std::pow(a, b); }, integerPower, powerOfA, powerOfB},

@@ -32,9 +32,6 @@ struct BinaryFunction {
   double (*derivativeB)(double a, double b);
   // Integer division by zero is an error, as in PyTorch.
   bool dividesIntegers = false;
-  // False where PyTorch has no derivative at all (floor_divide): training
-  // through the function is an error rather than a zero gradient.
-  bool differentiable = true;
 };
 
 // The entry named `name`, or nullptr.

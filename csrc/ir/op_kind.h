@@ -87,7 +87,7 @@ namespace popsim::ir {
   X(CtcLoss, "ctc_loss", Loss)                                                                     \
   X(CtcLossGrad, "ctc_loss_grad", Loss)                                                            \
   X(CheckRange, "check_range", Check)                                                              \
-  X(NoDerivative, "no_derivative", Check)                                                          \
+  X(NoDerivative, "no_derivative", Layout)                                                         \
   X(RandomDraw, "random_draw", Random)                                                             \
   X(RandomBernoulli, "random_bernoulli", Random)                                                   \
   X(IndexSelect, "index_select", Indexing)                                                         \

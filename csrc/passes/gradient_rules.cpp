@@ -19,17 +19,6 @@ using Needed = std::vector<bool>;
 
 const ir::Node& nodeOf(GradientBuilder& b) { return b.forward(); }
 
-// Training through an op PyTorch has no derivative for is an error, as its
-// backward raises.
-[[noreturn]] void noDerivative(const ir::Node& node, const std::string& what,
-                               const std::string& hint) {
-  throwError(ErrorKind::Unsupported,
-             strCat("Unsupported op in the backward pass: ", what,
-                    node.location().known() ? " at " + node.location().str() : std::string(),
-                    " has no derivative (PyTorch's backward raises here too) and lies between the "
-                    "trained weights and the loss. ",
-                    hint));
-}
 Value* in(GradientBuilder& b, size_t i) { return nodeOf(b).input(i); }
 Value* out(GradientBuilder& b, size_t i = 0) { return nodeOf(b).output(i); }
 Grads none(GradientBuilder& b) { return Grads(nodeOf(b).inputs().size(), nullptr); }
@@ -202,11 +191,6 @@ Grads binaryPointwise(GradientBuilder& b, const Grads& g, const Needed& needed) 
   const std::string& name = nodeOf(b).attrs().getString("function");
   const ir::BinaryFunction* function = ir::findBinaryFunction(name);
   POPSIM_ASSERT(function != nullptr, "no binary function ", name, ".");
-  if (!function->differentiable) {
-    noDerivative(nodeOf(b), name,
-                 "Use torch.div(a, b, rounding_mode='floor'), whose gradient is zero, or detach "
-                 "its input.");
-  }
   for (int64_t operand = 0; operand < 2; ++operand) {
     const auto k = static_cast<size_t>(operand);
     if (!needed[k]) continue;
@@ -366,6 +350,18 @@ Grads sortValues(GradientBuilder& b, const Grads& g, const Needed&) {
 
 // Random draws: PyTorch gives bernoulli's probabilities a zero gradient.
 Grads noGradient(GradientBuilder& b, const Grads&, const Needed&) { return none(b); }
+
+// no_derivative: training through what it marks is an error, as PyTorch's
+// backward raises there.
+Grads noDerivative(GradientBuilder& b, const Grads&, const Needed&) {
+  const ir::Node& node = nodeOf(b);
+  throwError(ErrorKind::Unsupported,
+             strCat("Unsupported op in the backward pass: ", node.attrs().getString("what"),
+                    node.location().known() ? " at " + node.location().str() : std::string(),
+                    " has no derivative (PyTorch's backward raises here too) and lies between the "
+                    "trained weights and the loss. ",
+                    node.attrs().getString("hint")));
+}
 
 // check_range passes its input through, and so the gradient.
 Grads passThrough(GradientBuilder&, const Grads& g, const Needed&) { return {g[0]}; }
@@ -605,11 +601,7 @@ GradientRule findGradientRule(ir::OpKind kind) {
   case OpKind::NllLoss: return nllLoss;
   case OpKind::CtcLoss: return ctcLoss;
   case OpKind::CheckRange: return passThrough;
-  case OpKind::NoDerivative:
-    return [](GradientBuilder& b, const Grads&, const Needed&) -> Grads {
-      const Attributes& attrs = nodeOf(b).attrs();
-      noDerivative(nodeOf(b), attrs.getString("what"), attrs.getString("hint"));
-    };
+  case OpKind::NoDerivative: return noDerivative;
   case OpKind::IndexSelect: return indexSelect;
   case OpKind::IndexAdd: return indexAdd;
   case OpKind::Gather: return gather;

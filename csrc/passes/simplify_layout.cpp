@@ -27,7 +27,8 @@ bool returnsInputUnchanged(const ir::Node& node) {
     return perm == identity;
   }
   case ir::OpKind::Slice: return input->type() == node.output()->type();
-  case ir::OpKind::StopGradient: return true; // its work is done once gradients are built
+  case ir::OpKind::StopGradient:
+  case ir::OpKind::NoDerivative: return true; // their work is done once gradients are built
   case ir::OpKind::Cast: return input->type() == node.output()->type();
   case ir::OpKind::Affine:
     return node.attrs().getFloat("scale") == 1.0 && node.attrs().getFloat("shift") == 0.0;

@@ -146,8 +146,8 @@ BINARY = {
     "fmod_int": ("fmod", _integers(torch.fmod, b_nonzero=True)),
     "div_floor": ("div_floor", _pair(lambda a, b: torch.div(a, b, rounding_mode="floor"),
                                      (-5.0, 5.0), (0.5, 3.0), True)),
-    "floor_divide_float": ("floor_divide", _pair(torch.floor_divide, b_away_from_zero=True)),
-    "floor_divide_int": ("floor_divide", _integers(lambda a, b: a // b, b_nonzero=True)),
+    "floor_divide_float": ("div_floor", _pair(torch.floor_divide, b_away_from_zero=True)),
+    "floor_divide_int": ("div_floor", _integers(lambda a, b: a // b, b_nonzero=True)),
     "div_trunc": ("div_trunc", _pair(lambda a, b: torch.div(a, b, rounding_mode="trunc"),
                                      (-5.0, 5.0), (0.5, 3.0), True)),
     "div_trunc_int": ("div_trunc", _integers(

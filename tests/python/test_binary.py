@@ -51,7 +51,7 @@ def test_integer_division_by_zero_is_an_error_as_in_eager():
     model = popsim.inferenceModel(Function(lambda a, b: a // b))
     model(torch.tensor([3, 4]), torch.tensor([1, 2]))
     with pytest.raises(popsim.ExecutionError,
-                       match=r"floor_divide divided an integer by zero \(PyTorch raises "
+                       match=r"div_floor divided an integer by zero \(PyTorch raises "
                              r"ZeroDivisionError for it\); make the divisor non-zero"):
         model(torch.tensor([3, 4]), torch.tensor([1, 0]))
 

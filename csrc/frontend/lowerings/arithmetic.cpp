@@ -142,9 +142,8 @@ void lowerLerp(LoweringContext& ctx) {
   // Each side sees the weight only where it is chosen (0 elsewhere), so that
   // the side not taken passes no NaN into the gradients (0 x inf).
   ir::Value* w = floatTensor(ctx, 2);
-  ir::Value* zero = constantFilled(ctx, {ir::DType::Float32, {}}, 0.0);
-  ir::Value* nearStart =
-      emitBinary(ctx, "lt", w, constantFilled(ctx, {ir::DType::Float32, {}}, 0.5));
+  ir::Value* zero = floatScalar(ctx, 0.0);
+  ir::Value* nearStart = emitBinary(ctx, "lt", w, floatScalar(ctx, 0.5));
   ir::Value* startWeight = ctx.emit(ir::OpKind::Where, {nearStart, w, zero});
   ir::Value* endWeight = ctx.emit(ir::OpKind::Where, {nearStart, zero, affine(ctx, w, -1.0, 1.0)});
   ir::Value* fromStart =

@@ -36,7 +36,6 @@ const std::vector<AtenBinary>& atenBinaryOps() {
       {"aten::fmin", "fmin"},
       {"aten::remainder", "remainder"},
       {"aten::fmod", "fmod"},
-      {"aten::floor_divide", "floor_divide"},
       {"aten::atan2", "atan2"},
       {"aten::arctan2", "atan2"},
       {"aten::logical_and", "logical_and"},
@@ -71,6 +70,17 @@ const char* functionOf(const std::string& opName) {
 
 void lowerTableOp(LoweringContext& ctx) {
   ctx.setOutput(0, inPlaceResult(ctx, emitBinaryFunction(ctx, functionOf(ctx.opName()), 0, 1)));
+}
+
+// floor_divide: div_floor, which PyTorch cannot differentiate (its
+// backward raises), where div(rounding_mode="floor") has a zero gradient.
+void lowerFloorDivide(LoweringContext& ctx) {
+  ir::Value* quotient = ctx.emit(
+      ir::OpKind::NoDerivative, {emitBinaryFunction(ctx, "div_floor", 0, 1)},
+      {{"what", std::string("floor_divide")},
+       {"hint", std::string("Use torch.div(a, b, rounding_mode='floor'), whose gradient is "
+                            "zero, or detach its input.")}});
+  ctx.setOutput(0, inPlaceResult(ctx, quotient));
 }
 
 // x compared with a number of its own dtype.
@@ -199,6 +209,8 @@ void registerBinary(LoweringRegistry& registry) {
   for (const AtenBinary& op : atenOperatorOps()) {
     registry.add(op.op, lowerTableOp);
   }
+  registry.add("aten::floor_divide", lowerFloorDivide);
+  registry.add("aten::floor_divide_", lowerFloorDivide);
   registry.add("aten::where", lowerWhere);
   registry.add("aten::masked_fill", lowerMaskedFill);
   registry.add("aten::masked_fill_", lowerMaskedFill);

@@ -15,7 +15,28 @@ template <typename T> std::vector<uint8_t> filled(int64_t count, double value) {
   return bytes;
 }
 
+template <typename T>
+ir::Value* constantOf(LoweringContext& ctx, ir::DType dtype, const std::vector<T>& values,
+                      std::optional<ir::Shape> shape) {
+  std::vector<uint8_t> bytes(values.size() * sizeof(T));
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  ir::Shape s = shape.value_or(ir::Shape{static_cast<int64_t>(values.size())});
+  POPSIM_ASSERT(ir::elementCount(s) == static_cast<int64_t>(values.size()), "a constant of ",
+                values.size(), " elements for shape ", ir::shapeToString(s), ".");
+  return ctx.constant({dtype, std::move(s)}, std::move(bytes));
+}
+
 } // namespace
+
+ir::Value* int64Constant(LoweringContext& ctx, const std::vector<int64_t>& values,
+                         std::optional<ir::Shape> shape) {
+  return constantOf(ctx, ir::DType::Int64, values, std::move(shape));
+}
+
+ir::Value* floatConstant(LoweringContext& ctx, const std::vector<float>& values,
+                         std::optional<ir::Shape> shape) {
+  return constantOf(ctx, ir::DType::Float32, values, std::move(shape));
+}
 
 // Shapes in a trace are static, so tensors created like another one are
 // compile-time constants.

@@ -7,7 +7,6 @@
 #include "frontend/lowerings/helpers.h"
 
 #include <cmath>
-#include <cstring>
 #include <limits>
 
 namespace popsim::frontend::lowerings {
@@ -19,10 +18,7 @@ ir::Value* lengths(LoweringContext& ctx, size_t index, int64_t samples, const ch
   if (ctx.isTensor(index)) {
     value = castTo(ctx, ctx.tensor(index), ir::DType::Int64);
   } else {
-    const std::vector<int64_t> list = ctx.toIntList(index);
-    std::vector<uint8_t> bytes(list.size() * sizeof(int64_t));
-    std::memcpy(bytes.data(), list.data(), bytes.size());
-    value = ctx.constant({ir::DType::Int64, {static_cast<int64_t>(list.size())}}, std::move(bytes));
+    value = int64Constant(ctx, ctx.toIntList(index));
   }
   if (value->type().shape != ir::Shape{samples} && !(samples == 1 && value->type().rank() == 0)) {
     ctx.unsupported(std::string(what) + " of shape " + ir::shapeToString(value->type().shape) +
@@ -55,11 +51,9 @@ void lowerCtcLoss(LoweringContext& ctx) {
                {logProbs, targets, lengths(ctx, 2, samples, "input_lengths"), targetLengths},
                {{"blank", ctx.toInt(4)}, {"zero_infinity", zeroInfinity}});
   if (zeroInfinity) {
-    ir::Value* infinite = emitBinary(
-        ctx, "eq", nll,
-        constantFilled(ctx, {ir::DType::Float32, {}}, std::numeric_limits<double>::infinity()));
-    nll = ctx.emit(ir::OpKind::Where,
-                   {infinite, constantFilled(ctx, {ir::DType::Float32, {}}, 0.0), nll});
+    ir::Value* infinite =
+        emitBinary(ctx, "eq", nll, floatScalar(ctx, std::numeric_limits<double>::infinity()));
+    nll = ctx.emit(ir::OpKind::Where, {infinite, floatScalar(ctx, 0.0), nll});
   }
   const std::string reduction = lossReduction(ctx, 5);
   if (reduction == "mean") {

@@ -33,11 +33,6 @@ std::vector<int64_t> dimsArgument(LoweringContext& ctx, std::optional<size_t> in
   return reducedDims(ctx, ctx.toIntList(*index), rank);
 }
 
-bool keepdimArgument(LoweringContext& ctx) {
-  const std::optional<size_t> index = ctx.argumentIndex("keepdim");
-  return index.has_value() && !ctx.isNone(*index) && ctx.toBool(*index);
-}
-
 // x's shape with the reduced dims as 1 (keepdim) or dropped.
 ir::Shape reducedShape(const ir::Shape& shape, const std::vector<int64_t>& dims, bool keepdim) {
   ir::Shape out;
@@ -103,7 +98,7 @@ ir::Value* argExtremum(LoweringContext& ctx, ir::Value* x, const std::vector<int
 template <bool Max> void lowerAmax(LoweringContext& ctx) {
   ir::Value* x = floatTensor(ctx, 0);
   const auto dims = dimsArgument(ctx, ctx.argumentIndex("dim"), x->type().rank());
-  ctx.setOutput(0, reduceExtremum(ctx, x, dims, keepdimArgument(ctx), Max, "split"));
+  ctx.setOutput(0, reduceExtremum(ctx, x, dims, boolArgument(ctx, "keepdim"), Max, "split"));
 }
 
 // max / min: of two tensors (maximum, minimum); over everything (ties share
@@ -131,7 +126,7 @@ template <bool Max> void lowerMaxOrMin(LoweringContext& ctx) {
 template <bool Max> void lowerArgExtremum(LoweringContext& ctx) {
   ir::Value* x = floatTensor(ctx, 0);
   const int64_t rank = x->type().rank();
-  const bool keepdim = keepdimArgument(ctx);
+  const bool keepdim = boolArgument(ctx, "keepdim");
   if (ctx.isNone(1) || rank == 0) {
     ir::Value* flat = reshape(ctx, x, {x->type().numel()});
     ir::Value* index = argExtremum(ctx, flat, {0}, false, Max);
@@ -170,16 +165,13 @@ void lowerLogsumexp(LoweringContext& ctx) {
   ir::Value* x = floatTensor(ctx, 0);
   const int64_t rank = x->type().rank();
   const auto dims = dimsArgument(ctx, ctx.argumentIndex("dim"), rank);
-  const bool keepdim = keepdimArgument(ctx);
+  const bool keepdim = boolArgument(ctx, "keepdim");
   ir::Value* maxes = reduceExtremum(ctx, x, dims, true, true, "split");
-  ir::Value* finite = emitBinary(
-      ctx, "lt", ctx.emit(ir::OpKind::Abs, {maxes}),
-      constantFilled(ctx, {ir::DType::Float32, {}}, std::numeric_limits<double>::infinity()));
+  ir::Value* finite = emitBinary(ctx, "lt", ctx.emit(ir::OpKind::Abs, {maxes}),
+                                 floatScalar(ctx, std::numeric_limits<double>::infinity()));
   ir::Value* offset =
       ctx.emit(ir::OpKind::StopGradient,
-               {ctx.emit(ir::OpKind::Where,
-                         {finite, maxes, constantFilled(ctx, {ir::DType::Float32, {}}, 0.0)})},
-               {});
+               {ctx.emit(ir::OpKind::Where, {finite, maxes, floatScalar(ctx, 0.0)})}, {});
   ir::Value* shifted = ctx.emit(ir::OpKind::Exp, {ctx.emit(ir::OpKind::Sub, {x, offset})});
   ir::Value* sum = rank == 0 ? shifted
                              : ctx.emit(ir::OpKind::ReduceSum, {shifted},
@@ -196,7 +188,7 @@ template <bool Std> void lowerVariance(LoweringContext& ctx) {
   const int64_t rank = x->type().rank();
   const std::optional<size_t> dimIndex = ctx.argumentIndex("dim");
   const auto dims = dimsArgument(ctx, dimIndex, rank);
-  const bool keepdim = keepdimArgument(ctx);
+  const bool keepdim = boolArgument(ctx, "keepdim");
   double correction = 1.0;
   if (const auto index = ctx.argumentIndex("correction"); index && !ctx.isNone(*index)) {
     correction = ctx.toDouble(*index);
@@ -232,7 +224,7 @@ template <bool All> void lowerAllOrAny(LoweringContext& ctx) {
   ir::Value* flags = castTo(ctx, nonzero, ir::DType::Float32);
   const auto dims =
       ctx.numInputs() > 1 ? reducedDims(ctx, {ctx.toInt(1)}, rank) : reducedDims(ctx, {}, rank);
-  ir::Value* y = reduceExtremum(ctx, flags, dims, keepdimArgument(ctx), !All, "split");
+  ir::Value* y = reduceExtremum(ctx, flags, dims, boolArgument(ctx, "keepdim"), !All, "split");
   ctx.setOutput(0, castTo(ctx, y, ir::DType::Bool));
 }
 

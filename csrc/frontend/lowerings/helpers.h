@@ -10,6 +10,12 @@
 // Building blocks shared by the aten lowerings.
 namespace popsim::frontend::lowerings {
 
+// The bool argument called `name`, or `fallback` when the op has none or it is None.
+inline bool boolArgument(LoweringContext& context, const char* name, bool fallback = false) {
+  const std::optional<size_t> index = context.argumentIndex(name);
+  return index.has_value() && !context.isNone(*index) ? context.toBool(*index) : fallback;
+}
+
 // A dimension index as PyTorch accepts it (negative counts from the end).
 inline int64_t normalizedDim(const LoweringContext& context, int64_t dim, int64_t rank) {
   const int64_t effectiveRank = rank == 0 ? 1 : rank;
@@ -33,6 +39,20 @@ inline ir::Value* affine(LoweringContext& context, ir::Value* x, double scale, d
     return x;
   }
   return context.emit(ir::OpKind::Affine, {x}, {{"scale", scale}, {"shift", shift}});
+}
+
+// x[start:end] along dim (step 1); x itself for the whole dimension.
+inline ir::Value* sliceAlong(LoweringContext& context, ir::Value* x, int64_t dim, int64_t start,
+                             int64_t end) {
+  if (start == 0 && end == x->type().shape[static_cast<size_t>(dim)]) return x;
+  return context.emit(ir::OpKind::Slice, {x},
+                      {{"dim", dim}, {"start", start}, {"end", end}, {"step", int64_t{1}}});
+}
+
+// x broadcast to `shape` (x itself when it has it).
+inline ir::Value* broadcastTo(LoweringContext& context, ir::Value* x, const ir::Shape& shape) {
+  if (x->type().shape == shape) return x;
+  return context.emit(ir::OpKind::Broadcast, {x}, {{"shape", shape}});
 }
 
 inline ir::Value* permute(LoweringContext& context, ir::Value* x,
@@ -133,6 +153,13 @@ inline ir::Value* inPlaceResult(LoweringContext& ctx, ir::Value* value) {
 
 // A constant of `type` with every element `value` (creation.cpp).
 ir::Value* constantFilled(LoweringContext& ctx, const ir::TensorType& type, double value);
+
+// Constants with the given elements (row-major), of `shape` (default 1-D)
+// (creation.cpp).
+ir::Value* int64Constant(LoweringContext& ctx, const std::vector<int64_t>& values,
+                         std::optional<ir::Shape> shape = std::nullopt);
+ir::Value* floatConstant(LoweringContext& ctx, const std::vector<float>& values,
+                         std::optional<ir::Shape> shape = std::nullopt);
 
 // A 0-d float32 constant, as an operand that broadcasts.
 inline ir::Value* floatScalar(LoweringContext& ctx, double value) {

@@ -33,11 +33,6 @@ ir::Value* wrapped(LoweringContext& ctx, ir::Value* index, int64_t size) {
   return ctx.emit(ir::OpKind::Where, {emitBinary(ctx, "lt", index, zero), shifted, index});
 }
 
-ir::Value* broadcastTo(LoweringContext& ctx, ir::Value* x, const ir::Shape& shape) {
-  if (x->type().shape == shape) return x;
-  return ctx.emit(ir::OpKind::Broadcast, {x}, {{"shape", shape}});
-}
-
 // index_select(self, dim, index) of a 0-d or 1-D index.
 void lowerIndexSelect(LoweringContext& ctx) {
   ir::Value* x = ctx.tensor(0);
@@ -110,8 +105,7 @@ ir::Value* scatterSource(LoweringContext& ctx, size_t sourceIndex, ir::Value* in
                       index->type().str());
     }
     if (source->type().shape[static_cast<size_t>(d)] != want) {
-      source = ctx.emit(ir::OpKind::Slice, {source},
-                        {{"dim", d}, {"start", int64_t{0}}, {"end", want}, {"step", int64_t{1}}});
+      source = sliceAlong(ctx, source, d, 0, want);
     }
   }
   return source;
@@ -179,8 +173,7 @@ template <IndexWrite Write> void lowerIndexWrite(LoweringContext& ctx) {
   sliceShape[static_cast<size_t>(dim)] = index->type().shape[0];
   ir::Value* source = nullptr;
   if (Write == IndexWrite::Fill) {
-    source = broadcastTo(ctx, castTo(ctx, operandAs(ctx, 3, x->type().dtype), x->type().dtype),
-                         sliceShape);
+    source = broadcastTo(ctx, operandAs(ctx, 3, x->type().dtype), sliceShape);
   } else {
     source = castTo(ctx, ctx.tensor(3), x->type().dtype);
     if (Write == IndexWrite::Add && ctx.numInputs() > 4 && ctx.toDouble(4) != 1.0) {

@@ -7,7 +7,6 @@
 #include "frontend/lowering_registry.h"
 #include "frontend/lowerings/helpers.h"
 
-#include <cstring>
 #include <limits>
 #include <numeric>
 
@@ -21,11 +20,9 @@ constexpr int64_t kNoIgnoredTarget = std::numeric_limits<int64_t>::min();
 ir::Value* classIndices(LoweringContext& ctx, int64_t classes, size_t rank) {
   std::vector<int64_t> values(static_cast<size_t>(classes));
   std::iota(values.begin(), values.end(), int64_t{0});
-  std::vector<uint8_t> bytes(values.size() * sizeof(int64_t));
-  std::memcpy(bytes.data(), values.data(), bytes.size());
   ir::Shape shape(rank, 1);
   shape.back() = classes;
-  return ctx.constant({ir::DType::Int64, shape}, std::move(bytes));
+  return int64Constant(ctx, values, shape);
 }
 
 // scores[i, target[i]] for scores [rows, C] and targets [rows] (checked to be classes).

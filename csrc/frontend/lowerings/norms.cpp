@@ -43,17 +43,12 @@ double orderArgument(LoweringContext& ctx, std::optional<size_t> index, double f
   return ctx.toDouble(*index);
 }
 
-bool keepdimOf(LoweringContext& ctx) {
-  const std::optional<size_t> index = ctx.argumentIndex("keepdim");
-  return index.has_value() && !ctx.isNone(*index) && ctx.toBool(*index);
-}
-
 // norm(self, p=2) and norm(self, p, dim, keepdim); frobenius_norm(self[, dim, keepdim]).
 template <bool Frobenius> void lowerNorm(LoweringContext& ctx) {
   ir::Value* x = floatTensor(ctx, 0);
   const double p = Frobenius ? 2.0 : orderArgument(ctx, ctx.argumentIndex("p"), 2.0);
   const auto dims = normDims(ctx, ctx.argumentIndex("dim"), x->type().rank());
-  ctx.setOutput(0, vectorNormOver(ctx, x, p, dims, keepdimOf(ctx)));
+  ctx.setOutput(0, vectorNormOver(ctx, x, p, dims, boolArgument(ctx, "keepdim")));
 }
 
 // linalg_vector_norm(self, ord=2, dim=None, keepdim=False).
@@ -62,7 +57,7 @@ void lowerVectorNorm(LoweringContext& ctx) {
   const double p = orderArgument(ctx, ctx.argumentIndex("ord"), 2.0);
   ctx.setOutput(0,
                 vectorNormOver(ctx, x, p, normDims(ctx, ctx.argumentIndex("dim"), x->type().rank()),
-                               keepdimOf(ctx)));
+                               boolArgument(ctx, "keepdim")));
 }
 
 // The two dims of a matrix norm in the order given (default the last two).
@@ -125,11 +120,11 @@ void lowerLinalgNorm(LoweringContext& ctx) {
   const auto dims = normDims(ctx, dimIndex, rank);
   if (hasOrd && (ctx.isString(*ordIndex) || dims.size() == 2)) {
     ctx.setOutput(0, matrixNorm(ctx, x, matrixOrder(ctx, *ordIndex),
-                                matrixDims(ctx, dimIndex, rank), keepdimOf(ctx)));
+                                matrixDims(ctx, dimIndex, rank), boolArgument(ctx, "keepdim")));
     return;
   }
   const double p = hasOrd ? ctx.toDouble(*ordIndex) : 2.0;
-  ctx.setOutput(0, vectorNormOver(ctx, x, p, dims, keepdimOf(ctx)));
+  ctx.setOutput(0, vectorNormOver(ctx, x, p, dims, boolArgument(ctx, "keepdim")));
 }
 
 // linalg_matrix_norm(self, ord="fro", dim=(-2, -1), keepdim=False).
@@ -140,7 +135,7 @@ void lowerMatrixNorm(LoweringContext& ctx) {
       ordIndex.has_value() && !ctx.isNone(*ordIndex) ? matrixOrder(ctx, *ordIndex) : "fro";
   ctx.setOutput(0,
                 matrixNorm(ctx, x, ord, matrixDims(ctx, ctx.argumentIndex("dim"), x->type().rank()),
-                           keepdimOf(ctx)));
+                           boolArgument(ctx, "keepdim")));
 }
 
 } // namespace
@@ -161,8 +156,7 @@ ir::Value* vectorNormOver(LoweringContext& ctx, ir::Value* x, double p, std::vec
     ir::Value* magnitude = ctx.emit(ir::OpKind::Abs, {x});
     y = reduceExtremum(ctx, magnitude, dims, keepdim, p > 0, "split_nan");
   } else if (p == 0.0) {
-    ir::Value* nonzero =
-        emitBinary(ctx, "ne", x, constantFilled(ctx, {ir::DType::Float32, {}}, 0.0));
+    ir::Value* nonzero = emitBinary(ctx, "ne", x, floatScalar(ctx, 0.0));
     y = sumOver(ctx, castTo(ctx, nonzero, ir::DType::Float32), dims, keepdim);
   } else if (p == 1.0) {
     y = sumOver(ctx, ctx.emit(ir::OpKind::Abs, {x}), dims, keepdim);

@@ -11,16 +11,11 @@ namespace {
 
 enum class PadMode { Constant, Reflect, Replicate, Circular };
 
-ir::Value* sliceAlong(LoweringContext& ctx, ir::Value* x, int64_t dim, int64_t start, int64_t end) {
-  if (start == 0 && end == x->type().shape[static_cast<size_t>(dim)]) return x;
-  return ctx.emit(ir::OpKind::Slice, {x},
-                  {{"dim", dim}, {"start", start}, {"end", end}, {"step", int64_t{1}}});
-}
-
+// x with dimension dim of `size` (x's is 1), by broadcasting.
 ir::Value* withSize(LoweringContext& ctx, ir::Value* x, int64_t dim, int64_t size) {
   ir::Shape shape = x->type().shape;
   shape[static_cast<size_t>(dim)] = size;
-  return ctx.emit(ir::OpKind::Broadcast, {x}, {{"shape", shape}});
+  return broadcastTo(ctx, x, shape);
 }
 
 // The `width` elements added before (`before`) or after x along dim.

@@ -207,8 +207,7 @@ void lowerMultinomial(LoweringContext& ctx) {
       ir::Value* chosen = emitBinary(
           ctx, "eq", ids,
           emitBinary(ctx, "add", pick, constantFilled(ctx, {ir::DType::Int64, {}}, 1.0)));
-      remaining = ctx.emit(ir::OpKind::Where,
-                           {chosen, constantFilled(ctx, {ir::DType::Float32, {}}, 0.0), remaining});
+      remaining = ctx.emit(ir::OpKind::Where, {chosen, floatScalar(ctx, 0.0), remaining});
     }
     result =
         drawn.size() == 1 ? drawn[0] : ctx.emit(ir::OpKind::Concat, drawn, {{"dim", int64_t{1}}});

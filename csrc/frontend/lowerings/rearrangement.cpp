@@ -9,22 +9,15 @@
 #include "frontend/lowerings/helpers.h"
 
 #include <algorithm>
-#include <cstring>
 #include <numeric>
 
 namespace popsim::frontend::lowerings {
 namespace {
 
-ir::Value* positionsConstant(LoweringContext& ctx, const std::vector<int64_t>& values) {
-  std::vector<uint8_t> bytes(values.size() * sizeof(int64_t));
-  std::memcpy(bytes.data(), values.data(), bytes.size());
-  return ctx.constant({ir::DType::Int64, {static_cast<int64_t>(values.size())}}, std::move(bytes));
-}
-
 // x's slices along dim at `positions` (known at compile time).
 ir::Value* pick(LoweringContext& ctx, ir::Value* x, int64_t dim,
                 const std::vector<int64_t>& positions) {
-  return ctx.emit(ir::OpKind::IndexSelect, {x, positionsConstant(ctx, positions)}, {{"dim", dim}});
+  return ctx.emit(ir::OpKind::IndexSelect, {x, int64Constant(ctx, positions)}, {{"dim", dim}});
 }
 
 int64_t dimArgument(LoweringContext& ctx, size_t index, int64_t rank) {
@@ -153,11 +146,6 @@ ir::Value* withoutDerivative(LoweringContext& ctx, ir::Value* y, const std::stri
                                         "reshape and permute, which have one.")}});
 }
 
-ir::Value* sliceOf(LoweringContext& ctx, ir::Value* x, int64_t dim, int64_t start, int64_t end) {
-  return ctx.emit(ir::OpKind::Slice, {x},
-                  {{"dim", dim}, {"start", start}, {"end", end}, {"step", int64_t{1}}});
-}
-
 // unbind(self, dim=0): the slices along dim, without it.
 void lowerUnbind(LoweringContext& ctx) {
   ir::Value* x = ctx.tensor(0);
@@ -167,7 +155,7 @@ void lowerUnbind(LoweringContext& ctx) {
   shape.erase(shape.begin() + dim);
   std::vector<ir::Value*> parts;
   for (int64_t i = 0; i < size; ++i)
-    parts.push_back(reshape(ctx, sliceOf(ctx, x, dim, i, i + 1), shape));
+    parts.push_back(reshape(ctx, sliceAlong(ctx, x, dim, i, i + 1), shape));
   ctx.setOutputList(0, parts);
 }
 
@@ -237,7 +225,7 @@ void lowerTensorSplit(LoweringContext& ctx) {
   std::vector<ir::Value*> parts;
   for (size_t i = 0; i + 1 < bounds.size(); ++i) {
     const int64_t start = std::min(bounds[i], size);
-    parts.push_back(sliceOf(ctx, x, dim, start, std::max(start, bounds[i + 1])));
+    parts.push_back(sliceAlong(ctx, x, dim, start, std::max(start, bounds[i + 1])));
   }
   ctx.setOutputList(0, parts);
 }
@@ -299,7 +287,7 @@ void lowerDiag(LoweringContext& ctx) {
     positions.push_back(row * side + column);
   }
   ir::Value* zeros = constantFilled(ctx, {x->type().dtype, {side * side}}, 0.0);
-  ir::Value* y = ctx.emit(ir::OpKind::IndexAdd, {zeros, positionsConstant(ctx, positions), x},
+  ir::Value* y = ctx.emit(ir::OpKind::IndexAdd, {zeros, int64Constant(ctx, positions), x},
                           {{"dim", int64_t{0}}, {"accumulate", false}});
   ctx.setOutput(0, reshape(ctx, y, {side, side}));
 }
@@ -382,8 +370,8 @@ void lowerNarrowCopy(LoweringContext& ctx) {
                     std::to_string(start + length) + ") from a dimension of size " +
                     std::to_string(size));
   }
-  ctx.setOutput(0,
-                withoutDerivative(ctx, sliceOf(ctx, x, dim, start, start + length), "narrow_copy"));
+  ctx.setOutput(
+      0, withoutDerivative(ctx, sliceAlong(ctx, x, dim, start, start + length), "narrow_copy"));
 }
 
 // Tensor.unfold(dimension, size, step): the windows along a dim as a new last dim.
@@ -487,11 +475,11 @@ void lowerCol2im(LoweringContext& ctx) {
   ir::Value* zeros =
       constantFilled(ctx, {x->type().dtype, {shape[0], channels, p.paddedH * p.paddedW}}, 0.0);
   ir::Value* image =
-      ctx.emit(ir::OpKind::IndexAdd, {zeros, positionsConstant(ctx, p.positions), columns},
+      ctx.emit(ir::OpKind::IndexAdd, {zeros, int64Constant(ctx, p.positions), columns},
                {{"dim", int64_t{2}}, {"accumulate", true}});
   ir::Value* y = reshape(ctx, image, {shape[0], channels, p.paddedH, p.paddedW});
-  y = sliceOf(ctx, y, 2, padding[0], padding[0] + size[0]);
-  y = sliceOf(ctx, y, 3, padding[1], padding[1] + size[1]);
+  y = sliceAlong(ctx, y, 2, padding[0], padding[0] + size[0]);
+  y = sliceAlong(ctx, y, 3, padding[1], padding[1] + size[1]);
   ctx.setOutput(0, unbatched ? reshape(ctx, y, {channels, size[0], size[1]}) : y);
 }
 

@@ -21,11 +21,6 @@ int64_t gateCount(Cell cell) {
   }
 }
 
-ir::Value* sliceOf(LoweringContext& ctx, ir::Value* x, int64_t dim, int64_t start, int64_t end) {
-  return ctx.emit(ir::OpKind::Slice, {x},
-                  {{"dim", dim}, {"start", start}, {"end", end}, {"step", int64_t{1}}});
-}
-
 ir::Value* add(LoweringContext& ctx, ir::Value* a, ir::Value* b) {
   return ctx.emit(ir::OpKind::Add, {a, b});
 }
@@ -59,7 +54,7 @@ State step(LoweringContext& ctx, Cell cell, const Weights& w, ir::Value* inputGa
   ir::Value* hiddenGates = linear(ctx, previous.hidden, w.hiddenWeight, w.hiddenBias);
   const int64_t last = inputGates->type().rank() - 1;
   const auto gate = [&](ir::Value* gates, int64_t k) {
-    return sliceOf(ctx, gates, last, k * hiddenSize, (k + 1) * hiddenSize);
+    return sliceAlong(ctx, gates, last, k * hiddenSize, (k + 1) * hiddenSize);
   };
   switch (cell) {
   case Cell::Lstm: {
@@ -95,7 +90,7 @@ State step(LoweringContext& ctx, Cell cell, const Weights& w, ir::Value* inputGa
 ir::Value* stateAt(LoweringContext& ctx, ir::Value* states, int64_t index) {
   ir::Shape shape = states->type().shape;
   shape.erase(shape.begin());
-  return reshape(ctx, sliceOf(ctx, states, 0, index, index + 1), shape);
+  return reshape(ctx, sliceAlong(ctx, states, 0, index, index + 1), shape);
 }
 
 ir::Value* stacked(LoweringContext& ctx, const std::vector<ir::Value*>& values) {
@@ -137,13 +132,12 @@ template <Cell C> void lowerRecurrent(LoweringContext& ctx) {
   if (x->type().rank() != 3)
     ctx.unsupported("a recurrent layer's input must be [T, N, F] or [T, F]");
   const int64_t steps = x->type().shape[0];
-  const size_t perDirection =
-      static_cast<size_t>(2 + (biases ? 2 : 0)) +
-      (C == Cell::Lstm &&
-               params.size() > static_cast<size_t>(layers * directions * (biases ? 4 : 2))
-           ? 1
-           : 0);
-  if (params.size() != perDirection * static_cast<size_t>(layers * directions)) {
+  // Per layer and direction: w_ih, w_hh, then b_ih, b_hh, then LSTM's w_hr.
+  const size_t blocks = static_cast<size_t>(layers * directions);
+  const size_t plain = biases ? 4 : 2;
+  const size_t perDirection = params.size() / blocks; // (nn modules have a layer at least)
+  if (params.size() % blocks != 0 ||
+      (perDirection != plain && !(C == Cell::Lstm && perDirection == plain + 1))) {
     ctx.unsupported("a recurrent layer with " + std::to_string(params.size()) + " weight tensors");
   }
   std::vector<ir::Value*> lastHidden, lastCell;
@@ -176,7 +170,7 @@ template <Cell C> void lowerRecurrent(LoweringContext& ctx) {
         const int64_t t = direction == 0 ? s : steps - 1 - s;
         ir::Shape stepShape = inputGates->type().shape;
         stepShape.erase(stepShape.begin());
-        state = step(ctx, C, w, reshape(ctx, sliceOf(ctx, inputGates, 0, t, t + 1), stepShape),
+        state = step(ctx, C, w, reshape(ctx, sliceAlong(ctx, inputGates, 0, t, t + 1), stepShape),
                      state, hiddenSize);
         outputs[static_cast<size_t>(t)] = state.hidden;
       }

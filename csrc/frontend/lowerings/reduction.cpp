@@ -51,17 +51,12 @@ std::vector<int64_t> reducedDims(LoweringContext& ctx, std::optional<size_t> ind
   return dims;
 }
 
-bool keepdimArgument(LoweringContext& ctx) {
-  const std::optional<size_t> index = ctx.argumentIndex("keepdim");
-  return index.has_value() && !ctx.isNone(*index) && ctx.toBool(*index);
-}
-
 // reduce_sum / reduce_mean of x over the op's `dim` argument (all when absent).
 ir::Value* sumOver(LoweringContext& ctx, ir::OpKind kind, ir::Value* x) {
   const int64_t rank = x->type().rank();
   if (rank == 0) return x; // one element: its sum and its mean
   const std::vector<int64_t> dims = reducedDims(ctx, ctx.argumentIndex("dim"), rank);
-  return ctx.emit(kind, {x}, {{"dims", dims}, {"keepdim", keepdimArgument(ctx)}});
+  return ctx.emit(kind, {x}, {{"dims", dims}, {"keepdim", boolArgument(ctx, "keepdim")}});
 }
 
 // sum(self, dim=None, keepdim=False, dtype=None), in every overload.
@@ -93,7 +88,7 @@ void lowerNansum(LoweringContext& ctx) {
   if (dtypeArgument(ctx, "nansum").value_or(ir::DType::Float32) != ir::DType::Float32) {
     ctx.unsupported("nansum of a float32 tensor into an integer dtype");
   }
-  ir::Value* zero = constantFilled(ctx, {ir::DType::Float32, {}}, 0.0);
+  ir::Value* zero = floatScalar(ctx, 0.0);
   ir::Value* numbers = ctx.emit(ir::OpKind::Where, {emitBinary(ctx, "eq", x, x), x, zero});
   ctx.setOutput(0, sumOver(ctx, ir::OpKind::ReduceSum, numbers));
 }
@@ -125,7 +120,7 @@ void lowerProd(LoweringContext& ctx) {
   } else {
     const int64_t dim = normalizedDim(ctx, ctx.toInt(*dimIndex), x->type().rank());
     product = ctx.emit(ir::OpKind::ReduceProduct, {x}, {{"dim", dim}});
-    if (!keepdimArgument(ctx)) {
+    if (!boolArgument(ctx, "keepdim")) {
       ir::Shape reduced = shape;
       reduced.erase(reduced.begin() + dim);
       product = reshape(ctx, product, reduced);

@@ -7,8 +7,8 @@
 #include "frontend/lowerings/helpers.h"
 
 #include <algorithm>
-#include <cstring>
 #include <limits>
+#include <numeric>
 
 namespace popsim::frontend::lowerings {
 namespace {
@@ -48,17 +48,12 @@ ir::Value* positionsIn(LoweringContext& ctx, ir::Value* boundaries, ir::Value* v
   return int32 ? castTo(ctx, counts, ir::DType::Int32) : counts;
 }
 
-bool flag(LoweringContext& ctx, const char* name) {
-  const std::optional<size_t> index = ctx.argumentIndex(name);
-  return index.has_value() && !ctx.isNone(*index) && ctx.toBool(*index);
-}
-
 // bucketize(self, boundaries, out_int32=False, right=False).
 void lowerBucketize(LoweringContext& ctx) {
   ir::Value* boundaries = ctx.tensor(1);
   if (boundaries->type().rank() != 1) ctx.unsupported("bucketize with boundaries that are not 1-D");
-  ctx.setOutput(
-      0, positionsIn(ctx, boundaries, ctx.tensor(0), flag(ctx, "right"), flag(ctx, "out_int32")));
+  ctx.setOutput(0, positionsIn(ctx, boundaries, ctx.tensor(0), boolArgument(ctx, "right"),
+                               boolArgument(ctx, "out_int32")));
 }
 
 // searchsorted(sorted_sequence, self, out_int32=False, right=False, side=None, sorter=None).
@@ -66,7 +61,7 @@ void lowerSearchsorted(LoweringContext& ctx) {
   if (const auto sorter = ctx.argumentIndex("sorter"); sorter && !ctx.isNone(*sorter)) {
     ctx.unsupported("searchsorted with a sorter; sort the sequence first");
   }
-  bool right = flag(ctx, "right");
+  bool right = boolArgument(ctx, "right");
   if (const auto side = ctx.argumentIndex("side"); side && !ctx.isNone(*side)) {
     right = ctx.toString(*side) == "right";
   }
@@ -79,7 +74,7 @@ void lowerSearchsorted(LoweringContext& ctx) {
     ctx.unsupported("searchsorted with a batched sequence " + sequence->type().str() +
                     " and values " + values->type().str() + " whose leading dims differ");
   }
-  ctx.setOutput(0, positionsIn(ctx, sequence, values, right, flag(ctx, "out_int32")));
+  ctx.setOutput(0, positionsIn(ctx, sequence, values, right, boolArgument(ctx, "out_int32")));
 }
 
 // embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode,
@@ -106,27 +101,20 @@ void lowerEmbeddingBag(LoweringContext& ctx) {
     std::vector<int64_t> ids;
     for (int64_t b = 0; b < bags; ++b)
       ids.insert(ids.end(), static_cast<size_t>(per), b);
-    std::vector<uint8_t> bytes(ids.size() * sizeof(int64_t));
-    std::memcpy(bytes.data(), ids.data(), bytes.size());
-    rows = ctx.constant({ir::DType::Int64, {bags * per}}, std::move(bytes));
+    rows = int64Constant(ctx, ids);
   } else {
     flat = indices;
     ir::Value* offsets = castTo(ctx, ctx.tensor(2), ir::DType::Int64);
     const bool includeLast = ctx.numInputs() > 7 && ctx.toBool(7);
     bags = offsets->type().numel() - (includeLast ? 1 : 0);
     if (includeLast) {
-      offsets = ctx.emit(
-          ir::OpKind::Slice, {offsets},
-          {{"dim", int64_t{0}}, {"start", int64_t{0}}, {"end", bags}, {"step", int64_t{1}}});
+      offsets = sliceAlong(ctx, offsets, 0, 0, bags);
     }
     // bag of position i: (number of offsets <= i) - 1
     const int64_t length = flat->type().numel();
     std::vector<int64_t> positions(static_cast<size_t>(length));
-    for (int64_t i = 0; i < length; ++i)
-      positions[static_cast<size_t>(i)] = i;
-    std::vector<uint8_t> bytes(positions.size() * sizeof(int64_t));
-    std::memcpy(bytes.data(), positions.data(), bytes.size());
-    ir::Value* at = ctx.constant({ir::DType::Int64, {length}}, std::move(bytes));
+    std::iota(positions.begin(), positions.end(), int64_t{0});
+    ir::Value* at = int64Constant(ctx, positions);
     rows = emitBinary(ctx, "sub", positionsIn(ctx, offsets, at, true, false),
                       constantFilled(ctx, {ir::DType::Int64, {}}, 1.0));
   }
@@ -137,8 +125,8 @@ void lowerEmbeddingBag(LoweringContext& ctx) {
     ir::Value* kept = emitBinary(
         ctx, "ne", flat, constantFilled(ctx, {ir::DType::Int64, {}}, static_cast<double>(padding)));
     counted = castTo(ctx, kept, ir::DType::Float32);
-    vectors = ctx.emit(ir::OpKind::Where, {reshape(ctx, kept, {length, 1}), vectors,
-                                           constantFilled(ctx, {ir::DType::Float32, {}}, 0.0)});
+    vectors = ctx.emit(ir::OpKind::Where,
+                       {reshape(ctx, kept, {length, 1}), vectors, floatScalar(ctx, 0.0)});
   }
   if (ctx.numInputs() > 6 && !ctx.isNone(6)) {
     if (mode != 0) ctx.unsupported("embedding_bag per_sample_weights with a mode other than 'sum'");

@@ -204,11 +204,6 @@ void lowerStack(LoweringContext& ctx) {
                                        : ctx.emit(ir::OpKind::Concat, tensors, {{"dim", dim}}));
 }
 
-ir::Value* broadcastTo(LoweringContext& ctx, ir::Value* x, const ir::Shape& shape) {
-  if (x->type().shape == shape) return x;
-  return ctx.emit(ir::OpKind::Broadcast, {x}, {{"shape", shape}});
-}
-
 // broadcast_tensors(tensors): each broadcast to their common shape.
 void lowerBroadcastTensors(LoweringContext& ctx) {
   std::vector<ir::Value*> tensors = ctx.tensorList(0);

@@ -17,11 +17,6 @@ ir::Value* sumAlong(LoweringContext& ctx, ir::Value* x, int64_t dim, bool keepdi
 
 ir::Value* squares(LoweringContext& ctx, ir::Value* x) { return ctx.emit(ir::OpKind::Mul, {x, x}); }
 
-ir::Value* broadcastTo(LoweringContext& ctx, ir::Value* x, const ir::Shape& shape) {
-  if (x->type().shape == shape) return x;
-  return ctx.emit(ir::OpKind::Broadcast, {x}, {{"shape", shape}});
-}
-
 // cosine_similarity(x1, x2, dim=1, eps=1e-8): both broadcast to one shape,
 // each divided by its norm along dim (the sum of squares floored at eps^2,
 // with the gradient passing the floor, as PyTorch floors it outside autograd),

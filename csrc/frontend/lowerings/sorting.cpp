@@ -19,11 +19,6 @@ Sorted sorted(LoweringContext& ctx, ir::Value* x, int64_t dim, bool descending) 
   return {outputs[0], outputs[1]};
 }
 
-bool boolArgument(LoweringContext& ctx, const char* name, bool fallback) {
-  const std::optional<size_t> index = ctx.argumentIndex(name);
-  return index.has_value() && !ctx.isNone(*index) ? ctx.toBool(*index) : fallback;
-}
-
 int64_t dimOf(LoweringContext& ctx, ir::Value* x, int64_t fallback) {
   const std::optional<size_t> index = ctx.argumentIndex("dim");
   const int64_t dim = index.has_value() && !ctx.isNone(*index) ? ctx.toInt(*index) : fallback;
@@ -57,11 +52,6 @@ void lowerMsort(LoweringContext& ctx) {
   ctx.setOutput(0, sortedOrScalar(ctx, ctx.tensor(0), 0, false).values);
 }
 
-ir::Value* firstAlong(LoweringContext& ctx, ir::Value* x, int64_t dim, int64_t start, int64_t end) {
-  return ctx.emit(ir::OpKind::Slice, {x},
-                  {{"dim", dim}, {"start", start}, {"end", end}, {"step", int64_t{1}}});
-}
-
 // topk(self, k, dim=-1, largest=True, sorted=True): the first k of a sort
 // (in sorted order also for sorted=False, one order PyTorch allows).
 void lowerTopk(LoweringContext& ctx) {
@@ -79,8 +69,8 @@ void lowerTopk(LoweringContext& ctx) {
                     std::to_string(size));
   }
   const Sorted s = sorted(ctx, x, dim, boolArgument(ctx, "largest", true));
-  ctx.setOutput(0, firstAlong(ctx, s.values, dim, 0, k));
-  ctx.setOutput(1, firstAlong(ctx, s.indices, dim, 0, k));
+  ctx.setOutput(0, sliceAlong(ctx, s.values, dim, 0, k));
+  ctx.setOutput(1, sliceAlong(ctx, s.indices, dim, 0, k));
 }
 
 // kthvalue(self, k, dim=-1, keepdim=False): the k-th smallest, and its index.
@@ -102,8 +92,8 @@ void lowerKthvalue(LoweringContext& ctx) {
   } else {
     shape.erase(shape.begin() + dim);
   }
-  ctx.setOutput(0, reshape(ctx, firstAlong(ctx, s.values, dim, k - 1, k), shape));
-  ctx.setOutput(1, reshape(ctx, firstAlong(ctx, s.indices, dim, k - 1, k), shape));
+  ctx.setOutput(0, reshape(ctx, sliceAlong(ctx, s.values, dim, k - 1, k), shape));
+  ctx.setOutput(1, reshape(ctx, sliceAlong(ctx, s.indices, dim, k - 1, k), shape));
 }
 
 } // namespace

@@ -9,7 +9,6 @@
 #include "frontend/lowerings/helpers.h"
 
 #include <cmath>
-#include <cstring>
 
 namespace popsim::frontend::lowerings {
 namespace {
@@ -90,18 +89,6 @@ std::vector<Tap> tapsOf(Mode mode, int64_t in, int64_t out, std::optional<double
     }
   }
   return taps;
-}
-
-ir::Value* int64Constant(LoweringContext& ctx, const std::vector<int64_t>& values) {
-  std::vector<uint8_t> bytes(values.size() * sizeof(int64_t));
-  std::memcpy(bytes.data(), values.data(), bytes.size());
-  return ctx.constant({ir::DType::Int64, {static_cast<int64_t>(values.size())}}, std::move(bytes));
-}
-
-ir::Value* floatConstant(LoweringContext& ctx, const std::vector<float>& values, ir::Shape shape) {
-  std::vector<uint8_t> bytes(values.size() * sizeof(float));
-  std::memcpy(bytes.data(), values.data(), bytes.size());
-  return ctx.constant({ir::DType::Float32, std::move(shape)}, std::move(bytes));
 }
 
 // x resampled along dim to `out` elements: sum over taps of x[positions] x weights.

@@ -17,9 +17,10 @@ std::vector<TensorType> inferCheckRange(const std::vector<TensorType>& inputs,
   return {inputs[0]};
 }
 
-// no_derivative(X) {what, hint} -> X unchanged: marks a result PyTorch has
-// no derivative for (its backward raises); training through it is an error
-// naming `what`, with `hint`.
+// no_derivative(X) {what, hint} -> X, a view: marks a result PyTorch has no
+// derivative for (its backward raises); training through it is an error
+// naming `what`, with `hint`. Layout simplification removes it once
+// gradients are built.
 std::vector<TensorType> inferNoDerivative(const std::vector<TensorType>& inputs,
                                           const Attributes&) {
   return {inputs[0]};
@@ -30,6 +31,7 @@ std::vector<TensorType> inferNoDerivative(const std::vector<TensorType>& inputs,
 void registerCheckOps(OpRegistry& registry) {
   registry.add(OpKind::NoDerivative, 1, 1, {"input"},
                {{"what", AttrType::String}, {"hint", AttrType::String}}, inferNoDerivative);
+  registry.setView(OpKind::NoDerivative);
   registry.add(OpKind::CheckRange, 1, 1, {"input"},
                {{"min", AttrType::Float}, {"max", AttrType::Float}, {"what", AttrType::String}},
                inferCheckRange);

@@ -82,8 +82,16 @@ void indexAdd(const ir::Node& node, const Inputs& inputs, const Outputs& outputs
   }
 }
 
+// Checks every value of I against the size of X's dimension `dim`.
+void checkIndices(const ir::Node& node, const Inputs& inputs) {
+  const int64_t size = node.input(0)->type().shape[static_cast<size_t>(node.attrs().getInt("dim"))];
+  const auto* index = static_cast<const int64_t*>(inputs[1]);
+  for (int64_t i = 0; i < node.input(1)->type().numel(); ++i)
+    checkedIndex(index[i], size, i);
+}
+
 // Calls fn(position in I, offset in X with dim replaced by I's value) for
-// every element of I.
+// every element of I (whose values checkIndices has checked).
 template <typename Fn> void forEachTarget(const ir::Node& node, const Inputs& inputs, Fn fn) {
   const ir::TensorType& x = node.input(0)->type();
   const ir::Shape& shape = node.input(1)->type().shape;
@@ -94,9 +102,7 @@ template <typename Fn> void forEachTarget(const ir::Node& node, const Inputs& in
   forEachIndex(shape, [&](const std::vector<int64_t>& at) {
     int64_t offset = 0;
     for (size_t d = 0; d < at.size(); ++d) {
-      const int64_t i = static_cast<int64_t>(d) == dim
-                            ? checkedIndex(index[position], x.shape[d], position)
-                            : at[d];
+      const int64_t i = static_cast<int64_t>(d) == dim ? index[position] : at[d];
       offset += i * strides[d];
     }
     fn(position++, offset);
@@ -104,6 +110,7 @@ template <typename Fn> void forEachTarget(const ir::Node& node, const Inputs& in
 }
 
 void gather(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+  checkIndices(node, inputs);
   const size_t size = ir::elementSize(node.input(0)->type().dtype);
   const auto* src = static_cast<const char*>(inputs[0]);
   auto* dst = static_cast<char*>(outputs[0]);
@@ -117,8 +124,7 @@ void scatter(const ir::Node& node, const Inputs& inputs, const Outputs& outputs)
   const ir::DType dtype = node.input(0)->type().dtype;
   const int64_t size = static_cast<int64_t>(ir::elementSize(dtype));
   const bool sum = node.attrs().getString("reduce") == "sum";
-  // (Checked before the output is touched: it may share the input's buffer.)
-  forEachTarget(node, inputs, [](int64_t, int64_t) {});
+  checkIndices(node, inputs); // (before the output, which may be the input, is touched)
   copyInput(node, inputs, outputs);
   const auto* src = static_cast<const char*>(inputs[2]);
   auto* dst = static_cast<char*>(outputs[0]);
@@ -134,7 +140,7 @@ void scatter(const ir::Node& node, const Inputs& inputs, const Outputs& outputs)
 void scatterReduce(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
   const std::string& reduce = node.attrs().getString("reduce");
   const bool includeSelf = node.attrs().getBool("include_self");
-  forEachTarget(node, inputs, [](int64_t, int64_t) {}); // (checks the indices first)
+  checkIndices(node, inputs);
   copyInput(node, inputs, outputs);
   const auto* src = static_cast<const float*>(inputs[2]);
   auto* dst = static_cast<float*>(outputs[0]);
