@@ -143,6 +143,7 @@ OpCost estimateOpCost(const ir::Node& node, const ChipSpec& chip,
     cost.computeCycles = elementwisePassCycles(outElements, chip);
     break;
   case ir::OpKind::AdaptiveAvgPool2d:
+  case ir::OpKind::AdaptiveMaxPool2d:
     cost.exchangeCycles = exchangeCycles(node.input(0)->type().bytes(), chip);
     cost.computeCycles =
         elementwisePassCycles(static_cast<uint64_t>(node.input(0)->type().numel()), chip);

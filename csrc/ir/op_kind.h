@@ -95,7 +95,8 @@ namespace popsim::ir {
   X(Gather, "gather", Indexing)                                                                    \
   X(Scatter, "scatter", Indexing)                                                                  \
   X(ScatterReduce, "scatter_reduce", Indexing)                                                     \
-  X(Sort, "sort", Sort)
+  X(Sort, "sort", Sort)                                                                            \
+  X(AdaptiveMaxPool2d, "adaptive_max_pool2d", Pooling)
 
 enum class OpKind : uint16_t {
 #define POPSIM_OP_ENUM(kind, name, family) kind,

@@ -278,20 +278,12 @@ Grads scatter(GradientBuilder& b, const Grads& g, const Needed& needed) {
 }
 
 // scatter_reduce: PyTorch's formulas for sum, mean (each value's share of
-// its target's count) and amax/amin (split evenly between the values equal
+// its target's count), prod and amax/amin (split evenly between the values equal
 // to the result, the input's counted even without include_self, as PyTorch
 // counts them); without include_self the input gets none at reached targets.
 Grads scatterReduce(GradientBuilder& b, const Grads& g, const Needed& needed) {
   const Attributes& attrs = nodeOf(b).attrs();
   const std::string& reduce = attrs.getString("reduce");
-  if (reduce == "prod") {
-    throwError(ErrorKind::Unsupported,
-               strCat("Unsupported op in the backward pass: popsim has no gradient for "
-                      "scatter_reduce with reduce='prod'",
-                      nodeOf(b).location().known() ? " at " + nodeOf(b).location().str() : "",
-                      ", which lies between the trained weights and the loss. Detach its "
-                      "input, or use 'sum', 'mean', 'amax' or 'amin'."));
-  }
   const int64_t dim = attrs.getInt("dim");
   const bool includeSelf = attrs.getBool("include_self");
   Value* x = in(b, 0);
@@ -318,6 +310,38 @@ Grads scatterReduce(GradientBuilder& b, const Grads& g, const Needed& needed) {
                                            {"params", std::vector<double>{1.0, INFINITY}}})});
     gradSelf = shares;
     gradSrc = gatherAt(shares);
+  } else if (reduce == "prod") {
+    // PyTorch's formulas, exact where values are zero: the gradient of a
+    // zero factor is the product of the others, taken with it set to one.
+    Value* zero = b.zeros({});
+    Value* one = b.affine(zero, 1.0, 1.0);
+    const auto isZero = [&](Value* v) {
+      return b.emit(OpKind::BinaryPointwise, {v, zero}, {{"function", std::string("eq")}});
+    };
+    const auto oneWhere = [&](Value* mask, Value* v) {
+      return b.emit(OpKind::Where, {mask, one, v});
+    };
+    const auto product = [&](Value* base, Value* values) {
+      return b.emit(OpKind::ScatterReduce, {base, index, values},
+                    {{"dim", dim}, {"reduce", std::string("prod")}, {"include_self", includeSelf}});
+    };
+    Value* maskedSelf = oneWhere(isZero(x), x);
+    gradSelf =
+        b.emit(OpKind::Div, {b.emit(OpKind::Mul, {g[0], product(maskedSelf, src)}), maskedSelf});
+    Value* srcZero = isZero(src);
+    Value* zerosAtTarget =
+        gatherAt(scatterSum(b.zeros(x->type().shape),
+                            b.emit(OpKind::Cast, {srcZero},
+                                   {{"dtype", std::string(ir::dtypeName(ir::DType::Float32))}})));
+    Value* singleZero = b.emit(OpKind::BinaryPointwise,
+                               {srcZero, b.emit(OpKind::BinaryPointwise, {zerosAtTarget, one},
+                                                {{"function", std::string("eq")}})},
+                               {{"function", std::string("logical_and")}});
+    Value* othersProduct =
+        gatherAt(b.emit(OpKind::Mul, {g[0], product(x, oneWhere(singleZero, src))}));
+    Value* quotient = b.emit(
+        OpKind::Div, {gatherAt(b.emit(OpKind::Mul, {g[0], out(b)})), oneWhere(srcZero, src)});
+    gradSrc = b.emit(OpKind::Where, {singleZero, othersProduct, quotient});
   } else { // amax, amin
     Value* result = out(b);
     const auto equal = [&](Value* a, Value* c) {
@@ -393,12 +417,11 @@ Grads softmax(GradientBuilder& b, const Grads& g, const Needed&) {
   return {b.emit(kind, {g[0], out(b)}, copyAttrs(nodeOf(b).attrs(), {"dim"}))};
 }
 
+// max_pool2d_train and adaptive_max_pool2d: dY added at the recorded maxima.
 Grads maxPool(GradientBuilder& b, const Grads& g, const Needed&) {
   POPSIM_ASSERT(g[1] == nullptr, "max pooling indices reach the loss.");
-  Attributes a =
-      copyAttrs(nodeOf(b).attrs(), {"kernel", "stride", "padding", "dilation", "ceil_mode"});
-  a.set("input_shape", in(b, 0)->type().shape);
-  return {b.emit(OpKind::MaxPool2dGrad, {g[0], out(b, 1)}, a)};
+  return {
+      b.emit(OpKind::MaxPool2dGrad, {g[0], out(b, 1)}, {{"input_shape", in(b, 0)->type().shape}})};
 }
 
 Grads avgPool(GradientBuilder& b, const Grads& g, const Needed&) {
@@ -580,7 +603,8 @@ GradientRule findGradientRule(ir::OpKind kind) {
   case OpKind::Div: return binary;
   case OpKind::Softmax:
   case OpKind::LogSoftmax: return softmax;
-  case OpKind::MaxPool2dTrain: return maxPool;
+  case OpKind::MaxPool2dTrain:
+  case OpKind::AdaptiveMaxPool2d: return maxPool;
   case OpKind::AvgPool2d: return avgPool;
   case OpKind::AdaptiveAvgPool2d: return adaptiveAvgPool;
   case OpKind::BatchNorm: return batchNormEval;

@@ -159,6 +159,19 @@ INDEXING.update({
         Indexed(lambda w, i, o: F.embedding_bag(i, w, o, mode="mean", padding_idx=1,
                                                 include_last_offset=True),
                 [torch.tensor([1, 0, 1, 2, 3]), torch.tensor([0, 2, 5])]), [torch.randn(5, 3)]),
+    # whole numbers: maxima tied between rows (the first takes the gradient)
+    "embedding_bag_offsets_max": lambda rng: (
+        Indexed(lambda w, i, o: F.embedding_bag(i, w, o, mode="max"),
+                [torch.randint(0, 6, (8,)), torch.tensor([0, 3, 3, 4])]),
+        [torch.randn(6, 4).mul(1.5).round()]),
+    "embedding_bag_rows_max_padding": lambda rng: (
+        Indexed(lambda w, i: F.embedding_bag(i, w, mode="max", padding_idx=2),
+                [torch.tensor([[2, 2, 2], [0, 2, 4], [3, 3, 1]])]), [torch.randn(5, 3)]),
+    "embedding_bag_max_indices": lambda rng: (
+        Indexed(lambda w, i, o: torch.ops.aten._embedding_bag(w, i, o, False, 2, False, None,
+                                                              False, 1)[3],
+                [torch.tensor([1, 0, 1, 4, 3, 1]), torch.tensor([0, 2, 2, 3])]),
+        [torch.randn(5, 3).round()]),
 })
 
 def _scatter_reduce(reduce, include_self, slices=False):
@@ -191,6 +204,4 @@ INDEXING.update({
 
 # PyTorch has no derivative for scatter with a reduce argument (popsim refuses
 # to train through it, as test_indexing.py checks), nor for integer outputs.
-NOT_DIFFERENTIABLE = {"scatter_reduce_add", "one_hot",
-                      # (popsim has no gradient for scatter_reduce's prod yet)
-                      "scatter_reduce_prod", "scatter_reduce_prod_exclude_self"}
+NOT_DIFFERENTIABLE = {"scatter_reduce_add", "one_hot", "embedding_bag_max_indices"}

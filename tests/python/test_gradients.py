@@ -18,6 +18,7 @@ import binary_cases
 import indexing_cases
 import rearrangement_cases
 import reduction_cases
+import window_cases
 import popsim
 from conftest import assert_close
 from popsim._gradients import gradients
@@ -29,7 +30,8 @@ NOT_DIFFERENTIABLE = ({f"binary_{name}" for name in binary_cases.NOT_DIFFERENTIA
                       | {f"reduction_{name}" for name in reduction_cases.NOT_DIFFERENTIABLE}
                       | {f"indexing_{name}" for name in indexing_cases.NOT_DIFFERENTIABLE}
                       | {f"rearrangement_{name}"
-                         for name in rearrangement_cases.NOT_DIFFERENTIABLE})
+                         for name in rearrangement_cases.NOT_DIFFERENTIABLE}
+                      | {f"window_{name}" for name in window_cases.NOT_DIFFERENTIABLE})
 
 
 class Projected(nn.Module):

@@ -3,7 +3,8 @@ through gathers and scatters against eager PyTorch, and the errors: indices
 out of range at run time; boolean masks, masked_select, unique, nonzero and
 one_hot without num_classes (shapes that depend on the data) and fractional
 max pooling (random regions); scatter with reduce, which PyTorch cannot
-differentiate, and scatter_reduce's prod, which popsim cannot yet."""
+differentiate; and training through scatter_reduce's product, zeros
+included."""
 
 import pytest
 import torch
@@ -101,18 +102,24 @@ def test_training_through_scatter_with_reduce_is_refused_as_eager_backward_refus
 
 
 class ScatterProduct(nn.Module):
-    def __init__(self):
+    """Products of ReLU outputs (some exactly zero: one or several per
+    target) scattered into a base that has zeros too."""
+
+    def __init__(self, include_self):
         super().__init__()
-        self.linear = nn.Linear(3, 3)
-        self.register_buffer("targets", torch.tensor([[0, 0, 1]] * 2))
+        self.include_self = include_self
+        self.linear = nn.Linear(4, 6)
+        self.register_buffer("targets", torch.tensor([[0, 0, 1, 3, 3, 3]] * 3))
 
-    def forward(self, x):
-        y = torch.ones(2, 3).scatter_reduce(1, self.targets, self.linear(x), "prod")
-        return popsim.identity_loss(y.sum(), "none")
+    def forward(self, x, target):
+        base = torch.relu(x[:, :4])
+        y = base.scatter_reduce(1, self.targets, torch.relu(self.linear(x)), "prod",
+                                include_self=self.include_self)
+        return y, F.mse_loss(y, target)
 
 
-def test_training_through_scatter_reduce_prod_is_refused_with_the_alternatives():
-    with pytest.raises(popsim.UnsupportedOperationError,
-                       match=r"popsim has no gradient for scatter_reduce with reduce='prod' at "
-                             r".*test_indexing.py:\d+.*'sum', 'mean', 'amax' or 'amin'"):
-        popsim.trainingModel(ScatterProduct())(torch.randn(2, 3))
+@pytest.mark.parametrize("include_self", [True, False])
+def test_training_through_scatter_reduce_prod_with_zeros_matches_eager(include_self):
+    torch.manual_seed(1)
+    batches = [(torch.randn(3, 4), torch.randn(3, 4)) for _ in range(3)]
+    assert_sgd_steps_match_eager(lambda: ScatterProduct(include_self), batches)

@@ -111,3 +111,71 @@ WINDOWS.update({
     "lp_pool2d": lambda rng: (nn.LPPool2d(2, 2), [torch.randn(2, 3, 6, 5)]),
     "lp_pool1d": lambda rng: (nn.LPPool1d(4, 3, stride=2), [torch.randn(2, 3, 7)]),
 })
+
+
+def _max_pool_indices(spatial, values=False):
+    """F.max_poolNd(return_indices=True): the indices (or values) PyTorch returns."""
+    pool = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}[spatial]
+
+    def make(rng):
+        kernel = [rng.randint(1, 3) for _ in range(spatial)]
+        stride = rng.choice([None, 1, 2])
+        padding = [rng.randint(0, k // 2) for k in kernel]
+        dilation, ceil = rng.choice([1, 2]), rng.random() < 0.5
+        pick = 0 if values else 1
+        return Elementwise(lambda t: pool(t, kernel, stride, padding, dilation, ceil,
+                                          return_indices=True)[pick])
+    return _module(make, spatial, smallest=5, whole=True)
+
+
+def _adaptive(spatial, maximum, part=0):
+    """nn.Adaptive{Max,Avg}PoolNd to a random size (uneven bins), whole numbers."""
+    cls = {(1, True): nn.AdaptiveMaxPool1d, (2, True): nn.AdaptiveMaxPool2d,
+           (3, True): nn.AdaptiveMaxPool3d, (1, False): nn.AdaptiveAvgPool1d,
+           (2, False): nn.AdaptiveAvgPool2d, (3, False): nn.AdaptiveAvgPool3d}[spatial, maximum]
+
+    def make(rng):
+        size = [rng.randint(1, 4) for _ in range(spatial)]
+        if not maximum:
+            return cls(size)
+        pool = cls(size, return_indices=True)
+        return Elementwise(lambda t: pool(t)[part])
+    return _module(make, spatial, smallest=2, whole=True)
+
+
+def _unpool(spatial):
+    """max_unpoolNd of max_poolNd's values and indices, back to the input's size."""
+    pool = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}[spatial]
+    unpool = {1: F.max_unpool1d, 2: F.max_unpool2d, 3: F.max_unpool3d}[spatial]
+
+    def make(rng):
+        kernel, stride = rng.choice([(2, None), (3, 2), (2, 1)])
+
+        def fn(t):
+            y, i = pool(t, kernel, stride, return_indices=True)
+            return unpool(y * 2, i, kernel, stride, output_size=t.shape[-spatial:])
+        return Elementwise(fn)
+    return _module(make, spatial, smallest=3)
+
+
+WINDOWS.update({
+    "max_pool1d_indices": _max_pool_indices(1),
+    "max_pool2d_indices": _max_pool_indices(2),
+    "max_pool3d_indices": _max_pool_indices(3),
+    "max_pool2d_with_indices_values": _max_pool_indices(2, values=True),
+    "max_pool3d_with_indices_values": _max_pool_indices(3, values=True),
+    "adaptive_max_pool1d": _adaptive(1, True),
+    "adaptive_max_pool2d": _adaptive(2, True),
+    "adaptive_max_pool3d": _adaptive(3, True),
+    "adaptive_max_pool1d_indices": _adaptive(1, True, part=1),
+    "adaptive_max_pool2d_indices": _adaptive(2, True, part=1),
+    "adaptive_max_pool3d_indices": _adaptive(3, True, part=1),
+    "adaptive_avg_pool1d": _adaptive(1, False),
+    "adaptive_avg_pool3d": _adaptive(3, False),
+    "max_unpool1d": _unpool(1),
+    "max_unpool2d": _unpool(2),
+    "max_unpool3d": _unpool(3),
+})
+NOT_DIFFERENTIABLE = {"max_pool1d_indices", "max_pool2d_indices", "max_pool3d_indices",
+                      "adaptive_max_pool1d_indices", "adaptive_max_pool2d_indices",
+                      "adaptive_max_pool3d_indices"}

@@ -1,66 +1,16 @@
+// Windowed pooling: max_pool{1,2,3}d (and their _with_indices forms, the
+// indices PyTorch gives), avg_pool{1,2,3}d, adaptive_{avg,max}_pool{1,2,3}d,
+// and max_unpool{2,3}d, which writes pooled values back at their indices.
+// 1-D and 3-D inputs pool through the 2-D ops (pooled_planes.h).
+
 #include "frontend/lowering_registry.h"
 #include "frontend/lowerings/helpers.h"
+#include "frontend/lowerings/pooled_planes.h"
+
+#include <numeric>
 
 namespace popsim::frontend::lowerings {
 namespace {
-
-// Runs a pooling op on a [N, C, H, W] view of an unbatched [C, H, W] input.
-void emitPool(LoweringContext& ctx, ir::OpKind kind, ir::Attributes attrs) {
-  ir::Value* x = floatTensor(ctx, 0);
-  const bool unbatched = x->type().rank() == 3;
-  if (unbatched) {
-    ir::Shape batched = x->type().shape;
-    batched.insert(batched.begin(), 1);
-    x = reshape(ctx, x, batched);
-  }
-  ir::Value* y = ctx.emit(kind, {x}, std::move(attrs));
-  if (unbatched) {
-    const ir::Shape& shape = y->type().shape;
-    y = reshape(ctx, y, ir::Shape(shape.begin() + 1, shape.end()));
-  }
-  ctx.setOutput(0, y);
-}
-
-// Pooling stride defaults to the kernel size when given as an empty list.
-std::vector<int64_t> strideOrKernel(LoweringContext& ctx, size_t index,
-                                    const std::vector<int64_t>& kernel) {
-  const std::vector<int64_t> stride = ctx.toIntList(index);
-  return stride.empty() ? kernel : pair(ctx, stride, "stride");
-}
-
-// aten::max_pool2d(input, kernel_size, stride=[], padding=0, dilation=1, ceil_mode=False)
-void lowerMaxPool(LoweringContext& ctx) {
-  const std::vector<int64_t> kernel = pair(ctx, ctx.toIntList(1), "kernel_size");
-  emitPool(ctx, ir::OpKind::MaxPool2d,
-           {{"kernel", kernel},
-            {"stride", strideOrKernel(ctx, 2, kernel)},
-            {"padding", pair(ctx, ctx.toIntList(3), "padding")},
-            {"dilation", pair(ctx, ctx.toIntList(4), "dilation")},
-            {"ceil_mode", ctx.toBool(5)}});
-}
-
-// aten::avg_pool2d(input, kernel_size, stride=[], padding=0, ceil_mode=False,
-//                  count_include_pad=True, divisor_override=None)
-void lowerAvgPool(LoweringContext& ctx) {
-  const std::vector<int64_t> kernel = pair(ctx, ctx.toIntList(1), "kernel_size");
-  const int64_t divisor = ctx.isNone(6) ? 0 : ctx.toInt(6);
-  if (!ctx.isNone(6) && divisor <= 0) {
-    ctx.unsupported("divisor_override must be positive");
-  }
-  emitPool(ctx, ir::OpKind::AvgPool2d,
-           {{"kernel", kernel},
-            {"stride", strideOrKernel(ctx, 2, kernel)},
-            {"padding", pair(ctx, ctx.toIntList(3), "padding")},
-            {"ceil_mode", ctx.toBool(4)},
-            {"count_include_pad", ctx.toBool(5)},
-            {"divisor_override", divisor}});
-}
-
-// aten::adaptive_avg_pool2d(input, output_size)
-void lowerAdaptiveAvgPool(LoweringContext& ctx) {
-  emitPool(ctx, ir::OpKind::AdaptiveAvgPool2d,
-           {{"output_size", pair(ctx, ctx.toIntList(1), "output_size")}});
-}
 
 // One value per pooled dimension (`count` of them) from a list of one or `count`.
 std::vector<int64_t> perDim(const LoweringContext& ctx, std::vector<int64_t> values, size_t count,
@@ -78,107 +28,132 @@ struct Window {
   std::vector<int64_t> kernel, stride, padding, dilation;
 };
 
-Window windowOf(LoweringContext& ctx, size_t count, std::optional<size_t> dilationIndex) {
+// The window arguments at 1 (kernel), 2 (stride, the kernel when empty), 3
+// (padding) and, for max pooling, 4 (dilation).
+Window windowOf(LoweringContext& ctx, size_t count, bool withDilation) {
   Window w;
   w.kernel = perDim(ctx, ctx.toIntList(1), count, "kernel_size");
   const std::vector<int64_t> stride = ctx.toIntList(2);
   w.stride = stride.empty() ? w.kernel : perDim(ctx, stride, count, "stride");
   w.padding = perDim(ctx, ctx.toIntList(3), count, "padding");
-  w.dilation = dilationIndex ? perDim(ctx, ctx.toIntList(*dilationIndex), count, "dilation")
-                             : std::vector<int64_t>(count, 1);
+  w.dilation = withDilation ? perDim(ctx, ctx.toIntList(4), count, "dilation")
+                            : std::vector<int64_t>(count, 1);
   return w;
 }
 
-// x [N, C, *spatial] (or unbatched [C, *spatial]) as [N, C, spatial...]
-// with a batch dimension.
-ir::Value* batched(LoweringContext& ctx, ir::Value* x, int64_t spatialDims) {
-  if (x->type().rank() == spatialDims + 1) {
-    ir::Shape shape = x->type().shape;
-    shape.insert(shape.begin(), 1);
-    return reshape(ctx, x, shape);
-  }
-  if (x->type().rank() != spatialDims + 2) {
-    ctx.unsupported("pooling " + std::to_string(spatialDims) + "-D of a tensor of rank " +
-                    std::to_string(x->type().rank()) + "; it takes [N, C, ...] or [C, ...] with " +
-                    std::to_string(spatialDims) + " spatial dimensions");
-  }
-  return x;
+// The 2-D op's window over pooled dims `rows` and `columns`; no `rows`
+// means a height of one.
+ir::Attributes planeWindow(const Window& w, std::optional<size_t> rows, size_t columns,
+                           ir::Attributes attrs) {
+  const auto pick = [&](const std::vector<int64_t>& values, int64_t flat) {
+    return std::vector<int64_t>{rows ? values[*rows] : flat, values[columns]};
+  };
+  attrs.set("kernel", pick(w.kernel, 1));
+  attrs.set("stride", pick(w.stride, 1));
+  attrs.set("padding", pick(w.padding, 0));
+  return attrs;
 }
 
-ir::Value* unbatchedLike(LoweringContext& ctx, ir::Value* y, ir::Value* input,
-                         int64_t spatialDims) {
-  if (input->type().rank() == spatialDims + 2) return y;
-  const ir::Shape& shape = y->type().shape;
-  return reshape(ctx, y, ir::Shape(shape.begin() + 1, shape.end()));
+// The 2-D pooling op of a window: max (recording where each maximum is when
+// `indices`) or average.
+PlanePool windowPool(LoweringContext& ctx, bool max, bool indices, ir::Attributes attrs) {
+  return [&ctx, max, indices, attrs](ir::Value* planes) -> Pooled {
+    if (!max) return {ctx.emit(ir::OpKind::AvgPool2d, {planes}, attrs)};
+    if (!indices) return {ctx.emit(ir::OpKind::MaxPool2d, {planes}, attrs)};
+    const auto outputs = ctx.emitMulti(ir::OpKind::MaxPool2dTrain, {planes}, attrs);
+    return {outputs[0], castTo(ctx, outputs[1], ir::DType::Int64)};
+  };
 }
 
-// A 2-D pooling op along the last dimension of x [N, C, L] (kernel 1 across).
-ir::Value* poolLast(LoweringContext& ctx, ir::OpKind kind, ir::Value* x, const Window& w, size_t d,
-                    ir::Attributes extra) {
+// max_pool{1,2,3}d[_with_indices](input, kernel, stride, padding, dilation,
+// ceil_mode) and avg_pool{1,2,3}d(input, kernel, stride, padding, ceil_mode,
+// count_include_pad[, divisor_override]). Windows over a volume pool as
+// their planes and then their depth (the max of maxima, and the mean of
+// means: PyTorch's divisor is the product of the per-dimension counts,
+// padding counted or not).
+template <int64_t Spatial, bool Max, bool Indices = false> void lowerPool(LoweringContext& ctx) {
+  ir::Value* input = floatTensor(ctx, 0);
+  const Window w = windowOf(ctx, Spatial, Max);
+  ir::Attributes extra;
+  if (Max) {
+    extra.set("ceil_mode", ctx.toBool(5));
+  } else {
+    extra.set("ceil_mode", ctx.toBool(4));
+    extra.set("count_include_pad", ctx.toBool(5));
+    const int64_t divisor = ctx.numInputs() > 6 && !ctx.isNone(6) ? ctx.toInt(6) : 0;
+    if (ctx.numInputs() > 6 && !ctx.isNone(6) && (divisor <= 0 || Spatial != 2)) {
+      ctx.unsupported(Spatial != 2 ? "avg_pool3d with divisor_override (the divisor of a whole "
+                                     "box); pool with the default divisor and rescale the result"
+                                   : "divisor_override must be positive");
+    }
+    extra.set("divisor_override", divisor);
+  }
+  const auto pool = [&](std::optional<size_t> rows, size_t columns) {
+    ir::Attributes attrs = planeWindow(w, rows, columns, extra);
+    if (Max) {
+      const int64_t across = rows ? w.dilation[*rows] : 1;
+      attrs.set("dilation", std::vector<int64_t>{across, w.dilation[columns]});
+    }
+    return windowPool(ctx, Max, Indices, attrs);
+  };
+  ir::Value* x = batched(ctx, input, Spatial);
+  const Pooled y = Spatial == 1   ? poolRows(ctx, x, pool(std::nullopt, 0))
+                   : Spatial == 2 ? pool(0, 1)(x)
+                                  : poolVolume(ctx, x, pool(1, 2), pool(std::nullopt, 0));
+  setPooledOutputs(ctx, y, input, Spatial);
+}
+
+// adaptive_{avg,max}_pool{1,2,3}d(input, output_size): bins from
+// floor(i * in / out) to ceil((i + 1) * in / out) along each dim; max
+// pooling also returns PyTorch's indices (the first maximum, the last NaN).
+template <int64_t Spatial, bool Max> void lowerAdaptivePool(LoweringContext& ctx) {
+  ir::Value* input = floatTensor(ctx, 0);
+  const std::vector<int64_t> size = perDim(ctx, ctx.toIntList(1), Spatial, "output_size");
+  const auto pool = [&](int64_t rows, int64_t columns) -> PlanePool {
+    const ir::Attributes attrs{{"output_size", std::vector<int64_t>{rows, columns}}};
+    return [&ctx, attrs](ir::Value* planes) -> Pooled {
+      if (!Max) return {ctx.emit(ir::OpKind::AdaptiveAvgPool2d, {planes}, attrs)};
+      const auto outputs = ctx.emitMulti(ir::OpKind::AdaptiveMaxPool2d, {planes}, attrs);
+      return {outputs[0], castTo(ctx, outputs[1], ir::DType::Int64)};
+    };
+  };
+  ir::Value* x = batched(ctx, input, Spatial);
+  const Pooled y = Spatial == 1   ? poolRows(ctx, x, pool(1, size[0]))
+                   : Spatial == 2 ? pool(size[0], size[1])(x)
+                                  : poolVolume(ctx, x, pool(size[1], size[2]), pool(1, size[0]));
+  setPooledOutputs(ctx, y, input, Spatial);
+}
+
+// max_unpool2d(input, indices, output_size) and max_unpool3d(input,
+// indices, output_size, stride, padding): zeros of output_size with each
+// value written at its index in its plane (or volume); PyTorch's stride and
+// padding only check the sizes. Indices out of range are execution errors.
+template <int64_t Spatial> void lowerMaxUnpool(LoweringContext& ctx) {
+  ir::Value* input = floatTensor(ctx, 0);
+  ir::Value* indices = castTo(ctx, ctx.tensor(1), ir::DType::Int64);
+  if (indices->type().shape != input->type().shape) {
+    ctx.unsupported("indices " + indices->type().str() + " of another shape than the input " +
+                    input->type().str() + "; pass the indices max pooling returned with it");
+  }
+  const std::vector<int64_t> size = ctx.toIntList(2);
+  if (static_cast<int64_t>(size.size()) != Spatial) {
+    ctx.unsupported("output_size of " + std::to_string(size.size()) + " values for " +
+                    std::to_string(Spatial) + " spatial dimensions");
+  }
+  ir::Value* x = batched(ctx, input, Spatial);
   const ir::Shape& shape = x->type().shape;
-  ir::Value* rows = reshape(ctx, x, {shape[0], shape[1], 1, shape[2]});
-  extra.set("kernel", std::vector<int64_t>{1, w.kernel[d]});
-  extra.set("stride", std::vector<int64_t>{1, w.stride[d]});
-  extra.set("padding", std::vector<int64_t>{0, w.padding[d]});
-  if (kind == ir::OpKind::MaxPool2d) extra.set("dilation", std::vector<int64_t>{1, w.dilation[d]});
-  ir::Value* y = ctx.emit(kind, {rows}, std::move(extra));
-  return reshape(ctx, y, {shape[0], shape[1], y->type().shape[3]});
-}
-
-// The per-op attributes of max and average pooling besides the window.
-ir::Attributes maxAttrs(bool ceil) { return {{"ceil_mode", ceil}}; }
-ir::Attributes avgAttrs(bool ceil, bool countPad) {
-  return {{"ceil_mode", ceil}, {"count_include_pad", countPad}, {"divisor_override", int64_t{0}}};
-}
-
-// max_pool1d(input, kernel, stride, padding, dilation, ceil_mode) and
-// avg_pool1d(input, kernel, stride, padding, ceil_mode, count_include_pad):
-// the 2-D ops over a [N, C, 1, L] view.
-template <bool Max> void lowerPool1d(LoweringContext& ctx) {
-  ir::Value* input = floatTensor(ctx, 0);
-  const Window w = windowOf(ctx, 1, Max ? std::optional<size_t>(4) : std::nullopt);
-  const ir::Attributes extra =
-      Max ? maxAttrs(ctx.toBool(5)) : avgAttrs(ctx.toBool(4), ctx.toBool(5));
-  ir::Value* y = poolLast(ctx, Max ? ir::OpKind::MaxPool2d : ir::OpKind::AvgPool2d,
-                          batched(ctx, input, 1), w, 0, extra);
-  ctx.setOutput(0, unbatchedLike(ctx, y, input, 1));
-}
-
-// max_pool3d(input, kernel, stride, padding, dilation, ceil_mode) and
-// avg_pool3d(input, kernel, stride, padding, ceil_mode, count_include_pad,
-// divisor_override): a box pools as its (H, W) windows and then depth, as the
-// max of maxima (the first largest in (D, H, W) order takes the gradient, as
-// in PyTorch) and the mean of means (PyTorch's divisor is the product of the
-// per-dimension counts, padding counted or not).
-template <bool Max> void lowerPool3d(LoweringContext& ctx) {
-  ir::Value* input = floatTensor(ctx, 0);
-  const Window w = windowOf(ctx, 3, Max ? std::optional<size_t>(4) : std::nullopt);
-  if (!Max && ctx.numInputs() > 6 && !ctx.isNone(6)) {
-    ctx.unsupported("avg_pool3d with divisor_override (the divisor of a whole box); pool with "
-                    "the default divisor and rescale the result");
-  }
-  const ir::OpKind kind = Max ? ir::OpKind::MaxPool2d : ir::OpKind::AvgPool2d;
-  const ir::Attributes extra =
-      Max ? maxAttrs(ctx.toBool(5)) : avgAttrs(ctx.toBool(4), ctx.toBool(5));
-  ir::Value* x = batched(ctx, input, 3);
-  const ir::Shape shape = x->type().shape; // [N, C, D, H, W]
-  ir::Attributes planar = extra;
-  planar.set("kernel", std::vector<int64_t>{w.kernel[1], w.kernel[2]});
-  planar.set("stride", std::vector<int64_t>{w.stride[1], w.stride[2]});
-  planar.set("padding", std::vector<int64_t>{w.padding[1], w.padding[2]});
-  if (Max) planar.set("dilation", std::vector<int64_t>{w.dilation[1], w.dilation[2]});
-  ir::Value* planes = ctx.emit(
-      kind, {reshape(ctx, x, {shape[0], shape[1] * shape[2], shape[3], shape[4]})}, planar);
-  const int64_t height = planes->type().shape[2];
-  const int64_t width = planes->type().shape[3];
-  // [N, C, D, H' W'] -> [N * C, H' W', D]: depth last, pooled, moved back.
-  ir::Value* depths = permute(
-      ctx, reshape(ctx, planes, {shape[0] * shape[1], shape[2], height * width}), {0, 2, 1});
-  ir::Value* pooled = poolLast(ctx, kind, depths, w, 0, extra);
-  const int64_t depth = pooled->type().shape[2];
-  ir::Value* y =
-      reshape(ctx, permute(ctx, pooled, {0, 2, 1}), {shape[0], shape[1], depth, height, width});
-  ctx.setOutput(0, unbatchedLike(ctx, y, input, 3));
+  const int64_t maps = shape[0] * shape[1];
+  const int64_t pooled = x->type().numel() / std::max<int64_t>(maps, 1);
+  const int64_t plane = std::accumulate(size.begin(), size.end(), int64_t{1}, std::multiplies<>());
+  ir::Value* written =
+      ctx.emit(ir::OpKind::Scatter,
+               {constantFilled(ctx, {ir::DType::Float32, {shape[0], shape[1], plane}}, 0.0),
+                reshape(ctx, batched(ctx, indices, Spatial), {shape[0], shape[1], pooled}),
+                reshape(ctx, x, {shape[0], shape[1], pooled})},
+               {{"dim", int64_t{2}}, {"reduce", std::string("none")}});
+  ir::Shape out{shape[0], shape[1]};
+  out.insert(out.end(), size.begin(), size.end());
+  ctx.setOutput(0, unbatchedLike(ctx, reshape(ctx, written, out), input, Spatial));
 }
 
 // Fractional max pooling draws its pooling regions at random for each call.
@@ -193,13 +168,23 @@ void lowerFractionalMaxPool(LoweringContext& ctx) {
 void registerPooling(LoweringRegistry& registry) {
   registry.add("aten::fractional_max_pool2d", lowerFractionalMaxPool);
   registry.add("aten::fractional_max_pool3d", lowerFractionalMaxPool);
-  registry.add("aten::max_pool1d", lowerPool1d<true>);
-  registry.add("aten::avg_pool1d", lowerPool1d<false>);
-  registry.add("aten::max_pool3d", lowerPool3d<true>);
-  registry.add("aten::avg_pool3d", lowerPool3d<false>);
-  registry.add("aten::max_pool2d", lowerMaxPool);
-  registry.add("aten::avg_pool2d", lowerAvgPool);
-  registry.add("aten::adaptive_avg_pool2d", lowerAdaptiveAvgPool);
+  registry.add("aten::max_pool1d", lowerPool<1, true>);
+  registry.add("aten::max_pool2d", lowerPool<2, true>);
+  registry.add("aten::max_pool3d", lowerPool<3, true>);
+  registry.add("aten::max_pool1d_with_indices", lowerPool<1, true, true>);
+  registry.add("aten::max_pool2d_with_indices", lowerPool<2, true, true>);
+  registry.add("aten::max_pool3d_with_indices", lowerPool<3, true, true>);
+  registry.add("aten::avg_pool1d", lowerPool<1, false>);
+  registry.add("aten::avg_pool2d", lowerPool<2, false>);
+  registry.add("aten::avg_pool3d", lowerPool<3, false>);
+  registry.add("aten::adaptive_avg_pool1d", lowerAdaptivePool<1, false>);
+  registry.add("aten::adaptive_avg_pool2d", lowerAdaptivePool<2, false>);
+  registry.add("aten::adaptive_avg_pool3d", lowerAdaptivePool<3, false>);
+  registry.add("aten::adaptive_max_pool1d", lowerAdaptivePool<1, true>);
+  registry.add("aten::adaptive_max_pool2d", lowerAdaptivePool<2, true>);
+  registry.add("aten::adaptive_max_pool3d", lowerAdaptivePool<3, true>);
+  registry.add("aten::max_unpool2d", lowerMaxUnpool<2>);
+  registry.add("aten::max_unpool3d", lowerMaxUnpool<3>);
 }
 
 } // namespace popsim::frontend::lowerings

@@ -1,5 +1,5 @@
 // Searching and bags: bucketize and searchsorted (counts of boundaries below
-// each value), embedding_bag (sum and mean of each bag's embeddings), and the
+// each value), embedding_bag (sum, mean and max of each bag's embeddings), and the
 // ops whose output size depends on the data (unique, nonzero), refused with
 // the reason.
 
@@ -77,17 +77,81 @@ void lowerSearchsorted(LoweringContext& ctx) {
   ctx.setOutput(0, positionsIn(ctx, sequence, values, right, boolArgument(ctx, "out_int32")));
 }
 
+// The maxima of embedding_bag's mode='max' as PyTorch's CPU loop finds
+// them: per bag and column the first largest value, padding skipped, a NaN
+// only when it comes first (a later one never compares greater), empty bags
+// zero. The gradient reaches that one value's weight row, where PyTorch's
+// max_indices send it. `rows` are the weight rows it came from (0 for
+// empty bags), PyTorch's max_indices.
+struct BagMaxima {
+  ir::Value* values;
+  ir::Value* rows;
+};
+
+BagMaxima bagMaxima(LoweringContext& ctx, ir::Value* vectors, ir::Value* flat, ir::Value* bagOf,
+                    ir::Value* kept, int64_t bags) {
+  const int64_t length = vectors->type().shape[0];
+  const int64_t dim = vectors->type().shape[1];
+  const double past = static_cast<double>(length); // after every position
+  std::vector<float> positions(static_cast<size_t>(length));
+  std::iota(positions.begin(), positions.end(), 0.0f);
+  ir::Value* position = floatConstant(ctx, positions, ir::Shape{length, 1});
+  // Positions skipped go to a bag past the last one, cut off at the end.
+  ir::Value* target = bagOf;
+  if (kept != nullptr) {
+    target = ctx.emit(
+        ir::OpKind::Where,
+        {kept, bagOf, constantFilled(ctx, {ir::DType::Int64, {}}, static_cast<double>(bags))});
+  }
+  ir::Value* targets = broadcastTo(ctx, reshape(ctx, target, {length, 1}), {length, dim});
+  const auto perBag = [&](const char* reduce, ir::Value* values, double empty) {
+    return ctx.emit(
+        ir::OpKind::ScatterReduce,
+        {constantFilled(ctx, {ir::DType::Float32, {bags + 1, dim}}, empty), targets,
+         broadcastTo(ctx, values, {length, dim})},
+        {{"dim", int64_t{0}}, {"reduce", std::string(reduce)}, {"include_self", false}});
+  };
+  const auto atTargets = [&](ir::Value* perBagValues) {
+    return ctx.emit(ir::OpKind::IndexSelect, {perBagValues, target}, {{"dim", int64_t{0}}});
+  };
+  ir::Value* notFirst = emitBinary(ctx, "ne", atTargets(perBag("amin", position, past)), position);
+  ir::Value* laterNaN =
+      emitBinary(ctx, "logical_and", emitBinary(ctx, "ne", vectors, vectors), notFirst);
+  ir::Value* candidates =
+      ctx.emit(ir::OpKind::Where,
+               {laterNaN, floatScalar(ctx, -std::numeric_limits<double>::infinity()), vectors});
+  ir::Value* match =
+      emitBinary(ctx, "logical_or", emitBinary(ctx, "ne", candidates, candidates),
+                 emitBinary(ctx, "eq", candidates, atTargets(perBag("amax", candidates, 0.0))));
+  if (kept != nullptr)
+    match = emitBinary(ctx, "logical_and", match, reshape(ctx, kept, {length, 1}));
+  ir::Value* chosen = sliceAlong(
+      ctx,
+      perBag("amin", ctx.emit(ir::OpKind::Where, {match, position, floatScalar(ctx, past)}), past),
+      0, 0, bags);
+  ir::Value* found = emitBinary(ctx, "lt", chosen, floatScalar(ctx, past));
+  ir::Value* at = castTo(ctx, ctx.emit(ir::OpKind::Where, {found, chosen, floatScalar(ctx, 0.0)}),
+                         ir::DType::Int64);
+  ir::Value* rows = reshape(ctx,
+                            ctx.emit(ir::OpKind::IndexSelect,
+                                     {flat, reshape(ctx, at, {bags * dim})}, {{"dim", int64_t{0}}}),
+                            {bags, dim});
+  return {
+      ctx.emit(ir::OpKind::Where,
+               {found, ctx.emit(ir::OpKind::Gather, {vectors, at}, {{"dim", int64_t{0}}}),
+                floatScalar(ctx, 0.0)}),
+      ctx.emit(ir::OpKind::Where, {found, rows, constantFilled(ctx, {ir::DType::Int64, {}}, 0.0)})};
+}
+
 // embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode,
 // sparse, per_sample_weights, include_last_offset, padding_idx): each bag
 // (a row of 2-D indices, or the indices from one offset to the next) summed
-// (mode 0) or averaged (mode 1) over its embeddings, empty bags zero.
+// (mode 0), averaged (mode 1) or maximised (mode 2) over its embeddings,
+// empty bags zero.
 void lowerEmbeddingBag(LoweringContext& ctx) {
   ir::Value* weight = floatTensor(ctx, 0);
   ir::Value* indices = castTo(ctx, ctx.tensor(1), ir::DType::Int64);
   const int64_t mode = ctx.toInt(4);
-  if (mode == 2) {
-    ctx.unsupported("embedding_bag with mode='max'; popsim sums ('sum') or averages ('mean')");
-  }
   if (ctx.toBool(3)) ctx.unsupported("embedding_bag with scale_grad_by_freq=True");
   const int64_t padding = ctx.numInputs() > 8 && !ctx.isNone(8) ? ctx.toInt(8) : -1;
   const int64_t dim = weight->type().shape[1];
@@ -121,10 +185,15 @@ void lowerEmbeddingBag(LoweringContext& ctx) {
   const int64_t length = flat->type().numel();
   ir::Value* vectors = ctx.emit(ir::OpKind::Embedding, {weight, flat}, {{"padding_idx", padding}});
   ir::Value* counted = constantFilled(ctx, {ir::DType::Float32, {length}}, 1.0);
+  ir::Value* kept = nullptr;
   if (padding >= 0) { // the padding index contributes nothing, and is not counted
-    ir::Value* kept = emitBinary(
-        ctx, "ne", flat, constantFilled(ctx, {ir::DType::Int64, {}}, static_cast<double>(padding)));
+    kept = emitBinary(ctx, "ne", flat,
+                      constantFilled(ctx, {ir::DType::Int64, {}}, static_cast<double>(padding)));
     counted = castTo(ctx, kept, ir::DType::Float32);
+  }
+  const BagMaxima maxima =
+      mode == 2 ? bagMaxima(ctx, vectors, flat, rows, kept, bags) : BagMaxima{nullptr, nullptr};
+  if (kept != nullptr) {
     vectors = ctx.emit(ir::OpKind::Where,
                        {reshape(ctx, kept, {length, 1}), vectors, floatScalar(ctx, 0.0)});
   }
@@ -146,16 +215,16 @@ void lowerEmbeddingBag(LoweringContext& ctx) {
         emitPointwise(ctx, sizes, "clamp", {1.0, std::numeric_limits<double>::infinity()});
     sums = ctx.emit(ir::OpKind::Div, {sums, reshape(ctx, divisors, {bags, 1})});
   }
-  ctx.setOutput(0, sums);
+  ctx.setOutput(0, mode == 2 ? maxima.values : sums);
   // The bookkeeping outputs of aten::embedding_bag, for PyTorch's own
   // backward (nn.EmbeddingBag returns the first only): each index's bag,
-  // each bag's size, and the sizes again in place of max_indices, as
-  // PyTorch's CPU kernel gives them for mean (for sum it leaves them empty
-  // unless its backward needs them).
+  // each bag's size, and max_indices for max, or the sizes again in their
+  // place, as PyTorch's CPU kernel gives them for mean (for sum it leaves
+  // them empty unless its backward needs them).
   ir::Value* bagSizes = castTo(ctx, sizes, ir::DType::Int64);
   if (ctx.numOutputs() > 1) ctx.setOutput(1, rows);
   if (ctx.numOutputs() > 2) ctx.setOutput(2, bagSizes);
-  if (ctx.numOutputs() > 3) ctx.setOutput(3, bagSizes);
+  if (ctx.numOutputs() > 3) ctx.setOutput(3, mode == 2 ? maxima.rows : bagSizes);
 }
 
 // Ops whose output size is the data's: a compiled program cannot have them.

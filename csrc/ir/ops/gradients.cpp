@@ -195,13 +195,7 @@ void registerGradientOps(OpRegistry& registry) {
     registry.add(kind, 2, 2, {"grad_output", "output"}, {{"dim", AttrType::Int}}, inferSoftmaxGrad);
   }
   registry.add(OpKind::MaxPool2dGrad, 2, 2, {"grad_output", "indices"},
-               {{"kernel", AttrType::Ints},
-                {"stride", AttrType::Ints},
-                {"padding", AttrType::Ints},
-                {"dilation", AttrType::Ints},
-                {"ceil_mode", AttrType::Bool},
-                {"input_shape", AttrType::Ints}},
-               inferMaxPoolGrad);
+               {{"input_shape", AttrType::Ints}}, inferMaxPoolGrad);
   registry.add(OpKind::AvgPool2dGrad, 1, 1, {"grad_output"},
                {{"kernel", AttrType::Ints},
                 {"stride", AttrType::Ints},

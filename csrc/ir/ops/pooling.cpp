@@ -72,6 +72,14 @@ std::vector<TensorType> inferAdaptiveAvgPool(const std::vector<TensorType>& inpu
   return {{DType::Float32, {x.shape[0], x.shape[1], size[0], size[1]}}};
 }
 
+// adaptive_max_pool2d(X) -> (Y, indices): each adaptive bin's maximum and
+// its flat position in the input plane (the encoding max_pool2d_grad reads).
+std::vector<TensorType> inferAdaptiveMaxPool(const std::vector<TensorType>& inputs,
+                                             const Attributes& attrs) {
+  const TensorType y = inferAdaptiveAvgPool(inputs, attrs)[0];
+  return {y, {DType::Int32, y.shape}};
+}
+
 } // namespace
 
 void registerPoolingOps(OpRegistry& registry) {
@@ -99,6 +107,8 @@ void registerPoolingOps(OpRegistry& registry) {
                inferAvgPool);
   registry.add(OpKind::AdaptiveAvgPool2d, 1, 1, {"input"}, {{"output_size", AttrType::Ints}},
                inferAdaptiveAvgPool);
+  registry.add(OpKind::AdaptiveMaxPool2d, 1, 1, {"input"}, {{"output_size", AttrType::Ints}},
+               inferAdaptiveMaxPool);
 }
 
 } // namespace popsim::ir::ops

@@ -173,6 +173,32 @@ void maxPoolTrain(const ir::Node& node, const float* x, float* y, int32_t* indic
   }
 }
 
+// Y and the flat position of each adaptive bin's maximum, the first in
+// row-major order (NaN wins, the last one), as PyTorch's CPU kernel picks it.
+void adaptiveMaxPool(const ir::Node& node, const float* x, float* y, int32_t* indices) {
+  const Planes p = planesOf(node);
+  for (int64_t plane = 0; plane < p.count; ++plane) {
+    const float* in = x + plane * p.H * p.W;
+    for (int64_t oh = 0; oh < p.OH; ++oh) {
+      const int64_t h0 = ir::adaptiveBinStart(oh, p.OH, p.H);
+      const int64_t h1 = ir::adaptiveBinEnd(oh, p.OH, p.H);
+      for (int64_t ow = 0; ow < p.OW; ++ow) {
+        const int64_t w0 = ir::adaptiveBinStart(ow, p.OW, p.W);
+        const int64_t w1 = ir::adaptiveBinEnd(ow, p.OW, p.W);
+        int64_t where = h0 * p.W + w0;
+        for (int64_t ih = h0; ih < h1; ++ih) {
+          for (int64_t iw = w0; iw < w1; ++iw) {
+            const float value = in[ih * p.W + iw];
+            if (value > in[where] || std::isnan(value)) where = ih * p.W + iw;
+          }
+        }
+        *y++ = in[where];
+        *indices++ = static_cast<int32_t>(where);
+      }
+    }
+  }
+}
+
 // dX: each dY element added at its window's recorded maximum, in output
 // order (PyTorch's order where windows overlap).
 void maxPoolGrad(const ir::Node& node, const float* dy, const int32_t* indices, float* dx) {
@@ -255,6 +281,8 @@ void pooling(const ir::Node& node, const Inputs& inputs, const Outputs& outputs)
     return maxPoolGrad(node, x, static_cast<const int32_t*>(inputs[1]), y);
   case ir::OpKind::AvgPool2dGrad: return avgPoolGrad(node, x, y);
   case ir::OpKind::AdaptiveAvgPool2dGrad: return adaptiveAvgPoolGrad(node, x, y);
+  case ir::OpKind::AdaptiveMaxPool2d:
+    return adaptiveMaxPool(node, x, y, static_cast<int32_t*>(outputs[1]));
   default: return adaptiveAvgPool(node, x, y);
   }
 }

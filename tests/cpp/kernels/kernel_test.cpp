@@ -440,10 +440,8 @@ TEST_P(MaxPoolPairTest, GradientMatchesTheReferencePair) {
   ir::Value* x = graph.addInput("x", f32({2, 3, 9, 8}));
   const ir::Node& forward = *graph.addNode(OpKind::MaxPool2dTrain, {x}, attrs);
   ir::Value* dy = graph.addInput("dy", forward.output(0)->type());
-  Attributes gradAttrs = attrs;
-  gradAttrs.set("input_shape", x->type().shape);
-  const ir::Node& backward =
-      *graph.addNode(OpKind::MaxPool2dGrad, {dy, forward.output(1)}, gradAttrs);
+  const ir::Node& backward = *graph.addNode(OpKind::MaxPool2dGrad, {dy, forward.output(1)},
+                                            {{"input_shape", x->type().shape}});
 
   // Ties: values from a handful of integers, so windows often hold equal maxima.
   std::vector<float> xs = testing::randomFloats(x->type().numel(), 5, -3.0f, 3.0f);
