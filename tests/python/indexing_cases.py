@@ -2,7 +2,8 @@
 index_select, gather, take_along_dim, scatter (src, value, reduce='add'),
 scatter_add, index_add (alpha), index_copy, index_fill, advanced indexing
 (one or several index tensors, adjacent or not, negative indices, mixed with
-slices and None) and index_put_ (with accumulate), one_hot; indices repeat
+slices and None) and index_put_ (with accumulate; x[mask] = v with a
+boolean mask), one_hot; indices repeat
 where PyTorch sums them (their gradients accumulate). The indices are
 buffers; test_ops.py runs each case forward, test_gradients.py backward and
 test_nonfinite.py with NaN/Inf, against eager PyTorch."""
@@ -26,6 +27,13 @@ class Indexed(nn.Module):
 
     def forward(self, *inputs):
         return self.fn(*inputs, *[getattr(self, f"index{i}") for i in range(self.count)])
+
+
+def _masked_middle_dims(x, v):
+    """x[:, mask] = v with a 2-D mask over x's dims 1 and 2."""
+    y = x.clone()
+    y[:, x[0, :, :, 0] > 0] = v
+    return y
 
 
 def _shape(rng, rank=None):
@@ -159,6 +167,18 @@ INDEXING.update({
         Indexed(lambda w, i, o: F.embedding_bag(i, w, o, mode="mean", padding_idx=1,
                                                 include_last_offset=True),
                 [torch.tensor([1, 0, 1, 2, 3]), torch.tensor([0, 2, 5])]), [torch.randn(5, 3)]),
+    # x[mask] = v: the mask from the data, v a number or broadcast over the selection
+    "masked_put_number": lambda rng: (
+        Indexed(lambda x: x.masked_fill(x > 0.5, 0.0).index_put((x < 0,), torch.tensor(2.0)),
+                []), [torch.randn(*_shape(rng))]),
+    "masked_put_rows": lambda rng: (
+        Indexed(lambda x, v: x.index_put((x[:, 0] > 0,), v * 3), []),
+        [torch.randn(5, 3), torch.randn(3)]),
+    "masked_put_middle_dims": lambda rng: (
+        Indexed(_masked_middle_dims, []), [torch.randn(2, 3, 4, 2), torch.randn(2, 1, 2)]),
+    "masked_put_accumulate": lambda rng: (
+        Indexed(lambda x, v: x.index_put((x[..., 0] > 0,), v, accumulate=True), []),
+        [torch.randn(3, 4, 2), torch.randn(2)]),
     # whole numbers: maxima tied between rows (the first takes the gradient)
     "embedding_bag_offsets_max": lambda rng: (
         Indexed(lambda w, i, o: F.embedding_bag(i, w, o, mode="max"),

@@ -1,7 +1,8 @@
 """Indexing by tensors beyond the case table (indexing_cases.py): training
 through gathers and scatters against eager PyTorch, and the errors: indices
-out of range at run time; boolean masks, masked_select, unique, nonzero and
-one_hot without num_classes (shapes that depend on the data) and fractional
+out of range at run time; reading with boolean masks, masked_select,
+unique, nonzero, one_hot without num_classes and x[mask] = a value per
+selected element (shapes that depend on the data) and fractional
 max pooling (random regions); scatter with reduce, which PyTorch cannot
 differentiate; and training through scatter_reduce's product, zeros
 included."""
@@ -74,6 +75,19 @@ def test_negative_indices_count_from_the_end_in_advanced_indexing():
 def test_what_a_compiled_program_cannot_compute_is_refused_with_the_reason(function, message):
     with pytest.raises(popsim.UnsupportedOperationError, match=message):
         popsim.inferenceModel(Function(function))(torch.randn(2, 3))
+
+
+def test_assigning_each_masked_element_its_own_value_is_refused_with_the_reason():
+    def assign(x):
+        y = x.clone()
+        y[x > 0] = torch.arange(6.0)
+        return y
+
+    with pytest.raises(popsim.UnsupportedOperationError,
+                       match=r"x\[mask\] = values with values f32\[6\] that give each "
+                             r"selected element its own value: how many the mask selects "
+                             r"depends on the data"):
+        popsim.inferenceModel(Function(assign))(torch.ones(2, 3))
 
 
 def test_one_hot_of_a_class_out_of_range_is_an_execution_error():

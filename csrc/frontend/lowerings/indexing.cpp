@@ -1,9 +1,9 @@
 // Indexing by tensors: index_select, gather, take_along_dim, scatter (src or
 // value), scatter_add, index_add, index_copy, index_fill, advanced indexing
 // (x[idx], x[i, j], x[:, idx], with negative indices) and index_put_
-// (x[idx] = v, with accumulate), one_hot, on the ops of ir/ops/indexing.cpp.
-// Boolean masks as indices give a shape that depends on the data, which a
-// compiled program cannot have: they are refused with the reason.
+// (x[idx] = v, with accumulate), one_hot, on the ops of ir/ops/indexing.cpp,
+// and x[mask] = v as a where(). Reading x[mask] gives a shape that depends
+// on the data, which a compiled program cannot have: refused with the reason.
 
 #include "frontend/lowering_registry.h"
 #include "frontend/lowerings/helpers.h"
@@ -274,13 +274,73 @@ void lowerIndex(LoweringContext& ctx) {
   ctx.setOutput(0, y);
 }
 
+// x[mask] = values (or += with accumulate): a where(), since the values
+// broadcast over however many elements the mask selects. A mask of rank k
+// at index position p covers x's dims p .. p + k - 1. Values with a size of
+// their own along the selected elements need their count, which depends on
+// the data: refused.
+ir::Value* maskedPut(LoweringContext& ctx, ir::Value* x, const std::vector<ir::Value*>& indices,
+                     bool accumulate) {
+  size_t at = indices.size();
+  for (size_t i = 0; i < indices.size(); ++i) {
+    if (indices[i] == nullptr) continue;
+    if (at != indices.size() || indices[i]->type().dtype != ir::DType::Bool) {
+      ctx.unsupported("x[...] = values with a boolean mask and other index tensors; index with "
+                      "the mask alone (x[mask] = v) or use torch.where");
+    }
+    at = i;
+  }
+  ir::Value* mask = indices[at];
+  const ir::Shape& shape = x->type().shape;
+  const size_t covered = static_cast<size_t>(mask->type().rank());
+  if (at + covered > shape.size() ||
+      !std::equal(mask->type().shape.begin(), mask->type().shape.end(), shape.begin() + at)) {
+    ctx.unsupported("a boolean mask " + mask->type().str() + " at dim " + std::to_string(at) +
+                    " of a tensor " + x->type().str() +
+                    "; the mask's shape must be the shape of the dims it covers");
+  }
+  ir::Value* values = castTo(ctx, ctx.tensor(2), x->type().dtype);
+  // values broadcast against [x dims before, selected, x dims after]
+  const size_t resultRank = shape.size() - covered + 1;
+  ir::Shape vs = values->type().shape;
+  if (vs.size() > resultRank) {
+    ctx.unsupported("values " + values->type().str() + " of higher rank than x[mask] (" +
+                    std::to_string(resultRank) + ")");
+  }
+  vs.insert(vs.begin(), resultRank - vs.size(), 1);
+  if (vs[at] != 1) {
+    ctx.unsupported("x[mask] = values with values " + values->type().str() +
+                    " that give each selected element its own value: how many the mask "
+                    "selects depends on the data; assign a number or a tensor that broadcasts "
+                    "over the selection, or use torch.where(mask, values, x)");
+  }
+  ir::Shape spread(vs.begin(), vs.begin() + static_cast<std::ptrdiff_t>(at));
+  spread.insert(spread.end(), covered, 1);
+  spread.insert(spread.end(), vs.begin() + static_cast<std::ptrdiff_t>(at) + 1, vs.end());
+  ir::Shape maskShape(at, 1);
+  maskShape.insert(maskShape.end(), mask->type().shape.begin(), mask->type().shape.end());
+  maskShape.resize(shape.size(), 1);
+  mask = reshape(ctx, mask, maskShape);
+  values = reshape(ctx, values, spread);
+  if (!accumulate) return ctx.emit(ir::OpKind::Where, {mask, values, x});
+  ir::Value* zero = constantFilled(ctx, {x->type().dtype, {}}, 0.0);
+  return emitBinary(ctx, "add", x, ctx.emit(ir::OpKind::Where, {mask, values, zero}));
+}
+
 // aten::index_put(self, indices, values, accumulate=False) and index_put_:
 // the values (broadcast to the indexed result's shape) written over or added
 // into the indexed elements.
 void lowerIndexPut(LoweringContext& ctx) {
   ir::Value* x = ctx.tensor(0);
-  const Flattened f = flattenIndexed(ctx, x, ctx.optionalTensorList(1));
+  const std::vector<ir::Value*> indices = ctx.optionalTensorList(1);
   const bool accumulate = ctx.numInputs() > 3 && ctx.toBool(3);
+  if (std::any_of(indices.begin(), indices.end(), [](ir::Value* index) {
+        return index != nullptr && index->type().dtype == ir::DType::Bool;
+      })) {
+    ctx.setOutput(0, maskedPut(ctx, x, indices, accumulate));
+    return;
+  }
+  const Flattened f = flattenIndexed(ctx, x, indices);
   // The values in the indexed result's layout, then in [index elements, other dims...].
   ir::Shape indexedResult = f.indexShape;
   for (int64_t d : f.other)
