@@ -216,6 +216,46 @@ def _untouched_state(model):
         torch.set_rng_state(rng)
 
 
+def _cumulative_batch_norm_forward(module):
+    """forward() of a training batch norm with momentum=None, which averages
+    its running statistics over all batches so far. PyTorch computes that
+    step's factor, 1 / num_batches_tracked, on the host as a Python float,
+    which a trace would freeze at its first value: here it is a tensor op on
+    the buffer, so the device counts the steps. Same formula as PyTorch's
+    kernel (the unbiased variance for running_var)."""
+    def forward(input):
+        module._check_input_dim(input)
+        module.num_batches_tracked.add_(1)
+        factor = 1.0 / module.num_batches_tracked
+        dims = [0] + list(range(2, input.dim()))
+        statistics = input.detach()
+        module.running_mean.mul_(1 - factor).add_(factor * statistics.mean(dims))
+        module.running_var.mul_(1 - factor).add_(factor * statistics.var(dims, unbiased=True))
+        return torch.nn.functional.batch_norm(input, None, None, module.weight, module.bias,
+                                              True, 0.0, module.eps)
+    return forward
+
+
+@contextlib.contextmanager
+def _cumulative_batch_norms(model):
+    """Batch norms with momentum=None trace through _cumulative_batch_norm_forward."""
+    patched = [module for module in model.modules()
+               if isinstance(module, torch.nn.modules.batchnorm._BatchNorm)
+               and module.momentum is None and module.training and module.track_running_stats
+               and module.running_mean is not None]
+    saved = [module.__dict__.get("forward") for module in patched]
+    for module in patched:
+        module.forward = _cumulative_batch_norm_forward(module)
+    try:
+        yield
+    finally:
+        for module, forward in zip(patched, saved):
+            if forward is None:
+                del module.forward
+            else:
+                module.forward = forward
+
+
 @contextlib.contextmanager
 def _recorded_grad_mode():
     """torch.no_grad, enable_grad and set_grad_enabled all switch the mode
@@ -275,6 +315,7 @@ def _trace(model, signature, micro_batch_tensors, training):
         guards.enter_context(module_mode(model, False))
     else:
         guards.enter_context(_untouched_state(model))
+        guards.enter_context(_cumulative_batch_norms(model))
         guards.enter_context(_no_backward())
         guards.enter_context(_recorded_grad_mode())
     # Grad stays enabled: some modules (e.g. TransformerEncoderLayer) switch to

@@ -1,7 +1,8 @@
 """Group and instance norm and batch norm of 2-D and 5-D inputs in training:
 a network through them trains as in eager PyTorch (batch statistics and
 running statistics included). Each op's forward, backward and NaN/Inf cases
-are in normalization_cases.py."""
+are in normalization_cases.py. Batch norm with momentum=None (a cumulative
+average of the running statistics) trains as eager too."""
 
 import torch
 import torch.nn as nn
@@ -57,3 +58,28 @@ def test_instance_norm_updates_its_running_statistics_as_eager():
     model = TrackedInstanceNorm()
     popsim.trainingModel(model, None, torch.optim.SGD(model.parameters(), lr=0.1))(*batches[0])
     assert not torch.equal(model.norm.running_var, torch.ones(4))  # they did move
+
+
+class CumulativeAverage(nn.Module):
+    """Batch norms with momentum=None: running statistics averaged over every batch so far."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.norm = nn.BatchNorm2d(4, momentum=None)
+        self.flat = nn.BatchNorm1d(4, momentum=None, affine=False)
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, x, target):
+        h = torch.relu(self.norm(self.conv(x))).mean(dim=(2, 3))
+        out = self.head(self.flat(h))
+        return out, popsim.identity_loss(((out - target) ** 2).mean(), "none")
+
+
+def test_batch_norm_without_momentum_averages_its_running_statistics_over_all_steps():
+    torch.manual_seed(3)
+    # batches of different scales, so the cumulative mean differs from any
+    # exponential one
+    batches = [(torch.randn(4, 3, 6, 6) * (step + 1) + step, torch.randn(4, 2))
+               for step in range(5)]
+    assert_sgd_steps_match_eager(CumulativeAverage, batches)
