@@ -24,7 +24,7 @@ except ImportError as error:  # pragma: no cover - depends on the installation
 from popsim._async_data import AsynchronousDataAccessor
 from popsim._blocks import BeginBlock, Block, BlockFunction
 from popsim._dataloader import DataLoader
-from popsim.enums import DataLoaderMode, OutputMode, ReductionType
+from popsim.enums import ConnectionType, DataLoaderMode, OutputMode, ReductionType, SyncPattern
 from popsim.errors import (
     CompilationError,
     Error,
@@ -46,7 +46,9 @@ from popsim.strategies import (
 )
 from popsim import optim
 from popsim._executor import Executor, inferenceModel, trainingModel
+from popsim._hooks import registerPostCompileHook, registerPreCompileHook
 from popsim._losses import identity_loss
+from popsim._structure import ICustomArgParser, registerCustomArgParser
 
 PoplarExecutor = Executor
 
@@ -59,11 +61,13 @@ __all__ = [
     "Block",
     "BlockFunction",
     "CompilationError",
+    "ConnectionType",
     "DataLoader",
     "DataLoaderMode",
     "Error",
     "ExecutionError",
     "Executor",
+    "ICustomArgParser",
     "identity_loss",
     "inferenceModel",
     "InputError",
@@ -77,6 +81,10 @@ __all__ = [
     "PipelineSchedule",
     "PoplarExecutor",
     "ReductionType",
+    "registerCustomArgParser",
+    "registerPostCompileHook",
+    "registerPreCompileHook",
+    "SyncPattern",
     "ShardedExecution",
     "Stage",
     "TensorLocationSettings",

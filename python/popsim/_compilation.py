@@ -114,6 +114,8 @@ def compile_options(options: Options, graph: "_C.Graph", training: bool,
         strategy = PipelinedExecution(AutoStage.SameAsIpu)
     stages = strategy._assign(blocks) if strategy is not None else []
     ipus_used = 1 + max((ipu for _, _, ipu in stages), default=0)
+    if options.auto_round_num_ipus:  # IPUs come in powers of two
+        ipus_used = 1 << (ipus_used - 1).bit_length()
     num_ipus = options.Simulator.num_ipus or ipus_used
     for ipu in options.available_memory_proportion:
         if ipu >= num_ipus:

@@ -26,8 +26,9 @@ from typing import Any, Optional
 
 import torch
 
-from popsim import _C, _compilation, _host_sync, _structure, _tracing, _training, _training_registry, _weights
-from popsim.enums import OutputMode
+from popsim import _C, _compilation, _hooks, _host_sync, _structure, _tracing, _training, _training_registry, _weights
+from popsim._logging import LOGGER
+from popsim.enums import ConnectionType, OutputMode
 from popsim.errors import InputError, OptionError
 from popsim._progress import CompileProgress
 from popsim._trace import ExecutionTrace
@@ -189,7 +190,7 @@ class Executor:
     def __call__(self, *args, **kwargs):
         if self._executable is None:
             self._compile(args, kwargs)
-        elif not self._attached:
+        if not self._attached:
             self.attachToDevice()
         start = time.perf_counter()
         if not self._training:
@@ -203,6 +204,8 @@ class Executor:
             warnings.warn(_compilation.float64_warning(converted), stacklevel=2)
             self._warned_float64 = True
         outputs = self._executable.run(_widened(device_tensors))
+        if self._options._Popart._values.get("instrumentWithHardwareCycleCounter"):
+            LOGGER.info("Total number of IPU cycles: %d", self._executable.last_run_cycles)
         if self._input_updates:
             outputs = self._write_back_inputs(tensors, outputs)
         for index, dtype in self._narrow_outputs:
@@ -285,6 +288,30 @@ class Executor:
         self._host_dirty = False
 
     @_one_thread_at_a_time
+    def copyNamedBuffersToDevice(self) -> None:
+        """Copies the host values of the buffers named by
+        Options.updatableNamedBuffers to the device, and nothing else."""
+        self._require_compiled("copyNamedBuffersToDevice")
+        names = self._options.updatable_named_buffers
+        if not names:
+            raise OptionError(
+                "copyNamedBuffersToDevice() copies the buffers named by "
+                "Options.updatableNamedBuffers([...]), and this model's options name none.")
+        buffers = dict(self._model.named_buffers())
+        on_device = set(self._executable.weight_names())
+        unknown = [name for name in names if name not in buffers]
+        if unknown:
+            raise OptionError(
+                f"updatableNamedBuffers names {unknown}, which the model does not have; its "
+                f"buffers are {sorted(buffers)}.")
+        unused = [name for name in names if name not in on_device]
+        if unused:
+            raise OptionError(
+                f"updatableNamedBuffers names {unused}, which the compiled program does not "
+                "read (popsim keeps only the buffers the model uses on the device).")
+        self._executable.write_variables({name: buffers[name] for name in names})
+
+    @_one_thread_at_a_time
     def copyWeightsToHost(self) -> None:
         """Copies the device's weights (parameters and buffers) into the host model."""
         self._require_compiled("copyWeightsToHost")
@@ -363,6 +390,12 @@ class Executor:
     def attachToDevice(self) -> None:
         """Attaches a detached model, copying its weights and optimizer state back."""
         self._require_compiled("attachToDevice")
+        if self._options.connection_type == ConnectionType.Never:
+            raise OptionError(
+                "This model was compiled with connectionType(ConnectionType.Never) (which "
+                "useOfflineIpuTarget sets): it compiles for an offline target and cannot run "
+                "or attach. Its memoryReport() is available; to run it, wrap the model again "
+                "with options that leave connectionType at Always or OnDemand.")
         if self._attached:
             raise InputError("The model is already attached to the device.")
         self._upload_weights()
@@ -427,9 +460,11 @@ class Executor:
 
     def _compile(self, args, kwargs):
         profile_root = self._profile_directory()  # a bad POPSIM_PROFILE_DIR fails before compiling
-        with CompileProgress() as progress:
+        _hooks.run_pre_compile()
+        with CompileProgress(self._options.show_compilation_progress_bar) as progress:
             stages = self._compile_phases(args, kwargs, progress)
             self._start_profiling(profile_root, stages)
+        _hooks.run_post_compile()
         if self._options.log_dir:
             self._write_log()
 
@@ -467,7 +502,8 @@ class Executor:
             executable.write_variables(binding.initial_state(executable))
             binding.write_hyperparameters(executable, _training.grad_scale(self._options))
             _host_sync.install(self._user_model, self)
-        self._attached = True
+        # OnDemand attaches (and Never would) only when the model first runs.
+        self._attached = self._options.connection_type == ConnectionType.Always
         self._compilation_seconds = time.perf_counter() - start
         return [(s.block, s.stage, s.ipu) for s in options.stages]
 

@@ -41,7 +41,8 @@ def _delay():
 class CompileProgress:
     """Context manager: `progress.phase(name)` starts each phase of PHASES in turn."""
 
-    def __init__(self):
+    def __init__(self, show=True):
+        self._show = show  # Options.showCompilationProgressBar
         self._bar = None
         self._started = 0
         self._stop = threading.Event()
@@ -49,7 +50,7 @@ class CompileProgress:
 
     def __enter__(self):
         delay = _delay()
-        if delay is not None:
+        if delay is not None and self._show:
             from tqdm import tqdm
 
             self._bar = tqdm(total=len(PHASES), desc="Graph compilation", unit="phase",

@@ -1,20 +1,63 @@
-"""Flattening nested inputs and outputs (tuples, lists, dicts) into leaves.
+"""Flattening nested inputs and outputs (tuples, lists, dicts, and types
+with a registered ICustomArgParser) into leaves.
 
 A model may take and return nested structures; the compiled program takes and
 returns flat lists of tensors. Each leaf keeps a readable name ("x",
 "batch['ids']", "output[1]") for error messages.
 """
 
+from typing import Any, Iterator
+
 import torch
+
+
+class ICustomArgParser:
+    """Teaches popsim (as PopTorch) to pass an argument of a type of your own:
+    subclass it, implement both methods and register an instance for the type
+    with registerCustomArgParser(type, parser). Instances of the type (and of
+    its subclasses) are then taken apart into tensors on each call and rebuilt
+    for the model's forward()."""
+
+    def yieldTensors(self, struct: Any) -> Iterator[torch.Tensor]:
+        """The tensors of `struct`, always in the same order."""
+        raise NotImplementedError(f"{type(self).__name__} must implement yieldTensors(struct).")
+
+    def reconstruct(self, original_structure: Any, tensor_iterator: Iterator[torch.Tensor]) -> Any:
+        """An object like `original_structure` holding the tensors of
+        `tensor_iterator` (in yieldTensors' order) in place of its own."""
+        raise NotImplementedError(
+            f"{type(self).__name__} must implement reconstruct(original_structure, "
+            "tensor_iterator).")
+
+
+_PARSERS = {}
+
+
+def registerCustomArgParser(cls: type, parser: ICustomArgParser) -> None:
+    """Registers `parser` for arguments of type `cls` (see ICustomArgParser)."""
+    if not isinstance(cls, type):
+        raise TypeError(f"registerCustomArgParser expects a type first, got {cls!r}.")
+    if not isinstance(parser, ICustomArgParser):
+        raise TypeError(f"registerCustomArgParser expects an ICustomArgParser instance for "
+                        f"{cls.__name__}, got {parser!r}.")
+    _PARSERS[cls] = parser
+
+
+def _parser_of(item):
+    for cls in type(item).__mro__:
+        if cls in _PARSERS:
+            return _PARSERS[cls]
+    return None
 
 
 class Structure:
     """The shape of a nested value: containers and the positions of leaves."""
 
-    def __init__(self, kind, children=None, keys=None):
-        self.kind = kind  # "leaf", "tuple", "list" or "dict"
+    def __init__(self, kind, children=None, keys=None, original=None):
+        self.kind = kind  # "leaf", "tuple", "list", "dict" or "custom"
         self.children = children or []
-        self.keys = keys
+        self.keys = keys  # a dict's keys; a custom argument's type
+        self.original = original  # a custom argument as first seen, for its parser
 
     def __eq__(self, other):
         return (isinstance(other, Structure) and self.kind == other.kind
@@ -23,6 +66,8 @@ class Structure:
     def __repr__(self):
         if self.kind == "leaf":
             return "*"
+        if self.kind == "custom":
+            return f"{self.keys.__name__}({', '.join(repr(c) for c in self.children)})"
         inner = ", ".join(repr(c) for c in self.children)
         if self.kind == "dict":
             inner = ", ".join(f"{k!r}: {c!r}" for k, c in zip(self.keys, self.children))
@@ -30,24 +75,37 @@ class Structure:
         return ("(" if self.kind == "tuple" else "[") + inner + (")" if self.kind == "tuple" else "]")
 
 
-def flatten(value, name):
-    """Returns (leaves, names, structure) for a nested value."""
+def flatten(value, name, like=None):
+    """Returns (leaves, names, structure) for a nested value. Dicts with the
+    keys of the matching dict in `like` (a structure) are read in its order."""
     leaves, names = [], []
 
-    def visit(item, path):
+    def visit(item, path, model):
+        parser = _parser_of(item)
+        if parser is not None:
+            tensors = list(parser.yieldTensors(item))
+            return Structure("custom", [visit(t, f"{path}.tensors[{i}]", None)
+                                        for i, t in enumerate(tensors)], type(item), item)
         if isinstance(item, (tuple, list)) and not hasattr(item, "_fields"):
             kind = "tuple" if isinstance(item, tuple) else "list"
-            return Structure(kind, [visit(child, f"{path}[{i}]") for i, child in enumerate(item)])
+            models = (model.children if model is not None and model.kind == kind
+                      and len(model.children) == len(item) else [None] * len(item))
+            return Structure(kind, [visit(child, f"{path}[{i}]", m)
+                                    for i, (child, m) in enumerate(zip(item, models))])
         if isinstance(item, dict):
             keys = list(item.keys())
+            same = model is not None and model.kind == "dict" and set(model.keys) == set(keys)
+            if same:
+                keys = list(model.keys)
+            models = dict(zip(model.keys, model.children)) if same else {}
             # Top-level keys are argument names: "x" reads better than "['x']".
-            return Structure("dict", [visit(item[k], f"{path}[{k!r}]" if path else str(k))
-                                      for k in keys], keys)
+            return Structure("dict", [visit(item[k], f"{path}[{k!r}]" if path else str(k),
+                                            models.get(k)) for k in keys], keys)
         leaves.append(item)
         names.append(path)
         return Structure("leaf")
 
-    structure = visit(value, name)
+    structure = visit(value, name, like)
     return leaves, names, structure
 
 
@@ -59,6 +117,8 @@ def unflatten(leaves, structure):
         if node.kind == "leaf":
             return next(iterator)
         children = [build(child) for child in node.children]
+        if node.kind == "custom":
+            return _parser_of(node.original).reconstruct(node.original, iter(children))
         if node.kind == "tuple":
             return tuple(children)
         if node.kind == "list":

@@ -60,7 +60,7 @@ class Signature:
     def tensors(self, args, kwargs):
         """The flat tensor inputs of a call, checked against this signature."""
         value = _bind_arguments(self.forward, args, kwargs)
-        leaves, names, structure = _structure.flatten(value, "")
+        leaves, names, structure = _structure.flatten(value, "", like=self.structure)
         if structure != self.structure:
             raise InputError(
                 f"The model was compiled for inputs structured as {self.structure!r} "

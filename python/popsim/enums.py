@@ -44,3 +44,27 @@ class DataLoaderMode(enum.IntEnum):
     Sync = 0
     Async = 1
     AsyncRebatched = 2
+
+
+class ConnectionType(enum.IntEnum):
+    """When a model attaches to its (simulated) IPUs.
+
+    - ``Always``: when it compiles (the default).
+    - ``OnDemand``: when it first runs: ``compile()`` leaves it detached.
+    - ``Never``: never; the model compiles (memory report, cycle estimates of
+      the plan) but calling it raises an error. ``useOfflineIpuTarget``
+      sets this.
+    """
+
+    Always = 0
+    OnDemand = 1
+    Never = 2
+
+
+class SyncPattern(enum.IntEnum):
+    """How IPUs synchronise with each other and the host on real hardware.
+    popsim records it; its simulated IPUs synchronise as ``Full`` does."""
+
+    Full = 0
+    SinglePipeline = 1
+    ReplicaAndLadder = 2

@@ -14,12 +14,13 @@ import difflib
 import numbers
 import os
 import re
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, List, Optional, Union
 
 import torch
 
 from popsim import _C
-from popsim.enums import OutputMode, ReductionType
+from popsim._logging import LOGGER
+from popsim.enums import ConnectionType, OutputMode, ReductionType, SyncPattern
 from popsim.errors import OptionError
 from popsim.strategies import _ExecutionStrategy
 from popsim.tensor_locations import TensorLocationSettings
@@ -121,7 +122,8 @@ class _OptionGroup:
         raise AttributeError(f"{self._group_name} has no option '{name}'.")
 
     def toDict(self) -> Dict[str, Any]:
-        return {name: (value.name if isinstance(value, (OutputMode, ReductionType))
+        return {name: (value.name if isinstance(value, (OutputMode, ReductionType,
+                                                         ConnectionType, SyncPattern))
                        else repr(value)
                        if isinstance(value, (_ExecutionStrategy, TensorLocationSettings))
                        else value)
@@ -143,6 +145,7 @@ _SETTERS = {
     "weight_location": "setWeightLocation",
     "accumulator_location": "setAccumulatorLocation",
     "activation_location": "setActivationLocation",
+    "auto_round_num_ipus": "autoRoundNumIPUs",
 }
 
 
@@ -282,7 +285,50 @@ class _TensorLocationOptions(_OptionGroup):
                 settings.on_chip, settings.min_elements_for_off_chip))
 
 
-_GROUPS = ("Training", "Simulator", "TensorLocations")
+_GROUPS = ("Training", "Simulator", "TensorLocations", "_Popart")
+
+
+class _PopartOptions(_OptionGroup):
+    """PopART's session options (``opts._Popart``), for advanced PopTorch
+    users: ``set(name, value)`` records any of them (``toDict()`` shows
+    them). popsim acts on the ones it has a meaning for, which PopTorch's own
+    setters write here: ``instrumentWithHardwareCycleCounter``
+    (``Options.logCycleCount``); ``enableStableNorm`` changes nothing, since
+    popsim's norms always compute their statistics in the stable two-pass
+    way. The others configure PopART's and Poplar's compilers, which popsim
+    does not have."""
+
+    _group_name = "Options._Popart"
+
+    def set(self, name: str, value: Any) -> "_PopartOptions":
+        if not isinstance(name, str) or not name:
+            raise OptionError(f"Options._Popart.set expects an option name, got {name!r}.")
+        return self._set(name, value)
+
+    def setEngineOptions(self, options: Dict[str, Any]) -> "_PopartOptions":
+        """Poplar engine options (recorded under "engineOptions")."""
+        if not isinstance(options, dict):
+            raise OptionError(f"setEngineOptions expects a dict, got {options!r}.")
+        return self._set("engineOptions", dict(options))
+
+    def setPatterns(self, patterns: Dict[str, bool], level: int = 2) -> "_PopartOptions":
+        """PopART graph patterns (recorded under "patterns" and "patternsLevel")."""
+        if not isinstance(patterns, dict):
+            raise OptionError(f"setPatterns expects a dict of pattern names, got {patterns!r}.")
+        self._set("patterns", dict(patterns))
+        return self._set("patternsLevel", level)
+
+    def __getattr__(self, name):
+        values = object.__getattribute__(self, "_values")
+        if name in values:
+            return values[name]
+        raise AttributeError(f"Options._Popart has no option '{name}' set.")
+
+
+def _bool(owner, value):
+    if not isinstance(value, bool):
+        raise OptionError(f"{owner} expects True or False, got {value!r}.")
+    return value
 
 
 class Options(_OptionGroup):
@@ -300,6 +346,12 @@ class Options(_OptionGroup):
         "execution_strategy": None,
         "prefetch_depth": 1,
         "available_memory_proportion": {},
+        "auto_round_num_ipus": False,
+        "show_compilation_progress_bar": True,
+        "connection_type": ConnectionType.Always,
+        "sync_pattern": SyncPattern.Full,
+        "broadcast_buffers": True,
+        "updatable_named_buffers": [],
     }
     _group_name = "Options"
 
@@ -308,6 +360,7 @@ class Options(_OptionGroup):
         object.__setattr__(self, "Training", _TrainingOptions())
         object.__setattr__(self, "Simulator", _SimulatorOptions())
         object.__setattr__(self, "TensorLocations", _TensorLocationOptions())
+        object.__setattr__(self, "_Popart", _PopartOptions())
 
     def deviceIterations(self, iterations: int) -> "Options":
         """Iterations of the model per call: each call takes `iterations` micro-batches
@@ -360,13 +413,13 @@ class Options(_OptionGroup):
         """Which iterations' outputs a call returns (see popsim.OutputMode)."""
         if not isinstance(mode, OutputMode):
             raise OptionError(f"outputMode expects a popsim.OutputMode, got {mode!r}.")
+        period = 1
         if mode == OutputMode.EveryN:
             period = positive_int("outputMode(OutputMode.EveryN, output_return_period)",
                                    output_return_period)
-        elif output_return_period is not None:
-            raise OptionError("output_return_period is only used with OutputMode.EveryN.")
-        else:
-            period = 1
+        elif output_return_period is not None:  # as PopTorch: only EveryN has a period
+            LOGGER.info("outputMode(%s, %r): output_return_period is ignored; only "
+                         "OutputMode.EveryN uses it.", mode, output_return_period)
         self._set("output_mode", mode)
         return self._set("output_return_period", period)
 
@@ -407,6 +460,75 @@ class Options(_OptionGroup):
         if not isinstance(use, bool):
             raise OptionError(f"useIpuModel expects a bool, got {use!r}.")
         return self._set("use_ipu_model", use)
+
+    def autoRoundNumIPUs(self, auto_round: bool = True) -> "Options":
+        """Round the simulated system's IPU count up to a power of two, as IPUs are
+        allocated on real hardware (the extra IPUs stay idle: memoryReport() lists
+        them). Simulator.numIpus, when set, wins.
+        Without it popsim simulates exactly the IPUs the model uses, as PopTorch's
+        IPU Model does (on hardware PopTorch refuses a count that is not a power
+        of two)."""
+        return self._set("auto_round_num_ipus", _bool("autoRoundNumIPUs", auto_round))
+
+    def logCycleCount(self, log: bool) -> "Options":
+        """Log each call's simulated cycle count (logger "popsim", level INFO:
+        "Total number of IPU cycles: N"; POPSIM_LOG_LEVEL=info shows it on
+        stderr); cycleCount() returns it with or without this option."""
+        self._Popart.set("instrumentWithHardwareCycleCounter", _bool("logCycleCount", log))
+        return self
+
+    def showCompilationProgressBar(self, show: bool = True) -> "Options":
+        """Show the "Graph compilation" progress bar (default; it appears for
+        compilations longer than a second, and POPSIM_PROGRESS=0 hides it
+        everywhere), or hide it for this model."""
+        return self._set("show_compilation_progress_bar",
+                         _bool("showCompilationProgressBar", show))
+
+    def connectionType(self, connection: ConnectionType) -> "Options":
+        """When the model attaches to its IPUs: ConnectionType.Always (when it
+        compiles), OnDemand (when it first runs) or Never (it only compiles)."""
+        if not isinstance(connection, ConnectionType):
+            raise OptionError(f"connectionType expects a popsim.ConnectionType, got "
+                              f"{connection!r}.")
+        return self._set("connection_type", connection)
+
+    def useOfflineIpuTarget(self, ipu_version: int = 2) -> "Options":
+        """Compile for an IPU generation (1: Mk1, 2: Mk2, 21: Bow) without running:
+        connectionType(Never) and Simulator.ipuVersion. The compiled model's
+        memoryReport() is available; calling it raises an error."""
+        versions = {1: "Mk1", 2: "Mk2", 21: "Bow"}
+        if ipu_version not in versions:
+            raise OptionError(f"useOfflineIpuTarget expects IPU version 1 (Mk1), 2 (Mk2) or "
+                              f"21 (Bow), got {ipu_version!r}.")
+        self.Simulator.ipuVersion(versions[ipu_version])
+        return self.connectionType(ConnectionType.Never)
+
+    def syncPattern(self, pattern: SyncPattern) -> "Options":
+        """Recorded for PopTorch code: how real IPUs synchronise with the host.
+        popsim's IPUs synchronise on every exchange (SyncPattern.Full)."""
+        if not isinstance(pattern, SyncPattern):
+            raise OptionError(f"syncPattern expects a popsim.SyncPattern, got {pattern!r}.")
+        return self._set("sync_pattern", pattern)
+
+    def broadcastBuffers(self, broadcast: bool = True) -> "Options":
+        """Whether replicas share their buffers (PopTorch's default True). popsim
+        simulates one replica, which has nothing to share them with."""
+        return self._set("broadcast_buffers", _bool("broadcastBuffers", broadcast))
+
+    def enableStableNorm(self, enabled: bool) -> "Options":
+        """Recorded (in _Popart, as PopTorch does): popsim's norms always use the
+        stable two-pass statistics."""
+        self._Popart.set("enableStableNorm", _bool("enableStableNorm", enabled))
+        return self
+
+    def updatableNamedBuffers(self, buffers: List[str]) -> "Options":
+        """Names of model buffers (as in model.named_buffers()) that
+        copyNamedBuffersToDevice() copies from the host to the device, without
+        the weights copyWeightsToDevice() would copy too."""
+        if isinstance(buffers, str) or not all(isinstance(name, str) for name in buffers):
+            raise OptionError(f"updatableNamedBuffers expects a list of buffer names, got "
+                              f"{buffers!r}.")
+        return self._set("updatable_named_buffers", list(buffers))
 
     def clone(self) -> "Options":
         """An unfrozen deep copy."""

@@ -1,0 +1,189 @@
+"""PopTorch options beyond the simulator's own, as PopTorch documents them:
+outputMode's period ignored outside EveryN, autoRoundNumIPUs,
+logCycleCount, showCompilationProgressBar, connectionType and
+useOfflineIpuTarget, updatableNamedBuffers with copyNamedBuffersToDevice,
+and the options popsim records (syncPattern, broadcastBuffers,
+enableStableNorm, _Popart.set)."""
+
+import logging
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.nn as nn
+
+import popsim
+from models import MnistNetwork
+
+IMAGES = torch.randn(8, 1, 28, 28)
+
+
+class ThreeBlocks(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(4, 4) for _ in range(3))
+
+    def forward(self, x):
+        for ipu, layer in enumerate(self.layers):
+            with popsim.Block(f"B{ipu}", ipu_id=ipu):
+                x = torch.relu(layer(x))
+        return x
+
+
+def test_output_return_period_is_ignored_outside_every_n(caplog):
+    with caplog.at_level(logging.INFO, logger="popsim"):
+        opts = popsim.Options().outputMode(popsim.OutputMode.All, 3)
+    assert opts.output_mode == popsim.OutputMode.All and opts.output_return_period == 1
+    assert "output_return_period is ignored; only OutputMode.EveryN uses it" in caplog.text
+
+
+@pytest.mark.parametrize("auto_round,ipus", [(False, 3), (True, 4)])
+def test_auto_round_num_ipus_rounds_the_system_up_to_a_power_of_two(auto_round, ipus):
+    opts = popsim.Options().deviceIterations(3).autoRoundNumIPUs(auto_round)
+    model = popsim.inferenceModel(ThreeBlocks(), opts)
+    model(torch.randn(6, 4))
+    report = model.memoryReport()["ipus"]
+    assert [entry["ipu"] for entry in report] == list(range(ipus))
+    assert report[2]["total"] > 0
+    if auto_round:
+        assert report[3]["total"] == 0  # the extra IPU idles
+    # Simulator.numIpus, when set, decides.
+    fixed = opts.clone()
+    fixed.Simulator.numIpus(8)
+    model = popsim.inferenceModel(ThreeBlocks(), fixed)
+    model(torch.randn(6, 4))
+    assert len(model.memoryReport()["ipus"]) == 8
+
+
+def test_log_cycle_count_logs_each_call(caplog):
+    model = popsim.inferenceModel(MnistNetwork(), popsim.Options().logCycleCount(True))
+    with caplog.at_level(logging.INFO, logger="popsim"):
+        model(IMAGES)
+    assert model.cycleCount() > 0
+    assert f"Total number of IPU cycles: {model.cycleCount()}" in caplog.text
+    silent = popsim.inferenceModel(MnistNetwork())
+    with caplog.at_level(logging.INFO, logger="popsim"):
+        caplog.clear()
+        silent(IMAGES)
+    assert "cycles" not in caplog.text
+
+
+@pytest.mark.timeout(60)
+def test_show_compilation_progress_bar_false_hides_the_bar(monkeypatch, capsys):
+    monkeypatch.setenv("POPSIM_PROGRESS", "1")
+    hidden = popsim.Options().showCompilationProgressBar(False)
+    popsim.inferenceModel(MnistNetwork(), hidden).compile(IMAGES)
+    assert capsys.readouterr().err == ""
+    shown = popsim.Options().showCompilationProgressBar(True)
+    popsim.inferenceModel(MnistNetwork(), shown).compile(IMAGES)
+    assert "Graph compilation" in capsys.readouterr().err
+
+
+def test_on_demand_attaches_when_the_model_first_runs():
+    network = MnistNetwork().eval()
+    opts = popsim.Options().connectionType(popsim.ConnectionType.OnDemand)
+    model = popsim.inferenceModel(network, opts)
+    model.compile(IMAGES)
+    assert model.isCompiled() and not model.isAttachedToDevice()
+    with torch.no_grad():
+        expected = network(IMAGES)
+    torch.testing.assert_close(model(IMAGES), expected)
+    assert model.isAttachedToDevice()
+
+
+@pytest.mark.parametrize("opts", [
+    popsim.Options().connectionType(popsim.ConnectionType.Never),
+    popsim.Options().useOfflineIpuTarget(1),
+])
+def test_an_offline_target_compiles_but_does_not_run(opts):
+    model = popsim.inferenceModel(MnistNetwork(), opts)
+    model.compile(IMAGES)
+    assert model.isCompiled() and not model.isAttachedToDevice()
+    assert model.memoryReport()["ipus"][0]["total"] > 0
+    message = (r"compiled with connectionType\(ConnectionType.Never\) \(which useOfflineIpuTarget "
+               r"sets\): it compiles for an offline target and cannot run")
+    with pytest.raises(popsim.OptionError, match=message):
+        model(IMAGES)
+    with pytest.raises(popsim.OptionError, match=message):
+        model.attachToDevice()
+
+
+def test_use_offline_ipu_target_picks_the_generation():
+    assert popsim.Options().useOfflineIpuTarget(1).Simulator.ipu_version == "Mk1"
+    assert popsim.Options().useOfflineIpuTarget().Simulator.ipu_version == "Mk2"
+    assert popsim.Options().useOfflineIpuTarget(21).Simulator.ipu_version == "Bow"
+
+
+class Shifted(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(3, 3)
+        self.register_buffer("shift", torch.zeros(3))
+        self.register_buffer("scale", torch.ones(3))
+
+    def forward(self, x):
+        return self.linear(x) * self.scale + self.shift
+
+
+def test_copy_named_buffers_to_device_copies_those_buffers_only():
+    host = Shifted()
+    opts = popsim.Options().updatableNamedBuffers(["shift"])
+    model = popsim.inferenceModel(host, opts)
+    x = torch.randn(2, 3)
+    before = model(x)
+    with torch.no_grad():
+        host.shift.fill_(10.0)
+        host.scale.fill_(2.0)   # not named: stays 1 on the device
+        host.linear.bias.add_(1.0)  # a weight: only copyWeightsToDevice copies it
+    model.copyNamedBuffersToDevice()
+    torch.testing.assert_close(model(x), before + 10.0)
+    model.copyWeightsToDevice()
+    torch.testing.assert_close(model(x), (before + 1.0) * 2.0 + 10.0)
+
+
+def test_copy_named_buffers_to_device_names_what_is_wrong():
+    model = popsim.inferenceModel(Shifted())
+    model(torch.randn(2, 3))
+    with pytest.raises(popsim.OptionError, match=r"Options.updatableNamedBuffers\(\[\.\.\.\]\), "
+                                                 r"and this model's options name none"):
+        model.copyNamedBuffersToDevice()
+    wrong = popsim.inferenceModel(Shifted(), popsim.Options().updatableNamedBuffers(["shfit"]))
+    wrong(torch.randn(2, 3))
+    with pytest.raises(popsim.OptionError, match=r"names \['shfit'\], which the model does not "
+                                                 r"have; its buffers are \['scale', 'shift'\]"):
+        wrong.copyNamedBuffersToDevice()
+
+
+def test_recorded_options_show_in_to_dict():
+    opts = (popsim.Options().syncPattern(popsim.SyncPattern.SinglePipeline)
+            .broadcastBuffers(False).enableStableNorm(True).logCycleCount(True))
+    opts._Popart.set("enableOutlining", False)
+    opts._Popart.setEngineOptions({"debug.allowOutOfMemory": "true"})
+    values = opts.toDict()
+    assert values["sync_pattern"] == "SinglePipeline" and values["broadcast_buffers"] is False
+    assert values["_Popart"] == {"enableStableNorm": True,
+                                 "instrumentWithHardwareCycleCounter": True,
+                                 "enableOutlining": False,
+                                 "engineOptions": {"debug.allowOutOfMemory": "true"}}
+    assert opts._Popart.enableOutlining is False
+    # Recorded options reach the model's frozen copy.
+    model = popsim.inferenceModel(MnistNetwork(), opts)
+    assert model.options._Popart.enableOutlining is False
+    with pytest.raises(popsim.OptionError, match="Can't modify frozen Options"):
+        opts._Popart.set("enableOutlining", True)
+
+
+@pytest.mark.timeout(120)
+def test_popsim_log_level_info_prints_the_cycle_counts():
+    script = ("import torch, popsim\n"
+              "model = popsim.inferenceModel(torch.nn.Linear(3, 3),\n"
+              "                              popsim.Options().logCycleCount(True))\n"
+              "model(torch.randn(2, 3))\n"
+              "print(model.cycleCount())\n")
+    env = dict(os.environ, POPSIM_LOG_LEVEL="info", POPSIM_PROGRESS="0")
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, timeout=100, check=True)
+    cycles = int(done.stdout.strip())
+    assert f"[popsim info] Total number of IPU cycles: {cycles}" in done.stderr
