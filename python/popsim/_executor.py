@@ -288,6 +288,17 @@ class Executor:
         self._host_dirty = False
 
     @_one_thread_at_a_time
+    def load_state_dict(self, state_dict, strict: bool = True):
+        """The model's load_state_dict(), then, on an attached model, the new
+        weights copied to the device (as PopTorch does): a later call runs with
+        them. Returns what torch's load_state_dict returns."""
+        result = self._user_model.load_state_dict(state_dict, strict)
+        if self._executable is not None and self._attached:
+            self._upload_weights()
+            self._host_dirty = False
+        return result
+
+    @_one_thread_at_a_time
     def copyNamedBuffersToDevice(self) -> None:
         """Copies the host values of the buffers named by
         Options.updatableNamedBuffers to the device, and nothing else."""

@@ -2,7 +2,7 @@
 
 The device holds the weights that count while training; the host model is
 updated lazily when used, explicitly with copyWeightsToHost(), and the other
-way with copyWeightsToDevice(). Inference models of the same host model see
+way with copyWeightsToDevice() (or the executor's load_state_dict()). Inference models of the same host model see
 trained weights; detaching, attaching and destroying keep the weights and the
 optimizer state. Each test checks against eager PyTorch training the same
 schedule.
@@ -118,6 +118,19 @@ def test_copy_weights_to_device_continues_training_from_host_edits():
     pair.trainer.copyWeightsToDevice()
     for x, labels in data[2:]:
         pair.step(x, labels)
+    pair.assert_host_matches_eager()
+
+
+def test_load_state_dict_on_the_executor_reaches_the_device():
+    pair = Pair()
+    data = batches(4)
+    for x, labels in data[:2]:
+        pair.step(x, labels)
+    saved = copy.deepcopy(pair.trainer.state_dict())  # WithLoss's: model.<name>
+    pair.step(*data[2])
+    pair.trainer.load_state_dict(saved)  # back to the weights after two steps
+    pair.eager.load_state_dict({name[len("model."):]: value for name, value in saved.items()})
+    pair.step(*data[3])  # compares the loss: computed with the loaded weights
     pair.assert_host_matches_eager()
 
 
