@@ -22,9 +22,16 @@ except ImportError as error:  # pragma: no cover - depends on the installation
     ) from error
 
 from popsim._async_data import AsynchronousDataAccessor
-from popsim._blocks import BeginBlock, Block, BlockFunction
+from popsim._blocks import BeginBlock, Block, BlockFunction, module_repr, removeBlocks
 from popsim._dataloader import DataLoader
-from popsim.enums import ConnectionType, DataLoaderMode, OutputMode, ReductionType, SyncPattern
+from popsim.enums import (
+    ConnectionType,
+    DataLoaderMode,
+    MatMulSerializationMode,
+    OutputMode,
+    ReductionType,
+    SyncPattern,
+)
 from popsim.errors import (
     CompilationError,
     Error,
@@ -49,6 +56,15 @@ from popsim._executor import Executor, inferenceModel, trainingModel
 from popsim._hooks import registerPostCompileHook, registerPreCompileHook
 from popsim._losses import identity_loss
 from popsim._structure import ICustomArgParser, registerCustomArgParser
+from popsim._tensor_ops import (
+    cond,
+    custom_op,
+    dynamic_slice,
+    dynamic_update,
+    for_loop,
+    nop,
+    serializedMatMul,
+)
 
 PoplarExecutor = Executor
 
@@ -61,17 +77,25 @@ __all__ = [
     "Block",
     "BlockFunction",
     "CompilationError",
+    "cond",
     "ConnectionType",
+    "custom_op",
     "DataLoader",
     "DataLoaderMode",
+    "dynamic_slice",
+    "dynamic_update",
     "Error",
     "ExecutionError",
     "Executor",
+    "for_loop",
     "ICustomArgParser",
     "identity_loss",
     "inferenceModel",
     "InputError",
     "InternalError",
+    "MatMulSerializationMode",
+    "module_repr",
+    "nop",
     "optim",
     "OptionError",
     "Options",
@@ -84,9 +108,11 @@ __all__ = [
     "registerCustomArgParser",
     "registerPostCompileHook",
     "registerPreCompileHook",
-    "SyncPattern",
+    "removeBlocks",
+    "serializedMatMul",
     "ShardedExecution",
     "Stage",
+    "SyncPattern",
     "TensorLocationSettings",
     "trainingModel",
     "UnsupportedOperationError",

@@ -91,6 +91,14 @@ class Block:
         """Names blocks created without a user_id "0", "1", ... in the order the model enters them."""
         _auto_ids["enabled"] = True
 
+    @staticmethod
+    def start(user_id: Optional[str] = None, ipu_id: Optional[int] = None) -> None:
+        """Starts a block here, without a ``with``: the ops after it belong to it
+        until the next block starts (as BeginBlock does at a module)."""
+        ipu = _check_ipu(ipu_id, "popsim.Block.start")
+        block_id = _block_id(user_id, ipu, "popsim.Block.start")
+        _emit((block_id if block_id is not None else _next_auto_id(), ipu))
+
     def __enter__(self):
         self._outer.append(_current)
         _emit((self._id if self._id is not None else _next_auto_id(), self._ipu))
@@ -111,14 +119,28 @@ class _BlockStart:
     def __call__(self, module, inputs):
         _emit((self.user_id if self.user_id is not None else _next_auto_id(), self.ipu_id))
 
+    def __repr__(self):
+        return f"BeginBlock(user_id={self.user_id!r}, ipu_id={self.ipu_id!r})"
+
 
 def BeginBlock(layer_to_call: torch.nn.Module, user_id: Optional[str] = None,
                ipu_id: Optional[int] = None) -> torch.nn.Module:
     """Starts a block where ``layer_to_call`` runs: the module's ops and every op
-    after it belong to the block until the next block starts. Returns the module."""
+    after it belong to the block until the next block starts. Returns the module.
+    Given a function instead, returns a function that starts the block at each
+    call and then calls it."""
     if not isinstance(layer_to_call, torch.nn.Module):
-        raise OptionError(f"popsim.BeginBlock expects a torch.nn.Module, got "
-                          f"{type(layer_to_call).__name__}.")
+        if not callable(layer_to_call):
+            raise OptionError(f"popsim.BeginBlock expects a torch.nn.Module or a function, "
+                              f"got {type(layer_to_call).__name__}.")
+        ipu = _check_ipu(ipu_id, "popsim.BeginBlock")
+        start = _BlockStart(_block_id(user_id, ipu, "popsim.BeginBlock"), ipu)
+
+        @functools.wraps(layer_to_call)
+        def starting_the_block(*args, **kwargs):
+            start(None, args)
+            return layer_to_call(*args, **kwargs)
+        return starting_the_block
     existing = getattr(layer_to_call, "_popsim_block", None)
     if existing is not None:
         raise OptionError(
@@ -129,6 +151,40 @@ def BeginBlock(layer_to_call: torch.nn.Module, user_id: Optional[str] = None,
     setattr(layer_to_call, "_popsim_block", hook)
     layer_to_call.register_forward_pre_hook(hook)
     return layer_to_call
+
+
+def removeBlocks(module: torch.nn.Module) -> None:
+    """Removes the BeginBlock annotations of `module` and its submodules."""
+    if not isinstance(module, torch.nn.Module):
+        raise OptionError(f"popsim.removeBlocks expects a torch.nn.Module, got "
+                          f"{type(module).__name__}.")
+    for submodule in module.modules():
+        hooks = submodule._forward_pre_hooks
+        for key in [key for key, hook in hooks.items() if isinstance(hook, _BlockStart)]:
+            del hooks[key]
+        submodule.__dict__.pop("_popsim_block", None)
+
+
+def module_repr(module: torch.nn.Module) -> str:
+    """The module's repr, with each BeginBlock annotation in front of the
+    submodule it starts: "(layer2): BeginBlock(user_id='B2', ipu_id=1) Linear(...)"."""
+    def describe(current):
+        extra = current.extra_repr()
+        lines = extra.split("\n") if extra else []
+        children = []
+        for name, child in current._modules.items():
+            if child is None:
+                continue
+            block = child.__dict__.get("_popsim_block")
+            text = torch.nn.modules.module._addindent(describe(child), 2)
+            children.append(f"({name}): {f'{block!r} ' if block else ''}{text}")
+        body = current._get_name() + "("
+        if children or len(lines) > 1:
+            body += "\n  " + "\n  ".join(lines + children) + "\n"
+        elif lines:
+            body += lines[0]
+        return body + ")"
+    return describe(module)
 
 
 def BlockFunction(user_id: Optional[str] = None,

@@ -68,3 +68,15 @@ class SyncPattern(enum.IntEnum):
     Full = 0
     SinglePipeline = 1
     ReplicaAndLadder = 2
+
+
+class MatMulSerializationMode(enum.Enum):
+    """Which dimension popsim.serializedMatMul splits ``lhs @ rhs`` along, for
+    lhs [.., m, n] and rhs [.., n, p]: ``InputChannels`` (m),
+    ``ReducingDim`` (n: the partial products are summed) or
+    ``OutputChannels`` (p); ``Disabled`` multiplies in one go."""
+
+    InputChannels = "input_channels"
+    ReducingDim = "reducing_dim"
+    OutputChannels = "output_channels"
+    Disabled = "none"

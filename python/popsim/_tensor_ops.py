@@ -1,0 +1,170 @@
+"""PopTorch's tensor helpers, built from PyTorch ops popsim compiles (so
+they also run in plain PyTorch): nop, dynamic_slice, dynamic_update,
+serializedMatMul, for_loop and cond, and custom_op, which names what it
+would need."""
+
+from typing import Callable, List, Sequence
+
+import torch
+
+from popsim.enums import MatMulSerializationMode
+from popsim.errors import UnsupportedOperationError
+
+
+def _require_tensor(value, what, function):
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{function} expects {what} to be a torch.Tensor, got "
+                        f"{type(value).__name__}.")
+
+
+def _require_int(value, what, function, smallest):
+    if isinstance(value, bool) or not isinstance(value, int) or value < smallest:
+        raise TypeError(f"{function} expects {what} to be an int >= {smallest} (a constant of "
+                        f"the compiled program), got {value!r}.")
+
+
+def nop(tensor: torch.Tensor) -> torch.Tensor:
+    """The identity (on an IPU, an op the graph optimiser keeps)."""
+    _require_tensor(tensor, "its argument", "popsim.nop")
+    return tensor.clone()
+
+
+def _positions(start, size, step, function):
+    """start + [0, step, 2 step, ...] below start + size, as int64."""
+    _require_tensor(start, "start", function)
+    if start.numel() != 1 or start.is_floating_point():
+        raise TypeError(f"{function} expects start to be an integer tensor with one element, "
+                        f"got {start.dtype} of shape {list(start.shape)}.")
+    return start.reshape(()).long() + torch.arange(0, size, step)
+
+
+def dynamic_slice(tensor: torch.Tensor, dim: int, start: torch.Tensor, size: int,
+                  step: int) -> torch.Tensor:
+    """tensor[start : start + size : step] along `dim`, where `start` is a
+    tensor computed on the device (its value may change from call to call)
+    and `size` and `step` are constants. A slice that leaves the tensor is an
+    ExecutionError when the model runs."""
+    _require_tensor(tensor, "tensor", "popsim.dynamic_slice")
+    _require_int(dim, "dim", "popsim.dynamic_slice", -tensor.dim())
+    _require_int(size, "size", "popsim.dynamic_slice", 1)
+    _require_int(step, "step", "popsim.dynamic_slice", 1)
+    return tensor.index_select(dim, _positions(start, size, step, "popsim.dynamic_slice"))
+
+
+def dynamic_update(input: torch.Tensor, src: torch.Tensor, dim: int, start: torch.Tensor,
+                   size: int) -> torch.Tensor:
+    """`input` with `src` written over input[start : start + size] along `dim`
+    (`start` a tensor, `size` a constant: src's size along dim)."""
+    _require_tensor(input, "input", "popsim.dynamic_update")
+    _require_tensor(src, "src", "popsim.dynamic_update")
+    _require_int(dim, "dim", "popsim.dynamic_update", -input.dim())
+    _require_int(size, "size", "popsim.dynamic_update", 1)
+    if src.dim() != input.dim() or src.dtype != input.dtype:
+        raise TypeError(f"popsim.dynamic_update expects src like input (dim {input.dim()}, "
+                        f"{input.dtype}), got dim {src.dim()}, {src.dtype}.")
+    if src.shape[dim] != size:
+        raise TypeError(f"popsim.dynamic_update: src has {src.shape[dim]} elements along dim "
+                        f"{dim}, but size is {size}.")
+    return input.index_copy(dim, _positions(start, size, 1, "popsim.dynamic_update"), src)
+
+
+def serializedMatMul(lhs: torch.Tensor, rhs: torch.Tensor, mode: MatMulSerializationMode,
+                     factor: int = 0, keep_precision: bool = False) -> torch.Tensor:
+    """lhs @ rhs as `factor` smaller matmuls one after the other, split along
+    the dimension `mode` names: each needs a fraction of the temporary memory
+    (popsim's memory plan and clock see the smaller matmuls). Splitting the
+    reducing dimension sums the partial products, which rounds as the IPU's
+    serialized matmul does. `keep_precision` matters for float16 only."""
+    if not isinstance(mode, MatMulSerializationMode):
+        raise TypeError(f"popsim.serializedMatMul expects a popsim.MatMulSerializationMode, got "
+                        f"{mode!r}.")
+    _require_int(factor, "factor", "popsim.serializedMatMul", 0)
+    if not isinstance(keep_precision, bool):
+        raise TypeError(f"popsim.serializedMatMul expects keep_precision to be a bool, got "
+                        f"{keep_precision!r}.")
+    if mode == MatMulSerializationMode.Disabled or factor <= 1:
+        return torch.matmul(lhs, rhs)
+    if lhs.dim() < 2 or rhs.dim() < 2:
+        raise TypeError("popsim.serializedMatMul splits matrices: lhs and rhs need 2 or more "
+                        f"dimensions, got {list(lhs.shape)} and {list(rhs.shape)}.")
+    operand, dim = {MatMulSerializationMode.InputChannels: (lhs, -2),
+                    MatMulSerializationMode.ReducingDim: (lhs, -1),
+                    MatMulSerializationMode.OutputChannels: (rhs, -1)}[mode]
+    if operand.shape[dim] % factor != 0:
+        raise ValueError(f"popsim.serializedMatMul: factor {factor} does not divide the "
+                         f"{mode.name} dimension ({operand.shape[dim]}).")
+    if mode == MatMulSerializationMode.InputChannels:
+        return torch.cat([torch.matmul(part, rhs) for part in lhs.chunk(factor, -2)], -2)
+    if mode == MatMulSerializationMode.OutputChannels:
+        return torch.cat([torch.matmul(lhs, part) for part in rhs.chunk(factor, -1)], -1)
+    partials = [torch.matmul(a, b) for a, b in zip(lhs.chunk(factor, -1), rhs.chunk(factor, -2))]
+    total = partials[0]
+    for partial in partials[1:]:
+        total = total + partial
+    return total
+
+
+def _as_list(outputs, function, what):
+    outputs = [outputs] if isinstance(outputs, torch.Tensor) else list(outputs)
+    for index, output in enumerate(outputs):
+        _require_tensor(output, f"{what}[{index}]", function)
+    return outputs
+
+
+def for_loop(count: int, body: Callable[..., Sequence[torch.Tensor]],
+             inputs: List[torch.Tensor]) -> List[torch.Tensor]:
+    """body(*inputs) `count` times, each time on the previous outputs; returns
+    the last outputs as a list. The body takes and returns as many tensors,
+    of the same shapes, and sees copies (its in-place writes stay inside).
+    popsim compiles the loop unrolled: the same numbers as a device loop."""
+    _require_int(count, "count", "popsim.for_loop", 0)
+    if not isinstance(inputs, list):
+        raise TypeError(f"popsim.for_loop expects inputs to be a list of tensors, got "
+                        f"{type(inputs).__name__}.")
+    values = [tensor.clone() for tensor in _as_list(inputs, "popsim.for_loop", "inputs")]
+    for _ in range(count):
+        outputs = _as_list(body(*values), "popsim.for_loop", "the body's outputs")
+        shapes = [(t.shape, t.dtype) for t in values]
+        if [(t.shape, t.dtype) for t in outputs] != shapes:
+            raise TypeError(
+                "popsim.for_loop: the body must return tensors like its inputs (as many, "
+                f"same shapes and dtypes): took {[(list(s), d) for s, d in shapes]}, returned "
+                f"{[(list(t.shape), t.dtype) for t in outputs]}.")
+        values = outputs
+    return values
+
+
+def cond(condition: torch.Tensor, then_body: Callable[..., Sequence[torch.Tensor]],
+         then_inps: List[torch.Tensor], else_body: Callable[..., Sequence[torch.Tensor]],
+         else_inps: List[torch.Tensor]) -> List[torch.Tensor]:
+    """then_body(*then_inps) where the one-element bool `condition` holds,
+    else else_body(*else_inps), as a list. In a compiled model both branches
+    run and the condition picks their outputs (which must match in number,
+    shape and dtype), so the condition may change from call to call; run
+    eagerly, only the branch taken runs."""
+    _require_tensor(condition, "condition", "popsim.cond")
+    if condition.numel() != 1:
+        raise TypeError(f"popsim.cond expects a condition with one element, got shape "
+                        f"{list(condition.shape)}.")
+    if not isinstance(then_inps, list) or not isinstance(else_inps, list):
+        raise TypeError("popsim.cond expects then_inps and else_inps to be lists of tensors.")
+    if not torch.jit.is_tracing():
+        taken = then_body(*then_inps) if bool(condition) else else_body(*else_inps)
+        return _as_list(taken, "popsim.cond", "the branch's outputs")
+    then_out = _as_list(then_body(*then_inps), "popsim.cond", "then_body's outputs")
+    else_out = _as_list(else_body(*else_inps), "popsim.cond", "else_body's outputs")
+    if [(t.shape, t.dtype) for t in then_out] != [(t.shape, t.dtype) for t in else_out]:
+        raise TypeError(
+            "popsim.cond: then_body and else_body must return as many tensors, of the same "
+            f"shapes and dtypes: {[(list(t.shape), t.dtype) for t in then_out]} and "
+            f"{[(list(t.shape), t.dtype) for t in else_out]}.")
+    chosen = condition.reshape(()).bool()
+    return [torch.where(chosen, a, b) for a, b in zip(then_out, else_out)]
+
+
+def custom_op(inputs, name, domain, domain_version, example_outputs, attributes=None):
+    """PopTorch's custom ops run Poplar code that popsim cannot run: refused."""
+    raise UnsupportedOperationError(
+        f"popsim.custom_op: custom op '{name}' (domain '{domain}', version {domain_version}) "
+        "is Poplar/PopART code, which popsim, having no Poplar, cannot run. Write the op with "
+        "PyTorch operations (popsim computes those, forward and backward) and call it instead.")

@@ -1,0 +1,139 @@
+"""PopTorch's model-side helpers, checked against their documented
+behaviour and eager PyTorch: dynamic_slice and dynamic_update with a start
+computed on the device, serializedMatMul, for_loop, cond, nop, custom_op's
+refusal, and the block helpers Block.start, BeginBlock on a function,
+removeBlocks and module_repr."""
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import popsim
+from models import Function, assert_sgd_steps_match_eager
+
+
+def test_dynamic_slice_follows_a_start_that_changes_from_call_to_call():
+    def window(x, start):
+        return popsim.dynamic_slice(x, 1, start, 3, 2)
+
+    model = popsim.inferenceModel(Function(window))
+    x = torch.randn(2, 9)
+    for start in (0, 2, 4):
+        start = torch.tensor([start])
+        torch.testing.assert_close(model(x, start), x[:, start.item():start.item() + 3:2])
+    with pytest.raises(popsim.ExecutionError, match=r"index 9 .* out of range for a dimension "
+                                                    r"of size 9"):
+        model(x, torch.tensor([7]))
+
+
+class Writer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 2)
+        self.register_buffer("start", torch.tensor([1]))
+
+    def forward(self, x, target):
+        canvas = torch.zeros(x.shape[0], 5, dtype=x.dtype)
+        out = popsim.dynamic_update(canvas, self.linear(x), 1, self.start, 2) + x.sum(1, True)
+        return out, F.mse_loss(out, target)
+
+
+def test_dynamic_update_writes_and_trains_as_eager():
+    torch.manual_seed(0)
+    batches = [(torch.randn(3, 4), torch.randn(3, 5)) for _ in range(3)]
+    assert_sgd_steps_match_eager(Writer, batches)
+
+
+def test_dynamic_helpers_name_bad_arguments():
+    with pytest.raises(TypeError, match=r"popsim.dynamic_slice expects start to be an integer "
+                                        r"tensor with one element"):
+        popsim.dynamic_slice(torch.zeros(4), 0, torch.tensor([0, 1]), 2, 1)
+    with pytest.raises(TypeError, match=r"popsim.dynamic_update: src has 3 elements along dim "
+                                        r"0, but size is 2"):
+        popsim.dynamic_update(torch.zeros(4), torch.zeros(3), 0, torch.tensor(0), 2)
+
+
+@pytest.mark.parametrize("mode", list(popsim.MatMulSerializationMode))
+def test_serialized_matmul_splits_the_matmul_and_keeps_its_result(mode):
+    lhs, rhs = torch.randn(2, 6, 8), torch.randn(8, 4)
+
+    def product(a, b):
+        return popsim.serializedMatMul(a, b, mode, 2)
+
+    model = popsim.inferenceModel(Function(product))
+    torch.testing.assert_close(model(lhs, rhs), lhs @ rhs)
+    matmuls = model._debug_ir(optimized=True).count("matmul")
+    assert matmuls == (1 if mode == popsim.MatMulSerializationMode.Disabled else 2)
+    with pytest.raises(ValueError, match=r"factor 3 does not divide"):
+        popsim.serializedMatMul(lhs, rhs, popsim.MatMulSerializationMode.ReducingDim, 3)
+
+
+def test_for_loop_runs_its_body_count_times():
+    def accumulate(x, weights):
+        total, step = popsim.for_loop(3, lambda t, s: (t + s * weights, s * 2.0),
+                                      [torch.zeros_like(x), x])
+        return total
+
+    model = popsim.inferenceModel(Function(accumulate))
+    x, weights = torch.randn(2, 3), torch.randn(3)
+    torch.testing.assert_close(model(x, weights), accumulate(x, weights))
+    torch.testing.assert_close(model(x, weights), x * weights * 7.0)
+    with pytest.raises(TypeError, match=r"the body must return tensors like its inputs"):
+        popsim.for_loop(1, lambda t: t.sum(), [torch.zeros(2)])
+
+
+def test_cond_picks_the_branch_on_the_device_each_call():
+    def branch(x, flag):
+        return popsim.cond(flag, lambda t: t * 2.0, [x], lambda t: t - 1.0, [x])[0]
+
+    model = popsim.inferenceModel(Function(branch))
+    x = torch.randn(3)
+    torch.testing.assert_close(model(x, torch.tensor([True])), x * 2.0)
+    torch.testing.assert_close(model(x, torch.tensor([False])), x - 1.0)
+    # Eagerly only the branch taken runs, as in PopTorch.
+    assert popsim.cond(torch.tensor(False), lambda: 1 / 0, [], lambda: torch.ones(1), [])[0] == 1
+
+
+def test_nop_is_the_identity_and_custom_op_is_refused_with_the_reason():
+    x = torch.randn(3)
+    torch.testing.assert_close(popsim.inferenceModel(Function(popsim.nop))(x), x)
+    with pytest.raises(popsim.UnsupportedOperationError,
+                       match=r"custom op 'LeakyRelu' \(domain 'custom.ops', version 1\) is "
+                             r"Poplar/PopART code"):
+        popsim.custom_op([x], "LeakyRelu", "custom.ops", 1, example_outputs=[x])
+
+
+class Started(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.first, self.second = nn.Linear(3, 3), nn.Linear(3, 3)
+        self.head = popsim.BeginBlock(lambda t: t * 2.0, "B2", ipu_id=1)
+
+    def forward(self, x):
+        popsim.Block.start("B0", ipu_id=0)
+        x = self.first(x)
+        popsim.Block.start("B1", ipu_id=1)
+        return self.head(self.second(x))
+
+
+def test_block_start_and_begin_block_on_a_function_split_the_model():
+    host = Started()
+    model = popsim.inferenceModel(host, popsim.Options().deviceIterations(2))
+    x = torch.randn(4, 3)
+    torch.testing.assert_close(model(x), host(x))
+    ipus = model.memoryReport()["ipus"]
+    assert len(ipus) == 2 and all(ipu["total"] > 0 for ipu in ipus)
+
+
+def test_remove_blocks_and_module_repr():
+    network = nn.Sequential(nn.Linear(2, 3), nn.Sequential(nn.ReLU(), nn.Linear(3, 1)))
+    popsim.BeginBlock(network[1], "B1", ipu_id=1)
+    shown = popsim.module_repr(network)
+    assert "(1): BeginBlock(user_id='B1', ipu_id=1) Sequential(" in shown
+    popsim.removeBlocks(network)
+    assert popsim.module_repr(network) == repr(network)
+    model = popsim.inferenceModel(network)
+    model(torch.randn(2, 2))
+    assert len(model.memoryReport()["ipus"]) == 1
+    popsim.BeginBlock(network[1], "again")  # no longer annotated: allowed again
