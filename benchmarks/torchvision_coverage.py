@@ -119,12 +119,12 @@ def training_excess(model, x, labels):
 
 
 def smoothed(model):
-    """A copy of `model` with every ReLU module replaced by SiLU: no threshold
-    for a rounding to flip."""
+    """A copy of `model` with every ReLU (and ReLU6, Hardtanh) module replaced
+    by SiLU: no threshold for a rounding to flip."""
     model = copy.deepcopy(model)
     for module in list(model.modules()):
         for name, child in module.named_children():
-            if isinstance(child, torch.nn.ReLU):
+            if isinstance(child, (torch.nn.ReLU, torch.nn.Hardtanh)):
                 setattr(module, name, torch.nn.SiLU())
     return model
 

@@ -27,6 +27,7 @@ from popsim._dataloader import DataLoader
 from popsim.enums import (
     ConnectionType,
     DataLoaderMode,
+    HalfFloatCastingBehavior,
     MatMulSerializationMode,
     OutputMode,
     ReductionType,
@@ -89,6 +90,7 @@ __all__ = [
     "Executor",
     "for_loop",
     "ICustomArgParser",
+    "HalfFloatCastingBehavior",
     "identity_loss",
     "inferenceModel",
     "InputError",

@@ -80,3 +80,13 @@ class MatMulSerializationMode(enum.Enum):
     ReducingDim = "reducing_dim"
     OutputChannels = "output_channels"
     Disabled = "none"
+
+
+class HalfFloatCastingBehavior(enum.IntEnum):
+    """How float32 inputs of ops that mix float16 and float32 operands are
+    treated (PopTorch's Precision.halfFloatCasting): ``FloatDowncastToHalf``
+    computes in float16, ``HalfUpcastToFloat`` in float32 (as PyTorch
+    does)."""
+
+    FloatDowncastToHalf = 0
+    HalfUpcastToFloat = 1

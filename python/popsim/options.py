@@ -20,7 +20,13 @@ import torch
 
 from popsim import _C
 from popsim._logging import LOGGER
-from popsim.enums import ConnectionType, OutputMode, ReductionType, SyncPattern
+from popsim.enums import (
+    ConnectionType,
+    HalfFloatCastingBehavior,
+    OutputMode,
+    ReductionType,
+    SyncPattern,
+)
 from popsim.errors import OptionError
 from popsim.strategies import _ExecutionStrategy
 from popsim.tensor_locations import TensorLocationSettings
@@ -123,7 +129,8 @@ class _OptionGroup:
 
     def toDict(self) -> Dict[str, Any]:
         return {name: (value.name if isinstance(value, (OutputMode, ReductionType,
-                                                         ConnectionType, SyncPattern))
+                                                         ConnectionType, SyncPattern,
+                                                         HalfFloatCastingBehavior))
                        else repr(value)
                        if isinstance(value, (_ExecutionStrategy, TensorLocationSettings))
                        else value)
@@ -146,6 +153,9 @@ _SETTERS = {
     "accumulator_location": "setAccumulatorLocation",
     "activation_location": "setActivationLocation",
     "auto_round_num_ipus": "autoRoundNumIPUs",
+    "partials_type": "setPartialsType",
+    "floating_point_exceptions": "enableFloatingPointExceptions",
+    "stochastic_rounding": "enableStochasticRounding",
 }
 
 
@@ -227,6 +237,75 @@ class _SimulatorOptions(_OptionGroup):
         return self._set("threads_per_ipu", positive_int("Simulator.threadsPerIpu", threads))
 
 
+_FLOAT16_ISSUE = ("popsim computes in float32 (float16 models are the subject of its "
+                  "half-precision work)")
+
+
+class _PrecisionOptions(_OptionGroup):
+    """Numerical precision (``opts.Precision``). popsim computes float32 models
+    with float32 partials, round-to-nearest and float32 norm statistics, which
+    are the settings accepted here; the float16 settings are recorded and the
+    ones that would change float32 arithmetic are refused with the reason."""
+
+    _defaults = {"partials_type": torch.float32, "running_statistics_always_float": True,
+                 "half_float_casting": HalfFloatCastingBehavior.FloatDowncastToHalf,
+                 "floating_point_exceptions": False, "stochastic_rounding": False}
+    _group_name = "Options.Precision"
+
+    def setPartialsType(self, dtype: torch.dtype) -> "_PrecisionOptions":
+        """The type of matmul and convolution partial sums: torch.float."""
+        if dtype not in (torch.float32, torch.float16):
+            raise OptionError(f"Precision.setPartialsType expects torch.float or torch.half, "
+                              f"got {dtype!r}.")
+        if dtype == torch.float16:
+            raise OptionError(f"Precision.setPartialsType(torch.half): {_FLOAT16_ISSUE}, so its "
+                              "partial sums are float32. Leave the partials type at torch.float.")
+        return self._set("partials_type", dtype)
+
+    def runningStatisticsAlwaysFloat(self, enabled: bool) -> "_PrecisionOptions":
+        """Batch norm running statistics in float32 (they are, in float32 models)."""
+        return self._set("running_statistics_always_float",
+                         _bool("Precision.runningStatisticsAlwaysFloat", enabled))
+
+    def halfFloatCasting(self, behavior: HalfFloatCastingBehavior) -> "_PrecisionOptions":
+        """How float16 and float32 operands mix; recorded (float32 models have
+        no float16 operands)."""
+        if not isinstance(behavior, HalfFloatCastingBehavior):
+            raise OptionError(f"Precision.halfFloatCasting expects a "
+                              f"popsim.HalfFloatCastingBehavior, got {behavior!r}.")
+        return self._set("half_float_casting", behavior)
+
+    def enableFloatingPointExceptions(self, enabled: bool) -> "_PrecisionOptions":
+        """False (the default) only: popsim does not trap floating-point overflow."""
+        if _bool("Precision.enableFloatingPointExceptions", enabled):
+            raise OptionError(
+                "Precision.enableFloatingPointExceptions(True): popsim does not trap "
+                "floating-point overflow or invalid operations; infinities and NaN propagate "
+                "as in PyTorch. Leave it False.")
+        return self._set("floating_point_exceptions", enabled)
+
+    def enableStochasticRounding(self, enabled: bool) -> "_PrecisionOptions":
+        """False (the default) only: popsim rounds to nearest, as float32 PyTorch does."""
+        if _bool("Precision.enableStochasticRounding", enabled):
+            raise OptionError(f"Precision.enableStochasticRounding(True): {_FLOAT16_ISSUE} and "
+                              "rounds to nearest. Leave it False.")
+        return self._set("stochastic_rounding", enabled)
+
+
+class _JitOptions(_OptionGroup):
+    """PopTorch's JIT options (``opts.Jit``): popsim always traces the model."""
+
+    _defaults = {"trace_model": True}
+    _group_name = "Options.Jit"
+
+    def traceModel(self, trace: bool) -> "_JitOptions":
+        """True only: popsim compiles the model from a torch.jit trace."""
+        if not _bool("Jit.traceModel", trace):
+            raise OptionError("Jit.traceModel(False): popsim compiles models from a torch.jit "
+                              "trace only. Leave it True.")
+        return self._set("trace_model", trace)
+
+
 class _TensorLocationOptions(_OptionGroup):
     """Where kinds of tensors live (``opts.TensorLocations``), each set with a
     popsim.TensorLocationSettings. Off chip (``useOnChipStorage(False)``), tensors
@@ -285,7 +364,7 @@ class _TensorLocationOptions(_OptionGroup):
                 settings.on_chip, settings.min_elements_for_off_chip))
 
 
-_GROUPS = ("Training", "Simulator", "TensorLocations", "_Popart")
+_GROUPS = ("Training", "Simulator", "TensorLocations", "_Popart", "Precision", "Jit")
 
 
 class _PopartOptions(_OptionGroup):
@@ -361,6 +440,8 @@ class Options(_OptionGroup):
         object.__setattr__(self, "Simulator", _SimulatorOptions())
         object.__setattr__(self, "TensorLocations", _TensorLocationOptions())
         object.__setattr__(self, "_Popart", _PopartOptions())
+        object.__setattr__(self, "Precision", _PrecisionOptions())
+        object.__setattr__(self, "Jit", _JitOptions())
 
     def deviceIterations(self, iterations: int) -> "Options":
         """Iterations of the model per call: each call takes `iterations` micro-batches

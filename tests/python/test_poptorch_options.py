@@ -187,3 +187,22 @@ def test_popsim_log_level_info_prints_the_cycle_counts():
                           text=True, timeout=100, check=True)
     cycles = int(done.stdout.strip())
     assert f"[popsim info] Total number of IPU cycles: {cycles}" in done.stderr
+
+
+def test_precision_and_jit_accept_what_float32_computing_is():
+    opts = popsim.Options()
+    opts.Precision.setPartialsType(torch.float).runningStatisticsAlwaysFloat(True)
+    opts.Precision.halfFloatCasting(popsim.HalfFloatCastingBehavior.HalfUpcastToFloat)
+    opts.Precision.enableFloatingPointExceptions(False).enableStochasticRounding(False)
+    opts.Jit.traceModel(True)
+    assert opts.toDict()["Precision"]["half_float_casting"] == "HalfUpcastToFloat"
+    for setter, message in [
+            (lambda: opts.Precision.setPartialsType(torch.half),
+             r"setPartialsType\(torch.half\): popsim computes in float32"),
+            (lambda: opts.Precision.enableStochasticRounding(True),
+             r"enableStochasticRounding\(True\): popsim computes in float32"),
+            (lambda: opts.Precision.enableFloatingPointExceptions(True),
+             r"does not trap floating-point overflow"),
+            (lambda: opts.Jit.traceModel(False), r"compiles models from a torch.jit trace only")]:
+        with pytest.raises(popsim.OptionError, match=message):
+            setter()
