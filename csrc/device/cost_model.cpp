@@ -139,6 +139,9 @@ OpCost estimateOpCost(const ir::Node& node, const ChipSpec& chip,
         elementwisePassCycles(outElements * static_cast<uint64_t>(kernel[0] * kernel[1]), chip);
     break;
   }
+  case ir::OpKind::PrintTensor: // the tensor streams to the host, which prints it
+    cost.exchangeCycles = hostTransferCycles(outBytes, chip);
+    break;
   case ir::OpKind::Cast: // a conversion per element, on the tiles that hold them
     cost.computeCycles = elementwisePassCycles(outElements, chip);
     break;

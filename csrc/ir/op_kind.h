@@ -96,7 +96,8 @@ namespace popsim::ir {
   X(Scatter, "scatter", Indexing)                                                                  \
   X(ScatterReduce, "scatter_reduce", Indexing)                                                     \
   X(Sort, "sort", Sort)                                                                            \
-  X(AdaptiveMaxPool2d, "adaptive_max_pool2d", Pooling)
+  X(AdaptiveMaxPool2d, "adaptive_max_pool2d", Pooling)                                             \
+  X(PrintTensor, "print_tensor", Check)
 
 enum class OpKind : uint16_t {
 #define POPSIM_OP_ENUM(kind, name, family) kind,

@@ -390,6 +390,17 @@ Grads noDerivative(GradientBuilder& b, const Grads&, const Needed&) {
 // check_range passes its input through, and so the gradient.
 Grads passThrough(GradientBuilder&, const Grads& g, const Needed&) { return {g[0]}; }
 
+// print_tensor: the gradient passes through, printed as "<title>_gradient"
+// when print_gradient is set (as PopTorch's ipu_print_tensor does).
+Grads printTensor(GradientBuilder& b, const Grads& g, const Needed&) {
+  const Attributes& attrs = nodeOf(b).attrs();
+  if (!attrs.getBool("print_gradient")) return {g[0]};
+  Attributes printed = attrs;
+  printed.set("title", attrs.getString("title") + "_gradient");
+  printed.set("print_gradient", false);
+  return {b.emit(OpKind::PrintTensor, {g[0]}, printed)};
+}
+
 // ctc_loss: PyTorch's gradient into the log-probabilities only.
 Grads ctcLoss(GradientBuilder& b, const Grads& g, const Needed&) {
   Grads result = none(b);
@@ -625,6 +636,7 @@ GradientRule findGradientRule(ir::OpKind kind) {
   case OpKind::NllLoss: return nllLoss;
   case OpKind::CtcLoss: return ctcLoss;
   case OpKind::CheckRange: return passThrough;
+  case OpKind::PrintTensor: return printTensor;
   case OpKind::NoDerivative: return noDerivative;
   case OpKind::IndexSelect: return indexSelect;
   case OpKind::IndexAdd: return indexAdd;

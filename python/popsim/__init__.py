@@ -63,6 +63,7 @@ from popsim._tensor_ops import (
     dynamic_slice,
     dynamic_update,
     for_loop,
+    ipu_print_tensor,
     nop,
     serializedMatMul,
 )
@@ -94,6 +95,7 @@ __all__ = [
     "identity_loss",
     "inferenceModel",
     "InputError",
+    "ipu_print_tensor",
     "InternalError",
     "MatMulSerializationMode",
     "module_repr",

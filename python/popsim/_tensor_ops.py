@@ -1,14 +1,21 @@
 """PopTorch's tensor helpers, built from PyTorch ops popsim compiles (so
 they also run in plain PyTorch): nop, dynamic_slice, dynamic_update,
-serializedMatMul, for_loop and cond, and custom_op, which names what it
-would need."""
+serializedMatMul, for_loop and cond; ipu_print_tensor, a marker op the
+device prints; and custom_op, which names what it would need."""
 
 from typing import Callable, List, Sequence
 
 import torch
 
+from popsim._ops import LIBRARY as _LIBRARY
 from popsim.enums import MatMulSerializationMode
 from popsim.errors import UnsupportedOperationError
+
+_LIBRARY.define("print_tensor(Tensor x, str title, bool print_gradient, int summarise_threshold, "
+                "int edge_items, int max_line_width, int digits, str float_format, "
+                "str separator, str open_bracket, str close_bracket) -> Tensor")
+_LIBRARY.impl("print_tensor", lambda x, *options: x.clone(), "CPU")
+_FLOAT_FORMATS = ("auto", "fixed", "scientific", "none")
 
 
 def _require_tensor(value, what, function):
@@ -168,3 +175,32 @@ def custom_op(inputs, name, domain, domain_version, example_outputs, attributes=
         f"popsim.custom_op: custom op '{name}' (domain '{domain}', version {domain_version}) "
         "is Poplar/PopART code, which popsim, having no Poplar, cannot run. Write the op with "
         "PyTorch operations (popsim computes those, forward and backward) and call it instead.")
+
+
+def ipu_print_tensor(tensor: torch.Tensor, title: str = "", print_gradient: bool = True,
+                     summarise_threshold: int = 1000, edge_items: int = 3,
+                     max_line_width: int = 80, digits: int = 4, float_format: str = "auto",
+                     separator: str = ", ", open_bracket: str = "(",
+                     close_bracket: str = ")") -> torch.Tensor:
+    """Returns `tensor`; in a compiled model, the device prints it on stdout
+    ("title: (...)") each time the op runs (every micro-batch), and in
+    training prints its gradient as "title_gradient" when `print_gradient`.
+    Use the returned tensor: an unused print is optimised away. Tensors of
+    more than `summarise_threshold` elements (0: no limit) show `edge_items`
+    at each end; `digits` and `float_format` ("auto", "fixed", "scientific",
+    "none") format the numbers, aligned, with rows broken at `max_line_width`
+    characters. Run eagerly (outside a popsim model) it prints nothing."""
+    _require_tensor(tensor, "tensor", "popsim.ipu_print_tensor")
+    if float_format not in _FLOAT_FORMATS:
+        raise ValueError(f"popsim.ipu_print_tensor expects float_format to be one of "
+                         f"{', '.join(_FLOAT_FORMATS)}, got {float_format!r}.")
+    for name, value, smallest in (("summarise_threshold", summarise_threshold, 0),
+                                  ("edge_items", edge_items, 1),
+                                  ("max_line_width", max_line_width, 0), ("digits", digits, 0)):
+        _require_int(value, name, "popsim.ipu_print_tensor", smallest)
+    if not torch.jit.is_tracing():
+        return tensor
+    return torch.ops.popsim.print_tensor(tensor, str(title), bool(print_gradient),
+                                         summarise_threshold, edge_items, max_line_width,
+                                         digits, float_format, separator, open_bracket,
+                                         close_bracket)

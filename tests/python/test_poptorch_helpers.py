@@ -1,6 +1,7 @@
 """PopTorch's model-side helpers, checked against their documented
 behaviour and eager PyTorch: dynamic_slice and dynamic_update with a start
-computed on the device, serializedMatMul, for_loop, cond, nop, custom_op's
+computed on the device, serializedMatMul, for_loop, cond, nop,
+ipu_print_tensor (what the device prints, gradients included), custom_op's
 refusal, and the block helpers Block.start, BeginBlock on a function,
 removeBlocks and module_repr."""
 
@@ -137,3 +138,36 @@ def test_remove_blocks_and_module_repr():
     model(torch.randn(2, 2))
     assert len(model.memoryReport()["ipus"]) == 1
     popsim.BeginBlock(network[1], "again")  # no longer annotated: allowed again
+
+
+class Printing(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(2, 2)
+
+    def forward(self, x):
+        h = popsim.ipu_print_tensor(self.linear(x), "h")
+        return popsim.identity_loss((h ** 2).sum(), "none")
+
+
+def test_ipu_print_tensor_prints_on_each_run_and_its_gradient_in_training(capfd):
+    doubled = popsim.inferenceModel(
+        Function(lambda x: popsim.ipu_print_tensor(x * 2, "doubled", separator=" ")),
+        popsim.Options().deviceIterations(2))
+    x = torch.tensor([[1.0, -2.5], [3.25, 40.0]])
+    torch.testing.assert_close(doubled(x), x * 2)
+    printed = capfd.readouterr().out
+    # each micro-batch of one row, as the device sees it
+    assert printed == "doubled: (( 2.0000 -5.0000))\ndoubled: (( 6.5000 80.0000))\n"
+
+    model = Printing()
+    with torch.no_grad():
+        model.linear.weight.copy_(torch.eye(2))
+        model.linear.bias.zero_()
+    trainer = popsim.trainingModel(model, None, torch.optim.SGD(model.parameters(), lr=0.0))
+    trainer(torch.tensor([[1.0, 2.0]]))
+    printed = capfd.readouterr().out
+    assert printed == "h: ((1.0000, 2.0000))\nh_gradient: ((2.0000, 4.0000))\n"
+    # Outside a compiled model the helper is the identity and prints nothing.
+    assert torch.equal(popsim.ipu_print_tensor(x, "eager"), x)
+    assert capfd.readouterr().out == ""

@@ -26,6 +26,23 @@ std::vector<TensorType> inferNoDerivative(const std::vector<TensorType>& inputs,
   return {inputs[0]};
 }
 
+// print_tensor(X) {title, print_gradient, format...} -> X unchanged, after
+// printing it on the host each time it runs (PopTorch's ipu_print_tensor).
+std::vector<TensorType> inferPrintTensor(const std::vector<TensorType>& inputs,
+                                         const Attributes& attrs) {
+  POPSIM_CHECK(attrs.getInt("edge_items") >= 1 && attrs.getInt("summarise_threshold") >= 0 &&
+                   attrs.getInt("max_line_width") >= 0 && attrs.getInt("digits") >= 0,
+               ErrorKind::Compilation,
+               "print_tensor needs edge_items >= 1 and summarise_threshold, max_line_width "
+               "and digits >= 0.");
+  const std::string& format = attrs.getString("float_format");
+  POPSIM_CHECK(format == "auto" || format == "fixed" || format == "scientific" || format == "none",
+               ErrorKind::Compilation,
+               "print_tensor float_format must be auto, fixed, scientific or none, got \"", format,
+               "\".");
+  return {inputs[0]};
+}
+
 } // namespace
 
 void registerCheckOps(OpRegistry& registry) {
@@ -35,6 +52,18 @@ void registerCheckOps(OpRegistry& registry) {
   registry.add(OpKind::CheckRange, 1, 1, {"input"},
                {{"min", AttrType::Float}, {"max", AttrType::Float}, {"what", AttrType::String}},
                inferCheckRange);
+  registry.add(OpKind::PrintTensor, 1, 1, {"input"},
+               {{"title", AttrType::String},
+                {"print_gradient", AttrType::Bool},
+                {"summarise_threshold", AttrType::Int},
+                {"edge_items", AttrType::Int},
+                {"max_line_width", AttrType::Int},
+                {"digits", AttrType::Int},
+                {"float_format", AttrType::String},
+                {"separator", AttrType::String},
+                {"open_bracket", AttrType::String},
+                {"close_bracket", AttrType::String}},
+               inferPrintTensor);
 }
 
 } // namespace popsim::ir::ops

@@ -1,14 +1,18 @@
 #include "common/check.h"
 #include "kernels/reference/families.h"
+#include "kernels/reference/tensor_text.h"
 
 #include <algorithm>
 #include <cstring>
+#include <iostream>
+#include <mutex>
 
 namespace popsim::kernels::reference {
+namespace {
 
 // check_range: the first element outside [min, max] (or NaN) is an
 // error naming its position and value; otherwise the input is copied through.
-void checks(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+void checkRange(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
   const auto* x = static_cast<const float*>(inputs[0]);
   const int64_t count = node.input(0)->type().numel();
   const double low = node.attrs().getFloat("min");
@@ -18,6 +22,52 @@ void checks(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) 
                " (PyTorch raises for this too): element ", bad - x, " is ", *bad, ".");
   if (outputs[0] != inputs[0])
     std::memcpy(outputs[0], x, static_cast<size_t>(count) * sizeof(float));
+}
+
+template <typename T> std::vector<double> asDoubles(const void* data, int64_t count) {
+  const auto* values = static_cast<const T*>(data);
+  return std::vector<double>(values, values + count);
+}
+
+// print_tensor: "title: (...)" on stdout, one whole tensor at a time
+// (IPUs run concurrently), then the input copied through.
+void printTensor(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+  const ir::TensorType& type = node.input(0)->type();
+  const int64_t count = type.numel();
+  std::vector<double> values;
+  switch (type.dtype) {
+  case ir::DType::Float32: values = asDoubles<float>(inputs[0], count); break;
+  case ir::DType::Int32: values = asDoubles<int32_t>(inputs[0], count); break;
+  case ir::DType::Int64: values = asDoubles<int64_t>(inputs[0], count); break;
+  default: values = asDoubles<bool>(inputs[0], count); break;
+  }
+  const ir::Attributes& a = node.attrs();
+  TensorTextFormat format;
+  format.summariseThreshold = a.getInt("summarise_threshold");
+  format.edgeItems = a.getInt("edge_items");
+  format.maxLineWidth = a.getInt("max_line_width");
+  format.digits = a.getInt("digits");
+  format.floatFormat = a.getString("float_format");
+  format.separator = a.getString("separator");
+  format.openBracket = a.getString("open_bracket");
+  format.closeBracket = a.getString("close_bracket");
+  const std::string text = tensorText(values, type.shape, type.dtype != ir::DType::Float32, format);
+  const std::string& title = a.getString("title");
+  {
+    static std::mutex mutex;
+    const std::lock_guard<std::mutex> lock(mutex);
+    std::cout << (title.empty() ? text : title + ": " + text) << std::endl;
+  }
+  if (outputs[0] != inputs[0]) {
+    std::memcpy(outputs[0], inputs[0], static_cast<size_t>(type.bytes()));
+  }
+}
+
+} // namespace
+
+void checks(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+  if (node.kind() == ir::OpKind::PrintTensor) return printTensor(node, inputs, outputs);
+  checkRange(node, inputs, outputs);
 }
 
 } // namespace popsim::kernels::reference

@@ -37,7 +37,7 @@ void loss(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 void gatherScatter(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 // sort (sort.cpp).
 void sort(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
-// check_range (checks.cpp).
+// check_range and print_tensor (checks.cpp).
 void checks(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 // ctc_loss and ctc_loss_grad (ctc_loss.cpp), through loss().
 void ctc(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
