@@ -17,20 +17,10 @@ import torch
 import torchvision
 
 import popsim
+from torchvision_coverage import WithLoss  # the model and its cross-entropy loss
 
 MODELS = ["efficientnet_b0", "convnext_tiny"]
 BATCH = 8
-
-
-class WithLoss(torch.nn.Module):
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-        self.loss = torch.nn.CrossEntropyLoss()
-
-    def forward(self, x, labels):
-        out = self.model(x)
-        return out, self.loss(out, labels)
 
 
 def random_layers(model):

@@ -104,26 +104,35 @@ void avgPool(const ir::Node& node, const float* x, float* y) {
   }
 }
 
-void adaptiveAvgPool(const ir::Node& node, const float* x, float* y) {
-  const Planes p = planesOf(node);
+// One adaptive pooling bin of an output plane: rows [h0, h1), columns [w0, w1).
+struct Bin {
+  int64_t h0, h1, w0, w1;
+};
+
+// visit(plane, bin) for every plane and every bin, in output order.
+template <typename Visit> void forEachBin(const Planes& p, Visit visit) {
   for (int64_t plane = 0; plane < p.count; ++plane) {
-    const float* in = x + plane * p.H * p.W;
     for (int64_t oh = 0; oh < p.OH; ++oh) {
-      const int64_t h0 = ir::adaptiveBinStart(oh, p.OH, p.H);
-      const int64_t h1 = ir::adaptiveBinEnd(oh, p.OH, p.H);
       for (int64_t ow = 0; ow < p.OW; ++ow) {
-        const int64_t w0 = ir::adaptiveBinStart(ow, p.OW, p.W);
-        const int64_t w1 = ir::adaptiveBinEnd(ow, p.OW, p.W);
-        double sum = 0.0;
-        for (int64_t ih = h0; ih < h1; ++ih) {
-          for (int64_t iw = w0; iw < w1; ++iw) {
-            sum += in[ih * p.W + iw];
-          }
-        }
-        *y++ = static_cast<float>(sum / static_cast<double>((h1 - h0) * (w1 - w0)));
+        visit(plane, Bin{ir::adaptiveBinStart(oh, p.OH, p.H), ir::adaptiveBinEnd(oh, p.OH, p.H),
+                         ir::adaptiveBinStart(ow, p.OW, p.W), ir::adaptiveBinEnd(ow, p.OW, p.W)});
       }
     }
   }
+}
+
+void adaptiveAvgPool(const ir::Node& node, const float* x, float* y) {
+  const Planes p = planesOf(node);
+  forEachBin(p, [&](int64_t plane, const Bin& b) {
+    const float* in = x + plane * p.H * p.W;
+    double sum = 0.0;
+    for (int64_t ih = b.h0; ih < b.h1; ++ih) {
+      for (int64_t iw = b.w0; iw < b.w1; ++iw) {
+        sum += in[ih * p.W + iw];
+      }
+    }
+    *y++ = static_cast<float>(sum / static_cast<double>((b.h1 - b.h0) * (b.w1 - b.w0)));
+  });
 }
 
 // The outputs `ow` in [0, OW) whose window column `ow * stride + offset`
@@ -177,26 +186,18 @@ void maxPoolTrain(const ir::Node& node, const float* x, float* y, int32_t* indic
 // row-major order (NaN wins, the last one), as PyTorch's CPU kernel picks it.
 void adaptiveMaxPool(const ir::Node& node, const float* x, float* y, int32_t* indices) {
   const Planes p = planesOf(node);
-  for (int64_t plane = 0; plane < p.count; ++plane) {
+  forEachBin(p, [&](int64_t plane, const Bin& b) {
     const float* in = x + plane * p.H * p.W;
-    for (int64_t oh = 0; oh < p.OH; ++oh) {
-      const int64_t h0 = ir::adaptiveBinStart(oh, p.OH, p.H);
-      const int64_t h1 = ir::adaptiveBinEnd(oh, p.OH, p.H);
-      for (int64_t ow = 0; ow < p.OW; ++ow) {
-        const int64_t w0 = ir::adaptiveBinStart(ow, p.OW, p.W);
-        const int64_t w1 = ir::adaptiveBinEnd(ow, p.OW, p.W);
-        int64_t where = h0 * p.W + w0;
-        for (int64_t ih = h0; ih < h1; ++ih) {
-          for (int64_t iw = w0; iw < w1; ++iw) {
-            const float value = in[ih * p.W + iw];
-            if (value > in[where] || std::isnan(value)) where = ih * p.W + iw;
-          }
-        }
-        *y++ = in[where];
-        *indices++ = static_cast<int32_t>(where);
+    int64_t where = b.h0 * p.W + b.w0;
+    for (int64_t ih = b.h0; ih < b.h1; ++ih) {
+      for (int64_t iw = b.w0; iw < b.w1; ++iw) {
+        const float value = in[ih * p.W + iw];
+        if (value > in[where] || std::isnan(value)) where = ih * p.W + iw;
       }
     }
-  }
+    *y++ = in[where];
+    *indices++ = static_cast<int32_t>(where);
+  });
 }
 
 // dX: each dY element added at its window's recorded maximum, in output
@@ -248,23 +249,15 @@ void adaptiveAvgPoolGrad(const ir::Node& node, const float* dy, float* dx) {
   const ir::Shape& ys = node.input(0)->type().shape;
   const Planes p{xs[0] * xs[1], xs[2], xs[3], ys[2], ys[3]};
   std::fill(dx, dx + node.output()->type().numel(), 0.0f);
-  for (int64_t plane = 0; plane < p.count; ++plane) {
+  forEachBin(p, [&](int64_t plane, const Bin& b) {
     float* grad = dx + plane * p.H * p.W;
-    for (int64_t oh = 0; oh < p.OH; ++oh) {
-      const int64_t h0 = ir::adaptiveBinStart(oh, p.OH, p.H);
-      const int64_t h1 = ir::adaptiveBinEnd(oh, p.OH, p.H);
-      for (int64_t ow = 0; ow < p.OW; ++ow) {
-        const int64_t w0 = ir::adaptiveBinStart(ow, p.OW, p.W);
-        const int64_t w1 = ir::adaptiveBinEnd(ow, p.OW, p.W);
-        const float share = *dy++ / static_cast<float>((h1 - h0) * (w1 - w0));
-        for (int64_t ih = h0; ih < h1; ++ih) {
-          for (int64_t iw = w0; iw < w1; ++iw) {
-            grad[ih * p.W + iw] += share;
-          }
-        }
+    const float share = *dy++ / static_cast<float>((b.h1 - b.h0) * (b.w1 - b.w0));
+    for (int64_t ih = b.h0; ih < b.h1; ++ih) {
+      for (int64_t iw = b.w0; iw < b.w1; ++iw) {
+        grad[ih * p.W + iw] += share;
       }
     }
-  }
+  });
 }
 
 } // namespace
