@@ -111,6 +111,9 @@ class Executor:
         self._optimizer = optimizer
         self._profile_writer = None  # kept across recompilations: same profile directory
         self._warned_float64 = False  # float64 inputs converted: said once per model
+        # Options.logCycleCount, read once rather than on every call.
+        self._log_cycles = bool(
+            self._options._Popart.toDict().get("instrumentWithHardwareCycleCounter"))
         self._reset()
 
     def _reset(self):
@@ -204,7 +207,7 @@ class Executor:
             warnings.warn(_compilation.float64_warning(converted), stacklevel=2)
             self._warned_float64 = True
         outputs = self._executable.run(_widened(device_tensors))
-        if self._options._Popart._values.get("instrumentWithHardwareCycleCounter"):
+        if self._log_cycles:
             LOGGER.info("Total number of IPU cycles: %d", self._executable.last_run_cycles)
         if self._input_updates:
             outputs = self._write_back_inputs(tensors, outputs)

@@ -397,12 +397,6 @@ class _PopartOptions(_OptionGroup):
         self._set("patterns", dict(patterns))
         return self._set("patternsLevel", level)
 
-    def __getattr__(self, name):
-        values = object.__getattribute__(self, "_values")
-        if name in values:
-            return values[name]
-        raise AttributeError(f"Options._Popart has no option '{name}' set.")
-
 
 def _bool(owner, value):
     if not isinstance(value, bool):

@@ -191,31 +191,38 @@ void lowerEmbeddingBag(LoweringContext& ctx) {
                       constantFilled(ctx, {ir::DType::Int64, {}}, static_cast<double>(padding)));
     counted = castTo(ctx, kept, ir::DType::Float32);
   }
-  const BagMaxima maxima =
-      mode == 2 ? bagMaxima(ctx, vectors, flat, rows, kept, bags) : BagMaxima{nullptr, nullptr};
-  if (kept != nullptr) {
-    vectors = ctx.emit(ir::OpKind::Where,
-                       {reshape(ctx, kept, {length, 1}), vectors, floatScalar(ctx, 0.0)});
-  }
-  if (ctx.numInputs() > 6 && !ctx.isNone(6)) {
-    if (mode != 0) ctx.unsupported("embedding_bag per_sample_weights with a mode other than 'sum'");
-    vectors = ctx.emit(ir::OpKind::Mul, {vectors, reshape(ctx, floatTensor(ctx, 6), {length, 1})});
-  }
-  ir::Value* targets = ctx.emit(ir::OpKind::Broadcast, {reshape(ctx, rows, {length, 1})},
-                                {{"shape", ir::Shape{length, dim}}});
-  ir::Value* sums =
-      ctx.emit(ir::OpKind::Scatter,
-               {constantFilled(ctx, {ir::DType::Float32, {bags, dim}}, 0.0), targets, vectors},
-               {{"dim", int64_t{0}}, {"reduce", std::string("sum")}});
   ir::Value* sizes = ctx.emit(
       ir::OpKind::Scatter, {constantFilled(ctx, {ir::DType::Float32, {bags}}, 0.0), rows, counted},
       {{"dim", int64_t{0}}, {"reduce", std::string("sum")}});
-  if (mode == 1) {
-    ir::Value* divisors =
-        emitPointwise(ctx, sizes, "clamp", {1.0, std::numeric_limits<double>::infinity()});
-    sums = ctx.emit(ir::OpKind::Div, {sums, reshape(ctx, divisors, {bags, 1})});
+  BagMaxima maxima{nullptr, nullptr};
+  if (mode == 2) {
+    maxima = bagMaxima(ctx, vectors, flat, rows, kept, bags);
+    ctx.setOutput(0, maxima.values);
+  } else {
+    if (kept != nullptr) {
+      vectors = ctx.emit(ir::OpKind::Where,
+                         {reshape(ctx, kept, {length, 1}), vectors, floatScalar(ctx, 0.0)});
+    }
+    if (ctx.numInputs() > 6 && !ctx.isNone(6)) {
+      if (mode != 0) {
+        ctx.unsupported("embedding_bag per_sample_weights with a mode other than 'sum'");
+      }
+      vectors =
+          ctx.emit(ir::OpKind::Mul, {vectors, reshape(ctx, floatTensor(ctx, 6), {length, 1})});
+    }
+    ir::Value* targets = ctx.emit(ir::OpKind::Broadcast, {reshape(ctx, rows, {length, 1})},
+                                  {{"shape", ir::Shape{length, dim}}});
+    ir::Value* sums =
+        ctx.emit(ir::OpKind::Scatter,
+                 {constantFilled(ctx, {ir::DType::Float32, {bags, dim}}, 0.0), targets, vectors},
+                 {{"dim", int64_t{0}}, {"reduce", std::string("sum")}});
+    if (mode == 1) {
+      ir::Value* divisors =
+          emitPointwise(ctx, sizes, "clamp", {1.0, std::numeric_limits<double>::infinity()});
+      sums = ctx.emit(ir::OpKind::Div, {sums, reshape(ctx, divisors, {bags, 1})});
+    }
+    ctx.setOutput(0, sums);
   }
-  ctx.setOutput(0, mode == 2 ? maxima.values : sums);
   // The bookkeeping outputs of aten::embedding_bag, for PyTorch's own
   // backward (nn.EmbeddingBag returns the first only): each index's bag,
   // each bag's size, and max_indices for max, or the sizes again in their

@@ -42,10 +42,9 @@ std::vector<TensorType> inferMaxPool(const std::vector<TensorType>& inputs,
 }
 
 // max_pool2d_train(X) -> (Y, indices): Y as max_pool2d, and where each
-// window's maximum is, kept for max_pool2d_grad. The encoding belongs to the
-// kernel implementation (PyTorch's flat positions in the input plane for the
-// reference kernels, oneDNN's workspace for oneDNN's); i32 per output holds
-// either.
+// window's maximum is: PyTorch's flat position in the input plane (the
+// first maximum, the last NaN), which max_pool2d_grad reads and
+// max_pool*d(return_indices=True) returns, so every kernel must record it.
 std::vector<TensorType> inferMaxPoolTrain(const std::vector<TensorType>& inputs,
                                           const Attributes& attrs) {
   const TensorType y = inferMaxPool(inputs, attrs)[0];
