@@ -40,6 +40,30 @@ std::string describeLoss(const ir::Value& loss) {
   return producer == nullptr ? std::string("a loss") : producer->describe();
 }
 
+// Every value `value` is computed from, itself included.
+std::unordered_set<const ir::Value*> ancestorsOf(const ir::Value* value) {
+  std::unordered_set<const ir::Value*> seen{value};
+  std::vector<const ir::Value*> pending{value};
+  while (!pending.empty()) {
+    const ir::Value* current = pending.back();
+    pending.pop_back();
+    if (current->producer() == nullptr) continue;
+    for (const ir::Value* input : current->producer()->inputs()) {
+      if (seen.insert(input).second) pending.push_back(input);
+    }
+  }
+  return seen;
+}
+
+// The position of the node producing `value` in the graph (-1 for leaves).
+std::ptrdiff_t producerPosition(const ir::Graph& graph, const ir::Value* value) {
+  const auto& nodes = graph.nodes();
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].get() == value->producer()) return static_cast<std::ptrdiff_t>(i);
+  }
+  return -1;
+}
+
 } // namespace
 
 void identifyLoss(ir::Graph& graph, const MarkedLosses& losses) {
@@ -52,38 +76,56 @@ void identifyLoss(ir::Graph& graph, const MarkedLosses& losses) {
   }
   Dependencies dependencies(marked);
   std::vector<size_t> outputs; // one index per distinct loss value
-  std::vector<const ir::Value*> seen;
   for (size_t i = 0; i < graph.outputs().size(); ++i) {
     const ir::Value* output = graph.outputs()[i];
-    if (dependencies.markedSource(output) != nullptr &&
-        std::find(seen.begin(), seen.end(), output) == seen.end()) {
-      outputs.push_back(i);
-      seen.push_back(output);
-    }
+    const bool repeated = std::any_of(outputs.begin(), outputs.end(), [&](size_t earlier) {
+      return graph.outputs()[earlier] == output;
+    });
+    if (dependencies.markedSource(output) != nullptr && !repeated) outputs.push_back(i);
   }
   POPSIM_CHECK(!outputs.empty(), ErrorKind::Compilation,
                "The training model returns no loss. Its forward() must return the loss, or "
                "(output, loss), computed with a PyTorch loss function (e.g. "
                "torch.nn.CrossEntropyLoss) or marked with popsim.identity_loss(x, reduction).");
-  if (outputs.size() > 1) {
-    std::string list;
-    for (size_t i : outputs) {
-      list += strCat(list.empty() ? "" : ", ", "output ", i, " (from ",
-                     describeLoss(*dependencies.markedSource(graph.outputs()[i])), ")");
+  // A loss returned next to a total computed from it (`return a + b, a`) is a
+  // part shown to the user, as PopTorch's non-final losses: only the losses
+  // no other returned loss is computed from are minimised.
+  std::vector<std::unordered_set<const ir::Value*>> ancestors;
+  for (size_t i : outputs)
+    ancestors.push_back(ancestorsOf(graph.outputs()[i]));
+  std::vector<size_t> finals;
+  for (size_t a = 0; a < outputs.size(); ++a) {
+    const ir::Value* output = graph.outputs()[outputs[a]];
+    bool part = false;
+    for (size_t b = 0; b < outputs.size() && !part; ++b) {
+      part = b != a && ancestors[b].count(output) != 0;
     }
-    throwError(ErrorKind::Compilation,
-               strCat("The training model returns several independent losses: ", list,
-                      ". popsim minimises a single loss: combine them, e.g. "
-                      "popsim.identity_loss(loss1 + loss2, reduction=\"none\"), and return that as "
-                      "the loss (other outputs may still return the parts)."));
+    if (!part) finals.push_back(outputs[a]);
   }
-  ir::Value* loss = graph.outputs()[outputs.front()];
-  POPSIM_CHECK(loss->type().rank() == 0 && loss->type().dtype == ir::DType::Float32,
-               ErrorKind::Compilation, "The loss (output ", outputs.front(), ") is a ",
-               loss->type().str(),
-               " tensor, but a loss must be a float scalar: reduce it (a loss "
-               "function's reduction=\"mean\" or \"sum\") or use popsim.identity_loss(x, "
-               "reduction=\"mean\").");
+  for (size_t i : finals) {
+    const ir::Value* loss = graph.outputs()[i];
+    POPSIM_CHECK(loss->type().rank() == 0 && loss->type().dtype == ir::DType::Float32,
+                 ErrorKind::Compilation, "The loss (output ", i, ", from ",
+                 describeLoss(*dependencies.markedSource(loss)), ") is a ", loss->type().str(),
+                 " tensor, but a loss must be a float scalar: reduce it (a loss "
+                 "function's reduction=\"mean\" or \"sum\") or use popsim.identity_loss(x, "
+                 "reduction=\"mean\").");
+  }
+  // Several independent losses: the model minimises their sum (each is still
+  // returned as it is), computed where the last of them is.
+  ir::Value* loss = graph.outputs()[finals.front()];
+  const ir::Value* last = loss;
+  for (size_t k = 1; k < finals.size(); ++k) {
+    ir::Value* next = graph.outputs()[finals[k]];
+    if (producerPosition(graph, next) > producerPosition(graph, last)) last = next;
+  }
+  for (size_t k = 1; k < finals.size(); ++k) {
+    ir::Node* sum = graph.addNode(ir::OpKind::Add, {loss, graph.outputs()[finals[k]]}, {},
+                                  last->producer() != nullptr ? last->producer()->location()
+                                                              : ir::SourceLocation{});
+    if (last->producer() != nullptr) sum->setPlacement(last->producer()->placement());
+    loss = sum->output(0);
+  }
   graph.setLoss(loss);
 }
 

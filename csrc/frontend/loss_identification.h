@@ -11,10 +11,11 @@ namespace popsim::frontend {
 using MarkedLosses = std::vector<std::pair<ir::Value*, LoweringContext::LossKind>>;
 
 // Finds the value a training model minimises and sets it as the graph's loss.
-// When the model uses popsim.identity_loss, the loss is the one output that
-// depends on an identity_loss; otherwise the one output that depends on a
-// PyTorch loss function. Throws Compilation errors in PopTorch's terms when
-// there is no such output, several, or one that is not a scalar.
+// When the model uses popsim.identity_loss, its losses are the outputs that
+// depend on an identity_loss; otherwise the outputs that depend on a PyTorch
+// loss function. A loss another returned loss is computed from is a part and
+// not minimised again; several independent losses are minimised as their sum.
+// Throws Compilation errors when there is no loss or one is not a scalar.
 void identifyLoss(ir::Graph& graph, const MarkedLosses& losses);
 
 } // namespace popsim::frontend

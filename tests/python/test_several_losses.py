@@ -1,0 +1,125 @@
+"""Training models that return several losses: the independent ones are
+minimised as their sum, a loss computed from another returned one (a total
+and its parts) is minimised once, and every loss comes back as it is."""
+
+import copy
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import popsim
+
+
+class TwoHeads(nn.Module):
+    """A trunk with a classification head and a regression head; `losses`
+    decides what forward() returns."""
+
+    def __init__(self, losses, blocks=False):
+        super().__init__()
+        self.trunk, self.classes, self.values = nn.Linear(6, 8), nn.Linear(8, 3), nn.Linear(8, 2)
+        self.losses, self.blocks = losses, blocks
+
+    def forward(self, x, labels, targets):
+        with popsim.Block("trunk", ipu_id=0) if self.blocks else _nothing():
+            hidden = torch.tanh(self.trunk(x))
+            classes = self.classes(hidden)
+            classification = F.cross_entropy(classes, labels)
+        with popsim.Block("values", ipu_id=1) if self.blocks else _nothing():
+            regression = F.mse_loss(self.values(hidden), targets)
+            return self.losses(classes, classification, regression)
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def batch(size=4):
+    torch.manual_seed(1)
+    return torch.randn(size, 6), torch.randint(0, 3, (size,)), torch.randn(size, 2)
+
+
+def eager_step(model, minimised, inputs, lr=0.1):
+    """One SGD step of eager PyTorch on minimised(*forward outputs)."""
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    outputs = model(*inputs)
+    minimised(outputs).backward()
+    optimizer.step()
+    return outputs
+
+
+def popsim_step(model, inputs, options=None, lr=0.1):
+    trainer = popsim.trainingModel(model, options,
+                                   torch.optim.SGD(model.parameters(), lr=lr))
+    outputs = trainer(*inputs)
+    trainer.copyWeightsToHost()
+    trainer.destroy()
+    return outputs
+
+
+CASES = {
+    # returned next to the output, each loss from a PyTorch loss function
+    "two loss functions": (lambda c, a, b: (c, a, b), lambda out: out[1] + out[2]),
+    # identity_loss results (PopTorch's way of marking a custom loss)
+    "two identity losses": (
+        lambda c, a, b: (popsim.identity_loss(a * 2, "none"),
+                         popsim.identity_loss(b.reshape(1), "sum")),
+        lambda out: out[0] + out[1]),
+    # a total and one of its parts: the part is shown, not minimised again
+    "total and a part": (lambda c, a, b: (a + 0.5 * b, a), lambda out: out[0]),
+    # PopTorch's non-final identity loss: a loss computed from another one
+    "non-final identity loss": (
+        lambda c, a, b: (popsim.identity_loss(a, "none"),
+                         popsim.identity_loss(popsim.identity_loss(a, "none") * b, "mean")),
+        lambda out: out[1]),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_losses_train_as_eager(case):
+    returned, minimised = CASES[case]
+    torch.manual_seed(0)
+    model = TwoHeads(returned)
+    eager = copy.deepcopy(model)
+    inputs = batch()
+    expected = eager_step(eager, minimised, inputs)
+    actual = popsim_step(model, inputs)
+    for got, want in zip(actual, expected):
+        torch.testing.assert_close(got, want.detach(), rtol=1e-5, atol=1e-6)
+    for (name, got), want in zip(model.named_parameters(), eager.parameters()):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6, msg=name)
+
+
+def test_losses_of_two_pipeline_stages_train_as_one_ipu():
+    """The regression loss is on IPU 1 and the classification loss on IPU 0:
+    their sum is minimised across the pipeline as on one IPU."""
+    returned, _ = CASES["two loss functions"]
+    torch.manual_seed(0)
+    pipelined, single = TwoHeads(returned, blocks=True), TwoHeads(returned, blocks=True)
+    single.load_state_dict(pipelined.state_dict())
+    inputs = batch(16)
+    opts = popsim.Options()
+    opts.Training.gradientAccumulation(4)
+    outputs = popsim_step(pipelined, inputs, opts.clone().setExecutionStrategy(
+        popsim.PipelinedExecution(popsim.Stage("trunk").ipu(0), popsim.Stage("values").ipu(1))))
+    expected = popsim_step(single, inputs, opts.clone().setExecutionStrategy(
+        popsim.PipelinedExecution(popsim.Stage("trunk", "values").ipu(0))))
+    for got, want in zip(outputs, expected):
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+    for got, want in zip(pipelined.parameters(), single.parameters()):
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
+def test_a_loss_that_is_not_a_scalar_is_named():
+    returned = lambda c, a, b: (a, F.mse_loss(c, torch.zeros_like(c), reduction="none"))  # noqa
+    trainer = popsim.trainingModel(TwoHeads(returned))
+    with pytest.raises(popsim.CompilationError,
+                       match=r"^The loss \(output 1, from mul at .*test_several_losses\.py:\d+\) is a "
+                             r"f32\[4,3\] tensor, "
+                             r"but a loss must be a float scalar"):
+        trainer(*batch())
