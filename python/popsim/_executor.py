@@ -75,6 +75,11 @@ def _one_thread_at_a_time(method):
     return serialised
 
 
+def _module_flags(model):
+    """Every module's train/eval flag, which a training model is compiled for."""
+    return tuple(module.training for module in model.modules())
+
+
 class Executor:
     """A model compiled for simulated IPUs, used like the model itself.
 
@@ -118,6 +123,7 @@ class Executor:
 
     def _reset(self):
         self._graph = None
+        self._compiled_flags = None  # every module's train/eval flag when compiled
         self._executable = None
         self._signature = None
         self._output_structure = None
@@ -189,8 +195,25 @@ class Executor:
             mode = OutputMode.Final if self._training else OutputMode.All
         return mode
 
+    def train(self, mode: bool = True):
+        """The model's train(mode), returning this executor. A training model
+        compiles again at its next call when a module's flag changed since it
+        compiled (dropout and batch statistics follow the flags, as in eager
+        PyTorch); an inference model runs in eval mode whatever the flags."""
+        self._user_model.train(mode)
+        return self
+
+    def eval(self):
+        """train(False)."""
+        return self.train(False)
+
     @_one_thread_at_a_time
     def __call__(self, *args, **kwargs):
+        if (self._executable is not None and self._training
+                and _module_flags(self._user_model) != self._compiled_flags):
+            LOGGER.info("A module's train/eval flag changed since the training model compiled: "
+                        "compiling again")
+            self.destroy()
         if self._executable is None:
             self._compile(args, kwargs)
         if not self._attached:
@@ -488,6 +511,8 @@ class Executor:
         progress.phase("trace")
         if not self._training:
             self._seen_training = self._sync_trainers_to_host()
+        # The shallow copy has its own top-level flag: the user's model says.
+        self._model.training = self._user_model.training
         imported = _compilation.import_call(self._model, self._options, self._training, args,
                                             kwargs, lambda: progress.phase("import"))
         graph, signature = imported.graph, imported.signature
@@ -504,6 +529,7 @@ class Executor:
         progress.phase("weights")
         self._graph = graph
         self._executable = executable
+        self._compiled_flags = _module_flags(self._user_model)
         self._signature = signature
         self._output_structure = imported.output_structure
         # Outputs the device holds widened (views of narrow integer inputs) go home narrow.

@@ -234,3 +234,23 @@ def test_a_destroyed_training_model_that_compiles_again_is_registered_again():
     with pytest.raises(popsim.InputError, match="already wrapped"):
         popsim.trainingModel(pair.model)
     pair.assert_host_matches_eager()
+
+
+def test_eval_and_train_on_a_training_model_switch_batch_norm_and_keep_optimizer_state():
+    pair = Pair()
+    data = batches(6)
+    for x, labels in data[:2]:
+        pair.step(x, labels)
+    # eval() freezes the batch norm (running statistics, no updates) in both;
+    # Adam's moments and step count carry over the recompilation.
+    assert pair.trainer.eval() is pair.trainer
+    assert not pair.model.norm.training
+    pair.eager.eval()
+    for x, labels in data[2:4]:
+        pair.step(x, labels)
+    pair.assert_host_matches_eager()
+    pair.trainer.train()
+    pair.eager.train()
+    for x, labels in data[4:]:
+        pair.step(x, labels)
+    pair.assert_host_matches_eager()
