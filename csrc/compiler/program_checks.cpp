@@ -10,9 +10,14 @@ void checkHasLoss(const ir::Graph& graph) {
 }
 
 void checkProgram(const ir::Graph& graph, const CompilerOptions& options) {
+  const int64_t microBatches =
+      options.deviceIterations *
+      (options.program == ProgramKind::Inference ? 1 : options.gradientAccumulation);
   for (const ir::Value* input : graph.inputs()) {
-    // Python refuses scalar inputs with the input's name (_compilation.py).
-    POPSIM_ASSERT(input->type().rank() >= 1, "input '", input->name(), "' is a scalar.");
+    // A scalar input is a call's one micro-batch; Python refuses it, naming
+    // the input, when a call has several (_compilation.py).
+    POPSIM_ASSERT(input->type().rank() >= 1 || microBatches == 1, "input '", input->name(),
+                  "' is a scalar but a call has ", microBatches, " micro-batches.");
   }
   POPSIM_CHECK(!graph.outputs().empty() || options.program == ProgramKind::Training,
                ErrorKind::Compilation,

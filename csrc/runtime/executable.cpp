@@ -63,7 +63,7 @@ std::vector<ir::TensorType> Executable::inputHostTypes() const {
   std::vector<ir::TensorType> types;
   for (const ir::Value* input : graph_->inputs()) {
     ir::TensorType type = input->type();
-    type.shape[0] *= microBatchesPerCall();
+    if (type.rank() > 0) type.shape[0] *= microBatchesPerCall(); // a scalar: one micro-batch
     types.push_back(type);
   }
   return types;

@@ -58,9 +58,14 @@ def micro_batches(options: Options, signature: "_tracing.Signature",
                 "int64, bool, uint8, int8 and int16 tensors, and float64 ones as float32 "
                 "(convert it, e.g. with .float()).")
         if tensor.dim() == 0:
+            if factor == 1:  # one micro-batch per call: the scalar is it, as in PopTorch
+                micro.append(tensor.clone())
+                continue
             raise InputError(
-                f"Input '{name}' is a scalar. popsim splits each input along dimension 0 "
-                f"into {factor} micro-batch(es) per call, so inputs need a batch dimension.")
+                f"Input '{name}' is a scalar (0-d tensor), but popsim splits each input along "
+                f"dimension 0 into {explained}. Give it a batch dimension (e.g. "
+                f"{name}.expand({factor})), or use one device iteration and no gradient "
+                "accumulation.")
         if tensor.shape[0] % factor != 0:
             raise InputError(
                 f"Invalid batch dimension: input '{name}' has {tensor.shape[0]} samples in "
@@ -83,13 +88,12 @@ def import_call(model: torch.nn.Module, options: Options, training: bool,
     """Traces the model on one micro-batch of the call's inputs and imports the
     trace into popsim IR (C++). `tracing_done` marks the end of the trace."""
     signature = _tracing.Signature(args, kwargs, model.forward)
-    if not signature.tensor_positions:
-        raise InputError("The model was called without tensor inputs; popsim models take at "
-                         "least one tensor with a batch dimension.")
     micro = micro_batches(options, signature, signature.tensors(args, kwargs))
-    signature.batch_explanation = (
-        f"micro-batch {micro[0].shape[0]} x deviceIterations {options.device_iterations} x "
-        f"gradientAccumulation {options.Training.gradient_accumulation}")
+    batched = [tensor for tensor in micro if tensor.dim() > 0]
+    if batched:
+        signature.batch_explanation = (
+            f"micro-batch {batched[0].shape[0]} x deviceIterations {options.device_iterations} "
+            f"x gradientAccumulation {options.Training.gradient_accumulation}")
     traced, flat = _tracing.trace(model, signature, micro, training)
     tracing_done()
     graph = _C.import_module(traced, _tracing.widened(micro), _tracing.LIBRARY_PATHS,

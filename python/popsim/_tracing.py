@@ -47,6 +47,7 @@ class Signature:
 
     def __init__(self, args, kwargs, forward):
         value = _bind_arguments(forward, args, kwargs)
+        self.argument_count = len(value)
         leaves, names, self.structure = _structure.flatten(value, "")
         self.names = names
         self.tensor_positions = [i for i, leaf in enumerate(leaves) if _structure.is_tensor(leaf)]
@@ -58,20 +59,29 @@ class Signature:
         self.batch_explanation = None
 
     def tensors(self, args, kwargs):
-        """The flat tensor inputs of a call, checked against this signature."""
+        """The flat tensor inputs of a call, checked against this signature.
+        Each error starts with PopTorch's sentence for the same mismatch, so
+        code matching PopTorch's messages keeps working."""
         value = _bind_arguments(self.forward, args, kwargs)
         leaves, names, structure = _structure.flatten(value, "", like=self.structure)
         if structure != self.structure:
+            count = self.argument_count
+            lead = (f"Number of positional arguments mismatch: expected {count} arguments but "
+                    f"got {len(value)}. " if count != len(value) else "")
             raise InputError(
-                f"The model was compiled for inputs structured as {self.structure!r} "
+                f"{lead}The model was compiled for inputs structured as {self.structure!r} "
                 f"({', '.join(self.names)}) but was called with {structure!r} "
                 f"({', '.join(names)}). {_RECOMPILE_HINT}"
             )
         for position, expected in self.constants.items():
-            if _structure.is_tensor(leaves[position]) or leaves[position] != expected:
+            leaf = leaves[position]
+            if _structure.is_tensor(leaf) or leaf != expected:
+                lead = (_mismatch("Type", names[position], type(expected), type(leaf))
+                        if _structure.is_tensor(leaf)
+                        else _mismatch("Value", names[position], expected, leaf))
                 raise InputError(
-                    f"Input '{names[position]}' was {expected!r} when the model was compiled "
-                    f"and is now {leaves[position]!r}; non-tensor inputs are compiled into the "
+                    f"{lead}Input '{names[position]}' was {expected!r} when the model was "
+                    f"compiled and is now {leaf!r}; non-tensor inputs are compiled into the "
                     f"program as constants. {_RECOMPILE_HINT}"
                 )
         tensors = []
@@ -79,24 +89,32 @@ class Signature:
                                                   self.tensor_names):
             tensor = leaves[position]
             if not _structure.is_tensor(tensor):
-                raise InputError(f"Input '{name}' was a tensor when the model was compiled and is "
+                raise InputError(f"{_mismatch('Type', name, torch.Tensor, type(tensor))}Input "
+                                 f"'{name}' was a tensor when the model was compiled and is "
                                  f"now {tensor!r}. {_RECOMPILE_HINT}")
             if tensor.dtype != dtype:
-                raise InputError(f"Input '{name}' has dtype {tensor.dtype} but the model was "
+                raise InputError(f"{_mismatch('Data type', name, dtype, tensor.dtype)}Input "
+                                 f"'{name}' has dtype {tensor.dtype} but the model was "
                                  f"compiled for {dtype}. {_RECOMPILE_HINT}")
             if tuple(tensor.shape) != shape:  # the one comparison valid inputs pay
-                if (tensor.dim() > 0 and tuple(tensor.shape[1:]) == shape[1:]
+                lead = _mismatch("Shape", name, torch.Size(shape), tensor.shape)
+                if (tensor.dim() > 0 and len(shape) > 0 and tuple(tensor.shape[1:]) == shape[1:]
                         and self.batch_explanation is not None):
                     raise InputError(
-                        f"Input '{name}' has {tensor.shape[0]} samples in dimension 0 but the "
-                        f"model was compiled for {shape[0]} per call "
+                        f"{lead}Input '{name}' has {tensor.shape[0]} samples in dimension 0 but "
+                        f"the model was compiled for {shape[0]} per call "
                         f"({self.batch_explanation}). Pass batches of {shape[0]} (a "
                         "popsim.DataLoader with drop_last=True, the default, yields only full "
                         "ones), or call destroy() to compile for another batch size.")
-                raise InputError(f"Input '{name}' has shape {list(tensor.shape)} but the model "
-                                 f"was compiled for {list(shape)}. {_RECOMPILE_HINT}")
+                raise InputError(f"{lead}Input '{name}' has shape {list(tensor.shape)} but the "
+                                 f"model was compiled for {list(shape)}. {_RECOMPILE_HINT}")
             tensors.append(tensor)
         return tensors
+
+
+def _mismatch(what, name, expected, got):
+    """PopTorch's sentence for an input that differs from the compiled one."""
+    return f"{what} mismatch for {name}: expected {expected} but got {got}. "
 
 
 _RECOMPILE_HINT = (
@@ -311,10 +329,10 @@ def _trace(model, signature, micro_batch_tensors, training):
     flat = _FlatModel(model, signature)
     _blocks.reset_for_trace()
     guards = contextlib.ExitStack()
+    guards.enter_context(_untouched_state(model))  # a forward may write buffers in eval mode too
     if not training:
         guards.enter_context(module_mode(model, False))
     else:
-        guards.enter_context(_untouched_state(model))
         guards.enter_context(_cumulative_batch_norms(model))
         guards.enter_context(_no_backward())
         guards.enter_context(_recorded_grad_mode())

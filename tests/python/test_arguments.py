@@ -60,3 +60,72 @@ def test_variadic_positional_and_keyword_arguments():
     check(Starred(), x, a, b, scale=2.0, cc=c)
     check(Starred(), x, scale=3.0, c=c, bbb=b)
     check(Starred(), x, a)
+
+
+class Counter(torch.nn.Module):
+    """Counts its calls in a 0-d buffer; takes no inputs."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("calls", torch.zeros(()))
+        self.register_buffer("base", torch.arange(4.0))
+
+    def forward(self):
+        self.calls += 1
+        return self.base * self.calls
+
+
+def test_a_model_without_inputs_runs_each_device_iteration():
+    model = Counter()
+    ipu_model = popsim.inferenceModel(model, popsim.Options().deviceIterations(3))
+    # Tracing ran forward() once: the host buffer must not have counted it.
+    first, second = ipu_model(), ipu_model()
+    assert model.calls.item() == 0
+    eager = Counter()
+    expected = torch.cat([eager() for _ in range(6)])
+    assert torch.equal(torch.cat([first, second]), expected)
+
+
+def test_an_inference_trace_leaves_buffers_and_random_stream_alone():
+    class Noisy(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("calls", torch.zeros(()))
+
+        def forward(self, x):
+            self.calls += 1
+            return x * self.calls + torch.rand(())
+
+    model = Noisy()
+    torch.manual_seed(3)
+    popsim.inferenceModel(model).compile(torch.ones(2))
+    assert model.calls.item() == 0
+    after_compile = torch.rand(1)
+    torch.manual_seed(3)
+    assert torch.equal(after_compile, torch.rand(1))
+
+
+def test_training_without_inputs_and_with_a_scalar_input():
+    class Quadratic(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.tensor([3.0, -1.0]))
+
+        def forward(self, scale=None):
+            loss = (self.w ** 2).sum()
+            return popsim.identity_loss(loss if scale is None else loss * scale, "none")
+
+    for args in [(), (torch.tensor(0.5),)]:
+        model = Quadratic()
+        eager = Quadratic()
+        trainer = popsim.trainingModel(model, popsim.Options(),
+                                       torch.optim.SGD(model.parameters(), lr=0.1))
+        optimizer = torch.optim.SGD(eager.parameters(), lr=0.1)
+        for _ in range(3):
+            loss = trainer(*args)
+            optimizer.zero_grad()
+            eager_loss = eager(*args)
+            eager_loss.backward()
+            optimizer.step()
+            assert_close(loss, eager_loss.detach())
+        assert_close(model.w, eager.w)

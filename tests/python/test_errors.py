@@ -63,6 +63,8 @@ def test_input_shape_change_after_compilation():
     with pytest.raises(popsim.InputError) as error:
         model(torch.randn(4, 1, 28, 28))
     assert str(error.value) == (
+        "Shape mismatch for x: expected torch.Size([8, 1, 28, 28]) but got "
+        "torch.Size([4, 1, 28, 28]). "  # PopTorch's sentence, then popsim's explanation
         "Input 'x' has 4 samples in dimension 0 but the model was compiled for 8 per call "
         "(micro-batch 8 x deviceIterations 1 x gradientAccumulation 1). Pass batches of 8 (a "
         "popsim.DataLoader with drop_last=True, the default, yields only full ones), or call "
@@ -70,6 +72,8 @@ def test_input_shape_change_after_compilation():
     with pytest.raises(popsim.InputError) as error:
         model(torch.randn(8, 1, 28, 27))
     assert str(error.value) == (
+        "Shape mismatch for x: expected torch.Size([8, 1, 28, 28]) but got "
+        "torch.Size([8, 1, 28, 27]). "
         "Input 'x' has shape [8, 1, 28, 27] but the model was compiled for [8, 1, 28, 28]. "
         "popsim compiles one program per input signature: wrap the model again for the new "
         "inputs, or call destroy() on this one first.")
@@ -78,11 +82,36 @@ def test_input_shape_change_after_compilation():
 def test_input_dtype_and_argument_changes_after_compilation():
     model = popsim.inferenceModel(MnistNetwork())
     model(torch.randn(8, 1, 28, 28))
-    with pytest.raises(popsim.InputError, match=r"Input 'x' has dtype torch.int64 but the "
-                                                r"model was compiled for torch.float32"):
+    with pytest.raises(popsim.InputError, match=r"^Data type mismatch for x: expected "
+                                                r"torch.float32 but got torch.int64\. Input 'x' "
+                                                r"has dtype torch.int64 but the model was "
+                                                r"compiled for torch.float32"):
         model(torch.ones(8, 1, 28, 28, dtype=torch.int64))
-    with pytest.raises(popsim.InputError, match=r"compiled for inputs structured as"):
+    with pytest.raises(popsim.InputError, match=r"^Number of positional arguments mismatch: "
+                                                r"expected 1 arguments but got 2\. The model was "
+                                                r"compiled for inputs structured as"):
         model(torch.randn(8, 1, 28, 28), torch.randn(1))
+
+
+def test_non_tensor_argument_changes_after_compilation_use_poptorch_wording():
+    class Scaled(torch.nn.Module):
+        def forward(self, x, scale):
+            return x * scale
+
+    model = popsim.inferenceModel(Scaled())
+    model(torch.ones(2), 2.0)
+    with pytest.raises(popsim.InputError, match=r"^Value mismatch for scale: expected 2\.0 but "
+                                                r"got 3\.0\. Input 'scale' was 2\.0 when the "
+                                                r"model was compiled and is now 3\.0; non-tensor "
+                                                r"inputs are compiled into the program"):
+        model(torch.ones(2), 3.0)
+    with pytest.raises(popsim.InputError, match=r"^Type mismatch for scale: expected <class "
+                                                r"'float'> but got <class 'torch.Tensor'>\. "):
+        model(torch.ones(2), torch.tensor(2.0))
+    with pytest.raises(popsim.InputError, match=r"^Type mismatch for x: expected <class "
+                                                r"'torch.Tensor'> but got <class 'float'>\. Input "
+                                                r"'x' was a tensor when the model was compiled"):
+        model(1.0, 2.0)
 
 
 def test_batch_dimension_must_split_into_device_iterations():
@@ -170,13 +199,23 @@ def test_memory_per_ipu_larger_than_the_chip():
                                 "(GC2) SRAM of 318,767,104 bytes (304.00 MiB).")
 
 
-def test_scalar_inputs_need_a_batch_dimension():
+def test_scalar_inputs_are_one_micro_batch():
+    """As in PopTorch, a 0-d input is the call's one micro-batch; with several
+    micro-batches per call it cannot be split."""
     class Scale(torch.nn.Module):
-        def forward(self, x):
-            return x * 2
+        def forward(self, x, factor):
+            return x * factor
 
-    with pytest.raises(popsim.InputError, match=r"Input 'x' is a scalar"):
-        popsim.inferenceModel(Scale())(torch.tensor(3.0))
+    x, factor = torch.randn(3), torch.tensor(-1.5)
+    assert torch.equal(popsim.inferenceModel(Scale())(x, factor), x * factor)
+    model = popsim.inferenceModel(Scale(), popsim.Options().deviceIterations(3))
+    with pytest.raises(popsim.InputError) as error:
+        model(x, factor)
+    assert str(error.value) == (
+        "Input 'factor' is a scalar (0-d tensor), but popsim splits each input along dimension 0 "
+        "into deviceIterations (3): each call runs 3 device iteration(s) on micro-batches of "
+        "equal size. Give it a batch dimension (e.g. factor.expand(3)), or use one device "
+        "iteration and no gradient accumulation.")
 
 
 def test_float64_inputs_are_converted_to_float32_with_one_warning():
