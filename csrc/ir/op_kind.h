@@ -97,7 +97,8 @@ namespace popsim::ir {
   X(ScatterReduce, "scatter_reduce", Indexing)                                                     \
   X(Sort, "sort", Sort)                                                                            \
   X(AdaptiveMaxPool2d, "adaptive_max_pool2d", Pooling)                                             \
-  X(PrintTensor, "print_tensor", Check)
+  X(PrintTensor, "print_tensor", Check)                                                            \
+  X(RecomputationCheckpoint, "recomputation_checkpoint", Layout)
 
 enum class OpKind : uint16_t {
 #define POPSIM_OP_ENUM(kind, name, family) kind,

@@ -387,7 +387,8 @@ Grads noDerivative(GradientBuilder& b, const Grads&, const Needed&) {
                     node.attrs().getString("hint")));
 }
 
-// check_range passes its input through, and so the gradient.
+// check_range and recomputation_checkpoint pass their input through, and so
+// the gradient.
 Grads passThrough(GradientBuilder&, const Grads& g, const Needed&) { return {g[0]}; }
 
 // print_tensor: the gradient passes through, printed as "<title>_gradient"
@@ -635,7 +636,8 @@ GradientRule findGradientRule(ir::OpKind kind) {
   case OpKind::Dropout: return dropout;
   case OpKind::NllLoss: return nllLoss;
   case OpKind::CtcLoss: return ctcLoss;
-  case OpKind::CheckRange: return passThrough;
+  case OpKind::CheckRange:
+  case OpKind::RecomputationCheckpoint: return passThrough;
   case OpKind::PrintTensor: return printTensor;
   case OpKind::NoDerivative: return noDerivative;
   case OpKind::IndexSelect: return indexSelect;

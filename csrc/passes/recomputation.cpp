@@ -11,8 +11,9 @@ namespace {
 
 // Whether running `node` again gives the same outputs from the same inputs.
 bool recomputable(const ir::Node& node) {
-  return node.kind() != ir::OpKind::IpuCopy && !node.hasSideEffects() &&
-         ir::opFamily(node.kind()) != ir::OpFamily::Random && !node.outputs().empty();
+  return node.kind() != ir::OpKind::IpuCopy && node.kind() != ir::OpKind::RecomputationCheckpoint &&
+         !node.hasSideEffects() && ir::opFamily(node.kind()) != ir::OpFamily::Random &&
+         !node.outputs().empty();
 }
 
 class StageRecomputation {
@@ -50,6 +51,14 @@ private:
     }
     auto done = clones_.find(value);
     if (done != clones_.end()) return done->second;
+    // A checkpointed value is stashed as its checkpoint (a view of the same
+    // bytes), also where gradients read it directly (an activation's output).
+    for (ir::Node* user : value->users()) {
+      if (user->kind() == ir::OpKind::RecomputationCheckpoint &&
+          layout_.taskOf(*user) == forward_) {
+        return user->output();
+      }
+    }
     std::vector<ir::Value*> inputs;
     for (ir::Value* input : producer->inputs())
       inputs.push_back(recomputed(input));

@@ -13,7 +13,8 @@ namespace popsim::passes {
 //   values its backward pass reads, cloned at the start of the backward task.
 // - Kept (stashed) instead: stage inputs (inter-IPU copies, graph inputs) and
 //   outputs of ops that draw random numbers (dropout masks cannot be drawn
-//   twice) or write state.
+//   twice) or write state, and the values the user marked with
+//   recomputation_checkpoint (recomputation restarts from them).
 // Every recomputed op is deterministic, so results are unchanged bit for bit.
 // Runs on a graph ordered by task with its inter-IPU copies inserted.
 void recomputeStages(ir::Graph& graph, const TaskLayout& layout);

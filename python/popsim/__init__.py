@@ -65,6 +65,7 @@ from popsim._tensor_ops import (
     for_loop,
     ipu_print_tensor,
     nop,
+    recomputationCheckpoint,
     serializedMatMul,
 )
 
@@ -108,6 +109,7 @@ __all__ = [
     "PipelinedExecution",
     "PipelineSchedule",
     "PoplarExecutor",
+    "recomputationCheckpoint",
     "ReductionType",
     "registerCustomArgParser",
     "registerPostCompileHook",

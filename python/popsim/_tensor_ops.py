@@ -1,7 +1,8 @@
 """PopTorch's tensor helpers, built from PyTorch ops popsim compiles (so
 they also run in plain PyTorch): nop, dynamic_slice, dynamic_update,
 serializedMatMul, for_loop and cond; ipu_print_tensor, a marker op the
-device prints; and custom_op, which names what it would need."""
+device prints; recomputationCheckpoint, a marker recomputation stashes; and
+custom_op, which names what it would need."""
 
 from typing import Callable, List, Sequence
 
@@ -16,6 +17,8 @@ _LIBRARY.define("print_tensor(Tensor x, str title, bool print_gradient, int summ
                 "str separator, str open_bracket, str close_bracket) -> Tensor")
 _LIBRARY.impl("print_tensor", lambda x, *options: x.clone(), "CPU")
 _FLOAT_FORMATS = ("auto", "fixed", "scientific", "none")
+_LIBRARY.define("recomputation_checkpoint(Tensor x) -> Tensor")
+_LIBRARY.impl("recomputation_checkpoint", lambda x: x.clone(), "CPU")
 
 
 def _require_tensor(value, what, function):
@@ -204,3 +207,22 @@ def ipu_print_tensor(tensor: torch.Tensor, title: str = "", print_gradient: bool
                                          summarise_threshold, edge_items, max_line_width,
                                          digits, float_format, separator, open_bracket,
                                          close_bracket)
+
+
+def recomputationCheckpoint(*tensors):
+    """Returns its tensors (one tensor, or a tuple of them, nested tuples and
+    lists kept); in a model trained with Options.Training.recomputation(True),
+    recomputation keeps (stashes) them instead of recomputing them, and the
+    backward pass recomputes only the ops after them. Use the returned
+    tensors. Elsewhere it changes nothing."""
+    def checkpoint(value):
+        if isinstance(value, (tuple, list)):
+            return type(value)(checkpoint(item) for item in value)
+        _require_tensor(value, "its arguments", "popsim.recomputationCheckpoint")
+        if not torch.jit.is_tracing():
+            return value
+        return torch.ops.popsim.recomputation_checkpoint(value)
+
+    if len(tensors) == 1 and isinstance(tensors[0], torch.Tensor):
+        return checkpoint(tensors[0])
+    return checkpoint(tensors)

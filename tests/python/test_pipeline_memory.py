@@ -110,3 +110,64 @@ def test_prefetch_buffers_hold_depth_micro_batches_of_inputs(depth):
     images, labels = 4 * 28 * 28 * 4, 4 * 8
     assert [b["bytes"] for b in buffers] == [depth * images, 0, 0, depth * labels]
     assert all(b["always_live"] for b in buffers)
+
+
+class Checkpointed(torch.nn.Module):
+    """Two linear layers on IPU 0 (the first one's output optionally a
+    recomputation checkpoint), a classifier on IPU 1."""
+
+    def __init__(self, checkpoint):
+        super().__init__()
+        self.fc1, self.fc2 = torch.nn.Linear(16, 32), torch.nn.Linear(32, 32)
+        self.fc3 = torch.nn.Linear(32, 4)
+        self.checkpoint = checkpoint
+
+    def forward(self, x, labels):
+        with popsim.Block("A", ipu_id=0):
+            hidden = torch.tanh(self.fc1(x))
+            if self.checkpoint:
+                hidden = popsim.recomputationCheckpoint(hidden)
+            hidden = torch.tanh(self.fc2(hidden))
+        with popsim.Block("B", ipu_id=1):
+            out = self.fc3(hidden)
+            return out, torch.nn.functional.cross_entropy(out, labels)
+
+
+def test_recomputation_checkpoint_is_stashed_and_recomputation_restarts_from_it():
+    x, labels = torch.randn(2 * 16, 16), torch.randint(0, 4, (2 * 16,))
+    runs = {}
+    for checkpoint, recomputation in [(False, False), (False, True), (True, True)]:
+        torch.manual_seed(0)
+        model = Checkpointed(checkpoint)
+        opts = popsim.Options().deviceIterations(2)
+        opts.Training.gradientAccumulation(4).recomputation(recomputation)
+        trainer = popsim.trainingModel(model, opts, popsim.optim.SGD(model.parameters(), lr=0.1))
+        trainer.compile(x, labels)
+        recomputed = [step["op"] for step in trainer._executable.program()
+                      if step["task"] == "B0" and step["op"] in ("linear", "tanh")]
+        losses = trainer(x, labels)[1]
+        trainer.copyWeightsToHost()
+        runs[checkpoint, recomputation] = (stash(trainer), recomputed, losses,
+                                           [p.detach().clone() for p in model.parameters()])
+    in_flight = 3  # interleaved, IPU 0 of 2: 2 (2 - 1 - 0) + 1 micro-batches of 4
+    # Recomputation alone stashes the stage input, x, and recomputes both layers;
+    # with the checkpoint it also stashes tanh(fc1(x)) and recomputes only fc2.
+    assert runs[False, True][0] == [in_flight * 4 * 16 * 4, 0]
+    assert runs[True, True][0] == [in_flight * 4 * (16 + 32) * 4, 0]
+    assert runs[False, True][1] == ["linear", "tanh", "linear", "tanh"]
+    assert runs[True, True][1] == ["linear", "tanh"]
+    # Same results bit for bit, with or without recomputation and checkpoints.
+    for key in [(False, True), (True, True)]:
+        assert torch.equal(runs[key][2], runs[False, False][2])
+        for got, want in zip(runs[key][3], runs[False, False][3]):
+            assert torch.equal(got, want)
+
+
+def test_recomputation_checkpoint_keeps_the_structure_it_is_given():
+    a, b = torch.ones(2), torch.zeros(3)
+    assert popsim.recomputationCheckpoint(a) is a
+    pair = popsim.recomputationCheckpoint(a, [b, a])
+    assert isinstance(pair, tuple) and pair[0] is a and pair[1][0] is b
+    with pytest.raises(TypeError, match=r"popsim\.recomputationCheckpoint expects its arguments "
+                                        r"to be a torch\.Tensor, got int"):
+        popsim.recomputationCheckpoint(a, 3)

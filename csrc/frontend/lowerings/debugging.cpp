@@ -1,5 +1,7 @@
-// popsim::print_tensor (popsim.ipu_print_tensor): the print_tensor op, which
-// prints its input each time it runs and passes it through.
+// The debugging and memory-trading markers users put in their models:
+// popsim::print_tensor (popsim.ipu_print_tensor), which prints its input each
+// time it runs and passes it through, and popsim::recomputation_checkpoint
+// (popsim.recomputationCheckpoint), a value recomputation stashes.
 
 #include "frontend/lowering_registry.h"
 #include "frontend/lowerings/helpers.h"
@@ -23,10 +25,15 @@ void lowerPrintTensor(LoweringContext& ctx) {
                              {"close_bracket", ctx.toString(10)}}));
 }
 
+void lowerRecomputationCheckpoint(LoweringContext& ctx) {
+  ctx.setOutput(0, ctx.emit(ir::OpKind::RecomputationCheckpoint, {ctx.tensor(0)}));
+}
+
 } // namespace
 
 void registerDebugging(LoweringRegistry& registry) {
   registry.add("popsim::print_tensor", lowerPrintTensor);
+  registry.add("popsim::recomputation_checkpoint", lowerRecomputationCheckpoint);
 }
 
 } // namespace popsim::frontend::lowerings

@@ -17,12 +17,13 @@ std::vector<TensorType> inferCheckRange(const std::vector<TensorType>& inputs,
   return {inputs[0]};
 }
 
-// no_derivative(X) {what, hint} -> X, a view: marks a result PyTorch has no
-// derivative for (its backward raises); training through it is an error
-// naming `what`, with `hint`. Layout simplification removes it once
-// gradients are built.
-std::vector<TensorType> inferNoDerivative(const std::vector<TensorType>& inputs,
-                                          const Attributes&) {
+// A view of its input: no_derivative(X) {what, hint} marks a result PyTorch
+// has no derivative for (its backward raises; training through it is an
+// error naming `what`, with `hint`; layout simplification removes it once
+// gradients are built), and recomputation_checkpoint(X) a value recomputation
+// keeps (stashes) instead of recomputing (PopTorch's recomputationCheckpoint).
+std::vector<TensorType> inferUnchangedView(const std::vector<TensorType>& inputs,
+                                           const Attributes&) {
   return {inputs[0]};
 }
 
@@ -47,7 +48,7 @@ std::vector<TensorType> inferPrintTensor(const std::vector<TensorType>& inputs,
 
 void registerCheckOps(OpRegistry& registry) {
   registry.add(OpKind::NoDerivative, 1, 1, {"input"},
-               {{"what", AttrType::String}, {"hint", AttrType::String}}, inferNoDerivative);
+               {{"what", AttrType::String}, {"hint", AttrType::String}}, inferUnchangedView);
   registry.setView(OpKind::NoDerivative);
   registry.add(OpKind::CheckRange, 1, 1, {"input"},
                {{"min", AttrType::Float}, {"max", AttrType::Float}, {"what", AttrType::String}},
@@ -64,6 +65,8 @@ void registerCheckOps(OpRegistry& registry) {
                 {"open_bracket", AttrType::String},
                 {"close_bracket", AttrType::String}},
                inferPrintTensor);
+  registry.add(OpKind::RecomputationCheckpoint, 1, 1, {"input"}, {}, inferUnchangedView);
+  registry.setView(OpKind::RecomputationCheckpoint);
 }
 
 } // namespace popsim::ir::ops
