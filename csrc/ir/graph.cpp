@@ -255,6 +255,7 @@ std::unique_ptr<Graph> Graph::clone() const {
         new Node(copy->nextNodeId_++, node->kind(), node->attrs(), node->location())));
     Node* cloned = copy->nodes_.back().get();
     cloned->placement_ = node->placement();
+    cloned->availableMemoryProportion_ = node->availableMemoryProportion();
     for (const Value* input : node->inputs()) {
       Value* mapped = map.at(input);
       cloned->inputs_.push_back(mapped);

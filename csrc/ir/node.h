@@ -33,6 +33,12 @@ public:
   const Placement& placement() const { return placement_; }
   void setPlacement(Placement placement) { placement_ = std::move(placement); }
 
+  // The share of its IPU's memory a matmul or convolution may use for its
+  // temporaries, set by the user for this op (popsim.set_available_memory);
+  // 0 when the IPU's availableMemoryProportion applies.
+  double availableMemoryProportion() const { return availableMemoryProportion_; }
+  void setAvailableMemoryProportion(double proportion) { availableMemoryProportion_ = proportion; }
+
   // Whether the node writes weights or state in place (see OpSchema).
   bool hasSideEffects() const;
 
@@ -51,6 +57,7 @@ private:
   Attributes attrs_;
   SourceLocation location_;
   Placement placement_;
+  double availableMemoryProportion_ = 0.0;
 };
 
 } // namespace popsim::ir

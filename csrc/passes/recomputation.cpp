@@ -67,6 +67,7 @@ private:
     ir::Placement placement = producer->placement();
     placement.phase = ir::Phase::Backward;
     clone->setPlacement(placement);
+    clone->setAvailableMemoryProportion(producer->availableMemoryProportion());
     for (size_t i = 0; i < producer->outputs().size(); ++i) {
       clones_[producer->output(i)] = clone->output(i);
     }

@@ -78,8 +78,11 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& graph,
       memory::temporaryBudgets(options.system, options.availableMemoryProportion);
   std::vector<device::OpTemporaries> temporaries;
   for (const auto& node : program.nodes()) {
+    const double own = node->availableMemoryProportion(); // set_available_memory on this op
     temporaries.push_back(device::planOpTemporaries(
-        *node, buffers.temporaryBudget[static_cast<size_t>(node->placement().ipu)]));
+        *node, own > 0.0 ? static_cast<uint64_t>(
+                               own * static_cast<double>(options.system.memoryCapacity()))
+                         : buffers.temporaryBudget[static_cast<size_t>(node->placement().ipu)]));
   }
   const memory::TransientMemory transient = memory::planTransientMemory(
       program, executable->plan_, options.system.numIpus, temporaries, executable->planStreaming());

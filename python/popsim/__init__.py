@@ -67,6 +67,7 @@ from popsim._tensor_ops import (
     nop,
     recomputationCheckpoint,
     serializedMatMul,
+    set_available_memory,
 )
 
 PoplarExecutor = Executor
@@ -116,6 +117,7 @@ __all__ = [
     "registerPreCompileHook",
     "removeBlocks",
     "serializedMatMul",
+    "set_available_memory",
     "ShardedExecution",
     "Stage",
     "SyncPattern",

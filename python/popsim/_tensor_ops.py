@@ -1,8 +1,9 @@
 """PopTorch's tensor helpers, built from PyTorch ops popsim compiles (so
 they also run in plain PyTorch): nop, dynamic_slice, dynamic_update,
 serializedMatMul, for_loop and cond; ipu_print_tensor, a marker op the
-device prints; recomputationCheckpoint, a marker recomputation stashes; and
-custom_op, which names what it would need."""
+device prints; recomputationCheckpoint, a marker recomputation stashes;
+set_available_memory, a matmul's or convolution's temporary memory budget;
+and custom_op, which names what it would need."""
 
 from typing import Callable, List, Sequence
 
@@ -19,6 +20,8 @@ _LIBRARY.impl("print_tensor", lambda x, *options: x.clone(), "CPU")
 _FLOAT_FORMATS = ("auto", "fixed", "scientific", "none")
 _LIBRARY.define("recomputation_checkpoint(Tensor x) -> Tensor")
 _LIBRARY.impl("recomputation_checkpoint", lambda x: x.clone(), "CPU")
+_LIBRARY.define("set_available_memory(Tensor x, float proportion) -> Tensor")
+_LIBRARY.impl("set_available_memory", lambda x, proportion: x.clone(), "CPU")
 
 
 def _require_tensor(value, what, function):
@@ -226,3 +229,22 @@ def recomputationCheckpoint(*tensors):
     if len(tensors) == 1 and isinstance(tensors[0], torch.Tensor):
         return checkpoint(tensors[0])
     return checkpoint(tensors)
+
+
+def set_available_memory(tensor: torch.Tensor,
+                         available_memory_proportion: float) -> torch.Tensor:
+    """Returns `tensor`; the matmul or convolution that computed it (looking
+    through views such as reshapes) may use this share of its IPU's memory
+    for its temporaries, instead of the IPU's availableMemoryProportion: a
+    smaller share runs it in more serial passes (more cycles, less memory).
+    On other ops it has no effect (popsim logs a warning). Use the returned
+    tensor."""
+    _require_tensor(tensor, "tensor", "popsim.set_available_memory")
+    proportion = available_memory_proportion
+    if (isinstance(proportion, bool) or not isinstance(proportion, (int, float))
+            or not 0.0 < proportion <= 1.0):
+        raise ValueError(f"popsim.set_available_memory expects available_memory_proportion in "
+                         f"(0, 1], got {proportion!r}.")
+    if not torch.jit.is_tracing():
+        return tensor
+    return torch.ops.popsim.set_available_memory(tensor, float(proportion))

@@ -141,3 +141,54 @@ def test_proportion_errors():
                              r"has 1 IPU\(s\), IPU0 to IPU0\. Remove the entry or raise "
                              r"Simulator.numIpus\."):
         model(torch.randn(2, 4))
+
+
+class TwoLinears(nn.Module):
+    """Two Linear(512, 1024)-sized layers on one IPU; `hint` is given to
+    set_available_memory on the first one's output (through a view)."""
+
+    def __init__(self, hint):
+        super().__init__()
+        self.first, self.second = nn.Linear(512, 1024), nn.Linear(1024, 512)
+        self.hint = hint
+
+    def forward(self, x):
+        y = self.first(x)
+        if self.hint is not None:
+            y = popsim.set_available_memory(y.reshape(256, 32, 32), self.hint).reshape(256, 1024)
+        return self.second(torch.relu(y))
+
+
+def test_set_available_memory_bounds_only_the_op_that_made_the_tensor(tmp_path):
+    x = torch.randn(256, 512)
+    results = {}
+    for hint in (None, 0.05):
+        torch.manual_seed(0)
+        opts = popsim.Options().enableProfiling(str(tmp_path / str(hint)))
+        opts.Simulator.memoryPerIpu(MIB64)
+        model = popsim.inferenceModel(TwoLinears(hint), opts)
+        results[hint] = model(x)
+        memory = json.loads((tmp_path / str(hint) / "inference" / "memory.json").read_text())
+        results[hint, "split"] = [(op["op"], op["passes"], op["bytes_per_pass"])
+                                  for op in memory["ipus"][0]["temporaries"]["split_ops"]]
+        results[hint, "cycles"] = model.executionTrace().total_cycles
+    assert torch.equal(results[0.05], results[None])
+    # The first linear alone runs in two passes (5% of 64 MiB < its 3.5 MiB);
+    # the second keeps the IPU's budget (60%).
+    assert results[None, "split"] == []
+    assert results[0.05, "split"] == [("linear", 2, ONE_PASS // 2)]
+    assert results[0.05, "cycles"] == results[None, "cycles"] + 40 + exchange_cycles(X)
+
+
+def test_set_available_memory_on_other_ops_warns_and_checks_its_argument(capfd):
+    class Pooled(nn.Module):
+        def forward(self, x):
+            return popsim.set_available_memory(torch.relu(x), 0.3) * 2
+
+    x = torch.randn(4, 8)
+    assert torch.equal(popsim.inferenceModel(Pooled())(x), torch.relu(x) * 2)
+    assert ("set_available_memory has no effect on relu at " in capfd.readouterr().err)
+    for bad in (0.0, 1.5, "0.3", True):
+        with pytest.raises(ValueError, match=r"popsim\.set_available_memory expects "
+                                             r"available_memory_proportion in \(0, 1\], got "):
+            popsim.set_available_memory(x, bad)

@@ -1,10 +1,14 @@
 // The debugging and memory-trading markers users put in their models:
 // popsim::print_tensor (popsim.ipu_print_tensor), which prints its input each
-// time it runs and passes it through, and popsim::recomputation_checkpoint
-// (popsim.recomputationCheckpoint), a value recomputation stashes.
+// time it runs and passes it through; popsim::recomputation_checkpoint
+// (popsim.recomputationCheckpoint), a value recomputation stashes; and
+// popsim::set_available_memory (popsim.set_available_memory), the temporary
+// memory budget of the matmul or convolution that made a tensor.
 
+#include "common/logging.h"
 #include "frontend/lowering_registry.h"
 #include "frontend/lowerings/helpers.h"
+#include "ir/op_schema.h"
 
 namespace popsim::frontend::lowerings {
 namespace {
@@ -29,9 +33,34 @@ void lowerRecomputationCheckpoint(LoweringContext& ctx) {
   ctx.setOutput(0, ctx.emit(ir::OpKind::RecomputationCheckpoint, {ctx.tensor(0)}));
 }
 
+// set_available_memory(x, proportion) -> x: the proportion goes to the op
+// that computed x (through views such as a reshape), as PopTorch sets it on
+// the producing op. popsim plans temporaries for matmuls and convolutions
+// only; for other ops the hint has no effect, which is said once.
+void lowerSetAvailableMemory(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  ir::Node* producer = x->producer();
+  while (producer != nullptr && ir::isViewOp(producer->kind()) && !producer->inputs().empty()) {
+    producer = producer->input(0)->producer();
+  }
+  const bool planned = producer != nullptr && (producer->kind() == ir::OpKind::Linear ||
+                                               producer->kind() == ir::OpKind::MatMul ||
+                                               producer->kind() == ir::OpKind::Convolution);
+  if (planned) {
+    producer->setAvailableMemoryProportion(ctx.toDouble(1));
+  } else {
+    POPSIM_LOG(Warn) << "set_available_memory has no effect on "
+                     << (producer != nullptr ? producer->describe()
+                                             : std::string("a model input or constant"))
+                     << ": popsim bounds the temporary memory of matmuls and convolutions only.";
+  }
+  ctx.setOutput(0, x);
+}
+
 } // namespace
 
 void registerDebugging(LoweringRegistry& registry) {
+  registry.add("popsim::set_available_memory", lowerSetAvailableMemory);
   registry.add("popsim::print_tensor", lowerPrintTensor);
   registry.add("popsim::recomputation_checkpoint", lowerRecomputationCheckpoint);
 }
