@@ -26,7 +26,8 @@ from typing import Any, Optional
 
 import torch
 
-from popsim import _C, _compilation, _hooks, _host_sync, _structure, _tracing, _training, _training_registry, _weights
+from popsim import (_C, _compilation, _hooks, _host_sync, _optimizer_state, _structure, _tracing,
+                    _training, _training_registry, _weights)
 from popsim._logging import LOGGER
 from popsim.enums import ConnectionType, OutputMode
 from popsim.errors import InputError, OptionError
@@ -134,6 +135,8 @@ class Executor:
         self._attached = False
         self._detached_state = None
         self._host_dirty = False
+        self._optimizer_device_newer = False  # steps since the optimizer state was copied home
+        self._optimizer_host_newer = False  # optimizer.load_state_dict() since the last call
         self._syncing = False
         self._seen_training = None  # inference: training versions last uploaded
         self._seen_generation = None  # inference: _training_registry.generation when checked
@@ -221,6 +224,8 @@ class Executor:
         start = time.perf_counter()
         if not self._training:
             self._catch_up_with_training()
+        elif self._optimizer_host_newer:
+            self._write_optimizer_state()
         tensors = self._signature.tensors(args, kwargs)
         if self._input_updates:
             self._refuse_written_inputs_sharing_memory(tensors)
@@ -238,6 +243,7 @@ class Executor:
             outputs[index] = outputs[index].to(dtype)
         if self._training:
             self._host_dirty = True
+            self._optimizer_device_newer = True
             self._record.called()
             self._count_optimizer_steps()
         result = _structure.unflatten(outputs, self._output_structure)
@@ -287,6 +293,7 @@ class Executor:
                 self.copyWeightsToHost()
                 self._binding.copy_state_to_host(self._executable)
             _host_sync.uninstall(self._user_model)
+            _optimizer_state.uninstall(self._optimizer)
         if self._record is not None:
             _training_registry.release(self._record)
             self._record = None
@@ -387,6 +394,27 @@ class Executor:
             self._upload_weights()
         self._seen_generation = generation
 
+    @_one_thread_at_a_time
+    def _sync_optimizer_state_to_host(self):
+        """Copies the device's optimizer state into the optimizer (its
+        state_dict() calls this first)."""
+        if self._optimizer_device_newer and self._attached and not self._optimizer_host_newer:
+            self._binding.copy_state_to_host(self._executable)
+        self._optimizer_device_newer = False
+
+    def _optimizer_state_loaded(self):
+        """optimizer.load_state_dict() ran: its state goes to the device next call."""
+        self._optimizer_host_newer = True
+        self._optimizer_device_newer = False
+
+    def _write_optimizer_state(self):
+        binding = _training.OptimizerBinding(self._optimizer, self._names_by_tensor())
+        self._binding.check_compatible(binding)
+        self._binding = binding
+        self._executable.write_variables(binding.optimizer_state(self._executable))
+        self._binding.write_hyperparameters(self._executable, _training.grad_scale(self._options))
+        self._optimizer_host_newer = False
+
     def _count_optimizer_steps(self):
         """Counts the device's optimizer steps as PyTorch's optimizer.step() does, for
         learning rate schedulers (which warn when the optimizer never stepped)."""
@@ -395,12 +423,19 @@ class Executor:
 
     @_one_thread_at_a_time
     def setOptimizer(self, optimizer: torch.optim.Optimizer) -> None:
-        """Replaces the optimizer's hyper-parameters (lr, ...) without recompiling."""
+        """Replaces the optimizer's hyper-parameters (lr, ...) without recompiling.
+        A different optimizer object takes over: the old one gets the device's
+        state first, and the new one's state, if it has any, goes to the device."""
         if not self._training:
             raise InputError("setOptimizer() is for training models.")
         if self._executable is not None:
             binding = _training.OptimizerBinding(optimizer, self._names_by_tensor())
             self._binding.check_compatible(binding)
+            if optimizer is not self._optimizer:
+                self._sync_optimizer_state_to_host()
+                _optimizer_state.uninstall(self._optimizer)
+                _optimizer_state.install(optimizer, self)
+                self._optimizer_host_newer = len(optimizer.state) > 0
             self._binding = binding
             binding.write_hyperparameters(self._executable, _training.grad_scale(self._options))
         else:
@@ -542,6 +577,7 @@ class Executor:
             executable.write_variables(binding.initial_state(executable))
             binding.write_hyperparameters(executable, _training.grad_scale(self._options))
             _host_sync.install(self._user_model, self)
+            _optimizer_state.install(self._optimizer, self)
         # OnDemand attaches (and Never would) only when the model first runs.
         self._attached = self._options.connection_type == ConnectionType.Always
         self._compilation_seconds = time.perf_counter() - start

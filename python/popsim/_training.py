@@ -136,7 +136,22 @@ class OptimizerBinding:
             executable.write_hyperparameters(index, hyperparameters(self.kind, group, scale))
 
     def initial_state(self, executable):
-        """Device state from the optimizer's own state (to resume), zeros otherwise."""
+        """Device state from the optimizer's own state (to resume), zeros otherwise;
+        empty gradient accumulators and the random counter at its start."""
+        available = set(executable.state_names())
+        values = self.optimizer_state(executable)
+        for params in self.groups:
+            for name, param in params:
+                accumulator = _C.parameter_state_name(name, "accumulator")
+                if accumulator in available:
+                    values[accumulator] = torch.zeros_like(param, dtype=torch.float32)
+        if _C.RANDOM_COUNTER_NAME in available:
+            values[_C.RANDOM_COUNTER_NAME] = torch.tensor(0, dtype=torch.int64)
+        return values
+
+    def optimizer_state(self, executable):
+        """The device's optimizer state (moments, buffers, step counts) from the
+        optimizer's own state, zeros where it has none."""
         available = set(executable.state_names())
         values = {}
         for index, params in enumerate(self.groups):
@@ -149,14 +164,9 @@ class OptimizerBinding:
                     value = torch_state.get(key)
                     values[device_name] = (value.detach().float() if value is not None
                                            else torch.zeros_like(param, dtype=torch.float32))
-                accumulator = _C.parameter_state_name(name, "accumulator")
-                if accumulator in available:
-                    values[accumulator] = torch.zeros_like(param, dtype=torch.float32)
             step_name = _C.group_state_name(index, "step")
             if step_name in available:
                 values[step_name] = torch.tensor(self._initial_step(index), dtype=torch.int64)
-        if _C.RANDOM_COUNTER_NAME in available:
-            values[_C.RANDOM_COUNTER_NAME] = torch.tensor(0, dtype=torch.int64)
         return values
 
     def _initial_step(self, index):

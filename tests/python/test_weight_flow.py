@@ -9,6 +9,7 @@ schedule.
 """
 
 import copy
+import pickle
 
 import pytest
 import torch
@@ -254,3 +255,53 @@ def test_eval_and_train_on_a_training_model_switch_batch_norm_and_keep_optimizer
     for x, labels in data[4:]:
         pair.step(x, labels)
     pair.assert_host_matches_eager()
+
+
+def assert_same_optimizer_state(actual, expected):
+    assert actual["param_groups"] == expected["param_groups"]
+    assert actual["state"].keys() == expected["state"].keys()
+    for index, state in expected["state"].items():
+        assert actual["state"][index].keys() == state.keys()
+        for key, value in state.items():
+            assert_close(actual["state"][index][key], value)
+
+
+def test_optimizer_state_dict_reads_the_device_state():
+    pair = Pair()
+    for x, labels in batches(3):
+        pair.step(x, labels)
+    state = pair.optimizer.state_dict()  # no copyWeightsToHost() or destroy() needed
+    assert_same_optimizer_state(state, pair.eager_optimizer.state_dict())
+    assert float(state["state"][0]["step"]) == 3
+
+
+def test_a_checkpoint_of_weights_and_optimizer_state_round_trips():
+    pair = Pair()
+    data = batches(6)
+    for x, labels in data[:2]:
+        pair.step(x, labels)
+    saved = copy.deepcopy((pair.trainer.state_dict(), pair.optimizer.state_dict()))
+    eager_saved = copy.deepcopy((pair.eager.state_dict(), pair.eager_optimizer.state_dict()))
+    for x, labels in data[2:4]:
+        pair.step(x, labels)
+    # Back to the checkpoint, in both: the next steps are the ones after step 2.
+    pair.trainer.load_state_dict(saved[0])
+    pair.optimizer.load_state_dict(saved[1])
+    pair.eager.load_state_dict(eager_saved[0])
+    pair.eager_optimizer.load_state_dict(eager_saved[1])
+    for x, labels in data[4:]:
+        pair.step(x, labels)
+    pair.assert_host_matches_eager()
+    assert_same_optimizer_state(pair.optimizer.state_dict(), pair.eager_optimizer.state_dict())
+
+
+def test_an_optimizer_in_use_pickles_and_copies_as_its_own_class():
+    pair = Pair()
+    for x, labels in batches(2):
+        pair.step(x, labels)
+    assert isinstance(pair.optimizer, torch.optim.Adam)
+    for copied in (copy.deepcopy(pair.optimizer), pickle.loads(pickle.dumps(pair.optimizer))):
+        assert type(copied) is torch.optim.Adam
+    pair.trainer.destroy()
+    assert type(pair.optimizer) is torch.optim.Adam
+    assert float(pair.optimizer.state_dict()["state"][0]["step"]) == 2
