@@ -7,8 +7,10 @@ namespace popsim::ir {
 
 // When an op runs in a training step. Forward and backward ops run once per
 // micro-batch; update ops (the optimizer) once per step, after the
-// micro-batches' gradients have been accumulated.
-enum class Phase { Forward, Backward, Update };
+// micro-batches' gradients have been accumulated, and before them the
+// gradient-norm ops of gradient clipping (each IPU's sum of squares, which
+// every IPU's update phase reads).
+enum class Phase { Forward, Backward, GradientNorm, Update };
 const char* phaseName(Phase phase);
 
 // Where and when an op runs on the simulated machine: the user's block

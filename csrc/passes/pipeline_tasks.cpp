@@ -14,6 +14,7 @@ std::string PipelineTask::name() const {
   case TaskKind::Forward: return "F" + std::to_string(stage);
   case TaskKind::Backward: return "B" + std::to_string(stage);
   case TaskKind::ForwardBackward: return "FB" + std::to_string(stage);
+  case TaskKind::GradientNorm: return "N" + std::to_string(ipu);
   case TaskKind::Update: return "U" + std::to_string(ipu);
   }
   return "?";
@@ -25,7 +26,9 @@ TaskLayout::TaskLayout(const ir::Graph& graph, bool training) : training_(traini
   stageIpus_.assign(static_cast<size_t>(stages), -1);
   for (const auto& node : graph.nodes()) {
     const ir::Placement& placement = node->placement();
-    if (placement.phase == ir::Phase::Update) continue;
+    if (placement.phase == ir::Phase::Update || placement.phase == ir::Phase::GradientNorm) {
+      continue;
+    }
     int64_t& ipu = stageIpus_[static_cast<size_t>(placement.stage)];
     POPSIM_CHECK(ipu < 0 || ipu == placement.ipu, ErrorKind::Compilation, "stage ", placement.stage,
                  " has ops on IPU ", ipu, " and on IPU ", placement.ipu, " (", node->describe(),
@@ -46,6 +49,16 @@ TaskLayout::TaskLayout(const ir::Graph& graph, bool training) : training_(traini
     }
   }
   pipelineLength_ = tasks_.size();
+  const bool clipped =
+      std::any_of(graph.nodes().begin(), graph.nodes().end(), [](const auto& node) {
+        return node->placement().phase == ir::Phase::GradientNorm;
+      });
+  if (training && clipped) {
+    for (int64_t ipu = 0; ipu < numIpus_; ++ipu) {
+      tasks_.push_back({TaskKind::GradientNorm, -1, ipu});
+    }
+  }
+  firstUpdate_ = tasks_.size();
   if (training) {
     for (int64_t ipu = 0; ipu < numIpus_; ++ipu) {
       tasks_.push_back({TaskKind::Update, -1, ipu});
@@ -61,9 +74,13 @@ size_t TaskLayout::taskOf(const ir::Node& node) const {
   case ir::Phase::Backward:
     POPSIM_ASSERT(training_, "a backward op in an inference program: ", node.describe());
     return static_cast<size_t>(stages - 1 + (stages - 1 - placement.stage));
+  case ir::Phase::GradientNorm:
+    POPSIM_ASSERT(training_ && firstUpdate_ > pipelineLength_,
+                  "a gradient-norm op without gradient-norm tasks: ", node.describe());
+    return pipelineLength_ + static_cast<size_t>(placement.ipu);
   case ir::Phase::Update:
     POPSIM_ASSERT(training_, "an update op in an inference program: ", node.describe());
-    return pipelineLength_ + static_cast<size_t>(placement.ipu);
+    return firstUpdate_ + static_cast<size_t>(placement.ipu);
   }
   return 0;
 }

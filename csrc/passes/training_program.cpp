@@ -118,6 +118,72 @@ bool needsStep(const TrainingConfig& config, const ParameterGroup& group) {
   return config.optimizer != OptimizerKind::Sgd || group.hasMomentum;
 }
 
+// Scales the step's gradients by min(1, maxGradNorm / (norm + 1e-6)), norm the
+// 2-norm of all of them together, as torch.nn.utils.clip_grad_norm_. Each IPU
+// sums the squares of its own gradients in its gradient-norm task; each IPU's
+// update task then adds up every IPU's sum in the same order (the inter-IPU
+// copies bring them), so all compute the same factor, as after an all-reduce.
+std::unordered_map<const ir::Value*, ir::Value*>
+clipByGlobalNorm(ir::Graph& graph, const TrainingConfig& config,
+                 const std::vector<ir::Value*>& params,
+                 const std::unordered_map<const ir::Value*, ir::Value*>& grads) {
+  std::map<int64_t, ir::Value*> sums; // per IPU
+  std::map<int64_t, ir::Placement> places;
+  for (ir::Value* param : params) {
+    if (grads.count(param) == 0) continue;
+    ir::Value* grad = grads.at(param);
+    const ir::Placement where = inPhase(placementOf(param), ir::Phase::GradientNorm);
+    ir::Value* squares =
+        addNode(graph, ir::OpKind::Mul, {grad, grad}, {}, where.phase, where)->output();
+    if (squares->type().rank() > 0) {
+      std::vector<int64_t> dims(static_cast<size_t>(squares->type().rank()));
+      for (size_t d = 0; d < dims.size(); ++d)
+        dims[d] = static_cast<int64_t>(d);
+      squares = addNode(graph, ir::OpKind::ReduceSum, {squares},
+                        {{"dims", dims}, {"keepdim", false}}, where.phase, where)
+                    ->output();
+    }
+    auto [sum, first] = sums.emplace(where.ipu, squares);
+    if (!first) {
+      sum->second =
+          addNode(graph, ir::OpKind::Add, {sum->second, squares}, {}, where.phase, where)->output();
+    }
+    places.emplace(where.ipu, inPhase(where, ir::Phase::Update));
+  }
+  std::map<int64_t, ir::Value*> factors;
+  for (const auto& [ipu, where] : places) {
+    ir::Value* total = nullptr;
+    for (const auto& [from, sum] : sums) {
+      total = total == nullptr
+                  ? sum
+                  : addNode(graph, ir::OpKind::Add, {total, sum}, {}, where.phase, where)->output();
+    }
+    ir::Value* norm = addNode(graph, ir::OpKind::Sqrt, {total}, {}, where.phase, where)->output();
+    ir::Value* shifted =
+        addNode(graph, ir::OpKind::Affine, {norm},
+                {{"scale", config.gradientScale}, {"shift", 1e-6}}, where.phase, where)
+            ->output();
+    ir::Value* factor =
+        addNode(graph, ir::OpKind::Div,
+                {graph.addScalarConstant(static_cast<float>(config.maxGradNorm)), shifted}, {},
+                where.phase, where)
+            ->output();
+    factors[ipu] =
+        addNode(graph, ir::OpKind::BinaryPointwise, {factor, graph.addScalarConstant(1.0f)},
+                {{"function", std::string("minimum")}}, where.phase, where)
+            ->output();
+  }
+  std::unordered_map<const ir::Value*, ir::Value*> clipped;
+  for (ir::Value* param : params) {
+    if (grads.count(param) == 0) continue;
+    const ir::Placement where = inPhase(placementOf(param), ir::Phase::Update);
+    clipped[param] = addNode(graph, ir::OpKind::Mul, {grads.at(param), factors.at(where.ipu)}, {},
+                             where.phase, where)
+                         ->output();
+  }
+  return clipped;
+}
+
 // The update op of one parameter, with the state it needs created on the way.
 void addUpdate(ir::Graph& graph, const TrainingConfig& config, const ParameterGroup& group,
                ir::Value* param, ir::Value* grad, ir::Value* hyper, ir::Value* step) {
@@ -232,7 +298,11 @@ void buildTrainingProgram(ir::Graph& graph, const TrainingConfig& config) {
     advanceRandomCounters(graph, counter);
   }
 
-  // Step 4: per group, the step count and the updates. Each IPU holding
+  // Step 4: gradient clipping; the updates read the clipped gradients.
+  const auto updateGrads =
+      config.maxGradNorm > 0.0 ? clipByGlobalNorm(graph, config, params, stepGrads) : stepGrads;
+
+  // Step 5: per group, the step count and the updates. Each IPU holding
   // parameters of the group has its own hyper-parameters and step count.
   for (size_t g = 0; g < config.groups.size(); ++g) {
     const ParameterGroup& group = config.groups[g];
@@ -251,7 +321,7 @@ void buildTrainingProgram(ir::Graph& graph, const TrainingConfig& config) {
         stepCount = step.on(where.ipu, &created);
         if (created) increment(graph, stepCount, where);
       }
-      addUpdate(graph, config, group, param, stepGrads.at(param), hyper.on(where.ipu), stepCount);
+      addUpdate(graph, config, group, param, updateGrads.at(param), hyper.on(where.ipu), stepCount);
       if (accumulate) {
         addNode(graph, ir::OpKind::Fill, {stepGrads.at(param)}, {{"value", 0.0}}, ir::Phase::Update,
                 where);

@@ -27,6 +27,12 @@ struct TrainingConfig {
   // Micro-batches whose gradients are accumulated before each step; 1 means
   // the step reads the gradients directly.
   int64_t gradientAccumulation = 1;
+  // Gradient clipping by the global 2-norm of all the step's gradients, as
+  // torch.nn.utils.clip_grad_norm_ (PopTorch's max_grad_norm); 0: none.
+  double maxGradNorm = 0.0;
+  // What updates multiply the step's gradients by (1 / gradientAccumulation
+  // for a mean), which the norm is taken after.
+  double gradientScale = 1.0;
 };
 
 // The state a training program keeps is named as ir/state_names.h says.
@@ -45,7 +51,10 @@ std::vector<std::string> hyperParameterNames(OptimizerKind optimizer);
 // 2. with gradient accumulation, an accumulator per parameter summed into
 //    each micro-batch and zeroed after the step;
 // 3. the random counter (dropout, random draws) advanced once per micro-batch;
-// 4. per group, a step count advanced once per step and the fused optimizer
+// 4. with maxGradNorm, each IPU's sum of squares of its gradients
+//    (GradientNorm phase), and in each IPU's Update phase the global norm
+//    from all of them and the gradients scaled by the clipping factor;
+// 5. per group, a step count advanced once per step and the fused optimizer
 //    update of each parameter that has a gradient (Update phase).
 // Parameters the loss does not depend on get no update, as in PyTorch.
 void buildTrainingProgram(ir::Graph& graph, const TrainingConfig& config);

@@ -69,7 +69,9 @@ void bindOptions(py::module_& module) {
   py::class_<passes::TrainingConfig>(module, "TrainingConfig")
       .def(py::init<>())
       .def_readwrite("optimizer", &passes::TrainingConfig::optimizer)
-      .def_readwrite("groups", &passes::TrainingConfig::groups);
+      .def_readwrite("groups", &passes::TrainingConfig::groups)
+      .def_readwrite("max_grad_norm", &passes::TrainingConfig::maxGradNorm)
+      .def_readwrite("gradient_scale", &passes::TrainingConfig::gradientScale);
   py::class_<runtime::CompileOptions>(module, "CompileOptions")
       .def(py::init<>())
       .def_property(

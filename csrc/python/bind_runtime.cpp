@@ -62,6 +62,7 @@ const char* timelineKindName(passes::TaskKind kind) {
   case passes::TaskKind::Forward: return "forward";
   case passes::TaskKind::Backward: return "backward";
   case passes::TaskKind::ForwardBackward: return "forward+backward";
+  case passes::TaskKind::GradientNorm: // the optimizer step's first part
   case passes::TaskKind::Update: return "update";
   }
   return "?";

@@ -198,6 +198,9 @@ void Executable::planChannels() {
   }
   const int64_t microBatches = microBatchesPerStep();
   auto stashed = [&](size_t from, size_t to) {
+    if (!layout_.tasks()[from].perMicroBatch()) { // a gradient norm read by its IPU's update
+      return position.at({to, -1}) != position.at({from, -1}) + 1;
+    }
     for (int64_t m = 0; m < microBatches; ++m) {
       const int64_t consumer = layout_.tasks()[to].perMicroBatch() ? m : -1;
       if (position.at({to, consumer}) != position.at({from, m}) + 1) return true;
@@ -221,8 +224,9 @@ void Executable::planChannels() {
         tasks_[from].sends.push_back({channels_.back().get(), memory_->address(root)});
         continue;
       }
-      POPSIM_ASSERT(layout_.tasks()[task].perMicroBatch() || microBatches == 1, node->describe(),
-                    " reads a per-micro-batch value in a per-step task.");
+      POPSIM_ASSERT(layout_.tasks()[task].perMicroBatch() ||
+                        !layout_.tasks()[from].perMicroBatch() || microBatches == 1,
+                    node->describe(), " reads a per-micro-batch value in a per-step task.");
       if (!stashed(from, task) || stashes.count({root, task}) != 0) continue;
       channels_.push_back(std::make_unique<Channel>(root->type().bytes()));
       Channel* channel = channels_.back().get();

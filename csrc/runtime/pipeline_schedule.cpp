@@ -57,12 +57,16 @@ std::vector<PipelineCycle> buildSchedule(const passes::TaskLayout& layout, int64
     }
     break;
   }
-  if (layout.tasks().size() > length) {
-    PipelineCycle update;
-    for (size_t task = length; task < layout.tasks().size(); ++task) {
-      update.push_back({task, -1});
-    }
-    cycles.push_back(std::move(update));
+  // Once per step: the gradient-norm tasks, if any, then the updates (which
+  // read every IPU's gradient norm), each kind a cycle of all IPUs.
+  PipelineCycle norms;
+  PipelineCycle updates;
+  for (size_t task = length; task < layout.tasks().size(); ++task) {
+    const bool norm = layout.tasks()[task].kind == passes::TaskKind::GradientNorm;
+    (norm ? norms : updates).push_back({task, -1});
+  }
+  for (PipelineCycle* cycle : {&norms, &updates}) {
+    if (!cycle->empty()) cycles.push_back(std::move(*cycle));
   }
   return cycles;
 }

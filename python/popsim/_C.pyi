@@ -58,6 +58,8 @@ class ParameterGroup:
 class TrainingConfig:
     optimizer: OptimizerKind
     groups: List[ParameterGroup]
+    max_grad_norm: float
+    gradient_scale: float
     def __init__(self) -> None: ...
 
 class CompileOptions:

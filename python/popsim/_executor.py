@@ -558,7 +558,7 @@ class Executor:
             if self._record is None:  # compiling again after destroy()
                 self._record = _training_registry.register(self._user_model, self)
             binding = _training.OptimizerBinding(self._optimizer, self._names_by_tensor())
-            options.training = binding.config()
+            options.training = binding.config(self._options)
         progress.phase("compile")
         executable = _C.compile(graph, options)
         progress.phase("weights")

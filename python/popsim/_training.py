@@ -8,6 +8,8 @@ that: the compile-time configuration, the hyper-parameter values, and state
 in both directions.
 """
 
+import math
+
 import torch
 
 from popsim import _C
@@ -82,6 +84,12 @@ def hyperparameters(kind, group, grad_scale):
     return values
 
 
+def max_grad_norm(optimizer):
+    """The optimizer's max_grad_norm (popsim.optim's, as PopTorch's), 0.0 for none."""
+    norm = getattr(optimizer, "defaults", {}).get("max_grad_norm")
+    return 0.0 if norm is None or math.isinf(norm) else float(norm)
+
+
 def grad_scale(options):
     """How a step reads its accumulated gradient: the mean (default) or the sum."""
     accumulation = options.Training.gradient_accumulation
@@ -108,10 +116,13 @@ class OptimizerBinding:
                     params.append((name, param))
             self.groups.append(params)
         self.flags = [group_flags(self.kind, group) for group in optimizer.param_groups]
+        self.max_grad_norm = max_grad_norm(optimizer)
 
-    def config(self):
+    def config(self, options):
         config = _C.TrainingConfig()
         config.optimizer = _OPTIMIZER_KINDS[self.kind]
+        config.max_grad_norm = self.max_grad_norm
+        config.gradient_scale = grad_scale(options)
         config.groups = [parameter_group(flags, [name for name, _ in params])
                          for flags, params in zip(self.flags, self.groups)]
         return config
@@ -124,6 +135,11 @@ class OptimizerBinding:
                 "update rule is compiled into the program. Call destroy() and wrap the model again.")
         same_params = [[name for name, _ in g] for g in self.groups] == \
                       [[name for name, _ in g] for g in other.groups]
+        if other.max_grad_norm != self.max_grad_norm:
+            raise OptionError(
+                f"setOptimizer cannot change max_grad_norm (from {self.max_grad_norm or None} to "
+                f"{other.max_grad_norm or None}): gradient clipping is compiled into the program. "
+                "Call destroy() and wrap the model again.")
         if not same_params or other.flags != self.flags:
             raise OptionError(
                 "setOptimizer can change numeric hyper-parameters (lr, momentum values, betas, "

@@ -13,8 +13,10 @@ PopTorch arguments:
   second_order_momentum_accum_type: torch.float32 only (popsim's state is
   float32).
 - use_combined_accum: accepted (an IPU memory layout choice).
-- max_grad_norm: gradient clipping is not available; passing a finite value
-  raises popsim.OptionError.
+- max_grad_norm: clips each step's gradients (after accumulation) by their
+  global 2-norm, as torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+  before optimizer.step(); None or inf (the default) does not clip. Kept in
+  optimizer.defaults["max_grad_norm"].
 """
 
 import math
@@ -32,9 +34,10 @@ def _check_popsim_arguments(name, extras):
             raise OptionError(f"{name}({key}={extras[key]}): popsim keeps optimizer state in "
                               "torch.float32 only.")
     norm = extras.get("max_grad_norm")
-    if norm is not None and not math.isinf(norm):
-        raise OptionError(f"{name}(max_grad_norm={norm}): popsim's optimizers do not clip "
-                          "gradients; leave max_grad_norm unset.")
+    if norm is not None and (isinstance(norm, bool) or not isinstance(norm, (int, float))
+                             or not norm > 0):
+        raise OptionError(f"{name}(max_grad_norm={norm!r}): max_grad_norm must be a positive "
+                          "number (or None or inf for no clipping).")
     scaling = extras.get("loss_scaling")
     if scaling is not None and not scaling > 0:
         raise OptionError(f"{name}(loss_scaling={scaling}): loss_scaling must be positive.")
@@ -50,6 +53,7 @@ class SGD(torch.optim.SGD):
                                         "loss_scaling": loss_scaling})
         super().__init__(params, lr=lr, momentum=momentum, dampening=dampening,
                          weight_decay=weight_decay, nesterov=nesterov, maximize=maximize)
+        self.defaults["max_grad_norm"] = max_grad_norm
 
 
 class Adam(torch.optim.Adam):
@@ -65,6 +69,7 @@ class Adam(torch.optim.Adam):
             "second_order_momentum_accum_type": second_order_momentum_accum_type})
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                          amsgrad=amsgrad, maximize=maximize)
+        self.defaults["max_grad_norm"] = max_grad_norm
 
 
 class AdamW(torch.optim.AdamW):
@@ -80,6 +85,7 @@ class AdamW(torch.optim.AdamW):
             "second_order_momentum_accum_type": second_order_momentum_accum_type})
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                          amsgrad=amsgrad, maximize=maximize)
+        self.defaults["max_grad_norm"] = max_grad_norm
 
 
 class RMSprop(torch.optim.RMSprop):
@@ -95,6 +101,7 @@ class RMSprop(torch.optim.RMSprop):
             "second_order_momentum_accum_type": second_order_momentum_accum_type})
         super().__init__(params, lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
                          momentum=momentum, centered=centered, maximize=maximize)
+        self.defaults["max_grad_norm"] = max_grad_norm
 
 
 __all__ = ["SGD", "Adam", "AdamW", "RMSprop"]

@@ -28,11 +28,13 @@ def batches(steps, per_step):
             for _ in range(steps)]
 
 
-def train_both(make_optimizer, steps=6, accumulation=1, reduction=None, model=None):
-    """Trains with popsim and eagerly (same weights, data and schedule); returns both models."""
+def train_both(make_optimizer, steps=6, accumulation=1, reduction=None, model=None, clip=None,
+               opts=None):
+    """Trains with popsim and eagerly (same weights, data and schedule); returns both models.
+    With `clip`, eager PyTorch clips with clip_grad_norm_ before each step."""
     model = model if model is not None else Mlp()
     eager = copy.deepcopy(model)
-    opts = popsim.Options()
+    opts = opts if opts is not None else popsim.Options()
     opts.Training.gradientAccumulation(accumulation)
     if reduction is not None:
         opts.Training.accumulationAndReplicationReductionType(reduction)
@@ -44,6 +46,8 @@ def train_both(make_optimizer, steps=6, accumulation=1, reduction=None, model=No
         eager_optimizer.zero_grad()
         for micro_x, micro_labels in zip(x.chunk(accumulation), labels.chunk(accumulation)):
             (eager(micro_x, micro_labels)[1] / divisor).backward()
+        if clip is not None:
+            torch.nn.utils.clip_grad_norm_(eager.parameters(), clip)
         eager_optimizer.step()
     return model, eager
 
@@ -137,3 +141,63 @@ def test_training_output_modes():
     every = popsim.trainingModel(Mlp(), opts.clone().outputMode(popsim.OutputMode.All))
     output, loss = every(x, labels)
     assert output.shape == (24, 4) and loss.shape == (4,)
+
+
+CLIPPED = {
+    "sgd_momentum": lambda m, norm: popsim.optim.SGD(m.parameters(), lr=0.1, momentum=0.9,
+                                                     max_grad_norm=norm),
+    "adam": lambda m, norm: popsim.optim.Adam(m.parameters(), lr=0.01, max_grad_norm=norm),
+    "adamw": lambda m, norm: popsim.optim.AdamW(m.parameters(), lr=0.01, max_grad_norm=norm),
+    "rmsprop": lambda m, norm: popsim.optim.RMSprop(m.parameters(), lr=0.01, momentum=0.5,
+                                                    max_grad_norm=norm),
+}
+
+
+@pytest.mark.parametrize("accumulation", [1, 3])
+@pytest.mark.parametrize("name", sorted(CLIPPED))
+def test_max_grad_norm_clips_as_clip_grad_norm(name, accumulation):
+    """max_grad_norm=0.05 clips every step (the gradients' norm is about 1);
+    1e3 never does."""
+    results = {}
+    for norm in (0.05, 1e3):
+        torch.manual_seed(0)
+        trained, eager = train_both(lambda m: CLIPPED[name](m, norm), accumulation=accumulation,
+                                    clip=norm)
+        assert_same_parameters(trained, eager)
+        results[norm] = trained
+    assert not torch.allclose(results[0.05].out.weight, results[1e3].out.weight, atol=1e-3)
+
+
+class BlockedMlp(Mlp):
+    def forward(self, x, labels):
+        with popsim.Block("hidden", ipu_id=0):
+            hidden = torch.tanh(self.hidden(x))
+        with popsim.Block("out", ipu_id=1):
+            output = self.out(hidden)
+            return output, F.cross_entropy(output, labels)
+
+
+@pytest.mark.parametrize("reduction", [popsim.ReductionType.Mean, popsim.ReductionType.Sum])
+def test_max_grad_norm_over_two_pipelined_ipus_takes_the_global_norm(reduction):
+    """Each IPU sums its gradients' squares; every IPU's update reads both sums."""
+    opts = popsim.Options()
+    opts.setExecutionStrategy(popsim.PipelinedExecution(popsim.AutoStage.SameAsIpu))
+    trained, eager = train_both(lambda m: CLIPPED["sgd_momentum"](m, 0.05), accumulation=4,
+                                reduction=reduction, model=BlockedMlp(), clip=0.05, opts=opts)
+    assert_same_parameters(trained, eager)
+
+
+def test_max_grad_norm_is_checked_and_compiled_in():
+    model = Mlp()
+    for bad in (0.0, -1.0, "1", True):
+        with pytest.raises(popsim.OptionError, match=r"^SGD\(max_grad_norm=.*\): max_grad_norm "
+                                                     r"must be a positive number"):
+            popsim.optim.SGD(model.parameters(), max_grad_norm=bad)
+    trainer = popsim.trainingModel(model, None, popsim.optim.SGD(model.parameters(), lr=0.1,
+                                                                 max_grad_norm=1.0))
+    x, labels = batches(1, 1)[0]
+    trainer(x, labels)
+    with pytest.raises(popsim.OptionError, match=r"setOptimizer cannot change max_grad_norm "
+                                                 r"\(from 1\.0 to 2\.0\)"):
+        trainer.setOptimizer(popsim.optim.SGD(model.parameters(), lr=0.1, max_grad_norm=2.0))
+    trainer.setOptimizer(popsim.optim.SGD(model.parameters(), lr=0.01, max_grad_norm=1.0))
