@@ -10,6 +10,10 @@ struct Window {
   memory::dims kernel, stride, dilation, padLeft, padRight;
 };
 
+// The largest adaptive average pooling window oneDNN computes (its float sum
+// is as accurate as ATen's up to 2x2; larger ones go to popsim's own loop).
+constexpr int64_t kMaxFloatSummedWindow = 4;
+
 // oneDNN pools plain (NCHW) tensors with its plain C++ implementation
 // (simple_nchw) on AVX2, so the kernel pools a channel-blocked copy (jit
 // kernels on every ISA) between two reorders.
@@ -93,6 +97,12 @@ std::unique_ptr<Kernel> createPoolingKernel(const KernelRequest& request) {
       return nullptr;
     }
     const memory::dims kernel = {in[2] / out[2], in[3] / out[3]};
+    // oneDNN sums a window in float, one value after another: over a large
+    // window (a squeeze-excitation's global pooling of 32x32) that is about
+    // 9x less accurate than ATen's mean. popsim's own loop sums in double.
+    if (kernel[0] * kernel[1] > kMaxFloatSummedWindow) {
+      return nullptr;
+    }
     return makePooling(request, dnnl::algorithm::pooling_avg_exclude_padding,
                        {kernel, kernel, {0, 0}, {0, 0}, {0, 0}});
   }

@@ -3,6 +3,15 @@
 
 namespace popsim::kernels {
 
+namespace {
+
+// The most values per output oneDNN sums (in float, as accurately as ATen's
+// cascade sum up to about this many); longer sums go to popsim's own loop,
+// which accumulates in double.
+constexpr int64_t kMaxFloatSummed = 64;
+
+} // namespace
+
 // reduce_sum / reduce_mean as a oneDNN reduction into the kept-dims shape
 // (which has the same bytes as the keepdim=false result).
 std::unique_ptr<Kernel> createReductionKernel(const KernelRequest& request) {
@@ -11,8 +20,13 @@ std::unique_ptr<Kernel> createReductionKernel(const KernelRequest& request) {
   }
   const ir::Shape& in = request.inputs[0].type.shape;
   ir::Shape kept = in;
+  int64_t summed = 1;
   for (int64_t dim : request.node.attrs().getInts("dims")) {
+    summed *= in[dim];
     kept[dim] = 1;
+  }
+  if (summed > kMaxFloatSummed) {
+    return nullptr;
   }
   const memory::desc src = plainDesc(in);
   const memory::desc dst = plainDesc(kept);

@@ -1,4 +1,5 @@
 #include "kernels/reference/families.h"
+#include "kernels/reference/fma_clones.h"
 
 #include <cmath>
 #include <vector>
@@ -128,11 +129,13 @@ void layerNormTraining(const ir::Node& node, const Inputs& inputs, const Outputs
 
 // Batch norm with batch statistics, as PyTorch's CPU kernels compute it
 // (ATen's batch_norm_cpu_collect_stats / transform_input): sums in double,
-// the mean rounded to float before the variance, then y = x * alpha + beta
-// with float alpha = invstd * w and beta = b - mean * alpha. Batch norm over
-// few values per channel amplifies rounding differences, so popsim follows
-// PyTorch's order rather than a more accurate one.
-void batchNormTraining(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+// the mean rounded to float before the variance, then y = fma(x, alpha, beta)
+// with float alpha = invstd * w and beta = fma(-mean, alpha, b) (ATen's
+// kernels for AVX2 and up compile these multiply-adds fused). Batch norm over few values per channel amplifies rounding
+// differences, so popsim follows PyTorch's order rather than a more accurate
+// one.
+POPSIM_FMA_CLONES void batchNormTraining(const ir::Node& node, const Inputs& inputs,
+                                         const Outputs& outputs) {
   const auto* x = static_cast<const float*>(inputs[0]);
   const auto* weight = static_cast<const float*>(inputs[1]);
   const auto* bias = static_cast<const float*>(inputs[2]);
@@ -155,10 +158,10 @@ void batchNormTraining(const ir::Node& node, const Inputs& inputs, const Outputs
     const float var = static_cast<float>(varSum) / static_cast<float>(groups.size);
     const float invStd = static_cast<float>(1.0 / std::sqrt(static_cast<double>(var) + eps));
     const float alpha = invStd * weight[c];
-    const float beta = bias[c] - mean * alpha;
+    const float beta = std::fma(-mean, alpha, bias[c]);
     for (int64_t j = 0; j < groups.size; ++j) {
       const int64_t at = groups.offset(c, j);
-      y[at] = x[at] * alpha + beta;
+      y[at] = std::fma(x[at], alpha, beta);
     }
     meanOut[c] = mean;
     varOut[c] = var;
