@@ -42,6 +42,28 @@ TEST(PipelineScheduleTest, InterleavedRunsEveryPipelineStageEachCycle) {
   EXPECT_EQ(describe(layout, cycles[5]), (std::vector<std::string>{"U0:-1", "U1:-1"}));
 }
 
+TEST(PipelineScheduleTest, GradientNormTasksRunAsOneCycleBeforeTheUpdates) {
+  ir::Graph graph;
+  passes::TaskLayout layout = trainingLayout(graph, 2);
+  // A gradient-norm op on IPU 1 (gradient clipping) adds N0 and N1.
+  ir::Node* norm = graph.addNode(ir::OpKind::Relu, {graph.inputs()[0]});
+  ir::Placement placement = graph.nodes().front()->placement();
+  placement.ipu = 1;
+  placement.phase = ir::Phase::GradientNorm;
+  norm->setPlacement(placement);
+  layout = passes::TaskLayout(graph, true);
+  std::vector<std::string> names;
+  for (const passes::PipelineTask& task : layout.tasks())
+    names.push_back(task.name());
+  EXPECT_EQ(names, (std::vector<std::string>{"F0", "FB1", "B0", "N0", "N1", "U0", "U1"}));
+  EXPECT_EQ(layout.tasks()[layout.taskOf(*norm)].name(), "N1");
+  EXPECT_FALSE(layout.tasks()[3].perMicroBatch());
+  const auto cycles = runtime::buildSchedule(layout, 2, ScheduleKind::Interleaved);
+  ASSERT_EQ(cycles.size(), 2u + 3u - 1u + 2u);
+  EXPECT_EQ(describe(layout, cycles[4]), (std::vector<std::string>{"N0:-1", "N1:-1"}));
+  EXPECT_EQ(describe(layout, cycles[5]), (std::vector<std::string>{"U0:-1", "U1:-1"}));
+}
+
 TEST(PipelineScheduleTest, GroupedRunsAllForwardsFirst) {
   ir::Graph graph;
   const passes::TaskLayout layout = trainingLayout(graph, 2);
