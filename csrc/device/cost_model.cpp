@@ -91,6 +91,7 @@ uint64_t elementPasses(ir::OpKind kind) {
   case ir::OpKind::BatchNormGrad:
   case ir::OpKind::LayerNormGrad:
   case ir::OpKind::AdamUpdate: return 6;
+  case ir::OpKind::LambUpdate: return 9; // Adam's work, two norms and a second pass
   case ir::OpKind::SgdUpdate:
   case ir::OpKind::ActivationGrad:
   case ir::OpKind::SoftmaxGrad:

@@ -98,7 +98,8 @@ namespace popsim::ir {
   X(Sort, "sort", Sort)                                                                            \
   X(AdaptiveMaxPool2d, "adaptive_max_pool2d", Pooling)                                             \
   X(PrintTensor, "print_tensor", Check)                                                            \
-  X(RecomputationCheckpoint, "recomputation_checkpoint", Layout)
+  X(RecomputationCheckpoint, "recomputation_checkpoint", Layout)                                   \
+  X(LambUpdate, "lamb_update", Optimizer)
 
 enum class OpKind : uint16_t {
 #define POPSIM_OP_ENUM(kind, name, family) kind,

@@ -31,4 +31,16 @@ enum Rmsprop : size_t {
   RmspropCount
 };
 
+// LAMB (PopTorch's): max_weight_norm caps the weight norm of the trust ratio.
+enum Lamb : size_t {
+  LambLr,
+  LambBeta1,
+  LambBeta2,
+  LambEps,
+  LambWeightDecay,
+  LambMaxWeightNorm,
+  LambGradScale,
+  LambCount
+};
+
 } // namespace popsim::ir::hyper

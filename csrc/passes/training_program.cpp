@@ -108,6 +108,7 @@ size_t hyperCount(OptimizerKind optimizer) {
   case OptimizerKind::Adam:
   case OptimizerKind::AdamW: return ir::hyper::AdamCount;
   case OptimizerKind::Rmsprop: return ir::hyper::RmspropCount;
+  case OptimizerKind::Lamb: return ir::hyper::LambCount;
   }
   return 0;
 }
@@ -220,6 +221,10 @@ void addUpdate(ir::Graph& graph, const TrainingConfig& config, const ParameterGr
              {"maximize", group.maximize}},
             ir::Phase::Update, where);
     return;
+  case OptimizerKind::Lamb:
+    addNode(graph, ir::OpKind::LambUpdate, inputs({param, grad, hyper, step}),
+            {{"bias_correction", group.biasCorrection}}, ir::Phase::Update, where);
+    return;
   }
 }
 
@@ -241,6 +246,7 @@ std::vector<std::string> parameterStateKeys(OptimizerKind optimizer, const Param
     if (group.centered) keys.push_back("grad_avg");
     if (group.hasMomentum) keys.push_back("momentum_buffer");
     break;
+  case OptimizerKind::Lamb: keys = {"exp_avg", "exp_avg_sq"}; break;
   }
   return keys;
 }
@@ -252,6 +258,8 @@ std::vector<std::string> hyperParameterNames(OptimizerKind optimizer) {
   case OptimizerKind::AdamW: return {"lr", "beta1", "beta2", "eps", "weight_decay", "grad_scale"};
   case OptimizerKind::Rmsprop:
     return {"lr", "alpha", "eps", "weight_decay", "momentum", "grad_scale"};
+  case OptimizerKind::Lamb:
+    return {"lr", "beta1", "beta2", "eps", "weight_decay", "max_weight_norm", "grad_scale"};
   }
   return {};
 }

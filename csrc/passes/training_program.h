@@ -7,7 +7,7 @@
 
 namespace popsim::passes {
 
-enum class OptimizerKind { Sgd, Adam, AdamW, Rmsprop };
+enum class OptimizerKind { Sgd, Adam, AdamW, Rmsprop, Lamb };
 
 // The compile-time shape of one optimizer parameter group: which weights it
 // trains and the flags that change which state exists. Numeric
@@ -19,6 +19,7 @@ struct ParameterGroup {
   bool amsgrad = false;
   bool centered = false;
   bool maximize = false;
+  bool biasCorrection = true; // LAMB
 };
 
 struct TrainingConfig {

@@ -36,7 +36,8 @@ void bindOptions(py::module_& module) {
       .value("Sgd", passes::OptimizerKind::Sgd)
       .value("Adam", passes::OptimizerKind::Adam)
       .value("AdamW", passes::OptimizerKind::AdamW)
-      .value("Rmsprop", passes::OptimizerKind::Rmsprop);
+      .value("Rmsprop", passes::OptimizerKind::Rmsprop)
+      .value("Lamb", passes::OptimizerKind::Lamb);
   py::enum_<device::ChipVersion>(module, "ChipVersion")
       .value("Mk1", device::ChipVersion::Mk1)
       .value("Mk2", device::ChipVersion::Mk2)
@@ -65,7 +66,8 @@ void bindOptions(py::module_& module) {
       .def_readwrite("nesterov", &passes::ParameterGroup::nesterov)
       .def_readwrite("amsgrad", &passes::ParameterGroup::amsgrad)
       .def_readwrite("centered", &passes::ParameterGroup::centered)
-      .def_readwrite("maximize", &passes::ParameterGroup::maximize);
+      .def_readwrite("maximize", &passes::ParameterGroup::maximize)
+      .def_readwrite("bias_correction", &passes::ParameterGroup::biasCorrection);
   py::class_<passes::TrainingConfig>(module, "TrainingConfig")
       .def(py::init<>())
       .def_readwrite("optimizer", &passes::TrainingConfig::optimizer)

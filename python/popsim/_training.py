@@ -13,6 +13,7 @@ import math
 import torch
 
 from popsim import _C
+from popsim import optim as popsim_optim
 from popsim.enums import ReductionType
 from popsim.errors import OptionError
 
@@ -20,6 +21,7 @@ from popsim.errors import OptionError
 # what state exists, so changing them needs a recompilation) and the state
 # tensors kept per parameter.
 _KINDS = [
+    (popsim_optim.LAMB, "lamb"),
     (torch.optim.AdamW, "adamw"),
     (torch.optim.Adam, "adam"),
     (torch.optim.SGD, "sgd"),
@@ -32,7 +34,8 @@ def optimizer_kind(optimizer):
         if isinstance(optimizer, cls):
             return name
     raise OptionError(
-        f"popsim trains with SGD, Adam, AdamW or RMSprop (popsim.optim or torch.optim), got "
+        f"popsim trains with SGD, Adam, AdamW or RMSprop (popsim.optim or torch.optim) or LAMB "
+        f"(popsim.optim), got "
         f"{type(optimizer).__name__}.")
 
 
@@ -43,12 +46,15 @@ def group_flags(kind, group):
                 "maximize": bool(group.get("maximize", False))}
     if kind in ("adam", "adamw"):
         return {"amsgrad": bool(group["amsgrad"]), "maximize": bool(group.get("maximize", False))}
+    if kind == "lamb":
+        return {"bias_correction": bool(group["bias_correction"])}
     return {"has_momentum": group["momentum"] > 0, "centered": bool(group["centered"]),
             "maximize": bool(group.get("maximize", False))}
 
 
 _OPTIMIZER_KINDS = {"sgd": _C.OptimizerKind.Sgd, "adam": _C.OptimizerKind.Adam,
-                    "adamw": _C.OptimizerKind.AdamW, "rmsprop": _C.OptimizerKind.Rmsprop}
+                    "adamw": _C.OptimizerKind.AdamW, "rmsprop": _C.OptimizerKind.Rmsprop,
+                    "lamb": _C.OptimizerKind.Lamb}
 
 
 def parameter_group(flags, parameters=()):
@@ -70,10 +76,12 @@ def hyperparameters(kind, group, grad_scale):
     if kind == "sgd":
         values = {"lr": group["lr"], "momentum": group["momentum"],
                   "dampening": group["dampening"], "weight_decay": group["weight_decay"]}
-    elif kind in ("adam", "adamw"):
+    elif kind in ("adam", "adamw", "lamb"):
         beta1, beta2 = group["betas"]
         values = {"lr": group["lr"], "beta1": beta1, "beta2": beta2, "eps": group["eps"],
                   "weight_decay": group["weight_decay"]}
+        if kind == "lamb":
+            values["max_weight_norm"] = group["max_weight_norm"]
     else:
         values = {"lr": group["lr"], "alpha": group["alpha"], "eps": group["eps"],
                   "weight_decay": group["weight_decay"], "momentum": group["momentum"]}

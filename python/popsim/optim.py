@@ -3,7 +3,9 @@
 SGD, Adam, AdamW and RMSprop are torch.optim's own classes with PopTorch's
 extra arguments. A training model runs their update rules on the device
 with PyTorch's semantics and defaults (popsim/optim.py documents the extras);
-plain torch.optim instances of these four classes are accepted too.
+plain torch.optim instances of these four classes are accepted too. LAMB
+(and LAMBNoBias, without bias correction) is PopTorch's optimizer, with an
+eager step() that computes what the device computes.
 
 PopTorch arguments:
 - loss_scaling, velocity_scaling: accepted. popsim computes in float32,
@@ -104,4 +106,82 @@ class RMSprop(torch.optim.RMSprop):
         self.defaults["max_grad_norm"] = max_grad_norm
 
 
-__all__ = ["SGD", "Adam", "AdamW", "RMSprop"]
+class LAMB(torch.optim.Optimizer):
+    """Layer-wise adaptive moments (You et al., 2019), as PopTorch's
+    optim.LAMB: Adam's moments make an update u = m_hat / (sqrt(v_hat) + eps)
+    + weight_decay * p (m_hat, v_hat bias-corrected when bias_correction),
+    which each parameter takes scaled by its trust ratio min(|p|,
+    max_weight_norm) / |u| (1 if either norm is 0): p -= lr * trust * u.
+    max_weight_norm=None caps at 65500 (float16's largest), as PopTorch
+    does. lr, betas, eps, weight_decay and max_weight_norm may differ per
+    parameter group."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
+                 bias_correction=True, loss_scaling=None, max_weight_norm=None, accum_type=None,
+                 first_order_momentum_accum_type=None, second_order_momentum_accum_type=None,
+                 max_grad_norm=None):
+        name = type(self).__name__
+        _check_popsim_arguments(name, {
+            "accum_type": accum_type, "max_grad_norm": max_grad_norm, "loss_scaling": loss_scaling,
+            "first_order_momentum_accum_type": first_order_momentum_accum_type,
+            "second_order_momentum_accum_type": second_order_momentum_accum_type})
+        if max_weight_norm is None:
+            max_weight_norm = 65500.0
+        for what, value, valid in (("lr", lr, lr >= 0.0), ("eps", eps, eps >= 0.0),
+                                   ("weight_decay", weight_decay, weight_decay >= 0.0),
+                                   ("max_weight_norm", max_weight_norm, max_weight_norm > 0.0),
+                                   ("betas", betas, all(0.0 <= b < 1.0 for b in betas))):
+            if not valid:
+                raise OptionError(f"{name}({what}={value!r}): expected lr, eps and "
+                                  "weight_decay >= 0, max_weight_norm > 0 and betas in [0, 1).")
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
+                                      weight_decay=weight_decay, max_weight_norm=max_weight_norm,
+                                      bias_correction=bool(bias_correction)))
+        self.defaults["max_grad_norm"] = max_grad_norm
+        self.bias_correction = bool(bias_correction)
+        self.loss_scaling = loss_scaling
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        """One eager LAMB step over the parameters that have gradients."""
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if not state:
+                    state["step"] = torch.tensor(0.0)
+                    state["exp_avg"] = torch.zeros_like(p)
+                    state["exp_avg_sq"] = torch.zeros_like(p)
+                state["step"] += 1
+                steps = float(state["step"])
+                corrected = group["bias_correction"]
+                bc1 = 1 - beta1 ** steps if corrected else 1.0
+                bc2 = 1 - beta2 ** steps if corrected else 1.0
+                grad, exp_avg, exp_avg_sq = p.grad, state["exp_avg"], state["exp_avg_sq"]
+                exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
+                exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+                denom = (exp_avg_sq.sqrt() / math.sqrt(bc2)).add_(group["eps"])
+                update = exp_avg / bc1 / denom + group["weight_decay"] * p
+                weight_norm = torch.linalg.vector_norm(p).clamp(max=group["max_weight_norm"])
+                update_norm = torch.linalg.vector_norm(update)
+                trust = (1.0 if weight_norm == 0 or update_norm == 0
+                         else float(weight_norm / update_norm))
+                p.add_(update, alpha=-group["lr"] * trust)
+        return loss
+
+
+class LAMBNoBias(LAMB):
+    """LAMB without bias correction (bias_correction=False)."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
+                 bias_correction=False, **kwargs):
+        super().__init__(params, lr, betas, eps, weight_decay, bias_correction, **kwargs)
+
+
+__all__ = ["SGD", "Adam", "AdamW", "RMSprop", "LAMB", "LAMBNoBias"]

@@ -201,3 +201,50 @@ def test_max_grad_norm_is_checked_and_compiled_in():
                                                  r"\(from 1\.0 to 2\.0\)"):
         trainer.setOptimizer(popsim.optim.SGD(model.parameters(), lr=0.1, max_grad_norm=2.0))
     trainer.setOptimizer(popsim.optim.SGD(model.parameters(), lr=0.01, max_grad_norm=1.0))
+
+
+LAMBS = {
+    "lamb": lambda m: popsim.optim.LAMB(m.parameters(), lr=0.01),
+    "lamb_no_bias": lambda m: popsim.optim.LAMBNoBias(m.parameters(), lr=0.01, weight_decay=0.0),
+    # a max_weight_norm below the weights' norms caps every trust ratio
+    "lamb_max_weight_norm": lambda m: popsim.optim.LAMB(m.parameters(), lr=0.01,
+                                                        max_weight_norm=0.5, betas=(0.8, 0.9)),
+    "lamb_groups": lambda m: popsim.optim.LAMB([
+        {"params": m.hidden.parameters(), "lr": 0.02, "weight_decay": 0.0},
+        {"params": m.out.parameters(), "eps": 1e-6}], lr=0.01),
+}
+
+
+@pytest.mark.parametrize("accumulation", [1, 2])
+@pytest.mark.parametrize("name", sorted(LAMBS))
+def test_lamb_matches_its_eager_step(name, accumulation):
+    """popsim.optim.LAMB's eager step() is PopTorch's formula; the device
+    computes the same (the norms in double, so within float32 rounding)."""
+    assert_same_parameters(*train_both(LAMBS[name], accumulation=accumulation))
+
+
+def test_lamb_trust_ratio_follows_the_formula():
+    """One step from known values, against the formula in float64."""
+    weight = torch.nn.Parameter(torch.tensor([[3.0, -4.0]]))  # norm 5
+    grad = torch.tensor([[0.5, 0.25]])
+    optimizer = popsim.optim.LAMB([weight], lr=0.1, weight_decay=0.1)
+    weight.grad = grad.clone()
+    optimizer.step()
+    m, v = 0.1 * grad.double(), 0.001 * grad.double() ** 2
+    update = (m / 0.1) / ((v / 0.001).sqrt() + 1e-8) + 0.1 * torch.tensor([[3.0, -4.0]]).double()
+    expected = torch.tensor([[3.0, -4.0]]).double() - 0.1 * (5.0 / update.norm()) * update
+    assert_close(weight.detach().double(), expected, rtol=1e-6, atol=1e-7)
+
+
+def test_lamb_state_round_trips_and_checks_its_arguments():
+    model = Mlp()
+    optimizer = popsim.optim.LAMB(model.parameters(), lr=0.01)
+    trainer = popsim.trainingModel(model, None, optimizer)
+    for x, labels in batches(2, 1):
+        trainer(x, labels)
+    state = optimizer.state_dict()["state"]
+    assert sorted(state[0]) == ["exp_avg", "exp_avg_sq", "step"] and float(state[0]["step"]) == 2
+    for bad in ({"lr": -1.0}, {"betas": (0.9, 1.0)}, {"max_weight_norm": 0.0}):
+        with pytest.raises(popsim.OptionError, match=r"^LAMB\(.*\): expected lr, eps and "
+                                                     r"weight_decay >= 0"):
+            popsim.optim.LAMB(model.parameters(), **bad)

@@ -68,6 +68,16 @@ std::vector<TensorType> inferAdam(const std::vector<TensorType>& inputs, const A
   return {};
 }
 
+// lamb_update(param, grad, hyper, step, exp_avg, exp_avg_sq) {bias_correction}
+std::vector<TensorType> inferLamb(const std::vector<TensorType>& inputs, const Attributes&) {
+  checkCommon(inputs, hyper::LambCount);
+  checkStep(inputs[3], "input 3 (step)");
+  for (size_t i = 4; i < inputs.size(); ++i) {
+    requireLike(inputs[i], inputs[0], "input " + std::to_string(i));
+  }
+  return {};
+}
+
 // rmsprop_update(param, grad, hyper, square_avg[, grad_avg][, momentum_buffer])
 std::vector<TensorType> inferRmsprop(const std::vector<TensorType>& inputs,
                                      const Attributes& attrs) {
@@ -108,6 +118,10 @@ void registerUpdateOps(OpRegistry& registry) {
                 {"maximize", AttrType::Bool}},
                inferRmsprop);
   registry.setMutatedInputs(OpKind::RmspropUpdate, {0, 3, 4, 5});
+  registry.add(OpKind::LambUpdate, 6, 6,
+               {"param", "grad", "hyper", "step", "exp_avg", "exp_avg_sq"},
+               {{"bias_correction", AttrType::Bool}}, inferLamb);
+  registry.setMutatedInputs(OpKind::LambUpdate, {0, 4, 5});
 }
 
 } // namespace popsim::ir::ops

@@ -1,5 +1,6 @@
 // Fused optimizer steps, one parameter at a time. Each follows PyTorch 1.13's
-// single-tensor implementation (torch/optim/{sgd,adam,adamw,rmsprop}.py)
+// single-tensor implementation (torch/optim/{sgd,adam,adamw,rmsprop}.py; for
+// LAMB, popsim.optim.LAMB's step)
 // operation by operation, so that trained weights match eager PyTorch:
 // - hyper-parameters arrive as doubles, scalars derived from them (1 - beta,
 //   bias corrections) are computed in double as Python does, then cast to
@@ -16,6 +17,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace popsim::kernels::reference {
 namespace {
@@ -141,6 +143,46 @@ POPSIM_FMA_CLONES void rmsprop(const ir::Node& node, const Inputs& inputs) {
   }
 }
 
+// LAMB (PopTorch's optim.LAMB): Adam's moments, upd = m / bc1 / (sqrt(v) /
+// sqrt(bc2) + eps) + weight_decay * p (bias corrections 1 without
+// bias_correction), then p -= lr * trust * upd with trust = min(|p|,
+// max_weight_norm) / |upd|, or 1 when either norm is 0. The norms are
+// summed in double; the update is kept for the second pass.
+POPSIM_FMA_CLONES void lamb(const ir::Node& node, const Inputs& inputs) {
+  const Tensors t = tensorsOf(node, inputs);
+  const int64_t step = *static_cast<const int64_t*>(inputs[3]);
+  auto* expAvg = static_cast<float*>(inputs[4]);
+  auto* expAvgSq = static_cast<float*>(inputs[5]);
+  const double beta1 = t.hyper[LambBeta1], beta2 = t.hyper[LambBeta2];
+  const bool corrected = node.attrs().getBool("bias_correction");
+  const double bc1 = corrected ? 1.0 - std::pow(beta1, static_cast<double>(step)) : 1.0;
+  const double bc2 = corrected ? 1.0 - std::pow(beta2, static_cast<double>(step)) : 1.0;
+  const float b1 = f(beta1), b2 = f(beta2), oneMinusB1 = f(1.0 - beta1),
+              oneMinusB2 = f(1.0 - beta2);
+  const float bc1f = f(bc1), bc2Sqrt = f(std::sqrt(bc2)), eps = f(t.hyper[LambEps]);
+  const float weightDecay = f(t.hyper[LambWeightDecay]), scale = f(t.hyper[LambGradScale]);
+  std::vector<float> update(static_cast<size_t>(t.count));
+  double weightSquares = 0.0;
+  double updateSquares = 0.0;
+  for (int64_t i = 0; i < t.count; ++i) {
+    const float g = gradientAt(t, i, scale, false);
+    expAvg[i] = std::fma(g, oneMinusB1, expAvg[i] * b1);
+    expAvgSq[i] = expAvgSq[i] * b2 + oneMinusB2 * g * g;
+    const float denom = std::sqrt(expAvgSq[i]) / bc2Sqrt + eps;
+    const float u = expAvg[i] / bc1f / denom + weightDecay * t.param[i];
+    update[static_cast<size_t>(i)] = u;
+    weightSquares += static_cast<double>(t.param[i]) * t.param[i];
+    updateSquares += static_cast<double>(u) * u;
+  }
+  const float weightNorm = std::min(f(std::sqrt(weightSquares)), f(t.hyper[LambMaxWeightNorm]));
+  const float updateNorm = f(std::sqrt(updateSquares));
+  const float trust = weightNorm == 0.0f || updateNorm == 0.0f ? 1.0f : weightNorm / updateNorm;
+  const float minusStep = f(-t.hyper[LambLr]) * trust;
+  for (int64_t i = 0; i < t.count; ++i) {
+    t.param[i] = std::fma(update[static_cast<size_t>(i)], minusStep, t.param[i]);
+  }
+}
+
 } // namespace
 
 void optimizer(const ir::Node& node, const Inputs& inputs, const Outputs&) {
@@ -148,6 +190,7 @@ void optimizer(const ir::Node& node, const Inputs& inputs, const Outputs&) {
   case ir::OpKind::SgdUpdate: return sgd(node, inputs);
   case ir::OpKind::AdamUpdate: return adam(node, inputs);
   case ir::OpKind::RmspropUpdate: return rmsprop(node, inputs);
+  case ir::OpKind::LambUpdate: return lamb(node, inputs);
   default: POPSIM_ASSERT(false, node.name(), " is not an optimizer op.");
   }
 }
