@@ -92,6 +92,27 @@ def hyperparameters(kind, group, grad_scale):
     return values
 
 
+# The hyper-parameters variable_attrs may mark constant, per group.
+_GROUP_ATTRIBUTES = ("lr", "momentum", "dampening", "weight_decay", "betas", "eps", "alpha",
+                     "max_weight_norm")
+
+
+def constant_values(optimizer):
+    """{(group index, name) or (None, name): value} of the attributes a
+    popsim.optim optimizer's variable_attrs marks constant."""
+    attributes = getattr(optimizer, "variable_attrs", None)
+    if attributes is None:
+        return {}
+    values = {}
+    for index, group in enumerate(optimizer.param_groups):
+        for name in _GROUP_ATTRIBUTES:
+            if name in group and attributes.isConstant(name):
+                values[index, name] = group[name]
+    if attributes.isConstant("loss_scaling"):
+        values[None, "loss_scaling"] = getattr(optimizer, "loss_scaling", 1.0)
+    return values
+
+
 def max_grad_norm(optimizer):
     """The optimizer's max_grad_norm (popsim.optim's, as PopTorch's), 0.0 for none."""
     norm = getattr(optimizer, "defaults", {}).get("max_grad_norm")
@@ -125,6 +146,7 @@ class OptimizerBinding:
             self.groups.append(params)
         self.flags = [group_flags(self.kind, group) for group in optimizer.param_groups]
         self.max_grad_norm = max_grad_norm(optimizer)
+        self.constants = constant_values(optimizer)
 
     def config(self, options):
         config = _C.TrainingConfig()
@@ -143,6 +165,18 @@ class OptimizerBinding:
                 "update rule is compiled into the program. Call destroy() and wrap the model again.")
         same_params = [[name for name, _ in g] for g in self.groups] == \
                       [[name for name, _ in g] for g in other.groups]
+        for (index, name), value in self.constants.items():
+            changed = (other.optimizer.param_groups[index][name] if index is not None
+                       else getattr(other.optimizer, name, value))
+            if changed != value:
+                where = f" of parameter group {index}" if index is not None else ""
+                raise OptionError(
+                    f"setOptimizer cannot change {name}{where} from {value} to {changed}: it is "
+                    f"a constant of the compiled program (popsim.optim optimizers, as "
+                    f"PopTorch's, make constants of the arguments their constructor was not "
+                    f"given). Pass {name} to the constructor, or call "
+                    f"optimizer.variable_attrs.markAsVariable({name!r}) before wrapping the "
+                    "model.")
         if other.max_grad_norm != self.max_grad_norm:
             raise OptionError(
                 f"setOptimizer cannot change max_grad_norm (from {self.max_grad_norm or None} to "

@@ -18,9 +18,12 @@ PopTorch arguments:
 - max_grad_norm: clips each step's gradients (after accumulation) by their
   global 2-norm, as torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
   before optimizer.step(); None or inf (the default) does not clip. Kept in
-  optimizer.defaults["max_grad_norm"].
+  optimizer.defaults["max_grad_norm"] (optimizer.max_grad_norm shows it).
+- variable_attrs: which attributes setOptimizer may change (VariableAttributes).
 """
 
+import functools
+import inspect
 import math
 
 import torch
@@ -45,9 +48,62 @@ def _check_popsim_arguments(name, extras):
         raise OptionError(f"{name}(loss_scaling={scaling}): loss_scaling must be positive.")
 
 
+class VariableAttributes:
+    """Which of an optimizer's attributes are variable (setOptimizer may
+    change them without recompiling) and which are constants of the compiled
+    program, as PopTorch's optimizer.variable_attrs: the arguments passed to
+    the constructor are variable, the others constant, and
+    markAsVariable / markAsConstant change that before the model is wrapped.
+    setOptimizer refuses to change a constant."""
+
+    def __init__(self, variables, allowed):
+        self._variables = list(variables)
+        self._allowed = list(allowed)
+
+    def isConstant(self, attr):
+        return attr not in self._variables
+
+    def markAsConstant(self, attr):
+        self._check(attr)
+        self._variables = [name for name in self._variables if name != attr]
+
+    def markAsVariable(self, attr):
+        self._check(attr)
+        if attr not in self._variables:
+            self._variables.append(attr)
+
+    def _check(self, attr):
+        if attr not in self._allowed:
+            raise OptionError(f"variable_attrs: unknown attribute {attr!r}; the optimizer's "
+                              f"attributes are {', '.join(self._allowed)}.")
+
+
+def _records_variables(init):
+    """After `init`, optimizer.variable_attrs marks the attributes the call
+    passed explicitly as variable, and optimizer.max_grad_norm holds the
+    clipping norm (inf for none), as on PopTorch's optimizers."""
+    signature = inspect.signature(init)
+
+    @functools.wraps(init)
+    def wrapped(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        given = signature.bind(self, *args, **kwargs).arguments
+        allowed = [name for name in self.defaults if name not in ("max_grad_norm",
+                                                                   "bias_correction")]
+        allowed.append("loss_scaling")
+        self.variable_attrs = VariableAttributes(
+            [name for name in allowed if given.get(name) is not None], allowed)
+        norm = self.defaults.get("max_grad_norm")
+        self.max_grad_norm = math.inf if norm is None else norm
+        self.loss_scaling = 1.0 if given.get("loss_scaling") is None else given["loss_scaling"]
+
+    return wrapped
+
+
 class SGD(torch.optim.SGD):
     """torch.optim.SGD (lr defaults to 0.01, popsim's default optimizer)."""
 
+    @_records_variables
     def __init__(self, params, lr=0.01, momentum=0.0, dampening=0.0, weight_decay=0.0,
                  nesterov=False, *, maximize=False, loss_scaling=None, velocity_scaling=None,
                  use_combined_accum=None, max_grad_norm=None, accum_type=None):
@@ -61,6 +117,7 @@ class SGD(torch.optim.SGD):
 class Adam(torch.optim.Adam):
     """torch.optim.Adam."""
 
+    @_records_variables
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
                  amsgrad=False, *, maximize=False, loss_scaling=None, accum_type=None,
                  first_order_momentum_accum_type=None, second_order_momentum_accum_type=None,
@@ -77,6 +134,7 @@ class Adam(torch.optim.Adam):
 class AdamW(torch.optim.AdamW):
     """torch.optim.AdamW."""
 
+    @_records_variables
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
                  amsgrad=False, *, maximize=False, loss_scaling=None, accum_type=None,
                  first_order_momentum_accum_type=None, second_order_momentum_accum_type=None,
@@ -93,6 +151,7 @@ class AdamW(torch.optim.AdamW):
 class RMSprop(torch.optim.RMSprop):
     """torch.optim.RMSprop."""
 
+    @_records_variables
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0,
                  centered=False, *, maximize=False, loss_scaling=None, accum_type=None,
                  first_order_momentum_accum_type=None, second_order_momentum_accum_type=None,
@@ -116,6 +175,7 @@ class LAMB(torch.optim.Optimizer):
     does. lr, betas, eps, weight_decay and max_weight_norm may differ per
     parameter group."""
 
+    @_records_variables
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
                  bias_correction=True, loss_scaling=None, max_weight_norm=None, accum_type=None,
                  first_order_momentum_accum_type=None, second_order_momentum_accum_type=None,
@@ -139,7 +199,6 @@ class LAMB(torch.optim.Optimizer):
                                       bias_correction=bool(bias_correction)))
         self.defaults["max_grad_norm"] = max_grad_norm
         self.bias_correction = bool(bias_correction)
-        self.loss_scaling = loss_scaling
 
     @torch.no_grad()
     def step(self, closure=None):
@@ -179,9 +238,10 @@ class LAMB(torch.optim.Optimizer):
 class LAMBNoBias(LAMB):
     """LAMB without bias correction (bias_correction=False)."""
 
+    @_records_variables
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
                  bias_correction=False, **kwargs):
         super().__init__(params, lr, betas, eps, weight_decay, bias_correction, **kwargs)
 
 
-__all__ = ["SGD", "Adam", "AdamW", "RMSprop", "LAMB", "LAMBNoBias"]
+__all__ = ["SGD", "Adam", "AdamW", "RMSprop", "LAMB", "LAMBNoBias", "VariableAttributes"]

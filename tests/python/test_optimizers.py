@@ -248,3 +248,31 @@ def test_lamb_state_round_trips_and_checks_its_arguments():
         with pytest.raises(popsim.OptionError, match=r"^LAMB\(.*\): expected lr, eps and "
                                                      r"weight_decay >= 0"):
             popsim.optim.LAMB(model.parameters(), **bad)
+
+
+def test_variable_attrs_mark_what_set_optimizer_may_change():
+    """As PopTorch's: constructor arguments are variable, the rest constant."""
+    model = Mlp()
+    optimizer = popsim.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    attributes = optimizer.variable_attrs
+    assert not attributes.isConstant("lr") and not attributes.isConstant("momentum")
+    assert attributes.isConstant("weight_decay") and attributes.isConstant("dampening")
+    assert optimizer.max_grad_norm == float("inf") and optimizer.loss_scaling == 1.0
+    trainer = popsim.trainingModel(model, None, optimizer)
+    x, labels = batches(1, 1)[0]
+    trainer(x, labels)
+    with pytest.raises(popsim.OptionError,
+                       match=r"^setOptimizer cannot change weight_decay of parameter group 0 from "
+                             r"0\.0 to 0\.01: it is a constant of the compiled program .* call "
+                             r"optimizer\.variable_attrs\.markAsVariable\('weight_decay'\)"):
+        trainer.setOptimizer(popsim.optim.SGD(model.parameters(), lr=0.1, momentum=0.9,
+                                              weight_decay=0.01))
+    trainer.setOptimizer(popsim.optim.SGD(model.parameters(), lr=0.05, momentum=0.5))
+
+    marked = popsim.optim.Adam(Mlp().parameters(), lr=0.01)
+    marked.variable_attrs.markAsVariable("weight_decay")
+    marked.variable_attrs.markAsConstant("lr")
+    assert marked.variable_attrs.isConstant("lr") and not marked.variable_attrs.isConstant(
+        "weight_decay")
+    with pytest.raises(popsim.OptionError, match=r"variable_attrs: unknown attribute 'speed'"):
+        marked.variable_attrs.markAsVariable("speed")
