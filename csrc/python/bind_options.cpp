@@ -101,6 +101,7 @@ void bindOptions(py::module_& module) {
       .def_readwrite("recomputation", &runtime::CompileOptions::recomputation)
       .def_readwrite("threads_per_ipu", &runtime::CompileOptions::threadsPerIpu)
       .def_readwrite("prefetch_depth", &runtime::CompileOptions::prefetchDepth)
+      .def_readwrite("synthetic_data", &runtime::CompileOptions::syntheticData)
       .def_readwrite("optimizer_location", &runtime::CompileOptions::optimizerLocation)
       .def_readwrite("weight_location", &runtime::CompileOptions::weightLocation)
       .def_readwrite("accumulator_location", &runtime::CompileOptions::accumulatorLocation)

@@ -64,6 +64,9 @@ struct CompileOptions {
   // 0 an input streams when its task starts; with 1 or more it overlaps the
   // work before.
   int64_t prefetchDepth = 1;
+  // Options.enableSyntheticData: no host I/O, so the simulated clock charges
+  // no input or output transfers (the data comes from the device).
+  bool syntheticData = false;
   // Where each kind of tensor lives. An off-chip tensor is streamed in before
   // each task that reads it and back out after each task that writes it:
   // - the optimizer state around each weight update;

@@ -321,7 +321,7 @@ void Executable::simulateClock() {
   const device::ChipSpec& chip = options_.system.spec();
   std::vector<TaskCycles> costs;
   for (TaskProgram& task : tasks_) {
-    task.cycles.streamsInputs = !task.streamedInputs.empty();
+    task.cycles.streamsInputs = !task.streamedInputs.empty() && !options_.syntheticData;
     costs.push_back(task.cycles);
   }
   ClockSetup setup;
@@ -334,6 +334,7 @@ void Executable::simulateClock() {
   setup.syncCycles = layout_.numIpus() > 1 ? device::syncCycles(layout_.numIpus(), chip) : 0;
   setup.hostOutputs = [&](size_t task, int64_t microBatch) {
     std::vector<uint64_t> transfers;
+    if (options_.syntheticData) return transfers; // outputs stay on the device
     for (size_t i : tasks_[task].producedOutputs) {
       // Summed outputs stay on the device until the call's end.
       const OutputCopy copy = outputCopyOf(microBatch, i);

@@ -34,6 +34,15 @@ def float64_warning(converted: Sequence[str]) -> str:
             "(convert them with .float() to silence this warning).")
 
 
+def synthetic_inputs(tensors: Sequence[torch.Tensor], seed: int) -> List[torch.Tensor]:
+    """What enableSyntheticData feeds the device instead of a call's inputs:
+    random normal floats and zero integers and booleans (valid labels and
+    indices), of the inputs' shapes and dtypes, drawn once from `seed`."""
+    generator = torch.Generator().manual_seed(seed)
+    return [torch.randn(t.shape, generator=generator).to(t.dtype) if t.is_floating_point()
+            else torch.zeros_like(t) for t in tensors]
+
+
 def micro_batches(options: Options, signature: "_tracing.Signature",
                   tensors: Sequence[torch.Tensor]) -> List[torch.Tensor]:
     """One micro-batch of every input (float64 ones as float32), copied (tracing
@@ -137,6 +146,7 @@ def compile_options(options: Options, graph: "_C.Graph", training: bool,
     compiled.gradient_accumulation = options.Training.gradient_accumulation
     compiled.recomputation = options.Training.recomputation_enabled
     compiled.prefetch_depth = options.prefetch_depth
+    compiled.synthetic_data = options.synthetic_data
     options.TensorLocations._fill(compiled)
     compiled.available_memory_proportion = dict(options.available_memory_proportion)
     compiled.output_mode = getattr(_C.OutputMode, output_mode.name)

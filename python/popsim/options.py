@@ -156,6 +156,7 @@ _SETTERS = {
     "partials_type": "setPartialsType",
     "floating_point_exceptions": "enableFloatingPointExceptions",
     "stochastic_rounding": "enableStochasticRounding",
+    "synthetic_data": "enableSyntheticData",
 }
 
 
@@ -425,6 +426,7 @@ class Options(_OptionGroup):
         "sync_pattern": SyncPattern.Full,
         "broadcast_buffers": True,
         "updatable_named_buffers": [],
+        "synthetic_data": False,
     }
     _group_name = "Options"
 
@@ -589,6 +591,17 @@ class Options(_OptionGroup):
         """Whether replicas share their buffers (PopTorch's default True). popsim
         simulates one replica, which has nothing to share them with."""
         return self._set("broadcast_buffers", _bool("broadcastBuffers", broadcast))
+
+    def enableSyntheticData(self, enabled: bool) -> "Options":
+        """Benchmark without host I/O, as PopTorch's option: each call's
+        inputs are replaced on the device by data drawn there (random normal
+        floats, zero integers and booleans; the same every call, from
+        randomSeed), nothing is copied back (the outputs return as zeros),
+        and the simulated clock charges no host transfers. The call's inputs
+        still give the shapes and dtypes."""
+        enabled = _bool("enableSyntheticData", enabled)
+        self._Popart.set("syntheticDataMode", 2 if enabled else 0)  # PopART's RandomNormal
+        return self._set("synthetic_data", enabled)
 
     def enableStableNorm(self, enabled: bool) -> "Options":
         """Recorded (in _Popart, as PopTorch does): popsim's norms always use the
