@@ -29,6 +29,7 @@ from popsim.enums import (
     DataLoaderMode,
     HalfFloatCastingBehavior,
     MatMulSerializationMode,
+    MultiConvPlanType,
     OutputMode,
     ReductionType,
     SyncPattern,
@@ -56,6 +57,7 @@ from popsim import optim
 from popsim._executor import Executor, inferenceModel, trainingModel
 from popsim._hooks import registerPostCompileHook, registerPreCompileHook
 from popsim._losses import identity_loss
+from popsim._multi_conv import MultiConv
 from popsim._structure import ICustomArgParser, registerCustomArgParser
 from popsim._tensor_ops import (
     cond,
@@ -100,6 +102,8 @@ __all__ = [
     "ipu_print_tensor",
     "InternalError",
     "MatMulSerializationMode",
+    "MultiConv",
+    "MultiConvPlanType",
     "module_repr",
     "nop",
     "optim",

@@ -90,3 +90,12 @@ class HalfFloatCastingBehavior(enum.IntEnum):
 
     FloatDowncastToHalf = 0
     HalfUpcastToFloat = 1
+
+
+class MultiConvPlanType(enum.IntEnum):
+    """How a popsim.MultiConv plans its convolutions on an IPU: together
+    (``Parallel``, the default) or one by one (``Serial``). popsim records
+    it; the simulated IPU runs them one after another either way."""
+
+    Parallel = 0
+    Serial = 1

@@ -171,3 +171,62 @@ def test_ipu_print_tensor_prints_on_each_run_and_its_gradient_in_training(capfd)
     # Outside a compiled model the helper is the identity and prints nothing.
     assert torch.equal(popsim.ipu_print_tensor(x, "eager"), x)
     assert capfd.readouterr().out == ""
+
+
+class TwoBranches(torch.nn.Module):
+    """Two convolutions of one input in a MultiConv block built by `multi_conv`."""
+
+    def __init__(self, multi_conv):
+        super().__init__()
+        self.a = torch.nn.Conv2d(16, 64, 3, padding=1)
+        self.b = torch.nn.Conv2d(16, 64, 3, padding=1)
+        self.multi_conv = multi_conv
+
+    def forward(self, x):
+        with self.multi_conv():
+            y, z = self.a(x), self.b(x)
+        return y + z
+
+
+def conv_passes(multi_conv):
+    torch.manual_seed(0)
+    opts = popsim.Options()
+    opts.Simulator.memoryPerIpu("64MiB")
+    model = popsim.inferenceModel(TwoBranches(multi_conv), opts)
+    output = model(torch.ones(8, 16, 64, 64))
+    return output, [step["passes"] for step in model._executable.program()
+                    if step["op"] == "convolution"]
+
+
+def test_multi_conv_bounds_each_convolution_by_its_proportion():
+    plain, passes = conv_passes(popsim.MultiConv)
+    assert passes == [1, 1]
+    # 1% of 64 MiB is far below the first convolution's temporaries: it runs
+    # in passes; the second keeps 60%. The numbers do not change.
+    bounded, passes = conv_passes(
+        lambda: popsim.MultiConv().availableMemoryProportions((0.01, 0.6))
+        .planType(popsim.MultiConvPlanType.Serial).perConvReservedTiles(8).cycleBackOff(0.3)
+        .partialsTypes(torch.float).enableConvDithering(True))
+    assert passes[0] > 1 and passes[1] == 1
+    assert torch.equal(bounded, plain)
+    _, passes = conv_passes(lambda: popsim.MultiConv().availableMemoryProportions(0.01))
+    assert passes[0] == passes[1] > 1
+
+
+def test_multi_conv_errors_name_the_problem():
+    with pytest.raises(popsim.OptionError, match=r"popsim\.MultiConv: 3 "
+                                                 r"availableMemoryProportions for 2 convolutions"):
+        conv_passes(lambda: popsim.MultiConv().availableMemoryProportions((0.1, 0.2, 0.3)))
+    with pytest.raises(popsim.OptionError, match=r"cannot be nested"):
+        with popsim.MultiConv():
+            with popsim.MultiConv():
+                pass
+    with pytest.raises(popsim.OptionError, match=r"its block ran no convolution"):
+        with popsim.MultiConv():
+            torch.relu(torch.ones(2))
+    for bad in (lambda m: m.availableMemoryProportions(1.5),
+                lambda m: m.partialsTypes(torch.half),
+                lambda m: m.planType("Parallel"),
+                lambda m: m.cycleBackOff(2.0)):
+        with pytest.raises(popsim.OptionError, match=r"^MultiConv\.\w+ expects "):
+            bad(popsim.MultiConv())

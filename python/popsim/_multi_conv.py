@@ -1,0 +1,137 @@
+"""poptorch.MultiConv: the convolutions run inside its `with` block form one
+multi-convolution on an IPU, with options per convolution.
+
+popsim computes each convolution as usual (the numbers do not depend on the
+grouping) and one after another on the simulated IPU, so the plan, reserved
+tiles and cycle back-off options are recorded. The available memory
+proportions do change the simulation: each convolution's temporaries are
+bounded by its own (popsim.set_available_memory on its output)."""
+
+import threading
+from typing import List, Optional
+
+import torch
+
+from popsim._tensor_ops import set_available_memory
+from popsim.enums import MultiConvPlanType
+from popsim.errors import OptionError
+
+_CONVOLUTIONS = ("conv1d", "conv2d", "conv3d")
+_ACTIVE = threading.local()
+
+
+def _per_convolution(name, value, valid, expected):
+    values = list(value) if isinstance(value, (list, tuple)) else [value]
+    if not values or not all(valid(v) for v in values):
+        raise OptionError(f"MultiConv.{name} expects {expected} or a non-empty list of them, "
+                          f"got {value!r}.")
+    return values
+
+
+class MultiConv:
+    """Groups the convolutions of its `with` block, as PopTorch's MultiConv:
+
+        with popsim.MultiConv().availableMemoryProportions((0.3, 0.6)):
+            y = self.conv_a(x)
+            z = self.conv_b(x)
+
+    A single value applies to every convolution; a list has one value per
+    convolution, in the order they run (a different count is an error)."""
+
+    def __init__(self):
+        self._proportions: Optional[List[float]] = None
+        self._partials_types = None
+        self._plan_type = MultiConvPlanType.Parallel
+        self._reserved_tiles = None
+        self._cycle_back_off = None
+        self._dithering = None
+        self._saved = {}
+        self._count = 0
+
+    def availableMemoryProportions(self, value):
+        """Each convolution's share of its IPU's memory for temporaries, in (0, 1]."""
+        self._proportions = _per_convolution(
+            "availableMemoryProportions", value,
+            lambda v: isinstance(v, float) and 0.0 < v <= 1.0, "a float in (0, 1]")
+        return self
+
+    def partialsTypes(self, value):
+        """torch.float; half partials are refused (popsim's convolutions
+        accumulate in float32)."""
+        self._partials_types = _per_convolution(
+            "partialsTypes", value, lambda v: v in (torch.float, torch.float32),
+            "torch.float (popsim's convolutions accumulate in float32)")
+        return self
+
+    def planType(self, value):
+        """MultiConvPlanType.Parallel or Serial (recorded)."""
+        if not isinstance(value, MultiConvPlanType):
+            raise OptionError(f"MultiConv.planType expects a popsim.MultiConvPlanType, got "
+                              f"{value!r}.")
+        self._plan_type = value
+        return self
+
+    def perConvReservedTiles(self, value):
+        """Tiles reserved per convolution (recorded)."""
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise OptionError(f"MultiConv.perConvReservedTiles expects an int >= 0, got "
+                              f"{value!r}.")
+        self._reserved_tiles = value
+        return self
+
+    def cycleBackOff(self, value):
+        """The planner's cycle back-off, in [0, 1] (recorded)."""
+        if not isinstance(value, float) or not 0.0 <= value <= 1.0:
+            raise OptionError(f"MultiConv.cycleBackOff expects a float in [0, 1], got "
+                              f"{value!r}.")
+        self._cycle_back_off = value
+        return self
+
+    def enableConvDithering(self, value):
+        """Convolution dithering, one bool or one per convolution (recorded)."""
+        self._dithering = _per_convolution("enableConvDithering", value,
+                                           lambda v: isinstance(v, bool), "a bool")
+        return self
+
+    def __enter__(self):
+        if getattr(_ACTIVE, "block", None) is not None:
+            raise OptionError("popsim.MultiConv blocks cannot be nested: close the first one "
+                              "before opening another.")
+        _ACTIVE.block = self
+        self._count = 0
+        functional = torch.nn.functional
+        for name in _CONVOLUTIONS:
+            self._saved[name] = getattr(functional, name)
+            setattr(functional, name, self._counted(self._saved[name]))
+        return self
+
+    def __exit__(self, exc_type, exc, traceback):
+        for name, function in self._saved.items():
+            setattr(torch.nn.functional, name, function)
+        self._saved = {}
+        _ACTIVE.block = None
+        if exc_type is None:
+            if self._count == 0:
+                raise OptionError("popsim.MultiConv: its block ran no convolution (conv1d, "
+                                  "conv2d or conv3d); put the convolutions to combine inside "
+                                  "the `with` block.")
+            for name, values in (("availableMemoryProportions", self._proportions),
+                                 ("partialsTypes", self._partials_types),
+                                 ("enableConvDithering", self._dithering)):
+                if values is not None and len(values) not in (1, self._count):
+                    raise OptionError(
+                        f"popsim.MultiConv: {len(values)} {name} for {self._count} "
+                        f"convolutions; give one value for all or one per convolution.")
+        return False
+
+    def _counted(self, convolution):
+        def run(*args, **kwargs):
+            index = self._count
+            self._count += 1
+            output = convolution(*args, **kwargs)
+            if self._proportions is not None:
+                proportion = self._proportions[min(index, len(self._proportions) - 1)]
+                output = set_available_memory(output, proportion)
+            return output
+
+        return run
