@@ -29,6 +29,7 @@ class OptimizerKind(enum.Enum):
     Adam: int
     AdamW: int
     Rmsprop: int
+    Lamb: int
 
 class ChipVersion(enum.Enum):
     Mk1: int
@@ -53,6 +54,7 @@ class ParameterGroup:
     amsgrad: bool
     centered: bool
     maximize: bool
+    bias_correction: bool
     def __init__(self) -> None: ...
 
 class TrainingConfig:
@@ -78,6 +80,7 @@ class CompileOptions:
     recomputation: bool
     threads_per_ipu: int
     prefetch_depth: int
+    synthetic_data: bool
     optimizer_location: TensorLocation
     weight_location: TensorLocation
     accumulator_location: TensorLocation

@@ -8,7 +8,7 @@ proportions do change the simulation: each convolution's temporaries are
 bounded by its own (popsim.set_available_memory on its output)."""
 
 import threading
-from typing import List, Optional
+from typing import Callable, Dict, List, Optional
 
 import torch
 
@@ -38,14 +38,14 @@ class MultiConv:
     A single value applies to every convolution; a list has one value per
     convolution, in the order they run (a different count is an error)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._proportions: Optional[List[float]] = None
         self._partials_types = None
         self._plan_type = MultiConvPlanType.Parallel
         self._reserved_tiles = None
         self._cycle_back_off = None
         self._dithering = None
-        self._saved = {}
+        self._saved: Dict[str, Callable] = {}
         self._count = 0
 
     def availableMemoryProportions(self, value):

@@ -118,7 +118,7 @@ def test_unsupported_optimizers_and_changes():
     model = WithLoss(Net())
     with pytest.raises(popsim.OptionError,
                        match=r"^popsim trains with SGD, Adam, AdamW or RMSprop \(popsim\.optim or "
-                             r"torch\.optim\), got Adagrad\.$"):
+                             r"torch\.optim\) or LAMB \(popsim\.optim\), got Adagrad\.$"):
         popsim.trainingModel(model, optimizer=torch.optim.Adagrad(model.parameters()))
     trainer = popsim.trainingModel(model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1))
     trainer(*data())

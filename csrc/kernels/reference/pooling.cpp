@@ -1,4 +1,5 @@
 #include "ir/ops/pooling_geometry.h"
+#include "kernels/reference/chained_sum.h"
 #include "kernels/reference/families.h"
 
 #include <algorithm>
@@ -121,29 +122,16 @@ template <typename Visit> void forEachBin(const Planes& p, Visit visit) {
   }
 }
 
-// The double sum of n floats, in four independent chains (the adds overlap).
-double sumInDouble(const float* x, int64_t n) {
-  double s[4] = {0.0, 0.0, 0.0, 0.0};
-  int64_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    for (int64_t k = 0; k < 4; ++k)
-      s[k] += static_cast<double>(x[i + k]);
-  }
-  for (; i < n; ++i)
-    s[0] += static_cast<double>(x[i]);
-  return (s[0] + s[1]) + (s[2] + s[3]);
-}
-
 void adaptiveAvgPool(const ir::Node& node, const float* x, float* y) {
   const Planes p = planesOf(node);
   forEachBin(p, [&](int64_t plane, const Bin& b) {
     const float* in = x + plane * p.H * p.W;
     double sum = 0.0;
     if (b.w0 == 0 && b.w1 == p.W) { // whole rows: one contiguous run
-      sum = sumInDouble(in + b.h0 * p.W, (b.h1 - b.h0) * p.W);
+      sum = chainedSum<double>(in + b.h0 * p.W, (b.h1 - b.h0) * p.W);
     } else {
       for (int64_t ih = b.h0; ih < b.h1; ++ih)
-        sum += sumInDouble(in + ih * p.W + b.w0, b.w1 - b.w0);
+        sum += chainedSum<double>(in + ih * p.W + b.w0, b.w1 - b.w0);
     }
     *y++ = static_cast<float>(sum / static_cast<double>((b.h1 - b.h0) * (b.w1 - b.w0)));
   });

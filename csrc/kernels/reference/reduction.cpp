@@ -1,3 +1,4 @@
+#include "kernels/reference/chained_sum.h"
 #include "kernels/reference/families.h"
 
 #include <vector>
@@ -42,16 +43,7 @@ void accumulate(const Runs& runs, size_t run, const T*& x, Accumulator* sums) {
   const bool last = run + 1 == runs.sizes.size();
   if (last) {
     if (runs.reduced[run]) {
-      // Four independent chains, so the adds overlap (exact for integers).
-      Accumulator sum[4] = {0, 0, 0, 0};
-      int64_t i = 0;
-      for (; i + 4 <= size; i += 4) {
-        for (int64_t k = 0; k < 4; ++k)
-          sum[k] += static_cast<Accumulator>(x[i + k]);
-      }
-      for (; i < size; ++i)
-        sum[0] += static_cast<Accumulator>(x[i]);
-      sums[0] += (sum[0] + sum[1]) + (sum[2] + sum[3]);
+      sums[0] += chainedSum<Accumulator>(x, size);
     } else {
       for (int64_t i = 0; i < size; ++i)
         sums[i] += static_cast<Accumulator>(x[i]);
