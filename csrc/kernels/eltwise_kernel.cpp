@@ -1,5 +1,6 @@
 #include "kernels/dnnl_kernels.h"
 #include "kernels/dnnl_utils.h"
+#include "kernels/logistic_kernel.h"
 
 namespace popsim::kernels {
 
@@ -17,7 +18,7 @@ std::unique_ptr<Kernel> createEltwiseKernel(const KernelRequest& request) {
     kind = node.attrs().getString("approximate") == "tanh" ? algorithm::eltwise_gelu_tanh
                                                            : algorithm::eltwise_gelu_erf;
     break;
-  case ir::OpKind::Sigmoid: kind = algorithm::eltwise_logistic; break;
+  case ir::OpKind::Sigmoid: return createLogisticKernel(request, false); // ATen's accuracy
   case ir::OpKind::Tanh: kind = algorithm::eltwise_tanh; break;
   case ir::OpKind::Exp: kind = algorithm::eltwise_exp; break;
   case ir::OpKind::Log:

@@ -1,6 +1,7 @@
 #include "kernels/pointwise_kernel.h"
 
 #include "kernels/dnnl_utils.h"
+#include "kernels/logistic_kernel.h"
 #include "kernels/reference/pointwise.h"
 
 #include <omp.h>
@@ -61,7 +62,6 @@ std::optional<std::pair<dnnl::algorithm, float>> dnnlAlgorithmOf(const ir::Node&
   const std::string& name = node.attrs().getString("function");
   const std::vector<double>& params = node.attrs().getFloats("params");
   using dnnl::algorithm;
-  if (name == "silu") return std::make_pair(algorithm::eltwise_swish, 1.0f);
   if (name == "hardswish") return std::make_pair(algorithm::eltwise_hardswish, 0.0f);
   if (name == "mish") return std::make_pair(algorithm::eltwise_mish, 0.0f);
   if (name == "log_sigmoid") return std::make_pair(algorithm::eltwise_logsigmoid, 0.0f);
@@ -79,6 +79,10 @@ std::optional<std::pair<dnnl::algorithm, float>> dnnlAlgorithmOf(const ir::Node&
 // PyTorch gives NaN for NaN in all of them); the table's double-precision
 // loop otherwise and for every gradient.
 std::unique_ptr<Kernel> createPointwiseKernel(const KernelRequest& request) {
+  if (request.node.kind() == ir::OpKind::Pointwise &&
+      request.node.attrs().getString("function") == "silu") {
+    return createLogisticKernel(request, true); // ATen's formula, not oneDNN's swish
+  }
   const auto algorithm =
       request.node.kind() == ir::OpKind::Pointwise ? dnnlAlgorithmOf(request.node) : std::nullopt;
   if (!algorithm.has_value()) {

@@ -1,9 +1,10 @@
-"""Long sums are no less accurate than eager PyTorch's: global average
-pooling (a squeeze-excitation's squeeze), sums and means over many values and
-batch-norm statistics, measured against float64 over several draws. A float
-running sum over 1024 values is several times less accurate than ATen's
-cascade sum, which is what made efficientnet_b1's training step drift past
-eager float32's (benchmarks/torchvision_coverage.py)."""
+"""The ops of a squeeze-excitation block are no less accurate than eager
+PyTorch's: long sums (global average pooling, sums and means over many
+values, batch-norm statistics) and the logistic functions (sigmoid, SiLU),
+measured against float64 over several draws. A float running sum over 1024
+values is several times less accurate than ATen's cascade sum, and oneDNN's
+logistic and swish are up to 2 ulp off: both made efficientnet training
+steps drift past eager float32's (benchmarks/torchvision_coverage.py)."""
 
 import pytest
 import torch
@@ -22,6 +23,8 @@ CASES = {
     "batch norm with batch statistics": (
         lambda x: F.batch_norm(x, None, None, WEIGHT.to(x.dtype), BIAS.to(x.dtype), training=True),
         (8, 32, 16, 16)),
+    "sigmoid": (torch.sigmoid, (8, 32, 16, 16)),
+    "silu": (F.silu, (8, 32, 16, 16)),
 }
 
 
