@@ -123,7 +123,7 @@ const std::vector<KernelCase>& kernelCases() {
       {"relu", OpKind::Relu, {f32({3, 17})}, {}, "onednn"},
       {"gelu_erf", OpKind::Gelu, {f32({5, 9})}, {{"approximate", std::string("none")}}, "onednn"},
       {"gelu_tanh", OpKind::Gelu, {f32({5, 9})}, {{"approximate", std::string("tanh")}}, "onednn"},
-      {"sigmoid", OpKind::Sigmoid, {f32({4, 4})}, {}, "onednn"},
+      {"sigmoid", OpKind::Sigmoid, {f32({4, 4})}, {}, "popsim:logistic"}, // ATen's formula
       {"tanh", OpKind::Tanh, {f32({4, 4})}, {}, "onednn"},
       {"exp", OpKind::Exp, {f32({4, 4})}, {}, "onednn"},
       {"log", OpKind::Log, {f32({4, 4})}, {}, "reference", 0.1f, 3.0f},
