@@ -16,7 +16,7 @@ const LoweringRegistry& LoweringRegistry::instance() {
     lowerings::registerBinary(r);
     lowerings::registerArithmetic(r);
     lowerings::registerPooling(r);
-    lowerings::registerDebugging(r);
+    lowerings::registerMarkers(r);
     lowerings::registerNormalization(r);
     lowerings::registerShapeOps(r);
     lowerings::registerReductions(r);

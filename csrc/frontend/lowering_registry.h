@@ -33,7 +33,7 @@ void registerPointwise(LoweringRegistry& registry);
 void registerBinary(LoweringRegistry& registry);
 void registerArithmetic(LoweringRegistry& registry);
 void registerPooling(LoweringRegistry& registry);
-void registerDebugging(LoweringRegistry& registry);
+void registerMarkers(LoweringRegistry& registry);
 void registerNormalization(LoweringRegistry& registry);
 void registerShapeOps(LoweringRegistry& registry);
 void registerReductions(LoweringRegistry& registry);

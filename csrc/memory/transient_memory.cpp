@@ -11,10 +11,13 @@ std::vector<uint64_t> temporaryBudgets(const device::IpuSystemConfig& system,
     auto it = proportions.find(ipu);
     const double proportion =
         it != proportions.end() ? it->second : device::kDefaultAvailableMemoryProportion;
-    budgets.push_back(
-        static_cast<uint64_t>(proportion * static_cast<double>(system.memoryCapacity())));
+    budgets.push_back(temporaryBudget(system, proportion));
   }
   return budgets;
+}
+
+uint64_t temporaryBudget(const device::IpuSystemConfig& system, double proportion) {
+  return static_cast<uint64_t>(proportion * static_cast<double>(system.memoryCapacity()));
 }
 
 TransientMemory planTransientMemory(const ir::Graph& graph, const MemoryPlan& plan, int64_t numIpus,

@@ -15,6 +15,8 @@ namespace popsim::memory {
 // IPU; device::kDefaultAvailableMemoryProportion for the others) of its memory.
 std::vector<uint64_t> temporaryBudgets(const device::IpuSystemConfig& system,
                                        const std::map<int64_t, double>& proportions);
+// The bytes `proportion` of one IPU's memory gives a matmul's or convolution's temporaries.
+uint64_t temporaryBudget(const device::IpuSystemConfig& system, double proportion);
 
 // What the memory an op needs only while it runs adds to each IPU, beyond
 // its activation arena.

@@ -80,8 +80,7 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& graph,
   for (const auto& node : program.nodes()) {
     const double own = node->availableMemoryProportion(); // set_available_memory on this op
     temporaries.push_back(device::planOpTemporaries(
-        *node, own > 0.0 ? static_cast<uint64_t>(
-                               own * static_cast<double>(options.system.memoryCapacity()))
+        *node, own > 0.0 ? memory::temporaryBudget(options.system, own)
                          : buffers.temporaryBudget[static_cast<size_t>(node->placement().ipu)]));
   }
   const memory::TransientMemory transient = memory::planTransientMemory(

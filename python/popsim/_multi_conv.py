@@ -47,6 +47,7 @@ class MultiConv:
         self._dithering = None
         self._saved: Dict[str, Callable] = {}
         self._count = 0
+        self._thread: Optional[int] = None
 
     def availableMemoryProportions(self, value):
         """Each convolution's share of its IPU's memory for temporaries, in (0, 1]."""
@@ -99,6 +100,7 @@ class MultiConv:
                               "before opening another.")
         _ACTIVE.block = self
         self._count = 0
+        self._thread = threading.get_ident()
         functional = torch.nn.functional
         for name in _CONVOLUTIONS:
             self._saved[name] = getattr(functional, name)
@@ -126,6 +128,9 @@ class MultiConv:
 
     def _counted(self, convolution):
         def run(*args, **kwargs):
+            # The functions are patched process-wide; other threads' convolutions pass by.
+            if threading.get_ident() != self._thread:
+                return convolution(*args, **kwargs)
             index = self._count
             self._count += 1
             output = convolution(*args, **kwargs)

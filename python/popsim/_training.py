@@ -115,7 +115,7 @@ def constant_values(optimizer):
 
 def max_grad_norm(optimizer):
     """The optimizer's max_grad_norm (popsim.optim's, as PopTorch's), 0.0 for none."""
-    norm = getattr(optimizer, "defaults", {}).get("max_grad_norm")
+    norm = getattr(optimizer, "max_grad_norm", None)
     return 0.0 if norm is None or math.isinf(norm) else float(norm)
 
 

@@ -17,8 +17,9 @@ PopTorch arguments:
 - use_combined_accum: accepted (an IPU memory layout choice).
 - max_grad_norm: clips each step's gradients (after accumulation) by their
   global 2-norm, as torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
-  before optimizer.step(); None or inf (the default) does not clip. Kept in
-  optimizer.defaults["max_grad_norm"] (optimizer.max_grad_norm shows it).
+  before optimizer.step(); None or inf (the default) does not clip.
+  optimizer.max_grad_norm reads and sets it (in optimizer.defaults, so
+  pickles keep it), as on PopTorch's optimizers.
 - variable_attrs: which attributes setOptimizer may change (VariableAttributes).
 """
 
@@ -78,10 +79,23 @@ class VariableAttributes:
                               f"attributes are {', '.join(self._allowed)}.")
 
 
+class _MaxGradNorm:
+    """optimizer.max_grad_norm (inf for none), as PopTorch's optimizers have
+    it, kept in optimizer.defaults so that pickles keep it too."""
+
+    @property
+    def max_grad_norm(self):
+        norm = self.defaults.get("max_grad_norm")
+        return math.inf if norm is None else norm
+
+    @max_grad_norm.setter
+    def max_grad_norm(self, norm):
+        self.defaults["max_grad_norm"] = norm
+
+
 def _records_variables(init):
     """After `init`, optimizer.variable_attrs marks the attributes the call
-    passed explicitly as variable, and optimizer.max_grad_norm holds the
-    clipping norm (inf for none), as on PopTorch's optimizers."""
+    passed explicitly as variable, as on PopTorch's optimizers."""
     signature = inspect.signature(init)
 
     @functools.wraps(init)
@@ -93,14 +107,12 @@ def _records_variables(init):
         allowed.append("loss_scaling")
         self.variable_attrs = VariableAttributes(
             [name for name in allowed if given.get(name) is not None], allowed)
-        norm = self.defaults.get("max_grad_norm")
-        self.max_grad_norm = math.inf if norm is None else norm
         self.loss_scaling = 1.0 if given.get("loss_scaling") is None else given["loss_scaling"]
 
     return wrapped
 
 
-class SGD(torch.optim.SGD):
+class SGD(_MaxGradNorm, torch.optim.SGD):
     """torch.optim.SGD (lr defaults to 0.01, popsim's default optimizer)."""
 
     @_records_variables
@@ -111,10 +123,10 @@ class SGD(torch.optim.SGD):
                                         "loss_scaling": loss_scaling})
         super().__init__(params, lr=lr, momentum=momentum, dampening=dampening,
                          weight_decay=weight_decay, nesterov=nesterov, maximize=maximize)
-        self.defaults["max_grad_norm"] = max_grad_norm
+        self.max_grad_norm = max_grad_norm
 
 
-class Adam(torch.optim.Adam):
+class Adam(_MaxGradNorm, torch.optim.Adam):
     """torch.optim.Adam."""
 
     @_records_variables
@@ -128,10 +140,10 @@ class Adam(torch.optim.Adam):
             "second_order_momentum_accum_type": second_order_momentum_accum_type})
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                          amsgrad=amsgrad, maximize=maximize)
-        self.defaults["max_grad_norm"] = max_grad_norm
+        self.max_grad_norm = max_grad_norm
 
 
-class AdamW(torch.optim.AdamW):
+class AdamW(_MaxGradNorm, torch.optim.AdamW):
     """torch.optim.AdamW."""
 
     @_records_variables
@@ -145,10 +157,10 @@ class AdamW(torch.optim.AdamW):
             "second_order_momentum_accum_type": second_order_momentum_accum_type})
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                          amsgrad=amsgrad, maximize=maximize)
-        self.defaults["max_grad_norm"] = max_grad_norm
+        self.max_grad_norm = max_grad_norm
 
 
-class RMSprop(torch.optim.RMSprop):
+class RMSprop(_MaxGradNorm, torch.optim.RMSprop):
     """torch.optim.RMSprop."""
 
     @_records_variables
@@ -162,10 +174,10 @@ class RMSprop(torch.optim.RMSprop):
             "second_order_momentum_accum_type": second_order_momentum_accum_type})
         super().__init__(params, lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
                          momentum=momentum, centered=centered, maximize=maximize)
-        self.defaults["max_grad_norm"] = max_grad_norm
+        self.max_grad_norm = max_grad_norm
 
 
-class LAMB(torch.optim.Optimizer):
+class LAMB(_MaxGradNorm, torch.optim.Optimizer):
     """Layer-wise adaptive moments (You et al., 2019), as PopTorch's
     optim.LAMB: Adam's moments make an update u = m_hat / (sqrt(v_hat) + eps)
     + weight_decay * p (m_hat, v_hat bias-corrected when bias_correction),
@@ -197,7 +209,7 @@ class LAMB(torch.optim.Optimizer):
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay, max_weight_norm=max_weight_norm,
                                       bias_correction=bool(bias_correction)))
-        self.defaults["max_grad_norm"] = max_grad_norm
+        self.max_grad_norm = max_grad_norm
         self.bias_correction = bool(bias_correction)
 
     @torch.no_grad()

@@ -230,3 +230,15 @@ def test_multi_conv_errors_name_the_problem():
                 lambda m: m.cycleBackOff(2.0)):
         with pytest.raises(popsim.OptionError, match=r"^MultiConv\.\w+ expects "):
             bad(popsim.MultiConv())
+
+
+def test_multi_conv_counts_only_its_own_threads_convolutions():
+    import threading
+
+    other = threading.Thread(target=lambda: torch.nn.functional.conv2d(
+        torch.ones(1, 1, 3, 3), torch.ones(1, 1, 1, 1)))
+    with popsim.MultiConv().availableMemoryProportions((0.3, 0.4)):
+        other.start()
+        other.join()
+        torch.nn.functional.conv2d(torch.ones(1, 1, 3, 3), torch.ones(1, 1, 1, 1))
+        torch.nn.functional.conv2d(torch.ones(1, 1, 3, 3), torch.ones(1, 1, 1, 1))

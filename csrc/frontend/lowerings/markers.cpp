@@ -59,7 +59,7 @@ void lowerSetAvailableMemory(LoweringContext& ctx) {
 
 } // namespace
 
-void registerDebugging(LoweringRegistry& registry) {
+void registerMarkers(LoweringRegistry& registry) {
   registry.add("popsim::set_available_memory", lowerSetAvailableMemory);
   registry.add("popsim::print_tensor", lowerPrintTensor);
   registry.add("popsim::recomputation_checkpoint", lowerRecomputationCheckpoint);
