@@ -56,7 +56,7 @@ class Encoder(nn.Module):
 class EveryOpFamily(nn.Module):
     """The op families the three networks leave out: activations, binary ops with
     broadcasting, average pooling, batch norm with batch statistics, embedding,
-    dropout and reductions."""
+    dropout, reductions, and the elementwise tables' formulas."""
 
     def __init__(self):
         super().__init__()
@@ -73,7 +73,8 @@ class EveryOpFamily(nn.Module):
         features = image.mean((2, 3)) + self.embedding(self.ids)
         a = torch.sigmoid(features) * torch.tanh(features) - F.gelu(features) / 2
         b = torch.exp(-features.abs()) + torch.sqrt(features.abs() + 1) + torch.log(a.abs() + 1)
-        return self.head(self.drop(a + b))
+        c = F.celu(a, 0.5) + torch.atan2(a, b)  # pointwise and binary_pointwise formulas
+        return self.head(self.drop(a + b + c))
 
 
 def programs():

@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/debian_packages.sh
-install_missing build-essential cmake ninja-build ccache libdnnl-dev googletest libtorch-dev \
+install_missing build-essential cmake ninja-build ccache libdnnl-dev libsleef-dev googletest libtorch-dev \
   python3-torch
 
 build_dir="${POPSIM_SANITIZE_BUILD_DIR:-build/sanitize}"

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -17,7 +18,7 @@ enum class BinaryResult { Operands, Bool };
 // add, sub and mul. The IR's `binary_pointwise` op names an entry and
 // `binary_pointwise_grad` its derivative with respect to one operand; the
 // kernels, the gradient rule, the lowerings (frontend/lowerings/binary.cpp)
-// and the tests read this table.
+// and the tests read this table; the float formulas are in binary_formulas.h.
 struct BinaryFunction {
   std::string_view name;
   BinaryResult result;
@@ -32,7 +33,12 @@ struct BinaryFunction {
   double (*derivativeB)(double a, double b);
   // Integer division by zero is an error, as in PyTorch.
   bool dividesIntegers = false;
+  // The position of the float formula in BinaryFormulas<M>::all (which
+  // vectorised kernels instantiate for their own types), or kNoFormula.
+  size_t formula;
 };
+
+constexpr size_t kNoFormula = ~size_t{0};
 
 // The entry named `name`, or nullptr.
 const BinaryFunction* findBinaryFunction(std::string_view name);

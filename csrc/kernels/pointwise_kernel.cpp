@@ -3,6 +3,7 @@
 #include "kernels/dnnl_utils.h"
 #include "kernels/logistic_kernel.h"
 #include "kernels/reference/pointwise.h"
+#include "kernels/vector/elementwise_loops.h"
 
 #include <omp.h>
 
@@ -14,14 +15,16 @@ namespace popsim::kernels {
 namespace {
 
 // Splits the elements over the IPU's OpenMP threads, in blocks large enough
-// that a thread's start-up does not dominate.
+// that a thread's start-up does not dominate; each block runs the
+// function's formula on vectors of doubles (vector/elementwise_loops.h), or
+// one element at a time without AVX2.
 class PointwiseKernel final : public Kernel {
 public:
   explicit PointwiseKernel(const KernelRequest& request)
       : function_(reference::pointwiseFunctionOf(request.node)),
         params_(request.node.attrs().getFloats("params")),
         gradient_(request.node.kind() == ir::OpKind::PointwiseGrad),
-        count_(request.outputs[0].type.numel()) {
+        count_(request.outputs[0].type.numel()), loops_(vector::elementwiseLoops(vectorIsa())) {
     for (const BoundTensor& input : request.inputs) {
       inputs_.push_back(static_cast<const float*>(input.data));
     }
@@ -34,24 +37,37 @@ public:
 #pragma omp parallel for schedule(static) if (blocks > 1)
     for (int64_t b = 0; b < blocks; ++b) {
       const int64_t first = b * kBlock;
-      const int64_t count = std::min(kBlock, count_ - first);
-      if (gradient_) {
-        reference::pointwiseGradients(function_, params_.data(), inputs_[0] + first,
-                                      inputs_[1] + first, output_ + first, count);
-      } else {
-        reference::pointwiseValues(function_, params_.data(), inputs_[0] + first, output_ + first,
-                                   count);
-      }
+      runBlock(first, std::min(kBlock, count_ - first));
     }
   }
 
-  std::string implementation() const override { return "popsim:pointwise"; }
+  std::string implementation() const override {
+    return loops_ ? std::string("vectorised:pointwise_") + loops_->isa : "popsim:pointwise";
+  }
 
 private:
+  void runBlock(int64_t first, int64_t count) {
+    const double* params = params_.data();
+    const float* x = inputs_[0] + first;
+    float* y = output_ + first;
+    if (!gradient_) {
+      if (loops_ && !reference::hasFloatPath(function_)) { // clamp, hardtanh: float is exact
+        loops_->pointwiseValues(function_.index, params, x, y, count);
+      } else {
+        reference::pointwiseValues(function_, params, x, y, count);
+      }
+    } else if (loops_ && function_.derivative != nullptr) {
+      loops_->pointwiseGradients(function_.index, params, x, inputs_[1] + first, y, count);
+    } else {
+      reference::pointwiseGradients(function_, params, x, inputs_[1] + first, y, count);
+    }
+  }
+
   const ir::PointwiseFunction& function_;
   std::vector<double> params_;
   bool gradient_;
   int64_t count_;
+  std::optional<vector::ElementwiseLoops> loops_; // none: the reference loop
   std::vector<const float*> inputs_;
   float* output_ = nullptr;
 };
@@ -76,11 +92,14 @@ std::optional<std::pair<dnnl::algorithm, float>> dnnlAlgorithmOf(const ir::Node&
 
 // oneDNN's vectorised eltwise where it has the function (its jit kernels may
 // turn NaN into numbers, so NaN inputs are passed through afterwards, as
-// PyTorch gives NaN for NaN in all of them); the table's double-precision
-// loop otherwise and for every gradient.
+// PyTorch gives NaN for NaN in all of them); popsim's vectorised formulas
+// otherwise and for every gradient. SiLU is never oneDNN's swish (up to 2 ulp
+// off, which moved efficientnet's gradients): the vectorised formula in
+// double, or without AVX2 the float one of ATen on libm's expf.
 std::unique_ptr<Kernel> createPointwiseKernel(const KernelRequest& request) {
   if (request.node.kind() == ir::OpKind::Pointwise &&
-      request.node.attrs().getString("function") == "silu") {
+      request.node.attrs().getString("function") == "silu" &&
+      !vector::elementwiseLoops(vectorIsa())) {
     return createLogisticKernel(request, true); // ATen's formula, not oneDNN's swish
   }
   const auto algorithm =

@@ -70,8 +70,8 @@ void wherePiece(const bool* c, int64_t sc, const T* a, int64_t sa, const T* b, i
 
 } // namespace
 
-BroadcastElementwise::BroadcastElementwise(const ir::Node& node)
-    : node_(node), rows_(node.output()->type().shape, inputShapes(node)) {
+BroadcastElementwise::BroadcastElementwise(const ir::Node& node, FloatPieceLoops loops)
+    : node_(node), rows_(node.output()->type().shape, inputShapes(node)), loops_(loops) {
   if (node.kind() != ir::OpKind::Where) {
     function_ = ir::findBinaryFunction(node.attrs().getString("function"));
     POPSIM_ASSERT(function_ != nullptr, node.describe(), " names no binary function.");
@@ -86,6 +86,13 @@ BroadcastElementwise::BroadcastElementwise(const ir::Node& node)
       node.input(0)->type().dtype == ir::DType::Float32) {
     fast_ = findFastBinaryPiece(function_->name);
   }
+}
+
+bool BroadcastElementwise::vectorised() const {
+  if (function_ == nullptr || function_->formula == ir::kNoFormula) return false;
+  if (node_.kind() == ir::OpKind::BinaryPointwiseGrad) return loops_.gradients != nullptr;
+  return node_.input(0)->type().dtype == ir::DType::Float32 && fast_ == nullptr &&
+         function_->result == ir::BinaryResult::Operands && loops_.values != nullptr;
 }
 
 // One piece's operands: where each starts, and its step along the row.
@@ -145,6 +152,10 @@ void BroadcastElementwise::runGradient(const Piece& p) const {
   const auto* a = p.operand<float>(1);
   const auto* b = p.operand<float>(2);
   auto* dx = static_cast<float*>(p.output);
+  if (vectorised()) {
+    return loops_.gradients(function_->formula, operand_, dy, p.steps[0], a, p.steps[1], b,
+                            p.steps[2], dx, p.length);
+  }
   for (int64_t j = 0; j < p.length; ++j) {
     // A zero derivative masks the gradient (as PyTorch's masked_fill and where do).
     const double d = derivative(a[j * p.steps[1]], b[j * p.steps[2]]);
@@ -158,6 +169,9 @@ bool BroadcastElementwise::runValues(const Piece& p) const {
   case ir::DType::Float32:
     if (fast_ != nullptr) {
       fast_(p.operand<float>(0), sa, p.operand<float>(1), sb, p.output, p.length);
+    } else if (vectorised()) {
+      loops_.values(function_->formula, p.operand<float>(0), sa, p.operand<float>(1), sb,
+                    static_cast<float*>(p.output), p.length);
     } else if (function_->result == ir::BinaryResult::Bool) {
       floatPiece(*function_, p.operand<float>(0), sa, p.operand<float>(1), sb,
                  static_cast<bool*>(p.output), p.length);

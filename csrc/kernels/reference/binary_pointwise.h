@@ -13,9 +13,22 @@
 // each computes any range of its output's pieces.
 namespace popsim::kernels::reference {
 
+// Vectorised loops over float pieces that the parallel kernel hands in
+// (vector/elementwise_loops.h); the reference loops run without them.
+struct FloatPieceLoops {
+  void (*values)(size_t formula, const float* a, int64_t sa, const float* b, int64_t sb, float* y,
+                 int64_t count) = nullptr;
+  void (*gradients)(size_t formula, int64_t operand, const float* dy, int64_t sdy, const float* a,
+                    int64_t sa, const float* b, int64_t sb, float* dx, int64_t count) = nullptr;
+};
+
 class BroadcastElementwise {
 public:
-  explicit BroadcastElementwise(const ir::Node& node);
+  explicit BroadcastElementwise(const ir::Node& node, FloatPieceLoops loops = {});
+
+  // Whether float pieces run the loops handed in (not the reference loops
+  // or the fast float loops of fast_binary_functions.h).
+  bool vectorised() const;
 
   int64_t pieces() const { return rows_.pieces(); }
   // Computes pieces [first, last). Returns false when an integer division
@@ -35,6 +48,7 @@ private:
   const ir::BinaryFunction* function_ = nullptr; // binary_pointwise(_grad)
   int64_t operand_ = 0;                          // binary_pointwise_grad
   FastBinaryPiece fast_ = nullptr;               // binary_pointwise of floats, if it has one
+  FloatPieceLoops loops_;                        // used where vectorised()
   std::array<size_t, 3> operandBytes_{};         // each input's element size
 };
 

@@ -12,7 +12,7 @@ namespace {
 // float inputs as the double ones do), without a call per element.
 bool boundedInFloat(const ir::PointwiseFunction& function, const double* params, const float* x,
                     float* y, int64_t count) {
-  if (function.name != "clamp" && function.name != "hardtanh") return false;
+  if (!hasFloatPath(function)) return false;
   const auto low = static_cast<float>(params[0]);
   const auto high = static_cast<float>(params[1]);
   for (int64_t i = 0; i < count; ++i) {
@@ -24,6 +24,10 @@ bool boundedInFloat(const ir::PointwiseFunction& function, const double* params,
 }
 
 } // namespace
+
+bool hasFloatPath(const ir::PointwiseFunction& function) {
+  return function.name == "clamp" || function.name == "hardtanh";
+}
 
 void pointwiseValues(const ir::PointwiseFunction& function, const double* params, const float* x,
                      float* y, int64_t count) {

@@ -16,5 +16,8 @@ void pointwiseValues(const ir::PointwiseFunction& function, const double* params
 void pointwiseGradients(const ir::PointwiseFunction& function, const double* params,
                         const float* dy, const float* x, float* dx, int64_t count);
 const ir::PointwiseFunction& pointwiseFunctionOf(const ir::Node& node);
+// Whether pointwiseValues computes `function` in float, which the compiler
+// vectorises (clamp, hardtanh: the same values as in double).
+bool hasFloatPath(const ir::PointwiseFunction& function);
 
 } // namespace popsim::kernels::reference

@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "ir/graph.h"
+#include "kernels/cpu_isa.h"
 #include "kernels/kernel_factory.h"
 #include "kernels/reference/reference_ops.h"
 #include "test_utils.h"
@@ -28,7 +29,7 @@ struct KernelCase {
   OpKind kind;
   std::vector<TensorType> inputs;
   Attributes attrs;
-  std::string expected; // "onednn" or "reference"
+  std::string expected; // the implementation's name or its start ("onednn", "reference")
   float low = -2.0f;
   float high = 2.0f;
   // Outputs compared with the reference (all when empty); other outputs are
@@ -69,8 +70,60 @@ Attributes withShape(Attributes attrs, const std::string& name, std::vector<int6
   return attrs;
 }
 
+Attributes pointwise(const std::string& function, std::vector<double> params) {
+  return {{"function", function}, {"params", std::move(params)}};
+}
+
+// The elementwise tables' loops for this CPU (vector/elementwise_loops.h).
+std::string pointwiseLoops(const std::string& withoutAvx2 = "popsim:pointwise",
+                           const std::string& table = "pointwise") {
+  const kernels::VectorIsa isa = kernels::vectorIsa();
+  return isa == kernels::VectorIsa::Baseline
+             ? withoutAvx2
+             : "vectorised:" + table + "_" + kernels::vectorIsaName(isa);
+}
+std::string binaryLoops() { return pointwiseLoops("popsim:binary_pointwise", "binary_pointwise"); }
+
 const std::vector<KernelCase>& kernelCases() {
   static const std::vector<KernelCase> cases = {
+      {"pointwise_celu",
+       OpKind::Pointwise,
+       {f32({5, 203})},
+       pointwise("celu", {0.5}),
+       pointwiseLoops(),
+       -6.0f,
+       6.0f},
+      {"pointwise_silu",
+       OpKind::Pointwise,
+       {f32({5, 203})},
+       pointwise("silu", {}),
+       pointwiseLoops("popsim:logistic"),
+       -6.0f,
+       6.0f},
+      {"pointwise_grad_softplus",
+       OpKind::PointwiseGrad,
+       {f32({5, 203}), f32({5, 203})},
+       pointwise("softplus", {2.0, 20.0}),
+       pointwiseLoops(),
+       -12.0f,
+       12.0f},
+      {"binary_remainder_broadcast",
+       OpKind::BinaryPointwise,
+       {f32({5, 203}), f32({203})},
+       {{"function", std::string("remainder")}},
+       binaryLoops(),
+       -6.0f,
+       6.0f},
+      {"binary_grad_atan2_of_b",
+       OpKind::BinaryPointwiseGrad,
+       {f32({5, 203}), f32({5, 203}), f32({5, 1})},
+       {{"function", std::string("atan2")}, {"operand", int64_t{1}}},
+       binaryLoops()},
+      {"binary_maximum_fast_float_loop",
+       OpKind::BinaryPointwise,
+       {f32({5, 203}), f32({5, 203})},
+       {{"function", std::string("maximum")}},
+       "popsim:binary_pointwise"},
       {"conv2d_bias",
        OpKind::Convolution,
        {f32({2, 3, 9, 9}), f32({4, 3, 3, 3}), f32({4})},

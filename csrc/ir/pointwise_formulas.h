@@ -1,0 +1,240 @@
+#pragma once
+
+#include <cmath>
+#include <limits>
+#include <string_view>
+
+// The formulas of the pointwise functions (pointwise_functions.h), written
+// once for any arithmetic type: `M` names the type (`M::T`) and its maths
+// (`M::exp`, `M::sqrt`, ...). The IR's table instantiates them on double
+// with libm; the vectorised kernel instantiates them on vectors of doubles
+// with SLEEF, so the per-element path and the vector path compute the same
+// formula. Conditionals are `?:` on comparisons, which GCC evaluates lane by
+// lane for vector types; scalar constants mix with vectors as in `x * 2.0`.
+namespace popsim::ir {
+
+template <class M> struct PointwiseFormula {
+  using T = typename M::T;
+  std::string_view name;
+  std::string_view parameters; // comma-separated, in the order of the op's `params`
+  T (*value)(T x, const double* params);
+  // dy/dx at x; nullptr for piecewise-constant functions (floor, sign, ...),
+  // whose gradient is zero, as in PyTorch.
+  T (*derivative)(T x, const double* params);
+};
+
+// The maths of double precision, from libm: the formulas' reference
+// instantiation (the IR's table, the reference kernels).
+struct ScalarMath {
+  using T = double;
+  static double constant(double c) { return c; }
+  static double exp(double x) { return std::exp(x); }
+  static double expm1(double x) { return std::expm1(x); }
+  static double log(double x) { return std::log(x); }
+  static double log1p(double x) { return std::log1p(x); }
+  static double log2(double x) { return std::log2(x); }
+  static double log10(double x) { return std::log10(x); }
+  static double sin(double x) { return std::sin(x); }
+  static double cos(double x) { return std::cos(x); }
+  static double tan(double x) { return std::tan(x); }
+  static double asin(double x) { return std::asin(x); }
+  static double acos(double x) { return std::acos(x); }
+  static double atan(double x) { return std::atan(x); }
+  static double sinh(double x) { return std::sinh(x); }
+  static double cosh(double x) { return std::cosh(x); }
+  static double tanh(double x) { return std::tanh(x); }
+  static double asinh(double x) { return std::asinh(x); }
+  static double acosh(double x) { return std::acosh(x); }
+  static double atanh(double x) { return std::atanh(x); }
+  static double erf(double x) { return std::erf(x); }
+  static double erfc(double x) { return std::erfc(x); }
+  static double sqrt(double x) { return std::sqrt(x); }
+  static double pow(double x, double y) { return std::pow(x, y); }
+  static double floor(double x) { return std::floor(x); }
+  static double ceil(double x) { return std::ceil(x); }
+  static double trunc(double x) { return std::trunc(x); }
+  static double nearbyint(double x) { return std::nearbyint(x); }
+  static double fabs(double x) { return std::fabs(x); }
+  static double fmin(double x, double y) { return std::fmin(x, y); }
+  static double fmax(double x, double y) { return std::fmax(x, y); }
+  static double copysign(double x, double y) { return std::copysign(x, y); }
+  static double fmod(double x, double y) { return std::fmod(x, y); }
+  static double atan2(double y, double x) { return std::atan2(y, x); }
+  // x rounded to float (PyTorch's float steps inside a double formula).
+  static double toFloat(double x) { return static_cast<float>(x); }
+};
+
+namespace formulas {
+
+constexpr double kPi = 3.14159265358979323846;
+constexpr double kSqrtPi = 1.77245385090551602730;
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+template <class M> typename M::T sigmoid(typename M::T x) { return 1.0 / (1.0 + M::exp(-x)); }
+
+// softplus with PyTorch's threshold: linear once beta * x exceeds it.
+template <class M> typename M::T softplus(typename M::T x, double beta, double threshold) {
+  return x * beta > threshold ? x : M::log1p(M::exp(beta * x)) / beta;
+}
+
+// The inverse of erf: a first guess refined by Newton's method on erf.
+template <class M> typename M::T erfinv(typename M::T y) {
+  using T = typename M::T;
+  const double a = 0.147;
+  const T l = M::log(1.0 - y * y);
+  const T t = 2.0 / (kPi * a) + l / 2.0;
+  T x = M::copysign(M::sqrt(M::sqrt(t * t - l / a) - t), y);
+  for (int i = 0; i < 4; ++i) {
+    x -= (M::erf(x) - y) / (2.0 / kSqrtPi * M::exp(-x * x));
+  }
+  return y == -1.0 ? -kInfinity
+                   : (y == 1.0 ? kInfinity
+                               : (M::fabs(y) > 1.0 ? std::numeric_limits<double>::quiet_NaN() : x));
+}
+
+// PyTorch's sign: (0 < x) - (x < 0), so NaN gives 0.
+template <class M> typename M::T sign(typename M::T x) {
+  return (0.0 < x ? 1.0 : 0.0) - (x < 0.0 ? 1.0 : 0.0);
+}
+
+// x ** exponent as PyTorch computes it: the exponents it special-cases go
+// through multiplications, sqrt and reciprocals (which decide what negative
+// and infinite x give), the others through pow.
+template <class M> typename M::T power(typename M::T x, double exponent) {
+  if (exponent == 2.0) return x * x;
+  if (exponent == 3.0) return x * x * x;
+  if (exponent == 0.5) return M::sqrt(x);
+  if (exponent == -0.5) return 1.0 / M::sqrt(x);
+  if (exponent == -1.0) return 1.0 / x;
+  if (exponent == -2.0) return 1.0 / (x * x);
+  return M::pow(x, exponent);
+}
+
+template <class M> auto isNan(typename M::T x) { return x != x; }
+
+// min(max(x, low), high) with NaN staying NaN, as in PyTorch's kernels.
+template <class M> typename M::T bounded(typename M::T x, double low, double high) {
+  return isNan<M>(x) ? x : M::fmin(M::fmax(x, low), high);
+}
+
+// ELU and its relatives with PyTorch's branches: x <= 0 takes the
+// exponential side, so NaN takes the linear one in the gradient.
+template <class M>
+typename M::T elu(typename M::T x, double alpha, double scale, double inputScale) {
+  return x <= 0.0 ? scale * alpha * M::expm1(x * inputScale) : scale * x;
+}
+template <class M>
+typename M::T eluDerivative(typename M::T x, double alpha, double scale, double inputScale) {
+  return x <= 0.0 ? scale * alpha * inputScale * M::exp(x * inputScale) : scale;
+}
+
+// SELU's constants (Klambauer et al.), as PyTorch defines them.
+constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
+constexpr double kSeluScale = 1.0507009873554804934193349852946;
+
+} // namespace formulas
+
+// Derivatives follow PyTorch's backward formulas where they decide what NaN
+// and the kinks give (hardtanh passes the gradient of NaN, clamp does not).
+// The table is a constant array (no std::vector), so a translation unit
+// built for another instruction set instantiates no inline library code
+// that the linker could share with the rest of popsim.
+// clang-format off
+template <class M> struct PointwiseFormulas {
+  using T = typename M::T;
+  using P = const double*;
+  static constexpr PointwiseFormula<M> all[] = {
+    {"reciprocal", "", [](T x, P) -> T { return 1.0 / x; }, [](T x, P) -> T { return -1.0 / (x * x); }},
+    {"rsqrt", "", [](T x, P) -> T { return 1.0 / M::sqrt(x); }, [](T x, P) -> T { return -0.5 / (x * M::sqrt(x)); }},
+    {"expm1", "", [](T x, P) -> T { return M::expm1(x); }, [](T x, P) -> T { return M::exp(x); }},
+    {"log1p", "", [](T x, P) -> T { return M::log1p(x); }, [](T x, P) -> T { return 1.0 / (1.0 + x); }},
+    {"log2", "", [](T x, P) -> T { return M::log2(x); }, [](T x, P) -> T { return 1.0 / (x * 0.69314718055994530942); }},
+    {"log10", "", [](T x, P) -> T { return M::log10(x); }, [](T x, P) -> T { return 1.0 / (x * 2.30258509299404568402); }},
+    {"sin", "", [](T x, P) -> T { return M::sin(x); }, [](T x, P) -> T { return M::cos(x); }},
+    {"cos", "", [](T x, P) -> T { return M::cos(x); }, [](T x, P) -> T { return -M::sin(x); }},
+    {"tan", "", [](T x, P) -> T { return M::tan(x); }, [](T x, P) -> T { return 1.0 + M::tan(x) * M::tan(x); }},
+    {"asin", "", [](T x, P) -> T { return M::asin(x); }, [](T x, P) -> T { return 1.0 / M::sqrt(1.0 - x * x); }},
+    {"acos", "", [](T x, P) -> T { return M::acos(x); }, [](T x, P) -> T { return -1.0 / M::sqrt(1.0 - x * x); }},
+    {"atan", "", [](T x, P) -> T { return M::atan(x); }, [](T x, P) -> T { return 1.0 / (1.0 + x * x); }},
+    {"sinh", "", [](T x, P) -> T { return M::sinh(x); }, [](T x, P) -> T { return M::cosh(x); }},
+    {"cosh", "", [](T x, P) -> T { return M::cosh(x); }, [](T x, P) -> T { return M::sinh(x); }},
+    {"asinh", "", [](T x, P) -> T { return M::asinh(x); }, [](T x, P) -> T { return 1.0 / M::sqrt(x * x + 1.0); }},
+    {"acosh", "", [](T x, P) -> T { return M::acosh(x); }, [](T x, P) -> T { return 1.0 / M::sqrt(x * x - 1.0); }},
+    {"atanh", "", [](T x, P) -> T { return M::atanh(x); }, [](T x, P) -> T { return 1.0 / (1.0 - x * x); }},
+    {"erf", "", [](T x, P) -> T { return M::erf(x); }, [](T x, P) -> T { return 2.0 / formulas::kSqrtPi * M::exp(-x * x); }},
+    {"erfc", "", [](T x, P) -> T { return M::erfc(x); }, [](T x, P) -> T { return -2.0 / formulas::kSqrtPi * M::exp(-x * x); }},
+    {"erfinv", "", [](T x, P) -> T { return formulas::erfinv<M>(x); },
+     [](T x, P) -> T { const T y = formulas::erfinv<M>(x); return formulas::kSqrtPi / 2.0 * M::exp(y * y); }},
+    {"sign", "", [](T x, P) -> T { return formulas::sign<M>(x); }, nullptr},
+    {"floor", "", [](T x, P) -> T { return M::floor(x); }, nullptr},
+    {"ceil", "", [](T x, P) -> T { return M::ceil(x); }, nullptr},
+    {"round", "", [](T x, P) -> T { return M::nearbyint(x); }, nullptr}, // half to even
+    {"trunc", "", [](T x, P) -> T { return M::trunc(x); }, nullptr},
+    {"frac", "", [](T x, P) -> T { return x - M::trunc(x); }, [](T, P) -> T { return M::constant(1.0); }},
+    // x ** exponent and base ** x.
+    {"pow", "exponent", [](T x, P p) -> T { return formulas::power<M>(x, p[0]); },
+     [](T x, P p) -> T { return p[0] == 0.0 ? M::constant(0.0) : p[0] * formulas::power<M>(x, p[0] - 1.0); }},
+    {"rpow", "base", [](T x, P p) -> T { return M::pow(p[0], x); },
+     [](T x, P p) -> T { return M::pow(p[0], x) * std::log(p[0]); }},
+    // Bounds: clamp's gradient includes them, hardtanh's excludes them.
+    {"clamp", "min,max", [](T x, P p) -> T { return formulas::bounded<M>(x, p[0], p[1]); },
+     [](T x, P p) -> T { return x >= p[0] && x <= p[1] ? 1.0 : 0.0; }},
+    {"hardtanh", "min,max", [](T x, P p) -> T { return formulas::bounded<M>(x, p[0], p[1]); },
+     [](T x, P p) -> T { return x <= p[0] || x >= p[1] ? 0.0 : 1.0; }},
+    // Activations.
+    {"silu", "", [](T x, P) -> T { return x * formulas::sigmoid<M>(x); },
+     [](T x, P) -> T { const T s = formulas::sigmoid<M>(x); return s * (1.0 + x * (1.0 - s)); }},
+    {"mish", "", [](T x, P) -> T { return x * M::tanh(formulas::softplus<M>(x, 1.0, 20.0)); },
+     [](T x, P) -> T { const T t = M::tanh(formulas::softplus<M>(x, 1.0, 20.0)); return t + x * formulas::sigmoid<M>(x) * (1.0 - t * t); }},
+    {"hardswish", "", [](T x, P) -> T { return x * formulas::bounded<M>(x + 3.0, 0.0, 6.0) / 6.0; },
+     [](T x, P) -> T { return x < -3.0 ? 0.0 : (x <= 3.0 ? x / 3.0 + 0.5 : 1.0); }},
+    {"hardsigmoid", "", [](T x, P) -> T { return formulas::bounded<M>(x + 3.0, 0.0, 6.0) / 6.0; },
+     [](T x, P) -> T { return x > -3.0 && x < 3.0 ? 1.0 / 6.0 : 0.0; }},
+    {"elu", "alpha,scale,input_scale", [](T x, P p) -> T { return formulas::elu<M>(x, p[0], p[1], p[2]); },
+     [](T x, P p) -> T { return formulas::eluDerivative<M>(x, p[0], p[1], p[2]); }},
+    {"selu", "", [](T x, P) -> T { return formulas::elu<M>(x, formulas::kSeluAlpha, formulas::kSeluScale, 1.0); },
+     [](T x, P) -> T { return formulas::eluDerivative<M>(x, formulas::kSeluAlpha, formulas::kSeluScale, 1.0); }},
+    {"celu", "alpha", [](T x, P p) -> T { return formulas::elu<M>(x, p[0], 1.0, 1.0 / p[0]); },
+     [](T x, P p) -> T { return formulas::eluDerivative<M>(x, p[0], 1.0, 1.0 / p[0]); }},
+    {"leaky_relu", "negative_slope", [](T x, P p) -> T { return x > 0.0 ? x : x * p[0]; },
+     [](T x, P p) -> T { return x > 0.0 ? 1.0 : p[0]; }},
+    {"softplus", "beta,threshold", [](T x, P p) -> T { return formulas::softplus<M>(x, p[0], p[1]); },
+     [](T x, P p) -> T { return x * p[0] > p[1] ? 1.0 : formulas::sigmoid<M>(p[0] * x); }},
+    {"log_sigmoid", "", [](T x, P) -> T { return M::fmin(x, 0.0) - M::log1p(M::exp(-M::fabs(x))); },
+     [](T x, P) -> T { return 1.0 - formulas::sigmoid<M>(x); }},
+    {"hardshrink", "lambda", [](T x, P p) -> T { return x >= -p[0] && x <= p[0] ? 0.0 : x; },
+     [](T x, P p) -> T { return x >= -p[0] && x <= p[0] ? 0.0 : 1.0; }},
+    {"softshrink", "lambda", [](T x, P p) -> T { return x > p[0] ? x - p[0] : (x < -p[0] ? x + p[0] : 0.0); },
+     [](T x, P p) -> T { return x >= -p[0] && x <= p[0] ? 0.0 : 1.0; }},
+    {"threshold", "threshold,value", [](T x, P p) -> T { return x <= p[0] ? p[1] : x; },
+     [](T x, P p) -> T { return x <= p[0] ? 0.0 : 1.0; }},
+    // The root of a p-norm, sum ** (1 / p): its gradient is zero where the sum
+    // is (a zero vector), as PyTorch's norm backward masks it.
+    {"norm_root", "exponent", [](T x, P p) -> T { return formulas::power<M>(x, p[0]); },
+     [](T x, P p) -> T { return x == 0.0 ? 0.0 : p[0] * formulas::power<M>(x, p[0] - 1.0); }},
+    // |x| whose gradient at NaN is NaN (abs's is 0, as PyTorch's scalar loop
+    // has it): cdist's gradient for p = 1 (sign(diff) in PyTorch's kernel).
+    {"magnitude", "", [](T x, P) -> T { return M::fabs(x); },
+     [](T x, P) -> T { return x > 0.0 ? 1.0 : (x < 0.0 ? -1.0 : (x == 0.0 ? 0.0 : x)); }},
+    // |x| ** exponent for the p-norms with p < 1: the gradient at 0 is 0, as
+    // PyTorch's norm backward masks it (pow's would be infinite there).
+    {"magnitude_pow", "exponent", [](T x, P p) -> T { return formulas::power<M>(M::fabs(x), p[0]); },
+     [](T x, P p) -> T {
+       const T direction = x > 0.0 ? 1.0 : (x < 0.0 ? -1.0 : x);
+       return x == 0.0 ? 0.0 : direction * p[0] * formulas::power<M>(M::fabs(x), p[0] - 1.0); }},
+    // The root of a sum of squares floored at `min`, whose gradient is the
+    // root's at the floored value: PyTorch's cosine_similarity floors the sum
+    // in place outside autograd, so its gradient passes the floor.
+    {"root_of_floored", "min", [](T x, P p) -> T { return M::sqrt(formulas::isNan<M>(x) ? x : M::fmax(x, p[0])); },
+     [](T x, P p) -> T { return 0.5 / M::sqrt(formulas::isNan<M>(x) ? x : M::fmax(x, p[0])); }},
+    // Replacements for NaN and the infinities; the gradient passes finite values only.
+    {"nan_to_num", "nan,posinf,neginf",
+     [](T x, P p) -> T {
+       const T infinite = x > 0.0 ? p[1] : p[2];
+       return formulas::isNan<M>(x) ? p[0] : (M::fabs(x) == formulas::kInfinity ? infinite : x); },
+     [](T x, P) -> T { return x - x == 0.0 ? 1.0 : 0.0; }},
+  };
+};
+// clang-format on
+
+} // namespace popsim::ir

@@ -1,0 +1,96 @@
+#pragma once
+
+// The loops of elementwise_loops.h over one instruction set's vectors of
+// doubles (SleefMath, sleef_math.h): floats are widened, a formula runs on
+// kLanes elements at once, and the results are rounded to float, as the
+// reference tables' are one by one. The last, partial vector runs on a
+// zero-padded copy, so every element takes the same path. Included inside
+// an anonymous namespace, after sleef_math.h.
+
+constexpr int kLanes = POPSIM_SLEEF_LANES;
+using Vector = SleefMath::T;
+
+// One float operand of a loop: element i is data[i * step].
+struct Operand {
+  const float* data;
+  int64_t step;
+};
+
+Vector widened(const float* x) {
+  Floats narrow;
+  __builtin_memcpy(&narrow, x, sizeof(narrow));
+  return __builtin_convertvector(narrow, Vector);
+}
+
+void narrowed(Vector value, float* y) {
+  const Floats narrow = __builtin_convertvector(value, Floats);
+  __builtin_memcpy(y, &narrow, sizeof(narrow));
+}
+
+// Elements first .. first + kLanes of an operand, widened.
+Vector lanesOf(Operand operand, int64_t first) {
+  const float* p = operand.data + first * operand.step;
+  if (operand.step == 1) return widened(p);
+  double lanes[kLanes];
+  for (int k = 0; k < kLanes; ++k)
+    lanes[k] = p[k * operand.step];
+  Vector value;
+  __builtin_memcpy(&value, lanes, sizeof(value));
+  return value;
+}
+
+// y[i] = formula(operands' vectors) for i < count.
+template <size_t N, class Formula>
+void overVectors(int64_t count, const Operand (&operands)[N], float* y, Formula formula) {
+  Vector lanes[N];
+  int64_t i = 0;
+  for (; i + kLanes <= count; i += kLanes) {
+    for (size_t k = 0; k < N; ++k)
+      lanes[k] = lanesOf(operands[k], i);
+    narrowed(formula(lanes), y + i);
+  }
+  if (i == count) return;
+  const int64_t rest = count - i;
+  float padded[N][kLanes] = {};
+  for (size_t k = 0; k < N; ++k) {
+    for (int64_t j = 0; j < rest; ++j)
+      padded[k][j] = operands[k].data[(i + j) * operands[k].step];
+    lanes[k] = widened(padded[k]);
+  }
+  float out[kLanes];
+  narrowed(formula(lanes), out);
+  __builtin_memcpy(y + i, out, rest * sizeof(float));
+}
+
+using Pointwise = popsim::ir::PointwiseFormulas<SleefMath>;
+using Binary = popsim::ir::BinaryFormulas<SleefMath>;
+
+void pointwiseValues(size_t index, const double* params, const float* x, float* y, int64_t count) {
+  const auto value = Pointwise::all[index].value;
+  overVectors(count, {Operand{x, 1}}, y, [&](const Vector* v) { return value(v[0], params); });
+}
+
+void pointwiseGradients(size_t index, const double* params, const float* dy, const float* x,
+                        float* dx, int64_t count) {
+  const auto derivative = Pointwise::all[index].derivative;
+  overVectors(count, {Operand{dy, 1}, Operand{x, 1}}, dx,
+              [&](const Vector* v) { return v[0] * derivative(v[1], params); });
+}
+
+void binaryValues(size_t formula, const float* a, int64_t sa, const float* b, int64_t sb, float* y,
+                  int64_t count) {
+  const auto value = Binary::all[formula].value;
+  overVectors(count, {Operand{a, sa}, Operand{b, sb}}, y,
+              [&](const Vector* v) { return value(v[0], v[1]); });
+}
+
+void binaryGradients(size_t formula, int64_t operand, const float* dy, int64_t sdy, const float* a,
+                     int64_t sa, const float* b, int64_t sb, float* dx, int64_t count) {
+  const auto derivative =
+      operand == 0 ? Binary::all[formula].derivativeA : Binary::all[formula].derivativeB;
+  overVectors(count, {Operand{dy, sdy}, Operand{a, sa}, Operand{b, sb}}, dx,
+              [&](const Vector* v) -> Vector {
+                const Vector d = derivative(v[1], v[2]);
+                return d == 0.0 ? 0.0 : v[0] * d;
+              });
+}

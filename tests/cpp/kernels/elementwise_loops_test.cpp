@@ -1,0 +1,169 @@
+// The vectorised elementwise loops (SLEEF on vectors of doubles, one
+// translation unit per instruction set) against the reference tables (libm,
+// one element at a time): every pointwise and binary function, value and
+// derivative, on special values, every range the formulas branch on, the
+// steps broadcasting gives, and a count that leaves a partial vector. Both
+// compute in double and round to float, so they agree to the float bit but
+// where a double result sits on a float rounding boundary: one float ulp is
+// allowed, NaN and the infinities exactly.
+
+#include "ir/binary_functions.h"
+#include "ir/pointwise_functions.h"
+#include "kernels/reference/pointwise.h"
+#include "kernels/vector/elementwise_loops.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace popsim {
+namespace {
+
+using kernels::VectorIsa;
+
+std::vector<float> inputs() {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> x = {std::nanf(""), inf,   -inf, 0.0f,  -0.0f, 1e-40f, -1e-40f,
+                          1.0f,          -1.0f, 3.0f, -3.0f, 20.0f, 1e30f,  -1e30f};
+  std::mt19937 random(7);
+  std::uniform_real_distribution<float> near(-4.0f, 4.0f), far(-100.0f, 100.0f), unit(-1.0f, 1.0f);
+  for (int i = 0; i < 700; ++i) {
+    x.push_back(near(random));
+    x.push_back(far(random));
+    x.push_back(unit(random));
+  }
+  x.push_back(0.25f); // 2115 values: a partial vector at the end for 4 and 8 lanes
+  return x;
+}
+
+// Within one float ulp, NaN for NaN, and equal infinities.
+::testing::AssertionResult agree(float actual, float expected) {
+  if (std::isnan(expected) || std::isnan(actual)) {
+    return std::isnan(expected) && std::isnan(actual) ? ::testing::AssertionSuccess()
+                                                      : ::testing::AssertionFailure();
+  }
+  if (std::isinf(expected) || std::isinf(actual)) {
+    return actual == expected ? ::testing::AssertionSuccess() : ::testing::AssertionFailure();
+  }
+  const float ulp = std::nextafter(std::fabs(expected), std::numeric_limits<float>::infinity()) -
+                    std::fabs(expected);
+  return std::fabs(actual - expected) <= ulp ? ::testing::AssertionSuccess()
+                                             : ::testing::AssertionFailure();
+}
+
+bool cpuRuns(VectorIsa isa) {
+  return isa == VectorIsa::Avx512 ? __builtin_cpu_supports("avx512f")
+                                  : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+class ElementwiseLoopsKernelTest : public ::testing::TestWithParam<VectorIsa> {};
+
+TEST_P(ElementwiseLoopsKernelTest, PointwiseFunctionsAgreeWithTheReferenceTable) {
+  if (!cpuRuns(GetParam())) GTEST_SKIP() << "this CPU lacks the instruction set";
+  const auto loops = kernels::vector::elementwiseLoops(GetParam());
+  ASSERT_TRUE(loops.has_value());
+  const std::vector<float> x = inputs();
+  std::vector<float> dy(x.size());
+  std::mt19937 random(3);
+  std::normal_distribution<float> normal;
+  for (float& g : dy)
+    g = normal(random);
+  const auto n = static_cast<int64_t>(x.size());
+  for (const ir::PointwiseFunction& function : ir::pointwiseFunctions()) {
+    for (const std::vector<double>& params :
+         {std::vector<double>{0.5, 1.5, 2.0}, std::vector<double>{3.0, 20.0, 1.0}}) {
+      std::vector<float> actual(x.size()), expected(x.size());
+      loops->pointwiseValues(function.index, params.data(), x.data(), actual.data(), n);
+      kernels::reference::pointwiseValues(function, params.data(), x.data(), expected.data(), n);
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_TRUE(agree(actual[i], expected[i]))
+            << function.name << "(" << x[i] << ") with params " << params[0] << ": " << actual[i]
+            << " against " << expected[i];
+      }
+      if (function.derivative == nullptr) continue;
+      loops->pointwiseGradients(function.index, params.data(), dy.data(), x.data(), actual.data(),
+                                n);
+      kernels::reference::pointwiseGradients(function, params.data(), dy.data(), x.data(),
+                                             expected.data(), n);
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_TRUE(agree(actual[i], expected[i]))
+            << function.name << "'(" << x[i] << ") with params " << params[0] << ": " << actual[i]
+            << " against " << expected[i];
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Isas, ElementwiseLoopsKernelTest,
+                         ::testing::Values(VectorIsa::Avx2, VectorIsa::Avx512),
+                         [](const auto& testInfo) {
+                           return kernels::vectorIsaName(testInfo.param);
+                         });
+
+// The binary function's value or derivative by the table, one element at a
+// time (the reference kernel's arithmetic, with its masking of zero
+// derivatives).
+float expectedBinary(const ir::BinaryFunction& function, int operand, float dy, float a, float b) {
+  if (operand < 0) return static_cast<float>(function.value(a, b));
+  const double d = (operand == 0 ? function.derivativeA : function.derivativeB)(a, b);
+  return d == 0.0 ? 0.0f : static_cast<float>(static_cast<double>(dy) * d);
+}
+
+TEST_P(ElementwiseLoopsKernelTest, BinaryFunctionsAgreeWithTheReferenceTable) {
+  if (!cpuRuns(GetParam())) GTEST_SKIP() << "this CPU lacks the instruction set";
+  const auto loops = kernels::vector::elementwiseLoops(GetParam());
+  ASSERT_TRUE(loops.has_value());
+  // Every value of inputs() against every value of a shifted copy, and
+  // against one broadcast value (step 0) and a strided operand (step 3).
+  const std::vector<float> a = inputs();
+  std::vector<float> b(a.rbegin(), a.rend());
+  std::vector<float> strided(3 * b.size());
+  for (size_t i = 0; i < b.size(); ++i)
+    strided[3 * i] = b[i];
+  std::vector<float> dy(a.size());
+  std::mt19937 random(5);
+  std::normal_distribution<float> normal;
+  for (float& g : dy)
+    g = normal(random);
+  const auto n = static_cast<int64_t>(a.size());
+  int checked = 0;
+  for (const ir::BinaryFunction& function : ir::binaryFunctions()) {
+    if (function.formula == ir::kNoFormula || function.result == ir::BinaryResult::Bool) continue;
+    ++checked;
+    const float scalar = -1.75f;
+    using Operand = std::pair<const float*, int64_t>;
+    for (auto [bs, sb] : {Operand{b.data(), 1}, Operand{&scalar, 0}, Operand{strided.data(), 3}}) {
+      for (int operand = -1; operand < 2; ++operand) {
+        if (operand >= 0 && (operand == 0 ? function.derivativeA : function.derivativeB) == nullptr)
+          continue;
+        std::vector<float> actual(a.size());
+        if (operand < 0) {
+          loops->binaryValues(function.formula, a.data(), 1, bs, sb, actual.data(), n);
+        } else {
+          loops->binaryGradients(function.formula, operand, dy.data(), 1, a.data(), 1, bs, sb,
+                                 actual.data(), n);
+        }
+        for (int64_t i = 0; i < n; ++i) {
+          const float expected = expectedBinary(function, operand, dy[i], a[i], bs[i * sb]);
+          ASSERT_TRUE(agree(actual[i], expected))
+              << function.name << " (operand " << operand << ") at (" << a[i] << ", " << bs[i * sb]
+              << "), step " << sb << ": " << actual[i] << " against " << expected;
+        }
+      }
+    }
+  }
+  EXPECT_GE(checked, 10);
+}
+
+TEST(ElementwiseLoopsKernelTest, NoLoopsWithoutAvx2) {
+  EXPECT_FALSE(kernels::vector::elementwiseLoops(VectorIsa::Baseline).has_value());
+}
+
+} // namespace
+} // namespace popsim
