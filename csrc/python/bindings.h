@@ -6,6 +6,7 @@
 namespace popsim::python {
 
 void bindErrors(pybind11::module_& module);
+void bindLogging(pybind11::module_& module);
 void bindIr(pybind11::module_& module);
 void bindFrontend(pybind11::module_& module);
 void bindOptions(pybind11::module_& module);

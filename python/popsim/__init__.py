@@ -24,6 +24,7 @@ except ImportError as error:  # pragma: no cover - depends on the installation
 from popsim._async_data import AsynchronousDataAccessor
 from popsim._blocks import BeginBlock, Block, BlockFunction, module_repr, removeBlocks
 from popsim._dataloader import DataLoader
+from popsim._device import ipuHardwareIsAvailable, isRunningOnIpu
 from popsim.enums import (
     ConnectionType,
     DataLoaderMode,
@@ -56,6 +57,8 @@ from popsim.strategies import (
 from popsim import optim
 from popsim._executor import Executor, inferenceModel, trainingModel
 from popsim._hooks import registerPostCompileHook, registerPreCompileHook
+from popsim._logging import LOGGER as logger
+from popsim._logging import setLogLevel
 from popsim._losses import identity_loss
 from popsim._multi_conv import MultiConv
 from popsim._structure import ICustomArgParser, registerCustomArgParser
@@ -98,8 +101,11 @@ __all__ = [
     "HalfFloatCastingBehavior",
     "identity_loss",
     "inferenceModel",
+    "ipuHardwareIsAvailable",
+    "isRunningOnIpu",
     "InputError",
     "ipu_print_tensor",
+    "logger",
     "InternalError",
     "MatMulSerializationMode",
     "MultiConv",
@@ -122,6 +128,7 @@ __all__ = [
     "removeBlocks",
     "serializedMatMul",
     "set_available_memory",
+    "setLogLevel",
     "ShardedExecution",
     "Stage",
     "SyncPattern",

@@ -13,7 +13,7 @@ import warnings
 
 import torch
 
-from popsim import _blocks, _structure
+from popsim import _blocks, _device, _structure
 from popsim._ops import LIBRARY as _LIBRARY
 from popsim.errors import CompilationError, InputError
 
@@ -330,6 +330,7 @@ def _trace(model, signature, micro_batch_tensors, training):
     _blocks.reset_for_trace()
     guards = contextlib.ExitStack()
     guards.enter_context(_untouched_state(model))  # a forward may write buffers in eval mode too
+    guards.enter_context(_device.running_on_ipu())
     if not training:
         guards.enter_context(module_mode(model, False))
     else:

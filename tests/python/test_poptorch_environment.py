@@ -1,0 +1,80 @@
+"""PopTorch's environment helpers: isRunningOnIpu inside a forward,
+ipuHardwareIsAvailable, setLogLevel and the logger."""
+
+import pytest
+import torch
+
+import popsim
+import popsim as poptorch
+from popsim.errors import OptionError
+
+
+class BranchesOnTheDevice(torch.nn.Module):
+    def forward(self, x):
+        if poptorch.isRunningOnIpu():
+            return x + 1
+        return x - 1
+
+
+def test_is_running_on_ipu_chooses_the_branch_the_ipus_run():
+    model = BranchesOnTheDevice()
+    x = torch.randn(3, 4)
+    torch.testing.assert_close(model(x), x - 1)  # eagerly, on the CPU
+    compiled = popsim.inferenceModel(model)
+    torch.testing.assert_close(compiled(x), x + 1)
+    assert not popsim.isRunningOnIpu()  # only while the forward is traced
+    torch.testing.assert_close(model(x), x - 1)
+
+
+def test_is_running_on_ipu_during_training_compilation():
+    seen = []
+
+    class Recording(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(4, 2)
+
+        def forward(self, x):
+            seen.append(poptorch.isRunningOnIpu())
+            return poptorch.identity_loss(self.linear(x).sum(), reduction="sum")
+
+    model = Recording()
+    trainer = poptorch.trainingModel(model, optimizer=poptorch.optim.SGD(model.parameters(), lr=0.1))
+    trainer(torch.randn(2, 4))
+    assert seen and all(seen)
+
+
+def test_simulated_ipus_are_available_in_any_number():
+    assert poptorch.ipuHardwareIsAvailable()
+    assert poptorch.ipuHardwareIsAvailable(64)
+    with pytest.raises(OptionError, match=r"ipuHardwareIsAvailable expects a positive number "
+                                          r"of IPUs, got 0"):
+        poptorch.ipuHardwareIsAvailable(0)
+
+
+@pytest.fixture
+def restore_log_level():
+    yield
+    popsim.setLogLevel("WARN")
+    popsim.logger.setLevel("NOTSET")
+
+
+def test_set_log_level_shows_the_core_and_python_messages(restore_log_level, capfd):
+    poptorch.setLogLevel("INFO")
+    popsim.logger.info("from the Python side")
+    popsim.inferenceModel(torch.nn.Linear(3, 2))(torch.randn(2, 3))
+    shown = capfd.readouterr().err
+    assert "[popsim info] from the Python side" in shown
+    assert "[popsim info] compiled" in shown  # the C++ core's compilation summary
+
+    poptorch.setLogLevel("OFF")
+    popsim.logger.warning("hidden")
+    popsim.inferenceModel(torch.nn.Linear(3, 2))(torch.randn(2, 3))
+    assert capfd.readouterr().err == ""
+
+
+def test_set_log_level_names_the_levels_it_accepts(restore_log_level):
+    with pytest.raises(OptionError, match=r"setLogLevel expects one of TRACE, DEBUG, INFO, WARN, "
+                                          r"ERR, OFF, got 'LOUD'"):
+        poptorch.setLogLevel("LOUD")
+    poptorch.setLogLevel("debug")  # PopTorch's names in any case
