@@ -143,6 +143,15 @@ OpCost estimateOpCost(const ir::Node& node, const ChipSpec& chip,
   case ir::OpKind::PrintTensor: // the tensor streams to the host, which prints it
     cost.exchangeCycles = hostTransferCycles(outBytes, chip);
     break;
+  case ir::OpKind::HostCall: { // inputs stream to the host, which computes; results stream back
+    uint64_t bytes = 0;
+    for (const ir::Value* value : node.inputs())
+      bytes += static_cast<uint64_t>(value->type().bytes());
+    for (const ir::Value* value : node.outputs())
+      bytes += static_cast<uint64_t>(value->type().bytes());
+    cost.exchangeCycles = hostTransferCycles(bytes, chip);
+    break;
+  }
   case ir::OpKind::Cast: // a conversion per element, on the tiles that hold them
     cost.computeCycles = elementwisePassCycles(outElements, chip);
     break;

@@ -17,6 +17,7 @@ const LoweringRegistry& LoweringRegistry::instance() {
     lowerings::registerArithmetic(r);
     lowerings::registerPooling(r);
     lowerings::registerMarkers(r);
+    lowerings::registerHostCalls(r);
     lowerings::registerNormalization(r);
     lowerings::registerShapeOps(r);
     lowerings::registerReductions(r);

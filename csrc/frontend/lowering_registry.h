@@ -34,6 +34,7 @@ void registerBinary(LoweringRegistry& registry);
 void registerArithmetic(LoweringRegistry& registry);
 void registerPooling(LoweringRegistry& registry);
 void registerMarkers(LoweringRegistry& registry);
+void registerHostCalls(LoweringRegistry& registry);
 void registerNormalization(LoweringRegistry& registry);
 void registerShapeOps(LoweringRegistry& registry);
 void registerReductions(LoweringRegistry& registry);

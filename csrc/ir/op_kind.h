@@ -99,7 +99,8 @@ namespace popsim::ir {
   X(AdaptiveMaxPool2d, "adaptive_max_pool2d", Pooling)                                             \
   X(PrintTensor, "print_tensor", Check)                                                            \
   X(RecomputationCheckpoint, "recomputation_checkpoint", Layout)                                   \
-  X(LambUpdate, "lamb_update", Optimizer)
+  X(LambUpdate, "lamb_update", Optimizer)                                                          \
+  X(HostCall, "host_call", Host)
 
 enum class OpKind : uint16_t {
 #define POPSIM_OP_ENUM(kind, name, family) kind,
@@ -140,6 +141,7 @@ enum class OpFamily {
   Update,    // writes weights or state in place: assign, accumulate, fill
   Optimizer, // fused optimizer steps
   Transfer,  // inter-IPU copies, which the runtime performs itself
+  Host,      // functions the host computes in the middle of a program (PopTorch's CPU ops)
 };
 
 std::string_view opKindName(OpKind kind);

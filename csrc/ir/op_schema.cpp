@@ -36,6 +36,7 @@ std::array<OpSchema, kNumOpKinds> buildTable() {
   ops::registerGradientOps(registry);
   ops::registerTrainingOps(registry);
   ops::registerUpdateOps(registry);
+  ops::registerHostCallOps(registry);
   for (const OpSchema& schema : table) {
     POPSIM_ASSERT(schema.inferTypes != nullptr, "op '", schema.name(), "' has no schema.");
   }

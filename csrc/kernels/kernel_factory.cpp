@@ -53,7 +53,8 @@ std::unique_ptr<Kernel> createDnnlKernel(const KernelRequest& request) {
   case ir::OpFamily::Loss:
   case ir::OpFamily::Update:
   case ir::OpFamily::Optimizer: return nullptr; // plain C++ kernels
-  case ir::OpFamily::Transfer: return nullptr;
+  case ir::OpFamily::Transfer:
+  case ir::OpFamily::Host: return nullptr; // the host's function (host_callbacks.h)
   }
   return nullptr;
 }

@@ -20,8 +20,7 @@ void bindLogging(py::module_& module) {
         throw py::value_error("unknown log level '" + name +
                               "': expected trace, debug, info, warn, error or off");
       },
-      py::arg("level"),
-      "Sets the C++ core's log level (as POPSIM_LOG_LEVEL does at start-up).");
+      py::arg("level"), "Sets the C++ core's log level (as POPSIM_LOG_LEVEL does at start-up).");
 }
 
 } // namespace popsim::python

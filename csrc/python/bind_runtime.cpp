@@ -1,6 +1,7 @@
 #include "common/check.h"
 #include "ir/printer.h"
 #include "ir/state_names.h"
+#include "kernels/host_callbacks.h"
 #include "python/bindings.h"
 #include "python/tensor_conversion.h"
 #include "runtime/executable.h"
@@ -105,9 +106,46 @@ std::vector<at::Tensor> run(Executable& executable, const std::vector<at::Tensor
   return outputs;
 }
 
+// A Python callable, released with the GIL held whichever thread lets it go.
+struct PythonFunction {
+  py::object function;
+  ~PythonFunction() {
+    py::gil_scoped_acquire gil;
+    function = py::object();
+  }
+};
+
+// Registers `function(inputs, outputs)` as the host_call op `id`'s function:
+// it gets lists of tensors over the op's buffers and fills the outputs. A
+// Python exception fails the run with an ExecutionError naming the op.
+void registerHostFunction(const std::string& id, py::function function) {
+  auto held = std::make_shared<PythonFunction>();
+  held->function = std::move(function);
+  kernels::registerHostFunction(id, [held, id](const std::vector<kernels::HostTensor>& inputs,
+                                               const std::vector<kernels::HostTensor>& outputs) {
+    py::gil_scoped_acquire gil;
+    py::list in;
+    py::list out;
+    for (const kernels::HostTensor& tensor : inputs)
+      in.append(py::cast(tensorOver(tensor.data, tensor.type)));
+    for (const kernels::HostTensor& tensor : outputs)
+      out.append(py::cast(tensorOver(tensor.data, tensor.type)));
+    try {
+      held->function(in, out);
+    } catch (py::error_already_set& error) {
+      throwError(ErrorKind::Execution,
+                 "The CPU op '" + id + "' failed on the host: " + error.what());
+    }
+  });
+}
+
 } // namespace
 
 void bindRuntime(py::module_& module) {
+  module.def("register_host_function", &registerHostFunction, py::arg("id"), py::arg("function"),
+             "Registers function(inputs, outputs) as what the CPU op `id` runs on the host.");
+  module.def("clear_host_functions", &kernels::clearHostFunctions,
+             "Forgets every CPU op's function (at exit, while Python objects can still die).");
   py::class_<Executable, std::shared_ptr<Executable>>(module, "Executable",
                                                       "A model compiled for simulated IPUs.")
       .def("run", &run, py::arg("inputs"), "Runs one call: deviceIterations iterations.")

@@ -32,4 +32,9 @@ at::Tensor emptyTensor(const ir::TensorType& type) {
   return at::empty(type.shape, at::TensorOptions().dtype(frontend::toTorchDType(type.dtype)));
 }
 
+at::Tensor tensorOver(void* data, const ir::TensorType& type) {
+  return at::from_blob(data, type.shape,
+                       at::TensorOptions().dtype(frontend::toTorchDType(type.dtype)));
+}
+
 } // namespace popsim::python

@@ -16,5 +16,7 @@ runtime::TensorView viewOf(const at::Tensor& tensor, const std::string& what,
                            bool allowFloat64 = false);
 ir::TensorType typeOf(const at::Tensor& tensor, const std::string& what, bool allowFloat64 = false);
 at::Tensor emptyTensor(const ir::TensorType& type);
+// A tensor over `data` (not a copy), valid while the memory is.
+at::Tensor tensorOver(void* data, const ir::TensorType& type);
 
 } // namespace popsim::python

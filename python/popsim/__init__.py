@@ -23,6 +23,7 @@ except ImportError as error:  # pragma: no cover - depends on the installation
 
 from popsim._async_data import AsynchronousDataAccessor
 from popsim._blocks import BeginBlock, Block, BlockFunction, module_repr, removeBlocks
+from popsim._cpu_ops import CPU
 from popsim._dataloader import DataLoader
 from popsim._device import ipuHardwareIsAvailable, isRunningOnIpu
 from popsim.enums import (
@@ -87,6 +88,7 @@ __all__ = [
     "BlockFunction",
     "CompilationError",
     "cond",
+    "CPU",
     "ConnectionType",
     "custom_op",
     "DataLoader",

@@ -44,6 +44,7 @@ void registerEmbeddingOps(OpRegistry& registry);
 void registerGradientOps(OpRegistry& registry);
 void registerTrainingOps(OpRegistry& registry);
 void registerUpdateOps(OpRegistry& registry);
+void registerHostCallOps(OpRegistry& registry);
 } // namespace ops
 
 } // namespace popsim::ir

@@ -1,6 +1,7 @@
 #include "kernels/reference/reference_ops.h"
 
 #include "common/check.h"
+#include "kernels/host_callbacks.h"
 #include "kernels/reference/families.h"
 
 #include <cstring>
@@ -39,6 +40,7 @@ void evaluate(const ir::Node& node, const std::vector<void*>& inputs,
   case ir::OpFamily::Transfer:
     std::memcpy(outputs[0], inputs[0], node.output()->type().bytes());
     return;
+  case ir::OpFamily::Host: return hostCall(node, inputs, outputs);
   }
   POPSIM_ASSERT(false, "no reference kernel for ", node.name(), ".");
 }
