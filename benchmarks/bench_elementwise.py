@@ -24,9 +24,11 @@ import popsim  # noqa: E402
 from timing import median_seconds  # noqa: E402
 
 OPS = {
-    # pointwise functions (ir/pointwise_functions.cpp)
+    # pointwise functions (ir/pointwise_formulas.h)
     "sin": lambda a, b: torch.sin(a),
     "silu": lambda a, b: F.silu(a),
+    "celu": lambda a, b: F.celu(a, 0.5),
+    "softplus": lambda a, b: F.softplus(a),
     "hardswish": lambda a, b: F.hardswish(a),
     "clamp": lambda a, b: a.clamp(-0.5, 0.5),
     # binary functions (ir/binary_functions.cpp) and where

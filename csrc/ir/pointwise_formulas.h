@@ -147,6 +147,7 @@ template <class M> struct PointwiseFormulas {
     {"reciprocal", "", [](T x, P) -> T { return 1.0 / x; }, [](T x, P) -> T { return -1.0 / (x * x); }},
     {"rsqrt", "", [](T x, P) -> T { return 1.0 / M::sqrt(x); }, [](T x, P) -> T { return -0.5 / (x * M::sqrt(x)); }},
     {"expm1", "", [](T x, P) -> T { return M::expm1(x); }, [](T x, P) -> T { return M::exp(x); }},
+    {"log", "", [](T x, P) -> T { return M::log(x); }, [](T x, P) -> T { return 1.0 / x; }},
     {"log1p", "", [](T x, P) -> T { return M::log1p(x); }, [](T x, P) -> T { return 1.0 / (1.0 + x); }},
     {"log2", "", [](T x, P) -> T { return M::log2(x); }, [](T x, P) -> T { return 1.0 / (x * 0.69314718055994530942); }},
     {"log10", "", [](T x, P) -> T { return M::log10(x); }, [](T x, P) -> T { return 1.0 / (x * 2.30258509299404568402); }},

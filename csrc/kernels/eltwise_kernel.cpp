@@ -1,6 +1,7 @@
 #include "kernels/dnnl_kernels.h"
 #include "kernels/dnnl_utils.h"
 #include "kernels/logistic_kernel.h"
+#include "kernels/pointwise_kernel.h"
 
 namespace popsim::kernels {
 
@@ -23,9 +24,9 @@ std::unique_ptr<Kernel> createEltwiseKernel(const KernelRequest& request) {
   case ir::OpKind::Exp: kind = algorithm::eltwise_exp; break;
   case ir::OpKind::Log:
     // oneDNN's vectorised log is off by up to ~3e-6 near x = 1, where log(x)
-    // is near 0: far from PyTorch's result in relative terms, so the reference
-    // kernel (double precision) runs log.
-    return nullptr;
+    // is near 0: far from PyTorch's result in relative terms, so popsim's
+    // formula runs it, in double precision.
+    return createFormulaKernel(request, "log");
   case ir::OpKind::Sqrt: kind = algorithm::eltwise_sqrt; break;
   case ir::OpKind::Abs: kind = algorithm::eltwise_abs; break;
   case ir::OpKind::Affine:

@@ -1,5 +1,6 @@
 #include "kernels/pointwise_kernel.h"
 
+#include "common/check.h"
 #include "kernels/dnnl_utils.h"
 #include "kernels/logistic_kernel.h"
 #include "kernels/reference/pointwise.h"
@@ -20,9 +21,9 @@ namespace {
 // one element at a time without AVX2.
 class PointwiseKernel final : public Kernel {
 public:
-  explicit PointwiseKernel(const KernelRequest& request)
-      : function_(reference::pointwiseFunctionOf(request.node)),
-        params_(request.node.attrs().getFloats("params")),
+  PointwiseKernel(const KernelRequest& request, const ir::PointwiseFunction& function,
+                  std::vector<double> params)
+      : function_(function), params_(std::move(params)),
         gradient_(request.node.kind() == ir::OpKind::PointwiseGrad),
         count_(request.outputs[0].type.numel()), loops_(vector::elementwiseLoops(vectorIsa())) {
     for (const BoundTensor& input : request.inputs) {
@@ -105,9 +106,18 @@ std::unique_ptr<Kernel> createPointwiseKernel(const KernelRequest& request) {
   const auto algorithm =
       request.node.kind() == ir::OpKind::Pointwise ? dnnlAlgorithmOf(request.node) : std::nullopt;
   if (!algorithm.has_value()) {
-    return std::make_unique<PointwiseKernel>(request);
+    return std::make_unique<PointwiseKernel>(request, reference::pointwiseFunctionOf(request.node),
+                                             request.node.attrs().getFloats("params"));
   }
   return eltwiseKernel(request, algorithm->first, algorithm->second, 0.0f, true);
+}
+
+std::unique_ptr<Kernel> createFormulaKernel(const KernelRequest& request,
+                                            std::string_view function) {
+  const ir::PointwiseFunction* formula = ir::findPointwiseFunction(function);
+  POPSIM_ASSERT(formula != nullptr && formula->parameters.empty(), "no formula named ",
+                std::string(function), ".");
+  return std::make_unique<PointwiseKernel>(request, *formula, std::vector<double>{});
 }
 
 } // namespace popsim::kernels

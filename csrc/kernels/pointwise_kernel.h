@@ -2,11 +2,17 @@
 
 #include "kernels/kernel_factory.h"
 
+#include <string_view>
+
 namespace popsim::kernels {
 
 // pointwise and pointwise_grad over the IPU's threads: oneDNN where it
 // computes what PyTorch does, popsim's vectorised formulas in double
 // precision otherwise.
 std::unique_ptr<Kernel> createPointwiseKernel(const KernelRequest& request);
+// A one-input op of another family computed by the pointwise formula
+// `function` (one without parameters): log runs "log".
+std::unique_ptr<Kernel> createFormulaKernel(const KernelRequest& request,
+                                            std::string_view function);
 
 } // namespace popsim::kernels

@@ -1,4 +1,4 @@
-"""The test table of the pointwise functions (csrc/ir/pointwise_functions.cpp):
+"""The test table of the pointwise functions (csrc/ir/pointwise_formulas.h):
 each case names the C++ function it exercises, a PyTorch expression and the
 interval its input is drawn from (where the function is defined and away from
 its poles). test_ops.py runs each case forward and test_gradients.py backward
@@ -60,6 +60,7 @@ POINTWISE = {
     "reciprocal": ("reciprocal", _case(torch.reciprocal, 0.2, 4.0, symmetric=True)),
     "rsqrt": ("rsqrt", _case(torch.rsqrt, 0.2, 4.0)),
     "expm1": ("expm1", _case(torch.expm1, -3.0, 3.0)),
+    "log": ("log", _case(torch.log, 0.05, 5.0)),  # the log op runs this formula
     "log1p": ("log1p", _case(torch.log1p, -0.9, 4.0)),
     "log2": ("log2", _case(torch.log2, 0.1, 5.0)),
     "log10": ("log10", _case(torch.log10, 0.1, 5.0)),

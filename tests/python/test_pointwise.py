@@ -1,4 +1,4 @@
-"""The pointwise functions' table (csrc/ir/pointwise_functions.cpp) against its
+"""The pointwise functions' table (csrc/ir/pointwise_formulas.h) against its
 tests (pointwise_cases.py, run forward by test_ops.py and backward by
 test_gradients.py), and what the lowerings refuse."""
 
