@@ -128,6 +128,28 @@ typename M::T eluDerivative(typename M::T x, double alpha, double scale, double 
   return x <= 0.0 ? scale * alpha * inputScale * M::exp(x * inputScale) : scale;
 }
 
+// GELU, exact (with erf) and with PyTorch's tanh approximation, and their
+// derivatives as PyTorch's backward kernels write them.
+constexpr double kSqrtHalf = 0.70710678118654752440;
+constexpr double kGeluTanhBeta = 0.79788456080286535588; // sqrt(2 / pi)
+constexpr double kGeluTanhKappa = 0.044715;
+template <class M> typename M::T gelu(typename M::T x) {
+  return 0.5 * x * (1.0 + M::erf(x * kSqrtHalf));
+}
+template <class M> typename M::T geluDerivative(typename M::T x) {
+  const typename M::T cdf = 0.5 * (1.0 + M::erf(x * kSqrtHalf));
+  const typename M::T pdf = M::exp(-0.5 * x * x) * (kSqrtHalf / kSqrtPi);
+  return cdf + x * pdf;
+}
+template <class M> typename M::T geluTanh(typename M::T x) {
+  return 0.5 * x * (1.0 + M::tanh(kGeluTanhBeta * (x + kGeluTanhKappa * x * x * x)));
+}
+template <class M> typename M::T geluTanhDerivative(typename M::T x) {
+  const typename M::T t = M::tanh(kGeluTanhBeta * (x + kGeluTanhKappa * x * x * x));
+  return 0.5 * (1.0 + t) +
+         0.5 * x * (1.0 - t * t) * kGeluTanhBeta * (1.0 + 3.0 * kGeluTanhKappa * x * x);
+}
+
 // SELU's constants (Klambauer et al.), as PyTorch defines them.
 constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
 constexpr double kSeluScale = 1.0507009873554804934193349852946;
@@ -185,6 +207,11 @@ template <class M> struct PointwiseFormulas {
     // Activations.
     {"silu", "", [](T x, P) -> T { return x * formulas::sigmoid<M>(x); },
      [](T x, P) -> T { const T s = formulas::sigmoid<M>(x); return s * (1.0 + x * (1.0 - s)); }},
+    // GELU's gradients (its forward is oneDNN's, which computes what PyTorch does).
+    {"gelu", "", [](T x, P) -> T { return formulas::gelu<M>(x); },
+     [](T x, P) -> T { return formulas::geluDerivative<M>(x); }},
+    {"gelu_tanh", "", [](T x, P) -> T { return formulas::geluTanh<M>(x); },
+     [](T x, P) -> T { return formulas::geluTanhDerivative<M>(x); }},
     {"mish", "", [](T x, P) -> T { return x * M::tanh(formulas::softplus<M>(x, 1.0, 20.0)); },
      [](T x, P) -> T { const T t = M::tanh(formulas::softplus<M>(x, 1.0, 20.0)); return t + x * formulas::sigmoid<M>(x) * (1.0 - t * t); }},
     {"hardswish", "", [](T x, P) -> T { return x * formulas::bounded<M>(x + 3.0, 0.0, 6.0) / 6.0; },

@@ -41,14 +41,14 @@ std::unique_ptr<Kernel> createDnnlKernel(const KernelRequest& request) {
   case ir::OpFamily::Pointwise: return createPointwiseKernel(request);
   case ir::OpFamily::BinaryFunction:
   case ir::OpFamily::Where: return createBinaryPointwiseKernel(request);
+  case ir::OpFamily::ElementwiseGrad: return createActivationGradKernel(request);
   case ir::OpFamily::Extremum: // plain C++ loops (reference)
   case ir::OpFamily::Scan:
   case ir::OpFamily::Product:
   case ir::OpFamily::Check:
   case ir::OpFamily::Indexing:
   case ir::OpFamily::Sort:
-  case ir::OpFamily::Embedding:       // gathers and scatter-adds
-  case ir::OpFamily::ElementwiseGrad: // (oneDNN backward kernels come later)
+  case ir::OpFamily::Embedding: // gathers and scatter-adds
   case ir::OpFamily::Random:
   case ir::OpFamily::Loss:
   case ir::OpFamily::Update:

@@ -21,10 +21,10 @@ namespace {
 // one element at a time without AVX2.
 class PointwiseKernel final : public Kernel {
 public:
+  // gradient: dx = dy * f'(x) from inputs (dy, x); otherwise y = f(x).
   PointwiseKernel(const KernelRequest& request, const ir::PointwiseFunction& function,
-                  std::vector<double> params)
-      : function_(function), params_(std::move(params)),
-        gradient_(request.node.kind() == ir::OpKind::PointwiseGrad),
+                  std::vector<double> params, bool gradient)
+      : function_(function), params_(std::move(params)), gradient_(gradient),
         count_(request.outputs[0].type.numel()), loops_(vector::elementwiseLoops(vectorIsa())) {
     for (const BoundTensor& input : request.inputs) {
       inputs_.push_back(static_cast<const float*>(input.data));
@@ -95,29 +95,41 @@ std::optional<std::pair<dnnl::algorithm, float>> dnnlAlgorithmOf(const ir::Node&
 // turn NaN into numbers, so NaN inputs are passed through afterwards, as
 // PyTorch gives NaN for NaN in all of them); popsim's vectorised formulas
 // otherwise and for every gradient. SiLU is never oneDNN's swish (up to 2 ulp
-// off, which moved efficientnet's gradients): the vectorised formula in
-// double, or without AVX2 the float one of ATen on libm's expf.
+// off, which moved efficientnet's gradients) but ATen's float formula on
+// SLEEF's exp, as eager PyTorch's (logistic_kernel.h).
 std::unique_ptr<Kernel> createPointwiseKernel(const KernelRequest& request) {
   if (request.node.kind() == ir::OpKind::Pointwise &&
-      request.node.attrs().getString("function") == "silu" &&
-      !vector::elementwiseLoops(vectorIsa())) {
+      request.node.attrs().getString("function") == "silu") {
     return createLogisticKernel(request, true); // ATen's formula, not oneDNN's swish
   }
   const auto algorithm =
       request.node.kind() == ir::OpKind::Pointwise ? dnnlAlgorithmOf(request.node) : std::nullopt;
   if (!algorithm.has_value()) {
     return std::make_unique<PointwiseKernel>(request, reference::pointwiseFunctionOf(request.node),
-                                             request.node.attrs().getFloats("params"));
+                                             request.node.attrs().getFloats("params"),
+                                             request.node.kind() == ir::OpKind::PointwiseGrad);
   }
   return eltwiseKernel(request, algorithm->first, algorithm->second, 0.0f, true);
 }
 
-std::unique_ptr<Kernel> createFormulaKernel(const KernelRequest& request,
-                                            std::string_view function) {
+std::unique_ptr<Kernel> createFormulaKernel(const KernelRequest& request, std::string_view function,
+                                            bool gradient) {
   const ir::PointwiseFunction* formula = ir::findPointwiseFunction(function);
-  POPSIM_ASSERT(formula != nullptr && formula->parameters.empty(), "no formula named ",
-                std::string(function), ".");
-  return std::make_unique<PointwiseKernel>(request, *formula, std::vector<double>{});
+  POPSIM_ASSERT(formula != nullptr && formula->parameters.empty() &&
+                    (!gradient || formula->derivative != nullptr),
+                "no formula named ", std::string(function), ".");
+  return std::make_unique<PointwiseKernel>(request, *formula, std::vector<double>{}, gradient);
+}
+
+// GELU's gradients run their formulas; relu's, sigmoid's, tanh's and abs's
+// repeat PyTorch's float arithmetic bit for bit in the reference loop,
+// which the compiler vectorises (no calls).
+std::unique_ptr<Kernel> createActivationGradKernel(const KernelRequest& request) {
+  const std::string& activation = request.node.attrs().getString("activation");
+  if (activation == "gelu" || activation == "gelu_tanh") {
+    return createFormulaKernel(request, activation, true);
+  }
+  return nullptr;
 }
 
 } // namespace popsim::kernels

@@ -10,9 +10,12 @@ namespace popsim::kernels {
 // computes what PyTorch does, popsim's vectorised formulas in double
 // precision otherwise.
 std::unique_ptr<Kernel> createPointwiseKernel(const KernelRequest& request);
-// A one-input op of another family computed by the pointwise formula
-// `function` (one without parameters): log runs "log".
-std::unique_ptr<Kernel> createFormulaKernel(const KernelRequest& request,
-                                            std::string_view function);
+// An op of another family computed by the pointwise formula `function` (one
+// without parameters): log runs "log"'s value, GELU's gradient from (dy, x)
+// "gelu"'s derivative (gradient = true).
+std::unique_ptr<Kernel> createFormulaKernel(const KernelRequest& request, std::string_view function,
+                                            bool gradient = false);
+// activation_grad: GELU's on its formula, nullptr (the reference loop) otherwise.
+std::unique_ptr<Kernel> createActivationGradKernel(const KernelRequest& request);
 
 } // namespace popsim::kernels

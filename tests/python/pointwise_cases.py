@@ -98,6 +98,9 @@ POINTWISE = {
     "silu": ("silu", _case(F.silu, -6.0, 6.0)),
     "silu_inplace": ("silu", _module(lambda: nn.SiLU(inplace=True), -6.0, 6.0)),
     "mish": ("mish", _module(nn.Mish, -6.0, 6.0)),
+    # GELU's gradients run these formulas (its forward is oneDNN's)
+    "gelu_formula": ("gelu", _case(F.gelu, -5.0, 5.0)),
+    "gelu_tanh_formula": ("gelu_tanh", _case(lambda t: F.gelu(t, approximate="tanh"), -5.0, 5.0)),
     "hardswish_inplace": ("hardswish", _module(lambda: nn.Hardswish(inplace=True), -5.0, 5.0)),
     "hardsigmoid": ("hardsigmoid", _module(nn.Hardsigmoid, -5.0, 5.0)),
     "elu": ("elu", _module(lambda: nn.ELU(alpha=0.7))),

@@ -27,3 +27,26 @@ def test_no_op_runs_a_onednn_reference_implementation():
     slow = {op: sorted(impls) for op, impls in table.items()
             if any(kernel_audit.is_slow(impl) for impl in impls)}
     assert not slow
+
+
+def test_sigmoid_and_silu_equal_eager_bit_for_bit():
+    """Both run ATen's float formulas on the exp ATen uses (SLEEF's with AVX2
+    or AVX-512, libm's otherwise), so they equal eager PyTorch exactly on
+    every instruction set test_isas.sh covers (including NaN and infinities)."""
+    import torch
+    import torch.nn.functional as F
+
+    import popsim
+
+    torch.manual_seed(0)
+    x = torch.cat([torch.randn(4099) * 8, torch.tensor([0.0, -0.0, 88.5, -104.0, float("inf"),
+                                                       float("-inf"), float("nan")])])
+    for fn in (torch.sigmoid, F.silu):
+        class Model(torch.nn.Module):
+            def forward(self, a):
+                return fn(a)
+
+        got, expected = popsim.inferenceModel(Model())(x), fn(x)
+        assert torch.equal(got.isnan(), expected.isnan())
+        finite = ~expected.isnan()
+        assert torch.equal(got[finite], expected[finite]), fn

@@ -24,8 +24,9 @@ void mapGrad(const Inputs& inputs, const Outputs& outputs, int64_t n, Fn fn) {
 // kernels, so that results are bit-identical to eager PyTorch's: relu is
 // threshold_backward, sigmoid (dy * (1 - y)) * y, tanh dy * (1 - y * y) with
 // the fused multiply-add PyTorch's vectorised kernel compiles to. GELU's
-// kernels use SLEEF's vectorised erf and exp, which popsim does not
-// reproduce; its derivative is computed in double and rounded once.
+// kernels use SLEEF's float erf and exp, which popsim does not reproduce;
+// its derivative is computed in double and rounded once (the kernel runs
+// the same formula vectorised: "gelu" in ir/pointwise_formulas.h).
 void elementwiseGrad(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
   const int64_t n = node.output()->type().numel();
   const std::string& activation = node.attrs().getString("activation");

@@ -28,15 +28,15 @@ std::map<std::string, Sample> samples() {
   const std::vector<double> positive = {0.3, 0.9, 1.7, 3.2};
   std::map<std::string, Sample> table;
   for (const char* name :
-       {"expm1", "sin",  "cos",  "atan",      "sinh",        "cosh",  "asinh",
-        "erf",   "erfc", "sign", "floor",     "ceil",        "round", "trunc",
-        "frac",  "silu", "mish", "hardswish", "hardsigmoid", "selu",  "log_sigmoid"}) {
+       {"expm1", "sin",       "cos",         "atan", "sinh",        "cosh",  "asinh",    "erf",
+        "erfc",  "sign",      "floor",       "ceil", "round",       "trunc", "frac",     "silu",
+        "mish",  "hardswish", "hardsigmoid", "selu", "log_sigmoid", "gelu",  "gelu_tanh"}) {
     table[name] = {{}, anywhere};
   }
   for (const char* name : {"asin", "acos", "atanh", "erfinv"}) {
     table[name] = {{}, unit};
   }
-  for (const char* name : {"reciprocal", "rsqrt", "log1p", "log2", "log10"}) {
+  for (const char* name : {"reciprocal", "rsqrt", "log", "log1p", "log2", "log10"}) {
     table[name] = {{}, positive};
   }
   table["tan"] = {{}, unit};

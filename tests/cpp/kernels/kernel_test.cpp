@@ -83,6 +83,7 @@ std::string pointwiseLoops(const std::string& withoutAvx2 = "popsim:pointwise",
              : "vectorised:" + table + "_" + kernels::vectorIsaName(isa);
 }
 std::string binaryLoops() { return pointwiseLoops("popsim:binary_pointwise", "binary_pointwise"); }
+std::string logisticLoops() { return pointwiseLoops("popsim:logistic", "logistic"); }
 
 const std::vector<KernelCase>& kernelCases() {
   static const std::vector<KernelCase> cases = {
@@ -97,7 +98,7 @@ const std::vector<KernelCase>& kernelCases() {
        OpKind::Pointwise,
        {f32({5, 203})},
        pointwise("silu", {}),
-       pointwiseLoops("popsim:logistic"),
+       logisticLoops(),
        -6.0f,
        6.0f},
       {"pointwise_grad_softplus",
@@ -176,9 +177,23 @@ const std::vector<KernelCase>& kernelCases() {
       {"relu", OpKind::Relu, {f32({3, 17})}, {}, "onednn"},
       {"gelu_erf", OpKind::Gelu, {f32({5, 9})}, {{"approximate", std::string("none")}}, "onednn"},
       {"gelu_tanh", OpKind::Gelu, {f32({5, 9})}, {{"approximate", std::string("tanh")}}, "onednn"},
-      {"sigmoid", OpKind::Sigmoid, {f32({4, 4})}, {}, "popsim:logistic"}, // ATen's formula
+      {"sigmoid", OpKind::Sigmoid, {f32({4, 4})}, {}, logisticLoops()}, // ATen's formula
       {"tanh", OpKind::Tanh, {f32({4, 4})}, {}, "onednn"},
       {"exp", OpKind::Exp, {f32({4, 4})}, {}, "onednn"},
+      {"gelu_grad",
+       OpKind::ActivationGrad,
+       {f32({5, 203}), f32({5, 203})},
+       {{"activation", std::string("gelu")}},
+       pointwiseLoops(),
+       -5.0f,
+       5.0f},
+      {"gelu_tanh_grad",
+       OpKind::ActivationGrad,
+       {f32({5, 203}), f32({5, 203})},
+       {{"activation", std::string("gelu_tanh")}},
+       pointwiseLoops(),
+       -5.0f,
+       5.0f},
       {"log", OpKind::Log, {f32({4, 4})}, {}, pointwiseLoops(), 0.1f, 3.0f}, // the "log" formula
       {"sqrt", OpKind::Sqrt, {f32({4, 4})}, {}, "onednn", 0.1f, 3.0f},
       {"affine", OpKind::Affine, {f32({2, 3, 4})}, {{"scale", 0.5}, {"shift", -1.25}}, "onednn"},
