@@ -13,13 +13,17 @@
 namespace popsim::kernels {
 namespace {
 
+float expRounded(float x) { return static_cast<float>(std::exp(static_cast<double>(x))); }
+
 // sigmoid(x) = 1 / (1 + exp(-x)) and silu(x) = x / (1 + exp(-x)), in float
-// as ATen's vectorised kernels compute them: on SLEEF's float exp, as
-// theirs, with AVX2 or AVX-512 (vector/elementwise_loops.h), otherwise on
-// libm's expf (within half an ulp; SLEEF's is within one). oneDNN's logistic
-// and swish are up to 2 ulp off, which was enough to move squeeze-excitation
-// gradients (efficientnet) further from float64 than eager PyTorch's. NaN
-// stays NaN and infinities give ATen's results, as the formulas are the same.
+// as ATen's kernels compute them, but with exp(-x) rounded to float once
+// from double precision (SLEEF's vectors with AVX2 or AVX-512,
+// vector/elementwise_loops.h; libm's exp otherwise): within half an ulp
+// where ATen's float exp is within one. oneDNN's logistic and swish are up
+// to 2 ulp off, and even eager's own rounding was enough to move
+// squeeze-excitation gradients (efficientnet_b1) further from float64 than
+// eager PyTorch's when popsim's other kernels round differently. NaN stays
+// NaN and infinities give ATen's results, as the formulas are the same.
 class LogisticKernel final : public Kernel {
 public:
   LogisticKernel(const KernelRequest& request, bool silu)
@@ -38,10 +42,10 @@ public:
         loops_->logistic(x_ + first, y_ + first, end - first, silu_);
       } else if (silu_) {
         for (int64_t i = first; i < end; ++i)
-          y_[i] = x_[i] / (1.0f + std::exp(-x_[i]));
+          y_[i] = x_[i] / (1.0f + expRounded(-x_[i]));
       } else {
         for (int64_t i = first; i < end; ++i)
-          y_[i] = 1.0f / (1.0f + std::exp(-x_[i]));
+          y_[i] = 1.0f / (1.0f + expRounded(-x_[i]));
       }
     }
   }

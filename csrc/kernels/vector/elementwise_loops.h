@@ -33,7 +33,7 @@ struct ElementwiseLoops {
                           const float* a, int64_t sa, const float* b, int64_t sb, float* dx,
                           int64_t count);
   // y = 1 / (1 + exp(-x)) (sigmoid) or x / (1 + exp(-x)) (silu) in float, as
-  // ATen's vectorised kernels compute them, on SLEEF's float exp as theirs.
+  // ATen's kernels compute them, with exp(-x) rounded to float from double.
   void (*logistic)(const float* x, float* y, int64_t count, bool silu);
   const char* isa; // what implementation names report
 };

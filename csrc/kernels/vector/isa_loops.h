@@ -3,8 +3,8 @@
 // The translation unit of one instruction set's elementwise loops: the
 // including file (loops_avx2.cpp, loops_avx512.cpp) is built with that
 // set's compiler flags and defines POPSIM_SLEEF_VECTOR, POPSIM_SLEEF_LANES,
-// POPSIM_SLEEF_ISA, POPSIM_SLEEF_FLOAT_EXP (sleef_math.h) and
-// POPSIM_ISA_LOOPS, the function that returns the loops, and POPSIM_ISA_NAME. Everything
+// POPSIM_SLEEF_ISA (sleef_math.h) and POPSIM_ISA_LOOPS, the function that
+// returns the loops, and POPSIM_ISA_NAME. Everything
 // instantiated here is in the anonymous namespace, so no inline code built for this instruction set
 // is shared with the rest of popsim.
 

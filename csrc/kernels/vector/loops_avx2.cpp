@@ -3,7 +3,6 @@
 #define POPSIM_SLEEF_VECTOR __m256d
 #define POPSIM_SLEEF_LANES 4
 #define POPSIM_SLEEF_ISA avx2
-#define POPSIM_SLEEF_FLOAT_EXP Sleef_expf8_u10avx2
 #define POPSIM_ISA_LOOPS elementwiseLoopsAvx2
 #define POPSIM_ISA_NAME "avx2"
 #include "kernels/vector/isa_loops.h"

@@ -3,7 +3,6 @@
 #define POPSIM_SLEEF_VECTOR __m512d
 #define POPSIM_SLEEF_LANES 8
 #define POPSIM_SLEEF_ISA avx512f
-#define POPSIM_SLEEF_FLOAT_EXP Sleef_expf16_u10avx512f
 #define POPSIM_ISA_LOOPS elementwiseLoopsAvx512
 #define POPSIM_ISA_NAME "avx512"
 #include "kernels/vector/isa_loops.h"

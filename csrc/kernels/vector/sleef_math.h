@@ -16,11 +16,6 @@
 
 // As many floats as the register has doubles.
 typedef float Floats __attribute__((vector_size(POPSIM_SLEEF_LANES * sizeof(float))));
-// A whole register of floats (__m256 or __m512), and SLEEF's 1-ulp exp on it,
-// the one ATen's float kernels call (POPSIM_SLEEF_FLOAT_EXP).
-constexpr int kFloatLanes = 2 * POPSIM_SLEEF_LANES;
-typedef float FloatRegister __attribute__((vector_size(kFloatLanes * sizeof(float))));
-inline FloatRegister floatExp(FloatRegister x) { return POPSIM_SLEEF_FLOAT_EXP(x); }
 
 struct SleefMath {
   using T = POPSIM_SLEEF_VECTOR; // __m256d or __m512d
