@@ -7,7 +7,7 @@ results back (the simulated clock charges both transfers)."""
 
 import atexit
 import threading
-from typing import Any, Callable, List
+from typing import Callable
 
 import torch
 
@@ -61,7 +61,6 @@ class CPU:
         if isinstance(layer_to_call, torch.nn.Module):
             layer_to_call.requires_grad_(False)  # host code: no parameters to train
         self._ID = ID
-        self._out_types: List[Any] = []
 
     @property
     def ID(self) -> str:
@@ -83,7 +82,6 @@ class CPU:
                     f"The CPU op '{self._ID}' must return float32, int32, int64 or bool tensors; "
                     f"result {position} is "
                     f"{result.dtype if isinstance(result, torch.Tensor) else type(result).__name__}.")
-        self._out_types = [(tuple(r.shape), r.dtype) for r in results]
         _C.register_host_function(self._ID, self._run_on_host)
         _TRACED.results = results
         try:
