@@ -5,22 +5,14 @@
 #include <iostream>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 namespace popsim {
 namespace {
 
 LogLevel levelFromEnvironment() {
   const char* value = std::getenv("POPSIM_LOG_LEVEL");
-  if (value == nullptr) {
-    return LogLevel::Warn;
-  }
-  const std::string name(value);
-  if (name == "trace") return LogLevel::Trace;
-  if (name == "debug") return LogLevel::Debug;
-  if (name == "info") return LogLevel::Info;
-  if (name == "error") return LogLevel::Error;
-  if (name == "off") return LogLevel::Off;
-  return LogLevel::Warn;
+  return value == nullptr ? LogLevel::Warn : logLevelFromName(value).value_or(LogLevel::Warn);
 }
 
 std::atomic<LogLevel>& levelStorage() {
@@ -41,6 +33,16 @@ const char* levelName(LogLevel level) {
 }
 
 } // namespace
+
+std::optional<LogLevel> logLevelFromName(std::string_view name) {
+  if (name == "trace") return LogLevel::Trace;
+  if (name == "debug") return LogLevel::Debug;
+  if (name == "info") return LogLevel::Info;
+  if (name == "warn") return LogLevel::Warn;
+  if (name == "error") return LogLevel::Error;
+  if (name == "off") return LogLevel::Off;
+  return std::nullopt;
+}
 
 LogLevel currentLogLevel() { return levelStorage().load(); }
 void setLogLevel(LogLevel level) { levelStorage().store(level); }

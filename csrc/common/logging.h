@@ -1,6 +1,8 @@
 #pragma once
 
+#include <optional>
 #include <sstream>
+#include <string_view>
 
 namespace popsim {
 
@@ -8,6 +10,8 @@ namespace popsim {
 // (off, error, warn, info, debug, trace; default warn). Output goes to stderr.
 enum class LogLevel { Trace = 0, Debug, Info, Warn, Error, Off };
 
+// The level a lower-case name gives (off, error, ...), or nullopt.
+std::optional<LogLevel> logLevelFromName(std::string_view name);
 LogLevel currentLogLevel();
 void setLogLevel(LogLevel level);
 bool logEnabled(LogLevel level);

@@ -11,14 +11,12 @@ void bindLogging(py::module_& module) {
   module.def(
       "set_log_level",
       [](const std::string& name) {
-        static const std::pair<const char*, LogLevel> kLevels[] = {
-            {"trace", LogLevel::Trace}, {"debug", LogLevel::Debug}, {"info", LogLevel::Info},
-            {"warn", LogLevel::Warn},   {"error", LogLevel::Error}, {"off", LogLevel::Off}};
-        for (const auto& [levelName, level] : kLevels) {
-          if (name == levelName) return setLogLevel(level);
+        const std::optional<LogLevel> level = logLevelFromName(name);
+        if (!level.has_value()) {
+          throw py::value_error("unknown log level '" + name +
+                                "': expected trace, debug, info, warn, error or off");
         }
-        throw py::value_error("unknown log level '" + name +
-                              "': expected trace, debug, info, warn, error or off");
+        setLogLevel(*level);
       },
       py::arg("level"), "Sets the C++ core's log level (as POPSIM_LOG_LEVEL does at start-up).");
 }

@@ -86,9 +86,10 @@ BroadcastElementwise::BroadcastElementwise(const ir::Node& node, FloatPieceLoops
       node.input(0)->type().dtype == ir::DType::Float32) {
     fast_ = findFastBinaryPiece(function_->name);
   }
+  vectorised_ = usesLoops(); // decided once: pieces can be many and short
 }
 
-bool BroadcastElementwise::vectorised() const {
+bool BroadcastElementwise::usesLoops() const {
   if (function_ == nullptr || function_->formula == ir::kNoFormula) return false;
   if (node_.kind() == ir::OpKind::BinaryPointwiseGrad) return loops_.gradients != nullptr;
   return node_.input(0)->type().dtype == ir::DType::Float32 && fast_ == nullptr &&
@@ -152,7 +153,7 @@ void BroadcastElementwise::runGradient(const Piece& p) const {
   const auto* a = p.operand<float>(1);
   const auto* b = p.operand<float>(2);
   auto* dx = static_cast<float*>(p.output);
-  if (vectorised()) {
+  if (vectorised_) {
     return loops_.gradients(function_->formula, operand_, dy, p.steps[0], a, p.steps[1], b,
                             p.steps[2], dx, p.length);
   }
@@ -169,7 +170,7 @@ bool BroadcastElementwise::runValues(const Piece& p) const {
   case ir::DType::Float32:
     if (fast_ != nullptr) {
       fast_(p.operand<float>(0), sa, p.operand<float>(1), sb, p.output, p.length);
-    } else if (vectorised()) {
+    } else if (vectorised_) {
       loops_.values(function_->formula, p.operand<float>(0), sa, p.operand<float>(1), sb,
                     static_cast<float*>(p.output), p.length);
     } else if (function_->result == ir::BinaryResult::Bool) {

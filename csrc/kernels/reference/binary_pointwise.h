@@ -28,7 +28,7 @@ public:
 
   // Whether float pieces run the loops handed in (not the reference loops
   // or the fast float loops of fast_binary_functions.h).
-  bool vectorised() const;
+  bool vectorised() const { return vectorised_; }
 
   int64_t pieces() const { return rows_.pieces(); }
   // Computes pieces [first, last). Returns false when an integer division
@@ -42,6 +42,7 @@ private:
   void runWhere(const Piece& piece, size_t elementBytes) const;
   void runGradient(const Piece& piece) const;
   bool runValues(const Piece& piece) const; // false: an integer division by zero
+  bool usesLoops() const;
 
   const ir::Node& node_;
   BroadcastRows rows_;
@@ -49,7 +50,8 @@ private:
   int64_t operand_ = 0;                          // binary_pointwise_grad
   FastBinaryPiece fast_ = nullptr;               // binary_pointwise of floats, if it has one
   FloatPieceLoops loops_;                        // used where vectorised()
-  std::array<size_t, 3> operandBytes_{};         // each input's element size
+  bool vectorised_ = false;
+  std::array<size_t, 3> operandBytes_{}; // each input's element size
 };
 
 } // namespace popsim::kernels::reference
