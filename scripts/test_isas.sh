@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir="$1"
 tests=(tests/python/test_ops.py tests/python/test_gradients.py tests/python/test_nonfinite.py
-       tests/python/test_training.py tests/python/test_kernel_choice.py)
+       tests/python/test_training.py tests/python/test_kernel_choice.py tests/python/test_concurrency.py)
 
 caps=()
 if grep -qw avx512f /proc/cpuinfo; then

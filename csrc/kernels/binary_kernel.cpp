@@ -39,7 +39,8 @@ std::unique_ptr<Kernel> createBinaryKernel(const KernelRequest& request) {
       sameShape ? flatDesc(request.outputs[0].type) : plainDesc(padRank(out, rank));
   const memory::desc src0 = dst;
   const memory::desc src1 = sameShape ? dst : plainDesc(padRank(second->type.shape, rank));
-  const dnnl::binary::primitive_desc pd(dnnl::binary::desc(kind, src0, src1, dst), request.engine);
+  const dnnl::binary::primitive_desc pd(dnnl::binary::desc(kind, src0, src1, dst),
+                                        primitiveAttributes(), request.engine);
   std::unordered_map<int, memory> args = {
       {DNNL_ARG_SRC_0, memory(src0, request.engine, first->data)},
       {DNNL_ARG_SRC_1, memory(src1, request.engine, second->data)},

@@ -3,7 +3,6 @@
 #include "kernels/single_tap_convolution.h"
 
 #include <limits>
-#include <optional>
 
 namespace popsim::kernels {
 namespace {
@@ -15,7 +14,7 @@ struct Operand {
   int arg;
   memory device;
   memory preferred;
-  std::optional<dnnl::reorder> reorder;
+  std::unique_ptr<Kernel> reorder; // reorderKernel(device, preferred) or back
   bool output;
   // Inputs that are weights or constants change only when the weights
   // version does: their reorder is skipped while it is unchanged.
@@ -28,10 +27,10 @@ struct Operand {
       if (*version == prepared) return;
       prepared = *version;
     }
-    reorder->execute(stream, device, preferred);
+    reorder->run(stream);
   }
   void finish(dnnl::stream& stream) {
-    if (reorder && output) reorder->execute(stream, preferred, device);
+    if (reorder && output) reorder->run(stream);
   }
 };
 
@@ -39,19 +38,22 @@ struct Operand {
 // and out of the layouts it prefers, as PyTorch's CPU convolutions do.
 class ReorderingKernel : public Kernel {
 public:
-  ReorderingKernel(dnnl::primitive primitive, const dnnl::primitive_desc_base& descriptor)
+  ReorderingKernel(dnnl::primitive primitive, const dnnl::primitive_desc_base& descriptor,
+                   const dnnl::engine& engine)
       : primitive_(std::move(primitive)),
-        implementation_(std::string("onednn:") + descriptor.impl_info_str()) {}
+        implementation_(std::string("onednn:") + descriptor.impl_info_str()) {
+    bindScratchpad(descriptor, engine, args_, owned_);
+  }
 
   void addOperand(int arg, const memory::desc& plain, const memory::desc& wanted, void* data,
                   const dnnl::engine& engine, bool output, const uint64_t* version = nullptr) {
-    Operand operand{arg, memory(plain, engine, data), memory(), std::nullopt, output, version};
+    Operand operand{arg, memory(plain, engine, data), memory(), nullptr, output, version};
     operand.preferred = operand.device;
     if (wanted != plain) {
       owned_.push_back(std::make_unique<ScratchBuffer>(wanted.get_size()));
       operand.preferred = memory(wanted, engine, owned_.back()->data());
-      operand.reorder = output ? dnnl::reorder(operand.preferred, operand.device)
-                               : dnnl::reorder(operand.device, operand.preferred);
+      operand.reorder = output ? reorderKernel(operand.preferred, operand.device, engine)
+                               : reorderKernel(operand.device, operand.preferred, engine);
     }
     args_[arg] = operand.preferred;
     operands_.push_back(std::move(operand));
@@ -122,7 +124,7 @@ struct Geometry {
                                              any(dst), strides, dilates, padding, padding)
                  : convolution_forward::desc(kind, algorithm, any(src), any(weights), any(dst),
                                              strides, dilates, padding, padding);
-    return convolution_forward::primitive_desc(desc, engine);
+    return convolution_forward::primitive_desc(desc, primitiveAttributes(), engine);
   }
 };
 
@@ -133,7 +135,8 @@ std::unique_ptr<Kernel> createForward(const KernelRequest& request) {
   const auto pd = g.forward(request.engine, hasBias,
                             request.training ? dnnl::prop_kind::forward_training
                                              : dnnl::prop_kind::forward_inference);
-  auto kernel = std::make_unique<ReorderingKernel>(dnnl::convolution_forward(pd), pd);
+  auto kernel =
+      std::make_unique<ReorderingKernel>(dnnl::convolution_forward(pd), pd, request.engine);
   const dnnl::engine& engine = request.engine;
   kernel->addOperand(DNNL_ARG_SRC, g.src, pd.src_desc(), request.inputs[0].data, engine, false);
   kernel->addOperand(DNNL_ARG_WEIGHTS, g.weights, pd.weights_desc(), request.inputs[1].data, engine,
@@ -155,8 +158,9 @@ std::unique_ptr<Kernel> createGradInput(const KernelRequest& request) {
       convolution_backward_data::desc(dnnl::algorithm::convolution_direct, Geometry::any(g.src),
                                       Geometry::any(g.weights), Geometry::any(g.dst), g.strides,
                                       g.dilates, g.padding, g.padding),
-      request.engine, hint);
-  auto kernel = std::make_unique<ReorderingKernel>(convolution_backward_data(pd), pd);
+      primitiveAttributes(), request.engine, hint);
+  auto kernel =
+      std::make_unique<ReorderingKernel>(convolution_backward_data(pd), pd, request.engine);
   const dnnl::engine& engine = request.engine;
   kernel->addOperand(DNNL_ARG_DIFF_DST, g.dst, pd.diff_dst_desc(), request.inputs[0].data, engine,
                      false);
@@ -177,8 +181,9 @@ std::unique_ptr<Kernel> createGradWeight(const KernelRequest& request) {
       convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, Geometry::any(g.src),
                                          Geometry::any(g.weights), Geometry::any(g.dst), g.strides,
                                          g.dilates, g.padding, g.padding),
-      request.engine, hint);
-  auto kernel = std::make_unique<ReorderingKernel>(convolution_backward_weights(pd), pd);
+      primitiveAttributes(), request.engine, hint);
+  auto kernel =
+      std::make_unique<ReorderingKernel>(convolution_backward_weights(pd), pd, request.engine);
   const dnnl::engine& engine = request.engine;
   kernel->addOperand(DNNL_ARG_SRC, g.src, pd.src_desc(), request.inputs[0].data, engine, false);
   kernel->addOperand(DNNL_ARG_DIFF_DST, g.dst, pd.diff_dst_desc(), request.inputs[1].data, engine,

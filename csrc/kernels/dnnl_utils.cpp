@@ -64,8 +64,9 @@ std::unique_ptr<Kernel> matmulKernel(const dnnl::engine& engine, const memory::d
   const memory::desc bias = biasData ? memory::desc({1, dst.dims().back()}, memory::data_type::f32,
                                                     memory::format_tag::ab)
                                      : memory::desc();
-  const dnnl::matmul::primitive_desc pd(
-      biasData ? dnnl::matmul::desc(a, b, bias, dst) : dnnl::matmul::desc(a, b, dst), engine);
+  const dnnl::matmul::primitive_desc pd(biasData ? dnnl::matmul::desc(a, b, bias, dst)
+                                                 : dnnl::matmul::desc(a, b, dst),
+                                        primitiveAttributes(), engine);
   std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, memory(a, engine, aData)},
                                           {DNNL_ARG_WEIGHTS, memory(b, engine, bData)},
                                           {DNNL_ARG_DST, memory(dst, engine, dstData)}};
@@ -77,16 +78,39 @@ std::unique_ptr<Kernel> matmulKernel(const dnnl::engine& engine, const memory::d
 
 std::unique_ptr<Kernel> reorderKernel(const memory& from, const memory& to,
                                       const dnnl::engine& engine) {
-  const dnnl::reorder::primitive_desc pd(engine, from.get_desc(), engine, to.get_desc());
+  const dnnl::reorder::primitive_desc pd(engine, from.get_desc(), engine, to.get_desc(),
+                                         primitiveAttributes());
   return std::make_unique<PrimitiveKernel>(
       dnnl::reorder(pd), std::unordered_map<int, memory>{{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}},
       pd);
 }
 
+dnnl::primitive_attr primitiveAttributes() {
+  dnnl::primitive_attr attributes;
+  attributes.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attributes;
+}
+
+void bindScratchpad(const dnnl::primitive_desc_base& descriptor, const dnnl::engine& engine,
+                    std::unordered_map<int, memory>& args,
+                    std::vector<std::unique_ptr<ScratchBuffer>>& owned) {
+  POPSIM_ASSERT(descriptor.get_primitive_attr().get_scratchpad_mode() ==
+                    dnnl::scratchpad_mode::user,
+                "oneDNN primitive ", descriptor.impl_info_str(),
+                " was created without popsim's primitiveAttributes().");
+  const memory::desc scratchpad = descriptor.scratchpad_desc();
+  if (scratchpad.get_size() == 0) return;
+  owned.push_back(std::make_unique<ScratchBuffer>(scratchpad.get_size()));
+  args[DNNL_ARG_SCRATCHPAD] = memory(scratchpad, engine, owned.back()->data());
+}
+
 PrimitiveKernel::PrimitiveKernel(dnnl::primitive primitive, std::unordered_map<int, memory> args,
                                  const dnnl::primitive_desc_base& descriptor)
     : primitive_(std::move(primitive)), args_(std::move(args)),
-      implementation_(std::string("onednn:") + descriptor.impl_info_str()) {}
+      implementation_(std::string("onednn:") + descriptor.impl_info_str()) {
+  POPSIM_ASSERT(!args_.empty(), "oneDNN primitive ", implementation_, " has no operands.");
+  bindScratchpad(descriptor, args_.begin()->second.get_engine(), args_, owned_); // the operands'
+}
 
 void PrimitiveKernel::run(dnnl::stream& stream) { primitive_.execute(stream, args_); }
 
@@ -112,7 +136,7 @@ std::unique_ptr<Kernel> eltwiseKernel(const KernelRequest& request, dnnl::algori
   const memory::desc md = flatDesc(request.outputs[0].type);
   const dnnl::eltwise_forward::primitive_desc pd(
       dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_inference, algorithm, md, alpha, beta),
-      request.engine);
+      primitiveAttributes(), request.engine);
   std::unordered_map<int, memory> args = {
       {DNNL_ARG_SRC, memory(md, request.engine, request.inputs[0].data)},
       {DNNL_ARG_DST, memory(md, request.engine, request.outputs[0].data)}};

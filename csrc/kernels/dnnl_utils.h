@@ -42,7 +42,23 @@ private:
   std::vector<float> data_;
 };
 
-// A oneDNN primitive with all of its arguments bound to fixed memory.
+// The attributes every primitive popsim creates is built with: the caller
+// provides its scratchpad (scratchpad_mode::user). oneDNN's own scratchpad
+// (library mode) is thread-local to the thread that created the primitive,
+// while popsim creates its primitives when it compiles and runs them on the
+// simulated IPUs' threads: a primitive that needs one would then read
+// another thread's buffer, or none.
+dnnl::primitive_attr primitiveAttributes();
+
+// The primitive's scratchpad, bound into args as DNNL_ARG_SCRATCHPAD and
+// kept alive in `owned`; nothing when it needs none. The descriptor must
+// have been created with primitiveAttributes().
+void bindScratchpad(const dnnl::primitive_desc_base& descriptor, const dnnl::engine& engine,
+                    std::unordered_map<int, memory>& args,
+                    std::vector<std::unique_ptr<ScratchBuffer>>& owned);
+
+// A oneDNN primitive with all of its arguments (and its scratchpad) bound to
+// fixed memory.
 class PrimitiveKernel : public Kernel {
 public:
   PrimitiveKernel(dnnl::primitive primitive, std::unordered_map<int, memory> args,

@@ -8,7 +8,8 @@ namespace {
 std::unique_ptr<Kernel> makeStridedCopy(const KernelRequest& request, const memory::desc& view,
                                         void* viewData) {
   const memory::desc dst = plainDesc(request.outputs[0].type.shape, request.outputs[0].type.dtype);
-  const dnnl::reorder::primitive_desc pd(request.engine, view, request.engine, dst);
+  const dnnl::reorder::primitive_desc pd(request.engine, view, request.engine, dst,
+                                         primitiveAttributes());
   std::unordered_map<int, memory> args = {
       {DNNL_ARG_FROM, memory(view, request.engine, viewData)},
       {DNNL_ARG_TO, memory(dst, request.engine, request.outputs[0].data)}};
@@ -51,7 +52,7 @@ std::unique_ptr<Kernel> createConcat(const KernelRequest& request) {
   }
   const memory::desc dst = plainDesc(request.outputs[0].type.shape, request.outputs[0].type.dtype);
   const int axis = static_cast<int>(request.node.attrs().getInt("dim"));
-  const dnnl::concat::primitive_desc pd(dst, axis, sources, request.engine);
+  const dnnl::concat::primitive_desc pd(dst, axis, sources, request.engine, primitiveAttributes());
   std::unordered_map<int, memory> args = {
       {DNNL_ARG_DST, memory(dst, request.engine, request.outputs[0].data)}};
   for (size_t i = 0; i < sources.size(); ++i) {

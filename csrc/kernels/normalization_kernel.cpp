@@ -15,7 +15,7 @@ std::unique_ptr<Kernel> createBatchNorm(const KernelRequest& request) {
                                               normalization_flags::use_global_stats |
                                                   normalization_flags::use_scale |
                                                   normalization_flags::use_shift),
-      request.engine);
+      primitiveAttributes(), request.engine);
   const dnnl::engine& engine = request.engine;
   std::unordered_map<int, memory> args = {
       {DNNL_ARG_SRC, memory(data, engine, request.inputs[0].data)},
@@ -43,7 +43,7 @@ std::unique_ptr<Kernel> createLayerNorm(const KernelRequest& request) {
       dnnl::layer_normalization_forward::desc(dnnl::prop_kind::forward_inference, data, stats, eps,
                                               normalization_flags::use_scale |
                                                   normalization_flags::use_shift),
-      request.engine);
+      primitiveAttributes(), request.engine);
   auto mean = std::make_unique<ScratchBuffer>(stats.get_size());
   auto variance = std::make_unique<ScratchBuffer>(stats.get_size());
   const dnnl::engine& engine = request.engine;

@@ -29,7 +29,7 @@ std::unique_ptr<Kernel> makePooling(const KernelRequest& request, dnnl::algorith
       dnnl::pooling_v2_forward::desc(dnnl::prop_kind::forward_inference, kind, blockedIn.get_desc(),
                                      blockedOut.get_desc(), window.stride, window.kernel,
                                      window.dilation, window.padLeft, window.padRight),
-      engine);
+      primitiveAttributes(), engine);
   std::vector<std::unique_ptr<Kernel>> parts;
   parts.push_back(
       reorderKernel(memory(plainDesc(in), engine, request.inputs[0].data), blockedIn, engine));

@@ -34,7 +34,7 @@ std::unique_ptr<Kernel> createReductionKernel(const KernelRequest& request) {
                                    ? dnnl::algorithm::reduction_mean
                                    : dnnl::algorithm::reduction_sum;
   const dnnl::reduction::primitive_desc pd(dnnl::reduction::desc(kind, src, dst, 0.0f, 0.0f),
-                                           request.engine);
+                                           primitiveAttributes(), request.engine);
   if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0) {
     return nullptr; // oneDNN's reference loop is slower than popsim's own
   }

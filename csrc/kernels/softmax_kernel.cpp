@@ -17,7 +17,7 @@ std::unique_ptr<Kernel> createSoftmaxKernel(const KernelRequest& request) {
   const dnnl::softmax_v2_forward::primitive_desc pd(
       dnnl::softmax_v2_forward::desc(dnnl::prop_kind::forward_inference,
                                      dnnl::algorithm::softmax_accurate, md, md, axis),
-      request.engine);
+      primitiveAttributes(), request.engine);
   std::unordered_map<int, memory> args = {
       {DNNL_ARG_SRC, memory(md, request.engine, request.inputs[0].data)},
       {DNNL_ARG_DST, memory(md, request.engine, request.outputs[0].data)}};

@@ -159,3 +159,45 @@ def test_dropout_masks_match_single_ipu_when_pipelined():
         out = [trainer(x, labels)[0] for _ in range(2)]
         results.append(torch.cat(out))
     assert torch.equal(results[0], results[1])
+
+
+class GroupedConvolutionNetwork(nn.Module):
+    """A grouped, strided, dilated convolution on the second IPU: oneDNN runs it with a
+    scratchpad, which must not be tied to the thread that compiled the model."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.grouped = nn.Conv2d(8, 12, 3, stride=2, dilation=2, padding=2, groups=4)
+        self.head = nn.Linear(12 * 8 * 8, 10)
+        self.loss = nn.CrossEntropyLoss()
+
+    def forward(self, x, labels):
+        with popsim.Block("B1"):
+            x = torch.relu(self.stem(x))
+        with popsim.Block("B2"):
+            logits = self.head(torch.relu(self.grouped(x)).flatten(1))
+            return logits, self.loss(logits, labels)
+
+
+@pytest.mark.parametrize("kind", ["pipelined", "sharded"])
+def test_convolutions_with_scratchpads_train_on_the_ipu_threads_as_on_one_ipu(kind):
+    torch.manual_seed(3)
+    model = GroupedConvolutionNetwork()
+    x, labels = torch.randn(4 * 4, 3, 16, 16), torch.randint(0, 10, (4 * 4,))
+    stages = [popsim.Stage("B1").ipu(0), popsim.Stage("B2").ipu(1)]
+    cls = popsim.ShardedExecution if kind == "sharded" else popsim.PipelinedExecution
+    results = []
+    for strategy_ in [popsim.ShardedExecution(popsim.Stage("B1", "B2").ipu(0)), cls(*stages)]:
+        copy_ = copy.deepcopy(model)
+        trainer = popsim.trainingModel(
+            copy_, options(accumulation=4).setExecutionStrategy(strategy_),
+            popsim.optim.SGD(copy_.parameters(), lr=0.1))
+        losses = [trainer(x, labels)[1] for _ in range(2)]
+        trainer.copyWeightsToHost()
+        results.append((losses, copy_.state_dict()))
+    (single_losses, single_weights), (split_losses, split_weights) = results
+    for got, want in zip(split_losses, single_losses):
+        assert torch.equal(got, want)
+    for name, want in single_weights.items():
+        assert torch.equal(split_weights[name], want), name
