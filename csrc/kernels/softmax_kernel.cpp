@@ -1,16 +1,18 @@
 #include "kernels/dnnl_kernels.h"
 #include "kernels/dnnl_utils.h"
+#include "kernels/log_softmax_kernel.h"
 #include "kernels/nonfinite_fixups.h"
 
 namespace popsim::kernels {
 
-// softmax along `dim` with oneDNN's numerically safe algorithm. log_softmax
-// uses the reference kernel: oneDNN's log is off by up to ~3e-6 near 1, which
-// shows in log-probabilities close to 0, while the reference takes one exact
-// log per row as PyTorch does.
+// softmax along `dim` with oneDNN's numerically safe algorithm; log_softmax
+// and its gradient with popsim's (log_softmax_kernel.h).
 std::unique_ptr<Kernel> createSoftmaxKernel(const KernelRequest& request) {
-  if (request.node.kind() != ir::OpKind::Softmax) {
-    return nullptr; // log_softmax and gradients: reference kernels
+  switch (request.node.kind()) {
+  case ir::OpKind::LogSoftmax:
+  case ir::OpKind::LogSoftmaxGrad: return createLogSoftmaxKernel(request);
+  case ir::OpKind::Softmax: break;
+  default: return nullptr; // softmax's gradient: the reference kernel
   }
   const memory::desc md = plainDesc(request.outputs[0].type.shape);
   const int axis = static_cast<int>(request.node.attrs().getInt("dim"));

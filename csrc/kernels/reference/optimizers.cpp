@@ -38,108 +38,181 @@ Tensors tensorsOf(const ir::Node& node, const Inputs& inputs) {
 
 float f(double value) { return static_cast<float>(value); }
 
+// grad * scale is grad exactly when scale is 1; the select on `maximize`
+// keeps the loops free of branches, so that they vectorise.
 float gradientAt(const Tensors& t, int64_t i, float scale, bool maximize) {
-  const float g = scale == 1.0f ? t.grad[i] : t.grad[i] * scale;
+  const float g = t.grad[i] * scale;
   return maximize ? -g : g;
 }
+
+// The loops below take the choices that add or skip operations (weight
+// decay, momentum, amsgrad, centring) as template arguments and the others
+// as selects: with no branch left in them, GCC vectorises them (with
+// -fno-math-errno, sqrt is one instruction). They are inlined into the
+// POPSIM_FMA_CLONES functions, so each clone gets its own copy.
+#define POPSIM_INLINE_LOOP __attribute__((always_inline)) inline
 
 // d_p = grad (+ weight_decay * p); with momentum: buf = d_p on the first
 // step, else buf = momentum * buf + (1 - dampening) * d_p; nesterov uses
 // d_p + momentum * buf; then p -= lr * d_p.
+struct Sgd {
+  float minusLr, momentum, keep, weightDecay, scale;
+  bool firstStep, nesterov, maximize;
+  float* buffer;
+};
+
+template <bool decay, bool hasMomentum>
+POPSIM_INLINE_LOOP void sgdLoop(const Tensors& t, const Sgd& s) {
+  for (int64_t i = 0; i < t.count; ++i) {
+    float d = gradientAt(t, i, s.scale, s.maximize);
+    if constexpr (decay) d = std::fma(t.param[i], s.weightDecay, d);
+    if constexpr (hasMomentum) {
+      const float buffer = s.firstStep ? d : std::fma(d, s.keep, s.buffer[i] * s.momentum);
+      s.buffer[i] = buffer;
+      d = s.nesterov ? std::fma(buffer, s.momentum, d) : buffer;
+    }
+    t.param[i] = std::fma(d, s.minusLr, t.param[i]);
+  }
+}
+
 POPSIM_FMA_CLONES void sgd(const ir::Node& node, const Inputs& inputs) {
   const Tensors t = tensorsOf(node, inputs);
   const bool hasMomentum = inputs.size() == 5;
-  float* buffer = hasMomentum ? static_cast<float*>(inputs[3]) : nullptr;
-  const bool firstStep = hasMomentum && *static_cast<const int64_t*>(inputs[4]) <= 1;
-  const float minusLr = f(-t.hyper[SgdLr]), momentum = f(t.hyper[SgdMomentum]);
-  const float keep = f(1.0 - t.hyper[SgdDampening]);
-  const float weightDecay = f(t.hyper[SgdWeightDecay]), scale = f(t.hyper[SgdGradScale]);
-  const bool nesterov = node.attrs().getBool("nesterov");
-  const bool maximize = node.attrs().getBool("maximize");
-  for (int64_t i = 0; i < t.count; ++i) {
-    float d = gradientAt(t, i, scale, maximize);
-    if (weightDecay != 0.0f) d = std::fma(t.param[i], weightDecay, d);
-    if (hasMomentum) {
-      buffer[i] = firstStep ? d : std::fma(d, keep, buffer[i] * momentum);
-      d = nesterov ? std::fma(buffer[i], momentum, d) : buffer[i];
-    }
-    t.param[i] = std::fma(d, minusLr, t.param[i]);
-  }
+  const Sgd s{f(-t.hyper[SgdLr]),
+              f(t.hyper[SgdMomentum]),
+              f(1.0 - t.hyper[SgdDampening]),
+              f(t.hyper[SgdWeightDecay]),
+              f(t.hyper[SgdGradScale]),
+              hasMomentum && *static_cast<const int64_t*>(inputs[4]) <= 1,
+              node.attrs().getBool("nesterov"),
+              node.attrs().getBool("maximize"),
+              hasMomentum ? static_cast<float*>(inputs[3]) : nullptr};
+  const bool decay = s.weightDecay != 0.0f;
+  if (decay && hasMomentum) return sgdLoop<true, true>(t, s);
+  if (decay) return sgdLoop<true, false>(t, s);
+  if (hasMomentum) return sgdLoop<false, true>(t, s);
+  sgdLoop<false, false>(t, s);
 }
 
 // Adam / AdamW (decoupled_weight_decay): moments m and v, bias corrections
 // from the step count, p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps).
+struct Adam {
+  float minusStepSize, bc2Sqrt, decay, coupledDecay, b1, b2, oneMinusB1, oneMinusB2, eps, scale;
+  bool maximize;
+  float *expAvg, *expAvgSq, *maxExpAvgSq;
+};
+
+template <bool decoupled, bool coupled, bool amsgrad>
+POPSIM_INLINE_LOOP void adamLoop(const Tensors& t, const Adam& s) {
+  for (int64_t i = 0; i < t.count; ++i) {
+    float g = gradientAt(t, i, s.scale, s.maximize);
+    if constexpr (decoupled) t.param[i] = t.param[i] * s.decay;
+    if constexpr (coupled) g = std::fma(t.param[i], s.coupledDecay, g);
+    s.expAvg[i] = std::fma(g, s.oneMinusB1, s.expAvg[i] * s.b1);
+    s.expAvgSq[i] = s.expAvgSq[i] * s.b2 + s.oneMinusB2 * g * g;
+    float second = s.expAvgSq[i];
+    if constexpr (amsgrad) {
+      s.maxExpAvgSq[i] = std::max(s.maxExpAvgSq[i], s.expAvgSq[i]);
+      second = s.maxExpAvgSq[i];
+    }
+    const float denom = std::sqrt(second) / s.bc2Sqrt + s.eps;
+    t.param[i] = t.param[i] + s.minusStepSize * s.expAvg[i] / denom;
+  }
+}
+
 POPSIM_FMA_CLONES void adam(const ir::Node& node, const Inputs& inputs) {
   const Tensors t = tensorsOf(node, inputs);
   const int64_t step = *static_cast<const int64_t*>(inputs[3]);
-  auto* expAvg = static_cast<float*>(inputs[4]);
-  auto* expAvgSq = static_cast<float*>(inputs[5]);
   const bool amsgrad = node.attrs().getBool("amsgrad");
-  float* maxExpAvgSq = amsgrad ? static_cast<float*>(inputs[6]) : nullptr;
-  const bool maximize = node.attrs().getBool("maximize");
   const bool decoupled = node.attrs().getBool("decoupled_weight_decay");
   const double lr = t.hyper[AdamLr], beta1 = t.hyper[AdamBeta1], beta2 = t.hyper[AdamBeta2];
   const double weightDecay = t.hyper[AdamWeightDecay];
   const double bc1 = 1.0 - std::pow(beta1, static_cast<double>(step));
   const double bc2 = 1.0 - std::pow(beta2, static_cast<double>(step));
-  const float minusStepSize = f(-(lr / bc1)), bc2Sqrt = f(std::sqrt(bc2));
-  const float decay = f(1.0 - lr * weightDecay), coupledDecay = f(weightDecay);
-  const float b1 = f(beta1), b2 = f(beta2), oneMinusB1 = f(1.0 - beta1),
-              oneMinusB2 = f(1.0 - beta2);
-  const float eps = f(t.hyper[AdamEps]), scale = f(t.hyper[AdamGradScale]);
-  for (int64_t i = 0; i < t.count; ++i) {
-    float g = gradientAt(t, i, scale, maximize);
-    if (decoupled) {
-      t.param[i] = t.param[i] * decay;
-    } else if (weightDecay != 0.0) {
-      g = std::fma(t.param[i], coupledDecay, g);
-    }
-    expAvg[i] = std::fma(g, oneMinusB1, expAvg[i] * b1);
-    expAvgSq[i] = expAvgSq[i] * b2 + oneMinusB2 * g * g;
-    float second = expAvgSq[i];
-    if (amsgrad) {
-      maxExpAvgSq[i] = std::max(maxExpAvgSq[i], expAvgSq[i]);
-      second = maxExpAvgSq[i];
-    }
-    const float denom = std::sqrt(second) / bc2Sqrt + eps;
-    t.param[i] = t.param[i] + minusStepSize * expAvg[i] / denom;
+  const Adam s{f(-(lr / bc1)),
+               f(std::sqrt(bc2)),
+               f(1.0 - lr * weightDecay),
+               f(weightDecay),
+               f(beta1),
+               f(beta2),
+               f(1.0 - beta1),
+               f(1.0 - beta2),
+               f(t.hyper[AdamEps]),
+               f(t.hyper[AdamGradScale]),
+               node.attrs().getBool("maximize"),
+               static_cast<float*>(inputs[4]),
+               static_cast<float*>(inputs[5]),
+               amsgrad ? static_cast<float*>(inputs[6]) : nullptr};
+  const bool coupled = !decoupled && weightDecay != 0.0;
+  if (decoupled) {
+    return amsgrad ? adamLoop<true, false, true>(t, s) : adamLoop<true, false, false>(t, s);
   }
+  if (coupled) {
+    return amsgrad ? adamLoop<false, true, true>(t, s) : adamLoop<false, true, false>(t, s);
+  }
+  amsgrad ? adamLoop<false, false, true>(t, s) : adamLoop<false, false, false>(t, s);
 }
 
 // RMSprop: square_avg = alpha * square_avg + (1 - alpha) * g^2 (centred:
 // minus the squared running mean of g), then p -= lr * g / (sqrt(.) + eps),
 // through a momentum buffer when momentum > 0.
+struct Rmsprop {
+  float minusLr, alpha, oneMinusAlpha, eps, weightDecay, momentum, scale;
+  bool maximize;
+  float *squareAvg, *gradAvg, *buffer;
+};
+
+template <bool decay, bool centered, bool hasMomentum>
+POPSIM_INLINE_LOOP void rmspropLoop(const Tensors& t, const Rmsprop& s) {
+  for (int64_t i = 0; i < t.count; ++i) {
+    float g = gradientAt(t, i, s.scale, s.maximize);
+    if constexpr (decay) g = std::fma(t.param[i], s.weightDecay, g);
+    s.squareAvg[i] = s.squareAvg[i] * s.alpha + s.oneMinusAlpha * g * g;
+    float avg;
+    if constexpr (centered) {
+      s.gradAvg[i] = std::fma(g, s.oneMinusAlpha, s.gradAvg[i] * s.alpha);
+      avg = std::sqrt(s.squareAvg[i] + -1.0f * s.gradAvg[i] * s.gradAvg[i]);
+    } else {
+      avg = std::sqrt(s.squareAvg[i]);
+    }
+    avg = avg + s.eps;
+    if constexpr (hasMomentum) {
+      s.buffer[i] = s.buffer[i] * s.momentum + 1.0f * g / avg;
+      t.param[i] = std::fma(s.buffer[i], s.minusLr, t.param[i]);
+    } else {
+      t.param[i] = t.param[i] + s.minusLr * g / avg;
+    }
+  }
+}
+
 POPSIM_FMA_CLONES void rmsprop(const ir::Node& node, const Inputs& inputs) {
   const Tensors t = tensorsOf(node, inputs);
   const bool centered = node.attrs().getBool("centered");
   const bool hasMomentum = node.attrs().getBool("has_momentum");
-  const bool maximize = node.attrs().getBool("maximize");
-  auto* squareAvg = static_cast<float*>(inputs[3]);
   size_t next = 4;
   float* gradAvg = centered ? static_cast<float*>(inputs[next++]) : nullptr;
   float* buffer = hasMomentum ? static_cast<float*>(inputs[next++]) : nullptr;
-  const float minusLr = f(-t.hyper[RmspropLr]), alpha = f(t.hyper[RmspropAlpha]);
-  const float oneMinusAlpha = f(1.0 - t.hyper[RmspropAlpha]), eps = f(t.hyper[RmspropEps]);
-  const float weightDecay = f(t.hyper[RmspropWeightDecay]), momentum = f(t.hyper[RmspropMomentum]);
-  const float scale = f(t.hyper[RmspropGradScale]);
-  for (int64_t i = 0; i < t.count; ++i) {
-    float g = gradientAt(t, i, scale, maximize);
-    if (weightDecay != 0.0f) g = std::fma(t.param[i], weightDecay, g);
-    squareAvg[i] = squareAvg[i] * alpha + oneMinusAlpha * g * g;
-    float avg;
-    if (centered) {
-      gradAvg[i] = std::fma(g, oneMinusAlpha, gradAvg[i] * alpha);
-      avg = std::sqrt(squareAvg[i] + -1.0f * gradAvg[i] * gradAvg[i]);
-    } else {
-      avg = std::sqrt(squareAvg[i]);
-    }
-    avg = avg + eps;
-    if (hasMomentum) {
-      buffer[i] = buffer[i] * momentum + 1.0f * g / avg;
-      t.param[i] = std::fma(buffer[i], minusLr, t.param[i]);
-    } else {
-      t.param[i] = t.param[i] + minusLr * g / avg;
-    }
+  const Rmsprop s{f(-t.hyper[RmspropLr]),
+                  f(t.hyper[RmspropAlpha]),
+                  f(1.0 - t.hyper[RmspropAlpha]),
+                  f(t.hyper[RmspropEps]),
+                  f(t.hyper[RmspropWeightDecay]),
+                  f(t.hyper[RmspropMomentum]),
+                  f(t.hyper[RmspropGradScale]),
+                  node.attrs().getBool("maximize"),
+                  static_cast<float*>(inputs[3]),
+                  gradAvg,
+                  buffer};
+  const int choice = (s.weightDecay != 0.0f ? 4 : 0) + (centered ? 2 : 0) + (hasMomentum ? 1 : 0);
+  switch (choice) {
+  case 0: return rmspropLoop<false, false, false>(t, s);
+  case 1: return rmspropLoop<false, false, true>(t, s);
+  case 2: return rmspropLoop<false, true, false>(t, s);
+  case 3: return rmspropLoop<false, true, true>(t, s);
+  case 4: return rmspropLoop<true, false, false>(t, s);
+  case 5: return rmspropLoop<true, false, true>(t, s);
+  case 6: return rmspropLoop<true, true, false>(t, s);
+  default: return rmspropLoop<true, true, true>(t, s);
   }
 }
 

@@ -55,9 +55,10 @@ void softmax(const ir::Node& node, const Inputs& inputs, const Outputs& outputs)
       for (int64_t k = 0; k < split.size; ++k) {
         sum += std::exp(x[at(k)] - maxValue);
       }
+      const double logSum = log ? std::log(sum) : 0.0;
       for (int64_t k = 0; k < split.size; ++k) {
         const double shifted = x[at(k)] - maxValue;
-        y[at(k)] = static_cast<float>(log ? shifted - std::log(sum) : std::exp(shifted) / sum);
+        y[at(k)] = static_cast<float>(log ? shifted - logSum : std::exp(shifted) / sum);
       }
     }
   }

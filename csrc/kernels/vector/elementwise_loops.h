@@ -35,6 +35,12 @@ struct ElementwiseLoops {
   // y = 1 / (1 + exp(-x)) (sigmoid) or x / (1 + exp(-x)) (silu) in float, as
   // ATen's kernels compute them, with exp(-x) rounded to float from double.
   void (*logistic)(const float* x, float* y, int64_t count, bool silu);
+  // The sum over k of exp(x[k] - shift), in double (log_softmax's row sum).
+  double (*sumOfExp)(const float* x, double shift, int64_t count);
+  // dx = dy - exp(y) * sum, in double rounded to float (log_softmax's
+  // gradient along one row, sum being the row's sum of dy).
+  void (*logSoftmaxGradients)(const float* dy, const float* y, double sum, float* dx,
+                              int64_t count);
   const char* isa; // what implementation names report
 };
 

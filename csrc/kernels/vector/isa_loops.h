@@ -24,8 +24,8 @@ namespace {
 } // namespace
 
 ElementwiseLoops POPSIM_ISA_LOOPS() {
-  return {pointwiseValues, pointwiseGradients, binaryValues,
-          binaryGradients, logistic,           POPSIM_ISA_NAME};
+  return {pointwiseValues, pointwiseGradients, binaryValues,        binaryGradients,
+          logistic,        sumOfExp,           logSoftmaxGradients, POPSIM_ISA_NAME};
 }
 
 } // namespace popsim::kernels::vector

@@ -77,6 +77,35 @@ void logistic(const float* x, float* y, int64_t count, bool silu) {
   });
 }
 
+// Lanes accumulate their own partial sums, added in lane order at the end:
+// another order than the reference's one chain, within double rounding.
+double sumOfExp(const float* x, double shift, int64_t count) {
+  Vector partial = SleefMath::constant(0.0);
+  int64_t i = 0;
+  for (; i + kLanes <= count; i += kLanes)
+    partial += SleefMath::exp(widened(x + i) - shift);
+  double lanes[kLanes];
+  __builtin_memcpy(lanes, &partial, sizeof(lanes));
+  if (i < count) { // the partial last vector: only its first count - i lanes count
+    float padded[kLanes] = {};
+    __builtin_memcpy(padded, x + i, (count - i) * sizeof(float));
+    double rest[kLanes];
+    const Vector terms = SleefMath::exp(widened(padded) - shift);
+    __builtin_memcpy(rest, &terms, sizeof(rest));
+    for (int64_t k = 0; k < count - i; ++k)
+      lanes[k] += rest[k];
+  }
+  double sum = 0.0;
+  for (int k = 0; k < kLanes; ++k)
+    sum += lanes[k];
+  return sum;
+}
+
+void logSoftmaxGradients(const float* dy, const float* y, double sum, float* dx, int64_t count) {
+  overVectors(count, {Operand{dy, 1}, Operand{y, 1}}, dx,
+              [sum](const Vector* v) { return v[0] - SleefMath::exp(v[1]) * sum; });
+}
+
 using Pointwise = popsim::ir::PointwiseFormulas<SleefMath>;
 using Binary = popsim::ir::BinaryFormulas<SleefMath>;
 

@@ -161,6 +161,46 @@ TEST_P(ElementwiseLoopsKernelTest, BinaryFunctionsAgreeWithTheReferenceTable) {
   EXPECT_GE(checked, 10);
 }
 
+// log_softmax's row loops against libm one element at a time: the sum of
+// exps to double rounding (its lanes add in another order) for every row
+// length up to a few vectors, and the gradient to one float ulp, with NaN
+// and infinities where the rows have them.
+TEST_P(ElementwiseLoopsKernelTest, LogSoftmaxRowsAgreeWithLibm) {
+  if (!cpuRuns(GetParam())) GTEST_SKIP() << "this CPU lacks the instruction set";
+  const auto loops = kernels::vector::elementwiseLoops(GetParam());
+  ASSERT_TRUE(loops.has_value());
+  const std::vector<float> x = inputs();
+  for (int64_t count = 1; count <= 19; ++count) {
+    for (int64_t first = 14; first + count <= 200; first += 37) { // finite values
+      const double shift = x[first];
+      double expected = 0.0;
+      for (int64_t k = 0; k < count; ++k)
+        expected += std::exp(x[first + k] - shift);
+      const double actual = loops->sumOfExp(x.data() + first, shift, count);
+      EXPECT_NEAR(actual, expected, 1e-14 * expected) << count << " values from " << first;
+    }
+  }
+  EXPECT_TRUE(std::isnan(loops->sumOfExp(x.data(), 0.0, 11)));    // a NaN in the row
+  EXPECT_TRUE(std::isinf(loops->sumOfExp(x.data() + 1, 0.0, 9))); // +inf in the row
+  EXPECT_EQ(loops->sumOfExp(x.data() + 2, 0.0, 1), 0.0);          // exp(-inf)
+
+  std::vector<float> dy(x.size()), dx(x.size());
+  std::mt19937 random(5);
+  std::normal_distribution<float> normal;
+  for (float& g : dy)
+    g = normal(random);
+  const auto n = static_cast<int64_t>(x.size());
+  for (const double sum : {0.0, -0.75, 3.5}) {
+    loops->logSoftmaxGradients(dy.data(), x.data(), sum, dx.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const auto expected = static_cast<float>(dy[i] - std::exp(static_cast<double>(x[i])) * sum);
+      ASSERT_TRUE(agree(dx[i], expected))
+          << "y = " << x[i] << ", dy = " << dy[i] << ", sum = " << sum << ": " << dx[i]
+          << " against " << expected;
+    }
+  }
+}
+
 TEST(ElementwiseLoopsKernelTest, NoLoopsWithoutAvx2) {
   EXPECT_FALSE(kernels::vector::elementwiseLoops(VectorIsa::Baseline).has_value());
 }

@@ -85,6 +85,7 @@ std::string pointwiseLoops(const std::string& withoutAvx2 = "popsim:pointwise",
 }
 std::string binaryLoops() { return pointwiseLoops("popsim:binary_pointwise", "binary_pointwise"); }
 std::string logisticLoops() { return pointwiseLoops("popsim:logistic", "logistic"); }
+std::string logSoftmaxLoops() { return pointwiseLoops("popsim:log_softmax", "log_softmax"); }
 
 const std::vector<KernelCase>& kernelCases() {
   static const std::vector<KernelCase> cases = {
@@ -210,7 +211,30 @@ const std::vector<KernelCase>& kernelCases() {
        OpKind::LogSoftmax,
        {f32({4, 10})},
        {{"dim", int64_t{1}}},
-       "reference"},
+       logSoftmaxLoops(),
+       -20.0f,
+       20.0f},
+      {"log_softmax_middle_dim_long_rows",
+       OpKind::LogSoftmax,
+       {f32({3, 37, 5})},
+       {{"dim", int64_t{1}}},
+       logSoftmaxLoops(),
+       -20.0f,
+       20.0f},
+      {"log_softmax_grad_last_dim",
+       OpKind::LogSoftmaxGrad,
+       {f32({6, 21}), f32({6, 21})},
+       {{"dim", int64_t{1}}},
+       logSoftmaxLoops(),
+       -6.0f,
+       0.0f},
+      {"log_softmax_grad_first_dim",
+       OpKind::LogSoftmaxGrad,
+       {f32({19, 4}), f32({19, 4})},
+       {{"dim", int64_t{0}}},
+       logSoftmaxLoops(),
+       -6.0f,
+       0.0f},
       {"max_pool2d",
        OpKind::MaxPool2d,
        {f32({2, 3, 8, 8})},

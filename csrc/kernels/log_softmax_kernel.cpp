@@ -1,0 +1,119 @@
+#include "kernels/log_softmax_kernel.h"
+
+#include "kernels/cpu_isa.h"
+#include "kernels/reference/indexing.h"
+#include "kernels/vector/elementwise_loops.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace popsim::kernels {
+namespace {
+
+// log_softmax(x) = x - max - log(sum(exp(x - max))) and its gradient
+// dx = dy - exp(y) * sum(dy), computed as the reference kernel does (the
+// maximum, the sums and the differences in double, one exact log per row)
+// with the exps on SLEEF's vectors (vector/elementwise_loops.h) where the
+// CPU has AVX2, libm's one at a time otherwise. oneDNN's log_softmax is not
+// used: its log is off by up to ~3e-6 near 1, which shows in
+// log-probabilities close to 0. Rows along an inner dim are gathered into
+// contiguous scratch first, so the vector loops read consecutive floats.
+class LogSoftmaxKernel final : public Kernel {
+public:
+  explicit LogSoftmaxKernel(const KernelRequest& request)
+      : gradient_(request.node.kind() == ir::OpKind::LogSoftmaxGrad),
+        split_(reference::splitAroundAxis(request.node.input(0)->type().shape,
+                                          request.node.attrs().getInt("dim"))),
+        first_(static_cast<const float*>(request.inputs[0].data)),
+        second_(gradient_ ? static_cast<const float*>(request.inputs[1].data) : nullptr),
+        out_(static_cast<float*>(request.outputs[0].data)),
+        loops_(vector::elementwiseLoops(vectorIsa())) {}
+
+  void run(dnnl::stream&) override {
+    const int64_t rows = split_.outer * split_.inner;
+    const int64_t size = split_.size;
+    if (rows == 0 || size == 0) return;
+    const int64_t rowsPerBlock = std::max<int64_t>(1, 4096 / size);
+    const int64_t blocks = (rows + rowsPerBlock - 1) / rowsPerBlock;
+#pragma omp parallel for schedule(static) if (blocks > 1)
+    for (int64_t b = 0; b < blocks; ++b) {
+      std::vector<float> scratch(split_.inner == 1 ? 0 : static_cast<size_t>(3 * size));
+      for (int64_t r = b * rowsPerBlock; r < std::min(rows, (b + 1) * rowsPerBlock); ++r) {
+        runRow(r, scratch.data());
+      }
+    }
+  }
+
+  std::string implementation() const override {
+    return loops_ ? std::string("vectorised:log_softmax_") + loops_->isa : "popsim:log_softmax";
+  }
+
+private:
+  // Row r: elements base + k * inner of every operand, k < size.
+  void runRow(int64_t r, float* scratch) const {
+    const int64_t size = split_.size, inner = split_.inner;
+    const int64_t base = (r / inner) * size * inner + r % inner;
+    if (inner == 1) {
+      gradient_ ? gradientRow(first_ + base, second_ + base, out_ + base)
+                : valueRow(first_ + base, out_ + base);
+      return;
+    }
+    float* a = scratch;
+    float* b = scratch + size;
+    float* result = scratch + 2 * size;
+    for (int64_t k = 0; k < size; ++k) {
+      a[k] = first_[base + k * inner];
+      if (gradient_) b[k] = second_[base + k * inner];
+    }
+    gradient_ ? gradientRow(a, b, result) : valueRow(a, result);
+    for (int64_t k = 0; k < size; ++k)
+      out_[base + k * inner] = result[k];
+  }
+
+  void valueRow(const float* x, float* y) const {
+    const int64_t size = split_.size;
+    double maxValue = x[0];
+    for (int64_t k = 1; k < size; ++k)
+      maxValue = std::max(maxValue, static_cast<double>(x[k]));
+    double sum = 0.0;
+    if (loops_) {
+      sum = loops_->sumOfExp(x, maxValue, size);
+    } else {
+      for (int64_t k = 0; k < size; ++k)
+        sum += std::exp(x[k] - maxValue);
+    }
+    const double logSum = std::log(sum);
+    for (int64_t k = 0; k < size; ++k)
+      y[k] = static_cast<float>((x[k] - maxValue) - logSum);
+  }
+
+  void gradientRow(const float* dy, const float* y, float* dx) const {
+    const int64_t size = split_.size;
+    double sum = 0.0;
+    for (int64_t k = 0; k < size; ++k)
+      sum += dy[k];
+    if (loops_) return loops_->logSoftmaxGradients(dy, y, sum, dx, size);
+    for (int64_t k = 0; k < size; ++k)
+      dx[k] = static_cast<float>(dy[k] - std::exp(static_cast<double>(y[k])) * sum);
+  }
+
+  bool gradient_;
+  reference::AxisSplit split_;
+  const float* first_;  // x, or dy for the gradient
+  const float* second_; // y for the gradient
+  float* out_;
+  std::optional<vector::ElementwiseLoops> loops_; // none: libm, one element at a time
+};
+
+} // namespace
+
+std::unique_ptr<Kernel> createLogSoftmaxKernel(const KernelRequest& request) {
+  return std::make_unique<LogSoftmaxKernel>(request);
+}
+
+} // namespace popsim::kernels
