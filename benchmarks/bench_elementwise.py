@@ -38,6 +38,10 @@ OPS = {
     "where": lambda a, b: torch.where(a > 0, a, b),
     "masked_fill": lambda a, b: a.masked_fill(b > 0, 0.0),
     "maximum (broadcast row)": lambda a, b: torch.maximum(a, b[0]),
+    # log_softmax (vector exp, one log per row): rows of 1024, and 1024 rows
+    # along the first dim (gathered into contiguous rows)
+    "log_softmax": lambda a, b: F.log_softmax(a, dim=1),
+    "log_softmax (dim 0)": lambda a, b: F.log_softmax(a, dim=0),
     # oneDNN's binary primitive, for comparison
     "add": torch.add,
 }

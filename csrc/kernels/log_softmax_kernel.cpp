@@ -22,7 +22,8 @@ namespace {
 // CPU has AVX2, libm's one at a time otherwise. oneDNN's log_softmax is not
 // used: its log is off by up to ~3e-6 near 1, which shows in
 // log-probabilities close to 0. Rows along an inner dim are gathered into
-// contiguous scratch first, so the vector loops read consecutive floats.
+// contiguous scratch first (a tile at a time), so the vector loops read
+// consecutive floats.
 class LogSoftmaxKernel final : public Kernel {
 public:
   explicit LogSoftmaxKernel(const KernelRequest& request)
@@ -35,16 +36,21 @@ public:
         loops_(vector::elementwiseLoops(vectorIsa())) {}
 
   void run(dnnl::stream&) override {
-    const int64_t rows = split_.outer * split_.inner;
-    const int64_t size = split_.size;
-    if (rows == 0 || size == 0) return;
-    const int64_t rowsPerBlock = std::max<int64_t>(1, 4096 / size);
-    const int64_t blocks = (rows + rowsPerBlock - 1) / rowsPerBlock;
-#pragma omp parallel for schedule(static) if (blocks > 1)
-    for (int64_t b = 0; b < blocks; ++b) {
-      std::vector<float> scratch(split_.inner == 1 ? 0 : static_cast<size_t>(3 * size));
-      for (int64_t r = b * rowsPerBlock; r < std::min(rows, (b + 1) * rowsPerBlock); ++r) {
-        runRow(r, scratch.data());
+    const int64_t size = split_.size, inner = split_.inner;
+    if (split_.outer * inner == 0 || size == 0) return;
+    // A group is up to kColumns neighbouring rows of one outer index (one
+    // row where inner is 1), transposed through scratch as a tile, so that
+    // every read and write covers consecutive floats.
+    const int64_t columnGroups = (inner + kColumns - 1) / kColumns;
+    const int64_t groups = split_.outer * columnGroups;
+    const int64_t rowsPerGroup = std::min(inner, kColumns);
+    const int64_t groupsPerTask = std::max<int64_t>(1, 4096 / (size * rowsPerGroup));
+    const int64_t tasks = (groups + groupsPerTask - 1) / groupsPerTask;
+#pragma omp parallel for schedule(static) if (tasks > 1)
+    for (int64_t t = 0; t < tasks; ++t) {
+      std::vector<float> scratch(inner == 1 ? 0 : static_cast<size_t>(3 * kColumns * size));
+      for (int64_t g = t * groupsPerTask; g < std::min(groups, (t + 1) * groupsPerTask); ++g) {
+        runGroup(g / columnGroups, (g % columnGroups) * kColumns, scratch.data());
       }
     }
   }
@@ -54,25 +60,36 @@ public:
   }
 
 private:
-  // Row r: elements base + k * inner of every operand, k < size.
-  void runRow(int64_t r, float* scratch) const {
+  static constexpr int64_t kColumns = 16; // one 64-byte cache line of floats
+
+  // The rows of outer index o and inner indices first .. first + kColumns:
+  // elements (o * size + k) * inner + i of every operand, k < size.
+  void runGroup(int64_t o, int64_t first, float* scratch) const {
     const int64_t size = split_.size, inner = split_.inner;
-    const int64_t base = (r / inner) * size * inner + r % inner;
+    const int64_t base = o * size * inner + first;
     if (inner == 1) {
       gradient_ ? gradientRow(first_ + base, second_ + base, out_ + base)
                 : valueRow(first_ + base, out_ + base);
       return;
     }
+    const int64_t width = std::min(kColumns, inner - first);
     float* a = scratch;
-    float* b = scratch + size;
-    float* result = scratch + 2 * size;
+    float* b = scratch + kColumns * size;
+    float* result = scratch + 2 * kColumns * size;
     for (int64_t k = 0; k < size; ++k) {
-      a[k] = first_[base + k * inner];
-      if (gradient_) b[k] = second_[base + k * inner];
+      for (int64_t j = 0; j < width; ++j) {
+        a[j * size + k] = first_[base + k * inner + j];
+        if (gradient_) b[j * size + k] = second_[base + k * inner + j];
+      }
     }
-    gradient_ ? gradientRow(a, b, result) : valueRow(a, result);
-    for (int64_t k = 0; k < size; ++k)
-      out_[base + k * inner] = result[k];
+    for (int64_t j = 0; j < width; ++j) {
+      gradient_ ? gradientRow(a + j * size, b + j * size, result + j * size)
+                : valueRow(a + j * size, result + j * size);
+    }
+    for (int64_t k = 0; k < size; ++k) {
+      for (int64_t j = 0; j < width; ++j)
+        out_[base + k * inner + j] = result[j * size + k];
+    }
   }
 
   void valueRow(const float* x, float* y) const {
