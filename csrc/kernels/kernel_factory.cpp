@@ -3,6 +3,7 @@
 #include "common/logging.h"
 #include "ir/op_schema.h"
 #include "kernels/binary_pointwise_kernel.h"
+#include "kernels/ctc_loss_kernel.h"
 #include "kernels/dnnl_kernels.h"
 #include "kernels/pointwise_kernel.h"
 #include "kernels/reference/reference_ops.h"
@@ -42,6 +43,11 @@ std::unique_ptr<Kernel> createDnnlKernel(const KernelRequest& request) {
   case ir::OpFamily::BinaryFunction:
   case ir::OpFamily::Where: return createBinaryPointwiseKernel(request);
   case ir::OpFamily::ElementwiseGrad: return createActivationGradKernel(request);
+  case ir::OpFamily::Loss: // nll_loss: plain C++ loops (reference)
+    return request.node.kind() == ir::OpKind::CtcLoss ||
+                   request.node.kind() == ir::OpKind::CtcLossGrad
+               ? createCtcLossKernel(request)
+               : nullptr;
   case ir::OpFamily::Extremum: // plain C++ loops (reference)
   case ir::OpFamily::Scan:
   case ir::OpFamily::Product:
@@ -50,7 +56,6 @@ std::unique_ptr<Kernel> createDnnlKernel(const KernelRequest& request) {
   case ir::OpFamily::Sort:
   case ir::OpFamily::Embedding: // gathers and scatter-adds
   case ir::OpFamily::Random:
-  case ir::OpFamily::Loss:
   case ir::OpFamily::Update:
   case ir::OpFamily::Optimizer: return nullptr; // plain C++ kernels
   case ir::OpFamily::Transfer:

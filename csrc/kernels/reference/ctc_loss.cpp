@@ -1,5 +1,8 @@
+#include "kernels/reference/ctc_loss.h"
+
 #include "common/check.h"
-#include "kernels/reference/families.h"
+#include "ir/pointwise_formulas.h"
+#include "kernels/reference/log_sum_exp.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,12 +17,7 @@ namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
-// log(exp(a) + exp(b) + exp(c)) as PyTorch: around the largest, 0 if all are -inf.
-double logSumExp(double a, double b, double c) {
-  double m = std::max(a, std::max(b, c));
-  if (m == kNegInf) m = 0.0;
-  return std::log(std::exp(a - m) + std::exp(b - m) + std::exp(c - m)) + m;
-}
+double logSumExp(double a, double b, double c) { return logSumExp3<ir::ScalarMath>(a, b, c); }
 
 // One sample: its log-probabilities lp(t, c), its target labels and lengths.
 struct Sample {
@@ -71,59 +69,77 @@ std::vector<Sample> samplesOf(const ir::Node& node, const Inputs& inputs, size_t
   return result;
 }
 
-// alpha(t, s): log-probability of the prefixes of l' ending at s at frame t.
-std::vector<double> alphas(const Sample& x) {
+// alpha and beta, frame by frame: each frame's row has two -inf entries on
+// either side, so that the neighbours s - 1 and s + 1 of the first and last
+// positions read -inf, as the recursions want.
+struct Lattice {
+  int64_t positions;
+  std::vector<double> values;
+
+  Lattice(int64_t frames, int64_t positions_)
+      : positions(positions_), values(static_cast<size_t>(frames * (positions_ + 4)), kNegInf) {}
+  double* row(int64_t t) { return values.data() + t * (positions + 4) + 2; }
+  double at(int64_t t, int64_t s) const {
+    return values[static_cast<size_t>(t * (positions + 4) + 2 + s)];
+  }
+};
+
+// alpha(t, s): log-probability of the prefixes of l' ending at s at frame t;
+// from frame t - 1's s, s - 1 and (between different labels) s - 2.
+Lattice alphas(const Sample& x, const CtcMaths& maths) {
   const int64_t S = x.positions();
-  std::vector<double> alpha(static_cast<size_t>(x.frames * S), kNegInf);
-  alpha[0] = x.lp(0, x.blank);
-  if (x.labels > 0) alpha[1] = x.lp(0, x.prime(1));
+  Lattice alpha(x.frames, S);
+  alpha.row(0)[0] = x.lp(0, x.blank);
+  if (x.labels > 0) alpha.row(0)[1] = x.lp(0, x.prime(1));
+  std::vector<double> skipped(static_cast<size_t>(S)), add(static_cast<size_t>(S));
   for (int64_t t = 1; t < x.frames; ++t) {
+    const double* previous = alpha.row(t - 1);
     for (int64_t s = 0; s < S; ++s) {
-      const double* previous = &alpha[static_cast<size_t>((t - 1) * S)];
-      const int64_t label = x.prime(s);
-      const double a = previous[s];
-      const double b = s > 0 ? previous[s - 1] : kNegInf;
-      const double c = s > 1 && x.prime(s - 2) != label ? previous[s - 2] : kNegInf;
-      alpha[static_cast<size_t>(t * S + s)] = logSumExp(a, b, c) + x.lp(t, label);
+      const bool skips = s > 1 && x.prime(s - 2) != x.prime(s);
+      skipped[static_cast<size_t>(s)] = skips ? previous[s - 2] : kNegInf;
+      add[static_cast<size_t>(s)] = x.lp(t, x.prime(s));
     }
+    maths.logSumExpRows(previous, previous - 1, skipped.data(), add.data(), alpha.row(t), S);
   }
   return alpha;
 }
 
 // -log p(target | input): from the last two positions of l' at the last frame.
-double negativeLogLikelihood(const Sample& x, const std::vector<double>& alpha) {
-  const int64_t S = x.positions();
-  const size_t last = static_cast<size_t>((x.frames - 1) * S);
-  const double end = alpha[last + static_cast<size_t>(S - 1)];
-  const double beforeEnd = x.labels > 0 ? alpha[last + static_cast<size_t>(S - 2)] : kNegInf;
-  return -logSumExp(end, beforeEnd, kNegInf);
+double negativeLogLikelihood(const Sample& x, const Lattice& alpha) {
+  const int64_t S = x.positions(), last = x.frames - 1;
+  const double beforeEnd = x.labels > 0 ? alpha.at(last, S - 2) : kNegInf;
+  return -logSumExp(alpha.at(last, S - 1), beforeEnd, kNegInf);
 }
 
-// beta(t, s): log-probability of the suffixes of l' from s at frame t.
-std::vector<double> betas(const Sample& x) {
-  const int64_t S = x.positions();
-  std::vector<double> beta(static_cast<size_t>(x.frames * S), kNegInf);
-  const size_t last = static_cast<size_t>((x.frames - 1) * S);
-  beta[last + static_cast<size_t>(S - 1)] = x.lp(x.frames - 1, x.blank);
-  if (x.labels > 0) beta[last + static_cast<size_t>(S - 2)] = x.lp(x.frames - 1, x.prime(S - 2));
-  for (int64_t t = x.frames - 2; t >= 0; --t) {
+// beta(t, s): log-probability of the suffixes of l' from s at frame t; from
+// frame t + 1's s, s + 1 and (between different labels) s + 2.
+Lattice betas(const Sample& x, const CtcMaths& maths) {
+  const int64_t S = x.positions(), last = x.frames - 1;
+  Lattice beta(x.frames, S);
+  beta.row(last)[S - 1] = x.lp(last, x.blank);
+  if (x.labels > 0) beta.row(last)[S - 2] = x.lp(last, x.prime(S - 2));
+  std::vector<double> skipped(static_cast<size_t>(S)), add(static_cast<size_t>(S));
+  for (int64_t t = last - 1; t >= 0; --t) {
+    const double* next = beta.row(t + 1);
     for (int64_t s = 0; s < S; ++s) {
-      const double* next = &beta[static_cast<size_t>((t + 1) * S)];
-      const int64_t label = x.prime(s);
-      const double a = next[s];
-      const double b = s < S - 1 ? next[s + 1] : kNegInf;
-      const double c = s < S - 2 && x.prime(s + 2) != label ? next[s + 2] : kNegInf;
-      beta[static_cast<size_t>(t * S + s)] = logSumExp(a, b, c) + x.lp(t, label);
+      const bool skips = s < S - 2 && x.prime(s + 2) != x.prime(s);
+      skipped[static_cast<size_t>(s)] = skips ? next[s + 2] : kNegInf;
+      add[static_cast<size_t>(s)] = x.lp(t, x.prime(s));
     }
+    maths.logSumExpRows(next, next + 1, skipped.data(), add.data(), beta.row(t), S);
   }
   return beta;
 }
 
-void ctcLoss(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+void ctcLoss(const ir::Node& node, const Inputs& inputs, const Outputs& outputs,
+             const CtcMaths& maths, bool parallel) {
   auto* nll = static_cast<float*>(outputs[0]);
   const std::vector<Sample> samples = samplesOf(node, inputs, 0);
-  for (size_t n = 0; n < samples.size(); ++n) {
-    nll[n] = static_cast<float>(negativeLogLikelihood(samples[n], alphas(samples[n])));
+  const auto count = static_cast<int64_t>(samples.size());
+#pragma omp parallel for schedule(dynamic) if (parallel && count > 1)
+  for (int64_t n = 0; n < count; ++n) {
+    const Sample& x = samples[static_cast<size_t>(n)];
+    nll[n] = static_cast<float>(negativeLogLikelihood(x, alphas(x, maths)));
   }
 }
 
@@ -131,7 +147,8 @@ void ctcLoss(const ir::Node& node, const Inputs& inputs, const Outputs& outputs)
 // nll - lp)) * grad for the sample's frames, 0 after them (PyTorch's formula,
 // the gradient through the log-softmax that made lp included); 0 throughout
 // for an infinite loss under zero_infinity.
-void ctcLossGrad(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+void ctcLossGrad(const ir::Node& node, const Inputs& inputs, const Outputs& outputs,
+                 const CtcMaths& maths, bool parallel) {
   const ir::Shape& shape = node.input(1)->type().shape;
   const int64_t classes = shape[2];
   const auto* gradNll = static_cast<const float*>(inputs[0]);
@@ -140,37 +157,56 @@ void ctcLossGrad(const ir::Node& node, const Inputs& inputs, const Outputs& outp
   std::fill(grad, grad + ir::elementCount(shape), 0.0f);
   const bool zeroInfinity = node.attrs().getBool("zero_infinity");
   const std::vector<Sample> samples = samplesOf(node, inputs, 1);
-  std::vector<double> posterior(static_cast<size_t>(classes));
-  for (size_t n = 0; n < samples.size(); ++n) {
-    const Sample& x = samples[n];
+  const auto count = static_cast<int64_t>(samples.size());
+#pragma omp parallel for schedule(dynamic) if (parallel && count > 1)
+  for (int64_t n = 0; n < count; ++n) {
+    const Sample& x = samples[static_cast<size_t>(n)];
     const double nll = nlls[n];
     if (zeroInfinity && std::isinf(nll)) continue;
-    const std::vector<double> alpha = alphas(x);
-    const std::vector<double> beta = betas(x);
-    const int64_t S = x.positions();
+    const Lattice alpha = alphas(x, maths);
+    const Lattice beta = betas(x, maths);
+    std::vector<double> posterior(static_cast<size_t>(classes));
     for (int64_t t = 0; t < x.frames; ++t) {
       std::fill(posterior.begin(), posterior.end(), kNegInf);
-      for (int64_t s = 0; s < S; ++s) {
-        const double ab =
-            alpha[static_cast<size_t>(t * S + s)] + beta[static_cast<size_t>(t * S + s)];
+      for (int64_t s = 0; s < x.positions(); ++s) {
+        const double ab = alpha.at(t, s) + beta.at(t, s);
         double& sum = posterior[static_cast<size_t>(x.prime(s))];
         sum = sum == kNegInf ? ab : logSumExp(sum, ab, kNegInf);
       }
-      float* row = grad + t * x.stride + static_cast<int64_t>(n) * classes;
-      for (int64_t c = 0; c < classes; ++c) {
-        const double lp = x.lp(t, c);
-        row[c] = static_cast<float>(
-            (std::exp(lp) - std::exp(posterior[static_cast<size_t>(c)] + nll - lp)) * gradNll[n]);
-      }
+      maths.gradients(x.logProbs + t * x.stride, posterior.data(), nll, gradNll[n],
+                      grad + t * x.stride + n * classes, classes);
     }
+  }
+}
+
+void scalarLogSumExpRows(const double* a, const double* b, const double* c, const double* add,
+                         double* out, int64_t count) {
+  for (int64_t s = 0; s < count; ++s)
+    out[s] = logSumExp(a[s], b[s], c[s]) + add[s];
+}
+
+void scalarGradients(const float* lp, const double* posterior, double nll, double grad, float* dlp,
+                     int64_t count) {
+  for (int64_t k = 0; k < count; ++k) {
+    const double value = lp[k];
+    dlp[k] = static_cast<float>((std::exp(value) - std::exp(posterior[k] + nll - value)) * grad);
   }
 }
 
 } // namespace
 
+CtcMaths scalarCtcMaths() { return {scalarLogSumExpRows, scalarGradients}; }
+
+void ctcWith(const ir::Node& node, const Inputs& inputs, const Outputs& outputs,
+             const CtcMaths& maths, bool parallel) {
+  if (node.kind() == ir::OpKind::CtcLossGrad) {
+    return ctcLossGrad(node, inputs, outputs, maths, parallel);
+  }
+  ctcLoss(node, inputs, outputs, maths, parallel);
+}
+
 void ctc(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
-  if (node.kind() == ir::OpKind::CtcLossGrad) return ctcLossGrad(node, inputs, outputs);
-  ctcLoss(node, inputs, outputs);
+  ctcWith(node, inputs, outputs, scalarCtcMaths(), false);
 }
 
 } // namespace popsim::kernels::reference

@@ -41,6 +41,14 @@ struct ElementwiseLoops {
   // gradient along one row, sum being the row's sum of dy).
   void (*logSoftmaxGradients)(const float* dy, const float* y, double sum, float* dx,
                               int64_t count);
+  // out[s] = logSumExp3(a[s], b[s], c[s]) + add[s] in double
+  // (reference/log_sum_exp.h): a step of ctc_loss's recursions.
+  void (*ctcLogSumExpRows)(const double* a, const double* b, const double* c, const double* add,
+                           double* out, int64_t count);
+  // dlp[k] = (exp(lp[k]) - exp(posterior[k] + nll - lp[k])) * grad, in
+  // double rounded to float: ctc_loss's gradient along one frame.
+  void (*ctcGradients)(const float* lp, const double* posterior, double nll, double grad,
+                       float* dlp, int64_t count);
   const char* isa; // what implementation names report
 };
 

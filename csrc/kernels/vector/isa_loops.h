@@ -10,6 +10,7 @@
 
 #include "ir/binary_formulas.h"
 #include "ir/pointwise_formulas.h"
+#include "kernels/reference/log_sum_exp.h"
 #include "kernels/vector/elementwise_loops.h"
 
 #include <sleef.h>
@@ -24,8 +25,8 @@ namespace {
 } // namespace
 
 ElementwiseLoops POPSIM_ISA_LOOPS() {
-  return {pointwiseValues, pointwiseGradients, binaryValues,        binaryGradients,
-          logistic,        sumOfExp,           logSoftmaxGradients, POPSIM_ISA_NAME};
+  return {pointwiseValues, pointwiseGradients,  binaryValues,     binaryGradients, logistic,
+          sumOfExp,        logSoftmaxGradients, ctcLogSumExpRows, ctcGradients,    POPSIM_ISA_NAME};
 }
 
 } // namespace popsim::kernels::vector

@@ -106,6 +106,55 @@ void logSoftmaxGradients(const float* dy, const float* y, double sum, float* dx,
               [sum](const Vector* v) { return v[0] - SleefMath::exp(v[1]) * sum; });
 }
 
+Vector loaded(const double* p) {
+  Vector value;
+  __builtin_memcpy(&value, p, sizeof(value));
+  return value;
+}
+
+void stored(Vector value, double* p) { __builtin_memcpy(p, &value, sizeof(value)); }
+
+void ctcLogSumExpRows(const double* a, const double* b, const double* c, const double* add,
+                      double* out, int64_t count) {
+  const auto step = [](Vector va, Vector vb, Vector vc, Vector vadd) {
+    return popsim::kernels::reference::logSumExp3<SleefMath>(va, vb, vc) + vadd;
+  };
+  int64_t s = 0;
+  for (; s + kLanes <= count; s += kLanes)
+    stored(step(loaded(a + s), loaded(b + s), loaded(c + s), loaded(add + s)), out + s);
+  if (s == count) return;
+  const auto rest = static_cast<size_t>(count - s);
+  double padded[4][kLanes] = {};
+  for (size_t k = 0; k < rest; ++k) {
+    padded[0][k] = a[s + k];
+    padded[1][k] = b[s + k];
+    padded[2][k] = c[s + k];
+    padded[3][k] = add[s + k];
+  }
+  double result[kLanes];
+  stored(step(loaded(padded[0]), loaded(padded[1]), loaded(padded[2]), loaded(padded[3])), result);
+  __builtin_memcpy(out + s, result, rest * sizeof(double));
+}
+
+void ctcGradients(const float* lp, const double* posterior, double nll, double grad, float* dlp,
+                  int64_t count) {
+  const auto gradient = [nll, grad](Vector value, Vector sum) {
+    return (SleefMath::exp(value) - SleefMath::exp(sum + nll - value)) * grad;
+  };
+  int64_t k = 0;
+  for (; k + kLanes <= count; k += kLanes)
+    narrowed(gradient(widened(lp + k), loaded(posterior + k)), dlp + k);
+  if (k == count) return;
+  const auto rest = static_cast<size_t>(count - k);
+  float paddedLp[kLanes] = {};
+  double paddedSum[kLanes] = {};
+  __builtin_memcpy(paddedLp, lp + k, rest * sizeof(float));
+  __builtin_memcpy(paddedSum, posterior + k, rest * sizeof(double));
+  float result[kLanes];
+  narrowed(gradient(widened(paddedLp), loaded(paddedSum)), result);
+  __builtin_memcpy(dlp + k, result, rest * sizeof(float));
+}
+
 using Pointwise = popsim::ir::PointwiseFormulas<SleefMath>;
 using Binary = popsim::ir::BinaryFormulas<SleefMath>;
 

@@ -9,6 +9,7 @@
 
 #include "ir/binary_functions.h"
 #include "ir/pointwise_functions.h"
+#include "kernels/reference/ctc_loss.h"
 #include "kernels/reference/pointwise.h"
 #include "kernels/vector/elementwise_loops.h"
 
@@ -198,6 +199,54 @@ TEST_P(ElementwiseLoopsKernelTest, LogSoftmaxRowsAgreeWithLibm) {
           << "y = " << x[i] << ", dy = " << dy[i] << ", sum = " << sum << ": " << dx[i]
           << " against " << expected;
     }
+  }
+}
+
+// ctc_loss's loops against the reference's (libm, one element at a time):
+// log-sum-exp steps to double rounding, -inf operands (impossible paths)
+// included, and the gradient to one float ulp.
+TEST_P(ElementwiseLoopsKernelTest, CtcLossMathsAgreeWithLibm) {
+  if (!cpuRuns(GetParam())) GTEST_SKIP() << "this CPU lacks the instruction set";
+  const auto loops = kernels::vector::elementwiseLoops(GetParam());
+  ASSERT_TRUE(loops.has_value());
+  const kernels::reference::CtcMaths scalar = kernels::reference::scalarCtcMaths();
+  const double negInf = -std::numeric_limits<double>::infinity();
+  std::mt19937 random(11);
+  std::uniform_real_distribution<double> logProb(-30.0, 0.0);
+  std::bernoulli_distribution impossible(0.3);
+  constexpr int64_t kCount = 203; // a partial vector at the end
+  std::vector<double> operands[4];
+  for (std::vector<double>& values : operands) {
+    for (int64_t s = 0; s < kCount; ++s)
+      values.push_back(impossible(random) ? negInf : logProb(random));
+  }
+  operands[0][5] = operands[1][5] = operands[2][5] = negInf; // all three impossible
+  std::vector<double> actual(kCount), expected(kCount);
+  for (const int64_t count : {int64_t{1}, int64_t{7}, kCount}) {
+    loops->ctcLogSumExpRows(operands[0].data(), operands[1].data(), operands[2].data(),
+                            operands[3].data(), actual.data(), count);
+    scalar.logSumExpRows(operands[0].data(), operands[1].data(), operands[2].data(),
+                         operands[3].data(), expected.data(), count);
+    for (int64_t s = 0; s < count; ++s) {
+      if (std::isinf(expected[s])) {
+        EXPECT_EQ(actual[s], expected[s]) << s;
+      } else {
+        EXPECT_NEAR(actual[s], expected[s], 1e-14 * std::fabs(expected[s]) + 1e-300) << s;
+      }
+    }
+  }
+  const std::vector<float> lp = inputs();
+  std::vector<double> posterior(lp.size());
+  for (size_t k = 0; k < lp.size(); ++k)
+    posterior[k] = impossible(random) ? negInf : logProb(random);
+  const auto n = static_cast<int64_t>(lp.size());
+  std::vector<float> dlp(lp.size()), expectedDlp(lp.size());
+  loops->ctcGradients(lp.data(), posterior.data(), 2.5, -0.75, dlp.data(), n);
+  scalar.gradients(lp.data(), posterior.data(), 2.5, -0.75, expectedDlp.data(), n);
+  for (int64_t k = 0; k < n; ++k) {
+    ASSERT_TRUE(agree(dlp[k], expectedDlp[k]))
+        << "lp = " << lp[k] << ", posterior = " << posterior[k] << ": " << dlp[k] << " against "
+        << expectedDlp[k];
   }
 }
 
