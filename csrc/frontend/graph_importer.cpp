@@ -109,8 +109,9 @@ private:
 
   // Marker ops the Python side leaves in the trace. popsim.Block and friends
   // leave popsim::begin_block(user_id, ipu_id) and popsim::end_block(): ops
-  // in between belong to the block. Grad-mode switches leave
-  // popsim::grad_mode(enabled).
+  // in between belong to the block. popsim.NameScope leaves
+  // popsim::push_name_scope(name) and popsim::pop_name_scope(). Grad-mode
+  // switches leave popsim::grad_mode(enabled).
   bool importMarker(const jit::Node& node, const std::string& op) {
     if (op == "popsim::grad_mode") {
       const FrontendValue& enabled = values_.at(node.inputs()[0]);
@@ -121,6 +122,18 @@ private:
     }
     if (op == "popsim::end_block") {
       currentBlock_.clear();
+      return true;
+    }
+    if (op == "popsim::push_name_scope") {
+      const FrontendValue& name = values_.at(node.inputs()[0]);
+      POPSIM_ASSERT(name.isStatic() && name.constant.isString(),
+                    "popsim::push_name_scope takes a constant string.");
+      nameScope_.push_back(name.constant.toStringRef());
+      return true;
+    }
+    if (op == "popsim::pop_name_scope") {
+      POPSIM_ASSERT(!nameScope_.empty(), "popsim::pop_name_scope without a name scope open.");
+      nameScope_.pop_back();
       return true;
     }
     if (op != "popsim::begin_block") {
@@ -145,17 +158,21 @@ private:
     return true;
   }
 
-  // Gives the IR nodes a lowering added the current block.
+  // Gives the IR nodes a lowering added the current block and name scope.
   void placeNewNodes(size_t firstNew, const jit::Node& node) {
     const auto& nodes = graph_->nodes();
     if (nodes.size() > firstNew && currentBlock_.empty() && !firstOutsideBlock_) {
       firstOutsideBlock_ = std::string(node.kind().toQualString()) +
                            (locationOf(node).known() ? " at " + locationOf(node).str() : "");
     }
+    std::string scope;
+    for (const std::string& name : nameScope_)
+      scope += (scope.empty() ? "" : "/") + name;
     for (size_t i = firstNew; i < nodes.size(); ++i) {
       ir::Placement placement = nodes[i]->placement();
       placement.block = currentBlock_;
       nodes[i]->setPlacement(placement);
+      nodes[i]->setNameScope(scope);
     }
   }
 
@@ -613,6 +630,7 @@ private:
   const ImportOptions& options_;
   std::unique_ptr<ir::Graph> graph_;
   std::string currentBlock_;
+  std::vector<std::string> nameScope_; // popsim.NameScope names, outermost first
   bool gradEnabled_ = true;
   // Memory of compile-time tensors that the model writes at runtime.
   std::unordered_set<const void*> runtimeStorages_;

@@ -30,6 +30,9 @@ public:
 
   const Attributes& attrs() const { return attrs_; }
   const SourceLocation& location() const { return location_; }
+  void setNameScope(std::string scope) { location_.nameScope = std::move(scope); }
+  // "encoder/layer_norm" in name scope "encoder", else the op kind's name.
+  std::string scopedName() const;
   const Placement& placement() const { return placement_; }
   void setPlacement(Placement placement) { placement_ = std::move(placement); }
 

@@ -13,6 +13,9 @@ struct SourceLocation {
   std::string function;
   // The whole Python stack at trace time, innermost frame first (may be empty).
   std::string stack;
+  // The popsim.NameScope names the op was traced in, outermost first, joined
+  // by "/" (empty outside any).
+  std::string nameScope;
 
   bool known() const { return !file.empty(); }
   // "model.py:12" or "<unknown location>".

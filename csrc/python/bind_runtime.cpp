@@ -238,6 +238,7 @@ void bindRuntime(py::module_& module) {
              for (const runtime::ProgramStep& step : executable.program()) {
                py::dict entry;
                entry["op"] = step.op;
+               entry["name"] = step.name;
                entry["location"] = step.location;
                entry["implementation"] = step.implementation;
                entry["task"] = step.task;

@@ -101,6 +101,8 @@ struct ProgramStep {
   uint64_t temporaryBytes = 0;
   uint64_t passes = 1;
   uint64_t unboundedTemporaryBytes = 0;
+  // The op's kind with its popsim.NameScope names ("encoder/layer_norm").
+  std::string name;
 };
 
 // One task run of the last call on the host's clock, in seconds from the

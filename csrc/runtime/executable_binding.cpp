@@ -302,7 +302,7 @@ void Executable::buildTasks(const std::vector<device::OpTemporaries>& temporarie
     }
     program_.push_back({std::string(node->name()), node->location().str(), implementation,
                         taskProgram.name, ipu, cycles, opTemporaries.bytes, opTemporaries.passes,
-                        opTemporaries.unboundedBytes});
+                        opTemporaries.unboundedBytes, node->scopedName()});
     kernels_.push_back(std::move(kernel));
   }
   for (TaskProgram& taskProgram : tasks_) {

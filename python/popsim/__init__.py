@@ -26,6 +26,7 @@ from popsim._blocks import BeginBlock, Block, BlockFunction, module_repr, remove
 from popsim._cpu_ops import CPU
 from popsim._dataloader import DataLoader
 from popsim._device import ipuHardwareIsAvailable, isRunningOnIpu
+from popsim._name_scope import NameScope
 from popsim.enums import (
     ConnectionType,
     DataLoaderMode,
@@ -113,6 +114,7 @@ __all__ = [
     "MultiConv",
     "MultiConvPlanType",
     "module_repr",
+    "NameScope",
     "nop",
     "optim",
     "OptionError",

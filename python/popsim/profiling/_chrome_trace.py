@@ -81,7 +81,7 @@ def _op_events(event, ops, clock, pid):
     result, start = [], event["start"]
     for op in ops:
         ts, dur = clock.span(start, start + op["cycles"])
-        result.append({"name": op["op"], "cat": "op", "ph": "X", "pid": pid, "tid": _TASK_TID,
+        result.append({"name": op["name"], "cat": "op", "ph": "X", "pid": pid, "tid": _TASK_TID,
                        "ts": ts, "dur": dur,
                        "args": _op_args(op)})
         start += op["cycles"]

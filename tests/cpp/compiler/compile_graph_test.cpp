@@ -39,13 +39,13 @@ std::unique_ptr<ir::Graph> twoBlockRegression() {
     return value;
   };
   Value* hidden =
-      inBlock(graph->apply(OpKind::Linear, {x, a}, {}, {"model.py", 5, "forward", ""}), "A");
-  hidden = inBlock(graph->apply(OpKind::Relu, {hidden}, {}, {"model.py", 6, "forward", ""}), "A");
+      inBlock(graph->apply(OpKind::Linear, {x, a}, {}, {"model.py", 5, "forward", "", ""}), "A");
+  hidden = inBlock(graph->apply(OpKind::Relu, {hidden}, {}, {"model.py", 6, "forward", "", ""}), "A");
   Value* y =
-      inBlock(graph->apply(OpKind::Linear, {hidden, b}, {}, {"model.py", 7, "forward", ""}), "B");
+      inBlock(graph->apply(OpKind::Linear, {hidden, b}, {}, {"model.py", 7, "forward", "", ""}), "B");
   Value* loss = inBlock(graph->apply(OpKind::ReduceMean, {y},
                                      {{"dims", std::vector<int64_t>{0, 1}}, {"keepdim", false}},
-                                     {"model.py", 8, "forward", ""}),
+                                     {"model.py", 8, "forward", "", ""}),
                         "B");
   graph->addOutput(loss);
   graph->setLoss(loss);

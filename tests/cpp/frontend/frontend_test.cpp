@@ -147,11 +147,11 @@ TEST(FrontendTest, ListsEveryUnsupportedOp) {
 TEST(FrontendTest, GroupsUnsupportedOpsWithTheirUsesAndDistinctLines) {
   std::vector<frontend::UnsupportedOp> uses;
   for (int64_t use = 0; use < 35; ++use) {
-    uses.push_back({"aten::hardtanh_", {"/m/net.py", 10 + use % 7, "forward", ""}, ""});
+    uses.push_back({"aten::hardtanh_", {"/m/net.py", 10 + use % 7, "forward", "", ""}, ""});
   }
-  uses.push_back({"aten::erfinv", {"/m/net.py", 3, "head", ""}, ""});
-  uses.push_back({"aten::add", {"/m/net.py", 4, "", ""}, "a dtype"});
-  uses.push_back({"aten::add", {"/m/net.py", 4, "", ""}, "a dtype"});
+  uses.push_back({"aten::erfinv", {"/m/net.py", 3, "head", "", ""}, ""});
+  uses.push_back({"aten::add", {"/m/net.py", 4, "", "", ""}, "a dtype"});
+  uses.push_back({"aten::add", {"/m/net.py", 4, "", "", ""}, "a dtype"});
   EXPECT_EQ(frontend::unsupportedOpsMessage(uses),
             "Unsupported ops found in compiled model: [aten::add, aten::erfinv, aten::hardtanh_]\n"
             "  aten::hardtanh_, 35 uses at 7 lines: /m/net.py:10 (in forward), /m/net.py:11 (in "

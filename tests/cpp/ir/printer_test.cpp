@@ -28,9 +28,9 @@ std::unique_ptr<Graph> buildLinearGraph() {
   Value* b = graph->addWeight("fc.bias", f32({3}), true);
   Value* c = graph->addConstant(f32({3}), testing::bytesOf({0.5f, -1.0f, 2.0f}));
   Value* h = graph->apply(OpKind::Linear, {x, w, b}, {},
-                          {"/home/user/project/model.py", 7, "forward", ""});
+                          {"/home/user/project/model.py", 7, "forward", "", ""});
   Value* r = graph->apply(OpKind::Relu, {h});
-  Value* a = graph->apply(OpKind::Add, {r, c}, {}, {"/home/user/project/model.py", 9, "", ""});
+  Value* a = graph->apply(OpKind::Add, {r, c}, {}, {"/home/user/project/model.py", 9, "", "", ""});
   Value* s = graph->apply(OpKind::Reshape, {a}, {{"shape", std::vector<int64_t>{3, 2}}});
   graph->addOutput(s);
   return graph;
@@ -100,7 +100,7 @@ TEST(PrinterTest, GoldenLeavesPlacementsAndAttributes) {
   graph.addConstant({DType::Int64, {2}}, rawBytes(ints, sizeof(ints)));
   graph.addConstant({DType::Bool, {3}}, {1, 0, 1});
 
-  Node* sub = graph.addNode(OpKind::Sub, {a, mean}, {}, {"/abs/path/net.py", 12, "f", ""});
+  Node* sub = graph.addNode(OpKind::Sub, {a, mean}, {}, {"/abs/path/net.py", 12, "f", "", ""});
   sub->setPlacement({"stage1", 1, 1});
   Value* scaled = graph.apply(OpKind::Affine, {sub->output()}, {{"shift", -1.25}, {"scale", 0.5}});
   Node* slice = graph.addNode(

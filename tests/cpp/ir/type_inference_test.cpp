@@ -333,7 +333,7 @@ TEST(TypeInferenceTest, AddNodeAppendsTheSourceLocationToErrors) {
   ir::Value* w = graph.addWeight("conv.weight", f32({4, 2, 3, 3}), true);
   const Error error = testing::captureError([&] {
     graph.addNode(OpKind::Convolution, {x, w}, conv({1, 1}, {0, 0}, {1, 1}, 1),
-                  {"file.py", 3, "forward", ""});
+                  {"file.py", 3, "forward", "", ""});
   });
   EXPECT_EQ(error.kind(), ErrorKind::Compilation);
   EXPECT_EQ(std::string(error.what()),

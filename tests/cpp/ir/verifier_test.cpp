@@ -41,7 +41,7 @@ TEST(VerifierTest, OutputTypeNoLongerMatchingIsReportedWithBothTypes) {
   Graph graph;
   Value* x = graph.addInput("x", f32({2, 4}));
   Value* y = graph.addInput("y", f32({3, 4}));
-  Value* r = graph.apply(OpKind::Relu, {x}, {}, {"/work/model.py", 5, "forward", ""});
+  Value* r = graph.apply(OpKind::Relu, {x}, {}, {"/work/model.py", 5, "forward", "", ""});
   graph.addOutput(r);
 
   graph.replaceInput(r->producer(), 0, y);
@@ -101,7 +101,7 @@ TEST(VerifierTest, VerifyGraphThrowsAnInternalErrorListingTheProblems) {
   Graph graph;
   Value* x = graph.addInput("x", f32({2, 4}));
   Value* y = graph.addInput("y", f32({3, 4}));
-  Value* r = graph.apply(OpKind::Relu, {x}, {}, {"/work/model.py", 5, "forward", ""});
+  Value* r = graph.apply(OpKind::Relu, {x}, {}, {"/work/model.py", 5, "forward", "", ""});
   Value* t = graph.apply(OpKind::Tanh, {x});
   graph.addOutput(r);
   graph.addOutput(t);

@@ -33,7 +33,7 @@ std::unique_ptr<Graph> buildMlp() {
   Value* b1 = graph->addWeight("fc1.bias", f32({512}), true);        // 2,048 B
   Value* mean = graph->addWeight("bn.running_mean", f32({512}), false);
   Value* w2 = graph->addWeight("fc2.weight", f32({10, 512}), true); // 20,480 B
-  Value* h = graph->apply(OpKind::Linear, {x, w1, b1}, {}, {"model.py", 3, "forward", ""});
+  Value* h = graph->apply(OpKind::Linear, {x, w1, b1}, {}, {"model.py", 3, "forward", "", ""});
   Value* r = graph->apply(OpKind::Relu, {h});
   Value* r2 = graph->apply(OpKind::Relu, {graph->apply(OpKind::Add, {r, mean})});
   Value* logits = graph->apply(OpKind::Linear, {r2, w2});

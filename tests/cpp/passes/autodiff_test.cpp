@@ -21,7 +21,7 @@ using ir::Phase;
 using ir::Value;
 using testing::f32;
 
-const ir::SourceLocation kModelLine{"model.py", 7, "forward", ""};
+const ir::SourceLocation kModelLine{"model.py", 7, "forward", "", ""};
 
 ir::Attributes meanOfAll(int64_t rank) {
   std::vector<int64_t> dims;

@@ -42,7 +42,7 @@ std::unique_ptr<Graph> buildClassifier() {
   Value* x = graph->addInput("x", f32({2, 4}));
   Value* w = graph->addWeight("fc.weight", f32({3, 4}), true);
   Value* b = graph->addWeight("fc.bias", f32({3}), true);
-  Value* h = graph->apply(OpKind::Linear, {x, w, b}, {}, {"model.py", 3, "forward", ""});
+  Value* h = graph->apply(OpKind::Linear, {x, w, b}, {}, {"model.py", 3, "forward", "", ""});
   Value* r = graph->apply(OpKind::Relu, {h});
   graph->addOutput(graph->apply(OpKind::Softmax, {r}, {{"dim", int64_t{1}}}));
   graph->addOutput(graph->apply(OpKind::ReduceSum, {r},

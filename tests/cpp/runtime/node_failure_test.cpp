@@ -18,7 +18,7 @@ namespace {
 template <typename Failure> Error failureOfRelu(const Failure& failure) {
   ir::Graph graph;
   ir::Value* x = graph.addInput("x", {ir::DType::Float32, {2}});
-  ir::Value* y = graph.apply(ir::OpKind::Relu, {x}, {}, {"model.py", 7, "forward", ""});
+  ir::Value* y = graph.apply(ir::OpKind::Relu, {x}, {}, {"model.py", 7, "forward", "", ""});
   ir::Placement placement;
   placement.phase = ir::Phase::Backward;
   placement.block = "B1";
