@@ -295,7 +295,13 @@ void buildTrainingProgram(ir::Graph& graph, const TrainingConfig& config) {
     }
     ir::Value* accumulator = graph.addState(ir::parameterStateName(param->name(), "accumulator"),
                                             param->type(), ir::StateKind::Accumulator);
-    addNode(graph, ir::OpKind::Accumulate, {accumulator, grad->second}, {}, ir::Phase::Backward,
+    std::vector<ir::Value*> inputs = {accumulator, grad->second};
+    if (config.runningMean) {
+      inputs.push_back(graph.addState(ir::parameterStateName(param->name(), "accumulator_count"),
+                                      {ir::DType::Int64, {}}, ir::StateKind::Accumulator));
+    }
+    addNode(graph, ir::OpKind::Accumulate, inputs, {{"every", config.gradientAccumulation}},
+            ir::Phase::Backward,
             grad->second->producer() != nullptr ? grad->second->producer()->placement()
                                                 : inPhase(placementOf(param), ir::Phase::Backward));
     stepGrads[param] = accumulator;

@@ -34,6 +34,10 @@ struct TrainingConfig {
   // What updates multiply the step's gradients by (1 / gradientAccumulation
   // for a mean), which the norm is taken after.
   double gradientScale = 1.0;
+  // Accumulators hold the running mean of the micro-batches' gradients
+  // (PopTorch's MeanReductionStrategy.Running, which never overflows where
+  // the sum would) rather than their sum; gradientScale is then 1.
+  bool runningMean = false;
 };
 
 // The state a training program keeps is named as ir/state_names.h says.
@@ -50,7 +54,8 @@ std::vector<std::string> hyperParameterNames(OptimizerKind optimizer);
 // Turns an imported forward graph with a loss into a training step:
 // 1. gradients of the groups' parameters (autodiff, Backward phase);
 // 2. with gradient accumulation, an accumulator per parameter summed into
-//    each micro-batch and zeroed after the step;
+//    (or, with runningMean, averaged into, counting its micro-batches in an
+//    int64 state) each micro-batch and zeroed after the step;
 // 3. the random counter (dropout, random draws) advanced once per micro-batch;
 // 4. with maxGradNorm, each IPU's sum of squares of its gradients
 //    (GradientNorm phase), and in each IPU's Update phase the global norm

@@ -73,7 +73,8 @@ void bindOptions(py::module_& module) {
       .def_readwrite("optimizer", &passes::TrainingConfig::optimizer)
       .def_readwrite("groups", &passes::TrainingConfig::groups)
       .def_readwrite("max_grad_norm", &passes::TrainingConfig::maxGradNorm)
-      .def_readwrite("gradient_scale", &passes::TrainingConfig::gradientScale);
+      .def_readwrite("gradient_scale", &passes::TrainingConfig::gradientScale)
+      .def_readwrite("running_mean", &passes::TrainingConfig::runningMean);
   py::class_<runtime::CompileOptions>(module, "CompileOptions")
       .def(py::init<>())
       .def_property(

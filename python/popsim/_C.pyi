@@ -62,6 +62,7 @@ class TrainingConfig:
     groups: List[ParameterGroup]
     max_grad_norm: float
     gradient_scale: float
+    running_mean: bool
     def __init__(self) -> None: ...
 
 class CompileOptions:

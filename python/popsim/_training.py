@@ -14,7 +14,7 @@ import torch
 
 from popsim import _C
 from popsim import optim as popsim_optim
-from popsim.enums import ReductionType
+from popsim.enums import MeanReductionStrategy, ReductionType
 from popsim.errors import OptionError
 
 # Per optimizer: the C++ name, the structural flags of a group (which change
@@ -119,10 +119,21 @@ def max_grad_norm(optimizer):
     return 0.0 if norm is None or math.isinf(norm) else float(norm)
 
 
+def running_mean(options):
+    """Whether accumulators hold the running mean of a step's gradients."""
+    training = options.Training
+    return (training.gradient_accumulation > 1
+            and training.accumulation_and_replication_reduction_type == ReductionType.Mean
+            and training.mean_reduction_strategy == MeanReductionStrategy.Running)
+
+
 def grad_scale(options):
-    """How a step reads its accumulated gradient: the mean (default) or the sum."""
+    """How a step reads its accumulated gradient: the mean (default) or the sum
+    (a running mean is read as it is)."""
     accumulation = options.Training.gradient_accumulation
     reduction = options.Training.accumulation_and_replication_reduction_type
+    if running_mean(options):
+        return 1.0
     return 1.0 / accumulation if reduction == ReductionType.Mean else 1.0
 
 
@@ -153,6 +164,7 @@ class OptimizerBinding:
         config.optimizer = _OPTIMIZER_KINDS[self.kind]
         config.max_grad_norm = self.max_grad_norm
         config.gradient_scale = grad_scale(options)
+        config.running_mean = running_mean(options)
         config.groups = [parameter_group(flags, [name for name, _ in params])
                          for flags, params in zip(self.flags, self.groups)]
         return config
@@ -203,6 +215,9 @@ class OptimizerBinding:
                 accumulator = _C.parameter_state_name(name, "accumulator")
                 if accumulator in available:
                     values[accumulator] = torch.zeros_like(param, dtype=torch.float32)
+                count = _C.parameter_state_name(name, "accumulator_count")
+                if count in available:
+                    values[count] = torch.tensor(0, dtype=torch.int64)
         if _C.RANDOM_COUNTER_NAME in available:
             values[_C.RANDOM_COUNTER_NAME] = torch.tensor(0, dtype=torch.int64)
         return values

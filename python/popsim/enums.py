@@ -29,6 +29,24 @@ class ReductionType(enum.IntEnum):
     NoReduction = 2
 
 
+class MeanReductionStrategy(enum.IntEnum):
+    """When a mean over a step's micro-batch gradients divides
+    (``Training.setMeanAccumulationAndReplicationReductionStrategy``).
+
+    - ``Running``: the accumulator is the mean of the gradients so far; the
+      f-th gradient of a step weighs 1 / (f + 1), so the accumulator never
+      exceeds the largest gradient (it cannot overflow where the sum would).
+    - ``Post`` (default): the accumulator is the sum, divided by the number
+      of micro-batches when the step reads it.
+    - ``PostAndLoss``: deprecated by PopTorch; with one replica it computes
+      what ``Post`` computes.
+    """
+
+    Running = 0
+    Post = 1
+    PostAndLoss = 2
+
+
 class DataLoaderMode(enum.IntEnum):
     """How ``popsim.DataLoader`` loads its batches.
 

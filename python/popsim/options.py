@@ -23,6 +23,7 @@ from popsim._logging import LOGGER
 from popsim.enums import (
     ConnectionType,
     HalfFloatCastingBehavior,
+    MeanReductionStrategy,
     OutputMode,
     ReductionType,
     SyncPattern,
@@ -130,7 +131,8 @@ class _OptionGroup:
     def toDict(self) -> Dict[str, Any]:
         return {name: (value.name if isinstance(value, (OutputMode, ReductionType,
                                                          ConnectionType, SyncPattern,
-                                                         HalfFloatCastingBehavior))
+                                                         HalfFloatCastingBehavior,
+                                                         MeanReductionStrategy))
                        else repr(value)
                        if isinstance(value, (_ExecutionStrategy, TensorLocationSettings))
                        else value)
@@ -151,6 +153,7 @@ _SETTERS = {
     "optimizer_location": "setOptimizerLocation",
     "weight_location": "setWeightLocation",
     "accumulator_location": "setAccumulatorLocation",
+    "mean_reduction_strategy": "setMeanAccumulationAndReplicationReductionStrategy",
     "activation_location": "setActivationLocation",
     "auto_round_num_ipus": "autoRoundNumIPUs",
     "partials_type": "setPartialsType",
@@ -172,6 +175,7 @@ class _TrainingOptions(_OptionGroup):
 
     _defaults = {"gradient_accumulation": 1,
                  "accumulation_and_replication_reduction_type": ReductionType.Mean,
+                 "mean_reduction_strategy": MeanReductionStrategy.Post,
                  "recomputation_enabled": False}
     _group_name = "Options.Training"
 
@@ -188,6 +192,21 @@ class _TrainingOptions(_OptionGroup):
                 "Training.accumulationAndReplicationReductionType expects "
                 f"popsim.ReductionType.Mean or popsim.ReductionType.Sum, got {reduction!r}.")
         return self._set("accumulation_and_replication_reduction_type", reduction)
+
+    def setMeanAccumulationAndReplicationReductionStrategy(
+            self, strategy: MeanReductionStrategy) -> "_TrainingOptions":
+        """With the Mean reduction type, whether accumulators hold the running
+        mean of a step's gradients (``MeanReductionStrategy.Running``) or their
+        sum, divided when the step reads it (``Post``, the default, as PopTorch's
+        for float32 accumulators)."""
+        if not isinstance(strategy, MeanReductionStrategy):
+            raise OptionError(
+                "Training.setMeanAccumulationAndReplicationReductionStrategy expects a "
+                f"popsim.MeanReductionStrategy (Running, Post), got {strategy!r}.")
+        if strategy == MeanReductionStrategy.PostAndLoss:
+            LOGGER.warning("MeanReductionStrategy.PostAndLoss is deprecated (as in PopTorch); "
+                           "with one replica it computes what Post computes.")
+        return self._set("mean_reduction_strategy", strategy)
 
     def recomputation(self, enabled: bool) -> "_TrainingOptions":
         """Pipelined training: each stage's backward pass recomputes the forward

@@ -76,6 +76,7 @@ def test_to_dict_and_repr():
     assert values["output_mode"] == "Default"
     assert values["Training"] == {"gradient_accumulation": 1,
                                   "accumulation_and_replication_reduction_type": "Mean",
+                                  "mean_reduction_strategy": "Post",
                                   "recomputation_enabled": False}
     assert "device_iterations=3" in repr(opts)
 

@@ -14,10 +14,19 @@ std::vector<TensorType> inferAssign(const std::vector<TensorType>& inputs, const
   return {};
 }
 
-// accumulate(accumulator, value): accumulator += value.
-std::vector<TensorType> inferAccumulate(const std::vector<TensorType>& inputs, const Attributes&) {
+// accumulate(accumulator, value): accumulator += value. With a count, a
+// running mean over the `every` micro-batches of a step instead: the f-th
+// value of a step (f = count % every) makes accumulator * (f / (f + 1)) +
+// value * (1 / (f + 1)), and count goes up by one.
+std::vector<TensorType> inferAccumulate(const std::vector<TensorType>& inputs,
+                                        const Attributes& attrs) {
   requireDType(inputs[0], DType::Float32, "input 0 (accumulator)");
-  return inferAssign(inputs, {});
+  if (inputs.size() == 3) {
+    requireDType(inputs[2], DType::Int64, "input 2 (count)");
+    requireShape(inputs[2], {}, "input 2 (count)");
+  }
+  POPSIM_CHECK(attrs.getInt("every") >= 1, ErrorKind::Compilation, "attribute every must be >= 1.");
+  return inferAssign({inputs[0], inputs[1]}, {});
 }
 
 // fill(variable): every element = value.
@@ -97,8 +106,9 @@ std::vector<TensorType> inferRmsprop(const std::vector<TensorType>& inputs,
 void registerUpdateOps(OpRegistry& registry) {
   registry.add(OpKind::Assign, 2, 2, {"variable", "value"}, {}, inferAssign);
   registry.setMutatedInputs(OpKind::Assign, {0});
-  registry.add(OpKind::Accumulate, 2, 2, {"accumulator", "value"}, {}, inferAccumulate);
-  registry.setMutatedInputs(OpKind::Accumulate, {0});
+  registry.add(OpKind::Accumulate, 2, 3, {"accumulator", "value", "count"},
+               {{"every", AttrType::Int}}, inferAccumulate);
+  registry.setMutatedInputs(OpKind::Accumulate, {0, 2});
   registry.add(OpKind::Fill, 1, 1, {"variable"}, {{"value", AttrType::Float}}, inferFill);
   registry.setMutatedInputs(OpKind::Fill, {0});
   registry.add(OpKind::SgdUpdate, 3, 5, {"param", "grad", "hyper", "momentum_buffer", "step"},

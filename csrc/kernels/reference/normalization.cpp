@@ -131,9 +131,9 @@ void layerNormTraining(const ir::Node& node, const Inputs& inputs, const Outputs
 // (ATen's batch_norm_cpu_collect_stats / transform_input): sums in double,
 // the mean rounded to float before the variance, then y = fma(x, alpha, beta)
 // with float alpha = invstd * w and beta = fma(-mean, alpha, b) (ATen's
-// kernels for AVX2 and up compile these multiply-adds fused). Batch norm over few values per channel amplifies rounding
-// differences, so popsim follows PyTorch's order rather than a more accurate
-// one.
+// kernels for AVX2 and up compile these multiply-adds fused). Batch norm over few values per
+// channel amplifies rounding differences, so popsim follows PyTorch's order rather than a more
+// accurate one.
 POPSIM_FMA_CLONES void batchNormTraining(const ir::Node& node, const Inputs& inputs,
                                          const Outputs& outputs) {
   const auto* x = static_cast<const float*>(inputs[0]);

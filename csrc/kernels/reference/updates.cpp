@@ -19,9 +19,23 @@ void updates(const ir::Node& node, const Inputs& inputs, const Outputs&) {
   case ir::OpKind::Accumulate: {
     auto* accumulator = static_cast<float*>(inputs[0]);
     const auto* value = static_cast<const float*>(inputs[1]);
-    for (int64_t i = 0; i < type.numel(); ++i) {
-      accumulator[i] += value[i];
+    if (inputs.size() == 2) {
+      for (int64_t i = 0; i < type.numel(); ++i) {
+        accumulator[i] += value[i];
+      }
+      return;
     }
+    // The running mean of PopART's accumulator: the f-th value of a step
+    // weighs 1 / (f + 1), what was there f / (f + 1), each factor rounded
+    // to float.
+    auto* count = static_cast<int64_t*>(inputs[2]);
+    const auto f = static_cast<double>(*count % node.attrs().getInt("every"));
+    const auto keep = static_cast<float>(f / (f + 1.0));
+    const auto add = static_cast<float>(1.0 / (f + 1.0));
+    for (int64_t i = 0; i < type.numel(); ++i) {
+      accumulator[i] = accumulator[i] * keep + value[i] * add;
+    }
+    ++*count;
     return;
   }
   case ir::OpKind::Fill: {

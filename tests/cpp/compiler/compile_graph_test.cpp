@@ -40,9 +40,10 @@ std::unique_ptr<ir::Graph> twoBlockRegression() {
   };
   Value* hidden =
       inBlock(graph->apply(OpKind::Linear, {x, a}, {}, {"model.py", 5, "forward", "", ""}), "A");
-  hidden = inBlock(graph->apply(OpKind::Relu, {hidden}, {}, {"model.py", 6, "forward", "", ""}), "A");
-  Value* y =
-      inBlock(graph->apply(OpKind::Linear, {hidden, b}, {}, {"model.py", 7, "forward", "", ""}), "B");
+  hidden =
+      inBlock(graph->apply(OpKind::Relu, {hidden}, {}, {"model.py", 6, "forward", "", ""}), "A");
+  Value* y = inBlock(
+      graph->apply(OpKind::Linear, {hidden, b}, {}, {"model.py", 7, "forward", "", ""}), "B");
   Value* loss = inBlock(graph->apply(OpKind::ReduceMean, {y},
                                      {{"dims", std::vector<int64_t>{0, 1}}, {"keepdim", false}},
                                      {"model.py", 8, "forward", "", ""}),
@@ -166,8 +167,8 @@ TEST(CompileGraphTest, EveryTrainingPassIsDumpedInOrder) {
   %8: f32[1,4] = linear_grad_weight(%6, %1) [backward, stage 1, ipu 1, block "B"]  # model.py:7
   %9: f32[2,4] = activation_grad(%7, %1) {activation="relu"} [backward, stage 0, ipu 0, block "A"]  # model.py:6
   %10: f32[4,3] = linear_grad_weight(%9, %x) [backward, stage 0, ipu 0, block "A"]  # model.py:5
-  accumulate(&a.weight/accumulator, %10) [backward, stage 0, ipu 0, block "A"]
-  accumulate(&b.weight/accumulator, %8) [backward, stage 1, ipu 1, block "B"]
+  accumulate(&a.weight/accumulator, %10) {every=3} [backward, stage 0, ipu 0, block "A"]
+  accumulate(&b.weight/accumulator, %8) {every=3} [backward, stage 1, ipu 1, block "B"]
   sgd_update(@a.weight, &a.weight/accumulator, &optimizer/group0/hyper) {maximize=false, nesterov=false} [update, stage 0, ipu 0, block "A"]
   fill(&a.weight/accumulator) {value=0} [update, stage 0, ipu 0, block "A"]
   sgd_update(@b.weight, &b.weight/accumulator, &optimizer/group0/hyper@ipu1) {maximize=false, nesterov=false} [update, stage 1, ipu 1, block "B"]
@@ -186,10 +187,10 @@ TEST(CompileGraphTest, EveryTrainingPassIsDumpedInOrder) {
   %6: f32[2,1] = affine(%5) {scale=0.5, shift=0} [backward, stage 1, ipu 1, block "B"]  # model.py:8
   %7: f32[2,4] = matmul(%6, @b.weight) [backward, stage 1, ipu 1, block "B"]  # model.py:7
   %8: f32[1,4] = linear_grad_weight(%6, %1) [backward, stage 1, ipu 1, block "B"]  # model.py:7
-  accumulate(&b.weight/accumulator, %8) [backward, stage 1, ipu 1, block "B"]
+  accumulate(&b.weight/accumulator, %8) {every=3} [backward, stage 1, ipu 1, block "B"]
   %9: f32[2,4] = activation_grad(%7, %1) {activation="relu"} [backward, stage 0, ipu 0, block "A"]  # model.py:6
   %10: f32[4,3] = linear_grad_weight(%9, %x) [backward, stage 0, ipu 0, block "A"]  # model.py:5
-  accumulate(&a.weight/accumulator, %10) [backward, stage 0, ipu 0, block "A"]
+  accumulate(&a.weight/accumulator, %10) {every=3} [backward, stage 0, ipu 0, block "A"]
   sgd_update(@a.weight, &a.weight/accumulator, &optimizer/group0/hyper) {maximize=false, nesterov=false} [update, stage 0, ipu 0, block "A"]
   fill(&a.weight/accumulator) {value=0} [update, stage 0, ipu 0, block "A"]
   sgd_update(@b.weight, &b.weight/accumulator, &optimizer/group0/hyper@ipu1) {maximize=false, nesterov=false} [update, stage 1, ipu 1, block "B"]
@@ -208,11 +209,11 @@ TEST(CompileGraphTest, EveryTrainingPassIsDumpedInOrder) {
   %7: f32[2,1] = affine(%6) {scale=0.5, shift=0} [backward, stage 1, ipu 1, block "B"]  # model.py:8
   %8: f32[2,4] = matmul(%7, @b.weight) [backward, stage 1, ipu 1, block "B"]  # model.py:7
   %9: f32[1,4] = linear_grad_weight(%7, %2) [backward, stage 1, ipu 1, block "B"]  # model.py:7
-  accumulate(&b.weight/accumulator, %9) [backward, stage 1, ipu 1, block "B"]
+  accumulate(&b.weight/accumulator, %9) {every=3} [backward, stage 1, ipu 1, block "B"]
   %10: f32[2,4] = ipu_copy(%8) [backward, stage 0, ipu 0, block "A"]  # model.py:6
   %11: f32[2,4] = activation_grad(%10, %1) {activation="relu"} [backward, stage 0, ipu 0, block "A"]  # model.py:6
   %12: f32[4,3] = linear_grad_weight(%11, %x) [backward, stage 0, ipu 0, block "A"]  # model.py:5
-  accumulate(&a.weight/accumulator, %12) [backward, stage 0, ipu 0, block "A"]
+  accumulate(&a.weight/accumulator, %12) {every=3} [backward, stage 0, ipu 0, block "A"]
   sgd_update(@a.weight, &a.weight/accumulator, &optimizer/group0/hyper) {maximize=false, nesterov=false} [update, stage 0, ipu 0, block "A"]
   fill(&a.weight/accumulator) {value=0} [update, stage 0, ipu 0, block "A"]
   sgd_update(@b.weight, &b.weight/accumulator, &optimizer/group0/hyper@ipu1) {maximize=false, nesterov=false} [update, stage 1, ipu 1, block "B"]
@@ -231,13 +232,13 @@ TEST(CompileGraphTest, EveryTrainingPassIsDumpedInOrder) {
   %7: f32[2,1] = affine(%6) {scale=0.5, shift=0} [backward, stage 1, ipu 1, block "B"]  # model.py:8
   %8: f32[2,4] = matmul(%7, @b.weight) [backward, stage 1, ipu 1, block "B"]  # model.py:7
   %9: f32[1,4] = linear_grad_weight(%7, %2) [backward, stage 1, ipu 1, block "B"]  # model.py:7
-  accumulate(&b.weight/accumulator, %9) [backward, stage 1, ipu 1, block "B"]
+  accumulate(&b.weight/accumulator, %9) {every=3} [backward, stage 1, ipu 1, block "B"]
   %10: f32[2,4] = linear(%x, @a.weight) [backward, stage 0, ipu 0, block "A"]  # model.py:5
   %11: f32[2,4] = relu(%10) [backward, stage 0, ipu 0, block "A"]  # model.py:6
   %12: f32[2,4] = ipu_copy(%8) [backward, stage 0, ipu 0, block "A"]  # model.py:6
   %13: f32[2,4] = activation_grad(%12, %11) {activation="relu"} [backward, stage 0, ipu 0, block "A"]  # model.py:6
   %14: f32[4,3] = linear_grad_weight(%13, %x) [backward, stage 0, ipu 0, block "A"]  # model.py:5
-  accumulate(&a.weight/accumulator, %14) [backward, stage 0, ipu 0, block "A"]
+  accumulate(&a.weight/accumulator, %14) {every=3} [backward, stage 0, ipu 0, block "A"]
   sgd_update(@a.weight, &a.weight/accumulator, &optimizer/group0/hyper) {maximize=false, nesterov=false} [update, stage 0, ipu 0, block "A"]
   fill(&a.weight/accumulator) {value=0} [update, stage 0, ipu 0, block "A"]
   sgd_update(@b.weight, &b.weight/accumulator, &optimizer/group0/hyper@ipu1) {maximize=false, nesterov=false} [update, stage 1, ipu 1, block "B"]

@@ -291,7 +291,8 @@ std::unique_ptr<Graph> buildRichGraph() {
   Value* w = graph->addWeight("fc.weight", f32({3, 4}), true);
   Value* table = graph->addWeight("emb.weight", f32({5, 3}), false);
   Value* c = floatConstant(*graph, {3}, {0.5f, -1.0f, 2.0f});
-  Node* linear = graph->addNode(OpKind::Linear, {x, w}, {}, {"/src/model.py", 7, "forward", "", ""});
+  Node* linear =
+      graph->addNode(OpKind::Linear, {x, w}, {}, {"/src/model.py", 7, "forward", "", ""});
   linear->setPlacement({"stage1", 1, 1});
   Value* shifted = graph->apply(OpKind::Add, {linear->output(), c});
   Value* emb = graph->apply(OpKind::Embedding, {table, ids}, {{"padding_idx", int64_t{-1}}});
