@@ -103,7 +103,8 @@ def import_call(model: torch.nn.Module, options: Options, training: bool,
         signature.batch_explanation = (
             f"micro-batch {batched[0].shape[0]} x deviceIterations {options.device_iterations} "
             f"x gradientAccumulation {options.Training.gradient_accumulation}")
-    traced, flat = _tracing.trace(model, signature, micro, training)
+    traced, flat = _tracing.trace(model, signature, micro, training,
+                                  module_scopes=options.module_namescope)
     tracing_done()
     graph = _C.import_module(traced, _tracing.widened(micro), _tracing.LIBRARY_PATHS,
                              _tracing.MODEL_ATTRIBUTE, signature.tensor_names,

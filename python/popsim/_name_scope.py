@@ -1,12 +1,16 @@
 """Name scopes: ``with popsim.NameScope("encoder"):`` prefixes the names of the
 ops traced inside with ``encoder/`` (nested scopes join with ``/``), as
-PopTorch's NameScope does, in the program (``Executor.program()``'s
-``name``), the execution trace's op events and error messages.
+PopTorch's NameScope does: in the profile's program (its steps' ``name``),
+the execution trace's op events and error messages. While tracing, every
+submodule call is a scope of its attribute name too (``module_scopes``),
+unless ``Options.disableModuleNamescope()``.
 
-Like the block annotations, the scope leaves marker ops in the trace
+Like the block annotations, the scopes leave marker ops in the trace
 (``popsim::push_name_scope(name)``, ``popsim::pop_name_scope()``) that the
 C++ importer reads; run eagerly, they do nothing.
 """
+
+import contextlib
 
 import torch
 
@@ -36,3 +40,26 @@ class NameScope:
     def __exit__(self, *exc_info):
         torch.ops.popsim.pop_name_scope()
         return False
+
+
+@contextlib.contextmanager
+def module_scopes(model: torch.nn.Module):
+    """While tracing: every submodule call runs in a name scope of its own
+    attribute name, so that the ops of ``model.encoder.layers[0]`` are named
+    ``encoder/layers/0/<op>`` (Options.disableModuleNamescope turns it off).
+    TorchScript modules take no hooks and are left unnamed."""
+    handles = []
+    for path, module in model.named_modules():
+        if not path or isinstance(module, torch.jit.ScriptModule):
+            continue
+        name = path.rsplit(".", 1)[-1]
+        # The hooks return None: anything else would replace the inputs or output.
+        handles.append(module.register_forward_pre_hook(
+            lambda _module, _inputs, name=name: torch.ops.popsim.push_name_scope(name)))
+        handles.append(module.register_forward_hook(
+            lambda _module, _inputs, _output: torch.ops.popsim.pop_name_scope()))
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()

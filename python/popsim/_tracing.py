@@ -13,7 +13,7 @@ import warnings
 
 import torch
 
-from popsim import _blocks, _device, _structure
+from popsim import _blocks, _device, _name_scope, _structure
 from popsim._ops import LIBRARY as _LIBRARY
 from popsim.errors import CompilationError, InputError
 
@@ -315,20 +315,22 @@ def _no_backward():
 _TRACE_LOCK = threading.Lock()
 
 
-def trace(model, signature, micro_batch_tensors, training):
+def trace(model, signature, micro_batch_tensors, training, module_scopes=False):
     """Traces the model on one micro-batch; returns (traced, flat wrapper).
 
     Inference traces in eval mode. Training traces with each module's own
     train/eval flag, as eager PyTorch would run it (frozen batch norm stays
-    frozen)."""
+    frozen). With `module_scopes`, ops are named after their submodules."""
     with _TRACE_LOCK:
-        return _trace(model, signature, micro_batch_tensors, training)
+        return _trace(model, signature, micro_batch_tensors, training, module_scopes)
 
 
-def _trace(model, signature, micro_batch_tensors, training):
+def _trace(model, signature, micro_batch_tensors, training, module_scopes):
     flat = _FlatModel(model, signature)
     _blocks.reset_for_trace()
     guards = contextlib.ExitStack()
+    if module_scopes:
+        guards.enter_context(_name_scope.module_scopes(model))
     guards.enter_context(_untouched_state(model))  # a forward may write buffers in eval mode too
     guards.enter_context(_device.running_on_ipu())
     if not training:

@@ -160,6 +160,7 @@ _SETTERS = {
     "floating_point_exceptions": "enableFloatingPointExceptions",
     "stochastic_rounding": "enableStochasticRounding",
     "synthetic_data": "enableSyntheticData",
+    "module_namescope": "disableModuleNamescope",
 }
 
 
@@ -446,6 +447,7 @@ class Options(_OptionGroup):
         "broadcast_buffers": True,
         "updatable_named_buffers": [],
         "synthetic_data": False,
+        "module_namescope": True,
     }
     _group_name = "Options"
 
@@ -579,6 +581,13 @@ class Options(_OptionGroup):
         everywhere), or hide it for this model."""
         return self._set("show_compilation_progress_bar",
                          _bool("showCompilationProgressBar", show))
+
+    def disableModuleNamescope(self) -> "Options":
+        """Stop naming ops after the modules that run them. By default, as in
+        PopTorch, an op run inside submodule ``encoder.layers.0`` of the model
+        is named ``encoder/layers/0/<op>`` (with popsim.NameScope's names
+        joined in), in the program, the execution trace and error messages."""
+        return self._set("module_namescope", False)
 
     def connectionType(self, connection: ConnectionType) -> "Options":
         """When the model attaches to its IPUs: ConnectionType.Always (when it

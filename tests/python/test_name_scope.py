@@ -1,6 +1,7 @@
 """popsim.NameScope, as PopTorch's: the ops traced inside ``with NameScope(name):``
 are named ``name/op`` (nested scopes join with ``/``), forward and backward; run
-eagerly, the scope changes nothing."""
+eagerly, the scope changes nothing. By default, as in PopTorch, every submodule
+call is a scope of its attribute name too (Options.disableModuleNamescope)."""
 
 import pytest
 import torch
@@ -28,10 +29,14 @@ def names(executor):
     return [(step["op"], step["name"]) for step in executor._executable.program()]
 
 
+def without_module_scopes():
+    return popsim.Options().disableModuleNamescope()
+
+
 def test_ops_in_a_scope_are_named_with_its_path_and_others_keep_their_op_name():
     model = Scoped()
     x = torch.randn(4, 6)
-    inference = popsim.inferenceModel(model)
+    inference = popsim.inferenceModel(model, without_module_scopes())
     assert_close(inference(x), model(x))
     steps = names(inference)
     assert ("relu", "encoder/relu") in steps
@@ -55,7 +60,7 @@ def test_gradients_of_scoped_ops_carry_the_scope():
             out = self.model(x)
             return out, nn.functional.mse_loss(out, target)
 
-    trainer = popsim.trainingModel(WithLoss(), popsim.Options(),
+    trainer = popsim.trainingModel(WithLoss(), without_module_scopes(),
                                    popsim.optim.SGD(model.parameters(), lr=0.1))
     trainer(x, target)
     steps = names(trainer)
@@ -85,7 +90,54 @@ def test_an_error_at_run_time_names_the_op_with_its_scope():
             with popsim.NameScope("window"):
                 return popsim.dynamic_slice(x, 0, start, 2, 1)
 
-    model = popsim.inferenceModel(Window())
+    model = popsim.inferenceModel(Window(), without_module_scopes())
     model(torch.randn(5, 3), torch.tensor([1]))
     with pytest.raises(popsim.ExecutionError, match=r"window/\w+ at .*test_name_scope\.py:\d+"):
         model(torch.randn(5, 3), torch.tensor([4]))
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.tanh(self.linear(x))
+
+
+class Stack(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.Sequential(Block(), Block())
+        self.shared = Block()
+
+    def forward(self, x):
+        x = self.layers(x)
+        with popsim.NameScope("twice"):
+            x = self.shared(self.shared(x))
+        return self.layers[1](x)
+
+
+def test_by_default_ops_are_named_after_the_submodules_that_run_them():
+    model = Stack()
+    x = torch.randn(3, 4)
+    inference = popsim.inferenceModel(model)
+    assert_close(inference(x), model(x))
+    assert [name for _, name in names(inference)] == [
+        "layers/0/linear/linear", "layers/0/tanh",
+        "layers/1/linear/linear", "layers/1/tanh",
+        "twice/shared/linear/linear", "twice/shared/tanh",  # a module called twice
+        "twice/shared/linear/linear", "twice/shared/tanh",
+        "1/linear/linear", "1/tanh",  # called directly: named as its own attribute
+    ]
+
+
+def test_disable_module_namescope_keeps_only_the_name_scopes():
+    model = Stack()
+    inference = popsim.inferenceModel(model, without_module_scopes())
+    inference(torch.randn(3, 4))
+    assert [name for _, name in names(inference)] == [
+        "linear", "tanh", "linear", "tanh", "twice/linear", "twice/tanh", "twice/linear",
+        "twice/tanh", "linear", "tanh"]
+    assert popsim.Options().module_namescope
+    assert not without_module_scopes().toDict()["module_namescope"]

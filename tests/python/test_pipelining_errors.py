@@ -81,8 +81,9 @@ def test_stages_must_ascend_along_the_model():
                 return self.c(x)
 
     with pytest.raises(popsim.CompilationError,
-                       match=r"Pipeline stages must ascend in the order the model runs: linear at "
-                             r".* \(block 'C'\) is in stage 0 but runs after linear at .* "
+                       match=r"Pipeline stages must ascend in the order the model runs: "
+                             r"c/linear at .* \(block 'C'\) is in stage 0 but runs after "
+                             r"b/linear at .* "
                              r"\(block 'B'\) in stage 1.*AutoStage.AutoIncrement"):
         compile_inference(Net(), x=torch.randn(8, 4))
     # AutoIncrement gives C a stage of its own, back on IPU 0.
@@ -129,9 +130,9 @@ def test_shared_weights_must_stay_on_one_ipu():
                 return self.shared(x)
 
     with pytest.raises(popsim.CompilationError,
-                       match=r"Weight 'shared.bias' is used on IPU 0 by linear at .* "
-                             r"\(block 'A'\) and on IPU 1 by linear at .* \(block 'B'\). Layers "
-                             r"that share weights must run on the same IPU"):
+                       match=r"Weight 'shared.bias' is used on IPU 0 by shared/linear at .* "
+                             r"\(block 'A'\) and on IPU 1 by shared/linear at .* \(block 'B'\). "
+                             r"Layers that share weights must run on the same IPU"):
         compile_inference(Tied(), x=torch.randn(8, 4))
 
 

@@ -181,8 +181,10 @@ def test_trace_metadata_ops_and_host_wall_time(run):
             cycles = task["args"]["end_cycle"] - task["args"]["start_cycle"]
             assert sum(op["args"]["cycles"] for op in inside) == cycles
     program = run["trainer"]._executable.program()
+    # Op events are named as the program names the ops: after their modules.
     assert {op["name"] for op in complete_events(trace, ipu_pid(trace, 0), ("op",))} == {
-        s["op"] for s in program if s["ipu"] == 0 and s["op"] != "ipu_copy"}
+        s["name"] for s in program if s["ipu"] == 0 and s["op"] != "ipu_copy"}
+    assert "model/layer1/conv/convolution" in {s["name"] for s in program}
     # The host process holds the measured wall time of the last (second) call...
     [call] = complete_events(trace, names["host"], ("host",))
     assert call["args"]["call"] == 2
