@@ -11,8 +11,9 @@
 namespace popsim::frontend {
 
 struct ImportOptions {
-  // Path prefixes of library code (PyTorch, popsim). Source locations point at
-  // the first stack frame outside them: the line the user wrote.
+  // Parts of the paths of library code (PyTorch's and popsim's directories,
+  // or Options.sourceLocationExcludes). Source locations point at the first
+  // stack frame whose file contains none of them: the line the user wrote.
   std::vector<std::string> libraryPaths;
   // Attribute holding the user's model inside the traced module (e.g. "model"
   // when a wrapper was traced); removed from weight names. Empty: none.

@@ -32,9 +32,11 @@ bool parseFrame(const std::string& text, Frame* frame) {
   return true;
 }
 
+// A frame to skip: its file contains one of the excluded strings (torch's
+// and popsim's directories by default, Options.sourceLocationExcludes).
 bool isLibraryFile(const std::string& file, const std::vector<std::string>& libraryPaths) {
-  for (const std::string& prefix : libraryPaths) {
-    if (!prefix.empty() && startsWith(file, prefix)) {
+  for (const std::string& excluded : libraryPaths) {
+    if (!excluded.empty() && file.find(excluded) != std::string::npos) {
       return true;
     }
   }

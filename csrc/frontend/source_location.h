@@ -12,7 +12,7 @@ struct Node;
 namespace popsim::frontend {
 
 // The user's source line of a traced node: the first frame of the Python
-// stack the tracer recorded that is not inside one of `libraryPaths`.
+// stack the tracer recorded whose file contains none of `libraryPaths`.
 ir::SourceLocation userSourceLocation(const torch::jit::Node& node,
                                       const std::vector<std::string>& libraryPaths);
 

@@ -14,7 +14,7 @@ import torch
 from popsim import _C, _tracing
 from popsim.enums import OutputMode
 from popsim.errors import InputError, OptionError
-from popsim.options import Options
+from popsim.options import Options, source_location_excludes
 from popsim.strategies import AutoStage, PipelinedExecution
 
 SUPPORTED_DTYPES = (torch.float32, torch.int32, torch.int64, torch.bool)
@@ -106,7 +106,7 @@ def import_call(model: torch.nn.Module, options: Options, training: bool,
     traced, flat = _tracing.trace(model, signature, micro, training,
                                   module_scopes=options.module_namescope)
     tracing_done()
-    graph = _C.import_module(traced, _tracing.widened(micro), _tracing.LIBRARY_PATHS,
+    graph = _C.import_module(traced, _tracing.widened(micro), source_location_excludes(options),
                              _tracing.MODEL_ATTRIBUTE, signature.tensor_names,
                              training=training, random_seed=random_seed(options))
     return ImportedCall(signature, graph, flat.output_structure, flat.output_dtypes)

@@ -7,7 +7,6 @@ non-tensor arguments (baked in as constants) are handled here, in Python.
 
 import contextlib
 import inspect
-import os
 import threading
 import warnings
 
@@ -16,6 +15,7 @@ import torch
 from popsim import _blocks, _device, _name_scope, _structure
 from popsim._ops import LIBRARY as _LIBRARY
 from popsim.errors import CompilationError, InputError
+from popsim.options import DEFAULT_SOURCE_LOCATION_EXCLUDES
 
 # torch.no_grad() and friends leave no trace of their own, so tracing records
 # each change of the grad mode as popsim::grad_mode(enabled): the importer
@@ -25,10 +25,7 @@ _LIBRARY.impl("grad_mode", lambda enabled: None, "CompositeExplicitAutograd")
 
 # Frames in these directories are library code: source locations in errors
 # point at the first frame outside them, i.e. the user's own line.
-LIBRARY_PATHS = [
-    os.path.dirname(torch.__file__) + os.sep,
-    os.path.dirname(os.path.abspath(__file__)) + os.sep,
-]
+LIBRARY_PATHS = list(DEFAULT_SOURCE_LOCATION_EXCLUDES)
 
 MODEL_ATTRIBUTE = "model"
 

@@ -164,6 +164,19 @@ _SETTERS = {
 }
 
 
+# Frames in these directories are library code, not the user's line.
+DEFAULT_SOURCE_LOCATION_EXCLUDES = (
+    os.path.dirname(torch.__file__) + os.sep,
+    os.path.dirname(os.path.abspath(__file__)) + os.sep,
+)
+
+
+def source_location_excludes(options: "Options") -> List[str]:
+    """The strings whose frames an op's source line skips (sourceLocationExcludes)."""
+    excludes = options.source_location_excludes
+    return list(DEFAULT_SOURCE_LOCATION_EXCLUDES if excludes is None else excludes)
+
+
 def _setter_name(field):
     if field in _SETTERS:
         return _SETTERS[field]
@@ -448,6 +461,7 @@ class Options(_OptionGroup):
         "updatable_named_buffers": [],
         "synthetic_data": False,
         "module_namescope": True,
+        "source_location_excludes": None,  # None: torch's and popsim's directories
     }
     _group_name = "Options"
 
@@ -581,6 +595,24 @@ class Options(_OptionGroup):
         everywhere), or hide it for this model."""
         return self._set("show_compilation_progress_bar",
                          _bool("showCompilationProgressBar", show))
+
+    def sourceLocationExcludes(self, excludes: List[str]) -> "Options":
+        """The source line of an op (in error messages, the profile and the IR
+        dumps) is the first frame of its stack whose file path contains none of
+        `excludes`. They replace the default, torch's and popsim's directories;
+        add to them with appendToLocationExcludes."""
+        if isinstance(excludes, str) or not all(isinstance(e, str) for e in excludes):
+            raise OptionError(f"sourceLocationExcludes expects a list of str, got {excludes!r}.")
+        return self._set("source_location_excludes", list(excludes))
+
+    def appendToLocationExcludes(self, *excludes: str) -> "Options":
+        """Also skips the stack frames whose file path contains one of `excludes`
+        (e.g. a layer library's directory) when finding an op's source line."""
+        if not all(isinstance(e, str) for e in excludes):
+            raise OptionError(
+                f"appendToLocationExcludes expects str arguments, got {excludes!r}.")
+        return self._set("source_location_excludes",
+                         source_location_excludes(self) + list(excludes))
 
     def disableModuleNamescope(self) -> "Options":
         """Stop naming ops after the modules that run them. By default, as in
