@@ -46,11 +46,16 @@ public:
     const int64_t rowsPerGroup = std::min(inner, kColumns);
     const int64_t groupsPerTask = std::max<int64_t>(1, 4096 / (size * rowsPerGroup));
     const int64_t tasks = (groups + groupsPerTask - 1) / groupsPerTask;
+    // Each thread's tile scratch, allocated once per kernel (not per task:
+    // a zeroed tile per group cost as much as the exps).
+    const size_t tile = inner == 1 ? 0 : static_cast<size_t>(3 * kColumns * size);
+    const auto threads = static_cast<size_t>(omp_get_max_threads());
+    if (scratch_.size() < tile * threads) scratch_.resize(tile * threads);
 #pragma omp parallel for schedule(static) if (tasks > 1)
     for (int64_t t = 0; t < tasks; ++t) {
-      std::vector<float> scratch(inner == 1 ? 0 : static_cast<size_t>(3 * kColumns * size));
+      float* scratch = scratch_.data() + tile * static_cast<size_t>(omp_get_thread_num());
       for (int64_t g = t * groupsPerTask; g < std::min(groups, (t + 1) * groupsPerTask); ++g) {
-        runGroup(g / columnGroups, (g % columnGroups) * kColumns, scratch.data());
+        runGroup(g / columnGroups, (g % columnGroups) * kColumns, scratch);
       }
     }
   }
@@ -125,6 +130,7 @@ private:
   const float* second_; // y for the gradient
   float* out_;
   std::optional<vector::ElementwiseLoops> loops_; // none: libm, one element at a time
+  std::vector<float> scratch_;                    // per thread: a tile's operands and result
 };
 
 } // namespace
