@@ -11,6 +11,7 @@ const char* errorKindName(ErrorKind kind) {
   case ErrorKind::InvalidOption: return "InvalidOption";
   case ErrorKind::Compilation: return "Compilation";
   case ErrorKind::Execution: return "Execution";
+  case ErrorKind::InvalidFile: return "InvalidFile";
   }
   return "Unknown";
 }

@@ -15,6 +15,7 @@ enum class ErrorKind {
   InvalidOption, // an option has a bad value or combination
   Compilation,   // the model could not be turned into a program
   Execution,     // running the program failed (e.g. an index out of range)
+  InvalidFile,   // a compiled program file is damaged, foreign or for another model
 };
 
 const char* errorKindName(ErrorKind kind);

@@ -19,6 +19,7 @@ PyObject* errorClass(ErrorKind kind) {
   case ErrorKind::InvalidOption: name = "OptionError"; break;
   case ErrorKind::Compilation: name = "CompilationError"; break;
   case ErrorKind::Execution: name = "ExecutionError"; break;
+  case ErrorKind::InvalidFile: name = "ExecutableFileError"; break;
   }
   // Looked up on each error (errors are rare) so module reloads stay correct.
   py::object cls = py::module_::import("popsim.errors").attr(name);
@@ -52,7 +53,7 @@ void bindErrors(py::module_& module) {
         {"Internal", ErrorKind::Internal},           {"Unsupported", ErrorKind::Unsupported},
         {"OutOfMemory", ErrorKind::OutOfMemory},     {"InvalidInput", ErrorKind::InvalidInput},
         {"InvalidOption", ErrorKind::InvalidOption}, {"Compilation", ErrorKind::Compilation},
-        {"Execution", ErrorKind::Execution}};
+        {"Execution", ErrorKind::Execution},         {"InvalidFile", ErrorKind::InvalidFile}};
     for (const auto& [name, value] : kinds) {
       if (kind == name) {
         throw Error(value, message);

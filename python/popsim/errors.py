@@ -38,6 +38,12 @@ class ExecutionError(Error):
     of range)."""
 
 
+class ExecutableFileError(Error):
+    """A compiled program file (executable cache, compileAndExport) is
+    damaged, was written by another popsim build, or holds the program of
+    another model or other options."""
+
+
 class InternalError(Error):
     """A bug in popsim. Please report it with the message."""
 
@@ -50,5 +56,6 @@ __all__ = [
     "OptionError",
     "CompilationError",
     "ExecutionError",
+    "ExecutableFileError",
     "InternalError",
 ]

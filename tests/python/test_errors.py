@@ -344,7 +344,7 @@ def test_errors_while_running_name_the_op_line_block_task_ipu_and_micro_batch():
     ("Internal", popsim.InternalError), ("Unsupported", popsim.UnsupportedOperationError),
     ("OutOfMemory", popsim.OutOfMemoryError), ("InvalidInput", popsim.InputError),
     ("InvalidOption", popsim.OptionError), ("Compilation", popsim.CompilationError),
-    ("Execution", popsim.ExecutionError),
+    ("Execution", popsim.ExecutionError), ("InvalidFile", popsim.ExecutableFileError),
 ])
 def test_cpp_errors_arrive_as_popsim_errors(kind, cls):
     with pytest.raises(cls, match="^the message$") as error:
