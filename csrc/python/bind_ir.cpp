@@ -1,6 +1,7 @@
 #include "ir/binary_functions.h"
 #include "ir/pointwise_functions.h"
 #include "ir/printer.h"
+#include "ir/serialization.h"
 #include "python/bindings.h"
 
 #include <pybind11/stl.h>
@@ -52,6 +53,14 @@ void bindIr(py::module_& module) {
           },
           py::arg("locations") = true, py::arg("full_paths") = false)
       .def("__str__", [](const ir::Graph& graph) { return ir::printGraph(graph); })
+      .def(
+          "serialize",
+          [](const ir::Graph& graph, bool stacks) {
+            return py::bytes(ir::serializeGraph(graph, stacks));
+          },
+          py::arg("stacks") = true,
+          "The graph as bytes: its ops, attributes, constants' data and source locations (with "
+          "the whole Python stack of each unless stacks=False).")
       .def_property_readonly("num_nodes",
                              [](const ir::Graph& graph) { return graph.nodes().size(); })
       .def("inputs",

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "compiler/compile_graph.h"
 #include "compiler/compiler_options.h"
 #include "device/ipu_system.h"
 #include "device/op_temporaries.h"
@@ -23,6 +24,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -128,6 +130,13 @@ public:
   // memory (OutOfMemory errors name the IPU), allocates device memory, loads
   // constants and builds the kernels. Weights start zeroed until written.
   static std::unique_ptr<Executable> compile(const ir::Graph& graph, const CompileOptions& options);
+  // The same executable from a program serializeProgram() wrote (executable
+  // caching, compileAndExport), without the compile sequence: `options` must
+  // be those it was compiled with (the caller checks; the Python API keys
+  // its files by them). A damaged file is an InvalidFile error.
+  static std::unique_ptr<Executable> load(std::string_view program, const CompileOptions& options);
+  // The optimised graph as bytes (ir/serialization.h).
+  std::string serializeProgram() const;
   ~Executable();
   Executable(const Executable&) = delete;
   Executable& operator=(const Executable&) = delete;
@@ -200,6 +209,11 @@ private:
   struct CallContext;
 
   Executable() = default;
+  // Checks `options` and makes an executable without a program yet.
+  static std::unique_ptr<Executable> withOptions(const CompileOptions& options);
+  // Binds a program to memory and kernels (everything after the compile
+  // sequence); `how` ("compiled", "loaded") is for the log.
+  void bindProgram(compiler::CompiledGraph compiled, const char* how);
   void buildTasks(const std::vector<device::OpTemporaries>& temporaries);
   void planChannels();
   // Charges each task's Streaming Memory transfers; returns, per node, the

@@ -10,6 +10,7 @@
 #include "compiler/compile_graph.h"
 #include "device/cost_model.h"
 #include "ir/op_schema.h"
+#include "ir/serialization.h"
 #include "kernels/kernel_factory.h"
 #include "memory/off_chip_placement.h"
 #include "memory/stash_plan.h"
@@ -26,8 +27,7 @@
 
 namespace popsim::runtime {
 
-std::unique_ptr<Executable> Executable::compile(const ir::Graph& graph,
-                                                const CompileOptions& options) {
+std::unique_ptr<Executable> Executable::withOptions(const CompileOptions& options) {
   options.system.validate();
   options.output.validate(options.deviceIterations * options.gradientAccumulation);
   std::unique_ptr<Executable> executable(new Executable());
@@ -47,6 +47,12 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& graph,
                   "availableMemoryProportion ", proportion, " for IPU", ipu, " of ",
                   options.system.numIpus, ".");
   }
+  return executable;
+}
+
+std::unique_ptr<Executable> Executable::compile(const ir::Graph& graph,
+                                                const CompileOptions& options) {
+  std::unique_ptr<Executable> executable = withOptions(options);
   compiler::CompilerOptions compilerOptions;
   compilerOptions.program = options.program;
   compilerOptions.training = options.training;
@@ -57,23 +63,42 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& graph,
   compilerOptions.deviceIterations = options.deviceIterations;
   compilerOptions.gradientAccumulation = options.gradientAccumulation;
   compilerOptions.numIpus = options.system.numIpus;
-  compiler::CompiledGraph compiled = compiler::compileGraph(graph, compilerOptions);
-  executable->graph_ = std::move(compiled.graph);
-  executable->layout_ = std::move(compiled.layout);
-  const ir::Graph& program = *executable->graph_;
-  const passes::TaskLayout& layout = executable->layout_;
+  executable->bindProgram(compiler::compileGraph(graph, compilerOptions), "compiled");
+  return executable;
+}
+
+std::unique_ptr<Executable> Executable::load(std::string_view program,
+                                             const CompileOptions& options) {
+  std::unique_ptr<Executable> executable = withOptions(options);
+  std::unique_ptr<ir::Graph> graph = ir::deserializeGraph(program);
+  // The layout is a function of the nodes' placements, which the file keeps.
+  passes::TaskLayout layout(*graph, options.program != compiler::ProgramKind::Inference);
+  POPSIM_CHECK(layout.numIpus() <= options.system.numIpus, ErrorKind::InvalidFile,
+               "The compiled program runs on ", layout.numIpus(), " IPUs; the options give ",
+               options.system.numIpus, ". Compile the model again.");
+  executable->bindProgram({std::move(graph), std::move(layout)}, "loaded");
+  return executable;
+}
+
+std::string Executable::serializeProgram() const { return ir::serializeGraph(*graph_); }
+
+void Executable::bindProgram(compiler::CompiledGraph compiled, const char* how) {
+  const CompileOptions& options = options_;
+  graph_ = std::move(compiled.graph);
+  layout_ = std::move(compiled.layout);
+  const ir::Graph& program = *graph_;
+  const passes::TaskLayout& layout = layout_;
 
   memory::MemoryPlanOptions planOptions;
   planOptions.numIpus = options.system.numIpus;
-  executable->plan_ = memory::planMemory(program, planOptions);
-  executable->schedule_ =
-      buildSchedule(layout, executable->microBatchesPerStep(), executable->options_.schedule);
-  executable->memory_ = std::make_unique<DeviceMemory>(executable->plan_);
-  memory::RuntimeBuffers& buffers = executable->buffers_;
+  plan_ = memory::planMemory(program, planOptions);
+  schedule_ = buildSchedule(layout, microBatchesPerStep(), options_.schedule);
+  memory_ = std::make_unique<DeviceMemory>(plan_);
+  memory::RuntimeBuffers& buffers = buffers_;
   buffers.offChip =
-      memory::offChipVariables(program, executable->plan_, options.weightLocation,
-                               options.optimizerLocation, options.accumulatorLocation);
-  executable->planChannels();
+      memory::offChipVariables(program, plan_, options.weightLocation, options.optimizerLocation,
+                               options.accumulatorLocation);
+  planChannels();
   buffers.temporaryBudget =
       memory::temporaryBudgets(options.system, options.availableMemoryProportion);
   std::vector<device::OpTemporaries> temporaries;
@@ -84,31 +109,29 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& graph,
                          : buffers.temporaryBudget[static_cast<size_t>(node->placement().ipu)]));
   }
   const memory::TransientMemory transient = memory::planTransientMemory(
-      program, executable->plan_, options.system.numIpus, temporaries, executable->planStreaming());
+      program, plan_, options.system.numIpus, temporaries, planStreaming());
   buffers.temporaries = transient.temporaries;
   buffers.streamedIn = transient.streamedIn;
-  executable->memoryReport_ =
-      memory::buildMemoryReport(program, executable->plan_, options.system, executable->buffers_);
-  memory::checkMemoryFits(executable->memoryReport_, options.system);
+  memoryReport_ = memory::buildMemoryReport(program, plan_, options.system, buffers_);
+  memory::checkMemoryFits(memoryReport_, options.system);
 
-  const DeviceMemory& memory = *executable->memory_;
+  const DeviceMemory& memory = *memory_;
   for (const ir::Value* constant : program.constants()) {
     if (constant->type().bytes() != 0) {
       std::memcpy(memory.address(constant), constant->constantData().data(),
                   constant->type().bytes());
     }
   }
-  executable->threadsPerIpu_ =
+  threadsPerIpu_ =
       options.threadsPerIpu > 0
           ? options.threadsPerIpu
           : (layout.numIpus() > 1 ? std::max<int64_t>(1, omp_get_max_threads() / layout.numIpus())
                                   : 0);
-  executable->weightsVersions_.assign(static_cast<size_t>(options.system.numIpus), 0);
-  executable->buildTasks(temporaries);
-  POPSIM_LOG(Info) << "compiled " << program.nodes().size() << " ops in " << layout.numStages()
+  weightsVersions_.assign(static_cast<size_t>(options.system.numIpus), 0);
+  buildTasks(temporaries);
+  POPSIM_LOG(Info) << how << " " << program.nodes().size() << " ops in " << layout.numStages()
                    << " stage(s) on " << layout.numIpus() << " IPU(s) for "
                    << options.deviceIterations << " device iteration(s)";
-  return executable;
 }
 
 // Streaming Memory transfers of each task (one per op and direction, and
