@@ -42,6 +42,7 @@ from popsim.errors import (
     CompilationError,
     Error,
     ExecutionError,
+    ExecutableFileError,
     InputError,
     InternalError,
     OptionError,
@@ -59,6 +60,7 @@ from popsim.strategies import (
 )
 from popsim import optim
 from popsim._executor import Executor, inferenceModel, trainingModel
+from popsim._export import load
 from popsim._hooks import registerPostCompileHook, registerPreCompileHook
 from popsim._logging import LOGGER as logger
 from popsim._logging import setLogLevel
@@ -99,6 +101,7 @@ __all__ = [
     "dynamic_update",
     "Error",
     "ExecutionError",
+    "ExecutableFileError",
     "Executor",
     "for_loop",
     "ICustomArgParser",
@@ -109,6 +112,7 @@ __all__ = [
     "isRunningOnIpu",
     "InputError",
     "ipu_print_tensor",
+    "load",
     "logger",
     "InternalError",
     "MatMulSerializationMode",

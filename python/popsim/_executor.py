@@ -22,15 +22,15 @@ import os
 import threading
 import time
 import warnings
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 import torch
 
-from popsim import (_C, _compilation, _hooks, _host_sync, _optimizer_state, _structure, _tracing,
-                    _training, _training_registry, _weights)
+from popsim import (_C, _compilation, _executable_file, _hooks, _host_sync, _optimizer_state,
+                    _structure, _tracing, _training, _training_registry, _weights)
 from popsim._logging import LOGGER
 from popsim.enums import ConnectionType, OutputMode
-from popsim.errors import InputError, OptionError
+from popsim.errors import ExecutableFileError, InputError, OptionError
 from popsim._progress import CompileProgress
 from popsim._trace import ExecutionTrace
 from popsim.options import Options, profile_directory
@@ -141,6 +141,9 @@ class Executor:
         self._syncing = False
         self._seen_training = None  # inference: training versions last uploaded
         self._seen_generation = None  # inference: _training_registry.generation when checked
+        self._compile_options = None  # the _C.CompileOptions of the program
+        self._call_spec = None  # the compiling call's arguments, tensors as shapes and dtypes
+        self._program_file = None  # (path, ProgramFile) while loadExecutable compiles
 
     def _check_options(self):
         opts = self._options
@@ -570,10 +573,12 @@ class Executor:
             binding = _training.OptimizerBinding(self._optimizer, self._names_by_tensor())
             options.training = binding.config(self._options)
         progress.phase("compile")
-        executable = _C.compile(graph, options)
+        executable = self._build_executable(graph, options)
         progress.phase("weights")
         self._graph = graph
         self._executable = executable
+        self._compile_options = options
+        self._call_spec = _call_spec((args, kwargs))
         self._compiled_flags = _module_flags(self._user_model)
         self._signature = signature
         self._output_structure = imported.output_structure
@@ -592,6 +597,95 @@ class Executor:
         self._attached = self._options.connection_type == ConnectionType.Always
         self._compilation_seconds = time.perf_counter() - start
         return [(s.block, s.stage, s.ipu) for s in options.stages]
+
+    def _build_executable(self, graph, options):
+        """The executable of `graph`: loadExecutable's program, else the cached
+        one, else compiled (and cached when caching is on)."""
+        if self._program_file is not None:
+            path, stored = self._program_file
+            reason = _executable_file.mismatch(stored.key,
+                                               _executable_file.program_key(graph, options))
+            if reason is not None:
+                raise ExecutableFileError(
+                    f"loadExecutable('{path}'): {reason}. Wrap the model (and options) as they "
+                    "were when compileAndExport wrote the file, or compile and export it again.")
+            return _C.load_program(stored.program, options)
+        directory = _executable_file.cache_directory(self._options)
+        if directory is None:
+            return _C.compile(graph, options)
+        key = _executable_file.program_key(graph, options)
+        path = _executable_file.cache_path(directory, key)
+        if os.path.exists(path):
+            try:
+                stored = _executable_file.read(path, with_metadata=False)
+                reason = _executable_file.mismatch(stored.key, key)
+                if reason is not None:
+                    raise ExecutableFileError(f"'{path}': {reason}.")
+                executable = _C.load_program(stored.program, options)
+                LOGGER.info("Loaded the compiled program from the executable cache: %s", path)
+                return executable
+            except (ExecutableFileError, OSError) as error:
+                warnings.warn(f"popsim's executable cache does not use a file: {error} "
+                              "Compiling the model again and replacing the file.")
+        executable = _C.compile(graph, options)
+        try:
+            _executable_file.write(path, key, executable.serialize_program())
+        except OSError as error:
+            warnings.warn(f"popsim's executable cache cannot write '{path}' ({error}): the model "
+                          "runs, but the next process compiles it again.")
+        return executable
+
+    @_one_thread_at_a_time
+    def save(self, filename: str, export_model: bool = True) -> None:
+        """Writes the compiled program to `filename` (as PopTorch's save): with
+        export_model, also the model (with its current weights), its options
+        and optimizer, so that popsim.load(filename) restores all of them;
+        without, loadExecutable(filename) on a model wrapped again loads it.
+        The model must be picklable for export_model."""
+        self._require_compiled("save")
+        metadata = {"call": self._call_spec, "training": self._training}
+        if export_model:
+            self._sync_host_if_needed()
+            if self._training:
+                self._sync_optimizer_state_to_host()
+            metadata.update(model=self._user_model, options=self._options,
+                            optimizer=self._optimizer if self._training else None)
+        key = _executable_file.program_key(self._graph, self._compile_options)
+        _executable_file.write(os.fspath(filename), key, self._executable.serialize_program(),
+                               metadata)
+
+    def compileAndExport(self, filename: str, *args: Any, export_model: bool = True,
+                         **kwargs: Any) -> None:
+        """Compiles for these inputs (unless compiled already) and save()s the
+        program to `filename`."""
+        self.compile(*args, **kwargs)
+        self.save(filename, export_model)
+
+    @_one_thread_at_a_time
+    def loadExecutable(self, filename: str) -> None:
+        """Loads the program compileAndExport (or save) wrote instead of
+        compiling: traces the model on inputs of the exported call's shapes
+        and checks that it and the options give the program the file holds
+        (ExecutableFileError naming the difference otherwise)."""
+        path = os.fspath(filename)
+        stored = _executable_file.read(path)
+        if stored.metadata is None or "call" not in stored.metadata:
+            raise ExecutableFileError(f"'{path}' holds a cached program without the call it was "
+                                      "compiled for; loadExecutable reads compileAndExport's "
+                                      "files.")
+        if stored.metadata["training"] != self._training:
+            kinds = {True: "trainingModel", False: "inferenceModel"}
+            raise ExecutableFileError(
+                f"'{path}' holds the program of a {kinds[stored.metadata['training']]}; this "
+                f"model was wrapped with {kinds[self._training]}.")
+        if self._executable is not None:
+            self.destroy()
+        args, kwargs = _call_from_spec(stored.metadata["call"])
+        self._program_file = (path, stored)
+        try:
+            self._compile(args, kwargs)
+        finally:
+            self._program_file = None
 
     def _profile_directory(self):
         """enableProfiling's directory, else POPSIM_PROFILE_DIR's, else None."""
@@ -643,6 +737,37 @@ class Executor:
         state = "compiled" if self.isCompiled() else "not compiled"
         kind = "training" if self._training else "inference"
         return f"popsim {kind} model ({state}) of {type(self._user_model).__name__}"
+
+
+class _TensorSpec(NamedTuple):
+    """A call's tensor in an exported file: its shape and dtype."""
+    shape: tuple
+    dtype: torch.dtype
+
+
+def _call_spec(value):
+    """`value` with its tensors (in tuples, lists and dicts) replaced by _TensorSpecs."""
+    if isinstance(value, torch.Tensor):
+        return _TensorSpec(tuple(value.shape), value.dtype)
+    if type(value) in (list, tuple):
+        return type(value)(_call_spec(item) for item in value)
+    if type(value) is dict:
+        return {name: _call_spec(item) for name, item in value.items()}
+    return value
+
+
+def _call_from_spec(spec):
+    """Zero tensors in place of _call_spec's specs: (args, kwargs)."""
+    def build(value):
+        if isinstance(value, _TensorSpec):
+            return torch.zeros(value.shape, dtype=value.dtype)
+        if type(value) in (list, tuple):
+            return type(value)(build(item) for item in value)
+        if type(value) is dict:
+            return {name: build(item) for name, item in value.items()}
+        return value
+    args, kwargs = build(spec)
+    return args, kwargs
 
 
 def inferenceModel(model: torch.nn.Module, options: Optional[Options] = None) -> Executor:

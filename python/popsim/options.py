@@ -146,6 +146,8 @@ class _OptionGroup:
 # Fields whose setter is not their name in camelCase (test_options checks every field).
 _SETTERS = {
     "profile_dir": "enableProfiling",
+    "executable_cache_dir": "enableExecutableCaching",
+    "ipu_id": "useIpuId",
     "execution_strategy": "setExecutionStrategy",
     "available_memory_proportion": "setAvailableMemoryProportion",
     "output_return_period": "outputMode",
@@ -462,6 +464,9 @@ class Options(_OptionGroup):
         "synthetic_data": False,
         "module_namescope": True,
         "source_location_excludes": None,  # None: torch's and popsim's directories
+        # None: POPSIM_CACHE_DIR or POPTORCH_CACHE_DIR, if set; False: no caching
+        "executable_cache_dir": None,
+        "ipu_id": None,
     }
     _group_name = "Options"
 
@@ -629,6 +634,21 @@ class Options(_OptionGroup):
                               f"{connection!r}.")
         return self._set("connection_type", connection)
 
+    def enableExecutableCaching(self, path: Optional[Union[str, os.PathLike]]) -> "Options":
+        """Keep compiled programs in the directory `path` (created when
+        needed), as PopTorch keeps its executables: a model compiled again
+        with the same traced program, options and popsim build, in this
+        process or another, loads its program from there instead of running
+        the compiler passes. Files are versioned and checksummed; a damaged
+        or stale one is compiled again, with a warning, and replaced. None
+        turns caching off. Without this option, the environment variable
+        POPSIM_CACHE_DIR (or POPTORCH_CACHE_DIR) names the directory; None
+        also ignores those. popsim never deletes cache files."""
+        if path is not None and (not isinstance(path, (str, os.PathLike)) or not os.fspath(path)):
+            raise OptionError(f"enableExecutableCaching expects a directory path or None, got "
+                              f"{path!r}.")
+        return self._set("executable_cache_dir", False if path is None else os.fspath(path))
+
     def useOfflineIpuTarget(self, ipu_version: int = 2) -> "Options":
         """Compile for an IPU generation (1: Mk1, 2: Mk2, 21: Bow) without running:
         connectionType(Never) and Simulator.ipuVersion. The compiled model's
@@ -639,6 +659,15 @@ class Options(_OptionGroup):
                               f"21 (Bow), got {ipu_version!r}.")
         self.Simulator.ipuVersion(versions[ipu_version])
         return self.connectionType(ConnectionType.Never)
+
+    def useIpuId(self, ipu_id: int) -> "Options":
+        """Recorded for PopTorch code (and exported with the model): the ID
+        (as gc-info lists them) of the IPU device to attach to. Each popsim
+        model simulates a system of its own, so there is no device to pick;
+        the ID changes nothing and needs no recompilation."""
+        if isinstance(ipu_id, bool) or not isinstance(ipu_id, numbers.Integral) or ipu_id < 0:
+            raise OptionError(f"useIpuId expects a non-negative device ID, got {ipu_id!r}.")
+        return self._set("ipu_id", int(ipu_id))
 
     def syncPattern(self, pattern: SyncPattern) -> "Options":
         """Recorded for PopTorch code: how real IPUs synchronise with the host.

@@ -14,6 +14,27 @@ def _seed():
     torch.manual_seed(0)
 
 
+@pytest.fixture
+def counted(monkeypatch):
+    """How often this process compiles programs and loads them from files."""
+    import popsim
+
+    calls = {"compile": 0, "load": 0}
+    compile_, load = popsim._C.compile, popsim._C.load_program
+
+    def compile_counted(*args):
+        calls["compile"] += 1
+        return compile_(*args)
+
+    def load_counted(*args):
+        calls["load"] += 1
+        return load(*args)
+
+    monkeypatch.setattr(popsim._C, "compile", compile_counted)
+    monkeypatch.setattr(popsim._C, "load_program", load_counted)
+    return calls
+
+
 def assert_close(actual, expected, rtol=1e-5, atol=1e-6, msg=None):
     """popsim results against eager PyTorch: fp32 tolerance of 1e-5 relative. `msg` is
     torch.testing.assert_close's (a string, or a function of its message)."""
