@@ -28,11 +28,13 @@ from popsim._dataloader import DataLoader
 from popsim._device import ipuHardwareIsAvailable, isRunningOnIpu
 from popsim._name_scope import NameScope
 from popsim.enums import (
+    AnchorMode,
     ConnectionType,
     DataLoaderMode,
     HalfFloatCastingBehavior,
     MatMulSerializationMode,
     MeanReductionStrategy,
+    MultiConvPartialsType,
     MultiConvPlanType,
     OutputMode,
     ReductionType,
@@ -85,6 +87,7 @@ PoplarExecutor = Executor
 __version__ = "0.6.0"
 
 __all__ = [
+    "AnchorMode",
     "AsynchronousDataAccessor",
     "AutoStage",
     "BeginBlock",
@@ -118,6 +121,7 @@ __all__ = [
     "MatMulSerializationMode",
     "MeanReductionStrategy",
     "MultiConv",
+    "MultiConvPartialsType",
     "MultiConvPlanType",
     "module_repr",
     "NameScope",

@@ -12,8 +12,8 @@ layout:
     | u64 length + metadata (torch.save bytes; empty without them)
     | SHA-256 of everything before it
 
-The header says which popsim wrote the file, the key, the graph hash and
-the options, so that a mismatch can name the option that differs.
+The JSON header says which popsim build wrote the file and holds the graph
+hash and the options, so that a mismatch can name the option that differs.
 """
 
 import functools

@@ -13,7 +13,7 @@ from typing import Callable, Dict, List, Optional
 import torch
 
 from popsim._tensor_ops import set_available_memory
-from popsim.enums import MultiConvPlanType
+from popsim.enums import MultiConvPartialsType, MultiConvPlanType
 from popsim.errors import OptionError
 
 _CONVOLUTIONS = ("conv1d", "conv2d", "conv3d")
@@ -57,10 +57,11 @@ class MultiConv:
         return self
 
     def partialsTypes(self, value):
-        """torch.float; half partials are refused (popsim's convolutions
-        accumulate in float32)."""
+        """torch.float (or MultiConvPartialsType.Float); half partials are
+        refused (popsim's convolutions accumulate in float32)."""
         self._partials_types = _per_convolution(
-            "partialsTypes", value, lambda v: v in (torch.float, torch.float32),
+            "partialsTypes", value,
+            lambda v: v is MultiConvPartialsType.Float or v in (torch.float, torch.float32),
             "torch.float (popsim's convolutions accumulate in float32)")
         return self
 

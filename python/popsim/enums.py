@@ -21,6 +21,10 @@ class OutputMode(enum.IntEnum):
     Default = 4
 
 
+# PopTorch's earlier name for OutputMode, which PopTorch code still uses.
+AnchorMode = OutputMode
+
+
 class ReductionType(enum.IntEnum):
     """How the gradients of a step's micro-batches are combined."""
 
@@ -108,6 +112,15 @@ class HalfFloatCastingBehavior(enum.IntEnum):
 
     FloatDowncastToHalf = 0
     HalfUpcastToFloat = 1
+
+
+class MultiConvPartialsType(enum.IntEnum):
+    """The type a popsim.MultiConv accumulates a convolution's partial sums
+    in, PopTorch's older spelling of torch.float / torch.half. popsim's
+    convolutions accumulate in float32, so only ``Float`` is accepted."""
+
+    Half = 0
+    Float = 1
 
 
 class MultiConvPlanType(enum.IntEnum):

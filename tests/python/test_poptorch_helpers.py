@@ -206,7 +206,8 @@ def test_multi_conv_bounds_each_convolution_by_its_proportion():
     bounded, passes = conv_passes(
         lambda: popsim.MultiConv().availableMemoryProportions((0.01, 0.6))
         .planType(popsim.MultiConvPlanType.Serial).perConvReservedTiles(8).cycleBackOff(0.3)
-        .partialsTypes(torch.float).enableConvDithering(True))
+        .partialsTypes([torch.float, popsim.MultiConvPartialsType.Float])
+        .enableConvDithering(True))
     assert passes[0] > 1 and passes[1] == 1
     assert torch.equal(bounded, plain)
     _, passes = conv_passes(lambda: popsim.MultiConv().availableMemoryProportions(0.01))
@@ -226,6 +227,7 @@ def test_multi_conv_errors_name_the_problem():
             torch.relu(torch.ones(2))
     for bad in (lambda m: m.availableMemoryProportions(1.5),
                 lambda m: m.partialsTypes(torch.half),
+                lambda m: m.partialsTypes(popsim.MultiConvPartialsType.Half),
                 lambda m: m.planType("Parallel"),
                 lambda m: m.cycleBackOff(2.0)):
         with pytest.raises(popsim.OptionError, match=r"^MultiConv\.\w+ expects "):

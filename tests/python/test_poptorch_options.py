@@ -242,3 +242,11 @@ def test_synthetic_data_runs_without_host_io():
     assert "host_input" in real_events and not {"host_input", "host_output"} & events
     assert cycles < real_cycles
     assert popsim.Options().enableSyntheticData(True)._Popart.toDict()["syntheticDataMode"] == 2
+
+
+def test_anchor_mode_is_poptorchs_earlier_name_for_output_mode():
+    import popsim.enums
+
+    assert popsim.AnchorMode is popsim.OutputMode is popsim.enums.AnchorMode
+    opts = popsim.Options().outputMode(popsim.AnchorMode.EveryN, 2)
+    assert opts.output_mode == popsim.OutputMode.EveryN and opts.output_return_period == 2
