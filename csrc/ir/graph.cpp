@@ -101,7 +101,7 @@ Value* Graph::apply(OpKind kind, const std::vector<Value*>& inputs, Attributes a
 
 void Graph::addOutput(Value* value) {
   POPSIM_ASSERT(value != nullptr && owns(value), "graph output from another graph.");
-  outputs_.push_back(value);
+  outputs_.insert(outputs_.end() - static_cast<std::ptrdiff_t>(inputUpdates_.size()), value);
 }
 
 void Graph::setOutput(size_t index, Value* value) {

@@ -47,6 +47,8 @@ public:
   // New nodes go before `node` (null: at the end) until this is set again.
   void setInsertionPoint(const Node* node) { insertBefore_ = node; }
 
+  // Adds an output after the model's outputs so far, before any input
+  // updates (which stay the last outputs).
   void addOutput(Value* value);
   void setOutput(size_t index, Value* value);
   // Replaces all outputs (and forgets the input updates among them).

@@ -282,6 +282,16 @@ void buildTrainingProgram(ir::Graph& graph, const TrainingConfig& config) {
     }
   }
   const auto grads = buildGradients(graph, graph.loss(), params);
+  for (const std::string& name : config.anchoredGradients) {
+    const ir::Value* weight = graph.findWeight(name);
+    const auto grad = weight != nullptr ? grads.find(weight) : grads.end();
+    POPSIM_CHECK(grad != grads.end(), ErrorKind::InvalidOption, "anchorTensor: 'Gradient___", name,
+                 "' names no parameter that the optimizer trains and the loss depends on",
+                 weight == nullptr ? " (the program has no weight of that name)" : "",
+                 ". Anchor the gradient of a trained parameter, as model.named_parameters() "
+                 "names it.");
+    graph.addOutput(grad->second);
+  }
 
   // Step 2: accumulation over micro-batches.
   const bool accumulate = config.gradientAccumulation > 1;

@@ -38,6 +38,10 @@ struct TrainingConfig {
   // (PopTorch's MeanReductionStrategy.Running, which never overflows where
   // the sum would) rather than their sum; gradientScale is then 1.
   bool runningMean = false;
+  // Parameters whose gradient (each micro-batch's, before accumulation)
+  // becomes an output after the model's, in this order: PopTorch's
+  // anchorTensor(name, "Gradient___<parameter>").
+  std::vector<std::string> anchoredGradients;
 };
 
 // The state a training program keeps is named as ir/state_names.h says.

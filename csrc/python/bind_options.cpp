@@ -74,7 +74,8 @@ void bindOptions(py::module_& module) {
       .def_readwrite("groups", &passes::TrainingConfig::groups)
       .def_readwrite("max_grad_norm", &passes::TrainingConfig::maxGradNorm)
       .def_readwrite("gradient_scale", &passes::TrainingConfig::gradientScale)
-      .def_readwrite("running_mean", &passes::TrainingConfig::runningMean);
+      .def_readwrite("running_mean", &passes::TrainingConfig::runningMean)
+      .def_readwrite("anchored_gradients", &passes::TrainingConfig::anchoredGradients);
   py::class_<runtime::CompileOptions>(module, "CompileOptions")
       .def(py::init<>())
       .def_property(

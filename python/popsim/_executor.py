@@ -26,8 +26,9 @@ from typing import Any, NamedTuple, Optional
 
 import torch
 
-from popsim import (_C, _compilation, _executable_file, _hooks, _host_sync, _optimizer_state,
-                    _structure, _tracing, _training, _training_registry, _weights)
+from popsim import (_C, _anchors, _compilation, _executable_file, _hooks, _host_sync,
+                    _optimizer_state, _structure, _tracing, _training, _training_registry,
+                    _weights)
 from popsim._logging import LOGGER
 from popsim.enums import ConnectionType, OutputMode
 from popsim.errors import ExecutableFileError, InputError, OptionError
@@ -144,6 +145,9 @@ class Executor:
         self._compile_options = None  # the _C.CompileOptions of the program
         self._call_spec = None  # the compiling call's arguments, tensors as shapes and dtypes
         self._program_file = None  # (path, ProgramFile) while loadExecutable compiles
+        self._anchor_plan = _anchors.AnchorPlan([], [])  # Options.anchorTensor's, checked
+        self._anchor_memory = {}  # getAnchoredTensor's values from the last call
+        self._trained_names = []  # the parameters the optimizer trains
 
     def _check_options(self):
         opts = self._options
@@ -252,6 +256,13 @@ class Executor:
         if self._input_updates:
             outputs = (outputs[:-len(self._input_updates)] if synthetic
                        else self._write_back_inputs(tensors, outputs))
+        outputs, self._anchor_memory = _anchors.take(self._anchor_plan, outputs,
+                                                     self._anchored_shapes())
+        if self._anchor_plan.variables:
+            names = [name for _, name in self._anchor_plan.variables]
+            values = self._executable.read_variables(sorted(set(names)))
+            self._anchor_memory.update(
+                {short: values[name] for short, name in self._anchor_plan.variables})
         for index, dtype in self._narrow_outputs:
             outputs[index] = outputs[index].to(dtype)
         if self._training:
@@ -572,11 +583,13 @@ class Executor:
                 self._record = _training_registry.register(self._user_model, self)
             binding = _training.OptimizerBinding(self._optimizer, self._names_by_tensor())
             options.training = binding.config(self._options)
+        self._plan_anchors(options)
         progress.phase("compile")
         executable = self._build_executable(graph, options)
         progress.phase("weights")
         self._graph = graph
         self._executable = executable
+        self._resolve_variable_anchors()
         self._compile_options = options
         self._call_spec = _call_spec((args, kwargs))
         self._compiled_flags = _module_flags(self._user_model)
@@ -597,6 +610,66 @@ class Executor:
         self._attached = self._options.connection_type == ConnectionType.Always
         self._compilation_seconds = time.perf_counter() - start
         return [(s.block, s.stage, s.ipu) for s in options.stages]
+
+    def _plan_anchors(self, options):
+        """Checks Options.anchorTensor's anchors against the model; gradients
+        become extra outputs of the training program."""
+        config = options.training
+        self._trained_names = [name for group in config.groups for name in group.parameters
+                               ] if self._training else []
+        steps = self._options.device_iterations
+        self._anchor_plan = _anchors.plan(
+            self._options.anchored_tensors, self._training,
+            (self._output_mode(), self._options.output_return_period), steps,
+            self._trained_names, list(_weights.named_tensors(self._model)))
+        if self._training:
+            config.anchored_gradients = [name for _, name in self._anchor_plan.gradients]
+            options.training = config
+
+    def _resolve_variable_anchors(self):
+        """Names each variable anchor as the program does (a tied weight has
+        one name there); refuses tensors the program does not hold."""
+        tensors, canonical = _weights.named_tensors(self._model), self._names_by_tensor()
+        on_device = set(self._executable.weight_names())
+        resolved = []
+        for short, name in self._anchor_plan.variables:
+            program_name = canonical[id(tensors[name])]
+            if program_name not in on_device:
+                raise OptionError(f"anchorTensor('{short}', ...): the program does not use "
+                                  f"'{name}', so the device does not hold it; read it from the "
+                                  "model instead.")
+            resolved.append((short, program_name))
+        self._anchor_plan = self._anchor_plan._replace(variables=resolved)
+
+    def _anchored_shapes(self):
+        tensors = _weights.named_tensors(self._model)
+        return {name: tensors[name].shape for _, name in self._anchor_plan.gradients}
+
+    def getAnchoredTensor(self, short_name: str) -> torch.Tensor:
+        """The value of the tensor Options.anchorTensor(short_name, ...) named,
+        from the last call."""
+        if short_name not in self._anchor_memory:
+            anchored = sorted(self._options.anchored_tensors)
+            reason = (f"the options anchor {anchored}" if short_name not in anchored
+                      else "the model has not run since it compiled")
+            raise OptionError(f"No tensor with name {short_name} found: {reason}. Anchor it with "
+                              "Options.anchorTensor(short_name, long_name) before compiling, "
+                              "then call the model.")
+        return self._anchor_memory[short_name]
+
+    def getTensorNames(self):
+        """The long names Options.anchorTensor accepts for this model: every
+        parameter and buffer the program uses ("<name>"), and in training
+        "UpdatedVar___<name>" and each trained parameter's "Gradient___<name>"."""
+        if self._executable is None:
+            raise InputError("Model must be compiled before calling getTensorNames: call the "
+                             "model or compile() first.")
+        names = list(self._executable.weight_names())
+        if not self._training:
+            return names
+        used = set(names)
+        return (names + [_anchors.UPDATED + name for name in names]
+                + [_anchors.GRADIENT + name for name in self._trained_names if name in used])
 
     def _build_executable(self, graph, options):
         """The executable of `graph`: loadExecutable's program, else the cached

@@ -148,6 +148,7 @@ _SETTERS = {
     "profile_dir": "enableProfiling",
     "executable_cache_dir": "enableExecutableCaching",
     "ipu_id": "useIpuId",
+    "anchored_tensors": "anchorTensor",
     "execution_strategy": "setExecutionStrategy",
     "available_memory_proportion": "setAvailableMemoryProportion",
     "output_return_period": "outputMode",
@@ -467,6 +468,7 @@ class Options(_OptionGroup):
         # None: POPSIM_CACHE_DIR or POPTORCH_CACHE_DIR, if set; False: no caching
         "executable_cache_dir": None,
         "ipu_id": None,
+        "anchored_tensors": {},  # short name -> (long name, OutputMode or None, period)
     }
     _group_name = "Options"
 
@@ -659,6 +661,33 @@ class Options(_OptionGroup):
                               f"21 (Bow), got {ipu_version!r}.")
         self.Simulator.ipuVersion(versions[ipu_version])
         return self.connectionType(ConnectionType.Never)
+
+    def anchorTensor(self, short_name: str, long_name: str,
+                     output_mode: Optional[OutputMode] = None,
+                     output_return_period: Optional[int] = 1) -> "Options":
+        """Return a tensor the model does not output, as PopTorch's anchors:
+        after each call, getAnchoredTensor(short_name) gives it. popsim names
+        (see getTensorNames()): "Gradient___<parameter>", a trained
+        parameter's gradient of each micro-batch (returned as the model's
+        outputs are: the last micro-batch's, or with OutputMode.All every
+        micro-batch's, stacked along a new dimension 0), and
+        "UpdatedVar___<parameter>" or "<parameter>", its value after the
+        call. output_mode None means the model's output mode; popsim returns
+        anchors in that mode only."""
+        for name, value in (("short_name", short_name), ("long_name", long_name)):
+            if not isinstance(value, str) or not value:
+                raise OptionError(f"anchorTensor expects a non-empty string as {name}, got "
+                                  f"{value!r}.")
+        if output_mode is not None and not isinstance(output_mode, OutputMode):
+            raise OptionError(f"anchorTensor expects a popsim.OutputMode or None as output_mode, "
+                              f"got {output_mode!r}.")
+        period = 1
+        if output_mode == OutputMode.EveryN:
+            period = positive_int("anchorTensor(..., OutputMode.EveryN, output_return_period)",
+                                  output_return_period)
+        anchors = dict(self.anchored_tensors)
+        anchors[short_name] = (long_name, output_mode, period)
+        return self._set("anchored_tensors", anchors)
 
     def useIpuId(self, ipu_id: int) -> "Options":
         """Recorded for PopTorch code (and exported with the model): the ID

@@ -372,5 +372,22 @@ TEST(GraphTest, CloneOfAnEditedGraphKeepsTheEdits) {
   EXPECT_TRUE(ir::findGraphProblems(*copy).empty());
 }
 
+// Input updates stay the last outputs, whatever is added after them (the
+// training program adds anchored gradients after the importer's updates).
+TEST(GraphTest, OutputsAddedLaterGoBeforeTheInputUpdates) {
+  Graph graph;
+  Value* x = graph.addInput("x", f32({2}));
+  Value* doubled = graph.apply(OpKind::Add, {x, x});
+  graph.addOutput(doubled);
+  graph.addInputUpdate(0, doubled);
+  Value* squared = graph.apply(OpKind::Mul, {x, x});
+  graph.addOutput(squared);
+  ASSERT_EQ(graph.outputs().size(), 3u);
+  EXPECT_EQ(graph.outputs()[1], squared);
+  EXPECT_TRUE(graph.isInputUpdate(2));
+  EXPECT_FALSE(graph.isInputUpdate(1));
+  EXPECT_EQ(graph.outputs()[2], doubled);
+}
+
 } // namespace
 } // namespace popsim

@@ -1,0 +1,167 @@
+"""Anchored tensors, as PopTorch's Options.anchorTensor / getAnchoredTensor /
+getTensorNames: a trained parameter's gradient ("Gradient___<name>", one per
+micro-batch, returned in the model's output mode) and a variable's value
+after the call ("UpdatedVar___<name>" or "<name>"), checked against eager
+PyTorch."""
+
+import copy
+
+import pytest
+import torch
+import torch.nn as nn
+
+import popsim
+from conftest import assert_close
+
+
+class Regression(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.first = nn.Linear(4, 6)
+        self.second = nn.Linear(6, 2)
+
+    def forward(self, x, target):
+        out = self.second(torch.tanh(self.first(x)))
+        return out, nn.functional.mse_loss(out, target)
+
+
+class TwoStages(Regression):
+    def forward(self, x, target):
+        with popsim.Block("B0", ipu_id=0):
+            hidden = torch.tanh(self.first(x))
+        with popsim.Block("B1", ipu_id=1):
+            out = self.second(hidden)
+            return out, nn.functional.mse_loss(out, target)
+
+
+def eager_micro_batch_gradients(model, x, target, micro_batches, accumulation, lr):
+    """Each micro-batch's gradient of first.weight, with SGD stepping on the
+    mean of every `accumulation` micro-batches' gradients (popsim's default)."""
+    model = copy.deepcopy(model)
+    gradients = []
+    for step in range(micro_batches // accumulation):
+        step_gradients = []
+        for index in range(step * accumulation, (step + 1) * accumulation):
+            model.zero_grad()
+            rows = slice(index * 2, index * 2 + 2)
+            model(x[rows], target[rows])[1].backward()
+            gradients.append(model.first.weight.grad.clone())
+            step_gradients.append([p.grad.clone() for p in model.parameters()])
+        with torch.no_grad():
+            for position, parameter in enumerate(model.parameters()):
+                mean = sum(g[position] for g in step_gradients) / accumulation
+                parameter -= lr * mean
+    return torch.stack(gradients)
+
+
+@pytest.mark.parametrize("model_class", [Regression, TwoStages])
+def test_gradients_of_every_micro_batch_match_eager(model_class):
+    torch.manual_seed(0)
+    model = model_class()
+    initial = copy.deepcopy(model)
+    options = popsim.Options().deviceIterations(2).outputMode(popsim.OutputMode.All)
+    options.Training.gradientAccumulation(3)  # a two-stage pipeline needs 3
+    options.anchorTensor("grad", "Gradient___first.weight")
+    trainer = popsim.trainingModel(model, options, torch.optim.SGD(model.parameters(), lr=0.1))
+    x, target = torch.randn(12, 4), torch.randn(12, 2)
+    trainer(x, target)
+    anchored = trainer.getAnchoredTensor("grad")
+    assert anchored.shape == (6, 6, 4)  # every micro-batch, stacked
+    assert_close(anchored, eager_micro_batch_gradients(initial, x, target, 6, 3, 0.1))
+
+
+def test_by_default_a_training_model_returns_the_last_micro_batchs_gradient():
+    torch.manual_seed(1)
+    model = Regression()
+    initial = copy.deepcopy(model)
+    options = popsim.Options().deviceIterations(3)
+    options.anchorTensor("bias_grad", "Gradient___second.bias")
+    trainer = popsim.trainingModel(model, options, torch.optim.SGD(model.parameters(), lr=0.05))
+    x, target = torch.randn(6, 4), torch.randn(6, 2)
+    trainer(x, target)
+    # The third step's gradient, at the weights two SGD steps made.
+    eager = copy.deepcopy(initial)
+    for step in range(3):
+        eager.zero_grad()
+        eager(x[step * 2:step * 2 + 2], target[step * 2:step * 2 + 2])[1].backward()
+        if step < 2:
+            with torch.no_grad():
+                for parameter in eager.parameters():
+                    parameter -= 0.05 * parameter.grad
+    assert trainer.getAnchoredTensor("bias_grad").shape == (2,)
+    assert_close(trainer.getAnchoredTensor("bias_grad"), eager.second.bias.grad)
+
+
+def test_variables_are_their_values_after_the_call():
+    torch.manual_seed(2)
+    model = Regression()
+    options = popsim.Options()
+    options.anchorTensor("updated", "UpdatedVar___first.weight").anchorTensor("bias", "second.bias")
+    trainer = popsim.trainingModel(model, options, torch.optim.Adam(model.parameters(), lr=0.01))
+    before = model.first.weight.detach().clone()
+    trainer(torch.randn(2, 4), torch.randn(2, 2))
+    assert not torch.equal(trainer.getAnchoredTensor("updated"), before)
+    assert torch.equal(trainer.getAnchoredTensor("updated"), model.first.weight)
+    assert torch.equal(trainer.getAnchoredTensor("bias"), model.second.bias)
+    inference = popsim.inferenceModel(model, popsim.Options().anchorTensor("w", "first.weight"))
+    inference(torch.randn(2, 4), torch.randn(2, 2))
+    assert torch.equal(inference.getAnchoredTensor("w"), model.first.weight)
+
+
+def test_getTensorNames_lists_what_can_be_anchored():
+    trainer = popsim.trainingModel(Regression())
+    with pytest.raises(popsim.InputError, match="Model must be compiled before calling "
+                       "getTensorNames"):
+        trainer.getTensorNames()
+    trainer.compile(torch.randn(2, 4), torch.randn(2, 2))
+    names = trainer.getTensorNames()
+    assert {"first.weight", "UpdatedVar___first.weight", "Gradient___first.weight",
+            "Gradient___second.bias"} <= set(names)
+
+
+@pytest.mark.parametrize("anchor,training,message", [
+    (("g", "Gradient___first.weight"), False,
+     r"'Gradient___first.weight' is a gradient, and an inference model computes none"),
+    (("g", "Gradient___first.wieght"), True,
+     r"'Gradient___first.wieght' is not the gradient of a parameter the optimizer trains\. "
+     r"Did you mean 'Gradient___first.weight'\?"),
+    (("v", "UpdatedVar___third.bias"), True, r"'UpdatedVar___third.bias' is not a parameter or "
+     r"buffer of the model"),
+    (("g", "Gradient___first.weight", popsim.OutputMode.All), True,
+     r"popsim returns anchors in the model's output mode \(OutputMode.Final\)"),
+])
+def test_anchors_that_cannot_be_returned_are_refused_naming_them(anchor, training, message):
+    options = popsim.Options().anchorTensor(*anchor)
+    wrap = popsim.trainingModel if training else popsim.inferenceModel
+    with pytest.raises(popsim.OptionError, match=message):
+        wrap(Regression(), options)(torch.randn(2, 4), torch.randn(2, 2))
+
+
+def test_a_variable_per_step_is_refused_with_several_steps_per_call():
+    options = popsim.Options().deviceIterations(2).outputMode(popsim.OutputMode.All)
+    options.anchorTensor("w", "UpdatedVar___first.weight")
+    with pytest.raises(popsim.OptionError, match=r"not after each of its 2 steps"):
+        popsim.trainingModel(Regression(), options)(torch.randn(4, 4), torch.randn(4, 2))
+
+
+def test_getAnchoredTensor_says_what_is_missing():
+    options = popsim.Options().anchorTensor("g", "Gradient___first.weight")
+    trainer = popsim.trainingModel(Regression(), options)
+    with pytest.raises(popsim.OptionError, match=r"No tensor with name g found: the model has "
+                       r"not run since it compiled"):
+        trainer.getAnchoredTensor("g")
+    trainer(torch.randn(2, 4), torch.randn(2, 2))
+    with pytest.raises(popsim.OptionError, match=r"No tensor with name h found: the options "
+                       r"anchor \['g'\]"):
+        trainer.getAnchoredTensor("h")
+
+
+@pytest.mark.parametrize("arguments,message", [
+    (("", "first.weight"), "non-empty string as short_name"),
+    (("w", 3), "non-empty string as long_name"),
+    (("w", "first.weight", "All"), "a popsim.OutputMode or None"),
+    (("w", "first.weight", popsim.OutputMode.EveryN, 0), "output_return_period"),
+])
+def test_anchorTensor_checks_its_arguments(arguments, message):
+    with pytest.raises(popsim.OptionError, match=message):
+        popsim.Options().anchorTensor(*arguments)
