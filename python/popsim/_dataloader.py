@@ -44,6 +44,70 @@ def _check_not_too_small(samples, combined, options, batch_size):
             "samples.")
 
 
+class _ProcessPart(torch.utils.data.Dataset):
+    """This process's part of a map-style dataset in a multi-process job, as
+    PopTorch partitions it: every process gets the same whole number of
+    combined batches, `per_process` samples, from a contiguous range (of a
+    permutation drawn from the options' random seed, the same in every
+    process, when shuffling). The samples left over after the parts are
+    skipped; with shuffling, every other epoch moves all the ranges by that
+    many samples so that the leftovers are used too."""
+
+    def __init__(self, dataset, options, combined, shuffle):
+        processes = options.Distributed.numProcesses
+        samples = len(dataset)
+        self.per_process = combined * (samples // (combined * processes))
+        self.leftover = samples - self.per_process * processes
+        self.base = options.Distributed.processId * self.per_process
+        self.offset = self.base
+        self.shuffle = shuffle
+        self.dataset = dataset
+        self.order = (torch.randperm(samples, generator=torch.Generator().manual_seed(
+            options.random_seed)) if shuffle else None)
+
+    def next_epoch(self):
+        if self.shuffle and self.leftover:
+            self.offset = self.base + self.leftover if self.offset == self.base else self.base
+
+    def __len__(self):
+        return self.per_process
+
+    def __getitem__(self, index):
+        if not 0 <= index < self.per_process:
+            raise IndexError(f"index {index} of a process's part of {self.per_process} samples")
+        position = self.offset + index
+        return self.dataset[int(self.order[position]) if self.order is not None else position]
+
+
+def _partition(dataset, options, combined, shuffle, auto_partitioning, sampler, batch_sampler):
+    """`dataset`, or this process's part of it (see _ProcessPart)."""
+    processes = options.Distributed.numProcesses
+    if processes == 1 or not auto_partitioning:
+        return dataset
+    where = (f"process {options.Distributed.processId} of {processes} "
+             "(Options.Distributed)")
+    if isinstance(dataset, torch.utils.data.IterableDataset) or not hasattr(dataset, "__len__"):
+        raise OptionError(f"popsim.DataLoader: auto_distributed_partitioning cannot split an "
+                          f"iterable dataset for {where}: give each process its own data and "
+                          "pass auto_distributed_partitioning=False.")
+    if sampler is not None or batch_sampler is not None:
+        raise OptionError(f"popsim.DataLoader: with a sampler, auto_distributed_partitioning "
+                          f"cannot tell which samples are {where}'s: partition in the sampler "
+                          "and pass auto_distributed_partitioning=False.")
+    if shuffle and options.random_seed is None:
+        raise OptionError(
+            "popsim.DataLoader: when using auto_distributed_partitioning you must set "
+            "Options.randomSeed(), the same in every process: each process shuffles the whole "
+            f"dataset in the same order and takes its own part ({where}).")
+    part = _ProcessPart(dataset, options, combined, shuffle)
+    if part.per_process == 0:
+        raise OptionError(
+            f"popsim.DataLoader: {len(dataset)} samples make no combined batch of {combined} "
+            f"for each of {processes} processes ({where}). Use more samples or smaller "
+            "batches.")
+    return part
+
+
 def _epoch_samples(dataset, sampler, batch_sampler):
     """Samples one epoch draws, or None when nothing says (iterable datasets)."""
     try:
@@ -133,8 +197,15 @@ class DataLoader(torch.utils.data.DataLoader):
     like any multiprocessing code.
 
     Other keyword arguments go to torch's DataLoader.
-    ``auto_distributed_partitioning`` is accepted for PopTorch compatibility:
-    popsim runs in one process, so there is nothing to partition.
+
+    In a job of several processes (``options.Distributed``, read from
+    torchrun's or mpirun's environment), ``auto_distributed_partitioning``
+    (the default) gives each process its own part of a map-style dataset,
+    as PopTorch does: the same whole number of combined batches for every
+    process, from a contiguous range of the dataset, or with ``shuffle`` of a
+    permutation drawn from ``options.randomSeed`` (which must then be set,
+    the same everywhere). Iterable datasets and samplers are the caller's to
+    partition (``auto_distributed_partitioning=False``).
     """
 
     def __init__(self, options: Options, dataset: torch.utils.data.Dataset, batch_size: int = 1,
@@ -157,6 +228,8 @@ class DataLoader(torch.utils.data.DataLoader):
         if batch_sampler is not None:
             batch_size = _micro_batch_of(batch_sampler, batch_size, shuffle, sampler)
         combined = combined_batch_size(options, batch_size)
+        dataset = _partition(dataset, options, combined, shuffle, auto_distributed_partitioning,
+                             sampler, batch_sampler)
         async_options = dict(async_options or {})
         unknown = sorted(set(async_options) - set(_ASYNC_OPTIONS))
         if unknown:
@@ -248,7 +321,7 @@ class DataLoader(torch.utils.data.DataLoader):
 
     def __iter__(self):
         if self._mode == DataLoaderMode.Sync:
-            return super().__iter__()
+            return self._sync_iter()
         if self._accessor is None:
             rebatch = self._combined if self._mode == DataLoaderMode.AsyncRebatched else None
             # A weak reference: the loader owns the accessor, and `del loader` must stop
@@ -260,6 +333,8 @@ class DataLoader(torch.utils.data.DataLoader):
 
     def _sync_iter(self):
         """The batches as loaded in this process (the background process runs this)."""
+        if isinstance(self.dataset, _ProcessPart):
+            self.dataset.next_epoch()
         return super().__iter__()
 
     def terminate(self):

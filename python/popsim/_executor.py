@@ -156,6 +156,13 @@ class Executor:
                 f"replicationFactor({opts.replication_factor}): popsim simulates one replica "
                 "of a model. Set opts.replicationFactor(1); to size the batches of several "
                 "replicas, use popsim.DataLoader with options that are not passed to a model.")
+        processes = opts.Distributed.numProcesses
+        if self._training and processes > 1:
+            raise OptionError(
+                f"Options.Distributed: this is process {opts.Distributed.processId} of "
+                f"{processes}, but popsim does not yet reduce gradients across processes, so "
+                "each process would train weights of its own. Train in one process (or call "
+                "opts.Distributed.disable()); inference models run in every process.")
         if not self._training and opts.Training.gradient_accumulation != 1:
             raise OptionError(
                 "Inference models do not accumulate gradients: set "

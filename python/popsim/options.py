@@ -149,6 +149,8 @@ _SETTERS = {
     "executable_cache_dir": "enableExecutableCaching",
     "ipu_id": "useIpuId",
     "anchored_tensors": "anchorTensor",
+    "num_distributed_processes": "configureProcessId",
+    "distributed_process_id": "configureProcessId",
     "execution_strategy": "setExecutionStrategy",
     "available_memory_proportion": "setAvailableMemoryProportion",
     "output_return_period": "outputMode",
@@ -401,7 +403,71 @@ class _TensorLocationOptions(_OptionGroup):
                 settings.on_chip, settings.min_elements_for_off_chip))
 
 
-_GROUPS = ("Training", "Simulator", "TensorLocations", "_Popart", "Precision", "Jit")
+class _DistributedOptions(_OptionGroup):
+    """Which process of a multi-process job this is (``opts.Distributed``),
+    as PopTorch's: ``processId`` and ``numProcesses``. They are read from the
+    launcher's environment when the options are created: torchrun's ``RANK``
+    and ``WORLD_SIZE``, else OpenMPI's ``OMPI_COMM_WORLD_RANK`` and
+    ``OMPI_COMM_WORLD_SIZE`` (PopTorch's default, for mpirun and PopRun), else
+    process 0 of 1. popsim.DataLoader gives each process its own part of
+    every epoch (``auto_distributed_partitioning``), and inference models run
+    in every process on their own data. Training models refuse more than one
+    process: popsim does not yet reduce gradients across processes."""
+
+    _defaults = {"num_distributed_processes": 1, "distributed_process_id": 0}
+    _group_name = "Options.Distributed"
+    _ENVIRONMENTS = (("WORLD_SIZE", "RANK"), ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"))
+
+    def __init__(self):
+        super().__init__()
+        for size, rank in self._ENVIRONMENTS:
+            if size in os.environ:
+                self.setEnvVarNames(size, rank)
+                break
+
+    def disable(self) -> "_DistributedOptions":
+        """Ignore the environment: this is process 0 of 1."""
+        return self.configureProcessId(0, 1)
+
+    def setEnvVarNames(self, var_num_processes: str, var_process_id: str
+                       ) -> "_DistributedOptions":
+        """Read the process count and this process's ID from these environment
+        variables (a missing one reads as 1 process, ID 0)."""
+        values = []
+        for variable, default in ((var_process_id, "0"), (var_num_processes, "1")):
+            text = os.environ.get(variable, default)
+            try:
+                values.append(int(text))
+            except ValueError:
+                raise OptionError(f"Distributed.setEnvVarNames: the environment variable "
+                                  f"{variable} is {text!r}, not an integer.") from None
+        return self.configureProcessId(*values)
+
+    def configureProcessId(self, process_id: int, num_processes: int) -> "_DistributedOptions":
+        """This process's ID (0 to num_processes - 1) and the process count."""
+        num_processes = positive_int("Distributed.configureProcessId(num_processes)",
+                                     num_processes)
+        if (isinstance(process_id, bool) or not isinstance(process_id, numbers.Integral)
+                or not 0 <= process_id < num_processes):
+            raise OptionError(f"Distributed.configureProcessId expects a process ID from 0 to "
+                              f"{num_processes - 1} for {num_processes} process(es), got "
+                              f"{process_id!r}.")
+        self._set("distributed_process_id", int(process_id))
+        return self._set("num_distributed_processes", num_processes)
+
+    @property
+    def processId(self) -> int:
+        """The ID of this process, from 0."""
+        return self.distributed_process_id
+
+    @property
+    def numProcesses(self) -> int:
+        """The number of processes the job runs in."""
+        return self.num_distributed_processes
+
+
+_GROUPS = ("Training", "Simulator", "TensorLocations", "_Popart", "Precision", "Jit",
+           "Distributed")
 
 
 class _PopartOptions(_OptionGroup):
@@ -480,6 +546,7 @@ class Options(_OptionGroup):
         object.__setattr__(self, "_Popart", _PopartOptions())
         object.__setattr__(self, "Precision", _PrecisionOptions())
         object.__setattr__(self, "Jit", _JitOptions())
+        object.__setattr__(self, "Distributed", _DistributedOptions())
 
     def deviceIterations(self, iterations: int) -> "Options":
         """Iterations of the model per call: each call takes `iterations` micro-batches

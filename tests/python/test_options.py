@@ -123,10 +123,10 @@ def test_read_only_hints_name_the_setter():
                                              r"setWeightLocation\(\.\.\.\)\.$"):
         popsim.Options().TensorLocations.weight_location = popsim.TensorLocationSettings()
     opts = popsim.Options()
-    for group in (opts, opts.Training, opts.Simulator, opts.TensorLocations):
+    for group in (opts, opts.Training, opts.Simulator, opts.TensorLocations, opts.Distributed):
         for field in group.toDict():
             if field in ("Training", "Simulator", "TensorLocations", "_Popart", "Precision",
-                         "Jit"):
+                         "Jit", "Distributed"):
                 continue
             with pytest.raises(AttributeError) as raised:
                 setattr(group, field, None)
