@@ -147,6 +147,7 @@ class Executor:
         self._program_file = None  # (path, ProgramFile) while loadExecutable compiles
         self._anchor_plan = _anchors.AnchorPlan([], [])  # Options.anchorTensor's, checked
         self._anchor_memory = {}  # getAnchoredTensor's values from the last call
+        self._anchor_shapes = {}  # each anchored gradient's parameter shape, by name
         self._trained_names = []  # the parameters the optimizer trains
 
     def _check_options(self):
@@ -264,7 +265,7 @@ class Executor:
             outputs = (outputs[:-len(self._input_updates)] if synthetic
                        else self._write_back_inputs(tensors, outputs))
         outputs, self._anchor_memory = _anchors.take(self._anchor_plan, outputs,
-                                                     self._anchored_shapes())
+                                                     self._anchor_shapes)
         if self._anchor_plan.variables:
             names = [name for _, name in self._anchor_plan.variables]
             values = self._executable.read_variables(sorted(set(names)))
@@ -622,13 +623,16 @@ class Executor:
         """Checks Options.anchorTensor's anchors against the model; gradients
         become extra outputs of the training program."""
         config = options.training
+        tensors = _weights.named_tensors(self._model)
         self._trained_names = [name for group in config.groups for name in group.parameters
                                ] if self._training else []
         steps = self._options.device_iterations
         self._anchor_plan = _anchors.plan(
             self._options.anchored_tensors, self._training,
             (self._output_mode(), self._options.output_return_period), steps,
-            self._trained_names, list(_weights.named_tensors(self._model)))
+            self._trained_names, list(tensors))
+        self._anchor_shapes = {name: tensors[name].shape
+                               for _, name in self._anchor_plan.gradients}
         if self._training:
             config.anchored_gradients = [name for _, name in self._anchor_plan.gradients]
             options.training = config
@@ -647,10 +651,6 @@ class Executor:
                                   "model instead.")
             resolved.append((short, program_name))
         self._anchor_plan = self._anchor_plan._replace(variables=resolved)
-
-    def _anchored_shapes(self):
-        tensors = _weights.named_tensors(self._model)
-        return {name: tensors[name].shape for _, name in self._anchor_plan.gradients}
 
     def getAnchoredTensor(self, short_name: str) -> torch.Tensor:
         """The value of the tensor Options.anchorTensor(short_name, ...) named,
