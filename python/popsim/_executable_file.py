@@ -21,6 +21,7 @@ import hashlib
 import io
 import json
 import os
+import pickle
 import struct
 import tempfile
 from typing import Any, Dict, NamedTuple, Optional
@@ -132,7 +133,13 @@ def write(path: str, key: ProgramKey, program: bytes,
     meta = b""
     if metadata is not None:
         buffer = io.BytesIO()
-        torch.save(metadata, buffer)
+        try:
+            torch.save(metadata, buffer)
+        except (pickle.PicklingError, TypeError, AttributeError) as error:
+            raise ExecutableFileError(
+                f"Cannot write '{path}': the model, its options or optimizer, or the call's "
+                f"arguments cannot be pickled ({error}). Export a model that cannot be pickled "
+                "with export_model=False and load it with loadExecutable.") from error
         meta = buffer.getvalue()
     body = b"".join([MAGIC, struct.pack("<I", CONTAINER_VERSION),
                      struct.pack("<Q", len(header)), header,

@@ -150,6 +150,22 @@ def test_useIpuId_takes_a_device_id(ipu_id):
         popsim.Options().useIpuId(ipu_id)
 
 
+def test_a_model_that_cannot_be_pickled_is_exported_without_it(tmp_path):
+    model = Classifier()
+    model.scale = lambda t: t * 2  # lambdas do not pickle
+    inference = popsim.inferenceModel(model)
+    x, _ = batch()
+    path = tmp_path / "model.popsim"
+    with pytest.raises(popsim.ExecutableFileError, match=r"cannot be pickled .*Export a model "
+                       r"that cannot be pickled with export_model=False"):
+        inference.compileAndExport(path, x)
+    assert not path.exists()
+    inference.save(path, export_model=False)
+    reloaded = popsim.inferenceModel(model)
+    reloaded.loadExecutable(path)
+    assert torch.equal(reloaded(x), inference(x))
+
+
 def test_save_needs_a_compiled_model(tmp_path):
     with pytest.raises(popsim.InputError, match=r"save\(\) needs a compiled model"):
         popsim.inferenceModel(Classifier()).save(tmp_path / "model.popsim")
