@@ -18,10 +18,12 @@ public:
   void* address(const ir::Value* value) const;
 
 private:
-  struct FreeDeleter {
+  // Unmaps a buffer of `bytes` bytes.
+  struct Unmap {
+    size_t bytes = 0;
     void operator()(void* data) const;
   };
-  using Buffer = std::unique_ptr<void, FreeDeleter>;
+  using Buffer = std::unique_ptr<void, Unmap>;
 
   const memory::MemoryPlan& plan_;
   std::vector<std::array<Buffer, memory::kNumMemoryRegions>> regions_;
