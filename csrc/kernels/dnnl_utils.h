@@ -31,15 +31,18 @@ int64_t channelBlock();
 // A 4-d NCHW shape in the channel-blocked layout with `block` channels.
 memory::desc channelBlockedDesc(const ir::Shape& shape, memory::data_type type, int64_t block);
 
-// Memory owned by a kernel for outputs nobody reads (e.g. layer-norm
-// statistics in inference). It lives as long as the kernel.
+// Memory owned by a kernel for oneDNN's scratchpads and for outputs nobody
+// reads (e.g. layer-norm statistics in inference). It lives as long as the
+// kernel. Left uninitialised: its users write before they read, and zeroing
+// every kernel's scratchpad took a large share of compiling a model.
 class ScratchBuffer {
 public:
-  explicit ScratchBuffer(size_t bytes) : data_((bytes + sizeof(float) - 1) / sizeof(float)) {}
-  void* data() { return data_.data(); }
+  explicit ScratchBuffer(size_t bytes)
+      : data_(new float[(bytes + sizeof(float) - 1) / sizeof(float)]) {}
+  void* data() { return data_.get(); }
 
 private:
-  std::vector<float> data_;
+  std::unique_ptr<float[]> data_;
 };
 
 // The attributes every primitive popsim creates is built with: the caller
