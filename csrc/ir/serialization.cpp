@@ -38,6 +38,12 @@ void writeLocation(ByteWriter& out, const SourceLocation& location, bool withSta
   out.writeString(location.nameScope);
 }
 
+template <typename T> void writeList(ByteWriter& out, const std::vector<T>& items) {
+  out.write<uint64_t>(items.size());
+  for (const T item : items)
+    out.write<T>(item);
+}
+
 void writeAttributes(ByteWriter& out, const Attributes& attrs) {
   out.write<uint64_t>(attrs.entries().size());
   for (const auto& [name, value] : attrs.entries()) {
@@ -48,16 +54,8 @@ void writeAttributes(ByteWriter& out, const Attributes& attrs) {
     case AttrType::Float: out.write<double>(std::get<double>(value)); break;
     case AttrType::Bool: out.write<uint8_t>(std::get<bool>(value) ? 1 : 0); break;
     case AttrType::String: out.writeString(std::get<std::string>(value)); break;
-    case AttrType::Ints:
-      out.write<uint64_t>(std::get<std::vector<int64_t>>(value).size());
-      for (const int64_t item : std::get<std::vector<int64_t>>(value))
-        out.write<int64_t>(item);
-      break;
-    case AttrType::Floats:
-      out.write<uint64_t>(std::get<std::vector<double>>(value).size());
-      for (const double item : std::get<std::vector<double>>(value))
-        out.write<double>(item);
-      break;
+    case AttrType::Ints: writeList(out, std::get<std::vector<int64_t>>(value)); break;
+    case AttrType::Floats: writeList(out, std::get<std::vector<double>>(value)); break;
     }
   }
 }
@@ -241,6 +239,13 @@ private:
     return location;
   }
 
+  template <typename T> std::vector<T> readList() {
+    std::vector<T> items;
+    for (uint64_t k = 0, n = count("list items"); k < n; ++k)
+      items.push_back(in_.read<T>());
+    return items;
+  }
+
   Attributes readAttributes() {
     Attributes attrs;
     for (uint64_t i = 0, n = count("attributes"); i < n; ++i) {
@@ -251,20 +256,8 @@ private:
       case static_cast<uint8_t>(AttrType::Float): attrs.set(name, in_.read<double>()); break;
       case static_cast<uint8_t>(AttrType::Bool): attrs.set(name, in_.read<uint8_t>() != 0); break;
       case static_cast<uint8_t>(AttrType::String): attrs.set(name, in_.readString()); break;
-      case static_cast<uint8_t>(AttrType::Ints): {
-        std::vector<int64_t> items;
-        for (uint64_t k = 0, m = count("ints"); k < m; ++k)
-          items.push_back(in_.read<int64_t>());
-        attrs.set(name, std::move(items));
-        break;
-      }
-      case static_cast<uint8_t>(AttrType::Floats): {
-        std::vector<double> items;
-        for (uint64_t k = 0, m = count("floats"); k < m; ++k)
-          items.push_back(in_.read<double>());
-        attrs.set(name, std::move(items));
-        break;
-      }
+      case static_cast<uint8_t>(AttrType::Ints): attrs.set(name, readList<int64_t>()); break;
+      case static_cast<uint8_t>(AttrType::Floats): attrs.set(name, readList<double>()); break;
       default: invalid(strCat("attribute '", name, "' has type tag ", tag));
       }
     }

@@ -148,7 +148,6 @@ class Executor:
         self._anchor_plan = _anchors.AnchorPlan([], [])  # Options.anchorTensor's, checked
         self._anchor_memory = {}  # getAnchoredTensor's values from the last call
         self._anchor_shapes = {}  # each anchored gradient's parameter shape, by name
-        self._trained_names = []  # the parameters the optimizer trains
 
     def _check_options(self):
         opts = self._options
@@ -599,7 +598,7 @@ class Executor:
         self._executable = executable
         self._resolve_variable_anchors()
         self._compile_options = options
-        self._call_spec = _call_spec((args, kwargs))
+        self._call_spec = _call_spec(args, kwargs)
         self._compiled_flags = _module_flags(self._user_model)
         self._signature = signature
         self._output_structure = imported.output_structure
@@ -624,13 +623,12 @@ class Executor:
         become extra outputs of the training program."""
         config = options.training
         tensors = _weights.named_tensors(self._model)
-        self._trained_names = [name for group in config.groups for name in group.parameters
-                               ] if self._training else []
+        trained = _trained_names(config) if self._training else []
         steps = self._options.device_iterations
         self._anchor_plan = _anchors.plan(
             self._options.anchored_tensors, self._training,
             (self._output_mode(), self._options.output_return_period), steps,
-            self._trained_names, list(tensors))
+            trained, list(tensors))
         self._anchor_shapes = {name: tensors[name].shape
                                for _, name in self._anchor_plan.gradients}
         if self._training:
@@ -676,7 +674,8 @@ class Executor:
             return names
         used = set(names)
         return (names + [_anchors.UPDATED + name for name in names]
-                + [_anchors.GRADIENT + name for name in self._trained_names if name in used])
+                + [_anchors.GRADIENT + name
+                   for name in _trained_names(self._compile_options.training) if name in used])
 
     def _build_executable(self, graph, options):
         """The executable of `graph`: loadExecutable's program, else the cached
@@ -819,35 +818,31 @@ class Executor:
         return f"popsim {kind} model ({state}) of {type(self._user_model).__name__}"
 
 
+def _trained_names(config):
+    """The parameters a TrainingConfig's optimizer groups train."""
+    return [name for group in config.groups for name in group.parameters]
+
+
 class _TensorSpec(NamedTuple):
     """A call's tensor in an exported file: its shape and dtype."""
     shape: tuple
     dtype: torch.dtype
 
 
-def _call_spec(value):
-    """`value` with its tensors (in tuples, lists and dicts) replaced by _TensorSpecs."""
-    if isinstance(value, torch.Tensor):
-        return _TensorSpec(tuple(value.shape), value.dtype)
-    if type(value) in (list, tuple):
-        return type(value)(_call_spec(item) for item in value)
-    if type(value) is dict:
-        return {name: _call_spec(item) for name, item in value.items()}
-    return value
+def _call_spec(args, kwargs):
+    """The call as _structure.flatten sees it, with each tensor leaf replaced
+    by its _TensorSpec: (structure, leaves)."""
+    leaves, _, structure = _structure.flatten((args, kwargs), "")
+    return structure, [_TensorSpec(tuple(leaf.shape), leaf.dtype)
+                       if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves]
 
 
 def _call_from_spec(spec):
-    """Zero tensors in place of _call_spec's specs: (args, kwargs)."""
-    def build(value):
-        if isinstance(value, _TensorSpec):
-            return torch.zeros(value.shape, dtype=value.dtype)
-        if type(value) in (list, tuple):
-            return type(value)(build(item) for item in value)
-        if type(value) is dict:
-            return {name: build(item) for name, item in value.items()}
-        return value
-    args, kwargs = build(spec)
-    return args, kwargs
+    """(args, kwargs) of _call_spec's call, with zero tensors of the specs."""
+    structure, leaves = spec
+    return _structure.unflatten([torch.zeros(leaf.shape, dtype=leaf.dtype)
+                                 if isinstance(leaf, _TensorSpec) else leaf for leaf in leaves],
+                                structure)
 
 
 def inferenceModel(model: torch.nn.Module, options: Optional[Options] = None) -> Executor:

@@ -9,6 +9,7 @@ them: what the tests compare with torch.autograd.
 
 from popsim import _C, _tracing, _weights
 from popsim.errors import InputError
+from popsim.options import DEFAULT_SOURCE_LOCATION_EXCLUDES
 
 
 def gradients(model, *args, training=False, **kwargs):
@@ -32,8 +33,8 @@ def gradients(model, *args, training=False, **kwargs):
         traced, _ = _tracing.trace(model, signature, [t.clone() for t in tensors],
                                    training=True)
     tensors = _tracing.widened(tensors)
-    graph = _C.import_module(traced, tensors, _tracing.LIBRARY_PATHS, _tracing.MODEL_ATTRIBUTE,
-                             signature.tensor_names, training=True)
+    graph = _C.import_module(traced, tensors, list(DEFAULT_SOURCE_LOCATION_EXCLUDES),
+                             _tracing.MODEL_ATTRIBUTE, signature.tensor_names, training=True)
     options = _C.CompileOptions()
     options.program = _C.ProgramKind.Gradients
     executable = _C.compile(graph, options)

@@ -15,17 +15,12 @@ import torch
 from popsim import _blocks, _device, _name_scope, _structure
 from popsim._ops import LIBRARY as _LIBRARY
 from popsim.errors import CompilationError, InputError
-from popsim.options import DEFAULT_SOURCE_LOCATION_EXCLUDES
 
 # torch.no_grad() and friends leave no trace of their own, so tracing records
 # each change of the grad mode as popsim::grad_mode(enabled): the importer
 # stops gradients at the values computed while it is off.
 _LIBRARY.define("grad_mode(bool enabled) -> ()", alias_analysis="CONSERVATIVE")
 _LIBRARY.impl("grad_mode", lambda enabled: None, "CompositeExplicitAutograd")
-
-# Frames in these directories are library code: source locations in errors
-# point at the first frame outside them, i.e. the user's own line.
-LIBRARY_PATHS = list(DEFAULT_SOURCE_LOCATION_EXCLUDES)
 
 MODEL_ATTRIBUTE = "model"
 

@@ -144,6 +144,26 @@ def test_a_damaged_export_is_an_error_not_a_recompilation(tmp_path):
         popsim.inferenceModel(Classifier()).loadExecutable(path)
 
 
+def test_nested_arguments_are_exported_as_the_model_took_them(tmp_path, counted):
+    class TakesADict(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.classifier = Classifier()
+
+        def forward(self, batch, scale=1.0):
+            return self.classifier(batch["x"] * scale, batch["labels"])
+
+    x, labels = batch()
+    model = TakesADict()
+    trainer = popsim.trainingModel(model, popsim.Options())
+    path = tmp_path / "dict.popsim"
+    trainer.compileAndExport(path, {"x": x, "labels": labels}, scale=2.0, export_model=False)
+    reloaded = popsim.trainingModel(TakesADict(), popsim.Options())
+    reloaded.loadExecutable(path)  # traced again on zeros of the same structure
+    assert counted == {"compile": 1, "load": 1}
+    assert reloaded({"x": x, "labels": labels}, scale=2.0)[1].shape == ()
+
+
 @pytest.mark.parametrize("ipu_id", [-1, 1.5, True, "0"])
 def test_useIpuId_takes_a_device_id(ipu_id):
     with pytest.raises(popsim.OptionError, match="useIpuId expects a non-negative device ID"):
