@@ -176,6 +176,18 @@ OpCost estimateOpCost(const ir::Node& node, const ChipSpec& chip,
   case ir::OpKind::Scatter:
   case ir::OpKind::ScatterReduce:
   case ir::OpKind::Assign: cost.exchangeCycles = exchangeCycles(outBytes, chip); break;
+  case ir::OpKind::ReplicaAllReduce: {
+    // All the replicas' IPUs sync, the ring moves the bytes, and each IPU
+    // adds the (replicas - 1) chunks it receives in the reduce-scatter.
+    const int64_t replicas = node.attrs().getInt("replicas");
+    const int64_t systemIpus = node.attrs().getInt("system_ipus");
+    cost.syncCycles = syncCycles(systemIpus, chip);
+    cost.exchangeCycles = ringAllReduceCycles(outBytes, replicas, systemIpus, chip);
+    cost.computeCycles = elementwisePassCycles(
+        ceilDiv(outElements * static_cast<uint64_t>(replicas - 1), static_cast<uint64_t>(replicas)),
+        chip);
+    break;
+  }
   case ir::OpKind::IpuCopy:
     // Over the IPU-Links between two IPUs; the receiving IPU waits for it.
     cost.syncCycles = 0;
@@ -235,6 +247,16 @@ uint64_t linkTransferCycles(uint64_t bytes, int64_t numIpus, const ChipSpec& chi
 uint64_t streamingMemoryCycles(uint64_t bytes, const ChipSpec& chip) {
   return transferCycles(bytes, chip.linkLatencyCycles,
                         chip.linkBytesPerSecond / kStreamingMemorySlowdown, chip);
+}
+
+uint64_t ringAllReduceCycles(uint64_t bytes, int64_t replicas, int64_t systemIpus,
+                             const ChipSpec& chip) {
+  if (replicas < 2) return 0;
+  const double bandwidth =
+      systemIpus > kIpusPerChassis ? kGatewayLinkBytesPerSecond : chip.linkBytesPerSecond;
+  const uint64_t chunk = ceilDiv(bytes, static_cast<uint64_t>(replicas));
+  return static_cast<uint64_t>(2 * (replicas - 1)) *
+         transferCycles(chunk, chip.linkLatencyCycles, bandwidth, chip);
 }
 
 uint64_t syncCycles(int64_t numIpus, const ChipSpec& chip) {

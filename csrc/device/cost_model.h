@@ -43,6 +43,17 @@ uint64_t linkTransferCycles(uint64_t bytes, int64_t numIpus, const ChipSpec& chi
 // Mk2's 64 GB/s links) with the links' latency.
 constexpr double kStreamingMemorySlowdown = 8.0;
 uint64_t streamingMemoryCycles(uint64_t bytes, const ChipSpec& chip);
+// A ring all-reduce of `bytes` over `replicas` IPUs (one per replica) of a
+// job of `systemIpus` IPUs: 2 x (replicas - 1) steps (reduce-scatter, then
+// all-gather), each sending bytes / replicas to the next IPU of the ring
+// with the link's latency. Rings within a chassis of kIpusPerChassis IPUs
+// run over IPU-Links; larger jobs cross chassis over GW-Links, which bound
+// the ring.
+constexpr int64_t kIpusPerChassis = 16;
+// One GW-Link of an IPU-M2000 (Graphcore's IPU-Fabric: 100 Gbit/s).
+constexpr double kGatewayLinkBytesPerSecond = 12.5e9;
+uint64_t ringAllReduceCycles(uint64_t bytes, int64_t replicas, int64_t systemIpus,
+                             const ChipSpec& chip);
 // Synchronisation across `numIpus` IPUs: ceil(15 ns x f x hops x 2) cycles
 // with hops = 1 + numIpus / 4 (about 40 cycles on one Mk2, 80 on four).
 uint64_t syncCycles(int64_t numIpus, const ChipSpec& chip);

@@ -100,7 +100,8 @@ namespace popsim::ir {
   X(PrintTensor, "print_tensor", Check)                                                            \
   X(RecomputationCheckpoint, "recomputation_checkpoint", Layout)                                   \
   X(LambUpdate, "lamb_update", Optimizer)                                                          \
-  X(HostCall, "host_call", Host)
+  X(HostCall, "host_call", Host)                                                                   \
+  X(ReplicaAllReduce, "replica_all_reduce", Collective)
 
 enum class OpKind : uint16_t {
 #define POPSIM_OP_ENUM(kind, name, family) kind,
@@ -138,10 +139,11 @@ enum class OpFamily {
   Sort,     // values sorted along a dimension, with their positions
   Random,   // ops drawing random numbers (dropout, random_draw, random_bernoulli)
   Loss,
-  Update,    // writes weights or state in place: assign, accumulate, fill
-  Optimizer, // fused optimizer steps
-  Transfer,  // inter-IPU copies, which the runtime performs itself
-  Host,      // functions the host computes in the middle of a program (PopTorch's CPU ops)
+  Update,     // writes weights or state in place: assign, accumulate, fill
+  Optimizer,  // fused optimizer steps
+  Transfer,   // inter-IPU copies, which the runtime performs itself
+  Host,       // functions the host computes in the middle of a program (PopTorch's CPU ops)
+  Collective, // reductions across the replicas of a replicated model
 };
 
 std::string_view opKindName(OpKind kind);

@@ -37,6 +37,7 @@ std::array<OpSchema, kNumOpKinds> buildTable() {
   ops::registerTrainingOps(registry);
   ops::registerUpdateOps(registry);
   ops::registerHostCallOps(registry);
+  ops::registerCollectiveOps(registry);
   for (const OpSchema& schema : table) {
     POPSIM_ASSERT(schema.inferTypes != nullptr, "op '", schema.name(), "' has no schema.");
   }

@@ -8,6 +8,8 @@
 
 namespace popsim::kernels {
 
+class ReplicaCollectives;
+
 // What a kernel is built from: the node and where its operands live.
 struct KernelRequest {
   const ir::Node& node;
@@ -24,6 +26,9 @@ struct KernelRequest {
   // to eager's and training trajectories do not drift apart through ReLU
   // kinks. Inference keeps the (faster) inference kernels.
   bool training = false;
+  // Where the runtime puts the collectives of the replica this program runs
+  // as (null until it joins its replicas): replica_all_reduce reads it.
+  ReplicaCollectives* const* collectives = nullptr;
 };
 
 // Builds the kernel of a node: a oneDNN primitive where one fits, otherwise

@@ -119,6 +119,31 @@ bool needsStep(const TrainingConfig& config, const ParameterGroup& group) {
   return config.optimizer != OptimizerKind::Sgd || group.hasMomentum;
 }
 
+// Each step gradient summed over the replicas, on its parameter's IPU at the
+// start of the optimizer step (the GradientNorm phase, after the last
+// backward), keyed by the parameter so the replicas' ops pair up.
+std::unordered_map<const ir::Value*, ir::Value*>
+sumAcrossReplicas(ir::Graph& graph, const TrainingConfig& config,
+                  const std::vector<ir::Value*>& params,
+                  const std::unordered_map<const ir::Value*, ir::Value*>& grads) {
+  POPSIM_CHECK(config.systemIpus >= config.replicas, ErrorKind::InvalidOption, "training with ",
+               config.replicas, " replicas needs at least as many IPUs, got ", config.systemIpus,
+               ".");
+  std::unordered_map<const ir::Value*, ir::Value*> reduced;
+  for (ir::Value* param : params) {
+    const auto grad = grads.find(param);
+    if (grad == grads.end()) continue;
+    const ir::Placement where = inPhase(placementOf(param), ir::Phase::GradientNorm);
+    reduced[param] = addNode(graph, ir::OpKind::ReplicaAllReduce, {grad->second},
+                             {{"key", param->name()},
+                              {"replicas", config.replicas},
+                              {"system_ipus", config.systemIpus}},
+                             where.phase, where)
+                         ->output();
+  }
+  return reduced;
+}
+
 // Scales the step's gradients by min(1, maxGradNorm / (norm + 1e-6)), norm the
 // 2-norm of all of them together, as torch.nn.utils.clip_grad_norm_. Each IPU
 // sums the squares of its own gradients in its gradient-norm task; each IPU's
@@ -322,9 +347,15 @@ void buildTrainingProgram(ir::Graph& graph, const TrainingConfig& config) {
     advanceRandomCounters(graph, counter);
   }
 
+  // With replicas, the step's gradients summed across them: what clipping
+  // and the updates read. Accumulators keep this replica's own sums.
+  const auto reducedGrads =
+      config.replicas > 1 ? sumAcrossReplicas(graph, config, params, stepGrads) : stepGrads;
+
   // Step 4: gradient clipping; the updates read the clipped gradients.
-  const auto updateGrads =
-      config.maxGradNorm > 0.0 ? clipByGlobalNorm(graph, config, params, stepGrads) : stepGrads;
+  const auto updateGrads = config.maxGradNorm > 0.0
+                               ? clipByGlobalNorm(graph, config, params, reducedGrads)
+                               : reducedGrads;
 
   // Step 5: per group, the step count and the updates. Each IPU holding
   // parameters of the group has its own hyper-parameters and step count.

@@ -42,6 +42,12 @@ struct TrainingConfig {
   // becomes an output after the model's, in this order: PopTorch's
   // anchorTensor(name, "Gradient___<parameter>").
   std::vector<std::string> anchoredGradients;
+  // Replicas of the program that train together (replicationFactor times the
+  // processes of a distributed job): each step's gradients are summed across
+  // them before clipping and the update (gradientScale then also divides by
+  // the replicas for a mean). `systemIpus` counts all the job's IPUs.
+  int64_t replicas = 1;
+  int64_t systemIpus = 1;
 };
 
 // The state a training program keeps is named as ir/state_names.h says.
@@ -61,6 +67,8 @@ std::vector<std::string> hyperParameterNames(OptimizerKind optimizer);
 //    (or, with runningMean, averaged into, counting its micro-batches in an
 //    int64 state) each micro-batch and zeroed after the step;
 // 3. the random counter (dropout, random draws) advanced once per micro-batch;
+//    with replicas, each step gradient summed across them by a
+//    replica_all_reduce on its parameter's IPU (GradientNorm phase);
 // 4. with maxGradNorm, each IPU's sum of squares of its gradients
 //    (GradientNorm phase), and in each IPU's Update phase the global norm
 //    from all of them and the gradients scaled by the clipping factor;

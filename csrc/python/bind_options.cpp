@@ -75,7 +75,9 @@ void bindOptions(py::module_& module) {
       .def_readwrite("max_grad_norm", &passes::TrainingConfig::maxGradNorm)
       .def_readwrite("gradient_scale", &passes::TrainingConfig::gradientScale)
       .def_readwrite("running_mean", &passes::TrainingConfig::runningMean)
-      .def_readwrite("anchored_gradients", &passes::TrainingConfig::anchoredGradients);
+      .def_readwrite("anchored_gradients", &passes::TrainingConfig::anchoredGradients)
+      .def_readwrite("replicas", &passes::TrainingConfig::replicas)
+      .def_readwrite("system_ipus", &passes::TrainingConfig::systemIpus);
   py::class_<runtime::CompileOptions>(module, "CompileOptions")
       .def(py::init<>())
       .def_property(

@@ -139,9 +139,37 @@ void registerHostFunction(const std::string& id, py::function function) {
   });
 }
 
+// A replica group whose all-reduces also call `crossProcess(key, ipu,
+// tensor)` (None: this process only), which must sum the tensor in place
+// across the job's processes (torch.distributed.all_reduce). A Python
+// exception fails the run with an ExecutionError and stops the replicas.
+std::shared_ptr<runtime::ReplicaGroup> makeReplicaGroup(int64_t replicas, py::object crossProcess) {
+  if (crossProcess.is_none()) return std::make_shared<runtime::ReplicaGroup>(replicas);
+  auto held = std::make_shared<PythonFunction>();
+  held->function = std::move(crossProcess);
+  return std::make_shared<runtime::ReplicaGroup>(
+      replicas, [held](const std::string& key, int64_t ipu, float* data, size_t count) {
+        py::gil_scoped_acquire gil;
+        try {
+          held->function(key, ipu,
+                         tensorOver(data, {ir::DType::Float32, {static_cast<int64_t>(count)}}));
+        } catch (py::error_already_set& error) {
+          throwError(ErrorKind::Execution, "summing the gradient of '" + key +
+                                               "' across processes failed: " + error.what());
+        }
+      });
+}
+
 } // namespace
 
 void bindRuntime(py::module_& module) {
+  py::class_<runtime::ReplicaGroup, std::shared_ptr<runtime::ReplicaGroup>>(
+      module, "ReplicaGroup", "The replicas of a model in this process, which sum gradients.")
+      .def(py::init(&makeReplicaGroup), py::arg("replicas"), py::arg("cross_process") = py::none())
+      .def_property_readonly("replicas", &runtime::ReplicaGroup::replicas)
+      .def("abort", &runtime::ReplicaGroup::abort, py::arg("reason"),
+           "Stops every replica waiting in an all-reduce (one failed).")
+      .def("reset", &runtime::ReplicaGroup::reset, "Forgets a failed call.");
   module.def("register_host_function", &registerHostFunction, py::arg("id"), py::arg("function"),
              "Registers function(inputs, outputs) as what the CPU op `id` runs on the host.");
   module.def("clear_host_functions", &kernels::clearHostFunctions,
@@ -149,6 +177,8 @@ void bindRuntime(py::module_& module) {
   py::class_<Executable, std::shared_ptr<Executable>>(module, "Executable",
                                                       "A model compiled for simulated IPUs.")
       .def("run", &run, py::arg("inputs"), "Runs one call: deviceIterations iterations.")
+      .def("join_replicas", &Executable::joinReplicas, py::arg("group"), py::arg("index"),
+           "Makes this executable replica `index` of `group`.")
       .def(
           "serialize_program",
           [](const Executable& executable) { return py::bytes(executable.serializeProgram()); },

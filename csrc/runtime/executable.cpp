@@ -128,6 +128,36 @@ void Executable::run(const std::vector<TensorView>& inputs,
   const CallContext call{inputs, outputs, std::chrono::steady_clock::now()};
   ran_ = false; // a failing call leaves no half-recorded call behind
   wallTimes_.assign(static_cast<size_t>(layout_.numIpus()), {});
+  try {
+    runIpus(call);
+  } catch (...) {
+    abortReplicas(std::current_exception());
+    throw;
+  }
+  // Every call of a program takes the same simulated time.
+  lastRunCycles_ = simulated_.cycles;
+  ran_ = true;
+}
+
+void Executable::joinReplicas(std::shared_ptr<ReplicaGroup> group, int64_t index) {
+  std::lock_guard<std::mutex> device(deviceMutex_);
+  collectives_ = group->member(index);
+  replicaGroup_ = std::move(group);
+  collectivesSlot_ = collectives_.get();
+}
+
+void Executable::abortReplicas(const std::exception_ptr& failure) {
+  if (replicaGroup_ == nullptr) return;
+  try {
+    std::rethrow_exception(failure);
+  } catch (const std::exception& error) {
+    replicaGroup_->abort(error.what());
+  } catch (...) {
+    replicaGroup_->abort("an unknown error");
+  }
+}
+
+void Executable::runIpus(const CallContext& call) {
   if (layout_.numIpus() == 1) {
     ThreadCountScope threads(threadsPerIpu_);
     runIpu(0, call);
@@ -147,6 +177,7 @@ void Executable::run(const std::vector<TensorView>& inputs,
           if (!failure) failure = std::current_exception();
           for (auto& channel : channels_)
             channel->abort();
+          abortReplicas(failure); // its other IPUs may wait in an all-reduce
         }
       });
     }
@@ -158,9 +189,6 @@ void Executable::run(const std::vector<TensorView>& inputs,
       std::rethrow_exception(failure);
     }
   }
-  // Every call of a program takes the same simulated time.
-  lastRunCycles_ = simulated_.cycles;
-  ran_ = true;
 }
 
 void Executable::runIpu(int64_t ipu, const CallContext& call) {

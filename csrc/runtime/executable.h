@@ -16,6 +16,7 @@
 #include "runtime/device_memory.h"
 #include "runtime/output_spec.h"
 #include "runtime/pipeline_schedule.h"
+#include "runtime/replica_group.h"
 #include "runtime/simulated_clock.h"
 #include "runtime/tensor_view.h"
 
@@ -160,6 +161,10 @@ public:
   // name the input and the expected and actual shape or dtype.
   void run(const std::vector<TensorView>& inputs, const std::vector<TensorView>& outputs);
 
+  // Makes this executable replica `index` of `group`: its replica_all_reduce
+  // ops meet the other replicas' there, and a failure of its run stops them.
+  void joinReplicas(std::shared_ptr<ReplicaGroup> group, int64_t index);
+
   // Variables by name: weights (parameter paths) and state (accumulators,
   // optimizer state: "<param>/exp_avg", "optimizer/group0/hyper", ...).
   // Writing a state also writes its replicas on other IPUs.
@@ -224,6 +229,9 @@ private:
   void runTask(const ScheduledTask& scheduled, int64_t microBatch, dnnl::stream& stream,
                const CallContext& call);
   void runIpu(int64_t ipu, const CallContext& call);
+  void runIpus(const CallContext& call);
+  // Stops the other replicas after this one failed with `failure`.
+  void abortReplicas(const std::exception_ptr& failure);
   const ir::Value& variableNamed(const std::string& name) const;
   int64_t microBatchesPerStep() const;
   int64_t microBatchesPerCall() const {
@@ -276,6 +284,11 @@ private:
   std::vector<std::vector<TaskWallTime>> wallTimes_;
   // Per IPU, the tasks of one step in schedule order.
   std::vector<std::vector<ScheduledTask>> ipuOrders_;
+  // The replicas this one trains with (none: it runs alone) and its
+  // collectives, which the replica_all_reduce kernels find through the slot.
+  std::shared_ptr<ReplicaGroup> replicaGroup_;
+  std::unique_ptr<kernels::ReplicaCollectives> collectives_;
+  kernels::ReplicaCollectives* collectivesSlot_ = nullptr;
   // The channel each ipu_copy node receives from.
   std::unordered_map<const ir::Node*, Channel*> copyChannels_;
 };

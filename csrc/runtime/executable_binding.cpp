@@ -292,7 +292,8 @@ void Executable::buildTasks(const std::vector<device::OpTemporaries>& temporarie
                                    {},
                                    cpuEngine(),
                                    &weightsVersions_[static_cast<size_t>(ipu)],
-                                   options_.program != ProgramKind::Inference};
+                                   options_.program != ProgramKind::Inference,
+                                   &collectivesSlot_};
     for (const ir::Value* input : node->inputs()) {
       request.inputs.push_back({memory.address(input), input->type()});
     }

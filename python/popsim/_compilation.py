@@ -51,14 +51,20 @@ def micro_batches(options: Options, signature: "_tracing.Signature",
     tensors, _ = float64_as_float32(signature.tensor_names, tensors)
     iterations = options.device_iterations
     accumulation = options.Training.gradient_accumulation
-    factor = iterations * accumulation
-    if accumulation == 1:
+    replicas = options.replication_factor
+    factor = iterations * accumulation * replicas
+    if accumulation == 1 and replicas == 1:
         explained = (f"deviceIterations ({iterations}): each call runs {iterations} device "
                      "iteration(s) on micro-batches of equal size")
     else:
-        explained = (f"deviceIterations ({iterations}) x gradientAccumulation ({accumulation}) "
-                     f"= {factor}: each call runs {iterations} device iteration(s) of "
-                     f"{accumulation} micro-batches, all of equal size")
+        product = f"deviceIterations ({iterations})"
+        if accumulation > 1:
+            product += f" x gradientAccumulation ({accumulation})"
+        if replicas > 1:
+            product += f" x replicationFactor ({replicas})"
+        explained = (f"{product} = {factor}: each call runs {iterations} device iteration(s) "
+                     f"of {accumulation} micro-batch(es) on each of {replicas} replica(s), "
+                     "all of equal size")
     micro = []
     for name, tensor in zip(signature.tensor_names, tensors):
         if tensor.dtype not in SUPPORTED_DTYPES + _tracing.WIDENED_DTYPES:
@@ -67,7 +73,7 @@ def micro_batches(options: Options, signature: "_tracing.Signature",
                 "int64, bool, uint8, int8 and int16 tensors, and float64 ones as float32 "
                 "(convert it, e.g. with .float()).")
         if tensor.dim() == 0:
-            if factor == 1:  # one micro-batch per call: the scalar is it, as in PopTorch
+            if factor == replicas:  # one micro-batch per call: every replica gets the scalar
                 micro.append(tensor.clone())
                 continue
             raise InputError(
@@ -102,7 +108,9 @@ def import_call(model: torch.nn.Module, options: Options, training: bool,
     if batched:
         signature.batch_explanation = (
             f"micro-batch {batched[0].shape[0]} x deviceIterations {options.device_iterations} "
-            f"x gradientAccumulation {options.Training.gradient_accumulation}")
+            f"x gradientAccumulation {options.Training.gradient_accumulation}"
+            + (f" x replicationFactor {options.replication_factor}"
+               if options.replication_factor > 1 else ""))
     traced, flat = _tracing.trace(model, signature, micro, training,
                                   module_scopes=options.module_namescope)
     tracing_done()
@@ -118,6 +126,21 @@ def random_seed(options: Options) -> int:
     return seed if seed is not None else torch.initial_seed() % (2**63)
 
 
+def replica_ipus(options: Options, ipus_used: int) -> int:
+    """IPUs of each replica's simulated system: Simulator.numIpus counts the
+    IPUs of all replicas (as a real system's would), so each gets its share."""
+    replicas = options.replication_factor
+    total = options.Simulator.num_ipus
+    if total is None:
+        return ipus_used
+    if total % replicas != 0 or total // replicas < ipus_used:
+        raise OptionError(
+            f"Simulator.numIpus({total}) must hold replicationFactor ({replicas}) replicas of "
+            f"the model, which uses {ipus_used} IPU(s) each: set it to a multiple of {replicas} "
+            f"that is at least {replicas * ipus_used}, or leave it unset.")
+    return total // replicas
+
+
 def compile_options(options: Options, graph: "_C.Graph", training: bool,
                     output_mode: OutputMode) -> "_C.CompileOptions":
     """The typed options C++ compiles `graph` with. Blocks without an execution
@@ -130,7 +153,7 @@ def compile_options(options: Options, graph: "_C.Graph", training: bool,
     ipus_used = 1 + max((ipu for _, _, ipu in stages), default=0)
     if options.auto_round_num_ipus:  # IPUs come in powers of two
         ipus_used = 1 << (ipus_used - 1).bit_length()
-    num_ipus = options.Simulator.num_ipus or ipus_used
+    num_ipus = replica_ipus(options, ipus_used)
     for ipu in options.available_memory_proportion:
         if ipu >= num_ipus:
             raise OptionError(
@@ -141,6 +164,9 @@ def compile_options(options: Options, graph: "_C.Graph", training: bool,
     compiled.num_ipus = num_ipus
     compiled.stages = [_C.StageAssignment(*stage) for stage in stages]
     compiled.threads_per_ipu = options.Simulator.threads_per_ipu or 0
+    replicas = options.replication_factor
+    if replicas > 1 and not compiled.threads_per_ipu:  # the host's threads shared by all IPUs
+        compiled.threads_per_ipu = max(1, torch.get_num_threads() // (replicas * ipus_used))
     compiled.chip = getattr(_C.ChipVersion, options.Simulator.ipu_version)
     compiled.memory_per_ipu = options.Simulator.memory_per_ipu or 0
     compiled.device_iterations = options.device_iterations

@@ -27,8 +27,8 @@ from typing import Any, NamedTuple, Optional
 import torch
 
 from popsim import (_C, _anchors, _compilation, _executable_file, _hooks, _host_sync,
-                    _optimizer_state, _structure, _tracing, _training, _training_registry,
-                    _weights)
+                    _optimizer_state, _replication, _structure, _tracing, _training,
+                    _training_registry, _weights)
 from popsim._logging import LOGGER
 from popsim.enums import ConnectionType, OutputMode
 from popsim.errors import ExecutableFileError, InputError, OptionError
@@ -124,9 +124,13 @@ class Executor:
         self._reset()
 
     def _reset(self):
+        close = getattr(self.__dict__.get("_executable"), "close", None)
+        if close is not None:  # replicas: their threads
+            close()
         self._graph = None
         self._compiled_flags = None  # every module's train/eval flag when compiled
         self._executable = None
+        self._broadcast_buffers = []  # replicated training: buffers replica 0 hands on
         self._signature = None
         self._output_structure = None
         self._input_updates = []  # inputs the model modifies in place, by index
@@ -151,11 +155,6 @@ class Executor:
 
     def _check_options(self):
         opts = self._options
-        if opts.replication_factor != 1:
-            raise OptionError(
-                f"replicationFactor({opts.replication_factor}): popsim simulates one replica "
-                "of a model. Set opts.replicationFactor(1); to size the batches of several "
-                "replicas, use popsim.DataLoader with options that are not passed to a model.")
         processes = opts.Distributed.numProcesses
         if self._training and processes > 1:
             raise OptionError(
@@ -272,6 +271,8 @@ class Executor:
                 {short: values[name] for short, name in self._anchor_plan.variables})
         for index, dtype in self._narrow_outputs:
             outputs[index] = outputs[index].to(dtype)
+        if self._broadcast_buffers:
+            self._executable.broadcast(self._broadcast_buffers)
         if self._training:
             self._host_dirty = True
             self._optimizer_device_newer = True
@@ -589,10 +590,13 @@ class Executor:
             if self._record is None:  # compiling again after destroy()
                 self._record = _training_registry.register(self._user_model, self)
             binding = _training.OptimizerBinding(self._optimizer, self._names_by_tensor())
-            options.training = binding.config(self._options)
+            config = binding.config(self._options)
+            config.system_ipus = options.num_ipus * self._options.replication_factor
+            options.training = config
         self._plan_anchors(options)
         progress.phase("compile")
-        executable = self._build_executable(graph, options)
+        executable = self._replicated(self._build_executable(graph, options), options,
+                                      len(graph.input_updates()))
         progress.phase("weights")
         self._graph = graph
         self._executable = executable
@@ -607,6 +611,12 @@ class Executor:
                                 if dtype in _WIDENED_DTYPES]
         self._input_updates = graph.input_updates()
         self._binding = binding
+        if (self._training and self._options.replication_factor > 1
+                and self._options.broadcast_buffers):
+            buffers = {name for prefix, module in self._model.named_modules()
+                       for name in (f"{prefix}.{b}" if prefix else b
+                                    for b, t in module._buffers.items() if t is not None)}
+            self._broadcast_buffers = [n for n in executable.weight_names() if n in buffers]
         self._upload_weights()
         if binding is not None:
             executable.write_variables(binding.initial_state(executable))
@@ -676,6 +686,26 @@ class Executor:
         return (names + [_anchors.UPDATED + name for name in names]
                 + [_anchors.GRADIENT + name
                    for name in _trained_names(self._compile_options.training) if name in used])
+
+    def _replicated(self, executable, options, input_updates):
+        """The executable itself, or with replicationFactor > 1 its replicas
+        (the same program loaded again), which run every call together."""
+        replicas = self._options.replication_factor
+        if replicas == 1:
+            return executable
+        program = executable.serialize_program()
+        copies = [executable] + [_C.load_program(program, options) for _ in range(1, replicas)]
+        micro_batches = self._options.device_iterations * self._options.Training.gradient_accumulation
+        mode, period = self._output_mode(), self._options.output_return_period
+        model_outputs = len(executable.output_types()) - input_updates
+
+        def output_slots(index, _count):
+            if index >= model_outputs or mode == OutputMode.All:  # input updates: every one
+                return micro_batches
+            return micro_batches // period if mode == OutputMode.EveryN else 1
+
+        return _replication.ReplicatedExecutable(copies, _C.ReplicaGroup(replicas),
+                                                 micro_batches, output_slots)
 
     def _build_executable(self, graph, options):
         """The executable of `graph`: loadExecutable's program, else the cached

@@ -128,13 +128,17 @@ def running_mean(options):
 
 
 def grad_scale(options):
-    """How a step reads its accumulated gradient: the mean (default) or the sum
-    (a running mean is read as it is)."""
+    """How a step reads its gradient, accumulated over micro-batches and summed
+    over replicas: the mean over both (default) or the sum (a running mean of
+    the micro-batches is averaged over replicas only)."""
     accumulation = options.Training.gradient_accumulation
+    replicas = options.replication_factor
     reduction = options.Training.accumulation_and_replication_reduction_type
-    if running_mean(options):
+    if reduction != ReductionType.Mean:
         return 1.0
-    return 1.0 / accumulation if reduction == ReductionType.Mean else 1.0
+    if running_mean(options):  # accumulators hold means; replicas still sum
+        return 1.0 / replicas
+    return 1.0 / (accumulation * replicas)
 
 
 class OptimizerBinding:
@@ -165,6 +169,7 @@ class OptimizerBinding:
         config.max_grad_norm = self.max_grad_norm
         config.gradient_scale = grad_scale(options)
         config.running_mean = running_mean(options)
+        config.replicas = options.replication_factor
         config.groups = [parameter_group(flags, [name for name, _ in params])
                          for flags, params in zip(self.flags, self.groups)]
         return config

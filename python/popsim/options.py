@@ -554,9 +554,12 @@ class Options(_OptionGroup):
         return self._set("device_iterations", positive_int("deviceIterations", iterations))
 
     def replicationFactor(self, replicas: int) -> "Options":
-        """Copies of the model that each take a share of every batch. popsim.DataLoader
-        sizes its combined batch with it; models simulate one replica, so compiling a
-        model with replicationFactor > 1 raises an OptionError."""
+        """Copies of the model (data parallelism), each on IPUs of its own, that
+        take a share of every call's batch and, in training, sum their gradients
+        before each optimizer step (the mean or the sum, as
+        Training.accumulationAndReplicationReductionType says). A call's combined
+        batch holds micro-batch x deviceIterations x gradientAccumulation x
+        replicas samples; Simulator.numIpus counts the IPUs of all replicas."""
         return self._set("replication_factor", positive_int("replicationFactor", replicas))
 
     def prefetchDepth(self, depth: int) -> "Options":
@@ -773,8 +776,11 @@ class Options(_OptionGroup):
         return self._set("sync_pattern", pattern)
 
     def broadcastBuffers(self, broadcast: bool = True) -> "Options":
-        """Whether replicas share their buffers (PopTorch's default True). popsim
-        simulates one replica, which has nothing to share them with."""
+        """Whether a replicated training model keeps its buffers (batch norm's
+        running statistics) the same on every replica: after each call, replica
+        0's are copied to the others (default True). With False each replica
+        keeps its own, updated from its own data, and the host model gets
+        replica 0's."""
         return self._set("broadcast_buffers", _bool("broadcastBuffers", broadcast))
 
     def enableSyntheticData(self, enabled: bool) -> "Options":

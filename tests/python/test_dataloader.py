@@ -330,12 +330,6 @@ def test_option_errors():
         opts.deviceIterations(2)
 
 
-def test_models_refuse_replication():
-    with pytest.raises(popsim.OptionError, match=r"replicationFactor\(2\): popsim simulates one "
-                       "replica"):
-        popsim.inferenceModel(torch.nn.Linear(1, 1), options(replicas=2))
-
-
 def test_works_with_tqdm():
     loader = popsim.DataLoader(options(5), numbered(100), batch_size=2,
                                mode=popsim.DataLoaderMode.Async)

@@ -45,6 +45,7 @@ void registerGradientOps(OpRegistry& registry);
 void registerTrainingOps(OpRegistry& registry);
 void registerUpdateOps(OpRegistry& registry);
 void registerHostCallOps(OpRegistry& registry);
+void registerCollectiveOps(OpRegistry& registry);
 } // namespace ops
 
 } // namespace popsim::ir

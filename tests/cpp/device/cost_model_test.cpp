@@ -94,6 +94,14 @@ TEST(CostModelTest, LinkTransferCycles) {
   EXPECT_EQ(device::linkTransferCycles(1000, 4, mk2()), 80u + 3000u + 21u);
 }
 
+TEST(CostModelTest, RingAllReduceCycles) {
+  // 4 replicas: 2 x 3 steps of a quarter of the bytes, each with the link's
+  // 3000-cycle latency; over 16 IPUs the GW-Links (12.5 GB/s) bound the ring.
+  EXPECT_EQ(device::ringAllReduceCycles(4000, 4, 4, mk2()), 6u * (3000u + 21u));
+  EXPECT_EQ(device::ringAllReduceCycles(4000, 4, 32, mk2()), 6u * (3000u + 107u));
+  EXPECT_EQ(device::ringAllReduceCycles(4000, 1, 1, mk2()), 0u);
+}
+
 TEST(CostModelTest, LinearFollowsMacThroughput) {
   // [64,512] x [256,512]^T: 64 x 256 x 512 = 8,388,608 MACs -> ceil(593.6) = 594.
   const device::OpCost cost = costOf(OpKind::Linear, {f32({64, 512}), f32({256, 512})});

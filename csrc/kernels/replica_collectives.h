@@ -1,0 +1,23 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+// How one replica of a replicated program reaches the replicas it trains
+// with (replicationFactor, and the processes of a distributed job). The
+// runtime provides it; replica_all_reduce kernels call it from their IPU's
+// thread, so it must be safe to call from several threads at once.
+namespace popsim::kernels {
+
+class ReplicaCollectives {
+public:
+  virtual ~ReplicaCollectives() = default;
+  // Replaces `data` (`count` floats) by its element-wise sum over every
+  // replica. All replicas call it with the same key, IPU and count; it
+  // returns when all have (each gets the same sum) and throws popsim::Error
+  // when another replica failed.
+  virtual void allReduceSum(const std::string& key, int64_t ipu, float* data, size_t count) = 0;
+};
+
+} // namespace popsim::kernels

@@ -1,0 +1,100 @@
+#include "runtime/replica_group.h"
+
+#include "common/check.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace popsim::runtime {
+
+class ReplicaGroup::Member : public kernels::ReplicaCollectives {
+public:
+  Member(std::shared_ptr<ReplicaGroup> group, int64_t index)
+      : group_(std::move(group)), index_(index) {}
+  void allReduceSum(const std::string& key, int64_t ipu, float* data, size_t count) override {
+    group_->allReduceSum(index_, key, ipu, data, count);
+  }
+
+private:
+  std::shared_ptr<ReplicaGroup> group_;
+  int64_t index_;
+};
+
+ReplicaGroup::ReplicaGroup(int64_t replicas, CrossProcessSum crossProcess)
+    : replicas_(replicas), crossProcess_(std::move(crossProcess)) {
+  POPSIM_CHECK(replicas >= 1, ErrorKind::InvalidOption,
+               "a replica group needs at least one "
+               "replica, got ",
+               replicas, ".");
+}
+
+std::unique_ptr<kernels::ReplicaCollectives> ReplicaGroup::member(int64_t index) {
+  POPSIM_CHECK(index >= 0 && index < replicas_, ErrorKind::InvalidOption, "replica ", index,
+               " of a group of ", replicas_, " replicas (0 to ", replicas_ - 1, ").");
+  return std::make_unique<Member>(shared_from_this(), index);
+}
+
+void ReplicaGroup::abort(const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!aborted_) abortReason_ = reason;
+    aborted_ = true;
+  }
+  changed_.notify_all();
+}
+
+void ReplicaGroup::reset() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  aborted_ = false;
+  abortReason_.clear();
+  meetings_.clear();
+}
+
+void ReplicaGroup::throwAborted(const std::string& key, int64_t replica) const {
+  throwError(ErrorKind::Execution, strCat("replica ", replica, " stopped in the all-reduce of '",
+                                          key, "' because another replica failed: ", abortReason_));
+}
+
+void ReplicaGroup::allReduceSum(int64_t replica, const std::string& key, int64_t ipu, float* data,
+                                size_t count) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (aborted_) throwAborted(key, replica);
+  Meeting& meeting = meetings_[{key, ipu}];
+  if (meeting.buffers.empty()) {
+    meeting.buffers.assign(static_cast<size_t>(replicas_), nullptr);
+    meeting.count = count;
+  }
+  POPSIM_ASSERT(meeting.count == count && meeting.buffers[static_cast<size_t>(replica)] == nullptr,
+                "replica ", replica, " reduced '", key, "' twice or with another size.");
+  meeting.buffers[static_cast<size_t>(replica)] = data;
+  if (++meeting.arrived == replicas_) {
+    lock.unlock(); // the others wait for `summed`; other meetings go on
+    try {
+      sumArrived(meeting, key, ipu);
+    } catch (const std::exception& error) {
+      abort(error.what());
+      throw;
+    }
+    lock.lock();
+    meeting.summed = true;
+    changed_.notify_all();
+  } else {
+    changed_.wait(lock, [&] { return meeting.summed || aborted_; });
+    if (!meeting.summed) throwAborted(key, replica);
+  }
+  std::memcpy(data, meeting.sum.data(), count * sizeof(float));
+  if (++meeting.left == replicas_) meetings_.erase({key, ipu});
+}
+
+void ReplicaGroup::sumArrived(Meeting& meeting, const std::string& key, int64_t ipu) {
+  // Only this thread touches the meeting's sum until `summed` is set.
+  meeting.sum.assign(meeting.buffers[0], meeting.buffers[0] + meeting.count);
+  for (size_t replica = 1; replica < meeting.buffers.size(); ++replica) {
+    const float* buffer = meeting.buffers[replica];
+    for (size_t i = 0; i < meeting.count; ++i)
+      meeting.sum[i] += buffer[i];
+  }
+  if (crossProcess_) crossProcess_(key, ipu, meeting.sum.data(), meeting.count);
+}
+
+} // namespace popsim::runtime

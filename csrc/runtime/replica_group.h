@@ -1,0 +1,66 @@
+#pragma once
+
+#include "kernels/replica_collectives.h"
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace popsim::runtime {
+
+// The replicas of one model that this process runs (replicationFactor),
+// which sum their gradients through it. Each replica is an Executable of
+// the same program, running on its own host threads; at each
+// replica_all_reduce they meet here, the last to arrive adds the buffers in
+// replica order (so every replica gets the same bits, whoever came last) and,
+// in a distributed job, sums the result across processes.
+class ReplicaGroup : public std::enable_shared_from_this<ReplicaGroup> {
+public:
+  // Sums `count` floats in place across the job's processes (torch.distributed
+  // in the Python bindings); called once per all-reduce by one thread.
+  using CrossProcessSum =
+      std::function<void(const std::string& key, int64_t ipu, float* data, size_t count)>;
+
+  explicit ReplicaGroup(int64_t replicas, CrossProcessSum crossProcess = {});
+  int64_t replicas() const { return replicas_; }
+  // The collectives replica `index` (0 <= index < replicas) runs with.
+  std::unique_ptr<kernels::ReplicaCollectives> member(int64_t index);
+  // A replica failed with `reason`: every all-reduce waiting now, or started
+  // before reset(), throws an Execution error saying so. The first reason
+  // is kept.
+  void abort(const std::string& reason);
+  // Forgets a failed call (between calls, while no replica runs).
+  void reset();
+
+private:
+  class Member;
+  // One all-reduce in progress: the replicas' buffers, then their sum.
+  struct Meeting {
+    std::vector<float*> buffers;
+    size_t count = 0;
+    int64_t arrived = 0;
+    int64_t left = 0;
+    bool summed = false;
+    std::vector<float> sum;
+  };
+  void allReduceSum(int64_t replica, const std::string& key, int64_t ipu, float* data,
+                    size_t count);
+  void sumArrived(Meeting& meeting, const std::string& key, int64_t ipu);
+  [[noreturn]] void throwAborted(const std::string& key, int64_t replica) const;
+
+  const int64_t replicas_;
+  const CrossProcessSum crossProcess_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::map<std::pair<std::string, int64_t>, Meeting> meetings_; // by (key, IPU)
+  bool aborted_ = false;
+  std::string abortReason_;
+};
+
+} // namespace popsim::runtime

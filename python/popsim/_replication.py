@@ -1,0 +1,116 @@
+"""Replicas of a compiled model (``Options.replicationFactor``).
+
+Each replica is an executable of the same program with simulated IPUs of its
+own; the replicas of a call run concurrently on host threads, and in
+training their ``replica_all_reduce`` ops meet in one ``_C.ReplicaGroup``,
+which sums every step's gradients across them before the update.
+
+A call's combined batch is laid out as PopTorch lays it out: dimension 0
+holds, for each of the call's micro-batch steps (deviceIterations x
+gradientAccumulation), one micro-batch per replica, replica by replica. Each
+replica takes its micro-batches from every step; outputs come back in the
+same order (a scalar per replica and step is stacked into a vector).
+"""
+
+import concurrent.futures
+from typing import Callable, Dict, List, Optional, Sequence
+
+import torch
+
+from popsim import _C
+
+_STOPPED_BY_ANOTHER = "because another replica failed"
+
+
+def split(tensor: torch.Tensor, steps: int, replicas: int) -> List[torch.Tensor]:
+    """Each replica's part of one input: its micro-batches of every step.
+    A 0-d input (one micro-batch per call) goes to every replica."""
+    if tensor.dim() == 0:
+        return [tensor] * replicas
+    per_step = tensor.reshape(steps, replicas, tensor.shape[0] // (steps * replicas),
+                              *tensor.shape[1:])
+    return [per_step[:, r].reshape(-1, *tensor.shape[1:]).contiguous() for r in range(replicas)]
+
+
+def merge(parts: Sequence[torch.Tensor], slots: int) -> torch.Tensor:
+    """One output from the replicas' `parts`, each holding `slots` returned
+    micro-batches (or iterations) concatenated along dimension 0: for each
+    slot, every replica's in replica order."""
+    first = parts[0]
+    if first.dim() == 0:
+        return torch.stack(list(parts))
+    if first.numel() == 0:
+        return first.new_empty(first.shape[0] * len(parts), *first.shape[1:])
+    stacked = torch.stack([part.reshape(slots, -1) for part in parts], dim=1)
+    return stacked.reshape(first.shape[0] * len(parts), *first.shape[1:])
+
+
+class ReplicatedExecutable:
+    """Stands for the replicas' executables where the executor uses one:
+    runs split the call across them; writes go to every replica; reads,
+    the memory report, the clock and the trace are replica 0's (replicas
+    run the same program, and training keeps their weights equal)."""
+
+    def __init__(self, executables: List["_C.Executable"], group: "_C.ReplicaGroup",
+                 steps: int, output_slots: Callable[[int, int], int]):
+        self._replicas = executables
+        self._group = group
+        self._steps = steps  # micro-batch steps per call
+        self._output_slots = output_slots  # (output index, outputs) -> returned slots
+        self._pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
+        for index, executable in enumerate(executables):
+            executable.join_replicas(group, index)
+
+    @property
+    def replicas(self) -> List["_C.Executable"]:
+        return list(self._replicas)
+
+    def __getattr__(self, name):
+        return getattr(self._replicas[0], name)
+
+    def run(self, inputs: List[torch.Tensor]) -> List[torch.Tensor]:
+        count = len(self._replicas)
+        parts = [split(tensor, self._steps, count) for tensor in inputs]
+        per_replica = [[part[r] for part in parts] for r in range(count)]
+        if self._pool is None:
+            self._pool = concurrent.futures.ThreadPoolExecutor(
+                max_workers=count - 1, thread_name_prefix="popsim-replica")
+        self._group.reset()
+        others = [self._pool.submit(self._replicas[r].run, per_replica[r])
+                  for r in range(1, count)]
+        results, errors = [None] * count, []
+        try:
+            results[0] = self._replicas[0].run(per_replica[0])
+        except Exception as error:  # noqa: BLE001 - reported below, after the others stop
+            errors.append(error)
+        for r, future in enumerate(others, start=1):
+            try:
+                results[r] = future.result()
+            except Exception as error:  # noqa: BLE001
+                errors.append(error)
+        if errors:
+            # The replica that failed first, not those it stopped.
+            raise next((e for e in errors if _STOPPED_BY_ANOTHER not in str(e)), errors[0])
+        outputs = len(results[0])
+        return [merge([result[i] for result in results], self._output_slots(i, outputs))
+                for i in range(outputs)]
+
+    def write_variables(self, values: Dict[str, torch.Tensor]) -> None:
+        for executable in self._replicas:
+            executable.write_variables(values)
+
+    def write_hyperparameters(self, *args, **kwargs) -> None:
+        for executable in self._replicas:
+            executable.write_hyperparameters(*args, **kwargs)
+
+    def broadcast(self, names: Sequence[str]) -> None:
+        """Copies replica 0's variables `names` to the other replicas."""
+        if names:
+            values = self._replicas[0].read_variables(list(names))
+            for executable in self._replicas[1:]:
+                executable.write_variables(values)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None

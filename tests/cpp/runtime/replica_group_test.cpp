@@ -1,0 +1,96 @@
+// Replicas meeting in a ReplicaGroup, each on its own thread as replicated
+// executables run: every replica gets the same sum, added in replica order;
+// a failure wakes the replicas that wait for it.
+
+#include "runtime/replica_group.h"
+
+#include "common/error.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace popsim {
+namespace {
+
+using runtime::ReplicaGroup;
+
+TEST(ReplicaGroupTest, EveryReplicaGetsTheSumInReplicaOrder) {
+  constexpr int kReplicas = 3;
+  auto group = std::make_shared<ReplicaGroup>(kReplicas);
+  // 1e8 + 1 - 1e8 in float: replica order gives 0 (1e8 + 1 rounds to 1e8)
+  // where another order would give 1.
+  std::vector<std::vector<float>> data = {{1e8f, 1.0f}, {1.0f, 2.0f}, {-1e8f, 3.0f}};
+  std::vector<std::thread> threads;
+  for (int r = kReplicas - 1; r >= 0; --r) { // the last replica arrives first
+    threads.emplace_back([&, r] {
+      auto member = group->member(r);
+      member->allReduceSum("w", 0, data[static_cast<size_t>(r)].data(), 2);
+    });
+  }
+  for (auto& thread : threads)
+    thread.join();
+  for (const auto& values : data) {
+    EXPECT_EQ(values[0], (1e8f + 1.0f) + -1e8f);
+    EXPECT_EQ(values[1], 6.0f);
+  }
+}
+
+TEST(ReplicaGroupTest, KeysAndIpusMeetSeparatelyAndTheCrossProcessSumRunsOnce) {
+  int crossProcessCalls = 0;
+  auto group = std::make_shared<ReplicaGroup>(
+      2, [&](const std::string&, int64_t, float* data, size_t count) {
+        ++crossProcessCalls;
+        for (size_t i = 0; i < count; ++i)
+          data[i] *= 10.0f; // as if ten processes had the same sum
+      });
+  std::vector<float> a0 = {1}, b0 = {2}, a1 = {3}, b1 = {4};
+  std::thread other([&] {
+    auto member = group->member(1);
+    member->allReduceSum("b", 1, b1.data(), 1);
+    member->allReduceSum("a", 0, a1.data(), 1);
+  });
+  auto member = group->member(0);
+  member->allReduceSum("a", 0, a0.data(), 1);
+  member->allReduceSum("b", 1, b0.data(), 1);
+  other.join();
+  EXPECT_EQ(a0[0], 40.0f);
+  EXPECT_EQ(a1[0], 40.0f);
+  EXPECT_EQ(b0[0], 60.0f);
+  EXPECT_EQ(b1[0], 60.0f);
+  EXPECT_EQ(crossProcessCalls, 2);
+}
+
+TEST(ReplicaGroupTest, AFailedReplicaStopsTheWaitingOnesUntilReset) {
+  auto group = std::make_shared<ReplicaGroup>(2);
+  std::vector<float> value = {1};
+  std::string message;
+  std::thread waiting([&] {
+    try {
+      group->member(0)->allReduceSum("layer.weight", 0, value.data(), 1);
+    } catch (const Error& error) {
+      message = error.what();
+    }
+  });
+  group->abort("replica 1: nll_loss target 7 is out of range");
+  waiting.join();
+  EXPECT_NE(message.find("replica 0 stopped in the all-reduce of 'layer.weight' because another "
+                         "replica failed: replica 1: nll_loss target 7"),
+            std::string::npos)
+      << message;
+  EXPECT_THROW(group->member(1)->allReduceSum("x", 0, value.data(), 1), Error);
+  group->reset();
+  std::thread other([&] {
+    std::vector<float> mine = {2};
+    group->member(1)->allReduceSum("x", 0, mine.data(), 1);
+  });
+  group->member(0)->allReduceSum("x", 0, value.data(), 1);
+  other.join();
+  EXPECT_EQ(value[0], 3.0f);
+}
+
+} // namespace
+} // namespace popsim

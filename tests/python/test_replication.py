@@ -1,0 +1,213 @@
+"""Options.replicationFactor: replicas of a model that split every call's
+combined batch (as PopTorch lays it out) and, in training, sum their
+gradients before each step, so n replicas of micro-batch b train as one
+replica of micro-batch n x b."""
+
+import copy
+
+import pytest
+import torch
+from torch import nn
+
+import popsim
+from popsim.errors import ExecutionError, OptionError
+
+from conftest import assert_close
+
+
+class Classifier(nn.Module):
+    def __init__(self, norm=False):
+        super().__init__()
+        self.first = nn.Linear(6, 12)
+        self.norm = nn.BatchNorm1d(12) if norm else nn.Identity()
+        self.second = nn.Linear(12, 4)
+
+    def forward(self, x, labels):
+        out = self.second(torch.relu(self.norm(self.first(x))))
+        return out, nn.functional.cross_entropy(out, labels)
+
+
+class BlockedClassifier(Classifier):
+    def forward(self, x, labels):
+        with popsim.Block("B0", ipu_id=0):
+            hidden = torch.relu(self.first(x))
+        with popsim.Block("B1", ipu_id=1):
+            out = self.second(hidden)
+            return out, nn.functional.cross_entropy(out, labels)
+
+
+def batches(count, samples, seed=1):
+    generator = torch.Generator().manual_seed(seed)
+    return [(torch.randn(samples, 6, generator=generator),
+             torch.randint(0, 4, (samples,), generator=generator)) for _ in range(count)]
+
+
+def train(model, replicas, data, optimizer=popsim.optim.SGD, iterations=1, accumulation=1,
+          reduction=popsim.ReductionType.Mean, **optimizer_args):
+    model = copy.deepcopy(model)
+    opts = popsim.Options().replicationFactor(replicas).deviceIterations(iterations)
+    opts.Training.gradientAccumulation(accumulation)
+    opts.Training.accumulationAndReplicationReductionType(reduction)
+    if isinstance(model, BlockedClassifier):
+        opts.setExecutionStrategy(popsim.PipelinedExecution("B0", "B1"))
+    trainer = popsim.trainingModel(
+        model, opts, optimizer(model.parameters(), lr=optimizer_args.pop("lr", 0.05),
+                               **optimizer_args))
+    losses = [trainer(x, y)[1] for x, y in data]
+    trainer.copyWeightsToHost()
+    return model, losses, trainer
+
+
+def assert_same_weights(actual, expected):
+    for (name, value), (_, reference) in zip(actual.state_dict().items(),
+                                             expected.state_dict().items()):
+        assert_close(value, reference, msg=lambda m, name=name: f"{name}: {m}")
+
+
+@pytest.mark.parametrize("replicas", [2, 4])
+def test_replicas_train_as_one_replica_with_their_combined_micro_batch(replicas):
+    model, data = Classifier(), batches(3, 16)
+    single, single_losses, _ = train(model, 1, data)
+    replicated, losses, trainer = train(model, replicas, data)
+    assert_same_weights(replicated, single)
+    # Final mode: one loss per replica, each the mean over its own samples,
+    # so their mean is the single replica's loss.
+    assert losses[-1].shape == (replicas,)
+    assert_close(losses[-1].mean(), single_losses[-1])
+    assert trainer.options.replication_factor == replicas
+
+
+def test_the_step_combines_accumulation_iterations_and_replicas():
+    # Dimension 0 holds, for each of the 2 x 3 micro-batch steps, 2 replicas'
+    # micro-batches of 4: one replica's micro-batch of 8 holds the same samples.
+    model, data = Classifier(), batches(2, 4 * 2 * 3 * 2)
+    single, _, _ = train(model, 1, data, iterations=2, accumulation=3,
+                         optimizer=popsim.optim.Adam, lr=0.01)
+    replicated, _, _ = train(model, 2, data, iterations=2, accumulation=3,
+                             optimizer=popsim.optim.Adam, lr=0.01)
+    assert_same_weights(replicated, single)
+
+
+def test_sum_reduction_sums_over_replicas():
+    model, data = Classifier(), batches(2, 8)
+    # Two replicas' mean losses summed: one replica's mean loss, doubled.
+    single, _, _ = train(model, 1, data, lr=0.1)
+    replicated, _, _ = train(model, 2, data, reduction=popsim.ReductionType.Sum, lr=0.05)
+    assert_same_weights(replicated, single)
+
+
+def test_gradient_clipping_sees_the_summed_gradients():
+    model, data = Classifier(), batches(3, 8)
+    single, _, _ = train(model, 1, data, max_grad_norm=0.05)
+    replicated, _, _ = train(model, 2, data, max_grad_norm=0.05)
+    assert_same_weights(replicated, single)
+
+
+def test_a_replicated_pipeline_trains_as_one_replica():
+    model, data = BlockedClassifier(), batches(2, 4 * 4 * 2)
+    single, _, _ = train(model, 1, data, accumulation=4)
+    replicated, _, trainer = train(model, 2, data, accumulation=4)
+    assert_same_weights(replicated, single)
+    steps = {step["op"]: step for step in trainer._executable.program()}
+    assert steps["replica_all_reduce"]["task"].startswith("N")
+
+
+def test_outputs_come_back_step_by_step_replica_by_replica():
+    model = nn.Linear(3, 2)
+    x = torch.randn(2 * 3 * 4, 3)  # 3 iterations x 2 replicas x micro-batch 4
+    expected = model(x).detach()
+    for mode, rows in [(popsim.OutputMode.All, slice(None)),
+                       (popsim.OutputMode.Final, slice(16, 24)),
+                       (popsim.OutputMode.Sum, None)]:
+        opts = popsim.Options().replicationFactor(2).deviceIterations(3).outputMode(mode)
+        result = popsim.inferenceModel(model, opts)(x)
+        if rows is None:  # per replica, the sum over its iterations
+            assert_close(result, expected.reshape(3, 8, 2).sum(0))
+        else:
+            assert_close(result, expected[rows])
+    opts = popsim.Options().replicationFactor(2).deviceIterations(4).outputMode(
+        popsim.OutputMode.EveryN, 2)
+    x = torch.randn(4 * 2 * 1, 3)
+    assert_close(popsim.inferenceModel(model, opts)(x),
+                 model(x).detach().reshape(4, 2, 2)[[1, 3]].reshape(4, 2))
+
+
+def test_scalar_outputs_are_stacked_per_replica_and_step():
+    class Total(nn.Module):
+        def forward(self, x):
+            return x.sum()
+
+    opts = popsim.Options().replicationFactor(2).deviceIterations(3)
+    x = torch.randn(12, 5)
+    assert_close(popsim.inferenceModel(Total(), opts)(x), x.reshape(6, 10).sum(1))
+
+
+def test_inputs_written_in_place_come_back_in_place():
+    class Count(nn.Module):
+        def forward(self, x, counter):
+            counter += x.sum(1)
+            return x * 2
+
+    opts = popsim.Options().replicationFactor(2).deviceIterations(2)
+    x, counter = torch.randn(8, 3), torch.zeros(8)
+    popsim.inferenceModel(Count(), opts)(x, counter)
+    assert_close(counter, x.sum(1))
+
+
+def test_buffers_follow_broadcast_buffers():
+    model, data = Classifier(norm=True), batches(2, 8)
+    for broadcast in (True, False):
+        copied = copy.deepcopy(model)
+        opts = popsim.Options().replicationFactor(2).broadcastBuffers(broadcast)
+        trainer = popsim.trainingModel(copied, opts, popsim.optim.SGD(copied.parameters(), lr=0.1))
+        for x, y in data:
+            trainer(x, y)
+        replicas = trainer._executable.replicas
+        means = [r.read_variables(["norm.running_mean"])["norm.running_mean"] for r in replicas]
+        # Replica 0's statistics, from its own samples, reach the host either way.
+        assert_close(copied.norm.running_mean, means[0])
+        assert torch.equal(means[0], means[1]) == broadcast
+
+
+def test_a_failing_replica_stops_the_others_with_its_own_error():
+    model = Classifier()
+    trainer = popsim.trainingModel(model, popsim.Options().replicationFactor(2),
+                                   popsim.optim.SGD(model.parameters(), lr=0.1))
+    x, y = batches(1, 8)[0]
+    trainer(x, y)
+    bad = y.clone()
+    bad[5] = 7  # a class the model does not have, in replica 1's half
+    with pytest.raises(ExecutionError, match="7") as error:
+        trainer(x, bad)
+    assert "another replica failed" not in str(error.value)
+    trainer(x, y)  # the replicas run on after a failed call
+
+
+def test_simulator_num_ipus_counts_every_replica():
+    model, data = BlockedClassifier(), batches(1, 16)
+    opts = popsim.Options().replicationFactor(2)
+    opts.Simulator.numIpus(3)
+    opts.Training.gradientAccumulation(4)
+    trainer = popsim.trainingModel(model, opts, popsim.optim.SGD(model.parameters(), lr=0.1))
+    with pytest.raises(OptionError, match=r"Simulator.numIpus\(3\) must hold replicationFactor "
+                       r"\(2\) replicas of the model, which uses 2 IPU\(s\) each"):
+        trainer(*data[0])
+
+
+def test_the_all_reduce_is_charged_on_the_simulated_clock():
+    # Each replica runs what one replica runs with its micro-batch, and then the ring.
+    model = Classifier()
+    _, _, single = train(model, 1, batches(1, 8))
+    _, _, replicated = train(model, 2, batches(1, 16))
+    steps = [s for s in replicated._executable.program() if s["op"] == "replica_all_reduce"]
+    assert len(steps) == 4  # one per trained parameter
+    ring = sum(s["cycles"] for s in steps)
+    assert ring > 4 * 2 * 3000  # 2 x (replicas - 1) link latencies each, at least
+    assert replicated.cycleCount() == single.cycleCount() + ring
+
+
+def test_replicated_inference_runs_every_replica():
+    model = nn.Sequential(nn.Linear(5, 7), nn.Tanh())
+    x = torch.randn(6, 5)
+    result = popsim.inferenceModel(model, popsim.Options().replicationFactor(3))(x)
+    assert_close(result, model(x).detach())
