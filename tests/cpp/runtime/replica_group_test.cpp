@@ -47,16 +47,20 @@ TEST(ReplicaGroupTest, KeysAndIpusMeetSeparatelyAndTheCrossProcessSumRunsOnce) {
         for (size_t i = 0; i < count; ++i)
           data[i] *= 10.0f; // as if ten processes had the same sum
       });
+  // Each replica's IPUs run on threads of their own: IPU0 reduces "a", IPU1 "b".
   std::vector<float> a0 = {1}, b0 = {2}, a1 = {3}, b1 = {4};
-  std::thread other([&] {
-    auto member = group->member(1);
-    member->allReduceSum("b", 1, b1.data(), 1);
-    member->allReduceSum("a", 0, a1.data(), 1);
-  });
-  auto member = group->member(0);
-  member->allReduceSum("a", 0, a0.data(), 1);
-  member->allReduceSum("b", 1, b0.data(), 1);
-  other.join();
+  std::vector<std::thread> ipus;
+  const auto reduce = [&](int64_t replica, const char* key, int64_t ipu, float* value) {
+    ipus.emplace_back([&group, replica, key, ipu, value] {
+      group->member(replica)->allReduceSum(key, ipu, value, 1);
+    });
+  };
+  reduce(1, "b", 1, b1.data());
+  reduce(0, "a", 0, a0.data());
+  reduce(1, "a", 0, a1.data());
+  reduce(0, "b", 1, b0.data());
+  for (auto& thread : ipus)
+    thread.join();
   EXPECT_EQ(a0[0], 40.0f);
   EXPECT_EQ(a1[0], 40.0f);
   EXPECT_EQ(b0[0], 60.0f);
