@@ -154,8 +154,12 @@ std::shared_ptr<runtime::ReplicaGroup> makeReplicaGroup(int64_t replicas, py::ob
           held->function(key, ipu,
                          tensorOver(data, {ir::DType::Float32, {static_cast<int64_t>(count)}}));
         } catch (py::error_already_set& error) {
-          throwError(ErrorKind::Execution, "summing the gradient of '" + key +
-                                               "' across processes failed: " + error.what());
+          throwError(ErrorKind::Execution,
+                     "summing the gradient of '" + key + "' across processes failed (" +
+                         std::string(py::str(error.value())) +
+                         "): another process of the job stopped or cannot be reached. Look at "
+                         "the other processes' output; POPSIM_DISTRIBUTED_TIMEOUT (seconds) "
+                         "bounds how long a process waits for the others.");
         }
       });
 }

@@ -27,8 +27,8 @@ from typing import Any, NamedTuple, Optional
 import torch
 
 from popsim import (_C, _anchors, _compilation, _executable_file, _hooks, _host_sync,
-                    _optimizer_state, _replication, _structure, _tracing, _training,
-                    _training_registry, _weights)
+                    _optimizer_state, _process_group, _replication, _structure, _tracing,
+                    _training, _training_registry, _weights)
 from popsim._logging import LOGGER
 from popsim.enums import ConnectionType, OutputMode
 from popsim.errors import ExecutableFileError, InputError, OptionError
@@ -155,13 +155,6 @@ class Executor:
 
     def _check_options(self):
         opts = self._options
-        processes = opts.Distributed.numProcesses
-        if self._training and processes > 1:
-            raise OptionError(
-                f"Options.Distributed: this is process {opts.Distributed.processId} of "
-                f"{processes}, but popsim does not yet reduce gradients across processes, so "
-                "each process would train weights of its own. Train in one process (or call "
-                "opts.Distributed.disable()); inference models run in every process.")
         if not self._training and opts.Training.gradient_accumulation != 1:
             raise OptionError(
                 "Inference models do not accumulate gradients: set "
@@ -591,7 +584,7 @@ class Executor:
                 self._record = _training_registry.register(self._user_model, self)
             binding = _training.OptimizerBinding(self._optimizer, self._names_by_tensor())
             config = binding.config(self._options)
-            config.system_ipus = options.num_ipus * self._options.replication_factor
+            config.system_ipus = options.num_ipus * config.replicas
             options.training = config
         self._plan_anchors(options)
         progress.phase("compile")
@@ -611,18 +604,23 @@ class Executor:
                                 if dtype in _WIDENED_DTYPES]
         self._input_updates = graph.input_updates()
         self._binding = binding
-        if (self._training and self._options.replication_factor > 1
+        if (self._training and _replication.replica_count(self._options) > 1
                 and self._options.broadcast_buffers):
             buffers = {name for prefix, module in self._model.named_modules()
                        for name in (f"{prefix}.{b}" if prefix else b
                                     for b, t in module._buffers.items() if t is not None)}
             self._broadcast_buffers = [n for n in executable.weight_names() if n in buffers]
+        if self._training and self._options.Distributed.numProcesses > 1:
+            _process_group.broadcast_from_first_process(
+                _weights.host_weights(self._model, executable.weight_names()))
         self._upload_weights()
         if binding is not None:
             executable.write_variables(binding.initial_state(executable))
             binding.write_hyperparameters(executable, _training.grad_scale(self._options))
             _host_sync.install(self._user_model, self)
             _optimizer_state.install(self._optimizer, self)
+        if isinstance(executable, _replication.ReplicatedExecutable):
+            executable.draw_apart(self._options.Distributed.processId)
         # OnDemand attaches (and Never would) only when the model first runs.
         self._attached = self._options.connection_type == ConnectionType.Always
         self._compilation_seconds = time.perf_counter() - start
@@ -691,10 +689,13 @@ class Executor:
         """The executable itself, or with replicationFactor > 1 its replicas
         (the same program loaded again), which run every call together."""
         replicas = self._options.replication_factor
-        if replicas == 1:
+        processes = self._options.Distributed.numProcesses if self._training else 1
+        if replicas * processes == 1:
             return executable
         program = executable.serialize_program()
         copies = [executable] + [_C.load_program(program, options) for _ in range(1, replicas)]
+        cross_process = (None if processes == 1 else
+                         _process_group.cross_process_sum(self._options, options.num_ipus))
         micro_batches = self._options.device_iterations * self._options.Training.gradient_accumulation
         mode, period = self._output_mode(), self._options.output_return_period
         model_outputs = len(executable.output_types()) - input_updates
@@ -704,8 +705,9 @@ class Executor:
                 return micro_batches
             return micro_batches // period if mode == OutputMode.EveryN else 1
 
-        return _replication.ReplicatedExecutable(copies, _C.ReplicaGroup(replicas),
-                                                 micro_batches, output_slots)
+        return _replication.ReplicatedExecutable(
+            copies, _C.ReplicaGroup(replicas, cross_process), micro_batches, output_slots,
+            broadcast_across_processes=processes > 1)
 
     def _build_executable(self, graph, options):
         """The executable of `graph`: loadExecutable's program, else the cached

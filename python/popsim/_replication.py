@@ -17,9 +17,17 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import torch
 
-from popsim import _C
+from popsim import _C, _process_group
 
 _STOPPED_BY_ANOTHER = "because another replica failed"
+# Each replica's random counter starts 2**40 micro-batches from the next one's.
+_COUNTER_RANGE_BITS = 40
+
+
+def replica_count(options) -> int:
+    """The replicas of a job that train together: replicationFactor in each
+    of Options.Distributed's processes."""
+    return options.replication_factor * options.Distributed.numProcesses
 
 
 def split(tensor: torch.Tensor, steps: int, replicas: int) -> List[torch.Tensor]:
@@ -52,11 +60,13 @@ class ReplicatedExecutable:
     run the same program, and training keeps their weights equal)."""
 
     def __init__(self, executables: List["_C.Executable"], group: "_C.ReplicaGroup",
-                 steps: int, output_slots: Callable[[int, int], int]):
+                 steps: int, output_slots: Callable[[int, int], int],
+                 broadcast_across_processes: bool = False):
         self._replicas = executables
         self._group = group
         self._steps = steps  # micro-batch steps per call
         self._output_slots = output_slots  # (output index, outputs) -> returned slots
+        self._across_processes = broadcast_across_processes
         self._pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
         for index, executable in enumerate(executables):
             executable.join_replicas(group, index)
@@ -72,10 +82,12 @@ class ReplicatedExecutable:
         count = len(self._replicas)
         parts = [split(tensor, self._steps, count) for tensor in inputs]
         per_replica = [[part[r] for part in parts] for r in range(count)]
+        self._group.reset()
+        if count == 1:  # one replica in this process, of a job of several
+            return self._replicas[0].run(per_replica[0])
         if self._pool is None:
             self._pool = concurrent.futures.ThreadPoolExecutor(
                 max_workers=count - 1, thread_name_prefix="popsim-replica")
-        self._group.reset()
         others = [self._pool.submit(self._replicas[r].run, per_replica[r])
                   for r in range(1, count)]
         results, errors = [None] * count, []
@@ -104,11 +116,29 @@ class ReplicatedExecutable:
             executable.write_hyperparameters(*args, **kwargs)
 
     def broadcast(self, names: Sequence[str]) -> None:
-        """Copies replica 0's variables `names` to the other replicas."""
-        if names:
-            values = self._replicas[0].read_variables(list(names))
-            for executable in self._replicas[1:]:
-                executable.write_variables(values)
+        """Copies replica 0's variables `names` (of process 0, in a job of
+        several) to the other replicas."""
+        if not names:
+            return
+        values = self._replicas[0].read_variables(list(names))
+        if self._across_processes:
+            _process_group.broadcast_from_first_process(values)
+            targets = self._replicas
+        else:
+            targets = self._replicas[1:]
+        for executable in targets:
+            executable.write_variables(values)
+
+    def draw_apart(self, process: int) -> None:
+        """Starts each replica's random counter (dropout masks, random ops) in
+        a range of its own, so replicas do not draw the same numbers."""
+        count = len(self._replicas)
+        if _C.RANDOM_COUNTER_NAME not in set(self._replicas[0].state_names()):
+            return
+        for index, executable in enumerate(self._replicas):
+            start = (process * count + index) << _COUNTER_RANGE_BITS
+            executable.write_variables(
+                {_C.RANDOM_COUNTER_NAME: torch.tensor(start, dtype=torch.int64)})
 
     def close(self) -> None:
         if self._pool is not None:

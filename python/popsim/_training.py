@@ -129,10 +129,11 @@ def running_mean(options):
 
 def grad_scale(options):
     """How a step reads its gradient, accumulated over micro-batches and summed
-    over replicas: the mean over both (default) or the sum (a running mean of
-    the micro-batches is averaged over replicas only)."""
+    over the job's replicas (of every process): the mean over both (default)
+    or the sum (a running mean of the micro-batches is averaged over replicas
+    only)."""
     accumulation = options.Training.gradient_accumulation
-    replicas = options.replication_factor
+    replicas = options.replication_factor * options.Distributed.numProcesses
     reduction = options.Training.accumulation_and_replication_reduction_type
     if reduction != ReductionType.Mean:
         return 1.0
@@ -169,7 +170,7 @@ class OptimizerBinding:
         config.max_grad_norm = self.max_grad_norm
         config.gradient_scale = grad_scale(options)
         config.running_mean = running_mean(options)
-        config.replicas = options.replication_factor
+        config.replicas = options.replication_factor * options.Distributed.numProcesses
         config.groups = [parameter_group(flags, [name for name, _ in params])
                          for flags, params in zip(self.flags, self.groups)]
         return config

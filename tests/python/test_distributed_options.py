@@ -1,9 +1,10 @@
 """Options.Distributed, as PopTorch's: the process ID and count come from the
 launcher's environment (torchrun's RANK / WORLD_SIZE, else OpenMPI's) or
 configureProcessId; popsim.DataLoader gives each process its own part of
-every epoch, as PopTorch partitions it; inference runs in every process, and
-training refuses more than one process (gradients are not reduced across
-processes yet). One test launches two processes with torchrun on 127.0.0.1."""
+every epoch, as PopTorch partitions it; inference runs in every process on
+its own data, and training needs the processes to reach each other
+(test_distributed_training.py trains across them). One test launches two
+processes with torchrun on 127.0.0.1."""
 
 import json
 import os
@@ -102,13 +103,25 @@ def test_partitioning_needs_a_seed_to_shuffle_and_a_map_style_dataset():
     assert len(whole) == 16
 
 
-def test_training_refuses_several_processes_and_inference_runs(environment):
+def test_training_needs_the_launchers_rendezvous_and_inference_runs_alone(environment):
     environment.setenv("WORLD_SIZE", "2")
     environment.setenv("RANK", "1")
+    environment.delenv("MASTER_ADDR", raising=False)
+    environment.delenv("MASTER_PORT", raising=False)
+    class Regression(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(3, 2)
+
+        def forward(self, x):
+            return torch.nn.functional.mse_loss(self.linear(x), torch.zeros(x.shape[0], 2))
+
+    trainer = popsim.trainingModel(Regression(), popsim.Options())
+    with pytest.raises(popsim.OptionError, match=r"this is process 1 of 2, but MASTER_ADDR and "
+                       r"MASTER_PORT are not set, so popsim cannot reach the other processes. "
+                       r"Launch the script with torchrun"):
+        trainer(torch.randn(4, 3))
     model = torch.nn.Linear(3, 2)
-    with pytest.raises(popsim.OptionError, match=r"this is process 1 of 2, but popsim does not "
-                       r"yet reduce gradients across processes"):
-        popsim.trainingModel(model, popsim.Options())
     inference = popsim.inferenceModel(model, popsim.Options())
     x = torch.randn(4, 3)
     assert torch.equal(inference(x), popsim.inferenceModel(model)(x))

@@ -1,0 +1,92 @@
+"""Training across processes: the replicas of every process of a job
+(``Options.Distributed``, launched by torchrun) sum their gradients with
+``torch.distributed`` on the Gloo backend.
+
+Within a process the replicas meet in a ``_C.ReplicaGroup``; the last to
+arrive at each all-reduce hands the process's sum to ``all_reduce`` here,
+which sums it across processes. Each IPU of a replica runs its all-reduces
+on its own host thread in program order, so each gets a Gloo group of its
+own: the calls on one group then come in the same order in every process,
+while different IPUs' all-reduces proceed side by side.
+"""
+
+import datetime
+import os
+from typing import Callable, Dict
+
+import torch
+
+from popsim.errors import OptionError
+
+TIMEOUT_VARIABLE = "POPSIM_DISTRIBUTED_TIMEOUT"
+_DEFAULT_TIMEOUT_SECONDS = 300
+
+
+def timeout() -> datetime.timedelta:
+    """How long a collective waits for the other processes before failing
+    (POPSIM_DISTRIBUTED_TIMEOUT seconds, default 300): a process that died
+    makes the others fail, not hang."""
+    text = os.environ.get(TIMEOUT_VARIABLE, str(_DEFAULT_TIMEOUT_SECONDS))
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if seconds <= 0:
+        raise OptionError(f"{TIMEOUT_VARIABLE} is {text!r}: set it to a positive number of "
+                          "seconds.")
+    return datetime.timedelta(seconds=seconds)
+
+
+def _process_group_ready(options) -> None:
+    """Joins (or checks) the torch.distributed job of Options.Distributed."""
+    import torch.distributed as dist
+
+    process, processes = options.Distributed.processId, options.Distributed.numProcesses
+    if not dist.is_available():
+        raise OptionError(f"Options.Distributed says this is process {process} of {processes}, "
+                          "but this PyTorch has no torch.distributed to train across processes.")
+    if not dist.is_initialized():
+        missing = [name for name in ("MASTER_ADDR", "MASTER_PORT") if name not in os.environ]
+        if missing:
+            raise OptionError(
+                f"Options.Distributed says this is process {process} of {processes}, but "
+                f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set, so "
+                "popsim cannot reach the other processes. Launch the script with torchrun "
+                "(torchrun --nproc_per_node N script.py), or call "
+                "torch.distributed.init_process_group('gloo') before training.")
+        dist.init_process_group("gloo", rank=process, world_size=processes, timeout=timeout())
+    if (dist.get_rank(), dist.get_world_size()) != (process, processes):
+        raise OptionError(
+            f"Options.Distributed says this is process {process} of {processes}, but "
+            f"torch.distributed says rank {dist.get_rank()} of {dist.get_world_size()}. Let "
+            "the options read the launcher's environment, or configureProcessId to match.")
+
+
+def cross_process_sum(options, ipus: int) -> Callable[[str, int, torch.Tensor], None]:
+    """The function a ReplicaGroup calls to sum a gradient (in place) across
+    the job's processes, with one Gloo group for each of a replica's IPUs.
+    Every process must call this in the same order (they compile the same
+    model together)."""
+    import torch.distributed as dist
+
+    _process_group_ready(options)
+    groups = [dist.new_group(backend="gloo", timeout=timeout()) for _ in range(ipus)]
+
+    def all_reduce(key: str, ipu: int, tensor: torch.Tensor) -> None:
+        dist.all_reduce(tensor, group=groups[ipu])
+
+    return all_reduce
+
+
+def broadcast_from_first_process(tensors: Dict[str, torch.Tensor]) -> None:
+    """Gives every process process 0's values of `tensors` (in place), so all
+    processes start training from the same weights, whatever their seeds."""
+    import torch.distributed as dist
+
+    with torch.no_grad():
+        for name in sorted(tensors):
+            tensor = tensors[name]
+            dense = tensor if tensor.is_contiguous() else tensor.contiguous()
+            dist.broadcast(dense, src=0)
+            if dense is not tensor:
+                tensor.copy_(dense)

@@ -1,0 +1,153 @@
+"""Training across processes (Options.Distributed, launched by torchrun): each
+process runs its replicas on its own part of the global batch, and the
+gradients are summed across all replicas of all processes with
+torch.distributed (Gloo), so the job trains as one process would on the
+whole batch. Processes talk over 127.0.0.1 only, with bounded timeouts."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+
+import torch
+from torch import nn
+
+import popsim
+
+from conftest import assert_close
+
+LAUNCHERS = ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT",
+             "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK")
+
+MODEL = textwrap.dedent("""
+    import torch
+    from torch import nn
+
+    class Classifier(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.first = nn.Linear(6, 10)
+            self.second = nn.Linear(10, 3)
+            # Written from each replica's own samples: broadcastBuffers makes
+            # every replica of every process keep process 0's first replica's.
+            self.register_buffer("last_mean", torch.zeros(6))
+
+        def forward(self, x, labels):
+            with torch.no_grad():
+                self.last_mean.copy_(x.mean(0))
+            out = self.second(torch.relu(self.first(x)))
+            return out, nn.functional.cross_entropy(out, labels)
+
+    def global_batches(steps, samples):
+        generator = torch.Generator().manual_seed(11)
+        return [(torch.randn(samples, 6, generator=generator),
+                 torch.randint(0, 3, (samples,), generator=generator)) for _ in range(steps)]
+""")
+
+TRAINER = MODEL + textwrap.dedent("""
+    import sys
+    import popsim
+
+    options = popsim.Options().replicationFactor(2)
+    options.Training.gradientAccumulation(2)
+    process, processes = options.Distributed.processId, options.Distributed.numProcesses
+    torch.manual_seed(100 + process)  # process 0's weights reach every process
+    model = Classifier()
+    trainer = popsim.trainingModel(model, options, popsim.optim.SGD(
+        model.parameters(), lr=0.1, momentum=0.9))
+    for x, labels in global_batches(3, 32):
+        part = slice(process * 16, (process + 1) * 16)  # this process's share
+        trainer(x[part], labels[part])
+    trainer.copyWeightsToHost()
+    torch.save(model.state_dict(), sys.argv[1] + f".{process}")
+""")
+
+DYING = MODEL + textwrap.dedent("""
+    import os
+    import sys
+    import popsim
+
+    options = popsim.Options()
+    process = options.Distributed.processId
+    model = Classifier()
+    trainer = popsim.trainingModel(model, options, popsim.optim.SGD(model.parameters(), lr=0.1))
+    x, labels = global_batches(1, 8)[0]
+    trainer(x, labels)
+    if process == 1:
+        os._exit(3)  # dies between two steps
+    try:
+        trainer(x, labels)
+        message = "no error"
+    except popsim.ExecutionError as error:
+        message = str(error)
+    with open(sys.argv[1], "w") as out:
+        out.write(message)
+""")
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def clean_environment(**extra):
+    environment = {k: v for k, v in os.environ.items() if k not in LAUNCHERS}
+    environment.update(OMP_NUM_THREADS="1", POPSIM_DISTRIBUTED_TIMEOUT="30",
+                       PYTHONPATH=os.path.dirname(__file__), **extra)
+    return environment
+
+
+def test_two_processes_train_as_one_process_on_the_global_batch(tmp_path):
+    script = tmp_path / "trainer.py"
+    script.write_text(TRAINER)
+    weights = tmp_path / "weights.pt"
+    # Debian's torch 1.13 on Python 3.11 cannot parse torchrun's default "--redirects 0"
+    # and "--tee 0", so the command gives per-rank mappings.
+    command = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1",
+               "--nproc_per_node", "2", "--master_addr", "127.0.0.1", "--master_port",
+               str(free_port()), "--redirects", "0:1,1:1", "--tee", "0:1,1:1",
+               "--log_dir", str(tmp_path / "logs"), str(script), str(weights)]
+    result = subprocess.run(command, env=clean_environment(), capture_output=True, text=True,
+                            timeout=240, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+    namespace = {}
+    exec(MODEL, namespace)  # the same model, trained in this process on every sample
+    torch.manual_seed(100)
+    model = namespace["Classifier"]()
+    trainer = popsim.trainingModel(model, popsim.Options(), popsim.optim.SGD(
+        model.parameters(), lr=0.1, momentum=0.9))
+    for x, labels in namespace["global_batches"](3, 32):
+        trainer(x, labels)
+    trainer.copyWeightsToHost()
+    first, second = (torch.load(f"{weights}.{p}") for p in range(2))
+    for name, expected in model.state_dict().items():
+        assert torch.equal(first[name], second[name]), name
+        if name == "last_mean":  # process 0, step 1 of 2, replica 0: rows 8 to 11
+            assert_close(first[name], namespace["global_batches"](3, 32)[-1][0][8:12].mean(0))
+            continue
+        assert_close(first[name], expected, msg=lambda m, name=name: f"{name}: {m}")
+
+
+def test_a_process_dying_makes_the_other_fail_instead_of_hanging(tmp_path):
+    script = tmp_path / "dying.py"
+    script.write_text(DYING)
+    report = tmp_path / "report.txt"
+    port = str(free_port())
+    workers = [subprocess.Popen([sys.executable, str(script), str(report)],
+                                env=clean_environment(MASTER_ADDR="127.0.0.1", MASTER_PORT=port,
+                                                      WORLD_SIZE="2", RANK=str(rank)),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+               for rank in range(2)]
+    try:
+        codes = [worker.wait(timeout=180) for worker in workers]
+    finally:
+        for worker in workers:
+            worker.kill()
+    assert codes == [0, 3], workers[0].stderr.read()[-3000:]
+    message = report.read_text()
+    assert "summing the gradient of 'first.weight' across processes failed (" in message, message
+    assert "another process of the job stopped or cannot be reached" in message
