@@ -176,18 +176,29 @@ OpCost estimateOpCost(const ir::Node& node, const ChipSpec& chip,
   case ir::OpKind::Scatter:
   case ir::OpKind::ScatterReduce:
   case ir::OpKind::Assign: cost.exchangeCycles = exchangeCycles(outBytes, chip); break;
-  case ir::OpKind::ReplicaAllReduce: {
-    // All the replicas' IPUs sync, the ring moves the bytes, and each IPU
-    // adds the (replicas - 1) chunks it receives in the reduce-scatter.
+  case ir::OpKind::ReplicaAllReduce:
+  case ir::OpKind::ReplicaReduceScatter:
+  case ir::OpKind::ReplicaAllGather: {
+    // All the replicas' IPUs sync and the ring moves the bytes; reducing,
+    // each IPU adds the (replicas - 1) chunks it receives.
     const int64_t replicas = node.attrs().getInt("replicas");
     const int64_t systemIpus = node.attrs().getInt("system_ipus");
+    const uint64_t bytes = std::max(inputBytes(node), outBytes);
     cost.syncCycles = syncCycles(systemIpus, chip);
-    cost.exchangeCycles = ringAllReduceCycles(outBytes, replicas, systemIpus, chip);
-    cost.computeCycles = elementwisePassCycles(
-        ceilDiv(outElements * static_cast<uint64_t>(replicas - 1), static_cast<uint64_t>(replicas)),
-        chip);
+    cost.exchangeCycles = node.kind() == ir::OpKind::ReplicaAllReduce
+                              ? ringAllReduceCycles(bytes, replicas, systemIpus, chip)
+                              : ringPhaseCycles(bytes, replicas, systemIpus, chip);
+    if (node.kind() != ir::OpKind::ReplicaAllGather) {
+      const uint64_t elements = bytes / sizeof(float);
+      cost.computeCycles = elementwisePassCycles(
+          ceilDiv(elements * static_cast<uint64_t>(replicas - 1), static_cast<uint64_t>(replicas)),
+          chip);
+    }
     break;
   }
+  case ir::OpKind::ReplicaShard: // this replica's part, moved on chip
+    cost.exchangeCycles = exchangeCycles(outBytes, chip);
+    break;
   case ir::OpKind::IpuCopy:
     // Over the IPU-Links between two IPUs; the receiving IPU waits for it.
     cost.syncCycles = 0;
@@ -249,14 +260,19 @@ uint64_t streamingMemoryCycles(uint64_t bytes, const ChipSpec& chip) {
                         chip.linkBytesPerSecond / kStreamingMemorySlowdown, chip);
 }
 
-uint64_t ringAllReduceCycles(uint64_t bytes, int64_t replicas, int64_t systemIpus,
-                             const ChipSpec& chip) {
+uint64_t ringPhaseCycles(uint64_t bytes, int64_t replicas, int64_t systemIpus,
+                         const ChipSpec& chip) {
   if (replicas < 2) return 0;
   const double bandwidth =
       systemIpus > kIpusPerChassis ? kGatewayLinkBytesPerSecond : chip.linkBytesPerSecond;
   const uint64_t chunk = ceilDiv(bytes, static_cast<uint64_t>(replicas));
-  return static_cast<uint64_t>(2 * (replicas - 1)) *
+  return static_cast<uint64_t>(replicas - 1) *
          transferCycles(chunk, chip.linkLatencyCycles, bandwidth, chip);
+}
+
+uint64_t ringAllReduceCycles(uint64_t bytes, int64_t replicas, int64_t systemIpus,
+                             const ChipSpec& chip) {
+  return 2 * ringPhaseCycles(bytes, replicas, systemIpus, chip);
 }
 
 uint64_t syncCycles(int64_t numIpus, const ChipSpec& chip) {

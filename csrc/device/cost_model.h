@@ -54,6 +54,10 @@ constexpr int64_t kIpusPerChassis = 16;
 constexpr double kGatewayLinkBytesPerSecond = 12.5e9;
 uint64_t ringAllReduceCycles(uint64_t bytes, int64_t replicas, int64_t systemIpus,
                              const ChipSpec& chip);
+// Half of that ring: a reduce-scatter (each IPU ends with its 1/replicas of
+// the sum) or an all-gather (each IPU's part reaches all), replicas - 1 steps.
+uint64_t ringPhaseCycles(uint64_t bytes, int64_t replicas, int64_t systemIpus,
+                         const ChipSpec& chip);
 // Synchronisation across `numIpus` IPUs: ceil(15 ns x f x hops x 2) cycles
 // with hops = 1 + numIpus / 4 (about 40 cycles on one Mk2, 80 on four).
 uint64_t syncCycles(int64_t numIpus, const ChipSpec& chip);

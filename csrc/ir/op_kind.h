@@ -101,7 +101,10 @@ namespace popsim::ir {
   X(RecomputationCheckpoint, "recomputation_checkpoint", Layout)                                   \
   X(LambUpdate, "lamb_update", Optimizer)                                                          \
   X(HostCall, "host_call", Host)                                                                   \
-  X(ReplicaAllReduce, "replica_all_reduce", Collective)
+  X(ReplicaAllReduce, "replica_all_reduce", Collective)                                            \
+  X(ReplicaReduceScatter, "replica_reduce_scatter", Collective)                                    \
+  X(ReplicaAllGather, "replica_all_gather", Collective)                                            \
+  X(ReplicaShard, "replica_shard", Collective)
 
 enum class OpKind : uint16_t {
 #define POPSIM_OP_ENUM(kind, name, family) kind,

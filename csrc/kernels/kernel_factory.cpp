@@ -7,7 +7,7 @@
 #include "kernels/dnnl_kernels.h"
 #include "kernels/pointwise_kernel.h"
 #include "kernels/reference/reference_ops.h"
-#include "kernels/replica_all_reduce_kernel.h"
+#include "kernels/replica_kernels.h"
 
 namespace popsim::kernels {
 namespace {
@@ -61,7 +61,7 @@ std::unique_ptr<Kernel> createDnnlKernel(const KernelRequest& request) {
   case ir::OpFamily::Optimizer: return nullptr; // plain C++ kernels
   case ir::OpFamily::Transfer:
   case ir::OpFamily::Host: return nullptr; // the host's function (host_callbacks.h)
-  case ir::OpFamily::Collective: return createReplicaAllReduceKernel(request);
+  case ir::OpFamily::Collective: return createReplicaKernel(request);
   }
   return nullptr;
 }

@@ -18,6 +18,9 @@ public:
   // returns when all have (each gets the same sum) and throws popsim::Error
   // when another replica failed.
   virtual void allReduceSum(const std::string& key, int64_t ipu, float* data, size_t count) = 0;
+  // This replica's index among all the replicas (sharded tensors: which
+  // shard it holds).
+  virtual int64_t replicaIndex() const = 0;
 };
 
 } // namespace popsim::kernels

@@ -8,6 +8,7 @@
 #include "passes/autodiff.h"
 #include "passes/passes.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <unordered_map>
@@ -119,6 +120,16 @@ bool needsStep(const TrainingConfig& config, const ParameterGroup& group) {
   return config.optimizer != OptimizerKind::Sgd || group.hasMomentum;
 }
 
+bool isSharded(const TrainingConfig& config, const ir::Value* param) {
+  return config.replicas > 1 &&
+         std::find(config.shardedParameters.begin(), config.shardedParameters.end(),
+                   param->name()) != config.shardedParameters.end();
+}
+
+ir::Attributes collectiveAttrs(const TrainingConfig& config, const std::string& key) {
+  return {{"key", key}, {"replicas", config.replicas}, {"system_ipus", config.systemIpus}};
+}
+
 // Each step gradient summed over the replicas, on its parameter's IPU at the
 // start of the optimizer step (the GradientNorm phase, after the last
 // backward), keyed by the parameter so the replicas' ops pair up.
@@ -134,12 +145,11 @@ sumAcrossReplicas(ir::Graph& graph, const TrainingConfig& config,
     const auto grad = grads.find(param);
     if (grad == grads.end()) continue;
     const ir::Placement where = inPhase(placementOf(param), ir::Phase::GradientNorm);
-    reduced[param] = addNode(graph, ir::OpKind::ReplicaAllReduce, {grad->second},
-                             {{"key", param->name()},
-                              {"replicas", config.replicas},
-                              {"system_ipus", config.systemIpus}},
-                             where.phase, where)
-                         ->output();
+    const bool sharded = isSharded(config, param);
+    reduced[param] =
+        addNode(graph, sharded ? ir::OpKind::ReplicaReduceScatter : ir::OpKind::ReplicaAllReduce,
+                {grad->second}, collectiveAttrs(config, param->name()), where.phase, where)
+            ->output();
   }
   return reduced;
 }
@@ -153,12 +163,14 @@ std::unordered_map<const ir::Value*, ir::Value*>
 clipByGlobalNorm(ir::Graph& graph, const TrainingConfig& config,
                  const std::vector<ir::Value*>& params,
                  const std::unordered_map<const ir::Value*, ir::Value*>& grads) {
-  std::map<int64_t, ir::Value*> sums; // per IPU
+  std::map<int64_t, ir::Value*> sums;        // per IPU
+  std::map<int64_t, ir::Value*> shardedSums; // per IPU: of this replica's shards only
   std::map<int64_t, ir::Placement> places;
   for (ir::Value* param : params) {
     if (grads.count(param) == 0) continue;
     ir::Value* grad = grads.at(param);
     const ir::Placement where = inPhase(placementOf(param), ir::Phase::GradientNorm);
+    auto& sumsOfKind = isSharded(config, param) ? shardedSums : sums;
     ir::Value* squares =
         addNode(graph, ir::OpKind::Mul, {grad, grad}, {}, where.phase, where)->output();
     if (squares->type().rank() > 0) {
@@ -169,12 +181,25 @@ clipByGlobalNorm(ir::Graph& graph, const TrainingConfig& config,
                         {{"dims", dims}, {"keepdim", false}}, where.phase, where)
                     ->output();
     }
-    auto [sum, first] = sums.emplace(where.ipu, squares);
+    auto [sum, first] = sumsOfKind.emplace(where.ipu, squares);
     if (!first) {
       sum->second =
           addNode(graph, ir::OpKind::Add, {sum->second, squares}, {}, where.phase, where)->output();
     }
     places.emplace(where.ipu, inPhase(where, ir::Phase::Update));
+  }
+  // The shards' squares add up over the replicas to the whole gradients'.
+  for (const auto& [ipu, partial] : shardedSums) {
+    const ir::Placement where = inPhase(places.at(ipu), ir::Phase::GradientNorm);
+    ir::Value* total = addNode(graph, ir::OpKind::ReplicaAllReduce, {partial},
+                               collectiveAttrs(config, "gradient_norm@ipu" + std::to_string(ipu)),
+                               where.phase, where)
+                           ->output();
+    auto [sum, first] = sums.emplace(ipu, total);
+    if (!first) {
+      sum->second =
+          addNode(graph, ir::OpKind::Add, {sum->second, total}, {}, where.phase, where)->output();
+    }
   }
   std::map<int64_t, ir::Value*> factors;
   for (const auto& [ipu, where] : places) {
@@ -210,12 +235,15 @@ clipByGlobalNorm(ir::Graph& graph, const TrainingConfig& config,
   return clipped;
 }
 
-// The update op of one parameter, with the state it needs created on the way.
+// The update op of one parameter, with the state it needs created on the way:
+// it updates `target` in place (the parameter, or this replica's shard of
+// it), and its state has the target's type.
 void addUpdate(ir::Graph& graph, const TrainingConfig& config, const ParameterGroup& group,
-               ir::Value* param, ir::Value* grad, ir::Value* hyper, ir::Value* step) {
+               ir::Value* param, ir::Value* target, ir::Value* grad, ir::Value* hyper,
+               ir::Value* step) {
   std::vector<ir::Value*> states;
   for (const std::string& key : parameterStateKeys(config.optimizer, group)) {
-    states.push_back(graph.addState(ir::parameterStateName(param->name(), key), param->type(),
+    states.push_back(graph.addState(ir::parameterStateName(param->name(), key), target->type(),
                                     ir::StateKind::Optimizer));
   }
   const auto inputs = [&](std::vector<ir::Value*> first) {
@@ -225,7 +253,7 @@ void addUpdate(ir::Graph& graph, const TrainingConfig& config, const ParameterGr
   const ir::Placement where = inPhase(placementOf(param), ir::Phase::Update);
   switch (config.optimizer) {
   case OptimizerKind::Sgd: {
-    std::vector<ir::Value*> operands = inputs({param, grad, hyper});
+    std::vector<ir::Value*> operands = inputs({target, grad, hyper});
     if (group.hasMomentum) operands.push_back(step);
     addNode(graph, ir::OpKind::SgdUpdate, operands,
             {{"nesterov", group.nesterov}, {"maximize", group.maximize}}, ir::Phase::Update, where);
@@ -233,24 +261,44 @@ void addUpdate(ir::Graph& graph, const TrainingConfig& config, const ParameterGr
   }
   case OptimizerKind::Adam:
   case OptimizerKind::AdamW:
-    addNode(graph, ir::OpKind::AdamUpdate, inputs({param, grad, hyper, step}),
+    addNode(graph, ir::OpKind::AdamUpdate, inputs({target, grad, hyper, step}),
             {{"amsgrad", group.amsgrad},
              {"maximize", group.maximize},
              {"decoupled_weight_decay", config.optimizer == OptimizerKind::AdamW}},
             ir::Phase::Update, where);
     return;
   case OptimizerKind::Rmsprop:
-    addNode(graph, ir::OpKind::RmspropUpdate, inputs({param, grad, hyper}),
+    addNode(graph, ir::OpKind::RmspropUpdate, inputs({target, grad, hyper}),
             {{"centered", group.centered},
              {"has_momentum", group.hasMomentum},
              {"maximize", group.maximize}},
             ir::Phase::Update, where);
     return;
   case OptimizerKind::Lamb:
-    addNode(graph, ir::OpKind::LambUpdate, inputs({param, grad, hyper, step}),
+    addNode(graph, ir::OpKind::LambUpdate, inputs({target, grad, hyper, step}),
             {{"bias_correction", group.biasCorrection}}, ir::Phase::Update, where);
     return;
   }
+}
+
+// A sharded parameter's update: this replica's shard of the weight (kept in
+// a state of the shard's size) updated from its shard of the gradient, and
+// all the replicas' updated shards gathered into the weight.
+void addShardedUpdate(ir::Graph& graph, const TrainingConfig& config, const ParameterGroup& group,
+                      ir::Value* param, ir::Value* gradShard, ir::Value* hyper, ir::Value* step) {
+  const ir::Placement where = inPhase(placementOf(param), ir::Phase::Update);
+  ir::Value* shard = graph.addState(ir::parameterStateName(param->name(), "weight_shard"),
+                                    gradShard->type(), ir::StateKind::Optimizer);
+  ir::Value* mine = addNode(graph, ir::OpKind::ReplicaShard, {param},
+                            collectiveAttrs(config, param->name() + "/shard"), where.phase, where)
+                        ->output();
+  addNode(graph, ir::OpKind::Assign, {shard, mine}, {}, where.phase, where);
+  addUpdate(graph, config, group, param, shard, gradShard, hyper, step);
+  ir::Attributes gather = collectiveAttrs(config, param->name() + "/all_gather");
+  gather.set("shape", param->type().shape);
+  ir::Value* whole =
+      addNode(graph, ir::OpKind::ReplicaAllGather, {shard}, gather, where.phase, where)->output();
+  addNode(graph, ir::OpKind::Assign, {param, whole}, {}, where.phase, where);
 }
 
 } // namespace
@@ -376,7 +424,13 @@ void buildTrainingProgram(ir::Graph& graph, const TrainingConfig& config) {
         stepCount = step.on(where.ipu, &created);
         if (created) increment(graph, stepCount, where);
       }
-      addUpdate(graph, config, group, param, updateGrads.at(param), hyper.on(where.ipu), stepCount);
+      if (isSharded(config, param)) {
+        addShardedUpdate(graph, config, group, param, updateGrads.at(param), hyper.on(where.ipu),
+                         stepCount);
+      } else {
+        addUpdate(graph, config, group, param, param, updateGrads.at(param), hyper.on(where.ipu),
+                  stepCount);
+      }
       if (accumulate) {
         addNode(graph, ir::OpKind::Fill, {stepGrads.at(param)}, {{"value", 0.0}}, ir::Phase::Update,
                 where);

@@ -48,6 +48,11 @@ struct TrainingConfig {
   // the replicas for a mean). `systemIpus` counts all the job's IPUs.
   int64_t replicas = 1;
   int64_t systemIpus = 1;
+  // Replicated tensor sharding of these parameters' optimizer state: each
+  // replica keeps 1/replicas of it (flattened, zero-padded) and updates its
+  // shard of the weight from its shard of the summed gradient
+  // (reduce-scatter); the updated shards are then gathered into the weight.
+  std::vector<std::string> shardedParameters;
 };
 
 // The state a training program keeps is named as ir/state_names.h says.
@@ -68,7 +73,9 @@ std::vector<std::string> hyperParameterNames(OptimizerKind optimizer);
 //    int64 state) each micro-batch and zeroed after the step;
 // 3. the random counter (dropout, random draws) advanced once per micro-batch;
 //    with replicas, each step gradient summed across them by a
-//    replica_all_reduce on its parameter's IPU (GradientNorm phase);
+//    replica_all_reduce on its parameter's IPU (GradientNorm phase), or for
+//    a sharded parameter reduce-scattered, its update run on this replica's
+//    shard and the shards all-gathered into the weight;
 // 4. with maxGradNorm, each IPU's sum of squares of its gradients
 //    (GradientNorm phase), and in each IPU's Update phase the global norm
 //    from all of them and the gradients scaled by the clipping factor;

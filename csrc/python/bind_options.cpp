@@ -77,7 +77,8 @@ void bindOptions(py::module_& module) {
       .def_readwrite("running_mean", &passes::TrainingConfig::runningMean)
       .def_readwrite("anchored_gradients", &passes::TrainingConfig::anchoredGradients)
       .def_readwrite("replicas", &passes::TrainingConfig::replicas)
-      .def_readwrite("system_ipus", &passes::TrainingConfig::systemIpus);
+      .def_readwrite("system_ipus", &passes::TrainingConfig::systemIpus)
+      .def_readwrite("sharded_parameters", &passes::TrainingConfig::shardedParameters);
   py::class_<runtime::CompileOptions>(module, "CompileOptions")
       .def(py::init<>())
       .def_property(

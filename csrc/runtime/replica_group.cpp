@@ -14,6 +14,7 @@ public:
   void allReduceSum(const std::string& key, int64_t ipu, float* data, size_t count) override {
     group_->allReduceSum(index_, key, ipu, data, count);
   }
+  int64_t replicaIndex() const override { return index_; }
 
 private:
   std::shared_ptr<ReplicaGroup> group_;

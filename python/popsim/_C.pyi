@@ -2,7 +2,7 @@
 # of device state (csrc/python/bind_options.cpp). The rest of the module is
 # typed loosely.
 import enum
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
 class ProgramKind(enum.Enum):
     Inference: int
@@ -63,7 +63,18 @@ class TrainingConfig:
     max_grad_norm: float
     gradient_scale: float
     running_mean: bool
+    anchored_gradients: List[str]
+    replicas: int
+    system_ipus: int
+    sharded_parameters: List[str]
     def __init__(self) -> None: ...
+
+class ReplicaGroup:
+    replicas: int
+    def __init__(self, replicas: int,
+                 cross_process: Optional[Callable[[str, int, Any], None]] = None) -> None: ...
+    def abort(self, reason: str) -> None: ...
+    def reset(self) -> None: ...
 
 class CompileOptions:
     chip: ChipVersion

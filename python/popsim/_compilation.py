@@ -133,6 +133,8 @@ def replica_ipus(options: Options, ipus_used: int) -> int:
     total = options.Simulator.num_ipus
     if total is None:
         return ipus_used
+    if replicas == 1:  # C++ checks that the stages fit
+        return total
     if total % replicas != 0 or total // replicas < ipus_used:
         raise OptionError(
             f"Simulator.numIpus({total}) must hold replicationFactor ({replicas}) replicas of "

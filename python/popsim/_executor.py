@@ -613,6 +613,8 @@ class Executor:
         if self._training and self._options.Distributed.numProcesses > 1:
             _process_group.broadcast_from_first_process(
                 _weights.host_weights(self._model, executable.weight_names()))
+        if binding is not None and isinstance(executable, _replication.ReplicatedExecutable):
+            executable.shard_states(binding.sharded_states(self._options))
         self._upload_weights()
         if binding is not None:
             executable.write_variables(binding.initial_state(executable))

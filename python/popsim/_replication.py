@@ -53,6 +53,16 @@ def merge(parts: Sequence[torch.Tensor], slots: int) -> torch.Tensor:
     return stacked.reshape(first.shape[0] * len(parts), *first.shape[1:])
 
 
+def _shard(value: torch.Tensor, index: int, count: int) -> torch.Tensor:
+    """Replica `index`'s shard of `value`, flattened and zero-padded to a
+    multiple of `count` elements, as the program shards it."""
+    flat = value.detach().reshape(-1).float()
+    size = -(-flat.numel() // count)
+    padded = torch.zeros(size * count, dtype=torch.float32)
+    padded[:flat.numel()] = flat
+    return padded[index * size:(index + 1) * size].clone()
+
+
 class ReplicatedExecutable:
     """Stands for the replicas' executables where the executor uses one:
     runs split the call across them; writes go to every replica; reads,
@@ -67,6 +77,7 @@ class ReplicatedExecutable:
         self._steps = steps  # micro-batch steps per call
         self._output_slots = output_slots  # (output index, outputs) -> returned slots
         self._across_processes = broadcast_across_processes
+        self._sharded: Dict[str, torch.Size] = {}  # sharded state: its whole shape
         self._pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
         for index, executable in enumerate(executables):
             executable.join_replicas(group, index)
@@ -90,7 +101,8 @@ class ReplicatedExecutable:
                 max_workers=count - 1, thread_name_prefix="popsim-replica")
         others = [self._pool.submit(self._replicas[r].run, per_replica[r])
                   for r in range(1, count)]
-        results, errors = [None] * count, []
+        results: List[List[torch.Tensor]] = [[] for _ in range(count)]
+        errors: List[Exception] = []
         try:
             results[0] = self._replicas[0].run(per_replica[0])
         except Exception as error:  # noqa: BLE001 - reported below, after the others stop
@@ -107,9 +119,30 @@ class ReplicatedExecutable:
         return [merge([result[i] for result in results], self._output_slots(i, outputs))
                 for i in range(outputs)]
 
+    def shard_states(self, shapes: Dict[str, torch.Size]) -> None:
+        """Declares states each replica holds a shard of (replicated tensor
+        sharding), by their whole shape: reads gather them, writes split them."""
+        self._sharded = dict(shapes)
+
     def write_variables(self, values: Dict[str, torch.Tensor]) -> None:
-        for executable in self._replicas:
-            executable.write_variables(values)
+        whole = {name: value for name, value in values.items() if name not in self._sharded}
+        sharded = {name: value for name, value in values.items() if name in self._sharded}
+        count = len(self._replicas)
+        for index, executable in enumerate(self._replicas):
+            shards = {name: _shard(value, index, count) for name, value in sharded.items()}
+            executable.write_variables({**whole, **shards})
+
+    def read_variables(self, names: Sequence[str]) -> Dict[str, torch.Tensor]:
+        values = self._replicas[0].read_variables(
+            [name for name in names if name not in self._sharded])
+        sharded = [name for name in names if name in self._sharded]
+        if sharded:
+            parts = [executable.read_variables(sharded) for executable in self._replicas]
+            for name in sharded:
+                shape = self._sharded[name]
+                joined = torch.cat([part[name] for part in parts])
+                values[name] = joined[:shape.numel()].reshape(shape)
+        return values
 
     def write_hyperparameters(self, *args, **kwargs) -> None:
         for executable in self._replicas:

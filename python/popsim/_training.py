@@ -171,9 +171,37 @@ class OptimizerBinding:
         config.gradient_scale = grad_scale(options)
         config.running_mean = running_mean(options)
         config.replicas = options.replication_factor * options.Distributed.numProcesses
+        config.sharded_parameters = list(self.sharded_shapes(options))
         config.groups = [parameter_group(flags, [name for name, _ in params])
                          for flags, params in zip(self.flags, self.groups)]
         return config
+
+    def sharded_shapes(self, options):
+        """{parameter: shape} of the parameters whose optimizer state is sharded
+        across replicas (replicated tensor sharding of the optimizer location)."""
+        settings = options.TensorLocations.optimizer_location
+        processes = options.Distributed.numProcesses
+        if not settings.replicated_tensor_sharding or options.replication_factor * processes == 1:
+            return {}
+        where = "TensorLocationSettings.useReplicatedTensorSharding(True) for the optimizer state"
+        if processes > 1:
+            raise OptionError(
+                f"{where}: popsim shards across the replicas of one process, and this job has "
+                f"{processes} processes. Run one process with replicationFactor "
+                f"{options.replication_factor * processes}, or turn sharding off.")
+        if self.kind == "lamb":
+            raise OptionError(
+                f"{where}: LAMB's trust ratio needs each whole weight and update, which "
+                "sharded replicas do not hold. Use another optimizer, or turn sharding off.")
+        return {name: param.shape for params in self.groups for name, param in params
+                if param.numel() >= settings.min_elements_for_sharding}
+
+    def sharded_states(self, options):
+        """{device state name: parameter shape} of the sharded optimizer state."""
+        shapes = self.sharded_shapes(options)
+        return {_C.parameter_state_name(name, key): shapes[name]
+                for index, params in enumerate(self.groups) for name, _ in params
+                if name in shapes for key in state_names(self.kind, self.flags[index])}
 
     def check_compatible(self, other):
         """setOptimizer may change numbers, not the program's shape."""

@@ -399,6 +399,13 @@ class _TensorLocationOptions(_OptionGroup):
         """Sets the tensor locations of a _C.CompileOptions."""
         for kind in ("optimizer", "weight", "accumulator", "activation"):
             settings = getattr(self, f"{kind}_location")
+            if kind != "optimizer" and settings.replicated_tensor_sharding:
+                setter = f"set{kind.capitalize()}Location"
+                raise OptionError(
+                    f"TensorLocations.{setter}: popsim shards only the optimizer state across "
+                    "replicas, not the " + ("weights" if kind == "weight" else kind + "s") +
+                    ". Use useReplicatedTensorSharding(True) with setOptimizerLocation, and "
+                    f"useReplicatedTensorSharding(False) with {setter}.")
             setattr(options, f"{kind}_location", _C.TensorLocation(
                 settings.on_chip, settings.min_elements_for_off_chip))
 
@@ -410,9 +417,9 @@ class _DistributedOptions(_OptionGroup):
     and ``WORLD_SIZE``, else OpenMPI's ``OMPI_COMM_WORLD_RANK`` and
     ``OMPI_COMM_WORLD_SIZE`` (PopTorch's default, for mpirun and PopRun), else
     process 0 of 1. popsim.DataLoader gives each process its own part of
-    every epoch (``auto_distributed_partitioning``), and inference models run
-    in every process on their own data. Training models refuse more than one
-    process: popsim does not yet reduce gradients across processes."""
+    every epoch (``auto_distributed_partitioning``), inference models run in
+    every process on their own data, and training models sum their
+    gradients across the processes with torch.distributed (Gloo)."""
 
     _defaults = {"num_distributed_processes": 1, "distributed_process_id": 0}
     _group_name = "Options.Distributed"

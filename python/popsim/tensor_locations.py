@@ -17,6 +17,8 @@ class TensorLocationSettings:
     def __init__(self):
         self.on_chip = True
         self.min_elements_for_off_chip = 0
+        self.replicated_tensor_sharding = False
+        self.min_elements_for_sharding = 0
 
     def useOnChipStorage(self, use: bool = True) -> "TensorLocationSettings":
         """False keeps the tensors in Streaming Memory, off chip."""
@@ -37,6 +39,28 @@ class TensorLocationSettings:
         self.min_elements_for_off_chip = int(min_elements)
         return self
 
+    def useReplicatedTensorSharding(self, use: bool = True) -> "TensorLocationSettings":
+        """True shards the tensors across the replicas of a replicated model
+        (replicationFactor > 1): each replica keeps 1/replicas of each. popsim
+        shards the optimizer state (opts.TensorLocations.setOptimizerLocation)."""
+        if not isinstance(use, bool):
+            raise OptionError("TensorLocationSettings.useReplicatedTensorSharding expects a "
+                              f"bool, got {use!r}.")
+        self.replicated_tensor_sharding = use
+        return self
+
+    def minElementsForReplicatedTensorSharding(self, min_elements: int
+                                               ) -> "TensorLocationSettings":
+        """Tensors with fewer elements are not sharded (their collectives cost
+        more than the memory they save)."""
+        if (isinstance(min_elements, bool) or not isinstance(min_elements, numbers.Integral)
+                or min_elements < 0):
+            raise OptionError(
+                "TensorLocationSettings.minElementsForReplicatedTensorSharding expects a "
+                f"non-negative integer, got {min_elements!r}.")
+        self.min_elements_for_sharding = int(min_elements)
+        return self
+
     def __eq__(self, other):
         return isinstance(other, TensorLocationSettings) and vars(self) == vars(other)
 
@@ -44,4 +68,8 @@ class TensorLocationSettings:
         text = f"TensorLocationSettings().useOnChipStorage({self.on_chip})"
         if self.min_elements_for_off_chip:
             text += f".minElementsForOffChip({self.min_elements_for_off_chip})"
+        if self.replicated_tensor_sharding:
+            text += ".useReplicatedTensorSharding(True)"
+        if self.min_elements_for_sharding:
+            text += f".minElementsForReplicatedTensorSharding({self.min_elements_for_sharding})"
         return text

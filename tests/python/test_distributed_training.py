@@ -4,7 +4,6 @@ gradients are summed across all replicas of all processes with
 torch.distributed (Gloo), so the job trains as one process would on the
 whole batch. Processes talk over 127.0.0.1 only, with bounded timeouts."""
 
-import json
 import os
 import socket
 import subprocess
@@ -12,7 +11,6 @@ import sys
 import textwrap
 
 import torch
-from torch import nn
 
 import popsim
 

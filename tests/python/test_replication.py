@@ -211,3 +211,101 @@ def test_replicated_inference_runs_every_replica():
     x = torch.randn(6, 5)
     result = popsim.inferenceModel(model, popsim.Options().replicationFactor(3))(x)
     assert_close(result, model(x).detach())
+
+
+class Wide(nn.Module):
+    """Weights of 600 and 180 elements, biases of 30 and 6."""
+
+    def __init__(self):
+        super().__init__()
+        self.first = nn.Linear(20, 30)
+        self.second = nn.Linear(30, 6)
+
+    def forward(self, x, labels):
+        out = self.second(torch.tanh(self.first(x)))
+        return out, nn.functional.cross_entropy(out, labels)
+
+
+def sharded_run(sharding, optimizer=popsim.optim.Adam, steps=3, min_elements=0, off_chip=False,
+                replicas=4, **optimizer_args):
+    model = Wide()
+    torch.manual_seed(0)
+    model.load_state_dict(Wide().state_dict())
+    opts = popsim.Options().replicationFactor(replicas)
+    opts.Training.gradientAccumulation(2)
+    opts.TensorLocations.setOptimizerLocation(
+        popsim.TensorLocationSettings().useReplicatedTensorSharding(sharding)
+        .minElementsForReplicatedTensorSharding(min_elements).useOnChipStorage(not off_chip))
+    optim = optimizer(model.parameters(), lr=0.01, **optimizer_args)
+    trainer = popsim.trainingModel(model, opts, optim)
+    generator = torch.Generator().manual_seed(3)
+    for _ in range(steps):
+        trainer(torch.randn(replicas * 2 * 4, 20, generator=generator),
+                torch.randint(0, 6, (replicas * 2 * 4,), generator=generator))
+    trainer.copyWeightsToHost()
+    return model, optim, trainer
+
+
+def optimizer_state_bytes(trainer):
+    return trainer.memoryReport()["ipus"][0]["categories"]["optimizer state"]["bytes"]
+
+
+@pytest.mark.parametrize("optimizer,args", [(popsim.optim.Adam, {}),
+                                            (popsim.optim.SGD, {"momentum": 0.9}),
+                                            (popsim.optim.RMSprop, {"centered": True})])
+def test_sharded_optimizer_state_trains_as_the_whole_state(optimizer, args):
+    whole, whole_optim, whole_trainer = sharded_run(False, optimizer, **args)
+    sharded, sharded_optim, trainer = sharded_run(True, optimizer, **args)
+    assert_same_weights(sharded, whole)
+    # The optimizer's state comes home whole, gathered from the replicas' shards.
+    for param, expected in zip(sharded.parameters(), whole.parameters()):
+        for key, value in whole_optim.state[expected].items():
+            assert_close(sharded_optim.state[param][key], value)
+    # Each replica keeps a quarter of the state, and a quarter of the weight
+    # to update: at most (1 + 1) / 4 of the whole state with one tensor per
+    # parameter (SGD's momentum).
+    assert optimizer_state_bytes(trainer) < 0.6 * optimizer_state_bytes(whole_trainer)
+
+
+def test_sharding_skips_small_tensors_and_works_off_chip():
+    whole, _, _ = sharded_run(False)
+    sharded, _, trainer = sharded_run(True, min_elements=100, off_chip=True)
+    assert_same_weights(sharded, whole)
+    ops = {}
+    for step in trainer._executable.program():
+        ops.setdefault(step["op"], 0)
+        ops[step["op"]] += 1
+    assert ops["replica_reduce_scatter"] == ops["replica_all_gather"] == 2  # the weights
+    assert ops["replica_all_reduce"] == 2  # the biases, below 100 elements
+    assert optimizer_state_bytes(trainer) == 0  # in Streaming Memory
+
+
+def test_clipping_a_sharded_step_uses_the_whole_norm():
+    whole, _, _ = sharded_run(False, max_grad_norm=0.02)
+    sharded, _, _ = sharded_run(True, max_grad_norm=0.02)
+    assert_same_weights(sharded, whole)
+
+
+def test_sharding_costs_what_the_all_reduce_did():
+    # A reduce-scatter and an all-gather are the two halves of the ring.
+    _, _, whole = sharded_run(False, steps=1)
+    _, _, sharded = sharded_run(True, steps=1)
+
+    def cycles(trainer, op):
+        return sum(s["cycles"] for s in trainer._executable.program() if s["op"] == op)
+
+    halves = cycles(sharded, "replica_reduce_scatter") + cycles(sharded, "replica_all_gather")
+    assert abs(halves - cycles(whole, "replica_all_reduce")) < 0.1 * halves
+
+
+def test_sharding_refusals_name_the_setting():
+    with pytest.raises(OptionError, match="LAMB's trust ratio needs each whole weight"):
+        sharded_run(True, popsim.optim.LAMB)
+    opts = popsim.Options().replicationFactor(2)
+    opts.TensorLocations.setWeightLocation(
+        popsim.TensorLocationSettings().useReplicatedTensorSharding(True))
+    model = Wide()
+    trainer = popsim.trainingModel(model, opts, popsim.optim.SGD(model.parameters(), lr=0.1))
+    with pytest.raises(OptionError, match="setWeightLocation: popsim shards only the optimizer "
+                       "state across replicas, not the weights"):
+        trainer(torch.randn(8, 20), torch.randint(0, 6, (8,)))

@@ -41,6 +41,9 @@ def parse_args(argv=None):
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--learning-rate", type=float, default=0.001, help="AdamW learning rate")
     parser.add_argument("--strategy", choices=("pipelined", "sharded"), default="pipelined")
+    parser.add_argument("--replicas", type=int, default=1,
+                        help="replicas of the model (data parallelism); under torchrun, in "
+                        "each process")
     parser.add_argument("--offload-optimiser", action="store_true",
                         help="keep the optimizer state off chip (streamed in for each update)")
     parser.add_argument("--profile", action="store_true",
@@ -71,6 +74,7 @@ def execution_strategy(name):
 def common_options(args):
     opts = poptorch.Options()
     opts.randomSeed(args.seed)
+    opts.replicationFactor(args.replicas)
     opts.setExecutionStrategy(execution_strategy(args.strategy))
     if args.profile:
         # Profiles land in profile_dir/training and profile_dir/inference.
@@ -183,10 +187,15 @@ def main(argv=None):
 
     train_opts = training_options(args)
     model, trainer, train_loader = build_training(args, train_set, train_opts)
-    print(f"Training {args.strategy} on {len(BLOCKS)} simulated IPUs: {len(train_loader)} calls "
-          f"of {train_loader.combinedBatchSize} images per epoch (micro-batch {args.batch_size} "
-          f"x gradient accumulation {args.gradient_accumulation} x device iterations "
-          f"{args.device_iterations}), {args.device_iterations} optimizer steps per call.")
+    replicas = (f" x {args.replicas} replicas" if args.replicas > 1 else "")
+    processes = train_opts.Distributed.numProcesses
+    job = (f" (process {train_opts.Distributed.processId} of {processes})"
+           if processes > 1 else "")
+    print(f"Training {args.strategy} on {len(BLOCKS)} simulated IPUs{replicas}{job}: "
+          f"{len(train_loader)} calls of {train_loader.combinedBatchSize} images per epoch "
+          f"(micro-batch {args.batch_size} x gradient accumulation {args.gradient_accumulation} "
+          f"x device iterations {args.device_iterations}{replicas}), {args.device_iterations} "
+          "optimizer steps per call.")
     if args.debug:
         print(f"Training options: {train_opts}")
     history = train(trainer, train_loader, args.epochs)
@@ -214,6 +223,7 @@ def main(argv=None):
     if args.save_weights:
         torch.save(model.state_dict(), args.save_weights)
     summary = {"dataset": args.dataset, "source": source, "strategy": args.strategy,
+               "replicas": args.replicas,
                "train_images": len(train_set), "test_images": len(test_set),
                "compilation_seconds": trainer.compilationTime(), "epochs": history,
                "test_accuracy": test_accuracy, "test_simulated_seconds": test_simulated,

@@ -4,29 +4,71 @@
 namespace popsim::ir::ops {
 namespace {
 
-// replica_all_reduce(X) {key, replicas, system_ipus} -> Y: the element-wise
-// sum of X over the `replicas` replicas of a replicated training program (Y
-// has X's type). Every replica runs the same op under the same `key`, which
-// pairs the contributions; `system_ipus` (all the job's IPUs) tells the cost
-// model whether the ring leaves the chassis.
-std::vector<TensorType> inferReplicaAllReduce(const std::vector<TensorType>& inputs,
-                                              const Attributes& attrs) {
-  requireDType(inputs[0], DType::Float32, "replica_all_reduce's input");
-  POPSIM_CHECK(attrs.getInt("replicas") >= 2, ErrorKind::Compilation,
-               "replica_all_reduce needs at least 2 replicas, got ", attrs.getInt("replicas"), ".");
-  POPSIM_CHECK(attrs.getInt("system_ipus") >= attrs.getInt("replicas"), ErrorKind::Compilation,
-               "replica_all_reduce: system_ipus ", attrs.getInt("system_ipus"),
-               " is fewer than its replicas ", attrs.getInt("replicas"), ".");
+// Every replica of a replicated training program runs the same collective op
+// under the same `key`, which pairs their contributions. `replicas` counts
+// them; `system_ipus` (all the job's IPUs) tells the cost model whether the
+// ring leaves the chassis.
+void checkReplicas(const TensorType& input, const Attributes& attrs, const char* op) {
+  requireDType(input, DType::Float32, std::string(op) + "'s input");
+  POPSIM_CHECK(attrs.getInt("replicas") >= 2, ErrorKind::Compilation, op,
+               " needs at least 2 replicas, got ", attrs.getInt("replicas"), ".");
+  POPSIM_CHECK(attrs.getInt("system_ipus") >= attrs.getInt("replicas"), ErrorKind::Compilation, op,
+               ": system_ipus ", attrs.getInt("system_ipus"), " is fewer than its replicas ",
+               attrs.getInt("replicas"), ".");
+}
+
+// One replica's shard of a tensor of `numel` elements, flattened and padded
+// with zeros to a multiple of the replicas: ceil(numel / replicas) elements.
+int64_t shardElements(int64_t numel, int64_t replicas) { return (numel + replicas - 1) / replicas; }
+
+// replica_all_reduce(X) -> Y: the element-wise sum of X over the replicas.
+std::vector<TensorType> inferAllReduce(const std::vector<TensorType>& inputs,
+                                       const Attributes& attrs) {
+  checkReplicas(inputs[0], attrs, "replica_all_reduce");
   return {inputs[0]};
 }
+
+// replica_reduce_scatter(X) -> S: this replica's shard of the sum of X over
+// the replicas (replica r holds elements [r s, (r + 1) s) of the flat sum).
+std::vector<TensorType> inferReduceScatter(const std::vector<TensorType>& inputs,
+                                           const Attributes& attrs) {
+  checkReplicas(inputs[0], attrs, "replica_reduce_scatter");
+  return {{DType::Float32, {shardElements(inputs[0].numel(), attrs.getInt("replicas"))}}};
+}
+
+// replica_shard(X) -> S: this replica's shard of its own X (no exchange).
+std::vector<TensorType> inferShard(const std::vector<TensorType>& inputs, const Attributes& attrs) {
+  checkReplicas(inputs[0], attrs, "replica_shard");
+  return {{DType::Float32, {shardElements(inputs[0].numel(), attrs.getInt("replicas"))}}};
+}
+
+// replica_all_gather(S) {shape} -> X: every replica's shard joined in
+// replica order, without the padding, as a tensor of `shape`.
+std::vector<TensorType> inferAllGather(const std::vector<TensorType>& inputs,
+                                       const Attributes& attrs) {
+  checkReplicas(inputs[0], attrs, "replica_all_gather");
+  requireRank(inputs[0], 1, "replica_all_gather's shard");
+  const Shape& shape = attrs.getInts("shape");
+  TensorType whole{DType::Float32, shape};
+  POPSIM_CHECK(inputs[0].shape[0] == shardElements(whole.numel(), attrs.getInt("replicas")),
+               ErrorKind::Compilation, "replica_all_gather: a shard of ", inputs[0].shape[0],
+               " elements does not make ", shapeToString(shape), " over ", attrs.getInt("replicas"),
+               " replicas.");
+  return {whole};
+}
+
+const std::vector<AttrSpec> kCollectiveAttrs = {
+    {"key", AttrType::String}, {"replicas", AttrType::Int}, {"system_ipus", AttrType::Int}};
 
 } // namespace
 
 void registerCollectiveOps(OpRegistry& registry) {
-  registry.add(
-      OpKind::ReplicaAllReduce, 1, 1, {"input"},
-      {{"key", AttrType::String}, {"replicas", AttrType::Int}, {"system_ipus", AttrType::Int}},
-      inferReplicaAllReduce);
+  registry.add(OpKind::ReplicaAllReduce, 1, 1, {"input"}, kCollectiveAttrs, inferAllReduce);
+  registry.add(OpKind::ReplicaReduceScatter, 1, 1, {"input"}, kCollectiveAttrs, inferReduceScatter);
+  registry.add(OpKind::ReplicaShard, 1, 1, {"input"}, kCollectiveAttrs, inferShard);
+  std::vector<AttrSpec> gather = kCollectiveAttrs;
+  gather.push_back({"shape", AttrType::Ints});
+  registry.add(OpKind::ReplicaAllGather, 1, 1, {"shard"}, gather, inferAllGather);
 }
 
 } // namespace popsim::ir::ops

@@ -41,7 +41,7 @@ void evaluate(const ir::Node& node, const std::vector<void*>& inputs,
     std::memcpy(outputs[0], inputs[0], node.output()->type().bytes());
     return;
   case ir::OpFamily::Host: return hostCall(node, inputs, outputs);
-  case ir::OpFamily::Collective: break; // needs the replicas (replica_all_reduce_kernel.h)
+  case ir::OpFamily::Collective: break; // needs the replicas (replica_kernels.h)
   }
   POPSIM_ASSERT(false, "no reference kernel for ", node.name(), ".");
 }

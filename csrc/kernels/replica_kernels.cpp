@@ -1,0 +1,103 @@
+#include "kernels/replica_kernels.h"
+
+#include "common/check.h"
+#include "kernels/replica_collectives.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace popsim::kernels {
+namespace {
+
+// The host computes what the simulated ring would: reduce-scatter and
+// all-gather go through the replicas' all-reduce on a padded buffer of
+// replicas x shard elements, so every replica ends with the same bits as an
+// all-reduce gives (the simulated clock charges each collective its own
+// traffic). The operand's element count is `count`; a shard has `shard`.
+class ReplicaKernel : public Kernel {
+public:
+  explicit ReplicaKernel(const KernelRequest& request)
+      : kind_(request.node.kind()), input_(static_cast<const float*>(request.inputs[0].data)),
+        output_(static_cast<float*>(request.outputs[0].data)),
+        inputCount_(static_cast<size_t>(request.inputs[0].type.numel())),
+        outputCount_(static_cast<size_t>(request.outputs[0].type.numel())),
+        key_(request.node.attrs().getString("key")), ipu_(request.node.placement().ipu),
+        replicas_(request.node.attrs().getInt("replicas")), collectives_(request.collectives) {
+    if (kind_ == ir::OpKind::ReplicaReduceScatter || kind_ == ir::OpKind::ReplicaAllGather) {
+      const size_t shard = kind_ == ir::OpKind::ReplicaReduceScatter ? outputCount_ : inputCount_;
+      padded_.resize(shard * static_cast<size_t>(replicas_));
+    }
+  }
+
+  void run(dnnl::stream&) override {
+    ReplicaCollectives& replicas = collectives();
+    switch (kind_) {
+    case ir::OpKind::ReplicaAllReduce:
+      if (input_ != output_) std::memcpy(output_, input_, inputCount_ * sizeof(float));
+      replicas.allReduceSum(key_, ipu_, output_, outputCount_);
+      return;
+    case ir::OpKind::ReplicaReduceScatter: {
+      std::copy(input_, input_ + inputCount_, padded_.begin());
+      std::fill(padded_.begin() + static_cast<std::ptrdiff_t>(inputCount_), padded_.end(), 0.0f);
+      replicas.allReduceSum(key_, ipu_, padded_.data(), padded_.size());
+      const float* mine = padded_.data() + shardOffset(replicas, outputCount_);
+      std::copy(mine, mine + outputCount_, output_);
+      return;
+    }
+    case ir::OpKind::ReplicaAllGather: {
+      std::fill(padded_.begin(), padded_.end(), 0.0f);
+      std::copy(input_, input_ + inputCount_,
+                padded_.begin() + static_cast<std::ptrdiff_t>(shardOffset(replicas, inputCount_)));
+      replicas.allReduceSum(key_, ipu_, padded_.data(), padded_.size());
+      std::copy(padded_.begin(), padded_.begin() + static_cast<std::ptrdiff_t>(outputCount_),
+                output_);
+      return;
+    }
+    case ir::OpKind::ReplicaShard: {
+      const size_t offset = shardOffset(replicas, outputCount_);
+      const size_t available = offset < inputCount_ ? inputCount_ - offset : 0;
+      const size_t copied = std::min(available, outputCount_);
+      std::copy(input_ + offset, input_ + offset + copied, output_);
+      std::fill(output_ + copied, output_ + outputCount_, 0.0f);
+      return;
+    }
+    default: break;
+    }
+    POPSIM_ASSERT(false, "no replica kernel for ", ir::opKindName(kind_), ".");
+  }
+  std::string implementation() const override { return "host:replicas"; }
+
+private:
+  ReplicaCollectives& collectives() const {
+    ReplicaCollectives* collectives = collectives_ != nullptr ? *collectives_ : nullptr;
+    POPSIM_CHECK(collectives != nullptr, ErrorKind::Execution, ir::opKindName(kind_), " of '", key_,
+                 "': the program shares its optimizer step with ", replicas_,
+                 " replicas, but this copy of it runs alone. Run it through the model's "
+                 "executor, which starts every replica.");
+    return *collectives;
+  }
+  size_t shardOffset(const ReplicaCollectives& replicas, size_t shard) const {
+    return static_cast<size_t>(replicas.replicaIndex()) * shard;
+  }
+
+  ir::OpKind kind_;
+  const float* input_;
+  float* output_;
+  size_t inputCount_;
+  size_t outputCount_;
+  std::string key_;
+  int64_t ipu_;
+  int64_t replicas_;
+  ReplicaCollectives* const* collectives_;
+  std::vector<float> padded_;
+};
+
+} // namespace
+
+std::unique_ptr<Kernel> createReplicaKernel(const KernelRequest& request) {
+  return std::make_unique<ReplicaKernel>(request);
+}
+
+} // namespace popsim::kernels
