@@ -29,6 +29,7 @@ from popsim._device import ipuHardwareIsAvailable, isRunningOnIpu
 from popsim._name_scope import NameScope
 from popsim.enums import (
     AnchorMode,
+    CommGroupType,
     ConnectionType,
     DataLoaderMode,
     HalfFloatCastingBehavior,
@@ -88,6 +89,7 @@ __version__ = "0.6.0"
 
 __all__ = [
     "AnchorMode",
+    "CommGroupType",
     "AsynchronousDataAccessor",
     "AutoStage",
     "BeginBlock",

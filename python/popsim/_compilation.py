@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, List, NamedTuple, Sequence, Tuple
 
 import torch
 
-from popsim import _C, _tracing
+from popsim import _C, _replication, _tracing
 from popsim.enums import OutputMode
 from popsim.errors import InputError, OptionError
 from popsim.options import Options, source_location_excludes
@@ -51,7 +51,7 @@ def micro_batches(options: Options, signature: "_tracing.Signature",
     tensors, _ = float64_as_float32(signature.tensor_names, tensors)
     iterations = options.device_iterations
     accumulation = options.Training.gradient_accumulation
-    replicas = options.replication_factor
+    replicas, _ = _replication.input_parts(options)  # replicas that take inputs of their own
     factor = iterations * accumulation * replicas
     if accumulation == 1 and replicas == 1:
         explained = (f"deviceIterations ({iterations}): each call runs {iterations} device "
@@ -61,7 +61,9 @@ def micro_batches(options: Options, signature: "_tracing.Signature",
         if accumulation > 1:
             product += f" x gradientAccumulation ({accumulation})"
         if replicas > 1:
-            product += f" x replicationFactor ({replicas})"
+            product += (f" x replicationFactor ({replicas})"
+                        if replicas == options.replication_factor else
+                        f" x input groups of replicas ({replicas})")
         explained = (f"{product} = {factor}: each call runs {iterations} device iteration(s) "
                      f"of {accumulation} micro-batch(es) on each of {replicas} replica(s), "
                      "all of equal size")

@@ -14,6 +14,7 @@ from typing import Any, Dict, Optional
 import torch
 import torch.utils.data
 
+from popsim import _replication
 from popsim._async_data import AsynchronousDataAccessor, batch_count
 from popsim.enums import DataLoaderMode
 from popsim.errors import OptionError
@@ -23,13 +24,17 @@ _ASYNC_OPTIONS = ("buffer_size", "load_indefinitely", "early_preload")
 
 
 def combined_batch_size(options, batch_size):
-    return (batch_size * options.device_iterations * options.replication_factor
+    replicas, _ = _replication.input_parts(options)  # replicas that take data of their own
+    return (batch_size * options.device_iterations * replicas
             * options.Training.gradient_accumulation)
 
 
 def _factors(options, batch_size):
+    replicas, _ = _replication.input_parts(options)
+    grouped = ("" if replicas == options.replication_factor
+               else f" / input group size {options.replication_factor // replicas}")
     return (f"batch_size {batch_size} x deviceIterations {options.device_iterations} x "
-            f"replicationFactor {options.replication_factor} x gradientAccumulation "
+            f"replicationFactor {options.replication_factor}{grouped} x gradientAccumulation "
             f"{options.Training.gradient_accumulation}")
 
 

@@ -709,7 +709,7 @@ class Executor:
 
         return _replication.ReplicatedExecutable(
             copies, _C.ReplicaGroup(replicas, cross_process), micro_batches, output_slots,
-            broadcast_across_processes=processes > 1)
+            _replication.input_parts(self._options)[1], broadcast_across_processes=processes > 1)
 
     def _build_executable(self, graph, options):
         """The executable of `graph`: loadExecutable's program, else the cached

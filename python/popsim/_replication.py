@@ -13,15 +13,36 @@ same order (a scalar per replica and step is stacked into a vector).
 """
 
 import concurrent.futures
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
 from popsim import _C, _process_group
+from popsim.enums import CommGroupType
+from popsim.errors import OptionError
 
 _STOPPED_BY_ANOTHER = "because another replica failed"
 # Each replica's random counter starts 2**40 micro-batches from the next one's.
 _COUNTER_RANGE_BITS = 40
+
+
+def input_parts(options) -> Tuple[int, List[int]]:
+    """(distinct input micro-batches per step, the one each replica takes):
+    Options.inputReplicaGrouping's groups of replicas share their data."""
+    replicas = options.replication_factor
+    size, kind = options.input_replica_grouping
+    if kind == CommGroupType.Ungrouped:
+        size = 1
+    elif kind == CommGroupType.All:
+        size = replicas
+    if replicas % size != 0:
+        raise OptionError(
+            f"inputReplicaGrouping({size}, {kind.name}): groups of {size} replicas do not "
+            f"divide replicationFactor ({replicas}). Choose a group size that divides it.")
+    parts = replicas // size
+    if kind == CommGroupType.Orthogonal:
+        return parts, [r % parts for r in range(replicas)]
+    return parts, [r // size for r in range(replicas)]
 
 
 def replica_count(options) -> int:
@@ -30,14 +51,18 @@ def replica_count(options) -> int:
     return options.replication_factor * options.Distributed.numProcesses
 
 
-def split(tensor: torch.Tensor, steps: int, replicas: int) -> List[torch.Tensor]:
-    """Each replica's part of one input: its micro-batches of every step.
-    A 0-d input (one micro-batch per call) goes to every replica."""
+def split(tensor: torch.Tensor, steps: int, parts: Sequence[int]) -> List[torch.Tensor]:
+    """Each replica's part of one input: its micro-batches of every step,
+    `parts[r]` being the micro-batch of each step replica r takes (replicas
+    that share their input take the same). A 0-d input (one micro-batch per
+    call) goes to every replica."""
     if tensor.dim() == 0:
-        return [tensor] * replicas
-    per_step = tensor.reshape(steps, replicas, tensor.shape[0] // (steps * replicas),
+        return [tensor] * len(parts)
+    count = max(parts) + 1
+    per_step = tensor.reshape(steps, count, tensor.shape[0] // (steps * count),
                               *tensor.shape[1:])
-    return [per_step[:, r].reshape(-1, *tensor.shape[1:]).contiguous() for r in range(replicas)]
+    pieces = [per_step[:, p].reshape(-1, *tensor.shape[1:]).contiguous() for p in range(count)]
+    return [pieces[p] for p in parts]
 
 
 def merge(parts: Sequence[torch.Tensor], slots: int) -> torch.Tensor:
@@ -71,8 +96,9 @@ class ReplicatedExecutable:
 
     def __init__(self, executables: List["_C.Executable"], group: "_C.ReplicaGroup",
                  steps: int, output_slots: Callable[[int, int], int],
-                 broadcast_across_processes: bool = False):
+                 input_parts: Sequence[int], broadcast_across_processes: bool = False):
         self._replicas = executables
+        self._input_parts = list(input_parts)  # the input micro-batch each replica takes
         self._group = group
         self._steps = steps  # micro-batch steps per call
         self._output_slots = output_slots  # (output index, outputs) -> returned slots
@@ -91,7 +117,7 @@ class ReplicatedExecutable:
 
     def run(self, inputs: List[torch.Tensor]) -> List[torch.Tensor]:
         count = len(self._replicas)
-        parts = [split(tensor, self._steps, count) for tensor in inputs]
+        parts = [split(tensor, self._steps, self._input_parts) for tensor in inputs]
         per_replica = [[part[r] for part in parts] for r in range(count)]
         self._group.reset()
         if count == 1:  # one replica in this process, of a job of several

@@ -130,3 +130,16 @@ class MultiConvPlanType(enum.IntEnum):
 
     Parallel = 0
     Serial = 1
+
+
+class CommGroupType(enum.IntEnum):
+    """How replicas form groups (PopTorch's ``CommGroupType``), for
+    ``Options.inputReplicaGrouping``: ``All`` replicas in one group,
+    ``Consecutive`` groups of neighbouring replicas (0 1 | 2 3),
+    ``Orthogonal`` groups that take one replica from each run of neighbours
+    (0 2 | 1 3), or ``Ungrouped`` (each replica alone)."""
+
+    All = 0
+    Consecutive = 1
+    Orthogonal = 2
+    Ungrouped = 3

@@ -21,6 +21,7 @@ import torch
 from popsim import _C
 from popsim._logging import LOGGER
 from popsim.enums import (
+    CommGroupType,
     ConnectionType,
     HalfFloatCastingBehavior,
     MeanReductionStrategy,
@@ -145,6 +146,7 @@ class _OptionGroup:
 
 # Fields whose setter is not their name in camelCase (test_options checks every field).
 _SETTERS = {
+    "input_replica_grouping": "inputReplicaGrouping",
     "profile_dir": "enableProfiling",
     "executable_cache_dir": "enableExecutableCaching",
     "ipu_id": "useIpuId",
@@ -520,6 +522,7 @@ class Options(_OptionGroup):
     _defaults: Dict[str, Any] = {
         "device_iterations": 1,
         "replication_factor": 1,
+        "input_replica_grouping": (1, CommGroupType.Ungrouped),
         "output_mode": OutputMode.Default,
         "output_return_period": 1,
         "random_seed": None,
@@ -568,6 +571,21 @@ class Options(_OptionGroup):
         batch holds micro-batch x deviceIterations x gradientAccumulation x
         replicas samples; Simulator.numIpus counts the IPUs of all replicas."""
         return self._set("replication_factor", positive_int("replicationFactor", replicas))
+
+    def inputReplicaGrouping(self, input_group_size: int,
+                             input_group_type: CommGroupType) -> "Options":
+        """Replicas that take the same input data: groups of `input_group_size`
+        replicas, neighbours (CommGroupType.Consecutive) or strided
+        (Orthogonal), each receive one micro-batch per step, so a call's
+        combined batch holds replicationFactor / input_group_size
+        micro-batches per step. It must divide replicationFactor when the
+        model compiles. CommGroupType.All is one group of every replica;
+        Ungrouped (the default) gives each replica its own data."""
+        size = positive_int("inputReplicaGrouping(input_group_size)", input_group_size)
+        if not isinstance(input_group_type, CommGroupType):
+            raise OptionError(f"inputReplicaGrouping expects a popsim.CommGroupType, got "
+                              f"{input_group_type!r}.")
+        return self._set("input_replica_grouping", (size, input_group_type))
 
     def prefetchDepth(self, depth: int) -> "Options":
         """Input micro-batches each IPU's host link may stream ahead of the task that reads

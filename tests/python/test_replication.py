@@ -309,3 +309,31 @@ def test_sharding_refusals_name_the_setting():
     with pytest.raises(OptionError, match="setWeightLocation: popsim shards only the optimizer "
                        "state across replicas, not the weights"):
         trainer(torch.randn(8, 20), torch.randint(0, 6, (8,)))
+
+
+@pytest.mark.parametrize("kind,parts", [(popsim.CommGroupType.Consecutive, [0, 0, 1, 1]),
+                                        (popsim.CommGroupType.Orthogonal, [0, 1, 0, 1]),
+                                        (popsim.CommGroupType.All, [0, 0, 0, 0]),
+                                        (popsim.CommGroupType.Ungrouped, [0, 1, 2, 3])])
+def test_input_replica_groups_share_their_data(kind, parts):
+    model = nn.Linear(3, 2)
+    opts = popsim.Options().replicationFactor(4).deviceIterations(2)
+    opts.inputReplicaGrouping(2, kind)
+    inputs = max(parts) + 1  # micro-batches of 5 per step
+    x = torch.randn(2 * inputs * 5, 3)
+    result = popsim.inferenceModel(model, opts)(x)
+    steps = model(x).detach().reshape(2, inputs, 5, 2)
+    assert_close(result, steps[:, parts].reshape(2 * 4 * 5, 2))
+    loader = popsim.DataLoader(opts, torch.utils.data.TensorDataset(torch.arange(100)),
+                               batch_size=5)
+    assert loader.combinedBatchSize == 2 * inputs * 5
+
+
+def test_input_replica_groups_must_divide_the_replicas():
+    opts = popsim.Options().replicationFactor(4).inputReplicaGrouping(
+        3, popsim.CommGroupType.Consecutive)
+    with pytest.raises(OptionError, match=r"inputReplicaGrouping\(3, Consecutive\): groups of 3 "
+                       r"replicas do not divide replicationFactor \(4\)"):
+        popsim.inferenceModel(nn.Linear(3, 2), opts)(torch.randn(8, 3))
+    with pytest.raises(OptionError, match="expects a popsim.CommGroupType"):
+        popsim.Options().inputReplicaGrouping(2, "consecutive")
