@@ -23,6 +23,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 
 import timing  # noqa: E402
 
@@ -101,18 +102,18 @@ def two_processes(repeats):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    report = os.path.join(os.path.dirname(os.path.abspath(__file__)), ".replication_worker.json")
-    environment = dict(os.environ, OMP_NUM_THREADS="1")
-    # Debian's torch 1.13 on Python 3.11 needs per-rank --redirects and --tee.
-    command = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1",
-               "--nproc_per_node", "2", "--master_addr", "127.0.0.1", "--master_port", str(port),
-               "--redirects", "0:3,1:3", "--tee", "0:3,1:3", os.path.abspath(__file__),
-               "--worker", report, "--repeats", str(repeats)]
-    subprocess.run(command, env=environment, check=True, timeout=900, capture_output=True)
-    with open(report) as results:
-        seconds = json.load(results)["seconds"]
-    os.remove(report)
-    return seconds
+    with tempfile.TemporaryDirectory() as directory:
+        report = os.path.join(directory, "report.json")
+        environment = dict(os.environ, OMP_NUM_THREADS="1")
+        # Debian's torch 1.13 on Python 3.11 needs per-rank --redirects and --tee.
+        command = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1",
+                   "--nproc_per_node", "2", "--master_addr", "127.0.0.1", "--master_port",
+                   str(port), "--redirects", "0:1,1:1", "--tee", "0:1,1:1", "--log_dir",
+                   os.path.join(directory, "logs"), os.path.abspath(__file__),
+                   "--worker", report, "--repeats", str(repeats)]
+        subprocess.run(command, env=environment, check=True, timeout=900, capture_output=True)
+        with open(report) as results:
+            return json.load(results)["seconds"]
 
 
 def main():
@@ -155,7 +156,7 @@ def main():
         return
     print(f"Tutorial network, 2 IPUs per replica, {BATCH} x {ACCUMULATION} images per replica "
           f"and step; {torch.get_num_threads()} thread(s), {timing.isa_description()}")
-    print(f"{'host wall clock':<16}{'popsim img/s':>14}{'eager img/s':>13}{'eager/popsim':>14}")
+    print(f"{'host wall clock':<16}{'popsim img/s':>14}{'eager img/s':>13}{'popsim/eager':>14}")
     for name, row in results["wall"].items():
         print(f"{name:<16}{row['images_per_s']:>14.0f}{row['eager_images_per_s']:>13.0f}"
               f"{row['ratio']:>13.2f}x")

@@ -212,7 +212,8 @@ def main(argv=None):
 
     tester, test_loader = build_inference(args, model, test_set)
     test_accuracy, test_simulated = test(tester, test_loader)
-    print(f"Test accuracy: {test_accuracy:.2f}% ({len(test_set):,} images, "
+    tested = len(test_loader) * test_loader.combinedBatchSize  # this process's part
+    print(f"Test accuracy: {test_accuracy:.2f}% ({tested:,} images, "
           f"{test_simulated * 1e3:.1f} ms simulated IPU time)")
     if args.debug:
         print_memory("Memory per IPU (inference):", memory_per_ipu(tester), True)
