@@ -825,8 +825,10 @@ class Executor:
                           else PROFILE_DIR_VARIABLE)
                 raise OptionError(f"{source}: cannot create the profile directory under "
                                   f"'{root}': {error}.") from error
+        replicas = (_replication.replica_count(self._options) if self._training
+                    else self._options.replication_factor)
         self._profile_writer.after_compile(self._executable, type(self._user_model).__name__,
-                                           stages, self._compilation_seconds)
+                                           stages, self._compilation_seconds, replicas)
 
     def profileDirectory(self):
         """The directory this model writes its profile into, or None without profiling."""

@@ -337,3 +337,23 @@ def test_input_replica_groups_must_divide_the_replicas():
         popsim.inferenceModel(nn.Linear(3, 2), opts)(torch.randn(8, 3))
     with pytest.raises(OptionError, match="expects a popsim.CommGroupType"):
         popsim.Options().inputReplicaGrouping(2, "consecutive")
+
+
+def test_the_profile_shows_the_all_reduce_per_ipu(tmp_path):
+    from popsim import profiling
+
+    model = BlockedClassifier()
+    opts = popsim.Options().replicationFactor(2).enableProfiling(str(tmp_path))
+    opts.Training.gradientAccumulation(4)
+    trainer = popsim.trainingModel(model, opts, popsim.optim.SGD(model.parameters(), lr=0.1))
+    trainer(*batches(1, 32)[0])
+    profile = profiling.load(trainer.profileDirectory())
+    ring = {str(ipu): sum(s["cycles"] for s in trainer._executable.program()
+                          if s["op"] == "replica_all_reduce" and s["ipu"] == ipu)
+            for ipu in (0, 1)}
+    assert profile.replication == {"replicas": 2, "collective_cycles": ring}
+    summary = profile.summary()
+    assert "Replicas: 2, each on IPUs of its own" in summary
+    assert f"IPU0 {ring['0']:,} cycles (" in summary and f"IPU1 {ring['1']:,} cycles (" in summary
+    names = {(e.get("name"), e.get("tid")) for e in profile.chrome_trace["traceEvents"]}
+    assert {name for name, _ in names if name == "replica_all_reduce"}

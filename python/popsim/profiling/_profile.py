@@ -36,6 +36,7 @@ class Profile:
         self.kind = meta.get("kind") or (memory or {}).get("kind", "?")
         self.stages = meta.get("stages", [])
         self.host = meta.get("host")
+        self.replication = meta.get("replication")
         self.trace = None
         if chrome_trace is not None:
             events = [_execution_event(e) for e in chrome_trace["traceEvents"]
@@ -50,7 +51,8 @@ class Profile:
     def summary(self):
         """The text summary `python -m popsim.profiling` prints."""
         return "\n".join(_summary.summary_lines(self.model, self.kind, self.directory, self.trace,
-                                       self.stages, self.memory, self.host))
+                                       self.stages, self.memory, self.host,
+                                       replication=self.replication))
 
     def __repr__(self):
         return f"Profile({self.model} ({self.kind}) in {self.directory!r})"

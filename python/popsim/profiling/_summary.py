@@ -38,13 +38,29 @@ def overview_line(trace, memory, host):
     return ", ".join(parts)
 
 
-def summary_lines(model, kind, directory, trace, stages, memory, host=None):
+def replication_lines(replication, trace):
+    """What replicas add: their count and each IPU's share of the call spent in
+    collectives across them (the gradient all-reduce)."""
+    if not replication or replication["replicas"] <= 1:
+        return []
+    lines = [f"Replicas: {replication['replicas']}, each on IPUs of its own running this "
+             "program (the trace and memory are replica 0's)."]
+    cycles = replication["collective_cycles"]
+    if cycles and trace is not None:
+        shares = ", ".join(f"IPU{ipu} {c:,} cycles ({_percent(c / trace.total_cycles)})"
+                           for ipu, c in sorted(cycles.items(), key=lambda item: int(item[0])))
+        lines.append(f"Collectives across replicas (gradient all-reduce) per call: {shares}.")
+    return lines + [""]
+
+
+def summary_lines(model, kind, directory, trace, stages, memory, host=None, replication=None):
     """Summary lines of a model's profile: its last call's ExecutionTrace (or None),
-    its stages (dicts of stage, ipu, blocks), memory.json's content (or None) and the
-    host's numbers of the last call (or None)."""
+    its stages (dicts of stage, ipu, blocks), memory.json's content (or None), the
+    host's numbers of the last call (or None) and the replicas (the trace's
+    "replication" entry, or None)."""
     analysis = analyse(trace, stages, memory)
     lines = [f"popsim profile of {model} ({kind})" + (f" in {directory}" if directory else ""),
-             overview_line(trace, memory, host), ""]
+             overview_line(trace, memory, host), ""] + replication_lines(replication, trace)
     memory_of = {m.ipu: m for m in analysis.memory}
     header = ["IPU", "busy", "compute", "idle", "memory", "of limit"]
     rows = []

@@ -28,6 +28,24 @@ def _write_atomically(path, text):
     os.replace(temporary, path)
 
 
+def replication_meta(executable, trace, replicas):
+    """The job's replica count and, per IPU, the cycles a call spends in
+    collectives across replicas (each runs once per step, in the IPU's
+    gradient-norm or update task)."""
+    per_step = {}
+    for step in executable.program():
+        if step["op"].startswith("replica_"):
+            per_step.setdefault(step["ipu"], {}).setdefault(step["task"], 0)
+            per_step[step["ipu"]][step["task"]] += step["cycles"]
+    runs = {}
+    for event in trace.events:
+        runs[event["ipu"], event["task"]] = runs.get((event["ipu"], event["task"]), set())
+        runs[event["ipu"], event["task"]].add(event["step"])
+    cycles = {str(ipu): sum(c * len(runs.get((ipu, task), ())) for task, c in tasks.items())
+              for ipu, tasks in per_step.items()}
+    return {"replicas": replicas, "collective_cycles": cycles}
+
+
 def stage_list(assigned):
     """Stages as (block, stage, ipu) tuples, the strategy's assignment, grouped into
     dicts of stage, ipu and blocks."""
@@ -41,12 +59,13 @@ def stage_list(assigned):
 class _Compiled:
     """What one compilation contributes to the files, computed once."""
 
-    def __init__(self, executable, model, kind, stages, compile_seconds):
+    def __init__(self, executable, model, kind, stages, compile_seconds, replicas):
         self.executable = executable
         self.model = model
         self.kind = kind
         self.stages = stages
         self.compile_seconds = compile_seconds
+        self.replicas = replicas
         self.memory = memory_document(executable, model, kind)
         self.trace_body = None
         self.meta = None
@@ -59,13 +78,15 @@ class _Compiled:
         self.meta = {"format": "popsim-trace", "version": FORMAT_VERSION, "model": self.model,
                      "kind": self.kind, "clock_hz": trace.clock_hz,
                      "total_cycles": trace.total_cycles, "pipeline": trace.pipeline,
-                     "stages": self.stages, "compile_seconds": self.compile_seconds}
+                     "stages": self.stages, "compile_seconds": self.compile_seconds,
+                     "replication": replication_meta(self.executable, trace, self.replicas)}
         self.report = report_parts(self.model, self.page_json(directory, trace))
 
     def page_json(self, directory, trace):
         """page_data() for report.html; `trace` is None before the first call."""
+        replication = self.meta["replication"] if self.meta else None
         summary = "\n".join(summary_lines(self.model, self.kind, directory, trace, self.stages,
-                                          self.memory))
+                                          self.memory, replication=replication))
         return page_data(self.model, self.kind, self.memory, trace, summary)
 
 
@@ -82,9 +103,9 @@ class ProfileWriter:
     def _path(self, name):
         return os.path.join(self.directory, name)
 
-    def after_compile(self, executable, model, assigned_stages, compile_seconds):
+    def after_compile(self, executable, model, assigned_stages, compile_seconds, replicas=1):
         self._compiled = _Compiled(executable, model, self.kind, stage_list(assigned_stages),
-                                   compile_seconds)
+                                   compile_seconds, replicas)
         compiled = self._compiled
         _write_atomically(self._path(_layout.MEMORY_FILE), json.dumps(compiled.memory, indent=1))
         _write_atomically(self._path(_layout.REPORT_FILE),
