@@ -118,6 +118,7 @@ class Executor:
         self._optimizer = optimizer
         self._profile_writer = None  # kept across recompilations: same profile directory
         self._warned_float64 = False  # float64 inputs converted: said once per model
+        self._reported_attributes = set()  # optimizer attributes popsim does not use, said once
         # Options.logCycleCount, read once rather than on every call.
         self._log_cycles = bool(
             self._options._Popart.toDict().get("instrumentWithHardwareCycleCounter"))
@@ -456,6 +457,7 @@ class Executor:
         if self._executable is not None:
             binding = _training.OptimizerBinding(optimizer, self._names_by_tensor())
             self._binding.check_compatible(binding)
+            _training.check_group_attributes(optimizer, self._options, self._reported_attributes)
             if optimizer is not self._optimizer:
                 self._sync_optimizer_state_to_host()
                 _optimizer_state.uninstall(self._optimizer)
@@ -583,6 +585,8 @@ class Executor:
             if self._record is None:  # compiling again after destroy()
                 self._record = _training_registry.register(self._user_model, self)
             binding = _training.OptimizerBinding(self._optimizer, self._names_by_tensor())
+            _training.check_group_attributes(self._optimizer, self._options,
+                                             self._reported_attributes)
             config = binding.config(self._options)
             config.system_ipus = options.num_ipus * config.replicas
             options.training = config
@@ -819,7 +823,7 @@ class Executor:
         kind = "training" if self._training else "inference"
         if self._profile_writer is None or self._profile_writer.root != root:
             try:
-                self._profile_writer = ProfileWriter(root, kind)
+                self._profile_writer = ProfileWriter(root, kind, self._options.model_name)
             except OSError as error:
                 source = ("enableProfiling" if self._options.profile_dir is not None
                           else PROFILE_DIR_VARIABLE)

@@ -9,11 +9,13 @@ in both directions.
 """
 
 import math
+import warnings
 
 import torch
 
 from popsim import _C
 from popsim import optim as popsim_optim
+from popsim._logging import LOGGER
 from popsim.enums import MeanReductionStrategy, ReductionType
 from popsim.errors import OptionError
 
@@ -111,6 +113,24 @@ def constant_values(optimizer):
     if attributes.isConstant("loss_scaling"):
         values[None, "loss_scaling"] = getattr(optimizer, "loss_scaling", 1.0)
     return values
+
+
+def check_group_attributes(optimizer, options, reported):
+    """Says once per attribute (a warning, or with
+    Options.relaxOptimizerAttributesChecks a DEBUG log) which parameter-group
+    attributes popsim does not use: anything beyond torch's own for the
+    optimizer (its defaults), "params" and the LR schedulers' "initial_lr"."""
+    expected = set(getattr(optimizer, "defaults", {})) | {"params", "initial_lr"}
+    for index, group in enumerate(optimizer.param_groups):
+        for name in sorted(set(group) - expected - reported):
+            reported.add(name)
+            message = (f"Optimizer parameter group {index} has an attribute '{name}' that "
+                       f"{type(optimizer).__name__} does not define; popsim ignores it.")
+            if options.relax_optimizer_attributes_checks:
+                LOGGER.debug(message)
+            else:
+                warnings.warn(message + " (Options.relaxOptimizerAttributesChecks() makes "
+                              "this a debug message.)", stacklevel=4)
 
 
 def max_grad_norm(optimizer):

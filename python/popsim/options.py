@@ -146,6 +146,8 @@ class _OptionGroup:
 
 # Fields whose setter is not their name in camelCase (test_options checks every field).
 _SETTERS = {
+    "model_name": "modelName",
+    "relax_optimizer_attributes_checks": "relaxOptimizerAttributesChecks",
     "input_replica_grouping": "inputReplicaGrouping",
     "profile_dir": "enableProfiling",
     "executable_cache_dir": "enableExecutableCaching",
@@ -516,6 +518,52 @@ def _bool(owner, value):
     return value
 
 
+_SETTER_LINE = re.compile(r"^(?:(Training|Simulator|TensorLocations|Precision|Distributed|Jit|"
+                          r"_Popart)\.)?([A-Za-z][A-Za-z0-9_]*)\((.*)\)$")
+
+
+def _load_options_file(options, filepath):
+    """Options.loadFromFile: each line calls one setter, its arguments
+    evaluated as Python with popsim and torch in scope."""
+    import popsim
+
+    try:
+        with open(filepath) as source:
+            lines = source.read().splitlines()
+    except OSError as error:
+        raise OptionError(f"loadFromFile('{filepath}'): cannot read it: {error}.") from error
+    builtins = {name: __builtins__[name] if isinstance(__builtins__, dict)
+                else getattr(__builtins__, name)
+                for name in ("bool", "dict", "float", "int", "list", "str", "tuple")}
+    scope = {"popsim": popsim, "poptorch": popsim, "torch": torch, "__builtins__": builtins}
+    for number, text in enumerate(lines, start=1):
+        line = text.strip()
+        if not line or line.startswith("#"):
+            continue
+        where = f"loadFromFile('{filepath}'), line {number} ({line!r})"
+        match = _SETTER_LINE.match(line)
+        if match is None:
+            raise OptionError(f"{where}: each line must call one option setter, such as "
+                              "deviceIterations(4) or Training.gradientAccumulation(2).")
+        group, setter = match.group(1), match.group(2)
+        target = getattr(options, group) if group else options
+        method = getattr(type(target), setter, None)
+        if setter.startswith("_") or not callable(method):
+            owner = f"Options.{group}" if group else "Options"
+            raise OptionError(f"{where}: {owner} has no setter '{setter}'.")
+        try:
+            arguments = eval(f"_collect({match.group(3)})",  # noqa: S307 - a config file
+                             dict(scope, _collect=lambda *a, **k: (a, k)))
+        except Exception as error:  # noqa: BLE001 - any error in the user's arguments
+            raise OptionError(f"{where}: cannot evaluate its arguments: {error}.") from error
+        try:
+            getattr(target, setter)(*arguments[0], **arguments[1])
+        except OptionError as error:
+            raise OptionError(f"{where}: {error}") from error
+        except TypeError as error:  # wrong arguments for the setter
+            raise OptionError(f"{where}: {error}.") from error
+
+
 class Options(_OptionGroup):
     """How popsim compiles and runs a model. See the module docstring."""
 
@@ -545,6 +593,8 @@ class Options(_OptionGroup):
         "executable_cache_dir": None,
         "ipu_id": None,
         "anchored_tensors": {},  # short name -> (long name, OutputMode or None, period)
+        "model_name": None,  # None: the profile subdirectory is named by the model's kind
+        "relax_optimizer_attributes_checks": False,
     }
     _group_name = "Options"
 
@@ -783,6 +833,35 @@ class Options(_OptionGroup):
         anchors = dict(self.anchored_tensors)
         anchors[short_name] = (long_name, output_mode, period)
         return self._set("anchored_tensors", anchors)
+
+    def modelName(self, name: str) -> "Options":
+        """The model's name in its profile: the subdirectory of the profile
+        directory it writes into ("training" or "inference" by default; a
+        second model of the same name gets "<name>_1", and so on)."""
+        if not isinstance(name, str) or not name or os.sep in name or name in (".", ".."):
+            raise OptionError(f"modelName expects a non-empty name without '{os.sep}' (it "
+                              f"names a directory), got {name!r}.")
+        return self._set("model_name", name)
+
+    def relaxOptimizerAttributesChecks(self, relax: bool = True) -> "Options":
+        """Whether optimizer parameter-group attributes popsim does not use
+        (beyond torch's own for the optimizer and the LR schedulers'
+        "initial_lr") are logged at DEBUG level (True) or warned about once
+        per attribute (False, the default), when the model compiles and in
+        setOptimizer."""
+        return self._set("relax_optimizer_attributes_checks",
+                         _bool("relaxOptimizerAttributesChecks", relax))
+
+    def loadFromFile(self, filepath: str) -> "Options":
+        """Sets options from a file with one setter call per line, written as
+        in Python without the "options." prefix: "deviceIterations(4)",
+        "Training.gradientAccumulation(2)",
+        "setExecutionStrategy(poptorch.ShardedExecution())". Arguments may
+        use the names popsim, poptorch (popsim) and torch. Blank lines and
+        lines starting with # are skipped; a bad line is an OptionError that
+        names the file and line."""
+        _load_options_file(self, filepath)
+        return self
 
     def useIpuId(self, ipu_id: int) -> "Options":
         """Recorded for PopTorch code (and exported with the model): the ID

@@ -2,8 +2,8 @@
 outputMode's period ignored outside EveryN, autoRoundNumIPUs,
 logCycleCount, showCompilationProgressBar, connectionType and
 useOfflineIpuTarget, updatableNamedBuffers with copyNamedBuffersToDevice,
-and the options popsim records (syncPattern, broadcastBuffers,
-enableStableNorm, _Popart.set)."""
+loadFromFile, modelName, relaxOptimizerAttributesChecks, and the options
+popsim records (syncPattern, enableStableNorm, _Popart.set)."""
 
 import logging
 import os
@@ -250,3 +250,75 @@ def test_anchor_mode_is_poptorchs_earlier_name_for_output_mode():
     assert popsim.AnchorMode is popsim.OutputMode is popsim.enums.AnchorMode
     opts = popsim.Options().outputMode(popsim.AnchorMode.EveryN, 2)
     assert opts.output_mode == popsim.OutputMode.EveryN and opts.output_return_period == 2
+
+
+def test_options_load_from_a_file_of_setter_calls(tmp_path):
+    config = tmp_path / "poptorch.conf"
+    config.write_text("# the tutorial's settings\n"
+                      "deviceIterations(4)\n"
+                      "\n"
+                      "Training.gradientAccumulation(2)\n"
+                      "setExecutionStrategy(poptorch.ShardedExecution())\n"
+                      "outputMode(poptorch.OutputMode.EveryN, output_return_period=2)\n")
+    opts = popsim.Options().loadFromFile(str(config))
+    assert opts.device_iterations == 4 and opts.Training.gradient_accumulation == 2
+    assert isinstance(opts.execution_strategy, popsim.ShardedExecution)
+    assert (opts.output_mode, opts.output_return_period) == (popsim.OutputMode.EveryN, 2)
+
+
+@pytest.mark.parametrize("line,message", [
+    ("deviceIterations(0)", r"bad.conf'\), line 1 \('deviceIterations\(0\)'\): "
+                            "deviceIterations expects a positive integer"),
+    ("import os", "each line must call one option setter"),
+    ("Training.noSuchOption(1)", "Options.Training has no setter 'noSuchOption'"),
+    ("__class__(1)", "each line must call one option setter"),
+    ("deviceIterations(open('x'))", "cannot evaluate its arguments"),
+])
+def test_bad_option_file_lines_name_the_file_and_line(tmp_path, line, message):
+    config = tmp_path / "bad.conf"
+    config.write_text(line + "\n")
+    with pytest.raises(popsim.OptionError, match=message):
+        popsim.Options().loadFromFile(str(config))
+    with pytest.raises(popsim.OptionError, match="cannot read it"):
+        popsim.Options().loadFromFile(str(tmp_path / "missing.conf"))
+
+
+def test_model_name_names_the_profile_subdirectory(tmp_path):
+    opts = popsim.Options().enableProfiling(str(tmp_path)).modelName("mnist")
+    model = popsim.inferenceModel(nn.Linear(3, 2), opts)
+    model(torch.randn(2, 3))
+    assert model.profileDirectory() == str(tmp_path / "mnist")
+    other = popsim.inferenceModel(nn.Linear(3, 2), opts)
+    other(torch.randn(2, 3))
+    assert other.profileDirectory() == str(tmp_path / "mnist_1")
+    with pytest.raises(popsim.OptionError, match="modelName expects a non-empty name"):
+        popsim.Options().modelName("a/b")
+
+
+def test_unused_optimizer_attributes_are_warned_about_once_unless_relaxed(caplog):
+    class Regression(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(3, 1)
+
+        def forward(self, x):
+            return nn.functional.mse_loss(self.linear(x), torch.zeros(x.shape[0], 1))
+
+    x = torch.randn(4, 3)
+    for relax in (False, True):
+        model = Regression()
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        optimizer.param_groups[0]["my_schedule_phase"] = 3
+        torch.optim.lr_scheduler.StepLR(optimizer, 1)  # adds initial_lr: expected
+        trainer = popsim.trainingModel(
+            model, popsim.Options().relaxOptimizerAttributesChecks(relax), optimizer)
+        with caplog.at_level(logging.DEBUG, logger="popsim"):
+            if relax:
+                trainer(x)
+            else:
+                with pytest.warns(UserWarning, match="has an attribute 'my_schedule_phase' "
+                                  "that SGD does not define; popsim ignores it"):
+                    trainer(x)
+        trainer.setOptimizer(optimizer)  # said once only
+        assert ("my_schedule_phase" in caplog.text) == relax
+        caplog.clear()

@@ -23,15 +23,17 @@ _claimed: Dict[Tuple[str, str], int] = {}
 _claim_lock = threading.Lock()
 
 
-def claim_model_directory(root, kind):
-    """The next free subdirectory of `root` for a model of `kind`, created."""
+def claim_model_directory(root, kind, model_name=None):
+    """The next free subdirectory of `root` for a model of `kind` (named
+    `model_name`, Options.modelName, if given), created."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-    key = (os.path.realpath(root), kind)
+    base = model_name or kind
+    key = (os.path.realpath(root), base)
     with _claim_lock:
         index = _claimed.get(key, 0)
         _claimed[key] = index + 1
-    name = kind if index == 0 else f"{kind}_{index}"
+    name = base if index == 0 else f"{base}_{index}"
     path = os.path.join(root, name)
     os.makedirs(path, exist_ok=True)
     return path

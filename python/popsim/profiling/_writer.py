@@ -93,10 +93,10 @@ class _Compiled:
 class ProfileWriter:
     """The profile files of one model (one executor), in its own subdirectory."""
 
-    def __init__(self, root, kind):
+    def __init__(self, root, kind, model_name=None):
         self.root = root
         self.kind = kind
-        self.directory = _layout.claim_model_directory(root, kind)
+        self.directory = _layout.claim_model_directory(root, kind, model_name)
         self._compiled = None
         self._calls = 0
 
