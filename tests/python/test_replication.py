@@ -357,3 +357,30 @@ def test_the_profile_shows_the_all_reduce_per_ipu(tmp_path):
     assert f"IPU0 {ring['0']:,} cycles (" in summary and f"IPU1 {ring['1']:,} cycles (" in summary
     names = {(e.get("name"), e.get("tid")) for e in profile.chrome_trace["traceEvents"]}
     assert {name for name, _ in names if name == "replica_all_reduce"}
+
+
+def test_replicas_detach_attach_and_load_from_the_executable_cache(tmp_path, counted):
+    model, data = Classifier(), batches(4, 16)
+    reference, _, _ = train(model, 2, data, optimizer=popsim.optim.Adam, lr=0.01)
+    compiled = counted["compile"]
+
+    def trainer_of(copied):
+        opts = popsim.Options().replicationFactor(2).enableExecutableCaching(str(tmp_path))
+        return popsim.trainingModel(copied, opts,
+                                    popsim.optim.Adam(copied.parameters(), lr=0.01))
+
+    first = copy.deepcopy(model)
+    trainer = trainer_of(first)
+    for x, y in data[:2]:
+        trainer(x, y)
+    trainer.detachFromDevice()  # weights and Adam's moments go home ...
+    trainer.attachToDevice()  # ... and back to both replicas
+    trainer(*data[2])
+    trainer.destroy()
+    assert counted["compile"] == compiled + 1
+    resumed = trainer_of(first)  # the cached program, with first's optimizer state
+    resumed.setOptimizer(trainer._optimizer)
+    resumed(*data[3])
+    resumed.copyWeightsToHost()
+    assert counted["compile"] == compiled + 1  # the cached program, loaded for both replicas
+    assert_same_weights(first, reference)
