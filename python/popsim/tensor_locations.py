@@ -11,6 +11,13 @@ import numbers
 from popsim.errors import OptionError
 
 
+def _non_negative(setter, value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        raise OptionError(f"TensorLocationSettings.{setter} expects a non-negative integer, "
+                          f"got {value!r}.")
+    return int(value)
+
+
 class TensorLocationSettings:
     """Settings for one kind of tensor; setters chain."""
 
@@ -31,12 +38,7 @@ class TensorLocationSettings:
     def minElementsForOffChip(self, min_elements: int) -> "TensorLocationSettings":
         """Tensors with fewer elements stay on chip (small ones cost more to stream
         than they save)."""
-        if (isinstance(min_elements, bool) or not isinstance(min_elements, numbers.Integral)
-                or min_elements < 0):
-            raise OptionError(
-                "TensorLocationSettings.minElementsForOffChip expects a non-negative "
-                f"integer, got {min_elements!r}.")
-        self.min_elements_for_off_chip = int(min_elements)
+        self.min_elements_for_off_chip = _non_negative("minElementsForOffChip", min_elements)
         return self
 
     def useReplicatedTensorSharding(self, use: bool = True) -> "TensorLocationSettings":
@@ -53,12 +55,8 @@ class TensorLocationSettings:
                                                ) -> "TensorLocationSettings":
         """Tensors with fewer elements are not sharded (their collectives cost
         more than the memory they save)."""
-        if (isinstance(min_elements, bool) or not isinstance(min_elements, numbers.Integral)
-                or min_elements < 0):
-            raise OptionError(
-                "TensorLocationSettings.minElementsForReplicatedTensorSharding expects a "
-                f"non-negative integer, got {min_elements!r}.")
-        self.min_elements_for_sharding = int(min_elements)
+        self.min_elements_for_sharding = _non_negative("minElementsForReplicatedTensorSharding",
+                                                       min_elements)
         return self
 
     def __eq__(self, other):

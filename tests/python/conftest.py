@@ -1,4 +1,5 @@
 import os
+import socket
 import sys
 
 import pytest
@@ -87,3 +88,22 @@ def aligned(nbytes):
 # No compilation progress bars in test output, and no profiles unless a test asks.
 os.environ.setdefault("POPSIM_PROGRESS", "0")
 os.environ.pop("POPSIM_PROFILE_DIR", None)
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def torchrun_command(processes, log_dir, *script_and_arguments):
+    """torchrun (as `python -m torch.distributed.run`, with this interpreter)
+    starting `processes` processes of a script on 127.0.0.1. Debian's torch
+    1.13 on Python 3.11 cannot parse torchrun's default "--redirects 0" and
+    "--tee 0" (IntFlag iteration skips 0), so the command maps every rank."""
+    ranks = ",".join(f"{rank}:1" for rank in range(processes))
+    return [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1",
+            "--nproc_per_node", str(processes), "--master_addr", "127.0.0.1",
+            "--master_port", str(free_port()), "--redirects", ranks, "--tee", ranks,
+            "--log_dir", str(log_dir), *map(str, script_and_arguments)]

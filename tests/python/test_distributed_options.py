@@ -8,15 +8,15 @@ processes with torchrun on 127.0.0.1."""
 
 import json
 import os
-import socket
 import subprocess
-import sys
 import textwrap
 
 import pytest
 import torch
 
 import popsim
+
+from conftest import torchrun_command
 
 LAUNCHERS = ("WORLD_SIZE", "RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK")
 
@@ -156,23 +156,11 @@ WORKER = textwrap.dedent("""
 """)
 
 
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def test_two_processes_launched_by_torchrun_read_disjoint_parts(tmp_path):
     script = tmp_path / "worker.py"
     script.write_text(WORKER)
     report_path = tmp_path / "report.json"
-    # Debian's torch 1.13 on Python 3.11 cannot parse torchrun's default "--redirects 0"
-    # and "--tee 0" (IntFlag iteration skips 0), so the test gives per-rank mappings.
-    command = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1",
-               "--nproc_per_node", "2", "--master_addr", "127.0.0.1", "--master_port",
-               str(free_port()), "--redirects", "0:1,1:1", "--tee", "0:1,1:1",
-               "--log_dir", str(tmp_path / "logs"),
-               str(script), str(report_path)]
+    command = torchrun_command(2, tmp_path / "logs", script, report_path)
     environment = {k: v for k, v in os.environ.items() if k not in LAUNCHERS}
     environment["OMP_NUM_THREADS"] = "1"
     result = subprocess.run(command, env=environment, capture_output=True, text=True,

@@ -5,7 +5,6 @@ torch.distributed (Gloo), so the job trains as one process would on the
 whole batch. Processes talk over 127.0.0.1 only, with bounded timeouts."""
 
 import os
-import socket
 import subprocess
 import sys
 import textwrap
@@ -14,7 +13,7 @@ import torch
 
 import popsim
 
-from conftest import assert_close
+from conftest import assert_close, free_port, torchrun_command
 
 LAUNCHERS = ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT",
              "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK")
@@ -85,12 +84,6 @@ DYING = MODEL + textwrap.dedent("""
 """)
 
 
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def clean_environment(**extra):
     environment = {k: v for k, v in os.environ.items() if k not in LAUNCHERS}
     environment.update(OMP_NUM_THREADS="1", POPSIM_DISTRIBUTED_TIMEOUT="30",
@@ -102,12 +95,7 @@ def test_two_processes_train_as_one_process_on_the_global_batch(tmp_path):
     script = tmp_path / "trainer.py"
     script.write_text(TRAINER)
     weights = tmp_path / "weights.pt"
-    # Debian's torch 1.13 on Python 3.11 cannot parse torchrun's default "--redirects 0"
-    # and "--tee 0", so the command gives per-rank mappings.
-    command = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1",
-               "--nproc_per_node", "2", "--master_addr", "127.0.0.1", "--master_port",
-               str(free_port()), "--redirects", "0:1,1:1", "--tee", "0:1,1:1",
-               "--log_dir", str(tmp_path / "logs"), str(script), str(weights)]
+    command = torchrun_command(2, tmp_path / "logs", script, weights)
     result = subprocess.run(command, env=clean_environment(), capture_output=True, text=True,
                             timeout=240, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
