@@ -486,7 +486,8 @@ class _PopartOptions(_OptionGroup):
     users: ``set(name, value)`` records any of them (``toDict()`` shows
     them). popsim acts on the ones it has a meaning for, which PopTorch's own
     setters write here: ``instrumentWithHardwareCycleCounter``
-    (``Options.logCycleCount``); ``enableStableNorm`` changes nothing, since
+    (``Options.logCycleCount``) and ``defaultPrefetchBufferingDepth``
+    (``Options.prefetchDepth``); ``enableStableNorm`` changes nothing, since
     popsim's norms always compute their statistics in the stable two-pass
     way. The others configure PopART's and Poplar's compilers, which popsim
     does not have."""
@@ -496,6 +497,8 @@ class _PopartOptions(_OptionGroup):
     def set(self, name: str, value: Any) -> "_PopartOptions":
         if not isinstance(name, str) or not name:
             raise OptionError(f"Options._Popart.set expects an option name, got {name!r}.")
+        if name == PREFETCH_DEPTH_OPTION:  # Options.prefetchDepth's value
+            value = _prefetch_depth(f"_Popart.set('{name}', ...)", value)
         return self._set(name, value)
 
     def setEngineOptions(self, options: Dict[str, Any]) -> "_PopartOptions":
@@ -510,6 +513,18 @@ class _PopartOptions(_OptionGroup):
             raise OptionError(f"setPatterns expects a dict of pattern names, got {patterns!r}.")
         self._set("patterns", dict(patterns))
         return self._set("patternsLevel", level)
+
+
+# PopART's input prefetch depth, which Options.prefetchDepth sets (PopTorch's
+# guide sets it through opts._Popart).
+PREFETCH_DEPTH_OPTION = "defaultPrefetchBufferingDepth"
+
+
+def _prefetch_depth(owner, depth):
+    if isinstance(depth, bool) or not isinstance(depth, numbers.Integral) or depth < 0:
+        raise OptionError(f"{owner} expects a non-negative integer (0 turns prefetching off), "
+                          f"got {depth!r}.")
+    return int(depth)
 
 
 def _bool(owner, value):
@@ -578,7 +593,6 @@ class Options(_OptionGroup):
         "profile_dir": None,
         "use_ipu_model": False,
         "execution_strategy": None,
-        "prefetch_depth": 1,
         "available_memory_proportion": {},
         "auto_round_num_ipus": False,
         "show_compilation_progress_bar": True,
@@ -643,11 +657,14 @@ class Options(_OptionGroup):
         ("prefetch buffers" in memoryReport()); with 0, a micro-batch's inputs stream in
         only when its task starts, on the IPU's critical path. Results are the same for
         any depth; only the simulated time and memory change."""
-        if isinstance(depth, bool) or not isinstance(depth, numbers.Integral) or depth < 0:
-            raise OptionError(
-                f"prefetchDepth expects a non-negative integer (0 turns prefetching off), "
-                f"got {depth!r}.")
-        return self._set("prefetch_depth", int(depth))
+        self._Popart.set(PREFETCH_DEPTH_OPTION, _prefetch_depth("prefetchDepth", depth))
+        return self
+
+    @property
+    def prefetch_depth(self) -> int:
+        """prefetchDepth's value: PopART's defaultPrefetchBufferingDepth, which
+        opts._Popart.set("defaultPrefetchBufferingDepth", n) sets too."""
+        return self._Popart._values.get(PREFETCH_DEPTH_OPTION, 1)
 
     def setAvailableMemoryProportion(self, proportions: Dict[str, float]) -> "Options":
         """The share of each IPU's memory a matmul or convolution may use for its

@@ -322,3 +322,20 @@ def test_unused_optimizer_attributes_are_warned_about_once_unless_relaxed(caplog
         trainer.setOptimizer(optimizer)  # said once only
         assert ("my_schedule_phase" in caplog.text) == relax
         caplog.clear()
+
+
+def test_popart_prefetch_buffering_depth_is_the_prefetch_depth():
+    def prefetch_bytes(opts):
+        model = popsim.inferenceModel(nn.Linear(64, 8), opts.deviceIterations(8))
+        model(torch.randn(8 * 4, 64))
+        return model.memoryReport()["ipus"][0]["categories"]["prefetch buffers"]["bytes"]
+
+    # PopTorch's guide: opts._Popart.set("defaultPrefetchBufferingDepth", 3).
+    opts = popsim.Options()
+    opts._Popart.set("defaultPrefetchBufferingDepth", 3)
+    assert opts.prefetch_depth == 3
+    assert prefetch_bytes(opts) == 3 * prefetch_bytes(popsim.Options().prefetchDepth(1)) > 0
+    assert popsim.Options().prefetchDepth(2)._Popart.defaultPrefetchBufferingDepth == 2
+    with pytest.raises(popsim.OptionError, match=r"_Popart.set\('defaultPrefetchBufferingDepth', "
+                       r"...\) expects a non-negative integer"):
+        popsim.Options()._Popart.set("defaultPrefetchBufferingDepth", -1)
