@@ -42,8 +42,10 @@ class MeanReductionStrategy(enum.IntEnum):
       exceeds the largest gradient (it cannot overflow where the sum would).
     - ``Post`` (default): the accumulator is the sum, divided by the number
       of micro-batches when the step reads it.
-    - ``PostAndLoss``: deprecated by PopTorch; with one replica it computes
-      what ``Post`` computes.
+    - ``PostAndLoss``: deprecated by PopTorch, which divides the loss by the
+      replicas and the accumulated gradient by the micro-batches; popsim
+      computes what ``Post`` computes (both divisions when the step reads the
+      gradient), the same up to rounding.
     """
 
     Running = 0

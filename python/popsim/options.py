@@ -228,7 +228,7 @@ class _TrainingOptions(_OptionGroup):
                 f"popsim.MeanReductionStrategy (Running, Post), got {strategy!r}.")
         if strategy == MeanReductionStrategy.PostAndLoss:
             LOGGER.warning("MeanReductionStrategy.PostAndLoss is deprecated (as in PopTorch); "
-                           "with one replica it computes what Post computes.")
+                           "popsim computes what Post computes, the same up to rounding.")
         return self._set("mean_reduction_strategy", strategy)
 
     def recomputation(self, enabled: bool) -> "_TrainingOptions":
