@@ -104,6 +104,9 @@ class ReplicatedExecutable:
         self._output_slots = output_slots  # (output index, outputs) -> returned slots
         self._across_processes = broadcast_across_processes
         self._sharded: Dict[str, torch.Size] = {}  # sharded state: its whole shape
+        # Where each replica's random counter starts (draw_apart): the host
+        # reads and writes the counter as replica 0 of process 0 would see it.
+        self._counter_offsets = [0] * len(executables)
         self._pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
         for index, executable in enumerate(executables):
             executable.join_replicas(group, index)
@@ -153,14 +156,19 @@ class ReplicatedExecutable:
     def write_variables(self, values: Dict[str, torch.Tensor]) -> None:
         whole = {name: value for name, value in values.items() if name not in self._sharded}
         sharded = {name: value for name, value in values.items() if name in self._sharded}
+        counter = whole.pop(_C.RANDOM_COUNTER_NAME, None)
         count = len(self._replicas)
         for index, executable in enumerate(self._replicas):
-            shards = {name: _shard(value, index, count) for name, value in sharded.items()}
-            executable.write_variables({**whole, **shards})
+            own = {name: _shard(value, index, count) for name, value in sharded.items()}
+            if counter is not None:
+                own[_C.RANDOM_COUNTER_NAME] = counter + self._counter_offsets[index]
+            executable.write_variables({**whole, **own})
 
     def read_variables(self, names: Sequence[str]) -> Dict[str, torch.Tensor]:
         values = self._replicas[0].read_variables(
             [name for name in names if name not in self._sharded])
+        if _C.RANDOM_COUNTER_NAME in values:
+            values[_C.RANDOM_COUNTER_NAME] -= self._counter_offsets[0]
         sharded = [name for name in names if name in self._sharded]
         if sharded:
             parts = [executable.read_variables(sharded) for executable in self._replicas]
@@ -189,15 +197,16 @@ class ReplicatedExecutable:
             executable.write_variables(values)
 
     def draw_apart(self, process: int) -> None:
-        """Starts each replica's random counter (dropout masks, random ops) in
-        a range of its own, so replicas do not draw the same numbers."""
-        count = len(self._replicas)
+        """Moves each replica's random counter (dropout masks, random ops) to
+        a range of its own, so replicas do not draw the same numbers; the
+        host keeps reading and writing replica 0's."""
         if _C.RANDOM_COUNTER_NAME not in set(self._replicas[0].state_names()):
             return
-        for index, executable in enumerate(self._replicas):
-            start = (process * count + index) << _COUNTER_RANGE_BITS
-            executable.write_variables(
-                {_C.RANDOM_COUNTER_NAME: torch.tensor(start, dtype=torch.int64)})
+        counter = self.read_variables([_C.RANDOM_COUNTER_NAME])
+        count = len(self._replicas)
+        self._counter_offsets = [(process * count + index) << _COUNTER_RANGE_BITS
+                                 for index in range(count)]
+        self.write_variables(counter)
 
     def close(self) -> None:
         if self._pool is not None:

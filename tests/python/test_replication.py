@@ -384,3 +384,29 @@ def test_replicas_detach_attach_and_load_from_the_executable_cache(tmp_path, cou
     resumed.copyWeightsToHost()
     assert counted["compile"] == compiled + 1  # the cached program, loaded for both replicas
     assert_same_weights(first, reference)
+
+
+def test_replicas_draw_their_own_dropout_masks_also_after_a_detach():
+    class Dropped(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = nn.Parameter(torch.ones(16))
+
+        def forward(self, x):
+            y = nn.functional.dropout(x * self.scale, 0.5)
+            return y, popsim.identity_loss(y.sum(), reduction="none")
+
+    model = Dropped()
+    opts = popsim.Options().replicationFactor(2).outputMode(popsim.OutputMode.All)
+    trainer = popsim.trainingModel(model, opts, popsim.optim.SGD(model.parameters(), lr=0.0))
+    x = torch.ones(2 * 4, 16)
+    masks = []
+    for _ in range(2):
+        kept = trainer(x)[0] != 0
+        assert not torch.equal(kept[:4], kept[4:])  # the replicas draw apart
+        masks.append(kept)
+        trainer.detachFromDevice()  # the counter goes home as replica 0's ...
+        trainer.attachToDevice()  # ... and each replica gets its own back
+    assert not torch.equal(masks[0], masks[1])
+    trainer.detachFromDevice()
+    assert trainer._detached_state[popsim._C.RANDOM_COUNTER_NAME] == 2  # replica 0's count
