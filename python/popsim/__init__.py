@@ -25,7 +25,7 @@ from popsim._async_data import AsynchronousDataAccessor
 from popsim._blocks import BeginBlock, Block, BlockFunction, module_repr, removeBlocks
 from popsim._cpu_ops import CPU
 from popsim._dataloader import DataLoader
-from popsim._device import ipuHardwareIsAvailable, isRunningOnIpu
+from popsim._device import ipuHardwareIsAvailable, ipuHardwareVersion, isRunningOnIpu
 from popsim._name_scope import NameScope
 from popsim.enums import (
     AnchorMode,
@@ -114,6 +114,7 @@ __all__ = [
     "identity_loss",
     "inferenceModel",
     "ipuHardwareIsAvailable",
+    "ipuHardwareVersion",
     "isRunningOnIpu",
     "InputError",
     "ipu_print_tensor",

@@ -38,3 +38,11 @@ def ipuHardwareIsAvailable(num_ipus: int = 1) -> bool:
         raise OptionError(f"ipuHardwareIsAvailable expects a positive number of IPUs, "
                           f"got {num_ipus!r}.")
     return True
+
+
+def ipuHardwareVersion() -> int:
+    """The IPU generation code hardware reports, as PopTorch's
+    ``ipuHardwareVersion``: popsim simulates a Mk2 (GC200) unless a model's
+    ``Options.Simulator.ipuVersion`` says otherwise, so it returns 2, the
+    value ``Options.useOfflineIpuTarget`` takes for a Mk2."""
+    return 2

@@ -1,5 +1,5 @@
 """PopTorch's environment helpers: isRunningOnIpu inside a forward,
-ipuHardwareIsAvailable, setLogLevel and the logger."""
+ipuHardwareIsAvailable, ipuHardwareVersion, setLogLevel and the logger."""
 
 import pytest
 import torch
@@ -50,6 +50,12 @@ def test_simulated_ipus_are_available_in_any_number():
     with pytest.raises(OptionError, match=r"ipuHardwareIsAvailable expects a positive number "
                                           r"of IPUs, got 0"):
         poptorch.ipuHardwareIsAvailable(0)
+
+
+def test_the_hardware_version_is_the_simulated_mk2_for_offline_targets():
+    # PopTorch's precompilation recipe: compile for the machine's IPU version.
+    opts = poptorch.Options().useOfflineIpuTarget(poptorch.ipuHardwareVersion())
+    assert poptorch.ipuHardwareVersion() == 2 and opts.Simulator.ipu_version == "Mk2"
 
 
 @pytest.fixture
