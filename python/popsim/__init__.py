@@ -56,8 +56,12 @@ from popsim.options import Options
 from popsim.tensor_locations import TensorLocationSettings
 from popsim.strategies import (
     AutoStage,
+    Liveness,
+    ParallelPhasedExecution,
+    Phase,
     PipelinedExecution,
     PipelineSchedule,
+    SerialPhasedExecution,
     ShardedExecution,
     Stage,
 )
@@ -135,6 +139,10 @@ __all__ = [
     "OutOfMemoryError",
     "OutputMode",
     "PipelinedExecution",
+    "ParallelPhasedExecution",
+    "Phase",
+    "Liveness",
+    "SerialPhasedExecution",
     "PipelineSchedule",
     "PoplarExecutor",
     "recomputationCheckpoint",

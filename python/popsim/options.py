@@ -727,13 +727,16 @@ class Options(_OptionGroup):
         return self._set("profile_dir", profile_directory("enableProfiling", directory))
 
     def setExecutionStrategy(self, strategy: _ExecutionStrategy) -> "Options":
-        """How blocks become pipeline stages: popsim.PipelinedExecution(...) or
-        popsim.ShardedExecution(...). A model with blocks and no strategy runs
+        """How blocks become pipeline stages: popsim.PipelinedExecution(...),
+        popsim.ShardedExecution(...), or the phased executions
+        (popsim.SerialPhasedExecution, popsim.ParallelPhasedExecution). A
+        model with blocks and no strategy runs
         PipelinedExecution(AutoStage.SameAsIpu)."""
         if not isinstance(strategy, _ExecutionStrategy):
             raise OptionError(
-                "setExecutionStrategy expects popsim.PipelinedExecution(...) or "
-                f"popsim.ShardedExecution(...), got {strategy!r}.")
+                "setExecutionStrategy expects popsim.PipelinedExecution(...), "
+                "popsim.ShardedExecution(...) or a phased execution, got "
+                f"{strategy!r}.")
         return self._set("execution_strategy", strategy)
 
     def useIpuModel(self, use: bool) -> "Options":

@@ -182,3 +182,152 @@ class ShardedExecution(_ExecutionStrategy):
 
     _name = "ShardedExecution"
     _mode = _C.ExecutionMode.Sharded
+
+
+class Liveness(enum.IntEnum):
+    """Where a phased execution keeps tensors between its phases (PopTorch's
+    ``Liveness``): ``AlwaysLive`` on the IPUs; ``OffChipAfterFwd`` moves the
+    activations the backward pass needs to Streaming Memory after the
+    forward pass; ``OffChipAfterEachPhase`` also keeps the weights there,
+    streamed in for each phase that uses them."""
+
+    AlwaysLive = 0
+    OffChipAfterFwd = 1
+    OffChipAfterEachPhase = 2
+
+
+class Phase:
+    """Stages that a phased execution runs in one phase, each on its own IPU
+    of the phase's group (``Phase(...).ipus(0, 1)`` or
+    ``strategy.phase(i).ipus(...)``)."""
+
+    def __init__(self, *stages):
+        if not stages:
+            raise OptionError("popsim.Phase needs at least one stage or block id.")
+        self._stages = [stage if isinstance(stage, Stage)
+                        else Stage(_block_name(stage, "popsim.Phase")) for stage in stages]
+
+    def ipus(self, *ipus) -> "Phase":
+        """The IPU of each of the phase's stages, in order."""
+        if len(ipus) != len(self._stages):
+            raise OptionError(
+                f"Phase.ipus: this phase has {len(self._stages)} stage(s), so it needs as many "
+                f"IPUs (one per stage), got {len(ipus)}: {list(ipus)}.")
+        for stage, ipu in zip(self._stages, ipus):
+            stage.ipu(ipu)
+        return self
+
+    @property
+    def stages(self):
+        return list(self._stages)
+
+    def __repr__(self):
+        return f"Phase({', '.join(map(repr, self._stages))})"
+
+
+class _PhasedExecution(_ExecutionStrategy):
+    """Phases run one after another, forward then backward; the stages of a
+    phase run on the phase's IPUs. popsim runs them as sharded execution
+    does (one stage at a time, in phase order) and keeps tensors between
+    phases as the liveness says."""
+
+    _mode = _C.ExecutionMode.Sharded
+
+    def __init__(self, *phases):
+        if not phases:
+            raise OptionError(f"popsim.{self._name} needs at least one phase: "
+                              f"popsim.{self._name}(popsim.Phase('A'), popsim.Phase('B')).")
+        self._phases = []
+        for phase in phases:
+            if isinstance(phase, Phase):
+                self._phases.append(phase)
+            elif isinstance(phase, (list, tuple)):
+                self._phases.append(Phase(*phase))
+            else:
+                self._phases.append(Phase(phase))
+        for index, phase in enumerate(self._phases):
+            for position, stage in enumerate(phase.stages):
+                if stage._ipu is None:
+                    stage.ipu(self._default_ipu(index, position))
+        super().__init__(*[stage for phase in self._phases for stage in phase.stages])
+        self._liveness = Liveness.AlwaysLive
+        self._separate_backward_phase = False
+
+    def phase(self, index: int) -> Phase:
+        """The phase at `index`, to set its IPUs."""
+        if isinstance(index, bool) or not isinstance(index, numbers.Integral) or not (
+                0 <= index < len(self._phases)):
+            raise OptionError(f"{self._name}.phase: phases are numbered 0 to "
+                              f"{len(self._phases) - 1}, got {index!r}.")
+        return self._phases[index]
+
+    def useSeparateBackwardPhase(self, use: bool = True):
+        """Whether the last forward phase and the first backward phase are
+        separate phases. Recorded: popsim's phases run one after another
+        either way, so it changes neither results nor the simulated time."""
+        if not isinstance(use, bool):
+            raise OptionError(f"useSeparateBackwardPhase expects True or False, got {use!r}.")
+        self._separate_backward_phase = use
+        return self
+
+    def _fill(self, options):
+        self._check_ipus()
+        super()._fill(options)
+        if self._liveness != Liveness.AlwaysLive:
+            options.activation_location = _C.TensorLocation(False, 0)
+        if self._liveness == Liveness.OffChipAfterEachPhase:
+            options.weight_location = _C.TensorLocation(False, 0)
+
+    def _check_ipus(self):
+        pass
+
+    def __repr__(self):
+        return f"{self._name}({', '.join(map(repr, self._phases))})"
+
+
+class SerialPhasedExecution(_PhasedExecution):
+    """All phases run one after another on one group of IPUs: stage k of
+    every phase on IPU k unless ``phase(i).ipus(...)`` says otherwise."""
+
+    _name = "SerialPhasedExecution"
+
+    @staticmethod
+    def _default_ipu(phase, position):
+        return position
+
+    def setTensorsLiveness(self, liveness: Liveness) -> "SerialPhasedExecution":
+        """Where tensors stay between phases (popsim.Liveness)."""
+        if not isinstance(liveness, Liveness):
+            raise OptionError(f"setTensorsLiveness expects a popsim.Liveness, got {liveness!r}.")
+        self._liveness = liveness
+        return self
+
+
+class ParallelPhasedExecution(_PhasedExecution):
+    """Phases alternate between two groups of IPUs: even phases on even IPUs,
+    odd phases on odd IPUs (stage k of phase p on IPU 2k + p % 2 unless
+    ``phase(p).ipus(...)`` says otherwise)."""
+
+    _name = "ParallelPhasedExecution"
+
+    @staticmethod
+    def _default_ipu(phase, position):
+        return 2 * position + phase % 2
+
+    def sendTensorsOffChipAfterFwd(self, off_chip: bool = True) -> "ParallelPhasedExecution":
+        """Liveness.OffChipAfterFwd (True) or Liveness.AlwaysLive (False)."""
+        if not isinstance(off_chip, bool):
+            raise OptionError(f"sendTensorsOffChipAfterFwd expects True or False, got "
+                              f"{off_chip!r}.")
+        self._liveness = Liveness.OffChipAfterFwd if off_chip else Liveness.AlwaysLive
+        return self
+
+    def _check_ipus(self):
+        for index, phase in enumerate(self._phases):
+            for stage in phase.stages:
+                if stage._ipu % 2 != index % 2:
+                    parity = "even" if index % 2 == 0 else "odd"
+                    raise OptionError(
+                        f"ParallelPhasedExecution: phase {index} runs {stage!r} on IPU "
+                        f"{stage._ipu}, but {parity} phases run on {parity} IPUs (phases "
+                        "alternate between the two groups). Set phase(i).ipus(...) to match.")
