@@ -702,7 +702,8 @@ class Executor:
         copies = [executable] + [_C.load_program(program, options) for _ in range(1, replicas)]
         cross_process = (None if processes == 1 else
                          _process_group.cross_process_sum(self._options, options.num_ipus))
-        micro_batches = self._options.device_iterations * self._options.Training.gradient_accumulation
+        opts = self._options
+        micro_batches = opts.device_iterations * opts.Training.gradient_accumulation
         mode, period = self._output_mode(), self._options.output_return_period
         model_outputs = len(executable.output_types()) - input_updates
 
