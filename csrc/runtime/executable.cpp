@@ -143,7 +143,6 @@ void Executable::joinReplicas(std::shared_ptr<ReplicaGroup> group, int64_t index
   std::lock_guard<std::mutex> device(deviceMutex_);
   collectives_ = group->member(index);
   replicaGroup_ = std::move(group);
-  replicaIndex_ = index;
   collectivesSlot_ = collectives_.get();
 }
 
@@ -238,13 +237,13 @@ void Executable::runTask(const ScheduledTask& scheduled, int64_t microBatch, dnn
       try {
         item.kernel->run(stream);
       } catch (...) {
-        rethrowFailureOf(*item.node,
-                         strCat(replicaGroup_ != nullptr ? strCat("replica ", replicaIndex_, ", ")
-                                                         : std::string(),
-                                "task ", task.name, " on IPU", layout_.tasks()[scheduled.task].ipu,
-                                microBatch < 0
-                                    ? std::string()
-                                    : strCat(", micro-batch ", microBatch, " of the call")));
+        rethrowFailureOf(
+            *item.node,
+            strCat(replicaGroup_ != nullptr ? strCat("replica ", collectives_->replicaIndex(), ", ")
+                                            : std::string(),
+                   "task ", task.name, " on IPU", layout_.tasks()[scheduled.task].ipu,
+                   microBatch < 0 ? std::string()
+                                  : strCat(", micro-batch ", microBatch, " of the call")));
       }
     } else {
       item.receive.channel->pop(item.receive.address);

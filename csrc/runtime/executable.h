@@ -289,7 +289,6 @@ private:
   std::shared_ptr<ReplicaGroup> replicaGroup_;
   std::unique_ptr<kernels::ReplicaCollectives> collectives_;
   kernels::ReplicaCollectives* collectivesSlot_ = nullptr;
-  int64_t replicaIndex_ = 0; // named by errors
   // The channel each ipu_copy node receives from.
   std::unordered_map<const ir::Node*, Channel*> copyChannels_;
 };

@@ -43,6 +43,14 @@ def synthetic_inputs(tensors: Sequence[torch.Tensor], seed: int) -> List[torch.T
             else torch.zeros_like(t) for t in tensors]
 
 
+def replica_factor(options: Options) -> Tuple[str, int]:
+    """(its name, how many) of the replicas that take inputs of their own:
+    replicationFactor, or its input groups (Options.inputReplicaGrouping)."""
+    parts, _ = _replication.input_parts(options)
+    return ("replicationFactor" if parts == options.replication_factor
+            else "input groups of replicas"), parts
+
+
 def micro_batches(options: Options, signature: "_tracing.Signature",
                   tensors: Sequence[torch.Tensor]) -> List[torch.Tensor]:
     """One micro-batch of every input (float64 ones as float32), copied (tracing
@@ -51,7 +59,7 @@ def micro_batches(options: Options, signature: "_tracing.Signature",
     tensors, _ = float64_as_float32(signature.tensor_names, tensors)
     iterations = options.device_iterations
     accumulation = options.Training.gradient_accumulation
-    replicas, _ = _replication.input_parts(options)  # replicas that take inputs of their own
+    replica_label, replicas = replica_factor(options)
     factor = iterations * accumulation * replicas
     if accumulation == 1 and replicas == 1:
         explained = (f"deviceIterations ({iterations}): each call runs {iterations} device "
@@ -61,9 +69,7 @@ def micro_batches(options: Options, signature: "_tracing.Signature",
         if accumulation > 1:
             product += f" x gradientAccumulation ({accumulation})"
         if replicas > 1:
-            product += (f" x replicationFactor ({replicas})"
-                        if replicas == options.replication_factor else
-                        f" x input groups of replicas ({replicas})")
+            product += f" x {replica_label} ({replicas})"
         explained = (f"{product} = {factor}: each call runs {iterations} device iteration(s) "
                      f"of {accumulation} micro-batch(es) on each of {replicas} replica(s), "
                      "all of equal size")
@@ -108,11 +114,11 @@ def import_call(model: torch.nn.Module, options: Options, training: bool,
     micro = micro_batches(options, signature, signature.tensors(args, kwargs))
     batched = [tensor for tensor in micro if tensor.dim() > 0]
     if batched:
+        replica_label, replicas = replica_factor(options)
         signature.batch_explanation = (
             f"micro-batch {batched[0].shape[0]} x deviceIterations {options.device_iterations} "
             f"x gradientAccumulation {options.Training.gradient_accumulation}"
-            + (f" x replicationFactor {options.replication_factor}"
-               if options.replication_factor > 1 else ""))
+            + (f" x {replica_label} {replicas}" if replicas > 1 else ""))
     traced, flat = _tracing.trace(model, signature, micro, training,
                                   module_scopes=options.module_namescope)
     tracing_done()

@@ -695,7 +695,7 @@ class Executor:
         """The executable itself, or with replicationFactor > 1 its replicas
         (the same program loaded again), which run every call together."""
         replicas = self._options.replication_factor
-        processes = self._options.Distributed.numProcesses if self._training else 1
+        processes = _replication.replica_count(self._options, self._training) // replicas
         if replicas * processes == 1:
             return executable
         program = executable.serialize_program()
@@ -830,8 +830,7 @@ class Executor:
                           else PROFILE_DIR_VARIABLE)
                 raise OptionError(f"{source}: cannot create the profile directory under "
                                   f"'{root}': {error}.") from error
-        replicas = (_replication.replica_count(self._options) if self._training
-                    else self._options.replication_factor)
+        replicas = _replication.replica_count(self._options, self._training)
         self._profile_writer.after_compile(self._executable, type(self._user_model).__name__,
                                            stages, self._compilation_seconds, replicas)
 

@@ -45,10 +45,12 @@ def input_parts(options) -> Tuple[int, List[int]]:
     return parts, [r // size for r in range(replicas)]
 
 
-def replica_count(options) -> int:
-    """The replicas of a job that train together: replicationFactor in each
-    of Options.Distributed's processes."""
-    return options.replication_factor * options.Distributed.numProcesses
+def replica_count(options, training: bool = True) -> int:
+    """The replicas of a job: replicationFactor in each of
+    Options.Distributed's processes for training, which sums gradients across
+    all of them; inference replicas are this process's own."""
+    processes = options.Distributed.numProcesses if training else 1
+    return options.replication_factor * processes
 
 
 def split(tensor: torch.Tensor, steps: int, parts: Sequence[int]) -> List[torch.Tensor]:

@@ -13,7 +13,7 @@ import warnings
 
 import torch
 
-from popsim import _C
+from popsim import _C, _replication
 from popsim import optim as popsim_optim
 from popsim._logging import LOGGER
 from popsim.enums import MeanReductionStrategy, ReductionType
@@ -153,7 +153,7 @@ def grad_scale(options):
     or the sum (a running mean of the micro-batches is averaged over replicas
     only)."""
     accumulation = options.Training.gradient_accumulation
-    replicas = options.replication_factor * options.Distributed.numProcesses
+    replicas = _replication.replica_count(options)
     reduction = options.Training.accumulation_and_replication_reduction_type
     if reduction != ReductionType.Mean:
         return 1.0
@@ -190,7 +190,7 @@ class OptimizerBinding:
         config.max_grad_norm = self.max_grad_norm
         config.gradient_scale = grad_scale(options)
         config.running_mean = running_mean(options)
-        config.replicas = options.replication_factor * options.Distributed.numProcesses
+        config.replicas = _replication.replica_count(options)
         config.sharded_parameters = list(self.sharded_shapes(options))
         config.groups = [parameter_group(flags, [name for name, _ in params])
                          for flags, params in zip(self.flags, self.groups)]
@@ -201,14 +201,14 @@ class OptimizerBinding:
         across replicas (replicated tensor sharding of the optimizer location)."""
         settings = options.TensorLocations.optimizer_location
         processes = options.Distributed.numProcesses
-        if not settings.replicated_tensor_sharding or options.replication_factor * processes == 1:
+        if not settings.replicated_tensor_sharding or _replication.replica_count(options) == 1:
             return {}
         where = "TensorLocationSettings.useReplicatedTensorSharding(True) for the optimizer state"
         if processes > 1:
             raise OptionError(
                 f"{where}: popsim shards across the replicas of one process, and this job has "
                 f"{processes} processes. Run one process with replicationFactor "
-                f"{options.replication_factor * processes}, or turn sharding off.")
+                f"{_replication.replica_count(options)}, or turn sharding off.")
         if self.kind == "lamb":
             raise OptionError(
                 f"{where}: LAMB's trust ratio needs each whole weight and update, which "

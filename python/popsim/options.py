@@ -9,6 +9,7 @@ Values are checked when set. Once options are passed to a model they are
 frozen (the model keeps its own copy); ``clone()`` gives a modifiable copy.
 """
 
+import builtins
 import copy
 import difflib
 import numbers
@@ -547,10 +548,9 @@ def _load_options_file(options, filepath):
             lines = source.read().splitlines()
     except OSError as error:
         raise OptionError(f"loadFromFile('{filepath}'): cannot read it: {error}.") from error
-    builtins = {name: __builtins__[name] if isinstance(__builtins__, dict)
-                else getattr(__builtins__, name)
-                for name in ("bool", "dict", "float", "int", "list", "str", "tuple")}
-    scope = {"popsim": popsim, "poptorch": popsim, "torch": torch, "__builtins__": builtins}
+    allowed = {name: getattr(builtins, name)
+               for name in ("bool", "dict", "float", "int", "list", "str", "tuple")}
+    scope = {"popsim": popsim, "poptorch": popsim, "torch": torch, "__builtins__": allowed}
     for number, text in enumerate(lines, start=1):
         line = text.strip()
         if not line or line.startswith("#"):

@@ -411,3 +411,14 @@ def test_replicas_draw_their_own_dropout_masks_also_after_a_detach():
     assert not torch.equal(masks[0], masks[1])
     trainer.detachFromDevice()
     assert trainer._detached_state[popsim._C.RANDOM_COUNTER_NAME] == 2  # replica 0's count
+
+
+def test_a_wrong_batch_of_grouped_replicas_names_the_input_groups():
+    opts = popsim.Options().replicationFactor(4).inputReplicaGrouping(
+        2, popsim.CommGroupType.Consecutive)
+    model = popsim.inferenceModel(nn.Linear(3, 2), opts)
+    model(torch.randn(10, 3))  # 2 input groups of micro-batches of 5
+    with pytest.raises(popsim.InputError, match=r"compiled for 10 per call \(micro-batch 5 x "
+                       r"deviceIterations 1 x gradientAccumulation 1 x input groups of "
+                       r"replicas 2\)"):
+        model(torch.randn(12, 3))
