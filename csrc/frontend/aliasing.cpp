@@ -236,7 +236,7 @@ void Aliasing::write(const std::string& op, const FrontendValue& target, Fronten
     result.alias = target.alias;
     return;
   }
-  const bool untracked = !tracked && training_ && target.tensor->type().dtype == ir::DType::Float32;
+  const bool untracked = !tracked && training_ && ir::isFloat(target.tensor->type().dtype);
   if (!target.alias.has_value()) {
     // Nothing else views the target: the result simply is its new value (one
     // autograd does not see, if the write is untracked).
@@ -261,7 +261,7 @@ void Aliasing::write(const std::string& op, const FrontendValue& target, Fronten
   for (const ViewStep& step : alias.path) {
     tracked = tracked && step.kind != ir::OpKind::StopGradient;
   }
-  if (tracked || !training_ || storage.contents->type().dtype != ir::DType::Float32) {
+  if (tracked || !training_ || !ir::isFloat(storage.contents->type().dtype)) {
     storage.contents = writeView(graph_, storage.contents, alias.path, result.tensor, location);
   } else {
     // Autograd does not see the write: the new values pass no gradient, and

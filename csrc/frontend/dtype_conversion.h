@@ -12,6 +12,7 @@ namespace popsim::frontend {
 inline std::optional<ir::DType> toIrDType(c10::ScalarType type) {
   switch (type) {
   case c10::ScalarType::Float: return ir::DType::Float32;
+  case c10::ScalarType::Half: return ir::DType::Float16;
   case c10::ScalarType::Int: return ir::DType::Int32;
   case c10::ScalarType::Long: return ir::DType::Int64;
   case c10::ScalarType::Bool: return ir::DType::Bool;
@@ -22,6 +23,7 @@ inline std::optional<ir::DType> toIrDType(c10::ScalarType type) {
 inline c10::ScalarType toTorchDType(ir::DType type) {
   switch (type) {
   case ir::DType::Float32: return c10::ScalarType::Float;
+  case ir::DType::Float16: return c10::ScalarType::Half;
   case ir::DType::Int32: return c10::ScalarType::Int;
   case ir::DType::Int64: return c10::ScalarType::Long;
   case ir::DType::Bool: return c10::ScalarType::Bool;

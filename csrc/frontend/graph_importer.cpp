@@ -50,6 +50,7 @@ public:
         aliasing_(*graph_, options.training) {
     state_.training = options.training;
     state_.randomSeed = options.randomSeed;
+    state_.downcastMixedFloats = options.downcastMixedFloats;
   }
 
   std::unique_ptr<ir::Graph> run(const std::shared_ptr<jit::Graph>& source) {
@@ -241,7 +242,10 @@ private:
         aliasing_.refresh(values_.at(input), locationOf(node));
       }
       NodeContext context(node, values_, *graph_, constants_, state_, locationOf(node));
+      if (state_.downcastMixedFloats) context.downcastMixedFloats();
+      const bool inFloat32 = context.computeHalfInFloat32();
       lowering(context);
+      if (inFloat32) context.restoreHalfOutputs();
       if (!aliasing_.record(node, values_, gradEnabled_, locationOf(node))) {
         stopGradientsWithGradModeOff(node); // (an in-place op's result is its target's view)
       }
@@ -311,6 +315,7 @@ private:
                  producer.kind().toQualString(), ", which popsim cannot view at runtime"));
     }
     NodeContext context(producer, values_, *graph_, constants_, state_, locationOf(producer));
+    if (state_.downcastMixedFloats) context.downcastMixedFloats();
     lowering(context);
     aliasing_.record(producer, values_, gradEnabled_, locationOf(producer));
   }
@@ -355,8 +360,7 @@ private:
     }
     for (const jit::Value* output : node.outputs()) {
       FrontendValue& value = values_.at(output);
-      if (value.kind != FrontendValue::Kind::Tensor ||
-          value.tensor->type().dtype != ir::DType::Float32) {
+      if (value.kind != FrontendValue::Kind::Tensor || !ir::isFloat(value.tensor->type().dtype)) {
         continue;
       }
       value.tensor = graph_->apply(ir::OpKind::StopGradient, {value.tensor}, {}, locationOf(node));
@@ -414,10 +418,11 @@ private:
       return existing;
     }
     const std::optional<ir::DType> dtype = toIrDType(tensor.scalar_type());
-    if (!dtype.has_value() || (parameter && *dtype != ir::DType::Float32)) {
+    if (!dtype.has_value() || (parameter && !ir::isFloat(*dtype))) {
       throw UnsupportedLowering(std::string("parameter '") + name + "' has dtype " +
                                 c10::toString(tensor.scalar_type()) +
-                                "; popsim computes in float32 (convert the model with .float())");
+                                "; popsim trains float32 and float16 parameters (convert the model "
+                                "with .float() or .half())");
     }
     return graph_->addWeight(
         name, {*dtype, ir::Shape(tensor.sizes().begin(), tensor.sizes().end())}, parameter);

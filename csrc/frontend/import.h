@@ -25,6 +25,10 @@ struct ImportOptions {
   bool training = false;
   // Seed of dropout masks (training).
   int64_t randomSeed = 0;
+  // PopTorch's FloatDowncastToHalf (Precision.halfFloatCasting, the default
+  // for traced models): an op whose float operands mix float16 and float32
+  // computes in float16. False: PyTorch's promotion (HalfUpcastToFloat).
+  bool downcastMixedFloats = true;
 };
 
 // Lowers a TorchScript graph whose first input is `self` (the module holding

@@ -104,7 +104,7 @@ void identifyLoss(ir::Graph& graph, const MarkedLosses& losses) {
   }
   for (size_t i : finals) {
     const ir::Value* loss = graph.outputs()[i];
-    POPSIM_CHECK(loss->type().rank() == 0 && loss->type().dtype == ir::DType::Float32,
+    POPSIM_CHECK(loss->type().rank() == 0 && ir::isFloat(loss->type().dtype),
                  ErrorKind::Compilation, "The loss (output ", i, ", from ",
                  describeLoss(*dependencies.markedSource(loss)), ") is a ", loss->type().str(),
                  " tensor, but a loss must be a float scalar: reduce it (a loss "

@@ -1,9 +1,11 @@
 #include "frontend/node_context.h"
 
+#include "common/float16.h"
 #include "frontend/dtype_conversion.h"
 #include "ir/state_names.h"
 
 #include <cstring>
+#include <set>
 
 namespace popsim::frontend {
 
@@ -24,9 +26,10 @@ ir::Value* ConstantTensors::get(const at::Tensor& tensor) {
     throw UnsupportedLowering(std::string("a constant tensor of dtype ") +
                               c10::toString(data.scalar_type()));
   }
-  data = data.contiguous();
   const ir::TensorType type{*dtype, ir::Shape(data.sizes().begin(), data.sizes().end())};
-  std::vector<uint8_t> bytes(type.bytes());
+  // float16 constants are held as their float32 carriers (exact).
+  data = data.to(toTorchDType(ir::storageDType(*dtype))).contiguous();
+  std::vector<uint8_t> bytes(type.storageBytes());
   if (!bytes.empty()) {
     std::memcpy(bytes.data(), data.data_ptr(), bytes.size());
   }
@@ -123,7 +126,120 @@ ir::Value* NodeContext::asTensor(const FrontendValue& value, size_t index) {
   unsupported("argument " + std::to_string(index) + " is not a tensor");
 }
 
-ir::Value* NodeContext::tensor(size_t index) { return asTensor(input(index), index); }
+ir::Value* NodeContext::tensor(size_t index) {
+  const auto cast = castOperands_.find(index);
+  return cast != castOperands_.end() ? cast->second : asTensor(input(index), index);
+}
+
+namespace {
+
+// aten ops lowered to several IR ops with intermediate values, which
+// float16 would round at every step where PyTorch and the IPU round once.
+const std::set<std::string>& opsComputedInFloat32() {
+  static const std::set<std::string> ops = {
+      "aten::lerp",
+      "aten::upsample_linear1d",
+      "aten::upsample_bilinear2d",
+      "aten::upsample_bicubic2d",
+      "aten::upsample_trilinear3d",
+      "aten::max_unpool2d",
+      "aten::max_unpool3d",
+      "aten::embedding_bag",
+      "aten::_embedding_bag",
+      "aten::cross_entropy_loss",
+      "aten::kl_div",
+      "aten::huber_loss",
+      "aten::smooth_l1_loss",
+      "aten::poisson_nll_loss",
+      "aten::multi_margin_loss",
+      "aten::multilabel_margin_loss",
+      "aten::hinge_embedding_loss",
+      "aten::cosine_embedding_loss",
+      "aten::margin_ranking_loss",
+      "aten::soft_margin_loss",
+      "aten::multilabel_soft_margin_loss",
+      "aten::binary_cross_entropy",
+      "aten::binary_cross_entropy_with_logits",
+      "aten::ctc_loss",
+      "aten::triplet_margin_loss",
+      "aten::logsumexp",
+      "aten::linalg_vector_norm",
+      "aten::norm",
+      "aten::nansum",
+      "aten::group_norm",
+      "aten::instance_norm",
+      "aten::var",
+      "aten::std",
+      "aten::var_mean",
+      "aten::std_mean",
+  };
+  return ops;
+}
+
+} // namespace
+
+bool NodeContext::computeHalfInFloat32() {
+  if (opsComputedInFloat32().count(opName_) == 0) return false;
+  bool half = false;
+  for (size_t i = 0; i < numInputs(); ++i) {
+    const FrontendValue& value = input(i);
+    if (value.kind == FrontendValue::Kind::Tensor &&
+        tensor(i)->type().dtype == ir::DType::Float16) {
+      castOperands_[i] = emit(ir::OpKind::Cast, {tensor(i)},
+                              {{"dtype", std::string(ir::dtypeName(ir::DType::Float32))}});
+      half = true;
+    }
+  }
+  return half;
+}
+
+void NodeContext::restoreHalfOutputs() {
+  for (size_t i = 0; i < numOutputs(); ++i) {
+    const auto traced = node_.outputs()[i]->type()->cast<c10::TensorType>();
+    if (traced == nullptr || traced->scalarType() != c10::ScalarType::Half) continue;
+    FrontendValue& value = values_.at(node_.outputs()[i]);
+    if (value.kind == FrontendValue::Kind::Tensor &&
+        value.tensor->type().dtype == ir::DType::Float32) {
+      value.tensor = emit(ir::OpKind::Cast, {value.tensor},
+                          {{"dtype", std::string(ir::dtypeName(ir::DType::Float16))}});
+    }
+  }
+}
+
+void NodeContext::downcastMixedFloats() {
+  // Ops that cast or normalise keep their operands: the result's dtype is
+  // what they are asked for, and norms mix float32 statistics with float16
+  // activations by design (Precision.runningStatisticsAlwaysFloat).
+  static const std::set<std::string> kKeep = {
+      "aten::to",         "aten::type_as",       "aten::batch_norm", "aten::layer_norm",
+      "aten::group_norm", "aten::instance_norm", "aten::_to_copy",   "aten::native_layer_norm"};
+  if (kKeep.count(opName_) != 0) return;
+  std::vector<size_t> floats;
+  bool half = false;
+  bool single = false;
+  for (size_t i = 0; i < numInputs(); ++i) {
+    const FrontendValue& value = input(i);
+    if (value.kind != FrontendValue::Kind::Tensor || !ir::isFloat(value.tensor->type().dtype)) {
+      continue;
+    }
+    floats.push_back(i);
+    (value.tensor->type().dtype == ir::DType::Float16 ? half : single) = true;
+  }
+  if (!half || !single) return;
+  const c10::FunctionSchema* schema = node_.maybeSchema();
+  const bool inPlace = schema != nullptr && !schema->arguments().empty() &&
+                       schema->arguments()[0].alias_info() != nullptr &&
+                       schema->arguments()[0].alias_info()->isWrite();
+  const ir::DType target = inPlace && !floats.empty() && floats[0] == 0
+                               ? input(0).tensor->type().dtype
+                               : ir::DType::Float16;
+  for (size_t i : floats) {
+    ir::Value* operand = input(i).tensor;
+    if (operand->type().dtype == target || (inPlace && i == 0)) continue;
+    castOperands_[i] =
+        emit(ir::OpKind::Cast, {operand}, {{"dtype", std::string(ir::dtypeName(target))}});
+  }
+}
 
 std::vector<ir::Value*> NodeContext::tensorList(size_t index) {
   const FrontendValue& value = input(index);
@@ -233,15 +349,51 @@ std::optional<ir::DType> NodeContext::toDType(size_t index) const {
   return toIrDType(static_cast<c10::ScalarType>(v.toInt()));
 }
 
+namespace {
+
+// Lowerings write numbers as float32 constants (0.0, 1.0, infinity); next to
+// a float16 tensor such a 0-d constant takes the tensor's dtype, as PyTorch
+// gives a 0-d operand the dtype of a dimensioned one of its category.
+std::vector<ir::Value*> constantsInPartnersDType(ir::Graph& graph,
+                                                 const std::vector<ir::Value*>& inputs) {
+  std::optional<ir::DType> partner;
+  bool scalarConstants = false;
+  for (const ir::Value* input : inputs) {
+    if (!ir::isFloat(input->type().dtype)) continue;
+    const bool scalarConstant =
+        input->role() == ir::ValueRole::Constant && input->type().rank() == 0;
+    scalarConstants = scalarConstants || scalarConstant;
+    if (!scalarConstant) partner = input->type().dtype;
+  }
+  if (!partner.has_value() || !scalarConstants) return inputs;
+  std::vector<ir::Value*> result = inputs;
+  for (ir::Value*& input : result) {
+    if (ir::isFloat(input->type().dtype) && input->type().dtype != *partner &&
+        input->role() == ir::ValueRole::Constant && input->type().rank() == 0) {
+      float value = 0.0f;
+      std::memcpy(&value, input->constantData().data(), sizeof value);
+      if (*partner == ir::DType::Float16) value = roundToHalf(value);
+      std::vector<uint8_t> bytes(sizeof value);
+      std::memcpy(bytes.data(), &value, sizeof value);
+      input = graph.addConstant({*partner, {}}, std::move(bytes));
+    }
+  }
+  return result;
+}
+
+} // namespace
+
 ir::Value* NodeContext::emit(ir::OpKind kind, const std::vector<ir::Value*>& inputs,
                              ir::Attributes attrs) {
-  return graph_.apply(kind, inputs, std::move(attrs), location_);
+  return graph_.apply(kind, constantsInPartnersDType(graph_, inputs), std::move(attrs), location_);
 }
 
 std::vector<ir::Value*> NodeContext::emitMulti(ir::OpKind kind,
                                                const std::vector<ir::Value*>& inputs,
                                                ir::Attributes attrs) {
-  return graph_.addNode(kind, inputs, std::move(attrs), location_)->outputs();
+  return graph_
+      .addNode(kind, constantsInPartnersDType(graph_, inputs), std::move(attrs), location_)
+      ->outputs();
 }
 
 ir::Value* NodeContext::constant(const ir::TensorType& type, std::vector<uint8_t> bytes) {

@@ -18,6 +18,7 @@ struct ImportState {
   bool training = false;
   int64_t randomSeed = 0;
   int64_t randomStreams = 0;
+  bool downcastMixedFloats = true; // ImportOptions::downcastMixedFloats
   std::vector<std::pair<ir::Value*, LoweringContext::LossKind>> losses;
 };
 
@@ -78,6 +79,19 @@ public:
   int64_t randomSeed() const override { return state_.randomSeed; }
   void assign(ir::Value* variable, ir::Value* value) override;
 
+  // Casts the float tensor operands of an op that mixes float16 and float32
+  // to float16 (an in-place op's other operands to its target's dtype), as
+  // PopTorch's FloatDowncastToHalf does; the lowering then sees the casts.
+  void downcastMixedFloats();
+  // For an aten op that popsim lowers to several IR ops (a loss, an
+  // interpolation, a norm of a vector...): float16 operands are cast to
+  // float32 for the lowering, and the outputs the trace recorded as float16
+  // are rounded once at the end (restoreHalfOutputs), as PyTorch's kernels
+  // and the IPU's fused operations round once. False when the op does not
+  // take this path.
+  bool computeHalfInFloat32();
+  void restoreHalfOutputs();
+
 private:
   const FrontendValue& input(size_t index) const;
   // The argument as a compile-time value; unsupported when it is computed at runtime.
@@ -91,6 +105,7 @@ private:
   ImportState& state_;
   ir::SourceLocation location_;
   std::string opName_;
+  std::map<size_t, ir::Value*> castOperands_; // by argument index (downcastMixedFloats)
 };
 
 } // namespace popsim::frontend

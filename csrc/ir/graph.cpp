@@ -1,6 +1,7 @@
 #include "ir/graph.h"
 
 #include "common/check.h"
+#include "common/float16.h"
 #include "ir/op_schema.h"
 
 #include <algorithm>
@@ -38,7 +39,7 @@ Value* Graph::addState(const std::string& name, TensorType type, StateKind kind)
 }
 
 Value* Graph::addConstant(TensorType type, std::vector<uint8_t> data, const std::string& name) {
-  POPSIM_ASSERT(data.size() == type.bytes(), "constant ", type.str(), " given ", data.size(),
+  POPSIM_ASSERT(data.size() == type.storageBytes(), "constant ", type.str(), " given ", data.size(),
                 " bytes.");
   Value* value = newValue(std::move(type), ValueRole::Constant, name);
   value->constantData_ = std::make_shared<const std::vector<uint8_t>>(std::move(data));
@@ -46,10 +47,12 @@ Value* Graph::addConstant(TensorType type, std::vector<uint8_t> data, const std:
   return value;
 }
 
-Value* Graph::addScalarConstant(float scalar) {
+Value* Graph::addScalarConstant(float scalar, DType dtype) {
+  POPSIM_ASSERT(isFloat(dtype), "a scalar constant of ", dtypeName(dtype), ".");
+  if (dtype == DType::Float16) scalar = roundToHalf(scalar); // held in a float32 carrier
   std::vector<uint8_t> bytes(sizeof(float));
   std::memcpy(bytes.data(), &scalar, sizeof(float));
-  return addConstant({DType::Float32, {}}, std::move(bytes));
+  return addConstant({dtype, {}}, std::move(bytes));
 }
 
 Node* Graph::addNode(OpKind kind, const std::vector<Value*>& inputs, Attributes attrs,

@@ -34,7 +34,8 @@ public:
   // names are unique among states.
   Value* addState(const std::string& name, TensorType type, StateKind kind);
   Value* addConstant(TensorType type, std::vector<uint8_t> data, const std::string& name = "");
-  Value* addScalarConstant(float value);
+  // A 0-d float constant (rounded to float16 for a Float16 one).
+  Value* addScalarConstant(float value, DType dtype = DType::Float32);
 
   // Adds a node at the insertion point (the end unless set); output types come
   // from the op schema. Type errors read "<op> at <location>: <problem>".

@@ -39,7 +39,8 @@ std::string constantValues(const Value& constant) {
       out << ", ";
     }
     switch (type.dtype) {
-    case DType::Float32: {
+    case DType::Float32:
+    case DType::Float16: { // float16 constants are held in float32 carriers
       float v;
       std::memcpy(&v, data + i * 4, 4);
       out << v;

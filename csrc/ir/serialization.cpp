@@ -170,9 +170,9 @@ public:
     for (uint64_t i = 0, n = count("constants"); i < n; ++i) {
       std::string name = in_.readString();
       TensorType type = readType();
-      const char* data = in_.take(type.bytes());
+      const char* data = in_.take(type.storageBytes());
       values_.push_back(
-          graph_->addConstant(type, std::vector<uint8_t>(data, data + type.bytes()), name));
+          graph_->addConstant(type, std::vector<uint8_t>(data, data + type.storageBytes()), name));
     }
     for (uint64_t i = 0, n = count("nodes"); i < n; ++i) {
       readNode();

@@ -3,6 +3,7 @@
 namespace popsim::ir {
 
 const char* const kRandomCounterName = "random/counter";
+const char* const kLossScalingName = "optimizer/loss_scaling";
 
 std::string parameterStateName(const std::string& parameter, const std::string& state) {
   return parameter + "/" + state;

@@ -9,6 +9,8 @@ namespace popsim::ir {
 
 // The i64 counter that seeds dropout masks, advanced once per micro-batch.
 extern const char* const kRandomCounterName;
+// The f32 loss scaling factor, when the host may change it (loss_scaling).
+extern const char* const kLossScalingName;
 
 // Per parameter: "<param>/<state>" with PyTorch's optimizer state names
 // (exp_avg, momentum_buffer, ...) and "<param>/accumulator".

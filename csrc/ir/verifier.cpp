@@ -27,9 +27,9 @@ public:
     if (const Value* loss = graph_.loss()) {
       if (!graph_.owns(loss) || defined_.count(loss) == 0) {
         problems_.push_back("the loss is not defined by the graph.");
-      } else if (loss->type().rank() != 0 || loss->type().dtype != DType::Float32) {
+      } else if (loss->type().rank() != 0 || !isFloat(loss->type().dtype)) {
         problems_.push_back(
-            strCat("the loss must be an f32 scalar, got ", loss->type().str(), "."));
+            strCat("the loss must be a float scalar, got ", loss->type().str(), "."));
       }
     }
     return problems_;
@@ -55,10 +55,10 @@ private:
       defined_.insert(state);
     }
     for (const Value* constant : graph_.constants()) {
-      if (constant->constantData().size() != constant->type().bytes()) {
+      if (constant->constantData().size() != constant->type().storageBytes()) {
         problems_.push_back(strCat("constant ", constant->type().str(), " holds ",
                                    constant->constantData().size(), " bytes, expected ",
-                                   constant->type().bytes(), "."));
+                                   constant->type().storageBytes(), "."));
       }
       defined_.insert(constant);
     }

@@ -12,7 +12,8 @@ bool isDnnlDType(ir::DType dtype) {
 
 memory::data_type toDnnlDType(ir::DType dtype) {
   switch (dtype) {
-  case ir::DType::Float32: return memory::data_type::f32;
+  case ir::DType::Float32:
+  case ir::DType::Float16: return memory::data_type::f32; // float32 carriers
   case ir::DType::Int32: return memory::data_type::s32;
   case ir::DType::Bool: return memory::data_type::u8;
   case ir::DType::Int64:

@@ -30,7 +30,7 @@ std::unique_ptr<Kernel> createEltwiseKernel(const KernelRequest& request) {
   case ir::OpKind::Sqrt: kind = algorithm::eltwise_sqrt; break;
   case ir::OpKind::Abs: kind = algorithm::eltwise_abs; break;
   case ir::OpKind::Affine:
-    if (request.outputs[0].type.dtype != ir::DType::Float32) {
+    if (!ir::isFloat(request.outputs[0].type.dtype)) {
       return nullptr; // integer counters: reference kernel
     }
     kind = algorithm::eltwise_linear;

@@ -42,7 +42,7 @@ std::unique_ptr<Kernel> createSlice(const KernelRequest& request) {
                           strides);
   auto* base = static_cast<uint8_t*>(request.inputs[0].data);
   return makeStridedCopy(request, view,
-                         base + offset * static_cast<int64_t>(ir::elementSize(in.dtype)));
+                         base + offset * static_cast<int64_t>(ir::storageSize(in.dtype)));
 }
 
 std::unique_ptr<Kernel> createConcat(const KernelRequest& request) {

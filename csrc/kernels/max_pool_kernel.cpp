@@ -316,8 +316,7 @@ private:
 } // namespace
 
 std::unique_ptr<Kernel> createMaxPoolKernel(const KernelRequest& request) {
-  if (request.inputs[0].type.dtype != ir::DType::Float32 ||
-      request.inputs[0].type.shape.size() != 4) {
+  if (!ir::isFloat(request.inputs[0].type.dtype) || request.inputs[0].type.shape.size() != 4) {
     return nullptr;
   }
   return std::make_unique<MaxPoolKernel>(request);

@@ -15,7 +15,7 @@ constexpr int64_t kMaxFloatSummed = 64;
 // reduce_sum / reduce_mean as a oneDNN reduction into the kept-dims shape
 // (which has the same bytes as the keepdim=false result).
 std::unique_ptr<Kernel> createReductionKernel(const KernelRequest& request) {
-  if (request.inputs[0].type.dtype != ir::DType::Float32) {
+  if (!ir::isFloat(request.inputs[0].type.dtype)) {
     return nullptr; // integer sums: popsim's own exact loop
   }
   const ir::Shape& in = request.inputs[0].type.shape;

@@ -148,7 +148,7 @@ MemoryPlan planMemory(const ir::Graph& graph, const MemoryPlanOptions& options) 
                  "a tensor is placed on IPU ", slot.ipu, " but the system has ", options.numIpus,
                  " IPU(s).");
     slot.region = regionOf(root);
-    slot.bytes = root->type().bytes();
+    slot.bytes = options.hostStorage ? root->type().storageBytes() : root->type().bytes();
     if (slot.region == MemoryRegion::Activations) {
       slot.lifetime = {root->producer() != nullptr ? 0 : -1, 0};
     } else {

@@ -54,6 +54,9 @@ struct IpuMemoryLayout {
 struct MemoryPlanOptions {
   size_t alignment = 64;
   int64_t numIpus = 1;
+  // Lay out the host buffers that stand in for the IPUs' memory, where
+  // float16 values take float32 carriers, instead of the IPUs' own bytes.
+  bool hostStorage = false;
 };
 
 // The result of memory planning: a slot for every value of the graph and the

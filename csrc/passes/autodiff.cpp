@@ -25,7 +25,7 @@ namespace {
 
 using ValueSet = std::unordered_set<const ir::Value*>;
 
-bool isFloat(const ir::Value* value) { return value->type().dtype == ir::DType::Float32; }
+bool isFloat(const ir::Value* value) { return ir::isFloat(value->type().dtype); }
 
 std::vector<ir::Node*> forwardNodes(const ir::Graph& graph) {
   std::vector<ir::Node*> nodes;
@@ -106,10 +106,13 @@ void useTrainingForms(ir::Graph& graph, const std::vector<ir::Value*>& wrt) {
 
 } // namespace
 
-std::unordered_map<const ir::Value*, ir::Value*>
-buildGradients(ir::Graph& graph, ir::Value* loss, const std::vector<ir::Value*>& wrt) {
+std::unordered_map<const ir::Value*, ir::Value*> buildGradients(ir::Graph& graph, ir::Value* loss,
+                                                                const std::vector<ir::Value*>& wrt,
+                                                                ir::Value* seed) {
   POPSIM_ASSERT(loss != nullptr && loss->type().rank() == 0 && isFloat(loss),
-                "gradients need a scalar f32 loss.");
+                "gradients need a scalar float loss.");
+  POPSIM_ASSERT(seed == nullptr || seed->type() == loss->type(), "a loss gradient seed of type ",
+                seed != nullptr ? seed->type().str() : "", ".");
   useTrainingForms(graph, wrt);
   const std::vector<ir::Node*> nodes = forwardNodes(graph);
   const ValueSet dependents = dependentsOf(nodes, wrt);
@@ -119,7 +122,7 @@ buildGradients(ir::Graph& graph, ir::Value* loss, const std::vector<ir::Value*>&
   };
 
   std::unordered_map<const ir::Value*, ir::Value*> grads;
-  grads[loss] = graph.addScalarConstant(1.0f);
+  grads[loss] = seed != nullptr ? seed : graph.addScalarConstant(1.0f, loss->type().dtype);
   for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
     const ir::Node& node = **it;
     std::vector<ir::Value*> outputGrads;

@@ -34,7 +34,14 @@ ir::Value* GradientBuilder::reshape(ir::Value* value, const ir::Shape& shape) {
 }
 
 ir::Value* GradientBuilder::zeros(const ir::Shape& shape) {
-  ir::Value* zero = graph_.addScalarConstant(0.0f);
+  ir::DType dtype = ir::DType::Float32;
+  for (const ir::Value* input : forward_.inputs()) {
+    if (ir::isFloat(input->type().dtype)) {
+      dtype = input->type().dtype;
+      break;
+    }
+  }
+  ir::Value* zero = graph_.addScalarConstant(0.0f, dtype);
   return shape.empty() ? zero : emit(ir::OpKind::Broadcast, {zero}, {{"shape", shape}});
 }
 

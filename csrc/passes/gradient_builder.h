@@ -23,7 +23,8 @@ public:
   ir::Value* affine(ir::Value* value, double scale, double shift);
   // Sums a broadcast gradient back to the shape of the operand it came from.
   ir::Value* sumToShape(ir::Value* gradient, const ir::Shape& shape);
-  // float32 zeros of `shape` (a broadcast scalar constant).
+  // Zeros of `shape` (a broadcast scalar constant) in the dtype of the
+  // forward op's float operands (float32 if it has none).
   ir::Value* zeros(const ir::Shape& shape);
   // Swaps the last two dimensions.
   ir::Value* transposeLast(ir::Value* value);

@@ -329,10 +329,9 @@ Grads scatterReduce(GradientBuilder& b, const Grads& g, const Needed& needed) {
     gradSelf =
         b.emit(OpKind::Div, {b.emit(OpKind::Mul, {g[0], product(maskedSelf, src)}), maskedSelf});
     Value* srcZero = isZero(src);
-    Value* zerosAtTarget =
-        gatherAt(scatterSum(b.zeros(x->type().shape),
-                            b.emit(OpKind::Cast, {srcZero},
-                                   {{"dtype", std::string(ir::dtypeName(ir::DType::Float32))}})));
+    Value* zerosAtTarget = gatherAt(scatterSum(
+        b.zeros(x->type().shape),
+        b.emit(OpKind::Cast, {srcZero}, {{"dtype", std::string(ir::dtypeName(x->type().dtype))}})));
     Value* singleZero = b.emit(OpKind::BinaryPointwise,
                                {srcZero, b.emit(OpKind::BinaryPointwise, {zerosAtTarget, one},
                                                 {{"function", std::string("eq")}})},
@@ -347,7 +346,7 @@ Grads scatterReduce(GradientBuilder& b, const Grads& g, const Needed& needed) {
     const auto equal = [&](Value* a, Value* c) {
       return b.emit(OpKind::Cast,
                     {b.emit(OpKind::BinaryPointwise, {a, c}, {{"function", std::string("eq")}})},
-                    {{"dtype", std::string(ir::dtypeName(ir::DType::Float32))}});
+                    {{"dtype", std::string(ir::dtypeName(x->type().dtype))}});
     };
     Value* selfIsResult = equal(x, result);
     Value* srcIsResult = equal(src, gatherAt(result));
@@ -484,6 +483,15 @@ Grads normalizationTrain(GradientBuilder& b, const Grads& g, const Needed&) {
                   batch ? copyAttrs(nodeOf(b).attrs(), {"eps"})
                         : copyAttrs(nodeOf(b).attrs(), {"normalized_ndim", "eps"}));
   return {grads[0], grads[1], grads[2]};
+}
+
+// A cast between float types passes the gradient back in its input's dtype
+// (so a float16 input's gradient is rounded to float16); from integers and
+// bools no gradient flows.
+Grads cast(GradientBuilder& b, const Grads& g, const Needed&) {
+  const ir::DType from = in(b, 0)->type().dtype;
+  if (!ir::isFloat(from)) return none(b);
+  return {b.emit(OpKind::Cast, {g[0]}, {{"dtype", std::string(ir::dtypeName(from))}})};
 }
 
 Grads reshape(GradientBuilder& b, const Grads& g, const Needed&) {
@@ -623,6 +631,7 @@ GradientRule findGradientRule(ir::OpKind kind) {
   case OpKind::BatchNormTrain:
   case OpKind::LayerNormTrain: return normalizationTrain;
   case OpKind::ConvolutionGradInput: return convolutionGradInput;
+  case OpKind::Cast: return cast;
   case OpKind::Reshape: return reshape;
   case OpKind::Permute: return permute;
   case OpKind::Slice: return slice;

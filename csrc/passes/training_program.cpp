@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 namespace popsim::passes {
@@ -159,10 +160,9 @@ sumAcrossReplicas(ir::Graph& graph, const TrainingConfig& config,
 // sums the squares of its own gradients in its gradient-norm task; each IPU's
 // update task then adds up every IPU's sum in the same order (the inter-IPU
 // copies bring them), so all compute the same factor, as after an all-reduce.
-std::unordered_map<const ir::Value*, ir::Value*>
-clipByGlobalNorm(ir::Graph& graph, const TrainingConfig& config,
-                 const std::vector<ir::Value*>& params,
-                 const std::unordered_map<const ir::Value*, ir::Value*>& grads) {
+std::unordered_map<const ir::Value*, ir::Value*> clipByGlobalNorm(
+    ir::Graph& graph, const TrainingConfig& config, const std::vector<ir::Value*>& params,
+    const std::unordered_map<const ir::Value*, ir::Value*>& grads, ReplicatedState* lossScaling) {
   std::map<int64_t, ir::Value*> sums;        // per IPU
   std::map<int64_t, ir::Value*> shardedSums; // per IPU: of this replica's shards only
   std::map<int64_t, ir::Placement> places;
@@ -210,10 +210,17 @@ clipByGlobalNorm(ir::Graph& graph, const TrainingConfig& config,
                   : addNode(graph, ir::OpKind::Add, {total, sum}, {}, where.phase, where)->output();
     }
     ir::Value* norm = addNode(graph, ir::OpKind::Sqrt, {total}, {}, where.phase, where)->output();
-    ir::Value* shifted =
-        addNode(graph, ir::OpKind::Affine, {norm},
-                {{"scale", config.gradientScale}, {"shift", 1e-6}}, where.phase, where)
-            ->output();
+    double scale = config.gradientScale; // the gradients the updates read: unscaled
+    if (lossScaling != nullptr) {
+      norm = addNode(graph, ir::OpKind::Div, {norm, lossScaling->on(where.ipu)}, {}, where.phase,
+                     where)
+                 ->output();
+    } else {
+      scale /= config.lossScaling;
+    }
+    ir::Value* shifted = addNode(graph, ir::OpKind::Affine, {norm},
+                                 {{"scale", scale}, {"shift", 1e-6}}, where.phase, where)
+                             ->output();
     ir::Value* factor =
         addNode(graph, ir::OpKind::Div,
                 {graph.addScalarConstant(static_cast<float>(config.maxGradNorm)), shifted}, {},
@@ -235,16 +242,20 @@ clipByGlobalNorm(ir::Graph& graph, const TrainingConfig& config,
   return clipped;
 }
 
+// Gradient accumulators and optimizer state are float32 whatever the
+// parameter's dtype, as PopTorch's accum_type and momentum types default to.
+ir::TensorType float32Like(const ir::TensorType& type) { return {ir::DType::Float32, type.shape}; }
+
 // The update op of one parameter, with the state it needs created on the way:
 // it updates `target` in place (the parameter, or this replica's shard of
-// it), and its state has the target's type.
+// it), and its state has the target's shape, in float32.
 void addUpdate(ir::Graph& graph, const TrainingConfig& config, const ParameterGroup& group,
                ir::Value* param, ir::Value* target, ir::Value* grad, ir::Value* hyper,
                ir::Value* step) {
   std::vector<ir::Value*> states;
   for (const std::string& key : parameterStateKeys(config.optimizer, group)) {
-    states.push_back(graph.addState(ir::parameterStateName(param->name(), key), target->type(),
-                                    ir::StateKind::Optimizer));
+    states.push_back(graph.addState(ir::parameterStateName(param->name(), key),
+                                    float32Like(target->type()), ir::StateKind::Optimizer));
   }
   const auto inputs = [&](std::vector<ir::Value*> first) {
     first.insert(first.end(), states.begin(), states.end());
@@ -354,7 +365,27 @@ void buildTrainingProgram(ir::Graph& graph, const TrainingConfig& config) {
       groupOf[weight] = g;
     }
   }
-  const auto grads = buildGradients(graph, graph.loss(), params);
+  // The loss scaling factor: a state the host writes, or a constant.
+  std::optional<ReplicatedState> lossScaling;
+  ir::Value* seed = nullptr;
+  ir::Value* loss = graph.loss();
+  if (config.lossScalingState) {
+    lossScaling.emplace(graph, ir::kLossScalingName, ir::TensorType{ir::DType::Float32, {}},
+                        ir::StateKind::Optimizer);
+    const ir::Placement where =
+        inPhase(loss->producer() != nullptr ? loss->producer()->placement() : ir::Placement{},
+                ir::Phase::Backward);
+    seed = lossScaling->on(where.ipu);
+    if (seed->type() != loss->type()) {
+      seed =
+          addNode(graph, ir::OpKind::Cast, {seed},
+                  {{"dtype", std::string(ir::dtypeName(loss->type().dtype))}}, where.phase, where)
+              ->output();
+    }
+  } else if (config.lossScaling != 1.0) {
+    seed = graph.addScalarConstant(static_cast<float>(config.lossScaling), loss->type().dtype);
+  }
+  const auto grads = buildGradients(graph, loss, params, seed);
   for (const std::string& name : config.anchoredGradients) {
     const ir::Value* weight = graph.findWeight(name);
     const auto grad = weight != nullptr ? grads.find(weight) : grads.end();
@@ -377,7 +408,7 @@ void buildTrainingProgram(ir::Graph& graph, const TrainingConfig& config) {
       continue;
     }
     ir::Value* accumulator = graph.addState(ir::parameterStateName(param->name(), "accumulator"),
-                                            param->type(), ir::StateKind::Accumulator);
+                                            float32Like(param->type()), ir::StateKind::Accumulator);
     std::vector<ir::Value*> inputs = {accumulator, grad->second};
     if (config.runningMean) {
       inputs.push_back(graph.addState(ir::parameterStateName(param->name(), "accumulator_count"),
@@ -402,7 +433,8 @@ void buildTrainingProgram(ir::Graph& graph, const TrainingConfig& config) {
 
   // Step 4: gradient clipping; the updates read the clipped gradients.
   const auto updateGrads = config.maxGradNorm > 0.0
-                               ? clipByGlobalNorm(graph, config, params, reducedGrads)
+                               ? clipByGlobalNorm(graph, config, params, reducedGrads,
+                                                  lossScaling ? &*lossScaling : nullptr)
                                : reducedGrads;
 
   // Step 5: per group, the step count and the updates. Each IPU holding
@@ -443,7 +475,7 @@ void makeGradientProgram(ir::Graph& graph) {
   POPSIM_ASSERT(graph.loss() != nullptr, "a gradient program needs a loss.");
   std::vector<ir::Value*> wrt;
   for (ir::Value* input : graph.inputs()) {
-    if (input->type().dtype == ir::DType::Float32) wrt.push_back(input);
+    if (ir::isFloat(input->type().dtype)) wrt.push_back(input);
   }
   for (ir::Value* weight : graph.weights()) {
     if (weight->trainable()) wrt.push_back(weight);
@@ -455,7 +487,7 @@ void makeGradientProgram(ir::Graph& graph) {
     if (grad != grads.end()) {
       outputs.push_back(grad->second);
     } else {
-      std::vector<uint8_t> zeros(value->type().bytes(), 0);
+      std::vector<uint8_t> zeros(value->type().storageBytes(), 0);
       outputs.push_back(graph.addConstant(value->type(), std::move(zeros)));
     }
   }

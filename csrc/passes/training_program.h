@@ -53,6 +53,15 @@ struct TrainingConfig {
   // shard of the weight from its shard of the summed gradient
   // (reduce-scatter); the updated shards are then gathered into the weight.
   std::vector<std::string> shardedParameters;
+  // Loss scaling (the optimizers' loss_scaling): the loss's gradient is this
+  // factor rather than 1, so small float16 gradients stay representable;
+  // the updates unscale the gradients through their grad_scale
+  // hyper-parameter, which the host divides by it, and clipping divides the
+  // norm by it. With lossScalingState, the factor is the float32 scalar
+  // state "loss_scaling" (one per IPU that needs it), which the host writes,
+  // so that setOptimizer can change it without recompiling.
+  double lossScaling = 1.0;
+  bool lossScalingState = false;
 };
 
 // The state a training program keeps is named as ir/state_names.h says.

@@ -15,7 +15,8 @@ void bindFrontend(py::module_& module) {
       "import_module",
       [](const py::object& traced, const std::vector<at::Tensor>& examples,
          const std::vector<std::string>& libraryPaths, const std::string& modelAttribute,
-         const std::vector<std::string>& inputNames, bool training, int64_t randomSeed) {
+         const std::vector<std::string>& inputNames, bool training, int64_t randomSeed,
+         bool downcastMixedFloats) {
         const auto scripted = py::cast<torch::jit::Module>(traced.attr("_c"));
         std::vector<ir::TensorType> types;
         for (size_t i = 0; i < examples.size(); ++i) {
@@ -23,13 +24,14 @@ void bindFrontend(py::module_& module) {
                                                          : "input " + std::to_string(i);
           types.push_back(typeOf(examples[i], what));
         }
-        frontend::ImportOptions options{libraryPaths, modelAttribute, inputNames, training,
-                                        randomSeed};
+        frontend::ImportOptions options{libraryPaths, modelAttribute, inputNames,
+                                        training,     randomSeed,     downcastMixedFloats};
         return std::shared_ptr<ir::Graph>(frontend::importModule(scripted, types, options));
       },
       py::arg("traced"), py::arg("examples"), py::arg("library_paths"),
       py::arg("model_attribute") = "", py::arg("input_names") = std::vector<std::string>{},
       py::arg("training") = false, py::arg("random_seed") = 0,
+      py::arg("downcast_mixed_floats") = true,
       "Lowers a torch.jit.trace'd module to a popsim IR graph.");
   module.def(
       "lowered_ops", [] { return frontend::LoweringRegistry::instance().names(); },

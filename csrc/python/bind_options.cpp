@@ -78,7 +78,9 @@ void bindOptions(py::module_& module) {
       .def_readwrite("anchored_gradients", &passes::TrainingConfig::anchoredGradients)
       .def_readwrite("replicas", &passes::TrainingConfig::replicas)
       .def_readwrite("system_ipus", &passes::TrainingConfig::systemIpus)
-      .def_readwrite("sharded_parameters", &passes::TrainingConfig::shardedParameters);
+      .def_readwrite("sharded_parameters", &passes::TrainingConfig::shardedParameters)
+      .def_readwrite("loss_scaling", &passes::TrainingConfig::lossScaling)
+      .def_readwrite("loss_scaling_state", &passes::TrainingConfig::lossScalingState);
   py::class_<runtime::CompileOptions>(module, "CompileOptions")
       .def(py::init<>())
       .def_property(
@@ -121,6 +123,7 @@ void bindOptions(py::module_& module) {
   module.def("group_state_name", &ir::groupStateName, py::arg("group"), py::arg("key"));
   module.def("hyperparameter_names", &passes::hyperParameterNames, py::arg("optimizer"));
   module.attr("RANDOM_COUNTER_NAME") = ir::kRandomCounterName;
+  module.attr("LOSS_SCALING_NAME") = ir::kLossScalingName;
 }
 
 } // namespace popsim::python

@@ -14,8 +14,8 @@ ir::TensorType typeOf(const at::Tensor& tensor, const std::string& what, bool al
   }
   POPSIM_CHECK(dtype.has_value(), ErrorKind::InvalidInput, what, " has dtype ",
                c10::toString(tensor.scalar_type()),
-               "; popsim computes with float32, int32, int64 and bool tensors (convert it, e.g. "
-               "with .float()).");
+               "; popsim computes with float32, float16, int32, int64 and bool tensors (convert "
+               "it, e.g. with .float()).");
   return {*dtype, ir::Shape(tensor.sizes().begin(), tensor.sizes().end())};
 }
 

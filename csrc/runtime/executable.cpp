@@ -4,6 +4,7 @@
 #include "common/logging.h"
 #include "ir/op_schema.h"
 #include "ir/state_names.h"
+#include "runtime/host_copies.h"
 #include "runtime/host_resources.h"
 #include "runtime/node_failure.h"
 
@@ -22,14 +23,6 @@ namespace {
 
 std::string displayName(const ir::Value& input, size_t index) {
   return input.name().empty() ? "input " + std::to_string(index) : "input '" + input.name() + "'";
-}
-
-template <typename T> void accumulate(void* destination, const void* source, int64_t count) {
-  auto* out = static_cast<T*>(destination);
-  const auto* in = static_cast<const T*>(source);
-  for (int64_t i = 0; i < count; ++i) {
-    out[i] += in[i];
-  }
 }
 
 } // namespace
@@ -89,17 +82,10 @@ void Executable::copyOutput(size_t index, const TensorView& destination,
   }
   const void* source = outputAddresses_[index];
   void* target = static_cast<uint8_t*>(destination.data) + static_cast<size_t>(copy.slot) * bytes;
-  if (!copy.accumulate) {
-    std::memcpy(target, source, bytes);
-    return;
-  }
-  const int64_t count = output->type().numel();
-  switch (output->type().dtype) {
-  case ir::DType::Float32: accumulate<float>(target, source, count); break;
-  case ir::DType::Int32: accumulate<int32_t>(target, source, count); break;
-  case ir::DType::Int64: accumulate<int64_t>(target, source, count); break;
-  case ir::DType::Bool: accumulate<uint8_t>(target, source, count); break;
-  case ir::DType::Float64: accumulate<double>(target, source, count); break;
+  if (copy.accumulate) {
+    accumulateToHost(target, source, output->type());
+  } else {
+    copyToHost(target, source, output->type());
   }
 }
 
@@ -221,13 +207,11 @@ void Executable::runTask(const ScheduledTask& scheduled, int64_t microBatch, dnn
                          const CallContext& call) {
   const TaskProgram& task = tasks_[scheduled.task];
   for (size_t i : task.streamedInputs) {
-    const size_t bytes = graph_->inputs()[i]->type().bytes();
-    if (bytes != 0) {
-      std::memcpy(inputAddresses_[i],
-                  static_cast<const uint8_t*>(call.inputs[i].data) +
-                      static_cast<size_t>(microBatch) * bytes,
-                  bytes);
-    }
+    const ir::TensorType& type = graph_->inputs()[i]->type();
+    copyToDevice(inputAddresses_[i],
+                 static_cast<const uint8_t*>(call.inputs[i].data) +
+                     static_cast<size_t>(microBatch) * type.bytes(),
+                 type);
   }
   for (const Transfer& restore : task.restores) {
     restore.channel->pop(restore.address);
@@ -288,13 +272,11 @@ void Executable::writeVariable(const std::string& name, const TensorView& source
                ". Weights cannot change shape or dtype after compilation: call destroy() and "
                "wrap the model again.");
   std::lock_guard<std::mutex> device(deviceMutex_);
-  if (source.bytes() != 0) {
-    std::memcpy(memory_->address(&variable), source.data, source.bytes());
-    if (variable.role() == ir::ValueRole::State) {
-      for (int64_t ipu = 0; ipu < options_.system.numIpus; ++ipu) {
-        if (const ir::Value* replica = graph_->findState(ir::replicaStateName(name, ipu))) {
-          std::memcpy(memory_->address(replica), source.data, source.bytes());
-        }
+  copyToDevice(memory_->address(&variable), source.data, variable.type());
+  if (variable.role() == ir::ValueRole::State) {
+    for (int64_t ipu = 0; ipu < options_.system.numIpus; ++ipu) {
+      if (const ir::Value* replica = graph_->findState(ir::replicaStateName(name, ipu))) {
+        copyToDevice(memory_->address(replica), source.data, variable.type());
       }
     }
   }
@@ -308,9 +290,7 @@ void Executable::readVariable(const std::string& name, const TensorView& destina
                describeVariable(variable), " is ", variable.type().str(),
                " but the host tensor is ", destination.type().str(), ".");
   std::lock_guard<std::mutex> device(deviceMutex_);
-  if (destination.bytes() != 0) {
-    std::memcpy(destination.data, memory_->address(&variable), destination.bytes());
-  }
+  copyToHost(destination.data, memory_->address(&variable), variable.type());
 }
 
 } // namespace popsim::runtime

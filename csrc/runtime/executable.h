@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -255,6 +256,9 @@ private:
   std::unique_ptr<ir::Graph> graph_;
   passes::TaskLayout layout_;
   memory::MemoryPlan plan_;
+  // The layout of the host buffers, when float16 values (in float32
+  // carriers) make it differ from the simulated one.
+  std::optional<memory::MemoryPlan> hostPlan_;
   memory::MemoryReport memoryReport_;
   std::unique_ptr<DeviceMemory> memory_;
   std::vector<std::unique_ptr<kernels::Kernel>> kernels_; // null for views and copies

@@ -26,6 +26,24 @@
 #include <map>
 
 namespace popsim::runtime {
+namespace {
+
+// Whether any value of the program is float16 (stored in a float32 carrier).
+bool holdsFloat16(const ir::Graph& program) {
+  const auto half = [](const ir::Value* value) {
+    return value->type().dtype == ir::DType::Float16;
+  };
+  for (const auto* leaves :
+       {&program.inputs(), &program.weights(), &program.states(), &program.constants()}) {
+    if (std::any_of(leaves->begin(), leaves->end(), half)) return true;
+  }
+  for (const auto& node : program.nodes()) {
+    if (std::any_of(node->outputs().begin(), node->outputs().end(), half)) return true;
+  }
+  return false;
+}
+
+} // namespace
 
 std::unique_ptr<Executable> Executable::withOptions(const CompileOptions& options) {
   options.system.validate();
@@ -92,8 +110,13 @@ void Executable::bindProgram(compiler::CompiledGraph compiled, const char* how) 
   memory::MemoryPlanOptions planOptions;
   planOptions.numIpus = options.system.numIpus;
   plan_ = memory::planMemory(program, planOptions);
+  hostPlan_.reset();
+  if (holdsFloat16(program)) {
+    planOptions.hostStorage = true;
+    hostPlan_ = memory::planMemory(program, planOptions);
+  }
   schedule_ = buildSchedule(layout, microBatchesPerStep(), options_.schedule);
-  memory_ = std::make_unique<DeviceMemory>(plan_);
+  memory_ = std::make_unique<DeviceMemory>(hostPlan_.has_value() ? *hostPlan_ : plan_);
   memory::RuntimeBuffers& buffers = buffers_;
   buffers.offChip =
       memory::offChipVariables(program, plan_, options.weightLocation, options.optimizerLocation,
@@ -117,9 +140,9 @@ void Executable::bindProgram(compiler::CompiledGraph compiled, const char* how) 
 
   const DeviceMemory& memory = *memory_;
   for (const ir::Value* constant : program.constants()) {
-    if (constant->type().bytes() != 0) {
+    if (constant->type().storageBytes() != 0) {
       std::memcpy(memory.address(constant), constant->constantData().data(),
-                  constant->type().bytes());
+                  constant->type().storageBytes());
     }
   }
   threadsPerIpu_ =
@@ -241,7 +264,7 @@ void Executable::planChannels() {
       const size_t from = written->second;
       if (node->kind() == ir::OpKind::IpuCopy) {
         // Received where the copy node runs (buildTasks).
-        channels_.push_back(std::make_unique<Channel>(root->type().bytes()));
+        channels_.push_back(std::make_unique<Channel>(root->type().storageBytes()));
         copyChannels_[node.get()] = channels_.back().get();
         tasks_[from].sends.push_back({channels_.back().get(), memory_->address(root)});
         continue;
@@ -250,7 +273,7 @@ void Executable::planChannels() {
                         !layout_.tasks()[from].perMicroBatch() || microBatches == 1,
                     node->describe(), " reads a per-micro-batch value in a per-step task.");
       if (!stashed(from, task) || stashes.count({root, task}) != 0) continue;
-      channels_.push_back(std::make_unique<Channel>(root->type().bytes()));
+      channels_.push_back(std::make_unique<Channel>(root->type().storageBytes()));
       Channel* channel = channels_.back().get();
       stashes[{root, task}] = channel;
       void* address = memory_->address(root);

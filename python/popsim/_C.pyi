@@ -67,6 +67,8 @@ class TrainingConfig:
     replicas: int
     system_ipus: int
     sharded_parameters: List[str]
+    loss_scaling: float
+    loss_scaling_state: bool
     def __init__(self) -> None: ...
 
 class ReplicaGroup:
@@ -101,6 +103,7 @@ class CompileOptions:
     def __init__(self) -> None: ...
 
 RANDOM_COUNTER_NAME: str
+LOSS_SCALING_NAME: str
 
 def parameter_state_keys(optimizer: OptimizerKind, group: ParameterGroup) -> List[str]: ...
 def parameter_state_name(parameter: str, key: str) -> str: ...

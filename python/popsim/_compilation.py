@@ -12,12 +12,12 @@ from typing import Any, Callable, Dict, List, NamedTuple, Sequence, Tuple
 import torch
 
 from popsim import _C, _replication, _tracing
-from popsim.enums import OutputMode
+from popsim.enums import HalfFloatCastingBehavior, OutputMode
 from popsim.errors import InputError, OptionError
 from popsim.options import Options, source_location_excludes
 from popsim.strategies import AutoStage, PipelinedExecution
 
-SUPPORTED_DTYPES = (torch.float32, torch.int32, torch.int64, torch.bool)
+SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.int32, torch.int64, torch.bool)
 
 
 def float64_as_float32(names: Sequence[str], tensors: Sequence[torch.Tensor]
@@ -77,8 +77,8 @@ def micro_batches(options: Options, signature: "_tracing.Signature",
     for name, tensor in zip(signature.tensor_names, tensors):
         if tensor.dtype not in SUPPORTED_DTYPES + _tracing.WIDENED_DTYPES:
             raise InputError(
-                f"Input '{name}' has dtype {tensor.dtype}; popsim takes float32, int32, "
-                "int64, bool, uint8, int8 and int16 tensors, and float64 ones as float32 "
+                f"Input '{name}' has dtype {tensor.dtype}; popsim takes float32, float16, "
+                "int32, int64, bool, uint8, int8 and int16 tensors, and float64 ones as float32 "
                 "(convert it, e.g. with .float()).")
         if tensor.dim() == 0:
             if factor == replicas:  # one micro-batch per call: every replica gets the scalar
@@ -119,12 +119,16 @@ def import_call(model: torch.nn.Module, options: Options, training: bool,
             f"micro-batch {batched[0].shape[0]} x deviceIterations {options.device_iterations} "
             f"x gradientAccumulation {options.Training.gradient_accumulation}"
             + (f" x {replica_label} {replicas}" if replicas > 1 else ""))
+    downcast = (options.Precision.half_float_casting
+                == HalfFloatCastingBehavior.FloatDowncastToHalf)
     traced, flat = _tracing.trace(model, signature, micro, training,
-                                  module_scopes=options.module_namescope)
+                                  module_scopes=options.module_namescope,
+                                  downcast_mixed_floats=downcast)
     tracing_done()
     graph = _C.import_module(traced, _tracing.widened(micro), source_location_excludes(options),
                              _tracing.MODEL_ATTRIBUTE, signature.tensor_names,
-                             training=training, random_seed=random_seed(options))
+                             training=training, random_seed=random_seed(options),
+                             downcast_mixed_floats=downcast)
     return ImportedCall(signature, graph, flat.output_structure, flat.output_dtypes)
 
 

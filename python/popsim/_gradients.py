@@ -8,18 +8,22 @@ them: what the tests compare with torch.autograd.
 """
 
 from popsim import _C, _tracing, _weights
+from popsim.enums import HalfFloatCastingBehavior
 from popsim.errors import InputError
 from popsim.options import DEFAULT_SOURCE_LOCATION_EXCLUDES
 
 
-def gradients(model, *args, training=False, **kwargs):
+def gradients(model, *args, training=False, options=None, **kwargs):
     """Returns ({input name: gradient}, {parameter name: gradient}).
 
     The model is traced in eval mode by default (dropout off, batch norm with
     its running statistics); training=True traces it in training mode (batch
     statistics). Float inputs and trainable parameters that the loss does not
-    depend on get zeros.
+    depend on get zeros. `options` (a popsim.Options) may set how float16 and
+    float32 operands mix (Precision.halfFloatCasting).
     """
+    downcast = (options is None or options.Precision.half_float_casting
+                == HalfFloatCastingBehavior.FloatDowncastToHalf)
     signature = _tracing.Signature(args, kwargs, model.forward)
     tensors = signature.tensors(args, kwargs)
     if not tensors:
@@ -31,10 +35,11 @@ def gradients(model, *args, training=False, **kwargs):
     with _tracing.module_mode(model, training):
         # On copies: tracing runs the model, which may write its inputs in place.
         traced, _ = _tracing.trace(model, signature, [t.clone() for t in tensors],
-                                   training=True)
+                                   training=True, downcast_mixed_floats=downcast)
     tensors = _tracing.widened(tensors)
     graph = _C.import_module(traced, tensors, list(DEFAULT_SOURCE_LOCATION_EXCLUDES),
-                             _tracing.MODEL_ATTRIBUTE, signature.tensor_names, training=True)
+                             _tracing.MODEL_ATTRIBUTE, signature.tensor_names, training=True,
+                             downcast_mixed_floats=downcast)
     options = _C.CompileOptions()
     options.program = _C.ProgramKind.Gradients
     executable = _C.compile(graph, options)

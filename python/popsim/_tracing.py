@@ -12,7 +12,7 @@ import warnings
 
 import torch
 
-from popsim import _blocks, _device, _name_scope, _structure
+from popsim import _blocks, _device, _half_tracing, _name_scope, _structure
 from popsim._ops import LIBRARY as _LIBRARY
 from popsim.errors import CompilationError, InputError
 
@@ -307,17 +307,29 @@ def _no_backward():
 _TRACE_LOCK = threading.Lock()
 
 
-def trace(model, signature, micro_batch_tensors, training, module_scopes=False):
+def trace(model, signature, micro_batch_tensors, training, module_scopes=False,
+          downcast_mixed_floats=True):
     """Traces the model on one micro-batch; returns (traced, flat wrapper).
 
     Inference traces in eval mode. Training traces with each module's own
     train/eval flag, as eager PyTorch would run it (frozen batch norm stays
-    frozen). With `module_scopes`, ops are named after their submodules."""
+    frozen). With `module_scopes`, ops are named after their submodules.
+    Float16 ops run in float32 underneath the trace (_half_tracing.py), as
+    Precision.halfFloatCasting says for mixed operands."""
     with _TRACE_LOCK:
-        return _trace(model, signature, micro_batch_tensors, training, module_scopes)
+        half = _half_tracing.holds_half(model, micro_batch_tensors)
+        try:
+            return _trace(model, signature, micro_batch_tensors, training, module_scopes,
+                          downcast_mixed_floats, half)
+        except RuntimeError as error:  # float16 made inside forward(): trace again with the mode
+            if half or not _half_tracing.is_missing_half_kernel(error):
+                raise
+        return _trace(model, signature, micro_batch_tensors, training, module_scopes,
+                      downcast_mixed_floats, True)
 
 
-def _trace(model, signature, micro_batch_tensors, training, module_scopes):
+def _trace(model, signature, micro_batch_tensors, training, module_scopes,
+           downcast_mixed_floats, half):
     flat = _FlatModel(model, signature)
     _blocks.reset_for_trace()
     guards = contextlib.ExitStack()
@@ -333,6 +345,8 @@ def _trace(model, signature, micro_batch_tensors, training, module_scopes):
         guards.enter_context(_recorded_grad_mode())
     # Grad stays enabled: some modules (e.g. TransformerEncoderLayer) switch to
     # fused kernels under no_grad that have no popsim lowering.
+    if half:
+        guards.enter_context(_half_tracing.half_on_cpu(downcast_mixed_floats))
     with guards, torch.enable_grad(), warnings.catch_warnings():
         # PyTorch's own modules turn shapes into Python values (e.g. attention's
         # shape asserts); popsim compiles fixed shapes, so those warnings are

@@ -192,6 +192,8 @@ class OptimizerBinding:
         config.running_mean = running_mean(options)
         config.replicas = _replication.replica_count(options)
         config.sharded_parameters = list(self.sharded_shapes(options))
+        config.loss_scaling = self.loss_scaling()
+        config.loss_scaling_state = not self.constant_loss_scaling()
         config.groups = [parameter_group(flags, [name for name, _ in params])
                          for flags, params in zip(self.flags, self.groups)]
         return config
@@ -255,9 +257,27 @@ class OptimizerBinding:
                 "the optimizer state (momentum on or off, nesterov, amsgrad, centered, "
                 "maximize). Call destroy() and wrap the model again for those.")
 
+    def loss_scaling(self):
+        """The optimizer's loss_scaling (popsim.optim's, as PopTorch's); 1 for none."""
+        scaling = getattr(self.optimizer, "loss_scaling", None)
+        return 1.0 if scaling is None else float(scaling)
+
+    def constant_loss_scaling(self):
+        """Whether loss_scaling is a constant of the program (variable_attrs), so
+        setOptimizer cannot change it; else it lives in a device state."""
+        return (None, "loss_scaling") in self.constants or not hasattr(self.optimizer,
+                                                                         "variable_attrs")
+
     def write_hyperparameters(self, executable, scale):
+        """Each group's hyper-parameters, with the gradient scale divided by the
+        loss scaling (the updates unscale the gradients), and the loss scaling."""
+        scaling = self.loss_scaling()
         for index, group in enumerate(self.optimizer.param_groups):
-            executable.write_hyperparameters(index, hyperparameters(self.kind, group, scale))
+            executable.write_hyperparameters(index,
+                                             hyperparameters(self.kind, group, scale / scaling))
+        if _C.LOSS_SCALING_NAME in executable.state_names():
+            executable.write_variables(
+                {_C.LOSS_SCALING_NAME: torch.tensor(scaling, dtype=torch.float32)})
 
     def initial_state(self, executable):
         """Device state from the optimizer's own state (to resume), zeros otherwise;

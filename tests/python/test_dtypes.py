@@ -95,9 +95,10 @@ def test_arithmetic_on_narrow_integers_is_refused_with_the_fix():
 
 
 def test_other_dtypes_are_refused_with_a_hint():
-    with pytest.raises(popsim.InputError, match=r"Input 'args\[0\]' has dtype torch.float16; "
-                       r"popsim takes float32, int32, int64, bool, uint8, int8 and int16 tensors"):
-        popsim.inferenceModel(Function(lambda x: x * 2))(torch.ones(2, 2, dtype=torch.float16))
+    with pytest.raises(popsim.InputError, match=r"Input 'args\[0\]' has dtype torch.bfloat16; "
+                       r"popsim takes float32, float16, int32, int64, bool, uint8, int8 and int16 "
+                       r"tensors"):
+        popsim.inferenceModel(Function(lambda x: x * 2))(torch.ones(2, 2, dtype=torch.bfloat16))
     with pytest.raises(popsim.UnsupportedOperationError, match="conversion to a dtype popsim "
                        "does not compute with"):
         popsim.inferenceModel(Function(lambda x: x.double()))(torch.ones(2, 2))

@@ -239,12 +239,13 @@ def test_float64_inputs_are_converted_to_float32_with_one_warning():
     assert doubled.dtype == torch.float64 and bool((doubled == 2).all())
 
 
-def test_float16_inputs_are_rejected_with_a_hint():
+def test_bfloat16_inputs_are_rejected_with_a_hint():
     with pytest.raises(popsim.InputError) as error:
-        popsim.inferenceModel(torch.nn.Linear(3, 2))(torch.randn(2, 3, dtype=torch.float16))
+        popsim.inferenceModel(torch.nn.Linear(3, 2))(torch.randn(2, 3, dtype=torch.bfloat16))
     assert str(error.value) == (
-        "Input 'input' has dtype torch.float16; popsim takes float32, int32, int64, bool, uint8, "
-        "int8 and int16 tensors, and float64 ones as float32 (convert it, e.g. with .float()).")
+        "Input 'input' has dtype torch.bfloat16; popsim takes float32, float16, int32, int64, "
+        "bool, uint8, int8 and int16 tensors, and float64 ones as float32 (convert it, e.g. "
+        "with .float()).")
 
 
 def test_float64_parameters_are_rejected_with_a_hint():
@@ -257,8 +258,9 @@ def test_float64_parameters_are_rejected_with_a_hint():
             return x * self.scale.float()
 
     with pytest.raises(popsim.UnsupportedOperationError,
-                       match=r"parameter 'scale' has dtype Double; popsim computes in float32 "
-                             r"\(convert the model with \.float\(\)\)"):
+                       match=r"parameter 'scale' has dtype Double; popsim trains float32 and "
+                             r"float16 parameters \(convert the model with \.float\(\) or "
+                             r"\.half\(\)\)"):
         popsim.inferenceModel(Mixed())(torch.randn(2, 3))
 
 

@@ -38,14 +38,15 @@ ir::Value* integerArithmetic(LoweringContext& ctx, ir::OpKind kind, size_t left,
 // division, in float. `alpha` scales b, as in torch.add(a, b, alpha=...).
 ir::Value* arithmetic(LoweringContext& ctx, ir::OpKind kind, size_t left, size_t right,
                       double alpha) {
-  const ir::DType dtype = promotedDType(ctx, {left, right});
-  if (dtype != ir::DType::Float32 && kind != ir::OpKind::Div) {
-    return integerArithmetic(ctx, kind, left, right, alpha, dtype);
+  const ir::DType promoted = promotedDType(ctx, {left, right});
+  if (!ir::isFloat(promoted) && kind != ir::OpKind::Div) {
+    return integerArithmetic(ctx, kind, left, right, alpha, promoted);
   }
+  const ir::DType dtype = ir::isFloat(promoted) ? promoted : ir::DType::Float32;
   const std::optional<double> a = ctx.staticScalar(left);
   const std::optional<double> b = ctx.staticScalar(right);
   if (b.has_value()) {
-    ir::Value* x = operandAs(ctx, left, ir::DType::Float32);
+    ir::Value* x = operandAs(ctx, left, dtype);
     switch (kind) {
     case ir::OpKind::Add: return affine(ctx, x, 1.0, alpha * *b);
     case ir::OpKind::Sub: return affine(ctx, x, 1.0, -alpha * *b);
@@ -53,7 +54,7 @@ ir::Value* arithmetic(LoweringContext& ctx, ir::OpKind kind, size_t left, size_t
     default: return affine(ctx, x, 1.0 / *b, 0.0);
     }
   }
-  ir::Value* y = affine(ctx, operandAs(ctx, right, ir::DType::Float32), alpha, 0.0);
+  ir::Value* y = affine(ctx, operandAs(ctx, right, dtype), alpha, 0.0);
   if (a.has_value()) {
     switch (kind) {
     case ir::OpKind::Add: return affine(ctx, y, 1.0, *a);
@@ -62,7 +63,7 @@ ir::Value* arithmetic(LoweringContext& ctx, ir::OpKind kind, size_t left, size_t
     default: break; // a / y needs a reciprocal: use the tensor op
     }
   }
-  return ctx.emit(kind, {operandAs(ctx, left, ir::DType::Float32), y});
+  return ctx.emit(kind, {operandAs(ctx, left, dtype), y});
 }
 
 double alphaArgument(const LoweringContext& ctx, size_t index) {

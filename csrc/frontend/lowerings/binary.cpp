@@ -141,7 +141,7 @@ enum class Test { NaN, Inf, PosInf, NegInf, Finite };
 // and bool tensors are always finite.
 template <Test T> void lowerFloatTest(LoweringContext& ctx) {
   ir::Value* x = ctx.tensor(0);
-  if (x->type().dtype != ir::DType::Float32) {
+  if (!ir::isFloat(x->type().dtype)) {
     ctx.setOutput(0, constantFilled(ctx, {ir::DType::Bool, x->type().shape}, T == Test::Finite));
     return;
   }
@@ -180,8 +180,8 @@ ir::Value* emitBinaryFunction(LoweringContext& ctx, const char* name, size_t lef
   POPSIM_ASSERT(function != nullptr, "no binary function ", name, ".");
   ir::DType dtype = promotedDType(ctx, {left, right});
   if (function->integerValue == nullptr) {
-    dtype = ir::DType::Float32; // integers are computed as floats (atan2)
-  } else if (function->value == nullptr && dtype == ir::DType::Float32) {
+    if (!ir::isFloat(dtype)) dtype = ir::DType::Float32; // integers are computed as floats (atan2)
+  } else if (function->value == nullptr && ir::isFloat(dtype)) {
     ctx.unsupported(std::string(name) + " of float tensors (it takes integer and bool tensors)");
   }
   return emitBinary(ctx, name, operandAs(ctx, left, dtype), operandAs(ctx, right, dtype));
@@ -194,7 +194,7 @@ ir::Value* clampBetweenTensors(LoweringContext& ctx, std::optional<size_t> low,
                                std::optional<size_t> high) {
   ir::Value* y = floatTensor(ctx, 0);
   const auto bound = [&](size_t index, const char* function) {
-    y = emitBinary(ctx, function, y, operandAs(ctx, index, ir::DType::Float32));
+    y = emitBinary(ctx, function, y, operandAs(ctx, index, y->type().dtype));
   };
   if (low.has_value()) bound(*low, "clamp_min");
   if (high.has_value()) bound(*high, "clamp_max");

@@ -1,3 +1,4 @@
+#include "common/float16.h"
 #include "frontend/lowering_registry.h"
 #include "frontend/lowerings/helpers.h"
 
@@ -44,6 +45,8 @@ ir::Value* constantFilled(LoweringContext& ctx, const ir::TensorType& type, doub
   const int64_t count = type.numel();
   switch (type.dtype) {
   case ir::DType::Float32: return ctx.constant(type, filled<float>(count, value));
+  case ir::DType::Float16: // held in float32 carriers
+    return ctx.constant(type, filled<float>(count, roundToHalf(static_cast<float>(value))));
   case ir::DType::Int32: return ctx.constant(type, filled<int32_t>(count, value));
   case ir::DType::Int64: return ctx.constant(type, filled<int64_t>(count, value));
   case ir::DType::Bool: return ctx.constant(type, filled<bool>(count, value != 0.0));

@@ -73,12 +73,12 @@ inline std::vector<int64_t> pair(const LoweringContext& context, std::vector<int
   return values;
 }
 
-// Requires a float32 tensor: popsim computes in float32 only.
+// Requires a float tensor (float32 or float16): the op computes real numbers only.
 inline ir::Value* floatTensor(LoweringContext& context, size_t index) {
   ir::Value* value = context.tensor(index);
-  if (value->type().dtype != ir::DType::Float32) {
+  if (!ir::isFloat(value->type().dtype)) {
     context.unsupported("argument " + std::to_string(index) + " is a " + value->type().str() +
-                        " tensor; popsim computes this op in float32 only");
+                        " tensor; popsim computes this op on float32 or float16 tensors only");
   }
   return value;
 }
@@ -92,11 +92,11 @@ ir::DType promotedDType(LoweringContext& ctx, const std::vector<size_t>& operand
 ir::Value* operandAs(LoweringContext& ctx, size_t index, ir::DType dtype);
 ir::Value* castTo(LoweringContext& ctx, ir::Value* x, ir::DType dtype);
 
-// The tensor at `index` as float32: integer and bool tensors converted, as
-// PyTorch converts them for its floating-point functions (exp, sin, ...).
+// The tensor at `index` as a float tensor: integer and bool tensors converted
+// to float32, as PyTorch converts them for its floating-point functions (exp, sin, ...).
 inline ir::Value* floatOperand(LoweringContext& context, size_t index) {
   ir::Value* value = context.tensor(index);
-  if (value->type().dtype == ir::DType::Float32) return value;
+  if (ir::isFloat(value->type().dtype)) return value;
   if (value->type().dtype == ir::DType::Float64) return floatTensor(context, index);
   return castTo(context, value, ir::DType::Float32);
 }

@@ -147,7 +147,7 @@ template <bool Slices> void lowerScatterReduce(LoweringContext& ctx) {
     along[static_cast<size_t>(dim)] = index->type().shape[0];
     index = broadcastTo(ctx, reshape(ctx, index, along), source->type().shape);
   } else {
-    source = scatterSource(ctx, 3, index, ir::DType::Float32);
+    source = scatterSource(ctx, 3, index, x->type().dtype);
   }
   std::string reduce = ctx.toString(4);
   if (reduce == "multiply") reduce = "prod"; // index_reduce's name for it

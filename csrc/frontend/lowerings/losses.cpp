@@ -160,7 +160,7 @@ void lowerCrossEntropy(LoweringContext& ctx) {
   const double smoothing = ctx.numInputs() > 5 ? ctx.toDouble(5) : 0.0;
   ir::Value* logProbs = ctx.emit(ir::OpKind::LogSoftmax, {scores}, {{"dim", classDim}});
   ir::Value* target = ctx.tensor(1);
-  if (target->type().dtype == ir::DType::Float32) {
+  if (ir::isFloat(target->type().dtype)) {
     return setLoss(ctx, crossEntropyWithProbabilities(ctx, logProbs, target, weight, classDim,
                                                       reduction, smoothing));
   }

@@ -8,7 +8,7 @@ namespace {
 
 // A missing affine weight or bias stands in as a constant filled with `value`.
 ir::Value* tensorOr(LoweringContext& ctx, size_t index, const ir::Shape& shape, float value) {
-  return ctx.isNone(index) ? constantFilled(ctx, {ir::DType::Float32, shape}, value)
+  return ctx.isNone(index) ? constantFilled(ctx, {ctx.tensor(0)->type().dtype, shape}, value)
                            : floatTensor(ctx, index);
 }
 
@@ -92,8 +92,8 @@ ir::Value* normalizeGroups(LoweringContext& ctx, ir::Value* x, int64_t groups,
   ir::Value* grouped = reshape(ctx, x, {shape[0], groups, perGroup});
   const ir::Shape row = {perGroup};
   ir::Value* normalized = ctx.emit(ir::OpKind::LayerNorm,
-                                   {grouped, constantFilled(ctx, {ir::DType::Float32, row}, 1.0),
-                                    constantFilled(ctx, {ir::DType::Float32, row}, 0.0)},
+                                   {grouped, constantFilled(ctx, {x->type().dtype, row}, 1.0),
+                                    constantFilled(ctx, {x->type().dtype, row}, 0.0)},
                                    {{"normalized_ndim", int64_t{1}}, {"eps", eps}});
   ir::Value* y = reshape(ctx, normalized, shape);
   ir::Shape channel(shape.size() - 1, 1);

@@ -13,6 +13,7 @@ namespace {
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 constexpr double kFloatMax = std::numeric_limits<float>::max();
+constexpr double kHalfMax = 65504.0; // the largest finite float16
 
 // A parameter: the aten argument it is read from (a number known at compile
 // time), or nullptr for a constant; `fallback` when the argument is None or
@@ -158,7 +159,11 @@ void lowerTableOp(LoweringContext& ctx) {
     const std::optional<size_t> index =
         parameter.argument != nullptr ? ctx.argumentIndex(parameter.argument) : std::nullopt;
     if (!index.has_value() || ctx.isNone(*index)) {
-      params.push_back(parameter.fallback);
+      // nan_to_num's default bounds are the largest finite values of x's dtype.
+      const bool halfBound =
+          x->type().dtype == ir::DType::Float16 && std::abs(parameter.fallback) == kFloatMax;
+      params.push_back(halfBound ? std::copysign(kHalfMax, parameter.fallback)
+                                 : parameter.fallback);
       continue;
     }
     const std::optional<double> value = ctx.staticScalar(*index);
@@ -168,7 +173,7 @@ void lowerTableOp(LoweringContext& ctx) {
     }
     params.push_back(*value);
   }
-  if (x->type().dtype != ir::DType::Float32) {
+  if (!ir::isFloat(x->type().dtype)) {
     if (ir::Value* exact = integerPointwise(ctx, x, op.function, params)) {
       ctx.setOutput(0, exact);
       return;
@@ -183,8 +188,8 @@ void lowerTableOp(LoweringContext& ctx) {
 void lowerPow(LoweringContext& ctx) {
   const std::optional<double> base = ctx.staticScalar(0);
   const std::optional<double> exponent = ctx.staticScalar(1);
-  const bool floatFirst = ctx.isTensor(0) && ctx.tensor(0)->type().dtype == ir::DType::Float32;
-  const bool floatSecond = ctx.isTensor(1) && ctx.tensor(1)->type().dtype == ir::DType::Float32;
+  const bool floatFirst = ctx.isTensor(0) && ir::isFloat(ctx.tensor(0)->type().dtype);
+  const bool floatSecond = ctx.isTensor(1) && ir::isFloat(ctx.tensor(1)->type().dtype);
   ir::Value* y = nullptr;
   if (exponent.has_value() && !base.has_value() && floatFirst) {
     y = emitPointwise(ctx, ctx.tensor(0), "pow", {*exponent});

@@ -147,7 +147,7 @@ template <int64_t Spatial> void lowerMaxUnpool(LoweringContext& ctx) {
   const int64_t plane = std::accumulate(size.begin(), size.end(), int64_t{1}, std::multiplies<>());
   ir::Value* written =
       ctx.emit(ir::OpKind::Scatter,
-               {constantFilled(ctx, {ir::DType::Float32, {shape[0], shape[1], plane}}, 0.0),
+               {constantFilled(ctx, {x->type().dtype, {shape[0], shape[1], plane}}, 0.0),
                 reshape(ctx, batched(ctx, indices, Spatial), {shape[0], shape[1], pooled}),
                 reshape(ctx, x, {shape[0], shape[1], pooled})},
                {{"dim", int64_t{2}}, {"reduce", std::string("none")}});

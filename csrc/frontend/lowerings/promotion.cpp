@@ -12,6 +12,7 @@ int category(ir::DType dtype) {
   case ir::DType::Bool: return 0;
   case ir::DType::Int32:
   case ir::DType::Int64: return 1;
+  case ir::DType::Float16:
   case ir::DType::Float32:
   case ir::DType::Float64: return 2;
   }
@@ -19,16 +20,17 @@ int category(ir::DType dtype) {
 }
 
 // PyTorch's promoteTypes over the dtypes popsim computes with, which it
-// orders bool < int32 < int64 < float32.
+// orders bool < int32 < int64 < float16 < float32.
 int order(ir::DType dtype) {
   switch (dtype) {
   case ir::DType::Bool: return 0;
   case ir::DType::Int32: return 1;
   case ir::DType::Int64: return 2;
-  case ir::DType::Float32: return 3;
-  case ir::DType::Float64: return 4;
+  case ir::DType::Float16: return 3;
+  case ir::DType::Float32: return 4;
+  case ir::DType::Float64: return 5;
   }
-  return 4;
+  return 5;
 }
 
 std::optional<ir::DType> promote(std::optional<ir::DType> a, ir::DType b) {

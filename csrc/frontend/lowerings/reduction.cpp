@@ -25,13 +25,13 @@ std::optional<ir::DType> dtypeArgument(LoweringContext& ctx, const char* op) {
 // asked, else float32 for float32 and int64 for integers and bool.
 ir::DType widenedDType(LoweringContext& ctx, ir::Value* x, const char* op) {
   if (const std::optional<ir::DType> asked = dtypeArgument(ctx, op)) return *asked;
-  return x->type().dtype == ir::DType::Float32 ? ir::DType::Float32 : ir::DType::Int64;
+  return ir::isFloat(x->type().dtype) ? x->type().dtype : ir::DType::Int64;
 }
 
 // The dtype such a result is computed in: float32 or int64 (int32 results
 // wrap as the low 32 bits of the int64 ones, as they do in PyTorch).
 ir::DType computedDType(ir::DType result) {
-  return result == ir::DType::Float32 ? result : ir::DType::Int64;
+  return ir::isFloat(result) ? result : ir::DType::Int64;
 }
 
 // The reduced dims of the `dim` argument at `index` (an int, a list, or None
@@ -72,7 +72,7 @@ void lowerMean(LoweringContext& ctx) {
   ir::Value* x = ctx.tensor(0);
   const std::optional<ir::DType> asked = dtypeArgument(ctx, "mean");
   const ir::DType dtype = asked.value_or(x->type().dtype);
-  if (dtype != ir::DType::Float32) {
+  if (!ir::isFloat(dtype)) {
     ctx.unsupported("mean of a " + x->type().str() +
                     " tensor: PyTorch averages floating-point tensors only; convert it with "
                     ".float() or pass dtype=torch.float32");
@@ -84,9 +84,9 @@ void lowerMean(LoweringContext& ctx) {
 // gradient, as PyTorch's).
 void lowerNansum(LoweringContext& ctx) {
   ir::Value* x = ctx.tensor(0);
-  if (x->type().dtype != ir::DType::Float32) return lowerSum(ctx); // no NaN to skip
-  if (dtypeArgument(ctx, "nansum").value_or(ir::DType::Float32) != ir::DType::Float32) {
-    ctx.unsupported("nansum of a float32 tensor into an integer dtype");
+  if (!ir::isFloat(x->type().dtype)) return lowerSum(ctx); // no NaN to skip
+  if (!ir::isFloat(dtypeArgument(ctx, "nansum").value_or(x->type().dtype))) {
+    ctx.unsupported("nansum of a float tensor into an integer dtype");
   }
   ir::Value* zero = floatScalar(ctx, 0.0);
   ir::Value* numbers = ctx.emit(ir::OpKind::Where, {emitBinary(ctx, "eq", x, x), x, zero});

@@ -19,10 +19,11 @@ namespace {
 // 1-D boundaries).
 ir::Value* positionsIn(LoweringContext& ctx, ir::Value* boundaries, ir::Value* values, bool right,
                        bool int32) {
-  const ir::DType common =
-      boundaries->type().dtype == ir::DType::Float32 || values->type().dtype == ir::DType::Float32
-          ? ir::DType::Float32
-          : ir::DType::Int64;
+  const ir::DType b = boundaries->type().dtype;
+  const ir::DType v = values->type().dtype;
+  const ir::DType common = b == ir::DType::Float32 || v == ir::DType::Float32   ? ir::DType::Float32
+                           : b == ir::DType::Float16 || v == ir::DType::Float16 ? ir::DType::Float16
+                                                                                : ir::DType::Int64;
   boundaries = castTo(ctx, boundaries, common);
   values = castTo(ctx, values, common);
   ir::Shape valueShape = values->type().shape;
@@ -38,7 +39,7 @@ ir::Value* positionsIn(LoweringContext& ctx, ir::Value* boundaries, ir::Value* v
     expandedBoundaries = reshape(ctx, boundaries, s);
   }
   ir::Value* below = emitBinary(ctx, right ? "le" : "lt", expandedBoundaries, expandedValues);
-  if (common == ir::DType::Float32) { // NaN sorts above every boundary, as in PyTorch
+  if (ir::isFloat(common)) { // NaN sorts above every boundary, as in PyTorch
     below =
         emitBinary(ctx, "logical_or", below, emitBinary(ctx, "ne", expandedValues, expandedValues));
   }

@@ -30,14 +30,14 @@ std::vector<TensorType> inferBinaryPointwise(const std::vector<TensorType>& inpu
   POPSIM_CHECK(inputs[1].dtype == dtype, ErrorKind::Compilation, function.name,
                " needs operands of one dtype, got ", inputs[0].str(), " and ", inputs[1].str(),
                ".");
-  if (dtype == DType::Float32) {
+  if (isFloat(dtype)) {
     POPSIM_CHECK(function.value != nullptr, ErrorKind::Compilation, function.name,
                  " takes integer or bool tensors, got ", inputs[0].str(), ".");
   } else {
     POPSIM_CHECK(dtype != DType::Float64, ErrorKind::Compilation, function.name,
                  " does not compute with float64 (", inputs[0].str(), ").");
     POPSIM_CHECK(function.integerValue != nullptr, ErrorKind::Compilation, function.name,
-                 " takes float32 tensors, got ", inputs[0].str(), ".");
+                 " takes float tensors, got ", inputs[0].str(), ".");
   }
   const Shape shape = broadcastOf(inputs[0], inputs[1]);
   return {{function.result == BinaryResult::Bool ? DType::Bool : dtype, shape}};
@@ -54,9 +54,9 @@ std::vector<TensorType> inferBinaryPointwiseGrad(const std::vector<TensorType>& 
   POPSIM_CHECK((operand == 0 ? function.derivativeA : function.derivativeB) != nullptr,
                ErrorKind::Compilation, function.name, " has no derivative for operand ", operand,
                ".");
-  requireDType(inputs[0], DType::Float32, "input 0 (grad_output)");
-  requireDType(inputs[1], DType::Float32, "input 1 (a)");
-  requireDType(inputs[2], DType::Float32, "input 2 (b)");
+  requireFloat(inputs[0], "input 0 (grad_output)");
+  requireFloat(inputs[1], "input 1 (a)");
+  requireFloat(inputs[2], "input 2 (b)");
   requireShape(inputs[0], broadcastOf(inputs[1], inputs[2]), "input 0 (grad_output)");
   return {inputs[0]};
 }

@@ -10,7 +10,7 @@ namespace {
 // ExecutionError that says `what` was violated.
 std::vector<TensorType> inferCheckRange(const std::vector<TensorType>& inputs,
                                         const Attributes& attrs) {
-  requireDType(inputs[0], DType::Float32, "input 0 (input)");
+  requireFloat(inputs[0], "input 0 (input)");
   POPSIM_CHECK(attrs.getFloat("min") <= attrs.getFloat("max"), ErrorKind::Compilation,
                "check_range needs min <= max, got [", attrs.getFloat("min"), ", ",
                attrs.getFloat("max"), "].");

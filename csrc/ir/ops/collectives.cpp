@@ -9,7 +9,7 @@ namespace {
 // them; `system_ipus` (all the job's IPUs) tells the cost model whether the
 // ring leaves the chassis.
 void checkReplicas(const TensorType& input, const Attributes& attrs, const char* op) {
-  requireDType(input, DType::Float32, std::string(op) + "'s input");
+  requireFloat(input, std::string(op) + "'s input");
   POPSIM_CHECK(attrs.getInt("replicas") >= 2, ErrorKind::Compilation, op,
                " needs at least 2 replicas, got ", attrs.getInt("replicas"), ".");
   POPSIM_CHECK(attrs.getInt("system_ipus") >= attrs.getInt("replicas"), ErrorKind::Compilation, op,
@@ -33,13 +33,13 @@ std::vector<TensorType> inferAllReduce(const std::vector<TensorType>& inputs,
 std::vector<TensorType> inferReduceScatter(const std::vector<TensorType>& inputs,
                                            const Attributes& attrs) {
   checkReplicas(inputs[0], attrs, "replica_reduce_scatter");
-  return {{DType::Float32, {shardElements(inputs[0].numel(), attrs.getInt("replicas"))}}};
+  return {{inputs[0].dtype, {shardElements(inputs[0].numel(), attrs.getInt("replicas"))}}};
 }
 
 // replica_shard(X) -> S: this replica's shard of its own X (no exchange).
 std::vector<TensorType> inferShard(const std::vector<TensorType>& inputs, const Attributes& attrs) {
   checkReplicas(inputs[0], attrs, "replica_shard");
-  return {{DType::Float32, {shardElements(inputs[0].numel(), attrs.getInt("replicas"))}}};
+  return {{inputs[0].dtype, {shardElements(inputs[0].numel(), attrs.getInt("replicas"))}}};
 }
 
 // replica_all_gather(S) {shape} -> X: every replica's shard joined in
@@ -49,7 +49,7 @@ std::vector<TensorType> inferAllGather(const std::vector<TensorType>& inputs,
   checkReplicas(inputs[0], attrs, "replica_all_gather");
   requireRank(inputs[0], 1, "replica_all_gather's shard");
   const Shape& shape = attrs.getInts("shape");
-  TensorType whole{DType::Float32, shape};
+  TensorType whole{inputs[0].dtype, shape};
   POPSIM_CHECK(inputs[0].shape[0] == shardElements(whole.numel(), attrs.getInt("replicas")),
                ErrorKind::Compilation, "replica_all_gather: a shard of ", inputs[0].shape[0],
                " elements does not make ", shapeToString(shape), " over ", attrs.getInt("replicas"),

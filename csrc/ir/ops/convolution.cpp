@@ -16,8 +16,8 @@ std::vector<TensorType> inferConvolution(const std::vector<TensorType>& inputs,
                "ones), got ",
                x.rank(), " (", x.str(), ").");
   requireRank(w, x.rank(), "input 1 (weight)");
-  requireDType(x, DType::Float32, "input 0 (input)");
-  requireDType(w, DType::Float32, "input 1 (weight)");
+  requireFloat(x, "input 0 (input)");
+  requireFloat(w, "input 1 (weight)");
   const auto spatial = static_cast<size_t>(x.rank() - 2);
   const auto& stride = attrs.getInts("stride");
   const auto& padding = attrs.getInts("padding");
@@ -36,7 +36,7 @@ std::vector<TensorType> inferConvolution(const std::vector<TensorType>& inputs,
                " expects ", w.shape[1] * groups, " input channels, but the input ", x.str(),
                " has ", channels, ".");
   if (inputs.size() == 3) {
-    requireDType(inputs[2], DType::Float32, "input 2 (bias)");
+    requireFloat(inputs[2], "input 2 (bias)");
     requireShape(inputs[2], {outChannels}, "input 2 (bias)");
   }
   Shape out = {x.shape[0], outChannels};
@@ -52,7 +52,7 @@ std::vector<TensorType> inferConvolution(const std::vector<TensorType>& inputs,
                  ") in spatial dimension ", i, ".");
     out.push_back((padded - span) / stride[i] + 1);
   }
-  return {{DType::Float32, out}};
+  return {{x.dtype, out}};
 }
 
 void registerConvolutionOps(OpRegistry& registry) {

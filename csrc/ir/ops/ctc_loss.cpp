@@ -11,7 +11,7 @@ namespace {
 // lengths] concatenated (int64), input_lengths [N] and target_lengths [N] (int64).
 void checkCtcInputs(const std::vector<TensorType>& inputs, size_t first) {
   const TensorType& logProbs = inputs[first];
-  requireDType(logProbs, DType::Float32, "log_probs");
+  requireFloat(logProbs, "log_probs");
   requireRank(logProbs, 3, "log_probs");
   const int64_t samples = logProbs.shape[1];
   const TensorType& targets = inputs[first + 1];
@@ -36,7 +36,7 @@ std::vector<TensorType> inferCtcLoss(const std::vector<TensorType>& inputs,
   const int64_t classes = inputs[0].shape[2];
   POPSIM_CHECK(blank >= 0 && blank < classes, ErrorKind::Compilation, "blank ", blank,
                " is not a class index in [0, ", classes, ").");
-  return {{DType::Float32, {inputs[0].shape[1]}}};
+  return {{inputs[0].dtype, {inputs[0].shape[1]}}};
 }
 
 // ctc_loss_grad(grad_nll [N], log_probs, targets, input_lengths,
@@ -44,7 +44,7 @@ std::vector<TensorType> inferCtcLoss(const std::vector<TensorType>& inputs,
 std::vector<TensorType> inferCtcLossGrad(const std::vector<TensorType>& inputs, const Attributes&) {
   checkCtcInputs(inputs, 1);
   const Shape samples = {inputs[1].shape[1]};
-  requireDType(inputs[0], DType::Float32, "input 0 (grad_nll)");
+  requireFloat(inputs[0], "input 0 (grad_nll)");
   requireShape(inputs[0], samples, "input 0 (grad_nll)");
   requireShape(inputs[5], samples, "input 5 (nll)");
   return {inputs[1]};

@@ -5,7 +5,7 @@ namespace popsim::ir::ops {
 namespace {
 
 std::vector<TensorType> inferUnary(const std::vector<TensorType>& inputs, const Attributes&) {
-  requireDType(inputs[0], DType::Float32, "input 0 (input)");
+  requireFloat(inputs[0], "input 0 (input)");
   return {inputs[0]};
 }
 
@@ -34,12 +34,12 @@ std::vector<TensorType> inferGelu(const std::vector<TensorType>& inputs, const A
 
 // add/sub/mul/div of two float tensors with NumPy broadcasting.
 std::vector<TensorType> inferBinary(const std::vector<TensorType>& inputs, const Attributes&) {
-  requireDType(inputs[0], DType::Float32, "input 0 (a)");
-  requireDType(inputs[1], DType::Float32, "input 1 (b)");
+  requireFloat(inputs[0], "input 0 (a)");
+  requireDType(inputs[1], inputs[0].dtype, "input 1 (b)");
   auto shape = broadcastShapes(inputs[0].shape, inputs[1].shape);
   POPSIM_CHECK(shape.has_value(), ErrorKind::Compilation, "shapes ", inputs[0].str(), " and ",
                inputs[1].str(), " do not broadcast.");
-  return {{DType::Float32, *shape}};
+  return {{inputs[0].dtype, *shape}};
 }
 
 } // namespace

@@ -11,7 +11,7 @@ std::vector<TensorType> inferEmbedding(const std::vector<TensorType>& inputs,
   const TensorType& weight = inputs[0];
   const TensorType& indices = inputs[1];
   requireRank(weight, 2, "input 0 (weight)");
-  requireDType(weight, DType::Float32, "input 0 (weight)");
+  requireFloat(weight, "input 0 (weight)");
   POPSIM_CHECK(indices.dtype == DType::Int64 || indices.dtype == DType::Int32,
                ErrorKind::Compilation, "input 1 (indices) must be i64 or i32, got ", indices.str(),
                ".");
@@ -20,7 +20,7 @@ std::vector<TensorType> inferEmbedding(const std::vector<TensorType>& inputs,
                padding, " is out of range for ", weight.shape[0], " embeddings.");
   Shape out = indices.shape;
   out.push_back(weight.shape[1]);
-  return {{DType::Float32, out}};
+  return {{weight.dtype, out}};
 }
 
 } // namespace

@@ -41,19 +41,19 @@ TensorType reduced(const TensorType& x, int64_t dim, DType dtype) {
 // or all to the first (max along a dimension, which also returns its index).
 std::vector<TensorType> inferReduceExtremum(const std::vector<TensorType>& inputs,
                                             const Attributes& attrs) {
-  requireDType(inputs[0], DType::Float32, "input 0 (input)");
+  requireFloat(inputs[0], "input 0 (input)");
   checkExtremum(inputs[0], attrs);
   checkTies(attrs);
-  return {reduced(inputs[0], attrs.getInt("dim"), DType::Float32)};
+  return {reduced(inputs[0], attrs.getInt("dim"), inputs[0].dtype)};
 }
 
 // reduce_extremum_grad(dY, X, Y) -> dX.
 std::vector<TensorType> inferReduceExtremumGrad(const std::vector<TensorType>& inputs,
                                                 const Attributes& attrs) {
-  requireDType(inputs[1], DType::Float32, "input 1 (input)");
+  requireFloat(inputs[1], "input 1 (input)");
   checkExtremum(inputs[1], attrs);
   checkTies(attrs);
-  const TensorType expected = reduced(inputs[1], attrs.getInt("dim"), DType::Float32);
+  const TensorType expected = reduced(inputs[1], attrs.getInt("dim"), inputs[1].dtype);
   requireShape(inputs[0], expected.shape, "input 0 (grad_output)");
   requireShape(inputs[2], expected.shape, "input 2 (output)");
   return {inputs[1]};
@@ -64,7 +64,7 @@ std::vector<TensorType> inferReduceExtremumGrad(const std::vector<TensorType>& i
 // (of equal values, the one PyTorch returns).
 std::vector<TensorType> inferArgExtremum(const std::vector<TensorType>& inputs,
                                          const Attributes& attrs) {
-  requireDType(inputs[0], DType::Float32, "input 0 (input)");
+  requireFloat(inputs[0], "input 0 (input)");
   checkExtremum(inputs[0], attrs);
   return {reduced(inputs[0], attrs.getInt("dim"), DType::Int64)};
 }
@@ -74,8 +74,8 @@ std::vector<TensorType> inferArgExtremum(const std::vector<TensorType>& inputs,
 std::vector<TensorType> inferCumulativeSum(const std::vector<TensorType>& inputs,
                                            const Attributes& attrs) {
   const TensorType& x = inputs[0];
-  POPSIM_CHECK(x.dtype == DType::Float32 || x.dtype == DType::Int64, ErrorKind::Compilation,
-               "cumulative_sum sums float32 or int64 tensors, got ", x.str(), ".");
+  POPSIM_CHECK(isFloat(x.dtype) || x.dtype == DType::Int64, ErrorKind::Compilation,
+               "cumulative_sum sums float or int64 tensors, got ", x.str(), ".");
   const int64_t dim = attrs.getInt("dim");
   POPSIM_CHECK(dim >= 0 && dim < std::max<int64_t>(x.rank(), 1), ErrorKind::Compilation, "dim ",
                dim, " is outside the rank ", x.rank(), " of ", x.str(), ".");

@@ -9,11 +9,12 @@
 namespace popsim::ir::ops {
 namespace {
 
-TensorType f32(Shape shape) { return {DType::Float32, std::move(shape)}; }
+// A tensor of `shape` with the dtype of `like` (gradients take their operands' dtype).
+TensorType typed(const TensorType& like, Shape shape) { return {like.dtype, std::move(shape)}; }
 
-void requireFloat(const std::vector<TensorType>& inputs) {
+void requireFloats(const std::vector<TensorType>& inputs) {
   for (size_t i = 0; i < inputs.size(); ++i) {
-    requireDType(inputs[i], DType::Float32, "input " + std::to_string(i));
+    requireFloat(inputs[i], "input " + std::to_string(i));
   }
 }
 
@@ -22,49 +23,49 @@ void requireFloat(const std::vector<TensorType>& inputs) {
 // convolutions lower to this op, so users reach this check).
 std::vector<TensorType> inferConvGradInput(const std::vector<TensorType>& inputs,
                                            const Attributes& attrs) {
-  requireFloat(inputs);
+  requireFloats(inputs);
   const TensorType& dy = inputs[0];
   const TensorType& w = inputs[1];
   const Shape& shape = attrs.getInts("input_shape");
   requireLength(shape, static_cast<size_t>(dy.rank()), "input_shape");
-  const TensorType forward = inferConvolution({f32(shape), w}, attrs)[0];
+  const TensorType forward = inferConvolution({typed(w, shape), w}, attrs)[0];
   POPSIM_CHECK(forward.shape == dy.shape, ErrorKind::Compilation, "input_shape ",
                shapeToString(shape), " convolves with weight ", w.str(), " to ", forward.str(),
                ", not to grad_output ", dy.str(), ".");
-  return {f32(shape)};
+  return {typed(dy, shape)};
 }
 
 // convolution_grad_weight(X, dY) -> dW of shape weight_shape.
 std::vector<TensorType> inferConvGradWeight(const std::vector<TensorType>& inputs,
                                             const Attributes& attrs) {
-  requireFloat(inputs);
+  requireFloats(inputs);
   const Shape& shape = attrs.getInts("weight_shape");
-  const TensorType forward = inferConvolution({inputs[0], f32(shape)}, attrs)[0];
+  const TensorType forward = inferConvolution({inputs[0], typed(inputs[0], shape)}, attrs)[0];
   POPSIM_CHECK(forward.shape == inputs[1].shape, ErrorKind::Compilation, "input ", inputs[0].str(),
                " convolves with a weight of weight_shape ", shapeToString(shape), " to ",
                forward.str(), ", not to grad_output ", inputs[1].str(), ".");
-  return {f32(shape)};
+  return {typed(inputs[0], shape)};
 }
 
 // linear_grad_weight(dY[...,N], X[...,K]) -> dW[N,K]: the sum over leading
 // dimensions of dY^T X.
 std::vector<TensorType> inferLinearGradWeight(const std::vector<TensorType>& inputs,
                                               const Attributes&) {
-  requireFloat(inputs);
+  requireFloats(inputs);
   const TensorType& dy = inputs[0];
   const TensorType& x = inputs[1];
   requireMinRank(dy, 1, "input 0 (grad_output)");
   requireMinRank(x, 1, "input 1 (input)");
   POPSIM_CHECK(dy.numel() / dy.shape.back() == x.numel() / x.shape.back(), ErrorKind::Compilation,
                "grad_output ", dy.str(), " and input ", x.str(), " have different row counts.");
-  return {f32({dy.shape.back(), x.shape.back()})};
+  return {typed(dy, {dy.shape.back(), x.shape.back()})};
 }
 
 // activation_grad(dY, ref): ref is the forward input (relu, gelu, abs) or
 // output (sigmoid, tanh), as the activation attribute says.
 std::vector<TensorType> inferActivationGrad(const std::vector<TensorType>& inputs,
                                             const Attributes& attrs) {
-  requireFloat(inputs);
+  requireFloats(inputs);
   const std::string& activation = attrs.getString("activation");
   POPSIM_CHECK(activation == "relu" || activation == "gelu" || activation == "gelu_tanh" ||
                    activation == "sigmoid" || activation == "tanh" || activation == "abs",
@@ -76,7 +77,7 @@ std::vector<TensorType> inferActivationGrad(const std::vector<TensorType>& input
 // softmax_grad / log_softmax_grad(dY, Y) along dim.
 std::vector<TensorType> inferSoftmaxGrad(const std::vector<TensorType>& inputs,
                                          const Attributes& attrs) {
-  requireFloat(inputs);
+  requireFloats(inputs);
   requireShape(inputs[1], inputs[0].shape, "input 1 (output)");
   const int64_t dim = attrs.getInt("dim");
   POPSIM_CHECK(dim >= 0 && dim < inputs[0].rank(), ErrorKind::Compilation, "dim ", dim,
@@ -88,29 +89,29 @@ std::vector<TensorType> inferSoftmaxGrad(const std::vector<TensorType>& inputs,
 // the position max_pool2d_train recorded for its window.
 std::vector<TensorType> inferMaxPoolGrad(const std::vector<TensorType>& inputs,
                                          const Attributes& attrs) {
-  requireDType(inputs[0], DType::Float32, "input 0 (grad_output)");
+  requireFloat(inputs[0], "input 0 (grad_output)");
   requireRank(inputs[0], 4, "input 0 (grad_output)");
   requireDType(inputs[1], DType::Int32, "input 1 (indices)");
   requireShape(inputs[1], inputs[0].shape, "input 1 (indices)");
   const Shape& shape = attrs.getInts("input_shape");
   requireLength(shape, 4, "input_shape");
-  return {f32(shape)};
+  return {typed(inputs[0], shape)};
 }
 
 // avg_pool2d_grad(dY) / adaptive_avg_pool2d_grad(dY) -> dX of input_shape.
 std::vector<TensorType> inferPoolGradToShape(const std::vector<TensorType>& inputs,
                                              const Attributes& attrs) {
-  requireFloat(inputs);
+  requireFloats(inputs);
   requireRank(inputs[0], 4, "input 0 (grad_output)");
   const Shape& shape = attrs.getInts("input_shape");
   requireLength(shape, 4, "input_shape");
-  return {f32(shape)};
+  return {typed(inputs[0], shape)};
 }
 
 // batch_norm_grad(dY, X, weight, mean, var) -> (dX, dweight, dbias).
 std::vector<TensorType> inferBatchNormGrad(const std::vector<TensorType>& inputs,
                                            const Attributes&) {
-  requireFloat(inputs);
+  requireFloats(inputs);
   requireShape(inputs[1], inputs[0].shape, "input 1 (input)");
   POPSIM_CHECK(inputs[0].rank() >= 2, ErrorKind::Compilation, "grad_output ", inputs[0].str(),
                " has no channel dimension.");
@@ -118,13 +119,13 @@ std::vector<TensorType> inferBatchNormGrad(const std::vector<TensorType>& inputs
   for (size_t i = 2; i < 5; ++i) {
     requireShape(inputs[i], channels, "input " + std::to_string(i));
   }
-  return {inputs[0], f32(channels), f32(channels)};
+  return {inputs[0], typed(inputs[2], channels), typed(inputs[2], channels)};
 }
 
 // layer_norm_grad(dY, X, weight, mean, var) -> (dX, dweight, dbias).
 std::vector<TensorType> inferLayerNormGrad(const std::vector<TensorType>& inputs,
                                            const Attributes& attrs) {
-  requireFloat(inputs);
+  requireFloats(inputs);
   requireShape(inputs[1], inputs[0].shape, "input 1 (input)");
   const int64_t ndim = attrs.getInt("normalized_ndim");
   POPSIM_CHECK(ndim >= 1 && ndim <= inputs[0].rank(), ErrorKind::Compilation, "normalized_ndim ",
@@ -134,7 +135,7 @@ std::vector<TensorType> inferLayerNormGrad(const std::vector<TensorType>& inputs
   requireShape(inputs[2], normalized, "input 2 (weight)");
   requireShape(inputs[3], rows, "input 3 (mean)");
   requireShape(inputs[4], rows, "input 4 (var)");
-  return {inputs[0], f32(normalized), f32(normalized)};
+  return {inputs[0], typed(inputs[2], normalized), typed(inputs[2], normalized)};
 }
 
 // slice_grad(dY) -> zeros of input_shape with dY where the slice came from.
@@ -152,13 +153,13 @@ std::vector<TensorType> inferSliceGrad(const std::vector<TensorType>& inputs,
 // embedding_grad(dY[..., D], indices[...]) -> dW[num_embeddings, D].
 std::vector<TensorType> inferEmbeddingGrad(const std::vector<TensorType>& inputs,
                                            const Attributes& attrs) {
-  requireDType(inputs[0], DType::Float32, "input 0 (grad_output)");
+  requireFloat(inputs[0], "input 0 (grad_output)");
   POPSIM_CHECK(inputs[1].dtype == DType::Int64 || inputs[1].dtype == DType::Int32,
                ErrorKind::Compilation, "input 1 (indices) must be i64 or i32, got ",
                inputs[1].str(), ".");
   POPSIM_CHECK(inputs[0].rank() == inputs[1].rank() + 1, ErrorKind::Compilation, "grad_output ",
                inputs[0].str(), " does not match indices ", inputs[1].str(), ".");
-  return {f32({attrs.getInt("num_embeddings"), inputs[0].shape.back()})};
+  return {typed(inputs[0], {attrs.getInt("num_embeddings"), inputs[0].shape.back()})};
 }
 
 // broadcast(X) -> X broadcast to `shape` (NumPy rules).

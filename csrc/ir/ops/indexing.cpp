@@ -72,9 +72,9 @@ std::vector<TensorType> inferScatter(const std::vector<TensorType>& inputs,
   const std::string& reduce = attrs.getString("reduce");
   POPSIM_CHECK(reduce == "none" || reduce == "sum", ErrorKind::Compilation,
                "scatter reduce must be \"none\" or \"sum\", got \"", reduce, "\".");
-  POPSIM_CHECK(
-      reduce == "none" || inputs[0].dtype == DType::Float32 || inputs[0].dtype == DType::Int64,
-      ErrorKind::Compilation, "scatter sums float32 or int64 tensors, got ", inputs[0].str(), ".");
+  POPSIM_CHECK(reduce == "none" || isFloat(inputs[0].dtype) || inputs[0].dtype == DType::Int64,
+               ErrorKind::Compilation, "scatter sums float or int64 tensors, got ", inputs[0].str(),
+               ".");
   return {inputs[0]};
 }
 
@@ -85,8 +85,8 @@ std::vector<TensorType> inferScatter(const std::vector<TensorType>& inputs,
 std::vector<TensorType> inferScatterReduce(const std::vector<TensorType>& inputs,
                                            const Attributes& attrs) {
   checkElementIndex(inputs[0], inputs[1], attrs.getInt("dim"), "scatter_reduce");
-  requireDType(inputs[0], DType::Float32, "input");
-  requireDType(inputs[2], DType::Float32, "src");
+  requireFloat(inputs[0], "input");
+  requireFloat(inputs[2], "src");
   requireShape(inputs[2], inputs[1].shape, "src");
   const std::string& reduce = attrs.getString("reduce");
   POPSIM_CHECK(reduce == "sum" || reduce == "prod" || reduce == "mean" || reduce == "amax" ||

@@ -10,17 +10,17 @@ std::vector<TensorType> inferLinear(const std::vector<TensorType>& inputs, const
   const TensorType& w = inputs[1];
   requireMinRank(x, 1, "input 0 (input)");
   requireRank(w, 2, "input 1 (weight)");
-  requireDType(x, DType::Float32, "input 0 (input)");
-  requireDType(w, DType::Float32, "input 1 (weight)");
+  requireFloat(x, "input 0 (input)");
+  requireDType(w, x.dtype, "input 1 (weight)");
   POPSIM_CHECK(x.shape.back() == w.shape[1], ErrorKind::Compilation, "the input ", x.str(), " has ",
                x.shape.back(), " features but the weight ", w.str(), " expects ", w.shape[1], ".");
   if (inputs.size() == 3) {
-    requireDType(inputs[2], DType::Float32, "input 2 (bias)");
+    requireDType(inputs[2], x.dtype, "input 2 (bias)");
     requireShape(inputs[2], {w.shape[0]}, "input 2 (bias)");
   }
   Shape out = x.shape;
   out.back() = w.shape[0];
-  return {{DType::Float32, out}};
+  return {{x.dtype, out}};
 }
 
 // matmul(a[...,M,K], b[...,K,N]) -> [broadcast(...),M,N]. The frontend turns
@@ -30,8 +30,8 @@ std::vector<TensorType> inferMatMul(const std::vector<TensorType>& inputs, const
   const TensorType& b = inputs[1];
   requireMinRank(a, 2, "input 0 (a)");
   requireMinRank(b, 2, "input 1 (b)");
-  requireDType(a, DType::Float32, "input 0 (a)");
-  requireDType(b, DType::Float32, "input 1 (b)");
+  requireFloat(a, "input 0 (a)");
+  requireDType(b, a.dtype, "input 1 (b)");
   const int64_t m = a.shape[a.shape.size() - 2];
   const int64_t k = a.shape.back();
   const int64_t kb = b.shape[b.shape.size() - 2];
@@ -46,7 +46,7 @@ std::vector<TensorType> inferMatMul(const std::vector<TensorType>& inputs, const
   Shape out = *batch;
   out.push_back(m);
   out.push_back(n);
-  return {{DType::Float32, out}};
+  return {{a.dtype, out}};
 }
 
 } // namespace

@@ -9,13 +9,13 @@ namespace {
 std::vector<TensorType> inferBatchNorm(const std::vector<TensorType>& inputs,
                                        const Attributes& attrs) {
   const TensorType& x = inputs[0];
-  requireDType(x, DType::Float32, "input 0 (input)");
+  requireFloat(x, "input 0 (input)");
   POPSIM_CHECK(x.rank() >= 2 && x.rank() <= 5, ErrorKind::Compilation,
                "input 0 (input) must have 2 to 5 dimensions, got ", x.str(), ".");
   const Shape channels = {x.shape[1]};
   const OpSchema& schema = opSchema(OpKind::BatchNorm);
   for (size_t i = 1; i < inputs.size(); ++i) {
-    requireDType(inputs[i], DType::Float32, schema.inputName(i));
+    requireFloat(inputs[i], schema.inputName(i));
     requireShape(inputs[i], channels, schema.inputName(i));
   }
   POPSIM_CHECK(attrs.getFloat("eps") >= 0, ErrorKind::Compilation, "eps must be >= 0.");
@@ -27,14 +27,14 @@ std::vector<TensorType> inferBatchNorm(const std::vector<TensorType>& inputs,
 std::vector<TensorType> inferLayerNorm(const std::vector<TensorType>& inputs,
                                        const Attributes& attrs) {
   const TensorType& x = inputs[0];
-  requireDType(x, DType::Float32, "input 0 (input)");
+  requireFloat(x, "input 0 (input)");
   const int64_t ndim = attrs.getInt("normalized_ndim");
   POPSIM_CHECK(ndim >= 1 && ndim <= x.rank(), ErrorKind::Compilation, "normalized_ndim ", ndim,
                " must be between 1 and the input rank ", x.rank(), ".");
   const Shape normalized(x.shape.end() - ndim, x.shape.end());
   const OpSchema& schema = opSchema(OpKind::LayerNorm);
   for (size_t i = 1; i < inputs.size(); ++i) {
-    requireDType(inputs[i], DType::Float32, schema.inputName(i));
+    requireFloat(inputs[i], schema.inputName(i));
     requireShape(inputs[i], normalized, schema.inputName(i));
   }
   POPSIM_CHECK(attrs.getFloat("eps") >= 0, ErrorKind::Compilation, "eps must be >= 0.");

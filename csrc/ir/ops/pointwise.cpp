@@ -20,7 +20,7 @@ void checkFunction(const Attributes& attrs) {
 std::vector<TensorType> inferPointwise(const std::vector<TensorType>& inputs,
                                        const Attributes& attrs) {
   checkFunction(attrs);
-  requireDType(inputs[0], DType::Float32, "input 0 (input)");
+  requireFloat(inputs[0], "input 0 (input)");
   return {inputs[0]};
 }
 
@@ -28,8 +28,8 @@ std::vector<TensorType> inferPointwise(const std::vector<TensorType>& inputs,
 std::vector<TensorType> inferPointwiseGrad(const std::vector<TensorType>& inputs,
                                            const Attributes& attrs) {
   checkFunction(attrs);
-  requireDType(inputs[0], DType::Float32, "input 0 (grad_output)");
-  requireDType(inputs[1], DType::Float32, "input 1 (input)");
+  requireFloat(inputs[0], "input 0 (grad_output)");
+  requireFloat(inputs[1], "input 1 (input)");
   POPSIM_CHECK(inputs[0].shape == inputs[1].shape, ErrorKind::Compilation, "grad_output ",
                inputs[0].str(), " and input ", inputs[1].str(), " differ in shape.");
   return {inputs[0]};

@@ -11,7 +11,7 @@ std::vector<TensorType> inferPool(const std::vector<TensorType>& inputs, const A
                                   const std::vector<int64_t>& dilation) {
   const TensorType& x = inputs[0];
   requireRank(x, 4, "input 0 (input)");
-  requireDType(x, DType::Float32, "input 0 (input)");
+  requireFloat(x, "input 0 (input)");
   const auto& kernel = attrs.getInts("kernel");
   const auto& stride = attrs.getInts("stride");
   const auto& padding = attrs.getInts("padding");
@@ -31,7 +31,7 @@ std::vector<TensorType> inferPool(const std::vector<TensorType>& inputs, const A
     POPSIM_CHECK(out[2 + i] >= 1, ErrorKind::Compilation, "the input ", x.str(),
                  " is too small for kernel ", listToString(kernel), " (output would be empty).");
   }
-  return {{DType::Float32, out}};
+  return {{x.dtype, out}};
 }
 
 std::vector<TensorType> inferMaxPool(const std::vector<TensorType>& inputs,
@@ -63,12 +63,12 @@ std::vector<TensorType> inferAdaptiveAvgPool(const std::vector<TensorType>& inpu
                                              const Attributes& attrs) {
   const TensorType& x = inputs[0];
   requireRank(x, 4, "input 0 (input)");
-  requireDType(x, DType::Float32, "input 0 (input)");
+  requireFloat(x, "input 0 (input)");
   const auto& size = attrs.getInts("output_size");
   requireLength(size, 2, "output_size");
   POPSIM_CHECK(size[0] >= 1 && size[1] >= 1, ErrorKind::Compilation,
                "output_size must be positive, got ", listToString(size), ".");
-  return {{DType::Float32, {x.shape[0], x.shape[1], size[0], size[1]}}};
+  return {{x.dtype, {x.shape[0], x.shape[1], size[0], size[1]}}};
 }
 
 // adaptive_max_pool2d(X) -> (Y, indices): each adaptive bin's maximum and

@@ -4,11 +4,11 @@
 namespace popsim::ir::ops {
 namespace {
 
-// Products are computed on float32 or int64 tensors (integer and bool
+// Products are computed on float (f32, f16) or int64 tensors (integer and bool
 // tensors multiply as int64 in PyTorch).
 void checkProductInput(const TensorType& x, const Attributes& attrs, std::string_view op) {
-  POPSIM_CHECK(x.dtype == DType::Float32 || x.dtype == DType::Int64, ErrorKind::Compilation, op,
-               " multiplies float32 or int64 tensors, got ", x.str(), ".");
+  POPSIM_CHECK(isFloat(x.dtype) || x.dtype == DType::Int64, ErrorKind::Compilation, op,
+               " multiplies float or int64 tensors, got ", x.str(), ".");
   const int64_t dim = attrs.getInt("dim");
   POPSIM_CHECK(dim >= 0 && dim < x.rank(), ErrorKind::Compilation, op, ": dim ", dim,
                " is outside the rank ", x.rank(), " of ", x.str(), ".");
@@ -40,7 +40,7 @@ std::vector<TensorType> inferCumulativeProduct(const std::vector<TensorType>& in
 std::vector<TensorType> inferProductGrad(const std::vector<TensorType>& inputs,
                                          const Attributes& attrs, bool cumulative) {
   const TensorType& x = inputs[1];
-  requireDType(x, DType::Float32, "input 1 (input)");
+  requireFloat(x, "input 1 (input)");
   checkProductInput(x, attrs, cumulative ? "cumulative_product_grad" : "reduce_product_grad");
   const Shape expected = cumulative ? x.shape : reducedAlong(x, attrs.getInt("dim")).shape;
   requireShape(inputs[0], expected, "input 0 (grad_output)");

@@ -37,7 +37,7 @@ std::vector<TensorType> inferRandomDraw(const std::vector<TensorType>& inputs,
 // 0.0 otherwise, per element (float32, P's shape).
 std::vector<TensorType> inferRandomBernoulli(const std::vector<TensorType>& inputs,
                                              const Attributes&) {
-  requireDType(inputs[0], DType::Float32, "input 0 (p)");
+  requireFloat(inputs[0], "input 0 (p)");
   checkCounter(inputs[1], "input 1 (counter)");
   return {inputs[0]};
 }

@@ -11,7 +11,7 @@ std::vector<TensorType> inferReduce(const std::vector<TensorType>& inputs,
                                     const Attributes& attrs) {
   const TensorType& x = inputs[0];
   if (Kind == OpKind::ReduceMean || x.dtype != DType::Int64) {
-    requireDType(x, DType::Float32, "input 0 (input)");
+    requireFloat(x, "input 0 (input)");
   }
   const auto& dims = attrs.getInts("dims");
   const bool keepdim = attrs.getBool("keepdim");

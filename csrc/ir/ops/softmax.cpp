@@ -8,7 +8,7 @@ namespace {
 std::vector<TensorType> inferSoftmax(const std::vector<TensorType>& inputs,
                                      const Attributes& attrs) {
   const TensorType& x = inputs[0];
-  requireDType(x, DType::Float32, "input 0 (input)");
+  requireFloat(x, "input 0 (input)");
   requireMinRank(x, 1, "input 0 (input)");
   const int64_t dim = attrs.getInt("dim");
   POPSIM_CHECK(dim >= 0 && dim < x.rank(), ErrorKind::Compilation, "dim ", dim,

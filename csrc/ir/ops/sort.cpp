@@ -9,8 +9,8 @@ namespace {
 // values in their original order (a stable sort).
 std::vector<TensorType> inferSort(const std::vector<TensorType>& inputs, const Attributes& attrs) {
   const TensorType& x = inputs[0];
-  POPSIM_CHECK(x.dtype == DType::Float32 || x.dtype == DType::Int64 || x.dtype == DType::Int32,
-               ErrorKind::Compilation, "sort orders float32, int32 or int64 tensors, got ", x.str(),
+  POPSIM_CHECK(isFloat(x.dtype) || x.dtype == DType::Int64 || x.dtype == DType::Int32,
+               ErrorKind::Compilation, "sort orders float, int32 or int64 tensors, got ", x.str(),
                ".");
   const int64_t dim = attrs.getInt("dim");
   POPSIM_CHECK(dim >= 0 && dim < x.rank(), ErrorKind::Compilation, "sort: dim ", dim,

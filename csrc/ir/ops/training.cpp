@@ -14,7 +14,7 @@ TensorType f32(Shape shape) { return {DType::Float32, std::move(shape)}; }
 std::vector<TensorType> inferBatchNormTrain(const std::vector<TensorType>& inputs,
                                             const Attributes& attrs) {
   const TensorType& x = inputs[0];
-  requireDType(x, DType::Float32, "input 0 (input)");
+  requireFloat(x, "input 0 (input)");
   POPSIM_CHECK(x.rank() >= 2 && x.rank() <= 5, ErrorKind::Compilation,
                "input 0 (input) must have 2 to 5 dimensions, got ", x.str(), ".");
   const Shape channels = {x.shape[1]};
@@ -40,7 +40,7 @@ std::vector<TensorType> inferLayerNormTrain(const std::vector<TensorType>& input
 // drawn from (seed, stream, counter, element index); Y = X * mask.
 std::vector<TensorType> inferDropout(const std::vector<TensorType>& inputs,
                                      const Attributes& attrs) {
-  requireDType(inputs[0], DType::Float32, "input 0 (input)");
+  requireFloat(inputs[0], "input 0 (input)");
   requireDType(inputs[1], DType::Int64, "input 1 (counter)");
   requireRank(inputs[1], 0, "input 1 (counter)");
   const double p = attrs.getFloat("p");
@@ -56,7 +56,7 @@ void checkReduction(const std::string& reduction) {
 }
 
 void checkTarget(const TensorType& logProbs, const TensorType& target) {
-  requireDType(logProbs, DType::Float32, "input 0 (log_probs)");
+  requireFloat(logProbs, "input 0 (log_probs)");
   requireRank(logProbs, 2, "input 0 (log_probs)");
   requireDType(target, DType::Int64, "input 1 (target)");
   requireShape(target, {logProbs.shape[0]}, "input 1 (target)");
@@ -65,7 +65,7 @@ void checkTarget(const TensorType& logProbs, const TensorType& target) {
 // The optional class weights of nll_loss and its gradient: float32 [C].
 void checkClassWeights(const std::vector<TensorType>& inputs, int64_t classes) {
   if (inputs.size() < 3) return;
-  requireDType(inputs[2], DType::Float32, "input 2 (weight)");
+  requireFloat(inputs[2], "input 2 (weight)");
   requireShape(inputs[2], {classes}, "input 2 (weight)");
 }
 
@@ -78,21 +78,22 @@ std::vector<TensorType> inferNllLoss(const std::vector<TensorType>& inputs,
   checkClassWeights(inputs, inputs[0].shape[1]);
   const std::string& reduction = attrs.getString("reduction");
   checkReduction(reduction);
+  const DType dtype = inputs[0].dtype;
   if (reduction == "none") {
-    return {f32({inputs[0].shape[0]})};
+    return {{dtype, {inputs[0].shape[0]}}};
   }
-  return {f32({})};
+  return {{dtype, {}}};
 }
 
 // nll_loss_grad(dLoss, target, weight?) -> dLogProbs[N, num_classes].
 std::vector<TensorType> inferNllLossGrad(const std::vector<TensorType>& inputs,
                                          const Attributes& attrs) {
-  requireDType(inputs[0], DType::Float32, "input 0 (grad_loss)");
+  requireFloat(inputs[0], "input 0 (grad_loss)");
   requireDType(inputs[1], DType::Int64, "input 1 (target)");
   requireRank(inputs[1], 1, "input 1 (target)");
   checkReduction(attrs.getString("reduction"));
   checkClassWeights(inputs, attrs.getInt("num_classes"));
-  return {f32({inputs[1].shape[0], attrs.getInt("num_classes")})};
+  return {{inputs[0].dtype, {inputs[1].shape[0], attrs.getInt("num_classes")}}};
 }
 
 } // namespace

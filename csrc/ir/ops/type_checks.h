@@ -24,6 +24,12 @@ inline void requireDType(const TensorType& type, DType dtype, std::string_view w
                ", got ", type.str(), ".");
 }
 
+// A real-number tensor: float32, or float16 (stored and rounded as an IPU does).
+inline void requireFloat(const TensorType& type, std::string_view what) {
+  POPSIM_CHECK(isFloat(type.dtype), ErrorKind::Compilation, what, " must be f32 or f16, got ",
+               type.str(), ".");
+}
+
 inline void requireShape(const TensorType& type, const Shape& shape, std::string_view what) {
   POPSIM_CHECK(type.shape == shape, ErrorKind::Compilation, what, " must have shape ",
                shapeToString(shape), ", got ", shapeToString(type.shape), ".");

@@ -20,27 +20,31 @@ std::vector<TensorType> inferAssign(const std::vector<TensorType>& inputs, const
 // value * (1 / (f + 1)), and count goes up by one.
 std::vector<TensorType> inferAccumulate(const std::vector<TensorType>& inputs,
                                         const Attributes& attrs) {
-  requireDType(inputs[0], DType::Float32, "input 0 (accumulator)");
+  requireFloat(inputs[0], "input 0 (accumulator)");
   if (inputs.size() == 3) {
     requireDType(inputs[2], DType::Int64, "input 2 (count)");
     requireShape(inputs[2], {}, "input 2 (count)");
   }
   POPSIM_CHECK(attrs.getInt("every") >= 1, ErrorKind::Compilation, "attribute every must be >= 1.");
-  return inferAssign({inputs[0], inputs[1]}, {});
+  // A float32 accumulator may sum float16 gradients (PopTorch's accum_type).
+  requireFloat(inputs[1], "input 1 (value)");
+  requireShape(inputs[1], inputs[0].shape, "input 1 (value)");
+  return {};
 }
 
 // fill(variable): every element = value.
 std::vector<TensorType> inferFill(const std::vector<TensorType>&, const Attributes&) { return {}; }
 
+// Gradients and optimizer state have the parameter's shape; they may be
+// float32 for a float16 parameter (PopTorch's accum_type and momentum types).
 void requireLike(const TensorType& type, const TensorType& param, const std::string& what) {
-  POPSIM_CHECK(type == param, ErrorKind::Compilation, what, " must be ", param.str(),
-               " like the "
-               "parameter, got ",
-               type.str(), ".");
+  POPSIM_CHECK(type.shape == param.shape && isFloat(type.dtype), ErrorKind::Compilation, what,
+               " must be a float tensor of the parameter's shape ", shapeToString(param.shape),
+               ", got ", type.str(), ".");
 }
 
 void checkCommon(const std::vector<TensorType>& inputs, size_t hyperCount) {
-  requireDType(inputs[0], DType::Float32, "input 0 (param)");
+  requireFloat(inputs[0], "input 0 (param)");
   requireLike(inputs[1], inputs[0], "input 1 (grad)");
   requireDType(inputs[2], DType::Float64, "input 2 (hyper)");
   requireShape(inputs[2], {static_cast<int64_t>(hyperCount)}, "input 2 (hyper)");

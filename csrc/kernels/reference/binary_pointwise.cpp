@@ -80,10 +80,9 @@ BroadcastElementwise::BroadcastElementwise(const ir::Node& node, FloatPieceLoops
     operand_ = node.attrs().getInt("operand");
   }
   for (size_t k = 0; k < node.inputs().size(); ++k) {
-    operandBytes_[k] = ir::elementSize(node.input(k)->type().dtype);
+    operandBytes_[k] = ir::storageSize(node.input(k)->type().dtype);
   }
-  if (node.kind() == ir::OpKind::BinaryPointwise &&
-      node.input(0)->type().dtype == ir::DType::Float32) {
+  if (node.kind() == ir::OpKind::BinaryPointwise && ir::isFloat(node.input(0)->type().dtype)) {
     fast_ = findFastBinaryPiece(function_->name);
   }
   vectorised_ = usesLoops(); // decided once: pieces can be many and short
@@ -92,7 +91,7 @@ BroadcastElementwise::BroadcastElementwise(const ir::Node& node, FloatPieceLoops
 bool BroadcastElementwise::usesLoops() const {
   if (function_ == nullptr || function_->formula == ir::kNoFormula) return false;
   if (node_.kind() == ir::OpKind::BinaryPointwiseGrad) return loops_.gradients != nullptr;
-  return node_.input(0)->type().dtype == ir::DType::Float32 && fast_ == nullptr &&
+  return ir::isFloat(node_.input(0)->type().dtype) && fast_ == nullptr &&
          function_->result == ir::BinaryResult::Operands && loops_.values != nullptr;
 }
 
@@ -111,7 +110,7 @@ struct BroadcastElementwise::Piece {
 
 bool BroadcastElementwise::run(const std::vector<const void*>& inputs, void* output, int64_t first,
                                int64_t last) const {
-  const size_t outputBytes = ir::elementSize(node_.output()->type().dtype);
+  const size_t outputBytes = ir::storageSize(node_.output()->type().dtype);
   bool ok = true;
   for (int64_t index = first; index < last; ++index) {
     Piece piece{{},
@@ -168,6 +167,7 @@ bool BroadcastElementwise::runValues(const Piece& p) const {
   const auto [sa, sb] = std::pair(p.steps[0], p.steps[1]);
   switch (node_.input(0)->type().dtype) {
   case ir::DType::Float32:
+  case ir::DType::Float16:
     if (fast_ != nullptr) {
       fast_(p.operand<float>(0), sa, p.operand<float>(1), sb, p.output, p.length);
     } else if (vectorised_) {

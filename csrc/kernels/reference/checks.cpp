@@ -36,7 +36,8 @@ void printTensor(const ir::Node& node, const Inputs& inputs, const Outputs& outp
   const int64_t count = type.numel();
   std::vector<double> values;
   switch (type.dtype) {
-  case ir::DType::Float32: values = asDoubles<float>(inputs[0], count); break;
+  case ir::DType::Float32:
+  case ir::DType::Float16: values = asDoubles<float>(inputs[0], count); break;
   case ir::DType::Int32: values = asDoubles<int32_t>(inputs[0], count); break;
   case ir::DType::Int64: values = asDoubles<int64_t>(inputs[0], count); break;
   default: values = asDoubles<bool>(inputs[0], count); break;
@@ -51,7 +52,7 @@ void printTensor(const ir::Node& node, const Inputs& inputs, const Outputs& outp
   format.separator = a.getString("separator");
   format.openBracket = a.getString("open_bracket");
   format.closeBracket = a.getString("close_bracket");
-  const std::string text = tensorText(values, type.shape, type.dtype != ir::DType::Float32, format);
+  const std::string text = tensorText(values, type.shape, !ir::isFloat(type.dtype), format);
   const std::string& title = a.getString("title");
   {
     static std::mutex mutex;
@@ -59,7 +60,7 @@ void printTensor(const ir::Node& node, const Inputs& inputs, const Outputs& outp
     std::cout << (title.empty() ? text : title + ": " + text) << std::endl;
   }
   if (outputs[0] != inputs[0]) {
-    std::memcpy(outputs[0], inputs[0], static_cast<size_t>(type.bytes()));
+    std::memcpy(outputs[0], inputs[0], static_cast<size_t>(type.storageBytes()));
   }
 }
 

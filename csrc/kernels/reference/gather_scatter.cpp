@@ -24,7 +24,7 @@ int64_t checkedIndex(int64_t value, int64_t size, int64_t position) {
 // dst[0..count) += src[0..count) in `dtype`, or = when not summing.
 void combine(char* dst, const char* src, int64_t count, ir::DType dtype, bool sum) {
   if (!sum) {
-    std::memcpy(dst, src, static_cast<size_t>(count) * ir::elementSize(dtype));
+    std::memcpy(dst, src, static_cast<size_t>(count) * ir::storageSize(dtype));
     return;
   }
   if (dtype == ir::DType::Int64) {
@@ -41,7 +41,8 @@ void combine(char* dst, const char* src, int64_t count, ir::DType dtype, bool su
 }
 
 void copyInput(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
-  if (outputs[0] != inputs[0]) std::memcpy(outputs[0], inputs[0], node.input(0)->type().bytes());
+  if (outputs[0] != inputs[0])
+    std::memcpy(outputs[0], inputs[0], node.input(0)->type().storageBytes());
 }
 
 // Slices of X = [outer, size, inner] along the dimension.
@@ -50,7 +51,7 @@ void indexSelect(const ir::Node& node, const Inputs& inputs, const Outputs& outp
   const AxisSplit s = splitAroundAxis(x.shape, node.attrs().getInt("dim"));
   const auto* index = static_cast<const int64_t*>(inputs[1]);
   const int64_t count = node.input(1)->type().numel();
-  const size_t row = static_cast<size_t>(s.inner) * ir::elementSize(x.dtype);
+  const size_t row = static_cast<size_t>(s.inner) * ir::storageSize(x.dtype);
   const auto* src = static_cast<const char*>(inputs[0]);
   auto* dst = static_cast<char*>(outputs[0]);
   for (int64_t k = 0; k < count; ++k)
@@ -68,7 +69,7 @@ void indexAdd(const ir::Node& node, const Inputs& inputs, const Outputs& outputs
   const auto* index = static_cast<const int64_t*>(inputs[1]);
   const int64_t count = node.input(1)->type().numel();
   const bool sum = node.attrs().getBool("accumulate");
-  const size_t row = static_cast<size_t>(s.inner) * ir::elementSize(x.dtype);
+  const size_t row = static_cast<size_t>(s.inner) * ir::storageSize(x.dtype);
   for (int64_t k = 0; k < count; ++k)
     checkedIndex(index[k], s.size, k);
   copyInput(node, inputs, outputs);
@@ -111,7 +112,7 @@ template <typename Fn> void forEachTarget(const ir::Node& node, const Inputs& in
 
 void gather(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
   checkIndices(node, inputs);
-  const size_t size = ir::elementSize(node.input(0)->type().dtype);
+  const size_t size = ir::storageSize(node.input(0)->type().dtype);
   const auto* src = static_cast<const char*>(inputs[0]);
   auto* dst = static_cast<char*>(outputs[0]);
   forEachTarget(node, inputs, [&](int64_t position, int64_t offset) {
@@ -122,7 +123,7 @@ void gather(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) 
 
 void scatter(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
   const ir::DType dtype = node.input(0)->type().dtype;
-  const int64_t size = static_cast<int64_t>(ir::elementSize(dtype));
+  const int64_t size = static_cast<int64_t>(ir::storageSize(dtype));
   const bool sum = node.attrs().getString("reduce") == "sum";
   checkIndices(node, inputs); // (before the output, which may be the input, is touched)
   copyInput(node, inputs, outputs);

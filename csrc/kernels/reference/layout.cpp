@@ -64,7 +64,8 @@ template <typename From, typename To> void convertAll(const void* in, void* out,
 
 template <typename From> void castFrom(const void* in, ir::DType to, void* out, int64_t count) {
   switch (to) {
-  case ir::DType::Float32: return convertAll<From, float>(in, out, count);
+  case ir::DType::Float32:
+  case ir::DType::Float16: return convertAll<From, float>(in, out, count);
   case ir::DType::Int32: return convertAll<From, int32_t>(in, out, count);
   case ir::DType::Int64: return convertAll<From, int64_t>(in, out, count);
   case ir::DType::Bool: return convertAll<From, bool>(in, out, count);
@@ -74,7 +75,8 @@ template <typename From> void castFrom(const void* in, ir::DType to, void* out, 
 
 void cast(ir::DType from, const void* in, ir::DType to, void* out, int64_t count) {
   switch (from) {
-  case ir::DType::Float32: return castFrom<float>(in, to, out, count);
+  case ir::DType::Float32:
+  case ir::DType::Float16: return castFrom<float>(in, to, out, count);
   case ir::DType::Int32: return castFrom<int32_t>(in, to, out, count);
   case ir::DType::Int64: return castFrom<int64_t>(in, to, out, count);
   case ir::DType::Bool: return castFrom<bool>(in, to, out, count);
@@ -89,13 +91,13 @@ void layout(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) 
   auto* y = static_cast<uint8_t*>(outputs[0]);
   const ir::TensorType& inType = node.input(0)->type();
   const ir::Shape& outShape = node.output()->type().shape;
-  const size_t size = ir::elementSize(inType.dtype);
+  const size_t size = ir::storageSize(inType.dtype);
   const std::vector<int64_t> inStrides = ir::contiguousStrides(inType.shape);
   switch (node.kind()) {
   case ir::OpKind::Reshape:
   case ir::OpKind::StopGradient:
     if (x != y) {
-      std::memmove(y, x, inType.bytes());
+      std::memmove(y, x, inType.storageBytes());
     }
     return;
   case ir::OpKind::Permute: {
@@ -135,18 +137,18 @@ void layout(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) 
     return stridedCopy(x, broadcastStrides(inType.shape, outShape), outShape, size, y);
   case ir::OpKind::SliceGrad:
     // Zeros, then the gradient copied into the sliced positions.
-    std::memset(y, 0, node.output()->type().bytes());
+    std::memset(y, 0, node.output()->type().storageBytes());
     return copyIntoSlice(node, x, inType.shape, size, outShape, y);
   case ir::OpKind::Overwrite:
     if (inputs[1] != y) {
-      std::memmove(y, inputs[1], inType.bytes());
+      std::memmove(y, inputs[1], inType.storageBytes());
     }
     return;
   case ir::OpKind::Cast:
     return cast(inType.dtype, x, node.output()->type().dtype, y, inType.numel());
   case ir::OpKind::SliceUpdate:
     if (x != y) {
-      std::memmove(y, x, inType.bytes());
+      std::memmove(y, x, inType.storageBytes());
     }
     return copyIntoSlice(node, static_cast<const uint8_t*>(inputs[1]), node.input(1)->type().shape,
                          size, outShape, y);

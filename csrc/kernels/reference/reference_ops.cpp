@@ -38,7 +38,7 @@ void evaluate(const ir::Node& node, const std::vector<void*>& inputs,
   case ir::OpFamily::Update: return updates(node, inputs, outputs);
   case ir::OpFamily::Optimizer: return optimizer(node, inputs, outputs);
   case ir::OpFamily::Transfer:
-    std::memcpy(outputs[0], inputs[0], node.output()->type().bytes());
+    std::memcpy(outputs[0], inputs[0], node.output()->type().storageBytes());
     return;
   case ir::OpFamily::Host: return hostCall(node, inputs, outputs);
   case ir::OpFamily::Collective: break; // needs the replicas (replica_kernels.h)

@@ -12,8 +12,8 @@ void updates(const ir::Node& node, const Inputs& inputs, const Outputs&) {
   const ir::TensorType& type = node.input(0)->type();
   switch (node.kind()) {
   case ir::OpKind::Assign:
-    if (inputs[0] != inputs[1] && type.bytes() != 0) {
-      std::memcpy(inputs[0], inputs[1], type.bytes());
+    if (inputs[0] != inputs[1] && type.storageBytes() != 0) {
+      std::memcpy(inputs[0], inputs[1], type.storageBytes());
     }
     return;
   case ir::OpKind::Accumulate: {
@@ -39,7 +39,7 @@ void updates(const ir::Node& node, const Inputs& inputs, const Outputs&) {
     return;
   }
   case ir::OpKind::Fill: {
-    POPSIM_ASSERT(type.dtype == ir::DType::Float32, "fill of a ", type.str(), " variable.");
+    POPSIM_ASSERT(ir::isFloat(type.dtype), "fill of a ", type.str(), " variable.");
     auto* data = static_cast<float*>(inputs[0]);
     std::fill(data, data + type.numel(), static_cast<float>(node.attrs().getFloat("value")));
     return;

@@ -139,7 +139,7 @@ TEST(TypeInferenceTest, Linear) {
   EXPECT_EQ(inferError(OpKind::Linear, {f32({4, 6}), f32({3, 6, 1})}),
             "linear: input 1 (weight) must have 2 dimensions, got 3 (f32[3,6,1]).");
   EXPECT_EQ(inferError(OpKind::Linear, {i64({4, 6}), f32({3, 6})}),
-            "linear: input 0 (input) must be f32, got i64[4,6].");
+            "linear: input 0 (input) must be f32 or f16, got i64[4,6].");
 }
 
 TEST(TypeInferenceTest, MatMulBroadcastsBatchDimensions) {
@@ -164,7 +164,8 @@ TEST(TypeInferenceTest, Elementwise) {
             "sub: shapes f32[3] and f32[4] do not broadcast.");
   EXPECT_EQ(inferError(OpKind::Gelu, {f32({3})}, {{"approximate", std::string("fast")}}),
             "gelu: approximate must be \"none\" or \"tanh\", got \"fast\".");
-  EXPECT_EQ(inferError(OpKind::Exp, {i64({3})}), "exp: input 0 (input) must be f32, got i64[3].");
+  EXPECT_EQ(inferError(OpKind::Exp, {i64({3})}),
+            "exp: input 0 (input) must be f32 or f16, got i64[3].");
 }
 
 TEST(TypeInferenceTest, Softmax) {

@@ -1,0 +1,191 @@
+"""Tracing float16 models on a CPU whose PyTorch lacks float16 kernels.
+
+Tracing runs the model once. PyTorch 1.13's CPU backend has no float16
+kernels for most ops (matmul, convolution, softmax, ReLU...), so a model
+in float16 would fail there, long before popsim sees it. While tracing, this
+dispatch mode runs such ops on float32 copies of their float16 operands and
+returns float16 results. The JIT tracer sits above the mode in the
+dispatcher: it records each op as the model called it, with float16 types,
+and does not see what the mode does underneath. Only the trace's values come
+from float32 arithmetic, and popsim does not use them.
+"""
+
+import contextlib
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten, tree_map
+
+
+def _is_half(value):
+    return isinstance(value, torch.Tensor) and value.dtype == torch.float16
+
+
+def _upcast(value):
+    """float16 tensors as float32 copies, and a float16 dtype argument as float32."""
+    if value is torch.float16:
+        return torch.float32
+    return value.float() if _is_half(value) else value
+
+
+class HalfOnCpu(TorchDispatchMode):
+    """Runs every op with float16 operands in float32 and rounds its float
+    results to float16 (see the module doc). Views run as they are (they
+    compute nothing and must share their input's storage)."""
+
+    def __init__(self, downcast_mixed):
+        super().__init__()
+        # FloatDowncastToHalf: an op mixing float16 and float32 operands gives float16.
+        self._downcast_mixed = downcast_mixed
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        flat, _ = tree_flatten((args, kwargs))
+        tensors = [t for t in flat if isinstance(t, torch.Tensor)]
+        asks_half = kwargs.get("dtype") == torch.float16
+        if (not any(_is_half(t) for t in tensors) and not asks_half) or _returns_view(func):
+            return func(*args, **kwargs)
+        written = _written_arguments(func, args, kwargs)
+        if written:  # an in-place op or an out= variant: compute, then write into its targets
+            result = func(*tree_map(_upcast_copy, args), **tree_map(_upcast_copy, kwargs))
+            for target, value in zip(written, _as_list(result)):
+                with torch.no_grad():
+                    target.copy_(value)
+            return written[0] if len(written) == 1 else tuple(written)
+        try:  # PyTorch's own result dtypes, where it has a float16 kernel
+            dtypes = [t.dtype if isinstance(t, torch.Tensor) else None
+                      for t in _as_list(func(*args, **kwargs))]
+        except RuntimeError:
+            dtypes = None
+        args, kwargs = _half_defaults(func, args, kwargs)
+        result = func(*tree_map(_upcast, args), **tree_map(_upcast, kwargs))
+        if dtypes is None:
+            floats = [t for t in tensors if t.is_floating_point()]
+            half = all(_is_half(t) for t in floats) or self._downcast_mixed or asks_half
+            dtypes = [torch.float16 if half else None] * len(_as_list(result))
+        rounded = [t.to(dtype) if isinstance(t, torch.Tensor) and t.is_floating_point()
+                   and dtype is not None and dtype.is_floating_point else t
+                   for t, dtype in zip(_as_list(result), dtypes)]
+        return tuple(rounded) if isinstance(result, (tuple, list)) else rounded[0]
+
+
+_HALF_MAX = 65504.0  # the largest finite float16
+
+
+def _half_defaults(func, args, kwargs):
+    """Arguments whose defaults depend on the dtype, made explicit for float16 so
+    that float32 arithmetic gives float16's answer: nan_to_num's bounds."""
+    if func.name().split("::")[-1].split(".")[0] not in ("nan_to_num", "nan_to_num_"):
+        return args, kwargs
+    args = list(args) + [None] * (4 - len(args))
+    bounds = [kwargs.pop(name, value) for name, value in zip(("nan", "posinf", "neginf"),
+                                                               args[1:4])]
+    nan, posinf, neginf = bounds
+    return ([args[0], nan, _HALF_MAX if posinf is None else posinf,
+             -_HALF_MAX if neginf is None else neginf], kwargs)
+
+
+def _upcast_copy(value):
+    """_upcast, with float32 tensors copied too: an in-place op writes its
+    targets only through target.copy_(), never through its operands."""
+    upcast = _upcast(value)
+    return upcast.clone() if upcast is value and isinstance(value, torch.Tensor) else upcast
+
+
+def _returns_view(func):
+    """Whether the op returns a view of an operand (not an in-place op's target)."""
+    return any(r.alias_info is not None and not r.alias_info.is_write
+               for r in func._schema.returns)
+
+
+def _as_list(result):
+    return list(result) if isinstance(result, (tuple, list)) else [result]
+
+
+def _written_arguments(func, args, kwargs):
+    """The tensors an op writes (its `Tensor(a!)` arguments), in schema order."""
+    written = []
+    for position, argument in enumerate(func._schema.arguments):
+        if argument.alias_info is None or not argument.alias_info.is_write:
+            continue
+        value = args[position] if position < len(args) else kwargs.get(argument.name)
+        if isinstance(value, torch.Tensor):
+            written.append(value)
+    return written
+
+
+# The tracer records torch's convolutions as aten::_convolution, which
+# aten::convolution calls from underneath the dispatch mode, where nothing is
+# recorded. While the mode is on, F.conv*d and F.conv_transpose*d call
+# aten::_convolution directly: the tracer records it, and the mode runs the
+# backend kernel it reaches in float32.
+def _convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding,
+                 groups, dims):
+    def expand(value):
+        return [value] * dims if isinstance(value, int) else list(value)
+
+    if input.dim() == dims + 1:  # unbatched, as PyTorch's convolutions accept
+        return _convolution(input.unsqueeze(0), weight, bias, stride, padding, dilation,
+                            transposed, output_padding, groups, dims).squeeze(0)
+    stride, dilation, output_padding = expand(stride), expand(dilation), expand(output_padding)
+    if isinstance(padding, str):
+        if padding == "valid":
+            padding = [0] * dims
+        else:  # "same": PyTorch pads the input when the two sides differ
+            totals = [d * (k - 1) for d, k in zip(dilation, weight.shape[2:])]
+            lefts = [t // 2 for t in totals]
+            if any(t % 2 for t in totals):
+                pads = []
+                for total, left in reversed(list(zip(totals, lefts))):
+                    pads += [left, total - left]
+                input = torch.nn.functional.pad(input, pads)
+                lefts = [0] * dims
+            padding = lefts
+    return torch.ops.aten._convolution(input, weight, bias, stride, expand(padding), dilation,
+                                       transposed, output_padding, groups, False, False, True,
+                                       True)
+
+
+def _conv(dims):
+    def conv(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+        return _convolution(input, weight, bias, stride, padding, dilation, False, 0, groups,
+                            dims)
+    return conv
+
+
+def _conv_transpose(dims):
+    def conv_transpose(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                       groups=1, dilation=1):
+        return _convolution(input, weight, bias, stride, padding, dilation, True,
+                            output_padding, groups, dims)
+    return conv_transpose
+
+
+_CONVOLUTIONS = {f"conv{d}d": _conv(d) for d in (1, 2, 3)}
+_CONVOLUTIONS.update({f"conv_transpose{d}d": _conv_transpose(d) for d in (1, 2, 3)})
+
+
+@contextlib.contextmanager
+def half_on_cpu(downcast_mixed):
+    """HalfOnCpu with the convolutions traced as aten::_convolution."""
+    functional = torch.nn.functional
+    saved = {name: getattr(functional, name) for name in _CONVOLUTIONS}
+    for name, function in _CONVOLUTIONS.items():
+        setattr(functional, name, function)
+    try:
+        with HalfOnCpu(downcast_mixed):
+            yield
+    finally:
+        for name, function in saved.items():
+            setattr(functional, name, function)
+
+
+def holds_half(model, tensors):
+    """Whether the model's parameters, buffers or the inputs hold float16."""
+    return any(_is_half(t) for t in list(model.parameters()) + list(model.buffers())
+               + list(tensors))
+
+
+def is_missing_half_kernel(error):
+    """PyTorch's error for a CPU op without a float16 kernel."""
+    return isinstance(error, RuntimeError) and "not implemented for 'Half'" in str(error)
