@@ -44,6 +44,11 @@ def parse_args(argv=None):
     parser.add_argument("--replicas", type=int, default=1,
                         help="replicas of the model (data parallelism); under torchrun, in "
                         "each process")
+    parser.add_argument("--half", action="store_true",
+                        help="train and test the network in float16 (weights and activations), "
+                             "with loss scaling")
+    parser.add_argument("--loss-scaling", type=float, default=None,
+                        help="the optimizer's loss scaling (default: 1024 with --half, else 1)")
     parser.add_argument("--offload-optimiser", action="store_true",
                         help="keep the optimizer state off chip (streamed in for each update)")
     parser.add_argument("--profile", action="store_true",
@@ -103,8 +108,16 @@ def build_training(args, train_set, opts=None):
     that feeds it, built with `opts` (default: training_options(args))."""
     opts = opts if opts is not None else training_options(args)
     model = new_network(args.seed)
-    trainer = poptorch.trainingModel(TrainingModelWithLoss(model), opts,
-                                     poptorch.optim.AdamW(model.parameters(), lr=args.learning_rate))
+    half = getattr(args, "half", False)
+    if half:
+        # float16 weights and activations; the float32 images are cast to float16 by the first
+        # convolution, as PopTorch's default halfFloatCasting does (FloatDowncastToHalf).
+        model.half()
+    scaling = getattr(args, "loss_scaling", None)
+    scaling = scaling if scaling is not None else (1024.0 if half else None)
+    optimizer = poptorch.optim.AdamW(model.parameters(), lr=args.learning_rate,
+                                     loss_scaling=scaling)
+    trainer = poptorch.trainingModel(TrainingModelWithLoss(model), opts, optimizer)
     loader = poptorch.DataLoader(opts, train_set, batch_size=args.batch_size, shuffle=True,
                                  mode=poptorch.DataLoaderMode.Async)
     return model, trainer, loader
@@ -118,15 +131,17 @@ def build_inference(args, model, test_set):
     return tester, poptorch.DataLoader(opts, test_set, batch_size=args.test_batch_size)
 
 
-def train(trainer, loader, epochs):
-    """Trains for `epochs`; returns per epoch its loss, accuracy, wall and simulated time."""
+def train(trainer, loader, epochs, dtype=torch.float32):
+    """Trains for `epochs` on images of `dtype`; returns per epoch its loss, accuracy, wall
+    and simulated time."""
     history = []
     for epoch in range(1, epochs + 1):
         bar = tqdm(loader, desc=f"Epoch {epoch}/{epochs}", unit="call")
         losses, accuracies, simulated = [], [], 0.0
         start = time.perf_counter()
         for images, labels in bar:
-            logits, loss = trainer(images, labels)  # one row per micro-batch (OutputMode.All)
+            # One row per micro-batch (OutputMode.All). float16 images halve the host transfers.
+            logits, loss = trainer(images.to(dtype), labels)
             simulated += trainer.simulatedTime()
             losses.append(loss.mean().item())
             accuracies.append(accuracy(logits, labels))
@@ -139,11 +154,11 @@ def train(trainer, loader, epochs):
     return history
 
 
-def test(model, loader):
+def test(model, loader, dtype=torch.float32):
     """Test accuracy (%) and the simulated IPU time of the whole test set."""
     correct, seen, simulated = 0, 0, 0.0
     for images, labels in tqdm(loader, desc="Test", unit="call"):
-        logits = model(images)
+        logits = model(images.to(dtype))
         simulated += model.simulatedTime()
         correct += (logits.argmax(dim=1) == labels).sum().item()
         seen += len(labels)
@@ -191,14 +206,16 @@ def main(argv=None):
     processes = train_opts.Distributed.numProcesses
     job = (f" (process {train_opts.Distributed.processId} of {processes})"
            if processes > 1 else "")
-    print(f"Training {args.strategy} on {len(BLOCKS)} simulated IPUs{replicas}{job}: "
+    precision = " in float16" if args.half else ""
+    print(f"Training {args.strategy}{precision} on {len(BLOCKS)} simulated IPUs{replicas}{job}: "
           f"{len(train_loader)} calls of {train_loader.combinedBatchSize} images per epoch "
           f"(micro-batch {args.batch_size} x gradient accumulation {args.gradient_accumulation} "
           f"x device iterations {args.device_iterations}{replicas}), {args.device_iterations} "
           "optimizer steps per call.")
     if args.debug:
         print(f"Training options: {train_opts}")
-    history = train(trainer, train_loader, args.epochs)
+    dtype = torch.float16 if args.half else torch.float32
+    history = train(trainer, train_loader, args.epochs, dtype)
     train_loader.terminate()
     for row in history:
         print(f"Epoch {row['epoch']}: loss {row['loss']:.4f}, accuracy {row['accuracy']:.2f}%, "
@@ -211,7 +228,7 @@ def main(argv=None):
         print(first_step_timeline(trainer.executionTrace()))
 
     tester, test_loader = build_inference(args, model, test_set)
-    test_accuracy, test_simulated = test(tester, test_loader)
+    test_accuracy, test_simulated = test(tester, test_loader, dtype)
     tested = len(test_loader) * test_loader.combinedBatchSize  # this process's part
     print(f"Test accuracy: {test_accuracy:.2f}% ({tested:,} images, "
           f"{test_simulated * 1e3:.1f} ms simulated IPU time)")
@@ -224,7 +241,7 @@ def main(argv=None):
     if args.save_weights:
         torch.save(model.state_dict(), args.save_weights)
     summary = {"dataset": args.dataset, "source": source, "strategy": args.strategy,
-               "replicas": args.replicas,
+               "replicas": args.replicas, "half": args.half,
                "train_images": len(train_set), "test_images": len(test_set),
                "compilation_seconds": trainer.compilationTime(), "epochs": history,
                "test_accuracy": test_accuracy, "test_simulated_seconds": test_simulated,

@@ -140,3 +140,20 @@ def test_offloading_moves_the_optimizer_state_and_slows_the_update(executed):
     assert off_chip == sum(number(row[4]) for row in rows)
     assert re.search(r"[1-9]\d* streaming events in the first step", text)
     assert "Offloaded and on-chip weights identical: True" in text
+
+
+def test_float16_trains_as_well_in_half_the_bytes(executed):
+    _, text, _ = executed
+    accuracies = {dtype: number(value) for dtype, value in
+                  re.findall(r"^(float32|float16): loss [\d.]+, accuracy ([\d.]+)%", text, re.M)}
+    assert abs(accuracies["float16"] - accuracies["float32"]) < 2.0
+    rows = {line.split()[0]: [number(v) for v in line.split()[1:]]
+            for line in text.splitlines()
+            if line.split() and line.split()[0] in ("weights", "activations", "stash")}
+    # Weights halve (up to alignment); activations and the stash hold int32 max-pool
+    # indices too, which keep their size.
+    for category, at_most in (("weights", 0.6), ("activations", 0.8), ("stash", 0.8)):
+        single, half = rows[category][0::2], rows[category][1::2]
+        assert len(single) == 4
+        for s, h in zip(single, half):
+            assert h <= at_most * s or s == 0, (category, single, half)

@@ -1,0 +1,215 @@
+"""Float16 models end to end: training against eager PyTorch rounding every op
+to float16, PopTorch's casting rules, loss scaling, and float16 in the memory
+report and the simulated clock. (test_half_precision_ops.py checks every op.)"""
+
+import copy
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import popsim
+from popsim._half_tracing import HalfOnCpu
+
+FLOAT16_ULP = 2.0**-10
+
+
+class Classifier(nn.Module):
+    """A float16 MLP whose loss is computed in float32, as float16 models usually are."""
+
+    def __init__(self, features=16, hidden=32, classes=5):
+        super().__init__()
+        self.hidden = nn.Linear(features, hidden)
+        self.out = nn.Linear(hidden, classes)
+
+    def forward(self, x, labels):
+        scores = self.out(torch.relu(self.hidden(x)))
+        return scores, F.cross_entropy(scores.float(), labels)
+
+
+def batches(count, size=8, features=16, classes=5, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    return [(torch.randn(size, features, generator=generator).half(),
+             torch.randint(0, classes, (size,), generator=generator)) for _ in range(count)]
+
+
+def eager_sgd_in_float16(model, data, lr):
+    """Eager PyTorch training with every op computed in float32 and rounded to
+    float16 (the mode popsim traces with), SGD updating the float16 weights."""
+    losses = []
+    with HalfOnCpu(downcast_mixed=False):
+        for x, labels in data:
+            _, loss = model(x, labels)
+            loss.backward()
+            with torch.no_grad():
+                for parameter in model.parameters():
+                    parameter.add_(parameter.grad, alpha=-lr)
+                    parameter.grad = None
+            losses.append(loss.detach())
+    return losses
+
+
+def test_a_float16_model_trains_as_eager_pytorch_rounding_each_op():
+    torch.manual_seed(0)
+    model = Classifier().half()
+    reference = copy.deepcopy(model)
+    data = batches(6)
+    trainer = popsim.trainingModel(model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1))
+    losses = [trainer(x, labels)[1] for x, labels in data]
+    expected = eager_sgd_in_float16(reference, data, lr=0.1)
+    trainer.copyWeightsToHost()
+    for (name, actual), (_, wanted) in zip(model.named_parameters(),
+                                           reference.named_parameters()):
+        assert actual.dtype == torch.float16
+        torch.testing.assert_close(actual, wanted, rtol=4 * FLOAT16_ULP, atol=4 * FLOAT16_ULP,
+                                   msg=name)
+    torch.testing.assert_close(torch.stack(losses), torch.stack(expected), rtol=1e-3, atol=1e-3)
+    # Not float32 in disguise: the weights are float16 values, and differ from float32 training.
+    float32 = Classifier().float()
+    float32.load_state_dict({k: v.float() for k, v in reference.state_dict().items()})
+    assert all(torch.equal(p, p.half().float()) for p in float32.parameters())
+
+
+def test_outputs_and_weights_keep_their_dtypes():
+    torch.manual_seed(0)
+    model = Classifier().half()
+    x, labels = batches(1)[0]
+    scores, loss = popsim.inferenceModel(model)(x, labels)
+    assert scores.dtype == torch.float16 and loss.dtype == torch.float32
+    expected_scores, expected_loss = model.float()(x.float(), labels)
+    torch.testing.assert_close(scores.float(), expected_scores, rtol=1e-2, atol=1e-2)
+
+
+def test_float32_inputs_of_a_float16_model_are_downcast_as_poptorch_does():
+    """Precision.halfFloatCasting's default, FloatDowncastToHalf: an op mixing
+    float16 and float32 operands computes in float16."""
+    torch.manual_seed(0)
+    model = nn.Linear(4, 3).half()
+    x = torch.randn(2, 4)
+    actual = popsim.inferenceModel(model)(x)
+    assert actual.dtype == torch.float16
+    with HalfOnCpu(downcast_mixed=False):
+        expected = model(x.half())
+    torch.testing.assert_close(actual, expected, rtol=0, atol=0)
+
+
+class Casts(nn.Module):
+    """PopTorch's halfFloatCasting examples: x.to(y.dtype) + y, and an explicit float32."""
+
+    def __init__(self, explicit):
+        super().__init__()
+        self.explicit = explicit
+
+    def forward(self, x, y):
+        return (x.to(torch.float32) if self.explicit else x.to(y.dtype)) + y
+
+
+@pytest.mark.parametrize("x_dtype", [torch.float16, torch.float32])
+@pytest.mark.parametrize("y_dtype", [torch.float16, torch.float32])
+def test_casts_to_another_tensors_dtype_follow_it(x_dtype, y_dtype):
+    x, y = torch.ones(3, dtype=x_dtype), torch.ones(3, dtype=y_dtype)
+    assert popsim.inferenceModel(Casts(False))(x, y).dtype == y_dtype
+
+
+@pytest.mark.parametrize("casting,expected", [
+    (popsim.HalfFloatCastingBehavior.FloatDowncastToHalf, torch.float16),
+    (popsim.HalfFloatCastingBehavior.HalfUpcastToFloat, torch.float32),
+])
+def test_half_float_casting_decides_mixed_operands(casting, expected):
+    opts = popsim.Options()
+    opts.Precision.halfFloatCasting(casting)
+    x, y = torch.ones(3, dtype=torch.float16), torch.full((3,), 0.1, dtype=torch.float16)
+    result = popsim.inferenceModel(Casts(True), opts)(x, y)
+    assert result.dtype == expected
+    assert result[0].item() == (torch.tensor(1.0) + torch.tensor(0.1).half().float()).to(
+        expected).item()
+
+
+class Underflowing(nn.Module):
+    """A float16 linear layer whose gradients are below float16's smallest value."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(4, dtype=torch.float16))
+
+    def forward(self, x):
+        return popsim.identity_loss((x * self.weight).sum().float() * 1e-9, "none")
+
+
+def test_loss_scaling_keeps_small_float16_gradients():
+    """Without loss scaling the float16 gradient 1e-9 underflows to 0 and nothing
+    trains; loss_scaling=2**20 scales it into float16's range and the update
+    unscales it in float32."""
+    x = torch.ones(1, 4, dtype=torch.float16)
+
+    def trained(scaling):
+        model = Underflowing()
+        optimizer = popsim.optim.SGD(model.parameters(), lr=1e6, loss_scaling=scaling)
+        trainer = popsim.trainingModel(model, optimizer=optimizer)
+        trainer(x)
+        trainer.copyWeightsToHost()
+        return model.weight.detach()
+
+    assert torch.equal(trained(1.0), torch.ones(4, dtype=torch.float16))
+    scaled = trained(2.0**20)
+    torch.testing.assert_close(scaled, torch.full((4,), 1 - 1e-3, dtype=torch.float16),
+                               rtol=FLOAT16_ULP, atol=0)
+
+
+def test_loss_scaling_by_a_power_of_two_changes_nothing_in_float32():
+    torch.manual_seed(0)
+    model = Classifier()
+    data = [(x.float(), labels) for x, labels in batches(3)]
+    results = []
+    for scaling in (1.0, 1024.0):
+        copy_ = copy.deepcopy(model)
+        optimizer = popsim.optim.SGD(copy_.parameters(), lr=0.1, momentum=0.9,
+                                     loss_scaling=scaling)
+        trainer = popsim.trainingModel(copy_, optimizer=optimizer)
+        for x, labels in data:
+            trainer(x, labels)
+        trainer.copyWeightsToHost()
+        results.append([p.detach().clone() for p in copy_.parameters()])
+    for unscaled, scaled in zip(*results):
+        assert torch.equal(unscaled, scaled)
+
+
+def test_set_optimizer_changes_the_loss_scaling_without_recompiling():
+    x = torch.ones(1, 4, dtype=torch.float16)
+    model = Underflowing()
+    optimizer = popsim.optim.SGD(model.parameters(), lr=1e6, loss_scaling=1.0)
+    trainer = popsim.trainingModel(model, optimizer=optimizer)
+    trainer(x)
+    trainer.setOptimizer(popsim.optim.SGD(model.parameters(), lr=1e6, loss_scaling=2.0**20))
+    trainer(x)
+    trainer.copyWeightsToHost()
+    assert model.weight[0].item() < 1.0
+
+
+def test_float16_halves_the_memory_of_weights_and_activations():
+    def report(model):
+        inference = popsim.inferenceModel(model)
+        inference(torch.randn(64, 256, dtype=next(model.parameters()).dtype))
+        return inference.memoryReport()["ipus"][0]["categories"]
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(256, 512), nn.ReLU(), nn.Linear(512, 256))
+    single = report(copy.deepcopy(model))
+    half = report(copy.deepcopy(model).half())
+    for category in ("weights", "activations", "input streams"):
+        assert half[category]["bytes"] * 2 == pytest.approx(single[category]["bytes"], rel=0.01)
+
+
+def test_float16_matmuls_run_at_four_times_the_float32_rate():
+    """GC200: 64 float16 against 16 float32 multiply-accumulates per tile-cycle."""
+    def cycles(dtype):
+        model = nn.Linear(1024, 1024, bias=False).to(dtype)
+        inference = popsim.inferenceModel(model)
+        inference(torch.randn(512, 1024, dtype=dtype))
+        return {step["op"]: step["cycles"] for step in inference._executable.program()
+                if step["op"].startswith("linear")}
+
+    single, half = cycles(torch.float32), cycles(torch.float16)
+    (name, float32_cycles), = single.items()
+    assert 3.0 < float32_cycles / half[name] <= 4.0
