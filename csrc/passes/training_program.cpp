@@ -6,25 +6,23 @@
 #include "ir/optimizer_hyperparameters.h"
 #include "ir/state_names.h"
 #include "passes/autodiff.h"
+#include "passes/loss_scaling.h"
 #include "passes/passes.h"
+#include "passes/training_helpers.h"
 
 #include <algorithm>
 #include <cstring>
 #include <map>
-#include <optional>
 #include <unordered_map>
 
 namespace popsim::passes {
 namespace {
 
-ir::Node* addNode(ir::Graph& graph, ir::OpKind kind, const std::vector<ir::Value*>& inputs,
-                  ir::Attributes attrs, ir::Phase phase, const ir::Placement& where = {}) {
-  ir::Node* node = graph.addNode(kind, inputs, std::move(attrs));
-  ir::Placement placement = where;
-  placement.phase = phase;
-  node->setPlacement(placement);
-  return node;
-}
+using training::addNode;
+using training::collectiveAttrs;
+using training::inPhase;
+using training::placementOf;
+using training::ReplicatedState;
 
 // counter = counter + 1, as an update of an i64 state scalar.
 void increment(ir::Graph& graph, ir::Value* counter, const ir::Placement& where) {
@@ -33,53 +31,6 @@ void increment(ir::Graph& graph, ir::Value* counter, const ir::Placement& where)
                         ->output();
   addNode(graph, ir::OpKind::Assign, {counter, next}, {}, where.phase, where);
 }
-
-// Where a parameter lives: the placement of its first user in the forward
-// pass (stage assignment has checked that all its users share an IPU).
-ir::Placement placementOf(const ir::Value* param) {
-  for (const ir::Node* user : param->users()) {
-    if (user->placement().phase == ir::Phase::Forward) return user->placement();
-  }
-  return {};
-}
-
-ir::Placement inPhase(ir::Placement placement, ir::Phase phase) {
-  placement.phase = phase;
-  return placement;
-}
-
-// The state named `name` for use on `ipu`: the first IPU to ask gets `name`
-// itself, the others a replica of the same type and kind.
-class ReplicatedState {
-public:
-  ReplicatedState(ir::Graph& graph, std::string name, ir::TensorType type, ir::StateKind kind)
-      : graph_(graph), name_(std::move(name)), type_(std::move(type)), kind_(kind) {}
-  explicit ReplicatedState(ir::Graph& graph, ir::Value* existing)
-      : graph_(graph), name_(existing->name()), type_(existing->type()),
-        kind_(existing->stateKind()), existing_(existing) {}
-
-  ir::Value* on(int64_t ipu, bool* created = nullptr) {
-    auto it = copies_.find(ipu);
-    if (created != nullptr) *created = it == copies_.end();
-    if (it != copies_.end()) return it->second;
-    ir::Value* value = nullptr;
-    if (copies_.empty()) {
-      value = existing_ != nullptr ? existing_ : graph_.addState(name_, type_, kind_);
-    } else {
-      value = graph_.addState(ir::replicaStateName(name_, ipu), type_, kind_);
-    }
-    copies_[ipu] = value;
-    return value;
-  }
-
-private:
-  ir::Graph& graph_;
-  std::string name_;
-  ir::TensorType type_;
-  ir::StateKind kind_;
-  ir::Value* existing_ = nullptr;
-  std::map<int64_t, ir::Value*> copies_;
-};
 
 // Random ops (dropout, random draws) read the counter in the forward pass.
 // Each IPU keeps its own copy and advances it after its last random op of a
@@ -127,10 +78,6 @@ bool isSharded(const TrainingConfig& config, const ir::Value* param) {
                    param->name()) != config.shardedParameters.end();
 }
 
-ir::Attributes collectiveAttrs(const TrainingConfig& config, const std::string& key) {
-  return {{"key", key}, {"replicas", config.replicas}, {"system_ipus", config.systemIpus}};
-}
-
 // Each step gradient summed over the replicas, on its parameter's IPU at the
 // start of the optimizer step (the GradientNorm phase, after the last
 // backward), keyed by the parameter so the replicas' ops pair up.
@@ -162,7 +109,7 @@ sumAcrossReplicas(ir::Graph& graph, const TrainingConfig& config,
 // copies bring them), so all compute the same factor, as after an all-reduce.
 std::unordered_map<const ir::Value*, ir::Value*> clipByGlobalNorm(
     ir::Graph& graph, const TrainingConfig& config, const std::vector<ir::Value*>& params,
-    const std::unordered_map<const ir::Value*, ir::Value*>& grads, ReplicatedState* lossScaling) {
+    const std::unordered_map<const ir::Value*, ir::Value*>& grads, double lossScaling) {
   std::map<int64_t, ir::Value*> sums;        // per IPU
   std::map<int64_t, ir::Value*> shardedSums; // per IPU: of this replica's shards only
   std::map<int64_t, ir::Placement> places;
@@ -210,16 +157,10 @@ std::unordered_map<const ir::Value*, ir::Value*> clipByGlobalNorm(
                   : addNode(graph, ir::OpKind::Add, {total, sum}, {}, where.phase, where)->output();
     }
     ir::Value* norm = addNode(graph, ir::OpKind::Sqrt, {total}, {}, where.phase, where)->output();
-    double scale = config.gradientScale; // the gradients the updates read: unscaled
-    if (lossScaling != nullptr) {
-      norm = addNode(graph, ir::OpKind::Div, {norm, lossScaling->on(where.ipu)}, {}, where.phase,
-                     where)
-                 ->output();
-    } else {
-      scale /= config.lossScaling;
-    }
+    // The norm of the gradients the updates read: scaled, and unscaled.
     ir::Value* shifted = addNode(graph, ir::OpKind::Affine, {norm},
-                                 {{"scale", scale}, {"shift", 1e-6}}, where.phase, where)
+                                 {{"scale", config.gradientScale / lossScaling}, {"shift", 1e-6}},
+                                 where.phase, where)
                              ->output();
     ir::Value* factor =
         addNode(graph, ir::OpKind::Div,
@@ -365,27 +306,10 @@ void buildTrainingProgram(ir::Graph& graph, const TrainingConfig& config) {
       groupOf[weight] = g;
     }
   }
-  // The loss scaling factor: a state the host writes, or a constant.
-  std::optional<ReplicatedState> lossScaling;
-  ir::Value* seed = nullptr;
-  ir::Value* loss = graph.loss();
-  if (config.lossScalingState) {
-    lossScaling.emplace(graph, ir::kLossScalingName, ir::TensorType{ir::DType::Float32, {}},
-                        ir::StateKind::Optimizer);
-    const ir::Placement where =
-        inPhase(loss->producer() != nullptr ? loss->producer()->placement() : ir::Placement{},
-                ir::Phase::Backward);
-    seed = lossScaling->on(where.ipu);
-    if (seed->type() != loss->type()) {
-      seed =
-          addNode(graph, ir::OpKind::Cast, {seed},
-                  {{"dtype", std::string(ir::dtypeName(loss->type().dtype))}}, where.phase, where)
-              ->output();
-    }
-  } else if (config.lossScaling != 1.0) {
-    seed = graph.addScalarConstant(static_cast<float>(config.lossScaling), loss->type().dtype);
-  }
-  const auto grads = buildGradients(graph, loss, params, seed);
+  // The backward pass starts from the loss scaling factor.
+  LossScaling lossScaling(graph, config);
+  const auto grads = buildGradients(graph, graph.loss(), params, lossScaling.seed());
+  lossScaling.countGradients();
   for (const std::string& name : config.anchoredGradients) {
     const ir::Value* weight = graph.findWeight(name);
     const auto grad = weight != nullptr ? grads.find(weight) : grads.end();
@@ -432,10 +356,12 @@ void buildTrainingProgram(ir::Graph& graph, const TrainingConfig& config) {
       config.replicas > 1 ? sumAcrossReplicas(graph, config, params, stepGrads) : stepGrads;
 
   // Step 4: gradient clipping; the updates read the clipped gradients.
-  const auto updateGrads = config.maxGradNorm > 0.0
-                               ? clipByGlobalNorm(graph, config, params, reducedGrads,
-                                                  lossScaling ? &*lossScaling : nullptr)
-                               : reducedGrads;
+  const auto unscaledGrads = lossScaling.unscale(params, reducedGrads);
+  const auto updateGrads =
+      config.maxGradNorm > 0.0
+          ? clipByGlobalNorm(graph, config, params, unscaledGrads, lossScaling.clippingDivisor())
+          : unscaledGrads;
+  lossScaling.addUpdate();
 
   // Step 5: per group, the step count and the updates. Each IPU holding
   // parameters of the group has its own hyper-parameters and step count.

@@ -54,14 +54,23 @@ struct TrainingConfig {
   // (reduce-scatter); the updated shards are then gathered into the weight.
   std::vector<std::string> shardedParameters;
   // Loss scaling (the optimizers' loss_scaling): the loss's gradient is this
-  // factor rather than 1, so small float16 gradients stay representable;
-  // the updates unscale the gradients through their grad_scale
-  // hyper-parameter, which the host divides by it, and clipping divides the
-  // norm by it. With lossScalingState, the factor is the float32 scalar
-  // state "loss_scaling" (one per IPU that needs it), which the host writes,
-  // so that setOptimizer can change it without recompiling.
+  // factor rather than 1, so that small float16 gradients stay
+  // representable. A constant factor is divided out by the updates (the
+  // host divides their grad_scale hyper-parameter by it) and by clipping.
+  // With lossScalingState, the factor is the float32 scalar state
+  // ir::kLossScalingName (a copy on each IPU that needs it), which the host
+  // writes so that setOptimizer can change it without recompiling; each step
+  // gradient is then divided by it in float32 before clipping and the update.
   double lossScaling = 1.0;
   bool lossScalingState = false;
+  // Automatic loss scaling (PopTorch's Training.setAutomaticLossScaling, as
+  // PopART does it; needs lossScalingState): every step, the float16
+  // gradients of the backward pass are counted above and below a bin edge
+  // (lossScalingBinEdge x 65504); if more than the proportion
+  // lossScalingThreshold lie above, the factor halves, otherwise it doubles.
+  bool automaticLossScaling = false;
+  double lossScalingBinEdge = 0.125;
+  double lossScalingThreshold = 1e-7;
 };
 
 // The state a training program keeps is named as ir/state_names.h says.

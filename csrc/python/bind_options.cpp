@@ -80,7 +80,10 @@ void bindOptions(py::module_& module) {
       .def_readwrite("system_ipus", &passes::TrainingConfig::systemIpus)
       .def_readwrite("sharded_parameters", &passes::TrainingConfig::shardedParameters)
       .def_readwrite("loss_scaling", &passes::TrainingConfig::lossScaling)
-      .def_readwrite("loss_scaling_state", &passes::TrainingConfig::lossScalingState);
+      .def_readwrite("loss_scaling_state", &passes::TrainingConfig::lossScalingState)
+      .def_readwrite("automatic_loss_scaling", &passes::TrainingConfig::automaticLossScaling)
+      .def_readwrite("loss_scaling_bin_edge", &passes::TrainingConfig::lossScalingBinEdge)
+      .def_readwrite("loss_scaling_threshold", &passes::TrainingConfig::lossScalingThreshold);
   py::class_<runtime::CompileOptions>(module, "CompileOptions")
       .def(py::init<>())
       .def_property(

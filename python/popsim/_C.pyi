@@ -69,6 +69,9 @@ class TrainingConfig:
     sharded_parameters: List[str]
     loss_scaling: float
     loss_scaling_state: bool
+    automatic_loss_scaling: bool
+    loss_scaling_bin_edge: float
+    loss_scaling_threshold: float
     def __init__(self) -> None: ...
 
 class ReplicaGroup:

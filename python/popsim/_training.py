@@ -133,6 +133,16 @@ def check_group_attributes(optimizer, options, reported):
                               "this a debug message.)", stacklevel=4)
 
 
+def _als_setting(popart, name, default, valid):
+    """An automaticLossScalingSettings value set through Options._Popart, checked."""
+    value = popart.get(f"automaticLossScalingSettings.{name}", default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not valid(value):
+        raise OptionError(f"_Popart automaticLossScalingSettings.{name}={value!r} is out of "
+                          "range (binEdgeLocation in [0, 1], thresholdUpperCountProportion in "
+                          "[0, 1)).")
+    return float(value)
+
+
 def max_grad_norm(optimizer):
     """The optimizer's max_grad_norm (popsim.optim's, as PopTorch's), 0.0 for none."""
     norm = getattr(optimizer, "max_grad_norm", None)
@@ -193,7 +203,21 @@ class OptimizerBinding:
         config.replicas = _replication.replica_count(options)
         config.sharded_parameters = list(self.sharded_shapes(options))
         config.loss_scaling = self.loss_scaling()
-        config.loss_scaling_state = not self.constant_loss_scaling()
+        config.automatic_loss_scaling = options.Training.automatic_loss_scaling
+        # Automatic loss scaling makes the factor device state, as PopTorch makes it variable.
+        config.loss_scaling_state = (config.automatic_loss_scaling
+                                     or not self.constant_loss_scaling())
+        popart = options._Popart.toDict()
+        config.loss_scaling_bin_edge = _als_setting(
+            popart, "binEdgeLocation", config.loss_scaling_bin_edge, lambda v: 0 <= v <= 1)
+        config.loss_scaling_threshold = _als_setting(
+            popart, "thresholdUpperCountProportion", config.loss_scaling_threshold,
+            lambda v: 0 <= v < 1)
+        period = popart.get("automaticLossScalingSettings.updatePeriod", 1)
+        if period != 1:
+            raise OptionError(
+                f"_Popart automaticLossScalingSettings.updatePeriod={period!r}: popsim updates "
+                "the automatic loss scaling after every optimizer step (period 1) only.")
         config.groups = [parameter_group(flags, [name for name, _ in params])
                          for flags, params in zip(self.flags, self.groups)]
         return config
@@ -269,13 +293,15 @@ class OptimizerBinding:
                                                                          "variable_attrs")
 
     def write_hyperparameters(self, executable, scale):
-        """Each group's hyper-parameters, with the gradient scale divided by the
-        loss scaling (the updates unscale the gradients), and the loss scaling."""
+        """Each group's hyper-parameters and the loss scaling: a constant one is
+        divided out by the updates (their gradient scale), a device state one by
+        the program itself."""
         scaling = self.loss_scaling()
+        in_state = _C.LOSS_SCALING_NAME in executable.state_names()
         for index, group in enumerate(self.optimizer.param_groups):
-            executable.write_hyperparameters(index,
-                                             hyperparameters(self.kind, group, scale / scaling))
-        if _C.LOSS_SCALING_NAME in executable.state_names():
+            executable.write_hyperparameters(
+                index, hyperparameters(self.kind, group, scale if in_state else scale / scaling))
+        if in_state:
             executable.write_variables(
                 {_C.LOSS_SCALING_NAME: torch.tensor(scaling, dtype=torch.float32)})
 

@@ -148,6 +148,7 @@ class _OptionGroup:
 # Fields whose setter is not their name in camelCase (test_options checks every field).
 _SETTERS = {
     "model_name": "modelName",
+    "automatic_loss_scaling": "setAutomaticLossScaling",
     "relax_optimizer_attributes_checks": "relaxOptimizerAttributesChecks",
     "input_replica_grouping": "inputReplicaGrouping",
     "profile_dir": "enableProfiling",
@@ -200,7 +201,7 @@ class _TrainingOptions(_OptionGroup):
     _defaults = {"gradient_accumulation": 1,
                  "accumulation_and_replication_reduction_type": ReductionType.Mean,
                  "mean_reduction_strategy": MeanReductionStrategy.Post,
-                 "recomputation_enabled": False}
+                 "recomputation_enabled": False, "automatic_loss_scaling": False}
     _group_name = "Options.Training"
 
     def gradientAccumulation(self, micro_batches: int) -> "_TrainingOptions":
@@ -241,6 +242,20 @@ class _TrainingOptions(_OptionGroup):
         if not isinstance(enabled, bool):
             raise OptionError(f"Training.recomputation expects a bool, got {enabled!r}.")
         return self._set("recomputation_enabled", enabled)
+
+    def setAutomaticLossScaling(self, enabled: bool) -> "_TrainingOptions":
+        """Automatic loss scaling, as PopART does it: the optimizer's loss_scaling
+        is where the factor starts; after every optimizer step, if more than a
+        proportion of the step's float16 gradients (default 1e-7) lies above a bin
+        edge (default 1/8 of float16's largest value, 8188), the factor halves,
+        otherwise it doubles (never above 2^15 for a float16 loss). The
+        gradients are divided by the factor in float32 before the update. The
+        factor is device state, so the loss_scaling attribute on the host does not
+        change. ``_Popart.set("automaticLossScalingSettings.binEdgeLocation", x)``
+        and ``("...thresholdUpperCountProportion", p)`` change the edge and the
+        proportion. The model needs float16 gradients to count."""
+        return self._set("automatic_loss_scaling",
+                         _bool("Training.setAutomaticLossScaling", enabled))
 
 
 class _SimulatorOptions(_OptionGroup):

@@ -213,3 +213,66 @@ def test_float16_matmuls_run_at_four_times_the_float32_rate():
     single, half = cycles(torch.float32), cycles(torch.float16)
     (name, float32_cycles), = single.items()
     assert 3.0 < float32_cycles / half[name] <= 4.0
+
+
+class Scaled(nn.Module):
+    """A float16 weight whose gradient is `size` times the input."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(8, dtype=torch.float16))
+
+    def forward(self, x, size):
+        return popsim.identity_loss((x * self.weight).sum() * size.sum(), "none")
+
+
+def automatic_factors(size, steps, initial=1024.0, loss_dtype=torch.float16, **popart):
+    """The device's loss scaling after each of `steps` steps of automatic loss scaling."""
+    opts = popsim.Options()
+    opts.Training.setAutomaticLossScaling(True)
+    for name, value in popart.items():
+        opts._Popart.set(f"automaticLossScalingSettings.{name}", value)
+    model = Scaled()
+    optimizer = popsim.optim.SGD(model.parameters(), lr=0.0, loss_scaling=initial)
+    trainer = popsim.trainingModel(model, opts, optimizer)
+    x = torch.ones(1, 8, dtype=torch.float16)
+    factors = []
+    for _ in range(steps):
+        trainer(x, torch.tensor([size], dtype=loss_dtype))
+        factors.append(trainer._executable.read_variables(
+            [popsim._C.LOSS_SCALING_NAME])[popsim._C.LOSS_SCALING_NAME].item())
+    return factors
+
+
+def test_automatic_loss_scaling_doubles_while_gradients_are_small():
+    """Gradients of 1e-3 x the scale stay below the bin edge (8188): the factor
+    doubles after every step, up to 2^15 for a float16 loss."""
+    assert automatic_factors(1e-3, 6) == [2048.0, 4096.0, 8192.0, 16384.0, 32768.0, 32768.0]
+
+
+def test_automatic_loss_scaling_halves_when_gradients_cross_the_bin_edge():
+    """Gradients of 16 x the scale (16384 at a scale of 1024) lie above 8188: the factor
+    halves until they fall below it, then doubles again."""
+    assert automatic_factors(16.0, 5) == [512.0, 256.0, 512.0, 256.0, 512.0]
+
+
+def test_automatic_loss_scaling_bin_edge_and_threshold_come_from_popart_options():
+    # An edge at 1/1024 of 65504 (64): gradients of 0.1 x 1024 = 102 lie above it, and of
+    # 0.1 x 512 = 51 below.
+    assert automatic_factors(0.1, 2, binEdgeLocation=1 / 1024) == [512.0, 1024.0]
+    with pytest.raises(popsim.OptionError, match="thresholdUpperCountProportion=1.5 is out of"):
+        automatic_factors(0.1, 1, thresholdUpperCountProportion=1.5)
+    with pytest.raises(popsim.OptionError, match="updatePeriod=4: popsim updates"):
+        automatic_factors(0.1, 1, updatePeriod=4)
+
+
+def test_automatic_loss_scaling_needs_float16_gradients():
+    opts = popsim.Options()
+    opts.Training.setAutomaticLossScaling(True)
+    model = Classifier()
+    trainer = popsim.trainingModel(model, opts,
+                                   popsim.optim.SGD(model.parameters(), lr=0.1))
+    x, labels = batches(1)[0]
+    with pytest.raises(popsim.Error, match=r"setAutomaticLossScaling\(True\): the backward pass "
+                       r"computes no float16 gradients"):
+        trainer(x.float(), labels)

@@ -77,7 +77,8 @@ def test_to_dict_and_repr():
     assert values["Training"] == {"gradient_accumulation": 1,
                                   "accumulation_and_replication_reduction_type": "Mean",
                                   "mean_reduction_strategy": "Post",
-                                  "recomputation_enabled": False}
+                                  "recomputation_enabled": False,
+                                  "automatic_loss_scaling": False}
     assert "device_iterations=3" in repr(opts)
 
 
