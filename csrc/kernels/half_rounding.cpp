@@ -8,6 +8,8 @@
 #include <immintrin.h>
 #endif
 
+#include <cmath>
+
 namespace popsim::kernels {
 namespace {
 
@@ -54,6 +56,30 @@ __attribute__((target("avx2,f16c"))) void floatToHalfF16c(const float* in, uint1
 }
 #endif
 
+// SplitMix64's finaliser: a well-mixed 64-bit hash of a counter.
+uint64_t mix(uint64_t x) {
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// x rounded to the float16 value below or above it (in magnitude), the one
+// above with probability (|x| - low) / (high - low). Exact values, NaN,
+// infinities and magnitudes beyond 65504 round to nearest.
+float stochasticallyRounded(float x, uint64_t random) {
+  const float nearest = popsim::roundToHalf(x);
+  if (nearest == x || !(std::fabs(x) <= 65504.0f)) return nearest;
+  const uint16_t bits = floatToHalfBits(nearest);
+  const bool nearestAbove = std::fabs(nearest) > std::fabs(x);
+  // Sign and magnitude: one step of the magnitude bits is the next float16 value.
+  const float other = halfBitsToFloat(static_cast<uint16_t>(nearestAbove ? bits - 1 : bits + 1));
+  const double low = std::fabs(nearestAbove ? other : nearest);
+  const double high = std::fabs(nearestAbove ? nearest : other);
+  const double up = (std::fabs(static_cast<double>(x)) - low) / (high - low);
+  const double uniform = static_cast<double>(random >> 11) * 0x1.0p-53;
+  return uniform < up ? (nearestAbove ? nearest : other) : (nearestAbove ? other : nearest);
+}
+
 bool useF16c() {
 #if POPSIM_HAS_VECTOR_CLONES
   static const bool available = vectorIsa() != VectorIsa::Baseline &&
@@ -97,15 +123,33 @@ void floatToHalf(const float* in, uint16_t* out, size_t count) {
   }
 }
 
+void roundToHalfStochastically(float* data, size_t count, uint64_t key, uint64_t draw) {
+  const auto n = static_cast<int64_t>(count);
+  const uint64_t stream = mix(key ^ mix(draw + 0x9e3779b97f4a7c15ull));
+#pragma omp parallel for if (n >= kParallelElements) schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    data[i] = stochasticallyRounded(data[i], mix(stream + static_cast<uint64_t>(i)));
+  }
+}
+
 HalfRoundingKernel::HalfRoundingKernel(std::unique_ptr<Kernel> inner,
-                                       std::vector<BoundTensor> halfOutputs)
-    : inner_(std::move(inner)), halfOutputs_(std::move(halfOutputs)) {}
+                                       std::vector<BoundTensor> halfOutputs,
+                                       std::optional<uint64_t> stochasticKey)
+    : inner_(std::move(inner)), halfOutputs_(std::move(halfOutputs)),
+      stochasticKey_(stochasticKey) {}
 
 void HalfRoundingKernel::run(dnnl::stream& stream) {
   inner_->run(stream);
-  for (const BoundTensor& output : halfOutputs_) {
-    roundToHalf(static_cast<float*>(output.data), static_cast<size_t>(output.type.numel()));
+  for (size_t k = 0; k < halfOutputs_.size(); ++k) {
+    auto* data = static_cast<float*>(halfOutputs_[k].data);
+    const auto count = static_cast<size_t>(halfOutputs_[k].type.numel());
+    if (stochasticKey_.has_value()) {
+      roundToHalfStochastically(data, count, *stochasticKey_ + k, runs_);
+    } else {
+      roundToHalf(data, count);
+    }
   }
+  ++runs_;
 }
 
 std::string HalfRoundingKernel::implementation() const { return inner_->implementation() + "+f16"; }
@@ -122,7 +166,8 @@ std::unique_ptr<Kernel> roundingHalfResults(std::unique_ptr<Kernel> kernel,
     }
   }
   if (halfOutputs.empty()) return kernel;
-  return std::make_unique<HalfRoundingKernel>(std::move(kernel), std::move(halfOutputs));
+  return std::make_unique<HalfRoundingKernel>(std::move(kernel), std::move(halfOutputs),
+                                              request.stochasticRoundingKey);
 }
 
 } // namespace popsim::kernels

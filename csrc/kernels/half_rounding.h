@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 // float16 values on popsim's host: each lives in a float32 carrier that holds
@@ -16,20 +17,29 @@ namespace popsim::kernels {
 // Rounds `count` floats in place to their nearest float16 values (ties to
 // even). Vectorised with F16C where the CPU has AVX2; the same bits either way.
 void roundToHalf(float* data, size_t count);
+// Rounds `count` floats in place to one of their two nearest float16 values,
+// the farther one with the probability of its nearness, so that the result
+// is unbiased (the IPU's stochastic rounding). `key` and `draw` select the
+// random numbers: element i uses a hash of (key, draw, i).
+void roundToHalfStochastically(float* data, size_t count, uint64_t key, uint64_t draw);
 // float16 bits to float32 carriers, and float32 to float16 bits (rounding).
 void halfToFloat(const uint16_t* in, float* out, size_t count);
 void floatToHalf(const float* in, uint16_t* out, size_t count);
 
-// Runs `inner` and rounds the listed outputs (the float16 ones) after it.
+// Runs `inner` and rounds the listed outputs (the float16 ones) after it: to
+// nearest, or stochastically with a random key (each run draws anew).
 class HalfRoundingKernel : public Kernel {
 public:
-  HalfRoundingKernel(std::unique_ptr<Kernel> inner, std::vector<BoundTensor> halfOutputs);
+  HalfRoundingKernel(std::unique_ptr<Kernel> inner, std::vector<BoundTensor> halfOutputs,
+                     std::optional<uint64_t> stochasticKey);
   void run(dnnl::stream& stream) override;
   std::string implementation() const override;
 
 private:
   std::unique_ptr<Kernel> inner_;
   std::vector<BoundTensor> halfOutputs_;
+  std::optional<uint64_t> stochasticKey_;
+  uint64_t runs_ = 0;
 };
 
 // The kernel as it must run for its node: wrapped in a HalfRoundingKernel

@@ -5,6 +5,7 @@
 #include "kernels/binary_pointwise_kernel.h"
 #include "kernels/ctc_loss_kernel.h"
 #include "kernels/dnnl_kernels.h"
+#include "kernels/floating_point_checks.h"
 #include "kernels/half_rounding.h"
 #include "kernels/pointwise_kernel.h"
 #include "kernels/reference/reference_ops.h"
@@ -85,7 +86,7 @@ std::unique_ptr<Kernel> createKernel(const KernelRequest& request) {
   if (kernel == nullptr) {
     kernel = std::make_unique<ReferenceKernel>(request);
   }
-  kernel = roundingHalfResults(std::move(kernel), request);
+  kernel = checkingFloatingPoint(roundingHalfResults(std::move(kernel), request), request);
   POPSIM_LOG(Debug) << request.node.describe() << " -> " << kernel->implementation();
   return kernel;
 }

@@ -4,6 +4,7 @@
 #include "kernels/kernel.h"
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace popsim::kernels {
@@ -29,6 +30,12 @@ struct KernelRequest {
   // Where the runtime puts the collectives of the replica this program runs
   // as (null until it joins its replicas): replica_all_reduce reads it.
   ReplicaCollectives* const* collectives = nullptr;
+  // Stochastic rounding of float16 results (Precision.enableStochasticRounding):
+  // the node's random key, from the seed and its place in the program.
+  std::optional<uint64_t> stochasticRoundingKey{};
+  // Precision.enableFloatingPointExceptions: infinities or NaN the node makes
+  // from finite operands are an error (kernels/floating_point_checks.h).
+  bool floatingPointExceptions = false;
 };
 
 // Builds the kernel of a node: a oneDNN primitive where one fits, otherwise

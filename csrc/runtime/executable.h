@@ -71,6 +71,15 @@ struct CompileOptions {
   // Options.enableSyntheticData: no host I/O, so the simulated clock charges
   // no input or output transfers (the data comes from the device).
   bool syntheticData = false;
+  // Precision.enableStochasticRounding: float16 results round stochastically,
+  // from random numbers that this seed (the model's random seed) makes
+  // reproducible.
+  bool stochasticRounding = false;
+  uint64_t stochasticRoundingSeed = 0;
+  // Precision.enableFloatingPointExceptions: an op that overflows (or divides
+  // by zero, or computes NaN from operands without it) fails the run, naming
+  // the op and its source line.
+  bool floatingPointExceptions = false;
   // Where each kind of tensor lives. An off-chip tensor is streamed in before
   // each task that reads it and back out after each task that writes it:
   // - the optimizer state around each weight update;

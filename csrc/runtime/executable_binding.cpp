@@ -317,6 +317,10 @@ void Executable::buildTasks(const std::vector<device::OpTemporaries>& temporarie
                                    &weightsVersions_[static_cast<size_t>(ipu)],
                                    options_.program != ProgramKind::Inference,
                                    &collectivesSlot_};
+    request.floatingPointExceptions = options_.floatingPointExceptions;
+    if (options_.stochasticRounding) {
+      request.stochasticRoundingKey = options_.stochasticRoundingSeed * 0x100000001b3ull + index;
+    }
     for (const ir::Value* input : node->inputs()) {
       request.inputs.push_back({memory.address(input), input->type()});
     }

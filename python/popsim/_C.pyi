@@ -98,6 +98,9 @@ class CompileOptions:
     threads_per_ipu: int
     prefetch_depth: int
     synthetic_data: bool
+    stochastic_rounding: bool
+    floating_point_exceptions: bool
+    stochastic_rounding_seed: int
     optimizer_location: TensorLocation
     weight_location: TensorLocation
     accumulator_location: TensorLocation

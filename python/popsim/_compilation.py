@@ -188,6 +188,9 @@ def compile_options(options: Options, graph: "_C.Graph", training: bool,
     compiled.recomputation = options.Training.recomputation_enabled
     compiled.prefetch_depth = options.prefetch_depth
     compiled.synthetic_data = options.synthetic_data
+    compiled.stochastic_rounding = options.Precision.stochastic_rounding
+    compiled.floating_point_exceptions = options.Precision.floating_point_exceptions
+    compiled.stochastic_rounding_seed = random_seed(options)
     options.TensorLocations._fill(compiled)
     compiled.available_memory_proportion = dict(options.available_memory_proportion)
     compiled.output_mode = getattr(_C.OutputMode, output_mode.name)

@@ -296,15 +296,11 @@ class _SimulatorOptions(_OptionGroup):
         return self._set("threads_per_ipu", positive_int("Simulator.threadsPerIpu", threads))
 
 
-_FLOAT16_ISSUE = ("popsim computes in float32 (float16 models are the subject of its "
-                  "half-precision work)")
-
-
 class _PrecisionOptions(_OptionGroup):
-    """Numerical precision (``opts.Precision``). popsim computes float32 models
-    with float32 partials, round-to-nearest and float32 norm statistics, which
-    are the settings accepted here; the float16 settings are recorded and the
-    ones that would change float32 arithmetic are refused with the reason."""
+    """Numerical precision (``opts.Precision``). float16 values are stored as
+    float16 and every float16 op's result is rounded to float16, as on an IPU;
+    these options decide how float16 and float32 operands mix, how results
+    round, and whether overflow is an error."""
 
     _defaults = {"partials_type": torch.float32, "running_statistics_always_float": True,
                  "half_float_casting": HalfFloatCastingBehavior.FloatDowncastToHalf,
@@ -312,13 +308,17 @@ class _PrecisionOptions(_OptionGroup):
     _group_name = "Options.Precision"
 
     def setPartialsType(self, dtype: torch.dtype) -> "_PrecisionOptions":
-        """The type of matmul and convolution partial sums: torch.float."""
+        """The type of matmul and convolution partial sums: torch.float (the
+        default, also for float16 operands, whose products popsim sums in float32
+        and rounds once)."""
         if dtype not in (torch.float32, torch.float16):
             raise OptionError(f"Precision.setPartialsType expects torch.float or torch.half, "
                               f"got {dtype!r}.")
         if dtype == torch.float16:
-            raise OptionError(f"Precision.setPartialsType(torch.half): {_FLOAT16_ISSUE}, so its "
-                              "partial sums are float32. Leave the partials type at torch.float.")
+            raise OptionError(
+                "Precision.setPartialsType(torch.half): popsim sums the partial products of "
+                "matmuls and convolutions in float32 (and rounds a float16 result once); it "
+                "does not simulate float16 accumulation. Leave the partials type at torch.float.")
         return self._set("partials_type", dtype)
 
     def runningStatisticsAlwaysFloat(self, enabled: bool) -> "_PrecisionOptions":
@@ -335,20 +335,23 @@ class _PrecisionOptions(_OptionGroup):
         return self._set("half_float_casting", behavior)
 
     def enableFloatingPointExceptions(self, enabled: bool) -> "_PrecisionOptions":
-        """False (the default) only: popsim does not trap floating-point overflow."""
-        if _bool("Precision.enableFloatingPointExceptions", enabled):
-            raise OptionError(
-                "Precision.enableFloatingPointExceptions(True): popsim does not trap "
-                "floating-point overflow or invalid operations; infinities and NaN propagate "
-                "as in PyTorch. Leave it False.")
-        return self._set("floating_point_exceptions", enabled)
+        """An op whose result overflows to an infinity (or divides by zero) from
+        finite operands, or computes NaN from operands without NaN (inf - inf,
+        0 x inf, the root of a negative number), stops the run with an
+        ExecutionError naming the op and its source line, as an IPU traps
+        them. Off by default: infinities and NaN propagate, as in PyTorch."""
+        return self._set("floating_point_exceptions",
+                         _bool("Precision.enableFloatingPointExceptions", enabled))
 
     def enableStochasticRounding(self, enabled: bool) -> "_PrecisionOptions":
-        """False (the default) only: popsim rounds to nearest, as float32 PyTorch does."""
-        if _bool("Precision.enableStochasticRounding", enabled):
-            raise OptionError(f"Precision.enableStochasticRounding(True): {_FLOAT16_ISSUE} and "
-                              "rounds to nearest. Leave it False.")
-        return self._set("stochastic_rounding", enabled)
+        """float16 results (of every op, and weight updates) round to one of the
+        two nearest float16 values at random, the farther one with the
+        probability of its nearness, so that rounding is unbiased on average; the
+        random numbers come from the model's seed (Options.randomSeed), so a
+        run is reproducible. Off (round to nearest, ties to even) by default.
+        float32 results always round to nearest."""
+        return self._set("stochastic_rounding",
+                         _bool("Precision.enableStochasticRounding", enabled))
 
 
 class _JitOptions(_OptionGroup):

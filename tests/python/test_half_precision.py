@@ -276,3 +276,87 @@ def test_automatic_loss_scaling_needs_float16_gradients():
     with pytest.raises(popsim.Error, match=r"setAutomaticLossScaling\(True\): the backward pass "
                        r"computes no float16 gradients"):
         trainer(x.float(), labels)
+
+
+class Scale(nn.Module):
+    def forward(self, x):
+        return x * 1.000244140625  # 1 + 2^-12: a quarter of float16's ulp at 1
+
+
+def stochastic(seed, x, draws=1):
+    opts = popsim.Options().randomSeed(seed)
+    opts.Precision.enableStochasticRounding(True)
+    model = popsim.inferenceModel(Scale(), opts)
+    return [model(x) for _ in range(draws)]
+
+
+def test_stochastic_rounding_is_unbiased_and_reproducible_per_seed():
+    """1 + 2^-12 lies a quarter of the way from 1 to the next float16 value,
+    1 + 2^-10: rounding to nearest always gives 1, stochastic rounding gives
+    1 + 2^-10 a quarter of the time, so the mean is the exact product."""
+    x = torch.ones(200_000, dtype=torch.float16)
+    assert torch.equal(popsim.inferenceModel(Scale())(x), x)
+    first, second = stochastic(7, x, draws=2)
+    assert set(first.float().unique().tolist()) == {1.0, 1.0 + 2**-10}
+    up = (first > 1).double().mean().item()
+    assert abs(up - 0.25) < 5 * (0.25 * 0.75 / x.numel()) ** 0.5  # five standard deviations
+    assert abs(first.double().mean().item() - 1.000244140625) < 1e-5
+    assert not torch.equal(first, second)  # each run draws anew
+    assert torch.equal(stochastic(7, x)[0], first)  # the same seed, the same numbers
+    assert not torch.equal(stochastic(8, x)[0], first)
+
+
+def test_stochastic_rounding_rounds_weight_updates_too():
+    """An SGD step smaller than half a float16 ulp never moves a weight when
+    rounding to nearest; rounded stochastically, the weights move on average."""
+    def trained(stochastic_rounding):
+        opts = popsim.Options().randomSeed(0)
+        opts.Precision.enableStochasticRounding(stochastic_rounding)
+        model = nn.Linear(1, 4096, bias=False).half()
+        nn.init.ones_(model.weight)
+        trainer = popsim.trainingModel(
+            nn.Sequential(model, _SumLoss()), opts, popsim.optim.SGD(model.parameters(), lr=1e-4))
+        trainer(torch.ones(1, 1, dtype=torch.float16))
+        trainer.copyWeightsToHost()
+        return model.weight.detach().double()
+
+    assert torch.equal(trained(False), torch.ones(4096, 1, dtype=torch.float64))
+    moved = trained(True)
+    assert abs(moved.mean().item() - (1 - 1e-4)) < 2e-5
+
+
+class _SumLoss(nn.Module):
+    def forward(self, x):
+        return popsim.identity_loss(x.sum(), "none")
+
+
+class Overflowing(nn.Module):
+    def forward(self, x):
+        return x * 300.0  # 300 x 300 = 90,000: beyond float16's 65504
+
+
+def test_floating_point_exceptions_name_the_op_and_its_line():
+    x = torch.full((4,), 300.0, dtype=torch.float16)
+    assert torch.isinf(popsim.inferenceModel(Overflowing())(x)).all()  # off: inf propagates
+    opts = popsim.Options()
+    opts.Precision.enableFloatingPointExceptions(True)
+    model = popsim.inferenceModel(Overflowing(), opts)
+    with pytest.raises(popsim.ExecutionError,
+                       match=r"(?s)affine at .*test_half_precision\.py:\d+.*floating-point "
+                             r"exception .*infinities, from finite operands.*float16 overflows "
+                             r"beyond 65504"):
+        model(x)
+    assert torch.equal(model(torch.ones(4, dtype=torch.float16)),
+                       torch.full((4,), 300.0, dtype=torch.float16))
+
+
+def test_floating_point_exceptions_catch_invalid_operations():
+    class Invalid(nn.Module):
+        def forward(self, x):
+            return x - x  # inf - inf
+
+    opts = popsim.Options()
+    opts.Precision.enableFloatingPointExceptions(True)
+    model = popsim.inferenceModel(Invalid(), opts)
+    with pytest.raises(popsim.ExecutionError, match=r"NaN, from operands without NaN"):
+        model(torch.tensor([1.0, float("inf")]))

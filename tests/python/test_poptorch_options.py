@@ -198,11 +198,7 @@ def test_precision_and_jit_accept_what_float32_computing_is():
     assert opts.toDict()["Precision"]["half_float_casting"] == "HalfUpcastToFloat"
     for setter, message in [
             (lambda: opts.Precision.setPartialsType(torch.half),
-             r"setPartialsType\(torch.half\): popsim computes in float32"),
-            (lambda: opts.Precision.enableStochasticRounding(True),
-             r"enableStochasticRounding\(True\): popsim computes in float32"),
-            (lambda: opts.Precision.enableFloatingPointExceptions(True),
-             r"does not trap floating-point overflow"),
+             r"setPartialsType\(torch.half\): popsim sums the partial products"),
             (lambda: opts.Jit.traceModel(False), r"compiles models from a torch.jit trace only")]:
         with pytest.raises(popsim.OptionError, match=message):
             setter()
