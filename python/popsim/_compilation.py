@@ -7,6 +7,7 @@ The Executor (`_executor.py`) runs the phases (trace, import, compile,
 weights) and keeps what they produce; the functions here hold no state.
 """
 
+import contextlib
 from typing import Any, Callable, Dict, List, NamedTuple, Sequence, Tuple
 
 import torch
@@ -103,6 +104,8 @@ class ImportedCall(NamedTuple):
     graph: Any  # _C.Graph
     output_structure: Any
     output_dtypes: List[torch.dtype]
+    # float16 buffers the device holds in float32 (Precision.runningStatisticsAlwaysFloat).
+    float32_buffers: List[str]
 
 
 def import_call(model: torch.nn.Module, options: Options, training: bool,
@@ -120,16 +123,42 @@ def import_call(model: torch.nn.Module, options: Options, training: bool,
             f"x gradientAccumulation {options.Training.gradient_accumulation}"
             + (f" x {replica_label} {replicas}" if replicas > 1 else ""))
     downcast = (options.Precision.half_float_casting
-                == HalfFloatCastingBehavior.FloatDowncastToHalf)
-    traced, flat = _tracing.trace(model, signature, micro, training,
-                                  module_scopes=options.module_namescope,
-                                  downcast_mixed_floats=downcast)
+                != HalfFloatCastingBehavior.HalfUpcastToFloat)
+    with float32_statistics(model, options) as float32_buffers:
+        traced, flat = _tracing.trace(model, signature, micro, training,
+                                      module_scopes=options.module_namescope,
+                                      downcast_mixed_floats=downcast)
     tracing_done()
     graph = _C.import_module(traced, _tracing.widened(micro), source_location_excludes(options),
                              _tracing.MODEL_ATTRIBUTE, signature.tensor_names,
                              training=training, random_seed=random_seed(options),
                              downcast_mixed_floats=downcast)
-    return ImportedCall(signature, graph, flat.output_structure, flat.output_dtypes)
+    return ImportedCall(signature, graph, flat.output_structure, flat.output_dtypes,
+                        float32_buffers)
+
+
+@contextlib.contextmanager
+def float32_statistics(model: torch.nn.Module, options: Options):
+    """Precision.runningStatisticsAlwaysFloat (the default): the float16 running
+    statistics of batch norms are traced, and held on the device, as float32, as
+    PopTorch keeps them; the host buffers keep their dtype. Yields their names."""
+    swapped = []
+    if options.Precision.running_statistics_always_float:
+        for prefix, module in model.named_modules():
+            if not isinstance(module, torch.nn.modules.batchnorm._BatchNorm):
+                continue
+            for name in ("running_mean", "running_var"):
+                buffer = module._buffers.get(name)
+                if buffer is not None and buffer.dtype == torch.float16:
+                    swapped.append((module, name, buffer))
+                    module._buffers[name] = buffer.float()
+    try:
+        yield [f"{prefix}.{name}" if prefix else name
+               for prefix, module in model.named_modules()
+               for m, name, _ in swapped if m is module]
+    finally:
+        for module, name, buffer in swapped:
+            module._buffers[name] = buffer
 
 
 def random_seed(options: Options) -> int:

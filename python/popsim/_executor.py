@@ -136,6 +136,7 @@ class Executor:
         self._output_structure = None
         self._input_updates = []  # inputs the model modifies in place, by index
         self._narrow_outputs = []  # (output index, dtype) of outputs widened on the device
+        self._float32_buffers = []  # float16 buffers the device holds in float32
         self._compilation_seconds = None
         self._binding = None
         self._attached = False
@@ -555,7 +556,15 @@ class Executor:
 
     def _upload_weights(self):
         names = self._executable.weight_names()
-        self._executable.write_variables(_weights.host_weights(self._model, names))
+        self._executable.write_variables(self._device_weights(names))
+
+    def _device_weights(self, names):
+        """The host tensors of the named weights, in the dtypes the device holds them."""
+        host = _weights.host_weights(self._model, names)
+        for name in self._float32_buffers:
+            if name in host:
+                host[name] = host[name].float()
+        return host
 
     def _compile(self, args, kwargs):
         profile_root = self._profile_directory()  # a bad POPSIM_PROFILE_DIR fails before compiling
@@ -578,6 +587,7 @@ class Executor:
         imported = _compilation.import_call(self._model, self._options, self._training, args,
                                             kwargs, lambda: progress.phase("import"))
         graph, signature = imported.graph, imported.signature
+        self._float32_buffers = imported.float32_buffers
         options = _compilation.compile_options(self._options, graph, self._training,
                                                self._output_mode())
         binding = None

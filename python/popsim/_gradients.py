@@ -23,7 +23,7 @@ def gradients(model, *args, training=False, options=None, **kwargs):
     float32 operands mix (Precision.halfFloatCasting).
     """
     downcast = (options is None or options.Precision.half_float_casting
-                == HalfFloatCastingBehavior.FloatDowncastToHalf)
+                != HalfFloatCastingBehavior.HalfUpcastToFloat)
     signature = _tracing.Signature(args, kwargs, model.forward)
     tensors = signature.tensors(args, kwargs)
     if not tensors:

@@ -107,13 +107,15 @@ class MatMulSerializationMode(enum.Enum):
 
 
 class HalfFloatCastingBehavior(enum.IntEnum):
-    """How float32 inputs of ops that mix float16 and float32 operands are
-    treated (PopTorch's Precision.halfFloatCasting): ``FloatDowncastToHalf``
-    computes in float16, ``HalfUpcastToFloat`` in float32 (as PyTorch
-    does)."""
+    """How ops that mix float16 and float32 operands compute (PopTorch's
+    Precision.halfFloatCasting): ``FloatDowncastToHalf`` casts the float32
+    ones to float16, ``HalfUpcastToFloat`` follows PyTorch's promotion
+    (float32); ``Default`` is FloatDowncastToHalf, as in PopTorch for traced
+    models (popsim always traces)."""
 
     FloatDowncastToHalf = 0
     HalfUpcastToFloat = 1
+    Default = 2
 
 
 class MultiConvPartialsType(enum.IntEnum):

@@ -322,13 +322,18 @@ class _PrecisionOptions(_OptionGroup):
         return self._set("partials_type", dtype)
 
     def runningStatisticsAlwaysFloat(self, enabled: bool) -> "_PrecisionOptions":
-        """Batch norm running statistics in float32 (they are, in float32 models)."""
+        """True (the default): the running mean and variance of float16 batch norms
+        are held and updated in float32 on the device, as PopTorch keeps them (the
+        host's buffers keep their dtype). False: in the layer's dtype."""
         return self._set("running_statistics_always_float",
                          _bool("Precision.runningStatisticsAlwaysFloat", enabled))
 
     def halfFloatCasting(self, behavior: HalfFloatCastingBehavior) -> "_PrecisionOptions":
-        """How float16 and float32 operands mix; recorded (float32 models have
-        no float16 operands)."""
+        """How an op mixing float16 and float32 operands computes:
+        ``FloatDowncastToHalf`` (the default, as PopTorch's for traced models)
+        casts the float32 ones to float16, so a float16 model takes float32
+        inputs; ``HalfUpcastToFloat`` follows PyTorch's promotion (float32 wins).
+        In-place ops keep their target's dtype either way."""
         if not isinstance(behavior, HalfFloatCastingBehavior):
             raise OptionError(f"Precision.halfFloatCasting expects a "
                               f"popsim.HalfFloatCastingBehavior, got {behavior!r}.")

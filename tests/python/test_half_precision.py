@@ -360,3 +360,43 @@ def test_floating_point_exceptions_catch_invalid_operations():
     model = popsim.inferenceModel(Invalid(), opts)
     with pytest.raises(popsim.ExecutionError, match=r"NaN, from operands without NaN"):
         model(torch.tensor([1.0, float("inf")]))
+
+
+class Normalised(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 4, 3)
+        self.norm = nn.BatchNorm2d(4)
+
+    def forward(self, x):
+        return popsim.identity_loss(self.norm(self.conv(x)).float().square().mean(), "none")
+
+
+@pytest.mark.parametrize("always_float", [True, False])
+def test_running_statistics_stay_float32_on_the_device(always_float):
+    """Precision.runningStatisticsAlwaysFloat (the default): a float16 batch norm's
+    running statistics are held and updated in float32 on the device (the memory
+    report shows float32 buffers); the host's buffers keep float16."""
+    torch.manual_seed(0)
+    model = Normalised().half()
+    opts = popsim.Options()
+    opts.Precision.runningStatisticsAlwaysFloat(always_float)
+    trainer = popsim.trainingModel(model, opts, popsim.optim.SGD(model.parameters(), lr=0.0))
+    x = torch.randn(8, 2, 6, 6, dtype=torch.float16) * 3 + 1
+    for _ in range(3):
+        trainer(x)
+    trainer.copyWeightsToHost()
+    assert model.norm.running_mean.dtype == torch.float16
+    expected = "f32[4]" if always_float else "f16[4]"
+    program = trainer._debug_ir(optimized=True)
+    assert f"@norm.running_mean: {expected}" in program
+    assert f"@norm.running_var: {expected}" in program
+    # Three momentum-0.1 updates towards the batch statistics, from 0 and 1.
+    with torch.no_grad():
+        y = model.conv.float()(x.float())
+    mean, var = y.mean((0, 2, 3)), y.var((0, 2, 3))
+    factor = 1 - 0.9**3
+    torch.testing.assert_close(model.norm.running_mean.float(), factor * mean, rtol=1e-2,
+                               atol=1e-2)
+    torch.testing.assert_close(model.norm.running_var.float(), 0.9**3 + factor * var, rtol=1e-2,
+                               atol=1e-2)

@@ -16,7 +16,9 @@ ir::Value* tensorOr(LoweringContext& ctx, size_t index, const ir::Shape& shape, 
 void updateRunningStatistic(LoweringContext& ctx, ir::Value* running, ir::Value* batch,
                             double momentum, double factor) {
   ir::Value* kept = affine(ctx, running, 1.0 - momentum, 0.0);
-  ir::Value* fresh = affine(ctx, batch, momentum * factor, 0.0);
+  // Batch statistics are float32; float16 running statistics
+  // (runningStatisticsAlwaysFloat off) take them in float16.
+  ir::Value* fresh = affine(ctx, castTo(ctx, batch, running->type().dtype), momentum * factor, 0.0);
   ctx.assign(running, ctx.emit(ir::OpKind::Add, {kept, fresh}));
 }
 
