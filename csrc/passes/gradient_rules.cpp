@@ -23,6 +23,12 @@ Value* in(GradientBuilder& b, size_t i) { return nodeOf(b).input(i); }
 Value* out(GradientBuilder& b, size_t i = 0) { return nodeOf(b).output(i); }
 Grads none(GradientBuilder& b) { return Grads(nodeOf(b).inputs().size(), nullptr); }
 
+// `value` in `dtype` (a cast when it has another).
+Value* asDType(GradientBuilder& b, Value* value, ir::DType dtype) {
+  if (value->type().dtype == dtype) return value;
+  return b.emit(OpKind::Cast, {value}, {{"dtype", std::string(ir::dtypeName(dtype))}});
+}
+
 Attributes copyAttrs(const Attributes& from, std::initializer_list<const char*> names) {
   Attributes attrs;
   for (const char* name : names) {
@@ -455,14 +461,19 @@ Grads batchNormEval(GradientBuilder& b, const Grads& g, const Needed& needed) {
   ir::Shape channelShape(shape.size(), 1);
   channelShape[1] = shape[1];
   const double eps = nodeOf(b).attrs().getFloat("eps");
-  Value* stdev = b.emit(OpKind::Sqrt, {b.affine(in(b, 2), 1.0, eps)});
+  // float32 running statistics of a float16 layer (runningStatisticsAlwaysFloat)
+  // enter its gradient in the layer's dtype.
+  const ir::DType dtype = in(b, 0)->type().dtype;
+  Value* mean = asDType(b, in(b, 1), dtype);
+  Value* stdev = b.emit(OpKind::Sqrt, {b.affine(asDType(b, in(b, 2), dtype), 1.0, eps)});
   const std::vector<int64_t> reduce = allDimsExcept(dy->type().rank(), 1);
   if (needed[0]) {
-    Value* scale = b.reshape(b.emit(OpKind::Div, {in(b, 3), stdev}), channelShape);
+    Value* scale =
+        b.reshape(b.emit(OpKind::Div, {asDType(b, in(b, 3), dtype), stdev}), channelShape);
     result[0] = b.emit(OpKind::Mul, {dy, scale});
   }
   if (needed[3]) {
-    Value* centered = b.emit(OpKind::Sub, {in(b, 0), b.reshape(in(b, 1), channelShape)});
+    Value* centered = b.emit(OpKind::Sub, {in(b, 0), b.reshape(mean, channelShape)});
     Value* xhat = b.emit(OpKind::Div, {centered, b.reshape(stdev, channelShape)});
     result[3] = b.emit(OpKind::ReduceSum, {b.emit(OpKind::Mul, {dy, xhat})},
                        {{"dims", reduce}, {"keepdim", false}});

@@ -8,12 +8,16 @@ plain torch.optim instances of these four classes are accepted too. LAMB
 eager step() that computes what the device computes.
 
 PopTorch arguments:
-- loss_scaling, velocity_scaling: accepted. popsim computes in float32,
-  where scaling the loss and unscaling the gradients changes nothing, so
-  they do not change results.
+- loss_scaling: the loss's gradient is loss_scaling rather than 1, so that
+  small float16 gradients stay representable, and the step divides it out in
+  float32. Passed to the constructor it is variable (setOptimizer changes it
+  without recompiling); Training.setAutomaticLossScaling adjusts it on the
+  device. By a power of two it changes nothing in float32.
+- velocity_scaling: accepted (PopTorch's combined SGD variant uses it).
 - accum_type, first_order_momentum_accum_type,
-  second_order_momentum_accum_type: torch.float32 only (popsim's state is
-  float32).
+  second_order_momentum_accum_type: torch.float32 only, PopTorch's default:
+  gradient accumulators and optimizer state are float32, also for float16
+  weights.
 - use_combined_accum: accepted (an IPU memory layout choice).
 - max_grad_norm: clips each step's gradients (after accumulation) by their
   global 2-norm, as torch.nn.utils.clip_grad_norm_(params, max_grad_norm)

@@ -400,3 +400,28 @@ def test_running_statistics_stay_float32_on_the_device(always_float):
                                atol=1e-2)
     torch.testing.assert_close(model.norm.running_var.float(), 0.9**3 + factor * var, rtol=1e-2,
                                atol=1e-2)
+
+
+def test_a_frozen_float16_batch_norm_trains_with_float32_statistics():
+    """A batch norm in eval mode inside a float16 training model normalises with
+    its float32 running statistics, forward and backward, as eager PyTorch does
+    with the same statistics rounded to float16 (so within float16 rounding)."""
+    torch.manual_seed(0)
+    model = Normalised().half()
+    model.norm.running_mean.uniform_(-1, 1)
+    model.norm.running_var.uniform_(0.5, 2)
+    model.norm.eval()
+    reference = copy.deepcopy(model)
+    x = torch.randn(8, 2, 6, 6, dtype=torch.float16)
+    trainer = popsim.trainingModel(model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1))
+    trainer(x)
+    trainer.copyWeightsToHost()
+    with HalfOnCpu(downcast_mixed=False):
+        reference(x).backward()
+        with torch.no_grad():
+            for parameter in reference.parameters():
+                parameter.add_(parameter.grad, alpha=-0.1)
+    for (name, actual), (_, expected) in zip(model.named_parameters(),
+                                             reference.named_parameters()):
+        torch.testing.assert_close(actual, expected, rtol=8 * FLOAT16_ULP, atol=8 * FLOAT16_ULP,
+                                   msg=name)
