@@ -30,8 +30,10 @@ struct OpTemporaries {
 // gradients); other ops work in place on their inputs and outputs.
 bool hasPlannedTemporaries(const ir::Node& node);
 
-// Zero bytes and one pass for ops without planned temporaries.
+// Zero bytes and one pass for ops without planned temporaries. The partial
+// sums are float32, or float16 with `halfPartials` and float16 operands.
 OpTemporaries planOpTemporaries(const ir::Node& node,
-                                uint64_t budgetBytes = std::numeric_limits<uint64_t>::max());
+                                uint64_t budgetBytes = std::numeric_limits<uint64_t>::max(),
+                                bool halfPartials = false);
 
 } // namespace popsim::device

@@ -8,28 +8,52 @@
 #include "kernels/floating_point_checks.h"
 #include "kernels/half_rounding.h"
 #include "kernels/pointwise_kernel.h"
+#include "kernels/reference/families.h"
 #include "kernels/reference/reference_ops.h"
 #include "kernels/replica_kernels.h"
 
 namespace popsim::kernels {
 namespace {
 
+// The reference loops of a node (`evaluate`, or another entry point).
 class ReferenceKernel : public Kernel {
 public:
-  explicit ReferenceKernel(const KernelRequest& request) : node_(request.node) {
+  using Entry = void (*)(const ir::Node&, const std::vector<void*>&, const std::vector<void*>&);
+
+  explicit ReferenceKernel(const KernelRequest& request, Entry entry = reference::evaluate,
+                           std::string name = "reference")
+      : node_(request.node), entry_(entry), name_(std::move(name)) {
     for (const BoundTensor& input : request.inputs)
       inputs_.push_back(input.data);
     for (const BoundTensor& output : request.outputs)
       outputs_.push_back(output.data);
   }
-  void run(dnnl::stream&) override { reference::evaluate(node_, inputs_, outputs_); }
-  std::string implementation() const override { return "reference"; }
+  void run(dnnl::stream&) override { entry_(node_, inputs_, outputs_); }
+  std::string implementation() const override { return name_; }
 
 private:
   const ir::Node& node_;
+  Entry entry_;
+  std::string name_;
   std::vector<void*> inputs_;
   std::vector<void*> outputs_;
 };
+
+// Precision.setPartialsType(torch.half): float16 matmuls and convolutions sum
+// their products in float16 partials, which only the reference loops do.
+std::unique_ptr<Kernel> createHalfPartialsKernel(const KernelRequest& request) {
+  const ir::Node& node = request.node;
+  if (!request.halfPartials || node.input(0)->type().dtype != ir::DType::Float16) return nullptr;
+  switch (ir::opFamily(node.kind())) {
+  case ir::OpFamily::Convolution:
+    return std::make_unique<ReferenceKernel>(request, reference::convolutionWithHalfPartials,
+                                             "reference (float16 partials)");
+  case ir::OpFamily::MatMul:
+    return std::make_unique<ReferenceKernel>(request, reference::matmulWithHalfPartials,
+                                             "reference (float16 partials)");
+  default: return nullptr;
+  }
+}
 
 std::unique_ptr<Kernel> createDnnlKernel(const KernelRequest& request) {
   switch (ir::opFamily(request.node.kind())) {
@@ -76,9 +100,9 @@ std::unique_ptr<Kernel> createKernel(const KernelRequest& request) {
   if (ir::isViewOp(request.node.kind()) || request.node.kind() == ir::OpKind::IpuCopy) {
     return nullptr;
   }
-  std::unique_ptr<Kernel> kernel;
+  std::unique_ptr<Kernel> kernel = createHalfPartialsKernel(request);
   try {
-    kernel = createDnnlKernel(request);
+    if (kernel == nullptr) kernel = createDnnlKernel(request);
   } catch (const dnnl::error& error) {
     POPSIM_LOG(Info) << request.node.describe() << ": oneDNN has no primitive for this case ("
                      << error.what() << "); using the reference kernel.";

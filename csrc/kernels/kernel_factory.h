@@ -36,6 +36,9 @@ struct KernelRequest {
   // Precision.enableFloatingPointExceptions: infinities or NaN the node makes
   // from finite operands are an error (kernels/floating_point_checks.h).
   bool floatingPointExceptions = false;
+  // Precision.setPartialsType(torch.half): float16 matmuls and convolutions
+  // sum their products in float16 partials (reference/partial_sums.h).
+  bool halfPartials = false;
 };
 
 // Builds the kernel of a node: a oneDNN primitive where one fits, otherwise

@@ -114,6 +114,7 @@ void bindOptions(py::module_& module) {
       .def_readwrite("synthetic_data", &runtime::CompileOptions::syntheticData)
       .def_readwrite("stochastic_rounding", &runtime::CompileOptions::stochasticRounding)
       .def_readwrite("floating_point_exceptions", &runtime::CompileOptions::floatingPointExceptions)
+      .def_readwrite("half_partials", &runtime::CompileOptions::halfPartials)
       .def_readwrite("stochastic_rounding_seed", &runtime::CompileOptions::stochasticRoundingSeed)
       .def_readwrite("optimizer_location", &runtime::CompileOptions::optimizerLocation)
       .def_readwrite("weight_location", &runtime::CompileOptions::weightLocation)

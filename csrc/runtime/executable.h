@@ -80,6 +80,9 @@ struct CompileOptions {
   // by zero, or computes NaN from operands without it) fails the run, naming
   // the op and its source line.
   bool floatingPointExceptions = false;
+  // Precision.setPartialsType(torch.half): float16 matmuls and convolutions
+  // accumulate in float16 (the kernels, and their temporaries' partials).
+  bool halfPartials = false;
   // Where each kind of tensor lives. An off-chip tensor is streamed in before
   // each task that reads it and back out after each task that writes it:
   // - the optimizer state around each weight update;

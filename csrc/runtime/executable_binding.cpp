@@ -128,8 +128,10 @@ void Executable::bindProgram(compiler::CompiledGraph compiled, const char* how) 
   for (const auto& node : program.nodes()) {
     const double own = node->availableMemoryProportion(); // set_available_memory on this op
     temporaries.push_back(device::planOpTemporaries(
-        *node, own > 0.0 ? memory::temporaryBudget(options.system, own)
-                         : buffers.temporaryBudget[static_cast<size_t>(node->placement().ipu)]));
+        *node,
+        own > 0.0 ? memory::temporaryBudget(options.system, own)
+                  : buffers.temporaryBudget[static_cast<size_t>(node->placement().ipu)],
+        options.halfPartials));
   }
   const memory::TransientMemory transient = memory::planTransientMemory(
       program, plan_, options.system.numIpus, temporaries, planStreaming());
@@ -318,6 +320,7 @@ void Executable::buildTasks(const std::vector<device::OpTemporaries>& temporarie
                                    options_.program != ProgramKind::Inference,
                                    &collectivesSlot_};
     request.floatingPointExceptions = options_.floatingPointExceptions;
+    request.halfPartials = options_.halfPartials;
     if (options_.stochasticRounding) {
       request.stochasticRoundingKey = options_.stochasticRoundingSeed * 0x100000001b3ull + index;
     }

@@ -100,6 +100,7 @@ class CompileOptions:
     synthetic_data: bool
     stochastic_rounding: bool
     floating_point_exceptions: bool
+    half_partials: bool
     stochastic_rounding_seed: int
     optimizer_location: TensorLocation
     weight_location: TensorLocation

@@ -219,6 +219,7 @@ def compile_options(options: Options, graph: "_C.Graph", training: bool,
     compiled.synthetic_data = options.synthetic_data
     compiled.stochastic_rounding = options.Precision.stochastic_rounding
     compiled.floating_point_exceptions = options.Precision.floating_point_exceptions
+    compiled.half_partials = options.Precision.partials_type == torch.float16
     compiled.stochastic_rounding_seed = random_seed(options)
     options.TensorLocations._fill(compiled)
     compiled.available_memory_proportion = dict(options.available_memory_proportion)

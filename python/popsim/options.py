@@ -308,17 +308,18 @@ class _PrecisionOptions(_OptionGroup):
     _group_name = "Options.Precision"
 
     def setPartialsType(self, dtype: torch.dtype) -> "_PrecisionOptions":
-        """The type of matmul and convolution partial sums: torch.float (the
-        default, also for float16 operands, whose products popsim sums in float32
-        and rounds once)."""
+        """The type float16 matmuls and convolutions (forward and backward) sum
+        their products in. torch.float (the default): in float32, rounding the
+        result once. torch.half: in float16 partials, as an IPU does, which
+        halves the partials in their temporary memory: each run of 16
+        consecutive products (in the reduction's order; a convolution's
+        window includes the padding) is summed, rounded to float16 and added to
+        a float16 total, rounded again; a bias is added after. These ops then
+        run popsim's reference loops, slower than oneDNN's. float32 ops always
+        accumulate in float32."""
         if dtype not in (torch.float32, torch.float16):
             raise OptionError(f"Precision.setPartialsType expects torch.float or torch.half, "
                               f"got {dtype!r}.")
-        if dtype == torch.float16:
-            raise OptionError(
-                "Precision.setPartialsType(torch.half): popsim sums the partial products of "
-                "matmuls and convolutions in float32 (and rounds a float16 result once); it "
-                "does not simulate float16 accumulation. Leave the partials type at torch.float.")
         return self._set("partials_type", dtype)
 
     def runningStatisticsAlwaysFloat(self, enabled: bool) -> "_PrecisionOptions":

@@ -425,3 +425,81 @@ def test_a_frozen_float16_batch_norm_trains_with_float32_statistics():
                                              reference.named_parameters()):
         torch.testing.assert_close(actual, expected, rtol=8 * FLOAT16_ULP, atol=8 * FLOAT16_ULP,
                                    msg=name)
+
+
+def half_partial_sums(products):
+    """Sums the last dimension of float64 products as float16 partials do: runs of
+    16 summed, each sum rounded to float16 (through float32) and added to a float16
+    total, rounded again."""
+    total = torch.zeros(products.shape[:-1], dtype=torch.float16)
+    for run in products.split(16, dim=-1):
+        total = (total.float() + run.sum(-1).float().half().float()).half()
+    return total
+
+
+def partials_options(dtype):
+    opts = popsim.Options()
+    opts.Precision.setPartialsType(dtype)
+    return opts
+
+
+def test_half_partials_accumulate_linear_layers_in_float16():
+    torch.manual_seed(0)
+    layer = nn.Linear(200, 7).half()
+    x = torch.randn(5, 200, dtype=torch.float16)
+    products = x.double()[:, None, :] * layer.weight.double()[None, :, :]
+    expected = (half_partial_sums(products).float() + layer.bias.float()).half()
+    actual = popsim.inferenceModel(layer, partials_options(torch.float16))(x)
+    assert torch.equal(actual, expected)
+    single = popsim.inferenceModel(layer, partials_options(torch.float32))(x)
+    assert not torch.equal(actual, single)  # float32 partials round once
+    torch.testing.assert_close(actual, single, rtol=0.02, atol=0.02)
+
+
+def test_half_partials_accumulate_matmuls_in_float16():
+    torch.manual_seed(1)
+
+    class Product(nn.Module):
+        def forward(self, a, b):
+            return a @ b
+
+    a = torch.randn(2, 3, 40, dtype=torch.float16)
+    b = torch.randn(2, 40, 6, dtype=torch.float16)
+    products = a.double()[..., :, :, None] * b.double()[..., None, :, :]
+    expected = half_partial_sums(products.transpose(-1, -2))
+    actual = popsim.inferenceModel(Product(), partials_options(torch.float16))(a, b)
+    assert torch.equal(actual, expected)
+
+
+def test_half_partials_accumulate_convolutions_in_float16_with_the_padding_in_the_window():
+    torch.manual_seed(2)
+    conv = nn.Conv2d(4, 3, 3, padding=1).half()
+    x = torch.randn(2, 4, 5, 5, dtype=torch.float16)
+    windows = F.unfold(x.double(), 3, padding=1)  # [N, C*3*3, pixels], (c, kh, kw) order
+    products = windows.transpose(1, 2)[:, :, None, :] * conv.weight.double().reshape(3, -1)
+    expected = half_partial_sums(products).transpose(1, 2).reshape(2, 3, 5, 5)
+    expected = (expected.float() + conv.bias.float()[:, None, None]).half()
+    actual = popsim.inferenceModel(conv, partials_options(torch.float16))(x)
+    assert torch.equal(actual, expected)
+
+
+def test_half_partials_train_and_halve_the_partials_memory():
+    torch.manual_seed(0)
+    data = batches(3)
+
+    def train(partials):
+        torch.manual_seed(0)
+        model = Classifier(features=16, hidden=256).half()
+        trainer = popsim.trainingModel(model, partials_options(partials),
+                                       torch.optim.SGD(model.parameters(), lr=0.1))
+        losses = [trainer(x, labels)[1].item() for x, labels in data]
+        steps = trainer._executable.program()
+        return losses, {s["op"]: s["temporary_bytes"] for s in steps if s["op"].startswith(
+            "linear")}
+
+    half_losses, half_temporaries = train(torch.float16)
+    single_losses, single_temporaries = train(torch.float32)
+    assert half_losses != single_losses
+    assert half_losses == pytest.approx(single_losses, rel=0.01)
+    for op, bytes_ in single_temporaries.items():
+        assert half_temporaries[op] < bytes_

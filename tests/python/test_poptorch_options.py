@@ -189,16 +189,20 @@ def test_popsim_log_level_info_prints_the_cycle_counts():
     assert f"[popsim info] Total number of IPU cycles: {cycles}" in done.stderr
 
 
-def test_precision_and_jit_accept_what_float32_computing_is():
+def test_precision_and_jit_options_chain_and_check_their_values():
     opts = popsim.Options()
-    opts.Precision.setPartialsType(torch.float).runningStatisticsAlwaysFloat(True)
+    opts.Precision.setPartialsType(torch.half).runningStatisticsAlwaysFloat(True)
     opts.Precision.halfFloatCasting(popsim.HalfFloatCastingBehavior.HalfUpcastToFloat)
-    opts.Precision.enableFloatingPointExceptions(False).enableStochasticRounding(False)
+    opts.Precision.enableFloatingPointExceptions(True).enableStochasticRounding(True)
     opts.Jit.traceModel(True)
-    assert opts.toDict()["Precision"]["half_float_casting"] == "HalfUpcastToFloat"
+    precision = opts.toDict()["Precision"]
+    assert precision["half_float_casting"] == "HalfUpcastToFloat"
+    assert precision["partials_type"] == torch.half and precision["stochastic_rounding"]
     for setter, message in [
-            (lambda: opts.Precision.setPartialsType(torch.half),
-             r"setPartialsType\(torch.half\): popsim sums the partial products"),
+            (lambda: opts.Precision.setPartialsType(torch.int32),
+             r"setPartialsType expects torch.float or torch.half"),
+            (lambda: opts.Precision.halfFloatCasting("half"),
+             r"halfFloatCasting expects a popsim.HalfFloatCastingBehavior"),
             (lambda: opts.Jit.traceModel(False), r"compiles models from a torch.jit trace only")]:
         with pytest.raises(popsim.OptionError, match=message):
             setter()

@@ -1,5 +1,8 @@
 #include "kernels/reference/families.h"
+#include "kernels/reference/partial_sums.h"
 
+#include <algorithm>
+#include <type_traits>
 #include <vector>
 
 namespace popsim::kernels::reference {
@@ -28,8 +31,9 @@ struct ConvGeometry {
   }
 
   // Calls fn(input offset, weight offset, output offset) for every
-  // multiply-accumulate of the convolution.
-  template <typename Fn> void forEachTap(Fn fn) const {
+  // multiply-accumulate of the convolution; with `withPadding`, also for the taps
+  // on the padding, with input offset -1.
+  template <typename Fn> void forEachTap(Fn fn, bool withPadding = false) const {
     const int64_t inPixels = in[0] * in[1] * in[2];
     const int64_t outPixels = out[0] * out[1] * out[2];
     const int64_t kernelPixels = kernel[0] * kernel[1] * kernel[2];
@@ -51,8 +55,9 @@ struct ConvGeometry {
                 inside = at >= 0 && at < in[d];
                 pixel = pixel * in[d] + at;
               }
-              if (inside) {
-                fn((n * C + c) * inPixels + pixel, (oc * CG + ic) * kernelPixels + k, output);
+              if (inside || withPadding) {
+                fn(inside ? (n * C + c) * inPixels + pixel : -1, (oc * CG + ic) * kernelPixels + k,
+                   output);
               }
             }
           }
@@ -62,56 +67,72 @@ struct ConvGeometry {
   }
 };
 
-void store(const std::vector<double>& sums, float* out) {
-  for (size_t i = 0; i < sums.size(); ++i) {
-    out[i] = static_cast<float>(sums[i]);
-  }
-}
-
-// Y = bias + sum over taps of X * W.
+// Y = bias + sum over taps of X * W. With float16 partials, each output sums
+// its window's products in order, zeros at the padding included, and adds the
+// bias once they are summed (an op of its own on the IPU).
+template <typename Sum>
 void convolutionForward(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+  constexpr bool kHalf = std::is_same_v<Sum, HalfSum>;
   const auto* x = static_cast<const float*>(inputs[0]);
   const auto* w = static_cast<const float*>(inputs[1]);
   const auto* bias = inputs.size() > 2 ? static_cast<const float*>(inputs[2]) : nullptr;
   const ConvGeometry geometry(node, node.input(0)->type().shape, node.input(1)->type().shape,
                               node.output()->type().shape);
-  std::vector<double> y(static_cast<size_t>(node.output()->type().numel()), 0.0);
-  geometry.forEachTap([&](int64_t in, int64_t weight, int64_t out) {
-    y[static_cast<size_t>(out)] += static_cast<double>(x[in]) * w[weight];
-  });
-  if (bias != nullptr && !y.empty()) {
-    const size_t pixels = y.size() / static_cast<size_t>(geometry.N * geometry.OC);
-    for (size_t i = 0; i < y.size(); ++i) {
-      y[i] += bias[(i / pixels) % static_cast<size_t>(geometry.OC)];
-    }
+  const int64_t count = node.output()->type().numel();
+  const int64_t pixels = count / std::max<int64_t>(geometry.N * geometry.OC, 1);
+  Sums<Sum> y(static_cast<size_t>(count));
+  geometry.forEachTap(
+      [&](int64_t in, int64_t weight, int64_t out) {
+        y.add(static_cast<size_t>(out), in < 0 ? 0.0 : static_cast<double>(x[in]) * w[weight]);
+      },
+      kHalf);
+  if (!kHalf && bias != nullptr) {
+    for (int64_t i = 0; i < count; ++i)
+      y.add(static_cast<size_t>(i), bias[(i / pixels) % geometry.OC]);
   }
-  store(y, static_cast<float*>(outputs[0]));
+  auto* out = static_cast<float*>(outputs[0]);
+  y.store(out);
+  if (kHalf && bias != nullptr) {
+    for (int64_t i = 0; i < count; ++i)
+      out[i] = roundToHalf(out[i] + bias[(i / pixels) % geometry.OC]);
+  }
 }
 
 // dX = sum over taps of dY * W.
+template <typename Sum>
 void convolutionGradInput(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
   const auto* dy = static_cast<const float*>(inputs[0]);
   const auto* w = static_cast<const float*>(inputs[1]);
   const ConvGeometry geometry(node, node.attrs().getInts("input_shape"),
                               node.input(1)->type().shape, node.input(0)->type().shape);
-  std::vector<double> dx(static_cast<size_t>(node.output()->type().numel()), 0.0);
+  Sums<Sum> dx(static_cast<size_t>(node.output()->type().numel()));
   geometry.forEachTap([&](int64_t in, int64_t weight, int64_t out) {
-    dx[static_cast<size_t>(in)] += static_cast<double>(dy[out]) * w[weight];
+    dx.add(static_cast<size_t>(in), static_cast<double>(dy[out]) * w[weight]);
   });
-  store(dx, static_cast<float*>(outputs[0]));
+  dx.store(static_cast<float*>(outputs[0]));
 }
 
 // dW = sum over taps of dY * X.
+template <typename Sum>
 void convolutionGradWeight(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
   const auto* x = static_cast<const float*>(inputs[0]);
   const auto* dy = static_cast<const float*>(inputs[1]);
   const ConvGeometry geometry(node, node.input(0)->type().shape,
                               node.attrs().getInts("weight_shape"), node.input(1)->type().shape);
-  std::vector<double> dw(static_cast<size_t>(node.output()->type().numel()), 0.0);
+  Sums<Sum> dw(static_cast<size_t>(node.output()->type().numel()));
   geometry.forEachTap([&](int64_t in, int64_t weight, int64_t out) {
-    dw[static_cast<size_t>(weight)] += static_cast<double>(dy[out]) * x[in];
+    dw.add(static_cast<size_t>(weight), static_cast<double>(dy[out]) * x[in]);
   });
-  store(dw, static_cast<float*>(outputs[0]));
+  dw.store(static_cast<float*>(outputs[0]));
+}
+
+template <typename Sum>
+void convolutionSummedBy(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+  switch (node.kind()) {
+  case ir::OpKind::ConvolutionGradInput: return convolutionGradInput<Sum>(node, inputs, outputs);
+  case ir::OpKind::ConvolutionGradWeight: return convolutionGradWeight<Sum>(node, inputs, outputs);
+  default: return convolutionForward<Sum>(node, inputs, outputs);
+  }
 }
 
 } // namespace
@@ -119,11 +140,12 @@ void convolutionGradWeight(const ir::Node& node, const Inputs& inputs, const Out
 // Direct convolution with 1 to 3 spatial dimensions, as
 // torch.nn.functional.conv1d/2d/3d define it, and its gradients.
 void convolution(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
-  switch (node.kind()) {
-  case ir::OpKind::ConvolutionGradInput: return convolutionGradInput(node, inputs, outputs);
-  case ir::OpKind::ConvolutionGradWeight: return convolutionGradWeight(node, inputs, outputs);
-  default: return convolutionForward(node, inputs, outputs);
-  }
+  convolutionSummedBy<FloatSum>(node, inputs, outputs);
+}
+
+void convolutionWithHalfPartials(const ir::Node& node, const Inputs& inputs,
+                                 const Outputs& outputs) {
+  convolutionSummedBy<HalfSum>(node, inputs, outputs);
 }
 
 } // namespace popsim::kernels::reference

@@ -12,6 +12,10 @@ using Outputs = std::vector<void*>;
 
 void convolution(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 void matmul(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
+// The same with float16 partials (reference/partial_sums.h: HalfSum).
+void convolutionWithHalfPartials(const ir::Node& node, const Inputs& inputs,
+                                 const Outputs& outputs);
+void matmulWithHalfPartials(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 void unaryElementwise(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 void binaryElementwise(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 void softmax(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);

@@ -1,9 +1,15 @@
 #include "kernels/reference/families.h"
 #include "kernels/reference/indexing.h"
+#include "kernels/reference/partial_sums.h"
+
+#include <type_traits>
 
 namespace popsim::kernels::reference {
 namespace {
 
+// With float16 partials the bias is added once the products are summed, as
+// the IPU adds it in an op of its own.
+template <typename Sum>
 void linear(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
   const auto* x = static_cast<const float*>(inputs[0]);
   const auto* w = static_cast<const float*>(inputs[1]);
@@ -14,16 +20,19 @@ void linear(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) 
   const int64_t M = node.input(0)->type().numel() / K;
   for (int64_t m = 0; m < M; ++m) {
     for (int64_t n = 0; n < N; ++n) {
-      double sum = bias != nullptr ? bias[n] : 0.0;
+      constexpr bool kHalf = std::is_same_v<Sum, HalfSum>;
+      Sum sum(bias != nullptr && !kHalf ? bias[n] : 0.0);
       for (int64_t k = 0; k < K; ++k) {
-        sum += static_cast<double>(x[m * K + k]) * w[n * K + k];
+        sum.add(static_cast<double>(x[m * K + k]) * w[n * K + k]);
       }
-      y[m * N + n] = static_cast<float>(sum);
+      y[m * N + n] = sum.result();
+      if (kHalf && bias != nullptr) y[m * N + n] = roundToHalf(y[m * N + n] + bias[n]);
     }
   }
 }
 
 // Batched matmul with broadcast batch dimensions.
+template <typename Sum>
 void batchedMatmul(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
   const auto* a = static_cast<const float*>(inputs[0]);
   const auto* b = static_cast<const float*>(inputs[1]);
@@ -44,17 +53,18 @@ void batchedMatmul(const ir::Node& node, const Inputs& inputs, const Outputs& ou
     float* py = y + batchIndex++ * M * N;
     for (int64_t m = 0; m < M; ++m) {
       for (int64_t n = 0; n < N; ++n) {
-        double sum = 0.0;
+        Sum sum;
         for (int64_t k = 0; k < K; ++k) {
-          sum += static_cast<double>(pa[m * K + k]) * pb[k * N + n];
+          sum.add(static_cast<double>(pa[m * K + k]) * pb[k * N + n]);
         }
-        py[m * N + n] = static_cast<float>(sum);
+        py[m * N + n] = sum.result();
       }
     }
   });
 }
 
 // dW[n, k] = sum over rows m of dY[m, n] * X[m, k].
+template <typename Sum>
 void linearGradWeight(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
   const auto* dy = static_cast<const float*>(inputs[0]);
   const auto* x = static_cast<const float*>(inputs[1]);
@@ -64,23 +74,32 @@ void linearGradWeight(const ir::Node& node, const Inputs& inputs, const Outputs&
   const int64_t M = node.input(0)->type().numel() / N;
   for (int64_t n = 0; n < N; ++n) {
     for (int64_t k = 0; k < K; ++k) {
-      double sum = 0.0;
+      Sum sum;
       for (int64_t m = 0; m < M; ++m) {
-        sum += static_cast<double>(dy[m * N + n]) * x[m * K + k];
+        sum.add(static_cast<double>(dy[m * N + n]) * x[m * K + k]);
       }
-      dw[n * K + k] = static_cast<float>(sum);
+      dw[n * K + k] = sum.result();
     }
+  }
+}
+
+template <typename Sum>
+void matmulSummedBy(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+  switch (node.kind()) {
+  case ir::OpKind::Linear: return linear<Sum>(node, inputs, outputs);
+  case ir::OpKind::LinearGradWeight: return linearGradWeight<Sum>(node, inputs, outputs);
+  default: return batchedMatmul<Sum>(node, inputs, outputs);
   }
 }
 
 } // namespace
 
 void matmul(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
-  switch (node.kind()) {
-  case ir::OpKind::Linear: return linear(node, inputs, outputs);
-  case ir::OpKind::LinearGradWeight: return linearGradWeight(node, inputs, outputs);
-  default: return batchedMatmul(node, inputs, outputs);
-  }
+  matmulSummedBy<FloatSum>(node, inputs, outputs);
+}
+
+void matmulWithHalfPartials(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+  matmulSummedBy<HalfSum>(node, inputs, outputs);
 }
 
 } // namespace popsim::kernels::reference
