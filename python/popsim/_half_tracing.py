@@ -1,13 +1,18 @@
 """Tracing float16 models on a CPU whose PyTorch lacks float16 kernels.
 
 Tracing runs the model once. PyTorch 1.13's CPU backend has no float16
-kernels for most ops (matmul, convolution, softmax, ReLU...), so a model
-in float16 would fail there, long before popsim sees it. While tracing, this
-dispatch mode runs such ops on float32 copies of their float16 operands and
-returns float16 results. The JIT tracer sits above the mode in the
+kernels for most ops (matmul, convolution, softmax, ReLU...), so a model in
+float16 would fail there, long before popsim sees it. While tracing, this
+dispatch mode runs every op that has float16 operands on float32 copies of
+them and rounds its float results to the dtypes PyTorch would give them
+(float16 where PyTorch has no kernel to ask, or as Precision.halfFloatCasting
+says for mixed operands). The JIT tracer sits above the mode in the
 dispatcher: it records each op as the model called it, with float16 types,
-and does not see what the mode does underneath. Only the trace's values come
-from float32 arithmetic, and popsim does not use them.
+and does not see what the mode does underneath.
+
+The same mode is the eager reference of popsim's float16 tests: each op
+computed in float32 and its result rounded to float16, as popsim and an IPU
+round every float16 op's result.
 """
 
 import contextlib
