@@ -107,6 +107,9 @@ sumAcrossReplicas(ir::Graph& graph, const TrainingConfig& config,
 // sums the squares of its own gradients in its gradient-norm task; each IPU's
 // update task then adds up every IPU's sum in the same order (the inter-IPU
 // copies bring them), so all compute the same factor, as after an all-reduce.
+// The norm is the updates' gradients': divided by the gradient scale and by
+// `lossScaling`, a constant loss scaling the updates divide out (1 when the
+// device divided the gradients by it already).
 std::unordered_map<const ir::Value*, ir::Value*> clipByGlobalNorm(
     ir::Graph& graph, const TrainingConfig& config, const std::vector<ir::Value*>& params,
     const std::unordered_map<const ir::Value*, ir::Value*>& grads, double lossScaling) {
