@@ -230,9 +230,8 @@ void NodeContext::downcastMixedFloats() {
   const bool inPlace = schema != nullptr && !schema->arguments().empty() &&
                        schema->arguments()[0].alias_info() != nullptr &&
                        schema->arguments()[0].alias_info()->isWrite();
-  const ir::DType target = inPlace && !floats.empty() && floats[0] == 0
-                               ? input(0).tensor->type().dtype
-                               : ir::DType::Float16;
+  const ir::DType target =
+      inPlace && floats[0] == 0 ? input(0).tensor->type().dtype : ir::DType::Float16;
   for (size_t i : floats) {
     ir::Value* operand = input(i).tensor;
     if (operand->type().dtype == target || (inPlace && i == 0)) continue;

@@ -122,8 +122,7 @@ def import_call(model: torch.nn.Module, options: Options, training: bool,
             f"micro-batch {batched[0].shape[0]} x deviceIterations {options.device_iterations} "
             f"x gradientAccumulation {options.Training.gradient_accumulation}"
             + (f" x {replica_label} {replicas}" if replicas > 1 else ""))
-    downcast = (options.Precision.half_float_casting
-                != HalfFloatCastingBehavior.HalfUpcastToFloat)
+    downcast = downcasts_mixed_floats(options)
     with float32_statistics(model, options) as float32_buffers:
         traced, flat = _tracing.trace(model, signature, micro, training,
                                       module_scopes=options.module_namescope,
@@ -159,6 +158,12 @@ def float32_statistics(model: torch.nn.Module, options: Options):
     finally:
         for module, name, buffer in swapped:
             module._buffers[name] = buffer
+
+
+def downcasts_mixed_floats(options: Options) -> bool:
+    """Whether ops mixing float16 and float32 operands compute in float16
+    (Precision.halfFloatCasting: FloatDowncastToHalf, or Default when tracing)."""
+    return options.Precision.half_float_casting != HalfFloatCastingBehavior.HalfUpcastToFloat
 
 
 def random_seed(options: Options) -> int:

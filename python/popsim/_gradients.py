@@ -7,8 +7,7 @@ This is popsim's autodiff and backward kernels with nothing else around
 them: what the tests compare with torch.autograd.
 """
 
-from popsim import _C, _tracing, _weights
-from popsim.enums import HalfFloatCastingBehavior
+from popsim import _C, _compilation, _tracing, _weights
 from popsim.errors import InputError
 from popsim.options import DEFAULT_SOURCE_LOCATION_EXCLUDES
 
@@ -22,8 +21,7 @@ def gradients(model, *args, training=False, options=None, **kwargs):
     depend on get zeros. `options` (a popsim.Options) may set how float16 and
     float32 operands mix (Precision.halfFloatCasting).
     """
-    downcast = (options is None or options.Precision.half_float_casting
-                != HalfFloatCastingBehavior.HalfUpcastToFloat)
+    downcast = options is None or _compilation.downcasts_mixed_floats(options)
     signature = _tracing.Signature(args, kwargs, model.forward)
     tensors = signature.tensors(args, kwargs)
     if not tensors:

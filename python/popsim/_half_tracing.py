@@ -183,14 +183,3 @@ def half_on_cpu(downcast_mixed):
     finally:
         for name, function in saved.items():
             setattr(functional, name, function)
-
-
-def holds_half(model, tensors):
-    """Whether the model's parameters, buffers or the inputs hold float16."""
-    return any(_is_half(t) for t in list(model.parameters()) + list(model.buffers())
-               + list(tensors))
-
-
-def is_missing_half_kernel(error):
-    """PyTorch's error for a CPU op without a float16 kernel."""
-    return isinstance(error, RuntimeError) and "not implemented for 'Half'" in str(error)

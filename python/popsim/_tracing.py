@@ -317,19 +317,12 @@ def trace(model, signature, micro_batch_tensors, training, module_scopes=False,
     Float16 ops run in float32 underneath the trace (_half_tracing.py), as
     Precision.halfFloatCasting says for mixed operands."""
     with _TRACE_LOCK:
-        half = _half_tracing.holds_half(model, micro_batch_tensors)
-        try:
-            return _trace(model, signature, micro_batch_tensors, training, module_scopes,
-                          downcast_mixed_floats, half)
-        except RuntimeError as error:  # float16 made inside forward(): trace again with the mode
-            if half or not _half_tracing.is_missing_half_kernel(error):
-                raise
         return _trace(model, signature, micro_batch_tensors, training, module_scopes,
-                      downcast_mixed_floats, True)
+                      downcast_mixed_floats)
 
 
 def _trace(model, signature, micro_batch_tensors, training, module_scopes,
-           downcast_mixed_floats, half):
+           downcast_mixed_floats):
     flat = _FlatModel(model, signature)
     _blocks.reset_for_trace()
     guards = contextlib.ExitStack()
@@ -345,8 +338,9 @@ def _trace(model, signature, micro_batch_tensors, training, module_scopes,
         guards.enter_context(_recorded_grad_mode())
     # Grad stays enabled: some modules (e.g. TransformerEncoderLayer) switch to
     # fused kernels under no_grad that have no popsim lowering.
-    if half:
-        guards.enter_context(_half_tracing.half_on_cpu(downcast_mixed_floats))
+    # Always on, for float16 parameters and inputs as for float16 made inside
+    # forward(); ops without float16 operands pass straight through it.
+    guards.enter_context(_half_tracing.half_on_cpu(downcast_mixed_floats))
     with guards, torch.enable_grad(), warnings.catch_warnings():
         # PyTorch's own modules turn shapes into Python values (e.g. attention's
         # shape asserts); popsim compiles fixed shapes, so those warnings are
