@@ -14,6 +14,7 @@ CompiledGraph compileGraph(const ir::Graph& imported, const CompilerOptions& opt
   ir::Graph& graph = *compiled.graph;
   passes::IrDump dump = passes::IrDump::fromEnvironment();
   const bool training = options.program != ProgramKind::Inference;
+  checkHostOverlap(graph, options);
 
   passes::PassManager(&dump).add(passes::createStageAssignmentPass(options.stages)).run(graph);
   passes::PassManager program(&dump);

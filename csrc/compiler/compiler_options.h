@@ -29,6 +29,7 @@ struct CompilerOptions {
   int64_t deviceIterations = 1;
   int64_t gradientAccumulation = 1;
   int64_t numIpus = 1; // the simulated system's
+  int64_t ioTiles = 0; // per IPU (TensorLocations.numIOTiles)
 };
 
 } // namespace popsim::compiler

@@ -4,6 +4,21 @@
 
 namespace popsim::compiler {
 
+void checkHostOverlap(const ir::Graph& graph, const CompilerOptions& options) {
+  if (!graph.overlapsHostIo()) return;
+  POPSIM_CHECK(!options.pipelined, ErrorKind::InvalidOption,
+               "Overlapped IO is not supported with poptorch.PipelinedExecution. If you are using "
+               "only one IPU, please switch to poptorch.ShardedExecution. The model marks inputs "
+               "or outputs with set_overlap_for_input / set_overlap_for_output, which stream "
+               "beside the compute only when the stages run one at a time: use "
+               "opts.setExecutionStrategy(popsim.ShardedExecution()) (or a phased execution).");
+  POPSIM_CHECK(options.ioTiles > 0, ErrorKind::InvalidOption,
+               "No IO tiles allocated. You must allocate at least 32 IO tiles using "
+               "poptorch.Options().TensorLocations.numIOTiles. The model marks inputs or outputs "
+               "with set_overlap_for_input / set_overlap_for_output, which stream through IO "
+               "tiles: set aside 32 to 192 (an even number) per IPU.");
+}
+
 void checkHasLoss(const ir::Graph& graph) {
   POPSIM_CHECK(graph.loss() != nullptr, ErrorKind::Compilation,
                "the model has no loss to train or differentiate.");

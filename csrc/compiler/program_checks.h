@@ -9,6 +9,11 @@ namespace popsim::compiler {
 // The checks between the compile steps, on what a model and its options ask
 // for; each error says what to change.
 
+// Inputs and outputs marked to overlap with compute stream through IO tiles,
+// which need some set aside and an execution that is not pipelined
+// (PopTorch's rules, with its wording).
+void checkHostOverlap(const ir::Graph& graph, const CompilerOptions& options);
+
 // Training and gradient programs need a loss.
 void checkHasLoss(const ir::Graph& graph);
 

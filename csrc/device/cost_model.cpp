@@ -1,5 +1,6 @@
 #include "device/cost_model.h"
 
+#include "common/check.h"
 #include "ir/op_schema.h"
 
 #include <algorithm>
@@ -255,6 +256,19 @@ uint64_t transferCycles(uint64_t bytes, int64_t latencyCycles, double bytesPerSe
 
 uint64_t hostTransferCycles(uint64_t bytes, const ChipSpec& chip) {
   return transferCycles(bytes, chip.hostLatencyCycles, chip.hostBytesPerSecond, chip);
+}
+
+uint64_t hostLatencyCycles(const ChipSpec& chip) {
+  return static_cast<uint64_t>(chip.hostLatencyCycles);
+}
+
+uint64_t hostDataCycles(uint64_t bytes, const ChipSpec& chip) {
+  return transferCycles(bytes, 0, chip.hostBytesPerSecond, chip);
+}
+
+uint64_t ioTileCopyCycles(uint64_t bytes, int64_t ioTiles, const ChipSpec& chip) {
+  POPSIM_ASSERT(ioTiles > 0, "an IO tile copy needs IO tiles.");
+  return ceilDiv(bytes, static_cast<uint64_t>(ioTiles * chip.exchangeBytesPerTileCycle));
 }
 
 uint64_t linkTransferCycles(uint64_t bytes, int64_t numIpus, const ChipSpec& chip) {

@@ -36,6 +36,14 @@ OpCost estimateOpCost(const ir::Node& node, const ChipSpec& chip,
 
 // A host <-> IPU transfer: fixed latency plus bytes at host bandwidth.
 uint64_t hostTransferCycles(uint64_t bytes, const ChipSpec& chip);
+// Its two parts: the host's side (the latency: preparing and handing over a
+// buffer, which prefetching does ahead) and the bytes crossing PCIe into or
+// out of the tiles (which occupy the tiles that receive or send them).
+uint64_t hostLatencyCycles(const ChipSpec& chip);
+uint64_t hostDataCycles(uint64_t bytes, const ChipSpec& chip);
+// Moving `bytes` between an IPU's IO tiles and its compute tiles over the
+// on-chip exchange: the `ioTiles` send or receive at 4 bytes per tile-cycle.
+uint64_t ioTileCopyCycles(uint64_t bytes, int64_t ioTiles, const ChipSpec& chip);
 // An IPU -> IPU copy over IPU-Links: sync, latency and bytes at link bandwidth.
 uint64_t linkTransferCycles(uint64_t bytes, int64_t numIpus, const ChipSpec& chip);
 // Streaming Memory (off-chip DRAM, where offloaded tensors live) <-> IPU: the

@@ -7,9 +7,18 @@ namespace popsim::device {
 void IpuSystemConfig::validate() const {
   POPSIM_CHECK(numIpus >= 1 && numIpus <= 64, ErrorKind::InvalidOption,
                "the number of IPUs must be between 1 and 64, got ", numIpus, ".");
-  POPSIM_CHECK(memoryPerIpu <= spec().memoryBytes(), ErrorKind::InvalidOption, "memory per IPU (",
-               formatBytes(memoryPerIpu), ") exceeds the ", spec().name, " SRAM of ",
-               formatBytes(spec().memoryBytes()), ".");
+  const ChipSpec& figures = chipFigures();
+  POPSIM_CHECK(memoryPerIpu <= figures.memoryBytes(), ErrorKind::InvalidOption, "memory per IPU (",
+               formatBytes(memoryPerIpu), ") exceeds the ", figures.name, " SRAM of ",
+               formatBytes(figures.memoryBytes()), ".");
+  POPSIM_CHECK(ioTiles == 0 || (ioTiles >= 32 && ioTiles <= 192 && ioTiles % 2 == 0),
+               ErrorKind::InvalidOption,
+               "numIOTiles must be an even number between 32 and 192, got ", ioTiles, ".");
+  const uint64_t memory = memoryPerIpu != 0 ? memoryPerIpu : figures.memoryBytes();
+  POPSIM_CHECK(ioTileMemory() < memory, ErrorKind::InvalidOption, "TensorLocations.numIOTiles(",
+               ioTiles, ") sets aside ", formatBytes(ioTileMemory()),
+               " of IO tile memory but each IPU has ", formatBytes(memory),
+               " (Simulator.memoryPerIpu). Use fewer IO tiles or more memory per IPU.");
 }
 
 } // namespace popsim::device

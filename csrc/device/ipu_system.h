@@ -14,10 +14,24 @@ struct IpuSystemConfig {
   // lower lets users size models for a fraction of an IPU (and tests show
   // out-of-memory errors without huge models).
   uint64_t memoryPerIpu = 0;
+  // Tiles of each IPU set aside for host I/O (TensorLocations.numIOTiles):
+  // inputs and outputs marked for overlap stream through them, and the
+  // program computes on the others.
+  int64_t ioTiles = 0;
 
-  const ChipSpec& spec() const { return chipSpec(chip); }
+  // The chip as the program computes on it: its compute tiles.
+  ChipSpec spec() const {
+    ChipSpec compute = chipSpec(chip);
+    compute.tiles -= ioTiles;
+    return compute;
+  }
+  const ChipSpec& chipFigures() const { return chipSpec(chip); }
+  // Memory of the IO tiles, and of the compute tiles (the program's).
+  uint64_t ioTileMemory() const {
+    return static_cast<uint64_t>(ioTiles) * chipFigures().sramBytesPerTile;
+  }
   uint64_t memoryCapacity() const {
-    return memoryPerIpu != 0 ? memoryPerIpu : spec().memoryBytes();
+    return (memoryPerIpu != 0 ? memoryPerIpu : chipFigures().memoryBytes()) - ioTileMemory();
   }
   // Throws InvalidOption naming the setting when a value is out of range.
   void validate() const;

@@ -19,12 +19,14 @@
 #include "frontend/loss_identification.h"
 #include "frontend/lowering_registry.h"
 #include "frontend/node_context.h"
+#include "frontend/overlap_marks.h"
 #include "frontend/source_location.h"
 #include "frontend/unsupported_ops.h"
 
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/passes/inliner.h>
 
+#include <map>
 #include <optional>
 #include <unordered_set>
 
@@ -57,6 +59,7 @@ public:
     std::shared_ptr<jit::Graph> graph = source->copy();
     jit::Inline(*graph);
     jit::EliminateDeadCode(graph);
+    overlaps_ = collectOverlapMarks(*graph, options_.libraryPaths);
     bindInputs(*graph);
     for (const jit::Node* node : graph->nodes()) {
       importNode(*node);
@@ -65,6 +68,10 @@ public:
     checkEveryOpInABlock();
     for (const jit::Value* output : graph->outputs()) {
       addOutputs(currentValue(output));
+    }
+    for (size_t i = 0; i < graph_->outputs().size(); ++i) {
+      auto marked = overlappedOutputs_.find(graph_->outputs()[i]);
+      if (marked != overlappedOutputs_.end()) graph_->setOutputOverlap(i, marked->second);
     }
     for (const auto& [input, contents] : aliasing_.writtenInputs()) {
       graph_->addInputUpdate(input, contents);
@@ -90,6 +97,8 @@ private:
       std::string name = i < options_.inputNames.size() ? options_.inputNames[i]
                                                         : inputs[first + i]->debugNameBase();
       values_[inputs[first + i]] = aliasing_.root(graph_->addInput(name, inputTypes_[i]));
+      auto marked = overlaps_.inputs.find(inputs[first + i]);
+      if (marked != overlaps_.inputs.end()) graph_->setInputOverlap(i, marked->second);
     }
   }
 
@@ -112,8 +121,19 @@ private:
   // leave popsim::begin_block(user_id, ipu_id) and popsim::end_block(): ops
   // in between belong to the block. popsim.NameScope leaves
   // popsim::push_name_scope(name) and popsim::pop_name_scope(). Grad-mode
-  // switches leave popsim::grad_mode(enabled).
+  // switches leave popsim::grad_mode(enabled). popsim.set_overlap_for_input
+  // and _output leave popsim::set_overlap_for_input(x, mode) and
+  // set_overlap_for_output(x, mode), which pass x through (overlaps_).
   bool importMarker(const jit::Node& node, const std::string& op) {
+    if (op == "popsim::set_overlap_for_input" || op == "popsim::set_overlap_for_output") {
+      const FrontendValue value = values_.at(node.inputs()[0]);
+      values_[node.output()] = value;
+      auto marked = overlaps_.outputs.find(node.output());
+      if (marked != overlaps_.outputs.end() && value.kind == FrontendValue::Kind::Tensor) {
+        overlappedOutputs_[value.tensor] = marked->second;
+      }
+      return true;
+    }
     if (op == "popsim::grad_mode") {
       const FrontendValue& enabled = values_.at(node.inputs()[0]);
       POPSIM_ASSERT(enabled.isStatic() && enabled.constant.isBool(),
@@ -640,6 +660,8 @@ private:
   // Memory of compile-time tensors that the model writes at runtime.
   std::unordered_set<const void*> runtimeStorages_;
   std::optional<std::string> firstOutsideBlock_; // "aten::add at m.py:3"
+  OverlapMarks overlaps_;
+  std::map<const ir::Value*, ir::HostOverlap> overlappedOutputs_; // by the value returned
 
   ConstantTensors constants_;
   Aliasing aliasing_;

@@ -118,6 +118,36 @@ void Graph::setOutputs(const std::vector<Value*>& values) {
   }
   outputs_ = values;
   inputUpdates_.clear();
+  outputOverlaps_.clear(); // other outputs now
+}
+
+void Graph::setInputOverlap(size_t inputIndex, HostOverlap overlap) {
+  POPSIM_ASSERT(inputIndex < inputs_.size(), "bad graph input ", inputIndex, ".");
+  inputOverlaps_[inputIndex] = overlap;
+}
+
+void Graph::setOutputOverlap(size_t outputIndex, HostOverlap overlap) {
+  POPSIM_ASSERT(outputIndex < outputs_.size(), "bad graph output ", outputIndex, ".");
+  outputOverlaps_[outputIndex] = overlap;
+}
+
+HostOverlap Graph::inputOverlap(size_t inputIndex) const {
+  auto it = inputOverlaps_.find(inputIndex);
+  return it != inputOverlaps_.end() ? it->second : HostOverlap::None;
+}
+
+HostOverlap Graph::outputOverlap(size_t outputIndex) const {
+  auto it = outputOverlaps_.find(outputIndex);
+  return it != outputOverlaps_.end() ? it->second : HostOverlap::None;
+}
+
+bool Graph::overlapsHostIo() const {
+  for (const auto* overlaps : {&inputOverlaps_, &outputOverlaps_}) {
+    for (const auto& [index, overlap] : *overlaps) {
+      if (overlap != HostOverlap::None) return true;
+    }
+  }
+  return false;
 }
 
 void Graph::addInputUpdate(size_t inputIndex, Value* finalValue) {
@@ -275,6 +305,8 @@ std::unique_ptr<Graph> Graph::clone() const {
     copy->outputs_.push_back(map.at(output));
   }
   copy->inputUpdates_ = inputUpdates_;
+  copy->inputOverlaps_ = inputOverlaps_;
+  copy->outputOverlaps_ = outputOverlaps_;
   copy->loss_ = loss_ != nullptr ? map.at(loss_) : nullptr;
   copy->blocks_ = blocks_;
   return copy;

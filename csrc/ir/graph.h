@@ -1,8 +1,10 @@
 #pragma once
 
+#include "ir/host_overlap.h"
 #include "ir/node.h"
 #include "ir/value.h"
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -65,6 +67,14 @@ public:
     return outputIndex + inputUpdates_.size() >= outputs_.size();
   }
 
+  // How each model input and output streams from and to the host
+  // (HostOverlap::None unless set); outputs by index among the outputs.
+  void setInputOverlap(size_t inputIndex, HostOverlap overlap);
+  void setOutputOverlap(size_t outputIndex, HostOverlap overlap);
+  HostOverlap inputOverlap(size_t inputIndex) const;
+  HostOverlap outputOverlap(size_t outputIndex) const;
+  bool overlapsHostIo() const;
+
   const std::vector<Value*>& inputs() const { return inputs_; }
   const std::vector<Value*>& weights() const { return weights_; }
   const std::vector<Value*>& states() const { return states_; }
@@ -116,6 +126,8 @@ private:
   std::vector<Value*> constants_;
   std::vector<Value*> outputs_;
   std::vector<size_t> inputUpdates_;
+  std::map<size_t, HostOverlap> inputOverlaps_;
+  std::map<size_t, HostOverlap> outputOverlaps_;
   std::vector<BlockAnnotation> blocks_;
   Value* loss_ = nullptr;
   const Node* insertBefore_ = nullptr;

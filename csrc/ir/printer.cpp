@@ -82,7 +82,8 @@ public:
     out_ << "graph(";
     for (size_t i = 0; i < graph_.inputs().size(); ++i) {
       const Value* input = graph_.inputs()[i];
-      out_ << (i > 0 ? ", " : "") << names_[input] << ": " << input->type().str();
+      out_ << (i > 0 ? ", " : "") << names_[input] << ": " << input->type().str()
+           << overlapSuffix(graph_.inputOverlap(i));
     }
     out_ << ") {\n";
     if (!graph_.weights().empty()) {
@@ -118,13 +119,18 @@ public:
     }
     out_ << "  return (";
     for (size_t i = 0; i < graph_.outputs().size(); ++i) {
-      out_ << (i > 0 ? ", " : "") << nameOf(graph_.outputs()[i]);
+      out_ << (i > 0 ? ", " : "") << nameOf(graph_.outputs()[i])
+           << overlapSuffix(graph_.outputOverlap(i));
     }
     out_ << ")\n}\n";
     return out_.str();
   }
 
 private:
+  static std::string overlapSuffix(HostOverlap overlap) {
+    return overlap == HostOverlap::None ? "" : std::string(" [") + hostOverlapName(overlap) + "]";
+  }
+
   void nameLeaves() {
     for (size_t i = 0; i < graph_.inputs().size(); ++i) {
       const Value* input = graph_.inputs()[i];

@@ -113,6 +113,12 @@ public:
       out_.write<int64_t>(block.ipu);
       writeLocation(out_, block.location, withStacks_);
     }
+    for (size_t i = 0; i < graph.inputs().size(); ++i) {
+      out_.write<uint8_t>(static_cast<uint8_t>(graph.inputOverlap(i)));
+    }
+    for (size_t i = 0; i < graph.outputs().size(); ++i) {
+      out_.write<uint8_t>(static_cast<uint8_t>(graph.outputOverlap(i)));
+    }
     return out_.take();
   }
 
@@ -203,11 +209,25 @@ public:
       block.location = readLocation();
       graph_->addBlock(std::move(block));
     }
+    for (size_t i = 0; i < graph_->inputs().size(); ++i) {
+      graph_->setInputOverlap(i, overlap());
+    }
+    for (size_t i = 0; i < graph_->outputs().size(); ++i) {
+      graph_->setOutputOverlap(i, overlap());
+    }
     if (!in_.atEnd()) invalid("bytes follow the program's end");
     return std::move(graph_);
   }
 
 private:
+  HostOverlap overlap() {
+    const auto code = in_.read<uint8_t>();
+    if (code > static_cast<uint8_t>(HostOverlap::DeviceIterationLoop)) {
+      invalid(strCat("a host overlap of ", static_cast<int>(code)));
+    }
+    return static_cast<HostOverlap>(code);
+  }
+
   uint64_t count(const char* what) {
     const uint64_t n = in_.read<uint64_t>();
     // Every entry takes at least a byte, which bounds any honest count.

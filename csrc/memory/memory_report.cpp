@@ -81,12 +81,15 @@ MemoryReport buildMemoryReport(const ir::Graph& graph, const MemoryPlan& plan,
     return ipu < perIpu.size() ? perIpu[ipu] : 0;
   };
   MemoryReport report;
-  report.chip = system.spec().name;
+  report.chip = system.chipFigures().name;
   for (size_t ipu = 0; ipu < plan.ipus().size(); ++ipu) {
     const IpuMemoryLayout& layout = plan.ipus()[ipu];
     IpuMemoryReport ipuReport;
     ipuReport.ipu = static_cast<int64_t>(ipu);
     ipuReport.capacity = system.memoryCapacity();
+    ipuReport.ioTiles = system.ioTiles;
+    ipuReport.ioTileCapacity = system.ioTileMemory();
+    ipuReport.ioTileBytes = bytesOn(buffers.ioTiles, ipu);
     ipuReport.temporaryBudget = bytesOn(buffers.temporaryBudget, ipu);
     auto regionBytes = [&](MemoryRegion region) {
       return layout.regionBytes[static_cast<size_t>(region)];
@@ -152,12 +155,21 @@ void checkMemoryFits(const MemoryReport& report, const device::IpuSystemConfig& 
     if (ipu.fits()) {
       continue;
     }
+    POPSIM_CHECK(ipu.ioTileBytes <= ipu.ioTileCapacity, ErrorKind::OutOfMemory,
+                 "Out of memory on the IO tiles of IPU ", ipu.ipu,
+                 ": the inputs and outputs that stream through them (set_overlap_for_input / "
+                 "set_overlap_for_output, two buffers each) need ",
+                 formatBytes(ipu.ioTileBytes), " but its ", ipu.ioTiles, " IO tiles have ",
+                 formatBytes(ipu.ioTileCapacity),
+                 ". Set aside more with Options.TensorLocations.numIOTiles (at most 192), use a "
+                 "smaller micro-batch, or stream some of them with OverlapMode.NoOverlap.");
     std::ostringstream message;
     message << "Out of memory on IPU " << ipu.ipu << ": the program needs "
             << formatBytes(ipu.total()) << " but IPU " << ipu.ipu << " has "
             << formatBytes(ipu.capacity) << " ("
             << (system.memoryPerIpu != 0 ? "set by Options.Simulator.memoryPerIpu"
-                                         : std::string(system.spec().name) + " SRAM")
+                                         : std::string(system.chipFigures().name) + " SRAM")
+            << (system.ioTiles != 0 ? strCat(" less its ", system.ioTiles, " IO tiles") : "")
             << ").\n  By category:";
     for (const MemoryCategory& category : ipu.categories) {
       if (category.bytes != 0) {
@@ -181,7 +193,8 @@ void checkMemoryFits(const MemoryReport& report, const device::IpuSystemConfig& 
     message << "split the model over more IPUs "
                "with popsim.Block and an execution strategy, or give each IPU more memory "
                "with Options.Simulator.memoryPerIpu (at most "
-            << formatBytes(system.spec().memoryBytes()) << " on " << system.spec().name << ").";
+            << formatBytes(system.chipFigures().memoryBytes()) << " on "
+            << system.chipFigures().name << ").";
     throwError(ErrorKind::OutOfMemory, message.str());
   }
 }

@@ -35,12 +35,17 @@ struct IpuMemoryReport {
   std::vector<TensorMemory> largestTensors; // at most kLargestTensors, largest first
   // What availableMemoryProportion lets one matmul or convolution use.
   uint64_t temporaryBudget = 0;
+  // The IO tiles (TensorLocations.numIOTiles): the buffers of the inputs and
+  // outputs that stream through them, and their memory; not in `capacity`.
+  int64_t ioTiles = 0;
+  uint64_t ioTileBytes = 0;
+  uint64_t ioTileCapacity = 0;
 
   uint64_t total() const;
   uint64_t alwaysLive() const;
   uint64_t notAlwaysLive() const;
   uint64_t offChip() const;
-  bool fits() const { return total() <= capacity; }
+  bool fits() const { return total() <= capacity && ioTileBytes <= ioTileCapacity; }
 };
 
 struct MemoryReport {
@@ -55,6 +60,8 @@ constexpr size_t kLargestTensors = 5;
 // - the pipeline's stash of activations kept for later backward passes, on
 //   chip and, for activations placed off chip, in Streaming Memory;
 // - the extra input buffers the host link prefetches into;
+// - on the IO tiles, two buffers of each input and output streaming through
+//   them (one in flight while the other is copied);
 // - what matmul and convolution temporaries (as availableMemoryProportion
 //   bounds them) need beyond the activation arena at their worst step, and
 //   what off-chip tensors streamed in to one op add on top: both live only
@@ -65,6 +72,7 @@ struct RuntimeBuffers {
   std::vector<uint64_t> stash;
   std::vector<uint64_t> stashOffChip;
   std::vector<uint64_t> prefetch;
+  std::vector<uint64_t> ioTiles;
   std::vector<uint64_t> temporaries;
   std::vector<uint64_t> temporaryBudget;
   std::vector<uint64_t> streamedIn;

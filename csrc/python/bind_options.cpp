@@ -95,6 +95,9 @@ void bindOptions(py::module_& module) {
       .def_property(
           "memory_per_ipu", [](const runtime::CompileOptions& o) { return o.system.memoryPerIpu; },
           [](runtime::CompileOptions& o, uint64_t bytes) { o.system.memoryPerIpu = bytes; })
+      .def_property(
+          "io_tiles", [](const runtime::CompileOptions& o) { return o.system.ioTiles; },
+          [](runtime::CompileOptions& o, int64_t tiles) { o.system.ioTiles = tiles; })
       .def_readwrite("device_iterations", &runtime::CompileOptions::deviceIterations)
       .def_readwrite("gradient_accumulation", &runtime::CompileOptions::gradientAccumulation)
       .def_property(

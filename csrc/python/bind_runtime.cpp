@@ -25,6 +25,13 @@ py::dict memoryReportDict(const memory::MemoryReport& report) {
     entry["ipu"] = ipu.ipu;
     entry["capacity"] = ipu.capacity;
     entry["temporary_budget"] = ipu.temporaryBudget;
+    if (ipu.ioTiles != 0) {
+      py::dict io;
+      io["tiles"] = ipu.ioTiles;
+      io["bytes"] = ipu.ioTileBytes;
+      io["capacity"] = ipu.ioTileCapacity;
+      entry["io_tiles"] = io;
+    }
     entry["total"] = ipu.total();
     entry["always_live"] = ipu.alwaysLive();
     entry["not_always_live"] = ipu.notAlwaysLive();
@@ -74,6 +81,7 @@ const char* timelineEventKind(const runtime::TimelineEvent& event) {
   case runtime::EventPart::LinkCopy: return "copy";
   case runtime::EventPart::HostInput: return "host_input";
   case runtime::EventPart::HostOutput: return "host_output";
+  case runtime::EventPart::StreamCopy: return "stream_copy";
   case runtime::EventPart::StreamingMemory: return "streaming";
   case runtime::EventPart::Compute: break;
   }
@@ -311,6 +319,7 @@ void bindRuntime(py::module_& module) {
                entry["start"] = event.start;
                entry["end"] = event.end;
                if (!event.fromIpus.empty()) entry["from_ipus"] = event.fromIpus;
+               if (event.ioTiles) entry["io_tiles"] = true;
                events.append(entry);
              }
              return events;
@@ -340,6 +349,7 @@ void bindRuntime(py::module_& module) {
              result["schedule"] = runtime::scheduleName(executable.options().schedule);
              result["cycles_per_step"] = executable.schedule().size();
              result["prefetch_depth"] = executable.options().prefetchDepth;
+             result["io_tiles"] = executable.options().system.ioTiles;
              return result;
            })
       .def_property_readonly("last_run_cycles", &Executable::lastRunCycles)

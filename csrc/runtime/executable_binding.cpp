@@ -81,6 +81,7 @@ std::unique_ptr<Executable> Executable::compile(const ir::Graph& graph,
   compilerOptions.deviceIterations = options.deviceIterations;
   compilerOptions.gradientAccumulation = options.gradientAccumulation;
   compilerOptions.numIpus = options.system.numIpus;
+  compilerOptions.ioTiles = options.system.ioTiles;
   executable->bindProgram(compiler::compileGraph(graph, compilerOptions), "compiled");
   return executable;
 }
@@ -209,8 +210,9 @@ void Executable::planChannels() {
       if (root == output) writer[root] = layout_.taskOf(*node);
     }
   }
-  std::vector<uint64_t> inputBytes;
+  std::vector<uint64_t> inputBytes; // of the inputs streamed through compute tiles
   std::vector<int64_t> inputIpus;
+  std::vector<uint64_t> ioTileBytes(static_cast<size_t>(options_.system.numIpus), 0);
   for (size_t i = 0; i < program.inputs().size(); ++i) {
     const ir::Value* input = program.inputs()[i];
     size_t task = 0;
@@ -223,15 +225,26 @@ void Executable::planChannels() {
     }
     writer[input] = task;
     tasks_[task].streamedInputs.push_back(i);
+    const int64_t ipu = layout_.tasks()[task].ipu;
+    if (program.inputOverlap(i) != ir::HostOverlap::None) {
+      ioTileBytes[static_cast<size_t>(ipu)] += kIoTileBuffers * input->type().bytes();
+      continue; // prefetched into the IO tiles' buffers instead
+    }
     inputBytes.push_back(input->type().bytes());
-    inputIpus.push_back(layout_.tasks()[task].ipu);
+    inputIpus.push_back(ipu);
   }
   buffers_.prefetch =
       memory::prefetchBytes(inputBytes, inputIpus, options_.prefetchDepth, options_.system.numIpus);
   for (size_t i = 0; i < program.outputs().size(); ++i) {
     auto it = writer.find(plan_.storageRoot(program.outputs()[i]));
-    tasks_[it != writer.end() ? it->second : 0].producedOutputs.push_back(i);
+    const size_t task = it != writer.end() ? it->second : 0;
+    tasks_[task].producedOutputs.push_back(i);
+    if (program.outputOverlap(i) != ir::HostOverlap::None) {
+      ioTileBytes[static_cast<size_t>(layout_.tasks()[task].ipu)] +=
+          kIoTileBuffers * program.outputs()[i]->type().bytes();
+    }
   }
+  buffers_.ioTiles = std::move(ioTileBytes);
 
   // Where each task instance runs in its IPU's order for one step.
   std::map<std::pair<size_t, int64_t>, size_t> position;
@@ -360,9 +373,18 @@ void Executable::buildTasks(const std::vector<device::OpTemporaries>& temporarie
     kernels_.push_back(std::move(kernel));
   }
   for (TaskProgram& taskProgram : tasks_) {
+    TaskCycles& cycles = taskProgram.cycles;
     for (size_t i : taskProgram.streamedInputs) {
-      taskProgram.cycles.inputCycles +=
-          device::hostTransferCycles(program.inputs()[i]->type().bytes(), chip);
+      const uint64_t bytes = program.inputs()[i]->type().bytes();
+      const ir::HostOverlap overlap = program.inputOverlap(i);
+      cycles.inputLatencyCycles += device::hostLatencyCycles(chip);
+      if (overlap == ir::HostOverlap::None) {
+        cycles.inputDataCycles += device::hostDataCycles(bytes, chip);
+        continue;
+      }
+      cycles.overlappedInputCycles += device::hostDataCycles(bytes, chip);
+      cycles.ioTileInputCycles += device::ioTileCopyCycles(bytes, options_.system.ioTiles, chip);
+      cycles.overlapAcrossSteps &= overlap == ir::HostOverlap::DeviceIterationLoop;
     }
   }
   simulateClock();
@@ -374,7 +396,9 @@ void Executable::simulateClock() {
   const device::ChipSpec& chip = options_.system.spec();
   std::vector<TaskCycles> costs;
   for (TaskProgram& task : tasks_) {
-    task.cycles.streamsInputs = !task.streamedInputs.empty() && !options_.syntheticData;
+    task.cycles.streamsInputs = task.cycles.inputLatencyCycles != 0 && !options_.syntheticData;
+    task.cycles.streamsOverlappedInputs =
+        task.cycles.overlappedInputCycles != 0 && !options_.syntheticData;
     costs.push_back(task.cycles);
   }
   ClockSetup setup;
@@ -386,14 +410,22 @@ void Executable::simulateClock() {
   setup.prefetchDepth = options_.prefetchDepth;
   setup.syncCycles = layout_.numIpus() > 1 ? device::syncCycles(layout_.numIpus(), chip) : 0;
   setup.hostOutputs = [&](size_t task, int64_t microBatch) {
-    std::vector<uint64_t> transfers;
+    std::vector<HostOutputCost> transfers;
     if (options_.syntheticData) return transfers; // outputs stay on the device
     for (size_t i : tasks_[task].producedOutputs) {
       // Summed outputs stay on the device until the call's end.
       const OutputCopy copy = outputCopyOf(microBatch, i);
-      if (copy.slot >= 0 && !copy.accumulate) {
-        transfers.push_back(device::hostTransferCycles(graph_->outputs()[i]->type().bytes(), chip));
+      if (copy.slot < 0 || copy.accumulate) continue;
+      const uint64_t bytes = graph_->outputs()[i]->type().bytes();
+      HostOutputCost cost;
+      cost.cycles = device::hostTransferCycles(bytes, chip);
+      const ir::HostOverlap overlap = graph_->outputOverlap(i);
+      if (overlap != ir::HostOverlap::None) {
+        cost.ioTiles = true;
+        cost.ioTileCycles = device::ioTileCopyCycles(bytes, options_.system.ioTiles, chip);
+        cost.acrossSteps = overlap == ir::HostOverlap::DeviceIterationLoop;
       }
+      transfers.push_back(cost);
     }
     return transfers;
   };

@@ -4,8 +4,9 @@
 
 namespace popsim::runtime {
 
-HostInputLink::Transfer HostInputLink::next(uint64_t taskReady, uint64_t cycles) {
-  uint64_t start = linkFree_;
+HostInputLink::Transfer HostInputLink::next(uint64_t taskReady, uint64_t cycles,
+                                            uint64_t notBefore) {
+  uint64_t start = std::max(linkFree_, notBefore);
   if (depth_ == 0) {
     start = std::max(start, taskReady);
   } else {

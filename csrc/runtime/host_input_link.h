@@ -20,8 +20,9 @@ public:
   explicit HostInputLink(int64_t prefetchDepth) : depth_(prefetchDepth) {}
 
   // Schedules the next transfer, of `cycles`, for a task that could otherwise
-  // start at `taskReady`; the task waits until the transfer's end.
-  Transfer next(uint64_t taskReady, uint64_t cycles);
+  // start at `taskReady`; the task waits until the transfer's end. It starts
+  // no earlier than `notBefore` (the edge of the loop it may overlap in).
+  Transfer next(uint64_t taskReady, uint64_t cycles, uint64_t notBefore = 0);
   // The task that read the latest transfer finished at `end`, freeing its buffer.
   void finishedReading(uint64_t end) { readEnds_.push_back(end); }
 

@@ -10,12 +10,24 @@
 
 namespace popsim::runtime {
 
+// Buffers of each input and output stream on an IPU's IO tiles: one moves
+// over the host link while the compute tiles copy the other.
+constexpr size_t kIoTileBuffers = 2;
+
 // What a timeline event spent its cycles on.
 enum class EventPart {
-  Compute,    // the task's ops
-  LinkCopy,   // inter-IPU copies the task receives, before its ops
-  HostInput,  // the task's micro-batch of the inputs, streamed in from the host
-  HostOutput, // outputs the task produces that the call returns, streamed to the host
+  Compute,  // the task's ops
+  LinkCopy, // inter-IPU copies the task receives, before its ops
+  // The host's part of streaming the task's micro-batch of the inputs in
+  // (preparing and handing over a buffer, which prefetching does ahead), or
+  // for inputs through IO tiles the whole transfer into them.
+  HostInput,
+  // Outputs the task produces that the call returns, streamed to the host:
+  // through its compute tiles, or from its IO tiles beside the compute.
+  HostOutput,
+  // The compute tiles' part of a host transfer: receiving the inputs' bytes
+  // from the host, or from the IO tiles; handing outputs to the IO tiles.
+  StreamCopy,
   // Off-chip tensors the task streams in from Streaming Memory before its ops,
   // or back out after them.
   StreamingMemory,
@@ -34,6 +46,7 @@ struct TimelineEvent {
   uint64_t start = 0;
   uint64_t end = 0;
   std::vector<int64_t> fromIpus; // LinkCopy: the IPUs the copies come from
+  bool ioTiles = false;          // a host transfer through the IO tiles
 };
 
 // One task's costs, from the cost model.
@@ -41,11 +54,33 @@ struct TaskCycles {
   uint64_t computeCycles = 0; // inter-IPU copies included
   uint64_t copyCycles = 0;
   std::vector<int64_t> copySources; // IPUs its inter-IPU copies come from
-  bool streamsInputs = false;       // whether it streams a micro-batch of inputs in
-  uint64_t inputCycles = 0;         // that stream's transfer
+  // Whether it streams a micro-batch of inputs in, the host's part of the
+  // transfer (of all its inputs), and the bytes' part of the inputs that
+  // cross on its compute tiles.
+  bool streamsInputs = false;
+  uint64_t inputLatencyCycles = 0;
+  uint64_t inputDataCycles = 0;
+  // Inputs through the IO tiles: their bytes' part, which crosses into the
+  // IO tiles once the host is ready, the copy to the compute tiles, and
+  // whether the transfers may run ahead across steps
+  // (OverlapDeviceIterationLoop) or only within one (AccumulationLoop).
+  bool streamsOverlappedInputs = false;
+  uint64_t overlappedInputCycles = 0;
+  uint64_t ioTileInputCycles = 0;
+  bool overlapAcrossSteps = true;
   // Streaming Memory transfers before its ops and after them.
   uint64_t streamInCycles = 0;
   uint64_t streamOutCycles = 0;
+};
+
+// One output a task run streams to the host: the transfer, and through IO
+// tiles the copy to them first and how far the transfer may lag behind (the
+// step's end for AccumulationLoop, the call's for DeviceIterationLoop).
+struct HostOutputCost {
+  uint64_t cycles = 0;
+  bool ioTiles = false;
+  uint64_t ioTileCycles = 0;
+  bool acrossSteps = true;
 };
 
 // A call as the simulated clock sees it.
@@ -57,9 +92,9 @@ struct ClockSetup {
   int64_t microBatchesPerStep = 1; // to number micro-batches in the call
   int64_t prefetchDepth = 1;
   uint64_t syncCycles = 0; // a sync across the IPUs, after every pipeline cycle
-  // The transfer cycles of each output a task run streams to the host, by
-  // task index and micro-batch in the call.
-  std::function<std::vector<uint64_t>(size_t task, int64_t microBatch)> hostOutputs;
+  // The outputs a task run streams to the host, by task index and
+  // micro-batch in the call.
+  std::function<std::vector<HostOutputCost>(size_t task, int64_t microBatch)> hostOutputs;
 };
 
 // One call replayed on the simulated clock.
@@ -71,9 +106,13 @@ struct SimulatedCall {
 };
 
 // The lockstep replay: pipeline cycles are BSP supersteps of the whole
-// machine, so each lasts as long as its busiest IPU, plus a sync. Inputs
-// stream on each IPU's host link, ahead of their tasks as far as the
-// prefetch depth allows; a task waits only for what is still in flight.
+// machine, so each lasts as long as its busiest IPU, plus a sync. The host's
+// part of each input transfer runs on the IPU's host link, ahead of its
+// task as far as the prefetch depth allows; the task waits only for what is
+// still in flight, then receives the bytes on its compute tiles. Through IO
+// tiles, the bytes too cross ahead (into two buffers, within their loop) and
+// the task only copies them over; outputs through IO tiles leave beside the
+// compute, and a step (AccumulationLoop) or the call waits for the last.
 SimulatedCall simulateCall(const ClockSetup& setup);
 
 } // namespace popsim::runtime

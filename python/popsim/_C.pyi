@@ -85,6 +85,7 @@ class CompileOptions:
     chip: ChipVersion
     num_ipus: int
     memory_per_ipu: int
+    io_tiles: int
     device_iterations: int
     gradient_accumulation: int
     output_mode: OutputMode

@@ -38,6 +38,7 @@ from popsim.enums import (
     MultiConvPartialsType,
     MultiConvPlanType,
     OutputMode,
+    OverlapMode,
     ReductionType,
     SyncPattern,
 )
@@ -85,6 +86,8 @@ from popsim._tensor_ops import (
     recomputationCheckpoint,
     serializedMatMul,
     set_available_memory,
+    set_overlap_for_input,
+    set_overlap_for_output,
 )
 
 PoplarExecutor = Executor
@@ -138,6 +141,7 @@ __all__ = [
     "Options",
     "OutOfMemoryError",
     "OutputMode",
+    "OverlapMode",
     "PipelinedExecution",
     "ParallelPhasedExecution",
     "Phase",
@@ -153,6 +157,8 @@ __all__ = [
     "removeBlocks",
     "serializedMatMul",
     "set_available_memory",
+    "set_overlap_for_input",
+    "set_overlap_for_output",
     "setLogLevel",
     "ShardedExecution",
     "Stage",

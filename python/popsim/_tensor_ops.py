@@ -3,14 +3,15 @@ they also run in plain PyTorch): nop, dynamic_slice, dynamic_update,
 serializedMatMul, for_loop and cond; ipu_print_tensor, a marker op the
 device prints; recomputationCheckpoint, a marker recomputation stashes;
 set_available_memory, a matmul's or convolution's temporary memory budget;
-and custom_op, which names what it would need."""
+set_overlap_for_input / _output, markers for inputs and outputs that stream
+through IO tiles; and custom_op, which names what it would need."""
 
 from typing import Callable, List, Sequence
 
 import torch
 
 from popsim._ops import LIBRARY as _LIBRARY
-from popsim.enums import MatMulSerializationMode
+from popsim.enums import MatMulSerializationMode, OverlapMode
 from popsim.errors import UnsupportedOperationError
 
 _LIBRARY.define("print_tensor(Tensor x, str title, bool print_gradient, int summarise_threshold, "
@@ -22,6 +23,9 @@ _LIBRARY.define("recomputation_checkpoint(Tensor x) -> Tensor")
 _LIBRARY.impl("recomputation_checkpoint", lambda x: x.clone(), "CPU")
 _LIBRARY.define("set_available_memory(Tensor x, float proportion) -> Tensor")
 _LIBRARY.impl("set_available_memory", lambda x, proportion: x.clone(), "CPU")
+for _direction in ("input", "output"):
+    _LIBRARY.define(f"set_overlap_for_{_direction}(Tensor x, str mode) -> Tensor")
+    _LIBRARY.impl(f"set_overlap_for_{_direction}", lambda x, mode: x.clone(), "CPU")
 
 
 def _require_tensor(value, what, function):
@@ -248,3 +252,42 @@ def set_available_memory(tensor: torch.Tensor,
     if not torch.jit.is_tracing():
         return tensor
     return torch.ops.popsim.set_available_memory(tensor, float(proportion))
+
+
+def _set_overlap(tensors, mode, direction):
+    function = f"popsim.set_overlap_for_{direction}"
+    if not isinstance(mode, OverlapMode):
+        raise TypeError(f"{function} expects mode to be a popsim.OverlapMode, got {mode!r}.")
+    marker = getattr(torch.ops.popsim, f"set_overlap_for_{direction}")
+
+    def mark(value):
+        if isinstance(value, (tuple, list)):
+            return type(value)(mark(item) for item in value)
+        if isinstance(value, dict):
+            return type(value)((key, mark(item)) for key, item in value.items())
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"You may only set overlap for torch.tensor {direction}s. "
+                            f"{type(value)} is not supported: {function} takes tensors, or "
+                            "tuples, lists and dicts of them.")
+        return marker(value, mode.value) if torch.jit.is_tracing() else value
+
+    return mark(tensors)
+
+
+def set_overlap_for_input(input_tensors, mode: OverlapMode):
+    """Returns `input_tensors` (a tensor, or tuples, lists and dicts of them),
+    marked to stream from the host through the IO tiles as `mode` says
+    (popsim.OverlapMode), beside the compute. Apply it to the model's inputs
+    first thing in forward and use only the returned tensors. It needs
+    Options.TensorLocations.numIOTiles and a ShardedExecution (or phased)
+    strategy; outside a popsim model it returns its argument."""
+    return _set_overlap(input_tensors, mode, "input")
+
+
+def set_overlap_for_output(output_tensors, mode: OverlapMode):
+    """Returns `output_tensors` (a tensor, or tuples, lists and dicts of
+    them), marked to stream to the host through the IO tiles as `mode` says,
+    while the compute tiles go on. Apply it to tensors forward returns (once
+    each), just before returning them. Same requirements as
+    set_overlap_for_input."""
+    return _set_overlap(output_tensors, mode, "output")

@@ -3,7 +3,7 @@
 import statistics
 
 # Event kinds of transfers around a task (the others are the tasks themselves).
-TRANSFER_KINDS = ("copy", "host_input", "host_output", "streaming")
+TRANSFER_KINDS = ("copy", "host_input", "stream_copy", "host_output", "streaming")
 
 
 class ExecutionTrace:
@@ -12,18 +12,22 @@ class ExecutionTrace:
     ``events`` holds one dict per task run: ``ipu``, ``task`` ("F0", "B1",
     "FB3" for the last stage's forward and backward, "U2" for IPU 2's weight
     update), ``kind`` ("forward", "backward", "forward+backward", "update"; or,
-    around a task's own event, "host_input" for its micro-batch of the inputs
-    streamed in from the host, "copy" for the inter-IPU copies it receives,
+    around a task's own event, "host_input" for the host's part of streaming
+    its micro-batch of the inputs in, "stream_copy" for the part its compute
+    tiles do (receiving the inputs' bytes, or copying inputs and outputs from
+    and to the IO tiles), "copy" for the inter-IPU copies it receives,
     "host_output" for outputs it streams to the host, and "streaming" for
     off-chip tensors streamed in from Streaming Memory before its ops and back
     out after them),
     ``step``, ``micro_batch`` (-1 for updates), ``cycle`` (the pipeline
     cycle), ``start`` and ``end`` in IPU clock cycles; "copy" events also have
-    ``from_ipus``, the IPUs the copies come from.
+    ``from_ipus``, the IPUs the copies come from, and host transfers through
+    the IO tiles (popsim.set_overlap_for_input / _output) have ``io_tiles``.
     With ``prefetchDepth`` 1 or more (the default) a host input runs on the
     IPU's host link while the IPU works on earlier tasks, so its event can
     overlap them; the IPU waits only for what is still in flight, and that
-    wait counts as idle time.
+    wait counts as idle time. Transfers through IO tiles always run beside
+    the compute.
     ``str(trace)`` draws one row per IPU and one column per pipeline cycle,
     with the tasks each IPU ran in that cycle: ``F3`` (forward of micro-batch
     3), ``B0`` (backward), ``FB2`` (the last stage's forward and backward),
@@ -52,8 +56,10 @@ class ExecutionTrace:
         return self.pipeline["ipus"]
 
     def occupies_ipu(self, event):
-        """Whether the IPU itself is busy during `event`: always, except for host inputs
-        prefetched on the host link."""
+        """Whether the IPU's compute tiles are busy during `event`: always, except for
+        host inputs prefetched on the host link and transfers through the IO tiles."""
+        if event.get("io_tiles"):
+            return False
         return event["kind"] != "host_input" or self.pipeline["prefetch_depth"] == 0
 
     def busy_cycles(self, ipu):
@@ -70,10 +76,15 @@ class ExecutionTrace:
 
     def host_link_cycles(self):
         """Per IPU, the median cycles its host link spends streaming one micro-batch's
-        inputs (0 for an IPU that streams none). With prefetching, the link works beside
-        the IPU, so it is a pipeline stage of its own: the slowest of these and of
-        micro_batch_cycles() sets the pace of the pipeline."""
-        return self._median_per_micro_batch(lambda e: e["kind"] == "host_input")
+        inputs (0 for an IPU that streams none), through the compute tiles or the IO
+        tiles, whichever is longer. With prefetching (and through IO tiles), the link
+        works beside the IPU, so it is a pipeline stage of its own: the slowest of these
+        and of micro_batch_cycles() sets the pace of the pipeline."""
+        return [max(plain, io) for plain, io in zip(
+            self._median_per_micro_batch(
+                lambda e: e["kind"] == "host_input" and not e.get("io_tiles")),
+            self._median_per_micro_batch(
+                lambda e: e["kind"] == "host_input" and e.get("io_tiles", False)))]
 
     def _median_per_micro_batch(self, counts):
         """Per IPU, the median over micro-batches of the cycles of the events `counts`

@@ -147,3 +147,18 @@ class CommGroupType(enum.IntEnum):
     Consecutive = 1
     Orthogonal = 2
     Ungrouped = 3
+
+
+class OverlapMode(enum.Enum):
+    """How a model input or output streams between the host and its IPU, set
+    with popsim.set_overlap_for_input / set_overlap_for_output (PopTorch's
+    ``OverlapMode``). ``NoOverlap``: through the IPU's compute tiles, which
+    wait meanwhile. ``OverlapAccumulationLoop``: through the IO tiles
+    (``Options.TensorLocations.numIOTiles``) while the compute tiles work on
+    the micro-batch before, up to the edge of a training step's gradient
+    accumulation (in inference, of the call). ``OverlapDeviceIterationLoop``:
+    also across device iterations, so only a call's edges stop the overlap."""
+
+    NoOverlap = "no_overlap"
+    OverlapAccumulationLoop = "overlap_accumulation_loop"
+    OverlapDeviceIterationLoop = "overlap_device_iteration_loop"

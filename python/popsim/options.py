@@ -166,6 +166,7 @@ _SETTERS = {
     "accumulator_location": "setAccumulatorLocation",
     "mean_reduction_strategy": "setMeanAccumulationAndReplicationReductionStrategy",
     "activation_location": "setActivationLocation",
+    "num_io_tiles": "numIOTiles",
     "auto_round_num_ipus": "autoRoundNumIPUs",
     "partials_type": "setPartialsType",
     "floating_point_exceptions": "enableFloatingPointExceptions",
@@ -386,8 +387,21 @@ class _TensorLocationOptions(_OptionGroup):
     _defaults = {"optimizer_location": TensorLocationSettings(),
                  "weight_location": TensorLocationSettings(),
                  "accumulator_location": TensorLocationSettings(),
-                 "activation_location": TensorLocationSettings()}
+                 "activation_location": TensorLocationSettings(),
+                 "num_io_tiles": 0}
     _group_name = "Options.TensorLocations"
+
+    def numIOTiles(self, num_tiles: int) -> "_TensorLocationOptions":
+        """Sets aside `num_tiles` tiles of every IPU (an even number from 32 to 192)
+        for host I/O: inputs and outputs marked with popsim.set_overlap_for_input /
+        set_overlap_for_output stream through them beside the compute, which runs on the
+        remaining tiles (fewer tiles: more cycles per op, less memory). Their buffers
+        must fit in the IO tiles' memory ("IO tiles" in memoryReport())."""
+        if (isinstance(num_tiles, bool) or not isinstance(num_tiles, int)
+                or not 32 <= num_tiles <= 192 or num_tiles % 2 != 0):
+            raise OptionError(f"numIOTiles must be an even number between 32 and 192. "
+                              f"TensorLocations.numIOTiles got {num_tiles!r}.")
+        return self._set("num_io_tiles", num_tiles)
 
     def setOptimizerLocation(self, settings: TensorLocationSettings
                              ) -> "_TensorLocationOptions":
@@ -437,6 +451,7 @@ class _TensorLocationOptions(_OptionGroup):
                     f"useReplicatedTensorSharding(False) with {setter}.")
             setattr(options, f"{kind}_location", _C.TensorLocation(
                 settings.on_chip, settings.min_elements_for_off_chip))
+        options.io_tiles = self.num_io_tiles
 
 
 class _DistributedOptions(_OptionGroup):

@@ -232,23 +232,32 @@ def test_trace_text_draws_one_row_per_ipu():
 
 def host_cycles(bytes_):
     """ipu-model.md: 50,000 cycles + bytes at 7 GB/s, on a 1.33 GHz Mk2."""
-    return 50_000 + math.ceil(bytes_ * 1.33e9 / 7e9)
+    return 50_000 + host_data_cycles(bytes_)
+
+
+def host_data_cycles(bytes_):
+    """The bytes' part of a host transfer, which the compute tiles do."""
+    return math.ceil(bytes_ * 1.33e9 / 7e9)
 
 
 def test_host_transfers_are_events_of_their_own():
     """Each micro-batch of the images streams into IPU 0 before its forward task and
-    of the labels into IPU 3, where the loss is; the loss (OutputMode.Final) streams
+    of the labels into IPU 3, where the loss is: the host's part (the latency) on the
+    link, then the bytes on the compute tiles; the loss (OutputMode.Final) streams
     out of IPU 3 after the last micro-batch."""
     trace = training_trace()
     by_task = {}
     for event in trace.events:
-        if event["kind"] == "host_input":
-            by_task.setdefault((event["ipu"], event["task"]), []).append(event)
-    assert sorted(by_task) == [(0, "F0"), (3, "FB3")]
-    assert [e["micro_batch"] for e in by_task[(0, "F0")]] == list(range(8))
+        if event["kind"] in ("host_input", "stream_copy"):
+            by_task.setdefault((event["ipu"], event["task"], event["kind"]), []).append(event)
+    assert sorted(by_task) == [(0, "F0", "host_input"), (0, "F0", "stream_copy"),
+                               (3, "FB3", "host_input"), (3, "FB3", "stream_copy")]
+    assert [e["micro_batch"] for e in by_task[(0, "F0", "host_input")]] == list(range(8))
     images, labels = TRAINING_ROWS * 16 * 4, TRAINING_ROWS * 8  # bytes per micro-batch
-    assert {e["end"] - e["start"] for e in by_task[(0, "F0")]} == {host_cycles(images)}
-    assert {e["end"] - e["start"] for e in by_task[(3, "FB3")]} == {host_cycles(labels)}
+    for ipu, task, bytes_ in ((0, "F0", images), (3, "FB3", labels)):
+        assert {e["end"] - e["start"] for e in by_task[(ipu, task, "host_input")]} == {50_000}
+        assert {e["end"] - e["start"] for e in by_task[(ipu, task, "stream_copy")]} == {
+            host_data_cycles(bytes_)}
     outputs = [e for e in trace.events if e["kind"] == "host_output"]
     assert [(e["ipu"], e["micro_batch"], e["end"] - e["start"]) for e in outputs] == [
         (3, 7, host_cycles(4))]

@@ -94,7 +94,8 @@ def task_events(trace, ipu, task, micro_batch):
 def streamed(events):
     """Cycles streamed in before the task's ops and out after them (0: none)."""
     kinds = [kind for kind, _ in events]
-    work = next(i for i, kind in enumerate(kinds) if kind not in ("streaming", "copy"))
+    work = next(i for i, kind in enumerate(kinds)
+                if kind not in ("streaming", "copy", "host_input", "stream_copy"))
     before = sum(c for k, c in events[:work] if k == "streaming")
     after = sum(c for k, c in events[work + 1:] if k == "streaming")
     return before, after
@@ -228,6 +229,6 @@ def test_settings_are_copied_and_shown():
     assert opts.toDict()["TensorLocations"] == {
         "optimizer_location": "TensorLocationSettings().useOnChipStorage(False)",
         "weight_location": on_chip, "accumulator_location": on_chip,
-        "activation_location": on_chip}
+        "activation_location": on_chip, "num_io_tiles": 0}
     assert opts.clone().TensorLocations.optimizer_location == popsim.TensorLocationSettings(
     ).useOnChipStorage(False)

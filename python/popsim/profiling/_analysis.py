@@ -203,8 +203,9 @@ def advice(analysis, pipelined=True):
         lines.append(
             f"Bottleneck: IPU {link.ipu}'s host link takes {link.cycles:,.0f} cycles to stream "
             f"a micro-batch's inputs in{work}, so the IPUs wait for their data. Each transfer "
-            "pays a fixed latency: larger micro-batches amortise it; beyond that the link's "
-            "bandwidth limits the call, and spreading the model over more IPUs cannot help.")
+            "pays the host's fixed latency (and through IO tiles its bytes): larger "
+            "micro-batches amortise the latency, and spreading the model over more IPUs cannot "
+            "help.")
     if slowest is not None and len(analysis.stages) > 1:
         spread = (slowest.cycles - fastest.cycles) / slowest.cycles if slowest.cycles else 0.0
         if spread <= BALANCED_WITHIN:
@@ -234,8 +235,10 @@ def advice(analysis, pipelined=True):
                    if slowest.output_cycles > slowest.host_cycles / 2 else "")
         lines.append(
             f"{slowest.host_cycles / slowest.cycles:.0%} of stage {slowest.stage}'s time is "
-            "host transfers, each paying a fixed latency: fewer, larger transfers (a larger "
-            f"micro-batch) amortise it.{outputs}")
+            "host transfers on its compute tiles: fewer, larger transfers (a larger "
+            f"micro-batch) amortise their fixed latency.{outputs} Through IO tiles "
+            "(Options.TensorLocations.numIOTiles, popsim.set_overlap_for_input / "
+            "set_overlap_for_output, with ShardedExecution) the bytes cross beside the compute.")
     if analysis.link_bound and analysis.ipus and analysis.idle_fraction > IDLE_WORTH_NOTING:
         lines.append(
             f"The IPUs wait {analysis.idle_fraction:.0%} of the call on average, mostly for "

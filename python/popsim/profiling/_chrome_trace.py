@@ -11,8 +11,9 @@ Layout:
 3. A "links" process, one thread per IPU, holding the transfers each IPU makes:
    inter-IPU copies it receives ("copy", with the IPUs they come from as
    from_ipus), its micro-batch of the inputs streamed from the host
-   ("host_input"), outputs streamed back ("host_output") and off-chip tensors
-   to and from Streaming Memory ("streaming").
+   ("host_input"; the bytes its compute tiles receive, or copy from and to the
+   IO tiles: "stream_copy"), outputs streamed back ("host_output") and
+   off-chip tensors to and from Streaming Memory ("streaming").
 4. A "host" process with the call's measured host wall time and, one thread per
    IPU, each task run on the host's clock (from when the IPU's thread starts it,
    waits for other IPUs included, to its end). Host time and simulated time
@@ -39,7 +40,8 @@ _TASK_TID = 1
 # that every version of the viewer knows: it rejects a trace with an unknown one.
 _CHROME_COLOURS = {"forward": "good", "backward": "terrible", "forward+backward": "bad",
                    "update": "rail_response", "copy": "generic_work",
-                   "host_input": "generic_work", "host_output": "generic_work",
+                   "host_input": "generic_work", "stream_copy": "generic_work",
+                   "host_output": "generic_work",
                    "streaming": "generic_work"}
 
 

@@ -11,6 +11,7 @@ KIND_COLOURS = {
     "update": "#3569c9",
     "copy": "#8c8c8c",
     "host_input": "#5fb3d9",
+    "stream_copy": "#2f7fa6",
     "host_output": "#9a63c4",
     "streaming": "#b58b5c",
 }
@@ -22,6 +23,7 @@ KIND_LABELS = {
     "update": "weight update (U)",
     "copy": "inter-IPU copy",
     "host_input": "host input",
+    "stream_copy": "host data on the compute tiles",
     "host_output": "host output",
     "streaming": "Streaming Memory (off-chip tensors)",
 }

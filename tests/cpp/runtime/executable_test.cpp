@@ -384,23 +384,27 @@ TEST_F(ExecutableTest, CyclesOfARun) {
 
 TEST_F(ExecutableTest, PrefetchedInputsStreamWhileThePreviousIterationRuns) {
   const device::ChipSpec& chip = CompileOptions().system.spec();
-  const uint64_t in = device::hostTransferCycles(32, chip);
+  // The host's part of an input runs ahead on the link; its bytes cross on
+  // the compute tiles when its iteration starts.
+  const uint64_t in = device::hostLatencyCycles(chip);
+  const uint64_t bytes = device::hostDataCycles(32, chip);
   const uint64_t out = device::hostTransferCycles(24, chip) + device::hostTransferCycles(4, chip);
   for (int64_t depth : {1, 2}) {
     auto all = compile(OutputMode::All, 1, kIterations, depth);
     run(*all);
     const uint64_t program = all->computeCyclesPerIteration();
     // Inputs stream while the iteration before computes and returns its
-    // outputs, which takes longer: only the first input is on the clock.
-    ASSERT_GE(program + out, in);
-    EXPECT_EQ(all->lastRunCycles(), in + kIterations * (program + out)) << depth;
+    // outputs, which takes longer: only the first input's latency is on the
+    // clock.
+    ASSERT_GE(bytes + program + out, in);
+    EXPECT_EQ(all->lastRunCycles(), in + kIterations * (bytes + program + out)) << depth;
 
     // Returning only the final outputs, the link is the bottleneck: input k
-    // ends at (k + 1) x in, and its iteration runs right after it.
+    // is ready at (k + 1) x in, and its iteration runs right after it.
     auto finalOnly = compile(OutputMode::Final, 1, kIterations, depth);
     run(*finalOnly);
-    ASSERT_LT(program, in);
-    EXPECT_EQ(finalOnly->lastRunCycles(), kIterations * in + program + out) << depth;
+    ASSERT_LT(bytes + program, in);
+    EXPECT_EQ(finalOnly->lastRunCycles(), kIterations * in + bytes + program + out) << depth;
 
     // Events: input k on the link, overlapping iteration k-1.
     std::vector<uint64_t> inputStarts;

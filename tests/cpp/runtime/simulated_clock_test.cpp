@@ -1,6 +1,8 @@
 // The simulated clock's lockstep replay: pipeline cycles last as long as
-// their busiest IPU plus a sync, host inputs stream ahead of their tasks as
-// far as the prefetch depth allows, and every task run leaves its events.
+// their busiest IPU plus a sync, the host's part of each input streams
+// ahead of its task as far as the prefetch depth allows (the bytes then
+// occupy the IPU), inputs and outputs through IO tiles overlap the compute
+// within their loop, and every task run leaves its events.
 
 #include "ir/graph.h"
 #include "runtime/simulated_clock.h"
@@ -21,18 +23,42 @@ struct Replay {
   std::vector<runtime::PipelineCycle> schedule =
       runtime::buildSchedule(layout, 3, runtime::ScheduleKind::Interleaved);
 
-  runtime::SimulatedCall run(int64_t prefetchDepth, uint64_t outputCycles) {
+  runtime::HostOutputCost output; // F1's, when it has cycles
+
+  runtime::SimulatedCall run(int64_t prefetchDepth, uint64_t outputCycles, int64_t steps = 1) {
+    output.cycles = outputCycles;
     runtime::ClockSetup setup;
     setup.layout = &layout;
     setup.tasks = &tasks;
     setup.schedule = &schedule;
+    setup.steps = steps;
     setup.microBatchesPerStep = 3;
     setup.prefetchDepth = prefetchDepth;
     setup.syncCycles = 10;
     setup.hostOutputs = [&](size_t task, int64_t) {
-      return task == 1 ? std::vector<uint64_t>{outputCycles} : std::vector<uint64_t>{};
+      std::vector<runtime::HostOutputCost> outputs;
+      if (task == 1 && output.cycles != 0) outputs.push_back(output);
+      return outputs;
     };
     return runtime::simulateCall(setup);
+  }
+
+  // F0 streams its inputs: the host prepares each in 100 cycles, its bytes
+  // take 200 (through the IO tiles, or its compute tiles), and the IO tiles'
+  // copy to the compute tiles 5.
+  void streamInputs(bool ioTiles, bool acrossSteps = true) {
+    tasks[0].computeCycles = 100;
+    tasks[0].streamsInputs = true;
+    tasks[0].inputLatencyCycles = 100;
+    if (ioTiles) {
+      tasks[0].streamsOverlappedInputs = true;
+      tasks[0].overlappedInputCycles = 200;
+      tasks[0].ioTileInputCycles = 5;
+      tasks[0].overlapAcrossSteps = acrossSteps;
+    } else {
+      tasks[0].inputDataCycles = 200;
+    }
+    tasks[1].computeCycles = 100;
   }
 };
 
@@ -57,18 +83,79 @@ TEST(SimulatedClockTest, CyclesLastAsLongAsTheBusiestIpuPlusASync) {
   EXPECT_EQ(call.timeline.back().cycle, 3);
 }
 
-TEST(SimulatedClockTest, PrefetchedInputsOverlapTheWorkBefore) {
+TEST(SimulatedClockTest, PrefetchingHidesTheHostsPartOfEachInput) {
   Replay replay;
-  replay.tasks[0] = {100, 0, {}, true, 300, 0, 0};
+  replay.tasks[0].computeCycles = 100;
+  replay.tasks[0].streamsInputs = true;
+  replay.tasks[0].inputLatencyCycles = 300;
+  replay.tasks[0].inputDataCycles = 50;
   replay.tasks[1].computeCycles = 100;
-  // Without prefetch each input streams when its task starts: F0 takes 400
-  // cycles a micro-batch. With it, the link streams the next input while F0
-  // computes and while the IPUs sync, so from the second micro-batch on a
-  // cycle lasts one transfer, the link being the slowest stage.
+  // Without prefetch each input streams when its task starts: F0 takes 450
+  // cycles a micro-batch. With it, the link prepares the next input while F0
+  // receives and computes and while the IPUs sync, so from the second
+  // micro-batch on a cycle lasts one latency, the link being the slowest
+  // stage; the bytes still cross on F0's compute tiles.
   const uint64_t streamed = replay.run(0, 0).cycles;
-  const uint64_t prefetched = replay.run(1, 0).cycles;
-  EXPECT_EQ(streamed, 3 * (400 + 10) + (100 + 10));
-  EXPECT_EQ(prefetched, (400 + 10) + 2 * 300 + (100 + 10));
+  const runtime::SimulatedCall prefetched = replay.run(1, 0);
+  EXPECT_EQ(streamed, 3 * (450 + 10) + (100 + 10));
+  EXPECT_EQ(prefetched.cycles, (450 + 10) + 2 * 300 + (100 + 10));
+  int copies = 0;
+  for (const runtime::TimelineEvent& event : prefetched.timeline) {
+    if (event.part != EventPart::StreamCopy) continue;
+    ++copies;
+    EXPECT_EQ(event.end - event.start, 50u);
+    EXPECT_FALSE(event.ioTiles);
+  }
+  EXPECT_EQ(copies, 3);
+}
+
+TEST(SimulatedClockTest, InputsThroughIoTilesCostTheComputeTilesOnlyTheirCopy) {
+  Replay plain;
+  plain.streamInputs(false);
+  // Through the compute tiles, F0 receives 200 cycles of bytes, then
+  // computes 100, a micro-batch per 310 cycles.
+  EXPECT_EQ(plain.run(2, 0).cycles, (100 + 300 + 10) + 2 * (300 + 10) + (100 + 10));
+  Replay overlapped;
+  overlapped.streamInputs(true);
+  // Through the IO tiles, the bytes cross while F0 computes, into two
+  // buffers, and F0 pays 5 cycles to copy each: from the second micro-batch
+  // on, the IO tiles' link sets the pace.
+  const runtime::SimulatedCall call = overlapped.run(2, 0);
+  EXPECT_EQ(call.cycles, (100 + 200 + 5 + 100 + 10) + 2 * 200 + (100 + 10));
+  int ioTileInputs = 0;
+  for (const runtime::TimelineEvent& event : call.timeline) {
+    ioTileInputs += event.part == EventPart::HostInput && event.ioTiles;
+  }
+  EXPECT_EQ(ioTileInputs, 3);
+}
+
+TEST(SimulatedClockTest, AccumulationLoopOverlapStopsAtEachStep) {
+  Replay within;
+  within.streamInputs(true, false);
+  Replay across;
+  across.streamInputs(true, true);
+  // OverlapAccumulationLoop: the second step's first input crosses once the
+  // step has started; OverlapDeviceIterationLoop: during the first step's
+  // last micro-batch. Within a step, both are the same.
+  EXPECT_EQ(within.run(2, 0).cycles, across.run(2, 0).cycles);
+  EXPECT_LT(across.run(2, 0, 2).cycles, within.run(2, 0, 2).cycles);
+}
+
+TEST(SimulatedClockTest, OutputsThroughIoTilesLeaveBesideTheCompute) {
+  Replay replay;
+  replay.tasks[0].computeCycles = 100;
+  replay.tasks[1].computeCycles = 200;
+  const uint64_t throughCompute = replay.run(0, 300).cycles;
+  EXPECT_EQ(throughCompute, (100 + 10) + 3 * (200 + 300 + 10));
+  replay.output.ioTiles = true;
+  replay.output.ioTileCycles = 5;
+  // F1 copies each output to the IO tiles (5 cycles) and goes on; the link
+  // sends one every 300 cycles from the first one's copy on, and the call
+  // ends when the last has left.
+  const runtime::SimulatedCall call = replay.run(0, 300);
+  EXPECT_EQ(call.cycles, (100 + 10) + (200 + 5) + 3 * 300);
+  EXPECT_TRUE(call.timeline.back().ioTiles);
+  EXPECT_EQ(call.timeline.back().part, EventPart::HostOutput);
 }
 
 } // namespace

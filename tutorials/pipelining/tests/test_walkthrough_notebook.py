@@ -85,10 +85,13 @@ def test_profile_summaries_name_the_bottlenecks(executed):
     assert "popsim profile of TrainingModelWithLoss (training)" in text
     assert "- Bottleneck: stage 3 (blocks B4) on IPU 3" in text
     assert "- Bottleneck: IPU 0's host link" in text
-    transfers = re.findall(r"^IPU (\d) +([0-9,]+) +([0-9,]+) +([0-9,]+)$", text, re.MULTILINE)
+    transfers = re.findall(r"^IPU (\d) +([0-9,]+) +([0-9,]+) +([0-9,]+) +([0-9,]+)$", text,
+                           re.MULTILINE)
     assert [row[0] for row in transfers] == ["0", "1", "2", "3"], text
-    images_in, compute = number(transfers[0][1]), [number(row[3]) for row in transfers]
-    assert images_in > max(compute) > 0  # streaming a micro-batch in beats any IPU's work
+    images_in, compute = number(transfers[0][1]), [number(row[4]) for row in transfers]
+    assert images_in > max(compute) > 0  # the host's part of an input beats any IPU's work
+    image_bytes = number(transfers[0][2])  # received on IPU 0's compute tiles
+    assert max(compute) < image_bytes < images_in
 
 
 @pytest.mark.timeout(300)
@@ -115,7 +118,9 @@ def test_pipelined_and_sharded_are_compared(executed):
     assert number(memory[0][2]) > 0 and number(memory[3][2]) == 0  # the pipeline's stash
     assert all(number(row[4]) == 0 for row in memory)  # sharded stashes nothing
     # One call per configuration: All/prefetch 1 is what trained above; turning outputs off
-    # brings both to the host-link floor; turning prefetching off too favours the pipeline.
+    # brings the pipeline near the host-link floor, while sharded execution adds up its
+    # stages (IPU 0's receiving the images included); turning prefetching off too favours
+    # the pipeline more.
     rows = {name: [number(c) for c in cells.split()] for name, cells in re.findall(
         r"^(pipelined|sharded) +([0-9,]+ +[0-9,]+ +[0-9,]+)$", text, re.MULTILINE)}
     assert rows["pipelined"][0] == pipelined and rows["sharded"][0] == sharded, rows
@@ -123,7 +128,8 @@ def test_pipelined_and_sharded_are_compared(executed):
     for strategy in rows:
         all_outputs, final, no_prefetch = rows[strategy]
         assert floor < final < all_outputs and final < no_prefetch
-        assert final < 1.1 * floor
+    assert rows["pipelined"][1] < 1.25 * floor
+    assert rows["pipelined"][1] < rows["sharded"][1]
     assert rows["pipelined"][2] < rows["sharded"][2]
 
 
