@@ -63,10 +63,11 @@ struct CompileOptions {
   // Host threads each simulated IPU computes with; 0: the caller's thread
   // count for one IPU, else an equal share of the host's threads.
   int64_t threadsPerIpu = 0;
-  // Input micro-batches each IPU's host link may stream ahead of the task that
-  // reads them, into as many extra buffers (PopART's prefetch buffering). With
-  // 0 an input streams when its task starts; with 1 or more it overlaps the
-  // work before.
+  // Input micro-batches whose host's part each IPU's host link may prepare
+  // ahead of the task that reads them, into as many extra buffers (PopART's
+  // prefetch buffering). With 0 an input streams when its task starts; with 1
+  // or more its host's part overlaps the work before (its bytes still cross
+  // on the compute tiles, or beforehand through IO tiles).
   int64_t prefetchDepth = 1;
   // Options.enableSyntheticData: no host I/O, so the simulated clock charges
   // no input or output transfers (the data comes from the device).

@@ -691,11 +691,13 @@ class Options(_OptionGroup):
         return self._set("input_replica_grouping", (size, input_group_type))
 
     def prefetchDepth(self, depth: int) -> "Options":
-        """Input micro-batches each IPU's host link may stream ahead of the task that reads
-        them (default 1). Each costs an extra buffer of the inputs in the IPU's memory
-        ("prefetch buffers" in memoryReport()); with 0, a micro-batch's inputs stream in
-        only when its task starts, on the IPU's critical path. Results are the same for
-        any depth; only the simulated time and memory change."""
+        """Input micro-batches whose host's part (a transfer's fixed latency) each IPU's
+        host link may prepare ahead of the task that reads them (default 1); their bytes
+        still cross on the compute tiles when the task starts, unless they go through IO
+        tiles (TensorLocations.numIOTiles). Each costs an extra buffer of the inputs in
+        the IPU's memory ("prefetch buffers" in memoryReport()); with 0, a micro-batch's
+        inputs stream in only when its task starts, on the IPU's critical path. Results
+        are the same for any depth; only the simulated time and memory change."""
         self._Popart.set(PREFETCH_DEPTH_OPTION, _prefetch_depth("prefetchDepth", depth))
         return self
 
