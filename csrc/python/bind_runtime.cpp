@@ -151,12 +151,17 @@ void registerHostFunction(const std::string& id, py::function function) {
 // tensor)` (None: this process only), which must sum the tensor in place
 // across the job's processes (torch.distributed.all_reduce). A Python
 // exception fails the run with an ExecutionError and stops the replicas.
-std::shared_ptr<runtime::ReplicaGroup> makeReplicaGroup(int64_t replicas, py::object crossProcess) {
-  if (crossProcess.is_none()) return std::make_shared<runtime::ReplicaGroup>(replicas);
+// `firstIndex` numbers the replicas job-wide (process x replicas per process).
+std::shared_ptr<runtime::ReplicaGroup> makeReplicaGroup(int64_t replicas, py::object crossProcess,
+                                                        int64_t firstIndex) {
+  if (crossProcess.is_none()) {
+    return std::make_shared<runtime::ReplicaGroup>(replicas, nullptr, firstIndex);
+  }
   auto held = std::make_shared<PythonFunction>();
   held->function = std::move(crossProcess);
   return std::make_shared<runtime::ReplicaGroup>(
-      replicas, [held](const std::string& key, int64_t ipu, float* data, size_t count) {
+      replicas,
+      [held](const std::string& key, int64_t ipu, float* data, size_t count) {
         py::gil_scoped_acquire gil;
         try {
           held->function(key, ipu,
@@ -169,7 +174,8 @@ std::shared_ptr<runtime::ReplicaGroup> makeReplicaGroup(int64_t replicas, py::ob
                          "the other processes' output; POPSIM_DISTRIBUTED_TIMEOUT (seconds) "
                          "bounds how long a process waits for the others.");
         }
-      });
+      },
+      firstIndex);
 }
 
 } // namespace
@@ -177,8 +183,10 @@ std::shared_ptr<runtime::ReplicaGroup> makeReplicaGroup(int64_t replicas, py::ob
 void bindRuntime(py::module_& module) {
   py::class_<runtime::ReplicaGroup, std::shared_ptr<runtime::ReplicaGroup>>(
       module, "ReplicaGroup", "The replicas of a model in this process, which sum gradients.")
-      .def(py::init(&makeReplicaGroup), py::arg("replicas"), py::arg("cross_process") = py::none())
+      .def(py::init(&makeReplicaGroup), py::arg("replicas"), py::arg("cross_process") = py::none(),
+           py::arg("first_index") = 0)
       .def_property_readonly("replicas", &runtime::ReplicaGroup::replicas)
+      .def_property_readonly("first_index", &runtime::ReplicaGroup::firstIndex)
       .def("abort", &runtime::ReplicaGroup::abort, py::arg("reason"),
            "Stops every replica waiting in an all-reduce (one failed).")
       .def("reset", &runtime::ReplicaGroup::reset, "Forgets a failed call.");

@@ -14,15 +14,15 @@ public:
   void allReduceSum(const std::string& key, int64_t ipu, float* data, size_t count) override {
     group_->allReduceSum(index_, key, ipu, data, count);
   }
-  int64_t replicaIndex() const override { return index_; }
+  int64_t replicaIndex() const override { return group_->firstIndex() + index_; }
 
 private:
   std::shared_ptr<ReplicaGroup> group_;
   int64_t index_;
 };
 
-ReplicaGroup::ReplicaGroup(int64_t replicas, CrossProcessSum crossProcess)
-    : replicas_(replicas), crossProcess_(std::move(crossProcess)) {
+ReplicaGroup::ReplicaGroup(int64_t replicas, CrossProcessSum crossProcess, int64_t firstIndex)
+    : replicas_(replicas), firstIndex_(firstIndex), crossProcess_(std::move(crossProcess)) {
   POPSIM_CHECK(replicas >= 1, ErrorKind::InvalidOption,
                "a replica group needs at least one "
                "replica, got ",

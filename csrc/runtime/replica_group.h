@@ -27,8 +27,12 @@ public:
   using CrossProcessSum =
       std::function<void(const std::string& key, int64_t ipu, float* data, size_t count)>;
 
-  explicit ReplicaGroup(int64_t replicas, CrossProcessSum crossProcess = {});
+  // `firstIndex`: the job-wide index of this process's first replica (its
+  // replicas are numbered on from there; sharded tensors follow them).
+  explicit ReplicaGroup(int64_t replicas, CrossProcessSum crossProcess = {},
+                        int64_t firstIndex = 0);
   int64_t replicas() const { return replicas_; }
+  int64_t firstIndex() const { return firstIndex_; }
   // The collectives replica `index` (0 <= index < replicas) runs with.
   std::unique_ptr<kernels::ReplicaCollectives> member(int64_t index);
   // A replica failed with `reason`: every all-reduce waiting now, or started
@@ -55,6 +59,7 @@ private:
   [[noreturn]] void throwAborted(const std::string& key, int64_t replica) const;
 
   const int64_t replicas_;
+  const int64_t firstIndex_;
   const CrossProcessSum crossProcess_;
   std::mutex mutex_;
   std::condition_variable changed_;

@@ -722,9 +722,11 @@ class Executor:
                 return micro_batches
             return micro_batches // period if mode == OutputMode.EveryN else 1
 
+        first = opts.Distributed.processId * replicas if processes > 1 else 0
         return _replication.ReplicatedExecutable(
-            copies, _C.ReplicaGroup(replicas, cross_process), micro_batches, output_slots,
-            _replication.input_parts(self._options)[1], broadcast_across_processes=processes > 1)
+            copies, _C.ReplicaGroup(replicas, cross_process, first), micro_batches, output_slots,
+            _replication.input_parts(self._options)[1], broadcast_across_processes=processes > 1,
+            job_replicas=replicas * processes)
 
     def _build_executable(self, graph, options):
         """The executable of `graph`: loadExecutable's program, else the cached

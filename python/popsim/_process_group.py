@@ -90,3 +90,14 @@ def broadcast_from_first_process(tensors: Dict[str, torch.Tensor]) -> None:
             dist.broadcast(dense, src=0)
             if dense is not tensor:
                 tensor.copy_(dense)
+
+
+def gather_from_every_process(tensor: torch.Tensor) -> torch.Tensor:
+    """Every process's `tensor` (all of one shape), joined along dimension 0
+    in process order. Every process must call it at the same point (as the
+    host's reads of sharded optimizer state do)."""
+    import torch.distributed as dist
+
+    parts = [torch.empty_like(tensor) for _ in range(dist.get_world_size())]
+    dist.all_gather(parts, tensor.contiguous())
+    return torch.cat(parts)

@@ -98,8 +98,13 @@ class ReplicatedExecutable:
 
     def __init__(self, executables: List["_C.Executable"], group: "_C.ReplicaGroup",
                  steps: int, output_slots: Callable[[int, int], int],
-                 input_parts: Sequence[int], broadcast_across_processes: bool = False):
+                 input_parts: Sequence[int], broadcast_across_processes: bool = False,
+                 job_replicas: Optional[int] = None):
         self._replicas = executables
+        # Replicas of the whole job, and this process's first among them: sharded
+        # state is split over all of them (replica first + k holds shard first + k).
+        self._job_replicas = job_replicas or len(executables)
+        self._first = group.first_index
         self._input_parts = list(input_parts)  # the input micro-batch each replica takes
         self._group = group
         self._steps = steps  # micro-batch steps per call
@@ -159,9 +164,9 @@ class ReplicatedExecutable:
         whole = {name: value for name, value in values.items() if name not in self._sharded}
         sharded = {name: value for name, value in values.items() if name in self._sharded}
         counter = whole.pop(_C.RANDOM_COUNTER_NAME, None)
-        count = len(self._replicas)
         for index, executable in enumerate(self._replicas):
-            own = {name: _shard(value, index, count) for name, value in sharded.items()}
+            own = {name: _shard(value, self._first + index, self._job_replicas)
+                   for name, value in sharded.items()}
             if counter is not None:
                 own[_C.RANDOM_COUNTER_NAME] = counter + self._counter_offsets[index]
             executable.write_variables({**whole, **own})
@@ -174,9 +179,11 @@ class ReplicatedExecutable:
         sharded = [name for name in names if name in self._sharded]
         if sharded:
             parts = [executable.read_variables(sharded) for executable in self._replicas]
-            for name in sharded:
+            for name in sorted(sharded):  # the same order in every process
                 shape = self._sharded[name]
                 joined = torch.cat([part[name] for part in parts])
+                if self._across_processes:
+                    joined = _process_group.gather_from_every_process(joined)
                 values[name] = joined[:shape.numel()].reshape(shape)
         return values
 

@@ -226,15 +226,9 @@ class OptimizerBinding:
         """{parameter: shape} of the parameters whose optimizer state is sharded
         across replicas (replicated tensor sharding of the optimizer location)."""
         settings = options.TensorLocations.optimizer_location
-        processes = options.Distributed.numProcesses
         if not settings.replicated_tensor_sharding or _replication.replica_count(options) == 1:
             return {}
         where = "TensorLocationSettings.useReplicatedTensorSharding(True) for the optimizer state"
-        if processes > 1:
-            raise OptionError(
-                f"{where}: popsim shards across the replicas of one process, and this job has "
-                f"{processes} processes. Run one process with replicationFactor "
-                f"{_replication.replica_count(options)}, or turn sharding off.")
         if self.kind == "lamb":
             raise OptionError(
                 f"{where}: LAMB's trust ratio needs each whole weight and update, which "

@@ -61,6 +61,30 @@ TRAINER = MODEL + textwrap.dedent("""
     torch.save(model.state_dict(), sys.argv[1] + f".{process}")
 """)
 
+SHARDED = MODEL + textwrap.dedent("""
+    import sys
+    import popsim
+
+    options = popsim.Options().replicationFactor(2)
+    options.Training.gradientAccumulation(2)
+    options.TensorLocations.setOptimizerLocation(
+        popsim.TensorLocationSettings().useReplicatedTensorSharding(True))
+    process = options.Distributed.processId
+    torch.manual_seed(100 + process)
+    model = Classifier()
+    optimizer = popsim.optim.Adam(model.parameters(), lr=0.01)
+    trainer = popsim.trainingModel(model, options, optimizer)
+    for x, labels in global_batches(3, 32):
+        part = slice(process * 16, (process + 1) * 16)
+        trainer(x[part], labels[part])
+    trainer.copyWeightsToHost()  # in every process: the state's shards are gathered
+    state = {f"{name}.{key}": value for name, param in model.named_parameters()
+             for key, value in optimizer.state[param].items()}
+    torch.save({"weights": model.state_dict(), "state": state,
+                "state_bytes": trainer.memoryReport()["ipus"][0]["categories"][
+                    "optimizer state"]["bytes"]}, sys.argv[1] + f".{process}")
+""")
+
 DYING = MODEL + textwrap.dedent("""
     import os
     import sys
@@ -116,6 +140,48 @@ def test_two_processes_train_as_one_process_on_the_global_batch(tmp_path):
             assert_close(first[name], namespace["global_batches"](3, 32)[-1][0][8:12].mean(0))
             continue
         assert_close(first[name], expected, msg=lambda m, name=name: f"{name}: {m}")
+
+
+def test_optimizer_state_sharded_across_processes_trains_as_the_whole_state(tmp_path):
+    """2 processes x 2 replicas each hold a quarter of Adam's state (replicated
+    tensor sharding): the weights and the state gathered on the host equal one
+    process's, unsharded, on the global batch."""
+    script = tmp_path / "sharded.py"
+    script.write_text(SHARDED)
+    saved = tmp_path / "sharded.pt"
+    command = torchrun_command(2, tmp_path / "logs", script, saved)
+    result = subprocess.run(command, env=clean_environment(), capture_output=True, text=True,
+                            timeout=240, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+    namespace = {}
+    exec(MODEL, namespace)
+    torch.manual_seed(100)
+    model = namespace["Classifier"]()
+    optimizer = popsim.optim.Adam(model.parameters(), lr=0.01)
+    trainer = popsim.trainingModel(model, popsim.Options(), optimizer)
+    for x, labels in namespace["global_batches"](3, 32):
+        trainer(x, labels)
+    trainer.copyWeightsToHost()
+    first, second = (torch.load(f"{saved}.{p}") for p in range(2))
+    for name, expected in model.state_dict().items():
+        assert torch.equal(first["weights"][name], second["weights"][name]), name
+        if name != "last_mean":
+            assert_close(first["weights"][name], expected, msg=lambda m, n=name: f"{n}: {m}")
+    for name, param in model.named_parameters():
+        for key, expected in optimizer.state[param].items():
+            for saved_state in (first["state"], second["state"]):
+                assert_close(saved_state[f"{name}.{key}"], expected)
+    # The shards are the job's quarters (as with 4 replicas in one process), not halves.
+    options = popsim.Options().replicationFactor(4)
+    options.TensorLocations.setOptimizerLocation(
+        popsim.TensorLocationSettings().useReplicatedTensorSharding(True))
+    network = namespace["Classifier"]()
+    one_process = popsim.trainingModel(network, options,
+                                       popsim.optim.Adam(network.parameters(), lr=0.01))
+    one_process.compile(*namespace["global_batches"](1, 4)[0])
+    quarters = one_process.memoryReport()["ipus"][0]["categories"]["optimizer state"]["bytes"]
+    assert first["state_bytes"] == second["state_bytes"] == quarters
 
 
 def test_a_process_dying_makes_the_other_fail_instead_of_hanging(tmp_path):
