@@ -14,6 +14,11 @@ struct TensorLocation {
   bool onChip = true;
   // Tensors with fewer elements stay on chip whatever `onChip` says.
   int64_t minElementsForOffChip = 0;
+  // Off chip: streamed in (loaded) and out (stored) through the IPU's IO
+  // tiles (TensorLocationSettings.useIOTilesToLoad / useIOTilesToStore),
+  // beside the compute, instead of through its compute tiles.
+  bool ioTilesToLoad = false;
+  bool ioTilesToStore = false;
 };
 
 // Whether `location` keeps `value` off chip.
@@ -26,5 +31,15 @@ std::set<const ir::Value*> offChipVariables(const ir::Graph& graph, const Memory
                                             const TensorLocation& weights,
                                             const TensorLocation& optimizerState,
                                             const TensorLocation& accumulators);
+
+// The off-chip storage roots whose location streams them through the IO
+// tiles: loads (in) and stores (out).
+struct IoTileRoutes {
+  std::set<const ir::Value*> loads;
+  std::set<const ir::Value*> stores;
+};
+IoTileRoutes ioTileRoutes(const ir::Graph& graph, const MemoryPlan& plan,
+                          const TensorLocation& weights, const TensorLocation& optimizerState,
+                          const TensorLocation& accumulators);
 
 } // namespace popsim::memory

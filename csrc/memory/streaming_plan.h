@@ -2,6 +2,7 @@
 
 #include "ir/graph.h"
 #include "memory/memory_plan.h"
+#include "memory/off_chip_placement.h"
 
 #include <cstdint>
 #include <set>
@@ -17,10 +18,15 @@ struct StreamedBytes {
   uint64_t in = 0;      // read (written ones included: they are read first)
   uint64_t out = 0;     // written
   uint64_t working = 0; // on chip while the op runs: what it reads or writes
+  // The parts of `in` and `out` that go through the IO tiles.
+  uint64_t ioTileIn = 0;
+  uint64_t ioTileOut = 0;
 };
 
-// Per node, in graph order, for the storage roots kept off chip.
+// Per node, in graph order, for the storage roots kept off chip (`routes`:
+// those loaded or stored through the IO tiles).
 std::vector<StreamedBytes> streamedBytesPerNode(const ir::Graph& graph, const MemoryPlan& plan,
-                                                const std::set<const ir::Value*>& offChip);
+                                                const std::set<const ir::Value*>& offChip,
+                                                const IoTileRoutes& routes = {});
 
 } // namespace popsim::memory

@@ -45,12 +45,15 @@ void bindOptions(py::module_& module) {
 
   py::class_<memory::TensorLocation>(module, "TensorLocation")
       .def(py::init<>())
-      .def(py::init([](bool onChip, int64_t minElements) {
-             return memory::TensorLocation{onChip, minElements};
+      .def(py::init([](bool onChip, int64_t minElements, bool ioTilesToLoad, bool ioTilesToStore) {
+             return memory::TensorLocation{onChip, minElements, ioTilesToLoad, ioTilesToStore};
            }),
-           py::arg("on_chip"), py::arg("min_elements_for_off_chip") = 0)
+           py::arg("on_chip"), py::arg("min_elements_for_off_chip") = 0,
+           py::arg("io_tiles_to_load") = false, py::arg("io_tiles_to_store") = false)
       .def_readwrite("on_chip", &memory::TensorLocation::onChip)
-      .def_readwrite("min_elements_for_off_chip", &memory::TensorLocation::minElementsForOffChip);
+      .def_readwrite("min_elements_for_off_chip", &memory::TensorLocation::minElementsForOffChip)
+      .def_readwrite("io_tiles_to_load", &memory::TensorLocation::ioTilesToLoad)
+      .def_readwrite("io_tiles_to_store", &memory::TensorLocation::ioTilesToStore);
   py::class_<passes::StageAssignment>(module, "StageAssignment")
       .def(py::init([](std::string block, int64_t stage, int64_t ipu) {
              return passes::StageAssignment{std::move(block), stage, ipu};

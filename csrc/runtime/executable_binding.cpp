@@ -60,6 +60,19 @@ std::unique_ptr<Executable> Executable::withOptions(const CompileOptions& option
                 "deviceIterations ", options.deviceIterations, ", gradientAccumulation ",
                 options.gradientAccumulation, ".");
   POPSIM_ASSERT(options.prefetchDepth >= 0, "prefetchDepth ", options.prefetchDepth, ".");
+  const std::pair<const char*, const memory::TensorLocation*> locations[] = {
+      {"setWeightLocation", &options.weightLocation},
+      {"setOptimizerLocation", &options.optimizerLocation},
+      {"setAccumulatorLocation", &options.accumulatorLocation},
+      {"setActivationLocation", &options.activationLocation}};
+  for (const auto& [setter, location] : locations) {
+    POPSIM_CHECK(options.system.ioTiles > 0 || location->onChip ||
+                     !(location->ioTilesToLoad || location->ioTilesToStore),
+                 ErrorKind::InvalidOption, "TensorLocations.", setter, ": useIOTilesTo",
+                 location->ioTilesToLoad ? "Load" : "Store",
+                 "(True) streams the tensors through IO tiles, but none are set aside. Use "
+                 "Options.TensorLocations.numIOTiles(n) (32 to 192), or turn it off.");
+  }
   for (const auto& [ipu, proportion] : options.availableMemoryProportion) {
     POPSIM_ASSERT(ipu >= 0 && ipu < options.system.numIpus && proportion > 0.0 && proportion <= 1.0,
                   "availableMemoryProportion ", proportion, " for IPU", ipu, " of ",
@@ -168,18 +181,56 @@ std::vector<uint64_t> Executable::planStreaming() {
   const auto cycles = [&](uint64_t bytes) {
     return bytes == 0 ? 0 : device::streamingMemoryCycles(bytes, chip);
   };
+  const memory::IoTileRoutes routes =
+      memory::ioTileRoutes(*graph_, plan_, options_.weightLocation, options_.optimizerLocation,
+                           options_.accumulatorLocation);
   const std::vector<memory::StreamedBytes> streamed =
-      memory::streamedBytesPerNode(*graph_, plan_, buffers_.offChip);
+      memory::streamedBytesPerNode(*graph_, plan_, buffers_.offChip, routes);
+  // Each op streams its own tensors (a transfer each way); per task, the
+  // bytes that go through its IO tiles, in and out.
+  std::vector<std::pair<uint64_t, uint64_t>> ioTileBytes(tasks_.size(), {0, 0});
   std::vector<uint64_t> workingBytes;
   for (size_t index = 0; index < streamed.size(); ++index) {
-    TaskProgram& task = tasks_[layout_.taskOf(*graph_->nodes()[index])];
-    task.cycles.streamInCycles += cycles(streamed[index].in);
-    task.cycles.streamOutCycles += cycles(streamed[index].out);
-    workingBytes.push_back(streamed[index].working);
+    const memory::StreamedBytes& node = streamed[index];
+    const size_t task = layout_.taskOf(*graph_->nodes()[index]);
+    TaskCycles& costs = tasks_[task].cycles;
+    costs.streamInCycles += cycles(node.in - node.ioTileIn);
+    costs.streamOutCycles += cycles(node.out - node.ioTileOut);
+    costs.ioTileLoadCycles += cycles(node.ioTileIn);
+    costs.ioTileStoreCycles += cycles(node.ioTileOut);
+    ioTileBytes[task].first += node.ioTileIn;
+    ioTileBytes[task].second += node.ioTileOut;
+    workingBytes.push_back(node.working);
   }
-  for (TaskProgram& task : tasks_) {
-    task.cycles.streamInCycles += cycles(task.stashInBytes);
-    task.cycles.streamOutCycles += cycles(task.stashOutBytes);
+  const memory::TensorLocation& stash = options_.activationLocation;
+  std::vector<uint64_t> mostLoaded(static_cast<size_t>(options_.system.numIpus), 0);
+  std::vector<uint64_t> mostStored(mostLoaded.size(), 0);
+  for (size_t index = 0; index < tasks_.size(); ++index) {
+    TaskProgram& task = tasks_[index];
+    TaskCycles& costs = task.cycles;
+    auto& [loaded, stored] = ioTileBytes[index];
+    (stash.ioTilesToLoad ? costs.ioTileLoadCycles : costs.streamInCycles) +=
+        cycles(task.stashInBytes);
+    (stash.ioTilesToStore ? costs.ioTileStoreCycles : costs.streamOutCycles) +=
+        cycles(task.stashOutBytes);
+    loaded += stash.ioTilesToLoad ? task.stashInBytes : 0;
+    stored += stash.ioTilesToStore ? task.stashOutBytes : 0;
+    if (loaded != 0 || stored != 0) {
+      const int64_t ioTiles = options_.system.ioTiles;
+      POPSIM_ASSERT(ioTiles > 0, "IO tile transfers without IO tiles.");
+      costs.ioTileLoadCopyCycles =
+          loaded != 0 ? device::ioTileCopyCycles(loaded, ioTiles, chip) : 0;
+      costs.ioTileStoreCopyCycles =
+          stored != 0 ? device::ioTileCopyCycles(stored, ioTiles, chip) : 0;
+    }
+    // The IO tiles hold two buffers of the most any task loads, and of the
+    // most it stores.
+    const auto ipu = static_cast<size_t>(layout_.tasks()[index].ipu);
+    mostLoaded[ipu] = std::max(mostLoaded[ipu], loaded);
+    mostStored[ipu] = std::max(mostStored[ipu], stored);
+  }
+  for (size_t ipu = 0; ipu < mostLoaded.size(); ++ipu) {
+    buffers_.ioTiles[ipu] += kIoTileBuffers * (mostLoaded[ipu] + mostStored[ipu]);
   }
   return workingBytes;
 }

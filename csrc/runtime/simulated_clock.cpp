@@ -9,8 +9,9 @@
 namespace popsim::runtime {
 namespace {
 
-// One IPU's outputs leaving through its IO tiles: one transfer at a time on
-// its host link, each from one of the IO tiles' buffers.
+// One IPU's outputs (to the host, or stores to Streaming Memory) leaving
+// through its IO tiles: one transfer at a time on the link, each from one of
+// the IO tiles' buffers.
 struct IoTileOutputs {
   uint64_t linkFree = 0;
   std::vector<uint64_t> transferEnds;
@@ -20,6 +21,14 @@ struct IoTileOutputs {
   uint64_t bufferFree() const {
     const size_t count = transferEnds.size();
     return count >= kIoTileBuffers ? transferEnds[count - kIoTileBuffers] : 0;
+  }
+  // Sends `cycles` from the IO tiles once the compute tiles have copied
+  // them there at `ready`; returns the transfer.
+  HostInputLink::Transfer send(uint64_t ready, uint64_t cycles) {
+    const uint64_t start = std::max(linkFree, ready);
+    linkFree = start + cycles;
+    transferEnds.push_back(linkFree);
+    return {start, linkFree};
   }
 };
 
@@ -46,9 +55,13 @@ SimulatedCall simulateCall(const ClockSetup& setup) {
   std::vector<HostInputLink> ioTileInputs(numIpus,
                                           HostInputLink(static_cast<int64_t>(kIoTileBuffers) - 1));
   std::vector<IoTileOutputs> ioTileOutputs(numIpus);
+  std::vector<HostInputLink> ioTileLoads(numIpus,
+                                         HostInputLink(static_cast<int64_t>(kIoTileBuffers) - 1));
+  std::vector<IoTileOutputs> ioTileStores(numIpus);
+  std::vector<uint64_t> storesDone(numIpus, 0); // each IPU's latest Streaming Memory store
   SimulatedCall call;
   uint64_t now = 0;
-  uint64_t outputsLeft = 0; // the last output through IO tiles has left
+  uint64_t outputsLeft = 0; // the last transfer out through IO tiles has left
   int64_t cycleIndex = 0;
   for (int64_t step = 0; step < setup.steps; ++step) {
     const uint64_t stepStart = now;
@@ -108,9 +121,28 @@ SimulatedCall simulateCall(const ClockSetup& setup) {
         }
         record(EventPart::LinkCopy, costs.copyCycles);
         if (costs.copyCycles != 0) call.timeline.back().fromIpus = costs.copySources;
+        if (costs.ioTileLoadCycles != 0) {
+          // Loads may not pass the IPU's earlier stores, which might hold their data.
+          const HostInputLink::Transfer load =
+              ioTileLoads[ipu].next(now + clock, costs.ioTileLoadCycles, storesDone[ipu]);
+          event(EventPart::StreamingMemory, load.start, load.end, true);
+          waitUntil(load.end);
+          record(EventPart::StreamCopy, costs.ioTileLoadCopyCycles);
+          ioTileLoads[ipu].finishedReading(now + clock);
+        }
         record(EventPart::StreamingMemory, costs.streamInCycles);
         record(EventPart::Compute, costs.computeCycles - costs.copyCycles);
         record(EventPart::StreamingMemory, costs.streamOutCycles);
+        if (costs.streamOutCycles != 0) storesDone[ipu] = now + clock;
+        if (costs.ioTileStoreCycles != 0) {
+          IoTileOutputs& stores = ioTileStores[ipu];
+          waitUntil(stores.bufferFree());
+          record(EventPart::StreamCopy, costs.ioTileStoreCopyCycles);
+          const HostInputLink::Transfer store = stores.send(now + clock, costs.ioTileStoreCycles);
+          event(EventPart::StreamingMemory, store.start, store.end, true);
+          storesDone[ipu] = std::max(storesDone[ipu], store.end);
+          outputsLeft = std::max(outputsLeft, store.end);
+        }
         if (costs.streamsInputs) link.finishedReading(now + clock);
         if (setup.hostOutputs) {
           for (const HostOutputCost& output : setup.hostOutputs(scheduled.task, microBatch)) {
@@ -121,12 +153,10 @@ SimulatedCall simulateCall(const ClockSetup& setup) {
             IoTileOutputs& outputs = ioTileOutputs[ipu];
             waitUntil(outputs.bufferFree());
             record(EventPart::StreamCopy, output.ioTileCycles);
-            const uint64_t start = std::max(outputs.linkFree, now + clock);
-            outputs.linkFree = start + output.cycles;
-            outputs.transferEnds.push_back(outputs.linkFree);
-            event(EventPart::HostOutput, start, outputs.linkFree, true);
-            outputsLeft = std::max(outputsLeft, outputs.linkFree);
-            if (!output.acrossSteps) stepOutputsLeft = std::max(stepOutputsLeft, outputs.linkFree);
+            const HostInputLink::Transfer sent = outputs.send(now + clock, output.cycles);
+            event(EventPart::HostOutput, sent.start, sent.end, true);
+            outputsLeft = std::max(outputsLeft, sent.end);
+            if (!output.acrossSteps) stepOutputsLeft = std::max(stepOutputsLeft, sent.end);
           }
         }
       }

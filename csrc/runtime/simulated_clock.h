@@ -68,9 +68,17 @@ struct TaskCycles {
   uint64_t overlappedInputCycles = 0;
   uint64_t ioTileInputCycles = 0;
   bool overlapAcrossSteps = true;
-  // Streaming Memory transfers before its ops and after them.
+  // Streaming Memory transfers before its ops and after them, through the
+  // compute tiles.
   uint64_t streamInCycles = 0;
   uint64_t streamOutCycles = 0;
+  // Off-chip tensors loaded and stored through the IO tiles
+  // (useIOTilesToLoad / useIOTilesToStore): their Streaming Memory transfers,
+  // beside the compute, and the compute tiles' copies from and to the IO tiles.
+  uint64_t ioTileLoadCycles = 0;
+  uint64_t ioTileLoadCopyCycles = 0;
+  uint64_t ioTileStoreCycles = 0;
+  uint64_t ioTileStoreCopyCycles = 0;
 };
 
 // One output a task run streams to the host: the transfer, and through IO
@@ -113,6 +121,9 @@ struct SimulatedCall {
 // tiles, the bytes too cross ahead (into two buffers, within their loop) and
 // the task only copies them over; outputs through IO tiles leave beside the
 // compute, and a step (AccumulationLoop) or the call waits for the last.
+// Off-chip tensors loaded through IO tiles stream in the same way, once the
+// IPU's earlier stores have left; those stored through them leave beside
+// the compute.
 SimulatedCall simulateCall(const ClockSetup& setup);
 
 } // namespace popsim::runtime

@@ -39,7 +39,10 @@ class ChipVersion(enum.Enum):
 class TensorLocation:
     on_chip: bool
     min_elements_for_off_chip: int
-    def __init__(self, on_chip: bool = ..., min_elements_for_off_chip: int = ...) -> None: ...
+    io_tiles_to_load: bool
+    io_tiles_to_store: bool
+    def __init__(self, on_chip: bool = ..., min_elements_for_off_chip: int = ...,
+                 io_tiles_to_load: bool = ..., io_tiles_to_store: bool = ...) -> None: ...
 
 class StageAssignment:
     block: str

@@ -450,7 +450,8 @@ class _TensorLocationOptions(_OptionGroup):
                     ". Use useReplicatedTensorSharding(True) with setOptimizerLocation, and "
                     f"useReplicatedTensorSharding(False) with {setter}.")
             setattr(options, f"{kind}_location", _C.TensorLocation(
-                settings.on_chip, settings.min_elements_for_off_chip))
+                settings.on_chip, settings.min_elements_for_off_chip, settings.io_tiles_to_load,
+                settings.io_tiles_to_store))
         options.io_tiles = self.num_io_tiles
 
 

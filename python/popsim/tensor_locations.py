@@ -18,6 +18,12 @@ def _non_negative(setter, value):
     return int(value)
 
 
+def _bool(setter, value):
+    if not isinstance(value, bool):
+        raise OptionError(f"TensorLocationSettings.{setter} expects a bool, got {value!r}.")
+    return value
+
+
 class TensorLocationSettings:
     """Settings for one kind of tensor; setters chain."""
 
@@ -26,13 +32,12 @@ class TensorLocationSettings:
         self.min_elements_for_off_chip = 0
         self.replicated_tensor_sharding = False
         self.min_elements_for_sharding = 0
+        self.io_tiles_to_load = False
+        self.io_tiles_to_store = False
 
     def useOnChipStorage(self, use: bool = True) -> "TensorLocationSettings":
         """False keeps the tensors in Streaming Memory, off chip."""
-        if not isinstance(use, bool):
-            raise OptionError(
-                f"TensorLocationSettings.useOnChipStorage expects a bool, got {use!r}.")
-        self.on_chip = use
+        self.on_chip = _bool("useOnChipStorage", use)
         return self
 
     def minElementsForOffChip(self, min_elements: int) -> "TensorLocationSettings":
@@ -45,10 +50,7 @@ class TensorLocationSettings:
         """True shards the tensors across the replicas of a replicated model
         (replicationFactor > 1): each replica keeps 1/replicas of each. popsim
         shards the optimizer state (opts.TensorLocations.setOptimizerLocation)."""
-        if not isinstance(use, bool):
-            raise OptionError("TensorLocationSettings.useReplicatedTensorSharding expects a "
-                              f"bool, got {use!r}.")
-        self.replicated_tensor_sharding = use
+        self.replicated_tensor_sharding = _bool("useReplicatedTensorSharding", use)
         return self
 
     def minElementsForReplicatedTensorSharding(self, min_elements: int
@@ -57,6 +59,19 @@ class TensorLocationSettings:
         more than the memory they save)."""
         self.min_elements_for_sharding = _non_negative("minElementsForReplicatedTensorSharding",
                                                        min_elements)
+        return self
+
+    def useIOTilesToLoad(self, use: bool = True) -> "TensorLocationSettings":
+        """True streams the tensors in from Streaming Memory (off chip) through the IPU's
+        IO tiles (Options.TensorLocations.numIOTiles): beside the work before the op
+        that reads them, so the compute tiles only copy them over from the IO tiles."""
+        self.io_tiles_to_load = _bool("useIOTilesToLoad", use)
+        return self
+
+    def useIOTilesToStore(self, use: bool = True) -> "TensorLocationSettings":
+        """True streams the tensors out to Streaming Memory through the IO tiles: the
+        compute tiles copy them there and go on while they leave."""
+        self.io_tiles_to_store = _bool("useIOTilesToStore", use)
         return self
 
     def __eq__(self, other):
@@ -70,4 +85,8 @@ class TensorLocationSettings:
             text += ".useReplicatedTensorSharding(True)"
         if self.min_elements_for_sharding:
             text += f".minElementsForReplicatedTensorSharding({self.min_elements_for_sharding})"
+        if self.io_tiles_to_load:
+            text += ".useIOTilesToLoad(True)"
+        if self.io_tiles_to_store:
+            text += ".useIOTilesToStore(True)"
         return text

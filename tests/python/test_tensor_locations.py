@@ -17,9 +17,11 @@ FOUR = [popsim.Stage(f"B{i}").ipu(i - 1) for i in range(1, 5)]
 OFF_CHIP = popsim.TensorLocationSettings().useOnChipStorage(False)
 
 
-def train(location=None, steps=3, setter="setOptimizerLocation"):
+def train(location=None, steps=3, setter="setOptimizerLocation", io_tiles=0):
     torch.manual_seed(0)
     opts = popsim.Options().deviceIterations(2)
+    if io_tiles:
+        opts.TensorLocations.numIOTiles(io_tiles)
     opts.Training.gradientAccumulation(G)
     opts.setExecutionStrategy(popsim.PipelinedExecution(*FOUR))
     opts.Simulator.threadsPerIpu(1)
@@ -232,3 +234,55 @@ def test_settings_are_copied_and_shown():
         "activation_location": on_chip, "num_io_tiles": 0}
     assert opts.clone().TensorLocations.optimizer_location == popsim.TensorLocationSettings(
     ).useOnChipStorage(False)
+
+
+THROUGH_IO_TILES = (popsim.TensorLocationSettings().useOnChipStorage(False)
+                    .useIOTilesToLoad(True).useIOTilesToStore(True))
+
+
+@pytest.mark.timeout(120)
+def test_weights_streamed_through_io_tiles_cost_the_compute_tiles_only_their_copies(
+        on_chip_run):
+    _, on_model = on_chip_run
+    plain, plain_model = train(OFF_CHIP, steps=1, setter="setWeightLocation", io_tiles=64)
+    routed, routed_model = train(THROUGH_IO_TILES, steps=1, setter="setWeightLocation",
+                                 io_tiles=64)
+    for name, weight in on_model.state_dict().items():
+        assert torch.equal(weight, routed_model.state_dict()[name]), name
+        assert torch.equal(weight, plain_model.state_dict()[name]), name
+    trace = routed.executionTrace()
+    streaming = [e for e in trace.events if e["kind"] == "streaming"]
+    # Weights load before forward, backward and update tasks and store after updates,
+    # all through the IO tiles, beside the compute; the compute tiles copy them over.
+    assert streaming and all(e.get("io_tiles") for e in streaming)
+    assert not any(trace.occupies_ipu(e) for e in streaming)
+    copies = [e for e in trace.events if e["kind"] == "stream_copy" and e["task"][0] in "FBU"]
+    assert {e["task"][0] for e in copies} == {"F", "B", "U"}
+
+    def occupied(run, kinds):
+        return sum(e["end"] - e["start"] for e in run.executionTrace().events
+                   if e["kind"] in kinds and run.executionTrace().occupies_ipu(e))
+
+    # On the compute tiles, 4 bytes per IO tile and cycle against Streaming Memory's
+    # 8 GB/s and 3,000 cycles per transfer.
+    assert occupied(routed, ("streaming", "stream_copy")) < 0.2 * occupied(plain, ("streaming",))
+    assert trace.total_cycles < plain.executionTrace().total_cycles
+    for ipu, plain_ipu in zip(routed.memoryReport()["ipus"], plain.memoryReport()["ipus"]):
+        weights = plain_ipu["streaming_memory"]["weights"]
+        # Two buffers of what one task loads and of what one stores: the update loads
+        # and stores every weight of its IPU.
+        assert 2 * 2 * weights <= ipu["io_tiles"]["bytes"] <= ipu["io_tiles"]["capacity"]
+        assert ipu["streaming_memory"] == plain_ipu["streaming_memory"]
+
+
+def test_io_tile_streaming_needs_io_tiles():
+    with pytest.raises(popsim.OptionError,
+                       match=r"^TensorLocations\.setWeightLocation: useIOTilesToLoad\(True\) "
+                             r"streams the tensors through IO tiles, but none are set aside\. "
+                             r"Use Options\.TensorLocations\.numIOTiles\(n\)"):
+        train(THROUGH_IO_TILES, steps=1, setter="setWeightLocation")
+    assert repr(THROUGH_IO_TILES) == ("TensorLocationSettings().useOnChipStorage(False)"
+                                      ".useIOTilesToLoad(True).useIOTilesToStore(True)")
+    with pytest.raises(popsim.OptionError, match=r"^TensorLocationSettings\.useIOTilesToStore "
+                                                 r"expects a bool, got 1\."):
+        popsim.TensorLocationSettings().useIOTilesToStore(1)

@@ -158,5 +158,25 @@ TEST(SimulatedClockTest, OutputsThroughIoTilesLeaveBesideTheCompute) {
   EXPECT_EQ(call.timeline.back().part, EventPart::HostOutput);
 }
 
+TEST(SimulatedClockTest, StreamingMemoryLoadsThroughIoTilesWaitForTheIpusEarlierStores) {
+  Replay replay;
+  replay.tasks[0].computeCycles = 100;
+  replay.tasks[0].ioTileLoadCycles = 300;
+  replay.tasks[0].ioTileLoadCopyCycles = 5;
+  replay.tasks[0].ioTileStoreCycles = 200;
+  replay.tasks[0].ioTileStoreCopyCycles = 5;
+  replay.tasks[1].computeCycles = 100;
+  // F0 loads what it stored the micro-batch before, so each load waits for
+  // that store to leave: the link's load, copy, compute, copy and store
+  // follow each other, and the call ends when the last store has left.
+  const runtime::SimulatedCall call = replay.run(1, 0);
+  EXPECT_EQ(call.cycles, 3 * (300 + 5 + 100 + 5 + 200));
+  int onIoTiles = 0;
+  for (const runtime::TimelineEvent& event : call.timeline) {
+    onIoTiles += event.part == EventPart::StreamingMemory && event.ioTiles;
+  }
+  EXPECT_EQ(onIoTiles, 6);
+}
+
 } // namespace
 } // namespace popsim
