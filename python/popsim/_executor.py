@@ -328,11 +328,13 @@ class Executor:
 
     def __del__(self):
         # A training model dropped without destroy() still leaves its trained
-        # weights and optimizer state in the host model. (Errors are ignored:
-        # at interpreter exit, what this needs may already be gone.)
+        # weights and optimizer state in the host model, after any trace in
+        # progress (the garbage collector may drop it in the middle of one).
+        # (Errors are ignored: at interpreter exit, what this needs may already
+        # be gone.)
         try:
             if self._training:
-                self.destroy()
+                _tracing.unless_tracing(self.destroy)
         except Exception:
             pass
 

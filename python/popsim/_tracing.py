@@ -305,6 +305,28 @@ def _no_backward():
 # warning filters), so models
 # compiled from several threads trace one at a time.
 _TRACE_LOCK = threading.Lock()
+# Work put off until no model traces: a training model the garbage collector
+# drops during a trace copies its weights home (torch ops, which must not
+# join the trace or meet its dispatch mode), so it waits until the trace ends.
+_DEFERRED = []
+
+
+def unless_tracing(work) -> bool:
+    """Runs `work()` now, or after the trace in progress; True if deferred."""
+    if _TRACE_LOCK.locked():
+        _DEFERRED.append(work)
+        return True
+    work()
+    return False
+
+
+def _run_deferred():
+    while _DEFERRED:
+        work = _DEFERRED.pop(0)
+        try:
+            work()
+        except Exception:  # noqa: BLE001 - as __del__ would have ignored it
+            pass
 
 
 def trace(model, signature, micro_batch_tensors, training, module_scopes=False,
@@ -316,9 +338,12 @@ def trace(model, signature, micro_batch_tensors, training, module_scopes=False,
     frozen). With `module_scopes`, ops are named after their submodules.
     Float16 ops run in float32 underneath the trace (_half_tracing.py), as
     Precision.halfFloatCasting says for mixed operands."""
-    with _TRACE_LOCK:
-        return _trace(model, signature, micro_batch_tensors, training, module_scopes,
-                      downcast_mixed_floats)
+    try:
+        with _TRACE_LOCK:
+            return _trace(model, signature, micro_batch_tensors, training, module_scopes,
+                          downcast_mixed_floats)
+    finally:
+        _run_deferred()
 
 
 def _trace(model, signature, micro_batch_tensors, training, module_scopes,

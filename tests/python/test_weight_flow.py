@@ -186,6 +186,33 @@ def test_destroy_copies_weights_and_optimizer_state_home_and_training_resumes():
     pair.assert_host_matches_eager()
 
 
+def test_a_training_model_collected_during_another_trace_copies_its_weights_home_after_it():
+    import gc
+
+    model = Classifier()
+    eager = copy.deepcopy(model)
+    eager_optimizer = torch.optim.SGD(eager.parameters(), lr=0.01)  # popsim's default
+    trainer = popsim.trainingModel(WithLoss(model))
+    for x, labels in batches(2):
+        trainer(x, labels)
+        eager_optimizer.zero_grad()
+        F.cross_entropy(eager(x), labels).backward()
+        eager_optimizer.step()
+    weights = model.state_dict()  # the host model's tensors (their storage)
+    model.cycle = [trainer]  # a reference cycle: only the garbage collector frees the two
+    del trainer, model
+
+    class Collecting(nn.Module):
+        def forward(self, x):
+            gc.collect()  # drops the training model in the middle of this trace
+            return x * 2
+
+    popsim.inferenceModel(Collecting())(torch.ones(2, 3))
+    # The dropped model copied its trained weights home once the trace was over.
+    for name, expected in eager.state_dict().items():
+        assert_close(weights[name], expected)
+
+
 def test_set_optimizer_changes_the_learning_rate_without_recompiling():
     pair = Pair(lambda model: torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))
     data = batches(6)
