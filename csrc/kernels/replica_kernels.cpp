@@ -24,7 +24,9 @@ public:
         inputCount_(static_cast<size_t>(request.inputs[0].type.numel())),
         outputCount_(static_cast<size_t>(request.outputs[0].type.numel())),
         key_(request.node.attrs().getString("key")), ipu_(request.node.placement().ipu),
-        replicas_(request.node.attrs().getInt("replicas")), collectives_(request.collectives) {
+        replicas_(request.node.attrs().getInt("replicas")),
+        groupStride_(request.node.attrs().getInt("group_stride")),
+        collectives_(request.collectives) {
     if (kind_ == ir::OpKind::ReplicaReduceScatter || kind_ == ir::OpKind::ReplicaAllGather) {
       const size_t shard = kind_ == ir::OpKind::ReplicaReduceScatter ? outputCount_ : inputCount_;
       padded_.resize(shard * static_cast<size_t>(replicas_));
@@ -36,7 +38,11 @@ public:
     switch (kind_) {
     case ir::OpKind::ReplicaAllReduce:
       if (input_ != output_) std::memcpy(output_, input_, inputCount_ * sizeof(float));
-      replicas.allReduceSum(key_, ipu_, output_, outputCount_);
+      if (groupStride_ == 0) {
+        replicas.allReduceSum(key_, ipu_, output_, outputCount_);
+      } else {
+        replicas.allReduceSumInGroup(key_, ipu_, output_, outputCount_, replicas_, groupStride_);
+      }
       return;
     case ir::OpKind::ReplicaReduceScatter: {
       std::copy(input_, input_ + inputCount_, padded_.begin());
@@ -89,7 +95,8 @@ private:
   size_t outputCount_;
   std::string key_;
   int64_t ipu_;
-  int64_t replicas_;
+  int64_t replicas_;    // in the collective: all of them, or one group's
+  int64_t groupStride_; // 0: all the replicas; else a group's, as the op says
   ReplicaCollectives* const* collectives_;
   std::vector<float> padded_;
 };

@@ -73,7 +73,10 @@ private:
 
 // The attributes of a collective op across the job's replicas, paired by `key`.
 inline ir::Attributes collectiveAttrs(const TrainingConfig& config, const std::string& key) {
-  return {{"key", key}, {"replicas", config.replicas}, {"system_ipus", config.systemIpus}};
+  return {{"key", key},
+          {"replicas", config.replicas},
+          {"system_ipus", config.systemIpus},
+          {"group_stride", int64_t{0}}};
 }
 
 } // namespace popsim::passes::training

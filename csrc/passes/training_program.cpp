@@ -94,9 +94,20 @@ sumAcrossReplicas(ir::Graph& graph, const TrainingConfig& config,
     if (grad == grads.end()) continue;
     const ir::Placement where = inPhase(placementOf(param), ir::Phase::GradientNorm);
     const bool sharded = isSharded(config, param);
+    ir::Attributes attrs = collectiveAttrs(config, param->name());
+    const auto grouped = config.groupedParameters.find(param->name());
+    if (grouped != config.groupedParameters.end()) {
+      const auto [size, stride] = grouped->second;
+      if (size == 1) { // each replica trains its own
+        reduced[param] = grad->second;
+        continue;
+      }
+      attrs.set("replicas", size);
+      attrs.set("group_stride", stride);
+    }
     reduced[param] =
         addNode(graph, sharded ? ir::OpKind::ReplicaReduceScatter : ir::OpKind::ReplicaAllReduce,
-                {grad->second}, collectiveAttrs(config, param->name()), where.phase, where)
+                {grad->second}, attrs, where.phase, where)
             ->output();
   }
   return reduced;

@@ -2,6 +2,7 @@
 
 #include "ir/graph.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,12 @@ struct TrainingConfig {
   // shard of the weight from its shard of the summed gradient
   // (reduce-scatter); the updated shards are then gathered into the weight.
   std::vector<std::string> shardedParameters;
+  // Replica-grouped parameters (PopTorch's replicaGrouping), by name: (group
+  // size, stride). Each step sums their gradient within the replica's group
+  // only, neighbours (stride 1) or every stride-th replica; a group of one
+  // keeps its own gradient. gradientScale still divides by all the replicas
+  // for a mean, as PopART's Post strategy does.
+  std::map<std::string, std::pair<int64_t, int64_t>> groupedParameters;
   // Loss scaling (the optimizers' loss_scaling): the loss's gradient is this
   // factor rather than 1, so that small float16 gradients stay
   // representable. A constant factor is divided out by the updates (the

@@ -14,6 +14,10 @@ public:
   void allReduceSum(const std::string& key, int64_t ipu, float* data, size_t count) override {
     group_->allReduceSum(index_, key, ipu, data, count);
   }
+  void allReduceSumInGroup(const std::string& key, int64_t ipu, float* data, size_t count,
+                           int64_t groupSize, int64_t stride) override {
+    group_->allReduceSumInGroup(index_, key, ipu, data, count, groupSize, stride);
+  }
   int64_t replicaIndex() const override { return group_->firstIndex() + index_; }
 
 private:
@@ -58,20 +62,39 @@ void ReplicaGroup::throwAborted(const std::string& key, int64_t replica) const {
 
 void ReplicaGroup::allReduceSum(int64_t replica, const std::string& key, int64_t ipu, float* data,
                                 size_t count) {
+  meet(replica, key, key, ipu, replicas_, replica, data, count, true);
+}
+
+void ReplicaGroup::allReduceSumInGroup(int64_t replica, const std::string& key, int64_t ipu,
+                                       float* data, size_t count, int64_t groupSize,
+                                       int64_t stride) {
+  POPSIM_ASSERT(!crossProcess_ && groupSize >= 1 && replicas_ % groupSize == 0 &&
+                    (stride == 1 || stride * groupSize == replicas_),
+                "groups of ", groupSize, " replicas with stride ", stride, " among ", replicas_,
+                " replicas of one process.");
+  // Consecutive: replicas g k .. g k + k - 1; with a stride m: g, g + m, ...
+  const int64_t group = stride == 1 ? replica / groupSize : replica % stride;
+  const int64_t position = stride == 1 ? replica % groupSize : replica / stride;
+  meet(replica, key, strCat(key, "#group", group), ipu, groupSize, position, data, count, false);
+}
+
+void ReplicaGroup::meet(int64_t replica, const std::string& key, const std::string& meetingKey,
+                        int64_t ipu, int64_t participants, int64_t position, float* data,
+                        size_t count, bool acrossProcesses) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (aborted_) throwAborted(key, replica);
-  Meeting& meeting = meetings_[{key, ipu}];
+  Meeting& meeting = meetings_[{meetingKey, ipu}];
   if (meeting.buffers.empty()) {
-    meeting.buffers.assign(static_cast<size_t>(replicas_), nullptr);
+    meeting.buffers.assign(static_cast<size_t>(participants), nullptr);
     meeting.count = count;
   }
-  POPSIM_ASSERT(meeting.count == count && meeting.buffers[static_cast<size_t>(replica)] == nullptr,
+  POPSIM_ASSERT(meeting.count == count && meeting.buffers[static_cast<size_t>(position)] == nullptr,
                 "replica ", replica, " reduced '", key, "' twice or with another size.");
-  meeting.buffers[static_cast<size_t>(replica)] = data;
-  if (++meeting.arrived == replicas_) {
+  meeting.buffers[static_cast<size_t>(position)] = data;
+  if (++meeting.arrived == participants) {
     lock.unlock(); // the others wait for `summed`; other meetings go on
     try {
-      sumArrived(meeting, key, ipu);
+      sumArrived(meeting, key, ipu, acrossProcesses);
     } catch (const std::exception& error) {
       abort(error.what());
       throw;
@@ -84,10 +107,11 @@ void ReplicaGroup::allReduceSum(int64_t replica, const std::string& key, int64_t
     if (!meeting.summed) throwAborted(key, replica);
   }
   std::memcpy(data, meeting.sum.data(), count * sizeof(float));
-  if (++meeting.left == replicas_) meetings_.erase({key, ipu});
+  if (++meeting.left == participants) meetings_.erase({meetingKey, ipu});
 }
 
-void ReplicaGroup::sumArrived(Meeting& meeting, const std::string& key, int64_t ipu) {
+void ReplicaGroup::sumArrived(Meeting& meeting, const std::string& key, int64_t ipu,
+                              bool acrossProcesses) {
   // Only this thread touches the meeting's sum until `summed` is set.
   meeting.sum.assign(meeting.buffers[0], meeting.buffers[0] + meeting.count);
   for (size_t replica = 1; replica < meeting.buffers.size(); ++replica) {
@@ -95,7 +119,7 @@ void ReplicaGroup::sumArrived(Meeting& meeting, const std::string& key, int64_t 
     for (size_t i = 0; i < meeting.count; ++i)
       meeting.sum[i] += buffer[i];
   }
-  if (crossProcess_) crossProcess_(key, ipu, meeting.sum.data(), meeting.count);
+  if (acrossProcesses && crossProcess_) crossProcess_(key, ipu, meeting.sum.data(), meeting.count);
 }
 
 } // namespace popsim::runtime

@@ -55,7 +55,14 @@ private:
   };
   void allReduceSum(int64_t replica, const std::string& key, int64_t ipu, float* data,
                     size_t count);
-  void sumArrived(Meeting& meeting, const std::string& key, int64_t ipu);
+  void allReduceSumInGroup(int64_t replica, const std::string& key, int64_t ipu, float* data,
+                           size_t count, int64_t groupSize, int64_t stride);
+  // Replica `replica` brings `data` to the meeting `meetingKey` of
+  // `participants`, at `position` among them; returns with their sum.
+  void meet(int64_t replica, const std::string& key, const std::string& meetingKey, int64_t ipu,
+            int64_t participants, int64_t position, float* data, size_t count,
+            bool acrossProcesses);
+  void sumArrived(Meeting& meeting, const std::string& key, int64_t ipu, bool acrossProcesses);
   [[noreturn]] void throwAborted(const std::string& key, int64_t replica) const;
 
   const int64_t replicas_;

@@ -41,6 +41,7 @@ from popsim.enums import (
     OverlapMode,
     ReductionType,
     SyncPattern,
+    VariableRetrievalMode,
 )
 from popsim.errors import (
     CompilationError,
@@ -166,4 +167,5 @@ __all__ = [
     "TensorLocationSettings",
     "trainingModel",
     "UnsupportedOperationError",
+    "VariableRetrievalMode",
 ]

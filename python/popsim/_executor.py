@@ -27,8 +27,8 @@ from typing import Any, NamedTuple, Optional
 import torch
 
 from popsim import (_C, _anchors, _compilation, _executable_file, _hooks, _host_sync,
-                    _optimizer_state, _process_group, _replication, _structure, _tracing,
-                    _training, _training_registry, _weights)
+                    _optimizer_state, _process_group, _replica_grouping, _replication,
+                    _structure, _tracing, _training, _training_registry, _weights)
 from popsim._logging import LOGGER
 from popsim.enums import ConnectionType, OutputMode
 from popsim.errors import ExecutableFileError, InputError, OptionError
@@ -116,6 +116,10 @@ class Executor:
             _training.optimizer_kind(optimizer)  # fails early for unsupported optimizers
             self._record = _training_registry.register(model, self)
         self._optimizer = optimizer
+        # Replica-grouped parameters (PopTorch's attribute): name -> (CommGroupType,
+        # shards, VariableRetrievalMode), set with ipu_model.<param>.replicaGrouping.
+        self.per_replica_params = {}
+        self._groupings = {}  # the compiled program's (_replica_grouping.Grouping by name)
         self._profile_writer = None  # kept across recompilations: same profile directory
         self._warned_float64 = False  # float64 inputs converted: said once per model
         self._reported_attributes = set()  # optimizer attributes popsim does not use, said once
@@ -187,7 +191,20 @@ class Executor:
         model = self.__dict__.get("_user_model")
         if model is None or (name.startswith("__") and name.endswith("__")):
             raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
-        return getattr(model, name)
+        value = getattr(model, name)
+        if isinstance(value, torch.nn.Parameter):
+            # ipu_model.weight.replicaGrouping(...), as PopTorch's parameters offer it
+            # (for this executor: the latest access through an executor decides).
+            value.replicaGrouping = value.perReplica = _replica_grouping.GroupingHandle(
+                self, name)
+        return value
+
+    def _set_replica_grouping(self, name, setting):
+        if self._executable is not None:
+            raise OptionError(f"replicaGrouping of '{name}': the model has compiled already; "
+                              "set groupings before it first runs or compiles (or destroy() "
+                              "it first).")
+        self.per_replica_params[name] = setting
 
     @property  # type: ignore[misc]
     def __class__(self):
@@ -586,8 +603,12 @@ class Executor:
             self._seen_training = self._sync_trainers_to_host()
         # The shallow copy has its own top-level flag: the user's model says.
         self._model.training = self._user_model.training
-        imported = _compilation.import_call(self._model, self._options, self._training, args,
-                                            kwargs, lambda: progress.phase("import"))
+        groupings = _replica_grouping.plan(self.per_replica_params,
+                                           dict(self._user_model.named_parameters()),
+                                           self._options, self._training)
+        with _replica_grouping.traced_with_first_group(self._user_model, groupings):
+            imported = _compilation.import_call(self._model, self._options, self._training,
+                                                args, kwargs, lambda: progress.phase("import"))
         graph, signature = imported.graph, imported.signature
         self._float32_buffers = imported.float32_buffers
         options = _compilation.compile_options(self._options, graph, self._training,
@@ -600,6 +621,8 @@ class Executor:
             _training.check_group_attributes(self._optimizer, self._options,
                                              self._reported_attributes)
             config = binding.config(self._options)
+            _replica_grouping.check_no_clipping(groupings, binding.max_grad_norm)
+            config.grouped_parameters = _replica_grouping.training_groups(groupings)
             config.system_ipus = options.num_ipus * config.replicas
             options.training = config
         self._plan_anchors(options)
@@ -631,6 +654,11 @@ class Executor:
                 _weights.host_weights(self._model, executable.weight_names()))
         if binding is not None and isinstance(executable, _replication.ReplicatedExecutable):
             executable.shard_states(binding.sharded_states(self._options))
+        self._groupings = groupings
+        if groupings:
+            executable.group_variables(
+                {variable: grouping.groups for name, grouping in groupings.items()
+                 for variable in [name] + (binding.parameter_states(name) if binding else [])})
         self._upload_weights()
         if binding is not None:
             executable.write_variables(binding.initial_state(executable))

@@ -111,6 +111,8 @@ class ReplicatedExecutable:
         self._output_slots = output_slots  # (output index, outputs) -> returned slots
         self._across_processes = broadcast_across_processes
         self._sharded: Dict[str, torch.Size] = {}  # sharded state: its whole shape
+        # Replica-grouped variables: the group of each replica, by name.
+        self._grouped: Dict[str, List[int]] = {}
         # Where each replica's random counter starts (draw_apart): the host
         # reads and writes the counter as replica 0 of process 0 would see it.
         self._counter_offsets = [0] * len(executables)
@@ -160,20 +162,36 @@ class ReplicatedExecutable:
         sharding), by their whole shape: reads gather them, writes split them."""
         self._sharded = dict(shapes)
 
+    def group_variables(self, groups: Dict[str, List[int]]) -> None:
+        """Declares replica-grouped variables (replicaGrouping), with the group
+        of each replica: writes give each replica its group's row, reads join
+        the first replica of each group's value along a new first dimension."""
+        self._grouped = dict(groups)
+
     def write_variables(self, values: Dict[str, torch.Tensor]) -> None:
-        whole = {name: value for name, value in values.items() if name not in self._sharded}
+        whole = {name: value for name, value in values.items()
+                 if name not in self._sharded and name not in self._grouped}
         sharded = {name: value for name, value in values.items() if name in self._sharded}
+        grouped = {name: value for name, value in values.items() if name in self._grouped}
         counter = whole.pop(_C.RANDOM_COUNTER_NAME, None)
         for index, executable in enumerate(self._replicas):
             own = {name: _shard(value, self._first + index, self._job_replicas)
                    for name, value in sharded.items()}
+            own.update({name: value[self._grouped[name][index]]
+                        for name, value in grouped.items()})
             if counter is not None:
                 own[_C.RANDOM_COUNTER_NAME] = counter + self._counter_offsets[index]
             executable.write_variables({**whole, **own})
 
     def read_variables(self, names: Sequence[str]) -> Dict[str, torch.Tensor]:
         values = self._replicas[0].read_variables(
-            [name for name in names if name not in self._sharded])
+            [name for name in names if name not in self._sharded and name not in self._grouped])
+        for name in names:
+            if name in self._grouped:
+                groups = self._grouped[name]
+                firsts = [groups.index(group) for group in range(max(groups) + 1)]
+                values[name] = torch.stack(
+                    [self._replicas[r].read_variables([name])[name] for r in firsts])
         if _C.RANDOM_COUNTER_NAME in values:
             values[_C.RANDOM_COUNTER_NAME] -= self._counter_offsets[0]
         sharded = [name for name in names if name in self._sharded]

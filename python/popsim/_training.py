@@ -236,6 +236,15 @@ class OptimizerBinding:
         return {name: param.shape for params in self.groups for name, param in params
                 if param.numel() >= settings.min_elements_for_sharding}
 
+    def parameter_states(self, name):
+        """The device state names of one parameter: its optimizer state and its
+        gradient accumulator (when there is one)."""
+        for index, params in enumerate(self.groups):
+            if any(param_name == name for param_name, _ in params):
+                keys = list(state_names(self.kind, self.flags[index])) + ["accumulator"]
+                return [_C.parameter_state_name(name, key) for key in keys]
+        return []
+
     def sharded_states(self, options):
         """{device state name: parameter shape} of the sharded optimizer state."""
         shapes = self.sharded_shapes(options)

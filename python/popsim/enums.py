@@ -138,15 +138,27 @@ class MultiConvPlanType(enum.IntEnum):
 
 class CommGroupType(enum.IntEnum):
     """How replicas form groups (PopTorch's ``CommGroupType``), for
-    ``Options.inputReplicaGrouping``: ``All`` replicas in one group,
-    ``Consecutive`` groups of neighbouring replicas (0 1 | 2 3),
-    ``Orthogonal`` groups that take one replica from each run of neighbours
-    (0 2 | 1 3), or ``Ungrouped`` (each replica alone)."""
+    ``Options.inputReplicaGrouping`` and replica-grouped parameters
+    (``replicaGrouping``): ``All`` replicas in one group, ``Consecutive``
+    groups of neighbouring replicas (0 1 | 2 3), ``Orthogonal`` groups that
+    take one replica from each run of neighbours (0 2 | 1 3), or
+    ``Ungrouped`` (PopTorch's ``NoGrouping``: each replica alone)."""
 
     All = 0
     Consecutive = 1
     Orthogonal = 2
     Ungrouped = 3
+    NoGrouping = 3
+
+
+class VariableRetrievalMode(enum.IntEnum):
+    """Which values of a replica-grouped parameter the host reads back
+    (PopTorch's ``VariableRetrievalMode``): ``OnePerGroup``, the first
+    replica of each group's. popsim refuses ``AllReplicas`` (a row per
+    replica): every replica of a group holds the same value."""
+
+    OnePerGroup = 0
+    AllReplicas = 2
 
 
 class OverlapMode(enum.Enum):

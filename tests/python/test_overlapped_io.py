@@ -155,9 +155,9 @@ def test_buffers_that_overflow_the_io_tiles_are_out_of_memory():
     executor = popsim.inferenceModel(Wide(), sharded(io_tiles=32, iterations=2))
     with pytest.raises(popsim.OutOfMemoryError,
                        match=r"^Out of memory on the IO tiles of IPU 0: the inputs and outputs "
-                             r"that stream through them .* need 33,554,432 bytes \(32\.00 MiB\) but "
-                             r"its 32 IO tiles have 20,447,232 bytes \(19\.50 MiB\)\. Set aside "
-                             r"more with "
+                             r"that stream through them .* need 33,554,432 bytes "
+                             r"\(32\.00 MiB\) but its 32 IO tiles have 20,447,232 bytes "
+                             r"\(19\.50 MiB\)\. Set aside more with "
                              r"Options\.TensorLocations\.numIOTiles"):
         executor(x)
 

@@ -8,8 +8,13 @@ namespace {
 // under the same `key`, which pairs their contributions. `replicas` counts
 // them; `system_ipus` (all the job's IPUs) tells the cost model whether the
 // ring leaves the chassis.
+// `group_stride` 0 pairs all the replicas; a replica_all_reduce of a
+// replica-grouped variable sums within groups of `replicas` replicas instead:
+// neighbours (stride 1) or every stride-th replica.
 void checkReplicas(const TensorType& input, const Attributes& attrs, const char* op) {
   requireFloat(input, std::string(op) + "'s input");
+  POPSIM_CHECK(attrs.getInt("group_stride") >= 0, ErrorKind::Compilation, op, ": group_stride ",
+               attrs.getInt("group_stride"), " is negative.");
   POPSIM_CHECK(attrs.getInt("replicas") >= 2, ErrorKind::Compilation, op,
                " needs at least 2 replicas, got ", attrs.getInt("replicas"), ".");
   POPSIM_CHECK(attrs.getInt("system_ipus") >= attrs.getInt("replicas"), ErrorKind::Compilation, op,
@@ -57,8 +62,10 @@ std::vector<TensorType> inferAllGather(const std::vector<TensorType>& inputs,
   return {whole};
 }
 
-const std::vector<AttrSpec> kCollectiveAttrs = {
-    {"key", AttrType::String}, {"replicas", AttrType::Int}, {"system_ipus", AttrType::Int}};
+const std::vector<AttrSpec> kCollectiveAttrs = {{"key", AttrType::String},
+                                                {"replicas", AttrType::Int},
+                                                {"system_ipus", AttrType::Int},
+                                                {"group_stride", AttrType::Int}};
 
 } // namespace
 

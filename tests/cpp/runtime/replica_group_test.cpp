@@ -68,6 +68,26 @@ TEST(ReplicaGroupTest, KeysAndIpusMeetSeparatelyAndTheCrossProcessSumRunsOnce) {
   EXPECT_EQ(crossProcessCalls, 2);
 }
 
+TEST(ReplicaGroupTest, GroupedVariablesSumWithinTheirGroupOnly) {
+  constexpr int kReplicas = 4;
+  auto group = std::make_shared<ReplicaGroup>(kReplicas);
+  // Replica r holds r + 1. Consecutive groups of 2 are {0, 1} and {2, 3};
+  // groups of 2 with stride 2 (Orthogonal) are {0, 2} and {1, 3}.
+  for (const auto& [stride, sums] :
+       std::vector<std::pair<int64_t, std::vector<float>>>{{1, {3, 3, 7, 7}}, {2, {4, 6, 4, 6}}}) {
+    std::vector<float> data = {1, 2, 3, 4};
+    std::vector<std::thread> threads;
+    for (int r = 0; r < kReplicas; ++r) {
+      threads.emplace_back([&, r, stride = stride] {
+        group->member(r)->allReduceSumInGroup("w", 0, &data[static_cast<size_t>(r)], 1, 2, stride);
+      });
+    }
+    for (auto& thread : threads)
+      thread.join();
+    EXPECT_EQ(data, sums) << "stride " << stride;
+  }
+}
+
 TEST(ReplicaGroupTest, AFailedReplicaStopsTheWaitingOnesUntilReset) {
   auto group = std::make_shared<ReplicaGroup>(2);
   std::vector<float> value = {1};

@@ -1,0 +1,176 @@
+"""Replica-grouped variables (PopTorch's ``replicaGrouping``): a parameter
+whose replicas form groups, each group with a value of its own.
+
+``ipu_model.<parameter>.replicaGrouping(CommGroupType, shards, mode)`` (or
+``ipu_model.per_replica_params[name] = (CommGroupType, shards, mode)``)
+before the model compiles. The host parameter then holds one value per group
+along a new leading dimension; the model is traced with group 0's value (so
+``forward`` sees one group's shape), replica r receives its group's row, and
+in training each step sums the parameter's gradient within the group only
+(a group of one keeps its own), still divided by every replica for a mean,
+as PopART's Post strategy does. The host reads the first replica of each
+group back (``VariableRetrievalMode.OnePerGroup``); optimizer state follows
+its parameter.
+"""
+
+import contextlib
+import weakref
+from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
+
+import torch
+
+from popsim._logging import LOGGER
+from popsim.enums import CommGroupType, MeanReductionStrategy, ReductionType
+from popsim.enums import VariableRetrievalMode
+from popsim.errors import OptionError
+
+
+class Grouping(NamedTuple):
+    """One parameter's groups: the group of each replica of this process and,
+    for the training program, the replicas per group and their stride (1:
+    neighbours; m: every m-th replica)."""
+    groups: List[int]
+    size: int
+    stride: int
+
+    @property
+    def group_count(self) -> int:
+        return max(self.groups) + 1
+
+
+def grouping_of(name: str, setting, replicas: int) -> Grouping:
+    """The groups `setting` = (CommGroupType, shards, VariableRetrievalMode)
+    makes among `replicas`; an OptionError names the parameter otherwise."""
+    where = f"replicaGrouping of '{name}'"
+    if not isinstance(setting, tuple) or len(setting) != 3:
+        raise OptionError(f"{where}: expected (CommGroupType, shards, VariableRetrievalMode), "
+                          f"got {setting!r}.")
+    kind, shards, mode = setting
+    if not isinstance(kind, CommGroupType):
+        raise OptionError(f"{where}: expected a popsim.CommGroupType, got {kind!r}.")
+    if not isinstance(mode, VariableRetrievalMode):
+        raise OptionError(f"{where}: expected a popsim.VariableRetrievalMode, got {mode!r}.")
+    if mode != VariableRetrievalMode.OnePerGroup:
+        raise OptionError(
+            f"{where}: VariableRetrievalMode.{mode.name} is not available in popsim, which "
+            "reads one value per group back (the first replica's: every replica of a group "
+            "holds the same). Use VariableRetrievalMode.OnePerGroup.")
+    if isinstance(shards, bool) or not isinstance(shards, int) or shards < 0:
+        raise OptionError(f"{where}: shards (replicas per group) must be a non-negative int, "
+                          f"got {shards!r}.")
+    if kind == CommGroupType.All:
+        return Grouping([0] * replicas, replicas, 1)
+    if kind == CommGroupType.Ungrouped:
+        return Grouping(list(range(replicas)), 1, 1)
+    if shards == 0 or replicas % shards != 0:
+        raise OptionError(
+            f"{where}: CommGroupType.{kind.name} groups of {shards} replicas must divide "
+            f"replicationFactor ({replicas}). Choose a group size that divides it.")
+    count = replicas // shards
+    if kind == CommGroupType.Consecutive:
+        return Grouping([r // shards for r in range(replicas)], shards, 1)
+    return Grouping([r % count for r in range(replicas)], shards, count)
+
+
+def plan(settings: Dict[str, tuple], parameters: Dict[str, torch.Tensor], options,
+         training: bool) -> Dict[str, Grouping]:
+    """The groupings of the named parameters with more than one group, checked
+    against the parameters and options."""
+    replicas = options.replication_factor
+    groupings = {}
+    for name, setting in settings.items():
+        if name not in parameters:
+            LOGGER.warning("replicaGrouping names '%s', which is not a parameter of the "
+                           "model; it has no effect.", name)
+            continue
+        grouping = grouping_of(name, setting, replicas)
+        if grouping.group_count == 1:
+            continue  # one value for every replica: an ordinary parameter
+        if options.Distributed.numProcesses > 1:
+            raise OptionError(
+                f"replicaGrouping of '{name}': popsim groups the replicas of one process, and "
+                f"this job has {options.Distributed.numProcesses} processes. Run one process "
+                "with the whole replicationFactor.")
+        shape, groups = list(parameters[name].shape), grouping.group_count
+        if not shape or shape[0] != groups:
+            raise OptionError(
+                f"replicaGrouping of '{name}': its {groups} groups need one value each, along a "
+                f"leading dimension of {groups}, but the parameter's shape is {shape}."
+                + (" Scalars cannot be per-replica weights." if not shape else ""))
+        if training:
+            _check_training(name, options)
+        groupings[name] = grouping
+    return groupings
+
+
+def _check_training(name: str, options) -> None:
+    training = options.Training
+    if (training.accumulation_and_replication_reduction_type == ReductionType.Mean
+            and training.mean_reduction_strategy == MeanReductionStrategy.Running
+            and training.gradient_accumulation > 1):
+        raise OptionError(
+            f"replicaGrouping of '{name}': popsim reduces grouped gradients as PopART's Post "
+            "strategy does (a sum within the group, divided by every replica), not Running. "
+            "Use MeanReductionStrategy.Post.")
+    if options.TensorLocations.optimizer_location.replicated_tensor_sharding:
+        raise OptionError(
+            f"replicaGrouping of '{name}': replicated tensor sharding spreads the optimizer "
+            "state over every replica, which a grouped parameter's groups do not share. Turn "
+            "sharding off or the grouping.")
+
+
+def check_no_clipping(groupings: Dict[str, Grouping], max_grad_norm: Optional[float]) -> None:
+    if groupings and max_grad_norm is not None and max_grad_norm > 0:
+        raise OptionError(
+            f"max_grad_norm with replicaGrouping ({', '.join(sorted(groupings))}): each group's "
+            "gradients differ, so the global norm would differ from replica to replica and "
+            "ungrouped weights would drift apart. Clip without replica-grouped parameters.")
+
+
+def training_groups(groupings: Dict[str, Grouping]) -> Dict[str, Tuple[int, int]]:
+    """TrainingConfig.grouped_parameters: (replicas per group, stride)."""
+    return {name: (g.size, g.stride) for name, g in groupings.items()}
+
+
+def _owner(model: torch.nn.Module, name: str) -> Tuple[torch.nn.Module, str]:
+    path, _, attribute = name.rpartition(".")
+    return (model.get_submodule(path) if path else model), attribute
+
+
+@contextlib.contextmanager
+def traced_with_first_group(model: torch.nn.Module,
+                            groupings: Dict[str, Grouping]) -> Iterator[None]:
+    """While tracing, each grouped parameter is its first group's value."""
+    originals = []
+    try:
+        for name in groupings:
+            module, attribute = _owner(model, name)
+            original = module._parameters[attribute]
+            assert original is not None, name  # plan() found it among the parameters
+            originals.append((module, attribute, original))
+            module._parameters[attribute] = torch.nn.Parameter(
+                original.detach()[0].clone(), requires_grad=original.requires_grad)
+        yield
+    finally:
+        for module, attribute, original in reversed(originals):
+            module._parameters[attribute] = original
+
+
+class GroupingHandle:
+    """What ``ipu_model.<parameter>`` offers beside the parameter itself:
+    ``replicaGrouping(comm_group_type, shards, variable_retrieval_mode)``
+    (and PopTorch's older spelling ``perReplica``), which records the
+    grouping in the executor's ``per_replica_params``."""
+
+    def __init__(self, executor, name: str):
+        self._executor = weakref.ref(executor)  # the parameter must not keep it alive
+        self._name = name
+
+    def __call__(self, comm_group_type: CommGroupType, shards: int,
+                 variable_retrieval_mode: VariableRetrievalMode) -> None:
+        executor = self._executor()
+        if executor is None:
+            raise OptionError(f"replicaGrouping of '{self._name}': the model it was read "
+                              "from no longer exists.")
+        executor._set_replica_grouping(
+            self._name, (comm_group_type, shards, variable_retrieval_mode))
