@@ -77,9 +77,9 @@ SHARDED = MODEL + textwrap.dedent("""
     for x, labels in global_batches(3, 32):
         part = slice(process * 16, (process + 1) * 16)
         trainer(x[part], labels[part])
-    trainer.copyWeightsToHost()  # in every process: the state's shards are gathered
-    state = {f"{name}.{key}": value for name, param in model.named_parameters()
-             for key, value in optimizer.state[param].items()}
+    trainer.copyWeightsToHost()
+    # In every process: state_dict() gathers the state's shards from all of them.
+    state = optimizer.state_dict()["state"]
     torch.save({"weights": model.state_dict(), "state": state,
                 "state_bytes": trainer.memoryReport()["ipus"][0]["categories"][
                     "optimizer state"]["bytes"]}, sys.argv[1] + f".{process}")
@@ -115,25 +115,37 @@ def clean_environment(**extra):
     return environment
 
 
-def test_two_processes_train_as_one_process_on_the_global_batch(tmp_path):
-    script = tmp_path / "trainer.py"
-    script.write_text(TRAINER)
-    weights = tmp_path / "weights.pt"
-    command = torchrun_command(2, tmp_path / "logs", script, weights)
+def run_two_processes(tmp_path, source):
+    """Runs `source` in 2 processes under torchrun; returns what each saved."""
+    script = tmp_path / "job.py"
+    script.write_text(source)
+    saved = tmp_path / "saved.pt"
+    command = torchrun_command(2, tmp_path / "logs", script, saved)
     result = subprocess.run(command, env=clean_environment(), capture_output=True, text=True,
                             timeout=240, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
+    return [torch.load(f"{saved}.{process}") for process in range(2)]
 
+
+def one_process(make_optimizer):
+    """The same model trained in this process on every sample: (the model's
+    namespace, the model, its optimizer)."""
     namespace = {}
-    exec(MODEL, namespace)  # the same model, trained in this process on every sample
+    exec(MODEL, namespace)
     torch.manual_seed(100)
     model = namespace["Classifier"]()
-    trainer = popsim.trainingModel(model, popsim.Options(), popsim.optim.SGD(
-        model.parameters(), lr=0.1, momentum=0.9))
+    optimizer = make_optimizer(model)
+    trainer = popsim.trainingModel(model, popsim.Options(), optimizer)
     for x, labels in namespace["global_batches"](3, 32):
         trainer(x, labels)
     trainer.copyWeightsToHost()
-    first, second = (torch.load(f"{weights}.{p}") for p in range(2))
+    return namespace, model, optimizer
+
+
+def test_two_processes_train_as_one_process_on_the_global_batch(tmp_path):
+    first, second = run_two_processes(tmp_path, TRAINER)
+    namespace, model, _ = one_process(lambda model: popsim.optim.SGD(
+        model.parameters(), lr=0.1, momentum=0.9))
     for name, expected in model.state_dict().items():
         assert torch.equal(first[name], second[name]), name
         if name == "last_mean":  # process 0, step 1 of 2, replica 0: rows 8 to 11
@@ -146,41 +158,28 @@ def test_optimizer_state_sharded_across_processes_trains_as_the_whole_state(tmp_
     """2 processes x 2 replicas each hold a quarter of Adam's state (replicated
     tensor sharding): the weights and the state gathered on the host equal one
     process's, unsharded, on the global batch."""
-    script = tmp_path / "sharded.py"
-    script.write_text(SHARDED)
-    saved = tmp_path / "sharded.pt"
-    command = torchrun_command(2, tmp_path / "logs", script, saved)
-    result = subprocess.run(command, env=clean_environment(), capture_output=True, text=True,
-                            timeout=240, check=False)
-    assert result.returncode == 0, result.stderr[-3000:]
-
-    namespace = {}
-    exec(MODEL, namespace)
-    torch.manual_seed(100)
-    model = namespace["Classifier"]()
-    optimizer = popsim.optim.Adam(model.parameters(), lr=0.01)
-    trainer = popsim.trainingModel(model, popsim.Options(), optimizer)
-    for x, labels in namespace["global_batches"](3, 32):
-        trainer(x, labels)
-    trainer.copyWeightsToHost()
-    first, second = (torch.load(f"{saved}.{p}") for p in range(2))
+    first, second = run_two_processes(tmp_path, SHARDED)
+    namespace, model, optimizer = one_process(
+        lambda model: popsim.optim.Adam(model.parameters(), lr=0.01))
     for name, expected in model.state_dict().items():
         assert torch.equal(first["weights"][name], second["weights"][name]), name
         if name != "last_mean":
             assert_close(first["weights"][name], expected, msg=lambda m, n=name: f"{n}: {m}")
-    for name, param in model.named_parameters():
-        for key, expected in optimizer.state[param].items():
-            for saved_state in (first["state"], second["state"]):
-                assert_close(saved_state[f"{name}.{key}"], expected)
+    expected_state = optimizer.state_dict()["state"]
+    assert len(expected_state) == 4 and all("exp_avg" in s for s in expected_state.values())
+    for index, keys in expected_state.items():
+        for key, expected in keys.items():
+            for saved in (first, second):
+                assert_close(saved["state"][index][key], expected)
     # The shards are the job's quarters (as with 4 replicas in one process), not halves.
     options = popsim.Options().replicationFactor(4)
     options.TensorLocations.setOptimizerLocation(
         popsim.TensorLocationSettings().useReplicatedTensorSharding(True))
     network = namespace["Classifier"]()
-    one_process = popsim.trainingModel(network, options,
-                                       popsim.optim.Adam(network.parameters(), lr=0.01))
-    one_process.compile(*namespace["global_batches"](1, 4)[0])
-    quarters = one_process.memoryReport()["ipus"][0]["categories"]["optimizer state"]["bytes"]
+    four_replicas = popsim.trainingModel(network, options,
+                                         popsim.optim.Adam(network.parameters(), lr=0.01))
+    four_replicas.compile(*namespace["global_batches"](1, 4)[0])
+    quarters = four_replicas.memoryReport()["ipus"][0]["categories"]["optimizer state"]["bytes"]
     assert first["state_bytes"] == second["state_bytes"] == quarters
 
 
