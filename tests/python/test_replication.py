@@ -258,10 +258,14 @@ def test_sharded_optimizer_state_trains_as_the_whole_state(optimizer, args):
     whole, whole_optim, whole_trainer = sharded_run(False, optimizer, **args)
     sharded, sharded_optim, trainer = sharded_run(True, optimizer, **args)
     assert_same_weights(sharded, whole)
-    # The optimizer's state comes home whole, gathered from the replicas' shards.
-    for param, expected in zip(sharded.parameters(), whole.parameters()):
-        for key, value in whole_optim.state[expected].items():
-            assert_close(sharded_optim.state[param][key], value)
+    # The optimizer's state comes home whole, gathered from the replicas' shards
+    # (state_dict() reads it from the device).
+    whole_state = whole_optim.state_dict()["state"]
+    sharded_state = sharded_optim.state_dict()["state"]
+    assert len(whole_state) == 4 and all(whole_state.values())
+    for index, keys in whole_state.items():
+        for key, value in keys.items():
+            assert_close(sharded_state[index][key], value)
     # Each replica keeps a quarter of the state, and a quarter of the weight
     # to update: at most (1 + 1) / 4 of the whole state with one tensor per
     # parameter (SGD's momentum).
