@@ -86,7 +86,7 @@ def plan(settings: Dict[str, tuple], parameters: Dict[str, torch.Tensor], option
         grouping = grouping_of(name, setting, replicas)
         if grouping.group_count == 1:
             continue  # one value for every replica: an ordinary parameter
-        if options.Distributed.numProcesses > 1:
+        if training and options.Distributed.numProcesses > 1:
             raise OptionError(
                 f"replicaGrouping of '{name}': popsim groups the replicas of one process, and "
                 f"this job has {options.Distributed.numProcesses} processes. Run one process "
@@ -174,3 +174,14 @@ class GroupingHandle:
                               "from no longer exists.")
         executor._set_replica_grouping(
             self._name, (comm_group_type, shards, variable_retrieval_mode))
+
+    def __reduce__(self):
+        # A copied or pickled parameter no longer belongs to the executor.
+        return (_detached_handle, (self._name,))
+
+
+def _detached_handle(name: str) -> GroupingHandle:
+    handle = GroupingHandle.__new__(GroupingHandle)
+    handle._executor = lambda: None
+    handle._name = name
+    return handle

@@ -5,6 +5,9 @@ by every replica for the mean, as PopART's Post strategy does), and the host
 reading one value per group back. Checked against the same arithmetic done
 replica by replica in eager PyTorch."""
 
+import copy
+import pickle
+
 import pytest
 import torch
 from torch import nn
@@ -177,3 +180,9 @@ def test_poptorch_spelling():
                           poptorch.VariableRetrievalMode.OnePerGroup)
     assert ipu.per_replica_params == {"weight": (poptorch.CommGroupType.Consecutive, 2,
                                                  poptorch.VariableRetrievalMode.OnePerGroup)}
+    # The model still copies and pickles; a copied handle reaches no executor.
+    pickle.loads(pickle.dumps(copy.deepcopy(model)))
+    handle = pickle.loads(pickle.dumps(ipu.weight.replicaGrouping))
+    with pytest.raises(popsim.OptionError, match=r"the model it was read from no longer "
+                                                 r"exists"):
+        handle(poptorch.CommGroupType.All, 0, poptorch.VariableRetrievalMode.OnePerGroup)
