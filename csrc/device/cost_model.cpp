@@ -97,7 +97,8 @@ uint64_t elementPasses(ir::OpKind kind) {
   case ir::OpKind::BatchNormGrad:
   case ir::OpKind::LayerNormGrad:
   case ir::OpKind::AdamUpdate: return 6;
-  case ir::OpKind::LambUpdate: return 9; // Adam's work, two norms and a second pass
+  case ir::OpKind::LambUpdate:
+  case ir::OpKind::LambUpdateSharded: return 9; // Adam's work, two norms and a second pass
   case ir::OpKind::SgdUpdate:
   case ir::OpKind::ActivationGrad:
   case ir::OpKind::SoftmaxGrad:
@@ -200,6 +201,18 @@ OpCost estimateOpCost(const ir::Node& node, const ChipSpec& chip,
           ceilDiv(elements * static_cast<uint64_t>(replicas - 1), static_cast<uint64_t>(replicas)),
           chip);
     }
+    break;
+  }
+  case ir::OpKind::LambUpdateSharded: {
+    // LAMB on this replica's shard, and its two squared norms summed over the
+    // replicas between the passes.
+    const int64_t systemIpus = node.attrs().getInt("system_ipus");
+    cost.computeCycles = elementPasses(node.kind()) *
+                         elementwisePassCycles(static_cast<uint64_t>(node.input(0)->type().numel()),
+                                               chip, node.input(0)->type().dtype);
+    cost.syncCycles = syncCycles(systemIpus, chip);
+    cost.exchangeCycles =
+        ringAllReduceCycles(2 * sizeof(float), node.attrs().getInt("replicas"), systemIpus, chip);
     break;
   }
   case ir::OpKind::ReplicaShard: // this replica's part, moved on chip

@@ -100,6 +100,7 @@ namespace popsim::ir {
   X(PrintTensor, "print_tensor", Check)                                                            \
   X(RecomputationCheckpoint, "recomputation_checkpoint", Layout)                                   \
   X(LambUpdate, "lamb_update", Optimizer)                                                          \
+  X(LambUpdateSharded, "lamb_update_sharded", Collective)                                          \
   X(HostCall, "host_call", Host)                                                                   \
   X(ReplicaAllReduce, "replica_all_reduce", Collective)                                            \
   X(ReplicaReduceScatter, "replica_reduce_scatter", Collective)                                    \

@@ -1,6 +1,7 @@
 #include "kernels/replica_kernels.h"
 
 #include "common/check.h"
+#include "kernels/reference/lamb.h"
 #include "kernels/replica_collectives.h"
 
 #include <algorithm>
@@ -101,9 +102,47 @@ private:
   std::vector<float> padded_;
 };
 
+// lamb_update_sharded: LAMB's first pass on this replica's shard, the two
+// squared norms summed over the replicas (in float, replica order), then
+// the second pass with the whole parameter's trust ratio.
+class ShardedLambKernel : public Kernel {
+public:
+  explicit ShardedLambKernel(const KernelRequest& request)
+      : node_(request.node), key_(request.node.attrs().getString("key")),
+        ipu_(request.node.placement().ipu), collectives_(request.collectives),
+        update_(static_cast<size_t>(request.inputs[0].type.numel())) {
+    for (const BoundTensor& input : request.inputs) {
+      inputs_.push_back(input.data);
+    }
+  }
+
+  void run(dnnl::stream&) override {
+    ReplicaCollectives* collectives = collectives_ != nullptr ? *collectives_ : nullptr;
+    POPSIM_CHECK(collectives != nullptr, ErrorKind::Execution, "lamb_update_sharded of '", key_,
+                 "': the program shards its optimizer state over replicas, but this copy of it "
+                 "runs alone. Run it through the model's executor, which starts every replica.");
+    const reference::LambSquares mine = reference::lambDirection(node_, inputs_, update_.data());
+    float squares[2] = {static_cast<float>(mine.weight), static_cast<float>(mine.update)};
+    collectives->allReduceSum(key_, ipu_, squares, 2);
+    reference::lambApply(node_, inputs_, update_.data(), {squares[0], squares[1]});
+  }
+  std::string implementation() const override { return "host:replicas"; }
+
+private:
+  const ir::Node& node_;
+  std::string key_;
+  int64_t ipu_;
+  ReplicaCollectives* const* collectives_;
+  reference::Inputs inputs_;
+  std::vector<float> update_;
+};
+
 } // namespace
 
 std::unique_ptr<Kernel> createReplicaKernel(const KernelRequest& request) {
+  if (request.node.kind() == ir::OpKind::LambUpdateSharded) {
+    return std::make_unique<ShardedLambKernel>(request);
+  }
   return std::make_unique<ReplicaKernel>(request);
 }
 

@@ -241,6 +241,13 @@ void addUpdate(ir::Graph& graph, const TrainingConfig& config, const ParameterGr
             ir::Phase::Update, where);
     return;
   case OptimizerKind::Lamb:
+    if (target != param) { // this replica's shard: the trust ratio needs the whole norms
+      ir::Attributes attrs = collectiveAttrs(config, param->name() + "/lamb_norms");
+      attrs.set("bias_correction", group.biasCorrection);
+      addNode(graph, ir::OpKind::LambUpdateSharded, inputs({target, grad, hyper, step}),
+              std::move(attrs), ir::Phase::Update, where);
+      return;
+    }
     addNode(graph, ir::OpKind::LambUpdate, inputs({target, grad, hyper, step}),
             {{"bias_correction", group.biasCorrection}}, ir::Phase::Update, where);
     return;

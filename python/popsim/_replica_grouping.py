@@ -15,7 +15,7 @@ its parameter.
 
 import contextlib
 import weakref
-from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 import torch
 
@@ -163,7 +163,8 @@ class GroupingHandle:
     grouping in the executor's ``per_replica_params``."""
 
     def __init__(self, executor, name: str):
-        self._executor = weakref.ref(executor)  # the parameter must not keep it alive
+        # Weak: the parameter must not keep the executor alive.
+        self._executor: Callable[[], Any] = weakref.ref(executor)
         self._name = name
 
     def __call__(self, comm_group_type: CommGroupType, shards: int,

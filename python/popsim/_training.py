@@ -228,11 +228,6 @@ class OptimizerBinding:
         settings = options.TensorLocations.optimizer_location
         if not settings.replicated_tensor_sharding or _replication.replica_count(options) == 1:
             return {}
-        where = "TensorLocationSettings.useReplicatedTensorSharding(True) for the optimizer state"
-        if self.kind == "lamb":
-            raise OptionError(
-                f"{where}: LAMB's trust ratio needs each whole weight and update, which "
-                "sharded replicas do not hold. Use another optimizer, or turn sharding off.")
         return {name: param.shape for params in self.groups for name, param in params
                 if param.numel() >= settings.min_elements_for_sharding}
 

@@ -136,6 +136,18 @@ void registerUpdateOps(OpRegistry& registry) {
                {"param", "grad", "hyper", "step", "exp_avg", "exp_avg_sq"},
                {{"bias_correction", AttrType::Bool}}, inferLamb);
   registry.setMutatedInputs(OpKind::LambUpdate, {0, 4, 5});
+  // lamb_update_sharded: lamb_update on this replica's shard of a parameter
+  // (replicated tensor sharding), whose trust ratio takes the whole
+  // parameter's and update's norms: their squares summed over the replicas.
+  registry.add(OpKind::LambUpdateSharded, 6, 6,
+               {"param", "grad", "hyper", "step", "exp_avg", "exp_avg_sq"},
+               {{"bias_correction", AttrType::Bool},
+                {"key", AttrType::String},
+                {"replicas", AttrType::Int},
+                {"system_ipus", AttrType::Int},
+                {"group_stride", AttrType::Int}},
+               inferLamb);
+  registry.setMutatedInputs(OpKind::LambUpdateSharded, {0, 4, 5});
 }
 
 } // namespace popsim::ir::ops

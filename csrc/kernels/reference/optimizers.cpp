@@ -14,6 +14,7 @@
 #include "ir/optimizer_hyperparameters.h"
 #include "kernels/reference/families.h"
 #include "kernels/reference/fma_clones.h"
+#include "kernels/reference/lamb.h"
 
 #include <algorithm>
 #include <cmath>
@@ -221,7 +222,7 @@ POPSIM_FMA_CLONES void rmsprop(const ir::Node& node, const Inputs& inputs) {
 // bias_correction), then p -= lr * trust * upd with trust = min(|p|,
 // max_weight_norm) / |upd|, or 1 when either norm is 0. The norms are
 // summed in double; the update is kept for the second pass.
-POPSIM_FMA_CLONES void lamb(const ir::Node& node, const Inputs& inputs) {
+POPSIM_FMA_CLONES LambSquares direction(const ir::Node& node, const Inputs& inputs, float* update) {
   const Tensors t = tensorsOf(node, inputs);
   const int64_t step = *static_cast<const int64_t*>(inputs[3]);
   auto* expAvg = static_cast<float*>(inputs[4]);
@@ -234,29 +235,47 @@ POPSIM_FMA_CLONES void lamb(const ir::Node& node, const Inputs& inputs) {
               oneMinusB2 = f(1.0 - beta2);
   const float bc1f = f(bc1), bc2Sqrt = f(std::sqrt(bc2)), eps = f(t.hyper[LambEps]);
   const float weightDecay = f(t.hyper[LambWeightDecay]), scale = f(t.hyper[LambGradScale]);
-  std::vector<float> update(static_cast<size_t>(t.count));
-  double weightSquares = 0.0;
-  double updateSquares = 0.0;
+  LambSquares squares;
   for (int64_t i = 0; i < t.count; ++i) {
     const float g = gradientAt(t, i, scale, false);
     expAvg[i] = std::fma(g, oneMinusB1, expAvg[i] * b1);
     expAvgSq[i] = expAvgSq[i] * b2 + oneMinusB2 * g * g;
     const float denom = std::sqrt(expAvgSq[i]) / bc2Sqrt + eps;
     const float u = expAvg[i] / bc1f / denom + weightDecay * t.param[i];
-    update[static_cast<size_t>(i)] = u;
-    weightSquares += static_cast<double>(t.param[i]) * t.param[i];
-    updateSquares += static_cast<double>(u) * u;
+    update[i] = u;
+    squares.weight += static_cast<double>(t.param[i]) * t.param[i];
+    squares.update += static_cast<double>(u) * u;
   }
-  const float weightNorm = std::min(f(std::sqrt(weightSquares)), f(t.hyper[LambMaxWeightNorm]));
-  const float updateNorm = f(std::sqrt(updateSquares));
+  return squares;
+}
+
+POPSIM_FMA_CLONES void apply(const ir::Node& node, const Inputs& inputs, const float* update,
+                             LambSquares squares) {
+  const Tensors t = tensorsOf(node, inputs);
+  const float weightNorm = std::min(f(std::sqrt(squares.weight)), f(t.hyper[LambMaxWeightNorm]));
+  const float updateNorm = f(std::sqrt(squares.update));
   const float trust = weightNorm == 0.0f || updateNorm == 0.0f ? 1.0f : weightNorm / updateNorm;
   const float minusStep = f(-t.hyper[LambLr]) * trust;
   for (int64_t i = 0; i < t.count; ++i) {
-    t.param[i] = std::fma(update[static_cast<size_t>(i)], minusStep, t.param[i]);
+    t.param[i] = std::fma(update[i], minusStep, t.param[i]);
   }
 }
 
+void lamb(const ir::Node& node, const Inputs& inputs) {
+  std::vector<float> update(static_cast<size_t>(node.input(0)->type().numel()));
+  apply(node, inputs, update.data(), direction(node, inputs, update.data()));
+}
+
 } // namespace
+
+LambSquares lambDirection(const ir::Node& node, const Inputs& inputs, float* update) {
+  return direction(node, inputs, update);
+}
+
+void lambApply(const ir::Node& node, const Inputs& inputs, const float* update,
+               LambSquares squares) {
+  apply(node, inputs, update, squares);
+}
 
 void optimizer(const ir::Node& node, const Inputs& inputs, const Outputs&) {
   switch (node.kind()) {
