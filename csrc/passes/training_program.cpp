@@ -98,12 +98,21 @@ sumAcrossReplicas(ir::Graph& graph, const TrainingConfig& config,
     const auto grouped = config.groupedParameters.find(param->name());
     if (grouped != config.groupedParameters.end()) {
       const auto [size, stride] = grouped->second;
-      if (size == 1) { // each replica trains its own
-        reduced[param] = grad->second;
-        continue;
+      ir::Value* sum = grad->second; // each replica trains its own in a group of one
+      if (size > 1) {
+        attrs.set("replicas", size);
+        attrs.set("group_stride", stride);
+        sum = addNode(graph, ir::OpKind::ReplicaAllReduce, {sum}, attrs, where.phase, where)
+                  ->output();
       }
-      attrs.set("replicas", size);
-      attrs.set("group_stride", stride);
+      if (config.runningMean) {
+        // Running: the mean over the group (the step divides by all replicas).
+        ir::Value* factor = graph.addScalarConstant(
+            static_cast<float>(config.replicas) / static_cast<float>(size), sum->type().dtype);
+        sum = addNode(graph, ir::OpKind::Mul, {sum, factor}, {}, where.phase, where)->output();
+      }
+      reduced[param] = sum;
+      continue;
     }
     reduced[param] =
         addNode(graph, sharded ? ir::OpKind::ReplicaReduceScatter : ir::OpKind::ReplicaAllReduce,

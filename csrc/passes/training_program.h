@@ -58,7 +58,8 @@ struct TrainingConfig {
   // size, stride). Each step sums their gradient within the replica's group
   // only, neighbours (stride 1) or every stride-th replica; a group of one
   // keeps its own gradient. gradientScale still divides by all the replicas
-  // for a mean, as PopART's Post strategy does.
+  // for a mean, as PopART's Post strategy does; with runningMean, the sum is
+  // the group's mean (PopART's Running).
   std::map<std::string, std::pair<int64_t, int64_t>> groupedParameters;
   // Loss scaling (the optimizers' loss_scaling): the loss's gradient is this
   // factor rather than 1, so that small float16 gradients stay

@@ -8,7 +8,8 @@ along a new leading dimension; the model is traced with group 0's value (so
 ``forward`` sees one group's shape), replica r receives its group's row, and
 in training each step sums the parameter's gradient within the group only
 (a group of one keeps its own), still divided by every replica for a mean,
-as PopART's Post strategy does. The host reads the first replica of each
+as PopART's Post strategy does (with MeanReductionStrategy.Running, the
+group's mean). The host reads the first replica of each
 group back (``VariableRetrievalMode.OnePerGroup``); optimizer state follows
 its parameter.
 """
@@ -20,7 +21,7 @@ from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Tu
 import torch
 
 from popsim._logging import LOGGER
-from popsim.enums import CommGroupType, MeanReductionStrategy, ReductionType
+from popsim.enums import CommGroupType
 from popsim.enums import VariableRetrievalMode
 from popsim.errors import OptionError
 
@@ -104,14 +105,6 @@ def plan(settings: Dict[str, tuple], parameters: Dict[str, torch.Tensor], option
 
 
 def _check_training(name: str, options) -> None:
-    training = options.Training
-    if (training.accumulation_and_replication_reduction_type == ReductionType.Mean
-            and training.mean_reduction_strategy == MeanReductionStrategy.Running
-            and training.gradient_accumulation > 1):
-        raise OptionError(
-            f"replicaGrouping of '{name}': popsim reduces grouped gradients as PopART's Post "
-            "strategy does (a sum within the group, divided by every replica), not Running. "
-            "Use MeanReductionStrategy.Post.")
     if options.TensorLocations.optimizer_location.replicated_tensor_sharding:
         raise OptionError(
             f"replicaGrouping of '{name}': replicated tensor sharding spreads the optimizer "

@@ -94,6 +94,38 @@ def test_groups_train_on_their_own_replicas_gradients(kind, shards):
     assert len(reductions) == (1 if kind == popsim.CommGroupType.NoGrouping else 2)
 
 
+def test_the_running_strategy_takes_each_groups_mean():
+    """gradientAccumulation 2 with MeanReductionStrategy.Running: each replica
+    averages its micro-batches, then a grouped weight takes its group's mean
+    and the bias every replica's."""
+    kind, shards = popsim.CommGroupType.Consecutive, 2
+    groups = groups_of(kind, shards)
+    model = Grouped(2)
+    start_weight, start_bias = model.weight.detach().clone(), model.bias.detach().clone()
+    opts = popsim.Options().replicationFactor(REPLICAS)
+    opts.Training.gradientAccumulation(2).setMeanAccumulationAndReplicationReductionStrategy(
+        popsim.MeanReductionStrategy.Running)
+    trainer = popsim.trainingModel(model, opts, popsim.optim.SGD(model.parameters(), lr=0.1))
+    trainer.weight.replicaGrouping(kind, shards, popsim.VariableRetrievalMode.OnePerGroup)
+    generator = torch.Generator().manual_seed(7)
+    x = torch.randn(2 * REPLICAS * ROWS, 5, generator=generator)
+    target = torch.randn(2 * REPLICAS * ROWS, 2, generator=generator)
+    trainer(x, target)
+    # Replica r takes micro-batch rows [m][r] of the combined batch (replica-major).
+    weight_grads, bias_grad = torch.zeros_like(start_weight), torch.zeros_like(start_bias)
+    for r in range(REPLICAS):
+        for m in range(2):
+            w = start_weight[groups[r]].clone().requires_grad_()
+            b = start_bias.clone().requires_grad_()
+            rows = slice((m * REPLICAS + r) * ROWS, (m * REPLICAS + r + 1) * ROWS)
+            nn.functional.mse_loss(x[rows] @ w.t() + b, target[rows]).backward()
+            weight_grads[groups[r]] += w.grad / 2 / shards  # the group's mean
+            bias_grad += b.grad / 2 / REPLICAS
+    trainer.copyWeightsToHost()
+    assert_close(model.weight.detach(), start_weight - 0.1 * weight_grads)
+    assert_close(model.bias.detach(), start_bias - 0.1 * bias_grad)
+
+
 def test_momentum_is_kept_per_group_and_read_back_per_group():
     model = Grouped(2)
     optimizer = popsim.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
