@@ -119,7 +119,6 @@ class Executor:
         # Replica-grouped parameters (PopTorch's attribute): name -> (CommGroupType,
         # shards, VariableRetrievalMode), set with ipu_model.<param>.replicaGrouping.
         self.per_replica_params = {}
-        self._groupings = {}  # the compiled program's (_replica_grouping.Grouping by name)
         self._profile_writer = None  # kept across recompilations: same profile directory
         self._warned_float64 = False  # float64 inputs converted: said once per model
         self._reported_attributes = set()  # optimizer attributes popsim does not use, said once
@@ -654,7 +653,6 @@ class Executor:
                 _weights.host_weights(self._model, executable.weight_names()))
         if binding is not None and isinstance(executable, _replication.ReplicatedExecutable):
             executable.shard_states(binding.sharded_states(self._options))
-        self._groupings = groupings
         if groupings:
             executable.group_variables(
                 {variable: grouping.groups for name, grouping in groupings.items()
