@@ -68,7 +68,8 @@ void ReplicaGroup::allReduceSum(int64_t replica, const std::string& key, int64_t
 void ReplicaGroup::allReduceSumInGroup(int64_t replica, const std::string& key, int64_t ipu,
                                        float* data, size_t count, int64_t groupSize,
                                        int64_t stride) {
-  POPSIM_ASSERT(!crossProcess_ && groupSize >= 1 && replicas_ % groupSize == 0 &&
+  // The groups lie within this process (the Python side checks it).
+  POPSIM_ASSERT(groupSize >= 1 && replicas_ % groupSize == 0 &&
                     (stride == 1 || stride * groupSize == replicas_),
                 "groups of ", groupSize, " replicas with stride ", stride, " among ", replicas_,
                 " replicas of one process.");

@@ -28,15 +28,17 @@ from popsim.errors import OptionError
 
 class Grouping(NamedTuple):
     """One parameter's groups: the group of each replica of this process and,
-    for the training program, the replicas per group and their stride (1:
-    neighbours; m: every m-th replica)."""
+    for the training program, the replicas per group and their stride among
+    this process's replicas (1: neighbours; m: every m-th replica); `total`
+    counts the job's groups."""
     groups: List[int]
     size: int
     stride: int
+    total: int = 0
 
     @property
     def group_count(self) -> int:
-        return max(self.groups) + 1
+        return self.total or max(self.groups) + 1
 
 
 def grouping_of(name: str, setting, replicas: int) -> Grouping:
@@ -76,22 +78,21 @@ def grouping_of(name: str, setting, replicas: int) -> Grouping:
 def plan(settings: Dict[str, tuple], parameters: Dict[str, torch.Tensor], options,
          training: bool) -> Dict[str, Grouping]:
     """The groupings of the named parameters with more than one group, checked
-    against the parameters and options."""
-    replicas = options.replication_factor
+    against the parameters and options: for this process's replicas, whose
+    groups are numbered over the job's replicas in training."""
+    local = options.replication_factor
+    processes = options.Distributed.numProcesses if training else 1
+    first = options.Distributed.processId * local if processes > 1 else 0
     groupings = {}
     for name, setting in settings.items():
         if name not in parameters:
             LOGGER.warning("replicaGrouping names '%s', which is not a parameter of the "
                            "model; it has no effect.", name)
             continue
-        grouping = grouping_of(name, setting, replicas)
-        if grouping.group_count == 1:
+        job = grouping_of(name, setting, local * processes)
+        if job.group_count == 1:
             continue  # one value for every replica: an ordinary parameter
-        if training and options.Distributed.numProcesses > 1:
-            raise OptionError(
-                f"replicaGrouping of '{name}': popsim groups the replicas of one process, and "
-                f"this job has {options.Distributed.numProcesses} processes. Run one process "
-                "with the whole replicationFactor.")
+        grouping = _this_process(name, job, first, local)
         shape, groups = list(parameters[name].shape), grouping.group_count
         if not shape or shape[0] != groups:
             raise OptionError(
@@ -102,6 +103,22 @@ def plan(settings: Dict[str, tuple], parameters: Dict[str, torch.Tensor], option
             _check_training(name, options)
         groupings[name] = grouping
     return groupings
+
+
+def _this_process(name: str, job: Grouping, first: int, local: int) -> Grouping:
+    """The job's grouping as this process's replicas see it: each group must
+    lie within one process (its replicas sum their gradients together), and
+    the processes hold the groups in order."""
+    mine = job.groups[first:first + local]
+    for replica, group in enumerate(job.groups):
+        if group in mine and not first <= replica < first + local:
+            raise OptionError(
+                f"replicaGrouping of '{name}': a group would span processes (replica {replica} "
+                f"is in the group of this process's replicas {first} to {first + local - 1}); "
+                "popsim sums a group's gradients within one process. Use Consecutive groups "
+                "that divide replicationFactor, or NoGrouping.")
+    stride = 1 if job.stride == 1 else local // job.size  # Orthogonal within one process
+    return Grouping(mine, job.size, stride, job.group_count)
 
 
 def _check_training(name: str, options) -> None:

@@ -163,9 +163,10 @@ class ReplicatedExecutable:
         self._sharded = dict(shapes)
 
     def group_variables(self, groups: Dict[str, List[int]]) -> None:
-        """Declares replica-grouped variables (replicaGrouping), with the group
-        of each replica: writes give each replica its group's row, reads join
-        the first replica of each group's value along a new first dimension."""
+        """Declares replica-grouped variables (replicaGrouping), with the job's
+        group of each replica of this process: writes give each replica its
+        group's row, reads join the first replica of each group's value along
+        a new first dimension (and the other processes' groups after theirs)."""
         self._grouped = dict(groups)
 
     def write_variables(self, values: Dict[str, torch.Tensor]) -> None:
@@ -186,12 +187,14 @@ class ReplicatedExecutable:
     def read_variables(self, names: Sequence[str]) -> Dict[str, torch.Tensor]:
         values = self._replicas[0].read_variables(
             [name for name in names if name not in self._sharded and name not in self._grouped])
-        for name in names:
+        for name in names:  # in the same order in every process
             if name in self._grouped:
                 groups = self._grouped[name]
-                firsts = [groups.index(group) for group in range(max(groups) + 1)]
-                values[name] = torch.stack(
-                    [self._replicas[r].read_variables([name])[name] for r in firsts])
+                rows = torch.stack([self._replicas[groups.index(group)].read_variables(
+                    [name])[name] for group in sorted(set(groups))])
+                # Each process holds the next groups in order: join theirs.
+                values[name] = (_process_group.gather_from_every_process(rows)
+                                if self._across_processes else rows)
         if _C.RANDOM_COUNTER_NAME in values:
             values[_C.RANDOM_COUNTER_NAME] -= self._counter_offsets[0]
         sharded = [name for name in names if name in self._sharded]

@@ -85,6 +85,25 @@ SHARDED = MODEL + textwrap.dedent("""
                     "optimizer state"]["bytes"]}, sys.argv[1] + f".{process}")
 """)
 
+GROUPED = textwrap.dedent("""
+    import sys
+    import torch
+    import popsim
+    from test_replica_grouping import ROWS, Grouped, batches
+
+    options = popsim.Options().replicationFactor(2)
+    process = options.Distributed.processId
+    model = Grouped(2)  # the same start in every process (Grouped seeds itself)
+    trainer = popsim.trainingModel(model, options, popsim.optim.SGD(model.parameters(), lr=0.1))
+    trainer.weight.replicaGrouping(popsim.CommGroupType.Consecutive, 2,
+                                   popsim.VariableRetrievalMode.OnePerGroup)
+    for x, target in batches(3):
+        part = slice(process * 2 * ROWS, (process + 1) * 2 * ROWS)  # replicas 2p and 2p + 1
+        trainer(x[part], target[part])
+    trainer.copyWeightsToHost()  # in every process: each group's value, from its process
+    torch.save(model.state_dict(), sys.argv[1] + f".{process}")
+""")
+
 DYING = MODEL + textwrap.dedent("""
     import os
     import sys
@@ -181,6 +200,22 @@ def test_optimizer_state_sharded_across_processes_trains_as_the_whole_state(tmp_
     four_replicas.compile(*namespace["global_batches"](1, 4)[0])
     quarters = four_replicas.memoryReport()["ipus"][0]["categories"]["optimizer state"]["bytes"]
     assert first["state_bytes"] == second["state_bytes"] == quarters
+
+
+def test_replica_groups_within_processes_train_as_in_one_process(tmp_path):
+    """2 processes x 2 replicas, Consecutive groups of 2: each process holds one
+    group of the weight; the bias is summed over all 4 replicas. Both
+    processes read both groups back, as one process's replica-by-replica
+    arithmetic gives them."""
+    from test_replica_grouping import Grouped, eager_steps, groups_of
+
+    first, second = run_two_processes(tmp_path, GROUPED)
+    start = Grouped(2)
+    weight, bias = eager_steps(start.weight.detach(), start.bias.detach(),
+                               groups_of(popsim.CommGroupType.Consecutive, 2), 3, 0.1)
+    for saved in (first, second):
+        assert_close(saved["weight"], weight)
+        assert_close(saved["bias"], bias)
 
 
 def test_a_process_dying_makes_the_other_fail_instead_of_hanging(tmp_path):
