@@ -13,8 +13,10 @@ namespace {
 // neighbours (stride 1) or every stride-th replica.
 void checkReplicas(const TensorType& input, const Attributes& attrs, const char* op) {
   requireFloat(input, std::string(op) + "'s input");
-  POPSIM_CHECK(attrs.getInt("group_stride") >= 0, ErrorKind::Compilation, op, ": group_stride ",
-               attrs.getInt("group_stride"), " is negative.");
+  const int64_t stride = attrs.getInt("group_stride");
+  POPSIM_CHECK(stride == 0 || (stride > 0 && std::string(op) == "replica_all_reduce"),
+               ErrorKind::Compilation, op, ": group_stride ", stride,
+               " (only replica_all_reduce sums within groups, with a positive stride).");
   POPSIM_CHECK(attrs.getInt("replicas") >= 2, ErrorKind::Compilation, op,
                " needs at least 2 replicas, got ", attrs.getInt("replicas"), ".");
   POPSIM_CHECK(attrs.getInt("system_ipus") >= attrs.getInt("replicas"), ErrorKind::Compilation, op,
