@@ -83,6 +83,12 @@ void ReplicaGroup::meet(int64_t replica, const std::string& key, const std::stri
                         int64_t ipu, int64_t participants, int64_t position, float* data,
                         size_t count, bool acrossProcesses) {
   std::unique_lock<std::mutex> lock(mutex_);
+  // A replica may come back for the next meeting under this key (the next
+  // micro-batch's) before the others have left the last one: it waits.
+  changed_.wait(lock, [&] {
+    const auto last = meetings_.find({meetingKey, ipu});
+    return aborted_ || last == meetings_.end() || !last->second.summed;
+  });
   if (aborted_) throwAborted(key, replica);
   Meeting& meeting = meetings_[{meetingKey, ipu}];
   if (meeting.buffers.empty()) {
@@ -108,7 +114,10 @@ void ReplicaGroup::meet(int64_t replica, const std::string& key, const std::stri
     if (!meeting.summed) throwAborted(key, replica);
   }
   std::memcpy(data, meeting.sum.data(), count * sizeof(float));
-  if (++meeting.left == participants) meetings_.erase({meetingKey, ipu});
+  if (++meeting.left == participants) {
+    meetings_.erase({meetingKey, ipu});
+    changed_.notify_all();
+  }
 }
 
 void ReplicaGroup::sumArrived(Meeting& meeting, const std::string& key, int64_t ipu,

@@ -68,6 +68,30 @@ TEST(ReplicaGroupTest, KeysAndIpusMeetSeparatelyAndTheCrossProcessSumRunsOnce) {
   EXPECT_EQ(crossProcessCalls, 2);
 }
 
+// A replica that leaves a meeting first may come back under the same key
+// (the next micro-batch's gather) while the others are still leaving: each
+// round must still pair the replicas' own round.
+TEST(ReplicaGroupTest, RoundsUnderOneKeyFollowEachOther) {
+  constexpr int kReplicas = 3;
+  constexpr int kRounds = 2000;
+  auto group = std::make_shared<ReplicaGroup>(kReplicas);
+  std::vector<int> wrong(kReplicas, 0);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kReplicas; ++r) {
+    threads.emplace_back([&, r] {
+      auto member = group->member(r);
+      for (int round = 0; round < kRounds; ++round) {
+        float value = static_cast<float>(round * 10 + r);
+        member->allReduceSum("w/gather", 0, &value, 1);
+        if (value != static_cast<float>(round * 30 + 3)) ++wrong[static_cast<size_t>(r)];
+      }
+    });
+  }
+  for (auto& thread : threads)
+    thread.join();
+  EXPECT_EQ(wrong, std::vector<int>(kReplicas, 0));
+}
+
 TEST(ReplicaGroupTest, GroupedVariablesSumWithinTheirGroupOnly) {
   constexpr int kReplicas = 4;
   auto group = std::make_shared<ReplicaGroup>(kReplicas);
