@@ -30,6 +30,15 @@ Value* Graph::addWeight(const std::string& name, TensorType type, bool trainable
   return value;
 }
 
+Value* Graph::replaceWeight(Value* weight, TensorType type) {
+  const auto slot = std::find(weights_.begin(), weights_.end(), weight);
+  POPSIM_ASSERT(slot != weights_.end(), "replaceWeight: '", weight->name(), "' is not a weight.");
+  Value* value = newValue(std::move(type), ValueRole::Weight, weight->name());
+  value->trainable_ = weight->trainable();
+  *slot = value;
+  return value;
+}
+
 Value* Graph::addState(const std::string& name, TensorType type, StateKind kind) {
   POPSIM_ASSERT(findState(name) == nullptr, "state '", name, "' added twice.");
   Value* value = newValue(std::move(type), ValueRole::State, name);

@@ -32,6 +32,10 @@ public:
   Value* addInput(const std::string& name, TensorType type);
   // Weight names are unique (they are parameter paths such as "fc1.weight").
   Value* addWeight(const std::string& name, TensorType type, bool trainable);
+  // A new weight of `type` that takes `weight`'s name, place and trainability;
+  // `weight` stops being one of the graph's weights (the caller then moves
+  // its uses elsewhere).
+  Value* replaceWeight(Value* weight, TensorType type);
   // popsim's own device variables (accumulators, optimizer state, counters);
   // names are unique among states.
   Value* addState(const std::string& name, TensorType type, StateKind kind);

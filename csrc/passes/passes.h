@@ -40,4 +40,7 @@ std::unique_ptr<Pass> createIpuCopiesPass();
 // recomputeStages under `layout`, which must outlive the pass.
 std::unique_ptr<Pass> createRecomputationPass(const TaskLayout& layout);
 
+// gatherShardedWeightsPerTask under `layout`, which must outlive the pass.
+std::unique_ptr<Pass> createWeightGatherPass(const TaskLayout& layout);
+
 } // namespace popsim::passes

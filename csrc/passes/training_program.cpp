@@ -9,6 +9,7 @@
 #include "passes/loss_scaling.h"
 #include "passes/passes.h"
 #include "passes/training_helpers.h"
+#include "passes/weight_sharding.h"
 
 #include <algorithm>
 #include <cstring>
@@ -72,10 +73,18 @@ bool needsStep(const TrainingConfig& config, const ParameterGroup& group) {
   return config.optimizer != OptimizerKind::Sgd || group.hasMomentum;
 }
 
+bool listed(const std::vector<std::string>& names, const ir::Value* param) {
+  return std::find(names.begin(), names.end(), param->name()) != names.end();
+}
+
 bool isSharded(const TrainingConfig& config, const ir::Value* param) {
   return config.replicas > 1 &&
-         std::find(config.shardedParameters.begin(), config.shardedParameters.end(),
-                   param->name()) != config.shardedParameters.end();
+         (listed(config.shardedParameters, param) || listed(config.shardedWeights, param));
+}
+
+// Whether the weight itself is stored as this replica's shard.
+bool isStoredSharded(const TrainingConfig& config, const ir::Value* param) {
+  return config.replicas > 1 && listed(config.shardedWeights, param);
 }
 
 // Each step gradient summed over the replicas, on its parameter's IPU at the
@@ -250,7 +259,7 @@ void addUpdate(ir::Graph& graph, const TrainingConfig& config, const ParameterGr
             ir::Phase::Update, where);
     return;
   case OptimizerKind::Lamb:
-    if (target != param) { // this replica's shard: the trust ratio needs the whole norms
+    if (isSharded(config, param)) { // a shard: the trust ratio needs the whole norms
       ir::Attributes attrs = collectiveAttrs(config, param->name() + "/lamb_norms");
       attrs.set("bias_correction", group.biasCorrection);
       addNode(graph, ir::OpKind::LambUpdateSharded, inputs({target, grad, hyper, step}),
@@ -323,6 +332,8 @@ void buildTrainingProgram(ir::Graph& graph, const TrainingConfig& config) {
   POPSIM_ASSERT(graph.loss() != nullptr, "a training program needs a loss.");
   POPSIM_ASSERT(config.gradientAccumulation >= 1, "gradientAccumulation ",
                 config.gradientAccumulation, ".");
+  // Step 0: sharded weights become their shards, gathered where read.
+  const auto gathered = shardWeights(graph, config);
   // Step 1: gradients of every trained parameter.
   std::vector<ir::Value*> params;
   std::unordered_map<const ir::Value*, size_t> groupOf;
@@ -336,9 +347,20 @@ void buildTrainingProgram(ir::Graph& graph, const TrainingConfig& config) {
       groupOf[weight] = g;
     }
   }
+  // Sharded weights: the gradient is the gathered weight's.
+  std::vector<ir::Value*> wrt;
+  for (ir::Value* param : params) {
+    const auto whole = gathered.find(param);
+    wrt.push_back(whole != gathered.end() ? whole->second : param);
+  }
   // The backward pass starts from the loss scaling factor.
   LossScaling lossScaling(graph, config);
-  const auto grads = buildGradients(graph, graph.loss(), params, lossScaling.seed());
+  const auto wrtGrads = buildGradients(graph, graph.loss(), wrt, lossScaling.seed());
+  std::unordered_map<const ir::Value*, ir::Value*> grads;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const auto grad = wrtGrads.find(wrt[i]);
+    if (grad != wrtGrads.end()) grads[params[i]] = grad->second;
+  }
   lossScaling.countGradients();
   for (const std::string& name : config.anchoredGradients) {
     const ir::Value* weight = graph.findWeight(name);
@@ -361,8 +383,9 @@ void buildTrainingProgram(ir::Graph& graph, const TrainingConfig& config) {
       stepGrads[param] = grad->second;
       continue;
     }
-    ir::Value* accumulator = graph.addState(ir::parameterStateName(param->name(), "accumulator"),
-                                            float32Like(param->type()), ir::StateKind::Accumulator);
+    ir::Value* accumulator =
+        graph.addState(ir::parameterStateName(param->name(), "accumulator"),
+                       float32Like(grad->second->type()), ir::StateKind::Accumulator);
     std::vector<ir::Value*> inputs = {accumulator, grad->second};
     if (config.runningMean) {
       inputs.push_back(graph.addState(ir::parameterStateName(param->name(), "accumulator_count"),
@@ -412,7 +435,10 @@ void buildTrainingProgram(ir::Graph& graph, const TrainingConfig& config) {
         stepCount = step.on(where.ipu, &created);
         if (created) increment(graph, stepCount, where);
       }
-      if (isSharded(config, param)) {
+      if (isStoredSharded(config, param)) {
+        addUpdate(graph, config, group, param, param, updateGrads.at(param), hyper.on(where.ipu),
+                  stepCount);
+      } else if (isSharded(config, param)) {
         addShardedUpdate(graph, config, group, param, updateGrads.at(param), hyper.on(where.ipu),
                          stepCount);
       } else {

@@ -54,6 +54,11 @@ struct TrainingConfig {
   // shard of the weight from its shard of the summed gradient
   // (reduce-scatter); the updated shards are then gathered into the weight.
   std::vector<std::string> shardedParameters;
+  // Replicated tensor sharding of these weights too (each also in
+  // shardedParameters): each replica stores only its shard of the weight,
+  // updates it in place, and every task that reads the weight gathers it
+  // from the replicas' shards first (weight_sharding.h).
+  std::vector<std::string> shardedWeights;
   // Replica-grouped parameters (PopTorch's replicaGrouping), by name: (group
   // size, stride). Each step sums their gradient within the replica's group
   // only, neighbours (stride 1) or every stride-th replica; a group of one
@@ -93,7 +98,9 @@ std::vector<std::string> parameterStateKeys(OptimizerKind optimizer, const Param
 std::vector<std::string> hyperParameterNames(OptimizerKind optimizer);
 
 // Turns an imported forward graph with a loss into a training step:
-// 1. gradients of the groups' parameters (autodiff, Backward phase);
+// 0. sharded weights stored as shards, gathered where they are read;
+// 1. gradients of the groups' parameters (autodiff, Backward phase; of the
+//    gathered weight for a sharded one);
 // 2. with gradient accumulation, an accumulator per parameter summed into
 //    (or, with runningMean, averaged into, counting its micro-batches in an
 //    int64 state) each micro-batch and zeroed after the step;
@@ -101,7 +108,8 @@ std::vector<std::string> hyperParameterNames(OptimizerKind optimizer);
 //    with replicas, each step gradient summed across them by a
 //    replica_all_reduce on its parameter's IPU (GradientNorm phase), or for
 //    a sharded parameter reduce-scattered, its update run on this replica's
-//    shard and the shards all-gathered into the weight;
+//    shard and the shards all-gathered into the weight (a sharded weight
+//    is the stored shard, updated in place);
 // 4. with maxGradNorm, each IPU's sum of squares of its gradients
 //    (GradientNorm phase), and in each IPU's Update phase the global norm
 //    from all of them and the gradients scaled by the clipping factor;

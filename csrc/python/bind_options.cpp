@@ -82,6 +82,7 @@ void bindOptions(py::module_& module) {
       .def_readwrite("replicas", &passes::TrainingConfig::replicas)
       .def_readwrite("system_ipus", &passes::TrainingConfig::systemIpus)
       .def_readwrite("sharded_parameters", &passes::TrainingConfig::shardedParameters)
+      .def_readwrite("sharded_weights", &passes::TrainingConfig::shardedWeights)
       .def_readwrite("grouped_parameters", &passes::TrainingConfig::groupedParameters)
       .def_readwrite("loss_scaling", &passes::TrainingConfig::lossScaling)
       .def_readwrite("loss_scaling_state", &passes::TrainingConfig::lossScalingState)

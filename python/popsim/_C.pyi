@@ -70,6 +70,7 @@ class TrainingConfig:
     replicas: int
     system_ipus: int
     sharded_parameters: List[str]
+    sharded_weights: List[str]
     loss_scaling: float
     loss_scaling_state: bool
     automatic_loss_scaling: bool

@@ -652,7 +652,8 @@ class Executor:
             _process_group.broadcast_from_first_process(
                 _weights.host_weights(self._model, executable.weight_names()))
         if binding is not None and isinstance(executable, _replication.ReplicatedExecutable):
-            executable.shard_states(binding.sharded_states(self._options))
+            executable.shard_states(binding.sharded_states(self._options),
+                                    binding.sharded_weight_shapes(self._options))
         if groupings:
             executable.group_variables(
                 {variable: grouping.groups for name, grouping in groupings.items()

@@ -92,6 +92,8 @@ def plan(settings: Dict[str, tuple], parameters: Dict[str, torch.Tensor], option
         job = grouping_of(name, setting, local * processes)
         if job.group_count == 1:
             continue  # one value for every replica: an ordinary parameter
+        if training:
+            _check_training(name, options)
         grouping = _this_process(name, job, first, local)
         shape, groups = list(parameters[name].shape), grouping.group_count
         if not shape or shape[0] != groups:
@@ -99,8 +101,6 @@ def plan(settings: Dict[str, tuple], parameters: Dict[str, torch.Tensor], option
                 f"replicaGrouping of '{name}': its {groups} groups need one value each, along a "
                 f"leading dimension of {groups}, but the parameter's shape is {shape}."
                 + (" Scalars cannot be per-replica weights." if not shape else ""))
-        if training:
-            _check_training(name, options)
         groupings[name] = grouping
     return groupings
 
@@ -122,11 +122,14 @@ def _this_process(name: str, job: Grouping, first: int, local: int) -> Grouping:
 
 
 def _check_training(name: str, options) -> None:
-    if options.TensorLocations.optimizer_location.replicated_tensor_sharding:
-        raise OptionError(
-            f"replicaGrouping of '{name}': replicated tensor sharding spreads the optimizer "
-            "state over every replica, which a grouped parameter's groups do not share. Turn "
-            "sharding off or the grouping.")
+    locations = options.TensorLocations
+    for what, settings in (("optimizer state", locations.optimizer_location),
+                           ("weights", locations.weight_location)):
+        if settings.replicated_tensor_sharding:
+            raise OptionError(
+                f"replicaGrouping of '{name}': replicated tensor sharding spreads the {what} "
+                "over every replica, which a grouped parameter's groups do not share. Turn "
+                "sharding off or the grouping.")
 
 
 def check_no_clipping(groupings: Dict[str, Grouping], max_grad_norm: Optional[float]) -> None:

@@ -13,7 +13,7 @@ same order (a scalar per replica and step is stacked into a vector).
 """
 
 import concurrent.futures
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import torch
 
@@ -80,12 +80,12 @@ def merge(parts: Sequence[torch.Tensor], slots: int) -> torch.Tensor:
     return stacked.reshape(first.shape[0] * len(parts), *first.shape[1:])
 
 
-def _shard(value: torch.Tensor, index: int, count: int) -> torch.Tensor:
-    """Replica `index`'s shard of `value`, flattened and zero-padded to a
-    multiple of `count` elements, as the program shards it."""
-    flat = value.detach().reshape(-1).float()
+def _shard(value: torch.Tensor, index: int, count: int, dtype: torch.dtype) -> torch.Tensor:
+    """Replica `index`'s shard of `value` in `dtype`, flattened and
+    zero-padded to a multiple of `count` elements, as the program shards it."""
+    flat = value.detach().reshape(-1).to(dtype)
     size = -(-flat.numel() // count)
-    padded = torch.zeros(size * count, dtype=torch.float32)
+    padded = torch.zeros(size * count, dtype=dtype)
     padded[:flat.numel()] = flat
     return padded[index * size:(index + 1) * size].clone()
 
@@ -110,7 +110,8 @@ class ReplicatedExecutable:
         self._steps = steps  # micro-batch steps per call
         self._output_slots = output_slots  # (output index, outputs) -> returned slots
         self._across_processes = broadcast_across_processes
-        self._sharded: Dict[str, torch.Size] = {}  # sharded state: its whole shape
+        self._sharded: Dict[str, torch.Size] = {}  # sharded variables: their whole shape
+        self._sharded_weights: Set[str] = set()  # of which weights (in their own dtype)
         # Replica-grouped variables: the group of each replica, by name.
         self._grouped: Dict[str, List[int]] = {}
         # Where each replica's random counter starts (draw_apart): the host
@@ -157,10 +158,13 @@ class ReplicatedExecutable:
         return [merge([result[i] for result in results], self._output_slots(i, outputs))
                 for i in range(outputs)]
 
-    def shard_states(self, shapes: Dict[str, torch.Size]) -> None:
-        """Declares states each replica holds a shard of (replicated tensor
-        sharding), by their whole shape: reads gather them, writes split them."""
-        self._sharded = dict(shapes)
+    def shard_states(self, shapes: Dict[str, torch.Size],
+                     weights: Optional[Dict[str, torch.Size]] = None) -> None:
+        """Declares the optimizer state (float32) and the weights each replica
+        holds a shard of (replicated tensor sharding), by their whole shape:
+        reads gather them, writes split them."""
+        self._sharded = {**shapes, **(weights or {})}
+        self._sharded_weights = set(weights or {})
 
     def group_variables(self, groups: Dict[str, List[int]]) -> None:
         """Declares replica-grouped variables (replicaGrouping), with the job's
@@ -176,7 +180,8 @@ class ReplicatedExecutable:
         grouped = {name: value for name, value in values.items() if name in self._grouped}
         counter = whole.pop(_C.RANDOM_COUNTER_NAME, None)
         for index, executable in enumerate(self._replicas):
-            own = {name: _shard(value, self._first + index, self._job_replicas)
+            own = {name: _shard(value, self._first + index, self._job_replicas,
+                                value.dtype if name in self._sharded_weights else torch.float32)
                    for name, value in sharded.items()}
             own.update({name: value[self._grouped[name][index]]
                         for name, value in grouped.items()})

@@ -202,6 +202,7 @@ class OptimizerBinding:
         config.running_mean = running_mean(options)
         config.replicas = _replication.replica_count(options)
         config.sharded_parameters = list(self.sharded_shapes(options))
+        config.sharded_weights = list(self.sharded_weight_shapes(options))
         config.loss_scaling = self.loss_scaling()
         config.automatic_loss_scaling = options.Training.automatic_loss_scaling
         # Automatic loss scaling makes the factor device state, as PopTorch makes it variable.
@@ -224,8 +225,20 @@ class OptimizerBinding:
 
     def sharded_shapes(self, options):
         """{parameter: shape} of the parameters whose optimizer state is sharded
-        across replicas (replicated tensor sharding of the optimizer location)."""
-        settings = options.TensorLocations.optimizer_location
+        across replicas: replicated tensor sharding of the optimizer location
+        picks them, and a sharded weight's state is sharded with it."""
+        shapes = self._picked(options.TensorLocations.optimizer_location, options)
+        shapes.update(self.sharded_weight_shapes(options))
+        return shapes
+
+    def sharded_weight_shapes(self, options):
+        """{parameter: shape} of the trained weights each replica stores only a
+        shard of (replicated tensor sharding of the weight location)."""
+        return self._picked(options.TensorLocations.weight_location, options)
+
+    def _picked(self, settings, options):
+        """The trained parameters that `settings` shards: with replicas, those of
+        at least minElementsForReplicatedTensorSharding elements."""
         if not settings.replicated_tensor_sharding or _replication.replica_count(options) == 1:
             return {}
         return {name: param.shape for params in self.groups for name, param in params

@@ -412,7 +412,11 @@ class _TensorLocationOptions(_OptionGroup):
     def setWeightLocation(self, settings: TensorLocationSettings
                           ) -> "_TensorLocationOptions":
         """Weights and buffers: off chip, every op that uses them streams them in, and
-        the weight update's ops stream them back out."""
+        the weight update's ops stream them back out. With replicated tensor sharding
+        (training with replicas), each replica stores 1/replicas of every trained weight
+        of at least minElementsForReplicatedTensorSharding elements, with its optimizer
+        state; each task that reads such a weight first gathers it from every replica's
+        shard (a "replica_all_gather" in the trace), and the update runs on the shard."""
         return self._set("weight_location", self._checked("setWeightLocation", settings))
 
     def setAccumulatorLocation(self, settings: TensorLocationSettings
@@ -442,13 +446,13 @@ class _TensorLocationOptions(_OptionGroup):
         """Sets the tensor locations of a _C.CompileOptions."""
         for kind in ("optimizer", "weight", "accumulator", "activation"):
             settings = getattr(self, f"{kind}_location")
-            if kind != "optimizer" and settings.replicated_tensor_sharding:
+            if kind in ("accumulator", "activation") and settings.replicated_tensor_sharding:
                 setter = f"set{kind.capitalize()}Location"
                 raise OptionError(
-                    f"TensorLocations.{setter}: popsim shards only the optimizer state across "
-                    "replicas, not the " + ("weights" if kind == "weight" else kind + "s") +
-                    ". Use useReplicatedTensorSharding(True) with setOptimizerLocation, and "
-                    f"useReplicatedTensorSharding(False) with {setter}.")
+                    f"TensorLocations.{setter}: popsim shards the optimizer state and the "
+                    f"weights across replicas, not the {kind}s. Use "
+                    "useReplicatedTensorSharding(True) with setOptimizerLocation or "
+                    f"setWeightLocation, and useReplicatedTensorSharding(False) with {setter}.")
             setattr(options, f"{kind}_location", _C.TensorLocation(
                 settings.on_chip, settings.min_elements_for_off_chip, settings.io_tiles_to_load,
                 settings.io_tiles_to_store))

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 import torch
 
 import popsim
@@ -80,9 +81,11 @@ SHARDED = MODEL + textwrap.dedent("""
     trainer.copyWeightsToHost()
     # In every process: state_dict() gathers the state's shards from all of them.
     state = optimizer.state_dict()["state"]
+    categories = trainer.memoryReport()["ipus"][0]["categories"]
     torch.save({"weights": model.state_dict(), "state": state,
-                "state_bytes": trainer.memoryReport()["ipus"][0]["categories"][
-                    "optimizer state"]["bytes"]}, sys.argv[1] + f".{process}")
+                "bytes": {name: categories[name]["bytes"]
+                          for name in ("optimizer state", "weights")}},
+               sys.argv[1] + f".{process}")
 """)
 
 GROUPED = textwrap.dedent("""
@@ -173,11 +176,13 @@ def test_two_processes_train_as_one_process_on_the_global_batch(tmp_path):
         assert_close(first[name], expected, msg=lambda m, name=name: f"{name}: {m}")
 
 
-def test_optimizer_state_sharded_across_processes_trains_as_the_whole_state(tmp_path):
-    """2 processes x 2 replicas each hold a quarter of Adam's state (replicated
-    tensor sharding): the weights and the state gathered on the host equal one
-    process's, unsharded, on the global batch."""
-    first, second = run_two_processes(tmp_path, SHARDED)
+@pytest.mark.parametrize("location", ["setOptimizerLocation", "setWeightLocation"])
+def test_sharded_across_processes_trains_as_unsharded(tmp_path, location):
+    """2 processes x 2 replicas each hold a quarter of Adam's state, and with
+    setWeightLocation of the weights too (replicated tensor sharding): the
+    weights and the state gathered on the host equal one process's,
+    unsharded, on the global batch."""
+    first, second = run_two_processes(tmp_path, SHARDED.replace("setOptimizerLocation", location))
     namespace, model, optimizer = one_process(
         lambda model: popsim.optim.Adam(model.parameters(), lr=0.01))
     for name, expected in model.state_dict().items():
@@ -192,14 +197,16 @@ def test_optimizer_state_sharded_across_processes_trains_as_the_whole_state(tmp_
                 assert_close(saved["state"][index][key], expected)
     # The shards are the job's quarters (as with 4 replicas in one process), not halves.
     options = popsim.Options().replicationFactor(4)
-    options.TensorLocations.setOptimizerLocation(
+    getattr(options.TensorLocations, location)(
         popsim.TensorLocationSettings().useReplicatedTensorSharding(True))
     network = namespace["Classifier"]()
     four_replicas = popsim.trainingModel(network, options,
                                          popsim.optim.Adam(network.parameters(), lr=0.01))
     four_replicas.compile(*namespace["global_batches"](1, 4)[0])
-    quarters = four_replicas.memoryReport()["ipus"][0]["categories"]["optimizer state"]["bytes"]
-    assert first["state_bytes"] == second["state_bytes"] == quarters
+    quarters = {name: category["bytes"] for name, category
+                in four_replicas.memoryReport()["ipus"][0]["categories"].items()}
+    for name in ("optimizer state", "weights"):
+        assert first["bytes"][name] == second["bytes"][name] == quarters[name], name
 
 
 def test_replica_groups_within_processes_train_as_in_one_process(tmp_path):

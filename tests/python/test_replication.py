@@ -308,17 +308,6 @@ def test_sharding_costs_what_the_all_reduce_did():
     assert abs(halves - cycles(whole, "replica_all_reduce")) < 0.1 * halves
 
 
-def test_sharding_refusals_name_the_setting():
-    opts = popsim.Options().replicationFactor(2)
-    opts.TensorLocations.setWeightLocation(
-        popsim.TensorLocationSettings().useReplicatedTensorSharding(True))
-    model = Wide()
-    trainer = popsim.trainingModel(model, opts, popsim.optim.SGD(model.parameters(), lr=0.1))
-    with pytest.raises(OptionError, match="setWeightLocation: popsim shards only the optimizer "
-                       "state across replicas, not the weights"):
-        trainer(torch.randn(8, 20), torch.randint(0, 6, (8,)))
-
-
 @pytest.mark.parametrize("kind,parts", [(popsim.CommGroupType.Consecutive, [0, 0, 1, 1]),
                                         (popsim.CommGroupType.Orthogonal, [0, 1, 0, 1]),
                                         (popsim.CommGroupType.All, [0, 0, 0, 0]),

@@ -40,7 +40,8 @@ def overview_line(trace, memory, host):
 
 def replication_lines(replication, trace):
     """What replicas add: their count and each IPU's share of the call spent in
-    collectives across them (the gradient all-reduce)."""
+    collectives across them (the gradients' reduction, the gathers of sharded
+    weights)."""
     if not replication or replication["replicas"] <= 1:
         return []
     lines = [f"Replicas: {replication['replicas']}, each on IPUs of its own running this "
@@ -49,7 +50,8 @@ def replication_lines(replication, trace):
     if cycles and trace is not None:
         shares = ", ".join(f"IPU{ipu} {c:,} cycles ({_percent(c / trace.total_cycles)})"
                            for ipu, c in sorted(cycles.items(), key=lambda item: int(item[0])))
-        lines.append(f"Collectives across replicas (gradient all-reduce) per call: {shares}.")
+        lines.append(f"Collectives across replicas (reducing gradients, gathering sharded "
+                     f"weights) per call: {shares}.")
     return lines + [""]
 
 

@@ -30,19 +30,20 @@ def _write_atomically(path, text):
 
 def replication_meta(executable, trace, replicas):
     """The job's replica count and, per IPU, the cycles a call spends in
-    collectives across replicas (each runs once per step, in the IPU's
-    gradient-norm or update task)."""
-    per_step = {}
+    collectives across replicas: the gradients' (once per step, in the IPU's
+    gradient-norm or update task) and the gathers of sharded weights (in
+    each task that reads one, once per micro-batch)."""
+    per_run = {}
     for step in executable.program():
         if step["op"].startswith("replica_"):
-            per_step.setdefault(step["ipu"], {}).setdefault(step["task"], 0)
-            per_step[step["ipu"]][step["task"]] += step["cycles"]
+            per_run.setdefault(step["ipu"], {}).setdefault(step["task"], 0)
+            per_run[step["ipu"]][step["task"]] += step["cycles"]
     runs = {}
     for event in trace.events:
-        runs[event["ipu"], event["task"]] = runs.get((event["ipu"], event["task"]), set())
-        runs[event["ipu"], event["task"]].add(event["step"])
+        runs.setdefault((event["ipu"], event["task"]), set()).add(
+            (event["step"], event["micro_batch"]))
     cycles = {str(ipu): sum(c * len(runs.get((ipu, task), ())) for task, c in tasks.items())
-              for ipu, tasks in per_step.items()}
+              for ipu, tasks in per_run.items()}
     return {"replicas": replicas, "collective_cycles": cycles}
 
 

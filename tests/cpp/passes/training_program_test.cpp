@@ -6,7 +6,10 @@
 #include "common/error.h"
 #include "ir/graph.h"
 #include "ir/verifier.h"
+#include "passes/ipu_copies.h"
+#include "passes/pipeline_tasks.h"
 #include "passes/training_program.h"
+#include "passes/weight_sharding.h"
 #include "test_utils.h"
 
 #include <gtest/gtest.h>
@@ -136,6 +139,69 @@ TEST(TrainingProgramTest, ParameterGroupsGetTheirOwnHyperParameters) {
                                       "fc.bias/square_avg", "fc.weight/square_avg",
                                       "optimizer/group0/hyper", "optimizer/group0/step",
                                       "optimizer/group1/hyper", "optimizer/group1/step"}));
+}
+
+// A sharded weight is stored as this replica's shard: the forward pass reads
+// it gathered, its gradient is the gathered weight's, reduce-scattered, and
+// the update writes the stored shard. Stage 0's backward task reads fc2's
+// weight again (fc1's output gradient) and gathers it itself rather than
+// keep the forward task's whole weight until then.
+TEST(TrainingProgramTest, ShardedWeightsAreStoredAsShardsAndGatheredPerTask) {
+  auto graph = std::make_unique<Graph>();
+  Value* x = graph->addInput("x", f32({2, 4}));
+  Value* w1 = graph->addWeight("fc1.weight", f32({5, 4}), true);
+  Value* w2 = graph->addWeight("fc2.weight", f32({3, 5}), true);
+  Value* w3 = graph->addWeight("fc3.weight", f32({2, 3}), true);
+  const auto place = [&](ir::Node* node, int64_t stage) {
+    node->setPlacement({"B" + std::to_string(stage), stage, stage, Phase::Forward});
+    return node->output();
+  };
+  Value* h1 = place(graph->addNode(OpKind::Linear, {x, w1}), 0);
+  Value* h2 = place(graph->addNode(OpKind::Linear, {h1, w2}), 0);
+  Value* h3 = place(graph->addNode(OpKind::Linear, {h2, w3}), 1);
+  Value* loss = place(graph->addNode(OpKind::ReduceMean, {h3},
+                                     {{"dims", std::vector<int64_t>{0, 1}}, {"keepdim", false}}),
+                      1);
+  graph->addOutput(loss);
+  graph->setLoss(loss);
+  TrainingConfig config = configFor(OptimizerKind::Sgd);
+  config.groups = {{{"fc1.weight", "fc2.weight", "fc3.weight"}}};
+  config.replicas = 4;
+  config.systemIpus = 8;
+  config.shardedParameters = {"fc2.weight"};
+  config.shardedWeights = {"fc2.weight"};
+  passes::buildTrainingProgram(*graph, config);
+
+  const Value* shard = graph->findWeight("fc2.weight");
+  EXPECT_EQ(shard->type(), f32({4})); // ceil(15 / 4)
+  EXPECT_EQ(graph->findWeight("fc1.weight")->type(), f32({5, 4}));
+  auto gathers = nodesOf(*graph, OpKind::ReplicaAllGather);
+  ASSERT_EQ(gathers.size(), 1u);
+  EXPECT_EQ(gathers[0]->input(0), shard);
+  EXPECT_EQ(gathers[0]->output()->type(), f32({3, 5}));
+  const auto scatters = nodesOf(*graph, OpKind::ReplicaReduceScatter);
+  ASSERT_EQ(scatters.size(), 1u);
+  for (const ir::Node* update : nodesOf(*graph, OpKind::SgdUpdate)) {
+    if (update->input(0) != shard) continue;
+    EXPECT_EQ(update->input(1), scatters[0]->output());
+  }
+  EXPECT_EQ(nodesOf(*graph, OpKind::ReplicaAllReduce).size(), 2u); // fc1's and fc3's gradients
+
+  const passes::TaskLayout layout(*graph, true);
+  passes::orderNodesByTask(*graph, layout);
+  passes::insertIpuCopies(*graph);
+  passes::gatherShardedWeightsPerTask(*graph, layout);
+  gathers = nodesOf(*graph, OpKind::ReplicaAllGather);
+  ASSERT_EQ(gathers.size(), 2u);
+  EXPECT_EQ(layout.tasks()[layout.taskOf(*gathers[0])].name(), "F0");
+  EXPECT_EQ(layout.tasks()[layout.taskOf(*gathers[1])].name(), "B0");
+  EXPECT_EQ(gathers[1]->input(0), shard);
+  EXPECT_EQ(gathers[1]->attrs().getString("key"), "fc2.weight/gather@B0");
+  for (const ir::Node* gather : gathers) {
+    for (const ir::Node* reader : gather->output()->users())
+      EXPECT_EQ(layout.taskOf(*reader), layout.taskOf(*gather)) << reader->describe();
+  }
+  EXPECT_EQ(ir::findGraphProblems(*graph), std::vector<std::string>{});
 }
 
 // Python validates user options (tests/python/test_options.py); C++ asserts.

@@ -1,0 +1,87 @@
+#include "passes/weight_sharding.h"
+
+#include "passes/passes.h"
+#include "passes/training_helpers.h"
+
+#include <algorithm>
+#include <map>
+#include <vector>
+
+namespace popsim::passes {
+namespace {
+
+// A gather of a stored shard: the ops that read a sharded weight read this.
+bool gathersWeight(const ir::Node& node) {
+  return node.kind() == ir::OpKind::ReplicaAllGather &&
+         node.input(0)->role() == ir::ValueRole::Weight;
+}
+
+} // namespace
+
+std::unordered_map<const ir::Value*, ir::Value*> shardWeights(ir::Graph& graph,
+                                                              const TrainingConfig& config) {
+  std::unordered_map<const ir::Value*, ir::Value*> gathered;
+  if (config.replicas < 2) return gathered;
+  for (const std::string& name : config.shardedWeights) {
+    ir::Value* weight = graph.findWeight(name);
+    if (weight == nullptr || weight->users().empty()) continue; // the forward pass never reads it
+    const std::vector<ir::Node*> readers(weight->users().begin(), weight->users().end());
+    const ir::TensorType whole = weight->type();
+    const int64_t shardElements = (whole.numel() + config.replicas - 1) / config.replicas;
+    ir::Value* shard = graph.replaceWeight(weight, {whole.dtype, {shardElements}});
+    // Users are in graph order: the gather goes just before the first.
+    graph.setInsertionPoint(readers.front());
+    ir::Attributes attrs = training::collectiveAttrs(config, name + "/gather");
+    attrs.set("shape", whole.shape);
+    ir::Node* gather = graph.addNode(ir::OpKind::ReplicaAllGather, {shard}, std::move(attrs));
+    gather->setPlacement(readers.front()->placement());
+    graph.setInsertionPoint(nullptr);
+    for (ir::Node* reader : readers) {
+      for (size_t i = 0; i < reader->inputs().size(); ++i) {
+        if (reader->input(i) == weight) graph.replaceInput(reader, i, gather->output());
+      }
+    }
+    gathered[shard] = gather->output();
+  }
+  return gathered;
+}
+
+void gatherShardedWeightsPerTask(ir::Graph& graph, const TaskLayout& layout) {
+  std::vector<ir::Node*> gathers;
+  for (const auto& node : graph.nodes()) {
+    if (gathersWeight(*node)) gathers.push_back(node.get());
+  }
+  for (ir::Node* gather : gathers) {
+    const size_t home = layout.taskOf(*gather);
+    // The readers in other tasks, by task; users are in graph order.
+    std::map<size_t, std::vector<ir::Node*>> elsewhere;
+    const std::vector<ir::Node*> readers(gather->output()->users().begin(),
+                                         gather->output()->users().end());
+    for (ir::Node* reader : readers) {
+      const size_t task = layout.taskOf(*reader);
+      if (task != home) elsewhere[task].push_back(reader);
+    }
+    for (const auto& [task, taskReaders] : elsewhere) {
+      graph.setInsertionPoint(taskReaders.front());
+      ir::Attributes attrs = gather->attrs();
+      attrs.set("key", attrs.getString("key") + "@" + layout.tasks()[task].name());
+      ir::Node* again = graph.addNode(ir::OpKind::ReplicaAllGather, {gather->input(0)},
+                                      std::move(attrs), gather->location());
+      again->setPlacement(taskReaders.front()->placement());
+      for (ir::Node* reader : taskReaders) {
+        for (size_t i = 0; i < reader->inputs().size(); ++i) {
+          if (reader->input(i) == gather->output()) graph.replaceInput(reader, i, again->output());
+        }
+      }
+    }
+    graph.setInsertionPoint(nullptr);
+  }
+}
+
+std::unique_ptr<Pass> createWeightGatherPass(const TaskLayout& layout) {
+  return std::make_unique<FunctionPass>("weight-gathers", [&layout](ir::Graph& graph) {
+    gatherShardedWeightsPerTask(graph, layout);
+  });
+}
+
+} // namespace popsim::passes
