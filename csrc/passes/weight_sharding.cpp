@@ -1,5 +1,7 @@
 #include "passes/weight_sharding.h"
 
+#include "common/check.h"
+#include "ir/op_schema.h"
 #include "passes/passes.h"
 #include "passes/training_helpers.h"
 
@@ -16,6 +18,21 @@ bool gathersWeight(const ir::Node& node) {
          node.input(0)->role() == ir::ValueRole::Weight;
 }
 
+// A sharded weight's readers read a gathered copy, so a write to the weight
+// in the forward pass (weight clipping under torch.no_grad()) would be lost.
+void checkNotWritten(const ir::Value& weight, const std::vector<ir::Node*>& readers) {
+  for (const ir::Node* reader : readers) {
+    for (size_t index : reader->schema().mutatedInputs) {
+      POPSIM_CHECK(reader->input(index) != &weight, ErrorKind::InvalidOption,
+                   "replicated tensor sharding of weights (TensorLocations.setWeightLocation): ",
+                   reader->describe(), " writes the weight '", weight.name(),
+                   "' in the forward pass, but each replica stores only a shard of it. Raise "
+                   "minElementsForReplicatedTensorSharding above its ",
+                   weight.type().numel(), " elements, or turn the sharding off.");
+    }
+  }
+}
+
 } // namespace
 
 std::unordered_map<const ir::Value*, ir::Value*> shardWeights(ir::Graph& graph,
@@ -26,6 +43,7 @@ std::unordered_map<const ir::Value*, ir::Value*> shardWeights(ir::Graph& graph,
     ir::Value* weight = graph.findWeight(name);
     if (weight == nullptr || weight->users().empty()) continue; // the forward pass never reads it
     const std::vector<ir::Node*> readers(weight->users().begin(), weight->users().end());
+    checkNotWritten(*weight, readers);
     const ir::TensorType whole = weight->type();
     const int64_t shardElements = (whole.numel() + config.replicas - 1) / config.replicas;
     ir::Value* shard = graph.replaceWeight(weight, {whole.dtype, {shardElements}});
