@@ -37,7 +37,10 @@ CompiledGraph compileGraph(const ir::Graph& imported, const CompilerOptions& opt
   if (options.recomputation) {
     tasks.add(passes::createRecomputationPass(compiled.layout));
   }
-  tasks.add(passes::createWeightGatherPass(compiled.layout));
+  if (options.program == ProgramKind::Training && options.training.replicas > 1 &&
+      !options.training.shardedWeights.empty()) {
+    tasks.add(passes::createWeightGatherPass(compiled.layout));
+  }
   tasks.run(graph);
   POPSIM_LOG(Debug) << "program after passes:\n" << ir::printGraph(graph);
   return compiled;
