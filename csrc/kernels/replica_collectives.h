@@ -19,9 +19,8 @@ public:
   // when another replica failed.
   virtual void allReduceSum(const std::string& key, int64_t ipu, float* data, size_t count) = 0;
   // The same within this replica's group only (replica-grouped variables):
-  // groups of `groupSize` replicas, neighbours when `stride` is 1, else
-  // every `stride`-th replica (PopTorch's Orthogonal groups), among this
-  // process's replicas (a group never spans processes).
+  // groups of `groupSize` of the job's replicas, neighbours when `stride` is
+  // 1, else every `stride`-th replica (PopTorch's Orthogonal groups).
   virtual void allReduceSumInGroup(const std::string& key, int64_t ipu, float* data, size_t count,
                                    int64_t groupSize, int64_t stride) = 0;
   // This replica's index among all the replicas (sharded tensors: which

@@ -148,24 +148,33 @@ void registerHostFunction(const std::string& id, py::function function) {
 }
 
 // A replica group whose all-reduces also call `crossProcess(key, ipu,
-// tensor)` (None: this process only), which must sum the tensor in place
-// across the job's processes (torch.distributed.all_reduce). A Python
+// tensor, group)` (None: this process only), which must sum the tensor in
+// place across the job's processes (torch.distributed.all_reduce): all of
+// them when `group` is None, else those holding replicas of the job's replica
+// group (size, stride, index) of a replica-grouped variable. A Python
 // exception fails the run with an ExecutionError and stops the replicas.
-// `firstIndex` numbers the replicas job-wide (process x replicas per process).
+// `firstIndex` numbers the replicas job-wide (process x replicas per process)
+// and `jobReplicas` counts them.
 std::shared_ptr<runtime::ReplicaGroup> makeReplicaGroup(int64_t replicas, py::object crossProcess,
-                                                        int64_t firstIndex) {
+                                                        int64_t firstIndex, int64_t jobReplicas) {
   if (crossProcess.is_none()) {
-    return std::make_shared<runtime::ReplicaGroup>(replicas, nullptr, firstIndex);
+    return std::make_shared<runtime::ReplicaGroup>(replicas, nullptr, firstIndex, jobReplicas);
   }
   auto held = std::make_shared<PythonFunction>();
   held->function = std::move(crossProcess);
   return std::make_shared<runtime::ReplicaGroup>(
       replicas,
-      [held](const std::string& key, int64_t ipu, float* data, size_t count) {
+      [held](const std::string& key, int64_t ipu, const runtime::ReplicaGroup::JobGroup* group,
+             float* data, size_t count) {
         py::gil_scoped_acquire gil;
         try {
+          py::object which =
+              group == nullptr
+                  ? py::object(py::none())
+                  : py::object(py::make_tuple(group->size, group->stride, group->index));
           held->function(key, ipu,
-                         tensorOver(data, {ir::DType::Float32, {static_cast<int64_t>(count)}}));
+                         tensorOver(data, {ir::DType::Float32, {static_cast<int64_t>(count)}}),
+                         which);
         } catch (py::error_already_set& error) {
           throwError(ErrorKind::Execution,
                      "summing the gradient of '" + key + "' across processes failed (" +
@@ -175,7 +184,7 @@ std::shared_ptr<runtime::ReplicaGroup> makeReplicaGroup(int64_t replicas, py::ob
                          "bounds how long a process waits for the others.");
         }
       },
-      firstIndex);
+      firstIndex, jobReplicas);
 }
 
 } // namespace
@@ -184,9 +193,10 @@ void bindRuntime(py::module_& module) {
   py::class_<runtime::ReplicaGroup, std::shared_ptr<runtime::ReplicaGroup>>(
       module, "ReplicaGroup", "The replicas of a model in this process, which sum gradients.")
       .def(py::init(&makeReplicaGroup), py::arg("replicas"), py::arg("cross_process") = py::none(),
-           py::arg("first_index") = 0)
+           py::arg("first_index") = 0, py::arg("job_replicas") = 0)
       .def_property_readonly("replicas", &runtime::ReplicaGroup::replicas)
       .def_property_readonly("first_index", &runtime::ReplicaGroup::firstIndex)
+      .def_property_readonly("job_replicas", &runtime::ReplicaGroup::jobReplicas)
       .def("abort", &runtime::ReplicaGroup::abort, py::arg("reason"),
            "Stops every replica waiting in an all-reduce (one failed).")
       .def("reset", &runtime::ReplicaGroup::reset, "Forgets a failed call.");

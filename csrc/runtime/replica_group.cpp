@@ -25,12 +25,16 @@ private:
   int64_t index_;
 };
 
-ReplicaGroup::ReplicaGroup(int64_t replicas, CrossProcessSum crossProcess, int64_t firstIndex)
-    : replicas_(replicas), firstIndex_(firstIndex), crossProcess_(std::move(crossProcess)) {
+ReplicaGroup::ReplicaGroup(int64_t replicas, CrossProcessSum crossProcess, int64_t firstIndex,
+                           int64_t jobReplicas)
+    : replicas_(replicas), firstIndex_(firstIndex),
+      jobReplicas_(jobReplicas > 0 ? jobReplicas : replicas),
+      crossProcess_(std::move(crossProcess)) {
   POPSIM_CHECK(replicas >= 1, ErrorKind::InvalidOption,
-               "a replica group needs at least one "
-               "replica, got ",
-               replicas, ".");
+               "a replica group needs at least one replica, got ", replicas, ".");
+  POPSIM_CHECK(firstIndex >= 0 && firstIndex + replicas <= jobReplicas_, ErrorKind::InvalidOption,
+               "replicas ", firstIndex, " to ", firstIndex + replicas - 1, " of a job of ",
+               jobReplicas_, " replicas.");
 }
 
 std::unique_ptr<kernels::ReplicaCollectives> ReplicaGroup::member(int64_t index) {
@@ -62,26 +66,39 @@ void ReplicaGroup::throwAborted(const std::string& key, int64_t replica) const {
 
 void ReplicaGroup::allReduceSum(int64_t replica, const std::string& key, int64_t ipu, float* data,
                                 size_t count) {
-  meet(replica, key, key, ipu, replicas_, replica, data, count, true);
+  meet(replica, key, key, ipu, replicas_, replica, data, count, Across{true, std::nullopt});
 }
 
 void ReplicaGroup::allReduceSumInGroup(int64_t replica, const std::string& key, int64_t ipu,
                                        float* data, size_t count, int64_t groupSize,
                                        int64_t stride) {
-  // The groups lie within this process (the Python side checks it).
-  POPSIM_ASSERT(groupSize >= 1 && replicas_ % groupSize == 0 &&
-                    (stride == 1 || stride * groupSize == replicas_),
-                "groups of ", groupSize, " replicas with stride ", stride, " among ", replicas_,
-                " replicas of one process.");
-  // Consecutive: replicas g k .. g k + k - 1; with a stride m: g, g + m, ...
-  const int64_t group = stride == 1 ? replica / groupSize : replica % stride;
-  const int64_t position = stride == 1 ? replica % groupSize : replica / stride;
-  meet(replica, key, strCat(key, "#group", group), ipu, groupSize, position, data, count, false);
+  POPSIM_ASSERT(groupSize >= 1 && jobReplicas_ % groupSize == 0 &&
+                    (stride == 1 || stride * groupSize == jobReplicas_),
+                "groups of ", groupSize, " replicas with stride ", stride, " among ", jobReplicas_,
+                " replicas.");
+  // The job's replicas: Consecutive groups g k .. g k + k - 1; with a stride
+  // m, g, g + m, ... This process's members of the group meet here; a group
+  // with members in other processes then sums across those.
+  const auto groupOf = [&](int64_t local) {
+    const int64_t job = firstIndex_ + local;
+    return stride == 1 ? job / groupSize : job % stride;
+  };
+  const int64_t group = groupOf(replica);
+  int64_t participants = 0;
+  int64_t position = 0;
+  for (int64_t local = 0; local < replicas_; ++local) {
+    if (groupOf(local) != group) continue;
+    if (local < replica) ++position;
+    ++participants;
+  }
+  const Across across{participants < groupSize, JobGroup{groupSize, stride, group}};
+  meet(replica, key, strCat(key, "#group", group), ipu, participants, position, data, count,
+       across);
 }
 
 void ReplicaGroup::meet(int64_t replica, const std::string& key, const std::string& meetingKey,
                         int64_t ipu, int64_t participants, int64_t position, float* data,
-                        size_t count, bool acrossProcesses) {
+                        size_t count, const Across& across) {
   std::unique_lock<std::mutex> lock(mutex_);
   // A replica may come back for the next meeting under this key (the next
   // micro-batch's) before the others have left the last one: it waits.
@@ -101,7 +118,7 @@ void ReplicaGroup::meet(int64_t replica, const std::string& key, const std::stri
   if (++meeting.arrived == participants) {
     lock.unlock(); // the others wait for `summed`; other meetings go on
     try {
-      sumArrived(meeting, key, ipu, acrossProcesses);
+      sumArrived(meeting, key, ipu, across);
     } catch (const std::exception& error) {
       abort(error.what());
       throw;
@@ -121,7 +138,7 @@ void ReplicaGroup::meet(int64_t replica, const std::string& key, const std::stri
 }
 
 void ReplicaGroup::sumArrived(Meeting& meeting, const std::string& key, int64_t ipu,
-                              bool acrossProcesses) {
+                              const Across& across) {
   // Only this thread touches the meeting's sum until `summed` is set.
   meeting.sum.assign(meeting.buffers[0], meeting.buffers[0] + meeting.count);
   for (size_t replica = 1; replica < meeting.buffers.size(); ++replica) {
@@ -129,7 +146,10 @@ void ReplicaGroup::sumArrived(Meeting& meeting, const std::string& key, int64_t 
     for (size_t i = 0; i < meeting.count; ++i)
       meeting.sum[i] += buffer[i];
   }
-  if (acrossProcesses && crossProcess_) crossProcess_(key, ipu, meeting.sum.data(), meeting.count);
+  if (across.processes && crossProcess_) {
+    crossProcess_(key, ipu, across.group ? &*across.group : nullptr, meeting.sum.data(),
+                  meeting.count);
+  }
 }
 
 } // namespace popsim::runtime

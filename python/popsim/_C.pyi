@@ -2,7 +2,7 @@
 # of device state (csrc/python/bind_options.cpp). The rest of the module is
 # typed loosely.
 import enum
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 class ProgramKind(enum.Enum):
     Inference: int
@@ -81,9 +81,11 @@ class TrainingConfig:
 class ReplicaGroup:
     replicas: int
     first_index: int
+    job_replicas: int
     def __init__(self, replicas: int,
-                 cross_process: Optional[Callable[[str, int, Any], None]] = None,
-                 first_index: int = 0) -> None: ...
+                 cross_process: Optional[Callable[
+                     [str, int, Any, Optional[Tuple[int, int, int]]], None]] = None,
+                 first_index: int = 0, job_replicas: int = 0) -> None: ...
     def abort(self, reason: str) -> None: ...
     def reset(self) -> None: ...
 

@@ -627,7 +627,7 @@ class Executor:
         self._plan_anchors(options)
         progress.phase("compile")
         executable = self._replicated(self._build_executable(graph, options), options,
-                                      len(graph.input_updates()))
+                                      len(graph.input_updates()), groupings)
         progress.phase("weights")
         self._graph = graph
         self._executable = executable
@@ -656,7 +656,7 @@ class Executor:
                                     binding.sharded_weight_shapes(self._options))
         if groupings:
             executable.group_variables(
-                {variable: grouping.groups for name, grouping in groupings.items()
+                {variable: list(grouping.job) for name, grouping in groupings.items()
                  for variable in [name] + (binding.parameter_states(name) if binding else [])})
         self._upload_weights()
         if binding is not None:
@@ -730,7 +730,7 @@ class Executor:
                 + [_anchors.GRADIENT + name
                    for name in _trained_names(self._compile_options.training) if name in used])
 
-    def _replicated(self, executable, options, input_updates):
+    def _replicated(self, executable, options, input_updates, groupings):
         """The executable itself, or with replicationFactor > 1 its replicas
         (the same program loaded again), which run every call together."""
         replicas = self._options.replication_factor
@@ -739,8 +739,9 @@ class Executor:
             return executable
         program = executable.serialize_program()
         copies = [executable] + [_C.load_program(program, options) for _ in range(1, replicas)]
-        cross_process = (None if processes == 1 else
-                         _process_group.cross_process_sum(self._options, options.num_ipus))
+        cross_process = (None if processes == 1 else _process_group.cross_process_sum(
+            self._options, options.num_ipus,
+            [(g.size, g.stride, g.job) for g in groupings.values()] if self._training else []))
         opts = self._options
         micro_batches = opts.device_iterations * opts.Training.gradient_accumulation
         mode, period = self._output_mode(), self._options.output_return_period
@@ -753,7 +754,8 @@ class Executor:
 
         first = opts.Distributed.processId * replicas if processes > 1 else 0
         return _replication.ReplicatedExecutable(
-            copies, _C.ReplicaGroup(replicas, cross_process, first), micro_batches, output_slots,
+            copies, _C.ReplicaGroup(replicas, cross_process, first, replicas * processes),
+            micro_batches, output_slots,
             _replication.input_parts(self._options)[1], broadcast_across_processes=processes > 1,
             job_replicas=replicas * processes)
 

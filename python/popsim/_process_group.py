@@ -12,7 +12,7 @@ while different IPUs' all-reduces proceed side by side.
 
 import datetime
 import os
-from typing import Callable, Dict
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 import torch
 
@@ -62,18 +62,37 @@ def _process_group_ready(options) -> None:
             "the options read the launcher's environment, or configureProcessId to match.")
 
 
-def cross_process_sum(options, ipus: int) -> Callable[[str, int, torch.Tensor], None]:
+def cross_process_sum(options, ipus: int, groupings: Sequence[Tuple[int, int, Sequence[int]]] = ()
+                      ) -> Callable[[str, int, torch.Tensor, Optional[Tuple[int, int, int]]], None]:
     """The function a ReplicaGroup calls to sum a gradient (in place) across
     the job's processes, with one Gloo group for each of a replica's IPUs.
-    Every process must call this in the same order (they compile the same
-    model together)."""
+    `groupings` lists the replica groupings of replica-grouped parameters as
+    (replicas per group, stride, the group of each of the job's replicas):
+    each group whose replicas are in several processes gets Gloo groups of
+    those processes, one per IPU, for its own sums (the groups of one
+    process's replicas finish their sums in any order, so they must not
+    share one). Every process must call this in the same order (they compile
+    the same model together)."""
     import torch.distributed as dist
 
     _process_group_ready(options)
     groups = [dist.new_group(backend="gloo", timeout=timeout()) for _ in range(ipus)]
+    per_process = options.replication_factor
+    subgroups: Dict[Tuple[int, int, int, int], Any] = {}
+    for size, stride, job_groups in sorted(set((size, stride, tuple(job))
+                                               for size, stride, job in groupings)):
+        for index in range(max(job_groups) + 1):
+            ranks = sorted({replica // per_process for replica, group in enumerate(job_groups)
+                            if group == index})
+            if len(ranks) == 1:
+                continue  # within one process: the ReplicaGroup sums it
+            for ipu in range(ipus):
+                subgroups[size, stride, index, ipu] = dist.new_group(
+                    ranks=ranks, backend="gloo", timeout=timeout())
 
-    def all_reduce(key: str, ipu: int, tensor: torch.Tensor) -> None:
-        dist.all_reduce(tensor, group=groups[ipu])
+    def all_reduce(key: str, ipu: int, tensor: torch.Tensor,
+                   group: Optional[Tuple[int, int, int]] = None) -> None:
+        dist.all_reduce(tensor, group=groups[ipu] if group is None else subgroups[(*group, ipu)])
 
     return all_reduce
 

@@ -9,9 +9,10 @@ along a new leading dimension; the model is traced with group 0's value (so
 in training each step sums the parameter's gradient within the group only
 (a group of one keeps its own), still divided by every replica for a mean,
 as PopART's Post strategy does (with MeanReductionStrategy.Running, the
-group's mean). The host reads the first replica of each
-group back (``VariableRetrievalMode.OnePerGroup``); optimizer state follows
-its parameter.
+group's mean); a group whose replicas are in several processes of a job sums
+across those processes too. The host reads the first replica of each group
+back (``VariableRetrievalMode.OnePerGroup``); optimizer state follows its
+parameter.
 """
 
 import contextlib
@@ -29,12 +30,14 @@ from popsim.errors import OptionError
 class Grouping(NamedTuple):
     """One parameter's groups: the group of each replica of this process and,
     for the training program, the replicas per group and their stride among
-    this process's replicas (1: neighbours; m: every m-th replica); `total`
-    counts the job's groups."""
+    the job's replicas (1: neighbours; m: every m-th replica); `total`
+    counts the job's groups and `job` holds the group of each of the job's
+    replicas."""
     groups: List[int]
     size: int
     stride: int
     total: int = 0
+    job: Tuple[int, ...] = ()
 
     @property
     def group_count(self) -> int:
@@ -94,7 +97,7 @@ def plan(settings: Dict[str, tuple], parameters: Dict[str, torch.Tensor], option
             continue  # one value for every replica: an ordinary parameter
         if training:
             _check_training(name, options)
-        grouping = _this_process(name, job, first, local)
+        grouping = _this_process(job, first, local)
         shape, groups = list(parameters[name].shape), grouping.group_count
         if not shape or shape[0] != groups:
             raise OptionError(
@@ -105,20 +108,13 @@ def plan(settings: Dict[str, tuple], parameters: Dict[str, torch.Tensor], option
     return groupings
 
 
-def _this_process(name: str, job: Grouping, first: int, local: int) -> Grouping:
-    """The job's grouping as this process's replicas see it: each group must
-    lie within one process (its replicas sum their gradients together), and
-    the processes hold the groups in order."""
-    mine = job.groups[first:first + local]
-    for replica, group in enumerate(job.groups):
-        if group in mine and not first <= replica < first + local:
-            raise OptionError(
-                f"replicaGrouping of '{name}': a group would span processes (replica {replica} "
-                f"is in the group of this process's replicas {first} to {first + local - 1}); "
-                "popsim sums a group's gradients within one process. Use Consecutive groups "
-                "that divide replicationFactor, or NoGrouping.")
-    stride = 1 if job.stride == 1 else local // job.size  # Orthogonal within one process
-    return Grouping(mine, job.size, stride, job.group_count)
+def _this_process(job: Grouping, first: int, local: int) -> Grouping:
+    """The job's grouping as this process's replicas see it. A group may have
+    replicas in several processes: each process sums its own members'
+    gradients, then the processes holding the group sum theirs
+    (torch.distributed, _process_group.py)."""
+    return Grouping(job.groups[first:first + local], job.size, job.stride, job.group_count,
+                    tuple(job.groups))
 
 
 def _check_training(name: str, options) -> None:

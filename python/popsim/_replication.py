@@ -167,11 +167,14 @@ class ReplicatedExecutable:
         self._sharded_weights = set(weights or {})
 
     def group_variables(self, groups: Dict[str, List[int]]) -> None:
-        """Declares replica-grouped variables (replicaGrouping), with the job's
-        group of each replica of this process: writes give each replica its
-        group's row, reads join the first replica of each group's value along
-        a new first dimension (and the other processes' groups after theirs)."""
-        self._grouped = dict(groups)
+        """Declares replica-grouped variables (replicaGrouping), with the group
+        of each of the job's replicas: writes give each replica its group's
+        row, reads join each group's value along a new first dimension, read
+        from the group's first replica (in whichever process holds it)."""
+        self._grouped = {name: list(job) for name, job in groups.items()}
+
+    def _local_groups(self, name: str) -> List[int]:
+        return self._grouped[name][self._first:self._first + len(self._replicas)]
 
     def write_variables(self, values: Dict[str, torch.Tensor]) -> None:
         whole = {name: value for name, value in values.items()
@@ -183,7 +186,7 @@ class ReplicatedExecutable:
             own = {name: _shard(value, self._first + index, self._job_replicas,
                                 value.dtype if name in self._sharded_weights else torch.float32)
                    for name, value in sharded.items()}
-            own.update({name: value[self._grouped[name][index]]
+            own.update({name: value[self._local_groups(name)[index]]
                         for name, value in grouped.items()})
             if counter is not None:
                 own[_C.RANDOM_COUNTER_NAME] = counter + self._counter_offsets[index]
@@ -194,12 +197,7 @@ class ReplicatedExecutable:
             [name for name in names if name not in self._sharded and name not in self._grouped])
         for name in names:  # in the same order in every process
             if name in self._grouped:
-                groups = self._grouped[name]
-                rows = torch.stack([self._replicas[groups.index(group)].read_variables(
-                    [name])[name] for group in sorted(set(groups))])
-                # Each process holds the next groups in order: join theirs.
-                values[name] = (_process_group.gather_from_every_process(rows)
-                                if self._across_processes else rows)
+                values[name] = self._read_grouped(name)
         if _C.RANDOM_COUNTER_NAME in values:
             values[_C.RANDOM_COUNTER_NAME] -= self._counter_offsets[0]
         sharded = [name for name in names if name in self._sharded]
@@ -212,6 +210,24 @@ class ReplicatedExecutable:
                     joined = _process_group.gather_from_every_process(joined)
                 values[name] = joined[:shape.numel()].reshape(shape)
         return values
+
+    def _read_grouped(self, name: str) -> torch.Tensor:
+        """Each group's value, from its first replica: the rows this process
+        holds first replicas of, and (across processes) the others' rows."""
+        job, count = self._grouped[name], len(self._replicas)
+        owners = [job.index(group) for group in range(max(job) + 1)]  # first replicas
+        mine = {group: self._replicas[owner - self._first].read_variables([name])[name]
+                for group, owner in enumerate(owners)
+                if self._first <= owner < self._first + count}
+        if not self._across_processes:
+            return torch.stack([mine[group] for group in range(len(owners))])
+        like = next(iter(mine.values())) if mine else \
+            self._replicas[0].read_variables([name])[name]
+        rows = torch.stack([mine.get(group, torch.zeros_like(like))
+                            for group in range(len(owners))])
+        every = _process_group.gather_from_every_process(rows)  # process p's rows at p x groups
+        return torch.stack([every[(owner // count) * len(owners) + group]
+                            for group, owner in enumerate(owners)])
 
     def write_hyperparameters(self, *args, **kwargs) -> None:
         for executable in self._replicas:

@@ -209,17 +209,19 @@ def test_sharded_across_processes_trains_as_unsharded(tmp_path, location):
         assert first["bytes"][name] == second["bytes"][name] == quarters[name], name
 
 
-def test_replica_groups_within_processes_train_as_in_one_process(tmp_path):
-    """2 processes x 2 replicas, Consecutive groups of 2: each process holds one
-    group of the weight; the bias is summed over all 4 replicas. Both
-    processes read both groups back, as one process's replica-by-replica
-    arithmetic gives them."""
+@pytest.mark.parametrize("kind", ["Consecutive", "Orthogonal"])
+def test_replica_groups_train_across_processes_as_in_one_process(tmp_path, kind):
+    """2 processes x 2 replicas, groups of 2: Consecutive groups lie within a
+    process each ({0, 1}, {2, 3}), Orthogonal ones span both ({0, 2}, {1, 3}:
+    each process sums its member's gradient with the other's); the bias is
+    summed over all 4 replicas. Both processes read both groups back, as one
+    process's replica-by-replica arithmetic gives them."""
     from test_replica_grouping import Grouped, eager_steps, groups_of
 
-    first, second = run_two_processes(tmp_path, GROUPED)
+    first, second = run_two_processes(tmp_path, GROUPED.replace("Consecutive", kind))
     start = Grouped(2)
     weight, bias = eager_steps(start.weight.detach(), start.bias.detach(),
-                               groups_of(popsim.CommGroupType.Consecutive, 2), 3, 0.1)
+                               groups_of(getattr(popsim.CommGroupType, kind), 2), 3, 0.1)
     for saved in (first, second):
         assert_close(saved["weight"], weight)
         assert_close(saved["bias"], bias)

@@ -192,12 +192,6 @@ def test_groupings_that_cannot_hold_are_refused():
                                                  r"\(weight\)"):
         compiled((popsim.CommGroupType.Consecutive, 2, one_per_group),
                  optimizer=lambda m: popsim.optim.SGD(m.parameters(), lr=0.1, max_grad_norm=1.0))
-    spanning = popsim.Options().replicationFactor(2)
-    spanning.Distributed.configureProcessId(0, 2)  # replicas 0 1 here, 2 3 elsewhere
-    with pytest.raises(popsim.OptionError, match=r"a group would span processes \(replica 2 "
-                                                 r"is in the group of this process's replicas "
-                                                 r"0 to 1\)"):
-        compiled((popsim.CommGroupType.Orthogonal, 2, one_per_group), options=spanning)
     model = Grouped(2)
     trainer = popsim.trainingModel(model, popsim.Options().replicationFactor(REPLICAS))
     trainer.weight.replicaGrouping(popsim.CommGroupType.Consecutive, 2, one_per_group)

@@ -8,7 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,12 +43,14 @@ TEST(ReplicaGroupTest, EveryReplicaGetsTheSumInReplicaOrder) {
 
 TEST(ReplicaGroupTest, KeysAndIpusMeetSeparatelyAndTheCrossProcessSumRunsOnce) {
   int crossProcessCalls = 0;
-  auto group = std::make_shared<ReplicaGroup>(
-      2, [&](const std::string&, int64_t, float* data, size_t count) {
-        ++crossProcessCalls;
-        for (size_t i = 0; i < count; ++i)
-          data[i] *= 10.0f; // as if ten processes had the same sum
-      });
+  auto group = std::make_shared<ReplicaGroup>(2, [&](const std::string&, int64_t,
+                                                     const ReplicaGroup::JobGroup* jobGroup,
+                                                     float* data, size_t count) {
+    EXPECT_EQ(jobGroup, nullptr); // across every process
+    ++crossProcessCalls;
+    for (size_t i = 0; i < count; ++i)
+      data[i] *= 10.0f; // as if ten processes had the same sum
+  });
   // Each replica's IPUs run on threads of their own: IPU0 reduces "a", IPU1 "b".
   std::vector<float> a0 = {1}, b0 = {2}, a1 = {3}, b1 = {4};
   std::vector<std::thread> ipus;
@@ -110,6 +114,43 @@ TEST(ReplicaGroupTest, GroupedVariablesSumWithinTheirGroupOnly) {
       thread.join();
     EXPECT_EQ(data, sums) << "stride " << stride;
   }
+}
+
+// Process 1 of 2 holds replicas 2 and 3 of the job's 4. Consecutive groups
+// of 2 ({2, 3}) lie within it; Orthogonal ones ({0, 2}, {1, 3}) have one
+// member here, which sums with the other process's member only.
+TEST(ReplicaGroupTest, GroupsSpanningProcessesSumAcrossThem) {
+  std::mutex crossedMutex; // the two groups' sums run on different threads
+  std::vector<std::string> crossed;
+  auto group = std::make_shared<ReplicaGroup>(
+      2,
+      [&](const std::string& key, int64_t, const ReplicaGroup::JobGroup* jobGroup, float* data,
+          size_t) {
+        ASSERT_NE(jobGroup, nullptr);
+        std::lock_guard<std::mutex> lock(crossedMutex);
+        crossed.push_back(key + ":" + std::to_string(jobGroup->index));
+        *data += 100.0f * static_cast<float>(jobGroup->index + 1); // the other process's member
+      },
+      2, 4);
+  for (const int64_t stride : {1, 2}) {
+    std::vector<float> data = {3, 4};
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 2; ++r) {
+      threads.emplace_back([&, r] {
+        group->member(r)->allReduceSumInGroup("w" + std::to_string(stride), 0,
+                                              &data[static_cast<size_t>(r)], 1, 2, stride);
+      });
+    }
+    for (auto& thread : threads)
+      thread.join();
+    if (stride == 1) {
+      EXPECT_EQ(data, (std::vector<float>{7, 7}));
+    } else {
+      EXPECT_EQ(data, (std::vector<float>{103, 204})); // job replicas 2 and 3: groups 0 and 1
+    }
+  }
+  std::sort(crossed.begin(), crossed.end());
+  EXPECT_EQ(crossed, (std::vector<std::string>{"w2:0", "w2:1"}));
 }
 
 TEST(ReplicaGroupTest, AFailedReplicaStopsTheWaitingOnesUntilReset) {
