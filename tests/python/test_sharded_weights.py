@@ -15,19 +15,7 @@ import popsim
 from popsim.errors import OptionError
 
 from conftest import assert_close
-
-
-class Wide(nn.Module):
-    """Weights of 600 and 180 elements, biases of 30 and 6."""
-
-    def __init__(self):
-        super().__init__()
-        self.first = nn.Linear(20, 30)
-        self.second = nn.Linear(30, 6)
-
-    def forward(self, x, labels):
-        out = self.second(torch.tanh(self.first(x)))
-        return out, nn.functional.cross_entropy(out, labels)
+from test_replication import Wide, assert_same_weights
 
 
 class BlockedWide(Wide):
@@ -67,12 +55,6 @@ def train(model, opts, optimizer=popsim.optim.Adam, steps=3, **optimizer_args):
         trainer(x, labels)
     trainer.copyWeightsToHost()
     return trainer, optim
-
-
-def assert_same_weights(actual, expected):
-    for (name, value), (_, reference) in zip(actual.state_dict().items(),
-                                             expected.state_dict().items()):
-        assert_close(value, reference, msg=lambda m, name=name: f"{name}: {m}")
 
 
 def category_bytes(trainer, category, ipu=0):
@@ -115,16 +97,24 @@ def test_sharded_weights_train_as_whole_weights(optimizer, args):
     assert sum(ops_by_task(trainer, "replica_reduce_scatter").values()) == 4
 
 
+def train_pipelined(model_class, recomputation, optimizer=popsim.optim.Adam, **optimizer_args):
+    """The two-stage model trained pipelined with whole and with sharded
+    weights, which must end equal: (whole weights' trainer, sharded's)."""
+    trainers, models = [], []
+    for sharding in (False, True):
+        opts = options(sharding, replicas=2, accumulation=4)
+        opts.setExecutionStrategy(popsim.PipelinedExecution("B0", "B1"))
+        opts.Training.recomputation(recomputation)
+        models.append(start(model_class))
+        trainers.append(train(models[-1], opts, optimizer, **dict(optimizer_args))[0])
+    assert_same_weights(models[1], models[0])
+    return trainers
+
+
 @pytest.mark.parametrize("recomputation", [False, True])
 def test_a_pipeline_gathers_a_sharded_weight_in_each_task_that_reads_it(recomputation):
-    whole, sharded = start(BlockedWide), start(BlockedWide)
-    opts = [options(sharding, replicas=2, accumulation=4) for sharding in (False, True)]
-    for opt in opts:
-        opt.setExecutionStrategy(popsim.PipelinedExecution("B0", "B1"))
-        opt.Training.recomputation(recomputation)
-    whole_trainer, _ = train(whole, opts[0], popsim.optim.SGD, momentum=0.9)
-    trainer, _ = train(sharded, opts[1], popsim.optim.SGD, momentum=0.9)
-    assert_same_weights(sharded, whole)
+    whole_trainer, trainer = train_pipelined(BlockedWide, recomputation, popsim.optim.SGD,
+                                             momentum=0.9)
     # first's weights are read in F0 (and again in B0 when it recomputes
     # first's output; x needs no gradient), second's in FB1's forward and
     # backward parts, one task. No gathered weight crosses tasks, so the
@@ -154,14 +144,7 @@ class Deep(nn.Module):
 
 @pytest.mark.parametrize("recomputation", [False, True])
 def test_a_backward_task_gathers_the_weight_again(recomputation):
-    whole, sharded = start(Deep), start(Deep)
-    opts = [options(sharding, replicas=2, accumulation=4) for sharding in (False, True)]
-    for opt in opts:
-        opt.setExecutionStrategy(popsim.PipelinedExecution("B0", "B1"))
-        opt.Training.recomputation(recomputation)
-    whole_trainer, _ = train(whole, opts[0])
-    trainer, _ = train(sharded, opts[1])
-    assert_same_weights(sharded, whole)
+    whole_trainer, trainer = train_pipelined(Deep, recomputation)
     gathers = ops_by_task(trainer, "replica_all_gather")
     # middle.weight: read by F0 and by B0 (first's output gradient); with
     # recomputation, B0 also recomputes middle's forward from the stashed input.
