@@ -10,7 +10,11 @@ replica (B1 | B2 B3 B4), micro-batches of 40 images, gradientAccumulation 8
    PyTorch training on the same number of images per step, for scale.
 2. Simulated clock: one step's cycles with 1 and 2 replicas, what the
    gradient all-reduce adds (the busiest IPU's replica_all_reduce cycles)
-   and its share of the step, and the simulated images per second.
+   and its share of the step, and the simulated images per second; and 2
+   replicas with replicated tensor sharding of the weights (and so of their
+   optimizer state): the step, the busiest IPU's collectives (the weights'
+   gathers in every micro-batch, the gradients' reduce-scatter) and the
+   weights and optimizer state each replica holds.
 
 Median of --repeats timed calls after a warm-up.
 
@@ -47,11 +51,13 @@ def images(count, seed=0):
             torch.randint(0, 10, (count,), generator=generator))
 
 
-def trainer(replicas):
+def trainer(replicas, sharded_weights=False):
     model = new_network(0)
     opts = popsim.Options().replicationFactor(replicas)
     opts.Training.gradientAccumulation(ACCUMULATION)
     opts.setExecutionStrategy(popsim.PipelinedExecution(*TWO_IPUS))
+    opts.TensorLocations.setWeightLocation(
+        popsim.TensorLocationSettings().useReplicatedTensorSharding(sharded_weights))
     return popsim.trainingModel(TrainingModelWithLoss(model), opts,
                                 popsim.optim.AdamW(model.parameters(), lr=1e-3))
 
@@ -80,13 +86,28 @@ def eager_seconds(repeats, count):
     return median_seconds(step, repeats)
 
 
-def all_reduce_cycles(model):
-    """The busiest IPU's all-reduce cycles in one step."""
+def collective_cycles(model):
+    """The busiest IPU's cycles in collectives across replicas in one step
+    (one call): the per-micro-batch tasks' (F, B, FB) run ACCUMULATION times."""
     per_ipu = {}
     for step in model._executable.program():
-        if step["op"] == "replica_all_reduce":
-            per_ipu[step["ipu"]] = per_ipu.get(step["ipu"], 0) + step["cycles"]
+        if step["op"].startswith("replica_"):
+            runs = ACCUMULATION if step["task"][0] in "FB" else 1
+            per_ipu[step["ipu"]] = per_ipu.get(step["ipu"], 0) + runs * step["cycles"]
     return max(per_ipu.values(), default=0)
+
+
+def held_bytes(model):
+    """Weights and optimizer state one replica holds on its IPUs."""
+    return sum(ipu["categories"][category]["bytes"] for ipu in model.memoryReport()["ipus"]
+               for category in ("weights", "optimizer state"))
+
+
+def sharded_step():
+    """Simulated figures of one step of 2 replicas with sharded weights."""
+    model = trainer(2, sharded_weights=True)
+    model(*images(per_step(2)))
+    return model
 
 
 def worker(repeats, report):
@@ -129,7 +150,8 @@ def main():
     processes_seconds = two_processes(args.repeats)
     eager_one = eager_seconds(args.repeats, per_step(1))
     eager_two = eager_seconds(args.repeats, per_step(2))
-    ring = all_reduce_cycles(two)
+    ring = collective_cycles(two)
+    sharded = sharded_step()
     results = {
         "wall": {
             "1 replica": {"images_per_s": per_step(1) / one_seconds,
@@ -145,7 +167,13 @@ def main():
             "2 replicas": {"step_cycles": two.cycleCount(),
                            "images_per_s": per_step(2) / two.simulatedTime(),
                            "all_reduce_cycles": ring,
-                           "all_reduce_share": ring / two.cycleCount()},
+                           "all_reduce_share": ring / two.cycleCount(),
+                           "held_bytes": held_bytes(two)},
+            "2 replicas, sharded weights": {
+                "step_cycles": sharded.cycleCount(),
+                "images_per_s": per_step(2) / sharded.simulatedTime(),
+                "collective_cycles": collective_cycles(sharded),
+                "held_bytes": held_bytes(sharded)},
         },
     }
     for row in results["wall"].values():
@@ -160,11 +188,13 @@ def main():
     for name, row in results["wall"].items():
         print(f"{name:<16}{row['images_per_s']:>14.0f}{row['eager_images_per_s']:>13.0f}"
               f"{row['ratio']:>13.2f}x")
-    print(f"{'simulated':<16}{'step cycles':>14}{'img/s':>13}")
+    print(f"{'simulated':<30}{'step cycles':>14}{'img/s':>13}{'weights+state':>15}")
     for name, row in results["simulated"].items():
-        print(f"{name:<16}{row['step_cycles']:>14,}{row['images_per_s']:>13,.0f}")
+        held = f"{row['held_bytes']:>15,}" if "held_bytes" in row else ""
+        print(f"{name:<30}{row['step_cycles']:>14,}{row['images_per_s']:>13,.0f}{held}")
     print(f"The all-reduce adds {ring:,} cycles to the 2-replica step "
-          f"({100 * ring / two.cycleCount():.1f}%).")
+          f"({100 * ring / two.cycleCount():.1f}%); with sharded weights the collectives "
+          f"take {collective_cycles(sharded):,}.")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 #include <vector>
 
 namespace popsim::passes {
@@ -33,6 +34,17 @@ void checkNotWritten(const ir::Value& weight, const std::vector<ir::Node*>& read
   }
 }
 
+// `nodes` sorted by their place in the graph (a node's users are listed in
+// the order the uses were made, which passes that insert nodes change).
+std::vector<ir::Node*> inGraphOrder(const ir::Graph& graph, std::vector<ir::Node*> nodes) {
+  std::unordered_map<const ir::Node*, size_t> position;
+  for (size_t i = 0; i < graph.nodes().size(); ++i)
+    position[graph.nodes()[i].get()] = i;
+  std::sort(nodes.begin(), nodes.end(),
+            [&](const ir::Node* a, const ir::Node* b) { return position.at(a) < position.at(b); });
+  return nodes;
+}
+
 } // namespace
 
 std::unordered_map<const ir::Value*, ir::Value*> shardWeights(ir::Graph& graph,
@@ -42,13 +54,13 @@ std::unordered_map<const ir::Value*, ir::Value*> shardWeights(ir::Graph& graph,
   for (const std::string& name : config.shardedWeights) {
     ir::Value* weight = graph.findWeight(name);
     if (weight == nullptr || weight->users().empty()) continue; // the forward pass never reads it
-    const std::vector<ir::Node*> readers(weight->users().begin(), weight->users().end());
+    const std::vector<ir::Node*> readers =
+        inGraphOrder(graph, {weight->users().begin(), weight->users().end()});
     checkNotWritten(*weight, readers);
     const ir::TensorType whole = weight->type();
     const int64_t shardElements = (whole.numel() + config.replicas - 1) / config.replicas;
     ir::Value* shard = graph.replaceWeight(weight, {whole.dtype, {shardElements}});
-    // Users are in graph order: the gather goes just before the first.
-    graph.setInsertionPoint(readers.front());
+    graph.setInsertionPoint(readers.front()); // just before the first reader
     ir::Attributes attrs = training::collectiveAttrs(config, name + "/gather");
     attrs.set("shape", whole.shape);
     ir::Node* gather = graph.addNode(ir::OpKind::ReplicaAllGather, {shard}, std::move(attrs));
@@ -71,10 +83,10 @@ void gatherShardedWeightsPerTask(ir::Graph& graph, const TaskLayout& layout) {
   }
   for (ir::Node* gather : gathers) {
     const size_t home = layout.taskOf(*gather);
-    // The readers in other tasks, by task; users are in graph order.
+    // The readers in other tasks, by task, in graph order.
     std::map<size_t, std::vector<ir::Node*>> elsewhere;
-    const std::vector<ir::Node*> readers(gather->output()->users().begin(),
-                                         gather->output()->users().end());
+    const std::vector<ir::Node*> readers =
+        inGraphOrder(graph, {gather->output()->users().begin(), gather->output()->users().end()});
     for (ir::Node* reader : readers) {
       const size_t task = layout.taskOf(*reader);
       if (task != home) elsewhere[task].push_back(reader);
