@@ -24,7 +24,7 @@ CompiledGraph compileGraph(const ir::Graph& imported, const CompilerOptions& opt
                     ? passes::createTrainingProgramPass(options.training)
                     : passes::createGradientProgramPass());
   } else {
-    program.add(passes::createInferenceProgramPass());
+    program.add(passes::createInferenceProgramPass(options.training));
   }
   program.add(passes::createSimplifyLayoutPass()).add(passes::createDeadCodeEliminationPass());
   program.run(graph);
@@ -37,7 +37,7 @@ CompiledGraph compileGraph(const ir::Graph& imported, const CompilerOptions& opt
   if (options.recomputation) {
     tasks.add(passes::createRecomputationPass(compiled.layout));
   }
-  if (options.program == ProgramKind::Training && options.training.replicas > 1 &&
+  if (options.program != ProgramKind::Gradients && options.training.replicas > 1 &&
       !options.training.shardedWeights.empty()) {
     tasks.add(passes::createWeightGatherPass(compiled.layout));
   }

@@ -19,6 +19,8 @@ enum class ProgramKind {
 // blocks run and how many micro-batches feed a pipeline.
 struct CompilerOptions {
   ProgramKind program = ProgramKind::Inference;
+  // Training's step; an inference program reads only its replication fields
+  // (replicas, systemIpus, shardedWeights).
   passes::TrainingConfig training;
   // Stage and IPU of each block (empty for a model without blocks).
   std::vector<passes::StageAssignment> stages;

@@ -25,8 +25,9 @@ std::unique_ptr<Pass> createStageAssignmentPass(std::vector<StageAssignment> sta
 // buildTrainingProgram: backward pass, gradient accumulation and optimizer step.
 std::unique_ptr<Pass> createTrainingProgramPass(TrainingConfig config);
 
-// makeInferenceProgram: fresh random draws per micro-batch.
-std::unique_ptr<Pass> createInferenceProgramPass();
+// makeInferenceProgram: fresh random draws per micro-batch (and sharded
+// weights, from `replication`).
+std::unique_ptr<Pass> createInferenceProgramPass(TrainingConfig replication = {});
 
 // makeGradientProgram: the loss's gradients as the outputs.
 std::unique_ptr<Pass> createGradientProgramPass();

@@ -482,14 +482,18 @@ std::unique_ptr<Pass> createTrainingProgramPass(TrainingConfig config) {
       [config = std::move(config)](ir::Graph& graph) { buildTrainingProgram(graph, config); });
 }
 
-void makeInferenceProgram(ir::Graph& graph) {
+void makeInferenceProgram(ir::Graph& graph, const TrainingConfig& replication) {
+  shardWeights(graph, replication);
   if (ir::Value* counter = graph.findState(ir::kRandomCounterName)) {
     advanceRandomCounters(graph, counter);
   }
 }
 
-std::unique_ptr<Pass> createInferenceProgramPass() {
-  return std::make_unique<FunctionPass>("inference-program", makeInferenceProgram);
+std::unique_ptr<Pass> createInferenceProgramPass(TrainingConfig replication) {
+  return std::make_unique<FunctionPass>("inference-program",
+                                        [replication = std::move(replication)](ir::Graph& graph) {
+                                          makeInferenceProgram(graph, replication);
+                                        });
 }
 
 std::unique_ptr<Pass> createGradientProgramPass() {

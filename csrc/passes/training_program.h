@@ -119,8 +119,10 @@ std::vector<std::string> hyperParameterNames(OptimizerKind optimizer);
 void buildTrainingProgram(ir::Graph& graph, const TrainingConfig& config);
 
 // An inference program: the random counter advanced once per micro-batch, so
-// random ops draw fresh numbers for each.
-void makeInferenceProgram(ir::Graph& graph);
+// random ops draw fresh numbers for each, and the weights `replication`
+// names (its replicas, systemIpus and shardedWeights; the rest is unused)
+// stored as replica shards, gathered where read.
+void makeInferenceProgram(ir::Graph& graph, const TrainingConfig& replication = {});
 
 // Makes the graph's outputs the loss's gradients with respect to its float
 // inputs and trainable weights, in that order (zeros where the loss does not

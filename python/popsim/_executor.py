@@ -22,7 +22,7 @@ import os
 import threading
 import time
 import warnings
-from typing import Any, NamedTuple, Optional
+from typing import Any, Dict, NamedTuple, Optional
 
 import torch
 
@@ -613,6 +613,7 @@ class Executor:
         options = _compilation.compile_options(self._options, graph, self._training,
                                                self._output_mode())
         binding = None
+        sharded_weights: Dict[str, torch.Size] = {}  # an inference model's (replicated sharding)
         if self._training:
             if self._record is None:  # compiling again after destroy()
                 self._record = _training_registry.register(self._user_model, self)
@@ -624,6 +625,15 @@ class Executor:
             config.grouped_parameters = _replica_grouping.training_groups(groupings)
             config.system_ipus = options.num_ipus * config.replicas
             options.training = config
+        else:
+            sharded_weights = _replication.sharded_inference_weights(
+                self._options, dict(self._user_model.named_parameters()))
+            if sharded_weights:
+                config = options.training
+                config.replicas = self._options.replication_factor
+                config.system_ipus = options.num_ipus * config.replicas
+                config.sharded_weights = list(sharded_weights)
+                options.training = config
         self._plan_anchors(options)
         progress.phase("compile")
         executable = self._replicated(self._build_executable(graph, options), options,
@@ -651,9 +661,12 @@ class Executor:
         if self._training and self._options.Distributed.numProcesses > 1:
             _process_group.broadcast_from_first_process(
                 _weights.host_weights(self._model, executable.weight_names()))
-        if binding is not None and isinstance(executable, _replication.ReplicatedExecutable):
-            executable.shard_states(binding.sharded_states(self._options),
-                                    binding.sharded_weight_shapes(self._options))
+        if isinstance(executable, _replication.ReplicatedExecutable):
+            if binding is not None:
+                executable.shard_states(binding.sharded_states(self._options),
+                                        binding.sharded_weight_shapes(self._options))
+            else:
+                executable.shard_states({}, sharded_weights)
         if groupings:
             executable.group_variables(
                 {variable: list(grouping.job) for name, grouping in groupings.items()

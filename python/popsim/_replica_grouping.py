@@ -95,8 +95,7 @@ def plan(settings: Dict[str, tuple], parameters: Dict[str, torch.Tensor], option
         job = grouping_of(name, setting, local * processes)
         if job.group_count == 1:
             continue  # one value for every replica: an ordinary parameter
-        if training:
-            _check_training(name, options)
+        _check_not_sharded(name, options, training)
         grouping = _this_process(job, first, local)
         shape, groups = list(parameters[name].shape), grouping.group_count
         if not shape or shape[0] != groups:
@@ -117,10 +116,12 @@ def _this_process(job: Grouping, first: int, local: int) -> Grouping:
                     tuple(job.groups))
 
 
-def _check_training(name: str, options) -> None:
+def _check_not_sharded(name: str, options, training: bool) -> None:
     locations = options.TensorLocations
-    for what, settings in (("optimizer state", locations.optimizer_location),
-                           ("weights", locations.weight_location)):
+    sharding = [("weights", locations.weight_location)]
+    if training:
+        sharding.append(("optimizer state", locations.optimizer_location))
+    for what, settings in sharding:
         if settings.replicated_tensor_sharding:
             raise OptionError(
                 f"replicaGrouping of '{name}': replicated tensor sharding spreads the {what} "

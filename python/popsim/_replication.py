@@ -53,6 +53,20 @@ def replica_count(options, training: bool = True) -> int:
     return options.replication_factor * processes
 
 
+def sharded_inference_weights(options, parameters: Dict[str, torch.Tensor]
+                              ) -> Dict[str, torch.Size]:
+    """{parameter: shape} of the parameters an inference model's replicas
+    store only a shard of (replicated tensor sharding of the weight
+    location): floating-point ones of at least
+    minElementsForReplicatedTensorSharding elements."""
+    settings = options.TensorLocations.weight_location
+    if not settings.replicated_tensor_sharding or options.replication_factor == 1:
+        return {}
+    return {name: parameter.shape for name, parameter in parameters.items()
+            if parameter.is_floating_point()
+            and parameter.numel() >= settings.min_elements_for_sharding}
+
+
 def split(tensor: torch.Tensor, steps: int, parts: Sequence[int]) -> List[torch.Tensor]:
     """Each replica's part of one input: its micro-batches of every step,
     `parts[r]` being the micro-batch of each step replica r takes (replicas

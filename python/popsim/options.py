@@ -413,10 +413,11 @@ class _TensorLocationOptions(_OptionGroup):
                           ) -> "_TensorLocationOptions":
         """Weights and buffers: off chip, every op that uses them streams them in, and
         the weight update's ops stream them back out. With replicated tensor sharding
-        (training with replicas), each replica stores 1/replicas of every trained weight
-        of at least minElementsForReplicatedTensorSharding elements, with its optimizer
-        state; each task that reads such a weight first gathers it from every replica's
-        shard (a "replica_all_gather" in the trace), and the update runs on the shard."""
+        (and replicas), each replica stores 1/replicas of every weight of at least
+        minElementsForReplicatedTensorSharding elements (in training, of every trained
+        weight, with its optimizer state); each task that reads such a weight first
+        gathers it from every replica's shard (a "replica_all_gather" in the trace), and
+        the update runs on the shard."""
         return self._set("weight_location", self._checked("setWeightLocation", settings))
 
     def setAccumulatorLocation(self, settings: TensorLocationSettings

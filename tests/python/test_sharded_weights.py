@@ -194,12 +194,24 @@ def test_one_replica_keeps_whole_weights():
     assert not ops_by_task(trainer, "replica_all_gather")
 
 
-def test_an_inference_model_keeps_whole_weights():
+def test_an_inference_model_shards_its_weights_too():
     model = start()
-    x = torch.randn(8, 20)
-    result = popsim.inferenceModel(model, options(True, replicas=2, accumulation=1))
-    out, _ = result(x, torch.zeros(8, dtype=torch.long))
-    assert_close(out, model(x, torch.zeros(8, dtype=torch.long))[0].detach())
+    x, labels = torch.randn(4 * 5, 20), torch.zeros(4 * 5, dtype=torch.long)
+    expected = model(x, labels)[0].detach()
+    results = {}
+    for sharding in (False, True):
+        opts = options(sharding, replicas=4, accumulation=1)
+        results[sharding] = popsim.inferenceModel(copy.deepcopy(model), opts)
+        assert_close(results[sharding](x, labels)[0], expected)
+    assert ops_by_task(results[True], "replica_all_gather") == {"F0": 4}
+    assert category_bytes(results[True], "weights") < 0.3 * category_bytes(results[False],
+                                                                           "weights")
+    # The host reads whole weights back (gathered from the replicas' shards).
+    with torch.no_grad():
+        for parameter in results[True].model.parameters():
+            parameter.zero_()
+    results[True].copyWeightsToHost()
+    assert_same_weights(results[True].model, model)
 
 
 def test_refusals_name_the_setting():
@@ -211,14 +223,17 @@ def test_refusals_name_the_setting():
     with pytest.raises(OptionError, match="setAccumulatorLocation: popsim shards the optimizer "
                        "state and the weights across replicas, not the accumulators"):
         trainer(*batches(1, 8)[0])
-    grouped = copy.deepcopy(model)
-    trainer = popsim.trainingModel(grouped, options(True, replicas=2, accumulation=1),
-                                   popsim.optim.SGD(grouped.parameters(), lr=0.1))
-    trainer.per_replica_params["first.weight"] = (popsim.CommGroupType.Consecutive, 1,
-                                                  popsim.VariableRetrievalMode.OnePerGroup)
-    with pytest.raises(OptionError, match="replicaGrouping of 'first.weight': replicated tensor "
-                       "sharding spreads the weights over every replica"):
-        trainer(*batches(1, 8)[0])
+    for training in (True, False):
+        grouped = copy.deepcopy(model)
+        opts = options(True, replicas=2, accumulation=1)
+        wrapped = (popsim.trainingModel(grouped, opts,
+                                        popsim.optim.SGD(grouped.parameters(), lr=0.1))
+                   if training else popsim.inferenceModel(grouped, opts))
+        wrapped.per_replica_params["first.weight"] = (popsim.CommGroupType.Consecutive, 1,
+                                                      popsim.VariableRetrievalMode.OnePerGroup)
+        with pytest.raises(OptionError, match="replicaGrouping of 'first.weight': replicated "
+                           "tensor sharding spreads the weights over every replica"):
+            wrapped(*batches(1, 8)[0])
 
 
 def test_the_profile_counts_every_micro_batch_s_gathers(tmp_path):
