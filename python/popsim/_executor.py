@@ -22,7 +22,7 @@ import os
 import threading
 import time
 import warnings
-from typing import Any, Dict, NamedTuple, Optional
+from typing import Any, NamedTuple, Optional
 
 import torch
 
@@ -613,7 +613,7 @@ class Executor:
         options = _compilation.compile_options(self._options, graph, self._training,
                                                self._output_mode())
         binding = None
-        sharded_weights: Dict[str, torch.Size] = {}  # an inference model's (replicated sharding)
+        sharded_weights = {}  # an inference model's (replicated tensor sharding)
         if self._training:
             if self._record is None:  # compiling again after destroy()
                 self._record = _training_registry.register(self._user_model, self)

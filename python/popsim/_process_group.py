@@ -10,9 +10,10 @@ own: the calls on one group then come in the same order in every process,
 while different IPUs' all-reduces proceed side by side.
 """
 
+import atexit
 import datetime
 import os
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -20,6 +21,12 @@ from popsim.errors import OptionError
 
 TIMEOUT_VARIABLE = "POPSIM_DISTRIBUTED_TIMEOUT"
 _DEFAULT_TIMEOUT_SECONDS = 300
+
+# The process groups popsim made, what holds them (emptied first), and
+# whether popsim started torch.distributed: released at exit (_release_at_exit).
+_MADE: List[Any] = []
+_HOLDERS: List[Any] = []
+_STARTED = False
 
 
 def timeout() -> datetime.timedelta:
@@ -55,11 +62,48 @@ def _process_group_ready(options) -> None:
                 "(torchrun --nproc_per_node N script.py), or call "
                 "torch.distributed.init_process_group('gloo') before training.")
         dist.init_process_group("gloo", rank=process, world_size=processes, timeout=timeout())
+        global _STARTED
+        _STARTED = True
     if (dist.get_rank(), dist.get_world_size()) != (process, processes):
         raise OptionError(
             f"Options.Distributed says this is process {process} of {processes}, but "
             f"torch.distributed says rank {dist.get_rank()} of {dist.get_world_size()}. Let "
             "the options read the launcher's environment, or configureProcessId to match.")
+
+
+def _new_group(**kwargs) -> Any:
+    import torch.distributed as dist
+
+    group = dist.new_group(backend="gloo", timeout=timeout(), **kwargs)
+    _MADE.append(group)
+    return group
+
+
+def _release_at_exit() -> None:
+    """Destroys popsim's process groups while Python still runs. A Gloo worker
+    thread drops its last reference to a collective's tensor just after the
+    collective returns; if that happens during interpreter shutdown, freeing
+    the tensor needs the GIL, the thread is stopped with pthread_exit, and the
+    process aborts ("terminate called without an active exception")."""
+    if not (_MADE or _STARTED):
+        return
+    import torch.distributed as dist
+
+    for holder in _HOLDERS:
+        holder.clear()
+    _HOLDERS.clear()
+    if not dist.is_initialized():
+        return
+    while _MADE:
+        try:
+            dist.destroy_process_group(_MADE.pop())
+        except (RuntimeError, ValueError, KeyError):
+            pass  # the script destroyed it already
+    if _STARTED:
+        dist.destroy_process_group()
+
+
+atexit.register(_release_at_exit)
 
 
 def cross_process_sum(options, ipus: int, groupings: Sequence[Tuple[int, int, Sequence[int]]] = ()
@@ -76,7 +120,7 @@ def cross_process_sum(options, ipus: int, groupings: Sequence[Tuple[int, int, Se
     import torch.distributed as dist
 
     _process_group_ready(options)
-    groups = [dist.new_group(backend="gloo", timeout=timeout()) for _ in range(ipus)]
+    groups = [_new_group() for _ in range(ipus)]
     per_process = options.replication_factor
     subgroups: Dict[Tuple[int, int, int, int], Any] = {}
     for size, stride, job_groups in sorted(set((size, stride, tuple(job))
@@ -87,13 +131,13 @@ def cross_process_sum(options, ipus: int, groupings: Sequence[Tuple[int, int, Se
             if len(ranks) == 1:
                 continue  # within one process: the ReplicaGroup sums it
             for ipu in range(ipus):
-                subgroups[size, stride, index, ipu] = dist.new_group(
-                    ranks=ranks, backend="gloo", timeout=timeout())
+                subgroups[size, stride, index, ipu] = _new_group(ranks=ranks)
 
     def all_reduce(key: str, ipu: int, tensor: torch.Tensor,
                    group: Optional[Tuple[int, int, int]] = None) -> None:
         dist.all_reduce(tensor, group=groups[ipu] if group is None else subgroups[(*group, ipu)])
 
+    _HOLDERS.extend([groups, subgroups])  # the executor keeps this closure past exit
     return all_reduce
 
 

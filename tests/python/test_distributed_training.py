@@ -246,3 +246,31 @@ def test_a_process_dying_makes_the_other_fail_instead_of_hanging(tmp_path):
     message = report.read_text()
     assert "summing the gradient of 'first.weight' across processes failed (" in message, message
     assert "another process of the job stopped or cannot be reached" in message
+
+
+RELEASING = textwrap.dedent("""
+    import torch
+    import torch.distributed as dist
+    import popsim
+    from popsim import _process_group
+
+    options = popsim.Options()  # process 0 of 1, from WORLD_SIZE and RANK
+    options.Distributed.configureProcessId(0, 1)
+    add = _process_group.cross_process_sum(options, 2)
+    add("w", 1, torch.ones(3))
+    _process_group._release_at_exit()  # what atexit runs before the interpreter shuts down
+    print(dist.is_initialized(), len(_process_group._MADE), len(_process_group._HOLDERS))
+""")
+
+
+def test_process_groups_are_released_before_the_interpreter_shuts_down(tmp_path):
+    """A Gloo worker freeing a tensor during interpreter shutdown aborts the
+    process; popsim destroys its process groups at exit, while Python runs."""
+    script = tmp_path / "release.py"
+    script.write_text(RELEASING)
+    result = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+        env=clean_environment(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
+                              WORLD_SIZE="1", RANK="0"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["False", "0", "0"]
