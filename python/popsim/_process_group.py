@@ -92,14 +92,15 @@ def _release_at_exit() -> None:
     for holder in _HOLDERS:
         holder.clear()
     _HOLDERS.clear()
-    if not dist.is_initialized():
-        return
     while _MADE:
-        try:
-            dist.destroy_process_group(_MADE.pop())
-        except (RuntimeError, ValueError, KeyError):
-            pass  # the script destroyed it already
-    if _STARTED:
+        group = _MADE.pop()
+        if dist.is_initialized():
+            try:
+                dist.destroy_process_group(group)
+            except (RuntimeError, ValueError, KeyError):
+                pass  # the script destroyed it already
+        del group  # the last reference: its workers stop now
+    if _STARTED and dist.is_initialized():
         dist.destroy_process_group()
 
 
