@@ -218,3 +218,39 @@ def test_poptorch_spelling():
     with pytest.raises(popsim.OptionError, match=r"the model it was read from no longer "
                                                  r"exists"):
         handle(poptorch.CommGroupType.All, 0, poptorch.VariableRetrievalMode.OnePerGroup)
+
+
+def test_weight_blocks_split_over_replica_groups_train_as_the_whole_weight():
+    """PopTorch's grouped-weights scenario: 8 replicas, each multiplies one of
+    2 halves of the batch (Consecutive input groups of 4) by one of 4 column
+    blocks of a weight (Orthogonal weight groups of 2: replicas r and r + 4
+    share block r % 4). SGD on the blocks equals SGD on the whole weight."""
+    class Blocks(nn.Module):
+        def __init__(self, blocks):
+            super().__init__()
+            self.W = nn.Parameter(blocks)
+
+        def forward(self, x):
+            z = x @ self.W
+            return z, popsim.identity_loss(z ** 2, reduction="mean")
+
+    generator = torch.Generator().manual_seed(100)
+    x = torch.randn(24, 40, generator=generator)
+    whole = torch.randn(40, 56, generator=generator) / 40 ** 0.5
+    reference = whole.clone().requires_grad_()
+    optimizer = torch.optim.SGD([reference], lr=0.01)
+    for _ in range(4):
+        optimizer.zero_grad()
+        ((x @ reference) ** 2).mean().backward()
+        optimizer.step()
+
+    model = Blocks(whole.reshape(40, 4, 14).transpose(0, 1).contiguous())
+    options = popsim.Options().replicationFactor(8)
+    options.inputReplicaGrouping(4, popsim.CommGroupType.Consecutive)
+    trainer = popsim.trainingModel(model, options, torch.optim.SGD(model.parameters(), lr=0.01))
+    trainer.W.replicaGrouping(popsim.CommGroupType.Orthogonal, 2,
+                              popsim.VariableRetrievalMode.OnePerGroup)
+    for _ in range(4):
+        trainer(x.reshape(2, 12, 40))
+    trainer.copyWeightsToHost()
+    assert_close(model.W.detach().transpose(0, 1).reshape(40, 56), reference.detach())
