@@ -56,14 +56,21 @@ def grouping_of(name: str, setting, replicas: int) -> Grouping:
         raise OptionError(f"{where}: expected a popsim.CommGroupType, got {kind!r}.")
     if not isinstance(mode, VariableRetrievalMode):
         raise OptionError(f"{where}: expected a popsim.VariableRetrievalMode, got {mode!r}.")
-    if mode != VariableRetrievalMode.OnePerGroup:
-        raise OptionError(
-            f"{where}: VariableRetrievalMode.{mode.name} is not available in popsim, which "
-            "reads one value per group back (the first replica's: every replica of a group "
-            "holds the same). Use VariableRetrievalMode.OnePerGroup.")
     if isinstance(shards, bool) or not isinstance(shards, int) or shards < 0:
         raise OptionError(f"{where}: shards (replicas per group) must be a non-negative int, "
                           f"got {shards!r}.")
+    grouping = _groups(where, kind, shards, replicas)
+    if mode == VariableRetrievalMode.AllReplicas and 1 < grouping.size < replicas:
+        # With groups of one (or one group) a value per replica is a value per group.
+        raise OptionError(
+            f"{where}: VariableRetrievalMode.AllReplicas would read back one value per replica "
+            f"({replicas}), but the host parameter holds one per group "
+            f"({grouping.group_count}), and the {grouping.size} replicas of a group hold the "
+            "same value. Use VariableRetrievalMode.OnePerGroup.")
+    return grouping
+
+
+def _groups(where: str, kind: CommGroupType, shards: int, replicas: int) -> Grouping:
     if kind == CommGroupType.All:
         return Grouping([0] * replicas, replicas, 1)
     if kind == CommGroupType.Ungrouped:

@@ -154,8 +154,9 @@ class CommGroupType(enum.IntEnum):
 class VariableRetrievalMode(enum.IntEnum):
     """Which values of a replica-grouped parameter the host reads back
     (PopTorch's ``VariableRetrievalMode``): ``OnePerGroup``, the first
-    replica of each group's. popsim refuses ``AllReplicas`` (a row per
-    replica): every replica of a group holds the same value."""
+    replica of each group's; ``AllReplicas``, each replica's, which popsim
+    accepts for groups of one replica only (the host parameter holds a value
+    per group, and the replicas of a larger group hold the same one)."""
 
     OnePerGroup = 0
     AllReplicas = 2

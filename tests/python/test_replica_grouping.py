@@ -94,6 +94,26 @@ def test_groups_train_on_their_own_replicas_gradients(kind, shards):
     assert len(reductions) == (1 if kind == popsim.CommGroupType.NoGrouping else 2)
 
 
+@pytest.mark.parametrize("kind,shards", [(popsim.CommGroupType.NoGrouping, 0),
+                                         (popsim.CommGroupType.Consecutive, 1)])
+def test_all_replicas_retrieval_of_groups_of_one_reads_each_replica(kind, shards):
+    """With a group per replica, AllReplicas (a value per replica) reads what
+    OnePerGroup does."""
+    results = []
+    for mode in (popsim.VariableRetrievalMode.OnePerGroup,
+                 popsim.VariableRetrievalMode.AllReplicas):
+        model = Grouped(REPLICAS)
+        trainer = popsim.trainingModel(model, popsim.Options().replicationFactor(REPLICAS),
+                                       popsim.optim.SGD(model.parameters(), lr=0.1))
+        trainer.weight.replicaGrouping(kind, shards, mode)
+        for x, target in batches(2):
+            trainer(x, target)
+        trainer.copyWeightsToHost()
+        results.append(model.weight.detach().clone())
+    assert torch.equal(results[0], results[1])
+    assert not torch.equal(results[1][0], results[1][1])
+
+
 def test_the_running_strategy_takes_each_groups_mean():
     """gradientAccumulation 2 with MeanReductionStrategy.Running: each replica
     averages its micro-batches, then a grouped weight takes its group's mean
@@ -185,8 +205,9 @@ def test_groupings_that_cannot_hold_are_refused():
                                                  r"leading dimension of 4, but the parameter's "
                                                  r"shape is \[2, 2, 5\]"):
         compiled((popsim.CommGroupType.NoGrouping, 0, one_per_group))
-    with pytest.raises(popsim.OptionError, match=r"VariableRetrievalMode\.AllReplicas is not "
-                                                 r"available in popsim"):
+    with pytest.raises(popsim.OptionError, match=r"VariableRetrievalMode\.AllReplicas would "
+                                                 r"read back one value per replica \(4\), but "
+                                                 r"the host parameter holds one per group \(2\)"):
         compiled((popsim.CommGroupType.Consecutive, 2, popsim.VariableRetrievalMode.AllReplicas))
     with pytest.raises(popsim.OptionError, match=r"^max_grad_norm with replicaGrouping "
                                                  r"\(weight\)"):
