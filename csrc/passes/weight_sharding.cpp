@@ -2,6 +2,7 @@
 
 #include "common/check.h"
 #include "ir/op_schema.h"
+#include "ir/replica_shard.h"
 #include "passes/passes.h"
 #include "passes/training_helpers.h"
 
@@ -58,8 +59,7 @@ std::unordered_map<const ir::Value*, ir::Value*> shardWeights(ir::Graph& graph,
         inGraphOrder(graph, {weight->users().begin(), weight->users().end()});
     checkNotWritten(*weight, readers);
     const ir::TensorType whole = weight->type();
-    const int64_t shardElements = (whole.numel() + config.replicas - 1) / config.replicas;
-    ir::Value* shard = graph.replaceWeight(weight, {whole.dtype, {shardElements}});
+    ir::Value* shard = graph.replaceWeight(weight, ir::replicaShardType(whole, config.replicas));
     graph.setInsertionPoint(readers.front()); // just before the first reader
     ir::Attributes attrs = training::collectiveAttrs(config, name + "/gather");
     attrs.set("shape", whole.shape);

@@ -613,7 +613,6 @@ class Executor:
         options = _compilation.compile_options(self._options, graph, self._training,
                                                self._output_mode())
         binding = None
-        sharded_weights = {}  # an inference model's (replicated tensor sharding)
         if self._training:
             if self._record is None:  # compiling again after destroy()
                 self._record = _training_registry.register(self._user_model, self)
@@ -625,9 +624,11 @@ class Executor:
             config.grouped_parameters = _replica_grouping.training_groups(groupings)
             config.system_ipus = options.num_ipus * config.replicas
             options.training = config
+            sharded_weights = binding.sharded_weight_shapes(self._options)
         else:
-            sharded_weights = _replication.sharded_inference_weights(
-                self._options, dict(self._user_model.named_parameters()))
+            sharded_weights = _replication.sharded_by(
+                self._options.TensorLocations.weight_location, self._options.replication_factor,
+                self._user_model.named_parameters())
             if sharded_weights:
                 config = options.training
                 config.replicas = self._options.replication_factor
@@ -662,11 +663,8 @@ class Executor:
             _process_group.broadcast_from_first_process(
                 _weights.host_weights(self._model, executable.weight_names()))
         if isinstance(executable, _replication.ReplicatedExecutable):
-            if binding is not None:
-                executable.shard_states(binding.sharded_states(self._options),
-                                        binding.sharded_weight_shapes(self._options))
-            else:
-                executable.shard_states({}, sharded_weights)
+            executable.shard_states(binding.sharded_states(self._options) if binding else {},
+                                    sharded_weights)
         if groupings:
             executable.group_variables(
                 {variable: list(grouping.job) for name, grouping in groupings.items()
@@ -754,7 +752,7 @@ class Executor:
         copies = [executable] + [_C.load_program(program, options) for _ in range(1, replicas)]
         cross_process = (None if processes == 1 else _process_group.cross_process_sum(
             self._options, options.num_ipus,
-            [(g.size, g.stride, g.job) for g in groupings.values()] if self._training else []))
+            [(g.size, g.stride, g.job) for g in groupings.values()]))
         opts = self._options
         micro_batches = opts.device_iterations * opts.Training.gradient_accumulation
         mode, period = self._output_mode(), self._options.output_return_period
@@ -769,8 +767,7 @@ class Executor:
         return _replication.ReplicatedExecutable(
             copies, _C.ReplicaGroup(replicas, cross_process, first, replicas * processes),
             micro_batches, output_slots,
-            _replication.input_parts(self._options)[1], broadcast_across_processes=processes > 1,
-            job_replicas=replicas * processes)
+            _replication.input_parts(self._options)[1], broadcast_across_processes=processes > 1)
 
     def _build_executable(self, graph, options):
         """The executable of `graph`: loadExecutable's program, else the cached

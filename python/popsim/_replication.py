@@ -13,7 +13,7 @@ same order (a scalar per replica and step is stacked into a vector).
 """
 
 import concurrent.futures
-from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import torch
 
@@ -53,16 +53,15 @@ def replica_count(options, training: bool = True) -> int:
     return options.replication_factor * processes
 
 
-def sharded_inference_weights(options, parameters: Dict[str, torch.Tensor]
-                              ) -> Dict[str, torch.Size]:
-    """{parameter: shape} of the parameters an inference model's replicas
-    store only a shard of (replicated tensor sharding of the weight
-    location): floating-point ones of at least
+def sharded_by(settings, replicas: int, parameters: Iterable[Tuple[str, torch.Tensor]]
+               ) -> Dict[str, torch.Size]:
+    """{parameter: shape} of the `parameters` that replicated tensor sharding
+    in the location `settings` (a TensorLocationSettings) splits over
+    `replicas`: the floating-point ones of at least
     minElementsForReplicatedTensorSharding elements."""
-    settings = options.TensorLocations.weight_location
-    if not settings.replicated_tensor_sharding or options.replication_factor == 1:
+    if not settings.replicated_tensor_sharding or replicas == 1:
         return {}
-    return {name: parameter.shape for name, parameter in parameters.items()
+    return {name: parameter.shape for name, parameter in parameters
             if parameter.is_floating_point()
             and parameter.numel() >= settings.min_elements_for_sharding}
 
@@ -112,12 +111,11 @@ class ReplicatedExecutable:
 
     def __init__(self, executables: List["_C.Executable"], group: "_C.ReplicaGroup",
                  steps: int, output_slots: Callable[[int, int], int],
-                 input_parts: Sequence[int], broadcast_across_processes: bool = False,
-                 job_replicas: Optional[int] = None):
+                 input_parts: Sequence[int], broadcast_across_processes: bool = False):
         self._replicas = executables
         # Replicas of the whole job, and this process's first among them: sharded
         # state is split over all of them (replica first + k holds shard first + k).
-        self._job_replicas = job_replicas or len(executables)
+        self._job_replicas = group.job_replicas
         self._first = group.first_index
         self._input_parts = list(input_parts)  # the input micro-batch each replica takes
         self._group = group

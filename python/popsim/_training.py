@@ -237,12 +237,9 @@ class OptimizerBinding:
         return self._picked(options.TensorLocations.weight_location, options)
 
     def _picked(self, settings, options):
-        """The trained parameters that `settings` shards: with replicas, those of
-        at least minElementsForReplicatedTensorSharding elements."""
-        if not settings.replicated_tensor_sharding or _replication.replica_count(options) == 1:
-            return {}
-        return {name: param.shape for params in self.groups for name, param in params
-                if param.numel() >= settings.min_elements_for_sharding}
+        """The trained parameters that `settings` shards over the job's replicas."""
+        return _replication.sharded_by(settings, _replication.replica_count(options),
+                                       (named for params in self.groups for named in params))
 
     def parameter_states(self, name):
         """The device state names of one parameter: its optimizer state and its

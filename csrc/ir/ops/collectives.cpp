@@ -1,5 +1,6 @@
 #include "ir/ops/op_registry.h"
 #include "ir/ops/type_checks.h"
+#include "ir/replica_shard.h"
 
 namespace popsim::ir::ops {
 namespace {
@@ -24,10 +25,6 @@ void checkReplicas(const TensorType& input, const Attributes& attrs, const char*
                attrs.getInt("replicas"), ".");
 }
 
-// One replica's shard of a tensor of `numel` elements, flattened and padded
-// with zeros to a multiple of the replicas: ceil(numel / replicas) elements.
-int64_t shardElements(int64_t numel, int64_t replicas) { return (numel + replicas - 1) / replicas; }
-
 // replica_all_reduce(X) -> Y: the element-wise sum of X over the replicas.
 std::vector<TensorType> inferAllReduce(const std::vector<TensorType>& inputs,
                                        const Attributes& attrs) {
@@ -40,13 +37,13 @@ std::vector<TensorType> inferAllReduce(const std::vector<TensorType>& inputs,
 std::vector<TensorType> inferReduceScatter(const std::vector<TensorType>& inputs,
                                            const Attributes& attrs) {
   checkReplicas(inputs[0], attrs, "replica_reduce_scatter");
-  return {{inputs[0].dtype, {shardElements(inputs[0].numel(), attrs.getInt("replicas"))}}};
+  return {replicaShardType(inputs[0], attrs.getInt("replicas"))};
 }
 
 // replica_shard(X) -> S: this replica's shard of its own X (no exchange).
 std::vector<TensorType> inferShard(const std::vector<TensorType>& inputs, const Attributes& attrs) {
   checkReplicas(inputs[0], attrs, "replica_shard");
-  return {{inputs[0].dtype, {shardElements(inputs[0].numel(), attrs.getInt("replicas"))}}};
+  return {replicaShardType(inputs[0], attrs.getInt("replicas"))};
 }
 
 // replica_all_gather(S) {shape} -> X: every replica's shard joined in
@@ -57,7 +54,7 @@ std::vector<TensorType> inferAllGather(const std::vector<TensorType>& inputs,
   requireRank(inputs[0], 1, "replica_all_gather's shard");
   const Shape& shape = attrs.getInts("shape");
   TensorType whole{inputs[0].dtype, shape};
-  POPSIM_CHECK(inputs[0].shape[0] == shardElements(whole.numel(), attrs.getInt("replicas")),
+  POPSIM_CHECK(inputs[0].shape[0] == replicaShardElements(whole.numel(), attrs.getInt("replicas")),
                ErrorKind::Compilation, "replica_all_gather: a shard of ", inputs[0].shape[0],
                " elements does not make ", shapeToString(shape), " over ", attrs.getInt("replicas"),
                " replicas.");
