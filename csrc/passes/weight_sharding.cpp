@@ -35,28 +35,38 @@ void checkNotWritten(const ir::Value& weight, const std::vector<ir::Node*>& read
   }
 }
 
-// `nodes` sorted by their place in the graph (a node's users are listed in
-// the order the uses were made, which passes that insert nodes change).
-std::vector<ir::Node*> inGraphOrder(const ir::Graph& graph, std::vector<ir::Node*> nodes) {
-  std::unordered_map<const ir::Node*, size_t> position;
-  for (size_t i = 0; i < graph.nodes().size(); ++i)
-    position[graph.nodes()[i].get()] = i;
-  std::sort(nodes.begin(), nodes.end(),
-            [&](const ir::Node* a, const ir::Node* b) { return position.at(a) < position.at(b); });
-  return nodes;
-}
+// Orders nodes by their place in the graph (a node's users are listed in the
+// order the uses were made, which passes that insert nodes change). Nodes
+// inserted after it was made are not among the ones it orders here.
+class GraphOrder {
+public:
+  explicit GraphOrder(const ir::Graph& graph) {
+    for (size_t i = 0; i < graph.nodes().size(); ++i)
+      position_[graph.nodes()[i].get()] = i;
+  }
+  std::vector<ir::Node*> sorted(std::vector<ir::Node*> nodes) const {
+    std::sort(nodes.begin(), nodes.end(), [&](const ir::Node* a, const ir::Node* b) {
+      return position_.at(a) < position_.at(b);
+    });
+    return nodes;
+  }
+
+private:
+  std::unordered_map<const ir::Node*, size_t> position_;
+};
 
 } // namespace
 
 std::unordered_map<const ir::Value*, ir::Value*> shardWeights(ir::Graph& graph,
                                                               const TrainingConfig& config) {
   std::unordered_map<const ir::Value*, ir::Value*> gathered;
-  if (config.replicas < 2) return gathered;
+  if (config.replicas < 2 || config.shardedWeights.empty()) return gathered;
+  const GraphOrder order(graph); // the gathers added below read no other weight
   for (const std::string& name : config.shardedWeights) {
     ir::Value* weight = graph.findWeight(name);
     if (weight == nullptr || weight->users().empty()) continue; // the forward pass never reads it
     const std::vector<ir::Node*> readers =
-        inGraphOrder(graph, {weight->users().begin(), weight->users().end()});
+        order.sorted({weight->users().begin(), weight->users().end()});
     checkNotWritten(*weight, readers);
     const ir::TensorType whole = weight->type();
     ir::Value* shard = graph.replaceWeight(weight, ir::replicaShardType(whole, config.replicas));
@@ -81,12 +91,13 @@ void gatherShardedWeightsPerTask(ir::Graph& graph, const TaskLayout& layout) {
   for (const auto& node : graph.nodes()) {
     if (gathersWeight(*node)) gathers.push_back(node.get());
   }
+  const GraphOrder order(graph); // the gathers added below read no gather
   for (ir::Node* gather : gathers) {
     const size_t home = layout.taskOf(*gather);
     // The readers in other tasks, by task, in graph order.
     std::map<size_t, std::vector<ir::Node*>> elsewhere;
     const std::vector<ir::Node*> readers =
-        inGraphOrder(graph, {gather->output()->users().begin(), gather->output()->users().end()});
+        order.sorted({gather->output()->users().begin(), gather->output()->users().end()});
     for (ir::Node* reader : readers) {
       const size_t task = layout.taskOf(*reader);
       if (task != home) elsewhere[task].push_back(reader);
