@@ -1,8 +1,8 @@
 #pragma once
 
 #include "compiler/compiler_options.h"
+#include "compiler/pipeline_tasks.h"
 #include "ir/graph.h"
-#include "passes/pipeline_tasks.h"
 
 #include <memory>
 
@@ -12,7 +12,7 @@ namespace popsim::compiler {
 // memory and kernels.
 struct CompiledGraph {
   std::unique_ptr<ir::Graph> graph;
-  passes::TaskLayout layout;
+  compiler::TaskLayout layout;
 };
 
 // The compile sequence, in order, on a copy of `imported`; every step is a

@@ -1,7 +1,7 @@
 #pragma once
 
-#include "passes/stage_assignment.h"
-#include "passes/training_program.h"
+#include "compiler/passes/stage_assignment.h"
+#include "compiler/training/training_program.h"
 
 #include <cstdint>
 #include <vector>
@@ -21,9 +21,9 @@ struct CompilerOptions {
   ProgramKind program = ProgramKind::Inference;
   // Training's step; an inference program reads only its replication fields
   // (replicas, systemIpus, shardedWeights).
-  passes::TrainingConfig training;
+  compiler::TrainingConfig training;
   // Stage and IPU of each block (empty for a model without blocks).
-  std::vector<passes::StageAssignment> stages;
+  std::vector<compiler::StageAssignment> stages;
   // Whether the stages run as a pipeline (which must fill) or one at a time.
   bool pipelined = true;
   // Training: each stage's backward pass recomputes its forward activations.

@@ -39,7 +39,7 @@ void checkProgram(const ir::Graph& graph, const CompilerOptions& options) {
                "the model returns no tensors, so there is nothing to compute.");
 }
 
-void checkTaskLayout(const passes::TaskLayout& layout, const CompilerOptions& options) {
+void checkTaskLayout(const compiler::TaskLayout& layout, const CompilerOptions& options) {
   POPSIM_CHECK(layout.numIpus() <= options.numIpus, ErrorKind::InvalidOption,
                "the model's stages use ", layout.numIpus(), " IPUs but the simulated system has ",
                options.numIpus,

@@ -1,8 +1,8 @@
 #pragma once
 
 #include "compiler/compiler_options.h"
+#include "compiler/pipeline_tasks.h"
 #include "ir/graph.h"
-#include "passes/pipeline_tasks.h"
 
 namespace popsim::compiler {
 
@@ -24,6 +24,6 @@ void checkProgram(const ir::Graph& graph, const CompilerOptions& options);
 
 // The stages fit the simulated system, and a pipeline gets enough
 // micro-batches to fill every stage (PopTorch's rule).
-void checkTaskLayout(const passes::TaskLayout& layout, const CompilerOptions& options);
+void checkTaskLayout(const compiler::TaskLayout& layout, const CompilerOptions& options);
 
 } // namespace popsim::compiler

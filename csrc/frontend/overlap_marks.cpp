@@ -5,7 +5,6 @@
 
 #include <torch/csrc/jit/ir/ir.h>
 
-
 namespace popsim::frontend {
 namespace {
 

@@ -1,7 +1,6 @@
 #include "memory/memory_report.h"
 
 #include "common/check.h"
-#include "device/cost_model.h"
 #include "ir/op_schema.h"
 #include "ir/printer.h"
 
@@ -29,8 +28,8 @@ uint64_t codeBytes(const ir::Graph& graph, int64_t ipu, const device::ChipSpec& 
     ++nodes;
   }
   const uint64_t tiles = static_cast<uint64_t>(chip.tiles);
-  return signatures.size() * device::kVertexCodeBytesPerTile * tiles +
-         nodes * device::kControlCodeBytesPerTile * tiles;
+  return signatures.size() * kVertexCodeBytesPerTile * tiles +
+         nodes * kControlCodeBytesPerTile * tiles;
 }
 
 } // namespace

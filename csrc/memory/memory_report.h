@@ -55,6 +55,12 @@ struct MemoryReport {
 
 constexpr size_t kLargestTensors = 5;
 
+// Bytes of code an op needs on the IPU: one vertex type per distinct op
+// signature and control code per op instance, on every tile. These are
+// popsim's own rough figures, not Graphcore's.
+constexpr uint64_t kVertexCodeBytesPerTile = 256;
+constexpr uint64_t kControlCodeBytesPerTile = 32;
+
 // What the runtime adds to the memory plan or moves out of it, in bytes per
 // IPU (empty: none):
 // - the pipeline's stash of activations kept for later backward passes, on

@@ -10,7 +10,7 @@ std::vector<uint64_t> temporaryBudgets(const device::IpuSystemConfig& system,
   for (int64_t ipu = 0; ipu < system.numIpus; ++ipu) {
     auto it = proportions.find(ipu);
     const double proportion =
-        it != proportions.end() ? it->second : device::kDefaultAvailableMemoryProportion;
+        it != proportions.end() ? it->second : memory::kDefaultAvailableMemoryProportion;
     budgets.push_back(temporaryBudget(system, proportion));
   }
   return budgets;
@@ -21,7 +21,7 @@ uint64_t temporaryBudget(const device::IpuSystemConfig& system, double proportio
 }
 
 TransientMemory planTransientMemory(const ir::Graph& graph, const MemoryPlan& plan, int64_t numIpus,
-                                    const std::vector<device::OpTemporaries>& temporaries,
+                                    const std::vector<memory::OpTemporaries>& temporaries,
                                     const std::vector<uint64_t>& streamedWorkingBytes) {
   const int64_t steps = static_cast<int64_t>(graph.nodes().size());
   const size_t ipus = static_cast<size_t>(numIpus);

@@ -1,9 +1,9 @@
 #pragma once
 
 #include "device/ipu_system.h"
-#include "device/op_temporaries.h"
 #include "ir/graph.h"
 #include "memory/memory_plan.h"
+#include "memory/op_temporaries.h"
 
 #include <cstdint>
 #include <map>
@@ -12,7 +12,7 @@
 namespace popsim::memory {
 
 // Each IPU's budget for op temporaries: its availableMemoryProportion (by
-// IPU; device::kDefaultAvailableMemoryProportion for the others) of its memory.
+// IPU; memory::kDefaultAvailableMemoryProportion for the others) of its memory.
 std::vector<uint64_t> temporaryBudgets(const device::IpuSystemConfig& system,
                                        const std::map<int64_t, double>& proportions);
 // The bytes `proportion` of one IPU's memory gives a matmul's or convolution's temporaries.
@@ -31,7 +31,7 @@ struct TransientMemory {
 // beyond the arena at their worst step is reported: temporaries first, then
 // what streamed-in tensors add on top of them. Both vectors are per node.
 TransientMemory planTransientMemory(const ir::Graph& graph, const MemoryPlan& plan, int64_t numIpus,
-                                    const std::vector<device::OpTemporaries>& temporaries,
+                                    const std::vector<memory::OpTemporaries>& temporaries,
                                     const std::vector<uint64_t>& streamedWorkingBytes);
 
 } // namespace popsim::memory

@@ -3,9 +3,9 @@
 // validates what users give (popsim.Options and friends) and fills these;
 // C++ keeps internal assertions only.
 
+#include "compiler/training/training_program.h"
 #include "device/ipu_system.h"
 #include "ir/state_names.h"
-#include "passes/training_program.h"
 #include "python/bindings.h"
 #include "runtime/executable.h"
 
@@ -23,21 +23,21 @@ void bindOptions(py::module_& module) {
   py::enum_<runtime::ExecutionMode>(module, "ExecutionMode")
       .value("Pipelined", runtime::ExecutionMode::Pipelined)
       .value("Sharded", runtime::ExecutionMode::Sharded);
-  py::enum_<runtime::ScheduleKind>(module, "ScheduleKind")
-      .value("Interleaved", runtime::ScheduleKind::Interleaved)
-      .value("Grouped", runtime::ScheduleKind::Grouped)
-      .value("Sequential", runtime::ScheduleKind::Sequential);
-  py::enum_<runtime::OutputMode>(module, "OutputMode")
-      .value("All", runtime::OutputMode::All)
-      .value("Final", runtime::OutputMode::Final)
-      .value("EveryN", runtime::OutputMode::EveryN)
-      .value("Sum", runtime::OutputMode::Sum);
-  py::enum_<passes::OptimizerKind>(module, "OptimizerKind")
-      .value("Sgd", passes::OptimizerKind::Sgd)
-      .value("Adam", passes::OptimizerKind::Adam)
-      .value("AdamW", passes::OptimizerKind::AdamW)
-      .value("Rmsprop", passes::OptimizerKind::Rmsprop)
-      .value("Lamb", passes::OptimizerKind::Lamb);
+  py::enum_<compiler::ScheduleKind>(module, "ScheduleKind")
+      .value("Interleaved", compiler::ScheduleKind::Interleaved)
+      .value("Grouped", compiler::ScheduleKind::Grouped)
+      .value("Sequential", compiler::ScheduleKind::Sequential);
+  py::enum_<compiler::OutputMode>(module, "OutputMode")
+      .value("All", compiler::OutputMode::All)
+      .value("Final", compiler::OutputMode::Final)
+      .value("EveryN", compiler::OutputMode::EveryN)
+      .value("Sum", compiler::OutputMode::Sum);
+  py::enum_<compiler::OptimizerKind>(module, "OptimizerKind")
+      .value("Sgd", compiler::OptimizerKind::Sgd)
+      .value("Adam", compiler::OptimizerKind::Adam)
+      .value("AdamW", compiler::OptimizerKind::AdamW)
+      .value("Rmsprop", compiler::OptimizerKind::Rmsprop)
+      .value("Lamb", compiler::OptimizerKind::Lamb);
   py::enum_<device::ChipVersion>(module, "ChipVersion")
       .value("Mk1", device::ChipVersion::Mk1)
       .value("Mk2", device::ChipVersion::Mk2)
@@ -54,41 +54,41 @@ void bindOptions(py::module_& module) {
       .def_readwrite("min_elements_for_off_chip", &memory::TensorLocation::minElementsForOffChip)
       .def_readwrite("io_tiles_to_load", &memory::TensorLocation::ioTilesToLoad)
       .def_readwrite("io_tiles_to_store", &memory::TensorLocation::ioTilesToStore);
-  py::class_<passes::StageAssignment>(module, "StageAssignment")
+  py::class_<compiler::StageAssignment>(module, "StageAssignment")
       .def(py::init([](std::string block, int64_t stage, int64_t ipu) {
-             return passes::StageAssignment{std::move(block), stage, ipu};
+             return compiler::StageAssignment{std::move(block), stage, ipu};
            }),
            py::arg("block"), py::arg("stage"), py::arg("ipu"))
-      .def_readonly("block", &passes::StageAssignment::block)
-      .def_readonly("stage", &passes::StageAssignment::stage)
-      .def_readonly("ipu", &passes::StageAssignment::ipu);
-  py::class_<passes::ParameterGroup>(module, "ParameterGroup")
+      .def_readonly("block", &compiler::StageAssignment::block)
+      .def_readonly("stage", &compiler::StageAssignment::stage)
+      .def_readonly("ipu", &compiler::StageAssignment::ipu);
+  py::class_<compiler::ParameterGroup>(module, "ParameterGroup")
       .def(py::init<>())
-      .def_readwrite("parameters", &passes::ParameterGroup::parameters)
-      .def_readwrite("has_momentum", &passes::ParameterGroup::hasMomentum)
-      .def_readwrite("nesterov", &passes::ParameterGroup::nesterov)
-      .def_readwrite("amsgrad", &passes::ParameterGroup::amsgrad)
-      .def_readwrite("centered", &passes::ParameterGroup::centered)
-      .def_readwrite("maximize", &passes::ParameterGroup::maximize)
-      .def_readwrite("bias_correction", &passes::ParameterGroup::biasCorrection);
-  py::class_<passes::TrainingConfig>(module, "TrainingConfig")
+      .def_readwrite("parameters", &compiler::ParameterGroup::parameters)
+      .def_readwrite("has_momentum", &compiler::ParameterGroup::hasMomentum)
+      .def_readwrite("nesterov", &compiler::ParameterGroup::nesterov)
+      .def_readwrite("amsgrad", &compiler::ParameterGroup::amsgrad)
+      .def_readwrite("centered", &compiler::ParameterGroup::centered)
+      .def_readwrite("maximize", &compiler::ParameterGroup::maximize)
+      .def_readwrite("bias_correction", &compiler::ParameterGroup::biasCorrection);
+  py::class_<compiler::TrainingConfig>(module, "TrainingConfig")
       .def(py::init<>())
-      .def_readwrite("optimizer", &passes::TrainingConfig::optimizer)
-      .def_readwrite("groups", &passes::TrainingConfig::groups)
-      .def_readwrite("max_grad_norm", &passes::TrainingConfig::maxGradNorm)
-      .def_readwrite("gradient_scale", &passes::TrainingConfig::gradientScale)
-      .def_readwrite("running_mean", &passes::TrainingConfig::runningMean)
-      .def_readwrite("anchored_gradients", &passes::TrainingConfig::anchoredGradients)
-      .def_readwrite("replicas", &passes::TrainingConfig::replicas)
-      .def_readwrite("system_ipus", &passes::TrainingConfig::systemIpus)
-      .def_readwrite("sharded_parameters", &passes::TrainingConfig::shardedParameters)
-      .def_readwrite("sharded_weights", &passes::TrainingConfig::shardedWeights)
-      .def_readwrite("grouped_parameters", &passes::TrainingConfig::groupedParameters)
-      .def_readwrite("loss_scaling", &passes::TrainingConfig::lossScaling)
-      .def_readwrite("loss_scaling_state", &passes::TrainingConfig::lossScalingState)
-      .def_readwrite("automatic_loss_scaling", &passes::TrainingConfig::automaticLossScaling)
-      .def_readwrite("loss_scaling_bin_edge", &passes::TrainingConfig::lossScalingBinEdge)
-      .def_readwrite("loss_scaling_threshold", &passes::TrainingConfig::lossScalingThreshold);
+      .def_readwrite("optimizer", &compiler::TrainingConfig::optimizer)
+      .def_readwrite("groups", &compiler::TrainingConfig::groups)
+      .def_readwrite("max_grad_norm", &compiler::TrainingConfig::maxGradNorm)
+      .def_readwrite("gradient_scale", &compiler::TrainingConfig::gradientScale)
+      .def_readwrite("running_mean", &compiler::TrainingConfig::runningMean)
+      .def_readwrite("anchored_gradients", &compiler::TrainingConfig::anchoredGradients)
+      .def_readwrite("replicas", &compiler::TrainingConfig::replicas)
+      .def_readwrite("system_ipus", &compiler::TrainingConfig::systemIpus)
+      .def_readwrite("sharded_parameters", &compiler::TrainingConfig::shardedParameters)
+      .def_readwrite("sharded_weights", &compiler::TrainingConfig::shardedWeights)
+      .def_readwrite("grouped_parameters", &compiler::TrainingConfig::groupedParameters)
+      .def_readwrite("loss_scaling", &compiler::TrainingConfig::lossScaling)
+      .def_readwrite("loss_scaling_state", &compiler::TrainingConfig::lossScalingState)
+      .def_readwrite("automatic_loss_scaling", &compiler::TrainingConfig::automaticLossScaling)
+      .def_readwrite("loss_scaling_bin_edge", &compiler::TrainingConfig::lossScalingBinEdge)
+      .def_readwrite("loss_scaling_threshold", &compiler::TrainingConfig::lossScalingThreshold);
   py::class_<runtime::CompileOptions>(module, "CompileOptions")
       .def(py::init<>())
       .def_property(
@@ -107,7 +107,7 @@ void bindOptions(py::module_& module) {
       .def_readwrite("gradient_accumulation", &runtime::CompileOptions::gradientAccumulation)
       .def_property(
           "output_mode", [](const runtime::CompileOptions& o) { return o.output.mode; },
-          [](runtime::CompileOptions& o, runtime::OutputMode mode) { o.output.mode = mode; })
+          [](runtime::CompileOptions& o, compiler::OutputMode mode) { o.output.mode = mode; })
       .def_property(
           "output_return_period", [](const runtime::CompileOptions& o) { return o.output.period; },
           [](runtime::CompileOptions& o, int64_t period) { o.output.period = period; })
@@ -132,11 +132,11 @@ void bindOptions(py::module_& module) {
                      &runtime::CompileOptions::availableMemoryProportion);
 
   // The names the device keeps state under, for the host to read and write it.
-  module.def("parameter_state_keys", &passes::parameterStateKeys, py::arg("optimizer"),
+  module.def("parameter_state_keys", &compiler::parameterStateKeys, py::arg("optimizer"),
              py::arg("group"), "PyTorch's per-parameter optimizer state keys of a group.");
   module.def("parameter_state_name", &ir::parameterStateName, py::arg("parameter"), py::arg("key"));
   module.def("group_state_name", &ir::groupStateName, py::arg("group"), py::arg("key"));
-  module.def("hyperparameter_names", &passes::hyperParameterNames, py::arg("optimizer"));
+  module.def("hyperparameter_names", &compiler::hyperParameterNames, py::arg("optimizer"));
   module.attr("RANDOM_COUNTER_NAME") = ir::kRandomCounterName;
   module.attr("LOSS_SCALING_NAME") = ir::kLossScalingName;
 }

@@ -65,25 +65,25 @@ py::dict memoryReportDict(const memory::MemoryReport& report) {
   return result;
 }
 
-const char* timelineKindName(passes::TaskKind kind) {
+const char* timelineKindName(compiler::TaskKind kind) {
   switch (kind) {
-  case passes::TaskKind::Forward: return "forward";
-  case passes::TaskKind::Backward: return "backward";
-  case passes::TaskKind::ForwardBackward: return "forward+backward";
-  case passes::TaskKind::GradientNorm: // the optimizer step's first part
-  case passes::TaskKind::Update: return "update";
+  case compiler::TaskKind::Forward: return "forward";
+  case compiler::TaskKind::Backward: return "backward";
+  case compiler::TaskKind::ForwardBackward: return "forward+backward";
+  case compiler::TaskKind::GradientNorm: // the optimizer step's first part
+  case compiler::TaskKind::Update: return "update";
   }
   return "?";
 }
 
-const char* timelineEventKind(const runtime::TimelineEvent& event) {
+const char* timelineEventKind(const clock::TimelineEvent& event) {
   switch (event.part) {
-  case runtime::EventPart::LinkCopy: return "copy";
-  case runtime::EventPart::HostInput: return "host_input";
-  case runtime::EventPart::HostOutput: return "host_output";
-  case runtime::EventPart::StreamCopy: return "stream_copy";
-  case runtime::EventPart::StreamingMemory: return "streaming";
-  case runtime::EventPart::Compute: break;
+  case clock::EventPart::LinkCopy: return "copy";
+  case clock::EventPart::HostInput: return "host_input";
+  case clock::EventPart::HostOutput: return "host_output";
+  case clock::EventPart::StreamCopy: return "stream_copy";
+  case clock::EventPart::StreamingMemory: return "streaming";
+  case clock::EventPart::Compute: break;
   }
   return timelineKindName(event.kind);
 }
@@ -263,7 +263,7 @@ void bindRuntime(py::module_& module) {
             }
             std::vector<double> packed;
             for (const std::string& key :
-                 passes::hyperParameterNames(executable.options().training.optimizer)) {
+                 compiler::hyperParameterNames(executable.options().training.optimizer)) {
               auto it = values.find(key);
               POPSIM_CHECK(it != values.end(), ErrorKind::InvalidOption, "hyper-parameter '", key,
                            "' is missing for group ", group, ".");
@@ -326,7 +326,7 @@ void bindRuntime(py::module_& module) {
       .def("timeline",
            [](const Executable& executable) {
              py::list events;
-             for (const runtime::TimelineEvent& event : executable.lastTimeline()) {
+             for (const clock::TimelineEvent& event : executable.lastTimeline()) {
                py::dict entry;
                entry["ipu"] = event.ipu;
                entry["task"] = event.task;
@@ -359,12 +359,12 @@ void bindRuntime(py::module_& module) {
            })
       .def("pipeline",
            [](const Executable& executable) {
-             const passes::TaskLayout& layout = executable.layout();
+             const compiler::TaskLayout& layout = executable.layout();
              py::dict result;
              result["stages"] = layout.numStages();
              result["ipus"] = layout.numIpus();
              result["pipeline_stages"] = layout.pipelineLength();
-             result["schedule"] = runtime::scheduleName(executable.options().schedule);
+             result["schedule"] = compiler::scheduleName(executable.options().schedule);
              result["cycles_per_step"] = executable.schedule().size();
              result["prefetch_depth"] = executable.options().prefetchDepth;
              result["io_tiles"] = executable.options().system.ioTiles;

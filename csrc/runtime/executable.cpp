@@ -242,7 +242,7 @@ void Executable::runTask(const ScheduledTask& scheduled, int64_t microBatch, dnn
       copyOutput(i, call.outputs[i], copy);
     }
   }
-  if (layout_.tasks()[scheduled.task].kind == passes::TaskKind::Update && !task.steps.empty()) {
+  if (layout_.tasks()[scheduled.task].kind == compiler::TaskKind::Update && !task.steps.empty()) {
     ++weightsVersions_[static_cast<size_t>(layout_.tasks()[scheduled.task].ipu)];
   }
 }

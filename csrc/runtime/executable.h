@@ -1,23 +1,23 @@
 #pragma once
 
+#include "clock/simulated_clock.h"
 #include "compiler/compile_graph.h"
 #include "compiler/compiler_options.h"
+#include "compiler/output_spec.h"
+#include "compiler/passes/stage_assignment.h"
+#include "compiler/pipeline_schedule.h"
+#include "compiler/pipeline_tasks.h"
+#include "compiler/training/training_program.h"
 #include "device/ipu_system.h"
-#include "device/op_temporaries.h"
 #include "ir/graph.h"
 #include "kernels/kernel.h"
 #include "memory/memory_plan.h"
 #include "memory/memory_report.h"
 #include "memory/off_chip_placement.h"
-#include "passes/pipeline_tasks.h"
-#include "passes/stage_assignment.h"
-#include "passes/training_program.h"
+#include "memory/op_temporaries.h"
 #include "runtime/channel.h"
 #include "runtime/device_memory.h"
-#include "runtime/output_spec.h"
-#include "runtime/pipeline_schedule.h"
 #include "runtime/replica_group.h"
-#include "runtime/simulated_clock.h"
 #include "runtime/tensor_view.h"
 
 #include <map>
@@ -32,7 +32,15 @@
 
 namespace popsim::runtime {
 
+using clock::SimulatedCall;
+using clock::TaskCycles;
+using clock::TimelineEvent;
+using compiler::OutputMode;
+using compiler::OutputSpec;
+using compiler::PipelineCycle;
 using compiler::ProgramKind;
+using compiler::ScheduledTask;
+using compiler::ScheduleKind;
 
 // How a multi-IPU program runs: all IPUs busy on different micro-batches, or
 // one stage at a time (PopTorch's PipelinedExecution / ShardedExecution).
@@ -50,9 +58,9 @@ struct CompileOptions {
   int64_t gradientAccumulation = 1;
   OutputSpec output;
   ProgramKind program = ProgramKind::Inference;
-  passes::TrainingConfig training;
+  compiler::TrainingConfig training;
   // Stage and IPU of each block (empty for a model without blocks).
-  std::vector<passes::StageAssignment> stages;
+  std::vector<compiler::StageAssignment> stages;
   ExecutionMode mode = ExecutionMode::Pipelined;
   // Pipelined only: a compiled executable's options() say Sequential for
   // sharded execution.
@@ -99,7 +107,7 @@ struct CompileOptions {
   TensorLocation activationLocation;
   // Share of each IPU's memory (by IPU index) a matmul or convolution may use
   // for its temporaries: PopTorch's availableMemoryProportion. IPUs not listed
-  // use device::kDefaultAvailableMemoryProportion.
+  // use memory::kDefaultAvailableMemoryProportion.
   std::map<int64_t, double> availableMemoryProportion;
 };
 
@@ -160,7 +168,7 @@ public:
   const ir::Graph& graph() const { return *graph_; }
   const memory::MemoryReport& memoryReport() const { return memoryReport_; }
   const std::vector<ProgramStep>& program() const { return program_; }
-  const passes::TaskLayout& layout() const { return layout_; }
+  const compiler::TaskLayout& layout() const { return layout_; }
   const memory::MemoryPlan& memoryPlan() const { return plan_; }
   // Storage roots kept off chip, in Streaming Memory.
   bool isOffChip(const ir::Value* root) const { return buffers_.offChip.count(root) != 0; }
@@ -233,7 +241,7 @@ private:
   // Binds a program to memory and kernels (everything after the compile
   // sequence); `how` ("compiled", "loaded") is for the log.
   void bindProgram(compiler::CompiledGraph compiled, const char* how);
-  void buildTasks(const std::vector<device::OpTemporaries>& temporaries);
+  void buildTasks(const std::vector<memory::OpTemporaries>& temporaries);
   void planChannels();
   // Charges each task's Streaming Memory transfers; returns, per node, the
   // off-chip bytes it works on.
@@ -267,7 +275,7 @@ private:
 
   CompileOptions options_;
   std::unique_ptr<ir::Graph> graph_;
-  passes::TaskLayout layout_;
+  compiler::TaskLayout layout_;
   memory::MemoryPlan plan_;
   // The layout of the host buffers, when float16 values (in float32
   // carriers) make it differ from the simulated one.

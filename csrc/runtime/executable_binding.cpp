@@ -8,7 +8,7 @@
 #include "common/check.h"
 #include "common/logging.h"
 #include "compiler/compile_graph.h"
-#include "device/cost_model.h"
+#include "costs/cost_model.h"
 #include "ir/op_schema.h"
 #include "ir/serialization.h"
 #include "kernels/kernel_factory.h"
@@ -104,7 +104,7 @@ std::unique_ptr<Executable> Executable::load(std::string_view program,
   std::unique_ptr<Executable> executable = withOptions(options);
   std::unique_ptr<ir::Graph> graph = ir::deserializeGraph(program);
   // The layout is a function of the nodes' placements, which the file keeps.
-  passes::TaskLayout layout(*graph, options.program != compiler::ProgramKind::Inference);
+  compiler::TaskLayout layout(*graph, options.program != compiler::ProgramKind::Inference);
   POPSIM_CHECK(layout.numIpus() <= options.system.numIpus, ErrorKind::InvalidFile,
                "The compiled program runs on ", layout.numIpus(), " IPUs; the options give ",
                options.system.numIpus, ". Compile the model again.");
@@ -119,7 +119,7 @@ void Executable::bindProgram(compiler::CompiledGraph compiled, const char* how) 
   graph_ = std::move(compiled.graph);
   layout_ = std::move(compiled.layout);
   const ir::Graph& program = *graph_;
-  const passes::TaskLayout& layout = layout_;
+  const compiler::TaskLayout& layout = layout_;
 
   memory::MemoryPlanOptions planOptions;
   planOptions.numIpus = options.system.numIpus;
@@ -138,10 +138,10 @@ void Executable::bindProgram(compiler::CompiledGraph compiled, const char* how) 
   planChannels();
   buffers.temporaryBudget =
       memory::temporaryBudgets(options.system, options.availableMemoryProportion);
-  std::vector<device::OpTemporaries> temporaries;
+  std::vector<memory::OpTemporaries> temporaries;
   for (const auto& node : program.nodes()) {
     const double own = node->availableMemoryProportion(); // set_available_memory on this op
-    temporaries.push_back(device::planOpTemporaries(
+    temporaries.push_back(memory::planOpTemporaries(
         *node,
         own > 0.0 ? memory::temporaryBudget(options.system, own)
                   : buffers.temporaryBudget[static_cast<size_t>(node->placement().ipu)],
@@ -179,7 +179,7 @@ void Executable::bindProgram(compiler::CompiledGraph compiled, const char* how) 
 std::vector<uint64_t> Executable::planStreaming() {
   const device::ChipSpec& chip = options_.system.spec();
   const auto cycles = [&](uint64_t bytes) {
-    return bytes == 0 ? 0 : device::streamingMemoryCycles(bytes, chip);
+    return bytes == 0 ? 0 : costs::streamingMemoryCycles(bytes, chip);
   };
   const memory::IoTileRoutes routes =
       memory::ioTileRoutes(*graph_, plan_, options_.weightLocation, options_.optimizerLocation,
@@ -218,10 +218,9 @@ std::vector<uint64_t> Executable::planStreaming() {
     if (loaded != 0 || stored != 0) {
       const int64_t ioTiles = options_.system.ioTiles;
       POPSIM_ASSERT(ioTiles > 0, "IO tile transfers without IO tiles.");
-      costs.ioTileLoadCopyCycles =
-          loaded != 0 ? device::ioTileCopyCycles(loaded, ioTiles, chip) : 0;
+      costs.ioTileLoadCopyCycles = loaded != 0 ? costs::ioTileCopyCycles(loaded, ioTiles, chip) : 0;
       costs.ioTileStoreCopyCycles =
-          stored != 0 ? device::ioTileCopyCycles(stored, ioTiles, chip) : 0;
+          stored != 0 ? costs::ioTileCopyCycles(stored, ioTiles, chip) : 0;
     }
     // The IO tiles hold two buffers of the most any task loads, and of the
     // most it stores.
@@ -230,7 +229,7 @@ std::vector<uint64_t> Executable::planStreaming() {
     mostStored[ipu] = std::max(mostStored[ipu], stored);
   }
   for (size_t ipu = 0; ipu < mostLoaded.size(); ++ipu) {
-    buffers_.ioTiles[ipu] += kIoTileBuffers * (mostLoaded[ipu] + mostStored[ipu]);
+    buffers_.ioTiles[ipu] += clock::kIoTileBuffers * (mostLoaded[ipu] + mostStored[ipu]);
   }
   return workingBytes;
 }
@@ -278,7 +277,7 @@ void Executable::planChannels() {
     tasks_[task].streamedInputs.push_back(i);
     const int64_t ipu = layout_.tasks()[task].ipu;
     if (program.inputOverlap(i) != ir::HostOverlap::None) {
-      ioTileBytes[static_cast<size_t>(ipu)] += kIoTileBuffers * input->type().bytes();
+      ioTileBytes[static_cast<size_t>(ipu)] += clock::kIoTileBuffers * input->type().bytes();
       continue; // prefetched into the IO tiles' buffers instead
     }
     inputBytes.push_back(input->type().bytes());
@@ -292,7 +291,7 @@ void Executable::planChannels() {
     tasks_[task].producedOutputs.push_back(i);
     if (program.outputOverlap(i) != ir::HostOverlap::None) {
       ioTileBytes[static_cast<size_t>(layout_.tasks()[task].ipu)] +=
-          kIoTileBuffers * program.outputs()[i]->type().bytes();
+          clock::kIoTileBuffers * program.outputs()[i]->type().bytes();
     }
   }
   buffers_.ioTiles = std::move(ioTileBytes);
@@ -367,7 +366,7 @@ void Executable::planChannels() {
   buffers_.stashOffChip = std::move(stash.offChip);
 }
 
-void Executable::buildTasks(const std::vector<device::OpTemporaries>& temporaries) {
+void Executable::buildTasks(const std::vector<memory::OpTemporaries>& temporaries) {
   const ir::Graph& program = *graph_;
   const device::ChipSpec& chip = options_.system.spec();
   const DeviceMemory& memory = *memory_;
@@ -400,8 +399,8 @@ void Executable::buildTasks(const std::vector<device::OpTemporaries>& temporarie
     } catch (...) {
       rethrowFailureOf(*node, strCat("building its kernel for IPU", ipu));
     }
-    const device::OpTemporaries& opTemporaries = temporaries[index];
-    const uint64_t cycles = device::estimateOpCost(*node, chip, opTemporaries).total();
+    const memory::OpTemporaries& opTemporaries = temporaries[index];
+    const uint64_t cycles = costs::estimateOpCost(*node, chip, opTemporaries).total();
     std::string implementation = kernel ? kernel->implementation() : "view";
     TaskProgram& taskProgram = tasks_[task];
     taskProgram.cycles.computeCycles += cycles;
@@ -428,13 +427,13 @@ void Executable::buildTasks(const std::vector<device::OpTemporaries>& temporarie
     for (size_t i : taskProgram.streamedInputs) {
       const uint64_t bytes = program.inputs()[i]->type().bytes();
       const ir::HostOverlap overlap = program.inputOverlap(i);
-      cycles.inputLatencyCycles += device::hostLatencyCycles(chip);
+      cycles.inputLatencyCycles += costs::hostLatencyCycles(chip);
       if (overlap == ir::HostOverlap::None) {
-        cycles.inputDataCycles += device::hostDataCycles(bytes, chip);
+        cycles.inputDataCycles += costs::hostDataCycles(bytes, chip);
         continue;
       }
-      cycles.overlappedInputCycles += device::hostDataCycles(bytes, chip);
-      cycles.ioTileInputCycles += device::ioTileCopyCycles(bytes, options_.system.ioTiles, chip);
+      cycles.overlappedInputCycles += costs::hostDataCycles(bytes, chip);
+      cycles.ioTileInputCycles += costs::ioTileCopyCycles(bytes, options_.system.ioTiles, chip);
       cycles.overlapAcrossSteps &= overlap == ir::HostOverlap::DeviceIterationLoop;
     }
   }
@@ -452,35 +451,35 @@ void Executable::simulateClock() {
         task.cycles.overlappedInputCycles != 0 && !options_.syntheticData;
     costs.push_back(task.cycles);
   }
-  ClockSetup setup;
+  clock::ClockSetup setup;
   setup.layout = &layout_;
   setup.tasks = &costs;
   setup.schedule = &schedule_;
   setup.steps = stepsPerCall();
   setup.microBatchesPerStep = microBatchesPerStep();
   setup.prefetchDepth = options_.prefetchDepth;
-  setup.syncCycles = layout_.numIpus() > 1 ? device::syncCycles(layout_.numIpus(), chip) : 0;
+  setup.syncCycles = layout_.numIpus() > 1 ? costs::syncCycles(layout_.numIpus(), chip) : 0;
   setup.hostOutputs = [&](size_t task, int64_t microBatch) {
-    std::vector<HostOutputCost> transfers;
+    std::vector<clock::HostOutputCost> transfers;
     if (options_.syntheticData) return transfers; // outputs stay on the device
     for (size_t i : tasks_[task].producedOutputs) {
       // Summed outputs stay on the device until the call's end.
       const OutputCopy copy = outputCopyOf(microBatch, i);
       if (copy.slot < 0 || copy.accumulate) continue;
       const uint64_t bytes = graph_->outputs()[i]->type().bytes();
-      HostOutputCost cost;
-      cost.cycles = device::hostTransferCycles(bytes, chip);
+      clock::HostOutputCost cost;
+      cost.cycles = costs::hostTransferCycles(bytes, chip);
       const ir::HostOverlap overlap = graph_->outputOverlap(i);
       if (overlap != ir::HostOverlap::None) {
         cost.ioTiles = true;
-        cost.ioTileCycles = device::ioTileCopyCycles(bytes, options_.system.ioTiles, chip);
+        cost.ioTileCycles = costs::ioTileCopyCycles(bytes, options_.system.ioTiles, chip);
         cost.acrossSteps = overlap == ir::HostOverlap::DeviceIterationLoop;
       }
       transfers.push_back(cost);
     }
     return transfers;
   };
-  simulated_ = simulateCall(setup);
+  simulated_ = clock::simulateCall(setup);
 }
 
 // An inference step runs all the call's iterations.

@@ -69,9 +69,9 @@ compiler::CompiledGraph compiledTraining() {
   return compiler::compileGraph(*twoBlockModel(), options);
 }
 
-std::string taskNames(const passes::TaskLayout& layout) {
+std::string taskNames(const compiler::TaskLayout& layout) {
   std::string names;
-  for (const passes::PipelineTask& task : layout.tasks()) {
+  for (const compiler::PipelineTask& task : layout.tasks()) {
     names += task.name() + "@" + std::to_string(task.ipu) + " ";
   }
   return names;
@@ -99,7 +99,7 @@ TEST(SerializationTest, ACompiledPipelineReadsBackWithItsTasks) {
   EXPECT_EQ(ir::printGraph(*read, {true, true}), ir::printGraph(*compiled.graph, {true, true}));
   EXPECT_EQ(ir::serializeGraph(*read), bytes);
   // The runtime rebuilds the task layout from the placements the file keeps.
-  const passes::TaskLayout layout(*read, true);
+  const compiler::TaskLayout layout(*read, true);
   EXPECT_EQ(taskNames(layout), taskNames(compiled.layout));
   EXPECT_EQ(taskNames(layout), "F0@0 FB1@1 B0@0 U0@0 U1@1 ");
   ASSERT_EQ(read->nodes().size(), compiled.graph->nodes().size());

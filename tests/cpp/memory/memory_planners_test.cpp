@@ -60,7 +60,7 @@ TEST(TransientMemoryTest, BudgetsFollowEachIpusProportion) {
   system.memoryPerIpu = 1000;
   EXPECT_EQ(memory::temporaryBudgets(system, {{1, 0.25}}),
             (std::vector<uint64_t>{
-                static_cast<uint64_t>(1000 * device::kDefaultAvailableMemoryProportion), 250}));
+                static_cast<uint64_t>(1000 * memory::kDefaultAvailableMemoryProportion), 250}));
 }
 
 TEST(TransientMemoryTest, TemporariesFirstFillTheArenasFreeSpace) {
@@ -75,7 +75,7 @@ TEST(TransientMemoryTest, TemporariesFirstFillTheArenasFreeSpace) {
       plan.ipus()[0].regionBytes[static_cast<size_t>(memory::MemoryRegion::Activations)];
   const std::vector<size_t> live = plan.liveActivationBytes(0, 4);
   // Temporaries at the least busy step fit in the arena's free space there.
-  std::vector<device::OpTemporaries> temporaries(4);
+  std::vector<memory::OpTemporaries> temporaries(4);
   size_t quietest = 0;
   for (size_t step = 1; step < live.size(); ++step) {
     if (live[step] < live[quietest]) quietest = step;

@@ -3,7 +3,7 @@
 
 #include "common/error.h"
 #include "common/strings.h"
-#include "device/cost_model.h"
+#include "costs/cost_model.h"
 #include "ir/graph.h"
 #include "memory/memory_plan.h"
 #include "memory/memory_report.h"
@@ -88,8 +88,8 @@ TEST(MemoryReportTest, CategoriesSumToTheTotal) {
   EXPECT_EQ(categoryBytes(ipu, "activations"),
             plan.ipus()[0].regionBytes[static_cast<size_t>(MemoryRegion::Activations)]);
   // Five distinct signatures (the two relus share one) and six non-view ops.
-  EXPECT_EQ(categoryBytes(ipu, "code"), 5 * device::kVertexCodeBytesPerTile * kTiles +
-                                            6 * device::kControlCodeBytesPerTile * kTiles);
+  EXPECT_EQ(categoryBytes(ipu, "code"), 5 * memory::kVertexCodeBytesPerTile * kTiles +
+                                            6 * memory::kControlCodeBytesPerTile * kTiles);
   EXPECT_TRUE(ipu.fits());
   EXPECT_NO_THROW(memory::checkMemoryFits(report, system));
 }
@@ -221,7 +221,7 @@ TEST(MemoryReportTest, OutOfMemoryOnTheSecondIpu) {
   EXPECT_EQ(categoryBytes(fitting.ipus[0], "weights"), 0u);
   EXPECT_EQ(categoryBytes(fitting.ipus[1], "weights"), 524288u);
   EXPECT_EQ(categoryBytes(fitting.ipus[0], "code"),
-            (device::kVertexCodeBytesPerTile + device::kControlCodeBytesPerTile) * kTiles);
+            (memory::kVertexCodeBytesPerTile + memory::kControlCodeBytesPerTile) * kTiles);
   EXPECT_NO_THROW(memory::checkMemoryFits(fitting, system));
 
   // IPU 0 needs about 430 kB, IPU 1 about 960 kB.

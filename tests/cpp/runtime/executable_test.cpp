@@ -3,7 +3,7 @@
 // the errors users see, simulated cycles and the program listing.
 
 #include "common/error.h"
-#include "device/cost_model.h"
+#include "costs/cost_model.h"
 #include "ir/graph.h"
 #include "ir/printer.h"
 #include "kernels/reference/reference_ops.h"
@@ -20,12 +20,12 @@
 namespace popsim {
 namespace {
 
+using compiler::OutputMode;
 using ir::Graph;
 using ir::OpKind;
 using ir::Value;
 using runtime::CompileOptions;
 using runtime::Executable;
-using runtime::OutputMode;
 using runtime::TensorView;
 using testing::f32;
 
@@ -372,8 +372,8 @@ TEST_F(ExecutableTest, CyclesOfARun) {
   const device::ChipSpec& chip = executable->options().system.spec();
   // Without prefetch, each iteration: its 32-byte input in, the program, both
   // outputs (24 + 4 bytes) out.
-  const uint64_t in = device::hostTransferCycles(32, chip);
-  const uint64_t out = device::hostTransferCycles(24, chip) + device::hostTransferCycles(4, chip);
+  const uint64_t in = costs::hostTransferCycles(32, chip);
+  const uint64_t out = costs::hostTransferCycles(24, chip) + costs::hostTransferCycles(4, chip);
   EXPECT_EQ(executable->lastRunCycles(), kIterations * (in + perIteration + out));
 
   // Final mode copies outputs once.
@@ -386,9 +386,9 @@ TEST_F(ExecutableTest, PrefetchedInputsStreamWhileThePreviousIterationRuns) {
   const device::ChipSpec& chip = CompileOptions().system.spec();
   // The host's part of an input runs ahead on the link; its bytes cross on
   // the compute tiles when its iteration starts.
-  const uint64_t in = device::hostLatencyCycles(chip);
-  const uint64_t bytes = device::hostDataCycles(32, chip);
-  const uint64_t out = device::hostTransferCycles(24, chip) + device::hostTransferCycles(4, chip);
+  const uint64_t in = costs::hostLatencyCycles(chip);
+  const uint64_t bytes = costs::hostDataCycles(32, chip);
+  const uint64_t out = costs::hostTransferCycles(24, chip) + costs::hostTransferCycles(4, chip);
   for (int64_t depth : {1, 2}) {
     auto all = compile(OutputMode::All, 1, kIterations, depth);
     run(*all);
@@ -408,8 +408,8 @@ TEST_F(ExecutableTest, PrefetchedInputsStreamWhileThePreviousIterationRuns) {
 
     // Events: input k on the link, overlapping iteration k-1.
     std::vector<uint64_t> inputStarts;
-    for (const runtime::TimelineEvent& event : finalOnly->lastTimeline()) {
-      if (event.part == runtime::EventPart::HostInput) inputStarts.push_back(event.start);
+    for (const clock::TimelineEvent& event : finalOnly->lastTimeline()) {
+      if (event.part == clock::EventPart::HostInput) inputStarts.push_back(event.start);
     }
     EXPECT_EQ(inputStarts, (std::vector<uint64_t>{0, in, 2 * in})) << depth;
   }
@@ -447,7 +447,7 @@ TEST_F(ExecutableTest, ProgramListsOneStepPerNode) {
     EXPECT_EQ(steps[i].ipu, 0);
     EXPECT_EQ(
         steps[i].cycles,
-        device::estimateOpCost(*program.nodes()[i], executable->options().system.spec()).total());
+        costs::estimateOpCost(*program.nodes()[i], executable->options().system.spec()).total());
     EXPECT_GT(steps[i].cycles, 0u);
     EXPECT_TRUE(steps[i].implementation.rfind("onednn", 0) == 0 ||
                 steps[i].implementation == "reference")

@@ -1,8 +1,8 @@
 #pragma once
 
+#include "compiler/passes/stage_assignment.h"
+#include "compiler/pipeline_tasks.h"
 #include "ir/graph.h"
-#include "passes/pipeline_tasks.h"
-#include "passes/stage_assignment.h"
 #include "test_utils.h"
 
 #include <string>
@@ -12,9 +12,9 @@ namespace popsim::testing {
 
 // The task layout of a chain of relus in `stages` blocks S0, S1, ..., one
 // stage per IPU, built into `graph`.
-inline passes::TaskLayout stagedLayout(ir::Graph& graph, int64_t stages, bool training) {
+inline compiler::TaskLayout stagedLayout(ir::Graph& graph, int64_t stages, bool training) {
   ir::Value* x = graph.addInput("x", f32({4}));
-  std::vector<passes::StageAssignment> assignment;
+  std::vector<compiler::StageAssignment> assignment;
   for (int64_t s = 0; s < stages; ++s) {
     const std::string name = "S" + std::to_string(s);
     graph.addBlock({name, -1, {}});
@@ -26,8 +26,8 @@ inline passes::TaskLayout stagedLayout(ir::Graph& graph, int64_t stages, bool tr
     assignment.push_back({name, s, s});
   }
   graph.addOutput(x);
-  passes::assignStages(graph, assignment);
-  return passes::TaskLayout(graph, training);
+  compiler::assignStages(graph, assignment);
+  return compiler::TaskLayout(graph, training);
 }
 
 } // namespace popsim::testing

@@ -15,12 +15,12 @@
 namespace popsim {
 namespace {
 
+using compiler::OutputMode;
 using ir::Graph;
 using ir::OpKind;
 using ir::Value;
 using runtime::CompileOptions;
 using runtime::Executable;
-using runtime::OutputMode;
 using runtime::ProgramKind;
 using testing::f32;
 
@@ -78,7 +78,7 @@ protected:
     options.deviceIterations = iterations;
     options.gradientAccumulation = accumulation;
     options.output = {OutputMode::All, 1};
-    options.training.optimizer = passes::OptimizerKind::Sgd;
+    options.training.optimizer = compiler::OptimizerKind::Sgd;
     options.training.groups.push_back({{"fc.weight", "fc.bias"}, momentum != 0});
     options.training.gradientAccumulation = accumulation;
     auto executable = Executable::compile(*graph_, options);
@@ -178,19 +178,19 @@ TEST_F(TrainingExecutableTest, OffChipWeightsStreamAroundEachOpThatUsesThem) {
   EXPECT_EQ(memory.streamingMemory[0].name, "weights");
   EXPECT_EQ(memory.streamingMemory[0].bytes, 128u);
 
-  std::vector<std::pair<passes::TaskKind, uint64_t>> streamed;
-  for (const runtime::TimelineEvent& event : executable->lastTimeline()) {
-    if (event.part == runtime::EventPart::StreamingMemory) {
+  std::vector<std::pair<compiler::TaskKind, uint64_t>> streamed;
+  for (const clock::TimelineEvent& event : executable->lastTimeline()) {
+    if (event.part == clock::EventPart::StreamingMemory) {
       streamed.emplace_back(event.kind, event.end - event.start);
     }
   }
   const uint64_t both = 3000 + 22; // ceil(128 x 0.16625)
   const uint64_t one = 3000 + 11;  // ceil(64 x 0.16625)
-  EXPECT_EQ(streamed, (std::vector<std::pair<passes::TaskKind, uint64_t>>{
-                          {passes::TaskKind::ForwardBackward, both},
-                          {passes::TaskKind::ForwardBackward, both},
-                          {passes::TaskKind::Update, 2 * one},
-                          {passes::TaskKind::Update, 2 * one}}));
+  EXPECT_EQ(streamed, (std::vector<std::pair<compiler::TaskKind, uint64_t>>{
+                          {compiler::TaskKind::ForwardBackward, both},
+                          {compiler::TaskKind::ForwardBackward, both},
+                          {compiler::TaskKind::Update, 2 * one},
+                          {compiler::TaskKind::Update, 2 * one}}));
 }
 
 TEST_F(TrainingExecutableTest, EachDeviceIterationSeesTheWeightsOfTheStepBefore) {

@@ -1,0 +1,129 @@
+#pragma once
+
+#include "compiler/pipeline_schedule.h"
+#include "compiler/pipeline_tasks.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace popsim::clock {
+
+// Buffers of each input and output stream on an IPU's IO tiles: one moves
+// over the host link while the compute tiles copy the other.
+constexpr size_t kIoTileBuffers = 2;
+
+// What a timeline event spent its cycles on.
+enum class EventPart {
+  Compute,  // the task's ops
+  LinkCopy, // inter-IPU copies the task receives, before its ops
+  // The host's part of streaming the task's micro-batch of the inputs in
+  // (preparing and handing over a buffer, which prefetching does ahead), or
+  // for inputs through IO tiles the whole transfer into them.
+  HostInput,
+  // Outputs the task produces that the call returns, streamed to the host:
+  // through its compute tiles, or from its IO tiles beside the compute.
+  HostOutput,
+  // The compute tiles' part of a host transfer: receiving the inputs' bytes
+  // from the host, or from the IO tiles; handing outputs to the IO tiles.
+  StreamCopy,
+  // Off-chip tensors the task streams in from Streaming Memory before its ops,
+  // or back out after them.
+  StreamingMemory,
+};
+
+// Part of one task run of a call on the simulated clock (in cycles): a
+// task's host input, link copies, compute and host output follow each other.
+struct TimelineEvent {
+  int64_t ipu = 0;
+  std::string task; // "F0", "B1", "FB3", "U2"
+  compiler::TaskKind kind = compiler::TaskKind::Forward;
+  int64_t step = 0;       // optimizer step (device iteration) in the call
+  int64_t microBatch = 0; // in the call; -1 for updates
+  int64_t cycle = 0;      // pipeline cycle in the call
+  EventPart part = EventPart::Compute;
+  uint64_t start = 0;
+  uint64_t end = 0;
+  std::vector<int64_t> fromIpus; // LinkCopy: the IPUs the copies come from
+  bool ioTiles = false;          // a host transfer through the IO tiles
+};
+
+// One task's costs, from the cost model.
+struct TaskCycles {
+  uint64_t computeCycles = 0; // inter-IPU copies included
+  uint64_t copyCycles = 0;
+  std::vector<int64_t> copySources; // IPUs its inter-IPU copies come from
+  // Whether it streams a micro-batch of inputs in, the host's part of the
+  // transfer (of all its inputs), and the bytes' part of the inputs that
+  // cross on its compute tiles.
+  bool streamsInputs = false;
+  uint64_t inputLatencyCycles = 0;
+  uint64_t inputDataCycles = 0;
+  // Inputs through the IO tiles: their bytes' part, which crosses into the
+  // IO tiles once the host is ready, the copy to the compute tiles, and
+  // whether the transfers may run ahead across steps
+  // (OverlapDeviceIterationLoop) or only within one (AccumulationLoop).
+  bool streamsOverlappedInputs = false;
+  uint64_t overlappedInputCycles = 0;
+  uint64_t ioTileInputCycles = 0;
+  bool overlapAcrossSteps = true;
+  // Streaming Memory transfers before its ops and after them, through the
+  // compute tiles.
+  uint64_t streamInCycles = 0;
+  uint64_t streamOutCycles = 0;
+  // Off-chip tensors loaded and stored through the IO tiles
+  // (useIOTilesToLoad / useIOTilesToStore): their Streaming Memory transfers,
+  // beside the compute, and the compute tiles' copies from and to the IO tiles.
+  uint64_t ioTileLoadCycles = 0;
+  uint64_t ioTileLoadCopyCycles = 0;
+  uint64_t ioTileStoreCycles = 0;
+  uint64_t ioTileStoreCopyCycles = 0;
+};
+
+// One output a task run streams to the host: the transfer, and through IO
+// tiles the copy to them first and how far the transfer may lag behind (the
+// step's end for AccumulationLoop, the call's for DeviceIterationLoop).
+struct HostOutputCost {
+  uint64_t cycles = 0;
+  bool ioTiles = false;
+  uint64_t ioTileCycles = 0;
+  bool acrossSteps = true;
+};
+
+// A call as the simulated clock sees it.
+struct ClockSetup {
+  const compiler::TaskLayout* layout = nullptr;
+  const std::vector<TaskCycles>* tasks = nullptr; // by task index
+  const std::vector<compiler::PipelineCycle>* schedule = nullptr;
+  int64_t steps = 1;               // repetitions of the schedule per call
+  int64_t microBatchesPerStep = 1; // to number micro-batches in the call
+  int64_t prefetchDepth = 1;
+  uint64_t syncCycles = 0; // a sync across the IPUs, after every pipeline cycle
+  // The outputs a task run streams to the host, by task index and
+  // micro-batch in the call.
+  std::function<std::vector<HostOutputCost>(size_t task, int64_t microBatch)> hostOutputs;
+};
+
+// One call replayed on the simulated clock.
+struct SimulatedCall {
+  uint64_t cycles = 0;
+  // The first step without host transfers: its pipeline cycles' compute.
+  uint64_t computeCyclesOfFirstStep = 0;
+  std::vector<TimelineEvent> timeline;
+};
+
+// The lockstep replay: pipeline cycles are BSP supersteps of the whole
+// machine, so each lasts as long as its busiest IPU, plus a sync. The host's
+// part of each input transfer runs on the IPU's host link, ahead of its
+// task as far as the prefetch depth allows; the task waits only for what is
+// still in flight, then receives the bytes on its compute tiles. Through IO
+// tiles, the bytes too cross ahead (into two buffers, within their loop) and
+// the task only copies them over; outputs through IO tiles leave beside the
+// compute, and a step (AccumulationLoop) or the call waits for the last.
+// Off-chip tensors loaded through IO tiles stream in the same way, once the
+// IPU's earlier stores have left; those stored through them leave beside
+// the compute.
+SimulatedCall simulateCall(const ClockSetup& setup);
+
+} // namespace popsim::clock

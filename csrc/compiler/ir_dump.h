@@ -1,0 +1,29 @@
+#pragma once
+
+#include "ir/graph.h"
+
+#include <string>
+
+namespace popsim::compiler {
+
+// Writes the graph as text (with source lines) before the first pass and
+// after each one, as <directory>/<NN>-<pass>.ir numbered in order, so a
+// transformation can be read step by step. An empty directory writes nothing.
+class IrDump {
+public:
+  explicit IrDump(std::string directory = {}) : directory_(std::move(directory)) {}
+  // The directory POPSIM_DUMP_IR names, one subdirectory per compilation in
+  // this process (compile-1, compile-2, ...); none when it is unset or empty.
+  static IrDump fromEnvironment();
+
+  bool enabled() const { return !directory_.empty(); }
+  int written() const { return written_; }
+  // Errors name the file when it cannot be written.
+  void write(const ir::Graph& graph, const std::string& step);
+
+private:
+  std::string directory_;
+  int written_ = 0;
+};
+
+} // namespace popsim::compiler

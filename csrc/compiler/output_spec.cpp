@@ -1,0 +1,62 @@
+#include "compiler/output_spec.h"
+
+#include "common/check.h"
+
+namespace popsim::compiler {
+
+const char* outputModeName(OutputMode mode) {
+  switch (mode) {
+  case OutputMode::All: return "All";
+  case OutputMode::Final: return "Final";
+  case OutputMode::EveryN: return "EveryN";
+  case OutputMode::Sum: return "Sum";
+  }
+  return "?";
+}
+
+void OutputSpec::validate(int64_t deviceIterations) const {
+  POPSIM_CHECK(deviceIterations >= 1, ErrorKind::InvalidOption,
+               "deviceIterations must be at least 1, got ", deviceIterations, ".");
+  if (mode == OutputMode::EveryN) {
+    POPSIM_CHECK(period >= 1, ErrorKind::InvalidOption,
+                 "OutputMode.EveryN needs output_return_period > 0, got ", period, ".");
+    POPSIM_CHECK(deviceIterations % period == 0, ErrorKind::InvalidOption,
+                 "OutputMode.EveryN with output_return_period ", period,
+                 " needs deviceIterations to be a multiple of it, got ", deviceIterations, ".");
+  }
+}
+
+int64_t OutputSpec::returnedIterations(int64_t deviceIterations) const {
+  switch (mode) {
+  case OutputMode::All: return deviceIterations;
+  case OutputMode::EveryN: return deviceIterations / period;
+  case OutputMode::Final:
+  case OutputMode::Sum: return 1;
+  }
+  return 1;
+}
+
+int64_t OutputSpec::slotOf(int64_t iteration, int64_t deviceIterations) const {
+  switch (mode) {
+  case OutputMode::All: return iteration;
+  case OutputMode::EveryN: return (iteration + 1) % period == 0 ? (iteration + 1) / period - 1 : -1;
+  case OutputMode::Final: return iteration == deviceIterations - 1 ? 0 : -1;
+  case OutputMode::Sum: return 0;
+  }
+  return -1;
+}
+
+ir::Shape OutputSpec::hostShape(const ir::Shape& shape, int64_t deviceIterations) const {
+  const int64_t count = returnedIterations(deviceIterations);
+  if (count == 1) {
+    return shape;
+  }
+  if (shape.empty()) {
+    return {count};
+  }
+  ir::Shape host = shape;
+  host[0] *= count;
+  return host;
+}
+
+} // namespace popsim::compiler

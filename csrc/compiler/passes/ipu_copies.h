@@ -1,0 +1,22 @@
+#pragma once
+
+#include "ir/graph.h"
+
+namespace popsim::compiler {
+
+// Makes every node read only values on its own IPU, on a graph ordered by
+// task (orderNodesByTask):
+// - a value computed on one IPU and used on another gets one ipu_copy per
+//   destination IPU, placed in the destination's earliest task that uses it,
+//   just before that use; later uses there read the copy;
+// - a graph input is streamed to the IPU of its first user and copied on;
+// - a constant used on several IPUs is duplicated (it is read-only).
+// Weights cannot be shared across IPUs (stage assignment checks), and
+// replicated state has one copy per IPU (training program).
+void insertIpuCopies(ir::Graph& graph);
+
+// The IPU a graph input, weight, state or constant lives on: its first
+// user's (IPU 0 when unused).
+int64_t homeIpu(const ir::Value& value);
+
+} // namespace popsim::compiler

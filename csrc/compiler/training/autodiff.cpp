@@ -1,0 +1,171 @@
+// Reverse-mode automatic differentiation on the IR.
+//
+// 1. Layer norms and max pools that gradients flow through become their
+//    training forms, which keep what the gradient needs (statistics, where
+//    each maximum is), in place, before their users.
+// 2. A value needs a gradient if it is a float value computed from one of the
+//    `wrt` values (not through a stop_gradient) and the loss depends on it.
+// 3. The loss's gradient is 1. Forward nodes are visited last to first; a node
+//    with an output gradient gets its gradient rule (gradient_rules.cpp)
+//    applied for the inputs that need a gradient, and gradients of values used
+//    several times are summed.
+// 4. The gradients of the `wrt` values are returned (values the loss does not
+//    depend on get none, as PyTorch leaves their .grad as None).
+
+#include "compiler/training/autodiff.h"
+
+#include "common/check.h"
+#include "compiler/training/gradient_builder.h"
+
+#include <optional>
+#include <unordered_set>
+
+namespace popsim::compiler {
+namespace {
+
+using ValueSet = std::unordered_set<const ir::Value*>;
+
+bool isFloat(const ir::Value* value) { return ir::isFloat(value->type().dtype); }
+
+std::vector<ir::Node*> forwardNodes(const ir::Graph& graph) {
+  std::vector<ir::Node*> nodes;
+  for (const auto& node : graph.nodes()) {
+    if (node->placement().phase == ir::Phase::Forward) {
+      nodes.push_back(node.get());
+    }
+  }
+  return nodes;
+}
+
+ValueSet dependentsOf(const std::vector<ir::Node*>& nodes, const std::vector<ir::Value*>& wrt) {
+  ValueSet dependents(wrt.begin(), wrt.end());
+  for (const ir::Node* node : nodes) {
+    bool depends = false;
+    for (const ir::Value* input : node->inputs()) {
+      if (node->kind() == ir::OpKind::StopGradient) break;
+      depends = depends || dependents.count(input) != 0;
+    }
+    if (depends) {
+      for (const ir::Value* output : node->outputs()) {
+        if (isFloat(output)) dependents.insert(output);
+      }
+    }
+  }
+  return dependents;
+}
+
+ValueSet dependenciesOf(const ir::Value* loss) {
+  ValueSet dependencies;
+  std::vector<const ir::Value*> stack = {loss};
+  while (!stack.empty()) {
+    const ir::Value* value = stack.back();
+    stack.pop_back();
+    if (!dependencies.insert(value).second || value->producer() == nullptr) {
+      continue;
+    }
+    for (const ir::Value* input : value->producer()->inputs()) {
+      stack.push_back(input);
+    }
+  }
+  return dependencies;
+}
+
+std::optional<ir::OpKind> trainingForm(ir::OpKind kind) {
+  switch (kind) {
+  case ir::OpKind::LayerNorm: return ir::OpKind::LayerNormTrain;
+  case ir::OpKind::MaxPool2d: return ir::OpKind::MaxPool2dTrain;
+  default: return std::nullopt;
+  }
+}
+
+// Step 1: layer_norm -> layer_norm_train, max_pool2d -> max_pool2d_train
+// where gradients flow.
+void useTrainingForms(ir::Graph& graph, const std::vector<ir::Value*>& wrt) {
+  const std::vector<ir::Node*> nodes = forwardNodes(graph);
+  const ValueSet dependents = dependentsOf(nodes, wrt);
+  for (ir::Node* node : nodes) {
+    const std::optional<ir::OpKind> form = trainingForm(node->kind());
+    if (!form || dependents.count(node->output()) == 0) {
+      continue;
+    }
+    graph.setInsertionPoint(node);
+    ir::Node* training = graph.addNode(*form, node->inputs(), node->attrs(), node->location());
+    training->setPlacement(node->placement());
+    graph.setInsertionPoint(nullptr);
+    graph.replaceAllUsesWith(node->output(), training->output(0));
+  }
+}
+
+[[noreturn]] void noGradientRule(const ir::Node& node) {
+  throwError(ErrorKind::Unsupported,
+             strCat("Unsupported op in the backward pass: popsim has no gradient for ", node.name(),
+                    node.location().known() ? " at " + node.location().str() : std::string(),
+                    ", which lies between the trained weights and the loss. Compute it outside the "
+                    "training model, or detach its input if it needs no gradient."));
+}
+
+} // namespace
+
+std::unordered_map<const ir::Value*, ir::Value*> buildGradients(ir::Graph& graph, ir::Value* loss,
+                                                                const std::vector<ir::Value*>& wrt,
+                                                                ir::Value* seed) {
+  POPSIM_ASSERT(loss != nullptr && loss->type().rank() == 0 && isFloat(loss),
+                "gradients need a scalar float loss.");
+  POPSIM_ASSERT(seed == nullptr || seed->type() == loss->type(), "a loss gradient seed of type ",
+                seed != nullptr ? seed->type().str() : "", ".");
+  useTrainingForms(graph, wrt);
+  const std::vector<ir::Node*> nodes = forwardNodes(graph);
+  const ValueSet dependents = dependentsOf(nodes, wrt);
+  const ValueSet dependencies = dependenciesOf(loss);
+  auto needsGradient = [&](const ir::Value* value) {
+    return dependents.count(value) != 0 && dependencies.count(value) != 0 && isFloat(value);
+  };
+
+  std::unordered_map<const ir::Value*, ir::Value*> grads;
+  grads[loss] = seed != nullptr ? seed : graph.addScalarConstant(1.0f, loss->type().dtype);
+  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
+    const ir::Node& node = **it;
+    std::vector<ir::Value*> outputGrads;
+    bool anyOutput = false;
+    for (const ir::Value* output : node.outputs()) {
+      auto grad = grads.find(output);
+      outputGrads.push_back(grad == grads.end() ? nullptr : grad->second);
+      anyOutput = anyOutput || grad != grads.end();
+    }
+    std::vector<bool> needed;
+    bool anyInput = false;
+    for (const ir::Value* input : node.inputs()) {
+      needed.push_back(needsGradient(input));
+      anyInput = anyInput || needed.back();
+    }
+    if (!anyOutput || !anyInput) {
+      continue;
+    }
+    const GradientRule rule = findGradientRule(node.kind());
+    if (rule == nullptr) {
+      noGradientRule(node);
+    }
+    GradientBuilder builder(graph, node);
+    const std::vector<ir::Value*> inputGrads = rule(builder, outputGrads, needed);
+    POPSIM_ASSERT(inputGrads.size() == node.inputs().size(), "the gradient rule of ", node.name(),
+                  " returned ", inputGrads.size(), " gradients.");
+    for (size_t i = 0; i < inputGrads.size(); ++i) {
+      if (!needed[i] || inputGrads[i] == nullptr) {
+        continue;
+      }
+      ir::Value*& total = grads[node.input(i)];
+      total =
+          total == nullptr ? inputGrads[i] : builder.emit(ir::OpKind::Add, {total, inputGrads[i]});
+    }
+  }
+  std::unordered_map<const ir::Value*, ir::Value*> result;
+  for (const ir::Value* value : wrt) {
+    auto grad = grads.find(value);
+    if (grad != grads.end() && grad->second != nullptr) {
+      result[value] = grad->second;
+    }
+  }
+  return result;
+}
+
+} // namespace popsim::compiler

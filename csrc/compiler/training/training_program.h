@@ -1,0 +1,132 @@
+#pragma once
+
+#include "ir/graph.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace popsim::compiler {
+
+enum class OptimizerKind { Sgd, Adam, AdamW, Rmsprop, Lamb };
+
+// The compile-time shape of one optimizer parameter group: which weights it
+// trains and the flags that change which state exists. Numeric
+// hyper-parameters (lr, betas, ...) are device state, written by the host.
+struct ParameterGroup {
+  std::vector<std::string> parameters;
+  bool hasMomentum = false; // SGD and RMSprop with momentum != 0
+  bool nesterov = false;
+  bool amsgrad = false;
+  bool centered = false;
+  bool maximize = false;
+  bool biasCorrection = true; // LAMB
+};
+
+struct TrainingConfig {
+  OptimizerKind optimizer = OptimizerKind::Sgd;
+  std::vector<ParameterGroup> groups;
+  // Micro-batches whose gradients are accumulated before each step; 1 means
+  // the step reads the gradients directly.
+  int64_t gradientAccumulation = 1;
+  // Gradient clipping by the global 2-norm of all the step's gradients, as
+  // torch.nn.utils.clip_grad_norm_ (PopTorch's max_grad_norm); 0: none.
+  double maxGradNorm = 0.0;
+  // What updates multiply the step's gradients by (1 / gradientAccumulation
+  // for a mean), which the norm is taken after.
+  double gradientScale = 1.0;
+  // Accumulators hold the running mean of the micro-batches' gradients
+  // (PopTorch's MeanReductionStrategy.Running, which never overflows where
+  // the sum would) rather than their sum; gradientScale is then 1.
+  bool runningMean = false;
+  // Parameters whose gradient (each micro-batch's, before accumulation)
+  // becomes an output after the model's, in this order: PopTorch's
+  // anchorTensor(name, "Gradient___<parameter>").
+  std::vector<std::string> anchoredGradients;
+  // Replicas of the program that train together (replicationFactor times the
+  // processes of a distributed job): each step's gradients are summed across
+  // them before clipping and the update (gradientScale then also divides by
+  // the replicas for a mean). `systemIpus` counts all the job's IPUs.
+  int64_t replicas = 1;
+  int64_t systemIpus = 1;
+  // Replicated tensor sharding of these parameters' optimizer state: each
+  // replica keeps 1/replicas of it (flattened, zero-padded) and updates its
+  // shard of the weight from its shard of the summed gradient
+  // (reduce-scatter); the updated shards are then gathered into the weight.
+  std::vector<std::string> shardedParameters;
+  // Replicated tensor sharding of these weights too (each also in
+  // shardedParameters): each replica stores only its shard of the weight,
+  // updates it in place, and every task that reads the weight gathers it
+  // from the replicas' shards first (weight_sharding.h).
+  std::vector<std::string> shardedWeights;
+  // Replica-grouped parameters (PopTorch's replicaGrouping), by name: (group
+  // size, stride). Each step sums their gradient within the replica's group
+  // only, neighbours (stride 1) or every stride-th replica; a group of one
+  // keeps its own gradient. gradientScale still divides by all the replicas
+  // for a mean, as PopART's Post strategy does; with runningMean, the sum is
+  // the group's mean (PopART's Running).
+  std::map<std::string, std::pair<int64_t, int64_t>> groupedParameters;
+  // Loss scaling (the optimizers' loss_scaling): the loss's gradient is this
+  // factor rather than 1, so that small float16 gradients stay
+  // representable. A constant factor is divided out by the updates (the
+  // host divides their grad_scale hyper-parameter by it) and by clipping.
+  // With lossScalingState, the factor is the float32 scalar state
+  // ir::kLossScalingName (a copy on each IPU that needs it), which the host
+  // writes so that setOptimizer can change it without recompiling; each step
+  // gradient is then divided by it in float32 before clipping and the update.
+  double lossScaling = 1.0;
+  bool lossScalingState = false;
+  // Automatic loss scaling (PopTorch's Training.setAutomaticLossScaling, as
+  // PopART does it; needs lossScalingState): every step, the float16
+  // gradients of the backward pass are counted above and below a bin edge
+  // (lossScalingBinEdge x 65504); if more than the proportion
+  // lossScalingThreshold lie above, the factor halves, otherwise it doubles.
+  bool automaticLossScaling = false;
+  double lossScalingBinEdge = 0.125;
+  double lossScalingThreshold = 1e-7;
+};
+
+// The state a training program keeps is named as ir/state_names.h says.
+
+// PyTorch's per-parameter optimizer state of a group (momentum_buffer,
+// exp_avg, ...), in the order its update op reads it; each is the state
+// ir::parameterStateName(parameter, key).
+std::vector<std::string> parameterStateKeys(OptimizerKind optimizer, const ParameterGroup& group);
+
+// The hyper-parameter names of an optimizer, in the order of its hyper vector
+// (ir/optimizer_hyperparameters.h).
+std::vector<std::string> hyperParameterNames(OptimizerKind optimizer);
+
+// Turns an imported forward graph with a loss into a training step:
+// 0. sharded weights stored as shards, gathered where they are read;
+// 1. gradients of the groups' parameters (autodiff, Backward phase; of the
+//    gathered weight for a sharded one);
+// 2. with gradient accumulation, an accumulator per parameter summed into
+//    (or, with runningMean, averaged into, counting its micro-batches in an
+//    int64 state) each micro-batch and zeroed after the step;
+// 3. the random counter (dropout, random draws) advanced once per micro-batch;
+//    with replicas, each step gradient summed across them by a
+//    replica_all_reduce on its parameter's IPU (GradientNorm phase), or for
+//    a sharded parameter reduce-scattered, its update run on this replica's
+//    shard and the shards all-gathered into the weight (a sharded weight
+//    is the stored shard, updated in place);
+// 4. with maxGradNorm, each IPU's sum of squares of its gradients
+//    (GradientNorm phase), and in each IPU's Update phase the global norm
+//    from all of them and the gradients scaled by the clipping factor;
+// 5. per group, a step count advanced once per step and the fused optimizer
+//    update of each parameter that has a gradient (Update phase).
+// Parameters the loss does not depend on get no update, as in PyTorch.
+void buildTrainingProgram(ir::Graph& graph, const TrainingConfig& config);
+
+// An inference program: the random counter advanced once per micro-batch, so
+// random ops draw fresh numbers for each, and the weights `replication`
+// names (its replicas, systemIpus and shardedWeights; the rest is unused)
+// stored as replica shards, gathered where read.
+void makeInferenceProgram(ir::Graph& graph, const TrainingConfig& replication = {});
+
+// Makes the graph's outputs the loss's gradients with respect to its float
+// inputs and trainable weights, in that order (zeros where the loss does not
+// depend on them): how tests compare popsim's gradients with autograd's.
+void makeGradientProgram(ir::Graph& graph);
+
+} // namespace popsim::compiler

@@ -1,0 +1,73 @@
+#pragma once
+
+#include "device/chip_spec.h"
+#include "ir/node.h"
+#include "memory/op_temporaries.h"
+
+#include <cstdint>
+
+namespace popsim::costs {
+
+// Simulated cycles of one op, split the way a BSP superstep is: sync, then
+// exchange (moving operands between tiles), then compute on all tiles.
+struct OpCost {
+  uint64_t syncCycles = 0;
+  uint64_t exchangeCycles = 0;
+  uint64_t computeCycles = 0;
+  uint64_t total() const { return syncCycles + exchangeCycles + computeCycles; }
+};
+
+// Fraction of peak MAC throughput convolutions and matmuls reach on an IPU
+// (Graphcore quotes 0.5-0.7 for well-shaped layers).
+constexpr double kMatMulEfficiency = 0.6;
+
+// The cost model of ../shared/reference/ipu-model.md:
+// - matmul / conv: MACs / (tiles x MACs-per-tile-cycle x efficiency), plus the
+//   exchange of inputs and weights at 4 bytes per tile-cycle;
+// - elementwise-like ops: 6 x (58 + 3 x ceil(n / (6 x v))) + 11 cycles per
+//   pass over n elements per tile (v = 2 for fp32), more passes for
+//   transcendental functions, softmax and normalisations;
+// - layout ops: exchange only; reshape is free (a view).
+// A matmul or convolution planned in several serial passes (`temporaries`,
+// from planOpTemporaries; the default is one pass) pays, for each extra pass,
+// a sync and another exchange of its smaller operand.
+OpCost estimateOpCost(const ir::Node& node, const device::ChipSpec& chip,
+                      const memory::OpTemporaries& temporaries = {});
+
+// A host <-> IPU transfer: fixed latency plus bytes at host bandwidth.
+uint64_t hostTransferCycles(uint64_t bytes, const device::ChipSpec& chip);
+// Its two parts: the host's side (the latency: preparing and handing over a
+// buffer, which prefetching does ahead) and the bytes crossing PCIe into or
+// out of the tiles (which occupy the tiles that receive or send them).
+uint64_t hostLatencyCycles(const device::ChipSpec& chip);
+uint64_t hostDataCycles(uint64_t bytes, const device::ChipSpec& chip);
+// Moving `bytes` between an IPU's IO tiles and its compute tiles over the
+// on-chip exchange: the `ioTiles` send or receive at 4 bytes per tile-cycle.
+uint64_t ioTileCopyCycles(uint64_t bytes, int64_t ioTiles, const device::ChipSpec& chip);
+// An IPU -> IPU copy over IPU-Links: sync, latency and bytes at link bandwidth.
+uint64_t linkTransferCycles(uint64_t bytes, int64_t numIpus, const device::ChipSpec& chip);
+// Streaming Memory (off-chip DRAM, where offloaded tensors live) <-> IPU: the
+// reference puts it 3-20x slower than IPU-Links; popsim takes 8x (8 GB/s on
+// Mk2's 64 GB/s links) with the links' latency.
+constexpr double kStreamingMemorySlowdown = 8.0;
+uint64_t streamingMemoryCycles(uint64_t bytes, const device::ChipSpec& chip);
+// A ring all-reduce of `bytes` over `replicas` IPUs (one per replica) of a
+// job of `systemIpus` IPUs: 2 x (replicas - 1) steps (reduce-scatter, then
+// all-gather), each sending bytes / replicas to the next IPU of the ring
+// with the link's latency. Rings within a chassis of kIpusPerChassis IPUs
+// run over IPU-Links; larger jobs cross chassis over GW-Links, which bound
+// the ring.
+constexpr int64_t kIpusPerChassis = 16;
+// One GW-Link of an IPU-M2000 (Graphcore's IPU-Fabric: 100 Gbit/s).
+constexpr double kGatewayLinkBytesPerSecond = 12.5e9;
+uint64_t ringAllReduceCycles(uint64_t bytes, int64_t replicas, int64_t systemIpus,
+                             const device::ChipSpec& chip);
+// Half of that ring: a reduce-scatter (each IPU ends with its 1/replicas of
+// the sum) or an all-gather (each IPU's part reaches all), replicas - 1 steps.
+uint64_t ringPhaseCycles(uint64_t bytes, int64_t replicas, int64_t systemIpus,
+                         const device::ChipSpec& chip);
+// Synchronisation across `numIpus` IPUs: ceil(15 ns x f x hops x 2) cycles
+// with hops = 1 + numIpus / 4 (about 40 cycles on one Mk2, 80 on four).
+uint64_t syncCycles(int64_t numIpus, const device::ChipSpec& chip);
+
+} // namespace popsim::costs

@@ -1,0 +1,37 @@
+#include "memory/op_temporaries.h"
+
+#include <algorithm>
+
+namespace popsim::memory {
+
+bool hasPlannedTemporaries(const ir::Node& node) {
+  switch (node.kind()) {
+  case ir::OpKind::Convolution:
+  case ir::OpKind::Linear:
+  case ir::OpKind::MatMul:
+  case ir::OpKind::ConvolutionGradInput:
+  case ir::OpKind::ConvolutionGradWeight:
+  case ir::OpKind::LinearGradWeight: return true;
+  default: return false;
+  }
+}
+
+OpTemporaries planOpTemporaries(const ir::Node& node, uint64_t budgetBytes, bool halfPartials) {
+  OpTemporaries temporaries;
+  if (!hasPlannedTemporaries(node)) return temporaries;
+  // The two operands multiplied (a bias, if any, is added once at the end),
+  // and the partial sums: float32, or float16 for float16 operands with half
+  // partials (Precision.setPartialsType).
+  const uint64_t first = node.input(0)->type().bytes();
+  const uint64_t second = node.input(1)->type().bytes();
+  const bool half = halfPartials && node.input(0)->type().dtype == ir::DType::Float16;
+  const uint64_t partials = static_cast<uint64_t>(node.output()->type().numel()) * (half ? 2u : 4u);
+  temporaries.smallerOperandBytes = std::min(first, second);
+  temporaries.unboundedBytes = first + second + partials;
+  const uint64_t budget = std::max<uint64_t>(budgetBytes, 1);
+  temporaries.passes = std::max<uint64_t>(1, (temporaries.unboundedBytes + budget - 1) / budget);
+  temporaries.bytes = (temporaries.unboundedBytes + temporaries.passes - 1) / temporaries.passes;
+  return temporaries;
+}
+
+} // namespace popsim::memory
