@@ -9,6 +9,9 @@
 namespace popsim::clock {
 namespace {
 
+using costs::HostOutputCost;
+using costs::TaskCycles;
+
 // One IPU's outputs (to the host, or stores to Streaming Memory) leaving
 // through its IO tiles: one transfer at a time on the link, each from one of
 // the IO tiles' buffers.
@@ -20,7 +23,7 @@ struct IoTileOutputs {
   // that used it before has left.
   uint64_t bufferFree() const {
     const size_t count = transferEnds.size();
-    return count >= kIoTileBuffers ? transferEnds[count - kIoTileBuffers] : 0;
+    return count >= device::kIoTileBuffers ? transferEnds[count - device::kIoTileBuffers] : 0;
   }
   // Sends `cycles` from the IO tiles once the compute tiles have copied
   // them there at `ready`; returns the transfer.
@@ -43,7 +46,7 @@ uint64_t longestOf(const std::map<int64_t, uint64_t>& busy) {
 } // namespace
 
 SimulatedCall simulateCall(const ClockSetup& setup) {
-  POPSIM_ASSERT(setup.layout != nullptr && setup.tasks != nullptr && setup.schedule != nullptr,
+  POPSIM_ASSERT(setup.layout != nullptr && setup.schedule != nullptr,
                 "the simulated clock needs a layout, task costs and a schedule.");
   const compiler::TaskLayout& layout = *setup.layout;
   std::vector<std::string> names;
@@ -52,11 +55,11 @@ SimulatedCall simulateCall(const ClockSetup& setup) {
   }
   const auto numIpus = static_cast<size_t>(layout.numIpus());
   std::vector<HostInputLink> links(numIpus, HostInputLink(setup.prefetchDepth));
-  std::vector<HostInputLink> ioTileInputs(numIpus,
-                                          HostInputLink(static_cast<int64_t>(kIoTileBuffers) - 1));
+  std::vector<HostInputLink> ioTileInputs(
+      numIpus, HostInputLink(static_cast<int64_t>(device::kIoTileBuffers) - 1));
   std::vector<IoTileOutputs> ioTileOutputs(numIpus);
-  std::vector<HostInputLink> ioTileLoads(numIpus,
-                                         HostInputLink(static_cast<int64_t>(kIoTileBuffers) - 1));
+  std::vector<HostInputLink> ioTileLoads(
+      numIpus, HostInputLink(static_cast<int64_t>(device::kIoTileBuffers) - 1));
   std::vector<IoTileOutputs> ioTileStores(numIpus);
   std::vector<uint64_t> storesDone(numIpus, 0); // each IPU's latest Streaming Memory store
   SimulatedCall call;
@@ -71,7 +74,7 @@ SimulatedCall simulateCall(const ClockSetup& setup) {
       std::map<int64_t, uint64_t> computing;
       for (const compiler::ScheduledTask& scheduled : cycle) {
         const compiler::PipelineTask& task = layout.tasks()[scheduled.task];
-        const TaskCycles& costs = (*setup.tasks)[scheduled.task];
+        const TaskCycles& costs = setup.tasks[scheduled.task];
         const int64_t microBatch =
             scheduled.microBatch < 0 ? -1 : step * setup.microBatchesPerStep + scheduled.microBatch;
         computing[task.ipu] += costs.computeCycles;

@@ -2,6 +2,8 @@
 
 #include "compiler/pipeline_schedule.h"
 #include "compiler/pipeline_tasks.h"
+#include "costs/cost_table.h"
+#include "device/ipu_system.h"
 
 #include <cstdint>
 #include <functional>
@@ -9,10 +11,6 @@
 #include <vector>
 
 namespace popsim::clock {
-
-// Buffers of each input and output stream on an IPU's IO tiles: one moves
-// over the host link while the compute tiles copy the other.
-constexpr size_t kIoTileBuffers = 2;
 
 // What a timeline event spent its cycles on.
 enum class EventPart {
@@ -49,52 +47,11 @@ struct TimelineEvent {
   bool ioTiles = false;          // a host transfer through the IO tiles
 };
 
-// One task's costs, from the cost model.
-struct TaskCycles {
-  uint64_t computeCycles = 0; // inter-IPU copies included
-  uint64_t copyCycles = 0;
-  std::vector<int64_t> copySources; // IPUs its inter-IPU copies come from
-  // Whether it streams a micro-batch of inputs in, the host's part of the
-  // transfer (of all its inputs), and the bytes' part of the inputs that
-  // cross on its compute tiles.
-  bool streamsInputs = false;
-  uint64_t inputLatencyCycles = 0;
-  uint64_t inputDataCycles = 0;
-  // Inputs through the IO tiles: their bytes' part, which crosses into the
-  // IO tiles once the host is ready, the copy to the compute tiles, and
-  // whether the transfers may run ahead across steps
-  // (OverlapDeviceIterationLoop) or only within one (AccumulationLoop).
-  bool streamsOverlappedInputs = false;
-  uint64_t overlappedInputCycles = 0;
-  uint64_t ioTileInputCycles = 0;
-  bool overlapAcrossSteps = true;
-  // Streaming Memory transfers before its ops and after them, through the
-  // compute tiles.
-  uint64_t streamInCycles = 0;
-  uint64_t streamOutCycles = 0;
-  // Off-chip tensors loaded and stored through the IO tiles
-  // (useIOTilesToLoad / useIOTilesToStore): their Streaming Memory transfers,
-  // beside the compute, and the compute tiles' copies from and to the IO tiles.
-  uint64_t ioTileLoadCycles = 0;
-  uint64_t ioTileLoadCopyCycles = 0;
-  uint64_t ioTileStoreCycles = 0;
-  uint64_t ioTileStoreCopyCycles = 0;
-};
-
-// One output a task run streams to the host: the transfer, and through IO
-// tiles the copy to them first and how far the transfer may lag behind (the
-// step's end for AccumulationLoop, the call's for DeviceIterationLoop).
-struct HostOutputCost {
-  uint64_t cycles = 0;
-  bool ioTiles = false;
-  uint64_t ioTileCycles = 0;
-  bool acrossSteps = true;
-};
-
-// A call as the simulated clock sees it.
+// A call as the simulated clock sees it (callSetup builds it from a
+// program's cost table).
 struct ClockSetup {
   const compiler::TaskLayout* layout = nullptr;
-  const std::vector<TaskCycles>* tasks = nullptr; // by task index
+  std::vector<costs::TaskCycles> tasks; // by task index
   const std::vector<compiler::PipelineCycle>* schedule = nullptr;
   int64_t steps = 1;               // repetitions of the schedule per call
   int64_t microBatchesPerStep = 1; // to number micro-batches in the call
@@ -102,7 +59,7 @@ struct ClockSetup {
   uint64_t syncCycles = 0; // a sync across the IPUs, after every pipeline cycle
   // The outputs a task run streams to the host, by task index and
   // micro-batch in the call.
-  std::function<std::vector<HostOutputCost>(size_t task, int64_t microBatch)> hostOutputs;
+  std::function<std::vector<costs::HostOutputCost>(size_t task, int64_t microBatch)> hostOutputs;
 };
 
 // One call replayed on the simulated clock.

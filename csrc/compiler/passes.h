@@ -23,7 +23,8 @@ std::unique_ptr<Pass> createSimplifyLayoutPass();
 std::unique_ptr<Pass> createStageAssignmentPass(std::vector<StageAssignment> stages);
 
 // buildTrainingProgram: backward pass, gradient accumulation and optimizer step.
-std::unique_ptr<Pass> createTrainingProgramPass(TrainingConfig config);
+std::unique_ptr<Pass> createTrainingProgramPass(TrainingConfig config,
+                                                int64_t gradientAccumulation);
 
 // makeInferenceProgram: fresh random draws per micro-batch (and sharded
 // weights, from `replication`).

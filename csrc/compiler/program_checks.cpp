@@ -4,15 +4,16 @@
 
 namespace popsim::compiler {
 
-void checkHostOverlap(const ir::Graph& graph, const CompilerOptions& options) {
+void checkHostOverlap(const ir::Graph& graph, const CompilerOptions& options,
+                      const device::IpuSystemConfig& system) {
   if (!graph.overlapsHostIo()) return;
-  POPSIM_CHECK(!options.pipelined, ErrorKind::InvalidOption,
+  POPSIM_CHECK(!options.pipelined(), ErrorKind::InvalidOption,
                "Overlapped IO is not supported with poptorch.PipelinedExecution. If you are using "
                "only one IPU, please switch to poptorch.ShardedExecution. The model marks inputs "
                "or outputs with set_overlap_for_input / set_overlap_for_output, which stream "
                "beside the compute only when the stages run one at a time: use "
                "opts.setExecutionStrategy(popsim.ShardedExecution()) (or a phased execution).");
-  POPSIM_CHECK(options.ioTiles > 0, ErrorKind::InvalidOption,
+  POPSIM_CHECK(system.ioTiles > 0, ErrorKind::InvalidOption,
                "No IO tiles allocated. You must allocate at least 32 IO tiles using "
                "poptorch.Options().TensorLocations.numIOTiles. The model marks inputs or outputs "
                "with set_overlap_for_input / set_overlap_for_output, which stream through IO "
@@ -39,12 +40,12 @@ void checkProgram(const ir::Graph& graph, const CompilerOptions& options) {
                "the model returns no tensors, so there is nothing to compute.");
 }
 
-void checkTaskLayout(const compiler::TaskLayout& layout, const CompilerOptions& options) {
-  POPSIM_CHECK(layout.numIpus() <= options.numIpus, ErrorKind::InvalidOption,
+void checkTaskLayout(const TaskLayout& layout, const CompilerOptions& options,
+                     const device::IpuSystemConfig& system) {
+  POPSIM_CHECK(layout.numIpus() <= system.numIpus, ErrorKind::InvalidOption,
                "the model's stages use ", layout.numIpus(), " IPUs but the simulated system has ",
-               options.numIpus,
-               " (Simulator.numIpus). Raise it or place the blocks on fewer IPUs.");
-  if (layout.numStages() < 2 || !options.pipelined) {
+               system.numIpus, " (Simulator.numIpus). Raise it or place the blocks on fewer IPUs.");
+  if (layout.numStages() < 2 || !options.pipelined()) {
     return;
   }
   const int64_t stages = static_cast<int64_t>(layout.pipelineLength());

@@ -2,6 +2,7 @@
 
 #include "compiler/compiler_options.h"
 #include "compiler/pipeline_tasks.h"
+#include "device/ipu_system.h"
 #include "ir/graph.h"
 
 namespace popsim::compiler {
@@ -12,7 +13,8 @@ namespace popsim::compiler {
 // Inputs and outputs marked to overlap with compute stream through IO tiles,
 // which need some set aside and an execution that is not pipelined
 // (PopTorch's rules, with its wording).
-void checkHostOverlap(const ir::Graph& graph, const CompilerOptions& options);
+void checkHostOverlap(const ir::Graph& graph, const CompilerOptions& options,
+                      const device::IpuSystemConfig& system);
 
 // Training and gradient programs need a loss.
 void checkHasLoss(const ir::Graph& graph);
@@ -24,6 +26,7 @@ void checkProgram(const ir::Graph& graph, const CompilerOptions& options);
 
 // The stages fit the simulated system, and a pipeline gets enough
 // micro-batches to fill every stage (PopTorch's rule).
-void checkTaskLayout(const compiler::TaskLayout& layout, const CompilerOptions& options);
+void checkTaskLayout(const TaskLayout& layout, const CompilerOptions& options,
+                     const device::IpuSystemConfig& system);
 
 } // namespace popsim::compiler

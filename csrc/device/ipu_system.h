@@ -2,9 +2,14 @@
 
 #include "device/chip_spec.h"
 
+#include <cstddef>
 #include <cstdint>
 
 namespace popsim::device {
+
+// Buffers of each input and output stream on an IPU's IO tiles: one moves
+// over the host link while the compute tiles copy the other.
+constexpr size_t kIoTileBuffers = 2;
 
 // The simulated machine a program is compiled for.
 struct IpuSystemConfig {

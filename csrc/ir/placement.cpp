@@ -1,5 +1,8 @@
 #include "ir/placement.h"
 
+#include "ir/node.h"
+#include "ir/value.h"
+
 namespace popsim::ir {
 
 const char* phaseName(Phase phase) {
@@ -10,6 +13,14 @@ const char* phaseName(Phase phase) {
   case Phase::Update: return "update";
   }
   return "?";
+}
+
+int64_t homeIpu(const Value& value) {
+  if (value.producer() != nullptr) return value.producer()->placement().ipu;
+  for (const Node* user : value.users()) {
+    if (user->kind() != OpKind::IpuCopy) return user->placement().ipu;
+  }
+  return value.users().empty() ? 0 : value.users().front()->placement().ipu;
 }
 
 } // namespace popsim::ir

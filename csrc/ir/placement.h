@@ -27,4 +27,11 @@ struct Placement {
   }
 };
 
+class Value;
+
+// The IPU a value lives on: its producer's, or for a graph input, weight,
+// state or constant its first user's that is not an inter-IPU copy (IPU 0
+// when unused).
+int64_t homeIpu(const Value& value);
+
 } // namespace popsim::ir

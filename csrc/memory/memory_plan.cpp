@@ -15,7 +15,6 @@
 #include "memory/memory_plan.h"
 
 #include "common/check.h"
-#include "compiler/passes/ipu_copies.h"
 #include "ir/op_schema.h"
 
 #include <algorithm>
@@ -143,7 +142,7 @@ MemoryPlan planMemory(const ir::Graph& graph, const MemoryPlanOptions& options) 
   // Steps 2-3: slots of every root; fixed regions are laid out in order.
   for (const ir::Value* root : plan.roots_) {
     TensorSlot slot;
-    slot.ipu = compiler::homeIpu(*root);
+    slot.ipu = ir::homeIpu(*root);
     POPSIM_CHECK(slot.ipu >= 0 && slot.ipu < options.numIpus, ErrorKind::InvalidOption,
                  "a tensor is placed on IPU ", slot.ipu, " but the system has ", options.numIpus,
                  " IPU(s).");

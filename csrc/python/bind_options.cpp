@@ -3,11 +3,12 @@
 // validates what users give (popsim.Options and friends) and fills these;
 // C++ keeps internal assertions only.
 
+#include "compiler/compiler_options.h"
 #include "compiler/training/training_program.h"
 #include "device/ipu_system.h"
 #include "ir/state_names.h"
 #include "python/bindings.h"
-#include "runtime/executable.h"
+#include "runtime/compile_options.h"
 
 #include <pybind11/stl.h>
 
@@ -16,13 +17,10 @@ namespace py = pybind11;
 namespace popsim::python {
 
 void bindOptions(py::module_& module) {
-  py::enum_<runtime::ProgramKind>(module, "ProgramKind")
-      .value("Inference", runtime::ProgramKind::Inference)
-      .value("Training", runtime::ProgramKind::Training)
-      .value("Gradients", runtime::ProgramKind::Gradients);
-  py::enum_<runtime::ExecutionMode>(module, "ExecutionMode")
-      .value("Pipelined", runtime::ExecutionMode::Pipelined)
-      .value("Sharded", runtime::ExecutionMode::Sharded);
+  py::enum_<compiler::ProgramKind>(module, "ProgramKind")
+      .value("Inference", compiler::ProgramKind::Inference)
+      .value("Training", compiler::ProgramKind::Training)
+      .value("Gradients", compiler::ProgramKind::Gradients);
   py::enum_<compiler::ScheduleKind>(module, "ScheduleKind")
       .value("Interleaved", compiler::ScheduleKind::Interleaved)
       .value("Grouped", compiler::ScheduleKind::Grouped)
@@ -89,47 +87,62 @@ void bindOptions(py::module_& module) {
       .def_readwrite("automatic_loss_scaling", &compiler::TrainingConfig::automaticLossScaling)
       .def_readwrite("loss_scaling_bin_edge", &compiler::TrainingConfig::lossScalingBinEdge)
       .def_readwrite("loss_scaling_threshold", &compiler::TrainingConfig::lossScalingThreshold);
-  py::class_<runtime::CompileOptions>(module, "CompileOptions")
+  py::class_<device::IpuSystemConfig>(module, "IpuSystemConfig",
+                                      "The simulated system: chip, IPUs, memory, IO tiles.")
       .def(py::init<>())
+      .def_readwrite("chip", &device::IpuSystemConfig::chip)
+      .def_readwrite("num_ipus", &device::IpuSystemConfig::numIpus)
+      .def_readwrite("memory_per_ipu", &device::IpuSystemConfig::memoryPerIpu)
+      .def_readwrite("io_tiles", &device::IpuSystemConfig::ioTiles)
+      .def_property_readonly("clock_hz",
+                             [](const device::IpuSystemConfig& s) { return s.spec().clockHz; });
+  py::class_<compiler::CompilerOptions>(module, "CompilerOptions",
+                                        "What the compiler builds: program, stages, schedule.")
+      .def(py::init<>())
+      .def_readwrite("program", &compiler::CompilerOptions::program)
+      .def_readwrite("training", &compiler::CompilerOptions::training)
+      .def_readwrite("stages", &compiler::CompilerOptions::stages)
+      .def_readwrite("schedule", &compiler::CompilerOptions::schedule)
+      .def_readwrite("recomputation", &compiler::CompilerOptions::recomputation)
+      .def_readwrite("device_iterations", &compiler::CompilerOptions::deviceIterations)
+      .def_readwrite("gradient_accumulation", &compiler::CompilerOptions::gradientAccumulation)
       .def_property(
-          "chip", [](const runtime::CompileOptions& o) { return o.system.chip; },
-          [](runtime::CompileOptions& o, device::ChipVersion chip) { o.system.chip = chip; })
+          "output_mode", [](const compiler::CompilerOptions& o) { return o.output.mode; },
+          [](compiler::CompilerOptions& o, compiler::OutputMode mode) { o.output.mode = mode; })
       .def_property(
-          "num_ipus", [](const runtime::CompileOptions& o) { return o.system.numIpus; },
-          [](runtime::CompileOptions& o, int64_t count) { o.system.numIpus = count; })
-      .def_property(
-          "memory_per_ipu", [](const runtime::CompileOptions& o) { return o.system.memoryPerIpu; },
-          [](runtime::CompileOptions& o, uint64_t bytes) { o.system.memoryPerIpu = bytes; })
-      .def_property(
-          "io_tiles", [](const runtime::CompileOptions& o) { return o.system.ioTiles; },
-          [](runtime::CompileOptions& o, int64_t tiles) { o.system.ioTiles = tiles; })
-      .def_readwrite("device_iterations", &runtime::CompileOptions::deviceIterations)
-      .def_readwrite("gradient_accumulation", &runtime::CompileOptions::gradientAccumulation)
-      .def_property(
-          "output_mode", [](const runtime::CompileOptions& o) { return o.output.mode; },
-          [](runtime::CompileOptions& o, compiler::OutputMode mode) { o.output.mode = mode; })
-      .def_property(
-          "output_return_period", [](const runtime::CompileOptions& o) { return o.output.period; },
-          [](runtime::CompileOptions& o, int64_t period) { o.output.period = period; })
-      .def_readwrite("program", &runtime::CompileOptions::program)
-      .def_readwrite("training", &runtime::CompileOptions::training)
-      .def_readwrite("stages", &runtime::CompileOptions::stages)
-      .def_readwrite("execution_mode", &runtime::CompileOptions::mode)
-      .def_readwrite("schedule", &runtime::CompileOptions::schedule)
-      .def_readwrite("recomputation", &runtime::CompileOptions::recomputation)
-      .def_readwrite("threads_per_ipu", &runtime::CompileOptions::threadsPerIpu)
-      .def_readwrite("prefetch_depth", &runtime::CompileOptions::prefetchDepth)
-      .def_readwrite("synthetic_data", &runtime::CompileOptions::syntheticData)
-      .def_readwrite("stochastic_rounding", &runtime::CompileOptions::stochasticRounding)
-      .def_readwrite("floating_point_exceptions", &runtime::CompileOptions::floatingPointExceptions)
-      .def_readwrite("half_partials", &runtime::CompileOptions::halfPartials)
-      .def_readwrite("stochastic_rounding_seed", &runtime::CompileOptions::stochasticRoundingSeed)
-      .def_readwrite("optimizer_location", &runtime::CompileOptions::optimizerLocation)
-      .def_readwrite("weight_location", &runtime::CompileOptions::weightLocation)
-      .def_readwrite("accumulator_location", &runtime::CompileOptions::accumulatorLocation)
-      .def_readwrite("activation_location", &runtime::CompileOptions::activationLocation)
+          "output_return_period",
+          [](const compiler::CompilerOptions& o) { return o.output.period; },
+          [](compiler::CompilerOptions& o, int64_t period) { o.output.period = period; });
+  py::class_<memory::MemoryOptions>(module, "MemoryOptions",
+                                    "What the memory plan is asked for: tensor locations, "
+                                    "availableMemoryProportion, prefetching, partials.")
+      .def(py::init<>())
+      .def_readwrite("weight_location", &memory::MemoryOptions::weights)
+      .def_readwrite("optimizer_location", &memory::MemoryOptions::optimizerState)
+      .def_readwrite("accumulator_location", &memory::MemoryOptions::accumulators)
+      .def_readwrite("activation_location", &memory::MemoryOptions::activations)
       .def_readwrite("available_memory_proportion",
-                     &runtime::CompileOptions::availableMemoryProportion);
+                     &memory::MemoryOptions::availableMemoryProportion)
+      .def_readwrite("prefetch_depth", &memory::MemoryOptions::prefetchDepth)
+      .def_readwrite("half_partials", &memory::MemoryOptions::halfPartials);
+  py::class_<clock::ClockOptions>(module, "ClockOptions", "What the simulated clock is told.")
+      .def(py::init<>())
+      .def_readwrite("synthetic_data", &clock::ClockOptions::syntheticData);
+  py::class_<runtime::KernelOptions>(module, "KernelOptions",
+                                     "How kernels are bound and run on the host.")
+      .def(py::init<>())
+      .def_readwrite("threads_per_ipu", &runtime::KernelOptions::threadsPerIpu)
+      .def_readwrite("stochastic_rounding", &runtime::KernelOptions::stochasticRounding)
+      .def_readwrite("stochastic_rounding_seed", &runtime::KernelOptions::stochasticRoundingSeed)
+      .def_readwrite("floating_point_exceptions", &runtime::KernelOptions::floatingPointExceptions);
+  py::class_<runtime::CompileOptions>(module, "CompileOptions",
+                                      "Everything a model is compiled with, one part per stage.")
+      .def(py::init<>())
+      .def_readwrite("system", &runtime::CompileOptions::system)
+      .def_readwrite("compiler", &runtime::CompileOptions::compiler)
+      .def_readwrite("memory", &runtime::CompileOptions::memory)
+      .def_readwrite("clock", &runtime::CompileOptions::clock)
+      .def_readwrite("kernels", &runtime::CompileOptions::kernels);
 
   // The names the device keeps state under, for the host to read and write it.
   module.def("parameter_state_keys", &compiler::parameterStateKeys, py::arg("optimizer"),

@@ -263,7 +263,7 @@ void bindRuntime(py::module_& module) {
             }
             std::vector<double> packed;
             for (const std::string& key :
-                 compiler::hyperParameterNames(executable.options().training.optimizer)) {
+                 compiler::hyperParameterNames(executable.options().compiler.training.optimizer)) {
               auto it = values.find(key);
               POPSIM_CHECK(it != values.end(), ErrorKind::InvalidOption, "hyper-parameter '", key,
                            "' is missing for group ", group, ".");
@@ -364,9 +364,9 @@ void bindRuntime(py::module_& module) {
              result["stages"] = layout.numStages();
              result["ipus"] = layout.numIpus();
              result["pipeline_stages"] = layout.pipelineLength();
-             result["schedule"] = compiler::scheduleName(executable.options().schedule);
+             result["schedule"] = compiler::scheduleName(executable.options().compiler.schedule);
              result["cycles_per_step"] = executable.schedule().size();
-             result["prefetch_depth"] = executable.options().prefetchDepth;
+             result["prefetch_depth"] = executable.options().memory.prefetchDepth;
              result["io_tiles"] = executable.options().system.ioTiles;
              return result;
            })

@@ -35,47 +35,9 @@ struct Executable::CallContext {
 
 Executable::~Executable() = default;
 
-int64_t Executable::microBatchesPerStep() const {
-  return options_.program == ProgramKind::Inference ? microBatchesPerCall()
-                                                    : options_.gradientAccumulation;
-}
-
-Executable::OutputCopy Executable::outputCopyOf(int64_t microBatch, size_t index) const {
-  if (graph_->isInputUpdate(index)) {
-    return {microBatch, false}; // every micro-batch's rows of the caller's input
-  }
-  return {options_.output.slotOf(microBatch, microBatchesPerCall()),
-          options_.output.mode == OutputMode::Sum && microBatch > 0};
-}
-
-int64_t Executable::stepsPerCall() const {
-  return options_.program == ProgramKind::Inference ? 1 : options_.deviceIterations;
-}
-
-std::vector<ir::TensorType> Executable::inputHostTypes() const {
-  std::vector<ir::TensorType> types;
-  for (const ir::Value* input : graph_->inputs()) {
-    ir::TensorType type = input->type();
-    if (type.rank() > 0) type.shape[0] *= microBatchesPerCall(); // a scalar: one micro-batch
-    types.push_back(type);
-  }
-  return types;
-}
-
-std::vector<ir::TensorType> Executable::outputHostTypes() const {
-  std::vector<ir::TensorType> types;
-  const OutputSpec everyMicroBatch{OutputMode::All};
-  for (size_t i = 0; i < graph_->outputs().size(); ++i) {
-    const ir::TensorType& type = graph_->outputs()[i]->type();
-    const OutputSpec& spec = graph_->isInputUpdate(i) ? everyMicroBatch : options_.output;
-    types.push_back({type.dtype, spec.hostShape(type.shape, microBatchesPerCall())});
-  }
-  return types;
-}
-
 void Executable::copyOutput(size_t index, const TensorView& destination,
-                            const OutputCopy& copy) const {
-  const ir::Value* output = graph_->outputs()[index];
+                            const compiler::OutputCopy& copy) const {
+  const ir::Value* output = graph().outputs()[index];
   const size_t bytes = output->type().bytes();
   if (bytes == 0) {
     return;
@@ -91,7 +53,7 @@ void Executable::copyOutput(size_t index, const TensorView& destination,
 
 void Executable::run(const std::vector<TensorView>& inputs,
                      const std::vector<TensorView>& outputs) {
-  const auto& graphInputs = graph_->inputs();
+  const auto& graphInputs = graph().inputs();
   POPSIM_CHECK(inputs.size() == graphInputs.size(), ErrorKind::InvalidInput, "the model takes ",
                graphInputs.size(), " tensor input(s) but was given ", inputs.size(), ".");
   const std::vector<ir::TensorType> inputTypes = inputHostTypes();
@@ -113,7 +75,7 @@ void Executable::run(const std::vector<TensorView>& inputs,
   std::lock_guard<std::mutex> device(deviceMutex_);
   const CallContext call{inputs, outputs, std::chrono::steady_clock::now()};
   ran_ = false; // a failing call leaves no half-recorded call behind
-  wallTimes_.assign(static_cast<size_t>(layout_.numIpus()), {});
+  wallTimes_.assign(static_cast<size_t>(layout().numIpus()), {});
   try {
     runIpus(call);
   } catch (...) {
@@ -121,7 +83,7 @@ void Executable::run(const std::vector<TensorView>& inputs,
     throw;
   }
   // Every call of a program takes the same simulated time.
-  lastRunCycles_ = simulated_.cycles;
+  lastRunCycles_ = simulation_.call.cycles;
   ran_ = true;
 }
 
@@ -144,14 +106,14 @@ void Executable::abortReplicas(const std::exception_ptr& failure) {
 }
 
 void Executable::runIpus(const CallContext& call) {
-  if (layout_.numIpus() == 1) {
+  if (layout().numIpus() == 1) {
     ThreadCountScope threads(threadsPerIpu_);
     runIpu(0, call);
   } else {
     std::vector<std::thread> workers;
     std::exception_ptr failure;
     std::mutex failureMutex;
-    for (int64_t ipu = 0; ipu < layout_.numIpus(); ++ipu) {
+    for (int64_t ipu = 0; ipu < layout().numIpus(); ++ipu) {
       workers.emplace_back([&, ipu] {
         try {
           omp_set_num_threads(static_cast<int>(threadsPerIpu_));
@@ -184,9 +146,9 @@ void Executable::runIpu(int64_t ipu, const CallContext& call) {
   const auto seconds = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - call.start).count();
   };
-  for (int64_t step = 0; step < stepsPerCall(); ++step) {
-    for (const ScheduledTask& scheduled : order) {
-      const int64_t microBatch = callMicroBatch(scheduled, step);
+  for (int64_t step = 0; step < compiled().stepsPerCall(); ++step) {
+    for (const compiler::ScheduledTask& scheduled : order) {
+      const int64_t microBatch = compiled().callMicroBatch(scheduled, step);
       const double start = seconds();
       runTask(scheduled, microBatch, stream, call);
       wallTimes.push_back({ipu, tasks_[scheduled.task].name, step, microBatch, start, seconds()});
@@ -203,11 +165,12 @@ std::vector<TaskWallTime> Executable::lastTaskWallTimes() const {
   return all;
 }
 
-void Executable::runTask(const ScheduledTask& scheduled, int64_t microBatch, dnnl::stream& stream,
-                         const CallContext& call) {
+void Executable::runTask(const compiler::ScheduledTask& scheduled, int64_t microBatch,
+                         dnnl::stream& stream, const CallContext& call) {
   const TaskProgram& task = tasks_[scheduled.task];
-  for (size_t i : task.streamedInputs) {
-    const ir::TensorType& type = graph_->inputs()[i]->type();
+  const memory::TaskIo& io = simulation_.memory.transfers.tasks[scheduled.task];
+  for (size_t i : io.streamedInputs) {
+    const ir::TensorType& type = graph().inputs()[i]->type();
     copyToDevice(inputAddresses_[i],
                  static_cast<const uint8_t*>(call.inputs[i].data) +
                      static_cast<size_t>(microBatch) * type.bytes(),
@@ -225,7 +188,7 @@ void Executable::runTask(const ScheduledTask& scheduled, int64_t microBatch, dnn
             *item.node,
             strCat(replicaGroup_ != nullptr ? strCat("replica ", collectives_->replicaIndex(), ", ")
                                             : std::string(),
-                   "task ", task.name, " on IPU", layout_.tasks()[scheduled.task].ipu,
+                   "task ", task.name, " on IPU", layout().tasks()[scheduled.task].ipu,
                    microBatch < 0 ? std::string()
                                   : strCat(", micro-batch ", microBatch, " of the call")));
       }
@@ -236,21 +199,21 @@ void Executable::runTask(const ScheduledTask& scheduled, int64_t microBatch, dnn
   for (const Transfer& send : task.sends) {
     send.channel->push(send.address);
   }
-  for (size_t i : task.producedOutputs) {
-    const OutputCopy copy = outputCopyOf(microBatch, i);
+  for (size_t i : io.producedOutputs) {
+    const compiler::OutputCopy copy = compiled().outputCopy(i, microBatch);
     if (copy.slot >= 0) {
       copyOutput(i, call.outputs[i], copy);
     }
   }
-  if (layout_.tasks()[scheduled.task].kind == compiler::TaskKind::Update && !task.steps.empty()) {
-    ++weightsVersions_[static_cast<size_t>(layout_.tasks()[scheduled.task].ipu)];
+  if (layout().tasks()[scheduled.task].kind == compiler::TaskKind::Update && !task.steps.empty()) {
+    ++weightsVersions_[static_cast<size_t>(layout().tasks()[scheduled.task].ipu)];
   }
 }
 
 const ir::Value& Executable::variableNamed(const std::string& name) const {
-  const ir::Value* variable = graph_->findWeight(name);
+  const ir::Value* variable = graph().findWeight(name);
   if (variable == nullptr) {
-    variable = graph_->findState(name);
+    variable = graph().findState(name);
   }
   POPSIM_CHECK(variable != nullptr, ErrorKind::InvalidInput,
                "the compiled model has no weight or state '", name, "'.");
@@ -274,8 +237,8 @@ void Executable::writeVariable(const std::string& name, const TensorView& source
   std::lock_guard<std::mutex> device(deviceMutex_);
   copyToDevice(memory_->address(&variable), source.data, variable.type());
   if (variable.role() == ir::ValueRole::State) {
-    for (int64_t ipu = 0; ipu < options_.system.numIpus; ++ipu) {
-      if (const ir::Value* replica = graph_->findState(ir::replicaStateName(name, ipu))) {
+    for (int64_t ipu = 0; ipu < options().system.numIpus; ++ipu) {
+      if (const ir::Value* replica = graph().findState(ir::replicaStateName(name, ipu))) {
         copyToDevice(memory_->address(replica), source.data, variable.type());
       }
     }

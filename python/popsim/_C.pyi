@@ -9,10 +9,6 @@ class ProgramKind(enum.Enum):
     Training: int
     Gradients: int
 
-class ExecutionMode(enum.Enum):
-    Pipelined: int
-    Sharded: int
-
 class ScheduleKind(enum.Enum):
     Interleaved: int
     Grouped: int
@@ -89,33 +85,54 @@ class ReplicaGroup:
     def abort(self, reason: str) -> None: ...
     def reset(self) -> None: ...
 
-class CompileOptions:
+class IpuSystemConfig:
     chip: ChipVersion
     num_ipus: int
     memory_per_ipu: int
     io_tiles: int
+    @property
+    def clock_hz(self) -> float: ...
+    def __init__(self) -> None: ...
+
+class CompilerOptions:
+    program: ProgramKind
+    training: TrainingConfig
+    stages: List[StageAssignment]
+    schedule: ScheduleKind
+    recomputation: bool
     device_iterations: int
     gradient_accumulation: int
     output_mode: OutputMode
     output_return_period: int
-    program: ProgramKind
-    training: TrainingConfig
-    stages: List[StageAssignment]
-    execution_mode: ExecutionMode
-    schedule: ScheduleKind
-    recomputation: bool
-    threads_per_ipu: int
-    prefetch_depth: int
-    synthetic_data: bool
-    stochastic_rounding: bool
-    floating_point_exceptions: bool
-    half_partials: bool
-    stochastic_rounding_seed: int
-    optimizer_location: TensorLocation
+    def __init__(self) -> None: ...
+
+class MemoryOptions:
     weight_location: TensorLocation
+    optimizer_location: TensorLocation
     accumulator_location: TensorLocation
     activation_location: TensorLocation
     available_memory_proportion: Dict[int, float]
+    prefetch_depth: int
+    half_partials: bool
+    def __init__(self) -> None: ...
+
+class ClockOptions:
+    synthetic_data: bool
+    def __init__(self) -> None: ...
+
+class KernelOptions:
+    threads_per_ipu: int
+    stochastic_rounding: bool
+    stochastic_rounding_seed: int
+    floating_point_exceptions: bool
+    def __init__(self) -> None: ...
+
+class CompileOptions:
+    system: IpuSystemConfig
+    compiler: CompilerOptions
+    memory: MemoryOptions
+    clock: ClockOptions
+    kernels: KernelOptions
     def __init__(self) -> None: ...
 
 RANDOM_COUNTER_NAME: str

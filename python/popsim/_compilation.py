@@ -209,28 +209,32 @@ def compile_options(options: Options, graph: "_C.Graph", training: bool,
                 f"{num_ipus} IPU(s), IPU0 to IPU{num_ipus - 1}. Remove the entry or raise "
                 "Simulator.numIpus.")
     compiled = _C.CompileOptions()
-    compiled.num_ipus = num_ipus
-    compiled.stages = [_C.StageAssignment(*stage) for stage in stages]
-    compiled.threads_per_ipu = options.Simulator.threads_per_ipu or 0
+    system = compiled.system
+    system.num_ipus = num_ipus
+    system.chip = getattr(_C.ChipVersion, options.Simulator.ipu_version)
+    system.memory_per_ipu = options.Simulator.memory_per_ipu or 0
+    program = compiled.compiler
+    program.program = _C.ProgramKind.Training if training else _C.ProgramKind.Inference
+    program.stages = [_C.StageAssignment(*stage) for stage in stages]
+    program.device_iterations = options.device_iterations
+    program.gradient_accumulation = options.Training.gradient_accumulation
+    program.recomputation = options.Training.recomputation_enabled
+    program.output_mode = getattr(_C.OutputMode, output_mode.name)
+    program.output_return_period = options.output_return_period
+    memory = compiled.memory
+    memory.prefetch_depth = options.prefetch_depth
+    memory.half_partials = options.Precision.partials_type == torch.float16
+    memory.available_memory_proportion = dict(options.available_memory_proportion)
+    compiled.clock.synthetic_data = options.synthetic_data
+    kernels = compiled.kernels
+    kernels.threads_per_ipu = options.Simulator.threads_per_ipu or 0
     replicas = options.replication_factor
-    if replicas > 1 and not compiled.threads_per_ipu:  # the host's threads shared by all IPUs
-        compiled.threads_per_ipu = max(1, torch.get_num_threads() // (replicas * ipus_used))
-    compiled.chip = getattr(_C.ChipVersion, options.Simulator.ipu_version)
-    compiled.memory_per_ipu = options.Simulator.memory_per_ipu or 0
-    compiled.device_iterations = options.device_iterations
-    compiled.gradient_accumulation = options.Training.gradient_accumulation
-    compiled.recomputation = options.Training.recomputation_enabled
-    compiled.prefetch_depth = options.prefetch_depth
-    compiled.synthetic_data = options.synthetic_data
-    compiled.stochastic_rounding = options.Precision.stochastic_rounding
-    compiled.floating_point_exceptions = options.Precision.floating_point_exceptions
-    compiled.half_partials = options.Precision.partials_type == torch.float16
-    compiled.stochastic_rounding_seed = random_seed(options)
+    if replicas > 1 and not kernels.threads_per_ipu:  # the host's threads shared by all IPUs
+        kernels.threads_per_ipu = max(1, torch.get_num_threads() // (replicas * ipus_used))
+    kernels.stochastic_rounding = options.Precision.stochastic_rounding
+    kernels.floating_point_exceptions = options.Precision.floating_point_exceptions
+    kernels.stochastic_rounding_seed = random_seed(options)
     options.TensorLocations._fill(compiled)
-    compiled.available_memory_proportion = dict(options.available_memory_proportion)
-    compiled.output_mode = getattr(_C.OutputMode, output_mode.name)
-    compiled.output_return_period = options.output_return_period
-    compiled.program = _C.ProgramKind.Training if training else _C.ProgramKind.Inference
     if strategy is not None:
         strategy._fill(compiled)
     return compiled

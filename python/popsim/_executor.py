@@ -622,19 +622,19 @@ class Executor:
             config = binding.config(self._options)
             _replica_grouping.check_no_clipping(groupings, binding.max_grad_norm)
             config.grouped_parameters = _replica_grouping.training_groups(groupings)
-            config.system_ipus = options.num_ipus * config.replicas
-            options.training = config
+            config.system_ipus = options.system.num_ipus * config.replicas
+            options.compiler.training = config
             sharded_weights = binding.sharded_weight_shapes(self._options)
         else:
             sharded_weights = _replication.sharded_by(
                 self._options.TensorLocations.weight_location, self._options.replication_factor,
                 self._user_model.named_parameters())
             if sharded_weights:
-                config = options.training
+                config = options.compiler.training
                 config.replicas = self._options.replication_factor
-                config.system_ipus = options.num_ipus * config.replicas
+                config.system_ipus = options.system.num_ipus * config.replicas
                 config.sharded_weights = list(sharded_weights)
-                options.training = config
+                options.compiler.training = config
         self._plan_anchors(options)
         progress.phase("compile")
         executable = self._replicated(self._build_executable(graph, options), options,
@@ -680,12 +680,12 @@ class Executor:
         # OnDemand attaches (and Never would) only when the model first runs.
         self._attached = self._options.connection_type == ConnectionType.Always
         self._compilation_seconds = time.perf_counter() - start
-        return [(s.block, s.stage, s.ipu) for s in options.stages]
+        return [(s.block, s.stage, s.ipu) for s in options.compiler.stages]
 
     def _plan_anchors(self, options):
         """Checks Options.anchorTensor's anchors against the model; gradients
         become extra outputs of the training program."""
-        config = options.training
+        config = options.compiler.training
         tensors = _weights.named_tensors(self._model)
         trained = _trained_names(config) if self._training else []
         steps = self._options.device_iterations
@@ -697,7 +697,7 @@ class Executor:
                                for _, name in self._anchor_plan.gradients}
         if self._training:
             config.anchored_gradients = [name for _, name in self._anchor_plan.gradients]
-            options.training = config
+            options.compiler.training = config
 
     def _resolve_variable_anchors(self):
         """Names each variable anchor as the program does (a tied weight has
@@ -739,7 +739,7 @@ class Executor:
         used = set(names)
         return (names + [_anchors.UPDATED + name for name in names]
                 + [_anchors.GRADIENT + name
-                   for name in _trained_names(self._compile_options.training) if name in used])
+                   for name in _trained_names(self._compile_options.compiler.training) if name in used])
 
     def _replicated(self, executable, options, input_updates, groupings):
         """The executable itself, or with replicationFactor > 1 its replicas
@@ -751,7 +751,7 @@ class Executor:
         program = executable.serialize_program()
         copies = [executable] + [_C.load_program(program, options) for _ in range(1, replicas)]
         cross_process = (None if processes == 1 else _process_group.cross_process_sum(
-            self._options, options.num_ipus,
+            self._options, options.system.num_ipus,
             [(g.size, g.stride, g.job) for g in groupings.values()]))
         opts = self._options
         micro_batches = opts.device_iterations * opts.Training.gradient_accumulation

@@ -39,7 +39,7 @@ def gradients(model, *args, training=False, options=None, **kwargs):
                              _tracing.MODEL_ATTRIBUTE, signature.tensor_names, training=True,
                              downcast_mixed_floats=downcast)
     options = _C.CompileOptions()
-    options.program = _C.ProgramKind.Gradients
+    options.compiler.program = _C.ProgramKind.Gradients
     executable = _C.compile(graph, options)
     names = executable.weight_names()
     executable.write_variables(_weights.host_weights(model, names))

@@ -454,10 +454,10 @@ class _TensorLocationOptions(_OptionGroup):
                     f"weights across replicas, not the {kind}s. Use "
                     "useReplicatedTensorSharding(True) with setOptimizerLocation or "
                     f"setWeightLocation, and useReplicatedTensorSharding(False) with {setter}.")
-            setattr(options, f"{kind}_location", _C.TensorLocation(
+            setattr(options.memory, f"{kind}_location", _C.TensorLocation(
                 settings.on_chip, settings.min_elements_for_off_chip, settings.io_tiles_to_load,
                 settings.io_tiles_to_store))
-        options.io_tiles = self.num_io_tiles
+        options.system.io_tiles = self.num_io_tiles
 
 
 class _DistributedOptions(_OptionGroup):

@@ -62,7 +62,6 @@ class Stage:
 
 class _ExecutionStrategy:
     _name = "ExecutionStrategy"
-    _mode = _C.ExecutionMode.Pipelined
 
     def __init__(self, *args):
         if not args:
@@ -138,8 +137,11 @@ class _ExecutionStrategy:
         return assignment
 
     def _fill(self, options):
-        """Sets the strategy's part of a _C.CompileOptions."""
-        options.execution_mode = self._mode
+        """Sets the strategy's part of a _C.CompileOptions: its schedule."""
+        options.compiler.schedule = self._schedule()
+
+    def _schedule(self):
+        return _C.ScheduleKind.Interleaved
 
     def __repr__(self):
         args = repr(self._auto) if self._stages is None else ", ".join(map(repr, self._stages))
@@ -171,9 +173,8 @@ class PipelinedExecution(_ExecutionStrategy):
                               f"popsim.PipelineSchedule, got {schedule!r}.")
         self.schedule = schedule
 
-    def _fill(self, options):
-        super()._fill(options)
-        options.schedule = getattr(_C.ScheduleKind, self.schedule.value)
+    def _schedule(self):
+        return getattr(_C.ScheduleKind, self.schedule.value)
 
 
 class ShardedExecution(_ExecutionStrategy):
@@ -181,7 +182,9 @@ class ShardedExecution(_ExecutionStrategy):
     a time, the least memory (no stash), and no minimum micro-batch count."""
 
     _name = "ShardedExecution"
-    _mode = _C.ExecutionMode.Sharded
+
+    def _schedule(self):
+        return _C.ScheduleKind.Sequential  # one stage at a time
 
 
 class Liveness(enum.IntEnum):
@@ -231,7 +234,8 @@ class _PhasedExecution(_ExecutionStrategy):
     does (one stage at a time, in phase order) and keeps tensors between
     phases as the liveness says."""
 
-    _mode = _C.ExecutionMode.Sharded
+    def _schedule(self):
+        return _C.ScheduleKind.Sequential  # one stage at a time
 
     def __init__(self, *phases):
         if not phases:
@@ -274,9 +278,9 @@ class _PhasedExecution(_ExecutionStrategy):
         self._check_ipus()
         super()._fill(options)
         if self._liveness != Liveness.AlwaysLive:
-            options.activation_location = _C.TensorLocation(False, 0)
+            options.memory.activation_location = _C.TensorLocation(False, 0)
         if self._liveness == Liveness.OffChipAfterEachPhase:
-            options.weight_location = _C.TensorLocation(False, 0)
+            options.memory.weight_location = _C.TensorLocation(False, 0)
 
     def _check_ipus(self):
         pass

@@ -106,7 +106,7 @@ def test_edit_opts_fn_changes_options_that_do_not_change_the_program(tmp_path):
     assert loaded.options.ipu_id == 1
     assert os.listdir(profiles)
     with pytest.raises(popsim.ExecutableFileError,
-                       match=r"option device_iterations: 1 in the file, 2 now"):
+                       match=r"option compiler\.device_iterations: 1 in the file, 2 now"):
         popsim.load(path, edit_opts_fn=lambda opts: opts.deviceIterations(2))
 
 
@@ -124,7 +124,7 @@ def test_a_program_for_another_model_is_refused_naming_the_difference(tmp_path):
                        match=r"compiled for another program: the traced model \(its ops, shapes, "
                        r"constants or source lines\)"):
         popsim.trainingModel(wider).loadExecutable(path)
-    with pytest.raises(popsim.ExecutableFileError, match=r"option training\.optimizer: "
+    with pytest.raises(popsim.ExecutableFileError, match=r"option compiler\.training\.optimizer: "
                        r"'OptimizerKind\.Sgd' in the file, 'OptimizerKind\.Adam' now"):
         model = Classifier()
         popsim.trainingModel(model, optimizer=torch.optim.Adam(model.parameters())

@@ -35,14 +35,6 @@ void replaceUses(ir::Graph& graph, const std::vector<ir::Node*>& users, ir::Valu
 
 } // namespace
 
-int64_t homeIpu(const ir::Value& value) {
-  if (value.producer() != nullptr) return value.producer()->placement().ipu;
-  for (const ir::Node* user : value.users()) {
-    if (user->kind() != ir::OpKind::IpuCopy) return user->placement().ipu;
-  }
-  return value.users().empty() ? 0 : value.users().front()->placement().ipu;
-}
-
 void insertIpuCopies(ir::Graph& graph) {
   std::unordered_map<const ir::Node*, size_t> position;
   for (size_t i = 0; i < graph.nodes().size(); ++i) {

@@ -15,8 +15,4 @@ namespace popsim::compiler {
 // replicated state has one copy per IPU (training program).
 void insertIpuCopies(ir::Graph& graph);
 
-// The IPU a graph input, weight, state or constant lives on: its first
-// user's (IPU 0 when unused).
-int64_t homeIpu(const ir::Value& value);
-
 } // namespace popsim::compiler

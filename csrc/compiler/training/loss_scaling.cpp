@@ -41,8 +41,9 @@ ir::Value* scalarOp(ir::Graph& graph, ir::OpKind kind, ir::Value* a, ir::Value* 
 
 } // namespace
 
-LossScaling::LossScaling(ir::Graph& graph, const TrainingConfig& config)
-    : graph_(graph), config_(config) {
+LossScaling::LossScaling(ir::Graph& graph, const TrainingConfig& config,
+                         int64_t gradientAccumulation)
+    : graph_(graph), config_(config), gradientAccumulation_(gradientAccumulation) {
   POPSIM_ASSERT(!config.automaticLossScaling || config.lossScalingState,
                 "automatic loss scaling needs the factor in a state.");
   if (config.lossScalingState) {
@@ -168,7 +169,7 @@ void LossScaling::addUpdate() {
                       where.phase, where)
                   ->output();
   }
-  const double counted = countedPerMicroBatch_ * static_cast<double>(config_.gradientAccumulation) *
+  const double counted = countedPerMicroBatch_ * static_cast<double>(gradientAccumulation_) *
                          static_cast<double>(config_.replicas);
   const double ratio = config_.lossScalingThreshold / (1.0 - config_.lossScalingThreshold);
   const bool halfLoss = graph_.loss()->type().dtype == ir::DType::Float16;

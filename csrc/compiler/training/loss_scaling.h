@@ -18,7 +18,7 @@ class LossScaling {
 public:
   using Grads = std::unordered_map<const ir::Value*, ir::Value*>;
 
-  LossScaling(ir::Graph& graph, const TrainingConfig& config);
+  LossScaling(ir::Graph& graph, const TrainingConfig& config, int64_t gradientAccumulation);
 
   // The gradient of the loss: the factor in the loss's dtype, or nullptr for 1.
   ir::Value* seed();
@@ -40,6 +40,7 @@ public:
 private:
   ir::Graph& graph_;
   const TrainingConfig& config_;
+  int64_t gradientAccumulation_;
   std::optional<training::ReplicatedState> factor_;
   // Automatic: per IPU, the count above the edge, and the elements counted.
   std::map<int64_t, ir::Value*> upperCounts_;

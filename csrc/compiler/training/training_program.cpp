@@ -328,10 +328,10 @@ std::vector<std::string> hyperParameterNames(OptimizerKind optimizer) {
   return {};
 }
 
-void buildTrainingProgram(ir::Graph& graph, const TrainingConfig& config) {
+void buildTrainingProgram(ir::Graph& graph, const TrainingConfig& config,
+                          int64_t gradientAccumulation) {
   POPSIM_ASSERT(graph.loss() != nullptr, "a training program needs a loss.");
-  POPSIM_ASSERT(config.gradientAccumulation >= 1, "gradientAccumulation ",
-                config.gradientAccumulation, ".");
+  POPSIM_ASSERT(gradientAccumulation >= 1, "gradientAccumulation ", gradientAccumulation, ".");
   // Step 0: sharded weights become their shards, gathered where read.
   const auto gathered = shardWeights(graph, config);
   // Step 1: gradients of every trained parameter.
@@ -354,7 +354,7 @@ void buildTrainingProgram(ir::Graph& graph, const TrainingConfig& config) {
     wrt.push_back(whole != gathered.end() ? whole->second : param);
   }
   // The backward pass starts from the loss scaling factor.
-  LossScaling lossScaling(graph, config);
+  LossScaling lossScaling(graph, config, gradientAccumulation);
   const auto wrtGrads = buildGradients(graph, graph.loss(), wrt, lossScaling.seed());
   std::unordered_map<const ir::Value*, ir::Value*> grads;
   for (size_t i = 0; i < params.size(); ++i) {
@@ -374,7 +374,7 @@ void buildTrainingProgram(ir::Graph& graph, const TrainingConfig& config) {
   }
 
   // Step 2: accumulation over micro-batches.
-  const bool accumulate = config.gradientAccumulation > 1;
+  const bool accumulate = gradientAccumulation > 1;
   std::unordered_map<const ir::Value*, ir::Value*> stepGrads;
   for (ir::Value* param : params) {
     auto grad = grads.find(param);
@@ -391,7 +391,7 @@ void buildTrainingProgram(ir::Graph& graph, const TrainingConfig& config) {
       inputs.push_back(graph.addState(ir::parameterStateName(param->name(), "accumulator_count"),
                                       {ir::DType::Int64, {}}, ir::StateKind::Accumulator));
     }
-    addNode(graph, ir::OpKind::Accumulate, inputs, {{"every", config.gradientAccumulation}},
+    addNode(graph, ir::OpKind::Accumulate, inputs, {{"every", gradientAccumulation}},
             ir::Phase::Backward,
             grad->second->producer() != nullptr ? grad->second->producer()->placement()
                                                 : inPhase(placementOf(param), ir::Phase::Backward));
@@ -476,10 +476,12 @@ void makeGradientProgram(ir::Graph& graph) {
   graph.setOutputs(outputs);
 }
 
-std::unique_ptr<Pass> createTrainingProgramPass(TrainingConfig config) {
+std::unique_ptr<Pass> createTrainingProgramPass(TrainingConfig config,
+                                                int64_t gradientAccumulation) {
   return std::make_unique<FunctionPass>(
-      "training-program",
-      [config = std::move(config)](ir::Graph& graph) { buildTrainingProgram(graph, config); });
+      "training-program", [config = std::move(config), gradientAccumulation](ir::Graph& graph) {
+        buildTrainingProgram(graph, config, gradientAccumulation);
+      });
 }
 
 void makeInferenceProgram(ir::Graph& graph, const TrainingConfig& replication) {

@@ -26,9 +26,6 @@ struct ParameterGroup {
 struct TrainingConfig {
   OptimizerKind optimizer = OptimizerKind::Sgd;
   std::vector<ParameterGroup> groups;
-  // Micro-batches whose gradients are accumulated before each step; 1 means
-  // the step reads the gradients directly.
-  int64_t gradientAccumulation = 1;
   // Gradient clipping by the global 2-norm of all the step's gradients, as
   // torch.nn.utils.clip_grad_norm_ (PopTorch's max_grad_norm); 0: none.
   double maxGradNorm = 0.0;
@@ -116,7 +113,10 @@ std::vector<std::string> hyperParameterNames(OptimizerKind optimizer);
 // 5. per group, a step count advanced once per step and the fused optimizer
 //    update of each parameter that has a gradient (Update phase).
 // Parameters the loss does not depend on get no update, as in PyTorch.
-void buildTrainingProgram(ir::Graph& graph, const TrainingConfig& config);
+// `gradientAccumulation` micro-batches' gradients are accumulated before each
+// step; with 1 the step reads the gradients directly.
+void buildTrainingProgram(ir::Graph& graph, const TrainingConfig& config,
+                          int64_t gradientAccumulation);
 
 // An inference program: the random counter advanced once per micro-batch, so
 // random ops draw fresh numbers for each, and the weights `replication`

@@ -19,24 +19,24 @@ using clock::EventPart;
 struct Replay {
   ir::Graph graph;
   compiler::TaskLayout layout = testing::stagedLayout(graph, 2, false); // F0 on IPU 0, F1 on IPU 1
-  std::vector<clock::TaskCycles> tasks{2};
+  std::vector<costs::TaskCycles> tasks{2};
   std::vector<compiler::PipelineCycle> schedule =
       compiler::buildSchedule(layout, 3, compiler::ScheduleKind::Interleaved);
 
-  clock::HostOutputCost output; // F1's, when it has cycles
+  costs::HostOutputCost output; // F1's, when it has cycles
 
   clock::SimulatedCall run(int64_t prefetchDepth, uint64_t outputCycles, int64_t steps = 1) {
     output.cycles = outputCycles;
     clock::ClockSetup setup;
     setup.layout = &layout;
-    setup.tasks = &tasks;
+    setup.tasks = tasks;
     setup.schedule = &schedule;
     setup.steps = steps;
     setup.microBatchesPerStep = 3;
     setup.prefetchDepth = prefetchDepth;
     setup.syncCycles = 10;
     setup.hostOutputs = [&](size_t task, int64_t) {
-      std::vector<clock::HostOutputCost> outputs;
+      std::vector<costs::HostOutputCost> outputs;
       if (task == 1 && output.cycles != 0) outputs.push_back(output);
       return outputs;
     };

@@ -106,7 +106,7 @@ TEST(IpuCopiesTest, OneCopyPerDestinationIpu) {
   }
   EXPECT_EQ(ops,
             (std::vector<std::string>{"relu@0", "ipu_copy@1", "exp@1", "ipu_copy@1", "mul@1"}));
-  EXPECT_EQ(compiler::homeIpu(*model.x), 0);
+  EXPECT_EQ(ir::homeIpu(*model.x), 0);
 }
 
 TEST(IpuCopiesTest, ConstantsAreDuplicatedPerIpu) {
@@ -123,7 +123,7 @@ TEST(IpuCopiesTest, ConstantsAreDuplicatedPerIpu) {
   compiler::insertIpuCopies(graph);
   ASSERT_EQ(graph.constants().size(), 2u);
   EXPECT_NE(b->input(1), half);
-  EXPECT_EQ(compiler::homeIpu(*b->input(1)), 1);
+  EXPECT_EQ(ir::homeIpu(*b->input(1)), 1);
 }
 
 TEST(StageAssignmentTest, WeightsSharedAcrossIpusAreRefused) {

@@ -42,11 +42,10 @@ std::unique_ptr<Graph> buildRegression() {
   return graph;
 }
 
-TrainingConfig configFor(OptimizerKind optimizer, int64_t accumulation = 1) {
+TrainingConfig configFor(OptimizerKind optimizer) {
   TrainingConfig config;
   config.optimizer = optimizer;
   config.groups.push_back({{"fc.weight", "fc.bias", "frozen"}});
-  config.gradientAccumulation = accumulation;
   return config;
 }
 
@@ -68,7 +67,7 @@ std::vector<const ir::Node*> nodesOf(const Graph& graph, OpKind kind) {
 
 TEST(TrainingProgramTest, SgdWithoutMomentumKeepsOnlyItsHyperParameters) {
   auto graph = buildRegression();
-  compiler::buildTrainingProgram(*graph, configFor(OptimizerKind::Sgd));
+  compiler::buildTrainingProgram(*graph, configFor(OptimizerKind::Sgd), 1);
 
   EXPECT_EQ(stateNames(*graph), std::vector<std::string>{"optimizer/group0/hyper"});
   const auto updates = nodesOf(*graph, OpKind::SgdUpdate);
@@ -85,7 +84,7 @@ TEST(TrainingProgramTest, SgdWithMomentumKeepsABufferAndAStepCount) {
   auto graph = buildRegression();
   TrainingConfig config = configFor(OptimizerKind::Sgd);
   config.groups[0].hasMomentum = true;
-  compiler::buildTrainingProgram(*graph, config);
+  compiler::buildTrainingProgram(*graph, config, 1);
 
   EXPECT_EQ(stateNames(*graph),
             (std::vector<std::string>{"fc.bias/momentum_buffer", "fc.weight/momentum_buffer",
@@ -94,7 +93,7 @@ TEST(TrainingProgramTest, SgdWithMomentumKeepsABufferAndAStepCount) {
 
 TEST(TrainingProgramTest, AdamKeepsMomentsPerParameterAndOneStepPerGroup) {
   auto graph = buildRegression();
-  compiler::buildTrainingProgram(*graph, configFor(OptimizerKind::AdamW));
+  compiler::buildTrainingProgram(*graph, configFor(OptimizerKind::AdamW), 1);
 
   EXPECT_EQ(stateNames(*graph),
             (std::vector<std::string>{"fc.bias/exp_avg", "fc.bias/exp_avg_sq", "fc.weight/exp_avg",
@@ -109,7 +108,7 @@ TEST(TrainingProgramTest, AdamKeepsMomentsPerParameterAndOneStepPerGroup) {
 
 TEST(TrainingProgramTest, AccumulationSumsEachMicroBatchAndClearsAfterTheStep) {
   auto graph = buildRegression();
-  compiler::buildTrainingProgram(*graph, configFor(OptimizerKind::Sgd, 4));
+  compiler::buildTrainingProgram(*graph, configFor(OptimizerKind::Sgd), 4);
 
   EXPECT_EQ(stateNames(*graph),
             (std::vector<std::string>{"fc.bias/accumulator", "fc.weight/accumulator",
@@ -132,7 +131,7 @@ TEST(TrainingProgramTest, ParameterGroupsGetTheirOwnHyperParameters) {
   auto graph = buildRegression();
   TrainingConfig config = configFor(OptimizerKind::Rmsprop);
   config.groups = {{{"fc.weight"}}, {{"fc.bias"}, true, false, false, true}};
-  compiler::buildTrainingProgram(*graph, config);
+  compiler::buildTrainingProgram(*graph, config, 1);
 
   EXPECT_EQ(stateNames(*graph),
             (std::vector<std::string>{"fc.bias/grad_avg", "fc.bias/momentum_buffer",
@@ -170,7 +169,7 @@ TEST(TrainingProgramTest, ShardedWeightsAreStoredAsShardsAndGatheredPerTask) {
   config.systemIpus = 8;
   config.shardedParameters = {"fc2.weight"};
   config.shardedWeights = {"fc2.weight"};
-  compiler::buildTrainingProgram(*graph, config);
+  compiler::buildTrainingProgram(*graph, config, 1);
 
   const Value* shard = graph->findWeight("fc2.weight");
   EXPECT_EQ(shard->type(), f32({4})); // ceil(15 / 4)
@@ -208,7 +207,7 @@ TEST(TrainingProgramTest, ShardedWeightsAreStoredAsShardsAndGatheredPerTask) {
 TEST(TrainingProgramTest, AccumulationBelowOneBreaksAnInvariant) {
   auto graph = buildRegression();
   const Error error = testing::captureError(
-      [&] { compiler::buildTrainingProgram(*graph, configFor(OptimizerKind::Sgd, 0)); });
+      [&] { compiler::buildTrainingProgram(*graph, configFor(OptimizerKind::Sgd), 0); });
   EXPECT_EQ(error.kind(), ErrorKind::Internal);
   EXPECT_TRUE(testing::contains(error.what(), "gradientAccumulation 0."));
 }

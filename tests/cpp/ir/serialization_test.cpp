@@ -3,7 +3,7 @@
 // bytes are InvalidFile errors.
 
 #include "common/byte_stream.h"
-#include "compiler/compile_graph.h"
+#include "compiler/compile_program.h"
 #include "ir/printer.h"
 #include "ir/serialization.h"
 #include "test_utils.h"
@@ -57,16 +57,20 @@ std::unique_ptr<ir::Graph> twoBlockModel() {
   return graph;
 }
 
-compiler::CompiledGraph compiledTraining() {
+device::IpuSystemConfig twoIpus() {
+  device::IpuSystemConfig system;
+  system.numIpus = 2;
+  return system;
+}
+
+compiler::Program compiledTraining() {
   compiler::CompilerOptions options;
   options.program = compiler::ProgramKind::Training;
   options.training.groups.push_back({{"a.weight", "b.weight"}});
-  options.training.gradientAccumulation = 3;
   options.gradientAccumulation = 3;
   options.stages = {{"A", 0, 0}, {"B", 1, 1}};
   options.recomputation = true;
-  options.numIpus = 2;
-  return compiler::compileGraph(*twoBlockModel(), options);
+  return compiler::compileProgram(*twoBlockModel(), options, twoIpus());
 }
 
 std::string taskNames(const compiler::TaskLayout& layout) {
@@ -93,7 +97,7 @@ TEST(SerializationTest, AnImportedGraphReadsBackAsTheSameProgram) {
 }
 
 TEST(SerializationTest, ACompiledPipelineReadsBackWithItsTasks) {
-  const compiler::CompiledGraph compiled = compiledTraining();
+  const compiler::Program compiled = compiledTraining();
   const std::string bytes = ir::serializeGraph(*compiled.graph);
   const auto read = ir::deserializeGraph(bytes);
   EXPECT_EQ(ir::printGraph(*read, {true, true}), ir::printGraph(*compiled.graph, {true, true}));

@@ -126,9 +126,9 @@ protected:
   std::unique_ptr<Executable> compile(OutputMode mode, int64_t period = 1,
                                       int64_t iterations = kIterations, int64_t prefetchDepth = 0) {
     CompileOptions options;
-    options.deviceIterations = iterations;
-    options.output = {mode, period};
-    options.prefetchDepth = prefetchDepth;
+    options.compiler.deviceIterations = iterations;
+    options.compiler.output = {mode, period};
+    options.memory.prefetchDepth = prefetchDepth;
     auto executable = Executable::compile(*graph_, options);
     for (auto& [name, values] : weights_) {
       executable->writeVariable(name, viewOf(values, graph_->findWeight(name)->type().shape));
@@ -263,7 +263,7 @@ TEST_F(ExecutableTest, SumAddsAllIterations) {
 
 TEST_F(ExecutableTest, WeightsStartZeroedAndRoundTrip) {
   CompileOptions options;
-  options.deviceIterations = kIterations;
+  options.compiler.deviceIterations = kIterations;
   auto executable = Executable::compile(*graph_, options);
   std::vector<float> read(12, -1.0f);
   executable->readVariable("fc.weight", viewOf(read, {3, 4}));
@@ -345,8 +345,8 @@ TEST_F(ExecutableTest, OutOfMemoryWhenTheIpuIsTiny) {
 
 TEST_F(ExecutableTest, InvalidOptionsAreRejectedAtCompileTime) {
   CompileOptions options;
-  options.deviceIterations = 3;
-  options.output = {OutputMode::EveryN, 2};
+  options.compiler.deviceIterations = 3;
+  options.compiler.output = {OutputMode::EveryN, 2};
   Error error = testing::captureError([&] { Executable::compile(*graph_, options); });
   EXPECT_EQ(error.kind(), ErrorKind::InvalidOption);
   EXPECT_TRUE(testing::contains(error.what(), "output_return_period 2"));
@@ -475,7 +475,7 @@ TEST(ExecutableViewsTest, ReshapesRunAsViews) {
   graph.addOutput(graph.apply(OpKind::Affine, {back}, {{"scale", 2.0}, {"shift", 1.0}}));
   graph.addOutput(back);
   CompileOptions options;
-  options.deviceIterations = 2;
+  options.compiler.deviceIterations = 2;
   auto executable = Executable::compile(graph, options);
 
   const std::vector<runtime::ProgramStep>& steps = executable->program();
@@ -506,7 +506,7 @@ TEST(ExecutableViewsTest, OpsPlacedOnTwoIpus) {
   graph.addOutput(scale->output());
   CompileOptions options;
   options.system.numIpus = 2;
-  options.deviceIterations = 2;
+  options.compiler.deviceIterations = 2;
   auto executable = Executable::compile(graph, options);
 
   // exp on IPU 0, its result copied over the IPU-Links, mul on IPU 1.
@@ -548,7 +548,7 @@ TEST(ExecutableViewsTest, OutputsThatBecomeLeavesAfterSimplification) {
   graph.addOutput(graph.apply(OpKind::Reshape, {x}, {{"shape", std::vector<int64_t>{2, 3}}}));
   graph.addOutput(graph.apply(OpKind::Affine, {w}, {{"scale", 1.0}, {"shift", 0.0}}));
   CompileOptions options;
-  options.deviceIterations = 2;
+  options.compiler.deviceIterations = 2;
   auto executable = Executable::compile(graph, options);
   EXPECT_TRUE(executable->program().empty());
   EXPECT_EQ(executable->outputHostTypes(), (std::vector<ir::TensorType>{f32({4, 3}), f32({6})}));
@@ -569,7 +569,7 @@ TEST(ExecutableViewsTest, ScalarInputsOfSeveralMicroBatchesAndEmptyOutputsAreRej
   scalarInput.addOutput(scalarInput.apply(OpKind::Exp, {s}));
   EXPECT_NO_THROW(Executable::compile(scalarInput, {})); // one micro-batch: the scalar is it
   CompileOptions iterations;
-  iterations.deviceIterations = 3;
+  iterations.compiler.deviceIterations = 3;
   Error error = testing::captureError([&] { Executable::compile(scalarInput, iterations); });
   EXPECT_EQ(error.kind(), ErrorKind::Internal); // Python names the input first
   EXPECT_TRUE(
@@ -603,8 +603,8 @@ TEST(InputUpdateTest, SliceUpdateAndEveryIterationsInputUpdate) {
   EXPECT_TRUE(graph.isInputUpdate(1));
 
   CompileOptions options;
-  options.deviceIterations = 2;
-  options.output = {OutputMode::Final, 1};
+  options.compiler.deviceIterations = 2;
+  options.compiler.output = {OutputMode::Final, 1};
   auto executable = Executable::compile(graph, options);
   EXPECT_EQ(executable->outputHostTypes(), (std::vector<ir::TensorType>{f32({2, 3}), f32({4, 3})}));
   std::vector<float> input = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};

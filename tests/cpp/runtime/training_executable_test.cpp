@@ -16,12 +16,12 @@ namespace popsim {
 namespace {
 
 using compiler::OutputMode;
+using compiler::ProgramKind;
 using ir::Graph;
 using ir::OpKind;
 using ir::Value;
 using runtime::CompileOptions;
 using runtime::Executable;
-using runtime::ProgramKind;
 using testing::f32;
 
 constexpr int64_t kRows = 2, kIn = 3, kOut = 2;
@@ -71,16 +71,16 @@ protected:
 
   std::unique_ptr<Executable> compileSgd(int64_t iterations, int64_t accumulation, double lr,
                                          double momentum,
-                                         runtime::TensorLocation weightLocation = {}) {
+                                         memory::TensorLocation weightLocation = {}) {
     CompileOptions options;
-    options.weightLocation = weightLocation;
-    options.program = ProgramKind::Training;
-    options.deviceIterations = iterations;
-    options.gradientAccumulation = accumulation;
-    options.output = {OutputMode::All, 1};
-    options.training.optimizer = compiler::OptimizerKind::Sgd;
-    options.training.groups.push_back({{"fc.weight", "fc.bias"}, momentum != 0});
-    options.training.gradientAccumulation = accumulation;
+    options.memory.weights = weightLocation;
+    options.compiler.program = ProgramKind::Training;
+    options.compiler.deviceIterations = iterations;
+    options.compiler.gradientAccumulation = accumulation;
+    options.compiler.output = {OutputMode::All, 1};
+    options.compiler.training.optimizer = compiler::OptimizerKind::Sgd;
+    options.compiler.training.groups.push_back({{"fc.weight", "fc.bias"}, momentum != 0});
+
     auto executable = Executable::compile(*graph_, options);
     std::vector<float> w(initial_.w.begin(), initial_.w.end());
     std::vector<float> b(initial_.b.begin(), initial_.b.end());
@@ -165,7 +165,7 @@ TEST_F(TrainingExecutableTest, AccumulatedMeanGradientStepsOnce) {
 // writes its own. Streaming Memory: 3,000 cycles + bytes x 1.33 GHz / 8 GB/s.
 TEST_F(TrainingExecutableTest, OffChipWeightsStreamAroundEachOpThatUsesThem) {
   constexpr double kLr = 0.05;
-  runtime::TensorLocation offChip;
+  memory::TensorLocation offChip;
   offChip.onChip = false;
   constexpr int64_t kAccumulation = 2;
   auto executable = compileSgd(1, kAccumulation, kLr, 0.0, offChip);

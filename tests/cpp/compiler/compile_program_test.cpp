@@ -4,7 +4,7 @@
 // as a diff of the program it leaves behind.
 
 #include "common/error.h"
-#include "compiler/compile_graph.h"
+#include "compiler/compile_program.h"
 #include "ir/graph.h"
 #include "test_utils.h"
 
@@ -53,15 +53,19 @@ std::unique_ptr<ir::Graph> twoBlockRegression() {
   return graph;
 }
 
+device::IpuSystemConfig twoIpus() {
+  device::IpuSystemConfig system;
+  system.numIpus = 2;
+  return system;
+}
+
 compiler::CompilerOptions trainingOnTwoIpus() {
   compiler::CompilerOptions options;
   options.program = compiler::ProgramKind::Training;
   options.training.groups.push_back({{"a.weight", "b.weight"}});
-  options.training.gradientAccumulation = 3;
   options.gradientAccumulation = 3;
   options.stages = {{"A", 0, 0}, {"B", 1, 1}};
   options.recomputation = true;
-  options.numIpus = 2;
   return options;
 }
 
@@ -74,7 +78,7 @@ std::map<std::string, std::string> compileAndDump(const ir::Graph& graph,
       ("popsim-dump-test-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
   std::filesystem::remove_all(root);
   setenv("POPSIM_DUMP_IR", root.c_str(), 1);
-  compiler::compileGraph(graph, options);
+  compiler::compileProgram(graph, options, twoIpus());
   unsetenv("POPSIM_DUMP_IR");
   std::map<std::string, std::string> files;
   for (const auto& directory : std::filesystem::directory_iterator(root)) {
@@ -253,7 +257,7 @@ TEST(CompileGraphTest, AnUnwritableDumpDirectoryIsNamed) {
   std::ofstream(file) << "a file, not a directory";
   setenv("POPSIM_DUMP_IR", file.c_str(), 1);
   const Error error = testing::captureError(
-      [] { compiler::compileGraph(*twoBlockRegression(), trainingOnTwoIpus()); });
+      [] { compiler::compileProgram(*twoBlockRegression(), trainingOnTwoIpus(), twoIpus()); });
   unsetenv("POPSIM_DUMP_IR");
   std::filesystem::remove(file);
   EXPECT_EQ(error.kind(), ErrorKind::InvalidOption);
