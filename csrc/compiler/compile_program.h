@@ -7,16 +7,12 @@
 
 namespace popsim::compiler {
 
-// The compile sequence, in order, on a copy of `imported`; every step is a
-// pass under a PassManager, which verifies the graph after it (and writes it
-// to POPSIM_DUMP_IR when that is set):
-// 1. stage-assignment: each node's stage and IPU from its block;
-// 2. training-program or gradient-program (training and gradients only);
-// 3. simplify-layout and dead-code-elimination;
-// 4. the task layout (an analysis) and the checks on the program it allows
-//    (its stages fit `system`);
-// 5. task-order, then ipu-copies, then recomputation (when asked for).
-// Returns the program with its layout and schedule.
+// Compiles a copy of `imported` for `system` through compilePipeline(options)
+// (passes.h: stage assignment, the program's passes, clean-up, checks, then
+// the passes over tasks). Every transformation is verified after it changed
+// the graph and written to POPSIM_DUMP_IR when that is set;
+// POPSIM_DISABLE_PASSES switches optional passes off by name. Returns the
+// program with its task layout and schedule.
 Program compileProgram(const ir::Graph& imported, const CompilerOptions& options,
                        const device::IpuSystemConfig& system);
 

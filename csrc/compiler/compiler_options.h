@@ -3,7 +3,7 @@
 #include "compiler/output_spec.h"
 #include "compiler/passes/stage_assignment.h"
 #include "compiler/pipeline_schedule.h"
-#include "compiler/training/training_program.h"
+#include "compiler/training/training_config.h"
 
 #include <cstdint>
 #include <vector>

@@ -85,7 +85,7 @@ size_t TaskLayout::taskOf(const ir::Node& node) const {
   return 0;
 }
 
-void orderNodesByTask(ir::Graph& graph, const TaskLayout& layout) {
+bool orderNodesByTask(ir::Graph& graph, const TaskLayout& layout) {
   std::vector<const ir::Node*> order;
   for (const auto& node : graph.nodes()) {
     order.push_back(node.get());
@@ -112,12 +112,18 @@ void orderNodesByTask(ir::Graph& graph, const TaskLayout& layout) {
       }
     }
   }
-  graph.reorderNodes(order);
+  bool moved = false;
+  for (size_t i = 0; i < order.size(); ++i) {
+    moved = moved || order[i] != graph.nodes()[i].get();
+  }
+  if (moved) graph.reorderNodes(order);
+  return moved;
 }
 
-std::unique_ptr<Pass> createTaskOrderPass(const TaskLayout& layout) {
-  return std::make_unique<FunctionPass>(
-      "task-order", [&layout](ir::Graph& graph) { orderNodesByTask(graph, layout); });
+std::unique_ptr<Pass> createTaskOrderPass() {
+  return std::make_unique<FunctionPass>("task-order", [](ir::Graph& graph, PassContext& context) {
+    return orderNodesByTask(graph, context.layout(graph));
+  });
 }
 
 } // namespace popsim::compiler

@@ -50,7 +50,8 @@ private:
 };
 
 // Orders the nodes task by task (stably, so each task keeps the model's order)
-// and checks that no task needs a value a later task computes.
-void orderNodesByTask(ir::Graph& graph, const TaskLayout& layout);
+// and checks that no task needs a value a later task computes; returns
+// whether a node moved.
+bool orderNodesByTask(ir::Graph& graph, const TaskLayout& layout);
 
 } // namespace popsim::compiler

@@ -1,6 +1,7 @@
 #include "compiler/program_checks.h"
 
 #include "common/check.h"
+#include "compiler/passes.h"
 
 namespace popsim::compiler {
 
@@ -64,6 +65,31 @@ void checkTaskLayout(const TaskLayout& layout, const CompilerOptions& options,
                  ". Set opts.deviceIterations(", stages,
                  ") or more, or use popsim.ShardedExecution.");
   }
+}
+
+std::unique_ptr<Pass> createHostOverlapCheck() {
+  return std::make_unique<CheckPass>("check-host-overlap",
+                                     [](const ir::Graph& graph, PassContext& context) {
+                                       checkHostOverlap(graph, context.options(), context.system());
+                                     });
+}
+
+std::unique_ptr<Pass> createLossCheck() {
+  return std::make_unique<CheckPass>(
+      "check-loss", [](const ir::Graph& graph, PassContext&) { checkHasLoss(graph); });
+}
+
+std::unique_ptr<Pass> createProgramCheck() {
+  return std::make_unique<CheckPass>(
+      "check-program",
+      [](const ir::Graph& graph, PassContext& context) { checkProgram(graph, context.options()); });
+}
+
+std::unique_ptr<Pass> createTaskLayoutCheck() {
+  return std::make_unique<CheckPass>(
+      "check-tasks", [](const ir::Graph& graph, PassContext& context) {
+        checkTaskLayout(context.layout(graph), context.options(), context.system());
+      });
 }
 
 } // namespace popsim::compiler

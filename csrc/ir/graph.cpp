@@ -189,6 +189,42 @@ void Graph::setLoss(Value* loss) {
   loss_ = loss;
 }
 
+Value* Graph::gradientOf(const Value* parameter) const {
+  for (const Gradient& entry : gradients_) {
+    if (entry.parameter == parameter) return entry.gradient;
+  }
+  return nullptr;
+}
+
+void Graph::setGradient(Value* parameter, Value* gradient) {
+  POPSIM_ASSERT(owns(parameter) && owns(gradient), "a gradient map entry from another graph.");
+  for (Gradient& entry : gradients_) {
+    if (entry.parameter == parameter) {
+      entry.gradient = gradient;
+      return;
+    }
+  }
+  gradients_.push_back({parameter, gradient});
+}
+
+void Graph::clearGradients() {
+  gradients_.clear();
+  gradientSeed_ = nullptr;
+}
+
+void Graph::setGradientSeed(Value* seed) {
+  POPSIM_ASSERT(seed == nullptr || owns(seed), "a gradient seed from another graph.");
+  gradientSeed_ = seed;
+}
+
+bool Graph::holds(const Value* value) const {
+  if (value == loss_ || value == gradientSeed_) return value != nullptr;
+  if (std::find(outputs_.begin(), outputs_.end(), value) != outputs_.end()) return true;
+  return std::any_of(gradients_.begin(), gradients_.end(), [&](const Gradient& entry) {
+    return entry.parameter == value || entry.gradient == value;
+  });
+}
+
 void Graph::replaceAllUsesWith(Value* from, Value* to) {
   POPSIM_ASSERT(from->type() == to->type(), "replacing ", from->type().str(), " with ",
                 to->type().str(), ".");
@@ -204,6 +240,12 @@ void Graph::replaceAllUsesWith(Value* from, Value* to) {
   std::replace(outputs_.begin(), outputs_.end(), from, to);
   if (loss_ == from) {
     loss_ = to;
+  }
+  if (gradientSeed_ == from) {
+    gradientSeed_ = to;
+  }
+  for (Gradient& entry : gradients_) {
+    if (entry.gradient == from) entry.gradient = to;
   }
 }
 
@@ -229,10 +271,7 @@ void Graph::detachNode(Node* node) {
 }
 
 size_t Graph::removeUnusedLeaves() {
-  auto unused = [this](Value* value) {
-    return value->users().empty() && value != loss_ &&
-           std::find(outputs_.begin(), outputs_.end(), value) == outputs_.end();
-  };
+  auto unused = [this](Value* value) { return value->users().empty() && !holds(value); };
   const size_t before = weights_.size() + states_.size() + constants_.size();
   weights_.erase(std::remove_if(weights_.begin(), weights_.end(), unused), weights_.end());
   states_.erase(std::remove_if(states_.begin(), states_.end(), unused), states_.end());
@@ -317,6 +356,10 @@ std::unique_ptr<Graph> Graph::clone() const {
   copy->inputOverlaps_ = inputOverlaps_;
   copy->outputOverlaps_ = outputOverlaps_;
   copy->loss_ = loss_ != nullptr ? map.at(loss_) : nullptr;
+  for (const Gradient& entry : gradients_) {
+    copy->gradients_.push_back({map.at(entry.parameter), map.at(entry.gradient)});
+  }
+  copy->gradientSeed_ = gradientSeed_ != nullptr ? map.at(gradientSeed_) : nullptr;
   copy->blocks_ = blocks_;
   return copy;
 }

@@ -92,6 +92,25 @@ public:
   Value* loss() const { return loss_; }
   void setLoss(Value* loss);
 
+  // The training program's gradient map, which its passes share while they
+  // build the step: each trained parameter (a weight) with the gradient the
+  // next pass works on (autodiff's, then accumulated, summed over replicas,
+  // unscaled, clipped), in the order the parameters were added; and the
+  // seed the backward pass started from (d loss / d loss). The optimizer
+  // step consumes the map and clears it, so a finished program has none.
+  struct Gradient {
+    Value* parameter = nullptr;
+    Value* gradient = nullptr;
+  };
+  const std::vector<Gradient>& gradients() const { return gradients_; }
+  // The gradient `parameter` has in the map (null: none).
+  Value* gradientOf(const Value* parameter) const;
+  // Adds the parameter at the end, or replaces its gradient in place.
+  void setGradient(Value* parameter, Value* gradient);
+  void clearGradients();
+  Value* gradientSeed() const { return gradientSeed_; }
+  void setGradientSeed(Value* seed);
+
   // Blocks in the order the model first enters them (empty without
   // annotations). Nodes name their block in their placement.
   const std::vector<BlockAnnotation>& blocks() const { return blocks_; }
@@ -111,6 +130,10 @@ public:
   template <typename Predicate> size_t removeNodesIf(Predicate remove);
   // Drops weights, state and constants that no node or output uses.
   size_t removeUnusedLeaves();
+
+  // Whether the graph itself holds `value` beyond its users: an output, the
+  // loss, or a gradient map entry's parameter, gradient or seed.
+  bool holds(const Value* value) const;
 
   // Whether `value` belongs to this graph (used by the verifier).
   bool owns(const Value* value) const;
@@ -134,6 +157,8 @@ private:
   std::map<size_t, HostOverlap> outputOverlaps_;
   std::vector<BlockAnnotation> blocks_;
   Value* loss_ = nullptr;
+  std::vector<Gradient> gradients_;
+  Value* gradientSeed_ = nullptr;
   const Node* insertBefore_ = nullptr;
   int64_t nextNodeId_ = 0;
 };
@@ -147,12 +172,7 @@ template <typename Predicate> size_t Graph::removeNodesIf(Predicate remove) {
     Node* node = it->get();
     bool unused = !node->hasSideEffects();
     for (const Value* output : node->outputs()) {
-      unused = unused && output->users().empty() && output != loss_;
-    }
-    for (const Value* output : outputs_) {
-      for (const Value* produced : node->outputs()) {
-        unused = unused && output != produced;
-      }
+      unused = unused && output->users().empty() && !holds(output);
     }
     if (unused && remove(*node)) {
       if (node == insertBefore_) {

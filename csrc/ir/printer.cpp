@@ -3,6 +3,8 @@
 #include "common/strings.h"
 
 #include <cctype>
+#include <charconv>
+#include <cmath>
 #include <cstring>
 #include <sstream>
 #include <unordered_map>
@@ -22,10 +24,29 @@ bool isIdentifier(const std::string& name) {
   return true;
 }
 
-std::string constantValues(const Value& constant) {
+template <typename T> std::string shortestForm(T value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value < 0 ? "-inf" : "inf";
+  char buffer[64];
+  const auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  return std::string(buffer, result.ptr);
+}
+
+// A name as the full form writes it: as it is where it is an identifier (of
+// the characters names of its kind use), else in double quotes.
+std::string quotedUnlessPlain(const std::string& name, bool variable) {
+  bool plain = !name.empty();
+  for (char c : name) {
+    const bool extra = c == '_' || c == '.' || (variable && (c == '/' || c == '@' || c == '-'));
+    plain = plain && (std::isalnum(static_cast<unsigned char>(c)) || extra);
+  }
+  return plain ? name : "\"" + name + "\"";
+}
+
+std::string constantValues(const Value& constant, bool full) {
   const TensorType& type = constant.type();
   const int64_t count = type.numel();
-  if (count > 8) {
+  if (count > 8 && !full) {
     return "<" + std::to_string(count) + " values>";
   }
   const uint8_t* data = constant.constantData().data();
@@ -43,7 +64,11 @@ std::string constantValues(const Value& constant) {
     case DType::Float16: { // float16 constants are held in float32 carriers
       float v;
       std::memcpy(&v, data + i * 4, 4);
-      out << v;
+      if (full) {
+        out << shortestForm(v);
+      } else {
+        out << v;
+      }
       break;
     }
     case DType::Int32: {
@@ -62,7 +87,11 @@ std::string constantValues(const Value& constant) {
     case DType::Float64: {
       double v;
       std::memcpy(&v, data + i * 8, 8);
-      out << v;
+      if (full) {
+        out << shortestForm(v);
+      } else {
+        out << v;
+      }
       break;
     }
     }
@@ -86,6 +115,15 @@ public:
            << overlapSuffix(graph_.inputOverlap(i));
     }
     out_ << ") {\n";
+    if (options_.full && !graph_.blocks().empty()) {
+      out_ << "  blocks:\n";
+      for (const BlockAnnotation& block : graph_.blocks()) {
+        out_ << "    \"" << block.name << "\"";
+        if (block.ipu >= 0) out_ << " ipu " << block.ipu;
+        printLocation(block.location);
+        out_ << "\n";
+      }
+    }
     if (!graph_.weights().empty()) {
       out_ << "  weights:\n";
       for (const Value* weight : graph_.weights()) {
@@ -104,7 +142,7 @@ public:
       out_ << "  constants:\n";
       for (const Value* constant : graph_.constants()) {
         out_ << "    " << names_[constant] << ": " << constant->type().str() << " = "
-             << constantValues(*constant) << "\n";
+             << constantValues(*constant, options_.full) << "\n";
       }
     }
     int64_t counter = 0;
@@ -117,10 +155,20 @@ public:
     if (graph_.loss() != nullptr) {
       out_ << "  loss " << nameOf(graph_.loss()) << "\n";
     }
+    for (const Graph::Gradient& entry : graph_.gradients()) {
+      out_ << "  gradient " << nameOf(entry.parameter) << " = " << nameOf(entry.gradient) << "\n";
+    }
+    if (graph_.gradientSeed() != nullptr) {
+      out_ << "  seed " << nameOf(graph_.gradientSeed()) << "\n";
+    }
     out_ << "  return (";
+    const size_t modelOutputs = graph_.outputs().size() - graph_.inputUpdates().size();
     for (size_t i = 0; i < graph_.outputs().size(); ++i) {
       out_ << (i > 0 ? ", " : "") << nameOf(graph_.outputs()[i])
            << overlapSuffix(graph_.outputOverlap(i));
+      if (options_.full && i >= modelOutputs) {
+        out_ << " -> " << nameOf(graph_.inputs()[graph_.inputUpdates()[i - modelOutputs]]);
+      }
     }
     out_ << ")\n}\n";
     return out_.str();
@@ -134,14 +182,20 @@ private:
   void nameLeaves() {
     for (size_t i = 0; i < graph_.inputs().size(); ++i) {
       const Value* input = graph_.inputs()[i];
+      if (options_.full && !input->name().empty() && !isIdentifier(input->name())) {
+        names_[input] = "%\"" + input->name() + "\"";
+        continue;
+      }
       names_[input] =
           "%" + (isIdentifier(input->name()) ? input->name() : "input" + std::to_string(i));
     }
     for (const Value* weight : graph_.weights()) {
-      names_[weight] = "@" + weight->name();
+      names_[weight] =
+          "@" + (options_.full ? quotedUnlessPlain(weight->name(), true) : weight->name());
     }
     for (const Value* state : graph_.states()) {
-      names_[state] = "&" + state->name();
+      names_[state] =
+          "&" + (options_.full ? quotedUnlessPlain(state->name(), true) : state->name());
     }
     for (size_t i = 0; i < graph_.constants().size(); ++i) {
       names_[graph_.constants()[i]] = "$c" + std::to_string(i);
@@ -168,32 +222,55 @@ private:
       out_ << " {";
       bool first = true;
       for (const auto& [name, value] : node.attrs().entries()) {
-        out_ << (first ? "" : ", ") << name << "=" << attrValueToString(value);
+        out_ << (first ? "" : ", ") << name << "=" << attrText(value);
         first = false;
       }
       out_ << "}";
     }
     const Placement& placement = node.placement();
-    if (placement.ipu != 0 || placement.stage != 0 || !placement.block.empty() ||
-        placement.phase != Phase::Forward) {
-      out_ << " [";
-      const char* separator = "";
-      if (placement.phase != Phase::Forward) {
-        out_ << phaseName(placement.phase);
-        separator = ", ";
-      }
-      if (placement.ipu != 0 || placement.stage != 0 || !placement.block.empty()) {
-        out_ << separator << "stage " << placement.stage << ", ipu " << placement.ipu;
-      }
-      if (!placement.block.empty()) {
-        out_ << ", block \"" << placement.block << "\"";
-      }
-      out_ << "]";
+    std::vector<std::string> parts;
+    if (placement.phase != Phase::Forward) {
+      parts.push_back(phaseName(placement.phase));
     }
-    if (options_.locations && node.location().known()) {
-      out_ << "  # " << (options_.fullPaths ? node.location().str() : node.location().shortStr());
+    if (placement.ipu != 0 || placement.stage != 0 || !placement.block.empty()) {
+      parts.push_back(strCat("stage ", placement.stage, ", ipu ", placement.ipu));
     }
+    if (!placement.block.empty()) {
+      parts.push_back("block \"" + placement.block + "\"");
+    }
+    if (options_.full && node.availableMemoryProportion() > 0.0) {
+      parts.push_back("amp " + shortestForm(node.availableMemoryProportion()));
+    }
+    if (!parts.empty()) {
+      out_ << " [" << join(parts, ", ") << "]";
+    }
+    printLocation(node.location());
     out_ << "\n";
+  }
+
+  // The attribute as written: shortest exact numbers in the full form.
+  std::string attrText(const AttrValue& value) const {
+    if (!options_.full) return attrValueToString(value);
+    switch (attrTypeOf(value)) {
+    case AttrType::Float: return shortestForm(std::get<double>(value));
+    case AttrType::Floats: {
+      std::string text = "[";
+      const auto& values = std::get<std::vector<double>>(value);
+      for (size_t i = 0; i < values.size(); ++i) {
+        text += (i > 0 ? "," : "") + shortestForm(values[i]);
+      }
+      return text + "]";
+    }
+    default: return attrValueToString(value);
+    }
+  }
+
+  void printLocation(const SourceLocation& location) {
+    if (!options_.locations || !location.known()) return;
+    out_ << "  # " << (options_.fullPaths ? location.str() : location.shortStr());
+    if (!options_.full) return;
+    if (!location.function.empty()) out_ << " in " << location.function;
+    if (!location.nameScope.empty()) out_ << " scope \"" << location.nameScope << "\"";
   }
 
   const Graph& graph_;
@@ -207,5 +284,8 @@ private:
 std::string printGraph(const Graph& graph, const PrintOptions& options) {
   return Printer(graph, options).print();
 }
+
+std::string exactNumber(double value) { return shortestForm(value); }
+std::string exactNumber(float value) { return shortestForm(value); }
 
 } // namespace popsim::ir

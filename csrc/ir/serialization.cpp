@@ -334,6 +334,10 @@ private:
 } // namespace
 
 std::string serializeGraph(const Graph& graph, bool withStacks) {
+  // Imported graphs and finished programs only: a gradient map lives within
+  // the training program's passes.
+  POPSIM_ASSERT(graph.gradients().empty() && graph.gradientSeed() == nullptr,
+                "serializing a graph in the middle of the training program.");
   const std::string payload = GraphWriter(withStacks).write(graph);
   ByteWriter out;
   out.writeRaw(kMagic.data(), kMagic.size());

@@ -32,6 +32,20 @@ public:
             strCat("the loss must be a float scalar, got ", loss->type().str(), "."));
       }
     }
+    for (const Graph::Gradient& entry : graph_.gradients()) {
+      if (entry.parameter->role() != ValueRole::Weight || defined_.count(entry.parameter) == 0) {
+        problems_.push_back("a gradient map entry names a parameter that is not a weight of the "
+                            "graph.");
+      } else if (!graph_.owns(entry.gradient) || defined_.count(entry.gradient) == 0) {
+        problems_.push_back(
+            strCat("the gradient of '", entry.parameter->name(), "' is not defined by the graph."));
+      }
+    }
+    if (const Value* seed = graph_.gradientSeed()) {
+      if (!graph_.owns(seed) || defined_.count(seed) == 0) {
+        problems_.push_back("the gradient seed is not defined by the graph.");
+      }
+    }
     return problems_;
   }
 

@@ -4,7 +4,7 @@
 // C++ keeps internal assertions only.
 
 #include "compiler/compiler_options.h"
-#include "compiler/training/training_program.h"
+#include "compiler/training/training_config.h"
 #include "device/ipu_system.h"
 #include "ir/state_names.h"
 #include "python/bindings.h"

@@ -14,10 +14,11 @@ namespace {
 class DeadCodeEliminationPass : public Pass {
 public:
   std::string name() const override { return "dead-code-elimination"; }
-  void run(ir::Graph& graph) override {
-    graph.removeNodesIf([](const ir::Node&) { return true; });
-    graph.removeUnusedLeaves();
+  bool run(ir::Graph& graph, PassContext&) override {
+    const size_t nodes = graph.removeNodesIf([](const ir::Node&) { return true; });
+    return nodes + graph.removeUnusedLeaves() != 0;
   }
+  bool optional() const override { return true; }
 };
 
 } // namespace

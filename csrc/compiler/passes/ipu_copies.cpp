@@ -88,7 +88,11 @@ void insertIpuCopies(ir::Graph& graph) {
 }
 
 std::unique_ptr<Pass> createIpuCopiesPass() {
-  return std::make_unique<FunctionPass>("ipu-copies", insertIpuCopies);
+  return std::make_unique<FunctionPass>("ipu-copies", [](ir::Graph& graph, PassContext&) {
+    const size_t before = graph.nodes().size() + graph.constants().size();
+    insertIpuCopies(graph);
+    return graph.nodes().size() + graph.constants().size() != before;
+  });
 }
 
 } // namespace popsim::compiler

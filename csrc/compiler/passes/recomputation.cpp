@@ -97,9 +97,15 @@ void recomputeStages(ir::Graph& graph, const TaskLayout& layout) {
   }
 }
 
-std::unique_ptr<Pass> createRecomputationPass(const TaskLayout& layout) {
+std::unique_ptr<Pass> createRecomputationPass() {
   return std::make_unique<FunctionPass>(
-      "recomputation", [&layout](ir::Graph& graph) { recomputeStages(graph, layout); });
+      "recomputation",
+      [](ir::Graph& graph, PassContext& context) {
+        const size_t before = graph.nodes().size();
+        recomputeStages(graph, context.layout(graph));
+        return graph.nodes().size() != before;
+      },
+      /*optional=*/true);
 }
 
 } // namespace popsim::compiler

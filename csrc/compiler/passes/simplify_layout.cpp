@@ -40,41 +40,48 @@ class SimplifyLayoutPass : public Pass {
 public:
   std::string name() const override { return "simplify-layout"; }
 
-  void run(ir::Graph& graph) override {
+  bool optional() const override { return true; }
+
+  bool run(ir::Graph& graph, PassContext&) override {
+    bool changed = false;
     std::vector<ir::Node*> order;
     for (const auto& node : graph.nodes()) {
       order.push_back(node.get());
     }
     for (ir::Node* node : order) {
       if (node->kind() == ir::OpKind::Overwrite) { // its values are its second input's
+        changed = changed || !node->output()->users().empty() || graph.holds(node->output());
         graph.replaceAllUsesWith(node->output(), node->input(1));
         continue;
       }
       if (returnsInputUnchanged(*node)) {
+        changed = changed || !node->output()->users().empty() || graph.holds(node->output());
         graph.replaceAllUsesWith(node->output(), node->input(0));
         continue;
       }
       if (node->kind() == ir::OpKind::Reshape) {
-        foldReshapeChain(graph, *node);
+        changed = foldReshapeChain(graph, *node) || changed;
       }
     }
+    return changed;
   }
 
 private:
   // reshape(reshape(x, a), b) -> reshape(x, b): the outer reshape reads x
   // directly, and the inner one dies if nothing else uses it.
-  static void foldReshapeChain(ir::Graph& graph, ir::Node& node) {
+  static bool foldReshapeChain(ir::Graph& graph, ir::Node& node) {
     ir::Node* inner = node.input(0)->producer();
     if (inner == nullptr || inner->kind() != ir::OpKind::Reshape) {
-      return;
+      return false;
     }
     ir::Value* source = inner->input(0);
     if (source->type() == node.output()->type()) {
       graph.replaceAllUsesWith(node.output(), source);
-      return;
+      return true;
     }
     // Same element count, so the reshape type-checks; the dtype is unchanged.
     graph.replaceInput(&node, 0, source);
+    return true;
   }
 };
 

@@ -56,7 +56,7 @@ void checkWeightsStayOnOneIpu(const ir::Graph& graph) {
 
 } // namespace
 
-void assignStages(ir::Graph& graph, const std::vector<StageAssignment>& stages) {
+bool assignStages(ir::Graph& graph, const std::vector<StageAssignment>& stages) {
   std::unordered_map<std::string, const StageAssignment*> byBlock;
   for (const StageAssignment& stage : stages) {
     POPSIM_CHECK(stage.stage >= 0 && stage.ipu >= 0, ErrorKind::InvalidOption, "block '",
@@ -68,16 +68,19 @@ void assignStages(ir::Graph& graph, const std::vector<StageAssignment>& stages) 
     POPSIM_CHECK(byBlock.count(block.name) != 0, ErrorKind::InvalidOption, "Unknown Block '",
                  block.name, "': the execution strategy places no stage for it.");
   }
+  bool changed = false;
   for (const auto& node : graph.nodes()) {
     ir::Placement placement = node->placement();
     if (placement.block.empty() || stages.empty()) continue;
     const StageAssignment& stage = *byBlock.at(placement.block);
+    changed = changed || placement.stage != stage.stage || placement.ipu != stage.ipu;
     placement.stage = stage.stage;
     placement.ipu = stage.ipu;
     node->setPlacement(placement);
   }
   checkStagesAscend(graph);
   checkWeightsStayOnOneIpu(graph);
+  return changed;
 }
 
 int64_t stageCount(const ir::Graph& graph) {
@@ -96,10 +99,11 @@ int64_t ipuCount(const ir::Graph& graph) {
   return count;
 }
 
-std::unique_ptr<Pass> createStageAssignmentPass(std::vector<StageAssignment> stages) {
-  return std::make_unique<FunctionPass>(
-      "stage-assignment",
-      [stages = std::move(stages)](ir::Graph& graph) { assignStages(graph, stages); });
+std::unique_ptr<Pass> createStageAssignmentPass() {
+  return std::make_unique<FunctionPass>("stage-assignment",
+                                        [](ir::Graph& graph, PassContext& context) {
+                                          return assignStages(graph, context.options().stages);
+                                        });
 }
 
 } // namespace popsim::compiler

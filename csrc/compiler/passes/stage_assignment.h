@@ -17,10 +17,11 @@ struct StageAssignment {
 // Sets the stage and IPU of every node from its block (all of a graph's
 // blocks must be assigned; a graph without blocks stays on stage 0, IPU 0,
 // and with no assignments at all, nodes keep the placement they have),
-// then checks the rules of a pipeline, naming the ops and blocks at fault:
+// then checks the rules of a pipeline, naming the ops and blocks at fault
+// (returns whether a placement changed):
 // - stages ascend in the order the model runs its ops;
 // - a weight is used on one IPU only (layers sharing weights share an IPU).
-void assignStages(ir::Graph& graph, const std::vector<StageAssignment>& stages);
+bool assignStages(ir::Graph& graph, const std::vector<StageAssignment>& stages);
 
 // Stages and IPUs in use: max + 1 over the nodes (1 for an empty graph).
 int64_t stageCount(const ir::Graph& graph);

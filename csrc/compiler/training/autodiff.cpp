@@ -15,7 +15,10 @@
 #include "compiler/training/autodiff.h"
 
 #include "common/check.h"
+#include "compiler/passes.h"
 #include "compiler/training/gradient_builder.h"
+#include "compiler/training/training_helpers.h"
+#include "compiler/training/weight_sharding.h"
 
 #include <optional>
 #include <unordered_set>
@@ -166,6 +169,49 @@ std::unordered_map<const ir::Value*, ir::Value*> buildGradients(ir::Graph& graph
     }
   }
   return result;
+}
+
+namespace {
+
+// The autodiff pass: the gradient of every trained parameter (of the whole
+// gathered weight for a sharded one) into the graph's gradient map, from the
+// seed 1 (loss scaling changes it later); the anchored gradients become
+// outputs after the model's.
+bool differentiate(ir::Graph& graph, PassContext& context) {
+  const TrainingConfig& config = context.training();
+  ir::Value* loss = graph.loss();
+  POPSIM_ASSERT(loss != nullptr, "a training program needs a loss.");
+  std::vector<ir::Value*> params;
+  std::vector<ir::Value*> wrt;
+  for (const auto& [param, group] : training::trainedParameters(graph, config)) {
+    params.push_back(param);
+    ir::Value* whole = gatheredWeight(*param);
+    wrt.push_back(whole != nullptr ? whole : param);
+  }
+  ir::Value* seed = graph.addScalarConstant(1.0f, loss->type().dtype);
+  const auto grads = buildGradients(graph, loss, wrt, seed);
+  for (size_t i = 0; i < params.size(); ++i) {
+    const auto grad = grads.find(wrt[i]);
+    if (grad != grads.end()) graph.setGradient(params[i], grad->second);
+  }
+  graph.setGradientSeed(seed);
+  for (const std::string& name : config.anchoredGradients) {
+    const ir::Value* weight = graph.findWeight(name);
+    ir::Value* grad = weight != nullptr ? graph.gradientOf(weight) : nullptr;
+    POPSIM_CHECK(grad != nullptr, ErrorKind::InvalidOption, "anchorTensor: 'Gradient___", name,
+                 "' names no parameter that the optimizer trains and the loss depends on",
+                 weight == nullptr ? " (the program has no weight of that name)" : "",
+                 ". Anchor the gradient of a trained parameter, as model.named_parameters() "
+                 "names it.");
+    graph.addOutput(grad);
+  }
+  return true;
+}
+
+} // namespace
+
+std::unique_ptr<Pass> createAutodiffPass() {
+  return std::make_unique<FunctionPass>("autodiff", differentiate);
 }
 
 } // namespace popsim::compiler

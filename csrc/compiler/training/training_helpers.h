@@ -1,15 +1,17 @@
 #pragma once
 
-#include "compiler/training/training_program.h"
+#include "compiler/training/training_config.h"
 #include "ir/graph.h"
 #include "ir/state_names.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
-// Building blocks the parts of a training program share (training_program.cpp,
-// loss_scaling.cpp): placed nodes, where parameters live, per-IPU state.
+// Building blocks the training program's passes share: placed nodes, where
+// parameters live, which parameters are trained and sharded, per-IPU state.
 namespace popsim::compiler::training {
 
 inline ir::Node* addNode(ir::Graph& graph, ir::OpKind kind, const std::vector<ir::Value*>& inputs,
@@ -33,6 +35,44 @@ inline ir::Placement placementOf(const ir::Value* param) {
 inline ir::Placement inPhase(ir::Placement placement, ir::Phase phase) {
   placement.phase = phase;
   return placement;
+}
+
+// Gradient accumulators and optimizer state are float32 whatever the
+// parameter's dtype, as PopTorch's accum_type and momentum types default to.
+inline ir::TensorType float32Like(const ir::TensorType& type) {
+  return {ir::DType::Float32, type.shape};
+}
+
+inline bool listed(const std::vector<std::string>& names, const ir::Value* param) {
+  return std::find(names.begin(), names.end(), param->name()) != names.end();
+}
+
+// Whether the parameter's optimizer state (and update) is sharded over the
+// replicas, and whether the weight itself is stored as this replica's shard.
+inline bool isSharded(const TrainingConfig& config, const ir::Value* param) {
+  return config.replicas > 1 &&
+         (listed(config.shardedParameters, param) || listed(config.shardedWeights, param));
+}
+inline bool isStoredSharded(const TrainingConfig& config, const ir::Value* param) {
+  return config.replicas > 1 && listed(config.shardedWeights, param);
+}
+
+// The weights the groups train, in group order, each with its group: those
+// the model's forward pass uses and that are trainable (a buffer, an unused
+// or a twice-listed name is left out).
+inline std::vector<std::pair<ir::Value*, size_t>> trainedParameters(const ir::Graph& graph,
+                                                                    const TrainingConfig& config) {
+  std::vector<std::pair<ir::Value*, size_t>> params;
+  for (size_t g = 0; g < config.groups.size(); ++g) {
+    for (const std::string& name : config.groups[g].parameters) {
+      ir::Value* weight = graph.findWeight(name);
+      const bool listedBefore = std::any_of(params.begin(), params.end(),
+                                            [&](const auto& p) { return p.first == weight; });
+      if (weight == nullptr || !weight->trainable() || listedBefore) continue;
+      params.emplace_back(weight, g);
+    }
+  }
+  return params;
 }
 
 // The state named `name` for use on `ipu`: the first IPU to ask gets `name`
@@ -77,6 +117,14 @@ inline ir::Attributes collectiveAttrs(const TrainingConfig& config, const std::s
           {"replicas", config.replicas},
           {"system_ipus", config.systemIpus},
           {"group_stride", int64_t{0}}};
+}
+
+// counter = counter + 1, as an update of an i64 state scalar.
+inline void increment(ir::Graph& graph, ir::Value* counter, const ir::Placement& where) {
+  ir::Value* next = addNode(graph, ir::OpKind::Affine, {counter}, {{"scale", 1.0}, {"shift", 1.0}},
+                            where.phase, where)
+                        ->output();
+  addNode(graph, ir::OpKind::Assign, {counter, next}, {}, where.phase, where);
 }
 
 } // namespace popsim::compiler::training

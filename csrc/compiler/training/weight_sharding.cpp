@@ -86,7 +86,17 @@ std::unordered_map<const ir::Value*, ir::Value*> shardWeights(ir::Graph& graph,
   return gathered;
 }
 
-void gatherShardedWeightsPerTask(ir::Graph& graph, const TaskLayout& layout) {
+ir::Value* gatheredWeight(const ir::Value& weight) {
+  for (const ir::Node* user : weight.users()) {
+    if (gathersWeight(*user) && user->attrs().getString("key") == weight.name() + "/gather") {
+      return user->output();
+    }
+  }
+  return nullptr;
+}
+
+bool gatherShardedWeightsPerTask(ir::Graph& graph, const TaskLayout& layout) {
+  bool changed = false;
   std::vector<ir::Node*> gathers;
   for (const auto& node : graph.nodes()) {
     if (gathersWeight(*node)) gathers.push_back(node.get());
@@ -109,6 +119,7 @@ void gatherShardedWeightsPerTask(ir::Graph& graph, const TaskLayout& layout) {
       ir::Node* again = graph.addNode(ir::OpKind::ReplicaAllGather, {gather->input(0)},
                                       std::move(attrs), gather->location());
       again->setPlacement(taskReaders.front()->placement());
+      changed = true;
       for (ir::Node* reader : taskReaders) {
         for (size_t i = 0; i < reader->inputs().size(); ++i) {
           if (reader->input(i) == gather->output()) graph.replaceInput(reader, i, again->output());
@@ -117,12 +128,21 @@ void gatherShardedWeightsPerTask(ir::Graph& graph, const TaskLayout& layout) {
     }
     graph.setInsertionPoint(nullptr);
   }
+  return changed;
 }
 
-std::unique_ptr<Pass> createWeightGatherPass(const TaskLayout& layout) {
-  return std::make_unique<FunctionPass>("weight-gathers", [&layout](ir::Graph& graph) {
-    gatherShardedWeightsPerTask(graph, layout);
-  });
+std::unique_ptr<Pass> createWeightShardingPass() {
+  return std::make_unique<FunctionPass>("weight-sharding",
+                                        [](ir::Graph& graph, PassContext& context) {
+                                          return !shardWeights(graph, context.training()).empty();
+                                        });
+}
+
+std::unique_ptr<Pass> createWeightGathersPass() {
+  return std::make_unique<FunctionPass>(
+      "weight-gathers", [](ir::Graph& graph, PassContext& context) {
+        return gatherShardedWeightsPerTask(graph, context.layout(graph));
+      });
 }
 
 } // namespace popsim::compiler

@@ -1,7 +1,7 @@
 #pragma once
 
 #include "compiler/pipeline_tasks.h"
-#include "compiler/training/training_program.h"
+#include "compiler/training/training_config.h"
 #include "ir/graph.h"
 
 #include <unordered_map>
@@ -20,10 +20,15 @@ namespace popsim::compiler {
 std::unordered_map<const ir::Value*, ir::Value*> shardWeights(ir::Graph& graph,
                                                               const TrainingConfig& config);
 
+// The whole weight its readers read: the gather of a sharded weight's shard
+// (null for a weight stored whole).
+ir::Value* gatheredWeight(const ir::Value& weight);
+
 // After the program is ordered by task (and recomputed): a task that reads a
 // weight gathered in another task (a backward task, a later stage on the
 // same IPU) gathers it again itself, so no whole weight outlives its task or
-// is stashed between a micro-batch's forward and backward passes.
-void gatherShardedWeightsPerTask(ir::Graph& graph, const TaskLayout& layout);
+// is stashed between a micro-batch's forward and backward passes. Returns
+// whether it added any gather.
+bool gatherShardedWeightsPerTask(ir::Graph& graph, const TaskLayout& layout);
 
 } // namespace popsim::compiler

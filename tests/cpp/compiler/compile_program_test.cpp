@@ -122,7 +122,7 @@ TEST(CompileGraphTest, InferenceRunsTheInferencePasses) {
   options.deviceIterations = 2;
   EXPECT_EQ(
       namesOf(compileAndDump(*twoBlockRegression(), options)),
-      (std::vector<std::string>{"00-import.ir", "01-stage-assignment.ir", "02-inference-program.ir",
+      (std::vector<std::string>{"00-import.ir", "01-stage-assignment.ir", "02-random-counters.ir",
                                 "03-simplify-layout.ir", "04-dead-code-elimination.ir",
                                 "05-task-order.ir", "06-ipu-copies.ir"}));
 }
@@ -131,12 +131,14 @@ TEST(CompileGraphTest, InferenceRunsTheInferencePasses) {
 // nothing to do here (their own tests pin what they change).
 TEST(CompileGraphTest, EveryTrainingPassIsDumpedInOrder) {
   const auto files = compileAndDump(*twoBlockRegression(), trainingOnTwoIpus());
-  EXPECT_EQ(namesOf(files), (std::vector<std::string>{
-                                "00-import.ir", "01-stage-assignment.ir", "02-training-program.ir",
-                                "03-simplify-layout.ir", "04-dead-code-elimination.ir",
-                                "05-task-order.ir", "06-ipu-copies.ir", "07-recomputation.ir"}));
-  EXPECT_EQ(files.at("03-simplify-layout.ir"), files.at("02-training-program.ir"));
-  EXPECT_EQ(files.at("04-dead-code-elimination.ir"), files.at("02-training-program.ir"));
+  EXPECT_EQ(namesOf(files),
+            (std::vector<std::string>{"00-import.ir", "01-stage-assignment.ir", "02-autodiff.ir",
+                                      "03-gradient-accumulation.ir", "04-random-counters.ir",
+                                      "05-optimizer-step.ir", "06-simplify-layout.ir",
+                                      "07-dead-code-elimination.ir", "08-task-order.ir",
+                                      "09-ipu-copies.ir", "10-recomputation.ir"}));
+  EXPECT_EQ(files.at("06-simplify-layout.ir"), files.at("05-optimizer-step.ir"));
+  EXPECT_EQ(files.at("07-dead-code-elimination.ir"), files.at("05-optimizer-step.ir"));
   EXPECT_EQ(files.at("01-stage-assignment.ir"), R"(graph(%x: f32[2,3]) {
   weights:
     @a.weight: f32[4,3]
@@ -149,7 +151,7 @@ TEST(CompileGraphTest, EveryTrainingPassIsDumpedInOrder) {
   return (%3)
 }
 )");
-  EXPECT_EQ(files.at("02-training-program.ir"), R"(graph(%x: f32[2,3]) {
+  EXPECT_EQ(files.at("05-optimizer-step.ir"), R"(graph(%x: f32[2,3]) {
   weights:
     @a.weight: f32[4,3]
     @b.weight: f32[1,4]
@@ -181,7 +183,7 @@ TEST(CompileGraphTest, EveryTrainingPassIsDumpedInOrder) {
   return (%3)
 }
 )");
-  EXPECT_EQ(opLines(files.at("05-task-order.ir")),
+  EXPECT_EQ(opLines(files.at("08-task-order.ir")),
             R"(  %0: f32[2,4] = linear(%x, @a.weight) [stage 0, ipu 0, block "A"]  # model.py:5
   %1: f32[2,4] = relu(%0) [stage 0, ipu 0, block "A"]  # model.py:6
   %2: f32[2,1] = linear(%1, @b.weight) [stage 1, ipu 1, block "B"]  # model.py:7
@@ -202,7 +204,7 @@ TEST(CompileGraphTest, EveryTrainingPassIsDumpedInOrder) {
   loss %3
   return (%3)
 )");
-  EXPECT_EQ(opLines(files.at("06-ipu-copies.ir")),
+  EXPECT_EQ(opLines(files.at("09-ipu-copies.ir")),
             R"(  %0: f32[2,4] = linear(%x, @a.weight) [stage 0, ipu 0, block "A"]  # model.py:5
   %1: f32[2,4] = relu(%0) [stage 0, ipu 0, block "A"]  # model.py:6
   %2: f32[2,4] = ipu_copy(%1) [stage 1, ipu 1, block "B"]  # model.py:7
@@ -225,7 +227,7 @@ TEST(CompileGraphTest, EveryTrainingPassIsDumpedInOrder) {
   loss %4
   return (%4)
 )");
-  EXPECT_EQ(opLines(files.at("07-recomputation.ir")),
+  EXPECT_EQ(opLines(files.at("10-recomputation.ir")),
             R"(  %0: f32[2,4] = linear(%x, @a.weight) [stage 0, ipu 0, block "A"]  # model.py:5
   %1: f32[2,4] = relu(%0) [stage 0, ipu 0, block "A"]  # model.py:6
   %2: f32[2,4] = ipu_copy(%1) [stage 1, ipu 1, block "B"]  # model.py:7

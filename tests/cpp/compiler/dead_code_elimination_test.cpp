@@ -3,6 +3,7 @@
 
 #include "compiler/pass_manager.h"
 #include "compiler/passes.h"
+#include "compiler/run_pass.h"
 #include "ir/graph.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
@@ -21,7 +22,7 @@ using testing::f32;
 void runDeadCodeElimination(Graph& graph) {
   auto pass = compiler::createDeadCodeEliminationPass();
   EXPECT_EQ(pass->name(), "dead-code-elimination");
-  pass->run(graph);
+  testing::runPass(*pass, graph);
   EXPECT_EQ(ir::findGraphProblems(graph), std::vector<std::string>{});
 }
 
@@ -127,9 +128,9 @@ TEST(DeadCodeEliminationTest, RunsUnderThePassManager) {
   Value* x = graph.addInput("x", f32({2}));
   graph.apply(OpKind::Exp, {x});
   graph.addOutput(graph.apply(OpKind::Relu, {x}));
-  compiler::PassManager manager;
-  manager.add(compiler::createDeadCodeEliminationPass());
-  manager.run(graph);
+  std::vector<std::unique_ptr<compiler::Pass>> passes;
+  passes.push_back(compiler::createDeadCodeEliminationPass());
+  testing::runPasses(std::move(passes), graph);
   EXPECT_EQ(kindsOf(graph), (std::vector<OpKind>{OpKind::Relu}));
 }
 

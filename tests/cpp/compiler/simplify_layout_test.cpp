@@ -4,6 +4,7 @@
 
 #include "compiler/pass_manager.h"
 #include "compiler/passes.h"
+#include "compiler/run_pass.h"
 #include "ir/graph.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
@@ -34,9 +35,9 @@ Attributes affine(double scale, double shift) { return {{"scale", scale}, {"shif
 void simplify(Graph& graph) {
   auto pass = compiler::createSimplifyLayoutPass();
   EXPECT_EQ(pass->name(), "simplify-layout");
-  pass->run(graph);
+  testing::runPass(*pass, graph);
   EXPECT_EQ(ir::findGraphProblems(graph), std::vector<std::string>{});
-  compiler::createDeadCodeEliminationPass()->run(graph);
+  testing::runPass(*compiler::createDeadCodeEliminationPass(), graph);
   EXPECT_EQ(ir::findGraphProblems(graph), std::vector<std::string>{});
 }
 
@@ -163,9 +164,10 @@ TEST(SimplifyLayoutTest, RunsUnderThePassManagerWithVerification) {
   v = graph.apply(OpKind::Reshape, {v}, shape({16}));
   v = graph.apply(OpKind::Slice, {v}, slice(0, 0, 16, 1));
   graph.addOutput(graph.apply(OpKind::Sigmoid, {v}));
-  compiler::PassManager manager;
-  manager.add(compiler::createSimplifyLayoutPass()).add(compiler::createDeadCodeEliminationPass());
-  manager.run(graph);
+  std::vector<std::unique_ptr<compiler::Pass>> passes;
+  passes.push_back(compiler::createSimplifyLayoutPass());
+  passes.push_back(compiler::createDeadCodeEliminationPass());
+  testing::runPasses(std::move(passes), graph);
   EXPECT_EQ(kindsOf(graph), (std::vector<OpKind>{OpKind::Reshape, OpKind::Sigmoid}));
   EXPECT_EQ(graph.nodes()[0]->input(0), x);
   EXPECT_EQ(graph.nodes()[0]->output()->type(), f32({16}));

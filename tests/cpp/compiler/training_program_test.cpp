@@ -4,9 +4,9 @@
 // runtime/training_executable_test.cpp and against PyTorch by the Python tests.
 
 #include "common/error.h"
+#include "compiler/passes.h"
 #include "compiler/passes/ipu_copies.h"
 #include "compiler/pipeline_tasks.h"
-#include "compiler/training/training_program.h"
 #include "compiler/training/weight_sharding.h"
 #include "ir/graph.h"
 #include "ir/verifier.h"

@@ -1,9 +1,9 @@
 #pragma once
 
-#include "ir/graph.h"
-
+#include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace popsim::compiler {
@@ -23,6 +23,8 @@ struct ParameterGroup {
   bool biasCorrection = true; // LAMB
 };
 
+// What the training program's passes build beyond the gradients (the
+// micro-batches accumulated per step are CompilerOptions::gradientAccumulation).
 struct TrainingConfig {
   OptimizerKind optimizer = OptimizerKind::Sgd;
   std::vector<ParameterGroup> groups;
@@ -81,6 +83,8 @@ struct TrainingConfig {
   bool automaticLossScaling = false;
   double lossScalingBinEdge = 0.125;
   double lossScalingThreshold = 1e-7;
+
+  bool scalesLoss() const { return lossScalingState || lossScaling != 1.0; }
 };
 
 // The state a training program keeps is named as ir/state_names.h says.
@@ -93,40 +97,5 @@ std::vector<std::string> parameterStateKeys(OptimizerKind optimizer, const Param
 // The hyper-parameter names of an optimizer, in the order of its hyper vector
 // (ir/optimizer_hyperparameters.h).
 std::vector<std::string> hyperParameterNames(OptimizerKind optimizer);
-
-// Turns an imported forward graph with a loss into a training step:
-// 0. sharded weights stored as shards, gathered where they are read;
-// 1. gradients of the groups' parameters (autodiff, Backward phase; of the
-//    gathered weight for a sharded one);
-// 2. with gradient accumulation, an accumulator per parameter summed into
-//    (or, with runningMean, averaged into, counting its micro-batches in an
-//    int64 state) each micro-batch and zeroed after the step;
-// 3. the random counter (dropout, random draws) advanced once per micro-batch;
-//    with replicas, each step gradient summed across them by a
-//    replica_all_reduce on its parameter's IPU (GradientNorm phase), or for
-//    a sharded parameter reduce-scattered, its update run on this replica's
-//    shard and the shards all-gathered into the weight (a sharded weight
-//    is the stored shard, updated in place);
-// 4. with maxGradNorm, each IPU's sum of squares of its gradients
-//    (GradientNorm phase), and in each IPU's Update phase the global norm
-//    from all of them and the gradients scaled by the clipping factor;
-// 5. per group, a step count advanced once per step and the fused optimizer
-//    update of each parameter that has a gradient (Update phase).
-// Parameters the loss does not depend on get no update, as in PyTorch.
-// `gradientAccumulation` micro-batches' gradients are accumulated before each
-// step; with 1 the step reads the gradients directly.
-void buildTrainingProgram(ir::Graph& graph, const TrainingConfig& config,
-                          int64_t gradientAccumulation);
-
-// An inference program: the random counter advanced once per micro-batch, so
-// random ops draw fresh numbers for each, and the weights `replication`
-// names (its replicas, systemIpus and shardedWeights; the rest is unused)
-// stored as replica shards, gathered where read.
-void makeInferenceProgram(ir::Graph& graph, const TrainingConfig& replication = {});
-
-// Makes the graph's outputs the loss's gradients with respect to its float
-// inputs and trainable weights, in that order (zeros where the loss does not
-// depend on them): how tests compare popsim's gradients with autograd's.
-void makeGradientProgram(ir::Graph& graph);
 
 } // namespace popsim::compiler
