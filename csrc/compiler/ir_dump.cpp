@@ -36,7 +36,10 @@ void IrDump::write(const ir::Graph& graph, const std::string& step) {
   const std::filesystem::path file =
       std::filesystem::path(directory_) / (std::string(number) + "-" + step + ".ir");
   std::ofstream out(file);
-  out << ir::printGraph(graph, {true, true});
+  ir::PrintOptions print;
+  print.fullPaths = true;
+  print.full = true; // popsim-opt reads dumps back
+  out << ir::printGraph(graph, print);
   POPSIM_CHECK(out.good(), ErrorKind::InvalidOption, "POPSIM_DUMP_IR: cannot write '",
                file.string(), "'. Point POPSIM_DUMP_IR at a writable directory, or unset it.");
 }

@@ -185,8 +185,11 @@ public:
   }
 
 private:
+  // Empty, or a comment: a line whose first character (after spaces) is '#'
+  // (golden files start with the popsim-opt command that makes them).
   static bool blank(std::string_view line) {
-    return line.find_first_not_of(" \t\r") == std::string_view::npos;
+    const size_t first = line.find_first_not_of(" \t\r");
+    return first == std::string_view::npos || line[first] == '#';
   }
 
   TensorType type(LineReader& in) {

@@ -16,6 +16,7 @@ namespace popsim::ir {
 // types are inferred from its op's schema and must match the text, so a
 // hand-written file is checked as the compiler checks graphs. Errors are
 // InvalidInput errors naming the line, the column and what was expected.
+// Lines starting with '#' are comments.
 std::unique_ptr<Graph> parseGraph(std::string_view text);
 
 // Prints `graph` in the full form, reads it back and prints that: an

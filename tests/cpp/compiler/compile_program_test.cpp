@@ -1,11 +1,15 @@
-// The compile sequence, pass by pass: every pass's output is pinned as IR
-// text (read back from POPSIM_DUMP_IR), on a two-stage regression model
-// trained with SGD and recomputation, so that a change to any pass shows up
-// as a diff of the program it leaves behind.
+// The compile pipeline as a whole, on a two-stage regression model trained
+// with SGD and recomputation: which passes it runs for which options, in
+// which order, dumped by name (POPSIM_DUMP_IR) and switched off by name
+// (POPSIM_DISABLE_PASSES). What each pass does is pinned by the golden IR
+// files of tests/ir (golden_ir_test.cpp).
 
 #include "common/error.h"
 #include "compiler/compile_program.h"
+#include "compiler/passes.h"
 #include "ir/graph.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
 #include "test_utils.h"
 
 #include <gtest/gtest.h>
@@ -69,6 +73,13 @@ compiler::CompilerOptions trainingOnTwoIpus() {
   return options;
 }
 
+ir::PrintOptions fullForm() {
+  ir::PrintOptions options;
+  options.fullPaths = true;
+  options.full = true;
+  return options;
+}
+
 // Compiles with POPSIM_DUMP_IR set to a fresh directory; returns each dumped
 // file's text by name ("00-import.ir", ...).
 std::map<std::string, std::string> compileAndDump(const ir::Graph& graph,
@@ -100,21 +111,6 @@ std::vector<std::string> namesOf(const std::map<std::string, std::string>& files
   return names;
 }
 
-// The op lines of a dumped graph, without its header of weights, state and
-// constants (which the passes after the training program leave alone).
-std::string opLines(const std::string& text) {
-  std::istringstream in(text);
-  std::string line;
-  std::string ops;
-  while (std::getline(in, line)) {
-    if (line.rfind("  ", 0) == 0 && line.rfind("    ", 0) != 0 && line != "  weights:" &&
-        line != "  state:" && line != "  constants:") {
-      ops += line + "\n";
-    }
-  }
-  return ops;
-}
-
 TEST(CompileGraphTest, InferenceRunsTheInferencePasses) {
   compiler::CompilerOptions options = trainingOnTwoIpus();
   options.program = compiler::ProgramKind::Inference;
@@ -127,8 +123,9 @@ TEST(CompileGraphTest, InferenceRunsTheInferencePasses) {
                                 "05-task-order.ir", "06-ipu-copies.ir"}));
 }
 
-// Each pass's output, pinned. simplify-layout and dead-code-elimination find
-// nothing to do here (their own tests pin what they change).
+// Every pass is dumped in order, each under its own name (what each leaves
+// is pinned by the golden files of tests/ir). simplify-layout and
+// dead-code-elimination find nothing to do here and leave it unchanged.
 TEST(CompileGraphTest, EveryTrainingPassIsDumpedInOrder) {
   const auto files = compileAndDump(*twoBlockRegression(), trainingOnTwoIpus());
   EXPECT_EQ(namesOf(files),
@@ -139,118 +136,55 @@ TEST(CompileGraphTest, EveryTrainingPassIsDumpedInOrder) {
                                       "09-ipu-copies.ir", "10-recomputation.ir"}));
   EXPECT_EQ(files.at("06-simplify-layout.ir"), files.at("05-optimizer-step.ir"));
   EXPECT_EQ(files.at("07-dead-code-elimination.ir"), files.at("05-optimizer-step.ir"));
-  EXPECT_EQ(files.at("01-stage-assignment.ir"), R"(graph(%x: f32[2,3]) {
-  weights:
-    @a.weight: f32[4,3]
-    @b.weight: f32[1,4]
-  %0: f32[2,4] = linear(%x, @a.weight) [stage 0, ipu 0, block "A"]  # model.py:5
-  %1: f32[2,4] = relu(%0) [stage 0, ipu 0, block "A"]  # model.py:6
-  %2: f32[2,1] = linear(%1, @b.weight) [stage 1, ipu 1, block "B"]  # model.py:7
-  %3: f32[] = reduce_mean(%2) {dims=[0,1], keepdim=false} [stage 1, ipu 1, block "B"]  # model.py:8
-  loss %3
-  return (%3)
+  // A dump reads back as the graph it shows (popsim-opt runs passes on dumps).
+  for (const auto& [name, text] : files) {
+    EXPECT_EQ(ir::printGraph(*ir::parseGraph(text), fullForm()), text) << name;
+  }
 }
-)");
-  EXPECT_EQ(files.at("05-optimizer-step.ir"), R"(graph(%x: f32[2,3]) {
-  weights:
-    @a.weight: f32[4,3]
-    @b.weight: f32[1,4]
-  state:
-    &a.weight/accumulator: f32[4,3] (accumulator)
-    &b.weight/accumulator: f32[1,4] (accumulator)
-    &optimizer/group0/hyper: f64[5] (optimizer)
-    &optimizer/group0/hyper@ipu1: f64[5] (optimizer)
-  constants:
-    $c0: f32[] = 1
-  %0: f32[2,4] = linear(%x, @a.weight) [stage 0, ipu 0, block "A"]  # model.py:5
-  %1: f32[2,4] = relu(%0) [stage 0, ipu 0, block "A"]  # model.py:6
-  %2: f32[2,1] = linear(%1, @b.weight) [stage 1, ipu 1, block "B"]  # model.py:7
-  %3: f32[] = reduce_mean(%2) {dims=[0,1], keepdim=false} [stage 1, ipu 1, block "B"]  # model.py:8
-  %4: f32[1,1] = reshape($c0) {shape=[1,1]} [backward, stage 1, ipu 1, block "B"]  # model.py:8
-  %5: f32[2,1] = broadcast(%4) {shape=[2,1]} [backward, stage 1, ipu 1, block "B"]  # model.py:8
-  %6: f32[2,1] = affine(%5) {scale=0.5, shift=0} [backward, stage 1, ipu 1, block "B"]  # model.py:8
-  %7: f32[2,4] = matmul(%6, @b.weight) [backward, stage 1, ipu 1, block "B"]  # model.py:7
-  %8: f32[1,4] = linear_grad_weight(%6, %1) [backward, stage 1, ipu 1, block "B"]  # model.py:7
-  %9: f32[2,4] = activation_grad(%7, %1) {activation="relu"} [backward, stage 0, ipu 0, block "A"]  # model.py:6
-  %10: f32[4,3] = linear_grad_weight(%9, %x) [backward, stage 0, ipu 0, block "A"]  # model.py:5
-  accumulate(&a.weight/accumulator, %10) {every=3} [backward, stage 0, ipu 0, block "A"]
-  accumulate(&b.weight/accumulator, %8) {every=3} [backward, stage 1, ipu 1, block "B"]
-  sgd_update(@a.weight, &a.weight/accumulator, &optimizer/group0/hyper) {maximize=false, nesterov=false} [update, stage 0, ipu 0, block "A"]
-  fill(&a.weight/accumulator) {value=0} [update, stage 0, ipu 0, block "A"]
-  sgd_update(@b.weight, &b.weight/accumulator, &optimizer/group0/hyper@ipu1) {maximize=false, nesterov=false} [update, stage 1, ipu 1, block "B"]
-  fill(&b.weight/accumulator) {value=0} [update, stage 1, ipu 1, block "B"]
-  loss %3
-  return (%3)
+
+TEST(CompileGraphTest, TheDisabledOptionalPassesAreSkipped) {
+  setenv("POPSIM_DISABLE_PASSES", "recomputation, simplify-layout", 1);
+  const auto files = compileAndDump(*twoBlockRegression(), trainingOnTwoIpus());
+  unsetenv("POPSIM_DISABLE_PASSES");
+  EXPECT_EQ(files.count("10-recomputation.ir"), 0u);
+  EXPECT_EQ(namesOf(files).back(), "08-ipu-copies.ir");
 }
-)");
-  EXPECT_EQ(opLines(files.at("08-task-order.ir")),
-            R"(  %0: f32[2,4] = linear(%x, @a.weight) [stage 0, ipu 0, block "A"]  # model.py:5
-  %1: f32[2,4] = relu(%0) [stage 0, ipu 0, block "A"]  # model.py:6
-  %2: f32[2,1] = linear(%1, @b.weight) [stage 1, ipu 1, block "B"]  # model.py:7
-  %3: f32[] = reduce_mean(%2) {dims=[0,1], keepdim=false} [stage 1, ipu 1, block "B"]  # model.py:8
-  %4: f32[1,1] = reshape($c0) {shape=[1,1]} [backward, stage 1, ipu 1, block "B"]  # model.py:8
-  %5: f32[2,1] = broadcast(%4) {shape=[2,1]} [backward, stage 1, ipu 1, block "B"]  # model.py:8
-  %6: f32[2,1] = affine(%5) {scale=0.5, shift=0} [backward, stage 1, ipu 1, block "B"]  # model.py:8
-  %7: f32[2,4] = matmul(%6, @b.weight) [backward, stage 1, ipu 1, block "B"]  # model.py:7
-  %8: f32[1,4] = linear_grad_weight(%6, %1) [backward, stage 1, ipu 1, block "B"]  # model.py:7
-  accumulate(&b.weight/accumulator, %8) {every=3} [backward, stage 1, ipu 1, block "B"]
-  %9: f32[2,4] = activation_grad(%7, %1) {activation="relu"} [backward, stage 0, ipu 0, block "A"]  # model.py:6
-  %10: f32[4,3] = linear_grad_weight(%9, %x) [backward, stage 0, ipu 0, block "A"]  # model.py:5
-  accumulate(&a.weight/accumulator, %10) {every=3} [backward, stage 0, ipu 0, block "A"]
-  sgd_update(@a.weight, &a.weight/accumulator, &optimizer/group0/hyper) {maximize=false, nesterov=false} [update, stage 0, ipu 0, block "A"]
-  fill(&a.weight/accumulator) {value=0} [update, stage 0, ipu 0, block "A"]
-  sgd_update(@b.weight, &b.weight/accumulator, &optimizer/group0/hyper@ipu1) {maximize=false, nesterov=false} [update, stage 1, ipu 1, block "B"]
-  fill(&b.weight/accumulator) {value=0} [update, stage 1, ipu 1, block "B"]
-  loss %3
-  return (%3)
-)");
-  EXPECT_EQ(opLines(files.at("09-ipu-copies.ir")),
-            R"(  %0: f32[2,4] = linear(%x, @a.weight) [stage 0, ipu 0, block "A"]  # model.py:5
-  %1: f32[2,4] = relu(%0) [stage 0, ipu 0, block "A"]  # model.py:6
-  %2: f32[2,4] = ipu_copy(%1) [stage 1, ipu 1, block "B"]  # model.py:7
-  %3: f32[2,1] = linear(%2, @b.weight) [stage 1, ipu 1, block "B"]  # model.py:7
-  %4: f32[] = reduce_mean(%3) {dims=[0,1], keepdim=false} [stage 1, ipu 1, block "B"]  # model.py:8
-  %5: f32[1,1] = reshape($c0) {shape=[1,1]} [backward, stage 1, ipu 1, block "B"]  # model.py:8
-  %6: f32[2,1] = broadcast(%5) {shape=[2,1]} [backward, stage 1, ipu 1, block "B"]  # model.py:8
-  %7: f32[2,1] = affine(%6) {scale=0.5, shift=0} [backward, stage 1, ipu 1, block "B"]  # model.py:8
-  %8: f32[2,4] = matmul(%7, @b.weight) [backward, stage 1, ipu 1, block "B"]  # model.py:7
-  %9: f32[1,4] = linear_grad_weight(%7, %2) [backward, stage 1, ipu 1, block "B"]  # model.py:7
-  accumulate(&b.weight/accumulator, %9) {every=3} [backward, stage 1, ipu 1, block "B"]
-  %10: f32[2,4] = ipu_copy(%8) [backward, stage 0, ipu 0, block "A"]  # model.py:6
-  %11: f32[2,4] = activation_grad(%10, %1) {activation="relu"} [backward, stage 0, ipu 0, block "A"]  # model.py:6
-  %12: f32[4,3] = linear_grad_weight(%11, %x) [backward, stage 0, ipu 0, block "A"]  # model.py:5
-  accumulate(&a.weight/accumulator, %12) {every=3} [backward, stage 0, ipu 0, block "A"]
-  sgd_update(@a.weight, &a.weight/accumulator, &optimizer/group0/hyper) {maximize=false, nesterov=false} [update, stage 0, ipu 0, block "A"]
-  fill(&a.weight/accumulator) {value=0} [update, stage 0, ipu 0, block "A"]
-  sgd_update(@b.weight, &b.weight/accumulator, &optimizer/group0/hyper@ipu1) {maximize=false, nesterov=false} [update, stage 1, ipu 1, block "B"]
-  fill(&b.weight/accumulator) {value=0} [update, stage 1, ipu 1, block "B"]
-  loss %4
-  return (%4)
-)");
-  EXPECT_EQ(opLines(files.at("10-recomputation.ir")),
-            R"(  %0: f32[2,4] = linear(%x, @a.weight) [stage 0, ipu 0, block "A"]  # model.py:5
-  %1: f32[2,4] = relu(%0) [stage 0, ipu 0, block "A"]  # model.py:6
-  %2: f32[2,4] = ipu_copy(%1) [stage 1, ipu 1, block "B"]  # model.py:7
-  %3: f32[2,1] = linear(%2, @b.weight) [stage 1, ipu 1, block "B"]  # model.py:7
-  %4: f32[] = reduce_mean(%3) {dims=[0,1], keepdim=false} [stage 1, ipu 1, block "B"]  # model.py:8
-  %5: f32[1,1] = reshape($c0) {shape=[1,1]} [backward, stage 1, ipu 1, block "B"]  # model.py:8
-  %6: f32[2,1] = broadcast(%5) {shape=[2,1]} [backward, stage 1, ipu 1, block "B"]  # model.py:8
-  %7: f32[2,1] = affine(%6) {scale=0.5, shift=0} [backward, stage 1, ipu 1, block "B"]  # model.py:8
-  %8: f32[2,4] = matmul(%7, @b.weight) [backward, stage 1, ipu 1, block "B"]  # model.py:7
-  %9: f32[1,4] = linear_grad_weight(%7, %2) [backward, stage 1, ipu 1, block "B"]  # model.py:7
-  accumulate(&b.weight/accumulator, %9) {every=3} [backward, stage 1, ipu 1, block "B"]
-  %10: f32[2,4] = linear(%x, @a.weight) [backward, stage 0, ipu 0, block "A"]  # model.py:5
-  %11: f32[2,4] = relu(%10) [backward, stage 0, ipu 0, block "A"]  # model.py:6
-  %12: f32[2,4] = ipu_copy(%8) [backward, stage 0, ipu 0, block "A"]  # model.py:6
-  %13: f32[2,4] = activation_grad(%12, %11) {activation="relu"} [backward, stage 0, ipu 0, block "A"]  # model.py:6
-  %14: f32[4,3] = linear_grad_weight(%13, %x) [backward, stage 0, ipu 0, block "A"]  # model.py:5
-  accumulate(&a.weight/accumulator, %14) {every=3} [backward, stage 0, ipu 0, block "A"]
-  sgd_update(@a.weight, &a.weight/accumulator, &optimizer/group0/hyper) {maximize=false, nesterov=false} [update, stage 0, ipu 0, block "A"]
-  fill(&a.weight/accumulator) {value=0} [update, stage 0, ipu 0, block "A"]
-  sgd_update(@b.weight, &b.weight/accumulator, &optimizer/group0/hyper@ipu1) {maximize=false, nesterov=false} [update, stage 1, ipu 1, block "B"]
-  fill(&b.weight/accumulator) {value=0} [update, stage 1, ipu 1, block "B"]
-  loss %4
-  return (%4)
+
+TEST(CompileGraphTest, DisablingARequiredOrUnknownPassIsRefusedNamingIt) {
+  for (const auto& [list, problem] : std::vector<std::pair<const char*, const char*>>{
+           {"ipu-copies", "POPSIM_DISABLE_PASSES names 'ipu-copies', which the program cannot "
+                          "run without. Passes that can be switched off: simplify-layout, "
+                          "dead-code-elimination, recomputation."},
+           {"ipu-copy", "POPSIM_DISABLE_PASSES names 'ipu-copy', which is not a pass. Passes "
+                        "that can be switched off: simplify-layout, dead-code-elimination, "
+                        "recomputation."}}) {
+    setenv("POPSIM_DISABLE_PASSES", list, 1);
+    const Error error = testing::captureError(
+        [] { compiler::compileProgram(*twoBlockRegression(), trainingOnTwoIpus(), twoIpus()); });
+    unsetenv("POPSIM_DISABLE_PASSES");
+    EXPECT_EQ(error.kind(), ErrorKind::InvalidOption);
+    EXPECT_EQ(std::string(error.what()), problem);
+  }
+}
+
+TEST(CompileGraphTest, ThePipelineIsNestedAndOnlyHoldsWhatTheOptionsNeed) {
+  EXPECT_EQ(compiler::compilePipeline(trainingOnTwoIpus())->describe(),
+            R"(check-host-overlap (check)
+stage-assignment
+training-program:
+  check-loss (check)
+  autodiff
+  gradient-accumulation
+  random-counters
+  optimizer-step
+simplify-layout (optional)
+dead-code-elimination (optional)
+check-program (check)
+check-tasks (check)
+tasks:
+  task-order
+  ipu-copies
+  recomputation (optional)
 )");
 }
 
