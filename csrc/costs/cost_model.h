@@ -21,13 +21,18 @@ struct OpCost {
 // (Graphcore quotes 0.5-0.7 for well-shaped layers).
 constexpr double kMatMulEfficiency = 0.6;
 
-// The cost model of ../shared/reference/ipu-model.md:
-// - matmul / conv: MACs / (tiles x MACs-per-tile-cycle x efficiency), plus the
-//   exchange of inputs and weights at 4 bytes per tile-cycle;
-// - elementwise-like ops: 6 x (58 + 3 x ceil(n / (6 x v))) + 11 cycles per
-//   pass over n elements per tile (v = 2 for fp32), more passes for
-//   transcendental functions, softmax and normalisations;
-// - layout ops: exchange only; reshape is free (a view).
+// The cost model of ../shared/reference/ipu-model.md: an op's work, as its
+// family declares it (ir::opWork, ir/op_work.h), in cycles on `chip`:
+// - multiply-accumulates: MACs / (tiles x MACs-per-tile-cycle x efficiency)
+//   at the operands' dtype's rate;
+// - vectorised passes over n elements spread over the tiles:
+//   6 x (58 + 3 x ceil(n / (6 x v))) + 11 cycles per pass (v = 2 for fp32,
+//   4 for fp16);
+// - bytes exchanged between tiles at 4 bytes per tile-cycle, a cross-tile
+//   reduction a sync more; host, IPU-Link and collective transfers as the
+//   functions below;
+// - a view is free; every other op pays a sync of its IPU's tiles (of every
+//   replica's IPU for a collective).
 // A matmul or convolution planned in several serial passes (`temporaries`,
 // from planOpTemporaries; the default is one pass) pays, for each extra pass,
 // a sync and another exchange of its smaller operand.

@@ -6,9 +6,10 @@
 
 namespace popsim::ir {
 
-// Every op of popsim's IR: its kind, printed name and family. Type rules and
-// attributes live in the op schemas (ir/ops/*.cpp); kernels in csrc/kernels,
-// which dispatch on the family.
+// Every op of popsim's IR: its kind, printed name and family. Everything else
+// popsim knows of an op (type rule, attributes, gradient rule, work on the
+// IPU, planned temporaries) its family's file declares (ir/ops/*.cpp, the
+// op schemas); kernels live in csrc/kernels, which dispatch on the family.
 #define POPSIM_FOR_EACH_OP(X)                                                                      \
   X(Convolution, "convolution", Convolution)                                                       \
   X(Linear, "linear", MatMul)                                                                      \

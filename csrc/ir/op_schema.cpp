@@ -33,8 +33,7 @@ std::array<OpSchema, kNumOpKinds> buildTable() {
   ops::registerLayoutOps(registry);
   ops::registerReductionOps(registry);
   ops::registerEmbeddingOps(registry);
-  ops::registerGradientOps(registry);
-  ops::registerTrainingOps(registry);
+  ops::registerNllLossOps(registry);
   ops::registerUpdateOps(registry);
   ops::registerHostCallOps(registry);
   ops::registerCollectiveOps(registry);

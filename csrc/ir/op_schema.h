@@ -2,6 +2,7 @@
 
 #include "ir/attributes.h"
 #include "ir/op_kind.h"
+#include "ir/op_work.h"
 #include "ir/tensor_type.h"
 
 #include <string>
@@ -20,7 +21,24 @@ struct AttrSpec {
 using InferTypesFn = std::vector<TensorType> (*)(const std::vector<TensorType>& inputs,
                                                  const Attributes& attrs);
 
-// The contract of one op: how many inputs, which attributes, what it produces.
+class GradientBuilder;
+class Node;
+class Value;
+
+// The gradient of each input of the forward node `builder` differentiates
+// (null where not needed or not differentiable) from the gradients of its
+// outputs (null where an output does not reach the loss). `needed[i]` says
+// whether input i needs one. Rules follow PyTorch's derivative formulas.
+using GradientRule = std::vector<Value*> (*)(GradientBuilder& builder,
+                                             const std::vector<Value*>& outputGrads,
+                                             const std::vector<bool>& needed);
+
+// What a node of the op does on the IPU (ir/op_work.h), for the cost model.
+using WorkRule = OpWork (*)(const Node& node);
+
+// Everything popsim knows of one op, declared by its family's file
+// (ir/ops/*.cpp): how many inputs, which attributes, what it produces, what
+// it writes, its gradient, its work and whether its temporaries are planned.
 struct OpSchema {
   OpKind kind;
   int minInputs = 1;
@@ -34,6 +52,14 @@ struct OpSchema {
   // The output is a view of input 0: the same bytes (no copy, no kernel, no
   // cycles). The memory plan, the kernel factory and the cost model ask this.
   bool view = false;
+  // Its gradient rule (autodiff); null when popsim cannot differentiate it.
+  GradientRule gradient = nullptr;
+  // Its work on the IPU; every op but a view declares one.
+  WorkRule work = nullptr;
+  // A matmul or convolution: its operands are gathered onto the tiles that
+  // use them and its partial sums kept, temporaries the memory plan sizes
+  // under availableMemoryProportion (memory/op_temporaries.h).
+  bool plannedTemporaries = false;
 
   std::string_view name() const { return opKindName(kind); }
   std::string inputName(size_t index) const;

@@ -1,20 +1,12 @@
 #include "memory/op_temporaries.h"
 
+#include "ir/op_schema.h"
+
 #include <algorithm>
 
 namespace popsim::memory {
 
-bool hasPlannedTemporaries(const ir::Node& node) {
-  switch (node.kind()) {
-  case ir::OpKind::Convolution:
-  case ir::OpKind::Linear:
-  case ir::OpKind::MatMul:
-  case ir::OpKind::ConvolutionGradInput:
-  case ir::OpKind::ConvolutionGradWeight:
-  case ir::OpKind::LinearGradWeight: return true;
-  default: return false;
-  }
-}
+bool hasPlannedTemporaries(const ir::Node& node) { return node.schema().plannedTemporaries; }
 
 OpTemporaries planOpTemporaries(const ir::Node& node, uint64_t budgetBytes, bool halfPartials) {
   OpTemporaries temporaries;

@@ -26,8 +26,9 @@ struct OpTemporaries {
   uint64_t smallerOperandBytes = 0; // exchanged again by every extra pass
 };
 
-// Whether the op's temporaries are planned (matmuls, convolutions and their
-// gradients); other ops work in place on their inputs and outputs.
+// Whether the op's temporaries are planned (its schema says: matmuls,
+// convolutions and their gradients); other ops work in place on their
+// inputs and outputs.
 bool hasPlannedTemporaries(const ir::Node& node);
 
 // Zero bytes and one pass for ops without planned temporaries. The partial

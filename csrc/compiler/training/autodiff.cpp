@@ -6,7 +6,8 @@
 // 2. A value needs a gradient if it is a float value computed from one of the
 //    `wrt` values (not through a stop_gradient) and the loss depends on it.
 // 3. The loss's gradient is 1. Forward nodes are visited last to first; a node
-//    with an output gradient gets its gradient rule (gradient_rules.cpp)
+//    with an output gradient gets its op's gradient rule (its family's file
+//    in ir/ops declares it with the schema)
 //    applied for the inputs that need a gradient, and gradients of values used
 //    several times are summed.
 // 4. The gradients of the `wrt` values are returned (values the loss does not
@@ -16,9 +17,10 @@
 
 #include "common/check.h"
 #include "compiler/passes.h"
-#include "compiler/training/gradient_builder.h"
 #include "compiler/training/training_helpers.h"
 #include "compiler/training/weight_sharding.h"
+#include "ir/gradient_builder.h"
+#include "ir/op_schema.h"
 
 #include <optional>
 #include <unordered_set>
@@ -144,11 +146,11 @@ std::unordered_map<const ir::Value*, ir::Value*> buildGradients(ir::Graph& graph
     if (!anyOutput || !anyInput) {
       continue;
     }
-    const GradientRule rule = findGradientRule(node.kind());
+    const ir::GradientRule rule = node.schema().gradient;
     if (rule == nullptr) {
       noGradientRule(node);
     }
-    GradientBuilder builder(graph, node);
+    ir::GradientBuilder builder(graph, node);
     const std::vector<ir::Value*> inputGrads = rule(builder, outputGrads, needed);
     POPSIM_ASSERT(inputGrads.size() == node.inputs().size(), "the gradient rule of ", node.name(),
                   " returned ", inputGrads.size(), " gradients.");

@@ -24,7 +24,7 @@
 #include "ir/op_schema.h"
 
 #include <map>
-#include <optional>
+#include <memory>
 #include <string>
 
 namespace popsim::compiler {
@@ -67,8 +67,9 @@ public:
     POPSIM_ASSERT(!config.automaticLossScaling || config.lossScalingState,
                   "automatic loss scaling needs the factor in a state.");
     if (config.lossScalingState) {
-      factor_.emplace(graph, ir::kLossScalingName, ir::TensorType{ir::DType::Float32, {}},
-                      ir::StateKind::Optimizer);
+      factor_ = std::make_unique<training::ReplicatedState>(graph, ir::kLossScalingName,
+                                                            ir::TensorType{ir::DType::Float32, {}},
+                                                            ir::StateKind::Optimizer);
     }
   }
 
@@ -86,7 +87,7 @@ private:
     POPSIM_ASSERT(seed != nullptr, "loss scaling runs after autodiff, which records its seed.");
     ir::Value* loss = graph_.loss();
     ir::Value* scaled = nullptr;
-    if (!factor_.has_value()) {
+    if (factor_ == nullptr) {
       scaled =
           graph_.addScalarConstant(static_cast<float>(config_.lossScaling), loss->type().dtype);
     } else {
@@ -180,7 +181,7 @@ private:
 
   // Step 3.
   void unscale() {
-    if (!factor_.has_value()) return;
+    if (factor_ == nullptr) return;
     std::map<int64_t, ir::Value*> inverses;
     const std::vector<ir::Graph::Gradient> gradients = graph_.gradients();
     for (const auto& [param, grad] : gradients) {
@@ -264,7 +265,8 @@ private:
   ir::Graph& graph_;
   const TrainingConfig& config_;
   int64_t gradientAccumulation_;
-  std::optional<training::ReplicatedState> factor_;
+  // The factor, when it is a state: a copy on each IPU that reads it.
+  std::unique_ptr<training::ReplicatedState> factor_;
   // Automatic: per IPU, the count above the edge, and the elements counted.
   std::map<int64_t, ir::Value*> upperCounts_;
   std::map<int64_t, ir::Placement> countPlaces_;
@@ -276,7 +278,8 @@ private:
 std::unique_ptr<Pass> createLossScalingPass() {
   return std::make_unique<FunctionPass>("loss-scaling", [](ir::Graph& graph, PassContext& context) {
     if (!context.training().scalesLoss()) return false;
-    LossScaling(graph, context.training(), context.options().gradientAccumulation).run();
+    LossScaling scaling(graph, context.training(), context.options().gradientAccumulation);
+    scaling.run();
     return true;
   });
 }

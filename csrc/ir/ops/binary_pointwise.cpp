@@ -1,4 +1,5 @@
 #include "ir/binary_functions.h"
+#include "ir/ops/gradient_helpers.h"
 #include "ir/ops/op_registry.h"
 #include "ir/ops/type_checks.h"
 
@@ -71,6 +72,41 @@ std::vector<TensorType> inferWhere(const std::vector<TensorType>& inputs, const 
   return {{inputs[1].dtype, broadcastOf(inputs[0], {inputs[1].dtype, ab})}};
 }
 
+// The table's derivative of each operand, summed back over broadcasting;
+// zeros where it has none (rounded divisions have a zero gradient).
+Grads binaryPointwiseGradient(GradientBuilder& b, const Grads& g, const Needed& needed) {
+  Grads result = none(b);
+  const std::string& name = nodeOf(b).attrs().getString("function");
+  const ir::BinaryFunction* function = ir::findBinaryFunction(name);
+  POPSIM_ASSERT(function != nullptr, "no binary function ", name, ".");
+  for (int64_t operand = 0; operand < 2; ++operand) {
+    const auto k = static_cast<size_t>(operand);
+    if (!needed[k]) continue;
+    const ir::Shape& shape = in(b, k)->type().shape;
+    if ((operand == 0 ? function->derivativeA : function->derivativeB) == nullptr) {
+      result[k] = b.zeros(shape);
+      continue;
+    }
+    Value* d = b.emit(OpKind::BinaryPointwiseGrad, {g[0], in(b, 0), in(b, 1)},
+                      {{"function", name}, {"operand", operand}});
+    result[k] = b.sumToShape(d, shape);
+  }
+  return result;
+}
+
+// where(c, a, b): the gradient goes to the operand each element came from.
+Grads whereGradient(GradientBuilder& b, const Grads& g, const Needed& needed) {
+  Grads result = none(b);
+  Value* zero = b.zeros({});
+  if (needed[1]) {
+    result[1] = b.sumToShape(b.emit(OpKind::Where, {in(b, 0), g[0], zero}), in(b, 1)->type().shape);
+  }
+  if (needed[2]) {
+    result[2] = b.sumToShape(b.emit(OpKind::Where, {in(b, 0), zero, g[0]}), in(b, 2)->type().shape);
+  }
+  return result;
+}
+
 } // namespace
 
 void registerBinaryPointwiseOps(OpRegistry& registry) {
@@ -80,6 +116,11 @@ void registerBinaryPointwiseOps(OpRegistry& registry) {
                {{"function", AttrType::String}, {"operand", AttrType::Int}},
                inferBinaryPointwiseGrad);
   registry.add(OpKind::Where, 3, 3, {"condition", "a", "b"}, {}, inferWhere);
+  registry.setGradient(OpKind::BinaryPointwise, binaryPointwiseGradient);
+  registry.setGradient(OpKind::Where, whereGradient);
+  registry.setWork(OpKind::BinaryPointwise, work::elementwise<1>);
+  registry.setWork(OpKind::BinaryPointwiseGrad, work::elementwise<1>);
+  registry.setWork(OpKind::Where, work::elementwise<1>);
 }
 
 } // namespace popsim::ir::ops

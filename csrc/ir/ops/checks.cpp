@@ -1,3 +1,4 @@
+#include "ir/ops/gradient_helpers.h"
 #include "ir/ops/op_registry.h"
 #include "ir/ops/type_checks.h"
 
@@ -44,6 +45,41 @@ std::vector<TensorType> inferPrintTensor(const std::vector<TensorType>& inputs,
   return {inputs[0]};
 }
 
+// check_range and recomputation_checkpoint pass their input through, and so
+// the gradient.
+Grads passThroughGradient(GradientBuilder&, const Grads& g, const Needed&) { return {g[0]}; }
+
+// print_tensor: the gradient passes through, printed as "<title>_gradient"
+// when print_gradient is set (as PopTorch's ipu_print_tensor does).
+Grads printTensorGradient(GradientBuilder& b, const Grads& g, const Needed&) {
+  const Attributes& attrs = nodeOf(b).attrs();
+  if (!attrs.getBool("print_gradient")) return {g[0]};
+  Attributes printed = attrs;
+  printed.set("title", attrs.getString("title") + "_gradient");
+  printed.set("print_gradient", false);
+  return {b.emit(OpKind::PrintTensor, {g[0]}, printed)};
+}
+
+// no_derivative: training through what it marks is an error, as PyTorch's
+// backward raises there.
+Grads noDerivativeGradient(GradientBuilder& b, const Grads&, const Needed&) {
+  const ir::Node& node = nodeOf(b);
+  throwError(ErrorKind::Unsupported,
+             strCat("Unsupported op in the backward pass: ", node.attrs().getString("what"),
+                    node.location().known() ? " at " + node.location().str() : std::string(),
+                    " has no derivative (PyTorch's backward raises here too) and lies between the "
+                    "trained weights and the loss. ",
+                    node.attrs().getString("hint")));
+}
+
+// The tensor streams to the host, which prints it.
+OpWork printWork(const Node& node) {
+  OpWork work;
+  work.hostTransfer = true;
+  work.hostBytes = node.output()->type().bytes();
+  return work;
+}
+
 } // namespace
 
 void registerCheckOps(OpRegistry& registry) {
@@ -67,6 +103,12 @@ void registerCheckOps(OpRegistry& registry) {
                inferPrintTensor);
   registry.add(OpKind::RecomputationCheckpoint, 1, 1, {"input"}, {}, inferUnchangedView);
   registry.setView(OpKind::RecomputationCheckpoint);
+  registry.setGradient(OpKind::CheckRange, passThroughGradient);
+  registry.setGradient(OpKind::RecomputationCheckpoint, passThroughGradient);
+  registry.setGradient(OpKind::PrintTensor, printTensorGradient);
+  registry.setGradient(OpKind::NoDerivative, noDerivativeGradient);
+  registry.setWork(OpKind::CheckRange, work::elementwise<1>);
+  registry.setWork(OpKind::PrintTensor, printWork);
 }
 
 } // namespace popsim::ir::ops

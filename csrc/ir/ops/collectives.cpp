@@ -1,6 +1,8 @@
 #include "ir/ops/op_registry.h"
+
 #include "ir/ops/type_checks.h"
 #include "ir/replica_shard.h"
+#include <algorithm>
 
 namespace popsim::ir::ops {
 namespace {
@@ -66,6 +68,24 @@ const std::vector<AttrSpec> kCollectiveAttrs = {{"key", AttrType::String},
                                                 {"system_ipus", AttrType::Int},
                                                 {"group_stride", AttrType::Int}};
 
+// All the replicas' IPUs sync and a ring moves the bytes (the larger of
+// what goes in and comes out); reducing, each IPU adds the chunks it gets.
+OpWork collectiveWork(const Node& node) {
+  OpWork work;
+  switch (node.kind()) {
+  case OpKind::ReplicaAllReduce: work.collective = OpWork::Collective::AllReduce; break;
+  case OpKind::ReplicaReduceScatter: work.collective = OpWork::Collective::ReduceScatter; break;
+  default: work.collective = OpWork::Collective::AllGather; break;
+  }
+  for (const Value* input : node.inputs())
+    work.collectiveBytes += input->type().bytes();
+  work.collectiveBytes = std::max(work.collectiveBytes, node.output()->type().bytes());
+  work.replicas = node.attrs().getInt("replicas");
+  work.systemIpus = node.attrs().getInt("system_ipus");
+  work.collectiveReduces = node.kind() != OpKind::ReplicaAllGather;
+  return work;
+}
+
 } // namespace
 
 void registerCollectiveOps(OpRegistry& registry) {
@@ -75,6 +95,10 @@ void registerCollectiveOps(OpRegistry& registry) {
   std::vector<AttrSpec> gather = kCollectiveAttrs;
   gather.push_back({"shape", AttrType::Ints});
   registry.add(OpKind::ReplicaAllGather, 1, 1, {"shard"}, gather, inferAllGather);
+  registry.setWork(OpKind::ReplicaAllReduce, collectiveWork);
+  registry.setWork(OpKind::ReplicaReduceScatter, collectiveWork);
+  registry.setWork(OpKind::ReplicaAllGather, collectiveWork);
+  registry.setWork(OpKind::ReplicaShard, work::movement);
 }
 
 } // namespace popsim::ir::ops

@@ -1,8 +1,9 @@
-#include "ir/ops/convolution_types.h"
+#include "ir/ops/gradient_helpers.h"
 #include "ir/ops/op_registry.h"
 #include "ir/ops/type_checks.h"
 
 namespace popsim::ir::ops {
+namespace {
 
 // convolution(input[N, C, *spatial], weight[OC, C / groups, *kernel], bias[OC]?)
 // as torch.nn.functional.conv1d/2d/3d: 1 to 3 spatial dimensions, with one
@@ -55,13 +56,115 @@ std::vector<TensorType> inferConvolution(const std::vector<TensorType>& inputs,
   return {{x.dtype, out}};
 }
 
+// convolution_grad_input(dY[N, OC, *out], weight) -> dX of shape input_shape:
+// the convolution of an input of that shape must give dY's shape (transposed
+// convolutions lower to this op, so users reach this check).
+std::vector<TensorType> inferConvGradInput(const std::vector<TensorType>& inputs,
+                                           const Attributes& attrs) {
+  requireFloats(inputs);
+  const TensorType& dy = inputs[0];
+  const TensorType& w = inputs[1];
+  const Shape& shape = attrs.getInts("input_shape");
+  requireLength(shape, static_cast<size_t>(dy.rank()), "input_shape");
+  const TensorType forward = inferConvolution({typed(w, shape), w}, attrs)[0];
+  POPSIM_CHECK(forward.shape == dy.shape, ErrorKind::Compilation, "input_shape ",
+               shapeToString(shape), " convolves with weight ", w.str(), " to ", forward.str(),
+               ", not to grad_output ", dy.str(), ".");
+  return {typed(dy, shape)};
+}
+
+// convolution_grad_weight(X, dY) -> dW of shape weight_shape.
+std::vector<TensorType> inferConvGradWeight(const std::vector<TensorType>& inputs,
+                                            const Attributes& attrs) {
+  requireFloats(inputs);
+  const Shape& shape = attrs.getInts("weight_shape");
+  const TensorType forward = inferConvolution({inputs[0], typed(inputs[0], shape)}, attrs)[0];
+  POPSIM_CHECK(forward.shape == inputs[1].shape, ErrorKind::Compilation, "input ", inputs[0].str(),
+               " convolves with a weight of weight_shape ", shapeToString(shape), " to ",
+               forward.str(), ", not to grad_output ", inputs[1].str(), ".");
+  return {typed(inputs[0], shape)};
+}
+
+Grads convolutionGradient(GradientBuilder& b, const Grads& g, const Needed& needed) {
+  Grads result = none(b);
+  const Attributes& attrs = nodeOf(b).attrs();
+  if (needed[0]) {
+    Attributes a = copyAttrs(attrs, {"stride", "padding", "dilation", "groups"});
+    a.set("input_shape", in(b, 0)->type().shape);
+    result[0] = b.emit(OpKind::ConvolutionGradInput, {g[0], in(b, 1)}, a);
+  }
+  if (needed[1]) {
+    Attributes a = copyAttrs(attrs, {"stride", "padding", "dilation", "groups"});
+    a.set("weight_shape", in(b, 1)->type().shape);
+    result[1] = b.emit(OpKind::ConvolutionGradWeight, {in(b, 0), g[0]}, a);
+  }
+  if (result.size() == 3 && needed[2]) {
+    result[2] = b.emit(OpKind::ReduceSum, {g[0]},
+                       {{"dims", allDimsExcept(g[0]->type().rank(), 1)}, {"keepdim", false}});
+  }
+  return result;
+}
+
+// A transposed convolution is convolution_grad_input(x, w): its input's gradient
+// is the forward convolution of the output's, its weight's the weight
+// gradient of that convolution.
+Grads convolutionGradInputGradient(GradientBuilder& b, const Grads& g, const Needed& needed) {
+  Grads result = none(b);
+  const Attributes a = copyAttrs(nodeOf(b).attrs(), {"stride", "padding", "dilation", "groups"});
+  if (needed[0]) {
+    result[0] = b.emit(OpKind::Convolution, {g[0], in(b, 1)}, a);
+  }
+  if (needed[1]) {
+    Attributes weight = a;
+    weight.set("weight_shape", in(b, 1)->type().shape);
+    result[1] = b.emit(OpKind::ConvolutionGradWeight, {g[0], in(b, 0)}, weight);
+  }
+  return result;
+}
+
+// Every element of the convolution's output pairs with every tap of its
+// window over the input channels of its group; the two gradients do as many
+// multiply-accumulates (each pairs every output-gradient element with every
+// tap). The operands are exchanged to the tiles that use them.
+OpWork convolutionWork(const Node& node) {
+  const bool weightGradient = node.kind() == OpKind::ConvolutionGradWeight;
+  const TensorType& out = node.output()->type();
+  const Shape& w = weightGradient ? out.shape : node.input(1)->type().shape;
+  const TensorType& convOutput =
+      node.kind() == OpKind::Convolution ? out : node.input(weightGradient ? 1 : 0)->type();
+  OpWork work;
+  work.macs = static_cast<uint64_t>(convOutput.numel() * (elementCount(w) / w[0]));
+  work.macType = node.input(0)->type().dtype;
+  for (const Value* input : node.inputs())
+    work.exchangedBytes += input->type().bytes();
+  return work;
+}
+
+} // namespace
+
 void registerConvolutionOps(OpRegistry& registry) {
-  registry.add(OpKind::Convolution, 2, 3, {"input", "weight", "bias"},
-               {{"stride", AttrType::Ints},
-                {"padding", AttrType::Ints},
-                {"dilation", AttrType::Ints},
-                {"groups", AttrType::Int}},
-               inferConvolution);
+  const std::vector<AttrSpec> convAttrs = {{"stride", AttrType::Ints},
+                                           {"padding", AttrType::Ints},
+                                           {"dilation", AttrType::Ints},
+                                           {"groups", AttrType::Int}};
+  const auto with = [&](AttrSpec extra) {
+    std::vector<AttrSpec> attrs = convAttrs;
+    attrs.push_back(std::move(extra));
+    return attrs;
+  };
+  registry.add(OpKind::Convolution, 2, 3, {"input", "weight", "bias"}, convAttrs, inferConvolution);
+  registry.add(OpKind::ConvolutionGradInput, 2, 2, {"grad_output", "weight"},
+               with({"input_shape", AttrType::Ints}), inferConvGradInput);
+  registry.add(OpKind::ConvolutionGradWeight, 2, 2, {"input", "grad_output"},
+               with({"weight_shape", AttrType::Ints}), inferConvGradWeight);
+  registry.setGradient(OpKind::Convolution, convolutionGradient);
+  registry.setGradient(OpKind::ConvolutionGradInput, convolutionGradInputGradient);
+  registry.setWork(OpKind::Convolution, convolutionWork);
+  registry.setWork(OpKind::ConvolutionGradInput, convolutionWork);
+  registry.setWork(OpKind::ConvolutionGradWeight, convolutionWork);
+  registry.setPlannedTemporaries(OpKind::Convolution);
+  registry.setPlannedTemporaries(OpKind::ConvolutionGradInput);
+  registry.setPlannedTemporaries(OpKind::ConvolutionGradWeight);
 }
 
 } // namespace popsim::ir::ops

@@ -1,3 +1,4 @@
+#include "ir/ops/gradient_helpers.h"
 #include "ir/ops/op_registry.h"
 #include "ir/ops/type_checks.h"
 
@@ -50,6 +51,14 @@ std::vector<TensorType> inferCtcLossGrad(const std::vector<TensorType>& inputs, 
   return {inputs[1]};
 }
 
+// ctc_loss: PyTorch's gradient into the log-probabilities only.
+Grads ctcLossGradient(GradientBuilder& b, const Grads& g, const Needed&) {
+  Grads result = none(b);
+  result[0] = b.emit(OpKind::CtcLossGrad, {g[0], in(b, 0), in(b, 1), in(b, 2), in(b, 3), out(b)},
+                     copyAttrs(nodeOf(b).attrs(), {"blank", "zero_infinity"}));
+  return result;
+}
+
 } // namespace
 
 void registerCtcLossOps(OpRegistry& registry) {
@@ -59,6 +68,9 @@ void registerCtcLossOps(OpRegistry& registry) {
   registry.add(OpKind::CtcLossGrad, 6, 6,
                {"grad_nll", "log_probs", "targets", "input_lengths", "target_lengths", "nll"},
                attrs, inferCtcLossGrad);
+  registry.setGradient(OpKind::CtcLoss, ctcLossGradient);
+  registry.setWork(OpKind::CtcLoss, work::reduction<1>);
+  registry.setWork(OpKind::CtcLossGrad, work::reduction<1>);
 }
 
 } // namespace popsim::ir::ops

@@ -1,3 +1,4 @@
+#include "ir/ops/gradient_helpers.h"
 #include "ir/ops/op_registry.h"
 #include "ir/ops/type_checks.h"
 
@@ -82,6 +83,21 @@ std::vector<TensorType> inferCumulativeSum(const std::vector<TensorType>& inputs
   return {x};
 }
 
+// max/min along a dimension: to the extremum (shared or the first, as the
+// op's `ties` says).
+Grads reduceExtremumGradient(GradientBuilder& b, const Grads& g, const Needed&) {
+  return {b.emit(OpKind::ReduceExtremumGrad, {g[0], in(b, 0), out(b)},
+                 copyAttrs(nodeOf(b).attrs(), {"function", "dim", "ties"}))};
+}
+
+// cumsum: each input element reaches every later output, so its gradient is
+// the running sum of the output gradient from the end (PyTorch's flip-cumsum-flip).
+Grads cumulativeSumGradient(GradientBuilder& b, const Grads& g, const Needed&) {
+  return {b.emit(OpKind::CumulativeSum, {g[0]},
+                 {{"dim", nodeOf(b).attrs().getInt("dim")},
+                  {"reverse", !nodeOf(b).attrs().getBool("reverse")}})};
+}
+
 } // namespace
 
 void registerScanOps(OpRegistry& registry) {
@@ -97,6 +113,12 @@ void registerExtremumOps(OpRegistry& registry) {
                inferReduceExtremumGrad);
   registry.add(OpKind::ArgExtremum, 1, 1, {"input"},
                {{"function", AttrType::String}, {"dim", AttrType::Int}}, inferArgExtremum);
+  registry.setGradient(OpKind::ReduceExtremum, reduceExtremumGradient);
+  registry.setGradient(OpKind::CumulativeSum, cumulativeSumGradient);
+  registry.setWork(OpKind::ReduceExtremum, work::reduction<1>);
+  registry.setWork(OpKind::ArgExtremum, work::reduction<1>);
+  registry.setWork(OpKind::ReduceExtremumGrad, work::elementwise<1>);
+  registry.setWork(OpKind::CumulativeSum, work::elementwise<1>);
 }
 
 } // namespace popsim::ir::ops

@@ -50,6 +50,17 @@ std::vector<TensorType> inferHostCall(const std::vector<TensorType>&, const Attr
   return outputs;
 }
 
+// The inputs stream to the host, which computes; the results stream back.
+OpWork hostCallWork(const Node& node) {
+  OpWork work;
+  work.hostTransfer = true;
+  for (const Value* value : node.inputs())
+    work.hostBytes += value->type().bytes();
+  for (const Value* value : node.outputs())
+    work.hostBytes += value->type().bytes();
+  return work;
+}
+
 } // namespace
 
 void registerHostCallOps(OpRegistry& registry) {
@@ -59,6 +70,7 @@ void registerHostCallOps(OpRegistry& registry) {
                 {"output_ranks", AttrType::Ints},
                 {"output_shapes", AttrType::Ints}},
                inferHostCall);
+  registry.setWork(OpKind::HostCall, hostCallWork);
 }
 
 } // namespace popsim::ir::ops

@@ -1,5 +1,8 @@
+#include "ir/ops/gradient_helpers.h"
 #include "ir/ops/op_registry.h"
 #include "ir/ops/type_checks.h"
+
+#include <cmath>
 
 // Ops that move elements by an index tensor along one dimension: whole
 // slices (index_select, index_add) or single elements (gather, scatter).
@@ -97,6 +100,141 @@ std::vector<TensorType> inferScatterReduce(const std::vector<TensorType>& inputs
   return {inputs[0]};
 }
 
+// index_select: each slice's gradient added back where it came from
+// (repeated indices sum, as in PyTorch).
+Grads indexSelectGradient(GradientBuilder& b, const Grads& g, const Needed&) {
+  Grads result = none(b);
+  result[0] = b.emit(OpKind::IndexAdd, {b.zeros(in(b, 0)->type().shape), in(b, 1), g[0]},
+                     {{"dim", nodeOf(b).attrs().getInt("dim")}, {"accumulate", true}});
+  return result;
+}
+
+// index_add / index_copy: the input's gradient passes (but not into the
+// overwritten slices of a copy); the source's is the slices it went to.
+Grads indexAddGradient(GradientBuilder& b, const Grads& g, const Needed& needed) {
+  Grads result = none(b);
+  const int64_t dim = nodeOf(b).attrs().getInt("dim");
+  const bool accumulate = nodeOf(b).attrs().getBool("accumulate");
+  if (needed[0]) {
+    result[0] = accumulate
+                    ? g[0]
+                    : b.emit(OpKind::IndexAdd, {g[0], in(b, 1), b.zeros(in(b, 2)->type().shape)},
+                             {{"dim", dim}, {"accumulate", false}});
+  }
+  if (needed[2]) result[2] = b.emit(OpKind::IndexSelect, {g[0], in(b, 1)}, {{"dim", dim}});
+  return result;
+}
+
+// gather: the gradient added back into the positions read (repeats sum).
+Grads gatherGradient(GradientBuilder& b, const Grads& g, const Needed&) {
+  Grads result = none(b);
+  result[0] = b.emit(OpKind::Scatter, {b.zeros(in(b, 0)->type().shape), in(b, 1), g[0]},
+                     {{"dim", nodeOf(b).attrs().getInt("dim")}, {"reduce", std::string("sum")}});
+  return result;
+}
+
+// scatter: the input's gradient passes (not into overwritten positions when
+// writing over); src's is read back from the positions it went to.
+Grads scatterGradient(GradientBuilder& b, const Grads& g, const Needed& needed) {
+  Grads result = none(b);
+  const int64_t dim = nodeOf(b).attrs().getInt("dim");
+  const bool sum = nodeOf(b).attrs().getString("reduce") == "sum";
+  if (needed[0]) {
+    result[0] = sum ? g[0]
+                    : b.emit(OpKind::Scatter, {g[0], in(b, 1), b.zeros(in(b, 2)->type().shape)},
+                             {{"dim", dim}, {"reduce", std::string("none")}});
+  }
+  if (needed[2]) result[2] = b.emit(OpKind::Gather, {g[0], in(b, 1)}, {{"dim", dim}});
+  return result;
+}
+
+// scatter_reduce: PyTorch's formulas for sum, mean (each value's share of
+// its target's count), prod and amax/amin (split evenly between the values equal
+// to the result, the input's counted even without include_self, as PyTorch
+// counts them); without include_self the input gets none at reached targets.
+Grads scatterReduceGradient(GradientBuilder& b, const Grads& g, const Needed& needed) {
+  const Attributes& attrs = nodeOf(b).attrs();
+  const std::string& reduce = attrs.getString("reduce");
+  const int64_t dim = attrs.getInt("dim");
+  const bool includeSelf = attrs.getBool("include_self");
+  Value* x = in(b, 0);
+  Value* index = in(b, 1);
+  Value* src = in(b, 2);
+  const auto scatterSum = [&](Value* base, Value* values) {
+    return b.emit(OpKind::ScatterReduce, {base, index, values},
+                  {{"dim", dim}, {"reduce", std::string("sum")}, {"include_self", true}});
+  };
+  const auto gatherAt = [&](Value* v) {
+    return b.emit(OpKind::Gather, {v, index}, {{"dim", dim}});
+  };
+  const auto ones = [&](const ir::Shape& shape) { return b.affine(b.zeros(shape), 1.0, 1.0); };
+  Value* gradSelf = g[0];
+  Value* gradSrc = nullptr;
+  if (reduce == "sum") {
+    gradSrc = gatherAt(g[0]);
+  } else if (reduce == "mean") {
+    Value* counts = scatterSum(includeSelf ? ones(x->type().shape) : b.zeros(x->type().shape),
+                               ones(src->type().shape));
+    Value* shares =
+        b.emit(OpKind::Div, {g[0], b.emit(OpKind::Pointwise, {counts},
+                                          {{"function", std::string("clamp")},
+                                           {"params", std::vector<double>{1.0, INFINITY}}})});
+    gradSelf = shares;
+    gradSrc = gatherAt(shares);
+  } else if (reduce == "prod") {
+    // PyTorch's formulas, exact where values are zero: the gradient of a
+    // zero factor is the product of the others, taken with it set to one.
+    Value* zero = b.zeros({});
+    Value* one = b.affine(zero, 1.0, 1.0);
+    const auto isZero = [&](Value* v) {
+      return b.emit(OpKind::BinaryPointwise, {v, zero}, {{"function", std::string("eq")}});
+    };
+    const auto oneWhere = [&](Value* mask, Value* v) {
+      return b.emit(OpKind::Where, {mask, one, v});
+    };
+    const auto product = [&](Value* base, Value* values) {
+      return b.emit(OpKind::ScatterReduce, {base, index, values},
+                    {{"dim", dim}, {"reduce", std::string("prod")}, {"include_self", includeSelf}});
+    };
+    Value* maskedSelf = oneWhere(isZero(x), x);
+    gradSelf =
+        b.emit(OpKind::Div, {b.emit(OpKind::Mul, {g[0], product(maskedSelf, src)}), maskedSelf});
+    Value* srcZero = isZero(src);
+    Value* zerosAtTarget = gatherAt(scatterSum(
+        b.zeros(x->type().shape),
+        b.emit(OpKind::Cast, {srcZero}, {{"dtype", std::string(ir::dtypeName(x->type().dtype))}})));
+    Value* singleZero = b.emit(OpKind::BinaryPointwise,
+                               {srcZero, b.emit(OpKind::BinaryPointwise, {zerosAtTarget, one},
+                                                {{"function", std::string("eq")}})},
+                               {{"function", std::string("logical_and")}});
+    Value* othersProduct =
+        gatherAt(b.emit(OpKind::Mul, {g[0], product(x, oneWhere(singleZero, src))}));
+    Value* quotient = b.emit(
+        OpKind::Div, {gatherAt(b.emit(OpKind::Mul, {g[0], out(b)})), oneWhere(srcZero, src)});
+    gradSrc = b.emit(OpKind::Where, {singleZero, othersProduct, quotient});
+  } else { // amax, amin
+    Value* result = out(b);
+    const auto equal = [&](Value* a, Value* c) {
+      return b.emit(OpKind::Cast,
+                    {b.emit(OpKind::BinaryPointwise, {a, c}, {{"function", std::string("eq")}})},
+                    {{"dtype", std::string(ir::dtypeName(x->type().dtype))}});
+    };
+    Value* selfIsResult = equal(x, result);
+    Value* srcIsResult = equal(src, gatherAt(result));
+    Value* shares = b.emit(OpKind::Div, {g[0], scatterSum(selfIsResult, srcIsResult)});
+    gradSelf = b.emit(OpKind::Mul, {selfIsResult, shares});
+    gradSrc = b.emit(OpKind::Mul, {srcIsResult, gatherAt(shares)});
+  }
+  if (!includeSelf && needed[0]) {
+    gradSelf = b.emit(OpKind::Scatter, {gradSelf, index, b.zeros(src->type().shape)},
+                      {{"dim", dim}, {"reduce", std::string("none")}});
+  }
+  Grads result = none(b);
+  if (needed[0]) result[0] = gradSelf;
+  if (needed[2]) result[2] = gradSrc;
+  return result;
+}
+
 } // namespace
 
 void registerIndexingOps(OpRegistry& registry) {
@@ -111,6 +249,16 @@ void registerIndexingOps(OpRegistry& registry) {
   registry.add(OpKind::Gather, 2, 2, {"input", "index"}, {{"dim", AttrType::Int}}, inferGather);
   registry.add(OpKind::Scatter, 3, 3, {"input", "index", "src"},
                {{"dim", AttrType::Int}, {"reduce", AttrType::String}}, inferScatter);
+  registry.setGradient(OpKind::IndexSelect, indexSelectGradient);
+  registry.setGradient(OpKind::IndexAdd, indexAddGradient);
+  registry.setGradient(OpKind::Gather, gatherGradient);
+  registry.setGradient(OpKind::Scatter, scatterGradient);
+  registry.setGradient(OpKind::ScatterReduce, scatterReduceGradient);
+  registry.setWork(OpKind::IndexSelect, work::movement);
+  registry.setWork(OpKind::IndexAdd, work::movement);
+  registry.setWork(OpKind::Gather, work::movement);
+  registry.setWork(OpKind::Scatter, work::movement);
+  registry.setWork(OpKind::ScatterReduce, work::movement);
 }
 
 } // namespace popsim::ir::ops

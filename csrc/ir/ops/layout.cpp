@@ -1,3 +1,4 @@
+#include "ir/ops/gradient_helpers.h"
 #include "ir/ops/op_registry.h"
 #include "ir/ops/type_checks.h"
 
@@ -98,6 +99,113 @@ std::vector<TensorType> inferConcat(const std::vector<TensorType>& inputs,
   return {{first.dtype, out}};
 }
 
+// slice_grad(dY) -> zeros of input_shape with dY where the slice came from.
+std::vector<TensorType> inferSliceGrad(const std::vector<TensorType>& inputs,
+                                       const Attributes& attrs) {
+  const Shape& shape = attrs.getInts("input_shape");
+  const int64_t dim = attrs.getInt("dim");
+  POPSIM_CHECK(static_cast<int64_t>(shape.size()) == inputs[0].rank() && dim >= 0 &&
+                   dim < inputs[0].rank(),
+               ErrorKind::Compilation, "input_shape ", shapeToString(shape),
+               " does not fit grad_output ", inputs[0].str(), " at dim ", dim, ".");
+  return {{inputs[0].dtype, shape}};
+}
+
+// broadcast(X) -> X broadcast to `shape` (NumPy rules).
+std::vector<TensorType> inferBroadcast(const std::vector<TensorType>& inputs,
+                                       const Attributes& attrs) {
+  const Shape& shape = attrs.getInts("shape");
+  auto broadcast = broadcastShapes(inputs[0].shape, shape);
+  POPSIM_CHECK(broadcast.has_value() && *broadcast == shape, ErrorKind::Compilation,
+               inputs[0].str(), " does not broadcast to ", shapeToString(shape), ".");
+  return {{inputs[0].dtype, shape}};
+}
+
+// A cast between float types passes the gradient back in its input's dtype
+// (so a float16 input's gradient is rounded to float16); from integers and
+// bools no gradient flows.
+Grads castGradient(GradientBuilder& b, const Grads& g, const Needed&) {
+  const ir::DType from = in(b, 0)->type().dtype;
+  if (!ir::isFloat(from)) return none(b);
+  return {b.emit(OpKind::Cast, {g[0]}, {{"dtype", std::string(ir::dtypeName(from))}})};
+}
+
+Grads reshapeGradient(GradientBuilder& b, const Grads& g, const Needed&) {
+  return {b.reshape(g[0], in(b, 0)->type().shape)};
+}
+
+Grads permuteGradient(GradientBuilder& b, const Grads& g, const Needed&) {
+  const auto& perm = nodeOf(b).attrs().getInts("perm");
+  std::vector<int64_t> inverse(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i)
+    inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+  return {b.emit(OpKind::Permute, {g[0]}, {{"perm", inverse}})};
+}
+
+Grads sliceGradient(GradientBuilder& b, const Grads& g, const Needed&) {
+  Attributes a = copyAttrs(nodeOf(b).attrs(), {"dim", "start", "end", "step"});
+  a.set("input_shape", in(b, 0)->type().shape);
+  return {b.emit(OpKind::SliceGrad, {g[0]}, a)};
+}
+
+// The input's gradient is the output's with the overwritten slice zeroed;
+// the update's is that slice of the output's.
+Grads sliceUpdateGradient(GradientBuilder& b, const Grads& g, const Needed& needed) {
+  const Attributes a = copyAttrs(nodeOf(b).attrs(), {"dim", "start", "end", "step"});
+  Grads result = none(b);
+  if (needed[0]) {
+    result[0] = b.emit(OpKind::SliceUpdate, {g[0], b.zeros(in(b, 1)->type().shape)}, a);
+  }
+  if (needed[1]) {
+    result[1] = b.emit(OpKind::Slice, {g[0]}, a);
+  }
+  return result;
+}
+
+// overwrite(x, v): the gradient goes to x only, as if the write had not happened.
+Grads overwriteGradient(GradientBuilder& b, const Grads& g, const Needed&) {
+  Grads result = none(b);
+  result[0] = g[0];
+  return result;
+}
+
+Grads concatGradient(GradientBuilder& b, const Grads& g, const Needed& needed) {
+  Grads result = none(b);
+  const int64_t dim = nodeOf(b).attrs().getInt("dim");
+  int64_t start = 0;
+  for (size_t i = 0; i < result.size(); ++i) {
+    const int64_t size = in(b, i)->type().shape[static_cast<size_t>(dim)];
+    if (needed[i]) {
+      result[i] =
+          b.emit(OpKind::Slice, {g[0]},
+                 {{"dim", dim}, {"start", start}, {"end", start + size}, {"step", int64_t{1}}});
+    }
+    start += size;
+  }
+  return result;
+}
+
+Grads broadcastGradient(GradientBuilder& b, const Grads& g, const Needed&) {
+  return {b.sumToShape(g[0], in(b, 0)->type().shape)};
+}
+
+// A conversion per element, on the tiles that hold them (float32 vector
+// width).
+OpWork castWork(const Node& node) {
+  OpWork work;
+  work.vectorPasses = 1;
+  work.vectorElements = static_cast<uint64_t>(node.output()->type().numel());
+  return work;
+}
+
+// Over the IPU-Links between two IPUs; the receiving IPU waits for it.
+OpWork ipuCopyWork(const Node& node) {
+  OpWork work;
+  work.linkTransfer = true;
+  work.linkBytes = node.output()->type().bytes();
+  return work;
+}
+
 } // namespace
 
 void registerLayoutOps(OpRegistry& registry) {
@@ -136,6 +244,31 @@ void registerLayoutOps(OpRegistry& registry) {
   // A reshape of a contiguous tensor and a gradient barrier move no bytes.
   registry.setView(OpKind::Reshape);
   registry.setView(OpKind::StopGradient);
+  registry.add(OpKind::SliceGrad, 1, 1, {"grad_output"},
+               {{"input_shape", AttrType::Ints},
+                {"dim", AttrType::Int},
+                {"start", AttrType::Int},
+                {"end", AttrType::Int},
+                {"step", AttrType::Int}},
+               inferSliceGrad);
+  registry.add(OpKind::Broadcast, 1, 1, {"input"}, {{"shape", AttrType::Ints}}, inferBroadcast);
+  registry.setGradient(OpKind::Cast, castGradient);
+  registry.setGradient(OpKind::Reshape, reshapeGradient);
+  registry.setGradient(OpKind::Permute, permuteGradient);
+  registry.setGradient(OpKind::Slice, sliceGradient);
+  registry.setGradient(OpKind::SliceUpdate, sliceUpdateGradient);
+  registry.setGradient(OpKind::Overwrite, overwriteGradient);
+  registry.setGradient(OpKind::Concat, concatGradient);
+  registry.setGradient(OpKind::Broadcast, broadcastGradient);
+  registry.setWork(OpKind::Permute, work::movement);
+  registry.setWork(OpKind::Slice, work::movement);
+  registry.setWork(OpKind::SliceUpdate, work::movement);
+  registry.setWork(OpKind::Concat, work::movement);
+  registry.setWork(OpKind::Overwrite, work::movement);
+  registry.setWork(OpKind::SliceGrad, work::movement);
+  registry.setWork(OpKind::Broadcast, work::movement);
+  registry.setWork(OpKind::Cast, castWork);
+  registry.setWork(OpKind::IpuCopy, ipuCopyWork);
 }
 
 } // namespace popsim::ir::ops

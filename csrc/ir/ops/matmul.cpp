@@ -1,3 +1,4 @@
+#include "ir/ops/gradient_helpers.h"
 #include "ir/ops/op_registry.h"
 #include "ir/ops/type_checks.h"
 
@@ -49,11 +50,92 @@ std::vector<TensorType> inferMatMul(const std::vector<TensorType>& inputs, const
   return {{a.dtype, out}};
 }
 
+// linear_grad_weight(dY[...,N], X[...,K]) -> dW[N,K]: the sum over leading
+// dimensions of dY^T X.
+std::vector<TensorType> inferLinearGradWeight(const std::vector<TensorType>& inputs,
+                                              const Attributes&) {
+  requireFloats(inputs);
+  const TensorType& dy = inputs[0];
+  const TensorType& x = inputs[1];
+  requireMinRank(dy, 1, "input 0 (grad_output)");
+  requireMinRank(x, 1, "input 1 (input)");
+  POPSIM_CHECK(dy.numel() / dy.shape.back() == x.numel() / x.shape.back(), ErrorKind::Compilation,
+               "grad_output ", dy.str(), " and input ", x.str(), " have different row counts.");
+  return {typed(dy, {dy.shape.back(), x.shape.back()})};
+}
+
+Grads linearGradient(GradientBuilder& b, const Grads& g, const Needed& needed) {
+  Grads result = none(b);
+  Value* dy = g[0];
+  const int64_t n = dy->type().shape.back();
+  const int64_t rows = dy->type().numel() / n;
+  if (needed[0]) {
+    Value* dx = b.emit(OpKind::MatMul, {b.reshape(dy, {rows, n}), in(b, 1)});
+    result[0] = b.reshape(dx, in(b, 0)->type().shape);
+  }
+  if (needed[1]) {
+    result[1] = b.emit(OpKind::LinearGradWeight, {dy, in(b, 0)});
+  }
+  if (result.size() == 3 && needed[2]) {
+    result[2] = dy->type().rank() == 1
+                    ? dy
+                    : b.emit(OpKind::ReduceSum, {dy},
+                             {{"dims", allDimsExcept(dy->type().rank(), dy->type().rank() - 1)},
+                              {"keepdim", false}});
+  }
+  return result;
+}
+
+// y = a @ b: da = dy @ b^T, db = a^T @ dy, each summed over broadcast batch dimensions.
+Grads matmulGradient(GradientBuilder& b, const Grads& g, const Needed& needed) {
+  Grads result = none(b);
+  if (needed[0]) {
+    Value* da = b.emit(OpKind::MatMul, {g[0], b.transposeLast(in(b, 1))});
+    result[0] = b.sumToShape(da, in(b, 0)->type().shape);
+  }
+  if (needed[1]) {
+    Value* db = b.emit(OpKind::MatMul, {b.transposeLast(in(b, 0)), g[0]});
+    result[1] = b.sumToShape(db, in(b, 1)->type().shape);
+  }
+  return result;
+}
+
+// A multiply-accumulate per output element and inner index: linear's
+// output [..., N] sums over the weight's K, matmul's over a's last
+// dimension, and the weight gradient dW[N, K] over every row of dY and X.
+// The operands are exchanged to the tiles that use them.
+OpWork matmulWork(const Node& node) {
+  const TensorType& out = node.output()->type();
+  OpWork work;
+  switch (node.kind()) {
+  case OpKind::Linear:
+    work.macs = static_cast<uint64_t>(out.numel() * node.input(1)->type().shape[1]);
+    break;
+  case OpKind::LinearGradWeight:
+    work.macs = static_cast<uint64_t>(node.input(0)->type().numel() * out.shape[1]);
+    break;
+  default: work.macs = static_cast<uint64_t>(out.numel() * node.input(0)->type().shape.back());
+  }
+  work.macType = node.input(0)->type().dtype;
+  for (const Value* input : node.inputs())
+    work.exchangedBytes += input->type().bytes();
+  return work;
+}
+
 } // namespace
 
 void registerMatMulOps(OpRegistry& registry) {
   registry.add(OpKind::Linear, 2, 3, {"input", "weight", "bias"}, {}, inferLinear);
   registry.add(OpKind::MatMul, 2, 2, {"a", "b"}, {}, inferMatMul);
+  registry.add(OpKind::LinearGradWeight, 2, 2, {"grad_output", "input"}, {}, inferLinearGradWeight);
+  registry.setGradient(OpKind::Linear, linearGradient);
+  registry.setGradient(OpKind::MatMul, matmulGradient);
+  registry.setWork(OpKind::Linear, matmulWork);
+  registry.setWork(OpKind::MatMul, matmulWork);
+  registry.setWork(OpKind::LinearGradWeight, matmulWork);
+  registry.setPlannedTemporaries(OpKind::Linear);
+  registry.setPlannedTemporaries(OpKind::MatMul);
+  registry.setPlannedTemporaries(OpKind::LinearGradWeight);
 }
 
 } // namespace popsim::ir::ops

@@ -18,4 +18,16 @@ void OpRegistry::setMutatedInputs(OpKind kind, std::vector<size_t> inputs) {
 
 void OpRegistry::setView(OpKind kind) { table_.at(static_cast<size_t>(kind)).view = true; }
 
+void OpRegistry::setGradient(OpKind kind, GradientRule rule) {
+  table_.at(static_cast<size_t>(kind)).gradient = rule;
+}
+
+void OpRegistry::setWork(OpKind kind, WorkRule rule) {
+  table_.at(static_cast<size_t>(kind)).work = rule;
+}
+
+void OpRegistry::setPlannedTemporaries(OpKind kind) {
+  table_.at(static_cast<size_t>(kind)).plannedTemporaries = true;
+}
+
 } // namespace popsim::ir

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "ir/node.h"
 #include "ir/op_schema.h"
 
 #include <array>
@@ -16,6 +17,11 @@ public:
   void setMutatedInputs(OpKind kind, std::vector<size_t> inputs);
   // Declares the op a view of its first input (see OpSchema::view).
   void setView(OpKind kind);
+  // Declares the op's gradient rule, work rule and planned temporaries (see
+  // OpSchema).
+  void setGradient(OpKind kind, GradientRule rule);
+  void setWork(OpKind kind, WorkRule rule);
+  void setPlannedTemporaries(OpKind kind);
 
 private:
   std::array<OpSchema, kNumOpKinds>& table_;
@@ -41,8 +47,7 @@ void registerNormalizationOps(OpRegistry& registry);
 void registerLayoutOps(OpRegistry& registry);
 void registerReductionOps(OpRegistry& registry);
 void registerEmbeddingOps(OpRegistry& registry);
-void registerGradientOps(OpRegistry& registry);
-void registerTrainingOps(OpRegistry& registry);
+void registerNllLossOps(OpRegistry& registry);
 void registerUpdateOps(OpRegistry& registry);
 void registerHostCallOps(OpRegistry& registry);
 void registerCollectiveOps(OpRegistry& registry);

@@ -1,3 +1,4 @@
+#include "ir/ops/gradient_helpers.h"
 #include "ir/ops/op_registry.h"
 #include "ir/ops/type_checks.h"
 #include "ir/pointwise_functions.h"
@@ -35,6 +36,16 @@ std::vector<TensorType> inferPointwiseGrad(const std::vector<TensorType>& inputs
   return {inputs[0]};
 }
 
+// The functions of ir/pointwise_functions.h: dx = dy * f'(x).
+Grads pointwiseGradient(GradientBuilder& b, const Grads& g, const Needed& needed) {
+  Grads result = none(b);
+  if (needed[0]) {
+    result[0] = b.emit(OpKind::PointwiseGrad, {g[0], in(b, 0)},
+                       copyAttrs(nodeOf(b).attrs(), {"function", "params"}));
+  }
+  return result;
+}
+
 } // namespace
 
 void registerPointwiseOps(OpRegistry& registry) {
@@ -42,6 +53,9 @@ void registerPointwiseOps(OpRegistry& registry) {
                                        {"params", AttrType::Floats}};
   registry.add(OpKind::Pointwise, 1, 1, {"input"}, attrs, inferPointwise);
   registry.add(OpKind::PointwiseGrad, 2, 2, {"grad_output", "input"}, attrs, inferPointwiseGrad);
+  registry.setGradient(OpKind::Pointwise, pointwiseGradient);
+  registry.setWork(OpKind::Pointwise, work::elementwise<2>);
+  registry.setWork(OpKind::PointwiseGrad, work::elementwise<1>);
 }
 
 } // namespace popsim::ir::ops

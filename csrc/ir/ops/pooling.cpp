@@ -1,3 +1,4 @@
+#include "ir/ops/gradient_helpers.h"
 #include "ir/ops/op_registry.h"
 #include "ir/ops/pooling_geometry.h"
 #include "ir/ops/type_checks.h"
@@ -79,6 +80,80 @@ std::vector<TensorType> inferAdaptiveMaxPool(const std::vector<TensorType>& inpu
   return {y, {DType::Int32, y.shape}};
 }
 
+// max_pool2d_grad(dY, indices) -> dX of input_shape: each dY element goes to
+// the position max_pool2d_train recorded for its window.
+std::vector<TensorType> inferMaxPoolGrad(const std::vector<TensorType>& inputs,
+                                         const Attributes& attrs) {
+  requireFloat(inputs[0], "input 0 (grad_output)");
+  requireRank(inputs[0], 4, "input 0 (grad_output)");
+  requireDType(inputs[1], DType::Int32, "input 1 (indices)");
+  requireShape(inputs[1], inputs[0].shape, "input 1 (indices)");
+  const Shape& shape = attrs.getInts("input_shape");
+  requireLength(shape, 4, "input_shape");
+  return {typed(inputs[0], shape)};
+}
+
+// avg_pool2d_grad(dY) / adaptive_avg_pool2d_grad(dY) -> dX of input_shape.
+std::vector<TensorType> inferPoolGradToShape(const std::vector<TensorType>& inputs,
+                                             const Attributes& attrs) {
+  requireFloats(inputs);
+  requireRank(inputs[0], 4, "input 0 (grad_output)");
+  const Shape& shape = attrs.getInts("input_shape");
+  requireLength(shape, 4, "input_shape");
+  return {typed(inputs[0], shape)};
+}
+
+// max_pool2d_train and adaptive_max_pool2d: dY added at the recorded maxima.
+Grads maxPoolGradient(GradientBuilder& b, const Grads& g, const Needed&) {
+  POPSIM_ASSERT(g[1] == nullptr, "max pooling indices reach the loss.");
+  return {
+      b.emit(OpKind::MaxPool2dGrad, {g[0], out(b, 1)}, {{"input_shape", in(b, 0)->type().shape}})};
+}
+
+Grads avgPoolGradient(GradientBuilder& b, const Grads& g, const Needed&) {
+  Attributes a = copyAttrs(nodeOf(b).attrs(), {"kernel", "stride", "padding", "ceil_mode",
+                                               "count_include_pad", "divisor_override"});
+  a.set("input_shape", in(b, 0)->type().shape);
+  return {b.emit(OpKind::AvgPool2dGrad, {g[0]}, a)};
+}
+
+Grads adaptiveAvgPoolGradient(GradientBuilder& b, const Grads& g, const Needed&) {
+  return {b.emit(OpKind::AdaptiveAvgPool2dGrad, {g[0]}, {{"input_shape", in(b, 0)->type().shape}})};
+}
+
+// Pooling over windows: the input is exchanged to the tiles of its windows,
+// then a vectorised pass per window tap over the output (float32 vector
+// width).
+OpWork windowWork(const Node& node) {
+  const auto& kernel = node.attrs().getInts("kernel");
+  OpWork work;
+  work.exchangedBytes = node.input(0)->type().bytes();
+  work.vectorPasses = 1;
+  work.vectorElements =
+      static_cast<uint64_t>(node.output()->type().numel() * kernel[0] * kernel[1]);
+  return work;
+}
+
+// Adaptive pooling: the input exchanged, then a pass over all of it.
+OpWork adaptiveWork(const Node& node) {
+  OpWork work;
+  work.exchangedBytes = node.input(0)->type().bytes();
+  work.vectorPasses = 1;
+  work.vectorElements = static_cast<uint64_t>(node.input(0)->type().numel());
+  return work;
+}
+
+// max_pool2d_grad is a scatter: clear dX, then one add per dY element.
+OpWork maxPoolGradWork(const Node& node) {
+  OpWork work;
+  for (const Value* input : node.inputs())
+    work.exchangedBytes += input->type().bytes();
+  work.vectorPasses = 1;
+  work.vectorElements =
+      static_cast<uint64_t>(node.output()->type().numel() + node.input(0)->type().numel());
+  return work;
+}
+
 } // namespace
 
 void registerPoolingOps(OpRegistry& registry) {
@@ -108,6 +183,31 @@ void registerPoolingOps(OpRegistry& registry) {
                inferAdaptiveAvgPool);
   registry.add(OpKind::AdaptiveMaxPool2d, 1, 1, {"input"}, {{"output_size", AttrType::Ints}},
                inferAdaptiveMaxPool);
+  registry.add(OpKind::MaxPool2dGrad, 2, 2, {"grad_output", "indices"},
+               {{"input_shape", AttrType::Ints}}, inferMaxPoolGrad);
+  registry.add(OpKind::AvgPool2dGrad, 1, 1, {"grad_output"},
+               {{"kernel", AttrType::Ints},
+                {"stride", AttrType::Ints},
+                {"padding", AttrType::Ints},
+                {"ceil_mode", AttrType::Bool},
+                {"count_include_pad", AttrType::Bool},
+                {"divisor_override", AttrType::Int},
+                {"input_shape", AttrType::Ints}},
+               inferPoolGradToShape);
+  registry.add(OpKind::AdaptiveAvgPool2dGrad, 1, 1, {"grad_output"},
+               {{"input_shape", AttrType::Ints}}, inferPoolGradToShape);
+  registry.setGradient(OpKind::MaxPool2dTrain, maxPoolGradient);
+  registry.setGradient(OpKind::AdaptiveMaxPool2d, maxPoolGradient);
+  registry.setGradient(OpKind::AvgPool2d, avgPoolGradient);
+  registry.setGradient(OpKind::AdaptiveAvgPool2d, adaptiveAvgPoolGradient);
+  registry.setWork(OpKind::MaxPool2d, windowWork);
+  registry.setWork(OpKind::MaxPool2dTrain, windowWork);
+  registry.setWork(OpKind::AvgPool2d, windowWork);
+  registry.setWork(OpKind::AvgPool2dGrad, windowWork);
+  registry.setWork(OpKind::MaxPool2dGrad, maxPoolGradWork);
+  registry.setWork(OpKind::AdaptiveAvgPool2d, adaptiveWork);
+  registry.setWork(OpKind::AdaptiveMaxPool2d, adaptiveWork);
+  registry.setWork(OpKind::AdaptiveAvgPool2dGrad, work::elementwise<1>);
 }
 
 } // namespace popsim::ir::ops

@@ -1,3 +1,4 @@
+#include "ir/ops/gradient_helpers.h"
 #include "ir/ops/op_registry.h"
 #include "ir/ops/type_checks.h"
 
@@ -48,6 +49,14 @@ std::vector<TensorType> inferProductGrad(const std::vector<TensorType>& inputs,
   return {x};
 }
 
+// prod / cumprod: PyTorch's formulas, from the input and the result
+// (ir/ops/product.cpp).
+Grads productGradient(GradientBuilder& b, const Grads& g, const Needed&) {
+  const OpKind gradient = nodeOf(b).kind() == OpKind::ReduceProduct ? OpKind::ReduceProductGrad
+                                                                    : OpKind::CumulativeProductGrad;
+  return {b.emit(gradient, {g[0], in(b, 0), out(b)}, copyAttrs(nodeOf(b).attrs(), {"dim"}))};
+}
+
 } // namespace
 
 void registerProductOps(OpRegistry& registry) {
@@ -63,6 +72,12 @@ void registerProductOps(OpRegistry& registry) {
                [](const std::vector<TensorType>& inputs, const Attributes& a) {
                  return inferProductGrad(inputs, a, true);
                });
+  registry.setGradient(OpKind::ReduceProduct, productGradient);
+  registry.setGradient(OpKind::CumulativeProduct, productGradient);
+  registry.setWork(OpKind::ReduceProduct, work::reduction<1>);
+  registry.setWork(OpKind::ReduceProductGrad, work::elementwise<1>);
+  registry.setWork(OpKind::CumulativeProduct, work::elementwise<1>);
+  registry.setWork(OpKind::CumulativeProductGrad, work::elementwise<1>);
 }
 
 } // namespace popsim::ir::ops

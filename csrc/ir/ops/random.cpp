@@ -1,3 +1,4 @@
+#include "ir/ops/gradient_helpers.h"
 #include "ir/ops/op_registry.h"
 #include "ir/ops/type_checks.h"
 
@@ -42,6 +43,27 @@ std::vector<TensorType> inferRandomBernoulli(const std::vector<TensorType>& inpu
   return {inputs[0]};
 }
 
+// dropout(X, counter) -> (Y, mask): mask holds 0 or 1/(1-p) per element,
+// drawn from (seed, stream, counter, element index); Y = X * mask.
+std::vector<TensorType> inferDropout(const std::vector<TensorType>& inputs,
+                                     const Attributes& attrs) {
+  requireFloat(inputs[0], "input 0 (input)");
+  requireDType(inputs[1], DType::Int64, "input 1 (counter)");
+  requireRank(inputs[1], 0, "input 1 (counter)");
+  const double p = attrs.getFloat("p");
+  POPSIM_CHECK(p >= 0.0 && p < 1.0, ErrorKind::Compilation,
+               "dropout probability must be in [0, 1), got ", p, ".");
+  return {inputs[0], inputs[0]};
+}
+
+Grads dropoutGradient(GradientBuilder& b, const Grads& g, const Needed&) {
+  POPSIM_ASSERT(g[1] == nullptr, "a dropout mask reaches the loss.");
+  return {b.emit(OpKind::Mul, {g[0], out(b, 1)}), nullptr};
+}
+
+// Random draws: PyTorch gives bernoulli's probabilities a zero gradient.
+Grads noGradientGradient(GradientBuilder& b, const Grads&, const Needed&) { return none(b); }
+
 } // namespace
 
 void registerRandomOps(OpRegistry& registry) {
@@ -54,6 +76,15 @@ void registerRandomOps(OpRegistry& registry) {
                inferRandomDraw);
   registry.add(OpKind::RandomBernoulli, 2, 2, {"p", "counter"},
                {{"seed", AttrType::Int}, {"stream", AttrType::Int}}, inferRandomBernoulli);
+  registry.add(OpKind::Dropout, 2, 2, {"input", "counter"},
+               {{"p", AttrType::Float}, {"seed", AttrType::Int}, {"stream", AttrType::Int}},
+               inferDropout);
+  registry.setGradient(OpKind::Dropout, dropoutGradient);
+  registry.setGradient(OpKind::RandomDraw, noGradientGradient);
+  registry.setGradient(OpKind::RandomBernoulli, noGradientGradient);
+  registry.setWork(OpKind::Dropout, work::elementwise<1>);
+  registry.setWork(OpKind::RandomDraw, work::elementwise<1>);
+  registry.setWork(OpKind::RandomBernoulli, work::elementwise<1>);
 }
 
 } // namespace popsim::ir::ops

@@ -1,3 +1,4 @@
+#include "ir/ops/gradient_helpers.h"
 #include "ir/ops/op_registry.h"
 #include "ir/ops/type_checks.h"
 
@@ -37,12 +38,32 @@ std::vector<TensorType> inferReduce(const std::vector<TensorType>& inputs,
   return {{x.dtype, out}};
 }
 
+// The gradient of a reduction is spread back over the reduced dimensions.
+Grads reduceGradient(GradientBuilder& b, const Grads& g, const Needed&) {
+  const ir::Shape& shape = in(b, 0)->type().shape;
+  ir::Shape kept = shape;
+  int64_t count = 1;
+  for (int64_t dim : nodeOf(b).attrs().getInts("dims")) {
+    kept[static_cast<size_t>(dim)] = 1;
+    count *= shape[static_cast<size_t>(dim)];
+  }
+  Value* spread = b.emit(OpKind::Broadcast, {b.reshape(g[0], kept)}, {{"shape", shape}});
+  if (nodeOf(b).kind() == OpKind::ReduceMean) {
+    spread = b.affine(spread, 1.0 / static_cast<double>(count), 0.0);
+  }
+  return {spread};
+}
+
 } // namespace
 
 void registerReductionOps(OpRegistry& registry) {
   const std::vector<AttrSpec> attrs = {{"dims", AttrType::Ints}, {"keepdim", AttrType::Bool}};
   registry.add(OpKind::ReduceSum, 1, 1, {"input"}, attrs, inferReduce<OpKind::ReduceSum>);
   registry.add(OpKind::ReduceMean, 1, 1, {"input"}, attrs, inferReduce<OpKind::ReduceMean>);
+  registry.setGradient(OpKind::ReduceSum, reduceGradient);
+  registry.setGradient(OpKind::ReduceMean, reduceGradient);
+  registry.setWork(OpKind::ReduceSum, work::reduction<1>);
+  registry.setWork(OpKind::ReduceMean, work::reduction<1>);
 }
 
 } // namespace popsim::ir::ops

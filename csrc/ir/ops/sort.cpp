@@ -1,3 +1,4 @@
+#include "ir/ops/gradient_helpers.h"
 #include "ir/ops/op_registry.h"
 #include "ir/ops/type_checks.h"
 
@@ -18,11 +19,20 @@ std::vector<TensorType> inferSort(const std::vector<TensorType>& inputs, const A
   return {x, {DType::Int64, x.shape}};
 }
 
+// sort: each value's gradient goes back to where the value came from.
+Grads sortValuesGradient(GradientBuilder& b, const Grads& g, const Needed&) {
+  POPSIM_ASSERT(g[1] == nullptr, "sort indices reach the loss.");
+  return {b.emit(OpKind::Scatter, {b.zeros(in(b, 0)->type().shape), out(b, 1), g[0]},
+                 {{"dim", nodeOf(b).attrs().getInt("dim")}, {"reduce", std::string("sum")}})};
+}
+
 } // namespace
 
 void registerSortOps(OpRegistry& registry) {
   registry.add(OpKind::Sort, 1, 1, {"input"},
                {{"dim", AttrType::Int}, {"descending", AttrType::Bool}}, inferSort);
+  registry.setGradient(OpKind::Sort, sortValuesGradient);
+  registry.setWork(OpKind::Sort, work::reduction<1>);
 }
 
 } // namespace popsim::ir::ops

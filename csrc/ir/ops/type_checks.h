@@ -3,7 +3,9 @@
 #include "common/check.h"
 #include "ir/tensor_type.h"
 
+#include <string>
 #include <string_view>
+#include <vector>
 
 // Small checks shared by the type-inference functions of ir/ops. Each throws a
 // Compilation error that names the input and gives expected and actual values.
@@ -33,6 +35,17 @@ inline void requireFloat(const TensorType& type, std::string_view what) {
 inline void requireShape(const TensorType& type, const Shape& shape, std::string_view what) {
   POPSIM_CHECK(type.shape == shape, ErrorKind::Compilation, what, " must have shape ",
                shapeToString(shape), ", got ", shapeToString(type.shape), ".");
+}
+
+// A tensor of `shape` with the dtype of `like` (gradients take their operands' dtype).
+inline TensorType typed(const TensorType& like, Shape shape) {
+  return {like.dtype, std::move(shape)};
+}
+
+inline void requireFloats(const std::vector<TensorType>& inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    requireFloat(inputs[i], "input " + std::to_string(i));
+  }
 }
 
 inline void requireLength(const std::vector<int64_t>& values, size_t length,

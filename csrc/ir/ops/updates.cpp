@@ -105,6 +105,17 @@ std::vector<TensorType> inferRmsprop(const std::vector<TensorType>& inputs,
   return {};
 }
 
+// LAMB on this replica's shard (Adam's work, two norms and a second pass),
+// with its two squared norms summed over the replicas between the passes.
+OpWork shardedLambWork(const Node& node) {
+  OpWork work = work::elementwise<9>(node);
+  work.collective = OpWork::Collective::AllReduce;
+  work.collectiveBytes = 2 * sizeof(float);
+  work.replicas = node.attrs().getInt("replicas");
+  work.systemIpus = node.attrs().getInt("system_ipus");
+  return work;
+}
+
 } // namespace
 
 void registerUpdateOps(OpRegistry& registry) {
@@ -148,6 +159,14 @@ void registerUpdateOps(OpRegistry& registry) {
                 {"group_stride", AttrType::Int}},
                inferLamb);
   registry.setMutatedInputs(OpKind::LambUpdateSharded, {0, 4, 5});
+  registry.setWork(OpKind::Assign, work::movement);
+  registry.setWork(OpKind::Accumulate, work::elementwise<1>);
+  registry.setWork(OpKind::Fill, work::elementwise<1>);
+  registry.setWork(OpKind::SgdUpdate, work::elementwise<2>);
+  registry.setWork(OpKind::AdamUpdate, work::elementwise<6>);
+  registry.setWork(OpKind::RmspropUpdate, work::elementwise<4>);
+  registry.setWork(OpKind::LambUpdate, work::elementwise<9>);
+  registry.setWork(OpKind::LambUpdateSharded, shardedLambWork);
 }
 
 } // namespace popsim::ir::ops

@@ -1,0 +1,68 @@
+#include "ir/op_work.h"
+
+#include "common/check.h"
+#include "ir/node.h"
+#include "ir/op_schema.h"
+
+namespace popsim::ir {
+namespace {
+
+// The data an op produces: its first output, or for in-place updates the
+// variable it writes.
+const TensorType& produced(const Node& node) {
+  return node.outputs().empty() ? node.input(0)->type() : node.output()->type();
+}
+
+} // namespace
+
+OpWork opWork(const Node& node) {
+  const OpSchema& schema = node.schema();
+  if (schema.view) {
+    OpWork none;
+    none.free = true;
+    return none;
+  }
+  POPSIM_ASSERT(schema.work != nullptr, "op ", schema.name(), " declares no work rule.");
+  return schema.work(node);
+}
+
+namespace work {
+
+template <uint64_t Passes> OpWork elementwise(const Node& node) {
+  OpWork work;
+  work.vectorPasses = Passes;
+  work.vectorElements = static_cast<uint64_t>(produced(node).numel());
+  work.vectorType = produced(node).dtype;
+  return work;
+}
+
+template <uint64_t Passes> OpWork reduction(const Node& node) {
+  OpWork work;
+  work.exchangedBytes = produced(node).bytes();
+  work.crossTileReduction = true;
+  work.vectorPasses = Passes;
+  work.vectorElements = static_cast<uint64_t>(node.input(0)->type().numel());
+  work.vectorType = node.input(0)->type().dtype;
+  return work;
+}
+
+OpWork movement(const Node& node) {
+  OpWork work;
+  work.exchangedBytes = produced(node).bytes();
+  return work;
+}
+
+template OpWork elementwise<1>(const Node&);
+template OpWork elementwise<2>(const Node&);
+template OpWork elementwise<3>(const Node&);
+template OpWork elementwise<4>(const Node&);
+template OpWork elementwise<6>(const Node&);
+template OpWork elementwise<9>(const Node&);
+template OpWork reduction<1>(const Node&);
+template OpWork reduction<2>(const Node&);
+template OpWork reduction<3>(const Node&);
+template OpWork reduction<4>(const Node&);
+template OpWork reduction<6>(const Node&);
+
+} // namespace work
+} // namespace popsim::ir

@@ -1,0 +1,73 @@
+#pragma once
+
+#include "ir/dtype.h"
+
+#include <cstdint>
+
+namespace popsim::ir {
+
+class Node;
+
+// What one op does on an IPU, counted in the units a chip's rates are quoted
+// in: multiply-accumulates, vectorised passes over elements, bytes exchanged
+// between tiles, host and IPU-Link transfers, collectives across replicas.
+// Each op family declares its ops' rules next to their schemas (ir/ops);
+// costs/cost_model.cpp turns the work into cycles on a chip, with one set of
+// physical rules for all ops. An op spends a sync of its IPU's tiles (a BSP
+// superstep), then exchanges, then computes, unless it is a view.
+struct OpWork {
+  // A view (reshape, stop_gradient): no superstep at all.
+  bool free = false;
+  // Multiply-accumulates on the AMP units at `macType`'s rate (matmuls and
+  // convolutions, whose temporaries the memory plan sizes and may split
+  // into passes).
+  uint64_t macs = 0;
+  DType macType = DType::Float32;
+  // Passes of the tiles' vector units over `vectorElements` elements of
+  // `vectorType`, spread over all tiles.
+  uint64_t vectorPasses = 0;
+  uint64_t vectorElements = 0;
+  DType vectorType = DType::Float32;
+  // Bytes moved between tiles over the on-chip exchange.
+  uint64_t exchangedBytes = 0;
+  // Partial results cross tiles once more to be combined (a reduction): a
+  // sync more, within the exchange.
+  bool crossTileReduction = false;
+  // Bytes streamed to or from the host in the middle of the program
+  // (print_tensor, host_call): a host transfer.
+  bool hostTransfer = false;
+  uint64_t hostBytes = 0;
+  // Bytes sent over the IPU-Links to another IPU (ipu_copy): the receiving
+  // IPU waits for them; no superstep sync of its own.
+  bool linkTransfer = false;
+  uint64_t linkBytes = 0;
+  // A collective over the job's replicas: every replica's IPU syncs, and the
+  // ring moves `collectiveBytes` (an all-reduce both ways, a reduce-scatter
+  // or an all-gather one way); reducing, each IPU adds the chunks it gets.
+  enum class Collective { None, AllReduce, ReduceScatter, AllGather };
+  Collective collective = Collective::None;
+  uint64_t collectiveBytes = 0;
+  int64_t replicas = 1;
+  int64_t systemIpus = 1;
+  bool collectiveReduces = false;
+};
+
+// An op's work, from its family's rule (opSchema(kind).work); a view is free.
+OpWork opWork(const Node& node);
+
+// Rules several families share.
+namespace work {
+// One vectorised pass per `Passes` over the data the op produces (its first
+// output, or the variable an in-place update writes), in its dtype: the
+// elementwise ops.
+template <uint64_t Passes> OpWork elementwise(const Node& node);
+// `Passes` vectorised passes over the first input (in its dtype), whose
+// partial results cross tiles once and are exchanged as the output's bytes:
+// reductions, normalisations, softmax, losses, sorts.
+template <uint64_t Passes> OpWork reduction(const Node& node);
+// The data the op produces moved between tiles, no arithmetic: layout ops,
+// gathers and scatters, copies of one tensor into another.
+OpWork movement(const Node& node);
+} // namespace work
+
+} // namespace popsim::ir
