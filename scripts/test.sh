@@ -16,7 +16,8 @@ build_dir="${POPSIM_BUILD_DIR:-build/${build_type,,}}"
 ctest --test-dir "$build_dir" --output-on-failure --timeout 300
 export POPSIM_DATA_DIR="${POPSIM_DATA_DIR:-$PWD/build/test-data}"
 scripts/prepare_data.sh --no-download
-.venv/bin/python -m pytest tests/python tutorials/pipelining/tests "$@"
+# On every core (pytest-xdist): each test runs in one of the worker processes.
+.venv/bin/python -m pytest -n auto tests/python tutorials/pipelining/tests "$@"
 # Results must not depend on the CPU: the kernel, op and training parity tests
 # run again as a CPU with fewer vector instructions would run them (oneDNN
 # and ATen pick other kernels there, with other rounding).

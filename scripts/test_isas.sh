@@ -23,5 +23,5 @@ for cap in "${caps[@]}"; do
   ONEDNN_MAX_CPU_ISA="$onednn" ATEN_CPU_CAPABILITY="$aten" \
     "$build_dir/tests/cpp/popsim_core_tests" --gtest_brief=1 --gtest_filter='*Kernel*:*MaxPool*:*HalfRounding*'
   ONEDNN_MAX_CPU_ISA="$onednn" ATEN_CPU_CAPABILITY="$aten" \
-    .venv/bin/python -m pytest -q "${tests[@]}"
+    .venv/bin/python -m pytest -q -n auto "${tests[@]}"
 done

@@ -16,8 +16,8 @@ const char* errorKindName(ErrorKind kind) {
   return "Unknown";
 }
 
-Error::Error(ErrorKind kind, const std::string& message)
-    : std::runtime_error(message), kind_(kind) {}
+Error::Error(ErrorKind kind, const std::string& message, ErrorSite site)
+    : std::runtime_error(message), kind_(kind), site_(std::move(site)) {}
 
 void throwError(ErrorKind kind, const std::string& message) { throw Error(kind, message); }
 

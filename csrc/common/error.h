@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -20,15 +21,33 @@ enum class ErrorKind {
 
 const char* errorKindName(ErrorKind kind);
 
+// Where in a program an error happened, when it happened in one op (a kernel
+// failing as it is built or runs): the op, the user's source line and where
+// it ran. Empty strings and -1 where unknown. The message says all of it too;
+// these let code (and the Python error's attributes) read it.
+struct ErrorSite {
+  std::string node;   // how errors name the op: "convolution at model.py:12"
+  std::string op;     // its kind: "convolution"
+  std::string source; // the user's source line: "model.py:12"
+  std::string block;  // its pipeline block
+  std::string task;   // the pipeline task it ran in: "F0", "B1", ...
+  int64_t ipu = -1;
+  int64_t microBatch = -1; // in the call
+  int64_t replica = -1;
+  bool known() const { return !node.empty(); }
+};
+
 // The one exception type popsim throws. Messages are written for users: they
 // name the thing at fault, the expected and actual values and what to do.
 class Error : public std::runtime_error {
 public:
-  Error(ErrorKind kind, const std::string& message);
+  Error(ErrorKind kind, const std::string& message, ErrorSite site = {});
   ErrorKind kind() const { return kind_; }
+  const ErrorSite& site() const { return site_; }
 
 private:
   ErrorKind kind_;
+  ErrorSite site_;
 };
 
 [[noreturn]] void throwError(ErrorKind kind, const std::string& message);

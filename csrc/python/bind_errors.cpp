@@ -26,9 +26,31 @@ PyObject* errorClass(ErrorKind kind) {
   return cls.release().ptr();
 }
 
-void raise(ErrorKind kind, const char* message) {
+void raise(ErrorKind kind, const char* message, const ErrorSite& site = {}) {
   PyObject* cls = errorClass(kind);
-  PyErr_SetString(cls, message);
+  if (!site.known()) {
+    PyErr_SetString(cls, message);
+    Py_DECREF(cls);
+    return;
+  }
+  // The error's site as attributes (popsim.Error declares them, None by
+  // default), beside the message that says the same.
+  py::object error = py::reinterpret_borrow<py::object>(cls)(message);
+  const auto optional = [](int64_t value) {
+    return value < 0 ? py::object(py::none()) : py::object(py::int_(value));
+  };
+  const auto text = [](const std::string& value) {
+    return value.empty() ? py::object(py::none()) : py::object(py::str(value));
+  };
+  error.attr("node") = site.node;
+  error.attr("op") = site.op;
+  error.attr("source") = text(site.source);
+  error.attr("block") = text(site.block);
+  error.attr("task") = text(site.task);
+  error.attr("ipu") = optional(site.ipu);
+  error.attr("micro_batch") = optional(site.microBatch);
+  error.attr("replica") = optional(site.replica);
+  PyErr_SetObject(cls, error.ptr());
   Py_DECREF(cls);
 }
 
@@ -41,7 +63,7 @@ void bindErrors(py::module_& module) {
         std::rethrow_exception(pointer);
       }
     } catch (const Error& error) {
-      raise(error.kind(), error.what());
+      raise(error.kind(), error.what(), error.site());
     } catch (const dnnl::error& error) {
       raise(ErrorKind::Internal, (std::string("oneDNN failed: ") + error.what() +
                                   ". Please report this as a popsim bug.")

@@ -184,13 +184,16 @@ void Executable::runTask(const compiler::ScheduledTask& scheduled, int64_t micro
       try {
         item.kernel->run(stream);
       } catch (...) {
-        rethrowFailureOf(
-            *item.node,
-            strCat(replicaGroup_ != nullptr ? strCat("replica ", collectives_->replicaIndex(), ", ")
-                                            : std::string(),
-                   "task ", task.name, " on IPU", layout().tasks()[scheduled.task].ipu,
-                   microBatch < 0 ? std::string()
-                                  : strCat(", micro-batch ", microBatch, " of the call")));
+        FailureWhen when;
+        when.task = task.name;
+        when.ipu = layout().tasks()[scheduled.task].ipu;
+        when.microBatch = microBatch;
+        when.replica = replicaGroup_ != nullptr ? collectives_->replicaIndex() : -1;
+        when.doing = strCat(when.replica >= 0 ? strCat("replica ", when.replica, ", ") : "",
+                            "task ", task.name, " on IPU", when.ipu,
+                            microBatch < 0 ? std::string()
+                                           : strCat(", micro-batch ", microBatch, " of the call"));
+        rethrowFailureOf(*item.node, when);
       }
     } else {
       item.receive.channel->pop(item.receive.address);

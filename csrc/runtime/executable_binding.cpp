@@ -146,7 +146,10 @@ void Executable::bindKernels() {
     try {
       kernel = kernels::createKernel(request);
     } catch (...) {
-      rethrowFailureOf(*node, strCat("building its kernel for IPU", ipu));
+      FailureWhen when;
+      when.doing = strCat("building its kernel for IPU", ipu);
+      when.ipu = ipu;
+      rethrowFailureOf(*node, when);
     }
     std::string implementation = kernel ? kernel->implementation() : "view";
     TaskProgram& taskProgram = tasks_[task];

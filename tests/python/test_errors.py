@@ -273,6 +273,17 @@ def test_embedding_index_out_of_range_is_an_execution_error_naming_the_node():
         r"embedding at .*test_errors.py:\d+ \(forward, task F0 on IPU0, micro-batch 0 of the "
         r"call\): index 9 \(at position 1 of the indices\) is out of range for weight 'weight' "
         r"with 5 rows. Valid indices are 0 to 4.", str(error.value))
+    assert (error.value.op, error.value.task, error.value.ipu, error.value.micro_batch) == (
+        "embedding", "F0", 0, 0)
+
+
+def test_errors_outside_any_op_have_no_site():
+    model = popsim.inferenceModel(torch.nn.Linear(3, 2))
+    model(torch.randn(2, 3))
+    with pytest.raises(popsim.Error) as error:
+        model(torch.randn(2, 3, dtype=torch.float64).half())
+    assert (error.value.node, error.value.op, error.value.task, error.value.ipu,
+            error.value.micro_batch) == (None, None, None, None, None)
 
 
 class CtcModel(torch.nn.Module):
@@ -338,6 +349,12 @@ def test_errors_while_running_name_the_op_line_block_task_ipu_and_micro_batch():
         rf"nll_loss at .*test_errors.py:{loss_line} \(forward of block \"B1\", task FB1 on IPU1, "
         r"micro-batch 3 of the call\): target 7 of sample 0 is not a class index in \[0, 3\).",
         str(error.value))
+    # The same, as fields for code to read.
+    failure = error.value
+    assert (failure.op, failure.block, failure.task, failure.ipu, failure.micro_batch,
+            failure.replica) == ("nll_loss", "B1", "FB1", 1, 3, None)
+    assert failure.source.endswith(f"test_errors.py:{loss_line}")
+    assert failure.node == f"nll_loss at {failure.source}"
     # The other IPU's thread stopped too: the model runs again.
     trainer(torch.randn(8, 4), torch.tensor([0, 1, 2, 0, 1, 2, 1, 1]))
 

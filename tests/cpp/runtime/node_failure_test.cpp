@@ -27,7 +27,12 @@ template <typename Failure> Error failureOfRelu(const Failure& failure) {
     try {
       throw failure;
     } catch (...) {
-      runtime::rethrowFailureOf(*y->producer(), "task B1 on IPU1, micro-batch 2 of the call");
+      runtime::FailureWhen when;
+      when.doing = "task B1 on IPU1, micro-batch 2 of the call";
+      when.task = "B1";
+      when.ipu = 1;
+      when.microBatch = 2;
+      runtime::rethrowFailureOf(*y->producer(), when);
     }
   } catch (const Error& error) {
     return error;
@@ -43,6 +48,20 @@ TEST(NodeFailureTest, PopsimErrorsKeepTheirKindAndMessage) {
   const Error error = failureOfRelu(Error(ErrorKind::Execution, "index 9 is out of range."));
   EXPECT_EQ(error.kind(), ErrorKind::Execution);
   EXPECT_EQ(std::string(error.what()), std::string(kWhere) + "index 9 is out of range.");
+}
+
+// The error's site holds what the message says, as fields.
+TEST(NodeFailureTest, TheErrorNamesItsSiteInFields) {
+  const ErrorSite site =
+      failureOfRelu(Error(ErrorKind::Execution, "index 9 is out of range.")).site();
+  EXPECT_EQ(site.node, "relu at model.py:7");
+  EXPECT_EQ(site.op, "relu");
+  EXPECT_EQ(site.source, "model.py:7");
+  EXPECT_EQ(site.block, "B1");
+  EXPECT_EQ(site.task, "B1");
+  EXPECT_EQ(site.ipu, 1);
+  EXPECT_EQ(site.microBatch, 2);
+  EXPECT_EQ(site.replica, -1);
 }
 
 TEST(NodeFailureTest, HostMemoryExhaustionIsAnExecutionError) {
