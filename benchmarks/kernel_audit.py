@@ -105,9 +105,9 @@ def audit():
     table = collections.defaultdict(lambda: collections.defaultdict(set))
     for name, mode, program in programs():
         for step in program:
-            if step["implementation"] in ("view", "ipu-link"):
+            if step.implementation in ("view", "ipu-link"):
                 continue
-            table[step["op"]][step["implementation"]].add(f"{name} ({mode})")
+            table[step.op][step.implementation].add(f"{name} ({mode})")
     return table
 
 

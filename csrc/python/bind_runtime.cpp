@@ -16,55 +16,6 @@ namespace {
 
 using runtime::Executable;
 
-py::dict memoryReportDict(const memory::MemoryReport& report) {
-  py::dict result;
-  result["chip"] = report.chip;
-  py::list ipus;
-  for (const memory::IpuMemoryReport& ipu : report.ipus) {
-    py::dict entry;
-    entry["ipu"] = ipu.ipu;
-    entry["capacity"] = ipu.capacity;
-    entry["temporary_budget"] = ipu.temporaryBudget;
-    if (ipu.ioTiles != 0) {
-      py::dict io;
-      io["tiles"] = ipu.ioTiles;
-      io["bytes"] = ipu.ioTileBytes;
-      io["capacity"] = ipu.ioTileCapacity;
-      entry["io_tiles"] = io;
-    }
-    entry["total"] = ipu.total();
-    entry["always_live"] = ipu.alwaysLive();
-    entry["not_always_live"] = ipu.notAlwaysLive();
-    py::dict categories;
-    for (const memory::MemoryCategory& category : ipu.categories) {
-      py::dict item;
-      item["bytes"] = category.bytes;
-      item["always_live"] = category.alwaysLive;
-      categories[py::str(category.name)] = item;
-    }
-    entry["categories"] = categories;
-    py::dict streaming;
-    for (const memory::MemoryCategory& category : ipu.streamingMemory) {
-      streaming[py::str(category.name)] = category.bytes;
-    }
-    entry["streaming_memory"] = streaming;
-    entry["off_chip"] = ipu.offChip();
-    py::list tensors;
-    for (const memory::TensorMemory& tensor : ipu.largestTensors) {
-      py::dict item;
-      item["description"] = tensor.description;
-      item["type"] = tensor.type;
-      item["category"] = tensor.category;
-      item["bytes"] = tensor.bytes;
-      tensors.append(item);
-    }
-    entry["largest_tensors"] = tensors;
-    ipus.append(entry);
-  }
-  result["ipus"] = ipus;
-  return result;
-}
-
 const char* timelineKindName(compiler::TaskKind kind) {
   switch (kind) {
   case compiler::TaskKind::Forward: return "forward";
@@ -86,6 +37,236 @@ const char* timelineEventKind(const clock::TimelineEvent& event) {
   case clock::EventPart::Compute: break;
   }
   return timelineKindName(event.kind);
+}
+
+// One planned tensor of the memory plan, for liveness in profiles.
+struct MemorySlot {
+  std::string description;
+  std::string type;
+  int64_t ipu = 0;
+  std::string region;
+  uint64_t bytes = 0;
+  int64_t firstStep = 0;
+  int64_t lastStep = 0;
+  bool offChip = false;
+};
+
+// The program's pipeline as the timeline draws it.
+struct PipelineInfo {
+  int64_t stages = 0;
+  int64_t ipus = 0;
+  size_t pipelineStages = 0;
+  std::string schedule;
+  size_t cyclesPerStep = 0;
+  int64_t prefetchDepth = 0;
+  int64_t ioTiles = 0;
+};
+
+py::dict categoryDict(const memory::MemoryCategory& category) {
+  py::dict item;
+  item["bytes"] = category.bytes;
+  item["always_live"] = category.alwaysLive;
+  return item;
+}
+
+// The memory report as popsim's Python API returns it (memoryReport()).
+py::dict ipuReportDict(const memory::IpuMemoryReport& ipu) {
+  py::dict entry;
+  entry["ipu"] = ipu.ipu;
+  entry["capacity"] = ipu.capacity;
+  entry["temporary_budget"] = ipu.temporaryBudget;
+  if (ipu.ioTiles != 0) {
+    py::dict io;
+    io["tiles"] = ipu.ioTiles;
+    io["bytes"] = ipu.ioTileBytes;
+    io["capacity"] = ipu.ioTileCapacity;
+    entry["io_tiles"] = io;
+  }
+  entry["total"] = ipu.total();
+  entry["always_live"] = ipu.alwaysLive();
+  entry["not_always_live"] = ipu.notAlwaysLive();
+  py::dict categories;
+  for (const memory::MemoryCategory& category : ipu.categories) {
+    categories[py::str(category.name)] = categoryDict(category);
+  }
+  entry["categories"] = categories;
+  py::dict streaming;
+  for (const memory::MemoryCategory& category : ipu.streamingMemory) {
+    streaming[py::str(category.name)] = category.bytes;
+  }
+  entry["streaming_memory"] = streaming;
+  entry["off_chip"] = ipu.offChip();
+  py::list tensors;
+  for (const memory::TensorMemory& tensor : ipu.largestTensors) {
+    py::dict item;
+    item["description"] = tensor.description;
+    item["type"] = tensor.type;
+    item["category"] = tensor.category;
+    item["bytes"] = tensor.bytes;
+    tensors.append(item);
+  }
+  entry["largest_tensors"] = tensors;
+  return entry;
+}
+
+py::dict memoryReportDict(const memory::MemoryReport& report) {
+  py::dict result;
+  result["chip"] = report.chip;
+  py::list ipus;
+  for (const memory::IpuMemoryReport& ipu : report.ipus) {
+    ipus.append(ipuReportDict(ipu));
+  }
+  result["ipus"] = ipus;
+  return result;
+}
+
+py::dict timelineEventDict(const clock::TimelineEvent& event);
+
+// The typed records crossing from C++: each a read-only class with a
+// to_dict() giving the JSON-ready form profiles and the public API use.
+void bindRecords(py::module_& module) {
+  py::class_<memory::MemoryCategory>(module, "MemoryCategory", "Bytes of one memory category.")
+      .def_readonly("name", &memory::MemoryCategory::name)
+      .def_readonly("bytes", &memory::MemoryCategory::bytes)
+      .def_readonly("always_live", &memory::MemoryCategory::alwaysLive);
+  py::class_<memory::TensorMemory>(module, "TensorMemory", "One of an IPU's largest tensors.")
+      .def_readonly("description", &memory::TensorMemory::description)
+      .def_readonly("type", &memory::TensorMemory::type)
+      .def_readonly("category", &memory::TensorMemory::category)
+      .def_readonly("bytes", &memory::TensorMemory::bytes);
+  py::class_<memory::IpuMemoryReport>(module, "IpuMemoryReport", "One simulated IPU's memory.")
+      .def_readonly("ipu", &memory::IpuMemoryReport::ipu)
+      .def_readonly("capacity", &memory::IpuMemoryReport::capacity)
+      .def_readonly("categories", &memory::IpuMemoryReport::categories)
+      .def_readonly("streaming_memory", &memory::IpuMemoryReport::streamingMemory)
+      .def_readonly("largest_tensors", &memory::IpuMemoryReport::largestTensors)
+      .def_readonly("temporary_budget", &memory::IpuMemoryReport::temporaryBudget)
+      .def_readonly("io_tiles", &memory::IpuMemoryReport::ioTiles)
+      .def_readonly("io_tile_bytes", &memory::IpuMemoryReport::ioTileBytes)
+      .def_readonly("io_tile_capacity", &memory::IpuMemoryReport::ioTileCapacity)
+      .def_property_readonly("total", &memory::IpuMemoryReport::total)
+      .def_property_readonly("always_live", &memory::IpuMemoryReport::alwaysLive)
+      .def_property_readonly("not_always_live", &memory::IpuMemoryReport::notAlwaysLive)
+      .def_property_readonly("off_chip", &memory::IpuMemoryReport::offChip)
+      .def_property_readonly("fits", &memory::IpuMemoryReport::fits)
+      .def("to_dict", &ipuReportDict);
+  py::class_<memory::MemoryReport>(module, "MemoryReport", "Each simulated IPU's memory.")
+      .def_readonly("chip", &memory::MemoryReport::chip)
+      .def_readonly("ipus", &memory::MemoryReport::ipus)
+      .def("to_dict", &memoryReportDict);
+  py::class_<MemorySlot>(module, "MemorySlot", "A planned tensor with its lifetime in steps.")
+      .def_readonly("description", &MemorySlot::description)
+      .def_readonly("type", &MemorySlot::type)
+      .def_readonly("ipu", &MemorySlot::ipu)
+      .def_readonly("region", &MemorySlot::region)
+      .def_readonly("bytes", &MemorySlot::bytes)
+      .def_readonly("first_step", &MemorySlot::firstStep)
+      .def_readonly("last_step", &MemorySlot::lastStep)
+      .def_readonly("off_chip", &MemorySlot::offChip)
+      .def("to_dict", [](const MemorySlot& slot) {
+        py::dict entry;
+        entry["description"] = slot.description;
+        entry["type"] = slot.type;
+        entry["ipu"] = slot.ipu;
+        entry["region"] = slot.region;
+        entry["bytes"] = slot.bytes;
+        entry["first_step"] = slot.firstStep;
+        entry["last_step"] = slot.lastStep;
+        entry["off_chip"] = slot.offChip;
+        return entry;
+      });
+  py::class_<runtime::ProgramStep>(module, "ProgramStep",
+                                   "An op of the program: its kernel, task, IPU and cycles.")
+      .def_readonly("op", &runtime::ProgramStep::op)
+      .def_readonly("name", &runtime::ProgramStep::name)
+      .def_readonly("location", &runtime::ProgramStep::location)
+      .def_readonly("implementation", &runtime::ProgramStep::implementation)
+      .def_readonly("task", &runtime::ProgramStep::task)
+      .def_readonly("ipu", &runtime::ProgramStep::ipu)
+      .def_readonly("cycles", &runtime::ProgramStep::cycles)
+      .def_readonly("temporary_bytes", &runtime::ProgramStep::temporaryBytes)
+      .def_readonly("passes", &runtime::ProgramStep::passes)
+      .def_readonly("unbounded_temporary_bytes", &runtime::ProgramStep::unboundedTemporaryBytes)
+      .def("to_dict", [](const runtime::ProgramStep& step) {
+        py::dict entry;
+        entry["op"] = step.op;
+        entry["name"] = step.name;
+        entry["location"] = step.location;
+        entry["implementation"] = step.implementation;
+        entry["task"] = step.task;
+        entry["ipu"] = step.ipu;
+        entry["cycles"] = step.cycles;
+        entry["temporary_bytes"] = step.temporaryBytes;
+        entry["passes"] = step.passes;
+        entry["unbounded_temporary_bytes"] = step.unboundedTemporaryBytes;
+        return entry;
+      });
+  py::class_<clock::TimelineEvent>(module, "TimelineEvent",
+                                   "Part of a task run of the last call on the simulated clock.")
+      .def_readonly("ipu", &clock::TimelineEvent::ipu)
+      .def_readonly("task", &clock::TimelineEvent::task)
+      .def_property_readonly(
+          "kind", [](const clock::TimelineEvent& e) { return std::string(timelineEventKind(e)); })
+      .def_readonly("step", &clock::TimelineEvent::step)
+      .def_readonly("micro_batch", &clock::TimelineEvent::microBatch)
+      .def_readonly("cycle", &clock::TimelineEvent::cycle)
+      .def_readonly("start", &clock::TimelineEvent::start)
+      .def_readonly("end", &clock::TimelineEvent::end)
+      .def_readonly("from_ipus", &clock::TimelineEvent::fromIpus)
+      .def_readonly("io_tiles", &clock::TimelineEvent::ioTiles)
+      .def("to_dict", &timelineEventDict);
+  py::class_<runtime::TaskWallTime>(module, "TaskWallTime",
+                                    "A task run of the last call on the host's clock (seconds).")
+      .def_readonly("ipu", &runtime::TaskWallTime::ipu)
+      .def_readonly("task", &runtime::TaskWallTime::task)
+      .def_readonly("step", &runtime::TaskWallTime::step)
+      .def_readonly("micro_batch", &runtime::TaskWallTime::microBatch)
+      .def_readonly("start", &runtime::TaskWallTime::start)
+      .def_readonly("end", &runtime::TaskWallTime::end)
+      .def("to_dict", [](const runtime::TaskWallTime& run) {
+        py::dict entry;
+        entry["ipu"] = run.ipu;
+        entry["task"] = run.task;
+        entry["step"] = run.step;
+        entry["micro_batch"] = run.microBatch;
+        entry["start"] = run.start;
+        entry["end"] = run.end;
+        return entry;
+      });
+  py::class_<PipelineInfo>(module, "PipelineInfo", "The program's stages, IPUs and schedule.")
+      .def_readonly("stages", &PipelineInfo::stages)
+      .def_readonly("ipus", &PipelineInfo::ipus)
+      .def_readonly("pipeline_stages", &PipelineInfo::pipelineStages)
+      .def_readonly("schedule", &PipelineInfo::schedule)
+      .def_readonly("cycles_per_step", &PipelineInfo::cyclesPerStep)
+      .def_readonly("prefetch_depth", &PipelineInfo::prefetchDepth)
+      .def_readonly("io_tiles", &PipelineInfo::ioTiles)
+      .def("to_dict", [](const PipelineInfo& info) {
+        py::dict result;
+        result["stages"] = info.stages;
+        result["ipus"] = info.ipus;
+        result["pipeline_stages"] = info.pipelineStages;
+        result["schedule"] = info.schedule;
+        result["cycles_per_step"] = info.cyclesPerStep;
+        result["prefetch_depth"] = info.prefetchDepth;
+        result["io_tiles"] = info.ioTiles;
+        return result;
+      });
+}
+
+py::dict timelineEventDict(const clock::TimelineEvent& event) {
+  py::dict entry;
+  entry["ipu"] = event.ipu;
+  entry["task"] = event.task;
+  entry["kind"] = timelineEventKind(event);
+  entry["step"] = event.step;
+  entry["micro_batch"] = event.microBatch;
+  entry["cycle"] = event.cycle;
+  entry["start"] = event.start;
+  entry["end"] = event.end;
+  if (!event.fromIpus.empty()) entry["from_ipus"] = event.fromIpus;
+  if (event.ioTiles) entry["io_tiles"] = true;
+  return entry;
 }
 
 py::list typesList(const std::vector<ir::TensorType>& types) {
@@ -190,6 +371,7 @@ std::shared_ptr<runtime::ReplicaGroup> makeReplicaGroup(int64_t replicas, py::ob
 } // namespace
 
 void bindRuntime(py::module_& module) {
+  bindRecords(module);
   py::class_<runtime::ReplicaGroup, std::shared_ptr<runtime::ReplicaGroup>>(
       module, "ReplicaGroup", "The replicas of a model in this process, which sum gradients.")
       .def(py::init(&makeReplicaGroup), py::arg("replicas"), py::arg("cross_process") = py::none(),
@@ -273,48 +455,23 @@ void bindRuntime(py::module_& module) {
                 name, {packed.data(), ir::DType::Float64, {static_cast<int64_t>(packed.size())}});
           },
           "Writes the numeric hyper-parameters of an optimizer parameter group.")
-      .def("memory_report",
-           [](const Executable& executable) { return memoryReportDict(executable.memoryReport()); })
+      .def("memory_report", &Executable::memoryReport, py::return_value_policy::copy)
       .def("memory_slots",
            [](const Executable& executable) {
              // Every planned tensor with its IPU, region and lifetime in
              // program steps (node indices), for liveness in profiles.
              const memory::MemoryPlan& plan = executable.memoryPlan();
-             py::list slots;
+             std::vector<MemorySlot> slots;
              for (const ir::Value* root : plan.roots()) {
                const memory::TensorSlot& slot = plan.slot(root);
-               py::dict entry;
-               entry["description"] = memory::describeValue(*root);
-               entry["type"] = root->type().str();
-               entry["ipu"] = slot.ipu;
-               entry["region"] = memory::memoryRegionName(slot.region);
-               entry["bytes"] = plan.footprint(root);
-               entry["first_step"] = slot.lifetime.first;
-               entry["last_step"] = slot.lifetime.last;
-               entry["off_chip"] = executable.isOffChip(root);
-               slots.append(entry);
+               slots.push_back({memory::describeValue(*root), root->type().str(), slot.ipu,
+                                memory::memoryRegionName(slot.region), plan.footprint(root),
+                                slot.lifetime.first, slot.lifetime.last,
+                                executable.isOffChip(root)});
              }
              return slots;
            })
-      .def("program",
-           [](const Executable& executable) {
-             py::list steps;
-             for (const runtime::ProgramStep& step : executable.program()) {
-               py::dict entry;
-               entry["op"] = step.op;
-               entry["name"] = step.name;
-               entry["location"] = step.location;
-               entry["implementation"] = step.implementation;
-               entry["task"] = step.task;
-               entry["ipu"] = step.ipu;
-               entry["cycles"] = step.cycles;
-               entry["temporary_bytes"] = step.temporaryBytes;
-               entry["passes"] = step.passes;
-               entry["unbounded_temporary_bytes"] = step.unboundedTemporaryBytes;
-               steps.append(entry);
-             }
-             return steps;
-           })
+      .def("program", &Executable::program, py::return_value_policy::copy)
       .def("input_types", [](const Executable& e) { return typesList(e.inputHostTypes()); })
       .def("output_types", [](const Executable& e) { return typesList(e.outputHostTypes()); })
       .def(
@@ -323,52 +480,18 @@ void bindRuntime(py::module_& module) {
             return ir::printGraph(e.graph(), {locations, false});
           },
           py::arg("locations") = true, "The optimised IR that runs, as text.")
-      .def("timeline",
-           [](const Executable& executable) {
-             py::list events;
-             for (const clock::TimelineEvent& event : executable.lastTimeline()) {
-               py::dict entry;
-               entry["ipu"] = event.ipu;
-               entry["task"] = event.task;
-               entry["kind"] = timelineEventKind(event);
-               entry["step"] = event.step;
-               entry["micro_batch"] = event.microBatch;
-               entry["cycle"] = event.cycle;
-               entry["start"] = event.start;
-               entry["end"] = event.end;
-               if (!event.fromIpus.empty()) entry["from_ipus"] = event.fromIpus;
-               if (event.ioTiles) entry["io_tiles"] = true;
-               events.append(entry);
-             }
-             return events;
-           })
-      .def("task_wall_times",
-           [](const Executable& executable) {
-             py::list runs;
-             for (const runtime::TaskWallTime& run : executable.lastTaskWallTimes()) {
-               py::dict entry;
-               entry["ipu"] = run.ipu;
-               entry["task"] = run.task;
-               entry["step"] = run.step;
-               entry["micro_batch"] = run.microBatch;
-               entry["start"] = run.start;
-               entry["end"] = run.end;
-               runs.append(entry);
-             }
-             return runs;
-           })
+      .def("timeline", &Executable::lastTimeline, py::return_value_policy::copy)
+      .def("task_wall_times", &Executable::lastTaskWallTimes)
       .def("pipeline",
            [](const Executable& executable) {
              const compiler::TaskLayout& layout = executable.layout();
-             py::dict result;
-             result["stages"] = layout.numStages();
-             result["ipus"] = layout.numIpus();
-             result["pipeline_stages"] = layout.pipelineLength();
-             result["schedule"] = compiler::scheduleName(executable.options().compiler.schedule);
-             result["cycles_per_step"] = executable.schedule().size();
-             result["prefetch_depth"] = executable.options().memory.prefetchDepth;
-             result["io_tiles"] = executable.options().system.ioTiles;
-             return result;
+             return PipelineInfo{layout.numStages(),
+                                 layout.numIpus(),
+                                 layout.pipelineLength(),
+                                 compiler::scheduleName(executable.options().compiler.schedule),
+                                 executable.schedule().size(),
+                                 executable.options().memory.prefetchDepth,
+                                 executable.options().system.ioTiles};
            })
       .def_property_readonly("last_run_cycles", &Executable::lastRunCycles)
       .def_property_readonly("compute_cycles_per_iteration", &Executable::computeCyclesPerIteration)

@@ -529,7 +529,7 @@ class Executor:
     def memoryReport(self):
         """Memory of each simulated IPU, by category, from the compiled plan."""
         self._require_compiled("memoryReport")
-        return self._executable.memory_report()
+        return self._executable.memory_report().to_dict()
 
     def cycleCount(self) -> int:
         """Simulated IPU cycles of the last call (compute and host transfers)."""
@@ -902,8 +902,9 @@ class Executor:
             out.write("\n# Program (optimised)\n")
             out.write(self._executable.graph_text(True))
         with open(stem + ".memory.json", "w", encoding="utf-8") as out:
-            json.dump({"memory": self._executable.memory_report(),
-                       "program": self._executable.program()}, out, indent=2)
+            json.dump({"memory": self._executable.memory_report().to_dict(),
+                       "program": [step.to_dict() for step in self._executable.program()]},
+                      out, indent=2)
 
     def __repr__(self):
         state = "compiled" if self.isCompiled() else "not compiled"

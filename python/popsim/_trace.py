@@ -43,8 +43,9 @@ class ExecutionTrace:
     @classmethod
     def of(cls, executable):
         """The last call of a compiled C++ executable."""
-        return cls(executable.timeline(), executable.last_run_cycles, executable.clock_hz,
-                   executable.pipeline())
+        return cls([event.to_dict() for event in executable.timeline()],
+                   executable.last_run_cycles, executable.clock_hz,
+                   executable.pipeline().to_dict())
 
     @property
     def seconds(self):

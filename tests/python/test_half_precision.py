@@ -207,8 +207,8 @@ def test_float16_matmuls_run_at_four_times_the_float32_rate():
         model = nn.Linear(1024, 1024, bias=False).to(dtype)
         inference = popsim.inferenceModel(model)
         inference(torch.randn(512, 1024, dtype=dtype))
-        return {step["op"]: step["cycles"] for step in inference._executable.program()
-                if step["op"].startswith("linear")}
+        return {step.op: step.cycles for step in inference._executable.program()
+                if step.op.startswith("linear")}
 
     single, half = cycles(torch.float32), cycles(torch.float16)
     (name, float32_cycles), = single.items()
@@ -494,7 +494,7 @@ def test_half_partials_train_and_halve_the_partials_memory():
                                        torch.optim.SGD(model.parameters(), lr=0.1))
         losses = [trainer(x, labels)[1].item() for x, labels in data]
         steps = trainer._executable.program()
-        return losses, {s["op"]: s["temporary_bytes"] for s in steps if s["op"].startswith(
+        return losses, {s.op: s.temporary_bytes for s in steps if s.op.startswith(
             "linear")}
 
     half_losses, half_temporaries = train(torch.float16)

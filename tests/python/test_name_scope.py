@@ -26,7 +26,7 @@ class Scoped(nn.Module):
 
 
 def names(executor):
-    return [(step["op"], step["name"]) for step in executor._executable.program()]
+    return [(step.op, step.name) for step in executor._executable.program()]
 
 
 def without_module_scopes():

@@ -56,7 +56,7 @@ def train(model, strategy, steps=3):
 
 
 def ipus_of(trainer):
-    return {step["ipu"] for step in trainer._executable.program()}
+    return {step.ipu for step in trainer._executable.program()}
 
 
 def test_serial_phases_train_as_one_ipu_and_sharded_execution_do():
@@ -76,8 +76,8 @@ def test_serial_phases_train_as_one_ipu_and_sharded_execution_do():
 def test_parallel_phases_alternate_between_even_and_odd_ipus():
     strategy = popsim.ParallelPhasedExecution(["A", "A2"], ["B", "B2"], ["C", "C2"])
     model, trainer = train(SixBlocks(), strategy)
-    placed = {step["ipu"] for step in trainer._executable.program()
-              if step["task"].startswith("F")}
+    placed = {step.ipu for step in trainer._executable.program()
+              if step.task.startswith("F")}
     assert placed == {0, 1, 2, 3}  # phase p, stage k: IPU 2k + p % 2
     strategy = popsim.ParallelPhasedExecution(["A", "A2"], ["B", "B2"], ["C", "C2"])
     strategy.phase(1).ipus(1, 2)

@@ -67,7 +67,7 @@ def test_recomputation_stashes_only_stage_inputs():
     assert after[0] == 7 * 4 * 28 * 28 * 4
     # The backward tasks recompute the forward ops: more simulated time per step.
     program = recomputing._executable.program()
-    recomputed = [s for s in program if s["task"] == "B0" and s["op"] == "convolution"]
+    recomputed = [s for s in program if s.task == "B0" and s.op == "convolution"]
     assert len(recomputed) == 1
     x, labels = torch.randn(4 * G, 1, 28, 28), torch.randint(0, 10, (4 * G,))
     plain(x, labels)
@@ -143,8 +143,8 @@ def test_recomputation_checkpoint_is_stashed_and_recomputation_restarts_from_it(
         opts.Training.gradientAccumulation(4).recomputation(recomputation)
         trainer = popsim.trainingModel(model, opts, popsim.optim.SGD(model.parameters(), lr=0.1))
         trainer.compile(x, labels)
-        recomputed = [step["op"] for step in trainer._executable.program()
-                      if step["task"] == "B0" and step["op"] in ("linear", "tanh")]
+        recomputed = [step.op for step in trainer._executable.program()
+                      if step.task == "B0" and step.op in ("linear", "tanh")]
         losses = trainer(x, labels)[1]
         trainer.copyWeightsToHost()
         runs[checkpoint, recomputation] = (stash(trainer), recomputed, losses,

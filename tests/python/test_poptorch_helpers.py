@@ -194,8 +194,8 @@ def conv_passes(multi_conv):
     opts.Simulator.memoryPerIpu("64MiB")
     model = popsim.inferenceModel(TwoBranches(multi_conv), opts)
     output = model(torch.ones(8, 16, 64, 64))
-    return output, [step["passes"] for step in model._executable.program()
-                    if step["op"] == "convolution"]
+    return output, [step.passes for step in model._executable.program()
+                    if step.op == "convolution"]
 
 
 def test_multi_conv_bounds_each_convolution_by_its_proportion():

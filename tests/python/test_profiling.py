@@ -183,8 +183,8 @@ def test_trace_metadata_ops_and_host_wall_time(run):
     program = run["trainer"]._executable.program()
     # Op events are named as the program names the ops: after their modules.
     assert {op["name"] for op in complete_events(trace, ipu_pid(trace, 0), ("op",))} == {
-        s["name"] for s in program if s["ipu"] == 0 and s["op"] != "ipu_copy"}
-    assert "model/layer1/conv/convolution" in {s["name"] for s in program}
+        s.name for s in program if s.ipu == 0 and s.op != "ipu_copy"}
+    assert "model/layer1/conv/convolution" in {s.name for s in program}
     # The host process holds the measured wall time of the last (second) call...
     [call] = complete_events(trace, names["host"], ("host",))
     assert call["args"]["call"] == 2
@@ -229,7 +229,7 @@ def test_memory_categories_add_up_to_the_memory_report(run):
         # One liveness point per op of the IPU, in program order.
         points = memory["liveness"][key]
         assert [p["step"] for p in points] == [
-            i for i, step in enumerate(program) if step["ipu"] == ipu["ipu"]]
+            i for i, step in enumerate(program) if step.ipu == ipu["ipu"]]
         # The activation arena holds at least the most that is live at once.
         peak = memory["activation_peak"][key]
         assert 0 < peak["bytes"] == max(p["live_bytes"] for p in points)

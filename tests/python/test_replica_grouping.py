@@ -90,7 +90,7 @@ def test_groups_train_on_their_own_replicas_gradients(kind, shards):
     assert not torch.equal(model.weight[0], model.weight[1])
     # Groups of one reduce nothing: only the bias is summed over the replicas.
     reductions = [step for step in trainer._executable.program()
-                  if step["op"] == "replica_all_reduce"]
+                  if step.op == "replica_all_reduce"]
     assert len(reductions) == (1 if kind == popsim.CommGroupType.NoGrouping else 2)
 
 

@@ -108,8 +108,8 @@ def test_a_replicated_pipeline_trains_as_one_replica():
     single, _, _ = train(model, 1, data, accumulation=4)
     replicated, _, trainer = train(model, 2, data, accumulation=4)
     assert_same_weights(replicated, single)
-    steps = {step["op"]: step for step in trainer._executable.program()}
-    assert steps["replica_all_reduce"]["task"].startswith("N")
+    steps = {step.op: step for step in trainer._executable.program()}
+    assert steps["replica_all_reduce"].task.startswith("N")
 
 
 def test_outputs_come_back_step_by_step_replica_by_replica():
@@ -200,9 +200,9 @@ def test_the_all_reduce_is_charged_on_the_simulated_clock():
     model = Classifier()
     _, _, single = train(model, 1, batches(1, 8))
     _, _, replicated = train(model, 2, batches(1, 16))
-    steps = [s for s in replicated._executable.program() if s["op"] == "replica_all_reduce"]
+    steps = [s for s in replicated._executable.program() if s.op == "replica_all_reduce"]
     assert len(steps) == 4  # one per trained parameter
-    ring = sum(s["cycles"] for s in steps)
+    ring = sum(s.cycles for s in steps)
     assert ring > 4 * 2 * 3000  # 2 x (replicas - 1) link latencies each, at least
     assert replicated.cycleCount() == single.cycleCount() + ring
 
@@ -273,7 +273,7 @@ def test_sharded_optimizer_state_trains_as_the_whole_state(optimizer, args):
     # parameter (SGD's momentum).
     assert optimizer_state_bytes(trainer) < 0.6 * optimizer_state_bytes(whole_trainer)
     if optimizer is popsim.optim.LAMB:  # its trust ratio sums the shards' norms
-        ops = [step["op"] for step in trainer._executable.program()]
+        ops = [step.op for step in trainer._executable.program()]
         assert ops.count("lamb_update_sharded") == 4 and "lamb_update" not in ops
 
 
@@ -283,8 +283,8 @@ def test_sharding_skips_small_tensors_and_works_off_chip():
     assert_same_weights(sharded, whole)
     ops = {}
     for step in trainer._executable.program():
-        ops.setdefault(step["op"], 0)
-        ops[step["op"]] += 1
+        ops.setdefault(step.op, 0)
+        ops[step.op] += 1
     assert ops["replica_reduce_scatter"] == ops["replica_all_gather"] == 2  # the weights
     assert ops["replica_all_reduce"] == 2  # the biases, below 100 elements
     assert optimizer_state_bytes(trainer) == 0  # in Streaming Memory
@@ -302,7 +302,7 @@ def test_sharding_costs_what_the_all_reduce_did():
     _, _, sharded = sharded_run(True, steps=1)
 
     def cycles(trainer, op):
-        return sum(s["cycles"] for s in trainer._executable.program() if s["op"] == op)
+        return sum(s.cycles for s in trainer._executable.program() if s.op == op)
 
     halves = cycles(sharded, "replica_reduce_scatter") + cycles(sharded, "replica_all_gather")
     assert abs(halves - cycles(whole, "replica_all_reduce")) < 0.1 * halves
@@ -345,8 +345,8 @@ def test_the_profile_shows_the_all_reduce_per_ipu(tmp_path):
     trainer = popsim.trainingModel(model, opts, popsim.optim.SGD(model.parameters(), lr=0.1))
     trainer(*batches(1, 32)[0])
     profile = profiling.load(trainer.profileDirectory())
-    ring = {str(ipu): sum(s["cycles"] for s in trainer._executable.program()
-                          if s["op"] == "replica_all_reduce" and s["ipu"] == ipu)
+    ring = {str(ipu): sum(s.cycles for s in trainer._executable.program()
+                          if s.op == "replica_all_reduce" and s.ipu == ipu)
             for ipu in (0, 1)}
     assert profile.replication == {"replicas": 2, "collective_cycles": ring}
     summary = profile.summary()

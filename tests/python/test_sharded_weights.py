@@ -64,8 +64,8 @@ def category_bytes(trainer, category, ipu=0):
 def ops_by_task(trainer, op):
     tasks = {}
     for step in trainer._executable.program():
-        if step["op"] == op:
-            tasks[step["task"]] = tasks.get(step["task"], 0) + 1
+        if step.op == op:
+            tasks[step.task] = tasks.get(step.task, 0) + 1
     return tasks
 
 
@@ -243,8 +243,8 @@ def test_the_profile_counts_every_micro_batch_s_gathers(tmp_path):
     opts = options(True, replicas=2, accumulation=3).enableProfiling(str(tmp_path))
     trainer, _ = train(model, opts, popsim.optim.SGD, steps=1, lr=0.1)
     program = trainer._executable.program()
-    gathers = sum(s["cycles"] for s in program if s["op"] == "replica_all_gather")
-    scatters = sum(s["cycles"] for s in program if s["op"] == "replica_reduce_scatter")
+    gathers = sum(s.cycles for s in program if s.op == "replica_all_gather")
+    scatters = sum(s.cycles for s in program if s.op == "replica_reduce_scatter")
     profile = profiling.load(trainer.profileDirectory())
     # The gathers run in each of the step's 3 micro-batches, the reduce-scatters once.
     assert profile.replication["collective_cycles"] == {"0": 3 * gathers + scatters}

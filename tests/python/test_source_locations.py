@@ -22,7 +22,7 @@ class UsesALibrary(nn.Module):
 def locations(options):
     model = popsim.inferenceModel(UsesALibrary(), options)
     model(torch.randn(2, 3))
-    return {step["op"]: step["location"] for step in model._executable.program()}
+    return {step.op: step.location for step in model._executable.program()}
 
 
 def test_by_default_an_op_points_at_the_first_frame_outside_torch_and_popsim():

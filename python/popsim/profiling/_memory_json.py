@@ -109,10 +109,10 @@ def _temporaries(ipu, program):
 
 def memory_document(executable, model, kind):
     """memory.json's content for a compiled executable."""
-    report = executable.memory_report()
-    program = executable.program()
+    report = executable.memory_report().to_dict()
+    program = [step.to_dict() for step in executable.program()]
     ipus = [_ipu_entry(ipu, program) for ipu in report["ipus"]]
-    slots = executable.memory_slots()
+    slots = [slot.to_dict() for slot in executable.memory_slots()]
     liveness = _liveness(slots, program)
     return {
         "format": "popsim-memory",

@@ -35,9 +35,9 @@ def replication_meta(executable, trace, replicas):
     each task that reads one, once per micro-batch)."""
     per_run = {}
     for step in executable.program():
-        if step["op"].startswith("replica_"):
-            per_run.setdefault(step["ipu"], {}).setdefault(step["task"], 0)
-            per_run[step["ipu"]][step["task"]] += step["cycles"]
+        if step.op.startswith("replica_"):
+            per_run.setdefault(step.ipu, {}).setdefault(step.task, 0)
+            per_run[step.ipu][step.task] += step.cycles
     runs = {}
     for event in trace.events:
         runs.setdefault((event["ipu"], event["task"]), set()).add(
@@ -75,7 +75,8 @@ class _Compiled:
     def build_call_parts(self, directory):
         trace = ExecutionTrace.of(self.executable)
         self.trace_body = serialize_events(
-            simulated_events(trace, self.executable.program(), self.stages))
+            simulated_events(trace, [step.to_dict() for step in self.executable.program()],
+                             self.stages))
         self.meta = {"format": "popsim-trace", "version": FORMAT_VERSION, "model": self.model,
                      "kind": self.kind, "clock_hz": trace.clock_hz,
                      "total_cycles": trace.total_cycles, "pipeline": trace.pipeline,
@@ -124,7 +125,8 @@ class ProfileWriter:
         _write_atomically(self._path(_layout.TRACE_FILE),
                           trace_document(compiled.trace_body,
                                          host_events(self._calls, wall_seconds, simulated,
-                                                     compiled.executable.task_wall_times()),
+                                                     [run.to_dict() for run in
+                                                      compiled.executable.task_wall_times()]),
                                          meta))
         before, after = compiled.report
         _write_atomically(self._path(_layout.REPORT_FILE), before + host_json(
