@@ -1,4 +1,5 @@
 #include "ir/binary_functions.h"
+#include "ir/parser.h"
 #include "ir/pointwise_functions.h"
 #include "ir/printer.h"
 #include "ir/serialization.h"
@@ -48,10 +49,16 @@ void bindIr(py::module_& module) {
                                                     "A popsim IR graph (see ARCHITECTURE.md).")
       .def(
           "to_text",
-          [](const ir::Graph& graph, bool locations, bool fullPaths) {
-            return ir::printGraph(graph, {locations, fullPaths});
+          [](const ir::Graph& graph, bool locations, bool fullPaths, bool full) {
+            ir::PrintOptions options;
+            options.locations = locations;
+            options.fullPaths = fullPaths;
+            options.full = full;
+            return ir::printGraph(graph, options);
           },
-          py::arg("locations") = true, py::arg("full_paths") = false)
+          py::arg("locations") = true, py::arg("full_paths") = false, py::arg("full") = false,
+          "The graph as IR text; full=True also writes what parse_graph needs to read it "
+          "back (every constant, the blocks, ...).")
       .def("__str__", [](const ir::Graph& graph) { return ir::printGraph(graph); })
       .def(
           "serialize",
@@ -98,6 +105,12 @@ void bindIr(py::module_& module) {
             return blocks;
           },
           "The model's blocks in the order it enters them: name, ipu (or None), location.");
+  module.def(
+      "parse_graph",
+      [](const std::string& text) { return std::shared_ptr<ir::Graph>(ir::parseGraph(text)); },
+      py::arg("text"),
+      "A graph from IR text (Graph.to_text(full=True), POPSIM_DUMP_IR files); InputError names "
+      "the line of a mistake.");
 }
 
 } // namespace popsim::python

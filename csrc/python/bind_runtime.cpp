@@ -403,7 +403,7 @@ void bindRuntime(py::module_& module) {
               executable.writeVariable(name, viewOf(tensor, "'" + name + "'", true));
             }
           },
-          "Copies host tensors into device weights or state, by name.")
+          py::arg("values"), "Copies host tensors into device weights or state, by name.")
       .def(
           "read_variables",
           [](const Executable& executable, const std::vector<std::string>& names) {
@@ -419,7 +419,7 @@ void bindRuntime(py::module_& module) {
             }
             return values;
           },
-          "Copies device weights or state to new host tensors, by name.")
+          py::arg("names"), "Copies device weights or state to new host tensors, by name.")
       .def("weight_names",
            [](const Executable& executable) {
              std::vector<std::string> names;
@@ -454,6 +454,7 @@ void bindRuntime(py::module_& module) {
             executable.writeVariable(
                 name, {packed.data(), ir::DType::Float64, {static_cast<int64_t>(packed.size())}});
           },
+          py::arg("group"), py::arg("values"),
           "Writes the numeric hyper-parameters of an optimizer parameter group.")
       .def("memory_report", &Executable::memoryReport, py::return_value_policy::copy)
       .def("memory_slots",

@@ -12,7 +12,7 @@ popsim's long names (Executor.getTensorNames() lists them):
 """
 
 import difflib
-from typing import Dict, List, NamedTuple, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import torch
 
@@ -35,7 +35,7 @@ def _unknown(long_name: str, known: Sequence[str], what: str) -> OptionError:
                        "the names a compiled model can anchor.")
 
 
-def plan(anchors: Dict[str, tuple], training: bool, output: Tuple[OutputMode, int], steps: int,
+def plan(anchors: Dict[str, Tuple[str, Optional[OutputMode], int]], training: bool, output: Tuple[OutputMode, int], steps: int,
          trained: Sequence[str], weights: Sequence[str]) -> AnchorPlan:
     """What each anchor is, checked against the model: `output` is the
     model's output mode and period, `trained` names the parameters the

@@ -33,7 +33,7 @@ import queue
 import signal
 import traceback
 import weakref
-from typing import Optional
+from typing import Any, List, Optional, Tuple
 
 import torch
 import torch.multiprocessing as multiprocessing
@@ -71,8 +71,10 @@ class _Loader:
         self.drop_last = drop_last
         self.commands, self.free, self.ready = commands, free, ready
         self.parent = parent
-        self.slots = None  # per slot: one tensor per tensor leaf of a batch
-        self.partial = None  # rebatching: (slot, samples filled, spec, others)
+        # Per slot: one tensor per tensor leaf of a batch (empty until allocated).
+        self.slots: List[List[torch.Tensor]] = []
+        # Rebatching: (slot, samples filled, spec).
+        self.partial: Optional[Tuple[int, int, Any]] = None
         self.sent = 0  # batches sent to the user, over all epochs
 
     def run(self):
@@ -143,7 +145,7 @@ class _Loader:
             raise
         except Exception as error:  # reported to the user, with its traceback
             text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
-            error_type = type(error)
+            error_type: Optional[type] = type(error)
             try:
                 pickle.dumps(error_type)
             except Exception:  # a local class: the user gets a RuntimeError
@@ -155,8 +157,7 @@ class _Loader:
         return self.sent > sent_before
 
     def allocate(self, leaves, rows=None):
-        if self.slots is None:
-            self.slots = []
+        if not self.slots:
             for _ in range(self.buffer_size):
                 tensors = []
                 for leaf in leaves:
@@ -224,6 +225,7 @@ class _Loader:
                 self.ship_partial(tag)
 
     def ship_partial(self, tag):
+        assert self.partial is not None, "no partial batch to ship"
         slot, filled, spec = self.partial
         shapes = [(filled,) + tuple(target.shape[1:]) for target in self.slots[slot]]
         self.ready.put(("batch", tag, slot, spec, shapes, []))
@@ -297,13 +299,14 @@ class AsynchronousDataAccessor:
         if rebatched_size is not None:
             rebatched_size = positive_int("rebatched_size", rebatched_size,
                                           "AsynchronousDataAccessor")
-        self._source = dataset
+        self._source: Any = dataset  # sized for __len__ (a torch DataLoader's dataset too)
         self._buffer_size = buffer_size
         self._load_indefinitely = bool(load_indefinitely)
         self._rebatched_size = rebatched_size
         self._drop_last = drop_last
-        self._process = None
-        self._finalizer = None
+        self._process: Optional[Any] = None  # a forked multiprocessing Process
+        self._finalizer: Optional[weakref.finalize] = None
+        self._slots: Optional[List[List[torch.Tensor]]] = None
         if early_preload:
             self._start()
 
@@ -314,13 +317,14 @@ class AsynchronousDataAccessor:
         self._next_tag = (0, 0)  # the loader starts request 0 by itself
         self._must_request = False
         self._active = None
-        self._process = context.Process(
+        process = context.Process(
             target=_load, name="popsim-data-loader",
             args=(self._source, self._buffer_size, self._load_indefinitely,
                   self._rebatched_size, self._drop_last, self._commands, self._free,
                   self._ready, os.getpid()))
-        self._process.start()
-        self._finalizer = weakref.finalize(self, _shutdown, os.getpid(), self._process,
+        process.start()
+        self._process = process
+        self._finalizer = weakref.finalize(self, _shutdown, os.getpid(), process,
                                            self._commands, self._free, self._ready)
 
     @property
@@ -362,8 +366,9 @@ class AsynchronousDataAccessor:
             try:
                 return self._ready.get(timeout=_POLL_SECONDS)
             except queue.Empty:
-                if not self._process.is_alive():
-                    code = self._process.exitcode
+                process = self._process
+                if process is None or not process.is_alive():
+                    code = process.exitcode if process is not None else None
                     self.terminate()
                     raise RuntimeError(
                         f"popsim's data loading process exited unexpectedly (exit code {code}"
@@ -371,6 +376,7 @@ class AsynchronousDataAccessor:
                         "If memory is short, lower buffer_size or num_workers.")
 
     def _view(self, slot, spec, shapes, others):
+        assert self._slots is not None, "a batch before the slots"
         tensors = [buffer.view(-1)[: math.prod(shape)].view(shape)
                    for buffer, shape in zip(self._slots[slot], shapes)]
         leaves = []
@@ -380,7 +386,7 @@ class AsynchronousDataAccessor:
         return tree_unflatten(leaves, spec)
 
     def _batches(self, tag):
-        held = None
+        held: Optional[int] = None  # the slot of the batch the user holds
         completed = False
         received = 0
         try:

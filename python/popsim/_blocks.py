@@ -9,12 +9,12 @@ so annotated models still run in plain PyTorch.
 """
 
 import functools
-import numbers
-from typing import Callable, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple, Union
 
 import torch
 
 from popsim._ops import LIBRARY as _LIBRARY
+from popsim._values import is_integer
 from popsim.errors import OptionError
 
 _LIBRARY.define("begin_block(str user_id, int ipu_id) -> ()", alias_analysis="CONSERVATIVE")
@@ -23,7 +23,7 @@ _LIBRARY.impl("begin_block", lambda user_id, ipu_id: None, "CompositeExplicitAut
 _LIBRARY.impl("end_block", lambda: None, "CompositeExplicitAutograd")
 
 # The block ops are currently traced into: (user_id, ipu_id) or None.
-_current = None
+_current: Optional[Tuple[str, Optional[int]]] = None
 _auto_ids = {"enabled": False, "next": 0}
 
 
@@ -44,8 +44,7 @@ def _emit(block):
 
 
 def _check_ipu(ipu_id, what):
-    if ipu_id is not None and (isinstance(ipu_id, bool) or not isinstance(ipu_id, numbers.Integral)
-                               or ipu_id < 0):
+    if ipu_id is not None and (not is_integer(ipu_id) or ipu_id < 0):
         raise OptionError(f"{what} expects ipu_id to be a non-negative int or None, "
                           f"got {ipu_id!r}.")
     return None if ipu_id is None else int(ipu_id)
@@ -53,7 +52,7 @@ def _check_ipu(ipu_id, what):
 
 def _block_id(user_id, ipu_id, what):
     if user_id is not None:
-        if not isinstance(user_id, (str, numbers.Integral)) or isinstance(user_id, bool):
+        if not (isinstance(user_id, str) or is_integer(user_id)):
             raise OptionError(f"{what} expects user_id to be a str, an int or None, "
                               f"got {user_id!r}.")
         return str(user_id)
@@ -84,7 +83,7 @@ class Block:
     def __init__(self, user_id: Optional[str] = None, ipu_id: Optional[int] = None) -> None:
         self._ipu = _check_ipu(ipu_id, "popsim.Block")
         self._id = _block_id(user_id, self._ipu, "popsim.Block")
-        self._outer: List[Tuple[Optional[str], Optional[int]]] = []
+        self._outer: List[Optional[Tuple[str, Optional[int]]]] = []
 
     @staticmethod
     def useAutoId():
@@ -123,8 +122,9 @@ class _BlockStart:
         return f"BeginBlock(user_id={self.user_id!r}, ipu_id={self.ipu_id!r})"
 
 
-def BeginBlock(layer_to_call: torch.nn.Module, user_id: Optional[str] = None,
-               ipu_id: Optional[int] = None) -> torch.nn.Module:
+def BeginBlock(layer_to_call: Union[torch.nn.Module, Callable[..., Any]],
+               user_id: Optional[str] = None,
+               ipu_id: Optional[int] = None) -> Union[torch.nn.Module, Callable[..., Any]]:
     """Starts a block where ``layer_to_call`` runs: the module's ops and every op
     after it belong to the block until the next block starts. Returns the module.
     Given a function instead, returns a function that starts the block at each

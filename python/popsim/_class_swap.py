@@ -7,7 +7,7 @@ and deepcopy drop the hook and rebuild the object as its original class, by
 the standard library alone, so pickles load without popsim."""
 
 import copyreg
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 
 class ClassSwap:
@@ -47,11 +47,12 @@ class ClassSwap:
         def __reduce_ex__(obj, protocol):
             if swap._before_pickle is not None:
                 swap._before_pickle(obj)
-            _, _, state, *rest = object.__reduce_ex__(obj, max(protocol, 2))
+            reduced: Tuple[Any, ...] = tuple(object.__reduce_ex__(obj, max(protocol, 2)))
+            _, _, state, *rest = reduced
             if isinstance(state, dict):
                 state = {key: value for key, value in state.items() if key != swap._key}
-            return (copyreg._reconstructor, (swap._originals[type(obj)], object, None), state,
-                    *rest)
+            return (getattr(copyreg, "_reconstructor"), (swap._originals[type(obj)], object, None),
+                    state, *rest)
 
         subclass = type(cls.__name__, (cls,), {"__reduce_ex__": __reduce_ex__,
                                                "__module__": cls.__module__,

@@ -36,12 +36,12 @@ atexit.register(_C.clear_host_functions)  # before the Python functions die
 def _untraced(fn, inputs):
     """fn(*inputs) with the tracer paused, so its ops stay on the host."""
     state = torch._C._get_tracing_state()
-    torch._C._set_tracing_state(None)
+    torch._C._set_tracing_state(None)  # type: ignore[attr-defined]  # in torch, not its stubs
     try:
         with torch.no_grad():
             return fn(*[i.detach() for i in inputs])
     finally:
-        torch._C._set_tracing_state(state)
+        torch._C._set_tracing_state(state)  # type: ignore[attr-defined]
 
 
 class CPU:

@@ -280,7 +280,7 @@ class DataLoader(torch.utils.data.DataLoader):
         self._mode = mode
         self._drop_last_combined = drop_last
         self._samples = samples
-        self._accessor = None
+        self._accessor: Optional[AsynchronousDataAccessor] = None
         self._async_options = async_options
         if batch_sampler is None:
             # Rebatching workers keep their last short batch: the accessor adds it to the rest.

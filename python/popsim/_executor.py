@@ -22,7 +22,7 @@ import os
 import threading
 import time
 import warnings
-from typing import Any, NamedTuple, Optional
+from typing import Any, Dict, NamedTuple, Optional, Union
 
 import torch
 
@@ -82,6 +82,10 @@ def _module_flags(model):
     return tuple(module.training for module in model.modules())
 
 
+# A compiled program: one executable, or a replicated model's replicas.
+Program = Union[_C.Executable, "_replication.ReplicatedExecutable"]
+
+
 class Executor:
     """A model compiled for simulated IPUs, used like the model itself.
 
@@ -107,7 +111,7 @@ class Executor:
         self._model = copy.copy(model)
         self._training = training
         self._check_options()
-        self._record = None
+        self._record: Optional[_training_registry.TrainingRecord] = None
         if training:
             if optimizer is None:
                 from popsim.optim import SGD
@@ -127,21 +131,48 @@ class Executor:
             self._options._Popart.toDict().get("instrumentWithHardwareCycleCounter"))
         self._reset()
 
+    @property
+    def _program(self) -> Program:
+        """The compiled program; only once the model has compiled."""
+        assert self._executable is not None, "the model has not compiled"
+        return self._executable
+
+    @property
+    def _compiled_signature(self) -> "_tracing.Signature":
+        assert self._signature is not None, "the model has not compiled"
+        return self._signature
+
+    @property
+    def _compiled_options(self) -> _C.CompileOptions:
+        assert self._compile_options is not None, "the model has not compiled"
+        return self._compile_options
+
+    @property
+    def _optimizer_binding(self) -> "_training.OptimizerBinding":
+        """A training model's optimizer as the program uses it; once compiled."""
+        assert self._binding is not None, "the training model has not compiled"
+        return self._binding
+
+    @property
+    def _compiled_graph(self) -> _C.Graph:
+        assert self._graph is not None, "the model has not compiled"
+        return self._graph
+
     def _reset(self):
         close = getattr(self.__dict__.get("_executable"), "close", None)
         if close is not None:  # replicas: their threads
             close()
-        self._graph = None
+        self._graph: Optional[_C.Graph] = None
         self._compiled_flags = None  # every module's train/eval flag when compiled
-        self._executable = None
+        self._executable: Optional[Program] = None
         self._broadcast_buffers = []  # replicated training: buffers replica 0 hands on
-        self._signature = None
+        self._signature: Optional[_tracing.Signature] = None
         self._output_structure = None
         self._input_updates = []  # inputs the model modifies in place, by index
         self._narrow_outputs = []  # (output index, dtype) of outputs widened on the device
         self._float32_buffers = []  # float16 buffers the device holds in float32
-        self._compilation_seconds = None
-        self._binding = None
+        self._compilation_seconds = 0.0
+        self._binding: Optional[_training.OptimizerBinding] = None
         self._attached = False
         self._detached_state = None
         self._host_dirty = False
@@ -151,7 +182,7 @@ class Executor:
         self._syncing = False
         self._seen_training = None  # inference: training versions last uploaded
         self._seen_generation = None  # inference: _training_registry.generation when checked
-        self._compile_options = None  # the _C.CompileOptions of the program
+        self._compile_options: Optional[_C.CompileOptions] = None  # the program's
         self._call_spec = None  # the compiling call's arguments, tensors as shapes and dtypes
         self._program_file = None  # (path, ProgramFile) while loadExecutable compiles
         self._anchor_plan = _anchors.AnchorPlan([], [])  # Options.anchorTensor's, checked
@@ -194,8 +225,9 @@ class Executor:
         if isinstance(value, torch.nn.Parameter):
             # ipu_model.weight.replicaGrouping(...), as PopTorch's parameters offer it
             # (for this executor: the latest access through an executor decides).
-            value.replicaGrouping = value.perReplica = _replica_grouping.GroupingHandle(
-                self, name)
+            handle = _replica_grouping.GroupingHandle(self, name)
+            setattr(value, "replicaGrouping", handle)
+            setattr(value, "perReplica", handle)
         return value
 
     def _set_replica_grouping(self, name, setting):
@@ -251,11 +283,11 @@ class Executor:
             self._catch_up_with_training()
         elif self._optimizer_host_newer:
             self._write_optimizer_state()
-        tensors = self._signature.tensors(args, kwargs)
+        tensors = self._compiled_signature.tensors(args, kwargs)
         if self._input_updates:
             self._refuse_written_inputs_sharing_memory(tensors)
         device_tensors, converted = _compilation.float64_as_float32(
-            self._signature.tensor_names, tensors)
+            self._compiled_signature.tensor_names, tensors)
         if converted and not self._warned_float64:
             warnings.warn(_compilation.float64_warning(converted), stacklevel=2)
             self._warned_float64 = True
@@ -265,11 +297,11 @@ class Executor:
                 self._synthetic_inputs = _compilation.synthetic_inputs(
                     device_tensors, _compilation.random_seed(self._options))
             device_tensors = self._synthetic_inputs
-        outputs = self._executable.run(_widened(device_tensors))
+        outputs = self._program.run(_widened(device_tensors))
         if synthetic:
             outputs = [torch.zeros_like(output) for output in outputs]
         if self._log_cycles:
-            LOGGER.info("Total number of IPU cycles: %d", self._executable.last_run_cycles)
+            LOGGER.info("Total number of IPU cycles: %d", self._program.last_run_cycles)
         if self._input_updates:
             outputs = (outputs[:-len(self._input_updates)] if synthetic
                        else self._write_back_inputs(tensors, outputs))
@@ -277,16 +309,19 @@ class Executor:
                                                      self._anchor_shapes)
         if self._anchor_plan.variables:
             names = [name for _, name in self._anchor_plan.variables]
-            values = self._executable.read_variables(sorted(set(names)))
+            values = self._program.read_variables(sorted(set(names)))
             self._anchor_memory.update(
                 {short: values[name] for short, name in self._anchor_plan.variables})
         for index, dtype in self._narrow_outputs:
             outputs[index] = outputs[index].to(dtype)
         if self._broadcast_buffers:
-            self._executable.broadcast(self._broadcast_buffers)
+            program = self._program
+            assert isinstance(program, _replication.ReplicatedExecutable)
+            program.broadcast(self._broadcast_buffers)
         if self._training:
             self._host_dirty = True
             self._optimizer_device_newer = True
+            assert self._record is not None
             self._record.called()
             self._count_optimizer_steps()
         result = _structure.unflatten(outputs, self._output_structure)
@@ -299,7 +334,7 @@ class Executor:
         shares its memory (m(x, x), m(x, x[:, :2])); popsim gives each input its
         own device buffer, so it refuses such calls instead of returning other
         numbers."""
-        names = self._signature.tensor_names
+        names = self._compiled_signature.tensor_names
         for index in self._input_updates:
             for other, tensor in enumerate(tensors):
                 if other != index and _overlap(tensors[index], tensor):
@@ -334,7 +369,7 @@ class Executor:
         if self._executable is not None and self._training:
             if self._attached:
                 self.copyWeightsToHost()
-                self._binding.copy_state_to_host(self._executable)
+                self._optimizer_binding.copy_state_to_host(self._executable)
             _host_sync.uninstall(self._user_model)
             _optimizer_state.uninstall(self._optimizer)
         if self._record is not None:
@@ -387,7 +422,7 @@ class Executor:
                 "copyNamedBuffersToDevice() copies the buffers named by "
                 "Options.updatableNamedBuffers([...]), and this model's options name none.")
         buffers = dict(self._model.named_buffers())
-        on_device = set(self._executable.weight_names())
+        on_device = set(self._program.weight_names())
         unknown = [name for name in names if name not in buffers]
         if unknown:
             raise OptionError(
@@ -398,14 +433,14 @@ class Executor:
             raise OptionError(
                 f"updatableNamedBuffers names {unused}, which the compiled program does not "
                 "read (popsim keeps only the buffers the model uses on the device).")
-        self._executable.write_variables({name: buffers[name] for name in names})
+        self._program.write_variables({name: buffers[name] for name in names})
 
     @_one_thread_at_a_time
     def copyWeightsToHost(self) -> None:
         """Copies the device's weights (parameters and buffers) into the host model."""
         self._require_compiled("copyWeightsToHost")
-        names = self._executable.weight_names()
-        device = self._executable.read_variables(names)
+        names = self._program.weight_names()
+        device = self._program.read_variables(names)
         host = _weights.host_weights(self._model, names)
         with torch.no_grad():
             for name in names:
@@ -444,7 +479,7 @@ class Executor:
         """Copies the device's optimizer state into the optimizer (its
         state_dict() calls this first)."""
         if self._optimizer_device_newer and self._attached and not self._optimizer_host_newer:
-            self._binding.copy_state_to_host(self._executable)
+            self._optimizer_binding.copy_state_to_host(self._executable)
         self._optimizer_device_newer = False
 
     def _optimizer_state_loaded(self):
@@ -454,10 +489,10 @@ class Executor:
 
     def _write_optimizer_state(self):
         binding = _training.OptimizerBinding(self._optimizer, self._names_by_tensor())
-        self._binding.check_compatible(binding)
+        self._optimizer_binding.check_compatible(binding)
         self._binding = binding
-        self._executable.write_variables(binding.optimizer_state(self._executable))
-        self._binding.write_hyperparameters(self._executable, _training.grad_scale(self._options))
+        self._program.write_variables(binding.optimizer_state(self._executable))
+        self._optimizer_binding.write_hyperparameters(self._executable, _training.grad_scale(self._options))
         self._optimizer_host_newer = False
 
     def _count_optimizer_steps(self):
@@ -475,7 +510,7 @@ class Executor:
             raise InputError("setOptimizer() is for training models.")
         if self._executable is not None:
             binding = _training.OptimizerBinding(optimizer, self._names_by_tensor())
-            self._binding.check_compatible(binding)
+            self._optimizer_binding.check_compatible(binding)
             _training.check_group_attributes(optimizer, self._options, self._reported_attributes)
             if optimizer is not self._optimizer:
                 self._sync_optimizer_state_to_host()
@@ -499,9 +534,9 @@ class Executor:
             raise InputError("The model is not attached to the device.")
         if self._training:
             self.copyWeightsToHost()
-            self._binding.copy_state_to_host(self._executable)
-            names = self._executable.state_names()
-            self._detached_state = self._executable.read_variables(names)
+            self._optimizer_binding.copy_state_to_host(self._executable)
+            names = self._program.state_names()
+            self._detached_state = self._program.read_variables(names)
         self._attached = False
 
     @_one_thread_at_a_time
@@ -518,7 +553,7 @@ class Executor:
             raise InputError("The model is already attached to the device.")
         self._upload_weights()
         if self._training and self._detached_state is not None:
-            self._executable.write_variables(self._detached_state)
+            self._program.write_variables(self._detached_state)
             self._detached_state = None
         self._attached = True
         self._host_dirty = False
@@ -529,12 +564,12 @@ class Executor:
     def memoryReport(self):
         """Memory of each simulated IPU, by category, from the compiled plan."""
         self._require_compiled("memoryReport")
-        return self._executable.memory_report().to_dict()
+        return self._program.memory_report().to_dict()
 
     def cycleCount(self) -> int:
         """Simulated IPU cycles of the last call (compute and host transfers)."""
         self._require_compiled("cycleCount")
-        return self._executable.last_run_cycles
+        return self._program.last_run_cycles
 
     def executionTrace(self) -> ExecutionTrace:
         """The last call on the simulated clock: a popsim ExecutionTrace whose
@@ -546,7 +581,7 @@ class Executor:
     def simulatedTime(self) -> float:
         """Simulated seconds of the last call on the IPUs (cycles at the chip's clock)."""
         self._require_compiled("simulatedTime")
-        return self._executable.last_run_cycles / self._executable.clock_hz
+        return self._program.last_run_cycles / self._program.clock_hz
 
     def compilationTime(self) -> float:
         """Seconds the last compilation took (tracing included)."""
@@ -559,22 +594,22 @@ class Executor:
         and optimizer step)."""
         self._require_compiled("_debug_ir")
         if optimized:
-            return self._executable.graph_text(locations)
-        return self._graph.to_text(locations)
+            return self._program.graph_text(locations)
+        return self._compiled_graph.to_text(locations)
 
     def _require_compiled(self, what):
         if self._executable is None:
             raise InputError(f"{what}() needs a compiled model: call the model or compile() first.")
 
-    def _names_by_tensor(self):
-        names = {}
+    def _names_by_tensor(self) -> Dict[int, str]:
+        names: Dict[int, str] = {}
         for name, tensor in _weights.named_tensors(self._model).items():
             names.setdefault(id(tensor), name)
         return names
 
     def _upload_weights(self):
-        names = self._executable.weight_names()
-        self._executable.write_variables(self._device_weights(names))
+        names = self._program.weight_names()
+        self._program.write_variables(self._device_weights(names))
 
     def _device_weights(self, names):
         """The host tensors of the named weights, in the dtypes the device holds them."""
@@ -703,7 +738,7 @@ class Executor:
         """Names each variable anchor as the program does (a tied weight has
         one name there); refuses tensors the program does not hold."""
         tensors, canonical = _weights.named_tensors(self._model), self._names_by_tensor()
-        on_device = set(self._executable.weight_names())
+        on_device = set(self._program.weight_names())
         resolved = []
         for short, name in self._anchor_plan.variables:
             program_name = canonical[id(tensors[name])]
@@ -733,13 +768,13 @@ class Executor:
         if self._executable is None:
             raise InputError("Model must be compiled before calling getTensorNames: call the "
                              "model or compile() first.")
-        names = list(self._executable.weight_names())
+        names = list(self._program.weight_names())
         if not self._training:
             return names
         used = set(names)
         return (names + [_anchors.UPDATED + name for name in names]
                 + [_anchors.GRADIENT + name
-                   for name in _trained_names(self._compile_options.compiler.training) if name in used])
+                   for name in _trained_names(self._compiled_options.compiler.training) if name in used])
 
     def _replicated(self, executable, options, input_updates, groupings):
         """The executable itself, or with replicationFactor > 1 its replicas
@@ -821,8 +856,8 @@ class Executor:
                 self._sync_optimizer_state_to_host()
             metadata.update(model=self._user_model, options=self._options,
                             optimizer=self._optimizer if self._training else None)
-        key = _executable_file.program_key(self._graph, self._compile_options)
-        _executable_file.write(os.fspath(filename), key, self._executable.serialize_program(),
+        key = _executable_file.program_key(self._compiled_graph, self._compiled_options)
+        _executable_file.write(os.fspath(filename), key, self._program.serialize_program(),
                                metadata)
 
     def compileAndExport(self, filename: str, *args: Any, export_model: bool = True,
@@ -893,17 +928,19 @@ class Executor:
 
     def _write_log(self):
         """Writes the IR and memory report of this compilation into logDir."""
-        os.makedirs(self._options.log_dir, exist_ok=True)
-        stem = os.path.join(self._options.log_dir,
+        log_dir = self._options.log_dir
+        assert log_dir is not None, "_write_log() without Options.logDir"
+        os.makedirs(log_dir, exist_ok=True)
+        stem = os.path.join(log_dir,
                             f"{type(self._user_model).__name__}_{next(_log_counter)}")
         with open(stem + ".ir.txt", "w", encoding="utf-8") as out:
             out.write("# Imported from the trace\n")
-            out.write(self._graph.to_text(True))
+            out.write(self._compiled_graph.to_text(True))
             out.write("\n# Program (optimised)\n")
-            out.write(self._executable.graph_text(True))
+            out.write(self._program.graph_text(True))
         with open(stem + ".memory.json", "w", encoding="utf-8") as out:
-            json.dump({"memory": self._executable.memory_report().to_dict(),
-                       "program": [step.to_dict() for step in self._executable.program()]},
+            json.dump({"memory": self._program.memory_report().to_dict(),
+                       "program": [step.to_dict() for step in self._program.program()]},
                       out, indent=2)
 
     def __repr__(self):

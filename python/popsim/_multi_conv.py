@@ -42,8 +42,8 @@ class MultiConv:
         self._proportions: Optional[List[float]] = None
         self._partials_types = None
         self._plan_type = MultiConvPlanType.Parallel
-        self._reserved_tiles = None
-        self._cycle_back_off = None
+        self._reserved_tiles: Optional[int] = None
+        self._cycle_back_off: Optional[float] = None
         self._dithering = None
         self._saved: Dict[str, Callable] = {}
         self._count = 0

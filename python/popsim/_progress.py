@@ -11,6 +11,7 @@ SHOW_AFTER seconds; "1" always; "0" never (the tests set it).
 
 import os
 import threading
+from typing import Any, Optional
 
 from popsim.errors import OptionError
 
@@ -43,10 +44,10 @@ class CompileProgress:
 
     def __init__(self, show=True):
         self._show = show  # Options.showCompilationProgressBar
-        self._bar = None
+        self._bar: Optional[Any] = None  # a tqdm bar, when shown
         self._started = 0
         self._stop = threading.Event()
-        self._ticker = None
+        self._ticker: Optional[threading.Thread] = None
 
     def __enter__(self):
         delay = _delay()
@@ -66,7 +67,8 @@ class CompileProgress:
         if self._stop.wait(delay):
             return
         while not self._stop.wait(_REFRESH_SECONDS):
-            self._bar.refresh()
+            if self._bar is not None:
+                self._bar.refresh()
 
     def phase(self, name):
         if self._bar is None:
@@ -81,7 +83,8 @@ class CompileProgress:
         if self._bar is None:
             return
         self._stop.set()
-        self._ticker.join()
+        if self._ticker is not None:
+            self._ticker.join()
         if kind is None:
             self._bar.set_postfix_str("done", refresh=False)
             self._bar.update(len(PHASES) - self._bar.n)

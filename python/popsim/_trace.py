@@ -1,6 +1,7 @@
 """The simulated execution trace of a model's last call."""
 
 import statistics
+from typing import Dict, Tuple
 
 # Event kinds of transfers around a task (the others are the tasks themselves).
 TRANSFER_KINDS = ("copy", "host_input", "stream_copy", "host_output", "streaming")
@@ -90,7 +91,7 @@ class ExecutionTrace:
     def _median_per_micro_batch(self, counts):
         """Per IPU, the median over micro-batches of the cycles of the events `counts`
         accepts (0 for an IPU with none)."""
-        work = {}
+        work: Dict[Tuple[int, int, int], int] = {}
         for event in self.events:
             if counts(event):
                 key = (event["ipu"], event["step"], event["micro_batch"])

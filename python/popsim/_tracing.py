@@ -5,10 +5,12 @@ tensors and returns one: nested inputs and outputs, keyword arguments and
 non-tensor arguments (baked in as constants) are handled here, in Python.
 """
 
+import collections
 import contextlib
 import inspect
 import threading
 import warnings
+from typing import Any, Dict
 
 import torch
 
@@ -144,7 +146,8 @@ def _call_with(forward, values):
     own BoundArguments decides which go by position and which by keyword."""
     signature = inspect.signature(forward)
     parameters = signature.parameters
-    arguments, extra = {}, {}
+    arguments: Dict[str, Any] = {}
+    extra: Dict[str, Any] = {}
     for name, value in values.items():
         parameter = parameters.get(name.split("[")[0])
         if parameter is not None and parameter.kind == inspect.Parameter.VAR_POSITIONAL:
@@ -159,11 +162,12 @@ def _call_with(forward, values):
     if var_keyword is None and extra:
         return forward(**{**arguments, **extra})  # raises the usual TypeError
     if extra:
+        assert var_keyword is not None
         arguments[var_keyword] = extra
     ordered = {name: tuple(arguments[name]) if parameters[name].kind ==
                inspect.Parameter.VAR_POSITIONAL else arguments[name]
                for name in parameters if name in arguments}
-    bound = inspect.BoundArguments(signature, ordered)
+    bound = inspect.BoundArguments(signature, collections.OrderedDict(ordered))
     return forward(*bound.args, **bound.kwargs)
 
 
@@ -251,11 +255,12 @@ def _cumulative_batch_norms(model):
     """Batch norms with momentum=None trace through _cumulative_batch_norm_forward."""
     patched = [module for module in model.modules()
                if isinstance(module, torch.nn.modules.batchnorm._BatchNorm)
-               and module.momentum is None and module.training and module.track_running_stats
+               and getattr(module, "momentum") is None  # torch's stubs say a float
+               and module.training and module.track_running_stats
                and module.running_mean is not None]
     saved = [module.__dict__.get("forward") for module in patched]
     for module in patched:
-        module.forward = _cumulative_batch_norm_forward(module)
+        setattr(module, "forward", _cumulative_batch_norm_forward(module))
     try:
         yield
     finally:
@@ -263,7 +268,7 @@ def _cumulative_batch_norms(model):
             if forward is None:
                 del module.forward
             else:
-                module.forward = forward
+                setattr(module, "forward", forward)
 
 
 @contextlib.contextmanager
@@ -293,11 +298,13 @@ def _no_backward():
             "forward() instead of calling backward() on it.")
 
     tensor_backward, autograd_backward = torch.Tensor.backward, torch.autograd.backward
-    torch.Tensor.backward, torch.autograd.backward = refuse, refuse
+    setattr(torch.Tensor, "backward", refuse)
+    setattr(torch.autograd, "backward", refuse)
     try:
         yield
     finally:
-        torch.Tensor.backward, torch.autograd.backward = tensor_backward, autograd_backward
+        setattr(torch.Tensor, "backward", tensor_backward)
+        setattr(torch.autograd, "backward", autograd_backward)
 
 
 # Tracing changes process-wide state for its duration (the block markers'

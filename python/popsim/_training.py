@@ -10,6 +10,7 @@ in both directions.
 
 import math
 import warnings
+from typing import Any, Dict, Optional, Tuple
 
 import torch
 
@@ -105,7 +106,7 @@ def constant_values(optimizer):
     attributes = getattr(optimizer, "variable_attrs", None)
     if attributes is None:
         return {}
-    values = {}
+    values: Dict[Tuple[Optional[int], str], Any] = {}
     for index, group in enumerate(optimizer.param_groups):
         for name in _GROUP_ATTRIBUTES:
             if name in group and attributes.isConstant(name):

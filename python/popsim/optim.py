@@ -30,6 +30,7 @@ PopTorch arguments:
 import functools
 import inspect
 import math
+from typing import Any, Dict
 
 import torch
 
@@ -87,6 +88,8 @@ class _MaxGradNorm:
     """optimizer.max_grad_norm (inf for none), as PopTorch's optimizers have
     it, kept in optimizer.defaults so that pickles keep it too."""
 
+    defaults: Dict[str, Any]  # torch.optim.Optimizer's, which the optimizers below derive
+
     @property
     def max_grad_norm(self):
         norm = self.defaults.get("max_grad_norm")
@@ -116,6 +119,10 @@ def _records_variables(init):
     return wrapped
 
 
+# (The type: ignore[call-arg] below: Debian's torch 1.13 takes maximize=, its
+# type stubs do not declare it.)
+
+
 class SGD(_MaxGradNorm, torch.optim.SGD):
     """torch.optim.SGD (lr defaults to 0.01, popsim's default optimizer)."""
 
@@ -126,7 +133,8 @@ class SGD(_MaxGradNorm, torch.optim.SGD):
         _check_popsim_arguments("SGD", {"accum_type": accum_type, "max_grad_norm": max_grad_norm,
                                         "loss_scaling": loss_scaling})
         super().__init__(params, lr=lr, momentum=momentum, dampening=dampening,
-                         weight_decay=weight_decay, nesterov=nesterov, maximize=maximize)
+                         weight_decay=weight_decay, nesterov=nesterov,
+                         maximize=maximize)  # type: ignore[call-arg]
         self.max_grad_norm = max_grad_norm
 
 
@@ -143,7 +151,7 @@ class Adam(_MaxGradNorm, torch.optim.Adam):
             "first_order_momentum_accum_type": first_order_momentum_accum_type,
             "second_order_momentum_accum_type": second_order_momentum_accum_type})
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                         amsgrad=amsgrad, maximize=maximize)
+                         amsgrad=amsgrad, maximize=maximize)  # type: ignore[call-arg]
         self.max_grad_norm = max_grad_norm
 
 
@@ -160,7 +168,7 @@ class AdamW(_MaxGradNorm, torch.optim.AdamW):
             "first_order_momentum_accum_type": first_order_momentum_accum_type,
             "second_order_momentum_accum_type": second_order_momentum_accum_type})
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                         amsgrad=amsgrad, maximize=maximize)
+                         amsgrad=amsgrad, maximize=maximize)  # type: ignore[call-arg]
         self.max_grad_norm = max_grad_norm
 
 
@@ -177,7 +185,7 @@ class RMSprop(_MaxGradNorm, torch.optim.RMSprop):
             "first_order_momentum_accum_type": first_order_momentum_accum_type,
             "second_order_momentum_accum_type": second_order_momentum_accum_type})
         super().__init__(params, lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
-                         momentum=momentum, centered=centered, maximize=maximize)
+                         momentum=momentum, centered=centered, maximize=maximize)  # type: ignore[call-arg]
         self.max_grad_norm = max_grad_norm
 
 

@@ -10,12 +10,12 @@ frozen (the model keeps its own copy); ``clone()`` gives a modifiable copy.
 """
 
 import builtins
+import contextlib
 import copy
 import difflib
-import numbers
 import os
 import re
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 import torch
 
@@ -30,6 +30,7 @@ from popsim.enums import (
     ReductionType,
     SyncPattern,
 )
+from popsim._values import is_integer, is_real, is_string_list
 from popsim.errors import OptionError
 from popsim.strategies import _ExecutionStrategy
 from popsim.tensor_locations import TensorLocationSettings
@@ -51,7 +52,7 @@ _MEMORY_UNITS = {
 def positive_int(what, value, owner=None):
     """`value` as an int, if it is a positive integer. The error names `what`: a setter,
     or with `owner` (such as 'popsim.DataLoader'), one of its arguments."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+    if not is_integer(value) or value < 1:
         got = f"got {value!r} ({type(value).__name__})."
         if owner is not None:
             raise OptionError(f"{owner}: {what} must be a positive integer, {got}")
@@ -61,7 +62,7 @@ def positive_int(what, value, owner=None):
 
 def _parse_memory(value):
     """Bytes from an int or a string such as '64MiB', '512 KB' or '1.5GiB'."""
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+    if is_integer(value):
         if value < 1:
             raise OptionError(f"Simulator.memoryPerIpu expects a positive size, got {value}.")
         return int(value)
@@ -94,36 +95,59 @@ def profile_directory(source, directory):
 
 
 class _OptionGroup:
-    """Shared behaviour: values in a dict, freezing, helpful unknown-name errors."""
+    """Shared behaviour of the option groups: typed fields, declared on the
+    class with their defaults (each instance gets its own copy of them), that
+    only the group's setters change (inside ``_setting()``, which checks that
+    the options are not frozen); freezing; and helpful errors for unknown or
+    read-only names."""
 
-    _defaults: Dict[str, Any] = {}
     _group_name = "Options"
 
-    def __init__(self):
-        # Deep: defaults such as TensorLocationSettings are mutable, and each Options owns its own.
-        object.__setattr__(self, "_values", copy.deepcopy(self._defaults))
+    def __init__(self) -> None:
         object.__setattr__(self, "_frozen", False)
+        object.__setattr__(self, "_setters_running", 0)
+        for name in self._fields():
+            # Deep: defaults such as TensorLocationSettings are mutable, and each
+            # Options owns its own.
+            object.__setattr__(self, name, copy.deepcopy(getattr(type(self), name)))
 
-    def _set(self, name, value):
+    @classmethod
+    def _fields(cls) -> List[str]:
+        """The group's option fields: its public annotated attributes, in order."""
+        names: List[str] = []
+        for klass in reversed(cls.__mro__):
+            for name in getattr(klass, "__annotations__", {}):
+                # Fields are snake_case; Options' groups (Training, ...) are not fields.
+                if name[0].islower() and name not in names:
+                    names.append(name)
+        return names
+
+    @contextlib.contextmanager
+    def _setting(self) -> Iterator[None]:
+        """Lets a setter assign the group's fields (refused once frozen)."""
         if self._frozen:
             raise OptionError(_FROZEN_MESSAGE)
-        self._values[name] = value
-        return self
+        object.__setattr__(self, "_setters_running", self._setters_running + 1)
+        try:
+            yield
+        finally:
+            object.__setattr__(self, "_setters_running", self._setters_running - 1)
 
-    def _freeze(self):
+    def _freeze(self) -> None:
         object.__setattr__(self, "_frozen", True)
 
-    def __getattr__(self, name):
-        values = object.__getattribute__(self, "_values")
-        if name in values:
-            return values[name]
-        known = [n for n in dir(type(self)) if not n.startswith("_")] + list(values)
+    def __getattr__(self, name: str) -> Any:
+        # Only for names the object does not have: say which it has.
+        known = [n for n in dir(type(self)) if not n.startswith("_")]
         close = difflib.get_close_matches(name, known, n=1)
         hint = f" Did you mean '{close[0]}'?" if close else ""
         raise AttributeError(f"{self._group_name} has no option '{name}'.{hint}")
 
-    def __setattr__(self, name, value):
-        if name in self._values:
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in self._fields():
+            if self.__dict__.get("_setters_running", 0) > 0:
+                object.__setattr__(self, name, value)
+                return
             raise AttributeError(
                 f"{self._group_name}.{name} is read-only: set it with the setter method, "
                 f"e.g. {self._group_name}.{_setter_name(name)}(...)."
@@ -131,18 +155,22 @@ class _OptionGroup:
         raise AttributeError(f"{self._group_name} has no option '{name}'.")
 
     def toDict(self) -> Dict[str, Any]:
-        return {name: (value.name if isinstance(value, (OutputMode, ReductionType,
-                                                         ConnectionType, SyncPattern,
-                                                         HalfFloatCastingBehavior,
-                                                         MeanReductionStrategy))
-                       else repr(value)
-                       if isinstance(value, (_ExecutionStrategy, TensorLocationSettings))
-                       else value)
-                for name, value in self._values.items()}
+        return {name: _printable(getattr(self, name)) for name in self._fields()}
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         fields = ", ".join(f"{k}={v!r}" for k, v in self.toDict().items())
         return f"{self._group_name}({fields})"
+
+
+def _printable(value: Any) -> Any:
+    """An option's value as toDict() shows it: enums by name, strategies and
+    tensor location settings as their repr."""
+    if isinstance(value, (OutputMode, ReductionType, ConnectionType, SyncPattern,
+                          HalfFloatCastingBehavior, MeanReductionStrategy)):
+        return value.name
+    if isinstance(value, (_ExecutionStrategy, TensorLocationSettings)):
+        return repr(value)
+    return value
 
 
 # Fields whose setter is not their name in camelCase (test_options checks every field).
@@ -199,16 +227,18 @@ def _setter_name(field):
 class _TrainingOptions(_OptionGroup):
     """Options of training models (``opts.Training``)."""
 
-    _defaults = {"gradient_accumulation": 1,
-                 "accumulation_and_replication_reduction_type": ReductionType.Mean,
-                 "mean_reduction_strategy": MeanReductionStrategy.Post,
-                 "recomputation_enabled": False, "automatic_loss_scaling": False}
+    gradient_accumulation: int = 1
+    accumulation_and_replication_reduction_type: ReductionType = ReductionType.Mean
+    mean_reduction_strategy: MeanReductionStrategy = MeanReductionStrategy.Post
+    recomputation_enabled: bool = False
+    automatic_loss_scaling: bool = False
     _group_name = "Options.Training"
 
     def gradientAccumulation(self, micro_batches: int) -> "_TrainingOptions":
         """Micro-batches whose gradients are accumulated before each weight update."""
-        return self._set("gradient_accumulation",
-                         positive_int("Training.gradientAccumulation", micro_batches))
+        with self._setting():
+            self.gradient_accumulation = positive_int("Training.gradientAccumulation", micro_batches)
+        return self
 
     def accumulationAndReplicationReductionType(self, reduction: ReductionType
                                                 ) -> "_TrainingOptions":
@@ -217,7 +247,9 @@ class _TrainingOptions(_OptionGroup):
             raise OptionError(
                 "Training.accumulationAndReplicationReductionType expects "
                 f"popsim.ReductionType.Mean or popsim.ReductionType.Sum, got {reduction!r}.")
-        return self._set("accumulation_and_replication_reduction_type", reduction)
+        with self._setting():
+            self.accumulation_and_replication_reduction_type = reduction
+        return self
 
     def setMeanAccumulationAndReplicationReductionStrategy(
             self, strategy: MeanReductionStrategy) -> "_TrainingOptions":
@@ -232,7 +264,9 @@ class _TrainingOptions(_OptionGroup):
         if strategy == MeanReductionStrategy.PostAndLoss:
             LOGGER.warning("MeanReductionStrategy.PostAndLoss is deprecated (as in PopTorch); "
                            "popsim computes what Post computes, the same up to rounding.")
-        return self._set("mean_reduction_strategy", strategy)
+        with self._setting():
+            self.mean_reduction_strategy = strategy
+        return self
 
     def recomputation(self, enabled: bool) -> "_TrainingOptions":
         """Pipelined training: each stage's backward pass recomputes the forward
@@ -242,7 +276,9 @@ class _TrainingOptions(_OptionGroup):
         results are identical. Off by default."""
         if not isinstance(enabled, bool):
             raise OptionError(f"Training.recomputation expects a bool, got {enabled!r}.")
-        return self._set("recomputation_enabled", enabled)
+        with self._setting():
+            self.recomputation_enabled = enabled
+        return self
 
     def setAutomaticLossScaling(self, enabled: bool) -> "_TrainingOptions":
         """Automatic loss scaling, as PopART does it: the optimizer's loss_scaling
@@ -255,20 +291,25 @@ class _TrainingOptions(_OptionGroup):
         change. ``_Popart.set("automaticLossScalingSettings.binEdgeLocation", x)``
         and ``("...thresholdUpperCountProportion", p)`` change the edge and the
         proportion. The model needs float16 gradients to count."""
-        return self._set("automatic_loss_scaling",
-                         _bool("Training.setAutomaticLossScaling", enabled))
+        with self._setting():
+            self.automatic_loss_scaling = _bool("Training.setAutomaticLossScaling", enabled)
+        return self
 
 
 class _SimulatorOptions(_OptionGroup):
     """The simulated machine (``opts.Simulator``): popsim's own settings."""
 
-    _defaults = {"num_ipus": None, "ipu_version": "Mk2", "memory_per_ipu": None,
-                 "threads_per_ipu": None}
+    num_ipus: Optional[int] = None
+    ipu_version: str = "Mk2"
+    memory_per_ipu: Optional[int] = None
+    threads_per_ipu: Optional[int] = None
     _group_name = "Options.Simulator"
 
     def numIpus(self, count: int) -> "_SimulatorOptions":
         """How many IPUs the simulated system has (default: as many as the model uses)."""
-        return self._set("num_ipus", positive_int("Simulator.numIpus", count))
+        with self._setting():
+            self.num_ipus = positive_int("Simulator.numIpus", count)
+        return self
 
     def ipuVersion(self, version: str) -> "_SimulatorOptions":
         """The IPU generation to simulate: 'Mk1' (GC2), 'Mk2' (GC200, default) or 'Bow'."""
@@ -276,7 +317,9 @@ class _SimulatorOptions(_OptionGroup):
         if name is None:
             raise OptionError(
                 f"Simulator.ipuVersion expects 'Mk1', 'Mk2' or 'Bow', got {version!r}.")
-        return self._set("ipu_version", name)
+        with self._setting():
+            self.ipu_version = name
+        return self
 
     def memoryPerIpu(self, size: Union[int, str]) -> "_SimulatorOptions":
         """Memory of each simulated IPU, in bytes or as '64MiB' (default: the chip's SRAM).
@@ -284,7 +327,9 @@ class _SimulatorOptions(_OptionGroup):
         Lower it to size a model for part of an IPU; compiling a model that
         needs more raises popsim.OutOfMemoryError.
         """
-        return self._set("memory_per_ipu", _parse_memory(size))
+        with self._setting():
+            self.memory_per_ipu = _parse_memory(size)
+        return self
 
     def threadsPerIpu(self, threads: int) -> "_SimulatorOptions":
         """Host threads each simulated IPU computes with (default: for one IPU, PyTorch's
@@ -294,7 +339,9 @@ class _SimulatorOptions(_OptionGroup):
         identical for any value with one IPU and across strategies for the same value
         (oneDNN splits some reductions by thread).
         """
-        return self._set("threads_per_ipu", positive_int("Simulator.threadsPerIpu", threads))
+        with self._setting():
+            self.threads_per_ipu = positive_int("Simulator.threadsPerIpu", threads)
+        return self
 
 
 class _PrecisionOptions(_OptionGroup):
@@ -303,9 +350,11 @@ class _PrecisionOptions(_OptionGroup):
     these options decide how float16 and float32 operands mix, how results
     round, and whether overflow is an error."""
 
-    _defaults = {"partials_type": torch.float32, "running_statistics_always_float": True,
-                 "half_float_casting": HalfFloatCastingBehavior.FloatDowncastToHalf,
-                 "floating_point_exceptions": False, "stochastic_rounding": False}
+    partials_type: torch.dtype = torch.float32
+    running_statistics_always_float: bool = True
+    half_float_casting: HalfFloatCastingBehavior = HalfFloatCastingBehavior.FloatDowncastToHalf
+    floating_point_exceptions: bool = False
+    stochastic_rounding: bool = False
     _group_name = "Options.Precision"
 
     def setPartialsType(self, dtype: torch.dtype) -> "_PrecisionOptions":
@@ -321,14 +370,17 @@ class _PrecisionOptions(_OptionGroup):
         if dtype not in (torch.float32, torch.float16):
             raise OptionError(f"Precision.setPartialsType expects torch.float or torch.half, "
                               f"got {dtype!r}.")
-        return self._set("partials_type", dtype)
+        with self._setting():
+            self.partials_type = dtype
+        return self
 
     def runningStatisticsAlwaysFloat(self, enabled: bool) -> "_PrecisionOptions":
         """True (the default): the running mean and variance of float16 batch norms
         are held and updated in float32 on the device, as PopTorch keeps them (the
         host's buffers keep their dtype). False: in the layer's dtype."""
-        return self._set("running_statistics_always_float",
-                         _bool("Precision.runningStatisticsAlwaysFloat", enabled))
+        with self._setting():
+            self.running_statistics_always_float = _bool("Precision.runningStatisticsAlwaysFloat", enabled)
+        return self
 
     def halfFloatCasting(self, behavior: HalfFloatCastingBehavior) -> "_PrecisionOptions":
         """How an op mixing float16 and float32 operands computes:
@@ -339,7 +391,9 @@ class _PrecisionOptions(_OptionGroup):
         if not isinstance(behavior, HalfFloatCastingBehavior):
             raise OptionError(f"Precision.halfFloatCasting expects a "
                               f"popsim.HalfFloatCastingBehavior, got {behavior!r}.")
-        return self._set("half_float_casting", behavior)
+        with self._setting():
+            self.half_float_casting = behavior
+        return self
 
     def enableFloatingPointExceptions(self, enabled: bool) -> "_PrecisionOptions":
         """An op whose result overflows to an infinity (or divides by zero) from
@@ -347,8 +401,9 @@ class _PrecisionOptions(_OptionGroup):
         0 x inf, the root of a negative number), stops the run with an
         ExecutionError naming the op and its source line, as an IPU traps
         them. Off by default: infinities and NaN propagate, as in PyTorch."""
-        return self._set("floating_point_exceptions",
-                         _bool("Precision.enableFloatingPointExceptions", enabled))
+        with self._setting():
+            self.floating_point_exceptions = _bool("Precision.enableFloatingPointExceptions", enabled)
+        return self
 
     def enableStochasticRounding(self, enabled: bool) -> "_PrecisionOptions":
         """float16 results (of every op, and weight updates) round to one of the
@@ -357,14 +412,15 @@ class _PrecisionOptions(_OptionGroup):
         random numbers come from the model's seed (Options.randomSeed), so a
         run is reproducible. Off (round to nearest, ties to even) by default.
         float32 results always round to nearest."""
-        return self._set("stochastic_rounding",
-                         _bool("Precision.enableStochasticRounding", enabled))
+        with self._setting():
+            self.stochastic_rounding = _bool("Precision.enableStochasticRounding", enabled)
+        return self
 
 
 class _JitOptions(_OptionGroup):
     """PopTorch's JIT options (``opts.Jit``): popsim always traces the model."""
 
-    _defaults = {"trace_model": True}
+    trace_model: bool = True
     _group_name = "Options.Jit"
 
     def traceModel(self, trace: bool) -> "_JitOptions":
@@ -372,7 +428,9 @@ class _JitOptions(_OptionGroup):
         if not _bool("Jit.traceModel", trace):
             raise OptionError("Jit.traceModel(False): popsim compiles models from a torch.jit "
                               "trace only. Leave it True.")
-        return self._set("trace_model", trace)
+        with self._setting():
+            self.trace_model = trace
+        return self
 
 
 class _TensorLocationOptions(_OptionGroup):
@@ -384,11 +442,11 @@ class _TensorLocationOptions(_OptionGroup):
     counts as "streamed in") and the simulated clock charges the transfers
     ("streaming" events)."""
 
-    _defaults = {"optimizer_location": TensorLocationSettings(),
-                 "weight_location": TensorLocationSettings(),
-                 "accumulator_location": TensorLocationSettings(),
-                 "activation_location": TensorLocationSettings(),
-                 "num_io_tiles": 0}
+    optimizer_location: TensorLocationSettings = TensorLocationSettings()
+    weight_location: TensorLocationSettings = TensorLocationSettings()
+    accumulator_location: TensorLocationSettings = TensorLocationSettings()
+    activation_location: TensorLocationSettings = TensorLocationSettings()
+    num_io_tiles: int = 0
     _group_name = "Options.TensorLocations"
 
     def numIOTiles(self, num_tiles: int) -> "_TensorLocationOptions":
@@ -397,17 +455,20 @@ class _TensorLocationOptions(_OptionGroup):
         set_overlap_for_output stream through them beside the compute, which runs on the
         remaining tiles (fewer tiles: more cycles per op, less memory). Their buffers
         must fit in the IO tiles' memory ("IO tiles" in memoryReport())."""
-        if (isinstance(num_tiles, bool) or not isinstance(num_tiles, int)
-                or not 32 <= num_tiles <= 192 or num_tiles % 2 != 0):
+        if not is_integer(num_tiles) or not 32 <= num_tiles <= 192 or num_tiles % 2 != 0:
             raise OptionError(f"numIOTiles must be an even number between 32 and 192. "
                               f"TensorLocations.numIOTiles got {num_tiles!r}.")
-        return self._set("num_io_tiles", num_tiles)
+        with self._setting():
+            self.num_io_tiles = num_tiles
+        return self
 
     def setOptimizerLocation(self, settings: TensorLocationSettings
                              ) -> "_TensorLocationOptions":
         """The optimizer state: off chip, each op of the weight update streams its
         parameter's state in and back out."""
-        return self._set("optimizer_location", self._checked("setOptimizerLocation", settings))
+        with self._setting():
+            self.optimizer_location = self._checked("setOptimizerLocation", settings)
+        return self
 
     def setWeightLocation(self, settings: TensorLocationSettings
                           ) -> "_TensorLocationOptions":
@@ -418,23 +479,27 @@ class _TensorLocationOptions(_OptionGroup):
         weight, with its optimizer state); each task that reads such a weight first
         gathers it from every replica's shard (a "replica_all_gather" in the trace), and
         the update runs on the shard."""
-        return self._set("weight_location", self._checked("setWeightLocation", settings))
+        with self._setting():
+            self.weight_location = self._checked("setWeightLocation", settings)
+        return self
 
     def setAccumulatorLocation(self, settings: TensorLocationSettings
                                ) -> "_TensorLocationOptions":
         """Gradient accumulators (training with gradientAccumulation > 1): off chip,
         each micro-batch's accumulation streams them in and out to add its gradients,
         and the update reads and clears them."""
-        return self._set("accumulator_location",
-                         self._checked("setAccumulatorLocation", settings))
+        with self._setting():
+            self.accumulator_location = self._checked("setAccumulatorLocation", settings)
+        return self
 
     def setActivationLocation(self, settings: TensorLocationSettings
                               ) -> "_TensorLocationOptions":
         """Activations the pipeline stashes between a micro-batch's forward and backward
         passes: off chip, the forward task streams them out and the backward task
         streams them back in ("stash" moves to Streaming Memory)."""
-        return self._set("activation_location",
-                         self._checked("setActivationLocation", settings))
+        with self._setting():
+            self.activation_location = self._checked("setActivationLocation", settings)
+        return self
 
     @staticmethod
     def _checked(setter, settings):
@@ -471,7 +536,8 @@ class _DistributedOptions(_OptionGroup):
     every process on their own data, and training models sum their
     gradients across the processes with torch.distributed (Gloo)."""
 
-    _defaults = {"num_distributed_processes": 1, "distributed_process_id": 0}
+    num_distributed_processes: int = 1
+    distributed_process_id: int = 0
     _group_name = "Options.Distributed"
     _ENVIRONMENTS = (("WORLD_SIZE", "RANK"), ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"))
 
@@ -504,13 +570,15 @@ class _DistributedOptions(_OptionGroup):
         """This process's ID (0 to num_processes - 1) and the process count."""
         num_processes = positive_int("Distributed.configureProcessId(num_processes)",
                                      num_processes)
-        if (isinstance(process_id, bool) or not isinstance(process_id, numbers.Integral)
-                or not 0 <= process_id < num_processes):
+        if not is_integer(process_id) or not 0 <= process_id < num_processes:
             raise OptionError(f"Distributed.configureProcessId expects a process ID from 0 to "
                               f"{num_processes - 1} for {num_processes} process(es), got "
                               f"{process_id!r}.")
-        self._set("distributed_process_id", int(process_id))
-        return self._set("num_distributed_processes", num_processes)
+        with self._setting():
+            self.distributed_process_id = int(process_id)
+        with self._setting():
+            self.num_distributed_processes = num_processes
+        return self
 
     @property
     def processId(self) -> int:
@@ -540,25 +608,46 @@ class _PopartOptions(_OptionGroup):
 
     _group_name = "Options._Popart"
 
+    def __init__(self) -> None:
+        super().__init__()
+        # PopART's options are named by strings, any of them: a dict of them.
+        object.__setattr__(self, "_session", {})
+
     def set(self, name: str, value: Any) -> "_PopartOptions":
         if not isinstance(name, str) or not name:
             raise OptionError(f"Options._Popart.set expects an option name, got {name!r}.")
         if name == PREFETCH_DEPTH_OPTION:  # Options.prefetchDepth's value
             value = _prefetch_depth(f"_Popart.set('{name}', ...)", value)
-        return self._set(name, value)
+        with self._setting():
+            self._session[name] = value
+        return self
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """The value `name` was set to, or `default`."""
+        return self._session.get(name, default)
+
+    def __getattr__(self, name: str) -> Any:
+        # opts._Popart.<name> reads a recorded option, as on PopTorch's options.
+        session = self.__dict__.get("_session", {})
+        if name in session:
+            return session[name]
+        return super().__getattr__(name)
+
+    def toDict(self) -> Dict[str, Any]:
+        return dict(self._session)
 
     def setEngineOptions(self, options: Dict[str, Any]) -> "_PopartOptions":
         """Poplar engine options (recorded under "engineOptions")."""
         if not isinstance(options, dict):
             raise OptionError(f"setEngineOptions expects a dict, got {options!r}.")
-        return self._set("engineOptions", dict(options))
+        return self.set("engineOptions", dict(options))
 
     def setPatterns(self, patterns: Dict[str, bool], level: int = 2) -> "_PopartOptions":
         """PopART graph patterns (recorded under "patterns" and "patternsLevel")."""
         if not isinstance(patterns, dict):
             raise OptionError(f"setPatterns expects a dict of pattern names, got {patterns!r}.")
-        self._set("patterns", dict(patterns))
-        return self._set("patternsLevel", level)
+        self.set("patterns", dict(patterns))
+        return self.set("patternsLevel", level)
 
 
 # PopART's input prefetch depth, which Options.prefetchDepth sets (PopTorch's
@@ -567,7 +656,7 @@ PREFETCH_DEPTH_OPTION = "defaultPrefetchBufferingDepth"
 
 
 def _prefetch_depth(owner, depth):
-    if isinstance(depth, bool) or not isinstance(depth, numbers.Integral) or depth < 0:
+    if not is_integer(depth) or depth < 0:
         raise OptionError(f"{owner} expects a non-negative integer (0 turns prefetching off), "
                           f"got {depth!r}.")
     return int(depth)
@@ -627,37 +716,47 @@ def _load_options_file(options, filepath):
 class Options(_OptionGroup):
     """How popsim compiles and runs a model. See the module docstring."""
 
-    _defaults: Dict[str, Any] = {
-        "device_iterations": 1,
-        "replication_factor": 1,
-        "input_replica_grouping": (1, CommGroupType.Ungrouped),
-        "output_mode": OutputMode.Default,
-        "output_return_period": 1,
-        "random_seed": None,
-        "log_dir": None,
-        "profile_dir": None,
-        "use_ipu_model": False,
-        "execution_strategy": None,
-        "available_memory_proportion": {},
-        "auto_round_num_ipus": False,
-        "show_compilation_progress_bar": True,
-        "connection_type": ConnectionType.Always,
-        "sync_pattern": SyncPattern.Full,
-        "broadcast_buffers": True,
-        "updatable_named_buffers": [],
-        "synthetic_data": False,
-        "module_namescope": True,
-        "source_location_excludes": None,  # None: torch's and popsim's directories
-        # None: POPSIM_CACHE_DIR or POPTORCH_CACHE_DIR, if set; False: no caching
-        "executable_cache_dir": None,
-        "ipu_id": None,
-        "anchored_tensors": {},  # short name -> (long name, OutputMode or None, period)
-        "model_name": None,  # None: the profile subdirectory is named by the model's kind
-        "relax_optimizer_attributes_checks": False,
-    }
+    device_iterations: int = 1
+    replication_factor: int = 1
+    input_replica_grouping: Tuple[int, CommGroupType] = (1, CommGroupType.Ungrouped)
+    output_mode: OutputMode = OutputMode.Default
+    output_return_period: int = 1
+    random_seed: Optional[int] = None
+    log_dir: Optional[str] = None
+    profile_dir: Optional[str] = None
+    use_ipu_model: bool = False
+    execution_strategy: Optional[_ExecutionStrategy] = None
+    available_memory_proportion: Dict[int, float] = {}
+    auto_round_num_ipus: bool = False
+    show_compilation_progress_bar: bool = True
+    connection_type: ConnectionType = ConnectionType.Always
+    sync_pattern: SyncPattern = SyncPattern.Full
+    broadcast_buffers: bool = True
+    updatable_named_buffers: List[str] = []
+    synthetic_data: bool = False
+    module_namescope: bool = True
+    # None: torch's and popsim's directories.
+    source_location_excludes: Optional[List[str]] = None
+    # None: POPSIM_CACHE_DIR or POPTORCH_CACHE_DIR, if set; False: no caching.
+    executable_cache_dir: Union[None, bool, str] = None
+    ipu_id: Optional[int] = None
+    # Short name -> (long name, OutputMode or None, period).
+    anchored_tensors: Dict[str, Tuple[str, Optional[OutputMode], int]] = {}
+    # None: the profile subdirectory is named by the model's kind.
+    model_name: Optional[str] = None
+    relax_optimizer_attributes_checks: bool = False
     _group_name = "Options"
 
-    def __init__(self):
+    # The option groups (each an object of its own, set once).
+    Training: "_TrainingOptions"
+    Simulator: "_SimulatorOptions"
+    TensorLocations: "_TensorLocationOptions"
+    _Popart: "_PopartOptions"
+    Precision: "_PrecisionOptions"
+    Jit: "_JitOptions"
+    Distributed: "_DistributedOptions"
+
+    def __init__(self) -> None:
         super().__init__()
         object.__setattr__(self, "Training", _TrainingOptions())
         object.__setattr__(self, "Simulator", _SimulatorOptions())
@@ -670,7 +769,9 @@ class Options(_OptionGroup):
     def deviceIterations(self, iterations: int) -> "Options":
         """Iterations of the model per call: each call takes `iterations` micro-batches
         stacked along dimension 0 and runs them on the device without returning to Python."""
-        return self._set("device_iterations", positive_int("deviceIterations", iterations))
+        with self._setting():
+            self.device_iterations = positive_int("deviceIterations", iterations)
+        return self
 
     def replicationFactor(self, replicas: int) -> "Options":
         """Copies of the model (data parallelism), each on IPUs of its own, that
@@ -679,7 +780,9 @@ class Options(_OptionGroup):
         Training.accumulationAndReplicationReductionType says). A call's combined
         batch holds micro-batch x deviceIterations x gradientAccumulation x
         replicas samples; Simulator.numIpus counts the IPUs of all replicas."""
-        return self._set("replication_factor", positive_int("replicationFactor", replicas))
+        with self._setting():
+            self.replication_factor = positive_int("replicationFactor", replicas)
+        return self
 
     def inputReplicaGrouping(self, input_group_size: int,
                              input_group_type: CommGroupType) -> "Options":
@@ -694,7 +797,9 @@ class Options(_OptionGroup):
         if not isinstance(input_group_type, CommGroupType):
             raise OptionError(f"inputReplicaGrouping expects a popsim.CommGroupType, got "
                               f"{input_group_type!r}.")
-        return self._set("input_replica_grouping", (size, input_group_type))
+        with self._setting():
+            self.input_replica_grouping = (size, input_group_type)
+        return self
 
     def prefetchDepth(self, depth: int) -> "Options":
         """Input micro-batches whose host's part (a transfer's fixed latency) each IPU's
@@ -711,7 +816,7 @@ class Options(_OptionGroup):
     def prefetch_depth(self) -> int:
         """prefetchDepth's value: PopART's defaultPrefetchBufferingDepth, which
         opts._Popart.set("defaultPrefetchBufferingDepth", n) sets too."""
-        return self._Popart._values.get(PREFETCH_DEPTH_OPTION, 1)
+        return self._Popart.get(PREFETCH_DEPTH_OPTION, 1)
 
     def setAvailableMemoryProportion(self, proportions: Dict[str, float]) -> "Options":
         """The share of each IPU's memory a matmul or convolution may use for its
@@ -728,13 +833,14 @@ class Options(_OptionGroup):
                 raise OptionError(
                     f"setAvailableMemoryProportion: key {key!r} should name an IPU as 'IPU<n>', "
                     "such as 'IPU0'.")
-            if (isinstance(proportion, bool) or not isinstance(proportion, numbers.Real)
-                    or not 0.0 < proportion <= 1.0):
+            if not is_real(proportion) or not 0.0 < proportion <= 1.0:
                 raise OptionError(
                     f"setAvailableMemoryProportion: the proportion for {key} must be a number "
                     f"in (0, 1], got {proportion!r}.")
             parsed[int(match.group(1))] = float(proportion)
-        return self._set("available_memory_proportion", parsed)
+        with self._setting():
+            self.available_memory_proportion = parsed
+        return self
 
     def outputMode(self, mode: OutputMode,
                    output_return_period: Optional[int] = None) -> "Options":
@@ -748,14 +854,18 @@ class Options(_OptionGroup):
         elif output_return_period is not None:  # as PopTorch: only EveryN has a period
             LOGGER.info("outputMode(%s, %r): output_return_period is ignored; only "
                          "OutputMode.EveryN uses it.", mode, output_return_period)
-        self._set("output_mode", mode)
-        return self._set("output_return_period", period)
+        with self._setting():
+            self.output_mode = mode
+        with self._setting():
+            self.output_return_period = period
+        return self
 
     def randomSeed(self, seed: int) -> "Options":
         """Seeds popsim's random numbers and PyTorch's (torch.manual_seed)."""
-        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        if not is_integer(seed) or seed < 0:
             raise OptionError(f"randomSeed expects a non-negative integer, got {seed!r}.")
-        self._set("random_seed", int(seed))
+        with self._setting():
+            self.random_seed = int(seed)
         torch.manual_seed(int(seed))
         return self
 
@@ -763,7 +873,9 @@ class Options(_OptionGroup):
         """Directory where each compilation writes its IR and memory report."""
         if not isinstance(path, str) or not path:
             raise OptionError(f"logDir expects a directory path, got {path!r}.")
-        return self._set("log_dir", path)
+        with self._setting():
+            self.log_dir = path
+        return self
 
     def enableProfiling(self, directory: Union[str, os.PathLike]) -> "Options":
         """Directory where each model writes its profile: the execution trace of its
@@ -771,7 +883,9 @@ class Options(_OptionGroup):
         subdirectory per model ('training', 'inference', 'training_1', ...). See
         popsim.profiling. The environment variable POPSIM_PROFILE_DIR does the same
         for models whose options leave this unset."""
-        return self._set("profile_dir", profile_directory("enableProfiling", directory))
+        with self._setting():
+            self.profile_dir = profile_directory("enableProfiling", directory)
+        return self
 
     def setExecutionStrategy(self, strategy: _ExecutionStrategy) -> "Options":
         """How blocks become pipeline stages: popsim.PipelinedExecution(...),
@@ -784,13 +898,17 @@ class Options(_OptionGroup):
                 "setExecutionStrategy expects popsim.PipelinedExecution(...), "
                 "popsim.ShardedExecution(...) or a phased execution, got "
                 f"{strategy!r}.")
-        return self._set("execution_strategy", strategy)
+        with self._setting():
+            self.execution_strategy = strategy
+        return self
 
     def useIpuModel(self, use: bool) -> "Options":
         """Accepted for PopTorch compatibility: popsim always runs on simulated IPUs."""
         if not isinstance(use, bool):
             raise OptionError(f"useIpuModel expects a bool, got {use!r}.")
-        return self._set("use_ipu_model", use)
+        with self._setting():
+            self.use_ipu_model = use
+        return self
 
     def autoRoundNumIPUs(self, auto_round: bool = True) -> "Options":
         """Round the simulated system's IPU count up to a power of two, as IPUs are
@@ -799,7 +917,9 @@ class Options(_OptionGroup):
         Without it popsim simulates exactly the IPUs the model uses, as PopTorch's
         IPU Model does (on hardware PopTorch refuses a count that is not a power
         of two)."""
-        return self._set("auto_round_num_ipus", _bool("autoRoundNumIPUs", auto_round))
+        with self._setting():
+            self.auto_round_num_ipus = _bool("autoRoundNumIPUs", auto_round)
+        return self
 
     def logCycleCount(self, log: bool) -> "Options":
         """Log each call's simulated cycle count (logger "popsim", level INFO:
@@ -812,17 +932,20 @@ class Options(_OptionGroup):
         """Show the "Graph compilation" progress bar (default; it appears for
         compilations longer than a second, and POPSIM_PROGRESS=0 hides it
         everywhere), or hide it for this model."""
-        return self._set("show_compilation_progress_bar",
-                         _bool("showCompilationProgressBar", show))
+        with self._setting():
+            self.show_compilation_progress_bar = _bool("showCompilationProgressBar", show)
+        return self
 
     def sourceLocationExcludes(self, excludes: List[str]) -> "Options":
         """The source line of an op (in error messages, the profile and the IR
         dumps) is the first frame of its stack whose file path contains none of
         `excludes`. They replace the default, torch's and popsim's directories;
         add to them with appendToLocationExcludes."""
-        if isinstance(excludes, str) or not all(isinstance(e, str) for e in excludes):
+        if not is_string_list(excludes):
             raise OptionError(f"sourceLocationExcludes expects a list of str, got {excludes!r}.")
-        return self._set("source_location_excludes", list(excludes))
+        with self._setting():
+            self.source_location_excludes = list(excludes)
+        return self
 
     def appendToLocationExcludes(self, *excludes: str) -> "Options":
         """Also skips the stack frames whose file path contains one of `excludes`
@@ -830,15 +953,18 @@ class Options(_OptionGroup):
         if not all(isinstance(e, str) for e in excludes):
             raise OptionError(
                 f"appendToLocationExcludes expects str arguments, got {excludes!r}.")
-        return self._set("source_location_excludes",
-                         source_location_excludes(self) + list(excludes))
+        with self._setting():
+            self.source_location_excludes = source_location_excludes(self) + list(excludes)
+        return self
 
     def disableModuleNamescope(self) -> "Options":
         """Stop naming ops after the modules that run them. By default, as in
         PopTorch, an op run inside submodule ``encoder.layers.0`` of the model
         is named ``encoder/layers/0/<op>`` (with popsim.NameScope's names
         joined in), in the program, the execution trace and error messages."""
-        return self._set("module_namescope", False)
+        with self._setting():
+            self.module_namescope = False
+        return self
 
     def connectionType(self, connection: ConnectionType) -> "Options":
         """When the model attaches to its IPUs: ConnectionType.Always (when it
@@ -846,7 +972,9 @@ class Options(_OptionGroup):
         if not isinstance(connection, ConnectionType):
             raise OptionError(f"connectionType expects a popsim.ConnectionType, got "
                               f"{connection!r}.")
-        return self._set("connection_type", connection)
+        with self._setting():
+            self.connection_type = connection
+        return self
 
     def enableExecutableCaching(self, path: Optional[Union[str, os.PathLike]]) -> "Options":
         """Keep compiled programs in the directory `path` (created when
@@ -861,7 +989,9 @@ class Options(_OptionGroup):
         if path is not None and (not isinstance(path, (str, os.PathLike)) or not os.fspath(path)):
             raise OptionError(f"enableExecutableCaching expects a directory path or None, got "
                               f"{path!r}.")
-        return self._set("executable_cache_dir", False if path is None else os.fspath(path))
+        with self._setting():
+            self.executable_cache_dir = False if path is None else os.fspath(path)
+        return self
 
     def useOfflineIpuTarget(self, ipu_version: int = 2) -> "Options":
         """Compile for an IPU generation (1: Mk1, 2: Mk2, 21: Bow) without running:
@@ -899,7 +1029,9 @@ class Options(_OptionGroup):
                                   output_return_period)
         anchors = dict(self.anchored_tensors)
         anchors[short_name] = (long_name, output_mode, period)
-        return self._set("anchored_tensors", anchors)
+        with self._setting():
+            self.anchored_tensors = anchors
+        return self
 
     def modelName(self, name: str) -> "Options":
         """The model's name in its profile: the subdirectory of the profile
@@ -908,7 +1040,9 @@ class Options(_OptionGroup):
         if not isinstance(name, str) or not name or os.sep in name or name in (".", ".."):
             raise OptionError(f"modelName expects a non-empty name without '{os.sep}' (it "
                               f"names a directory), got {name!r}.")
-        return self._set("model_name", name)
+        with self._setting():
+            self.model_name = name
+        return self
 
     def relaxOptimizerAttributesChecks(self, relax: bool = True) -> "Options":
         """Whether optimizer parameter-group attributes popsim does not use
@@ -916,8 +1050,9 @@ class Options(_OptionGroup):
         "initial_lr") are logged at DEBUG level (True) or warned about once
         per attribute (False, the default), when the model compiles and in
         setOptimizer."""
-        return self._set("relax_optimizer_attributes_checks",
-                         _bool("relaxOptimizerAttributesChecks", relax))
+        with self._setting():
+            self.relax_optimizer_attributes_checks = _bool("relaxOptimizerAttributesChecks", relax)
+        return self
 
     def loadFromFile(self, filepath: str) -> "Options":
         """Sets options from a file with one setter call per line, written as
@@ -935,16 +1070,20 @@ class Options(_OptionGroup):
         (as gc-info lists them) of the IPU device to attach to. Each popsim
         model simulates a system of its own, so there is no device to pick;
         the ID changes nothing and needs no recompilation."""
-        if isinstance(ipu_id, bool) or not isinstance(ipu_id, numbers.Integral) or ipu_id < 0:
+        if not is_integer(ipu_id) or ipu_id < 0:
             raise OptionError(f"useIpuId expects a non-negative device ID, got {ipu_id!r}.")
-        return self._set("ipu_id", int(ipu_id))
+        with self._setting():
+            self.ipu_id = int(ipu_id)
+        return self
 
     def syncPattern(self, pattern: SyncPattern) -> "Options":
         """Recorded for PopTorch code: how real IPUs synchronise with the host.
         popsim's IPUs synchronise on every exchange (SyncPattern.Full)."""
         if not isinstance(pattern, SyncPattern):
             raise OptionError(f"syncPattern expects a popsim.SyncPattern, got {pattern!r}.")
-        return self._set("sync_pattern", pattern)
+        with self._setting():
+            self.sync_pattern = pattern
+        return self
 
     def broadcastBuffers(self, broadcast: bool = True) -> "Options":
         """Whether a replicated training model keeps its buffers (batch norm's
@@ -952,7 +1091,9 @@ class Options(_OptionGroup):
         0's are copied to the others (default True). With False each replica
         keeps its own, updated from its own data, and the host model gets
         replica 0's."""
-        return self._set("broadcast_buffers", _bool("broadcastBuffers", broadcast))
+        with self._setting():
+            self.broadcast_buffers = _bool("broadcastBuffers", broadcast)
+        return self
 
     def enableSyntheticData(self, enabled: bool) -> "Options":
         """Benchmark without host I/O, as PopTorch's option: each call's
@@ -963,7 +1104,9 @@ class Options(_OptionGroup):
         still give the shapes and dtypes."""
         enabled = _bool("enableSyntheticData", enabled)
         self._Popart.set("syntheticDataMode", 2 if enabled else 0)  # PopART's RandomNormal
-        return self._set("synthetic_data", enabled)
+        with self._setting():
+            self.synthetic_data = enabled
+        return self
 
     def enableStableNorm(self, enabled: bool) -> "Options":
         """Recorded (in _Popart, as PopTorch does): popsim's norms always use the
@@ -975,10 +1118,12 @@ class Options(_OptionGroup):
         """Names of model buffers (as in model.named_buffers()) that
         copyNamedBuffersToDevice() copies from the host to the device, without
         the weights copyWeightsToDevice() would copy too."""
-        if isinstance(buffers, str) or not all(isinstance(name, str) for name in buffers):
+        if not is_string_list(buffers):
             raise OptionError(f"updatableNamedBuffers expects a list of buffer names, got "
                               f"{buffers!r}.")
-        return self._set("updatable_named_buffers", list(buffers))
+        with self._setting():
+            self.updatable_named_buffers = list(buffers)
+        return self
 
     def clone(self) -> "Options":
         """An unfrozen deep copy."""
@@ -997,17 +1142,3 @@ class Options(_OptionGroup):
         for name in _GROUPS:
             values[name] = getattr(self, name).toDict()
         return values
-
-    def __deepcopy__(self, memo):
-        # Values are copied deeply: a model's frozen copy must not change when the caller
-        # changes a TensorLocationSettings it read from its own options.
-        twin = Options.__new__(Options)
-        object.__setattr__(twin, "_values", copy.deepcopy(self._values, memo))
-        object.__setattr__(twin, "_frozen", self._frozen)
-        for name in _GROUPS:
-            group = getattr(self, name)
-            group_copy = type(group).__new__(type(group))
-            object.__setattr__(group_copy, "_values", copy.deepcopy(group._values, memo))
-            object.__setattr__(group_copy, "_frozen", group._frozen)
-            object.__setattr__(twin, name, group_copy)
-        return twin

@@ -8,9 +8,10 @@ A model with blocks and no strategy runs ``PipelinedExecution(AutoStage.SameAsIp
 """
 
 import enum
-import numbers
+from typing import Dict, List, Optional, Tuple
 
 from popsim import _C
+from popsim._values import is_integer
 from popsim.errors import OptionError
 
 
@@ -30,7 +31,7 @@ class PipelineSchedule(enum.Enum):
 
 
 def _block_name(block, what):
-    if isinstance(block, bool) or not isinstance(block, (str, numbers.Integral)):
+    if not (isinstance(block, str) or is_integer(block)):
         raise OptionError(f"{what} expects block ids (str or int), got {block!r}.")
     return str(block)
 
@@ -46,7 +47,7 @@ class Stage:
 
     def ipu(self, ipu: int) -> "Stage":
         """Runs this stage on `ipu` (overrides the blocks' ipu_id)."""
-        if isinstance(ipu, bool) or not isinstance(ipu, numbers.Integral) or ipu < 0:
+        if not is_integer(ipu) or ipu < 0:
             raise OptionError(f"Stage.ipu expects a non-negative int, got {ipu!r}.")
         self._ipu = int(ipu)
         return self
@@ -66,11 +67,11 @@ class _ExecutionStrategy:
     def __init__(self, *args):
         if not args:
             args = (AutoStage.SameAsIpu,)
+        self._auto: Optional[AutoStage] = None
+        self._stages: Optional[List[Stage]] = None
         if len(args) == 1 and isinstance(args[0], AutoStage):
             self._auto = args[0]
-            self._stages = None
             return
-        self._auto = None
         stages = []
         for arg in args:
             if isinstance(arg, Stage):
@@ -80,7 +81,7 @@ class _ExecutionStrategy:
                                   "mixed with stages or block ids.")
             else:
                 stages.append(Stage(_block_name(arg, f"popsim.{self._name}")))
-        seen = {}
+        seen: Dict[str, int] = {}
         for index, stage in enumerate(stages):
             for block in stage.blocks:
                 if block in seen:
@@ -110,14 +111,14 @@ class _ExecutionStrategy:
                     raise OptionError(
                         f"Unknown Block '{block['name']}' (entered at {block['location']}): "
                         f"popsim.{self._name} places no stage for it. Add it to a popsim.Stage.")
-            assignment = []
+            listed_assignment: List[Tuple[str, int, int]] = []
             for block in blocks:
                 stage = self._stages[listed[block["name"]]]
                 ipu = stage._ipu
                 if ipu is None:
                     ipu = block["ipu"] if block["ipu"] is not None else listed[block["name"]]
-                assignment.append((block["name"], listed[block["name"]], ipu))
-            return _dense(assignment)
+                listed_assignment.append((block["name"], listed[block["name"]], ipu))
+            return _dense(listed_assignment)
         if self._auto == AutoStage.SameAsIpu:
             for block in blocks:
                 if block["ipu"] is None:
@@ -127,13 +128,14 @@ class _ExecutionStrategy:
                         f"one (popsim.Block('{block['name']}', ipu_id=...)) or list the stages: "
                         f"popsim.{self._name}(popsim.Stage('{block['name']}').ipu(0), ...).")
             return _dense([(block["name"], block["ipu"], block["ipu"]) for block in blocks])
-        assignment, stage, previous_ipu = [], -1, None
+        assignment: List[Tuple[str, int, int]] = []
+        stage_index, previous_ipu = -1, None
         for index, block in enumerate(blocks):
             ipu = block["ipu"] if block["ipu"] is not None else index
-            if stage < 0 or ipu != previous_ipu:
-                stage += 1
+            if stage_index < 0 or ipu != previous_ipu:
+                stage_index += 1
             previous_ipu = ipu
-            assignment.append((block["name"], stage, ipu))
+            assignment.append((block["name"], stage_index, ipu))
         return assignment
 
     def _fill(self, options):
@@ -234,6 +236,11 @@ class _PhasedExecution(_ExecutionStrategy):
     does (one stage at a time, in phase order) and keeps tensors between
     phases as the liveness says."""
 
+    @staticmethod
+    def _default_ipu(phase: int, position: int) -> int:
+        """The IPU of the stage at `position` of phase `phase` when not given."""
+        raise NotImplementedError  # each phased execution places its stages
+
     def _schedule(self):
         return _C.ScheduleKind.Sequential  # one stage at a time
 
@@ -259,8 +266,7 @@ class _PhasedExecution(_ExecutionStrategy):
 
     def phase(self, index: int) -> Phase:
         """The phase at `index`, to set its IPUs."""
-        if isinstance(index, bool) or not isinstance(index, numbers.Integral) or not (
-                0 <= index < len(self._phases)):
+        if not is_integer(index) or not 0 <= index < len(self._phases):
             raise OptionError(f"{self._name}.phase: phases are numbered 0 to "
                               f"{len(self._phases) - 1}, got {index!r}.")
         return self._phases[index]

@@ -15,6 +15,7 @@ import math
 import re
 import statistics
 from dataclasses import dataclass, field
+from typing import Dict, List, Tuple
 
 from popsim.profiling._style import TASK_KINDS, categories
 
@@ -113,7 +114,8 @@ class Analysis:
 
 def stage_loads(trace, stages):
     """Per stage, its median cycles per micro-batch (see the module docstring)."""
-    parts = {}  # (stage, step, micro_batch) -> [compute, host, copy, host output]
+    # (stage, step, micro_batch) -> [compute, host, copy, host output]
+    parts: Dict[Tuple[int, int, int], List[int]] = {}
     ipu_of_stage = {}
     for event in trace.events:
         stage = stage_of_task(event["task"])

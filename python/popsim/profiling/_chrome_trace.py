@@ -26,6 +26,7 @@ Top-level key "popsim" (ignored by viewers) holds what the analyses need.
 """
 
 import json
+from typing import Any, Dict, List, Tuple
 
 from popsim.profiling._style import TRANSFER_KINDS
 
@@ -101,7 +102,7 @@ def _op_args(op):
 def task_ops(program):
     """Per (ipu, task), the ops its compute part runs, in order (inter-IPU copies are
     the task's "copy" event, not compute)."""
-    ops = {}
+    ops: Dict[Tuple[int, str], List[Dict[str, Any]]] = {}
     for step in program:
         if step["op"] != "ipu_copy":
             ops.setdefault((step["ipu"], step["task"]), []).append(step)
@@ -112,7 +113,7 @@ def simulated_events(trace, program, stages):
     """Every event of the simulated call (layout steps 1 to 3), metadata included."""
     clock = _Clock(trace.clock_hz)
     ops = task_ops(program)
-    stage_of_ipu = {}
+    stage_of_ipu: Dict[int, List[Dict[str, Any]]] = {}
     for stage in stages:
         stage_of_ipu.setdefault(stage["ipu"], []).append(stage)
     events = []

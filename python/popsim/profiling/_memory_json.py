@@ -13,11 +13,13 @@ bytes live at each step of each IPU), each IPU's activation peak and its step,
 and every planned tensor with its lifetime.
 """
 
+from typing import Any, Dict, List
+
 FORMAT_VERSION = 2
 
 
-def _activations_by_ipu(slots):
-    by_ipu = {}
+def _activations_by_ipu(slots: List[Dict[str, Any]]) -> Dict[int, List[Dict[str, Any]]]:
+    by_ipu: Dict[int, List[Dict[str, Any]]] = {}
     for slot in slots:
         if slot["region"] == "activations" and not slot["off_chip"]:
             by_ipu.setdefault(slot["ipu"], []).append(slot)
@@ -29,7 +31,7 @@ def _liveness(slots, program):
     tensors live then (a tensor is live from the step that writes it to its last
     reader). Always-live memory comes on top and does not change."""
     activations = _activations_by_ipu(slots)
-    liveness = {}
+    liveness: Dict[str, List[Dict[str, Any]]] = {}
     for index, step in enumerate(program):
         live = [s for s in activations.get(step["ipu"], [])
                 if s["first_step"] <= index <= s["last_step"]]
@@ -53,7 +55,7 @@ def _activation_peak(liveness):
 
 def _all_tensors(slots):
     """Per IPU, every planned tensor, largest first, with its category and lifetime."""
-    tensors = {}
+    tensors: Dict[str, List[Dict[str, Any]]] = {}
     for slot in sorted(slots, key=lambda s: -s["bytes"]):
         tensors.setdefault(str(slot["ipu"]), []).append(
             {"description": slot["description"], "type": slot["type"],

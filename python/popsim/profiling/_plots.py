@@ -1,6 +1,7 @@
 """matplotlib drawings of a profile, for notebooks: the same charts as report.html."""
 
 import os
+from typing import Any, Dict
 
 from popsim.profiling._style import (KIND_COLOURS, KIND_LABELS, TRANSFER_KINDS, categories,
                                      category_colour, category_order)
@@ -35,7 +36,7 @@ def plot_timeline(profile, ax=None):
         raise ValueError(f"{profile!r} has no execution trace yet: run the model once.")
     ax = _axes(ax)
     ms_per_cycle = 1e3 / trace.clock_hz
-    bars = {}  # (ipu, kind) -> [(start, width)]
+    bars: Dict[Any, Any] = {}  # (ipu, kind) -> [(start, width)]
     for event in trace.events:
         bars.setdefault((event["ipu"], event["kind"]), []).append(
             (event["start"] * ms_per_cycle, (event["end"] - event["start"]) * ms_per_cycle))

@@ -11,6 +11,7 @@ half a file.
 
 import json
 import os
+from typing import Any, Dict, Optional, Set, Tuple
 
 from popsim._trace import ExecutionTrace
 from popsim.profiling import _layout
@@ -33,12 +34,12 @@ def replication_meta(executable, trace, replicas):
     collectives across replicas: the gradients' (once per step, in the IPU's
     gradient-norm or update task) and the gathers of sharded weights (in
     each task that reads one, once per micro-batch)."""
-    per_run = {}
+    per_run: Dict[int, Dict[str, int]] = {}
     for step in executable.program():
         if step.op.startswith("replica_"):
             per_run.setdefault(step.ipu, {}).setdefault(step.task, 0)
             per_run[step.ipu][step.task] += step.cycles
-    runs = {}
+    runs: Dict[Tuple[int, str], Set[Tuple[int, int]]] = {}
     for event in trace.events:
         runs.setdefault((event["ipu"], event["task"]), set()).add(
             (event["step"], event["micro_batch"]))
@@ -50,7 +51,7 @@ def replication_meta(executable, trace, replicas):
 def stage_list(assigned):
     """Stages as (block, stage, ipu) tuples, the strategy's assignment, grouped into
     dicts of stage, ipu and blocks."""
-    stages = {}
+    stages: Dict[Tuple[int, int], Dict[str, Any]] = {}
     for block, stage, ipu in assigned:
         entry = stages.setdefault(stage, {"stage": stage, "ipu": ipu, "blocks": []})
         entry["blocks"].append(block)
@@ -68,9 +69,10 @@ class _Compiled:
         self.compile_seconds = compile_seconds
         self.replicas = replicas
         self.memory = memory_document(executable, model, kind)
-        self.trace_body = None
-        self.meta = None
-        self.report = None  # report.html before and after the host's numbers
+        # Made at the first call (build_call_parts):
+        self.trace_body: Optional[str] = None
+        self.meta: Dict[str, Any] = {}
+        self.report: Tuple[str, str] = ("", "")  # report.html before and after the host's numbers
 
     def build_call_parts(self, directory):
         trace = ExecutionTrace.of(self.executable)
@@ -99,7 +101,7 @@ class ProfileWriter:
         self.root = root
         self.kind = kind
         self.directory = _layout.claim_model_directory(root, kind, model_name)
-        self._compiled = None
+        self._compiled: Optional[_Compiled] = None
         self._calls = 0
 
     def _path(self, name):
@@ -116,8 +118,10 @@ class ProfileWriter:
 
     def after_call(self, wall_seconds):
         compiled = self._compiled
+        assert compiled is not None, "after_call() before after_compile()"
         if compiled.trace_body is None:
             compiled.build_call_parts(self.directory)
+        assert compiled.trace_body is not None
         self._calls += 1
         simulated = compiled.meta["total_cycles"] / compiled.meta["clock_hz"]
         host = {"calls": self._calls, "wall_seconds": wall_seconds}

@@ -1,0 +1,26 @@
+"""What kinds of value the API's arguments are, as its checks ask: Python's
+bool is an int, but an option that wants a count or a size does not take
+True. Typed as `object` so that a check of a user's value is not a claim
+about its type that mypy would hold against the check itself."""
+
+import numbers
+
+
+def is_integer(value: object) -> bool:
+    """An integer (Python's or NumPy's, ...) that is not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def is_real(value: object) -> bool:
+    """A real number (an integer included) that is not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def is_string_list(value: object) -> bool:
+    """A list (or other iterable that is not a str) of strs."""
+    if isinstance(value, str):
+        return False
+    try:
+        return all(isinstance(item, str) for item in value)  # type: ignore[attr-defined]
+    except TypeError:
+        return False
