@@ -1,22 +1,27 @@
 """A compilation's first steps, from the user's call and options: the
 micro-batch the model is traced on, the trace and its import into popsim IR,
 the random seed, and the typed compile options (_C.CompileOptions) built
-from popsim.Options.
+from popsim.Options. compile_options is the one place they are built: the
+C++ side receives them whole and copies nothing.
 
 The Executor (`_executor.py`) runs the phases (trace, import, compile,
 weights) and keeps what they produce; the functions here hold no state.
 """
 
 import contextlib
-from typing import Any, Callable, Dict, List, NamedTuple, Sequence, Tuple
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, NamedTuple, Optional,
+                    Sequence, Tuple)
 
 import torch
 
-from popsim import _C, _replication, _tracing
+from popsim import _C, _replica_grouping, _replication, _tracing
 from popsim.enums import HalfFloatCastingBehavior, OutputMode
 from popsim.errors import InputError, OptionError
 from popsim.options import Options, source_location_excludes
 from popsim.strategies import AutoStage, PipelinedExecution
+
+if TYPE_CHECKING:
+    from popsim._training import OptimizerBinding
 
 SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.int32, torch.int64, torch.bool)
 
@@ -44,14 +49,6 @@ def synthetic_inputs(tensors: Sequence[torch.Tensor], seed: int) -> List[torch.T
             else torch.zeros_like(t) for t in tensors]
 
 
-def replica_factor(options: Options) -> Tuple[str, int]:
-    """(its name, how many) of the replicas that take inputs of their own:
-    replicationFactor, or its input groups (Options.inputReplicaGrouping)."""
-    parts, _ = _replication.input_parts(options)
-    return ("replicationFactor" if parts == options.replication_factor
-            else "input groups of replicas"), parts
-
-
 def micro_batches(options: Options, signature: "_tracing.Signature",
                   tensors: Sequence[torch.Tensor]) -> List[torch.Tensor]:
     """One micro-batch of every input (float64 ones as float32), copied (tracing
@@ -60,7 +57,8 @@ def micro_batches(options: Options, signature: "_tracing.Signature",
     tensors, _ = float64_as_float32(signature.tensor_names, tensors)
     iterations = options.device_iterations
     accumulation = options.Training.gradient_accumulation
-    replica_label, replicas = replica_factor(options)
+    replication = _replication.of(options)
+    replica_label, replicas = replication.input_label, replication.input_parts
     factor = iterations * accumulation * replicas
     if accumulation == 1 and replicas == 1:
         explained = (f"deviceIterations ({iterations}): each call runs {iterations} device "
@@ -117,7 +115,8 @@ def import_call(model: torch.nn.Module, options: Options, training: bool,
     micro = micro_batches(options, signature, signature.tensors(args, kwargs))
     batched = [tensor for tensor in micro if tensor.dim() > 0]
     if batched:
-        replica_label, replicas = replica_factor(options)
+        replication = _replication.of(options)
+        replica_label, replicas = replication.input_label, replication.input_parts
         signature.batch_explanation = (
             f"micro-batch {batched[0].shape[0]} x deviceIterations {options.device_iterations} "
             f"x gradientAccumulation {options.Training.gradient_accumulation}"
@@ -172,26 +171,41 @@ def random_seed(options: Options) -> int:
     return seed if seed is not None else torch.initial_seed() % (2**63)
 
 
-def replica_ipus(options: Options, ipus_used: int) -> int:
-    """IPUs of each replica's simulated system: Simulator.numIpus counts the
-    IPUs of all replicas (as a real system's would), so each gets its share."""
-    replicas = options.replication_factor
-    total = options.Simulator.num_ipus
-    if total is None:
-        return ipus_used
-    if replicas == 1:  # C++ checks that the stages fit
-        return total
-    if total % replicas != 0 or total // replicas < ipus_used:
-        raise OptionError(
-            f"Simulator.numIpus({total}) must hold replicationFactor ({replicas}) replicas of "
-            f"the model, which uses {ipus_used} IPU(s) each: set it to a multiple of {replicas} "
-            f"that is at least {replicas * ipus_used}, or leave it unset.")
-    return total // replicas
+def sharded_weights(options: Options, binding: Optional["OptimizerBinding"],
+                    parameters: Iterable[Tuple[str, torch.Tensor]]) -> Dict[str, torch.Size]:
+    """{weight: shape} of the weights each replica stores only a shard of
+    (replicated tensor sharding of TensorLocations' weight location): the
+    trained ones in training (over the job's replicas), any in inference."""
+    if binding is not None:
+        return binding.sharded_weight_shapes(options)
+    return _replication.sharded_by(options.TensorLocations.weight_location,
+                                   _replication.of(options, training=False).job, parameters)
+
+
+def training_config(options: Options, binding: Optional["OptimizerBinding"],
+                    groupings: Dict[str, "_replica_grouping.Grouping"],
+                    parameters: Iterable[Tuple[str, torch.Tensor]],
+                    anchored_gradients: Sequence[str]) -> "_C.TrainingConfig":
+    """What the program's training passes are told (compiler.training): the
+    optimizer, replicas, sharding, loss scaling and anchored gradients for a
+    training model; for inference, only the weights sharding splits."""
+    if binding is not None:
+        config = binding.config(options)
+        config.grouped_parameters = _replica_grouping.training_groups(groupings)
+        config.anchored_gradients = list(anchored_gradients)
+        return config
+    config = _C.TrainingConfig()
+    sharded = sharded_weights(options, None, parameters)
+    if sharded:
+        config.replicas = _replication.of(options, training=False).job
+        config.sharded_weights = list(sharded)
+    return config
 
 
 def compile_options(options: Options, graph: "_C.Graph", training: bool,
-                    output_mode: OutputMode) -> "_C.CompileOptions":
-    """The typed options C++ compiles `graph` with. Blocks without an execution
+                    output_mode: OutputMode, config: "_C.TrainingConfig") -> "_C.CompileOptions":
+    """The typed options C++ compiles `graph` with, `config` being the
+    program's training config (training_config). Blocks without an execution
     strategy run pipelined, a stage per IPU (as PopTorch does)."""
     blocks = graph.blocks()
     strategy = options.execution_strategy
@@ -201,7 +215,7 @@ def compile_options(options: Options, graph: "_C.Graph", training: bool,
     ipus_used = 1 + max((ipu for _, _, ipu in stages), default=0)
     if options.auto_round_num_ipus:  # IPUs come in powers of two
         ipus_used = 1 << (ipus_used - 1).bit_length()
-    num_ipus = replica_ipus(options, ipus_used)
+    num_ipus = _replication.ipus_per_replica(options, ipus_used)
     for ipu in options.available_memory_proportion:
         if ipu >= num_ipus:
             raise OptionError(
@@ -221,6 +235,9 @@ def compile_options(options: Options, graph: "_C.Graph", training: bool,
     program.recomputation = options.Training.recomputation_enabled
     program.output_mode = getattr(_C.OutputMode, output_mode.name)
     program.output_return_period = options.output_return_period
+    # Collectives are costed on all the job's IPUs (every replica's, in every process).
+    config.system_ipus = num_ipus * config.replicas
+    program.training = config
     memory = compiled.memory
     memory.prefetch_depth = options.prefetch_depth
     memory.half_partials = options.Precision.partials_type == torch.float16
@@ -228,7 +245,7 @@ def compile_options(options: Options, graph: "_C.Graph", training: bool,
     compiled.clock.synthetic_data = options.synthetic_data
     kernels = compiled.kernels
     kernels.threads_per_ipu = options.Simulator.threads_per_ipu or 0
-    replicas = options.replication_factor
+    replicas = _replication.of(options, training).local
     if replicas > 1 and not kernels.threads_per_ipu:  # the host's threads shared by all IPUs
         kernels.threads_per_ipu = max(1, torch.get_num_threads() // (replicas * ipus_used))
     kernels.stochastic_rounding = options.Precision.stochastic_rounding

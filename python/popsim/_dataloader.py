@@ -24,17 +24,17 @@ _ASYNC_OPTIONS = ("buffer_size", "load_indefinitely", "early_preload")
 
 
 def combined_batch_size(options, batch_size):
-    replicas, _ = _replication.input_parts(options)  # replicas that take data of their own
+    replicas = _replication.of(options).input_parts  # replicas that take data of their own
     return (batch_size * options.device_iterations * replicas
             * options.Training.gradient_accumulation)
 
 
 def _factors(options, batch_size):
-    replicas, _ = _replication.input_parts(options)
-    grouped = ("" if replicas == options.replication_factor
-               else f" / input group size {options.replication_factor // replicas}")
+    replication = _replication.of(options)
+    grouped = ("" if replication.input_parts == replication.local
+               else f" / input group size {replication.input_group_size()}")
     return (f"batch_size {batch_size} x deviceIterations {options.device_iterations} x "
-            f"replicationFactor {options.replication_factor}{grouped} x gradientAccumulation "
+            f"replicationFactor {replication.local}{grouped} x gradientAccumulation "
             f"{options.Training.gradient_accumulation}")
 
 

@@ -645,8 +645,6 @@ class Executor:
                                                 args, kwargs, lambda: progress.phase("import"))
         graph, signature = imported.graph, imported.signature
         self._float32_buffers = imported.float32_buffers
-        options = _compilation.compile_options(self._options, graph, self._training,
-                                               self._output_mode())
         binding = None
         if self._training:
             if self._record is None:  # compiling again after destroy()
@@ -654,23 +652,15 @@ class Executor:
             binding = _training.OptimizerBinding(self._optimizer, self._names_by_tensor())
             _training.check_group_attributes(self._optimizer, self._options,
                                              self._reported_attributes)
-            config = binding.config(self._options)
             _replica_grouping.check_no_clipping(groupings, binding.max_grad_norm)
-            config.grouped_parameters = _replica_grouping.training_groups(groupings)
-            config.system_ipus = options.system.num_ipus * config.replicas
-            options.compiler.training = config
-            sharded_weights = binding.sharded_weight_shapes(self._options)
-        else:
-            sharded_weights = _replication.sharded_by(
-                self._options.TensorLocations.weight_location, self._options.replication_factor,
-                self._user_model.named_parameters())
-            if sharded_weights:
-                config = options.compiler.training
-                config.replicas = self._options.replication_factor
-                config.system_ipus = options.system.num_ipus * config.replicas
-                config.sharded_weights = list(sharded_weights)
-                options.compiler.training = config
-        self._plan_anchors(options)
+        self._plan_anchors(binding)
+        config = _compilation.training_config(
+            self._options, binding, groupings, self._user_model.named_parameters(),
+            [name for _, name in self._anchor_plan.gradients])
+        options = _compilation.compile_options(self._options, graph, self._training,
+                                               self._output_mode(), config)
+        sharded_weights = _compilation.sharded_weights(self._options, binding,
+                                                       self._user_model.named_parameters())
         progress.phase("compile")
         executable = self._replicated(self._build_executable(graph, options), options,
                                       len(graph.input_updates()), groupings)
@@ -688,7 +678,7 @@ class Executor:
                                 if dtype in _WIDENED_DTYPES]
         self._input_updates = graph.input_updates()
         self._binding = binding
-        if (self._training and _replication.replica_count(self._options) > 1
+        if (self._training and _replication.of(self._options).job > 1
                 and self._options.broadcast_buffers):
             buffers = {name for prefix, module in self._model.named_modules()
                        for name in (f"{prefix}.{b}" if prefix else b
@@ -700,7 +690,8 @@ class Executor:
         if isinstance(executable, _replication.ReplicatedExecutable):
             executable.shard_states(binding.sharded_states(self._options) if binding else {},
                                     sharded_weights)
-        if groupings:
+        if groupings:  # more than one group: more than one replica
+            assert isinstance(executable, _replication.ReplicatedExecutable)
             executable.group_variables(
                 {variable: list(grouping.job) for name, grouping in groupings.items()
                  for variable in [name] + (binding.parameter_states(name) if binding else [])})
@@ -717,12 +708,12 @@ class Executor:
         self._compilation_seconds = time.perf_counter() - start
         return [(s.block, s.stage, s.ipu) for s in options.compiler.stages]
 
-    def _plan_anchors(self, options):
-        """Checks Options.anchorTensor's anchors against the model; gradients
-        become extra outputs of the training program."""
-        config = options.compiler.training
+    def _plan_anchors(self, binding: Optional[_training.OptimizerBinding]) -> None:
+        """Checks Options.anchorTensor's anchors against the model; the
+        gradients of trained parameters become extra outputs of the training
+        program."""
         tensors = _weights.named_tensors(self._model)
-        trained = _trained_names(config) if self._training else []
+        trained = binding.trained_names() if binding is not None else []
         steps = self._options.device_iterations
         self._anchor_plan = _anchors.plan(
             self._options.anchored_tensors, self._training,
@@ -730,9 +721,6 @@ class Executor:
             trained, list(tensors))
         self._anchor_shapes = {name: tensors[name].shape
                                for _, name in self._anchor_plan.gradients}
-        if self._training:
-            config.anchored_gradients = [name for _, name in self._anchor_plan.gradients]
-            options.compiler.training = config
 
     def _resolve_variable_anchors(self):
         """Names each variable anchor as the program does (a tied weight has
@@ -774,35 +762,26 @@ class Executor:
         used = set(names)
         return (names + [_anchors.UPDATED + name for name in names]
                 + [_anchors.GRADIENT + name
-                   for name in _trained_names(self._compiled_options.compiler.training) if name in used])
+                   for name in self._optimizer_binding.trained_names() if name in used])
 
-    def _replicated(self, executable, options, input_updates, groupings):
-        """The executable itself, or with replicationFactor > 1 its replicas
-        (the same program loaded again), which run every call together."""
-        replicas = self._options.replication_factor
-        processes = _replication.replica_count(self._options, self._training) // replicas
-        if replicas * processes == 1:
-            return executable
-        program = executable.serialize_program()
-        copies = [executable] + [_C.load_program(program, options) for _ in range(1, replicas)]
-        cross_process = (None if processes == 1 else _process_group.cross_process_sum(
-            self._options, options.system.num_ipus,
-            [(g.size, g.stride, g.job) for g in groupings.values()]))
+    def _replicated(self, executable: _C.Executable, options: _C.CompileOptions,
+                    input_updates: int, groupings: Dict[str, "_replica_grouping.Grouping"]
+                    ) -> Program:
+        """The executable itself, or with replicationFactor > 1 its replicas,
+        which run every call together."""
         opts = self._options
         micro_batches = opts.device_iterations * opts.Training.gradient_accumulation
-        mode, period = self._output_mode(), self._options.output_return_period
+        mode, period = self._output_mode(), opts.output_return_period
         model_outputs = len(executable.output_types()) - input_updates
 
-        def output_slots(index, _count):
+        def output_slots(index: int, _count: int) -> int:
             if index >= model_outputs or mode == OutputMode.All:  # input updates: every one
                 return micro_batches
             return micro_batches // period if mode == OutputMode.EveryN else 1
 
-        first = opts.Distributed.processId * replicas if processes > 1 else 0
-        return _replication.ReplicatedExecutable(
-            copies, _C.ReplicaGroup(replicas, cross_process, first, replicas * processes),
-            micro_batches, output_slots,
-            _replication.input_parts(self._options)[1], broadcast_across_processes=processes > 1)
+        return _replication.replicate(
+            executable, options, opts, _replication.of(opts, self._training), micro_batches,
+            output_slots, [(g.size, g.stride, g.job) for g in groupings.values()])
 
     def _build_executable(self, graph, options):
         """The executable of `graph`: loadExecutable's program, else the cached
@@ -918,7 +897,7 @@ class Executor:
                           else PROFILE_DIR_VARIABLE)
                 raise OptionError(f"{source}: cannot create the profile directory under "
                                   f"'{root}': {error}.") from error
-        replicas = _replication.replica_count(self._options, self._training)
+        replicas = _replication.of(self._options, self._training).job
         self._profile_writer.after_compile(self._executable, type(self._user_model).__name__,
                                            stages, self._compilation_seconds, replicas)
 
@@ -947,11 +926,6 @@ class Executor:
         state = "compiled" if self.isCompiled() else "not compiled"
         kind = "training" if self._training else "inference"
         return f"popsim {kind} model ({state}) of {type(self._user_model).__name__}"
-
-
-def _trained_names(config):
-    """The parameters a TrainingConfig's optimizer groups train."""
-    return [name for group in config.groups for name in group.parameters]
 
 
 class _TensorSpec(NamedTuple):

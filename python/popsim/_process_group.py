@@ -107,10 +107,12 @@ def _release_at_exit() -> None:
 atexit.register(_release_at_exit)
 
 
-def cross_process_sum(options, ipus: int, groupings: Sequence[Tuple[int, int, Sequence[int]]] = ()
+def cross_process_sum(options, per_process: int, ipus: int,
+                      groupings: Sequence[Tuple[int, int, Sequence[int]]] = ()
                       ) -> Callable[[str, int, torch.Tensor, Optional[Tuple[int, int, int]]], None]:
     """The function a ReplicaGroup calls to sum a gradient (in place) across
-    the job's processes, with one Gloo group for each of a replica's IPUs.
+    the job's processes (of `per_process` replicas each), with one Gloo group
+    for each of a replica's IPUs.
     `groupings` lists the replica groupings of replica-grouped parameters as
     (replicas per group, stride, the group of each of the job's replicas):
     each group whose replicas are in several processes gets Gloo groups of
@@ -122,7 +124,6 @@ def cross_process_sum(options, ipus: int, groupings: Sequence[Tuple[int, int, Se
 
     _process_group_ready(options)
     groups = [_new_group() for _ in range(ipus)]
-    per_process = options.replication_factor
     subgroups: Dict[Tuple[int, int, int, int], Any] = {}
     for size, stride, job_groups in sorted(set((size, stride, tuple(job))
                                                for size, stride, job in groupings)):

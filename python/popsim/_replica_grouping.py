@@ -21,6 +21,7 @@ from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Tu
 
 import torch
 
+from popsim import _replication
 from popsim._logging import LOGGER
 from popsim.enums import CommGroupType
 from popsim.enums import VariableRetrievalMode
@@ -90,16 +91,15 @@ def plan(settings: Dict[str, tuple], parameters: Dict[str, torch.Tensor], option
     """The groupings of the named parameters with more than one group, checked
     against the parameters and options: for this process's replicas, whose
     groups are numbered over the job's replicas in training."""
-    local = options.replication_factor
-    processes = options.Distributed.numProcesses if training else 1
-    first = options.Distributed.processId * local if processes > 1 else 0
+    replication = _replication.of(options, training)
+    local, first = replication.local, replication.first
     groupings = {}
     for name, setting in settings.items():
         if name not in parameters:
             LOGGER.warning("replicaGrouping names '%s', which is not a parameter of the "
                            "model; it has no effect.", name)
             continue
-        job = grouping_of(name, setting, local * processes)
+        job = grouping_of(name, setting, replication.job)
         if job.group_count == 1:
             continue  # one value for every replica: an ordinary parameter
         _check_not_sharded(name, options, training)

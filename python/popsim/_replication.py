@@ -13,7 +13,8 @@ same order (a scalar per replica and step is stacked into a vector).
 """
 
 import concurrent.futures
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import (Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Set, Tuple,
+                    Union)
 
 import torch
 
@@ -26,31 +27,70 @@ _STOPPED_BY_ANOTHER = "because another replica failed"
 _COUNTER_RANGE_BITS = 40
 
 
-def input_parts(options) -> Tuple[int, List[int]]:
-    """(distinct input micro-batches per step, the one each replica takes):
-    Options.inputReplicaGrouping's groups of replicas share their data."""
-    replicas = options.replication_factor
+class Replication(NamedTuple):
+    """Where a job's replicas are, from Options.replicationFactor,
+    Options.Distributed and Options.inputReplicaGrouping: the one reading of
+    them the rest of popsim goes through."""
+    local: int  # replicas this process runs (replicationFactor)
+    processes: int  # processes whose replicas form the job (training across Distributed)
+    first: int  # the job's index of this process's first replica
+    input_parts: int  # distinct input micro-batches per step (input groups of replicas)
+    input_part_of: List[int]  # the input micro-batch each local replica takes
+
+    @property
+    def job(self) -> int:
+        """Replicas of the whole job: gradients are summed over all of them."""
+        return self.local * self.processes
+
+    @property
+    def input_label(self) -> str:
+        """The name of what divides a call's batch between replicas."""
+        return "replicationFactor" if self.input_parts == self.local else "input groups of replicas"
+
+    def input_group_size(self) -> int:
+        return self.local // self.input_parts
+
+
+def of(options, training: bool = True) -> Replication:
+    """The replicas of a job: replicationFactor in each of
+    Options.Distributed's processes for training, which sums gradients across
+    all of them; inference replicas are this process's own. Input groups of
+    replicas (Options.inputReplicaGrouping) share their data."""
+    local = options.replication_factor
+    processes = options.Distributed.numProcesses if training else 1
+    first = options.Distributed.processId * local if processes > 1 else 0
     size, kind = options.input_replica_grouping
     if kind == CommGroupType.Ungrouped:
         size = 1
     elif kind == CommGroupType.All:
-        size = replicas
-    if replicas % size != 0:
+        size = local
+    if local % size != 0:
         raise OptionError(
             f"inputReplicaGrouping({size}, {kind.name}): groups of {size} replicas do not "
-            f"divide replicationFactor ({replicas}). Choose a group size that divides it.")
-    parts = replicas // size
+            f"divide replicationFactor ({local}). Choose a group size that divides it.")
+    parts = local // size
     if kind == CommGroupType.Orthogonal:
-        return parts, [r % parts for r in range(replicas)]
-    return parts, [r // size for r in range(replicas)]
+        part_of = [r % parts for r in range(local)]
+    else:
+        part_of = [r // size for r in range(local)]
+    return Replication(local, processes, first, parts, part_of)
 
 
-def replica_count(options, training: bool = True) -> int:
-    """The replicas of a job: replicationFactor in each of
-    Options.Distributed's processes for training, which sums gradients across
-    all of them; inference replicas are this process's own."""
-    processes = options.Distributed.numProcesses if training else 1
-    return options.replication_factor * processes
+def ipus_per_replica(options, ipus_used: int) -> int:
+    """IPUs of each replica's simulated system: Simulator.numIpus counts the
+    IPUs of all replicas (as a real system's would), so each gets its share."""
+    replicas = options.replication_factor
+    total = options.Simulator.num_ipus
+    if total is None:
+        return ipus_used
+    if replicas == 1:  # C++ checks that the stages fit
+        return total
+    if total % replicas != 0 or total // replicas < ipus_used:
+        raise OptionError(
+            f"Simulator.numIpus({total}) must hold replicationFactor ({replicas}) replicas of "
+            f"the model, which uses {ipus_used} IPU(s) each: set it to a multiple of {replicas} "
+            f"that is at least {replicas * ipus_used}, or leave it unset.")
+    return total // replicas
 
 
 def sharded_by(settings, replicas: int, parameters: Iterable[Tuple[str, torch.Tensor]]
@@ -101,6 +141,27 @@ def _shard(value: torch.Tensor, index: int, count: int, dtype: torch.dtype) -> t
     padded = torch.zeros(size * count, dtype=dtype)
     padded[:flat.numel()] = flat
     return padded[index * size:(index + 1) * size].clone()
+
+
+def replicate(executable: "_C.Executable", compile_options: "_C.CompileOptions", options,
+              replication: Replication, steps: int, output_slots: Callable[[int, int], int],
+              groupings: Sequence[Tuple[int, int, Sequence[int]]]
+              ) -> Union["_C.Executable", "ReplicatedExecutable"]:
+    """The executable itself, or for a job of several replicas this
+    process's replicas of it (the same program loaded again), which run every
+    call together: `steps` micro-batch steps per call, `output_slots` saying
+    how many each output returns, `groupings` the (size, stride, job groups)
+    of replica-grouped variables (their sums across processes need groups)."""
+    if replication.job == 1:
+        return executable
+    program = executable.serialize_program()
+    copies = [executable] + [_C.load_program(program, compile_options)
+                             for _ in range(1, replication.local)]
+    cross_process = (None if replication.processes == 1 else _process_group.cross_process_sum(
+        options, replication.local, compile_options.system.num_ipus, groupings))
+    group = _C.ReplicaGroup(replication.local, cross_process, replication.first, replication.job)
+    return ReplicatedExecutable(copies, group, steps, output_slots, replication.input_part_of,
+                                broadcast_across_processes=replication.processes > 1)
 
 
 class ReplicatedExecutable:

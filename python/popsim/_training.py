@@ -164,7 +164,7 @@ def grad_scale(options):
     or the sum (a running mean of the micro-batches is averaged over replicas
     only)."""
     accumulation = options.Training.gradient_accumulation
-    replicas = _replication.replica_count(options)
+    replicas = _replication.of(options).job
     reduction = options.Training.accumulation_and_replication_reduction_type
     if reduction != ReductionType.Mean:
         return 1.0
@@ -201,7 +201,7 @@ class OptimizerBinding:
         config.max_grad_norm = self.max_grad_norm
         config.gradient_scale = grad_scale(options)
         config.running_mean = running_mean(options)
-        config.replicas = _replication.replica_count(options)
+        config.replicas = _replication.of(options).job
         config.sharded_parameters = list(self.sharded_shapes(options))
         config.sharded_weights = list(self.sharded_weight_shapes(options))
         config.loss_scaling = self.loss_scaling()
@@ -239,8 +239,12 @@ class OptimizerBinding:
 
     def _picked(self, settings, options):
         """The trained parameters that `settings` shards over the job's replicas."""
-        return _replication.sharded_by(settings, _replication.replica_count(options),
+        return _replication.sharded_by(settings, _replication.of(options).job,
                                        (named for params in self.groups for named in params))
+
+    def trained_names(self):
+        """The parameters the optimizer trains, group by group."""
+        return [name for params in self.groups for name, _ in params]
 
     def parameter_states(self, name):
         """The device state names of one parameter: its optimizer state and its

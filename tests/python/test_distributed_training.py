@@ -256,7 +256,7 @@ RELEASING = textwrap.dedent("""
 
     options = popsim.Options()  # process 0 of 1, from WORLD_SIZE and RANK
     options.Distributed.configureProcessId(0, 1)
-    add = _process_group.cross_process_sum(options, 2)
+    add = _process_group.cross_process_sum(options, options.replication_factor, 2)
     add("w", 1, torch.ones(3))
     _process_group._release_at_exit()  # what atexit runs before the interpreter shuts down
     print(dist.is_initialized(), len(_process_group._MADE), len(_process_group._HOLDERS))
