@@ -15,15 +15,12 @@ const char* outputModeName(OutputMode mode) {
 }
 
 void OutputSpec::validate(int64_t deviceIterations) const {
-  POPSIM_CHECK(deviceIterations >= 1, ErrorKind::InvalidOption,
-               "deviceIterations must be at least 1, got ", deviceIterations, ".");
-  if (mode == OutputMode::EveryN) {
-    POPSIM_CHECK(period >= 1, ErrorKind::InvalidOption,
-                 "OutputMode.EveryN needs output_return_period > 0, got ", period, ".");
-    POPSIM_CHECK(deviceIterations % period == 0, ErrorKind::InvalidOption,
-                 "OutputMode.EveryN with output_return_period ", period,
-                 " needs deviceIterations to be a multiple of it, got ", deviceIterations, ".");
-  }
+  // popsim.Options checks what users set (outputMode, deviceIterations) and
+  // names the option; these hold for any options it builds.
+  POPSIM_ASSERT(deviceIterations >= 1, "deviceIterations ", deviceIterations, ".");
+  POPSIM_ASSERT(mode != OutputMode::EveryN || (period >= 1 && deviceIterations % period == 0),
+                "OutputMode.EveryN with output_return_period ", period, " and deviceIterations ",
+                deviceIterations, ".");
 }
 
 int64_t OutputSpec::returnedIterations(int64_t deviceIterations) const {

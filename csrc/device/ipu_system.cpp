@@ -11,9 +11,9 @@ void IpuSystemConfig::validate() const {
   POPSIM_CHECK(memoryPerIpu <= figures.memoryBytes(), ErrorKind::InvalidOption, "memory per IPU (",
                formatBytes(memoryPerIpu), ") exceeds the ", figures.name, " SRAM of ",
                formatBytes(figures.memoryBytes()), ".");
-  POPSIM_CHECK(ioTiles == 0 || (ioTiles >= 32 && ioTiles <= 192 && ioTiles % 2 == 0),
-               ErrorKind::InvalidOption,
-               "numIOTiles must be an even number between 32 and 192, got ", ioTiles, ".");
+  // TensorLocations.numIOTiles checks the user's value.
+  POPSIM_ASSERT(ioTiles == 0 || (ioTiles >= 32 && ioTiles <= 192 && ioTiles % 2 == 0), "ioTiles ",
+                ioTiles, ".");
   const uint64_t memory = memoryPerIpu != 0 ? memoryPerIpu : figures.memoryBytes();
   POPSIM_CHECK(ioTileMemory() < memory, ErrorKind::InvalidOption, "TensorLocations.numIOTiles(",
                ioTiles, ") sets aside ", formatBytes(ioTileMemory()),

@@ -13,13 +13,11 @@ void MemoryOptions::validate(const device::IpuSystemConfig& system) const {
       {"setOptimizerLocation", &optimizerState},
       {"setAccumulatorLocation", &accumulators},
       {"setActivationLocation", &activations}};
+  // TensorLocations checks the user's locations against numIOTiles.
   for (const auto& [setter, location] : locations) {
-    POPSIM_CHECK(system.ioTiles > 0 || location->onChip ||
-                     !(location->ioTilesToLoad || location->ioTilesToStore),
-                 ErrorKind::InvalidOption, "TensorLocations.", setter, ": useIOTilesTo",
-                 location->ioTilesToLoad ? "Load" : "Store",
-                 "(True) streams the tensors through IO tiles, but none are set aside. Use "
-                 "Options.TensorLocations.numIOTiles(n) (32 to 192), or turn it off.");
+    POPSIM_ASSERT(system.ioTiles > 0 || location->onChip ||
+                      !(location->ioTilesToLoad || location->ioTilesToStore),
+                  setter, " streams through IO tiles, but there are none.");
   }
   for (const auto& [ipu, proportion] : availableMemoryProportion) {
     POPSIM_ASSERT(ipu >= 0 && ipu < system.numIpus && proportion > 0.0 && proportion <= 1.0,

@@ -16,6 +16,7 @@
 #include "ir/parser.h"
 #include "ir/printer.h"
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -183,9 +184,13 @@ Invocation parseArguments(const std::vector<std::string>& arguments) {
       if (first == std::string::npos || second == first) {
         throw UsageError{"--stage expects block:stage:ipu"};
       }
-      run.options.stages.push_back({spec.substr(0, first),
-                                    integerOf(option, spec.substr(first + 1, second - first - 1)),
-                                    integerOf(option, spec.substr(second + 1))});
+      const compiler::StageAssignment stage{
+          spec.substr(0, first), integerOf(option, spec.substr(first + 1, second - first - 1)),
+          integerOf(option, spec.substr(second + 1))};
+      if (stage.stage < 0 || stage.ipu < 0) {
+        throw UsageError{strCat("--stage ", spec, ": stages and IPUs count from 0")};
+      }
+      run.options.stages.push_back(stage);
     } else if (option == "--schedule") {
       run.options.schedule =
           choiceOf<compiler::ScheduleKind>(option, need(),
@@ -199,6 +204,22 @@ Invocation parseArguments(const std::vector<std::string>& arguments) {
     }
   }
   return run;
+}
+
+// The compiler asserts that every block has a stage (the Python API's
+// strategies check it for users); a command line gets a usage error.
+void checkStagesCoverBlocks(const ir::Graph& graph,
+                            const std::vector<compiler::StageAssignment>& stages) {
+  if (stages.empty()) return;
+  for (const ir::BlockAnnotation& block : graph.blocks()) {
+    const bool placed = std::any_of(stages.begin(), stages.end(),
+                                    [&](const auto& stage) { return stage.block == block.name; });
+    if (!placed) {
+      throwError(ErrorKind::InvalidOption,
+                 strCat("the graph has block '", block.name, "' but no --stage places it (",
+                        "give --stage=", block.name, ":stage:ipu)."));
+    }
+  }
 }
 
 std::string readInput(const std::string& path) {
@@ -280,6 +301,7 @@ int runOpt(const std::vector<std::string>& arguments, std::ostream& out, std::os
       }
     }
     std::unique_ptr<ir::Graph> graph = ir::parseGraph(readInput(run.input));
+    checkStagesCoverBlocks(*graph, run.options.stages);
     compiler::PassContext context(run.options, run.system);
     context.setDump(compiler::IrDump::fromEnvironment());
     compiler::runPipeline(*pipeline, *graph, context);

@@ -59,14 +59,14 @@ void checkWeightsStayOnOneIpu(const ir::Graph& graph) {
 bool assignStages(ir::Graph& graph, const std::vector<StageAssignment>& stages) {
   std::unordered_map<std::string, const StageAssignment*> byBlock;
   for (const StageAssignment& stage : stages) {
-    POPSIM_CHECK(stage.stage >= 0 && stage.ipu >= 0, ErrorKind::InvalidOption, "block '",
-                 stage.block, "' assigned to stage ", stage.stage, " on IPU ", stage.ipu,
-                 "; stages and IPUs count from 0.");
+    // The execution strategies (strategies.py) check the user's stages and
+    // blocks, naming the strategy; here they are invariants.
+    POPSIM_ASSERT(stage.stage >= 0 && stage.ipu >= 0, "block '", stage.block,
+                  "' assigned to stage ", stage.stage, " on IPU ", stage.ipu, ".");
     byBlock[stage.block] = &stage;
   }
   for (const ir::BlockAnnotation& block : graph.blocks()) {
-    POPSIM_CHECK(byBlock.count(block.name) != 0, ErrorKind::InvalidOption, "Unknown Block '",
-                 block.name, "': the execution strategy places no stage for it.");
+    POPSIM_ASSERT(byBlock.count(block.name) != 0, "block '", block.name, "' has no stage.");
   }
   bool changed = false;
   for (const auto& node : graph.nodes()) {

@@ -123,6 +123,31 @@ TEST(PopsimOptTest, BadCommandLinesAreNamed) {
   err.str("");
   EXPECT_EQ(tools::runOpt({"/nonexistent/graph.ir"}, out, err), 1);
   EXPECT_NE(err.str().find("cannot read '/nonexistent/graph.ir'"), std::string::npos) << err.str();
+  err.str("");
+  EXPECT_EQ(tools::runOpt({"--stage=b:-1:0", "x.ir"}, out, err), 2);
+  EXPECT_NE(err.str().find("--stage b:-1:0: stages and IPUs count from 0"), std::string::npos)
+      << err.str();
+}
+
+TEST(PopsimOptTest, EveryBlockNeedsAStage) {
+  // The stage-assignment input's blocks, with one of them left out.
+  const fs::path input = fs::path(POPSIM_SOURCE_DIR) / "tests" / "ir" / "stage-assignment.ir";
+  std::vector<std::string> command = commandOf(input);
+  std::string dropped;
+  for (auto it = command.begin(); it != command.end(); ++it) {
+    if (it->rfind("--stage=", 0) == 0) {
+      dropped = it->substr(8, it->find(':') - 8);
+      command.erase(it);
+      break;
+    }
+  }
+  ASSERT_FALSE(dropped.empty());
+  std::ostringstream out;
+  std::ostringstream err;
+  EXPECT_EQ(tools::runOpt(command, out, err), 1);
+  EXPECT_NE(err.str().find("the graph has block '" + dropped + "' but no --stage places it"),
+            std::string::npos)
+      << err.str();
 }
 
 } // namespace

@@ -76,13 +76,14 @@ TEST(OutputSpecTest, Sum) {
   EXPECT_EQ(spec.hostShape({}, 3), Shape({}));
 }
 
+// popsim.Options names the option when a user sets these (test_errors.py);
+// specs it never builds are popsim's own bugs.
 TEST(OutputSpecTest, EveryNPeriodMustDivideTheIterationCount) {
   const OutputSpec spec{OutputMode::EveryN, 4};
   const Error error = testing::captureError([&] { spec.validate(6); });
-  EXPECT_EQ(error.kind(), ErrorKind::InvalidOption);
-  EXPECT_EQ(std::string(error.what()),
-            "OutputMode.EveryN with output_return_period 4 needs deviceIterations to be a "
-            "multiple of it, got 6.");
+  EXPECT_EQ(error.kind(), ErrorKind::Internal);
+  EXPECT_TRUE(testing::contains(
+      error.what(), "OutputMode.EveryN with output_return_period 4 and deviceIterations 6."));
   EXPECT_NO_THROW(spec.validate(8));
 }
 
@@ -90,9 +91,8 @@ TEST(OutputSpecTest, EveryNPeriodMustBePositive) {
   for (int64_t period : {0, -2}) {
     const OutputSpec spec{OutputMode::EveryN, period};
     const Error error = testing::captureError([&] { spec.validate(4); });
-    EXPECT_EQ(error.kind(), ErrorKind::InvalidOption);
-    EXPECT_EQ(std::string(error.what()), "OutputMode.EveryN needs output_return_period > 0, got " +
-                                             std::to_string(period) + ".");
+    EXPECT_EQ(error.kind(), ErrorKind::Internal);
+    EXPECT_TRUE(testing::contains(error.what(), "output_return_period " + std::to_string(period)));
   }
   // Other modes ignore the period.
   EXPECT_NO_THROW((OutputSpec{OutputMode::All, 0}.validate(4)));
@@ -100,8 +100,8 @@ TEST(OutputSpecTest, EveryNPeriodMustBePositive) {
 
 TEST(OutputSpecTest, DeviceIterationsMustBePositive) {
   const Error error = testing::captureError([] { OutputSpec{}.validate(0); });
-  EXPECT_EQ(error.kind(), ErrorKind::InvalidOption);
-  EXPECT_EQ(std::string(error.what()), "deviceIterations must be at least 1, got 0.");
+  EXPECT_EQ(error.kind(), ErrorKind::Internal);
+  EXPECT_TRUE(testing::contains(error.what(), "deviceIterations 0."));
 }
 
 } // namespace
