@@ -33,7 +33,7 @@ import queue
 import signal
 import traceback
 import weakref
-from typing import Any, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, List, Optional, Tuple, cast
 
 import torch
 import torch.multiprocessing as multiprocessing
@@ -42,10 +42,16 @@ from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from popsim.options import positive_int
 
+if TYPE_CHECKING:
+    from multiprocessing.process import BaseProcess
+    from multiprocessing.queues import Queue
+
+    from torch.utils._pytree import TreeSpec
+
 _POLL_SECONDS = 0.05
 
 
-def batch_count(samples, batch_size, drop_last):
+def batch_count(samples: int, batch_size: int, drop_last: bool) -> int:
     """Batches of `batch_size` in `samples`, a short last one only without drop_last."""
     full, leftover = divmod(samples, batch_size)
     return full + (1 if leftover and not drop_last else 0)
@@ -54,7 +60,7 @@ def batch_count(samples, batch_size, drop_last):
 class _Stop(Exception):
     """The user asked the loading process to stop or to start afresh."""
 
-    def __init__(self, command):
+    def __init__(self, command: Tuple[Any, ...]) -> None:
         super().__init__(command)
         self.command = command
 
@@ -62,8 +68,10 @@ class _Stop(Exception):
 class _Loader:
     """The background process's side: fills slots with batches."""
 
-    def __init__(self, source, buffer_size, load_indefinitely, rebatched_size, drop_last,
-                 commands, free, ready, parent):
+    def __init__(self, source: Iterable[Any], buffer_size: int, load_indefinitely: bool,
+                 rebatched_size: Optional[int], drop_last: bool,
+                 commands: "Queue[Tuple[Any, ...]]", free: "Queue[int]",
+                 ready: "Queue[Tuple[Any, ...]]", parent: int) -> None:
         self.source = source
         self.buffer_size = buffer_size
         self.load_indefinitely = load_indefinitely
@@ -74,10 +82,10 @@ class _Loader:
         # Per slot: one tensor per tensor leaf of a batch (empty until allocated).
         self.slots: List[List[torch.Tensor]] = []
         # Rebatching: (slot, samples filled, spec).
-        self.partial: Optional[Tuple[int, int, Any]] = None
+        self.partial: Optional[Tuple[int, int, "TreeSpec"]] = None
         self.sent = 0  # batches sent to the user, over all epochs
 
-    def run(self):
+    def run(self) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         torch.set_num_threads(1)
         tag = (0, 0)
@@ -95,7 +103,7 @@ class _Loader:
             tag = (command[1], 0)
 
     # Commands and the parent's liveness, checked whenever the loader waits.
-    def poll(self):
+    def poll(self) -> None:
         if os.getppid() != self.parent:
             raise _Stop(("stop",))
         try:
@@ -104,7 +112,7 @@ class _Loader:
             return
         raise _Stop(command)
 
-    def wait_for_command(self):
+    def wait_for_command(self) -> Tuple[Any, ...]:
         while True:
             if os.getppid() != self.parent:
                 return ("stop",)
@@ -113,7 +121,7 @@ class _Loader:
             except queue.Empty:
                 pass
 
-    def acquire(self):
+    def acquire(self) -> int:
         while True:
             self.poll()
             try:
@@ -121,7 +129,7 @@ class _Loader:
             except queue.Empty:
                 pass
 
-    def load_epoch(self, tag):
+    def load_epoch(self, tag: Tuple[int, int]) -> bool:
         """Sends one epoch's batches; returns whether there were any. Rebatching counts
         only the batches it sends: a source with fewer samples than one batch sends none,
         and loading it again would only repeat empty epochs."""
@@ -156,7 +164,7 @@ class _Loader:
             del iterator  # shuts torch's worker processes down
         return self.sent > sent_before
 
-    def allocate(self, leaves, rows=None):
+    def allocate(self, leaves: List[torch.Tensor], rows: Optional[int] = None) -> None:
         if not self.slots:
             for _ in range(self.buffer_size):
                 tensors = []
@@ -168,13 +176,13 @@ class _Loader:
             for index in range(self.buffer_size):
                 self.free.put(index)
 
-    def fits(self, leaves):
+    def fits(self, leaves: List[torch.Tensor]) -> bool:
         first = self.slots[0]
         return len(leaves) == len(first) and all(
             leaf.dtype == slot.dtype and leaf.numel() <= slot.numel()
             for leaf, slot in zip(leaves, first))
 
-    def send(self, tag, batch):
+    def send(self, tag: Tuple[int, int], batch: Any) -> None:
         leaves, spec = tree_flatten(batch)
         tensors = [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
         others = [(i, leaf) for i, leaf in enumerate(leaves) if not isinstance(leaf, torch.Tensor)]
@@ -189,7 +197,7 @@ class _Loader:
             self.put_checked(("batch", tag, slot, spec, shapes, others))
         self.sent += 1
 
-    def put_checked(self, message):
+    def put_checked(self, message: Tuple[Any, ...]) -> None:
         """Queues a message that holds the user's objects. Queues pickle in a background
         thread, where a failure would lose the message and leave the user waiting, so
         pickle here first."""
@@ -200,7 +208,7 @@ class _Loader:
                             f"{error}. Batches may hold tensors and picklable objects.") from error
         self.ready.put(message)
 
-    def add_to_rebatch(self, tag, batch):
+    def add_to_rebatch(self, tag: Tuple[int, int], batch: Any) -> None:
         leaves, spec = tree_flatten(batch)
         if not all(isinstance(leaf, torch.Tensor) and leaf.dim() > 0 for leaf in leaves):
             raise TypeError("DataLoaderMode.AsyncRebatched rebuilds batches along dimension 0, "
@@ -216,7 +224,8 @@ class _Loader:
             if self.partial is None:
                 self.partial = (self.acquire(), 0, spec)
             slot, filled, _ = self.partial
-            count = min(rows - start, self.rebatched_size - filled)
+            # Rebatching loaders have a rebatched_size (load_epoch calls this only then).
+            count = min(rows - start, cast(int, self.rebatched_size) - filled)
             for target, leaf in zip(self.slots[slot], leaves):
                 target[filled:filled + count].copy_(leaf[start:start + count])
             self.partial = (slot, filled + count, spec)
@@ -224,7 +233,7 @@ class _Loader:
             if filled + count == self.rebatched_size:
                 self.ship_partial(tag)
 
-    def ship_partial(self, tag):
+    def ship_partial(self, tag: Tuple[int, int]) -> None:
         assert self.partial is not None, "no partial batch to ship"
         slot, filled, spec = self.partial
         shapes = [(filled,) + tuple(target.shape[1:]) for target in self.slots[slot]]
@@ -233,11 +242,12 @@ class _Loader:
         self.sent += 1
 
 
-def _load(*args):
+def _load(*args: Any) -> None:
     _Loader(*args).run()
 
 
-def _shutdown(owner, process, commands, free, ready):
+def _shutdown(owner: int, process: "BaseProcess", commands: "Queue[Any]", free: "Queue[Any]",
+              ready: "Queue[Any]") -> None:
     """Stops the loading process: politely, then firmly."""
     if os.getpid() != owner:  # a copy inherited by the loading process itself
         return
@@ -261,11 +271,11 @@ def _shutdown(owner, process, commands, free, ready):
 class _Message(str):
     """Text that KeyError shows as it is (it shows other arguments with repr)."""
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return str(self)
 
 
-def _rebuild_error(error_type, text):
+def _rebuild_error(error_type: Optional[type], text: str) -> Exception:
     message = _Message(f"Caught an exception in popsim's data loading process. Original {text}")
     if isinstance(error_type, type) and issubclass(error_type, Exception):
         try:
@@ -304,19 +314,19 @@ class AsynchronousDataAccessor:
         self._load_indefinitely = bool(load_indefinitely)
         self._rebatched_size = rebatched_size
         self._drop_last = drop_last
-        self._process: Optional[Any] = None  # a forked multiprocessing Process
+        self._process: Optional["BaseProcess"] = None  # a forked multiprocessing Process
         self._finalizer: Optional[weakref.finalize] = None
         self._slots: Optional[List[List[torch.Tensor]]] = None
         if early_preload:
             self._start()
 
-    def _start(self):
+    def _start(self) -> None:
         context = multiprocessing.get_context("fork")
         self._commands, self._free, self._ready = (context.Queue() for _ in range(3))
         self._slots = None
         self._next_tag = (0, 0)  # the loader starts request 0 by itself
         self._must_request = False
-        self._active = None
+        self._active: Optional[Tuple[int, int]] = None
         process = context.Process(
             target=_load, name="popsim-data-loader",
             args=(self._source, self._buffer_size, self._load_indefinitely,
@@ -328,23 +338,23 @@ class AsynchronousDataAccessor:
                                            self._commands, self._free, self._ready)
 
     @property
-    def process(self):
+    def process(self) -> Optional["BaseProcess"]:
         """The loading process (None before it starts and after ``terminate()``)."""
         return self._process
 
-    def terminate(self):
+    def terminate(self) -> None:
         """Stops the loading process (a later ``iter()`` starts a new one)."""
         if self._finalizer is not None:
             self._finalizer()
         self._process = None
         self._finalizer = None
 
-    def __len__(self):
+    def __len__(self) -> int:
         if self._rebatched_size is None:
             return len(self._source)
         return batch_count(len(self._source.dataset), self._rebatched_size, self._drop_last)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         if self._process is None:
             self._start()
         if self._active is not None:  # an earlier iteration was left unfinished
@@ -356,12 +366,12 @@ class AsynchronousDataAccessor:
         self._active = tag
         return self._batches(tag)
 
-    def _abandon(self, tag):
+    def _abandon(self, tag: Tuple[int, int]) -> None:
         self._next_tag = (tag[0] + 1, 0)
         self._must_request = True
         self._active = None
 
-    def _receive(self):
+    def _receive(self) -> Tuple[Any, ...]:
         while True:
             try:
                 return self._ready.get(timeout=_POLL_SECONDS)
@@ -375,7 +385,8 @@ class AsynchronousDataAccessor:
                         f"{', killed by signal ' + str(-code) if code and code < 0 else ''}). "
                         "If memory is short, lower buffer_size or num_workers.")
 
-    def _view(self, slot, spec, shapes, others):
+    def _view(self, slot: int, spec: "TreeSpec", shapes: List[Tuple[int, ...]],
+              others: List[Tuple[int, Any]]) -> Any:
         assert self._slots is not None, "a batch before the slots"
         tensors = [buffer.view(-1)[: math.prod(shape)].view(shape)
                    for buffer, shape in zip(self._slots[slot], shapes)]
@@ -385,7 +396,7 @@ class AsynchronousDataAccessor:
             leaves.append(extra[index] if index in extra else tensors.pop(0))
         return tree_unflatten(leaves, spec)
 
-    def _batches(self, tag):
+    def _batches(self, tag: Tuple[int, int]) -> Iterator[Any]:
         held: Optional[int] = None  # the slot of the batch the user holds
         completed = False
         received = 0

@@ -9,7 +9,7 @@ so annotated models still run in plain PyTorch.
 """
 
 import functools
-from typing import Any, Callable, List, Optional, Tuple, Union
+from typing import Any, Callable, List, Literal, Optional, Tuple, Union
 
 import torch
 
@@ -27,14 +27,14 @@ _current: Optional[Tuple[str, Optional[int]]] = None
 _auto_ids = {"enabled": False, "next": 0}
 
 
-def reset_for_trace():
+def reset_for_trace() -> None:
     """Called before each trace: no block is open and auto ids restart at 0."""
     global _current
     _current = None
     _auto_ids["next"] = 0
 
 
-def _emit(block):
+def _emit(block: Optional[Tuple[str, Optional[int]]]) -> None:
     global _current
     _current = block
     if block is None:
@@ -43,14 +43,15 @@ def _emit(block):
         torch.ops.popsim.begin_block(block[0], -1 if block[1] is None else block[1])
 
 
-def _check_ipu(ipu_id, what):
+def _check_ipu(ipu_id: Optional[int], what: str) -> Optional[int]:
     if ipu_id is not None and (not is_integer(ipu_id) or ipu_id < 0):
         raise OptionError(f"{what} expects ipu_id to be a non-negative int or None, "
                           f"got {ipu_id!r}.")
     return None if ipu_id is None else int(ipu_id)
 
 
-def _block_id(user_id, ipu_id, what):
+def _block_id(user_id: Union[str, int, None], ipu_id: Optional[int], what: str
+              ) -> Optional[str]:
     if user_id is not None:
         if not (isinstance(user_id, str) or is_integer(user_id)):
             raise OptionError(f"{what} expects user_id to be a str, an int or None, "
@@ -65,7 +66,7 @@ def _block_id(user_id, ipu_id, what):
         "popsim.Block(ipu_id=1); or call popsim.Block.useAutoId() to number id-less blocks.")
 
 
-def _next_auto_id():
+def _next_auto_id() -> str:
     value = _auto_ids["next"]
     _auto_ids["next"] += 1
     return str(value)
@@ -86,7 +87,7 @@ class Block:
         self._outer: List[Optional[Tuple[str, Optional[int]]]] = []
 
     @staticmethod
-    def useAutoId():
+    def useAutoId() -> None:
         """Names blocks created without a user_id "0", "1", ... in the order the model enters them."""
         _auto_ids["enabled"] = True
 
@@ -98,12 +99,12 @@ class Block:
         block_id = _block_id(user_id, ipu, "popsim.Block.start")
         _emit((block_id if block_id is not None else _next_auto_id(), ipu))
 
-    def __enter__(self):
+    def __enter__(self) -> "Block":
         self._outer.append(_current)
         _emit((self._id if self._id is not None else _next_auto_id(), self._ipu))
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         _emit(self._outer.pop())
         return False
 
@@ -111,14 +112,14 @@ class Block:
 class _BlockStart:
     """Forward pre-hook that opens a block (picklable, unlike a closure)."""
 
-    def __init__(self, user_id, ipu_id):
+    def __init__(self, user_id: Optional[str], ipu_id: Optional[int]) -> None:
         self.user_id = user_id
         self.ipu_id = ipu_id
 
-    def __call__(self, module, inputs):
+    def __call__(self, module: Optional[torch.nn.Module], inputs: Tuple[Any, ...]) -> None:
         _emit((self.user_id if self.user_id is not None else _next_auto_id(), self.ipu_id))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"BeginBlock(user_id={self.user_id!r}, ipu_id={self.ipu_id!r})"
 
 
@@ -137,7 +138,7 @@ def BeginBlock(layer_to_call: Union[torch.nn.Module, Callable[..., Any]],
         start = _BlockStart(_block_id(user_id, ipu, "popsim.BeginBlock"), ipu)
 
         @functools.wraps(layer_to_call)
-        def starting_the_block(*args, **kwargs):
+        def starting_the_block(*args: Any, **kwargs: Any) -> Any:
             start(None, args)
             return layer_to_call(*args, **kwargs)
         return starting_the_block
@@ -168,7 +169,7 @@ def removeBlocks(module: torch.nn.Module) -> None:
 def module_repr(module: torch.nn.Module) -> str:
     """The module's repr, with each BeginBlock annotation in front of the
     submodule it starts: "(layer2): BeginBlock(user_id='B2', ipu_id=1) Linear(...)"."""
-    def describe(current):
+    def describe(current: torch.nn.Module) -> str:
         extra = current.extra_repr()
         lines = extra.split("\n") if extra else []
         children = []
@@ -193,9 +194,9 @@ def BlockFunction(user_id: Optional[str] = None,
     block_ipu = _check_ipu(ipu_id, "popsim.BlockFunction")
     block_id = _block_id(user_id, block_ipu, "popsim.BlockFunction")
 
-    def decorate(function):
+    def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(function)
-        def wrapper(*args, **kwargs):
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
             with Block(block_id, block_ipu):
                 return function(*args, **kwargs)
         return wrapper

@@ -24,27 +24,27 @@ class ClassSwap:
         self._originals: Dict[type, type] = {}  # subclass -> original class
         self._subclasses: Dict[type, type] = {}  # original class -> subclass
 
-    def hook(self, obj):
+    def hook(self, obj: object) -> Any:
         return obj.__dict__.get(self._key)
 
-    def install(self, obj, hook):
+    def install(self, obj: object, hook: object) -> None:
         obj.__class__ = self._subclass(type(obj))
         obj.__dict__[self._key] = hook
 
-    def uninstall(self, obj):
+    def uninstall(self, obj: object) -> None:
         obj.__dict__.pop(self._key, None)
         original = self._originals.get(type(obj))
         if original is not None:
             obj.__class__ = original
 
-    def _subclass(self, cls):
+    def _subclass(self, cls: type) -> type:
         if cls in self._originals:
             return cls
         if cls in self._subclasses:
             return self._subclasses[cls]
         swap = self
 
-        def __reduce_ex__(obj, protocol):
+        def __reduce_ex__(obj: object, protocol: int) -> Tuple[Any, ...]:
             if swap._before_pickle is not None:
                 swap._before_pickle(obj)
             reduced: Tuple[Any, ...] = tuple(object.__reduce_ex__(obj, max(protocol, 2)))

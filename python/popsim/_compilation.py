@@ -9,8 +9,8 @@ weights) and keeps what they produce; the functions here hold no state.
 """
 
 import contextlib
-from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, NamedTuple, Optional,
-                    Sequence, Tuple)
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, NamedTuple,
+                    Optional, Sequence, Tuple)
 
 import torch
 
@@ -99,7 +99,7 @@ def micro_batches(options: Options, signature: "_tracing.Signature",
 class ImportedCall(NamedTuple):
     """A call's model as popsim IR, and how its inputs and outputs are laid out."""
     signature: "_tracing.Signature"
-    graph: Any  # _C.Graph
+    graph: _C.Graph
     output_structure: Any
     output_dtypes: List[torch.dtype]
     # float16 buffers the device holds in float32 (Precision.runningStatisticsAlwaysFloat).
@@ -131,12 +131,14 @@ def import_call(model: torch.nn.Module, options: Options, training: bool,
                              _tracing.MODEL_ATTRIBUTE, signature.tensor_names,
                              training=training, random_seed=random_seed(options),
                              downcast_mixed_floats=downcast)
-    return ImportedCall(signature, graph, flat.output_structure, flat.output_dtypes,
+    # (flat's outputs are set: the trace ran its forward().)
+    return ImportedCall(signature, graph, flat.output_structure,
+                        flat.output_dtypes,  # type: ignore[arg-type]
                         float32_buffers)
 
 
 @contextlib.contextmanager
-def float32_statistics(model: torch.nn.Module, options: Options):
+def float32_statistics(model: torch.nn.Module, options: Options) -> Iterator[List[str]]:
     """Precision.runningStatisticsAlwaysFloat (the default): the float16 running
     statistics of batch norms are traced, and held on the device, as float32, as
     PopTorch keeps them; the host buffers keep their dtype. Yields their names."""

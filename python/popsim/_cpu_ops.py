@@ -7,7 +7,7 @@ results back (the simulated clock charges both transfers)."""
 
 import atexit
 import threading
-from typing import Callable
+from typing import Any, Callable, List, Sequence
 
 import torch
 
@@ -22,7 +22,8 @@ _LIBRARY.define("host_call(Tensor[] inputs, str id, str output_dtypes, int[] out
 _TRACED = threading.local()
 
 
-def _traced_results(inputs, id, output_dtypes, output_ranks, output_shapes):
+def _traced_results(inputs: List[torch.Tensor], id: str, output_dtypes: str,
+                    output_ranks: List[int], output_shapes: List[int]) -> List[torch.Tensor]:
     return [result.clone() for result in _TRACED.results]
 
 
@@ -33,7 +34,7 @@ _DTYPE_NAMES = {torch.float32: "f32", torch.int32: "i32", torch.int64: "i64", to
 atexit.register(_C.clear_host_functions)  # before the Python functions die
 
 
-def _untraced(fn, inputs):
+def _untraced(fn: Callable[..., Any], inputs: Sequence[torch.Tensor]) -> Any:
     """fn(*inputs) with the tracer paused, so its ops stay on the host."""
     state = torch._C._get_tracing_state()
     torch._C._set_tracing_state(None)  # type: ignore[attr-defined]  # in torch, not its stubs
@@ -66,7 +67,7 @@ class CPU:
     def ID(self) -> str:
         return self._ID
 
-    def __call__(self, *inputs):
+    def __call__(self, *inputs: Any) -> Any:
         if not _device.isRunningOnIpu():
             return self._layer_to_call(*inputs)
         for position, value in enumerate(inputs):
@@ -94,7 +95,7 @@ class CPU:
             return outputs[0]
         return tuple(outputs) if isinstance(results, tuple) else list(outputs)
 
-    def _run_on_host(self, inputs, outputs):
+    def _run_on_host(self, inputs: List[torch.Tensor], outputs: List[torch.Tensor]) -> None:
         """The host's side of one call: the op's input buffers in, its output
         buffers filled (results must keep the traced types)."""
         results = self._layer_to_call(*[i.clone() for i in inputs])

@@ -9,7 +9,8 @@ any options. In the asynchronous modes a background process
 
 import warnings
 import weakref
-from typing import Any, Dict, Optional
+from typing import (TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Protocol,
+                    Sequence, cast)
 
 import torch
 import torch.utils.data
@@ -20,16 +21,25 @@ from popsim.enums import DataLoaderMode
 from popsim.errors import OptionError
 from popsim.options import Options, positive_int
 
+if TYPE_CHECKING:
+    class _SizedDataset(Protocol):
+        """A map-style dataset with a length (what _ProcessPart splits)."""
+
+        def __len__(self) -> int: ...
+
+        def __getitem__(self, index: int) -> Any: ...
+
+
 _ASYNC_OPTIONS = ("buffer_size", "load_indefinitely", "early_preload")
 
 
-def combined_batch_size(options, batch_size):
+def combined_batch_size(options: Options, batch_size: int) -> int:
     replicas = _replication.of(options).input_parts  # replicas that take data of their own
     return (batch_size * options.device_iterations * replicas
             * options.Training.gradient_accumulation)
 
 
-def _factors(options, batch_size):
+def _factors(options: Options, batch_size: int) -> str:
     replication = _replication.of(options)
     grouped = ("" if replication.input_parts == replication.local
                else f" / input group size {replication.input_group_size()}")
@@ -38,7 +48,8 @@ def _factors(options, batch_size):
             f"{options.Training.gradient_accumulation}")
 
 
-def _check_not_too_small(samples, combined, options, batch_size):
+def _check_not_too_small(samples: Optional[int], combined: int, options: Options,
+                         batch_size: int) -> None:
     """An epoch smaller than one combined batch would be empty with drop_last: a loop
     that silently never runs, in every mode. (`samples` is None when unknown.)"""
     if samples is not None and samples < combined:
@@ -58,7 +69,8 @@ class _ProcessPart(torch.utils.data.Dataset):
     skipped; with shuffling, every other epoch moves all the ranges by that
     many samples so that the leftovers are used too."""
 
-    def __init__(self, dataset, options, combined, shuffle):
+    def __init__(self, dataset: "_SizedDataset", options: Options, combined: int,
+                 shuffle: bool) -> None:
         processes = options.Distributed.numProcesses
         samples = len(dataset)
         self.per_process = combined * (samples // (combined * processes))
@@ -67,24 +79,27 @@ class _ProcessPart(torch.utils.data.Dataset):
         self.offset = self.base
         self.shuffle = shuffle
         self.dataset = dataset
+        # Shuffled parts need the options' random seed (_partition checks it is set).
         self.order = (torch.randperm(samples, generator=torch.Generator().manual_seed(
-            options.random_seed)) if shuffle else None)
+            cast(int, options.random_seed))) if shuffle else None)
 
-    def next_epoch(self):
+    def next_epoch(self) -> None:
         if self.shuffle and self.leftover:
             self.offset = self.base + self.leftover if self.offset == self.base else self.base
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.per_process
 
-    def __getitem__(self, index):
+    def __getitem__(self, index: int) -> Any:
         if not 0 <= index < self.per_process:
             raise IndexError(f"index {index} of a process's part of {self.per_process} samples")
         position = self.offset + index
         return self.dataset[int(self.order[position]) if self.order is not None else position]
 
 
-def _partition(dataset, options, combined, shuffle, auto_partitioning, sampler, batch_sampler):
+def _partition(dataset: torch.utils.data.Dataset, options: Options, combined: int, shuffle: bool,
+               auto_partitioning: bool, sampler: Optional[Iterable[Any]],
+               batch_sampler: Optional[Iterable[Sequence[Any]]]) -> torch.utils.data.Dataset:
     """`dataset`, or this process's part of it (see _ProcessPart)."""
     processes = options.Distributed.numProcesses
     if processes == 1 or not auto_partitioning:
@@ -113,7 +128,7 @@ def _partition(dataset, options, combined, shuffle, auto_partitioning, sampler, 
     return part
 
 
-def _epoch_samples(dataset, sampler, batch_sampler):
+def _epoch_samples(dataset: Any, sampler: Any, batch_sampler: Any) -> Optional[int]:
     """Samples one epoch draws, or None when nothing says (iterable datasets)."""
     try:
         if batch_sampler is not None:
@@ -127,7 +142,8 @@ def _epoch_samples(dataset, sampler, batch_sampler):
         return None
 
 
-def _micro_batch_of(batch_sampler, batch_size, shuffle, sampler):
+def _micro_batch_of(batch_sampler: Iterable[Sequence[Any]], batch_size: int, shuffle: bool,
+                    sampler: Optional[Iterable[Any]]) -> int:
     """The micro-batch a batch_sampler yields: its batch_size attribute. The arguments
     torch refuses beside a batch_sampler are refused here too, with popsim's reasons."""
     micro = getattr(batch_sampler, "batch_size", None)
@@ -154,7 +170,8 @@ class _CombiningBatchSampler(torch.utils.data.Sampler):
     of `combined` samples (the end of an epoch, or a sampler's short last
     batch) is dropped; without, the model refuses it with a clear error."""
 
-    def __init__(self, batch_sampler, count, combined, drop_last, samples):
+    def __init__(self, batch_sampler: Any, count: int, combined: int, drop_last: bool,
+                 samples: Optional[int]) -> None:
         super().__init__(None)
         self.batch_sampler = batch_sampler
         self.count = count
@@ -162,7 +179,7 @@ class _CombiningBatchSampler(torch.utils.data.Sampler):
         self.drop_last = drop_last
         self.samples = samples  # in an epoch (None: unknown)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[List[Any]]:
         group, batches = [], 0
         for batch in self.batch_sampler:
             group.extend(batch)
@@ -174,7 +191,7 @@ class _CombiningBatchSampler(torch.utils.data.Sampler):
         if group and not self.drop_last:
             yield group
 
-    def __len__(self):
+    def __len__(self) -> int:
         if self.samples is None:
             return batch_count(len(self.batch_sampler), self.count, self.drop_last)
         return batch_count(self.samples, self.combined, self.drop_last)
@@ -290,7 +307,7 @@ class DataLoader(torch.utils.data.DataLoader):
                          **kwargs)
         self._warn_about_leftovers(batch_size)
 
-    def _warn_about_leftovers(self, batch_size):
+    def _warn_about_leftovers(self, batch_size: int) -> None:
         samples = self._samples
         if samples is None:
             return
@@ -308,15 +325,15 @@ class DataLoader(torch.utils.data.DataLoader):
                           stacklevel=3)
 
     @property
-    def combinedBatchSize(self):
+    def combinedBatchSize(self) -> int:
         """Samples per batch: what one call of the model takes."""
         return self._combined
 
     @property
-    def options(self):
+    def options(self) -> Options:
         return self._options
 
-    def __len__(self):
+    def __len__(self) -> int:
         if self._mode != DataLoaderMode.AsyncRebatched:
             return super().__len__()
         if self._samples is None:
@@ -324,7 +341,8 @@ class DataLoader(torch.utils.data.DataLoader):
                             "the loader.")
         return batch_count(self._samples, self._combined, self._drop_last_combined)
 
-    def __iter__(self):
+    # The asynchronous modes return the accessor's iterator, not torch's _BaseDataLoaderIter.
+    def __iter__(self) -> Iterator[Any]:  # type: ignore[override]
         if self._mode == DataLoaderMode.Sync:
             return self._sync_iter()
         if self._accessor is None:
@@ -336,13 +354,13 @@ class DataLoader(torch.utils.data.DataLoader):
                 **self._async_options)
         return iter(self._accessor)
 
-    def _sync_iter(self):
+    def _sync_iter(self) -> Iterator[Any]:
         """The batches as loaded in this process (the background process runs this)."""
         if isinstance(self.dataset, _ProcessPart):
             self.dataset.next_epoch()
         return super().__iter__()
 
-    def terminate(self):
+    def terminate(self) -> None:
         """Stops the background loading process, if any. It also stops when the loader
         is garbage collected (the accessor's finalizer) and at interpreter exit."""
         if self._accessor is not None:

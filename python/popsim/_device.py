@@ -4,6 +4,7 @@ choosing a device."""
 
 import contextlib
 import threading
+from typing import Iterator
 
 from popsim.errors import OptionError
 
@@ -19,7 +20,7 @@ def isRunningOnIpu() -> bool:
 
 
 @contextlib.contextmanager
-def running_on_ipu():
+def running_on_ipu() -> Iterator[None]:
     """Marks the calling thread as tracing for the IPUs (popsim's tracer)."""
     previous = isRunningOnIpu()
     _STATE.tracing = True

@@ -24,12 +24,15 @@ import os
 import pickle
 import struct
 import tempfile
-from typing import Any, Dict, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, Dict, Iterator, NamedTuple, Optional, Tuple
 
 import torch
 
 from popsim import _C
 from popsim.errors import ExecutableFileError
+
+if TYPE_CHECKING:
+    from popsim.options import Options
 
 MAGIC = b"POPSIMEX"
 CONTAINER_VERSION = 1
@@ -111,7 +114,7 @@ def mismatch(stored: ProgramKey, current: ProgramKey) -> Optional[str]:
     return "it was compiled for another program: " + "; ".join(differences)
 
 
-def _flatten(prefix, value):
+def _flatten(prefix: str, value: Any) -> Iterator[Tuple[str, Any]]:
     if isinstance(value, dict):
         for name, item in value.items():
             yield from _flatten(f"{prefix}.{name}" if prefix else name, item)
@@ -194,7 +197,7 @@ def read(path: str, with_metadata: bool = True) -> ProgramFile:
     return ProgramFile(key, sections[1], metadata)
 
 
-def cache_directory(options) -> Optional[str]:
+def cache_directory(options: "Options") -> Optional[str]:
     """Where this model's programs are cached, or None."""
     configured = options.executable_cache_dir
     if configured is False:

@@ -22,7 +22,8 @@ import os
 import threading
 import time
 import warnings
-from typing import Any, Dict, NamedTuple, Optional, Union
+from typing import (TYPE_CHECKING, Any, Callable, Concatenate, Dict, List, Mapping, NamedTuple,
+                    Optional, ParamSpec, Sequence, Set, Tuple, TypeVar, Union)
 
 import torch
 
@@ -30,11 +31,16 @@ from popsim import (_C, _anchors, _compilation, _executable_file, _hooks, _host_
                     _optimizer_state, _process_group, _replica_grouping, _replication,
                     _structure, _tracing, _training, _training_registry, _weights)
 from popsim._logging import LOGGER
-from popsim.enums import ConnectionType, OutputMode
+from popsim.enums import CommGroupType, ConnectionType, OutputMode, VariableRetrievalMode
 from popsim.errors import ExecutableFileError, InputError, OptionError
 from popsim._progress import CompileProgress
 from popsim._trace import ExecutionTrace
 from popsim.options import Options, profile_directory
+
+if TYPE_CHECKING:
+    from torch.nn.modules.module import _IncompatibleKeys
+
+    from popsim.profiling._writer import ProfileWriter
 
 _log_counter = itertools.count()
 PROFILE_DIR_VARIABLE = "POPSIM_PROFILE_DIR"
@@ -44,7 +50,7 @@ _WIDENED_DTYPES = _tracing.WIDENED_DTYPES
 _widened = _tracing.widened
 
 
-def _overlap(a, b):
+def _overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Whether two tensors share an element of memory."""
     if a.numel() == 0 or b.numel() == 0 or a.storage().data_ptr() != b.storage().data_ptr():
         return False
@@ -64,20 +70,25 @@ def _overlap(a, b):
     return bool(torch.isin(at[0], at[1]).any())
 
 
-def _one_thread_at_a_time(method):
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _one_thread_at_a_time(method: Callable[Concatenate["Executor", _P], _R]
+                          ) -> Callable[Concatenate["Executor", _P], _R]:
     """Serialises calls of one model from several threads: a call owns the
     model's device memory, its weights on the host and its call record, so a
     second thread waits for the first. Different models run concurrently."""
 
     @functools.wraps(method)
-    def serialised(self, *args, **kwargs):
+    def serialised(self: "Executor", *args: _P.args, **kwargs: _P.kwargs) -> _R:
         with self._lock:
             return method(self, *args, **kwargs)
 
     return serialised
 
 
-def _module_flags(model):
+def _module_flags(model: torch.nn.Module) -> Tuple[bool, ...]:
     """Every module's train/eval flag, which a training model is compiled for."""
     return tuple(module.training for module in model.modules())
 
@@ -92,7 +103,8 @@ class Executor:
     PopTorch calls this class ``PoplarExecutor``; popsim provides that name too.
     """
 
-    def __init__(self, model, options=None, training=False, optimizer=None):
+    def __init__(self, model: Union[torch.nn.Module, "Executor"], options: Optional[Options] = None,
+                 training: bool = False, optimizer: Optional[torch.optim.Optimizer] = None) -> None:
         if isinstance(model, Executor):
             model = model.model
         if not isinstance(model, torch.nn.Module):
@@ -122,10 +134,12 @@ class Executor:
         self._optimizer = optimizer
         # Replica-grouped parameters (PopTorch's attribute): name -> (CommGroupType,
         # shards, VariableRetrievalMode), set with ipu_model.<param>.replicaGrouping.
-        self.per_replica_params = {}
-        self._profile_writer = None  # kept across recompilations: same profile directory
+        self.per_replica_params: Dict[str, tuple] = {}
+        # Kept across recompilations: same profile directory.
+        self._profile_writer: Optional["ProfileWriter"] = None
         self._warned_float64 = False  # float64 inputs converted: said once per model
-        self._reported_attributes = set()  # optimizer attributes popsim does not use, said once
+        # Optimizer attributes popsim does not use, said once.
+        self._reported_attributes: Set[str] = set()
         # Options.logCycleCount, read once rather than on every call.
         self._log_cycles = bool(
             self._options._Popart.toDict().get("instrumentWithHardwareCycleCounter"))
@@ -148,6 +162,11 @@ class Executor:
         return self._compile_options
 
     @property
+    def _training_optimizer(self) -> torch.optim.Optimizer:
+        assert self._optimizer is not None, "an inference model has no optimizer"
+        return self._optimizer
+
+    @property
     def _optimizer_binding(self) -> "_training.OptimizerBinding":
         """A training model's optimizer as the program uses it; once compiled."""
         assert self._binding is not None, "the training model has not compiled"
@@ -158,38 +177,47 @@ class Executor:
         assert self._graph is not None, "the model has not compiled"
         return self._graph
 
-    def _reset(self):
+    def _reset(self) -> None:
         close = getattr(self.__dict__.get("_executable"), "close", None)
         if close is not None:  # replicas: their threads
             close()
         self._graph: Optional[_C.Graph] = None
-        self._compiled_flags = None  # every module's train/eval flag when compiled
+        # Every module's train/eval flag when compiled.
+        self._compiled_flags: Optional[Tuple[bool, ...]] = None
         self._executable: Optional[Program] = None
-        self._broadcast_buffers = []  # replicated training: buffers replica 0 hands on
+        self._broadcast_buffers: List[str] = []  # replicated training: buffers replica 0 hands on
         self._signature: Optional[_tracing.Signature] = None
-        self._output_structure = None
-        self._input_updates = []  # inputs the model modifies in place, by index
-        self._narrow_outputs = []  # (output index, dtype) of outputs widened on the device
-        self._float32_buffers = []  # float16 buffers the device holds in float32
+        self._output_structure: Optional[_structure.Structure] = None
+        self._input_updates: List[int] = []  # inputs the model modifies in place, by index
+        # (output index, dtype) of outputs widened on the device.
+        self._narrow_outputs: List[Tuple[int, torch.dtype]] = []
+        self._float32_buffers: List[str] = []  # float16 buffers the device holds in float32
         self._compilation_seconds = 0.0
         self._binding: Optional[_training.OptimizerBinding] = None
         self._attached = False
-        self._detached_state = None
+        self._detached_state: Optional[Dict[str, torch.Tensor]] = None
         self._host_dirty = False
-        self._synthetic_inputs = None  # enableSyntheticData: drawn at the first call
+        # enableSyntheticData: drawn at the first call.
+        self._synthetic_inputs: Optional[List[torch.Tensor]] = None
         self._optimizer_device_newer = False  # steps since the optimizer state was copied home
         self._optimizer_host_newer = False  # optimizer.load_state_dict() since the last call
         self._syncing = False
-        self._seen_training = None  # inference: training versions last uploaded
-        self._seen_generation = None  # inference: _training_registry.generation when checked
+        # Inference: training versions last uploaded.
+        self._seen_training: Optional[Dict[int, int]] = None
+        # Inference: _training_registry.generation when checked.
+        self._seen_generation: Optional[int] = None
         self._compile_options: Optional[_C.CompileOptions] = None  # the program's
-        self._call_spec = None  # the compiling call's arguments, tensors as shapes and dtypes
-        self._program_file = None  # (path, ProgramFile) while loadExecutable compiles
+        # The compiling call's arguments, tensors as shapes and dtypes.
+        self._call_spec: Optional[Tuple[_structure.Structure, List[Any]]] = None
+        # (path, ProgramFile) while loadExecutable compiles.
+        self._program_file: Optional[Tuple[str, _executable_file.ProgramFile]] = None
         self._anchor_plan = _anchors.AnchorPlan([], [])  # Options.anchorTensor's, checked
-        self._anchor_memory = {}  # getAnchoredTensor's values from the last call
-        self._anchor_shapes = {}  # each anchored gradient's parameter shape, by name
+        # getAnchoredTensor's values from the last call.
+        self._anchor_memory: Dict[str, torch.Tensor] = {}
+        # Each anchored gradient's parameter shape, by name.
+        self._anchor_shapes: Dict[str, torch.Size] = {}
 
-    def _check_options(self):
+    def _check_options(self) -> None:
         opts = self._options
         if not self._training and opts.Training.gradient_accumulation != 1:
             raise OptionError(
@@ -209,11 +237,11 @@ class Executor:
                               f"{opts.output_return_period} needs {count}.")
 
     @property
-    def model(self):
+    def model(self) -> torch.nn.Module:
         """The user's model (its parameters are the ones popsim uses)."""
         return self._user_model
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         # Only names the executor itself lacks get here: as PopTorch's
         # executor, it stands for the user's model (ipu_model.linear.weight,
         # ipu_model.state_dict(), ipu_model.parameters(), its buffers), whose
@@ -230,7 +258,8 @@ class Executor:
             setattr(value, "perReplica", handle)
         return value
 
-    def _set_replica_grouping(self, name, setting):
+    def _set_replica_grouping(self, name: str,
+                              setting: Tuple[CommGroupType, int, VariableRetrievalMode]) -> None:
         if self._executable is not None:
             raise OptionError(f"replicaGrouping of '{name}': the model has compiled already; "
                               "set groupings before it first runs or compiles (or destroy() "
@@ -238,24 +267,24 @@ class Executor:
         self.per_replica_params[name] = setting
 
     @property  # type: ignore[misc]
-    def __class__(self):
+    def __class__(self) -> type:
         # isinstance(ipu_model, MyModel) and isinstance(ipu_model, nn.Module)
         # hold, as for PopTorch's executor; type() still says Executor.
         model = self.__dict__.get("_user_model")
         return type(model) if model is not None else Executor
 
     @property
-    def options(self):
+    def options(self) -> Options:
         """The (frozen) options this model runs with."""
         return self._options
 
-    def _output_mode(self):
+    def _output_mode(self) -> OutputMode:
         mode = self._options.output_mode
         if mode == OutputMode.Default:
             mode = OutputMode.Final if self._training else OutputMode.All
         return mode
 
-    def train(self, mode: bool = True):
+    def train(self, mode: bool = True) -> "Executor":
         """The model's train(mode), returning this executor. A training model
         compiles again at its next call when a module's flag changed since it
         compiled (dropout and batch statistics follow the flags, as in eager
@@ -263,12 +292,12 @@ class Executor:
         self._user_model.train(mode)
         return self
 
-    def eval(self):
+    def eval(self) -> "Executor":
         """train(False)."""
         return self.train(False)
 
     @_one_thread_at_a_time
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if (self._executable is not None and self._training
                 and _module_flags(self._user_model) != self._compiled_flags):
             LOGGER.info("A module's train/eval flag changed since the training model compiled: "
@@ -324,12 +353,13 @@ class Executor:
             assert self._record is not None
             self._record.called()
             self._count_optimizer_steps()
+        assert self._output_structure is not None, "the model has compiled"
         result = _structure.unflatten(outputs, self._output_structure)
         if self._profile_writer is not None:
             self._profile_writer.after_call(time.perf_counter() - start)
         return result
 
-    def _refuse_written_inputs_sharing_memory(self, tensors):
+    def _refuse_written_inputs_sharing_memory(self, tensors: List[torch.Tensor]) -> None:
         """In eager PyTorch a write into one input shows through every input that
         shares its memory (m(x, x), m(x, x[:, :2])); popsim gives each input its
         own device buffer, so it refuses such calls instead of returning other
@@ -344,7 +374,8 @@ class Executor:
                         f"see the write through both, while popsim gives each input its own "
                         f"copy. Pass separate tensors (e.g. {names[other]}.clone()).")
 
-    def _write_back_inputs(self, tensors, outputs):
+    def _write_back_inputs(self, tensors: List[torch.Tensor], outputs: List[torch.Tensor]
+                           ) -> List[torch.Tensor]:
         """Copies what the model wrote in place into the caller's input tensors,
         as eager PyTorch would have; returns the model's own outputs."""
         count = len(self._input_updates)
@@ -371,13 +402,13 @@ class Executor:
                 self.copyWeightsToHost()
                 self._optimizer_binding.copy_state_to_host(self._executable)
             _host_sync.uninstall(self._user_model)
-            _optimizer_state.uninstall(self._optimizer)
+            _optimizer_state.uninstall(self._training_optimizer)  # training
         if self._record is not None:
             _training_registry.release(self._record)
             self._record = None
         self._reset()
 
-    def __del__(self):
+    def __del__(self) -> None:
         # A training model dropped without destroy() still leaves its trained
         # weights and optimizer state in the host model, after any trace in
         # progress (the garbage collector may drop it in the middle of one).
@@ -401,7 +432,8 @@ class Executor:
         self._host_dirty = False
 
     @_one_thread_at_a_time
-    def load_state_dict(self, state_dict, strict: bool = True):
+    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True
+                        ) -> "_IncompatibleKeys":
         """The model's load_state_dict(), then, on an attached model, the new
         weights copied to the device (as PopTorch does): a later call runs with
         them. Returns what torch's load_state_dict returns."""
@@ -448,7 +480,7 @@ class Executor:
         self._host_dirty = False
 
     @_one_thread_at_a_time
-    def _sync_host_if_needed(self):
+    def _sync_host_if_needed(self) -> None:
         if self._host_dirty and self._attached and not self._syncing:
             self._syncing = True
             try:
@@ -456,7 +488,7 @@ class Executor:
             finally:
                 self._syncing = False
 
-    def _sync_trainers_to_host(self):
+    def _sync_trainers_to_host(self) -> Dict[int, int]:
         """Copies weights home from training models of this model's modules;
         returns their versions."""
         for record in _training_registry.records(self._user_model):
@@ -464,7 +496,7 @@ class Executor:
                 record.trainer._sync_host_if_needed()
         return _training_registry.versions(self._user_model)
 
-    def _catch_up_with_training(self):
+    def _catch_up_with_training(self) -> None:
         """Uploads weights that training models of this model's modules trained since."""
         generation = _training_registry.generation
         if generation == self._seen_generation:  # no training model ran or came or went
@@ -475,31 +507,36 @@ class Executor:
         self._seen_generation = generation
 
     @_one_thread_at_a_time
-    def _sync_optimizer_state_to_host(self):
+    def _sync_optimizer_state_to_host(self) -> None:
         """Copies the device's optimizer state into the optimizer (its
         state_dict() calls this first)."""
         if self._optimizer_device_newer and self._attached and not self._optimizer_host_newer:
-            self._optimizer_binding.copy_state_to_host(self._executable)
+            self._optimizer_binding.copy_state_to_host(self._program)
         self._optimizer_device_newer = False
 
-    def _optimizer_state_loaded(self):
+    def _optimizer_state_loaded(self) -> None:
         """optimizer.load_state_dict() ran: its state goes to the device next call."""
         self._optimizer_host_newer = True
         self._optimizer_device_newer = False
 
-    def _write_optimizer_state(self):
-        binding = _training.OptimizerBinding(self._optimizer, self._names_by_tensor())
+    def _write_optimizer_state(self) -> None:
+        # A compiled training model's: it has an optimizer and an executable.
+        binding = _training.OptimizerBinding(self._training_optimizer,
+                                             self._names_by_tensor())
         self._optimizer_binding.check_compatible(binding)
         self._binding = binding
-        self._program.write_variables(binding.optimizer_state(self._executable))
-        self._optimizer_binding.write_hyperparameters(self._executable, _training.grad_scale(self._options))
+        self._program.write_variables(binding.optimizer_state(self._program))
+        self._optimizer_binding.write_hyperparameters(self._program,
+                                                      _training.grad_scale(self._options))
         self._optimizer_host_newer = False
 
-    def _count_optimizer_steps(self):
+    def _count_optimizer_steps(self) -> None:
         """Counts the device's optimizer steps as PyTorch's optimizer.step() does, for
         learning rate schedulers (which warn when the optimizer never stepped)."""
         if hasattr(self._optimizer, "_step_count"):
-            self._optimizer._step_count += self._options.device_iterations
+            # (Not None: None has no _step_count.)
+            self._optimizer._step_count += (  # type: ignore[union-attr]
+                self._options.device_iterations)
 
     @_one_thread_at_a_time
     def setOptimizer(self, optimizer: torch.optim.Optimizer) -> None:
@@ -514,7 +551,8 @@ class Executor:
             _training.check_group_attributes(optimizer, self._options, self._reported_attributes)
             if optimizer is not self._optimizer:
                 self._sync_optimizer_state_to_host()
-                _optimizer_state.uninstall(self._optimizer)
+                # Not None: a training model's.
+                _optimizer_state.uninstall(self._training_optimizer)
                 _optimizer_state.install(optimizer, self)
                 self._optimizer_host_newer = len(optimizer.state) > 0
             self._binding = binding
@@ -534,7 +572,7 @@ class Executor:
             raise InputError("The model is not attached to the device.")
         if self._training:
             self.copyWeightsToHost()
-            self._optimizer_binding.copy_state_to_host(self._executable)
+            self._optimizer_binding.copy_state_to_host(self._program)
             names = self._program.state_names()
             self._detached_state = self._program.read_variables(names)
         self._attached = False
@@ -561,7 +599,7 @@ class Executor:
     def isAttachedToDevice(self) -> bool:
         return self._attached
 
-    def memoryReport(self):
+    def memoryReport(self) -> Dict[str, Any]:
         """Memory of each simulated IPU, by category, from the compiled plan."""
         self._require_compiled("memoryReport")
         return self._program.memory_report().to_dict()
@@ -576,7 +614,7 @@ class Executor:
         ``events`` list every task each IPU ran and whose ``str()`` draws the
         pipeline, one row per IPU."""
         self._require_compiled("executionTrace")
-        return ExecutionTrace.of(self._executable)
+        return ExecutionTrace.of(self._program)
 
     def simulatedTime(self) -> float:
         """Simulated seconds of the last call on the IPUs (cycles at the chip's clock)."""
@@ -588,7 +626,7 @@ class Executor:
         self._require_compiled("compilationTime")
         return self._compilation_seconds
 
-    def _debug_ir(self, optimized=False, locations=True):
+    def _debug_ir(self, optimized: bool = False, locations: bool = True) -> str:
         """The popsim IR of the model as text: as imported from the trace, or
         the program that runs (optimised; for training with its backward pass
         and optimizer step)."""
@@ -597,7 +635,7 @@ class Executor:
             return self._program.graph_text(locations)
         return self._compiled_graph.to_text(locations)
 
-    def _require_compiled(self, what):
+    def _require_compiled(self, what: str) -> None:
         if self._executable is None:
             raise InputError(f"{what}() needs a compiled model: call the model or compile() first.")
 
@@ -607,11 +645,11 @@ class Executor:
             names.setdefault(id(tensor), name)
         return names
 
-    def _upload_weights(self):
+    def _upload_weights(self) -> None:
         names = self._program.weight_names()
         self._program.write_variables(self._device_weights(names))
 
-    def _device_weights(self, names):
+    def _device_weights(self, names: Sequence[str]) -> Dict[str, torch.Tensor]:
         """The host tensors of the named weights, in the dtypes the device holds them."""
         host = _weights.host_weights(self._model, names)
         for name in self._float32_buffers:
@@ -619,7 +657,7 @@ class Executor:
                 host[name] = host[name].float()
         return host
 
-    def _compile(self, args, kwargs):
+    def _compile(self, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> None:
         profile_root = self._profile_directory()  # a bad POPSIM_PROFILE_DIR fails before compiling
         _hooks.run_pre_compile()
         with CompileProgress(self._options.show_compilation_progress_bar) as progress:
@@ -629,7 +667,8 @@ class Executor:
         if self._options.log_dir:
             self._write_log()
 
-    def _compile_phases(self, args, kwargs, progress):
+    def _compile_phases(self, args: Tuple[Any, ...], kwargs: Dict[str, Any],
+                        progress: CompileProgress) -> List[Tuple[str, int, int]]:
         """Compiles; returns the (block, stage, ipu) assignment of the program."""
         start = time.perf_counter()
         progress.phase("trace")
@@ -649,9 +688,11 @@ class Executor:
         if self._training:
             if self._record is None:  # compiling again after destroy()
                 self._record = _training_registry.register(self._user_model, self)
-            binding = _training.OptimizerBinding(self._optimizer, self._names_by_tensor())
-            _training.check_group_attributes(self._optimizer, self._options,
-                                             self._reported_attributes)
+            # self._optimizer is not None: a training model's.
+            binding = _training.OptimizerBinding(self._training_optimizer,
+                                                 self._names_by_tensor())
+            _training.check_group_attributes(self._training_optimizer,
+                                             self._options, self._reported_attributes)
             _replica_grouping.check_no_clipping(groupings, binding.max_grad_norm)
         self._plan_anchors(binding)
         config = _compilation.training_config(
@@ -700,7 +741,7 @@ class Executor:
             executable.write_variables(binding.initial_state(executable))
             binding.write_hyperparameters(executable, _training.grad_scale(self._options))
             _host_sync.install(self._user_model, self)
-            _optimizer_state.install(self._optimizer, self)
+            _optimizer_state.install(self._training_optimizer, self)  # training
         if isinstance(executable, _replication.ReplicatedExecutable):
             executable.draw_apart(self._options.Distributed.processId)
         # OnDemand attaches (and Never would) only when the model first runs.
@@ -722,7 +763,7 @@ class Executor:
         self._anchor_shapes = {name: tensors[name].shape
                                for _, name in self._anchor_plan.gradients}
 
-    def _resolve_variable_anchors(self):
+    def _resolve_variable_anchors(self) -> None:
         """Names each variable anchor as the program does (a tied weight has
         one name there); refuses tensors the program does not hold."""
         tensors, canonical = _weights.named_tensors(self._model), self._names_by_tensor()
@@ -749,7 +790,7 @@ class Executor:
                               "then call the model.")
         return self._anchor_memory[short_name]
 
-    def getTensorNames(self):
+    def getTensorNames(self) -> List[str]:
         """The long names Options.anchorTensor accepts for this model: every
         parameter and buffer the program uses ("<name>"), and in training
         "UpdatedVar___<name>" and each trained parameter's "Gradient___<name>"."""
@@ -783,7 +824,7 @@ class Executor:
             executable, options, opts, _replication.of(opts, self._training), micro_batches,
             output_slots, [(g.size, g.stride, g.job) for g in groupings.values()])
 
-    def _build_executable(self, graph, options):
+    def _build_executable(self, graph: _C.Graph, options: _C.CompileOptions) -> _C.Executable:
         """The executable of `graph`: loadExecutable's program, else the cached
         one, else compiled (and cached when caching is on)."""
         if self._program_file is not None:
@@ -828,7 +869,7 @@ class Executor:
         without, loadExecutable(filename) on a model wrapped again loads it.
         The model must be picklable for export_model."""
         self._require_compiled("save")
-        metadata = {"call": self._call_spec, "training": self._training}
+        metadata: Dict[str, Any] = {"call": self._call_spec, "training": self._training}
         if export_model:
             self._sync_host_if_needed()
             if self._training:
@@ -872,14 +913,14 @@ class Executor:
         finally:
             self._program_file = None
 
-    def _profile_directory(self):
+    def _profile_directory(self) -> Optional[str]:
         """enableProfiling's directory, else POPSIM_PROFILE_DIR's, else None."""
         if self._options.profile_dir is not None:
             return self._options.profile_dir
         value = os.environ.get(PROFILE_DIR_VARIABLE, "")
         return profile_directory(PROFILE_DIR_VARIABLE, value) if value.strip() else None
 
-    def _start_profiling(self, root, stages):
+    def _start_profiling(self, root: Optional[str], stages: List[Tuple[str, int, int]]) -> None:
         """Writes the memory profile of this compilation, whose blocks run as `stages`,
         into `root` (None: no profiling) and prepares the per-call trace."""
         if root is None:
@@ -898,14 +939,15 @@ class Executor:
                 raise OptionError(f"{source}: cannot create the profile directory under "
                                   f"'{root}': {error}.") from error
         replicas = _replication.of(self._options, self._training).job
-        self._profile_writer.after_compile(self._executable, type(self._user_model).__name__,
+        self._profile_writer.after_compile(self._program,
+                                           type(self._user_model).__name__,
                                            stages, self._compilation_seconds, replicas)
 
-    def profileDirectory(self):
+    def profileDirectory(self) -> Optional[str]:
         """The directory this model writes its profile into, or None without profiling."""
         return self._profile_writer.directory if self._profile_writer is not None else None
 
-    def _write_log(self):
+    def _write_log(self) -> None:
         """Writes the IR and memory report of this compilation into logDir."""
         log_dir = self._options.log_dir
         assert log_dir is not None, "_write_log() without Options.logDir"
@@ -922,7 +964,7 @@ class Executor:
                        "program": [step.to_dict() for step in self._program.program()]},
                       out, indent=2)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = "compiled" if self.isCompiled() else "not compiled"
         kind = "training" if self._training else "inference"
         return f"popsim {kind} model ({state}) of {type(self._user_model).__name__}"
@@ -934,7 +976,8 @@ class _TensorSpec(NamedTuple):
     dtype: torch.dtype
 
 
-def _call_spec(args, kwargs):
+def _call_spec(args: Tuple[Any, ...], kwargs: Dict[str, Any]
+               ) -> Tuple[_structure.Structure, List[Any]]:
     """The call as _structure.flatten sees it, with each tensor leaf replaced
     by its _TensorSpec: (structure, leaves)."""
     leaves, _, structure = _structure.flatten((args, kwargs), "")
@@ -942,7 +985,8 @@ def _call_spec(args, kwargs):
                        if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves]
 
 
-def _call_from_spec(spec):
+def _call_from_spec(spec: Tuple[_structure.Structure, List[Any]]
+                    ) -> Tuple[Tuple[Any, ...], Dict[str, Any]]:
     """(args, kwargs) of _call_spec's call, with zero tensors of the specs."""
     structure, leaves = spec
     return _structure.unflatten([torch.zeros(leaf.shape, dtype=leaf.dtype)

@@ -7,12 +7,18 @@ This is popsim's autodiff and backward kernels with nothing else around
 them: what the tests compare with torch.autograd.
 """
 
+from typing import Any, Dict, Optional, Tuple
+
+import torch
+
 from popsim import _C, _compilation, _tracing, _weights
 from popsim.errors import InputError
-from popsim.options import DEFAULT_SOURCE_LOCATION_EXCLUDES
+from popsim.options import DEFAULT_SOURCE_LOCATION_EXCLUDES, Options
 
 
-def gradients(model, *args, training=False, options=None, **kwargs):
+def gradients(model: torch.nn.Module, *args: Any, training: bool = False,
+              options: Optional[Options] = None, **kwargs: Any
+              ) -> Tuple[Dict[str, torch.Tensor], Dict[str, torch.Tensor]]:
     """Returns ({input name: gradient}, {parameter name: gradient}).
 
     The model is traced in eval mode by default (dropout off, batch norm with
@@ -38,9 +44,9 @@ def gradients(model, *args, training=False, options=None, **kwargs):
     graph = _C.import_module(traced, tensors, list(DEFAULT_SOURCE_LOCATION_EXCLUDES),
                              _tracing.MODEL_ATTRIBUTE, signature.tensor_names, training=True,
                              downcast_mixed_floats=downcast)
-    options = _C.CompileOptions()
-    options.compiler.program = _C.ProgramKind.Gradients
-    executable = _C.compile(graph, options)
+    compile_options = _C.CompileOptions()
+    compile_options.compiler.program = _C.ProgramKind.Gradients
+    executable = _C.compile(graph, compile_options)
     names = executable.weight_names()
     executable.write_variables(_weights.host_weights(model, names))
     outputs = executable.run(tensors)

@@ -16,17 +16,19 @@ round every float16 op's result.
 """
 
 import contextlib
+from typing import (Any, Callable, Collection, Dict, Iterator, List, Optional, Sequence, Tuple,
+                    Union)
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
 
 
-def _is_half(value):
+def _is_half(value: object) -> bool:
     return isinstance(value, torch.Tensor) and value.dtype == torch.float16
 
 
-def _upcast(value):
+def _upcast(value: Any) -> Any:
     """float16 tensors as float32 copies, and a float16 dtype argument as float32."""
     if value is torch.float16:
         return torch.float32
@@ -38,12 +40,14 @@ class HalfOnCpu(TorchDispatchMode):
     results to float16 (see the module doc). Views run as they are (they
     compute nothing and must share their input's storage)."""
 
-    def __init__(self, downcast_mixed):
+    def __init__(self, downcast_mixed: bool) -> None:
         super().__init__()
         # FloatDowncastToHalf: an op mixing float16 and float32 operands gives float16.
         self._downcast_mixed = downcast_mixed
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+    def __torch_dispatch__(self, func: torch._ops.OpOverload, types: Collection[type],
+                           args: Sequence[Any] = (), kwargs: Optional[Dict[str, Any]] = None
+                           ) -> Any:
         kwargs = kwargs or {}
         flat, _ = tree_flatten((args, kwargs))
         tensors = [t for t in flat if isinstance(t, torch.Tensor)]
@@ -77,7 +81,8 @@ class HalfOnCpu(TorchDispatchMode):
 _HALF_MAX = 65504.0  # the largest finite float16
 
 
-def _half_defaults(func, args, kwargs):
+def _half_defaults(func: torch._ops.OpOverload, args: Sequence[Any], kwargs: Dict[str, Any]
+                   ) -> Tuple[Sequence[Any], Dict[str, Any]]:
     """Arguments whose defaults depend on the dtype, made explicit for float16 so
     that float32 arithmetic gives float16's answer: nan_to_num's bounds."""
     if func.name().split("::")[-1].split(".")[0] not in ("nan_to_num", "nan_to_num_"):
@@ -90,24 +95,25 @@ def _half_defaults(func, args, kwargs):
              -_HALF_MAX if neginf is None else neginf], kwargs)
 
 
-def _upcast_copy(value):
+def _upcast_copy(value: Any) -> Any:
     """_upcast, with float32 tensors copied too: an in-place op writes its
     targets only through target.copy_(), never through its operands."""
     upcast = _upcast(value)
     return upcast.clone() if upcast is value and isinstance(value, torch.Tensor) else upcast
 
 
-def _returns_view(func):
+def _returns_view(func: torch._ops.OpOverload) -> bool:
     """Whether the op returns a view of an operand (not an in-place op's target)."""
     return any(r.alias_info is not None and not r.alias_info.is_write
                for r in func._schema.returns)
 
 
-def _as_list(result):
+def _as_list(result: Any) -> List[Any]:
     return list(result) if isinstance(result, (tuple, list)) else [result]
 
 
-def _written_arguments(func, args, kwargs):
+def _written_arguments(func: torch._ops.OpOverload, args: Sequence[Any], kwargs: Dict[str, Any]
+                       ) -> List[torch.Tensor]:
     """The tensors an op writes (its `Tensor(a!)` arguments), in schema order."""
     written = []
     for position, argument in enumerate(func._schema.arguments):
@@ -124,9 +130,12 @@ def _written_arguments(func, args, kwargs):
 # recorded. While the mode is on, F.conv*d and F.conv_transpose*d call
 # aten::_convolution directly: the tracer records it, and the mode runs the
 # backend kernel it reaches in float32.
-def _convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding,
-                 groups, dims):
-    def expand(value):
+def _convolution(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+                 stride: Union[int, Sequence[int]], padding: Union[str, int, Sequence[int]],
+                 dilation: Union[int, Sequence[int]], transposed: bool,
+                 output_padding: Union[int, Sequence[int]], groups: int, dims: int
+                 ) -> torch.Tensor:
+    def expand(value: Union[int, Sequence[int]]) -> List[int]:
         return [value] * dims if isinstance(value, int) else list(value)
 
     if input.dim() == dims + 1:  # unbatched, as PyTorch's convolutions accept
@@ -151,16 +160,21 @@ def _convolution(input, weight, bias, stride, padding, dilation, transposed, out
                                        True)
 
 
-def _conv(dims):
-    def conv(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+def _conv(dims: int) -> Callable[..., torch.Tensor]:
+    def conv(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None,
+             stride: Union[int, Sequence[int]] = 1, padding: Union[str, int, Sequence[int]] = 0,
+             dilation: Union[int, Sequence[int]] = 1, groups: int = 1) -> torch.Tensor:
         return _convolution(input, weight, bias, stride, padding, dilation, False, 0, groups,
                             dims)
     return conv
 
 
-def _conv_transpose(dims):
-    def conv_transpose(input, weight, bias=None, stride=1, padding=0, output_padding=0,
-                       groups=1, dilation=1):
+def _conv_transpose(dims: int) -> Callable[..., torch.Tensor]:
+    def conv_transpose(input: torch.Tensor, weight: torch.Tensor,
+                       bias: Optional[torch.Tensor] = None, stride: Union[int, Sequence[int]] = 1,
+                       padding: Union[int, Sequence[int]] = 0,
+                       output_padding: Union[int, Sequence[int]] = 0, groups: int = 1,
+                       dilation: Union[int, Sequence[int]] = 1) -> torch.Tensor:
         return _convolution(input, weight, bias, stride, padding, dilation, True,
                             output_padding, groups, dims)
     return conv_transpose
@@ -171,7 +185,7 @@ _CONVOLUTIONS.update({f"conv_transpose{d}d": _conv_transpose(d) for d in (1, 2, 
 
 
 @contextlib.contextmanager
-def half_on_cpu(downcast_mixed):
+def half_on_cpu(downcast_mixed: bool) -> Iterator[None]:
     """HalfOnCpu with the convolutions traced as aten::_convolution."""
     functional = torch.nn.functional
     saved = {name: getattr(functional, name) for name in _CONVOLUTIONS}

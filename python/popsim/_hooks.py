@@ -13,7 +13,8 @@ _PRE_COMPILE: "OrderedDict[int, Callable[[], None]]" = OrderedDict()
 _POST_COMPILE: "OrderedDict[int, Callable[[], None]]" = OrderedDict()
 
 
-def _register(hooks, hook, when):
+def _register(hooks: "OrderedDict[int, Callable[[], None]]", hook: Callable[[], None],
+              when: str) -> torch.utils.hooks.RemovableHandle:
     if not callable(hook):
         raise TypeError(f"{when}-compile hook must be callable, got {hook!r}.")
     handle = torch.utils.hooks.RemovableHandle(hooks)
@@ -31,11 +32,11 @@ def registerPostCompileHook(hook: Callable[[], None]) -> torch.utils.hooks.Remov
     return _register(_POST_COMPILE, hook, "Post")
 
 
-def run_pre_compile():
+def run_pre_compile() -> None:
     for hook in list(_PRE_COMPILE.values()):
         hook()
 
 
-def run_post_compile():
+def run_post_compile() -> None:
     for hook in list(_POST_COMPILE.values()):
         hook()

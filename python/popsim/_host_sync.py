@@ -14,31 +14,37 @@ classes.
 """
 
 import weakref
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Type
+
+import torch
 
 from popsim._class_swap import ClassSwap
 
+if TYPE_CHECKING:
+    from popsim._executor import Executor
 
-def _sync(module):
-    sync = _SWAP.hook(module)
+
+def _sync(module: torch.nn.Module) -> None:
+    sync: Optional[Callable[[], None]] = _SWAP.hook(module)
     if sync is not None:
         sync()
 
 
-def _synced_methods(synced):
-    def __getattr__(self, name):
+def _synced_methods(synced: Type[Any]) -> Dict[str, Callable[..., Any]]:
+    def __getattr__(self: torch.nn.Module, name: str) -> Any:
         if name in self.__dict__.get("_parameters", ()) or name in self.__dict__.get("_buffers", ()):
             _sync(self)
         return super(synced, self).__getattr__(name)
 
-    def synced_method(name):
-        def method(self, *args, **kwargs):
+    def synced_method(name: str) -> Callable[..., Any]:
+        def method(self: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
             _sync(self)
             return getattr(super(synced, self), name)(*args, **kwargs)
 
         method.__name__ = name
         return method
 
-    methods = {"__getattr__": __getattr__}
+    methods: Dict[str, Callable[..., Any]] = {"__getattr__": __getattr__}
     for name in ("__call__", "parameters", "named_parameters", "buffers", "named_buffers",
                  "state_dict"):
         methods[name] = synced_method(name)
@@ -49,11 +55,11 @@ def _synced_methods(synced):
 _SWAP = ClassSwap("_popsim_sync", _synced_methods, before_pickle=_sync)
 
 
-def install(model, owner):
+def install(model: torch.nn.Module, owner: "Executor") -> None:
     """Makes `model` copy `owner`'s device weights home before it is used."""
     reference = weakref.ref(owner)
 
-    def sync():
+    def sync() -> None:
         executor = reference()
         if executor is not None:
             executor._sync_host_if_needed()
@@ -62,6 +68,6 @@ def install(model, owner):
         _SWAP.install(module, sync)
 
 
-def uninstall(model):
+def uninstall(model: torch.nn.Module) -> None:
     for module in model.modules():
         _SWAP.uninstall(module)

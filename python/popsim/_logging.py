@@ -17,7 +17,7 @@ _LEVELS = {"trace": logging.DEBUG, "debug": logging.DEBUG, "info": logging.INFO}
 
 
 class _Format(logging.Formatter):
-    def format(self, record):
+    def format(self, record: logging.LogRecord) -> str:
         return f"[popsim {record.levelname.lower()}] {record.getMessage()}"
 
 
@@ -25,7 +25,7 @@ class _Stderr(logging.Handler):
     """Writes to the sys.stderr of the moment (which tools such as pytest
     replace), not the one of popsim's import."""
 
-    def emit(self, record):
+    def emit(self, record: logging.LogRecord) -> None:
         try:
             sys.stderr.write(self.format(record) + "\n")
         except Exception:  # noqa: BLE001 - logging must not raise
@@ -36,13 +36,13 @@ _HANDLER = _Stderr()
 _HANDLER.setFormatter(_Format())
 
 
-def _show(level):
+def _show(level: int) -> None:
     if _HANDLER not in LOGGER.handlers:
         LOGGER.addHandler(_HANDLER)
     LOGGER.setLevel(level)
 
 
-def _show_as_configured():
+def _show_as_configured() -> None:
     level = _LEVELS.get(os.environ.get("POPSIM_LOG_LEVEL", "").strip())
     if level is not None:
         _show(level)

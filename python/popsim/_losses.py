@@ -15,7 +15,7 @@ _REDUCTIONS = ("sum", "mean", "none")
 _library.define("identity_loss(Tensor x, str reduction) -> Tensor")
 
 
-def _reduce(x, reduction):
+def _reduce(x: torch.Tensor, reduction: str) -> torch.Tensor:
     if reduction == "sum":
         return x.sum()
     if reduction == "mean":

@@ -8,7 +8,8 @@ proportions do change the simulation: each convolution's temporaries are
 bounded by its own (popsim.set_available_memory on its output)."""
 
 import threading
-from typing import Callable, Dict, List, Optional
+from types import TracebackType
+from typing import Any, Callable, Dict, List, Literal, Optional, Sequence, Type, TypeVar, Union
 
 import torch
 
@@ -18,9 +19,11 @@ from popsim.errors import OptionError
 
 _CONVOLUTIONS = ("conv1d", "conv2d", "conv3d")
 _ACTIVE = threading.local()
+_T = TypeVar("_T")
 
 
-def _per_convolution(name, value, valid, expected):
+def _per_convolution(name: str, value: Union[_T, Sequence[_T]], valid: Callable[[_T], bool],
+                     expected: str) -> List[_T]:
     values = list(value) if isinstance(value, (list, tuple)) else [value]
     if not values or not all(valid(v) for v in values):
         raise OptionError(f"MultiConv.{name} expects {expected} or a non-empty list of them, "
@@ -40,23 +43,25 @@ class MultiConv:
 
     def __init__(self) -> None:
         self._proportions: Optional[List[float]] = None
-        self._partials_types = None
+        self._partials_types: Optional[List[Union[torch.dtype, MultiConvPartialsType]]] = None
         self._plan_type = MultiConvPlanType.Parallel
         self._reserved_tiles: Optional[int] = None
         self._cycle_back_off: Optional[float] = None
-        self._dithering = None
+        self._dithering: Optional[List[bool]] = None
         self._saved: Dict[str, Callable] = {}
         self._count = 0
         self._thread: Optional[int] = None
 
-    def availableMemoryProportions(self, value):
+    def availableMemoryProportions(self, value: Union[float, Sequence[float]]) -> "MultiConv":
         """Each convolution's share of its IPU's memory for temporaries, in (0, 1]."""
         self._proportions = _per_convolution(
             "availableMemoryProportions", value,
             lambda v: isinstance(v, float) and 0.0 < v <= 1.0, "a float in (0, 1]")
         return self
 
-    def partialsTypes(self, value):
+    def partialsTypes(self, value: Union[torch.dtype, MultiConvPartialsType,
+                                         Sequence[Union[torch.dtype, MultiConvPartialsType]]]
+                      ) -> "MultiConv":
         """torch.float (or MultiConvPartialsType.Float); half partials are
         refused (popsim's convolutions accumulate in float32)."""
         self._partials_types = _per_convolution(
@@ -65,7 +70,7 @@ class MultiConv:
             "torch.float (popsim's convolutions accumulate in float32)")
         return self
 
-    def planType(self, value):
+    def planType(self, value: MultiConvPlanType) -> "MultiConv":
         """MultiConvPlanType.Parallel or Serial (recorded)."""
         if not isinstance(value, MultiConvPlanType):
             raise OptionError(f"MultiConv.planType expects a popsim.MultiConvPlanType, got "
@@ -73,7 +78,7 @@ class MultiConv:
         self._plan_type = value
         return self
 
-    def perConvReservedTiles(self, value):
+    def perConvReservedTiles(self, value: int) -> "MultiConv":
         """Tiles reserved per convolution (recorded)."""
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise OptionError(f"MultiConv.perConvReservedTiles expects an int >= 0, got "
@@ -81,7 +86,7 @@ class MultiConv:
         self._reserved_tiles = value
         return self
 
-    def cycleBackOff(self, value):
+    def cycleBackOff(self, value: float) -> "MultiConv":
         """The planner's cycle back-off, in [0, 1] (recorded)."""
         if not isinstance(value, float) or not 0.0 <= value <= 1.0:
             raise OptionError(f"MultiConv.cycleBackOff expects a float in [0, 1], got "
@@ -89,13 +94,13 @@ class MultiConv:
         self._cycle_back_off = value
         return self
 
-    def enableConvDithering(self, value):
+    def enableConvDithering(self, value: Union[bool, Sequence[bool]]) -> "MultiConv":
         """Convolution dithering, one bool or one per convolution (recorded)."""
         self._dithering = _per_convolution("enableConvDithering", value,
                                            lambda v: isinstance(v, bool), "a bool")
         return self
 
-    def __enter__(self):
+    def __enter__(self) -> "MultiConv":
         if getattr(_ACTIVE, "block", None) is not None:
             raise OptionError("popsim.MultiConv blocks cannot be nested: close the first one "
                               "before opening another.")
@@ -108,7 +113,8 @@ class MultiConv:
             setattr(functional, name, self._counted(self._saved[name]))
         return self
 
-    def __exit__(self, exc_type, exc, traceback):
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 traceback: Optional[TracebackType]) -> Literal[False]:
         for name, function in self._saved.items():
             setattr(torch.nn.functional, name, function)
         self._saved = {}
@@ -127,8 +133,8 @@ class MultiConv:
                         f"convolutions; give one value for all or one per convolution.")
         return False
 
-    def _counted(self, convolution):
-        def run(*args, **kwargs):
+    def _counted(self, convolution: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+        def run(*args: Any, **kwargs: Any) -> torch.Tensor:
             # The functions are patched process-wide; other threads' convolutions pass by.
             if threading.get_ident() != self._thread:
                 return convolution(*args, **kwargs)

@@ -11,6 +11,7 @@ C++ importer reads; run eagerly, they do nothing.
 """
 
 import contextlib
+from typing import Iterator, Literal
 
 import torch
 
@@ -33,17 +34,17 @@ class NameScope:
                               "nest scopes to build a path.")
         self.name = name
 
-    def __enter__(self):
+    def __enter__(self) -> "NameScope":
         torch.ops.popsim.push_name_scope(self.name)
         return self
 
-    def __exit__(self, *exc_info):
+    def __exit__(self, *exc_info: object) -> Literal[False]:
         torch.ops.popsim.pop_name_scope()
         return False
 
 
 @contextlib.contextmanager
-def module_scopes(model: torch.nn.Module):
+def module_scopes(model: torch.nn.Module) -> Iterator[None]:
     """While tracing: every submodule call runs in a name scope of its own
     attribute name, so that the ops of ``model.encoder.layers[0]`` are named
     ``encoder/layers/0/<op>`` (Options.disableModuleNamescope turns it off).

@@ -14,23 +14,29 @@ restores it.
 """
 
 import weakref
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Type
+
+import torch
 
 from popsim._class_swap import ClassSwap
 
+if TYPE_CHECKING:
+    from popsim._executor import Executor
 
-def _owner(optimizer):
-    reference = _SWAP.hook(optimizer)
+
+def _owner(optimizer: torch.optim.Optimizer) -> Optional["Executor"]:
+    reference: Optional["weakref.ReferenceType[Executor]"] = _SWAP.hook(optimizer)
     return reference() if reference is not None else None
 
 
-def _synced_methods(synced):
-    def state_dict(self, *args, **kwargs):
+def _synced_methods(synced: Type[Any]) -> Dict[str, Callable[..., Any]]:
+    def state_dict(self: torch.optim.Optimizer, *args: Any, **kwargs: Any) -> Dict[str, Any]:
         owner = _owner(self)
         if owner is not None:
             owner._sync_optimizer_state_to_host()
         return super(synced, self).state_dict(*args, **kwargs)
 
-    def load_state_dict(self, *args, **kwargs):
+    def load_state_dict(self: torch.optim.Optimizer, *args: Any, **kwargs: Any) -> None:
         result = super(synced, self).load_state_dict(*args, **kwargs)
         owner = _owner(self)
         if owner is not None:
@@ -43,10 +49,10 @@ def _synced_methods(synced):
 _SWAP = ClassSwap("_popsim_optimizer_owner", _synced_methods)
 
 
-def install(optimizer, executor):
+def install(optimizer: torch.optim.Optimizer, executor: "Executor") -> None:
     """Routes optimizer.state_dict() / load_state_dict() through `executor`."""
     _SWAP.install(optimizer, weakref.ref(executor))
 
 
-def uninstall(optimizer):
+def uninstall(optimizer: torch.optim.Optimizer) -> None:
     _SWAP.uninstall(optimizer)

@@ -13,11 +13,14 @@ while different IPUs' all-reduces proceed side by side.
 import atexit
 import datetime
 import os
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
 from popsim.errors import OptionError
+
+if TYPE_CHECKING:
+    from popsim.options import Options
 
 TIMEOUT_VARIABLE = "POPSIM_DISTRIBUTED_TIMEOUT"
 _DEFAULT_TIMEOUT_SECONDS = 300
@@ -44,7 +47,7 @@ def timeout() -> datetime.timedelta:
     return datetime.timedelta(seconds=seconds)
 
 
-def _process_group_ready(options) -> None:
+def _process_group_ready(options: "Options") -> None:
     """Joins (or checks) the torch.distributed job of Options.Distributed."""
     import torch.distributed as dist
 
@@ -71,7 +74,7 @@ def _process_group_ready(options) -> None:
             "the options read the launcher's environment, or configureProcessId to match.")
 
 
-def _new_group(**kwargs) -> Any:
+def _new_group(**kwargs: List[int]) -> Any:
     import torch.distributed as dist
 
     group = dist.new_group(backend="gloo", timeout=timeout(), **kwargs)
@@ -107,7 +110,7 @@ def _release_at_exit() -> None:
 atexit.register(_release_at_exit)
 
 
-def cross_process_sum(options, per_process: int, ipus: int,
+def cross_process_sum(options: "Options", per_process: int, ipus: int,
                       groupings: Sequence[Tuple[int, int, Sequence[int]]] = ()
                       ) -> Callable[[str, int, torch.Tensor, Optional[Tuple[int, int, int]]], None]:
     """The function a ReplicaGroup calls to sum a gradient (in place) across

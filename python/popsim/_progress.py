@@ -11,7 +11,8 @@ SHOW_AFTER seconds; "1" always; "0" never (the tests set it).
 
 import os
 import threading
-from typing import Any, Optional
+from types import TracebackType
+from typing import Any, Optional, Type
 
 from popsim.errors import OptionError
 
@@ -27,7 +28,7 @@ PHASES = {
 }
 
 
-def _delay():
+def _delay() -> Optional[float]:
     """Seconds before the bar shows, or None for no bar."""
     value = os.environ.get(ENVIRONMENT_VARIABLE, "").strip()
     if value == "":
@@ -42,14 +43,14 @@ def _delay():
 class CompileProgress:
     """Context manager: `progress.phase(name)` starts each phase of PHASES in turn."""
 
-    def __init__(self, show=True):
+    def __init__(self, show: bool = True) -> None:
         self._show = show  # Options.showCompilationProgressBar
         self._bar: Optional[Any] = None  # a tqdm bar, when shown
         self._started = 0
         self._stop = threading.Event()
         self._ticker: Optional[threading.Thread] = None
 
-    def __enter__(self):
+    def __enter__(self) -> "CompileProgress":
         delay = _delay()
         if delay is not None and self._show:
             from tqdm import tqdm
@@ -63,14 +64,14 @@ class CompileProgress:
             self._ticker.start()
         return self
 
-    def _tick(self, delay):
+    def _tick(self, delay: float) -> None:
         if self._stop.wait(delay):
             return
         while not self._stop.wait(_REFRESH_SECONDS):
             if self._bar is not None:
                 self._bar.refresh()
 
-    def phase(self, name):
+    def phase(self, name: str) -> None:
         if self._bar is None:
             return
         # The label first, so that the update's refresh shows the phase now running.
@@ -79,7 +80,8 @@ class CompileProgress:
             self._bar.update(1)
         self._started += 1
 
-    def __exit__(self, kind, error, traceback):
+    def __exit__(self, kind: Optional[Type[BaseException]], error: Optional[BaseException],
+                 traceback: Optional[TracebackType]) -> None:
         if self._bar is None:
             return
         self._stop.set()

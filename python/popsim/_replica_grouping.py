@@ -17,7 +17,7 @@ parameter.
 
 import contextlib
 import weakref
-from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 import torch
 
@@ -26,6 +26,10 @@ from popsim._logging import LOGGER
 from popsim.enums import CommGroupType
 from popsim.enums import VariableRetrievalMode
 from popsim.errors import OptionError
+
+if TYPE_CHECKING:
+    from popsim._executor import Executor
+    from popsim.options import Options
 
 
 class Grouping(NamedTuple):
@@ -45,7 +49,7 @@ class Grouping(NamedTuple):
         return self.total or max(self.groups) + 1
 
 
-def grouping_of(name: str, setting, replicas: int) -> Grouping:
+def grouping_of(name: str, setting: tuple, replicas: int) -> Grouping:
     """The groups `setting` = (CommGroupType, shards, VariableRetrievalMode)
     makes among `replicas`; an OptionError names the parameter otherwise."""
     where = f"replicaGrouping of '{name}'"
@@ -86,7 +90,7 @@ def _groups(where: str, kind: CommGroupType, shards: int, replicas: int) -> Grou
     return Grouping([r % count for r in range(replicas)], shards, count)
 
 
-def plan(settings: Dict[str, tuple], parameters: Dict[str, torch.Tensor], options,
+def plan(settings: Dict[str, tuple], parameters: Dict[str, torch.Tensor], options: "Options",
          training: bool) -> Dict[str, Grouping]:
     """The groupings of the named parameters with more than one group, checked
     against the parameters and options: for this process's replicas, whose
@@ -123,7 +127,7 @@ def _this_process(job: Grouping, first: int, local: int) -> Grouping:
                     tuple(job.groups))
 
 
-def _check_not_sharded(name: str, options, training: bool) -> None:
+def _check_not_sharded(name: str, options: "Options", training: bool) -> None:
     locations = options.TensorLocations
     sharding = [("weights", locations.weight_location)]
     if training:
@@ -179,9 +183,9 @@ class GroupingHandle:
     (and PopTorch's older spelling ``perReplica``), which records the
     grouping in the executor's ``per_replica_params``."""
 
-    def __init__(self, executor, name: str):
+    def __init__(self, executor: "Executor", name: str) -> None:
         # Weak: the parameter must not keep the executor alive.
-        self._executor: Callable[[], Any] = weakref.ref(executor)
+        self._executor: Callable[[], Optional["Executor"]] = weakref.ref(executor)
         self._name = name
 
     def __call__(self, comm_group_type: CommGroupType, shards: int,
@@ -193,7 +197,7 @@ class GroupingHandle:
         executor._set_replica_grouping(
             self._name, (comm_group_type, shards, variable_retrieval_mode))
 
-    def __reduce__(self):
+    def __reduce__(self) -> Tuple[Callable[[str], "GroupingHandle"], Tuple[str]]:
         # A copied or pickled parameter no longer belongs to the executor.
         return (_detached_handle, (self._name,))
 

@@ -13,14 +13,18 @@ same order (a scalar per replica and step is stacked into a vector).
 """
 
 import concurrent.futures
-from typing import (Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Set, Tuple,
-                    Union)
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, NamedTuple, Optional,
+                    Sequence, Set, Tuple, Union)
 
 import torch
 
 from popsim import _C, _process_group
 from popsim.enums import CommGroupType
 from popsim.errors import OptionError
+
+if TYPE_CHECKING:
+    from popsim.options import Options
+    from popsim.tensor_locations import TensorLocationSettings
 
 _STOPPED_BY_ANOTHER = "because another replica failed"
 # Each replica's random counter starts 2**40 micro-batches from the next one's.
@@ -51,7 +55,7 @@ class Replication(NamedTuple):
         return self.local // self.input_parts
 
 
-def of(options, training: bool = True) -> Replication:
+def of(options: "Options", training: bool = True) -> Replication:
     """The replicas of a job: replicationFactor in each of
     Options.Distributed's processes for training, which sums gradients across
     all of them; inference replicas are this process's own. Input groups of
@@ -76,7 +80,7 @@ def of(options, training: bool = True) -> Replication:
     return Replication(local, processes, first, parts, part_of)
 
 
-def ipus_per_replica(options, ipus_used: int) -> int:
+def ipus_per_replica(options: "Options", ipus_used: int) -> int:
     """IPUs of each replica's simulated system: Simulator.numIpus counts the
     IPUs of all replicas (as a real system's would), so each gets its share."""
     replicas = options.replication_factor
@@ -93,8 +97,8 @@ def ipus_per_replica(options, ipus_used: int) -> int:
     return total // replicas
 
 
-def sharded_by(settings, replicas: int, parameters: Iterable[Tuple[str, torch.Tensor]]
-               ) -> Dict[str, torch.Size]:
+def sharded_by(settings: "TensorLocationSettings", replicas: int,
+               parameters: Iterable[Tuple[str, torch.Tensor]]) -> Dict[str, torch.Size]:
     """{parameter: shape} of the `parameters` that replicated tensor sharding
     in the location `settings` (a TensorLocationSettings) splits over
     `replicas`: the floating-point ones of at least
@@ -143,8 +147,9 @@ def _shard(value: torch.Tensor, index: int, count: int, dtype: torch.dtype) -> t
     return padded[index * size:(index + 1) * size].clone()
 
 
-def replicate(executable: "_C.Executable", compile_options: "_C.CompileOptions", options,
-              replication: Replication, steps: int, output_slots: Callable[[int, int], int],
+def replicate(executable: "_C.Executable", compile_options: "_C.CompileOptions",
+              options: "Options", replication: Replication, steps: int,
+              output_slots: Callable[[int, int], int],
               groupings: Sequence[Tuple[int, int, Sequence[int]]]
               ) -> Union["_C.Executable", "ReplicatedExecutable"]:
     """The executable itself, or for a job of several replicas this
@@ -172,7 +177,7 @@ class ReplicatedExecutable:
 
     def __init__(self, executables: List["_C.Executable"], group: "_C.ReplicaGroup",
                  steps: int, output_slots: Callable[[int, int], int],
-                 input_parts: Sequence[int], broadcast_across_processes: bool = False):
+                 input_parts: Sequence[int], broadcast_across_processes: bool = False) -> None:
         self._replicas = executables
         # Replicas of the whole job, and this process's first among them: sharded
         # state is split over all of them (replica first + k holds shard first + k).
@@ -198,7 +203,7 @@ class ReplicatedExecutable:
     def replicas(self) -> List["_C.Executable"]:
         return list(self._replicas)
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._replicas[0], name)
 
     def run(self, inputs: List[torch.Tensor]) -> List[torch.Tensor]:
@@ -302,7 +307,7 @@ class ReplicatedExecutable:
         return torch.stack([every[(owner // count) * len(owners) + group]
                             for group, owner in enumerate(owners)])
 
-    def write_hyperparameters(self, *args, **kwargs) -> None:
+    def write_hyperparameters(self, *args: Any, **kwargs: Any) -> None:
         for executable in self._replicas:
             executable.write_hyperparameters(*args, **kwargs)
 

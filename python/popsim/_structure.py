@@ -7,7 +7,7 @@ returns flat lists of tensors. Each leaf keeps a readable name ("x",
 """
 
 import abc
-from typing import Any, Iterator
+from typing import Any, Dict, Hashable, Iterable, Iterator, List, Optional, Tuple, Union
 
 import torch
 
@@ -29,7 +29,7 @@ class ICustomArgParser(abc.ABC):
         `tensor_iterator` (in yieldTensors' order) in place of its own."""
 
 
-_PARSERS = {}
+_PARSERS: Dict[type, ICustomArgParser] = {}
 
 
 def registerCustomArgParser(cls: type, parser: ICustomArgParser) -> None:
@@ -42,7 +42,7 @@ def registerCustomArgParser(cls: type, parser: ICustomArgParser) -> None:
     _PARSERS[cls] = parser
 
 
-def _parser_of(item):
+def _parser_of(item: object) -> Optional[ICustomArgParser]:
     if not _PARSERS:  # every leaf of every call comes here
         return None
     for cls in type(item).__mro__:
@@ -54,17 +54,18 @@ def _parser_of(item):
 class Structure:
     """The shape of a nested value: containers and the positions of leaves."""
 
-    def __init__(self, kind, children=None, keys=None, original=None):
+    def __init__(self, kind: str, children: Optional[List["Structure"]] = None,
+                 keys: Union[List[Hashable], type, None] = None, original: object = None) -> None:
         self.kind = kind  # "leaf", "tuple", "list", "dict" or "custom"
         self.children = children or []
-        self.keys = keys  # a dict's keys; a custom argument's type
+        self.keys: Any = keys  # a dict's keys; a custom argument's type
         self.original = original  # a custom argument as first seen, for its parser
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return (isinstance(other, Structure) and self.kind == other.kind
                 and self.keys == other.keys and self.children == other.children)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if self.kind == "leaf":
             return "*"
         if self.kind == "custom":
@@ -76,12 +77,13 @@ class Structure:
         return ("(" if self.kind == "tuple" else "[") + inner + (")" if self.kind == "tuple" else "]")
 
 
-def flatten(value, name, like=None):
+def flatten(value: object, name: str, like: Optional[Structure] = None
+            ) -> Tuple[List[Any], List[str], Structure]:
     """Returns (leaves, names, structure) for a nested value. Dicts with the
     keys of the matching dict in `like` (a structure) are read in its order."""
     leaves, names = [], []
 
-    def visit(item, path, model):
+    def visit(item: object, path: str, model: Optional[Structure]) -> Structure:
         parser = _parser_of(item)
         if parser is not None:
             tensors = list(parser.yieldTensors(item))
@@ -90,18 +92,22 @@ def flatten(value, name, like=None):
         if isinstance(item, (tuple, list)) and not hasattr(item, "_fields"):
             kind = "tuple" if isinstance(item, tuple) else "list"
             models = (model.children if model is not None and model.kind == kind
-                      and len(model.children) == len(item) else [None] * len(item))
+                      and len(model.children) == len(item)
+                      else [None] * len(item))  # type: ignore[list-item]
             return Structure(kind, [visit(child, f"{path}[{i}]", m)
                                     for i, (child, m) in enumerate(zip(item, models))])
         if isinstance(item, dict):
             keys = list(item.keys())
             same = model is not None and model.kind == "dict" and set(model.keys) == set(keys)
+            # (`same` holds only for a model, which mypy does not follow.)
             if same:
-                keys = list(model.keys)
-            models = dict(zip(model.keys, model.children)) if same else {}
+                keys = list(model.keys)  # type: ignore[union-attr]
+            models = (dict(zip(model.keys, model.children))  # type: ignore[assignment, union-attr]
+                      if same else {})
             # Top-level keys are argument names: "x" reads better than "['x']".
             return Structure("dict", [visit(item[k], f"{path}[{k!r}]" if path else str(k),
-                                            models.get(k)) for k in keys], keys)
+                                            models.get(k))  # type: ignore[attr-defined]
+                                      for k in keys], keys)
         leaves.append(item)
         names.append(path)
         return Structure("leaf")
@@ -110,16 +116,17 @@ def flatten(value, name, like=None):
     return leaves, names, structure
 
 
-def unflatten(leaves, structure):
+def unflatten(leaves: Iterable[Any], structure: Structure) -> Any:
     """Rebuilds a nested value from leaves in flatten() order."""
     iterator = iter(leaves)
 
-    def build(node):
+    def build(node: Structure) -> Any:
         if node.kind == "leaf":
             return next(iterator)
         children = [build(child) for child in node.children]
         if node.kind == "custom":
-            return _parser_of(node.original).reconstruct(node.original, iter(children))
+            return _parser_of(node.original).reconstruct(  # type: ignore[union-attr]
+                node.original, iter(children))
         if node.kind == "tuple":
             return tuple(children)
         if node.kind == "list":
@@ -129,5 +136,5 @@ def unflatten(leaves, structure):
     return build(structure)
 
 
-def is_tensor(value):
+def is_tensor(value: object) -> bool:
     return isinstance(value, torch.Tensor)

@@ -6,7 +6,7 @@ set_available_memory, a matmul's or convolution's temporary memory budget;
 set_overlap_for_input / _output, markers for inputs and outputs that stream
 through IO tiles; and custom_op, which names what it would need."""
 
-from typing import Callable, List, Sequence
+from typing import Any, Callable, List, Mapping, NoReturn, Optional, Sequence, Union
 
 import torch
 
@@ -28,13 +28,13 @@ for _direction in ("input", "output"):
     _LIBRARY.impl(f"set_overlap_for_{_direction}", lambda x, mode: x.clone(), "CPU")
 
 
-def _require_tensor(value, what, function):
+def _require_tensor(value: object, what: str, function: str) -> None:
     if not isinstance(value, torch.Tensor):
         raise TypeError(f"{function} expects {what} to be a torch.Tensor, got "
                         f"{type(value).__name__}.")
 
 
-def _require_int(value, what, function, smallest):
+def _require_int(value: int, what: str, function: str, smallest: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < smallest:
         raise TypeError(f"{function} expects {what} to be an int >= {smallest} (a constant of "
                         f"the compiled program), got {value!r}.")
@@ -46,7 +46,7 @@ def nop(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.clone()
 
 
-def _positions(start, size, step, function):
+def _positions(start: torch.Tensor, size: int, step: int, function: str) -> torch.Tensor:
     """start + [0, step, 2 step, ...] below start + size, as int64."""
     _require_tensor(start, "start", function)
     if start.numel() != 1 or start.is_floating_point():
@@ -121,7 +121,8 @@ def serializedMatMul(lhs: torch.Tensor, rhs: torch.Tensor, mode: MatMulSerializa
     return total
 
 
-def _as_list(outputs, function, what):
+def _as_list(outputs: Union[torch.Tensor, Sequence[torch.Tensor]], function: str, what: str
+             ) -> List[torch.Tensor]:
     outputs = [outputs] if isinstance(outputs, torch.Tensor) else list(outputs)
     for index, output in enumerate(outputs):
         _require_tensor(output, f"{what}[{index}]", function)
@@ -179,7 +180,9 @@ def cond(condition: torch.Tensor, then_body: Callable[..., Sequence[torch.Tensor
     return [torch.where(chosen, a, b) for a, b in zip(then_out, else_out)]
 
 
-def custom_op(inputs, name, domain, domain_version, example_outputs, attributes=None):
+def custom_op(inputs: Sequence[torch.Tensor], name: str, domain: str, domain_version: int,
+              example_outputs: Sequence[torch.Tensor],
+              attributes: Optional[Mapping[str, object]] = None) -> NoReturn:
     """PopTorch's custom ops run Poplar code that popsim cannot run: refused."""
     raise UnsupportedOperationError(
         f"popsim.custom_op: custom op '{name}' (domain '{domain}', version {domain_version}) "
@@ -216,13 +219,13 @@ def ipu_print_tensor(tensor: torch.Tensor, title: str = "", print_gradient: bool
                                          close_bracket)
 
 
-def recomputationCheckpoint(*tensors):
+def recomputationCheckpoint(*tensors: Any) -> Any:
     """Returns its tensors (one tensor, or a tuple of them, nested tuples and
     lists kept); in a model trained with Options.Training.recomputation(True),
     recomputation keeps (stashes) them instead of recomputing them, and the
     backward pass recomputes only the ops after them. Use the returned
     tensors. Elsewhere it changes nothing."""
-    def checkpoint(value):
+    def checkpoint(value: Any) -> Any:
         if isinstance(value, (tuple, list)):
             return type(value)(checkpoint(item) for item in value)
         _require_tensor(value, "its arguments", "popsim.recomputationCheckpoint")
@@ -254,13 +257,13 @@ def set_available_memory(tensor: torch.Tensor,
     return torch.ops.popsim.set_available_memory(tensor, float(proportion))
 
 
-def _set_overlap(tensors, mode, direction):
+def _set_overlap(tensors: Any, mode: OverlapMode, direction: str) -> Any:
     function = f"popsim.set_overlap_for_{direction}"
     if not isinstance(mode, OverlapMode):
         raise TypeError(f"{function} expects mode to be a popsim.OverlapMode, got {mode!r}.")
     marker = getattr(torch.ops.popsim, f"set_overlap_for_{direction}")
 
-    def mark(value):
+    def mark(value: Any) -> Any:
         if isinstance(value, (tuple, list)):
             return type(value)(mark(item) for item in value)
         if isinstance(value, dict):
@@ -274,7 +277,7 @@ def _set_overlap(tensors, mode, direction):
     return mark(tensors)
 
 
-def set_overlap_for_input(input_tensors, mode: OverlapMode):
+def set_overlap_for_input(input_tensors: Any, mode: OverlapMode) -> Any:
     """Returns `input_tensors` (a tensor, or tuples, lists and dicts of them),
     marked to stream from the host through the IO tiles as `mode` says
     (popsim.OverlapMode), beside the compute. Apply it to the model's inputs
@@ -284,7 +287,7 @@ def set_overlap_for_input(input_tensors, mode: OverlapMode):
     return _set_overlap(input_tensors, mode, "input")
 
 
-def set_overlap_for_output(output_tensors, mode: OverlapMode):
+def set_overlap_for_output(output_tensors: Any, mode: OverlapMode) -> Any:
     """Returns `output_tensors` (a tensor, or tuples, lists and dicts of
     them), marked to stream to the host through the IO tiles as `mode` says,
     while the compute tiles go on. Apply it to tensors forward returns (once

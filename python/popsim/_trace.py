@@ -1,7 +1,10 @@
 """The simulated execution trace of a model's last call."""
 
 import statistics
-from typing import Dict, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Tuple
+
+if TYPE_CHECKING:
+    from popsim._executor import Program
 
 # Event kinds of transfers around a task (the others are the tasks themselves).
 TRANSFER_KINDS = ("copy", "host_input", "stream_copy", "host_output", "streaming")
@@ -35,48 +38,49 @@ class ExecutionTrace:
     ``U`` (weight update), several separated by commas.
     """
 
-    def __init__(self, events, total_cycles, clock_hz, pipeline):
+    def __init__(self, events: List[Dict[str, Any]], total_cycles: int, clock_hz: float,
+                 pipeline: Dict[str, Any]) -> None:
         self.events = events
         self.total_cycles = total_cycles
         self.clock_hz = clock_hz
         self.pipeline = pipeline
 
     @classmethod
-    def of(cls, executable):
+    def of(cls, executable: "Program") -> "ExecutionTrace":
         """The last call of a compiled C++ executable."""
         return cls([event.to_dict() for event in executable.timeline()],
                    executable.last_run_cycles, executable.clock_hz,
                    executable.pipeline().to_dict())
 
     @property
-    def seconds(self):
+    def seconds(self) -> float:
         """Simulated time of the call."""
         return self.total_cycles / self.clock_hz
 
     @property
-    def num_ipus(self):
+    def num_ipus(self) -> int:
         return self.pipeline["ipus"]
 
-    def occupies_ipu(self, event):
+    def occupies_ipu(self, event: Dict[str, Any]) -> bool:
         """Whether the IPU's compute tiles are busy during `event`: always, except for
         host inputs prefetched on the host link and transfers through the IO tiles."""
         if event.get("io_tiles"):
             return False
         return event["kind"] != "host_input" or self.pipeline["prefetch_depth"] == 0
 
-    def busy_cycles(self, ipu):
+    def busy_cycles(self, ipu: int) -> int:
         """Cycles `ipu` spent on its tasks and transfers (the rest of the call it waited)."""
         return sum(e["end"] - e["start"] for e in self.events
                    if e["ipu"] == ipu and self.occupies_ipu(e))
 
-    def micro_batch_cycles(self):
+    def micro_batch_cycles(self) -> List[float]:
         """Per IPU, the median cycles it spends on one micro-batch: its forward and
         backward tasks with the transfers that occupy it (updates left out). The median
         leaves out one-off transfers, such as a final output streamed to the host."""
         return self._median_per_micro_batch(
             lambda e: e["kind"] != "update" and self.occupies_ipu(e))
 
-    def host_link_cycles(self):
+    def host_link_cycles(self) -> List[float]:
         """Per IPU, the median cycles its host link spends streaming one micro-batch's
         inputs (0 for an IPU that streams none), through the compute tiles or the IO
         tiles, whichever is longer. With prefetching (and through IO tiles), the link
@@ -88,7 +92,8 @@ class ExecutionTrace:
             self._median_per_micro_batch(
                 lambda e: e["kind"] == "host_input" and e.get("io_tiles", False)))]
 
-    def _median_per_micro_batch(self, counts):
+    def _median_per_micro_batch(self, counts: Callable[[Dict[str, Any]], bool]
+                                ) -> List[float]:
         """Per IPU, the median over micro-batches of the cycles of the events `counts`
         accepts (0 for an IPU with none)."""
         work: Dict[Tuple[int, int, int], int] = {}
@@ -99,10 +104,10 @@ class ExecutionTrace:
         return [statistics.median([c for (i, _, _), c in work.items() if i == ipu] or [0])
                 for ipu in range(self.num_ipus)]
 
-    def utilisation(self, ipu):
+    def utilisation(self, ipu: int) -> float:
         return self.busy_cycles(ipu) / self.total_cycles if self.total_cycles else 0.0
 
-    def render(self):
+    def render(self) -> str:
         """The text timeline (see the class docstring)."""
         cycles = 1 + max((e["cycle"] for e in self.events), default=-1)
         cells = [[""] * cycles for _ in range(self.num_ipus)]
@@ -124,9 +129,9 @@ class ExecutionTrace:
                   f"({self.seconds * 1e3:.3f} ms simulated)")
         return "\n".join([header] + lines)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.render()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"ExecutionTrace({len(self.events)} events, {self.total_cycles} cycles, "
                 f"{self.num_ipus} IPU(s))")

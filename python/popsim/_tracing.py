@@ -10,7 +10,7 @@ import contextlib
 import inspect
 import threading
 import warnings
-from typing import Any, Dict
+from typing import Any, Callable, Dict, Iterator, List, NoReturn, Optional, Sequence, Tuple
 
 import torch
 
@@ -31,7 +31,7 @@ MODEL_ATTRIBUTE = "model"
 WIDENED_DTYPES = (torch.uint8, torch.int8, torch.int16)
 
 
-def widened(tensors):
+def widened(tensors: Sequence[torch.Tensor]) -> List[torch.Tensor]:
     return [t.int() if t.dtype in WIDENED_DTYPES else t for t in tensors]
 
 
@@ -39,7 +39,8 @@ class Signature:
     """What a compiled model was traced with: the input structure, tensor
     dtypes and shapes (with iterations stacked) and the non-tensor values."""
 
-    def __init__(self, args, kwargs, forward):
+    def __init__(self, args: Sequence[Any], kwargs: Dict[str, Any],
+                 forward: Callable[..., Any]) -> None:
         value = _bind_arguments(forward, args, kwargs)
         self.argument_count = len(value)
         leaves, names, self.structure = _structure.flatten(value, "")
@@ -50,9 +51,9 @@ class Signature:
         self.tensor_names = [self.names[i] for i in self.tensor_positions]
         self.forward = forward
         # How the batch splits into micro-batches (set by the model), for error messages.
-        self.batch_explanation = None
+        self.batch_explanation: Optional[str] = None
 
-    def tensors(self, args, kwargs):
+    def tensors(self, args: Sequence[Any], kwargs: Dict[str, Any]) -> List[torch.Tensor]:
         """The flat tensor inputs of a call, checked against this signature.
         Each error starts with PopTorch's sentence for the same mismatch, so
         code matching PopTorch's messages keeps working."""
@@ -106,7 +107,7 @@ class Signature:
         return tensors
 
 
-def _mismatch(what, name, expected, got):
+def _mismatch(what: str, name: str, expected: object, got: object) -> str:
     """PopTorch's sentence for an input that differs from the compiled one."""
     return f"{what} mismatch for {name}: expected {expected} but got {got}. "
 
@@ -117,7 +118,8 @@ _RECOMPILE_HINT = (
 )
 
 
-def _bind_arguments(forward, args, kwargs):
+def _bind_arguments(forward: Callable[..., Any], args: Sequence[Any], kwargs: Dict[str, Any]
+                    ) -> Dict[str, Any]:
     """Arguments as an ordered dict keyed by forward()'s parameter names."""
     try:
         bound = inspect.signature(forward).bind(*args, **kwargs)
@@ -138,7 +140,7 @@ def _bind_arguments(forward, args, kwargs):
     return values
 
 
-def _call_with(forward, values):
+def _call_with(forward: Callable[..., Any], values: Dict[str, Any]) -> Any:
     """Calls forward with the values of _bind_arguments, as Python would bind them.
 
     The values hold only the arguments the call gave, so passing them in order
@@ -174,16 +176,18 @@ def _call_with(forward, values):
 class _FlatModel(torch.nn.Module):
     """The traced function: flat tensors in, flat tensors out."""
 
-    def __init__(self, model, signature):
+    def __init__(self, model: torch.nn.Module, signature: Signature) -> None:
         super().__init__()
         self.model = model
         self._signature = signature
-        self.output_structure = None
-        self.output_names = None
-        self.output_dtypes = None
+        # Set when forward() runs, in the trace.
+        self.output_structure: Optional[_structure.Structure] = None
+        self.output_names: Optional[List[str]] = None
+        self.output_dtypes: Optional[List[torch.dtype]] = None
 
-    def forward(self, *tensors):
-        leaves = [None] * (len(self._signature.tensor_positions) + len(self._signature.constants))
+    def forward(self, *tensors: torch.Tensor) -> Tuple[torch.Tensor, ...]:
+        leaves: List[Any] = [None] * (len(self._signature.tensor_positions)
+                                      + len(self._signature.constants))
         for position, value in self._signature.constants.items():
             leaves[position] = value
         for position, tensor in zip(self._signature.tensor_positions, tensors):
@@ -203,7 +207,7 @@ class _FlatModel(torch.nn.Module):
 
 
 @contextlib.contextmanager
-def module_mode(model, training):
+def module_mode(model: torch.nn.Module, training: bool) -> Iterator[None]:
     """Puts every submodule in train or eval mode and restores each one's flag after."""
     flags = [(module, module.training) for module in model.modules()]
     model.train(training)
@@ -215,7 +219,7 @@ def module_mode(model, training):
 
 
 @contextlib.contextmanager
-def _untouched_state(model):
+def _untouched_state(model: torch.nn.Module) -> Iterator[None]:
     """Tracing runs the model once on real data: batch norm updates its running
     statistics and dropout draws random numbers. Neither must leak into the
     user's model or random stream, so buffers and the RNG state are restored."""
@@ -230,28 +234,33 @@ def _untouched_state(model):
         torch.set_rng_state(rng)
 
 
-def _cumulative_batch_norm_forward(module):
+def _cumulative_batch_norm_forward(module: torch.nn.modules.batchnorm._BatchNorm
+                                   ) -> Callable[[torch.Tensor], torch.Tensor]:
     """forward() of a training batch norm with momentum=None, which averages
     its running statistics over all batches so far. PyTorch computes that
     step's factor, 1 / num_batches_tracked, on the host as a Python float,
     which a trace would freeze at its first value: here it is a tensor op on
     the buffer, so the device counts the steps. Same formula as PyTorch's
     kernel (the unbiased variance for running_var)."""
-    def forward(input):
+    # (Its buffers are there: _cumulative_batch_norms picks batch norms that track
+    # running statistics, which mypy does not see here.)
+    def forward(input: torch.Tensor) -> torch.Tensor:
         module._check_input_dim(input)
-        module.num_batches_tracked.add_(1)
-        factor = 1.0 / module.num_batches_tracked
+        module.num_batches_tracked.add_(1)  # type: ignore[union-attr]
+        factor = 1.0 / module.num_batches_tracked  # type: ignore[operator]
         dims = [0] + list(range(2, input.dim()))
         statistics = input.detach()
-        module.running_mean.mul_(1 - factor).add_(factor * statistics.mean(dims))
-        module.running_var.mul_(1 - factor).add_(factor * statistics.var(dims, unbiased=True))
+        module.running_mean.mul_(1 - factor).add_(  # type: ignore[union-attr]
+            factor * statistics.mean(dims))
+        module.running_var.mul_(1 - factor).add_(  # type: ignore[union-attr]
+            factor * statistics.var(dims, unbiased=True))
         return torch.nn.functional.batch_norm(input, None, None, module.weight, module.bias,
                                               True, 0.0, module.eps)
     return forward
 
 
 @contextlib.contextmanager
-def _cumulative_batch_norms(model):
+def _cumulative_batch_norms(model: torch.nn.Module) -> Iterator[None]:
     """Batch norms with momentum=None trace through _cumulative_batch_norm_forward."""
     patched = [module for module in model.modules()
                if isinstance(module, torch.nn.modules.batchnorm._BatchNorm)
@@ -272,12 +281,12 @@ def _cumulative_batch_norms(model):
 
 
 @contextlib.contextmanager
-def _recorded_grad_mode():
+def _recorded_grad_mode() -> Iterator[None]:
     """torch.no_grad, enable_grad and set_grad_enabled all switch the mode
     through torch._C._set_grad_enabled: wrapped, each switch is traced."""
     switch = torch._C._set_grad_enabled
 
-    def recorded(enabled):
+    def recorded(enabled: bool) -> None:
         switch(enabled)
         torch.ops.popsim.grad_mode(bool(enabled))
 
@@ -289,9 +298,9 @@ def _recorded_grad_mode():
 
 
 @contextlib.contextmanager
-def _no_backward():
+def _no_backward() -> Iterator[None]:
     """popsim computes gradients itself: backward() inside forward() is an error."""
-    def refuse(*args, **kwargs):
+    def refuse(*args: Any, **kwargs: Any) -> NoReturn:
         raise CompilationError(
             "The model's forward() calls backward(). popsim training models compute the gradients "
             "of the returned loss and update the weights on the device: return the loss from "
@@ -315,10 +324,10 @@ _TRACE_LOCK = threading.Lock()
 # Work put off until no model traces: a training model the garbage collector
 # drops during a trace copies its weights home (torch ops, which must not
 # join the trace or meet its dispatch mode), so it waits until the trace ends.
-_DEFERRED = []
+_DEFERRED: List[Callable[[], object]] = []
 
 
-def unless_tracing(work) -> bool:
+def unless_tracing(work: Callable[[], object]) -> bool:
     """Runs `work()` now, or after the trace in progress; True if deferred."""
     if _TRACE_LOCK.locked():
         _DEFERRED.append(work)
@@ -327,7 +336,7 @@ def unless_tracing(work) -> bool:
     return False
 
 
-def _run_deferred():
+def _run_deferred() -> None:
     while _DEFERRED:
         work = _DEFERRED.pop(0)
         try:
@@ -336,8 +345,10 @@ def _run_deferred():
             pass
 
 
-def trace(model, signature, micro_batch_tensors, training, module_scopes=False,
-          downcast_mixed_floats=True):
+def trace(model: torch.nn.Module, signature: Signature,
+          micro_batch_tensors: Sequence[torch.Tensor], training: bool,
+          module_scopes: bool = False, downcast_mixed_floats: bool = True
+          ) -> Tuple[torch.jit.ScriptModule, _FlatModel]:
     """Traces the model on one micro-batch; returns (traced, flat wrapper).
 
     Inference traces in eval mode. Training traces with each module's own
@@ -353,8 +364,10 @@ def trace(model, signature, micro_batch_tensors, training, module_scopes=False,
         _run_deferred()
 
 
-def _trace(model, signature, micro_batch_tensors, training, module_scopes,
-           downcast_mixed_floats):
+def _trace(model: torch.nn.Module, signature: Signature,
+           micro_batch_tensors: Sequence[torch.Tensor], training: bool, module_scopes: bool,
+           downcast_mixed_floats: bool
+           ) -> Tuple[torch.jit.ScriptModule, _FlatModel]:
     flat = _FlatModel(model, signature)
     _blocks.reset_for_trace()
     guards = contextlib.ExitStack()

@@ -10,7 +10,7 @@ in both directions.
 
 import math
 import warnings
-from typing import Any, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 import torch
 
@@ -19,6 +19,11 @@ from popsim import optim as popsim_optim
 from popsim._logging import LOGGER
 from popsim.enums import MeanReductionStrategy, ReductionType
 from popsim.errors import OptionError
+
+if TYPE_CHECKING:
+    from popsim._executor import Program
+    from popsim.options import Options
+    from popsim.tensor_locations import TensorLocationSettings
 
 # Per optimizer: the C++ name, the structural flags of a group (which change
 # what state exists, so changing them needs a recompilation) and the state
@@ -32,7 +37,7 @@ _KINDS = [
 ]
 
 
-def optimizer_kind(optimizer):
+def optimizer_kind(optimizer: torch.optim.Optimizer) -> str:
     for cls, name in _KINDS:
         if isinstance(optimizer, cls):
             return name
@@ -42,7 +47,7 @@ def optimizer_kind(optimizer):
         f"{type(optimizer).__name__}.")
 
 
-def group_flags(kind, group):
+def group_flags(kind: str, group: Dict[str, Any]) -> Dict[str, bool]:
     """The flags of a parameter group that decide the program's shape."""
     if kind == "sgd":
         return {"has_momentum": group["momentum"] != 0, "nesterov": bool(group["nesterov"]),
@@ -60,7 +65,7 @@ _OPTIMIZER_KINDS = {"sgd": _C.OptimizerKind.Sgd, "adam": _C.OptimizerKind.Adam,
                     "lamb": _C.OptimizerKind.Lamb}
 
 
-def parameter_group(flags, parameters=()):
+def parameter_group(flags: Dict[str, bool], parameters: Iterable[str] = ()) -> _C.ParameterGroup:
     """A group's compile-time shape, as the C++ training program takes it."""
     group = _C.ParameterGroup()
     group.parameters = list(parameters)
@@ -69,12 +74,12 @@ def parameter_group(flags, parameters=()):
     return group
 
 
-def state_names(kind, flags):
+def state_names(kind: str, flags: Dict[str, bool]) -> List[str]:
     """PyTorch's per-parameter state of one group (named by the C++ program)."""
     return _C.parameter_state_keys(_OPTIMIZER_KINDS[kind], parameter_group(flags))
 
 
-def hyperparameters(kind, group, grad_scale):
+def hyperparameters(kind: str, group: Dict[str, Any], grad_scale: float) -> Dict[str, float]:
     """The numeric hyper-parameters of a group, by the names the C++ program uses."""
     if kind == "sgd":
         values = {"lr": group["lr"], "momentum": group["momentum"],
@@ -100,7 +105,7 @@ _GROUP_ATTRIBUTES = ("lr", "momentum", "dampening", "weight_decay", "betas", "ep
                      "max_weight_norm")
 
 
-def constant_values(optimizer):
+def constant_values(optimizer: torch.optim.Optimizer) -> Dict[Tuple[Optional[int], str], Any]:
     """{(group index, name) or (None, name): value} of the attributes a
     popsim.optim optimizer's variable_attrs marks constant."""
     attributes = getattr(optimizer, "variable_attrs", None)
@@ -116,7 +121,8 @@ def constant_values(optimizer):
     return values
 
 
-def check_group_attributes(optimizer, options, reported):
+def check_group_attributes(optimizer: torch.optim.Optimizer, options: "Options",
+                           reported: Set[str]) -> None:
     """Says once per attribute (a warning, or with
     Options.relaxOptimizerAttributesChecks a DEBUG log) which parameter-group
     attributes popsim does not use: anything beyond torch's own for the
@@ -134,7 +140,8 @@ def check_group_attributes(optimizer, options, reported):
                               "this a debug message.)", stacklevel=4)
 
 
-def _als_setting(popart, name, default, valid):
+def _als_setting(popart: Dict[str, Any], name: str, default: float,
+                 valid: Callable[[float], bool]) -> float:
     """An automaticLossScalingSettings value set through Options._Popart, checked."""
     value = popart.get(f"automaticLossScalingSettings.{name}", default)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not valid(value):
@@ -144,13 +151,13 @@ def _als_setting(popart, name, default, valid):
     return float(value)
 
 
-def max_grad_norm(optimizer):
+def max_grad_norm(optimizer: torch.optim.Optimizer) -> float:
     """The optimizer's max_grad_norm (popsim.optim's, as PopTorch's), 0.0 for none."""
     norm = getattr(optimizer, "max_grad_norm", None)
     return 0.0 if norm is None or math.isinf(norm) else float(norm)
 
 
-def running_mean(options):
+def running_mean(options: "Options") -> bool:
     """Whether accumulators hold the running mean of a step's gradients."""
     training = options.Training
     return (training.gradient_accumulation > 1
@@ -158,7 +165,7 @@ def running_mean(options):
             and training.mean_reduction_strategy == MeanReductionStrategy.Running)
 
 
-def grad_scale(options):
+def grad_scale(options: "Options") -> float:
     """How a step reads its gradient, accumulated over micro-batches and summed
     over the job's replicas (of every process): the mean over both (default)
     or the sum (a running mean of the micro-batches is averaged over replicas
@@ -176,10 +183,10 @@ def grad_scale(options):
 class OptimizerBinding:
     """One optimizer's parameters by name, and its configuration for C++."""
 
-    def __init__(self, optimizer, names_by_tensor):
+    def __init__(self, optimizer: torch.optim.Optimizer, names_by_tensor: Dict[int, str]) -> None:
         self.optimizer = optimizer
         self.kind = optimizer_kind(optimizer)
-        self.groups = []  # per group: list of (name, parameter)
+        self.groups: List[List[Tuple[str, torch.Tensor]]] = []  # per group: (name, parameter)s
         for index, group in enumerate(optimizer.param_groups):
             params = []
             for param in group["params"]:
@@ -195,7 +202,7 @@ class OptimizerBinding:
         self.max_grad_norm = max_grad_norm(optimizer)
         self.constants = constant_values(optimizer)
 
-    def config(self, options):
+    def config(self, options: "Options") -> _C.TrainingConfig:
         config = _C.TrainingConfig()
         config.optimizer = _OPTIMIZER_KINDS[self.kind]
         config.max_grad_norm = self.max_grad_norm
@@ -224,7 +231,7 @@ class OptimizerBinding:
                          for flags, params in zip(self.flags, self.groups)]
         return config
 
-    def sharded_shapes(self, options):
+    def sharded_shapes(self, options: "Options") -> Dict[str, torch.Size]:
         """{parameter: shape} of the parameters whose optimizer state is sharded
         across replicas: replicated tensor sharding of the optimizer location
         picks them, and a sharded weight's state is sharded with it."""
@@ -232,21 +239,22 @@ class OptimizerBinding:
         shapes.update(self.sharded_weight_shapes(options))
         return shapes
 
-    def sharded_weight_shapes(self, options):
+    def sharded_weight_shapes(self, options: "Options") -> Dict[str, torch.Size]:
         """{parameter: shape} of the trained weights each replica stores only a
         shard of (replicated tensor sharding of the weight location)."""
         return self._picked(options.TensorLocations.weight_location, options)
 
-    def _picked(self, settings, options):
+    def _picked(self, settings: "TensorLocationSettings", options: "Options"
+                ) -> Dict[str, torch.Size]:
         """The trained parameters that `settings` shards over the job's replicas."""
         return _replication.sharded_by(settings, _replication.of(options).job,
                                        (named for params in self.groups for named in params))
 
-    def trained_names(self):
+    def trained_names(self) -> List[str]:
         """The parameters the optimizer trains, group by group."""
         return [name for params in self.groups for name, _ in params]
 
-    def parameter_states(self, name):
+    def parameter_states(self, name: str) -> List[str]:
         """The device state names of one parameter: its optimizer state and its
         gradient accumulator (when there is one)."""
         for index, params in enumerate(self.groups):
@@ -255,14 +263,14 @@ class OptimizerBinding:
                 return [_C.parameter_state_name(name, key) for key in keys]
         return []
 
-    def sharded_states(self, options):
+    def sharded_states(self, options: "Options") -> Dict[str, torch.Size]:
         """{device state name: parameter shape} of the sharded optimizer state."""
         shapes = self.sharded_shapes(options)
         return {_C.parameter_state_name(name, key): shapes[name]
                 for index, params in enumerate(self.groups) for name, _ in params
                 if name in shapes for key in state_names(self.kind, self.flags[index])}
 
-    def check_compatible(self, other):
+    def check_compatible(self, other: "OptimizerBinding") -> None:
         """setOptimizer may change numbers, not the program's shape."""
         if other.kind != self.kind:
             raise OptionError(
@@ -294,18 +302,18 @@ class OptimizerBinding:
                 "the optimizer state (momentum on or off, nesterov, amsgrad, centered, "
                 "maximize). Call destroy() and wrap the model again for those.")
 
-    def loss_scaling(self):
+    def loss_scaling(self) -> float:
         """The optimizer's loss_scaling (popsim.optim's, as PopTorch's); 1 for none."""
         scaling = getattr(self.optimizer, "loss_scaling", None)
         return 1.0 if scaling is None else float(scaling)
 
-    def constant_loss_scaling(self):
+    def constant_loss_scaling(self) -> bool:
         """Whether loss_scaling is a constant of the program (variable_attrs), so
         setOptimizer cannot change it; else it lives in a device state."""
         return (None, "loss_scaling") in self.constants or not hasattr(self.optimizer,
                                                                          "variable_attrs")
 
-    def write_hyperparameters(self, executable, scale):
+    def write_hyperparameters(self, executable: "Program", scale: float) -> None:
         """Each group's hyper-parameters and the loss scaling: a constant one is
         divided out by the updates (their gradient scale), a device state one by
         the program itself."""
@@ -318,7 +326,7 @@ class OptimizerBinding:
             executable.write_variables(
                 {_C.LOSS_SCALING_NAME: torch.tensor(scaling, dtype=torch.float32)})
 
-    def initial_state(self, executable):
+    def initial_state(self, executable: "Program") -> Dict[str, torch.Tensor]:
         """Device state from the optimizer's own state (to resume), zeros otherwise;
         empty gradient accumulators and the random counter at its start."""
         available = set(executable.state_names())
@@ -335,7 +343,7 @@ class OptimizerBinding:
             values[_C.RANDOM_COUNTER_NAME] = torch.tensor(0, dtype=torch.int64)
         return values
 
-    def optimizer_state(self, executable):
+    def optimizer_state(self, executable: "Program") -> Dict[str, torch.Tensor]:
         """The device's optimizer state (moments, buffers, step counts) from the
         optimizer's own state, zeros where it has none."""
         available = set(executable.state_names())
@@ -355,7 +363,7 @@ class OptimizerBinding:
                 values[step_name] = torch.tensor(self._initial_step(index), dtype=torch.int64)
         return values
 
-    def _initial_step(self, index):
+    def _initial_step(self, index: int) -> int:
         steps = []
         for _, param in self.groups[index]:
             state = self.optimizer.state.get(param, {})
@@ -365,7 +373,7 @@ class OptimizerBinding:
                 steps.append(1)  # SGD keeps no count; a buffer means it has stepped
         return max(steps, default=0)
 
-    def copy_state_to_host(self, executable):
+    def copy_state_to_host(self, executable: "Program") -> None:
         """The device's optimizer state into optimizer.state, as PyTorch keeps it."""
         available = set(executable.state_names())
         wanted = []

@@ -11,8 +11,14 @@ pickles of a module never carry them.
 
 import itertools
 import weakref
+from typing import TYPE_CHECKING, Dict, List, Optional
+
+import torch
 
 from popsim.errors import InputError
+
+if TYPE_CHECKING:
+    from popsim._executor import Executor
 
 _records: "weakref.WeakKeyDictionary[object, TrainingRecord]" = (
     weakref.WeakKeyDictionary())  # module -> TrainingRecord
@@ -22,29 +28,29 @@ _serials = itertools.count()
 generation = 0
 
 
-def _bump():
+def _bump() -> None:
     global generation
     generation += 1
 
 
 class TrainingRecord:
-    def __init__(self, trainer):
+    def __init__(self, trainer: "Executor") -> None:
         self._trainer = weakref.ref(trainer)
         self.serial = next(_serials)
         self.version = 0  # calls run: inference models compare it with what they uploaded
 
-    def called(self):
+    def called(self) -> None:
         """The training model ran a call: its weights changed."""
         self.version += 1
         _bump()
 
     @property
-    def trainer(self):
+    def trainer(self) -> Optional["Executor"]:
         """The training model, or None once it has been collected."""
         return self._trainer()
 
 
-def register(model, trainer):
+def register(model: torch.nn.Module, trainer: "Executor") -> TrainingRecord:
     """Records `model`'s modules as trained by `trainer`; fails if another one trains any."""
     for name, module in model.named_modules():
         record = _records.get(module)
@@ -60,16 +66,16 @@ def register(model, trainer):
     return record
 
 
-def release(record):
+def release(record: TrainingRecord) -> None:
     """Forgets a training model's record (destroy(), or the model was collected)."""
     for module in [module for module, other in _records.items() if other is record]:
         del _records[module]
     _bump()
 
 
-def records(model):
+def records(model: torch.nn.Module) -> List[TrainingRecord]:
     """The records of training models that train modules of `model`."""
-    found = {}
+    found: Dict[int, TrainingRecord] = {}
     for module in model.modules():
         record = _records.get(module)
         if record is not None:
@@ -77,6 +83,6 @@ def records(model):
     return list(found.values())
 
 
-def versions(model):
+def versions(model: torch.nn.Module) -> Dict[int, int]:
     """{record serial: version}: what an inference model compares to know it is stale."""
     return {record.serial: record.version for record in records(model)}

@@ -1,12 +1,16 @@
 """Finding a model's parameters and buffers by the paths the IR names them with."""
 
+from typing import Dict, Sequence
+
+import torch
+
 from popsim.errors import InputError
 
 
-def named_tensors(model):
+def named_tensors(model: torch.nn.Module) -> Dict[str, torch.Tensor]:
     """Every parameter and buffer of `model` under every path it is reachable by
     (shared modules and tied weights appear under each of their names)."""
-    named = {}
+    named: Dict[str, torch.Tensor] = {}
     for prefix, module in model.named_modules(remove_duplicate=False):
         for group in (module._parameters, module._buffers):
             for name, tensor in group.items():
@@ -15,7 +19,7 @@ def named_tensors(model):
     return named
 
 
-def host_weights(model, names):
+def host_weights(model: torch.nn.Module, names: Sequence[str]) -> Dict[str, torch.Tensor]:
     """The host tensors for the weights a compiled program uses."""
     available = named_tensors(model)
     missing = [name for name in names if name not in available]

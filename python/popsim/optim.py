@@ -30,16 +30,19 @@ PopTorch arguments:
 import functools
 import inspect
 import math
-from typing import Any, Dict
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Optional, Tuple, Union
 
 import torch
 
 from popsim.errors import OptionError
 
+if TYPE_CHECKING:
+    from torch.optim.optimizer import _params_t
+
 _FLOAT_ONLY = ("accum_type", "first_order_momentum_accum_type", "second_order_momentum_accum_type")
 
 
-def _check_popsim_arguments(name, extras):
+def _check_popsim_arguments(name: str, extras: Dict[str, Any]) -> None:
     for key in _FLOAT_ONLY:
         if extras.get(key) not in (None, torch.float32):
             raise OptionError(f"{name}({key}={extras[key]}): popsim keeps optimizer state in "
@@ -62,23 +65,23 @@ class VariableAttributes:
     markAsVariable / markAsConstant change that before the model is wrapped.
     setOptimizer refuses to change a constant."""
 
-    def __init__(self, variables, allowed):
+    def __init__(self, variables: Iterable[str], allowed: Iterable[str]) -> None:
         self._variables = list(variables)
         self._allowed = list(allowed)
 
-    def isConstant(self, attr):
+    def isConstant(self, attr: str) -> bool:
         return attr not in self._variables
 
-    def markAsConstant(self, attr):
+    def markAsConstant(self, attr: str) -> None:
         self._check(attr)
         self._variables = [name for name in self._variables if name != attr]
 
-    def markAsVariable(self, attr):
+    def markAsVariable(self, attr: str) -> None:
         self._check(attr)
         if attr not in self._variables:
             self._variables.append(attr)
 
-    def _check(self, attr):
+    def _check(self, attr: str) -> None:
         if attr not in self._allowed:
             raise OptionError(f"variable_attrs: unknown attribute {attr!r}; the optimizer's "
                               f"attributes are {', '.join(self._allowed)}.")
@@ -89,24 +92,28 @@ class _MaxGradNorm:
     it, kept in optimizer.defaults so that pickles keep it too."""
 
     defaults: Dict[str, Any]  # torch.optim.Optimizer's, which the optimizers below derive
+    # Set by _records_variables after __init__:
+    variable_attrs: VariableAttributes
+    loss_scaling: float
 
     @property
-    def max_grad_norm(self):
+    def max_grad_norm(self) -> float:
         norm = self.defaults.get("max_grad_norm")
         return math.inf if norm is None else norm
 
+    # The setter takes None too (no clipping).
     @max_grad_norm.setter
-    def max_grad_norm(self, norm):
+    def max_grad_norm(self, norm: Optional[float]) -> None:
         self.defaults["max_grad_norm"] = norm
 
 
-def _records_variables(init):
+def _records_variables(init: Callable[..., None]) -> Callable[..., None]:
     """After `init`, optimizer.variable_attrs marks the attributes the call
     passed explicitly as variable, as on PopTorch's optimizers."""
     signature = inspect.signature(init)
 
     @functools.wraps(init)
-    def wrapped(self, *args, **kwargs):
+    def wrapped(self: _MaxGradNorm, *args: Any, **kwargs: Any) -> None:
         init(self, *args, **kwargs)
         given = signature.bind(self, *args, **kwargs).arguments
         allowed = [name for name in self.defaults if name not in ("max_grad_norm",
@@ -127,66 +134,78 @@ class SGD(_MaxGradNorm, torch.optim.SGD):
     """torch.optim.SGD (lr defaults to 0.01, popsim's default optimizer)."""
 
     @_records_variables
-    def __init__(self, params, lr=0.01, momentum=0.0, dampening=0.0, weight_decay=0.0,
-                 nesterov=False, *, maximize=False, loss_scaling=None, velocity_scaling=None,
-                 use_combined_accum=None, max_grad_norm=None, accum_type=None):
+    def __init__(self, params: "_params_t", lr: float = 0.01, momentum: float = 0.0,
+                 dampening: float = 0.0, weight_decay: float = 0.0, nesterov: bool = False, *,
+                 maximize: bool = False, loss_scaling: Optional[float] = None,
+                 velocity_scaling: Optional[float] = None,
+                 use_combined_accum: Optional[bool] = None, max_grad_norm: Optional[float] = None,
+                 accum_type: Optional[torch.dtype] = None) -> None:
         _check_popsim_arguments("SGD", {"accum_type": accum_type, "max_grad_norm": max_grad_norm,
                                         "loss_scaling": loss_scaling})
         super().__init__(params, lr=lr, momentum=momentum, dampening=dampening,
                          weight_decay=weight_decay, nesterov=nesterov,
                          maximize=maximize)  # type: ignore[call-arg]
-        self.max_grad_norm = max_grad_norm
+        self.defaults["max_grad_norm"] = max_grad_norm  # as the setter stores it
 
 
 class Adam(_MaxGradNorm, torch.optim.Adam):
     """torch.optim.Adam."""
 
     @_records_variables
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
-                 amsgrad=False, *, maximize=False, loss_scaling=None, accum_type=None,
-                 first_order_momentum_accum_type=None, second_order_momentum_accum_type=None,
-                 max_grad_norm=None):
+    def __init__(self, params: "_params_t", lr: float = 1e-3,
+                 betas: Tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0, amsgrad: bool = False, *, maximize: bool = False,
+                 loss_scaling: Optional[float] = None, accum_type: Optional[torch.dtype] = None,
+                 first_order_momentum_accum_type: Optional[torch.dtype] = None,
+                 second_order_momentum_accum_type: Optional[torch.dtype] = None,
+                 max_grad_norm: Optional[float] = None) -> None:
         _check_popsim_arguments("Adam", {
             "accum_type": accum_type, "max_grad_norm": max_grad_norm, "loss_scaling": loss_scaling,
             "first_order_momentum_accum_type": first_order_momentum_accum_type,
             "second_order_momentum_accum_type": second_order_momentum_accum_type})
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                          amsgrad=amsgrad, maximize=maximize)  # type: ignore[call-arg]
-        self.max_grad_norm = max_grad_norm
+        self.defaults["max_grad_norm"] = max_grad_norm  # as the setter stores it
 
 
 class AdamW(_MaxGradNorm, torch.optim.AdamW):
     """torch.optim.AdamW."""
 
     @_records_variables
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
-                 amsgrad=False, *, maximize=False, loss_scaling=None, accum_type=None,
-                 first_order_momentum_accum_type=None, second_order_momentum_accum_type=None,
-                 max_grad_norm=None):
+    def __init__(self, params: "_params_t", lr: float = 1e-3,
+                 betas: Tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False,
+                 loss_scaling: Optional[float] = None, accum_type: Optional[torch.dtype] = None,
+                 first_order_momentum_accum_type: Optional[torch.dtype] = None,
+                 second_order_momentum_accum_type: Optional[torch.dtype] = None,
+                 max_grad_norm: Optional[float] = None) -> None:
         _check_popsim_arguments("AdamW", {
             "accum_type": accum_type, "max_grad_norm": max_grad_norm, "loss_scaling": loss_scaling,
             "first_order_momentum_accum_type": first_order_momentum_accum_type,
             "second_order_momentum_accum_type": second_order_momentum_accum_type})
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                          amsgrad=amsgrad, maximize=maximize)  # type: ignore[call-arg]
-        self.max_grad_norm = max_grad_norm
+        self.defaults["max_grad_norm"] = max_grad_norm  # as the setter stores it
 
 
 class RMSprop(_MaxGradNorm, torch.optim.RMSprop):
     """torch.optim.RMSprop."""
 
     @_records_variables
-    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0,
-                 centered=False, *, maximize=False, loss_scaling=None, accum_type=None,
-                 first_order_momentum_accum_type=None, second_order_momentum_accum_type=None,
-                 max_grad_norm=None):
+    def __init__(self, params: "_params_t", lr: float = 1e-2, alpha: float = 0.99,
+                 eps: float = 1e-8, weight_decay: float = 0.0, momentum: float = 0.0,
+                 centered: bool = False, *, maximize: bool = False,
+                 loss_scaling: Optional[float] = None, accum_type: Optional[torch.dtype] = None,
+                 first_order_momentum_accum_type: Optional[torch.dtype] = None,
+                 second_order_momentum_accum_type: Optional[torch.dtype] = None,
+                 max_grad_norm: Optional[float] = None) -> None:
         _check_popsim_arguments("RMSprop", {
             "accum_type": accum_type, "max_grad_norm": max_grad_norm, "loss_scaling": loss_scaling,
             "first_order_momentum_accum_type": first_order_momentum_accum_type,
             "second_order_momentum_accum_type": second_order_momentum_accum_type})
         super().__init__(params, lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
                          momentum=momentum, centered=centered, maximize=maximize)  # type: ignore[call-arg]
-        self.max_grad_norm = max_grad_norm
+        self.defaults["max_grad_norm"] = max_grad_norm  # as the setter stores it
 
 
 class LAMB(_MaxGradNorm, torch.optim.Optimizer):
@@ -200,10 +219,14 @@ class LAMB(_MaxGradNorm, torch.optim.Optimizer):
     parameter group."""
 
     @_records_variables
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
-                 bias_correction=True, loss_scaling=None, max_weight_norm=None, accum_type=None,
-                 first_order_momentum_accum_type=None, second_order_momentum_accum_type=None,
-                 max_grad_norm=None):
+    def __init__(self, params: "_params_t", lr: float = 1e-3,
+                 betas: Tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 1e-2, bias_correction: bool = True,
+                 loss_scaling: Optional[float] = None, max_weight_norm: Optional[float] = None,
+                 accum_type: Optional[torch.dtype] = None,
+                 first_order_momentum_accum_type: Optional[torch.dtype] = None,
+                 second_order_momentum_accum_type: Optional[torch.dtype] = None,
+                 max_grad_norm: Optional[float] = None) -> None:
         name = type(self).__name__
         _check_popsim_arguments(name, {
             "accum_type": accum_type, "max_grad_norm": max_grad_norm, "loss_scaling": loss_scaling,
@@ -221,11 +244,11 @@ class LAMB(_MaxGradNorm, torch.optim.Optimizer):
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay, max_weight_norm=max_weight_norm,
                                       bias_correction=bool(bias_correction)))
-        self.max_grad_norm = max_grad_norm
+        self.defaults["max_grad_norm"] = max_grad_norm  # as the setter stores it
         self.bias_correction = bool(bias_correction)
 
     @torch.no_grad()
-    def step(self, closure=None):
+    def step(self, closure: Optional[Callable[[], float]] = None) -> Optional[float]:
         """One eager LAMB step over the parameters that have gradients."""
         loss = None
         if closure is not None:
@@ -263,8 +286,10 @@ class LAMBNoBias(LAMB):
     """LAMB without bias correction (bias_correction=False)."""
 
     @_records_variables
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
-                 bias_correction=False, **kwargs):
+    def __init__(self, params: "_params_t", lr: float = 1e-3,
+                 betas: Tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 1e-2, bias_correction: bool = False,
+                 **kwargs: Optional[Union[float, torch.dtype]]) -> None:
         super().__init__(params, lr, betas, eps, weight_decay, bias_correction, **kwargs)
 
 

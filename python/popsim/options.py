@@ -15,7 +15,7 @@ import copy
 import difflib
 import os
 import re
-from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
+from typing import Any, Dict, Iterator, List, Literal, Optional, Tuple, Union
 
 import torch
 
@@ -49,7 +49,7 @@ _MEMORY_UNITS = {
 }
 
 
-def positive_int(what, value, owner=None):
+def positive_int(what: str, value: Any, owner: Optional[str] = None) -> int:
     """`value` as an int, if it is a positive integer. The error names `what`: a setter,
     or with `owner` (such as 'popsim.DataLoader'), one of its arguments."""
     if not is_integer(value) or value < 1:
@@ -60,7 +60,7 @@ def positive_int(what, value, owner=None):
     return int(value)
 
 
-def _parse_memory(value):
+def _parse_memory(value: Any) -> int:
     """Bytes from an int or a string such as '64MiB', '512 KB' or '1.5GiB'."""
     if is_integer(value):
         if value < 1:
@@ -78,7 +78,7 @@ def _parse_memory(value):
     )
 
 
-def profile_directory(source, directory):
+def profile_directory(source: str, directory: Union[str, os.PathLike]) -> str:
     """`directory` as a path string, if it can be a profile directory; `source` names
     the option or environment variable in the error."""
     if isinstance(directory, os.PathLike):
@@ -217,7 +217,7 @@ def source_location_excludes(options: "Options") -> List[str]:
     return list(DEFAULT_SOURCE_LOCATION_EXCLUDES if excludes is None else excludes)
 
 
-def _setter_name(field):
+def _setter_name(field: str) -> str:
     if field in _SETTERS:
         return _SETTERS[field]
     head, *rest = field.split("_")
@@ -502,13 +502,13 @@ class _TensorLocationOptions(_OptionGroup):
         return self
 
     @staticmethod
-    def _checked(setter, settings):
+    def _checked(setter: str, settings: TensorLocationSettings) -> TensorLocationSettings:
         if not isinstance(settings, TensorLocationSettings):
             raise OptionError(f"TensorLocations.{setter} expects a "
                               f"popsim.TensorLocationSettings, got {settings!r}.")
         return copy.copy(settings)  # later changes to the caller's settings do not leak in
 
-    def _fill(self, options):
+    def _fill(self, options: _C.CompileOptions) -> None:
         """Sets the tensor locations of a _C.CompileOptions."""
         for kind in ("optimizer", "weight", "accumulator", "activation"):
             settings = getattr(self, f"{kind}_location")
@@ -519,6 +519,13 @@ class _TensorLocationOptions(_OptionGroup):
                     f"weights across replicas, not the {kind}s. Use "
                     "useReplicatedTensorSharding(True) with setOptimizerLocation or "
                     f"setWeightLocation, and useReplicatedTensorSharding(False) with {setter}.")
+            through = ("Load" if settings.io_tiles_to_load
+                       else "Store" if settings.io_tiles_to_store else None)
+            if through and not settings.on_chip and not self.num_io_tiles:
+                raise OptionError(
+                    f"TensorLocations.set{kind.capitalize()}Location: useIOTilesTo{through}(True) "
+                    "streams the tensors through IO tiles, but none are set aside. Use "
+                    "Options.TensorLocations.numIOTiles(n) (32 to 192), or turn it off.")
             setattr(options.memory, f"{kind}_location", _C.TensorLocation(
                 settings.on_chip, settings.min_elements_for_off_chip, settings.io_tiles_to_load,
                 settings.io_tiles_to_store))
@@ -541,7 +548,7 @@ class _DistributedOptions(_OptionGroup):
     _group_name = "Options.Distributed"
     _ENVIRONMENTS = (("WORLD_SIZE", "RANK"), ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"))
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
         for size, rank in self._ENVIRONMENTS:
             if size in os.environ:
@@ -655,14 +662,14 @@ class _PopartOptions(_OptionGroup):
 PREFETCH_DEPTH_OPTION = "defaultPrefetchBufferingDepth"
 
 
-def _prefetch_depth(owner, depth):
+def _prefetch_depth(owner: str, depth: int) -> int:
     if not is_integer(depth) or depth < 0:
         raise OptionError(f"{owner} expects a non-negative integer (0 turns prefetching off), "
                           f"got {depth!r}.")
     return int(depth)
 
 
-def _bool(owner, value):
+def _bool(owner: str, value: object) -> bool:
     if not isinstance(value, bool):
         raise OptionError(f"{owner} expects True or False, got {value!r}.")
     return value
@@ -672,7 +679,7 @@ _SETTER_LINE = re.compile(r"^(?:(Training|Simulator|TensorLocations|Precision|Di
                           r"_Popart)\.)?([A-Za-z][A-Za-z0-9_]*)\((.*)\)$")
 
 
-def _load_options_file(options, filepath):
+def _load_options_file(options: "Options", filepath: str) -> None:
     """Options.loadFromFile: each line calls one setter, its arguments
     evaluated as Python with popsim and torch in scope."""
     import popsim
@@ -738,7 +745,7 @@ class Options(_OptionGroup):
     # None: torch's and popsim's directories.
     source_location_excludes: Optional[List[str]] = None
     # None: POPSIM_CACHE_DIR or POPTORCH_CACHE_DIR, if set; False: no caching.
-    executable_cache_dir: Union[None, bool, str] = None
+    executable_cache_dir: Union[None, Literal[False], str] = None
     ipu_id: Optional[int] = None
     # Short name -> (long name, OutputMode or None, period).
     anchored_tensors: Dict[str, Tuple[str, Optional[OutputMode], int]] = {}
@@ -1132,7 +1139,7 @@ class Options(_OptionGroup):
             object.__setattr__(group, "_frozen", False)
         return twin
 
-    def _freeze(self):
+    def _freeze(self) -> None:
         super()._freeze()
         for name in _GROUPS:
             getattr(self, name)._freeze()

@@ -8,7 +8,7 @@ A model with blocks and no strategy runs ``PipelinedExecution(AutoStage.SameAsIp
 """
 
 import enum
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple, TypeVar, Union
 
 from popsim import _C
 from popsim._values import is_integer
@@ -30,7 +30,7 @@ class PipelineSchedule(enum.Enum):
     Sequential = "Sequential"    # one micro-batch through one stage at a time
 
 
-def _block_name(block, what):
+def _block_name(block: Union[str, int], what: str) -> str:
     if not (isinstance(block, str) or is_integer(block)):
         raise OptionError(f"{what} expects block ids (str or int), got {block!r}.")
     return str(block)
@@ -39,11 +39,11 @@ def _block_name(block, what):
 class Stage:
     """Blocks that run together as one pipeline stage, optionally on a chosen IPU."""
 
-    def __init__(self, *block_ids):
+    def __init__(self, *block_ids: Union[str, int]) -> None:
         if not block_ids:
             raise OptionError("popsim.Stage needs at least one block id, e.g. Stage('B1').")
         self._blocks = [_block_name(block, "popsim.Stage") for block in block_ids]
-        self._ipu = None
+        self._ipu: Optional[int] = None
 
     def ipu(self, ipu: int) -> "Stage":
         """Runs this stage on `ipu` (overrides the blocks' ipu_id)."""
@@ -53,10 +53,10 @@ class Stage:
         return self
 
     @property
-    def blocks(self):
+    def blocks(self) -> List[str]:
         return list(self._blocks)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         ipu = "" if self._ipu is None else f".ipu({self._ipu})"
         return f"Stage({', '.join(map(repr, self._blocks))}){ipu}"
 
@@ -64,7 +64,7 @@ class Stage:
 class _ExecutionStrategy:
     _name = "ExecutionStrategy"
 
-    def __init__(self, *args):
+    def __init__(self, *args: Union[Stage, AutoStage, str, int]) -> None:
         if not args:
             args = (AutoStage.SameAsIpu,)
         self._auto: Optional[AutoStage] = None
@@ -92,12 +92,13 @@ class _ExecutionStrategy:
                 seen[block] = index
         self._stages = stages
 
-    def _assign(self, blocks):
+    def _assign(self, blocks: List["_C.GraphBlock"]) -> List[Tuple[str, int, int]]:
         """(block, stage, ipu) for the model's blocks (dicts with name, ipu, location)."""
         names = [block["name"] for block in blocks]
         if self._stages is not None:
             known = set(names)
             listed = {}
+            block: Union[str, "_C.GraphBlock"]  # a listed block's id, then the model's blocks
             for index, stage in enumerate(self._stages):
                 for block in stage.blocks:
                     if block not in known:
@@ -127,7 +128,9 @@ class _ExecutionStrategy:
                         "ipu_id, which AutoStage.SameAsIpu needs to choose its stage. Give it "
                         f"one (popsim.Block('{block['name']}', ipu_id=...)) or list the stages: "
                         f"popsim.{self._name}(popsim.Stage('{block['name']}').ipu(0), ...).")
-            return _dense([(block["name"], block["ipu"], block["ipu"]) for block in blocks])
+            # (Every block has an ipu_id here, as the loop above checked.)
+            return _dense([(block["name"], block["ipu"], block["ipu"])  # type: ignore[misc]
+                           for block in blocks])
         assignment: List[Tuple[str, int, int]] = []
         stage_index, previous_ipu = -1, None
         for index, block in enumerate(blocks):
@@ -138,19 +141,19 @@ class _ExecutionStrategy:
             assignment.append((block["name"], stage_index, ipu))
         return assignment
 
-    def _fill(self, options):
+    def _fill(self, options: "_C.CompileOptions") -> None:
         """Sets the strategy's part of a _C.CompileOptions: its schedule."""
         options.compiler.schedule = self._schedule()
 
-    def _schedule(self):
+    def _schedule(self) -> "_C.ScheduleKind":
         return _C.ScheduleKind.Interleaved
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         args = repr(self._auto) if self._stages is None else ", ".join(map(repr, self._stages))
         return f"{self._name}({args})"
 
 
-def _dense(assignment):
+def _dense(assignment: List[Tuple[str, int, int]]) -> List[Tuple[str, int, int]]:
     """Renumbers stage ids 0, 1, ... keeping their order."""
     ids = sorted({stage for _, stage, _ in assignment})
     index = {stage: i for i, stage in enumerate(ids)}
@@ -168,14 +171,15 @@ class PipelinedExecution(_ExecutionStrategy):
 
     _name = "PipelinedExecution"
 
-    def __init__(self, *args, schedule=PipelineSchedule.Interleaved):
+    def __init__(self, *args: Union[Stage, AutoStage, str, int],
+                 schedule: PipelineSchedule = PipelineSchedule.Interleaved) -> None:
         super().__init__(*args)
         if not isinstance(schedule, PipelineSchedule):
             raise OptionError(f"PipelinedExecution(schedule=...) expects a "
                               f"popsim.PipelineSchedule, got {schedule!r}.")
         self.schedule = schedule
 
-    def _schedule(self):
+    def _schedule(self) -> "_C.ScheduleKind":
         return getattr(_C.ScheduleKind, self.schedule.value)
 
 
@@ -185,7 +189,7 @@ class ShardedExecution(_ExecutionStrategy):
 
     _name = "ShardedExecution"
 
-    def _schedule(self):
+    def _schedule(self) -> "_C.ScheduleKind":
         return _C.ScheduleKind.Sequential  # one stage at a time
 
 
@@ -206,13 +210,13 @@ class Phase:
     of the phase's group (``Phase(...).ipus(0, 1)`` or
     ``strategy.phase(i).ipus(...)``)."""
 
-    def __init__(self, *stages):
+    def __init__(self, *stages: Union[Stage, str, int]) -> None:
         if not stages:
             raise OptionError("popsim.Phase needs at least one stage or block id.")
         self._stages = [stage if isinstance(stage, Stage)
                         else Stage(_block_name(stage, "popsim.Phase")) for stage in stages]
 
-    def ipus(self, *ipus) -> "Phase":
+    def ipus(self, *ipus: int) -> "Phase":
         """The IPU of each of the phase's stages, in order."""
         if len(ipus) != len(self._stages):
             raise OptionError(
@@ -223,11 +227,14 @@ class Phase:
         return self
 
     @property
-    def stages(self):
+    def stages(self) -> List[Stage]:
         return list(self._stages)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Phase({', '.join(map(repr, self._stages))})"
+
+
+_Phased = TypeVar("_Phased", bound="_PhasedExecution")
 
 
 class _PhasedExecution(_ExecutionStrategy):
@@ -241,10 +248,11 @@ class _PhasedExecution(_ExecutionStrategy):
         """The IPU of the stage at `position` of phase `phase` when not given."""
         raise NotImplementedError  # each phased execution places its stages
 
-    def _schedule(self):
+    def _schedule(self) -> "_C.ScheduleKind":
         return _C.ScheduleKind.Sequential  # one stage at a time
 
-    def __init__(self, *phases):
+    def __init__(self, *phases: Union[Phase, Stage, str, int, List[Union[Stage, str, int]],
+                                      Tuple[Union[Stage, str, int], ...]]) -> None:
         if not phases:
             raise OptionError(f"popsim.{self._name} needs at least one phase: "
                               f"popsim.{self._name}(popsim.Phase('A'), popsim.Phase('B')).")
@@ -271,7 +279,7 @@ class _PhasedExecution(_ExecutionStrategy):
                               f"{len(self._phases) - 1}, got {index!r}.")
         return self._phases[index]
 
-    def useSeparateBackwardPhase(self, use: bool = True):
+    def useSeparateBackwardPhase(self: _Phased, use: bool = True) -> _Phased:
         """Whether the last forward phase and the first backward phase are
         separate phases. Recorded: popsim's phases run one after another
         either way, so it changes neither results nor the simulated time."""
@@ -280,7 +288,7 @@ class _PhasedExecution(_ExecutionStrategy):
         self._separate_backward_phase = use
         return self
 
-    def _fill(self, options):
+    def _fill(self, options: "_C.CompileOptions") -> None:
         self._check_ipus()
         super()._fill(options)
         if self._liveness != Liveness.AlwaysLive:
@@ -288,10 +296,10 @@ class _PhasedExecution(_ExecutionStrategy):
         if self._liveness == Liveness.OffChipAfterEachPhase:
             options.memory.weight_location = _C.TensorLocation(False, 0)
 
-    def _check_ipus(self):
+    def _check_ipus(self) -> None:
         pass
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"{self._name}({', '.join(map(repr, self._phases))})"
 
 
@@ -302,7 +310,7 @@ class SerialPhasedExecution(_PhasedExecution):
     _name = "SerialPhasedExecution"
 
     @staticmethod
-    def _default_ipu(phase, position):
+    def _default_ipu(phase: int, position: int) -> int:
         return position
 
     def setTensorsLiveness(self, liveness: Liveness) -> "SerialPhasedExecution":
@@ -321,7 +329,7 @@ class ParallelPhasedExecution(_PhasedExecution):
     _name = "ParallelPhasedExecution"
 
     @staticmethod
-    def _default_ipu(phase, position):
+    def _default_ipu(phase: int, position: int) -> int:
         return 2 * position + phase % 2
 
     def sendTensorsOffChipAfterFwd(self, off_chip: bool = True) -> "ParallelPhasedExecution":
@@ -332,10 +340,11 @@ class ParallelPhasedExecution(_PhasedExecution):
         self._liveness = Liveness.OffChipAfterFwd if off_chip else Liveness.AlwaysLive
         return self
 
-    def _check_ipus(self):
+    def _check_ipus(self) -> None:
         for index, phase in enumerate(self._phases):
             for stage in phase.stages:
-                if stage._ipu % 2 != index % 2:
+                # (__init__ gave every stage an IPU.)
+                if stage._ipu % 2 != index % 2:  # type: ignore[operator]
                     parity = "even" if index % 2 == 0 else "odd"
                     raise OptionError(
                         f"ParallelPhasedExecution: phase {index} runs {stage!r} on IPU "

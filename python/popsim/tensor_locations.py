@@ -11,14 +11,14 @@ import numbers
 from popsim.errors import OptionError
 
 
-def _non_negative(setter, value):
+def _non_negative(setter: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
         raise OptionError(f"TensorLocationSettings.{setter} expects a non-negative integer, "
                           f"got {value!r}.")
     return int(value)
 
 
-def _bool(setter, value):
+def _bool(setter: str, value: object) -> bool:
     if not isinstance(value, bool):
         raise OptionError(f"TensorLocationSettings.{setter} expects a bool, got {value!r}.")
     return value
@@ -27,7 +27,7 @@ def _bool(setter, value):
 class TensorLocationSettings:
     """Settings for one kind of tensor; setters chain."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.on_chip = True
         self.min_elements_for_off_chip = 0
         self.replicated_tensor_sharding = False
@@ -74,10 +74,10 @@ class TensorLocationSettings:
         self.io_tiles_to_store = _bool("useIOTilesToStore", use)
         return self
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, TensorLocationSettings) and vars(self) == vars(other)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         text = f"TensorLocationSettings().useOnChipStorage({self.on_chip})"
         if self.min_elements_for_off_chip:
             text += f".minElementsForOffChip({self.min_elements_for_off_chip})"

@@ -2,11 +2,12 @@
 
 import argparse
 import sys
+from typing import Optional, Sequence
 
 from popsim.profiling._profile import ProfileNotFoundError, load_all
 
 
-def main(argv=None):
+def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m popsim.profiling",
         description="Summarise popsim profiles: per-IPU utilisation, idle (bubble) fraction, "

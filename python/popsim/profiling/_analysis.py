@@ -15,9 +15,12 @@ import math
 import re
 import statistics
 from dataclasses import dataclass, field
-from typing import Dict, List, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, cast
 
 from popsim.profiling._style import TASK_KINDS, categories
+
+if TYPE_CHECKING:
+    from popsim._trace import ExecutionTrace
 
 _STAGE_TASK = re.compile(r"^(?:FB|F|B)([0-9]+)$")
 
@@ -29,7 +32,7 @@ IDLE_WORTH_NOTING = 0.30
 HOST_BOUND = 0.30
 
 
-def stage_of_task(task):
+def stage_of_task(task: str) -> Optional[int]:
     """Stage number of a stage task ("F2", "B0", "FB3"); None for updates ("U1")."""
     match = _STAGE_TASK.match(task)
     return int(match.group(1)) if match else None
@@ -39,7 +42,7 @@ def stage_of_task(task):
 class StageLoad:
     stage: int
     ipu: int
-    blocks: list
+    blocks: List[str]
     cycles: float          # per micro-batch: compute + copies + host transfers
     compute_cycles: float
     host_cycles: float     # streaming inputs and outputs from and to the host
@@ -70,49 +73,50 @@ class IpuMemory:
     # availableMemoryProportion's budget for one op's temporaries, and the ops it
     # splits into serial passes (memory.json's "split_ops").
     temporary_budget: int = 0
-    split_ops: list = field(default_factory=list)
+    split_ops: List[Dict[str, Any]] = field(default_factory=list)
 
     @property
-    def fraction(self):
+    def fraction(self) -> float:
         return self.total / self.limit if self.limit else 0.0
 
 
 @dataclass
 class Analysis:
-    stages: list = field(default_factory=list)
-    ipus: list = field(default_factory=list)
-    memory: list = field(default_factory=list)
-    host_links: list = field(default_factory=list)  # prefetching links that carry inputs
+    stages: List[StageLoad] = field(default_factory=list)
+    ipus: List[IpuLoad] = field(default_factory=list)
+    memory: List[IpuMemory] = field(default_factory=list)
+    # Prefetching links that carry inputs.
+    host_links: List[HostLinkLoad] = field(default_factory=list)
 
     @property
-    def slowest_link(self):
+    def slowest_link(self) -> Optional[HostLinkLoad]:
         return max(self.host_links, key=lambda link: link.cycles) if self.host_links else None
 
     @property
-    def link_bound(self):
+    def link_bound(self) -> bool:
         """Whether a host link is slower than every stage."""
         link, stage = self.slowest_link, self.bottleneck
         return link is not None and (stage is None or link.cycles > stage.cycles)
 
     @property
-    def bottleneck(self):
+    def bottleneck(self) -> Optional[StageLoad]:
         return max(self.stages, key=lambda s: s.cycles) if self.stages else None
 
     @property
-    def fastest(self):
+    def fastest(self) -> Optional[StageLoad]:
         return min(self.stages, key=lambda s: s.cycles) if self.stages else None
 
     @property
-    def idle_fraction(self):
+    def idle_fraction(self) -> float:
         """Share of the IPUs' time spent waiting, over all IPUs."""
         return statistics.mean(i.idle_fraction for i in self.ipus) if self.ipus else 0.0
 
     @property
-    def tightest_memory(self):
+    def tightest_memory(self) -> Optional[IpuMemory]:
         return max(self.memory, key=lambda m: m.fraction) if self.memory else None
 
 
-def stage_loads(trace, stages):
+def stage_loads(trace: "ExecutionTrace", stages: List[Dict[str, Any]]) -> List[StageLoad]:
     """Per stage, its median cycles per micro-batch (see the module docstring)."""
     # (stage, step, micro_batch) -> [compute, host, copy, host output]
     parts: Dict[Tuple[int, int, int], List[int]] = {}
@@ -143,7 +147,7 @@ def stage_loads(trace, stages):
     return loads
 
 
-def ipu_loads(trace):
+def ipu_loads(trace: "ExecutionTrace") -> List[IpuLoad]:
     loads = []
     for ipu in range(trace.num_ipus):
         busy = trace.utilisation(ipu)
@@ -156,11 +160,12 @@ def ipu_loads(trace):
     return loads
 
 
-def memory_loads(memory):
+def memory_loads(memory: Dict[str, Any]) -> List[IpuMemory]:
     result = []
     for ipu in memory["ipus"]:
         sizes = categories(ipu)
-        largest = max(sizes, key=sizes.get) if sizes else ""
+        # (type: ignore: the stubs' dict.get returns an Optional; every key here has a value.)
+        largest = max(sizes, key=sizes.get) if sizes else ""  # type: ignore[arg-type]
         temporaries = ipu.get("temporaries", {})  # absent from older profiles
         result.append(IpuMemory(ipu=ipu["ipu"], total=ipu["total"], limit=ipu["limit"],
                                 largest_category=largest,
@@ -169,7 +174,8 @@ def memory_loads(memory):
     return result
 
 
-def analyse(trace, stages, memory):
+def analyse(trace: Optional["ExecutionTrace"], stages: List[Dict[str, Any]],
+            memory: Optional[Dict[str, Any]]) -> Analysis:
     """An Analysis of a call (`trace` may be None before the first call) and memory
     (memory.json's content, or None)."""
     analysis = Analysis()
@@ -184,23 +190,23 @@ def analyse(trace, stages, memory):
     return analysis
 
 
-def mib(size):
+def mib(size: float) -> str:
     """`size` bytes as text in MiB."""
     return f"{size / 2**20:,.2f} MiB"
 
 
-def _stage_name(stage):
+def _stage_name(stage: StageLoad) -> str:
     blocks = f" (blocks {', '.join(stage.blocks)})" if stage.blocks else ""
     return f"stage {stage.stage}{blocks} on IPU {stage.ipu}"
 
 
-def advice(analysis, pipelined=True):
+def advice(analysis: Analysis, pipelined: bool = True) -> List[str]:
     """The advice lines that follow from an analysis, most important first.
     `pipelined` is False for sharded (sequential) execution, where stages take turns."""
     lines = []
     slowest, fastest = analysis.bottleneck, analysis.fastest
     if analysis.link_bound:
-        link = analysis.slowest_link
+        link = cast(HostLinkLoad, analysis.slowest_link)  # not None: link_bound
         work = f", more than any stage's ({slowest.cycles:,.0f})" if slowest else ""
         lines.append(
             f"Bottleneck: IPU {link.ipu}'s host link takes {link.cycles:,.0f} cycles to stream "
@@ -209,6 +215,7 @@ def advice(analysis, pipelined=True):
             "micro-batches amortise the latency, and spreading the model over more IPUs cannot "
             "help.")
     if slowest is not None and len(analysis.stages) > 1:
+        fastest = cast(StageLoad, fastest)  # not None: there are stages
         spread = (slowest.cycles - fastest.cycles) / slowest.cycles if slowest.cycles else 0.0
         if spread <= BALANCED_WITHIN:
             lines.append(f"Stages are balanced: the slowest, {_stage_name(slowest)}, is within "

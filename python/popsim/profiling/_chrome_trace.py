@@ -26,9 +26,12 @@ Top-level key "popsim" (ignored by viewers) holds what the analyses need.
 """
 
 import json
-from typing import Any, Dict, List, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Sequence, Tuple
 
 from popsim.profiling._style import TRANSFER_KINDS
+
+if TYPE_CHECKING:
+    from popsim._trace import ExecutionTrace
 
 FORMAT_VERSION = 1
 
@@ -46,11 +49,12 @@ _CHROME_COLOURS = {"forward": "good", "backward": "terrible", "forward+backward"
                    "streaming": "generic_work"}
 
 
-def ipu_pid(ipu):
+def ipu_pid(ipu: int) -> int:
     return _IPU_PID_BASE + ipu
 
 
-def _metadata(pid, process, sort_index, threads):
+def _metadata(pid: int, process: str, sort_index: int,
+              threads: Dict[int, str]) -> List[Dict[str, Any]]:
     events = [{"ph": "M", "pid": pid, "tid": 0, "name": "process_name",
                "args": {"name": process}},
               {"ph": "M", "pid": pid, "tid": 0, "name": "process_sort_index",
@@ -65,18 +69,19 @@ class _Clock:
     """Cycles to simulated microseconds, rounded to nanoseconds the same way for
     every event so that nested events stay inside their parents."""
 
-    def __init__(self, clock_hz):
+    def __init__(self, clock_hz: float) -> None:
         self._per_cycle = 1e6 / clock_hz
 
-    def us(self, cycles):
+    def us(self, cycles: int) -> float:
         return round(cycles * self._per_cycle, 3)
 
-    def span(self, start, end):
+    def span(self, start: int, end: int) -> Tuple[float, float]:
         ts = self.us(start)
         return ts, round(self.us(end) - ts, 3)
 
 
-def _op_events(event, ops, clock, pid):
+def _op_events(event: Dict[str, Any], ops: List[Dict[str, Any]], clock: _Clock,
+               pid: int) -> List[Dict[str, Any]]:
     """Stage ops laid end to end inside the task event; none if their cycles do not
     add up to the task's, rather than a misleading picture."""
     if sum(op["cycles"] for op in ops) != event["end"] - event["start"]:
@@ -91,7 +96,7 @@ def _op_events(event, ops, clock, pid):
     return result
 
 
-def _op_args(op):
+def _op_args(op: Dict[str, Any]) -> Dict[str, Any]:
     args = {"location": op["location"], "implementation": op["implementation"],
             "cycles": op["cycles"]}
     if op["temporary_bytes"]:  # matmuls and convolutions
@@ -99,7 +104,7 @@ def _op_args(op):
     return args
 
 
-def task_ops(program):
+def task_ops(program: Iterable[Dict[str, Any]]) -> Dict[Tuple[int, str], List[Dict[str, Any]]]:
     """Per (ipu, task), the ops its compute part runs, in order (inter-IPU copies are
     the task's "copy" event, not compute)."""
     ops: Dict[Tuple[int, str], List[Dict[str, Any]]] = {}
@@ -109,7 +114,8 @@ def task_ops(program):
     return ops
 
 
-def simulated_events(trace, program, stages):
+def simulated_events(trace: "ExecutionTrace", program: Iterable[Dict[str, Any]],
+                     stages: Iterable[Dict[str, Any]]) -> List[Dict[str, Any]]:
     """Every event of the simulated call (layout steps 1 to 3), metadata included."""
     clock = _Clock(trace.clock_hz)
     ops = task_ops(program)
@@ -148,7 +154,8 @@ def simulated_events(trace, program, stages):
     return events
 
 
-def host_events(calls, wall_seconds, simulated_seconds, task_wall_times=()):
+def host_events(calls: int, wall_seconds: float, simulated_seconds: float,
+                task_wall_times: Sequence[Dict[str, Any]] = ()) -> List[Dict[str, Any]]:
     """The host process (layout step 4): the last call's measured wall time, and
     each task run's (dicts of ipu, task, step, micro_batch, start and end seconds)."""
     ipus = sorted({run["ipu"] for run in task_wall_times})
@@ -170,13 +177,14 @@ def host_events(calls, wall_seconds, simulated_seconds, task_wall_times=()):
     return events
 
 
-def serialize_events(events):
+def serialize_events(events: Iterable[Dict[str, Any]]) -> str:
     """Events as the comma-separated body of a JSON array (no brackets), so a cached
     body can be joined with per-call events without serializing it again."""
     return ",\n".join(json.dumps(event, separators=(",", ":")) for event in events)
 
 
-def trace_document(simulated_body, host, popsim_data):
+def trace_document(simulated_body: str, host: Iterable[Dict[str, Any]],
+                   popsim_data: Dict[str, Any]) -> str:
     """The whole trace.json text: cached simulated events plus this call's host events."""
     parts = [serialize_events(host)]
     if simulated_body:

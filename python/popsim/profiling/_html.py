@@ -6,9 +6,13 @@ import html
 import json
 import os
 import re
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Tuple, cast
 
 from popsim.profiling._style import (KIND_COLOURS, KIND_LABELS, TRANSFER_KINDS, categories,
                                      category_colour, category_order)
+
+if TYPE_CHECKING:
+    from popsim._trace import ExecutionTrace
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _PLACEHOLDER = re.compile(r"__(TITLE|CSS|JS|DATA)__")
@@ -16,17 +20,17 @@ _HOST_PLACEHOLDER = "__HOST__"
 
 
 @functools.lru_cache(maxsize=None)
-def _asset(name):
+def _asset(name: str) -> str:
     with open(os.path.join(_HERE, name), encoding="utf-8") as source:
         return source.read()
 
 
-def _script_json(value):
+def _script_json(value: object) -> str:
     """JSON that cannot end the <script> element it is embedded in."""
     return json.dumps(value, separators=(",", ":")).replace("</", "<\\/")
 
 
-def _memory_data(memory):
+def _memory_data(memory: Dict[str, Any]) -> Dict[str, Any]:
     order = category_order(memory["ipus"])
     always_live = {name: name in memory["ipus"][0]["always_live"]["categories"]
                    for name in order} if memory["ipus"] else {}
@@ -39,7 +43,8 @@ def _memory_data(memory):
     }
 
 
-def page_data(model, kind, memory, trace, summary):
+def page_data(model: str, kind: str, memory: Dict[str, Any], trace: Optional["ExecutionTrace"],
+              summary: str) -> str:
     """What report.js draws. `trace` is an ExecutionTrace, or None before the first call."""
     kinds = list(KIND_COLOURS)
     memory_data = _memory_data(memory)
@@ -70,7 +75,7 @@ def page_data(model, kind, memory, trace, summary):
     return _script_json(data)
 
 
-def report_parts(title, data_json):
+def report_parts(title: str, data_json: str) -> Tuple[str, str]:
     """The page, from page_data()'s JSON, as the text before and after the host's
     numbers: a call's page is before + host_json(host) + after, so callers render the
     parts once per compilation."""
@@ -78,16 +83,18 @@ def report_parts(title, data_json):
               "JS": _asset("report.js"), "DATA": data_json}
     before, after = _asset("report.html").split(_HOST_PLACEHOLDER)
     # One pass per part, so that no value is searched for the other placeholders.
-    return tuple(_PLACEHOLDER.sub(lambda match: values[match.group(1)], part)
-                 for part in (before, after))
+    # (cast: the tuple has the two parts, which mypy cannot see through tuple().)
+    return cast(Tuple[str, str],
+                tuple(_PLACEHOLDER.sub(lambda match: values[match.group(1)], part)
+                      for part in (before, after)))
 
 
-def host_json(host):
+def host_json(host: Mapping[str, float]) -> str:
     """The host's numbers of a call, for the page."""
     return _script_json(host)
 
 
-def render_report(title, data_json, host):
+def render_report(title: str, data_json: str, host: Mapping[str, float]) -> str:
     """The page, from page_data()'s JSON and the host's numbers for this call."""
     before, after = report_parts(title, data_json)
     return before + host_json(host) + after

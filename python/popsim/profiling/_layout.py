@@ -9,7 +9,7 @@ starts counting again, so re-running a script overwrites its last profile.
 import os
 import re
 import threading
-from typing import Dict, Tuple
+from typing import Dict, List, Optional, Tuple
 
 TRACE_FILE = "trace.json"
 MEMORY_FILE = "memory.json"
@@ -23,7 +23,7 @@ _claimed: Dict[Tuple[str, str], int] = {}
 _claim_lock = threading.Lock()
 
 
-def claim_model_directory(root, kind, model_name=None):
+def claim_model_directory(root: str, kind: str, model_name: Optional[str] = None) -> str:
     """The next free subdirectory of `root` for a model of `kind` (named
     `model_name`, Options.modelName, if given), created."""
     if kind not in KINDS:
@@ -39,11 +39,11 @@ def claim_model_directory(root, kind, model_name=None):
     return path
 
 
-def is_model_directory(path):
+def is_model_directory(path: str) -> bool:
     return any(os.path.isfile(os.path.join(path, name)) for name in (TRACE_FILE, MEMORY_FILE))
 
 
-def model_directories(root):
+def model_directories(root: str) -> List[str]:
     """The model profile directories in `root` (itself, if it is one), sorted:
     'training' before 'training_1' before 'training_10'."""
     if is_model_directory(root):

@@ -13,7 +13,10 @@ bytes live at each step of each IPU), each IPU's activation peak and its step,
 and every planned tensor with its lifetime.
 """
 
-from typing import Any, Dict, List
+from typing import TYPE_CHECKING, Any, Dict, List
+
+if TYPE_CHECKING:
+    from popsim._executor import Program
 
 FORMAT_VERSION = 2
 
@@ -26,7 +29,8 @@ def _activations_by_ipu(slots: List[Dict[str, Any]]) -> Dict[int, List[Dict[str,
     return by_ipu
 
 
-def _liveness(slots, program):
+def _liveness(slots: List[Dict[str, Any]],
+              program: List[Dict[str, Any]]) -> Dict[str, List[Dict[str, Any]]]:
     """Per IPU, at each program step that runs one of its ops: the activation bytes and
     tensors live then (a tensor is live from the step that writes it to its last
     reader). Always-live memory comes on top and does not change."""
@@ -41,7 +45,7 @@ def _liveness(slots, program):
     return liveness
 
 
-def _activation_peak(liveness):
+def _activation_peak(liveness: Dict[str, List[Dict[str, Any]]]) -> Dict[str, Dict[str, Any]]:
     """Per IPU, the most activation bytes live at one step, and that step. The memory
     plan's activation arena is at least this (buffers share it when their lifetimes
     do not overlap, and alignment rounds it up)."""
@@ -53,7 +57,7 @@ def _activation_peak(liveness):
     return peaks
 
 
-def _all_tensors(slots):
+def _all_tensors(slots: List[Dict[str, Any]]) -> Dict[str, List[Dict[str, Any]]]:
     """Per IPU, every planned tensor, largest first, with its category and lifetime."""
     tensors: Dict[str, List[Dict[str, Any]]] = {}
     for slot in sorted(slots, key=lambda s: -s["bytes"]):
@@ -65,7 +69,7 @@ def _all_tensors(slots):
     return tensors
 
 
-def _ipu_entry(ipu, program):
+def _ipu_entry(ipu: Dict[str, Any], program: List[Dict[str, Any]]) -> Dict[str, Any]:
     categories = ipu["categories"]
     always = {name: c["bytes"] for name, c in categories.items() if c["always_live"]}
     not_always = {name: c["bytes"] for name, c in categories.items() if not c["always_live"]}
@@ -85,7 +89,7 @@ def _ipu_entry(ipu, program):
     }
 
 
-def _program_entry(step):
+def _program_entry(step: Dict[str, Any]) -> Dict[str, Any]:
     entry = {"op": step["op"], "task": step["task"], "cycles": step["cycles"],
              "location": step["location"]}
     if step["temporary_bytes"]:
@@ -93,7 +97,7 @@ def _program_entry(step):
     return entry
 
 
-def _temporaries(ipu, program):
+def _temporaries(ipu: Dict[str, Any], program: List[Dict[str, Any]]) -> Dict[str, Any]:
     """The budget availableMemoryProportion gives one matmul or convolution on the IPU,
     and the ops that need more, so run in serial passes (most passes first)."""
     split = sorted((s for s in program if s["ipu"] == ipu["ipu"] and s["passes"] > 1),
@@ -109,7 +113,7 @@ def _temporaries(ipu, program):
     }
 
 
-def memory_document(executable, model, kind):
+def memory_document(executable: "Program", model: str, kind: str) -> Dict[str, Any]:
     """memory.json's content for a compiled executable."""
     report = executable.memory_report().to_dict()
     program = [step.to_dict() for step in executable.program()]

@@ -1,16 +1,21 @@
 """matplotlib drawings of a profile, for notebooks: the same charts as report.html."""
 
 import os
-from typing import Any, Dict
+from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple, Union
 
 from popsim.profiling._style import (KIND_COLOURS, KIND_LABELS, TRANSFER_KINDS, categories,
                                      category_colour, category_order)
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+    from popsim.profiling._profile import Profile
 
 # Scale bars to the memory limit only when it is within this factor of the largest total.
 _LIMIT_IN_SIGHT = 2.0
 
 
-def _profile(profile):
+def _profile(profile: Union["Profile", str, "os.PathLike[str]"]) -> "Profile":
     if isinstance(profile, (str, os.PathLike)):
         from popsim.profiling._profile import load
 
@@ -18,7 +23,7 @@ def _profile(profile):
     return profile
 
 
-def _axes(ax):
+def _axes(ax: Optional["Axes"]) -> "Axes":
     if ax is None:
         import matplotlib.pyplot as plt
 
@@ -26,7 +31,8 @@ def _axes(ax):
     return ax
 
 
-def plot_timeline(profile, ax=None):
+def plot_timeline(profile: Union["Profile", str, "os.PathLike[str]"],
+                  ax: Optional["Axes"] = None) -> "Axes":
     """Draws the last call's pipeline: one row per IPU, tasks (forward green, backward
     red, ...) above its transfers, against simulated milliseconds. `profile` is a
     Profile or a directory; returns the matplotlib Axes."""
@@ -36,11 +42,11 @@ def plot_timeline(profile, ax=None):
         raise ValueError(f"{profile!r} has no execution trace yet: run the model once.")
     ax = _axes(ax)
     ms_per_cycle = 1e3 / trace.clock_hz
-    bars: Dict[Any, Any] = {}  # (ipu, kind) -> [(start, width)]
+    bars: Dict[Tuple[int, str], List[Tuple[float, float]]] = {}  # (ipu, kind) -> [(start, width)]
     for event in trace.events:
         bars.setdefault((event["ipu"], event["kind"]), []).append(
             (event["start"] * ms_per_cycle, (event["end"] - event["start"]) * ms_per_cycle))
-    drawn = set()
+    drawn: Set[str] = set()
     for (ipu, kind), spans in bars.items():
         transfer = kind in TRANSFER_KINDS
         y = ipu + (0.25 if transfer else -0.35)
@@ -61,7 +67,8 @@ def plot_timeline(profile, ax=None):
     return ax
 
 
-def plot_memory(profile, ax=None):
+def plot_memory(profile: Union["Profile", str, "os.PathLike[str]"],
+                ax: Optional["Axes"] = None) -> "Axes":
     """Draws memory per IPU as stacked bars by category (MiB), with each IPU's limit
     when it is in sight. `profile` is a Profile or a directory; returns the Axes."""
     profile = _profile(profile)

@@ -2,6 +2,7 @@
 
 import json
 import os
+from typing import Any, Dict, List, Optional, Union
 
 from popsim._trace import ExecutionTrace
 from popsim.profiling import _layout
@@ -27,17 +28,18 @@ class Profile:
     content).
     """
 
-    def __init__(self, directory, chrome_trace, memory):
+    def __init__(self, directory: str, chrome_trace: Optional[Dict[str, Any]],
+                 memory: Optional[Dict[str, Any]]) -> None:
         self.directory = directory
         self.chrome_trace = chrome_trace
         self.memory = memory
         meta = chrome_trace["popsim"] if chrome_trace is not None else {}
-        self.model = meta.get("model") or (memory or {}).get("model", "?")
-        self.kind = meta.get("kind") or (memory or {}).get("kind", "?")
-        self.stages = meta.get("stages", [])
-        self.host = meta.get("host")
-        self.replication = meta.get("replication")
-        self.trace = None
+        self.model: str = meta.get("model") or (memory or {}).get("model", "?")
+        self.kind: str = meta.get("kind") or (memory or {}).get("kind", "?")
+        self.stages: List[Dict[str, Any]] = meta.get("stages", [])
+        self.host: Optional[Dict[str, Any]] = meta.get("host")
+        self.replication: Optional[Dict[str, Any]] = meta.get("replication")
+        self.trace: Optional[ExecutionTrace] = None
         if chrome_trace is not None:
             events = [_execution_event(e) for e in chrome_trace["traceEvents"]
                       if e.get("cat") in KIND_COLOURS and e.get("ph") == "X"]
@@ -45,20 +47,20 @@ class Profile:
                                         meta["pipeline"])
 
     @property
-    def num_ipus(self):
+    def num_ipus(self) -> int:
         return _summary.num_ipus(self.trace, self.memory)
 
-    def summary(self):
+    def summary(self) -> str:
         """The text summary `python -m popsim.profiling` prints."""
         return "\n".join(_summary.summary_lines(self.model, self.kind, self.directory, self.trace,
                                        self.stages, self.memory, self.host,
                                        replication=self.replication))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Profile({self.model} ({self.kind}) in {self.directory!r})"
 
 
-def _execution_event(event):
+def _execution_event(event: Dict[str, Any]) -> Dict[str, Any]:
     args = event["args"]
     result = {"ipu": args["ipu"], "task": args["task"], "kind": args["kind"],
               "step": args["step"], "micro_batch": args["micro_batch"], "cycle": args["cycle"],
@@ -68,7 +70,7 @@ def _execution_event(event):
     return result
 
 
-def _read_json(path):
+def _read_json(path: str) -> Optional[Dict[str, Any]]:
     if not os.path.isfile(path):
         return None
     with open(path, encoding="utf-8") as source:
@@ -79,12 +81,12 @@ def _read_json(path):
                              "process that was killed mid-write?") from error
 
 
-def load_model_directory(directory):
+def load_model_directory(directory: str) -> Profile:
     return Profile(directory, _read_json(os.path.join(directory, _layout.TRACE_FILE)),
                    _read_json(os.path.join(directory, _layout.MEMORY_FILE)))
 
 
-def load_all(directory):
+def load_all(directory: Union[str, "os.PathLike[str]"]) -> List[Profile]:
     """Every model profile in `directory` (a model directory or the top directory)."""
     directory = os.fspath(directory)
     found = _layout.model_directories(directory)
@@ -96,7 +98,7 @@ def load_all(directory):
     return [load_model_directory(path) for path in found]
 
 
-def load(directory):
+def load(directory: Union[str, "os.PathLike[str]"]) -> Profile:
     """The profile in `directory`: a model's directory (DIR/training), or the
     directory given to enableProfiling if it holds one model's profile."""
     profiles = load_all(directory)

@@ -1,6 +1,8 @@
 """Colours and labels shared by report.html and the matplotlib helpers, so both
 draw a profile the same way: forward green, backward red, as PopVision does."""
 
+from typing import Any, Dict, Iterable, List
+
 from popsim._trace import TRANSFER_KINDS  # noqa: F401 (the kinds drawn as transfers)
 
 # ExecutionTrace event kinds, in legend order.
@@ -45,16 +47,16 @@ CATEGORY_COLOURS = {
 OTHER_CATEGORY_COLOUR = "#444444"
 
 
-def category_colour(name):
+def category_colour(name: str) -> str:
     return CATEGORY_COLOURS.get(name, OTHER_CATEGORY_COLOUR)
 
 
-def categories(ipu):
+def categories(ipu: Dict[str, Any]) -> Dict[str, int]:
     """{category: bytes} of one IPU of memory.json, always-live categories first."""
     return {**ipu["always_live"]["categories"], **ipu["not_always_live"]["categories"]}
 
 
-def category_order(ipus):
+def category_order(ipus: Iterable[Dict[str, Any]]) -> List[str]:
     """The categories of memory.json's IPUs in stacking order: the known ones in
     CATEGORY_COLOURS' order, then the others as they first appear."""
     seen = list(dict.fromkeys(name for ipu in ipus for name in categories(ipu)))

@@ -1,13 +1,18 @@
 """The text summary of a profile, as `python -m popsim.profiling DIR` prints it."""
 
-from popsim.profiling._analysis import advice, analyse, mib
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, cast
+
+from popsim.profiling._analysis import StageLoad, advice, analyse, mib
+
+if TYPE_CHECKING:
+    from popsim._trace import ExecutionTrace
 
 
-def _percent(fraction):
+def _percent(fraction: float) -> str:
     return f"{fraction:.1%}"
 
 
-def _table(header, rows):
+def _table(header: List[str], rows: List[List[str]]) -> List[str]:
     widths = [max(len(str(row[i])) for row in [header] + rows) for i in range(len(header))]
     lines = []
     for row in [header] + rows:
@@ -17,14 +22,15 @@ def _table(header, rows):
     return lines
 
 
-def num_ipus(trace, memory):
+def num_ipus(trace: Optional["ExecutionTrace"], memory: Optional[Dict[str, Any]]) -> int:
     """IPUs of a profile: its trace's, else its memory report's."""
     if trace is not None:
         return trace.num_ipus
     return len(memory["ipus"]) if memory is not None else 0
 
 
-def overview_line(trace, memory, host):
+def overview_line(trace: Optional["ExecutionTrace"], memory: Optional[Dict[str, Any]],
+                  host: Optional[Dict[str, Any]]) -> str:
     parts = []
     if memory is not None:
         parts.append(memory["chip"])
@@ -38,7 +44,8 @@ def overview_line(trace, memory, host):
     return ", ".join(parts)
 
 
-def replication_lines(replication, trace):
+def replication_lines(replication: Optional[Dict[str, Any]],
+                      trace: Optional["ExecutionTrace"]) -> List[str]:
     """What replicas add: their count and each IPU's share of the call spent in
     collectives across them (the gradients' reduction, the gathers of sharded
     weights)."""
@@ -55,7 +62,10 @@ def replication_lines(replication, trace):
     return lines + [""]
 
 
-def summary_lines(model, kind, directory, trace, stages, memory, host=None, replication=None):
+def summary_lines(model: str, kind: str, directory: str, trace: Optional["ExecutionTrace"],
+                  stages: List[Dict[str, Any]], memory: Optional[Dict[str, Any]],
+                  host: Optional[Dict[str, Any]] = None,
+                  replication: Optional[Dict[str, Any]] = None) -> List[str]:
     """Summary lines of a model's profile: its last call's ExecutionTrace (or None),
     its stages (dicts of stage, ipu, blocks), memory.json's content (or None), the
     host's numbers of the last call (or None) and the replicas (the trace's
@@ -82,7 +92,7 @@ def summary_lines(model, kind, directory, trace, stages, memory, host=None, repl
     else:
         lines.append("No call yet: run the model to profile its execution.")
     if analysis.stages:
-        slowest = analysis.bottleneck.cycles or 1
+        slowest = cast(StageLoad, analysis.bottleneck).cycles or 1  # not None: there are stages
         lines += ["", "Stage balance (median cycles per micro-batch, transfers included):"]
         rows = [[str(s.stage), str(s.ipu), ", ".join(s.blocks) or "-", f"{s.cycles:,.0f}",
                  f"{s.compute_cycles:,.0f}", f"{s.host_cycles:,.0f}", f"{s.copy_cycles:,.0f}",

@@ -11,7 +11,7 @@ half a file.
 
 import json
 import os
-from typing import Any, Dict, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Set, Tuple
 
 from popsim._trace import ExecutionTrace
 from popsim.profiling import _layout
@@ -21,15 +21,19 @@ from popsim.profiling._html import host_json, page_data, render_report, report_p
 from popsim.profiling._memory_json import memory_document
 from popsim.profiling._summary import summary_lines
 
+if TYPE_CHECKING:
+    from popsim._executor import Program
 
-def _write_atomically(path, text):
+
+def _write_atomically(path: str, text: str) -> None:
     temporary = f"{path}.{os.getpid()}.tmp"
     with open(temporary, "w", encoding="utf-8") as out:
         out.write(text)
     os.replace(temporary, path)
 
 
-def replication_meta(executable, trace, replicas):
+def replication_meta(executable: "Program", trace: ExecutionTrace,
+                     replicas: int) -> Dict[str, Any]:
     """The job's replica count and, per IPU, the cycles a call spends in
     collectives across replicas: the gradients' (once per step, in the IPU's
     gradient-norm or update task) and the gathers of sharded weights (in
@@ -48,10 +52,10 @@ def replication_meta(executable, trace, replicas):
     return {"replicas": replicas, "collective_cycles": cycles}
 
 
-def stage_list(assigned):
+def stage_list(assigned: Iterable[Tuple[str, int, int]]) -> List[Dict[str, Any]]:
     """Stages as (block, stage, ipu) tuples, the strategy's assignment, grouped into
     dicts of stage, ipu and blocks."""
-    stages: Dict[Tuple[int, int], Dict[str, Any]] = {}
+    stages: Dict[int, Dict[str, Any]] = {}  # by stage
     for block, stage, ipu in assigned:
         entry = stages.setdefault(stage, {"stage": stage, "ipu": ipu, "blocks": []})
         entry["blocks"].append(block)
@@ -61,7 +65,8 @@ def stage_list(assigned):
 class _Compiled:
     """What one compilation contributes to the files, computed once."""
 
-    def __init__(self, executable, model, kind, stages, compile_seconds, replicas):
+    def __init__(self, executable: "Program", model: str, kind: str,
+                 stages: List[Dict[str, Any]], compile_seconds: float, replicas: int) -> None:
         self.executable = executable
         self.model = model
         self.kind = kind
@@ -74,7 +79,7 @@ class _Compiled:
         self.meta: Dict[str, Any] = {}
         self.report: Tuple[str, str] = ("", "")  # report.html before and after the host's numbers
 
-    def build_call_parts(self, directory):
+    def build_call_parts(self, directory: str) -> None:
         trace = ExecutionTrace.of(self.executable)
         self.trace_body = serialize_events(
             simulated_events(trace, [step.to_dict() for step in self.executable.program()],
@@ -86,7 +91,7 @@ class _Compiled:
                      "replication": replication_meta(self.executable, trace, self.replicas)}
         self.report = report_parts(self.model, self.page_json(directory, trace))
 
-    def page_json(self, directory, trace):
+    def page_json(self, directory: str, trace: Optional[ExecutionTrace]) -> str:
         """page_data() for report.html; `trace` is None before the first call."""
         replication = self.meta["replication"] if self.meta else None
         summary = "\n".join(summary_lines(self.model, self.kind, directory, trace, self.stages,
@@ -97,17 +102,19 @@ class _Compiled:
 class ProfileWriter:
     """The profile files of one model (one executor), in its own subdirectory."""
 
-    def __init__(self, root, kind, model_name=None):
+    def __init__(self, root: str, kind: str, model_name: Optional[str] = None) -> None:
         self.root = root
         self.kind = kind
         self.directory = _layout.claim_model_directory(root, kind, model_name)
         self._compiled: Optional[_Compiled] = None
         self._calls = 0
 
-    def _path(self, name):
+    def _path(self, name: str) -> str:
         return os.path.join(self.directory, name)
 
-    def after_compile(self, executable, model, assigned_stages, compile_seconds, replicas=1):
+    def after_compile(self, executable: "Program", model: str,
+                      assigned_stages: Iterable[Tuple[str, int, int]], compile_seconds: float,
+                      replicas: int = 1) -> None:
         self._compiled = _Compiled(executable, model, self.kind, stage_list(assigned_stages),
                                    compile_seconds, replicas)
         compiled = self._compiled
@@ -116,7 +123,7 @@ class ProfileWriter:
                           render_report(compiled.model, compiled.page_json(self.directory, None),
                                         {"calls": 0}))
 
-    def after_call(self, wall_seconds):
+    def after_call(self, wall_seconds: float) -> None:
         compiled = self._compiled
         assert compiled is not None, "after_call() before after_compile()"
         if compiled.trace_body is None:
