@@ -83,8 +83,6 @@ public:
     pos_ = end + 1;
     return text;
   }
-  // A name after its sigil: quoted, or a word.
-  std::string name() { return peek() == '"' ? quoted() : word(); }
   int64_t integer() {
     const std::string text = word();
     char* end = nullptr;
@@ -208,7 +206,10 @@ private:
     return {*dtype, shape};
   }
 
-  // A value name as the printer writes it: %input, %N, @weight, &state, $cN.
+  // A value name as the printer writes it: %input, %N, @weight, &state, $cN,
+  // or a sigil and a quoted name (%"1"). The quotes stay in the name, which
+  // is how values are looked up: an input named "1" (%"1") is not the
+  // printer's %1.
   std::string valueName(LineReader& in) {
     const size_t start = in.mark();
     const char sigil = in.peek();
@@ -216,9 +217,16 @@ private:
       in.fail("expected a value (%name, @weight, &state or $constant)");
     }
     in.expect(std::string(1, sigil));
-    std::string name = std::string(1, sigil) + in.name();
+    std::string name(1, sigil);
+    name += in.peek() == '"' ? "\"" + in.quoted() + "\"" : in.word();
     lastValueColumn_ = start;
     return name;
+  }
+
+  // The graph's name of a value valueName read: without its sigil and quotes.
+  static std::string plainName(const std::string& name) {
+    if (name.size() >= 3 && name[1] == '"') return name.substr(2, name.size() - 3);
+    return name.substr(1);
   }
 
   Value* value(LineReader& in) {
@@ -250,7 +258,7 @@ private:
         if (name[0] != '%') in.fail("graph inputs are named %name");
         in.expect(":");
         const TensorType inputType = type(in);
-        const std::string plain = name.substr(1);
+        const std::string plain = plainName(name);
         Value* input = graph_->addInput(plain, inputType);
         define(in, name, input);
         const HostOverlap how = overlap(in);
@@ -303,7 +311,7 @@ private:
     in.expect(":");
     const TensorType weightType = type(in);
     const bool buffer = in.consume("(buffer)");
-    define(in, name, graph_->addWeight(name.substr(1), weightType, !buffer));
+    define(in, name, graph_->addWeight(plainName(name), weightType, !buffer));
   }
 
   void parseState(LineReader& in) {
@@ -323,7 +331,7 @@ private:
       }
     }
     if (!known) in.fail(strCat("'", kindText, "' is not a state kind"));
-    define(in, name, graph_->addState(name.substr(1), stateType, kind));
+    define(in, name, graph_->addState(plainName(name), stateType, kind));
   }
 
   void parseConstant(LineReader& in) {

@@ -88,6 +88,9 @@ def aligned(nbytes):
 # No compilation progress bars in test output, and no profiles unless a test asks.
 os.environ.setdefault("POPSIM_PROGRESS", "0")
 os.environ.pop("POPSIM_PROFILE_DIR", None)
+# Every program the tests compile is printed and read back after every
+# compiler pass (ir/parser.h): the IR text is tested on every graph.
+os.environ.setdefault("POPSIM_CHECK_IR_TEXT", "1")
 
 
 def free_port():

@@ -163,6 +163,21 @@ TEST(ParserTest, TheDefaultFormParsesWhenNoConstantIsAbbreviated) {
   EXPECT_EQ(ir::printGraph(*ir::parseGraph(text)), text);
 }
 
+// TorchScript names a traced input "1": quoted (%"1"), it is not the
+// printer's own %1, the second node's output.
+TEST(ParserTest, QuotedNamesDoNotMeetNumberedOnes) {
+  auto graph = std::make_unique<Graph>();
+  Value* x = graph->addInput("1", f32({2}));
+  Value* w = graph->addWeight("0", f32({2}), true); // @0: weights have their own sigil
+  Value* h = graph->apply(OpKind::Relu, {x});
+  graph->addOutput(graph->apply(OpKind::Add, {h, w}));
+  const std::string text = ir::printGraph(*graph, fullForm());
+  EXPECT_TRUE(testing::contains(text, "%0: f32[2] = relu(%\"1\")")) << text;
+  const std::unique_ptr<Graph> read = roundTrip(*graph);
+  EXPECT_EQ(read->inputs()[0]->name(), "1");
+  EXPECT_EQ(read->weights()[0]->name(), "0");
+}
+
 // What a hand-written file gets wrong is named with its line and column.
 TEST(ParserTest, MistakesAreNamedWithTheirLine) {
   const auto problem = [](const std::string& text) {
