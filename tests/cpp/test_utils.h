@@ -30,6 +30,24 @@ namespace popsim::testing {
 
 inline ir::TensorType f32(ir::Shape shape) { return {ir::DType::Float32, std::move(shape)}; }
 
+// `value`, its producer placed in `block` (as the importer places the ops
+// of a popsim.Block).
+inline ir::Value* inBlock(ir::Value* value, const char* block) {
+  ir::Placement placement;
+  placement.block = block;
+  value->producer()->setPlacement(placement);
+  return value;
+}
+
+// The graph's op kinds in node order.
+inline std::vector<ir::OpKind> kindsOf(const ir::Graph& graph) {
+  std::vector<ir::OpKind> kinds;
+  for (const auto& node : graph.nodes()) {
+    kinds.push_back(node->kind());
+  }
+  return kinds;
+}
+
 // The popsim::Error that `body` throws. When it throws nothing or another
 // exception, the test fails and the returned error's message says what happened.
 template <typename Body> Error captureError(Body&& body) {

@@ -28,6 +28,7 @@ namespace {
 using ir::OpKind;
 using ir::Value;
 using testing::f32;
+using testing::inBlock;
 
 // loss = mean(linear(relu(linear(x, a.weight)), b.weight)), the first linear
 // and relu in block "A", the rest in block "B".
@@ -36,12 +37,6 @@ std::unique_ptr<ir::Graph> twoBlockRegression() {
   Value* x = graph->addInput("x", f32({2, 3}));
   Value* a = graph->addWeight("a.weight", f32({4, 3}), true);
   Value* b = graph->addWeight("b.weight", f32({1, 4}), true);
-  const auto inBlock = [](Value* value, const char* block) {
-    ir::Placement placement;
-    placement.block = block;
-    value->producer()->setPlacement(placement);
-    return value;
-  };
   Value* hidden =
       inBlock(graph->apply(OpKind::Linear, {x, a}, {}, {"model.py", 5, "forward", "", ""}), "A");
   hidden =

@@ -18,20 +18,13 @@ using ir::Graph;
 using ir::OpKind;
 using ir::Value;
 using testing::f32;
+using testing::kindsOf;
 
 void runDeadCodeElimination(Graph& graph) {
   auto pass = compiler::createDeadCodeEliminationPass();
   EXPECT_EQ(pass->name(), "dead-code-elimination");
   testing::runPass(*pass, graph);
   EXPECT_EQ(ir::findGraphProblems(graph), std::vector<std::string>{});
-}
-
-std::vector<OpKind> kindsOf(const Graph& graph) {
-  std::vector<OpKind> kinds;
-  for (const auto& node : graph.nodes()) {
-    kinds.push_back(node->kind());
-  }
-  return kinds;
 }
 
 TEST(DeadCodeEliminationTest, RemovesUnusedChainsAndTheirLeaves) {

@@ -20,6 +20,7 @@ using ir::Graph;
 using ir::OpKind;
 using ir::Value;
 using testing::f32;
+using testing::kindsOf;
 
 Attributes shape(std::vector<int64_t> dims) { return {{"shape", dims}}; }
 
@@ -39,14 +40,6 @@ void simplify(Graph& graph) {
   EXPECT_EQ(ir::findGraphProblems(graph), std::vector<std::string>{});
   testing::runPass(*compiler::createDeadCodeEliminationPass(), graph);
   EXPECT_EQ(ir::findGraphProblems(graph), std::vector<std::string>{});
-}
-
-std::vector<OpKind> kindsOf(const Graph& graph) {
-  std::vector<OpKind> kinds;
-  for (const auto& node : graph.nodes()) {
-    kinds.push_back(node->kind());
-  }
-  return kinds;
 }
 
 TEST(SimplifyLayoutTest, RemovesEachKindOfNoOp) {

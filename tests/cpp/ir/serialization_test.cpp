@@ -19,6 +19,7 @@ namespace {
 using ir::OpKind;
 using ir::Value;
 using testing::f32;
+using testing::inBlock;
 
 // Two blocks on two IPUs, a constant, every attribute type, a name scope
 // and an input the model updates.
@@ -32,12 +33,6 @@ std::unique_ptr<ir::Graph> twoBlockModel() {
   const float offsets[] = {0.5f, -1.0f, 2.0f, 0.25f};
   std::memcpy(bytes.data(), offsets, bytes.size());
   Value* offset = graph->addConstant(f32({4}), bytes, "offset");
-  const auto inBlock = [](Value* value, const char* block) {
-    ir::Placement placement;
-    placement.block = block;
-    value->producer()->setPlacement(placement);
-    return value;
-  };
   const ir::SourceLocation here{"model.py", 5, "forward", "model.py:5 in forward", "encoder"};
   Value* hidden = inBlock(graph->apply(OpKind::Linear, {x, a}, {}, here), "A");
   hidden = inBlock(graph->apply(OpKind::Add, {hidden, offset}), "A");

@@ -25,6 +25,7 @@ using ir::Graph;
 using ir::OpKind;
 using ir::Value;
 using testing::f32;
+using testing::inBlock;
 
 // x[8,16] -> linear(a) -> relu | -> linear(b) -> softmax, the two halves in
 // blocks A and B.
@@ -35,12 +36,6 @@ std::unique_ptr<Graph> twoBlocks() {
   Value* wb = graph->addWeight("b.weight", f32({4, 32}), true);
   graph->addBlock({"A", -1, {}});
   graph->addBlock({"B", -1, {}});
-  const auto inBlock = [&](Value* value, const char* block) {
-    ir::Placement placement;
-    placement.block = block;
-    value->producer()->setPlacement(placement);
-    return value;
-  };
   Value* h = inBlock(graph->apply(OpKind::Linear, {x, wa}), "A");
   h = inBlock(graph->apply(OpKind::Relu, {h}), "A");
   Value* y = inBlock(graph->apply(OpKind::Linear, {h, wb}), "B");
