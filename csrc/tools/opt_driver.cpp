@@ -207,10 +207,10 @@ Invocation parseArguments(const std::vector<std::string>& arguments) {
 }
 
 // The compiler asserts that every block has a stage (the Python API's
-// strategies check it for users); a command line gets a usage error.
+// strategies check it for users); here a graph whose blocks the
+// stage-assignment pass will place needs a --stage for each of them.
 void checkStagesCoverBlocks(const ir::Graph& graph,
                             const std::vector<compiler::StageAssignment>& stages) {
-  if (stages.empty()) return;
   for (const ir::BlockAnnotation& block : graph.blocks()) {
     const bool placed = std::any_of(stages.begin(), stages.end(),
                                     [&](const auto& stage) { return stage.block == block.name; });
@@ -301,7 +301,10 @@ int runOpt(const std::vector<std::string>& arguments, std::ostream& out, std::os
       }
     }
     std::unique_ptr<ir::Graph> graph = ir::parseGraph(readInput(run.input));
-    checkStagesCoverBlocks(*graph, run.options.stages);
+    const bool assignsStages =
+        !run.passesGiven ||
+        std::find(run.passes.begin(), run.passes.end(), "stage-assignment") != run.passes.end();
+    if (assignsStages) checkStagesCoverBlocks(*graph, run.options.stages);
     compiler::PassContext context(run.options, run.system);
     context.setDump(compiler::IrDump::fromEnvironment());
     compiler::runPipeline(*pipeline, *graph, context);

@@ -148,6 +148,14 @@ TEST(PopsimOptTest, EveryBlockNeedsAStage) {
   EXPECT_NE(err.str().find("the graph has block '" + dropped + "' but no --stage places it"),
             std::string::npos)
       << err.str();
+  // Without any --stage too (the compiler would assert).
+  command.erase(std::remove_if(
+                    command.begin(), command.end(),
+                    [](const std::string& argument) { return argument.rfind("--stage=", 0) == 0; }),
+                command.end());
+  err.str("");
+  EXPECT_EQ(tools::runOpt(command, out, err), 1);
+  EXPECT_NE(err.str().find("but no --stage places it"), std::string::npos) << err.str();
 }
 
 } // namespace
