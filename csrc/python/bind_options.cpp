@@ -134,7 +134,8 @@ void bindOptions(py::module_& module) {
       .def_readwrite("threads_per_ipu", &runtime::KernelOptions::threadsPerIpu)
       .def_readwrite("stochastic_rounding", &runtime::KernelOptions::stochasticRounding)
       .def_readwrite("stochastic_rounding_seed", &runtime::KernelOptions::stochasticRoundingSeed)
-      .def_readwrite("floating_point_exceptions", &runtime::KernelOptions::floatingPointExceptions);
+      .def_readwrite("floating_point_exceptions", &runtime::KernelOptions::floatingPointExceptions)
+      .def_readwrite("cost_only", &runtime::KernelOptions::costOnly);
   py::class_<runtime::CompileOptions>(module, "CompileOptions",
                                       "Everything a model is compiled with, one part per stage.")
       .def(py::init<>())

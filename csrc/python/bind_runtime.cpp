@@ -1,4 +1,5 @@
 #include "common/check.h"
+#include "frontend/dtype_conversion.h"
 #include "ir/printer.h"
 #include "ir/state_names.h"
 #include "kernels/host_callbacks.h"
@@ -6,6 +7,7 @@
 #include "python/tensor_conversion.h"
 #include "runtime/executable.h"
 
+#include <ATen/ATen.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
 
@@ -277,7 +279,28 @@ py::list typesList(const std::vector<ir::TensorType>& types) {
   return result;
 }
 
+// A tensor of `type` without values (torch's meta device): what a cost-only
+// program gives where values would be.
+at::Tensor metaTensor(const ir::TensorType& type) {
+  return at::empty(type.shape, at::TensorOptions()
+                                   .dtype(frontend::toTorchDType(type.dtype))
+                                   .device(c10::Device(c10::DeviceType::Meta)));
+}
+
 std::vector<at::Tensor> run(Executable& executable, const std::vector<at::Tensor>& inputs) {
+  if (executable.costOnly()) {
+    // Only the inputs' types are checked; their values are never read.
+    std::vector<runtime::TensorView> inputViews;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const ir::TensorType type = typeOf(inputs[i], "input " + std::to_string(i));
+      inputViews.push_back({nullptr, type.dtype, type.shape});
+    }
+    executable.run(inputViews, {});
+    std::vector<at::Tensor> outputs;
+    for (const ir::TensorType& type : executable.outputHostTypes())
+      outputs.push_back(metaTensor(type));
+    return outputs;
+  }
   std::vector<at::Tensor> contiguous;
   std::vector<runtime::TensorView> inputViews;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -413,6 +436,10 @@ void bindRuntime(py::module_& module) {
               if (variable == nullptr) variable = executable.graph().findState(name);
               POPSIM_CHECK(variable != nullptr, ErrorKind::InvalidInput,
                            "the compiled model has no weight or state '", name, "'.");
+              if (executable.costOnly()) { // the device holds no values
+                values.emplace(name, metaTensor(variable->type()));
+                continue;
+              }
               at::Tensor tensor = emptyTensor(variable->type());
               executable.readVariable(name, viewOf(tensor, "'" + name + "'", true));
               values.emplace(name, tensor);
@@ -495,6 +522,7 @@ void bindRuntime(py::module_& module) {
                                  executable.options().system.ioTiles};
            })
       .def_property_readonly("last_run_cycles", &Executable::lastRunCycles)
+      .def_property_readonly("cost_only", &Executable::costOnly)
       .def_property_readonly("compute_cycles_per_iteration", &Executable::computeCyclesPerIteration)
       .def_property_readonly("clock_hz",
                              [](const Executable& e) { return e.options().system.spec().clockHz; });

@@ -23,6 +23,12 @@ struct KernelOptions {
   // by zero, or computes NaN from operands without it) fails the run, naming
   // the op and its source line.
   bool floatingPointExceptions = false;
+  // Simulator.costOnly: nothing is bound. No device memory is allocated and
+  // no kernel is built, so a call computes no value and only replays the
+  // simulated clock: compiling, the memory plan, the cycles and the
+  // timeline are those of a run that computes (sizing a job whose values
+  // would take hours on the host).
+  bool costOnly = false;
   // (Float16 partials are the memory plan's MemoryOptions::halfPartials,
   // which the kernels follow.)
 };

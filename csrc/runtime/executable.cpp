@@ -62,6 +62,14 @@ void Executable::run(const std::vector<TensorView>& inputs,
                  displayName(*graphInputs[i], i), " has type ", inputs[i].type().str(),
                  " but the model was compiled for ", inputTypes[i].str(), ".");
   }
+  if (costOnly()) {
+    // Nothing computes: the call is its replay on the clock (outputs unwritten).
+    std::lock_guard<std::mutex> device(deviceMutex_);
+    wallTimes_.assign(static_cast<size_t>(layout().numIpus()), {});
+    lastRunCycles_ = simulation_.call.cycles;
+    ran_ = true;
+    return;
+  }
   const std::vector<ir::TensorType> outputTypes = outputHostTypes();
   POPSIM_ASSERT(outputs.size() == outputTypes.size(), "expected ", outputTypes.size(),
                 " output buffers, got ", outputs.size(), ".");
@@ -237,6 +245,7 @@ void Executable::writeVariable(const std::string& name, const TensorView& source
                " but the host tensor is ", source.type().str(),
                ". Weights cannot change shape or dtype after compilation: call destroy() and "
                "wrap the model again.");
+  if (costOnly()) return; // the device holds no values
   std::lock_guard<std::mutex> device(deviceMutex_);
   copyToDevice(memory_->address(&variable), source.data, variable.type());
   if (variable.role() == ir::ValueRole::State) {
@@ -255,6 +264,9 @@ void Executable::readVariable(const std::string& name, const TensorView& destina
   POPSIM_CHECK(destination.type() == variable.type(), ErrorKind::InvalidInput,
                describeVariable(variable), " is ", variable.type().str(),
                " but the host tensor is ", destination.type().str(), ".");
+  POPSIM_CHECK(!costOnly(), ErrorKind::InvalidInput, describeVariable(variable),
+               " has no value: the model was compiled cost-only (Simulator.costOnly), so the "
+               "device computes and holds nothing. Compile it without costOnly to read values.");
   std::lock_guard<std::mutex> device(deviceMutex_);
   copyToHost(destination.data, memory_->address(&variable), variable.type());
 }

@@ -67,6 +67,9 @@ public:
   Executable& operator=(const Executable&) = delete;
 
   const Simulation& simulation() const { return simulation_; }
+  // Whether the program was compiled cost-only (KernelOptions::costOnly):
+  // calls replay the clock, writes are checked and dropped, reads refused.
+  bool costOnly() const { return simulation_.options.kernels.costOnly; }
   const CompileOptions& options() const { return simulation_.options; }
   const compiler::Program& compiled() const { return simulation_.program; }
   const ir::Graph& graph() const { return *simulation_.program.graph; }
@@ -140,6 +143,8 @@ private:
   void bind(const char* how);
   void bindChannels();
   void bindKernels();
+  // The program listing's entry for node `index`, run by `implementation`.
+  ProgramStep stepOf(size_t index, std::string implementation) const;
 
   void runTask(const compiler::ScheduledTask& scheduled, int64_t microBatch, dnnl::stream& stream,
                const CallContext& call);

@@ -7,6 +7,7 @@
 
 #include "common/check.h"
 #include "common/logging.h"
+#include "ir/op_schema.h"
 #include "ir/serialization.h"
 #include "kernels/kernel_factory.h"
 #include "runtime/host_resources.h"
@@ -58,6 +59,19 @@ std::string Executable::serializeProgram() const { return ir::serializeGraph(gra
 void Executable::bind(const char* how) {
   const ir::Graph& program = graph();
   const CompileOptions& options = simulation_.options;
+  ipuOrders_ = compiled().ipuOrders();
+  if (options.kernels.costOnly) {
+    // Nothing to bind: the listing names no kernel.
+    for (size_t index = 0; index < program.nodes().size(); ++index) {
+      const ir::Node& node = *program.nodes()[index];
+      program_.push_back(stepOf(index, node.kind() == ir::OpKind::IpuCopy ? "ipu-link"
+                                       : ir::isViewOp(node.kind())        ? "view"
+                                                                          : "none (cost-only)"));
+    }
+    POPSIM_LOG(Info) << how << " " << program.nodes().size() << " ops cost-only in "
+                     << layout().numStages() << " stage(s) on " << layout().numIpus() << " IPU(s)";
+    return;
+  }
   hostPlan_.reset();
   if (holdsFloat16(program)) {
     memory::MemoryPlanOptions planOptions;
@@ -78,7 +92,6 @@ void Executable::bind(const char* how) {
   for (const ir::Value* output : program.outputs()) {
     outputAddresses_.push_back(memory_->address(output));
   }
-  ipuOrders_ = compiled().ipuOrders();
   threadsPerIpu_ = options.kernels.threadsPerIpu > 0
                        ? options.kernels.threadsPerIpu
                        : (layout().numIpus() > 1
@@ -160,13 +173,19 @@ void Executable::bindKernels() {
     } else if (kernel) {
       taskProgram.steps.push_back({kernel.get(), {}, node.get()});
     }
-    const memory::OpTemporaries& temporaries = simulation_.memory.temporaries[index];
-    program_.push_back({std::string(node->name()), node->location().str(), implementation,
-                        taskProgram.name, ipu, simulation_.costs.ops[index].total(),
-                        temporaries.bytes, temporaries.passes, temporaries.unboundedBytes,
-                        node->scopedName()});
+    program_.push_back(stepOf(index, implementation));
     kernels_.push_back(std::move(kernel));
   }
+}
+
+ProgramStep Executable::stepOf(size_t index, std::string implementation) const {
+  const ir::Node& node = *graph().nodes()[index];
+  const memory::OpTemporaries& temporaries = simulation_.memory.temporaries[index];
+  return {std::string(node.name()),   node.location().str(),
+          std::move(implementation),  layout().tasks()[layout().taskOf(node)].name(),
+          node.placement().ipu,       simulation_.costs.ops[index].total(),
+          temporaries.bytes,          temporaries.passes,
+          temporaries.unboundedBytes, node.scopedName()};
 }
 
 // An inference step runs all the call's iterations.

@@ -123,6 +123,7 @@ class KernelOptions:
     stochastic_rounding: bool
     stochastic_rounding_seed: int
     floating_point_exceptions: bool
+    cost_only: bool
     def __init__(self) -> None: ...
 
 class CompileOptions:
@@ -350,6 +351,8 @@ class ReplicaGroup:
 class Executable:
     @property
     def last_run_cycles(self) -> int: ...
+    @property
+    def cost_only(self) -> bool: ...
     @property
     def compute_cycles_per_iteration(self) -> int: ...
     @property

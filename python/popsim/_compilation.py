@@ -252,6 +252,7 @@ def compile_options(options: Options, graph: "_C.Graph", training: bool,
         kernels.threads_per_ipu = max(1, torch.get_num_threads() // (replicas * ipus_used))
     kernels.stochastic_rounding = options.Precision.stochastic_rounding
     kernels.floating_point_exceptions = options.Precision.floating_point_exceptions
+    kernels.cost_only = options.Simulator.cost_only
     kernels.stochastic_rounding_seed = random_seed(options)
     options.TensorLocations._fill(compiled)
     if strategy is not None:

@@ -216,6 +216,8 @@ class Executor:
         self._anchor_memory: Dict[str, torch.Tensor] = {}
         # Each anchored gradient's parameter shape, by name.
         self._anchor_shapes: Dict[str, torch.Size] = {}
+        # Cost-only replicas: (output index, outputs) -> the slots each returns.
+        self._output_slots: Optional[Callable[[int, int], int]] = None
 
     def _check_options(self) -> None:
         opts = self._options
@@ -321,18 +323,21 @@ class Executor:
             warnings.warn(_compilation.float64_warning(converted), stacklevel=2)
             self._warned_float64 = True
         synthetic = self._options.synthetic_data
-        if synthetic:  # no host I/O: the device's own data in, nothing back
+        if synthetic and not self._cost_only:  # no host I/O: the device's own data in
             if self._synthetic_inputs is None:
                 self._synthetic_inputs = _compilation.synthetic_inputs(
                     device_tensors, _compilation.random_seed(self._options))
             device_tensors = self._synthetic_inputs
-        outputs = self._program.run(_widened(device_tensors))
-        if synthetic:
+        if self._cost_only:
+            outputs = self._cost_only_run(device_tensors)
+        else:
+            outputs = self._program.run(_widened(device_tensors))
+        if synthetic and not self._cost_only:
             outputs = [torch.zeros_like(output) for output in outputs]
         if self._log_cycles:
             LOGGER.info("Total number of IPU cycles: %d", self._program.last_run_cycles)
         if self._input_updates:
-            outputs = (outputs[:-len(self._input_updates)] if synthetic
+            outputs = (outputs[:-len(self._input_updates)] if synthetic or self._cost_only
                        else self._write_back_inputs(tensors, outputs))
         outputs, self._anchor_memory = _anchors.take(self._anchor_plan, outputs,
                                                      self._anchor_shapes)
@@ -348,8 +353,9 @@ class Executor:
             assert isinstance(program, _replication.ReplicatedExecutable)
             program.broadcast(self._broadcast_buffers)
         if self._training:
-            self._host_dirty = True
-            self._optimizer_device_newer = True
+            # A cost-only device trains nothing: the host stays the truth.
+            self._host_dirty = not self._cost_only
+            self._optimizer_device_newer = not self._cost_only
             assert self._record is not None
             self._record.called()
             self._count_optimizer_steps()
@@ -358,6 +364,28 @@ class Executor:
         if self._profile_writer is not None:
             self._profile_writer.after_call(time.perf_counter() - start)
         return result
+
+    @property
+    def _cost_only(self) -> bool:
+        """Simulator.costOnly: the device computes and holds nothing."""
+        return self._options.Simulator.cost_only
+
+    def _cost_only_run(self, tensors: List[torch.Tensor]) -> List[torch.Tensor]:
+        """A cost-only call: replica 0's program checks the types of its part
+        of the inputs and replays the clock; the outputs are meta tensors of
+        the call's shapes, every replica's joined as a replicated call joins
+        them. The inputs' values are never read."""
+        replication = _replication.of(self._options, self._training)
+        steps = self._options.device_iterations * self._options.Training.gradient_accumulation
+        meta = _widened([torch.empty(t.shape, dtype=t.dtype, device="meta") for t in tensors])
+        if replication.local == 1:
+            return self._program.run(meta)
+        shares = [_replication.split(t, steps, replication.input_part_of)[0] for t in meta]
+        outputs = self._program.run(shares)
+        assert self._output_slots is not None, "cost-only replicas know their output slots"
+        slots = self._output_slots
+        return [_replication.merge([output] * replication.local, slots(index, len(outputs)))
+                for index, output in enumerate(outputs)]
 
     def _refuse_written_inputs_sharing_memory(self, tensors: List[torch.Tensor]) -> None:
         """In eager PyTorch a write into one input shows through every input that
@@ -398,7 +426,7 @@ class Executor:
         """Copies weights (and optimizer state) home and frees the compiled program;
         the next call compiles again."""
         if self._executable is not None and self._training:
-            if self._attached:
+            if self._attached and not self._cost_only:
                 self.copyWeightsToHost()
                 self._optimizer_binding.copy_state_to_host(self._executable)
             _host_sync.uninstall(self._user_model)
@@ -471,6 +499,8 @@ class Executor:
     def copyWeightsToHost(self) -> None:
         """Copies the device's weights (parameters and buffers) into the host model."""
         self._require_compiled("copyWeightsToHost")
+        if self._cost_only:
+            return  # nothing was computed: the host's weights are the model's
         names = self._program.weight_names()
         device = self._program.read_variables(names)
         host = _weights.host_weights(self._model, names)
@@ -570,7 +600,7 @@ class Executor:
         self._require_compiled("detachFromDevice")
         if not self._attached:
             raise InputError("The model is not attached to the device.")
-        if self._training:
+        if self._training and not self._cost_only:
             self.copyWeightsToHost()
             self._optimizer_binding.copy_state_to_host(self._program)
             names = self._program.state_names()
@@ -646,6 +676,8 @@ class Executor:
         return names
 
     def _upload_weights(self) -> None:
+        if self._cost_only:
+            return  # the device holds no values
         names = self._program.weight_names()
         self._program.write_variables(self._device_weights(names))
 
@@ -720,25 +752,26 @@ class Executor:
         self._input_updates = graph.input_updates()
         self._binding = binding
         if (self._training and _replication.of(self._options).job > 1
-                and self._options.broadcast_buffers):
+                and self._options.broadcast_buffers and not self._cost_only):
             buffers = {name for prefix, module in self._model.named_modules()
                        for name in (f"{prefix}.{b}" if prefix else b
                                     for b, t in module._buffers.items() if t is not None)}
             self._broadcast_buffers = [n for n in executable.weight_names() if n in buffers]
-        if self._training and self._options.Distributed.numProcesses > 1:
+        if self._training and self._options.Distributed.numProcesses > 1 and not self._cost_only:
             _process_group.broadcast_from_first_process(
                 _weights.host_weights(self._model, executable.weight_names()))
         if isinstance(executable, _replication.ReplicatedExecutable):
             executable.shard_states(binding.sharded_states(self._options) if binding else {},
                                     sharded_weights)
-        if groupings:  # more than one group: more than one replica
+        if groupings and not self._cost_only:  # more than one group: several replicas
             assert isinstance(executable, _replication.ReplicatedExecutable)
             executable.group_variables(
                 {variable: list(grouping.job) for name, grouping in groupings.items()
                  for variable in [name] + (binding.parameter_states(name) if binding else [])})
         self._upload_weights()
         if binding is not None:
-            executable.write_variables(binding.initial_state(executable))
+            if not self._cost_only:  # (a cost-only device holds no state)
+                executable.write_variables(binding.initial_state(executable))
             binding.write_hyperparameters(executable, _training.grad_scale(self._options))
             _host_sync.install(self._user_model, self)
             _optimizer_state.install(self._training_optimizer, self)  # training
@@ -820,6 +853,10 @@ class Executor:
                 return micro_batches
             return micro_batches // period if mode == OutputMode.EveryN else 1
 
+        if self._cost_only:
+            # Replicas compute nothing, so one stands for all (_cost_only_run).
+            self._output_slots = output_slots
+            return executable
         return _replication.replicate(
             executable, options, opts, _replication.of(opts, self._training), micro_batches,
             output_slots, [(g.size, g.stride, g.job) for g in groupings.values()])

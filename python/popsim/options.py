@@ -303,6 +303,7 @@ class _SimulatorOptions(_OptionGroup):
     ipu_version: str = "Mk2"
     memory_per_ipu: Optional[int] = None
     threads_per_ipu: Optional[int] = None
+    cost_only: bool = False
     _group_name = "Options.Simulator"
 
     def numIpus(self, count: int) -> "_SimulatorOptions":
@@ -341,6 +342,23 @@ class _SimulatorOptions(_OptionGroup):
         """
         with self._setting():
             self.threads_per_ipu = positive_int("Simulator.threadsPerIpu", threads)
+        return self
+
+    def costOnly(self, enabled: bool = True) -> "_SimulatorOptions":
+        """Size the job without computing it: compiling, the memory plan, the
+        simulated clock, memoryReport(), executionTrace(), sizingReport() and
+        profiles are those of a run that computes, but no kernel runs and the
+        device holds no values, so a call takes milliseconds whatever the job.
+
+        A call returns tensors of the right shapes and dtypes on torch's meta
+        device: they hold no values, and reading one (``.item()``, printing
+        its values, copying it to the CPU) raises. The model's weights stay
+        as they are on the host, inputs the model writes in place are left
+        alone, and reading device state (anchored tensors, optimizer state)
+        gives meta tensors too.
+        """
+        with self._setting():
+            self.cost_only = _bool("Simulator.costOnly", enabled)
         return self
 
 

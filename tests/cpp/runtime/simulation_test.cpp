@@ -135,6 +135,36 @@ TEST(SimulationTest, SimulatingIsRunningWithoutKernels) {
   EXPECT_EQ(executable->lastTimeline().size(), simulation.call.timeline.size());
 }
 
+TEST(SimulationTest, ACostOnlyExecutableBindsNothingAndReplaysTheClock) {
+  const auto graph = twoBlocks();
+  runtime::CompileOptions options = pipelined();
+  options.kernels.costOnly = true;
+  const auto executable = runtime::Executable::compile(*graph, options);
+  EXPECT_TRUE(executable->costOnly());
+  EXPECT_EQ(executable->program().size(), executable->graph().nodes().size());
+  EXPECT_EQ(executable->program()[0].implementation, "none (cost-only)");
+  // A call checks its inputs' types, reads no value and writes no output.
+  executable->run({{nullptr, ir::DType::Float32, {32, 16}}}, {});
+  EXPECT_EQ(executable->lastRunCycles(), runtime::simulate(*graph, pipelined()).call.cycles);
+  const Error wrong = testing::captureError([&] {
+    executable->run({{nullptr, ir::DType::Float32, {8, 16}}}, {});
+  });
+  EXPECT_EQ(wrong.kind(), ErrorKind::InvalidInput);
+  // Writes are checked, then dropped; reads are refused, naming the option.
+  std::vector<float> weight(32 * 16, 1.0f);
+  executable->writeVariable("a.weight", {weight.data(), ir::DType::Float32, {32, 16}});
+  EXPECT_EQ(testing::captureError([&] {
+              executable->writeVariable("a.weight", {weight.data(), ir::DType::Float32, {16}});
+            }).kind(),
+            ErrorKind::InvalidInput);
+  const Error read = testing::captureError([&] {
+    executable->readVariable("a.weight", {weight.data(), ir::DType::Float32, {32, 16}});
+  });
+  EXPECT_EQ(read.kind(), ErrorKind::InvalidInput);
+  EXPECT_TRUE(testing::contains(read.what(), "weight 'a.weight' has no value: the model was "
+                                             "compiled cost-only (Simulator.costOnly)"));
+}
+
 TEST(SimulationTest, TheMemoryStageReportsAProgramThatDoesNotFit) {
   const auto graph = twoBlocks();
   runtime::CompileOptions options = pipelined();
