@@ -60,6 +60,9 @@ struct ClockSetup {
   // The outputs a task run streams to the host, by task index and
   // micro-batch in the call.
   std::function<std::vector<costs::HostOutputCost>(size_t task, int64_t microBatch)> hostOutputs;
+  // Copy runs of repeated pipeline cycles instead of replaying them (off:
+  // the tests' full replay, which must give the same call).
+  bool fastForward = true;
 };
 
 // One call replayed on the simulated clock.
@@ -68,6 +71,8 @@ struct SimulatedCall {
   // The first step without host transfers: its pipeline cycles' compute.
   uint64_t computeCyclesOfFirstStep = 0;
   std::vector<TimelineEvent> timeline;
+  // Pipeline cycles replayed task by task; the others repeated one of them.
+  int64_t replayedCycles = 0;
 };
 
 // The lockstep replay: pipeline cycles are BSP supersteps of the whole
@@ -80,7 +85,8 @@ struct SimulatedCall {
 // compute, and a step (AccumulationLoop) or the call waits for the last.
 // Off-chip tensors loaded through IO tiles stream in the same way, once the
 // IPU's earlier stores have left; those stored through them leave beside
-// the compute.
+// the compute. A run of pipeline cycles that repeat one another (a
+// pipeline's steady state) is replayed once and copied forward.
 SimulatedCall simulateCall(const ClockSetup& setup);
 
 } // namespace popsim::clock
