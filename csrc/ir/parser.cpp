@@ -443,6 +443,8 @@ private:
         where.block = in.quoted();
       } else if (in.consume("amp")) {
         proportion = in.number();
+      } else if (in.consume("recomputed")) {
+        where.recomputed = true;
       } else {
         const std::string phase = in.word();
         bool known = false;
@@ -453,7 +455,9 @@ private:
             known = true;
           }
         }
-        if (!known) in.fail(strCat("'", phase, "' is not a phase, stage, ipu, block or amp"));
+        if (!known) {
+          in.fail(strCat("'", phase, "' is not a phase, stage, ipu, block, amp or recomputed"));
+        }
       }
     } while (in.consume(","));
     in.expect("]");

@@ -21,9 +21,13 @@ struct Placement {
   int64_t stage = 0;
   int64_t ipu = 0;
   Phase phase = Phase::Forward;
+  // A forward op computed again in the backward pass (the recomputation
+  // pass's clone), which the cost stage counts as recomputation.
+  bool recomputed = false;
 
   bool operator==(const Placement& other) const {
-    return block == other.block && stage == other.stage && ipu == other.ipu && phase == other.phase;
+    return block == other.block && stage == other.stage && ipu == other.ipu &&
+           phase == other.phase && recomputed == other.recomputed;
   }
 };
 

@@ -238,6 +238,9 @@ private:
     if (!placement.block.empty()) {
       parts.push_back("block \"" + placement.block + "\"");
     }
+    if (placement.recomputed) {
+      parts.push_back("recomputed");
+    }
     if (options_.full && node.availableMemoryProportion() > 0.0) {
       parts.push_back("amp " + shortestForm(node.availableMemoryProportion()));
     }

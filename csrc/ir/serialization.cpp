@@ -138,6 +138,7 @@ private:
     out_.write<int64_t>(placement.stage);
     out_.write<int64_t>(placement.ipu);
     out_.write<uint8_t>(static_cast<uint8_t>(placement.phase));
+    out_.write<uint8_t>(placement.recomputed ? 1 : 0);
     out_.write<double>(node.availableMemoryProportion());
     out_.write<uint64_t>(node.outputs().size());
     for (const Value* output : node.outputs()) {
@@ -301,6 +302,7 @@ private:
     const uint8_t phase = in_.read<uint8_t>();
     if (phase > static_cast<uint8_t>(Phase::Update)) invalid(strCat("phase ", phase));
     placement.phase = static_cast<Phase>(phase);
+    placement.recomputed = in_.read<uint8_t>() != 0;
     const double proportion = in_.read<double>();
     Node* node = graph_->addNode(*kind, inputs, std::move(attrs), std::move(location));
     node->setPlacement(std::move(placement));

@@ -15,7 +15,8 @@ namespace popsim::ir {
 // Reading checks all of these and every value reference, re-infers each
 // node's output types and verifies the graph, so a damaged or foreign file
 // is an ErrorKind::InvalidFile error, never a different program.
-inline constexpr uint32_t kGraphFormatVersion = 2; // 2: host overlap of inputs and outputs
+// 2: host overlap of inputs and outputs; 3: recomputed placements.
+inline constexpr uint32_t kGraphFormatVersion = 3;
 
 // `withStacks` false leaves out each location's whole Python stack (which
 // differs with the call site of an unchanged model): the form program keys hash.

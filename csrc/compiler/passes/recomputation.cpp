@@ -66,6 +66,7 @@ private:
         graph_.addNode(producer->kind(), inputs, producer->attrs(), producer->location());
     ir::Placement placement = producer->placement();
     placement.phase = ir::Phase::Backward;
+    placement.recomputed = true;
     clone->setPlacement(placement);
     clone->setAvailableMemoryProportion(producer->availableMemoryProportion());
     for (size_t i = 0; i < producer->outputs().size(); ++i) {
