@@ -208,6 +208,7 @@ private:
   struct Replayed {
     CycleKey key;
     ClockState before; // the state it started from
+    int64_t cycle = 0;  // in the call
     uint64_t start = 0;
     uint64_t computeDuration = 0;
     size_t firstEvent = 0;
@@ -232,7 +233,7 @@ private:
           continue;
         }
       }
-      Replayed replayed{keys[index], state_, now_, 0, call_.timeline.size(), {}};
+      Replayed replayed{keys[index], state_, cycleIndex_, now_, 0, call_.timeline.size(), {}};
       eventTasks_.clear();
       replayed.computeDuration = replayCycle(schedule[index], step);
       replayed.eventTasks = eventTasks_;
@@ -306,6 +307,8 @@ private:
           copy.microBatch = microBatchOf(cycle[origin.eventTasks[event - origin.firstEvent]], step);
           call_.timeline.push_back(std::move(copy));
         }
+        const CycleSpan span = call_.cycleSpans[static_cast<size_t>(origin.cycle)];
+        call_.cycleSpans.push_back({span.start + r * delta, span.end + r * delta});
         ++cycleIndex_;
       }
     }
@@ -356,7 +359,9 @@ private:
     for (size_t position = 0; position < cycle.size(); ++position) {
       replayTask(cycle[position], position, step, busy, computing);
     }
+    const uint64_t start = now_;
     now_ += longestOf(busy) + setup_.syncCycles;
+    call_.cycleSpans.push_back({start, now_});
     ++cycleIndex_;
     return longestOf(computing) + setup_.syncCycles;
   }

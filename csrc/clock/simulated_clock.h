@@ -65,12 +65,24 @@ struct ClockSetup {
   bool fastForward = true;
 };
 
+// A pipeline cycle on the clock: from its start, when every IPU may begin its
+// tasks, to its end, after the busiest IPU and the sync that follows it (the
+// last `syncCycles` of the span).
+struct CycleSpan {
+  uint64_t start = 0;
+  uint64_t end = 0;
+  bool operator==(const CycleSpan& other) const {
+    return start == other.start && end == other.end;
+  }
+};
+
 // One call replayed on the simulated clock.
 struct SimulatedCall {
   uint64_t cycles = 0;
   // The first step without host transfers: its pipeline cycles' compute.
   uint64_t computeCyclesOfFirstStep = 0;
   std::vector<TimelineEvent> timeline;
+  std::vector<CycleSpan> cycleSpans; // by pipeline cycle of the call
   // Pipeline cycles replayed task by task; the others repeated one of them.
   int64_t replayedCycles = 0;
 };

@@ -143,7 +143,8 @@ void bindOptions(py::module_& module) {
       .def_readwrite("compiler", &runtime::CompileOptions::compiler)
       .def_readwrite("memory", &runtime::CompileOptions::memory)
       .def_readwrite("clock", &runtime::CompileOptions::clock)
-      .def_readwrite("kernels", &runtime::CompileOptions::kernels);
+      .def_readwrite("kernels", &runtime::CompileOptions::kernels)
+      .def_readwrite("allow_over_capacity", &runtime::CompileOptions::allowOverCapacity);
 
   // The names the device keeps state under, for the host to read and write it.
   module.def("parameter_state_keys", &compiler::parameterStateKeys, py::arg("optimizer"),

@@ -189,6 +189,11 @@ void bindRecords(py::module_& module) {
       .def_readonly("temporary_bytes", &runtime::ProgramStep::temporaryBytes)
       .def_readonly("passes", &runtime::ProgramStep::passes)
       .def_readonly("unbounded_temporary_bytes", &runtime::ProgramStep::unboundedTemporaryBytes)
+      .def_readonly("sync_cycles", &runtime::ProgramStep::syncCycles)
+      .def_readonly("exchange_cycles", &runtime::ProgramStep::exchangeCycles)
+      .def_readonly("compute_cycles", &runtime::ProgramStep::computeCycles)
+      .def_readonly("collective", &runtime::ProgramStep::collective)
+      .def_readonly("recomputed", &runtime::ProgramStep::recomputed)
       .def("to_dict", [](const runtime::ProgramStep& step) {
         py::dict entry;
         entry["op"] = step.op;
@@ -201,6 +206,11 @@ void bindRecords(py::module_& module) {
         entry["temporary_bytes"] = step.temporaryBytes;
         entry["passes"] = step.passes;
         entry["unbounded_temporary_bytes"] = step.unboundedTemporaryBytes;
+        entry["sync_cycles"] = step.syncCycles;
+        entry["exchange_cycles"] = step.exchangeCycles;
+        entry["compute_cycles"] = step.computeCycles;
+        entry["collective"] = step.collective;
+        entry["recomputed"] = step.recomputed;
         return entry;
       });
   py::class_<clock::TimelineEvent>(module, "TimelineEvent",
@@ -510,6 +520,21 @@ void bindRuntime(py::module_& module) {
           py::arg("locations") = true, "The optimised IR that runs, as text.")
       .def("timeline", &Executable::lastTimeline, py::return_value_policy::copy)
       .def("task_wall_times", &Executable::lastTaskWallTimes)
+      .def(
+          "cycle_spans",
+          [](const Executable& executable) {
+            std::vector<std::pair<uint64_t, uint64_t>> spans;
+            if (executable.lastTimeline().empty()) return spans; // no call yet
+            for (const clock::CycleSpan& span : executable.simulation().call.cycleSpans)
+              spans.emplace_back(span.start, span.end);
+            return spans;
+          },
+          "Each pipeline cycle of the last call: (start, end) on the simulated clock, "
+          "the sync after its busiest IPU included.")
+      .def_property_readonly("sync_cycles",
+                             [](const Executable& executable) {
+                               return executable.simulation().costs.syncCycles;
+                             })
       .def("pipeline",
            [](const Executable& executable) {
              const compiler::TaskLayout& layout = executable.layout();

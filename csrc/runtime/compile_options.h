@@ -43,6 +43,9 @@ struct CompileOptions {
   memory::MemoryOptions memory;
   clock::ClockOptions clock;
   KernelOptions kernels;
+  // A sizing (popsim.sizeJob) reports a program that does not fit instead of
+  // refusing it. Only cost-only: anything that binds memory must fit.
+  bool allowOverCapacity = false;
 
   // Throws InvalidOption naming the setting for what users can get wrong.
   void validate() const;

@@ -35,6 +35,16 @@ struct ProgramStep {
   uint64_t unboundedTemporaryBytes = 0;
   // The op's kind with its popsim.NameScope names ("encoder/layer_norm").
   std::string name;
+  // Where its cycles go (they add up to `cycles`): the superstep's sync, the
+  // exchange between tiles (and the transfer of a collective or a link copy),
+  // and the tiles' compute; whether it is a collective across replicas and a
+  // forward op recomputed in the backward pass. The sizing report's time
+  // breakdown sums these.
+  uint64_t syncCycles = 0;
+  uint64_t exchangeCycles = 0;
+  uint64_t computeCycles = 0;
+  bool collective = false;
+  bool recomputed = false;
 };
 
 // One task run of the last call on the host's clock, in seconds from the

@@ -8,6 +8,7 @@
 #include "common/check.h"
 #include "common/logging.h"
 #include "ir/op_schema.h"
+#include "ir/op_work.h"
 #include "ir/serialization.h"
 #include "kernels/kernel_factory.h"
 #include "runtime/host_resources.h"
@@ -181,11 +182,18 @@ void Executable::bindKernels() {
 ProgramStep Executable::stepOf(size_t index, std::string implementation) const {
   const ir::Node& node = *graph().nodes()[index];
   const memory::OpTemporaries& temporaries = simulation_.memory.temporaries[index];
-  return {std::string(node.name()),   node.location().str(),
-          std::move(implementation),  layout().tasks()[layout().taskOf(node)].name(),
-          node.placement().ipu,       simulation_.costs.ops[index].total(),
-          temporaries.bytes,          temporaries.passes,
-          temporaries.unboundedBytes, node.scopedName()};
+  const costs::OpCost& cost = simulation_.costs.ops[index];
+  ProgramStep step{std::string(node.name()),   node.location().str(),
+                   std::move(implementation),  layout().tasks()[layout().taskOf(node)].name(),
+                   node.placement().ipu,       cost.total(),
+                   temporaries.bytes,          temporaries.passes,
+                   temporaries.unboundedBytes, node.scopedName()};
+  step.syncCycles = cost.syncCycles;
+  step.exchangeCycles = cost.exchangeCycles;
+  step.computeCycles = cost.computeCycles;
+  step.collective = ir::opWork(node).collective != ir::OpWork::Collective::None;
+  step.recomputed = node.placement().recomputed;
+  return step;
 }
 
 // An inference step runs all the call's iterations.

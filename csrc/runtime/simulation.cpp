@@ -12,7 +12,7 @@ namespace {
 Simulation simulateProgram(compiler::Program program, const CompileOptions& options) {
   Simulation simulation{options, std::move(program), {}, {}, {}};
   simulation.memory = memory::planProgramMemory(simulation.program, options.memory, options.system);
-  memory::checkMemoryFits(simulation.memory.report, options.system);
+  if (!options.allowOverCapacity) memory::checkMemoryFits(simulation.memory.report, options.system);
   simulation.costs = costs::buildCostTable(simulation.program, simulation.memory, options.system);
   simulation.call = clock::simulateCall(
       clock::callSetup(simulation.program, simulation.memory, simulation.costs, options.clock));
@@ -30,6 +30,8 @@ void CompileOptions::validate() const {
                 "deviceIterations ", compiler.deviceIterations, ", gradientAccumulation ",
                 compiler.gradientAccumulation, ".");
   memory.validate(system);
+  POPSIM_ASSERT(!allowOverCapacity || kernels.costOnly,
+                "a program over its IPUs' capacity can only be compiled cost-only.");
 }
 
 Simulation simulate(const ir::Graph& graph, const CompileOptions& options) {

@@ -69,6 +69,7 @@ from popsim.strategies import (
 )
 from popsim import optim
 from popsim._executor import Executor, inferenceModel, trainingModel
+from popsim._sizing import IpuSizing, SizingReport, sizeJob
 from popsim._export import load
 from popsim._hooks import registerPostCompileHook, registerPreCompileHook
 from popsim._logging import LOGGER as logger
@@ -166,6 +167,9 @@ __all__ = [
     "SyncPattern",
     "TensorLocationSettings",
     "trainingModel",
+    "sizeJob",
+    "SizingReport",
+    "IpuSizing",
     "UnsupportedOperationError",
     "VariableRetrievalMode",
 ]

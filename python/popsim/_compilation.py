@@ -253,6 +253,12 @@ def compile_options(options: Options, graph: "_C.Graph", training: bool,
     kernels.stochastic_rounding = options.Precision.stochastic_rounding
     kernels.floating_point_exceptions = options.Precision.floating_point_exceptions
     kernels.cost_only = options.Simulator.cost_only
+    if options.Simulator.allow_over_capacity and not options.Simulator.cost_only:
+        raise OptionError(
+            "Simulator.allowOverCapacity() needs Simulator.costOnly(): only a run that computes "
+            "nothing may exceed its IPUs' memory. Set costOnly() too, or leave "
+            "allowOverCapacity off.")
+    compiled.allow_over_capacity = options.Simulator.allow_over_capacity
     kernels.stochastic_rounding_seed = random_seed(options)
     options.TensorLocations._fill(compiled)
     if strategy is not None:

@@ -38,6 +38,7 @@ from popsim._trace import ExecutionTrace
 from popsim.options import Options, profile_directory
 
 if TYPE_CHECKING:
+    from popsim._sizing import SizingReport
     from torch.nn.modules.module import _IncompatibleKeys
 
     from popsim.profiling._writer import ProfileWriter
@@ -193,6 +194,8 @@ class Executor:
         self._narrow_outputs: List[Tuple[int, torch.dtype]] = []
         self._float32_buffers: List[str] = []  # float16 buffers the device holds in float32
         self._compilation_seconds = 0.0
+        self._stages: List[Tuple[str, int, int]] = []  # (block, stage, ipu) as compiled
+        self._last_call_items: Optional[int] = None  # the last call's batch, this process's
         self._binding: Optional[_training.OptimizerBinding] = None
         self._attached = False
         self._detached_state: Optional[Dict[str, torch.Tensor]] = None
@@ -315,6 +318,7 @@ class Executor:
         elif self._optimizer_host_newer:
             self._write_optimizer_state()
         tensors = self._compiled_signature.tensors(args, kwargs)
+        self._last_call_items = next((t.shape[0] for t in tensors if t.dim() > 0), 0)
         if self._input_updates:
             self._refuse_written_inputs_sharing_memory(tensors)
         device_tensors, converted = _compilation.float64_as_float32(
@@ -362,7 +366,7 @@ class Executor:
         assert self._output_structure is not None, "the model has compiled"
         result = _structure.unflatten(outputs, self._output_structure)
         if self._profile_writer is not None:
-            self._profile_writer.after_call(time.perf_counter() - start)
+            self._profile_writer.after_call(time.perf_counter() - start, self.sizingReport)
         return result
 
     @property
@@ -651,6 +655,30 @@ class Executor:
         self._require_compiled("simulatedTime")
         return self._program.last_run_cycles / self._program.clock_hz
 
+    def sizingReport(self) -> "SizingReport":
+        """The job as the last call ran it on the simulated IPUs: each IPU's memory
+        by category against its capacity, the step's simulated cycles and time,
+        throughput in items/s over all replicas and processes (items: the
+        length of the call's batched inputs), each IPU's busy share and where
+        its time goes, and advice. ``str()`` prints it. popsim.sizeJob makes
+        one without computing anything (Simulator.costOnly)."""
+        self._require_compiled("sizingReport")
+        if self._last_call_items is None:
+            raise InputError("sizingReport() needs a call: the simulated clock times the "
+                             "last call. Call the model once (with Simulator.costOnly() it "
+                             "computes nothing), or use popsim.sizeJob.")
+        from popsim._sizing import sizing_report
+        from popsim.profiling._writer import stage_list
+
+        replication = _replication.of(self._options, self._training)
+        return sizing_report(
+            self._program, type(self._user_model).__name__, replicas=replication.job,
+            processes=replication.processes, steps_per_call=self._options.device_iterations,
+            micro_batches_per_step=(self._options.Training.gradient_accumulation
+                                    if self._training else 1),
+            items_per_call=self._last_call_items * replication.processes,
+            stages=stage_list(self._stages))
+
     def compilationTime(self) -> float:
         """Seconds the last compilation took (tracing included)."""
         self._require_compiled("compilationTime")
@@ -694,6 +722,7 @@ class Executor:
         _hooks.run_pre_compile()
         with CompileProgress(self._options.show_compilation_progress_bar) as progress:
             stages = self._compile_phases(args, kwargs, progress)
+            self._stages = stages
             self._start_profiling(profile_root, stages)
         _hooks.run_post_compile()
         if self._options.log_dir:

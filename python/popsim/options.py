@@ -304,6 +304,7 @@ class _SimulatorOptions(_OptionGroup):
     memory_per_ipu: Optional[int] = None
     threads_per_ipu: Optional[int] = None
     cost_only: bool = False
+    allow_over_capacity: bool = False
     _group_name = "Options.Simulator"
 
     def numIpus(self, count: int) -> "_SimulatorOptions":
@@ -359,6 +360,16 @@ class _SimulatorOptions(_OptionGroup):
         """
         with self._setting():
             self.cost_only = _bool("Simulator.costOnly", enabled)
+        return self
+
+    def allowOverCapacity(self, enabled: bool = True) -> "_SimulatorOptions":
+        """With costOnly(): a program that does not fit its IPUs' memory compiles
+        anyway instead of raising OutOfMemoryError, so memoryReport() and
+        sizingReport() can say by how much it is over and what to change
+        (popsim.sizeJob sets it). Only cost-only: a computing run must fit.
+        """
+        with self._setting():
+            self.allow_over_capacity = _bool("Simulator.allowOverCapacity", enabled)
         return self
 
 

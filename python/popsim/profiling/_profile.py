@@ -24,8 +24,8 @@ class Profile:
     ('training' or 'inference'), ``trace`` (an ExecutionTrace rebuilt from
     trace.json, or None before the first call), ``memory`` (memory.json's
     content, or None), ``stages`` (dicts of stage, ipu, blocks), ``host`` (the
-    last call's number and measured wall seconds), ``chrome_trace`` (trace.json's
-    content).
+    last call's number and measured wall seconds), ``sizing`` (the call's
+    SizingReport.to_dict(), or None), ``chrome_trace`` (trace.json's content).
     """
 
     def __init__(self, directory: str, chrome_trace: Optional[Dict[str, Any]],
@@ -39,6 +39,7 @@ class Profile:
         self.stages: List[Dict[str, Any]] = meta.get("stages", [])
         self.host: Optional[Dict[str, Any]] = meta.get("host")
         self.replication: Optional[Dict[str, Any]] = meta.get("replication")
+        self.sizing: Optional[Dict[str, Any]] = meta.get("sizing")
         self.trace: Optional[ExecutionTrace] = None
         if chrome_trace is not None:
             events = [_execution_event(e) for e in chrome_trace["traceEvents"]
@@ -54,7 +55,7 @@ class Profile:
         """The text summary `python -m popsim.profiling` prints."""
         return "\n".join(_summary.summary_lines(self.model, self.kind, self.directory, self.trace,
                                        self.stages, self.memory, self.host,
-                                       replication=self.replication))
+                                       replication=self.replication, sizing=self.sizing))
 
     def __repr__(self) -> str:
         return f"Profile({self.model} ({self.kind}) in {self.directory!r})"

@@ -65,11 +65,13 @@ def replication_lines(replication: Optional[Dict[str, Any]],
 def summary_lines(model: str, kind: str, directory: str, trace: Optional["ExecutionTrace"],
                   stages: List[Dict[str, Any]], memory: Optional[Dict[str, Any]],
                   host: Optional[Dict[str, Any]] = None,
-                  replication: Optional[Dict[str, Any]] = None) -> List[str]:
+                  replication: Optional[Dict[str, Any]] = None,
+                  sizing: Optional[Dict[str, Any]] = None) -> List[str]:
     """Summary lines of a model's profile: its last call's ExecutionTrace (or None),
     its stages (dicts of stage, ipu, blocks), memory.json's content (or None), the
-    host's numbers of the last call (or None) and the replicas (the trace's
-    "replication" entry, or None)."""
+    host's numbers of the last call (or None), the replicas (the trace's
+    "replication" entry, or None) and the sizing report of the call (the
+    trace's "sizing" entry, SizingReport.to_dict(), or None)."""
     analysis = analyse(trace, stages, memory)
     lines = [f"popsim profile of {model} ({kind})" + (f" in {directory}" if directory else ""),
              overview_line(trace, memory, host), ""] + replication_lines(replication, trace)
@@ -99,6 +101,11 @@ def summary_lines(model: str, kind: str, directory: str, trace: Optional["Execut
                  _percent(s.cycles / slowest)] for s in analysis.stages]
         lines += _table(["stage", "IPU", "blocks", "cycles", "compute", "host I/O", "copies",
                          "of slowest"], rows)
+    if sizing is not None:
+        from popsim._sizing import SizingReport  # the sizing report uses the profile's analysis
+
+        report = SizingReport.from_dict(sizing)
+        lines += [""] + report.overview_lines()[1:4] + [""] + report.time_lines()
     pipelined = trace is not None and trace.pipeline["schedule"] != "Sequential"
     tips = advice(analysis, pipelined=pipelined)
     if tips:

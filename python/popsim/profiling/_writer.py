@@ -11,7 +11,7 @@ half a file.
 
 import json
 import os
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 from popsim._trace import ExecutionTrace
 from popsim.profiling import _layout
@@ -23,6 +23,7 @@ from popsim.profiling._summary import summary_lines
 
 if TYPE_CHECKING:
     from popsim._executor import Program
+    from popsim._sizing import SizingReport
 
 
 def _write_atomically(path: str, text: str) -> None:
@@ -79,7 +80,8 @@ class _Compiled:
         self.meta: Dict[str, Any] = {}
         self.report: Tuple[str, str] = ("", "")  # report.html before and after the host's numbers
 
-    def build_call_parts(self, directory: str) -> None:
+    def build_call_parts(self, directory: str,
+                         sizing: Optional[Callable[[], "SizingReport"]] = None) -> None:
         trace = ExecutionTrace.of(self.executable)
         self.trace_body = serialize_events(
             simulated_events(trace, [step.to_dict() for step in self.executable.program()],
@@ -89,13 +91,16 @@ class _Compiled:
                      "total_cycles": trace.total_cycles, "pipeline": trace.pipeline,
                      "stages": self.stages, "compile_seconds": self.compile_seconds,
                      "replication": replication_meta(self.executable, trace, self.replicas)}
+        if sizing is not None:
+            self.meta["sizing"] = sizing().to_dict()
         self.report = report_parts(self.model, self.page_json(directory, trace))
 
     def page_json(self, directory: str, trace: Optional[ExecutionTrace]) -> str:
         """page_data() for report.html; `trace` is None before the first call."""
         replication = self.meta["replication"] if self.meta else None
         summary = "\n".join(summary_lines(self.model, self.kind, directory, trace, self.stages,
-                                          self.memory, replication=replication))
+                                          self.memory, replication=replication,
+                                          sizing=self.meta.get("sizing")))
         return page_data(self.model, self.kind, self.memory, trace, summary)
 
 
@@ -123,11 +128,14 @@ class ProfileWriter:
                           render_report(compiled.model, compiled.page_json(self.directory, None),
                                         {"calls": 0}))
 
-    def after_call(self, wall_seconds: float) -> None:
+    def after_call(self, wall_seconds: float,
+                   sizing: Optional[Callable[[], "SizingReport"]] = None) -> None:
+        """Writes the call's files; `sizing` makes the call's sizing report
+        (asked once per compilation: every call is alike)."""
         compiled = self._compiled
         assert compiled is not None, "after_call() before after_compile()"
         if compiled.trace_body is None:
-            compiled.build_call_parts(self.directory)
+            compiled.build_call_parts(self.directory, sizing)
         assert compiled.trace_body is not None
         self._calls += 1
         simulated = compiled.meta["total_cycles"] / compiled.meta["clock_hz"]

@@ -136,6 +136,7 @@ TEST(FastForwardTest, CopyingRepeatedCyclesGivesTheFullReplay) {
     const clock::SimulatedCall fast = replay(job, true);
     EXPECT_EQ(fast.cycles, full.cycles);
     EXPECT_EQ(fast.computeCyclesOfFirstStep, full.computeCyclesOfFirstStep);
+    EXPECT_EQ(fast.cycleSpans, full.cycleSpans);
     ASSERT_EQ(fast.timeline.size(), full.timeline.size());
     for (size_t i = 0; i < full.timeline.size(); ++i) {
       ASSERT_TRUE(fieldsOf(fast.timeline[i]) == fieldsOf(full.timeline[i]))

@@ -1,0 +1,238 @@
+"""The sizing report (Executor.sizingReport, popsim.sizeJob): memory by
+category against capacity, the step's simulated time, throughput over all
+replicas, and where each IPU's time goes, parts that add up to the call."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import popsim
+from popsim._sizing import TIME_PARTS
+
+
+class FourLayers(nn.Module):
+    """Four linear layers in two blocks, the loss in the second."""
+
+    def __init__(self, width=48):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(width, width) for _ in range(4))
+
+    def forward(self, x, target):
+        for index, layer in enumerate(self.layers):
+            with popsim.Block("AB"[index // 2]):
+                x = torch.relu(layer(x))
+                if index == 3:
+                    return x, F.mse_loss(x, target)
+        raise AssertionError("four layers")
+
+
+def _options(accumulation=8, replicas=1, recomputation=False):
+    opts = popsim.Options()
+    opts.Training.gradientAccumulation(accumulation)
+    opts.setExecutionStrategy(popsim.PipelinedExecution(popsim.AutoStage.AutoIncrement))
+    if replicas > 1:
+        opts.replicationFactor(replicas)
+    if recomputation:
+        opts.Training.recomputation(True)
+    return opts
+
+
+def _micro_batch(size=4, width=48):
+    generator = torch.Generator().manual_seed(0)
+    return (torch.randn(size, width, generator=generator),
+            torch.randn(size, width, generator=generator))
+
+
+def _sgd(model):
+    return torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+
+def test_time_parts_add_up_to_the_call_on_every_ipu():
+    model = FourLayers()
+    report = popsim.sizeJob(model, _micro_batch(), _options(replicas=2, recomputation=True),
+                            _sgd(model))
+    assert len(report.ipus) == 2
+    for ipu in report.ipus:
+        assert set(ipu.time_cycles) == set(TIME_PARTS)
+        assert sum(ipu.time_cycles.values()) == report.call_cycles
+        assert 0 < ipu.busy_share <= 1
+    total = {part: sum(ipu.time_cycles[part] for ipu in report.ipus) for part in TIME_PARTS}
+    for part in ("compute", "exchange", "syncs", "collectives", "recomputation",
+                 "inter-IPU copies", "host I/O", "pipeline fill and drain"):
+        assert total[part] > 0, part
+    assert sum(report.time_shares().values()) == pytest.approx(1.0)
+
+
+def test_parts_follow_the_job():
+    """No recomputation, no replicas: no recomputation and no collectives; one IPU
+    has no pipeline to fill."""
+    model = FourLayers()
+    report = popsim.sizeJob(model, _micro_batch(), _options(), _sgd(model))
+    for ipu in report.ipus:
+        assert ipu.time_cycles["recomputation"] == 0
+        assert ipu.time_cycles["collectives"] == 0
+    opts = popsim.Options()
+    opts.Training.gradientAccumulation(8)
+    single = nn.Sequential(nn.Linear(48, 48))
+
+    class Loss(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = single
+
+        def forward(self, x, target):
+            out = self.net(x)
+            return out, F.mse_loss(out, target)
+
+    report = popsim.sizeJob(Loss(), _micro_batch(), opts, _sgd(single))
+    (ipu,) = report.ipus
+    assert ipu.time_cycles["pipeline fill and drain"] == 0
+    assert ipu.time_cycles["inter-IPU copies"] == 0
+    assert sum(ipu.time_cycles.values()) == report.call_cycles
+
+
+def test_a_sizing_equals_the_computing_run():
+    """sizeJob's cycles, memory and breakdown are those of a call that computes
+    the same job (with the same inputs' shapes)."""
+    torch.manual_seed(0)
+    model = FourLayers()
+    opts = _options(accumulation=4, replicas=2)
+    sized = popsim.sizeJob(model, _micro_batch(), opts, _sgd(model))
+    trainer = popsim.trainingModel(model, opts, _sgd(model))
+    x, target = _micro_batch(4 * 4 * 2)
+    trainer(x, target)
+    run = trainer.sizingReport()
+    assert not run.cost_only and sized.cost_only
+    assert run.call_cycles == sized.call_cycles
+    assert [i.memory_by_category for i in run.ipus] == [i.memory_by_category for i in sized.ipus]
+    assert [i.time_cycles for i in run.ipus] == [i.time_cycles for i in sized.ipus]
+    assert run.items_per_call == sized.items_per_call == 32
+
+
+def test_throughput_counts_every_replica():
+    model = FourLayers()
+    report = popsim.sizeJob(model, _micro_batch(4), _options(accumulation=8, replicas=4),
+                            _sgd(model))
+    assert report.replicas == 4 and report.total_ipus == 8
+    assert report.items_per_call == 4 * 8 * 4
+    assert report.throughput == pytest.approx(
+        report.items_per_call / (report.call_cycles / report.clock_hz))
+    assert report.step_seconds == pytest.approx(report.call_seconds)
+
+
+def test_device_iterations_are_steps_of_a_call():
+    model = FourLayers()
+    opts = _options(accumulation=4).deviceIterations(3)
+    report = popsim.sizeJob(model, _micro_batch(2), opts, _sgd(model))
+    assert report.steps_per_call == 3
+    assert report.items_per_call == 2 * 4 * 3
+    assert report.step_cycles == pytest.approx(report.call_cycles / 3)
+
+
+def test_a_job_that_does_not_fit_is_reported_with_what_to_change():
+    model = FourLayers(width=256)
+    opts = _options()
+    opts.Simulator.memoryPerIpu("2MiB")
+    report = popsim.sizeJob(model, _micro_batch(64, 256), opts, _sgd(model))
+    assert not report.fits
+    over = [ipu for ipu in report.ipus if not ipu.fits]
+    assert over and over[0].memory_bytes > over[0].capacity_bytes == 2 * 2**20
+    text = str(report)
+    assert "Fits: NO: IPU" in text and "does NOT fit" in text
+    assert f"IPU {over[0].ipu} does not fit: it needs" in report.advice[0]
+    assert "Try " in report.advice[0]
+    # A run that computes refuses it.
+    trainer = popsim.trainingModel(model, opts, _sgd(model))
+    with pytest.raises(popsim.OutOfMemoryError, match="Out of memory on IPU"):
+        trainer(*_micro_batch(64 * 8, 256))
+
+
+def test_allow_over_capacity_needs_cost_only():
+    model = FourLayers()
+    opts = _options()
+    opts.Simulator.allowOverCapacity()
+    trainer = popsim.trainingModel(model, opts, _sgd(model))
+    with pytest.raises(popsim.OptionError,
+                       match=r"Simulator.allowOverCapacity\(\) needs Simulator.costOnly\(\)"):
+        trainer(*_micro_batch(32))
+
+
+def test_a_pod_sized_batch_is_never_allocated():
+    """A call of 2**16 micro-batches of 64 images (about 150 GB of float32)
+    stands for itself with stride-0 views: the sizing needs no such memory."""
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 22 * 22, 10))
+
+    class Loss(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = model
+
+        def forward(self, x, target):
+            out = self.net(x)
+            return out, F.cross_entropy(out, target)
+
+    opts = popsim.Options()
+    opts.Training.gradientAccumulation(2**16)
+    report = popsim.sizeJob(Loss(), (torch.randn(64, 3, 24, 24), torch.randint(0, 10, (64,))),
+                            opts, _sgd(model))
+    assert report.items_per_call == 64 * 2**16
+    assert report.fits and report.throughput > 0
+
+
+def test_the_printout_says_its_times_are_simulated():
+    model = FourLayers()
+    text = str(popsim.sizeJob(model, _micro_batch(), _options(), _sgd(model)))
+    assert "cost-only: nothing was computed" in text
+    for line in text.splitlines():
+        if " ms " in line or "items/s" in line:
+            assert line.startswith("Simulated"), line
+    assert "Where each IPU's time goes (share of the simulated call)" in text
+
+
+def test_sizing_report_needs_a_call():
+    model = FourLayers()
+    trainer = popsim.trainingModel(model, _options(), _sgd(model))
+    trainer.compile(*_micro_batch(32))
+    with pytest.raises(popsim.InputError, match=r"sizingReport\(\) needs a call"):
+        trainer.sizingReport()
+
+
+def test_an_inference_job():
+    model = FourLayers()
+
+    class Forward(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = model.layers
+
+        def forward(self, x):
+            for index, layer in enumerate(self.layers):
+                with popsim.Block("AB"[index // 2]):
+                    x = layer(x)
+            return x
+
+    opts = popsim.Options().deviceIterations(16)
+    opts.setExecutionStrategy(popsim.PipelinedExecution(popsim.AutoStage.AutoIncrement))
+    report = popsim.sizeJob(Forward(), torch.randn(8, 48), opts)
+    assert report.items_per_call == 8 * 16 and report.micro_batches_per_step == 1
+    for ipu in report.ipus:
+        assert sum(ipu.time_cycles.values()) == report.call_cycles
+    assert report.to_dict()["throughput"] == report.throughput
+
+
+def test_the_profile_and_report_html_carry_the_sizing(tmp_path):
+    model = FourLayers()
+    opts = _options(replicas=2).enableProfiling(str(tmp_path))
+    opts.Simulator.costOnly()
+    trainer = popsim.trainingModel(model, opts, _sgd(model))
+    trainer(*_micro_batch(4 * 8 * 2))
+    report = trainer.sizingReport()
+    profile = popsim.profiling.load(trainer.profileDirectory())
+    assert profile.sizing == report.to_dict()
+    summary = profile.summary()
+    assert f"Simulated throughput: {report.throughput:,.0f} items/s over 4 IPUs" in summary
+    assert "\n".join(report.time_lines()) in summary
+    with open(f"{trainer.profileDirectory()}/report.html", encoding="utf-8") as page:
+        html = page.read()
+    assert "Where each IPU's time goes (share of the simulated call):" in html
