@@ -228,10 +228,11 @@ class Wide(nn.Module):
 
 
 def sharded_run(sharding, optimizer=popsim.optim.Adam, steps=3, min_elements=0, off_chip=False,
-                replicas=4, **optimizer_args):
+                replicas=4, dtype=torch.float32, **optimizer_args):
     model = Wide()
     torch.manual_seed(0)
     model.load_state_dict(Wide().state_dict())
+    model.to(dtype)
     opts = popsim.Options().replicationFactor(replicas)
     opts.Training.gradientAccumulation(2)
     opts.TensorLocations.setOptimizerLocation(
@@ -241,7 +242,7 @@ def sharded_run(sharding, optimizer=popsim.optim.Adam, steps=3, min_elements=0, 
     trainer = popsim.trainingModel(model, opts, optim)
     generator = torch.Generator().manual_seed(3)
     for _ in range(steps):
-        trainer(torch.randn(replicas * 2 * 4, 20, generator=generator),
+        trainer(torch.randn(replicas * 2 * 4, 20, generator=generator).to(dtype),
                 torch.randint(0, 6, (replicas * 2 * 4,), generator=generator))
     trainer.copyWeightsToHost()
     return model, optim, trainer
@@ -275,6 +276,17 @@ def test_sharded_optimizer_state_trains_as_the_whole_state(optimizer, args):
     if optimizer is popsim.optim.LAMB:  # its trust ratio sums the shards' norms
         ops = [step.op for step in trainer._executable.program()]
         assert ops.count("lamb_update_sharded") == 4 and "lamb_update" not in ops
+
+
+@pytest.mark.parametrize("optimizer,args", [(popsim.optim.SGD, {"momentum": 0.9}),
+                                            (popsim.optim.LAMBNoBias, {})])
+def test_float16_weights_update_their_shard_in_float16(optimizer, args):
+    """A float16 weight's shard is float16 (its update writes the weight's
+    dtype), and training matches the whole state's."""
+    whole, _, _ = sharded_run(False, optimizer, dtype=torch.float16, **args)
+    sharded, _, trainer = sharded_run(True, optimizer, dtype=torch.float16, **args)
+    assert_same_weights(sharded, whole)
+    assert "f16[150] = replica_shard" in trainer._debug_ir(optimized=True)
 
 
 def test_sharding_skips_small_tensors_and_works_off_chip():

@@ -109,8 +109,11 @@ void addUpdate(ir::Graph& graph, const TrainingConfig& config, const ParameterGr
 void addShardedUpdate(ir::Graph& graph, const TrainingConfig& config, const ParameterGroup& group,
                       ir::Value* param, ir::Value* gradShard, ir::Value* hyper, ir::Value* step) {
   const ir::Placement where = inPhase(placementOf(param), ir::Phase::Update);
+  // The weight's dtype (a float16 weight's shard is float16), the gradient
+  // shard's shape.
   ir::Value* shard = graph.addState(ir::parameterStateName(param->name(), "weight_shard"),
-                                    gradShard->type(), ir::StateKind::Optimizer);
+                                    ir::TensorType{param->type().dtype, gradShard->type().shape},
+                                    ir::StateKind::Optimizer);
   ir::Value* mine = addNode(graph, ir::OpKind::ReplicaShard, {param},
                             collectiveAttrs(config, param->name() + "/shard"), where.phase, where)
                         ->output();
