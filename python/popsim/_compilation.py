@@ -125,7 +125,8 @@ def import_call(model: torch.nn.Module, options: Options, training: bool,
     with float32_statistics(model, options) as float32_buffers:
         traced, flat = _tracing.trace(model, signature, micro, training,
                                       module_scopes=options.module_namescope,
-                                      downcast_mixed_floats=downcast)
+                                      downcast_mixed_floats=downcast,
+                                      shapes_only=options.Simulator.cost_only)
     tracing_done()
     graph = _C.import_module(traced, _tracing.widened(micro), source_location_excludes(options),
                              _tracing.MODEL_ATTRIBUTE, signature.tensor_names,

@@ -40,10 +40,13 @@ class HalfOnCpu(TorchDispatchMode):
     results to float16 (see the module doc). Views run as they are (they
     compute nothing and must share their input's storage)."""
 
-    def __init__(self, downcast_mixed: bool) -> None:
+    def __init__(self, downcast_mixed: bool, shapes_only: bool = False) -> None:
         super().__init__()
         # FloatDowncastToHalf: an op mixing float16 and float32 operands gives float16.
         self._downcast_mixed = downcast_mixed
+        # A cost-only compilation: matmuls and convolutions give zeros of their
+        # result's shape and dtype instead of computing.
+        self._shapes_only = shapes_only
 
     def __torch_dispatch__(self, func: torch._ops.OpOverload, types: Collection[type],
                            args: Sequence[Any] = (), kwargs: Optional[Dict[str, Any]] = None
@@ -51,6 +54,8 @@ class HalfOnCpu(TorchDispatchMode):
         kwargs = kwargs or {}
         flat, _ = tree_flatten((args, kwargs))
         tensors = [t for t in flat if isinstance(t, torch.Tensor)]
+        if self._shapes_only and func in _PRODUCTS:
+            return self._placeholder(func, args, kwargs, tensors)
         asks_half = kwargs.get("dtype") == torch.float16
         if (not any(_is_half(t) for t in tensors) and not asks_half) or _returns_view(func):
             return func(*args, **kwargs)
@@ -77,6 +82,38 @@ class HalfOnCpu(TorchDispatchMode):
                    for t, dtype in zip(_as_list(result), dtypes)]
         return tuple(rounded) if isinstance(result, (tuple, list)) else rounded[0]
 
+
+    def _placeholder(self, func: torch._ops.OpOverload, args: Sequence[Any],
+                     kwargs: Dict[str, Any], tensors: List[torch.Tensor]) -> torch.Tensor:
+        """Zeros with the shape of `func`'s result (from its meta kernel) and the
+        dtype a computing trace gives it: PyTorch 1.13's CPU has no float16
+        matmul or convolution, so with float16 operands it is float16 when
+        they all are or FloatDowncastToHalf says, else float32."""
+        if func is torch.ops.aten._convolution.default:
+            func, args = torch.ops.aten.convolution.default, args[:9]
+        meta = func(*tree_map(_to_meta, args), **tree_map(_to_meta, kwargs))
+        dtype = meta.dtype
+        floats = [t for t in tensors if t.is_floating_point()]
+        if any(_is_half(t) for t in floats):
+            half = all(_is_half(t) for t in floats) or self._downcast_mixed
+            dtype = torch.float16 if half else torch.float32
+        return torch.zeros(meta.shape, dtype=dtype)
+
+
+def _to_meta(value: Any) -> Any:
+    """A tensor's meta twin (float16 as float32, as the computing trace runs it)."""
+    if not isinstance(value, torch.Tensor):
+        return value
+    return value.to("meta", torch.float32 if _is_half(value) else value.dtype)
+
+
+# What a cost-only trace does not compute: the products, which are nearly all
+# of a model's host time (PyTorch's generic CPU BLAS runs a transformer
+# layer's matmuls for seconds per micro-batch). Their values matter to
+# nothing a cost-only compilation keeps; the ops around them still run.
+_PRODUCTS = frozenset({torch.ops.aten.addmm.default, torch.ops.aten.mm.default,
+                       torch.ops.aten.bmm.default, torch.ops.aten.baddbmm.default,
+                       torch.ops.aten.convolution.default, torch.ops.aten._convolution.default})
 
 _HALF_MAX = 65504.0  # the largest finite float16
 
@@ -185,14 +222,14 @@ _CONVOLUTIONS.update({f"conv_transpose{d}d": _conv_transpose(d) for d in (1, 2, 
 
 
 @contextlib.contextmanager
-def half_on_cpu(downcast_mixed: bool) -> Iterator[None]:
+def half_on_cpu(downcast_mixed: bool, shapes_only: bool = False) -> Iterator[None]:
     """HalfOnCpu with the convolutions traced as aten::_convolution."""
     functional = torch.nn.functional
     saved = {name: getattr(functional, name) for name in _CONVOLUTIONS}
     for name, function in _CONVOLUTIONS.items():
         setattr(functional, name, function)
     try:
-        with HalfOnCpu(downcast_mixed):
+        with HalfOnCpu(downcast_mixed, shapes_only):
             yield
     finally:
         for name, function in saved.items():

@@ -347,26 +347,28 @@ def _run_deferred() -> None:
 
 def trace(model: torch.nn.Module, signature: Signature,
           micro_batch_tensors: Sequence[torch.Tensor], training: bool,
-          module_scopes: bool = False, downcast_mixed_floats: bool = True
-          ) -> Tuple[torch.jit.ScriptModule, _FlatModel]:
+          module_scopes: bool = False, downcast_mixed_floats: bool = True,
+          shapes_only: bool = False) -> Tuple[torch.jit.ScriptModule, _FlatModel]:
     """Traces the model on one micro-batch; returns (traced, flat wrapper).
 
     Inference traces in eval mode. Training traces with each module's own
     train/eval flag, as eager PyTorch would run it (frozen batch norm stays
     frozen). With `module_scopes`, ops are named after their submodules.
     Float16 ops run in float32 underneath the trace (_half_tracing.py), as
-    Precision.halfFloatCasting says for mixed operands."""
+    Precision.halfFloatCasting says for mixed operands. With `shapes_only` (a
+    cost-only compilation), matmuls and convolutions do not compute: they
+    give zeros of their results' shapes and dtypes."""
     try:
         with _TRACE_LOCK:
             return _trace(model, signature, micro_batch_tensors, training, module_scopes,
-                          downcast_mixed_floats)
+                          downcast_mixed_floats, shapes_only)
     finally:
         _run_deferred()
 
 
 def _trace(model: torch.nn.Module, signature: Signature,
            micro_batch_tensors: Sequence[torch.Tensor], training: bool, module_scopes: bool,
-           downcast_mixed_floats: bool
+           downcast_mixed_floats: bool, shapes_only: bool
            ) -> Tuple[torch.jit.ScriptModule, _FlatModel]:
     flat = _FlatModel(model, signature)
     _blocks.reset_for_trace()
@@ -385,7 +387,7 @@ def _trace(model: torch.nn.Module, signature: Signature,
     # fused kernels under no_grad that have no popsim lowering.
     # Always on, for float16 parameters and inputs as for float16 made inside
     # forward(); ops without float16 operands pass straight through it.
-    guards.enter_context(_half_tracing.half_on_cpu(downcast_mixed_floats))
+    guards.enter_context(_half_tracing.half_on_cpu(downcast_mixed_floats, shapes_only))
     with guards, torch.enable_grad(), warnings.catch_warnings():
         # PyTorch's own modules turn shapes into Python values (e.g. attention's
         # shape asserts); popsim compiles fixed shapes, so those warnings are

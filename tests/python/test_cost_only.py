@@ -212,3 +212,28 @@ def test_a_wrong_input_shape_is_refused_as_in_a_computing_run():
     with pytest.raises(popsim.InputError, match=r"Input 'images' has 8 samples in dimension 0 "
                                                 r"but the model was compiled for 64 per call"):
         trainer(images[:8], labels[:8])
+
+
+@pytest.mark.parametrize("weight_dtype,input_dtype,downcast,expected", [
+    (torch.float32, torch.float32, True, torch.float32),
+    (torch.float16, torch.float16, False, torch.float16),
+    (torch.float16, torch.float32, True, torch.float16),
+    (torch.float16, torch.float32, False, torch.float32)])
+def test_a_cost_only_trace_does_not_compute_products(weight_dtype, input_dtype, downcast,
+                                                     expected):
+    """While a cost-only model traces, matmuls and convolutions give zeros of
+    their results' shapes and dtypes (the dtypes a computing trace gives)
+    instead of computing: NaN weights leave no trace."""
+    from popsim._half_tracing import half_on_cpu
+
+    linear = nn.Linear(6, 5).to(weight_dtype)
+    conv = nn.Conv2d(2, 3, 3).to(weight_dtype)
+    with torch.no_grad():
+        for module in (linear, conv):
+            module.weight.fill_(float("nan"))
+    with half_on_cpu(downcast, shapes_only=True):
+        out = linear(torch.ones(4, 6, dtype=input_dtype))
+        image = conv(torch.ones(1, 2, 7, 7, dtype=input_dtype))
+    assert out.shape == (4, 5) and out.dtype == expected
+    assert image.shape == (1, 3, 5, 5) and image.dtype == expected
+    assert not out.isnan().any() and not image.isnan().any()
