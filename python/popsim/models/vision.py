@@ -1,0 +1,104 @@
+"""torchvision's ResNet-50 and ViT-B/16 as Graphcore's examples train them,
+for sizing jobs: images arrive as 8-bit integers and are normalised on the
+device, the loss (cross entropy with label smoothing) is part of the model,
+and ViT-B/16's encoder layers go into one popsim.Block per IPU from a
+``layers_per_ipu`` list (the patch embedding with the first layers, the
+head with the last).
+"""
+
+import contextlib
+from typing import ContextManager, Optional, Sequence, Tuple, cast
+
+import torch
+import torch.nn.functional as F
+import torchvision
+from torch import nn
+
+from popsim._blocks import Block
+from popsim._tensor_ops import recomputationCheckpoint
+
+# ImageNet's channel means and standard deviations, on the 0-255 scale.
+_MEAN = (0.485 * 255, 0.456 * 255, 0.406 * 255)
+_STD = (0.229 * 255, 0.224 * 255, 0.225 * 255)
+
+
+class _Normalise(nn.Module):
+    """8-bit images to the network's dtype, normalised (on the device, so the
+    host streams a quarter of float32's bytes)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("mean", torch.tensor(_MEAN).reshape(1, 3, 1, 1))
+        self.register_buffer("std", torch.tensor(_STD).reshape(1, 3, 1, 1))
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        mean, std = cast(torch.Tensor, self.mean), cast(torch.Tensor, self.std)
+        return (images.to(mean.dtype) - mean) / std
+
+
+class ResNet50Training(nn.Module):
+    """torchvision's ResNet-50 (v1.5) with 8-bit input and the loss:
+    ``forward(images_uint8, labels)`` returns (logits, loss)."""
+
+    def __init__(self, num_classes: int = 1000, label_smoothing: float = 0.1) -> None:
+        super().__init__()
+        self.normalise = _Normalise()
+        self.network = torchvision.models.resnet50(num_classes=num_classes)
+        self.label_smoothing = label_smoothing
+
+    def forward(self, images: torch.Tensor, labels: torch.Tensor
+                ) -> Tuple[torch.Tensor, torch.Tensor]:
+        logits = self.network(self.normalise(images))
+        return logits, F.cross_entropy(logits.float(), labels,
+                                       label_smoothing=self.label_smoothing)
+
+
+class ViTTraining(nn.Module):
+    """torchvision's ViT-B/16 with 8-bit input and the loss, its encoder
+    layers split over IPUs by ``layers_per_ipu`` (one block "IPU<n>" each):
+    ``forward(images_uint8, labels)`` returns (logits, loss)."""
+
+    def __init__(self, num_classes: int = 1000,
+                 layers_per_ipu: Optional[Sequence[int]] = None,
+                 recompute_checkpoint_every_layer: bool = False) -> None:
+        super().__init__()
+        self.normalise = _Normalise()
+        self.vit = torchvision.models.vit_b_16(num_classes=num_classes)
+        layers = len(self.vit.encoder.layers)
+        counts = list(layers_per_ipu) if layers_per_ipu is not None else [layers]
+        if sum(counts) != layers or any(n < 0 for n in counts):
+            raise ValueError(f"layers_per_ipu {counts} must place each of the {layers} "
+                             f"layers once (sum {sum(counts)}).")
+        self.ipu_of_layer = [ipu for ipu, count in enumerate(counts) for _ in range(count)]
+        self.split = layers_per_ipu is not None
+        self.checkpoints = recompute_checkpoint_every_layer
+
+    def _block(self, ipu: int) -> ContextManager[object]:
+        if not self.split:
+            return contextlib.nullcontext()
+        return cast(ContextManager[object], Block(f"IPU{ipu}", ipu_id=ipu))
+
+    def forward(self, images: torch.Tensor, labels: torch.Tensor
+                ) -> Tuple[torch.Tensor, torch.Tensor]:
+        vit, encoder = self.vit, self.vit.encoder
+        with self._block(self.ipu_of_layer[0]):
+            tokens = vit._process_input(self.normalise(images))
+            cls = vit.class_token.expand(tokens.shape[0], -1, -1)
+            hidden = encoder.dropout(torch.cat([cls, tokens], dim=1) + encoder.pos_embedding)
+        for index, layer in enumerate(encoder.layers):
+            with self._block(self.ipu_of_layer[index]):
+                hidden = layer(hidden)
+                if self.checkpoints:
+                    hidden = recomputationCheckpoint(hidden)
+        with self._block(self.ipu_of_layer[-1]):
+            logits = vit.heads(encoder.ln(hidden)[:, 0])
+            return logits, F.cross_entropy(logits.float(), labels)
+
+
+def image_batch(batch: int, num_classes: int = 1000, size: int = 224,
+                seed: int = 0) -> Tuple[torch.Tensor, torch.Tensor]:
+    """A random micro-batch of 8-bit images and labels."""
+    generator = torch.Generator().manual_seed(seed)
+    images = torch.randint(0, 256, (batch, 3, size, size), dtype=torch.uint8,
+                           generator=generator)
+    return images, torch.randint(0, num_classes, (batch,), generator=generator)

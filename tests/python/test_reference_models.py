@@ -1,0 +1,79 @@
+"""The reference models for sizing (popsim.models): BERT with its pretraining
+and SQuAD heads, split by layers_per_ipu, computes what eager PyTorch does;
+ResNet-50 and ViT-B/16 size as their published jobs are split."""
+
+import pytest
+import torch
+
+import popsim
+from conftest import assert_close
+from popsim.models import (BertConfig, BertPretraining, BertSquad, ResNet50Training,
+                           ViTTraining, image_batch, pretraining_batch, squad_batch)
+
+TINY = BertConfig(vocab_size=50, hidden_size=16, num_layers=2, num_heads=2,
+                  intermediate_size=32, max_positions=16, hidden_dropout=0.0,
+                  attention_dropout=0.0)
+
+
+def _pipelined(accumulation=2):
+    opts = popsim.Options()
+    opts.Training.gradientAccumulation(accumulation)
+    opts.setExecutionStrategy(popsim.PipelinedExecution(popsim.AutoStage.AutoIncrement))
+    return opts
+
+
+@pytest.mark.parametrize("head", ["pretraining", "squad"])
+def test_bert_split_over_ipus_computes_the_eager_loss(head):
+    torch.manual_seed(0)
+    if head == "pretraining":
+        model = BertPretraining(TINY, layers_per_ipu=[0, 1, 1])
+        batch = pretraining_batch(TINY, 8 * 2, sequence=8, masked=3)
+    else:
+        model = BertSquad(TINY, layers_per_ipu=[1, 1])
+        batch = squad_batch(TINY, 8 * 2, sequence=8)
+    expected = model(*[t[14:] for t in batch])  # the last micro-batch, before the update
+    trainer = popsim.trainingModel(model, _pipelined(accumulation=8),
+                                   popsim.optim.SGD(model.parameters(), lr=0.0))
+    loss = trainer(*batch)
+    assert_close(loss, expected.detach(), rtol=1e-5, atol=1e-6)
+    ipus = {stage["ipu"] for stage in trainer.executionTrace().events}
+    assert ipus == ({0, 1, 2} if head == "pretraining" else {0, 1})
+
+
+def test_bert_sizes_pipelined_with_its_heads_back_on_ipu_0():
+    model = BertPretraining(TINY, layers_per_ipu=[0, 1, 1], recompute_checkpoint_every_layer=True)
+    opts = _pipelined(accumulation=8)
+    opts.Training.recomputation(True)
+    report = popsim.sizeJob(model, pretraining_batch(TINY, 2, sequence=8, masked=3), opts,
+                            popsim.optim.LAMBNoBias(model.parameters()))
+    assert report.ipus_per_replica == 3
+    assert report.fits and report.items_per_call == 16
+    assert sum(ipu.time_cycles["recomputation"] for ipu in report.ipus) > 0
+
+
+def test_bert_large_has_bert_large_sizes():
+    config = BertConfig.large()
+    assert (config.hidden_size, config.num_layers, config.num_heads,
+            config.intermediate_size) == (1024, 24, 16, 4096)
+
+
+def test_layers_per_ipu_must_place_every_layer_once():
+    with pytest.raises(ValueError, match=r"layers_per_ipu \[1, 2\] must place each of the 2 "
+                                         r"layers once \(sum 3\)"):
+        BertPretraining(TINY, layers_per_ipu=[1, 2])
+    with pytest.raises(ValueError, match="must place each of the 12 layers once"):
+        ViTTraining(layers_per_ipu=[3, 3, 3])
+
+
+def test_resnet50_and_vit_b16_size_as_their_published_jobs_split():
+    torch.manual_seed(0)
+    resnet = ResNet50Training().half()
+    opts = popsim.Options()
+    opts.Training.gradientAccumulation(4)
+    report = popsim.sizeJob(resnet, image_batch(2), opts,
+                            popsim.optim.SGD(resnet.parameters(), lr=0.1, momentum=0.9))
+    assert report.ipus_per_replica == 1 and report.items_per_call == 8
+    vit = ViTTraining(layers_per_ipu=[3, 3, 3, 3]).half()
+    report = popsim.sizeJob(vit, image_batch(1), _pipelined(accumulation=8),
+                            popsim.optim.SGD(vit.parameters(), lr=0.1, momentum=0.9))
+    assert report.ipus_per_replica == 4 and report.fits
