@@ -208,7 +208,7 @@ private:
   struct Replayed {
     CycleKey key;
     ClockState before; // the state it started from
-    int64_t cycle = 0;  // in the call
+    int64_t cycle = 0; // in the call
     uint64_t start = 0;
     uint64_t computeDuration = 0;
     size_t firstEvent = 0;

@@ -71,9 +71,7 @@ struct ClockSetup {
 struct CycleSpan {
   uint64_t start = 0;
   uint64_t end = 0;
-  bool operator==(const CycleSpan& other) const {
-    return start == other.start && end == other.end;
-  }
+  bool operator==(const CycleSpan& other) const { return start == other.start && end == other.end; }
 };
 
 // One call replayed on the simulated clock.

@@ -531,10 +531,9 @@ void bindRuntime(py::module_& module) {
           },
           "Each pipeline cycle of the last call: (start, end) on the simulated clock, "
           "the sync after its busiest IPU included.")
-      .def_property_readonly("sync_cycles",
-                             [](const Executable& executable) {
-                               return executable.simulation().costs.syncCycles;
-                             })
+      .def_property_readonly(
+          "sync_cycles",
+          [](const Executable& executable) { return executable.simulation().costs.syncCycles; })
       .def("pipeline",
            [](const Executable& executable) {
              const compiler::TaskLayout& layout = executable.layout();

@@ -129,6 +129,31 @@ auto fieldsOf(const clock::TimelineEvent& event) {
                   event.part, event.start, event.end, event.fromIpus, event.ioTiles);
 }
 
+// The pipeline cycles' spans follow one another, each holds its events and
+// ends with the sync; the call ends with (or after) the last.
+TEST(FastForwardTest, CycleSpansTileTheCall) {
+  for (const Job& job : jobs()) {
+    SCOPED_TRACE(job.name);
+    const clock::SimulatedCall call = replay(job, true);
+    ASSERT_FALSE(call.cycleSpans.empty());
+    EXPECT_EQ(call.cycleSpans.front().start, 0u);
+    for (size_t i = 0; i < call.cycleSpans.size(); ++i) {
+      const clock::CycleSpan& span = call.cycleSpans[i];
+      EXPECT_LT(span.start, span.end);
+      if (i > 0) {
+        EXPECT_GE(span.start, call.cycleSpans[i - 1].end);
+      }
+    }
+    EXPECT_LE(call.cycleSpans.back().end, call.cycles);
+    for (const clock::TimelineEvent& event : call.timeline) {
+      if (event.part != clock::EventPart::Compute) continue;
+      const clock::CycleSpan& span = call.cycleSpans[static_cast<size_t>(event.cycle)];
+      EXPECT_GE(event.start, span.start);
+      EXPECT_LE(event.end, span.end);
+    }
+  }
+}
+
 TEST(FastForwardTest, CopyingRepeatedCyclesGivesTheFullReplay) {
   for (const Job& job : jobs()) {
     SCOPED_TRACE(job.name);
