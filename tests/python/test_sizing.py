@@ -27,6 +27,19 @@ class FourLayers(nn.Module):
         raise AssertionError("four layers")
 
 
+class WithLoss(nn.Module):
+    """`net` with `loss` of its output and the target."""
+
+    def __init__(self, net, loss):
+        super().__init__()
+        self.net = net
+        self.loss = loss
+
+    def forward(self, x, target):
+        out = self.net(x)
+        return out, self.loss(out, target)
+
+
 def _options(accumulation=8, replicas=1, recomputation=False):
     opts = popsim.Options()
     opts.Training.gradientAccumulation(accumulation)
@@ -75,17 +88,7 @@ def test_parts_follow_the_job():
     opts = popsim.Options()
     opts.Training.gradientAccumulation(8)
     single = nn.Sequential(nn.Linear(48, 48))
-
-    class Loss(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.net = single
-
-        def forward(self, x, target):
-            out = self.net(x)
-            return out, F.mse_loss(out, target)
-
-    report = popsim.sizeJob(Loss(), _micro_batch(), opts, _sgd(single))
+    report = popsim.sizeJob(WithLoss(single, F.mse_loss), _micro_batch(), opts, _sgd(single))
     (ipu,) = report.ipus
     assert ipu.time_cycles["pipeline fill and drain"] == 0
     assert ipu.time_cycles["inter-IPU copies"] == 0
@@ -162,19 +165,9 @@ def test_a_pod_sized_batch_is_never_allocated():
     """A call of 2**16 micro-batches of 64 images (about 150 GB of float32)
     stands for itself with stride-0 views: the sizing needs no such memory."""
     model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 22 * 22, 10))
-
-    class Loss(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.net = model
-
-        def forward(self, x, target):
-            out = self.net(x)
-            return out, F.cross_entropy(out, target)
-
     opts = popsim.Options()
     opts.Training.gradientAccumulation(2**16)
-    report = popsim.sizeJob(Loss(), (torch.randn(64, 3, 24, 24), torch.randint(0, 10, (64,))),
+    report = popsim.sizeJob(WithLoss(model, F.cross_entropy), (torch.randn(64, 3, 24, 24), torch.randint(0, 10, (64,))),
                             opts, _sgd(model))
     assert report.items_per_call == 64 * 2**16
     assert report.fits and report.throughput > 0
