@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace popsim::costs {
 namespace {
@@ -34,7 +35,78 @@ uint64_t macCycles(uint64_t macs, const device::ChipSpec& chip, ir::DType dtype)
   return static_cast<uint64_t>(std::ceil(static_cast<double>(macs) / perCycle));
 }
 
+// One vectorised pass over `perTile` elements on every tile.
+uint64_t tilePassCycles(uint64_t perTile, ir::DType dtype) {
+  const uint64_t vectorWidth = dtype == ir::DType::Float16 ? 4 : 2;
+  return 6 * (58 + 3 * ceilDiv(perTile, 6 * vectorWidth)) + 11;
+}
+
+// Ways to split one dimension over tiles: 1, 2, 3, 4, 6, 8, 12, ... up to
+// `limit`, and `limit` itself (a planner's search, kept small).
+std::vector<uint64_t> splits(uint64_t limit) {
+  std::vector<uint64_t> result;
+  for (uint64_t power = 1; power <= limit; power *= 2) {
+    result.push_back(power);
+    if (power * 3 / 2 > power && power * 3 / 2 <= limit) result.push_back(power * 3 / 2);
+  }
+  if (result.back() != limit) result.push_back(limit);
+  return result;
+}
+
 } // namespace
+
+ProductCost productCost(const ir::OpWork::Product& product, ir::DType dtype,
+                        uint64_t partialElementBytes, const device::ChipSpec& chip) {
+  const auto tiles = static_cast<uint64_t>(chip.tiles);
+  const uint64_t elementBytes = ir::elementSize(dtype);
+  const int64_t perTileCycle =
+      dtype == ir::DType::Float16 ? chip.fp16MacsPerTileCycle : chip.fp32MacsPerTileCycle;
+  const double macsPerCycle = static_cast<double>(perTileCycle) * kMatMulEfficiency;
+  const auto computeOf = [&](uint64_t macs) {
+    return static_cast<uint64_t>(std::ceil(static_cast<double>(macs) / macsPerCycle));
+  };
+  const auto receiveOf = [&](uint64_t bytes) {
+    return ceilDiv(bytes, static_cast<uint64_t>(chip.exchangeBytesPerTileCycle));
+  };
+  const uint64_t m = std::max<uint64_t>(product.m, 1);
+  const uint64_t k = std::max<uint64_t>(product.k, 1);
+  const uint64_t n = std::max<uint64_t>(product.n, 1);
+  ProductCost best;
+  if (product.groups >= tiles) { // whole groups per tile
+    const uint64_t groups = ceilDiv(product.groups, tiles);
+    best.exchangeCycles = receiveOf(groups * (m * k + k * n) * elementBytes);
+    best.computeCycles = computeOf(groups * m * k * n);
+    return best;
+  }
+  const uint64_t perGroup = tiles / product.groups;
+  uint64_t bestTotal = UINT64_MAX;
+  for (uint64_t pm : splits(std::min(m, perGroup))) {
+    for (uint64_t pn : splits(std::min(n, perGroup / pm))) {
+      const uint64_t pk = std::min(k, perGroup / (pm * pn));
+      const uint64_t mm = ceilDiv(m, pm);
+      const uint64_t kk = ceilDiv(k, pk);
+      const uint64_t nn = ceilDiv(n, pn);
+      ProductCost cost;
+      cost.exchangeCycles = receiveOf((mm * kk + kk * nn) * elementBytes);
+      cost.computeCycles = computeOf(mm * kk * nn);
+      if (pk > 1) {
+        // The pk tiles of an output block each reduce 1 / pk of it: they
+        // receive that part of the others' partial sums and add them.
+        const uint64_t share = ceilDiv(mm * nn, pk) * (pk - 1);
+        cost.reductionSyncCycles = syncCycles(1, chip);
+        cost.exchangeCycles += receiveOf(share * partialElementBytes);
+        cost.computeCycles += tilePassCycles(share, partialElementBytes == 2 ? ir::DType::Float16
+                                                                             : ir::DType::Float32);
+      }
+      const uint64_t total = cost.exchangeCycles + cost.computeCycles + cost.reductionSyncCycles;
+      if (total < bestTotal) {
+        bestTotal = total;
+        best = cost;
+      }
+    }
+  }
+  return best;
+}
 
 OpCost estimateOpCost(const ir::Node& node, const device::ChipSpec& chip,
                       const memory::OpTemporaries& temporaries) {
@@ -49,7 +121,9 @@ OpCost estimateOpCost(const ir::Node& node, const device::ChipSpec& chip,
   cost.syncCycles = work.linkTransfer                     ? 0
                     : work.collective != Collective::None ? syncCycles(work.systemIpus, chip)
                                                           : syncCycles(1, chip);
-  cost.exchangeCycles = exchangeCycles(work.exchangedBytes, chip);
+  // A matrix product's exchange is its tiles' operand blocks (below).
+  const bool product = work.product.m != 0;
+  cost.exchangeCycles = product ? 0 : exchangeCycles(work.exchangedBytes, chip);
   if (work.crossTileReduction) cost.exchangeCycles += syncCycles(1, chip);
   if (work.hostTransfer) cost.exchangeCycles += hostTransferCycles(work.hostBytes, chip);
   if (work.linkTransfer) cost.exchangeCycles += linkTransferCycles(work.linkBytes, 2, chip);
@@ -66,8 +140,16 @@ OpCost estimateOpCost(const ir::Node& node, const device::ChipSpec& chip,
   case Collective::None: break;
   }
   cost.computeCycles =
-      macCycles(work.macs, chip, work.macType) +
       work.vectorPasses * elementwisePassCycles(work.vectorElements, chip, work.vectorType);
+  if (product) {
+    const ProductCost shared =
+        productCost(work.product, work.macType, temporaries.partialElementBytes, chip);
+    cost.exchangeCycles += shared.exchangeCycles;
+    cost.computeCycles += shared.computeCycles;
+    cost.syncCycles += shared.reductionSyncCycles;
+  } else {
+    cost.computeCycles += macCycles(work.macs, chip, work.macType);
+  }
   if (work.collectiveReduces) {
     // Each IPU adds the (replicas - 1) chunks of float32 it receives.
     const uint64_t elements = work.collectiveBytes / sizeof(float);

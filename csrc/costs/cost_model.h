@@ -2,6 +2,7 @@
 
 #include "device/chip_spec.h"
 #include "ir/node.h"
+#include "ir/op_work.h"
 #include "memory/op_temporaries.h"
 
 #include <cstdint>
@@ -21,10 +22,29 @@ struct OpCost {
 // (Graphcore quotes 0.5-0.7 for well-shaped layers).
 constexpr double kMatMulEfficiency = 0.6;
 
+// A matrix product shared by the tiles (OpWork::Product): each group gets
+// tiles / groups tiles (whole groups per tile when there are more groups
+// than tiles), which split its m, k and n into pm x pk x pn blocks. Every
+// tile receives its blocks of both operands over the exchange (4 bytes per
+// tile-cycle) and multiplies them on its AMP units; splitting k leaves pk
+// partial sums of each output block, which its tiles exchange and add in a
+// second superstep. Of the splits (1, 2, 3, 4, 6, 8, ... per dimension)
+// the fastest is taken, as PopLibs' planner picks the plan it estimates
+// fastest. So small or thin products use few tiles, and every product pays
+// for the operand bytes each tile reads, not only for its MACs.
+struct ProductCost {
+  uint64_t exchangeCycles = 0;
+  uint64_t computeCycles = 0;
+  uint64_t reductionSyncCycles = 0;
+};
+ProductCost productCost(const ir::OpWork::Product& product, ir::DType dtype,
+                        uint64_t partialElementBytes, const device::ChipSpec& chip);
+
 // The cost model of ../shared/reference/ipu-model.md: an op's work, as its
 // family declares it (ir::opWork, ir/op_work.h), in cycles on `chip`:
-// - multiply-accumulates: MACs / (tiles x MACs-per-tile-cycle x efficiency)
-//   at the operands' dtype's rate;
+// - matrix products (matmuls, convolutions): productCost, each tile's MACs
+//   at MACs-per-tile-cycle x efficiency for the operands' dtype, and the
+//   operand blocks each tile receives;
 // - vectorised passes over n elements spread over the tiles:
 //   6 x (58 + 3 x ceil(n / (6 x v))) + 11 cycles per pass (v = 2 for fp32,
 //   4 for fp16);

@@ -23,6 +23,18 @@ struct OpWork {
   // into passes).
   uint64_t macs = 0;
   DType macType = DType::Float32;
+  // The product as `groups` independent [m x k] x [k x n] matrix products
+  // (a batched matmul's batch, a grouped convolution's groups; a
+  // convolution as its implicit matrix product: m output positions, k taps
+  // over the input channels, n output channels): how the tiles can share
+  // the work and what each must receive. groups x m x k x n = macs.
+  struct Product {
+    uint64_t groups = 1;
+    uint64_t m = 0;
+    uint64_t k = 0;
+    uint64_t n = 0;
+  };
+  Product product;
   // Passes of the tiles' vector units over `vectorElements` elements of
   // `vectorType`, spread over all tiles.
   uint64_t vectorPasses = 0;

@@ -19,6 +19,7 @@ OpTemporaries planOpTemporaries(const ir::Node& node, uint64_t budgetBytes, bool
   const bool half = halfPartials && node.input(0)->type().dtype == ir::DType::Float16;
   const uint64_t partials = static_cast<uint64_t>(node.output()->type().numel()) * (half ? 2u : 4u);
   temporaries.smallerOperandBytes = std::min(first, second);
+  temporaries.partialElementBytes = half ? 2u : 4u;
   temporaries.unboundedBytes = first + second + partials;
   const uint64_t budget = std::max<uint64_t>(budgetBytes, 1);
   temporaries.passes = std::max<uint64_t>(1, (temporaries.unboundedBytes + budget - 1) / budget);

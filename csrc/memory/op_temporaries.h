@@ -24,6 +24,7 @@ struct OpTemporaries {
   uint64_t bytes = 0;          // in each of `passes`: at most the budget
   uint64_t passes = 1;
   uint64_t smallerOperandBytes = 0; // exchanged again by every extra pass
+  uint64_t partialElementBytes = 4; // float32 partial sums, or float16 with half partials
 };
 
 // Whether the op's temporaries are planned (its schema says: matmuls,

@@ -133,6 +133,20 @@ OpWork convolutionWork(const Node& node) {
   const TensorType& convOutput =
       node.kind() == OpKind::Convolution ? out : node.input(weightGradient ? 1 : 0)->type();
   OpWork work;
+  // The implicit matrix product of each group: output positions (batch x
+  // spatial) x taps (input channels of the group x window) x output
+  // channels of the group; the input gradient sums over the output
+  // channels for each tap, the weight gradient over the output positions.
+  const auto groups = static_cast<uint64_t>(node.attrs().getInt("groups"));
+  const auto outChannels = static_cast<uint64_t>(w[0]) / groups;
+  const auto taps = static_cast<uint64_t>(elementCount(w) / w[0]);
+  const auto positions = static_cast<uint64_t>(convOutput.numel() / convOutput.shape[1]);
+  OpWork::Product& product = work.product;
+  switch (node.kind()) {
+  case OpKind::Convolution: product = {groups, positions, taps, outChannels}; break;
+  case OpKind::ConvolutionGradWeight: product = {groups, outChannels, positions, taps}; break;
+  default: product = {groups, positions, outChannels, taps}; // the input's gradient
+  }
   work.macs = static_cast<uint64_t>(convOutput.numel() * (elementCount(w) / w[0]));
   work.macType = node.input(0)->type().dtype;
   for (const Value* input : node.inputs())

@@ -2,6 +2,8 @@
 #include "ir/ops/op_registry.h"
 #include "ir/ops/type_checks.h"
 
+#include <algorithm>
+
 namespace popsim::ir::ops {
 namespace {
 
@@ -106,16 +108,30 @@ Grads matmulGradient(GradientBuilder& b, const Grads& g, const Needed& needed) {
 // The operands are exchanged to the tiles that use them.
 OpWork matmulWork(const Node& node) {
   const TensorType& out = node.output()->type();
+  const Shape& a = node.input(0)->type().shape;
   OpWork work;
+  OpWork::Product& product = work.product;
   switch (node.kind()) {
-  case OpKind::Linear:
-    work.macs = static_cast<uint64_t>(out.numel() * node.input(1)->type().shape[1]);
+  case OpKind::Linear: // [rows, K] x [K, N]
+    product.n = static_cast<uint64_t>(out.shape.back());
+    product.k = static_cast<uint64_t>(node.input(1)->type().shape[1]);
+    product.m = static_cast<uint64_t>(out.numel()) / product.n;
     break;
-  case OpKind::LinearGradWeight:
-    work.macs = static_cast<uint64_t>(node.input(0)->type().numel() * out.shape[1]);
+  case OpKind::LinearGradWeight: // dW[N, K] = dY^T [N, rows] x X [rows, K]
+    product.m = static_cast<uint64_t>(out.shape[0]);
+    product.n = static_cast<uint64_t>(out.shape[1]);
+    product.k = static_cast<uint64_t>(node.input(0)->type().numel()) / product.m;
     break;
-  default: work.macs = static_cast<uint64_t>(out.numel() * node.input(0)->type().shape.back());
+  default: { // [..., M, K] x [..., K, N], batched over the leading dimensions
+    const Shape& b = node.input(1)->type().shape;
+    product.k = static_cast<uint64_t>(a.back());
+    product.n = b.size() >= 2 ? static_cast<uint64_t>(b.back()) : 1;
+    product.m = a.size() >= 2 ? static_cast<uint64_t>(a[a.size() - 2]) : 1;
+    product.groups =
+        std::max<uint64_t>(1, static_cast<uint64_t>(out.numel()) / (product.m * product.n));
   }
+  }
+  work.macs = product.groups * product.m * product.k * product.n;
   work.macType = node.input(0)->type().dtype;
   for (const Value* input : node.inputs())
     work.exchangedBytes += input->type().bytes();

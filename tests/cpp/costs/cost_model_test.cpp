@@ -6,11 +6,13 @@
 #include "device/chip_spec.h"
 #include "device/ipu_system.h"
 #include "ir/graph.h"
+#include "ir/op_work.h"
 #include "test_utils.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <tuple>
 
 namespace popsim {
 namespace {
@@ -35,11 +37,6 @@ costs::OpCost costOf(OpKind kind, const std::vector<ir::TensorType>& inputs,
   }
   const Node* node = graph.addNode(kind, values, attrs);
   return costs::estimateOpCost(*node, mk2());
-}
-
-// MACs / (1472 tiles x 16 MACs x 0.6), rounded up.
-uint64_t macCycles(double macs) {
-  return static_cast<uint64_t>(std::ceil(macs / (1472 * 16 * 0.6)));
 }
 
 // 6 x (58 + 3 x ceil(n / 12)) + 11 with n = ceil(elements / 1472).
@@ -102,73 +99,113 @@ TEST(CostModelTest, RingAllReduceCycles) {
   EXPECT_EQ(costs::ringAllReduceCycles(4000, 1, 1, mk2()), 0u);
 }
 
-TEST(CostModelTest, LinearFollowsMacThroughput) {
-  // [64,512] x [256,512]^T: 64 x 256 x 512 = 8,388,608 MACs -> ceil(593.6) = 594.
-  const costs::OpCost cost = costOf(OpKind::Linear, {f32({64, 512}), f32({256, 512})});
-  EXPECT_EQ(cost.computeCycles, 594u);
-  EXPECT_EQ(cost.computeCycles, macCycles(64.0 * 256 * 512));
-  // (64 x 512 + 256 x 512) x 4 bytes over 1472 tiles x 4 bytes: ceil(111.3).
-  EXPECT_EQ(cost.exchangeCycles, 112u);
-  EXPECT_EQ(cost.syncCycles, 40u);
-  EXPECT_EQ(cost.total(), 40u + 112u + 594u);
+// The product each op declares: groups x m x k x n equals its MACs.
+ir::OpWork::Product productOf(OpKind kind, const std::vector<ir::TensorType>& inputs,
+                              const Attributes& attrs = {}) {
+  Graph graph;
+  std::vector<Value*> values;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    values.push_back(graph.addInput("x" + std::to_string(i), inputs[i]));
+  }
+  const ir::OpWork work = ir::opWork(*graph.addNode(kind, values, attrs));
+  const ir::OpWork::Product& p = work.product;
+  EXPECT_EQ(p.groups * p.m * p.k * p.n, work.macs);
+  return p;
 }
 
-TEST(CostModelTest, MatMulFollowsMacThroughput) {
-  // [8,128,256] x [256,64]: 8 x 128 x 64 x 256 = 16,777,216 MACs -> ceil(1187.2).
-  const costs::OpCost cost = costOf(OpKind::MatMul, {f32({8, 128, 256}), f32({256, 64})});
-  EXPECT_EQ(cost.computeCycles, 1188u);
-  EXPECT_EQ(cost.computeCycles, macCycles(8.0 * 128 * 64 * 256));
-  EXPECT_EQ(costOf(OpKind::MatMul, {f32({2, 1, 4, 5}), f32({3, 5, 6})}).computeCycles,
-            macCycles(2.0 * 3 * 4 * 6 * 5));
+auto dims(const ir::OpWork::Product& p) { return std::tuple(p.groups, p.m, p.k, p.n); }
+
+Attributes convAttrs(int64_t groups, int64_t padding = 1) {
+  return {{"stride", std::vector<int64_t>{1, 1}},
+          {"padding", std::vector<int64_t>{padding, padding}},
+          {"dilation", std::vector<int64_t>{1, 1}},
+          {"groups", groups}};
 }
 
-TEST(CostModelTest, Conv2dFollowsMacThroughput) {
-  const Attributes conv = {{"stride", std::vector<int64_t>{1, 1}},
-                           {"padding", std::vector<int64_t>{1, 1}},
-                           {"dilation", std::vector<int64_t>{1, 1}},
-                           {"groups", int64_t{1}}};
-  // Output [1,32,32,32] x 16 input channels x 3 x 3 = 4,718,592 MACs -> ceil(333.9).
-  const costs::OpCost cost =
-      costOf(OpKind::Convolution, {f32({1, 16, 32, 32}), f32({32, 16, 3, 3}), f32({32})}, conv);
-  EXPECT_EQ(cost.computeCycles, 334u);
-  EXPECT_EQ(cost.computeCycles, macCycles(32.0 * 32 * 32 * 16 * 9));
-  // (65,536 + 18,432 + 128) bytes / 5,888 bytes per cycle: ceil(14.3).
-  EXPECT_EQ(cost.exchangeCycles, 15u);
-  EXPECT_EQ(cost.syncCycles, 40u);
-
-  // Grouped: each output element reads only C / groups = 2 channels.
-  Attributes grouped = conv;
-  grouped.set("groups", int64_t{4}).set("padding", std::vector<int64_t>{0, 0});
-  const uint64_t bigGroupedMacs = 64 * 62 * 62 * 16 * 9;
-  EXPECT_EQ(costOf(OpKind::Convolution, {f32({1, 64, 64, 64}), f32({64, 16, 3, 3})}, grouped)
-                .computeCycles,
-            macCycles(static_cast<double>(bigGroupedMacs)));
-}
-
-// The backward pass does the forward's MACs again per gradient: each
-// gradient of a convolution pairs every output-gradient element with every
-// tap, and a linear layer's weight gradient sums over all rows.
-TEST(CostModelTest, GradientsFollowMacThroughput) {
-  Attributes conv = {{"stride", std::vector<int64_t>{1, 1}},
-                     {"padding", std::vector<int64_t>{1, 1}},
-                     {"dilation", std::vector<int64_t>{1, 1}},
-                     {"groups", int64_t{2}}};
-  const uint64_t macs = macCycles(32.0 * 32 * 32 * 8 * 9); // output x C / groups x taps
-  Attributes gradInput = conv;
+TEST(CostModelTest, ProductsDeclareTheirMatrixShapes) {
+  // linear [64,512] x [256,512]^T: 64 rows, 512 in, 256 out.
+  EXPECT_EQ(dims(productOf(OpKind::Linear, {f32({64, 512}), f32({256, 512})})),
+            std::tuple(1u, 64u, 512u, 256u));
+  // Its weight gradient dW [256, 512] sums over the 64 rows.
+  EXPECT_EQ(dims(productOf(OpKind::LinearGradWeight, {f32({64, 256}), f32({64, 512})})),
+            std::tuple(1u, 256u, 64u, 512u));
+  // A batched matmul: 8 groups of [128,256] x [256,64]; broadcast batches count.
+  EXPECT_EQ(dims(productOf(OpKind::MatMul, {f32({8, 128, 256}), f32({256, 64})})),
+            std::tuple(8u, 128u, 256u, 64u));
+  EXPECT_EQ(dims(productOf(OpKind::MatMul, {f32({2, 1, 4, 5}), f32({3, 5, 6})})),
+            std::tuple(6u, 4u, 5u, 6u));
+  // A convolution as its implicit product: 32 x 32 output positions, 16
+  // channels x 3 x 3 taps, 32 output channels; per group when grouped.
+  EXPECT_EQ(dims(productOf(OpKind::Convolution,
+                           {f32({1, 16, 32, 32}), f32({32, 16, 3, 3}), f32({32})}, convAttrs(1))),
+            std::tuple(1u, 1024u, 144u, 32u));
+  EXPECT_EQ(dims(productOf(OpKind::Convolution, {f32({1, 64, 64, 64}), f32({64, 16, 3, 3})},
+                           convAttrs(4, 0))),
+            std::tuple(4u, 62u * 62u, 144u, 16u));
+  // Gradients: the input's sums over the output channels for each tap, the
+  // weight's over the output positions.
+  Attributes gradInput = convAttrs(2);
   gradInput.set("input_shape", std::vector<int64_t>{1, 16, 32, 32});
-  EXPECT_EQ(
-      costOf(OpKind::ConvolutionGradInput, {f32({1, 32, 32, 32}), f32({32, 8, 3, 3})}, gradInput)
-          .computeCycles,
-      macs);
-  Attributes gradWeight = conv;
+  EXPECT_EQ(dims(productOf(OpKind::ConvolutionGradInput, {f32({1, 32, 32, 32}), f32({32, 8, 3, 3})},
+                           gradInput)),
+            std::tuple(2u, 1024u, 16u, 72u));
+  Attributes gradWeight = convAttrs(2);
   gradWeight.set("weight_shape", std::vector<int64_t>{32, 8, 3, 3});
-  EXPECT_EQ(costOf(OpKind::ConvolutionGradWeight, {f32({1, 16, 32, 32}), f32({1, 32, 32, 32})},
-                   gradWeight)
-                .computeCycles,
-            macs);
-  // dW [256, 512] from dY [64, 256] and X [64, 512]: as many MACs as the forward.
-  EXPECT_EQ(costOf(OpKind::LinearGradWeight, {f32({64, 256}), f32({64, 512})}).computeCycles,
-            macCycles(64.0 * 256 * 512));
+  EXPECT_EQ(dims(productOf(OpKind::ConvolutionGradWeight,
+                           {f32({1, 16, 32, 32}), f32({1, 32, 32, 32})}, gradWeight)),
+            std::tuple(2u, 16u, 1024u, 72u));
+}
+
+TEST(CostModelTest, ManyGroupsGoWholeToTiles) {
+  // 2 x 1472 groups of [4,4] x [4,4] in fp32: two groups per tile, which
+  // receives 2 x (16 + 16) x 4 bytes at 4 bytes per cycle and does 128 MACs
+  // at 16 x 0.6 per cycle.
+  const costs::ProductCost cost =
+      costs::productCost({2 * 1472, 4, 4, 4}, ir::DType::Float32, 4, mk2());
+  EXPECT_EQ(cost.exchangeCycles, 64u);
+  EXPECT_EQ(cost.computeCycles, 14u);
+  EXPECT_EQ(cost.reductionSyncCycles, 0u);
+}
+
+TEST(CostModelTest, ProductsPayForTheOperandsEachTileReceives) {
+  for (const ir::OpWork::Product product :
+       {ir::OpWork::Product{1, 4096, 768, 3072}, ir::OpWork::Product{1, 64, 512, 256},
+        ir::OpWork::Product{204, 197, 64, 197}, ir::OpWork::Product{1, 1, 4096, 1}}) {
+    for (ir::DType dtype : {ir::DType::Float32, ir::DType::Float16}) {
+      const costs::ProductCost cost = costs::productCost(product, dtype, 4, mk2());
+      const double macs = static_cast<double>(product.groups * product.m * product.k * product.n);
+      const double rate = (dtype == ir::DType::Float16 ? 64 : 16) * 0.6;
+      // Never faster than every tile's AMP units at their rate.
+      EXPECT_GE(static_cast<double>(cost.computeCycles), macs / (1472 * rate));
+      // Every operand element reaches some tile at 4 bytes per tile-cycle.
+      const double operands =
+          static_cast<double>(product.groups * (product.m * product.k + product.k * product.n) *
+                              ir::elementSize(dtype));
+      EXPECT_GE(static_cast<double>(cost.exchangeCycles), operands / (1472 * 4));
+    }
+  }
+  // A large fp16 product keeps the tiles busy: within 15% of the ideal
+  // compute, and its exchange is a sizeable share of it (the tiles' blocks
+  // of both operands), not the operands' bytes spread over all tiles.
+  const costs::ProductCost large =
+      costs::productCost({1, 4096, 768, 3072}, ir::DType::Float16, 2, mk2());
+  const double ideal = 4096.0 * 768 * 3072 / (1472 * 64 * 0.6);
+  EXPECT_LE(static_cast<double>(large.computeCycles), 1.15 * ideal);
+  EXPECT_GT(static_cast<double>(large.exchangeCycles), 0.2 * ideal);
+  // A dot product splits its k over the tiles and adds the partial sums in a
+  // second superstep.
+  const costs::ProductCost dot =
+      costs::productCost({1, 1, 1 << 20, 1}, ir::DType::Float32, 4, mk2());
+  EXPECT_GT(dot.reductionSyncCycles, 0u);
+}
+
+TEST(CostModelTest, ProductsCostTheirPlan) {
+  const costs::OpCost linear = costOf(OpKind::Linear, {f32({64, 512}), f32({256, 512})});
+  const costs::ProductCost plan =
+      costs::productCost({1, 64, 512, 256}, ir::DType::Float32, 4, mk2());
+  EXPECT_EQ(linear.computeCycles, plan.computeCycles);
+  EXPECT_EQ(linear.exchangeCycles, plan.exchangeCycles);
+  EXPECT_EQ(linear.syncCycles, 40u + plan.reductionSyncCycles);
 }
 
 TEST(CostModelTest, ReshapeIsFree) {
