@@ -14,7 +14,7 @@ void addHostTransfers(const compiler::Program& program, const memory::ProgramMem
     TaskCycles& cycles = table.tasks[task];
     const memory::TaskIo& io = memory.transfers.tasks[task];
     for (size_t i : io.streamedInputs) {
-      const uint64_t bytes = graph.inputs()[i]->type().bytes();
+      const uint64_t bytes = graph.inputStreamedBytes(i);
       const ir::HostOverlap overlap = graph.inputOverlap(i);
       cycles.inputLatencyCycles += hostLatencyCycles(chip);
       if (overlap == ir::HostOverlap::None) {

@@ -135,6 +135,28 @@ void Graph::setInputOverlap(size_t inputIndex, HostOverlap overlap) {
   inputOverlaps_[inputIndex] = overlap;
 }
 
+void Graph::setInputStreamedElementBytes(size_t inputIndex, uint64_t bytes) {
+  POPSIM_ASSERT(inputIndex < inputs_.size(), "bad graph input ", inputIndex, ".");
+  POPSIM_ASSERT(bytes <= elementSize(inputs_[inputIndex]->type().dtype),
+                "an input streams at most its type's bytes per element.");
+  if (bytes == 0) {
+    inputElementBytes_.erase(inputIndex);
+  } else {
+    inputElementBytes_[inputIndex] = bytes;
+  }
+}
+
+uint64_t Graph::inputStreamedElementBytes(size_t inputIndex) const {
+  auto it = inputElementBytes_.find(inputIndex);
+  return it != inputElementBytes_.end() ? it->second : 0;
+}
+
+uint64_t Graph::inputStreamedBytes(size_t inputIndex) const {
+  const TensorType& type = inputs_.at(inputIndex)->type();
+  const uint64_t narrow = inputStreamedElementBytes(inputIndex);
+  return narrow != 0 ? static_cast<uint64_t>(type.numel()) * narrow : type.bytes();
+}
+
 void Graph::setOutputOverlap(size_t outputIndex, HostOverlap overlap) {
   POPSIM_ASSERT(outputIndex < outputs_.size(), "bad graph output ", outputIndex, ".");
   outputOverlaps_[outputIndex] = overlap;
@@ -354,6 +376,7 @@ std::unique_ptr<Graph> Graph::clone() const {
   }
   copy->inputUpdates_ = inputUpdates_;
   copy->inputOverlaps_ = inputOverlaps_;
+  copy->inputElementBytes_ = inputElementBytes_;
   copy->outputOverlaps_ = outputOverlaps_;
   copy->loss_ = loss_ != nullptr ? map.at(loss_) : nullptr;
   for (const Gradient& entry : gradients_) {

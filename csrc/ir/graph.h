@@ -76,6 +76,13 @@ public:
   void setInputOverlap(size_t inputIndex, HostOverlap overlap);
   void setOutputOverlap(size_t outputIndex, HostOverlap overlap);
   HostOverlap inputOverlap(size_t inputIndex) const;
+  // Bytes per element an input crosses from the host with, when the host
+  // streams it narrower than its type (8-bit images widened to int32 on the
+  // device: 1); 0 (the default) for its type's own.
+  void setInputStreamedElementBytes(size_t inputIndex, uint64_t bytes);
+  uint64_t inputStreamedElementBytes(size_t inputIndex) const;
+  // The bytes one call of the input streams from the host.
+  uint64_t inputStreamedBytes(size_t inputIndex) const;
   HostOverlap outputOverlap(size_t outputIndex) const;
   bool overlapsHostIo() const;
 
@@ -154,6 +161,7 @@ private:
   std::vector<Value*> outputs_;
   std::vector<size_t> inputUpdates_;
   std::map<size_t, HostOverlap> inputOverlaps_;
+  std::map<size_t, uint64_t> inputElementBytes_;
   std::map<size_t, HostOverlap> outputOverlaps_;
   std::vector<BlockAnnotation> blocks_;
   Value* loss_ = nullptr;

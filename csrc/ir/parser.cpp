@@ -263,6 +263,15 @@ private:
         define(in, name, input);
         const HostOverlap how = overlap(in);
         if (how != HostOverlap::None) graph_->setInputOverlap(graph_->inputs().size() - 1, how);
+        if (in.consume("{")) {
+          in.expect("streamed_bytes=");
+          const int64_t bytes = in.integer();
+          if (bytes < 1 || static_cast<size_t>(bytes) > elementSize(inputType.dtype))
+            in.fail(strCat("streamed_bytes must be 1 to ", elementSize(inputType.dtype)));
+          in.expect("}");
+          graph_->setInputStreamedElementBytes(graph_->inputs().size() - 1,
+                                               static_cast<uint64_t>(bytes));
+        }
       } while (in.consume(","));
       in.expect(")");
     }

@@ -113,6 +113,8 @@ public:
       const Value* input = graph_.inputs()[i];
       out_ << (i > 0 ? ", " : "") << names_[input] << ": " << input->type().str()
            << overlapSuffix(graph_.inputOverlap(i));
+      if (const uint64_t bytes = graph_.inputStreamedElementBytes(i); bytes != 0)
+        out_ << " {streamed_bytes=" << bytes << "}";
     }
     out_ << ") {\n";
     if (options_.full && !graph_.blocks().empty()) {

@@ -115,6 +115,7 @@ public:
     }
     for (size_t i = 0; i < graph.inputs().size(); ++i) {
       out_.write<uint8_t>(static_cast<uint8_t>(graph.inputOverlap(i)));
+      out_.write<uint8_t>(static_cast<uint8_t>(graph.inputStreamedElementBytes(i)));
     }
     for (size_t i = 0; i < graph.outputs().size(); ++i) {
       out_.write<uint8_t>(static_cast<uint8_t>(graph.outputOverlap(i)));
@@ -212,6 +213,10 @@ public:
     }
     for (size_t i = 0; i < graph_->inputs().size(); ++i) {
       graph_->setInputOverlap(i, overlap());
+      const auto bytes = in_.read<uint8_t>();
+      if (bytes > elementSize(graph_->inputs()[i]->type().dtype))
+        invalid(strCat("input ", i, " streamed with ", static_cast<int>(bytes), " bytes"));
+      graph_->setInputStreamedElementBytes(i, bytes);
     }
     for (size_t i = 0; i < graph_->outputs().size(); ++i) {
       graph_->setOutputOverlap(i, overlap());

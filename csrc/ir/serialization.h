@@ -16,7 +16,7 @@ namespace popsim::ir {
 // node's output types and verifies the graph, so a damaged or foreign file
 // is an ErrorKind::InvalidFile error, never a different program.
 // 2: host overlap of inputs and outputs; 3: recomputed placements.
-inline constexpr uint32_t kGraphFormatVersion = 3;
+inline constexpr uint32_t kGraphFormatVersion = 4;
 
 // `withStacks` false leaves out each location's whole Python stack (which
 // differs with the call site of an unchanged model): the form program keys hash.

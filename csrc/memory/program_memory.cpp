@@ -24,7 +24,9 @@ void planTransferBuffers(const compiler::Program& program, const TaskTransfers& 
   for (size_t task = 0; task < transfers.tasks.size(); ++task) {
     const auto ipu = static_cast<size_t>(layout.tasks()[task].ipu);
     for (size_t i : transfers.tasks[task].streamedInputs) {
-      const uint64_t bytes = graph.inputs()[i]->type().bytes();
+      // The host's buffers hold the input as it streams (8-bit images as
+      // bytes); the device's own copy, its value's slot, has its type.
+      const uint64_t bytes = graph.inputStreamedBytes(i);
       if (graph.inputOverlap(i) != ir::HostOverlap::None) {
         ioTileBytes[ipu] += device::kIoTileBuffers * bytes; // prefetched into the IO tiles
         continue;

@@ -1,3 +1,4 @@
+#include "common/check.h"
 #include "ir/binary_functions.h"
 #include "ir/parser.h"
 #include "ir/pointwise_functions.h"
@@ -70,6 +71,16 @@ void bindIr(py::module_& module) {
           "the whole Python stack of each unless stacks=False).")
       .def_property_readonly("num_nodes",
                              [](const ir::Graph& graph) { return graph.nodes().size(); })
+      .def(
+          "set_input_streamed_element_bytes",
+          [](ir::Graph& graph, size_t input, uint64_t bytes) {
+            POPSIM_CHECK(input < graph.inputs().size(), ErrorKind::InvalidInput, "the graph has ",
+                         graph.inputs().size(), " inputs, not ", input + 1, ".");
+            graph.setInputStreamedElementBytes(input, bytes);
+          },
+          py::arg("input"), py::arg("bytes"),
+          "Streams input `input` from the host with `bytes` per element (8-bit images "
+          "widened on the device: 1).")
       .def("inputs",
            [](const ir::Graph& graph) {
              py::list inputs;

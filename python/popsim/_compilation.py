@@ -132,6 +132,11 @@ def import_call(model: torch.nn.Module, options: Options, training: bool,
                              _tracing.MODEL_ATTRIBUTE, signature.tensor_names,
                              training=training, random_seed=random_seed(options),
                              downcast_mixed_floats=downcast)
+    # 8- and 16-bit integer inputs are int32 on the device; the host streams
+    # them at their own width (8-bit images cross PCIe as bytes).
+    for index, tensor in enumerate(micro):
+        if tensor.dtype in _tracing.WIDENED_DTYPES:
+            graph.set_input_streamed_element_bytes(index, tensor.element_size())
     # (flat's outputs are set: the trace ran its forward().)
     return ImportedCall(signature, graph, flat.output_structure,
                         flat.output_dtypes,  # type: ignore[arg-type]

@@ -237,3 +237,27 @@ def test_a_cost_only_trace_does_not_compute_products(weight_dtype, input_dtype, 
     assert out.shape == (4, 5) and out.dtype == expected
     assert image.shape == (1, 3, 5, 5) and image.dtype == expected
     assert not out.isnan().any() and not image.isnan().any()
+
+
+def test_8_bit_inputs_cross_from_the_host_as_bytes():
+    """uint8 images are int32 on the device, but the host streams them as bytes:
+    their transfer's bytes part is a quarter of int32 images'."""
+    def stream_cycles(dtype):
+        class Cast(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.model = nn.Sequential(nn.Flatten(), nn.Linear(3 * 32 * 32, 10))
+
+            def forward(self, x):
+                return self.model(x.float())
+
+        inference = popsim.inferenceModel(Cast())
+        inference(torch.zeros(64, 3, 32, 32, dtype=dtype))
+        assert "{streamed_bytes=1}" in inference._debug_ir() or dtype != torch.uint8
+        return [e["end"] - e["start"] for e in inference.executionTrace().events
+                if e["kind"] == "stream_copy"]
+
+    (as_bytes,), (as_ints,) = stream_cycles(torch.uint8), stream_cycles(torch.int32)
+    elements = 64 * 3 * 32 * 32
+    assert as_bytes == pytest.approx(elements * 1.33e9 / 7e9, abs=1)
+    assert as_ints == pytest.approx(4 * elements * 1.33e9 / 7e9, abs=1)

@@ -4,6 +4,7 @@
 
 #include "common/byte_stream.h"
 #include "compiler/compile_program.h"
+#include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/serialization.h"
 #include "test_utils.h"
@@ -110,6 +111,23 @@ TEST(SerializationTest, ACompiledPipelineReadsBackWithItsTasks) {
 
 Error readError(const std::string& bytes) {
   return testing::captureError([&] { ir::deserializeGraph(bytes); });
+}
+
+// An input the host streams narrower than its type (8-bit images as int32)
+// keeps its width through the bytes and the IR text; its transfers count it.
+TEST(SerializationTest, AnInputsStreamedWidthReadsBack) {
+  ir::Graph graph;
+  Value* images = graph.addInput("images", ir::TensorType{ir::DType::Int32, {2, 3}});
+  graph.addOutput(graph.apply(OpKind::Cast, {images}, {{"dtype", std::string("f32")}}));
+  graph.setInputStreamedElementBytes(0, 1);
+  EXPECT_EQ(graph.inputStreamedBytes(0), 6u);
+  const auto read = ir::deserializeGraph(ir::serializeGraph(graph));
+  EXPECT_EQ(read->inputStreamedElementBytes(0), 1u);
+  const std::string text = ir::printGraph(graph);
+  EXPECT_NE(text.find("%images: i32[2,3] {streamed_bytes=1}"), std::string::npos) << text;
+  EXPECT_EQ(ir::printGraph(*ir::parseGraph(text)), text);
+  graph.setInputStreamedElementBytes(0, 0);
+  EXPECT_EQ(graph.inputStreamedBytes(0), 24u);
 }
 
 TEST(SerializationTest, DamagedBytesAreInvalidFileErrors) {
