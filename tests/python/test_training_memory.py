@@ -74,3 +74,30 @@ def test_optimizer_state_can_run_out_of_memory():
     message = str(error.value)
     assert re.search(r"optimizer state: [\d,]+ bytes .* \(always live\)", message), message
     assert "model.fc.weight/exp_avg (optimizer state) f32[10,1568]" in message
+
+
+def test_a_matrix_shared_by_a_batch_gets_its_gradient_without_a_per_batch_product():
+    """x[B, M, K] @ W[K, N]: dW sums over the batch inside one product, as
+    PyTorch folds it, not through a [B, K, N] temporary; training matches eager."""
+    class Shared(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.randn(24, 40) / 5)
+
+        def forward(self, x, target):
+            out = x @ self.w
+            return out, F.mse_loss(out, target)
+
+    torch.manual_seed(0)
+    model, eager = Shared(), Shared()
+    eager.load_state_dict(model.state_dict())
+    x, target = torch.randn(16, 5, 24), torch.randn(16, 5, 40)
+    trainer = popsim.trainingModel(model, popsim.Options(),
+                                   torch.optim.SGD(model.parameters(), lr=0.1))
+    trainer(x, target)
+    assert "f32[16,24,40]" not in trainer._debug_ir(optimized=True)
+    optimizer = torch.optim.SGD(eager.parameters(), lr=0.1)
+    F.mse_loss(x @ eager.w, target).backward()
+    optimizer.step()
+    trainer.copyWeightsToHost()
+    torch.testing.assert_close(model.w, eager.w, rtol=1e-5, atol=1e-6)

@@ -95,7 +95,18 @@ Grads matmulGradient(GradientBuilder& b, const Grads& g, const Needed& needed) {
     Value* da = b.emit(OpKind::MatMul, {g[0], b.transposeLast(in(b, 1))});
     result[0] = b.sumToShape(da, in(b, 0)->type().shape);
   }
-  if (needed[1]) {
+  const Shape& aShape = in(b, 0)->type().shape;
+  if (needed[1] && in(b, 1)->type().rank() == 2 && aShape.size() >= 3) {
+    // A matrix shared by a batch (x @ W): the batch folds into the sum,
+    // db = a[rows, K]^T @ dy[rows, N], as PyTorch's matmul folds it; a
+    // product per batch element summed afterwards would hold a [batch, K, N]
+    // temporary (1.4 GB for BERT's tied decoder).
+    const int64_t k = aShape.back();
+    const int64_t rows = in(b, 0)->type().numel() / k;
+    const int64_t n = g[0]->type().shape.back();
+    result[1] = b.emit(OpKind::MatMul, {b.transposeLast(b.reshape(in(b, 0), {rows, k})),
+                                        b.reshape(g[0], {rows, n})});
+  } else if (needed[1]) {
     Value* db = b.emit(OpKind::MatMul, {b.transposeLast(in(b, 0)), g[0]});
     result[1] = b.sumToShape(db, in(b, 1)->type().shape);
   }
