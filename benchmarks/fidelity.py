@@ -41,15 +41,31 @@ def _bow(replicas: int, accumulation: int, device_iterations: int = 1) -> popsim
     return opts
 
 
+# Graphcore's ResNet-50 recomputation checkpoints (configs.yml): the residual
+# additions of blocks 0-3, 5-7, 9, 11 and 12 (of 16), every convolution,
+# batch norm and block of layer4, the pooling and the classifier. popsim
+# checkpoints a block's output, its addition after the ReLU.
+_RESNET50_CHECKPOINTS = (
+    [f"layer{layer}.{block}" for layer, block in
+     [(1, 0), (1, 1), (1, 2), (2, 0), (2, 2), (2, 3), (3, 0), (3, 2), (3, 4), (3, 5)]]
+    + [f"layer4.{block}.{part}" for block in range(3)
+       for part in ("conv1", "bn1", "conv2", "bn2", "conv3", "bn3")]
+    + ["layer4.0.downsample.0", "layer4.0.downsample.1", "layer4.0", "layer4.1", "layer4.2",
+       "avgpool", "fc"])
+
+
 def resnet50_pod16() -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...], popsim.Options,
                               torch.optim.Optimizer]:
     """16 replicas of one IPU, micro-batch 18, accumulation 57; float16 with
-    half partials and stochastic rounding; SGD with momentum (combined
-    accumulator), loss scaling 128; 8-bit images."""
-    model = ResNet50Training(label_smoothing=0.1).half()
+    half partials and stochastic rounding; recomputation between Graphcore's
+    checkpoints; available memory proportion 0.16; SGD with momentum
+    (combined accumulator), loss scaling 128; 8-bit images."""
+    model = ResNet50Training(label_smoothing=0.1, checkpoints=_RESNET50_CHECKPOINTS).half()
     opts = _bow(replicas=16, accumulation=57)
     opts.Precision.setPartialsType(torch.half)
     opts.Precision.enableStochasticRounding(True)
+    opts.Training.recomputation(True)
+    opts.setAvailableMemoryProportion({"IPU0": 0.16})
     optimizer = popsim.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4,
                                  loss_scaling=128.0, use_combined_accum=True)
     return model, image_batch(18), opts, optimizer

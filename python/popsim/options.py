@@ -273,7 +273,10 @@ class _TrainingOptions(_OptionGroup):
         activations it needs from the stage's inputs, so only the inputs are stashed
         between a micro-batch's forward and backward passes. Less memory (the stash
         shrinks to the stage inputs), more compute (each stage's forward ops run twice);
-        results are identical. Off by default."""
+        results are identical. Values marked with popsim.recomputationCheckpoint are
+        kept rather than recomputed, and a stage whose forward and backward passes are
+        one task (the last stage, or a model on one IPU) recomputes between its
+        checkpoints if it has any. Off by default."""
         if not isinstance(enabled, bool):
             raise OptionError(f"Training.recomputation expects a bool, got {enabled!r}.")
         with self._setting():

@@ -22,6 +22,10 @@ _MEAN = (0.485 * 255, 0.456 * 255, 0.406 * 255)
 _STD = (0.229 * 255, 0.224 * 255, 0.225 * 255)
 
 
+def _checkpoint_output(module: nn.Module, inputs: object, output: torch.Tensor) -> torch.Tensor:
+    return cast(torch.Tensor, recomputationCheckpoint(output))
+
+
 class _Normalise(nn.Module):
     """8-bit images to the network's dtype, normalised (on the device, so the
     host streams a quarter of float32's bytes)."""
@@ -38,13 +42,26 @@ class _Normalise(nn.Module):
 
 class ResNet50Training(nn.Module):
     """torchvision's ResNet-50 (v1.5) with 8-bit input and the loss:
-    ``forward(images_uint8, labels)`` returns (logits, loss)."""
+    ``forward(images_uint8, labels)`` returns (logits, loss).
 
-    def __init__(self, num_classes: int = 1000, label_smoothing: float = 0.1) -> None:
+    ``checkpoints`` names submodules of torchvision's network ("layer1.0",
+    "layer4.0.conv1", "avgpool") whose outputs are recomputation checkpoints
+    (popsim.recomputationCheckpoint), as Graphcore's configurations list
+    them; with Options.Training.recomputation(True) the backward pass
+    recomputes between them."""
+
+    def __init__(self, num_classes: int = 1000, label_smoothing: float = 0.1,
+                 checkpoints: Sequence[str] = ()) -> None:
         super().__init__()
         self.normalise = _Normalise()
         self.network = torchvision.models.resnet50(num_classes=num_classes)
         self.label_smoothing = label_smoothing
+        modules = dict(self.network.named_modules())
+        for name in checkpoints:
+            if name not in modules:
+                raise ValueError(f"checkpoint {name!r} names no module of ResNet-50 (e.g. "
+                                 "'layer1.0', 'layer4.0.conv1', 'avgpool').")
+            modules[name].register_forward_hook(_checkpoint_output)
 
     def forward(self, images: torch.Tensor, labels: torch.Tensor
                 ) -> Tuple[torch.Tensor, torch.Tensor]:
