@@ -18,8 +18,10 @@ struct OpCost {
   uint64_t total() const { return syncCycles + exchangeCycles + computeCycles; }
 };
 
-// Fraction of peak MAC throughput convolutions and matmuls reach on an IPU
-// (Graphcore quotes 0.5-0.7 for well-shaped layers).
+// Fraction of the AMP units' peak MAC rate a tile's product sustains once
+// its operands are on the tile (Graphcore quotes 0.5-0.7 for well-shaped
+// layers; ipu-model.md). Tile imbalance and operand exchange are costed
+// apart (productCost), not folded into it.
 constexpr double kMatMulEfficiency = 0.6;
 
 // A matrix product shared by the tiles (OpWork::Product): each group gets

@@ -16,7 +16,7 @@ import torch
 
 from popsim import _C, _replica_grouping, _replication, _tracing
 from popsim.enums import HalfFloatCastingBehavior, OutputMode
-from popsim.errors import InputError, OptionError
+from popsim.errors import CompilationError, InputError, OptionError
 from popsim.options import Options, source_location_excludes
 from popsim.strategies import AutoStage, PipelinedExecution
 
@@ -106,6 +106,15 @@ class ImportedCall(NamedTuple):
     float32_buffers: List[str]
 
 
+def host_memory_message(model: str, error: BaseException) -> str:
+    """The error of a model whose tracing ran the host out of memory."""
+    return (f"The host ran out of memory tracing {model} on one micro-batch ({error}). popsim "
+            "traces every model on the host, also with Simulator.costOnly() and in "
+            "popsim.sizeJob: its weights (in float32 where they are float16 on the device) and "
+            "one micro-batch's activations must fit the host's memory, and models that do not "
+            "are out of scope. Size it on a host with more memory.")
+
+
 def import_call(model: torch.nn.Module, options: Options, training: bool,
                 args: Tuple[Any, ...], kwargs: Dict[str, Any],
                 tracing_done: Callable[[], None]) -> ImportedCall:
@@ -122,11 +131,16 @@ def import_call(model: torch.nn.Module, options: Options, training: bool,
             f"x gradientAccumulation {options.Training.gradient_accumulation}"
             + (f" x {replica_label} {replicas}" if replicas > 1 else ""))
     downcast = downcasts_mixed_floats(options)
-    with float32_statistics(model, options) as float32_buffers:
-        traced, flat = _tracing.trace(model, signature, micro, training,
-                                      module_scopes=options.module_namescope,
-                                      downcast_mixed_floats=downcast,
-                                      shapes_only=options.Simulator.cost_only)
+    try:
+        with float32_statistics(model, options) as float32_buffers:
+            traced, flat = _tracing.trace(model, signature, micro, training,
+                                          module_scopes=options.module_namescope,
+                                          downcast_mixed_floats=downcast,
+                                          shapes_only=options.Simulator.cost_only)
+    except (MemoryError, RuntimeError) as error:
+        if isinstance(error, RuntimeError) and "can't allocate memory" not in str(error):
+            raise
+        raise CompilationError(host_memory_message(type(model).__name__, error)) from error
     tracing_done()
     graph = _C.import_module(traced, _tracing.widened(micro), source_location_excludes(options),
                              _tracing.MODEL_ATTRIBUTE, signature.tensor_names,

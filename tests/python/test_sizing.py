@@ -229,3 +229,21 @@ def test_the_profile_and_report_html_carry_the_sizing(tmp_path):
     with open(f"{trainer.profileDirectory()}/report.html", encoding="utf-8") as page:
         html = page.read()
     assert "Where each IPU's time goes (share of the simulated call):" in html
+
+
+def test_a_model_too_large_for_the_host_is_out_of_scope(monkeypatch):
+    """Tracing runs on the host; a model whose trace cannot be allocated there
+    gets an error that says so, not PyTorch's allocator message alone."""
+    from popsim import _tracing
+
+    def no_memory(*args, **kwargs):
+        raise RuntimeError("[enforce fail at alloc_cpu.cpp:73] . DefaultCPUAllocator: can't "
+                           "allocate memory: you tried to allocate 4000000000000 bytes.")
+
+    monkeypatch.setattr(_tracing, "trace", no_memory)
+    model = FourLayers()
+    with pytest.raises(popsim.CompilationError,
+                       match=r"The host ran out of memory tracing FourLayers on one micro-batch "
+                             r"\(.*can't allocate memory.*\)\. popsim traces every model on the "
+                             r"host, also with Simulator.costOnly\(\)"):
+        popsim.sizeJob(model, _micro_batch(), _options(), _sgd(model))
