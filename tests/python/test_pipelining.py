@@ -178,38 +178,12 @@ class DroppingLayers(nn.Module):
             return x, nn.functional.cross_entropy(x, labels)
 
 
-def test_recomputation_repeats_dropout_masks_instead_of_stashing_them():
-    """A recomputed dropout draws from the counter value its forward pass read
-    (a stashed copy; the counter itself has moved on), so training is exactly
-    that without recomputation, and the stash keeps only the stage's input
-    and the copies."""
-    runs = {}
-    for recompute in (False, True):
-        torch.manual_seed(0)
-        net = DroppingLayers()
-        opts = options(2, 6, recomputation=recompute).randomSeed(11)
-        opts.setExecutionStrategy(popsim.PipelinedExecution(popsim.AutoStage.AutoIncrement))
-        trainer = popsim.trainingModel(net, opts, popsim.optim.SGD(net.parameters(), lr=0.1))
-        generator = torch.Generator().manual_seed(1)
-        x, labels = torch.randn(12 * 4, 16, generator=generator), torch.randint(0, 16, (48,))
-        losses = torch.cat([trainer(x, labels)[0] for _ in range(2)])
-        trainer.copyWeightsToHost()
-        stash = trainer.memoryReport()["ipus"][0]["categories"]["stash"]["bytes"]
-        runs[recompute] = (losses, {k: v.clone() for k, v in net.state_dict().items()}, stash,
-                           trainer._debug_ir(optimized=True))
-    assert torch.equal(runs[True][0], runs[False][0])
-    for name, value in runs[False][1].items():
-        assert torch.equal(runs[True][1][name], value), name
-    assert runs[True][2] < runs[False][2] / 2
-    assert "recomputed]" in runs[True][3] and "= dropout(" in runs[True][3]
-
-
 class CheckpointedLayers(nn.Module):
     """Eight tanh layers with dropout on one IPU, a checkpoint after every two."""
 
     def __init__(self):
         super().__init__()
-        self.layers = nn.ModuleList(nn.Linear(64, 64) for _ in range(8))
+        self.layers = nn.ModuleList(nn.Linear(16, 16) for _ in range(8))
         self.drop = nn.Dropout(0.2)
 
     def forward(self, x, labels):
@@ -220,28 +194,50 @@ class CheckpointedLayers(nn.Module):
         return x, nn.functional.cross_entropy(x, labels)
 
 
+def trained_with_and_without_recomputation(network, pipelined, rows):
+    """Per recomputation setting: the losses of two calls, the trained weights,
+    the IPU 0 memory report's categories and the optimised IR."""
+    runs = {}
+    for recompute in (False, True):
+        torch.manual_seed(0)
+        net = network()
+        opts = options(2 if pipelined else 1, 6 if pipelined else 4,
+                       recomputation=recompute).randomSeed(11)
+        if pipelined:
+            opts.setExecutionStrategy(popsim.PipelinedExecution(popsim.AutoStage.AutoIncrement))
+        trainer = popsim.trainingModel(net, opts, popsim.optim.SGD(net.parameters(), lr=0.1))
+        generator = torch.Generator().manual_seed(1)
+        x = torch.randn(rows, 16, generator=generator)
+        labels = torch.randint(0, 16, (rows,), generator=generator)
+        losses = torch.cat([trainer(x, labels)[0] for _ in range(2)])
+        trainer.copyWeightsToHost()
+        memory = {name: category["bytes"] for name, category
+                  in trainer.memoryReport()["ipus"][0]["categories"].items()}
+        runs[recompute] = (losses, {k: v.clone() for k, v in net.state_dict().items()}, memory,
+                           trainer._debug_ir(optimized=True))
+    assert torch.equal(runs[True][0], runs[False][0])
+    for name, value in runs[False][1].items():
+        assert torch.equal(runs[True][1][name], value), name
+    return runs
+
+
+def test_recomputation_repeats_dropout_masks_instead_of_stashing_them():
+    """A recomputed dropout draws from the counter value its forward pass read
+    (a stashed copy; the counter itself has moved on), so training is exactly
+    that without recomputation, and the stash keeps only the stage's input
+    and the copies."""
+    runs = trained_with_and_without_recomputation(DroppingLayers, pipelined=True, rows=48)
+    assert runs[True][2]["stash"] < runs[False][2]["stash"] / 2
+    assert "recomputed]" in runs[True][3] and "= dropout(" in runs[True][3]
+
+
 def test_one_ipu_recomputes_between_its_checkpoints():
     """With checkpoints, a stage whose forward and backward passes are one task
     (here a whole model on one IPU) recomputes each segment just before its
     backward pass: the same training, fewer activations kept."""
-    runs = {}
-    for recompute in (False, True):
-        torch.manual_seed(0)
-        net = CheckpointedLayers()
-        opts = options(1, 4, recomputation=recompute).randomSeed(5)
-        trainer = popsim.trainingModel(net, opts, popsim.optim.SGD(net.parameters(), lr=0.1))
-        generator = torch.Generator().manual_seed(2)
-        x = torch.randn(4 * 256, 64, generator=generator)
-        labels = torch.randint(0, 64, (4 * 256,), generator=generator)
-        losses = torch.cat([trainer(x, labels)[0] for _ in range(2)])
-        trainer.copyWeightsToHost()
-        activations = trainer.memoryReport()["ipus"][0]["categories"]["activations"]["bytes"]
-        runs[recompute] = (losses, {k: v.clone() for k, v in net.state_dict().items()},
-                           activations, trainer._debug_ir(optimized=True))
-    assert torch.equal(runs[True][0], runs[False][0])
-    for name, value in runs[False][1].items():
-        assert torch.equal(runs[True][1][name], value), name
-    assert runs[True][2] < 0.7 * runs[False][2]
+    runs = trained_with_and_without_recomputation(CheckpointedLayers, pipelined=False,
+                                                  rows=4 * 256)
+    assert runs[True][2]["activations"] < 0.7 * runs[False][2]["activations"]
     assert "recomputed]" in runs[True][3] and "recomputed]" not in runs[False][3]
 
 
