@@ -96,13 +96,17 @@ def bert_base_ph1_pod16() -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...], po
 def vit_b16_finetune_pod16() -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...],
                                       popsim.Options, torch.optim.Optimizer]:
     """4 replicas x 4 pipelined IPUs, layers [3, 3, 3, 3], micro-batch 17,
-    accumulation 30, device iterations 8; float16 with stochastic rounding;
-    recomputation checkpoints at every layer; SGD with momentum, loss
-    scaling 0.25; optimizer state on chip with replicated tensor sharding;
-    available memory proportion 0.3; prefetch depth 2."""
-    model = ViTTraining(layers_per_ipu=[3, 3, 3, 3], recompute_checkpoint_every_layer=True).half()
+    accumulation 30, device iterations 8; precision 16.16 (float16 with half
+    partials) and stochastic rounding; images streamed as float16 (the
+    example's byteio is off); hidden dropout 0.1; recomputation checkpoints
+    at every layer; SGD with momentum, loss scaling 0.25; optimizer state on
+    chip with replicated tensor sharding; available memory proportion 0.3;
+    prefetch depth 2 (vision/vit/pytorch/configs.yml, b16_imagenet1k)."""
+    model = ViTTraining(layers_per_ipu=[3, 3, 3, 3], recompute_checkpoint_every_layer=True,
+                        dropout=0.1, eight_bit_input=False).half()
     opts = _bow(replicas=4, accumulation=30, device_iterations=8)
     opts.setExecutionStrategy(popsim.PipelinedExecution(popsim.AutoStage.AutoIncrement))
+    opts.Precision.setPartialsType(torch.half)
     opts.Precision.enableStochasticRounding(True)
     opts.Training.recomputation(True)
     opts.setAvailableMemoryProportion({f"IPU{ipu}": 0.3 for ipu in range(4)})
@@ -110,7 +114,8 @@ def vit_b16_finetune_pod16() -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...],
         popsim.TensorLocationSettings().useOnChipStorage(True).useReplicatedTensorSharding(True))
     opts.prefetchDepth(2)
     optimizer = popsim.optim.SGD(model.parameters(), lr=0.03, momentum=0.9, loss_scaling=0.25)
-    return model, image_batch(17), opts, optimizer
+    images, labels = image_batch(17)
+    return model, (images.half(), labels), opts, optimizer
 
 
 JOBS = [

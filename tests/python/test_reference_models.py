@@ -73,7 +73,10 @@ def test_resnet50_and_vit_b16_size_as_their_published_jobs_split():
     report = popsim.sizeJob(resnet, image_batch(2), opts,
                             popsim.optim.SGD(resnet.parameters(), lr=0.1, momentum=0.9))
     assert report.ipus_per_replica == 1 and report.items_per_call == 8
-    vit = ViTTraining(layers_per_ipu=[3, 3, 3, 3]).half()
-    report = popsim.sizeJob(vit, image_batch(1), _pipelined(accumulation=8),
+    # ViT as Graphcore's job streams it: normalised float16 images, hidden dropout.
+    vit = ViTTraining(layers_per_ipu=[3, 3, 3, 3], dropout=0.1, eight_bit_input=False).half()
+    images, labels = image_batch(1)
+    report = popsim.sizeJob(vit, (images.half(), labels), _pipelined(accumulation=8),
                             popsim.optim.SGD(vit.parameters(), lr=0.1, momentum=0.9))
     assert report.ipus_per_replica == 4 and report.fits
+    assert isinstance(vit.normalise, torch.nn.Identity)

@@ -71,16 +71,20 @@ class ResNet50Training(nn.Module):
 
 
 class ViTTraining(nn.Module):
-    """torchvision's ViT-B/16 with 8-bit input and the loss, its encoder
-    layers split over IPUs by ``layers_per_ipu`` (one block "IPU<n>" each):
-    ``forward(images_uint8, labels)`` returns (logits, loss)."""
+    """torchvision's ViT-B/16 with the loss, its encoder layers split over
+    IPUs by ``layers_per_ipu`` (one block "IPU<n>" each): ``forward(images,
+    labels)`` returns (logits, loss). Images are 8-bit, normalised on the
+    device, unless ``eight_bit_input`` is False (then normalised images in
+    the model's dtype); ``dropout`` is the hidden dropout."""
 
     def __init__(self, num_classes: int = 1000,
                  layers_per_ipu: Optional[Sequence[int]] = None,
-                 recompute_checkpoint_every_layer: bool = False) -> None:
+                 recompute_checkpoint_every_layer: bool = False, dropout: float = 0.0,
+                 eight_bit_input: bool = True) -> None:
         super().__init__()
-        self.normalise = _Normalise()
-        self.vit = torchvision.models.vit_b_16(num_classes=num_classes)
+        # Without 8-bit input the host streams normalised images in the model's dtype.
+        self.normalise: nn.Module = _Normalise() if eight_bit_input else nn.Identity()
+        self.vit = torchvision.models.vit_b_16(num_classes=num_classes, dropout=dropout)
         layers = len(self.vit.encoder.layers)
         counts = list(layers_per_ipu) if layers_per_ipu is not None else [layers]
         if sum(counts) != layers or any(n < 0 for n in counts):
