@@ -63,16 +63,20 @@ def test_layers_per_ipu_must_place_every_layer_once():
         BertPretraining(TINY, layers_per_ipu=[1, 2])
     with pytest.raises(ValueError, match="must place each of the 12 layers once"):
         ViTTraining(layers_per_ipu=[3, 3, 3])
+    with pytest.raises(ValueError, match="checkpoint 'layer9.0' names no module of ResNet-50"):
+        ResNet50Training(checkpoints=["layer9.0"])
 
 
 def test_resnet50_and_vit_b16_size_as_their_published_jobs_split():
     torch.manual_seed(0)
-    resnet = ResNet50Training().half()
+    resnet = ResNet50Training(checkpoints=["layer1.0", "layer4.2.conv3", "avgpool"]).half()
     opts = popsim.Options()
-    opts.Training.gradientAccumulation(4)
+    opts.Training.gradientAccumulation(4).recomputation(True)
     report = popsim.sizeJob(resnet, image_batch(2), opts,
                             popsim.optim.SGD(resnet.parameters(), lr=0.1, momentum=0.9))
     assert report.ipus_per_replica == 1 and report.items_per_call == 8
+    # One IPU recomputes between the checkpoints (forward and backward are one task).
+    assert report.ipus[0].time_cycles["recomputation"] > 0
     # ViT as Graphcore's job streams it: normalised float16 images, hidden dropout.
     vit = ViTTraining(layers_per_ipu=[3, 3, 3, 3], dropout=0.1, eight_bit_input=False).half()
     images, labels = image_batch(1)

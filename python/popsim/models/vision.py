@@ -1,9 +1,10 @@
 """torchvision's ResNet-50 and ViT-B/16 as Graphcore's examples train them,
 for sizing jobs: images arrive as 8-bit integers and are normalised on the
-device, the loss (cross entropy with label smoothing) is part of the model,
-and ViT-B/16's encoder layers go into one popsim.Block per IPU from a
-``layers_per_ipu`` list (the patch embedding with the first layers, the
-head with the last).
+device (optional for ViT), the loss (cross entropy, with label smoothing
+for ResNet-50) is part of the model, ResNet-50 takes recomputation
+checkpoints by module name, and ViT-B/16's encoder layers go into one
+popsim.Block per IPU from a ``layers_per_ipu`` list (the patch embedding
+with the first layers, the head with the last).
 """
 
 import contextlib
