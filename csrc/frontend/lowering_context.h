@@ -44,6 +44,10 @@ public:
   virtual std::vector<ir::Value*> tensorList(size_t index) = 0;
   // A list of optional tensors (Tensor?[]): nullptr for each None.
   virtual std::vector<ir::Value*> optionalTensorList(size_t index) = 0;
+  // Per element of list argument `index`: whether the trace saw a uint8
+  // tensor there. uint8 tensors arrive as int32 (the host widens them), and
+  // eager PyTorch reads a uint8 index as a boolean mask.
+  virtual std::vector<bool> uint8ListElements(size_t index) const = 0;
   virtual int64_t toInt(size_t index) const = 0;
   virtual double toDouble(size_t index) const = 0;
   virtual bool toBool(size_t index) const = 0;

@@ -66,7 +66,17 @@ const FrontendValue& NodeContext::input(size_t index) const {
 
 bool NodeContext::isNone(size_t index) const {
   const FrontendValue& value = input(index);
-  return value.isStatic() && value.constant.isNone();
+  if (!value.isStatic() || !value.constant.isNone()) return false;
+  // torch.sum(x, out=y) computes in y's dtype, as dtype=y.dtype would.
+  return !(outDType().has_value() && argumentIndex("dtype") == index);
+}
+
+std::optional<ir::DType> NodeContext::outDType() const {
+  const std::optional<size_t> out = argumentIndex("out");
+  if (!out.has_value()) return std::nullopt;
+  const auto type = node_.inputs().at(*out)->type()->cast<c10::TensorType>();
+  if (type == nullptr || !type->scalarType().has_value()) return std::nullopt;
+  return toIrDType(*type->scalarType());
 }
 
 bool NodeContext::isTensor(size_t index) const {
@@ -257,6 +267,17 @@ std::vector<ir::Value*> NodeContext::tensorList(size_t index) {
   return tensors;
 }
 
+std::vector<bool> NodeContext::uint8ListElements(size_t index) const {
+  std::vector<bool> result;
+  const torch::jit::Value* list = node_.inputs().at(index);
+  if (list->node()->kind() != c10::prim::ListConstruct) return result;
+  for (const torch::jit::Value* element : list->node()->inputs()) {
+    const auto type = element->type()->cast<c10::TensorType>();
+    result.push_back(type != nullptr && type->scalarType() == c10::ScalarType::Byte);
+  }
+  return result;
+}
+
 std::vector<ir::Value*> NodeContext::optionalTensorList(size_t index) {
   const FrontendValue& value = input(index);
   std::vector<ir::Value*> tensors;
@@ -341,6 +362,10 @@ std::vector<double> NodeContext::toDoubleList(size_t index) const {
 }
 
 std::optional<ir::DType> NodeContext::toDType(size_t index) const {
+  if (argumentIndex("dtype") == index && input(index).isStatic() &&
+      input(index).constant.isNone()) {
+    return outDType(); // an out= overload without dtype=: the out tensor's (isNone)
+  }
   const c10::IValue& v = staticArgument(index, "a dtype");
   if (!v.isInt()) {
     unsupported("argument " + std::to_string(index) + " is not a dtype");
@@ -415,6 +440,12 @@ void NodeContext::assign(ir::Value* variable, ir::Value* value) {
 }
 
 void NodeContext::setOutput(size_t index, ir::Value* value) {
+  // An out= overload returns its out tensor, in that tensor's dtype (eager
+  // casts the result into it).
+  if (const std::optional<ir::DType> out = outDType();
+      out.has_value() && value != nullptr && value->type().dtype != *out) {
+    value = emit(ir::OpKind::Cast, {value}, {{"dtype", std::string(ir::dtypeName(*out))}});
+  }
   values_[node_.outputs().at(index)] = FrontendValue::ofTensor(value);
 }
 

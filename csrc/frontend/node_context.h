@@ -48,6 +48,10 @@ public:
   size_t numOutputs() const override { return node_.outputs().size(); }
   std::optional<size_t> argumentIndex(const std::string& name) const override;
   bool isNone(size_t index) const override;
+  // An out= overload's out tensor's dtype, as the trace saw it (none for
+  // other overloads, or a dtype popsim does not compute with).
+  std::optional<ir::DType> outDType() const;
+  std::vector<bool> uint8ListElements(size_t index) const override;
   bool isTensor(size_t index) const override;
   bool isString(size_t index) const override;
   std::optional<double> staticScalar(size_t index) const override;

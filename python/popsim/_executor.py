@@ -278,6 +278,14 @@ class Executor:
         model = self.__dict__.get("_user_model")
         return type(model) if model is not None else Executor
 
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        """Pickling a wrapped model (torch.save(ipu_model, f), pickle.dumps)
+        pickles the model it wraps, with the device's latest weights copied
+        home first: loading gives that torch.nn.Module, without popsim."""
+        if self._executable is not None:
+            self._sync_host_if_needed()
+        return self._user_model.__reduce_ex__(protocol)
+
     @property
     def options(self) -> Options:
         """The (frozen) options this model runs with."""

@@ -150,3 +150,34 @@ def test_state_dict_through_a_training_model_has_the_trained_weights():
     trained = trainer.state_dict()["net.linear.weight"]
     assert not torch.equal(trained, before)
     assert torch.equal(trained, model.linear.weight.detach())
+
+
+class PicklableNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 3)
+
+    def forward(self, x, target):
+        out = self.fc(x)
+        return out, torch.nn.functional.mse_loss(out, target)
+
+
+def test_pickling_a_wrapped_model_saves_the_model_it_wraps():
+    """torch.save(ipu_model) saves the user's module with the device's latest
+    weights; loading it needs no popsim and gives that module's class."""
+    import io
+
+    torch.manual_seed(0)
+    model = PicklableNet()
+    initial = model.fc.weight.detach().clone()
+    trainer = popsim.trainingModel(model, popsim.Options(),
+                                   torch.optim.SGD(model.parameters(), lr=0.5))
+    trainer(torch.randn(8, 4), torch.randn(8, 3))
+    buffer = io.BytesIO()
+    torch.save(trainer, buffer)
+    buffer.seek(0)
+    loaded = torch.load(buffer)
+    assert type(loaded) is PicklableNet
+    trainer.copyWeightsToHost()
+    assert torch.equal(loaded.fc.weight, model.fc.weight)
+    assert not torch.equal(loaded.fc.weight, initial)  # the trained weights

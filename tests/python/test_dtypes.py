@@ -102,3 +102,36 @@ def test_other_dtypes_are_refused_with_a_hint():
     with pytest.raises(popsim.UnsupportedOperationError, match="conversion to a dtype popsim "
                        "does not compute with"):
         popsim.inferenceModel(Function(lambda x: x.double()))(torch.ones(2, 2))
+
+
+@pytest.mark.parametrize("op", ["cumsum", "sum", "add"])
+def test_an_out_tensor_of_another_dtype_gives_its_dtype(op):
+    """out= of another dtype: ops with a dtype= argument compute in the out
+    tensor's dtype (as dtype= would), others cast their result into it, as
+    eager PyTorch does."""
+    class Out(torch.nn.Module):
+        def forward(self, x):
+            out = torch.zeros(4, dtype=torch.int32 if op != "add" else torch.float32)
+            if op == "cumsum":
+                return torch.cumsum(x, 0, out=out)
+            if op == "sum":
+                return torch.sum(x.reshape(4, 2), 1, out=out)
+            return torch.add(x[:4].int(), 1, out=out)
+
+    x = torch.tensor([1.5, 2.5, 3.5, 4.5, -1.25, 0.75, 2.0, 9.5])
+    expected = Out()(x)
+    result = popsim.inferenceModel(Out())(x)
+    assert result.dtype == expected.dtype
+    assert torch.equal(result, expected)
+
+
+def test_nansum_computes_in_its_dtype_argument():
+    class NanSum(torch.nn.Module):
+        def forward(self, x):
+            return torch.nansum(x, dtype=torch.float16)
+
+    x = torch.tensor([1.0, float("nan"), 2.0 ** -12, 3.0])
+    expected = NanSum()(x)
+    result = popsim.inferenceModel(NanSum())(x)
+    assert result.dtype == torch.float16
+    assert torch.equal(result, expected)

@@ -7,6 +7,8 @@ max pooling (random regions); scatter with reduce, which PyTorch cannot
 differentiate; and training through scatter_reduce's product, zeros
 included."""
 
+import warnings
+
 import pytest
 import torch
 import torch.nn as nn
@@ -137,3 +139,29 @@ def test_training_through_scatter_reduce_prod_with_zeros_matches_eager(include_s
     torch.manual_seed(1)
     batches = [(torch.randn(3, 4), torch.randn(3, 4)) for _ in range(3)]
     assert_sgd_steps_match_eager(lambda: ScatterProduct(include_self), batches)
+
+
+def test_a_uint8_mask_masks_as_in_eager_pytorch():
+    """x[mask] = v with a uint8 mask selects where the mask is nonzero, as eager
+    PyTorch reads it (with its deprecation warning), though popsim holds the
+    mask as int32; reading x[mask] is refused as a boolean mask is."""
+    class Put(torch.nn.Module):
+        def forward(self, t, mask, v):
+            t = t.clone()
+            t[mask] = v
+            return t
+
+    class Read(torch.nn.Module):
+        def forward(self, t, mask):
+            return t[mask]
+
+    t = torch.arange(6.0)
+    mask = torch.tensor([1, 0, 1, 0, 0, 1], dtype=torch.uint8)
+    v = torch.tensor(-1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        expected = Put()(t, mask, v)
+        assert torch.equal(expected, torch.tensor([-1.0, 1.0, -1.0, 3.0, 4.0, -1.0]))
+        assert torch.equal(popsim.inferenceModel(Put())(t, mask, v), expected)
+        with pytest.raises(popsim.UnsupportedOperationError, match="indexing with a boolean mask"):
+            popsim.inferenceModel(Read())(t, mask)

@@ -162,3 +162,20 @@ def test_multinomial_of_a_row_without_probability_is_an_error():
                                                      r"sum to 0"):
         model(torch.tensor([[0.0, 0.0]]))
 
+
+
+@pytest.mark.parametrize("mean_dtype,std_dtype,expected", [
+    (torch.float16, torch.float32, torch.float16),
+    (torch.float32, torch.float16, torch.float32),
+    (None, torch.float16, torch.float16)])
+def test_normal_takes_the_dtype_of_its_mean_tensor(mean_dtype, std_dtype, expected):
+    """torch.normal(mean, std): the result has mean's dtype when mean is a
+    tensor, else std's, as in eager PyTorch."""
+    class Normal(torch.nn.Module):
+        def forward(self, std):
+            mean = torch.zeros(4, dtype=mean_dtype) if mean_dtype is not None else 0.5
+            return torch.normal(mean, std)
+
+    std = torch.ones(4, dtype=std_dtype)
+    assert Normal()(std).dtype == expected
+    assert popsim.inferenceModel(Normal())(std).dtype == expected

@@ -260,10 +260,25 @@ std::vector<int64_t> resultOrder(const Flattened& f) {
   return order;
 }
 
+// The index tensors of list argument `index`, uint8 ones as the boolean
+// masks eager PyTorch reads them as (it warns that uint8 masks are
+// deprecated); they arrive as int32, the host having widened them.
+std::vector<ir::Value*> indexTensors(LoweringContext& ctx, size_t index) {
+  std::vector<ir::Value*> indices = ctx.optionalTensorList(index);
+  const std::vector<bool> uint8 = ctx.uint8ListElements(index);
+  for (size_t i = 0; i < indices.size() && i < uint8.size(); ++i) {
+    if (indices[i] != nullptr && uint8[i]) {
+      indices[i] =
+          emitBinary(ctx, "ne", indices[i], constantFilled(ctx, {indices[i]->type().dtype, {}}, 0));
+    }
+  }
+  return indices;
+}
+
 // aten::index(self, indices): x[i], x[i, j], x[:, i], x[i, None]... with tensor indices.
 void lowerIndex(LoweringContext& ctx) {
   ir::Value* x = ctx.tensor(0);
-  const Flattened f = flattenIndexed(ctx, x, ctx.optionalTensorList(1));
+  const Flattened f = flattenIndexed(ctx, x, indexTensors(ctx, 1));
   ir::Value* picked = ctx.emit(ir::OpKind::IndexSelect, {f.x, f.positions}, {{"dim", int64_t{0}}});
   ir::Shape shape = f.indexShape;
   for (int64_t d : f.other)
@@ -332,7 +347,7 @@ ir::Value* maskedPut(LoweringContext& ctx, ir::Value* x, const std::vector<ir::V
 // into the indexed elements.
 void lowerIndexPut(LoweringContext& ctx) {
   ir::Value* x = ctx.tensor(0);
-  const std::vector<ir::Value*> indices = ctx.optionalTensorList(1);
+  const std::vector<ir::Value*> indices = indexTensors(ctx, 1);
   const bool accumulate = ctx.numInputs() > 3 && ctx.toBool(3);
   if (std::any_of(indices.begin(), indices.end(), [](ir::Value* index) {
         return index != nullptr && index->type().dtype == ir::DType::Bool;

@@ -114,7 +114,13 @@ void lowerNormal(LoweringContext& ctx) {
   }
   ir::Value* standard = draw(ctx, "normal", {0.0, 1.0}, shape);
   ir::Value* scaled = ctx.emit(ir::OpKind::Mul, {standard, operandAs(ctx, 1, ir::DType::Float32)});
-  ctx.setOutput(0, ctx.emit(ir::OpKind::Add, {scaled, operandAs(ctx, 0, ir::DType::Float32)}));
+  ir::Value* sample = ctx.emit(ir::OpKind::Add, {scaled, operandAs(ctx, 0, ir::DType::Float32)});
+  // PyTorch gives the result the dtype of mean when it is a tensor, else std's.
+  const ir::DType dtype = ctx.tensor(meanTensor ? 0 : 1)->type().dtype;
+  if (ir::isFloat(dtype) && dtype != ir::DType::Float32) {
+    sample = ctx.emit(ir::OpKind::Cast, {sample}, {{"dtype", std::string(ir::dtypeName(dtype))}});
+  }
+  ctx.setOutput(0, sample);
 }
 
 // bernoulli(self) with self's elements as probabilities; bernoulli(self, p)

@@ -85,9 +85,11 @@ void lowerMean(LoweringContext& ctx) {
 void lowerNansum(LoweringContext& ctx) {
   ir::Value* x = ctx.tensor(0);
   if (!ir::isFloat(x->type().dtype)) return lowerSum(ctx); // no NaN to skip
-  if (!ir::isFloat(dtypeArgument(ctx, "nansum").value_or(x->type().dtype))) {
+  const ir::DType dtype = dtypeArgument(ctx, "nansum").value_or(x->type().dtype);
+  if (!ir::isFloat(dtype)) {
     ctx.unsupported("nansum of a float tensor into an integer dtype");
   }
+  x = castTo(ctx, x, dtype); // dtype=: the input converted first, as in PyTorch
   ir::Value* zero = floatScalar(ctx, 0.0);
   ir::Value* numbers = ctx.emit(ir::OpKind::Where, {emitBinary(ctx, "eq", x, x), x, zero});
   ctx.setOutput(0, sumOver(ctx, ir::OpKind::ReduceSum, numbers));
