@@ -132,7 +132,9 @@ def _epoch_samples(dataset: Any, sampler: Any, batch_sampler: Any) -> Optional[i
     """Samples one epoch draws, or None when nothing says (iterable datasets)."""
     try:
         if batch_sampler is not None:
-            # Every batch is full but the last of a sampler that keeps a short one.
+            # Every batch is taken as full but the last of a sampler that keeps a
+            # short one (so len() is an estimate for a sampler whose batches vary:
+            # iterating it to count them would draw its randomness).
             inner = getattr(batch_sampler, "sampler", None)
             if inner is None or getattr(batch_sampler, "drop_last", False):
                 return len(batch_sampler) * batch_sampler.batch_size
@@ -165,10 +167,12 @@ def _micro_batch_of(batch_sampler: Iterable[Sequence[Any]], batch_size: int, shu
 
 
 class _CombiningBatchSampler(torch.utils.data.Sampler):
-    """Joins the batches of a user's batch_sampler, `count` at a time, into the
-    combined batches a model call takes. With drop_last, a group that is short
-    of `combined` samples (the end of an epoch, or a sampler's short last
-    batch) is dropped; without, the model refuses it with a clear error."""
+    """Regroups the samples of a user's batch_sampler, in the order it yields
+    them, into the combined batches of `combined` samples a model call takes
+    (`count` of its batches when they all hold its batch_size; batches of
+    other sizes are not dropped or merged whole, their samples flow on). With
+    drop_last, the short group at the end of an epoch is dropped; without,
+    the model refuses it with a clear error."""
 
     def __init__(self, batch_sampler: Any, count: int, combined: int, drop_last: bool,
                  samples: Optional[int]) -> None:
@@ -180,14 +184,13 @@ class _CombiningBatchSampler(torch.utils.data.Sampler):
         self.samples = samples  # in an epoch (None: unknown)
 
     def __iter__(self) -> Iterator[List[Any]]:
-        group, batches = [], 0
+        group: List[Any] = []
         for batch in self.batch_sampler:
-            group.extend(batch)
-            batches += 1
-            if batches == self.count:
-                if len(group) == self.combined or not self.drop_last:
+            for index in batch:
+                group.append(index)
+                if len(group) == self.combined:
                     yield group
-                group, batches = [], 0
+                    group = []
         if group and not self.drop_last:
             yield group
 
@@ -210,7 +213,9 @@ class DataLoader(torch.utils.data.DataLoader):
     gives. A ``sampler`` orders the samples as in torch. A ``batch_sampler``
     yields micro-batches (its ``batch_size`` attribute is the micro-batch):
     each combined batch joins deviceIterations x replicationFactor x
-    gradientAccumulation of them in order. ``mode`` picks synchronous or background loading (see
+    gradientAccumulation of them in order. Its samples flow on in the order it
+    yields them whatever the sizes of its batches, so batches of other sizes
+    are neither dropped nor merged whole (len() counts full batches). ``mode`` picks synchronous or background loading (see
     ``popsim.DataLoaderMode``); ``async_options`` passes ``buffer_size``,
     ``load_indefinitely`` and ``early_preload`` to the
     ``AsynchronousDataAccessor``. In the asynchronous modes each batch lives

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import warnings
 
 import pytest
 import torch
@@ -550,3 +551,39 @@ def test_a_batch_that_cannot_be_sent_is_an_error_not_a_hang():
                        "process"):
         list(loader)
     loader.terminate()
+
+
+class VariableBatches:
+    """A batch sampler of batch_size 4 whose batches hold 3, 2, 4, 1, 2, 3, 1
+    and 4 samples, over samples 0 to 19 in order."""
+    batch_size = 4
+
+    def __iter__(self):
+        sizes, start = [3, 2, 4, 1, 2, 3, 1, 4], 0
+        for size in sizes:
+            yield list(range(start, start + size))
+            start += size
+
+    def __len__(self):
+        return 8
+
+
+@pytest.mark.parametrize("mode", ALL_MODES)
+def test_a_batch_sampler_of_varying_batches_keeps_its_sample_stream(mode):
+    """Batches of other sizes than the sampler's batch_size are neither dropped
+    nor merged whole: the combined batches take its samples in order, as
+    torch's DataLoader yields them (the short rest dropped with drop_last)."""
+    eager = torch.cat([labels for _, labels in
+                       torch.utils.data.DataLoader(numbered(20), batch_sampler=VariableBatches())])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the dropped rest, announced
+        loader = popsim.DataLoader(options(2), numbered(20), batch_sampler=VariableBatches(),
+                                   mode=mode)
+    assert labels_of(loader, epochs=2) == [eager[:16].tolist()] * 2
+    loader.terminate()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        keeping = popsim.DataLoader(options(2), numbered(20), batch_sampler=VariableBatches(),
+                                    mode=mode, drop_last=False)
+    assert labels_of(keeping) == [eager.tolist()]
+    keeping.terminate()
