@@ -10,7 +10,7 @@ any options. In the asynchronous modes a background process
 import warnings
 import weakref
 from typing import (TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Protocol,
-                    Sequence, cast)
+                    Sequence, Tuple, cast)
 
 import torch
 import torch.utils.data
@@ -63,38 +63,60 @@ def _check_not_too_small(samples: Optional[int], combined: int, options: Options
 class _ProcessPart(torch.utils.data.Dataset):
     """This process's part of a map-style dataset in a multi-process job, as
     PopTorch partitions it: every process gets the same whole number of
-    combined batches, `per_process` samples, from a contiguous range (of a
-    permutation drawn from the options' random seed, the same in every
-    process, when shuffling). The samples left over after the parts are
-    skipped; with shuffling, every other epoch moves all the ranges by that
-    many samples so that the leftovers are used too."""
+    combined batches, `per_process` samples, from a contiguous range. With
+    shuffling, the range is of a permutation of the whole dataset that every
+    process draws alike from the options' random seed and the epoch, as
+    torch's DistributedSampler with set_epoch does: each epoch reshuffles,
+    the processes' parts never overlap, and other samples are left over
+    each epoch. Items are (epoch, index) pairs from _EpochIndices, so worker
+    processes, which hold copies of this dataset, need no state of the
+    epoch."""
 
     def __init__(self, dataset: "_SizedDataset", options: Options, combined: int,
                  shuffle: bool) -> None:
         processes = options.Distributed.numProcesses
-        samples = len(dataset)
-        self.per_process = combined * (samples // (combined * processes))
-        self.leftover = samples - self.per_process * processes
+        self.samples = len(dataset)
+        self.per_process = combined * (self.samples // (combined * processes))
         self.base = options.Distributed.processId * self.per_process
-        self.offset = self.base
         self.shuffle = shuffle
         self.dataset = dataset
         # Shuffled parts need the options' random seed (_partition checks it is set).
-        self.order = (torch.randperm(samples, generator=torch.Generator().manual_seed(
-            cast(int, options.random_seed))) if shuffle else None)
-
-    def next_epoch(self) -> None:
-        if self.shuffle and self.leftover:
-            self.offset = self.base + self.leftover if self.offset == self.base else self.base
+        self.seed = cast(int, options.random_seed) if shuffle else 0
+        self._order: Optional[Tuple[int, torch.Tensor]] = None  # (epoch, permutation)
 
     def __len__(self) -> int:
         return self.per_process
 
-    def __getitem__(self, index: int) -> Any:
+    def _permutation(self, epoch: int) -> torch.Tensor:
+        if self._order is None or self._order[0] != epoch:
+            generator = torch.Generator().manual_seed(self.seed + epoch)
+            self._order = (epoch, torch.randperm(self.samples, generator=generator))
+        return self._order[1]
+
+    def __getitem__(self, key: Any) -> Any:
+        epoch, index = key if isinstance(key, tuple) else (0, key)
         if not 0 <= index < self.per_process:
             raise IndexError(f"index {index} of a process's part of {self.per_process} samples")
-        position = self.offset + index
-        return self.dataset[int(self.order[position]) if self.order is not None else position]
+        position = self.base + index
+        return self.dataset[int(self._permutation(epoch)[position]) if self.shuffle else position]
+
+
+class _EpochIndices(torch.utils.data.Sampler):
+    """The indices of a process's part (in `order`'s order: shuffled or not)
+    paired with the epoch, which advances at every pass."""
+
+    def __init__(self, order: torch.utils.data.Sampler) -> None:
+        super().__init__(None)
+        self.order = order
+        self.epoch = 0
+
+    def __iter__(self) -> Iterator[Tuple[int, int]]:
+        epoch = self.epoch
+        self.epoch += 1
+        return ((epoch, index) for index in self.order)
+
+    def __len__(self) -> int:
+        return len(self.order)  # type: ignore[arg-type]
 
 
 def _partition(dataset: torch.utils.data.Dataset, options: Options, combined: int, shuffle: bool,
@@ -230,8 +252,9 @@ class DataLoader(torch.utils.data.DataLoader):
     (the default) gives each process its own part of a map-style dataset,
     as PopTorch does: the same whole number of combined batches for every
     process, from a contiguous range of the dataset, or with ``shuffle`` of a
-    permutation drawn from ``options.randomSeed`` (which must then be set,
-    the same everywhere). Iterable datasets and samplers are the caller's to
+    permutation of the whole dataset drawn each epoch from
+    ``options.randomSeed`` (which must then be set, the same everywhere) and
+    the epoch, as torch's DistributedSampler with set_epoch does. Iterable datasets and samplers are the caller's to
     partition (``auto_distributed_partitioning=False``).
     """
 
@@ -308,6 +331,12 @@ class DataLoader(torch.utils.data.DataLoader):
             # Rebatching workers keep their last short batch: the accessor adds it to the rest.
             kwargs.update(batch_size=worker_batch, shuffle=shuffle,
                           drop_last=drop_last if mode != DataLoaderMode.AsyncRebatched else False)
+        if isinstance(dataset, _ProcessPart):
+            # The part's indices carry the epoch (see _ProcessPart); within the part
+            # they come in order, the permutation having shuffled the whole dataset.
+            kwargs.pop("generator", None)
+            kwargs.update(shuffle=False, sampler=_EpochIndices(
+                torch.utils.data.SequentialSampler(range(len(dataset)))))
         super().__init__(dataset, num_workers=num_workers, persistent_workers=persistent_workers,
                          **kwargs)
         self._warn_about_leftovers(batch_size)
@@ -361,8 +390,6 @@ class DataLoader(torch.utils.data.DataLoader):
 
     def _sync_iter(self) -> Iterator[Any]:
         """The batches as loaded in this process (the background process runs this)."""
-        if isinstance(self.dataset, _ProcessPart):
-            self.dataset.next_epoch()
         return super().__iter__()
 
     def terminate(self) -> None:

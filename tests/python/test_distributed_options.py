@@ -63,7 +63,7 @@ def process_samples(processes, process_id, epochs=1, **loader_arguments):
     options.Distributed.configureProcessId(process_id, processes)
     dataset = torch.utils.data.TensorDataset(torch.arange(100))
     loader = popsim.DataLoader(options, dataset, batch_size=2, **loader_arguments)
-    return [torch.cat([ids for (ids,) in loader]).tolist() for _ in range(epochs)]
+    return [torch.cat([ids.clone() for (ids,) in loader]).tolist() for _ in range(epochs)]
 
 
 def test_each_process_reads_its_own_contiguous_part():
@@ -72,16 +72,23 @@ def test_each_process_reads_its_own_contiguous_part():
     assert parts == [list(range(0, 32)), list(range(32, 64)), list(range(64, 96))]
 
 
-def test_shuffled_parts_do_not_overlap_and_use_the_leftovers_every_other_epoch():
-    epochs = [process_samples(3, rank, epochs=2, shuffle=True) for rank in range(3)]
-    seen = set()
-    for epoch in range(2):
-        parts = [set(epochs[rank][epoch]) for rank in range(3)]
-        assert all(len(part) == 32 for part in parts)
-        assert not parts[0] & parts[1] and not parts[1] & parts[2] and not parts[0] & parts[2]
-        seen |= set().union(*parts)
-    assert seen == set(range(100))  # the 4 leftovers too
-    assert epochs[0][0] != epochs[0][1]
+@pytest.mark.parametrize("loader_arguments", [
+    {}, {"num_workers": 2}, {"mode": popsim.DataLoaderMode.Async}])
+def test_shuffled_parts_reshuffle_every_epoch_and_never_overlap(loader_arguments):
+    """As torch's DistributedSampler with set_epoch: every epoch each process
+    takes its contiguous range of a permutation of the whole dataset that all
+    processes draw alike from the seed and the epoch, so the parts never
+    overlap, each epoch reshuffles, and other samples are left over each
+    epoch; also with workers that persist across epochs, and loading in the
+    background."""
+    epochs = [process_samples(3, rank, epochs=4, shuffle=True, **loader_arguments)
+              for rank in range(3)]
+    for epoch in range(4):
+        permutation = torch.randperm(100, generator=torch.Generator().manual_seed(7 + epoch))
+        for rank in range(3):
+            assert epochs[rank][epoch] == permutation[32 * rank:32 * (rank + 1)].tolist()
+    assert set(epochs[0][0]) != set(epochs[0][1])
+    assert len(set().union(*epochs[0])) > 64  # process 0 sees more than one part's worth
 
 
 def test_partitioning_needs_a_seed_to_shuffle_and_a_map_style_dataset():
