@@ -2,7 +2,7 @@
 variances (frontend/lowerings/extremum.cpp), the vector norms (norms.cpp),
 sums and products (reduction.cpp): amax, amin, max and min (over everything
 and along a dimension, with indices), argmax, argmin, median and nanmedian,
-logsumexp, var, std, all, any, p-norms (p = 0, 1, 2, 3, inf, -inf; zero
+logsumexp, var, std, var_mean, std_mean, all, any, p-norms (p = 0, 1, 2, 3, inf, -inf; zero
 vectors included), cumsum, cumprod, prod (with zeros), nansum,
 count_nonzero, and sums of integer and bool tensors, over random dims of
 random shapes, with ties (whole numbers) where the gradient must share or
@@ -69,6 +69,11 @@ REDUCTIONS = {
     "var_biased_all": _whole(lambda t: t.var(unbiased=False)),
     "std": _over_dims(lambda t, d, k: torch.std(t, d, unbiased=True, keepdim=k), smallest=2),
     "std_correction": _over_dims(lambda t, d, k: t.std(d, correction=0, keepdim=k)),
+    # Both outputs in one expression, so each has a gradient to check.
+    "var_mean": _over_dims(lambda t, d, k: (lambda vm: vm[0] * 2 + vm[1])(
+        torch.var_mean(t, d, keepdim=k)), smallest=2),
+    "std_mean_biased_all": _whole(lambda t: (lambda sm: sm[0] - 3 * sm[1])(
+        torch.std_mean(t, unbiased=False)), smallest=2),
     "all": _whole(lambda t: (t > -1).all(), whole=True),
     "any_dim": _along_dim(lambda t, d, k: torch.any(t > 1, d, keepdim=k), whole=True),
     "all_floats_dim": _along_dim(lambda t, d, k: t.all(d), whole=True),

@@ -180,10 +180,9 @@ void lowerLogsumexp(LoweringContext& ctx) {
   ctx.setOutput(0, ctx.emit(ir::OpKind::Add, {ctx.emit(ir::OpKind::Log, {sum}), offset}));
 }
 
-// var / std: the mean of squared deviations over N - correction (unbiased:
-// correction 1), in every overload (self, unbiased), (self, dim, unbiased,
-// keepdim) and (self, dim, correction=, keepdim).
-template <bool Std> void lowerVariance(LoweringContext& ctx) {
+// The variance (or standard deviation: the mean of squared deviations over
+// N - correction) and, for var_mean / std_mean, the mean, over the op's dims.
+template <bool Std> std::vector<ir::Value*> varianceAndMean(LoweringContext& ctx) {
   ir::Value* x = floatTensor(ctx, 0);
   const int64_t rank = x->type().rank();
   const std::optional<size_t> dimIndex = ctx.argumentIndex("dim");
@@ -208,12 +207,33 @@ template <bool Std> void lowerVariance(LoweringContext& ctx) {
                {ctx.emit(ir::OpKind::ReduceMean, {x}, {{"dims", reduced}, {"keepdim", true}})}, {});
   ir::Value* deviation = ctx.emit(ir::OpKind::Sub, {x, mean});
   ir::Value* squares = ctx.emit(ir::OpKind::Mul, {deviation, deviation});
-  ir::Value* sum = ctx.emit(ir::OpKind::ReduceSum, {squares},
-                            {{"dims", reduced}, {"keepdim", keepdim && rank > 0}});
+  const bool kept = keepdim && rank > 0;
+  ir::Value* sum =
+      ctx.emit(ir::OpKind::ReduceSum, {squares}, {{"dims", reduced}, {"keepdim", kept}});
   ir::Value* variance =
       affine(ctx, sum, 1.0 / std::max(0.0, static_cast<double>(count) - correction), 0.0);
-  if (rank == 0) variance = reshape(ctx, variance, {});
-  ctx.setOutput(0, Std ? ctx.emit(ir::OpKind::Sqrt, {variance}) : variance);
+  // The mean as an output has its own gradient path.
+  ir::Value* meanOut =
+      ctx.emit(ir::OpKind::ReduceMean, {x}, {{"dims", reduced}, {"keepdim", kept}});
+  if (rank == 0) {
+    variance = reshape(ctx, variance, {});
+    meanOut = reshape(ctx, meanOut, {});
+  }
+  return {Std ? ctx.emit(ir::OpKind::Sqrt, {variance}) : variance, meanOut};
+}
+
+// var / std(self, ...): PyTorch's unbiased estimate by default (Bessel's
+// correction 1), in every overload (self, unbiased), (self, dim, unbiased,
+// keepdim) and (self, dim, correction=, keepdim).
+template <bool Std> void lowerVariance(LoweringContext& ctx) {
+  ctx.setOutput(0, varianceAndMean<Std>(ctx)[0]);
+}
+
+// var_mean / std_mean: the same, and the mean over the same dims.
+template <bool Std> void lowerVarianceMean(LoweringContext& ctx) {
+  const std::vector<ir::Value*> both = varianceAndMean<Std>(ctx);
+  ctx.setOutput(0, both[0]);
+  ctx.setOutput(1, both[1]);
 }
 
 // all / any(self) and (self, dim, keepdim): the min / max of x != 0.
@@ -247,6 +267,8 @@ void registerExtremumReductions(LoweringRegistry& registry) {
   registry.add("aten::logsumexp", lowerLogsumexp);
   registry.add("aten::var", lowerVariance<false>);
   registry.add("aten::std", lowerVariance<true>);
+  registry.add("aten::var_mean", lowerVarianceMean<false>);
+  registry.add("aten::std_mean", lowerVarianceMean<true>);
   registry.add("aten::all", lowerAllOrAny<true>);
   registry.add("aten::any", lowerAllOrAny<false>);
 }

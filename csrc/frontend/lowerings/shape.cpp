@@ -244,6 +244,7 @@ void lowerExpandAs(LoweringContext& ctx) {
 void registerShapeOps(LoweringRegistry& registry) {
   registry.add("aten::broadcast_tensors", lowerBroadcastTensors);
   registry.add("aten::expand", lowerExpand);
+  registry.add("aten::broadcast_to", lowerExpand); // (self, size), -1 keeping a dim
   registry.add("aten::expand_as", lowerExpandAs);
   registry.add("aten::view", lowerView);
   registry.add("aten::reshape", lowerView);
