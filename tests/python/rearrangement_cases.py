@@ -1,6 +1,6 @@
 """The test table of the ops that rearrange elements
 (frontend/lowerings/rearrangement.cpp, and swapaxes and narrow_copy in
-shape.cpp): repeat, tile, broadcast_to, repeat_interleave, flip, roll, unbind, unflatten,
+shape.cpp): repeat, tile, broadcast_to, meshgrid, repeat_interleave, flip, roll, unbind, unflatten,
 movedim, swapaxes, narrow_copy, tensor_split, diagonal, diag, triu, tril,
 pixel_shuffle, pixel_unshuffle, channel_shuffle, Tensor.unfold, F.unfold
 and F.fold, on random shapes. test_ops.py runs each case forward,
@@ -38,6 +38,10 @@ REARRANGEMENTS = {
     "repeat": _on(lambda rng, s: (lambda r: lambda t: t.repeat(*r))(
         [rng.randint(1, 3) for _ in s] + [2])),
     "tile": _on(lambda rng, s: lambda t: torch.tile(t, (2,))),
+    "meshgrid_ij": lambda rng: (Elementwise(lambda t: _sum_all(torch.meshgrid(
+        t[0], t[1, :3], t[2, 1], indexing="ij")) * 2), [torch.randn(3, 4)]),
+    "meshgrid_xy": lambda rng: (Elementwise(lambda t: _sum_all(torch.meshgrid(
+        t[0, :2], t[1], t[2, :3], indexing="xy")) + 1), [torch.randn(3, 4)]),
     "broadcast_to": _on(lambda rng, s: lambda t: torch.broadcast_to(t[..., :1], (2, *s[:-1], 3)) * 1),
     "broadcast_to_keeping": _on(lambda rng, s: lambda t: torch.broadcast_to(t, (3, *[-1] * len(s))) + 0),
     "repeat_interleave": _on(lambda rng, s: (lambda d: lambda t: t.repeat_interleave(2, dim=d))(

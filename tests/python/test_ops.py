@@ -128,6 +128,13 @@ def addmm_case(rng):
             [torch.randn(n), torch.randn(m, k), torch.randn(k, n)])
 
 
+def addmv_case(rng):
+    m, k = randint(rng, 1, 9), randint(rng, 1, 9)
+    beta, alpha = rng.choice([1.0, 0.5, 0.0]), rng.choice([1.0, 2.0])
+    return (Fn(lambda _, b, x, v: torch.addmv(b, x, v, beta=beta, alpha=alpha)),
+            [torch.randn(m), torch.randn(m, k), torch.randn(k)])
+
+
 def bmm_case(rng):
     b, m, k, n = randint(rng, 1, 4), randint(rng, 1, 7), randint(rng, 1, 7), randint(rng, 1, 7)
     return Fn(lambda _, x, y: torch.bmm(x, y)), [torch.randn(b, m, k), torch.randn(b, k, n)]
@@ -344,6 +351,7 @@ CASES = {
     "linear": linear_case,
     "matmul": matmul_case,
     "addmm": addmm_case,
+    "addmv": addmv_case,
     "bmm": bmm_case,
     "relu": unary_case(F.relu),
     "gelu": unary_case(F.gelu),

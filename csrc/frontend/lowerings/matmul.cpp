@@ -46,7 +46,7 @@ void lowerLinear(LoweringContext& ctx) {
   ctx.setOutput(0, vector ? reshape(ctx, y, {weight->type().shape[0]}) : y);
 }
 
-// aten::addmm / baddbmm(bias, a, b, beta, alpha) = beta * bias + alpha * (a @ b).
+// aten::addmm / baddbmm / addmv(bias, a, b, beta, alpha) = beta * bias + alpha * (a @ b).
 void lowerAddMatMul(LoweringContext& ctx) {
   ir::Value* bias = floatTensor(ctx, 0);
   ir::Value* product = matmul(ctx, floatTensor(ctx, 1), floatTensor(ctx, 2));
@@ -75,6 +75,7 @@ void registerMatMul(LoweringRegistry& registry) {
   registry.add("aten::bmm", lowerMatMul);
   registry.add("aten::addmm", lowerAddMatMul);
   registry.add("aten::baddbmm", lowerAddMatMul);
+  registry.add("aten::addmv", lowerAddMatMul);
   registry.add("aten::t", lowerTranspose2d);
 }
 

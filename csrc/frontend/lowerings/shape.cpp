@@ -218,6 +218,31 @@ void lowerBroadcastTensors(LoweringContext& ctx) {
   ctx.setOutputList(0, tensors);
 }
 
+// meshgrid(tensors, indexing="ij"): 0-d or 1-D tensors t_0..t_{n-1} as n
+// grids of shape [len(t_0), ..., len(t_{n-1})], grid i varying along dim i;
+// "xy" indexing swaps the first two dims, as numpy does.
+void lowerMeshgrid(LoweringContext& ctx) {
+  std::vector<ir::Value*> tensors = ctx.tensorList(0);
+  const std::string indexing = ctx.numInputs() > 1 && !ctx.isNone(1) ? ctx.toString(1) : "ij";
+  if (indexing != "ij" && indexing != "xy") {
+    ctx.unsupported("meshgrid indexing '" + indexing + "'; it is 'ij' or 'xy'");
+  }
+  const bool xy = indexing == "xy" && tensors.size() >= 2;
+  ir::Shape shape;
+  for (ir::Value* t : tensors) {
+    if (t->type().rank() > 1) ctx.unsupported("meshgrid of a tensor of rank above 1");
+    shape.push_back(t->type().numel());
+  }
+  if (xy) std::swap(shape[0], shape[1]);
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const size_t dim = xy && i < 2 ? 1 - i : i;
+    ir::Shape along(shape.size(), 1);
+    along[dim] = shape[dim];
+    tensors[i] = broadcastTo(ctx, reshape(ctx, tensors[i], along), shape);
+  }
+  ctx.setOutputList(0, tensors);
+}
+
 // expand(input, size, implicit): -1 keeps a dimension; new leading dimensions may be added.
 void lowerExpand(LoweringContext& ctx) {
   ir::Value* x = ctx.tensor(0);
@@ -243,6 +268,7 @@ void lowerExpandAs(LoweringContext& ctx) {
 
 void registerShapeOps(LoweringRegistry& registry) {
   registry.add("aten::broadcast_tensors", lowerBroadcastTensors);
+  registry.add("aten::meshgrid", lowerMeshgrid);
   registry.add("aten::expand", lowerExpand);
   registry.add("aten::broadcast_to", lowerExpand); // (self, size), -1 keeping a dim
   registry.add("aten::expand_as", lowerExpandAs);
