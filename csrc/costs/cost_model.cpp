@@ -12,33 +12,22 @@ namespace {
 
 uint64_t ceilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
-// One vectorised pass over `elements` spread over all tiles (v values per vector).
+// One vectorised pass over `perTile` elements on every tile: six worker
+// threads, each taking v values per vector (the tile's 64-bit vector unit
+// takes two float32 or four float16 values).
+uint64_t tilePassCycles(uint64_t perTile, ir::DType dtype) {
+  const uint64_t vectorWidth = dtype == ir::DType::Float16 ? 4 : 2;
+  return 6 * (58 + 3 * ceilDiv(perTile, 6 * vectorWidth)) + 11;
+}
+
+// One vectorised pass over `elements` spread over all tiles.
 uint64_t elementwisePassCycles(uint64_t elements, const device::ChipSpec& chip,
                                ir::DType dtype = ir::DType::Float32) {
-  const uint64_t perTile = ceilDiv(elements, static_cast<uint64_t>(chip.tiles));
-  // The tile's 64-bit vector unit takes two float32 or four float16 values.
-  const uint64_t vectorWidth = dtype == ir::DType::Float16 ? 4 : 2;
-  const uint64_t perThread = ceilDiv(perTile, 6 * vectorWidth);
-  return 6 * (58 + 3 * perThread) + 11;
+  return tilePassCycles(ceilDiv(elements, static_cast<uint64_t>(chip.tiles)), dtype);
 }
 
 uint64_t exchangeCycles(uint64_t bytes, const device::ChipSpec& chip) {
   return ceilDiv(bytes, static_cast<uint64_t>(chip.tiles * chip.exchangeBytesPerTileCycle));
-}
-
-// The AMP units' rate for the operands' dtype: float16 multiplies four times
-// as fast as float32 on Mk2 (64 against 16 MACs per tile-cycle).
-uint64_t macCycles(uint64_t macs, const device::ChipSpec& chip, ir::DType dtype) {
-  const int64_t perTile =
-      dtype == ir::DType::Float16 ? chip.fp16MacsPerTileCycle : chip.fp32MacsPerTileCycle;
-  const double perCycle = static_cast<double>(chip.tiles * perTile) * kMatMulEfficiency;
-  return static_cast<uint64_t>(std::ceil(static_cast<double>(macs) / perCycle));
-}
-
-// One vectorised pass over `perTile` elements on every tile.
-uint64_t tilePassCycles(uint64_t perTile, ir::DType dtype) {
-  const uint64_t vectorWidth = dtype == ir::DType::Float16 ? 4 : 2;
-  return 6 * (58 + 3 * ceilDiv(perTile, 6 * vectorWidth)) + 11;
 }
 
 // Ways to split one dimension over tiles: 1, 2, 3, 4, 6, 8, 12, ... up to
@@ -123,7 +112,7 @@ OpCost estimateOpCost(const ir::Node& node, const device::ChipSpec& chip,
                                                           : syncCycles(1, chip);
   // A matrix product's exchange is its tiles' operand blocks (below).
   const bool product = work.product.m != 0;
-  cost.exchangeCycles = product ? 0 : exchangeCycles(work.exchangedBytes, chip);
+  cost.exchangeCycles = exchangeCycles(work.exchangedBytes, chip);
   if (work.crossTileReduction) cost.exchangeCycles += syncCycles(1, chip);
   if (work.hostTransfer) cost.exchangeCycles += hostTransferCycles(work.hostBytes, chip);
   if (work.linkTransfer) cost.exchangeCycles += linkTransferCycles(work.linkBytes, 2, chip);
@@ -148,7 +137,7 @@ OpCost estimateOpCost(const ir::Node& node, const device::ChipSpec& chip,
     cost.computeCycles += shared.computeCycles;
     cost.syncCycles += shared.reductionSyncCycles;
   } else {
-    cost.computeCycles += macCycles(work.macs, chip, work.macType);
+    POPSIM_ASSERT(work.macs == 0, node.describe(), ": multiply-accumulates without their product.");
   }
   if (work.collectiveReduces) {
     // Each IPU adds the (replicas - 1) chunks of float32 it receives.

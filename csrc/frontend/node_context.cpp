@@ -42,7 +42,20 @@ NodeContext::NodeContext(const torch::jit::Node& node, ValueMap& values, ir::Gra
                          ConstantTensors& constants, ImportState& state,
                          ir::SourceLocation location)
     : node_(node), values_(values), graph_(graph), constants_(constants), state_(state),
-      location_(std::move(location)), opName_(node.kind().toQualString()) {}
+      location_(std::move(location)), opName_(node.kind().toQualString()) {
+  if (const std::optional<size_t> out = argumentIndex("out")) {
+    const auto type = node_.inputs().at(*out)->type()->cast<c10::TensorType>();
+    if (type != nullptr && type->scalarType().has_value())
+      outDType_ = toIrDType(*type->scalarType());
+  }
+  dtypeIndex_ = argumentIndex("dtype");
+}
+
+bool NodeContext::isOutDType(size_t index) const {
+  if (!outDType_.has_value() || dtypeIndex_ != index) return false;
+  const FrontendValue& value = input(index);
+  return value.isStatic() && value.constant.isNone();
+}
 
 std::optional<size_t> NodeContext::argumentIndex(const std::string& name) const {
   const c10::FunctionSchema* schema = node_.maybeSchema();
@@ -66,17 +79,8 @@ const FrontendValue& NodeContext::input(size_t index) const {
 
 bool NodeContext::isNone(size_t index) const {
   const FrontendValue& value = input(index);
-  if (!value.isStatic() || !value.constant.isNone()) return false;
   // torch.sum(x, out=y) computes in y's dtype, as dtype=y.dtype would.
-  return !(outDType().has_value() && argumentIndex("dtype") == index);
-}
-
-std::optional<ir::DType> NodeContext::outDType() const {
-  const std::optional<size_t> out = argumentIndex("out");
-  if (!out.has_value()) return std::nullopt;
-  const auto type = node_.inputs().at(*out)->type()->cast<c10::TensorType>();
-  if (type == nullptr || !type->scalarType().has_value()) return std::nullopt;
-  return toIrDType(*type->scalarType());
+  return value.isStatic() && value.constant.isNone() && !isOutDType(index);
 }
 
 bool NodeContext::isTensor(size_t index) const {
@@ -362,10 +366,7 @@ std::vector<double> NodeContext::toDoubleList(size_t index) const {
 }
 
 std::optional<ir::DType> NodeContext::toDType(size_t index) const {
-  if (argumentIndex("dtype") == index && input(index).isStatic() &&
-      input(index).constant.isNone()) {
-    return outDType(); // an out= overload without dtype=: the out tensor's (isNone)
-  }
+  if (isOutDType(index)) return outDType_; // an out= overload without dtype=: the out tensor's
   const c10::IValue& v = staticArgument(index, "a dtype");
   if (!v.isInt()) {
     unsupported("argument " + std::to_string(index) + " is not a dtype");
@@ -442,7 +443,7 @@ void NodeContext::assign(ir::Value* variable, ir::Value* value) {
 void NodeContext::setOutput(size_t index, ir::Value* value) {
   // An out= overload returns its out tensor, in that tensor's dtype (eager
   // casts the result into it).
-  if (const std::optional<ir::DType> out = outDType();
+  if (const std::optional<ir::DType> out = outDType_;
       out.has_value() && value != nullptr && value->type().dtype != *out) {
     value = emit(ir::OpKind::Cast, {value}, {{"dtype", std::string(ir::dtypeName(*out))}});
   }

@@ -50,7 +50,7 @@ public:
   bool isNone(size_t index) const override;
   // An out= overload's out tensor's dtype, as the trace saw it (none for
   // other overloads, or a dtype popsim does not compute with).
-  std::optional<ir::DType> outDType() const;
+  std::optional<ir::DType> outDType() const { return outDType_; }
   std::vector<bool> uint8ListElements(size_t index) const override;
   bool isTensor(size_t index) const override;
   bool isString(size_t index) const override;
@@ -103,6 +103,12 @@ private:
   ir::Value* asTensor(const FrontendValue& value, size_t index);
 
   const torch::jit::Node& node_;
+  // Found once per node: lowerings ask isNone and toDType many times.
+  std::optional<ir::DType> outDType_;
+  std::optional<size_t> dtypeIndex_; // the dtype= argument, if the schema has one
+  // Whether `index` is an out= overload's dtype= argument left None, which
+  // then means the out tensor's dtype.
+  bool isOutDType(size_t index) const;
   ValueMap& values_;
   ir::Graph& graph_;
   ConstantTensors& constants_;

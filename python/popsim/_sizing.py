@@ -283,6 +283,9 @@ def time_breakdown(trace: ExecutionTrace, program_steps: List[Dict[str, Any]],
             _split(cycles, task_parts.get((ipu, event["task"]), {}), times[ipu])
         else:
             times[ipu][part] += cycles
+    # Outside every pipeline cycle: a step or the call waiting for its last
+    # outputs or stores to leave (the same for every IPU).
+    outside = trace.total_cycles - sum(end - start for start, end in cycle_spans)
     for ipu in range(ipus):
         time = times[ipu]
         by_cycle: Dict[int, List[Interval]] = {}
@@ -303,9 +306,6 @@ def time_breakdown(trace: ExecutionTrace, program_steps: List[Dict[str, Any]],
         time["host I/O"] += host
         time["Streaming Memory"] += streaming
         time["waiting for other IPUs"] += waiting - host - streaming
-        # Outside every pipeline cycle: a step or the call waiting for its
-        # last outputs or stores to leave.
-        outside = trace.total_cycles - sum(end - start for start, end in cycle_spans)
         time["host I/O"] += outside
     return times
 

@@ -125,7 +125,7 @@ Grads convolutionGradInputGradient(GradientBuilder& b, const Grads& g, const Nee
 // Every element of the convolution's output pairs with every tap of its
 // window over the input channels of its group; the two gradients do as many
 // multiply-accumulates (each pairs every output-gradient element with every
-// tap). The operands are exchanged to the tiles that use them.
+// tap). The tiles exchange the operand blocks of its product.
 OpWork convolutionWork(const Node& node) {
   const bool weightGradient = node.kind() == OpKind::ConvolutionGradWeight;
   const TensorType& out = node.output()->type();
@@ -149,8 +149,6 @@ OpWork convolutionWork(const Node& node) {
   }
   work.macs = static_cast<uint64_t>(convOutput.numel() * (elementCount(w) / w[0]));
   work.macType = node.input(0)->type().dtype;
-  for (const Value* input : node.inputs())
-    work.exchangedBytes += input->type().bytes();
   return work;
 }
 

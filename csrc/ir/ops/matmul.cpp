@@ -116,7 +116,7 @@ Grads matmulGradient(GradientBuilder& b, const Grads& g, const Needed& needed) {
 // A multiply-accumulate per output element and inner index: linear's
 // output [..., N] sums over the weight's K, matmul's over a's last
 // dimension, and the weight gradient dW[N, K] over every row of dY and X.
-// The operands are exchanged to the tiles that use them.
+// The tiles exchange the operand blocks of its product (costs/cost_model.h).
 OpWork matmulWork(const Node& node) {
   const TensorType& out = node.output()->type();
   const Shape& a = node.input(0)->type().shape;
@@ -144,8 +144,6 @@ OpWork matmulWork(const Node& node) {
   }
   work.macs = product.groups * product.m * product.k * product.n;
   work.macType = node.input(0)->type().dtype;
-  for (const Value* input : node.inputs())
-    work.exchangedBytes += input->type().bytes();
   return work;
 }
 
