@@ -262,7 +262,7 @@ private:
         aliasing_.refresh(values_.at(input), locationOf(node));
       }
       NodeContext context(node, values_, *graph_, constants_, state_, locationOf(node));
-      if (state_.downcastMixedFloats) context.downcastMixedFloats();
+      context.unifyMixedFloats(state_.downcastMixedFloats);
       const bool inFloat32 = context.computeHalfInFloat32();
       lowering(context);
       if (inFloat32) context.restoreHalfOutputs();
@@ -335,7 +335,7 @@ private:
                  producer.kind().toQualString(), ", which popsim cannot view at runtime"));
     }
     NodeContext context(producer, values_, *graph_, constants_, state_, locationOf(producer));
-    if (state_.downcastMixedFloats) context.downcastMixedFloats();
+    context.unifyMixedFloats(state_.downcastMixedFloats);
     lowering(context);
     aliasing_.record(producer, values_, gradEnabled_, locationOf(producer));
   }

@@ -25,9 +25,10 @@ struct ImportOptions {
   bool training = false;
   // Seed of dropout masks (training).
   int64_t randomSeed = 0;
-  // PopTorch's FloatDowncastToHalf (Precision.halfFloatCasting, the default
-  // for traced models): an op whose float operands mix float16 and float32
-  // computes in float16. False: PyTorch's promotion (HalfUpcastToFloat).
+  // PopTorch's FloatDowncastToHalf (Precision.halfFloatCasting, and the
+  // default of its legacy tracing frontend): an op whose float operands mix
+  // float16 and float32 computes in float16. False: PyTorch's promotion
+  // (HalfUpcastToFloat, the default), for every op, products included.
   bool downcastMixedFloats = true;
 };
 

@@ -71,6 +71,9 @@ public:
   // Training programs: whether the model is imported for training, marking
   // the values of loss functions, and device state.
   virtual bool training() const = 0;
+  // Precision.halfFloatCasting: whether float16 and float32 operands mix in
+  // float16 (FloatDowncastToHalf) rather than by PyTorch's promotion.
+  virtual bool downcastsMixedFloats() const = 0;
   enum class LossKind { Builtin, Identity }; // a torch loss function, or popsim.identity_loss
   virtual void markLoss(ir::Value* value, LossKind kind) = 0;
   // The i64 counter seeding dropout masks, and a distinct stream per dropout op.

@@ -220,7 +220,7 @@ void NodeContext::restoreHalfOutputs() {
   }
 }
 
-void NodeContext::downcastMixedFloats() {
+void NodeContext::unifyMixedFloats(bool downcast) {
   // Ops that cast or normalise keep their operands: the result's dtype is
   // what they are asked for, and norms mix float32 statistics with float16
   // activations by design (Precision.runningStatisticsAlwaysFloat).
@@ -237,15 +237,21 @@ void NodeContext::downcastMixedFloats() {
       continue;
     }
     floats.push_back(i);
-    (value.tensor->type().dtype == ir::DType::Float16 ? half : single) = true;
+    const bool isHalf = value.tensor->type().dtype == ir::DType::Float16;
+    // Promotion: only a float32 tensor with dimensions outranks float16 ones.
+    if (isHalf) {
+      half = true;
+    } else if (downcast || value.tensor->type().rank() > 0) {
+      single = true;
+    }
   }
   if (!half || !single) return;
   const c10::FunctionSchema* schema = node_.maybeSchema();
   const bool inPlace = schema != nullptr && !schema->arguments().empty() &&
                        schema->arguments()[0].alias_info() != nullptr &&
                        schema->arguments()[0].alias_info()->isWrite();
-  const ir::DType target =
-      inPlace && floats[0] == 0 ? input(0).tensor->type().dtype : ir::DType::Float16;
+  const ir::DType mixed = downcast ? ir::DType::Float16 : ir::DType::Float32;
+  const ir::DType target = inPlace && floats[0] == 0 ? input(0).tensor->type().dtype : mixed;
   for (size_t i : floats) {
     ir::Value* operand = input(i).tensor;
     if (operand->type().dtype == target || (inPlace && i == 0)) continue;

@@ -81,12 +81,17 @@ public:
   ir::Value* randomCounter() override;
   int64_t nextRandomStream() override { return state_.randomStreams++; }
   int64_t randomSeed() const override { return state_.randomSeed; }
+  bool downcastsMixedFloats() const override { return state_.downcastMixedFloats; }
   void assign(ir::Value* variable, ir::Value* value) override;
 
   // Casts the float tensor operands of an op that mixes float16 and float32
-  // to float16 (an in-place op's other operands to its target's dtype), as
-  // PopTorch's FloatDowncastToHalf does; the lowering then sees the casts.
-  void downcastMixedFloats();
+  // to one dtype (an in-place op's other operands to its target's dtype), so
+  // that every lowering sees operands of one float dtype. `downcast`: to
+  // float16, as PopTorch's FloatDowncastToHalf does. Otherwise to float32
+  // when a float32 operand has dimensions, as PyTorch's promotion (and
+  // PopTorch's HalfUpcastToFloat) does for every op, products included; a
+  // 0-d float32 tensor does not promote a float16 one, as in PyTorch.
+  void unifyMixedFloats(bool downcast);
   // For an aten op that popsim lowers to several IR ops (a loss, an
   // interpolation, a norm of a vector...): float16 operands are cast to
   // float32 for the lowering, and the outputs the trace recorded as float16
@@ -115,7 +120,7 @@ private:
   ImportState& state_;
   ir::SourceLocation location_;
   std::string opName_;
-  std::map<size_t, ir::Value*> castOperands_; // by argument index (downcastMixedFloats)
+  std::map<size_t, ir::Value*> castOperands_; // by argument index (unifyMixedFloats)
 };
 
 } // namespace popsim::frontend

@@ -183,8 +183,13 @@ def float32_statistics(model: torch.nn.Module, options: Options) -> Iterator[Lis
 
 def downcasts_mixed_floats(options: Options) -> bool:
     """Whether ops mixing float16 and float32 operands compute in float16
-    (Precision.halfFloatCasting: FloatDowncastToHalf, or Default when tracing)."""
-    return options.Precision.half_float_casting != HalfFloatCastingBehavior.HalfUpcastToFloat
+    (Precision.halfFloatCasting: FloatDowncastToHalf; Default is that only
+    under PopTorch's legacy tracing frontend, Jit.traceModel(True), and
+    PyTorch's promotion otherwise, as in PopTorch 3)."""
+    behavior = options.Precision.half_float_casting
+    if behavior == HalfFloatCastingBehavior.Default:
+        return options.Jit.trace_model
+    return behavior == HalfFloatCastingBehavior.FloatDowncastToHalf
 
 
 def random_seed(options: Options) -> int:

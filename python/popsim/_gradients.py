@@ -27,7 +27,7 @@ def gradients(model: torch.nn.Module, *args: Any, training: bool = False,
     depend on get zeros. `options` (a popsim.Options) may set how float16 and
     float32 operands mix (Precision.halfFloatCasting).
     """
-    downcast = options is None or _compilation.downcasts_mixed_floats(options)
+    downcast = _compilation.downcasts_mixed_floats(options if options is not None else Options())
     signature = _tracing.Signature(args, kwargs, model.forward)
     tensors = signature.tensors(args, kwargs)
     if not tensors:

@@ -110,8 +110,9 @@ class HalfFloatCastingBehavior(enum.IntEnum):
     """How ops that mix float16 and float32 operands compute (PopTorch's
     Precision.halfFloatCasting): ``FloatDowncastToHalf`` casts the float32
     ones to float16, ``HalfUpcastToFloat`` follows PyTorch's promotion
-    (float32); ``Default`` is FloatDowncastToHalf, as in PopTorch for traced
-    models (popsim always traces)."""
+    (float32); ``Default`` (the default) is HalfUpcastToFloat, as with
+    PopTorch 3's dispatcher frontend, and FloatDowncastToHalf under its legacy
+    tracing frontend (Options.Jit.traceModel(True))."""
 
     FloatDowncastToHalf = 0
     HalfUpcastToFloat = 1

@@ -384,7 +384,7 @@ class _PrecisionOptions(_OptionGroup):
 
     partials_type: torch.dtype = torch.float32
     running_statistics_always_float: bool = True
-    half_float_casting: HalfFloatCastingBehavior = HalfFloatCastingBehavior.FloatDowncastToHalf
+    half_float_casting: HalfFloatCastingBehavior = HalfFloatCastingBehavior.Default
     floating_point_exceptions: bool = False
     stochastic_rounding: bool = False
     _group_name = "Options.Precision"
@@ -415,11 +415,16 @@ class _PrecisionOptions(_OptionGroup):
         return self
 
     def halfFloatCasting(self, behavior: HalfFloatCastingBehavior) -> "_PrecisionOptions":
-        """How an op mixing float16 and float32 operands computes:
-        ``FloatDowncastToHalf`` (the default, as PopTorch's for traced models)
-        casts the float32 ones to float16, so a float16 model takes float32
-        inputs; ``HalfUpcastToFloat`` follows PyTorch's promotion (float32 wins).
-        In-place ops keep their target's dtype either way."""
+        """How an op mixing float16 and float32 operands computes.
+        ``HalfUpcastToFloat`` follows PyTorch's promotion: a float32 operand
+        with dimensions makes the op compute in float32, matrix products and
+        convolutions included (where eager PyTorch refuses mixed operands), so
+        a float16 model needs float16 inputs to compute in float16.
+        ``FloatDowncastToHalf`` casts the float32 operands to float16, so a
+        float16 model takes float32 inputs. ``Default`` (the default) is
+        HalfUpcastToFloat, as PopTorch 3's default (dispatcher) frontend, or
+        FloatDowncastToHalf after Jit.traceModel(True), as PopTorch's legacy
+        tracing frontend. In-place ops keep their target's dtype either way."""
         if not isinstance(behavior, HalfFloatCastingBehavior):
             raise OptionError(f"Precision.halfFloatCasting expects a "
                               f"popsim.HalfFloatCastingBehavior, got {behavior!r}.")
@@ -450,18 +455,20 @@ class _PrecisionOptions(_OptionGroup):
 
 
 class _JitOptions(_OptionGroup):
-    """PopTorch's JIT options (``opts.Jit``): popsim always traces the model."""
+    """PopTorch's JIT options (``opts.Jit``)."""
 
-    trace_model: bool = True
+    trace_model: bool = False
     _group_name = "Options.Jit"
 
     def traceModel(self, trace: bool) -> "_JitOptions":
-        """True only: popsim compiles the model from a torch.jit trace."""
-        if not _bool("Jit.traceModel", trace):
-            raise OptionError("Jit.traceModel(False): popsim compiles models from a torch.jit "
-                              "trace only. Leave it True.")
+        """Which of PopTorch's frontends a model is compiled as. False (the
+        default, as in PopTorch 3): its dispatcher frontend. True: its legacy
+        tracing frontend, deprecated since PopTorch 3.0, whose one difference
+        that popsim models is Precision.halfFloatCasting's ``Default``: ops
+        mixing float16 and float32 operands compute in float16. popsim builds
+        its graph the same way under both."""
         with self._setting():
-            self.trace_model = trace
+            self.trace_model = _bool("Jit.traceModel", trace)
         return self
 
 

@@ -135,3 +135,13 @@ def test_nansum_computes_in_its_dtype_argument():
     result = popsim.inferenceModel(NanSum())(x)
     assert result.dtype == torch.float16
     assert torch.equal(result, expected)
+
+
+@pytest.mark.parametrize("first", [torch.bool, torch.int32, torch.int64, torch.float32])
+@pytest.mark.parametrize("second", [torch.bool, torch.int64, torch.float32])
+def test_cat_and_stack_promote_mixed_dtypes(first, second):
+    """torch.cat and torch.stack of tensors of different dtypes give PyTorch's
+    promoted dtype (bool < int32 < int64 < float), values converted exactly."""
+    a = torch.tensor([[0, 1, 2]]).to(first)
+    b = torch.tensor([[3, 0, 5]]).to(second)
+    assert_same(lambda x, y: (torch.cat([x, y]), torch.stack([y, x], dim=1)), a, b)

@@ -81,13 +81,29 @@ def test_outputs_and_weights_keep_their_dtypes():
     torch.testing.assert_close(scores.float(), expected_scores, rtol=1e-2, atol=1e-2)
 
 
-def test_float32_inputs_of_a_float16_model_are_downcast_as_poptorch_does():
-    """Precision.halfFloatCasting's default, FloatDowncastToHalf: an op mixing
-    float16 and float32 operands computes in float16."""
+def test_float32_inputs_of_a_float16_model_are_promoted_by_default_as_in_poptorch_3():
+    """Precision.halfFloatCasting's Default under PopTorch 3's default frontend
+    is PyTorch's promotion: a float32 input makes the float16 linear layer
+    compute in float32 (eager PyTorch refuses the mix; its promotion would
+    upcast the weights)."""
     torch.manual_seed(0)
     model = nn.Linear(4, 3).half()
     x = torch.randn(2, 4)
     actual = popsim.inferenceModel(model)(x)
+    assert actual.dtype == torch.float32
+    expected = copy.deepcopy(model).float()(x)
+    torch.testing.assert_close(actual, expected, rtol=1e-6, atol=1e-6)
+
+
+def test_the_legacy_tracing_frontend_downcasts_float32_inputs_of_a_float16_model():
+    """Jit.traceModel(True), PopTorch's legacy tracing frontend: Default is
+    FloatDowncastToHalf, so the float32 input computes in float16."""
+    torch.manual_seed(0)
+    model = nn.Linear(4, 3).half()
+    x = torch.randn(2, 4)
+    opts = popsim.Options()
+    opts.Jit.traceModel(True)
+    actual = popsim.inferenceModel(model, opts)(x)
     assert actual.dtype == torch.float16
     with HalfOnCpu(downcast_mixed=False):
         expected = model(x.half())
@@ -124,6 +140,37 @@ def test_half_float_casting_decides_mixed_operands(casting, expected):
     assert result.dtype == expected
     assert result[0].item() == (torch.tensor(1.0) + torch.tensor(0.1).half().float()).to(
         expected).item()
+
+
+class Mixed(nn.Module):
+    """Ops mixing float32 (x) and float16 (y) operands, with y a float16
+    view of values that float16 rounds (550.4 is 550.5 in float16)."""
+
+    def forward(self, x, y, w):
+        scaled = y * torch.tensor(2.0)  # a 0-d float32 does not promote
+        kept = y.clone()
+        kept.add_(x)  # in place: the target's dtype
+        return (x == y, x + y, torch.where(x > 0, x, y), torch.cat([x, y]), x @ w, scaled,
+                kept)
+
+
+def test_mixed_operands_follow_pytorchs_promotion_by_default():
+    """Default halfFloatCasting (PopTorch 3): every result has eager's dtype
+    and value; a float32 tensor makes the op (the product too) compute in
+    float32, a 0-d float32 does not, and an in-place op keeps its target's."""
+    x = torch.tensor([550.4, -1.0, 0.1])
+    y = torch.tensor([550.4, 2.0, 0.1]).half()
+    w = torch.randn(3, 2, generator=torch.Generator().manual_seed(0)).half()
+    actual = popsim.inferenceModel(Mixed())(x, y, w)
+    with HalfOnCpu(downcast_mixed=False):
+        expected = list(Mixed()(x, y, w[:, :]))
+    expected[4] = x @ w.float()  # eager refuses a mixed product; promotion computes this
+    assert [t.dtype for t in actual] == [torch.bool, torch.float32, torch.float32,
+                                         torch.float32, torch.float32, torch.float16,
+                                         torch.float16]
+    assert actual[0].tolist() == [False, False, False]  # 550.4 != 550.5, 0.1 != 0.0999755859375
+    for got, want in zip(actual, expected):
+        torch.testing.assert_close(got, want, rtol=1e-6, atol=0)
 
 
 class Underflowing(nn.Module):

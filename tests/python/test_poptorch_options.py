@@ -203,7 +203,7 @@ def test_precision_and_jit_options_chain_and_check_their_values():
              r"setPartialsType expects torch.float or torch.half"),
             (lambda: opts.Precision.halfFloatCasting("half"),
              r"halfFloatCasting expects a popsim.HalfFloatCastingBehavior"),
-            (lambda: opts.Jit.traceModel(False), r"compiles models from a torch.jit trace only")]:
+            (lambda: opts.Jit.traceModel("yes"), r"Jit.traceModel expects True or False")]:
         with pytest.raises(popsim.OptionError, match=message):
             setter()
 

@@ -110,8 +110,9 @@ def build_training(args, train_set, opts=None):
     model = new_network(args.seed)
     half = getattr(args, "half", False)
     if half:
-        # float16 weights and activations; the float32 images are cast to float16 by the first
-        # convolution, as PopTorch's default halfFloatCasting does (FloatDowncastToHalf).
+        # float16 weights and activations; train() and test() feed the images as float16 too,
+        # since a float32 input would make the first convolution compute in float32 (PopTorch's
+        # default halfFloatCasting follows PyTorch's promotion).
         model.half()
     scaling = getattr(args, "loss_scaling", None)
     scaling = scaling if scaling is not None else (1024.0 if half else None)

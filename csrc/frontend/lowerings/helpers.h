@@ -91,6 +91,9 @@ ir::DType promotedDType(LoweringContext& ctx, const std::vector<size_t>& operand
 // tensor of another dtype is cast.
 ir::Value* operandAs(LoweringContext& ctx, size_t index, ir::DType dtype);
 ir::Value* castTo(LoweringContext& ctx, ir::Value* x, ir::DType dtype);
+// The tensors of a list op (cat, stack) cast to their promoted dtype, as
+// PyTorch promotes them (float16 with float32 under FloatDowncastToHalf).
+std::vector<ir::Value*> withCommonDType(LoweringContext& ctx, std::vector<ir::Value*> tensors);
 
 // The tensor at `index` as a float tensor: integer and bool tensors converted
 // to float32, as PyTorch converts them for its floating-point functions (exp, sin, ...).

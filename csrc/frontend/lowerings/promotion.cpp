@@ -61,6 +61,22 @@ ir::DType promotedDType(LoweringContext& ctx, const std::vector<size_t>& operand
   return result.value_or(ir::DType::Float32);
 }
 
+std::vector<ir::Value*> withCommonDType(LoweringContext& ctx, std::vector<ir::Value*> tensors) {
+  std::optional<ir::DType> common;
+  bool half = false;
+  for (const ir::Value* t : tensors) {
+    common = promote(common, t->type().dtype);
+    half = half || t->type().dtype == ir::DType::Float16;
+  }
+  if (!common.has_value()) return tensors;
+  if (half && *common == ir::DType::Float32 && ctx.downcastsMixedFloats()) {
+    common = ir::DType::Float16;
+  }
+  for (ir::Value*& t : tensors)
+    t = castTo(ctx, t, *common);
+  return tensors;
+}
+
 ir::Value* castTo(LoweringContext& ctx, ir::Value* x, ir::DType dtype) {
   if (x->type().dtype == dtype) return x;
   return ctx.emit(ir::OpKind::Cast, {x}, {{"dtype", std::string(ir::dtypeName(dtype))}});

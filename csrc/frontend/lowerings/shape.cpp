@@ -183,7 +183,7 @@ void lowerSplit(LoweringContext& ctx) {
 
 // cat(tensors, dim)
 void lowerCat(LoweringContext& ctx) {
-  std::vector<ir::Value*> tensors = ctx.tensorList(0);
+  std::vector<ir::Value*> tensors = withCommonDType(ctx, ctx.tensorList(0));
   if (tensors.empty()) ctx.unsupported("cat of an empty list");
   const int64_t dim = normalizedDim(ctx, ctx.toInt(1), tensors[0]->type().rank());
   ctx.setOutput(0, tensors.size() == 1 ? tensors[0]
@@ -192,7 +192,7 @@ void lowerCat(LoweringContext& ctx) {
 
 // stack(tensors, dim): unsqueeze each at dim, then cat.
 void lowerStack(LoweringContext& ctx) {
-  std::vector<ir::Value*> tensors = ctx.tensorList(0);
+  std::vector<ir::Value*> tensors = withCommonDType(ctx, ctx.tensorList(0));
   if (tensors.empty()) ctx.unsupported("stack of an empty list");
   const int64_t dim = normalizedDim(ctx, ctx.toInt(1), tensors[0]->type().rank() + 1);
   for (ir::Value*& t : tensors) {
