@@ -9,10 +9,11 @@ test:
 	scripts/test.sh
 
 # The differential fuzzer beyond the fixed slice `make test` runs: fresh
-# random models each time (POPSIM_FUZZ_EXAMPLES per test, 5000 by default).
+# random models, DataLoader configurations and dtypes each time
+# (POPSIM_FUZZ_EXAMPLES per test, 5000 by default).
 fuzz:
 	POPSIM_BUILD_TESTS=1 scripts/setup.sh
-	POPSIM_FUZZ_EXAMPLES=$${POPSIM_FUZZ_EXAMPLES:-5000} .venv/bin/python -m pytest tests/python/test_fuzz.py
+	POPSIM_FUZZ_EXAMPLES=$${POPSIM_FUZZ_EXAMPLES:-5000} .venv/bin/python -m pytest tests/python/test_fuzz*.py
 
 sanitize:
 	scripts/sanitize.sh

@@ -305,7 +305,10 @@ class DataLoader(torch.utils.data.DataLoader):
             raise OptionError("popsim.DataLoader: rebatched_worker_size needs "
                               "mode=DataLoaderMode.AsyncRebatched.")
         samples = _epoch_samples(dataset, sampler, batch_sampler)
-        if drop_last:
+        # Another batch sampler than torch's may yield batches of any size:
+        # its count of samples is an estimate, too rough to refuse it on.
+        exact = batch_sampler is None or type(batch_sampler) is torch.utils.data.BatchSampler
+        if drop_last and exact:
             _check_not_too_small(samples, combined, options, batch_size)
         if persistent_workers is None:
             persistent_workers = num_workers > 0

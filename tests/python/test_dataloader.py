@@ -587,3 +587,22 @@ def test_a_batch_sampler_of_varying_batches_keeps_its_sample_stream(mode):
                                     mode=mode, drop_last=False)
     assert labels_of(keeping) == [eager.tolist()]
     keeping.terminate()
+
+
+def test_a_batch_sampler_of_larger_batches_than_its_batch_size_is_not_refused():
+    """A batch sampler of one's own that says batch_size 1 but yields one batch
+    of 4: its size is known only by drawing from it, so it is not refused as
+    smaller than a combined batch of 2; its 4 samples make 2."""
+    class OneBigBatch:
+        batch_size = 1
+
+        def __iter__(self):
+            return iter([[3, 2, 1, 0]])
+
+        def __len__(self):
+            return 1
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        loader = popsim.DataLoader(options(2), numbered(4), batch_sampler=OneBigBatch())
+    assert [labels.tolist() for _, labels in loader] == [[3, 2], [1, 0]]
