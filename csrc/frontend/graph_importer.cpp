@@ -349,12 +349,18 @@ private:
         op == "aten::contiguous" || op == "aten::detach") {
       return;
     }
+    // A uint8 mask is a boolean one, as eager reads it (with a deprecation
+    // warning): these ops only test it against zero.
+    static const std::map<std::string, size_t> kMaskArgument = {
+        {"aten::masked_fill", 1}, {"aten::masked_fill_", 1}, {"aten::where", 0}};
+    const auto mask = kMaskArgument.find(op);
     const c10::FunctionSchema* schema = node.maybeSchema();
     const bool view = schema != nullptr && !schema->arguments().empty() &&
                       schema->arguments()[0].alias_info() != nullptr &&
                       !schema->arguments()[0].alias_info()->isWrite();
-    for (const jit::Value* input : node.inputs()) {
-      const auto type = input->type()->cast<c10::TensorType>();
+    for (size_t i = 0; i < node.inputs().size(); ++i) {
+      if (mask != kMaskArgument.end() && mask->second == i) continue;
+      const auto type = node.inputs()[i]->type()->cast<c10::TensorType>();
       const auto scalar = type != nullptr ? type->scalarType() : c10::nullopt;
       if (view || !scalar.has_value() ||
           (*scalar != c10::ScalarType::Byte && *scalar != c10::ScalarType::Char &&

@@ -12,6 +12,7 @@ import torch
 
 import popsim
 from models import Function
+from popsim._half_tracing import HalfOnCpu
 
 SPECIAL = torch.tensor([[1.7, -2.9, float("nan"), 3e10, -3e10, 0.0, -0.0, float("inf"),
                          -float("inf"), 2147483520.0, -2147483648.0, 0.5]])
@@ -145,3 +146,43 @@ def test_cat_and_stack_promote_mixed_dtypes(first, second):
     a = torch.tensor([[0, 1, 2]]).to(first)
     b = torch.tensor([[3, 0, 5]]).to(second)
     assert_same(lambda x, y: (torch.cat([x, y]), torch.stack([y, x], dim=1)), a, b)
+
+
+def test_reductions_into_bool_count_nonzero_values_as_eager():
+    """dtype=torch.bool converts the input to bool first: sums are ORs,
+    products ANDs."""
+    x = torch.tensor([[-1.0, 1.0, 0.0], [0.0, 0.0, 0.5], [2.0, 0.0, 0.0]])
+    assert_same(lambda x: (x.sum(1, dtype=torch.bool), torch.prod(x, 1, dtype=torch.bool),
+                           torch.sum(x, dtype=torch.bool)), x)
+
+
+def test_softmax_computes_in_its_dtype_argument():
+    """dtype= converts the input first (float16 computed as popsim's float16
+    rule says: in float32, rounded once)."""
+    def softmaxes(x):
+        return (torch.softmax(x, 1, dtype=torch.float16),
+                torch.log_softmax(x.half(), 1, dtype=torch.float32),
+                torch.softmax(torch.arange(4).view(2, 2), 0, dtype=torch.float32))
+
+    x = torch.tensor([[1.0, 2.0, 3.0, 4.0], [-1.0, 0.5, 0.25, 8.0]])
+    with HalfOnCpu(downcast_mixed=False):
+        expected = softmaxes(x)
+    actual = popsim.inferenceModel(Function(softmaxes))(x)
+    for a, e in zip(actual, expected):
+        assert a.dtype == e.dtype
+        torch.testing.assert_close(a, e, rtol=1e-3 if e.dtype == torch.float16 else 1e-5,
+                                   atol=1e-7)
+
+
+def test_clamp_of_a_bool_tensor_by_whole_numbers_promotes_to_int64():
+    x = torch.tensor([[True, False, True]])
+    assert_same(lambda x: (torch.clamp(x, min=-1), torch.clamp(x, max=0), torch.clamp(x, 0.5)), x)
+
+
+def test_a_uint8_mask_masks_as_a_bool_one_does_in_eager():
+    """masked_fill and where read a uint8 mask as eager does (deprecated there):
+    1 is True (eager refuses other values)."""
+    x = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    mask = torch.tensor([[1, 0, 1], [0, 1, 0]], dtype=torch.uint8)
+    with pytest.warns(UserWarning):
+        assert_same(lambda x, m: (x.masked_fill(m, -1.0), torch.where(m, x, -x)), x, mask)

@@ -31,9 +31,16 @@ void lowerGelu(LoweringContext& ctx) {
 
 // aten::softmax / log_softmax(input, dim, dtype=None)
 template <ir::OpKind Kind> void lowerSoftmax(LoweringContext& ctx) {
-  ir::Value* x = floatTensor(ctx, 0);
-  if (ctx.numInputs() > 2 && !ctx.isNone(2) && ctx.toDType(2) != ir::DType::Float32) {
-    ctx.unsupported("softmax with a dtype other than float32");
+  ir::Value* x = floatOperand(ctx, 0);
+  if (ctx.numInputs() > 2 && !ctx.isNone(2)) {
+    // dtype=: the input converted first, as in PyTorch.
+    const std::optional<ir::DType> asked = ctx.toDType(2);
+    if (!asked.has_value() || !ir::isFloat(*asked)) {
+      ctx.unsupported("softmax with a dtype other than float16 or float32");
+    }
+    x = castTo(ctx, x, *asked);
+  } else if (!ir::isFloat(ctx.tensor(0)->type().dtype)) {
+    floatTensor(ctx, 0); // softmax of integers, which PyTorch refuses too
   }
   const bool scalar = x->type().rank() == 0;
   if (scalar) x = reshape(ctx, x, {1});

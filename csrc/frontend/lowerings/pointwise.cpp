@@ -129,11 +129,15 @@ ir::Value* integerPointwise(LoweringContext& ctx, ir::Value* x, const std::strin
     ir::Value* base = boolean ? castTo(ctx, x, ir::DType::Int64) : x;
     return emitBinary(ctx, "mul", base, base);
   }
-  if ((function == "clamp" || function == "hardtanh") && !boolean &&
-      (isWhole(params[0]) || std::isinf(params[0])) &&
+  const bool bounded = function == "clamp" || (function == "hardtanh" && !boolean);
+  if (bounded && (isWhole(params[0]) || std::isinf(params[0])) &&
       (isWhole(params[1]) || std::isinf(params[1]))) {
-    if (!std::isinf(params[0])) x = emitBinary(ctx, "clamp_min", x, constant(params[0]));
-    if (!std::isinf(params[1])) x = emitBinary(ctx, "clamp_max", x, constant(params[1]));
+    // A bool tensor clamped by whole numbers promotes to int64, as in PyTorch.
+    const ir::DType result = boolean ? ir::DType::Int64 : dtype;
+    const auto bound = [&](double value) { return constantFilled(ctx, {result, {}}, value); };
+    x = castTo(ctx, x, result);
+    if (!std::isinf(params[0])) x = emitBinary(ctx, "clamp_min", x, bound(params[0]));
+    if (!std::isinf(params[1])) x = emitBinary(ctx, "clamp_max", x, bound(params[1]));
     return x;
   }
   return nullptr;

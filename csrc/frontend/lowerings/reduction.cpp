@@ -15,8 +15,9 @@ std::optional<ir::DType> dtypeArgument(LoweringContext& ctx, const char* op) {
   const std::optional<size_t> index = ctx.argumentIndex("dtype");
   if (!index.has_value() || ctx.isNone(*index)) return std::nullopt;
   const std::optional<ir::DType> asked = ctx.toDType(*index);
-  if (!asked.has_value() || *asked == ir::DType::Bool) {
-    ctx.unsupported(std::string(op) + " with a dtype other than float32, int32 or int64");
+  if (!asked.has_value()) {
+    ctx.unsupported(std::string(op) + " with a dtype other than bool, int32, int64, float16 "
+                                      "or float32");
   }
   return asked;
 }
@@ -29,9 +30,18 @@ ir::DType widenedDType(LoweringContext& ctx, ir::Value* x, const char* op) {
 }
 
 // The dtype such a result is computed in: float32 or int64 (int32 results
-// wrap as the low 32 bits of the int64 ones, as they do in PyTorch).
+// wrap as the low 32 bits of the int64 ones, as they do in PyTorch; bool
+// ones are nonzero counts, or products, of the values as bools).
 ir::DType computedDType(ir::DType result) {
   return ir::isFloat(result) ? result : ir::DType::Int64;
+}
+
+// x as the sum or product of dtype `result` reads it: converted to the result
+// dtype first, as PyTorch converts it (so with dtype=torch.bool every nonzero
+// value counts as one), in the dtype it is computed in.
+ir::Value* reductionOperand(LoweringContext& ctx, ir::Value* x, ir::DType result) {
+  if (result == ir::DType::Bool) x = castTo(ctx, x, ir::DType::Bool);
+  return castTo(ctx, x, computedDType(result));
 }
 
 // The reduced dims of the `dim` argument at `index` (an int, a list, or None
@@ -63,7 +73,7 @@ ir::Value* sumOver(LoweringContext& ctx, ir::OpKind kind, ir::Value* x) {
 void lowerSum(LoweringContext& ctx) {
   ir::Value* x = ctx.tensor(0);
   const ir::DType dtype = widenedDType(ctx, x, "sum");
-  ir::Value* sum = sumOver(ctx, ir::OpKind::ReduceSum, castTo(ctx, x, computedDType(dtype)));
+  ir::Value* sum = sumOver(ctx, ir::OpKind::ReduceSum, reductionOperand(ctx, x, dtype));
   ctx.setOutput(0, castTo(ctx, sum, dtype));
 }
 
@@ -110,7 +120,7 @@ void lowerCountNonzero(LoweringContext& ctx) {
 void lowerProd(LoweringContext& ctx) {
   ir::Value* x = ctx.tensor(0);
   const ir::DType dtype = widenedDType(ctx, x, "prod");
-  x = castTo(ctx, x, computedDType(dtype));
+  x = reductionOperand(ctx, x, dtype);
   const ir::Shape shape = x->type().shape;
   const std::optional<size_t> dimIndex = ctx.argumentIndex("dim");
   ir::Value* product = x;
@@ -139,7 +149,7 @@ template <ir::OpKind Kind> void lowerRunning(LoweringContext& ctx) {
   const int64_t dim = normalizedDim(ctx, ctx.toInt(1), rank);
   const bool sum = Kind == ir::OpKind::CumulativeSum;
   const ir::DType dtype = widenedDType(ctx, x, sum ? "cumsum" : "cumprod");
-  ir::Value* values = castTo(ctx, x, computedDType(dtype));
+  ir::Value* values = reductionOperand(ctx, x, dtype);
   if (sum) {
     values = ctx.emit(Kind, {values}, {{"dim", rank == 0 ? int64_t{0} : dim}, {"reverse", false}});
   } else if (rank > 0) {
