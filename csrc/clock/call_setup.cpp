@@ -25,6 +25,7 @@ ClockSetup callSetup(const compiler::Program& program, const memory::ProgramMemo
       const compiler::OutputCopy copy = program.outputCopy(output.output, microBatch);
       if (copy.slot < 0 || copy.accumulate) continue; // a sum leaves at the call's end
       transfers.push_back(output.cost);
+      transfers.back().output = static_cast<int64_t>(output.output);
     }
     return transfers;
   };

@@ -86,8 +86,8 @@ struct IpuUse {
 
 bool sameOutputs(const std::vector<HostOutputCost>& a, const std::vector<HostOutputCost>& b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const auto& x, const auto& y) {
-    return x.cycles == y.cycles && x.ioTiles == y.ioTiles && x.ioTileCycles == y.ioTileCycles &&
-           x.acrossSteps == y.acrossSteps;
+    return x.output == y.output && x.cycles == y.cycles && x.ioTiles == y.ioTiles &&
+           x.ioTileCycles == y.ioTileCycles && x.acrossSteps == y.acrossSteps;
   });
 }
 
@@ -447,6 +447,7 @@ private:
     for (const HostOutputCost& output : setup_.hostOutputs(scheduled.task, microBatch)) {
       if (!output.ioTiles) {
         record(EventPart::HostOutput, output.cycles);
+        if (output.cycles != 0) call_.timeline.back().output = output.output;
         continue;
       }
       IoTileOutputs& outputs = state_.ioTileOutputs[ipu];
@@ -454,6 +455,7 @@ private:
       record(EventPart::StreamCopy, output.ioTileCycles);
       const HostInputLink::Transfer sent = outputs.send(now + clock, output.cycles);
       event(EventPart::HostOutput, sent.start, sent.end, true);
+      call_.timeline.back().output = output.output;
       state_.outputsLeft = std::max(state_.outputsLeft, sent.end);
       if (!output.acrossSteps) state_.stepOutputsLeft = std::max(state_.stepOutputsLeft, sent.end);
     }

@@ -45,6 +45,7 @@ struct TimelineEvent {
   uint64_t end = 0;
   std::vector<int64_t> fromIpus; // LinkCopy: the IPUs the copies come from
   bool ioTiles = false;          // a host transfer through the IO tiles
+  int64_t output = -1;           // HostOutput: the graph output it carries
 };
 
 // A call as the simulated clock sees it (callSetup builds it from a

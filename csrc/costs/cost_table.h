@@ -46,6 +46,7 @@ struct TaskCycles {
 // tiles the copy to them first and how far the transfer may lag behind (the
 // step's end for AccumulationLoop, the call's for DeviceIterationLoop).
 struct HostOutputCost {
+  int64_t output = -1; // the graph output it carries
   uint64_t cycles = 0;
   bool ioTiles = false;
   uint64_t ioTileCycles = 0;

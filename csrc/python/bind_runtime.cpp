@@ -226,6 +226,7 @@ void bindRecords(py::module_& module) {
       .def_readonly("end", &clock::TimelineEvent::end)
       .def_readonly("from_ipus", &clock::TimelineEvent::fromIpus)
       .def_readonly("io_tiles", &clock::TimelineEvent::ioTiles)
+      .def_readonly("output", &clock::TimelineEvent::output)
       .def("to_dict", &timelineEventDict);
   py::class_<runtime::TaskWallTime>(module, "TaskWallTime",
                                     "A task run of the last call on the host's clock (seconds).")
@@ -278,6 +279,7 @@ py::dict timelineEventDict(const clock::TimelineEvent& event) {
   entry["end"] = event.end;
   if (!event.fromIpus.empty()) entry["from_ipus"] = event.fromIpus;
   if (event.ioTiles) entry["io_tiles"] = true;
+  if (event.output >= 0) entry["output"] = event.output;
   return entry;
 }
 

@@ -663,6 +663,83 @@ class Executor:
         self._require_compiled("simulatedTime")
         return self._program.last_run_cycles / self._program.clock_hz
 
+    def getPerfCounters(self) -> Dict[str, List[List[float]]]:
+        """PopTorch's performance counters of the last call, on the simulated
+        clock: a dict whose keys are the events ``input`` (the IPU asks the
+        host for an input), ``input_complete`` (the input has arrived),
+        ``output`` (an output starts to stream to the host) and
+        ``output_complete`` (it has arrived), each a list per input or output
+        (by index) of the times in seconds, one per transfer of the call (per
+        micro-batch for inputs; per returned output for outputs). Times are
+        from the start of the call. popsim streams a micro-batch's inputs
+        together, so every input has the same times; replicas run alike, so
+        these are every replica's. Before a call, each list is ``[[]]``."""
+        empty: Dict[str, List[List[float]]] = {
+            "input": [[]], "input_complete": [[]], "output": [[]], "output_complete": [[]]}
+        if self._executable is None or self._signature is None:
+            return empty
+        hz = self._program.clock_hz
+        events = [event.to_dict() for event in self._program.timeline()]
+        inputs: Dict[Tuple[int, int], List[int]] = {}
+        for event in events:
+            if event["kind"] == "host_input":
+                key = (event["step"], event["micro_batch"])
+                span = inputs.setdefault(key, [event["start"], event["end"]])
+                span[0], span[1] = min(span[0], event["start"]), max(span[1], event["end"])
+        outputs: Dict[int, List[Tuple[int, int]]] = {}
+        for event in events:
+            if event["kind"] == "host_output" and "output" in event:
+                outputs.setdefault(event["output"], []).append((event["start"], event["end"]))
+        spans = [inputs[key] for key in sorted(inputs)]
+        input_count = len(self._compiled_signature.tensor_names)
+        counters = dict(empty)
+        if spans and input_count:
+            counters["input"] = [[start / hz for start, _ in spans]] * input_count
+            counters["input_complete"] = [[end / hz for _, end in spans]] * input_count
+        if outputs:
+            ordered = [sorted(outputs[index]) for index in sorted(outputs)]
+            counters["output"] = [[start / hz for start, _ in runs] for runs in ordered]
+            counters["output_complete"] = [[end / hz for _, end in runs] for runs in ordered]
+        return counters
+
+    def _latency(self, start_event: str, first: Callable[[List[float]], float],
+                 end_event: str, last: Callable[[List[float]], float]
+                 ) -> Tuple[float, float, float]:
+        """(min, max, mean) seconds between two counters per transfer: each
+        transfer's start is `first` over the tensors' `start_event` times, its
+        end `last` over their `end_event` times. Inputs outnumber outputs with
+        gradient accumulation or output modes: each end pairs with the first
+        of its group of starts."""
+        counters = self.getPerfCounters()
+        starts = [first(list(times)) for times in zip(*counters[start_event])]
+        ends = [last(list(times)) for times in zip(*counters[end_event])]
+        if not starts or not ends:
+            return (0.0, 0.0, 0.0)
+        group = max(len(starts) // len(ends), 1)
+        durations = [end - min(starts[i * group:(i + 1) * group] or starts[-1:])
+                     for i, end in enumerate(ends)]
+        return (min(durations), max(durations), sum(durations) / len(durations))
+
+    def getHostIpuLatency(self) -> Tuple[float, float, float]:
+        """(min, max, mean) simulated seconds from the first input requested to
+        the last input arrived, over the last call's transfers (PopTorch's)."""
+        return self._latency("input", min, "input_complete", max)
+
+    def getComputeLatency(self) -> Tuple[float, float, float]:
+        """(min, max, mean) simulated seconds from the last input arrived to the
+        last output ready to stream, over the last call's transfers."""
+        return self._latency("input_complete", max, "output", max)
+
+    def getIpuHostLatency(self) -> Tuple[float, float, float]:
+        """(min, max, mean) simulated seconds from the first output ready to
+        the last output arrived on the host, over the last call's transfers."""
+        return self._latency("output", min, "output_complete", max)
+
+    def getLatency(self) -> Tuple[float, float, float]:
+        """(min, max, mean) simulated seconds from the first input requested to
+        the last output arrived on the host: the round trip."""
+        return self._latency("input", min, "output_complete", max)
+
     def sizingReport(self) -> "SizingReport":
         """The job as the last call ran it on the simulated IPUs: each IPU's memory
         by category against its capacity, the step's simulated cycles and time,

@@ -25,8 +25,10 @@ class ExecutionTrace:
     out after them),
     ``step``, ``micro_batch`` (-1 for updates), ``cycle`` (the pipeline
     cycle), ``start`` and ``end`` in IPU clock cycles; "copy" events also have
-    ``from_ipus``, the IPUs the copies come from, and host transfers through
-    the IO tiles (popsim.set_overlap_for_input / _output) have ``io_tiles``.
+    ``from_ipus``, the IPUs the copies come from, "host_output" events have
+    ``output``, the index of the graph output they carry, and host transfers
+    through the IO tiles (popsim.set_overlap_for_input / _output) have
+    ``io_tiles``.
     With ``prefetchDepth`` 1 or more (the default) a host input runs on the
     IPU's host link while the IPU works on earlier tasks, so its event can
     overlap them; the IPU waits only for what is still in flight, and that

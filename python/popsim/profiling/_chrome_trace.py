@@ -136,8 +136,9 @@ def simulated_events(trace: "ExecutionTrace", program: Iterable[Dict[str, Any]],
                 "step": event["step"], "micro_batch": event["micro_batch"],
                 "cycle": event["cycle"], "start_cycle": event["start"],
                 "end_cycle": event["end"]}
-        if "from_ipus" in event:
-            args["from_ipus"] = event["from_ipus"]
+        for key in ("from_ipus", "output", "io_tiles"):
+            if key in event:
+                args[key] = event[key]
         if transfer:
             name = event["kind"]
             if "from_ipus" in event:

@@ -66,8 +66,9 @@ def _execution_event(event: Dict[str, Any]) -> Dict[str, Any]:
     result = {"ipu": args["ipu"], "task": args["task"], "kind": args["kind"],
               "step": args["step"], "micro_batch": args["micro_batch"], "cycle": args["cycle"],
               "start": args["start_cycle"], "end": args["end_cycle"]}
-    if "from_ipus" in args:
-        result["from_ipus"] = args["from_ipus"]
+    for key in ("from_ipus", "output", "io_tiles"):
+        if key in args:
+            result[key] = args[key]
     return result
 
 
