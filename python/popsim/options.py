@@ -13,6 +13,7 @@ import builtins
 import contextlib
 import copy
 import difflib
+import inspect
 import os
 import re
 from typing import Any, Dict, Iterator, List, Literal, Optional, Tuple, Union
@@ -148,6 +149,12 @@ class _OptionGroup:
             if self.__dict__.get("_setters_running", 0) > 0:
                 object.__setattr__(self, name, value)
                 return
+            # opts.replication_factor = 2, as PopTorch code writes it: through
+            # the option's setter, with its checks, when it takes one value.
+            setter = getattr(type(self), _setter_name(name), None)
+            if callable(setter) and len(inspect.signature(setter).parameters) == 2:
+                setter(self, value)
+                return
             raise AttributeError(
                 f"{self._group_name}.{name} is read-only: set it with the setter method, "
                 f"e.g. {self._group_name}.{_setter_name(name)}(...)."
@@ -234,38 +241,38 @@ class _TrainingOptions(_OptionGroup):
     automatic_loss_scaling: bool = False
     _group_name = "Options.Training"
 
-    def gradientAccumulation(self, micro_batches: int) -> "_TrainingOptions":
+    def gradientAccumulation(self, gradient_accumulation: int) -> "_TrainingOptions":
         """Micro-batches whose gradients are accumulated before each weight update."""
         with self._setting():
-            self.gradient_accumulation = positive_int("Training.gradientAccumulation", micro_batches)
+            self.gradient_accumulation = positive_int("Training.gradientAccumulation", gradient_accumulation)
         return self
 
-    def accumulationAndReplicationReductionType(self, reduction: ReductionType
+    def accumulationAndReplicationReductionType(self, reduction_type: ReductionType
                                                 ) -> "_TrainingOptions":
         """Whether a step uses the mean (default) or the sum of its micro-batches' gradients."""
-        if reduction not in (ReductionType.Mean, ReductionType.Sum):
+        if reduction_type not in (ReductionType.Mean, ReductionType.Sum):
             raise OptionError(
                 "Training.accumulationAndReplicationReductionType expects "
-                f"popsim.ReductionType.Mean or popsim.ReductionType.Sum, got {reduction!r}.")
+                f"popsim.ReductionType.Mean or popsim.ReductionType.Sum, got {reduction_type!r}.")
         with self._setting():
-            self.accumulation_and_replication_reduction_type = reduction
+            self.accumulation_and_replication_reduction_type = reduction_type
         return self
 
     def setMeanAccumulationAndReplicationReductionStrategy(
-            self, strategy: MeanReductionStrategy) -> "_TrainingOptions":
+            self, mean_reduction_strategy: MeanReductionStrategy) -> "_TrainingOptions":
         """With the Mean reduction type, whether accumulators hold the running
         mean of a step's gradients (``MeanReductionStrategy.Running``) or their
         sum, divided when the step reads it (``Post``, the default, as PopTorch's
         for float32 accumulators)."""
-        if not isinstance(strategy, MeanReductionStrategy):
+        if not isinstance(mean_reduction_strategy, MeanReductionStrategy):
             raise OptionError(
                 "Training.setMeanAccumulationAndReplicationReductionStrategy expects a "
-                f"popsim.MeanReductionStrategy (Running, Post), got {strategy!r}.")
-        if strategy == MeanReductionStrategy.PostAndLoss:
+                f"popsim.MeanReductionStrategy (Running, Post), got {mean_reduction_strategy!r}.")
+        if mean_reduction_strategy == MeanReductionStrategy.PostAndLoss:
             LOGGER.warning("MeanReductionStrategy.PostAndLoss is deprecated (as in PopTorch); "
                            "popsim computes what Post computes, the same up to rounding.")
         with self._setting():
-            self.mean_reduction_strategy = strategy
+            self.mean_reduction_strategy = mean_reduction_strategy
         return self
 
     def recomputation(self, enabled: bool) -> "_TrainingOptions":
@@ -406,15 +413,15 @@ class _PrecisionOptions(_OptionGroup):
             self.partials_type = dtype
         return self
 
-    def runningStatisticsAlwaysFloat(self, enabled: bool) -> "_PrecisionOptions":
+    def runningStatisticsAlwaysFloat(self, value: bool) -> "_PrecisionOptions":
         """True (the default): the running mean and variance of float16 batch norms
         are held and updated in float32 on the device, as PopTorch keeps them (the
         host's buffers keep their dtype). False: in the layer's dtype."""
         with self._setting():
-            self.running_statistics_always_float = _bool("Precision.runningStatisticsAlwaysFloat", enabled)
+            self.running_statistics_always_float = _bool("Precision.runningStatisticsAlwaysFloat", value)
         return self
 
-    def halfFloatCasting(self, behavior: HalfFloatCastingBehavior) -> "_PrecisionOptions":
+    def halfFloatCasting(self, half_float_casting: HalfFloatCastingBehavior) -> "_PrecisionOptions":
         """How an op mixing float16 and float32 operands computes.
         ``HalfUpcastToFloat`` follows PyTorch's promotion: a float32 operand
         with dimensions makes the op compute in float32, matrix products and
@@ -425,11 +432,11 @@ class _PrecisionOptions(_OptionGroup):
         HalfUpcastToFloat, as PopTorch 3's default (dispatcher) frontend, or
         FloatDowncastToHalf after Jit.traceModel(True), as PopTorch's legacy
         tracing frontend. In-place ops keep their target's dtype either way."""
-        if not isinstance(behavior, HalfFloatCastingBehavior):
+        if not isinstance(half_float_casting, HalfFloatCastingBehavior):
             raise OptionError(f"Precision.halfFloatCasting expects a "
-                              f"popsim.HalfFloatCastingBehavior, got {behavior!r}.")
+                              f"popsim.HalfFloatCastingBehavior, got {half_float_casting!r}.")
         with self._setting():
-            self.half_float_casting = behavior
+            self.half_float_casting = half_float_casting
         return self
 
     def enableFloatingPointExceptions(self, enabled: bool) -> "_PrecisionOptions":
@@ -460,7 +467,7 @@ class _JitOptions(_OptionGroup):
     trace_model: bool = False
     _group_name = "Options.Jit"
 
-    def traceModel(self, trace: bool) -> "_JitOptions":
+    def traceModel(self, trace_model: bool) -> "_JitOptions":
         """Which of PopTorch's frontends a model is compiled as. False (the
         default, as in PopTorch 3): its dispatcher frontend. True: its legacy
         tracing frontend, deprecated since PopTorch 3.0, whose one difference
@@ -468,7 +475,7 @@ class _JitOptions(_OptionGroup):
         mixing float16 and float32 operands compute in float16. popsim builds
         its graph the same way under both."""
         with self._setting():
-            self.trace_model = _bool("Jit.traceModel", trace)
+            self.trace_model = _bool("Jit.traceModel", trace_model)
         return self
 
 
@@ -501,15 +508,15 @@ class _TensorLocationOptions(_OptionGroup):
             self.num_io_tiles = num_tiles
         return self
 
-    def setOptimizerLocation(self, settings: TensorLocationSettings
+    def setOptimizerLocation(self, location: TensorLocationSettings
                              ) -> "_TensorLocationOptions":
         """The optimizer state: off chip, each op of the weight update streams its
         parameter's state in and back out."""
         with self._setting():
-            self.optimizer_location = self._checked("setOptimizerLocation", settings)
+            self.optimizer_location = self._checked("setOptimizerLocation", location)
         return self
 
-    def setWeightLocation(self, settings: TensorLocationSettings
+    def setWeightLocation(self, location: TensorLocationSettings
                           ) -> "_TensorLocationOptions":
         """Weights and buffers: off chip, every op that uses them streams them in, and
         the weight update's ops stream them back out. With replicated tensor sharding
@@ -519,25 +526,25 @@ class _TensorLocationOptions(_OptionGroup):
         gathers it from every replica's shard (a "replica_all_gather" in the trace), and
         the update runs on the shard."""
         with self._setting():
-            self.weight_location = self._checked("setWeightLocation", settings)
+            self.weight_location = self._checked("setWeightLocation", location)
         return self
 
-    def setAccumulatorLocation(self, settings: TensorLocationSettings
+    def setAccumulatorLocation(self, location: TensorLocationSettings
                                ) -> "_TensorLocationOptions":
         """Gradient accumulators (training with gradientAccumulation > 1): off chip,
         each micro-batch's accumulation streams them in and out to add its gradients,
         and the update reads and clears them."""
         with self._setting():
-            self.accumulator_location = self._checked("setAccumulatorLocation", settings)
+            self.accumulator_location = self._checked("setAccumulatorLocation", location)
         return self
 
-    def setActivationLocation(self, settings: TensorLocationSettings
+    def setActivationLocation(self, location: TensorLocationSettings
                               ) -> "_TensorLocationOptions":
         """Activations the pipeline stashes between a micro-batch's forward and backward
         passes: off chip, the forward task streams them out and the backward task
         streams them back in ("stash" moves to Streaming Memory)."""
         with self._setting():
-            self.activation_location = self._checked("setActivationLocation", settings)
+            self.activation_location = self._checked("setActivationLocation", location)
         return self
 
     @staticmethod
@@ -812,14 +819,14 @@ class Options(_OptionGroup):
         object.__setattr__(self, "Jit", _JitOptions())
         object.__setattr__(self, "Distributed", _DistributedOptions())
 
-    def deviceIterations(self, iterations: int) -> "Options":
-        """Iterations of the model per call: each call takes `iterations` micro-batches
+    def deviceIterations(self, device_iterations: int) -> "Options":
+        """Iterations of the model per call: each call takes `device_iterations` micro-batches
         stacked along dimension 0 and runs them on the device without returning to Python."""
         with self._setting():
-            self.device_iterations = positive_int("deviceIterations", iterations)
+            self.device_iterations = positive_int("deviceIterations", device_iterations)
         return self
 
-    def replicationFactor(self, replicas: int) -> "Options":
+    def replicationFactor(self, replication_factor: int) -> "Options":
         """Copies of the model (data parallelism), each on IPUs of its own, that
         take a share of every call's batch and, in training, sum their gradients
         before each optimizer step (the mean or the sum, as
@@ -827,7 +834,7 @@ class Options(_OptionGroup):
         batch holds micro-batch x deviceIterations x gradientAccumulation x
         replicas samples; Simulator.numIpus counts the IPUs of all replicas."""
         with self._setting():
-            self.replication_factor = positive_int("replicationFactor", replicas)
+            self.replication_factor = positive_int("replicationFactor", replication_factor)
         return self
 
     def inputReplicaGrouping(self, input_group_size: int,
@@ -864,16 +871,16 @@ class Options(_OptionGroup):
         opts._Popart.set("defaultPrefetchBufferingDepth", n) sets too."""
         return self._Popart.get(PREFETCH_DEPTH_OPTION, 1)
 
-    def setAvailableMemoryProportion(self, proportions: Dict[str, float]) -> "Options":
+    def setAvailableMemoryProportion(self, available_memory_proportion: Dict[str, float]) -> "Options":
         """The share of each IPU's memory a matmul or convolution may use for its
         temporaries, as {"IPU0": 0.6, "IPU1": 0.3} (default 0.6 for every IPU; each call
         replaces the previous one's). An op that needs more runs in serial passes:
         less memory ("temporaries" in memoryReport()), more cycles."""
-        if not isinstance(proportions, dict):
+        if not isinstance(available_memory_proportion, dict):
             raise OptionError("setAvailableMemoryProportion expects a dict such as "
-                              f"{{'IPU0': 0.6}}, got {proportions!r}.")
+                              f"{{'IPU0': 0.6}}, got {available_memory_proportion!r}.")
         parsed: Dict[int, float] = {}
-        for key, proportion in proportions.items():
+        for key, proportion in available_memory_proportion.items():
             match = re.fullmatch(r"IPU(\d+)", key) if isinstance(key, str) else None
             if match is None:
                 raise OptionError(
@@ -888,39 +895,39 @@ class Options(_OptionGroup):
             self.available_memory_proportion = parsed
         return self
 
-    def outputMode(self, mode: OutputMode,
+    def outputMode(self, output_mode: OutputMode,
                    output_return_period: Optional[int] = None) -> "Options":
         """Which iterations' outputs a call returns (see popsim.OutputMode)."""
-        if not isinstance(mode, OutputMode):
-            raise OptionError(f"outputMode expects a popsim.OutputMode, got {mode!r}.")
+        if not isinstance(output_mode, OutputMode):
+            raise OptionError(f"outputMode expects a popsim.OutputMode, got {output_mode!r}.")
         period = 1
-        if mode == OutputMode.EveryN:
+        if output_mode == OutputMode.EveryN:
             period = positive_int("outputMode(OutputMode.EveryN, output_return_period)",
                                    output_return_period)
         elif output_return_period is not None:  # as PopTorch: only EveryN has a period
             LOGGER.info("outputMode(%s, %r): output_return_period is ignored; only "
-                         "OutputMode.EveryN uses it.", mode, output_return_period)
+                         "OutputMode.EveryN uses it.", output_mode, output_return_period)
         with self._setting():
-            self.output_mode = mode
+            self.output_mode = output_mode
         with self._setting():
             self.output_return_period = period
         return self
 
-    def randomSeed(self, seed: int) -> "Options":
+    def randomSeed(self, random_seed: int) -> "Options":
         """Seeds popsim's random numbers and PyTorch's (torch.manual_seed)."""
-        if not is_integer(seed) or seed < 0:
-            raise OptionError(f"randomSeed expects a non-negative integer, got {seed!r}.")
+        if not is_integer(random_seed) or random_seed < 0:
+            raise OptionError(f"randomSeed expects a non-negative integer, got {random_seed!r}.")
         with self._setting():
-            self.random_seed = int(seed)
-        torch.manual_seed(int(seed))
+            self.random_seed = int(random_seed)
+        torch.manual_seed(int(random_seed))
         return self
 
-    def logDir(self, path: Union[str, os.PathLike]) -> "Options":
+    def logDir(self, log_dir: Union[str, os.PathLike]) -> "Options":
         """Directory where each compilation writes its IR and memory report."""
-        if not isinstance(path, str) or not path:
-            raise OptionError(f"logDir expects a directory path, got {path!r}.")
+        if not isinstance(log_dir, str) or not log_dir:
+            raise OptionError(f"logDir expects a directory log_dir, got {log_dir!r}.")
         with self._setting():
-            self.log_dir = path
+            self.log_dir = log_dir
         return self
 
     def enableProfiling(self, directory: Union[str, os.PathLike]) -> "Options":
@@ -948,15 +955,15 @@ class Options(_OptionGroup):
             self.execution_strategy = strategy
         return self
 
-    def useIpuModel(self, use: bool) -> "Options":
+    def useIpuModel(self, use_model: bool) -> "Options":
         """Accepted for PopTorch compatibility: popsim always runs on simulated IPUs."""
-        if not isinstance(use, bool):
-            raise OptionError(f"useIpuModel expects a bool, got {use!r}.")
+        if not isinstance(use_model, bool):
+            raise OptionError(f"useIpuModel expects a bool, got {use_model!r}.")
         with self._setting():
-            self.use_ipu_model = use
+            self.use_ipu_model = use_model
         return self
 
-    def autoRoundNumIPUs(self, auto_round: bool = True) -> "Options":
+    def autoRoundNumIPUs(self, auto_round_num_ipus: bool = True) -> "Options":
         """Round the simulated system's IPU count up to a power of two, as IPUs are
         allocated on real hardware (the extra IPUs stay idle: memoryReport() lists
         them). Simulator.numIpus, when set, wins.
@@ -964,14 +971,14 @@ class Options(_OptionGroup):
         IPU Model does (on hardware PopTorch refuses a count that is not a power
         of two)."""
         with self._setting():
-            self.auto_round_num_ipus = _bool("autoRoundNumIPUs", auto_round)
+            self.auto_round_num_ipus = _bool("autoRoundNumIPUs", auto_round_num_ipus)
         return self
 
-    def logCycleCount(self, log: bool) -> "Options":
+    def logCycleCount(self, log_cycle_count: bool) -> "Options":
         """Log each call's simulated cycle count (logger "popsim", level INFO:
         "Total number of IPU cycles: N"; POPSIM_LOG_LEVEL=info shows it on
         stderr); cycleCount() returns it with or without this option."""
-        self._Popart.set("instrumentWithHardwareCycleCounter", _bool("logCycleCount", log))
+        self._Popart.set("instrumentWithHardwareCycleCounter", _bool("logCycleCount", log_cycle_count))
         return self
 
     def showCompilationProgressBar(self, show: bool = True) -> "Options":
@@ -1012,14 +1019,14 @@ class Options(_OptionGroup):
             self.module_namescope = False
         return self
 
-    def connectionType(self, connection: ConnectionType) -> "Options":
+    def connectionType(self, connection_type: ConnectionType) -> "Options":
         """When the model attaches to its IPUs: ConnectionType.Always (when it
         compiles), OnDemand (when it first runs) or Never (it only compiles)."""
-        if not isinstance(connection, ConnectionType):
+        if not isinstance(connection_type, ConnectionType):
             raise OptionError(f"connectionType expects a popsim.ConnectionType, got "
-                              f"{connection!r}.")
+                              f"{connection_type!r}.")
         with self._setting():
-            self.connection_type = connection
+            self.connection_type = connection_type
         return self
 
     def enableExecutableCaching(self, path: Optional[Union[str, os.PathLike]]) -> "Options":
@@ -1122,13 +1129,13 @@ class Options(_OptionGroup):
             self.ipu_id = int(ipu_id)
         return self
 
-    def syncPattern(self, pattern: SyncPattern) -> "Options":
+    def syncPattern(self, sync_pattern: SyncPattern) -> "Options":
         """Recorded for PopTorch code: how real IPUs synchronise with the host.
         popsim's IPUs synchronise on every exchange (SyncPattern.Full)."""
-        if not isinstance(pattern, SyncPattern):
-            raise OptionError(f"syncPattern expects a popsim.SyncPattern, got {pattern!r}.")
+        if not isinstance(sync_pattern, SyncPattern):
+            raise OptionError(f"syncPattern expects a popsim.SyncPattern, got {sync_pattern!r}.")
         with self._setting():
-            self.sync_pattern = pattern
+            self.sync_pattern = sync_pattern
         return self
 
     def broadcastBuffers(self, broadcast: bool = True) -> "Options":

@@ -1,5 +1,6 @@
 """popsim.Options: chaining, reading, freezing, cloning, PopTorch-style names."""
 
+import inspect
 import json
 import os
 import re
@@ -8,6 +9,7 @@ import pytest
 import torch
 
 import popsim
+from popsim.options import _setter_name
 from models import MnistNetwork
 
 
@@ -39,11 +41,42 @@ def test_unknown_option_names_suggest_the_closest():
         opts.Training.gradient_acumulation  # noqa: B018
 
 
-def test_fields_are_read_only():
-    with pytest.raises(AttributeError, match=r"Options.device_iterations is read-only: set it with "
+def test_assigning_a_field_goes_through_its_setter():
+    """opts.replication_factor = 2, as PopTorch code writes it: the setter runs,
+    with its checks and the freeze."""
+    opts = popsim.Options()
+    opts.replication_factor = 2
+    opts.Training.gradient_accumulation = 4
+    assert (opts.replication_factor, opts.Training.gradient_accumulation) == (2, 4)
+    with pytest.raises(popsim.OptionError, match=r"replicationFactor expects a positive "
+                                                 r"integer"):
+        opts.replication_factor = 0
+    frozen = popsim.Options()
+    frozen._freeze()
+    with pytest.raises(popsim.OptionError, match=r"^Can't modify frozen Options"):
+        frozen.device_iterations = 3
+
+
+def test_fields_whose_setters_take_more_are_read_only():
+    with pytest.raises(AttributeError, match=r"Options.output_mode is read-only: set it with "
                                              r"the setter method, e.g. "
-                                             r"Options.deviceIterations\(\.\.\.\)\."):
-        popsim.Options().device_iterations = 3
+                                             r"Options.outputMode\(\.\.\.\)\."):
+        popsim.Options().output_mode = popsim.OutputMode.All
+
+
+def test_setters_take_poptorchs_keyword_names():
+    opts = popsim.Options().deviceIterations(device_iterations=2)
+    opts.replicationFactor(replication_factor=2).randomSeed(random_seed=5)
+    opts.setAvailableMemoryProportion(available_memory_proportion={"IPU0": 0.3})
+    opts.Training.gradientAccumulation(gradient_accumulation=3)
+    opts.Precision.halfFloatCasting(
+        half_float_casting=popsim.HalfFloatCastingBehavior.HalfUpcastToFloat)
+    opts.outputMode(output_mode=popsim.OutputMode.EveryN, output_return_period=2)
+    opts.Jit.traceModel(trace_model=False)
+    opts.TensorLocations.setOptimizerLocation(
+        location=popsim.TensorLocationSettings().useOnChipStorage(False))
+    assert (opts.device_iterations, opts.replication_factor, opts.random_seed,
+            opts.Training.gradient_accumulation) == (2, 2, 5, 3)
 
 
 def test_options_freeze_when_given_to_a_model_and_clone_unfrozen():
@@ -117,22 +150,23 @@ def test_prefetch_depth():
             popsim.Options().prefetchDepth(bad)
 
 
-def test_read_only_hints_name_the_setter():
-    with pytest.raises(AttributeError, match=r"e\.g\. Options\.enableProfiling\(\.\.\.\)\.$"):
-        popsim.Options().profile_dir = "profile"
-    with pytest.raises(AttributeError, match=r"e\.g\. Options\.TensorLocations\."
-                                             r"setWeightLocation\(\.\.\.\)\.$"):
-        popsim.Options().TensorLocations.weight_location = popsim.TensorLocationSettings()
+def test_every_field_is_assigned_through_its_setter_or_names_it():
+    """Each field either takes an assignment through its one-value setter, or
+    (its setter takes more) refuses it naming the setter."""
     opts = popsim.Options()
-    for group in (opts, opts.Training, opts.Simulator, opts.TensorLocations, opts.Distributed):
-        for field in group.toDict():
-            if field in ("Training", "Simulator", "TensorLocations", "_Popart", "Precision",
-                         "Jit", "Distributed"):
+    opts.TensorLocations.weight_location = popsim.TensorLocationSettings().useOnChipStorage(False)
+    assert not opts.TensorLocations.weight_location.on_chip
+    for group in (opts, opts.Training, opts.Simulator, opts.TensorLocations, opts.Distributed,
+                  opts.Precision, opts.Jit):
+        for field in group._fields():
+            setter = getattr(type(group), _setter_name(field), None)
+            assert callable(setter), field
+            if len(inspect.signature(setter).parameters) == 2:
                 continue
             with pytest.raises(AttributeError) as raised:
                 setattr(group, field, None)
-            setter = re.search(r"\.(\w+)\(\.\.\.\)\.$", str(raised.value)).group(1)
-            assert callable(getattr(type(group), setter, None)), (field, setter)
+            named = re.search(r"\.(\w+)\(\.\.\.\)\.$", str(raised.value)).group(1)
+            assert named == _setter_name(field), (field, named)
 
 
 def test_options_do_not_share_tensor_location_settings():
