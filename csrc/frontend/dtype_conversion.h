@@ -8,10 +8,13 @@
 
 namespace popsim::frontend {
 
-// The IR dtype for a torch dtype, if popsim computes with it.
+// The IR dtype for a torch dtype, if popsim computes with it. float64 is
+// computed as float32, as PopTorch computes it (the IPU has no float64
+// arithmetic; the Python side warns where a model uses it).
 inline std::optional<ir::DType> toIrDType(c10::ScalarType type) {
   switch (type) {
-  case c10::ScalarType::Float: return ir::DType::Float32;
+  case c10::ScalarType::Float:
+  case c10::ScalarType::Double: return ir::DType::Float32;
   case c10::ScalarType::Half: return ir::DType::Float16;
   case c10::ScalarType::Int: return ir::DType::Int32;
   case c10::ScalarType::Long: return ir::DType::Int64;

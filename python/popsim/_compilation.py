@@ -9,12 +9,13 @@ weights) and keeps what they produce; the functions here hold no state.
 """
 
 import contextlib
+import warnings
 from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, NamedTuple,
                     Optional, Sequence, Tuple)
 
 import torch
 
-from popsim import _C, _replica_grouping, _replication, _tracing
+from popsim import _C, _replica_grouping, _replication, _tracing, _weights
 from popsim.enums import HalfFloatCastingBehavior, OutputMode
 from popsim.errors import CompilationError, InputError, OptionError
 from popsim.options import Options, source_location_excludes
@@ -142,6 +143,7 @@ def import_call(model: torch.nn.Module, options: Options, training: bool,
             raise
         raise CompilationError(host_memory_message(type(model).__name__, error)) from error
     tracing_done()
+    _warn_about_float64(traced, float32_buffers, model)
     graph = _C.import_module(traced, _tracing.widened(micro), source_location_excludes(options),
                              _tracing.MODEL_ATTRIBUTE, signature.tensor_names,
                              training=training, random_seed=random_seed(options),
@@ -157,28 +159,64 @@ def import_call(model: torch.nn.Module, options: Options, training: bool,
                         float32_buffers)
 
 
+def _warn_about_float64(traced: torch.jit.ScriptModule, float32_tensors: Sequence[str],
+                        model: torch.nn.Module) -> None:
+    """Warns, once per compilation, that the model's float64 parameters,
+    buffers and ops compute in float32 on the device, as PopTorch computes
+    them (the IPU has no float64 arithmetic), naming them."""
+    host = _weights.named_tensors(model)
+    tensors = [name for name in float32_tensors
+               if name in host and host[name].dtype == torch.float64]
+    ops = []
+    for node in traced.inlined_graph.nodes():
+        if any(isinstance(output.type(), torch._C.TensorType)
+               and output.type().scalarType() == "Double" for output in node.outputs()):
+            where = node.sourceRange().split("\n")[0].strip() if node.sourceRange() else ""
+            ops.append(f"{node.kind()}" + (f" ({where})" if where else ""))
+    if not tensors and not ops:
+        return
+    parts = []
+    if tensors:
+        parts.append(f"parameters and buffers {', '.join(repr(t) for t in tensors[:5])}"
+                     + (f" and {len(tensors) - 5} more" if len(tensors) > 5 else ""))
+    if ops:
+        parts.append(f"ops {', '.join(ops[:3])}" + (f" and {len(ops) - 3} more"
+                                                      if len(ops) > 3 else ""))
+    warnings.warn(f"The model uses torch.float64 ({'; '.join(parts)}): popsim, like PopTorch "
+                  "on the IPU, computes float64 as float32, and returns float64 outputs as "
+                  "float32. Convert with .float() to silence this warning.", stacklevel=4)
+
+
 @contextlib.contextmanager
 def float32_statistics(model: torch.nn.Module, options: Options) -> Iterator[List[str]]:
-    """Precision.runningStatisticsAlwaysFloat (the default): the float16 running
-    statistics of batch norms are traced, and held on the device, as float32, as
-    PopTorch keeps them; the host buffers keep their dtype. Yields their names."""
+    """The host tensors the device holds in float32 although their dtype is
+    another, swapped for float32 copies while the model is traced; yields
+    their names. These are float64 parameters and buffers (the IPU computes
+    float64 as float32, as PopTorch does) and, with
+    Precision.runningStatisticsAlwaysFloat (the default), the float16
+    running statistics of batch norms, as PopTorch keeps them. The host's
+    tensors keep their dtype."""
     swapped = []
-    if options.Precision.running_statistics_always_float:
-        for prefix, module in model.named_modules():
-            if not isinstance(module, torch.nn.modules.batchnorm._BatchNorm):
-                continue
+    for prefix, module in model.named_modules():
+        for group in (module._parameters, module._buffers):
+            for name, tensor in group.items():
+                if tensor is not None and tensor.dtype == torch.float64:
+                    swapped.append((group, prefix, name, tensor))
+        if (options.Precision.running_statistics_always_float
+                and isinstance(module, torch.nn.modules.batchnorm._BatchNorm)):
             for name in ("running_mean", "running_var"):
                 buffer = module._buffers.get(name)
                 if buffer is not None and buffer.dtype == torch.float16:
-                    swapped.append((module, name, buffer))
-                    module._buffers[name] = buffer.float()
+                    swapped.append((module._buffers, prefix, name, buffer))
+    for group, _, name, tensor in swapped:
+        copy = tensor.detach().float()
+        group[name] = (torch.nn.Parameter(copy, requires_grad=tensor.requires_grad)
+                       if isinstance(tensor, torch.nn.Parameter) else copy)
     try:
-        yield [f"{prefix}.{name}" if prefix else name
-               for prefix, module in model.named_modules()
-               for m, name, _ in swapped if m is module]
+        yield [f"{prefix}.{name}" if prefix else name for _, prefix, name, _ in swapped]
     finally:
-        for module, name, buffer in swapped:
-            module._buffers[name] = buffer
+        for group, _, name, tensor in swapped:
+            group[name] = tensor
 
 
 def downcasts_mixed_floats(options: Options) -> bool:

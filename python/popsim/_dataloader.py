@@ -258,7 +258,8 @@ class DataLoader(torch.utils.data.DataLoader):
     partition (``auto_distributed_partitioning=False``).
     """
 
-    def __init__(self, options: Options, dataset: torch.utils.data.Dataset, batch_size: int = 1,
+    def __init__(self, options: Options, dataset: torch.utils.data.Dataset,
+                 batch_size: Optional[int] = 1,
                  shuffle: bool = False, num_workers: int = 0, drop_last: bool = True,
                  persistent_workers: Optional[bool] = None,
                  auto_distributed_partitioning: bool = True,
@@ -271,6 +272,14 @@ class DataLoader(torch.utils.data.DataLoader):
         if not isinstance(mode, DataLoaderMode):
             raise OptionError(f"popsim.DataLoader: mode must be a popsim.DataLoaderMode, "
                               f"got {mode!r}.")
+        if batch_size is None:
+            # torch's DataLoader without automatic batching: each item of the
+            # dataset is a whole batch already (PopTorch's combinedBatchSize
+            # is then None).
+            self._init_unbatched(options, dataset, shuffle, num_workers, drop_last,
+                                 persistent_workers, auto_distributed_partitioning, mode,
+                                 async_options, rebatched_worker_size, kwargs)
+            return
         batch_size = positive_int("batch_size", batch_size, "popsim.DataLoader")
         options._freeze()
         sampler = kwargs.get("sampler")
@@ -324,7 +333,7 @@ class DataLoader(torch.utils.data.DataLoader):
                     batch_sampler, combined // batch_size, combined, drop_last, samples)
 
         self._options = options
-        self._combined = combined
+        self._combined: Optional[int] = combined
         self._mode = mode
         self._drop_last_combined = drop_last
         self._samples = samples
@@ -346,7 +355,7 @@ class DataLoader(torch.utils.data.DataLoader):
 
     def _warn_about_leftovers(self, batch_size: int) -> None:
         samples = self._samples
-        if samples is None:
+        if samples is None or self._combined is None:
             return
         leftover = samples % self._combined
         if leftover == 0:
@@ -361,9 +370,55 @@ class DataLoader(torch.utils.data.DataLoader):
                           f"samples, which a model compiled for {self._combined} refuses.",
                           stacklevel=3)
 
+    def _init_unbatched(self, options: Options, dataset: torch.utils.data.Dataset,
+                        shuffle: bool, num_workers: int, drop_last: bool,
+                        persistent_workers: Optional[bool], auto_partitioning: bool,
+                        mode: DataLoaderMode, async_options: Optional[Dict[str, Any]],
+                        rebatched_worker_size: Optional[int], kwargs: Dict[str, Any]) -> None:
+        """batch_size=None: the dataset's items are yielded as they are, each one
+        call's inputs (in a job of several processes, each process reads its
+        contiguous part of the items, or of their permutation with shuffle)."""
+        options._freeze()
+        if kwargs.get("batch_sampler") is not None:
+            raise OptionError("popsim.DataLoader: batch_size=None yields the dataset's items "
+                              "unbatched, so it takes no batch_sampler; leave batch_size at "
+                              "its default to use one.")
+        if mode == DataLoaderMode.AsyncRebatched or rebatched_worker_size is not None:
+            raise OptionError("popsim.DataLoader: batch_size=None yields the dataset's items "
+                              "unbatched, so there is nothing to rebatch: use "
+                              "DataLoaderMode.Sync or DataLoaderMode.Async.")
+        async_options = dict(async_options or {})
+        unknown = sorted(set(async_options) - set(_ASYNC_OPTIONS))
+        if unknown or (async_options and mode == DataLoaderMode.Sync):
+            raise OptionError(f"popsim.DataLoader: async_options {sorted(async_options)} need "
+                              f"mode=DataLoaderMode.Async and take only {list(_ASYNC_OPTIONS)}.")
+        dataset = _partition(dataset, options, 1, shuffle, auto_partitioning,
+                             kwargs.get("sampler"), None)
+        if persistent_workers is None:
+            persistent_workers = num_workers > 0
+        if (shuffle and kwargs.get("generator") is None and options.random_seed is not None
+                and kwargs.get("sampler") is None):
+            kwargs["generator"] = torch.Generator().manual_seed(options.random_seed)
+        if isinstance(dataset, _ProcessPart):
+            kwargs.pop("generator", None)
+            shuffle = False
+            kwargs["sampler"] = _EpochIndices(
+                torch.utils.data.SequentialSampler(range(len(dataset))))
+        self._options = options
+        self._combined = None
+        self._mode = mode
+        self._drop_last_combined = False  # (torch refuses drop_last without batching)
+        self._samples = None
+        self._accessor = None
+        self._async_options = async_options
+        del drop_last  # a batch is an item: there is no short last batch to drop
+        super().__init__(dataset, batch_size=None, shuffle=shuffle, num_workers=num_workers,
+                         persistent_workers=persistent_workers, **kwargs)
+
     @property
-    def combinedBatchSize(self) -> int:
-        """Samples per batch: what one call of the model takes."""
+    def combinedBatchSize(self) -> Optional[int]:
+        """Samples per batch: what one call of the model takes (None with
+        batch_size=None, whose batches are the dataset's items)."""
         return self._combined
 
     @property
@@ -373,7 +428,7 @@ class DataLoader(torch.utils.data.DataLoader):
     def __len__(self) -> int:
         if self._mode != DataLoaderMode.AsyncRebatched:
             return super().__len__()
-        if self._samples is None:
+        if self._samples is None or self._combined is None:
             raise TypeError("popsim.DataLoader: this dataset has no length, so neither does "
                             "the loader.")
         return batch_count(self._samples, self._combined, self._drop_last_combined)

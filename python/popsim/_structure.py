@@ -56,7 +56,7 @@ class Structure:
 
     def __init__(self, kind: str, children: Optional[List["Structure"]] = None,
                  keys: Union[List[Hashable], type, None] = None, original: object = None) -> None:
-        self.kind = kind  # "leaf", "tuple", "list", "dict" or "custom"
+        self.kind = kind  # "leaf", "none", "tuple", "list", "dict" or "custom"
         self.children = children or []
         self.keys: Any = keys  # a dict's keys; a custom argument's type
         self.original = original  # a custom argument as first seen, for its parser
@@ -68,6 +68,8 @@ class Structure:
     def __repr__(self) -> str:
         if self.kind == "leaf":
             return "*"
+        if self.kind == "none":
+            return "None"
         if self.kind == "custom":
             return f"{self.keys.__name__}({', '.join(repr(c) for c in self.children)})"
         inner = ", ".join(repr(c) for c in self.children)
@@ -77,13 +79,18 @@ class Structure:
         return ("(" if self.kind == "tuple" else "[") + inner + (")" if self.kind == "tuple" else "]")
 
 
-def flatten(value: object, name: str, like: Optional[Structure] = None
-            ) -> Tuple[List[Any], List[str], Structure]:
+def flatten(value: object, name: str, like: Optional[Structure] = None,
+            none_as_empty: bool = False) -> Tuple[List[Any], List[str], Structure]:
     """Returns (leaves, names, structure) for a nested value. Dicts with the
-    keys of the matching dict in `like` (a structure) are read in its order."""
+    keys of the matching dict in `like` (a structure) are read in its order.
+    With `none_as_empty` (a model's outputs), None is part of the structure
+    rather than a leaf: a model that returns None, or (x, None), does so
+    after the call too."""
     leaves, names = [], []
 
     def visit(item: object, path: str, model: Optional[Structure]) -> Structure:
+        if item is None and none_as_empty:
+            return Structure("none")
         parser = _parser_of(item)
         if parser is not None:
             tensors = list(parser.yieldTensors(item))
@@ -123,6 +130,8 @@ def unflatten(leaves: Iterable[Any], structure: Structure) -> Any:
     def build(node: Structure) -> Any:
         if node.kind == "leaf":
             return next(iterator)
+        if node.kind == "none":
+            return None
         children = [build(child) for child in node.children]
         if node.kind == "custom":
             return _parser_of(node.original).reconstruct(  # type: ignore[union-attr]

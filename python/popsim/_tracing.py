@@ -194,7 +194,8 @@ class _FlatModel(torch.nn.Module):
             leaves[position] = tensor
         values = _structure.unflatten(leaves, self._signature.structure)
         output = _call_with(self.model.forward, values)
-        flat, names, self.output_structure = _structure.flatten(output, "output")
+        flat, names, self.output_structure = _structure.flatten(output, "output",
+                                                                none_as_empty=True)
         self.output_names = names
         self.output_dtypes = [leaf.dtype for leaf in flat if _structure.is_tensor(leaf)]
         for leaf, name in zip(flat, names):

@@ -129,3 +129,33 @@ def test_training_without_inputs_and_with_a_scalar_input():
             optimizer.step()
             assert_close(loss, eager_loss.detach())
         assert_close(model.w, eager.w)
+
+
+class UpdatesInPlace(torch.nn.Module):
+    """Returns nothing: its result is the update of its input, as PopTorch allows."""
+
+    def forward(self, x):
+        x.mul_(2).add_(1)
+
+
+class PartlyNone(torch.nn.Module):
+    def forward(self, x):
+        return x * 3, None, {"kept": x + 1, "absent": None}
+
+
+def test_a_model_that_returns_none_updates_its_inputs_and_returns_none():
+    x = torch.arange(6.0).view(3, 2)
+    expected = x.clone()
+    UpdatesInPlace()(expected)
+    result = popsim.inferenceModel(UpdatesInPlace())(x)
+    assert result is None
+    assert torch.equal(x, expected)
+
+
+def test_none_among_the_outputs_comes_back_as_none():
+    x = torch.arange(4.0).view(2, 2)
+    result = popsim.inferenceModel(PartlyNone())(x)
+    expected = PartlyNone()(x)
+    assert result[1] is None and result[2]["absent"] is None
+    assert torch.equal(result[0], expected[0]) and torch.equal(result[2]["kept"],
+                                                               expected[2]["kept"])

@@ -606,3 +606,38 @@ def test_a_batch_sampler_of_larger_batches_than_its_batch_size_is_not_refused():
         warnings.simplefilter("ignore", UserWarning)
         loader = popsim.DataLoader(options(2), numbered(4), batch_sampler=OneBigBatch())
     assert [labels.tolist() for _, labels in loader] == [[3, 2], [1, 0]]
+
+
+class PreBatched(Dataset):
+    """Items that are whole batches already: item i is (4 x 1 features, 4 labels)."""
+
+    def __len__(self):
+        return 6
+
+    def __getitem__(self, index):
+        labels = torch.arange(4 * index, 4 * index + 4)
+        return labels.float().view(4, 1), labels
+
+
+@pytest.mark.parametrize("mode", [popsim.DataLoaderMode.Sync, popsim.DataLoaderMode.Async])
+def test_batch_size_none_yields_the_datasets_items_as_torch_does(mode):
+    """As torch's DataLoader (and PopTorch's) with batch_size=None: no automatic
+    batching, each item is one call's batch; combinedBatchSize is None."""
+    loader = popsim.DataLoader(options(2, seed=0), PreBatched(), batch_size=None, shuffle=True,
+                               mode=mode, **({} if mode == popsim.DataLoaderMode.Sync
+                                             else {"async_options": {"buffer_size": 2}}))
+    reference = torch.utils.data.DataLoader(PreBatched(), batch_size=None, shuffle=True,
+                                            generator=torch.Generator().manual_seed(0))
+    assert loader.combinedBatchSize is None and len(loader) == 6
+    assert labels_of(loader, epochs=2) == labels_of(reference, epochs=2)
+    loader.terminate()
+
+
+def test_batch_size_none_refuses_what_it_cannot_do():
+    with pytest.raises(popsim.OptionError, match=r"batch_size=None yields the dataset's items "
+                                                 r"unbatched, so there is nothing to rebatch"):
+        popsim.DataLoader(options(), PreBatched(), batch_size=None,
+                          mode=popsim.DataLoaderMode.AsyncRebatched)
+    with pytest.raises(popsim.OptionError, match=r"batch_size=None .* takes no batch_sampler"):
+        popsim.DataLoader(options(), PreBatched(), batch_size=None,
+                          batch_sampler=reversed_batches(6, 2))

@@ -7,11 +7,13 @@ the device widened to int32, which is exact for conversions and views;
 arithmetic on them (which would wrap in eager PyTorch) is refused.
 """
 
+import copy
+
 import pytest
 import torch
 
 import popsim
-from models import Function
+from models import Function, WithLoss
 from popsim._half_tracing import HalfOnCpu
 
 SPECIAL = torch.tensor([[1.7, -2.9, float("nan"), 3e10, -3e10, 0.0, -0.0, float("inf"),
@@ -102,7 +104,46 @@ def test_other_dtypes_are_refused_with_a_hint():
         popsim.inferenceModel(Function(lambda x: x * 2))(torch.ones(2, 2, dtype=torch.bfloat16))
     with pytest.raises(popsim.UnsupportedOperationError, match="conversion to a dtype popsim "
                        "does not compute with"):
-        popsim.inferenceModel(Function(lambda x: x.double()))(torch.ones(2, 2))
+        popsim.inferenceModel(Function(lambda x: x.to(torch.bfloat16)))(torch.ones(2, 2))
+
+
+def test_float64_inside_a_model_computes_as_float32_with_a_warning():
+    """As PopTorch: .double(), float64 factories and dtype=torch.float64 compute
+    in float32; outputs come back as float32; a warning names the ops."""
+    def f(x):
+        y = x.double() * 3 + torch.ones(3, dtype=torch.float64)
+        return y, y.sum(dtype=torch.float64), y.float()
+
+    x = torch.tensor([[0.1, 0.2, 0.3], [1.0, 2.0, 3.0]])
+    with pytest.warns(UserWarning, match=r"The model uses torch.float64 \(ops aten::to .*popsim, "
+                      r"like PopTorch on the IPU, computes float64 as float32"):
+        actual = popsim.inferenceModel(Function(f))(x)
+    expected = f(x.float())
+    for a, e in zip(actual, expected):
+        assert a.dtype == torch.float32
+        torch.testing.assert_close(a, e.float(), rtol=1e-6, atol=1e-6)
+
+
+def test_a_float64_model_trains_in_float32_and_keeps_its_dtype_on_the_host():
+    """model.double(): its weights live and train in float32 on the device; the
+    host's stay float64 and receive the trained values; one step equals
+    float32 SGD from the same weights."""
+    torch.manual_seed(0)
+    model = WithLoss(torch.nn.Linear(4, 3)).double()
+    reference = copy.deepcopy(model).float()
+    x, labels = torch.randn(6, 4, dtype=torch.float64), torch.tensor([0, 1, 2, 0, 1, 2])
+    trainer = popsim.trainingModel(model, popsim.Options(),
+                                   popsim.optim.SGD(model.parameters(), lr=0.5))
+    with pytest.warns(UserWarning, match=r"parameters and buffers 'model.weight', 'model.bias'"):
+        trainer(x, labels)
+    optimizer = torch.optim.SGD(reference.parameters(), lr=0.5)
+    optimizer.zero_grad()
+    reference(x.float(), labels)[1].backward()
+    optimizer.step()
+    trainer.copyWeightsToHost()
+    assert model.model.weight.dtype == torch.float64
+    torch.testing.assert_close(model.model.weight.float(), reference.model.weight,
+                               rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("op", ["cumsum", "sum", "add"])

@@ -248,20 +248,22 @@ def test_bfloat16_inputs_are_rejected_with_a_hint():
         "with .float()).")
 
 
-def test_float64_parameters_are_rejected_with_a_hint():
+def test_float64_parameters_compute_as_float32_with_a_warning():
+    """As PopTorch: the IPU has no float64, so a float64 parameter is held and
+    used as float32; the warning names it."""
     class Mixed(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.scale = torch.nn.Parameter(torch.ones(3, dtype=torch.float64))
+            self.scale = torch.nn.Parameter(torch.full((3,), 1.5, dtype=torch.float64))
 
         def forward(self, x):
             return x * self.scale.float()
 
-    with pytest.raises(popsim.UnsupportedOperationError,
-                       match=r"parameter 'scale' has dtype Double; popsim trains float32 and "
-                             r"float16 parameters \(convert the model with \.float\(\) or "
-                             r"\.half\(\)\)"):
-        popsim.inferenceModel(Mixed())(torch.randn(2, 3))
+    x = torch.randn(2, 3)
+    with pytest.warns(UserWarning, match=r"The model uses torch.float64 \(parameters and buffers "
+                                         r"'scale'\).*computes float64 as float32"):
+        result = popsim.inferenceModel(Mixed())(x)
+    torch.testing.assert_close(result, x * 1.5)
 
 
 def test_embedding_index_out_of_range_is_an_execution_error_naming_the_node():
