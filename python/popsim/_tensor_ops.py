@@ -6,10 +6,13 @@ set_available_memory, a matmul's or convolution's temporary memory budget;
 set_overlap_for_input / _output, markers for inputs and outputs that stream
 through IO tiles; and custom_op, which names what it would need."""
 
-from typing import Any, Callable, List, Mapping, NoReturn, Optional, Sequence, Union
+import contextlib
+import warnings
+from typing import Any, Callable, Iterator, List, Mapping, NoReturn, Optional, Sequence, Union
 
 import torch
 
+from popsim._device import isRunningOnIpu
 from popsim._ops import LIBRARY as _LIBRARY
 from popsim.enums import MatMulSerializationMode, OverlapMode
 from popsim.errors import UnsupportedOperationError
@@ -23,9 +26,31 @@ _LIBRARY.define("recomputation_checkpoint(Tensor x) -> Tensor")
 _LIBRARY.impl("recomputation_checkpoint", lambda x: x.clone(), "CPU")
 _LIBRARY.define("set_available_memory(Tensor x, float proportion) -> Tensor")
 _LIBRARY.impl("set_available_memory", lambda x, proportion: x.clone(), "CPU")
+# dynamic_slice / dynamic_update while popsim traces: index_select and
+# index_copy whose start is data of the compiled program. The trace runs them
+# once on the example inputs, whose start may be outside the tensor (it is
+# only an example): there they clamp the positions so that tracing does not
+# fail on a value the program never uses; popsim lowers them as index_select
+# and index_copy, which check the positions when the model runs.
+_LIBRARY.define("dynamic_select(Tensor self, int dim, Tensor index) -> Tensor")
+_LIBRARY.impl("dynamic_select", lambda x, dim, index: x.index_select(
+    dim, index.clamp(0, x.shape[dim] - 1)), "CPU")
+_LIBRARY.define("dynamic_copy(Tensor self, int dim, Tensor index, Tensor source) -> Tensor")
+_LIBRARY.impl("dynamic_copy", lambda x, dim, index, source: x.index_copy(
+    dim, index.clamp(0, x.shape[dim] - 1), source), "CPU")
 for _direction in ("input", "output"):
     _LIBRARY.define(f"set_overlap_for_{_direction}(Tensor x, str mode) -> Tensor")
     _LIBRARY.impl(f"set_overlap_for_{_direction}", lambda x, mode: x.clone(), "CPU")
+
+
+@contextlib.contextmanager
+def _shape_checks() -> Iterator[None]:
+    """Argument checks on shapes, which are fixed in a compiled program: the
+    tracer's warning about turning traced sizes into Python values is noise
+    there."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)
+        yield
 
 
 def _require_tensor(value: object, what: str, function: str) -> None:
@@ -38,6 +63,16 @@ def _require_int(value: int, what: str, function: str, smallest: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < smallest:
         raise TypeError(f"{function} expects {what} to be an int >= {smallest} (a constant of "
                         f"the compiled program), got {value!r}.")
+
+
+def _require_within(tensor: torch.Tensor, dim: int, size: int, function: str) -> None:
+    """dim names a dimension of the tensor, and size fits in it (the start is data)."""
+    if dim >= tensor.dim():
+        raise TypeError(f"{function} expects dim in [{-tensor.dim()}, {tensor.dim() - 1}] for a "
+                        f"tensor of {tensor.dim()} dimensions, got {dim}.")
+    if size > tensor.shape[dim]:
+        raise TypeError(f"{function}: size {size} is larger than the tensor's dimension {dim} "
+                        f"({tensor.shape[dim]} elements).")
 
 
 def nop(tensor: torch.Tensor) -> torch.Tensor:
@@ -61,28 +96,38 @@ def dynamic_slice(tensor: torch.Tensor, dim: int, start: torch.Tensor, size: int
     tensor computed on the device (its value may change from call to call)
     and `size` and `step` are constants. A slice that leaves the tensor is an
     ExecutionError when the model runs."""
-    _require_tensor(tensor, "tensor", "popsim.dynamic_slice")
-    _require_int(dim, "dim", "popsim.dynamic_slice", -tensor.dim())
-    _require_int(size, "size", "popsim.dynamic_slice", 1)
-    _require_int(step, "step", "popsim.dynamic_slice", 1)
-    return tensor.index_select(dim, _positions(start, size, step, "popsim.dynamic_slice"))
+    with _shape_checks():
+        _require_tensor(tensor, "tensor", "popsim.dynamic_slice")
+        _require_int(dim, "dim", "popsim.dynamic_slice", -tensor.dim())
+        _require_int(size, "size", "popsim.dynamic_slice", 1)
+        _require_int(step, "step", "popsim.dynamic_slice", 1)
+        _require_within(tensor, dim, size, "popsim.dynamic_slice")
+        positions = _positions(start, size, step, "popsim.dynamic_slice")
+    if isRunningOnIpu():  # popsim is tracing: the start is data, not this example's value
+        return torch.ops.popsim.dynamic_select(tensor, dim % tensor.dim(), positions)
+    return tensor.index_select(dim, positions)
 
 
 def dynamic_update(input: torch.Tensor, src: torch.Tensor, dim: int, start: torch.Tensor,
                    size: int) -> torch.Tensor:
     """`input` with `src` written over input[start : start + size] along `dim`
     (`start` a tensor, `size` a constant: src's size along dim)."""
-    _require_tensor(input, "input", "popsim.dynamic_update")
-    _require_tensor(src, "src", "popsim.dynamic_update")
-    _require_int(dim, "dim", "popsim.dynamic_update", -input.dim())
-    _require_int(size, "size", "popsim.dynamic_update", 1)
-    if src.dim() != input.dim() or src.dtype != input.dtype:
-        raise TypeError(f"popsim.dynamic_update expects src like input (dim {input.dim()}, "
-                        f"{input.dtype}), got dim {src.dim()}, {src.dtype}.")
-    if src.shape[dim] != size:
-        raise TypeError(f"popsim.dynamic_update: src has {src.shape[dim]} elements along dim "
-                        f"{dim}, but size is {size}.")
-    return input.index_copy(dim, _positions(start, size, 1, "popsim.dynamic_update"), src)
+    with _shape_checks():
+        _require_tensor(input, "input", "popsim.dynamic_update")
+        _require_tensor(src, "src", "popsim.dynamic_update")
+        _require_int(dim, "dim", "popsim.dynamic_update", -input.dim())
+        _require_int(size, "size", "popsim.dynamic_update", 1)
+        if src.dim() != input.dim() or src.dtype != input.dtype:
+            raise TypeError(f"popsim.dynamic_update expects src like input (dim {input.dim()}, "
+                            f"{input.dtype}), got dim {src.dim()}, {src.dtype}.")
+        _require_within(input, dim, size, "popsim.dynamic_update")
+        if src.shape[dim] != size:
+            raise TypeError(f"popsim.dynamic_update: src has {src.shape[dim]} elements along dim "
+                            f"{dim}, but size is {size}.")
+        positions = _positions(start, size, 1, "popsim.dynamic_update")
+    if isRunningOnIpu():  # popsim is tracing: the start is data, not this example's value
+        return torch.ops.popsim.dynamic_copy(input, dim % input.dim(), positions, src)
+    return input.index_copy(dim, positions, src)
 
 
 def serializedMatMul(lhs: torch.Tensor, rhs: torch.Tensor, mode: MatMulSerializationMode,

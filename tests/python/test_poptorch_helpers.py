@@ -46,7 +46,34 @@ def test_dynamic_update_writes_and_trains_as_eager():
     assert_sgd_steps_match_eager(Writer, batches)
 
 
+def test_the_start_of_the_compiling_call_is_data_not_a_constant():
+    """The call that compiles may hold any start, even one outside the tensor:
+    the start is data of the program, never evaluated while tracing; a later
+    call with a start inside gives eager's slice and update, and one outside
+    stops with an ExecutionError."""
+    def window(x, start):
+        return (popsim.dynamic_slice(x, 0, start, 2, 1) * 2,
+                popsim.dynamic_update(x, torch.ones(2, 3), -2, start, 2))
+
+    model = popsim.inferenceModel(Function(window))
+    model.compile(torch.zeros(4, 3), torch.tensor([7]))
+    x = torch.arange(12.0).view(4, 3)
+    for start in (0, 1, 2):
+        start = torch.tensor([start])
+        expected = window(x, start)
+        for actual, want in zip(model(x, start), expected):
+            torch.testing.assert_close(actual, want)
+    with pytest.raises(popsim.ExecutionError, match=r"out of range for a dimension of size 4"):
+        model(x, torch.tensor([3]))
+
+
 def test_dynamic_helpers_name_bad_arguments():
+    with pytest.raises(TypeError, match=r"popsim.dynamic_slice expects dim in \[-2, 1\] for a "
+                                        r"tensor of 2 dimensions, got 2"):
+        popsim.dynamic_slice(torch.zeros(4, 3), 2, torch.tensor([0]), 2, 1)
+    with pytest.raises(TypeError, match=r"popsim.dynamic_slice: size 5 is larger than the "
+                                        r"tensor's dimension 0 \(4 elements\)"):
+        popsim.dynamic_slice(torch.zeros(4, 3), 0, torch.tensor([0]), 5, 1)
     with pytest.raises(TypeError, match=r"popsim.dynamic_slice expects start to be an integer "
                                         r"tensor with one element"):
         popsim.dynamic_slice(torch.zeros(4), 0, torch.tensor([0, 1]), 2, 1)

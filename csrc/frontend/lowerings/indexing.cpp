@@ -423,6 +423,8 @@ void lowerMaskedSelect(LoweringContext& ctx) {
 
 void registerIndexing(LoweringRegistry& registry) {
   registry.add("aten::index_select", lowerIndexSelect);
+  // popsim.dynamic_slice / dynamic_update while tracing (python/popsim/_tensor_ops.py).
+  registry.add("popsim::dynamic_select", lowerIndexSelect);
   registry.add("aten::gather", lowerGather);
   registry.add("aten::take_along_dim", lowerTakeAlongDim);
   for (const std::string s : {"", "_"}) {
@@ -435,6 +437,7 @@ void registerIndexing(LoweringRegistry& registry) {
     registry.add("aten::scatter_reduce" + s, lowerScatterReduce<false>);
     registry.add("aten::index_reduce" + s, lowerScatterReduce<true>);
   }
+  registry.add("popsim::dynamic_copy", lowerIndexWrite<IndexWrite::Copy>);
   registry.add("aten::index", lowerIndex);
   registry.add("aten::one_hot", lowerOneHot);
   registry.add("aten::masked_select", lowerMaskedSelect);
