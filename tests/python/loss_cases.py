@@ -207,16 +207,17 @@ LOSSES.update({
 })
 
 
-def _ctc(rng, concatenated=False, impossible=False):
+def _ctc(rng, concatenated=False, impossible=False, blanks=False):
     """log_probs [T, N, C] (log_softmax of scores), targets padded [N, S] or
     concatenated, lengths as tensors or (concatenated) lists; with
-    `impossible`, one target needs more frames than its input has."""
+    `impossible`, one target needs more frames than its input has; with
+    `blanks`, labels may be the blank (0), which eager computes too."""
     frames, samples, classes = rng.randint(6, 8), rng.randint(1, 3), rng.randint(3, 5)
     target_lengths = [rng.randint(0 if s else 1, 3) for s in range(samples)]
     input_lengths = [rng.randint(max(1, 2 * t), frames) for t in target_lengths]
     if impossible:
         target_lengths[0], input_lengths[0] = 3, 2
-    labels = [torch.randint(1, classes, (length,)) for length in target_lengths]
+    labels = [torch.randint(0 if blanks else 1, classes, (length,)) for length in target_lengths]
     if concatenated:
         targets = torch.cat(labels)
     else:
@@ -226,9 +227,9 @@ def _ctc(rng, concatenated=False, impossible=False):
     return frames, samples, classes, targets, input_lengths, target_lengths
 
 
-def _ctc_case(concatenated=False, impossible=False):
+def _ctc_case(concatenated=False, impossible=False, blanks=False):
     def case(rng):
-        frames, samples, classes, targets, il, tl = _ctc(rng, concatenated, impossible)
+        frames, samples, classes, targets, il, tl = _ctc(rng, concatenated, impossible, blanks)
         reduction = rng.choice(REDUCTIONS)
         kwargs = {"reduction": reduction, "zero_infinity": impossible}
         scores = [torch.randn(frames, samples, classes) * 2]
@@ -254,5 +255,6 @@ LOSSES.update({
     "ctc": _ctc_case(),
     "ctc_concatenated_targets": _ctc_case(concatenated=True),
     "ctc_zero_infinity": _ctc_case(impossible=True),
+    "ctc_blank_in_targets": _ctc_case(blanks=True),
     "ctc_unbatched": _ctc_unbatched,
 })

@@ -56,11 +56,13 @@ std::vector<Sample> samplesOf(const ir::Node& node, const Inputs& inputs, size_t
                  ErrorKind::Execution, "target length ", labels, " of sample ", n,
                  padded ? " is longer than the targets' " : " runs past the concatenated targets' ",
                  width, " labels.");
+    // A label may be the blank: PyTorch's kernels run the recursions on such
+    // a target as on any other, and so does popsim.
     for (int64_t i = 0; i < labels; ++i) {
       const int64_t label = targets[start + i];
-      POPSIM_CHECK(label >= 0 && label < classes && label != blank, ErrorKind::Execution,
-                   "target label ", label, " at position ", i, " of sample ", n,
-                   " is not a class index in [0, ", classes, ") other than the blank ", blank, ".");
+      POPSIM_CHECK(label >= 0 && label < classes, ErrorKind::Execution, "target label ", label,
+                   " at position ", i, " of sample ", n, " is not a class index in [0, ", classes,
+                   ").");
     }
     offset += labels;
     result.push_back({static_cast<const float*>(inputs[first]) + n * classes, samples * classes,
@@ -166,9 +168,20 @@ void ctcLossGrad(const ir::Node& node, const Inputs& inputs, const Outputs& outp
     const Lattice alpha = alphas(x, maths);
     const Lattice beta = betas(x, maths);
     std::vector<double> posterior(static_cast<size_t>(classes));
+    const int64_t S = x.positions(), last = x.frames - 1;
     for (int64_t t = 0; t < x.frames; ++t) {
       std::fill(posterior.begin(), posterior.end(), kNegInf);
-      for (int64_t s = 0; s < x.positions(); ++s) {
+      if (t == last) {
+        // Only the last two positions reach the end. PyTorch assigns their
+        // terms rather than adding them (they are a blank and a label, which
+        // differ unless the label is the blank: then the label's term alone
+        // counts), and popsim computes what PyTorch computes.
+        posterior[static_cast<size_t>(x.blank)] = alpha.at(t, S - 1) + beta.at(t, S - 1);
+        if (x.labels > 0) {
+          posterior[static_cast<size_t>(x.prime(S - 2))] = alpha.at(t, S - 2) + beta.at(t, S - 2);
+        }
+      }
+      for (int64_t s = 0; s < S && t != last; ++s) {
         const double ab = alpha.at(t, s) + beta.at(t, s);
         double& sum = posterior[static_cast<size_t>(x.prime(s))];
         sum = sum == kNegInf ? ab : logSumExp(sum, ab, kNegInf);
