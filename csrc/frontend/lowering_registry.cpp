@@ -11,6 +11,7 @@ const LoweringRegistry& LoweringRegistry::instance() {
     LoweringRegistry r;
     lowerings::registerConvolution(r);
     lowerings::registerMatMul(r);
+    lowerings::registerContractions(r);
     lowerings::registerActivations(r);
     lowerings::registerPointwise(r);
     lowerings::registerBinary(r);

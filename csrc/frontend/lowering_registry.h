@@ -28,6 +28,7 @@ private:
 namespace lowerings {
 void registerConvolution(LoweringRegistry& registry);
 void registerMatMul(LoweringRegistry& registry);
+void registerContractions(LoweringRegistry& registry);
 void registerActivations(LoweringRegistry& registry);
 void registerPointwise(LoweringRegistry& registry);
 void registerBinary(LoweringRegistry& registry);

@@ -3,7 +3,8 @@
 shape.cpp): repeat, tile, broadcast_to, meshgrid, repeat_interleave, flip, roll, unbind, unflatten,
 movedim, swapaxes, narrow_copy, tensor_split, diagonal, diag, triu, tril,
 pixel_shuffle, pixel_unshuffle, channel_shuffle, Tensor.unfold, F.unfold
-and F.fold, on random shapes. test_ops.py runs each case forward,
+and F.fold, trace, cross, diff, atleast_1d/2d/3d and cartesian_prod, on
+random shapes. test_ops.py runs each case forward,
 test_gradients.py backward and test_nonfinite.py with NaN/Inf, against
 eager PyTorch."""
 
@@ -42,6 +43,32 @@ REARRANGEMENTS = {
         t[0], t[1, :3], t[2, 1], indexing="ij")) * 2), [torch.randn(3, 4)]),
     "meshgrid_xy": lambda rng: (Elementwise(lambda t: _sum_all(torch.meshgrid(
         t[0, :2], t[1], t[2, :3], indexing="xy")) + 1), [torch.randn(3, 4)]),
+    # (Wide and square matrices: for a tall one, eager PyTorch 1.13's backward
+    # also fills elements below the diagonal the forward never read, where
+    # popsim's gradient is the true one, zero.)
+    "trace": lambda rng: (lambda m: (Elementwise(lambda t: torch.trace(t) * 1),
+                                     [torch.randn(m, rng.randint(m, 5))]))(rng.randint(1, 4)),
+    "cross": lambda rng: (lambda shape, dim: (
+        Elementwise(lambda t: torch.cross(t[0], t[1], dim=dim)), [torch.randn(2, *shape)]))(
+            *(lambda s: (s, rng.choice([d for d, n in enumerate(s) if n == 3])))(
+                [3] + _shape(rng, rng.randint(0, 2)) if rng.random() < 0.5
+                else _shape(rng, rng.randint(0, 2)) + [3])),
+    "linalg_cross": lambda rng: (Elementwise(lambda t: torch.linalg.cross(t[0], t[1, :1])),
+                                 [torch.randn(2, rng.randint(1, 3), 3)]),
+    "diff": _on(lambda rng, s: (lambda d, n: lambda t: torch.diff(t, n=n, dim=d))(
+        _dim(rng, s), rng.randint(1, 2))),
+    "diff_prepend_append": lambda rng: (Elementwise(lambda t: torch.diff(
+        t[1:], dim=0, prepend=t[:1], append=t[:1] * 2)), [torch.randn(rng.randint(2, 4), 3)]),
+    "atleast_1d": _on(lambda rng, s: lambda t: torch.atleast_1d(t.sum()) + torch.atleast_1d(t).sum()),
+    "atleast_2d": _on(lambda rng, s: lambda t: _sum_all([torch.atleast_2d(t.sum()),
+                                                        torch.atleast_2d(t[..., 0]),
+                                                        torch.atleast_2d(t)])),
+    "atleast_3d": _on(lambda rng, s: lambda t: _sum_all([torch.atleast_3d(t.sum()),
+                                                        torch.atleast_3d(t.flatten()),
+                                                        torch.atleast_3d(t.reshape(1, -1)),
+                                                        torch.atleast_3d(t)])),
+    "cartesian_prod": lambda rng: (lambda k: (Elementwise(lambda t: torch.cartesian_prod(
+        t[0], t[1, :k], t[2, :2]) * 1), [torch.randn(3, 4)]))(rng.randint(1, 4)),
     "broadcast_to": _on(lambda rng, s: lambda t: torch.broadcast_to(t[..., :1], (2, *s[:-1], 3)) * 1),
     "broadcast_to_keeping": _on(lambda rng, s: lambda t: torch.broadcast_to(t, (3, *[-1] * len(s))) + 0),
     "repeat_interleave": _on(lambda rng, s: (lambda d: lambda t: t.repeat_interleave(2, dim=d))(

@@ -135,6 +135,57 @@ def addmv_case(rng):
             [torch.randn(m), torch.randn(m, k), torch.randn(k)])
 
 
+# einsum equations: products, batches, transposes, sums, "...", three
+# operands, implicit outputs; each label's size drawn per case.
+EINSUMS = ["ij,jk->ik", "bij,bjk->bik", "bhqd,bhkd->bhqk", "i,j->ij", "ij->ji", "ij->",
+           "bi,bi->b", "...ij,...jk->...ik", "ijk,ik->j", "ij,jk,kl->il", "ij,jk", "i,i",
+           "bn,anm,bm->ba", "ik,k->i"]
+
+
+def einsum_case(rng):
+    equation = rng.choice(EINSUMS)
+    sizes = {label: randint(rng, 1, 5) for label in "abcdhijklmnqr"}
+    ellipsis = [randint(rng, 1, 3) for _ in range(randint(rng, 0, 2))]
+    terms = equation.split("->")[0].split(",")
+
+    def operand(term):
+        shape = [sizes[label] for label in term.replace("...", "")]
+        return torch.randn((ellipsis if "..." in term else []) + shape)
+
+    return Fn(lambda _, *xs: torch.einsum(equation, *xs)), [operand(t) for t in terms]
+
+
+def tensordot_case(rng):
+    a_shape = [randint(rng, 1, 4) for _ in range(randint(rng, 1, 3))]
+    pairs = randint(rng, 0, len(a_shape))
+    paired = rng.sample(range(len(a_shape)), pairs)
+    # (b keeps a dimension: a 0-d input has no batch dimension to split)
+    b_extra = [randint(rng, 1, 4) for _ in range(randint(rng, 0 if pairs else 1, 2))]
+    b_shape = [a_shape[d] for d in paired] + b_extra
+    order = list(range(len(b_shape)))
+    rng.shuffle(order)
+    b_shape = [b_shape[i] for i in order]
+    dims_b = [order.index(i) for i in range(pairs)]
+    if rng.random() < 0.3 and paired == list(range(len(a_shape) - pairs, len(a_shape))) \
+            and dims_b == list(range(pairs)):
+        dims = pairs  # the int form
+    else:
+        dims = (paired, dims_b)
+    return (Fn(lambda _, x, y: torch.tensordot(x, y, dims=dims)),
+            [torch.randn(a_shape), torch.randn(b_shape)])
+
+
+def outer_case(rng):
+    return (Fn(lambda _, x, y: torch.outer(x, y)),
+            [torch.randn(randint(rng, 1, 6)), torch.randn(randint(rng, 1, 6))])
+
+
+def kron_case(rng):
+    a = [randint(rng, 1, 3) for _ in range(randint(rng, 1, 3))]
+    b = [randint(rng, 1, 3) for _ in range(randint(rng, 1, 3))]
+    return Fn(lambda _, x, y: torch.kron(x, y)), [torch.randn(*a), torch.randn(*b)]
+
+
 def bmm_case(rng):
     b, m, k, n = randint(rng, 1, 4), randint(rng, 1, 7), randint(rng, 1, 7), randint(rng, 1, 7)
     return Fn(lambda _, x, y: torch.bmm(x, y)), [torch.randn(b, m, k), torch.randn(b, k, n)]
@@ -352,6 +403,10 @@ CASES = {
     "matmul": matmul_case,
     "addmm": addmm_case,
     "addmv": addmv_case,
+    "einsum": einsum_case,
+    "tensordot": tensordot_case,
+    "outer": outer_case,
+    "kron": kron_case,
     "bmm": bmm_case,
     "relu": unary_case(F.relu),
     "gelu": unary_case(F.gelu),

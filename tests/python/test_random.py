@@ -54,6 +54,18 @@ def test_continuous_distributions(name, function, cdf, mean, variance):
     assert ks_statistic(samples, cdf) < KS_LIMIT, name
 
 
+def test_float16_draws_are_float16_and_rand_stays_below_one():
+    """rand and randn of dtype float16: drawn in float32 and rounded, rand
+    scaled so that none rounds up to 1."""
+    uniform, normal = run(lambda x: (torch.rand(N, dtype=torch.float16) + 0 * x.sum(),
+                                     torch.randn(N, dtype=torch.float16) + 0 * x.sum()),
+                          torch.zeros(1, dtype=torch.float16))
+    assert uniform.dtype == normal.dtype == torch.float16
+    assert 0 <= uniform.min() and uniform.max() < 1
+    assert ks_statistic(uniform, lambda v: v.clamp(0, 1)) < KS_LIMIT + 2 ** -11
+    assert ks_statistic(normal, normal_cdf) < KS_LIMIT + 2 ** -9
+
+
 def test_randint_covers_its_range_evenly():
     samples = run(lambda x: torch.randint(-3, 5, (N,)) + x, torch.zeros(N, dtype=torch.long))
     assert samples.dtype == torch.int64

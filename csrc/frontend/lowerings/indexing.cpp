@@ -391,6 +391,14 @@ void lowerIndexPut(LoweringContext& ctx) {
   ctx.setOutput(0, y);
 }
 
+// bincount(self, weights, minlength): its length, max(self) + 1 or more,
+// depends on the data, which a compiled program's shapes cannot.
+void lowerBincount(LoweringContext& ctx) {
+  ctx.unsupported("bincount (its length, the largest value + 1, depends on the data); for "
+                  "values below a known n, count with F.one_hot(x, n).sum(0) (weights: "
+                  "(F.one_hot(x, n) * w[:, None]).sum(0))");
+}
+
 // one_hot(self, num_classes): int64 [..., num_classes], a 1 scattered into
 // zeros at each index (which checks it is in range, as PyTorch does);
 // num_classes=-1 (the largest index + 1) depends on the data and is refused.
@@ -423,6 +431,7 @@ void lowerMaskedSelect(LoweringContext& ctx) {
 
 void registerIndexing(LoweringRegistry& registry) {
   registry.add("aten::index_select", lowerIndexSelect);
+  registry.add("aten::bincount", lowerBincount);
   // popsim.dynamic_slice / dynamic_update while tracing (python/popsim/_tensor_ops.py).
   registry.add("popsim::dynamic_select", lowerIndexSelect);
   registry.add("aten::gather", lowerGather);

@@ -8,6 +8,8 @@
 #include "frontend/lowering_registry.h"
 #include "frontend/lowerings/helpers.h"
 
+#include <cmath>
+
 #include <limits>
 
 namespace popsim::frontend::lowerings {
@@ -54,11 +56,16 @@ ir::DType likeDType(LoweringContext& ctx, ir::DType fallback) {
 // rand / rand_like: uniform in [0, 1); randn / randn_like: standard normal.
 template <bool Normal> void lowerRand(LoweringContext& ctx) {
   const ir::DType dtype = dtypeOr(ctx, likeDType(ctx, ir::DType::Float32));
-  if (dtype != ir::DType::Float32) {
+  if (!ir::isFloat(dtype)) {
     ctx.unsupported(std::string(Normal ? "randn" : "rand") +
                     " of an integer dtype (PyTorch draws floating-point numbers only)");
   }
-  ctx.setOutput(0, draw(ctx, Normal ? "normal" : "uniform", {0.0, 1.0}, shapeArgument(ctx)));
+  // float16: drawn in float32 and rounded. A uniform draw is scaled into
+  // [0, 1 - 2^-12) first, so that no value rounds up to 1 (rand stays in [0, 1)).
+  const double top = dtype == ir::DType::Float16 && !Normal ? 1.0 - std::ldexp(1.0, -12) : 1.0;
+  ctx.setOutput(
+      0,
+      castTo(ctx, draw(ctx, Normal ? "normal" : "uniform", {0.0, top}, shapeArgument(ctx)), dtype));
 }
 
 // randint(high, size) / randint(low, high, size) and randint_like: integers

@@ -1,7 +1,8 @@
 // Ops that rearrange elements: repeat, tile, repeat_interleave, flip, roll,
-// unbind, unflatten, movedim, tensor_split, diagonal, diag, triu, tril,
+// unbind, unflatten, movedim, tensor_split, diagonal, diag, triu, tril, trace,
 // pixel_shuffle / pixel_unshuffle, channel_shuffle, Tensor.unfold and
-// F.unfold / F.fold (im2col, col2im). Each is reshapes, permutes and
+// F.unfold / F.fold (im2col, col2im), and the ops built from such picks:
+// cross, diff, atleast_1d/2d/3d and cartesian_prod. Each is reshapes, permutes and
 // broadcasts, or an index_select / index_add with positions known at
 // compile time, so their gradients come from those ops' rules.
 
@@ -483,6 +484,120 @@ void lowerCol2im(LoweringContext& ctx) {
   ctx.setOutput(0, unbatched ? reshape(ctx, y, {channels, size[0], size[1]}) : y);
 }
 
+// trace(self): the sum of a matrix's diagonal (int64 for integers and bool).
+void lowerTrace(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const ir::Shape& shape = x->type().shape;
+  if (shape.size() != 2) {
+    ctx.unsupported("trace of a tensor of rank " + std::to_string(shape.size()) +
+                    " (it takes a matrix)");
+  }
+  if (!ir::isFloat(x->type().dtype)) x = castTo(ctx, x, ir::DType::Int64);
+  std::vector<int64_t> positions;
+  for (int64_t i = 0; i < std::min(shape[0], shape[1]); ++i)
+    positions.push_back(i * (shape[1] + 1));
+  ir::Value* diagonal = pick(ctx, reshape(ctx, x, {shape[0] * shape[1]}), 0, positions);
+  ctx.setOutput(0, ctx.emit(ir::OpKind::ReduceSum, {diagonal},
+                            {{"dims", std::vector<int64_t>{0}}, {"keepdim", false}}));
+}
+
+// cross / linalg_cross(self, other, dim): the cross product of 3-vectors
+// along dim (cross's default: the first dimension of size 3), broadcast:
+// a[1, 2, 0] * b[2, 0, 1] - a[2, 0, 1] * b[1, 2, 0].
+void lowerCross(LoweringContext& ctx) {
+  const ir::DType dtype = promotedDType(ctx, {0, 1});
+  ir::Value* a = castTo(ctx, ctx.tensor(0), dtype);
+  ir::Value* b = castTo(ctx, ctx.tensor(1), dtype);
+  const auto common = ir::broadcastShapes(a->type().shape, b->type().shape);
+  if (!common) ctx.unsupported("cross of tensors whose shapes do not broadcast");
+  a = broadcastTo(ctx, a, *common);
+  b = broadcastTo(ctx, b, *common);
+  const auto rank = static_cast<int64_t>(common->size());
+  int64_t dim = -1;
+  const std::optional<size_t> dimIndex = ctx.argumentIndex("dim");
+  if (dimIndex.has_value() && !ctx.isNone(*dimIndex)) {
+    dim = normalizedDim(ctx, ctx.toInt(*dimIndex), rank);
+  } else if (ctx.opName() == "aten::linalg_cross") {
+    dim = rank - 1;
+  } else {
+    const auto three = std::find(common->begin(), common->end(), 3);
+    if (three == common->end()) ctx.unsupported("cross of tensors without a dimension of size 3");
+    dim = three - common->begin();
+  }
+  if ((*common)[static_cast<size_t>(dim)] != 3) {
+    ctx.unsupported("cross along dimension " + std::to_string(dim) + " of size " +
+                    std::to_string((*common)[static_cast<size_t>(dim)]) + " (it takes 3)");
+  }
+  const auto turned = [&](ir::Value* x, std::vector<int64_t> order) {
+    return pick(ctx, x, dim, order);
+  };
+  ir::Value* first = ctx.emit(ir::OpKind::Mul, {turned(a, {1, 2, 0}), turned(b, {2, 0, 1})});
+  ir::Value* second = ctx.emit(ir::OpKind::Mul, {turned(a, {2, 0, 1}), turned(b, {1, 2, 0})});
+  ctx.setOutput(0, ctx.emit(ir::OpKind::Sub, {first, second}));
+}
+
+// diff(self, n=1, dim=-1, prepend=None, append=None): x[1:] - x[:-1] along
+// dim, n times, after prepend and append are joined on (for bool, x[1:] !=
+// x[:-1], as PyTorch's).
+void lowerDiff(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const int64_t n = ctx.toInt(1);
+  const int64_t dim = normalizedDim(ctx, ctx.toInt(2), x->type().rank());
+  std::vector<ir::Value*> parts;
+  if (!ctx.isNone(3)) parts.push_back(ctx.tensor(3));
+  parts.push_back(x);
+  if (!ctx.isNone(4)) parts.push_back(ctx.tensor(4));
+  if (parts.size() > 1) x = ctx.emit(ir::OpKind::Concat, parts, {{"dim", dim}});
+  for (int64_t step = 0; step < n && x->type().shape[static_cast<size_t>(dim)] > 0; ++step) {
+    const int64_t size = x->type().shape[static_cast<size_t>(dim)];
+    ir::Value* later = sliceAlong(ctx, x, dim, 1, size);
+    ir::Value* earlier = sliceAlong(ctx, x, dim, 0, size - 1);
+    x = x->type().dtype == ir::DType::Bool ? emitBinary(ctx, "ne", later, earlier)
+                                           : ctx.emit(ir::OpKind::Sub, {later, earlier});
+  }
+  ctx.setOutput(0, x);
+}
+
+// atleast_1d / 2d / 3d(self): 0-d as [1] (and [1, 1], [1, 1, 1]), a vector
+// [n] as [1, n] (2d) or [1, n, 1] (3d), a matrix [m, n] as [m, n, 1] (3d).
+template <int Rank> void lowerAtLeast(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  ir::Shape shape = x->type().shape;
+  if (static_cast<int>(shape.size()) < Rank) {
+    if (shape.empty()) {
+      shape.assign(static_cast<size_t>(Rank), 1);
+    } else if (shape.size() == 1) {
+      shape.insert(shape.begin(), 1);
+      if (Rank == 3) shape.push_back(1);
+    } else {
+      shape.push_back(1);
+    }
+  }
+  ctx.setOutput(0, reshape(ctx, x, shape));
+}
+
+// cartesian_prod(tensors): every combination of the vectors' elements, one
+// per row, the last vector varying fastest (one vector: itself).
+void lowerCartesianProd(LoweringContext& ctx) {
+  std::vector<ir::Value*> vectors = withCommonDType(ctx, ctx.tensorList(0));
+  ir::Shape grid;
+  for (ir::Value* v : vectors) {
+    if (v->type().rank() != 1) ctx.unsupported("cartesian_prod of tensors that are not vectors");
+    grid.push_back(v->type().shape[0]);
+  }
+  if (vectors.size() == 1) return ctx.setOutput(0, vectors[0]);
+  const int64_t rows = std::accumulate(grid.begin(), grid.end(), int64_t{1},
+                                       [](int64_t a, int64_t b) { return a * b; });
+  std::vector<ir::Value*> columns;
+  for (size_t i = 0; i < vectors.size(); ++i) {
+    ir::Shape alone(grid.size(), 1);
+    alone[i] = grid[i];
+    ir::Value* spread = broadcastTo(ctx, reshape(ctx, vectors[i], alone), grid);
+    columns.push_back(reshape(ctx, spread, {rows, 1}));
+  }
+  ctx.setOutput(0, ctx.emit(ir::OpKind::Concat, columns, {{"dim", int64_t{1}}}));
+}
+
 } // namespace
 
 void registerRearrangement(LoweringRegistry& registry) {
@@ -508,6 +623,14 @@ void registerRearrangement(LoweringRegistry& registry) {
   registry.add("aten::unfold", lowerUnfold);
   registry.add("aten::im2col", lowerIm2col);
   registry.add("aten::col2im", lowerCol2im);
+  registry.add("aten::trace", lowerTrace);
+  registry.add("aten::cross", lowerCross);
+  registry.add("aten::linalg_cross", lowerCross);
+  registry.add("aten::diff", lowerDiff);
+  registry.add("aten::atleast_1d", lowerAtLeast<1>);
+  registry.add("aten::atleast_2d", lowerAtLeast<2>);
+  registry.add("aten::atleast_3d", lowerAtLeast<3>);
+  registry.add("aten::cartesian_prod", lowerCartesianProd);
 }
 
 } // namespace popsim::frontend::lowerings
