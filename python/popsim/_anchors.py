@@ -9,6 +9,9 @@ popsim's long names (Executor.getTensorNames() lists them):
   back as outputs do, in the model's output mode.
 - "UpdatedVar___<parameter>" or "<name>" (a parameter or buffer): its value
   after the call, read from the device.
+- "finalLossScale" (PopART's name): the loss scaling factor after the call,
+  which automatic loss scaling changes (Training.setAutomaticLossScaling),
+  as a 0-d float32 tensor.
 """
 
 import difflib
@@ -21,6 +24,10 @@ from popsim.errors import OptionError
 
 GRADIENT = "Gradient___"
 UPDATED = "UpdatedVar___"
+LOSS_SCALE = "finalLossScale"
+# The training program's loss scaling factor (ir/state_names.h), when it is
+# a state rather than a constant.
+LOSS_SCALE_STATE = "optimizer/loss_scaling"
 
 
 class AnchorPlan(NamedTuple):
@@ -60,7 +67,12 @@ def plan(anchors: Dict[str, Tuple[str, Optional[OutputMode], int]], training: bo
             gradients.append((short, name))
             continue
         name = long_name[len(UPDATED):] if long_name.startswith(UPDATED) else long_name
-        if name not in weights:
+        if long_name == LOSS_SCALE:
+            if not training:
+                raise OptionError(f"anchorTensor('{short}', '{LOSS_SCALE}'): the loss scaling "
+                                  "factor belongs to training; an inference model has none.")
+            name = LOSS_SCALE_STATE
+        elif name not in weights:
             raise _unknown(long_name, list(weights) + [UPDATED + n for n in weights],
                            "a parameter or buffer of the model")
         if output_mode != OutputMode.Final and steps > 1 and training:

@@ -215,6 +215,7 @@ class Executor:
         # (path, ProgramFile) while loadExecutable compiles.
         self._program_file: Optional[Tuple[str, _executable_file.ProgramFile]] = None
         self._anchor_plan = _anchors.AnchorPlan([], [])  # Options.anchorTensor's, checked
+        self._device_anchors: Set[str] = set()  # the anchored variables the device holds
         # getAnchoredTensor's values from the last call.
         self._anchor_memory: Dict[str, torch.Tensor] = {}
         # Each anchored gradient's parameter shape, by name.
@@ -355,7 +356,10 @@ class Executor:
                                                      self._anchor_shapes)
         if self._anchor_plan.variables:
             names = [name for _, name in self._anchor_plan.variables]
-            values = self._program.read_variables(sorted(set(names)))
+            values = self._program.read_variables(sorted(set(names) & self._device_anchors))
+            if _anchors.LOSS_SCALE_STATE not in values:  # a constant factor: the optimizer's
+                scale = float(getattr(self._optimizer, "loss_scaling", 1.0) or 1.0)
+                values[_anchors.LOSS_SCALE_STATE] = torch.tensor(scale)
             self._anchor_memory.update(
                 {short: values[name] for short, name in self._anchor_plan.variables})
         for index, dtype in self._narrow_outputs:
@@ -916,7 +920,12 @@ class Executor:
         tensors, canonical = _weights.named_tensors(self._model), self._names_by_tensor()
         on_device = set(self._program.weight_names())
         resolved = []
+        self._device_anchors = on_device | (
+            {_anchors.LOSS_SCALE_STATE} & set(self._program.state_names()))
         for short, name in self._anchor_plan.variables:
+            if name == _anchors.LOSS_SCALE_STATE:
+                resolved.append((short, name))
+                continue
             program_name = canonical[id(tensors[name])]
             if program_name not in on_device:
                 raise OptionError(f"anchorTensor('{short}', ...): the program does not use "
@@ -940,7 +949,8 @@ class Executor:
     def getTensorNames(self) -> List[str]:
         """The long names Options.anchorTensor accepts for this model: every
         parameter and buffer the program uses ("<name>"), and in training
-        "UpdatedVar___<name>" and each trained parameter's "Gradient___<name>"."""
+        "UpdatedVar___<name>", each trained parameter's "Gradient___<name>"
+        and "finalLossScale" (the loss scaling factor after the call)."""
         if self._executable is None:
             raise InputError("Model must be compiled before calling getTensorNames: call the "
                              "model or compile() first.")
@@ -950,7 +960,8 @@ class Executor:
         used = set(names)
         return (names + [_anchors.UPDATED + name for name in names]
                 + [_anchors.GRADIENT + name
-                   for name in self._optimizer_binding.trained_names() if name in used])
+                   for name in self._optimizer_binding.trained_names() if name in used]
+                + [_anchors.LOSS_SCALE])
 
     def _replicated(self, executable: _C.Executable, options: _C.CompileOptions,
                     input_updates: int, groupings: Dict[str, "_replica_grouping.Grouping"]

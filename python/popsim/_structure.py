@@ -59,7 +59,9 @@ class Structure:
         self.kind = kind  # "leaf", "none", "tuple", "list", "dict" or "custom"
         self.children = children or []
         self.keys: Any = keys  # a dict's keys; a custom argument's type
-        self.original = original  # a custom argument as first seen, for its parser
+        # A custom argument as first seen, for its parser; a dict's class
+        # when it is not dict itself.
+        self.original = original
 
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, Structure) and self.kind == other.kind
@@ -112,9 +114,11 @@ def flatten(value: object, name: str, like: Optional[Structure] = None,
             models = (dict(zip(model.keys, model.children))  # type: ignore[assignment, union-attr]
                       if same else {})
             # Top-level keys are argument names: "x" reads better than "['x']".
+            # A dict's own class (an OrderedDict or a subclass) is rebuilt as such.
             return Structure("dict", [visit(item[k], f"{path}[{k!r}]" if path else str(k),
                                             models.get(k))  # type: ignore[attr-defined]
-                                      for k in keys], keys)
+                                      for k in keys], keys,
+                             original=type(item) if type(item) is not dict else None)
         leaves.append(item)
         names.append(path)
         return Structure("leaf")
@@ -140,6 +144,11 @@ def unflatten(leaves: Iterable[Any], structure: Structure) -> Any:
             return tuple(children)
         if node.kind == "list":
             return children
+        if isinstance(node.original, type):  # the dict's own class
+            try:
+                return node.original(zip(node.keys, children))
+            except TypeError:  # a class that cannot be built from pairs: a plain dict
+                pass
         return dict(zip(node.keys, children))
 
     return build(structure)

@@ -116,7 +116,33 @@ def test_getTensorNames_lists_what_can_be_anchored():
     trainer.compile(torch.randn(2, 4), torch.randn(2, 2))
     names = trainer.getTensorNames()
     assert {"first.weight", "UpdatedVar___first.weight", "Gradient___first.weight",
-            "Gradient___second.bias"} <= set(names)
+            "Gradient___second.bias", "finalLossScale"} <= set(names)
+
+
+def test_final_loss_scale_follows_automatic_loss_scaling():
+    """anchorTensor("finalLossScale"): the loss scaling factor after the call,
+    doubled by automatic loss scaling while float16 gradients stay small; a
+    constant factor is the optimizer's."""
+    torch.manual_seed(0)
+    opts = popsim.Options().anchorTensor("scale", "finalLossScale")
+    opts.Training.setAutomaticLossScaling(True)
+    model = Regression().half()
+    trainer = popsim.trainingModel(model, opts, popsim.optim.SGD(
+        model.parameters(), lr=0.01, loss_scaling=8.0))
+    scales = []
+    for _ in range(3):
+        trainer(torch.randn(2, 4).half(), torch.randn(2, 2).half())
+        scales.append(trainer.getAnchoredTensor("scale").item())
+    assert scales == [16.0, 32.0, 64.0]
+    fixed = Regression()
+    constant = popsim.trainingModel(
+        fixed, popsim.Options().anchorTensor("scale", "finalLossScale"),
+        popsim.optim.SGD(fixed.parameters(), lr=0.01, loss_scaling=4.0))
+    constant(torch.randn(2, 4), torch.randn(2, 2))
+    assert constant.getAnchoredTensor("scale").item() == 4.0
+    with pytest.raises(popsim.OptionError, match=r"the loss scaling factor belongs to training"):
+        popsim.inferenceModel(Regression(), popsim.Options().anchorTensor(
+            "scale", "finalLossScale"))(torch.randn(2, 4), torch.randn(2, 2))
 
 
 @pytest.mark.parametrize("anchor,training,message", [

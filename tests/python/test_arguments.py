@@ -2,6 +2,8 @@
 optional parameters, defaults, None and non-tensor values bind exactly as
 Python binds them in eager PyTorch."""
 
+import collections
+
 import torch
 
 import popsim
@@ -159,3 +161,22 @@ def test_none_among_the_outputs_comes_back_as_none():
     assert result[1] is None and result[2]["absent"] is None
     assert torch.equal(result[0], expected[0]) and torch.equal(result[2]["kept"],
                                                                expected[2]["kept"])
+
+
+class Record(collections.OrderedDict):
+    """An OrderedDict subclass, as model outputs (transformers' ModelOutput) use."""
+
+
+class RecordModel(torch.nn.Module):
+    def forward(self, inputs):
+        assert type(inputs) is Record  # the model sees the caller's class
+        return Record(doubled=inputs["x"] * 2, plain={"y": inputs["x"] + 1})
+
+
+def test_ordered_dict_subclasses_keep_their_class_in_and_out():
+    x = torch.arange(4.0).view(2, 2)
+    result = popsim.inferenceModel(RecordModel())(Record(x=x))
+    assert type(result) is Record and list(result) == ["doubled", "plain"]
+    assert type(result["plain"]) is dict
+    torch.testing.assert_close(result["doubled"], x * 2)
+    torch.testing.assert_close(result["plain"]["y"], x + 1)
