@@ -15,8 +15,9 @@ namespace popsim::ir {
 // Reading checks all of these and every value reference, re-infers each
 // node's output types and verifies the graph, so a damaged or foreign file
 // is an ErrorKind::InvalidFile error, never a different program.
-// 2: host overlap of inputs and outputs; 3: recomputed placements.
-inline constexpr uint32_t kGraphFormatVersion = 4;
+// 2: host overlap of inputs and outputs; 3: recomputed placements; 4:
+// inputs streamed at their own width; 5: adam_update's bias_correction.
+inline constexpr uint32_t kGraphFormatVersion = 5;
 
 // `withStacks` false leaves out each location's whole Python stack (which
 // differs with the call site of an unchanged model): the form program keys hash.

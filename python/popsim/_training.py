@@ -53,7 +53,8 @@ def group_flags(kind: str, group: Dict[str, Any]) -> Dict[str, bool]:
         return {"has_momentum": group["momentum"] != 0, "nesterov": bool(group["nesterov"]),
                 "maximize": bool(group.get("maximize", False))}
     if kind in ("adam", "adamw"):
-        return {"amsgrad": bool(group["amsgrad"]), "maximize": bool(group.get("maximize", False))}
+        return {"amsgrad": bool(group["amsgrad"]), "maximize": bool(group.get("maximize", False)),
+                "bias_correction": bool(group.get("bias_correction", True))}
     if kind == "lamb":
         return {"bias_correction": bool(group["bias_correction"])}
     return {"has_momentum": group["momentum"] > 0, "centered": bool(group["centered"]),

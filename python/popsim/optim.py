@@ -169,7 +169,9 @@ class Adam(_MaxGradNorm, torch.optim.Adam):
 
 
 class AdamW(_MaxGradNorm, torch.optim.AdamW):
-    """torch.optim.AdamW."""
+    """torch.optim.AdamW, with PopTorch's ``bias_correction``: False leaves
+    the moments uncorrected (p -= lr * m / (sqrt(v) + eps) after the decay),
+    on the device and in step() alike; a constant of the compiled program."""
 
     @_records_variables
     def __init__(self, params: "_params_t", lr: float = 1e-3,
@@ -178,14 +180,56 @@ class AdamW(_MaxGradNorm, torch.optim.AdamW):
                  loss_scaling: Optional[float] = None, accum_type: Optional[torch.dtype] = None,
                  first_order_momentum_accum_type: Optional[torch.dtype] = None,
                  second_order_momentum_accum_type: Optional[torch.dtype] = None,
-                 max_grad_norm: Optional[float] = None) -> None:
+                 max_grad_norm: Optional[float] = None, bias_correction: bool = True) -> None:
         _check_popsim_arguments("AdamW", {
             "accum_type": accum_type, "max_grad_norm": max_grad_norm, "loss_scaling": loss_scaling,
             "first_order_momentum_accum_type": first_order_momentum_accum_type,
             "second_order_momentum_accum_type": second_order_momentum_accum_type})
+        if not isinstance(bias_correction, bool):
+            raise OptionError(f"AdamW(bias_correction={bias_correction!r}): expected True or "
+                              "False.")
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                          amsgrad=amsgrad, maximize=maximize)  # type: ignore[call-arg]
         self.defaults["max_grad_norm"] = max_grad_norm  # as the setter stores it
+        self.defaults["bias_correction"] = bias_correction
+        for group in self.param_groups:
+            group.setdefault("bias_correction", bias_correction)
+
+    @torch.no_grad()
+    def step(self, closure: Optional[Callable[[], float]] = None) -> Optional[float]:
+        """torch.optim.AdamW's step, or without bias correction PopTorch's."""
+        if all(group.get("bias_correction", True) for group in self.param_groups):
+            return super().step(closure)
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            if group.get("bias_correction", True):
+                raise OptionError("AdamW: parameter groups that differ in bias_correction "
+                                  "step on the device only.")
+            beta1, beta2 = group["betas"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                grad = -p.grad if group.get("maximize", False) else p.grad
+                state = self.state[p]
+                if not state:
+                    state["step"] = torch.tensor(0.0)
+                    state["exp_avg"] = torch.zeros_like(p)
+                    state["exp_avg_sq"] = torch.zeros_like(p)
+                    if group["amsgrad"]:
+                        state["max_exp_avg_sq"] = torch.zeros_like(p)
+                state["step"] += 1
+                p.mul_(1 - group["lr"] * group["weight_decay"])
+                state["exp_avg"].mul_(beta1).add_(grad, alpha=1 - beta1)
+                state["exp_avg_sq"].mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+                second = state["exp_avg_sq"]
+                if group["amsgrad"]:
+                    torch.maximum(state["max_exp_avg_sq"], second, out=state["max_exp_avg_sq"])
+                    second = state["max_exp_avg_sq"]
+                p.addcdiv_(state["exp_avg"], second.sqrt().add_(group["eps"]), value=-group["lr"])
+        return loss
 
 
 class RMSprop(_MaxGradNorm, torch.optim.RMSprop):

@@ -236,6 +236,37 @@ def test_lamb_trust_ratio_follows_the_formula():
     assert_close(weight.detach().double(), expected, rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize("amsgrad", [False, True])
+@pytest.mark.parametrize("accumulation", [1, 2])
+def test_adamw_without_bias_correction_matches_its_eager_step(amsgrad, accumulation):
+    """PopTorch's AdamW(bias_correction=False) on the device and in
+    popsim.optim.AdamW's eager step() alike."""
+    assert_same_parameters(*train_both(
+        lambda m: popsim.optim.AdamW(m.parameters(), lr=0.01, bias_correction=False,
+                                     amsgrad=amsgrad), accumulation=accumulation))
+
+
+def test_adamw_without_bias_correction_follows_the_formula():
+    """Two steps from known values, against the formula in float64: the
+    moments are used as they are."""
+    weight = torch.nn.Parameter(torch.tensor([[3.0, -4.0]]))
+    grads = [torch.tensor([[0.5, 0.25]]), torch.tensor([[-1.0, 2.0]])]
+    optimizer = popsim.optim.AdamW([weight], lr=0.1, weight_decay=0.1, bias_correction=False)
+    expected = torch.tensor([[3.0, -4.0]]).double()
+    m = v = torch.zeros(1, 2, dtype=torch.float64)
+    for grad in grads:
+        weight.grad = grad.clone()
+        optimizer.step()
+        expected = expected * (1 - 0.1 * 0.1)
+        m = 0.9 * m + 0.1 * grad.double()
+        v = 0.999 * v + 0.001 * grad.double() ** 2
+        expected = expected - 0.1 * m / (v.sqrt() + 1e-8)
+    assert_close(weight.detach().double(), expected, rtol=1e-6, atol=1e-7)
+    with pytest.raises(popsim.OptionError, match=r"AdamW\(bias_correction='no'\): expected True "
+                                                 r"or False"):
+        popsim.optim.AdamW([weight], bias_correction="no")
+
+
 def test_lamb_state_round_trips_and_checks_its_arguments():
     model = Mlp()
     optimizer = popsim.optim.LAMB(model.parameters(), lr=0.01)

@@ -79,7 +79,8 @@ void addUpdate(ir::Graph& graph, const TrainingConfig& config, const ParameterGr
     addNode(graph, ir::OpKind::AdamUpdate, inputs({target, grad, hyper, step}),
             {{"amsgrad", group.amsgrad},
              {"maximize", group.maximize},
-             {"decoupled_weight_decay", config.optimizer == OptimizerKind::AdamW}},
+             {"decoupled_weight_decay", config.optimizer == OptimizerKind::AdamW},
+             {"bias_correction", group.biasCorrection}},
             ir::Phase::Update, where);
     return;
   case OptimizerKind::Rmsprop:

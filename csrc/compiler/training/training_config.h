@@ -20,7 +20,7 @@ struct ParameterGroup {
   bool amsgrad = false;
   bool centered = false;
   bool maximize = false;
-  bool biasCorrection = true; // LAMB
+  bool biasCorrection = true; // LAMB and AdamW (PopTorch's bias_correction)
 };
 
 // What the training program's passes build beyond the gradients (the

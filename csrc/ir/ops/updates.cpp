@@ -133,7 +133,8 @@ void registerUpdateOps(OpRegistry& registry) {
                {"param", "grad", "hyper", "step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"},
                {{"amsgrad", AttrType::Bool},
                 {"maximize", AttrType::Bool},
-                {"decoupled_weight_decay", AttrType::Bool}},
+                {"decoupled_weight_decay", AttrType::Bool},
+                {"bias_correction", AttrType::Bool}},
                inferAdam);
   registry.setMutatedInputs(OpKind::AdamUpdate, {0, 4, 5, 6});
   registry.add(OpKind::RmspropUpdate, 4, 6,

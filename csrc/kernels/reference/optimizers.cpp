@@ -96,7 +96,8 @@ POPSIM_FMA_CLONES void sgd(const ir::Node& node, const Inputs& inputs) {
 }
 
 // Adam / AdamW (decoupled_weight_decay): moments m and v, bias corrections
-// from the step count, p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps).
+// from the step count, p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps);
+// without bias_correction (PopTorch's AdamW option) bc1 = bc2 = 1.
 struct Adam {
   float minusStepSize, bc2Sqrt, decay, coupledDecay, b1, b2, oneMinusB1, oneMinusB2, eps, scale;
   bool maximize;
@@ -128,8 +129,9 @@ POPSIM_FMA_CLONES void adam(const ir::Node& node, const Inputs& inputs) {
   const bool decoupled = node.attrs().getBool("decoupled_weight_decay");
   const double lr = t.hyper[AdamLr], beta1 = t.hyper[AdamBeta1], beta2 = t.hyper[AdamBeta2];
   const double weightDecay = t.hyper[AdamWeightDecay];
-  const double bc1 = 1.0 - std::pow(beta1, static_cast<double>(step));
-  const double bc2 = 1.0 - std::pow(beta2, static_cast<double>(step));
+  const bool corrected = node.attrs().getBool("bias_correction");
+  const double bc1 = corrected ? 1.0 - std::pow(beta1, static_cast<double>(step)) : 1.0;
+  const double bc2 = corrected ? 1.0 - std::pow(beta2, static_cast<double>(step)) : 1.0;
   const Adam s{f(-(lr / bc1)),
                f(std::sqrt(bc2)),
                f(1.0 - lr * weightDecay),
