@@ -16,7 +16,8 @@ namespace popsim::ir {
 // node's output types and verifies the graph, so a damaged or foreign file
 // is an ErrorKind::InvalidFile error, never a different program.
 // 2: host overlap of inputs and outputs; 3: recomputed placements; 4:
-// inputs streamed at their own width; 5: adam_update's bias_correction.
+// inputs streamed at their own width; 5: adam_update's bias_correction and
+// rmsprop_update's tf_variant.
 inline constexpr uint32_t kGraphFormatVersion = 5;
 
 // `withStacks` false leaves out each location's whole Python stack (which

@@ -68,7 +68,8 @@ void bindOptions(py::module_& module) {
       .def_readwrite("amsgrad", &compiler::ParameterGroup::amsgrad)
       .def_readwrite("centered", &compiler::ParameterGroup::centered)
       .def_readwrite("maximize", &compiler::ParameterGroup::maximize)
-      .def_readwrite("bias_correction", &compiler::ParameterGroup::biasCorrection);
+      .def_readwrite("bias_correction", &compiler::ParameterGroup::biasCorrection)
+      .def_readwrite("use_tf_variant", &compiler::ParameterGroup::tfVariant);
   py::class_<compiler::TrainingConfig>(module, "TrainingConfig")
       .def(py::init<>())
       .def_readwrite("optimizer", &compiler::TrainingConfig::optimizer)

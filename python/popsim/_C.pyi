@@ -62,6 +62,7 @@ class ParameterGroup:
     centered: bool
     maximize: bool
     bias_correction: bool
+    use_tf_variant: bool
     def __init__(self) -> None: ...
 
 class TrainingConfig:

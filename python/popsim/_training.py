@@ -58,7 +58,8 @@ def group_flags(kind: str, group: Dict[str, Any]) -> Dict[str, bool]:
     if kind == "lamb":
         return {"bias_correction": bool(group["bias_correction"])}
     return {"has_momentum": group["momentum"] > 0, "centered": bool(group["centered"]),
-            "maximize": bool(group.get("maximize", False))}
+            "maximize": bool(group.get("maximize", False)),
+            "use_tf_variant": bool(group.get("use_tf_variant", False))}
 
 
 _OPTIMIZER_KINDS = {"sgd": _C.OptimizerKind.Sgd, "adam": _C.OptimizerKind.Adam,
@@ -357,8 +358,12 @@ class OptimizerBinding:
                     if device_name not in available:
                         continue
                     value = torch_state.get(key)
+                    # (TensorFlow's RMSprop starts its square average at ones.)
+                    start = 1.0 if (key == "square_avg"
+                                    and self.flags[index].get("use_tf_variant")) else 0.0
                     values[device_name] = (value.detach().float() if value is not None
-                                           else torch.zeros_like(param, dtype=torch.float32))
+                                           else torch.full_like(param, start,
+                                                                dtype=torch.float32))
             step_name = _C.group_state_name(index, "step")
             if step_name in available:
                 values[step_name] = torch.tensor(self._initial_step(index), dtype=torch.int64)

@@ -117,7 +117,8 @@ def _records_variables(init: Callable[..., None]) -> Callable[..., None]:
         init(self, *args, **kwargs)
         given = signature.bind(self, *args, **kwargs).arguments
         allowed = [name for name in self.defaults if name not in ("max_grad_norm",
-                                                                   "bias_correction")]
+                                                                   "bias_correction",
+                                                                   "use_tf_variant")]
         allowed.append("loss_scaling")
         self.variable_attrs = VariableAttributes(
             [name for name in allowed if given.get(name) is not None], allowed)
@@ -233,7 +234,11 @@ class AdamW(_MaxGradNorm, torch.optim.AdamW):
 
 
 class RMSprop(_MaxGradNorm, torch.optim.RMSprop):
-    """torch.optim.RMSprop."""
+    """torch.optim.RMSprop, with PopTorch's ``use_tf_variant``: True computes
+    TensorFlow's RMSprop, as PopART does: the square average starts at ones,
+    eps is added inside the square root, and the momentum buffer accumulates
+    lr * g / sqrt(v + eps) (p -= buffer); on the device and in step() alike,
+    a constant of the compiled program."""
 
     @_records_variables
     def __init__(self, params: "_params_t", lr: float = 1e-2, alpha: float = 0.99,
@@ -242,14 +247,62 @@ class RMSprop(_MaxGradNorm, torch.optim.RMSprop):
                  loss_scaling: Optional[float] = None, accum_type: Optional[torch.dtype] = None,
                  first_order_momentum_accum_type: Optional[torch.dtype] = None,
                  second_order_momentum_accum_type: Optional[torch.dtype] = None,
-                 max_grad_norm: Optional[float] = None) -> None:
+                 max_grad_norm: Optional[float] = None, use_tf_variant: bool = False) -> None:
         _check_popsim_arguments("RMSprop", {
             "accum_type": accum_type, "max_grad_norm": max_grad_norm, "loss_scaling": loss_scaling,
             "first_order_momentum_accum_type": first_order_momentum_accum_type,
             "second_order_momentum_accum_type": second_order_momentum_accum_type})
+        if not isinstance(use_tf_variant, bool):
+            raise OptionError(f"RMSprop(use_tf_variant={use_tf_variant!r}): expected True or "
+                              "False.")
         super().__init__(params, lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
                          momentum=momentum, centered=centered, maximize=maximize)  # type: ignore[call-arg]
         self.defaults["max_grad_norm"] = max_grad_norm  # as the setter stores it
+        self.defaults["use_tf_variant"] = use_tf_variant
+        for group in self.param_groups:
+            group.setdefault("use_tf_variant", use_tf_variant)
+
+    @torch.no_grad()
+    def step(self, closure: Optional[Callable[[], float]] = None) -> Optional[float]:
+        """torch.optim.RMSprop's step, or with use_tf_variant TensorFlow's."""
+        if not any(group.get("use_tf_variant", False) for group in self.param_groups):
+            return super().step(closure)
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            if not group.get("use_tf_variant", False):
+                raise OptionError("RMSprop: parameter groups that differ in use_tf_variant "
+                                  "step on the device only.")
+            alpha, lr, momentum = group["alpha"], group["lr"], group["momentum"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                grad = -p.grad if group.get("maximize", False) else p.grad
+                if group["weight_decay"] != 0:
+                    grad = grad.add(p, alpha=group["weight_decay"])
+                state = self.state[p]
+                if not state:
+                    state["step"] = torch.tensor(0.0)
+                    state["square_avg"] = torch.ones_like(p)
+                    if momentum > 0:
+                        state["momentum_buffer"] = torch.zeros_like(p)
+                    if group["centered"]:
+                        state["grad_avg"] = torch.zeros_like(p)
+                state["step"] += 1
+                state["square_avg"].mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
+                second = state["square_avg"]
+                if group["centered"]:
+                    state["grad_avg"].mul_(alpha).add_(grad, alpha=1 - alpha)
+                    second = second.addcmul(state["grad_avg"], state["grad_avg"], value=-1)
+                update = grad / (second + group["eps"]).sqrt()
+                if momentum > 0:
+                    state["momentum_buffer"].mul_(momentum).add_(update, alpha=lr)
+                    p.sub_(state["momentum_buffer"])
+                else:
+                    p.add_(update, alpha=-lr)
+        return loss
 
 
 class LAMB(_MaxGradNorm, torch.optim.Optimizer):

@@ -267,6 +267,38 @@ def test_adamw_without_bias_correction_follows_the_formula():
         popsim.optim.AdamW([weight], bias_correction="no")
 
 
+@pytest.mark.parametrize("settings", [
+    {}, {"momentum": 0.9}, {"centered": True, "weight_decay": 0.01},
+    {"centered": True, "momentum": 0.5, "alpha": 0.9}])
+@pytest.mark.parametrize("accumulation", [1, 2])
+def test_rmsprop_tf_variant_matches_its_eager_step(settings, accumulation):
+    """PopTorch's RMSprop(use_tf_variant=True) on the device and in
+    popsim.optim.RMSprop's eager step() alike."""
+    assert_same_parameters(*train_both(
+        lambda m: popsim.optim.RMSprop(m.parameters(), lr=0.01, use_tf_variant=True, **settings),
+        accumulation=accumulation))
+
+
+def test_rmsprop_tf_variant_follows_tensorflows_formula():
+    """Two steps from known values in float64: the square average starts at
+    ones, eps sits inside the root, the buffer accumulates lr * g / root."""
+    weight = torch.nn.Parameter(torch.tensor([[3.0, -4.0]]))
+    grads = [torch.tensor([[0.5, 0.25]]), torch.tensor([[-1.0, 2.0]])]
+    optimizer = popsim.optim.RMSprop([weight], lr=0.1, alpha=0.9, eps=1e-3, momentum=0.5,
+                                     use_tf_variant=True)
+    expected = torch.tensor([[3.0, -4.0]]).double()
+    square, buffer = torch.ones(1, 2, dtype=torch.float64), torch.zeros(1, 2, dtype=torch.float64)
+    for grad in grads:
+        weight.grad = grad.clone()
+        optimizer.step()
+        square = 0.9 * square + 0.1 * grad.double() ** 2
+        buffer = 0.5 * buffer + 0.1 * grad.double() / (square + 1e-3).sqrt()
+        expected = expected - buffer
+    assert_close(weight.detach().double(), expected, rtol=1e-6, atol=1e-7)
+    assert float(optimizer.state[weight]["square_avg"][0, 0]) == pytest.approx(
+        float(square[0, 0]), rel=1e-6)
+
+
 def test_lamb_state_round_trips_and_checks_its_arguments():
     model = Mlp()
     optimizer = popsim.optim.LAMB(model.parameters(), lr=0.01)

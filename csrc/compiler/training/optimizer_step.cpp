@@ -87,7 +87,8 @@ void addUpdate(ir::Graph& graph, const TrainingConfig& config, const ParameterGr
     addNode(graph, ir::OpKind::RmspropUpdate, inputs({target, grad, hyper}),
             {{"centered", group.centered},
              {"has_momentum", group.hasMomentum},
-             {"maximize", group.maximize}},
+             {"maximize", group.maximize},
+             {"tf_variant", group.tfVariant}},
             ir::Phase::Update, where);
     return;
   case OptimizerKind::Lamb:

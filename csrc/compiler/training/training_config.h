@@ -21,6 +21,7 @@ struct ParameterGroup {
   bool centered = false;
   bool maximize = false;
   bool biasCorrection = true; // LAMB and AdamW (PopTorch's bias_correction)
+  bool tfVariant = false;     // RMSprop (PopTorch's use_tf_variant)
 };
 
 // What the training program's passes build beyond the gradients (the

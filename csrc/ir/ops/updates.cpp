@@ -141,7 +141,8 @@ void registerUpdateOps(OpRegistry& registry) {
                {"param", "grad", "hyper", "square_avg", "grad_avg", "momentum_buffer"},
                {{"centered", AttrType::Bool},
                 {"has_momentum", AttrType::Bool},
-                {"maximize", AttrType::Bool}},
+                {"maximize", AttrType::Bool},
+                {"tf_variant", AttrType::Bool}},
                inferRmsprop);
   registry.setMutatedInputs(OpKind::RmspropUpdate, {0, 3, 4, 5});
   registry.add(OpKind::LambUpdate, 6, 6,

@@ -158,28 +158,32 @@ POPSIM_FMA_CLONES void adam(const ir::Node& node, const Inputs& inputs) {
 
 // RMSprop: square_avg = alpha * square_avg + (1 - alpha) * g^2 (centred:
 // minus the squared running mean of g), then p -= lr * g / (sqrt(.) + eps),
-// through a momentum buffer when momentum > 0.
+// through a momentum buffer when momentum > 0. TensorFlow's variant
+// (PopTorch's use_tf_variant, as PopART computes it): eps inside the square
+// root, the momentum buffer accumulating lr * g / sqrt(.) (so p -= buffer),
+// and square_avg starting at ones (the host's initial state).
 struct Rmsprop {
   float minusLr, alpha, oneMinusAlpha, eps, weightDecay, momentum, scale;
   bool maximize;
   float *squareAvg, *gradAvg, *buffer;
 };
 
-template <bool decay, bool centered, bool hasMomentum>
+template <bool decay, bool centered, bool hasMomentum, bool tf>
 POPSIM_INLINE_LOOP void rmspropLoop(const Tensors& t, const Rmsprop& s) {
   for (int64_t i = 0; i < t.count; ++i) {
     float g = gradientAt(t, i, s.scale, s.maximize);
     if constexpr (decay) g = std::fma(t.param[i], s.weightDecay, g);
     s.squareAvg[i] = s.squareAvg[i] * s.alpha + s.oneMinusAlpha * g * g;
-    float avg;
+    float second = s.squareAvg[i];
     if constexpr (centered) {
       s.gradAvg[i] = std::fma(g, s.oneMinusAlpha, s.gradAvg[i] * s.alpha);
-      avg = std::sqrt(s.squareAvg[i] + -1.0f * s.gradAvg[i] * s.gradAvg[i]);
-    } else {
-      avg = std::sqrt(s.squareAvg[i]);
+      second = s.squareAvg[i] + -1.0f * s.gradAvg[i] * s.gradAvg[i];
     }
-    avg = avg + s.eps;
-    if constexpr (hasMomentum) {
+    const float avg = tf ? std::sqrt(second + s.eps) : std::sqrt(second) + s.eps;
+    if constexpr (hasMomentum && tf) {
+      s.buffer[i] = s.buffer[i] * s.momentum + -s.minusLr * (g / avg);
+      t.param[i] = t.param[i] - s.buffer[i];
+    } else if constexpr (hasMomentum) {
       s.buffer[i] = s.buffer[i] * s.momentum + 1.0f * g / avg;
       t.param[i] = std::fma(s.buffer[i], s.minusLr, t.param[i]);
     } else {
@@ -206,16 +210,25 @@ POPSIM_FMA_CLONES void rmsprop(const ir::Node& node, const Inputs& inputs) {
                   static_cast<float*>(inputs[3]),
                   gradAvg,
                   buffer};
-  const int choice = (s.weightDecay != 0.0f ? 4 : 0) + (centered ? 2 : 0) + (hasMomentum ? 1 : 0);
+  const int choice = (node.attrs().getBool("tf_variant") ? 8 : 0) +
+                     (s.weightDecay != 0.0f ? 4 : 0) + (centered ? 2 : 0) + (hasMomentum ? 1 : 0);
   switch (choice) {
-  case 0: return rmspropLoop<false, false, false>(t, s);
-  case 1: return rmspropLoop<false, false, true>(t, s);
-  case 2: return rmspropLoop<false, true, false>(t, s);
-  case 3: return rmspropLoop<false, true, true>(t, s);
-  case 4: return rmspropLoop<true, false, false>(t, s);
-  case 5: return rmspropLoop<true, false, true>(t, s);
-  case 6: return rmspropLoop<true, true, false>(t, s);
-  default: return rmspropLoop<true, true, true>(t, s);
+  case 0: return rmspropLoop<false, false, false, false>(t, s);
+  case 1: return rmspropLoop<false, false, true, false>(t, s);
+  case 2: return rmspropLoop<false, true, false, false>(t, s);
+  case 3: return rmspropLoop<false, true, true, false>(t, s);
+  case 4: return rmspropLoop<true, false, false, false>(t, s);
+  case 5: return rmspropLoop<true, false, true, false>(t, s);
+  case 6: return rmspropLoop<true, true, false, false>(t, s);
+  case 7: return rmspropLoop<true, true, true, false>(t, s);
+  case 8: return rmspropLoop<false, false, false, true>(t, s);
+  case 9: return rmspropLoop<false, false, true, true>(t, s);
+  case 10: return rmspropLoop<false, true, false, true>(t, s);
+  case 11: return rmspropLoop<false, true, true, true>(t, s);
+  case 12: return rmspropLoop<true, false, false, true>(t, s);
+  case 13: return rmspropLoop<true, false, true, true>(t, s);
+  case 14: return rmspropLoop<true, true, false, true>(t, s);
+  default: return rmspropLoop<true, true, true, true>(t, s);
   }
 }
 
