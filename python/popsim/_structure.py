@@ -10,6 +10,7 @@ import abc
 from typing import Any, Dict, Hashable, Iterable, Iterator, List, Optional, Tuple, Union
 
 import torch
+from torch.utils import _pytree
 
 
 class ICustomArgParser(abc.ABC):
@@ -40,6 +41,12 @@ def registerCustomArgParser(cls: type, parser: ICustomArgParser) -> None:
         raise TypeError(f"registerCustomArgParser expects an ICustomArgParser instance for "
                         f"{cls.__name__}, got {parser!r}.")
     _PARSERS[cls] = parser
+    # The DataLoader's background loading (popsim._async_data) flattens batches
+    # with torch's pytree: taught the type too, its tensors travel in shared
+    # memory and AsyncRebatched can join them.
+    _pytree._register_pytree_node(
+        cls, lambda item: (list(parser.yieldTensors(item)), item),
+        lambda tensors, original: parser.reconstruct(original, iter(tensors)))
 
 
 def _parser_of(item: object) -> Optional[ICustomArgParser]:

@@ -14,6 +14,7 @@ import contextlib
 import copy
 import difflib
 import inspect
+import json
 import os
 import re
 from typing import Any, Dict, Iterator, List, Literal, Optional, Tuple, Union
@@ -818,6 +819,38 @@ class Options(_OptionGroup):
         object.__setattr__(self, "Precision", _PrecisionOptions())
         object.__setattr__(self, "Jit", _JitOptions())
         object.__setattr__(self, "Distributed", _DistributedOptions())
+        self._apply_default_options()
+
+    def _apply_default_options(self) -> None:
+        """PopTorch's POPTORCH_DEFAULT_OPTIONS (or POPSIM_DEFAULT_OPTIONS): a
+        JSON object of setters and their value, such as
+        '{"deviceIterations": 2, "Precision.enableStochasticRounding": true}',
+        applied to every Options when it is created."""
+        for variable in ("POPTORCH_DEFAULT_OPTIONS", "POPSIM_DEFAULT_OPTIONS"):
+            text = os.environ.get(variable)
+            if not text:
+                continue
+            try:
+                settings = json.loads(text)
+            except json.JSONDecodeError as error:
+                raise OptionError(f"{variable} is not JSON ({error}): give an object of "
+                                  'setters and values, e.g. \'{"deviceIterations": 2}\'.'
+                                  ) from None
+            if not isinstance(settings, dict):
+                raise OptionError(f"{variable} must be a JSON object of setters and values, "
+                                  f"got {text!r}.")
+            for name, value in settings.items():
+                *groups, setter = str(name).split(".")
+                target: Any = self
+                try:
+                    for group in groups:
+                        target = getattr(target, group)
+                    method = getattr(target, setter)
+                except AttributeError as error:
+                    raise OptionError(f"{variable}: {error}") from None
+                if not callable(method):
+                    raise OptionError(f"{variable}: '{name}' is not a setter of popsim.Options.")
+                method(value)
 
     def deviceIterations(self, device_iterations: int) -> "Options":
         """Iterations of the model per call: each call takes `device_iterations` micro-batches

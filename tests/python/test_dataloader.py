@@ -641,3 +641,46 @@ def test_batch_size_none_refuses_what_it_cannot_do():
     with pytest.raises(popsim.OptionError, match=r"batch_size=None .* takes no batch_sampler"):
         popsim.DataLoader(options(), PreBatched(), batch_size=None,
                           batch_sampler=reversed_batches(6, 2))
+
+
+class Pair:
+    """A batch type of one's own, passed with an ICustomArgParser."""
+
+    def __init__(self, features, labels):
+        self.features, self.labels = features, labels
+
+
+class PairParser(popsim.ICustomArgParser):
+    def yieldTensors(self, struct):
+        yield struct.features
+        yield struct.labels
+
+    def reconstruct(self, original, tensors):
+        return Pair(next(tensors), next(tensors))
+
+
+class Pairs(Dataset):
+    def __len__(self):
+        return 16
+
+    def __getitem__(self, index):
+        return Pair(torch.tensor([float(index)]), torch.tensor(index))
+
+
+def collate_pairs(items):
+    return Pair(torch.stack([p.features for p in items]), torch.stack([p.labels for p in items]))
+
+
+@pytest.mark.parametrize("mode", ALL_MODES)
+def test_batches_of_a_registered_type_load_in_every_mode(mode):
+    """A batch type with a registered ICustomArgParser arrives as itself in
+    every mode, AsyncRebatched joining the workers' smaller batches too."""
+    popsim.registerCustomArgParser(Pair, PairParser())
+    rebatched = {"rebatched_worker_size": 1} if mode == popsim.DataLoaderMode.AsyncRebatched else {}
+    loader = popsim.DataLoader(options(2), Pairs(), batch_size=2, collate_fn=collate_pairs,
+                               mode=mode, **rebatched)
+    batches = [(type(batch), batch.labels.clone().tolist(), batch.features.view(-1).tolist())
+               for batch in loader]
+    assert batches == [(Pair, list(range(i, i + 4)), [float(v) for v in range(i, i + 4)])
+                       for i in range(0, 16, 4)]
+    loader.terminate()

@@ -84,3 +84,24 @@ def test_set_log_level_names_the_levels_it_accepts(restore_log_level):
                                           r"ERR, OFF, got 'LOUD'"):
         poptorch.setLogLevel("LOUD")
     poptorch.setLogLevel("debug")  # PopTorch's names in any case
+
+
+def test_default_options_from_the_environment(monkeypatch):
+    """POPTORCH_DEFAULT_OPTIONS: a JSON object of setters (dotted for the
+    groups) and their value, applied to every new Options."""
+    monkeypatch.setenv("POPTORCH_DEFAULT_OPTIONS", '{"deviceIterations": 3, '
+                       '"Precision.enableStochasticRounding": true, '
+                       '"Training.gradientAccumulation": 2}')
+    opts = popsim.Options()
+    assert (opts.device_iterations, opts.Precision.stochastic_rounding,
+            opts.Training.gradient_accumulation) == (3, True, 2)
+    assert popsim.Options().deviceIterations(5).device_iterations == 5  # later setters win
+    for text, message in [
+            ("{deviceIterations: 3}", r"POPTORCH_DEFAULT_OPTIONS is not JSON"),
+            ('["deviceIterations"]', r"must be a JSON object of setters and values"),
+            ('{"deviceIteration": 3}', r"Options has no option 'deviceIteration'\. Did you mean "
+                                       r"'deviceIterations'\?"),
+            ('{"deviceIterations": 0}', r"deviceIterations expects a positive integer")]:
+        monkeypatch.setenv("POPTORCH_DEFAULT_OPTIONS", text)
+        with pytest.raises(OptionError, match=message):
+            popsim.Options()
