@@ -204,6 +204,8 @@ class Executor:
         self._synthetic_inputs: Optional[List[torch.Tensor]] = None
         self._optimizer_device_newer = False  # steps since the optimizer state was copied home
         self._optimizer_host_newer = False  # optimizer.load_state_dict() since the last call
+        # optimizer.load_state_dict()'s "ipu_state", written to the device with the state
+        self._pending_ipu_state: Optional[Dict[str, torch.Tensor]] = None
         self._syncing = False
         # Inference: training versions last uploaded.
         self._seen_training: Optional[Dict[int, int]] = None
@@ -560,10 +562,43 @@ class Executor:
             self._optimizer_binding.copy_state_to_host(self._program)
         self._optimizer_device_newer = False
 
-    def _optimizer_state_loaded(self) -> None:
-        """optimizer.load_state_dict() ran: its state goes to the device next call."""
+    def _optimizer_state_loaded(self, ipu_state: Optional[Mapping[str, torch.Tensor]] = None
+                                ) -> None:
+        """optimizer.load_state_dict() ran: its state goes to the device next
+        call, and then the state dict's "ipu_state", if it has one."""
+        if ipu_state is not None:
+            if self._executable is None:
+                raise OptionError("optimizer.load_state_dict: an 'ipu_state' is the state of a "
+                                  "compiled model's device; load it after the model compiles "
+                                  "(or leave it out: 'state' holds the same).")
+            known = self._device_optimizer_state()
+            assert known is not None  # compiled
+            for name, value in ipu_state.items():
+                if name not in known[0] or tuple(value.shape) != tuple(known[0][name].shape):
+                    raise OptionError(
+                        f"optimizer.load_state_dict: ipu_state['{name}'] is not a state of this "
+                        f"program of that shape; its optimizer state is "
+                        f"{sorted(known[0])[:6]}{'...' if len(known[0]) > 6 else ''}.")
+            self._pending_ipu_state = dict(ipu_state)
         self._optimizer_host_newer = True
         self._optimizer_device_newer = False
+
+    def _device_optimizer_state(
+            self) -> Optional[Tuple[Dict[str, torch.Tensor], Dict[str, torch.Tensor]]]:
+        """PopTorch's ipu_state and ipu_param: the device's optimizer state by
+        name, and each group's hyper-parameters (group<i>/<name>) and the loss
+        scaling; None before the model compiles."""
+        if self._executable is None or not self._training:
+            return None
+        binding = self._optimizer_binding
+        names = sorted(binding.optimizer_state(self._program))
+        state = self._program.read_variables(names) if self._attached else {}
+        params = {f"group{index}/{name}": torch.tensor(value, dtype=torch.float64)
+                  for index, group in enumerate(binding.optimizer.param_groups)
+                  for name, value in _training.hyperparameters(
+                      binding.kind, group, _training.grad_scale(self._options)).items()}
+        params["loss_scaling"] = torch.tensor(binding.loss_scaling(), dtype=torch.float64)
+        return state, params
 
     def _write_optimizer_state(self) -> None:
         # A compiled training model's: it has an optimizer and an executable.
@@ -572,6 +607,11 @@ class Executor:
         self._optimizer_binding.check_compatible(binding)
         self._binding = binding
         self._program.write_variables(binding.optimizer_state(self._program))
+        if self._pending_ipu_state:  # load_state_dict's "ipu_state", after the state it mirrors
+            self._program.write_variables(
+                {name: value.detach().float() if value.is_floating_point() else value
+                 for name, value in self._pending_ipu_state.items()})
+            self._pending_ipu_state = None
         self._optimizer_binding.write_hyperparameters(self._program,
                                                       _training.grad_scale(self._options))
         self._optimizer_host_newer = False

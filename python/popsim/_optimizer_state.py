@@ -4,7 +4,11 @@ The device holds the optimizer state that counts (momentum buffers, Adam's
 moments and step counts). As PopTorch does, the optimizer's state_dict()
 first copies that state home, and its load_state_dict() marks the loaded
 state (and hyper-parameters) to be written to the device before the next
-call, so checkpoints round-trip as in eager PyTorch.
+call, so checkpoints round-trip as in eager PyTorch. As in PopTorch, the
+state dict also holds "ipu_state" (the device's optimizer state tensors by
+their names on the device) and "ipu_param" (each group's hyper-parameters
+as the device has them), None before the model compiles; a loaded
+"ipu_state" is written to the device after the torch state it mirrors.
 
 As _host_sync.py does for models, the optimizer gets a subclass of its own
 class (_class_swap.py) whose two methods call back into the training model
@@ -34,13 +38,19 @@ def _synced_methods(synced: Type[Any]) -> Dict[str, Callable[..., Any]]:
         owner = _owner(self)
         if owner is not None:
             owner._sync_optimizer_state_to_host()
-        return super(synced, self).state_dict(*args, **kwargs)
+        state = super(synced, self).state_dict(*args, **kwargs)
+        device = owner._device_optimizer_state() if owner is not None else None
+        state["ipu_state"], state["ipu_param"] = device if device is not None else (None, None)
+        return state
 
-    def load_state_dict(self: torch.optim.Optimizer, *args: Any, **kwargs: Any) -> None:
-        result = super(synced, self).load_state_dict(*args, **kwargs)
+    def load_state_dict(self: torch.optim.Optimizer, state_dict: Dict[str, Any]) -> None:
+        state_dict = dict(state_dict)
+        ipu_state = state_dict.pop("ipu_state", None)
+        state_dict.pop("ipu_param", None)  # the param_groups hold the hyper-parameters
+        result = super(synced, self).load_state_dict(state_dict)
         owner = _owner(self)
         if owner is not None:
-            owner._optimizer_state_loaded()
+            owner._optimizer_state_loaded(ipu_state)
         return result
 
     return {"state_dict": state_dict, "load_state_dict": load_state_dict}

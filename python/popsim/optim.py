@@ -106,6 +106,21 @@ class _MaxGradNorm:
     def max_grad_norm(self, norm: Optional[float]) -> None:
         self.defaults["max_grad_norm"] = norm
 
+    def state_dict(self) -> Dict[str, Any]:
+        """torch's state dict, with PopTorch's "ipu_state" and "ipu_param":
+        None until a training model compiles with this optimizer (then the
+        device's state and hyper-parameters; see popsim._optimizer_state)."""
+        state: Dict[str, Any] = super().state_dict()  # type: ignore[misc]
+        state.setdefault("ipu_state", None)
+        state.setdefault("ipu_param", None)
+        return state
+
+    def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
+        """torch's load_state_dict; PopTorch's "ipu_state" and "ipu_param" are
+        read by the training model that owns the optimizer, if any."""
+        super().load_state_dict(  # type: ignore[misc]
+            {k: v for k, v in state_dict.items() if k not in ("ipu_state", "ipu_param")})
+
 
 def _records_variables(init: Callable[..., None]) -> Callable[..., None]:
     """After `init`, optimizer.variable_attrs marks the attributes the call

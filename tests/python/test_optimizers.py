@@ -339,3 +339,43 @@ def test_variable_attrs_mark_what_set_optimizer_may_change():
         "weight_decay")
     with pytest.raises(popsim.OptionError, match=r"variable_attrs: unknown attribute 'speed'"):
         marked.variable_attrs.markAsVariable("speed")
+
+
+def test_state_dict_holds_the_devices_state_and_hyper_parameters_as_poptorchs():
+    """state_dict()["ipu_state"] and ["ipu_param"]: None before the model
+    compiles; then the device's optimizer state by name (the same values as
+    "state") and each group's hyper-parameters. A loaded "ipu_state" is
+    written to the device: zeroed momentum buffers make the next step
+    eager's from zero momentum."""
+    torch.manual_seed(0)
+    model = Mlp()
+    optimizer = popsim.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    trainer = popsim.trainingModel(model, None, optimizer)
+    assert optimizer.state_dict()["ipu_state"] is None
+    data = batches(3, 1)
+    for x, labels in data[:2]:
+        trainer(x, labels)
+    state = optimizer.state_dict()
+    ipu_state, ipu_param = state["ipu_state"], state["ipu_param"]
+    assert ipu_state and all(isinstance(k, str) and isinstance(v, torch.Tensor)
+                             for k, v in ipu_state.items())
+    buffers = [v for k, v in ipu_state.items() if k.endswith("momentum_buffer")]
+    assert len(buffers) == 4 and any(torch.equal(b, state["state"][0]["momentum_buffer"])
+                                     for b in buffers)
+    assert ipu_param["group0/lr"].item() == pytest.approx(0.1)
+    # Zero the device's momentum through ipu_state alone, then step once more.
+    reference = copy.deepcopy(model)
+    trainer.copyWeightsToHost()
+    reference.load_state_dict(model.state_dict())
+    zeroed = {k: torch.zeros_like(v) if k.endswith("momentum_buffer") else v
+              for k, v in ipu_state.items()}
+    optimizer.load_state_dict({**state, "ipu_state": zeroed})
+    trainer(*data[2])
+    trainer.copyWeightsToHost()
+    eager = torch.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
+    reference(*data[2])[1].backward()
+    eager.step()
+    assert_same_parameters(model, reference)
+    with pytest.raises(popsim.OptionError, match=r"ipu_state\['nothing'\] is not a state of this "
+                                                 r"program"):
+        optimizer.load_state_dict({**state, "ipu_state": {"nothing": torch.zeros(1)}})
