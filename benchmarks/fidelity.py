@@ -99,9 +99,11 @@ def vit_b16_finetune_pod16() -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...],
     accumulation 30, device iterations 8; precision 16.16 (float16 with half
     partials) and stochastic rounding; images streamed as float16 (the
     example's byteio is off); hidden dropout 0.1; recomputation checkpoints
-    at every layer; SGD with momentum, loss scaling 0.25; optimizer state on
-    chip with replicated tensor sharding; available memory proportion 0.3;
-    prefetch depth 2 (vision/vit/pytorch/configs.yml, b16_imagenet1k)."""
+    at every layer; SGD with momentum, float16 gradient accumulators and
+    velocity (the example's accum_type and first_order_type), loss scaling
+    0.25; optimizer state on chip with replicated tensor sharding; available
+    memory proportion 0.3; prefetch depth 2 (vision/vit/pytorch/configs.yml,
+    b16_imagenet1k)."""
     model = ViTTraining(layers_per_ipu=[3, 3, 3, 3], recompute_checkpoint_every_layer=True,
                         dropout=0.1, eight_bit_input=False).half()
     opts = _bow(replicas=4, accumulation=30, device_iterations=8)
@@ -113,7 +115,8 @@ def vit_b16_finetune_pod16() -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...],
     opts.TensorLocations.setOptimizerLocation(
         popsim.TensorLocationSettings().useOnChipStorage(True).useReplicatedTensorSharding(True))
     opts.prefetchDepth(2)
-    optimizer = popsim.optim.SGD(model.parameters(), lr=0.03, momentum=0.9, loss_scaling=0.25)
+    optimizer = popsim.optim.SGD(model.parameters(), lr=0.03, momentum=0.9, loss_scaling=0.25,
+                                 accum_type=torch.float16, velocity_accum_type=torch.float16)
     images, labels = image_batch(17)
     return model, (images.half(), labels), opts, optimizer
 

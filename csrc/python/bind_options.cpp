@@ -77,6 +77,8 @@ void bindOptions(py::module_& module) {
       .def_readwrite("max_grad_norm", &compiler::TrainingConfig::maxGradNorm)
       .def_readwrite("gradient_scale", &compiler::TrainingConfig::gradientScale)
       .def_readwrite("running_mean", &compiler::TrainingConfig::runningMean)
+      .def_readwrite("half_accumulators", &compiler::TrainingConfig::halfAccumulators)
+      .def_readwrite("half_states", &compiler::TrainingConfig::halfStates)
       .def_readwrite("anchored_gradients", &compiler::TrainingConfig::anchoredGradients)
       .def_readwrite("replicas", &compiler::TrainingConfig::replicas)
       .def_readwrite("system_ipus", &compiler::TrainingConfig::systemIpus)

@@ -71,6 +71,8 @@ class TrainingConfig:
     max_grad_norm: float
     gradient_scale: float
     running_mean: bool
+    half_accumulators: bool
+    half_states: List[str]
     anchored_gradients: List[str]
     replicas: int
     system_ipus: int

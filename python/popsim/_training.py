@@ -107,6 +107,25 @@ _GROUP_ATTRIBUTES = ("lr", "momentum", "dampening", "weight_decay", "betas", "ep
                      "max_weight_norm")
 
 
+# Which state each of PopTorch's state-type arguments sets, by optimizer kind.
+_STATE_KEYS: Dict[str, Dict[str, Tuple[str, ...]]] = {
+    "velocity_accum_type": {"sgd": ("momentum_buffer",)},
+    "first_order_momentum_accum_type": {"adam": ("exp_avg",), "adamw": ("exp_avg",),
+                                        "lamb": ("exp_avg",),
+                                        "rmsprop": ("momentum_buffer", "grad_avg")},
+    "second_order_momentum_accum_type": {"adam": ("exp_avg_sq", "max_exp_avg_sq"),
+                                         "adamw": ("exp_avg_sq", "max_exp_avg_sq"),
+                                         "lamb": ("exp_avg_sq",), "rmsprop": ("square_avg",)},
+}
+
+
+def half_state_keys(kind: str, optimizer: torch.optim.Optimizer) -> List[str]:
+    """The optimizer state keys kept in float16 (PopTorch's state types)."""
+    return [key for argument, by_kind in _STATE_KEYS.items()
+            if popsim_optim.state_type(optimizer, argument) == torch.float16
+            for key in by_kind.get(kind, ())]
+
+
 def constant_values(optimizer: torch.optim.Optimizer) -> Dict[Tuple[Optional[int], str], Any]:
     """{(group index, name) or (None, name): value} of the attributes a
     popsim.optim optimizer's variable_attrs marks constant."""
@@ -120,6 +139,8 @@ def constant_values(optimizer: torch.optim.Optimizer) -> Dict[Tuple[Optional[int
                 values[index, name] = group[name]
     if attributes.isConstant("loss_scaling"):
         values[None, "loss_scaling"] = getattr(optimizer, "loss_scaling", 1.0)
+    for argument in ("accum_type",) + tuple(_STATE_KEYS):  # they shape the program
+        values[None, argument] = popsim_optim.state_type(optimizer, argument)
     return values
 
 
@@ -210,6 +231,9 @@ class OptimizerBinding:
         config.max_grad_norm = self.max_grad_norm
         config.gradient_scale = grad_scale(options)
         config.running_mean = running_mean(options)
+        config.half_accumulators = (
+            popsim_optim.state_type(self.optimizer, "accum_type") == torch.float16)
+        config.half_states = half_state_keys(self.kind, self.optimizer)
         config.replicas = _replication.of(options).job
         config.sharded_parameters = list(self.sharded_shapes(options))
         config.sharded_weights = list(self.sharded_weight_shapes(options))
@@ -337,7 +361,8 @@ class OptimizerBinding:
             for name, param in params:
                 accumulator = _C.parameter_state_name(name, "accumulator")
                 if accumulator in available:
-                    values[accumulator] = torch.zeros_like(param, dtype=torch.float32)
+                    values[accumulator] = torch.zeros_like(
+                        param, dtype=popsim_optim.state_type(self.optimizer, "accum_type"))
                 count = _C.parameter_state_name(name, "accumulator_count")
                 if count in available:
                     values[count] = torch.tensor(0, dtype=torch.int64)
@@ -361,9 +386,10 @@ class OptimizerBinding:
                     # (TensorFlow's RMSprop starts its square average at ones.)
                     start = 1.0 if (key == "square_avg"
                                     and self.flags[index].get("use_tf_variant")) else 0.0
-                    values[device_name] = (value.detach().float() if value is not None
-                                           else torch.full_like(param, start,
-                                                                dtype=torch.float32))
+                    dtype = (torch.float16 if key in half_state_keys(self.kind, self.optimizer)
+                             else torch.float32)
+                    values[device_name] = (value.detach().to(dtype) if value is not None
+                                           else torch.full_like(param, start, dtype=dtype))
             step_name = _C.group_state_name(index, "step")
             if step_name in available:
                 values[step_name] = torch.tensor(self._initial_step(index), dtype=torch.int64)

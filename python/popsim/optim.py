@@ -14,10 +14,14 @@ PopTorch arguments:
   without recompiling); Training.setAutomaticLossScaling adjusts it on the
   device. By a power of two it changes nothing in float32.
 - velocity_scaling: accepted (PopTorch's combined SGD variant uses it).
-- accum_type, first_order_momentum_accum_type,
-  second_order_momentum_accum_type: torch.float32 only, PopTorch's default:
-  gradient accumulators and optimizer state are float32, also for float16
-  weights.
+- accum_type (the gradient accumulators), velocity_accum_type (SGD's
+  momentum buffer), first_order_momentum_accum_type (Adam's and LAMB's
+  exp_avg, RMSprop's momentum buffer and centred mean) and
+  second_order_momentum_accum_type (exp_avg_sq and max_exp_avg_sq,
+  RMSprop's square average): torch.float32 (the default) or torch.float16,
+  which keeps that state in float16 on the device, rounded after every
+  update as the IPU does, at half the memory. Constants of the compiled
+  program.
 - use_combined_accum: accepted (an IPU memory layout choice).
 - max_grad_norm: clips each step's gradients (after accumulation) by their
   global 2-norm, as torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
@@ -39,14 +43,15 @@ from popsim.errors import OptionError
 if TYPE_CHECKING:
     from torch.optim.optimizer import _params_t
 
-_FLOAT_ONLY = ("accum_type", "first_order_momentum_accum_type", "second_order_momentum_accum_type")
+_STATE_TYPES = ("accum_type", "velocity_accum_type", "first_order_momentum_accum_type",
+                "second_order_momentum_accum_type")
 
 
 def _check_popsim_arguments(name: str, extras: Dict[str, Any]) -> None:
-    for key in _FLOAT_ONLY:
-        if extras.get(key) not in (None, torch.float32):
-            raise OptionError(f"{name}({key}={extras[key]}): popsim keeps optimizer state in "
-                              "torch.float32 only.")
+    for key in _STATE_TYPES:
+        if extras.get(key) not in (None, torch.float32, torch.float16):
+            raise OptionError(f"{name}({key}={extras[key]}): popsim keeps optimizer state and "
+                              "accumulators in torch.float32 or torch.float16.")
     norm = extras.get("max_grad_norm")
     if norm is not None and (isinstance(norm, bool) or not isinstance(norm, (int, float))
                              or not norm > 0):
@@ -122,6 +127,12 @@ class _MaxGradNorm:
             {k: v for k, v in state_dict.items() if k not in ("ipu_state", "ipu_param")})
 
 
+def state_type(optimizer: torch.optim.Optimizer, argument: str) -> torch.dtype:
+    """The dtype a popsim.optim optimizer keeps its `argument` state in
+    (accum_type, ...): float32 unless the constructor said float16."""
+    return getattr(optimizer, argument, None) or torch.float32
+
+
 def _records_variables(init: Callable[..., None]) -> Callable[..., None]:
     """After `init`, optimizer.variable_attrs marks the attributes the call
     passed explicitly as variable, as on PopTorch's optimizers."""
@@ -137,6 +148,9 @@ def _records_variables(init: Callable[..., None]) -> Callable[..., None]:
         allowed.append("loss_scaling")
         self.variable_attrs = VariableAttributes(
             [name for name in allowed if given.get(name) is not None], allowed)
+        for name in _STATE_TYPES:  # PopTorch keeps them as attributes
+            if name in signature.parameters:
+                setattr(self, name, given.get(name) or torch.float32)
         self.loss_scaling = 1.0 if given.get("loss_scaling") is None else given["loss_scaling"]
 
     return wrapped
@@ -155,9 +169,11 @@ class SGD(_MaxGradNorm, torch.optim.SGD):
                  maximize: bool = False, loss_scaling: Optional[float] = None,
                  velocity_scaling: Optional[float] = None,
                  use_combined_accum: Optional[bool] = None, max_grad_norm: Optional[float] = None,
-                 accum_type: Optional[torch.dtype] = None) -> None:
+                 accum_type: Optional[torch.dtype] = None,
+                 velocity_accum_type: Optional[torch.dtype] = None) -> None:
         _check_popsim_arguments("SGD", {"accum_type": accum_type, "max_grad_norm": max_grad_norm,
-                                        "loss_scaling": loss_scaling})
+                                        "loss_scaling": loss_scaling,
+                                        "velocity_accum_type": velocity_accum_type})
         super().__init__(params, lr=lr, momentum=momentum, dampening=dampening,
                          weight_decay=weight_decay, nesterov=nesterov,
                          maximize=maximize)  # type: ignore[call-arg]

@@ -26,9 +26,11 @@ bool accumulateGradients(ir::Graph& graph, PassContext& context) {
   const TrainingConfig& config = context.training();
   const std::vector<ir::Graph::Gradient> gradients = graph.gradients();
   for (const auto& [param, grad] : gradients) {
-    ir::Value* accumulator =
-        graph.addState(ir::parameterStateName(param->name(), "accumulator"),
-                       training::float32Like(grad->type()), ir::StateKind::Accumulator);
+    const ir::TensorType type = config.halfAccumulators
+                                    ? ir::TensorType{ir::DType::Float16, grad->type().shape}
+                                    : training::float32Like(grad->type());
+    ir::Value* accumulator = graph.addState(ir::parameterStateName(param->name(), "accumulator"),
+                                            type, ir::StateKind::Accumulator);
     std::vector<ir::Value*> inputs = {accumulator, grad};
     if (config.runningMean) {
       inputs.push_back(graph.addState(ir::parameterStateName(param->name(), "accumulator_count"),

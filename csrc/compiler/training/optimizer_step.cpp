@@ -20,6 +20,7 @@
 #include "compiler/training/training_helpers.h"
 #include "ir/optimizer_hyperparameters.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 namespace popsim::compiler {
@@ -52,14 +53,19 @@ bool needsStep(const TrainingConfig& config, const ParameterGroup& group) {
 
 // The update op of one parameter, with the state it needs created on the way:
 // it updates `target` in place (the parameter, or this replica's shard of
-// it), and its state has the target's shape, in float32.
+// it), and its state has the target's shape, in float32 (float16 for the
+// keys of TrainingConfig::halfStates).
 void addUpdate(ir::Graph& graph, const TrainingConfig& config, const ParameterGroup& group,
                ir::Value* param, ir::Value* target, ir::Value* grad, ir::Value* hyper,
                ir::Value* step) {
   std::vector<ir::Value*> states;
   for (const std::string& key : parameterStateKeys(config.optimizer, group)) {
+    const bool half = std::find(config.halfStates.begin(), config.halfStates.end(), key) !=
+                      config.halfStates.end();
     states.push_back(graph.addState(ir::parameterStateName(param->name(), key),
-                                    float32Like(target->type()), ir::StateKind::Optimizer));
+                                    half ? ir::TensorType{ir::DType::Float16, target->type().shape}
+                                         : float32Like(target->type()),
+                                    ir::StateKind::Optimizer));
   }
   const auto inputs = [&](std::vector<ir::Value*> first) {
     first.insert(first.end(), states.begin(), states.end());

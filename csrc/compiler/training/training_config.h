@@ -39,6 +39,13 @@ struct TrainingConfig {
   // (PopTorch's MeanReductionStrategy.Running, which never overflows where
   // the sum would) rather than their sum; gradientScale is then 1.
   bool runningMean = false;
+  // PopTorch's accum_type=torch.float16: gradient accumulators in float16
+  // (summed and rounded as the IPU does); otherwise float32.
+  bool halfAccumulators = false;
+  // The optimizer state kept in float16 (PopTorch's velocity_accum_type,
+  // first_ and second_order_momentum_accum_type), by key ("momentum_buffer",
+  // "exp_avg", ...); the rest is float32.
+  std::vector<std::string> halfStates;
   // Parameters whose gradient (each micro-batch's, before accumulation)
   // becomes an output after the model's, in this order: PopTorch's
   // anchorTensor(name, "Gradient___<parameter>").
