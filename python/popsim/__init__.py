@@ -23,6 +23,7 @@ except ImportError as error:  # pragma: no cover - depends on the installation
 
 from popsim._async_data import AsynchronousDataAccessor
 from popsim._blocks import BeginBlock, Block, BlockFunction, module_repr, removeBlocks
+from popsim._ctc_decoder import ctc_beam_search_decoder
 from popsim._cpu_ops import CPU
 from popsim._dataloader import DataLoader
 from popsim._device import ipuHardwareIsAvailable, ipuHardwareVersion, isRunningOnIpu
@@ -111,6 +112,7 @@ __all__ = [
     "custom_op",
     "DataLoader",
     "DataLoaderMode",
+    "ctc_beam_search_decoder",
     "dynamic_slice",
     "dynamic_update",
     "Error",
