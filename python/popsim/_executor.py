@@ -14,6 +14,7 @@ runs, its device weights are the source of truth; the host model is updated
 lazily, when it is used (see _host_sync.py).
 """
 
+import contextlib
 import copy
 import functools
 import itertools
@@ -22,8 +23,8 @@ import os
 import threading
 import time
 import warnings
-from typing import (TYPE_CHECKING, Any, Callable, Concatenate, Dict, List, Mapping, NamedTuple,
-                    Optional, ParamSpec, Sequence, Set, Tuple, TypeVar, Union)
+from typing import (TYPE_CHECKING, Any, Callable, Concatenate, Dict, Iterator, List, Mapping,
+                    NamedTuple, Optional, ParamSpec, Sequence, Set, Tuple, TypeVar, Union)
 
 import torch
 
@@ -94,6 +95,21 @@ def _module_flags(model: torch.nn.Module) -> Tuple[bool, ...]:
     return tuple(module.training for module in model.modules())
 
 
+@contextlib.contextmanager
+def _flags_set(model: torch.nn.Module, flags: Tuple[bool, ...]) -> Iterator[None]:
+    """The modules' train/eval flags set to `flags` (in modules() order), and
+    the caller's restored after."""
+    modules = list(model.modules())
+    saved = [module.training for module in modules]
+    for module, flag in zip(modules, flags):
+        module.training = flag
+    try:
+        yield
+    finally:
+        for module, flag in zip(modules, saved):
+            module.training = flag
+
+
 # A compiled program: one executable, or a replicated model's replicas.
 Program = Union[_C.Executable, "_replication.ReplicatedExecutable"]
 
@@ -144,6 +160,9 @@ class Executor:
         # Options.logCycleCount, read once rather than on every call.
         self._log_cycles = bool(
             self._options._Popart.toDict().get("instrumentWithHardwareCycleCounter"))
+        # A training model's own train/eval flags (kept through destroy()): the
+        # modules' when it first compiles, or as Executor.train / eval set them.
+        self._owned_flags: Optional[Tuple[bool, ...]] = None
         self._reset()
 
     @property
@@ -302,10 +321,15 @@ class Executor:
 
     def train(self, mode: bool = True) -> "Executor":
         """The model's train(mode), returning this executor. A training model
-        compiles again at its next call when a module's flag changed since it
-        compiled (dropout and batch statistics follow the flags, as in eager
-        PyTorch); an inference model runs in eval mode whatever the flags."""
+        takes the flags it is given this way as its own: it compiles again
+        at its next call when they changed since it compiled (dropout and
+        batch statistics follow the flags, as in eager PyTorch). Flags set on
+        the user's modules directly (model.eval() to validate, say) leave it
+        as it compiled, as PopTorch's executors own their mode. An inference
+        model runs in eval mode whatever the flags."""
         self._user_model.train(mode)
+        if self._training:
+            self._owned_flags = _module_flags(self._user_model)
         return self
 
     def eval(self) -> "Executor":
@@ -315,9 +339,9 @@ class Executor:
     @_one_thread_at_a_time
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if (self._executable is not None and self._training
-                and _module_flags(self._user_model) != self._compiled_flags):
-            LOGGER.info("A module's train/eval flag changed since the training model compiled: "
-                        "compiling again")
+                and self._owned_flags != self._compiled_flags):
+            LOGGER.info("The training model's train/eval flags changed since it compiled "
+                        "(Executor.train / eval): compiling again")
             self.destroy()
         if self._executable is None:
             self._compile(args, kwargs)
@@ -864,12 +888,18 @@ class Executor:
         progress.phase("trace")
         if not self._training:
             self._seen_training = self._sync_trainers_to_host()
-        # The shallow copy has its own top-level flag: the user's model says.
-        self._model.training = self._user_model.training
         groupings = _replica_grouping.plan(self.per_replica_params,
                                            dict(self._user_model.named_parameters()),
                                            self._options, self._training)
-        with _replica_grouping.traced_with_first_group(self._user_model, groupings):
+        if self._training and (self._owned_flags is None
+                               or len(self._owned_flags) != len(list(self._user_model.modules()))):
+            self._owned_flags = _module_flags(self._user_model)  # as the model is now
+        flags = (self._owned_flags if self._training and self._owned_flags is not None
+                 else _module_flags(self._user_model))
+        # The shallow copy has its own top-level flag: the model's.
+        self._model.training = flags[0]
+        with _replica_grouping.traced_with_first_group(self._user_model, groupings), \
+                _flags_set(self._user_model, flags):
             imported = _compilation.import_call(self._model, self._options, self._training,
                                                 args, kwargs, lambda: progress.phase("import"))
         graph, signature = imported.graph, imported.signature
@@ -901,7 +931,7 @@ class Executor:
         self._resolve_variable_anchors()
         self._compile_options = options
         self._call_spec = _call_spec(args, kwargs)
-        self._compiled_flags = _module_flags(self._user_model)
+        self._compiled_flags = flags
         self._signature = signature
         self._output_structure = imported.output_structure
         # Outputs the device holds widened (views of narrow integer inputs) go home narrow.

@@ -284,6 +284,28 @@ def test_eval_and_train_on_a_training_model_switch_batch_norm_and_keep_optimizer
     pair.assert_host_matches_eager()
 
 
+def test_flags_set_on_the_users_model_leave_the_training_model_as_it_compiled():
+    """model.eval() to validate with an inference model, then training again:
+    as PopTorch's executors, the training model keeps the mode it compiled
+    with (its batch norm keeps training), whatever the user's module flags
+    say meanwhile; the inference model runs in eval mode."""
+    pair = Pair()
+    data = batches(4)
+    pair.step(*data[0])
+    pair.model.eval()  # the user's module, not the executor
+    validation = popsim.inferenceModel(pair.model)
+    pair.eager.eval()
+    assert_close(validation(data[1][0]), pair.eager(data[1][0]))
+    pair.eager.train()
+    for x, labels in data[1:3]:  # still training mode: batch statistics, updated running ones
+        pair.step(x, labels)
+    pair.assert_host_matches_eager()
+    pair.trainer.destroy()  # compiling again keeps the training model's own flags too
+    pair.step(*data[3])
+    pair.assert_host_matches_eager()
+    assert not pair.model.training  # the user's flags are left as the user set them
+
+
 def assert_same_optimizer_state(actual, expected):
     assert actual["param_groups"] == expected["param_groups"]
     assert actual["state"].keys() == expected["state"].keys()
