@@ -28,9 +28,9 @@ from typing import (TYPE_CHECKING, Any, Callable, Concatenate, Dict, Iterator, L
 
 import torch
 
-from popsim import (_C, _anchors, _compilation, _executable_file, _hooks, _host_sync,
-                    _optimizer_state, _process_group, _replica_grouping, _replication,
-                    _structure, _tracing, _training, _training_registry, _weights)
+from popsim import (_C, _anchors, _compilation, _engine_options, _executable_file, _hooks,
+                    _host_sync, _optimizer_state, _process_group, _replica_grouping,
+                    _replication, _structure, _tracing, _training, _training_registry, _weights)
 from popsim._logging import LOGGER
 from popsim.enums import CommGroupType, ConnectionType, OutputMode, VariableRetrievalMode
 from popsim.errors import ExecutableFileError, InputError, OptionError
@@ -1146,11 +1146,16 @@ class Executor:
             self._program_file = None
 
     def _profile_directory(self) -> Optional[str]:
-        """enableProfiling's directory, else POPSIM_PROFILE_DIR's, else None."""
+        """enableProfiling's directory, else POPSIM_PROFILE_DIR's, else
+        POPLAR_ENGINE_OPTIONS' autoReport directory (as PopTorch tutorials ask
+        for reports), else None."""
         if self._options.profile_dir is not None:
             return self._options.profile_dir
         value = os.environ.get(PROFILE_DIR_VARIABLE, "")
-        return profile_directory(PROFILE_DIR_VARIABLE, value) if value.strip() else None
+        if value.strip():
+            return profile_directory(PROFILE_DIR_VARIABLE, value)
+        engine = _engine_options.profile_directory()
+        return profile_directory(_engine_options.VARIABLE, engine) if engine else None
 
     def _start_profiling(self, root: Optional[str], stages: List[Tuple[str, int, int]]) -> None:
         """Writes the memory profile of this compilation, whose blocks run as `stages`,

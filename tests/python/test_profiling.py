@@ -369,6 +369,38 @@ def test_environment_variable_enables_profiling_one_directory_per_model(tmp_path
 
 
 @pytest.mark.timeout(120)
+def test_poplar_engine_options_auto_report_writes_the_profile(tmp_path, monkeypatch):
+    """POPLAR_ENGINE_OPTIONS, as PopTorch tutorials ask for reports: its
+    autoReport directory gets popsim's profile; engine options popsim does
+    not model are named in a warning; POPSIM_PROFILE_DIR wins over it."""
+    from popsim import _engine_options
+
+    monkeypatch.setattr(_engine_options, "_warned", set())
+    monkeypatch.setenv("POPLAR_ENGINE_OPTIONS", json.dumps(
+        {"autoReport.all": "true", "autoReport.directory": str(tmp_path / "reports"),
+         "debug.instrument": "true"}))
+    images = torch.randn(4, 1, 28, 28)
+    model = popsim.inferenceModel(MnistNetwork())
+    with pytest.warns(UserWarning, match=r"POPLAR_ENGINE_OPTIONS: popsim does not model the "
+                                         r"Poplar engine options debug.instrument"):
+        model(images)
+    assert model.profileDirectory() == str(tmp_path / "reports" / "inference")
+    assert "trace.json" in os.listdir(tmp_path / "reports" / "inference")
+    monkeypatch.setenv("POPSIM_PROFILE_DIR", str(tmp_path / "mine"))
+    chosen = popsim.inferenceModel(MnistNetwork())
+    chosen(images)
+    assert chosen.profileDirectory() == str(tmp_path / "mine" / "inference")
+    monkeypatch.delenv("POPSIM_PROFILE_DIR")
+    monkeypatch.setenv("POPLAR_ENGINE_OPTIONS", '{"autoReport.all": "false"}')
+    quiet = popsim.inferenceModel(MnistNetwork())
+    quiet(images)
+    assert quiet.profileDirectory() is None
+    monkeypatch.setenv("POPLAR_ENGINE_OPTIONS", "{autoReport.all: true}")
+    with pytest.raises(popsim.OptionError, match=r"POPLAR_ENGINE_OPTIONS is not JSON"):
+        popsim.inferenceModel(MnistNetwork())(images)
+
+
+@pytest.mark.timeout(120)
 def test_each_call_rewrites_the_trace_with_its_wall_time(tmp_path):
     model = popsim.inferenceModel(MnistNetwork(), popsim.Options().enableProfiling(tmp_path))
     images = torch.randn(8, 1, 28, 28)
