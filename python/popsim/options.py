@@ -405,7 +405,7 @@ class _PrecisionOptions(_OptionGroup):
         consecutive products (in the reduction's order; a convolution's
         window includes the padding) is summed, rounded to float16 and added to
         a float16 total, rounded again; a bias is added after. These ops then
-        run popsim's reference loops, slower than oneDNN's. float32 ops always
+        run popsim's own vectorised loops, slower than oneDNN's. float32 ops always
         accumulate in float32."""
         if dtype not in (torch.float32, torch.float16):
             raise OptionError(f"Precision.setPartialsType expects torch.float or torch.half, "

@@ -531,6 +531,62 @@ def test_half_partials_accumulate_convolutions_in_float16_with_the_padding_in_th
     assert torch.equal(actual, expected)
 
 
+def test_half_partials_accumulate_convolution_gradients_in_float16():
+    """dX and dW of a float16 convolution with float16 partials: each element
+    sums its products in order (dX: output channel by output channel, output
+    pixels in order; dW: image by image, output pixels in order; taps on the
+    padding left out), in runs of 16 as in the forward pass."""
+    torch.manual_seed(3)
+    n_, c_, oc_, size, k_ = 2, 3, 4, 5, 3
+    x = torch.randn(n_, c_, size, size, dtype=torch.float16)
+    g = torch.randn(n_, oc_, size, size, dtype=torch.float16)
+
+    class ConvGrad(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.image = nn.Parameter(x.clone())
+            self.conv = nn.Conv2d(c_, oc_, k_, padding=1, bias=False).half()
+
+        def forward(self, grad):
+            y = self.conv(self.image)
+            return y, popsim.identity_loss((y * grad).sum(), reduction="none")
+
+    model = ConvGrad()
+    w = model.conv.weight.detach().clone()
+    opts = partials_options(torch.float16)
+    opts.anchorTensor("dx", "Gradient___image").anchorTensor("dw", "Gradient___conv.weight")
+    trainer = popsim.trainingModel(model, opts, torch.optim.SGD(model.parameters(), lr=0.0))
+    trainer(g)
+    dx, dw = trainer.getAnchoredTensor("dx"), trainer.getAnchoredTensor("dw")
+
+    def taps(o):  # (input pixel or None, k) of output pixel o, in kernel order
+        oy, ox = divmod(o, size)
+        for k in range(k_ * k_):
+            ky, kx = divmod(k, k_)
+            iy, ix = oy - 1 + ky, ox - 1 + kx
+            yield (iy * size + ix if 0 <= iy < size and 0 <= ix < size else None), k
+
+    gd, xd, wd = g.double().reshape(n_, oc_, -1), x.double().reshape(n_, c_, -1), w.double()
+    expected_dx = torch.zeros(n_, c_, size * size, dtype=torch.float16)
+    for n in range(n_):
+        for c in range(c_):
+            for pixel in range(size * size):
+                products = [gd[n, oc, o] * wd.reshape(oc_, c_, -1)[oc, c, k]
+                            for oc in range(oc_) for o in range(size * size)
+                            for p, k in taps(o) if p == pixel]
+                expected_dx[n, c, pixel] = half_partial_sums(torch.stack(products))
+    expected_dw = torch.zeros(oc_, c_, k_ * k_, dtype=torch.float16)
+    for oc in range(oc_):
+        for c in range(c_):
+            for k in range(k_ * k_):
+                products = [gd[n, oc, o] * xd[n, c, p] for n in range(n_)
+                            for o in range(size * size) for p, kk in taps(o)
+                            if kk == k and p is not None]
+                expected_dw[oc, c, k] = half_partial_sums(torch.stack(products))
+    assert torch.equal(dx.reshape(expected_dx.shape), expected_dx)
+    assert torch.equal(dw.reshape(expected_dw.shape), expected_dw)
+
+
 def test_half_partials_train_and_halve_the_partials_memory():
     torch.manual_seed(0)
     data = batches(3)

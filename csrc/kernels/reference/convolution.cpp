@@ -94,7 +94,7 @@ void convolutionForward(const ir::Node& node, const Inputs& inputs, const Output
   y.store(out);
   if (kHalf && bias != nullptr) {
     for (int64_t i = 0; i < count; ++i)
-      out[i] = roundToHalf(out[i] + bias[(i / pixels) % geometry.OC]);
+      out[i] = popsim::roundToHalf(out[i] + bias[(i / pixels) % geometry.OC]);
   }
 }
 
@@ -126,6 +126,182 @@ void convolutionGradWeight(const ir::Node& node, const Inputs& inputs, const Out
   dw.store(static_cast<float*>(outputs[0]));
 }
 
+// The float16-partials forms, a row of outputs at a time (HalfSumRow), each
+// output summing the same products in the same order as forEachTap above.
+
+// A tap of the kernel on one output pixel: the input pixel it reads (-1 on
+// the padding) and the kernel offset.
+struct Tap {
+  int64_t pixel;
+  int64_t k;
+};
+
+// For every output pixel, its kernel's taps in order (forEachTap's).
+std::vector<std::vector<Tap>> tapsOf(const ConvGeometry& g) {
+  const int64_t outPixels = g.out[0] * g.out[1] * g.out[2];
+  const int64_t kernelPixels = g.kernel[0] * g.kernel[1] * g.kernel[2];
+  std::vector<std::vector<Tap>> taps(static_cast<size_t>(outPixels));
+  for (int64_t o = 0; o < outPixels; ++o) {
+    const int64_t oPos[3] = {o / (g.out[1] * g.out[2]), o / g.out[2] % g.out[1], o % g.out[2]};
+    for (int64_t k = 0; k < kernelPixels; ++k) {
+      const int64_t kPos[3] = {k / (g.kernel[1] * g.kernel[2]), k / g.kernel[2] % g.kernel[1],
+                               k % g.kernel[2]};
+      int64_t pixel = 0;
+      bool inside = true;
+      for (size_t d = 0; d < 3 && inside; ++d) {
+        const int64_t at = oPos[d] * g.stride[d] - g.padding[d] + kPos[d] * g.dilation[d];
+        inside = at >= 0 && at < g.in[d];
+        pixel = pixel * g.in[d] + at;
+      }
+      taps[static_cast<size_t>(o)].push_back({inside ? pixel : -1, k});
+    }
+  }
+  return taps;
+}
+
+// Forward: for each image and group, the input's columns (ic, k) x output
+// pixel (im2col, the padding marked), then each output channel's row of
+// pixels sums its weights times the columns in (ic, k) order, the padding's
+// products zero whatever the weight.
+void convolutionForwardHalf(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+  const auto* x = static_cast<const float*>(inputs[0]);
+  const auto* w = static_cast<const float*>(inputs[1]);
+  const auto* bias = inputs.size() > 2 ? static_cast<const float*>(inputs[2]) : nullptr;
+  auto* y = static_cast<float*>(outputs[0]);
+  const ConvGeometry g(node, node.input(0)->type().shape, node.input(1)->type().shape,
+                       node.output()->type().shape);
+  const int64_t inPixels = g.in[0] * g.in[1] * g.in[2];
+  const int64_t outPixels = g.out[0] * g.out[1] * g.out[2];
+  const int64_t kernelPixels = g.kernel[0] * g.kernel[1] * g.kernel[2];
+  const int64_t J = g.CG * kernelPixels; // reduction length, (ic, k) order
+  const std::vector<std::vector<Tap>> taps = tapsOf(g);
+  std::vector<float> columns(static_cast<size_t>(J * outPixels));
+  std::vector<unsigned char> padded(static_cast<size_t>(J * outPixels));
+  HalfSumRow row(static_cast<size_t>(outPixels));
+  for (int64_t n = 0; n < g.N; ++n) {
+    for (int64_t group = 0; group < g.OC / g.OCG; ++group) {
+      for (int64_t ic = 0; ic < g.CG; ++ic) {
+        const float* plane = x + (n * g.C + group * g.CG + ic) * inPixels;
+        for (int64_t o = 0; o < outPixels; ++o) {
+          for (const Tap& tap : taps[static_cast<size_t>(o)]) {
+            const auto at = static_cast<size_t>((ic * kernelPixels + tap.k) * outPixels + o);
+            columns[at] = tap.pixel < 0 ? 0.0f : plane[tap.pixel];
+            padded[at] = tap.pixel < 0;
+          }
+        }
+      }
+      for (int64_t oc = group * g.OCG; oc < (group + 1) * g.OCG; ++oc) {
+        row.reset();
+        double* run = row.run();
+        for (int64_t j = 0; j < J; ++j) {
+          const double weight = w[oc * J + j];
+          const float* column = columns.data() + j * outPixels;
+          const unsigned char* pad = padded.data() + j * outPixels;
+          for (int64_t o = 0; o < outPixels; ++o)
+            run[o] += pad[o] ? 0.0 : column[o] * weight;
+          row.added();
+        }
+        const float* sums = row.result();
+        float* out = y + (n * g.OC + oc) * outPixels;
+        for (int64_t o = 0; o < outPixels; ++o)
+          out[o] = bias != nullptr ? popsim::roundToHalf(sums[o] + bias[oc]) : sums[o];
+      }
+    }
+  }
+}
+
+// dX: each input element sums dY * W over the taps that read it, output
+// channel by output channel, output pixels in order: a row of a group's
+// input channels at once (their taps are the same), with W as [oc][k][ic].
+void convolutionGradInputHalf(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+  const auto* dy = static_cast<const float*>(inputs[0]);
+  const auto* w = static_cast<const float*>(inputs[1]);
+  auto* dx = static_cast<float*>(outputs[0]);
+  const ConvGeometry g(node, node.attrs().getInts("input_shape"), node.input(1)->type().shape,
+                       node.input(0)->type().shape);
+  const int64_t inPixels = g.in[0] * g.in[1] * g.in[2];
+  const int64_t outPixels = g.out[0] * g.out[1] * g.out[2];
+  const int64_t kernelPixels = g.kernel[0] * g.kernel[1] * g.kernel[2];
+  // For each input pixel, the (output pixel, k) taps that read it, by output pixel.
+  std::vector<std::vector<Tap>> readers(static_cast<size_t>(inPixels));
+  const std::vector<std::vector<Tap>> taps = tapsOf(g);
+  for (int64_t o = 0; o < outPixels; ++o)
+    for (const Tap& tap : taps[static_cast<size_t>(o)])
+      if (tap.pixel >= 0) readers[static_cast<size_t>(tap.pixel)].push_back({o, tap.k});
+  std::vector<float> wt(static_cast<size_t>(g.OC * kernelPixels * g.CG));
+  for (int64_t oc = 0; oc < g.OC; ++oc)
+    for (int64_t ic = 0; ic < g.CG; ++ic)
+      for (int64_t k = 0; k < kernelPixels; ++k)
+        wt[static_cast<size_t>((oc * kernelPixels + k) * g.CG + ic)] =
+            w[(oc * g.CG + ic) * kernelPixels + k];
+  HalfSumRow row(static_cast<size_t>(g.CG));
+  for (int64_t n = 0; n < g.N; ++n) {
+    for (int64_t group = 0; group < g.OC / g.OCG; ++group) {
+      for (int64_t pixel = 0; pixel < inPixels; ++pixel) {
+        row.reset();
+        double* run = row.run();
+        for (int64_t oc = group * g.OCG; oc < (group + 1) * g.OCG; ++oc) {
+          for (const Tap& reader : readers[static_cast<size_t>(pixel)]) {
+            const double d = dy[(n * g.OC + oc) * outPixels + reader.pixel];
+            const float* weights = wt.data() + (oc * kernelPixels + reader.k) * g.CG;
+            for (int64_t ic = 0; ic < g.CG; ++ic)
+              run[ic] += d * weights[ic];
+            row.added();
+          }
+        }
+        const float* sums = row.result();
+        for (int64_t ic = 0; ic < g.CG; ++ic)
+          dx[(n * g.C + group * g.CG + ic) * inPixels + pixel] = sums[ic];
+      }
+    }
+  }
+}
+
+// dW: each weight sums dY * X over the images and output pixels whose tap
+// reads the input, in order: a row of a group's output channels at once
+// (their taps are the same), with dY as [n][o][oc].
+void convolutionGradWeightHalf(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+  const auto* x = static_cast<const float*>(inputs[0]);
+  const auto* dy = static_cast<const float*>(inputs[1]);
+  auto* dw = static_cast<float*>(outputs[0]);
+  const ConvGeometry g(node, node.input(0)->type().shape, node.attrs().getInts("weight_shape"),
+                       node.input(1)->type().shape);
+  const int64_t inPixels = g.in[0] * g.in[1] * g.in[2];
+  const int64_t outPixels = g.out[0] * g.out[1] * g.out[2];
+  const int64_t kernelPixels = g.kernel[0] * g.kernel[1] * g.kernel[2];
+  const std::vector<std::vector<Tap>> taps = tapsOf(g);
+  std::vector<float> dyt(static_cast<size_t>(g.N * outPixels * g.OC));
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t oc = 0; oc < g.OC; ++oc)
+      for (int64_t o = 0; o < outPixels; ++o)
+        dyt[static_cast<size_t>((n * outPixels + o) * g.OC + oc)] =
+            dy[(n * g.OC + oc) * outPixels + o];
+  HalfSumRow row(static_cast<size_t>(g.OCG));
+  for (int64_t group = 0; group < g.OC / g.OCG; ++group) {
+    for (int64_t ic = 0; ic < g.CG; ++ic) {
+      const int64_t c = group * g.CG + ic;
+      for (int64_t k = 0; k < kernelPixels; ++k) {
+        row.reset();
+        double* run = row.run();
+        for (int64_t n = 0; n < g.N; ++n) {
+          for (int64_t o = 0; o < outPixels; ++o) {
+            const Tap& tap = taps[static_cast<size_t>(o)][static_cast<size_t>(k)];
+            if (tap.pixel < 0) continue;
+            const double input = x[(n * g.C + c) * inPixels + tap.pixel];
+            const float* grads = dyt.data() + (n * outPixels + o) * g.OC + group * g.OCG;
+            for (int64_t oc = 0; oc < g.OCG; ++oc)
+              run[oc] += grads[oc] * input;
+            row.added();
+          }
+        }
+        const float* sums = row.result();
+        for (int64_t oc = 0; oc < g.OCG; ++oc)
+          dw[((group * g.OCG + oc) * g.CG + ic) * kernelPixels + k] = sums[oc];
+      }
+    }
+  }
+}
+
 template <typename Sum>
 void convolutionSummedBy(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
   switch (node.kind()) {
@@ -145,7 +321,11 @@ void convolution(const ir::Node& node, const Inputs& inputs, const Outputs& outp
 
 void convolutionWithHalfPartials(const ir::Node& node, const Inputs& inputs,
                                  const Outputs& outputs) {
-  convolutionSummedBy<HalfSum>(node, inputs, outputs);
+  switch (node.kind()) {
+  case ir::OpKind::ConvolutionGradInput: return convolutionGradInputHalf(node, inputs, outputs);
+  case ir::OpKind::ConvolutionGradWeight: return convolutionGradWeightHalf(node, inputs, outputs);
+  default: return convolutionForwardHalf(node, inputs, outputs);
+  }
 }
 
 } // namespace popsim::kernels::reference

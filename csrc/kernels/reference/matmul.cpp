@@ -2,7 +2,9 @@
 #include "kernels/reference/indexing.h"
 #include "kernels/reference/partial_sums.h"
 
+#include <algorithm>
 #include <type_traits>
+#include <vector>
 
 namespace popsim::kernels::reference {
 namespace {
@@ -26,7 +28,7 @@ void linear(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) 
         sum.add(static_cast<double>(x[m * K + k]) * w[n * K + k]);
       }
       y[m * N + n] = sum.result();
-      if (kHalf && bias != nullptr) y[m * N + n] = roundToHalf(y[m * N + n] + bias[n]);
+      if (kHalf && bias != nullptr) y[m * N + n] = popsim::roundToHalf(y[m * N + n] + bias[n]);
     }
   }
 }
@@ -83,6 +85,95 @@ void linearGradWeight(const ir::Node& node, const Inputs& inputs, const Outputs&
   }
 }
 
+// The float16-partials forms, one row of outputs at a time (HalfSumRow):
+// each output's products in the same order as the loops above, so the same
+// results, with the products of a row vectorised.
+
+// y[m, :] = sum over k of x[m, k] * w[:, k] (w transposed once), then the bias.
+void linearHalf(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+  const auto* x = static_cast<const float*>(inputs[0]);
+  const auto* w = static_cast<const float*>(inputs[1]);
+  const auto* bias = inputs.size() > 2 ? static_cast<const float*>(inputs[2]) : nullptr;
+  auto* y = static_cast<float*>(outputs[0]);
+  const int64_t K = node.input(1)->type().shape[1];
+  const int64_t N = node.input(1)->type().shape[0];
+  const int64_t M = node.input(0)->type().numel() / K;
+  std::vector<float> wt(static_cast<size_t>(K * N));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k)
+      wt[static_cast<size_t>(k * N + n)] = w[n * K + k];
+  HalfSumRow row(static_cast<size_t>(N));
+  for (int64_t m = 0; m < M; ++m) {
+    row.reset();
+    double* run = row.run();
+    for (int64_t k = 0; k < K; ++k) {
+      const double a = x[m * K + k];
+      const float* b = wt.data() + k * N;
+      for (int64_t n = 0; n < N; ++n)
+        run[n] += a * b[n];
+      row.added();
+    }
+    const float* sums = row.result();
+    for (int64_t n = 0; n < N; ++n)
+      y[m * N + n] = bias != nullptr ? popsim::roundToHalf(sums[n] + bias[n]) : sums[n];
+  }
+}
+
+void batchedMatmulHalf(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+  const auto* a = static_cast<const float*>(inputs[0]);
+  const auto* b = static_cast<const float*>(inputs[1]);
+  auto* y = static_cast<float*>(outputs[0]);
+  const ir::Shape& as = node.input(0)->type().shape;
+  const ir::Shape& bs = node.input(1)->type().shape;
+  const ir::Shape& ys = node.output()->type().shape;
+  const int64_t M = ys[ys.size() - 2], N = ys.back(), K = as.back();
+  const ir::Shape batch(ys.begin(), ys.end() - 2);
+  const auto stridesA = broadcastStrides(ir::Shape(as.begin(), as.end() - 2), batch);
+  const auto stridesB = broadcastStrides(ir::Shape(bs.begin(), bs.end() - 2), batch);
+  HalfSumRow row(static_cast<size_t>(N));
+  int64_t batchIndex = 0;
+  forEachIndex(batch, [&](const std::vector<int64_t>& index) {
+    const float* pa = a + dot(index, stridesA) * M * K;
+    const float* pb = b + dot(index, stridesB) * K * N;
+    float* py = y + batchIndex++ * M * N;
+    for (int64_t m = 0; m < M; ++m) {
+      row.reset();
+      double* run = row.run();
+      for (int64_t k = 0; k < K; ++k) {
+        const double left = pa[m * K + k];
+        const float* right = pb + k * N;
+        for (int64_t n = 0; n < N; ++n)
+          run[n] += left * right[n];
+        row.added();
+      }
+      std::copy_n(row.result(), N, py + m * N);
+    }
+  });
+}
+
+// dW[n, :] = sum over rows m of dY[m, n] * X[m, :].
+void linearGradWeightHalf(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+  const auto* dy = static_cast<const float*>(inputs[0]);
+  const auto* x = static_cast<const float*>(inputs[1]);
+  auto* dw = static_cast<float*>(outputs[0]);
+  const int64_t N = node.output()->type().shape[0];
+  const int64_t K = node.output()->type().shape[1];
+  const int64_t M = node.input(0)->type().numel() / N;
+  HalfSumRow row(static_cast<size_t>(K));
+  for (int64_t n = 0; n < N; ++n) {
+    row.reset();
+    double* run = row.run();
+    for (int64_t m = 0; m < M; ++m) {
+      const double d = dy[m * N + n];
+      const float* xs = x + m * K;
+      for (int64_t k = 0; k < K; ++k)
+        run[k] += d * xs[k];
+      row.added();
+    }
+    std::copy_n(row.result(), K, dw + n * K);
+  }
+}
+
 template <typename Sum>
 void matmulSummedBy(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
   switch (node.kind()) {
@@ -99,7 +190,11 @@ void matmul(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) 
 }
 
 void matmulWithHalfPartials(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
-  matmulSummedBy<HalfSum>(node, inputs, outputs);
+  switch (node.kind()) {
+  case ir::OpKind::Linear: return linearHalf(node, inputs, outputs);
+  case ir::OpKind::LinearGradWeight: return linearGradWeightHalf(node, inputs, outputs);
+  default: return batchedMatmulHalf(node, inputs, outputs);
+  }
 }
 
 } // namespace popsim::kernels::reference

@@ -1,7 +1,9 @@
 #pragma once
 
 #include "common/float16.h"
+#include "kernels/half_rounding.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <vector>
 
@@ -27,7 +29,7 @@ constexpr int kHalfPartialRun = 16;
 
 class HalfSum {
 public:
-  explicit HalfSum(double start = 0.0) : total_(roundToHalf(static_cast<float>(start))) {}
+  explicit HalfSum(double start = 0.0) : total_(popsim::roundToHalf(static_cast<float>(start))) {}
   void add(double product) {
     run_ += product;
     if (++count_ == kHalfPartialRun) flush();
@@ -40,13 +42,54 @@ public:
 private:
   void flush() {
     if (count_ == 0) return;
-    total_ = roundToHalf(total_ + roundToHalf(static_cast<float>(run_)));
+    total_ = popsim::roundToHalf(total_ + popsim::roundToHalf(static_cast<float>(run_)));
     run_ = 0.0;
     count_ = 0;
   }
 
   float total_;
   double run_ = 0.0;
+  int count_ = 0;
+};
+
+// HalfSum for a row of outputs that receive their products together: the
+// caller adds one product to each element of run(), then calls added(); a
+// row is vectorised where HalfSums are not, with the same results (each
+// element's products summed in the same order, rounded at the same points).
+class HalfSumRow {
+public:
+  explicit HalfSumRow(size_t count) : run_(count), total_(count), scratch_(count) {}
+  void reset() {
+    std::fill(run_.begin(), run_.end(), 0.0);
+    std::fill(total_.begin(), total_.end(), 0.0f);
+    count_ = 0;
+  }
+  double* run() { return run_.data(); }
+  void added() {
+    if (++count_ == kHalfPartialRun) flush();
+  }
+  const float* result() {
+    flush();
+    return total_.data();
+  }
+
+private:
+  void flush() {
+    if (count_ == 0) return;
+    const size_t n = run_.size();
+    for (size_t i = 0; i < n; ++i)
+      scratch_[i] = static_cast<float>(run_[i]);
+    kernels::roundToHalf(scratch_.data(), n);
+    for (size_t i = 0; i < n; ++i)
+      scratch_[i] = total_[i] + scratch_[i];
+    kernels::roundToHalf(scratch_.data(), n);
+    total_.swap(scratch_);
+    std::fill(run_.begin(), run_.end(), 0.0);
+    count_ = 0;
+  }
+
+  std::vector<double> run_;
+  std::vector<float> total_, scratch_;
   int count_ = 0;
 };
 
