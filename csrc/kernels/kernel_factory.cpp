@@ -12,6 +12,8 @@
 #include "kernels/reference/reference_ops.h"
 #include "kernels/replica_kernels.h"
 
+#include <algorithm>
+
 namespace popsim::kernels {
 namespace {
 
@@ -101,8 +103,15 @@ std::unique_ptr<Kernel> createKernel(const KernelRequest& request) {
     return nullptr;
   }
   std::unique_ptr<Kernel> kernel = createHalfPartialsKernel(request);
+  // oneDNN cannot describe tensors without elements (it divides by their
+  // sizes): an op on an empty slice (x[:, :0].sum(1), a product over K = 0)
+  // runs its reference loops, which handle them as eager PyTorch does.
+  const auto empty = [](const BoundTensor& t) { return t.type.numel() == 0; };
+  const bool emptyTensor = std::any_of(request.inputs.begin(), request.inputs.end(), empty) ||
+                           std::any_of(request.outputs.begin(), request.outputs.end(), empty);
+  const bool computes = ir::opFamily(request.node.kind()) != ir::OpFamily::Collective;
   try {
-    if (kernel == nullptr) kernel = createDnnlKernel(request);
+    if (kernel == nullptr && !(emptyTensor && computes)) kernel = createDnnlKernel(request);
   } catch (const dnnl::error& error) {
     POPSIM_LOG(Info) << request.node.describe() << ": oneDNN has no primitive for this case ("
                      << error.what() << "); using the reference kernel.";

@@ -80,6 +80,12 @@ def micro_batches(options: Options, signature: "_tracing.Signature",
                 f"Input '{name}' has dtype {tensor.dtype}; popsim takes float32, float16, "
                 "int32, int64, bool, uint8, int8 and int16 tensors, and float64 ones as float32 "
                 "(convert it, e.g. with .float()).")
+        if tensor.numel() == 0:
+            raise InputError(
+                f"Input '{name}' has no elements (shape {list(tensor.shape)}). popsim, as "
+                "PopTorch, streams tensors that hold data: give every input at least one "
+                "element (a batch of at least one sample per micro-batch), or leave the empty "
+                "one out of the model's inputs.")
         if tensor.dim() == 0:
             if factor == replicas:  # one micro-batch per call: every replica gets the scalar
                 micro.append(tensor.clone())

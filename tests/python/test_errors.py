@@ -380,3 +380,25 @@ def test_cpp_errors_arrive_as_popsim_errors(kind, cls):
 def test_convolutions_popsim_cannot_run_are_named(module, shape, message):
     with pytest.raises(popsim.UnsupportedOperationError, match=message):
         popsim.inferenceModel(module)(torch.randn(*shape))
+
+
+def test_an_input_without_elements_is_refused_with_the_reason():
+    with pytest.raises(popsim.InputError, match=r"Input 'input' has no elements \(shape \[0, 3\]\)"
+                                                r"\. popsim, as PopTorch, streams tensors that "
+                                                r"hold data"):
+        popsim.inferenceModel(torch.nn.Linear(3, 2))(torch.zeros(0, 3))
+
+
+@pytest.mark.parametrize("function", [
+    lambda x: x[:, :0].sum(1),                      # a sum over nothing: zeros
+    lambda x: x[:, :0] @ x[:0, :] + 1,              # a product over K = 0
+    lambda x: torch.cat([x[:0], x]) * 2,            # an empty part of a cat
+    lambda x: torch.softmax(x[:, :0], 1).sum() + x.sum(),
+    lambda x: torch.relu(x[:0]).sum() + x.mean(),
+])
+def test_empty_slices_inside_a_model_compute_as_eager(function):
+    """Tensors without elements inside the model (not inputs) run the
+    reference loops (oneDNN cannot describe them) and give eager's values."""
+    x = torch.randn(3, 3)
+    actual = popsim.inferenceModel(Function(function))(x)
+    torch.testing.assert_close(actual, function(x))
