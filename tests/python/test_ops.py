@@ -186,6 +186,14 @@ def kron_case(rng):
     return Fn(lambda _, x, y: torch.kron(x, y)), [torch.randn(*a), torch.randn(*b)]
 
 
+def bilinear_case(rng):
+    lead = [randint(rng, 1, 4) for _ in range(randint(rng, 1, 2))]
+    i, j, o = randint(rng, 1, 5), randint(rng, 1, 5), randint(rng, 1, 4)
+    layer = nn.Bilinear(i, j, o, bias=rng.choice([True, False]))
+    return Fn(lambda m, x, y: m.layer(x, y), layer=layer), [torch.randn(*lead, i),
+                                                             torch.randn(*lead, j)]
+
+
 def bmm_case(rng):
     b, m, k, n = randint(rng, 1, 4), randint(rng, 1, 7), randint(rng, 1, 7), randint(rng, 1, 7)
     return Fn(lambda _, x, y: torch.bmm(x, y)), [torch.randn(b, m, k), torch.randn(b, k, n)]
@@ -407,6 +415,7 @@ CASES = {
     "tensordot": tensordot_case,
     "outer": outer_case,
     "kron": kron_case,
+    "bilinear": bilinear_case,
     "bmm": bmm_case,
     "relu": unary_case(F.relu),
     "gelu": unary_case(F.gelu),

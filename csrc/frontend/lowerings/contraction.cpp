@@ -1,5 +1,5 @@
-// Products named by the dimensions they pair: einsum, tensordot, outer and
-// kron. Each becomes permutes, reshapes, sums and batched matrix products
+// Products named by the dimensions they pair: einsum, tensordot, outer,
+// kron and bilinear. Each becomes permutes, reshapes, sums and batched matrix products
 // (or broadcast multiplies), so their gradients come from those ops' rules.
 
 #include "frontend/lowering_registry.h"
@@ -271,6 +271,36 @@ void lowerKron(LoweringContext& ctx) {
   ctx.setOutput(0, reshape(ctx, y, merged));
 }
 
+// aten::bilinear(input1, input2, weight, bias?): y[..., o] = sum over i, j of
+// x1[..., i] * W[o, i, j] * x2[..., j] (+ bias[o]): x1 times W as [I, O * J]
+// (one matmul), then each output's row of J times x2, summed.
+void lowerBilinear(LoweringContext& ctx) {
+  ir::Value* x1 = floatTensor(ctx, 0);
+  ir::Value* x2 = floatTensor(ctx, 1);
+  ir::Value* w = floatTensor(ctx, 2);
+  const ir::Shape& ws = w->type().shape;
+  if (ws.size() != 3 || x1->type().rank() < 1 || x2->type().rank() < 1 ||
+      x1->type().shape.back() != ws[1] || x2->type().shape.back() != ws[2]) {
+    ctx.unsupported("bilinear with inputs " + x1->type().str() + " and " + x2->type().str() +
+                    " and a weight " + w->type().str() +
+                    " (it takes [..., I], [..., J] and "
+                    "[O, I, J])");
+  }
+  const int64_t O = ws[0], I = ws[1], J = ws[2];
+  ir::Shape lead(x1->type().shape.begin(), x1->type().shape.end() - 1);
+  const int64_t rows = product(lead);
+  ir::Value* left = reshape(ctx, x1, {rows, I});
+  ir::Value* weight = reshape(ctx, permutedTo(ctx, w, {1, 0, 2}), {I, O * J});
+  ir::Value* u = reshape(ctx, ctx.emit(ir::OpKind::MatMul, {left, weight}), {rows, O, J});
+  ir::Value* right = reshape(ctx, x2, {rows, 1, J});
+  ir::Value* y = ctx.emit(ir::OpKind::ReduceSum, {ctx.emit(ir::OpKind::Mul, {u, right})},
+                          {{"dims", std::vector<int64_t>{2}}, {"keepdim", false}});
+  if (!ctx.isNone(3)) y = ctx.emit(ir::OpKind::Add, {y, floatTensor(ctx, 3)});
+  ir::Shape shape = lead;
+  shape.push_back(O);
+  ctx.setOutput(0, reshape(ctx, y, shape));
+}
+
 } // namespace
 
 void registerContractions(LoweringRegistry& registry) {
@@ -279,6 +309,7 @@ void registerContractions(LoweringRegistry& registry) {
   registry.add("aten::outer", lowerOuter);
   registry.add("aten::ger", lowerOuter);
   registry.add("aten::kron", lowerKron);
+  registry.add("aten::bilinear", lowerBilinear);
 }
 
 } // namespace popsim::frontend::lowerings
