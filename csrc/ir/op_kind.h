@@ -81,6 +81,9 @@ namespace popsim::ir {
   X(ReduceExtremumGrad, "reduce_extremum_grad", Extremum)                                          \
   X(ArgExtremum, "arg_extremum", Extremum)                                                         \
   X(CumulativeSum, "cumulative_sum", Scan)                                                         \
+  X(CumulativeExtremum, "cumulative_extremum", Scan)                                               \
+  X(LogCumulativeSumExp, "log_cumulative_sum_exp", Scan)                                           \
+  X(LogCumulativeSumExpGrad, "log_cumulative_sum_exp_grad", Scan)                                  \
   X(ReduceProduct, "reduce_product", Product)                                                      \
   X(ReduceProductGrad, "reduce_product_grad", Product)                                             \
   X(CumulativeProduct, "cumulative_product", Product)                                              \
@@ -137,7 +140,7 @@ enum class OpFamily {
   BinaryFunction,  // the functions of ir/binary_functions.h and their gradients
   Where,           // where(condition, a, b): a choice per element
   Extremum, // an order statistic along a dimension (max, min, median), its position, its gradient
-  Scan,     // running sums along a dimension
+  Scan,     // running sums, extrema and log-sum-exps along a dimension
   Product,  // products and running products along a dimension, and their gradients
   Check,    // run-time checks of input values that pass the values through
   Indexing, // slices and elements moved by an index tensor: gathers and scatters

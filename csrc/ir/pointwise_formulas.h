@@ -48,6 +48,7 @@ struct ScalarMath {
   static double atanh(double x) { return std::atanh(x); }
   static double erf(double x) { return std::erf(x); }
   static double erfc(double x) { return std::erfc(x); }
+  static double lgamma(double x) { return std::lgamma(x); }
   static double sqrt(double x) { return std::sqrt(x); }
   static double pow(double x, double y) { return std::pow(x, y); }
   static double floor(double x) { return std::floor(x); }
@@ -90,6 +91,65 @@ template <class M> typename M::T erfinv(typename M::T y) {
   return y == -1.0 ? -kInfinity
                    : (y == 1.0 ? kInfinity
                                : (M::fabs(y) > 1.0 ? std::numeric_limits<double>::quiet_NaN() : x));
+}
+
+// digamma (psi, the derivative of lgamma) and trigamma (its derivative) on
+// z >= 0: ten steps of the recurrences psi(z) = psi(z + 1) - 1 / z and
+// psi'(z) = psi'(z + 1) + 1 / z^2 carry z past 10, where the asymptotic series
+// (in 1 / w^2, Bernoulli numbers' coefficients) is exact to double precision.
+// The loop has a fixed count so that vector lanes stay in step.
+template <class M> typename M::T digammaOfPositive(typename M::T z) {
+  using T = typename M::T;
+  T shifted = M::constant(0.0);
+  T w = z;
+  for (int k = 0; k < 10; ++k) {
+    shifted += 1.0 / w;
+    w += 1.0;
+  }
+  const T r = 1.0 / (w * w);
+  const T series =
+      r *
+      (1.0 / 12 -
+       r * (1.0 / 120 -
+            r * (1.0 / 252 - r * (1.0 / 240 - r * (1.0 / 132 - r * (691.0 / 32760 - r / 12.0))))));
+  return M::log(w) - 0.5 / w - series - shifted;
+}
+template <class M> typename M::T trigammaOfPositive(typename M::T z) {
+  using T = typename M::T;
+  T shifted = M::constant(0.0);
+  T w = z;
+  for (int k = 0; k < 10; ++k) {
+    shifted += 1.0 / (w * w);
+    w += 1.0;
+  }
+  const T r = 1.0 / (w * w);
+  const T series =
+      1.0 + 0.5 / w +
+      r * (1.0 / 6 -
+           r * (1.0 / 30 - r * (1.0 / 42 - r * (1.0 / 30 - r * (5.0 / 66 - r * (691.0 / 2730 -
+                                                                                r * 7.0 / 6))))));
+  return series / w + shifted;
+}
+
+// digamma as PyTorch defines it: -inf at +0 and +inf at -0, NaN at the
+// negative integers and -inf; below zero the reflection
+// psi(x) = psi(1 - x) - pi / tan(pi x), with tan taken of x's fractional
+// part, which pi * x would lose for large |x|.
+template <class M> typename M::T digamma(typename M::T x) {
+  const typename M::T fraction = x - M::trunc(x);
+  const typename M::T reflected = digammaOfPositive<M>(1.0 - x) - kPi / M::tan(kPi * fraction);
+  const typename M::T direct = digammaOfPositive<M>(x);
+  return x == 0.0
+             ? M::copysign(M::constant(kInfinity), -x)
+             : (x < 0.0 ? (fraction == 0.0 ? std::numeric_limits<double>::quiet_NaN() : reflected)
+                        : direct);
+}
+// trigamma, the derivative of digamma (PyTorch's polygamma(1, x)), with the
+// reflection psi'(x) = pi^2 / sin^2(pi x) - psi'(1 - x) below 1/2.
+template <class M> typename M::T trigamma(typename M::T x) {
+  const typename M::T s = M::sin(kPi * (x - M::trunc(x)));
+  const typename M::T reflected = kPi * kPi / (s * s) - trigammaOfPositive<M>(1.0 - x);
+  return x < 0.5 ? reflected : trigammaOfPositive<M>(x);
 }
 
 // PyTorch's sign: (0 < x) - (x < 0), so NaN gives 0.
@@ -188,6 +248,8 @@ template <class M> struct PointwiseFormulas {
     {"erfc", "", [](T x, P) -> T { return M::erfc(x); }, [](T x, P) -> T { return -2.0 / formulas::kSqrtPi * M::exp(-x * x); }},
     {"erfinv", "", [](T x, P) -> T { return formulas::erfinv<M>(x); },
      [](T x, P) -> T { const T y = formulas::erfinv<M>(x); return formulas::kSqrtPi / 2.0 * M::exp(y * y); }},
+    {"lgamma", "", [](T x, P) -> T { return M::lgamma(x); }, [](T x, P) -> T { return formulas::digamma<M>(x); }},
+    {"digamma", "", [](T x, P) -> T { return formulas::digamma<M>(x); }, [](T x, P) -> T { return formulas::trigamma<M>(x); }},
     {"sign", "", [](T x, P) -> T { return formulas::sign<M>(x); }, nullptr},
     {"floor", "", [](T x, P) -> T { return M::floor(x); }, nullptr},
     {"ceil", "", [](T x, P) -> T { return M::ceil(x); }, nullptr},

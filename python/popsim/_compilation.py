@@ -175,6 +175,12 @@ def _warn_about_float64(traced: torch.jit.ScriptModule, float32_tensors: Sequenc
                if name in host and host[name].dtype == torch.float64]
     ops = []
     for node in traced.inlined_graph.nodes():
+        # The tracer records Python numbers (x * 2.0) as 0-d float64 constants,
+        # which promote nothing: they are not the model's float64.
+        if node.kind() == "prim::Constant" and all(
+                output.type().dim() == 0 for output in node.outputs()
+                if isinstance(output.type(), torch._C.TensorType)):
+            continue
         if any(isinstance(output.type(), torch._C.TensorType)
                and output.type().scalarType() == "Double" for output in node.outputs()):
             where = node.sourceRange().split("\n")[0].strip() if node.sourceRange() else ""

@@ -193,6 +193,22 @@ REDUCTIONS.update({
     "cumprod_one_zero_per_row": _with_zeros(lambda t, d: t.cumprod(d), 1),
     "cumprod_two_zeros_per_row": _with_zeros(lambda t, d: t.cumprod(d), 2),
     "cumprod_int32_": _integers(lambda t, d: t.clone().cumprod_(d), torch.int32),
+    # Running extrema of whole numbers (ties take the later position, and
+    # the gradient follows it), with NaN, of integers and bools, of a 0-d tensor.
+    "cummax": _along_dim(lambda t, d, k: torch.cummax(t, d).values, whole=True),
+    "cummax_indices": _along_dim(lambda t, d, k: torch.cummax(t, d).indices, whole=True),
+    "cummin_both": _along_dim(
+        lambda t, d, k: (lambda r: r.values * r.indices)(torch.cummin(t, d)), whole=True),
+    # (NaN compared as a number here; test_nonfinite.py compares NaN itself.)
+    "cummax_nans": _with_nans(lambda t, d: torch.cummax(t, d)[0].nan_to_num(-9.0)),
+    "cummin_nans_indices": _with_nans(lambda t, d: torch.cummin(t, d)[1]),
+    "cummin_int32": _integers(lambda t, d: (lambda r: r[0] * 2 + r[1])(torch.cummin(t, d)),
+                              torch.int32),
+    "cummax_bool": _integers(lambda t, d: torch.cummax(t > 0, d).values, torch.int64),
+    "cummax_of_0d": _whole(lambda t: torch.cummax(t.sum(), -1).values * t),
+    "logcumsumexp": _along_dim(lambda t, d, k: torch.logcumsumexp(t, d)),
+    # Exponents far beyond float's range, which a plain exp-cumsum-log loses.
+    "logcumsumexp_wide_range": _whole(lambda t: torch.logcumsumexp(t * 60.0, -1)),
     "nansum": _with_nans(lambda t, d: torch.nansum(t, d)),
     "nansum_all": _with_nans(lambda t, d: t.nansum()),
     "count_nonzero": _integers(lambda t, d: torch.count_nonzero(t, d), torch.int64),
@@ -217,7 +233,8 @@ NOT_DIFFERENTIABLE = {"prod_int64", "prod_bool_to_float", "cumprod_int32_", "cou
                       "nanmedian_dim_indices",
                       "cumsum_int64_positions", "cumsum_bool_mask", "cumsum_int32_to_float",
                       "max_dim_indices", "argmax", "argmin_flat", "argmax_flat_keepdim", "all",
-                      "any_dim", "all_floats_dim"}
+                      "any_dim", "all_floats_dim", "cummax_indices", "cummin_nans_indices",
+                      "cummin_int32", "cummax_bool"}
 
 
 def _distinct(fn, rank=None):

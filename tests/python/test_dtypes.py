@@ -8,6 +8,7 @@ arithmetic on them (which would wrap in eager PyTorch) is refused.
 """
 
 import copy
+import warnings
 
 import pytest
 import torch
@@ -122,6 +123,15 @@ def test_float64_inside_a_model_computes_as_float32_with_a_warning():
     for a, e in zip(actual, expected):
         assert a.dtype == torch.float32
         torch.testing.assert_close(a, e.float(), rtol=1e-6, atol=1e-6)
+
+
+def test_python_numbers_in_a_model_are_not_float64():
+    """The tracer records x * 2.5 with a 0-d float64 constant, which promotes
+    nothing: no warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        actual = popsim.inferenceModel(Function(lambda x: x * 2.5 + 0.25))(torch.ones(2))
+    torch.testing.assert_close(actual, torch.full((2,), 2.75))
 
 
 def test_a_float64_model_trains_in_float32_and_keeps_its_dtype_on_the_host():

@@ -84,7 +84,11 @@ NO_FLOAT16_REFERENCE = {
 }
 # At a zero row the eps of normalize underflows to 0 in float16: the gradient
 # there is 0/0, whose infinities or NaN depend on the order of the operations.
-NO_FLOAT16_GRADIENT = NO_FLOAT16_REFERENCE | {"reduction_normalize_zero_rows"}
+# PyTorch 1.13's logcumsumexp_backward is a composite that refuses float16
+# before the reference's dispatch mode can run it in float32.
+NO_FLOAT16_GRADIENT = NO_FLOAT16_REFERENCE | {"reduction_normalize_zero_rows",
+                                              "reduction_logcumsumexp",
+                                              "reduction_logcumsumexp_wide_range"}
 
 
 @pytest.mark.parametrize("op", sorted(set(CASES) - NO_FLOAT16_REFERENCE))

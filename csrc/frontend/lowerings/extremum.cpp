@@ -1,6 +1,7 @@
 // Reductions built on the extremum ops and the sums: amax, amin, max and min
 // (over everything or along a dimension, with indices), argmax, argmin,
-// median and nanmedian, logsumexp, var, std, all and any.
+// median and nanmedian, logsumexp, var, std, all and any; and their running
+// forms along a dimension, cummax, cummin and logcumsumexp.
 
 #include "frontend/lowering_registry.h"
 #include "frontend/lowerings/helpers.h"
@@ -248,6 +249,40 @@ template <bool All> void lowerAllOrAny(LoweringContext& ctx) {
   ctx.setOutput(0, castTo(ctx, y, ir::DType::Bool));
 }
 
+// The dimension a running op scans: dim normalised, 0 for a 0-d tensor
+// (which PyTorch scans as one element along dim 0 or -1).
+int64_t scannedDim(LoweringContext& ctx, ir::Value* x, size_t argument) {
+  const int64_t rank = x->type().rank();
+  return normalizedDim(ctx, ctx.toInt(argument), std::max<int64_t>(rank, 1));
+}
+
+// cummax / cummin(self, dim): the running extremum and the position it came
+// from (a tie takes the later position; NaN, once met, stays). Bool tensors
+// are ordered as int64 and given back as bool, as PyTorch returns them.
+template <bool Max> void lowerCumulativeExtremum(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const ir::DType dtype = x->type().dtype;
+  const bool ordered = ir::isFloat(dtype) || dtype == ir::DType::Int32 || dtype == ir::DType::Int64;
+  const std::vector<ir::Value*> outputs = ctx.emitMulti(
+      ir::OpKind::CumulativeExtremum, {ordered ? x : castTo(ctx, x, ir::DType::Int64)},
+      {{"function", std::string(Max ? "max" : "min")}, {"dim", scannedDim(ctx, x, 1)}});
+  ctx.setOutput(0, castTo(ctx, outputs[0], dtype));
+  ctx.setOutput(1, outputs[1]);
+}
+
+// logcumsumexp(self, dim): log(cumsum(exp(x))) without overflow, of floats
+// (PyTorch has no integer form either).
+void lowerLogcumsumexp(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  if (!ir::isFloat(x->type().dtype)) {
+    ctx.unsupported("logcumsumexp of a " + x->type().str() +
+                    " tensor: PyTorch computes it for floating-point tensors only; convert the "
+                    "input with .float() first");
+  }
+  ctx.setOutput(0,
+                ctx.emit(ir::OpKind::LogCumulativeSumExp, {x}, {{"dim", scannedDim(ctx, x, 1)}}));
+}
+
 } // namespace
 
 ir::Value* reduceExtremum(LoweringContext& ctx, ir::Value* x, const std::vector<int64_t>& dims,
@@ -265,6 +300,9 @@ void registerExtremumReductions(LoweringRegistry& registry) {
   registry.add("aten::median", lowerMedian<false>);
   registry.add("aten::nanmedian", lowerMedian<true>);
   registry.add("aten::logsumexp", lowerLogsumexp);
+  registry.add("aten::cummax", lowerCumulativeExtremum<true>);
+  registry.add("aten::cummin", lowerCumulativeExtremum<false>);
+  registry.add("aten::logcumsumexp", lowerLogcumsumexp);
   registry.add("aten::var", lowerVariance<false>);
   registry.add("aten::std", lowerVariance<true>);
   registry.add("aten::var_mean", lowerVarianceMean<false>);

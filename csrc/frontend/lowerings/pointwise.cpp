@@ -24,7 +24,7 @@ struct Parameter {
 };
 
 struct AtenPointwise {
-  const char* op; // also registered with a trailing "_" (the in-place form)
+  const char* op; // also registered with a trailing "_" (the in-place form), but torch.special's
   const char* function;
   std::vector<Parameter> parameters;
 };
@@ -51,6 +51,11 @@ const std::vector<AtenPointwise>& atenPointwiseOps() {
       {"aten::erf", "erf", {}},
       {"aten::erfc", "erfc", {}},
       {"aten::erfinv", "erfinv", {}},
+      {"aten::lgamma", "lgamma", {}},
+      {"aten::special_gammaln", "lgamma", {}},
+      {"aten::digamma", "digamma", {}},
+      {"aten::special_digamma", "digamma", {}},
+      {"aten::special_psi", "digamma", {}},
       {"aten::sign", "sign", {}},
       {"aten::floor", "floor", {}},
       {"aten::ceil", "ceil", {}},
@@ -209,8 +214,10 @@ void lowerPow(LoweringContext& ctx) {
 
 void registerPointwise(LoweringRegistry& registry) {
   for (const AtenPointwise& op : atenPointwiseOps()) {
-    for (const char* suffix : {"", "_"}) {
-      registry.add(std::string(op.op) + suffix, lowerTableOp);
+    registry.add(op.op, lowerTableOp);
+    // torch.special's functions have no in-place forms.
+    if (std::string_view(op.op).rfind("aten::special_", 0) != 0) {
+      registry.add(std::string(op.op) + "_", lowerTableOp);
     }
   }
   registry.add("aten::pow", lowerPow);

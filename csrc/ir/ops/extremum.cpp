@@ -2,8 +2,6 @@
 #include "ir/ops/op_registry.h"
 #include "ir/ops/type_checks.h"
 
-#include <algorithm>
-
 namespace popsim::ir::ops {
 namespace {
 
@@ -70,19 +68,6 @@ std::vector<TensorType> inferArgExtremum(const std::vector<TensorType>& inputs,
   return {reduced(inputs[0], attrs.getInt("dim"), DType::Int64)};
 }
 
-// cumulative_sum(X) {dim, reverse} -> the running sums of X along dim (from
-// the end when reverse, which is the sum's gradient), float32 or int64.
-std::vector<TensorType> inferCumulativeSum(const std::vector<TensorType>& inputs,
-                                           const Attributes& attrs) {
-  const TensorType& x = inputs[0];
-  POPSIM_CHECK(isFloat(x.dtype) || x.dtype == DType::Int64, ErrorKind::Compilation,
-               "cumulative_sum sums float or int64 tensors, got ", x.str(), ".");
-  const int64_t dim = attrs.getInt("dim");
-  POPSIM_CHECK(dim >= 0 && dim < std::max<int64_t>(x.rank(), 1), ErrorKind::Compilation, "dim ",
-               dim, " is outside the rank ", x.rank(), " of ", x.str(), ".");
-  return {x};
-}
-
 // max/min along a dimension: to the extremum (shared or the first, as the
 // op's `ties` says).
 Grads reduceExtremumGradient(GradientBuilder& b, const Grads& g, const Needed&) {
@@ -90,20 +75,7 @@ Grads reduceExtremumGradient(GradientBuilder& b, const Grads& g, const Needed&) 
                  copyAttrs(nodeOf(b).attrs(), {"function", "dim", "ties"}))};
 }
 
-// cumsum: each input element reaches every later output, so its gradient is
-// the running sum of the output gradient from the end (PyTorch's flip-cumsum-flip).
-Grads cumulativeSumGradient(GradientBuilder& b, const Grads& g, const Needed&) {
-  return {b.emit(OpKind::CumulativeSum, {g[0]},
-                 {{"dim", nodeOf(b).attrs().getInt("dim")},
-                  {"reverse", !nodeOf(b).attrs().getBool("reverse")}})};
-}
-
 } // namespace
-
-void registerScanOps(OpRegistry& registry) {
-  registry.add(OpKind::CumulativeSum, 1, 1, {"input"},
-               {{"dim", AttrType::Int}, {"reverse", AttrType::Bool}}, inferCumulativeSum);
-}
 
 void registerExtremumOps(OpRegistry& registry) {
   const std::vector<AttrSpec> attrs = {
@@ -114,11 +86,9 @@ void registerExtremumOps(OpRegistry& registry) {
   registry.add(OpKind::ArgExtremum, 1, 1, {"input"},
                {{"function", AttrType::String}, {"dim", AttrType::Int}}, inferArgExtremum);
   registry.setGradient(OpKind::ReduceExtremum, reduceExtremumGradient);
-  registry.setGradient(OpKind::CumulativeSum, cumulativeSumGradient);
   registry.setWork(OpKind::ReduceExtremum, work::reduction<1>);
   registry.setWork(OpKind::ArgExtremum, work::reduction<1>);
   registry.setWork(OpKind::ReduceExtremumGrad, work::elementwise<1>);
-  registry.setWork(OpKind::CumulativeSum, work::elementwise<1>);
 }
 
 } // namespace popsim::ir::ops

@@ -30,7 +30,7 @@ void pointwise(const ir::Node& node, const Inputs& inputs, const Outputs& output
 void binaryPointwise(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 // reduce_extremum(_grad) and arg_extremum (extremum.cpp).
 void extremum(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
-// cumulative_sum (scan.cpp).
+// cumulative_sum, cumulative_extremum, log_cumulative_sum_exp(_grad) (scan.cpp).
 void scan(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 // reduce_product, cumulative_product and their gradients (product.cpp).
 void product(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);

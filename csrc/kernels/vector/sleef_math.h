@@ -41,6 +41,7 @@ struct SleefMath {
   static T atanh(T x) { return POPSIM_SLEEF(atanh, _u10)(x); }
   static T erf(T x) { return POPSIM_SLEEF(erf, _u10)(x); }
   static T erfc(T x) { return POPSIM_SLEEF(erfc, _u15)(x); }
+  static T lgamma(T x) { return POPSIM_SLEEF(lgamma, _u10)(x); }
   static T sqrt(T x) { return POPSIM_SLEEF(sqrt, _u05)(x); }
   static T pow(T x, T y) { return POPSIM_SLEEF(pow, _u10)(x, y); }
   static T pow(T x, double y) { return pow(x, constant(y)); }

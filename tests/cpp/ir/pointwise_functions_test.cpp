@@ -10,7 +10,9 @@
 
 #include <cmath>
 #include <map>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace popsim {
@@ -58,6 +60,9 @@ std::map<std::string, Sample> samples() {
   table["norm_root"] = {{1.0 / 3.0}, positive};
   // (Above its floor: below it, the gradient deliberately passes the floor.)
   table["root_of_floored"] = {{0.1}, positive};
+  // Both sides of the reflection and of the shift past 10.
+  table["lgamma"] = {{}, {-2.7, -1.3, -0.4, 0.35, 1.1, 2.6, 12.5, 40.5}};
+  table["digamma"] = {{}, {-2.7, -1.3, -0.4, 0.35, 1.1, 2.6, 12.5, 40.5}};
   return table;
 }
 
@@ -78,6 +83,34 @@ TEST(PointwiseFunctionsTest, DerivativesMatchCentralDifferences) {
           << name << " at " << x;
     }
   }
+}
+
+const ir::PointwiseFunction& functionNamed(std::string_view name) {
+  for (const ir::PointwiseFunction& function : ir::pointwiseFunctions()) {
+    if (function.name == name) return function;
+  }
+  throw std::runtime_error("no pointwise function " + std::string(name));
+}
+
+// digamma and its derivative at points where they are known in closed form
+// (Euler's constant gamma, psi(1/2) = -gamma - 2 ln 2, psi'(1) = pi^2 / 6,
+// psi'(1/2) = pi^2 / 2), and PyTorch's values at the poles.
+TEST(PointwiseFunctionsTest, DigammaHasItsKnownValues) {
+  const ir::PointwiseFunction& digamma = functionNamed("digamma");
+  const double gamma = 0.57721566490153286061;
+  const double pi = 3.14159265358979323846;
+  const double* none = nullptr;
+  EXPECT_NEAR(digamma.value(1.0, none), -gamma, 1e-15);
+  EXPECT_NEAR(digamma.value(0.5, none), -gamma - 2.0 * std::log(2.0), 1e-14);
+  EXPECT_NEAR(digamma.value(-0.5, none), -gamma - 2.0 * std::log(2.0) + 2.0, 1e-13);
+  EXPECT_NEAR(digamma.value(1e6, none), std::log(1e6) - 0.5e-6, 1e-12);
+  EXPECT_NEAR(digamma.derivative(1.0, none), pi * pi / 6.0, 1e-14);
+  EXPECT_NEAR(digamma.derivative(0.5, none), pi * pi / 2.0, 1e-13);
+  EXPECT_EQ(digamma.value(0.0, none), -INFINITY);
+  EXPECT_EQ(digamma.value(-0.0, none), INFINITY);
+  EXPECT_TRUE(std::isnan(digamma.value(-3.0, none)));
+  EXPECT_TRUE(std::isnan(digamma.value(-INFINITY, none)));
+  EXPECT_EQ(digamma.value(INFINITY, none), INFINITY);
 }
 
 TEST(PointwiseFunctionsTest, SchemaNamesTheFunctionAndItsParameters) {
