@@ -35,6 +35,7 @@ const LoweringRegistry& LoweringRegistry::instance() {
     lowerings::registerIndexing(r);
     lowerings::registerRearrangement(r);
     lowerings::registerUpsampling(r);
+    lowerings::registerGridSampling(r);
     lowerings::registerSorting(r);
     lowerings::registerRecurrent(r);
     lowerings::registerSearching(r);

@@ -52,6 +52,7 @@ void registerRandom(LoweringRegistry& registry);
 void registerIndexing(LoweringRegistry& registry);
 void registerRearrangement(LoweringRegistry& registry);
 void registerUpsampling(LoweringRegistry& registry);
+void registerGridSampling(LoweringRegistry& registry);
 void registerSorting(LoweringRegistry& registry);
 void registerRecurrent(LoweringRegistry& registry);
 void registerSearching(LoweringRegistry& registry);

@@ -88,7 +88,12 @@ NO_FLOAT16_REFERENCE = {
 # before the reference's dispatch mode can run it in float32.
 NO_FLOAT16_GRADIENT = NO_FLOAT16_REFERENCE | {"reduction_normalize_zero_rows",
                                               "reduction_logcumsumexp",
-                                              "reduction_logcumsumexp_wide_range"}
+                                              "reduction_logcumsumexp_wide_range",
+                                              # affine_grid's eager backward accumulates into
+                                              # a broadcast float16 view, which the reference's
+                                              # dispatch mode cannot redo in float32
+                                              "window_spatial_transformer",
+                                              "window_spatial_transformer_align_corners_border"}
 
 
 @pytest.mark.parametrize("op", sorted(set(CASES) - NO_FLOAT16_REFERENCE))

@@ -1,8 +1,9 @@
 """The test table of padding (frontend/lowerings/padding.cpp: F.pad in its
 four modes, negative constant widths cropping, the padding modules) and of
 1-D and 3-D pooling (pooling.cpp, through the 2-D pooling ops: max and
-average, strides, padding, dilation, ceil_mode, count_include_pad), and
-F.local_response_norm, which is built from both. test_ops.py runs each case
+average, strides, padding, dilation, ceil_mode, count_include_pad),
+F.local_response_norm, which is built from both, and F.grid_sample with
+F.affine_grid (grid_sample.cpp). test_ops.py runs each case
 forward, test_gradients.py backward and test_nonfinite.py with NaN/Inf,
 against eager PyTorch."""
 
@@ -179,3 +180,48 @@ WINDOWS.update({
 NOT_DIFFERENTIABLE = {"max_pool1d_indices", "max_pool2d_indices", "max_pool3d_indices",
                       "adaptive_max_pool1d_indices", "adaptive_max_pool2d_indices",
                       "adaptive_max_pool3d_indices"}
+
+
+class GridSample(nn.Module):
+    """The input sampled at a trained grid (an optical-flow warp), or at the
+    grid of a trained affine map (a spatial transformer)."""
+
+    def __init__(self, grid, mode, padding_mode, align_corners, affine_size=None):
+        super().__init__()
+        self.grid = nn.Parameter(grid)
+        self.options = dict(mode=mode, padding_mode=padding_mode, align_corners=align_corners)
+        self.affine_size = affine_size
+
+    def forward(self, x):
+        grid = self.grid
+        if self.affine_size is not None:
+            grid = F.affine_grid(grid, self.affine_size, self.options["align_corners"])
+        return F.grid_sample(x, grid, **self.options)
+
+
+def _grid_sample(mode, padding_mode, align_corners, affine=False):
+    """Grids reaching beyond the border (where the padding decides) and
+    images of one row or column too."""
+    def case(rng):
+        n, c, h, w = rng.randint(1, 2), rng.randint(1, 3), rng.randint(1, 5), rng.randint(1, 5)
+        out = [rng.randint(1, 4), rng.randint(1, 4)]
+        if affine:
+            theta = torch.tensor([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]) + 0.4 * torch.randn(n, 2, 3)
+            module = GridSample(theta, mode, padding_mode, align_corners, [n, c] + out)
+        else:
+            module = GridSample(torch.rand(n, *out, 2) * 3.0 - 1.5, mode, padding_mode,
+                                align_corners)
+        return module, [torch.randn(n, c, h, w)]
+    return case
+
+
+WINDOWS.update({
+    f"grid_sample_{mode}_{padding}" + ("_align_corners" if align else ""):
+        _grid_sample(mode, padding, align)
+    for mode in ("bilinear", "nearest") for padding in ("zeros", "border", "reflection")
+    for align in (False, True)})
+WINDOWS.update({
+    "spatial_transformer": _grid_sample("bilinear", "zeros", False, affine=True),
+    "spatial_transformer_align_corners_border": _grid_sample("bilinear", "border", True,
+                                                             affine=True),
+})
