@@ -31,6 +31,12 @@ def _per_convolution(name: str, value: Union[_T, Sequence[_T]], valid: Callable[
     return values
 
 
+def _is_number(value: object) -> bool:
+    """A float, or an int standing for one (1 for 1.0), as Python's float
+    annotations accept; not a bool."""
+    return isinstance(value, (float, int)) and not isinstance(value, bool)
+
+
 class MultiConv:
     """Groups the convolutions of its `with` block, as PopTorch's MultiConv:
 
@@ -54,9 +60,9 @@ class MultiConv:
 
     def availableMemoryProportions(self, value: Union[float, Sequence[float]]) -> "MultiConv":
         """Each convolution's share of its IPU's memory for temporaries, in (0, 1]."""
-        self._proportions = _per_convolution(
+        self._proportions = [float(v) for v in _per_convolution(
             "availableMemoryProportions", value,
-            lambda v: isinstance(v, float) and 0.0 < v <= 1.0, "a float in (0, 1]")
+            lambda v: _is_number(v) and 0.0 < v <= 1.0, "a float in (0, 1]")]
         return self
 
     def partialsTypes(self, value: Union[torch.dtype, MultiConvPartialsType,
@@ -88,10 +94,10 @@ class MultiConv:
 
     def cycleBackOff(self, value: float) -> "MultiConv":
         """The planner's cycle back-off, in [0, 1] (recorded)."""
-        if not isinstance(value, float) or not 0.0 <= value <= 1.0:
+        if not _is_number(value) or not 0.0 <= value <= 1.0:
             raise OptionError(f"MultiConv.cycleBackOff expects a float in [0, 1], got "
                               f"{value!r}.")
-        self._cycle_back_off = value
+        self._cycle_back_off = float(value)
         return self
 
     def enableConvDithering(self, value: Union[bool, Sequence[bool]]) -> "MultiConv":

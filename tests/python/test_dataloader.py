@@ -684,3 +684,29 @@ def test_batches_of_a_registered_type_load_in_every_mode(mode):
     assert batches == [(Pair, list(range(i, i + 4)), [float(v) for v in range(i, i + 4)])
                        for i in range(0, 16, 4)]
     loader.terminate()
+
+
+class BrokenAt(Dataset):
+    """A dataset whose item 13 cannot be read."""
+
+    def __len__(self):
+        return 32
+
+    def __getitem__(self, index):
+        if index == 13:
+            raise ValueError("sample 13 is unreadable")
+        return torch.tensor([float(index)])
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+@pytest.mark.parametrize("mode", ALL_MODES)
+def test_a_dataset_that_fails_raises_its_own_error_in_every_mode(mode, workers):
+    """As torch's DataLoader: the dataset's exception reaches the loop, with
+    its type and message (and the worker's traceback), in every mode; it
+    never hangs the loop or ends the epoch early without an error."""
+    loader = popsim.DataLoader(options(2), BrokenAt(), batch_size=2, num_workers=workers,
+                               mode=mode)
+    with pytest.raises(ValueError, match="sample 13 is unreadable"):
+        for _ in loader:
+            pass
+    loader.terminate()

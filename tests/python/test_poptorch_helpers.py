@@ -256,9 +256,12 @@ def test_multi_conv_errors_name_the_problem():
                 lambda m: m.partialsTypes(torch.half),
                 lambda m: m.partialsTypes(popsim.MultiConvPartialsType.Half),
                 lambda m: m.planType("Parallel"),
-                lambda m: m.cycleBackOff(2.0)):
+                lambda m: m.cycleBackOff(2.0),
+                lambda m: m.cycleBackOff(True)):
         with pytest.raises(popsim.OptionError, match=r"^MultiConv\.\w+ expects "):
             bad(popsim.MultiConv())
+    # Whole numbers stand for floats, as Python's float annotations accept them.
+    popsim.MultiConv().availableMemoryProportions([1, 0.5]).cycleBackOff(0)
 
 
 def test_multi_conv_counts_only_its_own_threads_convolutions():
