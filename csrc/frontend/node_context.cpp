@@ -21,6 +21,11 @@ ir::Value* ConstantTensors::get(const at::Tensor& tensor) {
   if (data.scalar_type() == c10::ScalarType::Double) {
     data = data.to(c10::ScalarType::Float); // popsim computes in float32
   }
+  // 8- and 16-bit integers are int32 on the device, as the host widens such inputs.
+  if (data.scalar_type() == c10::ScalarType::Byte || data.scalar_type() == c10::ScalarType::Char ||
+      data.scalar_type() == c10::ScalarType::Short) {
+    data = data.to(c10::ScalarType::Int);
+  }
   const std::optional<ir::DType> dtype = toIrDType(data.scalar_type());
   if (!dtype.has_value()) {
     throw UnsupportedLowering(std::string("a constant tensor of dtype ") +

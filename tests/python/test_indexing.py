@@ -16,6 +16,8 @@ import torch.nn.functional as F
 
 import popsim
 from models import Function, assert_sgd_steps_match_eager
+from popsim._gradients import gradients
+from test_gradients import Projected
 
 
 class Lookup(nn.Module):
@@ -168,3 +170,50 @@ def test_a_uint8_mask_masks_as_in_eager_pytorch():
         assert torch.equal(popsim.inferenceModel(Put())(t, mask, v), expected)
         with pytest.raises(popsim.UnsupportedOperationError, match="indexing with a boolean mask"):
             popsim.inferenceModel(Read())(t, mask)
+
+
+class ConstantMask(torch.nn.Module):
+    """x indexed by masks written in forward() (constants of the trace): their
+    true elements are known when the model compiles."""
+
+    def __init__(self, kind):
+        super().__init__()
+        self.kind = kind
+
+    def forward(self, x):
+        rows = torch.tensor([True, False, True])
+        grid = torch.tensor([[True, False, False, True], [False, False, True, False],
+                             [True, True, False, False]])
+        if self.kind == "rows":
+            return x[rows] * 2
+        if self.kind == "whole":
+            return x[grid]
+        if self.kind == "columns":
+            return x[:, torch.tensor([False, True, True, False])]
+        if self.kind == "with_an_index":
+            return x[rows, torch.tensor([3, 1])]
+        if self.kind == "uint8":
+            return x[rows.to(torch.uint8)]
+        y = x.clone()
+        y[grid] = torch.arange(5.0)  # one value per selected element
+        return y
+
+
+@pytest.mark.parametrize("kind", ["rows", "whole", "columns", "with_an_index", "uint8", "put"])
+def test_a_constant_boolean_mask_indexes_as_eager(kind):
+    """A mask known at compile time selects known elements, read or written,
+    forward and backward, as eager PyTorch (x[mask] is x[mask.nonzero()])."""
+    x = torch.randn(3, 4)
+    module = ConstantMask(kind)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # uint8 masks are deprecated
+        expected = module(x)
+        actual = popsim.inferenceModel(module)(x)
+    torch.testing.assert_close(actual, expected)
+    direction = torch.randn(expected.shape)
+    leaf = x.clone().requires_grad_()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        (module(leaf) * direction).sum().backward()
+    grads, _ = gradients(Projected(module, direction), x)
+    torch.testing.assert_close(next(iter(grads.values())), leaf.grad)

@@ -3,21 +3,26 @@
 // (x[idx], x[i, j], x[:, idx], with negative indices) and index_put_
 // (x[idx] = v, with accumulate), one_hot, on the ops of ir/ops/indexing.cpp,
 // and x[mask] = v as a where(). Reading x[mask] gives a shape that depends
-// on the data, which a compiled program cannot have: refused with the reason.
+// on the data, which a compiled program cannot have: refused with the
+// reason, unless the mask is a constant of the trace, whose true elements
+// are known (it then indexes by their coordinates, as PyTorch defines it).
 
 #include "frontend/lowering_registry.h"
 #include "frontend/lowerings/helpers.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace popsim::frontend::lowerings {
 namespace {
 
-// An index argument as int64 (int32 converted); bool masks refused.
+// An index argument as int64 (int32 converted); masks computed at run time refused.
 ir::Value* indexTensor(LoweringContext& ctx, ir::Value* index) {
   if (index->type().dtype == ir::DType::Bool) {
     ctx.unsupported("indexing with a boolean mask (the result's shape depends on the data); "
-                    "use torch.where(mask, x, other) or multiply by the mask instead");
+                    "use torch.where(mask, x, other) or multiply by the mask instead (a mask "
+                    "that is a constant of the model, such as a torch.tensor([...]) written in "
+                    "forward(), indexes as in PyTorch)");
   }
   if (index->type().dtype != ir::DType::Int64 && index->type().dtype != ir::DType::Int32) {
     ctx.unsupported("an index of " + index->type().str() + "; indices are int64 or int32 tensors");
@@ -260,17 +265,58 @@ std::vector<int64_t> resultOrder(const Flattened& f) {
   return order;
 }
 
+// A boolean mask known at compile time (a constant of the trace) selects
+// known elements: as in PyTorch, x[mask] is x indexed by the coordinates of
+// the mask's true elements, one int64 index tensor per dim the mask covers.
+// `uint8`: an int32 constant that the trace saw as a uint8 mask.
+std::vector<ir::Value*> coordinatesOfConstantMask(LoweringContext& ctx, const ir::Value* mask,
+                                                  bool uint8) {
+  const ir::TensorType& type = mask->type();
+  const std::vector<uint8_t>& bytes = mask->constantData();
+  const auto selected = [&](int64_t i) {
+    if (!uint8) return bytes[static_cast<size_t>(i)] != 0;
+    int32_t value = 0;
+    std::memcpy(&value, bytes.data() + static_cast<size_t>(i) * sizeof(int32_t), sizeof(value));
+    return value != 0;
+  };
+  const int64_t rank = type.rank();
+  std::vector<std::vector<int64_t>> coordinates(static_cast<size_t>(rank));
+  for (int64_t i = 0; i < type.numel(); ++i) {
+    if (!selected(i)) continue;
+    int64_t rest = i;
+    for (int64_t d = rank; d-- > 0;) {
+      const int64_t size = type.shape[static_cast<size_t>(d)];
+      coordinates[static_cast<size_t>(d)].push_back(rest % size);
+      rest /= size;
+    }
+  }
+  std::vector<ir::Value*> tensors;
+  for (const auto& along : coordinates) {
+    tensors.push_back(int64Constant(ctx, along));
+  }
+  return tensors;
+}
+
 // The index tensors of list argument `index`, uint8 ones as the boolean
 // masks eager PyTorch reads them as (it warns that uint8 masks are
-// deprecated); they arrive as int32, the host having widened them.
+// deprecated); they arrive as int32, the host having widened them. Constant
+// masks become the coordinates they select.
 std::vector<ir::Value*> indexTensors(LoweringContext& ctx, size_t index) {
-  std::vector<ir::Value*> indices = ctx.optionalTensorList(index);
+  const std::vector<ir::Value*> given = ctx.optionalTensorList(index);
   const std::vector<bool> uint8 = ctx.uint8ListElements(index);
-  for (size_t i = 0; i < indices.size() && i < uint8.size(); ++i) {
-    if (indices[i] != nullptr && uint8[i]) {
-      indices[i] =
-          emitBinary(ctx, "ne", indices[i], constantFilled(ctx, {indices[i]->type().dtype, {}}, 0));
+  std::vector<ir::Value*> indices;
+  for (size_t i = 0; i < given.size(); ++i) {
+    ir::Value* t = given[i];
+    const bool uint8Mask = t != nullptr && i < uint8.size() && uint8[i];
+    const bool mask = t != nullptr && (uint8Mask ? t->type().dtype == ir::DType::Int32
+                                                 : t->type().dtype == ir::DType::Bool);
+    if (mask && t->role() == ir::ValueRole::Constant && t->type().rank() > 0) {
+      for (ir::Value* coordinate : coordinatesOfConstantMask(ctx, t, uint8Mask))
+        indices.push_back(coordinate);
+      continue;
     }
+    if (uint8Mask) t = emitBinary(ctx, "ne", t, constantFilled(ctx, {t->type().dtype, {}}, 0));
+    indices.push_back(t);
   }
   return indices;
 }
