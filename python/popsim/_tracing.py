@@ -193,6 +193,12 @@ class _FlatModel(torch.nn.Module):
         for position, tensor in zip(self._signature.tensor_positions, tensors):
             leaves[position] = tensor
         values = _structure.unflatten(leaves, self._signature.structure)
+        # forward() is called directly (the module's own call would put a
+        # module boundary around the whole trace), so a BeginBlock on the model
+        # itself starts its block here, before anything runs.
+        block_start = getattr(self.model, "_popsim_block", None)
+        if block_start is not None:
+            block_start(self.model, ())
         output = _call_with(self.model.forward, values)
         flat, names, self.output_structure = _structure.flatten(output, "output",
                                                                 none_as_empty=True)
@@ -394,6 +400,7 @@ def _trace(model: torch.nn.Module, signature: Signature,
         # shape asserts); popsim compiles fixed shapes, so those warnings are
         # noise. Warnings from the user's code (data-dependent control flow)
         # are kept.
-        warnings.filterwarnings("ignore", category=torch.jit.TracerWarning, module=r"torch\.")
+        warnings.filterwarnings("ignore", category=torch.jit.TracerWarning,
+                                module=r"torch(\.|$)")
         traced = torch.jit.trace(flat, tuple(micro_batch_tensors), check_trace=False, strict=False)
     return traced, flat
