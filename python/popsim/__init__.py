@@ -71,6 +71,7 @@ from popsim.strategies import (
 from popsim import optim
 from popsim._executor import Executor, inferenceModel, trainingModel
 from popsim._sizing import IpuSizing, SizingReport, sizeJob
+from popsim._planner import PipelinePlan, Plan, PlannedIpu, plan
 from popsim._export import load
 from popsim._hooks import registerPostCompileHook, registerPreCompileHook
 from popsim._logging import LOGGER as logger
@@ -170,6 +171,10 @@ __all__ = [
     "TensorLocationSettings",
     "trainingModel",
     "sizeJob",
+    "plan",
+    "Plan",
+    "PipelinePlan",
+    "PlannedIpu",
     "SizingReport",
     "IpuSizing",
     "UnsupportedOperationError",

@@ -17,8 +17,9 @@ flight, or the other IPUs of a pipeline cycle (stages of unequal length).
 The parts add up to the call's cycles on every IPU.
 """
 
+import contextlib
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 import torch
 
@@ -27,7 +28,7 @@ from popsim._trace import ExecutionTrace
 from popsim.errors import InputError
 
 if TYPE_CHECKING:
-    from popsim._executor import Program
+    from popsim._executor import Executor, Program
     from popsim.options import Options
 
 # Where an IPU's time goes, in the order the report lists the parts.
@@ -384,22 +385,11 @@ def _call_input(tensor: Any, repeats: int, name: str) -> Any:
     return torch.zeros((), dtype=tensor.dtype).expand(shape)
 
 
-def sizeJob(model: torch.nn.Module, micro_batch: Any, options: Optional["Options"] = None,
-            optimizer: Optional[torch.optim.Optimizer] = None) -> SizingReport:
-    """Sizes a job without computing it: compiles `model` with `options`
-    cost-only (Simulator.costOnly), makes one call and returns its
-    SizingReport.
-
-    `micro_batch` is one micro-batch of one replica's inputs: a tensor, or a
-    tuple of the model's positional inputs (each with its batch dimension
-    first). The call stands for deviceIterations x gradientAccumulation x
-    replicationFactor of them without allocating them (stride-0 views), so a
-    POD's global batch costs nothing on the host. With an `optimizer` the job
-    is a training job (trainingModel), else inference. A job that does not
-    fit its IPUs is reported (``fits`` False, with what to change) instead of
-    raising OutOfMemoryError. Weights must fit the host in float32: the model
-    is an ordinary PyTorch module, traced on the host.
-    """
+@contextlib.contextmanager
+def cost_only_call(model: torch.nn.Module, micro_batch: Any, options: Optional["Options"],
+                   optimizer: Optional[torch.optim.Optimizer]) -> Iterator["Executor"]:
+    """The executor of `model` compiled cost-only with `options`, after one
+    call standing for a step of the job (see sizeJob); destroyed afterwards."""
     from popsim._executor import inferenceModel, trainingModel
     from popsim.options import Options
 
@@ -416,6 +406,26 @@ def sizeJob(model: torch.nn.Module, micro_batch: Any, options: Optional["Options
                 else inferenceModel(model, sizing))
     try:
         executor(*call)
-        return executor.sizingReport()
+        yield executor
     finally:
         executor.destroy()
+
+
+def sizeJob(model: torch.nn.Module, micro_batch: Any, options: Optional["Options"] = None,
+            optimizer: Optional[torch.optim.Optimizer] = None) -> SizingReport:
+    """Sizes a job without computing it: compiles `model` with `options`
+    cost-only (Simulator.costOnly), makes one call and returns its
+    SizingReport.
+
+    `micro_batch` is one micro-batch of one replica's inputs: a tensor, or a
+    tuple of the model's positional inputs (each with its batch dimension
+    first). The call stands for deviceIterations x gradientAccumulation x
+    replicationFactor of them without allocating them (stride-0 views), so a
+    POD's global batch costs nothing on the host. With an `optimizer` the job
+    is a training job (trainingModel), else inference. A job that does not
+    fit its IPUs is reported (``fits`` False, with what to change) instead of
+    raising OutOfMemoryError. Weights must fit the host in float32: the model
+    is an ordinary PyTorch module, traced on the host.
+    """
+    with cost_only_call(model, micro_batch, options, optimizer) as executor:
+        return executor.sizingReport()

@@ -63,18 +63,23 @@ class BlockedNetwork(Network):
 
 
 class TrainingModelWithLoss(nn.Module):
-    """The model's logits and their cross-entropy loss; without labels, the logits only."""
+    """The model's logits and their cross-entropy loss; without labels, the logits only.
+    The loss runs in block `loss_block` (B4, beside the last layer), or in whichever block
+    is running when `loss_block` is None (for a model whose blocks popsim.plan chooses)."""
 
-    def __init__(self, model):
+    def __init__(self, model, loss_block="B4"):
         super().__init__()
         self.model = model
         self.loss = nn.CrossEntropyLoss()
+        self.loss_block = loss_block
 
     def forward(self, images, labels=None):
         output = self.model(images)
         if labels is None:
             return output
-        with poptorch.Block("B4"):
+        if self.loss_block is None:
+            return output, self.loss(output, labels)
+        with poptorch.Block(self.loss_block):
             loss = self.loss(output, labels)
         return output, loss
 

@@ -163,3 +163,15 @@ def test_float16_trains_as_well_in_half_the_bytes(executed):
         assert len(single) == 4
         for s, h in zip(single, half):
             assert h <= at_most * s or s == 0, (category, single, half)
+
+
+@pytest.mark.timeout(300)
+def test_the_planner_is_at_least_as_fast_as_the_tutorials_split(executed):
+    _, text, _ = executed
+    rows = re.findall(r"^(\d) IPUs: hand split ([0-9,]+) items/s, planned ([0-9,]+) items/s",
+                      text, re.MULTILINE)
+    assert [row[0] for row in rows] == ["4", "2"], text
+    for _, hand, planned in rows:
+        assert number(planned) >= number(hand)
+    assert "Chosen: [1, 1, 1, 1]" in text
+    assert 'popsim.BeginBlock(model.get_submodule("model.layer2"), "IPU1", ipu_id=1)' in text

@@ -1,0 +1,200 @@
+"""The pipeline planner (popsim.plan) against hand-written splits: per case,
+the simulated items/s of the hand split and of the planner's plan, whether
+the plan fits, and the planner's host seconds.
+
+Cases:
+- mnist-2ipu, mnist-4ipu: the pipelining tutorial's network and training job
+  (micro-batch 40, gradient accumulation 10, device iterations 10, every
+  micro-batch's output, AdamW); the hand splits are the tutorial's blocks
+  B1..B4, one per IPU on 4 IPUs, two per IPU on 2.
+- bert-base-4ipu, vit-b16-4ipu: the published jobs of
+  ../shared/reference/published-ipu-results.md that pipeline
+  (benchmarks/fidelity.py builds them), with Graphcore's layers_per_ipu as the
+  hand split; the planner gets the same model without its split. BERT's MLM
+  decoder is tied to the word embeddings, so its head runs on IPU 0 as a tail
+  stage, as in Graphcore's example.
+- bert-large-8ipu: BERT-Large SQuAD fine-tuning on 8 IPUs with Graphcore's
+  layers [2, 3, 3, 3, 3, 3, 3, 4]: the planner's host time at scale.
+
+Every figure is popsim's cost-only simulation (popsim.sizeJob); --json FILE
+writes, per case, {"case", "ipus", "hand", "planned", "fits", "seconds"}.
+
+    .venv/bin/python benchmarks/plan.py [--json FILE] [--cases ID ...] [--print-plans]
+"""
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
+
+import torch
+import torch.nn as nn
+
+import popsim
+from popsim.models import (BertConfig, BertPretraining, BertSquad, ViTTraining, image_batch,
+                           squad_batch)
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tutorials" / "pipelining"))
+import fidelity  # noqa: E402
+import mnist_pipeline  # noqa: E402
+from mnist_network import BLOCKS, BlockedNetwork, Network, TrainingModelWithLoss  # noqa: E402
+
+Batch = Tuple[torch.Tensor, ...]
+
+
+class Case(NamedTuple):
+    id: str
+    ipus: int
+    # The hand split: (model, micro-batch, options, optimizer) as its authors run it.
+    hand: Callable[[], Tuple[nn.Module, Batch, popsim.Options, Optional[torch.optim.Optimizer]]]
+    # The planner's input: the same job without its split, and plan()'s keyword arguments.
+    planned: Callable[[], Tuple[nn.Module, Batch, popsim.Options,
+                                Optional[torch.optim.Optimizer], Dict[str, Any]]]
+
+
+def _mnist_options() -> popsim.Options:
+    """The tutorial's training options (mnist_pipeline.py's defaults: device
+    iterations 10, gradient accumulation 10, every micro-batch's output)."""
+    return mnist_pipeline.training_options(mnist_pipeline.parse_args([]))
+
+
+def _mnist_batch() -> Batch:
+    return torch.randn(40, 1, 28, 28), torch.randint(0, 10, (40,))
+
+
+def _mnist_hand(ipus: int) -> Callable[[], Tuple[nn.Module, Batch, popsim.Options,
+                                                  torch.optim.Optimizer]]:
+    def build() -> Tuple[nn.Module, Batch, popsim.Options, torch.optim.Optimizer]:
+        model = TrainingModelWithLoss(BlockedNetwork())
+        per_ipu = len(BLOCKS) // ipus
+        stages = [popsim.Stage(*BLOCKS[i * per_ipu:(i + 1) * per_ipu]).ipu(i)
+                  for i in range(ipus)]
+        opts = _mnist_options().setExecutionStrategy(popsim.PipelinedExecution(*stages))
+        return model, _mnist_batch(), opts, popsim.optim.AdamW(model.parameters(), lr=1e-3)
+    return build
+
+
+def _mnist_planned() -> Tuple[nn.Module, Batch, popsim.Options, torch.optim.Optimizer,
+                              Dict[str, Any]]:
+    model = TrainingModelWithLoss(Network(), loss_block=None)
+    candidates = [f"model.layer{i}" for i in range(1, 5)]
+    return (model, _mnist_batch(), _mnist_options(),
+            popsim.optim.AdamW(model.parameters(), lr=1e-3), {"candidates": candidates})
+
+
+def _bert_base_planned() -> Tuple[nn.Module, Batch, popsim.Options, torch.optim.Optimizer,
+                                  Dict[str, Any]]:
+    _, batch, opts, _ = fidelity.bert_base_ph1_pod16()
+    config = BertConfig.base(layer_norm_eps=1e-3, attention_dropout=0.0, hidden_dropout=0.1)
+    model = BertPretraining(config, recompute_checkpoint_every_layer=True).half()
+    optimizer = popsim.optim.LAMBNoBias(model.parameters(), lr=6e-3, weight_decay=0.01,
+                                        loss_scaling=16384.0)
+    candidates = ["bert.embeddings"] + [f"bert.layers.{i}" for i in range(config.num_layers)]
+    return model, batch, opts, optimizer, {"candidates": candidates, "tail": "transform"}
+
+
+def _vit_planned() -> Tuple[nn.Module, Batch, popsim.Options, torch.optim.Optimizer,
+                            Dict[str, Any]]:
+    _, batch, opts, _ = fidelity.vit_b16_finetune_pod16()
+    model = ViTTraining(recompute_checkpoint_every_layer=True, dropout=0.1,
+                        eight_bit_input=False).half()
+    optimizer = popsim.optim.SGD(model.parameters(), lr=0.03, momentum=0.9, loss_scaling=0.25,
+                                 accum_type=torch.float16, velocity_accum_type=torch.float16)
+    return model, batch, opts, optimizer, {}
+
+
+_BERT_LARGE_LAYERS = [2, 3, 3, 3, 3, 3, 3, 4]
+
+
+def _bert_large_options() -> popsim.Options:
+    """Graphcore's BERT-Large SQuAD fine-tuning on 8 IPUs (one replica of its
+    Pod16 job): micro-batch 2, gradient accumulation 32, float16 with half
+    partials, recomputation at every layer, LAMB."""
+    opts = popsim.Options()
+    opts.Training.gradientAccumulation(32)
+    opts.Simulator.ipuVersion("Bow")
+    opts.Precision.setPartialsType(torch.half)
+    opts.Training.recomputation(True)
+    return opts
+
+
+def _bert_large_hand() -> Tuple[nn.Module, Batch, popsim.Options, torch.optim.Optimizer]:
+    model = BertSquad(BertConfig.large(), layers_per_ipu=_BERT_LARGE_LAYERS,
+                      recompute_checkpoint_every_layer=True).half()
+    opts = _bert_large_options().setExecutionStrategy(
+        popsim.PipelinedExecution(popsim.AutoStage.AutoIncrement))
+    return (model, squad_batch(BertConfig.large(), 2), opts,
+            popsim.optim.LAMB(model.parameters(), lr=1e-4, loss_scaling=512.0))
+
+
+def _bert_large_planned() -> Tuple[nn.Module, Batch, popsim.Options, torch.optim.Optimizer,
+                                   Dict[str, Any]]:
+    config = BertConfig.large()
+    model = BertSquad(config, recompute_checkpoint_every_layer=True).half()
+    candidates = ["bert.embeddings"] + [f"bert.layers.{i}" for i in range(config.num_layers)]
+    return (model, squad_batch(config, 2), _bert_large_options(),
+            popsim.optim.LAMB(model.parameters(), lr=1e-4, loss_scaling=512.0),
+            {"candidates": candidates})
+
+
+CASES = [
+    Case("mnist-2ipu", 2, _mnist_hand(2), _mnist_planned),
+    Case("mnist-4ipu", 4, _mnist_hand(4), _mnist_planned),
+    Case("bert-base-4ipu", 4, fidelity.bert_base_ph1_pod16, _bert_base_planned),
+    Case("vit-b16-4ipu", 4, fidelity.vit_b16_finetune_pod16, _vit_planned),
+    Case("bert-large-8ipu", 8, _bert_large_hand, _bert_large_planned),
+]
+
+
+def run(case: Case, print_plan: bool) -> Dict[str, Any]:
+    torch.manual_seed(0)
+    model, batch, opts, optimizer = case.hand()
+    hand = popsim.sizeJob(model, batch, opts, optimizer)
+    torch.manual_seed(0)
+    model, batch, opts, optimizer, kwargs = case.planned()
+    start = time.perf_counter()
+    plan = popsim.plan(model, batch, opts, optimizer, ipus=case.ipus, **kwargs)
+    seconds = time.perf_counter() - start
+    if print_plan:
+        print(plan, end="\n\n")
+    return {"case": case.id, "ipus": case.ipus, "hand": hand.throughput,
+            "hand_fits": hand.fits,
+            "planned": plan.chosen.throughput if plan.chosen is not None else 0.0,
+            "fits": plan.fits, "seconds": seconds,
+            "layout": plan.chosen.layout if plan.chosen is not None else None,
+            "settings": plan.chosen.settings() if plan.chosen is not None else None}
+
+
+def main(argv: List[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    parser.add_argument("--cases", nargs="*", metavar="ID", help="only these cases")
+    parser.add_argument("--print-plans", action="store_true", help="print each plan")
+    args = parser.parse_args(argv)
+    unknown = set(args.cases or ()) - {case.id for case in CASES}
+    if unknown:
+        parser.error(f"unknown case(s) {sorted(unknown)}; the cases are "
+                     f"{[case.id for case in CASES]}")
+    results = []
+    print(f"{'case':16} {'IPUs':>4} {'hand items/s':>13} {'planned':>11} {'ratio':>6}  fits  "
+          f"{'planner s':>9}  plan")
+    for case in CASES:
+        if args.cases and case.id not in args.cases:
+            continue
+        result = run(case, args.print_plans)
+        results.append(result)
+        print(f"{case.id:16} {case.ipus:>4} {result['hand']:>13,.0f} {result['planned']:>11,.0f} "
+              f"{result['planned'] / result['hand']:>6.3f}  "
+              f"{'yes' if result['fits'] else 'NO ':4}  {result['seconds']:>9.1f}  "
+              f"{result['layout']} {result['settings'] or ''}", flush=True)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as out:
+            json.dump(results, out, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

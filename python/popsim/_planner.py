@@ -1,0 +1,566 @@
+"""popsim.plan: chooses how to pipeline a model over IPUs from popsim's own
+cost-only simulation.
+
+The model is split at module boundaries a person can read: the children of
+its largest Sequential or ModuleList, or the modules the caller names (the
+*candidates*, in the order the model calls them). A split gives each IPU a
+run of consecutive candidates; IPU 0 also takes everything the model does
+before its second run starts, and the last IPU everything after its first
+candidate (heads, losses).
+
+The search has three steps:
+
+1. **Profile.** One cost-only compilation puts each candidate in a pipeline
+   stage of its own, on its own IPU, and reads each stage's cycles per
+   micro-batch (ExecutionTrace's stage loads) and memory.
+2. **Rank splits.** Every split into the asked number of IPUs (or, when
+   there are too many, the best split of the min-max partition and its
+   neighbours) is scored by its slowest IPU's summed cycles, the pipeline's
+   pace.
+3. **Verify.** The best-ranked splits are compiled cost-only as the user
+   would run them (the same BeginBlock annotations that ``apply`` writes),
+   with the pipeline schedules and, when a split does not fit, the memory
+   settings that trade time for memory: recomputation and optimizer state
+   off chip. Each verified plan's throughput and memory are the simulated
+   clock's and memory plan's, so a plan's prediction is what a run of the
+   annotated model reports.
+
+The chosen plan is the fastest verified one that fits every IPU.
+"""
+
+import copy
+import itertools
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+
+import torch
+
+from popsim._blocks import BeginBlock, _BlockStart, removeBlocks
+from popsim._sizing import SizingReport, cost_only_call, mib
+from popsim.errors import CompilationError, OptionError
+from popsim.options import Options, TensorLocationSettings
+from popsim.strategies import PipelinedExecution, PipelineSchedule, Stage
+
+# Beyond this many splits, only the min-max split and its neighbours are ranked.
+_ENUMERATED_SPLITS = 20000
+
+
+@dataclass
+class PlannedIpu:
+    """One IPU of a verified plan: the candidates it runs, its memory and busy share."""
+    ipu: int
+    modules: List[str]
+    memory_bytes: int
+    capacity_bytes: int
+    busy_share: float
+
+    @property
+    def fits(self) -> bool:
+        return self.memory_bytes <= self.capacity_bytes
+
+
+@dataclass
+class PipelinePlan:
+    """A split of the candidates over IPUs with its pipeline settings, and what
+    popsim's simulation of it gives (``report``, a SizingReport)."""
+    split: List[List[str]]
+    schedule: PipelineSchedule
+    recomputation: bool
+    optimizer_off_chip: bool
+    report: SizingReport
+    # The module where the model's tail starts, run as a last stage on IPU 0.
+    tail: Optional[str] = None
+
+    @property
+    def ipus(self) -> int:
+        return len(self.split)
+
+    @property
+    def fits(self) -> bool:
+        return self.report.fits
+
+    @property
+    def throughput(self) -> float:
+        """Simulated items/s over all replicas (the report's)."""
+        return self.report.throughput
+
+    @property
+    def step_seconds(self) -> float:
+        return self.report.step_seconds
+
+    @property
+    def layout(self) -> List[int]:
+        """How many candidates each IPU runs (Graphcore's ``layers_per_ipu``)."""
+        return [len(modules) for modules in self.split]
+
+    def planned_ipus(self) -> List[PlannedIpu]:
+        tail = [f"{self.tail} (tail)"] if self.tail is not None else []
+        return [PlannedIpu(ipu.ipu, self.split[ipu.ipu] + (tail if ipu.ipu == 0 else []),
+                           ipu.memory_bytes, ipu.capacity_bytes, ipu.busy_share)
+                for ipu in self.report.ipus]
+
+    def settings(self) -> str:
+        parts = [f"schedule {self.schedule.value}",
+                 f"recomputation {'on' if self.recomputation else 'off'}"]
+        if self.optimizer_off_chip:
+            parts.append("optimizer state off chip")
+        return ", ".join(parts)
+
+    def options(self, base: Optional[Options] = None) -> Options:
+        """`base` (default: new Options) with this plan's execution strategy and
+        settings: a PipelinedExecution of one stage per IPU, stage k on IPU k."""
+        return _plan_options(self.ipus, self.schedule, self.recomputation,
+                             self.optimizer_off_chip, base, self.tail is not None)
+
+    def annotations(self) -> List[str]:
+        """The BeginBlock calls that apply() makes, as code."""
+        lines = ['popsim.BeginBlock(model, "IPU0", ipu_id=0)']
+        for ipu, modules in enumerate(self.split[1:], start=1):
+            lines.append(f'popsim.BeginBlock(model.get_submodule("{modules[0]}"), "IPU{ipu}", '
+                         f'ipu_id={ipu})')
+        if self.tail is not None:
+            lines.append(f'popsim.BeginBlock(model.get_submodule("{self.tail}"), "tail", '
+                         'ipu_id=0)')
+        return lines
+
+    def apply(self, model: torch.nn.Module, options: Optional[Options] = None) -> Options:
+        """Annotates `model` (removing its BeginBlock annotations first): block
+        "IPU0" starts with the model, block "IPU<k>" with IPU k's first
+        candidate. Returns `options` (default: new Options) with the plan's
+        strategy and settings, ready for popsim.trainingModel / inferenceModel."""
+        _annotate(model, self.split, self.tail)
+        return self.options(options)
+
+    def summary(self) -> str:
+        return (f"[{', '.join(str(n) for n in self.layout)}] {self.settings()}: "
+                f"{self.throughput:,.0f} items/s, step {self.step_seconds * 1e3:,.3f} ms, "
+                + ("fits" if self.fits else "does NOT fit"))
+
+
+@dataclass
+class Plan:
+    """What popsim.plan found: the chosen plan (None when nothing fits), the
+    runners-up, the candidates' profile and advice. ``str()`` prints it."""
+    model: str
+    ipus: int
+    training: bool
+    candidates: List[str]
+    candidate_cycles: List[float]
+    candidate_memory: List[int]
+    capacity_bytes: int
+    chosen: Optional[PipelinePlan]
+    runners_up: List[PipelinePlan] = field(default_factory=list)
+    evaluated: int = 0
+    seconds: float = 0.0
+    advice: List[str] = field(default_factory=list)
+
+    @property
+    def fits(self) -> bool:
+        return self.chosen is not None
+
+    def apply(self, model: torch.nn.Module, options: Optional[Options] = None) -> Options:
+        """Applies the chosen plan (PipelinePlan.apply); an OptionError when
+        nothing fits, with the plan's advice."""
+        if self.chosen is None:
+            raise OptionError(f"popsim.plan found no split of {self.model} over {self.ipus} IPUs "
+                              "that fits: " + " ".join(self.advice))
+        return self.chosen.apply(model, options)
+
+    def __str__(self) -> str:
+        job = "training" if self.training else "inference"
+        lines = [f"Pipeline plan for {self.model} over {self.ipus} IPUs ({job}): "
+                 f"{len(self.candidates)} candidate modules, {self.evaluated} plans simulated "
+                 f"cost-only in {self.seconds:.1f} s"]
+        if self.chosen is None:
+            lines.append("No plan fits.")
+        else:
+            plan = self.chosen
+            lines += [f"Chosen: {plan.summary()}",
+                      f"  simulated step {plan.report.step_cycles:,.0f} cycles = "
+                      f"{plan.step_seconds * 1e3:,.3f} ms; {plan.throughput:,.0f} items/s over "
+                      f"{plan.report.total_ipus} IPUs"]
+            for ipu in plan.planned_ipus():
+                share = ipu.memory_bytes / ipu.capacity_bytes if ipu.capacity_bytes else 0.0
+                runs = _span(plan.split[ipu.ipu])
+                if ipu.ipu == 0 and plan.tail is not None:
+                    runs += f", then the tail from {plan.tail}"
+                lines.append(f"  IPU {ipu.ipu}: {runs}; {mib(ipu.memory_bytes)} of "
+                             f"{mib(ipu.capacity_bytes)} ({share:.0%}), busy {ipu.busy_share:.0%}")
+            lines.append("  Apply it with plan.apply(model, options), which does:")
+            lines += [f"    {line}" for line in plan.annotations()]
+        if self.runners_up:
+            lines.append("Runners-up:")
+            lines += [f"  {plan.summary()}" for plan in self.runners_up]
+        if self.advice:
+            lines += ["Advice:"] + [f"- {line}" for line in self.advice]
+        return "\n".join(lines)
+
+
+def _plan_options(ipus: int, schedule: PipelineSchedule, recomputation: bool, off_chip: bool,
+                  base: Optional[Options], tail: bool = False) -> Options:
+    opts = (base or Options()).clone()
+    stages = [Stage(f"IPU{ipu}").ipu(ipu) for ipu in range(ipus)]
+    if tail:
+        stages.append(Stage("tail").ipu(0))
+    opts.setExecutionStrategy(PipelinedExecution(*stages, schedule=schedule))
+    if recomputation:
+        opts.Training.recomputation(True)
+    if off_chip:
+        location = copy.copy(opts.TensorLocations.optimizer_location)
+        opts.TensorLocations.setOptimizerLocation(location.useOnChipStorage(False))
+    return opts
+
+
+def _span(modules: List[str]) -> str:
+    return modules[0] if len(modules) == 1 else f"{modules[0]} .. {modules[-1]}"
+
+
+def _default_candidates(model: torch.nn.Module) -> List[str]:
+    """The children of the model's Sequential or ModuleList with the most
+    children (the first such, in module order)."""
+    best: Tuple[int, str] = (0, "")
+    for name, module in model.named_modules():
+        if isinstance(module, (torch.nn.Sequential, torch.nn.ModuleList)):
+            if len(module) > best[0]:
+                best = (len(module), name)
+    if best[0] < 2:
+        raise OptionError(
+            f"popsim.plan: {type(model).__name__} has no Sequential or ModuleList of 2 or more "
+            "modules to split at; name the modules to split at with candidates=[...] (module "
+            "names as model.named_modules() gives them, in the order forward() calls them).")
+    prefix = f"{best[1]}." if best[1] else ""
+    return [f"{prefix}{name}" for name, _ in model.get_submodule(best[1]).named_children()]
+
+
+def _check_candidates(model: torch.nn.Module, candidates: Sequence[str]) -> List[str]:
+    names = list(candidates)
+    known = dict(model.named_modules())
+    for name in names:
+        if not isinstance(name, str) or name not in known or name == "":
+            raise OptionError(
+                f"popsim.plan: candidate {name!r} is not a submodule of {type(model).__name__}; "
+                "candidates are module names as model.named_modules() gives them (e.g. "
+                "'encoder.layers.3').")
+    if len(set(names)) != len(names):
+        raise OptionError(f"popsim.plan: candidates {names} name a module twice.")
+    return names
+
+
+def _annotate(model: torch.nn.Module, split: List[List[str]], tail: Optional[str]) -> None:
+    removeBlocks(model)
+    BeginBlock(model, "IPU0", ipu_id=0)
+    for ipu, modules in enumerate(split[1:], start=1):
+        BeginBlock(model.get_submodule(modules[0]), f"IPU{ipu}", ipu_id=ipu)
+    if tail is not None:
+        BeginBlock(model.get_submodule(tail), "tail", ipu_id=0)
+
+
+def _has_blocks(model: torch.nn.Module) -> bool:
+    return any(isinstance(hook, _BlockStart)
+               for module in model.modules() for hook in module._forward_pre_hooks.values())
+
+
+def _splits(count: int, parts: int) -> Iterator[Tuple[int, ...]]:
+    """Every split of `count` consecutive items into `parts` non-empty runs, as run lengths."""
+    for cuts in itertools.combinations(range(1, count), parts - 1):
+        bounds = (0,) + cuts + (count,)
+        yield tuple(bounds[i + 1] - bounds[i] for i in range(parts))
+
+
+def _min_max_split(cycles: List[float], parts: int) -> Tuple[int, ...]:
+    """The split whose largest run sum is smallest (dynamic programming)."""
+    count = len(cycles)
+    prefix = [0.0]
+    for c in cycles:
+        prefix.append(prefix[-1] + c)
+    # best[k][i]: the smallest largest sum of the first i items in k runs.
+    best = [[math.inf] * (count + 1) for _ in range(parts + 1)]
+    cut = [[0] * (count + 1) for _ in range(parts + 1)]
+    best[0][0] = 0.0
+    for k in range(1, parts + 1):
+        for i in range(k, count + 1):
+            for j in range(k - 1, i):
+                value = max(best[k - 1][j], prefix[i] - prefix[j])
+                if value < best[k][i]:
+                    best[k][i], cut[k][i] = value, j
+    lengths = []
+    i = count
+    for k in range(parts, 0, -1):
+        j = cut[k][i]
+        lengths.append(i - j)
+        i = j
+    return tuple(reversed(lengths))
+
+
+def _neighbours(lengths: Tuple[int, ...]) -> Iterator[Tuple[int, ...]]:
+    """Splits that move one boundary by one candidate."""
+    for i in range(len(lengths) - 1):
+        for move in (-1, 1):
+            moved = list(lengths)
+            moved[i] += move
+            moved[i + 1] -= move
+            if min(moved) >= 1:
+                yield tuple(moved)
+
+
+def _ranked_splits(cycles: List[float], memory: List[Dict[str, int]], capacity: int, parts: int,
+                   keep: int) -> List[Tuple[int, ...]]:
+    """The `keep` most promising splits, alternately the fastest and the
+    leanest: the fastest are those with the smallest slowest IPU (its
+    candidates' summed cycles, within 1%: the profile's precision), those
+    estimated to fit first; the leanest have the least memory on the fullest
+    IPU (_group_memory's estimate, which only orders splits: verification
+    decides)."""
+    def sums(values: Sequence[float], lengths: Tuple[int, ...]) -> List[float]:
+        result, start = [], 0
+        for length in lengths:
+            result.append(sum(values[start:start + length]))
+            start += length
+        return result
+
+    def pace(lengths: Tuple[int, ...]) -> int:
+        slowest = max(sums(cycles, lengths))
+        return int(math.log(slowest) / math.log(1.01)) if slowest > 0 else 0
+
+    def peak(lengths: Tuple[int, ...]) -> float:
+        starts = [sum(lengths[:g]) for g in range(len(lengths))]
+        return max(_group_memory(memory, start, length, g, len(lengths))
+                   for g, (start, length) in enumerate(zip(starts, lengths)))
+
+    def evenness(lengths: Tuple[int, ...]) -> float:
+        return sum(s * s for s in sums(cycles, lengths))
+
+    if math.comb(len(cycles) - 1, parts - 1) <= _ENUMERATED_SPLITS:
+        pool = set(_splits(len(cycles), parts))
+    else:
+        best = _min_max_split(cycles, parts)
+        pool = {best} | set(_neighbours(best))
+        pool |= {n2 for n in list(pool) for n2 in _neighbours(n)}
+        totals = [float(sum(categories.values())) for categories in memory]
+        leanest = _min_max_split(totals, parts)
+        pool |= {leanest} | set(_neighbours(leanest))
+    fastest = sorted(pool, key=lambda s: (peak(s) > capacity, pace(s), peak(s), evenness(s)))
+    leanest_first = sorted(pool, key=lambda s: (peak(s), pace(s), evenness(s)))
+    ranked: List[Tuple[int, ...]] = []
+    for pair in zip(fastest, leanest_first):
+        for lengths in pair:
+            if lengths not in ranked:
+                ranked.append(lengths)
+    return ranked[:keep]
+
+
+def _group(candidates: List[str], lengths: Sequence[int]) -> List[List[str]]:
+    split, start = [], 0
+    for length in lengths:
+        split.append(candidates[start:start + length])
+        start += length
+    return split
+
+
+def _profile(model: torch.nn.Module, candidates: List[str], tail: Optional[str], micro_batch: Any,
+             options: Options, optimizer: Optional[torch.optim.Optimizer]
+             ) -> Tuple[List[float], List[Dict[str, int]], int]:
+    """Each candidate's cycles per micro-batch and memory by category, from a cost-only
+    run with every candidate a pipeline stage of its own, on its own IPU
+    (the tail's stage on IPU 0, counted with the first candidate)."""
+    from popsim._trace import ExecutionTrace
+    from popsim.profiling._analysis import stage_loads
+    from popsim.profiling._writer import stage_list
+
+    split = [[name] for name in candidates]
+    profile = _plan_options(len(split), PipelineSchedule.Interleaved, False, False, options,
+                            tail is not None)
+    # Enough micro-batches to fill the profile's longer pipeline (its figures are per micro-batch).
+    stages = len(split) + (tail is not None)
+    if optimizer is not None:
+        profile.Training.gradientAccumulation(
+            max(profile.Training.gradient_accumulation, 2 * stages - 1))
+    else:
+        profile.deviceIterations(max(profile.device_iterations, stages))
+    _annotate(model, split, tail)
+    with cost_only_call(model, micro_batch, profile, optimizer) as executor:
+        loads = stage_loads(ExecutionTrace.of(executor._program), stage_list(executor._stages))
+        report = executor.sizingReport()
+    cycles = [0.0] * len(candidates)
+    for load in loads:
+        cycles[load.ipu] += load.cycles
+    return cycles, [ipu.memory_by_category for ipu in report.ipus], report.ipus[0].capacity_bytes
+
+
+# Memory that grows with each candidate an IPU holds; the stash also grows
+# with how early the IPU's stage is (_STASH_DEPTH); the other categories
+# (code, activations, temporaries) are mostly the IPU's largest candidate's.
+_ADDITIVE = ("weights", "gradient accumulators", "optimizer state", "random state", "constants",
+             "input streams", "prefetch buffers", "streamed in")
+
+
+def _stash_depth(stage: int, stages: int) -> float:
+    """How many micro-batches' stash stage `stage` of `stages` holds, relative
+    to the others, in an interleaved (1F1B) pipeline: the micro-batches it
+    has started and not finished, about stages - stage (measured: the
+    profile's stash per candidate follows stages - stage + 1/2)."""
+    return stages - stage + 0.5
+
+
+def _group_memory(memory: List[Dict[str, int]], start: int, length: int, stage: int,
+                  stages: int) -> float:
+    """An IPU's memory estimated from its candidates' profile (each candidate
+    stage `i` of len(memory)): the additive categories summed, the stash
+    rescaled to the IPU's stage, and the largest candidate's code,
+    activations and temporaries (a lower bound: it only orders splits)."""
+    members = memory[start:start + length]
+    total = 0.0
+    for offset, categories in enumerate(members):
+        total += sum(categories.get(name, 0) for name in _ADDITIVE)
+        total += (categories.get("stash", 0) * _stash_depth(stage, stages)
+                  / _stash_depth(start + offset, len(memory)))
+    for name in ("code", "activations", "temporaries"):
+        total += max(categories.get(name, 0) for categories in members)
+    return total
+
+
+def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = None,
+         optimizer: Optional[torch.optim.Optimizer] = None, *, ipus: int,
+         candidates: Optional[Sequence[str]] = None, tail: Optional[str] = None,
+         max_evaluations: int = 8) -> Plan:
+    """Chooses a pipeline split of `model` over `ipus` IPUs, its schedule and
+    memory settings, for the most simulated throughput that fits every IPU.
+
+    `micro_batch`, `options` and `optimizer` are as for popsim.sizeJob: one
+    micro-batch of one replica's inputs, the job's Options (replication,
+    gradient accumulation, device iterations, precision... are kept; their
+    execution strategy is replaced), and an optimizer for a training job
+    (None: inference). `candidates` are the module names to split at, in the
+    order forward() calls them (default: the children of the model's
+    largest Sequential or ModuleList). `tail` names the module where the
+    model's last part starts when that part must run on IPU 0, as a last
+    pipeline stage beside the first candidates: a head that shares weights
+    with the first IPU's layers (BERT's MLM decoder, tied to the word
+    embeddings), as in Graphcore's BERT examples. `max_evaluations` bounds
+    how many plans are simulated after the profile.
+
+    Returns a Plan: ``str(plan)`` prints the chosen plan (predicted step time,
+    throughput, per-IPU memory and busy share, and the BeginBlock
+    annotations it stands for), the runners-up and, when nothing fits, what
+    would. ``plan.apply(model, options)`` annotates the model and returns
+    the options to run it with. The model is left without annotations.
+    """
+    started = time.monotonic()
+    if not isinstance(model, torch.nn.Module):
+        raise OptionError(f"popsim.plan expects a torch.nn.Module, got {type(model).__name__}.")
+    if isinstance(ipus, bool) or not isinstance(ipus, int) or ipus < 2:
+        raise OptionError(f"popsim.plan: ipus must be an int of 2 or more (the IPUs to "
+                          f"pipeline over), got {ipus!r}.")
+    if _has_blocks(model):
+        raise OptionError(
+            f"popsim.plan: {type(model).__name__} already has BeginBlock annotations; the "
+            "planner writes its own. Remove them with popsim.removeBlocks(model) first.")
+    names = (_check_candidates(model, candidates) if candidates is not None
+             else _default_candidates(model))
+    if tail is not None:
+        _check_candidates(model, [tail])
+        if tail in names:
+            raise OptionError(f"popsim.plan: the tail {tail!r} is also a candidate; the tail "
+                              "runs on IPU 0 after every candidate.")
+    if len(names) < ipus:
+        raise OptionError(
+            f"popsim.plan: {len(names)} candidate modules cannot fill {ipus} IPUs (each IPU "
+            "runs one or more of them); name more candidates, or plan for fewer IPUs.")
+    base = (options or Options()).clone()
+    training = optimizer is not None
+    stages = ipus + (tail is not None)
+    if training and base.Training.gradient_accumulation < 2 * stages - 1:
+        raise OptionError(
+            f"popsim.plan: pipelined training over {ipus} IPUs"
+            + (" with a tail stage" if tail is not None else "")
+            + f" needs Training.gradientAccumulation of at least {2 * stages - 1} (each of its "
+            f"{stages} stages but the last runs its backward pass as a stage of its own), got "
+            f"{base.Training.gradient_accumulation}.")
+    if not training and base.device_iterations < stages:
+        raise OptionError(
+            f"popsim.plan: pipelined inference over {stages} stages needs deviceIterations of at "
+            f"least {stages}, got {base.device_iterations}.")
+    try:
+        try:
+            cycles, memory, capacity = _profile(model, names, tail, micro_batch, base, optimizer)
+        except CompilationError as error:
+            if "share weights" not in str(error):
+                raise
+            raise OptionError(
+                f"popsim.plan: {error} The planner puts consecutive candidates on consecutive "
+                "IPUs; a later part of the model that shares weights with the first IPU's "
+                "(such as a decoder tied to the embeddings) can run there as a last stage: "
+                "name the module where that part starts with tail='...'.") from error
+        totals = [sum(categories.values()) for categories in memory]
+        result = Plan(type(model).__name__, ipus, training, names, cycles, totals, capacity,
+                      chosen=None)
+        verified: List[PipelinePlan] = []
+
+        def evaluate(lengths: Tuple[int, ...], schedule: PipelineSchedule, recompute: bool,
+                     off_chip: bool) -> PipelinePlan:
+            split = _group(names, lengths)
+            _annotate(model, split, tail)
+            with cost_only_call(model, micro_batch,
+                                _plan_options(ipus, schedule, recompute, off_chip, base,
+                                              tail is not None),
+                                optimizer) as executor:
+                candidate = PipelinePlan(split, schedule, recompute, off_chip,
+                                         executor.sizingReport(), tail)
+            result.evaluated += 1
+            verified.append(candidate)
+            return candidate
+
+        recompute = base.Training.recomputation_enabled
+        on_chip = base.TensorLocations.optimizer_location.on_chip
+        # Settings that trade time for memory, tried in turn on a split that does not fit.
+        savings = [(True, False)] if training and not recompute else []
+        if training and on_chip:
+            savings.append((True, True))
+        for lengths in _ranked_splits(cycles, memory, capacity, ipus, keep=max_evaluations):
+            if result.evaluated >= max_evaluations:
+                break
+            attempt = evaluate(lengths, PipelineSchedule.Interleaved, recompute, False)
+            for saving_recompute, saving_off_chip in savings:
+                if attempt.fits or result.evaluated >= max_evaluations:
+                    break
+                attempt = evaluate(lengths, PipelineSchedule.Interleaved, saving_recompute,
+                                 saving_off_chip)
+        # The other schedule, on the fastest plan that fits.
+        fitting = [p for p in verified if p.fits]
+        if training and fitting and result.evaluated < max_evaluations:
+            best = max(fitting, key=lambda p: p.throughput)
+            evaluate(tuple(best.layout), PipelineSchedule.Grouped, best.recomputation,
+                     best.optimizer_off_chip)
+    finally:
+        removeBlocks(model)
+    fitting = sorted((p for p in verified if p.fits), key=lambda p: -p.throughput)
+    result.chosen = fitting[0] if fitting else None
+    others = [p for p in sorted(verified, key=lambda p: (not p.fits, -p.throughput))
+              if p is not result.chosen]
+    result.runners_up = others[:3]
+    if result.chosen is None:
+        result.advice = _advice(result, base, training)
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def _advice(result: Plan, options: Options, training: bool) -> List[str]:
+    """What would make a plan fit, from the profile's memory."""
+    total = sum(result.candidate_memory)
+    needed = max(result.ipus + 1, math.ceil(total / result.capacity_bytes))
+    largest = max(range(len(result.candidates)), key=lambda i: result.candidate_memory[i])
+    lines = [f"The candidates need about {mib(total)} in all (each alone on an IPU), against "
+             f"{mib(result.capacity_bytes)} per IPU: about {needed} IPUs would hold them."]
+    if result.candidate_memory[largest] > result.capacity_bytes:
+        lines.append(f"{result.candidates[largest]} alone needs "
+                     f"{mib(result.candidate_memory[largest])}, more than an IPU holds: split it "
+                     "into smaller candidates, or use a smaller micro-batch.")
+    if training:
+        lines.append("Recomputation and optimizer state off chip were tried on the best-ranked "
+                     "splits; a smaller micro-batch (with more gradient accumulation) lowers the "
+                     "activations and stash of every IPU.")
+    else:
+        lines.append("A smaller micro-batch lowers the activations of every IPU.")
+    return lines

@@ -1,0 +1,185 @@
+"""popsim.plan: the pipeline planner. Its plan must be what a run of the
+annotated model reports, at least as fast as every split it could choose,
+and its errors and advice must name what to change."""
+
+import pytest
+import torch
+import torch.nn as nn
+
+import popsim
+
+
+class Net(nn.Module):
+    """Four layers of unequal cost, as the pipelining tutorial's network."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer1 = nn.Sequential(nn.Conv2d(1, 8, 5), nn.MaxPool2d(2), nn.ReLU())
+        self.layer2 = nn.Sequential(nn.Conv2d(8, 16, 5), nn.MaxPool2d(2), nn.ReLU())
+        self.layer3 = nn.Sequential(nn.Flatten(), nn.Linear(256, 128), nn.ReLU())
+        self.layer4 = nn.Linear(128, 10)
+
+    def forward(self, x):
+        return self.layer4(self.layer3(self.layer2(self.layer1(x))))
+
+
+class WithLoss(nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+        self.loss = nn.CrossEntropyLoss()
+
+    def forward(self, x, labels):
+        out = self.model(x)
+        return out, self.loss(out, labels)
+
+
+CANDIDATES = ["model.layer1", "model.layer2", "model.layer3", "model.layer4"]
+
+
+def job():
+    torch.manual_seed(0)
+    model = WithLoss(Net())
+    opts = popsim.Options()
+    opts.Training.gradientAccumulation(8)
+    batch = (torch.randn(4, 1, 28, 28), torch.randint(0, 10, (4,)))
+    return model, batch, opts
+
+
+def optimizer_of(model):
+    return popsim.optim.SGD(model.parameters(), lr=0.01)
+
+
+def test_the_plan_predicts_what_a_run_of_the_annotated_model_reports():
+    """The chosen plan's throughput and memory are those of a computing run
+    of the model annotated by plan.apply (the planner simulates exactly that)."""
+    model, batch, opts = job()
+    plan = popsim.plan(model, batch, opts, optimizer_of(model), ipus=2, candidates=CANDIDATES)
+    assert plan.fits and plan.chosen.ipus == 2
+    assert not any(module._forward_pre_hooks for module in model.modules()), \
+        "the planner leaves the model as it found it"
+    run_options = plan.apply(model, opts)
+    trainer = popsim.trainingModel(model, run_options, optimizer_of(model))
+    steps = 8
+    trainer(torch.randn(4 * steps, 1, 28, 28), torch.randint(0, 10, (4 * steps,)))
+    report = trainer.sizingReport()
+    trainer.destroy()
+    assert report.throughput == pytest.approx(plan.chosen.throughput, rel=1e-12)
+    assert [ipu.memory_bytes for ipu in report.ipus] == \
+        [ipu.memory_bytes for ipu in plan.chosen.report.ipus]
+
+
+def test_the_plan_is_as_fast_as_every_split_it_could_choose():
+    """Against every split of the four layers over 2 IPUs, sized one by one."""
+    model, batch, opts = job()
+    plan = popsim.plan(model, batch, opts, optimizer_of(model), ipus=2, candidates=CANDIDATES)
+    best = 0.0
+    for first in (1, 2, 3):
+        split = [CANDIDATES[:first], CANDIDATES[first:]]
+        popsim.removeBlocks(model)
+        popsim.BeginBlock(model, "IPU0", ipu_id=0)
+        popsim.BeginBlock(model.get_submodule(split[1][0]), "IPU1", ipu_id=1)
+        split_opts = opts.clone().setExecutionStrategy(popsim.PipelinedExecution(
+            popsim.Stage("IPU0").ipu(0), popsim.Stage("IPU1").ipu(1)))
+        report = popsim.sizeJob(model, batch, split_opts, optimizer_of(model))
+        best = max(best, report.throughput if report.fits else 0.0)
+    popsim.removeBlocks(model)
+    assert plan.chosen.throughput >= best
+    text = str(plan)
+    assert "Chosen: [" in text and 'popsim.BeginBlock(model, "IPU0", ipu_id=0)' in text
+    assert "Runners-up:" in text
+
+
+def test_inference_is_planned_at_a_sequentials_children_and_runs_as_eager():
+    torch.manual_seed(1)
+    net = Net()
+    model = nn.Sequential(net.layer1, net.layer2, net.layer3, net.layer4).eval()
+    opts = popsim.Options().deviceIterations(4)
+    x = torch.randn(2, 1, 28, 28)
+    plan = popsim.plan(model, x, opts, ipus=2)
+    assert plan.candidates == ["0", "1", "2", "3"] and plan.fits
+    run_options = plan.apply(model, opts)
+    batch = torch.randn(8, 1, 28, 28)
+    torch.testing.assert_close(popsim.inferenceModel(model, run_options)(batch), model(batch))
+
+
+def test_when_nothing_fits_the_plan_says_what_would():
+    model, batch, opts = job()
+    opts.Simulator.memoryPerIpu("256KiB")
+    plan = popsim.plan(model, batch, opts, optimizer_of(model), ipus=2, candidates=CANDIDATES)
+    assert not plan.fits and plan.chosen is None
+    text = str(plan)
+    assert "No plan fits." in text
+    assert "IPUs would hold them" in text and "smaller micro-batch" in text
+    with pytest.raises(popsim.OptionError, match=r"found no split of WithLoss over 2 IPUs that "
+                                                 r"fits: The candidates need about"):
+        plan.apply(model, opts)
+
+
+class Tied(nn.Module):
+    """An embedding, two layers and a decoder tied to the embedding."""
+
+    def __init__(self):
+        super().__init__()
+        self.embedding = nn.Embedding(50, 16)
+        self.layers = nn.ModuleList(nn.Linear(16, 16) for _ in range(2))
+        self.head = nn.LayerNorm(16)
+
+    def forward(self, ids, labels):
+        hidden = self.embedding(ids)
+        for layer in self.layers:
+            hidden = torch.relu(layer(hidden))
+        logits = self.head(hidden) @ self.embedding.weight.t()
+        return nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten())
+
+
+def test_a_tail_that_shares_weights_with_the_first_ipu_runs_there():
+    torch.manual_seed(2)
+    model = Tied()
+    opts = popsim.Options()
+    opts.Training.gradientAccumulation(5)
+    batch = (torch.randint(0, 50, (2, 3)), torch.randint(0, 50, (2, 3)))
+    candidates = ["embedding", "layers.0", "layers.1"]
+    with pytest.raises(popsim.OptionError, match=r"Layers that share weights must run on the "
+                                                 r"same IPU.*name the module where that part "
+                                                 r"starts with tail="):
+        popsim.plan(model, batch, opts, optimizer_of(model), ipus=2, candidates=candidates)
+    plan = popsim.plan(model, batch, opts, optimizer_of(model), ipus=2, candidates=candidates,
+                       tail="head")
+    assert plan.fits
+    assert plan.chosen.annotations()[-1] == \
+        'popsim.BeginBlock(model.get_submodule("head"), "tail", ipu_id=0)'
+    assert ", then the tail from head" in str(plan)
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda m, b, o: popsim.plan(m, b, o, ipus=1), r"ipus must be an int of 2 or more"),
+    (lambda m, b, o: popsim.plan(m, b, o, ipus=2, candidates=["model.nothing"]),
+     r"candidate 'model.nothing' is not a submodule of WithLoss"),
+    (lambda m, b, o: popsim.plan(m, b, o, ipus=5, candidates=CANDIDATES),
+     r"4 candidate modules cannot fill 5 IPUs"),
+    (lambda m, b, o: popsim.plan(m, b, o, ipus=2, candidates=CANDIDATES, tail="model.layer4"),
+     r"the tail 'model.layer4' is also a candidate"),
+    (lambda m, b, o: popsim.plan(m, b, o, ipus=5, candidates=CANDIDATES * 2),
+     r"candidates .* name a module twice"),
+    (lambda m, b, o: popsim.plan(m, b, o, optimizer_of(m), ipus=4, candidates=CANDIDATES,
+                                 tail="loss"),
+     r"pipelined training over 4 IPUs with a tail stage needs Training.gradientAccumulation of "
+     r"at least 9 \(each of its 5 stages but the last runs its backward pass as a stage of its "
+     r"own\), got 8"),
+    (lambda m, b, o: popsim.plan(nn.Linear(2, 2), b, o, ipus=2),
+     r"Linear has no Sequential or ModuleList of 2 or more modules to split at; name the "
+     r"modules to split at with candidates="),
+])
+def test_bad_plans_are_refused_naming_the_problem(call, message):
+    model, batch, opts = job()
+    with pytest.raises(popsim.OptionError, match=message):
+        call(model, batch, opts)
+
+
+def test_a_model_with_its_own_blocks_is_refused():
+    model, batch, opts = job()
+    popsim.BeginBlock(model.model.layer3, "mine", ipu_id=1)
+    with pytest.raises(popsim.OptionError, match=r"already has BeginBlock annotations; .* "
+                                                 r"popsim.removeBlocks\(model\) first"):
+        popsim.plan(model, batch, opts, ipus=2, candidates=CANDIDATES)
