@@ -45,6 +45,8 @@ from popsim.strategies import PipelinedExecution, PipelineSchedule, Stage
 
 # Beyond this many splits, only the min-max split and its neighbours are ranked.
 _ENUMERATED_SPLITS = 20000
+# setAvailableMemoryProportion's default.
+_DEFAULT_PROPORTION = 0.6
 
 
 @dataclass
@@ -72,6 +74,10 @@ class PipelinePlan:
     report: SizingReport
     # The module where the model's tail starts, run as a last stage on IPU 0.
     tail: Optional[str] = None
+    # Per IPU, setAvailableMemoryProportion's value where the plan sets one.
+    memory_proportions: Dict[int, float] = field(default_factory=dict)
+    # The IPUs with a matmul or convolution split into serial passes by its budget.
+    split_ipus: List[int] = field(default_factory=list)
 
     @property
     def ipus(self) -> int:
@@ -106,13 +112,17 @@ class PipelinePlan:
                  f"recomputation {'on' if self.recomputation else 'off'}"]
         if self.optimizer_off_chip:
             parts.append("optimizer state off chip")
+        if self.memory_proportions:
+            parts.append("available memory proportion " + ", ".join(
+                f"IPU{ipu} {value:.2f}" for ipu, value in sorted(self.memory_proportions.items())))
         return ", ".join(parts)
 
     def options(self, base: Optional[Options] = None) -> Options:
         """`base` (default: new Options) with this plan's execution strategy and
         settings: a PipelinedExecution of one stage per IPU, stage k on IPU k."""
         return _plan_options(self.ipus, self.schedule, self.recomputation,
-                             self.optimizer_off_chip, base, self.tail is not None)
+                             self.optimizer_off_chip, base, self.tail is not None,
+                             self.memory_proportions)
 
     def annotations(self) -> List[str]:
         """The BeginBlock calls that apply() makes, as code."""
@@ -123,6 +133,24 @@ class PipelinePlan:
         if self.tail is not None:
             lines.append(f'popsim.BeginBlock(model.get_submodule("{self.tail}"), "tail", '
                          'ipu_id=0)')
+        return lines
+
+    def option_lines(self) -> List[str]:
+        """The options that apply() sets, as code."""
+        stages = [f'popsim.Stage("IPU{ipu}").ipu({ipu})' for ipu in range(self.ipus)]
+        if self.tail is not None:
+            stages.append('popsim.Stage("tail").ipu(0)')
+        lines = [f"opts.setExecutionStrategy(popsim.PipelinedExecution({', '.join(stages)}, "
+                 f"schedule=popsim.PipelineSchedule.{self.schedule.value}))"]
+        if self.recomputation:
+            lines.append("opts.Training.recomputation(True)")
+        if self.optimizer_off_chip:
+            lines.append("opts.TensorLocations.setOptimizerLocation("
+                         "popsim.TensorLocationSettings().useOnChipStorage(False))")
+        if self.memory_proportions:
+            lines.append("opts.setAvailableMemoryProportion({" + ", ".join(
+                f'"IPU{ipu}": {value}' for ipu, value in sorted(self.memory_proportions.items()))
+                + "})")
         return lines
 
     def apply(self, model: torch.nn.Module, options: Optional[Options] = None) -> Options:
@@ -188,8 +216,8 @@ class Plan:
                     runs += f", then the tail from {plan.tail}"
                 lines.append(f"  IPU {ipu.ipu}: {runs}; {mib(ipu.memory_bytes)} of "
                              f"{mib(ipu.capacity_bytes)} ({share:.0%}), busy {ipu.busy_share:.0%}")
-            lines.append("  Apply it with plan.apply(model, options), which does:")
-            lines += [f"    {line}" for line in plan.annotations()]
+            lines.append("  Apply it with plan.apply(model, opts), which does:")
+            lines += [f"    {line}" for line in plan.annotations() + plan.option_lines()]
         if self.runners_up:
             lines.append("Runners-up:")
             lines += [f"  {plan.summary()}" for plan in self.runners_up]
@@ -199,8 +227,12 @@ class Plan:
 
 
 def _plan_options(ipus: int, schedule: PipelineSchedule, recomputation: bool, off_chip: bool,
-                  base: Optional[Options], tail: bool = False) -> Options:
+                  base: Optional[Options], tail: bool = False,
+                  proportions: Optional[Dict[int, float]] = None) -> Options:
     opts = (base or Options()).clone()
+    if proportions:
+        merged = {**opts.available_memory_proportion, **proportions}
+        opts.setAvailableMemoryProportion({f"IPU{ipu}": value for ipu, value in merged.items()})
     stages = [Stage(f"IPU{ipu}").ipu(ipu) for ipu in range(ipus)]
     if tail:
         stages.append(Stage("tail").ipu(0))
@@ -390,7 +422,7 @@ def _profile(model: torch.nn.Module, candidates: List[str], tail: Optional[str],
 
 
 # Memory that grows with each candidate an IPU holds; the stash also grows
-# with how early the IPU's stage is (_STASH_DEPTH); the other categories
+# with how early the IPU's stage is (_stash_depth); the other categories
 # (code, activations, temporaries) are mostly the IPU's largest candidate's.
 _ADDITIVE = ("weights", "gradient accumulators", "optimizer state", "random state", "constants",
              "input streams", "prefetch buffers", "streamed in")
@@ -499,40 +531,65 @@ def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = 
         verified: List[PipelinePlan] = []
 
         def evaluate(lengths: Tuple[int, ...], schedule: PipelineSchedule, recompute: bool,
-                     off_chip: bool) -> PipelinePlan:
+                     off_chip: bool, proportions: Optional[Dict[int, float]] = None
+                     ) -> PipelinePlan:
             split = _group(names, lengths)
             _annotate(model, split, tail)
             with cost_only_call(model, micro_batch,
                                 _plan_options(ipus, schedule, recompute, off_chip, base,
-                                              tail is not None),
+                                              tail is not None, proportions),
                                 optimizer) as executor:
-                candidate = PipelinePlan(split, schedule, recompute, off_chip,
-                                         executor.sizingReport(), tail)
+                steps = [step.to_dict() for step in executor._program.program()]
+                candidate = PipelinePlan(
+                    split, schedule, recompute, off_chip, executor.sizingReport(), tail,
+                    dict(proportions or {}),
+                    sorted({step["ipu"] for step in steps if step["passes"] > 1}))
             result.evaluated += 1
             verified.append(candidate)
             return candidate
 
         recompute = base.Training.recomputation_enabled
         on_chip = base.TensorLocations.optimizer_location.on_chip
-        # Settings that trade time for memory, tried in turn on a split that does not fit.
-        savings = [(True, False)] if training and not recompute else []
+        # Settings that trade time for memory, tried in turn on a split that does
+        # not fit: recomputation, the optimizer state off chip, and at last the
+        # Sequential schedule (one micro-batch at a time: no stash).
+        interleaved, sequential = PipelineSchedule.Interleaved, PipelineSchedule.Sequential
+        savings: List[Tuple[PipelineSchedule, bool, bool]] = []
+        if training and not recompute:
+            savings.append((interleaved, True, False))
         if training and on_chip:
-            savings.append((True, True))
+            savings.append((interleaved, True, True))
+        if training:
+            savings.append((sequential, True, on_chip))
         for lengths in _ranked_splits(cycles, memory, capacity, ipus, keep=max_evaluations):
             if result.evaluated >= max_evaluations:
                 break
             attempt = evaluate(lengths, PipelineSchedule.Interleaved, recompute, False)
-            for saving_recompute, saving_off_chip in savings:
+            for saving in savings:
                 if attempt.fits or result.evaluated >= max_evaluations:
                     break
-                attempt = evaluate(lengths, PipelineSchedule.Interleaved, saving_recompute,
-                                 saving_off_chip)
-        # The other schedule, on the fastest plan that fits.
+                attempt = evaluate(lengths, *saving)
+        # On the fastest plan that fits: more memory for the temporaries of the
+        # IPUs whose matmuls or convolutions run in passes (fewer passes), as
+        # much as the IPU has spare; then the other schedule.
+        fitting = [p for p in verified if p.fits]
+        if fitting and result.evaluated < max_evaluations:
+            best = max(fitting, key=lambda p: p.throughput)
+            raised = {}
+            for ipu in best.report.ipus:
+                if ipu.ipu in best.split_ipus:
+                    now = base.available_memory_proportion.get(ipu.ipu, _DEFAULT_PROPORTION)
+                    spare = (ipu.capacity_bytes - ipu.memory_bytes) / ipu.capacity_bytes
+                    raised[ipu.ipu] = round(min(1.0, now + 0.9 * spare), 2)
+            if any(value > base.available_memory_proportion.get(ipu, _DEFAULT_PROPORTION)
+                   for ipu, value in raised.items()):
+                evaluate(tuple(best.layout), best.schedule, best.recomputation,
+                         best.optimizer_off_chip, raised)
         fitting = [p for p in verified if p.fits]
         if training and fitting and result.evaluated < max_evaluations:
             best = max(fitting, key=lambda p: p.throughput)
             evaluate(tuple(best.layout), PipelineSchedule.Grouped, best.recomputation,
-                     best.optimizer_off_chip)
+                     best.optimizer_off_chip, best.memory_proportions)
     finally:
         removeBlocks(model)
     fitting = sorted((p for p in verified if p.fits), key=lambda p: -p.throughput)
@@ -558,9 +615,9 @@ def _advice(result: Plan, options: Options, training: bool) -> List[str]:
                      f"{mib(result.candidate_memory[largest])}, more than an IPU holds: split it "
                      "into smaller candidates, or use a smaller micro-batch.")
     if training:
-        lines.append("Recomputation and optimizer state off chip were tried on the best-ranked "
-                     "splits; a smaller micro-batch (with more gradient accumulation) lowers the "
-                     "activations and stash of every IPU.")
+        lines.append("Recomputation, the optimizer state off chip and the Sequential schedule "
+                     "were tried on the best-ranked splits; a smaller micro-batch (with more "
+                     "gradient accumulation) lowers the activations and stash of every IPU.")
     else:
         lines.append("A smaller micro-batch lowers the activations of every IPU.")
     return lines

@@ -183,3 +183,26 @@ def test_a_model_with_its_own_blocks_is_refused():
     with pytest.raises(popsim.OptionError, match=r"already has BeginBlock annotations; .* "
                                                  r"popsim.removeBlocks\(model\) first"):
         popsim.plan(model, batch, opts, ipus=2, candidates=CANDIDATES)
+
+
+def test_spare_memory_goes_to_matmuls_that_ran_in_passes():
+    """With a small availableMemoryProportion the matmuls run in serial passes;
+    the planner gives their IPUs' spare memory to the temporaries (fewer
+    passes, a faster plan) and says so."""
+    torch.manual_seed(3)
+    model = nn.Sequential(nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
+                          nn.Linear(1024, 10)).eval()
+    opts = popsim.Options().deviceIterations(4)
+    opts.setAvailableMemoryProportion({"IPU0": 0.01, "IPU1": 0.01})
+    opts.Simulator.memoryPerIpu("64MiB")
+    plan = popsim.plan(model, torch.randn(256, 1024), opts, ipus=2)
+    chosen = plan.chosen
+    assert chosen.memory_proportions and all(v > 0.01 for v in chosen.memory_proportions.values())
+    same_split = [p for p in plan.runners_up if p.layout == chosen.layout
+                  and not p.memory_proportions]
+    assert same_split and chosen.throughput > same_split[0].throughput
+    assert "opts.setAvailableMemoryProportion({" in str(plan)
+    applied = plan.apply(model, opts)
+    assert all(applied.available_memory_proportion[ipu] == value
+               for ipu, value in chosen.memory_proportions.items())
+    popsim.removeBlocks(model)
