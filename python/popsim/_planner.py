@@ -561,12 +561,15 @@ def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = 
             savings.append((interleaved, True, True))
         if training:
             savings.append((sequential, True, on_chip))
-        for lengths in _ranked_splits(cycles, memory, capacity, ipus, keep=max_evaluations):
-            if result.evaluated >= max_evaluations:
+        # Two evaluations are kept for the fastest fitting plan's memory
+        # proportions and schedule.
+        for_splits = max_evaluations - 2 if max_evaluations > 4 else max_evaluations
+        for lengths in _ranked_splits(cycles, memory, capacity, ipus, keep=for_splits):
+            if result.evaluated >= for_splits:
                 break
             attempt = evaluate(lengths, PipelineSchedule.Interleaved, recompute, False)
             for saving in savings:
-                if attempt.fits or result.evaluated >= max_evaluations:
+                if attempt.fits or result.evaluated >= for_splits:
                     break
                 attempt = evaluate(lengths, *saving)
         # On the fastest plan that fits: more memory for the temporaries of the

@@ -144,6 +144,15 @@ ONE_HOT = {
         [torch.randn(2)]),
 }
 INDEXING.update(ONE_HOT)
+INDEXING.update({
+    # Counts (int64) and float weights into minlength bins, values repeating.
+    "bincount_minlength": lambda rng: (
+        Indexed(lambda x, i: torch.bincount(i, minlength=7) * x.sum(),
+                [torch.randint(0, 7, (rng.randint(1, 12),))]), [torch.randn(2)]),
+    "bincount_weights": lambda rng: (
+        Indexed(lambda w, i: torch.bincount(i, weights=w, minlength=6),
+                [torch.tensor([5, 0, 5, 2, 2, 2])]), [torch.randn(6)]),
+})
 
 
 def _boundaries(rng):
@@ -224,4 +233,5 @@ INDEXING.update({
 
 # PyTorch has no derivative for scatter with a reduce argument (popsim refuses
 # to train through it, as test_indexing.py checks), nor for integer outputs.
-NOT_DIFFERENTIABLE = {"scatter_reduce_add", "one_hot", "embedding_bag_max_indices"}
+NOT_DIFFERENTIABLE = {"scatter_reduce_add", "one_hot", "embedding_bag_max_indices",
+                      "bincount_minlength", "bincount_weights"}

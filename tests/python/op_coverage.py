@@ -26,7 +26,7 @@ DRAWS = 2
 REFUSED = {"aten::masked_select", "aten::unique", "aten::_unique", "aten::_unique2",
            "aten::unique_dim", "aten::unique_consecutive", "aten::nonzero", "aten::argwhere",
            "aten::fractional_max_pool2d", "aten::fractional_max_pool3d",
-           "aten::_pack_padded_sequence", "aten::bincount"}
+           "aten::_pack_padded_sequence"}
 
 
 def _aten_ops(module, inputs):

@@ -74,8 +74,8 @@ def test_negative_indices_count_from_the_end_in_advanced_indexing():
                                 r"depends on the data"),
     (lambda x: torch.nonzero(x), r"aten::nonzero \(its output's size depends on the data"),
     (lambda x: torch.bincount(x.long().abs().flatten()),
-     r"bincount \(its length, the largest value \+ 1, depends on the data\); for values below "
-     r"a known n, count with F.one_hot\(x, n\).sum\(0\)"),
+     r"bincount without minlength \(its length, the largest value \+ 1, depends on the data\); "
+     r"pass minlength=n with every value below n"),
     (lambda x: F.fractional_max_pool2d(x[None], 2, output_size=(1, 1)),
      r"aten::fractional_max_pool2d \(its pooling regions are drawn at random"),
 ])
@@ -217,3 +217,13 @@ def test_a_constant_boolean_mask_indexes_as_eager(kind):
         (module(leaf) * direction).sum().backward()
     grads, _ = gradients(Projected(module, direction), x)
     torch.testing.assert_close(next(iter(grads.values())), leaf.grad)
+
+
+def test_bincount_checks_its_values_against_minlength_at_run_time():
+    """With minlength n popsim counts into n bins: a value outside [0, n) is an
+    ExecutionError naming bincount and minlength, never a wrong count."""
+    model = popsim.inferenceModel(Function(lambda i: torch.bincount(i, minlength=4)))
+    torch.testing.assert_close(model(torch.tensor([3, 1, 1, 0])), torch.tensor([1, 2, 0, 1]))
+    with pytest.raises(popsim.ExecutionError, match=r"bincount: every value must be at least 0 "
+                                                    r"and below minlength \(4\)"):
+        model(torch.tensor([3, 1, 4, 0]))

@@ -437,12 +437,56 @@ void lowerIndexPut(LoweringContext& ctx) {
   ctx.setOutput(0, y);
 }
 
-// bincount(self, weights, minlength): its length, max(self) + 1 or more,
-// depends on the data, which a compiled program's shapes cannot.
+// bincount(self, weights=None, minlength=0): its length, max(self) + 1 or
+// minlength, depends on the data, which a compiled program's shapes cannot.
+// With minlength n the program counts into n bins and checks at run time
+// that every value is in [0, n) (an ExecutionError otherwise), so its result
+// is eager's whenever that holds; without minlength it is refused.
 void lowerBincount(LoweringContext& ctx) {
-  ctx.unsupported("bincount (its length, the largest value + 1, depends on the data); for "
-                  "values below a known n, count with F.one_hot(x, n).sum(0) (weights: "
-                  "(F.one_hot(x, n) * w[:, None]).sum(0))");
+  ir::Value* x = ctx.tensor(0);
+  const std::optional<size_t> minlengthArgument = ctx.argumentIndex("minlength");
+  const int64_t bins = minlengthArgument.has_value() ? ctx.toInt(*minlengthArgument) : 0;
+  if (bins <= 0) {
+    ctx.unsupported("bincount without minlength (its length, the largest value + 1, depends "
+                    "on the data); pass minlength=n with every value below n (popsim then "
+                    "counts into n bins and checks the values at run time)");
+  }
+  if (x->type().rank() != 1 || ir::isFloat(x->type().dtype)) {
+    ctx.unsupported("bincount of a " + x->type().str() +
+                    " tensor; it counts a 1-D tensor "
+                    "of non-negative integers");
+  }
+  ir::Value* checked =
+      ctx.emit(ir::OpKind::CheckRange, {castTo(ctx, x, ir::DType::Float32)},
+               {{"min", 0.0},
+                {"max", static_cast<double>(bins - 1)},
+                {"what", "bincount: every value must be at least 0 and below minlength (" +
+                             std::to_string(bins) +
+                             "), the number of bins popsim compiled; pass a larger minlength"}});
+  ir::Value* index = castTo(ctx, checked, ir::DType::Int64);
+  const std::optional<size_t> weightsArgument = ctx.argumentIndex("weights");
+  ir::Value* source = nullptr;
+  if (weightsArgument.has_value() && !ctx.isNone(*weightsArgument)) {
+    source = ctx.tensor(*weightsArgument);
+    if (!ir::isFloat(source->type().dtype)) {
+      ctx.unsupported("bincount with " + source->type().str() +
+                      " weights; popsim sums float weights (convert them with .float())");
+    }
+    // PyTorch sums float32 weights in float32 and others in float64, which
+    // popsim computes in float32 (as PopTorch does).
+    source = castTo(ctx, source, ir::DType::Float32);
+  } else {
+    source = constantFilled(ctx, {ir::DType::Int64, x->type().shape}, 1.0);
+  }
+  ir::Value* counts = ctx.emit(ir::OpKind::IndexAdd,
+                               {constantFilled(ctx, {source->type().dtype, {bins}}, 0.0), index,
+                                reshape(ctx, source, {x->type().numel()})},
+                               {{"dim", int64_t{0}}, {"accumulate", true}});
+  // As in PyTorch, which has no derivative for bincount's weights.
+  ctx.setOutput(0, ctx.emit(ir::OpKind::NoDerivative, {counts},
+                            {{"what", std::string("bincount with weights")},
+                             {"hint", std::string("Sum the weights with index_add or "
+                                                  "scatter_add, which have one.")}}));
 }
 
 // one_hot(self, num_classes): int64 [..., num_classes], a 1 scattered into
