@@ -93,7 +93,7 @@ def _bert_base_planned() -> Tuple[nn.Module, Batch, popsim.Options, torch.optim.
     optimizer = popsim.optim.LAMBNoBias(model.parameters(), lr=6e-3, weight_decay=0.01,
                                         loss_scaling=16384.0)
     candidates = ["bert.embeddings"] + [f"bert.layers.{i}" for i in range(config.num_layers)]
-    return model, batch, opts, optimizer, {"candidates": candidates, "tail": "transform"}
+    return model, batch, opts, optimizer, {"candidates": candidates, "tail_after": "bert"}
 
 
 def _vit_planned() -> Tuple[nn.Module, Batch, popsim.Options, torch.optim.Optimizer,

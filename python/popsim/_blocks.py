@@ -123,17 +123,34 @@ class _BlockStart:
         return f"BeginBlock(user_id={self.user_id!r}, ipu_id={self.ipu_id!r})"
 
 
+class _BlockStartAfter(_BlockStart):
+    """Forward hook that opens a block when its module returns."""
+
+    def __call__(self, module: Optional[torch.nn.Module], inputs: Tuple[Any, ...],
+                 output: Any = None) -> None:
+        super().__call__(module, inputs)
+
+    def __repr__(self) -> str:
+        return f"BeginBlock(user_id={self.user_id!r}, ipu_id={self.ipu_id!r}, after=True)"
+
+
 def BeginBlock(layer_to_call: Union[torch.nn.Module, Callable[..., Any]],
                user_id: Optional[str] = None,
-               ipu_id: Optional[int] = None) -> Union[torch.nn.Module, Callable[..., Any]]:
+               ipu_id: Optional[int] = None, *,
+               after: bool = False) -> Union[torch.nn.Module, Callable[..., Any]]:
     """Starts a block where ``layer_to_call`` runs: the module's ops and every op
     after it belong to the block until the next block starts. Returns the module.
     Given a function instead, returns a function that starts the block at each
-    call and then calls it."""
+    call and then calls it. With ``after=True`` (popsim's, for modules) the
+    block starts when the module returns: the ops after it, up to the next
+    block, belong to the block (how popsim.plan places a model's tail)."""
     if not isinstance(layer_to_call, torch.nn.Module):
         if not callable(layer_to_call):
             raise OptionError(f"popsim.BeginBlock expects a torch.nn.Module or a function, "
                               f"got {type(layer_to_call).__name__}.")
+        if after:
+            raise OptionError("popsim.BeginBlock(after=True) takes a torch.nn.Module; a "
+                              "function's block starts when it is called.")
         ipu = _check_ipu(ipu_id, "popsim.BeginBlock")
         start = _BlockStart(_block_id(user_id, ipu, "popsim.BeginBlock"), ipu)
 
@@ -142,14 +159,22 @@ def BeginBlock(layer_to_call: Union[torch.nn.Module, Callable[..., Any]],
             start(None, args)
             return layer_to_call(*args, **kwargs)
         return starting_the_block
-    existing = getattr(layer_to_call, "_popsim_block", None)
+    attribute = "_popsim_block_after" if after else "_popsim_block"
+    existing = getattr(layer_to_call, attribute, None)
     if existing is not None:
         raise OptionError(
-            f"popsim.BeginBlock was already applied to this {type(layer_to_call).__name__} "
-            f"(block {existing.user_id!r}); a module starts one block.")
+            f"popsim.BeginBlock{'(after=True)' if after else ''} was already applied to this "
+            f"{type(layer_to_call).__name__} (block {existing.user_id!r}); a module starts one "
+            "block.")
     ipu = _check_ipu(ipu_id, "popsim.BeginBlock")
-    hook = _BlockStart(_block_id(user_id, ipu, "popsim.BeginBlock"), ipu)
-    setattr(layer_to_call, "_popsim_block", hook)
+    block = _block_id(user_id, ipu, "popsim.BeginBlock")
+    if after:
+        after_hook = _BlockStartAfter(block, ipu)
+        setattr(layer_to_call, attribute, after_hook)
+        layer_to_call.register_forward_hook(after_hook)
+        return layer_to_call
+    hook = _BlockStart(block, ipu)
+    setattr(layer_to_call, attribute, hook)
     layer_to_call.register_forward_pre_hook(hook)
     return layer_to_call
 
@@ -160,10 +185,11 @@ def removeBlocks(module: torch.nn.Module) -> None:
         raise OptionError(f"popsim.removeBlocks expects a torch.nn.Module, got "
                           f"{type(module).__name__}.")
     for submodule in module.modules():
-        hooks = submodule._forward_pre_hooks
-        for key in [key for key, hook in hooks.items() if isinstance(hook, _BlockStart)]:
-            del hooks[key]
+        for hooks in (submodule._forward_pre_hooks, submodule._forward_hooks):
+            for key in [key for key, hook in hooks.items() if isinstance(hook, _BlockStart)]:
+                del hooks[key]
         submodule.__dict__.pop("_popsim_block", None)
+        submodule.__dict__.pop("_popsim_block_after", None)
 
 
 def module_repr(module: torch.nn.Module) -> str:

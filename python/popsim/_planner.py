@@ -72,8 +72,10 @@ class PipelinePlan:
     recomputation: bool
     optimizer_off_chip: bool
     report: SizingReport
-    # The module where the model's tail starts, run as a last stage on IPU 0.
+    # The module where the model's tail starts, run as a last stage on IPU 0
+    # (after the module returns, with tail_after).
     tail: Optional[str] = None
+    tail_after: bool = False
     # Per IPU, setAvailableMemoryProportion's value where the plan sets one.
     memory_proportions: Dict[int, float] = field(default_factory=dict)
     # The IPUs with a matmul or convolution split into serial passes by its budget.
@@ -132,7 +134,7 @@ class PipelinePlan:
                          f'ipu_id={ipu})')
         if self.tail is not None:
             lines.append(f'popsim.BeginBlock(model.get_submodule("{self.tail}"), "tail", '
-                         'ipu_id=0)')
+                         f'ipu_id=0{", after=True" if self.tail_after else ""})')
         return lines
 
     def option_lines(self) -> List[str]:
@@ -158,7 +160,7 @@ class PipelinePlan:
         "IPU0" starts with the model, block "IPU<k>" with IPU k's first
         candidate. Returns `options` (default: new Options) with the plan's
         strategy and settings, ready for popsim.trainingModel / inferenceModel."""
-        _annotate(model, self.split, self.tail)
+        _annotate(model, self.split, self.tail, self.tail_after)
         return self.options(options)
 
     def summary(self) -> str:
@@ -213,7 +215,8 @@ class Plan:
                 share = ipu.memory_bytes / ipu.capacity_bytes if ipu.capacity_bytes else 0.0
                 runs = _span(plan.split[ipu.ipu])
                 if ipu.ipu == 0 and plan.tail is not None:
-                    runs += f", then the tail from {plan.tail}"
+                    runs += (f", then the tail {'after' if plan.tail_after else 'from'} "
+                             f"{plan.tail}")
                 lines.append(f"  IPU {ipu.ipu}: {runs}; {mib(ipu.memory_bytes)} of "
                              f"{mib(ipu.capacity_bytes)} ({share:.0%}), busy {ipu.busy_share:.0%}")
             lines.append("  Apply it with plan.apply(model, opts), which does:")
@@ -280,18 +283,20 @@ def _check_candidates(model: torch.nn.Module, candidates: Sequence[str]) -> List
     return names
 
 
-def _annotate(model: torch.nn.Module, split: List[List[str]], tail: Optional[str]) -> None:
+def _annotate(model: torch.nn.Module, split: List[List[str]], tail: Optional[str],
+              tail_after: bool = False) -> None:
     removeBlocks(model)
     BeginBlock(model, "IPU0", ipu_id=0)
     for ipu, modules in enumerate(split[1:], start=1):
         BeginBlock(model.get_submodule(modules[0]), f"IPU{ipu}", ipu_id=ipu)
     if tail is not None:
-        BeginBlock(model.get_submodule(tail), "tail", ipu_id=0)
+        BeginBlock(model.get_submodule(tail), "tail", ipu_id=0, after=tail_after)
 
 
 def _has_blocks(model: torch.nn.Module) -> bool:
-    return any(isinstance(hook, _BlockStart)
-               for module in model.modules() for hook in module._forward_pre_hooks.values())
+    return any(isinstance(hook, _BlockStart) for module in model.modules()
+               for hooks in (module._forward_pre_hooks, module._forward_hooks)
+               for hook in hooks.values())
 
 
 def _splits(count: int, parts: int) -> Iterator[Tuple[int, ...]]:
@@ -391,8 +396,9 @@ def _group(candidates: List[str], lengths: Sequence[int]) -> List[List[str]]:
     return split
 
 
-def _profile(model: torch.nn.Module, candidates: List[str], tail: Optional[str], micro_batch: Any,
-             options: Options, optimizer: Optional[torch.optim.Optimizer]
+def _profile(model: torch.nn.Module, candidates: List[str], tail: Optional[str],
+             tail_after: bool, micro_batch: Any, options: Options,
+             optimizer: Optional[torch.optim.Optimizer]
              ) -> Tuple[List[float], List[Dict[str, int]], int]:
     """Each candidate's cycles per micro-batch and memory by category, from a cost-only
     run with every candidate a pipeline stage of its own, on its own IPU
@@ -411,7 +417,7 @@ def _profile(model: torch.nn.Module, candidates: List[str], tail: Optional[str],
             max(profile.Training.gradient_accumulation, 2 * stages - 1))
     else:
         profile.deviceIterations(max(profile.device_iterations, stages))
-    _annotate(model, split, tail)
+    _annotate(model, split, tail, tail_after)
     with cost_only_call(model, micro_batch, profile, optimizer) as executor:
         loads = stage_loads(ExecutionTrace.of(executor._program), stage_list(executor._stages))
         report = executor.sizingReport()
@@ -456,7 +462,7 @@ def _group_memory(memory: List[Dict[str, int]], start: int, length: int, stage: 
 def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = None,
          optimizer: Optional[torch.optim.Optimizer] = None, *, ipus: int,
          candidates: Optional[Sequence[str]] = None, tail: Optional[str] = None,
-         max_evaluations: int = 8) -> Plan:
+         tail_after: Optional[str] = None, max_evaluations: int = 8) -> Plan:
     """Chooses a pipeline split of `model` over `ipus` IPUs, its schedule and
     memory settings, for the most simulated throughput that fits every IPU.
 
@@ -470,8 +476,10 @@ def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = 
     model's last part starts when that part must run on IPU 0, as a last
     pipeline stage beside the first candidates: a head that shares weights
     with the first IPU's layers (BERT's MLM decoder, tied to the word
-    embeddings), as in Graphcore's BERT examples. `max_evaluations` bounds
-    how many plans are simulated after the profile.
+    embeddings), as in Graphcore's BERT examples; `tail_after` names instead
+    the module after which it starts (BERT's encoder: the heads, their
+    gather included). `max_evaluations` bounds how many plans are simulated
+    after the profile.
 
     Returns a Plan: ``str(plan)`` prints the chosen plan (predicted step time,
     throughput, per-IPU memory and busy share, and the BeginBlock
@@ -491,6 +499,11 @@ def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = 
             "planner writes its own. Remove them with popsim.removeBlocks(model) first.")
     names = (_check_candidates(model, candidates) if candidates is not None
              else _default_candidates(model))
+    if tail is not None and tail_after is not None:
+        raise OptionError("popsim.plan takes tail or tail_after, not both: the tail starts at "
+                          "one place.")
+    after = tail_after is not None
+    tail = tail_after if after else tail
     if tail is not None:
         _check_candidates(model, [tail])
         if tail in names:
@@ -516,7 +529,8 @@ def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = 
             f"least {stages}, got {base.device_iterations}.")
     try:
         try:
-            cycles, memory, capacity = _profile(model, names, tail, micro_batch, base, optimizer)
+            cycles, memory, capacity = _profile(model, names, tail, after, micro_batch, base,
+                                                optimizer)
         except CompilationError as error:
             if "share weights" not in str(error):
                 raise
@@ -534,14 +548,14 @@ def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = 
                      off_chip: bool, proportions: Optional[Dict[int, float]] = None
                      ) -> PipelinePlan:
             split = _group(names, lengths)
-            _annotate(model, split, tail)
+            _annotate(model, split, tail, after)
             with cost_only_call(model, micro_batch,
                                 _plan_options(ipus, schedule, recompute, off_chip, base,
                                               tail is not None, proportions),
                                 optimizer) as executor:
                 steps = [step.to_dict() for step in executor._program.program()]
                 candidate = PipelinePlan(
-                    split, schedule, recompute, off_chip, executor.sizingReport(), tail,
+                    split, schedule, recompute, off_chip, executor.sizingReport(), tail, after,
                     dict(proportions or {}),
                     sorted({step["ipu"] for step in steps if step["passes"] > 1}))
             result.evaluated += 1

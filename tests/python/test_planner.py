@@ -206,3 +206,66 @@ def test_spare_memory_goes_to_matmuls_that_ran_in_passes():
     assert all(applied.available_memory_proportion[ipu] == value
                for ipu, value in chosen.memory_proportions.items())
     popsim.removeBlocks(model)
+
+
+class TiedEncoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embedding = nn.Embedding(50, 16)
+        self.layers = nn.ModuleList(nn.Linear(16, 16) for _ in range(3))
+
+    def forward(self, ids):
+        hidden = self.embedding(ids)
+        for layer in self.layers:
+            hidden = torch.relu(layer(hidden))
+        return hidden
+
+
+class TiedHeads(nn.Module):
+    """An encoder, then heads written in forward() (no module starts them),
+    the decoder tied to the encoder's embedding."""
+
+    def __init__(self):
+        super().__init__()
+        self.encoder = TiedEncoder()
+
+    def forward(self, ids, labels):
+        hidden = self.encoder(ids)
+        logits = hidden[:, :2] @ self.encoder.embedding.weight.t()
+        return nn.functional.cross_entropy(logits.flatten(0, 1), labels[:, :2].flatten())
+
+
+def test_a_tail_after_a_module_takes_everything_after_it_to_ipu_0():
+    """tail_after: the heads start when the encoder returns (no module marks
+    them), with BeginBlock(after=True); the run matches the prediction."""
+    torch.manual_seed(4)
+    model = TiedHeads()
+    opts = popsim.Options()
+    opts.Training.gradientAccumulation(5)
+    batch = (torch.randint(0, 50, (2, 4)), torch.randint(0, 50, (2, 4)))
+    candidates = ["encoder.embedding", "encoder.layers.0", "encoder.layers.1", "encoder.layers.2"]
+    plan = popsim.plan(model, batch, opts, optimizer_of(model), ipus=2, candidates=candidates,
+                       tail_after="encoder")
+    assert plan.chosen.annotations()[-1] == \
+        'popsim.BeginBlock(model.get_submodule("encoder"), "tail", ipu_id=0, after=True)'
+    assert ", then the tail after encoder" in str(plan)
+    trainer = popsim.trainingModel(model, plan.apply(model, opts), optimizer_of(model))
+    trainer(torch.randint(0, 50, (10, 4)), torch.randint(0, 50, (10, 4)))
+    assert trainer.sizingReport().throughput == pytest.approx(plan.chosen.throughput, rel=1e-12)
+    trainer.destroy()
+    popsim.removeBlocks(model)
+    with pytest.raises(popsim.OptionError, match="takes tail or tail_after, not both"):
+        popsim.plan(model, batch, opts, optimizer_of(model), ipus=2, candidates=candidates,
+                    tail="encoder", tail_after="encoder")
+
+
+def test_begin_block_after_a_module_starts_the_block_when_it_returns():
+    model = nn.Sequential(nn.Linear(3, 3), nn.ReLU(), nn.Linear(3, 2))
+    popsim.BeginBlock(model[0], "A", ipu_id=0, after=True)
+    assert "after=True" in repr(model[0]._popsim_block_after)
+    with pytest.raises(popsim.OptionError, match=r"BeginBlock\(after=True\) was already applied"):
+        popsim.BeginBlock(model[0], "B", ipu_id=1, after=True)
+    with pytest.raises(popsim.OptionError, match=r"after=True\) takes a torch.nn.Module"):
+        popsim.BeginBlock(torch.relu, "C", after=True)
+    popsim.removeBlocks(model)
+    assert not model[0]._forward_hooks
