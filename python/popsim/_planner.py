@@ -6,7 +6,8 @@ its largest Sequential or ModuleList, or the modules the caller names (the
 *candidates*, in the order the model calls them). A split gives each IPU a
 run of consecutive candidates; IPU 0 also takes everything the model does
 before its second run starts, and the last IPU everything after its first
-candidate (heads, losses).
+candidate (heads, losses), unless a tail is named: then the model's last
+part runs as a final stage on IPU 0 (heads tied to the first IPU's weights).
 
 The search has three steps:
 
@@ -14,16 +15,20 @@ The search has three steps:
    stage of its own, on its own IPU, and reads each stage's cycles per
    micro-batch (ExecutionTrace's stage loads) and memory.
 2. **Rank splits.** Every split into the asked number of IPUs (or, when
-   there are too many, the best split of the min-max partition and its
-   neighbours) is scored by its slowest IPU's summed cycles, the pipeline's
-   pace.
+   there are too many, the min-max splits of time and of memory and their
+   neighbours) is ranked twice, and the rankings alternate: by its slowest
+   IPU's summed cycles (the pipeline's pace) and by its fullest IPU's
+   estimated memory.
 3. **Verify.** The best-ranked splits are compiled cost-only as the user
-   would run them (the same BeginBlock annotations that ``apply`` writes),
-   with the pipeline schedules and, when a split does not fit, the memory
-   settings that trade time for memory: recomputation and optimizer state
-   off chip. Each verified plan's throughput and memory are the simulated
-   clock's and memory plan's, so a plan's prediction is what a run of the
-   annotated model reports.
+   would run them (the same BeginBlock annotations that ``apply`` writes). A
+   split that does not fit is tried again with the settings that trade time
+   for memory: recomputation, the optimizer state off chip, the Sequential
+   schedule. The fastest plan that fits is then tried with its IPUs' spare
+   memory given to the temporaries of matmuls that ran in passes
+   (availableMemoryProportion) and with the Grouped schedule. Each verified
+   plan's throughput and memory are the simulated clock's and the memory
+   plan's, so a plan's prediction is what a run of the annotated model
+   reports.
 
 The chosen plan is the fastest verified one that fits every IPU.
 """
