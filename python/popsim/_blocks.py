@@ -194,7 +194,8 @@ def removeBlocks(module: torch.nn.Module) -> None:
 
 def module_repr(module: torch.nn.Module) -> str:
     """The module's repr, with each BeginBlock annotation in front of the
-    submodule it starts: "(layer2): BeginBlock(user_id='B2', ipu_id=1) Linear(...)"."""
+    submodule it starts: "(layer2): BeginBlock(user_id='B2', ipu_id=1) Linear(...)"
+    (an after=True one behind it: "Linear(...) then BeginBlock(..., after=True)")."""
     def describe(current: torch.nn.Module) -> str:
         extra = current.extra_repr()
         lines = extra.split("\n") if extra else []
@@ -203,8 +204,10 @@ def module_repr(module: torch.nn.Module) -> str:
             if child is None:
                 continue
             block = child.__dict__.get("_popsim_block")
+            after = child.__dict__.get("_popsim_block_after")
             text = torch.nn.modules.module._addindent(describe(child), 2)
-            children.append(f"({name}): {f'{block!r} ' if block else ''}{text}")
+            children.append(f"({name}): {f'{block!r} ' if block else ''}{text}"
+                            f"{f' then {after!r}' if after else ''}")
         body = current._get_name() + "("
         if children or len(lines) > 1:
             body += "\n  " + "\n  ".join(lines + children) + "\n"
