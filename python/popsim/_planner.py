@@ -274,14 +274,15 @@ def _default_candidates(model: torch.nn.Module) -> List[str]:
     return [f"{prefix}{name}" for name, _ in model.get_submodule(best[1]).named_children()]
 
 
-def _check_candidates(model: torch.nn.Module, candidates: Sequence[str]) -> List[str]:
+def _check_candidates(model: torch.nn.Module, candidates: Sequence[str],
+                      what: str = "candidate") -> List[str]:
     names = list(candidates)
     known = dict(model.named_modules())
     for name in names:
         if not isinstance(name, str) or name not in known or name == "":
             raise OptionError(
-                f"popsim.plan: candidate {name!r} is not a submodule of {type(model).__name__}; "
-                "candidates are module names as model.named_modules() gives them (e.g. "
+                f"popsim.plan: {what} {name!r} is not a submodule of {type(model).__name__}; "
+                "name modules as model.named_modules() gives them (e.g. "
                 "'encoder.layers.3').")
     if len(set(names)) != len(names):
         raise OptionError(f"popsim.plan: candidates {names} name a module twice.")
@@ -510,7 +511,7 @@ def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = 
     after = tail_after is not None
     tail = tail_after if after else tail
     if tail is not None:
-        _check_candidates(model, [tail])
+        _check_candidates(model, [tail], "tail_after" if after else "tail")
         if tail in names:
             raise OptionError(f"popsim.plan: the tail {tail!r} is also a candidate; the tail "
                               "runs on IPU 0 after every candidate.")

@@ -160,6 +160,9 @@ def test_a_tail_that_shares_weights_with_the_first_ipu_runs_there():
      r"4 candidate modules cannot fill 5 IPUs"),
     (lambda m, b, o: popsim.plan(m, b, o, ipus=2, candidates=CANDIDATES, tail="model.layer4"),
      r"the tail 'model.layer4' is also a candidate"),
+    (lambda m, b, o: popsim.plan(m, b, o, ipus=2, candidates=CANDIDATES, tail_after="head"),
+     r"tail_after 'head' is not a submodule of WithLoss; name modules as "
+     r"model.named_modules\(\) gives them"),
     (lambda m, b, o: popsim.plan(m, b, o, ipus=5, candidates=CANDIDATES * 2),
      r"candidates .* name a module twice"),
     (lambda m, b, o: popsim.plan(m, b, o, optimizer_of(m), ipus=4, candidates=CANDIDATES,
