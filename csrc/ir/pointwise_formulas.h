@@ -152,6 +152,35 @@ template <class M> typename M::T trigamma(typename M::T x) {
   return x < 0.5 ? reflected : trigammaOfPositive<M>(x);
 }
 
+// logit with PyTorch's kernels: without eps (eps < 0), NaN outside [0, 1]
+// and an infinite gradient at 0 and 1; with eps, x clamped to
+// [eps, 1 - eps] first (NaN stays NaN), the gradient zero outside it.
+template <class M> typename M::T logit(typename M::T x, double eps) {
+  const typename M::T z =
+      eps < 0.0 ? x : (x < eps ? M::constant(eps) : (x > 1.0 - eps ? M::constant(1.0 - eps) : x));
+  return M::log(z / (1.0 - z));
+}
+template <class M> typename M::T logitDerivative(typename M::T x, double eps) {
+  const typename M::T inner = 1.0 / (x * (1.0 - x));
+  if (eps < 0.0) {
+    return x < 0.0 || x > 1.0 ? std::numeric_limits<double>::quiet_NaN()
+                              : (x == 0.0 || x == 1.0 ? M::constant(kInfinity) : inner);
+  }
+  return x < eps || x > 1.0 - eps ? M::constant(0.0) : inner;
+}
+
+// sinc(x) = sin(pi x) / (pi x), 1 at 0. (PyTorch forms pi x in float, so
+// its sinc(1) is -2.8e-8 where this one is 3.9e-17: both are zero to float's
+// precision at that scale.)
+template <class M> typename M::T sinc(typename M::T x) {
+  const typename M::T t = kPi * x;
+  return x == 0.0 ? M::constant(1.0) : M::sin(t) / t;
+}
+template <class M> typename M::T sincDerivative(typename M::T x) {
+  const typename M::T t = kPi * x;
+  return x == 0.0 ? M::constant(0.0) : (t * M::cos(t) - M::sin(t)) / (t * x);
+}
+
 // PyTorch's sign: (0 < x) - (x < 0), so NaN gives 0.
 template <class M> typename M::T sign(typename M::T x) {
   return (0.0 < x ? 1.0 : 0.0) - (x < 0.0 ? 1.0 : 0.0);
@@ -250,6 +279,12 @@ template <class M> struct PointwiseFormulas {
      [](T x, P) -> T { const T y = formulas::erfinv<M>(x); return formulas::kSqrtPi / 2.0 * M::exp(y * y); }},
     {"lgamma", "", [](T x, P) -> T { return M::lgamma(x); }, [](T x, P) -> T { return formulas::digamma<M>(x); }},
     {"digamma", "", [](T x, P) -> T { return formulas::digamma<M>(x); }, [](T x, P) -> T { return formulas::trigamma<M>(x); }},
+    {"logit", "eps", [](T x, P p) -> T { return formulas::logit<M>(x, p[0]); },
+     [](T x, P p) -> T { return formulas::logitDerivative<M>(x, p[0]); }},
+    {"sinc", "", [](T x, P) -> T { return formulas::sinc<M>(x); }, [](T x, P) -> T { return formulas::sincDerivative<M>(x); }},
+    // The standard normal's CDF, and its density as the derivative.
+    {"ndtr", "", [](T x, P) -> T { return 0.5 * M::erfc(-x * formulas::kSqrtHalf); },
+     [](T x, P) -> T { return M::exp(-0.5 * x * x) * (formulas::kSqrtHalf / formulas::kSqrtPi); }},
     {"sign", "", [](T x, P) -> T { return formulas::sign<M>(x); }, nullptr},
     {"floor", "", [](T x, P) -> T { return M::floor(x); }, nullptr},
     {"ceil", "", [](T x, P) -> T { return M::ceil(x); }, nullptr},

@@ -95,7 +95,12 @@ NO_FLOAT16_GRADIENT = NO_FLOAT16_REFERENCE | {"reduction_normalize_zero_rows",
                                               # a broadcast float16 view, which the reference's
                                               # dispatch mode cannot redo in float32
                                               "window_spatial_transformer",
-                                              "window_spatial_transformer_align_corners_border"}
+                                              "window_spatial_transformer_align_corners_border",
+                                              # eager's sinc backward is a composite of float16
+                                              # ops, (pi x cos(pi x) - sin(pi x)) / (pi x^2),
+                                              # whose cancellation near 0 loses most bits;
+                                              # popsim's one op keeps them
+                                              "pointwise_sinc"}
 
 
 @pytest.mark.parametrize("op", sorted(set(CASES) - NO_FLOAT16_REFERENCE))

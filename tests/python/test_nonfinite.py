@@ -30,7 +30,8 @@ SPECIAL_VALUES = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf"
 # only where the input is not NaN.
 GRADIENT_OF_NAN_UNSPECIFIED = {
     f"pointwise_{name}" for name in ("elu", "selu", "celu", "hardtanh", "relu6_inplace",
-                                     "hardswish_inplace", "hardshrink", "softshrink")} | {
+                                     "hardswish_inplace", "hardshrink", "softshrink",
+                                     "logit_eps_", "special_logit_outside")} | {
     "loss_smooth_l1_beta0",  # an l1 loss: abs's gradient of NaN (sgn) differs between the loops
 }
 
