@@ -20,6 +20,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 namespace popsim {
@@ -79,9 +80,12 @@ ir::PrintOptions fullForm() {
 // file's text by name ("00-import.ir", ...).
 std::map<std::string, std::string> compileAndDump(const ir::Graph& graph,
                                                   const compiler::CompilerOptions& options) {
+  // One directory per process and test: CTest runs tests in parallel processes,
+  // which all share gtest's random seed.
+  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
   const std::filesystem::path root =
       std::filesystem::temp_directory_path() /
-      ("popsim-dump-test-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+      ("popsim-dump-test-" + std::to_string(::getpid()) + "-" + test->name());
   std::filesystem::remove_all(root);
   setenv("POPSIM_DUMP_IR", root.c_str(), 1);
   compiler::compileProgram(graph, options, twoIpus());
