@@ -16,8 +16,6 @@ namespace {
 enum class Interpolation : int64_t { Bilinear = 0, Nearest = 1, Bicubic = 2 };
 enum class Padding : int64_t { Zeros = 0, Border = 1, Reflection = 2 };
 
-ir::Value* constantLike(LoweringContext& ctx, double value) { return floatScalar(ctx, value); }
-
 // Coordinates in [-1, 1] to pixel positions along a dimension of `size`:
 // -1 and 1 are the outer pixels' centres with align_corners, their outer
 // edges without it.
@@ -46,10 +44,10 @@ ir::Value* reflected(LoweringContext& ctx, ir::Value* position, int64_t size, bo
   // zero gradient that still carries NaN, as PyTorch's.
   if (span <= 0.0) return affine(ctx, position, 0.0, 0.0);
   ir::Value* distance = ctx.emit(ir::OpKind::Abs, {affine(ctx, position, 1.0, -low)});
-  ir::Value* extra = emitBinary(ctx, "fmod", distance, constantLike(ctx, span));
+  ir::Value* extra = emitBinary(ctx, "fmod", distance, floatScalar(ctx, span));
   ir::Value* flips = emitPointwise(ctx, affine(ctx, distance, 1.0 / span, 0.0), "floor");
-  ir::Value* even = emitBinary(ctx, "eq", emitBinary(ctx, "fmod", flips, constantLike(ctx, 2.0)),
-                               constantLike(ctx, 0.0));
+  ir::Value* even = emitBinary(ctx, "eq", emitBinary(ctx, "fmod", flips, floatScalar(ctx, 2.0)),
+                               floatScalar(ctx, 0.0));
   ir::Value* result = ctx.emit(ir::OpKind::Where, {even, affine(ctx, extra, 1.0, low),
                                                    affine(ctx, extra, -1.0, span + low)});
   return clipped(ctx, result, size);
@@ -74,19 +72,19 @@ struct Image {
 ir::Value* tap(LoweringContext& ctx, const Image& image, ir::Value* x, ir::Value* y,
                ir::Value* weight) {
   const auto between = [&](ir::Value* v, int64_t size) {
-    return emitBinary(ctx, "logical_and", emitBinary(ctx, "ge", v, constantLike(ctx, 0.0)),
-                      emitBinary(ctx, "le", v, constantLike(ctx, static_cast<double>(size - 1))));
+    return emitBinary(ctx, "logical_and", emitBinary(ctx, "ge", v, floatScalar(ctx, 0.0)),
+                      emitBinary(ctx, "le", v, floatScalar(ctx, static_cast<double>(size - 1))));
   };
   ir::Value* inside = emitBinary(ctx, "logical_and", between(x, image.w), between(y, image.h));
   // Row-major positions, exact in float for any image popsim can hold; 0
   // outside (NaN and infinite positions included), so every gather is in range.
   ir::Value* flat =
       ctx.emit(ir::OpKind::Add, {affine(ctx, y, static_cast<double>(image.w), 0.0), x});
-  flat = ctx.emit(ir::OpKind::Where, {inside, flat, constantLike(ctx, 0.0)});
+  flat = ctx.emit(ir::OpKind::Where, {inside, flat, floatScalar(ctx, 0.0)});
   const ir::Shape gathered = {image.n, image.c, flat->type().shape[2]};
   ir::Value* index = broadcastTo(ctx, castTo(ctx, flat, ir::DType::Int64), gathered);
   ir::Value* values = ctx.emit(ir::OpKind::Gather, {image.pixels, index}, {{"dim", int64_t{2}}});
-  values = ctx.emit(ir::OpKind::Where, {inside, values, constantLike(ctx, 0.0)});
+  values = ctx.emit(ir::OpKind::Where, {inside, values, floatScalar(ctx, 0.0)});
   return weight == nullptr ? values : ctx.emit(ir::OpKind::Mul, {values, weight});
 }
 
