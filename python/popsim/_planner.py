@@ -190,6 +190,9 @@ class Plan:
     evaluated: int = 0
     seconds: float = 0.0
     advice: List[str] = field(default_factory=list)
+    # The module after which the planner ran the model's tail on IPU 0 by
+    # itself (no tail given, and a later part shares the first IPU's weights).
+    automatic_tail: Optional[str] = None
 
     @property
     def fits(self) -> bool:
@@ -208,6 +211,10 @@ class Plan:
         lines = [f"Pipeline plan for {self.model} over {self.ipus} IPUs ({job}): "
                  f"{len(self.candidates)} candidate modules, {self.evaluated} plans simulated "
                  f"cost-only in {self.seconds:.1f} s"]
+        if self.automatic_tail is not None:
+            lines.append(f"What follows {self.automatic_tail} shares weights with the first "
+                         f"IPU's layers, so it runs there as a last stage (as with "
+                         f"tail_after={self.automatic_tail!r}).")
         if self.chosen is None:
             lines.append("No plan fits.")
         else:
@@ -297,6 +304,25 @@ def _annotate(model: torch.nn.Module, split: List[List[str]], tail: Optional[str
         BeginBlock(model.get_submodule(modules[0]), f"IPU{ipu}", ipu_id=ipu)
     if tail is not None:
         BeginBlock(model.get_submodule(tail), "tail", ipu_id=0, after=tail_after)
+
+
+def _enclosing_modules(model: torch.nn.Module, names: List[str]) -> List[str]:
+    """The modules that hold every candidate, innermost first, that forward()
+    calls (not the model itself, nor ModuleList and ModuleDict containers,
+    which are never called)."""
+    common: List[str] = []
+    for level in zip(*(name.split(".") for name in names)):
+        if len(set(level)) != 1:
+            break
+        common.append(level[0])
+    enclosing = []
+    for depth in range(len(common), 0, -1):
+        name = ".".join(common[:depth])
+        module = model.get_submodule(name)
+        if name not in names and not isinstance(module, (torch.nn.ModuleList,
+                                                         torch.nn.ModuleDict)):
+            enclosing.append(name)
+    return enclosing
 
 
 def _has_blocks(model: torch.nn.Module) -> bool:
@@ -484,8 +510,11 @@ def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = 
     with the first IPU's layers (BERT's MLM decoder, tied to the word
     embeddings), as in Graphcore's BERT examples; `tail_after` names instead
     the module after which it starts (BERT's encoder: the heads, their
-    gather included). `max_evaluations` bounds how many plans are simulated
-    after the profile.
+    gather included). Without either, when a later part of the model shares
+    weights with the first IPU's (no IPU but the first can run it), the
+    planner runs what follows the innermost module holding every candidate
+    as that tail by itself, and says so. `max_evaluations` bounds how many
+    plans are simulated after the profile.
 
     Returns a Plan: ``str(plan)`` prints the chosen plan (predicted step time,
     throughput, per-IPU memory and busy share, and the BeginBlock
@@ -533,21 +562,41 @@ def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = 
         raise OptionError(
             f"popsim.plan: pipelined inference over {stages} stages needs deviceIterations of at "
             f"least {stages}, got {base.device_iterations}.")
+    automatic_tail = None
     try:
         try:
             cycles, memory, capacity = _profile(model, names, tail, after, micro_batch, base,
                                                 optimizer)
         except CompilationError as error:
-            if "share weights" not in str(error):
+            if "share weights" not in str(error) or tail is not None:
                 raise
-            raise OptionError(
-                f"popsim.plan: {error} The planner puts consecutive candidates on consecutive "
-                "IPUs; a later part of the model that shares weights with the first IPU's "
-                "(such as a decoder tied to the embeddings) can run there as a last stage: "
-                "name the module where that part starts with tail='...'.") from error
+            # A later part shares weights with the first IPU's: try running what
+            # follows the module that holds the candidates as a tail on IPU 0.
+            found = None
+            enough = not training or base.Training.gradient_accumulation >= 2 * (ipus + 1) - 1
+            for enclosing in (_enclosing_modules(model, names) if enough else []):
+                try:
+                    found = (enclosing, _profile(model, names, enclosing, True, micro_batch, base,
+                                                 optimizer))
+                    break
+                except CompilationError as again:
+                    if "share weights" not in str(again):
+                        raise
+            if found is None:
+                raise OptionError(
+                    f"popsim.plan: {error} The planner puts consecutive candidates on "
+                    "consecutive IPUs; a later part of the model that shares weights with the "
+                    "first IPU's (such as a decoder tied to the embeddings) can run there as a "
+                    "last stage: name the module where that part starts with tail='...' (or "
+                    "the module after which it starts with tail_after='...')"
+                    + ("" if enough else ", with Training.gradientAccumulation of at least "
+                       f"{2 * (ipus + 1) - 1} for the extra stage") + ".") from error
+            tail, after = found[0], True
+            automatic_tail = tail
+            cycles, memory, capacity = found[1]
         totals = [sum(categories.values()) for categories in memory]
         result = Plan(type(model).__name__, ipus, training, names, cycles, totals, capacity,
-                      chosen=None)
+                      chosen=None, automatic_tail=automatic_tail)
         verified: List[PipelinePlan] = []
 
         def evaluate(lengths: Tuple[int, ...], schedule: PipelineSchedule, recompute: bool,

@@ -274,3 +274,26 @@ def test_begin_block_after_a_module_starts_the_block_when_it_returns():
         popsim.BeginBlock(torch.relu, "C", after=True)
     popsim.removeBlocks(model)
     assert not model[0]._forward_hooks
+
+
+def test_a_tail_that_shares_weights_is_found_without_being_named():
+    """No tail given: the heads after the encoder share its embedding, so the
+    planner runs what follows the encoder (the innermost module holding the
+    candidates) on IPU 0 by itself, and says so."""
+    torch.manual_seed(5)
+    model = TiedHeads()
+    opts = popsim.Options()
+    opts.Training.gradientAccumulation(5)
+    batch = (torch.randint(0, 50, (2, 4)), torch.randint(0, 50, (2, 4)))
+    plan = popsim.plan(model, batch, opts, optimizer_of(model), ipus=2,
+                       candidates=["encoder.layers.0", "encoder.layers.1", "encoder.layers.2"])
+    assert plan.fits and plan.automatic_tail == "encoder"
+    assert "What follows encoder shares weights with the first IPU's layers" in str(plan)
+    assert plan.chosen.annotations()[-1] == \
+        'popsim.BeginBlock(model.get_submodule("encoder"), "tail", ipu_id=0, after=True)'
+    opts.Training.gradientAccumulation(3)  # 2 IPUs and a tail stage need 5
+    with pytest.raises(popsim.OptionError, match=r"share weights must run on the same IPU.*"
+                                                 r"with Training.gradientAccumulation of at "
+                                                 r"least 5 for the extra stage"):
+        popsim.plan(model, batch, opts, optimizer_of(model), ipus=2,
+                    candidates=["encoder.layers.0", "encoder.layers.1", "encoder.layers.2"])
