@@ -239,14 +239,10 @@ void convolutionGradInputHalf(const ir::Node& node, const Inputs& inputs, const 
     for (int64_t group = 0; group < g.OC / g.OCG; ++group) {
       for (int64_t pixel = 0; pixel < inPixels; ++pixel) {
         row.reset();
-        double* run = row.run();
         for (int64_t oc = group * g.OCG; oc < (group + 1) * g.OCG; ++oc) {
           for (const Tap& reader : readers[static_cast<size_t>(pixel)]) {
-            const double d = dy[(n * g.OC + oc) * outPixels + reader.pixel];
-            const float* weights = wt.data() + (oc * kernelPixels + reader.k) * g.CG;
-            for (int64_t ic = 0; ic < g.CG; ++ic)
-              run[ic] += d * weights[ic];
-            row.added();
+            row.addScaled(dy[(n * g.OC + oc) * outPixels + reader.pixel],
+                          wt.data() + (oc * kernelPixels + reader.k) * g.CG);
           }
         }
         const float* sums = row.result();
@@ -282,16 +278,12 @@ void convolutionGradWeightHalf(const ir::Node& node, const Inputs& inputs, const
       const int64_t c = group * g.CG + ic;
       for (int64_t k = 0; k < kernelPixels; ++k) {
         row.reset();
-        double* run = row.run();
         for (int64_t n = 0; n < g.N; ++n) {
           for (int64_t o = 0; o < outPixels; ++o) {
             const Tap& tap = taps[static_cast<size_t>(o)][static_cast<size_t>(k)];
             if (tap.pixel < 0) continue;
-            const double input = x[(n * g.C + c) * inPixels + tap.pixel];
-            const float* grads = dyt.data() + (n * outPixels + o) * g.OC + group * g.OCG;
-            for (int64_t oc = 0; oc < g.OCG; ++oc)
-              run[oc] += grads[oc] * input;
-            row.added();
+            row.addScaled(x[(n * g.C + c) * inPixels + tap.pixel],
+                          dyt.data() + (n * outPixels + o) * g.OC + group * g.OCG);
           }
         }
         const float* sums = row.result();

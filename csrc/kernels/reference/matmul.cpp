@@ -105,14 +105,8 @@ void linearHalf(const ir::Node& node, const Inputs& inputs, const Outputs& outpu
   HalfSumRow row(static_cast<size_t>(N));
   for (int64_t m = 0; m < M; ++m) {
     row.reset();
-    double* run = row.run();
-    for (int64_t k = 0; k < K; ++k) {
-      const double a = x[m * K + k];
-      const float* b = wt.data() + k * N;
-      for (int64_t n = 0; n < N; ++n)
-        run[n] += a * b[n];
-      row.added();
-    }
+    for (int64_t k = 0; k < K; ++k)
+      row.addScaled(x[m * K + k], wt.data() + k * N);
     const float* sums = row.result();
     for (int64_t n = 0; n < N; ++n)
       y[m * N + n] = bias != nullptr ? popsim::roundToHalf(sums[n] + bias[n]) : sums[n];
@@ -138,14 +132,8 @@ void batchedMatmulHalf(const ir::Node& node, const Inputs& inputs, const Outputs
     float* py = y + batchIndex++ * M * N;
     for (int64_t m = 0; m < M; ++m) {
       row.reset();
-      double* run = row.run();
-      for (int64_t k = 0; k < K; ++k) {
-        const double left = pa[m * K + k];
-        const float* right = pb + k * N;
-        for (int64_t n = 0; n < N; ++n)
-          run[n] += left * right[n];
-        row.added();
-      }
+      for (int64_t k = 0; k < K; ++k)
+        row.addScaled(pa[m * K + k], pb + k * N);
       std::copy_n(row.result(), N, py + m * N);
     }
   });
@@ -162,14 +150,8 @@ void linearGradWeightHalf(const ir::Node& node, const Inputs& inputs, const Outp
   HalfSumRow row(static_cast<size_t>(K));
   for (int64_t n = 0; n < N; ++n) {
     row.reset();
-    double* run = row.run();
-    for (int64_t m = 0; m < M; ++m) {
-      const double d = dy[m * N + n];
-      const float* xs = x + m * K;
-      for (int64_t k = 0; k < K; ++k)
-        run[k] += d * xs[k];
-      row.added();
-    }
+    for (int64_t m = 0; m < M; ++m)
+      row.addScaled(dy[m * N + n], x + m * K);
     std::copy_n(row.result(), K, dw + n * K);
   }
 }

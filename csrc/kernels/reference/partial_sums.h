@@ -53,7 +53,8 @@ private:
 };
 
 // HalfSum for a row of outputs that receive their products together: the
-// caller adds one product to each element of run(), then calls added(); a
+// caller adds one product to each element of run(), then calls added() (or
+// addScaled() does both for products of one number and a row); a
 // row is vectorised where HalfSums are not, with the same results (each
 // element's products summed in the same order, rounded at the same points).
 class HalfSumRow {
@@ -67,6 +68,13 @@ public:
   double* run() { return run_.data(); }
   void added() {
     if (++count_ == kHalfPartialRun) flush();
+  }
+  // The products coefficient * values[i], one per element, then added().
+  void addScaled(double coefficient, const float* values) {
+    const size_t n = run_.size();
+    for (size_t i = 0; i < n; ++i)
+      run_[i] += coefficient * values[i];
+    added();
   }
   const float* result() {
     flush();
