@@ -63,7 +63,8 @@ void lowerBinaryCrossEntropy(LoweringContext& ctx) {
                           {{"min", 0.0},
                            {"max", 1.0},
                            {"what", std::string("binary_cross_entropy: every element of "
-                                                "the input must be between 0 and 1")}});
+                                                "the input must be between 0 and 1 (PyTorch "
+                                                "raises for this too)")}});
   ir::Value* t = floatTensor(ctx, 1);
   ir::Value* logX = clampMin(ctx, ctx.emit(ir::OpKind::Log, {x}), -100.0);
   ir::Value* logRest =

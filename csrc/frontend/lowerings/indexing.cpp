@@ -456,14 +456,13 @@ void lowerBincount(LoweringContext& ctx) {
                     " tensor; it counts a 1-D tensor "
                     "of non-negative integers");
   }
-  ir::Value* checked =
-      ctx.emit(ir::OpKind::CheckRange, {castTo(ctx, x, ir::DType::Float32)},
+  ir::Value* index =
+      ctx.emit(ir::OpKind::CheckRange, {castTo(ctx, x, ir::DType::Int64)},
                {{"min", 0.0},
                 {"max", static_cast<double>(bins - 1)},
                 {"what", "bincount: every value must be at least 0 and below minlength (" +
                              std::to_string(bins) +
                              "), the number of bins popsim compiled; pass a larger minlength"}});
-  ir::Value* index = castTo(ctx, checked, ir::DType::Int64);
   const std::optional<size_t> weightsArgument = ctx.argumentIndex("weights");
   ir::Value* source = nullptr;
   if (weightsArgument.has_value() && !ctx.isNone(*weightsArgument)) {

@@ -149,10 +149,13 @@ void lowerBernoulli(LoweringContext& ctx) {
     if (p->type().shape != self->type().shape) {
       p = ctx.emit(ir::OpKind::Broadcast, {p}, {{"shape", self->type().shape}});
     }
-    p = ctx.emit(ir::OpKind::CheckRange, {p},
-                 {{"min", 0.0},
-                  {"max", 1.0},
-                  {"what", std::string("bernoulli: every probability must be between 0 and 1")}});
+    p = ctx.emit(
+        ir::OpKind::CheckRange, {p},
+        {{"min", 0.0},
+         {"max", 1.0},
+         {"what",
+          std::string("bernoulli: every probability must be between 0 and 1 (PyTorch raises for "
+                      "this too)")}});
     result = ctx.emit(ir::OpKind::RandomBernoulli, {p, ctx.randomCounter()},
                       {{"seed", ctx.randomSeed()}, {"stream", ctx.nextRandomStream()}});
   }
@@ -177,24 +180,26 @@ void lowerMultinomial(LoweringContext& ctx) {
                     std::to_string(categories) + " categories" +
                     (replacement ? std::string() : std::string(" without replacement")));
   }
-  p = ctx.emit(ir::OpKind::StopGradient,
-               {ctx.emit(ir::OpKind::CheckRange, {p},
-                         {{"min", 0.0},
-                          {"max", std::numeric_limits<double>::infinity()},
-                          {"what", std::string("multinomial: every probability must be finite "
-                                               "and non-negative")}})},
-               {});
+  p = ctx.emit(
+      ir::OpKind::StopGradient,
+      {ctx.emit(ir::OpKind::CheckRange, {p},
+                {{"min", 0.0},
+                 {"max", std::numeric_limits<double>::infinity()},
+                 {"what", std::string("multinomial: every probability must be finite "
+                                      "and non-negative (PyTorch raises for this too)")}})},
+      {});
   // The category of draws u [rows, n] from probabilities q [rows, C]: how
   // many cumulative probabilities lie at or below u (at most C - 1).
   const auto categoryOf = [&](ir::Value* q, int64_t n) {
-    ir::Value* total =
-        ctx.emit(ir::OpKind::CheckRange,
-                 {ctx.emit(ir::OpKind::ReduceSum, {q},
-                           {{"dims", std::vector<int64_t>{1}}, {"keepdim", true}})},
-                 {{"min", static_cast<double>(std::numeric_limits<float>::denorm_min())},
-                  {"max", std::numeric_limits<double>::infinity()},
-                  {"what", std::string("multinomial: the probabilities of a row sum to 0 (without "
-                                       "replacement: fewer non-zero categories than samples)")}});
+    ir::Value* total = ctx.emit(
+        ir::OpKind::CheckRange,
+        {ctx.emit(ir::OpKind::ReduceSum, {q},
+                  {{"dims", std::vector<int64_t>{1}}, {"keepdim", true}})},
+        {{"min", static_cast<double>(std::numeric_limits<float>::denorm_min())},
+         {"max", std::numeric_limits<double>::infinity()},
+         {"what", std::string("multinomial: the probabilities of a row sum to 0 (without "
+                              "replacement: fewer non-zero categories than samples; PyTorch "
+                              "raises for this too)")}});
     ir::Value* cdf = ctx.emit(ir::OpKind::CumulativeSum, {ctx.emit(ir::OpKind::Div, {q, total})},
                               {{"dim", int64_t{1}}, {"reverse", false}});
     ir::Value* u = draw(ctx, "uniform", {0.0, 1.0}, {rows, n, 1});

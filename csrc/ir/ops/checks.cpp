@@ -7,11 +7,15 @@ namespace {
 
 // check_range(X) {min, max, what} -> X unchanged, after checking at run time
 // that every element lies in [min, max] (NaN does not): the checks PyTorch's
-// kernels make on their inputs (binary_cross_entropy's probabilities), as an
-// ExecutionError that says `what` was violated.
+// kernels make on their inputs (binary_cross_entropy's probabilities), and
+// the ones popsim's compiled shapes need (bincount's values), as an
+// ExecutionError that says `what` was violated. X is float, int32 or int64.
 std::vector<TensorType> inferCheckRange(const std::vector<TensorType>& inputs,
                                         const Attributes& attrs) {
-  requireFloat(inputs[0], "input 0 (input)");
+  POPSIM_CHECK(isFloat(inputs[0].dtype) || inputs[0].dtype == DType::Int64 ||
+                   inputs[0].dtype == DType::Int32,
+               ErrorKind::Compilation, "check_range checks float, int32 or int64 tensors, got ",
+               inputs[0].str(), ".");
   POPSIM_CHECK(attrs.getFloat("min") <= attrs.getFloat("max"), ErrorKind::Compilation,
                "check_range needs min <= max, got [", attrs.getFloat("min"), ", ",
                attrs.getFloat("max"), "].");

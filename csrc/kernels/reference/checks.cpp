@@ -12,16 +12,27 @@ namespace {
 
 // check_range: the first element outside [min, max] (or NaN) is an
 // error naming its position and value; otherwise the input is copied through.
-void checkRange(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
-  const auto* x = static_cast<const float*>(inputs[0]);
+template <typename T>
+void checkRangeOf(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+  const auto* x = static_cast<const T*>(inputs[0]);
   const int64_t count = node.input(0)->type().numel();
   const double low = node.attrs().getFloat("min");
   const double high = node.attrs().getFloat("max");
-  const float* bad = std::find_if(x, x + count, [&](float v) { return !(v >= low && v <= high); });
-  POPSIM_CHECK(bad == x + count, ErrorKind::Execution, node.attrs().getString("what"),
-               " (PyTorch raises for this too): element ", bad - x, " is ", *bad, ".");
-  if (outputs[0] != inputs[0])
-    std::memcpy(outputs[0], x, static_cast<size_t>(count) * sizeof(float));
+  const T* bad = std::find_if(x, x + count, [&](T v) {
+    const double value = static_cast<double>(v);
+    return !(value >= low && value <= high);
+  });
+  POPSIM_CHECK(bad == x + count, ErrorKind::Execution, node.attrs().getString("what"), ": element ",
+               bad - x, " is ", *bad, ".");
+  if (outputs[0] != inputs[0]) std::memcpy(outputs[0], x, static_cast<size_t>(count) * sizeof(T));
+}
+
+void checkRange(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+  switch (node.input(0)->type().dtype) {
+  case ir::DType::Int64: return checkRangeOf<int64_t>(node, inputs, outputs);
+  case ir::DType::Int32: return checkRangeOf<int32_t>(node, inputs, outputs);
+  default: return checkRangeOf<float>(node, inputs, outputs);
+  }
 }
 
 template <typename T> std::vector<double> asDoubles(const void* data, int64_t count) {
