@@ -4,11 +4,10 @@ writes its own profile (popsim.profiling) to that directory; the other
 engine options tune Poplar, which popsim does not run, and are named in one
 warning per process."""
 
-import json
-import os
 import warnings
 from typing import Any, Dict, Optional, Set
 
+from popsim._values import json_object_in_environment
 from popsim.errors import OptionError
 
 VARIABLE = "POPLAR_ENGINE_OPTIONS"
@@ -20,18 +19,9 @@ def _true(value: Any) -> bool:
 
 
 def _parsed() -> Dict[str, Any]:
-    text = os.environ.get(VARIABLE, "")
-    if not text.strip():
-        return {}
-    try:
-        options = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise OptionError(f"{VARIABLE} is not JSON ({error}): give an object such as "
-                          '\'{"autoReport.all": "true", "autoReport.directory": "./profile"}\'.'
-                          ) from None
-    if not isinstance(options, dict):
-        raise OptionError(f"{VARIABLE} must be a JSON object of engine options, got {text!r}.")
-    return options
+    return json_object_in_environment(
+        VARIABLE, "engine options",
+        '{"autoReport.all": "true", "autoReport.directory": "./profile"}') or {}
 
 
 def profile_directory() -> Optional[str]:

@@ -133,6 +133,15 @@ def state_type(optimizer: torch.optim.Optimizer, argument: str) -> torch.dtype:
     return getattr(optimizer, argument, None) or torch.float32
 
 
+def _closure_loss(closure: Optional[Callable[[], float]]) -> Optional[float]:
+    """The loss a step's closure recomputes (with gradients on, as in torch's
+    optimizers), or None without a closure."""
+    if closure is None:
+        return None
+    with torch.enable_grad():
+        return closure()
+
+
 def _records_variables(init: Callable[..., None]) -> Callable[..., None]:
     """After `init`, optimizer.variable_attrs marks the attributes the call
     passed explicitly as variable, as on PopTorch's optimizers."""
@@ -232,10 +241,7 @@ class AdamW(_MaxGradNorm, torch.optim.AdamW):
         """torch.optim.AdamW's step, or without bias correction PopTorch's."""
         if all(group.get("bias_correction", True) for group in self.param_groups):
             return super().step(closure)
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
+        loss = _closure_loss(closure)
         for group in self.param_groups:
             if group.get("bias_correction", True):
                 raise OptionError("AdamW: parameter groups that differ in bias_correction "
@@ -298,10 +304,7 @@ class RMSprop(_MaxGradNorm, torch.optim.RMSprop):
         """torch.optim.RMSprop's step, or with use_tf_variant TensorFlow's."""
         if not any(group.get("use_tf_variant", False) for group in self.param_groups):
             return super().step(closure)
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
+        loss = _closure_loss(closure)
         for group in self.param_groups:
             if not group.get("use_tf_variant", False):
                 raise OptionError("RMSprop: parameter groups that differ in use_tf_variant "
@@ -378,10 +381,7 @@ class LAMB(_MaxGradNorm, torch.optim.Optimizer):
     @torch.no_grad()
     def step(self, closure: Optional[Callable[[], float]] = None) -> Optional[float]:
         """One eager LAMB step over the parameters that have gradients."""
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
+        loss = _closure_loss(closure)
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             for p in group["params"]:

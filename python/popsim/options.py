@@ -14,7 +14,6 @@ import contextlib
 import copy
 import difflib
 import inspect
-import json
 import os
 import re
 from typing import Any, Dict, Iterator, List, Literal, Optional, Tuple, Union
@@ -32,7 +31,7 @@ from popsim.enums import (
     ReductionType,
     SyncPattern,
 )
-from popsim._values import is_integer, is_real, is_string_list
+from popsim._values import is_integer, is_real, is_string_list, json_object_in_environment
 from popsim.errors import OptionError
 from popsim.strategies import _ExecutionStrategy
 from popsim.tensor_locations import TensorLocationSettings
@@ -827,19 +826,9 @@ class Options(_OptionGroup):
         '{"deviceIterations": 2, "Precision.enableStochasticRounding": true}',
         applied to every Options when it is created."""
         for variable in ("POPTORCH_DEFAULT_OPTIONS", "POPSIM_DEFAULT_OPTIONS"):
-            text = os.environ.get(variable)
-            if not text:
-                continue
-            try:
-                settings = json.loads(text)
-            except json.JSONDecodeError as error:
-                raise OptionError(f"{variable} is not JSON ({error}): give an object of "
-                                  'setters and values, e.g. \'{"deviceIterations": 2}\'.'
-                                  ) from None
-            if not isinstance(settings, dict):
-                raise OptionError(f"{variable} must be a JSON object of setters and values, "
-                                  f"got {text!r}.")
-            for name, value in settings.items():
+            settings = json_object_in_environment(variable, "setters and values",
+                                                  '{"deviceIterations": 2}')
+            for name, value in (settings or {}).items():
                 *groups, setter = str(name).split(".")
                 target: Any = self
                 try:
