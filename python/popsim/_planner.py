@@ -50,8 +50,6 @@ from popsim.strategies import PipelinedExecution, PipelineSchedule, Stage
 
 # Beyond this many splits, only the min-max split and its neighbours are ranked.
 _ENUMERATED_SPLITS = 20000
-# setAvailableMemoryProportion's default.
-_DEFAULT_PROPORTION = 0.6
 
 
 @dataclass
@@ -83,8 +81,9 @@ class PipelinePlan:
     tail_after: bool = False
     # Per IPU, setAvailableMemoryProportion's value where the plan sets one.
     memory_proportions: Dict[int, float] = field(default_factory=dict)
-    # The IPUs with a matmul or convolution split into serial passes by its budget.
-    split_ipus: List[int] = field(default_factory=list)
+    # Per IPU with a matmul or convolution split into serial passes by its
+    # budget for temporaries: that budget as a share of the IPU's memory.
+    passes_budgets: Dict[int, float] = field(default_factory=dict)
 
     @property
     def ipus(self) -> int:
@@ -608,11 +607,15 @@ def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = 
                                 _plan_options(ipus, schedule, recompute, off_chip, base,
                                               tail is not None, proportions),
                                 optimizer) as executor:
-                steps = [step.to_dict() for step in executor._program.program()]
+                program = executor._program
+                steps = [step.to_dict() for step in program.program()]
+                in_passes = {step["ipu"] for step in steps if step["passes"] > 1}
+                budgets = {entry["ipu"]: entry["temporary_budget"] / entry["capacity"]
+                           for entry in program.memory_report().to_dict()["ipus"]
+                           if entry["ipu"] in in_passes}
                 candidate = PipelinePlan(
                     split, schedule, recompute, off_chip, executor.sizingReport(), tail, after,
-                    dict(proportions or {}),
-                    sorted({step["ipu"] for step in steps if step["passes"] > 1}))
+                    dict(proportions or {}), budgets)
             result.evaluated += 1
             verified.append(candidate)
             return candidate
@@ -649,12 +652,11 @@ def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = 
             best = max(fitting, key=lambda p: p.throughput)
             raised = {}
             for ipu in best.report.ipus:
-                if ipu.ipu in best.split_ipus:
-                    now = base.available_memory_proportion.get(ipu.ipu, _DEFAULT_PROPORTION)
+                if ipu.ipu in best.passes_budgets:
                     spare = (ipu.capacity_bytes - ipu.memory_bytes) / ipu.capacity_bytes
-                    raised[ipu.ipu] = round(min(1.0, now + 0.9 * spare), 2)
-            if any(value > base.available_memory_proportion.get(ipu, _DEFAULT_PROPORTION)
-                   for ipu, value in raised.items()):
+                    raised[ipu.ipu] = round(min(1.0, best.passes_budgets[ipu.ipu] + 0.9 * spare),
+                                            2)
+            if any(value > best.passes_budgets[ipu] for ipu, value in raised.items()):
                 evaluate(tuple(best.layout), best.schedule, best.recomputation,
                          best.optimizer_off_chip, raised)
         fitting = [p for p in verified if p.fits]
