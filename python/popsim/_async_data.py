@@ -37,13 +37,13 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, List, Optional, Tuple
 
 import torch
 import torch.multiprocessing as multiprocessing
+from multiprocessing.process import BaseProcess
 from multiprocessing.reduction import ForkingPickler
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from popsim.options import positive_int
 
 if TYPE_CHECKING:
-    from multiprocessing.process import BaseProcess
     from multiprocessing.queues import Queue
 
     from torch.utils._pytree import TreeSpec
@@ -305,6 +305,27 @@ class AsynchronousDataAccessor:
     def __init__(self, dataset: torch.utils.data.Dataset, buffer_size: int = 3,
                  load_indefinitely: bool = True, early_preload: bool = False,
                  rebatched_size: Optional[int] = None, drop_last: bool = True) -> None:
+        """Sets up the loader; the background process starts at the first ``iter()``.
+
+        Args:
+            dataset: What to load batches from: a DataLoader or any iterable of batches
+                (batches hold tensors and picklable objects). With ``rebatched_size``, ``len()``
+                of the accessor reads ``dataset.dataset``, as a DataLoader has.
+            buffer_size: How many batches to keep ready in shared memory, a positive
+                integer.
+            load_indefinitely: Whether to start loading the next epoch as soon as one ends.
+            early_preload: Whether to start the process (and loading) now rather than at the
+                first ``iter()``.
+            rebatched_size: None to hand out the loaded batches as they are, or a positive
+                integer: assemble them into batches of this many samples (along dimension 0;
+                every element of a batch must then be a tensor with a batch dimension).
+            drop_last: With ``rebatched_size``, whether to drop a final batch shorter than
+                ``rebatched_size``; otherwise unused.
+
+        Raises:
+            OptionError: when ``buffer_size`` or ``rebatched_size`` (when given) is not a
+                positive integer.
+        """
         buffer_size = positive_int("buffer_size", buffer_size, "AsynchronousDataAccessor")
         if rebatched_size is not None:
             rebatched_size = positive_int("rebatched_size", rebatched_size,

@@ -82,19 +82,54 @@ class Block:
     """
 
     def __init__(self, user_id: Optional[str] = None, ipu_id: Optional[int] = None) -> None:
+        """Creates the block; the ``with`` statement opens it and closes it.
+
+        Args:
+            user_id: The block's name (an ``int`` is taken as its ``str``). None numbers the
+                block in the order the model enters its blocks ("0", "1", ...) after
+                :meth:`popsim.Block.useAutoId`, and otherwise names it "ipu<ipu_id>" (then
+                ``ipu_id`` is needed).
+            ipu_id: The IPU the block runs on, a non-negative ``int``; None leaves it to the
+                execution strategy.
+
+        Raises:
+            OptionError: when ``ipu_id`` is not a non-negative ``int`` or None, when
+                ``user_id`` is not a ``str``, an ``int`` or None, or when neither names the
+                block and :meth:`popsim.Block.useAutoId` was not called.
+        """
         self._ipu = _check_ipu(ipu_id, "popsim.Block")
         self._id = _block_id(user_id, self._ipu, "popsim.Block")
         self._outer: List[Optional[Tuple[str, Optional[int]]]] = []
 
     @staticmethod
     def useAutoId() -> None:
-        """Names blocks created without a user_id "0", "1", ... in the order the model enters them."""
+        """Names blocks created without a user_id "0", "1", ... in the order the model enters them.
+
+        This holds from then on, for every block created afterwards (numbering restarts at 0
+        for each trace); there is no call to turn it off.
+        """
         _auto_ids["enabled"] = True
 
     @staticmethod
     def start(user_id: Optional[str] = None, ipu_id: Optional[int] = None) -> None:
-        """Starts a block here, without a ``with``: the ops after it belong to it
-        until the next block starts (as BeginBlock does at a module)."""
+        """Starts a block here, without a ``with``.
+
+        The ops after it belong to the block until the next block starts (as
+        :func:`popsim.BeginBlock` does at a module).
+
+        Args:
+            user_id: The block's name (an ``int`` is taken as its ``str``). None numbers the
+                block in the order the model enters its blocks ("0", "1", ...) after
+                :meth:`popsim.Block.useAutoId`, and otherwise names it "ipu<ipu_id>" (then
+                ``ipu_id`` is needed).
+            ipu_id: The IPU the block runs on, a non-negative ``int``; None leaves it to the
+                execution strategy.
+
+        Raises:
+            OptionError: when ``ipu_id`` is not a non-negative ``int`` or None, when
+                ``user_id`` is not a ``str``, an ``int`` or None, or when neither names the
+                block and :meth:`popsim.Block.useAutoId` was not called.
+        """
         ipu = _check_ipu(ipu_id, "popsim.Block.start")
         block_id = _block_id(user_id, ipu, "popsim.Block.start")
         _emit((block_id if block_id is not None else _next_auto_id(), ipu))
@@ -138,12 +173,35 @@ def BeginBlock(layer_to_call: Union[torch.nn.Module, Callable[..., Any]],
                user_id: Optional[str] = None,
                ipu_id: Optional[int] = None, *,
                after: bool = False) -> Union[torch.nn.Module, Callable[..., Any]]:
-    """Starts a block where ``layer_to_call`` runs: the module's ops and every op
-    after it belong to the block until the next block starts. Returns the module.
-    Given a function instead, returns a function that starts the block at each
-    call and then calls it. With ``after=True`` (popsim's, for modules) the
-    block starts when the module returns: the ops after it, up to the next
-    block, belong to the block (how popsim.plan places a model's tail)."""
+    """Starts a block where ``layer_to_call`` runs.
+
+    The module's ops and every op after it belong to the block until the next block starts.
+    The module is annotated in place, with a forward pre-hook (:func:`popsim.removeBlocks`
+    removes it). Given a function instead, it returns a function that starts the block at
+    each call and then calls it.
+
+    Args:
+        layer_to_call: The ``torch.nn.Module`` (or function) that starts the block.
+        user_id: The block's name (an ``int`` is taken as its ``str``). None numbers the block
+            in the order the model enters its blocks ("0", "1", ...) after
+            :meth:`popsim.Block.useAutoId`, and otherwise names it "ipu<ipu_id>" (then
+            ``ipu_id`` is needed).
+        ipu_id: The IPU the block runs on, a non-negative ``int``; None leaves it to the
+            execution strategy.
+        after: popsim's own, for modules only: True starts the block when the module returns
+            instead, so that the ops after it, up to the next block, belong to the block (how
+            :func:`popsim.plan` places a model's tail).
+
+    Returns:
+        The module itself, annotated; or, for a function, the function that starts the block
+        and then calls it.
+
+    Raises:
+        OptionError: when ``layer_to_call`` is neither a module nor callable, when ``after``
+            is given with a function, when the module already starts a block (of the same
+            kind: before or after it), or when the ids are not valid (as for
+            :class:`popsim.Block`).
+    """
     if not isinstance(layer_to_call, torch.nn.Module):
         if not callable(layer_to_call):
             raise OptionError(f"popsim.BeginBlock expects a torch.nn.Module or a function, "
@@ -180,7 +238,17 @@ def BeginBlock(layer_to_call: Union[torch.nn.Module, Callable[..., Any]],
 
 
 def removeBlocks(module: torch.nn.Module) -> None:
-    """Removes the BeginBlock annotations of `module` and its submodules."""
+    """Removes the :func:`popsim.BeginBlock` annotations of ``module`` and its submodules.
+
+    Both kinds go (``after=True`` too). Functions that ``BeginBlock`` wrapped are not
+    affected.
+
+    Args:
+        module: The module to clear, in place.
+
+    Raises:
+        OptionError: when ``module`` is not a ``torch.nn.Module``.
+    """
     if not isinstance(module, torch.nn.Module):
         raise OptionError(f"popsim.removeBlocks expects a torch.nn.Module, got "
                           f"{type(module).__name__}.")
@@ -193,9 +261,18 @@ def removeBlocks(module: torch.nn.Module) -> None:
 
 
 def module_repr(module: torch.nn.Module) -> str:
-    """The module's repr, with each BeginBlock annotation in front of the
-    submodule it starts: "(layer2): BeginBlock(user_id='B2', ipu_id=1) Linear(...)"
-    (an after=True one behind it: "Linear(...) then BeginBlock(..., after=True)")."""
+    """Gives the module's repr with its :func:`popsim.BeginBlock` annotations shown.
+
+    Each annotation stands in front of the submodule it starts:
+    ``(layer2): BeginBlock(user_id='B2', ipu_id=1) Linear(...)``; an ``after=True`` one
+    stands behind it: ``Linear(...) then BeginBlock(..., after=True)``.
+
+    Args:
+        module: The module to describe.
+
+    Returns:
+        The text, laid out as ``repr(module)``.
+    """
     def describe(current: torch.nn.Module) -> str:
         extra = current.extra_repr()
         lines = extra.split("\n") if extra else []
@@ -219,7 +296,23 @@ def module_repr(module: torch.nn.Module) -> str:
 
 def BlockFunction(user_id: Optional[str] = None,
                   ipu_id: Optional[int] = None) -> Callable[[Callable], Callable]:
-    """Decorator: every call of the function runs inside ``popsim.Block(user_id, ipu_id)``."""
+    """Makes a decorator whose function runs inside ``popsim.Block(user_id, ipu_id)`` at each call.
+
+    Args:
+        user_id: The block's name (an ``int`` is taken as its ``str``). None numbers the block
+            in the order the model enters its blocks ("0", "1", ...) after
+            :meth:`popsim.Block.useAutoId`, and otherwise names it "ipu<ipu_id>" (then
+            ``ipu_id`` is needed).
+        ipu_id: The IPU the block runs on, a non-negative ``int``; None leaves it to the
+            execution strategy.
+
+    Returns:
+        The decorator, which returns the function wrapped.
+
+    Raises:
+        OptionError: when the ids are not valid or do not name the block (as for
+            :class:`popsim.Block`).
+    """
     block_ipu = _check_ipu(ipu_id, "popsim.BlockFunction")
     block_id = _block_id(user_id, block_ipu, "popsim.BlockFunction")
 

@@ -54,6 +54,22 @@ class CPU:
     errors; a later CPU op with the same ID replaces the function."""
 
     def __init__(self, layer_to_call: Callable, ID: str):
+        """Wraps ``layer_to_call`` as a CPU op named ``ID``.
+
+        A ``torch.nn.Module`` given as ``layer_to_call`` has its parameters' ``requires_grad``
+        turned off: host code has nothing to train.
+
+        Args:
+            layer_to_call: The function (or module) to run on the host. Given tensors, it
+                returns a float32, int32, int64 or bool tensor, or a tuple or list of them, of
+                the same types on every call.
+            ID: A non-empty name for the op, used in errors; a later CPU op with the same ID
+                replaces the function.
+
+        Raises:
+            InputError: when ``layer_to_call`` is not callable or ``ID`` is not a non-empty
+                ``str``.
+        """
         if not callable(layer_to_call):
             raise InputError(f"popsim.CPU expects a function to call, got {type(layer_to_call)}.")
         if not isinstance(ID, str) or not ID:
@@ -65,6 +81,7 @@ class CPU:
 
     @property
     def ID(self) -> str:
+        """The op's name, as given to the constructor."""
         return self._ID
 
     def __call__(self, *inputs: Any) -> Any:

@@ -80,15 +80,34 @@ def _decode(probs: torch.Tensor, lengths: torch.Tensor, blank: int, beam_width: 
 def ctc_beam_search_decoder(probs: torch.Tensor, lengths: torch.Tensor, blank: int = 0,
                             beam_width: int = 100, top_paths: int = 1
                             ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The top_paths most likely label sequences of each of a batch's
-    sequences of log-probabilities (probs: [input_length, batch_size,
-    num_classes], lengths: [batch_size] frames to read of each), by a prefix
-    beam search keeping beam_width prefixes per frame, as PopTorch's.
+    """Decodes the most likely label sequences of a CTC model's output, as PopTorch's function.
 
-    Returns (the paths' log-probabilities [batch_size, top_paths] (float32),
-    their lengths [batch_size, top_paths] (int32), the paths
-    [batch_size, top_paths, input_length] (int32, zero after each path's
-    length)). In a model it runs on the host as a CPU op (inference only)."""
+    A prefix beam search over each sequence of the batch keeps the ``beam_width`` most likely
+    prefixes per frame. In a model it runs on the host as a CPU op (:class:`popsim.CPU`,
+    inference only): the simulated clock counts the host round trip, not IPU compute.
+
+    Args:
+        probs: Log-probabilities, a float tensor of shape
+            ``[input_length, batch_size, num_classes]``.
+        lengths: An integer tensor of shape ``[batch_size]``: how many frames of each
+            sequence to read, each in ``[0, input_length]``.
+        blank: The class of the blank label, in ``[0, num_classes - 1]``.
+        beam_width: How many prefixes the search keeps per frame, at least 1.
+        top_paths: How many of the most likely sequences to return per batch item, in
+            ``[1, beam_width]``.
+
+    Returns:
+        A tuple of three tensors: the paths' log-probabilities, float32 of shape
+        ``[batch_size, top_paths]``; their lengths, int32 of shape
+        ``[batch_size, top_paths]``; and the paths, int32 of shape
+        ``[batch_size, top_paths, input_length]``, zero after each path's length. Paths the
+        search did not find have log-probability ``-inf`` and length 0.
+
+    Raises:
+        InputError: when ``probs`` or ``lengths`` has the wrong type or shape, when
+            ``blank``, ``beam_width`` or ``top_paths`` is not an ``int`` in its range, or
+            (when the decoder runs) when a length is not in ``[0, input_length]``.
+    """
     if not isinstance(probs, torch.Tensor) or probs.dim() != 3 or not probs.is_floating_point():
         raise InputError("ctc_beam_search_decoder expects probs to be a float tensor of shape "
                          "[input_length, batch_size, num_classes], got "

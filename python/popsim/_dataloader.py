@@ -230,6 +230,7 @@ class DataLoader(torch.utils.data.DataLoader):
     model compiled with ``options`` takes; ``len()`` counts these batches.
     With ``drop_last=True`` (the default), a dataset smaller than one combined
     batch is an OptionError rather than epochs without batches.
+
     With ``shuffle=True`` and ``options.randomSeed(s)``, the order is the one
     a torch DataLoader with ``generator=torch.Generator().manual_seed(s)``
     gives. A ``sampler`` orders the samples as in torch. A ``batch_sampler``
@@ -237,15 +238,14 @@ class DataLoader(torch.utils.data.DataLoader):
     each combined batch joins deviceIterations x replicationFactor x
     gradientAccumulation of them in order. Its samples flow on in the order it
     yields them whatever the sizes of its batches, so batches of other sizes
-    are neither dropped nor merged whole (len() counts full batches). ``mode`` picks synchronous or background loading (see
-    ``popsim.DataLoaderMode``); ``async_options`` passes ``buffer_size``,
-    ``load_indefinitely`` and ``early_preload`` to the
-    ``AsynchronousDataAccessor``. In the asynchronous modes each batch lives
-    in a shared buffer that is refilled once the next batch is requested:
-    clone tensors you keep. Scripts using them need the ``__main__`` guard,
-    like any multiprocessing code.
+    are neither dropped nor merged whole (len() counts full batches).
 
-    Other keyword arguments go to torch's DataLoader.
+    ``mode`` picks synchronous or background loading (see
+    :class:`popsim.DataLoaderMode`). In the asynchronous modes a background process
+    (:class:`popsim.AsynchronousDataAccessor`) loads the next batches while the model runs;
+    each batch lives in a shared buffer that is refilled once the next batch is requested:
+    clone tensors you keep. Scripts using them need the ``__main__`` guard, like any
+    multiprocessing code.
 
     In a job of several processes (``options.Distributed``, read from
     torchrun's or mpirun's environment), ``auto_distributed_partitioning``
@@ -254,8 +254,8 @@ class DataLoader(torch.utils.data.DataLoader):
     process, from a contiguous range of the dataset, or with ``shuffle`` of a
     permutation of the whole dataset drawn each epoch from
     ``options.randomSeed`` (which must then be set, the same everywhere) and
-    the epoch, as torch's DistributedSampler with set_epoch does. Iterable datasets and samplers are the caller's to
-    partition (``auto_distributed_partitioning=False``).
+    the epoch, as torch's DistributedSampler with set_epoch does. Iterable datasets and
+    samplers are the caller's to partition (``auto_distributed_partitioning=False``).
     """
 
     def __init__(self, options: Options, dataset: torch.utils.data.Dataset,
@@ -266,6 +266,53 @@ class DataLoader(torch.utils.data.DataLoader):
                  mode: DataLoaderMode = DataLoaderMode.Sync,
                  async_options: Optional[Dict[str, Any]] = None,
                  rebatched_worker_size: Optional[int] = None, **kwargs: Any) -> None:
+        """Builds the loader for models compiled with ``options``.
+
+        Args:
+            options: The options of the model the batches are for; they set the combined
+                batch, the random seed and the processes of the job. They are frozen
+                (:meth:`popsim.Options.clone` gives a copy to change).
+            dataset: The dataset to load from, as torch's DataLoader takes it.
+            batch_size: The micro-batch: samples per device iteration and replica, a positive
+                integer. None turns automatic batching off, as in torch: each item of the
+                dataset is one call's inputs as it is (``combinedBatchSize`` is then None).
+            shuffle: Whether to reshuffle the samples every epoch (in the order the class
+                description gives).
+            num_workers: Worker processes of torch's DataLoader, 0 to load in this process.
+            drop_last: Whether to drop the short combined batch at the end of an epoch. Without
+                it, that batch is yielded, and a model compiled for full batches refuses it
+                (popsim warns when the epoch does not divide into full batches). Unused with
+                ``batch_size=None``.
+            persistent_workers: As in torch; None means True when there are workers.
+            auto_distributed_partitioning: Whether, in a job of several processes, each
+                process loads its own part of a map-style dataset (as the class description
+                says).
+            mode: ``DataLoaderMode.Sync`` to load in this process (with torch's workers, if
+                any), ``Async`` to load whole combined batches in a background process, or
+                ``AsyncRebatched`` to load smaller batches there and join them into combined
+                batches.
+            async_options: Arguments of the background
+                :class:`popsim.AsynchronousDataAccessor`: ``buffer_size``,
+                ``load_indefinitely`` and ``early_preload``. Only for the asynchronous modes.
+            rebatched_worker_size: With ``DataLoaderMode.AsyncRebatched``, the batch the
+                workers load (default: ``batch_size``), at most the combined batch. Not with a
+                ``batch_sampler``, whose batches the workers load.
+            **kwargs: Other arguments of torch's DataLoader (``sampler``, ``batch_sampler``,
+                ``collate_fn``, ``generator``, ...).
+
+        Raises:
+            OptionError: when ``options`` is not a :class:`popsim.Options` or ``mode`` not a
+                :class:`popsim.DataLoaderMode`, when ``batch_size`` is not a positive integer
+                or None, when arguments do not go together (``async_options`` with
+                ``Sync`` or with unknown names, ``rebatched_worker_size`` without
+                ``AsyncRebatched`` or larger than the combined batch, a ``batch_sampler``
+                without a ``batch_size`` attribute or with ``shuffle``, a ``sampler`` or
+                another ``batch_size``, ``batch_size=None`` with a ``batch_sampler`` or
+                rebatching), when with ``drop_last`` an epoch is smaller than one combined
+                batch, or when ``auto_distributed_partitioning`` cannot split the dataset
+                (an iterable dataset, a sampler, shuffling without ``options.randomSeed``, or
+                too few samples for every process).
+        """
         if not isinstance(options, Options):
             raise OptionError(
                 f"popsim.DataLoader takes popsim.Options first, got {type(options).__name__}.")
@@ -305,7 +352,8 @@ class DataLoader(torch.utils.data.DataLoader):
             worker_batch = batch_size
         elif mode == DataLoaderMode.AsyncRebatched:
             worker_batch = positive_int("rebatched_worker_size",
-                                        rebatched_worker_size or batch_size, "popsim.DataLoader")
+                                        batch_size if rebatched_worker_size is None
+                                        else rebatched_worker_size, "popsim.DataLoader")
             if worker_batch > combined:
                 raise OptionError(
                     f"popsim.DataLoader: rebatched_worker_size ({worker_batch}) is larger than "
@@ -423,6 +471,7 @@ class DataLoader(torch.utils.data.DataLoader):
 
     @property
     def options(self) -> Options:
+        """The (frozen) options the loader was built with."""
         return self._options
 
     def __len__(self) -> int:

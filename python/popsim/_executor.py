@@ -27,6 +27,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Concatenate, Dict, Iterator, L
                     NamedTuple, Optional, ParamSpec, Sequence, Set, Tuple, TypeVar, Union)
 
 import torch
+from torch.nn.modules.module import _IncompatibleKeys
 
 from popsim import (_C, _anchors, _compilation, _engine_options, _executable_file, _hooks,
                     _host_sync, _optimizer_state, _process_group, _replica_grouping,
@@ -36,12 +37,10 @@ from popsim.enums import CommGroupType, ConnectionType, OutputMode, VariableRetr
 from popsim.errors import ExecutableFileError, InputError, OptionError
 from popsim._progress import CompileProgress
 from popsim._trace import ExecutionTrace
+from popsim._sizing import SizingReport
 from popsim.options import Options, profile_directory
 
 if TYPE_CHECKING:
-    from popsim._sizing import SizingReport
-    from torch.nn.modules.module import _IncompatibleKeys
-
     from popsim.profiling._writer import ProfileWriter
 
 _log_counter = itertools.count()
@@ -122,6 +121,31 @@ class Executor:
 
     def __init__(self, model: Union[torch.nn.Module, "Executor"], options: Optional[Options] = None,
                  training: bool = False, optimizer: Optional[torch.optim.Optimizer] = None) -> None:
+        """Wraps ``model`` for the simulated IPUs; nothing compiles before the first call.
+
+        :func:`popsim.inferenceModel` and :func:`popsim.trainingModel` build executors this
+        way. ``options`` are frozen (the caller's object too: :meth:`popsim.Options.clone`
+        gives a copy to change) and the executor keeps a clone of them. As PopTorch does, the
+        executor works on a shallow copy of ``model``: parameters and submodules are shared
+        with it.
+
+        Args:
+            model: The ``torch.nn.Module`` to run, or an executor, whose model is wrapped
+                again.
+            options: The options to compile and run with; None means ``popsim.Options()``.
+            training: True for a training model (each call runs optimizer steps), False for an
+                inference model.
+            optimizer: A training model's optimizer; None means
+                :class:`popsim.optim.SGD` with ``lr=0.01``. An inference model keeps it unused.
+
+        Raises:
+            TypeError: when ``model`` is neither a ``torch.nn.Module`` nor an executor.
+            OptionError: when ``options`` is not a :class:`popsim.Options`, when an inference
+                model's options accumulate gradients (``Training.gradientAccumulation`` other
+                than 1), when ``OutputMode.EveryN``'s period does not divide the micro-batches
+                of a call, or when a training model's optimizer is not one popsim trains with
+                (SGD, Adam, AdamW, RMSprop or LAMB).
+        """
         if isinstance(model, Executor):
             model = model.model
         if not isinstance(model, torch.nn.Module):
@@ -320,20 +344,31 @@ class Executor:
         return mode
 
     def train(self, mode: bool = True) -> "Executor":
-        """The model's train(mode), returning this executor. A training model
-        takes the flags it is given this way as its own: it compiles again
-        at its next call when they changed since it compiled (dropout and
-        batch statistics follow the flags, as in eager PyTorch). Flags set on
-        the user's modules directly (model.eval() to validate, say) leave it
-        as it compiled, as PopTorch's executors own their mode. An inference
-        model runs in eval mode whatever the flags."""
+        """Sets the train/eval flags of the wrapped model's modules, as ``Module.train(mode)``.
+
+        A training model takes the flags it is given this way as its own: it compiles again at
+        its next call when they changed since it compiled (dropout and batch statistics follow
+        the flags, as in eager PyTorch). Flags set on the user's modules directly
+        (``model.eval()`` to validate, say) leave it as it compiled, as PopTorch's executors own
+        their mode. An inference model runs in eval mode whatever the flags.
+
+        Args:
+            mode: True for train mode, False for eval mode.
+
+        Returns:
+            This executor, so calls chain.
+        """
         self._user_model.train(mode)
         if self._training:
             self._owned_flags = _module_flags(self._user_model)
         return self
 
     def eval(self) -> "Executor":
-        """train(False)."""
+        """Sets the wrapped model's modules to eval mode, as ``train(False)`` does.
+
+        Returns:
+            This executor, so calls chain.
+        """
         return self.train(False)
 
     @_one_thread_at_a_time
@@ -456,11 +491,25 @@ class Executor:
 
     @_one_thread_at_a_time
     def compile(self, *args: Any, **kwargs: Any) -> None:
-        """Compiles for these inputs without running the model."""
+        """Compiles the model for these inputs without running it.
+
+        The inputs are traced as a call with them would be (their shapes and dtypes matter,
+        not their values). A model that has compiled already is left as it is.
+
+        Args:
+            *args: The positional inputs of a call of the model.
+            **kwargs: The keyword inputs of a call of the model.
+        """
         if self._executable is None:
             self._compile(args, kwargs)
 
     def isCompiled(self) -> bool:
+        """Tells whether the model has compiled (and has not been destroyed since).
+
+        Returns:
+            True once the model has a compiled program, False before its first call or
+            :meth:`popsim.Executor.compile` and after :meth:`popsim.Executor.destroy`.
+        """
         return self._executable is not None
 
     @_one_thread_at_a_time
@@ -496,6 +545,9 @@ class Executor:
 
         Edits to the host model after compilation are not seen by the device
         until this is called.
+
+        Raises:
+            InputError: when the model has not compiled.
         """
         self._require_compiled("copyWeightsToDevice")
         self._upload_weights()
@@ -504,9 +556,20 @@ class Executor:
     @_one_thread_at_a_time
     def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True
                         ) -> "_IncompatibleKeys":
-        """The model's load_state_dict(), then, on an attached model, the new
-        weights copied to the device (as PopTorch does): a later call runs with
-        them. Returns what torch's load_state_dict returns."""
+        """Loads a state dict into the wrapped model, then copies the weights to the device.
+
+        Calls the user model's ``load_state_dict``; when the model has compiled and is attached,
+        the new weights are copied to the device (as PopTorch does), so the next call runs with
+        them.
+
+        Args:
+            state_dict: The parameters and buffers to load, by name.
+            strict: Whether the keys must match the model's exactly, as in
+                ``torch.nn.Module.load_state_dict``.
+
+        Returns:
+            What ``torch.nn.Module.load_state_dict`` returns: the missing and unexpected keys.
+        """
         result = self._user_model.load_state_dict(state_dict, strict)
         if self._executable is not None and self._attached:
             self._upload_weights()
@@ -515,8 +578,16 @@ class Executor:
 
     @_one_thread_at_a_time
     def copyNamedBuffersToDevice(self) -> None:
-        """Copies the host values of the buffers named by
-        Options.updatableNamedBuffers to the device, and nothing else."""
+        """Copies the host values of the buffers named by ``Options.updatableNamedBuffers``.
+
+        Only those buffers go to the device; parameters and other buffers stay as they are
+        there.
+
+        Raises:
+            InputError: when the model has not compiled.
+            OptionError: when the options name no updatable buffers, when they name a buffer
+                the model does not have, or one the compiled program does not read.
+        """
         self._require_compiled("copyNamedBuffersToDevice")
         names = self._options.updatable_named_buffers
         if not names:
@@ -539,7 +610,13 @@ class Executor:
 
     @_one_thread_at_a_time
     def copyWeightsToHost(self) -> None:
-        """Copies the device's weights (parameters and buffers) into the host model."""
+        """Copies the device's weights (parameters and buffers) into the host model.
+
+        With ``Simulator.costOnly`` nothing was computed, and the host model is left as it is.
+
+        Raises:
+            InputError: when the model has not compiled.
+        """
         self._require_compiled("copyWeightsToHost")
         if self._cost_only:
             return  # nothing was computed: the host's weights are the model's
@@ -650,9 +727,25 @@ class Executor:
 
     @_one_thread_at_a_time
     def setOptimizer(self, optimizer: torch.optim.Optimizer) -> None:
-        """Replaces the optimizer's hyper-parameters (lr, ...) without recompiling.
-        A different optimizer object takes over: the old one gets the device's
-        state first, and the new one's state, if it has any, goes to the device."""
+        """Replaces the optimizer's hyper-parameters (``lr``, ...) without recompiling.
+
+        A different optimizer object takes over: the old one gets the device's state first, and
+        the new one's state, if it has any, goes to the device. Before the model compiles, the
+        optimizer is only checked to be one popsim trains with, and is used when it compiles.
+
+        Args:
+            optimizer: The optimizer to train with from now on: the same kind as the current
+                one, with the same parameter groups and the same settings that shape the
+                program (momentum on or off, nesterov, amsgrad, ...); only numeric
+                hyper-parameters may differ.
+
+        Raises:
+            InputError: when the model is an inference model.
+            OptionError: when ``optimizer`` would need another program (another kind of
+                optimizer, other parameter groups or flags, another ``max_grad_norm``, or a
+                change of a hyper-parameter the program holds as a constant), or before the
+                model compiles, when it is not one popsim trains with.
+        """
         if not self._training:
             raise InputError("setOptimizer() is for training models.")
         if self._executable is not None:
@@ -675,7 +768,11 @@ class Executor:
     def detachFromDevice(self) -> None:
         """Copies weights and optimizer state to the host and releases the device.
 
-        Calling the model (or attachToDevice()) attaches it again with them.
+        Calling the model (or :meth:`popsim.Executor.attachToDevice`) attaches it again with
+        them.
+
+        Raises:
+            InputError: when the model has not compiled or is not attached.
         """
         self._require_compiled("detachFromDevice")
         if not self._attached:
@@ -689,7 +786,16 @@ class Executor:
 
     @_one_thread_at_a_time
     def attachToDevice(self) -> None:
-        """Attaches a detached model, copying its weights and optimizer state back."""
+        """Attaches a detached model, copying its weights and optimizer state back.
+
+        The weights copied are the host model's current ones.
+
+        Raises:
+            InputError: when the model has not compiled or is attached already.
+            OptionError: when the model was compiled with
+                ``connectionType(ConnectionType.Never)`` (as
+                :meth:`popsim.Options.useOfflineIpuTarget` sets), which cannot attach.
+        """
         self._require_compiled("attachToDevice")
         if self._options.connection_type == ConnectionType.Never:
             raise OptionError(
@@ -707,41 +813,81 @@ class Executor:
         self._host_dirty = False
 
     def isAttachedToDevice(self) -> bool:
+        """Tells whether the model holds the device.
+
+        Returns:
+            True while the compiled model is attached; False before it compiles, after
+            :meth:`popsim.Executor.detachFromDevice`, with ``ConnectionType.OnDemand`` until
+            its first call, and always with ``ConnectionType.Never``.
+        """
         return self._attached
 
     def memoryReport(self) -> Dict[str, Any]:
-        """Memory of each simulated IPU, by category, from the compiled plan."""
+        """Gives the memory of each simulated IPU, by category, from the compiled plan.
+
+        Returns:
+            A dict with the ``"chip"`` simulated and ``"ipus"``, one dict per IPU with its
+            ``"capacity"``, ``"total"`` bytes, the bytes of each category under
+            ``"categories"``, ``"streaming_memory"``, ``"largest_tensors"`` and more.
+
+        Raises:
+            InputError: when the model has not compiled.
+        """
         self._require_compiled("memoryReport")
         return self._program.memory_report().to_dict()
 
     def cycleCount(self) -> int:
-        """Simulated IPU cycles of the last call (compute and host transfers)."""
+        """Gives the simulated IPU cycles of the last call (compute and host transfers).
+
+        Returns:
+            The number of cycles the last call took on the simulated clock.
+
+        Raises:
+            InputError: when the model has not compiled.
+        """
         self._require_compiled("cycleCount")
         return self._program.last_run_cycles
 
     def executionTrace(self) -> ExecutionTrace:
-        """The last call on the simulated clock: a popsim ExecutionTrace whose
-        ``events`` list every task each IPU ran and whose ``str()`` draws the
-        pipeline, one row per IPU."""
+        """Gives the last call as it ran on the simulated clock.
+
+        Returns:
+            An execution trace whose ``events`` list every task each IPU ran and whose ``str()``
+            draws the pipeline, one row per IPU.
+
+        Raises:
+            InputError: when the model has not compiled.
+        """
         self._require_compiled("executionTrace")
         return ExecutionTrace.of(self._program)
 
     def simulatedTime(self) -> float:
-        """Simulated seconds of the last call on the IPUs (cycles at the chip's clock)."""
+        """Gives the simulated duration of the last call on the IPUs.
+
+        Returns:
+            The last call's seconds on the simulated IPUs: its cycles at the chip's clock.
+
+        Raises:
+            InputError: when the model has not compiled.
+        """
         self._require_compiled("simulatedTime")
         return self._program.last_run_cycles / self._program.clock_hz
 
     def getPerfCounters(self) -> Dict[str, List[List[float]]]:
-        """PopTorch's performance counters of the last call, on the simulated
-        clock: a dict whose keys are the events ``input`` (the IPU asks the
-        host for an input), ``input_complete`` (the input has arrived),
-        ``output`` (an output starts to stream to the host) and
-        ``output_complete`` (it has arrived), each a list per input or output
-        (by index) of the times in seconds, one per transfer of the call (per
-        micro-batch for inputs; per returned output for outputs). Times are
-        from the start of the call. popsim streams a micro-batch's inputs
-        together, so every input has the same times; replicas run alike, so
-        these are every replica's. Before a call, each list is ``[[]]``."""
+        """Gives PopTorch's performance counters of the last call, on the simulated clock.
+
+        Times are in seconds from the start of the call. popsim streams a micro-batch's inputs
+        together, so every input has the same times; replicas run alike, so these are every
+        replica's.
+
+        Returns:
+            A dict whose keys are the events ``"input"`` (the IPU asks the host for an input),
+            ``"input_complete"`` (the input has arrived), ``"output"`` (an output starts to
+            stream to the host) and ``"output_complete"`` (it has arrived). Each value is a list
+            per input or output (by index) of the event's times, one per transfer of the call
+            (per micro-batch for inputs; per returned output for outputs). Before the model's
+            first call, each value is ``[[]]``.
+        """
         empty: Dict[str, List[List[float]]] = {
             "input": [[]], "input_complete": [[]], "output": [[]], "output_complete": [[]]}
         if self._executable is None or self._signature is None:
@@ -789,32 +935,69 @@ class Executor:
         return (min(durations), max(durations), sum(durations) / len(durations))
 
     def getHostIpuLatency(self) -> Tuple[float, float, float]:
-        """(min, max, mean) simulated seconds from the first input requested to
-        the last input arrived, over the last call's transfers (PopTorch's)."""
+        """Gives the last call's host-to-IPU latency, as PopTorch's function of that name.
+
+        Each transfer's latency runs from the first of its inputs requested to the last of them
+        arrived, on the simulated clock.
+
+        Returns:
+            ``(min, max, mean)`` of those latencies in seconds over the last call's transfers;
+            ``(0.0, 0.0, 0.0)`` before the model's first call.
+        """
         return self._latency("input", min, "input_complete", max)
 
     def getComputeLatency(self) -> Tuple[float, float, float]:
-        """(min, max, mean) simulated seconds from the last input arrived to the
-        last output ready to stream, over the last call's transfers."""
+        """Gives the last call's compute latency on the simulated clock.
+
+        Each transfer's latency runs from the last of its inputs arrived to the last of its
+        outputs ready to stream to the host, on the simulated clock.
+
+        Returns:
+            ``(min, max, mean)`` of those latencies in seconds over the last call's transfers;
+            ``(0.0, 0.0, 0.0)`` before the model's first call.
+        """
         return self._latency("input_complete", max, "output", max)
 
     def getIpuHostLatency(self) -> Tuple[float, float, float]:
-        """(min, max, mean) simulated seconds from the first output ready to
-        the last output arrived on the host, over the last call's transfers."""
+        """Gives the last call's IPU-to-host latency on the simulated clock.
+
+        Each transfer's latency runs from the first of its outputs ready to stream to the last
+        of them arrived on the host, on the simulated clock.
+
+        Returns:
+            ``(min, max, mean)`` of those latencies in seconds over the last call's transfers;
+            ``(0.0, 0.0, 0.0)`` before the model's first call.
+        """
         return self._latency("output", min, "output_complete", max)
 
     def getLatency(self) -> Tuple[float, float, float]:
-        """(min, max, mean) simulated seconds from the first input requested to
-        the last output arrived on the host: the round trip."""
+        """Gives the last call's round-trip latency on the simulated clock.
+
+        Each transfer's latency runs from the first of its inputs requested to the last of its
+        outputs arrived on the host, on the simulated clock.
+
+        Returns:
+            ``(min, max, mean)`` of those latencies in seconds over the last call's transfers;
+            ``(0.0, 0.0, 0.0)`` before the model's first call.
+        """
         return self._latency("input", min, "output_complete", max)
 
     def sizingReport(self) -> "SizingReport":
-        """The job as the last call ran it on the simulated IPUs: each IPU's memory
-        by category against its capacity, the step's simulated cycles and time,
-        throughput in items/s over all replicas and processes (items: the
-        length of the call's batched inputs), each IPU's busy share and where
-        its time goes, and advice. ``str()`` prints it. popsim.sizeJob makes
-        one without computing anything (Simulator.costOnly)."""
+        """Sizes the job as the last call ran it on the simulated IPUs.
+
+        :func:`popsim.sizeJob` makes the same report without computing anything
+        (``Simulator.costOnly``).
+
+        Returns:
+            A :class:`popsim.SizingReport`: each IPU's memory by category against its capacity,
+            the step's simulated cycles and time, throughput in items/s over all replicas and
+            processes (items: the length of the call's batched inputs), each IPU's busy share
+            and where its time goes, and advice. ``str()`` prints it.
+
+        Raises:
+            InputError: when the model has not compiled or has not been called since it
+                compiled.
+        """
         self._require_compiled("sizingReport")
         if self._last_call_items is None:
             raise InputError("sizingReport() needs a call: the simulated clock times the "
@@ -833,7 +1016,14 @@ class Executor:
             stages=stage_list(self._stages))
 
     def compilationTime(self) -> float:
-        """Seconds the last compilation took (tracing included)."""
+        """Gives how long the last compilation took.
+
+        Returns:
+            The seconds the last compilation took, tracing included.
+
+        Raises:
+            InputError: when the model has not compiled.
+        """
         self._require_compiled("compilationTime")
         return self._compilation_seconds
 
@@ -1005,8 +1195,19 @@ class Executor:
         self._anchor_plan = self._anchor_plan._replace(variables=resolved)
 
     def getAnchoredTensor(self, short_name: str) -> torch.Tensor:
-        """The value of the tensor Options.anchorTensor(short_name, ...) named,
-        from the last call."""
+        """Gives the value of an anchored tensor from the last call.
+
+        Args:
+            short_name: The name the tensor was anchored under with
+                ``Options.anchorTensor(short_name, long_name)``.
+
+        Returns:
+            The tensor's value from the last call, in the output mode it was anchored with.
+
+        Raises:
+            OptionError: when the options anchor no tensor named ``short_name``, or the model
+                has not run since it compiled.
+        """
         if short_name not in self._anchor_memory:
             anchored = sorted(self._options.anchored_tensors)
             reason = (f"the options anchor {anchored}" if short_name not in anchored
@@ -1017,10 +1218,17 @@ class Executor:
         return self._anchor_memory[short_name]
 
     def getTensorNames(self) -> List[str]:
-        """The long names Options.anchorTensor accepts for this model: every
-        parameter and buffer the program uses ("<name>"), and in training
-        "UpdatedVar___<name>", each trained parameter's "Gradient___<name>"
-        and "finalLossScale" (the loss scaling factor after the call)."""
+        """Lists the long names :meth:`popsim.Options.anchorTensor` accepts for this model.
+
+        Returns:
+            Every parameter and buffer the program uses (``"<name>"``), and for a training
+            model also ``"UpdatedVar___<name>"`` for each of them, each trained parameter's
+            ``"Gradient___<name>"`` and ``"finalLossScale"`` (the loss scaling factor after the
+            call).
+
+        Raises:
+            InputError: when the model has not compiled.
+        """
         if self._executable is None:
             raise InputError("Model must be compiled before calling getTensorNames: call the "
                              "model or compile() first.")
@@ -1095,11 +1303,24 @@ class Executor:
 
     @_one_thread_at_a_time
     def save(self, filename: str, export_model: bool = True) -> None:
-        """Writes the compiled program to `filename` (as PopTorch's save): with
-        export_model, also the model (with its current weights), its options
-        and optimizer, so that popsim.load(filename) restores all of them;
-        without, loadExecutable(filename) on a model wrapped again loads it.
-        The model must be picklable for export_model."""
+        """Writes the compiled program to a file, as PopTorch's ``save``.
+
+        The file also records the shapes and dtypes of the call the model compiled for. The
+        file is written atomically: a reader never sees half of it.
+
+        Args:
+            filename: The path of the file to write; missing directories are created.
+            export_model: Whether to store the model too (with its current weights), with its
+                options and optimizer, so that :func:`popsim.load` restores all of them. The
+                model must be picklable then. Without it, call
+                :meth:`popsim.Executor.loadExecutable` on the model wrapped again to load the
+                program.
+
+        Raises:
+            InputError: when the model has not compiled.
+            ExecutableFileError: when ``export_model`` is True and the model, its options or
+                optimizer, or the call's arguments cannot be pickled.
+        """
         self._require_compiled("save")
         metadata: Dict[str, Any] = {"call": self._call_spec, "training": self._training}
         if export_model:
@@ -1114,17 +1335,41 @@ class Executor:
 
     def compileAndExport(self, filename: str, *args: Any, export_model: bool = True,
                          **kwargs: Any) -> None:
-        """Compiles for these inputs (unless compiled already) and save()s the
-        program to `filename`."""
+        """Compiles for these inputs (unless compiled already) and saves the program to a file.
+
+        :meth:`popsim.Executor.compile` then :meth:`popsim.Executor.save`.
+
+        Args:
+            filename: The path of the file to write.
+            *args: The positional inputs of a call of the model.
+            export_model: Whether to store the model, its options and optimizer too, for
+                :func:`popsim.load` (see :meth:`popsim.Executor.save`).
+            **kwargs: The keyword inputs of a call of the model.
+
+        Raises:
+            ExecutableFileError: when ``export_model`` is True and the model, its options or
+                optimizer, or the call's arguments cannot be pickled.
+        """
         self.compile(*args, **kwargs)
         self.save(filename, export_model)
 
     @_one_thread_at_a_time
     def loadExecutable(self, filename: str) -> None:
-        """Loads the program compileAndExport (or save) wrote instead of
-        compiling: traces the model on inputs of the exported call's shapes
-        and checks that it and the options give the program the file holds
-        (ExecutableFileError naming the difference otherwise)."""
+        """Loads the program :meth:`popsim.Executor.compileAndExport` (or ``save``) wrote.
+
+        Instead of compiling, traces the model on inputs of the exported call's shapes and
+        checks that the model and the options give the program the file holds. A model that has
+        compiled already is destroyed first (see :meth:`popsim.Executor.destroy`).
+
+        Args:
+            filename: The path of the file to read.
+
+        Raises:
+            ExecutableFileError: when the file is not a complete popsim program file, holds a
+                cached program without its call, holds the program of the other kind of model
+                (training or inference), or when the model or options do not give the
+                program it holds (the message names the difference).
+        """
         path = os.fspath(filename)
         stored = _executable_file.read(path)
         if stored.metadata is None or "call" not in stored.metadata:
@@ -1181,7 +1426,12 @@ class Executor:
                                            stages, self._compilation_seconds, replicas)
 
     def profileDirectory(self) -> Optional[str]:
-        """The directory this model writes its profile into, or None without profiling."""
+        """Gives the directory this model writes its profile into.
+
+        Returns:
+            The profile directory, or None when the model is not profiled or has not compiled
+            yet.
+        """
         return self._profile_writer.directory if self._profile_writer is not None else None
 
     def _write_log(self) -> None:
@@ -1232,27 +1482,55 @@ def _call_from_spec(spec: Tuple[_structure.Structure, List[Any]]
 
 
 def inferenceModel(model: torch.nn.Module, options: Optional[Options] = None) -> Executor:
-    """Wraps `model` to run inference on simulated IPUs.
+    """Wraps ``model`` to run inference on simulated IPUs.
 
     Like PopTorch, popsim makes a shallow copy: parameters are shared with
-    `model`. Inference models are compiled in eval mode (dropout is the
-    identity, batch norm uses its running statistics) whatever `model.training`
-    is; the model's own flag is left unchanged.
+    ``model``. Inference models are compiled in eval mode (dropout is the
+    identity, batch norm uses its running statistics) whatever ``model.training``
+    is; the model's own flag is left unchanged. The model compiles at its first call (or
+    :meth:`popsim.Executor.compile`).
+
+    Args:
+        model: The model to run, or a wrapped model, whose model is wrapped again.
+        options: The options to compile and run with; None means ``popsim.Options()``. They
+            are frozen: :meth:`popsim.Options.clone` gives a copy to change.
+
+    Returns:
+        The wrapped model, called as ``model`` is.
+
+    Raises:
+        TypeError: when ``model`` is not a ``torch.nn.Module``.
+        OptionError: when ``options`` is not a :class:`popsim.Options` or does not fit
+            inference (for example ``Training.gradientAccumulation`` other than 1).
     """
     return Executor(model, options, training=False)
 
 
 def trainingModel(model: torch.nn.Module, options: Optional[Options] = None,
                   optimizer: Optional[torch.optim.Optimizer] = None) -> Executor:
-    """Wraps `model` to train on simulated IPUs.
+    """Wraps ``model`` to train on simulated IPUs.
 
-    The model's forward() returns the loss, or (output, loss), computed with a
-    PyTorch loss function or marked with popsim.identity_loss. Each call runs
-    deviceIterations optimizer steps, each over gradientAccumulation
-    micro-batches, entirely on the simulated device. The optimizer defaults to
-    SGD(lr=0.01); popsim.optim and torch.optim SGD, Adam, AdamW and RMSprop are
-    supported. Each module runs as its train/eval flag says, as in eager
-    PyTorch: a new module trains with dropout and batch statistics, and a batch
-    norm set to eval() stays frozen.
+    The model's ``forward()`` returns the loss, or ``(output, loss)``, computed with a
+    PyTorch loss function or marked with :func:`popsim.identity_loss`. Each call runs
+    ``deviceIterations`` optimizer steps, each over ``gradientAccumulation``
+    micro-batches, entirely on the simulated device. Each module runs as its train/eval flag
+    says, as in eager PyTorch: a new module trains with dropout and batch statistics, and a
+    batch norm set to ``eval()`` stays frozen.
+
+    Args:
+        model: The model to train, or a wrapped model, whose model is wrapped again.
+        options: The options to compile and run with; None means ``popsim.Options()``. They
+            are frozen: :meth:`popsim.Options.clone` gives a copy to change.
+        optimizer: The optimizer: SGD, Adam, AdamW or RMSprop of ``popsim.optim`` or
+            ``torch.optim``, or :class:`popsim.optim.LAMB`. None means
+            :class:`popsim.optim.SGD` with ``lr=0.01``.
+
+    Returns:
+        The wrapped model, called as ``model`` is; each call trains it.
+
+    Raises:
+        TypeError: when ``model`` is not a ``torch.nn.Module``.
+        OptionError: when ``options`` is not a :class:`popsim.Options` or the options do not
+            fit together, or when popsim cannot train with ``optimizer``.
     """
     return Executor(model, options, training=True, optimizer=optimizer)

@@ -11,11 +11,29 @@ from popsim.options import Options
 
 
 def load(filename: str, edit_opts_fn: Optional[Callable[[Options], None]] = None) -> Executor:
-    """The wrapped model compileAndExport(filename, ...) exported, ready to
-    run without compiling. `edit_opts_fn(options)` may change the options
-    first (for example useIpuId or the profile directory); changing one the
-    program was compiled with is an ExecutableFileError naming it. The file
-    unpickles the model, so load only files you trust, as with torch.load."""
+    """Restores a wrapped model that :meth:`popsim.Executor.compileAndExport` exported.
+
+    The model, its options (and a training model's optimizer) come from the file, which
+    :meth:`popsim.Executor.compileAndExport` or :meth:`popsim.Executor.save` wrote with
+    ``export_model=True``; the model is wrapped again and loads the program, ready to run
+    without compiling. The file unpickles the model, so load only files you trust, as with
+    ``torch.load``.
+
+    Args:
+        filename: The path of the exported file.
+        edit_opts_fn: None, or a function called with a copy of the stored options, which it
+            may change first (for example ``useIpuId`` or the profile directory). Changing an
+            option the program was compiled with is an error.
+
+    Returns:
+        The wrapped model (an inference or training model, as exported), with its program
+        loaded.
+
+    Raises:
+        ExecutableFileError: when the file was exported with ``export_model=False`` (it holds
+            no model), is not a complete popsim program file, or when the (edited) options
+            do not give the program it holds (the message names the difference).
+    """
     path = os.fspath(filename)
     stored = _executable_file.read(path)
     metadata = stored.metadata or {}

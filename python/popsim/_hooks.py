@@ -23,12 +23,39 @@ def _register(hooks: "OrderedDict[int, Callable[[], None]]", hook: Callable[[], 
 
 
 def registerPreCompileHook(hook: Callable[[], None]) -> torch.utils.hooks.RemovableHandle:
-    """Calls `hook()` before each model compiles."""
+    """Registers a function popsim calls before each model compiles.
+
+    The hook runs with no arguments before the model is traced, each time any model compiles
+    (its first call, :meth:`popsim.Executor.compile` or a recompilation); hooks run in the
+    order they were registered.
+
+    Args:
+        hook: The function to call, taking no arguments.
+
+    Returns:
+        A handle whose ``remove()`` unregisters the hook.
+
+    Raises:
+        TypeError: when ``hook`` is not callable.
+    """
     return _register(_PRE_COMPILE, hook, "Pre")
 
 
 def registerPostCompileHook(hook: Callable[[], None]) -> torch.utils.hooks.RemovableHandle:
-    """Calls `hook()` after each model has compiled."""
+    """Registers a function popsim calls after each model has compiled.
+
+    The hook runs with no arguments once the model's program is built and its weights are on
+    the device, each time any model compiles; hooks run in the order they were registered.
+
+    Args:
+        hook: The function to call, taking no arguments.
+
+    Returns:
+        A handle whose ``remove()`` unregisters the hook.
+
+    Raises:
+        TypeError: when ``hook`` is not callable.
+    """
     return _register(_POST_COMPILE, hook, "Post")
 
 

@@ -60,10 +60,20 @@ _POPTORCH_LEVELS = {
 
 
 def setLogLevel(level: str) -> None:
-    """How much popsim prints on stderr, as PopTorch's ``setLogLevel``:
-    ``"TRACE"``, ``"DEBUG"``, ``"INFO"``, ``"WARN"`` (the default), ``"ERR"`` or
-    ``"OFF"``. Applies to the C++ core's messages and to the ``popsim`` Python
-    logger (``popsim.logger``)."""
+    """Sets how much popsim prints on stderr, as PopTorch's ``setLogLevel``.
+
+    Applies to the C++ core's messages and to the ``popsim`` Python logger
+    (``popsim.logger``), whose messages then go to stderr as ``[popsim <level>] ...``. At
+    start-up, the ``POPSIM_LOG_LEVEL`` environment variable (``info``, ``debug`` or ``trace``)
+    sets the level the same way.
+
+    Args:
+        level: ``"TRACE"``, ``"DEBUG"``, ``"INFO"``, ``"WARN"`` (the default), ``"ERR"`` or
+            ``"OFF"``, in any letter case.
+
+    Raises:
+        OptionError: when ``level`` is not one of those names.
+    """
     key = str(level).upper() if isinstance(level, str) else None
     if key not in _POPTORCH_LEVELS:
         raise OptionError(f"setLogLevel expects one of {', '.join(_POPTORCH_LEVELS)}, "

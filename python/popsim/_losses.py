@@ -27,9 +27,24 @@ _library.impl("identity_loss", _reduce, "CPU")
 
 
 def identity_loss(x: torch.Tensor, reduction: str) -> torch.Tensor:
-    """Marks `x` as the loss to minimise, reduced with "sum", "mean" or "none".
+    """Marks ``x`` as the loss the training model minimises, reduced first.
 
-    With reduction="none", `x` must already be a scalar.
+    Inside a traced model it records a ``popsim::identity_loss`` marker, so popsim knows which
+    value is the loss (useful when a model combines several losses or computes its own); run
+    eagerly on the CPU it only reduces ``x``. A loss must be a float scalar, so with
+    ``reduction="none"`` ``x`` must already be one, or the training model fails to compile.
+
+    Args:
+        x: The loss values.
+        reduction: ``"sum"`` or ``"mean"`` to reduce ``x`` over all its elements, or ``"none"``
+            to take ``x`` as it is.
+
+    Returns:
+        The reduced loss (``x`` itself, eagerly with ``"none"``), which the model may return
+        or compute further with.
+
+    Raises:
+        OptionError: when ``reduction`` is not ``"sum"``, ``"mean"`` or ``"none"``.
     """
     if reduction not in _REDUCTIONS:
         raise OptionError(f"identity_loss reduction must be 'sum', 'mean' or 'none', "

@@ -38,14 +38,26 @@ def _is_number(value: object) -> bool:
 
 
 class MultiConv:
-    """Groups the convolutions of its `with` block, as PopTorch's MultiConv:
+    """Groups the convolutions of its ``with`` block into one multi-convolution, as PopTorch's.
+
+    ::
 
         with popsim.MultiConv().availableMemoryProportions((0.3, 0.6)):
             y = self.conv_a(x)
             z = self.conv_b(x)
 
-    A single value applies to every convolution; a list has one value per
-    convolution, in the order they run (a different count is an error)."""
+    The block counts the calls of ``torch.nn.functional.conv1d``, ``conv2d`` and ``conv3d``
+    made in its thread (convolution modules included). A single value applies to every
+    convolution; ``availableMemoryProportions``, ``partialsTypes`` and ``enableConvDithering``
+    also take a list with one value per convolution, in the order they run. The setters
+    return the object, so calls chain. popsim computes each convolution as usual and runs
+    them one after another on the simulated IPU: the available memory proportions bound each
+    convolution's temporaries, and the other options are checked and recorded.
+
+    Blocks cannot be nested, and a block must run at least one convolution; a list whose
+    length is neither 1 nor the number of convolutions is an error when the block ends.
+    These errors raise :class:`popsim.OptionError`.
+    """
 
     def __init__(self) -> None:
         self._proportions: Optional[List[float]] = None
@@ -59,7 +71,22 @@ class MultiConv:
         self._thread: Optional[int] = None
 
     def availableMemoryProportions(self, value: Union[float, Sequence[float]]) -> "MultiConv":
-        """Each convolution's share of its IPU's memory for temporaries, in (0, 1]."""
+        """Sets each convolution's share of its IPU's memory for temporaries.
+
+        Each convolution's output is marked as :func:`popsim.set_available_memory` marks it.
+        Unset, the convolutions use the model's proportion
+        (:meth:`popsim.Options.setAvailableMemoryProportion`).
+
+        Args:
+            value: A proportion in (0, 1] for every convolution, or a list (or tuple) of them,
+                one per convolution.
+
+        Returns:
+            This MultiConv (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``value`` is not a number in (0, 1] or a non-empty list of them.
+        """
         self._proportions = [float(v) for v in _per_convolution(
             "availableMemoryProportions", value,
             lambda v: _is_number(v) and 0.0 < v <= 1.0, "a float in (0, 1]")]
@@ -68,8 +95,21 @@ class MultiConv:
     def partialsTypes(self, value: Union[torch.dtype, MultiConvPartialsType,
                                          Sequence[Union[torch.dtype, MultiConvPartialsType]]]
                       ) -> "MultiConv":
-        """torch.float (or MultiConvPartialsType.Float); half partials are
-        refused (popsim's convolutions accumulate in float32)."""
+        """Sets the type each convolution accumulates its partial sums in.
+
+        popsim's convolutions accumulate in float32, so only float is accepted; half partials
+        are refused.
+
+        Args:
+            value: ``torch.float`` (or ``MultiConvPartialsType.Float``) for every convolution, or
+                a list (or tuple) of them, one per convolution.
+
+        Returns:
+            This MultiConv (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``value`` is not float, as above, or a non-empty list of such values.
+        """
         self._partials_types = _per_convolution(
             "partialsTypes", value,
             lambda v: v is MultiConvPartialsType.Float or v in (torch.float, torch.float32),
@@ -77,7 +117,19 @@ class MultiConv:
         return self
 
     def planType(self, value: MultiConvPlanType) -> "MultiConv":
-        """MultiConvPlanType.Parallel or Serial (recorded)."""
+        """Sets whether the convolutions are planned together or one by one (recorded).
+
+        The simulated IPU runs them one after another either way.
+
+        Args:
+            value: ``MultiConvPlanType.Parallel`` (the default) or ``MultiConvPlanType.Serial``.
+
+        Returns:
+            This MultiConv (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``value`` is not a :class:`popsim.MultiConvPlanType`.
+        """
         if not isinstance(value, MultiConvPlanType):
             raise OptionError(f"MultiConv.planType expects a popsim.MultiConvPlanType, got "
                               f"{value!r}.")
@@ -85,7 +137,17 @@ class MultiConv:
         return self
 
     def perConvReservedTiles(self, value: int) -> "MultiConv":
-        """Tiles reserved per convolution (recorded)."""
+        """Sets the tiles reserved for each convolution (recorded).
+
+        Args:
+            value: The number of tiles, 0 or more.
+
+        Returns:
+            This MultiConv (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``value`` is not an int of at least 0.
+        """
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise OptionError(f"MultiConv.perConvReservedTiles expects an int >= 0, got "
                               f"{value!r}.")
@@ -93,7 +155,17 @@ class MultiConv:
         return self
 
     def cycleBackOff(self, value: float) -> "MultiConv":
-        """The planner's cycle back-off, in [0, 1] (recorded)."""
+        """Sets the planner's cycle back-off (recorded).
+
+        Args:
+            value: A number in [0, 1].
+
+        Returns:
+            This MultiConv (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``value`` is not a number in [0, 1].
+        """
         if not _is_number(value) or not 0.0 <= value <= 1.0:
             raise OptionError(f"MultiConv.cycleBackOff expects a float in [0, 1], got "
                               f"{value!r}.")
@@ -101,7 +173,18 @@ class MultiConv:
         return self
 
     def enableConvDithering(self, value: Union[bool, Sequence[bool]]) -> "MultiConv":
-        """Convolution dithering, one bool or one per convolution (recorded)."""
+        """Sets whether each convolution uses dithering (recorded).
+
+        Args:
+            value: One bool for every convolution, or a list (or tuple) of them, one per
+                convolution.
+
+        Returns:
+            This MultiConv (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``value`` is not a bool or a non-empty list of bools.
+        """
         self._dithering = _per_convolution("enableConvDithering", value,
                                            lambda v: isinstance(v, bool), "a bool")
         return self

@@ -29,6 +29,15 @@ class NameScope:
     with ``name/``."""
 
     def __init__(self, name: str):
+        """Creates a scope; entering it pushes ``name``, leaving it pops it.
+
+        Args:
+            name: The scope's name, joined to the enclosing scopes' with ``/``.
+
+        Raises:
+            OptionError: when ``name`` is not a non-empty ``str`` or contains ``/`` (nest
+                scopes to build a path).
+        """
         if not isinstance(name, str) or not name or "/" in name:
             raise OptionError(f"NameScope expects a non-empty str without '/', got {name!r}; "
                               "nest scopes to build a path.")

@@ -54,7 +54,18 @@ _ENUMERATED_SPLITS = 20000
 
 @dataclass
 class PlannedIpu:
-    """One IPU of a verified plan: the candidates it runs, its memory and busy share."""
+    """One IPU of a verified plan: the candidates it runs, its memory and busy share.
+
+    :meth:`popsim.PipelinePlan.planned_ipus` makes them.
+
+    Attributes:
+        ipu: The IPU's index in its replica.
+        modules: The names of the candidate modules the IPU runs, in order; with a tail, IPU
+            0's end with the tail's module, as ``"<name> (tail)"``.
+        memory_bytes: The bytes the plan's program needs on the IPU, by the memory plan.
+        capacity_bytes: The bytes the IPU holds for the program.
+        busy_share: The share of the simulated call the IPU spent on its tasks and transfers.
+    """
     ipu: int
     modules: List[str]
     memory_bytes: int
@@ -63,13 +74,33 @@ class PlannedIpu:
 
     @property
     def fits(self) -> bool:
+        """Whether the IPU's program fits its memory (``memory_bytes <= capacity_bytes``)."""
         return self.memory_bytes <= self.capacity_bytes
 
 
 @dataclass
 class PipelinePlan:
-    """A split of the candidates over IPUs with its pipeline settings, and what
-    popsim's simulation of it gives (``report``, a SizingReport)."""
+    """A split of the candidates over IPUs, its pipeline settings and its simulated figures.
+
+    :func:`popsim.plan` verifies each plan it keeps by compiling it cost-only as the user would
+    run it, so ``report`` is what a run of the annotated model reports. :meth:`apply` annotates
+    a model and gives the options to run it with; :meth:`annotations` and
+    :meth:`option_lines` write the same as code.
+
+    Attributes:
+        split: For each IPU in turn, the names of the consecutive candidate modules it runs.
+        schedule: The pipeline's schedule (a :class:`popsim.PipelineSchedule`).
+        recomputation: Whether recomputation is on (``Options.Training.recomputation``).
+        optimizer_off_chip: Whether the optimizer state is kept off chip, in Streaming Memory.
+        report: The :class:`popsim.SizingReport` of the plan's cost-only run.
+        tail: The module where the model's tail starts, run as a last pipeline stage on IPU 0;
+            None without a tail.
+        tail_after: Whether the tail starts after ``tail`` returns rather than with it.
+        memory_proportions: For each IPU the plan gives an available memory proportion, that
+            proportion (``Options.setAvailableMemoryProportion``).
+        passes_budgets: For each IPU with a matmul or convolution split into serial passes by
+            its budget for temporaries, that budget as a share of the IPU's memory.
+    """
     split: List[List[str]]
     schedule: PipelineSchedule
     recomputation: bool
@@ -87,10 +118,12 @@ class PipelinePlan:
 
     @property
     def ipus(self) -> int:
+        """The number of IPUs the plan pipelines over."""
         return len(self.split)
 
     @property
     def fits(self) -> bool:
+        """Whether the plan's program fits the memory of every IPU (the report's)."""
         return self.report.fits
 
     @property
@@ -100,6 +133,7 @@ class PipelinePlan:
 
     @property
     def step_seconds(self) -> float:
+        """The simulated seconds of one step (the report's)."""
         return self.report.step_seconds
 
     @property
@@ -108,12 +142,25 @@ class PipelinePlan:
         return [len(modules) for modules in self.split]
 
     def planned_ipus(self) -> List[PlannedIpu]:
+        """Describes the plan's IPUs.
+
+        Returns:
+            One :class:`popsim.PlannedIpu` per IPU, in order, with the candidates it runs (the
+            tail too on IPU 0), its memory against its capacity and its busy share.
+        """
         tail = [f"{self.tail} (tail)"] if self.tail is not None else []
         return [PlannedIpu(ipu.ipu, self.split[ipu.ipu] + (tail if ipu.ipu == 0 else []),
                            ipu.memory_bytes, ipu.capacity_bytes, ipu.busy_share)
                 for ipu in self.report.ipus]
 
     def settings(self) -> str:
+        """Describes the plan's pipeline settings.
+
+        Returns:
+            The schedule, whether recomputation is on and, where the plan sets them, the
+            optimizer state off chip and the available memory proportions, as one line such as
+            ``"schedule Interleaved, recomputation off"``.
+        """
         parts = [f"schedule {self.schedule.value}",
                  f"recomputation {'on' if self.recomputation else 'off'}"]
         if self.optimizer_off_chip:
@@ -124,14 +171,31 @@ class PipelinePlan:
         return ", ".join(parts)
 
     def options(self, base: Optional[Options] = None) -> Options:
-        """`base` (default: new Options) with this plan's execution strategy and
-        settings: a PipelinedExecution of one stage per IPU, stage k on IPU k."""
+        """Makes the options that run the annotated model with this plan's strategy and settings.
+
+        The execution strategy is a :class:`popsim.PipelinedExecution` of one stage per IPU
+        (stage ``"IPU<k>"`` on IPU k, then a ``"tail"`` stage on IPU 0 with a tail) with the
+        plan's schedule. Where the plan turns them on, recomputation and the optimizer state
+        off chip are set too, and its available memory proportions are merged into the
+        options' own. The other options are kept.
+
+        Args:
+            base: The options to start from; they are copied, not changed. None: new
+                :class:`popsim.Options`.
+
+        Returns:
+            A copy of ``base`` with the plan's execution strategy and settings.
+        """
         return _plan_options(self.ipus, self.schedule, self.recomputation,
                              self.optimizer_off_chip, base, self.tail is not None,
                              self.memory_proportions)
 
     def annotations(self) -> List[str]:
-        """The BeginBlock calls that apply() makes, as code."""
+        """Writes the annotations that :meth:`apply` makes as code.
+
+        Returns:
+            The :func:`popsim.BeginBlock` calls, one line each, for a model named ``model``.
+        """
         lines = ['popsim.BeginBlock(model, "IPU0", ipu_id=0)']
         for ipu, modules in enumerate(self.split[1:], start=1):
             lines.append(f'popsim.BeginBlock(model.get_submodule("{modules[0]}"), "IPU{ipu}", '
@@ -142,7 +206,13 @@ class PipelinePlan:
         return lines
 
     def option_lines(self) -> List[str]:
-        """The options that apply() sets, as code."""
+        """Writes the options that :meth:`apply` sets as code.
+
+        Returns:
+            The calls on an :class:`popsim.Options` named ``opts``, one line each, that set
+            the execution strategy, then recomputation, the optimizer's location and the
+            available memory proportions where the plan sets them.
+        """
         stages = [f'popsim.Stage("IPU{ipu}").ipu({ipu})' for ipu in range(self.ipus)]
         if self.tail is not None:
             stages.append('popsim.Stage("tail").ipu(0)')
@@ -160,14 +230,32 @@ class PipelinePlan:
         return lines
 
     def apply(self, model: torch.nn.Module, options: Optional[Options] = None) -> Options:
-        """Annotates `model` (removing its BeginBlock annotations first): block
-        "IPU0" starts with the model, block "IPU<k>" with IPU k's first
-        candidate. Returns `options` (default: new Options) with the plan's
-        strategy and settings, ready for popsim.trainingModel / inferenceModel."""
+        """Annotates a model with this plan's blocks and makes the options to run it with.
+
+        The model's :func:`popsim.BeginBlock` annotations are removed first. Then block
+        ``"IPU0"`` starts with the model, block ``"IPU<k>"`` with IPU k's first candidate, and
+        with a tail, block ``"tail"`` (on IPU 0) with the tail's module, or after it with
+        ``tail_after``.
+
+        Args:
+            model: The model the plan was made for; it is annotated in place.
+            options: The options to start from; they are copied, not changed. None: new
+                :class:`popsim.Options`.
+
+        Returns:
+            The options with the plan's strategy and settings (see :meth:`options`), ready for
+            :func:`popsim.trainingModel` or :func:`popsim.inferenceModel`.
+        """
         _annotate(model, self.split, self.tail, self.tail_after)
         return self.options(options)
 
     def summary(self) -> str:
+        """Describes the plan in one line.
+
+        Returns:
+            The candidates per IPU, the settings, the simulated throughput and step time, and
+            whether the plan fits.
+        """
         return (f"[{', '.join(str(n) for n in self.layout)}] {self.settings()}: "
                 f"{self.throughput:,.0f} items/s, step {self.step_seconds * 1e3:,.3f} ms, "
                 + ("fits" if self.fits else "does NOT fit"))
@@ -175,8 +263,28 @@ class PipelinePlan:
 
 @dataclass
 class Plan:
-    """What popsim.plan found: the chosen plan (None when nothing fits), the
-    runners-up, the candidates' profile and advice. ``str()`` prints it."""
+    """What :func:`popsim.plan` found: the chosen plan, the runners-up and the profile.
+
+    The chosen plan is None when no plan fits; the advice then says what would. ``str(plan)``
+    prints it all; :meth:`apply` applies the chosen plan to the model.
+
+    Attributes:
+        model: The model's class name.
+        ipus: The number of IPUs planned for.
+        training: Whether the job is a training job (an optimizer was given).
+        candidates: The names of the modules to split at, in the order the model calls them.
+        candidate_cycles: Each candidate's simulated cycles per micro-batch, from the profile.
+        candidate_memory: Each candidate's memory in bytes, alone on an IPU in the profile.
+        capacity_bytes: The memory of one IPU for the program, in bytes.
+        chosen: The fastest verified plan that fits every IPU; None when no plan fits.
+        runners_up: Up to three other verified plans, those that fit first, the fastest first.
+        evaluated: How many plans were simulated after the profile.
+        seconds: How long the planning took, in wall-clock seconds.
+        advice: When no plan fits, what would make one fit, one line each.
+        automatic_tail: The module after which the planner ran the model's tail on IPU 0 by
+            itself (no tail was given, and a later part of the model shares the first IPU's
+            weights); None otherwise.
+    """
     model: str
     ipus: int
     training: bool
@@ -195,11 +303,23 @@ class Plan:
 
     @property
     def fits(self) -> bool:
+        """Whether a plan fits every IPU (``chosen`` is not None)."""
         return self.chosen is not None
 
     def apply(self, model: torch.nn.Module, options: Optional[Options] = None) -> Options:
-        """Applies the chosen plan (PipelinePlan.apply); an OptionError when
-        nothing fits, with the plan's advice."""
+        """Applies the chosen plan: see :meth:`popsim.PipelinePlan.apply`.
+
+        Args:
+            model: The model the plan was made for; it is annotated in place.
+            options: The options to start from; they are copied, not changed. None: new
+                :class:`popsim.Options`.
+
+        Returns:
+            The options to run the annotated model with.
+
+        Raises:
+            OptionError: when no plan fits; the message carries the plan's advice.
+        """
         if self.chosen is None:
             raise OptionError(f"popsim.plan found no split of {self.model} over {self.ipus} IPUs "
                               "that fits: " + " ".join(self.advice))
@@ -494,32 +614,66 @@ def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = 
          optimizer: Optional[torch.optim.Optimizer] = None, *, ipus: int,
          candidates: Optional[Sequence[str]] = None, tail: Optional[str] = None,
          tail_after: Optional[str] = None, max_evaluations: int = 8) -> Plan:
-    """Chooses a pipeline split of `model` over `ipus` IPUs, its schedule and
-    memory settings, for the most simulated throughput that fits every IPU.
+    """Chooses a pipeline split of a model over IPUs, with its schedule and memory settings.
 
-    `micro_batch`, `options` and `optimizer` are as for popsim.sizeJob: one
-    micro-batch of one replica's inputs, the job's Options (replication,
-    gradient accumulation, device iterations, precision... are kept; their
-    execution strategy is replaced), and an optimizer for a training job
-    (None: inference). `candidates` are the module names to split at, in the
-    order forward() calls them (default: the children of the model's
-    largest Sequential or ModuleList). `tail` names the module where the
-    model's last part starts when that part must run on IPU 0, as a last
-    pipeline stage beside the first candidates: a head that shares weights
-    with the first IPU's layers (BERT's MLM decoder, tied to the word
-    embeddings), as in Graphcore's BERT examples; `tail_after` names instead
-    the module after which it starts (BERT's encoder: the heads, their
-    gather included). Without either, when a later part of the model shares
-    weights with the first IPU's (no IPU but the first can run it), the
-    planner runs what follows the innermost module holding every candidate
-    as that tail by itself, and says so. `max_evaluations` bounds how many
-    plans are simulated after the profile.
+    The plan chosen gives the most simulated throughput among those that fit every IPU. The
+    model is split at module boundaries (the candidates): each IPU runs a run of consecutive
+    candidates, IPU 0 also what the model does before the second IPU's first candidate, and
+    the last IPU what follows its first candidate (heads, losses) unless a tail is named. The
+    search profiles the candidates cost-only, ranks the splits by their slowest IPU's cycles
+    and by their fullest IPU's estimated memory, then compiles the best-ranked cost-only as the
+    user would run them. In training, a split that does not fit is tried again with
+    recomputation, the optimizer state off chip and the Sequential schedule. The fastest plan
+    that fits is then tried with its spare memory given to the temporaries of the matmuls and
+    convolutions that ran in passes and, in training, with the Grouped schedule. The model is
+    left without annotations.
 
-    Returns a Plan: ``str(plan)`` prints the chosen plan (predicted step time,
-    throughput, per-IPU memory and busy share, and the BeginBlock
-    annotations it stands for), the runners-up and, when nothing fits, what
-    would. ``plan.apply(model, options)`` annotates the model and returns
-    the options to run it with. The model is left without annotations.
+    Args:
+        model: The model to plan for; it must have no :func:`popsim.BeginBlock` annotations.
+        micro_batch: One micro-batch of one replica's inputs, as for :func:`popsim.sizeJob`: a
+            tensor, or a tuple of the model's positional inputs, each with its batch dimension
+            first.
+        options: The job's options (replication, gradient accumulation, device iterations,
+            precision, ... are kept; their execution strategy is replaced); they are copied,
+            not changed. None: default :class:`popsim.Options`.
+        optimizer: The optimizer of a training job; None plans an inference job.
+        ipus: The number of IPUs to pipeline over, 2 or more.
+        candidates: The names of the modules to split at, as ``model.named_modules()`` gives
+            them, in the order forward() calls them. None: the children of the model's largest
+            Sequential or ModuleList.
+        tail: The module where the model's last part starts when that part must run on IPU
+            0, as a last pipeline stage beside the first candidates: a head that shares weights
+            with the first IPU's layers (BERT's MLM decoder, tied to the word embeddings), as
+            in Graphcore's BERT examples. Without ``tail`` or ``tail_after``, when a later part
+            of the model shares weights with the first IPU's (no IPU but the first can run
+            it), the planner runs what follows the innermost module holding every candidate as
+            that tail by itself, and says so.
+        tail_after: Instead of ``tail``, the module after which the tail starts (BERT's
+            encoder: the heads, their gather included).
+        max_evaluations: How many plans may be simulated after the profile (when more than 4,
+            two of them are kept for the fastest fitting plan's memory proportions and
+            schedule).
+
+    Returns:
+        A :class:`popsim.Plan`. ``str(plan)`` prints the chosen plan (predicted step time,
+        throughput, per-IPU memory and busy share, and the :func:`popsim.BeginBlock`
+        annotations it stands for), the runners-up and, when nothing fits, what would.
+        ``plan.apply(model, options)`` annotates the model and returns the options to run it
+        with.
+
+    Raises:
+        OptionError: when ``model`` is not a ``torch.nn.Module``; ``ipus`` is not an int of 2
+            or more; the model already has BeginBlock annotations; a candidate, ``tail`` or
+            ``tail_after`` is not a submodule, a candidate is named twice, or the tail is a
+            candidate; no candidates are given and the model has no Sequential or ModuleList
+            of 2 or more modules; both ``tail`` and ``tail_after`` are given; there are fewer
+            candidates than IPUs; training's gradientAccumulation is below
+            ``2 * stages - 1`` or inference's deviceIterations below the stages (the IPUs,
+            plus one with a tail); or a later part of the model shares weights with the first
+            IPU's and no tail is named nor found.
+        CompilationError: when a cost-only compilation of the model fails, other than for
+            weights shared with the first IPU's when no tail is named.
+        InputError: when an input tensor of ``micro_batch`` is a scalar.
     """
     started = time.monotonic()
     if not isinstance(model, torch.nn.Module):

@@ -22,19 +22,51 @@ class ICustomArgParser(abc.ABC):
 
     @abc.abstractmethod
     def yieldTensors(self, struct: Any) -> Iterator[torch.Tensor]:
-        """The tensors of `struct`, always in the same order."""
+        """Takes an argument of the registered type apart into its tensors.
+
+        Args:
+            struct: An instance of the registered type (or of a subclass).
+
+        Yields:
+            The tensors of ``struct``, always in the same order, the order
+            :meth:`popsim.ICustomArgParser.reconstruct` takes them in.
+        """
 
     @abc.abstractmethod
     def reconstruct(self, original_structure: Any, tensor_iterator: Iterator[torch.Tensor]) -> Any:
-        """An object like `original_structure` holding the tensors of
-        `tensor_iterator` (in yieldTensors' order) in place of its own."""
+        """Builds an argument like ``original_structure`` around other tensors.
+
+        Args:
+            original_structure: An instance of the registered type, as first seen, to copy.
+            tensor_iterator: The tensors to put in place of its own, in the order
+                :meth:`popsim.ICustomArgParser.yieldTensors` yields them.
+
+        Returns:
+            An object like ``original_structure`` holding the tensors of ``tensor_iterator`` in
+            place of its own.
+        """
 
 
 _PARSERS: Dict[type, ICustomArgParser] = {}
 
 
 def registerCustomArgParser(cls: type, parser: ICustomArgParser) -> None:
-    """Registers `parser` for arguments of type `cls` (see ICustomArgParser)."""
+    """Registers ``parser`` for arguments of type ``cls`` (see :class:`popsim.ICustomArgParser`).
+
+    Instances of ``cls`` and of its subclasses are then taken apart into tensors on each call
+    and rebuilt for the model's ``forward()``. The type is registered with PyTorch's pytree too,
+    so that :class:`popsim.DataLoader`'s background loading carries its tensors. A later
+    registration for the same type replaces the parser.
+
+    Args:
+        cls: The type of the arguments.
+        parser: The parser for them, an instance of a subclass of
+            :class:`popsim.ICustomArgParser`.
+
+    Raises:
+        TypeError: when ``cls`` is not a type or ``parser`` is not an
+            :class:`popsim.ICustomArgParser`.
+    """
     if not isinstance(cls, type):
         raise TypeError(f"registerCustomArgParser expects a type first, got {cls!r}.")
     if not isinstance(parser, ICustomArgParser):

@@ -76,7 +76,17 @@ def _require_within(tensor: torch.Tensor, dim: int, size: int, function: str) ->
 
 
 def nop(tensor: torch.Tensor) -> torch.Tensor:
-    """The identity (on an IPU, an op the graph optimiser keeps)."""
+    """Passes a tensor through unchanged, as an op the graph optimiser keeps on an IPU.
+
+    Args:
+        tensor: The tensor to pass through.
+
+    Returns:
+        A copy of ``tensor``.
+
+    Raises:
+        TypeError: when ``tensor`` is not a ``torch.Tensor``.
+    """
     _require_tensor(tensor, "its argument", "popsim.nop")
     return tensor.clone()
 
@@ -92,10 +102,29 @@ def _positions(start: torch.Tensor, size: int, step: int, function: str) -> torc
 
 def dynamic_slice(tensor: torch.Tensor, dim: int, start: torch.Tensor, size: int,
                   step: int) -> torch.Tensor:
-    """tensor[start : start + size : step] along `dim`, where `start` is a
-    tensor computed on the device (its value may change from call to call)
-    and `size` and `step` are constants. A slice that leaves the tensor is an
-    ExecutionError when the model runs."""
+    """Slices ``tensor[start : start + size : step]`` along ``dim``, ``start`` being data.
+
+    ``start`` is a tensor computed on the device, whose value may change from call to call;
+    ``size`` and ``step`` are constants of the compiled program. A slice that leaves the
+    tensor is an :class:`popsim.ExecutionError` when the compiled model runs.
+
+    Args:
+        tensor: The tensor to slice.
+        dim: The dimension to slice along (negative counts from the end).
+        start: A one-element integer tensor: the first position of the slice.
+        size: The length of the range to take positions from, at least 1 and at most the
+            length of ``dim``.
+        step: The distance between the positions taken, at least 1.
+
+    Returns:
+        The ``ceil(size / step)`` positions ``start``, ``start + step``, ... of ``tensor``
+        along ``dim``.
+
+    Raises:
+        TypeError: when an argument has the wrong type, ``dim`` is not a dimension of
+            ``tensor``, ``size`` or ``step`` is below 1, ``size`` is larger than the
+            dimension, or ``start`` is not a one-element integer tensor.
+    """
     with _shape_checks():
         _require_tensor(tensor, "tensor", "popsim.dynamic_slice")
         _require_int(dim, "dim", "popsim.dynamic_slice", -tensor.dim())
@@ -110,8 +139,30 @@ def dynamic_slice(tensor: torch.Tensor, dim: int, start: torch.Tensor, size: int
 
 def dynamic_update(input: torch.Tensor, src: torch.Tensor, dim: int, start: torch.Tensor,
                    size: int) -> torch.Tensor:
-    """`input` with `src` written over input[start : start + size] along `dim`
-    (`start` a tensor, `size` a constant: src's size along dim)."""
+    """Writes ``src`` over ``input[start : start + size]`` along ``dim``, ``start`` being data.
+
+    ``start`` is a tensor computed on the device, whose value may change from call to call;
+    ``size`` is a constant of the compiled program. ``input`` itself is left unchanged.
+
+    Args:
+        input: The tensor to update.
+        src: The values to write: a tensor of ``input``'s number of dimensions and dtype, of
+            length ``size`` along ``dim``.
+        dim: The dimension to update along (negative counts from the end).
+        start: A one-element integer tensor: the first position to write.
+        size: How many positions to write, ``src``'s length along ``dim``: at least 1 and at
+            most the length of ``dim``.
+
+    Returns:
+        A copy of ``input`` with ``src`` written at positions ``start`` to
+        ``start + size - 1`` along ``dim``.
+
+    Raises:
+        TypeError: when an argument has the wrong type, ``src`` does not match ``input`` (its
+            number of dimensions, dtype or length along ``dim``), ``dim`` is not a dimension of
+            ``input``, ``size`` is out of range, or ``start`` is not a one-element integer
+            tensor.
+    """
     with _shape_checks():
         _require_tensor(input, "input", "popsim.dynamic_update")
         _require_tensor(src, "src", "popsim.dynamic_update")
@@ -132,11 +183,33 @@ def dynamic_update(input: torch.Tensor, src: torch.Tensor, dim: int, start: torc
 
 def serializedMatMul(lhs: torch.Tensor, rhs: torch.Tensor, mode: MatMulSerializationMode,
                      factor: int = 0, keep_precision: bool = False) -> torch.Tensor:
-    """lhs @ rhs as `factor` smaller matmuls one after the other, split along
-    the dimension `mode` names: each needs a fraction of the temporary memory
-    (popsim's memory plan and clock see the smaller matmuls). Splitting the
-    reducing dimension sums the partial products, which rounds as the IPU's
-    serialized matmul does. `keep_precision` matters for float16 only."""
+    """Computes ``lhs @ rhs`` as ``factor`` smaller matmuls, one after the other.
+
+    The matmul is split along the dimension ``mode`` names, so that each part needs a
+    fraction of the temporary memory (popsim's memory plan and clock see the smaller matmuls).
+    Splitting the reducing dimension sums the partial products, which rounds as the IPU's
+    serialized matmul does.
+
+    Args:
+        lhs: The left operand, with 2 or more dimensions when split.
+        rhs: The right operand, with 2 or more dimensions when split.
+        mode: The dimension to split: ``InputChannels`` (the rows of ``lhs``),
+            ``ReducingDim`` (the dimension the matmul sums over) or ``OutputChannels`` (the
+            columns of ``rhs``); ``Disabled`` does not split.
+        factor: How many parts to split into; it must divide the split dimension. 0 or 1 does
+            not split.
+        keep_precision: A ``bool``, as PopTorch takes; meant for float16 operands (this
+            function checks it but does not use its value).
+
+    Returns:
+        The product, as ``torch.matmul(lhs, rhs)`` gives it.
+
+    Raises:
+        TypeError: when ``mode`` is not a :class:`popsim.MatMulSerializationMode`,
+            ``factor`` is not an ``int`` >= 0, ``keep_precision`` is not a ``bool``, or an
+            operand to split has fewer than 2 dimensions.
+        ValueError: when ``factor`` does not divide the split dimension.
+    """
     if not isinstance(mode, MatMulSerializationMode):
         raise TypeError(f"popsim.serializedMatMul expects a popsim.MatMulSerializationMode, got "
                         f"{mode!r}.")
@@ -176,10 +249,26 @@ def _as_list(outputs: Union[torch.Tensor, Sequence[torch.Tensor]], function: str
 
 def for_loop(count: int, body: Callable[..., Sequence[torch.Tensor]],
              inputs: List[torch.Tensor]) -> List[torch.Tensor]:
-    """body(*inputs) `count` times, each time on the previous outputs; returns
-    the last outputs as a list. The body takes and returns as many tensors,
-    of the same shapes, and sees copies (its in-place writes stay inside).
-    popsim compiles the loop unrolled: the same numbers as a device loop."""
+    """Runs ``body(*inputs)`` ``count`` times, each time on the previous outputs.
+
+    The body takes and returns as many tensors, of the same shapes and dtypes, and sees
+    copies (its in-place writes stay inside). popsim compiles the loop unrolled: the same
+    numbers as a device loop.
+
+    Args:
+        count: How many times to run the body, an ``int`` >= 0 (a constant of the compiled
+            program).
+        body: The function to repeat: it takes the tensors of ``inputs`` as positional
+            arguments and returns a tensor or a sequence of tensors like them.
+        inputs: The list of tensors of the first iteration.
+
+    Returns:
+        The last iteration's outputs as a list (copies of ``inputs`` when ``count`` is 0).
+
+    Raises:
+        TypeError: when ``count`` is not an ``int`` >= 0, ``inputs`` is not a list of
+            tensors, or the body returns something other than tensors like its inputs.
+    """
     _require_int(count, "count", "popsim.for_loop", 0)
     if not isinstance(inputs, list):
         raise TypeError(f"popsim.for_loop expects inputs to be a list of tensors, got "
@@ -200,11 +289,28 @@ def for_loop(count: int, body: Callable[..., Sequence[torch.Tensor]],
 def cond(condition: torch.Tensor, then_body: Callable[..., Sequence[torch.Tensor]],
          then_inps: List[torch.Tensor], else_body: Callable[..., Sequence[torch.Tensor]],
          else_inps: List[torch.Tensor]) -> List[torch.Tensor]:
-    """then_body(*then_inps) where the one-element bool `condition` holds,
-    else else_body(*else_inps), as a list. In a compiled model both branches
-    run and the condition picks their outputs (which must match in number,
-    shape and dtype), so the condition may change from call to call; run
-    eagerly, only the branch taken runs."""
+    """Runs ``then_body(*then_inps)`` when ``condition`` holds, else ``else_body(*else_inps)``.
+
+    In a compiled model both branches run and the condition picks their outputs (which must
+    match in number, shape and dtype), so the condition may change from call to call; run
+    eagerly, only the branch taken runs.
+
+    Args:
+        condition: A one-element tensor, taken as a bool.
+        then_body: The function run when ``condition`` holds; it returns a tensor or a
+            sequence of tensors.
+        then_inps: The list of tensors passed to ``then_body``.
+        else_body: The function run otherwise; it returns tensors like ``then_body``'s.
+        else_inps: The list of tensors passed to ``else_body``.
+
+    Returns:
+        The chosen branch's outputs, as a list of tensors.
+
+    Raises:
+        TypeError: when ``condition`` is not a one-element tensor, ``then_inps`` or
+            ``else_inps`` is not a list, a branch returns something other than tensors, or
+            (compiled) the branches' outputs differ in number, shape or dtype.
+    """
     _require_tensor(condition, "condition", "popsim.cond")
     if condition.numel() != 1:
         raise TypeError(f"popsim.cond expects a condition with one element, got shape "
@@ -228,7 +334,25 @@ def cond(condition: torch.Tensor, then_body: Callable[..., Sequence[torch.Tensor
 def custom_op(inputs: Sequence[torch.Tensor], name: str, domain: str, domain_version: int,
               example_outputs: Sequence[torch.Tensor],
               attributes: Optional[Mapping[str, object]] = None) -> NoReturn:
-    """PopTorch's custom ops run Poplar code that popsim cannot run: refused."""
+    """Refuses PopTorch's custom ops, which run Poplar code that popsim cannot run.
+
+    The arguments are PopTorch's; popsim only names the op in the error. Write the op with
+    PyTorch operations instead: popsim computes those, forward and backward.
+
+    Args:
+        inputs: The op's input tensors.
+        name: The custom op's name.
+        domain: The custom op's domain.
+        domain_version: The version of the domain.
+        example_outputs: Tensors like the op's outputs.
+        attributes: The op's attributes, by name.
+
+    Returns:
+        Nothing: it always raises.
+
+    Raises:
+        UnsupportedOperationError: always, naming the op.
+    """
     raise UnsupportedOperationError(
         f"popsim.custom_op: custom op '{name}' (domain '{domain}', version {domain_version}) "
         "is Poplar/PopART code, which popsim, having no Poplar, cannot run. Write the op with "
@@ -240,14 +364,37 @@ def ipu_print_tensor(tensor: torch.Tensor, title: str = "", print_gradient: bool
                      max_line_width: int = 80, digits: int = 4, float_format: str = "auto",
                      separator: str = ", ", open_bracket: str = "(",
                      close_bracket: str = ")") -> torch.Tensor:
-    """Returns `tensor`; in a compiled model, the device prints it on stdout
-    ("title: (...)") each time the op runs (every micro-batch), and in
-    training prints its gradient as "title_gradient" when `print_gradient`.
-    Use the returned tensor: an unused print is optimised away. Tensors of
-    more than `summarise_threshold` elements (0: no limit) show `edge_items`
-    at each end; `digits` and `float_format` ("auto", "fixed", "scientific",
-    "none") format the numbers, aligned, with rows broken at `max_line_width`
-    characters. Run eagerly (outside a popsim model) it prints nothing."""
+    """Prints a tensor on stdout each time the compiled model computes it.
+
+    In a compiled model, the host prints the tensor as ``title: (...)`` each time the op
+    runs (every micro-batch). Use the returned tensor: an unused print is optimised away. Run
+    eagerly (outside a popsim model) it prints nothing.
+
+    Args:
+        tensor: The tensor to print.
+        title: The text printed in front of the values, followed by ``": "``; empty prints
+            the values alone.
+        print_gradient: Whether a training model also prints the tensor's gradient, as
+            ``title_gradient``.
+        summarise_threshold: Tensors of more elements than this show only ``edge_items`` at
+            each end of each dimension; 0 means no limit.
+        edge_items: How many elements a summarised tensor shows at each end, at least 1.
+        max_line_width: The characters after which rows are broken; 0 means no limit.
+        digits: The number of digits the values are printed with.
+        float_format: ``"auto"``, ``"fixed"``, ``"scientific"`` or ``"none"``: how the
+            numbers are formatted (aligned).
+        separator: The text between two values.
+        open_bracket: The text that opens each dimension.
+        close_bracket: The text that closes each dimension.
+
+    Returns:
+        ``tensor`` (through the printing op in a compiled model).
+
+    Raises:
+        TypeError: when ``tensor`` is not a tensor, or ``summarise_threshold``,
+            ``edge_items``, ``max_line_width`` or ``digits`` is not an ``int`` in range.
+        ValueError: when ``float_format`` is not one of the four formats.
+    """
     _require_tensor(tensor, "tensor", "popsim.ipu_print_tensor")
     if float_format not in _FLOAT_FORMATS:
         raise ValueError(f"popsim.ipu_print_tensor expects float_format to be one of "
@@ -265,11 +412,23 @@ def ipu_print_tensor(tensor: torch.Tensor, title: str = "", print_gradient: bool
 
 
 def recomputationCheckpoint(*tensors: Any) -> Any:
-    """Returns its tensors (one tensor, or a tuple of them, nested tuples and
-    lists kept); in a model trained with Options.Training.recomputation(True),
-    recomputation keeps (stashes) them instead of recomputing them, and the
-    backward pass recomputes only the ops after them. Use the returned
-    tensors. Elsewhere it changes nothing."""
+    """Marks tensors that recomputation keeps (stashes) instead of recomputing them.
+
+    In a model trained with ``Options.Training.recomputation(True)``, the backward pass
+    recomputes only the ops after the checkpoint. Use the returned tensors. Elsewhere it
+    changes nothing.
+
+    Args:
+        *tensors: The tensors to keep: one tensor, or several, in nested tuples and lists if
+            need be.
+
+    Returns:
+        The tensor, when given one tensor; otherwise a tuple of its arguments, with nested
+        tuples and lists kept.
+
+    Raises:
+        TypeError: when an argument is not a tensor (or a tuple or list of them).
+    """
     def checkpoint(value: Any) -> Any:
         if isinstance(value, (tuple, list)):
             return type(value)(checkpoint(item) for item in value)
@@ -285,12 +444,25 @@ def recomputationCheckpoint(*tensors: Any) -> Any:
 
 def set_available_memory(tensor: torch.Tensor,
                          available_memory_proportion: float) -> torch.Tensor:
-    """Returns `tensor`; the matmul or convolution that computed it (looking
-    through views such as reshapes) may use this share of its IPU's memory
-    for its temporaries, instead of the IPU's availableMemoryProportion: a
-    smaller share runs it in more serial passes (more cycles, less memory).
-    On other ops it has no effect (popsim logs a warning). Use the returned
-    tensor."""
+    """Sets the share of its IPU's memory the matmul or convolution that computed a tensor may use.
+
+    The op that computed ``tensor`` (looking through views such as reshapes) may use this
+    share of its IPU's memory for its temporaries, instead of the IPU's
+    ``availableMemoryProportion``: a smaller share runs it in more serial passes (more cycles,
+    less memory). On other ops it has no effect (popsim logs a warning). Use the returned
+    tensor. Run eagerly, it changes nothing.
+
+    Args:
+        tensor: The output of a matmul or convolution.
+        available_memory_proportion: The share, in (0, 1].
+
+    Returns:
+        ``tensor`` (through the marker op in a compiled model).
+
+    Raises:
+        TypeError: when ``tensor`` is not a tensor.
+        ValueError: when ``available_memory_proportion`` is not a number in (0, 1].
+    """
     _require_tensor(tensor, "tensor", "popsim.set_available_memory")
     proportion = available_memory_proportion
     if (isinstance(proportion, bool) or not isinstance(proportion, (int, float))
@@ -323,19 +495,43 @@ def _set_overlap(tensors: Any, mode: OverlapMode, direction: str) -> Any:
 
 
 def set_overlap_for_input(input_tensors: Any, mode: OverlapMode) -> Any:
-    """Returns `input_tensors` (a tensor, or tuples, lists and dicts of them),
-    marked to stream from the host through the IO tiles as `mode` says
-    (popsim.OverlapMode), beside the compute. Apply it to the model's inputs
-    first thing in forward and use only the returned tensors. It needs
-    Options.TensorLocations.numIOTiles and a ShardedExecution (or phased)
-    strategy; outside a popsim model it returns its argument."""
+    """Marks model inputs to stream from the host through the IO tiles, beside the compute.
+
+    Apply it to the model's inputs first thing in ``forward`` and use only the returned
+    tensors. It needs ``Options.TensorLocations.numIOTiles`` and a
+    :class:`popsim.ShardedExecution` (or phased) strategy; outside a popsim model it returns
+    its argument.
+
+    Args:
+        input_tensors: A tensor, or tuples, lists and dicts of them.
+        mode: How the inputs' transfers overlap the compute, a :class:`popsim.OverlapMode`.
+
+    Returns:
+        ``input_tensors``, with the same structure, each tensor marked.
+
+    Raises:
+        TypeError: when ``mode`` is not a :class:`popsim.OverlapMode` or a leaf of
+            ``input_tensors`` is not a tensor.
+    """
     return _set_overlap(input_tensors, mode, "input")
 
 
 def set_overlap_for_output(output_tensors: Any, mode: OverlapMode) -> Any:
-    """Returns `output_tensors` (a tensor, or tuples, lists and dicts of
-    them), marked to stream to the host through the IO tiles as `mode` says,
-    while the compute tiles go on. Apply it to tensors forward returns (once
-    each), just before returning them. Same requirements as
-    set_overlap_for_input."""
+    """Marks model outputs to stream to the host through the IO tiles, while the compute goes on.
+
+    Apply it to tensors ``forward`` returns (once each), just before returning them. It has
+    the requirements of :func:`popsim.set_overlap_for_input`; outside a popsim model it
+    returns its argument.
+
+    Args:
+        output_tensors: A tensor, or tuples, lists and dicts of them.
+        mode: How the outputs' transfers overlap the compute, a :class:`popsim.OverlapMode`.
+
+    Returns:
+        ``output_tensors``, with the same structure, each tensor marked.
+
+    Raises:
+        TypeError: when ``mode`` is not a :class:`popsim.OverlapMode` or a leaf of
+            ``output_tensors`` is not a tensor.
+    """
     return _set_overlap(output_tensors, mode, "output")

@@ -2,6 +2,23 @@
 
 import enum
 
+__all__ = [
+    "AnchorMode",
+    "CommGroupType",
+    "ConnectionType",
+    "DataLoaderMode",
+    "HalfFloatCastingBehavior",
+    "MatMulSerializationMode",
+    "MeanReductionStrategy",
+    "MultiConvPartialsType",
+    "MultiConvPlanType",
+    "OutputMode",
+    "OverlapMode",
+    "ReductionType",
+    "SyncPattern",
+    "VariableRetrievalMode",
+]
+
 
 class OutputMode(enum.IntEnum):
     """Which device iterations' outputs a call returns to the host.
@@ -26,7 +43,14 @@ AnchorMode = OutputMode
 
 
 class ReductionType(enum.IntEnum):
-    """How the gradients of a step's micro-batches are combined."""
+    """How the gradients of a step's micro-batches, and of the replicas, are combined
+    (``Options.Training.accumulationAndReplicationReductionType``).
+
+    - ``Sum``: they are added.
+    - ``Mean`` (the default): they are averaged; ``MeanReductionStrategy`` says when the
+      division happens.
+    - ``NoReduction``: PopTorch's value for no reduction, which popsim refuses.
+    """
 
     Sum = 0
     Mean = 1

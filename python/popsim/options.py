@@ -162,6 +162,15 @@ class _OptionGroup:
         raise AttributeError(f"{self._group_name} has no option '{name}'.")
 
     def toDict(self) -> Dict[str, Any]:
+        """The group's options and their values, by field name.
+
+        Enum values appear by name; execution strategies and tensor location settings as their
+        repr.
+
+        Returns:
+            A new dict from each option's field name (such as ``"gradient_accumulation"``) to its
+            value.
+        """
         return {name: _printable(getattr(self, name)) for name in self._fields()}
 
     def __repr__(self) -> str:
@@ -242,14 +251,40 @@ class _TrainingOptions(_OptionGroup):
     _group_name = "Options.Training"
 
     def gradientAccumulation(self, gradient_accumulation: int) -> "_TrainingOptions":
-        """Micro-batches whose gradients are accumulated before each weight update."""
+        """Sets how many micro-batches' gradients are accumulated before each weight update.
+
+        Args:
+            gradient_accumulation: The number of micro-batches per optimizer step (default 1:
+                an update after every micro-batch).
+
+        Returns:
+            This group (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``gradient_accumulation`` is not a positive integer, or the options are
+                frozen.
+        """
         with self._setting():
             self.gradient_accumulation = positive_int("Training.gradientAccumulation", gradient_accumulation)
         return self
 
     def accumulationAndReplicationReductionType(self, reduction_type: ReductionType
                                                 ) -> "_TrainingOptions":
-        """Whether a step uses the mean (default) or the sum of its micro-batches' gradients."""
+        """Sets whether a step uses the mean or the sum of its micro-batches' gradients.
+
+        The same reduction combines the gradients of the replicas
+        (:meth:`popsim.Options.replicationFactor`).
+
+        Args:
+            reduction_type: ``ReductionType.Mean`` (the default) or ``ReductionType.Sum``.
+
+        Returns:
+            This group (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``reduction_type`` is neither ``ReductionType.Mean`` nor
+                ``ReductionType.Sum`` (``NoReduction`` is refused), or the options are frozen.
+        """
         if reduction_type not in (ReductionType.Mean, ReductionType.Sum):
             raise OptionError(
                 "Training.accumulationAndReplicationReductionType expects "
@@ -260,10 +295,24 @@ class _TrainingOptions(_OptionGroup):
 
     def setMeanAccumulationAndReplicationReductionStrategy(
             self, mean_reduction_strategy: MeanReductionStrategy) -> "_TrainingOptions":
-        """With the Mean reduction type, whether accumulators hold the running
-        mean of a step's gradients (``MeanReductionStrategy.Running``) or their
-        sum, divided when the step reads it (``Post``, the default, as PopTorch's
-        for float32 accumulators)."""
+        """Sets when a mean reduction divides the gradients.
+
+        With the ``Mean`` reduction type, the accumulators hold either the running mean of a
+        step's gradients (``MeanReductionStrategy.Running``) or their sum, divided when the step
+        reads it (``MeanReductionStrategy.Post``, the default, as PopTorch's for float32
+        accumulators). ``PostAndLoss`` is deprecated, as in PopTorch: it logs a warning and
+        computes what ``Post`` computes, the same up to rounding.
+
+        Args:
+            mean_reduction_strategy: A :class:`popsim.MeanReductionStrategy`.
+
+        Returns:
+            This group (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``mean_reduction_strategy`` is not a
+                :class:`popsim.MeanReductionStrategy`, or the options are frozen.
+        """
         if not isinstance(mean_reduction_strategy, MeanReductionStrategy):
             raise OptionError(
                 "Training.setMeanAccumulationAndReplicationReductionStrategy expects a "
@@ -276,14 +325,26 @@ class _TrainingOptions(_OptionGroup):
         return self
 
     def recomputation(self, enabled: bool) -> "_TrainingOptions":
-        """Pipelined training: each stage's backward pass recomputes the forward
-        activations it needs from the stage's inputs, so only the inputs are stashed
-        between a micro-batch's forward and backward passes. Less memory (the stash
-        shrinks to the stage inputs), more compute (each stage's forward ops run twice);
-        results are identical. Values marked with popsim.recomputationCheckpoint are
-        kept rather than recomputed, and a stage whose forward and backward passes are
-        one task (the last stage, or a model on one IPU) recomputes between its
-        checkpoints if it has any. Off by default."""
+        """Turns recomputation of forward activations in pipelined training on or off.
+
+        With recomputation, each stage's backward pass recomputes the forward activations it
+        needs from the stage's inputs, so only the inputs are stashed between a micro-batch's
+        forward and backward passes: less memory (the stash shrinks to the stage inputs), more
+        compute (each stage's forward ops run twice), identical results. Values marked with
+        :func:`popsim.recomputationCheckpoint` are kept rather than recomputed, and a stage whose
+        forward and backward passes are one task (the last stage, or a model on one IPU)
+        recomputes between its checkpoints if it has any.
+
+        Args:
+            enabled: True to recompute; False (the default) to stash every activation the
+                backward pass needs.
+
+        Returns:
+            This group (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``enabled`` is not a bool, or the options are frozen.
+        """
         if not isinstance(enabled, bool):
             raise OptionError(f"Training.recomputation expects a bool, got {enabled!r}.")
         with self._setting():
@@ -291,16 +352,29 @@ class _TrainingOptions(_OptionGroup):
         return self
 
     def setAutomaticLossScaling(self, enabled: bool) -> "_TrainingOptions":
-        """Automatic loss scaling, as PopART does it: the optimizer's loss_scaling
-        is where the factor starts; after every optimizer step, if more than a
-        proportion of the step's float16 gradients (default 1e-7) lies above a bin
-        edge (default 1/8 of float16's largest value, 8188), the factor halves,
-        otherwise it doubles (never above 2^15 for a float16 loss). The
-        gradients are divided by the factor in float32 before the update. The
-        factor is device state, so the loss_scaling attribute on the host does not
-        change. ``_Popart.set("automaticLossScalingSettings.binEdgeLocation", x)``
-        and ``("...thresholdUpperCountProportion", p)`` change the edge and the
-        proportion. The model needs float16 gradients to count."""
+        """Turns automatic loss scaling on or off, as PopART does it.
+
+        The optimizer's ``loss_scaling`` is where the factor starts. After every optimizer step,
+        if more than a proportion of the step's float16 gradients (default 1e-7) lies above a bin
+        edge (default 1/8 of float16's largest value, 8188), the factor halves; otherwise it
+        doubles (never above 2^15 for a float16 loss). The gradients are divided by the factor in
+        float32 before the update. The factor is device state, so the ``loss_scaling`` attribute
+        on the host does not change (anchor ``"finalLossScale"`` to read it, see
+        :meth:`popsim.Options.anchorTensor`).
+        ``_Popart.set("automaticLossScalingSettings.binEdgeLocation", x)`` and
+        ``("...thresholdUpperCountProportion", p)`` change the edge and the proportion. The model
+        needs float16 gradients to count.
+
+        Args:
+            enabled: True to scale automatically; False (the default) to keep the optimizer's
+                factor.
+
+        Returns:
+            This group (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``enabled`` is not a bool, or the options are frozen.
+        """
         with self._setting():
             self.automatic_loss_scaling = _bool("Training.setAutomaticLossScaling", enabled)
         return self
@@ -318,13 +392,38 @@ class _SimulatorOptions(_OptionGroup):
     _group_name = "Options.Simulator"
 
     def numIpus(self, count: int) -> "_SimulatorOptions":
-        """How many IPUs the simulated system has (default: as many as the model uses)."""
+        """Sets how many IPUs the simulated system has.
+
+        Unset, the system has as many IPUs as the model uses (see also
+        :meth:`popsim.Options.autoRoundNumIPUs`). With replication the count covers the IPUs of
+        all replicas.
+
+        Args:
+            count: The number of simulated IPUs.
+
+        Returns:
+            This group (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``count`` is not a positive integer, or the options are frozen.
+        """
         with self._setting():
             self.num_ipus = positive_int("Simulator.numIpus", count)
         return self
 
     def ipuVersion(self, version: str) -> "_SimulatorOptions":
-        """The IPU generation to simulate: 'Mk1' (GC2), 'Mk2' (GC200, default) or 'Bow'."""
+        """Sets the IPU generation to simulate.
+
+        Args:
+            version: ``"Mk1"`` (also ``"GC2"``), ``"Mk2"`` (also ``"GC200"``, the default) or
+                ``"Bow"``, in any letter case.
+
+        Returns:
+            This group (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``version`` names none of these generations, or the options are frozen.
+        """
         name = _CHIPS.get(str(version).lower()) if isinstance(version, str) else None
         if name is None:
             raise OptionError(
@@ -334,49 +433,93 @@ class _SimulatorOptions(_OptionGroup):
         return self
 
     def memoryPerIpu(self, size: Union[int, str]) -> "_SimulatorOptions":
-        """Memory of each simulated IPU, in bytes or as '64MiB' (default: the chip's SRAM).
+        """Sets the memory of each simulated IPU.
 
-        Lower it to size a model for part of an IPU; compiling a model that
-        needs more raises popsim.OutOfMemoryError.
+        Unset, each IPU has its chip's SRAM. Lower it to size a model for part of an IPU:
+        compiling a model that needs more raises :class:`popsim.OutOfMemoryError` (unless
+        ``allowOverCapacity`` is on).
+
+        Args:
+            size: Bytes, as a positive int, or a string such as ``"64MiB"``, ``"512 KB"`` or
+                ``"1.5GiB"`` (units B, KB/MB/GB in powers of 1000, KiB/MiB/GiB in powers of 1024,
+                in any letter case).
+
+        Returns:
+            This group (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``size`` is not a positive size in one of these forms, or the options
+                are frozen.
         """
         with self._setting():
             self.memory_per_ipu = _parse_memory(size)
         return self
 
     def threadsPerIpu(self, threads: int) -> "_SimulatorOptions":
-        """Host threads each simulated IPU computes with (default: for one IPU, PyTorch's
-        thread count; for several, an equal share of the host's threads, at least one).
+        """Sets how many host threads each simulated IPU computes with.
 
-        Each IPU runs on its own host thread, so pipelined stages overlap; results are
-        identical for any value with one IPU and across strategies for the same value
-        (oneDNN splits some reductions by thread).
+        Each IPU runs on its own host thread, so pipelined stages overlap. Results are identical
+        for any value with one IPU, and across strategies for the same value (oneDNN splits some
+        reductions by thread).
+
+        Args:
+            threads: Threads per IPU. Unset: for one IPU, PyTorch's thread count; for several, an
+                equal share of the host's threads, at least one.
+
+        Returns:
+            This group (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``threads`` is not a positive integer, or the options are frozen.
         """
         with self._setting():
             self.threads_per_ipu = positive_int("Simulator.threadsPerIpu", threads)
         return self
 
     def costOnly(self, enabled: bool = True) -> "_SimulatorOptions":
-        """Size the job without computing it: compiling, the memory plan, the
-        simulated clock, memoryReport(), executionTrace(), sizingReport() and
-        profiles are those of a run that computes, but no kernel runs and the
-        device holds no values, so a call takes milliseconds whatever the job.
+        """Sizes the job without computing it.
 
-        A call returns tensors of the right shapes and dtypes on torch's meta
-        device: they hold no values, and reading one (``.item()``, printing
-        its values, copying it to the CPU) raises. The model's weights stay
-        as they are on the host, inputs the model writes in place are left
-        alone, and reading device state (anchored tensors, optimizer state)
-        gives meta tensors too.
+        Compiling, the memory plan, the simulated clock, ``memoryReport()``,
+        ``executionTrace()``, ``sizingReport()`` and profiles are those of a run that computes,
+        but no kernel runs and the device holds no values, so a call takes milliseconds whatever
+        the job.
+
+        A call returns tensors of the right shapes and dtypes on torch's meta device: they hold
+        no values, and reading one (``.item()``, printing its values, copying it to the CPU)
+        raises. The model's weights stay as they are on the host, inputs the model writes in
+        place are left alone, and reading device state (anchored tensors, optimizer state) gives
+        meta tensors too.
+
+        Args:
+            enabled: True (the default of this call) to size only; False to compute, as without
+                this option.
+
+        Returns:
+            This group (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``enabled`` is not a bool, or the options are frozen.
         """
         with self._setting():
             self.cost_only = _bool("Simulator.costOnly", enabled)
         return self
 
     def allowOverCapacity(self, enabled: bool = True) -> "_SimulatorOptions":
-        """With costOnly(): a program that does not fit its IPUs' memory compiles
-        anyway instead of raising OutOfMemoryError, so memoryReport() and
-        sizingReport() can say by how much it is over and what to change
-        (popsim.sizeJob sets it). Only cost-only: a computing run must fit.
+        """Lets a cost-only program that does not fit its IPUs' memory compile anyway.
+
+        With ``costOnly``, such a program compiles instead of raising
+        :class:`popsim.OutOfMemoryError`, so ``memoryReport()`` and ``sizingReport()`` can say
+        by how much it is over and what to change (:func:`popsim.sizeJob` sets it). It applies to
+        cost-only runs only: a run that computes must fit.
+
+        Args:
+            enabled: True (the default of this call) to allow it; False to raise as usual.
+
+        Returns:
+            This group (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``enabled`` is not a bool, or the options are frozen.
         """
         with self._setting():
             self.allow_over_capacity = _bool("Simulator.allowOverCapacity", enabled)
@@ -397,15 +540,26 @@ class _PrecisionOptions(_OptionGroup):
     _group_name = "Options.Precision"
 
     def setPartialsType(self, dtype: torch.dtype) -> "_PrecisionOptions":
-        """The type float16 matmuls and convolutions (forward and backward) sum
-        their products in. torch.float (the default): in float32, rounding the
-        result once. torch.half: in float16 partials, as an IPU does, which
-        halves the partials in their temporary memory: each run of 16
-        consecutive products (in the reduction's order; a convolution's
-        window includes the padding) is summed, rounded to float16 and added to
-        a float16 total, rounded again; a bias is added after. These ops then
-        run popsim's own vectorised loops, slower than oneDNN's. float32 ops always
-        accumulate in float32."""
+        """Sets the type float16 matmuls and convolutions sum their products in.
+
+        This applies to the forward and backward passes. ``torch.float`` (the default) sums in
+        float32 and rounds the result once. ``torch.half`` sums in float16 partials, as an IPU
+        does, which halves the partials in their temporary memory: each run of 16 consecutive
+        products (in the reduction's order; a convolution's window includes the padding) is
+        summed, rounded to float16 and added to a float16 total, rounded again; a bias is added
+        after. These ops then run popsim's own vectorised loops, slower than oneDNN's. float32
+        ops always accumulate in float32.
+
+        Args:
+            dtype: ``torch.float`` (``torch.float32``) or ``torch.half`` (``torch.float16``).
+
+        Returns:
+            This group (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``dtype`` is neither ``torch.float`` nor ``torch.half``, or the options
+                are frozen.
+        """
         if dtype not in (torch.float32, torch.float16):
             raise OptionError(f"Precision.setPartialsType expects torch.float or torch.half, "
                               f"got {dtype!r}.")
@@ -414,24 +568,45 @@ class _PrecisionOptions(_OptionGroup):
         return self
 
     def runningStatisticsAlwaysFloat(self, value: bool) -> "_PrecisionOptions":
-        """True (the default): the running mean and variance of float16 batch norms
-        are held and updated in float32 on the device, as PopTorch keeps them (the
-        host's buffers keep their dtype). False: in the layer's dtype."""
+        """Sets whether float16 batch norms keep their running statistics in float32.
+
+        Args:
+            value: True (the default): the running mean and variance of float16 batch norms are
+                held and updated in float32 on the device, as PopTorch keeps them (the host's
+                buffers keep their dtype). False: in the layer's dtype.
+
+        Returns:
+            This group (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``value`` is not a bool, or the options are frozen.
+        """
         with self._setting():
             self.running_statistics_always_float = _bool("Precision.runningStatisticsAlwaysFloat", value)
         return self
 
     def halfFloatCasting(self, half_float_casting: HalfFloatCastingBehavior) -> "_PrecisionOptions":
-        """How an op mixing float16 and float32 operands computes.
-        ``HalfUpcastToFloat`` follows PyTorch's promotion: a float32 operand
-        with dimensions makes the op compute in float32, matrix products and
-        convolutions included (where eager PyTorch refuses mixed operands), so
-        a float16 model needs float16 inputs to compute in float16.
-        ``FloatDowncastToHalf`` casts the float32 operands to float16, so a
-        float16 model takes float32 inputs. ``Default`` (the default) is
-        HalfUpcastToFloat, as PopTorch 3's default (dispatcher) frontend, or
-        FloatDowncastToHalf after Jit.traceModel(True), as PopTorch's legacy
-        tracing frontend. In-place ops keep their target's dtype either way."""
+        """Sets how an op mixing float16 and float32 operands computes.
+
+        ``HalfUpcastToFloat`` follows PyTorch's promotion: a float32 operand with dimensions makes
+        the op compute in float32, matrix products and convolutions included (where eager
+        PyTorch refuses mixed operands), so a float16 model needs float16 inputs to compute in
+        float16. ``FloatDowncastToHalf`` casts the float32 operands to float16, so a float16
+        model takes float32 inputs. ``Default`` (the default) is ``HalfUpcastToFloat``, as
+        PopTorch 3's default (dispatcher) frontend, or ``FloatDowncastToHalf`` after
+        ``Jit.traceModel(True)``, as PopTorch's legacy tracing frontend. In-place ops keep their
+        target's dtype either way.
+
+        Args:
+            half_float_casting: A :class:`popsim.HalfFloatCastingBehavior`.
+
+        Returns:
+            This group (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``half_float_casting`` is not a
+                :class:`popsim.HalfFloatCastingBehavior`, or the options are frozen.
+        """
         if not isinstance(half_float_casting, HalfFloatCastingBehavior):
             raise OptionError(f"Precision.halfFloatCasting expects a "
                               f"popsim.HalfFloatCastingBehavior, got {half_float_casting!r}.")
@@ -440,22 +615,46 @@ class _PrecisionOptions(_OptionGroup):
         return self
 
     def enableFloatingPointExceptions(self, enabled: bool) -> "_PrecisionOptions":
-        """An op whose result overflows to an infinity (or divides by zero) from
-        finite operands, or computes NaN from operands without NaN (inf - inf,
-        0 x inf, the root of a negative number), stops the run with an
-        ExecutionError naming the op and its source line, as an IPU traps
-        them. Off by default: infinities and NaN propagate, as in PyTorch."""
+        """Sets whether overflow and invalid operations stop the run, as an IPU traps them.
+
+        When on, an op whose result overflows to an infinity (or divides by zero) from finite
+        operands, or computes NaN from operands without NaN (inf - inf, 0 x inf, the root of a
+        negative number), stops the run with a :class:`popsim.ExecutionError` naming the op and
+        its source line.
+
+        Args:
+            enabled: True to trap; False (the default) to let infinities and NaN propagate, as
+                in PyTorch.
+
+        Returns:
+            This group (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``enabled`` is not a bool, or the options are frozen.
+        """
         with self._setting():
             self.floating_point_exceptions = _bool("Precision.enableFloatingPointExceptions", enabled)
         return self
 
     def enableStochasticRounding(self, enabled: bool) -> "_PrecisionOptions":
-        """float16 results (of every op, and weight updates) round to one of the
-        two nearest float16 values at random, the farther one with the
-        probability of its nearness, so that rounding is unbiased on average; the
-        random numbers come from the model's seed (Options.randomSeed), so a
-        run is reproducible. Off (round to nearest, ties to even) by default.
-        float32 results always round to nearest."""
+        """Sets whether float16 results round stochastically.
+
+        When on, float16 results (of every op, and of weight updates) round to one of the two
+        nearest float16 values at random, the farther one with the probability of its nearness,
+        so that rounding is unbiased on average. The random numbers come from the model's seed
+        (:meth:`popsim.Options.randomSeed`), so a run is reproducible. float32 results always
+        round to nearest.
+
+        Args:
+            enabled: True to round stochastically; False (the default) to round to nearest,
+                ties to even.
+
+        Returns:
+            This group (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``enabled`` is not a bool, or the options are frozen.
+        """
         with self._setting():
             self.stochastic_rounding = _bool("Precision.enableStochasticRounding", enabled)
         return self
@@ -468,12 +667,22 @@ class _JitOptions(_OptionGroup):
     _group_name = "Options.Jit"
 
     def traceModel(self, trace_model: bool) -> "_JitOptions":
-        """Which of PopTorch's frontends a model is compiled as. False (the
-        default, as in PopTorch 3): its dispatcher frontend. True: its legacy
-        tracing frontend, deprecated since PopTorch 3.0, whose one difference
-        that popsim models is Precision.halfFloatCasting's ``Default``: ops
-        mixing float16 and float32 operands compute in float16. popsim builds
-        its graph the same way under both."""
+        """Sets which of PopTorch's frontends a model is compiled as.
+
+        popsim builds its graph the same way under both; the one difference it models is
+        ``Precision.halfFloatCasting``'s ``Default``, under which ops mixing float16 and float32
+        operands compute in float16 with the tracing frontend.
+
+        Args:
+            trace_model: False (the default, as in PopTorch 3): the dispatcher frontend. True:
+                the legacy tracing frontend, deprecated since PopTorch 3.0.
+
+        Returns:
+            This group (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``trace_model`` is not a bool, or the options are frozen.
+        """
         with self._setting():
             self.trace_model = _bool("Jit.traceModel", trace_model)
         return self
@@ -496,11 +705,25 @@ class _TensorLocationOptions(_OptionGroup):
     _group_name = "Options.TensorLocations"
 
     def numIOTiles(self, num_tiles: int) -> "_TensorLocationOptions":
-        """Sets aside `num_tiles` tiles of every IPU (an even number from 32 to 192)
-        for host I/O: inputs and outputs marked with popsim.set_overlap_for_input /
-        set_overlap_for_output stream through them beside the compute, which runs on the
-        remaining tiles (fewer tiles: more cycles per op, less memory). Their buffers
-        must fit in the IO tiles' memory ("IO tiles" in memoryReport())."""
+        """Sets aside tiles of every IPU for host I/O.
+
+        Inputs and outputs marked with :func:`popsim.set_overlap_for_input` /
+        :func:`popsim.set_overlap_for_output` stream through these IO tiles beside the compute,
+        which runs on the remaining tiles (fewer tiles: more cycles per op, less memory). Their
+        buffers must fit in the IO tiles' memory ("IO tiles" in ``memoryReport()``). Off-chip
+        tensors whose :class:`popsim.TensorLocationSettings` use IO tiles need them too.
+        Unset, no tiles are set aside.
+
+        Args:
+            num_tiles: The IO tiles per IPU: an even number from 32 to 192.
+
+        Returns:
+            This group (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``num_tiles`` is not an even integer from 32 to 192, or the options are
+                frozen.
+        """
         if not is_integer(num_tiles) or not 32 <= num_tiles <= 192 or num_tiles % 2 != 0:
             raise OptionError(f"numIOTiles must be an even number between 32 and 192. "
                               f"TensorLocations.numIOTiles got {num_tiles!r}.")
@@ -510,39 +733,95 @@ class _TensorLocationOptions(_OptionGroup):
 
     def setOptimizerLocation(self, location: TensorLocationSettings
                              ) -> "_TensorLocationOptions":
-        """The optimizer state: off chip, each op of the weight update streams its
-        parameter's state in and back out."""
+        """Sets where the optimizer state lives.
+
+        Off chip, each op of the weight update streams its parameter's state in and back out.
+        With replicated tensor sharding (and replicas), each replica stores a shard of the state.
+
+        Args:
+            location: Where these tensors live. The group keeps a copy, so later changes to
+                ``location`` do not apply.
+
+        Returns:
+            This group (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``location`` is not a :class:`popsim.TensorLocationSettings`, or the
+                options are frozen.
+        """
         with self._setting():
             self.optimizer_location = self._checked("setOptimizerLocation", location)
         return self
 
     def setWeightLocation(self, location: TensorLocationSettings
                           ) -> "_TensorLocationOptions":
-        """Weights and buffers: off chip, every op that uses them streams them in, and
-        the weight update's ops stream them back out. With replicated tensor sharding
-        (and replicas), each replica stores 1/replicas of every weight of at least
-        minElementsForReplicatedTensorSharding elements (in training, of every trained
-        weight, with its optimizer state); each task that reads such a weight first
-        gathers it from every replica's shard (a "replica_all_gather" in the trace), and
-        the update runs on the shard."""
+        """Sets where weights and buffers live.
+
+        Off chip, every op that uses them streams them in, and the weight update's ops stream
+        them back out. With replicated tensor sharding (and replicas), each replica stores
+        1/replicas of every weight of at least ``minElementsForReplicatedTensorSharding``
+        elements (in training, of every trained weight, with its optimizer state); each task
+        that reads such a weight first gathers it from every replica's shard (a
+        "replica_all_gather" in the trace), and the update runs on the shard.
+
+        Args:
+            location: Where these tensors live. The group keeps a copy, so later changes to
+                ``location`` do not apply.
+
+        Returns:
+            This group (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``location`` is not a :class:`popsim.TensorLocationSettings`, or the
+                options are frozen.
+        """
         with self._setting():
             self.weight_location = self._checked("setWeightLocation", location)
         return self
 
     def setAccumulatorLocation(self, location: TensorLocationSettings
                                ) -> "_TensorLocationOptions":
-        """Gradient accumulators (training with gradientAccumulation > 1): off chip,
-        each micro-batch's accumulation streams them in and out to add its gradients,
-        and the update reads and clears them."""
+        """Sets where gradient accumulators live (training with ``gradientAccumulation`` > 1).
+
+        Off chip, each micro-batch's accumulation streams them in and out to add its gradients,
+        and the update reads and clears them. popsim does not shard accumulators: compiling with
+        ``useReplicatedTensorSharding(True)`` here raises :class:`popsim.OptionError`.
+
+        Args:
+            location: Where these tensors live. The group keeps a copy, so later changes to
+                ``location`` do not apply.
+
+        Returns:
+            This group (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``location`` is not a :class:`popsim.TensorLocationSettings`, or the
+                options are frozen.
+        """
         with self._setting():
             self.accumulator_location = self._checked("setAccumulatorLocation", location)
         return self
 
     def setActivationLocation(self, location: TensorLocationSettings
                               ) -> "_TensorLocationOptions":
-        """Activations the pipeline stashes between a micro-batch's forward and backward
-        passes: off chip, the forward task streams them out and the backward task
-        streams them back in ("stash" moves to Streaming Memory)."""
+        """Sets where the activations a pipeline stashes live.
+
+        These are the activations kept between a micro-batch's forward and backward passes. Off
+        chip, the forward task streams them out and the backward task streams them back in
+        ("stash" moves to Streaming Memory). popsim does not shard activations: compiling with
+        ``useReplicatedTensorSharding(True)`` here raises :class:`popsim.OptionError`.
+
+        Args:
+            location: Where these tensors live. The group keeps a copy, so later changes to
+                ``location`` do not apply.
+
+        Returns:
+            This group (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``location`` is not a :class:`popsim.TensorLocationSettings`, or the
+                options are frozen.
+        """
         with self._setting():
             self.activation_location = self._checked("setActivationLocation", location)
         return self
@@ -602,13 +881,35 @@ class _DistributedOptions(_OptionGroup):
                 break
 
     def disable(self) -> "_DistributedOptions":
-        """Ignore the environment: this is process 0 of 1."""
+        """Ignores the launcher's environment: this is process 0 of 1.
+
+        Returns:
+            This group (``self``), so calls chain.
+
+        Raises:
+            OptionError: if the options are frozen (they were passed to a model).
+        """
         return self.configureProcessId(0, 1)
 
     def setEnvVarNames(self, var_num_processes: str, var_process_id: str
                        ) -> "_DistributedOptions":
-        """Read the process count and this process's ID from these environment
-        variables (a missing one reads as 1 process, ID 0)."""
+        """Reads the process count and this process's ID from the named environment variables.
+
+        A variable that is not set reads as 1 process or ID 0.
+
+        Args:
+            var_num_processes: The variable holding the number of processes (torchrun's
+                ``WORLD_SIZE``, for example).
+            var_process_id: The variable holding this process's ID, from 0 (torchrun's ``RANK``,
+                for example).
+
+        Returns:
+            This group (``self``), so calls chain.
+
+        Raises:
+            OptionError: if a variable's value is not an integer, the values are not a valid
+                process ID and count, or the options are frozen.
+        """
         values = []
         for variable, default in ((var_process_id, "0"), (var_num_processes, "1")):
             text = os.environ.get(variable, default)
@@ -620,7 +921,19 @@ class _DistributedOptions(_OptionGroup):
         return self.configureProcessId(*values)
 
     def configureProcessId(self, process_id: int, num_processes: int) -> "_DistributedOptions":
-        """This process's ID (0 to num_processes - 1) and the process count."""
+        """Sets this process's ID and the number of processes.
+
+        Args:
+            process_id: This process's ID, from 0 to ``num_processes - 1``.
+            num_processes: The number of processes the job runs in.
+
+        Returns:
+            This group (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``num_processes`` is not a positive integer, ``process_id`` is not an
+                integer from 0 to ``num_processes - 1``, or the options are frozen.
+        """
         num_processes = positive_int("Distributed.configureProcessId(num_processes)",
                                      num_processes)
         if not is_integer(process_id) or not 0 <= process_id < num_processes:
@@ -649,15 +962,18 @@ _GROUPS = ("Training", "Simulator", "TensorLocations", "_Popart", "Precision", "
 
 
 class _PopartOptions(_OptionGroup):
-    """PopART's session options (``opts._Popart``), for advanced PopTorch
-    users: ``set(name, value)`` records any of them (``toDict()`` shows
-    them). popsim acts on the ones it has a meaning for, which PopTorch's own
-    setters write here: ``instrumentWithHardwareCycleCounter``
-    (``Options.logCycleCount``) and ``defaultPrefetchBufferingDepth``
-    (``Options.prefetchDepth``); ``enableStableNorm`` changes nothing, since
-    popsim's norms always compute their statistics in the stable two-pass
-    way. The others configure PopART's and Poplar's compilers, which popsim
-    does not have."""
+    """PopART's session options (``opts._Popart``), for advanced PopTorch users.
+
+    ``set(name, value)`` records any of them, and ``toDict()`` shows them. popsim acts on the
+    ones it has a meaning for, which PopTorch's own setters write here:
+    ``instrumentWithHardwareCycleCounter`` (``Options.logCycleCount``),
+    ``defaultPrefetchBufferingDepth`` (``Options.prefetchDepth``) and the
+    ``automaticLossScalingSettings`` fields ``binEdgeLocation`` and
+    ``thresholdUpperCountProportion`` (``Training.setAutomaticLossScaling``; its
+    ``updatePeriod`` must stay 1). ``enableStableNorm`` changes nothing, since popsim's norms
+    always compute their statistics in the stable two-pass way. The others configure
+    PopART's and Poplar's compilers, which popsim does not have.
+    """
 
     _group_name = "Options._Popart"
 
@@ -667,6 +983,27 @@ class _PopartOptions(_OptionGroup):
         object.__setattr__(self, "_session", {})
 
     def set(self, name: str, value: Any) -> "_PopartOptions":
+        """Records a PopART session option.
+
+        popsim acts on ``instrumentWithHardwareCycleCounter``, ``defaultPrefetchBufferingDepth``
+        and ``automaticLossScalingSettings.*`` (see the group's summary) and records the others.
+        ``get``, ``toDict()`` and the attribute ``opts._Popart.<name>`` read them back.
+
+        Args:
+            name: The PopART option's name, such as ``"defaultPrefetchBufferingDepth"``; a field of
+                a structured option is named with a dot
+                (``"automaticLossScalingSettings.binEdgeLocation"``).
+            value: Its value. ``defaultPrefetchBufferingDepth`` takes a non-negative integer, as
+                :meth:`popsim.Options.prefetchDepth` does; the others are checked, if at all, when
+                a model compiles with them.
+
+        Returns:
+            This group (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``name`` is not a non-empty string, the prefetch depth is not a
+                non-negative integer, or the options are frozen.
+        """
         if not isinstance(name, str) or not name:
             raise OptionError(f"Options._Popart.set expects an option name, got {name!r}.")
         if name == PREFETCH_DEPTH_OPTION:  # Options.prefetchDepth's value
@@ -676,7 +1013,15 @@ class _PopartOptions(_OptionGroup):
         return self
 
     def get(self, name: str, default: Any = None) -> Any:
-        """The value `name` was set to, or `default`."""
+        """Reads a recorded PopART option.
+
+        Args:
+            name: The option's name, as given to ``set``.
+            default: What to return when the option was never set.
+
+        Returns:
+            The value ``name`` was set to, or ``default``.
+        """
         return self._session.get(name, default)
 
     def __getattr__(self, name: str) -> Any:
@@ -687,16 +1032,48 @@ class _PopartOptions(_OptionGroup):
         return super().__getattr__(name)
 
     def toDict(self) -> Dict[str, Any]:
+        """The recorded PopART options.
+
+        Returns:
+            A new dict from each option's name to its value, in the order they were first set.
+        """
         return dict(self._session)
 
     def setEngineOptions(self, options: Dict[str, Any]) -> "_PopartOptions":
-        """Poplar engine options (recorded under "engineOptions")."""
+        """Records Poplar engine options, under ``"engineOptions"``.
+
+        popsim does not run Poplar, so they change nothing. (For profiles, popsim reads the
+        environment variable POPLAR_ENGINE_OPTIONS instead.)
+
+        Args:
+            options: The engine options, by name. The group keeps a copy of the dict.
+
+        Returns:
+            This group (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``options`` is not a dict, or the options are frozen.
+        """
         if not isinstance(options, dict):
             raise OptionError(f"setEngineOptions expects a dict, got {options!r}.")
         return self.set("engineOptions", dict(options))
 
     def setPatterns(self, patterns: Dict[str, bool], level: int = 2) -> "_PopartOptions":
-        """PopART graph patterns (recorded under "patterns" and "patternsLevel")."""
+        """Records PopART graph patterns, under ``"patterns"`` and ``"patternsLevel"``.
+
+        popsim has no PopART graph passes, so they change nothing.
+
+        Args:
+            patterns: Each pattern's name and whether it is on. The group keeps a copy of the
+                dict.
+            level: PopART's pattern level (recorded as given).
+
+        Returns:
+            This group (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``patterns`` is not a dict, or the options are frozen.
+        """
         if not isinstance(patterns, dict):
             raise OptionError(f"setPatterns expects a dict of pattern names, got {patterns!r}.")
         self.set("patterns", dict(patterns))
@@ -767,7 +1144,27 @@ def _load_options_file(options: "Options", filepath: str) -> None:
 
 
 class Options(_OptionGroup):
-    """How popsim compiles and runs a model. See the module docstring."""
+    """How popsim compiles and runs a model, in the shape of PopTorch's options.
+
+    Setters check their value, set it and return the options, so calls chain::
+
+        opts = popsim.Options().deviceIterations(10).randomSeed(42)
+        opts.Simulator.numIpus(4).ipuVersion("Mk2").memoryPerIpu("64MiB")
+
+    The options are grouped as in PopTorch: ``opts.Training``, ``opts.Precision``,
+    ``opts.TensorLocations``, ``opts.Distributed``, ``opts.Jit`` and ``opts._Popart``, plus
+    popsim's own ``opts.Simulator`` for the simulated machine. Each option reads as an
+    attribute named in snake_case (``opts.device_iterations``); assigning one, as PopTorch
+    code does (``opts.replication_factor = 2``), goes through its setter when the setter takes
+    a single value, and is an error otherwise.
+
+    Options passed to a model (or to a :class:`popsim.DataLoader`) are frozen, and the model
+    compiles with its own copy: a setter then raises :class:`popsim.OptionError`, and
+    :meth:`popsim.Options.clone` gives a copy that can change. When created, options apply
+    the setters named in the environment variables POPTORCH_DEFAULT_OPTIONS and
+    POPSIM_DEFAULT_OPTIONS, JSON objects of setters and values such as
+    ``{"deviceIterations": 2, "Precision.enableStochasticRounding": true}``.
+    """
 
     device_iterations: int = 1
     replication_factor: int = 1
@@ -810,6 +1207,17 @@ class Options(_OptionGroup):
     Distributed: "_DistributedOptions"
 
     def __init__(self) -> None:
+        """Creates options with the defaults, adjusted by the environment.
+
+        ``opts.Distributed`` reads the process ID and count from the launcher's environment
+        (torchrun's or OpenMPI's variables). Then the setters named in POPTORCH_DEFAULT_OPTIONS,
+        and after them those in POPSIM_DEFAULT_OPTIONS, run with their values, in order.
+
+        Raises:
+            OptionError: if one of those variables is not a JSON object, names no setter of the
+                options or gives a value its setter refuses, or the launcher's process ID or count
+                is not a valid integer.
+        """
         super().__init__()
         object.__setattr__(self, "Training", _TrainingOptions())
         object.__setattr__(self, "Simulator", _SimulatorOptions())
@@ -842,32 +1250,69 @@ class Options(_OptionGroup):
                 method(value)
 
     def deviceIterations(self, device_iterations: int) -> "Options":
-        """Iterations of the model per call: each call takes `device_iterations` micro-batches
-        stacked along dimension 0 and runs them on the device without returning to Python."""
+        """Sets how many iterations of the model run per call.
+
+        Each call takes ``device_iterations`` micro-batches stacked along dimension 0 and runs
+        them on the device without returning to Python.
+
+        Args:
+            device_iterations: Iterations per call (default 1).
+
+        Returns:
+            These options (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``device_iterations`` is not a positive integer, or the options are
+                frozen.
+        """
         with self._setting():
             self.device_iterations = positive_int("deviceIterations", device_iterations)
         return self
 
     def replicationFactor(self, replication_factor: int) -> "Options":
-        """Copies of the model (data parallelism), each on IPUs of its own, that
-        take a share of every call's batch and, in training, sum their gradients
-        before each optimizer step (the mean or the sum, as
-        Training.accumulationAndReplicationReductionType says). A call's combined
-        batch holds micro-batch x deviceIterations x gradientAccumulation x
-        replicas samples; Simulator.numIpus counts the IPUs of all replicas."""
+        """Sets how many copies of the model run in data parallel.
+
+        Each replica runs on IPUs of its own and takes a share of every call's batch; in
+        training the replicas combine their gradients before each optimizer step (the mean or
+        the sum, as ``Training.accumulationAndReplicationReductionType`` says). A call's combined
+        batch holds micro-batch x ``deviceIterations`` x ``gradientAccumulation`` x replicas
+        samples; ``Simulator.numIpus`` counts the IPUs of all replicas.
+
+        Args:
+            replication_factor: The number of replicas (default 1).
+
+        Returns:
+            These options (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``replication_factor`` is not a positive integer, or the options are
+                frozen.
+        """
         with self._setting():
             self.replication_factor = positive_int("replicationFactor", replication_factor)
         return self
 
     def inputReplicaGrouping(self, input_group_size: int,
                              input_group_type: CommGroupType) -> "Options":
-        """Replicas that take the same input data: groups of `input_group_size`
-        replicas, neighbours (CommGroupType.Consecutive) or strided
-        (Orthogonal), each receive one micro-batch per step, so a call's
-        combined batch holds replicationFactor / input_group_size
-        micro-batches per step. It must divide replicationFactor when the
-        model compiles. CommGroupType.All is one group of every replica;
-        Ungrouped (the default) gives each replica its own data."""
+        """Sets which replicas take the same input data.
+
+        Each group of replicas receives one micro-batch per step, so a call's combined batch
+        holds ``replicationFactor / input_group_size`` micro-batches per step.
+
+        Args:
+            input_group_size: Replicas per group. It must divide ``replicationFactor`` when the
+                model compiles.
+            input_group_type: How replicas form the groups: ``CommGroupType.Consecutive``
+                (neighbours) or ``Orthogonal`` (strided); ``All`` is one group of every replica,
+                and ``Ungrouped`` (the default) gives each replica its own data.
+
+        Returns:
+            These options (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``input_group_size`` is not a positive integer, ``input_group_type``
+                is not a :class:`popsim.CommGroupType`, or the options are frozen.
+        """
         size = positive_int("inputReplicaGrouping(input_group_size)", input_group_size)
         if not isinstance(input_group_type, CommGroupType):
             raise OptionError(f"inputReplicaGrouping expects a popsim.CommGroupType, got "
@@ -877,13 +1322,26 @@ class Options(_OptionGroup):
         return self
 
     def prefetchDepth(self, depth: int) -> "Options":
-        """Input micro-batches whose host's part (a transfer's fixed latency) each IPU's
-        host link may prepare ahead of the task that reads them (default 1); their bytes
-        still cross on the compute tiles when the task starts, unless they go through IO
-        tiles (TensorLocations.numIOTiles). Each costs an extra buffer of the inputs in
-        the IPU's memory ("prefetch buffers" in memoryReport()); with 0, a micro-batch's
-        inputs stream in only when its task starts, on the IPU's critical path. Results
-        are the same for any depth; only the simulated time and memory change."""
+        """Sets how many input micro-batches each IPU's host link may prepare ahead.
+
+        The host's part of a transfer (its fixed latency) is prepared ahead of the task that
+        reads the inputs; their bytes still cross on the compute tiles when the task starts,
+        unless they go through IO tiles (``TensorLocations.numIOTiles``). Each micro-batch of
+        depth costs an extra buffer of the inputs in the IPU's memory ("prefetch buffers" in
+        ``memoryReport()``). Results are the same for any depth; only the simulated time and
+        memory change. This is PopART's ``defaultPrefetchBufferingDepth``, which
+        ``opts._Popart.set`` sets too; the ``prefetch_depth`` property reads it.
+
+        Args:
+            depth: Micro-batches prepared ahead (default 1). With 0, a micro-batch's inputs
+                stream in only when its task starts, on the IPU's critical path.
+
+        Returns:
+            These options (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``depth`` is not a non-negative integer, or the options are frozen.
+        """
         self._Popart.set(PREFETCH_DEPTH_OPTION, _prefetch_depth("prefetchDepth", depth))
         return self
 
@@ -894,10 +1352,24 @@ class Options(_OptionGroup):
         return self._Popart.get(PREFETCH_DEPTH_OPTION, 1)
 
     def setAvailableMemoryProportion(self, available_memory_proportion: Dict[str, float]) -> "Options":
-        """The share of each IPU's memory a matmul or convolution may use for its
-        temporaries, as {"IPU0": 0.6, "IPU1": 0.3} (default 0.6 for every IPU; each call
-        replaces the previous one's). An op that needs more runs in serial passes:
-        less memory ("temporaries" in memoryReport()), more cycles."""
+        """Sets the share of each IPU's memory a matmul or convolution may use for temporaries.
+
+        An op that needs more runs in serial passes: less memory ("temporaries" in
+        ``memoryReport()``), more cycles. Each call replaces the proportions of the previous one;
+        IPUs it does not name keep the default, 0.6.
+
+        Args:
+            available_memory_proportion: Each IPU's proportion, in (0, 1], keyed by IPU as
+                ``"IPU<n>"``: ``{"IPU0": 0.6, "IPU1": 0.3}``.
+
+        Returns:
+            These options (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``available_memory_proportion`` is not a dict, a key does not name an
+                IPU as ``"IPU<n>"``, a proportion is not a number in (0, 1], or the options are
+                frozen.
+        """
         if not isinstance(available_memory_proportion, dict):
             raise OptionError("setAvailableMemoryProportion expects a dict such as "
                               f"{{'IPU0': 0.6}}, got {available_memory_proportion!r}.")
@@ -919,7 +1391,23 @@ class Options(_OptionGroup):
 
     def outputMode(self, output_mode: OutputMode,
                    output_return_period: Optional[int] = None) -> "Options":
-        """Which iterations' outputs a call returns (see popsim.OutputMode)."""
+        """Sets which iterations' outputs a call returns (see :class:`popsim.OutputMode`).
+
+        Args:
+            output_mode: A :class:`popsim.OutputMode`; ``OutputMode.Default`` (the default)
+                returns every iteration's outputs for inference models and the last one's for
+                training models.
+            output_return_period: With ``OutputMode.EveryN``, N: every N-th iteration's outputs
+                are returned. Other modes ignore it, as in PopTorch (an INFO log message says
+                so).
+
+        Returns:
+            These options (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``output_mode`` is not a :class:`popsim.OutputMode`, the period of
+                ``OutputMode.EveryN`` is not a positive integer, or the options are frozen.
+        """
         if not isinstance(output_mode, OutputMode):
             raise OptionError(f"outputMode expects a popsim.OutputMode, got {output_mode!r}.")
         period = 1
@@ -936,7 +1424,24 @@ class Options(_OptionGroup):
         return self
 
     def randomSeed(self, random_seed: int) -> "Options":
-        """Seeds popsim's random numbers and PyTorch's (torch.manual_seed)."""
+        """Seeds popsim's random numbers, and PyTorch's.
+
+        The seed drives the model's random ops, stochastic rounding, synthetic data and the
+        shuffling of :class:`popsim.DataLoader`; the call also runs ``torch.manual_seed``. Unset,
+        a model's seed comes from torch's initial seed. A DataLoader that shuffles with
+        ``auto_distributed_partitioning`` in a multi-process job needs it set, the same in every
+        process.
+
+        Args:
+            random_seed: The seed.
+
+        Returns:
+            These options (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``random_seed`` is not a non-negative integer, or the options are
+                frozen.
+        """
         if not is_integer(random_seed) or random_seed < 0:
             raise OptionError(f"randomSeed expects a non-negative integer, got {random_seed!r}.")
         with self._setting():
@@ -945,29 +1450,69 @@ class Options(_OptionGroup):
         return self
 
     def logDir(self, log_dir: Union[str, os.PathLike]) -> "Options":
-        """Directory where each compilation writes its IR and memory report."""
-        if not isinstance(log_dir, str) or not log_dir:
-            raise OptionError(f"logDir expects a directory log_dir, got {log_dir!r}.")
+        """Sets a directory where each compilation writes its IR and memory report.
+
+        After each compilation popsim writes, in that directory (created when needed),
+        ``<model class>_<n>.ir.txt`` (the traced graph and the optimised program) and
+        ``<model class>_<n>.memory.json`` (the memory report and the program's steps).
+
+        Args:
+            log_dir: The directory's path (a non-empty string or ``os.PathLike``).
+
+        Returns:
+            These options (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``log_dir`` is not a non-empty path, or the options are frozen.
+        """
+        if not isinstance(log_dir, (str, os.PathLike)) or not os.fspath(log_dir):
+            raise OptionError(f"logDir expects a directory's path (a non-empty str or "
+                              f"os.PathLike), got {log_dir!r}.")
         with self._setting():
-            self.log_dir = log_dir
+            self.log_dir = str(os.fspath(log_dir))
         return self
 
     def enableProfiling(self, directory: Union[str, os.PathLike]) -> "Options":
-        """Directory where each model writes its profile: the execution trace of its
-        last call (Chrome Trace Event JSON), its memory report and report.html, in a
-        subdirectory per model ('training', 'inference', 'training_1', ...). See
-        popsim.profiling. The environment variable POPSIM_PROFILE_DIR does the same
-        for models whose options leave this unset."""
+        """Sets the directory where each model writes its profile.
+
+        A profile is the execution trace of the model's last call (Chrome Trace Event JSON),
+        its memory report and ``report.html``, in a subdirectory per model (``training``,
+        ``inference``, ``training_1``, ...; see :meth:`popsim.Options.modelName`). See
+        :mod:`popsim.profiling`. The environment variable POPSIM_PROFILE_DIR does the same for
+        models whose options leave this unset. The directory is created when a model compiles.
+
+        Args:
+            directory: The directory, new or existing, as a non-empty ``str`` or
+                ``os.PathLike``.
+
+        Returns:
+            These options (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``directory`` is not a non-empty path, names an existing file,
+                or the options are frozen.
+        """
         with self._setting():
             self.profile_dir = profile_directory("enableProfiling", directory)
         return self
 
     def setExecutionStrategy(self, strategy: _ExecutionStrategy) -> "Options":
-        """How blocks become pipeline stages: popsim.PipelinedExecution(...),
-        popsim.ShardedExecution(...), or the phased executions
-        (popsim.SerialPhasedExecution, popsim.ParallelPhasedExecution). A
-        model with blocks and no strategy runs
-        PipelinedExecution(AutoStage.SameAsIpu)."""
+        """Sets how the model's blocks become pipeline stages on IPUs.
+
+        A model with blocks and no strategy runs
+        ``PipelinedExecution(AutoStage.SameAsIpu)``.
+
+        Args:
+            strategy: A :class:`popsim.PipelinedExecution`, :class:`popsim.ShardedExecution`,
+                :class:`popsim.SerialPhasedExecution` or :class:`popsim.ParallelPhasedExecution`.
+
+        Returns:
+            These options (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``strategy`` is not one of these execution strategies, or the options
+                are frozen.
+        """
         if not isinstance(strategy, _ExecutionStrategy):
             raise OptionError(
                 "setExecutionStrategy expects popsim.PipelinedExecution(...), "
@@ -978,7 +1523,19 @@ class Options(_OptionGroup):
         return self
 
     def useIpuModel(self, use_model: bool) -> "Options":
-        """Accepted for PopTorch compatibility: popsim always runs on simulated IPUs."""
+        """Accepted for PopTorch compatibility: popsim always runs on simulated IPUs.
+
+        The value is recorded (``use_ipu_model``) and changes nothing.
+
+        Args:
+            use_model: Whether PopTorch would run on its IPU Model rather than hardware.
+
+        Returns:
+            These options (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``use_model`` is not a bool, or the options are frozen.
+        """
         if not isinstance(use_model, bool):
             raise OptionError(f"useIpuModel expects a bool, got {use_model!r}.")
         with self._setting():
@@ -986,36 +1543,83 @@ class Options(_OptionGroup):
         return self
 
     def autoRoundNumIPUs(self, auto_round_num_ipus: bool = True) -> "Options":
-        """Round the simulated system's IPU count up to a power of two, as IPUs are
-        allocated on real hardware (the extra IPUs stay idle: memoryReport() lists
-        them). Simulator.numIpus, when set, wins.
-        Without it popsim simulates exactly the IPUs the model uses, as PopTorch's
-        IPU Model does (on hardware PopTorch refuses a count that is not a power
-        of two)."""
+        """Rounds the simulated system's IPU count up to a power of two.
+
+        This is how IPUs are allocated on real hardware; the extra IPUs stay idle
+        (``memoryReport()`` lists them). ``Simulator.numIpus``, when set, wins. Without it popsim
+        simulates exactly the IPUs the model uses, as PopTorch's IPU Model does (on hardware
+        PopTorch refuses a count that is not a power of two).
+
+        Args:
+            auto_round_num_ipus: True (the default of this call) to round up; False (the
+                options' default) to use the model's count.
+
+        Returns:
+            These options (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``auto_round_num_ipus`` is not a bool, or the options are frozen.
+        """
         with self._setting():
             self.auto_round_num_ipus = _bool("autoRoundNumIPUs", auto_round_num_ipus)
         return self
 
     def logCycleCount(self, log_cycle_count: bool) -> "Options":
-        """Log each call's simulated cycle count (logger "popsim", level INFO:
-        "Total number of IPU cycles: N"; POPSIM_LOG_LEVEL=info shows it on
-        stderr); cycleCount() returns it with or without this option."""
+        """Sets whether each call logs its simulated cycle count.
+
+        The log line is "Total number of IPU cycles: N", on the logger "popsim" at level INFO
+        (``POPSIM_LOG_LEVEL=info`` shows it on stderr). ``cycleCount()`` returns the count with
+        or without this option. As in PopTorch, the value is PopART's
+        ``instrumentWithHardwareCycleCounter``, in ``opts._Popart``.
+
+        Args:
+            log_cycle_count: True to log the count; False (the default) not to.
+
+        Returns:
+            These options (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``log_cycle_count`` is not a bool, or the options are frozen.
+        """
         self._Popart.set("instrumentWithHardwareCycleCounter", _bool("logCycleCount", log_cycle_count))
         return self
 
     def showCompilationProgressBar(self, show: bool = True) -> "Options":
-        """Show the "Graph compilation" progress bar (default; it appears for
-        compilations longer than a second, and POPSIM_PROGRESS=0 hides it
-        everywhere), or hide it for this model."""
+        """Shows or hides the "Graph compilation" progress bar for this model.
+
+        The bar appears for compilations longer than a second; the environment variable
+        ``POPSIM_PROGRESS=0`` hides it everywhere.
+
+        Args:
+            show: True (the default) to show it; False to hide it.
+
+        Returns:
+            These options (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``show`` is not a bool, or the options are frozen.
+        """
         with self._setting():
             self.show_compilation_progress_bar = _bool("showCompilationProgressBar", show)
         return self
 
     def sourceLocationExcludes(self, excludes: List[str]) -> "Options":
-        """The source line of an op (in error messages, the profile and the IR
-        dumps) is the first frame of its stack whose file path contains none of
-        `excludes`. They replace the default, torch's and popsim's directories;
-        add to them with appendToLocationExcludes."""
+        """Sets which stack frames are skipped when finding an op's source line.
+
+        An op's source line (in error messages, the profile and the IR dumps) is the first
+        frame of its stack whose file path contains none of ``excludes``. Add to the list with
+        :meth:`popsim.Options.appendToLocationExcludes`.
+
+        Args:
+            excludes: Substrings of file paths. They replace the default, torch's and popsim's
+                directories.
+
+        Returns:
+            These options (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``excludes`` is not a list of strings, or the options are frozen.
+        """
         if not is_string_list(excludes):
             raise OptionError(f"sourceLocationExcludes expects a list of str, got {excludes!r}.")
         with self._setting():
@@ -1023,8 +1627,22 @@ class Options(_OptionGroup):
         return self
 
     def appendToLocationExcludes(self, *excludes: str) -> "Options":
-        """Also skips the stack frames whose file path contains one of `excludes`
-        (e.g. a layer library's directory) when finding an op's source line."""
+        """Also skips the stack frames whose file path contains one of ``excludes``.
+
+        This applies when finding an op's source line (see
+        :meth:`popsim.Options.sourceLocationExcludes`), for example to skip a layer library's
+        directory. The strings are added to the current list (the default: torch's and popsim's
+        directories).
+
+        Args:
+            *excludes: Substrings of file paths.
+
+        Returns:
+            These options (``self``), so calls chain.
+
+        Raises:
+            OptionError: if an argument is not a string, or the options are frozen.
+        """
         if not all(isinstance(e, str) for e in excludes):
             raise OptionError(
                 f"appendToLocationExcludes expects str arguments, got {excludes!r}.")
@@ -1033,17 +1651,37 @@ class Options(_OptionGroup):
         return self
 
     def disableModuleNamescope(self) -> "Options":
-        """Stop naming ops after the modules that run them. By default, as in
-        PopTorch, an op run inside submodule ``encoder.layers.0`` of the model
-        is named ``encoder/layers/0/<op>`` (with popsim.NameScope's names
-        joined in), in the program, the execution trace and error messages."""
+        """Stops naming ops after the modules that run them.
+
+        By default, as in PopTorch, an op run inside submodule ``encoder.layers.0`` of the model
+        is named ``encoder/layers/0/<op>`` (with :class:`popsim.NameScope`'s names joined in), in
+        the program, the execution trace and error messages.
+
+        Returns:
+            These options (``self``), so calls chain.
+
+        Raises:
+            OptionError: if the options are frozen (they were passed to a model).
+        """
         with self._setting():
             self.module_namescope = False
         return self
 
     def connectionType(self, connection_type: ConnectionType) -> "Options":
-        """When the model attaches to its IPUs: ConnectionType.Always (when it
-        compiles), OnDemand (when it first runs) or Never (it only compiles)."""
+        """Sets when the model attaches to its IPUs.
+
+        Args:
+            connection_type: ``ConnectionType.Always`` (the default: when it compiles),
+                ``OnDemand`` (when it first runs) or ``Never`` (it only compiles: running or
+                attaching it raises :class:`popsim.OptionError`).
+
+        Returns:
+            These options (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``connection_type`` is not a :class:`popsim.ConnectionType`,
+                or the options are frozen.
+        """
         if not isinstance(connection_type, ConnectionType):
             raise OptionError(f"connectionType expects a popsim.ConnectionType, got "
                               f"{connection_type!r}.")
@@ -1052,15 +1690,25 @@ class Options(_OptionGroup):
         return self
 
     def enableExecutableCaching(self, path: Optional[Union[str, os.PathLike]]) -> "Options":
-        """Keep compiled programs in the directory `path` (created when
-        needed), as PopTorch keeps its executables: a model compiled again
-        with the same traced program, options and popsim build, in this
-        process or another, loads its program from there instead of running
-        the compiler passes. Files are versioned and checksummed; a damaged
-        or stale one is compiled again, with a warning, and replaced. None
-        turns caching off. Without this option, the environment variable
-        POPSIM_CACHE_DIR (or POPTORCH_CACHE_DIR) names the directory; None
-        also ignores those. popsim never deletes cache files."""
+        """Keeps compiled programs in a directory, as PopTorch keeps its executables.
+
+        A model compiled again with the same traced program, options and popsim build, in this
+        process or another, loads its program from there instead of running the compiler
+        passes. Files are versioned and checksummed; a damaged or stale one is compiled again,
+        with a warning, and replaced. popsim never deletes cache files. Without this option, the
+        environment variable POPSIM_CACHE_DIR (or POPTORCH_CACHE_DIR) names the directory.
+
+        Args:
+            path: The cache directory (created when needed), or None to turn caching off,
+                ignoring those environment variables too.
+
+        Returns:
+            These options (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``path`` is neither None nor a non-empty ``str`` or ``os.PathLike``,
+                or the options are frozen.
+        """
         if path is not None and (not isinstance(path, (str, os.PathLike)) or not os.fspath(path)):
             raise OptionError(f"enableExecutableCaching expects a directory path or None, got "
                               f"{path!r}.")
@@ -1069,9 +1717,20 @@ class Options(_OptionGroup):
         return self
 
     def useOfflineIpuTarget(self, ipu_version: int = 2) -> "Options":
-        """Compile for an IPU generation (1: Mk1, 2: Mk2, 21: Bow) without running:
-        connectionType(Never) and Simulator.ipuVersion. The compiled model's
-        memoryReport() is available; calling it raises an error."""
+        """Compiles for an IPU generation without running.
+
+        This sets ``connectionType(ConnectionType.Never)`` and ``Simulator.ipuVersion``. The
+        compiled model's ``memoryReport()`` is available; calling the model raises an error.
+
+        Args:
+            ipu_version: 1 (Mk1), 2 (Mk2, the default) or 21 (Bow).
+
+        Returns:
+            These options (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``ipu_version`` is not 1, 2 or 21, or the options are frozen.
+        """
         versions = {1: "Mk1", 2: "Mk2", 21: "Bow"}
         if ipu_version not in versions:
             raise OptionError(f"useOfflineIpuTarget expects IPU version 1 (Mk1), 2 (Mk2) or "
@@ -1082,15 +1741,37 @@ class Options(_OptionGroup):
     def anchorTensor(self, short_name: str, long_name: str,
                      output_mode: Optional[OutputMode] = None,
                      output_return_period: Optional[int] = 1) -> "Options":
-        """Return a tensor the model does not output, as PopTorch's anchors:
-        after each call, getAnchoredTensor(short_name) gives it. popsim names
-        (see getTensorNames()): "Gradient___<parameter>", a trained
-        parameter's gradient of each micro-batch (returned as the model's
-        outputs are: the last micro-batch's, or with OutputMode.All every
-        micro-batch's, stacked along a new dimension 0), and
-        "UpdatedVar___<parameter>" or "<parameter>", its value after the
-        call. output_mode None means the model's output mode; popsim returns
-        anchors in that mode only."""
+        """Anchors a tensor the model does not output, so that each call returns it too.
+
+        This works as PopTorch's anchors: after each call, ``getAnchoredTensor(short_name)``
+        gives the tensor. ``getTensorNames()`` lists the long names a compiled model can anchor:
+
+        - ``"Gradient___<parameter>"`` (training models): a trained parameter's gradient of each
+          micro-batch, returned as the model's outputs are (the last micro-batch's, or with
+          ``OutputMode.All`` every micro-batch's, stacked along a new dimension 0);
+        - ``"UpdatedVar___<name>"`` or ``"<name>"``: the value of a parameter or buffer after the
+          call;
+        - ``"finalLossScale"`` (training models): the loss scaling factor after the call.
+
+        The names are checked when the model compiles, which raises :class:`popsim.OptionError`
+        for a name the model does not have.
+
+        Args:
+            short_name: The name to read the tensor by, with ``getAnchoredTensor``.
+            long_name: Which tensor, by one of the names above.
+            output_mode: None (the default) for the model's output mode. popsim returns anchors
+                in that mode only: a different mode (or period) is an error when the model
+                compiles.
+            output_return_period: With ``OutputMode.EveryN``, N; ignored otherwise.
+
+        Returns:
+            These options (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``short_name`` or ``long_name`` is not a non-empty string,
+                ``output_mode`` is neither None nor a :class:`popsim.OutputMode`, the period of
+                ``OutputMode.EveryN`` is not a positive integer, or the options are frozen.
+        """
         for name, value in (("short_name", short_name), ("long_name", long_name)):
             if not isinstance(value, str) or not value:
                 raise OptionError(f"anchorTensor expects a non-empty string as {name}, got "
@@ -1109,9 +1790,23 @@ class Options(_OptionGroup):
         return self
 
     def modelName(self, name: str) -> "Options":
-        """The model's name in its profile: the subdirectory of the profile
-        directory it writes into ("training" or "inference" by default; a
-        second model of the same name gets "<name>_1", and so on)."""
+        """Sets the model's name in its profile.
+
+        The name is the subdirectory of the profile directory the model writes into (see
+        :meth:`popsim.Options.enableProfiling`); a second model of the same name gets
+        ``<name>_1``, and so on.
+
+        Args:
+            name: A non-empty name without a path separator. Unset, ``"training"`` or
+                ``"inference"``, after the model's kind.
+
+        Returns:
+            These options (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``name`` is not a non-empty string, contains a path separator or is
+                ``"."`` or ``".."``, or the options are frozen.
+        """
         if not isinstance(name, str) or not name or os.sep in name or name in (".", ".."):
             raise OptionError(f"modelName expects a non-empty name without '{os.sep}' (it "
                               f"names a directory), got {name!r}.")
@@ -1120,31 +1815,65 @@ class Options(_OptionGroup):
         return self
 
     def relaxOptimizerAttributesChecks(self, relax: bool = True) -> "Options":
-        """Whether optimizer parameter-group attributes popsim does not use
-        (beyond torch's own for the optimizer and the LR schedulers'
-        "initial_lr") are logged at DEBUG level (True) or warned about once
-        per attribute (False, the default), when the model compiles and in
-        setOptimizer."""
+        """Sets how popsim reports optimizer attributes it does not use.
+
+        The check covers parameter-group attributes beyond torch's own for the optimizer and
+        the LR schedulers' ``"initial_lr"``, when the model compiles and in ``setOptimizer``.
+
+        Args:
+            relax: True (the default of this call): log them at DEBUG level. False (the
+                options' default): warn once per attribute.
+
+        Returns:
+            These options (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``relax`` is not a bool, or the options are frozen.
+        """
         with self._setting():
             self.relax_optimizer_attributes_checks = _bool("relaxOptimizerAttributesChecks", relax)
         return self
 
     def loadFromFile(self, filepath: str) -> "Options":
-        """Sets options from a file with one setter call per line, written as
-        in Python without the "options." prefix: "deviceIterations(4)",
-        "Training.gradientAccumulation(2)",
-        "setExecutionStrategy(poptorch.ShardedExecution())". Arguments may
-        use the names popsim, poptorch (popsim) and torch. Blank lines and
-        lines starting with # are skipped; a bad line is an OptionError that
-        names the file and line."""
+        """Sets options from a file with one setter call per line.
+
+        Each line is written as in Python without the ``options.`` prefix:
+        ``deviceIterations(4)``, ``Training.gradientAccumulation(2)``,
+        ``setExecutionStrategy(poptorch.ShardedExecution())``. Arguments may use the names
+        ``popsim``, ``poptorch`` (popsim) and ``torch``, and the builtins ``bool``, ``dict``,
+        ``float``, ``int``, ``list``, ``str`` and ``tuple``. Blank lines and lines starting with
+        ``#`` are skipped. Lines before a bad line have already taken effect.
+
+        Args:
+            filepath: The file's path.
+
+        Returns:
+            These options (``self``), so calls chain.
+
+        Raises:
+            OptionError: if the file cannot be read, or a line is not a setter call, names no
+                setter, has arguments that cannot be evaluated or that the setter refuses; the
+                message names the file and line.
+        """
         _load_options_file(self, filepath)
         return self
 
     def useIpuId(self, ipu_id: int) -> "Options":
-        """Recorded for PopTorch code (and exported with the model): the ID
-        (as gc-info lists them) of the IPU device to attach to. Each popsim
-        model simulates a system of its own, so there is no device to pick;
-        the ID changes nothing and needs no recompilation."""
+        """Records the ID of the IPU device to attach to, for PopTorch code.
+
+        The ID (as gc-info lists devices) is exported with the model. Each popsim model
+        simulates a system of its own, so there is no device to pick: the ID changes nothing and
+        needs no recompilation.
+
+        Args:
+            ipu_id: The device ID.
+
+        Returns:
+            These options (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``ipu_id`` is not a non-negative integer, or the options are frozen.
+        """
         if not is_integer(ipu_id) or ipu_id < 0:
             raise OptionError(f"useIpuId expects a non-negative device ID, got {ipu_id!r}.")
         with self._setting():
@@ -1152,8 +1881,20 @@ class Options(_OptionGroup):
         return self
 
     def syncPattern(self, sync_pattern: SyncPattern) -> "Options":
-        """Recorded for PopTorch code: how real IPUs synchronise with the host.
-        popsim's IPUs synchronise on every exchange (SyncPattern.Full)."""
+        """Records how real IPUs synchronise with the host, for PopTorch code.
+
+        popsim's IPUs synchronise on every exchange (``SyncPattern.Full``) whatever the value.
+
+        Args:
+            sync_pattern: A :class:`popsim.SyncPattern` (default ``SyncPattern.Full``).
+
+        Returns:
+            These options (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``sync_pattern`` is not a :class:`popsim.SyncPattern`, or the options
+                are frozen.
+        """
         if not isinstance(sync_pattern, SyncPattern):
             raise OptionError(f"syncPattern expects a popsim.SyncPattern, got {sync_pattern!r}.")
         with self._setting():
@@ -1161,22 +1902,43 @@ class Options(_OptionGroup):
         return self
 
     def broadcastBuffers(self, broadcast: bool = True) -> "Options":
-        """Whether a replicated training model keeps its buffers (batch norm's
-        running statistics) the same on every replica: after each call, replica
-        0's are copied to the others (default True). With False each replica
-        keeps its own, updated from its own data, and the host model gets
-        replica 0's."""
+        """Sets whether a replicated training model keeps its buffers the same on every replica.
+
+        Buffers are such as batch norm's running statistics.
+
+        Args:
+            broadcast: True (the default): after each call, replica 0's buffers are copied to
+                the others. False: each replica keeps its own, updated from its own data, and the
+                host model gets replica 0's.
+
+        Returns:
+            These options (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``broadcast`` is not a bool, or the options are frozen.
+        """
         with self._setting():
             self.broadcast_buffers = _bool("broadcastBuffers", broadcast)
         return self
 
     def enableSyntheticData(self, enabled: bool) -> "Options":
-        """Benchmark without host I/O, as PopTorch's option: each call's
-        inputs are replaced on the device by data drawn there (random normal
-        floats, zero integers and booleans; the same every call, from
-        randomSeed), nothing is copied back (the outputs return as zeros),
-        and the simulated clock charges no host transfers. The call's inputs
-        still give the shapes and dtypes."""
+        """Benchmarks without host I/O, as PopTorch's option of the same name.
+
+        Each call's inputs are replaced on the device by data drawn there (random normal floats,
+        zero integers and booleans; the same every call, from :meth:`popsim.Options.randomSeed`),
+        nothing is copied back (the outputs return as zeros), and the simulated clock charges no
+        host transfers. The call's inputs still give the shapes and dtypes. PopART's
+        ``syntheticDataMode`` in ``opts._Popart`` records the setting too.
+
+        Args:
+            enabled: True to use synthetic data; False (the default) to transfer the inputs.
+
+        Returns:
+            These options (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``enabled`` is not a bool, or the options are frozen.
+        """
         enabled = _bool("enableSyntheticData", enabled)
         self._Popart.set("syntheticDataMode", 2 if enabled else 0)  # PopART's RandomNormal
         with self._setting():
@@ -1184,15 +1946,37 @@ class Options(_OptionGroup):
         return self
 
     def enableStableNorm(self, enabled: bool) -> "Options":
-        """Recorded (in _Popart, as PopTorch does): popsim's norms always use the
-        stable two-pass statistics."""
+        """Records PopART's ``enableStableNorm`` in ``opts._Popart``, as PopTorch does.
+
+        It changes nothing: popsim's norms always compute their statistics in the stable
+        two-pass way.
+
+        Args:
+            enabled: The value to record.
+
+        Returns:
+            These options (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``enabled`` is not a bool, or the options are frozen.
+        """
         self._Popart.set("enableStableNorm", _bool("enableStableNorm", enabled))
         return self
 
     def updatableNamedBuffers(self, buffers: List[str]) -> "Options":
-        """Names of model buffers (as in model.named_buffers()) that
-        copyNamedBuffersToDevice() copies from the host to the device, without
-        the weights copyWeightsToDevice() would copy too."""
+        """Names the buffers ``copyNamedBuffersToDevice()`` copies from the host to the device.
+
+        That copy leaves out the weights ``copyWeightsToDevice()`` would copy too.
+
+        Args:
+            buffers: Buffer names, as in ``model.named_buffers()``.
+
+        Returns:
+            These options (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``buffers`` is not a list of strings, or the options are frozen.
+        """
         if not is_string_list(buffers):
             raise OptionError(f"updatableNamedBuffers expects a list of buffer names, got "
                               f"{buffers!r}.")
@@ -1201,7 +1985,11 @@ class Options(_OptionGroup):
         return self
 
     def clone(self) -> "Options":
-        """An unfrozen deep copy."""
+        """Makes a deep copy that is not frozen, even when these options are.
+
+        Returns:
+            New options with the same values, groups included, that setters can change.
+        """
         twin = copy.deepcopy(self)
         for group in (twin, *(getattr(twin, name) for name in _GROUPS)):
             object.__setattr__(group, "_frozen", False)
@@ -1213,6 +2001,16 @@ class Options(_OptionGroup):
             getattr(self, name)._freeze()
 
     def toDict(self) -> Dict[str, Any]:
+        """Every option and its value, by field name, with each group's options nested.
+
+        Enum values appear by name; the execution strategy and tensor location settings as their
+        repr. ``"_Popart"`` holds the PopART options recorded with ``_Popart.set``.
+
+        Returns:
+            A new dict from each option's field name (such as ``"device_iterations"``) to its
+            value, plus one entry per group (``"Training"``, ``"Simulator"``, ...) holding that
+            group's dict.
+        """
         values = super().toDict()
         for name in _GROUPS:
             values[name] = getattr(self, name).toDict()

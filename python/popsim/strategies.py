@@ -16,14 +16,26 @@ from popsim.errors import OptionError
 
 
 class AutoStage(enum.IntEnum):
-    """How blocks map to stages when no stages are listed."""
+    """How blocks map to stages when a strategy lists no stages.
+
+    - ``SameAsIpu``: a block's stage is its ``ipu_id``, so blocks on the same IPU form one
+      stage; every block needs an ``ipu_id``.
+    - ``AutoIncrement``: a new stage starts whenever the IPU changes along the model (a
+      block without an ``ipu_id`` is placed on the IPU numbered as its position among the
+      model's blocks).
+    """
 
     SameAsIpu = 0       # stage id = the block's ipu_id
     AutoIncrement = 1   # a new stage whenever the IPU changes along the model
 
 
 class PipelineSchedule(enum.Enum):
-    """Order of forward and backward passes in a pipeline (see ARCHITECTURE.md)."""
+    """The order of forward and backward passes in a pipeline (see ARCHITECTURE.md).
+
+    - ``Interleaved`` (the default): one forward, one backward.
+    - ``Grouped``: all forwards, then all backwards (as GPipe).
+    - ``Sequential``: one micro-batch through one stage at a time.
+    """
 
     Interleaved = "Interleaved"  # one forward, one backward (default)
     Grouped = "Grouped"          # all forwards, then all backwards (GPipe)
@@ -37,16 +49,43 @@ def _block_name(block: Union[str, int], what: str) -> str:
 
 
 class Stage:
-    """Blocks that run together as one pipeline stage, optionally on a chosen IPU."""
+    """Blocks that run together as one pipeline stage, optionally on a chosen IPU.
+
+    ::
+
+        popsim.PipelinedExecution(popsim.Stage("B1", "B2").ipu(0), popsim.Stage("B3").ipu(1))
+
+    Without :meth:`popsim.Stage.ipu`, the stage runs on its blocks' ``ipu_id``, or without
+    one, on the IPU numbered as the stage's position in the strategy.
+    """
 
     def __init__(self, *block_ids: Union[str, int]) -> None:
+        """Creates a stage of the given blocks.
+
+        Args:
+            *block_ids: The ids of the blocks (:class:`popsim.Block`, :class:`popsim.BeginBlock`)
+                the stage runs, at least one; int ids are taken as their str.
+
+        Raises:
+            OptionError: if no block id is given, or one is neither a str nor an int.
+        """
         if not block_ids:
             raise OptionError("popsim.Stage needs at least one block id, e.g. Stage('B1').")
         self._blocks = [_block_name(block, "popsim.Stage") for block in block_ids]
         self._ipu: Optional[int] = None
 
     def ipu(self, ipu: int) -> "Stage":
-        """Runs this stage on `ipu` (overrides the blocks' ipu_id)."""
+        """Runs this stage on a given IPU, whatever its blocks' ``ipu_id``.
+
+        Args:
+            ipu: The IPU's index, from 0.
+
+        Returns:
+            This stage (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``ipu`` is not a non-negative integer.
+        """
         if not is_integer(ipu) or ipu < 0:
             raise OptionError(f"Stage.ipu expects a non-negative int, got {ipu!r}.")
         self._ipu = int(ipu)
@@ -54,6 +93,7 @@ class Stage:
 
     @property
     def blocks(self) -> List[str]:
+        """The ids of the stage's blocks, as strings, in the order given (a copy)."""
         return list(self._blocks)
 
     def __repr__(self) -> str:
@@ -65,6 +105,19 @@ class _ExecutionStrategy:
     _name = "ExecutionStrategy"
 
     def __init__(self, *args: Union[Stage, AutoStage, str, int]) -> None:
+        """Creates the strategy from its stages, or from a rule that makes them.
+
+        Args:
+            *args: The stages: :class:`popsim.Stage` objects, or block ids, each a stage of one
+                block; or a single :class:`popsim.AutoStage` rule. Without arguments,
+                ``AutoStage.SameAsIpu``. Stages are numbered in the order given; a block the
+                model enters and no stage lists (or a listed block the model does not have) is
+                an error when the model compiles.
+
+        Raises:
+            OptionError: if an AutoStage is mixed with stages or block ids, an argument is not a
+                stage, AutoStage or block id (str or int), or a block is in more than one stage.
+        """
         if not args:
             args = (AutoStage.SameAsIpu,)
         self._auto: Optional[AutoStage] = None
@@ -163,16 +216,31 @@ def _dense(assignment: List[Tuple[str, int, int]]) -> List[Tuple[str, int, int]]
 class PipelinedExecution(_ExecutionStrategy):
     """Stages on different IPUs work on different micro-batches at once.
 
-    Training needs gradientAccumulation >= 2 x stages - 1 (each stage but the
-    last also runs its backward pass as a pipeline stage); inference needs
-    deviceIterations >= stages. ``schedule`` picks the order of forward and
-    backward passes (PipelineSchedule.Interleaved by default).
+    Training needs ``gradientAccumulation`` >= 2 x stages - 1 (each stage but the last also
+    runs its backward pass as a pipeline stage); inference needs ``deviceIterations`` >=
+    stages.
     """
 
     _name = "PipelinedExecution"
 
     def __init__(self, *args: Union[Stage, AutoStage, str, int],
                  schedule: PipelineSchedule = PipelineSchedule.Interleaved) -> None:
+        """Creates the strategy from its stages, or from a rule that makes them.
+
+        Args:
+            *args: The stages: :class:`popsim.Stage` objects, or block ids, each a stage of one
+                block; or a single :class:`popsim.AutoStage` rule. Without arguments,
+                ``AutoStage.SameAsIpu``. Stages are numbered in the order given; a block the
+                model enters and no stage lists (or a listed block the model does not have) is
+                an error when the model compiles.
+            schedule: The order of forward and backward passes
+                (``PipelineSchedule.Interleaved`` by default).
+
+        Raises:
+            OptionError: if an AutoStage is mixed with stages or block ids, an argument is not a
+                stage, AutoStage or block id (str or int), a block is in more than one stage, or
+                ``schedule`` is not a :class:`popsim.PipelineSchedule`.
+        """
         super().__init__(*args)
         if not isinstance(schedule, PipelineSchedule):
             raise OptionError(f"PipelinedExecution(schedule=...) expects a "
@@ -184,8 +252,13 @@ class PipelinedExecution(_ExecutionStrategy):
 
 
 class ShardedExecution(_ExecutionStrategy):
-    """Stages run one after another, one micro-batch at a time: one IPU busy at
-    a time, the least memory (no stash), and no minimum micro-batch count."""
+    """Stages run one after another, one micro-batch at a time.
+
+    One IPU is busy at a time, which takes the least memory (no stash) and needs no minimum
+    number of micro-batches. It takes its stages as :class:`popsim.PipelinedExecution` does
+    (without ``schedule``): :class:`popsim.Stage` objects, block ids or a single
+    :class:`popsim.AutoStage` (by default ``AutoStage.SameAsIpu``).
+    """
 
     _name = "ShardedExecution"
 
@@ -194,11 +267,14 @@ class ShardedExecution(_ExecutionStrategy):
 
 
 class Liveness(enum.IntEnum):
-    """Where a phased execution keeps tensors between its phases (PopTorch's
-    ``Liveness``): ``AlwaysLive`` on the IPUs; ``OffChipAfterFwd`` moves the
-    activations the backward pass needs to Streaming Memory after the
-    forward pass; ``OffChipAfterEachPhase`` also keeps the weights there,
-    streamed in for each phase that uses them."""
+    """Where a phased execution keeps tensors between its phases (PopTorch's ``Liveness``).
+
+    - ``AlwaysLive``: on the IPUs.
+    - ``OffChipAfterFwd``: the activations the backward pass needs move to Streaming Memory
+      after the forward pass.
+    - ``OffChipAfterEachPhase``: the weights live in Streaming Memory too, streamed in for
+      each phase that uses them.
+    """
 
     AlwaysLive = 0
     OffChipAfterFwd = 1
@@ -206,18 +282,40 @@ class Liveness(enum.IntEnum):
 
 
 class Phase:
-    """Stages that a phased execution runs in one phase, each on its own IPU
-    of the phase's group (``Phase(...).ipus(0, 1)`` or
-    ``strategy.phase(i).ipus(...)``)."""
+    """Stages that a phased execution runs in one phase, each on its own IPU of the phase's group.
+
+    The IPUs are set with ``Phase(...).ipus(0, 1)`` or ``strategy.phase(i).ipus(...)``;
+    otherwise the phased execution places the stages.
+    """
 
     def __init__(self, *stages: Union[Stage, str, int]) -> None:
+        """Creates a phase of the given stages.
+
+        Args:
+            *stages: The phase's stages, at least one: :class:`popsim.Stage` objects, or block
+                ids, each a stage of one block.
+
+        Raises:
+            OptionError: if no stage is given, or a block id is neither a str nor an int.
+        """
         if not stages:
             raise OptionError("popsim.Phase needs at least one stage or block id.")
         self._stages = [stage if isinstance(stage, Stage)
                         else Stage(_block_name(stage, "popsim.Phase")) for stage in stages]
 
     def ipus(self, *ipus: int) -> "Phase":
-        """The IPU of each of the phase's stages, in order."""
+        """Sets the IPU of each of the phase's stages, in order.
+
+        Args:
+            *ipus: One IPU index per stage of the phase.
+
+        Returns:
+            This phase (``self``), so calls chain.
+
+        Raises:
+            OptionError: if the number of IPUs is not the number of stages, or an IPU is not a
+                non-negative integer.
+        """
         if len(ipus) != len(self._stages):
             raise OptionError(
                 f"Phase.ipus: this phase has {len(self._stages)} stage(s), so it needs as many "
@@ -228,6 +326,7 @@ class Phase:
 
     @property
     def stages(self) -> List[Stage]:
+        """The phase's stages, in order (a new list of the same Stage objects)."""
         return list(self._stages)
 
     def __repr__(self) -> str:
@@ -253,6 +352,19 @@ class _PhasedExecution(_ExecutionStrategy):
 
     def __init__(self, *phases: Union[Phase, Stage, str, int, List[Union[Stage, str, int]],
                                       Tuple[Union[Stage, str, int], ...]]) -> None:
+        """Creates the strategy from its phases.
+
+        Stages whose IPU is not set are placed as the strategy's summary says.
+
+        Args:
+            *phases: The phases, in order, at least one: :class:`popsim.Phase` objects, lists or
+                tuples of stages (each a phase), or single stages or block ids (a phase of one
+                stage).
+
+        Raises:
+            OptionError: if no phase is given, a stage or block id is invalid, or a block is in
+                more than one stage.
+        """
         if not phases:
             raise OptionError(f"popsim.{self._name} needs at least one phase: "
                               f"popsim.{self._name}(popsim.Phase('A'), popsim.Phase('B')).")
@@ -273,16 +385,37 @@ class _PhasedExecution(_ExecutionStrategy):
         self._separate_backward_phase = False
 
     def phase(self, index: int) -> Phase:
-        """The phase at `index`, to set its IPUs."""
+        """The phase at ``index``, to set its IPUs.
+
+        Args:
+            index: The phase's position, from 0.
+
+        Returns:
+            The :class:`popsim.Phase` itself, so ``phase(i).ipus(...)`` changes the strategy.
+
+        Raises:
+            OptionError: if ``index`` is not an integer from 0 to the number of phases - 1.
+        """
         if not is_integer(index) or not 0 <= index < len(self._phases):
             raise OptionError(f"{self._name}.phase: phases are numbered 0 to "
                               f"{len(self._phases) - 1}, got {index!r}.")
         return self._phases[index]
 
     def useSeparateBackwardPhase(self: _Phased, use: bool = True) -> _Phased:
-        """Whether the last forward phase and the first backward phase are
-        separate phases. Recorded: popsim's phases run one after another
-        either way, so it changes neither results nor the simulated time."""
+        """Sets whether the last forward phase and the first backward phase are separate (recorded).
+
+        popsim's phases run one after another either way, so it changes neither results nor
+        the simulated time.
+
+        Args:
+            use: True (the default of this call) for separate phases.
+
+        Returns:
+            This strategy (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``use`` is not a bool.
+        """
         if not isinstance(use, bool):
             raise OptionError(f"useSeparateBackwardPhase expects True or False, got {use!r}.")
         self._separate_backward_phase = use
@@ -304,8 +437,11 @@ class _PhasedExecution(_ExecutionStrategy):
 
 
 class SerialPhasedExecution(_PhasedExecution):
-    """All phases run one after another on one group of IPUs: stage k of
-    every phase on IPU k unless ``phase(i).ipus(...)`` says otherwise."""
+    """All phases run one after another on one group of IPUs.
+
+    Stage k of every phase runs on IPU k unless its IPU is set: with
+    :meth:`popsim.Stage.ipu`, :meth:`popsim.Phase.ipus` or ``strategy.phase(i).ipus(...)``.
+    """
 
     _name = "SerialPhasedExecution"
 
@@ -314,7 +450,17 @@ class SerialPhasedExecution(_PhasedExecution):
         return position
 
     def setTensorsLiveness(self, liveness: Liveness) -> "SerialPhasedExecution":
-        """Where tensors stay between phases (popsim.Liveness)."""
+        """Sets where tensors stay between phases.
+
+        Args:
+            liveness: A :class:`popsim.Liveness` (``Liveness.AlwaysLive`` by default).
+
+        Returns:
+            This strategy (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``liveness`` is not a :class:`popsim.Liveness`.
+        """
         if not isinstance(liveness, Liveness):
             raise OptionError(f"setTensorsLiveness expects a popsim.Liveness, got {liveness!r}.")
         self._liveness = liveness
@@ -322,9 +468,13 @@ class SerialPhasedExecution(_PhasedExecution):
 
 
 class ParallelPhasedExecution(_PhasedExecution):
-    """Phases alternate between two groups of IPUs: even phases on even IPUs,
-    odd phases on odd IPUs (stage k of phase p on IPU 2k + p % 2 unless
-    ``phase(p).ipus(...)`` says otherwise)."""
+    """Phases alternate between two groups of IPUs: even phases on even IPUs, odd on odd.
+
+    Stage k of phase p runs on IPU 2k + p % 2 unless its IPU is set: with
+    :meth:`popsim.Stage.ipu`, :meth:`popsim.Phase.ipus` or ``strategy.phase(p).ipus(...)``. A
+    stage on an IPU of the wrong parity is an error (:class:`popsim.OptionError`) when the
+    model compiles.
+    """
 
     _name = "ParallelPhasedExecution"
 
@@ -333,7 +483,18 @@ class ParallelPhasedExecution(_PhasedExecution):
         return 2 * position + phase % 2
 
     def sendTensorsOffChipAfterFwd(self, off_chip: bool = True) -> "ParallelPhasedExecution":
-        """Liveness.OffChipAfterFwd (True) or Liveness.AlwaysLive (False)."""
+        """Sets whether activations move off chip after the forward pass.
+
+        Args:
+            off_chip: True (the default of this call): ``Liveness.OffChipAfterFwd``. False:
+                ``Liveness.AlwaysLive`` (the default of the strategy).
+
+        Returns:
+            This strategy (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``off_chip`` is not a bool.
+        """
         if not isinstance(off_chip, bool):
             raise OptionError(f"sendTensorsOffChipAfterFwd expects True or False, got "
                               f"{off_chip!r}.")

@@ -25,7 +25,17 @@ def _bool(setter: str, value: object) -> bool:
 
 
 class TensorLocationSettings:
-    """Settings for one kind of tensor; setters chain."""
+    """Where one kind of tensor lives, for the ``opts.TensorLocations`` setters.
+
+    A new object keeps the tensors on chip, unsharded, without IO tiles. Its setters return
+    it, so calls chain::
+
+        opts.TensorLocations.setWeightLocation(
+            popsim.TensorLocationSettings().useOnChipStorage(False).minElementsForOffChip(1024))
+
+    The setters of ``opts.TensorLocations`` copy the settings, so changing them
+    afterwards does not change the options.
+    """
 
     def __init__(self) -> None:
         self.on_chip = True
@@ -36,41 +46,119 @@ class TensorLocationSettings:
         self.io_tiles_to_store = False
 
     def useOnChipStorage(self, use: bool = True) -> "TensorLocationSettings":
-        """False keeps the tensors in Streaming Memory, off chip."""
+        """Sets whether the tensors live on chip or in Streaming Memory.
+
+        Args:
+            use: True (the default, as for new settings) keeps them in IPU memory; False keeps
+                them off chip, in Streaming Memory, streamed in around each use.
+
+        Returns:
+            These settings (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``use`` is not a bool.
+        """
         self.on_chip = _bool("useOnChipStorage", use)
         return self
 
     def minElementsForOffChip(self, min_elements: int) -> "TensorLocationSettings":
-        """Tensors with fewer elements stay on chip (small ones cost more to stream
-        than they save)."""
+        """Sets the size below which tensors stay on chip even when the settings put them off chip.
+
+        Small tensors cost more to stream than they save.
+
+        Args:
+            min_elements: Tensors with fewer elements stay on chip (default 0: every tensor goes
+                off chip).
+
+        Returns:
+            These settings (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``min_elements`` is not a non-negative integer.
+        """
         self.min_elements_for_off_chip = _non_negative("minElementsForOffChip", min_elements)
         return self
 
     def useReplicatedTensorSharding(self, use: bool = True) -> "TensorLocationSettings":
-        """True shards the tensors across the replicas of a replicated model
-        (replicationFactor > 1): each replica keeps 1/replicas of each. popsim
-        shards the optimizer state (opts.TensorLocations.setOptimizerLocation)."""
+        """Sets whether the tensors are sharded across the replicas of a replicated model.
+
+        With sharding and ``replicationFactor`` > 1, each replica keeps 1/replicas of each
+        floating-point tensor of at least ``minElementsForReplicatedTensorSharding`` elements.
+        popsim shards the optimizer state (``setOptimizerLocation``) and the weights
+        (``setWeightLocation``); compiling with sharding in the accumulator or activation
+        location raises :class:`popsim.OptionError`.
+
+        Args:
+            use: True (the default of this call) to shard; False (the default of new settings)
+                to keep a whole copy on every replica.
+
+        Returns:
+            These settings (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``use`` is not a bool.
+        """
         self.replicated_tensor_sharding = _bool("useReplicatedTensorSharding", use)
         return self
 
     def minElementsForReplicatedTensorSharding(self, min_elements: int
                                                ) -> "TensorLocationSettings":
-        """Tensors with fewer elements are not sharded (their collectives cost
-        more than the memory they save)."""
+        """Sets the size below which tensors are not sharded across replicas.
+
+        Their collectives would cost more than the memory they save.
+
+        Args:
+            min_elements: Tensors with fewer elements are not sharded (default 0: every
+                floating-point tensor is).
+
+        Returns:
+            These settings (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``min_elements`` is not a non-negative integer.
+        """
         self.min_elements_for_sharding = _non_negative("minElementsForReplicatedTensorSharding",
                                                        min_elements)
         return self
 
     def useIOTilesToLoad(self, use: bool = True) -> "TensorLocationSettings":
-        """True streams the tensors in from Streaming Memory (off chip) through the IPU's
-        IO tiles (Options.TensorLocations.numIOTiles): beside the work before the op
-        that reads them, so the compute tiles only copy them over from the IO tiles."""
+        """Sets whether off-chip tensors stream in through the IPU's IO tiles.
+
+        With IO tiles (``Options.TensorLocations.numIOTiles``), the tensors stream in from
+        Streaming Memory beside the work before the op that reads them, so the compute tiles
+        only copy them over from the IO tiles. Compiling with this on for off-chip tensors and
+        no IO tiles set aside raises :class:`popsim.OptionError`.
+
+        Args:
+            use: True (the default of this call) to load through the IO tiles; False (the default
+                of new settings) to load on the compute tiles.
+
+        Returns:
+            These settings (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``use`` is not a bool.
+        """
         self.io_tiles_to_load = _bool("useIOTilesToLoad", use)
         return self
 
     def useIOTilesToStore(self, use: bool = True) -> "TensorLocationSettings":
-        """True streams the tensors out to Streaming Memory through the IO tiles: the
-        compute tiles copy them there and go on while they leave."""
+        """Sets whether off-chip tensors stream out through the IPU's IO tiles.
+
+        The compute tiles copy the tensors to the IO tiles (``Options.TensorLocations.numIOTiles``)
+        and go on while they leave for Streaming Memory. Compiling with this on for off-chip
+        tensors and no IO tiles set aside raises :class:`popsim.OptionError`.
+
+        Args:
+            use: True (the default of this call) to store through the IO tiles; False (the
+                default of new settings) to store from the compute tiles.
+
+        Returns:
+            These settings (``self``), so calls chain.
+
+        Raises:
+            OptionError: if ``use`` is not a bool.
+        """
         self.io_tiles_to_store = _bool("useIOTilesToStore", use)
         return self
 

@@ -324,6 +324,10 @@ def test_option_errors():
         popsim.DataLoader(opts, numbered(4), rebatched_worker_size=2)
     with pytest.raises(popsim.OptionError, match="batch_size must be a positive integer"):
         popsim.DataLoader(opts, numbered(4), batch_size=0)
+    with pytest.raises(popsim.OptionError,
+                       match="rebatched_worker_size must be a positive integer, got 0"):
+        popsim.DataLoader(options(), numbered(4), mode=popsim.DataLoaderMode.AsyncRebatched,
+                          rebatched_worker_size=0)
     with pytest.raises(popsim.OptionError, match="buffer_size must be a positive integer"):
         popsim.AsynchronousDataAccessor(numbered(4), buffer_size=0)
     # Options given to a DataLoader are frozen, as when given to a model.

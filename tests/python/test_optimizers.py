@@ -341,6 +341,21 @@ def test_variable_attrs_mark_what_set_optimizer_may_change():
         marked.variable_attrs.markAsVariable("speed")
 
 
+def test_lamb_no_bias_keeps_the_arguments_it_passes_on():
+    """LAMBNoBias hands loss_scaling, max_weight_norm and the state dtypes to LAMB through
+    **kwargs; they stay set, and variable, as LAMB's own."""
+    params = [torch.nn.Parameter(torch.zeros(3))]
+    no_bias = popsim.optim.LAMBNoBias(params, loss_scaling=128.0, max_weight_norm=3.0,
+                                      accum_type=torch.float16)
+    lamb = popsim.optim.LAMB(params, loss_scaling=128.0, max_weight_norm=3.0,
+                             accum_type=torch.float16)
+    for optimizer in (no_bias, lamb):
+        assert optimizer.loss_scaling == 128.0 and optimizer.accum_type == torch.float16
+        assert not optimizer.variable_attrs.isConstant("loss_scaling")
+        assert not optimizer.variable_attrs.isConstant("max_weight_norm")
+        assert optimizer.variable_attrs.isConstant("eps")
+
+
 def test_state_dict_holds_the_devices_state_and_hyper_parameters_as_poptorchs():
     """state_dict()["ipu_state"] and ["ipu_param"]: None before the model
     compiles; then the device's optimizer state by name (the same values as

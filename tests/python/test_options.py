@@ -129,7 +129,11 @@ def test_execution_strategy_and_recomputation_options():
 
 
 def test_log_dir_receives_the_ir_and_memory_report(tmp_path):
-    opts = popsim.Options().logDir(str(tmp_path))
+    opts = popsim.Options().logDir(tmp_path)  # a pathlib.Path, or a str
+    assert opts.log_dir == str(tmp_path)
+    for bad in ("", 3, None):
+        with pytest.raises(popsim.OptionError, match=r"^logDir expects a directory's path "):
+            popsim.Options().logDir(bad)
     popsim.inferenceModel(MnistNetwork(), opts)(torch.randn(8, 1, 28, 28))
     files = sorted(os.listdir(tmp_path))
     assert any(name.endswith(".ir.txt") for name in files)

@@ -291,6 +291,11 @@ def test_model_name_names_the_profile_subdirectory(tmp_path):
     other = popsim.inferenceModel(nn.Linear(3, 2), opts)
     other(torch.randn(2, 3))
     assert other.profileDirectory() == str(tmp_path / "mnist_1")
+    # popsim.profiling finds profiles by their model's name too.
+    from popsim import profiling
+    assert [os.path.basename(p.directory) for p in profiling.load_all(tmp_path)] == [
+        "mnist", "mnist_1"]
+    assert profiling.load(tmp_path / "mnist").directory == str(tmp_path / "mnist")
     with pytest.raises(popsim.OptionError, match="modelName expects a non-empty name"):
         popsim.Options().modelName("a/b")
 

@@ -16,7 +16,9 @@ MEMORY_FILE = "memory.json"
 REPORT_FILE = "report.html"
 
 KINDS = ("training", "inference")
-_MODEL_DIR_NAME = re.compile(r"^(training|inference)(_[0-9]+)?$")
+# A model's directory: its kind ("training", "inference") or its Options.modelName, then "_N"
+# for the N-th further model of that name in the process.
+_MODEL_DIR_NAME = re.compile(r"^(.+?)(_[0-9]+)?$")
 
 # (real path of DIR, kind) -> models of that kind given a subdirectory
 _claimed: Dict[Tuple[str, str], int] = {}
@@ -45,7 +47,8 @@ def is_model_directory(path: str) -> bool:
 
 def model_directories(root: str) -> List[str]:
     """The model profile directories in `root` (itself, if it is one), sorted:
-    'training' before 'training_1' before 'training_10'."""
+    'training' before 'training_1' before 'training_10'. A subdirectory named by
+    Options.modelName counts too, by its name."""
     if is_model_directory(root):
         return [root]
     if not os.path.isdir(root):

@@ -33,9 +33,24 @@ def _axes(ax: Optional["Axes"]) -> "Axes":
 
 def plot_timeline(profile: Union["Profile", str, "os.PathLike[str]"],
                   ax: Optional["Axes"] = None) -> "Axes":
-    """Draws the last call's pipeline: one row per IPU, tasks (forward green, backward
-    red, ...) above its transfers, against simulated milliseconds. `profile` is a
-    Profile or a directory; returns the matplotlib Axes."""
+    """Draws the last call's timeline with matplotlib, as report.html does.
+
+    One row per IPU shows its tasks (forward green, backward red, ...) above its transfers,
+    against simulated milliseconds, with a legend of the kinds drawn.
+
+    Args:
+        profile: A :class:`popsim.profiling.Profile`, or a directory to read it from with
+            :func:`popsim.profiling.load`.
+        ax: The matplotlib Axes to draw on. None: a new figure, 12 x 3 inches.
+
+    Returns:
+        The Axes drawn on.
+
+    Raises:
+        ValueError: when the profile has no execution trace (the model has not run yet), or as
+            :func:`popsim.profiling.load` raises it when reading a directory.
+        ProfileNotFoundError: when ``profile`` is a directory that holds no profile.
+    """
     profile = _profile(profile)
     trace = profile.trace
     if trace is None:
@@ -69,8 +84,24 @@ def plot_timeline(profile: Union["Profile", str, "os.PathLike[str]"],
 
 def plot_memory(profile: Union["Profile", str, "os.PathLike[str]"],
                 ax: Optional["Axes"] = None) -> "Axes":
-    """Draws memory per IPU as stacked bars by category (MiB), with each IPU's limit
-    when it is in sight. `profile` is a Profile or a directory; returns the Axes."""
+    """Draws memory per IPU with matplotlib, as report.html does.
+
+    Each IPU's memory is a horizontal bar in MiB, stacked by category. Each IPU's limit is a
+    dashed line when it is at most twice the largest IPU's total; otherwise the title gives it.
+
+    Args:
+        profile: A :class:`popsim.profiling.Profile`, or a directory to read it from with
+            :func:`popsim.profiling.load`.
+        ax: The matplotlib Axes to draw on. None: a new figure, 12 x 3 inches.
+
+    Returns:
+        The Axes drawn on.
+
+    Raises:
+        ValueError: when the profile has no memory report (the model has not compiled), or as
+            :func:`popsim.profiling.load` raises it when reading a directory.
+        ProfileNotFoundError: when ``profile`` is a directory that holds no profile.
+    """
     profile = _profile(profile)
     memory = profile.memory
     if memory is None:

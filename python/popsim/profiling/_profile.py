@@ -20,12 +20,29 @@ class ProfileNotFoundError(FileNotFoundError):
 class Profile:
     """One model's profile: its last call's execution trace and its memory report.
 
-    Attributes: ``directory``, ``model`` (the model's class name), ``kind``
-    ('training' or 'inference'), ``trace`` (an ExecutionTrace rebuilt from
-    trace.json, or None before the first call), ``memory`` (memory.json's
-    content, or None), ``stages`` (dicts of stage, ipu, blocks), ``host`` (the
-    last call's number and measured wall seconds), ``sizing`` (the call's
-    SizingReport.to_dict(), or None), ``chrome_trace`` (trace.json's content).
+    :func:`popsim.profiling.load` and :func:`popsim.profiling.load_all` read them from a
+    profile directory; the constructor takes the content of the directory's files.
+
+    Args:
+        directory: The model's profile directory, which the files were read from.
+        chrome_trace: The content of ``trace.json``; None before the first call.
+        memory: The content of ``memory.json``; None without it.
+
+    Attributes:
+        directory: The model's profile directory.
+        model: The model's class name ("?" if neither file says).
+        kind: "training" or "inference" ("?" if neither file says).
+        trace: The last call's execution trace, rebuilt from ``trace.json``; None before the
+            first call.
+        memory: The content of ``memory.json`` (memory per IPU by category); None without it.
+        stages: The pipeline stages, as dicts of ``stage``, ``ipu`` and ``blocks``.
+        host: The number of calls made (``calls``) and the last call's measured wall-clock
+            seconds (``wall_seconds``); None before the first call.
+        replication: The job's replica count and, per IPU, the cycles a call spends in
+            collectives across replicas; None without a trace.
+        sizing: The call's :meth:`popsim.SizingReport.to_dict`; None without one.
+        chrome_trace: The content of ``trace.json``, Chrome Trace Event JSON; None before the
+            first call.
     """
 
     def __init__(self, directory: str, chrome_trace: Optional[Dict[str, Any]],
@@ -49,10 +66,21 @@ class Profile:
 
     @property
     def num_ipus(self) -> int:
+        """The number of IPUs the model ran on.
+
+        Its trace's, else its memory report's; 0 without either.
+        """
         return _summary.num_ipus(self.trace, self.memory)
 
     def summary(self) -> str:
-        """The text summary `python -m popsim.profiling` prints."""
+        """Summarises the profile as text, as ``python -m popsim.profiling`` prints it.
+
+        Returns:
+            The summary, in lines that give the model, its chip and IPUs, the replicas, each
+            IPU's busy, compute and idle shares and memory against its limit, then, where the
+            profile has them, the stages' balance, the sizing (step time, throughput, where
+            the time goes) and advice.
+        """
         return "\n".join(_summary.summary_lines(self.model, self.kind, self.directory, self.trace,
                                        self.stages, self.memory, self.host,
                                        replication=self.replication, sizing=self.sizing))
@@ -89,20 +117,48 @@ def load_model_directory(directory: str) -> Profile:
 
 
 def load_all(directory: Union[str, "os.PathLike[str]"]) -> List[Profile]:
-    """Every model profile in `directory` (a model directory or the top directory)."""
+    """Reads every model profile in a directory.
+
+    Args:
+        directory: A model's profile directory (``DIR/training``), or the directory given to
+            ``Options.enableProfiling``, whose subdirectories ``training``, ``inference``,
+            ``training_1``, ... (or the names ``Options.modelName`` gave) hold the profiles.
+
+    Returns:
+        The profiles, one per model directory (``directory`` itself if it is one, else its
+        subdirectories in order, ``training`` before ``training_1`` before ``training_10``).
+
+    Raises:
+        ProfileNotFoundError: when ``directory`` does not exist or holds no profile.
+        ValueError: when a profile file is not valid JSON (for instance, half written).
+    """
     directory = os.fspath(directory)
     found = _layout.model_directories(directory)
     if not found:
         what = "does not exist" if not os.path.exists(directory) else "holds no popsim profile"
         raise ProfileNotFoundError(
             f"'{directory}' {what}: expected {_layout.TRACE_FILE} or {_layout.MEMORY_FILE} in it "
-            f"or in a subdirectory named training, inference, training_1, ... {NO_PROFILE_HINT}")
+            f"or in a subdirectory (training, inference, training_1, ..., or a modelName) "
+            f"{NO_PROFILE_HINT}")
     return [load_model_directory(path) for path in found]
 
 
 def load(directory: Union[str, "os.PathLike[str]"]) -> Profile:
-    """The profile in `directory`: a model's directory (DIR/training), or the
-    directory given to enableProfiling if it holds one model's profile."""
+    """Reads the profile of one model.
+
+    Args:
+        directory: A model's profile directory (``DIR/training``), or the directory given to
+            ``Options.enableProfiling`` if it holds one model's profile.
+
+    Returns:
+        The model's profile.
+
+    Raises:
+        ValueError: when ``directory`` holds the profiles of several models (use
+            :func:`popsim.profiling.load_all` or name one model's directory), or when a
+            profile file is not valid JSON.
+        ProfileNotFoundError: when ``directory`` does not exist or holds no profile.
+    """
     profiles = load_all(directory)
     if len(profiles) > 1:
         names = ", ".join(os.path.basename(p.directory) for p in profiles)
