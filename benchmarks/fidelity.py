@@ -136,9 +136,16 @@ def size(job: Job, show_report: bool) -> Dict[str, Any]:
     seconds = time.perf_counter() - start
     if show_report:
         print(report, end="\n\n")
-    return {"id": job.id, "published": job.published, "simulated": report.throughput,
-            "ratio": report.throughput / job.published, "fits": report.fits,
-            "seconds": seconds,
+    micro_batch_size = report.items_per_call // (
+        report.steps_per_call * report.micro_batches_per_step * report.replicas *
+        report.processes)
+    configuration = (f"{report.replicas} x {report.ipus_per_replica} IPU(s), micro-batch "
+                     f"{micro_batch_size}, accumulation {report.micro_batches_per_step}, "
+                     f"device iterations {report.steps_per_call}")
+    return {"id": job.id, "configuration": configuration, "published": job.published,
+            "simulated": report.throughput, "ratio": report.throughput / job.published,
+            "fits": report.fits, "seconds": seconds,
+            "fullest_ipu": max(ipu.memory_bytes / ipu.capacity_bytes for ipu in report.ipus),
             "memory": [{"ipu": ipu.ipu, "bytes": ipu.memory_bytes,
                         "capacity": ipu.capacity_bytes} for ipu in report.ipus],
             "time_shares": report.time_shares()}
@@ -161,7 +168,7 @@ def main(argv: List[str]) -> int:
     for job in jobs:
         result = size(job, args.report)
         results.append(result)
-        fullest = max(m["bytes"] / m["capacity"] for m in result["memory"])
+        fullest = result["fullest_ipu"]
         print(f"{job.id:24} {result['published']:>11,.0f} {result['simulated']:>11,.0f} "
               f"{result['ratio']:>6.2f}  {'yes' if result['fits'] else 'NO ':4}  "
               f"{fullest:>11.0%} {result['seconds']:>7.1f}", flush=True)

@@ -10,11 +10,12 @@ lists them and exits with status 1 if any is found. ("simple_layer_
 normalization" is not one: it drives oneDNN's jit statistics and data
 kernels.)
 
-    .venv/bin/python benchmarks/kernel_audit.py [--isa avx2] [--markdown]
+    .venv/bin/python benchmarks/kernel_audit.py [--isa avx2] [--markdown | --json]
 """
 
 import argparse
 import collections
+import json
 import os
 import sys
 
@@ -114,11 +115,17 @@ def audit():
 def main():
     parser = argparse.ArgumentParser(description="which kernel each op runs")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    parser.add_argument("--json", action="store_true",
+                        help="print {op: [implementations]} as JSON")
     timing.add_isa_argument(parser)
     args = parser.parse_args()
 
     table = audit()
     slow = [(op, impl) for op, impls in table.items() for impl in impls if is_slow(impl)]
+    if args.json:
+        print(json.dumps({"isa": timing.isa_cap(), "slow": [list(pair) for pair in slow],
+                          "ops": {op: sorted(table[op]) for op in sorted(table)}}, indent=1))
+        return 1 if slow else 0
     print(f"popsim kernels, {timing.isa_description()}")
     if args.markdown:
         print("| op | implementation |\n|---|---|")
