@@ -1,12 +1,17 @@
 # The two commands of README.md. Each installs what is missing (Debian
 # packages, .venv, the popsim build) before it runs.
-.PHONY: demo test fuzz sanitize benchmark format
+.PHONY: demo test docs fuzz sanitize benchmark format
 
 demo:
 	scripts/demo.sh
 
 test:
 	scripts/test.sh
+
+# The documentation site (docs/, Sphinx) in build/docs/html, with the
+# tutorial's notebook executed.
+docs:
+	scripts/docs.sh
 
 # The differential fuzzer beyond the fixed slice `make test` runs: fresh
 # random models, DataLoader configurations and dtypes each time

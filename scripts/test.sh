@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up (if needed) with the C++ tests, then runs every test: the
-# GoogleTests through CTest and the Python tests through pytest (popsim's and
-# the pipelining tutorial's, whose data it prepares first).
+# GoogleTests through CTest, the Python tests through pytest (popsim's and
+# the pipelining tutorial's, whose data it prepares first), the CPU-sensitive
+# tests as other CPUs, the documentation check and the sanitizers.
 #
 # The tutorial's tests expect the offline MNIST digits (8,000 train, 2,000
 # test), so they get a data directory of their own, prepared without
@@ -22,5 +23,8 @@ scripts/prepare_data.sh --no-download
 # run again as a CPU with fewer vector instructions would run them (oneDNN
 # and ATen pick other kernels there, with other rounding).
 scripts/test_isas.sh "$build_dir"
+# The documentation site with warnings as errors (broken references, public names missing
+# from the API reference), and every example of its guide run.
+scripts/docs.sh --check
 # The C++ core under AddressSanitizer and UndefinedBehaviorSanitizer.
 scripts/sanitize.sh

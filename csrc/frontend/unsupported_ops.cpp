@@ -77,8 +77,9 @@ std::string unsupportedOpsMessage(const std::vector<UnsupportedOp>& uses) {
       message << ": " << group.reason;
     }
   }
-  message << "\nRewrite these parts of the model with supported ops (README.md lists them), "
-             "or run them on the host before calling the popsim model.";
+  message
+      << "\nRewrite these parts of the model with supported ops (docs/guide/ops.md lists them), "
+         "or run them on the host before calling the popsim model.";
   return message.str();
 }
 

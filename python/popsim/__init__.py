@@ -9,7 +9,7 @@
     output, loss = trainer(batch, labels)   # forward, backward and update on the device
 
 PopTorch code runs with ``import popsim as poptorch`` for the parts popsim
-implements (see README.md).
+implements (the documentation's "How popsim differs from PopTorch" lists the rest).
 """
 
 try:

@@ -79,7 +79,7 @@ def table():
     forward, backward, dtypes = coverage()
     lowered = popsim._C.lowered_ops()
     lines = [
-        "# Supported ops",
+        "# Op coverage",
         "",
         "Generated from the tests by `tests/python/op_coverage.py` (and checked by",
         "`tests/python/test_op_coverage.py`): every aten op popsim lowers (with its",

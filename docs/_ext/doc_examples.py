@@ -1,0 +1,40 @@
+"""Models and data the guide's examples share (imported by their hidden ``testsetup`` blocks),
+so that each example shows only what it is about and still runs under ``sphinx-build -b
+doctest``."""
+
+import torch
+
+
+class Network(torch.nn.Module):
+    """A small MNIST network: two convolution blocks and two linear layers, in a Sequential
+    whose children the pipeline planner can split."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = torch.nn.Sequential(
+            torch.nn.Sequential(torch.nn.Conv2d(1, 8, 3), torch.nn.ReLU(), torch.nn.MaxPool2d(2)),
+            torch.nn.Sequential(torch.nn.Conv2d(8, 16, 3), torch.nn.ReLU(), torch.nn.MaxPool2d(2)),
+            torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16 * 5 * 5, 64),
+                                torch.nn.ReLU()),
+            torch.nn.Linear(64, 10))
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        return self.layers(images)
+
+
+class TrainingModelWithLoss(torch.nn.Module):
+    """A model that returns its output and its loss, as a training model does."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+        self.loss = torch.nn.CrossEntropyLoss()
+
+    def forward(self, images: torch.Tensor, labels: torch.Tensor):  # type: ignore[no-untyped-def]
+        output = self.model(images)
+        return output, self.loss(output.float(), labels)
+
+
+def batch(samples: int):  # type: ignore[no-untyped-def]
+    """Random MNIST-shaped images and their labels."""
+    return torch.randn(samples, 1, 28, 28), torch.randint(0, 10, (samples,))

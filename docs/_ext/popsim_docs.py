@@ -1,0 +1,222 @@
+"""popsim's own Sphinx extension.
+
+- ``results-table``: a table built from a benchmark's JSON output in ``docs/results``, so a
+  figure a benchmark measures is never typed by hand (``scripts/benchmark_results.sh`` writes
+  the files).
+- The API reference marks each public name with its PopTorch counterpart, or says that
+  PopTorch has none.
+- The build fails (as a warning under ``-W``) when a public name of popsim's modules (their
+  ``__all__``) is missing from the API reference.
+"""
+
+import importlib
+import inspect
+import json
+import re
+from typing import Any, Dict, List
+
+from docutils import nodes
+from docutils.parsers.rst import Directive, directives
+from sphinx.util import logging
+
+LOGGER = logging.getLogger(__name__)
+
+# The modules whose public names (``__all__``) the API reference must document.
+API_MODULES = ["popsim", "popsim.optim", "popsim.enums", "popsim.profiling"]
+
+# Public names with no PopTorch counterpart (popsim's own additions). Every other public name
+# of ``popsim`` and ``popsim.optim`` is PopTorch's, with PopTorch's meaning.
+POPSIM_ONLY = {
+    "popsim.Executor": "PopTorch's class is ``poptorch.PoplarExecutor``, which popsim also has",
+    "popsim.sizeJob": None,
+    "popsim.SizingReport": None,
+    "popsim.IpuSizing": None,
+    "popsim.plan": None,
+    "popsim.Plan": None,
+    "popsim.PipelinePlan": None,
+    "popsim.PlannedIpu": None,
+    "popsim.PipelineSchedule": "PopTorch sets the schedule through PopART's options",
+    "popsim.CompilationError": None,
+    "popsim.ExecutionError": None,
+    "popsim.ExecutableFileError": None,
+    "popsim.InputError": None,
+    "popsim.InternalError": None,
+    "popsim.OptionError": None,
+    "popsim.OutOfMemoryError": None,
+    "popsim.UnsupportedOperationError": None,
+    "popsim.options._SimulatorOptions": "the simulated machine's settings",
+}
+
+
+class ResultsTable(Directive):
+    """``results-table FILE``: one row per object of the JSON list in FILE (relative to the
+    page), one column per ``:columns:`` entry ``key=heading:format`` (format: a Python format
+    spec such as ``,.0f`` or ``.2f``, ``yesno`` for booleans, ``%`` for a share; nested keys
+    with ``.``, and ``a/b`` for the ratio of two keys). ``:where: key=value`` keeps the rows whose key has that value."""
+
+    required_arguments = 1
+    has_content = False
+    option_spec = {"columns": directives.unchanged_required,
+                   "where": directives.unchanged,
+                   "caption": directives.unchanged}
+
+    def run(self) -> List[nodes.Node]:
+        env = self.state.document.settings.env
+        relative, path = env.relfn2path(self.arguments[0], env.docname)
+        env.note_dependency(relative)
+        try:
+            with open(path, encoding="utf-8") as file:
+                rows = json.load(file)
+        except (OSError, ValueError) as error:
+            raise self.error(f"results-table: cannot read {relative}: {error}")
+        if isinstance(rows, dict):
+            rows = [rows]
+        if self.options.get("where"):
+            key, _, wanted = self.options["where"].partition("=")
+            rows = [row for row in rows if str(self._value(row, key.strip())) == wanted.strip()]
+        if not rows:
+            raise self.error(f"results-table: no rows in {relative} for {self.options}")
+        columns = []
+        # Columns are separated by ", " before the next "key="; a format such as ",.0f" has no
+        # space after its comma.
+        for spec in re.split(r",\s+(?=[A-Za-z0-9_./]+=)", self.options["columns"]):
+            key, _, rest = spec.strip().partition("=")
+            heading, _, fmt = rest.partition(":")
+            columns.append((key.strip(), heading.strip() or key.strip(), fmt.strip()))
+        cells = [[heading for _, heading, _ in columns]]
+        for row in rows:
+            cells.append([self._format(self._value(row, key, relative), fmt)
+                          for key, _, fmt in columns])
+        return [self._table(cells)]
+
+    def _value(self, row: Dict[str, Any], key: str, relative: str = "") -> Any:
+        if "/" in key:  # a ratio of two keys
+            numerator, denominator = key.split("/", 1)
+            return self._value(row, numerator, relative) / self._value(row, denominator, relative)
+        value: Any = row
+        for part in key.split("."):
+            if not isinstance(value, dict) or part not in value:
+                raise self.error(f"results-table: {relative} has no '{key}' in {row}")
+            value = value[part]
+        return value
+
+    @staticmethod
+    def _format(value: Any, fmt: str) -> str:
+        if fmt == "yesno":
+            return "yes" if value else "no"
+        if fmt == "%":
+            return f"{value:.0%}"
+        if fmt and isinstance(value, (int, float)):
+            return format(value, fmt)
+        return str(value)
+
+    def _table(self, cells: List[List[str]]) -> nodes.table:
+        table = nodes.table()
+        if self.options.get("caption"):
+            table += nodes.title(text=self.options["caption"])
+        group = nodes.tgroup(cols=len(cells[0]))
+        table += group
+        for _ in cells[0]:
+            group += nodes.colspec(colwidth=1)
+        head, body = nodes.thead(), nodes.tbody()
+        group += head
+        group += body
+        for index, row in enumerate(cells):
+            line = nodes.row()
+            for text in row:
+                entry = nodes.entry()
+                entry += nodes.paragraph(text=text)
+                line += entry
+            (head if index == 0 else body).append(line)
+        return table
+
+
+def qualified_name(obj: Any, name: str) -> str:
+    module = getattr(obj, "__module__", "") or ""
+    qualname = getattr(obj, "__qualname__", "")
+    return f"{module}.{qualname}" if module and qualname else name
+
+
+def mark_poptorch_names(app: Any, what: str, name: str, obj: Any, options: Any,
+                        lines: List[str]) -> None:
+    """Adds to each class, function and option group of the API reference what PopTorch
+    calls it, or that it is popsim's own."""
+    if what not in ("class", "function", "exception"):
+        return
+    # A class's docstring and its __init__'s arrive one after the other: mark the first only.
+    marked = app.env.temp_data.setdefault("popsim_marked_names", set())
+    if name in marked:
+        return
+    marked.add(name)
+    if not name.startswith("popsim.") or name.startswith("popsim.profiling"):
+        if name.startswith("popsim.profiling"):
+            lines.extend(["", "*popsim only: PopTorch has no counterpart (its profiles are "
+                          "PopVision's).*"])
+        return
+    for key in (name, qualified_name(obj, name)):
+        if key in POPSIM_ONLY:
+            reason = POPSIM_ONLY[key]
+            lines.extend(["", "*popsim only: PopTorch has no counterpart" +
+                          (f" ({reason})" if reason else "") + ".*"])
+            return
+    short = name.split(".", 1)[1]
+    if short.startswith("options._") or short.startswith("enums."):
+        short = short.split(".", 1)[1]
+    if short.startswith("_"):
+        return
+    lines.extend(["", f"*PopTorch:* ``poptorch.{short}``, the same name and meaning."])
+
+
+def documented_objects(env: Any) -> Dict[int, str]:
+    """id() of every Python object the API reference documents, to its documented name."""
+    found: Dict[int, str] = {}
+    for fullname in env.domaindata["py"]["objects"]:
+        obj = resolve(fullname)
+        if obj is not None:
+            found[id(obj)] = fullname
+    for module in env.domaindata["py"]["modules"]:
+        obj = resolve(module)
+        if obj is not None:
+            found[id(obj)] = module
+    return found
+
+
+def resolve(fullname: str) -> Any:
+    parts = fullname.split(".")
+    for split in range(len(parts), 0, -1):
+        try:
+            obj: Any = importlib.import_module(".".join(parts[:split]))
+        except ImportError:
+            continue
+        try:
+            for part in parts[split:]:
+                obj = getattr(obj, part)
+        except AttributeError:
+            return None
+        return obj
+    return None
+
+
+def check_api_is_complete(app: Any, env: Any) -> None:
+    """Warns (an error under -W) for each public name no page of the API reference documents."""
+    documented = documented_objects(env)
+    for module_name in API_MODULES:
+        module = importlib.import_module(module_name)
+        for name in getattr(module, "__all__", []):
+            obj = getattr(module, name)
+            if f"{module_name}.{name}" in env.domaindata["py"]["objects"]:
+                continue
+            if (inspect.isclass(obj) or inspect.isfunction(obj) or inspect.ismodule(obj)) and \
+                    id(obj) in documented:
+                continue
+            LOGGER.warning(f"API reference: {module_name}.{name} is public (in {module_name}."
+                           "__all__) but no page of docs/api documents it; add it to the page "
+                           "of its topic.", type="popsim", subtype="api")
+
+
+def setup(app: Any) -> Dict[str, Any]:
+    app.add_directive("results-table", ResultsTable)
+    app.connect("autodoc-process-docstring", mark_poptorch_names)
+    app.connect("env-check-consistency", check_api_is_complete)
+    return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
+

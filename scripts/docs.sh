@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Builds popsim's documentation site (docs/, Sphinx) into build/docs/html, a static site that
+# opens from the file system (build/docs/html/index.html). Sets up first if needed: the Debian
+# packages of the docs, .venv and popsim (the API reference documents the installed package).
+#
+#   scripts/docs.sh           the site, with the tutorial's notebook executed (3 epochs, a few
+#                             minutes), as `make docs` builds it
+#   scripts/docs.sh --check   what `make test` checks: the site with warnings as errors (broken
+#                             cross-references, public names missing from the API reference),
+#                             the notebook rendered without running it (the tests run it), and
+#                             every example of the guide run (sphinx.ext.doctest)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+check=0
+if [[ "${1:-}" == --check ]]; then check=1; fi
+
+source scripts/debian_packages.sh
+# pandoc converts the notebook's Markdown cells (nbconvert only recommends it).
+install_missing python3-sphinx furo python3-myst-parser python3-nbsphinx \
+  python3-sphinx-autodoc-typehints python3-sphinx-copybutton pandoc
+if [[ "$check" == 0 ]]; then
+  scripts/setup.sh
+  scripts/prepare_data.sh
+fi
+
+out=build/docs
+mkdir -p "$out"
+# The notebook's kernel: a kernelspec named like the notebook's ("python3") that starts the
+# venv's Python, found before Debian's (which runs /usr/bin/python3, without popsim). The
+# tutorial's modules are imported from its directory; its profiles go to the build directory.
+kernel_dir="$out/jupyter/kernels/python3"
+mkdir -p "$kernel_dir"
+cat >"$kernel_dir/kernel.json" <<JSON
+{"argv": ["$PWD/.venv/bin/python", "-Xfrozen_modules=off", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+ "display_name": "Python 3 (popsim docs)", "language": "python"}
+JSON
+export JUPYTER_PATH="$PWD/$kernel_dir/../.."
+export PYTHONPATH="$PWD/tutorials/pipelining${PYTHONPATH:+:$PYTHONPATH}"
+export POPSIM_TUTORIAL_PROFILE_DIR="$PWD/$out/tutorial-profile"
+export POPSIM_PROGRESS=0 MPLBACKEND=agg
+# torchvision's progress bars warn in a kernel without ipywidgets; the page would show it.
+export PYTHONWARNINGS="ignore:IProgress not found"
+
+sphinx=(.venv/bin/python -m sphinx -W --keep-going -q -j auto)
+if [[ "$check" == 1 ]]; then
+  "${sphinx[@]}" -b html -D nbsphinx_execute=never -d "$out/doctrees-check" docs "$out/check-html"
+  "${sphinx[@]}" -b doctest -D nbsphinx_execute=never -d "$out/doctrees-check" docs "$out/doctest"
+  echo "popsim docs: the site builds without warnings and its examples run"
+else
+  "${sphinx[@]}" -b html -d "$out/doctrees" docs "$out/html"
+  echo "popsim docs: open $out/html/index.html"
+fi
