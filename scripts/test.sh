@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up (if needed) with the C++ tests, then runs every test: the
-# GoogleTests through CTest, the Python tests through pytest (popsim's and
+# GoogleTests through CTest, the public C++ API's tests against an installed
+# package, the Python tests through pytest (popsim's and
 # the pipelining tutorial's, whose data it prepares first), the CPU-sensitive
 # tests as other CPUs, the documentation check and the sanitizers.
 #
@@ -15,6 +16,9 @@ POPSIM_BUILD_TESTS=1 scripts/setup.sh
 build_type="${POPSIM_BUILD_TYPE:-Release}"
 build_dir="${POPSIM_BUILD_DIR:-build/${build_type,,}}"
 ctest --test-dir "$build_dir" --output-on-failure --timeout 300
+# The public C++ API as a LibTorch project sees it: installed into a temporary
+# prefix, its GoogleTests and examples/cpp built against that prefix only.
+scripts/test_cpp_api.sh "$build_dir"
 export POPSIM_DATA_DIR="${POPSIM_DATA_DIR:-$PWD/build/test-data}"
 scripts/prepare_data.sh --no-download
 # On every core (pytest-xdist): each test runs in one of the worker processes.

@@ -60,8 +60,15 @@ public:
     jit::Inline(*graph);
     jit::EliminateDeadCode(graph);
     overlaps_ = collectOverlapMarks(*graph, options_.libraryPaths);
+    const ModuleBlocks moduleBlocks(options_.moduleBlocks, *graph, self_);
+    if (moduleBlocks.first() != nullptr) {
+      enterBlock(*moduleBlocks.first(), **graph->nodes().begin());
+    }
     bindInputs(*graph);
     for (const jit::Node* node : graph->nodes()) {
+      if (const ModuleBlock* block = moduleBlocks.blockOf(*node)) {
+        enterBlock(*block, *node);
+      }
       importNode(*node);
     }
     reportUnsupported();
@@ -177,6 +184,17 @@ private:
                    ". A block runs on one IPU: give both the same ipu_id or use two block ids.");
     }
     return true;
+  }
+
+  // A block the options give by module path starts (ModuleBlocks).
+  void enterBlock(const ModuleBlock& block, const jit::Node& node) {
+    if (currentBlock_ == block.block) {
+      return;
+    }
+    currentBlock_ = block.block;
+    if (graph_->findBlock(block.block) == nullptr) {
+      graph_->addBlock({block.block, block.ipu, locationOf(node)});
+    }
   }
 
   // Gives the IR nodes a lowering added the current block and name scope.

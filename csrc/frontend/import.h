@@ -1,5 +1,6 @@
 #pragma once
 
+#include "frontend/module_blocks.h"
 #include "ir/graph.h"
 
 #include <torch/csrc/jit/api/module.h>
@@ -30,6 +31,9 @@ struct ImportOptions {
   // float16 and float32 computes in float16. False: PyTorch's promotion
   // (HalfUpcastToFloat, the default), for every op, products included.
   bool downcastMixedFloats = true;
+  // Pipeline blocks by module path, for graphs without popsim.Block markers
+  // (TorchScript modules annotated through the C++ API); see ModuleBlocks.
+  std::vector<ModuleBlock> moduleBlocks;
 };
 
 // Lowers a TorchScript graph whose first input is `self` (the module holding

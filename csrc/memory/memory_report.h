@@ -3,6 +3,7 @@
 #include "device/ipu_system.h"
 #include "ir/graph.h"
 #include "memory/memory_plan.h"
+#include "popsim/memory_report.h"
 
 #include <set>
 #include <string>
@@ -10,21 +11,10 @@
 
 namespace popsim::memory {
 
-// Bytes of one category on one IPU. Always-live memory (weights, constants,
-// stream buffers, code) is held for the whole program; the rest (activations,
-// the pipeline stash) only while in use, which is how Graphcore's tools report memory.
-struct MemoryCategory {
-  std::string name;
-  uint64_t bytes = 0;
-  bool alwaysLive = true;
-};
-
-struct TensorMemory {
-  std::string description; // "layer3.weight (weight)", "output of convolution at m.py:7"
-  std::string type;        // "f32[256,320]"
-  std::string category;
-  uint64_t bytes = 0;
-};
+// The public API's structs (include/popsim/memory_report.h): a category's
+// bytes (always live or not) and one of the largest tensors.
+using ::popsim::MemoryCategory;
+using ::popsim::TensorMemory;
 
 struct IpuMemoryReport {
   int64_t ipu = 0;

@@ -1,7 +1,7 @@
 #include "frontend/import.h"
 #include "frontend/lowering_registry.h"
+#include "frontend/tensor_conversion.h"
 #include "python/bindings.h"
-#include "python/tensor_conversion.h"
 
 #include <pybind11/stl.h>
 #include <torch/csrc/jit/python/pybind_utils.h>
@@ -9,6 +9,11 @@
 namespace py = pybind11;
 
 namespace popsim::python {
+
+using frontend::emptyTensor;
+using frontend::tensorOver;
+using frontend::typeOf;
+using frontend::viewOf;
 
 void bindFrontend(py::module_& module) {
   module.def(
@@ -24,8 +29,13 @@ void bindFrontend(py::module_& module) {
                                                          : "input " + std::to_string(i);
           types.push_back(typeOf(examples[i], what));
         }
-        frontend::ImportOptions options{libraryPaths, modelAttribute, inputNames,
-                                        training,     randomSeed,     downcastMixedFloats};
+        frontend::ImportOptions options;
+        options.libraryPaths = libraryPaths;
+        options.modelAttribute = modelAttribute;
+        options.inputNames = inputNames;
+        options.training = training;
+        options.randomSeed = randomSeed;
+        options.downcastMixedFloats = downcastMixedFloats;
         return std::shared_ptr<ir::Graph>(frontend::importModule(scripted, types, options));
       },
       py::arg("traced"), py::arg("examples"), py::arg("library_paths"),

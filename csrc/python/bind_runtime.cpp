@@ -1,11 +1,13 @@
 #include "common/check.h"
 #include "frontend/dtype_conversion.h"
+#include "frontend/host_call.h"
+#include "frontend/tensor_conversion.h"
 #include "ir/printer.h"
 #include "ir/state_names.h"
 #include "kernels/host_callbacks.h"
 #include "python/bindings.h"
-#include "python/tensor_conversion.h"
 #include "runtime/executable.h"
+#include "runtime/hyperparameters.h"
 
 #include <ATen/ATen.h>
 #include <pybind11/stl.h>
@@ -15,6 +17,12 @@ namespace py = pybind11;
 
 namespace popsim::python {
 namespace {
+
+using frontend::emptyTensor;
+using frontend::metaTensor;
+using frontend::tensorOver;
+using frontend::typeOf;
+using frontend::viewOf;
 
 using runtime::Executable;
 
@@ -291,43 +299,11 @@ py::list typesList(const std::vector<ir::TensorType>& types) {
   return result;
 }
 
-// A tensor of `type` without values (torch's meta device): what a cost-only
-// program gives where values would be.
-at::Tensor metaTensor(const ir::TensorType& type) {
-  return at::empty(type.shape, at::TensorOptions()
-                                   .dtype(frontend::toTorchDType(type.dtype))
-                                   .device(c10::Device(c10::DeviceType::Meta)));
-}
-
 std::vector<at::Tensor> run(Executable& executable, const std::vector<at::Tensor>& inputs) {
-  if (executable.costOnly()) {
-    // Only the inputs' types are checked; their values are never read.
-    std::vector<runtime::TensorView> inputViews;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const ir::TensorType type = typeOf(inputs[i], "input " + std::to_string(i));
-      inputViews.push_back({nullptr, type.dtype, type.shape});
-    }
-    executable.run(inputViews, {});
-    std::vector<at::Tensor> outputs;
-    for (const ir::TensorType& type : executable.outputHostTypes())
-      outputs.push_back(metaTensor(type));
-    return outputs;
-  }
-  std::vector<at::Tensor> contiguous;
-  std::vector<runtime::TensorView> inputViews;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    contiguous.push_back(inputs[i].contiguous());
-    inputViews.push_back(viewOf(contiguous.back(), "input " + std::to_string(i)));
-  }
-  std::vector<at::Tensor> outputs;
-  std::vector<runtime::TensorView> outputViews;
-  for (const ir::TensorType& type : executable.outputHostTypes()) {
-    outputs.push_back(emptyTensor(type));
-    outputViews.push_back(viewOf(outputs.back(), "output"));
-  }
+  frontend::HostCall call = frontend::prepareHostCall(executable, inputs);
   py::gil_scoped_release release;
-  executable.run(inputViews, outputViews);
-  return outputs;
+  executable.run(call.inputViews, call.outputViews);
+  return std::move(call.outputs);
 }
 
 // A Python callable, released with the GIL held whichever thread lets it go.
@@ -478,20 +454,7 @@ void bindRuntime(py::module_& module) {
       .def(
           "write_hyperparameters",
           [](Executable& executable, size_t group, const std::map<std::string, double>& values) {
-            const std::string name = ir::groupStateName(group, "hyper");
-            if (executable.graph().findState(name) == nullptr) {
-              return; // no parameter of this group reaches the loss
-            }
-            std::vector<double> packed;
-            for (const std::string& key :
-                 compiler::hyperParameterNames(executable.options().compiler.training.optimizer)) {
-              auto it = values.find(key);
-              POPSIM_CHECK(it != values.end(), ErrorKind::InvalidOption, "hyper-parameter '", key,
-                           "' is missing for group ", group, ".");
-              packed.push_back(it->second);
-            }
-            executable.writeVariable(
-                name, {packed.data(), ir::DType::Float64, {static_cast<int64_t>(packed.size())}});
+            runtime::writeHyperparameters(executable, group, values);
           },
           py::arg("group"), py::arg("values"),
           "Writes the numeric hyper-parameters of an optimizer parameter group.")

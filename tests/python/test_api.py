@@ -181,3 +181,16 @@ def test_pickling_a_wrapped_model_saves_the_model_it_wraps():
     trainer.copyWeightsToHost()
     assert torch.equal(loaded.fc.weight, model.fc.weight)
     assert not torch.equal(loaded.fc.weight, initial)  # the trained weights
+
+
+def test_every_version_is_the_packages():
+    """pyproject.toml, popsim.__version__ and the C++ package (CMakeLists.txt's project
+    version, which the installed popsim/version.h and popsimConfigVersion.cmake carry)."""
+    import pathlib
+    import re
+    root = pathlib.Path(__file__).resolve().parents[2]
+    pyproject = re.search(r'^version = "([^"]+)"', (root / "pyproject.toml").read_text(),
+                          re.MULTILINE).group(1)
+    cmake = re.search(r"^project\(popsim VERSION ([0-9.]+) ",
+                      (root / "CMakeLists.txt").read_text(), re.MULTILINE).group(1)
+    assert popsim.__version__ == pyproject == cmake

@@ -1,11 +1,11 @@
-#include "python/tensor_conversion.h"
+#include "frontend/tensor_conversion.h"
 
 #include "common/check.h"
 #include "frontend/dtype_conversion.h"
 
 #include <ATen/ATen.h>
 
-namespace popsim::python {
+namespace popsim::frontend {
 
 ir::TensorType typeOf(const at::Tensor& tensor, const std::string& what, bool allowFloat64) {
   std::optional<ir::DType> dtype = frontend::toIrDType(tensor.scalar_type());
@@ -32,9 +32,15 @@ at::Tensor emptyTensor(const ir::TensorType& type) {
   return at::empty(type.shape, at::TensorOptions().dtype(frontend::toTorchDType(type.dtype)));
 }
 
+at::Tensor metaTensor(const ir::TensorType& type) {
+  return at::empty(type.shape, at::TensorOptions()
+                                   .dtype(frontend::toTorchDType(type.dtype))
+                                   .device(c10::Device(c10::DeviceType::Meta)));
+}
+
 at::Tensor tensorOver(void* data, const ir::TensorType& type) {
   return at::from_blob(data, type.shape,
                        at::TensorOptions().dtype(frontend::toTorchDType(type.dtype)));
 }
 
-} // namespace popsim::python
+} // namespace popsim::frontend

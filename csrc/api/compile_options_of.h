@@ -1,0 +1,14 @@
+#pragma once
+
+#include "popsim/options.h"
+#include "runtime/compile_options.h"
+
+namespace popsim::api {
+
+// The typed options the core compiles with, from the public Options: what
+// Python's _compilation.compile_options builds from popsim.Options, for a
+// program of one replica. Throws InvalidOption for options that name IPUs
+// the system does not have.
+runtime::CompileOptions compileOptionsOf(const Options& options, bool training);
+
+} // namespace popsim::api

@@ -1,0 +1,258 @@
+#include "api/compiled_module.h"
+
+#include "api/compile_options_of.h"
+#include "common/check.h"
+#include "frontend/dtype_conversion.h"
+#include "frontend/host_call.h"
+#include "frontend/import.h"
+#include "frontend/tensor_conversion.h"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/jit/serialization/import.h>
+
+#include <map>
+
+namespace popsim::api {
+namespace {
+
+// The module's parameters and buffers by path, as Python's named_parameters()
+// and named_buffers() name them.
+std::map<std::string, at::Tensor> namedTensors(const torch::jit::Module& module) {
+  std::map<std::string, at::Tensor> tensors;
+  for (const torch::jit::NameTensor& parameter : module.named_parameters(true))
+    tensors.emplace(parameter.name, parameter.value);
+  for (const torch::jit::NameTensor& buffer : module.named_buffers(true))
+    tensors.emplace(buffer.name, buffer.value);
+  return tensors;
+}
+
+// forward()'s parameter names after `self`, for errors and the printed IR.
+std::vector<std::string> inputNames(const torch::jit::Module& module, size_t count) {
+  std::vector<std::string> names;
+  const auto& arguments = module.get_method("forward").function().getSchema().arguments();
+  for (size_t i = 1; i < arguments.size() && names.size() < count; ++i)
+    names.push_back(arguments[i].name());
+  return names;
+}
+
+// One micro-batch of each example input: dimension 0 divided by the
+// micro-batches of a call (deviceIterations x gradientAccumulation).
+std::vector<ir::TensorType> microBatchTypes(const std::vector<at::Tensor>& examples,
+                                            const std::vector<std::string>& names,
+                                            const Options& options) {
+  const int64_t perCall = options.deviceIterations() * options.Training.gradientAccumulation();
+  const std::string factors = "deviceIterations " + std::to_string(options.deviceIterations()) +
+                              " x gradientAccumulation " +
+                              std::to_string(options.Training.gradientAccumulation());
+  std::vector<ir::TensorType> types;
+  for (size_t i = 0; i < examples.size(); ++i) {
+    const std::string what =
+        i < names.size() ? "input '" + names[i] + "'" : "input " + std::to_string(i);
+    if (!examples[i].defined()) {
+      throwError(ErrorKind::InvalidInput, what + " is an undefined tensor.");
+    }
+    ir::TensorType type = frontend::typeOf(examples[i], what);
+    if (type.shape.empty()) {
+      if (perCall != 1) {
+        throwError(ErrorKind::InvalidInput, what + " is a 0-d tensor, but a call stacks " +
+                                                std::to_string(perCall) + " micro-batches (" +
+                                                factors + ") along dimension 0; give it one.");
+      }
+    } else if (type.shape[0] % perCall != 0) {
+      throwError(ErrorKind::InvalidInput,
+                 what + " has " + std::to_string(type.shape[0]) +
+                     " rows in dimension 0, which do not split into the " +
+                     std::to_string(perCall) + " micro-batches of a call (" + factors +
+                     "); give a multiple of " + std::to_string(perCall) + ".");
+    } else {
+      type.shape[0] /= perCall;
+    }
+    types.push_back(type);
+  }
+  return types;
+}
+
+// Python's name of a dtype ("torch.float32"), as PopTorch's messages print it.
+std::string torchName(c10::ScalarType type) {
+  switch (type) {
+  case c10::ScalarType::Float: return "torch.float32";
+  case c10::ScalarType::Half: return "torch.float16";
+  case c10::ScalarType::Double: return "torch.float64";
+  case c10::ScalarType::Int: return "torch.int32";
+  case c10::ScalarType::Long: return "torch.int64";
+  case c10::ScalarType::Short: return "torch.int16";
+  case c10::ScalarType::Char: return "torch.int8";
+  case c10::ScalarType::Byte: return "torch.uint8";
+  case c10::ScalarType::Bool: return "torch.bool";
+  default: return std::string("torch.") + c10::toString(type);
+  }
+}
+
+// "[16, 1, 28, 28]", as Python prints a shape's list.
+std::string listText(c10::IntArrayRef sizes) {
+  std::string text = "[";
+  for (size_t i = 0; i < sizes.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(sizes[i]);
+  return text + "]";
+}
+
+std::string torchSize(c10::IntArrayRef sizes) { return "torch.Size(" + listText(sizes) + ")"; }
+
+const char* const kRebuildHint =
+    "popsim compiles one program per input signature: build another session for the new "
+    "inputs.";
+
+} // namespace
+
+CompiledModule::CompiledModule(torch::jit::Module module,
+                               const std::vector<at::Tensor>& exampleInputs, Options options,
+                               bool training, const compiler::TrainingConfig& config)
+    : module_(std::move(module)), options_(std::move(options)) {
+  frontend::ImportOptions import;
+  import.training = training;
+  import.randomSeed = static_cast<int64_t>(options_.randomSeed());
+  import.downcastMixedFloats = false; // PyTorch's promotion, Python's default
+  import.inputNames = inputNames(module_, exampleInputs.size());
+  inputNames_ = import.inputNames;
+  for (size_t i = inputNames_.size(); i < exampleInputs.size(); ++i)
+    inputNames_.push_back("input" + std::to_string(i));
+  for (const at::Tensor& example : exampleInputs)
+    examples_.push_back(example.defined()
+                            ? at::empty(example.sizes(), example.options().device(at::kMeta))
+                            : at::Tensor());
+  if (options_.hasExecutionStrategy()) {
+    for (const auto& [path, ipu] : options_.executionStrategy().modules())
+      import.moduleBlocks.push_back({path, path, ipu});
+  }
+  const std::vector<ir::TensorType> types =
+      microBatchTypes(exampleInputs, import.inputNames, options_);
+  const std::unique_ptr<ir::Graph> graph = frontend::importModule(module_, types, import);
+  runtime::CompileOptions compiled = compileOptionsOf(options_, training);
+  const int64_t systemIpus = compiled.compiler.training.systemIpus;
+  compiled.compiler.training = config;
+  compiled.compiler.training.systemIpus = systemIpus;
+  executable_ = runtime::Executable::compile(*graph, compiled);
+  copyWeightsToDevice();
+}
+
+void CompiledModule::checkInputs(const std::vector<at::Tensor>& inputs) const {
+  if (inputs.size() != examples_.size()) {
+    std::string names;
+    for (const std::string& name : inputNames_)
+      names += (names.empty() ? "" : ", ") + name;
+    throwError(ErrorKind::InvalidInput, "Number of positional arguments mismatch: expected " +
+                                            std::to_string(examples_.size()) +
+                                            " arguments but got " + std::to_string(inputs.size()) +
+                                            ". The session was compiled for " +
+                                            std::to_string(examples_.size()) +
+                                            " tensor input(s) (" + names + "). " + kRebuildHint);
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::string& name = inputNames_[i];
+    const at::Tensor& expected = examples_[i];
+    POPSIM_CHECK(inputs[i].defined(), ErrorKind::InvalidInput, "Input '", name,
+                 "' is an undefined tensor.");
+    if (inputs[i].scalar_type() != expected.scalar_type()) {
+      throwError(ErrorKind::InvalidInput,
+                 "Data type mismatch for " + name + ": expected " +
+                     torchName(expected.scalar_type()) + " but got " +
+                     torchName(inputs[i].scalar_type()) + ". Input '" + name + "' has dtype " +
+                     torchName(inputs[i].scalar_type()) + " but the model was compiled for " +
+                     torchName(expected.scalar_type()) + ". " + kRebuildHint);
+    }
+    if (inputs[i].sizes() != expected.sizes()) {
+      std::string message = "Shape mismatch for " + name + ": expected " +
+                            torchSize(expected.sizes()) + " but got " +
+                            torchSize(inputs[i].sizes()) + ". ";
+      if (inputs[i].dim() > 0 && expected.dim() > 0 &&
+          inputs[i].sizes().slice(1) == expected.sizes().slice(1)) {
+        const int64_t iterations = options_.deviceIterations();
+        const int64_t accumulation = options_.Training.gradientAccumulation();
+        message += "Input '" + name + "' has " + std::to_string(inputs[i].size(0)) +
+                   " samples in dimension 0 but the model was compiled for " +
+                   std::to_string(expected.size(0)) + " per call (micro-batch " +
+                   std::to_string(expected.size(0) / (iterations * accumulation)) +
+                   " x deviceIterations " + std::to_string(iterations) +
+                   " x gradientAccumulation " + std::to_string(accumulation) +
+                   "). Pass batches of " + std::to_string(expected.size(0)) +
+                   ", or build another session for another "
+                   "batch size.";
+      } else {
+        message += "Input '" + name + "' has shape " + listText(inputs[i].sizes()) +
+                   " but the model was compiled for " + listText(expected.sizes()) + ". " +
+                   kRebuildHint;
+      }
+      throwError(ErrorKind::InvalidInput, message);
+    }
+  }
+}
+
+std::vector<at::Tensor> CompiledModule::run(const std::vector<at::Tensor>& inputs) {
+  checkInputs(inputs);
+  frontend::HostCall call = frontend::prepareHostCall(*executable_, inputs);
+  executable_->run(call.inputViews, call.outputViews);
+  return std::move(call.outputs);
+}
+
+void CompiledModule::copyWeightsToDevice() {
+  if (executable_->costOnly()) {
+    return; // the device holds no values
+  }
+  const std::map<std::string, at::Tensor> host = namedTensors(module_);
+  for (const ir::Value* weight : executable_->weights()) {
+    auto found = host.find(weight->name());
+    POPSIM_CHECK(found != host.end(), ErrorKind::InvalidInput,
+                 "the module has no parameter or buffer '", weight->name(),
+                 "', which the compiled program reads; did the module change after the "
+                 "session compiled it?");
+    // In the dtype the device holds it (float64 parameters compute in float32).
+    const at::Tensor value =
+        found->second.detach().to(frontend::toTorchDType(weight->type().dtype)).contiguous();
+    executable_->writeVariable(weight->name(), frontend::viewOf(value, "'" + weight->name() + "'"));
+  }
+}
+
+void CompiledModule::copyWeightsToHost() {
+  if (executable_->costOnly()) {
+    return;
+  }
+  const std::map<std::string, at::Tensor> host = namedTensors(module_);
+  at::NoGradGuard noGrad;
+  for (const ir::Value* weight : executable_->weights()) {
+    at::Tensor device = frontend::emptyTensor(weight->type());
+    executable_->readVariable(weight->name(), frontend::viewOf(device, "'" + weight->name() + "'"));
+    host.at(weight->name()).copy_(device);
+  }
+}
+
+std::vector<std::string> CompiledModule::weightNames() const {
+  std::vector<std::string> names;
+  for (const ir::Value* weight : executable_->weights())
+    names.push_back(weight->name());
+  return names;
+}
+
+void CompiledModule::zeroStates() {
+  if (executable_->costOnly()) {
+    return;
+  }
+  for (const ir::Value* state : executable_->states()) {
+    at::Tensor zeros =
+        at::zeros(state->type().shape,
+                  at::TensorOptions().dtype(frontend::toTorchDType(state->type().dtype)));
+    executable_->writeVariable(state->name(),
+                               frontend::viewOf(zeros, "'" + state->name() + "'", true));
+  }
+}
+
+torch::jit::Module loadModule(const std::string& path) {
+  try {
+    return torch::jit::load(path);
+  } catch (const c10::Error& error) {
+    throwError(ErrorKind::InvalidInput,
+               "cannot load a TorchScript module from '" + path +
+                   "' (write it with torch.jit.save): " + error.what_without_backtrace());
+  }
+}
+
+} // namespace popsim::api

@@ -1,0 +1,61 @@
+#pragma once
+
+#include "compiler/training/training_config.h"
+#include "popsim/options.h"
+#include "popsim/session.h"
+#include "runtime/executable.h"
+
+#include <ATen/core/Tensor.h>
+#include <torch/csrc/jit/api/module.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace popsim::api {
+
+// A TorchScript module compiled for simulated IPUs, with its host module: what
+// the public sessions share. Compiling follows the Python executor's steps
+// (_executor.py, _compilation.compile_options): import the module's forward()
+// at one micro-batch's shapes, with blocks by module path, compile for the
+// system the options describe, then copy the module's weights to the device.
+class CompiledModule {
+public:
+  // `training`: the program runs forward, backward and the optimizer step
+  // that `config` describes (its groups name the trained parameters).
+  CompiledModule(torch::jit::Module module, const std::vector<at::Tensor>& exampleInputs,
+                 Options options, bool training, const compiler::TrainingConfig& config = {});
+
+  // One call; throws InputError with PopTorch's sentence for an input that
+  // differs from the example inputs.
+  std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs);
+  void copyWeightsToDevice();
+  void copyWeightsToHost();
+  std::vector<std::string> weightNames() const;
+  // Sets every device state (optimizer state, accumulators, counters) to zero.
+  void zeroStates();
+
+  runtime::Executable& executable() { return *executable_; }
+  const runtime::Executable& executable() const { return *executable_; }
+  torch::jit::Module& module() { return module_; }
+  const Options& options() const { return options_; }
+  double clockHz() const { return executable_->options().system.spec().clockHz; }
+
+private:
+  void checkInputs(const std::vector<at::Tensor>& inputs) const;
+
+  torch::jit::Module module_;
+  Options options_;
+  std::unique_ptr<runtime::Executable> executable_;
+  // What the program was compiled for: each input's name, and empty tensors
+  // (on torch's meta device) of the example inputs' dtypes and shapes, for
+  // PopTorch's mismatch messages.
+  std::vector<std::string> inputNames_;
+  std::vector<at::Tensor> examples_;
+};
+
+// A TorchScript module loaded from `path` (written by torch.jit.save); throws
+// InputError when it cannot be.
+torch::jit::Module loadModule(const std::string& path);
+
+} // namespace popsim::api

@@ -1,0 +1,19 @@
+#include "api/error_classes.h"
+
+namespace popsim::api {
+
+void throwAsErrorClass(const Error& error) {
+  switch (error.kind()) {
+  case ErrorKind::Unsupported: throw UnsupportedOperationError(error);
+  case ErrorKind::OutOfMemory: throw OutOfMemoryError(error);
+  case ErrorKind::InvalidInput: throw InputError(error);
+  case ErrorKind::InvalidOption: throw OptionError(error);
+  case ErrorKind::Compilation: throw CompilationError(error);
+  case ErrorKind::Execution: throw ExecutionError(error);
+  case ErrorKind::InvalidFile: throw ExecutableFileError(error);
+  case ErrorKind::Internal: throw InternalError(error);
+  }
+  throw InternalError(error);
+}
+
+} // namespace popsim::api

@@ -1,0 +1,124 @@
+// popsim::optim's optimizers (include/popsim/optim.h): torch.optim's
+// defaults and argument checks.
+#include "popsim/optim.h"
+
+#include "popsim/errors.h"
+
+#include <string>
+
+namespace popsim {
+namespace {
+
+double checked(const char* optimizer, const char* name, double value, double low,
+               bool lowIncluded = true, double high = -1.0) {
+  const bool aboveLow = lowIncluded ? value >= low : value > low;
+  const bool belowHigh = high < 0.0 || value < high;
+  if (!aboveLow || !belowHigh) {
+    throw OptionError(
+        Error(ErrorKind::InvalidOption,
+              std::string("popsim::optim::") + optimizer + ": invalid " + name + " " +
+                  std::to_string(value) + " (expected " +
+                  (high < 0.0 ? std::string(lowIncluded ? ">= " : "> ") + std::to_string(low)
+                              : "in [0, 1)") +
+                  ")."));
+  }
+  return value;
+}
+
+} // namespace
+
+namespace optim {
+
+SGD::SGD(double lr) : lr_(checked("SGD", "lr", lr, 0.0)) {}
+SGD& SGD::momentum(double value) {
+  momentum_ = checked("SGD", "momentum", value, 0.0);
+  return *this;
+}
+SGD& SGD::dampening(double value) {
+  dampening_ = value;
+  return *this;
+}
+SGD& SGD::weightDecay(double value) {
+  weightDecay_ = checked("SGD", "weight_decay", value, 0.0);
+  return *this;
+}
+SGD& SGD::nesterov(bool enabled) {
+  nesterov_ = enabled;
+  return *this;
+}
+
+namespace detail {
+
+template <typename Derived>
+AdamFamily<Derived>::AdamFamily(const char* name, double lr, double weightDecay)
+    : name_(name), lr_(checked(name, "lr", lr, 0.0)),
+      weightDecay_(checked(name, "weight_decay", weightDecay, 0.0)) {}
+
+template <typename Derived> Derived& AdamFamily<Derived>::betas(double beta1, double beta2) {
+  beta1_ = checked(name_, "beta1", beta1, 0.0, true, 1.0);
+  beta2_ = checked(name_, "beta2", beta2, 0.0, true, 1.0);
+  return static_cast<Derived&>(*this);
+}
+
+template <typename Derived> Derived& AdamFamily<Derived>::eps(double value) {
+  eps_ = checked(name_, "eps", value, 0.0);
+  return static_cast<Derived&>(*this);
+}
+
+template <typename Derived> Derived& AdamFamily<Derived>::weightDecay(double value) {
+  weightDecay_ = checked(name_, "weight_decay", value, 0.0);
+  return static_cast<Derived&>(*this);
+}
+
+template <typename Derived> Derived& AdamFamily<Derived>::amsgrad(bool enabled) {
+  amsgrad_ = enabled;
+  return static_cast<Derived&>(*this);
+}
+
+template class AdamFamily<Adam>;
+template class AdamFamily<AdamW>;
+
+} // namespace detail
+
+Adam::Adam(double lr) : AdamFamily("Adam", lr, 0.0) {}
+AdamW::AdamW(double lr) : AdamFamily("AdamW", lr, 1e-2) {}
+
+} // namespace optim
+
+Optimizer::Optimizer(const optim::SGD& sgd)
+    : kind_(Kind::SGD), hyperparameters_({{"lr", sgd.lr_},
+                                          {"momentum", sgd.momentum_},
+                                          {"dampening", sgd.dampening_},
+                                          {"weight_decay", sgd.weightDecay_}}),
+      momentum_(sgd.momentum_ != 0.0), nesterov_(sgd.nesterov_) {
+  if (nesterov_ && (sgd.momentum_ <= 0.0 || sgd.dampening_ != 0.0)) {
+    throw OptionError(Error(ErrorKind::InvalidOption,
+                            "popsim::optim::SGD: Nesterov momentum requires a momentum and zero "
+                            "dampening."));
+  }
+}
+
+template <typename Derived>
+Optimizer::Optimizer(Kind kind, const optim::detail::AdamFamily<Derived>& options)
+    : kind_(kind), hyperparameters_({{"lr", options.lr_},
+                                     {"beta1", options.beta1_},
+                                     {"beta2", options.beta2_},
+                                     {"eps", options.eps_},
+                                     {"weight_decay", options.weightDecay_}}),
+      amsgrad_(options.amsgrad_) {}
+
+Optimizer::Optimizer(const optim::Adam& adam) : Optimizer(Kind::Adam, adam) {}
+Optimizer::Optimizer(const optim::AdamW& adamw) : Optimizer(Kind::AdamW, adamw) {}
+
+Optimizer& Optimizer::maxGradNorm(double norm) {
+  if (!(norm >= 0.0)) {
+    throw OptionError(Error(ErrorKind::InvalidOption,
+                            "Optimizer::maxGradNorm expects a positive norm (0 for no clipping), "
+                            "got " +
+                                std::to_string(norm) + "."));
+  }
+  maxGradNorm_ = norm;
+  return *this;
+}
+
+} // namespace popsim

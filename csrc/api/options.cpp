@@ -1,0 +1,207 @@
+// popsim::Options (include/popsim/options.h): each setter checks its value as
+// Python's popsim.Options does, with the same messages.
+#include "popsim/options.h"
+
+#include "api/error_classes.h"
+#include "device/chip_spec.h"
+
+#include <cctype>
+#include <cmath>
+#include <regex>
+
+namespace popsim {
+namespace {
+
+[[noreturn]] void refuse(const std::string& message) {
+  throw OptionError(Error(ErrorKind::InvalidOption, message));
+}
+
+int64_t positive(const char* setter, int64_t value) {
+  if (value < 1) {
+    refuse(std::string(setter) + " expects a positive integer, got " + std::to_string(value) + ".");
+  }
+  return value;
+}
+
+const std::vector<std::pair<std::string, double>>& memoryUnits() {
+  static const std::vector<std::pair<std::string, double>> units = {
+      {"", 1.0},   {"b", 1.0},      {"kb", 1e3},        {"mb", 1e6},
+      {"gb", 1e9}, {"kib", 1024.0}, {"mib", 1048576.0}, {"gib", 1073741824.0},
+  };
+  return units;
+}
+
+} // namespace
+
+ExecutionStrategy::ExecutionStrategy(Kind kind,
+                                     std::vector<std::pair<std::string, int64_t>> modules,
+                                     PipelineSchedule schedule)
+    : kind_(kind), modules_(std::move(modules)), schedule_(schedule) {
+  const char* name = kind == Kind::Pipelined ? "PipelinedExecution" : "ShardedExecution";
+  for (const auto& [module, ipu] : modules_) {
+    if (module.empty()) {
+      refuse(std::string("popsim::") + name +
+             " expects module paths as named_modules() names them (\"layer1\"), got an empty "
+             "one.");
+    }
+    if (ipu < 0) {
+      refuse(std::string("popsim::") + name + " places module '" + module + "' on IPU " +
+             std::to_string(ipu) + "; IPUs are numbered from 0.");
+    }
+  }
+}
+
+PipelinedExecution::PipelinedExecution(std::vector<std::pair<std::string, int64_t>> modulesToIpus,
+                                       PipelineSchedule schedule)
+    : ExecutionStrategy(Kind::Pipelined, std::move(modulesToIpus), schedule) {}
+
+ShardedExecution::ShardedExecution(std::vector<std::pair<std::string, int64_t>> modulesToIpus)
+    : ExecutionStrategy(Kind::Sharded, std::move(modulesToIpus), PipelineSchedule::Sequential) {}
+
+TrainingOptions& TrainingOptions::gradientAccumulation(int64_t microBatches) {
+  gradientAccumulation_ = positive("Training.gradientAccumulation", microBatches);
+  return *this;
+}
+
+TrainingOptions& TrainingOptions::recomputation(bool enabled) {
+  recomputation_ = enabled;
+  return *this;
+}
+
+PrecisionOptions& PrecisionOptions::setPartialsType(c10::ScalarType type) {
+  if (type != c10::ScalarType::Float && type != c10::ScalarType::Half) {
+    refuse(std::string("Precision.setPartialsType expects at::kFloat or at::kHalf, got ") +
+           c10::toString(type) + ".");
+  }
+  partialsType_ = type;
+  return *this;
+}
+
+PrecisionOptions& PrecisionOptions::enableStochasticRounding(bool enabled) {
+  stochasticRounding_ = enabled;
+  return *this;
+}
+
+PrecisionOptions& PrecisionOptions::enableFloatingPointExceptions(bool enabled) {
+  floatingPointExceptions_ = enabled;
+  return *this;
+}
+
+SimulatorOptions& SimulatorOptions::numIpus(int64_t count) {
+  numIpus_ = positive("Simulator.numIpus", count);
+  return *this;
+}
+
+SimulatorOptions& SimulatorOptions::ipuVersion(const std::string& version) {
+  device::ChipVersion chip;
+  if (!device::parseChipVersion(version, &chip)) {
+    refuse("Simulator.ipuVersion expects 'Mk1', 'Mk2' or 'Bow', got '" + version + "'.");
+  }
+  ipuVersion_ = chip == device::ChipVersion::Mk1   ? "Mk1"
+                : chip == device::ChipVersion::Mk2 ? "Mk2"
+                                                   : "Bow";
+  return *this;
+}
+
+SimulatorOptions& SimulatorOptions::memoryPerIpu(uint64_t bytes) {
+  if (bytes < 1) {
+    refuse("Simulator.memoryPerIpu expects a positive size, got 0.");
+  }
+  memoryPerIpu_ = bytes;
+  return *this;
+}
+
+SimulatorOptions& SimulatorOptions::memoryPerIpu(const std::string& size) {
+  static const std::regex pattern(R"(\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*)");
+  std::smatch match;
+  if (std::regex_match(size, match, pattern)) {
+    std::string unit = match[2].str();
+    for (char& c : unit)
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (const auto& [name, factor] : memoryUnits()) {
+      const double bytes = std::stod(match[1].str()) * factor;
+      if (name == unit && bytes >= 1) {
+        memoryPerIpu_ = static_cast<uint64_t>(bytes);
+        return *this;
+      }
+    }
+  }
+  refuse("Simulator.memoryPerIpu expects a size in bytes or a string such as '64MiB' or "
+         "'512KB', got '" +
+         size + "'.");
+}
+
+SimulatorOptions& SimulatorOptions::threadsPerIpu(int64_t threads) {
+  threadsPerIpu_ = positive("Simulator.threadsPerIpu", threads);
+  return *this;
+}
+
+SimulatorOptions& SimulatorOptions::costOnly(bool enabled) {
+  costOnly_ = enabled;
+  return *this;
+}
+
+Options& Options::deviceIterations(int64_t iterations) {
+  deviceIterations_ = positive("deviceIterations", iterations);
+  return *this;
+}
+
+Options& Options::outputMode(OutputMode mode, int64_t period) {
+  outputMode_ = mode;
+  outputReturnPeriod_ = mode == OutputMode::EveryN ? positive("outputMode's period", period) : 1;
+  return *this;
+}
+
+Options& Options::randomSeed(uint64_t seed) {
+  randomSeed_ = seed;
+  return *this;
+}
+
+Options& Options::prefetchDepth(int64_t depth) {
+  if (depth < 0) {
+    refuse("prefetchDepth expects a non-negative integer (0 turns prefetching off), got " +
+           std::to_string(depth) + ".");
+  }
+  prefetchDepth_ = depth;
+  return *this;
+}
+
+Options& Options::setAvailableMemoryProportion(const std::map<std::string, double>& proportions) {
+  static const std::regex ipuName(R"(IPU([0-9]+))");
+  std::map<int64_t, double> byIpu;
+  for (const auto& [name, proportion] : proportions) {
+    std::smatch match;
+    if (!std::regex_match(name, match, ipuName)) {
+      refuse("setAvailableMemoryProportion: key '" + name +
+             "' should name an IPU as 'IPU<n>', such as 'IPU0'.");
+    }
+    if (!(proportion > 0.0 && proportion <= 1.0)) {
+      refuse("setAvailableMemoryProportion: the proportion for " + name +
+             " must be a number in (0, 1], got " + std::to_string(proportion) + ".");
+    }
+    byIpu[std::stoll(match[1].str())] = proportion;
+  }
+  availableMemoryProportion_ = std::move(byIpu);
+  return *this;
+}
+
+Options& Options::setExecutionStrategy(const ExecutionStrategy& strategy) {
+  strategy_ = strategy;
+  hasStrategy_ = true;
+  return *this;
+}
+
+const ExecutionStrategy& Options::executionStrategy() const {
+  if (!hasStrategy_) {
+    refuse("Options::executionStrategy(): no execution strategy was set (check "
+           "hasExecutionStrategy() first).");
+  }
+  return strategy_;
+}
+
+Options& Options::enableSyntheticData(bool enabled) {
+  syntheticData_ = enabled;
+  return *this;
+}
+
+} // namespace popsim

@@ -1,0 +1,54 @@
+// popsim::Session (include/popsim/session.h): what inference and training
+// sessions share, over their api::CompiledModule.
+#include "api/error_classes.h"
+#include "api/session_state.h"
+#include "ir/printer.h"
+
+namespace popsim {
+
+Session::Session() : state_(std::make_unique<State>()) {}
+Session::~Session() = default;
+Session::Session(Session&&) noexcept = default;
+Session& Session::operator=(Session&&) noexcept = default;
+
+MemoryReport Session::memoryReport() const {
+  const memory::MemoryReport& core = state_->compiled->executable().memoryReport();
+  MemoryReport report;
+  report.chip = core.chip;
+  for (const memory::IpuMemoryReport& ipu : core.ipus) {
+    report.ipus.push_back({ipu.ipu, ipu.capacity, ipu.total(), ipu.categories, ipu.largestTensors});
+  }
+  return report;
+}
+
+uint64_t Session::cycleCount() const { return state_->compiled->executable().lastRunCycles(); }
+
+double Session::simulatedTime() const {
+  return static_cast<double>(cycleCount()) / state_->compiled->clockHz();
+}
+
+void Session::copyWeightsToDevice() {
+  api::withErrorClasses([&] {
+    state_->compiled->copyWeightsToDevice();
+    return 0;
+  });
+}
+
+void Session::copyWeightsToHost() {
+  api::withErrorClasses([&] {
+    state_->compiled->copyWeightsToHost();
+    return 0;
+  });
+}
+
+std::vector<std::string> Session::weightNames() const { return state_->compiled->weightNames(); }
+
+const Options& Session::options() const { return state_->compiled->options(); }
+
+torch::jit::Module& Session::module() { return state_->compiled->module(); }
+
+std::string Session::programText() const {
+  return ir::printGraph(state_->compiled->executable().graph(), {true, false});
+}
+
+} // namespace popsim

@@ -1,0 +1,102 @@
+// popsim::TrainingSession (include/popsim/session.h): Python's trainingModel
+// for a TorchScript module, over api::CompiledModule. The optimizer becomes
+// the program's TrainingConfig (its kind and the flags that decide which
+// state exists, as _training.OptimizerBinding.config builds it) and device
+// state: zeroed optimizer state and accumulators, and the numeric
+// hyper-parameters, which setOptimizer rewrites without recompiling.
+#include "api/error_classes.h"
+#include "api/session_state.h"
+#include "common/check.h"
+#include "runtime/hyperparameters.h"
+
+namespace popsim {
+namespace {
+
+compiler::OptimizerKind kindOf(Optimizer::Kind kind) {
+  switch (kind) {
+  case Optimizer::Kind::SGD: return compiler::OptimizerKind::Sgd;
+  case Optimizer::Kind::Adam: return compiler::OptimizerKind::Adam;
+  case Optimizer::Kind::AdamW: return compiler::OptimizerKind::AdamW;
+  }
+  return compiler::OptimizerKind::Sgd;
+}
+
+// The mean of a step's micro-batches' gradients (Python's default reduction,
+// ReductionType.Mean, of one replica).
+double gradientScale(const Options& options) {
+  return 1.0 / static_cast<double>(options.Training.gradientAccumulation());
+}
+
+compiler::TrainingConfig configOf(const torch::jit::Module& module, const Options& options,
+                                  const Optimizer& optimizer) {
+  compiler::TrainingConfig config;
+  config.optimizer = kindOf(optimizer.kind());
+  config.maxGradNorm = optimizer.maxGradNorm();
+  config.gradientScale = gradientScale(options);
+  compiler::ParameterGroup group;
+  for (const torch::jit::NameTensor& parameter : module.named_parameters(true)) {
+    if (parameter.value.requires_grad()) group.parameters.push_back(parameter.name);
+  }
+  POPSIM_CHECK(!group.parameters.empty(), ErrorKind::InvalidInput,
+               "the module has no parameter that requires a gradient, so a training session "
+               "has nothing to train.");
+  group.hasMomentum = optimizer.momentum();
+  group.nesterov = optimizer.nesterov();
+  group.amsgrad = optimizer.amsgrad();
+  config.groups.push_back(group);
+  return config;
+}
+
+// Writes the session's optimizer's hyper-parameters into the device state.
+void writeHyperparameters(api::CompiledModule& compiled, const Optimizer& optimizer) {
+  if (compiled.executable().costOnly()) return; // the device holds no values
+  std::map<std::string, double> values = optimizer.hyperparameters();
+  values["grad_scale"] = gradientScale(compiled.options());
+  runtime::writeHyperparameters(compiled.executable(), 0, values);
+}
+
+} // namespace
+
+TrainingSession::TrainingSession(torch::jit::Module module,
+                                 const std::vector<at::Tensor>& exampleInputs, Options options,
+                                 Optimizer optimizer) {
+  api::withErrorClasses([&] {
+    const compiler::TrainingConfig config = configOf(module, options, optimizer);
+    state_->compiled = std::make_unique<api::CompiledModule>(std::move(module), exampleInputs,
+                                                             std::move(options), true, config);
+    state_->compiled->zeroStates();
+    state_->optimizer = std::move(optimizer);
+    writeHyperparameters(*state_->compiled, *state_->optimizer);
+    return 0;
+  });
+}
+
+TrainingSession::TrainingSession(const std::string& path,
+                                 const std::vector<at::Tensor>& exampleInputs, Options options,
+                                 Optimizer optimizer)
+    : TrainingSession(api::withErrorClasses([&] { return api::loadModule(path); }), exampleInputs,
+                      std::move(options), std::move(optimizer)) {}
+
+std::vector<at::Tensor> TrainingSession::run(const std::vector<at::Tensor>& inputs) {
+  return api::withErrorClasses([&] { return state_->compiled->run(inputs); });
+}
+
+void TrainingSession::setOptimizer(const Optimizer& optimizer) {
+  api::withErrorClasses([&] {
+    const Optimizer& current = *state_->optimizer;
+    if (optimizer.kind() != current.kind() || optimizer.momentum() != current.momentum() ||
+        optimizer.nesterov() != current.nesterov() || optimizer.amsgrad() != current.amsgrad() ||
+        optimizer.maxGradNorm() != current.maxGradNorm()) {
+      throwError(ErrorKind::InvalidOption,
+                 "setOptimizer can change numeric hyper-parameters (lr, momentum values, betas, "
+                 "eps, weight_decay, ...) but not the optimizer, the settings that decide the "
+                 "optimizer state (momentum on or off, nesterov, amsgrad) or maxGradNorm: they "
+                 "are compiled into the program. Build another session for those.");
+    }
+    state_->optimizer = optimizer;
+    writeHyperparameters(*state_->compiled, optimizer);
+    return 0;
+  });
+}
+
+} // namespace popsim

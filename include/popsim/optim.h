@@ -1,0 +1,105 @@
+#pragma once
+
+// The optimizers a TrainingSession runs on the device, with torch.optim's
+// update rules and defaults (Python's popsim.optim). Their options chain, as
+// LibTorch's do:
+//
+//   popsim::Optimizer sgd = popsim::optim::SGD(0.1).momentum(0.9).weightDecay(1e-4);
+//   popsim::Optimizer adamw = popsim::optim::AdamW(1e-3).betas(0.9, 0.98);
+//
+// An invalid value throws popsim::OptionError naming it.
+
+#include <map>
+#include <string>
+
+namespace popsim {
+class Optimizer;
+
+namespace optim {
+
+// torch.optim.SGD.
+class SGD {
+public:
+  explicit SGD(double lr = 0.01);
+  SGD& momentum(double value);
+  SGD& dampening(double value);
+  SGD& weightDecay(double value);
+  SGD& nesterov(bool enabled);
+
+private:
+  friend class popsim::Optimizer;
+  double lr_, momentum_ = 0.0, dampening_ = 0.0, weightDecay_ = 0.0;
+  bool nesterov_ = false;
+};
+
+namespace detail {
+
+// The options Adam and AdamW share; their defaults differ in weight decay.
+template <typename Derived> class AdamFamily {
+public:
+  Derived& betas(double beta1, double beta2);
+  Derived& eps(double value);
+  Derived& weightDecay(double value);
+  Derived& amsgrad(bool enabled);
+
+protected:
+  AdamFamily(const char* name, double lr, double weightDecay);
+
+private:
+  friend class popsim::Optimizer;
+  const char* name_;
+  double lr_, beta1_ = 0.9, beta2_ = 0.999, eps_ = 1e-8, weightDecay_;
+  bool amsgrad_ = false;
+};
+
+} // namespace detail
+
+// torch.optim.Adam.
+class Adam : public detail::AdamFamily<Adam> {
+public:
+  explicit Adam(double lr = 1e-3);
+};
+
+// torch.optim.AdamW (decoupled weight decay, 0.01 by default).
+class AdamW : public detail::AdamFamily<AdamW> {
+public:
+  explicit AdamW(double lr = 1e-3);
+};
+
+} // namespace optim
+
+// One of the optimizers above, training every parameter of the module that
+// requires a gradient (one parameter group).
+class Optimizer {
+public:
+  enum class Kind { SGD, Adam, AdamW };
+  Optimizer(const optim::SGD& sgd);     // NOLINT: implicit, as a value of the variant
+  Optimizer(const optim::Adam& adam);   // NOLINT
+  Optimizer(const optim::AdamW& adamw); // NOLINT
+
+  // Clips each step's gradients by their global 2-norm, as
+  // torch.nn.utils.clip_grad_norm_ (PopTorch's max_grad_norm); 0: none.
+  Optimizer& maxGradNorm(double norm);
+  double maxGradNorm() const { return maxGradNorm_; }
+
+  Kind kind() const { return kind_; }
+  // The numeric hyper-parameters, by the names Python's optimizers give them
+  // ("lr", "momentum", "beta1", ...): device state, which setOptimizer changes
+  // without recompiling.
+  const std::map<std::string, double>& hyperparameters() const { return hyperparameters_; }
+  // The settings that decide which optimizer state exists (compiled in).
+  bool momentum() const { return momentum_; }
+  bool nesterov() const { return nesterov_; }
+  bool amsgrad() const { return amsgrad_; }
+
+private:
+  template <typename Derived>
+  Optimizer(Kind kind, const optim::detail::AdamFamily<Derived>& options);
+
+  Kind kind_;
+  std::map<std::string, double> hyperparameters_;
+  bool momentum_ = false, nesterov_ = false, amsgrad_ = false;
+  double maxGradNorm_ = 0.0;
+};
+
+} // namespace popsim

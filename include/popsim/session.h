@@ -1,0 +1,117 @@
+#pragma once
+
+// Running TorchScript models on simulated IPUs from C++: the counterparts of
+// Python's popsim.inferenceModel and popsim.trainingModel.
+//
+//   torch::jit::Module module = torch::jit::load("model.pt");
+//   popsim::Options opts;
+//   opts.deviceIterations(8).setExecutionStrategy(
+//       popsim::PipelinedExecution({{"layer1", 0}, {"layer2", 1}}));
+//   popsim::InferenceSession session(module, {images}, opts);  // compiles
+//   std::vector<at::Tensor> outputs = session.run({images});
+//   std::cout << session.memoryReport() << session.simulatedTime() << " s simulated\n";
+//
+// Every error is a popsim::Error of the class its kind names
+// (popsim/errors.h): OutOfMemoryError, InputError, OptionError, ...
+
+#include "popsim/errors.h"
+#include "popsim/memory_report.h"
+#include "popsim/optim.h"
+#include "popsim/options.h"
+
+#include <ATen/core/Tensor.h>
+#include <torch/csrc/jit/api/module.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace popsim {
+
+// What both sessions offer once their module is compiled.
+class Session {
+public:
+  virtual ~Session();
+  Session(Session&&) noexcept;
+  Session& operator=(Session&&) noexcept;
+
+  // The memory plan of each simulated IPU.
+  MemoryReport memoryReport() const;
+  // Simulated IPU cycles of the last call (0 before the first), and those
+  // cycles in seconds at the chip's clock. Simulated, not measured.
+  uint64_t cycleCount() const;
+  double simulatedTime() const;
+
+  // The module's parameters and buffers, copied to the device (after the
+  // host's were changed), or the device's copied into them.
+  void copyWeightsToDevice();
+  void copyWeightsToHost();
+  // The weights the compiled program uses, by parameter path ("layer1.0.weight").
+  std::vector<std::string> weightNames() const;
+
+  const Options& options() const;
+  torch::jit::Module& module();
+
+  // The compiled program as text (popsim's IR, each op with its block, IPU
+  // and source line): Python's model._debug_ir(optimized=True).
+  std::string programText() const;
+
+protected:
+  Session();
+  struct State; // the compiled module (and a training session's optimizer)
+  std::unique_ptr<State> state_;
+};
+
+// A TorchScript module compiled for inference on simulated IPUs. The module
+// runs in eval mode (dropout off, batch norm with running statistics). Its
+// weights are copied to the device when the session is built, and again by
+// copyWeightsToDevice().
+class InferenceSession : public Session {
+public:
+  // Compiles `module` for calls whose inputs are shaped as `exampleInputs`:
+  // tensors whose dimension 0 holds deviceIterations micro-batches.
+  InferenceSession(torch::jit::Module module, const std::vector<at::Tensor>& exampleInputs,
+                   Options options = Options());
+  // The same for a module torch.jit.save wrote to `path`.
+  InferenceSession(const std::string& path, const std::vector<at::Tensor>& exampleInputs,
+                   Options options = Options());
+
+  // Runs one call: deviceIterations micro-batches of each input, stacked
+  // along dimension 0, as the example inputs were. Returns the model's
+  // outputs (its tensors, flattened from tuples and lists) in the output
+  // mode's layout. Throws InputError with PopTorch's sentence ("Shape
+  // mismatch for x: expected ...") for an input that differs.
+  std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs);
+};
+
+// A TorchScript module trained on simulated IPUs: each call runs
+// deviceIterations optimizer steps, each over gradientAccumulation
+// micro-batches, forward, backward and update all on the device. The module's
+// forward() returns its loss, or (output, loss), computed with a loss function
+// (or popsim's identity_loss); it runs as its modules' train/eval flags say
+// (torch::jit::load keeps the flags a module was saved with). While the
+// session trains, the device holds the weights that count:
+// copyWeightsToHost() copies them into the module.
+class TrainingSession : public Session {
+public:
+  // Compiles `module` for calls whose inputs are shaped as `exampleInputs`:
+  // tensors whose dimension 0 holds deviceIterations x gradientAccumulation
+  // micro-batches. The optimizer trains every parameter that requires a
+  // gradient (default: SGD with lr 0.01, as Python's default).
+  TrainingSession(torch::jit::Module module, const std::vector<at::Tensor>& exampleInputs,
+                  Options options = Options(), Optimizer optimizer = optim::SGD(0.01));
+  TrainingSession(const std::string& path, const std::vector<at::Tensor>& exampleInputs,
+                  Options options = Options(), Optimizer optimizer = optim::SGD(0.01));
+
+  // Runs one call (deviceIterations optimizer steps) and returns the model's
+  // outputs in the output mode's layout (by default the last micro-batch's).
+  std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs);
+  // New numeric hyper-parameters (a learning rate schedule, say) for the next
+  // calls, without recompiling. Throws OptionError for another kind of
+  // optimizer or other state settings (momentum on or off, nesterov,
+  // amsgrad) or another maxGradNorm, which are compiled in.
+  void setOptimizer(const Optimizer& optimizer);
+};
+
+} // namespace popsim

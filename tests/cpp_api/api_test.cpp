@@ -1,0 +1,251 @@
+// popsim's public C++ API, through its installed headers only. The fixtures
+// (the tutorial network as TorchScript, and Python's results for the same
+// model and options) come from make_reference.py, in the directory
+// POPSIM_API_FIXTURES names.
+#include <popsim/popsim.h>
+
+#include <gtest/gtest.h>
+#include <torch/script.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+namespace {
+
+const std::string& fixtures() {
+  static const std::string directory = [] {
+    const char* value = std::getenv("POPSIM_API_FIXTURES");
+    return std::string(value == nullptr ? "." : value);
+  }();
+  return directory;
+}
+
+torch::jit::Module load(const std::string& name) {
+  return torch::jit::load(fixtures() + "/" + name);
+}
+
+at::Tensor reference(const std::string& name) {
+  static torch::jit::Module tensors = load("reference.pt");
+  return tensors.attr(name).toTensor();
+}
+
+const std::vector<std::pair<std::string, int64_t>> kFourIpus = {
+    {"layer1", 0}, {"layer2", 1}, {"layer3", 2}, {"layer4", 3}};
+
+popsim::Options pipelined() {
+  popsim::Options options;
+  options.deviceIterations(8).setExecutionStrategy(popsim::PipelinedExecution(kFourIpus));
+  return options;
+}
+
+at::Tensor eagerForward(torch::jit::Module& module, const at::Tensor& images) {
+  torch::NoGradGuard noGrad;
+  return module.forward({images}).toTensor();
+}
+
+template <typename ErrorClass, typename Body> std::string messageOf(Body&& body) {
+  try {
+    body();
+  } catch (const ErrorClass& error) {
+    return error.what();
+  }
+  ADD_FAILURE() << "no error of the expected class was thrown";
+  return "";
+}
+
+TEST(PublicApi, PipelinedInferenceMatchesLibTorchAndPython) {
+  torch::jit::Module module = load("mnist_traced.pt");
+  const at::Tensor images = reference("images");
+  popsim::InferenceSession session(module, {images}, pipelined());
+  const std::vector<at::Tensor> outputs = session.run({images});
+  ASSERT_EQ(outputs.size(), 1u);
+  EXPECT_TRUE(torch::allclose(outputs[0], eagerForward(module, images), 1e-5, 1e-5));
+  // The same model and options in Python: the same program, so the same bits,
+  // cycles and memory.
+  EXPECT_TRUE(torch::equal(outputs[0], reference("pipelined_outputs")));
+  EXPECT_EQ(static_cast<int64_t>(session.cycleCount()),
+            reference("pipelined_cycles").item<int64_t>());
+  const popsim::MemoryReport report = session.memoryReport();
+  const at::Tensor memory = reference("pipelined_memory");
+  ASSERT_EQ(report.ipus.size(), 4u);
+  for (size_t ipu = 0; ipu < report.ipus.size(); ++ipu) {
+    EXPECT_EQ(static_cast<int64_t>(report.ipus[ipu].total), memory[ipu].item<int64_t>());
+    EXPECT_TRUE(report.ipus[ipu].fits());
+  }
+  EXPECT_EQ(report.chip, "Mk2 (GC200)");
+  EXPECT_GT(session.simulatedTime(), 0.0);
+  EXPECT_NEAR(session.simulatedTime(), static_cast<double>(session.cycleCount()) / 1.33e9, 1e-12);
+}
+
+TEST(PublicApi, ShardedScriptedModelLoadedFromAPath) {
+  const at::Tensor images = reference("images");
+  popsim::Options options;
+  options.deviceIterations(8).setExecutionStrategy(popsim::ShardedExecution(kFourIpus));
+  popsim::InferenceSession session(fixtures() + "/mnist_scripted.pt", {images}, options);
+  const at::Tensor logits = session.run({images}).at(0);
+  EXPECT_TRUE(torch::equal(logits, reference("sharded_outputs")));
+  EXPECT_EQ(static_cast<int64_t>(session.cycleCount()),
+            reference("sharded_cycles").item<int64_t>());
+  // Sharded runs one stage at a time: slower than the pipeline on the simulated clock.
+  EXPECT_GT(session.cycleCount(),
+            static_cast<uint64_t>(reference("pipelined_cycles").item<int64_t>()));
+}
+
+TEST(PublicApi, WeightsGoToTheDeviceAndBack) {
+  torch::jit::Module module = load("mnist_traced.pt");
+  const at::Tensor images = reference("images");
+  popsim::InferenceSession session(module, {images}, pipelined());
+  const std::vector<std::string> names = session.weightNames();
+  EXPECT_NE(std::find(names.begin(), names.end(), "layer4.bias"), names.end());
+  {
+    torch::NoGradGuard noGrad;
+    session.module().attr("layer4").toModule().attr("bias").toTensor().add_(1.0);
+  }
+  session.copyWeightsToDevice();
+  const at::Tensor shifted = session.run({images}).at(0);
+  EXPECT_TRUE(torch::allclose(shifted, reference("pipelined_outputs") + 1.0, 1e-5, 1e-5));
+  // The device's weights read back into the module.
+  {
+    torch::NoGradGuard noGrad;
+    session.module().attr("layer4").toModule().attr("bias").toTensor().zero_();
+  }
+  session.copyWeightsToHost();
+  EXPECT_GT(
+      session.module().attr("layer4").toModule().attr("bias").toTensor().abs().sum().item<double>(),
+      0.0);
+}
+
+TEST(PublicApi, CostOnlyGivesTheSameCyclesWithoutValues) {
+  const at::Tensor images = reference("images");
+  popsim::Options options = pipelined();
+  options.Simulator.costOnly();
+  popsim::InferenceSession session(load("mnist_traced.pt"), {images}, options);
+  const at::Tensor logits = session.run({images}).at(0);
+  EXPECT_TRUE(logits.is_meta());
+  EXPECT_EQ(logits.sizes(), reference("pipelined_outputs").sizes());
+  EXPECT_EQ(static_cast<int64_t>(session.cycleCount()),
+            reference("pipelined_cycles").item<int64_t>());
+}
+
+TEST(PublicApi, ErrorsAreOfTheirClassesWithPythonsMessages) {
+  const at::Tensor images = reference("images");
+  EXPECT_EQ(messageOf<popsim::OptionError>([] { popsim::Options().deviceIterations(0); }),
+            "deviceIterations expects a positive integer, got 0.");
+  EXPECT_EQ(messageOf<popsim::OptionError>([] { popsim::Options().Simulator.ipuVersion("Mk9"); }),
+            "Simulator.ipuVersion expects 'Mk1', 'Mk2' or 'Bow', got 'Mk9'.");
+  const std::string unknown = messageOf<popsim::OptionError>([&] {
+    popsim::Options options;
+    options.deviceIterations(8).setExecutionStrategy(
+        popsim::PipelinedExecution({{"layer1", 0}, {"layer9", 1}}));
+    popsim::InferenceSession(load("mnist_traced.pt"), {images}, options);
+  });
+  EXPECT_NE(unknown.find("places module 'layer9', but the model has no module of that path "
+                         "(its top-level modules: layer1, layer2, layer3, layer3_act, layer4)"),
+            std::string::npos)
+      << unknown;
+
+  popsim::InferenceSession session(load("mnist_traced.pt"), {images}, pipelined());
+  const std::string shape =
+      messageOf<popsim::InputError>([&] { session.run({images.narrow(0, 0, 16)}); });
+  EXPECT_NE(shape.find("Shape mismatch"), std::string::npos) << shape;
+
+  popsim::Options small = pipelined();
+  small.Simulator.memoryPerIpu("64KiB");
+  try {
+    popsim::InferenceSession(load("mnist_traced.pt"), {images}, small);
+    ADD_FAILURE() << "a 64 KiB IPU holds the network";
+  } catch (const popsim::OutOfMemoryError& error) {
+    EXPECT_EQ(error.kind(), popsim::ErrorKind::OutOfMemory);
+    EXPECT_NE(std::string(error.what()).find("Out of memory on IPU 0"), std::string::npos);
+  }
+  // Every class is a popsim::Error.
+  EXPECT_THROW(popsim::Options().prefetchDepth(-1), popsim::Error);
+}
+
+popsim::Options trainingOptions() {
+  popsim::Options options;
+  options.deviceIterations(2).Training.gradientAccumulation(8);
+  options.setExecutionStrategy(popsim::PipelinedExecution(
+      {{"model.layer1", 0}, {"model.layer2", 1}, {"model.layer3", 2}, {"model.layer4", 3}}));
+  return options;
+}
+
+TEST(PublicApi, TrainingMatchesPython) {
+  const at::Tensor images = reference("train_images");
+  const at::Tensor labels = reference("train_labels");
+  popsim::TrainingSession session(load("mnist_training.pt"), {images, labels}, trainingOptions(),
+                                  popsim::optim::SGD(0.05).momentum(0.9));
+  const std::vector<at::Tensor> outputs = session.run({images, labels});
+  ASSERT_EQ(outputs.size(), 2u); // the last micro-batch's logits and loss
+  EXPECT_TRUE(torch::equal(outputs[0], reference("train_logits")));
+  EXPECT_TRUE(torch::equal(outputs[1].reshape({1}), reference("train_loss")));
+  EXPECT_EQ(static_cast<int64_t>(session.cycleCount()), reference("train_cycles").item<int64_t>());
+  // The trained weights, copied home, are Python's.
+  session.copyWeightsToHost();
+  int compared = 0;
+  for (const auto& parameter : session.module().named_parameters(true)) {
+    std::string key = "trained_" + parameter.name;
+    std::replace(key.begin(), key.end(), '.', '_');
+    EXPECT_TRUE(torch::equal(parameter.value, reference(key))) << parameter.name;
+    ++compared;
+  }
+  EXPECT_EQ(compared, 8);
+}
+
+TEST(PublicApi, TrainingLearnsAndTakesNewHyperparameters) {
+  const at::Tensor images = reference("train_images");
+  const at::Tensor labels = reference("train_labels");
+  popsim::TrainingSession session(load("mnist_training.pt"), {images, labels}, trainingOptions(),
+                                  popsim::optim::AdamW(1e-3));
+  const double first = session.run({images, labels}).at(1).item<double>();
+  for (int call = 0; call < 10; ++call)
+    session.run({images, labels});
+  const double later = session.run({images, labels}).at(1).item<double>();
+  EXPECT_LT(later, first); // the same batches, learned
+  // A learning rate of 0 freezes the weights.
+  session.setOptimizer(popsim::optim::AdamW(0.0));
+  session.copyWeightsToHost();
+  const at::Tensor before = session.module()
+                                .attr("model")
+                                .toModule()
+                                .attr("layer4")
+                                .toModule()
+                                .attr("weight")
+                                .toTensor()
+                                .clone();
+  session.run({images, labels});
+  session.copyWeightsToHost();
+  EXPECT_TRUE(torch::equal(before, session.module()
+                                       .attr("model")
+                                       .toModule()
+                                       .attr("layer4")
+                                       .toModule()
+                                       .attr("weight")
+                                       .toTensor()));
+  EXPECT_EQ(messageOf<popsim::OptionError>([&] {
+              session.setOptimizer(popsim::optim::SGD(0.1));
+            }).rfind("setOptimizer can change numeric hyper-parameters", 0),
+            0u);
+  EXPECT_EQ(messageOf<popsim::OptionError>([] { popsim::optim::SGD(-1.0); }),
+            "popsim::optim::SGD: invalid lr -1.000000 (expected >= 0.000000).");
+}
+
+TEST(PublicApi, TrainingNeedsEnoughMicroBatchesForThePipeline) {
+  const at::Tensor images = reference("train_images");
+  const at::Tensor labels = reference("train_labels");
+  popsim::Options options = trainingOptions();
+  options.Training.gradientAccumulation(2);
+  const std::string message = messageOf<popsim::OptionError>([&] {
+    popsim::TrainingSession(load("mnist_training.pt"),
+                            {images.narrow(0, 0, 16), labels.narrow(0, 0, 16)}, options);
+  });
+  EXPECT_NE(message.find("gradientAccumulation"), std::string::npos) << message;
+}
+
+TEST(PublicApi, VersionIsThePackages) {
+  EXPECT_STREQ(popsim::version(), POPSIM_VERSION_STRING);
+  EXPECT_EQ(POPSIM_VERSION_MAJOR, 0);
+}
+
+} // namespace

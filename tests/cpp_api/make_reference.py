@@ -1,0 +1,110 @@
+"""The Python side of the C++ API's tests: exports the tutorial network (export_mnist.py) and
+runs it through popsim's Python API with the options the C++ tests use, so that they can check
+that C++ and Python give the same outputs, cycles and memory.
+
+    .venv/bin/python tests/cpp_api/make_reference.py DIR
+
+writes DIR/mnist_traced.pt, DIR/mnist_scripted.pt, DIR/mnist_training.pt (the network with its
+cross-entropy loss) and DIR/reference.pt, a TorchScript module whose buffers are the inputs,
+Python's outputs, figures and trained weights, for the C++ tests to load.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+import torch
+
+os.environ.setdefault("POPSIM_PROGRESS", "0")
+import popsim  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "cpp"))
+import export_mnist  # noqa: E402
+
+LAYERS = ("layer1", "layer2", "layer3", "layer4")
+DEVICE_ITERATIONS = 8
+MICRO_BATCH = 4
+
+
+class Tensors(torch.nn.Module):
+    """Tensors as buffers of a module, which LibTorch loads with torch::jit::load."""
+
+    def __init__(self, tensors):
+        super().__init__()
+        for name, tensor in tensors.items():
+            self.register_buffer(name, tensor)
+
+    def forward(self):
+        return self.images
+
+
+def python_run(strategy):
+    model = export_mnist.network()
+    for ipu, layer in enumerate(LAYERS):
+        popsim.BeginBlock(getattr(model, layer), layer, ipu_id=ipu)
+    opts = popsim.Options().deviceIterations(DEVICE_ITERATIONS)
+    opts.setExecutionStrategy(strategy(popsim.AutoStage.SameAsIpu))
+    session = popsim.inferenceModel(model, opts)
+    torch.manual_seed(1)
+    images = torch.randn(DEVICE_ITERATIONS * MICRO_BATCH, 1, 28, 28)
+    outputs = session(images)
+    memory = torch.tensor([ipu["total"] for ipu in session.memoryReport()["ipus"]])
+    return images, outputs, torch.tensor([session.cycleCount()]), memory
+
+
+class WithLoss(torch.nn.Module):
+    """The network returning its logits and their cross-entropy loss, for training."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, images, labels):
+        logits = self.model(images)
+        return logits, torch.nn.functional.cross_entropy(logits, labels)
+
+
+TRAIN_ITERATIONS, TRAIN_ACCUMULATION = 2, 8
+
+
+def python_training(directory: Path):
+    """One call (2 SGD steps with momentum, 8 micro-batches each) pipelined over 4 IPUs."""
+    torch.manual_seed(2)
+    samples = TRAIN_ITERATIONS * TRAIN_ACCUMULATION * MICRO_BATCH
+    images, labels = torch.randn(samples, 1, 28, 28), torch.randint(0, 10, (samples,))
+    torch.jit.trace(WithLoss(export_mnist.network().train()),
+                    (images[:MICRO_BATCH], labels[:MICRO_BATCH])).save(
+        str(directory / "mnist_training.pt"))
+    model = WithLoss(export_mnist.network().train())
+    for ipu, layer in enumerate(LAYERS):
+        popsim.BeginBlock(getattr(model.model, layer), f"model.{layer}", ipu_id=ipu)
+    opts = popsim.Options().deviceIterations(TRAIN_ITERATIONS)
+    opts.Training.gradientAccumulation(TRAIN_ACCUMULATION)
+    opts.setExecutionStrategy(popsim.PipelinedExecution(popsim.AutoStage.SameAsIpu))
+    trainer = popsim.trainingModel(
+        model, opts, popsim.optim.SGD(model.parameters(), lr=0.05, momentum=0.9))
+    logits, loss = trainer(images, labels)
+    trainer.copyWeightsToHost()
+    tensors = {"train_images": images, "train_labels": labels, "train_logits": logits,
+               "train_loss": loss.reshape(1), "train_cycles": torch.tensor([trainer.cycleCount()])}
+    for name, value in model.state_dict().items():
+        tensors["trained_" + name.replace(".", "_")] = value.detach().clone()
+    return tensors
+
+
+def main(directory: str) -> None:
+    export_mnist.main(directory)
+    tensors = python_training(Path(directory))
+    for name, strategy in (("pipelined", popsim.PipelinedExecution),
+                           ("sharded", popsim.ShardedExecution)):
+        images, outputs, cycles, memory = python_run(strategy)
+        tensors.update({"images": images, f"{name}_outputs": outputs,
+                        f"{name}_cycles": cycles, f"{name}_memory": memory})
+    torch.jit.script(Tensors(tensors)).save(str(Path(directory) / "reference.pt"))
+    print(f"wrote {Path(directory) / 'reference.pt'}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    main(sys.argv[1])
