@@ -2,6 +2,7 @@
 
 #include "common/check.h"
 #include "device/chip_spec.h"
+#include "memory/off_chip_placement.h"
 
 #include <algorithm>
 
@@ -21,6 +22,20 @@ compiler::OutputSpec outputSpecOf(const Options& options, bool training) {
     break;
   }
   return spec;
+}
+
+// Where one kind of tensor lives; `setter` names it in errors.
+memory::TensorLocation locationOf(const TensorLocationSettings& settings, const char* setter,
+                                  int64_t ioTiles) {
+  const char* through = settings.ioTilesToLoad()    ? "Load"
+                        : settings.ioTilesToStore() ? "Store"
+                                                    : nullptr;
+  POPSIM_CHECK(through == nullptr || settings.onChip() || ioTiles > 0, ErrorKind::InvalidOption,
+               "TensorLocations.", setter, ": useIOTilesTo", through,
+               "(true) streams the tensors through IO tiles, but none are set aside. Use "
+               "Options.TensorLocations.numIOTiles(n) (32 to 192), or turn it off.");
+  return {settings.onChip(), settings.minElementsForOffChip(), settings.ioTilesToLoad(),
+          settings.ioTilesToStore()};
 }
 
 compiler::ScheduleKind scheduleOf(const ExecutionStrategy& strategy) {
@@ -72,6 +87,17 @@ runtime::CompileOptions compileOptionsOf(const Options& options, bool training) 
   program.recomputation = options.Training.recomputation();
   program.output = outputSpecOf(options, training);
   program.training.systemIpus = system.numIpus; // one replica
+
+  const TensorLocationOptions& locations = options.TensorLocations;
+  system.ioTiles = locations.numIOTiles();
+  compiled.memory.optimizerState =
+      locationOf(locations.optimizerLocation(), "setOptimizerLocation", system.ioTiles);
+  compiled.memory.weights =
+      locationOf(locations.weightLocation(), "setWeightLocation", system.ioTiles);
+  compiled.memory.accumulators =
+      locationOf(locations.accumulatorLocation(), "setAccumulatorLocation", system.ioTiles);
+  compiled.memory.activations =
+      locationOf(locations.activationLocation(), "setActivationLocation", system.ioTiles);
 
   compiled.memory.prefetchDepth = options.prefetchDepth();
   compiled.memory.halfPartials = options.Precision.partialsType() == c10::ScalarType::Half;

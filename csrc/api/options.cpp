@@ -87,6 +87,64 @@ PrecisionOptions& PrecisionOptions::enableFloatingPointExceptions(bool enabled) 
   return *this;
 }
 
+TensorLocationSettings& TensorLocationSettings::useOnChipStorage(bool use) {
+  onChip_ = use;
+  return *this;
+}
+
+TensorLocationSettings& TensorLocationSettings::minElementsForOffChip(int64_t elements) {
+  if (elements < 0) {
+    refuse("TensorLocationSettings.minElementsForOffChip expects a non-negative integer, got " +
+           std::to_string(elements) + ".");
+  }
+  minElementsForOffChip_ = elements;
+  return *this;
+}
+
+TensorLocationSettings& TensorLocationSettings::useIOTilesToLoad(bool use) {
+  ioTilesToLoad_ = use;
+  return *this;
+}
+
+TensorLocationSettings& TensorLocationSettings::useIOTilesToStore(bool use) {
+  ioTilesToStore_ = use;
+  return *this;
+}
+
+TensorLocationOptions&
+TensorLocationOptions::setOptimizerLocation(const TensorLocationSettings& location) {
+  optimizer_ = location;
+  return *this;
+}
+
+TensorLocationOptions&
+TensorLocationOptions::setWeightLocation(const TensorLocationSettings& location) {
+  weights_ = location;
+  return *this;
+}
+
+TensorLocationOptions&
+TensorLocationOptions::setAccumulatorLocation(const TensorLocationSettings& location) {
+  accumulators_ = location;
+  return *this;
+}
+
+TensorLocationOptions&
+TensorLocationOptions::setActivationLocation(const TensorLocationSettings& location) {
+  activations_ = location;
+  return *this;
+}
+
+TensorLocationOptions& TensorLocationOptions::numIOTiles(int64_t tiles) {
+  if (tiles < 32 || tiles > 192 || tiles % 2 != 0) {
+    refuse("numIOTiles must be an even number between 32 and 192. TensorLocations.numIOTiles "
+           "got " +
+           std::to_string(tiles) + ".");
+  }
+  numIOTiles_ = tiles;
+  return *this;
+}
+
 SimulatorOptions& SimulatorOptions::numIpus(int64_t count) {
   numIpus_ = positive("Simulator.numIpus", count);
   return *this;

@@ -144,10 +144,57 @@ private:
   bool costOnly_ = false;
 };
 
+// Where one kind of tensor lives (Python's popsim.TensorLocationSettings):
+// on chip by default; off chip in Streaming Memory, streamed in for each op
+// that reads it and out after each op that writes it.
+class TensorLocationSettings {
+public:
+  TensorLocationSettings& useOnChipStorage(bool use = true);
+  bool onChip() const { return onChip_; }
+  // Tensors of fewer elements stay on chip whatever useOnChipStorage says.
+  TensorLocationSettings& minElementsForOffChip(int64_t elements);
+  int64_t minElementsForOffChip() const { return minElementsForOffChip_; }
+  // Off chip: stream through the IPU's IO tiles (Options.TensorLocations.numIOTiles),
+  // beside the compute.
+  TensorLocationSettings& useIOTilesToLoad(bool use = true);
+  bool ioTilesToLoad() const { return ioTilesToLoad_; }
+  TensorLocationSettings& useIOTilesToStore(bool use = true);
+  bool ioTilesToStore() const { return ioTilesToStore_; }
+
+private:
+  bool onChip_ = true;
+  int64_t minElementsForOffChip_ = 0;
+  bool ioTilesToLoad_ = false;
+  bool ioTilesToStore_ = false;
+};
+
+// Options.TensorLocations: where the optimizer state, weights, gradient
+// accumulators and stashed activations live, and the IO tiles.
+class TensorLocationOptions {
+public:
+  TensorLocationOptions& setOptimizerLocation(const TensorLocationSettings& location);
+  const TensorLocationSettings& optimizerLocation() const { return optimizer_; }
+  TensorLocationOptions& setWeightLocation(const TensorLocationSettings& location);
+  const TensorLocationSettings& weightLocation() const { return weights_; }
+  TensorLocationOptions& setAccumulatorLocation(const TensorLocationSettings& location);
+  const TensorLocationSettings& accumulatorLocation() const { return accumulators_; }
+  TensorLocationOptions& setActivationLocation(const TensorLocationSettings& location);
+  const TensorLocationSettings& activationLocation() const { return activations_; }
+  // Tiles of each IPU set aside for host I/O and off-chip transfers: an even
+  // number from 32 to 192 (0, the default: none).
+  TensorLocationOptions& numIOTiles(int64_t tiles);
+  int64_t numIOTiles() const { return numIOTiles_; }
+
+private:
+  TensorLocationSettings optimizer_, weights_, accumulators_, activations_;
+  int64_t numIOTiles_ = 0;
+};
+
 class Options {
 public:
   TrainingOptions Training;
   PrecisionOptions Precision;
+  TensorLocationOptions TensorLocations;
   SimulatorOptions Simulator;
 
   // Micro-batches each call runs, stacked along dimension 0 of its inputs.

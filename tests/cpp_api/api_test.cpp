@@ -231,6 +231,42 @@ TEST(PublicApi, TrainingLearnsAndTakesNewHyperparameters) {
             "popsim::optim::SGD: invalid lr -1.000000 (expected >= 0.000000).");
 }
 
+uint64_t categoryBytes(const popsim::IpuMemory& ipu, const std::string& name) {
+  for (const popsim::MemoryCategory& category : ipu.categories)
+    if (category.name == name) return category.bytes;
+  return 0;
+}
+
+TEST(PublicApi, OptimizerStateOffChipLeavesTheIpusMemoryAndCostsTransfers) {
+  const at::Tensor images = reference("train_images");
+  const at::Tensor labels = reference("train_labels");
+  popsim::TrainingSession onChip(load("mnist_training.pt"), {images, labels}, trainingOptions(),
+                                 popsim::optim::Adam(1e-3));
+  popsim::Options options = trainingOptions();
+  options.TensorLocations.setOptimizerLocation(
+      popsim::TensorLocationSettings().useOnChipStorage(false));
+  popsim::TrainingSession offChip(load("mnist_training.pt"), {images, labels}, options,
+                                  popsim::optim::Adam(1e-3));
+  const std::vector<at::Tensor> expected = onChip.run({images, labels});
+  const std::vector<at::Tensor> got = offChip.run({images, labels});
+  EXPECT_TRUE(torch::equal(expected[1], got[1]));       // the same arithmetic
+  EXPECT_GT(offChip.cycleCount(), onChip.cycleCount()); // streaming the state costs time
+  const popsim::MemoryReport onReport = onChip.memoryReport();
+  const popsim::MemoryReport offReport = offChip.memoryReport();
+  EXPECT_GT(categoryBytes(onReport.ipus[2], "optimizer state"), 100000u);
+  EXPECT_LT(categoryBytes(offReport.ipus[2], "optimizer state"),
+            categoryBytes(onReport.ipus[2], "optimizer state") / 100);
+  EXPECT_EQ(messageOf<popsim::OptionError>([&] {
+              popsim::Options io = trainingOptions();
+              io.TensorLocations.setOptimizerLocation(
+                  popsim::TensorLocationSettings().useOnChipStorage(false).useIOTilesToLoad());
+              popsim::TrainingSession(load("mnist_training.pt"), {images, labels}, io);
+            }),
+            "TensorLocations.setOptimizerLocation: useIOTilesToLoad(true) streams the tensors "
+            "through IO tiles, but none are set aside. Use Options.TensorLocations.numIOTiles(n) "
+            "(32 to 192), or turn it off.");
+}
+
 TEST(PublicApi, TrainingNeedsEnoughMicroBatchesForThePipeline) {
   const at::Tensor images = reference("train_images");
   const at::Tensor labels = reference("train_labels");
