@@ -5,9 +5,9 @@
 #include "api/error_classes.h"
 #include "device/chip_spec.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <regex>
 
 namespace popsim {
 namespace {
@@ -170,14 +170,25 @@ SimulatorOptions& SimulatorOptions::memoryPerIpu(uint64_t bytes) {
 }
 
 SimulatorOptions& SimulatorOptions::memoryPerIpu(const std::string& size) {
-  static const std::regex pattern(R"(\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*)");
-  std::smatch match;
-  if (std::regex_match(size, match, pattern)) {
-    std::string unit = match[2].str();
-    for (char& c : unit)
-      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  // As Python's: a number, then an optional unit, spaces around either.
+  size_t at = size.find_first_not_of(" \t");
+  const size_t numberStart = at == std::string::npos ? size.size() : at;
+  at = numberStart;
+  while (at < size.size() &&
+         (std::isdigit(static_cast<unsigned char>(size[at])) || size[at] == '.'))
+    ++at;
+  const std::string number = size.substr(numberStart, at - numberStart);
+  while (at < size.size() && size[at] == ' ')
+    ++at;
+  std::string unit;
+  while (at < size.size() && std::isalpha(static_cast<unsigned char>(size[at])))
+    unit += static_cast<char>(std::tolower(static_cast<unsigned char>(size[at++])));
+  const bool rest = size.find_first_not_of(" \t", at) != std::string::npos;
+  const bool numeric = !number.empty() && std::isdigit(static_cast<unsigned char>(number.back())) &&
+                       std::count(number.begin(), number.end(), '.') <= 1;
+  if (numeric && !rest) {
     for (const auto& [name, factor] : memoryUnits()) {
-      const double bytes = std::stod(match[1].str()) * factor;
+      const double bytes = std::stod(number) * factor;
       if (name == unit && bytes >= 1) {
         memoryPerIpu_ = static_cast<uint64_t>(bytes);
         return *this;
@@ -225,11 +236,13 @@ Options& Options::prefetchDepth(int64_t depth) {
 }
 
 Options& Options::setAvailableMemoryProportion(const std::map<std::string, double>& proportions) {
-  static const std::regex ipuName(R"(IPU([0-9]+))");
   std::map<int64_t, double> byIpu;
   for (const auto& [name, proportion] : proportions) {
-    std::smatch match;
-    if (!std::regex_match(name, match, ipuName)) {
+    const bool named = name.size() > 3 && name.compare(0, 3, "IPU") == 0 && name.size() < 12 &&
+                       std::all_of(name.begin() + 3, name.end(), [](char c) {
+                         return std::isdigit(static_cast<unsigned char>(c));
+                       });
+    if (!named) {
       refuse("setAvailableMemoryProportion: key '" + name +
              "' should name an IPU as 'IPU<n>', such as 'IPU0'.");
     }
@@ -237,7 +250,7 @@ Options& Options::setAvailableMemoryProportion(const std::map<std::string, doubl
       refuse("setAvailableMemoryProportion: the proportion for " + name +
              " must be a number in (0, 1], got " + std::to_string(proportion) + ".");
     }
-    byIpu[std::stoll(match[1].str())] = proportion;
+    byIpu[std::stoll(name.substr(3))] = proportion;
   }
   availableMemoryProportion_ = std::move(byIpu);
   return *this;

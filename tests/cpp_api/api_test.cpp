@@ -279,6 +279,33 @@ TEST(PublicApi, TrainingNeedsEnoughMicroBatchesForThePipeline) {
   EXPECT_NE(message.find("gradientAccumulation"), std::string::npos) << message;
 }
 
+TEST(PublicApi, OptionsParseSizesAndIpuNamesAsPythonDoes) {
+  popsim::Options options;
+  EXPECT_EQ(options.Simulator.memoryPerIpu("64MiB").memoryPerIpu(), 64u * 1024 * 1024);
+  EXPECT_EQ(options.Simulator.memoryPerIpu(" 1.5 GB ").memoryPerIpu(), 1500000000u);
+  EXPECT_EQ(options.Simulator.memoryPerIpu(".5KiB").memoryPerIpu(), 512u);
+  EXPECT_EQ(options.Simulator.memoryPerIpu("4096").memoryPerIpu(), 4096u);
+  for (const char* bad : {"64 MiBs", "5.", "1..5MB", "MiB", "0.1B", "64MiB x"}) {
+    EXPECT_EQ(messageOf<popsim::OptionError>([&] { options.Simulator.memoryPerIpu(bad); }),
+              std::string("Simulator.memoryPerIpu expects a size in bytes or a string such as "
+                          "'64MiB' or '512KB', got '") +
+                  bad + "'.")
+        << bad;
+  }
+  options.setAvailableMemoryProportion({{"IPU0", 0.3}, {"IPU12", 0.5}});
+  EXPECT_EQ(options.availableMemoryProportion().at(12), 0.5);
+  EXPECT_EQ(messageOf<popsim::OptionError>([&] {
+              options.setAvailableMemoryProportion({{"ipu0", 0.3}});
+            }),
+            "setAvailableMemoryProportion: key 'ipu0' should name an IPU as 'IPU<n>', such as "
+            "'IPU0'.");
+  EXPECT_EQ(messageOf<popsim::OptionError>([&] {
+              options.setAvailableMemoryProportion({{"IPU1", 1.5}});
+            }),
+            "setAvailableMemoryProportion: the proportion for IPU1 must be a number in (0, 1], "
+            "got 1.500000.");
+}
+
 TEST(PublicApi, VersionIsThePackages) {
   EXPECT_STREQ(popsim::version(), POPSIM_VERSION_STRING);
   EXPECT_EQ(POPSIM_VERSION_MAJOR, 0);
