@@ -10,6 +10,7 @@
 #include "runtime/executable.h"
 
 #include <gtest/gtest.h>
+#include <map>
 #include <torch/torch.h>
 
 namespace popsim {
@@ -103,6 +104,63 @@ def forward(self, x):
   const at::Tensor expected = module.forward({x}).toTensor();
   const at::Tensor actual = compileAndRun(*graph, module, {x})[0];
   EXPECT_TRUE(torch::allclose(actual, expected, 1e-5, 1e-6));
+}
+
+// A scripted module whose forward() calls its submodules' forward(): layer1,
+// then layer2 (which calls its own inner module), then ops of its own.
+torch::jit::Module moduleWithLayers() {
+  auto layer = [](const std::string& name, bool inner) {
+    torch::jit::Module module(name);
+    module.register_parameter("w", torch::randn({3, 3}), false);
+    if (inner) {
+      torch::jit::Module innerModule(name + "Inner");
+      innerModule.define("def forward(self, x):\n    return torch.relu(x)\n");
+      module.register_module("inner", innerModule);
+      module.define(
+          "def forward(self, x):\n    return self.inner.forward(torch.matmul(x, self.w))\n");
+    } else {
+      module.define("def forward(self, x):\n    return torch.matmul(x, self.w)\n");
+    }
+    return module;
+  };
+  torch::jit::Module module("Layers");
+  module.register_module("layer1", layer("Layer1", false));
+  module.register_module("layer2", layer("Layer2", true));
+  module.define(
+      "def forward(self, x):\n    return self.layer2.forward(self.layer1.forward(x)) * 2.0\n");
+  return module;
+}
+
+TEST(FrontendTest, BlocksByModulePathFollowTheInlinedCallStacks) {
+  torch::jit::Module module = moduleWithLayers();
+  const at::Tensor x = torch::randn({2, 3});
+  frontend::ImportOptions options;
+  options.moduleBlocks = {{"layer1", "first", 0}, {"layer2", "second", 1}};
+  auto graph = frontend::importModule(module, {typeOf(x)}, options);
+  ASSERT_EQ(graph->blocks().size(), 2u);
+  EXPECT_EQ(graph->blocks()[0].name, "first");
+  EXPECT_EQ(graph->blocks()[1].ipu, 1);
+  std::map<std::string, std::vector<std::string>> opsByBlock;
+  for (const auto& node : graph->nodes())
+    opsByBlock[node->placement().block].push_back(std::string(node->name()));
+  // layer1's matmul; layer2's matmul, its inner module's relu and, after it,
+  // the top-level multiplication (a block lasts until the next one starts).
+  EXPECT_EQ(opsByBlock["first"].size(), 1u);
+  EXPECT_EQ(opsByBlock["second"].size(), 3u);
+  EXPECT_EQ(opsByBlock.count(""), 0u);
+
+  options.moduleBlocks = {{"layer1", "layer1", 0}, {"layer3", "layer3", 1}};
+  try {
+    frontend::importModule(module, {typeOf(x)}, options);
+    ADD_FAILURE() << "an unknown module path was accepted";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::InvalidOption);
+    EXPECT_NE(std::string(error.what())
+                  .find("places module 'layer3', but the model has no module of that path (its "
+                        "top-level modules: layer1, layer2)"),
+              std::string::npos)
+        << error.what();
+  }
 }
 
 TEST(FrontendTest, TracesAScriptedModule) {
