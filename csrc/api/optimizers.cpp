@@ -47,6 +47,32 @@ SGD& SGD::nesterov(bool enabled) {
   return *this;
 }
 
+RMSprop::RMSprop(double lr) : lr_(checked("RMSprop", "lr", lr, 0.0)) {}
+RMSprop& RMSprop::alpha(double value) {
+  alpha_ = checked("RMSprop", "alpha", value, 0.0);
+  return *this;
+}
+RMSprop& RMSprop::eps(double value) {
+  eps_ = checked("RMSprop", "eps", value, 0.0);
+  return *this;
+}
+RMSprop& RMSprop::weightDecay(double value) {
+  weightDecay_ = checked("RMSprop", "weight_decay", value, 0.0);
+  return *this;
+}
+RMSprop& RMSprop::momentum(double value) {
+  momentum_ = checked("RMSprop", "momentum", value, 0.0);
+  return *this;
+}
+RMSprop& RMSprop::centered(bool enabled) {
+  centered_ = enabled;
+  return *this;
+}
+RMSprop& RMSprop::useTfVariant(bool enabled) {
+  tfVariant_ = enabled;
+  return *this;
+}
+
 namespace detail {
 
 template <typename Derived>
@@ -77,11 +103,21 @@ template <typename Derived> Derived& AdamFamily<Derived>::amsgrad(bool enabled) 
 
 template class AdamFamily<Adam>;
 template class AdamFamily<AdamW>;
+template class AdamFamily<LAMB>;
 
 } // namespace detail
 
 Adam::Adam(double lr) : AdamFamily("Adam", lr, 0.0) {}
 AdamW::AdamW(double lr) : AdamFamily("AdamW", lr, 1e-2) {}
+LAMB::LAMB(double lr) : AdamFamily("LAMB", lr, 1e-2) {}
+LAMB& LAMB::biasCorrection(bool enabled) {
+  biasCorrection_ = enabled;
+  return *this;
+}
+LAMB& LAMB::maxWeightNorm(double norm) {
+  maxWeightNorm_ = checked("LAMB", "max_weight_norm", norm, 0.0, false);
+  return *this;
+}
 
 } // namespace optim
 
@@ -109,6 +145,20 @@ Optimizer::Optimizer(Kind kind, const optim::detail::AdamFamily<Derived>& option
 
 Optimizer::Optimizer(const optim::Adam& adam) : Optimizer(Kind::Adam, adam) {}
 Optimizer::Optimizer(const optim::AdamW& adamw) : Optimizer(Kind::AdamW, adamw) {}
+
+Optimizer::Optimizer(const optim::RMSprop& rmsprop)
+    : kind_(Kind::RMSprop), hyperparameters_({{"lr", rmsprop.lr_},
+                                              {"alpha", rmsprop.alpha_},
+                                              {"eps", rmsprop.eps_},
+                                              {"weight_decay", rmsprop.weightDecay_},
+                                              {"momentum", rmsprop.momentum_}}),
+      momentum_(rmsprop.momentum_ > 0.0), centered_(rmsprop.centered_),
+      tfVariant_(rmsprop.tfVariant_) {}
+
+Optimizer::Optimizer(const optim::LAMB& lamb) : Optimizer(Kind::LAMB, lamb) {
+  hyperparameters_["max_weight_norm"] = lamb.maxWeightNorm_;
+  biasCorrection_ = lamb.biasCorrection_;
+}
 
 Optimizer& Optimizer::maxGradNorm(double norm) {
   if (!(norm >= 0.0)) {

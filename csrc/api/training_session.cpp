@@ -7,7 +7,12 @@
 #include "api/error_classes.h"
 #include "api/session_state.h"
 #include "common/check.h"
+#include "frontend/dtype_conversion.h"
+#include "frontend/tensor_conversion.h"
+#include "ir/state_names.h"
 #include "runtime/hyperparameters.h"
+
+#include <ATen/ATen.h>
 
 namespace popsim {
 namespace {
@@ -17,6 +22,8 @@ compiler::OptimizerKind kindOf(Optimizer::Kind kind) {
   case Optimizer::Kind::SGD: return compiler::OptimizerKind::Sgd;
   case Optimizer::Kind::Adam: return compiler::OptimizerKind::Adam;
   case Optimizer::Kind::AdamW: return compiler::OptimizerKind::AdamW;
+  case Optimizer::Kind::RMSprop: return compiler::OptimizerKind::Rmsprop;
+  case Optimizer::Kind::LAMB: return compiler::OptimizerKind::Lamb;
   }
   return compiler::OptimizerKind::Sgd;
 }
@@ -43,8 +50,28 @@ compiler::TrainingConfig configOf(const torch::jit::Module& module, const Option
   group.hasMomentum = optimizer.momentum();
   group.nesterov = optimizer.nesterov();
   group.amsgrad = optimizer.amsgrad();
+  group.centered = optimizer.centered();
+  group.tfVariant = optimizer.tfVariant();
+  group.biasCorrection = optimizer.biasCorrection();
   config.groups.push_back(group);
   return config;
+}
+
+// TensorFlow's RMSprop starts each parameter's square average at ones (as
+// Python's _training.OptimizerBinding.optimizer_state writes it).
+void startSquareAveragesAtOne(api::CompiledModule& compiled,
+                              const compiler::TrainingConfig& config) {
+  runtime::Executable& executable = compiled.executable();
+  if (executable.costOnly()) return;
+  for (const std::string& parameter : config.groups.at(0).parameters) {
+    const std::string name = ir::parameterStateName(parameter, "square_avg");
+    const ir::Value* state = executable.graph().findState(name);
+    if (state == nullptr) continue;
+    const at::Tensor ones =
+        at::ones(state->type().shape,
+                 at::TensorOptions().dtype(frontend::toTorchDType(state->type().dtype)));
+    executable.writeVariable(name, frontend::viewOf(ones, "'" + name + "'"));
+  }
 }
 
 // Writes the session's optimizer's hyper-parameters into the device state.
@@ -65,6 +92,9 @@ TrainingSession::TrainingSession(torch::jit::Module module,
     state_->compiled = std::make_unique<api::CompiledModule>(std::move(module), exampleInputs,
                                                              std::move(options), true, config);
     state_->compiled->zeroStates();
+    if (optimizer.tfVariant()) {
+      startSquareAveragesAtOne(*state_->compiled, config);
+    }
     state_->optimizer = std::move(optimizer);
     writeHyperparameters(*state_->compiled, *state_->optimizer);
     return 0;
@@ -86,11 +116,15 @@ void TrainingSession::setOptimizer(const Optimizer& optimizer) {
     const Optimizer& current = *state_->optimizer;
     if (optimizer.kind() != current.kind() || optimizer.momentum() != current.momentum() ||
         optimizer.nesterov() != current.nesterov() || optimizer.amsgrad() != current.amsgrad() ||
+        optimizer.centered() != current.centered() ||
+        optimizer.tfVariant() != current.tfVariant() ||
+        optimizer.biasCorrection() != current.biasCorrection() ||
         optimizer.maxGradNorm() != current.maxGradNorm()) {
       throwError(ErrorKind::InvalidOption,
                  "setOptimizer can change numeric hyper-parameters (lr, momentum values, betas, "
                  "eps, weight_decay, ...) but not the optimizer, the settings that decide the "
-                 "optimizer state (momentum on or off, nesterov, amsgrad) or maxGradNorm: they "
+                 "optimizer state (momentum on or off, nesterov, amsgrad, centered, the "
+                 "TensorFlow variant, bias correction) or maxGradNorm: they "
                  "are compiled into the program. Build another session for those.");
     }
     state_->optimizer = optimizer;

@@ -1,7 +1,8 @@
 #pragma once
 
 // The optimizers a TrainingSession runs on the device, with torch.optim's
-// update rules and defaults (Python's popsim.optim). Their options chain, as
+// update rules and defaults (Python's popsim.optim): SGD, Adam, AdamW,
+// RMSprop and PopTorch's LAMB. Their options chain, as
 // LibTorch's do:
 //
 //   popsim::Optimizer sgd = popsim::optim::SGD(0.1).momentum(0.9).weightDecay(1e-4);
@@ -54,6 +55,25 @@ private:
 
 } // namespace detail
 
+// torch.optim.RMSprop (and TensorFlow's variant, as PopTorch's use_tf_variant).
+class RMSprop {
+public:
+  explicit RMSprop(double lr = 1e-2);
+  RMSprop& alpha(double value);
+  RMSprop& eps(double value);
+  RMSprop& weightDecay(double value);
+  RMSprop& momentum(double value);
+  RMSprop& centered(bool enabled);
+  // TensorFlow's RMSprop as PopART computes it: the square average starts at
+  // ones, eps inside the square root, the momentum buffer accumulating lr's step.
+  RMSprop& useTfVariant(bool enabled);
+
+private:
+  friend class popsim::Optimizer;
+  double lr_, alpha_ = 0.99, eps_ = 1e-8, weightDecay_ = 0.0, momentum_ = 0.0;
+  bool centered_ = false, tfVariant_ = false;
+};
+
 // torch.optim.Adam.
 class Adam : public detail::AdamFamily<Adam> {
 public:
@@ -66,16 +86,34 @@ public:
   explicit AdamW(double lr = 1e-3);
 };
 
+// PopTorch's LAMB: Adam's moments with a per-parameter trust ratio (weight
+// decay 0.01 by default).
+class LAMB : public detail::AdamFamily<LAMB> {
+public:
+  explicit LAMB(double lr = 1e-3);
+  // Whether the moments are bias-corrected (PopTorch's LAMBNoBias: false).
+  LAMB& biasCorrection(bool enabled);
+  // The cap on a parameter's norm in its trust ratio (PopTorch's default 65500).
+  LAMB& maxWeightNorm(double norm);
+
+private:
+  friend class popsim::Optimizer;
+  bool biasCorrection_ = true;
+  double maxWeightNorm_ = 65500.0;
+};
+
 } // namespace optim
 
 // One of the optimizers above, training every parameter of the module that
 // requires a gradient (one parameter group).
 class Optimizer {
 public:
-  enum class Kind { SGD, Adam, AdamW };
-  Optimizer(const optim::SGD& sgd);     // NOLINT: implicit, as a value of the variant
-  Optimizer(const optim::Adam& adam);   // NOLINT
-  Optimizer(const optim::AdamW& adamw); // NOLINT
+  enum class Kind { SGD, Adam, AdamW, RMSprop, LAMB };
+  Optimizer(const optim::SGD& sgd);         // NOLINT: implicit, as a value of the variant
+  Optimizer(const optim::Adam& adam);       // NOLINT
+  Optimizer(const optim::AdamW& adamw);     // NOLINT
+  Optimizer(const optim::RMSprop& rmsprop); // NOLINT
+  Optimizer(const optim::LAMB& lamb);       // NOLINT
 
   // Clips each step's gradients by their global 2-norm, as
   // torch.nn.utils.clip_grad_norm_ (PopTorch's max_grad_norm); 0: none.
@@ -91,6 +129,9 @@ public:
   bool momentum() const { return momentum_; }
   bool nesterov() const { return nesterov_; }
   bool amsgrad() const { return amsgrad_; }
+  bool centered() const { return centered_; }
+  bool tfVariant() const { return tfVariant_; }
+  bool biasCorrection() const { return biasCorrection_; }
 
 private:
   template <typename Derived>
@@ -98,7 +139,8 @@ private:
 
   Kind kind_;
   std::map<std::string, double> hyperparameters_;
-  bool momentum_ = false, nesterov_ = false, amsgrad_ = false;
+  bool momentum_ = false, nesterov_ = false, amsgrad_ = false, centered_ = false,
+       tfVariant_ = false, biasCorrection_ = true;
   double maxGradNorm_ = 0.0;
 };
 

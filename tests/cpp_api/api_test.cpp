@@ -193,6 +193,31 @@ TEST(PublicApi, TrainingMatchesPython) {
   EXPECT_EQ(compared, 8);
 }
 
+// Python's LAMB and (centered, TensorFlow's) RMSprop on the same model and options.
+TEST(PublicApi, LambAndRmspropMatchPython) {
+  const at::Tensor images = reference("train_images");
+  const at::Tensor labels = reference("train_labels");
+  const std::vector<std::pair<std::string, popsim::Optimizer>> optimizers = {
+      {"lamb", popsim::optim::LAMB(0.01).maxWeightNorm(10.0)},
+      {"rmsprop",
+       popsim::optim::RMSprop(0.001).alpha(0.9).momentum(0.5).centered(true).useTfVariant(true)}};
+  for (const auto& [prefix, optimizer] : optimizers) {
+    popsim::TrainingSession session(load("mnist_training.pt"), {images, labels}, trainingOptions(),
+                                    optimizer);
+    const std::vector<at::Tensor> outputs = session.run({images, labels});
+    EXPECT_TRUE(torch::equal(outputs[1].reshape({1}), reference(prefix + "_loss"))) << prefix;
+    EXPECT_EQ(static_cast<int64_t>(session.cycleCount()),
+              reference(prefix + "_cycles").item<int64_t>())
+        << prefix;
+    session.copyWeightsToHost();
+    for (const auto& parameter : session.module().named_parameters(true)) {
+      std::string key = prefix + "_trained_" + parameter.name;
+      std::replace(key.begin(), key.end(), '.', '_');
+      EXPECT_TRUE(torch::equal(parameter.value, reference(key))) << prefix << " " << parameter.name;
+    }
+  }
+}
+
 TEST(PublicApi, TrainingLearnsAndTakesNewHyperparameters) {
   const at::Tensor images = reference("train_images");
   const at::Tensor labels = reference("train_labels");

@@ -67,8 +67,17 @@ class WithLoss(torch.nn.Module):
 TRAIN_ITERATIONS, TRAIN_ACCUMULATION = 2, 8
 
 
-def python_training(directory: Path):
-    """One call (2 SGD steps with momentum, 8 micro-batches each) pipelined over 4 IPUs."""
+# The optimizers the training references use, by the prefix of their results.
+OPTIMIZERS = {
+    "train": lambda params: popsim.optim.SGD(params, lr=0.05, momentum=0.9),
+    "lamb": lambda params: popsim.optim.LAMB(params, lr=0.01, max_weight_norm=10.0),
+    "rmsprop": lambda params: popsim.optim.RMSprop(params, lr=0.001, alpha=0.9, momentum=0.5,
+                                                   centered=True, use_tf_variant=True),
+}
+
+
+def python_training(directory: Path, prefix: str = "train"):
+    """One call (2 optimizer steps, 8 micro-batches each) pipelined over 4 IPUs."""
     torch.manual_seed(2)
     samples = TRAIN_ITERATIONS * TRAIN_ACCUMULATION * MICRO_BATCH
     images, labels = torch.randn(samples, 1, 28, 28), torch.randint(0, 10, (samples,))
@@ -81,20 +90,24 @@ def python_training(directory: Path):
     opts = popsim.Options().deviceIterations(TRAIN_ITERATIONS)
     opts.Training.gradientAccumulation(TRAIN_ACCUMULATION)
     opts.setExecutionStrategy(popsim.PipelinedExecution(popsim.AutoStage.SameAsIpu))
-    trainer = popsim.trainingModel(
-        model, opts, popsim.optim.SGD(model.parameters(), lr=0.05, momentum=0.9))
+    trainer = popsim.trainingModel(model, opts, OPTIMIZERS[prefix](model.parameters()))
     logits, loss = trainer(images, labels)
     trainer.copyWeightsToHost()
-    tensors = {"train_images": images, "train_labels": labels, "train_logits": logits,
-               "train_loss": loss.reshape(1), "train_cycles": torch.tensor([trainer.cycleCount()])}
+    tensors = {f"{prefix}_logits": logits, f"{prefix}_loss": loss.reshape(1),
+               f"{prefix}_cycles": torch.tensor([trainer.cycleCount()])}
+    if prefix == "train":
+        tensors.update(train_images=images, train_labels=labels)
+    weights = "trained" if prefix == "train" else f"{prefix}_trained"
     for name, value in model.state_dict().items():
-        tensors["trained_" + name.replace(".", "_")] = value.detach().clone()
+        tensors[f"{weights}_" + name.replace(".", "_")] = value.detach().clone()
     return tensors
 
 
 def main(directory: str) -> None:
     export_mnist.main(directory)
-    tensors = python_training(Path(directory))
+    tensors = {}
+    for prefix in OPTIMIZERS:
+        tensors.update(python_training(Path(directory), prefix))
     for name, strategy in (("pipelined", popsim.PipelinedExecution),
                            ("sharded", popsim.ShardedExecution)):
         images, outputs, cycles, memory = python_run(strategy)
