@@ -156,6 +156,11 @@ Optimizer::Optimizer(const optim::RMSprop& rmsprop)
       tfVariant_(rmsprop.tfVariant_) {}
 
 Optimizer::Optimizer(const optim::LAMB& lamb) : Optimizer(Kind::LAMB, lamb) {
+  if (amsgrad_) {
+    throw OptionError(Error(ErrorKind::InvalidOption,
+                            "popsim::optim::LAMB has no amsgrad variant (PopTorch's LAMB has "
+                            "none); leave amsgrad off."));
+  }
   hyperparameters_["max_weight_norm"] = lamb.maxWeightNorm_;
   biasCorrection_ = lamb.biasCorrection_;
 }

@@ -2,8 +2,7 @@
 
 // The optimizers a TrainingSession runs on the device, with torch.optim's
 // update rules and defaults (Python's popsim.optim): SGD, Adam, AdamW,
-// RMSprop and PopTorch's LAMB. Their options chain, as
-// LibTorch's do:
+// RMSprop and PopTorch's LAMB. Their options chain, as LibTorch's do:
 //
 //   popsim::Optimizer sgd = popsim::optim::SGD(0.1).momentum(0.9).weightDecay(1e-4);
 //   popsim::Optimizer adamw = popsim::optim::AdamW(1e-3).betas(0.9, 0.98);
@@ -35,7 +34,8 @@ private:
 
 namespace detail {
 
-// The options Adam and AdamW share; their defaults differ in weight decay.
+// The options Adam, AdamW and LAMB share; their defaults differ in weight decay
+// (LAMB refuses amsgrad, which PopTorch's LAMB does not have).
 template <typename Derived> class AdamFamily {
 public:
   Derived& betas(double beta1, double beta2);

@@ -252,6 +252,10 @@ TEST(PublicApi, TrainingLearnsAndTakesNewHyperparameters) {
               session.setOptimizer(popsim::optim::SGD(0.1));
             }).rfind("setOptimizer can change numeric hyper-parameters", 0),
             0u);
+  EXPECT_EQ(messageOf<popsim::OptionError>(
+                [] { popsim::Optimizer(popsim::optim::LAMB(1e-3).amsgrad(true)); }),
+            "popsim::optim::LAMB has no amsgrad variant (PopTorch's LAMB has none); leave amsgrad "
+            "off.");
   EXPECT_EQ(messageOf<popsim::OptionError>([] { popsim::optim::SGD(-1.0); }),
             "popsim::optim::SGD: invalid lr -1.000000 (expected >= 0.000000).");
 }
