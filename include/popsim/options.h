@@ -131,8 +131,8 @@ public:
   SimulatorOptions& threadsPerIpu(int64_t threads);
   int64_t threadsPerIpu() const { return threadsPerIpu_; }
   // Size without computing: compiling, the memory plan and the clock run as
-  // always, no kernel runs, and a call's outputs are empty (undefined)
-  // tensors.
+  // always, no kernel runs, and a call's outputs are tensors on torch's meta
+  // device (their shapes and dtypes, no values).
   SimulatorOptions& costOnly(bool enabled = true);
   bool costOnly() const { return costOnly_; }
 
