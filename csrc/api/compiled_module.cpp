@@ -111,7 +111,9 @@ CompiledModule::CompiledModule(torch::jit::Module module,
   frontend::ImportOptions import;
   import.training = training;
   import.randomSeed = static_cast<int64_t>(options_.randomSeed());
-  import.downcastMixedFloats = false; // PyTorch's promotion, Python's default
+  // Python's Default is PyTorch's promotion (HalfUpcastToFloat).
+  import.downcastMixedFloats =
+      options_.Precision.halfFloatCasting() == HalfFloatCastingBehavior::FloatDowncastToHalf;
   import.inputNames = inputNames(module_, exampleInputs.size());
   inputNames_ = import.inputNames;
   for (size_t i = inputNames_.size(); i < exampleInputs.size(); ++i)

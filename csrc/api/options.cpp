@@ -68,6 +68,22 @@ TrainingOptions& TrainingOptions::recomputation(bool enabled) {
   return *this;
 }
 
+TrainingOptions& TrainingOptions::accumulationAndReplicationReductionType(ReductionType type) {
+  reductionType_ = type;
+  return *this;
+}
+
+TrainingOptions& TrainingOptions::setMeanAccumulationAndReplicationReductionStrategy(
+    MeanReductionStrategy strategy) {
+  meanStrategy_ = strategy;
+  return *this;
+}
+
+PrecisionOptions& PrecisionOptions::halfFloatCasting(HalfFloatCastingBehavior behaviour) {
+  halfFloatCasting_ = behaviour;
+  return *this;
+}
+
 PrecisionOptions& PrecisionOptions::setPartialsType(c10::ScalarType type) {
   if (type != c10::ScalarType::Float && type != c10::ScalarType::Half) {
     refuse(std::string("Precision.setPartialsType expects at::kFloat or at::kHalf, got ") +

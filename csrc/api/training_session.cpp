@@ -28,9 +28,22 @@ compiler::OptimizerKind kindOf(Optimizer::Kind kind) {
   return compiler::OptimizerKind::Sgd;
 }
 
-// The mean of a step's micro-batches' gradients (Python's default reduction,
-// ReductionType.Mean, of one replica).
+// Whether accumulators hold the running mean of a step's gradients
+// (Python's _training.running_mean).
+bool runningMean(const Options& options) {
+  return options.Training.gradientAccumulation() > 1 &&
+         options.Training.accumulationAndReplicationReductionType() == ReductionType::Mean &&
+         options.Training.meanReductionStrategy() == MeanReductionStrategy::Running;
+}
+
+// How a step reads its accumulated gradient, for one replica (Python's
+// _training.grad_scale): the sum, a running mean as it is, or the summed
+// accumulator divided by the micro-batches.
 double gradientScale(const Options& options) {
+  if (options.Training.accumulationAndReplicationReductionType() != ReductionType::Mean ||
+      runningMean(options)) {
+    return 1.0;
+  }
   return 1.0 / static_cast<double>(options.Training.gradientAccumulation());
 }
 
@@ -40,6 +53,7 @@ compiler::TrainingConfig configOf(const torch::jit::Module& module, const Option
   config.optimizer = kindOf(optimizer.kind());
   config.maxGradNorm = optimizer.maxGradNorm();
   config.gradientScale = gradientScale(options);
+  config.runningMean = runningMean(options);
   compiler::ParameterGroup group;
   for (const torch::jit::NameTensor& parameter : module.named_parameters(true)) {
     if (parameter.value.requires_grad()) group.parameters.push_back(parameter.name);

@@ -80,6 +80,20 @@ public:
   explicit ShardedExecution(std::vector<std::pair<std::string, int64_t>> modulesToIpus);
 };
 
+// How a step combines its micro-batches' gradients (Python's
+// popsim.ReductionType).
+enum class ReductionType { Sum, Mean };
+
+// When a mean divides (Python's popsim.MeanReductionStrategy): Post divides
+// the summed accumulator when the step reads it; Running keeps a running
+// mean, which never overflows where the sum would.
+enum class MeanReductionStrategy { Running, Post };
+
+// How float16 and float32 operands of one op combine (Python's
+// popsim.HalfFloatCastingBehavior): PyTorch's promotion (the default), or
+// float32 operands cast to float16.
+enum class HalfFloatCastingBehavior { Default, FloatDowncastToHalf, HalfUpcastToFloat };
+
 // Options.Training: options of training models (an inference session
 // requires gradientAccumulation 1).
 class TrainingOptions {
@@ -88,10 +102,18 @@ public:
   int64_t gradientAccumulation() const { return gradientAccumulation_; }
   TrainingOptions& recomputation(bool enabled);
   bool recomputation() const { return recomputation_; }
+  // The mean (default) or the sum of a step's micro-batches' gradients.
+  TrainingOptions& accumulationAndReplicationReductionType(ReductionType type);
+  ReductionType accumulationAndReplicationReductionType() const { return reductionType_; }
+  TrainingOptions&
+  setMeanAccumulationAndReplicationReductionStrategy(MeanReductionStrategy strategy);
+  MeanReductionStrategy meanReductionStrategy() const { return meanStrategy_; }
 
 private:
   int64_t gradientAccumulation_ = 1;
   bool recomputation_ = false;
+  ReductionType reductionType_ = ReductionType::Mean;
+  MeanReductionStrategy meanStrategy_ = MeanReductionStrategy::Post;
 };
 
 // Options.Precision: float16 arithmetic.
@@ -106,8 +128,11 @@ public:
   bool stochasticRounding() const { return stochasticRounding_; }
   PrecisionOptions& enableFloatingPointExceptions(bool enabled);
   bool floatingPointExceptions() const { return floatingPointExceptions_; }
+  PrecisionOptions& halfFloatCasting(HalfFloatCastingBehavior behaviour);
+  HalfFloatCastingBehavior halfFloatCasting() const { return halfFloatCasting_; }
 
 private:
+  HalfFloatCastingBehavior halfFloatCasting_ = HalfFloatCastingBehavior::Default;
   c10::ScalarType partialsType_ = c10::ScalarType::Float;
   bool stochasticRounding_ = false;
   bool floatingPointExceptions_ = false;

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <tuple>
 
 namespace {
 
@@ -193,16 +194,26 @@ TEST(PublicApi, TrainingMatchesPython) {
   EXPECT_EQ(compared, 8);
 }
 
-// Python's LAMB and (centered, TensorFlow's) RMSprop on the same model and options.
-TEST(PublicApi, LambAndRmspropMatchPython) {
+// Python's LAMB and (centered, TensorFlow's) RMSprop, and SGD summing or
+// keeping a running mean of the micro-batches' gradients, on the same model
+// and options.
+TEST(PublicApi, OptimizersAndReductionsMatchPython) {
   const at::Tensor images = reference("train_images");
   const at::Tensor labels = reference("train_labels");
-  const std::vector<std::pair<std::string, popsim::Optimizer>> optimizers = {
-      {"lamb", popsim::optim::LAMB(0.01).maxWeightNorm(10.0)},
+  popsim::Options sum = trainingOptions();
+  sum.Training.accumulationAndReplicationReductionType(popsim::ReductionType::Sum);
+  popsim::Options running = trainingOptions();
+  running.Training.setMeanAccumulationAndReplicationReductionStrategy(
+      popsim::MeanReductionStrategy::Running);
+  const std::vector<std::tuple<std::string, popsim::Optimizer, popsim::Options>> cases = {
+      {"lamb", popsim::optim::LAMB(0.01).maxWeightNorm(10.0), trainingOptions()},
       {"rmsprop",
-       popsim::optim::RMSprop(0.001).alpha(0.9).momentum(0.5).centered(true).useTfVariant(true)}};
-  for (const auto& [prefix, optimizer] : optimizers) {
-    popsim::TrainingSession session(load("mnist_training.pt"), {images, labels}, trainingOptions(),
+       popsim::optim::RMSprop(0.001).alpha(0.9).momentum(0.5).centered(true).useTfVariant(true),
+       trainingOptions()},
+      {"sum", popsim::optim::SGD(0.005).momentum(0.9), sum},
+      {"running", popsim::optim::SGD(0.05).momentum(0.9), running}};
+  for (const auto& [prefix, optimizer, options] : cases) {
+    popsim::TrainingSession session(load("mnist_training.pt"), {images, labels}, options,
                                     optimizer);
     const std::vector<at::Tensor> outputs = session.run({images, labels});
     EXPECT_TRUE(torch::equal(outputs[1].reshape({1}), reference(prefix + "_loss"))) << prefix;

@@ -67,12 +67,28 @@ class WithLoss(torch.nn.Module):
 TRAIN_ITERATIONS, TRAIN_ACCUMULATION = 2, 8
 
 
-# The optimizers the training references use, by the prefix of their results.
+def _sgd(params):
+    return popsim.optim.SGD(params, lr=0.05, momentum=0.9)
+
+
+def _sum(training):
+    training.accumulationAndReplicationReductionType(popsim.ReductionType.Sum)
+
+
+def _running(training):
+    training.setMeanAccumulationAndReplicationReductionStrategy(
+        popsim.MeanReductionStrategy.Running)
+
+
+# The training references, by the prefix of their results: the optimizer, and what they change
+# in opts.Training.
 OPTIMIZERS = {
-    "train": lambda params: popsim.optim.SGD(params, lr=0.05, momentum=0.9),
-    "lamb": lambda params: popsim.optim.LAMB(params, lr=0.01, max_weight_norm=10.0),
-    "rmsprop": lambda params: popsim.optim.RMSprop(params, lr=0.001, alpha=0.9, momentum=0.5,
-                                                   centered=True, use_tf_variant=True),
+    "train": (_sgd, None),
+    "lamb": (lambda params: popsim.optim.LAMB(params, lr=0.01, max_weight_norm=10.0), None),
+    "rmsprop": (lambda params: popsim.optim.RMSprop(params, lr=0.001, alpha=0.9, momentum=0.5,
+                                                    centered=True, use_tf_variant=True), None),
+    "sum": (lambda params: popsim.optim.SGD(params, lr=0.005, momentum=0.9), _sum),
+    "running": (_sgd, _running),
 }
 
 
@@ -90,7 +106,10 @@ def python_training(directory: Path, prefix: str = "train"):
     opts = popsim.Options().deviceIterations(TRAIN_ITERATIONS)
     opts.Training.gradientAccumulation(TRAIN_ACCUMULATION)
     opts.setExecutionStrategy(popsim.PipelinedExecution(popsim.AutoStage.SameAsIpu))
-    trainer = popsim.trainingModel(model, opts, OPTIMIZERS[prefix](model.parameters()))
+    make_optimizer, configure = OPTIMIZERS[prefix]
+    if configure is not None:
+        configure(opts.Training)
+    trainer = popsim.trainingModel(model, opts, make_optimizer(model.parameters()))
     logits, loss = trainer(images, labels)
     trainer.copyWeightsToHost()
     tensors = {f"{prefix}_logits": logits, f"{prefix}_loss": loss.reshape(1),
