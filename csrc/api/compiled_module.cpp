@@ -223,7 +223,12 @@ void CompiledModule::copyWeightsToHost() {
   for (const ir::Value* weight : executable_->weights()) {
     at::Tensor device = frontend::emptyTensor(weight->type());
     executable_->readVariable(weight->name(), frontend::viewOf(device, "'" + weight->name() + "'"));
-    host.at(weight->name()).copy_(device);
+    auto found = host.find(weight->name());
+    POPSIM_CHECK(found != host.end(), ErrorKind::InvalidInput,
+                 "the module has no parameter or buffer '", weight->name(),
+                 "' to copy the device's value into; did the module change after the session "
+                 "compiled it?");
+    found->second.copy_(device);
   }
 }
 
