@@ -160,6 +160,12 @@ TEST(PublicApi, ErrorsAreOfTheirClassesWithPythonsMessages) {
     EXPECT_EQ(error.kind(), popsim::ErrorKind::OutOfMemory);
     EXPECT_NE(std::string(error.what()).find("Out of memory on IPU 0"), std::string::npos);
   }
+  // LibTorch's own errors arrive as CompilationErrors that quote them.
+  torch::jit::Module noForward("NoForward");
+  EXPECT_NE(messageOf<popsim::CompilationError>([&] {
+              popsim::InferenceSession(noForward, {images}, pipelined());
+            }).rfind("LibTorch: ", 0),
+            std::string::npos);
   // Every class is a popsim::Error.
   EXPECT_THROW(popsim::Options().prefetchDepth(-1), popsim::Error);
 }
