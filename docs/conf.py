@@ -15,23 +15,18 @@ copyright = "2026, the popsim developers"
 version = release = importlib.metadata.version("popsim")
 
 
-def _give_annotations_their_names() -> None:
-    """A few annotations name classes their module imports only for the type checker (under
-    TYPE_CHECKING: import cycles, or matplotlib, which popsim loads only to plot). The API
-    reference resolves annotations in the module's namespace, so the build gives them there."""
+def _give_plots_their_axes() -> None:
+    """popsim.profiling's plots annotate matplotlib's Axes, which their module imports only for
+    the type checker (matplotlib loads when a plot is drawn, not with popsim). The API reference
+    resolves annotations in the module's namespace, so the build gives it there."""
     from matplotlib.axes import Axes
 
-    import popsim._sizing
     import popsim.profiling._plots
-    from popsim.options import Options
-    from popsim.profiling._profile import Profile
 
-    popsim._sizing.Options = Options
-    popsim.profiling._plots.Profile = Profile
-    popsim.profiling._plots.Axes = Axes
+    popsim.profiling._plots.Axes = Axes  # type: ignore[attr-defined]
 
 
-_give_annotations_their_names()
+_give_plots_their_axes()
 
 extensions = [
     "myst_parser",

@@ -52,11 +52,12 @@ compiler::ScheduleKind scheduleOf(const ExecutionStrategy& strategy) {
 
 } // namespace
 
-runtime::CompileOptions compileOptionsOf(const Options& options, bool training) {
+runtime::CompileOptions compileOptionsOf(const Options& options, bool training,
+                                         const compiler::TrainingConfig& config) {
   runtime::CompileOptions compiled;
   int64_t ipusUsed = 1;
-  if (options.hasExecutionStrategy()) {
-    const ExecutionStrategy& strategy = options.executionStrategy();
+  if (options.executionStrategy().has_value()) {
+    const ExecutionStrategy& strategy = *options.executionStrategy();
     int64_t stage = 0;
     for (const auto& [path, ipu] : strategy.modules()) {
       compiled.compiler.stages.push_back({path, stage++, ipu});
@@ -86,6 +87,7 @@ runtime::CompileOptions compileOptionsOf(const Options& options, bool training) 
   program.gradientAccumulation = options.Training.gradientAccumulation();
   program.recomputation = options.Training.recomputation();
   program.output = outputSpecOf(options, training);
+  program.training = config;
   program.training.systemIpus = system.numIpus; // one replica
 
   const TensorLocationOptions& locations = options.TensorLocations;

@@ -122,18 +122,14 @@ CompiledModule::CompiledModule(torch::jit::Module module,
     examples_.push_back(example.defined()
                             ? at::empty(example.sizes(), example.options().device(at::kMeta))
                             : at::Tensor());
-  if (options_.hasExecutionStrategy()) {
-    for (const auto& [path, ipu] : options_.executionStrategy().modules())
-      import.moduleBlocks.push_back({path, path, ipu});
+  if (options_.executionStrategy().has_value()) {
+    for (const auto& [path, ipu] : options_.executionStrategy()->modules())
+      import.moduleBlocks.push_back({path, ipu});
   }
   const std::vector<ir::TensorType> types =
       microBatchTypes(exampleInputs, import.inputNames, options_);
   const std::unique_ptr<ir::Graph> graph = frontend::importModule(module_, types, import);
-  runtime::CompileOptions compiled = compileOptionsOf(options_, training);
-  const int64_t systemIpus = compiled.compiler.training.systemIpus;
-  compiled.compiler.training = config;
-  compiled.compiler.training.systemIpus = systemIpus;
-  executable_ = runtime::Executable::compile(*graph, compiled);
+  executable_ = runtime::Executable::compile(*graph, compileOptionsOf(options_, training, config));
   copyWeightsToDevice();
 }
 
@@ -237,19 +233,6 @@ std::vector<std::string> CompiledModule::weightNames() const {
   for (const ir::Value* weight : executable_->weights())
     names.push_back(weight->name());
   return names;
-}
-
-void CompiledModule::zeroStates() {
-  if (executable_->costOnly()) {
-    return;
-  }
-  for (const ir::Value* state : executable_->states()) {
-    at::Tensor zeros =
-        at::zeros(state->type().shape,
-                  at::TensorOptions().dtype(frontend::toTorchDType(state->type().dtype)));
-    executable_->writeVariable(state->name(),
-                               frontend::viewOf(zeros, "'" + state->name() + "'", true));
-  }
 }
 
 torch::jit::Module loadModule(const std::string& path) {

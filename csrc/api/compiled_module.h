@@ -32,8 +32,6 @@ public:
   void copyWeightsToDevice();
   void copyWeightsToHost();
   std::vector<std::string> weightNames() const;
-  // Sets every device state (optimizer state, accumulators, counters) to zero.
-  void zeroStates();
 
   runtime::Executable& executable() { return *executable_; }
   const runtime::Executable& executable() const { return *executable_; }

@@ -5,6 +5,34 @@
 #include "common/error.h"
 
 namespace popsim {
+namespace {
+
+// Compiles in eval mode and leaves the module's flags as the caller set them,
+// as Python's inferenceModel does (a jit::Module is a handle on the caller's
+// object): each submodule's flag is restored, also when compiling fails.
+class EvalModeWhileCompiling {
+public:
+  explicit EvalModeWhileCompiling(torch::jit::Module& module) {
+    for (const torch::jit::NameModule& named : module.named_modules()) {
+      torch::jit::Module submodule = named.value; // a handle on the caller's object
+      if (submodule.hasattr("training")) {
+        flags_.emplace_back(submodule, submodule.is_training());
+        submodule.setattr("training", false); // dropout off, batch norm's running statistics
+      }
+    }
+  }
+  ~EvalModeWhileCompiling() {
+    for (auto& [module, training] : flags_)
+      module.setattr("training", training);
+  }
+  EvalModeWhileCompiling(const EvalModeWhileCompiling&) = delete;
+  EvalModeWhileCompiling& operator=(const EvalModeWhileCompiling&) = delete;
+
+private:
+  std::vector<std::pair<torch::jit::Module, bool>> flags_;
+};
+
+} // namespace
 
 InferenceSession::InferenceSession(torch::jit::Module module,
                                    const std::vector<at::Tensor>& exampleInputs, Options options) {
@@ -14,7 +42,7 @@ InferenceSession::InferenceSession(torch::jit::Module module,
                  "Training.gradientAccumulation must be 1 for an inference session, got " +
                      std::to_string(options.Training.gradientAccumulation()) + ".");
     }
-    module.eval(); // dropout off, batch norm with running statistics
+    EvalModeWhileCompiling evalMode(module);
     state_->compiled = std::make_unique<api::CompiledModule>(std::move(module), exampleInputs,
                                                              std::move(options), false);
     return 0;

@@ -274,16 +274,7 @@ Options& Options::setAvailableMemoryProportion(const std::map<std::string, doubl
 
 Options& Options::setExecutionStrategy(const ExecutionStrategy& strategy) {
   strategy_ = strategy;
-  hasStrategy_ = true;
   return *this;
-}
-
-const ExecutionStrategy& Options::executionStrategy() const {
-  if (!hasStrategy_) {
-    refuse("Options::executionStrategy(): no execution strategy was set (check "
-           "hasExecutionStrategy() first).");
-  }
-  return strategy_;
 }
 
 Options& Options::enableSyntheticData(bool enabled) {

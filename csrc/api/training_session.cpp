@@ -105,7 +105,9 @@ TrainingSession::TrainingSession(torch::jit::Module module,
     const compiler::TrainingConfig config = configOf(module, options, optimizer);
     state_->compiled = std::make_unique<api::CompiledModule>(std::move(module), exampleInputs,
                                                              std::move(options), true, config);
-    state_->compiled->zeroStates();
+    // Device memory starts zeroed (runtime/device_memory.cpp): the optimizer
+    // state, accumulators and counters of a fresh start, but for TensorFlow's
+    // RMSprop, whose square averages start at one.
     if (optimizer.tfVariant()) {
       startSquareAveragesAtOne(*state_->compiled, config);
     }

@@ -188,12 +188,12 @@ private:
 
   // A block the options give by module path starts (ModuleBlocks).
   void enterBlock(const ModuleBlock& block, const jit::Node& node) {
-    if (currentBlock_ == block.block) {
+    if (currentBlock_ == block.modulePath) {
       return;
     }
-    currentBlock_ = block.block;
-    if (graph_->findBlock(block.block) == nullptr) {
-      graph_->addBlock({block.block, block.ipu, locationOf(node)});
+    currentBlock_ = block.modulePath;
+    if (graph_->findBlock(block.modulePath) == nullptr) {
+      graph_->addBlock({block.modulePath, block.ipu, locationOf(node)});
     }
   }
 

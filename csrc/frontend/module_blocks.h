@@ -13,8 +13,7 @@ namespace popsim::frontend {
 // that carry no popsim.Block markers: TorchScript modules a LibTorch program
 // loads, annotated through the C++ API's execution strategies.
 struct ModuleBlock {
-  std::string modulePath;
-  std::string block; // the block's name (the C++ API uses the module path)
+  std::string modulePath; // also the block's name
   int64_t ipu = -1;
 };
 
@@ -33,7 +32,6 @@ public:
   ModuleBlocks(std::vector<ModuleBlock> blocks, const torch::jit::Graph& graph,
                const torch::jit::Module& self);
 
-  bool empty() const { return blocks_.empty(); }
   // The block the graph starts in (the first listed module its ops enter).
   const ModuleBlock* first() const { return first_; }
   // The listed block whose module runs `node`, or nullptr when the node runs

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -242,9 +243,8 @@ public:
     return availableMemoryProportion_;
   }
   Options& setExecutionStrategy(const ExecutionStrategy& strategy);
-  bool hasExecutionStrategy() const { return hasStrategy_; }
-  // Only when hasExecutionStrategy().
-  const ExecutionStrategy& executionStrategy() const;
+  // None until set: the model then runs on one IPU.
+  const std::optional<ExecutionStrategy>& executionStrategy() const { return strategy_; }
   // Benchmarks without host I/O: the device uses its own data and the clock
   // charges no host transfers.
   Options& enableSyntheticData(bool enabled);
@@ -257,8 +257,7 @@ private:
   uint64_t randomSeed_ = 0;
   int64_t prefetchDepth_ = 1;
   std::map<int64_t, double> availableMemoryProportion_;
-  bool hasStrategy_ = false;
-  ExecutionStrategy strategy_ = PipelinedExecution({});
+  std::optional<ExecutionStrategy> strategy_;
   bool syntheticData_ = false;
 };
 

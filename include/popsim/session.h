@@ -64,7 +64,8 @@ protected:
 };
 
 // A TorchScript module compiled for inference on simulated IPUs. The module
-// runs in eval mode (dropout off, batch norm with running statistics). Its
+// compiles in eval mode (dropout off, batch norm with running statistics);
+// its own train/eval flags are left as they were. Its
 // weights are copied to the device when the session is built, and again by
 // copyWeightsToDevice().
 class InferenceSession : public Session {

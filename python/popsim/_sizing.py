@@ -26,10 +26,10 @@ import torch
 from popsim import _replication
 from popsim._trace import ExecutionTrace
 from popsim.errors import InputError
+from popsim.options import Options
 
 if TYPE_CHECKING:
     from popsim._executor import Executor, Program
-    from popsim.options import Options
 
 # Where an IPU's time goes, in the order the report lists the parts.
 TIME_PARTS = ("compute", "exchange", "syncs", "collectives", "recomputation", "inter-IPU copies",

@@ -96,7 +96,11 @@ TEST(PublicApi, ShardedScriptedModelLoadedFromAPath) {
 TEST(PublicApi, WeightsGoToTheDeviceAndBack) {
   torch::jit::Module module = load("mnist_traced.pt");
   const at::Tensor images = reference("images");
+  module.train();
   popsim::InferenceSession session(module, {images}, pipelined());
+  // Compiled in eval mode; the caller's flags are as they were.
+  EXPECT_TRUE(module.is_training());
+  EXPECT_TRUE(module.attr("layer1").toModule().is_training());
   const std::vector<std::string> names = session.weightNames();
   EXPECT_NE(std::find(names.begin(), names.end(), "layer4.bias"), names.end());
   {

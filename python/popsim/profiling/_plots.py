@@ -3,13 +3,12 @@
 import os
 from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple, Union
 
+from popsim.profiling._profile import Profile
 from popsim.profiling._style import (KIND_COLOURS, KIND_LABELS, TRANSFER_KINDS, categories,
                                      category_colour, category_order)
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # matplotlib loads only when a plot is drawn
     from matplotlib.axes import Axes
-
-    from popsim.profiling._profile import Profile
 
 # Scale bars to the memory limit only when it is within this factor of the largest total.
 _LIMIT_IN_SIGHT = 2.0

@@ -135,21 +135,21 @@ TEST(FrontendTest, BlocksByModulePathFollowTheInlinedCallStacks) {
   torch::jit::Module module = moduleWithLayers();
   const at::Tensor x = torch::randn({2, 3});
   frontend::ImportOptions options;
-  options.moduleBlocks = {{"layer1", "first", 0}, {"layer2", "second", 1}};
+  options.moduleBlocks = {{"layer1", 0}, {"layer2", 1}};
   auto graph = frontend::importModule(module, {typeOf(x)}, options);
   ASSERT_EQ(graph->blocks().size(), 2u);
-  EXPECT_EQ(graph->blocks()[0].name, "first");
+  EXPECT_EQ(graph->blocks()[0].name, "layer1");
   EXPECT_EQ(graph->blocks()[1].ipu, 1);
   std::map<std::string, std::vector<std::string>> opsByBlock;
   for (const auto& node : graph->nodes())
     opsByBlock[node->placement().block].push_back(std::string(node->name()));
   // layer1's matmul; layer2's matmul, its inner module's relu and, after it,
   // the top-level multiplication (a block lasts until the next one starts).
-  EXPECT_EQ(opsByBlock["first"].size(), 1u);
-  EXPECT_EQ(opsByBlock["second"].size(), 3u);
+  EXPECT_EQ(opsByBlock["layer1"].size(), 1u);
+  EXPECT_EQ(opsByBlock["layer2"].size(), 3u);
   EXPECT_EQ(opsByBlock.count(""), 0u);
 
-  options.moduleBlocks = {{"layer1", "layer1", 0}, {"layer3", "layer3", 1}};
+  options.moduleBlocks = {{"layer1", 0}, {"layer3", 1}};
   try {
     frontend::importModule(module, {typeOf(x)}, options);
     ADD_FAILURE() << "an unknown module path was accepted";
