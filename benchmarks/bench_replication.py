@@ -39,7 +39,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tutorials"))
 from pipelining.mnist_network import TrainingModelWithLoss, new_network  # noqa: E402
 
 import popsim  # noqa: E402
-from popsim.profiling._writer import replication_meta  # noqa: E402
+from popsim import _C, _replication  # noqa: E402
 from timing import median_seconds  # noqa: E402
 
 BATCH, ACCUMULATION = 40, 8
@@ -90,8 +90,8 @@ def eager_seconds(repeats, count):
 def collective_cycles(model):
     """The busiest IPU's cycles in collectives across replicas in the last
     call (one step), counted as the profile counts them."""
-    cycles = replication_meta(model._executable, model.executionTrace(),
-                              model.options.replication_factor)["collective_cycles"]
+    cycles = _C.replication_meta(_replication.first_executable(model._executable),
+                                 model.options.replication_factor)["collective_cycles"]
     return max(cycles.values(), default=0)
 
 

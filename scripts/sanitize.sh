@@ -10,7 +10,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/debian_packages.sh
-install_missing build-essential cmake ninja-build ccache libdnnl-dev libsleef-dev googletest libtorch-dev \
+install_missing build-essential cmake ninja-build ccache libdnnl-dev libsleef-dev nlohmann-json3-dev \
+  googletest libtorch-dev \
   python3-torch
 
 build_dir="${POPSIM_SANITIZE_BUILD_DIR:-build/sanitize}"

@@ -5,7 +5,10 @@
 #include "ir/printer.h"
 #include "ir/state_names.h"
 #include "kernels/host_callbacks.h"
+#include "profile/call_trace.h"
+#include "profile/records_json.h"
 #include "python/bindings.h"
+#include "python/json_objects.h"
 #include "runtime/executable.h"
 #include "runtime/hyperparameters.h"
 
@@ -26,111 +29,20 @@ using frontend::viewOf;
 
 using runtime::Executable;
 
-const char* timelineKindName(compiler::TaskKind kind) {
-  switch (kind) {
-  case compiler::TaskKind::Forward: return "forward";
-  case compiler::TaskKind::Backward: return "backward";
-  case compiler::TaskKind::ForwardBackward: return "forward+backward";
-  case compiler::TaskKind::GradientNorm: // the optimizer step's first part
-  case compiler::TaskKind::Update: return "update";
-  }
-  return "?";
+using profile::MemorySlot;
+using profile::PipelineInfo;
+
+// A record's to_dict(): the JSON form profiles write (profile/records_json.h).
+template <typename Record> py::object recordDict(const Record& record) {
+  return toPython(profile::toJson(record));
 }
 
-const char* timelineEventKind(const clock::TimelineEvent& event) {
-  switch (event.part) {
-  case clock::EventPart::LinkCopy: return "copy";
-  case clock::EventPart::HostInput: return "host_input";
-  case clock::EventPart::HostOutput: return "host_output";
-  case clock::EventPart::StreamCopy: return "stream_copy";
-  case clock::EventPart::StreamingMemory: return "streaming";
-  case clock::EventPart::Compute: break;
-  }
-  return timelineKindName(event.kind);
+profile::TraceEvent traceEvent(const clock::TimelineEvent& event) {
+  return {event.ipu,     event.task,       profile::eventKindName(event),
+          event.step,    event.microBatch, event.cycle,
+          event.start,   event.end,        event.fromIpus,
+          event.ioTiles, event.output};
 }
-
-// One planned tensor of the memory plan, for liveness in profiles.
-struct MemorySlot {
-  std::string description;
-  std::string type;
-  int64_t ipu = 0;
-  std::string region;
-  uint64_t bytes = 0;
-  int64_t firstStep = 0;
-  int64_t lastStep = 0;
-  bool offChip = false;
-};
-
-// The program's pipeline as the timeline draws it.
-struct PipelineInfo {
-  int64_t stages = 0;
-  int64_t ipus = 0;
-  size_t pipelineStages = 0;
-  std::string schedule;
-  size_t cyclesPerStep = 0;
-  int64_t prefetchDepth = 0;
-  int64_t ioTiles = 0;
-};
-
-py::dict categoryDict(const memory::MemoryCategory& category) {
-  py::dict item;
-  item["bytes"] = category.bytes;
-  item["always_live"] = category.alwaysLive;
-  return item;
-}
-
-// The memory report as popsim's Python API returns it (memoryReport()).
-py::dict ipuReportDict(const memory::IpuMemoryReport& ipu) {
-  py::dict entry;
-  entry["ipu"] = ipu.ipu;
-  entry["capacity"] = ipu.capacity;
-  entry["temporary_budget"] = ipu.temporaryBudget;
-  if (ipu.ioTiles != 0) {
-    py::dict io;
-    io["tiles"] = ipu.ioTiles;
-    io["bytes"] = ipu.ioTileBytes;
-    io["capacity"] = ipu.ioTileCapacity;
-    entry["io_tiles"] = io;
-  }
-  entry["total"] = ipu.total();
-  entry["always_live"] = ipu.alwaysLive();
-  entry["not_always_live"] = ipu.notAlwaysLive();
-  py::dict categories;
-  for (const memory::MemoryCategory& category : ipu.categories) {
-    categories[py::str(category.name)] = categoryDict(category);
-  }
-  entry["categories"] = categories;
-  py::dict streaming;
-  for (const memory::MemoryCategory& category : ipu.streamingMemory) {
-    streaming[py::str(category.name)] = category.bytes;
-  }
-  entry["streaming_memory"] = streaming;
-  entry["off_chip"] = ipu.offChip();
-  py::list tensors;
-  for (const memory::TensorMemory& tensor : ipu.largestTensors) {
-    py::dict item;
-    item["description"] = tensor.description;
-    item["type"] = tensor.type;
-    item["category"] = tensor.category;
-    item["bytes"] = tensor.bytes;
-    tensors.append(item);
-  }
-  entry["largest_tensors"] = tensors;
-  return entry;
-}
-
-py::dict memoryReportDict(const memory::MemoryReport& report) {
-  py::dict result;
-  result["chip"] = report.chip;
-  py::list ipus;
-  for (const memory::IpuMemoryReport& ipu : report.ipus) {
-    ipus.append(ipuReportDict(ipu));
-  }
-  result["ipus"] = ipus;
-  return result;
-}
-
-py::dict timelineEventDict(const clock::TimelineEvent& event);
 
 // The typed records crossing from C++: each a read-only class with a
 // to_dict() giving the JSON-ready form profiles and the public API use.
@@ -159,11 +71,11 @@ void bindRecords(py::module_& module) {
       .def_property_readonly("not_always_live", &memory::IpuMemoryReport::notAlwaysLive)
       .def_property_readonly("off_chip", &memory::IpuMemoryReport::offChip)
       .def_property_readonly("fits", &memory::IpuMemoryReport::fits)
-      .def("to_dict", &ipuReportDict);
+      .def("to_dict", &recordDict<memory::IpuMemoryReport>);
   py::class_<memory::MemoryReport>(module, "MemoryReport", "Each simulated IPU's memory.")
       .def_readonly("chip", &memory::MemoryReport::chip)
       .def_readonly("ipus", &memory::MemoryReport::ipus)
-      .def("to_dict", &memoryReportDict);
+      .def("to_dict", &recordDict<memory::MemoryReport>);
   py::class_<MemorySlot>(module, "MemorySlot", "A planned tensor with its lifetime in steps.")
       .def_readonly("description", &MemorySlot::description)
       .def_readonly("type", &MemorySlot::type)
@@ -173,18 +85,7 @@ void bindRecords(py::module_& module) {
       .def_readonly("first_step", &MemorySlot::firstStep)
       .def_readonly("last_step", &MemorySlot::lastStep)
       .def_readonly("off_chip", &MemorySlot::offChip)
-      .def("to_dict", [](const MemorySlot& slot) {
-        py::dict entry;
-        entry["description"] = slot.description;
-        entry["type"] = slot.type;
-        entry["ipu"] = slot.ipu;
-        entry["region"] = slot.region;
-        entry["bytes"] = slot.bytes;
-        entry["first_step"] = slot.firstStep;
-        entry["last_step"] = slot.lastStep;
-        entry["off_chip"] = slot.offChip;
-        return entry;
-      });
+      .def("to_dict", &recordDict<MemorySlot>);
   py::class_<runtime::ProgramStep>(module, "ProgramStep",
                                    "An op of the program: its kernel, task, IPU and cycles.")
       .def_readonly("op", &runtime::ProgramStep::op)
@@ -202,31 +103,13 @@ void bindRecords(py::module_& module) {
       .def_readonly("compute_cycles", &runtime::ProgramStep::computeCycles)
       .def_readonly("collective", &runtime::ProgramStep::collective)
       .def_readonly("recomputed", &runtime::ProgramStep::recomputed)
-      .def("to_dict", [](const runtime::ProgramStep& step) {
-        py::dict entry;
-        entry["op"] = step.op;
-        entry["name"] = step.name;
-        entry["location"] = step.location;
-        entry["implementation"] = step.implementation;
-        entry["task"] = step.task;
-        entry["ipu"] = step.ipu;
-        entry["cycles"] = step.cycles;
-        entry["temporary_bytes"] = step.temporaryBytes;
-        entry["passes"] = step.passes;
-        entry["unbounded_temporary_bytes"] = step.unboundedTemporaryBytes;
-        entry["sync_cycles"] = step.syncCycles;
-        entry["exchange_cycles"] = step.exchangeCycles;
-        entry["compute_cycles"] = step.computeCycles;
-        entry["collective"] = step.collective;
-        entry["recomputed"] = step.recomputed;
-        return entry;
-      });
+      .def("to_dict", &recordDict<runtime::ProgramStep>);
   py::class_<clock::TimelineEvent>(module, "TimelineEvent",
                                    "Part of a task run of the last call on the simulated clock.")
       .def_readonly("ipu", &clock::TimelineEvent::ipu)
       .def_readonly("task", &clock::TimelineEvent::task)
       .def_property_readonly(
-          "kind", [](const clock::TimelineEvent& e) { return std::string(timelineEventKind(e)); })
+          "kind", [](const clock::TimelineEvent& e) { return profile::eventKindName(e); })
       .def_readonly("step", &clock::TimelineEvent::step)
       .def_readonly("micro_batch", &clock::TimelineEvent::microBatch)
       .def_readonly("cycle", &clock::TimelineEvent::cycle)
@@ -235,7 +118,7 @@ void bindRecords(py::module_& module) {
       .def_readonly("from_ipus", &clock::TimelineEvent::fromIpus)
       .def_readonly("io_tiles", &clock::TimelineEvent::ioTiles)
       .def_readonly("output", &clock::TimelineEvent::output)
-      .def("to_dict", &timelineEventDict);
+      .def("to_dict", [](const clock::TimelineEvent& e) { return recordDict(traceEvent(e)); });
   py::class_<runtime::TaskWallTime>(module, "TaskWallTime",
                                     "A task run of the last call on the host's clock (seconds).")
       .def_readonly("ipu", &runtime::TaskWallTime::ipu)
@@ -244,16 +127,7 @@ void bindRecords(py::module_& module) {
       .def_readonly("micro_batch", &runtime::TaskWallTime::microBatch)
       .def_readonly("start", &runtime::TaskWallTime::start)
       .def_readonly("end", &runtime::TaskWallTime::end)
-      .def("to_dict", [](const runtime::TaskWallTime& run) {
-        py::dict entry;
-        entry["ipu"] = run.ipu;
-        entry["task"] = run.task;
-        entry["step"] = run.step;
-        entry["micro_batch"] = run.microBatch;
-        entry["start"] = run.start;
-        entry["end"] = run.end;
-        return entry;
-      });
+      .def("to_dict", &recordDict<runtime::TaskWallTime>);
   py::class_<PipelineInfo>(module, "PipelineInfo", "The program's stages, IPUs and schedule.")
       .def_readonly("stages", &PipelineInfo::stages)
       .def_readonly("ipus", &PipelineInfo::ipus)
@@ -262,33 +136,7 @@ void bindRecords(py::module_& module) {
       .def_readonly("cycles_per_step", &PipelineInfo::cyclesPerStep)
       .def_readonly("prefetch_depth", &PipelineInfo::prefetchDepth)
       .def_readonly("io_tiles", &PipelineInfo::ioTiles)
-      .def("to_dict", [](const PipelineInfo& info) {
-        py::dict result;
-        result["stages"] = info.stages;
-        result["ipus"] = info.ipus;
-        result["pipeline_stages"] = info.pipelineStages;
-        result["schedule"] = info.schedule;
-        result["cycles_per_step"] = info.cyclesPerStep;
-        result["prefetch_depth"] = info.prefetchDepth;
-        result["io_tiles"] = info.ioTiles;
-        return result;
-      });
-}
-
-py::dict timelineEventDict(const clock::TimelineEvent& event) {
-  py::dict entry;
-  entry["ipu"] = event.ipu;
-  entry["task"] = event.task;
-  entry["kind"] = timelineEventKind(event);
-  entry["step"] = event.step;
-  entry["micro_batch"] = event.microBatch;
-  entry["cycle"] = event.cycle;
-  entry["start"] = event.start;
-  entry["end"] = event.end;
-  if (!event.fromIpus.empty()) entry["from_ipus"] = event.fromIpus;
-  if (event.ioTiles) entry["io_tiles"] = true;
-  if (event.output >= 0) entry["output"] = event.output;
-  return entry;
+      .def("to_dict", &recordDict<PipelineInfo>);
 }
 
 py::list typesList(const std::vector<ir::TensorType>& types) {
@@ -459,21 +307,8 @@ void bindRuntime(py::module_& module) {
           py::arg("group"), py::arg("values"),
           "Writes the numeric hyper-parameters of an optimizer parameter group.")
       .def("memory_report", &Executable::memoryReport, py::return_value_policy::copy)
-      .def("memory_slots",
-           [](const Executable& executable) {
-             // Every planned tensor with its IPU, region and lifetime in
-             // program steps (node indices), for liveness in profiles.
-             const memory::MemoryPlan& plan = executable.memoryPlan();
-             std::vector<MemorySlot> slots;
-             for (const ir::Value* root : plan.roots()) {
-               const memory::TensorSlot& slot = plan.slot(root);
-               slots.push_back({memory::describeValue(*root), root->type().str(), slot.ipu,
-                                memory::memoryRegionName(slot.region), plan.footprint(root),
-                                slot.lifetime.first, slot.lifetime.last,
-                                executable.isOffChip(root)});
-             }
-             return slots;
-           })
+      .def("memory_slots", &profile::memorySlotsOf,
+           "Every planned tensor with its IPU, region and lifetime in program steps.")
       .def("program", &Executable::program, py::return_value_policy::copy)
       .def("input_types", [](const Executable& e) { return typesList(e.inputHostTypes()); })
       .def("output_types", [](const Executable& e) { return typesList(e.outputHostTypes()); })
@@ -485,31 +320,7 @@ void bindRuntime(py::module_& module) {
           py::arg("locations") = true, "The optimised IR that runs, as text.")
       .def("timeline", &Executable::lastTimeline, py::return_value_policy::copy)
       .def("task_wall_times", &Executable::lastTaskWallTimes)
-      .def(
-          "cycle_spans",
-          [](const Executable& executable) {
-            std::vector<std::pair<uint64_t, uint64_t>> spans;
-            if (executable.lastTimeline().empty()) return spans; // no call yet
-            for (const clock::CycleSpan& span : executable.simulation().call.cycleSpans)
-              spans.emplace_back(span.start, span.end);
-            return spans;
-          },
-          "Each pipeline cycle of the last call: (start, end) on the simulated clock, "
-          "the sync after its busiest IPU included.")
-      .def_property_readonly(
-          "sync_cycles",
-          [](const Executable& executable) { return executable.simulation().costs.syncCycles; })
-      .def("pipeline",
-           [](const Executable& executable) {
-             const compiler::TaskLayout& layout = executable.layout();
-             return PipelineInfo{layout.numStages(),
-                                 layout.numIpus(),
-                                 layout.pipelineLength(),
-                                 compiler::scheduleName(executable.options().compiler.schedule),
-                                 executable.schedule().size(),
-                                 executable.options().memory.prefetchDepth,
-                                 executable.options().system.ioTiles};
-           })
+      .def("pipeline", &profile::pipelineInfoOf)
       .def_property_readonly("last_run_cycles", &Executable::lastRunCycles)
       .def_property_readonly("cost_only", &Executable::costOnly)
       .def_property_readonly("compute_cycles_per_iteration", &Executable::computeCyclesPerIteration)

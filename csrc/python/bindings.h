@@ -11,5 +11,6 @@ void bindIr(pybind11::module_& module);
 void bindFrontend(pybind11::module_& module);
 void bindOptions(pybind11::module_& module);
 void bindRuntime(pybind11::module_& module);
+void bindProfile(pybind11::module_& module);
 
 } // namespace popsim::python

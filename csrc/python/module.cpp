@@ -8,4 +8,5 @@ PYBIND11_MODULE(_C, module) {
   popsim::python::bindFrontend(module);
   popsim::python::bindOptions(module);
   popsim::python::bindRuntime(module);
+  popsim::python::bindProfile(module);
 }

@@ -40,9 +40,6 @@ from popsim._trace import ExecutionTrace
 from popsim._sizing import SizingReport
 from popsim.options import Options, profile_directory
 
-if TYPE_CHECKING:
-    from popsim.profiling._writer import ProfileWriter
-
 _log_counter = itertools.count()
 PROFILE_DIR_VARIABLE = "POPSIM_PROFILE_DIR"
 # Narrow integer inputs reach the device widened to int32 (exact; the importer
@@ -177,7 +174,7 @@ class Executor:
         # shards, VariableRetrievalMode), set with ipu_model.<param>.replicaGrouping.
         self.per_replica_params: Dict[str, tuple] = {}
         # Kept across recompilations: same profile directory.
-        self._profile_writer: Optional["ProfileWriter"] = None
+        self._profile_writer: Optional[_C.ProfileWriter] = None
         self._warned_float64 = False  # float64 inputs converted: said once per model
         # Optimizer attributes popsim does not use, said once.
         self._reported_attributes: Set[str] = set()
@@ -439,7 +436,9 @@ class Executor:
         assert self._output_structure is not None, "the model has compiled"
         result = _structure.unflatten(outputs, self._output_structure)
         if self._profile_writer is not None:
-            self._profile_writer.after_call(time.perf_counter() - start, self.sizingReport)
+            self._profile_writer.after_call(_replication.first_executable(self._program),
+                                            time.perf_counter() - start, self._sizing_job(),
+                                            self._stages)
         return result
 
     @property
@@ -1003,17 +1002,19 @@ class Executor:
             raise InputError("sizingReport() needs a call: the simulated clock times the "
                              "last call. Call the model once (with Simulator.costOnly() it "
                              "computes nothing), or use popsim.sizeJob.")
-        from popsim._sizing import sizing_report
-        from popsim.profiling._writer import stage_list
+        return SizingReport.from_dict(_C.sizing_report(
+            _replication.first_executable(self._program), self._stages, self._sizing_job()))
 
+    def _sizing_job(self) -> Dict[str, Any]:
+        """How the job runs a call, for the sizing report: what the program alone
+        does not say."""
         replication = _replication.of(self._options, self._training)
-        return sizing_report(
-            self._program, type(self._user_model).__name__, replicas=replication.job,
-            processes=replication.processes, steps_per_call=self._options.device_iterations,
-            micro_batches_per_step=(self._options.Training.gradient_accumulation
-                                    if self._training else 1),
-            items_per_call=self._last_call_items * replication.processes,
-            stages=stage_list(self._stages))
+        return {"model": type(self._user_model).__name__, "replicas": replication.job,
+                "processes": replication.processes,
+                "steps_per_call": self._options.device_iterations,
+                "micro_batches_per_step": (self._options.Training.gradient_accumulation
+                                           if self._training else 1),
+                "items_per_call": (self._last_call_items or 0) * replication.processes}
 
     def compilationTime(self) -> float:
         """Gives how long the last compilation took.
@@ -1408,20 +1409,17 @@ class Executor:
         if root is None:
             self._profile_writer = None
             return
-        # Imported here: models that are not profiled never load popsim.profiling.
-        from popsim.profiling._writer import ProfileWriter
-
         kind = "training" if self._training else "inference"
         if self._profile_writer is None or self._profile_writer.root != root:
             try:
-                self._profile_writer = ProfileWriter(root, kind, self._options.model_name)
+                self._profile_writer = _C.ProfileWriter(root, kind, self._options.model_name)
             except OSError as error:
                 source = ("enableProfiling" if self._options.profile_dir is not None
                           else PROFILE_DIR_VARIABLE)
                 raise OptionError(f"{source}: cannot create the profile directory under "
                                   f"'{root}': {error}.") from error
         replicas = _replication.of(self._options, self._training).job
-        self._profile_writer.after_compile(self._program,
+        self._profile_writer.after_compile(_replication.first_executable(self._program),
                                            type(self._user_model).__name__,
                                            stages, self._compilation_seconds, replicas)
 

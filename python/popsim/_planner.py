@@ -42,6 +42,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import torch
 
+from popsim import _C, _replication
 from popsim._blocks import BeginBlock, _BlockStart, removeBlocks
 from popsim._sizing import SizingReport, cost_only_call, mib
 from popsim.errors import CompilationError, OptionError
@@ -554,10 +555,6 @@ def _profile(model: torch.nn.Module, candidates: List[str], tail: Optional[str],
     """Each candidate's cycles per micro-batch and memory by category, from a cost-only
     run with every candidate a pipeline stage of its own, on its own IPU
     (the tail's stage on IPU 0, counted with the first candidate)."""
-    from popsim._trace import ExecutionTrace
-    from popsim.profiling._analysis import stage_loads
-    from popsim.profiling._writer import stage_list
-
     split = [[name] for name in candidates]
     profile = _plan_options(len(split), PipelineSchedule.Interleaved, False, False, options,
                             tail is not None)
@@ -570,11 +567,11 @@ def _profile(model: torch.nn.Module, candidates: List[str], tail: Optional[str],
         profile.deviceIterations(max(profile.device_iterations, stages))
     _annotate(model, split, tail, tail_after)
     with cost_only_call(model, micro_batch, profile, optimizer) as executor:
-        loads = stage_loads(ExecutionTrace.of(executor._program), stage_list(executor._stages))
+        loads = _C.stage_loads(_replication.first_executable(executor._program), executor._stages)
         report = executor.sizingReport()
     cycles = [0.0] * len(candidates)
     for load in loads:
-        cycles[load.ipu] += load.cycles
+        cycles[load["ipu"]] += load["cycles"]
     return cycles, [ipu.memory_by_category for ipu in report.ipus], report.ipus[0].capacity_bytes
 
 

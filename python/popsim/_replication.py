@@ -169,6 +169,12 @@ def replicate(executable: "_C.Executable", compile_options: "_C.CompileOptions",
                                 broadcast_across_processes=replication.processes > 1)
 
 
+def first_executable(program: Union["_C.Executable", "ReplicatedExecutable"]) -> "_C.Executable":
+    """The core's executable of replica 0, which stands for every replica in
+    profiles and reports (replicas run the same program)."""
+    return program.replicas[0] if isinstance(program, ReplicatedExecutable) else program
+
+
 class ReplicatedExecutable:
     """Stands for the replicas' executables where the executor uses one:
     runs split the call across them; writes go to every replica; reads,

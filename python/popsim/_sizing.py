@@ -2,49 +2,35 @@
 IPUs, from a compiled program and its last call (usually a cost-only one,
 popsim.sizeJob).
 
-Every figure comes from the memory plan and the simulated clock; none is
-measured on the host. A replicated job's replicas run the same program on
-their own IPUs, so one replica's IPUs stand for all of them; throughput
-counts every replica of every process.
-
-Where an IPU's time goes is read off the call's timeline. Each task event
-splits by its ops' costs (their sync, exchange and compute parts, with
-collectives and recomputed ops apart); transfer events are inter-IPU
-copies, host I/O or Streaming Memory; and the time the IPU waits splits by
-what it waits in: the sync after every pipeline cycle, a pipeline cycle in
-which it has no task (the pipeline filling or draining), a transfer still in
-flight, or the other IPUs of a pipeline cycle (stages of unequal length).
-The parts add up to the call's cycles on every IPU.
+The core computes it (csrc/profile/sizing_report.h): every figure comes from
+the memory plan and the simulated clock, none is measured on the host, and
+where each IPU's time goes is read off the call's timeline. This module holds
+the report as Python data, its printout (from the core, so that profiles and
+the report print alike) and sizeJob.
 """
 
 import contextlib
+import json
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional
 
 import torch
 
-from popsim import _replication
-from popsim._trace import ExecutionTrace
+from popsim import _C, _replication
 from popsim.errors import InputError
 from popsim.options import Options
 
 if TYPE_CHECKING:
-    from popsim._executor import Executor, Program
+    from popsim._executor import Executor
 
 # Where an IPU's time goes, in the order the report lists the parts.
-TIME_PARTS = ("compute", "exchange", "syncs", "collectives", "recomputation", "inter-IPU copies",
-              "host I/O", "Streaming Memory", "pipeline fill and drain", "waiting for other IPUs")
+TIME_PARTS = tuple(_C.sizing_time_parts())
 
-_TASK_KINDS = ("forward", "backward", "forward+backward", "update")
-
-Interval = Tuple[int, int]
 
 
 def mib(size: float) -> str:
     """`size` bytes in MiB, as the profile's summary writes them."""
-    from popsim.profiling._analysis import mib as profile_mib  # popsim.profiling loads lazily
-
-    return profile_mib(size)
+    return f"{size / 2**20:,.2f} MiB"
 
 
 @dataclass
@@ -204,24 +190,7 @@ class SizingReport:
             Lines for the model and chip, the job's replicas, IPUs and items per call, the
             simulated step time, the throughput and whether the job fits (which IPUs do not).
         """
-        ghz = self.clock_hz / 1e9
-        how = "cost-only: nothing was computed" if self.cost_only else "from a computing run"
-        per_call = (f"{self.steps_per_call} steps of " if self.steps_per_call > 1 else "a step of ")
-        processes = f" in {self.processes} processes" if self.processes > 1 else ""
-        return [
-            f"Sizing of {self.model} on simulated {self.chip} IPUs ({how})",
-            f"Job: {self.replicas} replica(s) x {self.ipus_per_replica} IPU(s) = "
-            f"{self.total_ipus} IPUs{processes}; a call is {per_call}"
-            f"{self.micro_batches_per_step} micro-batch(es) per replica, "
-            f"{self.items_per_call:,} items over all replicas",
-            f"Simulated step: {self.step_cycles:,.0f} cycles = {self.step_seconds * 1e3:,.2f} ms "
-            f"at {ghz:.3g} GHz",
-            f"Simulated throughput: {self.throughput:,.0f} items/s over {self.total_ipus} IPUs "
-            f"({self.throughput / self.total_ipus:,.0f} per IPU)",
-            "Fits: " + ("yes, on every IPU" if self.fits else "NO: " + ", ".join(
-                f"IPU {ipu.ipu} needs {mib(ipu.memory_bytes)} of {mib(ipu.capacity_bytes)}"
-                for ipu in self.ipus if not ipu.fits)),
-        ]
+        return self._lines()["overview"]
 
     def memory_lines(self) -> List[str]:
         """The memory part of ``str(report)``.
@@ -230,15 +199,7 @@ class SizingReport:
             A heading, then one line per IPU of one replica with its memory against its
             capacity and its four largest categories.
         """
-        lines = ["Memory per IPU (one replica's; the largest categories):"]
-        for ipu in self.ipus:
-            largest = sorted(((b, name) for name, b in ipu.memory_by_category.items() if b),
-                             reverse=True)[:4]
-            share = ipu.memory_bytes / ipu.capacity_bytes if ipu.capacity_bytes else 0.0
-            lines.append(f"  IPU {ipu.ipu}: {mib(ipu.memory_bytes)} of {mib(ipu.capacity_bytes)} "
-                         f"({share:.0%}{'' if ipu.fits else ', does NOT fit'}): "
-                         + ", ".join(f"{name} {mib(size)}" for size, name in largest))
-        return lines
+        return self._lines()["memory"]
 
     def time_lines(self) -> List[str]:
         """The table of where each IPU's time goes, as ``str(report)`` prints it.
@@ -247,16 +208,7 @@ class SizingReport:
             A heading, then a table with one row per IPU of one replica, giving its busy share
             and the share of the call of each part of its time that any IPU spends time on.
         """
-        lines = ["Where each IPU's time goes (share of the simulated call):"]
-        parts = [p for p in TIME_PARTS if any(ipu.time_cycles[p] for ipu in self.ipus)]
-        header = ["IPU", "busy"] + parts
-        rows = [[str(ipu.ipu), f"{ipu.busy_share:.0%}"]
-                + [f"{ipu.time_cycles[p] / self.call_cycles:.1%}" if self.call_cycles else "-"
-                   for p in parts] for ipu in self.ipus]
-        widths = [max(len(row[i]) for row in [header] + rows) for i in range(len(header))]
-        for row in [header] + rows:
-            lines.append("  " + "  ".join(cell.rjust(width) for cell, width in zip(row, widths)))
-        return lines
+        return self._lines()["time"]
 
     def advice_lines(self) -> List[str]:
         """The advice part of ``str(report)``.
@@ -265,189 +217,11 @@ class SizingReport:
             A blank line, the heading and one bulleted line per piece of advice; no lines
             without advice.
         """
-        return ["", "Advice:"] + [f"- {line}" for line in self.advice] if self.advice else []
+        return self._lines()["advice"]
 
-
-def _task_parts(program_steps: Iterable[Dict[str, Any]]) -> Dict[Tuple[int, str], Dict[str, int]]:
-    """Per (IPU, task), its ops' cycles by part (the copies it receives are
-    its own event, not part of its compute)."""
-    parts: Dict[Tuple[int, str], Dict[str, int]] = {}
-    for op in program_steps:
-        if op["op"] == "ipu_copy":
-            continue
-        task = parts.setdefault((op["ipu"], op["task"]), dict.fromkeys(TIME_PARTS, 0))
-        if op["recomputed"]:
-            task["recomputation"] += op["cycles"]
-        elif op["collective"]:
-            task["collectives"] += op["cycles"]
-        else:
-            task["compute"] += op["compute_cycles"]
-            task["exchange"] += op["exchange_cycles"]
-            task["syncs"] += op["sync_cycles"]
-    return parts
-
-
-def _split(cycles: int, weights: Dict[str, int], into: Dict[str, int]) -> None:
-    """Adds `cycles` to `into` in proportion to `weights` (all to compute if
-    they are all zero), the rounding remainder to the largest part."""
-    total = sum(weights.values())
-    if total == 0:
-        into["compute"] += cycles
-        return
-    given = 0
-    for part, weight in weights.items():
-        share = cycles * weight // total
-        into[part] += share
-        given += share
-    into[max(weights, key=lambda p: weights[p])] += cycles - given
-
-
-def _merged(intervals: List[Interval]) -> List[Interval]:
-    result: List[Interval] = []
-    for start, end in sorted(intervals):
-        if result and start <= result[-1][1]:
-            result[-1] = (result[-1][0], max(result[-1][1], end))
-        elif end > start:
-            result.append((start, end))
-    return result
-
-
-def _overlap(gaps: List[Interval], intervals: List[Interval]) -> int:
-    """Cycles of sorted, disjoint `gaps` covered by sorted, disjoint `intervals`."""
-    total, j = 0, 0
-    for start, end in gaps:
-        while j < len(intervals) and intervals[j][1] <= start:
-            j += 1
-        k = j
-        while k < len(intervals) and intervals[k][0] < end:
-            total += min(end, intervals[k][1]) - max(start, intervals[k][0])
-            k += 1
-    return total
-
-
-def _gaps(span: Interval, busy: List[Interval]) -> List[Interval]:
-    """The parts of `span` no interval of `busy` (sorted, disjoint) covers."""
-    gaps, at = [], span[0]
-    for start, end in busy:
-        if start > at:
-            gaps.append((at, min(start, span[1])))
-        at = max(at, end)
-    if at < span[1]:
-        gaps.append((at, span[1]))
-    return [g for g in gaps if g[1] > g[0]]
-
-
-def time_breakdown(trace: ExecutionTrace, program_steps: List[Dict[str, Any]],
-                   cycle_spans: List[Interval], sync_cycles: int) -> List[Dict[str, int]]:
-    """Per IPU, the call's cycles by TIME_PARTS (see the module docstring)."""
-    task_parts = _task_parts(program_steps)
-    ipus = trace.num_ipus
-    times = [dict.fromkeys(TIME_PARTS, 0) for _ in range(ipus)]
-    busy: List[List[Tuple[int, int, int]]] = [[] for _ in range(ipus)]  # (cycle, start, end)
-    has_task: List[set] = [set() for _ in range(ipus)]
-    waits_on: List[Dict[str, List[Interval]]] = [
-        {"host I/O": [], "Streaming Memory": []} for _ in range(ipus)]
-    for event in trace.events:
-        ipu, kind, cycles = event["ipu"], event["kind"], event["end"] - event["start"]
-        part = ("Streaming Memory" if kind == "streaming" else
-                "inter-IPU copies" if kind == "copy" else
-                None if kind in _TASK_KINDS else "host I/O")
-        if not trace.occupies_ipu(event):
-            assert part is not None, "tasks occupy their IPU"
-            if part != "inter-IPU copies":
-                waits_on[ipu][part].append((event["start"], event["end"]))
-            continue
-        busy[ipu].append((event["cycle"], event["start"], event["end"]))
-        if part is None:
-            has_task[ipu].add(event["cycle"])
-            _split(cycles, task_parts.get((ipu, event["task"]), {}), times[ipu])
-        else:
-            times[ipu][part] += cycles
-    # Outside every pipeline cycle: a step or the call waiting for its last
-    # outputs or stores to leave (the same for every IPU).
-    outside = trace.total_cycles - sum(end - start for start, end in cycle_spans)
-    for ipu in range(ipus):
-        time = times[ipu]
-        by_cycle: Dict[int, List[Interval]] = {}
-        for cycle, start, end in busy[ipu]:
-            by_cycle.setdefault(cycle, []).append((start, end))
-        gaps: List[Interval] = []
-        for cycle, (start, end) in enumerate(cycle_spans):
-            sync = min(sync_cycles, end - start)
-            time["syncs"] += sync
-            if cycle not in has_task[ipu]:
-                time["pipeline fill and drain"] += end - start - sync - sum(
-                    e - s for s, e in by_cycle.get(cycle, []))
-                continue
-            gaps += _gaps((start, end - sync), _merged(by_cycle.get(cycle, [])))
-        waiting = sum(end - start for start, end in gaps)
-        host = _overlap(gaps, _merged(waits_on[ipu]["host I/O"]))
-        streaming = min(waiting - host, _overlap(gaps, _merged(waits_on[ipu]["Streaming Memory"])))
-        time["host I/O"] += host
-        time["Streaming Memory"] += streaming
-        time["waiting for other IPUs"] += waiting - host - streaming
-        time["host I/O"] += outside
-    return times
-
-
-def _memory_advice(ipu: IpuSizing, chip: str) -> str:
-    """What to change for an IPU whose program does not fit, by what fills it."""
-    over = ipu.memory_bytes - ipu.capacity_bytes
-    sizes = ipu.memory_by_category
-    largest = max(sizes, key=lambda name: sizes[name])
-    remedies = {
-        "activations": "a smaller micro-batch, recomputation (Options.Training"
-                       ".recomputation(True) or popsim.recomputationCheckpoint), or more "
-                       "pipeline stages",
-        "stash": "recomputation checkpoints (fewer stashed activations), fewer pipeline stages "
-                 "in flight, or a smaller micro-batch",
-        "optimizer state": "optimizer state in Streaming Memory (Options.TensorLocations"
-                           ".setOptimizerLocation(popsim.TensorLocationSettings()"
-                           ".useOnChipStorage(False))) or sharded over replicas "
-                           "(.useReplicatedTensorSharding(True))",
-        "gradient accumulators": "an optimizer that combines them with its state (SGD with "
-                                 "momentum, accum_type float16) or more IPUs per replica",
-        "weights": "more IPUs per replica (popsim.Block and an execution strategy)",
-        "code": "fewer distinct ops per IPU (more IPUs per replica)",
-        "temporaries": f"a lower availableMemoryProportion for IPU{ipu.ipu} "
-                       "(Options.setAvailableMemoryProportion)",
-    }
-    remedy = remedies.get(largest, "a smaller micro-batch or more IPUs per replica")
-    return (f"IPU {ipu.ipu} does not fit: it needs {mib(over)} more than its "
-            f"{mib(ipu.capacity_bytes)} ({chip}), mostly {largest} ({mib(sizes[largest])}). "
-            f"Try {remedy}.")
-
-
-def sizing_report(program: "Program", model: str, replicas: int, processes: int,
-                  steps_per_call: int, micro_batches_per_step: int, items_per_call: int,
-                  stages: List[Dict[str, Any]]) -> SizingReport:
-    """The report of `program`'s last call (see SizingReport)."""
-    # Imported here: popsim.profiling loads only when used.
-    from popsim.profiling._analysis import advice, analyse
-    from popsim.profiling._memory_json import memory_document
-
-    trace = ExecutionTrace.of(program)
-    memory = program.memory_report().to_dict()
-    steps = [step.to_dict() for step in program.program()]
-    times = time_breakdown(trace, steps, program.cycle_spans(), program.sync_cycles)
-    ipus = []
-    for entry, time in zip(memory["ipus"], times):
-        ipus.append(IpuSizing(
-            ipu=entry["ipu"], memory_bytes=entry["total"], capacity_bytes=entry["capacity"],
-            memory_by_category={name: c["bytes"] for name, c in entry["categories"].items()},
-            busy_share=trace.utilisation(entry["ipu"]), time_cycles=time))
-    report = SizingReport(model=model, chip=memory["chip"], clock_hz=trace.clock_hz,
-                          replicas=replicas, ipus_per_replica=trace.num_ipus,
-                          processes=processes, steps_per_call=steps_per_call,
-                          micro_batches_per_step=micro_batches_per_step,
-                          items_per_call=items_per_call, call_cycles=trace.total_cycles,
-                          cost_only=program.cost_only, ipus=ipus)
-    pipelined = trace.pipeline["schedule"] != "Sequential"
-    report.advice = [_memory_advice(ipu, memory["chip"])
-                     for ipu in ipus if not ipu.fits]
-    report.advice += advice(analyse(trace, stages, memory_document(program, model, "")),
-                            pipelined=pipelined)
-    return report
+    def _lines(self) -> Dict[str, List[str]]:
+        """The printout's parts, as the core prints them (csrc/profile/sizing_report.h)."""
+        return _C.sizing_report_lines(json.dumps(self.to_dict()))
 
 
 

@@ -3,11 +3,13 @@
 import statistics
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Tuple
 
+from popsim import _C
+
 if TYPE_CHECKING:
     from popsim._executor import Program
 
 # Event kinds of transfers around a task (the others are the tasks themselves).
-TRANSFER_KINDS = ("copy", "host_input", "stream_copy", "host_output", "streaming")
+TRANSFER_KINDS = tuple(_C.profile_style()["transfer_kinds"])
 
 
 class ExecutionTrace:

@@ -14,7 +14,6 @@ from torch import nn
 
 import popsim
 from models import BlockedMnistNetwork, BlockedWithLoss, MnistNetwork, WithLoss, resnet18
-from popsim.profiling._chrome_trace import HOST_PID
 
 
 def _mnist_batch(count, seed=0):
@@ -122,7 +121,9 @@ def _simulated_profile(directory):
     cost-only run), and memory.json."""
     (kind,) = os.listdir(directory)
     trace = json.loads((directory / kind / "trace.json").read_text())
-    events = [event for event in trace["traceEvents"] if event.get("pid") != HOST_PID]
+    host = next(event["pid"] for event in trace["traceEvents"]  # the host's process
+                if event["name"] == "process_name" and event["args"]["name"] == "host")
+    events = [event for event in trace["traceEvents"] if event.get("pid") != host]
     for event in events:
         event.get("args", {}).pop("implementation", None)
     memory = json.loads((directory / kind / "memory.json").read_text())

@@ -4,10 +4,10 @@ import json
 import os
 from typing import Any, Dict, List, Optional, Union
 
+from popsim import _C
 from popsim._trace import ExecutionTrace
 from popsim.profiling import _layout
 from popsim.profiling._style import KIND_COLOURS
-from popsim.profiling import _summary
 
 NO_PROFILE_HINT = ("Enable profiling with opts.enableProfiling(DIR) or the environment variable "
                    "POPSIM_PROFILE_DIR=DIR, then compile and run a model.")
@@ -70,7 +70,9 @@ class Profile:
 
         Its trace's, else its memory report's; 0 without either.
         """
-        return _summary.num_ipus(self.trace, self.memory)
+        if self.trace is not None:
+            return self.trace.num_ipus
+        return len(self.memory["ipus"]) if self.memory is not None else 0
 
     def summary(self) -> str:
         """Summarises the profile as text, as ``python -m popsim.profiling`` prints it.
@@ -81,9 +83,11 @@ class Profile:
             profile has them, the stages' balance, the sizing (step time, throughput, where
             the time goes) and advice.
         """
-        return "\n".join(_summary.summary_lines(self.model, self.kind, self.directory, self.trace,
-                                       self.stages, self.memory, self.host,
-                                       replication=self.replication, sizing=self.sizing))
+        # The core summarises (csrc/profile/profile_summary.h), as it does for report.html.
+        return _C.profile_summary(
+            self.directory,
+            json.dumps(self.chrome_trace) if self.chrome_trace is not None else None,
+            json.dumps(self.memory) if self.memory is not None else None)
 
     def __repr__(self) -> str:
         return f"Profile({self.model} ({self.kind}) in {self.directory!r})"

@@ -1,50 +1,21 @@
-"""Colours and labels shared by report.html and the matplotlib helpers, so both
-draw a profile the same way: forward green, backward red, as PopVision does."""
+"""Colours and labels of profile drawings, from the core (csrc/profile/report_style.h),
+so that the matplotlib helpers draw a profile as report.html does: forward green,
+backward red, as PopVision does."""
 
 from typing import Any, Dict, Iterable, List
 
-from popsim._trace import TRANSFER_KINDS  # noqa: F401 (the kinds drawn as transfers)
+from popsim import _C
 
-# ExecutionTrace event kinds, in legend order.
-KIND_COLOURS = {
-    "forward": "#2e9e44",
-    "backward": "#d1343a",
-    "forward+backward": "#c98a12",
-    "update": "#3569c9",
-    "copy": "#8c8c8c",
-    "host_input": "#5fb3d9",
-    "stream_copy": "#2f7fa6",
-    "host_output": "#9a63c4",
-    "streaming": "#b58b5c",
-}
+_STYLE = _C.profile_style()
 
-KIND_LABELS = {
-    "forward": "forward (F)",
-    "backward": "backward (B)",
-    "forward+backward": "last stage's forward + backward (FB)",
-    "update": "weight update (U)",
-    "copy": "inter-IPU copy",
-    "host_input": "host input",
-    "stream_copy": "host data on the compute tiles",
-    "host_output": "host output",
-    "streaming": "Streaming Memory (off-chip tensors)",
-}
+# ExecutionTrace event kinds, in legend order, and the kinds drawn as transfers.
+KIND_COLOURS: Dict[str, str] = _STYLE["kind_colours"]
+KIND_LABELS: Dict[str, str] = _STYLE["kind_labels"]
+TRANSFER_KINDS = tuple(_STYLE["transfer_kinds"])
 
-TASK_KINDS = ("forward", "backward", "forward+backward", "update")
-
-# Memory report categories (csrc/device/memory_report.cpp), in stacking order.
-CATEGORY_COLOURS = {
-    "weights": "#2e6fb7",
-    "gradient accumulators": "#6fa8dc",
-    "optimizer state": "#8e5cb5",
-    "random state": "#c27ba0",
-    "constants": "#999999",
-    "input streams": "#5fb3d9",
-    "code": "#f1b04c",
-    "activations": "#2e9e44",
-    "stash": "#d1343a",
-}
-OTHER_CATEGORY_COLOUR = "#444444"
+# Memory report categories in stacking order.
+CATEGORY_COLOURS: Dict[str, str] = _STYLE["category_colours"]
+OTHER_CATEGORY_COLOUR: str = _STYLE["other_category_colour"]
 
 
 def category_colour(name: str) -> str:

@@ -1,0 +1,192 @@
+#include "profile/call_trace.h"
+#include "profile/chrome_trace.h"
+#include "profile/pipeline_stages.h"
+#include "profile/profile_analysis.h"
+#include "profile/profile_summary.h"
+#include "profile/profile_writer.h"
+#include "profile/report_style.h"
+#include "profile/sizing_report.h"
+#include "profile/text_format.h"
+#include "python/bindings.h"
+#include "python/json_objects.h"
+#include "runtime/executable.h"
+
+#include <pybind11/functional.h>
+#include <pybind11/stl.h>
+
+#include <filesystem>
+#include <optional>
+
+namespace py = pybind11;
+
+namespace popsim::python {
+namespace {
+
+using profile::Json;
+using Assignment = std::vector<std::tuple<std::string, int64_t, int64_t>>;
+
+profile::SizingJob sizingJob(const py::dict& job) {
+  profile::SizingJob result;
+  result.model = job["model"].cast<std::string>();
+  result.replicas = job["replicas"].cast<int64_t>();
+  result.processes = job["processes"].cast<int64_t>();
+  result.stepsPerCall = job["steps_per_call"].cast<int64_t>();
+  result.microBatchesPerStep = job["micro_batches_per_step"].cast<int64_t>();
+  result.itemsPerCall = job["items_per_call"].cast<int64_t>();
+  return result;
+}
+
+// A profile directory's summary from its files' text (None: no such file).
+std::string profileSummary(const std::string& directory, const std::optional<std::string>& trace,
+                           const std::optional<std::string>& memory) {
+  const Json document = trace ? Json::parse(*trace) : Json();
+  const Json memoryJson = memory ? Json::parse(*memory) : Json();
+  std::optional<profile::CallTrace> call;
+  profile::ProfileContent content;
+  content.directory = directory;
+  const Json* meta = nullptr;
+  if (trace) {
+    call = profile::callTraceFromDocument(document);
+    content.trace = &*call;
+    meta = &document.at("popsim");
+  }
+  auto named = [&](const char* key) {
+    if (meta != nullptr && meta->contains(key) && !meta->at(key).get<std::string>().empty()) {
+      return meta->at(key).get<std::string>();
+    }
+    return memory ? memoryJson.value(key, std::string("?")) : std::string("?");
+  };
+  content.model = named("model");
+  content.kind = named("kind");
+  if (meta != nullptr) {
+    if (meta->contains("stages")) content.stages = profile::stagesFromJson(meta->at("stages"));
+    if (meta->contains("host")) content.host = &meta->at("host");
+    if (meta->contains("replication")) content.replication = &meta->at("replication");
+    if (meta->contains("sizing")) content.sizing = &meta->at("sizing");
+  }
+  if (memory) content.memory = &memoryJson;
+  return profile::joined(profile::summaryLines(content), "\n");
+}
+
+} // namespace
+
+void bindProfile(py::module_& module) {
+  py::class_<profile::ProfileWriter>(module, "ProfileWriter",
+                                     "Writes one model's profile files (csrc/profile).")
+      .def(py::init([](const std::string& root, const std::string& kind,
+                       const std::optional<std::string>& modelName) {
+             try {
+               return std::make_unique<profile::ProfileWriter>(root, kind, modelName.value_or(""));
+             } catch (const std::filesystem::filesystem_error& error) {
+               PyErr_SetString(PyExc_OSError, error.what());
+               throw py::error_already_set();
+             }
+           }),
+           py::arg("root"), py::arg("kind"), py::arg("model_name") = py::none())
+      .def_property_readonly("root", &profile::ProfileWriter::root)
+      .def_property_readonly("directory", &profile::ProfileWriter::directory)
+      .def(
+          "after_compile",
+          [](profile::ProfileWriter& writer, const runtime::Executable& executable,
+             const std::string& model, const Assignment& stages, double compileSeconds,
+             int64_t replicas) {
+            writer.afterCompile(executable, model, profile::stageList(stages), compileSeconds,
+                                replicas);
+          },
+          py::arg("executable"), py::arg("model"), py::arg("assigned_stages"),
+          py::arg("compile_seconds"), py::arg("replicas"))
+      .def(
+          "after_call",
+          [](profile::ProfileWriter& writer, const runtime::Executable& executable,
+             double wallSeconds, const std::optional<py::dict>& job, const Assignment& stages) {
+            std::function<profile::SizingReport()> sizing;
+            if (job) {
+              sizing = [&] {
+                return profile::sizingReport(executable, sizingJob(*job),
+                                             profile::stageList(stages));
+              };
+            }
+            writer.afterCall(executable, wallSeconds, sizing);
+          },
+          py::arg("executable"), py::arg("wall_seconds"), py::arg("sizing_job"),
+          py::arg("assigned_stages"));
+  module.def(
+      "sizing_report",
+      [](const runtime::Executable& executable, const Assignment& stages, const py::dict& job) {
+        return toPython(
+            profile::sizingReport(executable, sizingJob(job), profile::stageList(stages)).toJson());
+      },
+      py::arg("executable"), py::arg("assigned_stages"), py::arg("job"),
+      "The sizing report of the executable's last call, as SizingReport.to_dict() gives it.");
+  module.def(
+      "sizing_report_lines",
+      [](const std::string& reportJson) {
+        const profile::SizingReport report =
+            profile::SizingReport::fromJson(Json::parse(reportJson));
+        py::dict lines;
+        lines["overview"] = report.overviewLines();
+        lines["memory"] = report.memoryLines();
+        lines["time"] = report.timeLines();
+        lines["advice"] = report.adviceLines();
+        return lines;
+      },
+      py::arg("report_json"), "A sizing report's printout, by part, from its to_dict() as JSON.");
+  module.def("profile_summary", &profileSummary, py::arg("directory"), py::arg("trace_json"),
+             py::arg("memory_json"),
+             "The text summary of a profile from the text of its trace.json and memory.json.");
+  module.def(
+      "stage_loads",
+      [](const runtime::Executable& executable, const Assignment& stages) {
+        py::list loads;
+        const profile::CallTrace trace = profile::callTraceOf(executable);
+        for (const profile::StageLoad& load :
+             profile::stageLoads(trace, profile::stageList(stages))) {
+          py::dict entry;
+          entry["stage"] = load.stage;
+          entry["ipu"] = load.ipu;
+          entry["cycles"] = load.cycles;
+          loads.append(entry);
+        }
+        return loads;
+      },
+      py::arg("executable"), py::arg("assigned_stages"),
+      "Each stage's median cycles per micro-batch in the last call, transfers included.");
+  module.def(
+      "sizing_time_parts",
+      [] {
+        std::vector<std::string> parts;
+        for (size_t part = 0; part < profile::kTimeParts; ++part) {
+          parts.emplace_back(profile::timePartName(part));
+        }
+        return parts;
+      },
+      "The parts of an IPU's time in a sizing report, in the report's order.");
+  module.def(
+      "replication_meta",
+      [](const runtime::Executable& executable, int64_t replicas) {
+        return toPython(
+            profile::replicationMeta(executable, profile::callTraceOf(executable), replicas));
+      },
+      py::arg("executable"), py::arg("replicas"),
+      "The replicas and, per IPU, the cycles the last call spent in collectives across them.");
+  module.def("profile_style", [] {
+    py::dict kinds, labels, categories;
+    py::list transfers;
+    for (const profile::KindStyle& style : profile::kindStyles()) {
+      kinds[style.kind] = style.colour;
+      labels[style.kind] = style.label;
+      if (profile::isTransferKind(style.kind)) transfers.append(style.kind);
+    }
+    for (const auto& [name, colour] : profile::categoryColours())
+      categories[name] = colour;
+    py::dict style;
+    style["kind_colours"] = kinds;
+    style["kind_labels"] = labels;
+    style["transfer_kinds"] = py::tuple(transfers);
+    style["category_colours"] = categories;
+    style["other_category_colour"] = profile::otherCategoryColour();
+    return style;
+  });
+}
+
+} // namespace popsim::python
