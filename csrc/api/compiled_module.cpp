@@ -8,6 +8,8 @@
 #include "frontend/tensor_conversion.h"
 
 #include <ATen/ATen.h>
+
+#include <chrono>
 #include <torch/csrc/jit/serialization/import.h>
 
 #include <map>
@@ -107,13 +109,15 @@ const char* const kRebuildHint =
 CompiledModule::CompiledModule(torch::jit::Module module,
                                const std::vector<at::Tensor>& exampleInputs, Options options,
                                bool training, const compiler::TrainingConfig& config)
-    : module_(std::move(module)), options_(std::move(options)) {
+    : module_(std::move(module)), options_(std::move(options)), profile_(options_, training) {
+  const auto start = std::chrono::steady_clock::now(); // compiling, tracing included
   frontend::ImportOptions import;
   import.training = training;
   import.randomSeed = static_cast<int64_t>(options_.randomSeed());
   // Python's Default is PyTorch's promotion (HalfUpcastToFloat).
   import.downcastMixedFloats =
       options_.Precision.halfFloatCasting() == HalfFloatCastingBehavior::FloatDowncastToHalf;
+  import.moduleScopes = options_.moduleNamescope();
   import.inputNames = inputNames(module_, exampleInputs.size());
   inputNames_ = import.inputNames;
   for (size_t i = inputNames_.size(); i < exampleInputs.size(); ++i)
@@ -130,6 +134,11 @@ CompiledModule::CompiledModule(torch::jit::Module module,
       microBatchTypes(exampleInputs, import.inputNames, options_);
   const std::unique_ptr<ir::Graph> graph = frontend::importModule(module_, types, import);
   executable_ = runtime::Executable::compile(*graph, compileOptionsOf(options_, training, config));
+  // The model's class name, as Python's profiles name it ("Network").
+  const auto type = module_.type()->name();
+  profile_.compiled(
+      *executable_, type ? type->name() : "Module",
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   copyWeightsToDevice();
 }
 
@@ -186,9 +195,21 @@ void CompiledModule::checkInputs(const std::vector<at::Tensor>& inputs) const {
 }
 
 std::vector<at::Tensor> CompiledModule::run(const std::vector<at::Tensor>& inputs) {
+  const auto start = std::chrono::steady_clock::now();
   checkInputs(inputs);
   frontend::HostCall call = frontend::prepareHostCall(*executable_, inputs);
   executable_->run(call.inputViews, call.outputViews);
+  // The samples of the call, as Python counts them: the first input's dimension 0.
+  int64_t items = 0;
+  for (const at::Tensor& input : inputs) {
+    if (input.dim() > 0) {
+      items = input.size(0);
+      break;
+    }
+  }
+  profile_.called(*executable_,
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                  items);
   return std::move(call.outputs);
 }
 

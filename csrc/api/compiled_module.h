@@ -1,5 +1,6 @@
 #pragma once
 
+#include "api/session_profile.h"
 #include "compiler/training/training_config.h"
 #include "popsim/options.h"
 #include "popsim/session.h"
@@ -38,12 +39,15 @@ public:
   torch::jit::Module& module() { return module_; }
   const Options& options() const { return options_; }
   double clockHz() const { return executable_->options().system.spec().clockHz; }
+  // Where the session writes its profile; empty when it writes none.
+  std::string profileDirectory() const { return profile_.directory(); }
 
 private:
   void checkInputs(const std::vector<at::Tensor>& inputs) const;
 
   torch::jit::Module module_;
   Options options_;
+  SessionProfile profile_; // reads options_, so declared after it
   std::unique_ptr<runtime::Executable> executable_;
   // What the program was compiled for: each input's name, and empty tensors
   // (on torch's meta device) of the example inputs' dtypes and shapes, for

@@ -3,6 +3,7 @@
 #include "popsim/options.h"
 
 #include "api/error_classes.h"
+#include "api/session_profile.h"
 #include "device/chip_spec.h"
 
 #include <algorithm>
@@ -279,6 +280,25 @@ Options& Options::setExecutionStrategy(const ExecutionStrategy& strategy) {
 
 Options& Options::enableSyntheticData(bool enabled) {
   syntheticData_ = enabled;
+  return *this;
+}
+
+Options& Options::disableModuleNamescope() {
+  moduleNamescope_ = false;
+  return *this;
+}
+
+Options& Options::enableProfiling(const std::string& directory) {
+  profileDirectory_ = api::checkedProfileDirectory("enableProfiling", directory);
+  return *this;
+}
+
+Options& Options::modelName(const std::string& name) {
+  if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..") {
+    refuse("modelName expects a non-empty name without '/' (it names a directory), got '" + name +
+           "'.");
+  }
+  modelName_ = name;
   return *this;
 }
 

@@ -47,6 +47,8 @@ const Options& Session::options() const { return state_->compiled->options(); }
 
 torch::jit::Module& Session::module() { return state_->compiled->module(); }
 
+std::string Session::profileDirectory() const { return state_->compiled->profileDirectory(); }
+
 std::string Session::programText() const {
   return ir::printGraph(state_->compiled->executable().graph(), {true, false});
 }

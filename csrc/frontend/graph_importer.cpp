@@ -26,6 +26,7 @@
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/passes/inliner.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <unordered_set>
@@ -204,7 +205,13 @@ private:
       firstOutsideBlock_ = std::string(node.kind().toQualString()) +
                            (locationOf(node).known() ? " at " + locationOf(node).str() : "");
     }
+    // The module path first: Python's module scopes open around each
+    // submodule's call, so scopes named inside its forward() nest in them.
     std::string scope;
+    if (options_.moduleScopes) {
+      scope = modulePathOf(node);
+      std::replace(scope.begin(), scope.end(), '.', '/');
+    }
     for (const std::string& name : nameScope_)
       scope += (scope.empty() ? "" : "/") + name;
     for (size_t i = firstNew; i < nodes.size(); ++i) {

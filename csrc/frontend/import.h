@@ -34,6 +34,11 @@ struct ImportOptions {
   // Pipeline blocks by module path, for graphs without popsim.Block markers
   // (TorchScript modules annotated through the C++ API); see ModuleBlocks.
   std::vector<ModuleBlock> moduleBlocks;
+  // Name each op after the module path it runs in ("layer1/conv/convolution"),
+  // from the inlined graph's call stacks, as Python's tracing does with its
+  // module hooks (Options.disableModuleNamescope turns both off); for
+  // TorchScript modules, which carry no hooks.
+  bool moduleScopes = false;
 };
 
 // Lowers a TorchScript graph whose first input is `self` (the module holding

@@ -249,6 +249,21 @@ public:
   // charges no host transfers.
   Options& enableSyntheticData(bool enabled);
   bool syntheticData() const { return syntheticData_; }
+  // Where the session writes its profile, as Python's enableProfiling: in a
+  // subdirectory per session ("inference", "training", "inference_1", ...,
+  // or modelName's), memory.json when it compiles, trace.json and
+  // report.html after each call (see the profiling guide). Unset, the
+  // environment variable POPSIM_PROFILE_DIR names it; unset too, no profile.
+  // The directory is created when the session compiles.
+  Options& enableProfiling(const std::string& directory);
+  const std::string& profileDirectory() const { return profileDirectory_; }
+  // Ops are named after the module path they run in ("layer1/conv/convolution"
+  // in programText() and profiles), as in Python; this turns it off.
+  Options& disableModuleNamescope();
+  bool moduleNamescope() const { return moduleNamescope_; }
+  // The session's subdirectory of the profile directory.
+  Options& modelName(const std::string& name);
+  const std::string& modelName() const { return modelName_; }
 
 private:
   int64_t deviceIterations_ = 1;
@@ -259,6 +274,9 @@ private:
   std::map<int64_t, double> availableMemoryProportion_;
   std::optional<ExecutionStrategy> strategy_;
   bool syntheticData_ = false;
+  std::string profileDirectory_;
+  std::string modelName_;
+  bool moduleNamescope_ = true;
 };
 
 } // namespace popsim

@@ -56,6 +56,10 @@ public:
   // The compiled program as text (popsim's IR, each op with its block, IPU
   // and source line): Python's model._debug_ir(optimized=True).
   std::string programText() const;
+  // The directory this session writes its profile into (trace.json,
+  // memory.json, report.html; see Options::enableProfiling); empty when it
+  // writes none.
+  std::string profileDirectory() const;
 
 protected:
   Session();

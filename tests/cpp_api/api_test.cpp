@@ -5,12 +5,18 @@
 #include <popsim/popsim.h>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <torch/script.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <tuple>
+#include <unistd.h>
 
 namespace {
 
@@ -354,6 +360,115 @@ TEST(PublicApi, OptionsParseSizesAndIpuNamesAsPythonDoes) {
             }),
             "setAvailableMemoryProportion: the proportion for IPU1 must be a number in (0, 1], "
             "got 1.500000.");
+}
+
+std::string readFile(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in.good()) << path;
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+using Json = nlohmann::ordered_json;
+
+// Without source locations, which differ by nature: Python's point into the
+// model's .py file, the TorchScript file's into its serialized code.
+void dropLocations(Json& value) {
+  if (value.is_object()) {
+    value.erase("location");
+    if (value.contains("description") && value["description"].is_string()) {
+      value["description"] = std::regex_replace(value["description"].get<std::string>(),
+                                                std::regex(" at [^ ]+:[0-9]+"), " at LOCATION");
+    }
+  }
+  if (value.is_structured()) {
+    for (auto& item : value)
+      dropLocations(item);
+  }
+}
+
+Json memoryJson(const std::filesystem::path& directory) {
+  Json memory = Json::parse(readFile(directory / "memory.json"));
+  dropLocations(memory);
+  return memory;
+}
+
+// trace.json without what the host measured: the host process's events
+// (process 1), the compile time and the call's wall time.
+Json simulatedTrace(const std::filesystem::path& directory) {
+  Json trace = Json::parse(readFile(directory / "trace.json"));
+  trace["popsim"].erase("compile_seconds");
+  trace["popsim"].erase("host");
+  Json& events = trace["traceEvents"];
+  events.erase(std::remove_if(events.begin(), events.end(),
+                              [](const Json& event) { return event["pid"] == 1; }),
+               events.end());
+  dropLocations(trace);
+  return trace;
+}
+
+// report.html with the profile's directory, named in its summary, as DIR and
+// without the host's numbers of the last call.
+std::string reportWithoutHost(const std::filesystem::path& directory) {
+  std::string page = readFile(directory / "report.html");
+  const std::string name = directory.string();
+  for (size_t at = page.find(name); at != std::string::npos; at = page.find(name, at + 3)) {
+    page.replace(at, name.size(), "DIR");
+  }
+  return std::regex_replace(page, std::regex(R"(id="host-data">[^<]*<)"), "id=\"host-data\"><");
+}
+
+// The session's profile against Python's for the same model and options.
+void expectPythonsProfile(const std::string& directory, const std::string& model) {
+  const std::filesystem::path python =
+      std::filesystem::path(fixtures()) / "python_profiles" / model;
+  EXPECT_EQ(memoryJson(directory), memoryJson(python)) << model;
+  const Json trace = simulatedTrace(directory);
+  EXPECT_EQ(trace, simulatedTrace(python)) << model;
+  EXPECT_TRUE(trace["popsim"].contains("sizing")); // the call's sizing report is in it
+  EXPECT_EQ(reportWithoutHost(directory), reportWithoutHost(python)) << model;
+}
+
+TEST(PublicApi, ProfilesAreWrittenAsPythonWritesThem) {
+  const std::filesystem::path root = std::filesystem::temp_directory_path() /
+                                     ("popsim_api_profiles_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(root);
+  const at::Tensor images = reference("images");
+  popsim::Options options = pipelined();
+  options.enableProfiling(root.string()).modelName("mnist");
+  popsim::InferenceSession session(load("mnist_traced.pt"), {images}, options);
+  EXPECT_EQ(session.profileDirectory(), (root / "mnist").string());
+  EXPECT_TRUE(std::filesystem::exists(root / "mnist" / "memory.json")); // written at compile time
+  session.run({images});
+  session.run({images}); // the second call's files say so
+  expectPythonsProfile(session.profileDirectory(), "mnist");
+  EXPECT_EQ(Json::parse(readFile(root / "mnist" / "trace.json"))["popsim"]["host"]["calls"], 2);
+
+  popsim::Options training = trainingOptions();
+  training.enableProfiling(root.string()).modelName("mnist_training");
+  popsim::TrainingSession trainer(load("mnist_training.pt"),
+                                  {reference("train_images"), reference("train_labels")}, training,
+                                  popsim::optim::SGD(0.05).momentum(0.9));
+  trainer.run({reference("train_images"), reference("train_labels")});
+  expectPythonsProfile(trainer.profileDirectory(), "mnist_training");
+  // A second session of a name gets a directory of its own; no profile, no directory.
+  EXPECT_EQ(popsim::InferenceSession(load("mnist_traced.pt"), {images}, options).profileDirectory(),
+            (root / "mnist_1").string());
+  EXPECT_EQ(
+      popsim::InferenceSession(load("mnist_traced.pt"), {images}, pipelined()).profileDirectory(),
+      "");
+  std::filesystem::remove_all(root);
+  // Python's checks and messages.
+  EXPECT_EQ(messageOf<popsim::OptionError>([] { popsim::Options().enableProfiling(""); }),
+            "enableProfiling expects a directory path (a non-empty string), got ''.");
+  EXPECT_EQ(messageOf<popsim::OptionError>([] { popsim::Options().modelName("a/b"); }),
+            "modelName expects a non-empty name without '/' (it names a directory), got 'a/b'.");
+  const std::string file = fixtures() + "/reference.pt";
+  EXPECT_EQ(messageOf<popsim::OptionError>([&] { popsim::Options().enableProfiling(file); }),
+            "enableProfiling expects a directory, but '" + file +
+                "' is a file. Pass a new or existing directory; popsim creates it when a model "
+                "compiles.");
 }
 
 TEST(PublicApi, VersionIsThePackages) {

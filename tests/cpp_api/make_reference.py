@@ -6,7 +6,9 @@ that C++ and Python give the same outputs, cycles and memory.
 
 writes DIR/mnist_traced.pt, DIR/mnist_scripted.pt, DIR/mnist_training.pt (the network with its
 cross-entropy loss) and DIR/reference.pt, a TorchScript module whose buffers are the inputs,
-Python's outputs, figures and trained weights, for the C++ tests to load.
+Python's outputs, figures and trained weights, for the C++ tests to load; and the profiles of
+the pipelined inference and the SGD training in DIR/python_profiles/mnist and
+DIR/python_profiles/mnist_training.
 """
 
 import os
@@ -38,12 +40,16 @@ class Tensors(torch.nn.Module):
         return self.images
 
 
-def python_run(strategy):
+def python_run(strategy, profile=None):
+    """Inference pipelined or sharded over 4 IPUs; with `profile`, its profile is written
+    there as model "mnist", for the C++ tests to compare with theirs."""
     model = export_mnist.network()
     for ipu, layer in enumerate(LAYERS):
         popsim.BeginBlock(getattr(model, layer), layer, ipu_id=ipu)
     opts = popsim.Options().deviceIterations(DEVICE_ITERATIONS)
     opts.setExecutionStrategy(strategy(popsim.AutoStage.SameAsIpu))
+    if profile is not None:
+        opts.enableProfiling(profile).modelName("mnist")
     session = popsim.inferenceModel(model, opts)
     torch.manual_seed(1)
     images = torch.randn(DEVICE_ITERATIONS * MICRO_BATCH, 1, 28, 28)
@@ -65,6 +71,8 @@ class WithLoss(torch.nn.Module):
 
 
 TRAIN_ITERATIONS, TRAIN_ACCUMULATION = 2, 8
+# Where Python's profiles go, in the fixtures directory.
+PROFILES = "python_profiles"
 
 
 def _sgd(params):
@@ -109,6 +117,8 @@ def python_training(directory: Path, prefix: str = "train"):
     make_optimizer, configure = OPTIMIZERS[prefix]
     if configure is not None:
         configure(opts.Training)
+    if prefix == "train":  # its profile, for the C++ tests to compare with theirs
+        opts.enableProfiling(str(directory / PROFILES)).modelName("mnist_training")
     trainer = popsim.trainingModel(model, opts, make_optimizer(model.parameters()))
     logits, loss = trainer(images, labels)
     trainer.copyWeightsToHost()
@@ -129,7 +139,8 @@ def main(directory: str) -> None:
         tensors.update(python_training(Path(directory), prefix))
     for name, strategy in (("pipelined", popsim.PipelinedExecution),
                            ("sharded", popsim.ShardedExecution)):
-        images, outputs, cycles, memory = python_run(strategy)
+        profile = str(Path(directory) / PROFILES) if name == "pipelined" else None
+        images, outputs, cycles, memory = python_run(strategy, profile)
         tensors.update({"images": images, f"{name}_outputs": outputs,
                         f"{name}_cycles": cycles, f"{name}_memory": memory})
     torch.jit.script(Tensors(tensors)).save(str(Path(directory) / "reference.pt"))

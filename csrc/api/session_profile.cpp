@@ -1,0 +1,78 @@
+#include "api/session_profile.h"
+
+#include "api/error_classes.h"
+#include "common/error.h"
+#include "runtime/executable.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+namespace popsim::api {
+namespace {
+
+constexpr const char* kProfileVariable = "POPSIM_PROFILE_DIR";
+
+} // namespace
+
+std::string checkedProfileDirectory(const std::string& source, const std::string& directory) {
+  if (directory.find_first_not_of(" \t\n\r") == std::string::npos) {
+    throw OptionError(
+        Error(ErrorKind::InvalidOption,
+              source + " expects a directory path (a non-empty string), got '" + directory + "'."));
+  }
+  std::error_code error;
+  if (std::filesystem::exists(directory, error) &&
+      !std::filesystem::is_directory(directory, error)) {
+    throw OptionError(Error(ErrorKind::InvalidOption,
+                            source + " expects a directory, but '" + directory +
+                                "' is a file. Pass a new or existing directory; popsim creates "
+                                "it when a model compiles."));
+  }
+  return directory;
+}
+
+SessionProfile::SessionProfile(const Options& options, bool training)
+    : options_(options), training_(training) {}
+
+void SessionProfile::compiled(const runtime::Executable& executable, const std::string& model,
+                              double compileSeconds) {
+  std::string source = "enableProfiling";
+  std::string root = options_.profileDirectory();
+  const char* variable = std::getenv(kProfileVariable);
+  if (root.empty() && variable != nullptr &&
+      std::string(variable).find_first_not_of(" \t\n\r") != std::string::npos) {
+    source = kProfileVariable;
+    root = checkedProfileDirectory(source, variable);
+  }
+  if (root.empty()) return;
+  try {
+    writer_ = std::make_unique<profile::ProfileWriter>(root, training_ ? "training" : "inference",
+                                                       options_.modelName());
+  } catch (const std::filesystem::filesystem_error& error) {
+    throw OptionError(Error(ErrorKind::InvalidOption, source +
+                                                          ": cannot create the profile directory "
+                                                          "under '" +
+                                                          root + "': " + error.what() + "."));
+  }
+  model_ = model;
+  std::vector<std::tuple<std::string, int64_t, int64_t>> assigned;
+  for (const compiler::StageAssignment& stage : executable.options().compiler.stages) {
+    assigned.emplace_back(stage.block, stage.stage, stage.ipu);
+  }
+  stages_ = profile::stageList(assigned);
+  writer_->afterCompile(executable, model, stages_, compileSeconds, 1);
+}
+
+void SessionProfile::called(const runtime::Executable& executable, double wallSeconds,
+                            int64_t items) {
+  if (!writer_) return;
+  profile::SizingJob job;
+  job.model = model_;
+  job.stepsPerCall = options_.deviceIterations();
+  job.microBatchesPerStep = training_ ? options_.Training.gradientAccumulation() : 1;
+  job.itemsPerCall = items;
+  writer_->afterCall(executable, wallSeconds,
+                     [&] { return profile::sizingReport(executable, job, stages_); });
+}
+
+} // namespace popsim::api

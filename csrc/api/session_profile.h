@@ -1,0 +1,42 @@
+#pragma once
+
+#include "popsim/options.h"
+#include "profile/profile_writer.h"
+
+#include <memory>
+#include <string>
+
+namespace popsim::runtime {
+class Executable;
+}
+
+namespace popsim::api {
+
+// `directory` if it can be a profile directory (not empty, not a file);
+// otherwise an OptionError naming `source`, the option or variable.
+std::string checkedProfileDirectory(const std::string& source, const std::string& directory);
+
+// A session's profile, as Python's executor writes one: where
+// Options::enableProfiling (else POPSIM_PROFILE_DIR) says, nowhere without
+// either. The profile writer (csrc/profile) is the one Python uses, so the
+// files are alike.
+class SessionProfile {
+public:
+  SessionProfile(const Options& options, bool training);
+  // After compiling: memory.json and report.html.
+  void compiled(const runtime::Executable& executable, const std::string& model,
+                double compileSeconds);
+  // After a call of `items` samples that took `wallSeconds` on the host.
+  void called(const runtime::Executable& executable, double wallSeconds, int64_t items);
+  // The session's profile directory; empty when it writes none.
+  std::string directory() const { return writer_ ? writer_->directory() : std::string(); }
+
+private:
+  const Options& options_;
+  bool training_;
+  std::string model_;
+  std::vector<profile::StageBlocks> stages_;
+  std::unique_ptr<profile::ProfileWriter> writer_;
+};
+
+} // namespace popsim::api
