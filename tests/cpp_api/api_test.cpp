@@ -471,6 +471,25 @@ TEST(PublicApi, ProfilesAreWrittenAsPythonWritesThem) {
                 "compiles.");
 }
 
+// An op mixing float16 and float32 operands computes as halfFloatCasting says,
+// as in Python: in float32 by PyTorch's promotion, or in float16.
+TEST(PublicApi, HalfFloatCastingDecidesTheDtypeOfMixedOpsAsInPython) {
+  const at::Tensor inputs = reference("mixed_inputs");
+  for (const auto& [name, behaviour] :
+       {std::pair{"upcast", popsim::HalfFloatCastingBehavior::HalfUpcastToFloat},
+        std::pair{"downcast", popsim::HalfFloatCastingBehavior::FloatDowncastToHalf}}) {
+    popsim::Options options;
+    options.deviceIterations(8).Precision.halfFloatCasting(behaviour);
+    popsim::InferenceSession session(load("mixed.pt"), {inputs}, options);
+    const at::Tensor output = session.run({inputs})[0];
+    const at::Tensor expected = reference(std::string("mixed_") + name);
+    EXPECT_EQ(output.scalar_type(), expected.scalar_type()) << name;
+    EXPECT_TRUE(torch::equal(output, expected)) << name;
+  }
+  EXPECT_EQ(reference("mixed_upcast").scalar_type(), at::kFloat);
+  EXPECT_EQ(reference("mixed_downcast").scalar_type(), at::kHalf);
+}
+
 TEST(PublicApi, VersionIsThePackages) {
   EXPECT_STREQ(popsim::version(), POPSIM_VERSION_STRING);
   EXPECT_EQ(POPSIM_VERSION_MAJOR, 0);

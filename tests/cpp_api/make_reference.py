@@ -132,9 +132,35 @@ def python_training(directory: Path, prefix: str = "train"):
     return tensors
 
 
+class Mixed(torch.nn.Module):
+    """float32 inputs times a float16 weight: the op mixes float16 and float32 operands, so
+    Precision.halfFloatCasting decides the dtype it computes in."""
+
+    def __init__(self):
+        super().__init__()
+        self.scale = torch.nn.Parameter(torch.linspace(0.5, 2.0, 16).to(torch.half))
+
+    def forward(self, x):
+        return x * self.scale + 0.3
+
+
+def python_mixed(directory: Path):
+    """The mixed-precision module under each halfFloatCasting behaviour."""
+    torch.manual_seed(3)
+    inputs = torch.randn(8, 16)
+    torch.jit.trace(Mixed(), inputs[:1]).save(str(directory / "mixed.pt"))
+    tensors = {"mixed_inputs": inputs}
+    for name, behaviour in (("upcast", popsim.HalfFloatCastingBehavior.HalfUpcastToFloat),
+                            ("downcast", popsim.HalfFloatCastingBehavior.FloatDowncastToHalf)):
+        opts = popsim.Options().deviceIterations(8)
+        opts.Precision.halfFloatCasting(behaviour)
+        tensors[f"mixed_{name}"] = popsim.inferenceModel(Mixed(), opts)(inputs)
+    return tensors
+
+
 def main(directory: str) -> None:
     export_mnist.main(directory)
-    tensors = {}
+    tensors = python_mixed(Path(directory))
     for prefix in OPTIMIZERS:
         tensors.update(python_training(Path(directory), prefix))
     for name, strategy in (("pipelined", popsim.PipelinedExecution),
