@@ -6,7 +6,7 @@
 #include "profile/profile_writer.h"
 #include "profile/sizing_report.h"
 #include "runtime/executable.h"
-#include "test_utils.h"
+#include "runtime/two_blocks.h"
 
 #include <gtest/gtest.h>
 
@@ -18,25 +18,7 @@ namespace popsim::profile {
 namespace {
 
 namespace fs = std::filesystem;
-using ir::OpKind;
-using ir::Value;
-using popsim::testing::f32;
-using popsim::testing::inBlock;
-
-// x[8,16] -> linear(a) -> relu | -> linear(b) -> softmax, in blocks A and B.
-std::unique_ptr<ir::Graph> twoBlocks() {
-  auto graph = std::make_unique<ir::Graph>();
-  Value* x = graph->addInput("x", f32({8, 16}));
-  Value* wa = graph->addWeight("a.weight", f32({32, 16}), true);
-  Value* wb = graph->addWeight("b.weight", f32({4, 32}), true);
-  graph->addBlock({"A", -1, {}});
-  graph->addBlock({"B", -1, {}});
-  Value* h = inBlock(graph->apply(OpKind::Linear, {x, wa}), "A");
-  h = inBlock(graph->apply(OpKind::Relu, {h}), "A");
-  Value* y = inBlock(graph->apply(OpKind::Linear, {h, wb}), "B");
-  graph->addOutput(inBlock(graph->apply(OpKind::Softmax, {y}, {{"dim", int64_t{1}}}), "B"));
-  return graph;
-}
+using popsim::testing::twoBlocks;
 
 // Pipelined over two IPUs, four micro-batches per call, cost-only.
 std::unique_ptr<runtime::Executable> calledPipeline(const ir::Graph& graph) {

@@ -12,6 +12,7 @@
 #include "memory/program_memory.h"
 #include "runtime/executable.h"
 #include "runtime/simulation.h"
+#include "runtime/two_blocks.h"
 #include "test_utils.h"
 
 #include <gtest/gtest.h>
@@ -26,22 +27,7 @@ using ir::OpKind;
 using ir::Value;
 using testing::f32;
 using testing::inBlock;
-
-// x[8,16] -> linear(a) -> relu | -> linear(b) -> softmax, the two halves in
-// blocks A and B.
-std::unique_ptr<Graph> twoBlocks() {
-  auto graph = std::make_unique<Graph>();
-  Value* x = graph->addInput("x", f32({8, 16}));
-  Value* wa = graph->addWeight("a.weight", f32({32, 16}), true);
-  Value* wb = graph->addWeight("b.weight", f32({4, 32}), true);
-  graph->addBlock({"A", -1, {}});
-  graph->addBlock({"B", -1, {}});
-  Value* h = inBlock(graph->apply(OpKind::Linear, {x, wa}), "A");
-  h = inBlock(graph->apply(OpKind::Relu, {h}), "A");
-  Value* y = inBlock(graph->apply(OpKind::Linear, {h, wb}), "B");
-  graph->addOutput(inBlock(graph->apply(OpKind::Softmax, {y}, {{"dim", int64_t{1}}}), "B"));
-  return graph;
-}
+using testing::twoBlocks;
 
 // Two stages on two IPUs, pipelined over four micro-batches per call.
 runtime::CompileOptions pipelined() {
