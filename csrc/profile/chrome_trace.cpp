@@ -99,7 +99,7 @@ std::string serialized(const Json& events) {
   std::string body;
   for (const Json& event : events) {
     if (!body.empty()) body += ",\n";
-    body += event.dump();
+    body += jsonText(event);
   }
   return body;
 }
@@ -223,7 +223,7 @@ std::string traceDocument(const std::string& simulatedBody, const Json& host,
   std::string events = serialized(host);
   if (!simulatedBody.empty()) events += (events.empty() ? "" : ",\n") + simulatedBody;
   return "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"popsim\"},\n\"popsim\":" +
-         popsimData.dump() + ",\n\"traceEvents\":[\n" + events + "\n]}\n";
+         jsonText(popsimData) + ",\n\"traceEvents\":[\n" + events + "\n]}\n";
 }
 
 CallTrace callTraceFromDocument(const Json& document) {

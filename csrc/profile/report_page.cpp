@@ -11,7 +11,7 @@ namespace {
 
 // JSON whose text cannot close the <script> element around it.
 std::string scriptJson(const Json& value) {
-  std::string text = value.dump();
+  std::string text = jsonText(value);
   for (size_t at = text.find("</"); at != std::string::npos; at = text.find("</", at + 3)) {
     text.replace(at, 2, "<\\/");
   }

@@ -37,8 +37,8 @@ profile::SizingJob sizingJob(const py::dict& job) {
 }
 
 // A profile directory's summary from its files' text (None: no such file).
-std::string profileSummary(const std::string& directory, const std::optional<std::string>& trace,
-                           const std::optional<std::string>& memory) {
+std::string summaryOf(const std::string& directory, const std::optional<std::string>& trace,
+                      const std::optional<std::string>& memory) {
   const Json document = trace ? Json::parse(*trace) : Json();
   const Json memoryJson = memory ? Json::parse(*memory) : Json();
   std::optional<profile::CallTrace> call;
@@ -66,6 +66,21 @@ std::string profileSummary(const std::string& directory, const std::optional<std
   }
   if (memory) content.memory = &memoryJson;
   return profile::joined(profile::summaryLines(content), "\n");
+}
+
+// The same, with files that are JSON but not a popsim profile's (an entry
+// missing or of another type) named as such.
+std::string profileSummary(const std::string& directory, const std::optional<std::string>& trace,
+                           const std::optional<std::string>& memory) {
+  try {
+    return summaryOf(directory, trace, memory);
+  } catch (const Json::exception& error) {
+    throw py::value_error("'" + directory +
+                          "' holds trace.json or memory.json files that are not a popsim "
+                          "profile's (" +
+                          error.what() +
+                          "). Write them again: enable profiling and run the model.");
+  }
 }
 
 } // namespace

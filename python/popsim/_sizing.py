@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 TIME_PARTS = tuple(_C.sizing_time_parts())
 
 
-
 def mib(size: float) -> str:
     """`size` bytes in MiB, as the profile's summary writes them."""
     return f"{size / 2**20:,.2f} MiB"

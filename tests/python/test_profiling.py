@@ -518,5 +518,15 @@ def test_the_chromium_harness_reports_page_errors(tmp_path):
     assert "http://popsim.invalid/x.png" in page.requests
 
 
+@pytest.mark.timeout(30)
+def test_a_file_that_is_json_but_no_profile_is_named_as_such(tmp_path):
+    (tmp_path / "memory.json").write_text('{"format": "something else"}')
+    profile = profiling.load(tmp_path)
+    with pytest.raises(ValueError, match=r"holds trace.json or memory.json files that are not a "
+                                         r"popsim profile's \(.*key 'ipus' not found\)\. "
+                                         r"Write them again"):
+        profile.summary()
+
+
 # The analysis and advice on hand-made traces are tested in C++, where they live
 # (tests/cpp/profile/profile_analysis_test.cpp).

@@ -82,6 +82,10 @@ class Profile:
             IPU's busy, compute and idle shares and memory against its limit, then, where the
             profile has them, the stages' balance, the sizing (step time, throughput, where
             the time goes) and advice.
+
+        Raises:
+            ValueError: when the files are JSON but not a popsim profile's (an entry is
+                missing or of another type).
         """
         # The core summarises (csrc/profile/profile_summary.h), as it does for report.html.
         return _C.profile_summary(
