@@ -66,6 +66,12 @@ TEST(SizingReport, EachIpusTimePartsAddUpToTheCall) {
             "replica, 32 items over all replicas");
 }
 
+TEST(ProfileWriter, WritesTextThatIsNotUtf8AsReplacementCharacters) {
+  // A source path in another encoding must not fail the profile.
+  EXPECT_EQ(jsonText(Json(std::string("model\xff.py"))), "\"model\xEF\xBF\xBD.py\"");
+  EXPECT_EQ(jsonText(Json{{"a", 1}}, 1), "{\n \"a\": 1\n}");
+}
+
 TEST(ProfileWriter, WritesFilesThatReadBackAsTheCall) {
   const auto graph = twoBlocks();
   const auto executable = calledPipeline(*graph);
