@@ -109,7 +109,8 @@ const char* const kRebuildHint =
 CompiledModule::CompiledModule(torch::jit::Module module,
                                const std::vector<at::Tensor>& exampleInputs, Options options,
                                bool training, const compiler::TrainingConfig& config)
-    : module_(std::move(module)), options_(std::move(options)), profile_(options_, training) {
+    : module_(std::move(module)), options_(std::move(options)), profile_(options_, training),
+      training_(training) {
   const auto start = std::chrono::steady_clock::now(); // compiling, tracing included
   frontend::ImportOptions import;
   import.training = training;
@@ -134,10 +135,16 @@ CompiledModule::CompiledModule(torch::jit::Module module,
       microBatchTypes(exampleInputs, import.inputNames, options_);
   const std::unique_ptr<ir::Graph> graph = frontend::importModule(module_, types, import);
   executable_ = runtime::Executable::compile(*graph, compileOptionsOf(options_, training, config));
-  // The model's class name, as Python's profiles name it ("Network").
+  // The model's class name, as Python's reports name it ("Network").
   const auto type = module_.type()->name();
+  modelName_ = type ? type->name() : "Module";
+  std::vector<std::tuple<std::string, int64_t, int64_t>> assigned;
+  for (const compiler::StageAssignment& stage : executable_->options().compiler.stages) {
+    assigned.emplace_back(stage.block, stage.stage, stage.ipu);
+  }
+  stages_ = profile::stageList(assigned);
   profile_.compiled(
-      *executable_, type ? type->name() : "Module",
+      *executable_, modelName_, stages_,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   copyWeightsToDevice();
 }
@@ -200,17 +207,33 @@ std::vector<at::Tensor> CompiledModule::run(const std::vector<at::Tensor>& input
   frontend::HostCall call = frontend::prepareHostCall(*executable_, inputs);
   executable_->run(call.inputViews, call.outputViews);
   // The samples of the call, as Python counts them: the first input's dimension 0.
-  int64_t items = 0;
+  lastCallItems_ = 0;
   for (const at::Tensor& input : inputs) {
     if (input.dim() > 0) {
-      items = input.size(0);
+      lastCallItems_ = input.size(0);
       break;
     }
   }
   profile_.called(*executable_,
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
-                  items);
+                  sizingJob());
   return std::move(call.outputs);
+}
+
+profile::SizingJob CompiledModule::sizingJob() const {
+  profile::SizingJob job;
+  job.model = modelName_;
+  job.stepsPerCall = options_.deviceIterations();
+  job.microBatchesPerStep = training_ ? options_.Training.gradientAccumulation() : 1;
+  job.itemsPerCall = lastCallItems_.value_or(0);
+  return job;
+}
+
+SizingReport CompiledModule::sizingReport() const {
+  POPSIM_CHECK(lastCallItems_.has_value(), ErrorKind::InvalidInput,
+               "sizingReport() needs a call: the simulated clock times the last call. Run the "
+               "session once (with Simulator.costOnly() it computes nothing).");
+  return profile::sizingReport(*executable_, sizingJob(), stages_);
 }
 
 void CompiledModule::copyWeightsToDevice() {

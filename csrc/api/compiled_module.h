@@ -10,6 +10,7 @@
 #include <torch/csrc/jit/api/module.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,9 +42,12 @@ public:
   double clockHz() const { return executable_->options().system.spec().clockHz; }
   // Where the session writes its profile; empty when it writes none.
   std::string profileDirectory() const { return profile_.directory(); }
+  // The sizing report of the last call; InputError before the first.
+  SizingReport sizingReport() const;
 
 private:
   void checkInputs(const std::vector<at::Tensor>& inputs) const;
+  profile::SizingJob sizingJob() const;
 
   torch::jit::Module module_;
   Options options_;
@@ -54,6 +58,10 @@ private:
   // PopTorch's mismatch messages.
   std::vector<std::string> inputNames_;
   std::vector<at::Tensor> examples_;
+  bool training_;
+  std::string modelName_; // the module's class name, as Python's reports name it
+  std::vector<profile::StageBlocks> stages_;
+  std::optional<int64_t> lastCallItems_; // samples of the last call, once there was one
 };
 
 // A TorchScript module loaded from `path` (written by torch.jit.save); throws

@@ -47,6 +47,10 @@ const Options& Session::options() const { return state_->compiled->options(); }
 
 torch::jit::Module& Session::module() { return state_->compiled->module(); }
 
+SizingReport Session::sizingReport() const {
+  return api::withErrorClasses([&] { return state_->compiled->sizingReport(); });
+}
+
 std::string Session::profileDirectory() const { return state_->compiled->profileDirectory(); }
 
 std::string Session::programText() const {

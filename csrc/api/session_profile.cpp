@@ -35,6 +35,7 @@ SessionProfile::SessionProfile(const Options& options, bool training)
     : options_(options), training_(training) {}
 
 void SessionProfile::compiled(const runtime::Executable& executable, const std::string& model,
+                              const std::vector<profile::StageBlocks>& stages,
                               double compileSeconds) {
   std::string source = "enableProfiling";
   std::string root = options_.profileDirectory();
@@ -54,23 +55,13 @@ void SessionProfile::compiled(const runtime::Executable& executable, const std::
                                                           "under '" +
                                                           root + "': " + error.what() + "."));
   }
-  model_ = model;
-  std::vector<std::tuple<std::string, int64_t, int64_t>> assigned;
-  for (const compiler::StageAssignment& stage : executable.options().compiler.stages) {
-    assigned.emplace_back(stage.block, stage.stage, stage.ipu);
-  }
-  stages_ = profile::stageList(assigned);
+  stages_ = stages;
   writer_->afterCompile(executable, model, stages_, compileSeconds, 1);
 }
 
 void SessionProfile::called(const runtime::Executable& executable, double wallSeconds,
-                            int64_t items) {
+                            const profile::SizingJob& job) {
   if (!writer_) return;
-  profile::SizingJob job;
-  job.model = model_;
-  job.stepsPerCall = options_.deviceIterations();
-  job.microBatchesPerStep = training_ ? options_.Training.gradientAccumulation() : 1;
-  job.itemsPerCall = items;
   writer_->afterCall(executable, wallSeconds,
                      [&] { return profile::sizingReport(executable, job, stages_); });
 }

@@ -23,18 +23,20 @@ std::string checkedProfileDirectory(const std::string& source, const std::string
 class SessionProfile {
 public:
   SessionProfile(const Options& options, bool training);
-  // After compiling: memory.json and report.html.
+  // After compiling the model of class `model`, whose blocks run as
+  // `stages`: memory.json and report.html.
   void compiled(const runtime::Executable& executable, const std::string& model,
-                double compileSeconds);
-  // After a call of `items` samples that took `wallSeconds` on the host.
-  void called(const runtime::Executable& executable, double wallSeconds, int64_t items);
+                const std::vector<profile::StageBlocks>& stages, double compileSeconds);
+  // After a call that took `wallSeconds` on the host: trace.json, with the
+  // sizing report of `job`, and report.html.
+  void called(const runtime::Executable& executable, double wallSeconds,
+              const profile::SizingJob& job);
   // The session's profile directory; empty when it writes none.
   std::string directory() const { return writer_ ? writer_->directory() : std::string(); }
 
 private:
   const Options& options_;
   bool training_;
-  std::string model_;
   std::vector<profile::StageBlocks> stages_;
   std::unique_ptr<profile::ProfileWriter> writer_;
 };

@@ -118,7 +118,7 @@ std::vector<std::string> summaryLines(const ProfileContent& profile) {
                         rows));
   }
   if (profile.sizing != nullptr && !profile.sizing->is_null()) {
-    const SizingReport report = SizingReport::fromJson(*profile.sizing);
+    const SizingReport report = sizingReportFromJson(*profile.sizing);
     const std::vector<std::string> overview = report.overviewLines();
     lines.emplace_back();
     lines.insert(lines.end(), overview.begin() + 1, overview.begin() + 4);

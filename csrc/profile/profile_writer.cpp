@@ -142,7 +142,7 @@ void ProfileWriter::afterCall(const runtime::Executable& executable, double wall
                      {"stages", toJson(compiled.stages)},
                      {"compile_seconds", compiled.compileSeconds},
                      {"replication", replicationMeta(executable, trace, compiled.replicas)}};
-    if (sizing) compiled.meta["sizing"] = sizing().toJson();
+    if (sizing) compiled.meta["sizing"] = toJson(sizing());
     compiled.report = reportParts(compiled.model, pageJson(compiled, &trace));
   }
   ++calls_;

@@ -50,6 +50,16 @@ std::string memoryAdvice(const IpuSizing& ipu, const std::string& chip) {
 }
 
 } // namespace
+} // namespace popsim::profile
+
+namespace popsim {
+
+using profile::general;
+using profile::grouped;
+using profile::groupedFixed;
+using profile::joined;
+using profile::mib;
+using profile::percent;
 
 bool SizingReport::fits() const {
   return std::all_of(ipus.begin(), ipus.end(), [](const IpuSizing& ipu) { return ipu.fits(); });
@@ -133,7 +143,7 @@ std::vector<std::string> SizingReport::timeLines() const {
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> header = {"IPU", "busy"};
   for (size_t part : parts)
-    header.emplace_back(timePartName(part));
+    header.emplace_back(profile::timePartName(part));
   rows.push_back(header);
   for (const IpuSizing& ipu : ipus) {
     std::vector<std::string> row = {std::to_string(ipu.ipu), percent(ipu.busyShare, 0)};
@@ -181,9 +191,17 @@ std::string SizingReport::text() const {
   return joined(lines, "\n");
 }
 
-Json SizingReport::toJson() const {
+std::ostream& operator<<(std::ostream& out, const SizingReport& report) {
+  return out << report.text() << "\n";
+}
+
+} // namespace popsim
+
+namespace popsim::profile {
+
+Json toJson(const SizingReport& report) {
   Json ipuEntries = Json::array();
-  for (const IpuSizing& ipu : ipus) {
+  for (const IpuSizing& ipu : report.ipus) {
     Json categories = Json::object(), time = Json::object();
     for (const auto& [name, bytes] : ipu.memoryByCategory)
       categories[name] = bytes;
@@ -197,28 +215,28 @@ Json SizingReport::toJson() const {
                           {"time_cycles", time},
                           {"fits", ipu.fits()}});
   }
-  return {{"model", model},
-          {"chip", chip},
-          {"clock_hz", clockHz},
-          {"replicas", replicas},
-          {"ipus_per_replica", ipusPerReplica},
-          {"processes", processes},
-          {"steps_per_call", stepsPerCall},
-          {"micro_batches_per_step", microBatchesPerStep},
-          {"items_per_call", itemsPerCall},
-          {"call_cycles", callCycles},
-          {"cost_only", costOnly},
+  return {{"model", report.model},
+          {"chip", report.chip},
+          {"clock_hz", report.clockHz},
+          {"replicas", report.replicas},
+          {"ipus_per_replica", report.ipusPerReplica},
+          {"processes", report.processes},
+          {"steps_per_call", report.stepsPerCall},
+          {"micro_batches_per_step", report.microBatchesPerStep},
+          {"items_per_call", report.itemsPerCall},
+          {"call_cycles", report.callCycles},
+          {"cost_only", report.costOnly},
           {"ipus", ipuEntries},
-          {"advice", advice},
-          {"fits", fits()},
-          {"call_seconds", callSeconds()},
-          {"step_cycles", stepCycles()},
-          {"step_seconds", stepSeconds()},
-          {"throughput", throughput()},
-          {"total_ipus", totalIpus()}};
+          {"advice", report.advice},
+          {"fits", report.fits()},
+          {"call_seconds", report.callSeconds()},
+          {"step_cycles", report.stepCycles()},
+          {"step_seconds", report.stepSeconds()},
+          {"throughput", report.throughput()},
+          {"total_ipus", report.totalIpus()}};
 }
 
-SizingReport SizingReport::fromJson(const Json& entry) {
+SizingReport sizingReportFromJson(const Json& entry) {
   SizingReport report;
   report.model = entry.at("model").get<std::string>();
   report.chip = entry.at("chip").get<std::string>();

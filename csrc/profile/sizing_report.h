@@ -1,5 +1,6 @@
 #pragma once
 
+#include "popsim/sizing_report.h"
 #include "profile/json.h"
 #include "profile/pipeline_stages.h"
 #include "profile/time_breakdown.h"
@@ -19,15 +20,8 @@ class Executable;
 // counts every replica of every process.
 namespace popsim::profile {
 
-struct IpuSizing {
-  int64_t ipu = 0;
-  uint64_t memoryBytes = 0;
-  uint64_t capacityBytes = 0;
-  std::vector<std::pair<std::string, uint64_t>> memoryByCategory;
-  double busyShare = 0;
-  TimeCycles timeCycles{}; // by TimePart; they add up to the call's cycles
-  bool fits() const { return memoryBytes <= capacityBytes; }
-};
+using ::popsim::IpuSizing;
+using ::popsim::SizingReport;
 
 // How the job runs a call: what the program alone does not say.
 struct SizingJob {
@@ -39,41 +33,10 @@ struct SizingJob {
   int64_t itemsPerCall = 0;        // over all replicas and processes
 };
 
-struct SizingReport {
-  std::string model;
-  std::string chip;
-  double clockHz = 0;
-  int64_t replicas = 1;
-  int64_t ipusPerReplica = 1;
-  int64_t processes = 1;
-  int64_t stepsPerCall = 1;
-  int64_t microBatchesPerStep = 1;
-  int64_t itemsPerCall = 0;
-  uint64_t callCycles = 0;
-  bool costOnly = false;
-  std::vector<IpuSizing> ipus;
-  std::vector<std::string> advice;
-
-  bool fits() const;
-  double callSeconds() const;
-  double stepCycles() const;
-  double stepSeconds() const;
-  double throughput() const; // items per second over all replicas
-  int64_t totalIpus() const { return replicas * ipusPerReplica; }
-
-  // The printout's parts: the overview (model and chip; job; step; throughput;
-  // fits), memory per IPU, where each IPU's time goes, and the advice.
-  std::vector<std::string> overviewLines() const;
-  std::vector<std::string> memoryLines() const;
-  std::vector<std::string> timeLines() const;
-  std::vector<std::string> adviceLines() const;
-  std::string text() const;
-
-  // The fields, each IPU's with "fits", and the derived figures, as
-  // profiles keep them and Python's SizingReport.to_dict() gives them.
-  Json toJson() const;
-  static SizingReport fromJson(const Json& entry);
-};
+// The report's fields, each IPU's with "fits", and the derived figures, as
+// profiles keep them and Python's SizingReport.to_dict() gives them; and back.
+Json toJson(const SizingReport& report);
+SizingReport sizingReportFromJson(const Json& entry);
 
 // The report of the executable's last call.
 SizingReport sizingReport(const runtime::Executable& executable, const SizingJob& job,

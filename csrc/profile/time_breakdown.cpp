@@ -113,7 +113,16 @@ void appendGaps(CycleInterval span, const std::vector<CycleInterval>& busy,
 } // namespace
 
 const char* timePartName(size_t part) { return kPartNames[part]; }
-const char* timePartName(TimePart part) { return kPartNames[index(part)]; }
+
+} // namespace popsim::profile
+
+namespace popsim {
+
+const char* timePartName(TimePart part) { return profile::timePartName(static_cast<size_t>(part)); }
+
+} // namespace popsim
+
+namespace popsim::profile {
 
 std::vector<TimeCycles> timeBreakdown(const CallTrace& trace,
                                       const std::vector<runtime::ProgramStep>& program,

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "popsim/sizing_report.h"
 #include "profile/call_trace.h"
 
 #include <array>
@@ -21,21 +22,10 @@ struct ProgramStep;
 // unequal length). The parts add up to the call's cycles on every IPU.
 namespace popsim::profile {
 
-enum class TimePart {
-  Compute,
-  Exchange,
-  Syncs,
-  Collectives,
-  Recomputation,
-  InterIpuCopies,
-  HostIo,
-  StreamingMemory,
-  PipelineFillAndDrain,
-  WaitingForOtherIpus,
-};
-constexpr size_t kTimeParts = 10;
-// The parts' names, in the order reports list them.
-const char* timePartName(TimePart part);
+using ::popsim::kTimeParts;
+using ::popsim::TimePart;
+using ::popsim::timePartName;
+// The part's name by index.
 const char* timePartName(size_t part);
 
 using TimeCycles = std::array<uint64_t, kTimeParts>;

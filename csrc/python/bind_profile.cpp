@@ -128,16 +128,15 @@ void bindProfile(py::module_& module) {
   module.def(
       "sizing_report",
       [](const runtime::Executable& executable, const Assignment& stages, const py::dict& job) {
-        return toPython(
-            profile::sizingReport(executable, sizingJob(job), profile::stageList(stages)).toJson());
+        return toPython(profile::toJson(
+            profile::sizingReport(executable, sizingJob(job), profile::stageList(stages))));
       },
       py::arg("executable"), py::arg("assigned_stages"), py::arg("job"),
       "The sizing report of the executable's last call, as SizingReport.to_dict() gives it.");
   module.def(
       "sizing_report_lines",
       [](const std::string& reportJson) {
-        const profile::SizingReport report =
-            profile::SizingReport::fromJson(Json::parse(reportJson));
+        const profile::SizingReport report = profile::sizingReportFromJson(Json::parse(reportJson));
         py::dict lines;
         lines["overview"] = report.overviewLines();
         lines["memory"] = report.memoryLines();

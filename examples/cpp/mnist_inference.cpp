@@ -36,6 +36,8 @@ int main(int argc, char** argv) {
     std::cout << session.memoryReport();
     std::cout << "Simulated IPU time of the call: " << session.simulatedTime() * 1e3 << " ms ("
               << session.cycleCount() << " cycles; simulated, not measured)\n";
+    // Where each IPU's time went, the throughput and advice: popsim's sizing report.
+    std::cout << "\n" << session.sizingReport() << "\n";
 
     torch::NoGradGuard noGrad;
     const at::Tensor expected = module.forward({images}).toTensor();

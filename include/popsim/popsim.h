@@ -12,4 +12,5 @@
 #include "popsim/optim.h"
 #include "popsim/options.h"
 #include "popsim/session.h"
+#include "popsim/sizing_report.h"
 #include "popsim/version.h"

@@ -18,6 +18,7 @@
 #include "popsim/memory_report.h"
 #include "popsim/optim.h"
 #include "popsim/options.h"
+#include "popsim/sizing_report.h"
 
 #include <ATen/core/Tensor.h>
 #include <torch/csrc/jit/api/module.h>
@@ -56,6 +57,12 @@ public:
   // The compiled program as text (popsim's IR, each op with its block, IPU
   // and source line): Python's model._debug_ir(optimized=True).
   std::string programText() const;
+  // The last call's sizing report (Python's sizingReport()): each IPU's
+  // memory by category against its capacity, the simulated step time and
+  // throughput, where each IPU's time goes, and advice. With
+  // Options::Simulator.costOnly() it sizes a job without computing it.
+  // Throws InputError before the first call.
+  SizingReport sizingReport() const;
   // The directory this session writes its profile into (trace.json,
   // memory.json, report.html; see Options::enableProfiling); empty when it
   // writes none.

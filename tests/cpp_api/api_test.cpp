@@ -490,6 +490,52 @@ TEST(PublicApi, HalfFloatCastingDecidesTheDtypeOfMixedOpsAsInPython) {
   EXPECT_EQ(reference("mixed_downcast").scalar_type(), at::kHalf);
 }
 
+// The sizing report of a call is Python's for the same model and options,
+// printout included, and its figures add up.
+TEST(PublicApi, SizingReportsArePythons) {
+  const at::Tensor images = reference("images");
+  popsim::InferenceSession session(load("mnist_traced.pt"), {images}, pipelined());
+  EXPECT_EQ(messageOf<popsim::InputError>([&] { (void)session.sizingReport(); }),
+            "sizingReport() needs a call: the simulated clock times the last call. Run the "
+            "session once (with Simulator.costOnly() it computes nothing).");
+  session.run({images});
+  const popsim::SizingReport report = session.sizingReport();
+  const std::filesystem::path python = std::filesystem::path(fixtures()) / "python_profiles";
+  EXPECT_EQ(report.text(), readFile(python / "mnist_sizing.txt"));
+  EXPECT_EQ(report.callCycles, session.cycleCount());
+  EXPECT_EQ(report.itemsPerCall, 32);
+  EXPECT_DOUBLE_EQ(report.throughput(), 32 / report.callSeconds());
+  EXPECT_TRUE(report.fits());
+  ASSERT_EQ(report.ipus.size(), 4u);
+  for (const popsim::IpuSizing& ipu : report.ipus) {
+    uint64_t cycles = 0;
+    for (uint64_t part : ipu.timeCycles)
+      cycles += part;
+    EXPECT_EQ(cycles, report.callCycles) << "IPU " << ipu.ipu;
+  }
+  EXPECT_GT(report.ipus[3].cycles(popsim::TimePart::PipelineFillAndDrain), 0u);
+  std::ostringstream printed;
+  printed << report;
+  EXPECT_EQ(printed.str(), report.text() + "\n");
+  // Cost-only, the same job is sized without computing: the same cycles.
+  popsim::Options costOnly = pipelined();
+  costOnly.Simulator.costOnly();
+  popsim::InferenceSession sizing(load("mnist_traced.pt"), {images}, costOnly);
+  sizing.run({images});
+  EXPECT_TRUE(sizing.sizingReport().costOnly);
+  EXPECT_EQ(sizing.sizingReport().callCycles, report.callCycles);
+  EXPECT_NE(sizing.sizingReport().overviewLines()[0].find("(cost-only: nothing was computed)"),
+            std::string::npos);
+  // Training: two optimizer steps of 8 micro-batches.
+  popsim::TrainingSession trainer(load("mnist_training.pt"),
+                                  {reference("train_images"), reference("train_labels")},
+                                  trainingOptions(), popsim::optim::SGD(0.05).momentum(0.9));
+  trainer.run({reference("train_images"), reference("train_labels")});
+  EXPECT_EQ(trainer.sizingReport().text(), readFile(python / "mnist_training_sizing.txt"));
+  EXPECT_EQ(trainer.sizingReport().microBatchesPerStep, 8);
+  EXPECT_EQ(std::string(popsim::timePartName(popsim::TimePart::HostIo)), "host I/O");
+}
+
 TEST(PublicApi, VersionIsThePackages) {
   EXPECT_STREQ(popsim::version(), POPSIM_VERSION_STRING);
   EXPECT_EQ(POPSIM_VERSION_MAJOR, 0);

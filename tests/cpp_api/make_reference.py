@@ -8,7 +8,7 @@ writes DIR/mnist_traced.pt, DIR/mnist_scripted.pt, DIR/mnist_training.pt (the ne
 cross-entropy loss) and DIR/reference.pt, a TorchScript module whose buffers are the inputs,
 Python's outputs, figures and trained weights, for the C++ tests to load; and the profiles of
 the pipelined inference and the SGD training in DIR/python_profiles/mnist and
-DIR/python_profiles/mnist_training.
+DIR/python_profiles/mnist_training, with their sizing reports printed beside them.
 """
 
 import os
@@ -54,6 +54,8 @@ def python_run(strategy, profile=None):
     torch.manual_seed(1)
     images = torch.randn(DEVICE_ITERATIONS * MICRO_BATCH, 1, 28, 28)
     outputs = session(images)
+    if profile is not None:  # and its sizing report, as str() prints it
+        Path(profile, "mnist_sizing.txt").write_text(str(session.sizingReport()))
     memory = torch.tensor([ipu["total"] for ipu in session.memoryReport()["ipus"]])
     return images, outputs, torch.tensor([session.cycleCount()]), memory
 
@@ -121,6 +123,9 @@ def python_training(directory: Path, prefix: str = "train"):
         opts.enableProfiling(str(directory / PROFILES)).modelName("mnist_training")
     trainer = popsim.trainingModel(model, opts, make_optimizer(model.parameters()))
     logits, loss = trainer(images, labels)
+    if prefix == "train":
+        Path(directory, PROFILES, "mnist_training_sizing.txt").write_text(
+            str(trainer.sizingReport()))
     trainer.copyWeightsToHost()
     tensors = {f"{prefix}_logits": logits, f"{prefix}_loss": loss.reshape(1),
                f"{prefix}_cycles": torch.tensor([trainer.cycleCount()])}

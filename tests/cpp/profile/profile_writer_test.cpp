@@ -59,7 +59,7 @@ TEST(SizingReport, EachIpusTimePartsAddUpToTheCall) {
   }
   EXPECT_DOUBLE_EQ(report.throughput(), 32 / report.callSeconds());
   // The report survives its JSON form, printout included.
-  const SizingReport back = SizingReport::fromJson(Json::parse(report.toJson().dump()));
+  const SizingReport back = sizingReportFromJson(Json::parse(jsonText(toJson(report))));
   EXPECT_EQ(back.text(), report.text());
   EXPECT_EQ(report.overviewLines()[1],
             "Job: 1 replica(s) x 2 IPU(s) = 2 IPUs; a call is 4 steps of 1 micro-batch(es) per "
