@@ -119,7 +119,6 @@ void ProfileWriter::afterCompile(const runtime::Executable& executable, const st
   compiled.replicas = replicas;
   compiled.memory = memoryDocument(executable, model, kind_);
   compiled_ = std::move(compiled);
-  calls_ = 0;
   writeAtomically(path(kMemoryFile), jsonText(compiled_->memory, 1));
   const auto [before, after] = reportParts(model, pageJson(*compiled_, nullptr));
   writeAtomically(path(kReportFile), before + hostData({{"calls", 0}}) + after);

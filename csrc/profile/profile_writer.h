@@ -72,7 +72,7 @@ private:
   std::string kind_;
   std::string directory_;
   std::optional<Compiled> compiled_;
-  int64_t calls_ = 0;
+  int64_t calls_ = 0; // the model's calls, counted across recompilations
 };
 
 // The job's replica count and, per IPU, the cycles a call spends in
