@@ -8,10 +8,9 @@
 #include "frontend/tensor_conversion.h"
 
 #include <ATen/ATen.h>
-
-#include <chrono>
 #include <torch/csrc/jit/serialization/import.h>
 
+#include <chrono>
 #include <map>
 
 namespace popsim::api {

@@ -27,6 +27,9 @@ public:
   // that `config` describes (its groups name the trained parameters).
   CompiledModule(torch::jit::Module module, const std::vector<at::Tensor>& exampleInputs,
                  Options options, bool training, const compiler::TrainingConfig& config = {});
+  // Not copied or moved: its profile refers to its options.
+  CompiledModule(const CompiledModule&) = delete;
+  CompiledModule& operator=(const CompiledModule&) = delete;
 
   // One call; throws InputError with PopTorch's sentence for an input that
   // differs from the example inputs.

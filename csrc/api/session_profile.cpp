@@ -32,28 +32,28 @@ std::string checkedProfileDirectory(const std::string& source, const std::string
 }
 
 SessionProfile::SessionProfile(const Options& options, bool training)
-    : options_(options), training_(training) {}
+    : options_(options), training_(training), root_(options.profileDirectory()),
+      source_("enableProfiling") {
+  const char* variable = std::getenv(kProfileVariable);
+  if (root_.empty() && variable != nullptr &&
+      std::string(variable).find_first_not_of(" \t\n\r") != std::string::npos) {
+    source_ = kProfileVariable;
+    root_ = checkedProfileDirectory(source_, variable);
+  }
+}
 
 void SessionProfile::compiled(const runtime::Executable& executable, const std::string& model,
                               const std::vector<profile::StageBlocks>& stages,
                               double compileSeconds) {
-  std::string source = "enableProfiling";
-  std::string root = options_.profileDirectory();
-  const char* variable = std::getenv(kProfileVariable);
-  if (root.empty() && variable != nullptr &&
-      std::string(variable).find_first_not_of(" \t\n\r") != std::string::npos) {
-    source = kProfileVariable;
-    root = checkedProfileDirectory(source, variable);
-  }
-  if (root.empty()) return;
+  if (root_.empty()) return;
   try {
-    writer_ = std::make_unique<profile::ProfileWriter>(root, training_ ? "training" : "inference",
+    writer_ = std::make_unique<profile::ProfileWriter>(root_, training_ ? "training" : "inference",
                                                        options_.modelName());
   } catch (const std::filesystem::filesystem_error& error) {
-    throw OptionError(Error(ErrorKind::InvalidOption, source +
+    throw OptionError(Error(ErrorKind::InvalidOption, source_ +
                                                           ": cannot create the profile directory "
                                                           "under '" +
-                                                          root + "': " + error.what() + "."));
+                                                          root_ + "': " + error.what() + "."));
   }
   stages_ = stages;
   writer_->afterCompile(executable, model, stages_, compileSeconds, 1);

@@ -22,6 +22,8 @@ std::string checkedProfileDirectory(const std::string& source, const std::string
 // files are alike.
 class SessionProfile {
 public:
+  // Throws OptionError, before anything compiles, when POPSIM_PROFILE_DIR
+  // names no possible directory.
   SessionProfile(const Options& options, bool training);
   // After compiling the model of class `model`, whose blocks run as
   // `stages`: memory.json and report.html.
@@ -37,6 +39,8 @@ public:
 private:
   const Options& options_;
   bool training_;
+  std::string root_;   // the profile directory; empty: no profile
+  std::string source_; // the option or variable that named it, for errors
   std::vector<profile::StageBlocks> stages_;
   std::unique_ptr<profile::ProfileWriter> writer_;
 };

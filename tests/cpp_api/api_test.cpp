@@ -469,6 +469,20 @@ TEST(PublicApi, ProfilesAreWrittenAsPythonWritesThem) {
             "enableProfiling expects a directory, but '" + file +
                 "' is a file. Pass a new or existing directory; popsim creates it when a model "
                 "compiles.");
+  // POPSIM_PROFILE_DIR stands in for options that leave the directory unset,
+  // and a bad one fails before anything compiles.
+  ::setenv("POPSIM_PROFILE_DIR", file.c_str(), 1);
+  EXPECT_EQ(messageOf<popsim::OptionError>(
+                [&] { popsim::InferenceSession(load("mnist_traced.pt"), {images}, pipelined()); }),
+            "POPSIM_PROFILE_DIR expects a directory, but '" + file +
+                "' is a file. Pass a new or existing directory; popsim creates it when a model "
+                "compiles.");
+  ::setenv("POPSIM_PROFILE_DIR", root.c_str(), 1);
+  EXPECT_EQ(
+      popsim::InferenceSession(load("mnist_traced.pt"), {images}, pipelined()).profileDirectory(),
+      (root / "inference").string());
+  ::unsetenv("POPSIM_PROFILE_DIR");
+  std::filesystem::remove_all(root);
 }
 
 // An op mixing float16 and float32 operands computes as halfFloatCasting says,
