@@ -5,6 +5,7 @@
 #include "api/error_classes.h"
 #include "api/session_profile.h"
 #include "device/chip_spec.h"
+#include "device/memory_size.h"
 
 #include <algorithm>
 #include <cctype>
@@ -22,14 +23,6 @@ int64_t positive(const char* setter, int64_t value) {
     refuse(std::string(setter) + " expects a positive integer, got " + std::to_string(value) + ".");
   }
   return value;
-}
-
-const std::vector<std::pair<std::string, double>>& memoryUnits() {
-  static const std::vector<std::pair<std::string, double>> units = {
-      {"", 1.0},   {"b", 1.0},      {"kb", 1e3},        {"mb", 1e6},
-      {"gb", 1e9}, {"kib", 1024.0}, {"mib", 1048576.0}, {"gib", 1073741824.0},
-  };
-  return units;
 }
 
 } // namespace
@@ -172,9 +165,7 @@ SimulatorOptions& SimulatorOptions::ipuVersion(const std::string& version) {
   if (!device::parseChipVersion(version, &chip)) {
     refuse("Simulator.ipuVersion expects 'Mk1', 'Mk2' or 'Bow', got '" + version + "'.");
   }
-  ipuVersion_ = chip == device::ChipVersion::Mk1   ? "Mk1"
-                : chip == device::ChipVersion::Mk2 ? "Mk2"
-                                                   : "Bow";
+  ipuVersion_ = device::chipVersionName(chip);
   return *this;
 }
 
@@ -187,34 +178,14 @@ SimulatorOptions& SimulatorOptions::memoryPerIpu(uint64_t bytes) {
 }
 
 SimulatorOptions& SimulatorOptions::memoryPerIpu(const std::string& size) {
-  // As Python's: a number, then an optional unit, spaces around either.
-  size_t at = size.find_first_not_of(" \t");
-  const size_t numberStart = at == std::string::npos ? size.size() : at;
-  at = numberStart;
-  while (at < size.size() &&
-         (std::isdigit(static_cast<unsigned char>(size[at])) || size[at] == '.'))
-    ++at;
-  const std::string number = size.substr(numberStart, at - numberStart);
-  while (at < size.size() && size[at] == ' ')
-    ++at;
-  std::string unit;
-  while (at < size.size() && std::isalpha(static_cast<unsigned char>(size[at])))
-    unit += static_cast<char>(std::tolower(static_cast<unsigned char>(size[at++])));
-  const bool rest = size.find_first_not_of(" \t", at) != std::string::npos;
-  const bool numeric = !number.empty() && std::isdigit(static_cast<unsigned char>(number.back())) &&
-                       std::count(number.begin(), number.end(), '.') <= 1;
-  if (numeric && !rest) {
-    for (const auto& [name, factor] : memoryUnits()) {
-      const double bytes = std::stod(number) * factor;
-      if (name == unit && bytes >= 1) {
-        memoryPerIpu_ = static_cast<uint64_t>(bytes);
-        return *this;
-      }
-    }
+  const std::optional<uint64_t> bytes = device::parseMemorySize(size);
+  if (!bytes) {
+    refuse("Simulator.memoryPerIpu expects a size in bytes or a string such as '64MiB' or "
+           "'512KB', got '" +
+           size + "'.");
   }
-  refuse("Simulator.memoryPerIpu expects a size in bytes or a string such as '64MiB' or "
-         "'512KB', got '" +
-         size + "'.");
+  memoryPerIpu_ = *bytes;
+  return *this;
 }
 
 SimulatorOptions& SimulatorOptions::threadsPerIpu(int64_t threads) {

@@ -55,6 +55,15 @@ const ChipSpec& chipSpec(ChipVersion version) {
   return kMk2;
 }
 
+const char* chipVersionName(ChipVersion version) {
+  switch (version) {
+  case ChipVersion::Mk1: return "Mk1";
+  case ChipVersion::Mk2: return "Mk2";
+  case ChipVersion::Bow: return "Bow";
+  }
+  return "?";
+}
+
 bool parseChipVersion(const std::string& text, ChipVersion* version) {
   std::string lower(text);
   std::transform(lower.begin(), lower.end(), lower.begin(),

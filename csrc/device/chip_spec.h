@@ -30,5 +30,7 @@ struct ChipSpec {
 const ChipSpec& chipSpec(ChipVersion version);
 // Accepts "Mk1", "Mk2", "Bow" (any case) and the part names "GC2", "GC200".
 bool parseChipVersion(const std::string& text, ChipVersion* version);
+// "Mk1", "Mk2" or "Bow", as options spell the version.
+const char* chipVersionName(ChipVersion version);
 
 } // namespace popsim::device

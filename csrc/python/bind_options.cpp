@@ -6,6 +6,7 @@
 #include "compiler/compiler_options.h"
 #include "compiler/training/training_config.h"
 #include "device/ipu_system.h"
+#include "device/memory_size.h"
 #include "ir/state_names.h"
 #include "python/bindings.h"
 #include "runtime/compile_options.h"
@@ -150,6 +151,18 @@ void bindOptions(py::module_& module) {
       .def_readwrite("allow_over_capacity", &runtime::CompileOptions::allowOverCapacity);
 
   // The names the device keeps state under, for the host to read and write it.
+  // The option values the C++ API parses too, parsed once, in the core.
+  module.def("parse_memory_size", &device::parseMemorySize, py::arg("text"),
+             "Bytes from a size such as '64MiB', '512 KB' or '1.5GiB'; None if it is none.");
+  module.def(
+      "parse_chip_version",
+      [](const std::string& text) -> std::optional<std::string> {
+        device::ChipVersion version;
+        if (!device::parseChipVersion(text, &version)) return std::nullopt;
+        return std::string(device::chipVersionName(version));
+      },
+      py::arg("text"),
+      "'Mk1', 'Mk2' or 'Bow' for an IPU version's name (any case, or GC2, GC200).");
   module.def("parameter_state_keys", &compiler::parameterStateKeys, py::arg("optimizer"),
              py::arg("group"), "PyTorch's per-parameter optimizer state keys of a group.");
   module.def("parameter_state_name", &ir::parameterStateName, py::arg("parameter"), py::arg("key"));

@@ -69,6 +69,8 @@ from popsim.strategies import (
     Stage,
 )
 from popsim import optim
+# popsim.profiling reads profiles back; reachable as an attribute, as popsim.optim is.
+from popsim import profiling  # noqa: F401
 from popsim._executor import Executor, inferenceModel, trainingModel
 from popsim._sizing import IpuSizing, SizingReport, sizeJob
 from popsim._planner import PipelinePlan, Plan, PlannedIpu, plan

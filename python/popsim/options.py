@@ -41,14 +41,6 @@ _FROZEN_MESSAGE = (
     "they were. Call opts.clone() to get a copy you can modify."
 )
 
-_CHIPS = {"mk1": "Mk1", "gc2": "Mk1", "mk2": "Mk2", "gc200": "Mk2", "bow": "Bow"}
-
-_MEMORY_UNITS = {
-    "": 1, "b": 1,
-    "kb": 1000, "mb": 1000**2, "gb": 1000**3,
-    "kib": 1024, "mib": 1024**2, "gib": 1024**3,
-}
-
 
 def positive_int(what: str, value: Any, owner: Optional[str] = None) -> int:
     """`value` as an int, if it is a positive integer. The error names `what`: a setter,
@@ -68,11 +60,9 @@ def _parse_memory(value: Any) -> int:
             raise OptionError(f"Simulator.memoryPerIpu expects a positive size, got {value}.")
         return int(value)
     if isinstance(value, str):
-        match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", value)
-        if match and match.group(2).lower() in _MEMORY_UNITS:
-            size = float(match.group(1)) * _MEMORY_UNITS[match.group(2).lower()]
-            if size >= 1:
-                return int(size)
+        size = _C.parse_memory_size(value)  # the core's grammar, which the C++ API shares
+        if size is not None:
+            return size
     raise OptionError(
         f"Simulator.memoryPerIpu expects a size in bytes (an int) or a string such as '64MiB' "
         f"or '512KB', got {value!r}."
@@ -424,7 +414,7 @@ class _SimulatorOptions(_OptionGroup):
         Raises:
             OptionError: if ``version`` names none of these generations, or the options are frozen.
         """
-        name = _CHIPS.get(str(version).lower()) if isinstance(version, str) else None
+        name = _C.parse_chip_version(version) if isinstance(version, str) else None
         if name is None:
             raise OptionError(
                 f"Simulator.ipuVersion expects 'Mk1', 'Mk2' or 'Bow', got {version!r}.")
