@@ -258,7 +258,7 @@ public:
   Options& enableProfiling(const std::string& directory);
   const std::string& profileDirectory() const { return profileDirectory_; }
   // Ops are named after the module path they run in ("layer1/conv/convolution"
-  // in programText() and profiles), as in Python; this turns it off.
+  // in profiles), as in Python; this turns it off.
   Options& disableModuleNamescope();
   bool moduleNamescope() const { return moduleNamescope_; }
   // The session's subdirectory of the profile directory.

@@ -550,6 +550,36 @@ TEST(PublicApi, SizingReportsArePythons) {
   EXPECT_EQ(std::string(popsim::timePartName(popsim::TimePart::HostIo)), "host I/O");
 }
 
+// Ops are named after the module path they run in, as Python's tracing names
+// them (the profile's op events show the names), unless
+// disableModuleNamescope() says otherwise.
+TEST(PublicApi, OpsAreNamedByModulePathAsInPython) {
+  const std::filesystem::path root =
+      std::filesystem::temp_directory_path() / ("popsim_api_names_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(root);
+  const at::Tensor images = reference("images");
+  const auto opNames = [&](popsim::Options options) {
+    options.enableProfiling(root.string());
+    popsim::InferenceSession session(load("mnist_traced.pt"), {images}, options);
+    session.run({images});
+    std::vector<std::string> names;
+    const Json trace =
+        Json::parse(readFile(std::filesystem::path(session.profileDirectory()) / "trace.json"));
+    for (const Json& event : trace["traceEvents"]) {
+      if (event.value("cat", "") == "op") names.push_back(event["name"].get<std::string>());
+    }
+    return names;
+  };
+  const std::vector<std::string> named = opNames(pipelined());
+  EXPECT_NE(std::find(named.begin(), named.end(), "layer1/conv/convolution"), named.end());
+  popsim::Options unscoped = pipelined();
+  unscoped.disableModuleNamescope();
+  const std::vector<std::string> plain = opNames(unscoped);
+  EXPECT_NE(std::find(plain.begin(), plain.end(), "convolution"), plain.end());
+  EXPECT_EQ(named.size(), plain.size());
+  std::filesystem::remove_all(root);
+}
+
 TEST(PublicApi, VersionIsThePackages) {
   EXPECT_STREQ(popsim::version(), POPSIM_VERSION_STRING);
   EXPECT_EQ(POPSIM_VERSION_MAJOR, 0);
