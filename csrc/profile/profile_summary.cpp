@@ -1,5 +1,6 @@
 #include "profile/profile_summary.h"
 
+#include "profile/chrome_trace.h"
 #include "profile/profile_analysis.h"
 #include "profile/sizing_report.h"
 #include "profile/text_format.h"
@@ -135,6 +136,39 @@ std::vector<std::string> summaryLines(const ProfileContent& profile) {
       lines.push_back("- " + tip);
   }
   return lines;
+}
+
+std::vector<std::string> summaryOfFiles(const std::string& directory,
+                                        const std::optional<std::string>& traceText,
+                                        const std::optional<std::string>& memoryText) {
+  const Json document = traceText ? Json::parse(*traceText) : Json();
+  const Json memory = memoryText ? Json::parse(*memoryText) : Json();
+  std::optional<CallTrace> call;
+  ProfileContent content;
+  content.directory = directory;
+  const Json* meta = nullptr;
+  if (traceText) {
+    call = callTraceFromDocument(document);
+    content.trace = &*call;
+    meta = &document.at("popsim");
+  }
+  // The model and its kind: the trace's, else the memory report's, else "?".
+  const auto named = [&](const char* key) {
+    if (meta != nullptr && meta->contains(key) && !meta->at(key).get<std::string>().empty()) {
+      return meta->at(key).get<std::string>();
+    }
+    return memoryText ? memory.value(key, std::string("?")) : std::string("?");
+  };
+  content.model = named("model");
+  content.kind = named("kind");
+  if (meta != nullptr) {
+    if (meta->contains("stages")) content.stages = stagesFromJson(meta->at("stages"));
+    if (meta->contains("host")) content.host = &meta->at("host");
+    if (meta->contains("replication")) content.replication = &meta->at("replication");
+    if (meta->contains("sizing")) content.sizing = &meta->at("sizing");
+  }
+  if (memoryText) content.memory = &memory;
+  return summaryLines(content);
 }
 
 } // namespace popsim::profile

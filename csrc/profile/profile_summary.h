@@ -4,6 +4,7 @@
 #include "profile/json.h"
 #include "profile/pipeline_stages.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,5 +31,12 @@ int64_t profileIpus(const ProfileContent& profile);
 // it and report.html shows it: the overview, each IPU's busy, compute and idle
 // shares and memory, the stages' balance, the sizing and advice.
 std::vector<std::string> summaryLines(const ProfileContent& profile);
+
+// The summary of a profile directory's files, from their text (none: the
+// file is missing): trace.json and memory.json. Throws Json::exception for
+// files that are JSON but not a popsim profile's.
+std::vector<std::string> summaryOfFiles(const std::string& directory,
+                                        const std::optional<std::string>& traceText,
+                                        const std::optional<std::string>& memoryText);
 
 } // namespace popsim::profile

@@ -36,44 +36,12 @@ profile::SizingJob sizingJob(const py::dict& job) {
   return result;
 }
 
-// A profile directory's summary from its files' text (None: no such file).
-std::string summaryOf(const std::string& directory, const std::optional<std::string>& trace,
-                      const std::optional<std::string>& memory) {
-  const Json document = trace ? Json::parse(*trace) : Json();
-  const Json memoryJson = memory ? Json::parse(*memory) : Json();
-  std::optional<profile::CallTrace> call;
-  profile::ProfileContent content;
-  content.directory = directory;
-  const Json* meta = nullptr;
-  if (trace) {
-    call = profile::callTraceFromDocument(document);
-    content.trace = &*call;
-    meta = &document.at("popsim");
-  }
-  auto named = [&](const char* key) {
-    if (meta != nullptr && meta->contains(key) && !meta->at(key).get<std::string>().empty()) {
-      return meta->at(key).get<std::string>();
-    }
-    return memory ? memoryJson.value(key, std::string("?")) : std::string("?");
-  };
-  content.model = named("model");
-  content.kind = named("kind");
-  if (meta != nullptr) {
-    if (meta->contains("stages")) content.stages = profile::stagesFromJson(meta->at("stages"));
-    if (meta->contains("host")) content.host = &meta->at("host");
-    if (meta->contains("replication")) content.replication = &meta->at("replication");
-    if (meta->contains("sizing")) content.sizing = &meta->at("sizing");
-  }
-  if (memory) content.memory = &memoryJson;
-  return profile::joined(profile::summaryLines(content), "\n");
-}
-
-// The same, with files that are JSON but not a popsim profile's (an entry
-// missing or of another type) named as such.
+// A profile's summary from its files' text, with files that are JSON but not
+// a popsim profile's (an entry missing or of another type) named as such.
 std::string profileSummary(const std::string& directory, const std::optional<std::string>& trace,
                            const std::optional<std::string>& memory) {
   try {
-    return summaryOf(directory, trace, memory);
+    return profile::joined(profile::summaryOfFiles(directory, trace, memory), "\n");
   } catch (const Json::exception& error) {
     throw py::value_error("'" + directory +
                           "' holds trace.json or memory.json files that are not a popsim "
