@@ -136,9 +136,9 @@ def size(job: Job, show_report: bool) -> Dict[str, Any]:
     seconds = time.perf_counter() - start
     if show_report:
         print(report, end="\n\n")
+    # items_per_call and replicas both count every process's replicas.
     micro_batch_size = report.items_per_call // (
-        report.steps_per_call * report.micro_batches_per_step * report.replicas *
-        report.processes)
+        report.steps_per_call * report.micro_batches_per_step * report.replicas)
     configuration = (f"{report.replicas} x {report.ipus_per_replica} IPU(s), micro-batch "
                      f"{micro_batch_size}, accumulation {report.micro_batches_per_step}, "
                      f"device iterations {report.steps_per_call}")

@@ -52,7 +52,7 @@ def throughput_rows(script: str) -> List[Dict[str, Any]]:
             for isa in ("native", "avx2"):
                 row = run_json(script, "--model", model, "--threads", str(threads),
                                "--isa", isa)
-                row["isa"] = "AVX2" if isa == "avx2" else native_isa()
+                row["isa"] = isa_name(isa)
                 rows.append(row)
     return rows
 

@@ -2,6 +2,7 @@
 
 #include "api/compile_options_of.h"
 #include "common/check.h"
+#include "common/strings.h"
 #include "frontend/dtype_conversion.h"
 #include "frontend/host_call.h"
 #include "frontend/import.h"
@@ -90,12 +91,8 @@ std::string torchName(c10::ScalarType type) {
 }
 
 // "[16, 1, 28, 28]", as Python prints a shape's list.
-std::string listText(c10::IntArrayRef sizes) {
-  std::string text = "[";
-  for (size_t i = 0; i < sizes.size(); ++i)
-    text += (i ? ", " : "") + std::to_string(sizes[i]);
-  return text + "]";
-}
+// "[32, 1, 28, 28]", as Python prints a list of sizes.
+std::string listText(c10::IntArrayRef sizes) { return listToString(sizes.vec()); }
 
 std::string torchSize(c10::IntArrayRef sizes) { return "torch.Size(" + listText(sizes) + ")"; }
 
@@ -108,8 +105,7 @@ const char* const kRebuildHint =
 CompiledModule::CompiledModule(torch::jit::Module module,
                                const std::vector<at::Tensor>& exampleInputs, Options options,
                                bool training, const compiler::TrainingConfig& config)
-    : module_(std::move(module)), options_(std::move(options)), profile_(options_, training),
-      training_(training) {
+    : module_(std::move(module)), options_(std::move(options)), profile_(options_, training) {
   const auto start = std::chrono::steady_clock::now(); // compiling, tracing included
   frontend::ImportOptions import;
   import.training = training;
@@ -134,16 +130,26 @@ CompiledModule::CompiledModule(torch::jit::Module module,
       microBatchTypes(exampleInputs, import.inputNames, options_);
   const std::unique_ptr<ir::Graph> graph = frontend::importModule(module_, types, import);
   executable_ = runtime::Executable::compile(*graph, compileOptionsOf(options_, training, config));
-  // The model's class name, as Python's reports name it ("Network").
+  // The job as the sizing report sees it. Every call has the example
+  // inputs' shapes, so its samples are the first input's dimension 0, as
+  // Python counts them; the model is its class name ("Network").
   const auto type = module_.type()->name();
-  modelName_ = type ? type->name() : "Module";
+  sizingJob_.model = type ? type->name() : "Module";
+  sizingJob_.stepsPerCall = options_.deviceIterations();
+  sizingJob_.microBatchesPerStep = training ? options_.Training.gradientAccumulation() : 1;
+  for (const at::Tensor& example : exampleInputs) {
+    if (example.defined() && example.dim() > 0) {
+      sizingJob_.itemsPerCall = example.size(0);
+      break;
+    }
+  }
   std::vector<std::tuple<std::string, int64_t, int64_t>> assigned;
   for (const compiler::StageAssignment& stage : executable_->options().compiler.stages) {
     assigned.emplace_back(stage.block, stage.stage, stage.ipu);
   }
   stages_ = profile::stageList(assigned);
   profile_.compiled(
-      *executable_, modelName_, stages_,
+      *executable_, sizingJob_.model, stages_,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   copyWeightsToDevice();
 }
@@ -205,34 +211,18 @@ std::vector<at::Tensor> CompiledModule::run(const std::vector<at::Tensor>& input
   checkInputs(inputs);
   frontend::HostCall call = frontend::prepareHostCall(*executable_, inputs);
   executable_->run(call.inputViews, call.outputViews);
-  // The samples of the call, as Python counts them: the first input's dimension 0.
-  lastCallItems_ = 0;
-  for (const at::Tensor& input : inputs) {
-    if (input.dim() > 0) {
-      lastCallItems_ = input.size(0);
-      break;
-    }
-  }
+  called_ = true;
   profile_.called(*executable_,
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
-                  sizingJob());
+                  sizingJob_);
   return std::move(call.outputs);
 }
 
-profile::SizingJob CompiledModule::sizingJob() const {
-  profile::SizingJob job;
-  job.model = modelName_;
-  job.stepsPerCall = options_.deviceIterations();
-  job.microBatchesPerStep = training_ ? options_.Training.gradientAccumulation() : 1;
-  job.itemsPerCall = lastCallItems_.value_or(0);
-  return job;
-}
-
 SizingReport CompiledModule::sizingReport() const {
-  POPSIM_CHECK(lastCallItems_.has_value(), ErrorKind::InvalidInput,
+  POPSIM_CHECK(called_, ErrorKind::InvalidInput,
                "sizingReport() needs a call: the simulated clock times the last call. Run the "
                "session once (with Simulator.costOnly() it computes nothing).");
-  return profile::sizingReport(*executable_, sizingJob(), stages_);
+  return profile::sizingReport(*executable_, sizingJob_, stages_);
 }
 
 void CompiledModule::copyWeightsToDevice() {

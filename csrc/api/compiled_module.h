@@ -10,7 +10,6 @@
 #include <torch/csrc/jit/api/module.h>
 
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,7 +49,6 @@ public:
 
 private:
   void checkInputs(const std::vector<at::Tensor>& inputs) const;
-  profile::SizingJob sizingJob() const;
 
   torch::jit::Module module_;
   Options options_;
@@ -61,10 +59,9 @@ private:
   // PopTorch's mismatch messages.
   std::vector<std::string> inputNames_;
   std::vector<at::Tensor> examples_;
-  bool training_;
-  std::string modelName_; // the module's class name, as Python's reports name it
+  profile::SizingJob sizingJob_; // what a call is, for sizing reports
   std::vector<profile::StageBlocks> stages_;
-  std::optional<int64_t> lastCallItems_; // samples of the last call, once there was one
+  bool called_ = false; // sizing reports need a call
 };
 
 // A TorchScript module loaded from `path` (written by torch.jit.save); throws

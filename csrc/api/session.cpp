@@ -16,7 +16,8 @@ MemoryReport Session::memoryReport() const {
   MemoryReport report;
   report.chip = core.chip;
   for (const memory::IpuMemoryReport& ipu : core.ipus) {
-    report.ipus.push_back({ipu.ipu, ipu.capacity, ipu.total(), ipu.categories, ipu.largestTensors});
+    report.ipus.push_back({ipu.ipu, ipu.capacity, ipu.total(), ipu.categories, ipu.largestTensors,
+                           ipu.ioTileBytes, ipu.ioTileCapacity});
   }
   return report;
 }

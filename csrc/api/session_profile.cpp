@@ -55,15 +55,13 @@ void SessionProfile::compiled(const runtime::Executable& executable, const std::
                                                           "under '" +
                                                           root_ + "': " + error.what() + "."));
   }
-  stages_ = stages;
-  writer_->afterCompile(executable, model, stages_, compileSeconds, 1);
+  writer_->afterCompile(executable, model, stages, compileSeconds, 1);
 }
 
 void SessionProfile::called(const runtime::Executable& executable, double wallSeconds,
                             const profile::SizingJob& job) {
   if (!writer_) return;
-  writer_->afterCall(executable, wallSeconds,
-                     [&] { return profile::sizingReport(executable, job, stages_); });
+  writer_->afterCall(executable, wallSeconds, job);
 }
 
 } // namespace popsim::api

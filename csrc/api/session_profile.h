@@ -41,7 +41,6 @@ private:
   bool training_;
   std::string root_;   // the profile directory; empty: no profile
   std::string source_; // the option or variable that named it, for errors
-  std::vector<profile::StageBlocks> stages_;
   std::unique_ptr<profile::ProfileWriter> writer_;
 };
 

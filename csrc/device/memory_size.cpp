@@ -48,7 +48,8 @@ std::optional<uint64_t> parseMemorySize(const std::string& text) {
   for (const auto& [name, factor] : kUnits) {
     if (name == unit) {
       const double bytes = std::stod(number) * factor;
-      if (bytes < 1) return std::nullopt;
+      // Under a byte, or more than 64 bits hold (the conversion would be undefined).
+      if (bytes < 1 || bytes >= 18446744073709551616.0) return std::nullopt;
       return static_cast<uint64_t>(bytes);
     }
   }

@@ -115,12 +115,16 @@ PipelineInfo pipelineInfoOf(const runtime::Executable& executable) {
           executable.options().system.ioTiles};
 }
 
+TraceEvent traceEventOf(const clock::TimelineEvent& event) {
+  return {event.ipu,        event.task,    eventKindName(event), event.step,
+          event.microBatch, event.cycle,   event.start,          event.end,
+          event.fromIpus,   event.ioTiles, event.output};
+}
+
 CallTrace callTraceOf(const runtime::Executable& executable) {
   CallTrace trace;
   for (const clock::TimelineEvent& event : executable.lastTimeline()) {
-    trace.events.push_back({event.ipu, event.task, eventKindName(event), event.step,
-                            event.microBatch, event.cycle, event.start, event.end, event.fromIpus,
-                            event.ioTiles, event.output});
+    trace.events.push_back(traceEventOf(event));
   }
   trace.totalCycles = executable.lastRunCycles();
   trace.clockHz = executable.options().system.spec().clockHz;

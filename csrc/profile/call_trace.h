@@ -69,6 +69,8 @@ struct CallTrace {
 
 // The kind of a timeline event: its task's kind, or the transfer it is.
 std::string eventKindName(const clock::TimelineEvent& event);
+// A timeline event as profiles record it.
+TraceEvent traceEventOf(const clock::TimelineEvent& event);
 
 // The executable's last call (empty events before the first call).
 CallTrace callTraceOf(const runtime::Executable& executable);

@@ -1,5 +1,7 @@
 #include "profile/chrome_trace.h"
 
+#include "common/strings.h"
+
 #include "profile/records_json.h"
 #include "runtime/executable.h"
 
@@ -124,10 +126,7 @@ std::string simulatedEvents(const CallTrace& trace,
     }
     std::string label = "IPU " + std::to_string(ipu);
     if (!blocks.empty()) {
-      label += " (";
-      for (size_t i = 0; i < blocks.size(); ++i)
-        label += (i ? ", " : "") + blocks[i];
-      label += ")";
+      label += " (" + join(blocks, ", ") + ")";
     }
     appendMetadata(events, ipuPid(ipu), label, ipu, {{kTaskTid, "tasks"}});
   }
@@ -153,10 +152,7 @@ std::string simulatedEvents(const CallTrace& trace,
     if (event.ioTiles) args["io_tiles"] = true;
     std::string name = transfer ? event.kind : event.task;
     if (!event.fromIpus.empty()) {
-      name += " from IPU ";
-      for (size_t i = 0; i < event.fromIpus.size(); ++i) {
-        name += (i ? ", " : "") + std::to_string(event.fromIpus[i]);
-      }
+      name += " from IPU " + join(event.fromIpus, ", ");
     }
     const int64_t pid = transfer ? kLinksPid : ipuPid(event.ipu);
     const int64_t tid = transfer ? event.ipu + 1 : kTaskTid;

@@ -1,5 +1,6 @@
 #include "profile/memory_document.h"
 
+#include "memory/memory_report.h"
 #include "profile/records_json.h"
 #include "runtime/executable.h"
 
@@ -11,6 +12,30 @@ namespace popsim::profile {
 namespace {
 
 constexpr int kFormatVersion = 2;
+
+// One planned tensor of the memory plan, with its lifetime in program steps.
+struct MemorySlot {
+  std::string description;
+  std::string type;
+  int64_t ipu = 0;
+  std::string region;
+  uint64_t bytes = 0;
+  int64_t firstStep = 0;
+  int64_t lastStep = 0;
+  bool offChip = false;
+};
+
+std::vector<MemorySlot> memorySlotsOf(const runtime::Executable& executable) {
+  const memory::MemoryPlan& plan = executable.memoryPlan();
+  std::vector<MemorySlot> slots;
+  for (const ir::Value* root : plan.roots()) {
+    const memory::TensorSlot& slot = plan.slot(root);
+    slots.push_back({memory::describeValue(*root), root->type().str(), slot.ipu,
+                     memory::memoryRegionName(slot.region), plan.footprint(root),
+                     slot.lifetime.first, slot.lifetime.last, executable.isOffChip(root)});
+  }
+  return slots;
+}
 
 Json programEntry(const runtime::ProgramStep& step) {
   Json entry = {
@@ -156,14 +181,21 @@ Json allTensors(std::vector<MemorySlot> slots) {
 
 } // namespace
 
+Json memoryIpuEntries(const runtime::Executable& executable) {
+  Json ipus = Json::array();
+  for (const memory::IpuMemoryReport& ipu : executable.memoryReport().ipus) {
+    ipus.push_back(ipuEntry(ipu, executable.program()));
+  }
+  return ipus;
+}
+
 Json memoryDocument(const runtime::Executable& executable, const std::string& model,
                     const std::string& kind) {
   const memory::MemoryReport& report = executable.memoryReport();
   const std::vector<runtime::ProgramStep>& program = executable.program();
-  Json ipus = Json::array();
+  const Json ipus = memoryIpuEntries(executable);
   uint64_t limit = 0, total = 0, always = 0, notAlways = 0;
   for (const memory::IpuMemoryReport& ipu : report.ipus) {
-    ipus.push_back(ipuEntry(ipu, program));
     limit += ipu.capacity;
     total += ipu.total();
     always += ipu.alwaysLive();

@@ -19,5 +19,8 @@ namespace popsim::profile {
 // and every planned tensor with its lifetime.
 Json memoryDocument(const runtime::Executable& executable, const std::string& model,
                     const std::string& kind);
+// memory.json's "ipus" alone: what the analysis reads, without the liveness
+// and tensor lists that cost a pass over the whole plan.
+Json memoryIpuEntries(const runtime::Executable& executable);
 
 } // namespace popsim::profile

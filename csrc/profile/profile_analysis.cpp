@@ -1,5 +1,6 @@
 #include "profile/profile_analysis.h"
 
+#include "common/strings.h"
 #include "profile/text_format.h"
 
 #include <array>
@@ -72,7 +73,7 @@ std::vector<IpuMemoryLoad> memoryLoads(const Json& memory) {
 
 std::string stageName(const StageLoad& stage) {
   const std::string blocks =
-      stage.blocks.empty() ? "" : " (blocks " + joined(stage.blocks, ", ") + ")";
+      stage.blocks.empty() ? "" : " (blocks " + join(stage.blocks, ", ") + ")";
   return "stage " + std::to_string(stage.stage) + blocks + " on IPU " + std::to_string(stage.ipu);
 }
 

@@ -1,5 +1,6 @@
 #include "profile/profile_summary.h"
 
+#include "common/strings.h"
 #include "profile/chrome_trace.h"
 #include "profile/profile_analysis.h"
 #include "profile/sizing_report.h"
@@ -26,7 +27,7 @@ std::string overviewLine(const ProfileContent& profile) {
                     fixed(profile.host->at("wall_seconds").get<double>() * 1e3, 3) + " ms (call " +
                     std::to_string(profile.host->at("calls").get<int64_t>()) + ")");
   }
-  return joined(parts, ", ");
+  return join(parts, ", ");
 }
 
 // What replicas add: their count and each IPU's share of the call spent in
@@ -54,7 +55,7 @@ std::vector<std::string> replicationLines(const ProfileContent& profile) {
     }
     lines.push_back("Collectives across replicas (reducing gradients, gathering sharded "
                     "weights) per call: " +
-                    joined(shares, ", ") + ".");
+                    join(shares, ", ") + ".");
   }
   lines.emplace_back();
   return lines;
@@ -109,7 +110,7 @@ std::vector<std::string> summaryLines(const ProfileContent& profile) {
     rows.clear();
     for (const StageLoad& stage : analysis.stages) {
       rows.push_back({std::to_string(stage.stage), std::to_string(stage.ipu),
-                      stage.blocks.empty() ? "-" : joined(stage.blocks, ", "),
+                      stage.blocks.empty() ? "-" : join(stage.blocks, ", "),
                       groupedFixed(stage.cycles, 0), groupedFixed(stage.computeCycles, 0),
                       groupedFixed(stage.hostCycles, 0), groupedFixed(stage.copyCycles, 0),
                       percent(stage.cycles / denominator, 1)});

@@ -1,5 +1,6 @@
 #include "profile/profile_writer.h"
 
+#include "common/strings.h"
 #include "profile/call_trace.h"
 #include "profile/chrome_trace.h"
 #include "profile/memory_document.h"
@@ -62,7 +63,7 @@ Json replicationMeta(const runtime::Executable& executable, const CallTrace& tra
   // Per IPU (in program order), per task: the cycles of its collectives.
   std::vector<std::pair<int64_t, std::map<std::string, uint64_t>>> perRun;
   for (const runtime::ProgramStep& step : executable.program()) {
-    if (step.op.rfind("replica_", 0) != 0) continue;
+    if (!startsWith(step.op, "replica_")) continue;
     auto found = std::find_if(perRun.begin(), perRun.end(),
                               [&](const auto& entry) { return entry.first == step.ipu; });
     if (found == perRun.end()) found = perRun.insert(perRun.end(), {step.ipu, {}});
@@ -105,8 +106,7 @@ std::string ProfileWriter::pageJson(const Compiled& compiled, const CallTrace* t
     content.replication = &compiled.meta.at("replication");
     if (compiled.meta.contains("sizing")) content.sizing = &compiled.meta.at("sizing");
   }
-  return pageData(compiled.model, kind_, compiled.memory, trace,
-                  joined(summaryLines(content), "\n"));
+  return pageData(compiled.model, kind_, compiled.memory, trace, join(summaryLines(content), "\n"));
 }
 
 void ProfileWriter::afterCompile(const runtime::Executable& executable, const std::string& model,
@@ -125,7 +125,7 @@ void ProfileWriter::afterCompile(const runtime::Executable& executable, const st
 }
 
 void ProfileWriter::afterCall(const runtime::Executable& executable, double wallSeconds,
-                              const std::function<SizingReport()>& sizing) {
+                              const std::optional<SizingJob>& job) {
   if (!compiled_) throw std::logic_error("ProfileWriter::afterCall() before afterCompile()");
   Compiled& compiled = *compiled_;
   if (!compiled.traceBody) {
@@ -141,7 +141,10 @@ void ProfileWriter::afterCall(const runtime::Executable& executable, double wall
                      {"stages", toJson(compiled.stages)},
                      {"compile_seconds", compiled.compileSeconds},
                      {"replication", replicationMeta(executable, trace, compiled.replicas)}};
-    if (sizing) compiled.meta["sizing"] = toJson(sizing());
+    if (job) {
+      compiled.meta["sizing"] =
+          toJson(sizingReport(executable, *job, compiled.stages, trace, compiled.memory));
+    }
     compiled.report = reportParts(compiled.model, pageJson(compiled, &trace));
   }
   ++calls_;

@@ -4,7 +4,6 @@
 #include "profile/pipeline_stages.h"
 #include "profile/sizing_report.h"
 
-#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -47,10 +46,10 @@ public:
   void afterCompile(const runtime::Executable& executable, const std::string& model,
                     std::vector<StageBlocks> stages, double compileSeconds, int64_t replicas);
   // After a call that took `wallSeconds` on the host: trace.json and
-  // report.html. `sizing` makes the call's sizing report; it is asked once
-  // per compilation, since every call is alike.
+  // report.html, with the sizing report of `job` (none: no report). Every
+  // call of a compilation is alike, so the report is made at its first call.
   void afterCall(const runtime::Executable& executable, double wallSeconds,
-                 const std::function<SizingReport()>& sizing);
+                 const std::optional<SizingJob>& job);
 
 private:
   struct Compiled {

@@ -5,18 +5,6 @@
 
 namespace popsim::profile {
 
-std::vector<MemorySlot> memorySlotsOf(const runtime::Executable& executable) {
-  const memory::MemoryPlan& plan = executable.memoryPlan();
-  std::vector<MemorySlot> slots;
-  for (const ir::Value* root : plan.roots()) {
-    const memory::TensorSlot& slot = plan.slot(root);
-    slots.push_back({memory::describeValue(*root), root->type().str(), slot.ipu,
-                     memory::memoryRegionName(slot.region), plan.footprint(root),
-                     slot.lifetime.first, slot.lifetime.last, executable.isOffChip(root)});
-  }
-  return slots;
-}
-
 Json toJson(const memory::IpuMemoryReport& ipu) {
   Json entry = {
       {"ipu", ipu.ipu}, {"capacity", ipu.capacity}, {"temporary_budget", ipu.temporaryBudget}};
@@ -72,19 +60,6 @@ Json toJson(const runtime::ProgramStep& step) {
           {"compute_cycles", step.computeCycles},
           {"collective", step.collective},
           {"recomputed", step.recomputed}};
-}
-
-Json toJson(const runtime::TaskWallTime& run) {
-  return {{"ipu", run.ipu},     {"task", run.task},
-          {"step", run.step},   {"micro_batch", run.microBatch},
-          {"start", run.start}, {"end", run.end}};
-}
-
-Json toJson(const MemorySlot& slot) {
-  return {
-      {"description", slot.description}, {"type", slot.type},       {"ipu", slot.ipu},
-      {"region", slot.region},           {"bytes", slot.bytes},     {"first_step", slot.firstStep},
-      {"last_step", slot.lastStep},      {"off_chip", slot.offChip}};
 }
 
 Json toJson(const TraceEvent& event) {

@@ -1,5 +1,6 @@
 #include "profile/sizing_report.h"
 
+#include "common/strings.h"
 #include "profile/call_trace.h"
 #include "profile/memory_document.h"
 #include "profile/profile_analysis.h"
@@ -57,7 +58,6 @@ namespace popsim {
 using profile::general;
 using profile::grouped;
 using profile::groupedFixed;
-using profile::joined;
 using profile::mib;
 using profile::percent;
 
@@ -103,7 +103,7 @@ std::vector<std::string> SizingReport::overviewLines() const {
       "Simulated throughput: " + groupedFixed(throughput(), 0) + " items/s over " +
           std::to_string(totalIpus()) + " IPUs (" + groupedFixed(throughput() / total, 0) +
           " per IPU)",
-      "Fits: " + (fits() ? std::string("yes, on every IPU") : "NO: " + joined(notFitting, ", ")),
+      "Fits: " + (fits() ? std::string("yes, on every IPU") : "NO: " + join(notFitting, ", ")),
   };
 }
 
@@ -126,7 +126,7 @@ std::vector<std::string> SizingReport::memoryLines() const {
     lines.push_back("  IPU " + std::to_string(ipu.ipu) + ": " +
                     mib(static_cast<double>(ipu.memoryBytes)) + " of " +
                     mib(static_cast<double>(ipu.capacityBytes)) + " (" + percent(share, 0) +
-                    (ipu.fits() ? "" : ", does NOT fit") + "): " + joined(parts, ", "));
+                    (ipu.fits() ? "" : ", does NOT fit") + "): " + join(parts, ", "));
   }
   return lines;
 }
@@ -188,7 +188,7 @@ std::string SizingReport::text() const {
     lines.push_back(line);
   for (const std::string& line : adviceLines())
     lines.push_back(line);
-  return joined(lines, "\n");
+  return join(lines, "\n");
 }
 
 std::ostream& operator<<(std::ostream& out, const SizingReport& report) {
@@ -270,7 +270,13 @@ SizingReport sizingReportFromJson(const Json& entry) {
 
 SizingReport sizingReport(const runtime::Executable& executable, const SizingJob& job,
                           const std::vector<StageBlocks>& stages) {
-  const CallTrace trace = callTraceOf(executable);
+  return sizingReport(executable, job, stages, callTraceOf(executable),
+                      Json{{"ipus", memoryIpuEntries(executable)}});
+}
+
+SizingReport sizingReport(const runtime::Executable& executable, const SizingJob& job,
+                          const std::vector<StageBlocks>& stages, const CallTrace& trace,
+                          const Json& memoryJson) {
   const memory::MemoryReport& memory = executable.memoryReport();
   std::vector<CycleInterval> spans;
   if (!trace.events.empty()) { // a call ran
@@ -308,7 +314,6 @@ SizingReport sizingReport(const runtime::Executable& executable, const SizingJob
   for (const IpuSizing& ipu : report.ipus) {
     if (!ipu.fits()) report.advice.push_back(memoryAdvice(ipu, memory.chip));
   }
-  const Json memoryJson = memoryDocument(executable, job.model, "");
   for (std::string& line :
        advice(analyse(&trace, stages, &memoryJson), trace.pipeline.schedule != "Sequential")) {
     report.advice.push_back(std::move(line));

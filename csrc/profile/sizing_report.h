@@ -41,5 +41,10 @@ SizingReport sizingReportFromJson(const Json& entry);
 // The report of the executable's last call.
 SizingReport sizingReport(const runtime::Executable& executable, const SizingJob& job,
                           const std::vector<StageBlocks>& stages);
+// The same from the call's trace (callTraceOf) and memory.json or just its
+// "ipus" (memoryIpuEntries), for a caller that has them already.
+SizingReport sizingReport(const runtime::Executable& executable, const SizingJob& job,
+                          const std::vector<StageBlocks>& stages, const CallTrace& trace,
+                          const Json& memoryJson);
 
 } // namespace popsim::profile

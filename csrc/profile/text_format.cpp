@@ -45,13 +45,6 @@ std::string general(double value, int precision) { return printed("%.*g", value,
 
 std::string mib(double bytes) { return groupedFixed(bytes / (1024.0 * 1024.0), 2) + " MiB"; }
 
-std::string joined(const std::vector<std::string>& parts, const std::string& separator) {
-  std::string result;
-  for (size_t i = 0; i < parts.size(); ++i)
-    result += (i ? separator : "") + parts[i];
-  return result;
-}
-
 std::vector<std::string> table(const std::vector<std::string>& header,
                                const std::vector<std::vector<std::string>>& rows) {
   std::vector<std::vector<std::string>> all{header};

@@ -19,8 +19,6 @@ std::string percent(double fraction, int decimals);
 std::string general(double value, int precision);
 // Bytes in MiB: "12.34 MiB", with thousands separators.
 std::string mib(double bytes);
-// Parts joined by `separator`.
-std::string joined(const std::vector<std::string>& parts, const std::string& separator);
 // A text table: the first column left-aligned, the others right-aligned, two
 // spaces between columns, trailing spaces removed.
 std::vector<std::string> table(const std::vector<std::string>& header,

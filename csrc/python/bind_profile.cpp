@@ -1,3 +1,4 @@
+#include "common/strings.h"
 #include "profile/call_trace.h"
 #include "profile/chrome_trace.h"
 #include "profile/pipeline_stages.h"
@@ -11,7 +12,6 @@
 #include "python/json_objects.h"
 #include "runtime/executable.h"
 
-#include <pybind11/functional.h>
 #include <pybind11/stl.h>
 
 #include <filesystem>
@@ -41,7 +41,7 @@ profile::SizingJob sizingJob(const py::dict& job) {
 std::string profileSummary(const std::string& directory, const std::optional<std::string>& trace,
                            const std::optional<std::string>& memory) {
   try {
-    return profile::joined(profile::summaryOfFiles(directory, trace, memory), "\n");
+    return popsim::join(profile::summaryOfFiles(directory, trace, memory), "\n");
   } catch (const Json::exception& error) {
     throw py::value_error("'" + directory +
                           "' holds trace.json or memory.json files that are not a popsim "
@@ -81,18 +81,11 @@ void bindProfile(py::module_& module) {
       .def(
           "after_call",
           [](profile::ProfileWriter& writer, const runtime::Executable& executable,
-             double wallSeconds, const std::optional<py::dict>& job, const Assignment& stages) {
-            std::function<profile::SizingReport()> sizing;
-            if (job) {
-              sizing = [&] {
-                return profile::sizingReport(executable, sizingJob(*job),
-                                             profile::stageList(stages));
-              };
-            }
-            writer.afterCall(executable, wallSeconds, sizing);
+             double wallSeconds, const std::optional<py::dict>& job) {
+            writer.afterCall(executable, wallSeconds,
+                             job ? std::optional(sizingJob(*job)) : std::nullopt);
           },
-          py::arg("executable"), py::arg("wall_seconds"), py::arg("sizing_job"),
-          py::arg("assigned_stages"));
+          py::arg("executable"), py::arg("wall_seconds"), py::arg("sizing_job"));
   module.def(
       "sizing_report",
       [](const runtime::Executable& executable, const Assignment& stages, const py::dict& job) {

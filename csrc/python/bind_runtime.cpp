@@ -29,19 +29,11 @@ using frontend::viewOf;
 
 using runtime::Executable;
 
-using profile::MemorySlot;
 using profile::PipelineInfo;
 
 // A record's to_dict(): the JSON form profiles write (profile/records_json.h).
 template <typename Record> py::object recordDict(const Record& record) {
   return toPython(profile::toJson(record));
-}
-
-profile::TraceEvent traceEvent(const clock::TimelineEvent& event) {
-  return {event.ipu,     event.task,       profile::eventKindName(event),
-          event.step,    event.microBatch, event.cycle,
-          event.start,   event.end,        event.fromIpus,
-          event.ioTiles, event.output};
 }
 
 // The typed records crossing from C++: each a read-only class with a
@@ -76,16 +68,6 @@ void bindRecords(py::module_& module) {
       .def_readonly("chip", &memory::MemoryReport::chip)
       .def_readonly("ipus", &memory::MemoryReport::ipus)
       .def("to_dict", &recordDict<memory::MemoryReport>);
-  py::class_<MemorySlot>(module, "MemorySlot", "A planned tensor with its lifetime in steps.")
-      .def_readonly("description", &MemorySlot::description)
-      .def_readonly("type", &MemorySlot::type)
-      .def_readonly("ipu", &MemorySlot::ipu)
-      .def_readonly("region", &MemorySlot::region)
-      .def_readonly("bytes", &MemorySlot::bytes)
-      .def_readonly("first_step", &MemorySlot::firstStep)
-      .def_readonly("last_step", &MemorySlot::lastStep)
-      .def_readonly("off_chip", &MemorySlot::offChip)
-      .def("to_dict", &recordDict<MemorySlot>);
   py::class_<runtime::ProgramStep>(module, "ProgramStep",
                                    "An op of the program: its kernel, task, IPU and cycles.")
       .def_readonly("op", &runtime::ProgramStep::op)
@@ -118,16 +100,8 @@ void bindRecords(py::module_& module) {
       .def_readonly("from_ipus", &clock::TimelineEvent::fromIpus)
       .def_readonly("io_tiles", &clock::TimelineEvent::ioTiles)
       .def_readonly("output", &clock::TimelineEvent::output)
-      .def("to_dict", [](const clock::TimelineEvent& e) { return recordDict(traceEvent(e)); });
-  py::class_<runtime::TaskWallTime>(module, "TaskWallTime",
-                                    "A task run of the last call on the host's clock (seconds).")
-      .def_readonly("ipu", &runtime::TaskWallTime::ipu)
-      .def_readonly("task", &runtime::TaskWallTime::task)
-      .def_readonly("step", &runtime::TaskWallTime::step)
-      .def_readonly("micro_batch", &runtime::TaskWallTime::microBatch)
-      .def_readonly("start", &runtime::TaskWallTime::start)
-      .def_readonly("end", &runtime::TaskWallTime::end)
-      .def("to_dict", &recordDict<runtime::TaskWallTime>);
+      .def("to_dict",
+           [](const clock::TimelineEvent& e) { return recordDict(profile::traceEventOf(e)); });
   py::class_<PipelineInfo>(module, "PipelineInfo", "The program's stages, IPUs and schedule.")
       .def_readonly("stages", &PipelineInfo::stages)
       .def_readonly("ipus", &PipelineInfo::ipus)
@@ -307,8 +281,6 @@ void bindRuntime(py::module_& module) {
           py::arg("group"), py::arg("values"),
           "Writes the numeric hyper-parameters of an optimizer parameter group.")
       .def("memory_report", &Executable::memoryReport, py::return_value_policy::copy)
-      .def("memory_slots", &profile::memorySlotsOf,
-           "Every planned tensor with its IPU, region and lifetime in program steps.")
       .def("program", &Executable::program, py::return_value_policy::copy)
       .def("input_types", [](const Executable& e) { return typesList(e.inputHostTypes()); })
       .def("output_types", [](const Executable& e) { return typesList(e.outputHostTypes()); })
@@ -319,7 +291,6 @@ void bindRuntime(py::module_& module) {
           },
           py::arg("locations") = true, "The optimised IR that runs, as text.")
       .def("timeline", &Executable::lastTimeline, py::return_value_policy::copy)
-      .def("task_wall_times", &Executable::lastTaskWallTimes)
       .def("pipeline", &profile::pipelineInfoOf)
       .def_property_readonly("last_run_cycles", &Executable::lastRunCycles)
       .def_property_readonly("cost_only", &Executable::costOnly)

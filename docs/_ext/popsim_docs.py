@@ -1,7 +1,7 @@
 """popsim's own Sphinx extension.
 
 - ``results-table``: a table built from a benchmark's JSON output in ``docs/results``, so a
-  figure a benchmark measures is never typed by hand (``scripts/benchmark_results.sh`` writes
+  figure a benchmark measures is never typed by hand (``benchmarks/record_results.py`` writes
   the files).
 - The API reference marks each public name with its PopTorch counterpart, or says that
   PopTorch has none.

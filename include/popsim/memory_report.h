@@ -37,7 +37,11 @@ struct IpuMemory {
   uint64_t total = 0; // what the program needs at its peak, all categories
   std::vector<MemoryCategory> categories;
   std::vector<TensorMemory> largestTensors; // largest first
-  bool fits() const { return total <= capacity; }
+  // Tiles set aside for I/O (TensorLocations.numIOTiles): the bytes they hold
+  // and their own memory, which their buffers must fit too.
+  uint64_t ioTileBytes = 0;
+  uint64_t ioTileCapacity = 0;
+  bool fits() const { return total <= capacity && ioTileBytes <= ioTileCapacity; }
 };
 
 // The chip and each IPU's memory plan.

@@ -23,7 +23,7 @@ import os
 import threading
 import time
 import warnings
-from typing import (TYPE_CHECKING, Any, Callable, Concatenate, Dict, Iterator, List, Mapping,
+from typing import (Any, Callable, Concatenate, Dict, Iterator, List, Mapping,
                     NamedTuple, Optional, ParamSpec, Sequence, Set, Tuple, TypeVar, Union)
 
 import torch
@@ -437,8 +437,7 @@ class Executor:
         result = _structure.unflatten(outputs, self._output_structure)
         if self._profile_writer is not None:
             self._profile_writer.after_call(_replication.first_executable(self._program),
-                                            time.perf_counter() - start, self._sizing_job(),
-                                            self._stages)
+                                            time.perf_counter() - start, self._sizing_job())
         return result
 
     @property

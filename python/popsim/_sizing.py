@@ -179,8 +179,9 @@ class SizingReport:
         return cls(**fields)
 
     def __str__(self) -> str:
-        return "\n".join(self.overview_lines() + [""] + self.memory_lines() + [""]
-                         + self.time_lines() + self.advice_lines())
+        lines = self._lines()  # one trip to the core for every part
+        return "\n".join(lines["overview"] + [""] + lines["memory"] + [""] + lines["time"]
+                         + lines["advice"])
 
     def overview_lines(self) -> List[str]:
         """The overview that ``str(report)`` starts with, one line each.
@@ -243,7 +244,6 @@ def cost_only_call(model: torch.nn.Module, micro_batch: Any, options: Optional["
     """The executor of `model` compiled cost-only with `options`, after one
     call standing for a step of the job (see sizeJob); destroyed afterwards."""
     from popsim._executor import inferenceModel, trainingModel
-    from popsim.options import Options
 
     sizing = (options or Options()).clone()
     sizing.Simulator.costOnly().allowOverCapacity()

@@ -580,6 +580,22 @@ TEST(PublicApi, OpsAreNamedByModulePathAsInPython) {
   std::filesystem::remove_all(root);
 }
 
+// Tiles set aside for I/O have memory of their own, which the report gives
+// and fits() checks, as in Python.
+TEST(PublicApi, TheMemoryReportHasTheIoTiles) {
+  popsim::Options options;
+  options.deviceIterations(8).setExecutionStrategy(popsim::ShardedExecution(kFourIpus));
+  options.TensorLocations.numIOTiles(32);
+  popsim::InferenceSession session(load("mnist_traced.pt"), {reference("images")}, options);
+  for (const popsim::IpuMemory& ipu : session.memoryReport().ipus) {
+    EXPECT_GT(ipu.ioTileCapacity, 0u) << "IPU " << ipu.ipu;
+    EXPECT_TRUE(ipu.fits()) << "IPU " << ipu.ipu;
+  }
+  popsim::IpuMemory overfull = session.memoryReport().ipus[0];
+  overfull.ioTileBytes = overfull.ioTileCapacity + 1;
+  EXPECT_FALSE(overfull.fits());
+}
+
 TEST(PublicApi, VersionIsThePackages) {
   EXPECT_STREQ(popsim::version(), POPSIM_VERSION_STRING);
   EXPECT_EQ(POPSIM_VERSION_MAJOR, 0);

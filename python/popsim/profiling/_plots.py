@@ -3,7 +3,7 @@
 import os
 from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple, Union
 
-from popsim.profiling._profile import Profile
+from popsim.profiling._profile import Profile, load
 from popsim.profiling._style import (KIND_COLOURS, KIND_LABELS, TRANSFER_KINDS, categories,
                                      category_colour, category_order)
 
@@ -16,8 +16,6 @@ _LIMIT_IN_SIGHT = 2.0
 
 def _profile(profile: Union["Profile", str, "os.PathLike[str]"]) -> "Profile":
     if isinstance(profile, (str, os.PathLike)):
-        from popsim.profiling._profile import load
-
         return load(profile)
     return profile
 

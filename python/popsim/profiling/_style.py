@@ -5,13 +5,13 @@ backward red, as PopVision does."""
 from typing import Any, Dict, Iterable, List
 
 from popsim import _C
+from popsim._trace import TRANSFER_KINDS  # noqa: F401 (the kinds drawn as transfers)
 
 _STYLE = _C.profile_style()
 
-# ExecutionTrace event kinds, in legend order, and the kinds drawn as transfers.
+# ExecutionTrace event kinds, in legend order.
 KIND_COLOURS: Dict[str, str] = _STYLE["kind_colours"]
 KIND_LABELS: Dict[str, str] = _STYLE["kind_labels"]
-TRANSFER_KINDS = tuple(_STYLE["transfer_kinds"])
 
 # Memory report categories in stacking order.
 CATEGORY_COLOURS: Dict[str, str] = _STYLE["category_colours"]

@@ -90,9 +90,8 @@ TEST(ProfileWriter, WritesFilesThatReadBackAsTheCall) {
   EXPECT_FALSE(fs::exists(root / "inference" / kTraceFile)); // no call yet
   EXPECT_NE(read(root / "inference" / kReportFile).find("No call yet"), std::string::npos);
 
-  writer.afterCall(*executable, 0.25, [&] {
-    return sizingReport(*executable, {"TwoBlocks", 1, 1, 4, 1, 32}, kStages);
-  });
+  const SizingJob job{"TwoBlocks", 1, 1, 4, 1, 32};
+  writer.afterCall(*executable, 0.25, job);
   const Json document = Json::parse(read(root / "inference" / kTraceFile));
   const CallTrace back = callTraceFromDocument(document);
   const CallTrace call = callTraceOf(*executable);
@@ -106,6 +105,8 @@ TEST(ProfileWriter, WritesFilesThatReadBackAsTheCall) {
   EXPECT_EQ(back.totalCycles, call.totalCycles);
   EXPECT_EQ(document["popsim"]["host"]["calls"], 1);
   EXPECT_EQ(document["popsim"]["sizing"]["call_cycles"], call.totalCycles);
+  // The writer sizes from the trace and memory.json it has: the same report.
+  EXPECT_EQ(document["popsim"]["sizing"], toJson(sizingReport(*executable, job, kStages)));
   EXPECT_EQ(document["popsim"]["stages"][1]["blocks"][0], "B");
   const std::string page = read(root / "inference" / kReportFile);
   for (const char* placeholder : {"__TITLE__", "__CSS__", "__JS__", "__DATA__", "__HOST__"}) {
