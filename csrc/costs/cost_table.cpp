@@ -10,18 +10,23 @@ void addHostTransfers(const compiler::Program& program, const memory::ProgramMem
                       const device::IpuSystemConfig& system, CostTable& table) {
   const ir::Graph& graph = *program.graph;
   const device::ChipSpec chip = system.spec();
+  // A host thread serves its replicas one after another
+  // (IpuSystemConfig::replicasPerHostThread): a replica's transfer lasts as
+  // long as theirs together. The copy between IO tiles and compute tiles is on chip,
+  // each replica's own.
+  const auto turns = static_cast<uint64_t>(system.replicasPerHostThread);
   for (size_t task = 0; task < table.tasks.size(); ++task) {
     TaskCycles& cycles = table.tasks[task];
     const memory::TaskIo& io = memory.transfers.tasks[task];
     for (size_t i : io.streamedInputs) {
       const uint64_t bytes = graph.inputStreamedBytes(i);
       const ir::HostOverlap overlap = graph.inputOverlap(i);
-      cycles.inputLatencyCycles += hostLatencyCycles(chip);
+      cycles.inputLatencyCycles += turns * hostLatencyCycles(chip);
       if (overlap == ir::HostOverlap::None) {
-        cycles.inputDataCycles += hostDataCycles(bytes, chip);
+        cycles.inputDataCycles += hostDataCycles(turns * bytes, chip);
         continue;
       }
-      cycles.overlappedInputCycles += hostDataCycles(bytes, chip);
+      cycles.overlappedInputCycles += hostDataCycles(turns * bytes, chip);
       cycles.ioTileInputCycles += ioTileCopyCycles(bytes, system.ioTiles, chip);
       cycles.overlapAcrossSteps &= overlap == ir::HostOverlap::DeviceIterationLoop;
     }
@@ -30,7 +35,7 @@ void addHostTransfers(const compiler::Program& program, const memory::ProgramMem
     for (size_t i : io.producedOutputs) {
       const uint64_t bytes = graph.outputs()[i]->type().bytes();
       HostOutputCost cost;
-      cost.cycles = hostTransferCycles(bytes, chip);
+      cost.cycles = turns * hostTransferCycles(bytes, chip);
       const ir::HostOverlap overlap = graph.outputOverlap(i);
       if (overlap != ir::HostOverlap::None) {
         cost.ioTiles = true;

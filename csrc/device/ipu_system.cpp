@@ -14,6 +14,7 @@ void IpuSystemConfig::validate() const {
   // TensorLocations.numIOTiles checks the user's value.
   POPSIM_ASSERT(ioTiles == 0 || (ioTiles >= 32 && ioTiles <= 192 && ioTiles % 2 == 0), "ioTiles ",
                 ioTiles, ".");
+  POPSIM_ASSERT(replicasPerHostThread >= 1, "replicasPerHostThread ", replicasPerHostThread, ".");
   const uint64_t memory = memoryPerIpu != 0 ? memoryPerIpu : figures.memoryBytes();
   POPSIM_CHECK(ioTileMemory() < memory, ErrorKind::InvalidOption, "TensorLocations.numIOTiles(",
                ioTiles, ") sets aside ", formatBytes(ioTileMemory()),

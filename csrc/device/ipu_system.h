@@ -23,6 +23,15 @@ struct IpuSystemConfig {
   // inputs and outputs marked for overlap stream through them, and the
   // program computes on the others.
   int64_t ioTiles = 0;
+  // Replicas whose host transfers one host thread makes. A process's
+  // transfers are its stream callbacks, which Poplar runs on the process's
+  // main thread unless its engine options give them worker threads
+  // (streamCallbacks.multiThreadMode, default singleThread, and
+  // numWorkerThreads, default 0). The replicas of a thread take turns on it,
+  // so each replica's transfer of a micro-batch waits for all of theirs. Each
+  // process of a distributed job (a PopRun instance) has threads of its own,
+  // which is why Graphcore's guides scale host I/O with more instances.
+  int64_t replicasPerHostThread = 1;
 
   // The chip as the program computes on it: its compute tiles.
   ChipSpec spec() const {

@@ -112,7 +112,8 @@ PipelineInfo pipelineInfoOf(const runtime::Executable& executable) {
           compiler::scheduleName(executable.options().compiler.schedule),
           static_cast<int64_t>(executable.schedule().size()),
           executable.options().memory.prefetchDepth,
-          executable.options().system.ioTiles};
+          executable.options().system.ioTiles,
+          executable.options().system.replicasPerHostThread};
 }
 
 TraceEvent traceEventOf(const clock::TimelineEvent& event) {

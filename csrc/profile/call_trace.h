@@ -43,6 +43,7 @@ struct PipelineInfo {
   int64_t cyclesPerStep = 0;
   int64_t prefetchDepth = 0;
   int64_t ioTiles = 0;
+  int64_t replicasPerHostThread = 1; // replicas taking turns on each host thread
 };
 
 // What each simulated IPU did during one call, with the statistics the

@@ -77,6 +77,18 @@ std::string stageName(const StageLoad& stage) {
   return "stage " + std::to_string(stage.stage) + blocks + " on IPU " + std::to_string(stage.ipu);
 }
 
+// What host-bound advice adds when replicas take turns on the process's
+// host threads (IpuSystemConfig::replicasPerHostThread).
+std::string sharedHostThread(const Analysis& analysis) {
+  if (analysis.replicasPerHostThread < 2) return "";
+  return " Each host thread of this process streams the data of " +
+         std::to_string(analysis.replicasPerHostThread) +
+         " replicas, one after another: the same replicas in more processes "
+         "(Options.Distributed, one torchrun or PopRun process each), or more stream-callback "
+         "threads (engine options streamCallbacks.multiThreadMode and "
+         "streamCallbacks.numWorkerThreads), stream in parallel.";
+}
+
 } // namespace
 
 Json categoriesOf(const Json& ipu) {
@@ -168,6 +180,7 @@ Analysis analyse(const CallTrace* trace, const std::vector<StageBlocks>& stages,
   if (trace != nullptr) {
     analysis.stages = stageLoads(*trace, stages);
     analysis.ipus = ipuLoads(*trace);
+    analysis.replicasPerHostThread = trace->pipeline.replicasPerHostThread;
     if (trace->pipeline.prefetchDepth != 0) {
       const std::vector<double> links = trace->hostLinkCycles();
       for (size_t ipu = 0; ipu < links.size(); ++ipu) {
@@ -192,7 +205,8 @@ std::vector<std::string> advice(const Analysis& analysis, bool pipelined) {
                     work +
                     ", so the IPUs wait for their data. Each transfer pays the host's fixed "
                     "latency (and through IO tiles its bytes): larger micro-batches amortise "
-                    "the latency, and spreading the model over more IPUs cannot help.");
+                    "the latency, and spreading the model over more IPUs cannot help." +
+                    sharedHostThread(analysis));
   }
   if (slowest != nullptr && analysis.stages.size() > 1) {
     const double spread =
@@ -238,7 +252,8 @@ std::vector<std::string> advice(const Analysis& analysis, bool pipelined) {
                     outputs +
                     " Through IO tiles (Options.TensorLocations.numIOTiles, "
                     "popsim.set_overlap_for_input / set_overlap_for_output, with "
-                    "ShardedExecution) the bytes cross beside the compute.");
+                    "ShardedExecution) the bytes cross beside the compute." +
+                    sharedHostThread(analysis));
   }
   const double idle = analysis.idleFraction();
   if (analysis.linkBound() && !analysis.ipus.empty() && idle > kIdleWorthNoting) {

@@ -62,6 +62,7 @@ struct Analysis {
   std::vector<IpuLoad> ipus;
   std::vector<IpuMemoryLoad> memory;
   std::vector<HostLinkLoad> hostLinks; // prefetching links that carry inputs
+  int64_t replicasPerHostThread = 1;   // replicas taking turns on each host thread
 
   const HostLinkLoad* slowestLink() const;
   const StageLoad* bottleneck() const;

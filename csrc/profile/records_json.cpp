@@ -84,7 +84,8 @@ Json toJson(const PipelineInfo& pipeline) {
           {"schedule", pipeline.schedule},
           {"cycles_per_step", pipeline.cyclesPerStep},
           {"prefetch_depth", pipeline.prefetchDepth},
-          {"io_tiles", pipeline.ioTiles}};
+          {"io_tiles", pipeline.ioTiles},
+          {"replicas_per_host_thread", pipeline.replicasPerHostThread}};
 }
 
 PipelineInfo pipelineFromJson(const Json& entry) {
@@ -96,6 +97,7 @@ PipelineInfo pipelineFromJson(const Json& entry) {
   pipeline.cyclesPerStep = entry.value("cycles_per_step", int64_t{0});
   pipeline.prefetchDepth = entry.value("prefetch_depth", int64_t{0});
   pipeline.ioTiles = entry.value("io_tiles", int64_t{0});
+  pipeline.replicasPerHostThread = entry.value("replicas_per_host_thread", int64_t{1});
   return pipeline;
 }
 

@@ -98,6 +98,7 @@ void bindOptions(py::module_& module) {
       .def_readwrite("num_ipus", &device::IpuSystemConfig::numIpus)
       .def_readwrite("memory_per_ipu", &device::IpuSystemConfig::memoryPerIpu)
       .def_readwrite("io_tiles", &device::IpuSystemConfig::ioTiles)
+      .def_readwrite("replicas_per_host_thread", &device::IpuSystemConfig::replicasPerHostThread)
       .def_property_readonly("clock_hz",
                              [](const device::IpuSystemConfig& s) { return s.spec().clockHz; });
   py::class_<compiler::CompilerOptions>(module, "CompilerOptions",

@@ -110,6 +110,7 @@ void bindRecords(py::module_& module) {
       .def_readonly("cycles_per_step", &PipelineInfo::cyclesPerStep)
       .def_readonly("prefetch_depth", &PipelineInfo::prefetchDepth)
       .def_readonly("io_tiles", &PipelineInfo::ioTiles)
+      .def_readonly("replicas_per_host_thread", &PipelineInfo::replicasPerHostThread)
       .def("to_dict", &recordDict<PipelineInfo>);
 }
 

@@ -15,7 +15,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List
 
 import torch
 
-from popsim import _C, _replica_grouping, _replication, _tracing, _weights
+from popsim import _C, _engine_options, _replica_grouping, _replication, _tracing, _weights
 from popsim.enums import HalfFloatCastingBehavior, OutputMode
 from popsim.errors import CompilationError, InputError, OptionError
 from popsim.options import Options, source_location_excludes
@@ -304,6 +304,9 @@ def compile_options(options: Options, graph: "_C.Graph", training: bool,
     system.num_ipus = num_ipus
     system.chip = getattr(_C.ChipVersion, options.Simulator.ipu_version)
     system.memory_per_ipu = options.Simulator.memory_per_ipu or 0
+    replicas = _replication.of(options, training).local
+    system.replicas_per_host_thread = _engine_options.replicas_per_host_thread(
+        options._Popart.get("engineOptions"), replicas)
     program = compiled.compiler
     program.program = _C.ProgramKind.Training if training else _C.ProgramKind.Inference
     program.stages = [_C.StageAssignment(*stage) for stage in stages]
@@ -322,7 +325,6 @@ def compile_options(options: Options, graph: "_C.Graph", training: bool,
     compiled.clock.synthetic_data = options.synthetic_data
     kernels = compiled.kernels
     kernels.threads_per_ipu = options.Simulator.threads_per_ipu or 0
-    replicas = _replication.of(options, training).local
     if replicas > 1 and not kernels.threads_per_ipu:  # the host's threads shared by all IPUs
         kernels.threads_per_ipu = max(1, torch.get_num_threads() // (replicas * ipus_used))
     kernels.stochastic_rounding = options.Precision.stochastic_rounding

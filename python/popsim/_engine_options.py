@@ -1,6 +1,12 @@
-"""POPLAR_ENGINE_OPTIONS, the way PopTorch's tutorials ask for a profile:
+"""Poplar's engine options, from POPLAR_ENGINE_OPTIONS and
+``opts._Popart.setEngineOptions`` (the variable wins, as it does in Poplar).
+
+The variable is the way PopTorch's tutorials ask for a profile:
 '{"autoReport.all": "true", "autoReport.directory": "./profile"}'. popsim
-writes its own profile (popsim.profiling) to that directory; the other
+writes its own profile (popsim.profiling) to that directory. The stream
+callbacks' threads (``streamCallbacks.multiThreadMode`` and
+``streamCallbacks.numWorkerThreads``) decide how many replicas take turns on
+each host thread of the process, which the simulated clock costs. The other
 engine options tune Poplar, which popsim does not run, and are named in one
 warning per process."""
 
@@ -11,6 +17,9 @@ from popsim._values import json_object_in_environment
 from popsim.errors import OptionError
 
 VARIABLE = "POPLAR_ENGINE_OPTIONS"
+_MODE = "streamCallbacks.multiThreadMode"
+_WORKERS = "streamCallbacks.numWorkerThreads"
+_MODES = ("singleThread", "collaborative", "dedicated")
 _warned: Set[str] = set()
 
 
@@ -29,7 +38,8 @@ def profile_directory() -> Optional[str]:
     or any autoReport.output* option, true; autoReport.directory, or the
     current directory), or None."""
     options = _parsed()
-    ignored = sorted(key for key in options if not key.startswith("autoReport."))
+    ignored = sorted(key for key in options
+                     if not key.startswith("autoReport.") and key not in (_MODE, _WORKERS))
     fresh = [key for key in ignored if key not in _warned]
     if fresh:
         _warned.update(fresh)
@@ -45,3 +55,42 @@ def profile_directory() -> Optional[str]:
         raise OptionError(f"{VARIABLE}: autoReport.directory must be a directory path, got "
                           f"{directory!r}.")
     return directory
+
+
+def replicas_per_host_thread(session_options: Any, replicas: int) -> int:
+    """How many of a process's `replicas` take turns on each of its host threads.
+
+    Poplar runs stream callbacks, the host's side of every transfer, on the
+    process's main thread (``streamCallbacks.multiThreadMode`` singleThread, or
+    ``numWorkerThreads`` 0, the defaults). In the other modes up to
+    ``numWorkerThreads`` threads run them; "auto" gives one per CPU core, which
+    popsim takes to be one per replica. `session_options` are
+    ``opts._Popart.setEngineOptions``'s (None when unset); POPLAR_ENGINE_OPTIONS
+    overrides them.
+
+    Raises:
+        OptionError: when `session_options` is not a dict, or the mode or the
+            thread count is not one Poplar accepts.
+    """
+    if session_options is None:
+        session_options = {}
+    if not isinstance(session_options, dict):
+        raise OptionError("Options._Popart's engineOptions must be a dict of Poplar engine "
+                          f"options, got {session_options!r}. Use "
+                          "opts._Popart.setEngineOptions({...}).")
+    options = {**session_options, **_parsed()}
+    mode = options.get(_MODE, "singleThread")
+    if mode not in _MODES:
+        raise OptionError(f"Engine option {_MODE} must be one of {', '.join(_MODES)}, got "
+                          f"{mode!r}.")
+    workers = options.get(_WORKERS, 0)
+    if isinstance(workers, str) and workers.strip().isdigit():
+        workers = int(workers)
+    if workers != "auto" and (isinstance(workers, bool) or not isinstance(workers, int)
+                              or workers < 0):
+        raise OptionError(f"Engine option {_WORKERS} must be a non-negative integer or "
+                          f"\"auto\", got {workers!r}.")
+    if mode == "singleThread" or workers == 0:
+        return replicas
+    threads = replicas if workers == "auto" else min(workers, replicas)
+    return -(-replicas // threads)

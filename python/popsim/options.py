@@ -1032,8 +1032,12 @@ class _PopartOptions(_OptionGroup):
     def setEngineOptions(self, options: Dict[str, Any]) -> "_PopartOptions":
         """Records Poplar engine options, under ``"engineOptions"``.
 
-        popsim does not run Poplar, so they change nothing. (For profiles, popsim reads the
-        environment variable POPLAR_ENGINE_OPTIONS instead.)
+        popsim acts on the stream callbacks' threads, ``streamCallbacks.multiThreadMode`` and
+        ``streamCallbacks.numWorkerThreads``: they set how many of a process's replicas take
+        turns on each host thread for their transfers, which the simulated clock costs (one
+        thread for all of them by default, as in Poplar). The others tune Poplar, which popsim
+        does not run, and change nothing. POPLAR_ENGINE_OPTIONS overrides these options, as it
+        does in Poplar, and asks for profiles.
 
         Args:
             options: The engine options, by name. The group keeps a copy of the dict.

@@ -11,6 +11,7 @@ of a call are not hidden behind other work.
 
 import functools
 import math
+import re
 
 import pytest
 import torch
@@ -262,3 +263,98 @@ def test_host_transfers_are_events_of_their_own():
     assert [(e["ipu"], e["micro_batch"], e["end"] - e["start"]) for e in outputs] == [
         (3, 7, host_cycles(4))]
     assert "host" not in str(trace)
+
+
+class WithLoss(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(16, 4)
+
+    def forward(self, x, labels):
+        return nn.functional.cross_entropy(self.linear(x), labels)
+
+
+HOST_ROWS, HOST_ACCUMULATION = 8, 2  # of host_transfer_events
+
+
+def host_transfer_events(replicas, processes=1, engine_options=None):
+    """{kind: durations} of the host transfers of one cost-only training step of
+    WithLoss on replica 0 of process 0: its inputs' host part ("host_input"), their
+    bytes ("stream_copy") and the loss out ("host_output")."""
+    torch.manual_seed(0)
+    opts = popsim.Options().replicationFactor(replicas)
+    opts.Distributed.configureProcessId(0, processes)
+    opts.Training.gradientAccumulation(HOST_ACCUMULATION)
+    opts.Simulator.costOnly()
+    if engine_options is not None:
+        opts._Popart.setEngineOptions(engine_options)
+    model = WithLoss()
+    trainer = popsim.trainingModel(model, opts, popsim.optim.SGD(model.parameters(), lr=0.1))
+    batch = HOST_ROWS * replicas * HOST_ACCUMULATION
+    trainer(torch.randn(batch, 16), torch.randint(0, 4, (batch,)))
+    events = {}
+    for event in trainer.executionTrace().events:
+        if event["kind"] in ("host_input", "stream_copy", "host_output"):
+            events.setdefault(event["kind"], []).append(event["end"] - event["start"])
+    return events
+
+
+@pytest.mark.parametrize("replicas, processes", [(1, 1), (3, 1), (1, 3)])
+def test_replicas_of_one_process_take_turns_on_its_host_thread(replicas, processes):
+    """Poplar runs a process's stream callbacks on one host thread unless told otherwise,
+    so with replicationFactor(r) each replica's transfers last as long as all r of them:
+    r x 50,000 cycles of the host's part and r times the bytes. Replicas in processes of
+    their own (Options.Distributed) have a thread each. Cost-only, so process 0 of 3
+    needs no other process."""
+    events = host_transfer_events(replicas, processes)
+    assert set(events["host_input"]) == {2 * replicas * 50_000}  # two inputs a micro-batch
+    per_micro_batch = (host_data_cycles(replicas * HOST_ROWS * 16 * 4)  # the float32 inputs
+                       + host_data_cycles(replicas * HOST_ROWS * 8))  # the int64 labels
+    assert events["stream_copy"] == [per_micro_batch] * HOST_ACCUMULATION
+    assert events["host_output"] == [replicas * host_cycles(4)]  # the loss (OutputMode.Final)
+
+
+MODE, WORKERS = "streamCallbacks.multiThreadMode", "streamCallbacks.numWorkerThreads"
+
+
+@pytest.mark.parametrize("engine_options, turns", [
+    ({WORKERS: 4}, 4),  # singleThread, the default mode, ignores the workers
+    ({MODE: "collaborative"}, 4),  # 0 workers: the main thread runs every callback
+    ({MODE: "collaborative", WORKERS: 2}, 2),
+    ({MODE: "dedicated", WORKERS: "3"}, 2),  # 4 replicas on 3 threads: up to 2 each
+    ({MODE: "dedicated", WORKERS: 8}, 1),
+    ({MODE: "collaborative", WORKERS: "auto"}, 1),  # a thread per core: one per replica
+])
+def test_stream_callback_threads_share_out_the_replicas(engine_options, turns):
+    """Poplar's engine options give stream callbacks up to numWorkerThreads threads
+    outside singleThread mode; the 4 replicas share them out."""
+    events = host_transfer_events(4, engine_options=engine_options)
+    assert set(events["host_input"]) == {2 * turns * 50_000}
+
+
+def test_poplar_engine_options_override_the_sessions(monkeypatch):
+    monkeypatch.setenv("POPLAR_ENGINE_OPTIONS", f'{{"{MODE}": "collaborative", "{WORKERS}": 2}}')
+    assert set(host_transfer_events(4, engine_options={WORKERS: 4})["host_input"]) == {
+        2 * 2 * 50_000}
+
+
+@pytest.mark.parametrize("engine_options, message", [
+    ({MODE: "threaded"}, "Engine option streamCallbacks.multiThreadMode must be one of "
+                         "singleThread, collaborative, dedicated, got 'threaded'."),
+    ({MODE: "dedicated", WORKERS: -1}, "Engine option streamCallbacks.numWorkerThreads must be "
+                                       "a non-negative integer or \"auto\", got -1."),
+])
+def test_bad_stream_callback_options_are_refused(engine_options, message):
+    with pytest.raises(popsim.OptionError, match=re.escape(message)):
+        host_transfer_events(2, engine_options=engine_options)
+
+
+def test_engine_options_that_are_no_dict_are_refused():
+    opts = popsim.Options()
+    opts._Popart.set("engineOptions", "streamCallbacks.numWorkerThreads=4")
+    model = WithLoss()
+    trainer = popsim.trainingModel(model, opts, popsim.optim.SGD(model.parameters(), lr=0.1))
+    with pytest.raises(popsim.OptionError, match=re.escape(
+            "Options._Popart's engineOptions must be a dict of Poplar engine options, got "
+            "'streamCallbacks.numWorkerThreads=4'. Use opts._Popart.setEngineOptions({...}).")):
+        trainer(torch.randn(8, 16), torch.randint(0, 4, (8,)))

@@ -43,9 +43,11 @@ def batches(count, samples, seed=1):
 
 
 def train(model, replicas, data, optimizer=popsim.optim.SGD, iterations=1, accumulation=1,
-          reduction=popsim.ReductionType.Mean, **optimizer_args):
+          reduction=popsim.ReductionType.Mean, engine_options=None, **optimizer_args):
     model = copy.deepcopy(model)
     opts = popsim.Options().replicationFactor(replicas).deviceIterations(iterations)
+    if engine_options is not None:
+        opts._Popart.setEngineOptions(engine_options)
     opts.Training.gradientAccumulation(accumulation)
     opts.Training.accumulationAndReplicationReductionType(reduction)
     if isinstance(model, BlockedClassifier):
@@ -197,9 +199,12 @@ def test_simulator_num_ipus_counts_every_replica():
 
 def test_the_all_reduce_is_charged_on_the_simulated_clock():
     # Each replica runs what one replica runs with its micro-batch, and then the ring.
+    # A stream-callback thread per replica keeps the two from taking turns for the host.
     model = Classifier()
+    threads = {"streamCallbacks.multiThreadMode": "collaborative",
+               "streamCallbacks.numWorkerThreads": "auto"}
     _, _, single = train(model, 1, batches(1, 8))
-    _, _, replicated = train(model, 2, batches(1, 16))
+    _, _, replicated = train(model, 2, batches(1, 16), engine_options=threads)
     steps = [s for s in replicated._executable.program() if s.op == "replica_all_reduce"]
     assert len(steps) == 4  # one per trained parameter
     ring = sum(s.cycles for s in steps)

@@ -35,17 +35,27 @@ CallTrace trace(std::vector<TraceEvent> events, uint64_t cycles, int64_t prefetc
 
 const std::vector<StageBlocks> kTwoStages = {{0, 0, {"A"}}, {1, 1, {"B"}}};
 
+// Two micro-batches over two stages, without prefetching: IPU 0 streams its
+// inputs (10 cycles each) and computes 20; IPU 1 receives a copy of 5,
+// computes 5, and streams the last output to the host in 30.
+CallTrace twoMicroBatches() {
+  return trace({event(0, "F0", "host_input", 0, 0, 10), event(0, "F0", "forward", 0, 10, 30),
+                event(0, "F0", "host_input", 1, 30, 40), event(0, "F0", "forward", 1, 40, 60),
+                event(1, "F1", "copy", 0, 30, 35), event(1, "F1", "forward", 0, 35, 40),
+                event(1, "F1", "copy", 1, 60, 65), event(1, "F1", "forward", 1, 65, 70),
+                event(1, "F1", "host_output", 1, 70, 100)},
+               100, 0);
+}
+
+// The advice line that starts with `start`, or "" when there is none.
+std::string tipStartingWith(const std::vector<std::string>& tips, const std::string& start) {
+  for (const std::string& tip : tips)
+    if (tip.rfind(start, 0) == 0) return tip;
+  return "";
+}
+
 TEST(ProfileAnalysis, ReadsLoadsAndAdviceOffAHandMadeTrace) {
-  // Two micro-batches over two stages, without prefetching: IPU 0 streams its
-  // inputs (10 cycles each) and computes 20; IPU 1 receives a copy of 5,
-  // computes 5, and streams the last output to the host in 30.
-  const CallTrace call =
-      trace({event(0, "F0", "host_input", 0, 0, 10), event(0, "F0", "forward", 0, 10, 30),
-             event(0, "F0", "host_input", 1, 30, 40), event(0, "F0", "forward", 1, 40, 60),
-             event(1, "F1", "copy", 0, 30, 35), event(1, "F1", "forward", 0, 35, 40),
-             event(1, "F1", "copy", 1, 60, 65), event(1, "F1", "forward", 1, 65, 70),
-             event(1, "F1", "host_output", 1, 70, 100)},
-            100, 0);
+  const CallTrace call = twoMicroBatches();
   const Json memory = Json::parse(R"({"ipus": [
       {"ipu": 0, "total": 300, "limit": 1000, "always_live": {"categories": {"code": 200}},
        "not_always_live": {"categories": {"activations": 100}}},
@@ -89,6 +99,27 @@ TEST(ProfileAnalysis, ReadsLoadsAndAdviceOffAHandMadeTrace) {
                           0),
             0u)
       << sharded;
+}
+
+TEST(ProfileAnalysis, HostBoundReplicasSharingAHostThreadAreToldToUseMoreProcesses) {
+  // Stage 0 spends 10 of its 30 cycles on host transfers, over the 30% that
+  // earns advice. With 3 replicas on each of the process's host threads the
+  // advice says how to give them threads of their own.
+  CallTrace call = twoMicroBatches();
+  const std::string hostBound = "33% of stage 0's time is host transfers on its compute tiles";
+  const std::string shared =
+      "Each host thread of this process streams the data of 3 replicas, one after another: the "
+      "same replicas in more processes (Options.Distributed, one torchrun or PopRun process "
+      "each), or more stream-callback threads (engine options streamCallbacks.multiThreadMode "
+      "and streamCallbacks.numWorkerThreads), stream in parallel.";
+  const std::string alone =
+      tipStartingWith(advice(analyse(&call, kTwoStages, nullptr), true), hostBound);
+  ASSERT_FALSE(alone.empty());
+  EXPECT_EQ(alone.find("host thread"), std::string::npos) << alone;
+  call.pipeline.replicasPerHostThread = 3;
+  const std::string tip =
+      tipStartingWith(advice(analyse(&call, kTwoStages, nullptr), true), hostBound);
+  EXPECT_NE(tip.find(shared), std::string::npos) << tip;
 }
 
 TEST(ProfileAnalysis, APrefetchingHostLinkSlowerThanEveryStageIsTheBottleneck) {
