@@ -34,8 +34,15 @@ class Job(NamedTuple):
                               torch.optim.Optimizer]]
 
 
-def _bow(replicas: int, accumulation: int, device_iterations: int = 1) -> popsim.Options:
-    opts = popsim.Options().deviceIterations(device_iterations).replicationFactor(replicas)
+def _bow(replicas: int, accumulation: int, device_iterations: int = 1,
+         processes: int = 1) -> popsim.Options:
+    """Bow IPUs for a job of `replicas` replicas over `processes` host
+    processes (PopRun instances), as the example's benchmark launches it:
+    each process streams the inputs of its own replicas."""
+    opts = popsim.Options().deviceIterations(device_iterations)
+    opts.replicationFactor(replicas // processes)
+    if processes > 1:  # sized as process 0; cost-only jobs need no other process
+        opts.Distributed.configureProcessId(0, processes)
     opts.Training.gradientAccumulation(accumulation)
     opts.Simulator.ipuVersion("Bow")
     return opts
@@ -56,12 +63,14 @@ _RESNET50_CHECKPOINTS = (
 
 def resnet50_pod16() -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...], popsim.Options,
                               torch.optim.Optimizer]:
-    """16 replicas of one IPU, micro-batch 18, accumulation 57; float16 with
-    half partials and stochastic rounding; recomputation between Graphcore's
+    """16 replicas of one IPU in 8 processes (the benchmark's
+    `poprun --num-instances=8 --num-replicas=16`, vision/cnns/pytorch/train/
+    benchmarks.yml), micro-batch 18, accumulation 57; float16 with half
+    partials and stochastic rounding; recomputation between Graphcore's
     checkpoints; available memory proportion 0.16; SGD with momentum
     (combined accumulator), loss scaling 128; 8-bit images."""
     model = ResNet50Training(label_smoothing=0.1, checkpoints=_RESNET50_CHECKPOINTS).half()
-    opts = _bow(replicas=16, accumulation=57)
+    opts = _bow(replicas=16, accumulation=57, processes=8)
     opts.Precision.setPartialsType(torch.half)
     opts.Precision.enableStochasticRounding(True)
     opts.Training.recomputation(True)
@@ -77,7 +86,8 @@ def bert_base_ph1_pod16() -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...], po
     tied MLM head on IPU 0), micro-batch 32, accumulation 512; float16 with
     half partials; recomputation checkpoints at every layer; LAMB without
     bias correction, loss scaling 16,384; optimizer state off chip with
-    replicated tensor sharding; available memory proportion 0.25."""
+    replicated tensor sharding; available memory proportion 0.25. One
+    process, as the benchmark runs run_pretraining.py without PopRun."""
     config = BertConfig.base(layer_norm_eps=1e-3, attention_dropout=0.0, hidden_dropout=0.1)
     model = BertPretraining(config, layers_per_ipu=[0, 4, 4, 4],
                             recompute_checkpoint_every_layer=True).half()
@@ -103,7 +113,8 @@ def vit_b16_finetune_pod16() -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...],
     velocity (the example's accum_type and first_order_type), loss scaling
     0.25; optimizer state on chip with replicated tensor sharding; available
     memory proportion 0.3; prefetch depth 2 (vision/vit/pytorch/configs.yml,
-    b16_imagenet1k)."""
+    b16_imagenet1k). One process, as the benchmark runs finetune.py without
+    PopRun (benchmarks.yml, pytorch_vit_finetune_gen_pod16)."""
     model = ViTTraining(layers_per_ipu=[3, 3, 3, 3], recompute_checkpoint_every_layer=True,
                         dropout=0.1, eight_bit_input=False).half()
     opts = _bow(replicas=4, accumulation=30, device_iterations=8)
@@ -139,8 +150,9 @@ def size(job: Job, show_report: bool) -> Dict[str, Any]:
     # items_per_call and replicas both count every process's replicas.
     micro_batch_size = report.items_per_call // (
         report.steps_per_call * report.micro_batches_per_step * report.replicas)
-    configuration = (f"{report.replicas} x {report.ipus_per_replica} IPU(s), micro-batch "
-                     f"{micro_batch_size}, accumulation {report.micro_batches_per_step}, "
+    processes = f" in {report.processes} processes" if report.processes > 1 else ""
+    configuration = (f"{report.replicas} x {report.ipus_per_replica} IPU(s){processes}, "
+                     f"micro-batch {micro_batch_size}, accumulation {report.micro_batches_per_step}, "
                      f"device iterations {report.steps_per_call}")
     return {"id": job.id, "configuration": configuration, "published": job.published,
             "simulated": report.throughput, "ratio": report.throughput / job.published,
