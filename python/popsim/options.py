@@ -960,7 +960,8 @@ class _PopartOptions(_OptionGroup):
     ``defaultPrefetchBufferingDepth`` (``Options.prefetchDepth``) and the
     ``automaticLossScalingSettings`` fields ``binEdgeLocation`` and
     ``thresholdUpperCountProportion`` (``Training.setAutomaticLossScaling``; its
-    ``updatePeriod`` must stay 1). ``enableStableNorm`` changes nothing, since popsim's norms
+    ``updatePeriod`` must stay 1), and of ``engineOptions`` (``setEngineOptions``) the stream
+    callbacks' threads. ``enableStableNorm`` changes nothing, since popsim's norms
     always compute their statistics in the stable two-pass way. The others configure
     PopART's and Poplar's compilers, which popsim does not have.
     """
@@ -975,8 +976,9 @@ class _PopartOptions(_OptionGroup):
     def set(self, name: str, value: Any) -> "_PopartOptions":
         """Records a PopART session option.
 
-        popsim acts on ``instrumentWithHardwareCycleCounter``, ``defaultPrefetchBufferingDepth``
-        and ``automaticLossScalingSettings.*`` (see the group's summary) and records the others.
+        popsim acts on ``instrumentWithHardwareCycleCounter``, ``defaultPrefetchBufferingDepth``,
+        ``automaticLossScalingSettings.*`` and ``engineOptions``' stream-callback threads (see
+        the group's summary) and records the others.
         ``get``, ``toDict()`` and the attribute ``opts._Popart.<name>`` read them back.
 
         Args:
