@@ -8,13 +8,16 @@ replica (B1 | B2 B3 B4), micro-batches of 40 images, gradientAccumulation 8
    (on host threads), and 2 processes of 1 replica each launched by torchrun
    on 127.0.0.1 (gradients summed with torch.distributed over Gloo); eager
    PyTorch training on the same number of images per step, for scale.
-2. Simulated clock: one step's cycles with 1 and 2 replicas, what the
-   gradient all-reduce adds (the busiest IPU's replica_all_reduce cycles)
-   and its share of the step, and the simulated images per second; and 2
-   replicas with replicated tensor sharding of the weights (and so of their
-   optimizer state): the step, the busiest IPU's collectives (the weights'
-   gathers in every micro-batch, the gradients' reduce-scatter) and the
-   weights and optimizer state each replica holds.
+2. Simulated clock: one step's cycles with 1 and 2 replicas in one process
+   and with 2 processes of 1 replica (process 0, sized cost-only; each
+   process has a host thread of its own, where the replicas of one process
+   take turns on its thread), what the gradient all-reduce adds (the busiest
+   IPU's replica_all_reduce cycles) and its share of the step, and the
+   simulated images per second; and 2 replicas with replicated tensor
+   sharding of the weights (and so of their optimizer state): the step, the
+   busiest IPU's collectives (the weights' gathers in every micro-batch, the
+   gradients' reduce-scatter) and the weights and optimizer state each
+   replica holds.
 
 Median of --repeats timed calls after a warm-up.
 
@@ -52,9 +55,14 @@ def images(count, seed=0):
             torch.randint(0, 10, (count,), generator=generator))
 
 
-def trainer(replicas, sharded_weights=False):
+def trainer(replicas, sharded_weights=False, processes=1):
+    """`replicas` replicas in this process; with `processes` > 1, process 0 of a job of
+    that many, sized cost-only (Simulator.costOnly), so the others need not run."""
     model = new_network(0)
     opts = popsim.Options().replicationFactor(replicas)
+    if processes > 1:
+        opts.Distributed.configureProcessId(0, processes)
+        opts.Simulator.costOnly()
     opts.Training.gradientAccumulation(ACCUMULATION)
     opts.setExecutionStrategy(popsim.PipelinedExecution(*TWO_IPUS))
     opts.TensorLocations.setWeightLocation(
@@ -108,6 +116,14 @@ def sharded_step():
     return model
 
 
+def two_process_step():
+    """Simulated figures of one step of a job of 2 processes of 1 replica each (its
+    process 0), where each replica has its process's host thread to itself."""
+    model = trainer(1, processes=2)
+    model(*images(per_step(1)))
+    return model
+
+
 def worker(repeats, report):
     """One process of the torchrun job: its replica's median seconds per call."""
     seconds, _ = popsim_run(1, repeats)
@@ -150,6 +166,7 @@ def main():
     eager_two = eager_seconds(args.repeats, per_step(2))
     ring = collective_cycles(two)
     sharded = sharded_step()
+    processes = two_process_step()
     results = {
         "wall": {
             "1 replica": {"images_per_s": per_step(1) / one_seconds,
@@ -167,6 +184,12 @@ def main():
                            "all_reduce_cycles": ring,
                            "all_reduce_share": ring / two.cycleCount(),
                            "held_bytes": held_bytes(two)},
+            "2 processes of 1 replica": {
+                "step_cycles": processes.cycleCount(),
+                "images_per_s": per_step(2) / processes.simulatedTime(),
+                "all_reduce_cycles": collective_cycles(processes),
+                "all_reduce_share": collective_cycles(processes) / processes.cycleCount(),
+                "held_bytes": held_bytes(processes)},
             "2 replicas, sharded weights": {
                 "step_cycles": sharded.cycleCount(),
                 "images_per_s": per_step(2) / sharded.simulatedTime(),
