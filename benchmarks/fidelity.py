@@ -39,6 +39,7 @@ def _bow(replicas: int, accumulation: int, device_iterations: int = 1,
     """Bow IPUs for a job of `replicas` replicas over `processes` host
     processes (PopRun instances), as the example's benchmark launches it:
     each process streams the inputs of its own replicas."""
+    assert replicas % processes == 0, f"{replicas} replicas over {processes} processes"
     opts = popsim.Options().deviceIterations(device_iterations)
     opts.replicationFactor(replicas // processes)
     if processes > 1:  # sized as process 0; cost-only jobs need no other process
@@ -152,7 +153,8 @@ def size(job: Job, show_report: bool) -> Dict[str, Any]:
         report.steps_per_call * report.micro_batches_per_step * report.replicas)
     processes = f" in {report.processes} processes" if report.processes > 1 else ""
     configuration = (f"{report.replicas} x {report.ipus_per_replica} IPU(s){processes}, "
-                     f"micro-batch {micro_batch_size}, accumulation {report.micro_batches_per_step}, "
+                     f"micro-batch {micro_batch_size}, "
+                     f"accumulation {report.micro_batches_per_step}, "
                      f"device iterations {report.steps_per_call}")
     return {"id": job.id, "configuration": configuration, "published": job.published,
             "simulated": report.throughput, "ratio": report.throughput / job.published,

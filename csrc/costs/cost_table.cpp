@@ -11,9 +11,9 @@ void addHostTransfers(const compiler::Program& program, const memory::ProgramMem
   const ir::Graph& graph = *program.graph;
   const device::ChipSpec chip = system.spec();
   // A host thread serves its replicas one after another
-  // (IpuSystemConfig::replicasPerHostThread): a replica's transfer lasts as
-  // long as theirs together. The copy between IO tiles and compute tiles is on chip,
-  // each replica's own.
+  // (IpuSystemConfig::replicasPerHostThread), and each replica waits for the
+  // others' turns: its transfer costs their latencies and bytes together. The
+  // copies between IO tiles and compute tiles are on chip, each replica's own.
   const auto turns = static_cast<uint64_t>(system.replicasPerHostThread);
   for (size_t task = 0; task < table.tasks.size(); ++task) {
     TaskCycles& cycles = table.tasks[task];
@@ -35,7 +35,7 @@ void addHostTransfers(const compiler::Program& program, const memory::ProgramMem
     for (size_t i : io.producedOutputs) {
       const uint64_t bytes = graph.outputs()[i]->type().bytes();
       HostOutputCost cost;
-      cost.cycles = turns * hostTransferCycles(bytes, chip);
+      cost.cycles = turns * hostLatencyCycles(chip) + hostDataCycles(turns * bytes, chip);
       const ir::HostOverlap overlap = graph.outputOverlap(i);
       if (overlap != ir::HostOverlap::None) {
         cost.ioTiles = true;

@@ -29,8 +29,8 @@ struct IpuSystemConfig {
   // (streamCallbacks.multiThreadMode, default singleThread, and
   // numWorkerThreads, default 0). The replicas of a thread take turns on it,
   // so each replica's transfer of a micro-batch waits for all of theirs. Each
-  // process of a distributed job (a PopRun instance) has threads of its own,
-  // which is why Graphcore's guides scale host I/O with more instances.
+  // process of a distributed job (a PopRun instance) has threads of its own;
+  // Graphcore's scaling guide recommends more instances for host I/O.
   int64_t replicasPerHostThread = 1;
 
   // The chip as the program computes on it: its compute tiles.

@@ -77,16 +77,16 @@ std::string stageName(const StageLoad& stage) {
   return "stage " + std::to_string(stage.stage) + blocks + " on IPU " + std::to_string(stage.ipu);
 }
 
-// What host-bound advice adds when replicas take turns on the process's
-// host threads (IpuSystemConfig::replicasPerHostThread).
-std::string sharedHostThread(const Analysis& analysis) {
-  if (analysis.replicasPerHostThread < 2) return "";
-  return " Each host thread of this process streams the data of " +
-         std::to_string(analysis.replicasPerHostThread) +
-         " replicas, one after another: the same replicas in more processes "
-         "(Options.Distributed, one torchrun or PopRun process each), or more stream-callback "
-         "threads (engine options streamCallbacks.multiThreadMode and "
-         "streamCallbacks.numWorkerThreads), stream in parallel.";
+// The advice for host-bound calls whose replicas take turns on the
+// process's host threads (IpuSystemConfig::replicasPerHostThread).
+std::string sharedHostThreadAdvice(int64_t replicasPerThread) {
+  return "Host transfers wait for a host thread: each of this process's threads streams the "
+         "data of " +
+         std::to_string(replicasPerThread) +
+         " replicas in turn. To stream them in parallel, run the replicas in more processes "
+         "(Options.Distributed, one torchrun or PopRun process each) or give the stream "
+         "callbacks more threads (engine options streamCallbacks.multiThreadMode and "
+         "streamCallbacks.numWorkerThreads).";
 }
 
 } // namespace
@@ -205,8 +205,7 @@ std::vector<std::string> advice(const Analysis& analysis, bool pipelined) {
                     work +
                     ", so the IPUs wait for their data. Each transfer pays the host's fixed "
                     "latency (and through IO tiles its bytes): larger micro-batches amortise "
-                    "the latency, and spreading the model over more IPUs cannot help." +
-                    sharedHostThread(analysis));
+                    "the latency, and spreading the model over more IPUs cannot help.");
   }
   if (slowest != nullptr && analysis.stages.size() > 1) {
     const double spread =
@@ -238,8 +237,9 @@ std::vector<std::string> advice(const Analysis& analysis, bool pipelined) {
                       "limited by the slowest stage.");
     }
   }
-  if (slowest != nullptr && slowest->cycles != 0 &&
-      slowest->hostCycles / slowest->cycles > kHostBound) {
+  const bool hostBound = slowest != nullptr && slowest->cycles != 0 &&
+                         slowest->hostCycles / slowest->cycles > kHostBound;
+  if (hostBound) {
     const std::string outputs =
         slowest->outputCycles > slowest->hostCycles / 2
             ? " Most of it streams outputs back: return fewer of them (OutputMode.Final or "
@@ -252,9 +252,10 @@ std::vector<std::string> advice(const Analysis& analysis, bool pipelined) {
                     outputs +
                     " Through IO tiles (Options.TensorLocations.numIOTiles, "
                     "popsim.set_overlap_for_input / set_overlap_for_output, with "
-                    "ShardedExecution) the bytes cross beside the compute." +
-                    sharedHostThread(analysis));
+                    "ShardedExecution) the bytes cross beside the compute.");
   }
+  if ((hostBound || analysis.linkBound()) && analysis.replicasPerHostThread > 1)
+    lines.push_back(sharedHostThreadAdvice(analysis.replicasPerHostThread));
   const double idle = analysis.idleFraction();
   if (analysis.linkBound() && !analysis.ipus.empty() && idle > kIdleWorthNoting) {
     lines.push_back("The IPUs wait " + percent(idle, 0) +

@@ -11,7 +11,7 @@ engine options tune Poplar, which popsim does not run, and are named in one
 warning per process."""
 
 import warnings
-from typing import Any, Dict, Optional, Set
+from typing import Any, Dict, Optional, Set, Tuple
 
 from popsim._values import json_object_in_environment
 from popsim.errors import OptionError
@@ -57,20 +57,40 @@ def profile_directory() -> Optional[str]:
     return directory
 
 
+def _stream_callback_threads(options: Dict[str, Any], source: str) -> Tuple[Optional[str], Any]:
+    """The stream callbacks' mode and worker count that `options` (from `source`) set,
+    each None when unset."""
+    mode = options.get(_MODE)
+    if mode is not None and mode not in _MODES:
+        raise OptionError(f"{source}: {_MODE} must be one of {', '.join(_MODES)}, got "
+                          f"{mode!r}.")
+    workers = options.get(_WORKERS)
+    if isinstance(workers, str) and workers.strip() != "auto":
+        try:
+            workers = int(workers.strip())
+        except ValueError:
+            pass
+    if workers is not None and workers != "auto" and (
+            isinstance(workers, bool) or not isinstance(workers, int) or workers < 0):
+        raise OptionError(f"{source}: {_WORKERS} must be a non-negative integer or \"auto\", "
+                          f"got {options.get(_WORKERS)!r}.")
+    return mode, workers
+
+
 def replicas_per_host_thread(session_options: Any, replicas: int) -> int:
     """How many of a process's `replicas` take turns on each of its host threads.
 
     Poplar runs stream callbacks, the host's side of every transfer, on the
-    process's main thread (``streamCallbacks.multiThreadMode`` singleThread, or
-    ``numWorkerThreads`` 0, the defaults). In the other modes up to
-    ``numWorkerThreads`` threads run them; "auto" gives one per CPU core, which
-    popsim takes to be one per replica. `session_options` are
-    ``opts._Popart.setEngineOptions``'s (None when unset); POPLAR_ENGINE_OPTIONS
-    overrides them.
+    process's main thread by default (``streamCallbacks.multiThreadMode``
+    singleThread, ``numWorkerThreads`` 0). Otherwise ``numWorkerThreads``
+    worker threads run them, with the main thread too in the collaborative
+    mode; "auto" gives one per CPU core, which popsim takes to be one per
+    replica. `session_options` are ``opts._Popart.setEngineOptions``'s (None
+    when unset); POPLAR_ENGINE_OPTIONS overrides them option by option.
 
     Raises:
         OptionError: when `session_options` is not a dict, or the mode or the
-            thread count is not one Poplar accepts.
+            thread count is not one Poplar accepts (naming where it was set).
     """
     if session_options is None:
         session_options = {}
@@ -78,19 +98,13 @@ def replicas_per_host_thread(session_options: Any, replicas: int) -> int:
         raise OptionError("Options._Popart's engineOptions must be a dict of Poplar engine "
                           f"options, got {session_options!r}. Use "
                           "opts._Popart.setEngineOptions({...}).")
-    options = {**session_options, **_parsed()}
-    mode = options.get(_MODE, "singleThread")
-    if mode not in _MODES:
-        raise OptionError(f"Engine option {_MODE} must be one of {', '.join(_MODES)}, got "
-                          f"{mode!r}.")
-    workers = options.get(_WORKERS, 0)
-    if isinstance(workers, str) and workers.strip().isdigit():
-        workers = int(workers)
-    if workers != "auto" and (isinstance(workers, bool) or not isinstance(workers, int)
-                              or workers < 0):
-        raise OptionError(f"Engine option {_WORKERS} must be a non-negative integer or "
-                          f"\"auto\", got {workers!r}.")
-    if mode == "singleThread" or workers == 0:
+    mode, workers = _stream_callback_threads(session_options, "opts._Popart.setEngineOptions")
+    environment = _stream_callback_threads(_parsed(), VARIABLE)
+    mode = environment[0] if environment[0] is not None else mode or "singleThread"
+    workers = environment[1] if environment[1] is not None else workers or 0
+    if mode == "singleThread":
         return replicas
-    threads = replicas if workers == "auto" else min(workers, replicas)
-    return -(-replicas // threads)
+    if workers == "auto":
+        return 1
+    threads = max(1, workers + (1 if mode == "collaborative" else 0))
+    return -(-replicas // min(threads, replicas))

@@ -91,7 +91,12 @@ class ProgramKey(NamedTuple):
 
 
 def program_key(graph: "_C.Graph", options: "_C.CompileOptions") -> ProgramKey:
-    return ProgramKey(hashlib.sha256(graph.serialize(stacks=False)).hexdigest(), options_fingerprint(options),
+    fingerprint = options_fingerprint(options)
+    # The replicas that take turns on a host thread follow Poplar's engine options, which
+    # apply when a program loads (load_program costs its transfers with the options of
+    # the day), not to the program.
+    fingerprint["system"].pop("replicas_per_host_thread", None)
+    return ProgramKey(hashlib.sha256(graph.serialize(stacks=False)).hexdigest(), fingerprint,
                       build_id())
 
 

@@ -128,6 +128,24 @@ def test_a_cached_pipelined_program_trains_as_the_compiled_one(tmp_path, counted
     assert loaded["program"] == compiled["program"]
 
 
+def test_stream_callback_threads_apply_to_a_cached_program_as_it_loads(tmp_path, counted,
+                                                                       monkeypatch):
+    """Poplar's engine options apply when a program loads, not to the program: a cached
+    program loads under other stream-callback threads, and its host transfers follow them."""
+    def host_latencies():
+        opts = popsim.Options().replicationFactor(2).enableExecutableCaching(tmp_path)
+        model = popsim.inferenceModel(nn.Linear(3, 5), opts)
+        model(torch.ones(4, 3))
+        return {event["end"] - event["start"] for event in model.executionTrace().events
+                if event["kind"] == "host_input"}
+
+    assert host_latencies() == {2 * 50_000}  # the replicas take turns on the main thread
+    monkeypatch.setenv("POPLAR_ENGINE_OPTIONS", '{"streamCallbacks.multiThreadMode": '
+                       '"dedicated", "streamCallbacks.numWorkerThreads": 2}')
+    assert host_latencies() == {50_000}
+    assert counted["compile"] == 1  # the second model loaded the file
+
+
 def inference_output(options):
     torch.manual_seed(2)
     model = popsim.inferenceModel(nn.Sequential(nn.Linear(3, 5), nn.Tanh()), options)

@@ -292,8 +292,9 @@ def host_transfer_events(replicas, processes=1, engine_options=None):
     trainer = popsim.trainingModel(model, opts, popsim.optim.SGD(model.parameters(), lr=0.1))
     batch = HOST_ROWS * replicas * HOST_ACCUMULATION
     trainer(torch.randn(batch, 16), torch.randint(0, 4, (batch,)))
-    events = {}
-    for event in trainer.executionTrace().events:
+    trace = trainer.executionTrace()
+    events = {"replicas_per_host_thread": trace.pipeline["replicas_per_host_thread"]}
+    for event in trace.events:
         if event["kind"] in ("host_input", "stream_copy", "host_output"):
             events.setdefault(event["kind"], []).append(event["end"] - event["start"])
     return events
@@ -307,11 +308,13 @@ def test_replicas_of_one_process_take_turns_on_its_host_thread(replicas, process
     their own (Options.Distributed) have a thread each. Cost-only, so process 0 of 3
     needs no other process."""
     events = host_transfer_events(replicas, processes)
+    assert events["replicas_per_host_thread"] == replicas  # recorded in the trace
     assert set(events["host_input"]) == {2 * replicas * 50_000}  # two inputs a micro-batch
     per_micro_batch = (host_data_cycles(replicas * HOST_ROWS * 16 * 4)  # the float32 inputs
                        + host_data_cycles(replicas * HOST_ROWS * 8))  # the int64 labels
     assert events["stream_copy"] == [per_micro_batch] * HOST_ACCUMULATION
-    assert events["host_output"] == [replicas * host_cycles(4)]  # the loss (OutputMode.Final)
+    # The loss (OutputMode.Final), every replica's through the thread.
+    assert events["host_output"] == [replicas * 50_000 + host_data_cycles(replicas * 4)]
 
 
 MODE, WORKERS = "streamCallbacks.multiThreadMode", "streamCallbacks.numWorkerThreads"
@@ -320,33 +323,47 @@ MODE, WORKERS = "streamCallbacks.multiThreadMode", "streamCallbacks.numWorkerThr
 @pytest.mark.parametrize("engine_options, turns", [
     ({WORKERS: 4}, 4),  # singleThread, the default mode, ignores the workers
     ({MODE: "collaborative"}, 4),  # 0 workers: the main thread runs every callback
-    ({MODE: "collaborative", WORKERS: 2}, 2),
-    ({MODE: "dedicated", WORKERS: "3"}, 2),  # 4 replicas on 3 threads: up to 2 each
+    ({MODE: "dedicated", WORKERS: 0}, 4),
+    ({MODE: "collaborative", WORKERS: 1}, 2),  # the main thread and 1 worker
+    ({MODE: "collaborative", WORKERS: 3}, 1),
+    ({MODE: "dedicated", WORKERS: "3"}, 2),  # 4 replicas on 3 workers: up to 2 each
     ({MODE: "dedicated", WORKERS: 8}, 1),
     ({MODE: "collaborative", WORKERS: "auto"}, 1),  # a thread per core: one per replica
 ])
 def test_stream_callback_threads_share_out_the_replicas(engine_options, turns):
-    """Poplar's engine options give stream callbacks up to numWorkerThreads threads
-    outside singleThread mode; the 4 replicas share them out."""
+    """Poplar's engine options give stream callbacks numWorkerThreads worker threads
+    outside singleThread mode (with the main thread in the collaborative one); the 4
+    replicas share the threads out."""
     events = host_transfer_events(4, engine_options=engine_options)
     assert set(events["host_input"]) == {2 * turns * 50_000}
 
 
-def test_poplar_engine_options_override_the_sessions(monkeypatch):
-    monkeypatch.setenv("POPLAR_ENGINE_OPTIONS", f'{{"{MODE}": "collaborative", "{WORKERS}": 2}}')
-    assert set(host_transfer_events(4, engine_options={WORKERS: 4})["host_input"]) == {
-        2 * 2 * 50_000}
+def test_poplar_engine_options_override_the_sessions_option_by_option(monkeypatch):
+    # The variable's mode with the session's workers: the main thread and 1 worker.
+    monkeypatch.setenv("POPLAR_ENGINE_OPTIONS", f'{{"{MODE}": "collaborative"}}')
+    events = host_transfer_events(4, engine_options={MODE: "dedicated", WORKERS: 1})
+    assert set(events["host_input"]) == {2 * 2 * 50_000}
 
 
 @pytest.mark.parametrize("engine_options, message", [
-    ({MODE: "threaded"}, "Engine option streamCallbacks.multiThreadMode must be one of "
-                         "singleThread, collaborative, dedicated, got 'threaded'."),
-    ({MODE: "dedicated", WORKERS: -1}, "Engine option streamCallbacks.numWorkerThreads must be "
-                                       "a non-negative integer or \"auto\", got -1."),
+    ({MODE: "threaded"}, "opts._Popart.setEngineOptions: streamCallbacks.multiThreadMode must "
+                         "be one of singleThread, collaborative, dedicated, got 'threaded'."),
+    ({MODE: "dedicated", WORKERS: -1}, "opts._Popart.setEngineOptions: "
+                                       "streamCallbacks.numWorkerThreads must be a non-negative "
+                                       "integer or \"auto\", got -1."),
+    ({WORKERS: True}, "must be a non-negative integer or \"auto\", got True."),
 ])
 def test_bad_stream_callback_options_are_refused(engine_options, message):
     with pytest.raises(popsim.OptionError, match=re.escape(message)):
         host_transfer_events(2, engine_options=engine_options)
+
+
+def test_a_bad_stream_callback_option_in_the_environment_is_named_there(monkeypatch):
+    monkeypatch.setenv("POPLAR_ENGINE_OPTIONS", f'{{"{WORKERS}": "\u00b2"}}')
+    with pytest.raises(popsim.OptionError, match=re.escape(
+            "POPLAR_ENGINE_OPTIONS: streamCallbacks.numWorkerThreads must be a non-negative "
+            "integer or \"auto\", got '\u00b2'.")):
+        host_transfer_events(2)
 
 
 def test_engine_options_that_are_no_dict_are_refused():
