@@ -83,6 +83,10 @@ std::vector<std::string> SizingReport::overviewLines() const {
       stepsPerCall > 1 ? std::to_string(stepsPerCall) + " steps of " : "a step of ";
   const std::string inProcesses =
       processes > 1 ? " in " + std::to_string(processes) + " processes" : "";
+  const std::string turns =
+      replicasPerHostThread > 1
+          ? ", " + std::to_string(replicasPerHostThread) + " replicas per host thread"
+          : "";
   std::vector<std::string> notFitting;
   for (const IpuSizing& ipu : ipus) {
     if (!ipu.fits()) {
@@ -95,9 +99,9 @@ std::vector<std::string> SizingReport::overviewLines() const {
   return {
       "Sizing of " + model + " on simulated " + chip + " IPUs (" + how + ")",
       "Job: " + std::to_string(replicas) + " replica(s) x " + std::to_string(ipusPerReplica) +
-          " IPU(s) = " + std::to_string(totalIpus()) + " IPUs" + inProcesses + "; a call is " +
-          perCall + std::to_string(microBatchesPerStep) + " micro-batch(es) per replica, " +
-          grouped(itemsPerCall) + " items over all replicas",
+          " IPU(s) = " + std::to_string(totalIpus()) + " IPUs" + inProcesses + turns +
+          "; a call is " + perCall + std::to_string(microBatchesPerStep) +
+          " micro-batch(es) per replica, " + grouped(itemsPerCall) + " items over all replicas",
       "Simulated step: " + groupedFixed(stepCycles(), 0) + " cycles = " +
           groupedFixed(stepSeconds() * 1e3, 2) + " ms at " + general(clockHz / 1e9, 3) + " GHz",
       "Simulated throughput: " + groupedFixed(throughput(), 0) + " items/s over " +
@@ -221,6 +225,7 @@ Json toJson(const SizingReport& report) {
           {"replicas", report.replicas},
           {"ipus_per_replica", report.ipusPerReplica},
           {"processes", report.processes},
+          {"replicas_per_host_thread", report.replicasPerHostThread},
           {"steps_per_call", report.stepsPerCall},
           {"micro_batches_per_step", report.microBatchesPerStep},
           {"items_per_call", report.itemsPerCall},
@@ -244,6 +249,8 @@ SizingReport sizingReportFromJson(const Json& entry) {
   report.replicas = entry.at("replicas").get<int64_t>();
   report.ipusPerReplica = entry.at("ipus_per_replica").get<int64_t>();
   report.processes = entry.at("processes").get<int64_t>();
+  // Profiles written before the turns were recorded had none.
+  report.replicasPerHostThread = entry.value("replicas_per_host_thread", int64_t{1});
   report.stepsPerCall = entry.at("steps_per_call").get<int64_t>();
   report.microBatchesPerStep = entry.at("micro_batches_per_step").get<int64_t>();
   report.itemsPerCall = entry.at("items_per_call").get<int64_t>();
@@ -293,6 +300,7 @@ SizingReport sizingReport(const runtime::Executable& executable, const SizingJob
   report.replicas = job.replicas;
   report.ipusPerReplica = trace.numIpus();
   report.processes = job.processes;
+  report.replicasPerHostThread = trace.pipeline.replicasPerHostThread;
   report.stepsPerCall = job.stepsPerCall;
   report.microBatchesPerStep = job.microBatchesPerStep;
   report.itemsPerCall = job.itemsPerCall;

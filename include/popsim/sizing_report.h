@@ -53,6 +53,10 @@ struct SizingReport {
   int64_t replicas = 1; // of the whole job
   int64_t ipusPerReplica = 1;
   int64_t processes = 1;
+  // Replicas that take turns for their host transfers on each host thread of
+  // a process: its replicationFactor unless Poplar's engine options give
+  // stream callbacks more threads.
+  int64_t replicasPerHostThread = 1;
   int64_t stepsPerCall = 1;        // device iterations
   int64_t microBatchesPerStep = 1; // gradient accumulation; 1 for inference
   int64_t itemsPerCall = 0;        // over all replicas and processes

@@ -79,6 +79,9 @@ class SizingReport:
         replicas: The replicas of the whole job, every process's.
         ipus_per_replica: The IPUs each replica runs on.
         processes: The processes the job's replicas are spread over.
+        replicas_per_host_thread: The replicas that take turns for their host transfers on
+            each host thread of a process (Poplar runs a process's stream callbacks on one
+            thread unless its engine options give them more).
         steps_per_call: The steps (device iterations) one call makes.
         micro_batches_per_step: The micro-batches of each replica in a step (the gradient
             accumulation of a training job, 1 for inference).
@@ -102,6 +105,7 @@ class SizingReport:
     cost_only: bool
     ipus: List[IpuSizing] = field(default_factory=list)
     advice: List[str] = field(default_factory=list)
+    replicas_per_host_thread: int = 1
 
     @property
     def fits(self) -> bool:
@@ -173,7 +177,10 @@ class SizingReport:
         Returns:
             The report.
         """
-        fields = {name: entry[name] for name in cls.__dataclass_fields__}
+        fields = {name: entry[name] for name in cls.__dataclass_fields__
+                  if name != "replicas_per_host_thread"}
+        # Profiles written before the turns were recorded had none.
+        fields["replicas_per_host_thread"] = entry.get("replicas_per_host_thread", 1)
         fields["ipus"] = [IpuSizing(**{name: ipu[name] for name in IpuSizing.__dataclass_fields__})
                           for ipu in entry["ipus"]]
         return cls(**fields)

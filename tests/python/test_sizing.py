@@ -124,6 +124,25 @@ def test_throughput_counts_every_replica():
     assert report.step_seconds == pytest.approx(report.call_seconds)
 
 
+def test_the_report_says_how_many_replicas_share_a_host_thread():
+    """A process's replicas take turns on its host thread (Poplar's default stream
+    callbacks): the job line says how many, to_dict keeps it, and a profile written
+    before it was recorded reads as one."""
+    model = FourLayers()
+    report = popsim.sizeJob(model, _micro_batch(4), _options(accumulation=8, replicas=3),
+                            _sgd(model))
+    assert report.replicas_per_host_thread == 3
+    assert report.overview_lines()[1].startswith(
+        "Job: 3 replica(s) x 2 IPU(s) = 6 IPUs, 3 replicas per host thread; a call is ")
+    assert popsim.SizingReport.from_dict(report.to_dict()) == report
+    older = report.to_dict()
+    del older["replicas_per_host_thread"]
+    assert popsim.SizingReport.from_dict(older).replicas_per_host_thread == 1
+    alone = popsim.sizeJob(model, _micro_batch(4), _options(accumulation=8), _sgd(model))
+    assert alone.replicas_per_host_thread == 1
+    assert "host thread" not in alone.overview_lines()[1]
+
+
 def test_device_iterations_are_steps_of_a_call():
     model = FourLayers()
     opts = _options(accumulation=4).deviceIterations(3)
