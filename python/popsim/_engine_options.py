@@ -104,7 +104,5 @@ def replicas_per_host_thread(session_options: Any, replicas: int) -> int:
     workers = environment[1] if environment[1] is not None else workers or 0
     if mode == "singleThread":
         return replicas
-    if workers == "auto":
-        return 1
-    threads = max(1, workers + (1 if mode == "collaborative" else 0))
-    return -(-replicas // min(threads, replicas))
+    threads = replicas if workers == "auto" else max(1, workers + (mode == "collaborative"))
+    return -(-replicas // threads)  # the replicas per thread, rounded up
