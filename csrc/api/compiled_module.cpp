@@ -1,14 +1,17 @@
 #include "api/compiled_module.h"
 
-#include "api/compile_options_of.h"
 #include "common/check.h"
 #include "common/strings.h"
 #include "frontend/dtype_conversion.h"
 #include "frontend/host_call.h"
 #include "frontend/import.h"
 #include "frontend/tensor_conversion.h"
+#include "host/batch_split.h"
+#include "host/compile_options_builder.h"
+#include "host/session_options.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <torch/csrc/jit/serialization/import.h>
 
 #include <chrono>
@@ -37,38 +40,20 @@ std::vector<std::string> inputNames(const torch::jit::Module& module, size_t cou
   return names;
 }
 
-// One micro-batch of each example input: dimension 0 divided by the
-// micro-batches of a call (deviceIterations x gradientAccumulation).
+// One micro-batch of each example input, as the host splits a call's inputs
+// (host/batch_split.h), with Python's messages.
 std::vector<ir::TensorType> microBatchTypes(const std::vector<at::Tensor>& examples,
                                             const std::vector<std::string>& names,
-                                            const Options& options) {
-  const int64_t perCall = options.deviceIterations() * options.Training.gradientAccumulation();
-  const std::string factors = "deviceIterations " + std::to_string(options.deviceIterations()) +
-                              " x gradientAccumulation " +
-                              std::to_string(options.Training.gradientAccumulation());
+                                            const host::SessionOptions& options) {
+  const host::BatchSplit split = host::batchSplitOf(options);
   std::vector<ir::TensorType> types;
   for (size_t i = 0; i < examples.size(); ++i) {
-    const std::string what =
-        i < names.size() ? "input '" + names[i] + "'" : "input " + std::to_string(i);
+    const std::string name = i < names.size() ? names[i] : "input" + std::to_string(i);
     if (!examples[i].defined()) {
-      throwError(ErrorKind::InvalidInput, what + " is an undefined tensor.");
+      throwError(ErrorKind::InvalidInput, "Input '" + name + "' is an undefined tensor.");
     }
-    ir::TensorType type = frontend::typeOf(examples[i], what);
-    if (type.shape.empty()) {
-      if (perCall != 1) {
-        throwError(ErrorKind::InvalidInput, what + " is a 0-d tensor, but a call stacks " +
-                                                std::to_string(perCall) + " micro-batches (" +
-                                                factors + ") along dimension 0; give it one.");
-      }
-    } else if (type.shape[0] % perCall != 0) {
-      throwError(ErrorKind::InvalidInput,
-                 what + " has " + std::to_string(type.shape[0]) +
-                     " rows in dimension 0, which do not split into the " +
-                     std::to_string(perCall) + " micro-batches of a call (" + factors +
-                     "); give a multiple of " + std::to_string(perCall) + ".");
-    } else {
-      type.shape[0] /= perCall;
-    }
+    ir::TensorType type = frontend::typeOf(examples[i], "input '" + name + "'");
+    type.shape = split.microBatchShape(name, type.shape);
     types.push_back(type);
   }
   return types;
@@ -109,11 +94,10 @@ CompiledModule::CompiledModule(torch::jit::Module module,
   const auto start = std::chrono::steady_clock::now(); // compiling, tracing included
   frontend::ImportOptions import;
   import.training = training;
+  const host::SessionOptions& session = options_.session();
   import.randomSeed = static_cast<int64_t>(options_.randomSeed());
-  // Python's Default is PyTorch's promotion (HalfUpcastToFloat).
-  import.downcastMixedFloats =
-      options_.Precision.halfFloatCasting() == HalfFloatCastingBehavior::FloatDowncastToHalf;
-  import.moduleScopes = options_.moduleNamescope();
+  import.downcastMixedFloats = session.downcastsMixedFloats();
+  import.moduleScopes = session.moduleNamescope;
   import.inputNames = inputNames(module_, exampleInputs.size());
   inputNames_ = import.inputNames;
   for (size_t i = inputNames_.size(); i < exampleInputs.size(); ++i)
@@ -122,14 +106,21 @@ CompiledModule::CompiledModule(torch::jit::Module module,
     examples_.push_back(example.defined()
                             ? at::empty(example.sizes(), example.options().device(at::kMeta))
                             : at::Tensor());
-  if (options_.executionStrategy().has_value()) {
-    for (const auto& [path, ipu] : options_.executionStrategy()->modules())
-      import.moduleBlocks.push_back({path, ipu});
+  if (session.executionStrategy.has_value()) {
+    // TorchScript modules carry no block markers: each stage's module starts a block.
+    for (const host::StrategyStage& stage : session.executionStrategy->stages)
+      import.moduleBlocks.push_back({stage.blocks.front(), stage.ipu.value_or(0)});
   }
   const std::vector<ir::TensorType> types =
-      microBatchTypes(exampleInputs, import.inputNames, options_);
+      microBatchTypes(exampleInputs, import.inputNames, session);
   const std::unique_ptr<ir::Graph> graph = frontend::importModule(module_, types, import);
-  executable_ = runtime::Executable::compile(*graph, compileOptionsOf(options_, training, config));
+  host::CompileInputs inputs;
+  inputs.blocks = graph->blocks();
+  inputs.training = training;
+  inputs.config = config;
+  inputs.randomSeed = options_.randomSeed();
+  inputs.hostThreads = at::get_num_threads();
+  executable_ = runtime::Executable::compile(*graph, host::buildCompileOptions(session, inputs));
   // The job as the sizing report sees it. Every call has the example
   // inputs' shapes, so its samples are the first input's dimension 0, as
   // Python counts them; the model is its class name ("Network").

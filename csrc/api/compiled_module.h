@@ -17,9 +17,10 @@ namespace popsim::api {
 
 // A TorchScript module compiled for simulated IPUs, with its host module: what
 // the public sessions share. Compiling follows the Python executor's steps
-// (_executor.py, _compilation.compile_options): import the module's forward()
-// at one micro-batch's shapes, with blocks by module path, compile for the
-// system the options describe, then copy the module's weights to the device.
+// over the same host runtime (csrc/host): import the module's forward() at
+// one micro-batch's shapes (host::batchSplitOf), with blocks by module path,
+// compile with the host's compile options, then copy the module's weights to
+// the device.
 class CompiledModule {
 public:
   // `training`: the program runs forward, backward and the optimizer step

@@ -1,11 +1,13 @@
 // popsim::Options (include/popsim/options.h): each setter checks its value as
-// Python's popsim.Options does, with the same messages.
+// Python's popsim.Options does, with the same messages, and writes it into
+// the host runtime's session options, which the sessions compile with.
 #include "popsim/options.h"
 
 #include "api/error_classes.h"
 #include "api/session_profile.h"
 #include "device/chip_spec.h"
 #include "device/memory_size.h"
+#include "host/session_options.h"
 
 #include <algorithm>
 #include <cctype>
@@ -25,7 +27,61 @@ int64_t positive(const char* setter, int64_t value) {
   return value;
 }
 
+host::TensorLocationSettings hostSettings(const TensorLocationSettings& settings) {
+  host::TensorLocationSettings location;
+  location.onChip = settings.onChip();
+  location.minElementsForOffChip = settings.minElementsForOffChip();
+  location.ioTilesToLoad = settings.ioTilesToLoad();
+  location.ioTilesToStore = settings.ioTilesToStore();
+  return location;
+}
+
+TensorLocationSettings publicSettings(const host::TensorLocationSettings& location) {
+  TensorLocationSettings settings;
+  settings.useOnChipStorage(location.onChip)
+      .minElementsForOffChip(location.minElementsForOffChip)
+      .useIOTilesToLoad(location.ioTilesToLoad)
+      .useIOTilesToStore(location.ioTilesToStore);
+  return settings;
+}
+
+// The host's strategy: a stage per listed module, each a block of its own
+// named by its module path (frontend::ImportOptions::moduleBlocks makes them),
+// on the IPU given.
+host::ExecutionStrategy hostStrategy(const ExecutionStrategy& strategy) {
+  host::ExecutionStrategy spec;
+  if (strategy.kind() == ExecutionStrategy::Kind::Sharded) {
+    spec.kind = host::StrategyKind::Sharded;
+  } else {
+    switch (strategy.schedule()) {
+    case PipelineSchedule::Interleaved: spec.schedule = compiler::ScheduleKind::Interleaved; break;
+    case PipelineSchedule::Grouped: spec.schedule = compiler::ScheduleKind::Grouped; break;
+    case PipelineSchedule::Sequential: spec.schedule = compiler::ScheduleKind::Sequential; break;
+    }
+  }
+  for (const auto& [path, ipu] : strategy.modules())
+    spec.stages.push_back({{path}, ipu});
+  return spec;
+}
+
 } // namespace
+
+Options::Options()
+    : session_(std::make_unique<host::SessionOptions>()), Training(session_.get()),
+      Precision(session_.get()), TensorLocations(session_.get()), Simulator(session_.get()) {}
+
+Options::Options(const Options& other)
+    : session_(std::make_unique<host::SessionOptions>(*other.session_)), Training(session_.get()),
+      Precision(session_.get()), TensorLocations(session_.get()), Simulator(session_.get()),
+      strategy_(other.strategy_) {}
+
+Options& Options::operator=(const Options& other) {
+  *session_ = *other.session_; // the groups keep pointing at this session
+  strategy_ = other.strategy_;
+  return *this;
+}
+
+Options::~Options() = default;
 
 ExecutionStrategy::ExecutionStrategy(Kind kind,
                                      std::vector<std::pair<std::string, int64_t>> modules,
@@ -53,29 +109,65 @@ ShardedExecution::ShardedExecution(std::vector<std::pair<std::string, int64_t>> 
     : ExecutionStrategy(Kind::Sharded, std::move(modulesToIpus), PipelineSchedule::Sequential) {}
 
 TrainingOptions& TrainingOptions::gradientAccumulation(int64_t microBatches) {
-  gradientAccumulation_ = positive("Training.gradientAccumulation", microBatches);
+  session_->training.gradientAccumulation = positive("Training.gradientAccumulation", microBatches);
   return *this;
+}
+int64_t TrainingOptions::gradientAccumulation() const {
+  return session_->training.gradientAccumulation;
 }
 
 TrainingOptions& TrainingOptions::recomputation(bool enabled) {
-  recomputation_ = enabled;
+  session_->training.recomputation = enabled;
   return *this;
 }
+bool TrainingOptions::recomputation() const { return session_->training.recomputation; }
 
 TrainingOptions& TrainingOptions::accumulationAndReplicationReductionType(ReductionType type) {
-  reductionType_ = type;
+  session_->training.reduction =
+      type == ReductionType::Sum ? host::ReductionType::Sum : host::ReductionType::Mean;
   return *this;
+}
+ReductionType TrainingOptions::accumulationAndReplicationReductionType() const {
+  return session_->training.reduction == host::ReductionType::Sum ? ReductionType::Sum
+                                                                  : ReductionType::Mean;
 }
 
 TrainingOptions& TrainingOptions::setMeanAccumulationAndReplicationReductionStrategy(
     MeanReductionStrategy strategy) {
-  meanStrategy_ = strategy;
+  session_->training.meanStrategy = strategy == MeanReductionStrategy::Running
+                                        ? host::MeanReductionStrategy::Running
+                                        : host::MeanReductionStrategy::Post;
   return *this;
+}
+MeanReductionStrategy TrainingOptions::meanReductionStrategy() const {
+  return session_->training.meanStrategy == host::MeanReductionStrategy::Running
+             ? MeanReductionStrategy::Running
+             : MeanReductionStrategy::Post;
 }
 
 PrecisionOptions& PrecisionOptions::halfFloatCasting(HalfFloatCastingBehavior behaviour) {
-  halfFloatCasting_ = behaviour;
+  switch (behaviour) {
+  case HalfFloatCastingBehavior::Default:
+    session_->precision.halfFloatCasting = host::HalfFloatCasting::Default;
+    break;
+  case HalfFloatCastingBehavior::FloatDowncastToHalf:
+    session_->precision.halfFloatCasting = host::HalfFloatCasting::FloatDowncastToHalf;
+    break;
+  case HalfFloatCastingBehavior::HalfUpcastToFloat:
+    session_->precision.halfFloatCasting = host::HalfFloatCasting::HalfUpcastToFloat;
+    break;
+  }
   return *this;
+}
+HalfFloatCastingBehavior PrecisionOptions::halfFloatCasting() const {
+  switch (session_->precision.halfFloatCasting) {
+  case host::HalfFloatCasting::FloatDowncastToHalf:
+    return HalfFloatCastingBehavior::FloatDowncastToHalf;
+  case host::HalfFloatCasting::HalfUpcastToFloat:
+    return HalfFloatCastingBehavior::HalfUpcastToFloat;
+  case host::HalfFloatCasting::Default: break;
+  }
+  return HalfFloatCastingBehavior::Default;
 }
 
 PrecisionOptions& PrecisionOptions::setPartialsType(c10::ScalarType type) {
@@ -83,18 +175,25 @@ PrecisionOptions& PrecisionOptions::setPartialsType(c10::ScalarType type) {
     refuse(std::string("Precision.setPartialsType expects at::kFloat or at::kHalf, got ") +
            c10::toString(type) + ".");
   }
-  partialsType_ = type;
+  session_->precision.halfPartials = type == c10::ScalarType::Half;
   return *this;
+}
+c10::ScalarType PrecisionOptions::partialsType() const {
+  return session_->precision.halfPartials ? c10::ScalarType::Half : c10::ScalarType::Float;
 }
 
 PrecisionOptions& PrecisionOptions::enableStochasticRounding(bool enabled) {
-  stochasticRounding_ = enabled;
+  session_->precision.stochasticRounding = enabled;
   return *this;
 }
+bool PrecisionOptions::stochasticRounding() const { return session_->precision.stochasticRounding; }
 
 PrecisionOptions& PrecisionOptions::enableFloatingPointExceptions(bool enabled) {
-  floatingPointExceptions_ = enabled;
+  session_->precision.floatingPointExceptions = enabled;
   return *this;
+}
+bool PrecisionOptions::floatingPointExceptions() const {
+  return session_->precision.floatingPointExceptions;
 }
 
 TensorLocationSettings& TensorLocationSettings::useOnChipStorage(bool use) {
@@ -123,26 +222,38 @@ TensorLocationSettings& TensorLocationSettings::useIOTilesToStore(bool use) {
 
 TensorLocationOptions&
 TensorLocationOptions::setOptimizerLocation(const TensorLocationSettings& location) {
-  optimizer_ = location;
+  session_->tensorLocations.optimizer = hostSettings(location);
   return *this;
+}
+TensorLocationSettings TensorLocationOptions::optimizerLocation() const {
+  return publicSettings(session_->tensorLocations.optimizer);
 }
 
 TensorLocationOptions&
 TensorLocationOptions::setWeightLocation(const TensorLocationSettings& location) {
-  weights_ = location;
+  session_->tensorLocations.weights = hostSettings(location);
   return *this;
+}
+TensorLocationSettings TensorLocationOptions::weightLocation() const {
+  return publicSettings(session_->tensorLocations.weights);
 }
 
 TensorLocationOptions&
 TensorLocationOptions::setAccumulatorLocation(const TensorLocationSettings& location) {
-  accumulators_ = location;
+  session_->tensorLocations.accumulators = hostSettings(location);
   return *this;
+}
+TensorLocationSettings TensorLocationOptions::accumulatorLocation() const {
+  return publicSettings(session_->tensorLocations.accumulators);
 }
 
 TensorLocationOptions&
 TensorLocationOptions::setActivationLocation(const TensorLocationSettings& location) {
-  activations_ = location;
+  session_->tensorLocations.activations = hostSettings(location);
   return *this;
+}
+TensorLocationSettings TensorLocationOptions::activationLocation() const {
+  return publicSettings(session_->tensorLocations.activations);
 }
 
 TensorLocationOptions& TensorLocationOptions::numIOTiles(int64_t tiles) {
@@ -151,30 +262,38 @@ TensorLocationOptions& TensorLocationOptions::numIOTiles(int64_t tiles) {
            "got " +
            std::to_string(tiles) + ".");
   }
-  numIOTiles_ = tiles;
+  session_->tensorLocations.numIoTiles = tiles;
   return *this;
 }
+int64_t TensorLocationOptions::numIOTiles() const { return session_->tensorLocations.numIoTiles; }
 
 SimulatorOptions& SimulatorOptions::numIpus(int64_t count) {
-  numIpus_ = positive("Simulator.numIpus", count);
+  session_->simulator.numIpus = positive("Simulator.numIpus", count);
   return *this;
 }
+int64_t SimulatorOptions::numIpus() const { return session_->simulator.numIpus.value_or(0); }
 
 SimulatorOptions& SimulatorOptions::ipuVersion(const std::string& version) {
   device::ChipVersion chip;
   if (!device::parseChipVersion(version, &chip)) {
     refuse("Simulator.ipuVersion expects 'Mk1', 'Mk2' or 'Bow', got '" + version + "'.");
   }
-  ipuVersion_ = device::chipVersionName(chip);
+  session_->simulator.chip = chip;
   return *this;
+}
+std::string SimulatorOptions::ipuVersion() const {
+  return device::chipVersionName(session_->simulator.chip);
 }
 
 SimulatorOptions& SimulatorOptions::memoryPerIpu(uint64_t bytes) {
   if (bytes < 1) {
     refuse("Simulator.memoryPerIpu expects a positive size, got 0.");
   }
-  memoryPerIpu_ = bytes;
+  session_->simulator.memoryPerIpu = bytes;
   return *this;
+}
+uint64_t SimulatorOptions::memoryPerIpu() const {
+  return session_->simulator.memoryPerIpu.value_or(0);
 }
 
 SimulatorOptions& SimulatorOptions::memoryPerIpu(const std::string& size) {
@@ -184,44 +303,69 @@ SimulatorOptions& SimulatorOptions::memoryPerIpu(const std::string& size) {
            "'512KB', got '" +
            size + "'.");
   }
-  memoryPerIpu_ = *bytes;
+  session_->simulator.memoryPerIpu = *bytes;
   return *this;
 }
 
 SimulatorOptions& SimulatorOptions::threadsPerIpu(int64_t threads) {
-  threadsPerIpu_ = positive("Simulator.threadsPerIpu", threads);
+  session_->simulator.threadsPerIpu = positive("Simulator.threadsPerIpu", threads);
   return *this;
+}
+int64_t SimulatorOptions::threadsPerIpu() const {
+  return session_->simulator.threadsPerIpu.value_or(0);
 }
 
 SimulatorOptions& SimulatorOptions::costOnly(bool enabled) {
-  costOnly_ = enabled;
+  session_->simulator.costOnly = enabled;
   return *this;
 }
+bool SimulatorOptions::costOnly() const { return session_->simulator.costOnly; }
 
 Options& Options::deviceIterations(int64_t iterations) {
-  deviceIterations_ = positive("deviceIterations", iterations);
+  session_->deviceIterations = positive("deviceIterations", iterations);
   return *this;
 }
+int64_t Options::deviceIterations() const { return session_->deviceIterations; }
 
 Options& Options::outputMode(OutputMode mode, int64_t period) {
-  outputMode_ = mode;
-  outputReturnPeriod_ = mode == OutputMode::EveryN ? positive("outputMode's period", period) : 1;
+  switch (mode) {
+  case OutputMode::Final: session_->outputMode = host::OutputMode::Final; break;
+  case OutputMode::EveryN: session_->outputMode = host::OutputMode::EveryN; break;
+  case OutputMode::All: session_->outputMode = host::OutputMode::All; break;
+  case OutputMode::Sum: session_->outputMode = host::OutputMode::Sum; break;
+  case OutputMode::Default: session_->outputMode = host::OutputMode::Default; break;
+  }
+  session_->outputReturnPeriod =
+      mode == OutputMode::EveryN ? positive("outputMode's period", period) : 1;
   return *this;
 }
+OutputMode Options::outputMode() const {
+  switch (session_->outputMode) {
+  case host::OutputMode::Final: return OutputMode::Final;
+  case host::OutputMode::EveryN: return OutputMode::EveryN;
+  case host::OutputMode::All: return OutputMode::All;
+  case host::OutputMode::Sum: return OutputMode::Sum;
+  case host::OutputMode::Default: break;
+  }
+  return OutputMode::Default;
+}
+int64_t Options::outputReturnPeriod() const { return session_->outputReturnPeriod; }
 
 Options& Options::randomSeed(uint64_t seed) {
-  randomSeed_ = seed;
+  session_->randomSeed = seed;
   return *this;
 }
+uint64_t Options::randomSeed() const { return session_->randomSeed.value_or(0); }
 
 Options& Options::prefetchDepth(int64_t depth) {
   if (depth < 0) {
     refuse("prefetchDepth expects a non-negative integer (0 turns prefetching off), got " +
            std::to_string(depth) + ".");
   }
-  prefetchDepth_ = depth;
+  session_->prefetchDepth = depth;
   return *this;
 }
+int64_t Options::prefetchDepth() const { return session_->prefetchDepth; }
 
 Options& Options::setAvailableMemoryProportion(const std::map<std::string, double>& proportions) {
   std::map<int64_t, double> byIpu;
@@ -240,37 +384,45 @@ Options& Options::setAvailableMemoryProportion(const std::map<std::string, doubl
     }
     byIpu[std::stoll(name.substr(3))] = proportion;
   }
-  availableMemoryProportion_ = std::move(byIpu);
+  session_->availableMemoryProportion = std::move(byIpu);
   return *this;
+}
+const std::map<int64_t, double>& Options::availableMemoryProportion() const {
+  return session_->availableMemoryProportion;
 }
 
 Options& Options::setExecutionStrategy(const ExecutionStrategy& strategy) {
+  session_->executionStrategy = hostStrategy(strategy);
   strategy_ = strategy;
   return *this;
 }
 
 Options& Options::enableSyntheticData(bool enabled) {
-  syntheticData_ = enabled;
+  session_->syntheticData = enabled;
   return *this;
 }
+bool Options::syntheticData() const { return session_->syntheticData; }
 
 Options& Options::disableModuleNamescope() {
-  moduleNamescope_ = false;
+  session_->moduleNamescope = false;
   return *this;
 }
+bool Options::moduleNamescope() const { return session_->moduleNamescope; }
 
 Options& Options::enableProfiling(const std::string& directory) {
-  profileDirectory_ = api::checkedProfileDirectory("enableProfiling", directory);
+  session_->profileDirectory = api::checkedProfileDirectory("enableProfiling", directory);
   return *this;
 }
+std::string Options::profileDirectory() const { return session_->profileDirectory.value_or(""); }
 
 Options& Options::modelName(const std::string& name) {
   if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..") {
     refuse("modelName expects a non-empty name without '/' (it names a directory), got '" + name +
            "'.");
   }
-  modelName_ = name;
+  session_->modelName = name;
   return *this;
 }
+std::string Options::modelName() const { return session_->modelName.value_or(""); }
 
 } // namespace popsim

@@ -9,6 +9,7 @@
 #include "common/check.h"
 #include "frontend/dtype_conversion.h"
 #include "frontend/tensor_conversion.h"
+#include "host/compile_options_builder.h"
 #include "ir/state_names.h"
 #include "runtime/hyperparameters.h"
 
@@ -28,32 +29,11 @@ compiler::OptimizerKind kindOf(Optimizer::Kind kind) {
   return compiler::OptimizerKind::Sgd;
 }
 
-// Whether accumulators hold the running mean of a step's gradients
-// (Python's _training.running_mean).
-bool runningMean(const Options& options) {
-  return options.Training.gradientAccumulation() > 1 &&
-         options.Training.accumulationAndReplicationReductionType() == ReductionType::Mean &&
-         options.Training.meanReductionStrategy() == MeanReductionStrategy::Running;
-}
-
-// How a step reads its accumulated gradient, for one replica (Python's
-// _training.grad_scale): the sum, a running mean as it is, or the summed
-// accumulator divided by the micro-batches.
-double gradientScale(const Options& options) {
-  if (options.Training.accumulationAndReplicationReductionType() != ReductionType::Mean ||
-      runningMean(options)) {
-    return 1.0;
-  }
-  return 1.0 / static_cast<double>(options.Training.gradientAccumulation());
-}
-
 compiler::TrainingConfig configOf(const torch::jit::Module& module, const Options& options,
                                   const Optimizer& optimizer) {
   compiler::TrainingConfig config;
   config.optimizer = kindOf(optimizer.kind());
   config.maxGradNorm = optimizer.maxGradNorm();
-  config.gradientScale = gradientScale(options);
-  config.runningMean = runningMean(options);
   compiler::ParameterGroup group;
   for (const torch::jit::NameTensor& parameter : module.named_parameters(true)) {
     if (parameter.value.requires_grad()) group.parameters.push_back(parameter.name);
@@ -68,6 +48,7 @@ compiler::TrainingConfig configOf(const torch::jit::Module& module, const Option
   group.tfVariant = optimizer.tfVariant();
   group.biasCorrection = optimizer.biasCorrection();
   config.groups.push_back(group);
+  host::applySessionTraining(options.session(), config); // reductions, as Python's
   return config;
 }
 
@@ -92,7 +73,7 @@ void startSquareAveragesAtOne(api::CompiledModule& compiled,
 void writeHyperparameters(api::CompiledModule& compiled, const Optimizer& optimizer) {
   if (compiled.executable().costOnly()) return; // the device holds no values
   std::map<std::string, double> values = optimizer.hyperparameters();
-  values["grad_scale"] = gradientScale(compiled.options());
+  values["grad_scale"] = host::gradientScale(compiled.options().session());
   runtime::writeHyperparameters(compiled.executable(), 0, values);
 }
 

@@ -1,7 +1,7 @@
 // The typed contract between the Python API and the C++ core: the compile
-// options, their enums and the state names, bound as they are in C++. Python
-// validates what users give (popsim.Options and friends) and fills these;
-// C++ keeps internal assertions only.
+// options, their enums and the state names, bound as they are in C++. The
+// host runtime builds the compile options from the session's options
+// (bind_session.cpp); tests and tools fill them by hand.
 
 #include "compiler/compiler_options.h"
 #include "compiler/training/training_config.h"

@@ -10,6 +10,7 @@ void bindLogging(pybind11::module_& module);
 void bindIr(pybind11::module_& module);
 void bindFrontend(pybind11::module_& module);
 void bindOptions(pybind11::module_& module);
+void bindSession(pybind11::module_& module);
 void bindRuntime(pybind11::module_& module);
 void bindProfile(pybind11::module_& module);
 

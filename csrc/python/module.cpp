@@ -7,6 +7,7 @@ PYBIND11_MODULE(_C, module) {
   popsim::python::bindIr(module);
   popsim::python::bindFrontend(module);
   popsim::python::bindOptions(module);
+  popsim::python::bindSession(module);
   popsim::python::bindRuntime(module);
   popsim::python::bindProfile(module);
 }

@@ -11,17 +11,27 @@
 //   opts.Simulator.ipuVersion("Bow");
 //
 // Each setter has a getter of the same name without arguments.
+//
+// The values live in the host runtime's session options, which Python's
+// popsim.Options writes too (csrc/host/session_options.h): the setters here
+// check what C++ users give and write them there, so an option means the
+// same in both languages.
 
 #include <c10/core/ScalarType.h>
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace popsim {
+
+namespace host {
+struct SessionOptions; // the host runtime's (csrc/host/session_options.h)
+}
 
 // Which device iterations' outputs a call returns (Python's popsim.OutputMode).
 enum class OutputMode {
@@ -95,79 +105,76 @@ enum class MeanReductionStrategy { Running, Post };
 // float32 operands cast to float16.
 enum class HalfFloatCastingBehavior { Default, FloatDowncastToHalf, HalfUpcastToFloat };
 
+// The part of the options a group (Options.Training, ...) sets; a group is
+// a member of its Options and is neither copied nor moved on its own.
+class OptionGroup {
+public:
+  OptionGroup(const OptionGroup&) = delete;
+  OptionGroup& operator=(const OptionGroup&) = delete;
+
+protected:
+  explicit OptionGroup(host::SessionOptions* session) : session_(session) {}
+  host::SessionOptions* session_;
+  friend class Options;
+};
+
 // Options.Training: options of training models (an inference session
 // requires gradientAccumulation 1).
-class TrainingOptions {
+class TrainingOptions : public OptionGroup {
 public:
+  using OptionGroup::OptionGroup;
   TrainingOptions& gradientAccumulation(int64_t microBatches);
-  int64_t gradientAccumulation() const { return gradientAccumulation_; }
+  int64_t gradientAccumulation() const;
   TrainingOptions& recomputation(bool enabled);
-  bool recomputation() const { return recomputation_; }
+  bool recomputation() const;
   // The mean (default) or the sum of a step's micro-batches' gradients.
   TrainingOptions& accumulationAndReplicationReductionType(ReductionType type);
-  ReductionType accumulationAndReplicationReductionType() const { return reductionType_; }
+  ReductionType accumulationAndReplicationReductionType() const;
   TrainingOptions&
   setMeanAccumulationAndReplicationReductionStrategy(MeanReductionStrategy strategy);
-  MeanReductionStrategy meanReductionStrategy() const { return meanStrategy_; }
-
-private:
-  int64_t gradientAccumulation_ = 1;
-  bool recomputation_ = false;
-  ReductionType reductionType_ = ReductionType::Mean;
-  MeanReductionStrategy meanStrategy_ = MeanReductionStrategy::Post;
+  MeanReductionStrategy meanReductionStrategy() const;
 };
 
 // Options.Precision: float16 arithmetic.
-class PrecisionOptions {
+class PrecisionOptions : public OptionGroup {
 public:
+  using OptionGroup::OptionGroup;
   // The type matmuls and convolutions of float16 operands sum their partial
   // products in: at::kFloat (the default) or at::kHalf, as an IPU's AMP
   // units do with half partials.
   PrecisionOptions& setPartialsType(c10::ScalarType type);
-  c10::ScalarType partialsType() const { return partialsType_; }
+  c10::ScalarType partialsType() const;
   PrecisionOptions& enableStochasticRounding(bool enabled);
-  bool stochasticRounding() const { return stochasticRounding_; }
+  bool stochasticRounding() const;
   PrecisionOptions& enableFloatingPointExceptions(bool enabled);
-  bool floatingPointExceptions() const { return floatingPointExceptions_; }
+  bool floatingPointExceptions() const;
   PrecisionOptions& halfFloatCasting(HalfFloatCastingBehavior behaviour);
-  HalfFloatCastingBehavior halfFloatCasting() const { return halfFloatCasting_; }
-
-private:
-  HalfFloatCastingBehavior halfFloatCasting_ = HalfFloatCastingBehavior::Default;
-  c10::ScalarType partialsType_ = c10::ScalarType::Float;
-  bool stochasticRounding_ = false;
-  bool floatingPointExceptions_ = false;
+  HalfFloatCastingBehavior halfFloatCasting() const;
 };
 
 // Options.Simulator: the simulated machine (popsim's own settings).
-class SimulatorOptions {
+class SimulatorOptions : public OptionGroup {
 public:
+  using OptionGroup::OptionGroup;
   // How many IPUs the system has (0, the default: as many as the model uses).
   SimulatorOptions& numIpus(int64_t count);
-  int64_t numIpus() const { return numIpus_; }
+  int64_t numIpus() const;
   // "Mk1" (GC2), "Mk2" (GC200, the default) or "Bow".
   SimulatorOptions& ipuVersion(const std::string& version);
-  const std::string& ipuVersion() const { return ipuVersion_; }
+  std::string ipuVersion() const;
   // Bytes of each IPU's memory (0, the default: the chip's), to size a model
   // for part of an IPU; or a string such as "64MiB".
   SimulatorOptions& memoryPerIpu(uint64_t bytes);
   SimulatorOptions& memoryPerIpu(const std::string& size);
-  uint64_t memoryPerIpu() const { return memoryPerIpu_; }
+  uint64_t memoryPerIpu() const;
   // Host threads each simulated IPU computes with (0: a share of the host's).
   SimulatorOptions& threadsPerIpu(int64_t threads);
-  int64_t threadsPerIpu() const { return threadsPerIpu_; }
+  int64_t threadsPerIpu() const;
   // Size without computing: compiling, the memory plan and the clock run as
   // always, no kernel runs, and a call's outputs are tensors on torch's meta
   // device (their shapes and dtypes, no values).
   SimulatorOptions& costOnly(bool enabled = true);
-  bool costOnly() const { return costOnly_; }
-
-private:
-  int64_t numIpus_ = 0;
-  std::string ipuVersion_ = "Mk2";
-  uint64_t memoryPerIpu_ = 0;
-  int64_t threadsPerIpu_ = 0;
-  bool costOnly_ = false;
+  bool costOnly() const;
 };
 
 // Where one kind of tensor lives (Python's popsim.TensorLocationSettings):
@@ -196,28 +203,33 @@ private:
 
 // Options.TensorLocations: where the optimizer state, weights, gradient
 // accumulators and stashed activations live, and the IO tiles.
-class TensorLocationOptions {
+class TensorLocationOptions : public OptionGroup {
 public:
+  using OptionGroup::OptionGroup;
   TensorLocationOptions& setOptimizerLocation(const TensorLocationSettings& location);
-  const TensorLocationSettings& optimizerLocation() const { return optimizer_; }
+  TensorLocationSettings optimizerLocation() const;
   TensorLocationOptions& setWeightLocation(const TensorLocationSettings& location);
-  const TensorLocationSettings& weightLocation() const { return weights_; }
+  TensorLocationSettings weightLocation() const;
   TensorLocationOptions& setAccumulatorLocation(const TensorLocationSettings& location);
-  const TensorLocationSettings& accumulatorLocation() const { return accumulators_; }
+  TensorLocationSettings accumulatorLocation() const;
   TensorLocationOptions& setActivationLocation(const TensorLocationSettings& location);
-  const TensorLocationSettings& activationLocation() const { return activations_; }
+  TensorLocationSettings activationLocation() const;
   // Tiles of each IPU set aside for host I/O and off-chip transfers: an even
   // number from 32 to 192 (0, the default: none).
   TensorLocationOptions& numIOTiles(int64_t tiles);
-  int64_t numIOTiles() const { return numIOTiles_; }
-
-private:
-  TensorLocationSettings optimizer_, weights_, accumulators_, activations_;
-  int64_t numIOTiles_ = 0;
+  int64_t numIOTiles() const;
 };
 
 class Options {
+  // First: the groups below write into it.
+  std::unique_ptr<host::SessionOptions> session_;
+
 public:
+  Options();
+  Options(const Options& other);
+  Options& operator=(const Options& other);
+  ~Options();
+
   TrainingOptions Training;
   PrecisionOptions Precision;
   TensorLocationOptions TensorLocations;
@@ -225,30 +237,29 @@ public:
 
   // Micro-batches each call runs, stacked along dimension 0 of its inputs.
   Options& deviceIterations(int64_t iterations);
-  int64_t deviceIterations() const { return deviceIterations_; }
+  int64_t deviceIterations() const;
   // Which iterations' outputs a call returns; `period` is EveryN's N.
   Options& outputMode(OutputMode mode, int64_t period = 1);
-  OutputMode outputMode() const { return outputMode_; }
-  int64_t outputReturnPeriod() const { return outputReturnPeriod_; }
-  // The seed of the device's random numbers (dropout, stochastic rounding).
+  OutputMode outputMode() const;
+  int64_t outputReturnPeriod() const;
+  // The seed of the device's random numbers (dropout, stochastic rounding;
+  // 0 until set).
   Options& randomSeed(uint64_t seed);
-  uint64_t randomSeed() const { return randomSeed_; }
+  uint64_t randomSeed() const;
   // Input micro-batches each IPU's host link prepares ahead (default 1).
   Options& prefetchDepth(int64_t depth);
-  int64_t prefetchDepth() const { return prefetchDepth_; }
+  int64_t prefetchDepth() const;
   // The share of each IPU's memory one matmul or convolution may use for its
   // temporaries, by IPU name: {{"IPU0", 0.3}} (default 0.6 on every IPU).
   Options& setAvailableMemoryProportion(const std::map<std::string, double>& proportions);
-  const std::map<int64_t, double>& availableMemoryProportion() const {
-    return availableMemoryProportion_;
-  }
+  const std::map<int64_t, double>& availableMemoryProportion() const;
   Options& setExecutionStrategy(const ExecutionStrategy& strategy);
   // None until set: the model then runs on one IPU.
   const std::optional<ExecutionStrategy>& executionStrategy() const { return strategy_; }
   // Benchmarks without host I/O: the device uses its own data and the clock
   // charges no host transfers.
   Options& enableSyntheticData(bool enabled);
-  bool syntheticData() const { return syntheticData_; }
+  bool syntheticData() const;
   // Where the session writes its profile, as Python's enableProfiling: in a
   // subdirectory per session ("inference", "training", "inference_1", ...,
   // or modelName's), memory.json when it compiles, trace.json and
@@ -256,27 +267,21 @@ public:
   // environment variable POPSIM_PROFILE_DIR names it; unset too, no profile.
   // The directory is created when the session compiles.
   Options& enableProfiling(const std::string& directory);
-  const std::string& profileDirectory() const { return profileDirectory_; }
+  std::string profileDirectory() const;
   // Ops are named after the module path they run in ("layer1/conv/convolution"
   // in profiles), as in Python; this turns it off.
   Options& disableModuleNamescope();
-  bool moduleNamescope() const { return moduleNamescope_; }
+  bool moduleNamescope() const;
   // The session's subdirectory of the profile directory.
   Options& modelName(const std::string& name);
-  const std::string& modelName() const { return modelName_; }
+  std::string modelName() const;
+
+  // The host runtime's session options these are (popsim's own use).
+  const host::SessionOptions& session() const { return *session_; }
 
 private:
-  int64_t deviceIterations_ = 1;
-  OutputMode outputMode_ = OutputMode::Default;
-  int64_t outputReturnPeriod_ = 1;
-  uint64_t randomSeed_ = 0;
-  int64_t prefetchDepth_ = 1;
-  std::map<int64_t, double> availableMemoryProportion_;
+  // The strategy as given (the session holds what it says).
   std::optional<ExecutionStrategy> strategy_;
-  bool syntheticData_ = false;
-  std::string profileDirectory_;
-  std::string modelName_;
-  bool moduleNamescope_ = true;
 };
 
 } // namespace popsim

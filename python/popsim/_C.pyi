@@ -142,6 +142,265 @@ class CompileOptions:
 RANDOM_COUNTER_NAME: str
 LOSS_SCALING_NAME: str
 
+# --- Session options and host steps (bind_session.cpp) ---
+
+class SessionOutputMode(enum.Enum):
+    Final: int
+    EveryN: int
+    All: int
+    Sum: int
+    Default: int
+    def __init__(self, value: int) -> None: ...
+    def __int__(self) -> int: ...
+
+class ReductionType(enum.Enum):
+    Sum: int
+    Mean: int
+    NoReduction: int
+    def __init__(self, value: int) -> None: ...
+    def __int__(self) -> int: ...
+
+class MeanReductionStrategy(enum.Enum):
+    Running: int
+    Post: int
+    PostAndLoss: int
+    def __init__(self, value: int) -> None: ...
+    def __int__(self) -> int: ...
+
+class HalfFloatCasting(enum.Enum):
+    FloatDowncastToHalf: int
+    HalfUpcastToFloat: int
+    Default: int
+    def __init__(self, value: int) -> None: ...
+    def __int__(self) -> int: ...
+
+class ConnectionType(enum.Enum):
+    Always: int
+    OnDemand: int
+    Never: int
+    def __init__(self, value: int) -> None: ...
+    def __int__(self) -> int: ...
+
+class SyncPattern(enum.Enum):
+    Full: int
+    SinglePipeline: int
+    ReplicaAndLadder: int
+    def __init__(self, value: int) -> None: ...
+    def __int__(self) -> int: ...
+
+class CommGroupType(enum.Enum):
+    All: int
+    Consecutive: int
+    Orthogonal: int
+    Ungrouped: int
+    def __init__(self, value: int) -> None: ...
+    def __int__(self) -> int: ...
+
+class StreamCallbackMode(enum.Enum):
+    SingleThread: int
+    Collaborative: int
+    Dedicated: int
+
+class StrategyKind(enum.Enum):
+    Pipelined: int
+    Sharded: int
+    SerialPhased: int
+    ParallelPhased: int
+
+class AutoStage(enum.Enum):
+    SameAsIpu: int
+    AutoIncrement: int
+
+class Liveness(enum.Enum):
+    AlwaysLive: int
+    OffChipAfterFwd: int
+    OffChipAfterEachPhase: int
+
+class ExecutableCacheSource(enum.Enum):
+    Environment: int
+    Off: int
+    Directory: int
+
+class StrategyStage:
+    blocks: List[str]
+    ipu: Optional[int]
+    def __init__(self, blocks: List[str], ipu: Optional[int] = ...) -> None: ...
+
+class ExecutionStrategy:
+    kind: StrategyKind
+    schedule: ScheduleKind
+    auto_stage: Optional[AutoStage]
+    stages: List[StrategyStage]
+    phase_sizes: List[int]
+    liveness: Liveness
+    separate_backward_phase: bool
+    def __init__(self) -> None: ...
+
+class TensorLocationSettings:
+    on_chip: bool
+    min_elements_for_off_chip: int
+    replicated_tensor_sharding: bool
+    min_elements_for_sharding: int
+    io_tiles_to_load: bool
+    io_tiles_to_store: bool
+    def __init__(self) -> None: ...
+
+class InputReplicaGrouping:
+    size: int
+    type: CommGroupType
+    def __init__(self) -> None: ...
+
+class Anchor:
+    short_name: str
+    long_name: str
+    mode: Optional[SessionOutputMode]
+    period: int
+    def __init__(self, short_name: str, long_name: str, mode: Optional[SessionOutputMode] = ...,
+                 period: int = ...) -> None: ...
+
+class ExecutableCache:
+    source: ExecutableCacheSource
+    directory: str
+    def __init__(self) -> None: ...
+
+class StreamCallbackThreads:
+    mode: Optional[StreamCallbackMode]
+    workers: Optional[int]
+    auto_workers: bool
+    def __init__(self) -> None: ...
+
+class TrainingOptions:
+    gradient_accumulation: int
+    reduction: ReductionType
+    mean_strategy: MeanReductionStrategy
+    recomputation: bool
+    automatic_loss_scaling: bool
+    loss_scaling_bin_edge: float
+    loss_scaling_threshold: float
+    loss_scaling_update_period: int
+    def __init__(self) -> None: ...
+
+class PrecisionOptions:
+    half_partials: bool
+    running_statistics_always_float: bool
+    half_float_casting: HalfFloatCasting
+    floating_point_exceptions: bool
+    stochastic_rounding: bool
+    def __init__(self) -> None: ...
+
+class SimulatorOptions:
+    num_ipus: Optional[int]
+    chip: ChipVersion
+    memory_per_ipu: Optional[int]
+    threads_per_ipu: Optional[int]
+    cost_only: bool
+    allow_over_capacity: bool
+    def __init__(self) -> None: ...
+
+class TensorLocationOptions:
+    optimizer: TensorLocationSettings
+    weights: TensorLocationSettings
+    accumulators: TensorLocationSettings
+    activations: TensorLocationSettings
+    num_io_tiles: int
+    def __init__(self) -> None: ...
+
+class DistributedOptions:
+    num_processes: int
+    process_id: int
+    def __init__(self) -> None: ...
+
+class SessionOptions:
+    device_iterations: int
+    replication_factor: int
+    input_replica_grouping: InputReplicaGrouping
+    output_mode: SessionOutputMode
+    output_return_period: int
+    random_seed: Optional[int]
+    prefetch_depth: int
+    available_memory_proportion: Dict[int, float]
+    execution_strategy: Optional[ExecutionStrategy]
+    auto_round_num_ipus: bool
+    synthetic_data: bool
+    module_namescope: bool
+    broadcast_buffers: bool
+    connection_type: ConnectionType
+    sync_pattern: SyncPattern
+    updatable_named_buffers: List[str]
+    source_location_excludes: Optional[List[str]]
+    executable_cache: ExecutableCache
+    profile_directory: Optional[str]
+    model_name: Optional[str]
+    log_directory: Optional[str]
+    ipu_id: Optional[int]
+    anchors: List[Anchor]
+    relax_optimizer_attributes_checks: bool
+    use_ipu_model: bool
+    show_compilation_progress_bar: bool
+    log_cycle_count: bool
+    trace_model: bool
+    stream_callbacks: StreamCallbackThreads
+    training: TrainingOptions
+    precision: PrecisionOptions
+    simulator: SimulatorOptions
+    tensor_locations: TensorLocationOptions
+    distributed: DistributedOptions
+    def __init__(self) -> None: ...
+    def resolved_output_mode(self, training: bool) -> SessionOutputMode: ...
+    def downcasts_mixed_floats(self) -> bool: ...
+    def to_json(self) -> str: ...
+    @staticmethod
+    def from_json(text: str) -> SessionOptions: ...
+    def __copy__(self) -> SessionOptions: ...
+    def __deepcopy__(self, memo: Dict[int, Any]) -> SessionOptions: ...
+    def __getstate__(self) -> str: ...
+    def __setstate__(self, state: str) -> None: ...
+
+class Replication:
+    @property
+    def local(self) -> int: ...
+    @property
+    def processes(self) -> int: ...
+    @property
+    def first(self) -> int: ...
+    @property
+    def input_parts(self) -> int: ...
+    @property
+    def input_part_of(self) -> List[int]: ...
+    @property
+    def job(self) -> int: ...
+    @property
+    def input_label(self) -> str: ...
+    def input_group_size(self) -> int: ...
+
+def replication_of(options: SessionOptions, training: bool = ...) -> Replication: ...
+def ipus_per_replica(options: SessionOptions, ipus_used: int) -> int: ...
+
+class BatchSplit:
+    @property
+    def device_iterations(self) -> int: ...
+    @property
+    def gradient_accumulation(self) -> int: ...
+    @property
+    def replica_parts(self) -> int: ...
+    @property
+    def replica_label(self) -> str: ...
+    @property
+    def factor(self) -> int: ...
+    def micro_batch_shape(self, name: str, shape: List[int]) -> List[int]: ...
+    def batch_text(self, micro_batch: int) -> str: ...
+    def explanation(self) -> str: ...
+
+def batch_split_of(options: SessionOptions) -> BatchSplit: ...
+def build_compile_options(options: SessionOptions, graph: Graph, training: bool,
+                          config: TrainingConfig, random_seed: int,
+                          environment_stream_callbacks: StreamCallbackThreads,
+                          host_threads: int) -> CompileOptions: ...
+def apply_session_training(options: SessionOptions, config: TrainingConfig
+                           ) -> TrainingConfig: ...
+def gradient_scale(options: SessionOptions) -> float: ...
+def running_mean(options: SessionOptions) -> bool: ...
+
 def parse_memory_size(text: str) -> Optional[int]: ...
 def parse_chip_version(text: str) -> Optional[str]: ...
 def parameter_state_keys(optimizer: OptimizerKind, group: ParameterGroup) -> List[str]: ...

@@ -16,10 +16,8 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List
 import torch
 
 from popsim import _C, _engine_options, _replica_grouping, _replication, _tracing, _weights
-from popsim.enums import HalfFloatCastingBehavior, OutputMode
-from popsim.errors import CompilationError, InputError, OptionError
+from popsim.errors import CompilationError, InputError
 from popsim.options import Options, source_location_excludes
-from popsim.strategies import AutoStage, PipelinedExecution
 
 if TYPE_CHECKING:
     from popsim._training import OptimizerBinding
@@ -56,23 +54,7 @@ def micro_batches(options: Options, signature: "_tracing.Signature",
     runs the model, which may modify its inputs in place); InputErrors name the
     input that cannot be split."""
     tensors, _ = float64_as_float32(signature.tensor_names, tensors)
-    iterations = options.device_iterations
-    accumulation = options.Training.gradient_accumulation
-    replication = _replication.of(options)
-    replica_label, replicas = replication.input_label, replication.input_parts
-    factor = iterations * accumulation * replicas
-    if accumulation == 1 and replicas == 1:
-        explained = (f"deviceIterations ({iterations}): each call runs {iterations} device "
-                     "iteration(s) on micro-batches of equal size")
-    else:
-        product = f"deviceIterations ({iterations})"
-        if accumulation > 1:
-            product += f" x gradientAccumulation ({accumulation})"
-        if replicas > 1:
-            product += f" x {replica_label} ({replicas})"
-        explained = (f"{product} = {factor}: each call runs {iterations} device iteration(s) "
-                     f"of {accumulation} micro-batch(es) on each of {replicas} replica(s), "
-                     "all of equal size")
+    split = _C.batch_split_of(options._session)  # the host's split, and its messages
     micro = []
     for name, tensor in zip(signature.tensor_names, tensors):
         if tensor.dtype not in SUPPORTED_DTYPES + _tracing.WIDENED_DTYPES:
@@ -80,26 +62,8 @@ def micro_batches(options: Options, signature: "_tracing.Signature",
                 f"Input '{name}' has dtype {tensor.dtype}; popsim takes float32, float16, "
                 "int32, int64, bool, uint8, int8 and int16 tensors, and float64 ones as float32 "
                 "(convert it, e.g. with .float()).")
-        if tensor.numel() == 0:
-            raise InputError(
-                f"Input '{name}' has no elements (shape {list(tensor.shape)}). popsim, as "
-                "PopTorch, streams tensors that hold data: give every input at least one "
-                "element (a batch of at least one sample per micro-batch), or leave the empty "
-                "one out of the model's inputs.")
-        if tensor.dim() == 0:
-            if factor == replicas:  # one micro-batch per call: every replica gets the scalar
-                micro.append(tensor.clone())
-                continue
-            raise InputError(
-                f"Input '{name}' is a scalar (0-d tensor), but popsim splits each input along "
-                f"dimension 0 into {explained}. Give it a batch dimension (e.g. "
-                f"{name}.expand({factor})), or use one device iteration and no gradient "
-                "accumulation.")
-        if tensor.shape[0] % factor != 0:
-            raise InputError(
-                f"Invalid batch dimension: input '{name}' has {tensor.shape[0]} samples in "
-                f"dimension 0, which must be a multiple of {explained}.")
-        micro.append(tensor[: tensor.shape[0] // factor].clone())
+        shape = split.micro_batch_shape(name, list(tensor.shape))
+        micro.append(tensor[:shape[0]].clone() if shape else tensor.clone())
     return micro
 
 
@@ -131,12 +95,8 @@ def import_call(model: torch.nn.Module, options: Options, training: bool,
     micro = micro_batches(options, signature, signature.tensors(args, kwargs))
     batched = [tensor for tensor in micro if tensor.dim() > 0]
     if batched:
-        replication = _replication.of(options)
-        replica_label, replicas = replication.input_label, replication.input_parts
-        signature.batch_explanation = (
-            f"micro-batch {batched[0].shape[0]} x deviceIterations {options.device_iterations} "
-            f"x gradientAccumulation {options.Training.gradient_accumulation}"
-            + (f" x {replica_label} {replicas}" if replicas > 1 else ""))
+        signature.batch_explanation = _C.batch_split_of(options._session).batch_text(
+            batched[0].shape[0])
     downcast = downcasts_mixed_floats(options)
     try:
         with float32_statistics(model, options) as float32_buffers:
@@ -236,10 +196,7 @@ def downcasts_mixed_floats(options: Options) -> bool:
     (Precision.halfFloatCasting: FloatDowncastToHalf; Default is that only
     under PopTorch's legacy tracing frontend, Jit.traceModel(True), and
     PyTorch's promotion otherwise, as in PopTorch 3)."""
-    behavior = options.Precision.half_float_casting
-    if behavior == HalfFloatCastingBehavior.Default:
-        return options.Jit.trace_model
-    return behavior == HalfFloatCastingBehavior.FloatDowncastToHalf
+    return options._session.downcasts_mixed_floats()
 
 
 def random_seed(options: Options) -> int:
@@ -265,7 +222,9 @@ def training_config(options: Options, binding: Optional["OptimizerBinding"],
                     anchored_gradients: Sequence[str]) -> "_C.TrainingConfig":
     """What the program's training passes are told (compiler.training): the
     optimizer, replicas, sharding, loss scaling and anchored gradients for a
-    training model; for inference, only the weights sharding splits."""
+    training model; for inference, only the weights sharding splits. First,
+    a PopART option the model refuses raises (Options._raise_invalid)."""
+    options._raise_invalid(binding is not None)
     if binding is not None:
         config = binding.config(options)
         config.grouped_parameters = _replica_grouping.training_groups(groupings)
@@ -280,64 +239,11 @@ def training_config(options: Options, binding: Optional["OptimizerBinding"],
 
 
 def compile_options(options: Options, graph: "_C.Graph", training: bool,
-                    output_mode: OutputMode, config: "_C.TrainingConfig") -> "_C.CompileOptions":
+                    config: "_C.TrainingConfig") -> "_C.CompileOptions":
     """The typed options C++ compiles `graph` with, `config` being the
-    program's training config (training_config). Blocks without an execution
-    strategy run pipelined, a stage per IPU (as PopTorch does)."""
-    blocks = graph.blocks()
-    strategy = options.execution_strategy
-    if strategy is None and blocks:
-        strategy = PipelinedExecution(AutoStage.SameAsIpu)
-    stages = strategy._assign(blocks) if strategy is not None else []
-    ipus_used = 1 + max((ipu for _, _, ipu in stages), default=0)
-    if options.auto_round_num_ipus:  # IPUs come in powers of two
-        ipus_used = 1 << (ipus_used - 1).bit_length()
-    num_ipus = _replication.ipus_per_replica(options, ipus_used)
-    for ipu in options.available_memory_proportion:
-        if ipu >= num_ipus:
-            raise OptionError(
-                f"setAvailableMemoryProportion names IPU{ipu} but the simulated system has "
-                f"{num_ipus} IPU(s), IPU0 to IPU{num_ipus - 1}. Remove the entry or raise "
-                "Simulator.numIpus.")
-    compiled = _C.CompileOptions()
-    system = compiled.system
-    system.num_ipus = num_ipus
-    system.chip = getattr(_C.ChipVersion, options.Simulator.ipu_version)
-    system.memory_per_ipu = options.Simulator.memory_per_ipu or 0
-    replicas = _replication.of(options, training).local
-    system.replicas_per_host_thread = _engine_options.replicas_per_host_thread(
-        options._Popart.get("engineOptions"), replicas)
-    program = compiled.compiler
-    program.program = _C.ProgramKind.Training if training else _C.ProgramKind.Inference
-    program.stages = [_C.StageAssignment(*stage) for stage in stages]
-    program.device_iterations = options.device_iterations
-    program.gradient_accumulation = options.Training.gradient_accumulation
-    program.recomputation = options.Training.recomputation_enabled
-    program.output_mode = getattr(_C.OutputMode, output_mode.name)
-    program.output_return_period = options.output_return_period
-    # Collectives are costed on all the job's IPUs (every replica's, in every process).
-    config.system_ipus = num_ipus * config.replicas
-    program.training = config
-    memory = compiled.memory
-    memory.prefetch_depth = options.prefetch_depth
-    memory.half_partials = options.Precision.partials_type == torch.float16
-    memory.available_memory_proportion = dict(options.available_memory_proportion)
-    compiled.clock.synthetic_data = options.synthetic_data
-    kernels = compiled.kernels
-    kernels.threads_per_ipu = options.Simulator.threads_per_ipu or 0
-    if replicas > 1 and not kernels.threads_per_ipu:  # the host's threads shared by all IPUs
-        kernels.threads_per_ipu = max(1, torch.get_num_threads() // (replicas * ipus_used))
-    kernels.stochastic_rounding = options.Precision.stochastic_rounding
-    kernels.floating_point_exceptions = options.Precision.floating_point_exceptions
-    kernels.cost_only = options.Simulator.cost_only
-    if options.Simulator.allow_over_capacity and not options.Simulator.cost_only:
-        raise OptionError(
-            "Simulator.allowOverCapacity() needs Simulator.costOnly(): only a run that computes "
-            "nothing may exceed its IPUs' memory. Set costOnly() too, or leave "
-            "allowOverCapacity off.")
-    compiled.allow_over_capacity = options.Simulator.allow_over_capacity
-    kernels.stochastic_rounding_seed = random_seed(options)
-    options.TensorLocations._fill(compiled)
-    if strategy is not None:
-        strategy._fill(compiled)
-    return compiled
+    program's training config (training_config): the host runtime builds
+    them (csrc/host/compile_options_builder.h) from the session's options,
+    the environment's engine options and the host's threads."""
+    return _C.build_compile_options(options._session, graph, training, config,
+                                    random_seed(options), _engine_options.environment_threads(),
+                                    torch.get_num_threads())

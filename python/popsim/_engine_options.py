@@ -6,13 +6,15 @@ The variable is the way PopTorch's tutorials ask for a profile:
 writes its own profile (popsim.profiling) to that directory. The stream
 callbacks' threads (``streamCallbacks.multiThreadMode`` and
 ``streamCallbacks.numWorkerThreads``) decide how many replicas take turns on
-each host thread of the process, which the simulated clock costs. The other
+each host thread of the process, which the simulated clock costs (the host
+layer shares the replicas out, csrc/host/host_threads.h). The other
 engine options tune Poplar, which popsim does not run, and are named in one
 warning per process."""
 
 import warnings
-from typing import Any, Dict, Optional, Set, Tuple
+from typing import Any, Dict, Optional, Set
 
+from popsim import _C
 from popsim._values import json_object_in_environment
 from popsim.errors import OptionError
 
@@ -57,52 +59,58 @@ def profile_directory() -> Optional[str]:
     return directory
 
 
-def _stream_callback_threads(options: Dict[str, Any], source: str) -> Tuple[Optional[str], Any]:
+_MODE_VALUES = {"singleThread": _C.StreamCallbackMode.SingleThread,
+                "collaborative": _C.StreamCallbackMode.Collaborative,
+                "dedicated": _C.StreamCallbackMode.Dedicated}
+
+
+def _stream_callback_threads(options: Dict[str, Any], source: str) -> _C.StreamCallbackThreads:
     """The stream callbacks' mode and worker count that `options` (from `source`) set,
-    each None when unset."""
+    each unset when `options` does not set it; OptionError names `source` for a value
+    Poplar does not accept."""
+    threads = _C.StreamCallbackThreads()
     mode = options.get(_MODE)
-    if mode is not None and mode not in _MODES:
-        raise OptionError(f"{source}: {_MODE} must be one of {', '.join(_MODES)}, got "
-                          f"{mode!r}.")
+    if mode is not None:
+        if mode not in _MODES:
+            raise OptionError(f"{source}: {_MODE} must be one of {', '.join(_MODES)}, got "
+                              f"{mode!r}.")
+        threads.mode = _MODE_VALUES[mode]
     workers = options.get(_WORKERS)
     if isinstance(workers, str) and workers.strip() != "auto":
         try:
             workers = int(workers.strip())
         except ValueError:
             pass
-    if workers is not None and workers != "auto" and (
-            isinstance(workers, bool) or not isinstance(workers, int) or workers < 0):
-        raise OptionError(f"{source}: {_WORKERS} must be a non-negative integer or \"auto\", "
-                          f"got {options.get(_WORKERS)!r}.")
-    return mode, workers
+    if workers == "auto":
+        threads.auto_workers = True
+    elif workers is not None:
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
+            raise OptionError(f"{source}: {_WORKERS} must be a non-negative integer or \"auto\", "
+                              f"got {options.get(_WORKERS)!r}.")
+        threads.workers = workers
+    return threads
 
 
-def replicas_per_host_thread(session_options: Any, replicas: int) -> int:
-    """How many of a process's `replicas` take turns on each of its host threads.
-
-    Poplar runs stream callbacks, the host's side of every transfer, on the
-    process's main thread by default (``streamCallbacks.multiThreadMode``
-    singleThread, ``numWorkerThreads`` 0). Otherwise ``numWorkerThreads``
-    worker threads run them, with the main thread too in the collaborative
-    mode; "auto" gives one per CPU core, which popsim takes to be one per
-    replica. `session_options` are ``opts._Popart.setEngineOptions``'s (None
-    when unset); POPLAR_ENGINE_OPTIONS overrides them option by option.
+def session_threads(engine_options: Any) -> _C.StreamCallbackThreads:
+    """The stream callbacks' threads of ``opts._Popart.setEngineOptions``'s options.
 
     Raises:
-        OptionError: when `session_options` is not a dict, or the mode or the
-            thread count is not one Poplar accepts (naming where it was set).
+        OptionError: when `engine_options` is not a dict, or the mode or the thread count is
+            not one Poplar accepts.
     """
-    if session_options is None:
-        session_options = {}
-    if not isinstance(session_options, dict):
+    if not isinstance(engine_options, dict):
         raise OptionError("Options._Popart's engineOptions must be a dict of Poplar engine "
-                          f"options, got {session_options!r}. Use "
+                          f"options, got {engine_options!r}. Use "
                           "opts._Popart.setEngineOptions({...}).")
-    mode, workers = _stream_callback_threads(session_options, "opts._Popart.setEngineOptions")
-    environment = _stream_callback_threads(_parsed(), VARIABLE)
-    mode = environment[0] if environment[0] is not None else mode or "singleThread"
-    workers = environment[1] if environment[1] is not None else workers or 0
-    if mode == "singleThread":
-        return replicas
-    threads = replicas if workers == "auto" else max(1, workers + (mode == "collaborative"))
-    return -(-replicas // threads)  # the replicas per thread, rounded up
+    return _stream_callback_threads(engine_options, "opts._Popart.setEngineOptions")
+
+
+def environment_threads() -> _C.StreamCallbackThreads:
+    """The stream callbacks' threads POPLAR_ENGINE_OPTIONS sets, which override the
+    session's option by option (host/host_threads.h shares the replicas out over them).
+
+    Raises:
+        OptionError: when the variable is not a JSON object, or its mode or thread count is
+            not one Poplar accepts.
+    """
+    return _stream_callback_threads(_parsed(), VARIABLE)

@@ -179,8 +179,7 @@ class Executor:
         # Optimizer attributes popsim does not use, said once.
         self._reported_attributes: Set[str] = set()
         # Options.logCycleCount, read once rather than on every call.
-        self._log_cycles = bool(
-            self._options._Popart.toDict().get("instrumentWithHardwareCycleCounter"))
+        self._log_cycles = self._options.log_cycle_count
         # A training model's own train/eval flags (kept through destroy()): the
         # modules' when it first compiles, or as Executor.train / eval set them.
         self._owned_flags: Optional[Tuple[bool, ...]] = None
@@ -1108,8 +1107,7 @@ class Executor:
         config = _compilation.training_config(
             self._options, binding, groupings, self._user_model.named_parameters(),
             [name for _, name in self._anchor_plan.gradients])
-        options = _compilation.compile_options(self._options, graph, self._training,
-                                               self._output_mode(), config)
+        options = _compilation.compile_options(self._options, graph, self._training, config)
         sharded_weights = _compilation.sharded_weights(self._options, binding,
                                                        self._user_model.named_parameters())
         progress.phase("compile")

@@ -13,14 +13,12 @@ same order (a scalar per replica and step is stacked into a vector).
 """
 
 import concurrent.futures
-from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, NamedTuple, Optional,
-                    Sequence, Set, Tuple, Union)
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Sequence, Set,
+                    Tuple, Union)
 
 import torch
 
 from popsim import _C, _process_group
-from popsim.enums import CommGroupType
-from popsim.errors import OptionError
 
 if TYPE_CHECKING:
     from popsim.options import Options
@@ -31,28 +29,11 @@ _STOPPED_BY_ANOTHER = "because another replica failed"
 _COUNTER_RANGE_BITS = 40
 
 
-class Replication(NamedTuple):
-    """Where a job's replicas are, from Options.replicationFactor,
-    Options.Distributed and Options.inputReplicaGrouping: the one reading of
-    them the rest of popsim goes through."""
-    local: int  # replicas this process runs (replicationFactor)
-    processes: int  # processes whose replicas form the job (training across Distributed)
-    first: int  # the job's index of this process's first replica
-    input_parts: int  # distinct input micro-batches per step (input groups of replicas)
-    input_part_of: List[int]  # the input micro-batch each local replica takes
-
-    @property
-    def job(self) -> int:
-        """Replicas of the whole job: gradients are summed over all of them."""
-        return self.local * self.processes
-
-    @property
-    def input_label(self) -> str:
-        """The name of what divides a call's batch between replicas."""
-        return "replicationFactor" if self.input_parts == self.local else "input groups of replicas"
-
-    def input_group_size(self) -> int:
-        return self.local // self.input_parts
+# Where a job's replicas are (local, processes, first, input_parts,
+# input_part_of, job, input_label): the host runtime's one reading of
+# replicationFactor, Options.Distributed and inputReplicaGrouping
+# (csrc/host/replication.h).
+Replication = _C.Replication
 
 
 def of(options: "Options", training: bool = True) -> Replication:
@@ -60,41 +41,7 @@ def of(options: "Options", training: bool = True) -> Replication:
     Options.Distributed's processes for training, which sums gradients across
     all of them; inference replicas are this process's own. Input groups of
     replicas (Options.inputReplicaGrouping) share their data."""
-    local = options.replication_factor
-    processes = options.Distributed.numProcesses if training else 1
-    first = options.Distributed.processId * local if processes > 1 else 0
-    size, kind = options.input_replica_grouping
-    if kind == CommGroupType.Ungrouped:
-        size = 1
-    elif kind == CommGroupType.All:
-        size = local
-    if local % size != 0:
-        raise OptionError(
-            f"inputReplicaGrouping({size}, {kind.name}): groups of {size} replicas do not "
-            f"divide replicationFactor ({local}). Choose a group size that divides it.")
-    parts = local // size
-    if kind == CommGroupType.Orthogonal:
-        part_of = [r % parts for r in range(local)]
-    else:
-        part_of = [r // size for r in range(local)]
-    return Replication(local, processes, first, parts, part_of)
-
-
-def ipus_per_replica(options: "Options", ipus_used: int) -> int:
-    """IPUs of each replica's simulated system: Simulator.numIpus counts the
-    IPUs of all replicas (as a real system's would), so each gets its share."""
-    replicas = options.replication_factor
-    total = options.Simulator.num_ipus
-    if total is None:
-        return ipus_used
-    if replicas == 1:  # C++ checks that the stages fit
-        return total
-    if total % replicas != 0 or total // replicas < ipus_used:
-        raise OptionError(
-            f"Simulator.numIpus({total}) must hold replicationFactor ({replicas}) replicas of "
-            f"the model, which uses {ipus_used} IPU(s) each: set it to a multiple of {replicas} "
-            f"that is at least {replicas * ipus_used}, or leave it unset.")
-    return total // replicas
+    return _C.replication_of(options._session, training)
 
 
 def sharded_by(settings: "TensorLocationSettings", replicas: int,

@@ -10,14 +10,13 @@ in both directions.
 
 import math
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Set, Tuple
 
 import torch
 
 from popsim import _C, _replication
 from popsim import optim as popsim_optim
 from popsim._logging import LOGGER
-from popsim.enums import MeanReductionStrategy, ReductionType
 from popsim.errors import OptionError
 
 if TYPE_CHECKING:
@@ -163,44 +162,16 @@ def check_group_attributes(optimizer: torch.optim.Optimizer, options: "Options",
                               "this a debug message.)", stacklevel=4)
 
 
-def _als_setting(popart: Dict[str, Any], name: str, default: float,
-                 valid: Callable[[float], bool]) -> float:
-    """An automaticLossScalingSettings value set through Options._Popart, checked."""
-    value = popart.get(f"automaticLossScalingSettings.{name}", default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not valid(value):
-        raise OptionError(f"_Popart automaticLossScalingSettings.{name}={value!r} is out of "
-                          "range (binEdgeLocation in [0, 1], thresholdUpperCountProportion in "
-                          "[0, 1)).")
-    return float(value)
-
-
 def max_grad_norm(optimizer: torch.optim.Optimizer) -> float:
     """The optimizer's max_grad_norm (popsim.optim's, as PopTorch's), 0.0 for none."""
     norm = getattr(optimizer, "max_grad_norm", None)
     return 0.0 if norm is None or math.isinf(norm) else float(norm)
 
 
-def running_mean(options: "Options") -> bool:
-    """Whether accumulators hold the running mean of a step's gradients."""
-    training = options.Training
-    return (training.gradient_accumulation > 1
-            and training.accumulation_and_replication_reduction_type == ReductionType.Mean
-            and training.mean_reduction_strategy == MeanReductionStrategy.Running)
-
-
 def grad_scale(options: "Options") -> float:
     """How a step reads its gradient, accumulated over micro-batches and summed
-    over the job's replicas (of every process): the mean over both (default)
-    or the sum (a running mean of the micro-batches is averaged over replicas
-    only)."""
-    accumulation = options.Training.gradient_accumulation
-    replicas = _replication.of(options).job
-    reduction = options.Training.accumulation_and_replication_reduction_type
-    if reduction != ReductionType.Mean:
-        return 1.0
-    if running_mean(options):  # accumulators hold means; replicas still sum
-        return 1.0 / replicas
-    return 1.0 / (accumulation * replicas)
+    over the job's replicas (host/compile_options_builder.h's gradientScale)."""
+    return _C.gradient_scale(options._session)
 
 
 class OptimizerBinding:
@@ -226,36 +197,21 @@ class OptimizerBinding:
         self.constants = constant_values(optimizer)
 
     def config(self, options: "Options") -> _C.TrainingConfig:
+        """The program's training config: the optimizer's part from here, the
+        session's (gradient reduction, replicas, automatic loss scaling) from the host."""
         config = _C.TrainingConfig()
         config.optimizer = _OPTIMIZER_KINDS[self.kind]
         config.max_grad_norm = self.max_grad_norm
-        config.gradient_scale = grad_scale(options)
-        config.running_mean = running_mean(options)
         config.half_accumulators = (
             popsim_optim.state_type(self.optimizer, "accum_type") == torch.float16)
         config.half_states = half_state_keys(self.kind, self.optimizer)
-        config.replicas = _replication.of(options).job
         config.sharded_parameters = list(self.sharded_shapes(options))
         config.sharded_weights = list(self.sharded_weight_shapes(options))
         config.loss_scaling = self.loss_scaling()
-        config.automatic_loss_scaling = options.Training.automatic_loss_scaling
-        # Automatic loss scaling makes the factor device state, as PopTorch makes it variable.
-        config.loss_scaling_state = (config.automatic_loss_scaling
-                                     or not self.constant_loss_scaling())
-        popart = options._Popart.toDict()
-        config.loss_scaling_bin_edge = _als_setting(
-            popart, "binEdgeLocation", config.loss_scaling_bin_edge, lambda v: 0 <= v <= 1)
-        config.loss_scaling_threshold = _als_setting(
-            popart, "thresholdUpperCountProportion", config.loss_scaling_threshold,
-            lambda v: 0 <= v < 1)
-        period = popart.get("automaticLossScalingSettings.updatePeriod", 1)
-        if period != 1:
-            raise OptionError(
-                f"_Popart automaticLossScalingSettings.updatePeriod={period!r}: popsim updates "
-                "the automatic loss scaling after every optimizer step (period 1) only.")
+        config.loss_scaling_state = not self.constant_loss_scaling()
         config.groups = [parameter_group(flags, [name for name, _ in params])
                          for flags, params in zip(self.flags, self.groups)]
-        return config
+        return _C.apply_session_training(options._session, config)
 
     def sharded_shapes(self, options: "Options") -> Dict[str, torch.Size]:
         """{parameter: shape} of the parameters whose optimizer state is sharded

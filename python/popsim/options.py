@@ -16,11 +16,11 @@ import difflib
 import inspect
 import os
 import re
-from typing import Any, Dict, Iterator, List, Literal, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Literal, Optional, Tuple, Union
 
 import torch
 
-from popsim import _C
+from popsim import _C, _engine_options
 from popsim._logging import LOGGER
 from popsim.enums import (
     CommGroupType,
@@ -85,22 +85,71 @@ def profile_directory(source: str, directory: Union[str, os.PathLike]) -> str:
     return directory
 
 
+class _CoreField:
+    """An option field whose value lives in the session's options in the core
+    (``_C.SessionOptions``, which the host runtime reads): `path` is the
+    field's attribute path there; `encode` and `decode` convert between the
+    option's Python value and the core's."""
+
+    def __init__(self, path: str, encode: Optional[Callable[[Any], Any]] = None,
+                 decode: Optional[Callable[[Any], Any]] = None) -> None:
+        *self._parents, self._leaf = path.split(".")
+        self._encode = encode
+        self._decode = decode
+
+    def _owner(self, group: "_OptionGroup") -> Any:
+        target = group._core
+        for name in self._parents:
+            target = getattr(target, name)
+        return target
+
+    def __get__(self, group: Optional["_OptionGroup"], owner: type) -> Any:
+        if group is None:
+            return self
+        value = getattr(self._owner(group), self._leaf)
+        return self._decode(value) if self._decode is not None else value
+
+    def __set__(self, group: "_OptionGroup", value: Any) -> None:
+        setattr(self._owner(group), self._leaf,
+                self._encode(value) if self._encode is not None else value)
+
+
 class _OptionGroup:
     """Shared behaviour of the option groups: typed fields, declared on the
-    class with their defaults (each instance gets its own copy of them), that
-    only the group's setters change (inside ``_setting()``, which checks that
-    the options are not frozen); freezing; and helpful errors for unknown or
-    read-only names."""
+    class, that only the group's setters change (inside ``_setting()``, which
+    checks that the options are not frozen); freezing; and helpful errors for
+    unknown or read-only names.
+
+    The fields popsim acts on live in the session's core options
+    (``_core``, a ``_C.SessionOptions`` all groups of one Options share),
+    as ``_core_fields`` maps them; the others (the execution strategy
+    object, recorded PopTorch values) are declared with their defaults
+    (each instance gets its own copy of them)."""
 
     _group_name = "Options"
+    _core_fields: Dict[str, _CoreField] = {}
 
-    def __init__(self) -> None:
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name, field in cls.__dict__.get("_core_fields", {}).items():
+            setattr(cls, name, field)
+
+    def __init__(self, core: _C.SessionOptions) -> None:
         object.__setattr__(self, "_frozen", False)
         object.__setattr__(self, "_setters_running", 0)
+        object.__setattr__(self, "_core", core)
         for name in self._fields():
-            # Deep: defaults such as TensorLocationSettings are mutable, and each
-            # Options owns its own.
+            if name in self._all_core_fields():
+                continue
+            # Deep: defaults may be mutable, and each Options owns its own.
             object.__setattr__(self, name, copy.deepcopy(getattr(type(self), name)))
+
+    @classmethod
+    def _all_core_fields(cls) -> Dict[str, _CoreField]:
+        fields: Dict[str, _CoreField] = {}
+        for klass in reversed(cls.__mro__):
+            fields.update(klass.__dict__.get("_core_fields", {}))
+        return fields
 
     @classmethod
     def _fields(cls) -> List[str]:
@@ -230,15 +279,89 @@ def _setter_name(field: str) -> str:
     return head + "".join(part.capitalize() for part in rest)
 
 
+def _enum_codec(python_enum: Any, core_enum: Any) -> Tuple[Callable[[Any], Any],
+                                                             Callable[[Any], Any]]:
+    """(encode, decode) of an enum whose core twin has the same values."""
+    return (lambda value: core_enum(int(value))), (lambda value: python_enum(int(value)))
+
+
+def _encode_location(settings: TensorLocationSettings) -> _C.TensorLocationSettings:
+    core = _C.TensorLocationSettings()
+    for name in ("on_chip", "min_elements_for_off_chip", "replicated_tensor_sharding",
+                 "min_elements_for_sharding", "io_tiles_to_load", "io_tiles_to_store"):
+        setattr(core, name, getattr(settings, name))
+    return core
+
+
+def _decode_location(core: _C.TensorLocationSettings) -> TensorLocationSettings:
+    settings = TensorLocationSettings()
+    for name in ("on_chip", "min_elements_for_off_chip", "replicated_tensor_sharding",
+                 "min_elements_for_sharding", "io_tiles_to_load", "io_tiles_to_store"):
+        setattr(settings, name, getattr(core, name))
+    return settings
+
+
+_LOCATION_CODEC = (_encode_location, _decode_location)
+
+
+def _encode_replica_grouping(value: Tuple[int, CommGroupType]) -> _C.InputReplicaGrouping:
+    grouping = _C.InputReplicaGrouping()
+    grouping.size, grouping.type = value[0], _C.CommGroupType(int(value[1]))
+    return grouping
+
+
+def _decode_replica_grouping(core: _C.InputReplicaGrouping) -> Tuple[int, CommGroupType]:
+    return core.size, CommGroupType(int(core.type))
+
+
+def _encode_cache(value: Union[None, Literal[False], str]) -> _C.ExecutableCache:
+    cache = _C.ExecutableCache()
+    if value is None:
+        cache.source = _C.ExecutableCacheSource.Environment
+    elif value is False:
+        cache.source = _C.ExecutableCacheSource.Off
+    else:
+        cache.source, cache.directory = _C.ExecutableCacheSource.Directory, value
+    return cache
+
+
+def _decode_cache(cache: _C.ExecutableCache) -> Union[None, Literal[False], str]:
+    if cache.source == _C.ExecutableCacheSource.Directory:
+        return cache.directory
+    return False if cache.source == _C.ExecutableCacheSource.Off else None
+
+
+def _encode_anchors(anchors: Dict[str, Tuple[str, Optional[OutputMode], int]]
+                    ) -> List[_C.Anchor]:
+    return [_C.Anchor(short, long_name, None if mode is None else _C.SessionOutputMode(int(mode)),
+                      period) for short, (long_name, mode, period) in anchors.items()]
+
+
+def _decode_anchors(anchors: List[_C.Anchor]) -> Dict[str, Tuple[str, Optional[OutputMode], int]]:
+    return {anchor.short_name: (anchor.long_name,
+                                None if anchor.mode is None else OutputMode(int(anchor.mode)),
+                                anchor.period) for anchor in anchors}
+
+
 class _TrainingOptions(_OptionGroup):
     """Options of training models (``opts.Training``)."""
 
-    gradient_accumulation: int = 1
-    accumulation_and_replication_reduction_type: ReductionType = ReductionType.Mean
-    mean_reduction_strategy: MeanReductionStrategy = MeanReductionStrategy.Post
-    recomputation_enabled: bool = False
-    automatic_loss_scaling: bool = False
+    gradient_accumulation: int
+    accumulation_and_replication_reduction_type: ReductionType
+    mean_reduction_strategy: MeanReductionStrategy
+    recomputation_enabled: bool
+    automatic_loss_scaling: bool
     _group_name = "Options.Training"
+    _core_fields = {
+        "gradient_accumulation": _CoreField("training.gradient_accumulation"),
+        "accumulation_and_replication_reduction_type": _CoreField(
+            "training.reduction", *_enum_codec(ReductionType, _C.ReductionType)),
+        "mean_reduction_strategy": _CoreField(
+            "training.mean_strategy",
+            *_enum_codec(MeanReductionStrategy, _C.MeanReductionStrategy)),
+        "recomputation_enabled": _CoreField("training.recomputation"),
+        "automatic_loss_scaling": _CoreField("training.automatic_loss_scaling"),
+    }
 
     def gradientAccumulation(self, gradient_accumulation: int) -> "_TrainingOptions":
         """Sets how many micro-batches' gradients are accumulated before each weight update.
@@ -373,13 +496,22 @@ class _TrainingOptions(_OptionGroup):
 class _SimulatorOptions(_OptionGroup):
     """The simulated machine (``opts.Simulator``): popsim's own settings."""
 
-    num_ipus: Optional[int] = None
-    ipu_version: str = "Mk2"
-    memory_per_ipu: Optional[int] = None
-    threads_per_ipu: Optional[int] = None
-    cost_only: bool = False
-    allow_over_capacity: bool = False
+    num_ipus: Optional[int]
+    ipu_version: str
+    memory_per_ipu: Optional[int]
+    threads_per_ipu: Optional[int]
+    cost_only: bool
+    allow_over_capacity: bool
     _group_name = "Options.Simulator"
+    _core_fields = {
+        "num_ipus": _CoreField("simulator.num_ipus"),
+        "ipu_version": _CoreField("simulator.chip", lambda name: getattr(_C.ChipVersion, name),
+                                  lambda chip: chip.name),
+        "memory_per_ipu": _CoreField("simulator.memory_per_ipu"),
+        "threads_per_ipu": _CoreField("simulator.threads_per_ipu"),
+        "cost_only": _CoreField("simulator.cost_only"),
+        "allow_over_capacity": _CoreField("simulator.allow_over_capacity"),
+    }
 
     def numIpus(self, count: int) -> "_SimulatorOptions":
         """Sets how many IPUs the simulated system has.
@@ -522,12 +654,24 @@ class _PrecisionOptions(_OptionGroup):
     these options decide how float16 and float32 operands mix, how results
     round, and whether overflow is an error."""
 
-    partials_type: torch.dtype = torch.float32
-    running_statistics_always_float: bool = True
-    half_float_casting: HalfFloatCastingBehavior = HalfFloatCastingBehavior.Default
-    floating_point_exceptions: bool = False
-    stochastic_rounding: bool = False
+    partials_type: torch.dtype
+    running_statistics_always_float: bool
+    half_float_casting: HalfFloatCastingBehavior
+    floating_point_exceptions: bool
+    stochastic_rounding: bool
     _group_name = "Options.Precision"
+    _core_fields = {
+        "partials_type": _CoreField("precision.half_partials",
+                                    lambda dtype: dtype == torch.float16,
+                                    lambda half: torch.float16 if half else torch.float32),
+        "running_statistics_always_float": _CoreField(
+            "precision.running_statistics_always_float"),
+        "half_float_casting": _CoreField(
+            "precision.half_float_casting",
+            *_enum_codec(HalfFloatCastingBehavior, _C.HalfFloatCasting)),
+        "floating_point_exceptions": _CoreField("precision.floating_point_exceptions"),
+        "stochastic_rounding": _CoreField("precision.stochastic_rounding"),
+    }
 
     def setPartialsType(self, dtype: torch.dtype) -> "_PrecisionOptions":
         """Sets the type float16 matmuls and convolutions sum their products in.
@@ -653,8 +797,9 @@ class _PrecisionOptions(_OptionGroup):
 class _JitOptions(_OptionGroup):
     """PopTorch's JIT options (``opts.Jit``)."""
 
-    trace_model: bool = False
+    trace_model: bool
     _group_name = "Options.Jit"
+    _core_fields = {"trace_model": _CoreField("trace_model")}
 
     def traceModel(self, trace_model: bool) -> "_JitOptions":
         """Sets which of PopTorch's frontends a model is compiled as.
@@ -687,12 +832,19 @@ class _TensorLocationOptions(_OptionGroup):
     counts as "streamed in") and the simulated clock charges the transfers
     ("streaming" events)."""
 
-    optimizer_location: TensorLocationSettings = TensorLocationSettings()
-    weight_location: TensorLocationSettings = TensorLocationSettings()
-    accumulator_location: TensorLocationSettings = TensorLocationSettings()
-    activation_location: TensorLocationSettings = TensorLocationSettings()
-    num_io_tiles: int = 0
+    optimizer_location: TensorLocationSettings
+    weight_location: TensorLocationSettings
+    accumulator_location: TensorLocationSettings
+    activation_location: TensorLocationSettings
+    num_io_tiles: int
     _group_name = "Options.TensorLocations"
+    _core_fields = {
+        "optimizer_location": _CoreField("tensor_locations.optimizer", *_LOCATION_CODEC),
+        "weight_location": _CoreField("tensor_locations.weights", *_LOCATION_CODEC),
+        "accumulator_location": _CoreField("tensor_locations.accumulators", *_LOCATION_CODEC),
+        "activation_location": _CoreField("tensor_locations.activations", *_LOCATION_CODEC),
+        "num_io_tiles": _CoreField("tensor_locations.num_io_tiles"),
+    }
 
     def numIOTiles(self, num_tiles: int) -> "_TensorLocationOptions":
         """Sets aside tiles of every IPU for host I/O.
@@ -823,29 +975,6 @@ class _TensorLocationOptions(_OptionGroup):
                               f"popsim.TensorLocationSettings, got {settings!r}.")
         return copy.copy(settings)  # later changes to the caller's settings do not leak in
 
-    def _fill(self, options: _C.CompileOptions) -> None:
-        """Sets the tensor locations of a _C.CompileOptions."""
-        for kind in ("optimizer", "weight", "accumulator", "activation"):
-            settings = getattr(self, f"{kind}_location")
-            if kind in ("accumulator", "activation") and settings.replicated_tensor_sharding:
-                setter = f"set{kind.capitalize()}Location"
-                raise OptionError(
-                    f"TensorLocations.{setter}: popsim shards the optimizer state and the "
-                    f"weights across replicas, not the {kind}s. Use "
-                    "useReplicatedTensorSharding(True) with setOptimizerLocation or "
-                    f"setWeightLocation, and useReplicatedTensorSharding(False) with {setter}.")
-            through = ("Load" if settings.io_tiles_to_load
-                       else "Store" if settings.io_tiles_to_store else None)
-            if through and not settings.on_chip and not self.num_io_tiles:
-                raise OptionError(
-                    f"TensorLocations.set{kind.capitalize()}Location: useIOTilesTo{through}(True) "
-                    "streams the tensors through IO tiles, but none are set aside. Use "
-                    "Options.TensorLocations.numIOTiles(n) (32 to 192), or turn it off.")
-            setattr(options.memory, f"{kind}_location", _C.TensorLocation(
-                settings.on_chip, settings.min_elements_for_off_chip, settings.io_tiles_to_load,
-                settings.io_tiles_to_store))
-        options.system.io_tiles = self.num_io_tiles
-
 
 class _DistributedOptions(_OptionGroup):
     """Which process of a multi-process job this is (``opts.Distributed``),
@@ -858,13 +987,24 @@ class _DistributedOptions(_OptionGroup):
     every process on their own data, and training models sum their
     gradients across the processes with torch.distributed (Gloo)."""
 
-    num_distributed_processes: int = 1
-    distributed_process_id: int = 0
+    num_distributed_processes: int
+    distributed_process_id: int
     _group_name = "Options.Distributed"
+    _core_fields = {
+        "num_distributed_processes": _CoreField("distributed.num_processes"),
+        "distributed_process_id": _CoreField("distributed.process_id"),
+    }
     _ENVIRONMENTS = (("WORLD_SIZE", "RANK"), ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"))
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, core: _C.SessionOptions) -> None:
+        """Reads the process ID and count from the launcher's environment, if it set them.
+
+        ``popsim.Options`` creates the group.
+
+        Args:
+            core: The session's options in the core, which the group's setters write.
+        """
+        super().__init__(core)
         for size, rank in self._ENVIRONMENTS:
             if size in os.environ:
                 self.setEnvVarNames(size, rank)
@@ -968,10 +1108,21 @@ class _PopartOptions(_OptionGroup):
 
     _group_name = "Options._Popart"
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, core: _C.SessionOptions) -> None:
+        """Creates the group with no PopART option recorded; ``popsim.Options`` creates it.
+
+        Args:
+            core: The session's options in the core, where the options popsim acts on are
+                written.
+        """
+        super().__init__(core)
         # PopART's options are named by strings, any of them: a dict of them.
         object.__setattr__(self, "_session", {})
+        # The ones popsim acts on are parsed into the core's typed fields when
+        # set. PopART records any value and refuses a bad one when a session
+        # is made: such a value's error, by option, and whether only training
+        # models refuse it (the model raises it when it compiles).
+        object.__setattr__(self, "_invalid", {})
 
     def set(self, name: str, value: Any) -> "_PopartOptions":
         """Records a PopART session option.
@@ -1002,7 +1153,44 @@ class _PopartOptions(_OptionGroup):
             value = _prefetch_depth(f"_Popart.set('{name}', ...)", value)
         with self._setting():
             self._session[name] = value
+            self._invalid.pop(name, None)
+            try:
+                self._parse(name, value)
+            except OptionError as error:
+                self._invalid[name] = (error, name.startswith(_LOSS_SCALING_SETTINGS))
         return self
+
+    def _parse(self, name: str, value: Any) -> None:
+        """Writes what a PopART option popsim acts on means into the core's typed fields;
+        an OptionError for a value the model would refuse."""
+        core = self._core
+        if name == PREFETCH_DEPTH_OPTION:
+            core.prefetch_depth = value
+        elif name == "instrumentWithHardwareCycleCounter":
+            core.log_cycle_count = bool(value)
+        elif name == "engineOptions":
+            core.stream_callbacks = _engine_options.session_threads(value)
+        elif name.startswith(_LOSS_SCALING_SETTINGS):
+            setting = name[len(_LOSS_SCALING_SETTINGS):]
+            if setting == "updatePeriod":
+                if not is_real(value) or value != int(value):
+                    raise OptionError(
+                        f"_Popart {name}={value!r}: popsim updates the automatic loss scaling "
+                        "after every optimizer step (period 1) only.")
+                core.training.loss_scaling_update_period = int(value)
+            elif setting in _LOSS_SCALING_RANGES:
+                valid = _LOSS_SCALING_RANGES[setting]
+                if not is_real(value) or not valid(value):
+                    raise OptionError(
+                        f"_Popart {name}={value!r} is out of range (binEdgeLocation in [0, 1], "
+                        "thresholdUpperCountProportion in [0, 1)).")
+                setattr(core.training, _LOSS_SCALING_FIELDS[setting], float(value))
+
+    def _raise_invalid(self, training: bool) -> None:
+        """Raises the error of the first recorded value a model compiling now refuses."""
+        for error, training_only in self._invalid.values():
+            if training or not training_only:
+                raise error
 
     def get(self, name: str, default: Any = None) -> Any:
         """Reads a recorded PopART option.
@@ -1079,6 +1267,13 @@ class _PopartOptions(_OptionGroup):
 # PopART's input prefetch depth, which Options.prefetchDepth sets (PopTorch's
 # guide sets it through opts._Popart).
 PREFETCH_DEPTH_OPTION = "defaultPrefetchBufferingDepth"
+# PopART's automatic loss scaling settings, by the core's fields, with their ranges.
+_LOSS_SCALING_SETTINGS = "automaticLossScalingSettings."
+_LOSS_SCALING_FIELDS = {"binEdgeLocation": "loss_scaling_bin_edge",
+                        "thresholdUpperCountProportion": "loss_scaling_threshold"}
+_LOSS_SCALING_RANGES: Dict[str, Callable[[float], bool]] = {
+    "binEdgeLocation": lambda value: 0 <= value <= 1,
+    "thresholdUpperCountProportion": lambda value: 0 <= value < 1}
 
 
 def _prefetch_depth(owner: str, depth: int) -> int:
@@ -1162,36 +1357,66 @@ class Options(_OptionGroup):
     ``{"deviceIterations": 2, "Precision.enableStochasticRounding": true}``.
     """
 
-    device_iterations: int = 1
-    replication_factor: int = 1
-    input_replica_grouping: Tuple[int, CommGroupType] = (1, CommGroupType.Ungrouped)
-    output_mode: OutputMode = OutputMode.Default
-    output_return_period: int = 1
-    random_seed: Optional[int] = None
-    log_dir: Optional[str] = None
-    profile_dir: Optional[str] = None
-    use_ipu_model: bool = False
+    device_iterations: int
+    replication_factor: int
+    input_replica_grouping: Tuple[int, CommGroupType]
+    output_mode: OutputMode
+    output_return_period: int
+    random_seed: Optional[int]
+    log_dir: Optional[str]
+    profile_dir: Optional[str]
+    use_ipu_model: bool
+    # The strategy object as given; the core holds what it says
+    # (_ExecutionStrategy._spec), written when it is set and when the options freeze.
     execution_strategy: Optional[_ExecutionStrategy] = None
-    available_memory_proportion: Dict[int, float] = {}
-    auto_round_num_ipus: bool = False
-    show_compilation_progress_bar: bool = True
-    connection_type: ConnectionType = ConnectionType.Always
-    sync_pattern: SyncPattern = SyncPattern.Full
-    broadcast_buffers: bool = True
-    updatable_named_buffers: List[str] = []
-    synthetic_data: bool = False
-    module_namescope: bool = True
+    available_memory_proportion: Dict[int, float]
+    auto_round_num_ipus: bool
+    show_compilation_progress_bar: bool
+    connection_type: ConnectionType
+    sync_pattern: SyncPattern
+    broadcast_buffers: bool
+    updatable_named_buffers: List[str]
+    synthetic_data: bool
+    module_namescope: bool
     # None: torch's and popsim's directories.
-    source_location_excludes: Optional[List[str]] = None
+    source_location_excludes: Optional[List[str]]
     # None: POPSIM_CACHE_DIR or POPTORCH_CACHE_DIR, if set; False: no caching.
-    executable_cache_dir: Union[None, Literal[False], str] = None
-    ipu_id: Optional[int] = None
+    executable_cache_dir: Union[None, Literal[False], str]
+    ipu_id: Optional[int]
     # Short name -> (long name, OutputMode or None, period).
-    anchored_tensors: Dict[str, Tuple[str, Optional[OutputMode], int]] = {}
+    anchored_tensors: Dict[str, Tuple[str, Optional[OutputMode], int]]
     # None: the profile subdirectory is named by the model's kind.
-    model_name: Optional[str] = None
-    relax_optimizer_attributes_checks: bool = False
+    model_name: Optional[str]
+    relax_optimizer_attributes_checks: bool
     _group_name = "Options"
+    _core_fields = {
+        "device_iterations": _CoreField("device_iterations"),
+        "replication_factor": _CoreField("replication_factor"),
+        "input_replica_grouping": _CoreField("input_replica_grouping",
+                                             _encode_replica_grouping, _decode_replica_grouping),
+        "output_mode": _CoreField("output_mode", *_enum_codec(OutputMode, _C.SessionOutputMode)),
+        "output_return_period": _CoreField("output_return_period"),
+        "random_seed": _CoreField("random_seed"),
+        "log_dir": _CoreField("log_directory"),
+        "profile_dir": _CoreField("profile_directory"),
+        "use_ipu_model": _CoreField("use_ipu_model"),
+        "available_memory_proportion": _CoreField("available_memory_proportion"),
+        "auto_round_num_ipus": _CoreField("auto_round_num_ipus"),
+        "show_compilation_progress_bar": _CoreField("show_compilation_progress_bar"),
+        "connection_type": _CoreField("connection_type",
+                                      *_enum_codec(ConnectionType, _C.ConnectionType)),
+        "sync_pattern": _CoreField("sync_pattern", *_enum_codec(SyncPattern, _C.SyncPattern)),
+        "broadcast_buffers": _CoreField("broadcast_buffers"),
+        "updatable_named_buffers": _CoreField("updatable_named_buffers"),
+        "synthetic_data": _CoreField("synthetic_data"),
+        "module_namescope": _CoreField("module_namescope"),
+        "source_location_excludes": _CoreField("source_location_excludes"),
+        "executable_cache_dir": _CoreField("executable_cache", _encode_cache, _decode_cache),
+        "ipu_id": _CoreField("ipu_id"),
+        "anchored_tensors": _CoreField("anchors", _encode_anchors, _decode_anchors),
+        "model_name": _CoreField("model_name"),
+        "relax_optimizer_attributes_checks": _CoreField("relax_optimizer_attributes_checks"),
+    }
 
     # The option groups (each an object of its own, set once).
     Training: "_TrainingOptions"
@@ -1214,14 +1439,15 @@ class Options(_OptionGroup):
                 options or gives a value its setter refuses, or the launcher's process ID or count
                 is not a valid integer.
         """
-        super().__init__()
-        object.__setattr__(self, "Training", _TrainingOptions())
-        object.__setattr__(self, "Simulator", _SimulatorOptions())
-        object.__setattr__(self, "TensorLocations", _TensorLocationOptions())
-        object.__setattr__(self, "_Popart", _PopartOptions())
-        object.__setattr__(self, "Precision", _PrecisionOptions())
-        object.__setattr__(self, "Jit", _JitOptions())
-        object.__setattr__(self, "Distributed", _DistributedOptions())
+        core = _C.SessionOptions()  # every group writes its fields here
+        super().__init__(core)
+        object.__setattr__(self, "Training", _TrainingOptions(core))
+        object.__setattr__(self, "Simulator", _SimulatorOptions(core))
+        object.__setattr__(self, "TensorLocations", _TensorLocationOptions(core))
+        object.__setattr__(self, "_Popart", _PopartOptions(core))
+        object.__setattr__(self, "Precision", _PrecisionOptions(core))
+        object.__setattr__(self, "Jit", _JitOptions(core))
+        object.__setattr__(self, "Distributed", _DistributedOptions(core))
         self._apply_default_options()
 
     def _apply_default_options(self) -> None:
@@ -1345,7 +1571,23 @@ class Options(_OptionGroup):
     def prefetch_depth(self) -> int:
         """prefetchDepth's value: PopART's defaultPrefetchBufferingDepth, which
         opts._Popart.set("defaultPrefetchBufferingDepth", n) sets too."""
-        return self._Popart.get(PREFETCH_DEPTH_OPTION, 1)
+        return self._core.prefetch_depth
+
+    @property
+    def log_cycle_count(self) -> bool:
+        """logCycleCount's value: PopART's instrumentWithHardwareCycleCounter."""
+        return self._core.log_cycle_count
+
+    @property
+    def _session(self) -> _C.SessionOptions:
+        """The session's options as the host runtime reads them (C++'s host::SessionOptions):
+        what every setter wrote."""
+        return self._core
+
+    def _raise_invalid(self, training: bool) -> None:
+        """Raises the error of a recorded PopART value (_Popart.set) that a model compiling
+        now refuses, as PopART refuses it when its session is made."""
+        self._Popart._raise_invalid(training)
 
     def setAvailableMemoryProportion(self, available_memory_proportion: Dict[str, float]) -> "Options":
         """Sets the share of each IPU's memory a matmul or convolution may use for temporaries.
@@ -1516,6 +1758,7 @@ class Options(_OptionGroup):
                 f"{strategy!r}.")
         with self._setting():
             self.execution_strategy = strategy
+        self._core.execution_strategy = strategy._spec()
         return self
 
     def useIpuModel(self, use_model: bool) -> "Options":
@@ -1992,6 +2235,10 @@ class Options(_OptionGroup):
         return twin
 
     def _freeze(self) -> None:
+        if not self._frozen and self.execution_strategy is not None:
+            # What the strategy says now: its stages' IPUs may have changed since it was set
+            # (strategy.phase(i).ipus(...)).
+            self._core.execution_strategy = self.execution_strategy._spec()
         super()._freeze()
         for name in _GROUPS:
             getattr(self, name)._freeze()

@@ -103,6 +103,7 @@ class Stage:
 
 class _ExecutionStrategy:
     _name = "ExecutionStrategy"
+    _kind = _C.StrategyKind.Pipelined
 
     def __init__(self, *args: Union[Stage, AutoStage, str, int]) -> None:
         """Creates the strategy from its stages, or from a rule that makes them.
@@ -145,72 +146,20 @@ class _ExecutionStrategy:
                 seen[block] = index
         self._stages = stages
 
-    def _assign(self, blocks: List["_C.GraphBlock"]) -> List[Tuple[str, int, int]]:
-        """(block, stage, ipu) for the model's blocks (dicts with name, ipu, location)."""
-        names = [block["name"] for block in blocks]
-        if self._stages is not None:
-            known = set(names)
-            listed = {}
-            block: Union[str, "_C.GraphBlock"]  # a listed block's id, then the model's blocks
-            for index, stage in enumerate(self._stages):
-                for block in stage.blocks:
-                    if block not in known:
-                        raise OptionError(
-                            f"Unknown Block '{block}' in stage {index} of popsim.{self._name}: "
-                            f"the model has no such block. Its blocks are "
-                            f"{', '.join(repr(n) for n in names) or 'none'}.")
-                    listed[block] = index
-            for block in blocks:
-                if block["name"] not in listed:
-                    raise OptionError(
-                        f"Unknown Block '{block['name']}' (entered at {block['location']}): "
-                        f"popsim.{self._name} places no stage for it. Add it to a popsim.Stage.")
-            listed_assignment: List[Tuple[str, int, int]] = []
-            for block in blocks:
-                stage = self._stages[listed[block["name"]]]
-                ipu = stage._ipu
-                if ipu is None:
-                    ipu = block["ipu"] if block["ipu"] is not None else listed[block["name"]]
-                listed_assignment.append((block["name"], listed[block["name"]], ipu))
-            return _dense(listed_assignment)
-        if self._auto == AutoStage.SameAsIpu:
-            for block in blocks:
-                if block["ipu"] is None:
-                    raise OptionError(
-                        f"Block '{block['name']}' (entered at {block['location']}) has no "
-                        "ipu_id, which AutoStage.SameAsIpu needs to choose its stage. Give it "
-                        f"one (popsim.Block('{block['name']}', ipu_id=...)) or list the stages: "
-                        f"popsim.{self._name}(popsim.Stage('{block['name']}').ipu(0), ...).")
-            # (Every block has an ipu_id here, as the loop above checked.)
-            return _dense([(block["name"], block["ipu"], block["ipu"])  # type: ignore[misc]
-                           for block in blocks])
-        assignment: List[Tuple[str, int, int]] = []
-        stage_index, previous_ipu = -1, None
-        for index, block in enumerate(blocks):
-            ipu = block["ipu"] if block["ipu"] is not None else index
-            if stage_index < 0 or ipu != previous_ipu:
-                stage_index += 1
-            previous_ipu = ipu
-            assignment.append((block["name"], stage_index, ipu))
-        return assignment
-
-    def _fill(self, options: "_C.CompileOptions") -> None:
-        """Sets the strategy's part of a _C.CompileOptions: its schedule."""
-        options.compiler.schedule = self._schedule()
-
-    def _schedule(self) -> "_C.ScheduleKind":
-        return _C.ScheduleKind.Interleaved
+    def _spec(self) -> "_C.ExecutionStrategy":
+        """What the strategy says, as the host runtime reads it (host::ExecutionStrategy),
+        which places the model's blocks on stages and IPUs when it compiles."""
+        spec = _C.ExecutionStrategy()
+        spec.kind = self._kind
+        if self._stages is None:
+            spec.auto_stage = getattr(_C.AutoStage, self._auto.name)  # type: ignore[union-attr]
+        else:
+            spec.stages = [_C.StrategyStage(stage.blocks, stage._ipu) for stage in self._stages]
+        return spec
 
     def __repr__(self) -> str:
         args = repr(self._auto) if self._stages is None else ", ".join(map(repr, self._stages))
         return f"{self._name}({args})"
-
-
-def _dense(assignment: List[Tuple[str, int, int]]) -> List[Tuple[str, int, int]]:
-    """Renumbers stage ids 0, 1, ... keeping their order."""
-    ids = sorted({stage for _, stage, _ in assignment})
-    index = {stage: i for i, stage in enumerate(ids)}
-    return [(block, index[stage], ipu) for block, stage, ipu in assignment]
 
 
 class PipelinedExecution(_ExecutionStrategy):
@@ -247,8 +196,10 @@ class PipelinedExecution(_ExecutionStrategy):
                               f"popsim.PipelineSchedule, got {schedule!r}.")
         self.schedule = schedule
 
-    def _schedule(self) -> "_C.ScheduleKind":
-        return getattr(_C.ScheduleKind, self.schedule.value)
+    def _spec(self) -> "_C.ExecutionStrategy":
+        spec = super()._spec()
+        spec.schedule = getattr(_C.ScheduleKind, self.schedule.value)
+        return spec
 
 
 class ShardedExecution(_ExecutionStrategy):
@@ -261,9 +212,7 @@ class ShardedExecution(_ExecutionStrategy):
     """
 
     _name = "ShardedExecution"
-
-    def _schedule(self) -> "_C.ScheduleKind":
-        return _C.ScheduleKind.Sequential  # one stage at a time
+    _kind = _C.StrategyKind.Sharded
 
 
 class Liveness(enum.IntEnum):
@@ -347,8 +296,6 @@ class _PhasedExecution(_ExecutionStrategy):
         """The IPU of the stage at `position` of phase `phase` when not given."""
         raise NotImplementedError  # each phased execution places its stages
 
-    def _schedule(self) -> "_C.ScheduleKind":
-        return _C.ScheduleKind.Sequential  # one stage at a time
 
     def __init__(self, *phases: Union[Phase, Stage, str, int, List[Union[Stage, str, int]],
                                       Tuple[Union[Stage, str, int], ...]]) -> None:
@@ -421,16 +368,12 @@ class _PhasedExecution(_ExecutionStrategy):
         self._separate_backward_phase = use
         return self
 
-    def _fill(self, options: "_C.CompileOptions") -> None:
-        self._check_ipus()
-        super()._fill(options)
-        if self._liveness != Liveness.AlwaysLive:
-            options.memory.activation_location = _C.TensorLocation(False, 0)
-        if self._liveness == Liveness.OffChipAfterEachPhase:
-            options.memory.weight_location = _C.TensorLocation(False, 0)
-
-    def _check_ipus(self) -> None:
-        pass
+    def _spec(self) -> "_C.ExecutionStrategy":
+        spec = super()._spec()
+        spec.phase_sizes = [len(phase.stages) for phase in self._phases]
+        spec.liveness = getattr(_C.Liveness, self._liveness.name)
+        spec.separate_backward_phase = self._separate_backward_phase
+        return spec
 
     def __repr__(self) -> str:
         return f"{self._name}({', '.join(map(repr, self._phases))})"
@@ -444,6 +387,7 @@ class SerialPhasedExecution(_PhasedExecution):
     """
 
     _name = "SerialPhasedExecution"
+    _kind = _C.StrategyKind.SerialPhased
 
     @staticmethod
     def _default_ipu(phase: int, position: int) -> int:
@@ -477,6 +421,7 @@ class ParallelPhasedExecution(_PhasedExecution):
     """
 
     _name = "ParallelPhasedExecution"
+    _kind = _C.StrategyKind.ParallelPhased
 
     @staticmethod
     def _default_ipu(phase: int, position: int) -> int:
@@ -500,14 +445,3 @@ class ParallelPhasedExecution(_PhasedExecution):
                               f"{off_chip!r}.")
         self._liveness = Liveness.OffChipAfterFwd if off_chip else Liveness.AlwaysLive
         return self
-
-    def _check_ipus(self) -> None:
-        for index, phase in enumerate(self._phases):
-            for stage in phase.stages:
-                # (__init__ gave every stage an IPU.)
-                if stage._ipu % 2 != index % 2:  # type: ignore[operator]
-                    parity = "even" if index % 2 == 0 else "odd"
-                    raise OptionError(
-                        f"ParallelPhasedExecution: phase {index} runs {stage!r} on IPU "
-                        f"{stage._ipu}, but {parity} phases run on {parity} IPUs (phases "
-                        "alternate between the two groups). Set phase(i).ipus(...) to match.")

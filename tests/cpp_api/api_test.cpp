@@ -318,7 +318,7 @@ TEST(PublicApi, OptimizerStateOffChipLeavesTheIpusMemoryAndCostsTransfers) {
                   popsim::TensorLocationSettings().useOnChipStorage(false).useIOTilesToLoad());
               popsim::TrainingSession(load("mnist_training.pt"), {images, labels}, io);
             }),
-            "TensorLocations.setOptimizerLocation: useIOTilesToLoad(true) streams the tensors "
+            "TensorLocations.setOptimizerLocation: useIOTilesToLoad(True) streams the tensors "
             "through IO tiles, but none are set aside. Use Options.TensorLocations.numIOTiles(n) "
             "(32 to 192), or turn it off.");
 }

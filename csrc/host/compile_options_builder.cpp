@@ -1,0 +1,192 @@
+#include "host/compile_options_builder.h"
+
+#include "common/check.h"
+#include "host/host_threads.h"
+#include "host/replication.h"
+
+#include <algorithm>
+
+namespace popsim::host {
+namespace {
+
+compiler::OutputMode compilerOutputMode(OutputMode mode) {
+  switch (mode) {
+  case OutputMode::Final: return compiler::OutputMode::Final;
+  case OutputMode::EveryN: return compiler::OutputMode::EveryN;
+  case OutputMode::All: return compiler::OutputMode::All;
+  case OutputMode::Sum: return compiler::OutputMode::Sum;
+  case OutputMode::Default: break;
+  }
+  POPSIM_ASSERT(false, "the output mode is resolved before it is compiled");
+  return compiler::OutputMode::All;
+}
+
+// The smallest power of two of at least `count` (IPUs come in powers of two).
+int64_t roundedUpToPowerOfTwo(int64_t count) {
+  int64_t rounded = 1;
+  while (rounded < count)
+    rounded *= 2;
+  return rounded;
+}
+
+// Where one kind of tensor lives, for the memory plan; `kind` names it in
+// errors ("Optimizer": setOptimizerLocation).
+memory::TensorLocation locationOf(const TensorLocationSettings& settings, const std::string& kind,
+                                  int64_t ioTiles) {
+  const char* through = settings.ioTilesToLoad    ? "Load"
+                        : settings.ioTilesToStore ? "Store"
+                                                  : nullptr;
+  POPSIM_CHECK(through == nullptr || settings.onChip || ioTiles > 0, ErrorKind::InvalidOption,
+               "TensorLocations.set", kind, "Location: useIOTilesTo", through,
+               "(True) streams the tensors through IO tiles, but none are set aside. Use "
+               "Options.TensorLocations.numIOTiles(n) (32 to 192), or turn it off.");
+  return {settings.onChip, settings.minElementsForOffChip, settings.ioTilesToLoad,
+          settings.ioTilesToStore};
+}
+
+// Replicas shard the optimizer state and the weights, nothing else.
+void refuseSharding(const TensorLocationSettings& settings, const std::string& kind) {
+  const std::string setter = "set" + kind + "Location";
+  std::string lower = kind;
+  lower[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(lower[0])));
+  POPSIM_CHECK(!settings.replicatedTensorSharding, ErrorKind::InvalidOption, "TensorLocations.",
+               setter,
+               ": popsim shards the optimizer state and the weights across replicas, not "
+               "the ",
+               lower,
+               "s. Use useReplicatedTensorSharding(True) with setOptimizerLocation or "
+               "setWeightLocation, and useReplicatedTensorSharding(False) with ",
+               setter, ".");
+}
+
+void fillTensorLocations(const TensorLocationOptions& locations,
+                         runtime::CompileOptions& compiled) {
+  refuseSharding(locations.accumulators, "Accumulator");
+  refuseSharding(locations.activations, "Activation");
+  const int64_t ioTiles = locations.numIoTiles;
+  compiled.memory.optimizerState = locationOf(locations.optimizer, "Optimizer", ioTiles);
+  compiled.memory.weights = locationOf(locations.weights, "Weight", ioTiles);
+  compiled.memory.accumulators = locationOf(locations.accumulators, "Accumulator", ioTiles);
+  compiled.memory.activations = locationOf(locations.activations, "Activation", ioTiles);
+  compiled.system.ioTiles = ioTiles;
+}
+
+// The strategy's part: its schedule and, for phased executions, where
+// tensors stay between phases.
+void fillStrategy(const ExecutionStrategy& strategy, runtime::CompileOptions& compiled) {
+  checkPhaseIpus(strategy);
+  compiled.compiler.schedule = strategy.scheduleKind();
+  if (strategy.liveness != Liveness::AlwaysLive) {
+    compiled.memory.activations = memory::TensorLocation{false, 0};
+  }
+  if (strategy.liveness == Liveness::OffChipAfterEachPhase) {
+    compiled.memory.weights = memory::TensorLocation{false, 0};
+  }
+}
+
+} // namespace
+
+runtime::CompileOptions buildCompileOptions(const SessionOptions& options,
+                                            const CompileInputs& inputs) {
+  std::optional<ExecutionStrategy> strategy = options.executionStrategy;
+  if (!strategy.has_value() && !inputs.blocks.empty()) {
+    strategy = defaultStrategy();
+  }
+  runtime::CompileOptions compiled;
+  compiler::CompilerOptions& program = compiled.compiler;
+  if (strategy.has_value()) {
+    program.stages = assignStages(*strategy, inputs.blocks);
+  }
+  int64_t ipusUsed = 1;
+  for (const compiler::StageAssignment& stage : program.stages)
+    ipusUsed = std::max(ipusUsed, stage.ipu + 1);
+  if (options.autoRoundNumIpus) {
+    ipusUsed = roundedUpToPowerOfTwo(ipusUsed);
+  }
+  device::IpuSystemConfig& system = compiled.system;
+  system.numIpus = ipusPerReplica(options, ipusUsed);
+  for (const auto& [ipu, proportion] : options.availableMemoryProportion) {
+    POPSIM_CHECK(ipu < system.numIpus, ErrorKind::InvalidOption,
+                 "setAvailableMemoryProportion names IPU", ipu, " but the simulated system has ",
+                 system.numIpus, " IPU(s), IPU0 to IPU", system.numIpus - 1,
+                 ". Remove the entry or raise Simulator.numIpus.");
+  }
+  system.chip = options.simulator.chip;
+  system.memoryPerIpu = options.simulator.memoryPerIpu.value_or(0);
+  const int64_t replicas = replicationOf(options, inputs.training).local;
+  system.replicasPerHostThread =
+      replicasPerHostThread(options.streamCallbacks, inputs.environmentStreamCallbacks, replicas);
+
+  program.program =
+      inputs.training ? compiler::ProgramKind::Training : compiler::ProgramKind::Inference;
+  program.deviceIterations = options.deviceIterations;
+  program.gradientAccumulation = options.training.gradientAccumulation;
+  program.recomputation = options.training.recomputation;
+  program.output.mode = compilerOutputMode(options.resolvedOutputMode(inputs.training));
+  program.output.period = options.outputReturnPeriod;
+  program.training = inputs.config;
+  // Collectives are costed on all the job's IPUs (every replica's, in every process).
+  program.training.systemIpus = system.numIpus * program.training.replicas;
+
+  memory::MemoryOptions& memory = compiled.memory;
+  memory.prefetchDepth = options.prefetchDepth;
+  memory.halfPartials = options.precision.halfPartials;
+  memory.availableMemoryProportion = options.availableMemoryProportion;
+  compiled.clock.syntheticData = options.syntheticData;
+
+  runtime::KernelOptions& kernels = compiled.kernels;
+  kernels.threadsPerIpu = options.simulator.threadsPerIpu.value_or(0);
+  if (replicas > 1 && kernels.threadsPerIpu == 0) { // the host's threads shared by all IPUs
+    kernels.threadsPerIpu = std::max<int64_t>(1, inputs.hostThreads / (replicas * ipusUsed));
+  }
+  kernels.stochasticRounding = options.precision.stochasticRounding;
+  kernels.floatingPointExceptions = options.precision.floatingPointExceptions;
+  kernels.costOnly = options.simulator.costOnly;
+  POPSIM_CHECK(!options.simulator.allowOverCapacity || options.simulator.costOnly,
+               ErrorKind::InvalidOption,
+               "Simulator.allowOverCapacity() needs Simulator.costOnly(): only a run that "
+               "computes nothing may exceed its IPUs' memory. Set costOnly() too, or leave "
+               "allowOverCapacity off.");
+  compiled.allowOverCapacity = options.simulator.allowOverCapacity;
+  kernels.stochasticRoundingSeed = inputs.randomSeed;
+  fillTensorLocations(options.tensorLocations, compiled);
+  if (strategy.has_value()) {
+    fillStrategy(*strategy, compiled);
+  }
+  return compiled;
+}
+
+bool runningMean(const SessionOptions& options) {
+  const TrainingOptions& training = options.training;
+  return training.gradientAccumulation > 1 && training.reduction == ReductionType::Mean &&
+         training.meanStrategy == MeanReductionStrategy::Running;
+}
+
+double gradientScale(const SessionOptions& options) {
+  if (options.training.reduction != ReductionType::Mean) {
+    return 1.0;
+  }
+  const auto replicas = static_cast<double>(replicationOf(options).job());
+  if (runningMean(options)) { // accumulators hold means; replicas still sum
+    return 1.0 / replicas;
+  }
+  return 1.0 / (static_cast<double>(options.training.gradientAccumulation) * replicas);
+}
+
+void applySessionTraining(const SessionOptions& options, compiler::TrainingConfig& config) {
+  POPSIM_CHECK(options.training.lossScalingUpdatePeriod == 1, ErrorKind::InvalidOption,
+               "_Popart automaticLossScalingSettings.updatePeriod=",
+               options.training.lossScalingUpdatePeriod,
+               ": popsim updates the automatic loss scaling after every optimizer step (period "
+               "1) only.");
+  config.gradientScale = gradientScale(options);
+  config.runningMean = runningMean(options);
+  config.replicas = replicationOf(options).job();
+  config.automaticLossScaling = options.training.automaticLossScaling;
+  // Automatic loss scaling makes the factor device state, as PopTorch makes it variable.
+  config.lossScalingState = config.lossScalingState || config.automaticLossScaling;
+  config.lossScalingBinEdge = options.training.lossScalingBinEdge;
+  config.lossScalingThreshold = options.training.lossScalingThreshold;
+}
+
+} // namespace popsim::host
