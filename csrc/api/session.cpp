@@ -3,6 +3,7 @@
 #include "api/error_classes.h"
 #include "api/session_state.h"
 #include "ir/printer.h"
+#include "profile/call_trace.h"
 
 namespace popsim {
 
@@ -26,6 +27,15 @@ uint64_t Session::cycleCount() const { return state_->compiled->executable().las
 
 double Session::simulatedTime() const {
   return static_cast<double>(cycleCount()) / state_->compiled->clockHz();
+}
+
+ExecutionTrace Session::executionTrace() const {
+  return profile::callTraceOf(state_->compiled->executable());
+}
+
+PerfCounters Session::perfCounters() const {
+  const auto inputs = static_cast<int64_t>(state_->compiled->executable().inputHostTypes().size());
+  return executionTrace().perfCounters(inputs);
 }
 
 void Session::copyWeightsToDevice() {

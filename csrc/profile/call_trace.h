@@ -1,6 +1,9 @@
 #pragma once
 
+#include "popsim/execution_trace.h"
+
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,55 +21,11 @@ namespace popsim::profile {
 bool isTransferKind(const std::string& kind);
 bool isTaskKind(const std::string& kind);
 
-// One part of a task run of a call on the simulated clock, as profiles
-// record it: clock::TimelineEvent with its kind named.
-struct TraceEvent {
-  int64_t ipu = 0;
-  std::string task; // "F0", "B1", "FB3", "U2"
-  std::string kind; // a task kind or a transfer kind
-  int64_t step = 0;
-  int64_t microBatch = 0; // -1 for updates
-  int64_t cycle = 0;      // pipeline cycle in the call
-  uint64_t start = 0;
-  uint64_t end = 0;
-  std::vector<int64_t> fromIpus; // "copy": the IPUs the copies come from
-  bool ioTiles = false;          // a host transfer through the IO tiles
-  int64_t output = -1;           // "host_output": the graph output it carries
-};
-
-// The program's pipeline as profiles draw it.
-struct PipelineInfo {
-  int64_t stages = 0;
-  int64_t ipus = 0;
-  int64_t pipelineStages = 0;
-  std::string schedule;
-  int64_t cyclesPerStep = 0;
-  int64_t prefetchDepth = 0;
-  int64_t ioTiles = 0;
-  int64_t replicasPerHostThread = 1; // replicas taking turns on each host thread
-};
-
-// What each simulated IPU did during one call, with the statistics the
-// profile's analysis and the sizing report read off it.
-struct CallTrace {
-  std::vector<TraceEvent> events;
-  uint64_t totalCycles = 0;
-  double clockHz = 0;
-  PipelineInfo pipeline;
-
-  int64_t numIpus() const { return pipeline.ipus; }
-  double seconds() const { return clockHz != 0 ? static_cast<double>(totalCycles) / clockHz : 0; }
-  // Whether the IPU's compute tiles are busy during the event: always, except
-  // for host inputs prefetched on the host link and transfers through IO tiles.
-  bool occupiesIpu(const TraceEvent& event) const;
-  // Cycles the IPU spent on its tasks and the transfers that occupy it.
-  uint64_t busyCycles(int64_t ipu) const;
-  double utilisation(int64_t ipu) const;
-  // Per IPU, the median over micro-batches of the cycles its host link spends
-  // streaming one micro-batch's inputs (through the compute tiles or the IO
-  // tiles, whichever is longer); 0 for an IPU that streams none.
-  std::vector<double> hostLinkCycles() const;
-};
+// A call's trace (the public popsim::ExecutionTrace, whose statistics
+// call_trace.cpp computes), its events and pipeline.
+using CallTrace = popsim::ExecutionTrace;
+using TraceEvent = popsim::TraceEvent;
+using PipelineInfo = popsim::PipelineInfo;
 
 // The kind of a timeline event: its task's kind, or the transfer it is.
 std::string eventKindName(const clock::TimelineEvent& event);
@@ -80,5 +39,10 @@ PipelineInfo pipelineInfoOf(const runtime::Executable& executable);
 // The median of `values` as Python's statistics.median computes it (the mean
 // of the middle two for an even count); 0 for none.
 double median(std::vector<double> values);
+
+// Per IPU of `trace`, the median over micro-batches of the cycles of the
+// events `counts` accepts (0 for an IPU with none).
+std::vector<double> medianPerMicroBatch(const CallTrace& trace,
+                                        const std::function<bool(const TraceEvent&)>& counts);
 
 } // namespace popsim::profile

@@ -65,7 +65,7 @@ private:
   };
 
   std::string path(const char* name) const;
-  std::string pageJson(const Compiled& compiled, const struct CallTrace* trace) const;
+  std::string pageJson(const Compiled& compiled, const CallTrace* trace) const;
 
   std::string root_;
   std::string kind_;
@@ -77,7 +77,7 @@ private:
 // The job's replica count and, per IPU, the cycles a call spends in
 // collectives across replicas: the gradients' (once per step) and the
 // gathers of sharded weights (in each task that reads one, per micro-batch).
-Json replicationMeta(const runtime::Executable& executable, const struct CallTrace& trace,
+Json replicationMeta(const runtime::Executable& executable, const CallTrace& trace,
                      int64_t replicas);
 
 } // namespace popsim::profile

@@ -5,6 +5,7 @@
 #include "profile/profile_analysis.h"
 #include "profile/profile_summary.h"
 #include "profile/profile_writer.h"
+#include "profile/records_json.h"
 #include "profile/report_style.h"
 #include "profile/sizing_report.h"
 #include "profile/text_format.h"
@@ -51,9 +52,80 @@ std::string profileSummary(const std::string& directory, const std::optional<std
   }
 }
 
+py::tuple latencyTuple(const Latency& latency) {
+  return py::make_tuple(latency.min, latency.max, latency.mean);
+}
+
+// A call's trace and its statistics (popsim/execution_trace.h), as
+// popsim.ExecutionTrace wraps them.
+void bindExecutionTrace(py::module_& module) {
+  py::class_<TraceEvent>(module, "TraceEvent", "One part of a task run of a call.")
+      .def_readonly("ipu", &TraceEvent::ipu)
+      .def_readonly("task", &TraceEvent::task)
+      .def_readonly("kind", &TraceEvent::kind)
+      .def_readonly("step", &TraceEvent::step)
+      .def_readonly("micro_batch", &TraceEvent::microBatch)
+      .def_readonly("cycle", &TraceEvent::cycle)
+      .def_readonly("start", &TraceEvent::start)
+      .def_readonly("end", &TraceEvent::end)
+      .def_readonly("from_ipus", &TraceEvent::fromIpus)
+      .def_readonly("io_tiles", &TraceEvent::ioTiles)
+      .def_readonly("output", &TraceEvent::output)
+      .def("to_dict", [](const TraceEvent& event) { return toPython(profile::toJson(event)); });
+  py::class_<PerfCounters>(module, "PerfCounters",
+                           "PopTorch's performance counters of a call, in seconds.")
+      .def_readonly("input", &PerfCounters::input)
+      .def_readonly("input_complete", &PerfCounters::inputComplete)
+      .def_readonly("output", &PerfCounters::output)
+      .def_readonly("output_complete", &PerfCounters::outputComplete)
+      .def("host_ipu_latency",
+           [](const PerfCounters& c) { return latencyTuple(c.hostIpuLatency()); })
+      .def("compute_latency",
+           [](const PerfCounters& c) { return latencyTuple(c.computeLatency()); })
+      .def("ipu_host_latency",
+           [](const PerfCounters& c) { return latencyTuple(c.ipuHostLatency()); })
+      .def("round_trip_latency",
+           [](const PerfCounters& c) { return latencyTuple(c.roundTripLatency()); });
+  py::class_<ExecutionTrace>(module, "ExecutionTrace", "What each simulated IPU did during a call.")
+      .def_readonly("events", &ExecutionTrace::events)
+      .def_readonly("total_cycles", &ExecutionTrace::totalCycles)
+      .def_readonly("clock_hz", &ExecutionTrace::clockHz)
+      .def_readonly("pipeline", &ExecutionTrace::pipeline)
+      .def_property_readonly("num_ipus", &ExecutionTrace::numIpus)
+      .def_property_readonly("seconds", &ExecutionTrace::seconds)
+      .def(
+          "occupies_ipu",
+          [](const ExecutionTrace& trace, const std::string& kind, bool ioTiles) {
+            return trace.occupiesIpu(kind, ioTiles);
+          },
+          py::arg("kind"), py::arg("io_tiles"))
+      .def("busy_cycles", &ExecutionTrace::busyCycles, py::arg("ipu"))
+      .def("utilisation", &ExecutionTrace::utilisation, py::arg("ipu"))
+      .def("micro_batch_cycles", &ExecutionTrace::microBatchCycles)
+      .def("host_link_cycles", &ExecutionTrace::hostLinkCycles)
+      .def("render", &ExecutionTrace::render)
+      .def("perf_counters", &ExecutionTrace::perfCounters, py::arg("inputs"));
+  module.def(
+      "execution_trace", [](const runtime::Executable& e) { return profile::callTraceOf(e); },
+      py::arg("executable"), "The executable's last call (no events before the first).");
+  module.def(
+      "execution_trace_from_document",
+      [](const std::string& text) {
+        try {
+          return profile::callTraceFromDocument(Json::parse(text));
+        } catch (const Json::exception& error) {
+          throw py::value_error(std::string("the trace is not a popsim profile's trace.json (") +
+                                error.what() +
+                                "). Write it again: enable profiling and run the model.");
+        }
+      },
+      py::arg("trace_json"), "The call a profile's trace.json records.");
+}
+
 } // namespace
 
 void bindProfile(py::module_& module) {
+  bindExecutionTrace(module);
   py::class_<profile::ProfileWriter>(module, "ProfileWriter",
                                      "Writes one model's profile files (csrc/profile).")
       .def(py::init([](const std::string& root, const std::string& kind,

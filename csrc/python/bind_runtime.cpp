@@ -86,22 +86,6 @@ void bindRecords(py::module_& module) {
       .def_readonly("collective", &runtime::ProgramStep::collective)
       .def_readonly("recomputed", &runtime::ProgramStep::recomputed)
       .def("to_dict", &recordDict<runtime::ProgramStep>);
-  py::class_<clock::TimelineEvent>(module, "TimelineEvent",
-                                   "Part of a task run of the last call on the simulated clock.")
-      .def_readonly("ipu", &clock::TimelineEvent::ipu)
-      .def_readonly("task", &clock::TimelineEvent::task)
-      .def_property_readonly(
-          "kind", [](const clock::TimelineEvent& e) { return profile::eventKindName(e); })
-      .def_readonly("step", &clock::TimelineEvent::step)
-      .def_readonly("micro_batch", &clock::TimelineEvent::microBatch)
-      .def_readonly("cycle", &clock::TimelineEvent::cycle)
-      .def_readonly("start", &clock::TimelineEvent::start)
-      .def_readonly("end", &clock::TimelineEvent::end)
-      .def_readonly("from_ipus", &clock::TimelineEvent::fromIpus)
-      .def_readonly("io_tiles", &clock::TimelineEvent::ioTiles)
-      .def_readonly("output", &clock::TimelineEvent::output)
-      .def("to_dict",
-           [](const clock::TimelineEvent& e) { return recordDict(profile::traceEventOf(e)); });
   py::class_<PipelineInfo>(module, "PipelineInfo", "The program's stages, IPUs and schedule.")
       .def_readonly("stages", &PipelineInfo::stages)
       .def_readonly("ipus", &PipelineInfo::ipus)
@@ -291,8 +275,6 @@ void bindRuntime(py::module_& module) {
             return ir::printGraph(e.graph(), {locations, false});
           },
           py::arg("locations") = true, "The optimised IR that runs, as text.")
-      .def("timeline", &Executable::lastTimeline, py::return_value_policy::copy)
-      .def("pipeline", &profile::pipelineInfoOf)
       .def_property_readonly("last_run_cycles", &Executable::lastRunCycles)
       .def_property_readonly("cost_only", &Executable::costOnly)
       .def_property_readonly("compute_cycles_per_iteration", &Executable::computeCyclesPerIteration)

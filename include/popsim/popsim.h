@@ -9,6 +9,7 @@
 // and includes this header.
 
 #include "popsim/errors.h"
+#include "popsim/execution_trace.h"
 #include "popsim/optim.h"
 #include "popsim/options.h"
 #include "popsim/session.h"

@@ -15,6 +15,7 @@
 // (popsim/errors.h): OutOfMemoryError, InputError, OptionError, ...
 
 #include "popsim/errors.h"
+#include "popsim/execution_trace.h"
 #include "popsim/memory_report.h"
 #include "popsim/optim.h"
 #include "popsim/options.h"
@@ -43,6 +44,15 @@ public:
   // cycles in seconds at the chip's clock. Simulated, not measured.
   uint64_t cycleCount() const;
   double simulatedTime() const;
+  // The last call as it ran on the simulated clock (Python's
+  // executionTrace()): every task run and transfer of each IPU, its
+  // statistics, and the text timeline `std::cout << trace` prints. No events
+  // before the first call.
+  ExecutionTrace executionTrace() const;
+  // PopTorch's performance counters of the last call (Python's
+  // getPerfCounters()), and its latencies (getHostIpuLatency(), ...):
+  // executionTrace().perfCounters(inputs) for the session's inputs.
+  PerfCounters perfCounters() const;
 
   // The module's parameters and buffers, copied to the device (after the
   // host's were changed), or the device's copied into them.

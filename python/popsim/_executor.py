@@ -856,7 +856,7 @@ class Executor:
             InputError: when the model has not compiled.
         """
         self._require_compiled("executionTrace")
-        return ExecutionTrace.of(self._program)
+        return ExecutionTrace.of(_replication.first_executable(self._program))
 
     def simulatedTime(self) -> float:
         """Gives the simulated duration of the last call on the IPUs.
@@ -885,51 +885,19 @@ class Executor:
             (per micro-batch for inputs; per returned output for outputs). Before the model's
             first call, each value is ``[[]]``.
         """
-        empty: Dict[str, List[List[float]]] = {
-            "input": [[]], "input_complete": [[]], "output": [[]], "output_complete": [[]]}
-        if self._executable is None or self._signature is None:
-            return empty
-        hz = self._program.clock_hz
-        events = [event.to_dict() for event in self._program.timeline()]
-        inputs: Dict[Tuple[int, int], List[int]] = {}
-        for event in events:
-            if event["kind"] == "host_input":
-                key = (event["step"], event["micro_batch"])
-                span = inputs.setdefault(key, [event["start"], event["end"]])
-                span[0], span[1] = min(span[0], event["start"]), max(span[1], event["end"])
-        outputs: Dict[int, List[Tuple[int, int]]] = {}
-        for event in events:
-            if event["kind"] == "host_output" and "output" in event:
-                outputs.setdefault(event["output"], []).append((event["start"], event["end"]))
-        spans = [inputs[key] for key in sorted(inputs)]
-        input_count = len(self._compiled_signature.tensor_names)
-        counters = dict(empty)
-        if spans and input_count:
-            counters["input"] = [[start / hz for start, _ in spans]] * input_count
-            counters["input_complete"] = [[end / hz for _, end in spans]] * input_count
-        if outputs:
-            ordered = [sorted(outputs[index]) for index in sorted(outputs)]
-            counters["output"] = [[start / hz for start, _ in runs] for runs in ordered]
-            counters["output_complete"] = [[end / hz for _, end in runs] for runs in ordered]
-        return counters
+        counters = self._perf_counters()
+        if counters is None:
+            return {"input": [[]], "input_complete": [[]], "output": [[]], "output_complete": [[]]}
+        return {"input": counters.input, "input_complete": counters.input_complete,
+                "output": counters.output, "output_complete": counters.output_complete}
 
-    def _latency(self, start_event: str, first: Callable[[List[float]], float],
-                 end_event: str, last: Callable[[List[float]], float]
-                 ) -> Tuple[float, float, float]:
-        """(min, max, mean) seconds between two counters per transfer: each
-        transfer's start is `first` over the tensors' `start_event` times, its
-        end `last` over their `end_event` times. Inputs outnumber outputs with
-        gradient accumulation or output modes: each end pairs with the first
-        of its group of starts."""
-        counters = self.getPerfCounters()
-        starts = [first(list(times)) for times in zip(*counters[start_event])]
-        ends = [last(list(times)) for times in zip(*counters[end_event])]
-        if not starts or not ends:
-            return (0.0, 0.0, 0.0)
-        group = max(len(starts) // len(ends), 1)
-        durations = [end - min(starts[i * group:(i + 1) * group] or starts[-1:])
-                     for i, end in enumerate(ends)]
-        return (min(durations), max(durations), sum(durations) / len(durations))
+    def _perf_counters(self) -> Optional[_C.PerfCounters]:
+        """The core's counters of the last call (csrc/profile/call_trace.cpp); None before
+        the model compiles."""
+        if self._executable is None or self._signature is None:
+            return None
+        trace = _C.execution_trace(_replication.first_executable(self._program))
+        return trace.perf_counters(len(self._compiled_signature.tensor_names))
 
     def getHostIpuLatency(self) -> Tuple[float, float, float]:
         """Gives the last call's host-to-IPU latency, as PopTorch's function of that name.
@@ -941,7 +909,8 @@ class Executor:
             ``(min, max, mean)`` of those latencies in seconds over the last call's transfers;
             ``(0.0, 0.0, 0.0)`` before the model's first call.
         """
-        return self._latency("input", min, "input_complete", max)
+        counters = self._perf_counters()
+        return counters.host_ipu_latency() if counters is not None else (0.0, 0.0, 0.0)
 
     def getComputeLatency(self) -> Tuple[float, float, float]:
         """Gives the last call's compute latency on the simulated clock.
@@ -953,7 +922,8 @@ class Executor:
             ``(min, max, mean)`` of those latencies in seconds over the last call's transfers;
             ``(0.0, 0.0, 0.0)`` before the model's first call.
         """
-        return self._latency("input_complete", max, "output", max)
+        counters = self._perf_counters()
+        return counters.compute_latency() if counters is not None else (0.0, 0.0, 0.0)
 
     def getIpuHostLatency(self) -> Tuple[float, float, float]:
         """Gives the last call's IPU-to-host latency on the simulated clock.
@@ -965,7 +935,8 @@ class Executor:
             ``(min, max, mean)`` of those latencies in seconds over the last call's transfers;
             ``(0.0, 0.0, 0.0)`` before the model's first call.
         """
-        return self._latency("output", min, "output_complete", max)
+        counters = self._perf_counters()
+        return counters.ipu_host_latency() if counters is not None else (0.0, 0.0, 0.0)
 
     def getLatency(self) -> Tuple[float, float, float]:
         """Gives the last call's round-trip latency on the simulated clock.
@@ -977,7 +948,8 @@ class Executor:
             ``(min, max, mean)`` of those latencies in seconds over the last call's transfers;
             ``(0.0, 0.0, 0.0)`` before the model's first call.
         """
-        return self._latency("input", min, "output_complete", max)
+        counters = self._perf_counters()
+        return counters.round_trip_latency() if counters is not None else (0.0, 0.0, 0.0)
 
     def sizingReport(self) -> "SizingReport":
         """Sizes the job as the last call ran it on the simulated IPUs.

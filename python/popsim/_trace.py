@@ -1,15 +1,8 @@
 """The simulated execution trace of a model's last call."""
 
-import statistics
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Tuple
+from typing import Any, Dict, List
 
 from popsim import _C
-
-if TYPE_CHECKING:
-    from popsim._executor import Program
-
-# Event kinds of transfers around a task (the others are the tasks themselves).
-TRANSFER_KINDS = tuple(_C.profile_style()["transfer_kinds"])
 
 
 class ExecutionTrace:
@@ -42,47 +35,43 @@ class ExecutionTrace:
     ``U`` (weight update), several separated by commas.
     """
 
-    def __init__(self, events: List[Dict[str, Any]], total_cycles: int, clock_hz: float,
-                 pipeline: Dict[str, Any]) -> None:
-        self.events = events
-        self.total_cycles = total_cycles
-        self.clock_hz = clock_hz
-        self.pipeline = pipeline
+    def __init__(self, trace: _C.ExecutionTrace) -> None:
+        """Wraps the core's trace of a call (its statistics are the core's,
+        csrc/profile/call_trace.cpp, which profiles and sizing reports read too)."""
+        self._trace = trace
+        self.events: List[Dict[str, Any]] = [event.to_dict() for event in trace.events]
+        self.total_cycles: int = trace.total_cycles
+        self.clock_hz: float = trace.clock_hz
+        self.pipeline: Dict[str, Any] = trace.pipeline.to_dict()
 
     @classmethod
-    def of(cls, executable: "Program") -> "ExecutionTrace":
+    def of(cls, executable: _C.Executable) -> "ExecutionTrace":
         """The last call of a compiled C++ executable."""
-        return cls([event.to_dict() for event in executable.timeline()],
-                   executable.last_run_cycles, executable.clock_hz,
-                   executable.pipeline().to_dict())
+        return cls(_C.execution_trace(executable))
 
     @property
     def seconds(self) -> float:
         """Simulated time of the call."""
-        return self.total_cycles / self.clock_hz
+        return self._trace.seconds
 
     @property
     def num_ipus(self) -> int:
-        return self.pipeline["ipus"]
+        return self._trace.num_ipus
 
     def occupies_ipu(self, event: Dict[str, Any]) -> bool:
         """Whether the IPU's compute tiles are busy during `event`: always, except for
         host inputs prefetched on the host link and transfers through the IO tiles."""
-        if event.get("io_tiles"):
-            return False
-        return event["kind"] != "host_input" or self.pipeline["prefetch_depth"] == 0
+        return self._trace.occupies_ipu(event["kind"], bool(event.get("io_tiles", False)))
 
     def busy_cycles(self, ipu: int) -> int:
         """Cycles `ipu` spent on its tasks and transfers (the rest of the call it waited)."""
-        return sum(e["end"] - e["start"] for e in self.events
-                   if e["ipu"] == ipu and self.occupies_ipu(e))
+        return self._trace.busy_cycles(ipu)
 
     def micro_batch_cycles(self) -> List[float]:
         """Per IPU, the median cycles it spends on one micro-batch: its forward and
         backward tasks with the transfers that occupy it (updates left out). The median
         leaves out one-off transfers, such as a final output streamed to the host."""
-        return self._median_per_micro_batch(
-            lambda e: e["kind"] != "update" and self.occupies_ipu(e))
+        return self._trace.micro_batch_cycles()
 
     def host_link_cycles(self) -> List[float]:
         """Per IPU, the median cycles its host link spends streaming one micro-batch's
@@ -90,48 +79,14 @@ class ExecutionTrace:
         tiles, whichever is longer. With prefetching (and through IO tiles), the link
         works beside the IPU, so it is a pipeline stage of its own: the slowest of these
         and of micro_batch_cycles() sets the pace of the pipeline."""
-        return [max(plain, io) for plain, io in zip(
-            self._median_per_micro_batch(
-                lambda e: e["kind"] == "host_input" and not e.get("io_tiles")),
-            self._median_per_micro_batch(
-                lambda e: e["kind"] == "host_input" and e.get("io_tiles", False)))]
-
-    def _median_per_micro_batch(self, counts: Callable[[Dict[str, Any]], bool]
-                                ) -> List[float]:
-        """Per IPU, the median over micro-batches of the cycles of the events `counts`
-        accepts (0 for an IPU with none)."""
-        work: Dict[Tuple[int, int, int], int] = {}
-        for event in self.events:
-            if counts(event):
-                key = (event["ipu"], event["step"], event["micro_batch"])
-                work[key] = work.get(key, 0) + event["end"] - event["start"]
-        return [statistics.median([c for (i, _, _), c in work.items() if i == ipu] or [0])
-                for ipu in range(self.num_ipus)]
+        return self._trace.host_link_cycles()
 
     def utilisation(self, ipu: int) -> float:
-        return self.busy_cycles(ipu) / self.total_cycles if self.total_cycles else 0.0
+        return self._trace.utilisation(ipu)
 
     def render(self) -> str:
         """The text timeline (see the class docstring)."""
-        cycles = 1 + max((e["cycle"] for e in self.events), default=-1)
-        cells = [[""] * cycles for _ in range(self.num_ipus)]
-        for event in self.events:
-            if event["kind"] in TRANSFER_KINDS:
-                continue
-            prefix = {"forward": "F", "backward": "B", "forward+backward": "FB"}
-            mark = "U" if event["kind"] == "update" else (
-                f"{prefix[event['kind']]}{event['micro_batch']}")
-            cell = cells[event["ipu"]][event["cycle"]]
-            cells[event["ipu"]][event["cycle"]] = f"{cell},{mark}" if cell else mark
-        width = max((len(c) for row in cells for c in row), default=1)
-        lines = []
-        for ipu, row in enumerate(cells):
-            line = " ".join((cell or ".").ljust(width) for cell in row)
-            lines.append(f"IPU{ipu} | {line}")
-        header = (f"{self.pipeline['schedule']} schedule, {self.pipeline['stages']} stage(s) on "
-                  f"{self.num_ipus} IPU(s): {self.total_cycles:,} cycles "
-                  f"({self.seconds * 1e3:.3f} ms simulated)")
-        return "\n".join([header] + lines)
+        return self._trace.render()
 
     def __str__(self) -> str:
         return self.render()

@@ -550,6 +550,43 @@ TEST(PublicApi, SizingReportsArePythons) {
   EXPECT_EQ(std::string(popsim::timePartName(popsim::TimePart::HostIo)), "host I/O");
 }
 
+// The execution trace and PopTorch's performance counters of a call are
+// Python's for the same model and options, timeline printout included.
+TEST(PublicApi, ExecutionTraceAndCountersArePythons) {
+  const at::Tensor images = reference("images");
+  popsim::InferenceSession session(load("mnist_traced.pt"), {images}, pipelined());
+  EXPECT_TRUE(session.executionTrace().events.empty()); // no call yet
+  session.run({images});
+  const popsim::ExecutionTrace trace = session.executionTrace();
+  const std::filesystem::path python = std::filesystem::path(fixtures()) / "python_profiles";
+  EXPECT_EQ(trace.render(), readFile(python / "mnist_trace.txt"));
+  std::ostringstream printed;
+  printed << trace;
+  EXPECT_EQ(printed.str(), trace.render());
+  EXPECT_EQ(trace.totalCycles, session.cycleCount());
+  EXPECT_EQ(trace.numIpus(), 4);
+  EXPECT_EQ(trace.microBatchCycles().size(), 4u);
+  for (int64_t ipu = 0; ipu < 4; ++ipu) {
+    EXPECT_GT(trace.utilisation(ipu), 0.0);
+    EXPECT_LE(trace.busyCycles(ipu), trace.totalCycles);
+  }
+  const nlohmann::json expected = nlohmann::json::parse(readFile(python / "mnist_counters.json"));
+  const popsim::PerfCounters counters = session.perfCounters();
+  EXPECT_EQ(nlohmann::json(counters.input), expected["input"]);
+  EXPECT_EQ(nlohmann::json(counters.inputComplete), expected["input_complete"]);
+  EXPECT_EQ(nlohmann::json(counters.output), expected["output"]);
+  EXPECT_EQ(nlohmann::json(counters.outputComplete), expected["output_complete"]);
+  const auto same = [](const popsim::Latency& latency, const nlohmann::json& python) {
+    return nlohmann::json({latency.min, latency.max, latency.mean}) == python;
+  };
+  EXPECT_TRUE(same(counters.roundTripLatency(), expected["latency"]));
+  EXPECT_TRUE(same(counters.hostIpuLatency(), expected["host_ipu_latency"]));
+  EXPECT_TRUE(same(counters.computeLatency(), expected["compute_latency"]));
+  EXPECT_TRUE(same(counters.ipuHostLatency(), expected["ipu_host_latency"]));
+  EXPECT_EQ(counters.input.size(), 1u);    // one input
+  EXPECT_EQ(counters.input[0].size(), 8u); // a transfer per device iteration
+}
+
 // Ops are named after the module path they run in, as Python's tracing names
 // them (the profile's op events show the names), unless
 // disableModuleNamescope() says otherwise.

@@ -8,9 +8,11 @@ writes DIR/mnist_traced.pt, DIR/mnist_scripted.pt, DIR/mnist_training.pt (the ne
 cross-entropy loss) and DIR/reference.pt, a TorchScript module whose buffers are the inputs,
 Python's outputs, figures and trained weights, for the C++ tests to load; and the profiles of
 the pipelined inference and the SGD training in DIR/python_profiles/mnist and
-DIR/python_profiles/mnist_training, with their sizing reports printed beside them.
+DIR/python_profiles/mnist_training, with their sizing reports printed beside them (and the
+inference's execution trace and performance counters).
 """
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -54,8 +56,14 @@ def python_run(strategy, profile=None):
     torch.manual_seed(1)
     images = torch.randn(DEVICE_ITERATIONS * MICRO_BATCH, 1, 28, 28)
     outputs = session(images)
-    if profile is not None:  # and its sizing report, as str() prints it
+    if profile is not None:  # and its sizing report and trace, as str() prints them
         Path(profile, "mnist_sizing.txt").write_text(str(session.sizingReport()))
+        Path(profile, "mnist_trace.txt").write_text(str(session.executionTrace()))
+        counters = dict(session.getPerfCounters(), latency=session.getLatency(),
+                        host_ipu_latency=session.getHostIpuLatency(),
+                        compute_latency=session.getComputeLatency(),
+                        ipu_host_latency=session.getIpuHostLatency())
+        Path(profile, "mnist_counters.json").write_text(json.dumps(counters))
     memory = torch.tensor([ipu["total"] for ipu in session.memoryReport()["ipus"]])
     return images, outputs, torch.tensor([session.cycleCount()]), memory
 

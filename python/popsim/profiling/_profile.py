@@ -7,7 +7,6 @@ from typing import Any, Dict, List, Optional, Union
 from popsim import _C
 from popsim._trace import ExecutionTrace
 from popsim.profiling import _layout
-from popsim.profiling._style import KIND_COLOURS
 
 NO_PROFILE_HINT = ("Enable profiling with opts.enableProfiling(DIR) or the environment variable "
                    "POPSIM_PROFILE_DIR=DIR, then compile and run a model.")
@@ -59,10 +58,8 @@ class Profile:
         self.sizing: Optional[Dict[str, Any]] = meta.get("sizing")
         self.trace: Optional[ExecutionTrace] = None
         if chrome_trace is not None:
-            events = [_execution_event(e) for e in chrome_trace["traceEvents"]
-                      if e.get("cat") in KIND_COLOURS and e.get("ph") == "X"]
-            self.trace = ExecutionTrace(events, meta["total_cycles"], meta["clock_hz"],
-                                        meta["pipeline"])
+            # The core reads the call back from trace.json, as it wrote it.
+            self.trace = ExecutionTrace(_C.execution_trace_from_document(json.dumps(chrome_trace)))
 
     @property
     def num_ipus(self) -> int:
@@ -95,17 +92,6 @@ class Profile:
 
     def __repr__(self) -> str:
         return f"Profile({self.model} ({self.kind}) in {self.directory!r})"
-
-
-def _execution_event(event: Dict[str, Any]) -> Dict[str, Any]:
-    args = event["args"]
-    result = {"ipu": args["ipu"], "task": args["task"], "kind": args["kind"],
-              "step": args["step"], "micro_batch": args["micro_batch"], "cycle": args["cycle"],
-              "start": args["start_cycle"], "end": args["end_cycle"]}
-    for key in ("from_ipus", "output", "io_tiles"):
-        if key in args:
-            result[key] = args[key]
-    return result
 
 
 def _read_json(path: str) -> Optional[Dict[str, Any]]:

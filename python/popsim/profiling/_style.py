@@ -5,9 +5,12 @@ backward red, as PopVision does."""
 from typing import Any, Dict, Iterable, List
 
 from popsim import _C
-from popsim._trace import TRANSFER_KINDS  # noqa: F401 (the kinds drawn as transfers)
 
 _STYLE = _C.profile_style()
+
+# Event kinds of transfers around a task (the others are the tasks themselves),
+# drawn as transfers.
+TRANSFER_KINDS = tuple(_STYLE["transfer_kinds"])
 
 # ExecutionTrace event kinds, in legend order.
 KIND_COLOURS: Dict[str, str] = _STYLE["kind_colours"]
