@@ -42,7 +42,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tutorials"))
 from pipelining.mnist_network import TrainingModelWithLoss, new_network  # noqa: E402
 
 import popsim  # noqa: E402
-from popsim import _C, _replication  # noqa: E402
+from popsim import _C  # noqa: E402
 from timing import median_seconds  # noqa: E402
 
 BATCH, ACCUMULATION = 40, 8
@@ -98,7 +98,7 @@ def eager_seconds(repeats, count):
 def collective_cycles(model):
     """The busiest IPU's cycles in collectives across replicas in the last
     call (one step), counted as the profile counts them."""
-    cycles = _C.replication_meta(_replication.first_executable(model._executable),
+    cycles = _C.replication_meta(model._executable.first,
                                  model.options.replication_factor)["collective_cycles"]
     return max(cycles.values(), default=0)
 

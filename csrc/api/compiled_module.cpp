@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <map>
+#include <set>
 
 namespace popsim::api {
 namespace {
@@ -120,12 +121,19 @@ CompiledModule::CompiledModule(torch::jit::Module module,
   inputs.config = config;
   inputs.randomSeed = options_.randomSeed();
   inputs.hostThreads = at::get_num_threads();
-  executable_ = runtime::Executable::compile(*graph, host::buildCompileOptions(session, inputs));
+  std::shared_ptr<runtime::Executable> compiled =
+      runtime::Executable::compile(*graph, host::buildCompileOptions(session, inputs));
+  // The job's replicas (one by default), each running the program on its own IPUs.
+  const host::Replication replication = host::replicationOf(session, training);
+  training_ = training;
+  host::CallLayout layout = host::callLayoutOf(session, training, replication, *compiled);
+  program_ = host::makeDeviceProgram(std::move(compiled), replication, std::move(layout));
   // The job as the sizing report sees it. Every call has the example
   // inputs' shapes, so its samples are the first input's dimension 0, as
   // Python counts them; the model is its class name ("Network").
   const auto type = module_.type()->name();
   sizingJob_.model = type ? type->name() : "Module";
+  sizingJob_.replicas = replication.job();
   sizingJob_.stepsPerCall = options_.deviceIterations();
   sizingJob_.microBatchesPerStep = training ? options_.Training.gradientAccumulation() : 1;
   for (const at::Tensor& example : exampleInputs) {
@@ -135,14 +143,17 @@ CompiledModule::CompiledModule(torch::jit::Module module,
     }
   }
   std::vector<std::tuple<std::string, int64_t, int64_t>> assigned;
-  for (const compiler::StageAssignment& stage : executable_->options().compiler.stages) {
+  for (const compiler::StageAssignment& stage : executable().options().compiler.stages) {
     assigned.emplace_back(stage.block, stage.stage, stage.ipu);
   }
   stages_ = profile::stageList(assigned);
-  profile_.compiled(
-      *executable_, sizingJob_.model, stages_,
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  profile_.compiled(executable(), sizingJob_.model, stages_,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                    replication.job());
   copyWeightsToDevice();
+  if (replication.job() > 1) {
+    program_->drawApart(0); // replicas draw random numbers of their own
+  }
 }
 
 void CompiledModule::checkInputs(const std::vector<at::Tensor>& inputs) const {
@@ -200,10 +211,14 @@ void CompiledModule::checkInputs(const std::vector<at::Tensor>& inputs) const {
 std::vector<at::Tensor> CompiledModule::run(const std::vector<at::Tensor>& inputs) {
   const auto start = std::chrono::steady_clock::now();
   checkInputs(inputs);
-  frontend::HostCall call = frontend::prepareHostCall(*executable_, inputs);
-  executable_->run(call.inputViews, call.outputViews);
+  frontend::HostCall call =
+      frontend::prepareHostCall(program_->costOnly(), program_->outputTypes(), inputs);
+  program_->run(call.inputViews, call.outputViews);
+  if (training_ && options_.session().broadcastBuffers) {
+    program_->broadcast(bufferNames()); // replica 0's buffers to the others
+  }
   called_ = true;
-  profile_.called(*executable_,
+  profile_.called(executable(),
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
                   sizingJob_);
   return std::move(call.outputs);
@@ -213,48 +228,62 @@ SizingReport CompiledModule::sizingReport() const {
   POPSIM_CHECK(called_, ErrorKind::InvalidInput,
                "sizingReport() needs a call: the simulated clock times the last call. Run the "
                "session once (with Simulator.costOnly() it computes nothing).");
-  return profile::sizingReport(*executable_, sizingJob_, stages_);
+  return profile::sizingReport(executable(), sizingJob_, stages_);
 }
 
 void CompiledModule::copyWeightsToDevice() {
-  if (executable_->costOnly()) {
-    return; // the device holds no values
-  }
   const std::map<std::string, at::Tensor> host = namedTensors(module_);
-  for (const ir::Value* weight : executable_->weights()) {
+  std::map<std::string, at::Tensor> held; // alive while the views are
+  std::map<std::string, runtime::TensorView> views;
+  for (const ir::Value* weight : executable().weights()) {
     auto found = host.find(weight->name());
     POPSIM_CHECK(found != host.end(), ErrorKind::InvalidInput,
                  "the module has no parameter or buffer '", weight->name(),
                  "', which the compiled program reads; did the module change after the "
                  "session compiled it?");
     // In the dtype the device holds it (float64 parameters compute in float32).
-    const at::Tensor value =
+    const at::Tensor& value = held[weight->name()] =
         found->second.detach().to(frontend::toTorchDType(weight->type().dtype)).contiguous();
-    executable_->writeVariable(weight->name(), frontend::viewOf(value, "'" + weight->name() + "'"));
+    views[weight->name()] = frontend::viewOf(value, "'" + weight->name() + "'");
   }
+  program_->writeVariables(views); // every replica's (a cost-only device drops them)
 }
 
 void CompiledModule::copyWeightsToHost() {
-  if (executable_->costOnly()) {
-    return;
+  if (program_->costOnly()) {
+    return; // the device holds no values
   }
   const std::map<std::string, at::Tensor> host = namedTensors(module_);
-  at::NoGradGuard noGrad;
-  for (const ir::Value* weight : executable_->weights()) {
-    at::Tensor device = frontend::emptyTensor(weight->type());
-    executable_->readVariable(weight->name(), frontend::viewOf(device, "'" + weight->name() + "'"));
-    auto found = host.find(weight->name());
-    POPSIM_CHECK(found != host.end(), ErrorKind::InvalidInput,
+  std::map<std::string, at::Tensor> device;
+  std::map<std::string, runtime::TensorView> views;
+  for (const ir::Value* weight : executable().weights()) {
+    POPSIM_CHECK(host.count(weight->name()) != 0, ErrorKind::InvalidInput,
                  "the module has no parameter or buffer '", weight->name(),
                  "' to copy the device's value into; did the module change after the session "
                  "compiled it?");
-    found->second.copy_(device);
+    const at::Tensor& tensor = device[weight->name()] = frontend::emptyTensor(weight->type());
+    views[weight->name()] = frontend::viewOf(tensor, "'" + weight->name() + "'");
   }
+  program_->readVariables(views); // replica 0's: training keeps the replicas' weights equal
+  at::NoGradGuard noGrad;
+  for (const auto& [name, value] : device)
+    host.at(name).copy_(value);
+}
+
+std::vector<std::string> CompiledModule::bufferNames() const {
+  std::vector<std::string> names;
+  std::set<std::string> buffers;
+  for (const torch::jit::NameTensor& buffer : module_.named_buffers(true))
+    buffers.insert(buffer.name);
+  for (const ir::Value* weight : executable().weights()) {
+    if (buffers.count(weight->name()) != 0) names.push_back(weight->name());
+  }
+  return names;
 }
 
 std::vector<std::string> CompiledModule::weightNames() const {
   std::vector<std::string> names;
-  for (const ir::Value* weight : executable_->weights())
+  for (const ir::Value* weight : executable().weights())
     names.push_back(weight->name());
   return names;
 }

@@ -2,6 +2,7 @@
 
 #include "api/session_profile.h"
 #include "compiler/training/training_config.h"
+#include "host/device_program.h"
 #include "popsim/options.h"
 #include "popsim/session.h"
 #include "runtime/executable.h"
@@ -38,11 +39,14 @@ public:
   void copyWeightsToHost();
   std::vector<std::string> weightNames() const;
 
-  runtime::Executable& executable() { return *executable_; }
-  const runtime::Executable& executable() const { return *executable_; }
+  // Replica 0's executable, which reports and profiles read; and the device
+  // program that runs every replica.
+  runtime::Executable& executable() { return program_->first(); }
+  const runtime::Executable& executable() const { return program_->first(); }
+  host::DeviceProgram& program() { return *program_; }
   torch::jit::Module& module() { return module_; }
   const Options& options() const { return options_; }
-  double clockHz() const { return executable_->options().system.spec().clockHz; }
+  double clockHz() const { return executable().options().system.spec().clockHz; }
   // Where the session writes its profile; empty when it writes none.
   std::string profileDirectory() const { return profile_.directory(); }
   // The sizing report of the last call; InputError before the first.
@@ -50,11 +54,15 @@ public:
 
 private:
   void checkInputs(const std::vector<at::Tensor>& inputs) const;
+  // The module's buffers the program uses (replica 0's go to the others after
+  // a training call, as Options.broadcastBuffers says).
+  std::vector<std::string> bufferNames() const;
 
   torch::jit::Module module_;
   Options options_;
   SessionProfile profile_; // reads options_, so declared after it
-  std::unique_ptr<runtime::Executable> executable_;
+  std::unique_ptr<host::DeviceProgram> program_;
+  bool training_ = false;
   // What the program was compiled for: each input's name, and empty tensors
   // (on torch's meta device) of the example inputs' dtypes and shapes, for
   // PopTorch's mismatch messages.

@@ -327,6 +327,18 @@ Options& Options::deviceIterations(int64_t iterations) {
 }
 int64_t Options::deviceIterations() const { return session_->deviceIterations; }
 
+Options& Options::replicationFactor(int64_t replicas) {
+  session_->replicationFactor = positive("replicationFactor", replicas);
+  return *this;
+}
+int64_t Options::replicationFactor() const { return session_->replicationFactor; }
+
+Options& Options::broadcastBuffers(bool broadcast) {
+  session_->broadcastBuffers = broadcast;
+  return *this;
+}
+bool Options::broadcastBuffers() const { return session_->broadcastBuffers; }
+
 Options& Options::outputMode(OutputMode mode, int64_t period) {
   switch (mode) {
   case OutputMode::Final: session_->outputMode = host::OutputMode::Final; break;

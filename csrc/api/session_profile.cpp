@@ -44,7 +44,7 @@ SessionProfile::SessionProfile(const Options& options, bool training)
 
 void SessionProfile::compiled(const runtime::Executable& executable, const std::string& model,
                               const std::vector<profile::StageBlocks>& stages,
-                              double compileSeconds) {
+                              double compileSeconds, int64_t replicas) {
   if (root_.empty()) return;
   try {
     writer_ = std::make_unique<profile::ProfileWriter>(root_, training_ ? "training" : "inference",
@@ -55,7 +55,7 @@ void SessionProfile::compiled(const runtime::Executable& executable, const std::
                                                           "under '" +
                                                           root_ + "': " + error.what() + "."));
   }
-  writer_->afterCompile(executable, model, stages, compileSeconds, 1);
+  writer_->afterCompile(executable, model, stages, compileSeconds, replicas);
 }
 
 void SessionProfile::called(const runtime::Executable& executable, double wallSeconds,

@@ -28,7 +28,8 @@ public:
   // After compiling the model of class `model`, whose blocks run as
   // `stages`: memory.json and report.html.
   void compiled(const runtime::Executable& executable, const std::string& model,
-                const std::vector<profile::StageBlocks>& stages, double compileSeconds);
+                const std::vector<profile::StageBlocks>& stages, double compileSeconds,
+                int64_t replicas);
   // After a call that took `wallSeconds` on the host: trace.json, with the
   // sizing report of `job`, and report.html.
   void called(const runtime::Executable& executable, double wallSeconds,

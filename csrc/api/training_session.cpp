@@ -52,29 +52,36 @@ compiler::TrainingConfig configOf(const torch::jit::Module& module, const Option
   return config;
 }
 
-// TensorFlow's RMSprop starts each parameter's square average at ones (as
-// Python's _training.OptimizerBinding.optimizer_state writes it).
-void startSquareAveragesAtOne(api::CompiledModule& compiled,
-                              const compiler::TrainingConfig& config) {
+// The optimizer state that does not start at zero (where device memory
+// starts), as the compiler says it starts (TensorFlow's RMSprop's square
+// averages), on every replica.
+void writeInitialOptimizerState(api::CompiledModule& compiled,
+                                const compiler::TrainingConfig& config) {
   runtime::Executable& executable = compiled.executable();
-  if (executable.costOnly()) return;
-  for (const std::string& parameter : config.groups.at(0).parameters) {
-    const std::string name = ir::parameterStateName(parameter, "square_avg");
-    const ir::Value* state = executable.graph().findState(name);
-    if (state == nullptr) continue;
-    const at::Tensor ones =
-        at::ones(state->type().shape,
-                 at::TensorOptions().dtype(frontend::toTorchDType(state->type().dtype)));
-    executable.writeVariable(name, frontend::viewOf(ones, "'" + name + "'"));
+  std::map<std::string, at::Tensor> values;
+  std::map<std::string, runtime::TensorView> views;
+  for (const compiler::ParameterGroup& group : config.groups) {
+    for (const std::string& parameter : group.parameters) {
+      for (const std::string& key : compiler::parameterStateKeys(config.optimizer, group)) {
+        const double start = compiler::initialStateValue(group, key);
+        const std::string name = ir::parameterStateName(parameter, key);
+        const ir::Value* state = executable.graph().findState(name);
+        if (start == 0.0 || state == nullptr) continue;
+        const at::Tensor& value = values[name] =
+            at::full(state->type().shape, start,
+                     at::TensorOptions().dtype(frontend::toTorchDType(state->type().dtype)));
+        views[name] = frontend::viewOf(value, "'" + name + "'");
+      }
+    }
   }
+  compiled.program().writeVariables(views); // a cost-only device drops them
 }
 
 // Writes the session's optimizer's hyper-parameters into the device state.
 void writeHyperparameters(api::CompiledModule& compiled, const Optimizer& optimizer) {
-  if (compiled.executable().costOnly()) return; // the device holds no values
   std::map<std::string, double> values = optimizer.hyperparameters();
   values["grad_scale"] = host::gradientScale(compiled.options().session());
-  runtime::writeHyperparameters(compiled.executable(), 0, values);
+  compiled.program().writeHyperparameters(0, values); // every replica's
 }
 
 } // namespace
@@ -87,11 +94,9 @@ TrainingSession::TrainingSession(torch::jit::Module module,
     state_->compiled = std::make_unique<api::CompiledModule>(std::move(module), exampleInputs,
                                                              std::move(options), true, config);
     // Device memory starts zeroed (runtime/device_memory.cpp): the optimizer
-    // state, accumulators and counters of a fresh start, but for TensorFlow's
-    // RMSprop, whose square averages start at one.
-    if (optimizer.tfVariant()) {
-      startSquareAveragesAtOne(*state_->compiled, config);
-    }
+    // state, accumulators and counters of a fresh start, but for the state
+    // that starts elsewhere.
+    writeInitialOptimizerState(*state_->compiled, config);
     state_->optimizer = std::move(optimizer);
     writeHyperparameters(*state_->compiled, *state_->optimizer);
     return 0;

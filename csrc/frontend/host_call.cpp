@@ -7,16 +7,16 @@
 #include <string>
 
 namespace popsim::frontend {
-HostCall prepareHostCall(const runtime::Executable& executable,
+HostCall prepareHostCall(bool costOnly, const std::vector<ir::TensorType>& outputTypes,
                          const std::vector<at::Tensor>& inputs) {
   HostCall call;
-  if (executable.costOnly()) {
+  if (costOnly) {
     // Only the inputs' types are checked; their values are never read.
     for (size_t i = 0; i < inputs.size(); ++i) {
       const ir::TensorType type = typeOf(inputs[i], "input " + std::to_string(i));
       call.inputViews.push_back({nullptr, type.dtype, type.shape});
     }
-    for (const ir::TensorType& type : executable.outputHostTypes())
+    for (const ir::TensorType& type : outputTypes)
       call.outputs.push_back(metaTensor(type));
     return call;
   }
@@ -24,7 +24,7 @@ HostCall prepareHostCall(const runtime::Executable& executable,
     call.inputs.push_back(inputs[i].contiguous());
     call.inputViews.push_back(viewOf(call.inputs.back(), "input " + std::to_string(i)));
   }
-  for (const ir::TensorType& type : executable.outputHostTypes()) {
+  for (const ir::TensorType& type : outputTypes) {
     call.outputs.push_back(emptyTensor(type));
     call.outputViews.push_back(viewOf(call.outputs.back(), "output"));
   }

@@ -166,6 +166,8 @@ void bindOptions(py::module_& module) {
       "'Mk1', 'Mk2' or 'Bow' for an IPU version's name (any case, or GC2, GC200).");
   module.def("parameter_state_keys", &compiler::parameterStateKeys, py::arg("optimizer"),
              py::arg("group"), "PyTorch's per-parameter optimizer state keys of a group.");
+  module.def("initial_state_value", &compiler::initialStateValue, py::arg("group"), py::arg("key"),
+             "What an optimizer state holds before the first step (without a state to resume).");
   module.def("parameter_state_name", &ir::parameterStateName, py::arg("parameter"), py::arg("key"));
   module.def("group_state_name", &ir::groupStateName, py::arg("group"), py::arg("key"));
   module.def("hyperparameter_names", &compiler::hyperParameterNames, py::arg("optimizer"));

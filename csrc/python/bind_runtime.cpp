@@ -98,29 +98,13 @@ void bindRecords(py::module_& module) {
       .def("to_dict", &recordDict<PipelineInfo>);
 }
 
-py::list typesList(const std::vector<ir::TensorType>& types) {
-  py::list result;
-  for (const ir::TensorType& type : types) {
-    result.append(py::make_tuple(ir::dtypeName(type.dtype), type.shape));
-  }
-  return result;
-}
-
 std::vector<at::Tensor> run(Executable& executable, const std::vector<at::Tensor>& inputs) {
-  frontend::HostCall call = frontend::prepareHostCall(executable, inputs);
+  frontend::HostCall call =
+      frontend::prepareHostCall(executable.costOnly(), executable.outputHostTypes(), inputs);
   py::gil_scoped_release release;
   executable.run(call.inputViews, call.outputViews);
   return std::move(call.outputs);
 }
-
-// A Python callable, released with the GIL held whichever thread lets it go.
-struct PythonFunction {
-  py::object function;
-  ~PythonFunction() {
-    py::gil_scoped_acquire gil;
-    function = py::object();
-  }
-};
 
 // Registers `function(inputs, outputs)` as the host_call op `id`'s function:
 // it gets lists of tensors over the op's buffers and fills the outputs. A
@@ -146,60 +130,18 @@ void registerHostFunction(const std::string& id, py::function function) {
   });
 }
 
-// A replica group whose all-reduces also call `crossProcess(key, ipu,
-// tensor, group)` (None: this process only), which must sum the tensor in
-// place across the job's processes (torch.distributed.all_reduce): all of
-// them when `group` is None, else those holding replicas of the job's replica
-// group (size, stride, index) of a replica-grouped variable. A Python
-// exception fails the run with an ExecutionError and stops the replicas.
-// `firstIndex` numbers the replicas job-wide (process x replicas per process)
-// and `jobReplicas` counts them.
-std::shared_ptr<runtime::ReplicaGroup> makeReplicaGroup(int64_t replicas, py::object crossProcess,
-                                                        int64_t firstIndex, int64_t jobReplicas) {
-  if (crossProcess.is_none()) {
-    return std::make_shared<runtime::ReplicaGroup>(replicas, nullptr, firstIndex, jobReplicas);
-  }
-  auto held = std::make_shared<PythonFunction>();
-  held->function = std::move(crossProcess);
-  return std::make_shared<runtime::ReplicaGroup>(
-      replicas,
-      [held](const std::string& key, int64_t ipu, const runtime::ReplicaGroup::JobGroup* group,
-             float* data, size_t count) {
-        py::gil_scoped_acquire gil;
-        try {
-          py::object which =
-              group == nullptr
-                  ? py::object(py::none())
-                  : py::object(py::make_tuple(group->size, group->stride, group->index));
-          held->function(key, ipu,
-                         tensorOver(data, {ir::DType::Float32, {static_cast<int64_t>(count)}}),
-                         which);
-        } catch (py::error_already_set& error) {
-          throwError(ErrorKind::Execution,
-                     "summing the gradient of '" + key + "' across processes failed (" +
-                         std::string(py::str(error.value())) +
-                         "): another process of the job stopped or cannot be reached. Look at "
-                         "the other processes' output; POPSIM_DISTRIBUTED_TIMEOUT (seconds) "
-                         "bounds how long a process waits for the others.");
-        }
-      },
-      firstIndex, jobReplicas);
-}
-
 } // namespace
+
+py::list typesList(const std::vector<ir::TensorType>& types) {
+  py::list result;
+  for (const ir::TensorType& type : types) {
+    result.append(py::make_tuple(ir::dtypeName(type.dtype), type.shape));
+  }
+  return result;
+}
 
 void bindRuntime(py::module_& module) {
   bindRecords(module);
-  py::class_<runtime::ReplicaGroup, std::shared_ptr<runtime::ReplicaGroup>>(
-      module, "ReplicaGroup", "The replicas of a model in this process, which sum gradients.")
-      .def(py::init(&makeReplicaGroup), py::arg("replicas"), py::arg("cross_process") = py::none(),
-           py::arg("first_index") = 0, py::arg("job_replicas") = 0)
-      .def_property_readonly("replicas", &runtime::ReplicaGroup::replicas)
-      .def_property_readonly("first_index", &runtime::ReplicaGroup::firstIndex)
-      .def_property_readonly("job_replicas", &runtime::ReplicaGroup::jobReplicas)
-      .def("abort", &runtime::ReplicaGroup::abort, py::arg("reason"),
-           "Stops every replica waiting in an all-reduce (one failed).")
-      .def("reset", &runtime::ReplicaGroup::reset, "Forgets a failed call.");
   module.def("register_host_function", &registerHostFunction, py::arg("id"), py::arg("function"),
              "Registers function(inputs, outputs) as what the CPU op `id` runs on the host.");
   module.def("clear_host_functions", &kernels::clearHostFunctions,
@@ -207,8 +149,6 @@ void bindRuntime(py::module_& module) {
   py::class_<Executable, std::shared_ptr<Executable>>(module, "Executable",
                                                       "A model compiled for simulated IPUs.")
       .def("run", &run, py::arg("inputs"), "Runs one call: deviceIterations iterations.")
-      .def("join_replicas", &Executable::joinReplicas, py::arg("group"), py::arg("index"),
-           "Makes this executable replica `index` of `group`.")
       .def(
           "serialize_program",
           [](const Executable& executable) { return py::bytes(executable.serializeProgram()); },

@@ -9,5 +9,6 @@ PYBIND11_MODULE(_C, module) {
   popsim::python::bindOptions(module);
   popsim::python::bindSession(module);
   popsim::python::bindRuntime(module);
+  popsim::python::bindDeviceProgram(module);
   popsim::python::bindProfile(module);
 }

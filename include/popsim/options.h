@@ -238,6 +238,19 @@ public:
   // Micro-batches each call runs, stacked along dimension 0 of its inputs.
   Options& deviceIterations(int64_t iterations);
   int64_t deviceIterations() const;
+  // Copies of the model that run in data parallel, each on IPUs of its own
+  // (default 1): a call's inputs hold every replica's micro-batches, as
+  // Python lays them out (for each micro-batch step, one micro-batch per
+  // replica, replica by replica), and outputs come back the same way; a
+  // training session sums the replicas' gradients before each step.
+  // Simulator.numIpus counts every replica's IPUs.
+  Options& replicationFactor(int64_t replicas);
+  int64_t replicationFactor() const;
+  // Whether a replicated training session copies replica 0's buffers (batch
+  // norm's running statistics, ...) to the others after each call (default
+  // true), or lets each keep its own.
+  Options& broadcastBuffers(bool broadcast);
+  bool broadcastBuffers() const;
   // Which iterations' outputs a call returns; `period` is EveryN's N.
   Options& outputMode(OutputMode mode, int64_t period = 1);
   OutputMode outputMode() const;

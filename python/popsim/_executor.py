@@ -106,8 +106,9 @@ def _flags_set(model: torch.nn.Module, flags: Tuple[bool, ...]) -> Iterator[None
             module.training = flag
 
 
-# A compiled program: one executable, or a replicated model's replicas.
-Program = Union[_C.Executable, "_replication.ReplicatedExecutable"]
+# A compiled program on its device: the host runtime's, which runs a call on every replica
+# (or, cost-only, replays the clock) and moves variables (csrc/host/device_program.h).
+Program = _C.DeviceProgram
 
 
 class Executor:
@@ -261,8 +262,6 @@ class Executor:
         self._anchor_memory: Dict[str, torch.Tensor] = {}
         # Each anchored gradient's parameter shape, by name.
         self._anchor_shapes: Dict[str, torch.Size] = {}
-        # Cost-only replicas: (output index, outputs) -> the slots each returns.
-        self._output_slots: Optional[Callable[[int, int], int]] = None
 
     def _check_options(self) -> None:
         opts = self._options
@@ -398,14 +397,14 @@ class Executor:
                 self._synthetic_inputs = _compilation.synthetic_inputs(
                     device_tensors, _compilation.random_seed(self._options))
             device_tensors = self._synthetic_inputs
-        if self._cost_only:
-            outputs = self._cost_only_run(device_tensors)
-        else:
-            outputs = self._program.run(_widened(device_tensors))
+        if self._cost_only:  # its values are never read: its types will do
+            device_tensors = [torch.empty(t.shape, dtype=t.dtype, device="meta")
+                              for t in device_tensors]
+        outputs = self._program.run(_widened(device_tensors))
         if synthetic and not self._cost_only:
             outputs = [torch.zeros_like(output) for output in outputs]
         if self._log_cycles:
-            LOGGER.info("Total number of IPU cycles: %d", self._program.last_run_cycles)
+            LOGGER.info("Total number of IPU cycles: %d", self._program.first.last_run_cycles)
         if self._input_updates:
             outputs = (outputs[:-len(self._input_updates)] if synthetic or self._cost_only
                        else self._write_back_inputs(tensors, outputs))
@@ -422,9 +421,7 @@ class Executor:
         for index, dtype in self._narrow_outputs:
             outputs[index] = outputs[index].to(dtype)
         if self._broadcast_buffers:
-            program = self._program
-            assert isinstance(program, _replication.ReplicatedExecutable)
-            program.broadcast(self._broadcast_buffers)
+            self._program.broadcast(self._broadcast_buffers)
         if self._training:
             # A cost-only device trains nothing: the host stays the truth.
             self._host_dirty = not self._cost_only
@@ -435,7 +432,7 @@ class Executor:
         assert self._output_structure is not None, "the model has compiled"
         result = _structure.unflatten(outputs, self._output_structure)
         if self._profile_writer is not None:
-            self._profile_writer.after_call(_replication.first_executable(self._program),
+            self._profile_writer.after_call(self._program.first,
                                             time.perf_counter() - start, self._sizing_job())
         return result
 
@@ -443,23 +440,6 @@ class Executor:
     def _cost_only(self) -> bool:
         """Simulator.costOnly: the device computes and holds nothing."""
         return self._options.Simulator.cost_only
-
-    def _cost_only_run(self, tensors: List[torch.Tensor]) -> List[torch.Tensor]:
-        """A cost-only call: replica 0's program checks the types of its part
-        of the inputs and replays the clock; the outputs are meta tensors of
-        the call's shapes, every replica's joined as a replicated call joins
-        them. The inputs' values are never read."""
-        replication = _replication.of(self._options, self._training)
-        steps = self._options.device_iterations * self._options.Training.gradient_accumulation
-        meta = _widened([torch.empty(t.shape, dtype=t.dtype, device="meta") for t in tensors])
-        if replication.local == 1:
-            return self._program.run(meta)
-        shares = [_replication.split(t, steps, replication.input_part_of)[0] for t in meta]
-        outputs = self._program.run(shares)
-        assert self._output_slots is not None, "cost-only replicas know their output slots"
-        slots = self._output_slots
-        return [_replication.merge([output] * replication.local, slots(index, len(outputs)))
-                for index, output in enumerate(outputs)]
 
     def _refuse_written_inputs_sharing_memory(self, tensors: List[torch.Tensor]) -> None:
         """In eager PyTorch a write into one input shows through every input that
@@ -831,7 +811,7 @@ class Executor:
             InputError: when the model has not compiled.
         """
         self._require_compiled("memoryReport")
-        return self._program.memory_report().to_dict()
+        return self._program.first.memory_report().to_dict()
 
     def cycleCount(self) -> int:
         """Gives the simulated IPU cycles of the last call (compute and host transfers).
@@ -843,7 +823,7 @@ class Executor:
             InputError: when the model has not compiled.
         """
         self._require_compiled("cycleCount")
-        return self._program.last_run_cycles
+        return self._program.first.last_run_cycles
 
     def executionTrace(self) -> ExecutionTrace:
         """Gives the last call as it ran on the simulated clock.
@@ -856,7 +836,7 @@ class Executor:
             InputError: when the model has not compiled.
         """
         self._require_compiled("executionTrace")
-        return ExecutionTrace.of(_replication.first_executable(self._program))
+        return ExecutionTrace.of(self._program.first)
 
     def simulatedTime(self) -> float:
         """Gives the simulated duration of the last call on the IPUs.
@@ -868,7 +848,7 @@ class Executor:
             InputError: when the model has not compiled.
         """
         self._require_compiled("simulatedTime")
-        return self._program.last_run_cycles / self._program.clock_hz
+        return self._program.first.last_run_cycles / self._program.first.clock_hz
 
     def getPerfCounters(self) -> Dict[str, List[List[float]]]:
         """Gives PopTorch's performance counters of the last call, on the simulated clock.
@@ -896,7 +876,7 @@ class Executor:
         the model compiles."""
         if self._executable is None or self._signature is None:
             return None
-        trace = _C.execution_trace(_replication.first_executable(self._program))
+        trace = _C.execution_trace(self._program.first)
         return trace.perf_counters(len(self._compiled_signature.tensor_names))
 
     def getHostIpuLatency(self) -> Tuple[float, float, float]:
@@ -973,7 +953,7 @@ class Executor:
                              "last call. Call the model once (with Simulator.costOnly() it "
                              "computes nothing), or use popsim.sizeJob.")
         return SizingReport.from_dict(_C.sizing_report(
-            _replication.first_executable(self._program), self._stages, self._sizing_job()))
+            self._program.first, self._stages, self._sizing_job()))
 
     def _sizing_job(self) -> Dict[str, Any]:
         """How the job runs a call, for the sizing report: what the program alone
@@ -1004,7 +984,7 @@ class Executor:
         and optimizer step)."""
         self._require_compiled("_debug_ir")
         if optimized:
-            return self._program.graph_text(locations)
+            return self._program.first.graph_text(locations)
         return self._compiled_graph.to_text(locations)
 
     def _require_compiled(self, what: str) -> None:
@@ -1018,9 +998,7 @@ class Executor:
         return names
 
     def _upload_weights(self) -> None:
-        if self._cost_only:
-            return  # the device holds no values
-        names = self._program.weight_names()
+        names = self._program.weight_names()  # (a cost-only device checks and drops them)
         self._program.write_variables(self._device_weights(names))
 
     def _device_weights(self, names: Sequence[str]) -> Dict[str, torch.Tensor]:
@@ -1083,8 +1061,9 @@ class Executor:
         sharded_weights = _compilation.sharded_weights(self._options, binding,
                                                        self._user_model.named_parameters())
         progress.phase("compile")
-        executable = self._replicated(self._build_executable(graph, options), options,
-                                      len(graph.input_updates()), groupings)
+        executable = _replication.device_program(
+            self._build_executable(graph, options), self._options, self._training, options,
+            [(g.size, g.stride, g.job) for g in groupings.values()])
         progress.phase("weights")
         self._graph = graph
         self._executable = executable
@@ -1108,11 +1087,12 @@ class Executor:
         if self._training and self._options.Distributed.numProcesses > 1 and not self._cost_only:
             _process_group.broadcast_from_first_process(
                 _weights.host_weights(self._model, executable.weight_names()))
-        if isinstance(executable, _replication.ReplicatedExecutable):
-            executable.shard_states(binding.sharded_states(self._options) if binding else {},
-                                    sharded_weights)
+        if not self._cost_only:
+            executable.shard_variables(
+                {name: list(shape) for name, shape in
+                 {**(binding.sharded_states(self._options) if binding else {}),
+                  **sharded_weights}.items()})
         if groupings and not self._cost_only:  # more than one group: several replicas
-            assert isinstance(executable, _replication.ReplicatedExecutable)
             executable.group_variables(
                 {variable: list(grouping.job) for name, grouping in groupings.items()
                  for variable in [name] + (binding.parameter_states(name) if binding else [])})
@@ -1123,7 +1103,7 @@ class Executor:
             binding.write_hyperparameters(executable, _training.grad_scale(self._options))
             _host_sync.install(self._user_model, self)
             _optimizer_state.install(self._training_optimizer, self)  # training
-        if isinstance(executable, _replication.ReplicatedExecutable):
+        if _replication.of(self._options, self._training).job > 1:
             executable.draw_apart(self._options.Distributed.processId)
         # OnDemand attaches (and Never would) only when the model first runs.
         self._attached = self._options.connection_type == ConnectionType.Always
@@ -1211,29 +1191,6 @@ class Executor:
                    for name in self._optimizer_binding.trained_names() if name in used]
                 + [_anchors.LOSS_SCALE])
 
-    def _replicated(self, executable: _C.Executable, options: _C.CompileOptions,
-                    input_updates: int, groupings: Dict[str, "_replica_grouping.Grouping"]
-                    ) -> Program:
-        """The executable itself, or with replicationFactor > 1 its replicas,
-        which run every call together."""
-        opts = self._options
-        micro_batches = opts.device_iterations * opts.Training.gradient_accumulation
-        mode, period = self._output_mode(), opts.output_return_period
-        model_outputs = len(executable.output_types()) - input_updates
-
-        def output_slots(index: int, _count: int) -> int:
-            if index >= model_outputs or mode == OutputMode.All:  # input updates: every one
-                return micro_batches
-            return micro_batches // period if mode == OutputMode.EveryN else 1
-
-        if self._cost_only:
-            # Replicas compute nothing, so one stands for all (_cost_only_run).
-            self._output_slots = output_slots
-            return executable
-        return _replication.replicate(
-            executable, options, opts, _replication.of(opts, self._training), micro_batches,
-            output_slots, [(g.size, g.stride, g.job) for g in groupings.values()])
-
     def _build_executable(self, graph: _C.Graph, options: _C.CompileOptions) -> _C.Executable:
         """The executable of `graph`: loadExecutable's program, else the cached
         one, else compiled (and cached when caching is on)."""
@@ -1300,7 +1257,7 @@ class Executor:
             metadata.update(model=self._user_model, options=self._options,
                             optimizer=self._optimizer if self._training else None)
         key = _executable_file.program_key(self._compiled_graph, self._compiled_options)
-        _executable_file.write(os.fspath(filename), key, self._program.serialize_program(),
+        _executable_file.write(os.fspath(filename), key, self._program.first.serialize_program(),
                                metadata)
 
     def compileAndExport(self, filename: str, *args: Any, export_model: bool = True,
@@ -1388,7 +1345,7 @@ class Executor:
                 raise OptionError(f"{source}: cannot create the profile directory under "
                                   f"'{root}': {error}.") from error
         replicas = _replication.of(self._options, self._training).job
-        self._profile_writer.after_compile(_replication.first_executable(self._program),
+        self._profile_writer.after_compile(self._program.first,
                                            type(self._user_model).__name__,
                                            stages, self._compilation_seconds, replicas)
 
@@ -1412,10 +1369,10 @@ class Executor:
             out.write("# Imported from the trace\n")
             out.write(self._compiled_graph.to_text(True))
             out.write("\n# Program (optimised)\n")
-            out.write(self._program.graph_text(True))
+            out.write(self._program.first.graph_text(True))
         with open(stem + ".memory.json", "w", encoding="utf-8") as out:
-            json.dump({"memory": self._program.memory_report().to_dict(),
-                       "program": [step.to_dict() for step in self._program.program()]},
+            json.dump({"memory": self._program.first.memory_report().to_dict(),
+                       "program": [step.to_dict() for step in self._program.first.program()]},
                       out, indent=2)
 
     def __repr__(self) -> str:

@@ -42,7 +42,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import torch
 
-from popsim import _C, _replication
+from popsim import _C
 from popsim._blocks import BeginBlock, _BlockStart, removeBlocks
 from popsim._sizing import SizingReport, cost_only_call, mib
 from popsim.errors import CompilationError, OptionError
@@ -567,7 +567,7 @@ def _profile(model: torch.nn.Module, candidates: List[str], tail: Optional[str],
         profile.deviceIterations(max(profile.device_iterations, stages))
     _annotate(model, split, tail, tail_after)
     with cost_only_call(model, micro_batch, profile, optimizer) as executor:
-        loads = _C.stage_loads(_replication.first_executable(executor._program), executor._stages)
+        loads = _C.stage_loads(executor._program.first, executor._stages)
         report = executor.sizingReport()
     cycles = [0.0] * len(candidates)
     for load in loads:
@@ -762,7 +762,7 @@ def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = 
                 steps = [step.to_dict() for step in program.program()]
                 in_passes = {step["ipu"] for step in steps if step["passes"] > 1}
                 budgets = {entry["ipu"]: entry["temporary_budget"] / entry["capacity"]
-                           for entry in program.memory_report().to_dict()["ipus"]
+                           for entry in program.first.memory_report().to_dict()["ipus"]
                            if entry["ipu"] in in_passes}
                 candidate = PipelinePlan(
                     split, schedule, recompute, off_chip, executor.sizingReport(), tail, after,

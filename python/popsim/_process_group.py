@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence,
 
 import torch
 
+from popsim import _C
 from popsim.errors import OptionError
 
 if TYPE_CHECKING:
@@ -150,7 +151,6 @@ def broadcast_from_first_process(tensors: Dict[str, torch.Tensor]) -> None:
     """Gives every process process 0's values of `tensors` (in place), so all
     processes start training from the same weights, whatever their seeds."""
     import torch.distributed as dist
-
     with torch.no_grad():
         for name in sorted(tensors):
             tensor = tensors[name]
@@ -160,12 +160,16 @@ def broadcast_from_first_process(tensors: Dict[str, torch.Tensor]) -> None:
                 tensor.copy_(dense)
 
 
-def gather_from_every_process(tensor: torch.Tensor) -> torch.Tensor:
-    """Every process's `tensor` (all of one shape), joined along dimension 0
-    in process order. Every process must call it at the same point (as the
-    host's reads of sharded optimizer state do)."""
-    import torch.distributed as dist
+class TorchDistributed(_C.CrossProcess):
+    """The other processes of the job, for the host's replicated reads and
+    broadcasts (host::CrossProcess): torch.distributed's collectives over the
+    buffers the host gives. Every process calls them at the same point (as
+    the host's reads of sharded optimizer state do)."""
 
-    parts = [torch.empty_like(tensor) for _ in range(dist.get_world_size())]
-    dist.all_gather(parts, tensor.contiguous())
-    return torch.cat(parts)
+    def gather(self, mine: torch.Tensor, every: torch.Tensor) -> None:
+        import torch.distributed as dist
+        dist.all_gather(list(every.chunk(dist.get_world_size())), mine)
+
+    def broadcast_from_first(self, value: torch.Tensor) -> None:
+        import torch.distributed as dist
+        dist.broadcast(value, src=0)

@@ -339,9 +339,7 @@ class OptimizerBinding:
                     if device_name not in available:
                         continue
                     value = torch_state.get(key)
-                    # (TensorFlow's RMSprop starts its square average at ones.)
-                    start = 1.0 if (key == "square_avg"
-                                    and self.flags[index].get("use_tf_variant")) else 0.0
+                    start = _C.initial_state_value(parameter_group(self.flags[index]), key)
                     dtype = (torch.float16 if key in half_state_keys(self.kind, self.optimizer)
                              else torch.float32)
                     values[device_name] = (value.detach().to(dtype) if value is not None

@@ -550,6 +550,42 @@ TEST(PublicApi, SizingReportsArePythons) {
   EXPECT_EQ(std::string(popsim::timePartName(popsim::TimePart::HostIo)), "host I/O");
 }
 
+// Replicas run as Python's: a call's batch holds both replicas' micro-batches,
+// outputs come back as Python joins them, and training sums the replicas'
+// gradients, giving Python's bits, cycles and trained weights.
+TEST(PublicApi, ReplicasRunAsInPython) {
+  popsim::Options options = pipelined();
+  options.replicationFactor(2);
+  EXPECT_EQ(options.replicationFactor(), 2);
+  popsim::InferenceSession session(load("mnist_traced.pt"), {reference("replicated_images")},
+                                   options);
+  const at::Tensor outputs = session.run({reference("replicated_images")}).at(0);
+  EXPECT_TRUE(torch::equal(outputs, reference("replicated_outputs")));
+  EXPECT_EQ(static_cast<int64_t>(session.cycleCount()),
+            reference("replicated_cycles").item<int64_t>());
+  EXPECT_EQ(outputs.size(0), 64);
+
+  popsim::Options training = trainingOptions();
+  training.replicationFactor(2);
+  const std::vector<at::Tensor> inputs = {reference("replicated_train_images"),
+                                          reference("replicated_train_labels")};
+  popsim::TrainingSession trainer(load("mnist_training.pt"), inputs, training,
+                                  popsim::optim::SGD(0.05).momentum(0.9));
+  const std::vector<at::Tensor> results = trainer.run(inputs);
+  EXPECT_TRUE(torch::equal(results.at(0), reference("replicated_logits")));
+  EXPECT_TRUE(torch::equal(results.at(1), reference("replicated_loss")));
+  EXPECT_EQ(static_cast<int64_t>(trainer.cycleCount()),
+            reference("replicated_train_cycles").item<int64_t>());
+  trainer.copyWeightsToHost();
+  for (const auto& parameter : trainer.module().named_parameters(true)) {
+    std::string key = "replicated_trained_" + parameter.name;
+    std::replace(key.begin(), key.end(), '.', '_');
+    EXPECT_TRUE(torch::equal(parameter.value, reference(key))) << parameter.name;
+  }
+  EXPECT_EQ(messageOf<popsim::OptionError>([] { popsim::Options().replicationFactor(0); }),
+            "replicationFactor expects a positive integer, got 0.");
+}
+
 // The execution trace and PopTorch's performance counters of a call are
 // Python's for the same model and options, timeline printout included.
 TEST(PublicApi, ExecutionTraceAndCountersArePythons) {

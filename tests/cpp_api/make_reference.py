@@ -171,9 +171,45 @@ def python_mixed(directory: Path):
     return tensors
 
 
+REPLICAS = 2
+
+
+def python_replicated(directory: Path):
+    """The pipelined inference and the SGD training again with 2 replicas: each call's
+    batch holds both replicas' micro-batches, and training sums their gradients."""
+    torch.manual_seed(4)
+    images = torch.randn(REPLICAS * DEVICE_ITERATIONS * MICRO_BATCH, 1, 28, 28)
+    model = export_mnist.network()
+    for ipu, layer in enumerate(LAYERS):
+        popsim.BeginBlock(getattr(model, layer), layer, ipu_id=ipu)
+    opts = popsim.Options().deviceIterations(DEVICE_ITERATIONS).replicationFactor(REPLICAS)
+    opts.setExecutionStrategy(popsim.PipelinedExecution(popsim.AutoStage.SameAsIpu))
+    session = popsim.inferenceModel(model, opts)
+    tensors = {"replicated_images": images, "replicated_outputs": session(images),
+               "replicated_cycles": torch.tensor([session.cycleCount()])}
+    samples = REPLICAS * TRAIN_ITERATIONS * TRAIN_ACCUMULATION * MICRO_BATCH
+    train_images, labels = torch.randn(samples, 1, 28, 28), torch.randint(0, 10, (samples,))
+    model = WithLoss(export_mnist.network().train())
+    for ipu, layer in enumerate(LAYERS):
+        popsim.BeginBlock(getattr(model.model, layer), f"model.{layer}", ipu_id=ipu)
+    opts = popsim.Options().deviceIterations(TRAIN_ITERATIONS).replicationFactor(REPLICAS)
+    opts.Training.gradientAccumulation(TRAIN_ACCUMULATION)
+    opts.setExecutionStrategy(popsim.PipelinedExecution(popsim.AutoStage.SameAsIpu))
+    trainer = popsim.trainingModel(model, opts, _sgd(model.parameters()))
+    logits, loss = trainer(train_images, labels)
+    trainer.copyWeightsToHost()
+    tensors.update(replicated_train_images=train_images, replicated_train_labels=labels,
+                   replicated_logits=logits, replicated_loss=loss,
+                   replicated_train_cycles=torch.tensor([trainer.cycleCount()]))
+    for name, value in model.state_dict().items():
+        tensors["replicated_trained_" + name.replace(".", "_")] = value.detach().clone()
+    return tensors
+
+
 def main(directory: str) -> None:
     export_mnist.main(directory)
     tensors = python_mixed(Path(directory))
+    tensors.update(python_replicated(Path(directory)))
     for prefix in OPTIMIZERS:
         tensors.update(python_training(Path(directory), prefix))
     for name, strategy in (("pipelined", popsim.PipelinedExecution),

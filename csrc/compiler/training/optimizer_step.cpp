@@ -205,6 +205,11 @@ std::vector<std::string> parameterStateKeys(OptimizerKind optimizer, const Param
   return keys;
 }
 
+double initialStateValue(const ParameterGroup& group, const std::string& key) {
+  // TensorFlow's RMSprop starts its square averages at one (PopTorch's use_tf_variant).
+  return key == "square_avg" && group.tfVariant ? 1.0 : 0.0;
+}
+
 std::vector<std::string> hyperParameterNames(OptimizerKind optimizer) {
   switch (optimizer) {
   case OptimizerKind::Sgd: return {"lr", "momentum", "dampening", "weight_decay", "grad_scale"};

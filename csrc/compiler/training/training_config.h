@@ -102,6 +102,10 @@ struct TrainingConfig {
 // ir::parameterStateName(parameter, key).
 std::vector<std::string> parameterStateKeys(OptimizerKind optimizer, const ParameterGroup& group);
 
+// What the optimizer state `key` of a parameter of `group` holds before the
+// first step, where the optimizer has no state of its own to resume from.
+double initialStateValue(const ParameterGroup& group, const std::string& key);
+
 // The hyper-parameter names of an optimizer, in the order of its hyper vector
 // (ir/optimizer_hyperparameters.h).
 std::vector<std::string> hyperParameterNames(OptimizerKind optimizer);
