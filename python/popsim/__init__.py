@@ -13,7 +13,7 @@ implements (the documentation's "How popsim differs from PopTorch" lists the res
 """
 
 try:
-    from popsim import _C as _C  # noqa: F401  (the C++ core)
+    from popsim import _C as _C  # noqa: F401  the C++ core
 except ImportError as error:  # pragma: no cover - depends on the installation
     raise ImportError(
         "popsim's C++ extension (popsim._C) is not built or cannot be loaded: "
@@ -21,14 +21,14 @@ except ImportError as error:  # pragma: no cover - depends on the installation
         "from /usr/bin/python3 with --system-site-packages (see README.md)."
     ) from error
 
-from popsim._async_data import AsynchronousDataAccessor
-from popsim._blocks import BeginBlock, Block, BlockFunction, module_repr, removeBlocks
-from popsim._ctc_decoder import ctc_beam_search_decoder
-from popsim._cpu_ops import CPU
-from popsim._dataloader import DataLoader
-from popsim._device import ipuHardwareIsAvailable, ipuHardwareVersion, isRunningOnIpu
-from popsim._name_scope import NameScope
-from popsim.enums import (
+from popsim.data.async_data import AsynchronousDataAccessor
+from popsim.frontend.blocks import BeginBlock, Block, BlockFunction, module_repr, removeBlocks
+from popsim.frontend.ctc_decoder import ctc_beam_search_decoder
+from popsim.frontend.cpu_ops import CPU
+from popsim.data.dataloader import DataLoader
+from popsim.api.device import ipuHardwareIsAvailable, ipuHardwareVersion, isRunningOnIpu
+from popsim.frontend.name_scope import NameScope
+from popsim.api.enums import (
     AnchorMode,
     CommGroupType,
     ConnectionType,
@@ -44,7 +44,7 @@ from popsim.enums import (
     SyncPattern,
     VariableRetrievalMode,
 )
-from popsim.errors import (
+from popsim.api.errors import (
     CompilationError,
     Error,
     ExecutionError,
@@ -55,9 +55,9 @@ from popsim.errors import (
     OutOfMemoryError,
     UnsupportedOperationError,
 )
-from popsim.options import Options
-from popsim.tensor_locations import TensorLocationSettings
-from popsim.strategies import (
+from popsim.api.options import Options
+from popsim.api.tensor_locations import TensorLocationSettings
+from popsim.api.strategies import (
     AutoStage,
     Liveness,
     ParallelPhasedExecution,
@@ -68,20 +68,21 @@ from popsim.strategies import (
     ShardedExecution,
     Stage,
 )
-from popsim import optim
+from popsim.training import optim
 # popsim.profiling reads profiles back; reachable as an attribute, as popsim.optim is.
 from popsim import profiling  # noqa: F401
-from popsim._executor import Executor, inferenceModel, trainingModel
-from popsim._sizing import IpuSizing, SizingReport, sizeJob
-from popsim._planner import PipelinePlan, Plan, PlannedIpu, plan
-from popsim._export import load
-from popsim._hooks import registerPostCompileHook, registerPreCompileHook
-from popsim._logging import LOGGER as logger
-from popsim._logging import setLogLevel
-from popsim._losses import identity_loss
-from popsim._multi_conv import MultiConv
-from popsim._structure import ICustomArgParser, registerCustomArgParser
-from popsim._tensor_ops import (
+from popsim.executor import Executor, inferenceModel, trainingModel
+from popsim.reports.sizing import IpuSizing, SizingReport, sizeJob
+from popsim.reports.planner import PipelinePlan, Plan, PlannedIpu, plan
+from popsim.export import load
+from popsim.api.version import VERSION
+from popsim.api.hooks import registerPostCompileHook, registerPreCompileHook
+from popsim.api.log import LOGGER as logger
+from popsim.api.log import setLogLevel
+from popsim.frontend.losses import identity_loss
+from popsim.frontend.multi_conv import MultiConv
+from popsim.frontend.structure import ICustomArgParser, registerCustomArgParser
+from popsim.frontend.tensor_ops import (
     cond,
     custom_op,
     dynamic_slice,
@@ -98,7 +99,7 @@ from popsim._tensor_ops import (
 
 PoplarExecutor = Executor
 
-__version__ = "0.6.0"
+__version__ = VERSION
 
 __all__ = [
     "AnchorMode",

@@ -19,7 +19,7 @@ import torch
 import torch.nn as nn
 
 import popsim
-import popsim._gradients
+import popsim.compile.gradients
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -138,7 +138,7 @@ def gradient_program_input():
     """The import of a one-IPU regression, for the gradient program."""
     torch.manual_seed(0)
     model = TwoBlocks()
-    files = dumps(lambda: popsim._gradients.gradients(
+    files = dumps(lambda: popsim.compile.gradients.gradients(
         _WithoutBlocks(model), torch.randn(4, 6), torch.randn(4, 2)))
     options = popsim._C.CompileOptions()
     write_inputs(files, options, "gradients", ["gradient-program"])

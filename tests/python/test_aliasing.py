@@ -13,7 +13,7 @@ import torch
 
 import popsim
 from models import Function
-from popsim._gradients import gradients
+from popsim.compile.gradients import gradients
 
 
 def run_both(function, *inputs, options=None):

@@ -225,7 +225,7 @@ def test_a_cost_only_trace_does_not_compute_products(weight_dtype, input_dtype, 
     """While a cost-only model traces, matmuls and convolutions give zeros of
     their results' shapes and dtypes (the dtypes a computing trace gives)
     instead of computing: NaN weights leave no trace."""
-    from popsim._half_tracing import half_on_cpu
+    from popsim.frontend.half_tracing import half_on_cpu
 
     linear = nn.Linear(6, 5).to(weight_dtype)
     conv = nn.Conv2d(2, 3, 3).to(weight_dtype)

@@ -252,7 +252,7 @@ RELEASING = textwrap.dedent("""
     import torch
     import torch.distributed as dist
     import popsim
-    from popsim import _process_group
+    from popsim.device import process_group as _process_group
 
     options = popsim.Options()  # process 0 of 1, from WORLD_SIZE and RANK
     options.Distributed.configureProcessId(0, 1)

@@ -15,7 +15,7 @@ import torch
 
 import popsim
 from models import Function, WithLoss
-from popsim._half_tracing import HalfOnCpu
+from popsim.frontend.half_tracing import HalfOnCpu
 
 SPECIAL = torch.tensor([[1.7, -2.9, float("nan"), 3e10, -3e10, 0.0, -0.0, float("inf"),
                          -float("inf"), 2147483520.0, -2147483648.0, 0.5]])

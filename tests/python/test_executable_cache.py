@@ -17,7 +17,7 @@ import torch
 import torch.nn as nn
 
 import popsim
-from popsim import _executable_file
+from popsim.compile import executable_file as _executable_file
 
 SCRIPT = textwrap.dedent("""
     import json, sys

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 import popsim
 from models import Function
-from popsim._half_tracing import HalfOnCpu
+from popsim.frontend.half_tracing import HalfOnCpu
 
 EXAMPLES = int(os.environ.get("POPSIM_FUZZ_EXAMPLES", "0"))
 FUZZ = settings(max_examples=EXAMPLES or 150, derandomize=EXAMPLES == 0, database=None,

@@ -3,7 +3,7 @@ torch.autograd on random shapes.
 
 Each forward op case of test_ops.py is differentiated through the loss
 sum(op(inputs) * R) for a fixed random R, with popsim's autodiff and backward
-kernels (popsim._gradients) and with autograd. Training-only forms (batch
+kernels (popsim.compile.gradients) and with autograd. Training-only forms (batch
 norm with batch statistics) and the loss functions have their own cases.
 """
 
@@ -21,7 +21,7 @@ import reduction_cases
 import window_cases
 import popsim
 from conftest import assert_close
-from popsim._gradients import gradients
+from popsim.compile.gradients import gradients
 from test_ops import CASES, DRAWS
 
 # Ops whose cases have no float input or parameter to differentiate, or that

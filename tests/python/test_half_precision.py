@@ -10,7 +10,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import popsim
-from popsim._half_tracing import HalfOnCpu
+from popsim.frontend.half_tracing import HalfOnCpu
 
 FLOAT16_ULP = 2.0**-10
 

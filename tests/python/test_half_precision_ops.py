@@ -5,7 +5,7 @@ An IPU stores float16 values and rounds the result of every float16 op to
 float16; popsim does the same (kernels compute in float32 on float16 values,
 and each float16 result is rounded). The reference is eager PyTorch on the
 same float16 module and inputs, under the dispatch mode popsim traces with
-(popsim._half_tracing.HalfOnCpu): each aten op runs on float32 copies of its
+(popsim.frontend.half_tracing.HalfOnCpu): each aten op runs on float32 copies of its
 float16 operands, and its result is rounded to float16, forward and backward.
 
 The two agree exactly where both round one float32 result per op; where an op
@@ -23,8 +23,8 @@ import pytest
 import torch
 
 import popsim
-from popsim._gradients import gradients
-from popsim._half_tracing import HalfOnCpu
+from popsim.compile.gradients import gradients
+from popsim.frontend.half_tracing import HalfOnCpu
 from test_gradients import NOT_DIFFERENTIABLE, Projected
 from test_ops import CASES
 

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 import popsim
 from models import Function, assert_sgd_steps_match_eager
-from popsim._gradients import gradients
+from popsim.compile.gradients import gradients
 from test_gradients import Projected
 
 

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import popsim
-from popsim._gradients import gradients
+from popsim.compile.gradients import gradients
 from test_gradients import NOT_DIFFERENTIABLE, Projected, autograd_gradients
 from test_ops import CASES
 

@@ -267,7 +267,7 @@ def test_begin_block_after_a_module_starts_the_block_when_it_returns():
     popsim.BeginBlock(model[0], "A", ipu_id=0, after=True)
     assert "after=True" in repr(model[0]._popsim_block_after)
     assert "Linear(in_features=3, out_features=3, bias=True) then BeginBlock(user_id='A', " \
-        "ipu_id=0, after=True)" in popsim._blocks.module_repr(model)
+        "ipu_id=0, after=True)" in popsim.module_repr(model)
     with pytest.raises(popsim.OptionError, match=r"BeginBlock\(after=True\) was already applied"):
         popsim.BeginBlock(model[0], "B", ipu_id=1, after=True)
     with pytest.raises(popsim.OptionError, match=r"after=True\) takes a torch.nn.Module"):

@@ -211,7 +211,7 @@ def test_precision_and_jit_options_chain_and_check_their_values():
 def test_synthetic_data_runs_without_host_io():
     """enableSyntheticData: the device's own random-normal data instead of the
     inputs, nothing copied back, no host transfers on the simulated clock."""
-    from popsim import _compilation
+    from popsim.compile import compilation as _compilation
 
     class Classifier(torch.nn.Module):
         def __init__(self):

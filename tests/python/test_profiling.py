@@ -373,7 +373,7 @@ def test_poplar_engine_options_auto_report_writes_the_profile(tmp_path, monkeypa
     """POPLAR_ENGINE_OPTIONS, as PopTorch tutorials ask for reports: its
     autoReport directory gets popsim's profile; engine options popsim does
     not model are named in a warning; POPSIM_PROFILE_DIR wins over it."""
-    from popsim import _engine_options
+    from popsim.api import engine_options as _engine_options
 
     monkeypatch.setattr(_engine_options, "_warned", set())
     monkeypatch.setenv("POPLAR_ENGINE_OPTIONS", json.dumps(

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import popsim
-from popsim._sizing import TIME_PARTS
+from popsim.reports.sizing import TIME_PARTS
 
 
 class FourLayers(nn.Module):
@@ -253,7 +253,7 @@ def test_the_profile_and_report_html_carry_the_sizing(tmp_path):
 def test_a_model_too_large_for_the_host_is_out_of_scope(monkeypatch):
     """Tracing runs on the host; a model whose trace cannot be allocated there
     gets an error that says so, not PyTorch's allocator message alone."""
-    from popsim import _tracing
+    from popsim.frontend import tracing as _tracing
 
     def no_memory(*args, **kwargs):
         raise RuntimeError("[enforce fail at alloc_cpu.cpp:73] . DefaultCPUAllocator: can't "

@@ -21,8 +21,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from popsim._blocks import Block
-from popsim._tensor_ops import recomputationCheckpoint
+from popsim.frontend.blocks import Block
+from popsim.frontend.tensor_ops import recomputationCheckpoint
 
 
 @dataclass

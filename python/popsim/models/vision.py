@@ -15,8 +15,8 @@ import torch.nn.functional as F
 import torchvision
 from torch import nn
 
-from popsim._blocks import Block
-from popsim._tensor_ops import recomputationCheckpoint
+from popsim.frontend.blocks import Block
+from popsim.frontend.tensor_ops import recomputationCheckpoint
 
 # ImageNet's channel means and standard deviations, on the 0-255 scale.
 _MEAN = (0.485 * 255, 0.456 * 255, 0.406 * 255)

@@ -23,83 +23,12 @@ prints is on PYTHONPATH:
 or in code, `import popsim.popdist as popdist`.
 """
 
-import os
-
-from popsim.errors import OptionError
+from popsim.popdist import poptorch  # noqa: F401  (popdist.poptorch, as in PopDist)
+from popsim.popdist.instances import (getDeviceId, getInstanceIndex, getNumInstances,
+                                      getNumIpusPerReplica, getNumLocalReplicas,
+                                      getNumTotalReplicas, getReplicaIndexOffset, init,
+                                      isPopdistEnvSet)
 
 __all__ = ["init", "isPopdistEnvSet", "getInstanceIndex", "getNumInstances",
            "getNumLocalReplicas", "getNumTotalReplicas", "getReplicaIndexOffset",
            "getNumIpusPerReplica", "getDeviceId"]
-
-
-def _positive(variable: str, default: int) -> int:
-    text = os.environ.get(variable)
-    if text is None or not text.strip():
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise OptionError(f"popdist: the environment variable {variable} must be a positive "
-                          f"integer, got {text!r}.")
-    return value
-
-
-def _index(variable: str) -> int:
-    text = os.environ.get(variable, "0")
-    try:
-        return int(text)
-    except ValueError:
-        raise OptionError(f"popdist: the environment variable {variable} must be an integer, "
-                          f"got {text!r}.") from None
-
-
-def isPopdistEnvSet() -> bool:
-    """Whether this process belongs to a launched job (torchrun's environment)."""
-    return "RANK" in os.environ and "WORLD_SIZE" in os.environ
-
-
-def getInstanceIndex() -> int:
-    """This process's index in the job (torchrun's RANK; 0 outside a job)."""
-    return _index("RANK")
-
-
-def getNumInstances() -> int:
-    """The job's processes (torchrun's WORLD_SIZE; 1 outside a job)."""
-    return _positive("WORLD_SIZE", 1)
-
-
-def getNumLocalReplicas() -> int:
-    """The replicas each process runs (POPDIST_NUM_LOCAL_REPLICAS, default 1)."""
-    return _positive("POPDIST_NUM_LOCAL_REPLICAS", 1)
-
-
-def getNumTotalReplicas() -> int:
-    """The job's replicas: each process's times the processes."""
-    return getNumLocalReplicas() * getNumInstances()
-
-
-def getReplicaIndexOffset() -> int:
-    """The index of this process's first replica among the job's."""
-    return getInstanceIndex() * getNumLocalReplicas()
-
-
-def getNumIpusPerReplica() -> int:
-    """IPUs per replica (POPDIST_NUM_IPUS_PER_REPLICA, default 1)."""
-    return _positive("POPDIST_NUM_IPUS_PER_REPLICA", 1)
-
-
-def getDeviceId() -> int:
-    """0: popsim simulates its IPUs, so there is no device ID to choose."""
-    return 0
-
-
-def init() -> None:
-    """Checks that the environment describes a consistent job."""
-    if isPopdistEnvSet() and not 0 <= getInstanceIndex() < getNumInstances():
-        raise OptionError(f"popdist.init: RANK {getInstanceIndex()} is not in "
-                          f"[0, {getNumInstances()}) for WORLD_SIZE {getNumInstances()}.")
-
-
-from popsim.popdist import poptorch  # noqa: E402  (popdist.poptorch, as in PopDist)

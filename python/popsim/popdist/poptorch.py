@@ -2,8 +2,8 @@
 
 from typing import Any, Optional
 
-from popsim.options import Options as _Options
-from popsim import popdist as _popdist
+from popsim.api.options import Options as _Options
+from popsim.popdist import instances as _popdist
 
 
 def Options(ipus_per_replica: Optional[int] = None, **kwargs: Any) -> _Options:

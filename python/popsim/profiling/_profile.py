@@ -5,7 +5,7 @@ import os
 from typing import Any, Dict, List, Optional, Union
 
 from popsim import _C
-from popsim._trace import ExecutionTrace
+from popsim.reports.trace import ExecutionTrace
 from popsim.profiling import _layout
 
 NO_PROFILE_HINT = ("Enable profiling with opts.enableProfiling(DIR) or the environment variable "

@@ -1,0 +1,253 @@
+"""A compilation's first steps, from the user's call and options: the
+micro-batch the model is traced on, the trace and its import into popsim IR,
+the random seed, and the typed compile options (_C.CompileOptions) built
+from popsim.Options. compile_options is the one place they are built: the
+C++ side receives them whole and copies nothing.
+
+The Executor (`_executor.py`) runs the phases (trace, import, compile,
+weights) and keeps what they produce; the functions here hold no state.
+"""
+
+import contextlib
+import warnings
+from typing import (Any, Callable, Dict, Iterable, Iterator, List, NamedTuple,
+                    Optional, Sequence, Tuple)
+
+import torch
+
+from popsim import _C
+from popsim.api import engine_options as _engine_options
+from popsim.training import replica_grouping as _replica_grouping
+from popsim.device import replication as _replication
+from popsim.frontend import tracing as _tracing
+from popsim.frontend import weights as _weights
+from popsim.api.errors import CompilationError, InputError
+from popsim.api.options import Options, source_location_excludes
+
+from popsim.training.optimizer_binding import OptimizerBinding
+
+SUPPORTED_DTYPES = (torch.float32, torch.float16, torch.int32, torch.int64, torch.bool)
+
+
+def float64_as_float32(names: Sequence[str], tensors: Sequence[torch.Tensor]
+                       ) -> Tuple[List[torch.Tensor], List[str]]:
+    """float64 inputs converted to float32, as PopTorch converts them (the IPU
+    has no float64 arithmetic); also the names of the inputs converted."""
+    converted = [name for name, t in zip(names, tensors) if t.dtype == torch.float64]
+    return [t.float() if t.dtype == torch.float64 else t for t in tensors], converted
+
+
+def float64_warning(converted: Sequence[str]) -> str:
+    return (f"Input(s) {', '.join(repr(name) for name in converted)} of dtype torch.float64 "
+            "are converted to float32: popsim, like PopTorch on the IPU, computes in float32 "
+            "(convert them with .float() to silence this warning).")
+
+
+def synthetic_inputs(tensors: Sequence[torch.Tensor], seed: int) -> List[torch.Tensor]:
+    """What enableSyntheticData feeds the device instead of a call's inputs:
+    random normal floats and zero integers and booleans (valid labels and
+    indices), of the inputs' shapes and dtypes, drawn once from `seed`."""
+    generator = torch.Generator().manual_seed(seed)
+    return [torch.randn(t.shape, generator=generator).to(t.dtype) if t.is_floating_point()
+            else torch.zeros_like(t) for t in tensors]
+
+
+def micro_batches(options: Options, signature: "_tracing.Signature",
+                  tensors: Sequence[torch.Tensor]) -> List[torch.Tensor]:
+    """One micro-batch of every input (float64 ones as float32), copied (tracing
+    runs the model, which may modify its inputs in place); InputErrors name the
+    input that cannot be split."""
+    tensors, _ = float64_as_float32(signature.tensor_names, tensors)
+    split = _C.batch_split_of(options._session)  # the host's split, and its messages
+    micro = []
+    for name, tensor in zip(signature.tensor_names, tensors):
+        if tensor.dtype not in SUPPORTED_DTYPES + _tracing.WIDENED_DTYPES:
+            raise InputError(
+                f"Input '{name}' has dtype {tensor.dtype}; popsim takes float32, float16, "
+                "int32, int64, bool, uint8, int8 and int16 tensors, and float64 ones as float32 "
+                "(convert it, e.g. with .float()).")
+        shape = split.micro_batch_shape(name, list(tensor.shape))
+        micro.append(tensor[:shape[0]].clone() if shape else tensor.clone())
+    return micro
+
+
+class ImportedCall(NamedTuple):
+    """A call's model as popsim IR, and how its inputs and outputs are laid out."""
+    signature: "_tracing.Signature"
+    graph: _C.Graph
+    output_structure: Any
+    output_dtypes: List[torch.dtype]
+    # float16 buffers the device holds in float32 (Precision.runningStatisticsAlwaysFloat).
+    float32_buffers: List[str]
+
+
+def host_memory_message(model: str, error: BaseException) -> str:
+    """The error of a model whose tracing ran the host out of memory."""
+    return (f"The host ran out of memory tracing {model} on one micro-batch ({error}). popsim "
+            "traces every model on the host, also with Simulator.costOnly() and in "
+            "popsim.sizeJob: its weights (in float32 where they are float16 on the device) and "
+            "one micro-batch's activations must fit the host's memory, and models that do not "
+            "are out of scope. Size it on a host with more memory.")
+
+
+def import_call(model: torch.nn.Module, options: Options, training: bool,
+                args: Tuple[Any, ...], kwargs: Dict[str, Any],
+                tracing_done: Callable[[], None]) -> ImportedCall:
+    """Traces the model on one micro-batch of the call's inputs and imports the
+    trace into popsim IR (C++). `tracing_done` marks the end of the trace."""
+    signature = _tracing.Signature(args, kwargs, model.forward)
+    micro = micro_batches(options, signature, signature.tensors(args, kwargs))
+    batched = [tensor for tensor in micro if tensor.dim() > 0]
+    if batched:
+        signature.batch_explanation = _C.batch_split_of(options._session).batch_text(
+            batched[0].shape[0])
+    downcast = downcasts_mixed_floats(options)
+    try:
+        with float32_statistics(model, options) as float32_buffers:
+            traced, flat = _tracing.trace(model, signature, micro, training,
+                                          module_scopes=options.module_namescope,
+                                          downcast_mixed_floats=downcast,
+                                          shapes_only=options.Simulator.cost_only)
+    except (MemoryError, RuntimeError) as error:
+        if isinstance(error, RuntimeError) and "can't allocate memory" not in str(error):
+            raise
+        raise CompilationError(host_memory_message(type(model).__name__, error)) from error
+    tracing_done()
+    _warn_about_float64(traced, float32_buffers, model)
+    graph = _C.import_module(traced, _tracing.widened(micro), source_location_excludes(options),
+                             _tracing.MODEL_ATTRIBUTE, signature.tensor_names,
+                             training=training, random_seed=random_seed(options),
+                             downcast_mixed_floats=downcast)
+    # 8- and 16-bit integer inputs are int32 on the device; the host streams
+    # them at their own width (8-bit images cross PCIe as bytes).
+    for index, tensor in enumerate(micro):
+        if tensor.dtype in _tracing.WIDENED_DTYPES:
+            graph.set_input_streamed_element_bytes(index, tensor.element_size())
+    # (flat's outputs are set: the trace ran its forward().)
+    return ImportedCall(signature, graph, flat.output_structure,
+                        flat.output_dtypes,  # type: ignore[arg-type]
+                        float32_buffers)
+
+
+def _warn_about_float64(traced: torch.jit.ScriptModule, float32_tensors: Sequence[str],
+                        model: torch.nn.Module) -> None:
+    """Warns, once per compilation, that the model's float64 parameters,
+    buffers and ops compute in float32 on the device, as PopTorch computes
+    them (the IPU has no float64 arithmetic), naming them."""
+    host = _weights.named_tensors(model)
+    tensors = [name for name in float32_tensors
+               if name in host and host[name].dtype == torch.float64]
+    ops = []
+    for node in traced.inlined_graph.nodes():
+        # The tracer records Python numbers (x * 2.0) as 0-d float64 constants,
+        # which promote nothing: they are not the model's float64.
+        if node.kind() == "prim::Constant" and all(
+                output.type().dim() == 0 for output in node.outputs()
+                if isinstance(output.type(), torch._C.TensorType)):
+            continue
+        if any(isinstance(output.type(), torch._C.TensorType)
+               and output.type().scalarType() == "Double" for output in node.outputs()):
+            where = node.sourceRange().split("\n")[0].strip() if node.sourceRange() else ""
+            ops.append(f"{node.kind()}" + (f" ({where})" if where else ""))
+    if not tensors and not ops:
+        return
+    parts = []
+    if tensors:
+        parts.append(f"parameters and buffers {', '.join(repr(t) for t in tensors[:5])}"
+                     + (f" and {len(tensors) - 5} more" if len(tensors) > 5 else ""))
+    if ops:
+        parts.append(f"ops {', '.join(ops[:3])}" + (f" and {len(ops) - 3} more"
+                                                      if len(ops) > 3 else ""))
+    warnings.warn(f"The model uses torch.float64 ({'; '.join(parts)}): popsim, like PopTorch "
+                  "on the IPU, computes float64 as float32, and returns float64 outputs as "
+                  "float32. Convert with .float() to silence this warning.", stacklevel=4)
+
+
+@contextlib.contextmanager
+def float32_statistics(model: torch.nn.Module, options: Options) -> Iterator[List[str]]:
+    """The host tensors the device holds in float32 although their dtype is
+    another, swapped for float32 copies while the model is traced; yields
+    their names. These are float64 parameters and buffers (the IPU computes
+    float64 as float32, as PopTorch does) and, with
+    Precision.runningStatisticsAlwaysFloat (the default), the float16
+    running statistics of batch norms, as PopTorch keeps them. The host's
+    tensors keep their dtype."""
+    swapped = []
+    for prefix, module in model.named_modules():
+        for group in (module._parameters, module._buffers):
+            for name, tensor in group.items():
+                if tensor is not None and tensor.dtype == torch.float64:
+                    swapped.append((group, prefix, name, tensor))
+        if (options.Precision.running_statistics_always_float
+                and isinstance(module, torch.nn.modules.batchnorm._BatchNorm)):
+            for name in ("running_mean", "running_var"):
+                buffer = module._buffers.get(name)
+                if buffer is not None and buffer.dtype == torch.float16:
+                    swapped.append((module._buffers, prefix, name, buffer))
+    for group, _, name, tensor in swapped:
+        copy = tensor.detach().float()
+        group[name] = (torch.nn.Parameter(copy, requires_grad=tensor.requires_grad)
+                       if isinstance(tensor, torch.nn.Parameter) else copy)
+    try:
+        yield [f"{prefix}.{name}" if prefix else name for _, prefix, name, _ in swapped]
+    finally:
+        for group, _, name, tensor in swapped:
+            group[name] = tensor
+
+
+def downcasts_mixed_floats(options: Options) -> bool:
+    """Whether ops mixing float16 and float32 operands compute in float16
+    (Precision.halfFloatCasting: FloatDowncastToHalf; Default is that only
+    under PopTorch's legacy tracing frontend, Jit.traceModel(True), and
+    PyTorch's promotion otherwise, as in PopTorch 3)."""
+    return options._session.downcasts_mixed_floats()
+
+
+def random_seed(options: Options) -> int:
+    """Options.randomSeed, or one drawn from torch's generator."""
+    seed = options.random_seed
+    return seed if seed is not None else torch.initial_seed() % (2**63)
+
+
+def sharded_weights(options: Options, binding: Optional[OptimizerBinding],
+                    parameters: Iterable[Tuple[str, torch.Tensor]]) -> Dict[str, torch.Size]:
+    """{weight: shape} of the weights each replica stores only a shard of
+    (replicated tensor sharding of TensorLocations' weight location): the
+    trained ones in training (over the job's replicas), any in inference."""
+    if binding is not None:
+        return binding.sharded_weight_shapes(options)
+    return _replication.sharded_by(options.TensorLocations.weight_location,
+                                   _replication.of(options, training=False).job, parameters)
+
+
+def training_config(options: Options, binding: Optional[OptimizerBinding],
+                    groupings: Dict[str, "_replica_grouping.Grouping"],
+                    parameters: Iterable[Tuple[str, torch.Tensor]],
+                    anchored_gradients: Sequence[str]) -> "_C.TrainingConfig":
+    """What the program's training passes are told (compiler.training): the
+    optimizer, replicas, sharding, loss scaling and anchored gradients for a
+    training model; for inference, only the weights sharding splits. First,
+    a PopART option the model refuses raises (Options._raise_invalid)."""
+    options._raise_invalid(binding is not None)
+    if binding is not None:
+        config = binding.config(options)
+        config.grouped_parameters = _replica_grouping.training_groups(groupings)
+        config.anchored_gradients = list(anchored_gradients)
+        return config
+    config = _C.TrainingConfig()
+    sharded = sharded_weights(options, None, parameters)
+    if sharded:
+        config.replicas = _replication.of(options, training=False).job
+        config.sharded_weights = list(sharded)
+    return config
+
+
+def compile_options(options: Options, graph: "_C.Graph", training: bool,
+                    config: "_C.TrainingConfig") -> "_C.CompileOptions":
+    """The typed options C++ compiles `graph` with, `config` being the
+    program's training config (training_config): the host runtime builds
+    them (csrc/host/compile_options_builder.h) from the session's options,
+    the environment's engine options and the host's threads."""
+    return _C.build_compile_options(options._session, graph, training, config,
+                                    random_seed(options), _engine_options.environment_threads(),
+                                    torch.get_num_threads())

@@ -1,0 +1,1 @@
+"""Feeding the device: popsim.DataLoader and its asynchronous accessor."""

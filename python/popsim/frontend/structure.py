@@ -1,0 +1,197 @@
+"""Flattening nested inputs and outputs (tuples, lists, dicts, and types
+with a registered ICustomArgParser) into leaves.
+
+A model may take and return nested structures; the compiled program takes and
+returns flat lists of tensors. Each leaf keeps a readable name ("x",
+"batch['ids']", "output[1]") for error messages.
+"""
+
+import abc
+from typing import Any, Dict, Hashable, Iterable, Iterator, List, Optional, Tuple, Union
+
+import torch
+from torch.utils import _pytree
+
+
+class ICustomArgParser(abc.ABC):
+    """Teaches popsim (as PopTorch) to pass an argument of a type of your own:
+    subclass it, implement both methods and register an instance for the type
+    with registerCustomArgParser(type, parser). Instances of the type (and of
+    its subclasses) are then taken apart into tensors on each call and rebuilt
+    for the model's forward()."""
+
+    @abc.abstractmethod
+    def yieldTensors(self, struct: Any) -> Iterator[torch.Tensor]:
+        """Takes an argument of the registered type apart into its tensors.
+
+        Args:
+            struct: An instance of the registered type (or of a subclass).
+
+        Yields:
+            The tensors of ``struct``, always in the same order, the order
+            :meth:`popsim.ICustomArgParser.reconstruct` takes them in.
+        """
+
+    @abc.abstractmethod
+    def reconstruct(self, original_structure: Any, tensor_iterator: Iterator[torch.Tensor]) -> Any:
+        """Builds an argument like ``original_structure`` around other tensors.
+
+        Args:
+            original_structure: An instance of the registered type, as first seen, to copy.
+            tensor_iterator: The tensors to put in place of its own, in the order
+                :meth:`popsim.ICustomArgParser.yieldTensors` yields them.
+
+        Returns:
+            An object like ``original_structure`` holding the tensors of ``tensor_iterator`` in
+            place of its own.
+        """
+
+
+_PARSERS: Dict[type, ICustomArgParser] = {}
+
+
+def registerCustomArgParser(cls: type, parser: ICustomArgParser) -> None:
+    """Registers ``parser`` for arguments of type ``cls`` (see :class:`popsim.ICustomArgParser`).
+
+    Instances of ``cls`` and of its subclasses are then taken apart into tensors on each call
+    and rebuilt for the model's ``forward()``. The type is registered with PyTorch's pytree too,
+    so that :class:`popsim.DataLoader`'s background loading carries its tensors. A later
+    registration for the same type replaces the parser.
+
+    Args:
+        cls: The type of the arguments.
+        parser: The parser for them, an instance of a subclass of
+            :class:`popsim.ICustomArgParser`.
+
+    Raises:
+        TypeError: when ``cls`` is not a type or ``parser`` is not an
+            :class:`popsim.ICustomArgParser`.
+    """
+    if not isinstance(cls, type):
+        raise TypeError(f"registerCustomArgParser expects a type first, got {cls!r}.")
+    if not isinstance(parser, ICustomArgParser):
+        raise TypeError(f"registerCustomArgParser expects an ICustomArgParser instance for "
+                        f"{cls.__name__}, got {parser!r}.")
+    _PARSERS[cls] = parser
+    # The DataLoader's background loading (popsim.data.async_data) flattens batches
+    # with torch's pytree: taught the type too, its tensors travel in shared
+    # memory and AsyncRebatched can join them.
+    _pytree._register_pytree_node(
+        cls, lambda item: (list(parser.yieldTensors(item)), item),
+        lambda tensors, original: parser.reconstruct(original, iter(tensors)))
+
+
+def _parser_of(item: object) -> Optional[ICustomArgParser]:
+    if not _PARSERS:  # every leaf of every call comes here
+        return None
+    for cls in type(item).__mro__:
+        if cls in _PARSERS:
+            return _PARSERS[cls]
+    return None
+
+
+class Structure:
+    """The shape of a nested value: containers and the positions of leaves."""
+
+    def __init__(self, kind: str, children: Optional[List["Structure"]] = None,
+                 keys: Union[List[Hashable], type, None] = None, original: object = None) -> None:
+        self.kind = kind  # "leaf", "none", "tuple", "list", "dict" or "custom"
+        self.children = children or []
+        self.keys: Any = keys  # a dict's keys; a custom argument's type
+        # A custom argument as first seen, for its parser; a dict's class
+        # when it is not dict itself.
+        self.original = original
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, Structure) and self.kind == other.kind
+                and self.keys == other.keys and self.children == other.children)
+
+    def __repr__(self) -> str:
+        if self.kind == "leaf":
+            return "*"
+        if self.kind == "none":
+            return "None"
+        if self.kind == "custom":
+            return f"{self.keys.__name__}({', '.join(repr(c) for c in self.children)})"
+        inner = ", ".join(repr(c) for c in self.children)
+        if self.kind == "dict":
+            inner = ", ".join(f"{k!r}: {c!r}" for k, c in zip(self.keys, self.children))
+            return "{" + inner + "}"
+        return ("(" if self.kind == "tuple" else "[") + inner + (")" if self.kind == "tuple" else "]")
+
+
+def flatten(value: object, name: str, like: Optional[Structure] = None,
+            none_as_empty: bool = False) -> Tuple[List[Any], List[str], Structure]:
+    """Returns (leaves, names, structure) for a nested value. Dicts with the
+    keys of the matching dict in `like` (a structure) are read in its order.
+    With `none_as_empty` (a model's outputs), None is part of the structure
+    rather than a leaf: a model that returns None, or (x, None), does so
+    after the call too."""
+    leaves, names = [], []
+
+    def visit(item: object, path: str, model: Optional[Structure]) -> Structure:
+        if item is None and none_as_empty:
+            return Structure("none")
+        parser = _parser_of(item)
+        if parser is not None:
+            tensors = list(parser.yieldTensors(item))
+            return Structure("custom", [visit(t, f"{path}.tensors[{i}]", None)
+                                        for i, t in enumerate(tensors)], type(item), item)
+        if isinstance(item, (tuple, list)) and not hasattr(item, "_fields"):
+            kind = "tuple" if isinstance(item, tuple) else "list"
+            models = (model.children if model is not None and model.kind == kind
+                      and len(model.children) == len(item)
+                      else [None] * len(item))  # type: ignore[list-item]
+            return Structure(kind, [visit(child, f"{path}[{i}]", m)
+                                    for i, (child, m) in enumerate(zip(item, models))])
+        if isinstance(item, dict):
+            keys = list(item.keys())
+            same = model is not None and model.kind == "dict" and set(model.keys) == set(keys)
+            # (`same` holds only for a model, which mypy does not follow.)
+            if same:
+                keys = list(model.keys)  # type: ignore[union-attr]
+            models = (dict(zip(model.keys, model.children))  # type: ignore[assignment, union-attr]
+                      if same else {})
+            # Top-level keys are argument names: "x" reads better than "['x']".
+            # A dict's own class (an OrderedDict or a subclass) is rebuilt as such.
+            return Structure("dict", [visit(item[k], f"{path}[{k!r}]" if path else str(k),
+                                            models.get(k))  # type: ignore[attr-defined]
+                                      for k in keys], keys,
+                             original=type(item) if type(item) is not dict else None)
+        leaves.append(item)
+        names.append(path)
+        return Structure("leaf")
+
+    structure = visit(value, name, like)
+    return leaves, names, structure
+
+
+def unflatten(leaves: Iterable[Any], structure: Structure) -> Any:
+    """Rebuilds a nested value from leaves in flatten() order."""
+    iterator = iter(leaves)
+
+    def build(node: Structure) -> Any:
+        if node.kind == "leaf":
+            return next(iterator)
+        if node.kind == "none":
+            return None
+        children = [build(child) for child in node.children]
+        if node.kind == "custom":
+            return _parser_of(node.original).reconstruct(  # type: ignore[union-attr]
+                node.original, iter(children))
+        if node.kind == "tuple":
+            return tuple(children)
+        if node.kind == "list":
+            return children
+        if isinstance(node.original, type):  # the dict's own class
+            try:
+                return node.original(zip(node.keys, children))
+            except TypeError:  # a class that cannot be built from pairs: a plain dict
+                pass
+        return dict(zip(node.keys, children))
+
+    return build(structure)
+
+
+def is_tensor(value: object) -> bool:
+    return isinstance(value, torch.Tensor)

@@ -1,0 +1,410 @@
+"""Tracing a user's model into TorchScript for popsim's C++ frontend.
+
+The model is wrapped so that the traced function takes a flat tuple of
+tensors and returns one: nested inputs and outputs, keyword arguments and
+non-tensor arguments (baked in as constants) are handled here, in Python.
+"""
+
+import collections
+import contextlib
+import inspect
+import threading
+import warnings
+from typing import Any, Callable, Dict, Iterator, List, NoReturn, Optional, Sequence, Tuple
+
+import torch
+
+from popsim.frontend import blocks as _blocks
+from popsim.api import device as _device
+from popsim.frontend import half_tracing as _half_tracing
+from popsim.frontend import name_scope as _name_scope
+from popsim.frontend import structure as _structure
+from popsim.frontend.ops import LIBRARY as _LIBRARY
+from popsim.api.errors import CompilationError, InputError
+
+# torch.no_grad() and friends leave no trace of their own, so tracing records
+# each change of the grad mode as popsim::grad_mode(enabled): the importer
+# stops gradients at the values computed while it is off.
+_LIBRARY.define("grad_mode(bool enabled) -> ()", alias_analysis="CONSERVATIVE")
+_LIBRARY.impl("grad_mode", lambda enabled: None, "CompositeExplicitAutograd")
+
+MODEL_ATTRIBUTE = "model"
+
+
+# Narrow integer inputs reach the device as int32 (exact for conversions and views).
+WIDENED_DTYPES = (torch.uint8, torch.int8, torch.int16)
+
+
+def widened(tensors: Sequence[torch.Tensor]) -> List[torch.Tensor]:
+    return [t.int() if t.dtype in WIDENED_DTYPES else t for t in tensors]
+
+
+class Signature:
+    """What a compiled model was traced with: the input structure, tensor
+    dtypes and shapes (with iterations stacked) and the non-tensor values."""
+
+    def __init__(self, args: Sequence[Any], kwargs: Dict[str, Any],
+                 forward: Callable[..., Any]) -> None:
+        value = _bind_arguments(forward, args, kwargs)
+        self.argument_count = len(value)
+        leaves, names, self.structure = _structure.flatten(value, "")
+        self.names = names
+        self.tensor_positions = [i for i, leaf in enumerate(leaves) if _structure.is_tensor(leaf)]
+        self.constants = {i: leaf for i, leaf in enumerate(leaves) if i not in self.tensor_positions}
+        self.tensor_types = [(leaves[i].dtype, tuple(leaves[i].shape)) for i in self.tensor_positions]
+        self.tensor_names = [self.names[i] for i in self.tensor_positions]
+        self.forward = forward
+        # How the batch splits into micro-batches (set by the model), for error messages.
+        self.batch_explanation: Optional[str] = None
+
+    def tensors(self, args: Sequence[Any], kwargs: Dict[str, Any]) -> List[torch.Tensor]:
+        """The flat tensor inputs of a call, checked against this signature.
+        Each error starts with PopTorch's sentence for the same mismatch, so
+        code matching PopTorch's messages keeps working."""
+        value = _bind_arguments(self.forward, args, kwargs)
+        leaves, names, structure = _structure.flatten(value, "", like=self.structure)
+        if structure != self.structure:
+            count = self.argument_count
+            lead = (f"Number of positional arguments mismatch: expected {count} arguments but "
+                    f"got {len(value)}. " if count != len(value) else "")
+            raise InputError(
+                f"{lead}The model was compiled for inputs structured as {self.structure!r} "
+                f"({', '.join(self.names)}) but was called with {structure!r} "
+                f"({', '.join(names)}). {_RECOMPILE_HINT}"
+            )
+        for position, expected in self.constants.items():
+            leaf = leaves[position]
+            if _structure.is_tensor(leaf) or leaf != expected:
+                lead = (_mismatch("Type", names[position], type(expected), type(leaf))
+                        if _structure.is_tensor(leaf)
+                        else _mismatch("Value", names[position], expected, leaf))
+                raise InputError(
+                    f"{lead}Input '{names[position]}' was {expected!r} when the model was "
+                    f"compiled and is now {leaf!r}; non-tensor inputs are compiled into the "
+                    f"program as constants. {_RECOMPILE_HINT}"
+                )
+        tensors = []
+        for position, (dtype, shape), name in zip(self.tensor_positions, self.tensor_types,
+                                                  self.tensor_names):
+            tensor = leaves[position]
+            if not _structure.is_tensor(tensor):
+                raise InputError(f"{_mismatch('Type', name, torch.Tensor, type(tensor))}Input "
+                                 f"'{name}' was a tensor when the model was compiled and is "
+                                 f"now {tensor!r}. {_RECOMPILE_HINT}")
+            if tensor.dtype != dtype:
+                raise InputError(f"{_mismatch('Data type', name, dtype, tensor.dtype)}Input "
+                                 f"'{name}' has dtype {tensor.dtype} but the model was "
+                                 f"compiled for {dtype}. {_RECOMPILE_HINT}")
+            if tuple(tensor.shape) != shape:  # the one comparison valid inputs pay
+                lead = _mismatch("Shape", name, torch.Size(shape), tensor.shape)
+                if (tensor.dim() > 0 and len(shape) > 0 and tuple(tensor.shape[1:]) == shape[1:]
+                        and self.batch_explanation is not None):
+                    raise InputError(
+                        f"{lead}Input '{name}' has {tensor.shape[0]} samples in dimension 0 but "
+                        f"the model was compiled for {shape[0]} per call "
+                        f"({self.batch_explanation}). Pass batches of {shape[0]} (a "
+                        "popsim.DataLoader with drop_last=True, the default, yields only full "
+                        "ones), or call destroy() to compile for another batch size.")
+                raise InputError(f"{lead}Input '{name}' has shape {list(tensor.shape)} but the "
+                                 f"model was compiled for {list(shape)}. {_RECOMPILE_HINT}")
+            tensors.append(tensor)
+        return tensors
+
+
+def _mismatch(what: str, name: str, expected: object, got: object) -> str:
+    """PopTorch's sentence for an input that differs from the compiled one."""
+    return f"{what} mismatch for {name}: expected {expected} but got {got}. "
+
+
+_RECOMPILE_HINT = (
+    "popsim compiles one program per input signature: wrap the model again for the new "
+    "inputs, or call destroy() on this one first."
+)
+
+
+def _bind_arguments(forward: Callable[..., Any], args: Sequence[Any], kwargs: Dict[str, Any]
+                    ) -> Dict[str, Any]:
+    """Arguments as an ordered dict keyed by forward()'s parameter names."""
+    try:
+        bound = inspect.signature(forward).bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        values = {f"args[{i}]": arg for i, arg in enumerate(args)}
+        values.update(kwargs)
+        return values
+    values = {}
+    for name, value in bound.arguments.items():
+        kind = bound.signature.parameters[name].kind
+        if kind == inspect.Parameter.VAR_POSITIONAL:
+            for i, item in enumerate(value):
+                values[f"{name}[{i}]"] = item
+        elif kind == inspect.Parameter.VAR_KEYWORD:
+            values.update(value)
+        else:
+            values[name] = value
+    return values
+
+
+def _call_with(forward: Callable[..., Any], values: Dict[str, Any]) -> Any:
+    """Calls forward with the values of _bind_arguments, as Python would bind them.
+
+    The values hold only the arguments the call gave, so passing them in order
+    would shift a keyword argument into a skipped optional parameter: Python's
+    own BoundArguments decides which go by position and which by keyword."""
+    signature = inspect.signature(forward)
+    parameters = signature.parameters
+    arguments: Dict[str, Any] = {}
+    extra: Dict[str, Any] = {}
+    for name, value in values.items():
+        parameter = parameters.get(name.split("[")[0])
+        if parameter is not None and parameter.kind == inspect.Parameter.VAR_POSITIONAL:
+            arguments.setdefault(parameter.name, []).append(value)
+        elif (parameter is not None and parameter.name == name
+              and parameter.kind != inspect.Parameter.VAR_KEYWORD):
+            arguments[name] = value
+        else:
+            extra[name] = value  # a **kwargs entry (or a call that did not bind)
+    var_keyword = next((p.name for p in parameters.values()
+                        if p.kind == inspect.Parameter.VAR_KEYWORD), None)
+    if var_keyword is None and extra:
+        return forward(**{**arguments, **extra})  # raises the usual TypeError
+    if extra:
+        assert var_keyword is not None
+        arguments[var_keyword] = extra
+    ordered = {name: tuple(arguments[name]) if parameters[name].kind ==
+               inspect.Parameter.VAR_POSITIONAL else arguments[name]
+               for name in parameters if name in arguments}
+    bound = inspect.BoundArguments(signature, collections.OrderedDict(ordered))
+    return forward(*bound.args, **bound.kwargs)
+
+
+class _FlatModel(torch.nn.Module):
+    """The traced function: flat tensors in, flat tensors out."""
+
+    def __init__(self, model: torch.nn.Module, signature: Signature) -> None:
+        super().__init__()
+        self.model = model
+        self._signature = signature
+        # Set when forward() runs, in the trace.
+        self.output_structure: Optional[_structure.Structure] = None
+        self.output_names: Optional[List[str]] = None
+        self.output_dtypes: Optional[List[torch.dtype]] = None
+
+    def forward(self, *tensors: torch.Tensor) -> Tuple[torch.Tensor, ...]:
+        leaves: List[Any] = [None] * (len(self._signature.tensor_positions)
+                                      + len(self._signature.constants))
+        for position, value in self._signature.constants.items():
+            leaves[position] = value
+        for position, tensor in zip(self._signature.tensor_positions, tensors):
+            leaves[position] = tensor
+        values = _structure.unflatten(leaves, self._signature.structure)
+        # forward() is called directly (the module's own call would put a
+        # module boundary around the whole trace), so a BeginBlock on the model
+        # itself starts its block here, before anything runs.
+        block_start = getattr(self.model, "_popsim_block", None)
+        if block_start is not None:
+            block_start(self.model, ())
+        output = _call_with(self.model.forward, values)
+        flat, names, self.output_structure = _structure.flatten(output, "output",
+                                                                none_as_empty=True)
+        self.output_names = names
+        self.output_dtypes = [leaf.dtype for leaf in flat if _structure.is_tensor(leaf)]
+        for leaf, name in zip(flat, names):
+            if not _structure.is_tensor(leaf):
+                raise CompilationError(
+                    f"The model returns {type(leaf).__name__} {leaf!r} as {name}; popsim models "
+                    f"return tensors (or tuples, lists and dicts of tensors)."
+                )
+        return tuple(flat)
+
+
+@contextlib.contextmanager
+def module_mode(model: torch.nn.Module, training: bool) -> Iterator[None]:
+    """Puts every submodule in train or eval mode and restores each one's flag after."""
+    flags = [(module, module.training) for module in model.modules()]
+    model.train(training)
+    try:
+        yield
+    finally:
+        for module, flag in flags:
+            module.training = flag
+
+
+@contextlib.contextmanager
+def _untouched_state(model: torch.nn.Module) -> Iterator[None]:
+    """Tracing runs the model once on real data: batch norm updates its running
+    statistics and dropout draws random numbers. Neither must leak into the
+    user's model or random stream, so buffers and the RNG state are restored."""
+    buffers = [(buffer, buffer.detach().clone()) for buffer in model.buffers()]
+    rng = torch.get_rng_state()
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for buffer, saved in buffers:
+                buffer.copy_(saved)
+        torch.set_rng_state(rng)
+
+
+def _cumulative_batch_norm_forward(module: torch.nn.modules.batchnorm._BatchNorm
+                                   ) -> Callable[[torch.Tensor], torch.Tensor]:
+    """forward() of a training batch norm with momentum=None, which averages
+    its running statistics over all batches so far. PyTorch computes that
+    step's factor, 1 / num_batches_tracked, on the host as a Python float,
+    which a trace would freeze at its first value: here it is a tensor op on
+    the buffer, so the device counts the steps. Same formula as PyTorch's
+    kernel (the unbiased variance for running_var)."""
+    # (Its buffers are there: _cumulative_batch_norms picks batch norms that track
+    # running statistics, which mypy does not see here.)
+    def forward(input: torch.Tensor) -> torch.Tensor:
+        module._check_input_dim(input)
+        module.num_batches_tracked.add_(1)  # type: ignore[union-attr]
+        factor = 1.0 / module.num_batches_tracked  # type: ignore[operator]
+        dims = [0] + list(range(2, input.dim()))
+        statistics = input.detach()
+        module.running_mean.mul_(1 - factor).add_(  # type: ignore[union-attr]
+            factor * statistics.mean(dims))
+        module.running_var.mul_(1 - factor).add_(  # type: ignore[union-attr]
+            factor * statistics.var(dims, unbiased=True))
+        return torch.nn.functional.batch_norm(input, None, None, module.weight, module.bias,
+                                              True, 0.0, module.eps)
+    return forward
+
+
+@contextlib.contextmanager
+def _cumulative_batch_norms(model: torch.nn.Module) -> Iterator[None]:
+    """Batch norms with momentum=None trace through _cumulative_batch_norm_forward."""
+    patched = [module for module in model.modules()
+               if isinstance(module, torch.nn.modules.batchnorm._BatchNorm)
+               and getattr(module, "momentum") is None  # torch's stubs say a float
+               and module.training and module.track_running_stats
+               and module.running_mean is not None]
+    saved = [module.__dict__.get("forward") for module in patched]
+    for module in patched:
+        setattr(module, "forward", _cumulative_batch_norm_forward(module))
+    try:
+        yield
+    finally:
+        for module, forward in zip(patched, saved):
+            if forward is None:
+                del module.forward
+            else:
+                setattr(module, "forward", forward)
+
+
+@contextlib.contextmanager
+def _recorded_grad_mode() -> Iterator[None]:
+    """torch.no_grad, enable_grad and set_grad_enabled all switch the mode
+    through torch._C._set_grad_enabled: wrapped, each switch is traced."""
+    switch = torch._C._set_grad_enabled
+
+    def recorded(enabled: bool) -> None:
+        switch(enabled)
+        torch.ops.popsim.grad_mode(bool(enabled))
+
+    torch._C._set_grad_enabled = recorded
+    try:
+        yield
+    finally:
+        torch._C._set_grad_enabled = switch
+
+
+@contextlib.contextmanager
+def _no_backward() -> Iterator[None]:
+    """popsim computes gradients itself: backward() inside forward() is an error."""
+    def refuse(*args: Any, **kwargs: Any) -> NoReturn:
+        raise CompilationError(
+            "The model's forward() calls backward(). popsim training models compute the gradients "
+            "of the returned loss and update the weights on the device: return the loss from "
+            "forward() instead of calling backward() on it.")
+
+    tensor_backward, autograd_backward = torch.Tensor.backward, torch.autograd.backward
+    setattr(torch.Tensor, "backward", refuse)
+    setattr(torch.autograd, "backward", refuse)
+    try:
+        yield
+    finally:
+        setattr(torch.Tensor, "backward", tensor_backward)
+        setattr(torch.autograd, "backward", autograd_backward)
+
+
+# Tracing changes process-wide state for its duration (the block markers'
+# state, torch.Tensor.backward, torch._C._set_grad_enabled, the RNG state,
+# warning filters), so models
+# compiled from several threads trace one at a time.
+_TRACE_LOCK = threading.Lock()
+# Work put off until no model traces: a training model the garbage collector
+# drops during a trace copies its weights home (torch ops, which must not
+# join the trace or meet its dispatch mode), so it waits until the trace ends.
+_DEFERRED: List[Callable[[], object]] = []
+
+
+def unless_tracing(work: Callable[[], object]) -> bool:
+    """Runs `work()` now, or after the trace in progress; True if deferred."""
+    if _TRACE_LOCK.locked():
+        _DEFERRED.append(work)
+        return True
+    work()
+    return False
+
+
+def _run_deferred() -> None:
+    while _DEFERRED:
+        work = _DEFERRED.pop(0)
+        try:
+            work()
+        except Exception:  # noqa: BLE001 - as __del__ would have ignored it
+            pass
+
+
+def trace(model: torch.nn.Module, signature: Signature,
+          micro_batch_tensors: Sequence[torch.Tensor], training: bool,
+          module_scopes: bool = False, downcast_mixed_floats: bool = True,
+          shapes_only: bool = False) -> Tuple[torch.jit.ScriptModule, _FlatModel]:
+    """Traces the model on one micro-batch; returns (traced, flat wrapper).
+
+    Inference traces in eval mode. Training traces with each module's own
+    train/eval flag, as eager PyTorch would run it (frozen batch norm stays
+    frozen). With `module_scopes`, ops are named after their submodules.
+    Float16 ops run in float32 underneath the trace (_half_tracing.py), as
+    Precision.halfFloatCasting says for mixed operands. With `shapes_only` (a
+    cost-only compilation), matmuls and convolutions do not compute: they
+    give zeros of their results' shapes and dtypes."""
+    try:
+        with _TRACE_LOCK:
+            return _trace(model, signature, micro_batch_tensors, training, module_scopes,
+                          downcast_mixed_floats, shapes_only)
+    finally:
+        _run_deferred()
+
+
+def _trace(model: torch.nn.Module, signature: Signature,
+           micro_batch_tensors: Sequence[torch.Tensor], training: bool, module_scopes: bool,
+           downcast_mixed_floats: bool, shapes_only: bool
+           ) -> Tuple[torch.jit.ScriptModule, _FlatModel]:
+    flat = _FlatModel(model, signature)
+    _blocks.reset_for_trace()
+    guards = contextlib.ExitStack()
+    if module_scopes:
+        guards.enter_context(_name_scope.module_scopes(model))
+    guards.enter_context(_untouched_state(model))  # a forward may write buffers in eval mode too
+    guards.enter_context(_device.running_on_ipu())
+    if not training:
+        guards.enter_context(module_mode(model, False))
+    else:
+        guards.enter_context(_cumulative_batch_norms(model))
+        guards.enter_context(_no_backward())
+        guards.enter_context(_recorded_grad_mode())
+    # Grad stays enabled: some modules (e.g. TransformerEncoderLayer) switch to
+    # fused kernels under no_grad that have no popsim lowering.
+    # Always on, for float16 parameters and inputs as for float16 made inside
+    # forward(); ops without float16 operands pass straight through it.
+    guards.enter_context(_half_tracing.half_on_cpu(downcast_mixed_floats, shapes_only))
+    with guards, torch.enable_grad(), warnings.catch_warnings():
+        # PyTorch's own modules turn shapes into Python values (e.g. attention's
+        # shape asserts); popsim compiles fixed shapes, so those warnings are
+        # noise. Warnings from the user's code (data-dependent control flow)
+        # are kept.
+        warnings.filterwarnings("ignore", category=torch.jit.TracerWarning,
+                                module=r"torch(\.|$)")
+        traced = torch.jit.trace(flat, tuple(micro_batch_tensors), check_trace=False, strict=False)
+    return traced, flat

@@ -1,0 +1,68 @@
+"""The optimizer's state while a training model runs.
+
+The device holds the optimizer state that counts (momentum buffers, Adam's
+moments and step counts). As PopTorch does, the optimizer's state_dict()
+first copies that state home, and its load_state_dict() marks the loaded
+state (and hyper-parameters) to be written to the device before the next
+call, so checkpoints round-trip as in eager PyTorch. As in PopTorch, the
+state dict also holds "ipu_state" (the device's optimizer state tensors by
+their names on the device) and "ipu_param" (each group's hyper-parameters
+as the device has them), None before the model compiles; a loaded
+"ipu_state" is written to the device after the torch state it mirrors.
+
+As _host_sync.py does for models, the optimizer gets a subclass of its own
+class (_class_swap.py) whose two methods call back into the training model
+(through a weak reference); pickling and deepcopy see the original class,
+and uninstall() (on destroy() or setOptimizer() with another optimizer)
+restores it.
+"""
+
+import weakref
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Type
+
+import torch
+
+from popsim.training.class_swap import ClassSwap
+
+if TYPE_CHECKING:
+    from popsim.executor import Executor
+
+
+def _owner(optimizer: torch.optim.Optimizer) -> Optional["Executor"]:
+    reference: Optional["weakref.ReferenceType[Executor]"] = _SWAP.hook(optimizer)
+    return reference() if reference is not None else None
+
+
+def _synced_methods(synced: Type[Any]) -> Dict[str, Callable[..., Any]]:
+    def state_dict(self: torch.optim.Optimizer, *args: Any, **kwargs: Any) -> Dict[str, Any]:
+        owner = _owner(self)
+        if owner is not None:
+            owner._sync_optimizer_state_to_host()
+        state = super(synced, self).state_dict(*args, **kwargs)
+        device = owner._device_optimizer_state() if owner is not None else None
+        state["ipu_state"], state["ipu_param"] = device if device is not None else (None, None)
+        return state
+
+    def load_state_dict(self: torch.optim.Optimizer, state_dict: Dict[str, Any]) -> None:
+        state_dict = dict(state_dict)
+        ipu_state = state_dict.pop("ipu_state", None)
+        state_dict.pop("ipu_param", None)  # the param_groups hold the hyper-parameters
+        result = super(synced, self).load_state_dict(state_dict)
+        owner = _owner(self)
+        if owner is not None:
+            owner._optimizer_state_loaded(ipu_state)
+        return result
+
+    return {"state_dict": state_dict, "load_state_dict": load_state_dict}
+
+
+_SWAP = ClassSwap("_popsim_optimizer_owner", _synced_methods)
+
+
+def install(optimizer: torch.optim.Optimizer, executor: "Executor") -> None:
+    """Routes optimizer.state_dict() / load_state_dict() through `executor`."""
+    _SWAP.install(optimizer, weakref.ref(executor))
+
+
+def uninstall(optimizer: torch.optim.Optimizer) -> None:
+    _SWAP.uninstall(optimizer)
