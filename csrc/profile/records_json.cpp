@@ -88,6 +88,22 @@ Json toJson(const PipelineInfo& pipeline) {
           {"replicas_per_host_thread", pipeline.replicasPerHostThread}};
 }
 
+TraceEvent traceEventFromJson(const Json& entry) {
+  TraceEvent event;
+  event.ipu = entry.at("ipu").get<int64_t>();
+  event.task = entry.at("task").get<std::string>();
+  event.kind = entry.at("kind").get<std::string>();
+  event.step = entry.at("step").get<int64_t>();
+  event.microBatch = entry.at("micro_batch").get<int64_t>();
+  event.cycle = entry.at("cycle").get<int64_t>();
+  event.start = entry.at("start").get<uint64_t>();
+  event.end = entry.at("end").get<uint64_t>();
+  event.fromIpus = entry.value("from_ipus", std::vector<int64_t>());
+  event.ioTiles = entry.value("io_tiles", false);
+  event.output = entry.value("output", int64_t{-1});
+  return event;
+}
+
 PipelineInfo pipelineFromJson(const Json& entry) {
   PipelineInfo pipeline;
   pipeline.stages = entry.value("stages", int64_t{0});

@@ -25,5 +25,7 @@ Json toJson(const runtime::ProgramStep& step);
 Json toJson(const TraceEvent& event);
 Json toJson(const PipelineInfo& pipeline);
 PipelineInfo pipelineFromJson(const Json& entry);
+// A trace event from toJson's form (the inverse of toJson(const TraceEvent&)).
+TraceEvent traceEventFromJson(const Json& entry);
 
 } // namespace popsim::profile

@@ -120,6 +120,27 @@ void bindExecutionTrace(py::module_& module) {
         }
       },
       py::arg("trace_json"), "The call a profile's trace.json records.");
+  module.def(
+      "execution_trace_from_records",
+      [](const std::string& events, uint64_t totalCycles, double clockHz,
+         const std::string& pipeline) {
+        try {
+          ExecutionTrace trace;
+          for (const Json& event : Json::parse(events))
+            trace.events.push_back(profile::traceEventFromJson(event));
+          trace.totalCycles = totalCycles;
+          trace.clockHz = clockHz;
+          trace.pipeline = profile::pipelineFromJson(Json::parse(pipeline));
+          return trace;
+        } catch (const Json::exception& error) {
+          throw py::value_error(std::string("an execution trace's events are dicts as "
+                                            "ExecutionTrace.events holds them (") +
+                                error.what() + ").");
+        }
+      },
+      py::arg("events_json"), py::arg("total_cycles"), py::arg("clock_hz"),
+      py::arg("pipeline_json"),
+      "A trace from its events' and pipeline's dicts (ExecutionTrace's constructor), as JSON.");
 }
 
 } // namespace

@@ -21,13 +21,8 @@ except ImportError as error:  # pragma: no cover - depends on the installation
         "from /usr/bin/python3 with --system-site-packages (see README.md)."
     ) from error
 
-from popsim.data.async_data import AsynchronousDataAccessor
-from popsim.frontend.blocks import BeginBlock, Block, BlockFunction, module_repr, removeBlocks
-from popsim.frontend.ctc_decoder import ctc_beam_search_decoder
-from popsim.frontend.cpu_ops import CPU
-from popsim.data.dataloader import DataLoader
+# The PopTorch-shaped API (api/): options, their enums and groups, strategies, errors.
 from popsim.api.device import ipuHardwareIsAvailable, ipuHardwareVersion, isRunningOnIpu
-from popsim.frontend.name_scope import NameScope
 from popsim.api.enums import (
     AnchorMode,
     CommGroupType,
@@ -55,8 +50,10 @@ from popsim.api.errors import (
     OutOfMemoryError,
     UnsupportedOperationError,
 )
+from popsim.api.hooks import registerPostCompileHook, registerPreCompileHook
+from popsim.api.log import LOGGER as logger
+from popsim.api.log import setLogLevel
 from popsim.api.options import Options
-from popsim.api.tensor_locations import TensorLocationSettings
 from popsim.api.strategies import (
     AutoStage,
     Liveness,
@@ -68,19 +65,15 @@ from popsim.api.strategies import (
     ShardedExecution,
     Stage,
 )
-from popsim.training import optim
-# popsim.profiling reads profiles back; reachable as an attribute, as popsim.optim is.
-from popsim import profiling  # noqa: F401
-from popsim.executor import Executor, inferenceModel, trainingModel
-from popsim.reports.sizing import IpuSizing, SizingReport, sizeJob
-from popsim.reports.planner import PipelinePlan, Plan, PlannedIpu, plan
-from popsim.export import load
+from popsim.api.tensor_locations import TensorLocationSettings
 from popsim.api.version import VERSION
-from popsim.api.hooks import registerPostCompileHook, registerPreCompileHook
-from popsim.api.log import LOGGER as logger
-from popsim.api.log import setLogLevel
+# What models call inside forward() (frontend/).
+from popsim.frontend.blocks import BeginBlock, Block, BlockFunction, module_repr, removeBlocks
+from popsim.frontend.cpu_ops import CPU
+from popsim.frontend.ctc_decoder import ctc_beam_search_decoder
 from popsim.frontend.losses import identity_loss
 from popsim.frontend.multi_conv import MultiConv
+from popsim.frontend.name_scope import NameScope
 from popsim.frontend.structure import ICustomArgParser, registerCustomArgParser
 from popsim.frontend.tensor_ops import (
     cond,
@@ -96,6 +89,19 @@ from popsim.frontend.tensor_ops import (
     set_overlap_for_input,
     set_overlap_for_output,
 )
+# Training's optimizers, the wrapped models and programs on disk, data loading.
+from popsim.training import optim
+from popsim.executor import Executor, inferenceModel, trainingModel
+from popsim.export import load
+from popsim.data.async_data import AsynchronousDataAccessor
+from popsim.data.dataloader import DataLoader
+# Reports: sizing and planning (profiles are read back by popsim.profiling, reachable as an
+# attribute, as popsim.optim is).
+from popsim.reports.plan_report import PipelinePlan, Plan, PlannedIpu
+from popsim.reports.planner import plan
+from popsim.reports.size_job import sizeJob
+from popsim.reports.sizing import IpuSizing, SizingReport
+from popsim import profiling  # noqa: F401
 
 PoplarExecutor = Executor
 

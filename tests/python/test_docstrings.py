@@ -40,7 +40,14 @@ def public_objects():
         seen.add(id(obj))
         found.append((name, obj, owner))
         if inspect.isclass(obj) and not issubclass(obj, enum.Enum):
-            for member_name, member in vars(obj).items():
+            # Its own members and those of popsim's classes it is made of (a class's
+            # methods may live in mixins by concern), the nearest definition of each name.
+            members = {}
+            for klass in obj.__mro__:
+                if klass is obj or klass.__module__.startswith("popsim."):
+                    for member_name, member in vars(klass).items():
+                        members.setdefault(member_name, member)
+            for member_name, member in members.items():
                 if member_name.startswith("_") and member_name != "__init__":
                     continue
                 if isinstance(member, (staticmethod, classmethod)):
@@ -127,8 +134,8 @@ def test_public_name_documents_itself(name, obj, owner):
     assert doc, f"{name} has no docstring"
     if inspect.isclass(obj):
         return
-    is_property = owner is not None and isinstance(vars(owner).get(name.rsplit(".", 1)[1]),
-                                                   property)
+    is_property = owner is not None and isinstance(
+        inspect.getattr_static(owner, name.rsplit(".", 1)[1], None), property)
     if is_property:
         return
     problems = []

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import popsim
-from popsim.options import _setter_name
+from popsim.api.option_fields import _setter_name
 from models import MnistNetwork
 
 

@@ -15,10 +15,11 @@ popsim's long names (Executor.getTensorNames() lists them):
 """
 
 import difflib
-from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 import torch
 
+from popsim import _C
 from popsim.api.enums import OutputMode
 from popsim.api.errors import OptionError
 
@@ -99,3 +100,46 @@ def take(plan_: AnchorPlan, outputs: List[torch.Tensor], shapes: Dict[str, torch
         several = value.numel() != shape.numel()
         found[short] = value.reshape(-1, *shape) if several else value.reshape(shape)
     return outputs[:-count], found
+
+
+class CallAnchors(NamedTuple):
+    """A compiled model's anchors: the plan (variables named as the program
+    names them), each anchored gradient's parameter shape and the anchored
+    variables the device holds."""
+    plan: AnchorPlan
+    shapes: Dict[str, torch.Size]
+    on_device: Set[str]
+
+
+NO_ANCHORS = CallAnchors(AnchorPlan([], []), {}, set())
+
+
+def resolve(plan_: AnchorPlan, shapes: Dict[str, torch.Size], program: _C.DeviceProgram,
+            tensors: Dict[str, torch.Tensor], names_by_tensor: Dict[int, str]) -> CallAnchors:
+    """Names each variable anchor as the program does (a tied weight has one name
+    there); refuses tensors the program does not hold."""
+    on_device = set(program.weight_names())
+    device_anchors = on_device | ({LOSS_SCALE_STATE} & set(program.state_names()))
+    resolved = []
+    for short, name in plan_.variables:
+        if name == LOSS_SCALE_STATE:
+            resolved.append((short, name))
+            continue
+        program_name = names_by_tensor[id(tensors[name])]
+        if program_name not in on_device:
+            raise OptionError(f"anchorTensor('{short}', ...): the program does not use "
+                              f"'{name}', so the device does not hold it; read it from the "
+                              "model instead.")
+        resolved.append((short, program_name))
+    return CallAnchors(plan_._replace(variables=resolved), shapes, device_anchors)
+
+
+def read_variables(anchors: CallAnchors, program: _C.DeviceProgram,
+                   loss_scaling: float) -> Dict[str, torch.Tensor]:
+    """The anchored variables' values after a call, by short name; the loss scaling
+    factor, when the program holds it as a constant, is `loss_scaling`."""
+    names = [name for _, name in anchors.plan.variables]
+    values = program.read_variables(sorted(set(names) & anchors.on_device))
+    if LOSS_SCALE_STATE not in values:  # a constant factor: the optimizer's
+        values[LOSS_SCALE_STATE] = torch.tensor(loss_scaling)
+    return {short: values[name] for short, name in anchors.plan.variables}

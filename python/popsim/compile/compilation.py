@@ -22,7 +22,8 @@ from popsim.device import replication as _replication
 from popsim.frontend import tracing as _tracing
 from popsim.frontend import weights as _weights
 from popsim.api.errors import CompilationError, InputError
-from popsim.api.options import Options, source_location_excludes
+from popsim.api.option_fields import source_location_excludes
+from popsim.api.options import Options
 
 from popsim.training.optimizer_binding import OptimizerBinding
 
@@ -114,7 +115,8 @@ def import_call(model: torch.nn.Module, options: Options, training: bool,
         raise CompilationError(host_memory_message(type(model).__name__, error)) from error
     tracing_done()
     _warn_about_float64(traced, float32_buffers, model)
-    graph = _C.import_module(traced, _tracing.widened(micro), source_location_excludes(options),
+    excludes = source_location_excludes(options.source_location_excludes)
+    graph = _C.import_module(traced, _tracing.widened(micro), excludes,
                              _tracing.MODEL_ATTRIBUTE, signature.tensor_names,
                              training=training, random_seed=random_seed(options),
                              downcast_mixed_floats=downcast)

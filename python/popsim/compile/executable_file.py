@@ -24,16 +24,17 @@ import os
 import pickle
 import struct
 import tempfile
-from typing import TYPE_CHECKING, Any, Dict, Iterator, NamedTuple, Optional, Tuple
+import warnings
+from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 import torch
 
 from popsim import _C
-from popsim.api.version import VERSION
 from popsim.api.errors import ExecutableFileError
-
-if TYPE_CHECKING:
-    from popsim.api.options import Options
+from popsim.api.log import LOGGER
+from popsim.api.options import Options
+from popsim.api.version import VERSION
+from popsim.frontend import structure as _structure
 
 MAGIC = b"POPSIMEX"
 CONTAINER_VERSION = 1
@@ -201,7 +202,7 @@ def read(path: str, with_metadata: bool = True) -> ProgramFile:
     return ProgramFile(key, sections[1], metadata)
 
 
-def cache_directory(options: "Options") -> Optional[str]:
+def cache_directory(options: Options) -> Optional[str]:
     """Where this model's programs are cached, or None."""
     configured = options.executable_cache_dir
     if configured is False:
@@ -217,3 +218,70 @@ def cache_directory(options: "Options") -> Optional[str]:
 
 def cache_path(directory: str, key: ProgramKey) -> str:
     return os.path.join(directory, f"{key.digest}.popsim")
+
+
+def executable_for(graph: _C.Graph, compiled: _C.CompileOptions, options: Options,
+                   exported: Optional[Tuple[str, ProgramFile]] = None) -> _C.Executable:
+    """The executable of `graph`: `exported`'s program (loadExecutable's (path, file),
+    which must be the program `graph` and `compiled` give), else the cached one, else
+    compiled (and cached when caching is on). A damaged or stale cache file is compiled
+    again and replaced, with a warning."""
+    if exported is not None:
+        path, stored = exported
+        reason = mismatch(stored.key, program_key(graph, compiled))
+        if reason is not None:
+            raise ExecutableFileError(
+                f"loadExecutable('{path}'): {reason}. Wrap the model (and options) as they "
+                "were when compileAndExport wrote the file, or compile and export it again.")
+        return _C.load_program(stored.program, compiled)
+    directory = cache_directory(options)
+    if directory is None:
+        return _C.compile(graph, compiled)
+    key = program_key(graph, compiled)
+    path = cache_path(directory, key)
+    if os.path.exists(path):
+        try:
+            stored = read(path, with_metadata=False)
+            reason = mismatch(stored.key, key)
+            if reason is not None:
+                raise ExecutableFileError(f"'{path}': {reason}.")
+            executable = _C.load_program(stored.program, compiled)
+            LOGGER.info("Loaded the compiled program from the executable cache: %s", path)
+            return executable
+        except (ExecutableFileError, OSError) as error:
+            warnings.warn(f"popsim's executable cache does not use a file: {error} "
+                          "Compiling the model again and replacing the file.")
+    executable = _C.compile(graph, compiled)
+    try:
+        write(path, key, executable.serialize_program())
+    except OSError as error:
+        warnings.warn(f"popsim's executable cache cannot write '{path}' ({error}): the model "
+                      "runs, but the next process compiles it again.")
+    return executable
+
+
+class TensorSpec(NamedTuple):
+    """A call's tensor in an exported file: its shape and dtype."""
+    shape: tuple
+    dtype: torch.dtype
+
+
+# The call a model compiled for, as exported files record it: (structure, leaves), each
+# tensor leaf a TensorSpec.
+CallSpec = Tuple[_structure.Structure, List[Any]]
+
+
+def call_spec(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> CallSpec:
+    """The call as _structure.flatten sees it, with each tensor leaf replaced by its
+    TensorSpec."""
+    leaves, _, structure = _structure.flatten((args, kwargs), "")
+    return structure, [TensorSpec(tuple(leaf.shape), leaf.dtype)
+                       if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves]
+
+
+def call_from_spec(spec: CallSpec) -> Tuple[Tuple[Any, ...], Dict[str, Any]]:
+    """(args, kwargs) of call_spec's call, with zero tensors of the specs."""
+    structure, leaves = spec
+    return _structure.unflatten([torch.zeros(leaf.shape, dtype=leaf.dtype)
+                                 if isinstance(leaf, TensorSpec) else leaf for leaf in leaves],
+                                structure)

@@ -16,7 +16,8 @@ from popsim.compile import compilation as _compilation
 from popsim.frontend import tracing as _tracing
 from popsim.frontend import weights as _weights
 from popsim.api.errors import InputError
-from popsim.api.options import DEFAULT_SOURCE_LOCATION_EXCLUDES, Options
+from popsim.api.option_fields import DEFAULT_SOURCE_LOCATION_EXCLUDES
+from popsim.api.options import Options
 
 
 def gradients(model: torch.nn.Module, *args: Any, training: bool = False,

@@ -41,7 +41,7 @@ from multiprocessing.process import BaseProcess
 from multiprocessing.reduction import ForkingPickler
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
-from popsim.api.options import positive_int
+from popsim.api.option_fields import positive_int
 
 if TYPE_CHECKING:
     from multiprocessing.queues import Queue

@@ -19,7 +19,8 @@ from popsim.device import replication as _replication
 from popsim.data.async_data import AsynchronousDataAccessor, batch_count
 from popsim.api.enums import DataLoaderMode
 from popsim.api.errors import OptionError
-from popsim.api.options import Options, positive_int
+from popsim.api.option_fields import positive_int
+from popsim.api.options import Options
 
 if TYPE_CHECKING:
     class _SizedDataset(Protocol):

@@ -59,7 +59,8 @@ class Profile:
         self.trace: Optional[ExecutionTrace] = None
         if chrome_trace is not None:
             # The core reads the call back from trace.json, as it wrote it.
-            self.trace = ExecutionTrace(_C.execution_trace_from_document(json.dumps(chrome_trace)))
+            self.trace = ExecutionTrace._wrap(
+                _C.execution_trace_from_document(json.dumps(chrome_trace)))
 
     @property
     def num_ipus(self) -> int:

@@ -1,5 +1,6 @@
 """The simulated execution trace of a model's last call."""
 
+import json
 from typing import Any, Dict, List
 
 from popsim import _C
@@ -35,19 +36,41 @@ class ExecutionTrace:
     ``U`` (weight update), several separated by commas.
     """
 
-    def __init__(self, trace: _C.ExecutionTrace) -> None:
-        """Wraps the core's trace of a call (its statistics are the core's,
-        csrc/profile/call_trace.cpp, which profiles and sizing reports read too)."""
-        self._trace = trace
-        self.events: List[Dict[str, Any]] = [event.to_dict() for event in trace.events]
-        self.total_cycles: int = trace.total_cycles
-        self.clock_hz: float = trace.clock_hz
-        self.pipeline: Dict[str, Any] = trace.pipeline.to_dict()
+    def __init__(self, events: List[Dict[str, Any]], total_cycles: int, clock_hz: float,
+                 pipeline: Dict[str, Any]) -> None:
+        """A trace from its parts, as ``events``, ``total_cycles``, ``clock_hz`` and
+        ``pipeline`` hold them (a part of a trace can be drawn this way: the events of one
+        optimizer step, say).
+
+        Args:
+            events: The events, dicts as :attr:`events` holds them.
+            total_cycles: The call's cycles on the simulated clock.
+            clock_hz: The chip's clock.
+            pipeline: The pipeline, a dict as :attr:`pipeline` holds it.
+        """
+        self._trace = _C.execution_trace_from_records(json.dumps(events), total_cycles,
+                                                      clock_hz, json.dumps(pipeline))
+        self.events = events
+        self.total_cycles = total_cycles
+        self.clock_hz = clock_hz
+        self.pipeline = pipeline
 
     @classmethod
     def of(cls, executable: _C.Executable) -> "ExecutionTrace":
         """The last call of a compiled C++ executable."""
-        return cls(_C.execution_trace(executable))
+        return cls._wrap(_C.execution_trace(executable))
+
+    @classmethod
+    def _wrap(cls, trace: _C.ExecutionTrace) -> "ExecutionTrace":
+        """Wraps the core's trace of a call (its statistics are the core's,
+        csrc/profile/call_trace.cpp, which profiles and sizing reports read too)."""
+        wrapped = cls.__new__(cls)
+        wrapped._trace = trace
+        wrapped.events = [event.to_dict() for event in trace.events]
+        wrapped.total_cycles = trace.total_cycles
+        wrapped.clock_hz = trace.clock_hz
+        wrapped.pipeline = trace.pipeline.to_dict()
+        return wrapped
 
     @property
     def seconds(self) -> float:

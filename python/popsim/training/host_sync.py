@@ -14,14 +14,17 @@ classes.
 """
 
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Type
+from typing import Any, Callable, Dict, Optional, Protocol, Type
 
 import torch
 
 from popsim.training.class_swap import ClassSwap
 
-if TYPE_CHECKING:
-    from popsim.executor import Executor
+
+class DeviceWeights(Protocol):
+    """Whose weights a model copies home before it is used (a weight flow)."""
+
+    def copy_weights_home_if_newer(self) -> None: ...
 
 
 def _sync(module: torch.nn.Module) -> None:
@@ -55,14 +58,14 @@ def _synced_methods(synced: Type[Any]) -> Dict[str, Callable[..., Any]]:
 _SWAP = ClassSwap("_popsim_sync", _synced_methods, before_pickle=_sync)
 
 
-def install(model: torch.nn.Module, owner: "Executor") -> None:
+def install(model: torch.nn.Module, owner: DeviceWeights) -> None:
     """Makes `model` copy `owner`'s device weights home before it is used."""
     reference = weakref.ref(owner)
 
     def sync() -> None:
-        executor = reference()
-        if executor is not None:
-            executor._sync_host_if_needed()
+        weights = reference()
+        if weights is not None:
+            weights.copy_weights_home_if_newer()
 
     for module in model.modules():
         _SWAP.install(module, sync)

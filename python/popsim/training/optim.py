@@ -142,6 +142,7 @@ class _MaxGradNorm:
 
     @property
     def max_grad_norm(self) -> float:
+        """The norm gradients are clipped to before each step (``math.inf``: no clipping)."""
         norm = self.defaults.get("max_grad_norm")
         return math.inf if norm is None else norm
 
@@ -151,17 +152,26 @@ class _MaxGradNorm:
         self.defaults["max_grad_norm"] = norm
 
     def state_dict(self) -> Dict[str, Any]:
-        """torch's state dict, with PopTorch's "ipu_state" and "ipu_param":
-        None until a training model compiles with this optimizer (then the
-        device's state and hyper-parameters; see popsim.training.optimizer_state)."""
+        """Gives torch's state dict, with PopTorch's ``"ipu_state"`` and ``"ipu_param"``.
+
+        Returns:
+            torch's state dict of the optimizer, plus ``"ipu_state"`` and ``"ipu_param"``:
+            None until a training model compiles with this optimizer, then the device's
+            optimizer state and hyper-parameters.
+        """
         state: Dict[str, Any] = super().state_dict()  # type: ignore[misc]
         state.setdefault("ipu_state", None)
         state.setdefault("ipu_param", None)
         return state
 
     def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
-        """torch's load_state_dict; PopTorch's "ipu_state" and "ipu_param" are
-        read by the training model that owns the optimizer, if any."""
+        """Loads a state dict as torch's ``load_state_dict`` does.
+
+        Args:
+            state_dict: The state dict, as :meth:`state_dict` gives it; its ``"ipu_state"``
+                and ``"ipu_param"`` are read by the training model that owns the optimizer, if
+                any.
+        """
         super().load_state_dict(  # type: ignore[misc]
             {k: v for k, v in state_dict.items() if k not in ("ipu_state", "ipu_param")})
 

@@ -18,18 +18,27 @@ restores it.
 """
 
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Type
+from typing import Any, Callable, Dict, Mapping, Optional, Protocol, Tuple, Type
 
 import torch
 
 from popsim.training.class_swap import ClassSwap
 
-if TYPE_CHECKING:
-    from popsim.executor import Executor
+
+class DeviceOptimizerState(Protocol):
+    """Where an optimizer's state counts while its model trains (a weight flow)."""
+
+    def optimizer_state_to_host(self) -> None: ...
+
+    def device_optimizer_state(
+            self) -> Optional[Tuple[Dict[str, torch.Tensor], Dict[str, torch.Tensor]]]: ...
+
+    def optimizer_state_loaded(self, ipu_state: Optional[Mapping[str, torch.Tensor]] = None
+                               ) -> None: ...
 
 
-def _owner(optimizer: torch.optim.Optimizer) -> Optional["Executor"]:
-    reference: Optional["weakref.ReferenceType[Executor]"] = _SWAP.hook(optimizer)
+def _owner(optimizer: torch.optim.Optimizer) -> Optional[DeviceOptimizerState]:
+    reference: Optional["weakref.ReferenceType[DeviceOptimizerState]"] = _SWAP.hook(optimizer)
     return reference() if reference is not None else None
 
 
@@ -37,9 +46,9 @@ def _synced_methods(synced: Type[Any]) -> Dict[str, Callable[..., Any]]:
     def state_dict(self: torch.optim.Optimizer, *args: Any, **kwargs: Any) -> Dict[str, Any]:
         owner = _owner(self)
         if owner is not None:
-            owner._sync_optimizer_state_to_host()
+            owner.optimizer_state_to_host()
         state = super(synced, self).state_dict(*args, **kwargs)
-        device = owner._device_optimizer_state() if owner is not None else None
+        device = owner.device_optimizer_state() if owner is not None else None
         state["ipu_state"], state["ipu_param"] = device if device is not None else (None, None)
         return state
 
@@ -50,7 +59,7 @@ def _synced_methods(synced: Type[Any]) -> Dict[str, Callable[..., Any]]:
         result = super(synced, self).load_state_dict(state_dict)
         owner = _owner(self)
         if owner is not None:
-            owner._optimizer_state_loaded(ipu_state)
+            owner.optimizer_state_loaded(ipu_state)
         return result
 
     return {"state_dict": state_dict, "load_state_dict": load_state_dict}
@@ -59,9 +68,9 @@ def _synced_methods(synced: Type[Any]) -> Dict[str, Callable[..., Any]]:
 _SWAP = ClassSwap("_popsim_optimizer_owner", _synced_methods)
 
 
-def install(optimizer: torch.optim.Optimizer, executor: "Executor") -> None:
-    """Routes optimizer.state_dict() / load_state_dict() through `executor`."""
-    _SWAP.install(optimizer, weakref.ref(executor))
+def install(optimizer: torch.optim.Optimizer, owner: DeviceOptimizerState) -> None:
+    """Routes optimizer.state_dict() / load_state_dict() through `owner`."""
+    _SWAP.install(optimizer, weakref.ref(owner))
 
 
 def uninstall(optimizer: torch.optim.Optimizer) -> None:

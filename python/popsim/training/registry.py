@@ -11,14 +11,19 @@ pickles of a module never carry them.
 
 import itertools
 import weakref
-from typing import TYPE_CHECKING, Dict, List, Optional
+from typing import Dict, List, Optional, Protocol
 
 import torch
 
 from popsim.api.errors import InputError
 
-if TYPE_CHECKING:
-    from popsim.executor import Executor
+
+class Trainer(Protocol):
+    """What the registry asks of a training model (its weight flow): that its
+    trained weights reach the host model; its repr names it in errors."""
+
+    def copy_weights_home_if_newer(self) -> None: ...
+
 
 _records: "weakref.WeakKeyDictionary[object, TrainingRecord]" = (
     weakref.WeakKeyDictionary())  # module -> TrainingRecord
@@ -34,7 +39,7 @@ def _bump() -> None:
 
 
 class TrainingRecord:
-    def __init__(self, trainer: "Executor") -> None:
+    def __init__(self, trainer: Trainer) -> None:
         self._trainer = weakref.ref(trainer)
         self.serial = next(_serials)
         self.version = 0  # calls run: inference models compare it with what they uploaded
@@ -45,12 +50,12 @@ class TrainingRecord:
         _bump()
 
     @property
-    def trainer(self) -> Optional["Executor"]:
+    def trainer(self) -> Optional[Trainer]:
         """The training model, or None once it has been collected."""
         return self._trainer()
 
 
-def register(model: torch.nn.Module, trainer: "Executor") -> TrainingRecord:
+def register(model: torch.nn.Module, trainer: Trainer) -> TrainingRecord:
     """Records `model`'s modules as trained by `trainer`; fails if another one trains any."""
     for name, module in model.named_modules():
         record = _records.get(module)

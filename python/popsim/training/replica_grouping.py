@@ -28,8 +28,10 @@ from popsim.api.enums import VariableRetrievalMode
 from popsim.api.errors import OptionError
 
 if TYPE_CHECKING:
-    from popsim.executor import Executor
     from popsim.api.options import Options
+
+# Records a parameter's grouping: (name, (CommGroupType, shards, VariableRetrievalMode)).
+SetGrouping = Callable[[str, Tuple[CommGroupType, int, VariableRetrievalMode]], None]
 
 
 class Grouping(NamedTuple):
@@ -181,21 +183,22 @@ class GroupingHandle:
     """What ``ipu_model.<parameter>`` offers beside the parameter itself:
     ``replicaGrouping(comm_group_type, shards, variable_retrieval_mode)``
     (and PopTorch's older spelling ``perReplica``), which records the
-    grouping in the executor's ``per_replica_params``."""
+    grouping in the executor's ``per_replica_params`` through `set_grouping`
+    (a method of the executor, held weakly: the parameter must not keep the
+    executor alive)."""
 
-    def __init__(self, executor: "Executor", name: str) -> None:
-        # Weak: the parameter must not keep the executor alive.
-        self._executor: Callable[[], Optional["Executor"]] = weakref.ref(executor)
+    def __init__(self, set_grouping: SetGrouping, name: str) -> None:
+        self._set_grouping: Callable[[], Optional[SetGrouping]] = weakref.WeakMethod(
+            set_grouping)  # type: ignore[arg-type]
         self._name = name
 
     def __call__(self, comm_group_type: CommGroupType, shards: int,
                  variable_retrieval_mode: VariableRetrievalMode) -> None:
-        executor = self._executor()
-        if executor is None:
+        set_grouping = self._set_grouping()
+        if set_grouping is None:
             raise OptionError(f"replicaGrouping of '{self._name}': the model it was read "
                               "from no longer exists.")
-        executor._set_replica_grouping(
-            self._name, (comm_group_type, shards, variable_retrieval_mode))
+        set_grouping(self._name, (comm_group_type, shards, variable_retrieval_mode))
 
     def __reduce__(self) -> Tuple[Callable[[str], "GroupingHandle"], Tuple[str]]:
         # A copied or pickled parameter no longer belongs to the executor.
@@ -204,6 +207,6 @@ class GroupingHandle:
 
 def _detached_handle(name: str) -> GroupingHandle:
     handle = GroupingHandle.__new__(GroupingHandle)
-    handle._executor = lambda: None
+    handle._set_grouping = lambda: None
     handle._name = name
     return handle

@@ -1,0 +1,85 @@
+"""popsim.sizeJob: a job sized without computing it, from one cost-only call of a
+model wrapped for the job (the wrapped model is destroyed afterwards). The planner
+(planner.py) sizes its candidates the same way."""
+
+import contextlib
+from typing import Any, Iterator, Optional
+
+import torch
+
+from popsim.api.errors import InputError
+from popsim.api.options import Options
+from popsim.device import replication as _replication
+from popsim.executor import Executor, inferenceModel, trainingModel
+from popsim.reports.sizing import SizingReport
+
+
+def _call_input(tensor: Any, repeats: int, name: str) -> Any:
+    """A call's input standing for `repeats` micro-batches like `tensor`: a
+    stride-0 view of one element, since a cost-only call never reads it."""
+    if not isinstance(tensor, torch.Tensor):
+        return tensor
+    if tensor.dim() == 0:
+        raise InputError(
+            f"sizeJob: input {name} is a scalar; every input of a micro-batch needs its batch "
+            "dimension first, as the model's inputs are split along it.")
+    shape = (tensor.shape[0] * repeats,) + tuple(tensor.shape[1:])
+    return torch.zeros((), dtype=tensor.dtype).expand(shape)
+
+
+@contextlib.contextmanager
+def cost_only_call(model: torch.nn.Module, micro_batch: Any, options: Optional[Options],
+                   optimizer: Optional[torch.optim.Optimizer]) -> Iterator[Executor]:
+    """The executor of `model` compiled cost-only with `options`, after one
+    call standing for a step of the job (see sizeJob); destroyed afterwards."""
+    sizing = (options or Options()).clone()
+    sizing.Simulator.costOnly().allowOverCapacity()
+    training = optimizer is not None
+    replication = _replication.of(sizing, training)
+    repeats = (sizing.device_iterations * replication.local
+               * (sizing.Training.gradient_accumulation if training else 1))
+    inputs = micro_batch if isinstance(micro_batch, tuple) else (micro_batch,)
+    call = tuple(_call_input(tensor, repeats, f"{index} ({type(tensor).__name__})")
+                 for index, tensor in enumerate(inputs))
+    executor = (trainingModel(model, sizing, optimizer) if training
+                else inferenceModel(model, sizing))
+    try:
+        executor(*call)
+        yield executor
+    finally:
+        executor.destroy()
+
+
+def sizeJob(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = None,
+            optimizer: Optional[torch.optim.Optimizer] = None) -> SizingReport:
+    """Sizes a job without computing it, from popsim's simulation of one call.
+
+    Compiles ``model`` with ``options`` cost-only (``Options.Simulator.costOnly()``), makes one
+    call and returns its report. The call stands for deviceIterations x replicationFactor (x
+    gradientAccumulation for training) micro-batches without allocating them (stride-0 views),
+    so a POD's global batch costs nothing on the host. A job that does not fit its IPUs is
+    reported (``fits`` False, with what to change) instead of raising
+    :class:`popsim.OutOfMemoryError`. The weights must fit the host in float32: the model is an
+    ordinary PyTorch module, traced on the host. The executor is destroyed afterwards.
+
+    Args:
+        model: The model to size.
+        micro_batch: One micro-batch of one replica's inputs: a tensor, or a tuple of the
+            model's positional inputs, each with its batch dimension first (only the
+            tensors' shapes and dtypes are read).
+        options: The job's options (replication, gradient accumulation, device iterations,
+            execution strategy, ...); they are copied, not changed. None: default
+            :class:`popsim.Options`.
+        optimizer: The optimizer of a training job (as for :func:`popsim.trainingModel`);
+            None sizes an inference job (:func:`popsim.inferenceModel`).
+
+    Returns:
+        The :class:`popsim.SizingReport` of the call, with memory per IPU against capacity,
+        the simulated step time and throughput, where each IPU's time goes, and advice.
+
+    Raises:
+        InputError: when an input tensor of ``micro_batch`` is a scalar (it has no batch
+            dimension).
+    """
+    with cost_only_call(model, micro_batch, options, optimizer) as executor:
+        return executor.sizingReport()

@@ -1,0 +1,356 @@
+"""Where a wrapped model's weights and optimizer state are current, and the
+copies that keep the host and the device in step: one state machine per
+wrapped model, which the registry of training models, the host model's
+lazy copies (host_sync.py) and the optimizer's state dict
+(optimizer_state.py) reach through narrow protocols.
+
+Weights: an inference model copies the host model's weights to the device
+when it compiles (and on copyWeightsToDevice()); it also picks up weights a
+training model of the same host model has trained. While a training model
+runs, its device weights are the source of truth; the host model is updated
+lazily, when it is used. The optimizer's state follows the same way, and a
+loaded state dict goes to the device before the next call.
+
+The states (each a small enum, not a flag per case):
+- weights: in step, or the device's newer (a training call ran since they
+  were copied home);
+- optimizer state: in step, the device's newer, or the host's newer
+  (optimizer.load_state_dict() since the last call, with its "ipu_state");
+- the device: attached, or detached (holding the state it had).
+"""
+
+import enum
+import threading
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import torch
+
+from popsim import _C
+from popsim.api.enums import ConnectionType
+from popsim.api.errors import InputError, OptionError
+from popsim.api.options import Options
+from popsim.frontend import weights as _weights
+from popsim.training import host_sync as _host_sync
+from popsim.training import optimizer_binding as _binding
+from popsim.training import optimizer_state as _optimizer_state
+from popsim.training import registry as _registry
+
+# (the device's optimizer state by name, each group's hyper-parameters and the loss scaling)
+DeviceOptimizerState = Tuple[Dict[str, torch.Tensor], Dict[str, torch.Tensor]]
+
+
+class _Copies(enum.Enum):
+    IN_STEP = "in step"
+    DEVICE_NEWER = "device newer"
+    HOST_NEWER = "host newer"  # (the optimizer state only)
+
+
+class WeightFlow:
+    """The weights and optimizer state of one wrapped model (an Executor's):
+    created with it, bound to each program it compiles, released by destroy()."""
+
+    def __init__(self, model: torch.nn.Module, shallow: torch.nn.Module, options: Options,
+                 training: bool, optimizer: Optional[torch.optim.Optimizer],
+                 lock: "threading.RLock", describe: Callable[[], str]) -> None:
+        self._model = model  # the user's
+        self._shallow = shallow  # the executor's shallow copy: its named tensors
+        self._options = options
+        self._training = training
+        self.optimizer = optimizer
+        self._lock = lock
+        self._describe = describe
+        self._record: Optional[_registry.TrainingRecord] = None
+        if training:
+            self._record = _registry.register(model, self)
+        self._unbind()
+
+    def __repr__(self) -> str:
+        return self._describe()
+
+    def _unbind(self) -> None:
+        self._program: Optional[_C.DeviceProgram] = None
+        self._binding: Optional[_binding.OptimizerBinding] = None
+        self._float32_buffers: List[str] = []  # float16 buffers the device holds in float32
+        self._weights = _Copies.IN_STEP
+        self._optimizer_copies = _Copies.IN_STEP
+        # optimizer.load_state_dict()'s "ipu_state", written to the device with the state
+        self._pending_ipu_state: Optional[Dict[str, torch.Tensor]] = None
+        self.attached = False
+        self._detached_state: Optional[Dict[str, torch.Tensor]] = None
+        self._syncing = False
+        # Inference: the training models' versions last uploaded, and the registry's
+        # generation when checked.
+        self._seen_training: Optional[Dict[int, int]] = None
+        self._seen_generation: Optional[int] = None
+
+    @property
+    def program(self) -> _C.DeviceProgram:
+        assert self._program is not None, "the model has not compiled"
+        return self._program
+
+    @property
+    def binding(self) -> _binding.OptimizerBinding:
+        """A training model's optimizer as the program uses it; once compiled."""
+        assert self._binding is not None, "the training model has not compiled"
+        return self._binding
+
+    @property
+    def detached_state(self) -> Optional[Dict[str, torch.Tensor]]:
+        """The device state a detached training model keeps to attach again with."""
+        return self._detached_state
+
+    def names_by_tensor(self) -> Dict[int, str]:
+        """Each parameter's and buffer's name, by the tensor's id."""
+        names: Dict[int, str] = {}
+        for name, tensor in _weights.named_tensors(self._shallow).items():
+            names.setdefault(id(tensor), name)
+        return names
+
+    def ensure_registered(self) -> None:
+        """A training model compiling again after destroy() is recorded again."""
+        if self._training and self._record is None:
+            self._record = _registry.register(self._model, self)
+
+    def seen_trainers(self) -> None:
+        """An inference model about to compile: the trained weights it will upload."""
+        if not self._training:
+            self._seen_training = self._sync_trainers_to_host()
+
+    # --- A compiled program's life ---
+
+    def bind(self, program: _C.DeviceProgram, binding: Optional[_binding.OptimizerBinding],
+             float32_buffers: Sequence[str], jobs_replicas: int) -> None:
+        """The program the model compiled to: its weights (and a training model's
+        optimizer state and hyper-parameters) go to the device, and the host model and
+        optimizer learn to copy theirs home first."""
+        self._program, self._binding = program, binding
+        self._float32_buffers = list(float32_buffers)
+        self.upload_weights()
+        if binding is not None:
+            if not program.cost_only:  # (a cost-only device holds no state)
+                program.write_variables(binding.initial_state(program))
+            binding.write_hyperparameters(program, _binding.grad_scale(self._options))
+            _host_sync.install(self._model, self)
+            assert self.optimizer is not None, "a training model has an optimizer"
+            _optimizer_state.install(self.optimizer, self)
+        if jobs_replicas > 1:  # replicas draw random numbers of their own
+            program.draw_apart(self._options.Distributed.processId)
+        # OnDemand attaches (and Never would) only when the model first runs.
+        self.attached = self._options.connection_type == ConnectionType.Always
+
+    def before_call(self) -> None:
+        """What a call needs first: the trained weights of other models (inference), or a
+        loaded optimizer state (training)."""
+        if not self._training:
+            self._catch_up_with_training()
+        elif self._optimizer_copies == _Copies.HOST_NEWER:
+            self._write_optimizer_state()
+
+    def after_call(self) -> None:
+        """A training call ran: the device's weights and state are newer (a cost-only
+        device trains nothing, and the host stays the truth)."""
+        if not self._training:
+            return
+        if not self.program.cost_only:
+            self._weights = _Copies.DEVICE_NEWER
+            self._optimizer_copies = _Copies.DEVICE_NEWER
+        assert self._record is not None, "a training model is recorded while it runs"
+        self._record.called()
+        if hasattr(self.optimizer, "_step_count"):
+            # The device's optimizer steps, as PyTorch's optimizer.step() counts them, for
+            # learning rate schedulers (which warn when the optimizer never stepped).
+            self.optimizer._step_count += self._options.device_iterations  # type: ignore
+
+    def release(self) -> None:
+        """destroy(): weights and optimizer state home, and the program forgotten."""
+        if self._program is not None and self._training:
+            if self.attached and not self._program.cost_only:
+                self.copy_weights_home()
+                self.binding.copy_state_to_host(self._program)
+            _host_sync.uninstall(self._model)
+            assert self.optimizer is not None, "a training model has an optimizer"
+            _optimizer_state.uninstall(self.optimizer)
+        if self._record is not None:
+            _registry.release(self._record)
+            self._record = None
+        self._unbind()
+
+    # --- Weights ---
+
+    def upload_weights(self) -> None:
+        """The host model's weights to the device (a cost-only device checks and drops
+        them); the host and the device are then in step."""
+        names = self.program.weight_names()
+        host = _weights.host_weights(self._shallow, names)
+        for name in self._float32_buffers:
+            if name in host:
+                host[name] = host[name].float()
+        self.program.write_variables(host)
+        self._weights = _Copies.IN_STEP
+
+    def copy_weights_home(self) -> None:
+        """The device's weights into the host model (nothing was computed cost-only)."""
+        if self.program.cost_only:
+            return
+        names = self.program.weight_names()
+        device = self.program.read_variables(names)
+        host = _weights.host_weights(self._shallow, names)
+        with torch.no_grad():
+            for name in names:
+                host[name].copy_(device[name])
+        self._weights = _Copies.IN_STEP
+
+    def copy_weights_home_if_newer(self) -> None:
+        """The host model is used: it gets the device's weights if they are newer
+        (host_sync.py and the registry of training models ask)."""
+        with self._lock:
+            if self._weights == _Copies.DEVICE_NEWER and self.attached and not self._syncing:
+                self._syncing = True
+                try:
+                    self.copy_weights_home()
+                finally:
+                    self._syncing = False
+
+    def write_named_buffers(self, names: Sequence[str]) -> None:
+        """copyNamedBuffersToDevice: only the named buffers go to the device."""
+        buffers = dict(self._shallow.named_buffers())
+        on_device = set(self.program.weight_names())
+        unknown = [name for name in names if name not in buffers]
+        if unknown:
+            raise OptionError(
+                f"updatableNamedBuffers names {unknown}, which the model does not have; its "
+                f"buffers are {sorted(buffers)}.")
+        unused = [name for name in names if name not in on_device]
+        if unused:
+            raise OptionError(
+                f"updatableNamedBuffers names {unused}, which the compiled program does not "
+                "read (popsim keeps only the buffers the model uses on the device).")
+        self.program.write_variables({name: buffers[name] for name in names})
+
+    def _sync_trainers_to_host(self) -> Dict[int, int]:
+        """Copies weights home from training models of this model's modules;
+        returns their versions."""
+        for record in _registry.records(self._model):
+            trainer = record.trainer
+            if trainer is not None:
+                trainer.copy_weights_home_if_newer()
+        return _registry.versions(self._model)
+
+    def _catch_up_with_training(self) -> None:
+        """Uploads weights that training models of this model's modules trained since."""
+        generation = _registry.generation
+        if generation == self._seen_generation:  # no training model ran or came or went
+            return
+        if _registry.versions(self._model) != self._seen_training:
+            self._seen_training = self._sync_trainers_to_host()
+            self.upload_weights()
+        self._seen_generation = generation
+
+    # --- The device: attached or detached ---
+
+    def detach(self) -> None:
+        if not self.attached:
+            raise InputError("The model is not attached to the device.")
+        if self._training and not self.program.cost_only:
+            self.copy_weights_home()
+            self.binding.copy_state_to_host(self.program)
+            self._detached_state = self.program.read_variables(self.program.state_names())
+        self.attached = False
+
+    def attach(self) -> None:
+        if self._options.connection_type == ConnectionType.Never:
+            raise OptionError(
+                "This model was compiled with connectionType(ConnectionType.Never) (which "
+                "useOfflineIpuTarget sets): it compiles for an offline target and cannot run "
+                "or attach. Its memoryReport() is available; to run it, wrap the model again "
+                "with options that leave connectionType at Always or OnDemand.")
+        if self.attached:
+            raise InputError("The model is already attached to the device.")
+        self.upload_weights()
+        if self._training and self._detached_state is not None:
+            self.program.write_variables(self._detached_state)
+            self._detached_state = None
+        self.attached = True
+
+    # --- The optimizer's state (optimizer_state.py's protocol) ---
+
+    def optimizer_state_to_host(self) -> None:
+        """Copies the device's optimizer state into the optimizer (its state_dict()
+        calls this first)."""
+        with self._lock:
+            if (self._optimizer_copies == _Copies.DEVICE_NEWER and self.attached
+                    and self._program is not None):
+                self.binding.copy_state_to_host(self._program)
+            if self._optimizer_copies == _Copies.DEVICE_NEWER:
+                self._optimizer_copies = _Copies.IN_STEP
+
+    def optimizer_state_loaded(self, ipu_state: Optional[Mapping[str, torch.Tensor]] = None
+                               ) -> None:
+        """optimizer.load_state_dict() ran: its state goes to the device next call, and
+        then the state dict's "ipu_state", if it has one."""
+        if ipu_state is not None:
+            known = self.device_optimizer_state()
+            if known is None:
+                raise OptionError("optimizer.load_state_dict: an 'ipu_state' is the state of a "
+                                  "compiled model's device; load it after the model compiles "
+                                  "(or leave it out: 'state' holds the same).")
+            for name, value in ipu_state.items():
+                if name not in known[0] or tuple(value.shape) != tuple(known[0][name].shape):
+                    raise OptionError(
+                        f"optimizer.load_state_dict: ipu_state['{name}'] is not a state of this "
+                        f"program of that shape; its optimizer state is "
+                        f"{sorted(known[0])[:6]}{'...' if len(known[0]) > 6 else ''}.")
+            self._pending_ipu_state = dict(ipu_state)
+        self._optimizer_copies = _Copies.HOST_NEWER
+
+    def device_optimizer_state(self) -> Optional[DeviceOptimizerState]:
+        """PopTorch's ipu_state and ipu_param: the device's optimizer state by name, and
+        each group's hyper-parameters (group<i>/<name>) and the loss scaling; None before
+        the model compiles."""
+        if self._program is None or not self._training:
+            return None
+        binding = self.binding
+        names = sorted(binding.optimizer_state(self._program))
+        state = self._program.read_variables(names) if self.attached else {}
+        scale = _binding.grad_scale(self._options)
+        params = {f"group{index}/{name}": torch.tensor(value, dtype=torch.float64)
+                  for index, group in enumerate(binding.optimizer.param_groups)
+                  for name, value in _binding.hyperparameters(binding.kind, group, scale).items()}
+        params["loss_scaling"] = torch.tensor(binding.loss_scaling(), dtype=torch.float64)
+        return state, params
+
+    def _write_optimizer_state(self) -> None:
+        assert self.optimizer is not None, "a training model has an optimizer"
+        binding = _binding.OptimizerBinding(self.optimizer, self.names_by_tensor())
+        self.binding.check_compatible(binding)
+        self._binding = binding
+        self.program.write_variables(binding.optimizer_state(self.program))
+        if self._pending_ipu_state:  # load_state_dict's "ipu_state", after the state it mirrors
+            self.program.write_variables(
+                {name: value.detach().float() if value.is_floating_point() else value
+                 for name, value in self._pending_ipu_state.items()})
+            self._pending_ipu_state = None
+        binding.write_hyperparameters(self.program, _binding.grad_scale(self._options))
+        self._optimizer_copies = _Copies.IN_STEP
+
+    def set_optimizer(self, optimizer: torch.optim.Optimizer,
+                      reported: "set[str]") -> None:
+        """setOptimizer: new hyper-parameters now (and a new optimizer object's state
+        next call), the program unchanged."""
+        if self._program is not None:
+            binding = _binding.OptimizerBinding(optimizer, self.names_by_tensor())
+            self.binding.check_compatible(binding)
+            _binding.check_group_attributes(optimizer, self._options, reported)
+            if optimizer is not self.optimizer:
+                self.optimizer_state_to_host()
+                assert self.optimizer is not None, "a training model has an optimizer"
+                _optimizer_state.uninstall(self.optimizer)
+                _optimizer_state.install(optimizer, self)
+                # The new optimizer's own state, if it has any, goes to the device.
+                self._optimizer_copies = (_Copies.HOST_NEWER if len(optimizer.state) > 0
+                                          else _Copies.IN_STEP)
+            self._binding = binding
+            binding.write_hyperparameters(self._program, _binding.grad_scale(self._options))
+        else:
+            _binding.optimizer_kind(optimizer)
+        self.optimizer = optimizer
