@@ -4,6 +4,8 @@
 
 #include "popsim/errors.h"
 
+#include "common/strings.h"
+
 #include <string>
 
 namespace popsim {
@@ -14,13 +16,11 @@ double checked(const char* optimizer, const char* name, double value, double low
   const bool aboveLow = lowIncluded ? value >= low : value > low;
   const bool belowHigh = high < 0.0 || value < high;
   if (!aboveLow || !belowHigh) {
-    throw OptionError(
-        Error(ErrorKind::InvalidOption,
-              std::string("popsim::optim::") + optimizer + ": invalid " + name + " " +
-                  std::to_string(value) + " (expected " +
-                  (high < 0.0 ? std::string(lowIncluded ? ">= " : "> ") + std::to_string(low)
-                              : "in [0, 1)") +
-                  ")."));
+    throw OptionError(Error(
+        ErrorKind::InvalidOption,
+        strCat("popsim::optim::", optimizer, ": invalid ", name, " ", value, " (expected ",
+               high < 0.0 ? strCat(lowIncluded ? ">= " : "> ", low) : std::string("in [0, 1)"),
+               ").")));
   }
   return value;
 }
@@ -165,12 +165,23 @@ Optimizer::Optimizer(const optim::LAMB& lamb) : Optimizer(Kind::LAMB, lamb) {
   biasCorrection_ = lamb.biasCorrection_;
 }
 
+Optimizer& Optimizer::lossScaling(double factor) {
+  if (!(factor > 0.0)) {
+    throw OptionError(
+        Error(ErrorKind::InvalidOption,
+              strCat("Optimizer::lossScaling expects a positive factor (1 for none), got ", factor,
+                     ".")));
+  }
+  lossScaling_ = factor;
+  return *this;
+}
+
 Optimizer& Optimizer::maxGradNorm(double norm) {
   if (!(norm >= 0.0)) {
-    throw OptionError(Error(ErrorKind::InvalidOption,
-                            "Optimizer::maxGradNorm expects a positive norm (0 for no clipping), "
-                            "got " +
-                                std::to_string(norm) + "."));
+    throw OptionError(
+        Error(ErrorKind::InvalidOption,
+              strCat("Optimizer::maxGradNorm expects a positive norm (0 for no clipping), got ",
+                     norm, ".")));
   }
   maxGradNorm_ = norm;
   return *this;

@@ -5,6 +5,7 @@
 
 #include "api/error_classes.h"
 #include "api/session_profile.h"
+#include "common/strings.h"
 #include "device/chip_spec.h"
 #include "device/memory_size.h"
 #include "host/session_options.h"
@@ -139,6 +140,14 @@ TrainingOptions& TrainingOptions::setMeanAccumulationAndReplicationReductionStra
                                         : host::MeanReductionStrategy::Post;
   return *this;
 }
+TrainingOptions& TrainingOptions::setAutomaticLossScaling(bool enabled) {
+  session_->training.automaticLossScaling = enabled;
+  return *this;
+}
+bool TrainingOptions::automaticLossScaling() const {
+  return session_->training.automaticLossScaling;
+}
+
 MeanReductionStrategy TrainingOptions::meanReductionStrategy() const {
   return session_->training.meanStrategy == host::MeanReductionStrategy::Running
              ? MeanReductionStrategy::Running
@@ -321,6 +330,12 @@ SimulatorOptions& SimulatorOptions::costOnly(bool enabled) {
 }
 bool SimulatorOptions::costOnly() const { return session_->simulator.costOnly; }
 
+SimulatorOptions& SimulatorOptions::allowOverCapacity(bool enabled) {
+  session_->simulator.allowOverCapacity = enabled;
+  return *this;
+}
+bool SimulatorOptions::allowOverCapacity() const { return session_->simulator.allowOverCapacity; }
+
 Options& Options::deviceIterations(int64_t iterations) {
   session_->deviceIterations = positive("deviceIterations", iterations);
   return *this;
@@ -392,7 +407,7 @@ Options& Options::setAvailableMemoryProportion(const std::map<std::string, doubl
     }
     if (!(proportion > 0.0 && proportion <= 1.0)) {
       refuse("setAvailableMemoryProportion: the proportion for " + name +
-             " must be a number in (0, 1], got " + std::to_string(proportion) + ".");
+             " must be a number in (0, 1], got " + strCat(proportion) + ".");
     }
     byIpu[std::stoll(name.substr(3))] = proportion;
   }

@@ -10,6 +10,7 @@
 #include "frontend/dtype_conversion.h"
 #include "frontend/tensor_conversion.h"
 #include "host/compile_options_builder.h"
+#include "host/optimizer_hyperparameters.h"
 #include "ir/state_names.h"
 #include "runtime/hyperparameters.h"
 
@@ -34,6 +35,7 @@ compiler::TrainingConfig configOf(const torch::jit::Module& module, const Option
   compiler::TrainingConfig config;
   config.optimizer = kindOf(optimizer.kind());
   config.maxGradNorm = optimizer.maxGradNorm();
+  config.lossScaling = optimizer.lossScaling(); // compiled in (the session may make it state)
   compiler::ParameterGroup group;
   for (const torch::jit::NameTensor& parameter : module.named_parameters(true)) {
     if (parameter.value.requires_grad()) group.parameters.push_back(parameter.name);
@@ -77,11 +79,12 @@ void writeInitialOptimizerState(api::CompiledModule& compiled,
   compiled.program().writeVariables(views); // a cost-only device drops them
 }
 
-// Writes the session's optimizer's hyper-parameters into the device state.
+// Writes the session's optimizer's hyper-parameters and loss scaling into the
+// device state, every replica's.
 void writeHyperparameters(api::CompiledModule& compiled, const Optimizer& optimizer) {
-  std::map<std::string, double> values = optimizer.hyperparameters();
-  values["grad_scale"] = host::gradientScale(compiled.options().session());
-  compiled.program().writeHyperparameters(0, values); // every replica's
+  host::writeOptimizerHyperparameters(compiled.program(), {optimizer.hyperparameters()},
+                                      host::gradientScale(compiled.options().session()),
+                                      optimizer.lossScaling());
 }
 
 } // namespace
@@ -121,12 +124,13 @@ void TrainingSession::setOptimizer(const Optimizer& optimizer) {
         optimizer.centered() != current.centered() ||
         optimizer.tfVariant() != current.tfVariant() ||
         optimizer.biasCorrection() != current.biasCorrection() ||
-        optimizer.maxGradNorm() != current.maxGradNorm()) {
+        optimizer.maxGradNorm() != current.maxGradNorm() ||
+        optimizer.lossScaling() != current.lossScaling()) {
       throwError(ErrorKind::InvalidOption,
                  "setOptimizer can change numeric hyper-parameters (lr, momentum values, betas, "
                  "eps, weight_decay, ...) but not the optimizer, the settings that decide the "
                  "optimizer state (momentum on or off, nesterov, amsgrad, centered, the "
-                 "TensorFlow variant, bias correction) or maxGradNorm: they "
+                 "TensorFlow variant, bias correction), maxGradNorm or lossScaling: they "
                  "are compiled into the program. Build another session for those.");
     }
     state_->optimizer = optimizer;

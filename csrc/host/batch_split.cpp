@@ -15,6 +15,11 @@ BatchSplit batchSplitOf(const SessionOptions& options) {
   return split;
 }
 
+int64_t microBatchesOfACall(const SessionOptions& options, bool training) {
+  return options.deviceIterations * options.replicationFactor *
+         (training ? options.training.gradientAccumulation : 1);
+}
+
 std::string BatchSplit::explanation() const {
   if (gradientAccumulation == 1 && replicaParts == 1) {
     return strCat("deviceIterations (", deviceIterations, "): each call runs ", deviceIterations,

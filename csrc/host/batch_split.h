@@ -38,4 +38,9 @@ struct BatchSplit {
 
 BatchSplit batchSplitOf(const SessionOptions& options);
 
+// The micro-batches of every local replica that a call of the session holds
+// (deviceIterations x replicationFactor, x gradientAccumulation in
+// training): what sizeJob repeats one replica's micro-batch to.
+int64_t microBatchesOfACall(const SessionOptions& options, bool training);
+
 } // namespace popsim::host

@@ -8,6 +8,7 @@
 #include "frontend/tensor_conversion.h"
 #include "host/call_layout.h"
 #include "host/device_program.h"
+#include "host/optimizer_hyperparameters.h"
 #include "python/bindings.h"
 
 #include <ATen/ATen.h>
@@ -129,6 +130,15 @@ void bindDeviceProgram(py::module_& module) {
       .def(py::init<>())
       .def("gather", &host::CrossProcess::gather)
       .def("broadcast_from_first", &host::CrossProcess::broadcastFromFirst);
+  module.def(
+      "write_optimizer_hyperparameters",
+      [](DeviceProgram& program, std::vector<std::map<std::string, double>> groups,
+         double gradScale, double lossScaling) {
+        host::writeOptimizerHyperparameters(program, std::move(groups), gradScale, lossScaling);
+      },
+      py::arg("program"), py::arg("groups"), py::arg("grad_scale"), py::arg("loss_scaling"),
+      "Each group's hyper-parameters with the step's gradient scale, and the loss scaling "
+      "(host/optimizer_hyperparameters.h).");
   py::class_<DeviceProgram, std::shared_ptr<DeviceProgram>>(
       module, "DeviceProgram",
       "A compiled program on its simulated device: one replica or several, computing or "

@@ -252,6 +252,8 @@ void bindSteps(py::module_& module) {
       .def("batch_text", &host::BatchSplit::batchText, py::arg("micro_batch"))
       .def("explanation", &host::BatchSplit::explanation);
   module.def("batch_split_of", &host::batchSplitOf, py::arg("options"));
+  module.def("micro_batches_of_a_call", &host::microBatchesOfACall, py::arg("options"),
+             py::arg("training"));
 
   module.def(
       "build_compile_options",

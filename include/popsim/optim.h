@@ -119,6 +119,13 @@ public:
   // torch.nn.utils.clip_grad_norm_ (PopTorch's max_grad_norm); 0: none.
   Optimizer& maxGradNorm(double norm);
   double maxGradNorm() const { return maxGradNorm_; }
+  // Loss scaling (PopTorch's loss_scaling): the backward pass starts from
+  // this factor instead of 1, so that small float16 gradients stay
+  // representable, and the update divides it out (1: none). It is compiled
+  // into the program, as Python's is when marked constant
+  // (optimizer.variable_attrs.markAsConstant("loss_scaling")).
+  Optimizer& lossScaling(double factor);
+  double lossScaling() const { return lossScaling_; }
 
   Kind kind() const { return kind_; }
   // The numeric hyper-parameters, by the names Python's optimizers give them
@@ -142,6 +149,7 @@ private:
   bool momentum_ = false, nesterov_ = false, amsgrad_ = false, centered_ = false,
        tfVariant_ = false, biasCorrection_ = true;
   double maxGradNorm_ = 0.0;
+  double lossScaling_ = 1.0;
 };
 
 } // namespace popsim

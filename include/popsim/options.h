@@ -133,6 +133,12 @@ public:
   TrainingOptions&
   setMeanAccumulationAndReplicationReductionStrategy(MeanReductionStrategy strategy);
   MeanReductionStrategy meanReductionStrategy() const;
+  // Automatic loss scaling, as PopART does it: every step, the float16
+  // gradients are counted above a bin edge and the factor (starting at the
+  // optimizer's lossScaling) halves when too many are, doubles otherwise.
+  // It needs float16 gradients (a module converted with .half()).
+  TrainingOptions& setAutomaticLossScaling(bool enabled);
+  bool automaticLossScaling() const;
 };
 
 // Options.Precision: float16 arithmetic.
@@ -175,6 +181,10 @@ public:
   // device (their shapes and dtypes, no values).
   SimulatorOptions& costOnly(bool enabled = true);
   bool costOnly() const;
+  // A cost-only program that does not fit its IPUs' memory compiles anyway,
+  // so that sizingReport() says by how much (needs costOnly; sizeJob sets it).
+  SimulatorOptions& allowOverCapacity(bool enabled = true);
+  bool allowOverCapacity() const;
 };
 
 // Where one kind of tensor lives (Python's popsim.TensorLocationSettings):

@@ -132,8 +132,22 @@ public:
   // New numeric hyper-parameters (a learning rate schedule, say) for the next
   // calls, without recompiling. Throws OptionError for another kind of
   // optimizer or other state settings (momentum on or off, nesterov,
-  // amsgrad) or another maxGradNorm, which are compiled in.
+  // amsgrad), another maxGradNorm or lossScaling, which are compiled in.
   void setOptimizer(const Optimizer& optimizer);
 };
+
+// Sizes a job without computing it (Python's popsim.sizeJob): compiles
+// `module` cost-only with `options` (Simulator.costOnly and
+// allowOverCapacity), makes one call and returns its sizing report. The call
+// stands for deviceIterations x replicationFactor (x gradientAccumulation for
+// training) micro-batches without allocating them (stride-0 views), so a
+// POD's global batch costs nothing on the host; a job that does not fit is
+// reported (fits() false, with advice) instead of throwing. `microBatch` is
+// one micro-batch of one replica's inputs, each with its batch dimension
+// first (only shapes and dtypes are read). With an optimizer, a training job.
+SizingReport sizeJob(torch::jit::Module module, const std::vector<at::Tensor>& microBatch,
+                     Options options = Options());
+SizingReport sizeJob(torch::jit::Module module, const std::vector<at::Tensor>& microBatch,
+                     Options options, Optimizer optimizer);
 
 } // namespace popsim

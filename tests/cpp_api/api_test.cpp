@@ -284,7 +284,7 @@ TEST(PublicApi, TrainingLearnsAndTakesNewHyperparameters) {
             "popsim::optim::LAMB has no amsgrad variant (PopTorch's LAMB has none); leave amsgrad "
             "off.");
   EXPECT_EQ(messageOf<popsim::OptionError>([] { popsim::optim::SGD(-1.0); }),
-            "popsim::optim::SGD: invalid lr -1.000000 (expected >= 0.000000).");
+            "popsim::optim::SGD: invalid lr -1 (expected >= 0).");
 }
 
 uint64_t categoryBytes(const popsim::IpuMemory& ipu, const std::string& name) {
@@ -359,7 +359,7 @@ TEST(PublicApi, OptionsParseSizesAndIpuNamesAsPythonDoes) {
               options.setAvailableMemoryProportion({{"IPU1", 1.5}});
             }),
             "setAvailableMemoryProportion: the proportion for IPU1 must be a number in (0, 1], "
-            "got 1.500000.");
+            "got 1.5.");
 }
 
 std::string readFile(const std::filesystem::path& path) {
@@ -584,6 +584,60 @@ TEST(PublicApi, ReplicasRunAsInPython) {
   }
   EXPECT_EQ(messageOf<popsim::OptionError>([] { popsim::Options().replicationFactor(0); }),
             "replicationFactor expects a positive integer, got 0.");
+}
+
+// A job sized without computing is Python's sizeJob of the same model and
+// options, printout included; its inputs stand for every micro-batch of a call
+// without being allocated.
+TEST(PublicApi, SizeJobIsPythons) {
+  popsim::Options options = trainingOptions();
+  options.replicationFactor(2);
+  const at::Tensor images = reference("train_images").narrow(0, 0, 4);
+  const at::Tensor labels = reference("train_labels").narrow(0, 0, 4);
+  const popsim::SizingReport report = popsim::sizeJob(
+      load("mnist_training.pt"), {images, labels}, options, popsim::optim::SGD(0.05).momentum(0.9));
+  const std::filesystem::path python = std::filesystem::path(fixtures()) / "python_profiles";
+  EXPECT_EQ(report.text(), readFile(python / "mnist_training_size_job.txt"));
+  EXPECT_TRUE(report.costOnly);
+  EXPECT_EQ(report.replicas, 2);
+  EXPECT_EQ(report.itemsPerCall, 2 * 2 * 8 * 4);
+  EXPECT_EQ(messageOf<popsim::InputError>(
+                [&] { popsim::sizeJob(load("mnist_traced.pt"), {images.sum()}, pipelined()); }),
+            "sizeJob: input 0 (Tensor) is a scalar; every input of a micro-batch needs its batch "
+            "dimension first, as the model's inputs are split along it.");
+}
+
+// Loss scaling trains as Python's (a constant factor, compiled in), and
+// automatic loss scaling refuses float32 gradients with Python's message.
+TEST(PublicApi, LossScalingTrainsAsPython) {
+  const std::vector<at::Tensor> inputs = {reference("train_images"), reference("train_labels")};
+  popsim::TrainingSession trainer(
+      load("mnist_training.pt"), inputs, trainingOptions(),
+      popsim::Optimizer(popsim::optim::SGD(0.05).momentum(0.9)).lossScaling(128.0));
+  const std::vector<at::Tensor> outputs = trainer.run(inputs);
+  EXPECT_TRUE(torch::equal(outputs.at(1).reshape({1}), reference("scaled_loss")));
+  trainer.copyWeightsToHost();
+  for (const auto& parameter : trainer.module().named_parameters(true)) {
+    std::string key = "scaled_trained_" + parameter.name;
+    std::replace(key.begin(), key.end(), '.', '_');
+    EXPECT_TRUE(torch::equal(parameter.value, reference(key))) << parameter.name;
+  }
+  EXPECT_EQ(messageOf<popsim::OptionError>([&] {
+              trainer.setOptimizer(
+                  popsim::Optimizer(popsim::optim::SGD(0.05).momentum(0.9)).lossScaling(64.0));
+            }).rfind("setOptimizer can change numeric hyper-parameters", 0),
+            0u);
+  EXPECT_EQ(messageOf<popsim::OptionError>(
+                [] { popsim::Optimizer(popsim::optim::SGD(0.1)).lossScaling(0.0); }),
+            "Optimizer::lossScaling expects a positive factor (1 for none), got 0.");
+  popsim::Options automatic = trainingOptions();
+  automatic.Training.setAutomaticLossScaling(true);
+  EXPECT_TRUE(automatic.Training.automaticLossScaling());
+  EXPECT_EQ(messageOf<popsim::OptionError>(
+                [&] { popsim::TrainingSession(load("mnist_training.pt"), inputs, automatic); }),
+            "Training.setAutomaticLossScaling(True): the backward pass computes no float16 "
+            "gradients, whose statistics would set the loss scaling. Train a float16 model "
+            "(model.half()), or turn automatic loss scaling off.");
 }
 
 // The execution trace and PopTorch's performance counters of a call are

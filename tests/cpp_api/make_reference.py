@@ -89,6 +89,13 @@ def _sgd(params):
     return popsim.optim.SGD(params, lr=0.05, momentum=0.9)
 
 
+def _scaled_sgd(params):
+    """SGD with loss scaling compiled in (a constant factor, as C++'s lossScaling is)."""
+    optimizer = popsim.optim.SGD(params, lr=0.05, momentum=0.9, loss_scaling=128.0)
+    optimizer.variable_attrs.markAsConstant("loss_scaling")
+    return optimizer
+
+
 def _sum(training):
     training.accumulationAndReplicationReductionType(popsim.ReductionType.Sum)
 
@@ -107,6 +114,7 @@ OPTIMIZERS = {
                                                     centered=True, use_tf_variant=True), None),
     "sum": (lambda params: popsim.optim.SGD(params, lr=0.005, momentum=0.9), _sum),
     "running": (_sgd, _running),
+    "scaled": (_scaled_sgd, None),
 }
 
 
@@ -134,6 +142,16 @@ def python_training(directory: Path, prefix: str = "train"):
     if prefix == "train":
         Path(directory, PROFILES, "mnist_training_sizing.txt").write_text(
             str(trainer.sizingReport()))
+        # The same job sized without computing, for 2 replicas.
+        sized_model = WithLoss(export_mnist.network().train())
+        for ipu, layer in enumerate(LAYERS):
+            popsim.BeginBlock(getattr(sized_model.model, layer), f"model.{layer}", ipu_id=ipu)
+        sized = popsim.Options().deviceIterations(TRAIN_ITERATIONS).replicationFactor(2)
+        sized.Training.gradientAccumulation(TRAIN_ACCUMULATION)
+        sized.setExecutionStrategy(popsim.PipelinedExecution(popsim.AutoStage.SameAsIpu))
+        Path(directory, PROFILES, "mnist_training_size_job.txt").write_text(str(popsim.sizeJob(
+            sized_model, (images[:MICRO_BATCH], labels[:MICRO_BATCH]), sized,
+            _sgd(sized_model.parameters()))))
     trainer.copyWeightsToHost()
     tensors = {f"{prefix}_logits": logits, f"{prefix}_loss": loss.reshape(1),
                f"{prefix}_cycles": torch.tensor([trainer.cycleCount()])}

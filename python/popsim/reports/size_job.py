@@ -7,9 +7,9 @@ from typing import Any, Iterator, Optional
 
 import torch
 
+from popsim import _C
 from popsim.api.errors import InputError
 from popsim.api.options import Options
-from popsim.device import replication as _replication
 from popsim.executor import Executor, inferenceModel, trainingModel
 from popsim.reports.sizing import SizingReport
 
@@ -35,9 +35,7 @@ def cost_only_call(model: torch.nn.Module, micro_batch: Any, options: Optional[O
     sizing = (options or Options()).clone()
     sizing.Simulator.costOnly().allowOverCapacity()
     training = optimizer is not None
-    replication = _replication.of(sizing, training)
-    repeats = (sizing.device_iterations * replication.local
-               * (sizing.Training.gradient_accumulation if training else 1))
+    repeats = _C.micro_batches_of_a_call(sizing._session, training)
     inputs = micro_batch if isinstance(micro_batch, tuple) else (micro_batch,)
     call = tuple(_call_input(tensor, repeats, f"{index} ({type(tensor).__name__})")
                  for index, tensor in enumerate(inputs))

@@ -298,14 +298,9 @@ class OptimizerBinding:
         """Each group's hyper-parameters and the loss scaling: a constant one is
         divided out by the updates (their gradient scale), a device state one by
         the program itself."""
-        scaling = self.loss_scaling()
-        in_state = _C.LOSS_SCALING_NAME in executable.state_names()
-        for index, group in enumerate(self.optimizer.param_groups):
-            executable.write_hyperparameters(
-                index, hyperparameters(self.kind, group, scale if in_state else scale / scaling))
-        if in_state:
-            executable.write_variables(
-                {_C.LOSS_SCALING_NAME: torch.tensor(scaling, dtype=torch.float32)})
+        _C.write_optimizer_hyperparameters(
+            executable, [hyperparameters(self.kind, group, scale)
+                         for group in self.optimizer.param_groups], scale, self.loss_scaling())
 
     def initial_state(self, executable: _C.DeviceProgram) -> Dict[str, torch.Tensor]:
         """Device state from the optimizer's own state (to resume), zeros otherwise;
