@@ -1,7 +1,6 @@
 #include "compiler/ir_dump.h"
 
 #include "common/check.h"
-#include "ir/printer.h"
 
 #include <atomic>
 #include <cstdio>
@@ -22,7 +21,8 @@ IrDump IrDump::fromEnvironment() {
       (std::filesystem::path(root) / ("compile-" + std::to_string(++compilations))).string());
 }
 
-void IrDump::write(const ir::Graph& graph, const std::string& step) {
+void IrDump::write(const ir::Graph& graph, const CompileSettings& settings,
+                   const std::string& step) {
   if (!enabled()) {
     return;
   }
@@ -39,7 +39,7 @@ void IrDump::write(const ir::Graph& graph, const std::string& step) {
   ir::PrintOptions print;
   print.fullPaths = true;
   print.full = true; // popsim-opt reads dumps back
-  out << ir::printGraph(graph, print);
+  out << printProgramText(graph, settings, print);
   POPSIM_CHECK(out.good(), ErrorKind::InvalidOption, "POPSIM_DUMP_IR: cannot write '",
                file.string(), "'. Point POPSIM_DUMP_IR at a writable directory, or unset it.");
 }

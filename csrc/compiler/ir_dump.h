@@ -1,5 +1,6 @@
 #pragma once
 
+#include "compiler/program_text.h"
 #include "ir/graph.h"
 
 #include <string>
@@ -8,7 +9,10 @@ namespace popsim::compiler {
 
 // Writes the graph as text (with source lines) before the first pass and
 // after each one, as <directory>/<NN>-<pass>.ir numbered in order, so a
-// transformation can be read step by step. An empty directory writes nothing.
+// transformation can be read step by step. Each file starts with the
+// compilation's settings (program_text.h), so popsim-opt reproduces the
+// next step, or the whole compilation from the first file, without flags.
+// An empty directory writes nothing.
 class IrDump {
 public:
   explicit IrDump(std::string directory = {}) : directory_(std::move(directory)) {}
@@ -19,7 +23,7 @@ public:
   bool enabled() const { return !directory_.empty(); }
   int written() const { return written_; }
   // Errors name the file when it cannot be written.
-  void write(const ir::Graph& graph, const std::string& step);
+  void write(const ir::Graph& graph, const CompileSettings& settings, const std::string& step);
 
 private:
   std::string directory_;

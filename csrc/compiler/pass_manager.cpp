@@ -57,7 +57,7 @@ bool PassPipeline::run(ir::Graph& graph, PassContext& context) {
       ir::verifyGraph(graph, "pass '" + name + "'");
       if (context.checksText()) ir::checkTextRoundTrip(graph, "pass '" + name + "'");
     }
-    context.dump().write(graph, name);
+    if (context.dump().enabled()) context.dump().write(graph, settingsOf(context), name);
     const auto elapsed =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start);
     POPSIM_LOG(Debug) << "pass " << name << ": " << elapsed.count() << " ms, "
@@ -101,7 +101,9 @@ void runPipeline(PassPipeline& pipeline, ir::Graph& graph, PassContext& context)
   }
   ir::verifyGraph(graph, "import");
   if (context.checksText()) ir::checkTextRoundTrip(graph, "import");
-  if (context.dump().written() == 0) context.dump().write(graph, "import");
+  if (context.dump().enabled() && context.dump().written() == 0) {
+    context.dump().write(graph, settingsOf(context), "import");
+  }
   pipeline.run(graph, context);
 }
 

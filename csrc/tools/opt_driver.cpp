@@ -1,19 +1,19 @@
 // popsim-opt's driver:
-// 1. the options become compiler::CompilerOptions and a device system
-//    (--program, --optimizer, --group, ... as the Python API would fill
-//    them);
-// 2. the input file (or "-" for standard input) is parsed (ir::parseGraph);
-// 3. the passes named by --passes run in order under one pipeline (verified,
+// 1. the input file (or "-" for standard input) is read as IR text: its
+//    settings header (compiler/program_text.h) and its graph; --set lines
+//    change settings after the header's;
+// 2. the passes named by --passes run in order under one pipeline (verified,
 //    and dumped with POPSIM_DUMP_IR like the compiler's), or without
-//    --passes the whole compile pipeline for the options;
-// 4. the result is printed in the full form (it can be read again).
+//    --passes the whole compile pipeline for the settings;
+// 3. the result is printed in the same form (it can be read again).
+// With --split-input-file each "// -----" case of the file runs on its own.
 
 #include "tools/opt_driver.h"
 
 #include "common/error.h"
 #include "common/strings.h"
 #include "compiler/passes.h"
-#include "ir/parser.h"
+#include "compiler/program_text.h"
 #include "ir/printer.h"
 
 #include <algorithm>
@@ -39,51 +39,21 @@ std::vector<std::string> splitList(const std::string& list) {
   return items;
 }
 
-int64_t integerOf(const std::string& option, const std::string& text) {
-  try {
-    size_t used = 0;
-    const long long value = std::stoll(text, &used);
-    if (used == text.size()) return value;
-  } catch (const std::exception&) {
-  }
-  throw UsageError{strCat(option, " expects an integer, got '", text, "'")};
-}
-
-double numberOf(const std::string& option, const std::string& text) {
-  try {
-    size_t used = 0;
-    const double value = std::stod(text, &used);
-    if (used == text.size()) return value;
-  } catch (const std::exception&) {
-  }
-  throw UsageError{strCat(option, " expects a number, got '", text, "'")};
-}
-
-template <typename Enum>
-Enum choiceOf(const std::string& option, const std::string& text,
-              const std::vector<std::pair<const char*, Enum>>& choices) {
-  std::vector<std::string> names;
-  for (const auto& [name, value] : choices) {
-    if (text == name) return value;
-    names.push_back(name);
-  }
-  throw UsageError{strCat(option, " expects one of ", join(names, ", "), ", got '", text, "'")};
-}
-
 struct Invocation {
-  compiler::CompilerOptions options;
-  device::IpuSystemConfig system;
+  std::vector<std::string> settings; // --set, in order
   std::vector<std::string> passes;
   bool passesGiven = false; // without --passes: the compile pipeline
   std::string input;
   bool listPasses = false;
   bool help = false;
   bool locations = true;
+  bool splitInput = false;
 };
+
+std::string placeOf(const std::string& setting) { return "--set '" + setting + "'"; }
 
 Invocation parseArguments(const std::vector<std::string>& arguments) {
   Invocation run;
-  compiler::TrainingConfig& training = run.options.training;
   for (const std::string& argument : arguments) {
     if (argument == "--help" || argument == "-h") {
       run.help = true;
@@ -105,100 +75,20 @@ Invocation parseArguments(const std::vector<std::string>& arguments) {
     if (option == "--passes") {
       run.passes = splitList(need());
       run.passesGiven = true;
+    } else if (option == "--set") {
+      run.settings.push_back(need());
+      compiler::CompileSettings scratch; // a bad setting is a bad command line
+      try {
+        compiler::applySetting(scratch, run.settings.back(), placeOf(run.settings.back()));
+      } catch (const Error& error) {
+        throw UsageError{error.what()};
+      }
     } else if (option == "--list-passes") {
       run.listPasses = true;
     } else if (option == "--no-locations") {
       run.locations = false;
-    } else if (option == "--program") {
-      run.options.program =
-          choiceOf<compiler::ProgramKind>(option, need(),
-                                          {{"inference", compiler::ProgramKind::Inference},
-                                           {"training", compiler::ProgramKind::Training},
-                                           {"gradients", compiler::ProgramKind::Gradients}});
-    } else if (option == "--optimizer") {
-      training.optimizer =
-          choiceOf<compiler::OptimizerKind>(option, need(),
-                                            {{"sgd", compiler::OptimizerKind::Sgd},
-                                             {"adam", compiler::OptimizerKind::Adam},
-                                             {"adamw", compiler::OptimizerKind::AdamW},
-                                             {"rmsprop", compiler::OptimizerKind::Rmsprop},
-                                             {"lamb", compiler::OptimizerKind::Lamb}});
-    } else if (option == "--group") {
-      training.groups.push_back({splitList(need())});
-    } else if (option == "--momentum" || option == "--nesterov" || option == "--amsgrad" ||
-               option == "--centered" || option == "--maximize" ||
-               option == "--no-bias-correction") {
-      if (training.groups.empty()) throw UsageError{option + " applies to the last --group"};
-      compiler::ParameterGroup& group = training.groups.back();
-      if (option == "--momentum") group.hasMomentum = true;
-      if (option == "--nesterov") group.nesterov = true;
-      if (option == "--amsgrad") group.amsgrad = true;
-      if (option == "--centered") group.centered = true;
-      if (option == "--maximize") group.maximize = true;
-      if (option == "--no-bias-correction") group.biasCorrection = false;
-    } else if (option == "--accumulation") {
-      run.options.gradientAccumulation = integerOf(option, need());
-    } else if (option == "--device-iterations") {
-      run.options.deviceIterations = integerOf(option, need());
-    } else if (option == "--replicas") {
-      training.replicas = integerOf(option, need());
-    } else if (option == "--system-ipus") {
-      training.systemIpus = integerOf(option, need());
-    } else if (option == "--ipus") {
-      run.system.numIpus = integerOf(option, need());
-    } else if (option == "--io-tiles") {
-      run.system.ioTiles = integerOf(option, need());
-    } else if (option == "--max-grad-norm") {
-      training.maxGradNorm = numberOf(option, need());
-    } else if (option == "--gradient-scale") {
-      training.gradientScale = numberOf(option, need());
-    } else if (option == "--running-mean") {
-      training.runningMean = true;
-    } else if (option == "--loss-scaling") {
-      training.lossScaling = numberOf(option, need());
-    } else if (option == "--loss-scaling-state") {
-      training.lossScalingState = true;
-    } else if (option == "--automatic-loss-scaling") {
-      training.lossScalingState = true;
-      training.automaticLossScaling = true;
-    } else if (option == "--sharded-state") {
-      training.shardedParameters = splitList(need());
-    } else if (option == "--sharded-weights") {
-      training.shardedWeights = splitList(need());
-    } else if (option == "--anchor-gradients") {
-      training.anchoredGradients = splitList(need());
-    } else if (option == "--group-replicas") { // name:size:stride
-      const std::string spec = need();
-      const size_t first = spec.find(':');
-      const size_t second = spec.find(':', first == std::string::npos ? 0 : first + 1);
-      if (first == std::string::npos || second == std::string::npos) {
-        throw UsageError{"--group-replicas expects name:size:stride"};
-      }
-      training.groupedParameters[spec.substr(0, first)] = {
-          integerOf(option, spec.substr(first + 1, second - first - 1)),
-          integerOf(option, spec.substr(second + 1))};
-    } else if (option == "--stage") { // block:stage:ipu
-      const std::string spec = need();
-      const size_t first = spec.rfind(':', spec.rfind(':') - 1);
-      const size_t second = spec.rfind(':');
-      if (first == std::string::npos || second == first) {
-        throw UsageError{"--stage expects block:stage:ipu"};
-      }
-      const compiler::StageAssignment stage{
-          spec.substr(0, first), integerOf(option, spec.substr(first + 1, second - first - 1)),
-          integerOf(option, spec.substr(second + 1))};
-      if (stage.stage < 0 || stage.ipu < 0) {
-        throw UsageError{strCat("--stage ", spec, ": stages and IPUs count from 0")};
-      }
-      run.options.stages.push_back(stage);
-    } else if (option == "--schedule") {
-      run.options.schedule =
-          choiceOf<compiler::ScheduleKind>(option, need(),
-                                           {{"interleaved", compiler::ScheduleKind::Interleaved},
-                                            {"grouped", compiler::ScheduleKind::Grouped},
-                                            {"sequential", compiler::ScheduleKind::Sequential}});
-    } else if (option == "--recomputation") {
-      run.options.recomputation = true;
+    } else if (option == "--split-input-file") {
+      run.splitInput = true;
     } else {
       throw UsageError{"unknown option " + option};
     }
@@ -208,7 +98,7 @@ Invocation parseArguments(const std::vector<std::string>& arguments) {
 
 // The compiler asserts that every block has a stage (the Python API's
 // strategies check it for users); here a graph whose blocks the
-// stage-assignment pass will place needs a --stage for each of them.
+// stage-assignment pass will place needs a stage setting for each of them.
 void checkStagesCoverBlocks(const ir::Graph& graph,
                             const std::vector<compiler::StageAssignment>& stages) {
   for (const ir::BlockAnnotation& block : graph.blocks()) {
@@ -216,8 +106,9 @@ void checkStagesCoverBlocks(const ir::Graph& graph,
                                     [&](const auto& stage) { return stage.block == block.name; });
     if (!placed) {
       throwError(ErrorKind::InvalidOption,
-                 strCat("the graph has block '", block.name, "' but no --stage places it (",
-                        "give --stage=", block.name, ":stage:ipu)."));
+                 strCat("the graph has block '", block.name,
+                        "' but no stage setting places it: add 'stage = {block=\"", block.name,
+                        "\", stage=S, ipu=I}' to the options header, or give --set with it."));
     }
   }
 }
@@ -234,35 +125,107 @@ std::string readInput(const std::string& path) {
   return text.str();
 }
 
+// One program through the passes: its result, or its error on `err`.
+int runProgram(const Invocation& run, std::string_view text, std::ostream& out, std::ostream& err) {
+  try {
+    std::unique_ptr<compiler::PassPipeline> pipeline;
+    if (run.passesGiven) { // a misspelt pass is named before the file is read
+      pipeline = std::make_unique<compiler::PassPipeline>("popsim-opt");
+      for (const std::string& name : run.passes) {
+        pipeline->add(compiler::createPass(name));
+      }
+    }
+    compiler::ProgramText program = compiler::parseProgramText(text);
+    compiler::CompileSettings& settings = program.settings;
+    for (const std::string& setting : run.settings)
+      compiler::applySetting(settings, setting, placeOf(setting));
+    if (!run.passesGiven) pipeline = compiler::compilePipeline(settings.options);
+    const bool assignsStages =
+        !run.passesGiven ||
+        std::find(run.passes.begin(), run.passes.end(), "stage-assignment") != run.passes.end();
+    if (assignsStages) checkStagesCoverBlocks(*program.graph, settings.options.stages);
+    compiler::PassContext context(settings.options, settings.system);
+    context.setDisabled(settings.disabledPasses);
+    context.setDump(compiler::IrDump::fromEnvironment());
+    compiler::runPipeline(*pipeline, *program.graph, context);
+    ir::PrintOptions print;
+    print.full = true;
+    print.fullPaths = true;
+    print.locations = run.locations;
+    out << compiler::printProgramText(*program.graph, settings, print);
+    return 0;
+  } catch (const Error& error) {
+    err << "error: " << error.what() << "\n";
+    return 1;
+  }
+}
+
 } // namespace
+
+std::vector<InputCase> splitInputFile(std::string_view text) {
+  std::vector<InputCase> cases;
+  std::string current;
+  size_t line = 1;
+  size_t firstLine = 1;
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t end = text.find('\n', start);
+    const std::string_view row =
+        text.substr(start, end == std::string_view::npos ? text.npos : end - start);
+    const size_t first = row.find_first_not_of(" \t");
+    const size_t last = row.find_last_not_of(" \t\r");
+    if (first != std::string_view::npos && row.substr(first, last - first + 1) == "// -----") {
+      cases.push_back({firstLine, current});
+      current = std::string(line, '\n'); // the next case keeps the file's line numbers
+      firstLine = line + 1;
+    } else {
+      current.append(row);
+      current += '\n';
+    }
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+    ++line;
+  }
+  cases.push_back({firstLine, current});
+  return cases;
+}
 
 std::string usage() {
   return R"(usage: popsim-opt [options] FILE|-
 
-Reads a graph in popsim's IR text (as POPSIM_DUMP_IR writes it), runs compiler
-passes on it and prints the result.
+Reads a program in popsim's IR text (as POPSIM_DUMP_IR writes it: a header
+"options { ... }" with the compilation's settings, then the graph), runs
+compiler passes on it and prints the result in the same form.
 
   --passes=a,b,...        the passes to run, in order (default: the whole
-                          compile pipeline for the options below; --passes=
-                          runs none, printing the graph as read)
-  --list-passes           print every pass, then the compile pipeline
+                          compile pipeline for the settings; --passes= runs
+                          none, printing the program as read)
+  --set='key = value'     change a setting after the file's header, as a
+                          header line writes it (a group, stage or
+                          replica_group record is added); repeatable
+  --split-input-file      the file holds cases separated by lines "// -----";
+                          each runs on its own and the results are printed
+                          separated the same way
+  --list-passes           print every pass, then the compile pipeline for
+                          the --set settings
   --no-locations          print without source locations
 
-The options the passes read (as popsim.Options sets them):
-  --program=inference|training|gradients
-  --optimizer=sgd|adam|adamw|rmsprop|lamb
-  --group=p1,p2,...       a parameter group (repeat for more); then
-    --momentum --nesterov --amsgrad --centered --maximize --no-bias-correction
-  --accumulation=N        gradient accumulation
-  --device-iterations=N
-  --replicas=N --system-ipus=N --sharded-state=p,... --sharded-weights=p,...
-  --group-replicas=param:size:stride
-  --max-grad-norm=X --gradient-scale=X --running-mean
-  --loss-scaling=X --loss-scaling-state --automatic-loss-scaling
-  --anchor-gradients=p,...
-  --stage=block:stage:ipu (repeat for each block) --schedule=interleaved|grouped|sequential
-  --recomputation --ipus=N --io-tiles=N
+A dump of the compiler's first step (00-import.ir) compiles with no options
+to the program the compiler built; a dump after pass P, run with
+--passes=Q, gives the dump after the pass Q that followed P.
 )";
+}
+
+int runOptOnText(const std::vector<std::string>& arguments, std::string_view text,
+                 std::ostream& out, std::ostream& err) {
+  Invocation run;
+  try {
+    run = parseArguments(arguments);
+  } catch (const UsageError& error) {
+    err << "popsim-opt: " << error.message << "\n\n" << usage();
+    return 2;
+  }
+  return runProgram(run, text, out, err);
 }
 
 int runOpt(const std::vector<std::string>& arguments, std::ostream& out, std::ostream& err) {
@@ -278,46 +241,36 @@ int runOpt(const std::vector<std::string>& arguments, std::ostream& out, std::os
     return 0;
   }
   if (run.listPasses) {
+    compiler::CompileSettings settings;
+    for (const std::string& setting : run.settings)
+      compiler::applySetting(settings, setting, placeOf(setting));
     out << "passes:\n";
     for (const std::string& name : compiler::allPassNames()) {
       out << "  " << name << "\n";
     }
-    out << "compile pipeline for these options:\n"
-        << compiler::compilePipeline(run.options)->describe(2);
+    out << "compile pipeline for these settings:\n"
+        << compiler::compilePipeline(settings.options)->describe(2);
     return 0;
   }
   if (run.input.empty()) {
     err << "popsim-opt: no input file (use - for standard input)\n\n" << usage();
     return 2;
   }
+  std::string text;
   try {
-    std::unique_ptr<compiler::PassPipeline> pipeline;
-    if (!run.passesGiven) {
-      pipeline = compiler::compilePipeline(run.options);
-    } else {
-      pipeline = std::make_unique<compiler::PassPipeline>("popsim-opt");
-      for (const std::string& name : run.passes) {
-        pipeline->add(compiler::createPass(name));
-      }
-    }
-    std::unique_ptr<ir::Graph> graph = ir::parseGraph(readInput(run.input));
-    const bool assignsStages =
-        !run.passesGiven ||
-        std::find(run.passes.begin(), run.passes.end(), "stage-assignment") != run.passes.end();
-    if (assignsStages) checkStagesCoverBlocks(*graph, run.options.stages);
-    compiler::PassContext context(run.options, run.system);
-    context.setDump(compiler::IrDump::fromEnvironment());
-    compiler::runPipeline(*pipeline, *graph, context);
-    ir::PrintOptions print;
-    print.full = true;
-    print.fullPaths = true;
-    print.locations = run.locations;
-    out << ir::printGraph(*graph, print);
-    return 0;
+    text = readInput(run.input);
   } catch (const Error& error) {
     err << "error: " << error.what() << "\n";
     return 1;
   }
+  if (!run.splitInput) return runProgram(run, text, out, err);
+  int status = 0;
+  const std::vector<InputCase> cases = splitInputFile(text);
+  for (size_t index = 0; index < cases.size(); ++index) {
+    if (index > 0) out << "// -----\n";
+    if (runProgram(run, cases[index].text, out, err) != 0) status = 1;
+  }
+  return status;
 }
 
 } // namespace popsim::tools

@@ -1,10 +1,12 @@
-"""Makes the inputs of the golden IR tests (tests/ir/<pass>.ir) from real
-compilations: each pass's input is the IR dump just before it, of a small
-model compiled with the options that make the pass do its work. Each file
-starts with the popsim-opt command that runs the pass on it; run
+"""Makes the input of the whole-compilation IR test (tests/ir/pipeline/
+training.ir): the first IR dump (settings header and imported graph) of a
+small float16 pipeline compiled with every training pass at work. Run
 `POPSIM_UPDATE_GOLDEN=1 build/release/tests/cpp/popsim_core_tests
---gtest_filter='GoldenIrTest.*'` afterwards to write the expected outputs
-(<pass>.expected.ir), and read their diff before committing.
+--gtest_filter='IrTest.*'` afterwards to write what popsim-opt compiles it to
+(training.expected.ir), and read its diff before committing.
+
+The per-pass cases beside it (tests/ir/<pass>.ir) are written by hand; see
+tests/ir/README.md.
 
     .venv/bin/python tests/ir/make_inputs.py
 """
@@ -19,7 +21,6 @@ import torch
 import torch.nn as nn
 
 import popsim
-import popsim.compile.gradients
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -63,54 +64,7 @@ def portable(text):
     return re.sub(r"# \S*/([^/\s]+\.py):", r"# \1:", text)
 
 
-def command_line(options, program):
-    """popsim-opt's options for the compile options `options` (_C.CompileOptions)."""
-    compiler, training = options.compiler, options.compiler.training
-    args = [f"--program={program}"]
-    if program == "training":
-        args.append(f"--optimizer={training.optimizer.name.lower()}")
-        for group in training.groups:
-            args.append("--group=" + ",".join(group.parameters))
-            if group.has_momentum:
-                args.append("--momentum")
-        if compiler.gradient_accumulation > 1:
-            args.append(f"--accumulation={compiler.gradient_accumulation}")
-        if training.max_grad_norm:
-            args.append(f"--max-grad-norm={training.max_grad_norm}")
-        if training.gradient_scale != 1.0:
-            args.append(f"--gradient-scale={training.gradient_scale!r}")
-        if training.automatic_loss_scaling:
-            args.append("--automatic-loss-scaling")
-        elif training.loss_scaling_state:
-            args.append("--loss-scaling-state")
-    if training.replicas > 1:
-        args += [f"--replicas={training.replicas}", f"--system-ipus={training.system_ipus}"]
-        if training.sharded_parameters:
-            args.append("--sharded-state=" + ",".join(training.sharded_parameters))
-        if training.sharded_weights:
-            args.append("--sharded-weights=" + ",".join(training.sharded_weights))
-    args.append(f"--device-iterations={compiler.device_iterations}")
-    args.append(f"--ipus={options.system.num_ipus}")
-    for stage in compiler.stages:
-        args.append(f"--stage={stage.block}:{stage.stage}:{stage.ipu}")
-    if compiler.recomputation:
-        args.append("--recomputation")
-    if compiler.schedule != popsim._C.ScheduleKind.Interleaved:
-        args.append(f"--schedule={compiler.schedule.name.lower()}")
-    return " ".join(args)
-
-
-def write_inputs(files, options, program, passes):
-    """Writes tests/ir/<pass>.ir for each pass in `passes`: the dump before it."""
-    names = [name for name, _ in files]
-    for name in passes:
-        before = files[names.index(name) - 1][1]
-        with open(os.path.join(HERE, f"{name}.ir"), "w") as out:
-            out.write(f"# popsim-opt --passes={name} {command_line(options, program)}\n")
-            out.write(portable(before))
-
-
-def training_inputs():
+def pipeline_input():
     """A float16 pipeline of two stages with every training pass at work:
     sharded weights over 2 replicas, dropout, gradient accumulation,
     automatic loss scaling, clipping and recomputation."""
@@ -127,38 +81,18 @@ def training_inputs():
     optimizer = popsim.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, max_grad_norm=1.0)
     trainer = popsim.trainingModel(model, opts, optimizer)
     files = dumps(lambda: trainer.compile(torch.randn(16, 6).half(), torch.randn(16, 2).half()))
-    write_inputs(files, trainer._compile_options, "training",
-                 ["stage-assignment", "weight-sharding", "autodiff", "gradient-accumulation",
-                  "random-counters", "replica-reduction", "loss-scaling", "gradient-clipping",
-                  "optimizer-step", "simplify-layout", "dead-code-elimination", "task-order",
-                  "ipu-copies", "recomputation", "weight-gathers"])
-
-
-def gradient_program_input():
-    """The import of a one-IPU regression, for the gradient program."""
-    torch.manual_seed(0)
-    model = TwoBlocks()
-    files = dumps(lambda: popsim.compile.gradients.gradients(
-        _WithoutBlocks(model), torch.randn(4, 6), torch.randn(4, 2)))
-    options = popsim._C.CompileOptions()
-    write_inputs(files, options, "gradients", ["gradient-program"])
-
-
-class _WithoutBlocks(nn.Module):
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def forward(self, x, target):
-        y = self.model.b(torch.relu(self.model.a(x)))
-        return nn.functional.mse_loss(y, target)
+    name, first = files[0]
+    assert name == "import", name
+    os.makedirs(os.path.join(HERE, "pipeline"), exist_ok=True)
+    with open(os.path.join(HERE, "pipeline", "training.ir"), "w") as out:
+        out.write("# The first IR dump of tests/ir/make_inputs.py's training pipeline: "
+                  "popsim-opt compiles it\n# with no options to training.expected.ir.\n")
+        out.write(portable(first))
 
 
 def main():
-    training_inputs()
-    gradient_program_input()
-    print("wrote", sorted(os.path.basename(p) for p in glob.glob(os.path.join(HERE, "*.ir"))
-                          if not p.endswith(".expected.ir")), file=sys.stderr)
+    pipeline_input()
+    print("wrote tests/ir/pipeline/training.ir", file=sys.stderr)
 
 
 if __name__ == "__main__":
