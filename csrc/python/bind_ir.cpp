@@ -5,8 +5,11 @@
 #include "ir/printer.h"
 #include "ir/serialization.h"
 #include "python/bindings.h"
+#include "tools/opt_driver.h"
 
 #include <pybind11/stl.h>
+
+#include <sstream>
 
 namespace py = pybind11;
 
@@ -24,6 +27,16 @@ py::dict describeTensor(const ir::Value& value) {
 } // namespace
 
 void bindIr(py::module_& module) {
+  module.def(
+      "popsim_opt",
+      [](const std::vector<std::string>& arguments, const std::string& text) {
+        std::ostringstream out;
+        std::ostringstream err;
+        const int status = tools::runOptOnText(arguments, text, out, err);
+        return py::make_tuple(status, out.str(), err.str());
+      },
+      py::arg("arguments"), py::arg("text"),
+      "popsim-opt on IR text (tools/opt_driver.h): (exit status, output, errors).");
   module.def(
       "pointwise_functions",
       [] {

@@ -314,6 +314,50 @@ def test_automatic_loss_scaling_bin_edge_and_threshold_come_from_popart_options(
         automatic_factors(0.1, 1, updatePeriod=4)
 
 
+class TwoBlocksHalf(nn.Module):
+    """Two float16 blocks with a loss, for automatic loss scaling over stages."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(4, 8).half()
+        self.b = nn.Linear(8, 2).half()
+
+    def forward(self, x, target):
+        with popsim.Block("A"):
+            h = torch.relu(self.a(x))
+        with popsim.Block("B"):
+            return nn.functional.mse_loss(self.b(h), target)
+
+
+@pytest.mark.parametrize("ipus", [(0, 0), (0, 1)], ids=["one_ipu", "two_ipus"])
+def test_automatic_loss_scaling_over_sharded_stages_trains_as_one_stage(ipus):
+    """Each stage counts its own gradients (stages sharing an IPU run their backward
+    passes in separate tasks), into its IPU's count: the factor and the trained weights
+    are the single-stage run's."""
+    def train(strategy):
+        torch.manual_seed(0)
+        model = TwoBlocksHalf()
+        opts = popsim.Options()
+        opts.Training.setAutomaticLossScaling(True)
+        opts.setExecutionStrategy(strategy)
+        optimizer = popsim.optim.SGD(model.parameters(), lr=0.05, loss_scaling=512.0)
+        trainer = popsim.trainingModel(model, opts, optimizer)
+        for step in range(3):
+            x = torch.randn(4, 4).half() * (10.0 if step == 1 else 1.0)  # 2nd: halves
+            trainer(x, torch.randn(4, 2).half())
+        factor = trainer._executable.read_variables([popsim._C.LOSS_SCALING_NAME])
+        trainer.copyWeightsToHost()
+        return factor[popsim._C.LOSS_SCALING_NAME].item(), model.state_dict()
+
+    one_stage = train(popsim.ShardedExecution(popsim.Stage("A", "B").ipu(0)))
+    split = train(popsim.ShardedExecution(popsim.Stage("A").ipu(ipus[0]),
+                                          popsim.Stage("B").ipu(ipus[1])))
+    assert split[0] == one_stage[0] == 1024.0  # 512 doubled, halved, doubled
+    for name, weight in one_stage[1].items():
+        assert torch.isfinite(weight).all(), name
+        assert torch.equal(split[1][name], weight), name
+
+
 def test_automatic_loss_scaling_needs_float16_gradients():
     opts = popsim.Options()
     opts.Training.setAutomaticLossScaling(True)

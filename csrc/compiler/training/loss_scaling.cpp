@@ -7,8 +7,8 @@
 //    before the seed's first reader;
 // 2. automatic loss scaling counts, on each IPU, the elements of its float16
 //    backward values above the bin edge, summed over the step's
-//    micro-batches in a state (<loss_scaling>/above_edge), at the end of the
-//    backward pass (before the gradients are accumulated);
+//    micro-batches in a state (<loss_scaling>/above_edge), at the end of each
+//    stage's backward pass (before the gradients are accumulated);
 // 3. with the factor in a state, the step's gradients are divided by it in
 //    float32 (GradientNorm phase), each IPU reading its own copy; a constant
 //    factor is divided out by the updates (the host divides their grad_scale
@@ -143,7 +143,10 @@ private:
     }
     const float edge = roundToHalf(static_cast<float>(kHalfMax * config_.lossScalingBinEdge));
     ir::Value* edgeValue = graph_.addScalarConstant(edge, ir::DType::Float16);
-    std::map<int64_t, ir::Value*> sums;
+    // Summed per stage, each stage's sum accumulated in its own task (stages
+    // that share an IPU, as sharded execution may place them, run their
+    // backward passes in different tasks), into its IPU's count.
+    std::map<int64_t, std::pair<ir::Value*, ir::Placement>> sums;
     for (const auto& [value, where] : tracked) {
       ir::Value* magnitude =
           addNode(graph_, ir::OpKind::Abs, {value}, {}, where.phase, where)->output();
@@ -162,19 +165,21 @@ private:
                              : addNode(graph_, ir::OpKind::ReduceSum, {flags},
                                        {{"dims", dims}, {"keepdim", false}}, where.phase, where)
                                    ->output();
-      auto [sum, first] = sums.emplace(where.ipu, count);
-      if (!first) sum->second = scalarOp(graph_, ir::OpKind::Add, sum->second, count, where);
+      auto [sum, first] = sums.emplace(where.stage, std::make_pair(count, where));
+      if (!first) {
+        sum->second.first = scalarOp(graph_, ir::OpKind::Add, sum->second.first, count, where);
+      }
       countPlaces_.emplace(where.ipu, where);
       countedPerMicroBatch_ += static_cast<double>(value->type().numel());
     }
     training::ReplicatedState counts(graph_, std::string(ir::kLossScalingName) + "/above_edge",
                                      {ir::DType::Float32, {}}, ir::StateKind::Accumulator);
-    for (const auto& [ipu, sum] : sums) {
-      const ir::Placement& where = countPlaces_.at(ipu);
-      ir::Value* state = counts.on(ipu);
-      addNode(graph_, ir::OpKind::Accumulate, {state, sum}, {{"every", int64_t{1}}}, where.phase,
+    for (const auto& [stage, sum] : sums) {
+      const auto& [value, where] = sum;
+      ir::Value* state = counts.on(where.ipu);
+      addNode(graph_, ir::OpKind::Accumulate, {state, value}, {{"every", int64_t{1}}}, where.phase,
               where);
-      upperCounts_[ipu] = state;
+      upperCounts_[where.ipu] = state;
     }
     graph_.setInsertionPoint(nullptr);
   }

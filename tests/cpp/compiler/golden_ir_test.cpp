@@ -118,7 +118,7 @@ TEST(IrTest, EachCaseMeetsItsChecks) {
       ASSERT_NE(status, 2) << err.str();
       const std::string result = status == 0 ? out.str() : err.str();
       const std::string failure = tools::fileCheck(input.text, result, name);
-      EXPECT_EQ(failure, "") << failure;
+      EXPECT_TRUE(failure.empty()) << failure;
       if (status != 0) continue;
       // The result reads back: running no pass on it prints it again.
       std::ostringstream again;
@@ -167,19 +167,18 @@ TEST(FileCheckTest, DirectivesMatchInOrder) {
                   "// CHECK: return"),
             "");
   EXPECT_EQ(check("// CHECK: %0:   f32[4]   =  relu"), ""); // spaces match any spaces
-  EXPECT_NE(check("// CHECK: tanh\n// CHECK: relu").find(
-                "case.ir:2: CHECK: expected 'relu' from output line 3 on"),
+  EXPECT_NE(check("// CHECK: tanh\n// CHECK: relu")
+                .find("case.ir:2: CHECK: expected 'relu' from output line 3 on"),
             std::string::npos);
-  EXPECT_NE(check("// CHECK: relu\n// CHECK-NEXT: return").find(
-                "case.ir:2: CHECK-NEXT: expected 'return' on output line 3"),
+  EXPECT_NE(check("// CHECK: relu\n// CHECK-NEXT: return")
+                .find("case.ir:2: CHECK-NEXT: expected 'return' on output line 3"),
             std::string::npos);
   EXPECT_NE(check("// CHECK: graph\n// CHECK-NOT: tanh\n// CHECK: return")
                 .find("case.ir:2: CHECK-NOT: 'tanh' found on output line 3"),
             std::string::npos);
   EXPECT_NE(check("// CHECK: tanh([[X]])").find("[[X]] is used before a match defines it"),
             std::string::npos);
-  EXPECT_NE(check("// CHECK-NXT: relu").find("'CHECK-NXT' is not a directive"),
-            std::string::npos);
+  EXPECT_NE(check("// CHECK-NXT: relu").find("'CHECK-NXT' is not a directive"), std::string::npos);
   EXPECT_NE(check("# nothing to check").find("has no CHECK directive, so it cannot fail"),
             std::string::npos);
 }
