@@ -16,4 +16,10 @@ void throwAsErrorClass(const Error& error) {
   throw InternalError(error);
 }
 
+void refuseOption(const std::string& option, const std::string& message) {
+  ErrorSite site;
+  site.option = option;
+  throw OptionError(Error(ErrorKind::InvalidOption, message, std::move(site)));
+}
+
 } // namespace popsim::api

@@ -13,6 +13,9 @@ namespace popsim::api {
 // popsim::Error; the public API gives users the class, as Python does.
 [[noreturn]] void throwAsErrorClass(const Error& error);
 
+// Throws an OptionError naming `option` (as Python spells it) in its site.
+[[noreturn]] void refuseOption(const std::string& option, const std::string& message);
+
 // Runs `body`, turning the popsim::Error it throws into its class, and an
 // error LibTorch throws (a module without forward(), say) into a
 // CompilationError that quotes it.

@@ -38,9 +38,9 @@ InferenceSession::InferenceSession(torch::jit::Module module,
                                    const std::vector<at::Tensor>& exampleInputs, Options options) {
   api::withErrorClasses([&] {
     if (options.Training.gradientAccumulation() != 1) {
-      throwError(ErrorKind::InvalidOption,
-                 "Training.gradientAccumulation must be 1 for an inference session, got " +
-                     std::to_string(options.Training.gradientAccumulation()) + ".");
+      throwOptionError("Training.gradientAccumulation",
+                       "Training.gradientAccumulation must be 1 for an inference session, got " +
+                           std::to_string(options.Training.gradientAccumulation()) + ".");
     }
     EvalModeWhileCompiling evalMode(module);
     state_->compiled = std::make_unique<api::CompiledModule>(std::move(module), exampleInputs,

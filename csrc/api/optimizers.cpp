@@ -4,6 +4,7 @@
 
 #include "popsim/errors.h"
 
+#include "api/error_classes.h"
 #include "common/strings.h"
 
 #include <string>
@@ -16,11 +17,11 @@ double checked(const char* optimizer, const char* name, double value, double low
   const bool aboveLow = lowIncluded ? value >= low : value > low;
   const bool belowHigh = high < 0.0 || value < high;
   if (!aboveLow || !belowHigh) {
-    throw OptionError(Error(
-        ErrorKind::InvalidOption,
+    api::refuseOption(
+        strCat(optimizer, ".", name),
         strCat("popsim::optim::", optimizer, ": invalid ", name, " ", value, " (expected ",
                high < 0.0 ? strCat(lowIncluded ? ">= " : "> ", low) : std::string("in [0, 1)"),
-               ").")));
+               ")."));
   }
   return value;
 }
@@ -128,9 +129,9 @@ Optimizer::Optimizer(const optim::SGD& sgd)
                                           {"weight_decay", sgd.weightDecay_}}),
       momentum_(sgd.momentum_ != 0.0), nesterov_(sgd.nesterov_) {
   if (nesterov_ && (sgd.momentum_ <= 0.0 || sgd.dampening_ != 0.0)) {
-    throw OptionError(Error(ErrorKind::InvalidOption,
-                            "popsim::optim::SGD: Nesterov momentum requires a momentum and zero "
-                            "dampening."));
+    api::refuseOption("SGD.nesterov",
+                      "popsim::optim::SGD: Nesterov momentum requires a momentum and zero "
+                      "dampening.");
   }
 }
 
@@ -157,9 +158,8 @@ Optimizer::Optimizer(const optim::RMSprop& rmsprop)
 
 Optimizer::Optimizer(const optim::LAMB& lamb) : Optimizer(Kind::LAMB, lamb) {
   if (amsgrad_) {
-    throw OptionError(Error(ErrorKind::InvalidOption,
-                            "popsim::optim::LAMB has no amsgrad variant (PopTorch's LAMB has "
-                            "none); leave amsgrad off."));
+    api::refuseOption("LAMB.amsgrad", "popsim::optim::LAMB has no amsgrad variant (PopTorch's "
+                                      "LAMB has none); leave amsgrad off.");
   }
   hyperparameters_["max_weight_norm"] = lamb.maxWeightNorm_;
   biasCorrection_ = lamb.biasCorrection_;
@@ -167,10 +167,9 @@ Optimizer::Optimizer(const optim::LAMB& lamb) : Optimizer(Kind::LAMB, lamb) {
 
 Optimizer& Optimizer::lossScaling(double factor) {
   if (!(factor > 0.0)) {
-    throw OptionError(
-        Error(ErrorKind::InvalidOption,
-              strCat("Optimizer::lossScaling expects a positive factor (1 for none), got ", factor,
-                     ".")));
+    api::refuseOption(
+        "loss_scaling",
+        strCat("Optimizer::lossScaling expects a positive factor (1 for none), got ", factor, "."));
   }
   lossScaling_ = factor;
   return *this;
@@ -178,10 +177,10 @@ Optimizer& Optimizer::lossScaling(double factor) {
 
 Optimizer& Optimizer::maxGradNorm(double norm) {
   if (!(norm >= 0.0)) {
-    throw OptionError(
-        Error(ErrorKind::InvalidOption,
-              strCat("Optimizer::maxGradNorm expects a positive norm (0 for no clipping), got ",
-                     norm, ".")));
+    api::refuseOption(
+        "max_grad_norm",
+        strCat("Optimizer::maxGradNorm expects a positive norm (0 for no clipping), got ", norm,
+               "."));
   }
   maxGradNorm_ = norm;
   return *this;

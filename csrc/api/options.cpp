@@ -17,13 +17,14 @@
 namespace popsim {
 namespace {
 
-[[noreturn]] void refuse(const std::string& message) {
-  throw OptionError(Error(ErrorKind::InvalidOption, message));
-}
+using api::refuseOption;
 
-int64_t positive(const char* setter, int64_t value) {
+// `option` defaults to `setter`, which the message names.
+int64_t positive(const char* setter, int64_t value, const char* option = nullptr) {
   if (value < 1) {
-    refuse(std::string(setter) + " expects a positive integer, got " + std::to_string(value) + ".");
+    refuseOption(option != nullptr ? option : setter, std::string(setter) +
+                                                          " expects a positive integer, got " +
+                                                          std::to_string(value) + ".");
   }
   return value;
 }
@@ -91,13 +92,16 @@ ExecutionStrategy::ExecutionStrategy(Kind kind,
   const char* name = kind == Kind::Pipelined ? "PipelinedExecution" : "ShardedExecution";
   for (const auto& [module, ipu] : modules_) {
     if (module.empty()) {
-      refuse(std::string("popsim::") + name +
-             " expects module paths as named_modules() names them (\"layer1\"), got an empty "
-             "one.");
+      refuseOption(
+          "setExecutionStrategy",
+          std::string("popsim::") + name +
+              " expects module paths as named_modules() names them (\"layer1\"), got an empty "
+              "one.");
     }
     if (ipu < 0) {
-      refuse(std::string("popsim::") + name + " places module '" + module + "' on IPU " +
-             std::to_string(ipu) + "; IPUs are numbered from 0.");
+      refuseOption("setExecutionStrategy", std::string("popsim::") + name + " places module '" +
+                                               module + "' on IPU " + std::to_string(ipu) +
+                                               "; IPUs are numbered from 0.");
     }
   }
 }
@@ -181,8 +185,9 @@ HalfFloatCastingBehavior PrecisionOptions::halfFloatCasting() const {
 
 PrecisionOptions& PrecisionOptions::setPartialsType(c10::ScalarType type) {
   if (type != c10::ScalarType::Float && type != c10::ScalarType::Half) {
-    refuse(std::string("Precision.setPartialsType expects at::kFloat or at::kHalf, got ") +
-           c10::toString(type) + ".");
+    refuseOption("Precision.setPartialsType",
+                 std::string("Precision.setPartialsType expects at::kFloat or at::kHalf, got ") +
+                     c10::toString(type) + ".");
   }
   session_->precision.halfPartials = type == c10::ScalarType::Half;
   return *this;
@@ -212,8 +217,10 @@ TensorLocationSettings& TensorLocationSettings::useOnChipStorage(bool use) {
 
 TensorLocationSettings& TensorLocationSettings::minElementsForOffChip(int64_t elements) {
   if (elements < 0) {
-    refuse("TensorLocationSettings.minElementsForOffChip expects a non-negative integer, got " +
-           std::to_string(elements) + ".");
+    refuseOption(
+        "TensorLocationSettings.minElementsForOffChip",
+        "TensorLocationSettings.minElementsForOffChip expects a non-negative integer, got " +
+            std::to_string(elements) + ".");
   }
   minElementsForOffChip_ = elements;
   return *this;
@@ -267,9 +274,10 @@ TensorLocationSettings TensorLocationOptions::activationLocation() const {
 
 TensorLocationOptions& TensorLocationOptions::numIOTiles(int64_t tiles) {
   if (tiles < 32 || tiles > 192 || tiles % 2 != 0) {
-    refuse("numIOTiles must be an even number between 32 and 192. TensorLocations.numIOTiles "
-           "got " +
-           std::to_string(tiles) + ".");
+    refuseOption("TensorLocations.numIOTiles",
+                 "numIOTiles must be an even number between 32 and 192. TensorLocations.numIOTiles "
+                 "got " +
+                     std::to_string(tiles) + ".");
   }
   session_->tensorLocations.numIoTiles = tiles;
   return *this;
@@ -285,7 +293,8 @@ int64_t SimulatorOptions::numIpus() const { return session_->simulator.numIpus.v
 SimulatorOptions& SimulatorOptions::ipuVersion(const std::string& version) {
   device::ChipVersion chip;
   if (!device::parseChipVersion(version, &chip)) {
-    refuse("Simulator.ipuVersion expects 'Mk1', 'Mk2' or 'Bow', got '" + version + "'.");
+    refuseOption("Simulator.ipuVersion",
+                 "Simulator.ipuVersion expects 'Mk1', 'Mk2' or 'Bow', got '" + version + "'.");
   }
   session_->simulator.chip = chip;
   return *this;
@@ -296,7 +305,8 @@ std::string SimulatorOptions::ipuVersion() const {
 
 SimulatorOptions& SimulatorOptions::memoryPerIpu(uint64_t bytes) {
   if (bytes < 1) {
-    refuse("Simulator.memoryPerIpu expects a positive size, got 0.");
+    refuseOption("Simulator.memoryPerIpu",
+                 "Simulator.memoryPerIpu expects a positive size, got 0.");
   }
   session_->simulator.memoryPerIpu = bytes;
   return *this;
@@ -308,9 +318,10 @@ uint64_t SimulatorOptions::memoryPerIpu() const {
 SimulatorOptions& SimulatorOptions::memoryPerIpu(const std::string& size) {
   const std::optional<uint64_t> bytes = device::parseMemorySize(size);
   if (!bytes) {
-    refuse("Simulator.memoryPerIpu expects a size in bytes or a string such as '64MiB' or "
-           "'512KB', got '" +
-           size + "'.");
+    refuseOption("Simulator.memoryPerIpu",
+                 "Simulator.memoryPerIpu expects a size in bytes or a string such as '64MiB' or "
+                 "'512KB', got '" +
+                     size + "'.");
   }
   session_->simulator.memoryPerIpu = *bytes;
   return *this;
@@ -363,7 +374,7 @@ Options& Options::outputMode(OutputMode mode, int64_t period) {
   case OutputMode::Default: session_->outputMode = host::OutputMode::Default; break;
   }
   session_->outputReturnPeriod =
-      mode == OutputMode::EveryN ? positive("outputMode's period", period) : 1;
+      mode == OutputMode::EveryN ? positive("outputMode's period", period, "outputMode") : 1;
   return *this;
 }
 OutputMode Options::outputMode() const {
@@ -386,8 +397,9 @@ uint64_t Options::randomSeed() const { return session_->randomSeed.value_or(0); 
 
 Options& Options::prefetchDepth(int64_t depth) {
   if (depth < 0) {
-    refuse("prefetchDepth expects a non-negative integer (0 turns prefetching off), got " +
-           std::to_string(depth) + ".");
+    refuseOption("prefetchDepth",
+                 "prefetchDepth expects a non-negative integer (0 turns prefetching off), got " +
+                     std::to_string(depth) + ".");
   }
   session_->prefetchDepth = depth;
   return *this;
@@ -402,12 +414,14 @@ Options& Options::setAvailableMemoryProportion(const std::map<std::string, doubl
                          return std::isdigit(static_cast<unsigned char>(c));
                        });
     if (!named) {
-      refuse("setAvailableMemoryProportion: key '" + name +
-             "' should name an IPU as 'IPU<n>', such as 'IPU0'.");
+      refuseOption("setAvailableMemoryProportion",
+                   "setAvailableMemoryProportion: key '" + name +
+                       "' should name an IPU as 'IPU<n>', such as 'IPU0'.");
     }
     if (!(proportion > 0.0 && proportion <= 1.0)) {
-      refuse("setAvailableMemoryProportion: the proportion for " + name +
-             " must be a number in (0, 1], got " + strCat(proportion) + ".");
+      refuseOption("setAvailableMemoryProportion",
+                   "setAvailableMemoryProportion: the proportion for " + name +
+                       " must be a number in (0, 1], got " + strCat(proportion) + ".");
     }
     byIpu[std::stoll(name.substr(3))] = proportion;
   }
@@ -444,8 +458,9 @@ std::string Options::profileDirectory() const { return session_->profileDirector
 
 Options& Options::modelName(const std::string& name) {
   if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..") {
-    refuse("modelName expects a non-empty name without '/' (it names a directory), got '" + name +
-           "'.");
+    refuseOption("modelName",
+                 "modelName expects a non-empty name without '/' (it names a directory), got '" +
+                     name + "'.");
   }
   session_->modelName = name;
   return *this;

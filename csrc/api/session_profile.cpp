@@ -16,17 +16,15 @@ constexpr const char* kProfileVariable = "POPSIM_PROFILE_DIR";
 
 std::string checkedProfileDirectory(const std::string& source, const std::string& directory) {
   if (directory.find_first_not_of(" \t\n\r") == std::string::npos) {
-    throw OptionError(
-        Error(ErrorKind::InvalidOption,
-              source + " expects a directory path (a non-empty string), got '" + directory + "'."));
+    api::refuseOption(source, source + " expects a directory path (a non-empty string), got '" +
+                                  directory + "'.");
   }
   std::error_code error;
   if (std::filesystem::exists(directory, error) &&
       !std::filesystem::is_directory(directory, error)) {
-    throw OptionError(Error(ErrorKind::InvalidOption,
-                            source + " expects a directory, but '" + directory +
-                                "' is a file. Pass a new or existing directory; popsim creates "
-                                "it when a model compiles."));
+    api::refuseOption(source, source + " expects a directory, but '" + directory +
+                                  "' is a file. Pass a new or existing directory; popsim creates "
+                                  "it when a model compiles.");
   }
   return directory;
 }
@@ -50,10 +48,8 @@ void SessionProfile::compiled(const runtime::Executable& executable, const std::
     writer_ = std::make_unique<profile::ProfileWriter>(root_, training_ ? "training" : "inference",
                                                        options_.modelName());
   } catch (const std::filesystem::filesystem_error& error) {
-    throw OptionError(Error(ErrorKind::InvalidOption, source_ +
-                                                          ": cannot create the profile directory "
-                                                          "under '" +
-                                                          root_ + "': " + error.what() + "."));
+    api::refuseOption(source_, source_ + ": cannot create the profile directory under '" + root_ +
+                                   "': " + error.what() + ".");
   }
   writer_->afterCompile(executable, model, stages, compileSeconds, replicas);
 }

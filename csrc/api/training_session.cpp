@@ -126,12 +126,13 @@ void TrainingSession::setOptimizer(const Optimizer& optimizer) {
         optimizer.biasCorrection() != current.biasCorrection() ||
         optimizer.maxGradNorm() != current.maxGradNorm() ||
         optimizer.lossScaling() != current.lossScaling()) {
-      throwError(ErrorKind::InvalidOption,
-                 "setOptimizer can change numeric hyper-parameters (lr, momentum values, betas, "
-                 "eps, weight_decay, ...) but not the optimizer, the settings that decide the "
-                 "optimizer state (momentum on or off, nesterov, amsgrad, centered, the "
-                 "TensorFlow variant, bias correction), maxGradNorm or lossScaling: they "
-                 "are compiled into the program. Build another session for those.");
+      throwOptionError(
+          "setOptimizer",
+          "setOptimizer can change numeric hyper-parameters (lr, momentum values, betas, "
+          "eps, weight_decay, ...) but not the optimizer, the settings that decide the "
+          "optimizer state (momentum on or off, nesterov, amsgrad, centered, the "
+          "TensorFlow variant, bias correction), maxGradNorm or lossScaling: they "
+          "are compiled into the program. Build another session for those.");
     }
     state_->optimizer = optimizer;
     writeHyperparameters(*state_->compiled, optimizer);

@@ -12,6 +12,15 @@
     }                                                                                              \
   } while (false)
 
+// POPSIM_CHECK_OPTION(condition, option, message parts...) throws an
+// InvalidOption error that names `option` (as Python spells it) in its site.
+#define POPSIM_CHECK_OPTION(condition, option, ...)                                                \
+  do {                                                                                             \
+    if (!(condition)) {                                                                            \
+      ::popsim::throwOptionError((option), ::popsim::strCat(__VA_ARGS__));                         \
+    }                                                                                              \
+  } while (false)
+
 // POPSIM_ASSERT(condition, message parts...) guards popsim's own invariants; a
 // failure is a popsim bug, so the message carries the source position.
 #define POPSIM_ASSERT(condition, ...)                                                              \

@@ -21,4 +21,10 @@ Error::Error(ErrorKind kind, const std::string& message, ErrorSite site)
 
 void throwError(ErrorKind kind, const std::string& message) { throw Error(kind, message); }
 
+void throwOptionError(const std::string& option, const std::string& message) {
+  ErrorSite site;
+  site.option = option;
+  throw Error(ErrorKind::InvalidOption, message, std::move(site));
+}
+
 } // namespace popsim

@@ -11,4 +11,8 @@ namespace popsim {
 
 [[noreturn]] void throwError(ErrorKind kind, const std::string& message);
 
+// An InvalidOption error about `option` (as Python spells it,
+// "Training.gradientAccumulation"), which its site names.
+[[noreturn]] void throwOptionError(const std::string& option, const std::string& message);
+
 } // namespace popsim

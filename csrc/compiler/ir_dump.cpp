@@ -28,9 +28,9 @@ void IrDump::write(const ir::Graph& graph, const CompileSettings& settings,
   }
   std::error_code error;
   std::filesystem::create_directories(directory_, error);
-  POPSIM_CHECK(!error, ErrorKind::InvalidOption, "POPSIM_DUMP_IR: cannot create the directory '",
-               directory_, "' (", error.message(),
-               "). Point POPSIM_DUMP_IR at a writable directory, or unset it.");
+  POPSIM_CHECK_OPTION(!error, "POPSIM_DUMP_IR", "POPSIM_DUMP_IR: cannot create the directory '",
+                      directory_, "' (", error.message(),
+                      "). Point POPSIM_DUMP_IR at a writable directory, or unset it.");
   char number[16];
   std::snprintf(number, sizeof(number), "%02d", written_++);
   const std::filesystem::path file =
@@ -40,8 +40,8 @@ void IrDump::write(const ir::Graph& graph, const CompileSettings& settings,
   print.fullPaths = true;
   print.full = true; // popsim-opt reads dumps back
   out << printProgramText(graph, settings, print);
-  POPSIM_CHECK(out.good(), ErrorKind::InvalidOption, "POPSIM_DUMP_IR: cannot write '",
-               file.string(), "'. Point POPSIM_DUMP_IR at a writable directory, or unset it.");
+  POPSIM_CHECK_OPTION(out.good(), "POPSIM_DUMP_IR", "POPSIM_DUMP_IR: cannot write '", file.string(),
+                      "'. Point POPSIM_DUMP_IR at a writable directory, or unset it.");
 }
 
 } // namespace popsim::compiler

@@ -93,10 +93,11 @@ void runPipeline(PassPipeline& pipeline, ir::Graph& graph, PassContext& context)
   collectLeaves(pipeline, leaves);
   for (const std::string& name : context.disabled()) {
     for (const Pass* pass : leaves) {
-      POPSIM_CHECK(pass->name() != name || pass->optional(), ErrorKind::InvalidOption,
-                   "POPSIM_DISABLE_PASSES names '", name,
-                   "', which the program cannot run without. Passes that can be switched off: ",
-                   join(optionalPassNames(), ", "), ".");
+      POPSIM_CHECK_OPTION(
+          pass->name() != name || pass->optional(), "POPSIM_DISABLE_PASSES",
+          "POPSIM_DISABLE_PASSES names '", name,
+          "', which the program cannot run without. Passes that can be switched off: ",
+          join(optionalPassNames(), ", "), ".");
     }
   }
   ir::verifyGraph(graph, "import");
@@ -123,10 +124,10 @@ std::set<std::string> disabledPassesFromEnvironment() {
     name.erase(name.find_last_not_of(" \t") + 1);
     if (name.empty()) continue;
     const std::vector<std::string> known = allPassNames();
-    POPSIM_CHECK(std::find(known.begin(), known.end(), name) != known.end(),
-                 ErrorKind::InvalidOption, "POPSIM_DISABLE_PASSES names '", name,
-                 "', which is not a pass. Passes that can be switched off: ",
-                 join(optionalPassNames(), ", "), ".");
+    POPSIM_CHECK_OPTION(std::find(known.begin(), known.end(), name) != known.end(),
+                        "POPSIM_DISABLE_PASSES", "POPSIM_DISABLE_PASSES names '", name,
+                        "', which is not a pass. Passes that can be switched off: ",
+                        join(optionalPassNames(), ", "), ".");
     names.insert(name);
   }
   return names;

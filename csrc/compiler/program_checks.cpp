@@ -8,17 +8,19 @@ namespace popsim::compiler {
 void checkHostOverlap(const ir::Graph& graph, const CompilerOptions& options,
                       const device::IpuSystemConfig& system) {
   if (!graph.overlapsHostIo()) return;
-  POPSIM_CHECK(!options.pipelined(), ErrorKind::InvalidOption,
-               "Overlapped IO is not supported with poptorch.PipelinedExecution. If you are using "
-               "only one IPU, please switch to poptorch.ShardedExecution. The model marks inputs "
-               "or outputs with set_overlap_for_input / set_overlap_for_output, which stream "
-               "beside the compute only when the stages run one at a time: use "
-               "opts.setExecutionStrategy(popsim.ShardedExecution()) (or a phased execution).");
-  POPSIM_CHECK(system.ioTiles > 0, ErrorKind::InvalidOption,
-               "No IO tiles allocated. You must allocate at least 32 IO tiles using "
-               "poptorch.Options().TensorLocations.numIOTiles. The model marks inputs or outputs "
-               "with set_overlap_for_input / set_overlap_for_output, which stream through IO "
-               "tiles: set aside 32 to 192 (an even number) per IPU.");
+  POPSIM_CHECK_OPTION(
+      !options.pipelined(), "setExecutionStrategy",
+      "Overlapped IO is not supported with poptorch.PipelinedExecution. If you are using "
+      "only one IPU, please switch to poptorch.ShardedExecution. The model marks inputs "
+      "or outputs with set_overlap_for_input / set_overlap_for_output, which stream "
+      "beside the compute only when the stages run one at a time: use "
+      "opts.setExecutionStrategy(popsim.ShardedExecution()) (or a phased execution).");
+  POPSIM_CHECK_OPTION(
+      system.ioTiles > 0, "TensorLocations.numIOTiles",
+      "No IO tiles allocated. You must allocate at least 32 IO tiles using "
+      "poptorch.Options().TensorLocations.numIOTiles. The model marks inputs or outputs "
+      "with set_overlap_for_input / set_overlap_for_output, which stream through IO "
+      "tiles: set aside 32 to 192 (an even number) per IPU.");
 }
 
 void checkHasLoss(const ir::Graph& graph) {
@@ -43,27 +45,29 @@ void checkProgram(const ir::Graph& graph, const CompilerOptions& options) {
 
 void checkTaskLayout(const TaskLayout& layout, const CompilerOptions& options,
                      const device::IpuSystemConfig& system) {
-  POPSIM_CHECK(layout.numIpus() <= system.numIpus, ErrorKind::InvalidOption,
-               "the model's stages use ", layout.numIpus(), " IPUs but the simulated system has ",
-               system.numIpus, " (Simulator.numIpus). Raise it or place the blocks on fewer IPUs.");
+  POPSIM_CHECK_OPTION(layout.numIpus() <= system.numIpus, "Simulator.numIpus",
+                      "the model's stages use ", layout.numIpus(),
+                      " IPUs but the simulated system has ", system.numIpus,
+                      " (Simulator.numIpus). Raise it or place the blocks on fewer IPUs.");
   if (layout.numStages() < 2 || !options.pipelined()) {
     return;
   }
   const int64_t stages = static_cast<int64_t>(layout.pipelineLength());
   if (options.program != ProgramKind::Inference) {
-    POPSIM_CHECK(options.gradientAccumulation >= stages, ErrorKind::InvalidOption,
-                 "Training.gradientAccumulation must be at least the number of pipeline stages (",
-                 stages, ") for pipelined training, got ", options.gradientAccumulation, ". The ",
-                 layout.numStages(), " forward stages make ", stages,
-                 " pipeline stages when training: each stage but the last also runs its "
-                 "backward pass as a separate stage. Set opts.Training.gradientAccumulation(",
-                 stages, ") or more, or use popsim.ShardedExecution.");
+    POPSIM_CHECK_OPTION(
+        options.gradientAccumulation >= stages, "Training.gradientAccumulation",
+        "Training.gradientAccumulation must be at least the number of pipeline stages (", stages,
+        ") for pipelined training, got ", options.gradientAccumulation, ". The ",
+        layout.numStages(), " forward stages make ", stages,
+        " pipeline stages when training: each stage but the last also runs its "
+        "backward pass as a separate stage. Set opts.Training.gradientAccumulation(",
+        stages, ") or more, or use popsim.ShardedExecution.");
   } else {
-    POPSIM_CHECK(options.deviceIterations >= stages, ErrorKind::InvalidOption,
-                 "deviceIterations must be at least the number of pipeline stages (", stages,
-                 ") for pipelined inference, got ", options.deviceIterations,
-                 ". Set opts.deviceIterations(", stages,
-                 ") or more, or use popsim.ShardedExecution.");
+    POPSIM_CHECK_OPTION(options.deviceIterations >= stages, "deviceIterations",
+                        "deviceIterations must be at least the number of pipeline stages (", stages,
+                        ") for pipelined inference, got ", options.deviceIterations,
+                        ". Set opts.deviceIterations(", stages,
+                        ") or more, or use popsim.ShardedExecution.");
   }
 }
 

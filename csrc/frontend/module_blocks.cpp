@@ -64,15 +64,17 @@ ModuleBlocks::ModuleBlocks(std::vector<ModuleBlock> blocks, const jit::Graph& gr
     entered.insert(block->modulePath);
   }
   for (const ModuleBlock& block : blocks_) {
-    POPSIM_CHECK(modules.count(block.modulePath) > 0, ErrorKind::InvalidOption,
-                 "The execution strategy places module '", block.modulePath,
-                 "', but the model has no module of that path (its top-level modules: ", names,
-                 "). Give modules as named_modules() names them, e.g. \"layer1\" or "
-                 "\"encoder.layer.0\".");
-    POPSIM_CHECK(entered.count(block.modulePath) > 0, ErrorKind::InvalidOption,
-                 "The execution strategy places module '", block.modulePath,
-                 "', but forward() runs no op of it, so its block would be empty. Remove it or "
-                 "name a module forward() calls.");
+    POPSIM_CHECK_OPTION(
+        modules.count(block.modulePath) > 0, "setExecutionStrategy",
+        "The execution strategy places module '", block.modulePath,
+        "', but the model has no module of that path (its top-level modules: ", names,
+        "). Give modules as named_modules() names them, e.g. \"layer1\" or "
+        "\"encoder.layer.0\".");
+    POPSIM_CHECK_OPTION(
+        entered.count(block.modulePath) > 0, "setExecutionStrategy",
+        "The execution strategy places module '", block.modulePath,
+        "', but forward() runs no op of it, so its block would be empty. Remove it or "
+        "name a module forward() calls.");
   }
 }
 

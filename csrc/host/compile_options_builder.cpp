@@ -36,10 +36,11 @@ memory::TensorLocation locationOf(const TensorLocationSettings& settings, const 
   const char* through = settings.ioTilesToLoad    ? "Load"
                         : settings.ioTilesToStore ? "Store"
                                                   : nullptr;
-  POPSIM_CHECK(through == nullptr || settings.onChip || ioTiles > 0, ErrorKind::InvalidOption,
-               "TensorLocations.set", kind, "Location: useIOTilesTo", through,
-               "(True) streams the tensors through IO tiles, but none are set aside. Use "
-               "Options.TensorLocations.numIOTiles(n) (32 to 192), or turn it off.");
+  POPSIM_CHECK_OPTION(through == nullptr || settings.onChip || ioTiles > 0,
+                      "TensorLocations.set" + kind + "Location", "TensorLocations.set", kind,
+                      "Location: useIOTilesTo", through,
+                      "(True) streams the tensors through IO tiles, but none are set aside. Use "
+                      "Options.TensorLocations.numIOTiles(n) (32 to 192), or turn it off.");
   return {settings.onChip, settings.minElementsForOffChip, settings.ioTilesToLoad,
           settings.ioTilesToStore};
 }
@@ -49,14 +50,14 @@ void refuseSharding(const TensorLocationSettings& settings, const std::string& k
   const std::string setter = "set" + kind + "Location";
   std::string lower = kind;
   lower[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(lower[0])));
-  POPSIM_CHECK(!settings.replicatedTensorSharding, ErrorKind::InvalidOption, "TensorLocations.",
-               setter,
-               ": popsim shards the optimizer state and the weights across replicas, not "
-               "the ",
-               lower,
-               "s. Use useReplicatedTensorSharding(True) with setOptimizerLocation or "
-               "setWeightLocation, and useReplicatedTensorSharding(False) with ",
-               setter, ".");
+  POPSIM_CHECK_OPTION(!settings.replicatedTensorSharding, "TensorLocations." + setter,
+                      "TensorLocations.", setter,
+                      ": popsim shards the optimizer state and the weights across replicas, not "
+                      "the ",
+                      lower,
+                      "s. Use useReplicatedTensorSharding(True) with setOptimizerLocation or "
+                      "setWeightLocation, and useReplicatedTensorSharding(False) with ",
+                      setter, ".");
 }
 
 void fillTensorLocations(const TensorLocationOptions& locations,
@@ -106,10 +107,10 @@ runtime::CompileOptions buildCompileOptions(const SessionOptions& options,
   device::IpuSystemConfig& system = compiled.system;
   system.numIpus = ipusPerReplica(options, ipusUsed);
   for (const auto& [ipu, proportion] : options.availableMemoryProportion) {
-    POPSIM_CHECK(ipu < system.numIpus, ErrorKind::InvalidOption,
-                 "setAvailableMemoryProportion names IPU", ipu, " but the simulated system has ",
-                 system.numIpus, " IPU(s), IPU0 to IPU", system.numIpus - 1,
-                 ". Remove the entry or raise Simulator.numIpus.");
+    POPSIM_CHECK_OPTION(ipu < system.numIpus, "setAvailableMemoryProportion",
+                        "setAvailableMemoryProportion names IPU", ipu,
+                        " but the simulated system has ", system.numIpus, " IPU(s), IPU0 to IPU",
+                        system.numIpus - 1, ". Remove the entry or raise Simulator.numIpus.");
   }
   system.chip = options.simulator.chip;
   system.memoryPerIpu = options.simulator.memoryPerIpu.value_or(0);
@@ -142,11 +143,11 @@ runtime::CompileOptions buildCompileOptions(const SessionOptions& options,
   kernels.stochasticRounding = options.precision.stochasticRounding;
   kernels.floatingPointExceptions = options.precision.floatingPointExceptions;
   kernels.costOnly = options.simulator.costOnly;
-  POPSIM_CHECK(!options.simulator.allowOverCapacity || options.simulator.costOnly,
-               ErrorKind::InvalidOption,
-               "Simulator.allowOverCapacity() needs Simulator.costOnly(): only a run that "
-               "computes nothing may exceed its IPUs' memory. Set costOnly() too, or leave "
-               "allowOverCapacity off.");
+  POPSIM_CHECK_OPTION(!options.simulator.allowOverCapacity || options.simulator.costOnly,
+                      "Simulator.allowOverCapacity",
+                      "Simulator.allowOverCapacity() needs Simulator.costOnly(): only a run that "
+                      "computes nothing may exceed its IPUs' memory. Set costOnly() too, or leave "
+                      "allowOverCapacity off.");
   compiled.allowOverCapacity = options.simulator.allowOverCapacity;
   kernels.stochasticRoundingSeed = inputs.randomSeed;
   fillTensorLocations(options.tensorLocations, compiled);
@@ -174,11 +175,13 @@ double gradientScale(const SessionOptions& options) {
 }
 
 void applySessionTraining(const SessionOptions& options, compiler::TrainingConfig& config) {
-  POPSIM_CHECK(options.training.lossScalingUpdatePeriod == 1, ErrorKind::InvalidOption,
-               "_Popart automaticLossScalingSettings.updatePeriod=",
-               options.training.lossScalingUpdatePeriod,
-               ": popsim updates the automatic loss scaling after every optimizer step (period "
-               "1) only.");
+  POPSIM_CHECK_OPTION(
+      options.training.lossScalingUpdatePeriod == 1,
+      "_Popart.automaticLossScalingSettings.updatePeriod",
+      "_Popart automaticLossScalingSettings.updatePeriod=",
+      options.training.lossScalingUpdatePeriod,
+      ": popsim updates the automatic loss scaling after every optimizer step (period "
+      "1) only.");
   config.gradientScale = gradientScale(options);
   config.runningMean = runningMean(options);
   config.replicas = replicationOf(options).job();

@@ -48,11 +48,12 @@ void checkPhaseIpus(const ExecutionStrategy& strategy) {
       const int64_t ipu = stage.ipu.value_or(0);
       if (ipu % 2 != static_cast<int64_t>(phase % 2)) {
         const char* parity = phase % 2 == 0 ? "even" : "odd";
-        throwError(ErrorKind::InvalidOption,
-                   strCat("ParallelPhasedExecution: phase ", phase, " runs ", stageText(stage),
-                          " on IPU ", ipu, ", but ", parity, " phases run on ", parity,
-                          " IPUs (phases alternate between the two groups). Set "
-                          "phase(i).ipus(...) to match."));
+        throwOptionError("setExecutionStrategy",
+                         strCat("ParallelPhasedExecution: phase ", phase, " runs ",
+                                stageText(stage), " on IPU ", ipu, ", but ", parity,
+                                " phases run on ", parity,
+                                " IPUs (phases alternate between the two groups). Set "
+                                "phase(i).ipus(...) to match."));
       }
     }
     first += count;
@@ -70,19 +71,19 @@ listedStages(const ExecutionStrategy& strategy, const std::vector<ir::BlockAnnot
   std::map<std::string, int64_t> listed;
   for (size_t index = 0; index < strategy.stages.size(); ++index) {
     for (const std::string& block : strategy.stages[index].blocks) {
-      POPSIM_CHECK(known.count(block) != 0, ErrorKind::InvalidOption, "Unknown Block '", block,
-                   "' in stage ", index, " of popsim.", strategy.name(),
-                   ": the model has no such block. Its blocks are ",
-                   names.empty() ? std::string("none") : quotedList(names), ".");
+      POPSIM_CHECK_OPTION(known.count(block) != 0, "setExecutionStrategy", "Unknown Block '", block,
+                          "' in stage ", index, " of popsim.", strategy.name(),
+                          ": the model has no such block. Its blocks are ",
+                          names.empty() ? std::string("none") : quotedList(names), ".");
       listed[block] = static_cast<int64_t>(index);
     }
   }
   std::vector<compiler::StageAssignment> assignment;
   for (const ir::BlockAnnotation& block : blocks) {
     auto found = listed.find(block.name);
-    POPSIM_CHECK(found != listed.end(), ErrorKind::InvalidOption, "Unknown Block '", block.name,
-                 "' (entered at ", block.location.str(), "): popsim.", strategy.name(),
-                 " places no stage for it. Add it to a popsim.Stage.");
+    POPSIM_CHECK_OPTION(found != listed.end(), "setExecutionStrategy", "Unknown Block '",
+                        block.name, "' (entered at ", block.location.str(), "): popsim.",
+                        strategy.name(), " places no stage for it. Add it to a popsim.Stage.");
     const StrategyStage& stage = strategy.stages[static_cast<size_t>(found->second)];
     const int64_t ipu = stage.ipu.has_value() ? *stage.ipu
                         : block.ipu >= 0      ? block.ipu
@@ -122,12 +123,13 @@ assignStages(const ExecutionStrategy& strategy, const std::vector<ir::BlockAnnot
   std::vector<compiler::StageAssignment> assignment;
   if (*strategy.autoStage == AutoStage::SameAsIpu) {
     for (const ir::BlockAnnotation& block : blocks) {
-      POPSIM_CHECK(block.ipu >= 0, ErrorKind::InvalidOption, "Block '", block.name,
-                   "' (entered at ", block.location.str(),
-                   ") has no ipu_id, which AutoStage.SameAsIpu needs to choose its stage. Give "
-                   "it one (popsim.Block('",
-                   block.name, "', ipu_id=...)) or list the stages: popsim.", strategy.name(),
-                   "(popsim.Stage('", block.name, "').ipu(0), ...).");
+      POPSIM_CHECK_OPTION(
+          block.ipu >= 0, "setExecutionStrategy", "Block '", block.name, "' (entered at ",
+          block.location.str(),
+          ") has no ipu_id, which AutoStage.SameAsIpu needs to choose its stage. Give "
+          "it one (popsim.Block('",
+          block.name, "', ipu_id=...)) or list the stages: popsim.", strategy.name(),
+          "(popsim.Stage('", block.name, "').ipu(0), ...).");
       assignment.push_back({block.name, block.ipu, block.ipu});
     }
     return dense(std::move(assignment));

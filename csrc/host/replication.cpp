@@ -34,10 +34,10 @@ Replication replicationOf(const SessionOptions& options, bool training) {
   } else if (type == CommGroupType::All) {
     size = replication.local;
   }
-  POPSIM_CHECK(size > 0 && replication.local % size == 0, ErrorKind::InvalidOption,
-               "inputReplicaGrouping(", size, ", ", groupTypeName(type), "): groups of ", size,
-               " replicas do not divide replicationFactor (", replication.local,
-               "). Choose a group size that divides it.");
+  POPSIM_CHECK_OPTION(size > 0 && replication.local % size == 0, "inputReplicaGrouping",
+                      "inputReplicaGrouping(", size, ", ", groupTypeName(type), "): groups of ",
+                      size, " replicas do not divide replicationFactor (", replication.local,
+                      "). Choose a group size that divides it.");
   replication.inputParts = replication.local / size;
   replication.inputPartOf.clear();
   for (int64_t replica = 0; replica < replication.local; ++replica) {
@@ -56,11 +56,11 @@ int64_t ipusPerReplica(const SessionOptions& options, int64_t ipusUsed) {
   if (replicas == 1) {
     return total; // the compiler checks that the stages fit
   }
-  POPSIM_CHECK(total % replicas == 0 && total / replicas >= ipusUsed, ErrorKind::InvalidOption,
-               "Simulator.numIpus(", total, ") must hold replicationFactor (", replicas,
-               ") replicas of the model, which uses ", ipusUsed,
-               " IPU(s) each: set it to a multiple of ", replicas, " that is at least ",
-               replicas * ipusUsed, ", or leave it unset.");
+  POPSIM_CHECK_OPTION(total % replicas == 0 && total / replicas >= ipusUsed, "Simulator.numIpus",
+                      "Simulator.numIpus(", total, ") must hold replicationFactor (", replicas,
+                      ") replicas of the model, which uses ", ipusUsed,
+                      " IPU(s) each: set it to a multiple of ", replicas, " that is at least ",
+                      replicas * ipusUsed, ", or leave it unset.");
   return total / replicas;
 }
 

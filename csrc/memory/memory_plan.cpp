@@ -143,9 +143,9 @@ MemoryPlan planMemory(const ir::Graph& graph, const MemoryPlanOptions& options) 
   for (const ir::Value* root : plan.roots_) {
     TensorSlot slot;
     slot.ipu = ir::homeIpu(*root);
-    POPSIM_CHECK(slot.ipu >= 0 && slot.ipu < options.numIpus, ErrorKind::InvalidOption,
-                 "a tensor is placed on IPU ", slot.ipu, " but the system has ", options.numIpus,
-                 " IPU(s).");
+    POPSIM_CHECK_OPTION(slot.ipu >= 0 && slot.ipu < options.numIpus, "Simulator.numIpus",
+                        "a tensor is placed on IPU ", slot.ipu, " but the system has ",
+                        options.numIpus, " IPU(s).");
     slot.region = regionOf(root);
     slot.bytes = options.hostStorage ? root->type().storageBytes() : root->type().bytes();
     if (slot.region == MemoryRegion::Activations) {

@@ -154,14 +154,33 @@ void checkMemoryFits(const MemoryReport& report, const device::IpuSystemConfig& 
     if (ipu.fits()) {
       continue;
     }
-    POPSIM_CHECK(ipu.ioTileBytes <= ipu.ioTileCapacity, ErrorKind::OutOfMemory,
-                 "Out of memory on the IO tiles of IPU ", ipu.ipu,
-                 ": the inputs and outputs that stream through them (set_overlap_for_input / "
-                 "set_overlap_for_output, two buffers each) need ",
-                 formatBytes(ipu.ioTileBytes), " but its ", ipu.ioTiles, " IO tiles have ",
-                 formatBytes(ipu.ioTileCapacity),
-                 ". Set aside more with Options.TensorLocations.numIOTiles (at most 192), use a "
-                 "smaller micro-batch, or stream some of them with OverlapMode.NoOverlap.");
+    // The error's fields: the IPU, the category at fault and the largest tensors.
+    ErrorSite site;
+    site.ipu = ipu.ipu;
+    site.largestTensors = ipu.largestTensors;
+    if (ipu.ioTileBytes > ipu.ioTileCapacity) {
+      site.category = "IO tiles";
+      site.requiredBytes = ipu.ioTileBytes;
+      site.capacityBytes = ipu.ioTileCapacity;
+      throw Error(ErrorKind::OutOfMemory,
+                  strCat("Out of memory on the IO tiles of IPU ", ipu.ipu,
+                         ": the inputs and outputs that stream through them "
+                         "(set_overlap_for_input / set_overlap_for_output, two buffers each) "
+                         "need ",
+                         formatBytes(ipu.ioTileBytes), " but its ", ipu.ioTiles, " IO tiles have ",
+                         formatBytes(ipu.ioTileCapacity),
+                         ". Set aside more with Options.TensorLocations.numIOTiles (at most "
+                         "192), use a smaller micro-batch, or stream some of them with "
+                         "OverlapMode.NoOverlap."),
+                  std::move(site));
+    }
+    const MemoryCategory* largest = nullptr;
+    for (const MemoryCategory& category : ipu.categories) {
+      if (largest == nullptr || category.bytes > largest->bytes) largest = &category;
+    }
+    site.category = largest != nullptr ? largest->name : "";
+    site.requiredBytes = ipu.total();
+    site.capacityBytes = ipu.capacity;
     std::ostringstream message;
     message << "Out of memory on IPU " << ipu.ipu << ": the program needs "
             << formatBytes(ipu.total()) << " but IPU " << ipu.ipu << " has "
@@ -194,7 +213,7 @@ void checkMemoryFits(const MemoryReport& report, const device::IpuSystemConfig& 
                "with Options.Simulator.memoryPerIpu (at most "
             << formatBytes(system.chipFigures().memoryBytes()) << " on "
             << system.chipFigures().name << ").";
-    throwError(ErrorKind::OutOfMemory, message.str());
+    throw Error(ErrorKind::OutOfMemory, message.str(), std::move(site));
   }
 }
 

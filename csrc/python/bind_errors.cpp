@@ -28,11 +28,6 @@ PyObject* errorClass(ErrorKind kind) {
 
 void raise(ErrorKind kind, const char* message, const ErrorSite& site = {}) {
   PyObject* cls = errorClass(kind);
-  if (!site.known()) {
-    PyErr_SetString(cls, message);
-    Py_DECREF(cls);
-    return;
-  }
   // The error's site as attributes (popsim.Error declares them, None by
   // default), beside the message that says the same.
   py::object error = py::reinterpret_borrow<py::object>(cls)(message);
@@ -42,14 +37,30 @@ void raise(ErrorKind kind, const char* message, const ErrorSite& site = {}) {
   const auto text = [](const std::string& value) {
     return value.empty() ? py::object(py::none()) : py::object(py::str(value));
   };
-  error.attr("node") = site.node;
-  error.attr("op") = site.op;
+  error.attr("node") = text(site.node);
+  error.attr("op") = text(site.op);
   error.attr("source") = text(site.source);
   error.attr("block") = text(site.block);
   error.attr("task") = text(site.task);
   error.attr("ipu") = optional(site.ipu);
   error.attr("micro_batch") = optional(site.microBatch);
   error.attr("replica") = optional(site.replica);
+  error.attr("option") = text(site.option);
+  if (kind == ErrorKind::OutOfMemory) {
+    error.attr("category") = text(site.category);
+    error.attr("required_bytes") = site.requiredBytes;
+    error.attr("capacity_bytes") = site.capacityBytes;
+    py::list tensors;
+    for (const TensorMemory& tensor : site.largestTensors) {
+      py::dict entry;
+      entry["description"] = tensor.description;
+      entry["type"] = tensor.type;
+      entry["category"] = tensor.category;
+      entry["bytes"] = tensor.bytes;
+      tensors.append(entry);
+    }
+    error.attr("largest_tensors") = tensors;
+  }
   PyErr_SetObject(cls, error.ptr());
   Py_DECREF(cls);
 }

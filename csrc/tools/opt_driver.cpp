@@ -105,10 +105,10 @@ void checkStagesCoverBlocks(const ir::Graph& graph,
     const bool placed = std::any_of(stages.begin(), stages.end(),
                                     [&](const auto& stage) { return stage.block == block.name; });
     if (!placed) {
-      throwError(ErrorKind::InvalidOption,
-                 strCat("the graph has block '", block.name,
-                        "' but no stage setting places it: add 'stage = {block=\"", block.name,
-                        "\", stage=S, ipu=I}' to the options header, or give --set with it."));
+      throwOptionError(
+          "stage", strCat("the graph has block '", block.name,
+                          "' but no stage setting places it: add 'stage = {block=\"", block.name,
+                          "\", stage=S, ipu=I}' to the options header, or give --set with it."));
     }
   }
 }

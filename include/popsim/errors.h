@@ -6,9 +6,12 @@
 // same messages: a message names the thing at fault (op and source line,
 // input, option, block, IPU), the expected and actual values and what to do.
 
+#include "popsim/memory_report.h"
+
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace popsim {
 
@@ -27,20 +30,33 @@ enum class ErrorKind {
 
 const char* errorKindName(ErrorKind kind);
 
-// Where in a program an error happened, when it happened in one op (a kernel
-// failing as it is built or runs): the op, the user's source line and where
-// it ran. Empty strings and -1 where unknown (Python's attributes are None
-// there). The message says all of it too; these let code read it.
+// Where an error happened and what it is about, as fields: the message says
+// all of it too; these let code read it. Empty strings, -1, 0 and empty lists
+// where unknown (Python's attributes are None there). Python's errors have
+// the same fields under snake_case names (popsim.OutOfMemoryError the memory
+// ones).
 struct ErrorSite {
-  std::string node;   // how errors name the op: "convolution at model.py:12"
-  std::string op;     // its kind: "convolution"
-  std::string source; // the user's source line: "model.py:12"
-  std::string block;  // its pipeline block
-  std::string task;   // the pipeline task it ran in: "F0", "B1", ...
-  int64_t ipu = -1;
+  // An error in one op (a kernel failing as it is built or runs): the op, the
+  // user's source line and where it ran.
+  std::string node;        // how errors name the op: "convolution at model.py:12"
+  std::string op;          // its kind: "convolution"
+  std::string source;      // the user's source line: "model.py:12"
+  std::string block;       // its pipeline block
+  std::string task;        // the pipeline task it ran in: "F0", "B1", ...
+  int64_t ipu = -1;        // also the IPU an out-of-memory error is about
   int64_t microBatch = -1; // in the call
   int64_t replica = -1;
-  bool known() const { return !node.empty(); }
+  // An option error: the option at fault, as Python spells it
+  // ("Training.gradientAccumulation", "Simulator.memoryPerIpu").
+  std::string option;
+  // Out of memory on `ipu`: the category that needs the most of it
+  // ("activations"; "IO tiles" when the IO tiles overflow), what the program
+  // needs and what the IPU has, and its largest tensors (largest first).
+  std::string category;
+  uint64_t requiredBytes = 0;
+  uint64_t capacityBytes = 0;
+  std::vector<TensorMemory> largestTensors;
+  bool inOp() const { return !node.empty(); }
 };
 
 // The base class of every popsim error.
@@ -64,7 +80,8 @@ public:
 
 // A simulated IPU's memory is too small for the program; the message names
 // the IPU, the bytes needed and available, each category and the largest
-// tensors.
+// tensors, which site() holds as fields (ipu, category, requiredBytes,
+// capacityBytes, largestTensors).
 class OutOfMemoryError : public Error {
 public:
   explicit OutOfMemoryError(const Error& error) : Error(error) {}
@@ -76,7 +93,8 @@ public:
   explicit InputError(const Error& error) : Error(error) {}
 };
 
-// An option has a bad value, or options do not fit together.
+// An option has a bad value, or options do not fit together; site().option
+// names it.
 class OptionError : public Error {
 public:
   explicit OptionError(const Error& error) : Error(error) {}

@@ -99,7 +99,8 @@ class Executor(ExecutorReports):
         if options is None:
             options = Options()
         if not isinstance(options, Options):
-            raise OptionError(f"options must be a popsim.Options, got {type(options).__name__}.")
+            raise OptionError(f"options must be a popsim.Options, got {type(options).__name__}.",
+                              option="options")
         options._freeze()
         self._lock = threading.RLock()  # re-entrant: a call may sync this model's weights
         self._options = options.clone()
@@ -172,7 +173,7 @@ class Executor(ExecutorReports):
                 "Inference models do not accumulate gradients: set "
                 f"opts.Training.gradientAccumulation(1) (it is "
                 f"{opts.Training.gradient_accumulation}). To run several micro-batches per "
-                "call, use opts.deviceIterations(n).")
+                "call, use opts.deviceIterations(n).", option="Training.gradientAccumulation")
         accumulation = opts.Training.gradient_accumulation
         micro_batches = opts.device_iterations * accumulation
         if (opts.output_mode == OutputMode.EveryN
@@ -182,7 +183,7 @@ class Executor(ExecutorReports):
                      f"the micro-batches per call (deviceIterations x gradientAccumulation = "
                      f"{micro_batches}) to be a multiple of it")
             raise OptionError(f"OutputMode.EveryN with output_return_period "
-                              f"{opts.output_return_period} needs {count}.")
+                              f"{opts.output_return_period} needs {count}.", option="outputMode")
 
     @property
     def model(self) -> torch.nn.Module:
@@ -212,7 +213,7 @@ class Executor(ExecutorReports):
         if self._compiled is not None:
             raise OptionError(f"replicaGrouping of '{name}': the model has compiled already; "
                               "set groupings before it first runs or compiles (or destroy() "
-                              "it first).")
+                              "it first).", option="replicaGrouping")
         self.per_replica_params[name] = setting
 
     @property  # type: ignore[misc]
@@ -384,7 +385,8 @@ class Executor(ExecutorReports):
         if not names:
             raise OptionError(
                 "copyNamedBuffersToDevice() copies the buffers named by "
-                "Options.updatableNamedBuffers([...]), and this model's options name none.")
+                "Options.updatableNamedBuffers([...]), and this model's options name none.",
+                option="updatableNamedBuffers")
         self._flow.write_named_buffers(names)
 
     @_one_thread_at_a_time

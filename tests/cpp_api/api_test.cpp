@@ -28,6 +28,16 @@ const std::string& fixtures() {
   return directory;
 }
 
+std::string readFile(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in.good()) << path;
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+using Json = nlohmann::ordered_json;
+
 torch::jit::Module load(const std::string& name) {
   return torch::jit::load(fixtures() + "/" + name);
 }
@@ -169,6 +179,43 @@ TEST(PublicApi, ErrorsAreOfTheirClassesWithPythonsMessages) {
   } catch (const popsim::OutOfMemoryError& error) {
     EXPECT_EQ(error.kind(), popsim::ErrorKind::OutOfMemory);
     EXPECT_NE(std::string(error.what()).find("Out of memory on IPU 0"), std::string::npos);
+    // Its site holds what Python's OutOfMemoryError has as attributes.
+    const Json python = Json::parse(readFile(std::filesystem::path(fixtures()) / "python_profiles" /
+                                             "mnist_out_of_memory.json"));
+    const popsim::ErrorSite& site = error.site();
+    EXPECT_EQ(site.ipu, python["ipu"].get<int64_t>());
+    EXPECT_EQ(site.category, python["category"].get<std::string>());
+    EXPECT_EQ(site.requiredBytes, python["required_bytes"].get<uint64_t>());
+    EXPECT_EQ(site.capacityBytes, python["capacity_bytes"].get<uint64_t>());
+    EXPECT_EQ(site.capacityBytes, 64u * 1024u);
+    ASSERT_EQ(site.largestTensors.size(), python["largest_tensors"].size());
+    for (size_t index = 0; index < site.largestTensors.size(); ++index) {
+      const popsim::TensorMemory& tensor = site.largestTensors[index];
+      const Json& expected = python["largest_tensors"][index];
+      EXPECT_EQ(tensor.type, expected["type"].get<std::string>()) << index;
+      EXPECT_EQ(tensor.category, expected["category"].get<std::string>()) << index;
+      EXPECT_EQ(tensor.bytes, expected["bytes"].get<uint64_t>()) << index;
+      if (tensor.category == "weights") { // other descriptions name source lines
+        EXPECT_EQ(tensor.description, expected["description"].get<std::string>()) << index;
+      }
+    }
+    EXPECT_EQ(site.option, "");
+  }
+  // An option error names its option, from a setter or from compiling.
+  try {
+    popsim::Options().Training.gradientAccumulation(0);
+    ADD_FAILURE() << "gradientAccumulation(0) was accepted";
+  } catch (const popsim::OptionError& error) {
+    EXPECT_EQ(error.site().option, "Training.gradientAccumulation");
+  }
+  try {
+    popsim::Options once = pipelined();
+    once.deviceIterations(1);
+    popsim::InferenceSession(load("mnist_traced.pt"), {images.narrow(0, 0, 4)}, once);
+    ADD_FAILURE() << "pipelined inference over 4 stages ran 1 device iteration";
+  } catch (const popsim::OptionError& error) {
+    EXPECT_EQ(error.site().option, "deviceIterations") << error.what();
+    EXPECT_EQ(error.site().ipu, -1);
   }
   // LibTorch's own errors arrive as CompilationErrors that quote them.
   torch::jit::Module noForward("NoForward");
@@ -361,16 +408,6 @@ TEST(PublicApi, OptionsParseSizesAndIpuNamesAsPythonDoes) {
             "setAvailableMemoryProportion: the proportion for IPU1 must be a number in (0, 1], "
             "got 1.5.");
 }
-
-std::string readFile(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  EXPECT_TRUE(in.good()) << path;
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-using Json = nlohmann::ordered_json;
 
 // Without source locations, which differ by nature: Python's point into the
 // model's .py file, the TorchScript file's into its serialized code.

@@ -68,6 +68,26 @@ def python_run(strategy, profile=None):
     return images, outputs, torch.tensor([session.cycleCount()]), memory
 
 
+def python_out_of_memory(directory):
+    """The pipelined network on IPUs of 64 KiB: Python's OutOfMemoryError's fields, for
+    the C++ tests to compare with their error's site."""
+    model = export_mnist.network()
+    for ipu, layer in enumerate(LAYERS):
+        popsim.BeginBlock(getattr(model, layer), layer, ipu_id=ipu)
+    opts = popsim.Options().deviceIterations(DEVICE_ITERATIONS)
+    opts.setExecutionStrategy(popsim.PipelinedExecution(popsim.AutoStage.SameAsIpu))
+    opts.Simulator.memoryPerIpu("64KiB")
+    try:
+        popsim.inferenceModel(model, opts).compile(
+            torch.zeros(DEVICE_ITERATIONS * MICRO_BATCH, 1, 28, 28))
+    except popsim.OutOfMemoryError as error:
+        fields = {name: getattr(error, name) for name in
+                  ("ipu", "category", "required_bytes", "capacity_bytes", "largest_tensors")}
+        Path(directory, PROFILES, "mnist_out_of_memory.json").write_text(json.dumps(fields))
+        return
+    raise AssertionError("the network fits IPUs of 64 KiB")
+
+
 class WithLoss(torch.nn.Module):
     """The network returning its logits and their cross-entropy loss, for training."""
 
@@ -236,6 +256,7 @@ def main(directory: str) -> None:
         images, outputs, cycles, memory = python_run(strategy, profile)
         tensors.update({"images": images, f"{name}_outputs": outputs,
                         f"{name}_cycles": cycles, f"{name}_memory": memory})
+    python_out_of_memory(directory)
     torch.jit.script(Tensors(tensors)).save(str(Path(directory) / "reference.pt"))
     print(f"wrote {Path(directory) / 'reference.pt'}")
 

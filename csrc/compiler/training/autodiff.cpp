@@ -200,11 +200,11 @@ bool differentiate(ir::Graph& graph, PassContext& context) {
   for (const std::string& name : config.anchoredGradients) {
     const ir::Value* weight = graph.findWeight(name);
     ir::Value* grad = weight != nullptr ? graph.gradientOf(weight) : nullptr;
-    POPSIM_CHECK(grad != nullptr, ErrorKind::InvalidOption, "anchorTensor: 'Gradient___", name,
-                 "' names no parameter that the optimizer trains and the loss depends on",
-                 weight == nullptr ? " (the program has no weight of that name)" : "",
-                 ". Anchor the gradient of a trained parameter, as model.named_parameters() "
-                 "names it.");
+    POPSIM_CHECK_OPTION(grad != nullptr, "anchorTensor", "anchorTensor: 'Gradient___", name,
+                        "' names no parameter that the optimizer trains and the loss depends on",
+                        weight == nullptr ? " (the program has no weight of that name)" : "",
+                        ". Anchor the gradient of a trained parameter, as model.named_parameters() "
+                        "names it.");
     graph.addOutput(grad);
   }
   return true;

@@ -129,10 +129,11 @@ private:
         }
       }
     }
-    POPSIM_CHECK(!tracked.empty(), ErrorKind::InvalidOption,
-                 "Training.setAutomaticLossScaling(True): the backward pass computes no float16 "
-                 "gradients, whose statistics would set the loss scaling. Train a float16 model "
-                 "(model.half()), or turn automatic loss scaling off.");
+    POPSIM_CHECK_OPTION(
+        !tracked.empty(), "Training.setAutomaticLossScaling",
+        "Training.setAutomaticLossScaling(True): the backward pass computes no float16 "
+        "gradients, whose statistics would set the loss scaling. Train a float16 model "
+        "(model.half()), or turn automatic loss scaling off.");
     // The end of the backward pass: before the first accumulation of a
     // micro-batch's gradients, if any.
     for (const auto& node : graph_.nodes()) {

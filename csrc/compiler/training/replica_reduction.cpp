@@ -25,9 +25,9 @@ using training::placementOf;
 bool sumAcrossReplicas(ir::Graph& graph, PassContext& context) {
   const TrainingConfig& config = context.training();
   if (config.replicas < 2) return false;
-  POPSIM_CHECK(config.systemIpus >= config.replicas, ErrorKind::InvalidOption, "training with ",
-               config.replicas, " replicas needs at least as many IPUs, got ", config.systemIpus,
-               ".");
+  POPSIM_CHECK_OPTION(config.systemIpus >= config.replicas, "replicationFactor", "training with ",
+                      config.replicas, " replicas needs at least as many IPUs, got ",
+                      config.systemIpus, ".");
   const std::vector<ir::Graph::Gradient> gradients = graph.gradients();
   for (const auto& [param, grad] : gradients) {
     const ir::Placement where = inPhase(placementOf(param), ir::Phase::GradientNorm);

@@ -25,12 +25,13 @@ bool gathersWeight(const ir::Node& node) {
 void checkNotWritten(const ir::Value& weight, const std::vector<ir::Node*>& readers) {
   for (const ir::Node* reader : readers) {
     for (size_t index : reader->schema().mutatedInputs) {
-      POPSIM_CHECK(reader->input(index) != &weight, ErrorKind::InvalidOption,
-                   "replicated tensor sharding of weights (TensorLocations.setWeightLocation): ",
-                   reader->describe(), " writes the weight '", weight.name(),
-                   "' in the forward pass, but each replica stores only a shard of it. Raise "
-                   "minElementsForReplicatedTensorSharding above its ",
-                   weight.type().numel(), " elements, or turn the sharding off.");
+      POPSIM_CHECK_OPTION(
+          reader->input(index) != &weight, "TensorLocations.setWeightLocation",
+          "replicated tensor sharding of weights (TensorLocations.setWeightLocation): ",
+          reader->describe(), " writes the weight '", weight.name(),
+          "' in the forward pass, but each replica stores only a shard of it. Raise "
+          "minElementsForReplicatedTensorSharding above its ",
+          weight.type().numel(), " elements, or turn the sharding off.");
     }
   }
 }

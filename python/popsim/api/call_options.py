@@ -115,7 +115,7 @@ class _CallSetters(_OptionGroup):
         size = positive_int("inputReplicaGrouping(input_group_size)", input_group_size)
         if not isinstance(input_group_type, CommGroupType):
             raise OptionError(f"inputReplicaGrouping expects a popsim.CommGroupType, got "
-                              f"{input_group_type!r}.")
+                              f"{input_group_type!r}.", option="inputReplicaGrouping")
         with self._setting():
             self.input_replica_grouping = (size, input_group_type)
         return self
@@ -165,18 +165,19 @@ class _CallSetters(_OptionGroup):
         """
         if not isinstance(available_memory_proportion, dict):
             raise OptionError("setAvailableMemoryProportion expects a dict such as "
-                              f"{{'IPU0': 0.6}}, got {available_memory_proportion!r}.")
+                              f"{{'IPU0': 0.6}}, got {available_memory_proportion!r}.",
+                              option="setAvailableMemoryProportion")
         parsed: Dict[int, float] = {}
         for key, proportion in available_memory_proportion.items():
             match = re.fullmatch(r"IPU(\d+)", key) if isinstance(key, str) else None
             if match is None:
                 raise OptionError(
                     f"setAvailableMemoryProportion: key {key!r} should name an IPU as 'IPU<n>', "
-                    "such as 'IPU0'.")
+                    "such as 'IPU0'.", option="setAvailableMemoryProportion")
             if not is_real(proportion) or not 0.0 < proportion <= 1.0:
                 raise OptionError(
                     f"setAvailableMemoryProportion: the proportion for {key} must be a number "
-                    f"in (0, 1], got {proportion!r}.")
+                    f"in (0, 1], got {proportion!r}.", option="setAvailableMemoryProportion")
             parsed[int(match.group(1))] = float(proportion)
         with self._setting():
             self.available_memory_proportion = parsed
@@ -202,7 +203,8 @@ class _CallSetters(_OptionGroup):
                 ``OutputMode.EveryN`` is not a positive integer, or the options are frozen.
         """
         if not isinstance(output_mode, OutputMode):
-            raise OptionError(f"outputMode expects a popsim.OutputMode, got {output_mode!r}.")
+            raise OptionError(f"outputMode expects a popsim.OutputMode, got {output_mode!r}.",
+                              option="outputMode")
         period = 1
         if output_mode == OutputMode.EveryN:
             period = positive_int("outputMode(OutputMode.EveryN, output_return_period)",
@@ -236,7 +238,8 @@ class _CallSetters(_OptionGroup):
                 frozen.
         """
         if not is_integer(random_seed) or random_seed < 0:
-            raise OptionError(f"randomSeed expects a non-negative integer, got {random_seed!r}.")
+            raise OptionError(f"randomSeed expects a non-negative integer, got {random_seed!r}.",
+                              option="randomSeed")
         with self._setting():
             self.random_seed = int(random_seed)
         torch.manual_seed(int(random_seed))
@@ -263,7 +266,7 @@ class _CallSetters(_OptionGroup):
             raise OptionError(
                 "setExecutionStrategy expects popsim.PipelinedExecution(...), "
                 "popsim.ShardedExecution(...) or a phased execution, got "
-                f"{strategy!r}.")
+                f"{strategy!r}.", option="setExecutionStrategy")
         with self._setting():
             self.execution_strategy = strategy
         self._core.execution_strategy = strategy._spec()
@@ -328,10 +331,10 @@ class _CallSetters(_OptionGroup):
         for name, value in (("short_name", short_name), ("long_name", long_name)):
             if not isinstance(value, str) or not value:
                 raise OptionError(f"anchorTensor expects a non-empty string as {name}, got "
-                                  f"{value!r}.")
+                                  f"{value!r}.", option="anchorTensor")
         if output_mode is not None and not isinstance(output_mode, OutputMode):
             raise OptionError(f"anchorTensor expects a popsim.OutputMode or None as output_mode, "
-                              f"got {output_mode!r}.")
+                              f"got {output_mode!r}.", option="anchorTensor")
         period = 1
         if output_mode == OutputMode.EveryN:
             period = positive_int("anchorTensor(..., OutputMode.EveryN, output_return_period)",
@@ -383,7 +386,7 @@ class _CallSetters(_OptionGroup):
         """
         if not isinstance(connection_type, ConnectionType):
             raise OptionError(f"connectionType expects a popsim.ConnectionType, got "
-                              f"{connection_type!r}.")
+                              f"{connection_type!r}.", option="connectionType")
         with self._setting():
             self.connection_type = connection_type
         return self
@@ -404,7 +407,8 @@ class _CallSetters(_OptionGroup):
                 are frozen.
         """
         if not isinstance(sync_pattern, SyncPattern):
-            raise OptionError(f"syncPattern expects a popsim.SyncPattern, got {sync_pattern!r}.")
+            raise OptionError(f"syncPattern expects a popsim.SyncPattern, got {sync_pattern!r}.",
+                              option="syncPattern")
         with self._setting():
             self.sync_pattern = sync_pattern
         return self
@@ -445,7 +449,7 @@ class _CallSetters(_OptionGroup):
         """
         if not is_string_list(buffers):
             raise OptionError(f"updatableNamedBuffers expects a list of buffer names, got "
-                              f"{buffers!r}.")
+                              f"{buffers!r}.", option="updatableNamedBuffers")
         with self._setting():
             self.updatable_named_buffers = list(buffers)
         return self

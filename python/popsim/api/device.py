@@ -54,7 +54,7 @@ def ipuHardwareIsAvailable(num_ipus: int = 1) -> bool:
     """
     if isinstance(num_ipus, bool) or not isinstance(num_ipus, int) or num_ipus < 1:
         raise OptionError(f"ipuHardwareIsAvailable expects a positive number of IPUs, "
-                          f"got {num_ipus!r}.")
+                          f"got {num_ipus!r}.", option="ipuHardwareIsAvailable")
     return True
 
 

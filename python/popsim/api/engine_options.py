@@ -55,7 +55,7 @@ def profile_directory() -> Optional[str]:
     directory = options.get("autoReport.directory", ".")
     if not isinstance(directory, str) or not directory.strip():
         raise OptionError(f"{VARIABLE}: autoReport.directory must be a directory path, got "
-                          f"{directory!r}.")
+                          f"{directory!r}.", option=VARIABLE)
     return directory
 
 
@@ -73,7 +73,7 @@ def _stream_callback_threads(options: Dict[str, Any], source: str) -> _C.StreamC
     if mode is not None:
         if mode not in _MODES:
             raise OptionError(f"{source}: {_MODE} must be one of {', '.join(_MODES)}, got "
-                              f"{mode!r}.")
+                              f"{mode!r}.", option=source)
         threads.mode = _MODE_VALUES[mode]
     workers = options.get(_WORKERS)
     if isinstance(workers, str) and workers.strip() != "auto":
@@ -86,7 +86,7 @@ def _stream_callback_threads(options: Dict[str, Any], source: str) -> _C.StreamC
     elif workers is not None:
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 0:
             raise OptionError(f"{source}: {_WORKERS} must be a non-negative integer or \"auto\", "
-                              f"got {options.get(_WORKERS)!r}.")
+                              f"got {options.get(_WORKERS)!r}.", option=source)
         threads.workers = workers
     return threads
 
@@ -101,7 +101,8 @@ def session_threads(engine_options: Any) -> _C.StreamCallbackThreads:
     if not isinstance(engine_options, dict):
         raise OptionError("Options._Popart's engineOptions must be a dict of Poplar engine "
                           f"options, got {engine_options!r}. Use "
-                          "opts._Popart.setEngineOptions({...}).")
+                          "opts._Popart.setEngineOptions({...}).",
+                          option="_Popart.setEngineOptions")
     return _stream_callback_threads(engine_options, "opts._Popart.setEngineOptions")
 
 

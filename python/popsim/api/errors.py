@@ -4,24 +4,29 @@ Every error popsim raises derives from :class:`popsim.Error`. Errors raised in
 the C++ core arrive as the same classes, with the same messages.
 """
 
-from typing import Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 
 class Error(Exception):
     """Base class of every popsim error.
 
-    An error that happened in one op of a compiled program (a kernel failing
-    as it is built or runs) names it in its message and in these attributes;
-    they are None otherwise, or where not known:
+    Besides its message, an error says where it happened and what it is about
+    in these attributes, None where they do not apply or are not known. An
+    error in one op of a compiled program (a kernel failing as it is built or
+    runs) names it:
 
     - ``node``: the op as the message names it, "gather at model.py:12";
     - ``op``: its kind in popsim's IR, "gather";
     - ``source``: the user's source line it was traced from, "model.py:12";
     - ``block``: its pipeline block;
     - ``task``: the pipeline task it ran in ("F0", "B1", "FB2", "U0");
-    - ``ipu``: the simulated IPU;
+    - ``ipu``: the simulated IPU (also the IPU an :class:`OutOfMemoryError` is about);
     - ``micro_batch``: the micro-batch of the call;
     - ``replica``: the replica, in a replicated model.
+
+    An :class:`OptionError` names the option at fault in ``option``; an
+    :class:`OutOfMemoryError` has its IPU's figures. C++ errors
+    (``popsim::ErrorSite``) hold the same fields.
     """
 
     node: Optional[str] = None
@@ -32,6 +37,7 @@ class Error(Exception):
     ipu: Optional[int] = None
     micro_batch: Optional[int] = None
     replica: Optional[int] = None
+    option: Optional[str] = None
 
 
 class UnsupportedOperationError(Error):
@@ -41,8 +47,23 @@ class UnsupportedOperationError(Error):
 
 class OutOfMemoryError(Error):
     """A simulated IPU's memory is too small for the compiled program. The
-    message names the IPU, the bytes needed and available and the largest
-    tensors."""
+    message names the IPU, the bytes needed and available, each category and
+    the largest tensors, which these attributes hold too:
+
+    - ``ipu``: the IPU;
+    - ``category``: the memory category that needs the most of it
+      ("activations", "weights", ...; "IO tiles" when the IO tiles overflow);
+    - ``required_bytes`` and ``capacity_bytes``: what the program needs and
+      what the IPU (or its IO tiles) has;
+    - ``largest_tensors``: its largest tensors, largest first, as
+      :meth:`memoryReport` lists them (dicts with ``"description"``,
+      ``"type"``, ``"category"`` and ``"bytes"``).
+    """
+
+    category: Optional[str] = None
+    required_bytes: Optional[int] = None
+    capacity_bytes: Optional[int] = None
+    largest_tensors: List[Dict[str, Any]] = []
 
 
 class InputError(Error, ValueError):
@@ -51,7 +72,23 @@ class InputError(Error, ValueError):
 
 
 class OptionError(Error, ValueError):
-    """An option has a bad value, or options do not fit together."""
+    """An option has a bad value, or options do not fit together. ``option``
+    names it as the options spell it ("Training.gradientAccumulation",
+    "Simulator.memoryPerIpu", an optimizer's "SGD.lr")."""
+
+    def __init__(self, message: str = "", option: Optional[str] = None) -> None:
+        """Makes the error.
+
+        Args:
+            message: what is wrong and what to do.
+            option: the option at fault, as the options spell it.
+        """
+        super().__init__(message)
+        self.option = option
+
+    def __reduce__(self) -> Tuple[Any, ...]:
+        # Pickled (across processes) with the option, not only the message.
+        return (type(self), (str(self), self.option))
 
 
 class CompilationError(Error):

@@ -77,7 +77,7 @@ def setLogLevel(level: str) -> None:
     key = str(level).upper() if isinstance(level, str) else None
     if key not in _POPTORCH_LEVELS:
         raise OptionError(f"setLogLevel expects one of {', '.join(_POPTORCH_LEVELS)}, "
-                          f"got {level!r}.")
+                          f"got {level!r}.", option="setLogLevel")
     core, python = _POPTORCH_LEVELS[key]
     _C.set_log_level(core)
     _show(python)

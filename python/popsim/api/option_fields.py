@@ -29,13 +29,16 @@ _FROZEN_MESSAGE = (
 
 
 def positive_int(what: str, value: Any, owner: Optional[str] = None) -> int:
-    """`value` as an int, if it is a positive integer. The error names `what`: a setter,
-    or with `owner` (such as 'popsim.DataLoader'), one of its arguments."""
+    """`value` as an int, if it is a positive integer. The error names `what`: a setter
+    (its option is the setter without the argument, "outputMode" for
+    "outputMode(OutputMode.EveryN, output_return_period)"), or with `owner` (such as
+    'popsim.DataLoader'), one of its arguments."""
     if not is_integer(value) or value < 1:
         got = f"got {value!r} ({type(value).__name__})."
         if owner is not None:
-            raise OptionError(f"{owner}: {what} must be a positive integer, {got}")
-        raise OptionError(f"{what} expects a positive integer, {got}")
+            raise OptionError(f"{owner}: {what} must be a positive integer, {got}",
+                              option=f"{owner}.{what}")
+        raise OptionError(f"{what} expects a positive integer, {got}", option=what.split("(")[0])
     return int(value)
 
 
@@ -43,7 +46,8 @@ def _parse_memory(value: Any) -> int:
     """Bytes from an int or a string such as '64MiB', '512 KB' or '1.5GiB'."""
     if is_integer(value):
         if value < 1:
-            raise OptionError(f"Simulator.memoryPerIpu expects a positive size, got {value}.")
+            raise OptionError(f"Simulator.memoryPerIpu expects a positive size, got {value}.",
+                              option="Simulator.memoryPerIpu")
         return int(value)
     if isinstance(value, str):
         size = _C.parse_memory_size(value)  # the core's grammar, which the C++ API shares
@@ -51,8 +55,8 @@ def _parse_memory(value: Any) -> int:
             return size
     raise OptionError(
         f"Simulator.memoryPerIpu expects a size in bytes (an int) or a string such as '64MiB' "
-        f"or '512KB', got {value!r}."
-    )
+        f"or '512KB', got {value!r}.",
+        option="Simulator.memoryPerIpu")
 
 
 def profile_directory(source: str, directory: Union[str, os.PathLike]) -> str:
@@ -63,11 +67,11 @@ def profile_directory(source: str, directory: Union[str, os.PathLike]) -> str:
     if not isinstance(directory, str) or not directory.strip():
         raise OptionError(
             f"{source} expects a directory path (a non-empty str or os.PathLike), got "
-            f"{directory!r} ({type(directory).__name__}).")
+            f"{directory!r} ({type(directory).__name__}).", option=source)
     if os.path.exists(directory) and not os.path.isdir(directory):
         raise OptionError(
             f"{source} expects a directory, but '{directory}' is a file. Pass a new or "
-            "existing directory; popsim creates it when a model compiles.")
+            "existing directory; popsim creates it when a model compiles.", option=source)
     return directory
 
 
@@ -157,7 +161,7 @@ class _OptionGroup:
     def _setting(self) -> Iterator[None]:
         """Lets a setter assign the group's fields (refused once frozen)."""
         if self._frozen:
-            raise OptionError(_FROZEN_MESSAGE)
+            raise OptionError(_FROZEN_MESSAGE, option="Options")  # every setter of frozen options
         object.__setattr__(self, "_setters_running", self._setters_running + 1)
         try:
             yield
@@ -337,11 +341,11 @@ def _decode_anchors(anchors: List[_C.Anchor]) -> Dict[str, Tuple[str, Optional[O
 def _prefetch_depth(owner: str, depth: int) -> int:
     if not is_integer(depth) or depth < 0:
         raise OptionError(f"{owner} expects a non-negative integer (0 turns prefetching off), "
-                          f"got {depth!r}.")
+                          f"got {depth!r}.", option=owner)
     return int(depth)
 
 
 def _bool(owner: str, value: object) -> bool:
     if not isinstance(value, bool):
-        raise OptionError(f"{owner} expects True or False, got {value!r}.")
+        raise OptionError(f"{owner} expects True or False, got {value!r}.", option=owner)
     return value

@@ -76,7 +76,8 @@ class _TrainingOptions(_OptionGroup):
         if reduction_type not in (ReductionType.Mean, ReductionType.Sum):
             raise OptionError(
                 "Training.accumulationAndReplicationReductionType expects "
-                f"popsim.ReductionType.Mean or popsim.ReductionType.Sum, got {reduction_type!r}.")
+                f"popsim.ReductionType.Mean or popsim.ReductionType.Sum, got {reduction_type!r}.",
+                option="Training.accumulationAndReplicationReductionType")
         with self._setting():
             self.accumulation_and_replication_reduction_type = reduction_type
         return self
@@ -104,7 +105,8 @@ class _TrainingOptions(_OptionGroup):
         if not isinstance(mean_reduction_strategy, MeanReductionStrategy):
             raise OptionError(
                 "Training.setMeanAccumulationAndReplicationReductionStrategy expects a "
-                f"popsim.MeanReductionStrategy (Running, Post), got {mean_reduction_strategy!r}.")
+                f"popsim.MeanReductionStrategy (Running, Post), got {mean_reduction_strategy!r}.",
+                option="Training.setMeanAccumulationAndReplicationReductionStrategy")
         if mean_reduction_strategy == MeanReductionStrategy.PostAndLoss:
             LOGGER.warning("MeanReductionStrategy.PostAndLoss is deprecated (as in PopTorch); "
                            "popsim computes what Post computes, the same up to rounding.")
@@ -134,7 +136,8 @@ class _TrainingOptions(_OptionGroup):
             OptionError: if ``enabled`` is not a bool, or the options are frozen.
         """
         if not isinstance(enabled, bool):
-            raise OptionError(f"Training.recomputation expects a bool, got {enabled!r}.")
+            raise OptionError(f"Training.recomputation expects a bool, got {enabled!r}.",
+                              option="Training.recomputation")
         with self._setting():
             self.recomputation_enabled = enabled
         return self
@@ -224,7 +227,8 @@ class _SimulatorOptions(_OptionGroup):
         name = _C.parse_chip_version(version) if isinstance(version, str) else None
         if name is None:
             raise OptionError(
-                f"Simulator.ipuVersion expects 'Mk1', 'Mk2' or 'Bow', got {version!r}.")
+                f"Simulator.ipuVersion expects 'Mk1', 'Mk2' or 'Bow', got {version!r}.",
+                option="Simulator.ipuVersion")
         with self._setting():
             self.ipu_version = name
         return self
@@ -371,7 +375,7 @@ class _PrecisionOptions(_OptionGroup):
         """
         if dtype not in (torch.float32, torch.float16):
             raise OptionError(f"Precision.setPartialsType expects torch.float or torch.half, "
-                              f"got {dtype!r}.")
+                              f"got {dtype!r}.", option="Precision.setPartialsType")
         with self._setting():
             self.partials_type = dtype
         return self
@@ -418,7 +422,8 @@ class _PrecisionOptions(_OptionGroup):
         """
         if not isinstance(half_float_casting, HalfFloatCastingBehavior):
             raise OptionError(f"Precision.halfFloatCasting expects a "
-                              f"popsim.HalfFloatCastingBehavior, got {half_float_casting!r}.")
+                              f"popsim.HalfFloatCastingBehavior, got {half_float_casting!r}.",
+                              option="Precision.halfFloatCasting")
         with self._setting():
             self.half_float_casting = half_float_casting
         return self
@@ -543,7 +548,8 @@ class _TensorLocationOptions(_OptionGroup):
         """
         if not is_integer(num_tiles) or not 32 <= num_tiles <= 192 or num_tiles % 2 != 0:
             raise OptionError(f"numIOTiles must be an even number between 32 and 192. "
-                              f"TensorLocations.numIOTiles got {num_tiles!r}.")
+                              f"TensorLocations.numIOTiles got {num_tiles!r}.",
+                              option="TensorLocations.numIOTiles")
         with self._setting():
             self.num_io_tiles = num_tiles
         return self
@@ -647,7 +653,8 @@ class _TensorLocationOptions(_OptionGroup):
     def _checked(setter: str, settings: TensorLocationSettings) -> TensorLocationSettings:
         if not isinstance(settings, TensorLocationSettings):
             raise OptionError(f"TensorLocations.{setter} expects a "
-                              f"popsim.TensorLocationSettings, got {settings!r}.")
+                              f"popsim.TensorLocationSettings, got {settings!r}.",
+                              option=f"TensorLocations.{setter}")
         return copy.copy(settings)  # later changes to the caller's settings do not leak in
 
 
@@ -722,7 +729,8 @@ class _DistributedOptions(_OptionGroup):
                 values.append(int(text))
             except ValueError:
                 raise OptionError(f"Distributed.setEnvVarNames: the environment variable "
-                                  f"{variable} is {text!r}, not an integer.") from None
+                                  f"{variable} is {text!r}, not an integer.",
+                                  option="Distributed.setEnvVarNames") from None
         return self.configureProcessId(*values)
 
     def configureProcessId(self, process_id: int, num_processes: int) -> "_DistributedOptions":
@@ -744,7 +752,7 @@ class _DistributedOptions(_OptionGroup):
         if not is_integer(process_id) or not 0 <= process_id < num_processes:
             raise OptionError(f"Distributed.configureProcessId expects a process ID from 0 to "
                               f"{num_processes - 1} for {num_processes} process(es), got "
-                              f"{process_id!r}.")
+                              f"{process_id!r}.", option="Distributed.configureProcessId")
         with self._setting():
             self.distributed_process_id = int(process_id)
         with self._setting():

@@ -49,7 +49,8 @@ def _load_options_file(options: "Options", filepath: str) -> None:
         with open(filepath) as source:
             lines = source.read().splitlines()
     except OSError as error:
-        raise OptionError(f"loadFromFile('{filepath}'): cannot read it: {error}.") from error
+        raise OptionError(f"loadFromFile('{filepath}'): cannot read it: {error}.",
+                          option="loadFromFile") from error
     allowed = {name: getattr(builtins, name)
                for name in ("bool", "dict", "float", "int", "list", "str", "tuple")}
     scope = {"popsim": popsim, "poptorch": popsim, "torch": torch, "__builtins__": allowed}
@@ -61,24 +62,26 @@ def _load_options_file(options: "Options", filepath: str) -> None:
         match = _SETTER_LINE.match(line)
         if match is None:
             raise OptionError(f"{where}: each line must call one option setter, such as "
-                              "deviceIterations(4) or Training.gradientAccumulation(2).")
+                              "deviceIterations(4) or Training.gradientAccumulation(2).",
+                              option="loadFromFile")
         group, setter = match.group(1), match.group(2)
         target = getattr(options, group) if group else options
         method = getattr(type(target), setter, None)
         if setter.startswith("_") or not callable(method):
             owner = f"Options.{group}" if group else "Options"
-            raise OptionError(f"{where}: {owner} has no setter '{setter}'.")
+            raise OptionError(f"{where}: {owner} has no setter '{setter}'.", option="loadFromFile")
         try:
             arguments = eval(f"_collect({match.group(3)})",  # noqa: S307 - a config file
                              dict(scope, _collect=lambda *a, **k: (a, k)))
         except Exception as error:  # noqa: BLE001 - any error in the user's arguments
-            raise OptionError(f"{where}: cannot evaluate its arguments: {error}.") from error
+            raise OptionError(f"{where}: cannot evaluate its arguments: {error}.",
+                              option="loadFromFile") from error
         try:
             getattr(target, setter)(*arguments[0], **arguments[1])
         except OptionError as error:
-            raise OptionError(f"{where}: {error}") from error
+            raise OptionError(f"{where}: {error}", option=error.option or "loadFromFile") from error
         except TypeError as error:  # wrong arguments for the setter
-            raise OptionError(f"{where}: {error}.") from error
+            raise OptionError(f"{where}: {error}.", option="loadFromFile") from error
 
 
 class Options(_CallSetters, _RunSetters):
@@ -213,9 +216,10 @@ class Options(_CallSetters, _RunSetters):
                         target = getattr(target, group)
                     method = getattr(target, setter)
                 except AttributeError as error:
-                    raise OptionError(f"{variable}: {error}") from None
+                    raise OptionError(f"{variable}: {error}", option=variable) from None
                 if not callable(method):
-                    raise OptionError(f"{variable}: '{name}' is not a setter of popsim.Options.")
+                    raise OptionError(f"{variable}: '{name}' is not a setter of popsim.Options.",
+                                      option=variable)
                 method(value)
 
     @property

@@ -83,7 +83,8 @@ class _PopartOptions(_OptionGroup):
                 non-negative integer, or the options are frozen.
         """
         if not isinstance(name, str) or not name:
-            raise OptionError(f"Options._Popart.set expects an option name, got {name!r}.")
+            raise OptionError(f"Options._Popart.set expects an option name, got {name!r}.",
+                              option="_Popart.set")
         if name == PREFETCH_DEPTH_OPTION:  # Options.prefetchDepth's value
             value = _prefetch_depth(f"_Popart.set('{name}', ...)", value)
         with self._setting():
@@ -111,14 +112,14 @@ class _PopartOptions(_OptionGroup):
                 if not is_real(value) or value != int(value):
                     raise OptionError(
                         f"_Popart {name}={value!r}: popsim updates the automatic loss scaling "
-                        "after every optimizer step (period 1) only.")
+                        "after every optimizer step (period 1) only.", option=f"_Popart.{name}")
                 core.training.loss_scaling_update_period = int(value)
             elif setting in _LOSS_SCALING_RANGES:
                 valid = _LOSS_SCALING_RANGES[setting]
                 if not is_real(value) or not valid(value):
                     raise OptionError(
                         f"_Popart {name}={value!r} is out of range (binEdgeLocation in [0, 1], "
-                        "thresholdUpperCountProportion in [0, 1)).")
+                        "thresholdUpperCountProportion in [0, 1)).", option=f"_Popart.{name}")
                 setattr(core.training, _LOSS_SCALING_FIELDS[setting], float(value))
 
     def _raise_invalid(self, training: bool) -> None:
@@ -174,7 +175,8 @@ class _PopartOptions(_OptionGroup):
             OptionError: if ``options`` is not a dict, or the options are frozen.
         """
         if not isinstance(options, dict):
-            raise OptionError(f"setEngineOptions expects a dict, got {options!r}.")
+            raise OptionError(f"setEngineOptions expects a dict, got {options!r}.",
+                              option="_Popart.setEngineOptions")
         return self.set("engineOptions", dict(options))
 
     def setPatterns(self, patterns: Dict[str, bool], level: int = 2) -> "_PopartOptions":
@@ -194,6 +196,7 @@ class _PopartOptions(_OptionGroup):
             OptionError: if ``patterns`` is not a dict, or the options are frozen.
         """
         if not isinstance(patterns, dict):
-            raise OptionError(f"setPatterns expects a dict of pattern names, got {patterns!r}.")
+            raise OptionError(f"setPatterns expects a dict of pattern names, got {patterns!r}.",
+                              option="_Popart.setPatterns")
         self.set("patterns", dict(patterns))
         return self.set("patternsLevel", level)

@@ -63,7 +63,7 @@ class _RunSetters(_OptionGroup):
         """
         if not isinstance(log_dir, (str, os.PathLike)) or not os.fspath(log_dir):
             raise OptionError(f"logDir expects a directory's path (a non-empty str or "
-                              f"os.PathLike), got {log_dir!r}.")
+                              f"os.PathLike), got {log_dir!r}.", option="logDir")
         with self._setting():
             self.log_dir = str(os.fspath(log_dir))
         return self
@@ -107,7 +107,8 @@ class _RunSetters(_OptionGroup):
             OptionError: if ``use_model`` is not a bool, or the options are frozen.
         """
         if not isinstance(use_model, bool):
-            raise OptionError(f"useIpuModel expects a bool, got {use_model!r}.")
+            raise OptionError(f"useIpuModel expects a bool, got {use_model!r}.",
+                              option="useIpuModel")
         with self._setting():
             self.use_ipu_model = use_model
         return self
@@ -169,7 +170,8 @@ class _RunSetters(_OptionGroup):
             OptionError: if ``excludes`` is not a list of strings, or the options are frozen.
         """
         if not is_string_list(excludes):
-            raise OptionError(f"sourceLocationExcludes expects a list of str, got {excludes!r}.")
+            raise OptionError(f"sourceLocationExcludes expects a list of str, got {excludes!r}.",
+                              option="sourceLocationExcludes")
         with self._setting():
             self.source_location_excludes = list(excludes)
         return self
@@ -193,7 +195,8 @@ class _RunSetters(_OptionGroup):
         """
         if not all(isinstance(e, str) for e in excludes):
             raise OptionError(
-                f"appendToLocationExcludes expects str arguments, got {excludes!r}.")
+                f"appendToLocationExcludes expects str arguments, got {excludes!r}.",
+                option="appendToLocationExcludes")
         with self._setting():
             self.source_location_excludes = source_location_excludes(self.source_location_excludes) + list(excludes)
         return self
@@ -237,7 +240,7 @@ class _RunSetters(_OptionGroup):
         """
         if path is not None and (not isinstance(path, (str, os.PathLike)) or not os.fspath(path)):
             raise OptionError(f"enableExecutableCaching expects a directory path or None, got "
-                              f"{path!r}.")
+                              f"{path!r}.", option="enableExecutableCaching")
         with self._setting():
             self.executable_cache_dir = False if path is None else os.fspath(path)
         return self
@@ -260,7 +263,7 @@ class _RunSetters(_OptionGroup):
         versions = {1: "Mk1", 2: "Mk2", 21: "Bow"}
         if ipu_version not in versions:
             raise OptionError(f"useOfflineIpuTarget expects IPU version 1 (Mk1), 2 (Mk2) or "
-                              f"21 (Bow), got {ipu_version!r}.")
+                              f"21 (Bow), got {ipu_version!r}.", option="useOfflineIpuTarget")
         self.Simulator.ipuVersion(versions[ipu_version])
         return self.connectionType(ConnectionType.Never)
 
@@ -284,7 +287,7 @@ class _RunSetters(_OptionGroup):
         """
         if not isinstance(name, str) or not name or os.sep in name or name in (".", ".."):
             raise OptionError(f"modelName expects a non-empty name without '{os.sep}' (it "
-                              f"names a directory), got {name!r}.")
+                              f"names a directory), got {name!r}.", option="modelName")
         with self._setting():
             self.model_name = name
         return self
@@ -326,7 +329,8 @@ class _RunSetters(_OptionGroup):
             OptionError: if ``ipu_id`` is not a non-negative integer, or the options are frozen.
         """
         if not is_integer(ipu_id) or ipu_id < 0:
-            raise OptionError(f"useIpuId expects a non-negative device ID, got {ipu_id!r}.")
+            raise OptionError(f"useIpuId expects a non-negative device ID, got {ipu_id!r}.",
+                              option="useIpuId")
         with self._setting():
             self.ipu_id = int(ipu_id)
         return self

@@ -44,7 +44,8 @@ class PipelineSchedule(enum.Enum):
 
 def _block_name(block: Union[str, int], what: str) -> str:
     if not (isinstance(block, str) or is_integer(block)):
-        raise OptionError(f"{what} expects block ids (str or int), got {block!r}.")
+        raise OptionError(f"{what} expects block ids (str or int), got {block!r}.",
+                          option=what.removeprefix("popsim."))
     return str(block)
 
 
@@ -70,7 +71,8 @@ class Stage:
             OptionError: if no block id is given, or one is neither a str nor an int.
         """
         if not block_ids:
-            raise OptionError("popsim.Stage needs at least one block id, e.g. Stage('B1').")
+            raise OptionError("popsim.Stage needs at least one block id, e.g. Stage('B1').",
+                              option="Stage")
         self._blocks = [_block_name(block, "popsim.Stage") for block in block_ids]
         self._ipu: Optional[int] = None
 
@@ -87,7 +89,8 @@ class Stage:
             OptionError: if ``ipu`` is not a non-negative integer.
         """
         if not is_integer(ipu) or ipu < 0:
-            raise OptionError(f"Stage.ipu expects a non-negative int, got {ipu!r}.")
+            raise OptionError(f"Stage.ipu expects a non-negative int, got {ipu!r}.",
+                              option="Stage.ipu")
         self._ipu = int(ipu)
         return self
 
@@ -132,7 +135,7 @@ class _ExecutionStrategy:
                 stages.append(arg)
             elif isinstance(arg, AutoStage):
                 raise OptionError(f"popsim.{self._name} takes one AutoStage on its own, not "
-                                  "mixed with stages or block ids.")
+                                  "mixed with stages or block ids.", option=self._name)
             else:
                 stages.append(Stage(_block_name(arg, f"popsim.{self._name}")))
         seen: Dict[str, int] = {}
@@ -142,7 +145,7 @@ class _ExecutionStrategy:
                     raise OptionError(
                         f"Block '{block}' associated with more than one stage (stages "
                         f"{seen[block]} and {index} of popsim.{self._name}); each block "
-                        "belongs to exactly one stage.")
+                        "belongs to exactly one stage.", option=self._name)
                 seen[block] = index
         self._stages = stages
 
@@ -193,7 +196,8 @@ class PipelinedExecution(_ExecutionStrategy):
         super().__init__(*args)
         if not isinstance(schedule, PipelineSchedule):
             raise OptionError(f"PipelinedExecution(schedule=...) expects a "
-                              f"popsim.PipelineSchedule, got {schedule!r}.")
+                              f"popsim.PipelineSchedule, got {schedule!r}.",
+                              option="PipelinedExecution")
         self.schedule = schedule
 
     def _spec(self) -> "_C.ExecutionStrategy":
@@ -248,7 +252,7 @@ class Phase:
             OptionError: if no stage is given, or a block id is neither a str nor an int.
         """
         if not stages:
-            raise OptionError("popsim.Phase needs at least one stage or block id.")
+            raise OptionError("popsim.Phase needs at least one stage or block id.", option="Phase")
         self._stages = [stage if isinstance(stage, Stage)
                         else Stage(_block_name(stage, "popsim.Phase")) for stage in stages]
 
@@ -268,7 +272,7 @@ class Phase:
         if len(ipus) != len(self._stages):
             raise OptionError(
                 f"Phase.ipus: this phase has {len(self._stages)} stage(s), so it needs as many "
-                f"IPUs (one per stage), got {len(ipus)}: {list(ipus)}.")
+                f"IPUs (one per stage), got {len(ipus)}: {list(ipus)}.", option="Phase.ipus")
         for stage, ipu in zip(self._stages, ipus):
             stage.ipu(ipu)
         return self
@@ -314,7 +318,8 @@ class _PhasedExecution(_ExecutionStrategy):
         """
         if not phases:
             raise OptionError(f"popsim.{self._name} needs at least one phase: "
-                              f"popsim.{self._name}(popsim.Phase('A'), popsim.Phase('B')).")
+                              f"popsim.{self._name}(popsim.Phase('A'), popsim.Phase('B')).",
+                              option=self._name)
         self._phases = []
         for phase in phases:
             if isinstance(phase, Phase):
@@ -345,7 +350,8 @@ class _PhasedExecution(_ExecutionStrategy):
         """
         if not is_integer(index) or not 0 <= index < len(self._phases):
             raise OptionError(f"{self._name}.phase: phases are numbered 0 to "
-                              f"{len(self._phases) - 1}, got {index!r}.")
+                              f"{len(self._phases) - 1}, got {index!r}.",
+                              option=f"{self._name}.phase")
         return self._phases[index]
 
     def useSeparateBackwardPhase(self: _Phased, use: bool = True) -> _Phased:
@@ -364,7 +370,8 @@ class _PhasedExecution(_ExecutionStrategy):
             OptionError: if ``use`` is not a bool.
         """
         if not isinstance(use, bool):
-            raise OptionError(f"useSeparateBackwardPhase expects True or False, got {use!r}.")
+            raise OptionError(f"useSeparateBackwardPhase expects True or False, got {use!r}.",
+                              option="useSeparateBackwardPhase")
         self._separate_backward_phase = use
         return self
 
@@ -406,7 +413,8 @@ class SerialPhasedExecution(_PhasedExecution):
             OptionError: if ``liveness`` is not a :class:`popsim.Liveness`.
         """
         if not isinstance(liveness, Liveness):
-            raise OptionError(f"setTensorsLiveness expects a popsim.Liveness, got {liveness!r}.")
+            raise OptionError(f"setTensorsLiveness expects a popsim.Liveness, got {liveness!r}.",
+                              option="setTensorsLiveness")
         self._liveness = liveness
         return self
 
@@ -442,6 +450,6 @@ class ParallelPhasedExecution(_PhasedExecution):
         """
         if not isinstance(off_chip, bool):
             raise OptionError(f"sendTensorsOffChipAfterFwd expects True or False, got "
-                              f"{off_chip!r}.")
+                              f"{off_chip!r}.", option="sendTensorsOffChipAfterFwd")
         self._liveness = Liveness.OffChipAfterFwd if off_chip else Liveness.AlwaysLive
         return self

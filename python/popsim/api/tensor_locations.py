@@ -14,13 +14,14 @@ from popsim.api.errors import OptionError
 def _non_negative(setter: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
         raise OptionError(f"TensorLocationSettings.{setter} expects a non-negative integer, "
-                          f"got {value!r}.")
+                          f"got {value!r}.", option=f"TensorLocationSettings.{setter}")
     return int(value)
 
 
 def _bool(setter: str, value: object) -> bool:
     if not isinstance(value, bool):
-        raise OptionError(f"TensorLocationSettings.{setter} expects a bool, got {value!r}.")
+        raise OptionError(f"TensorLocationSettings.{setter} expects a bool, got {value!r}.",
+                          option=f"TensorLocationSettings.{setter}")
     return value
 
 

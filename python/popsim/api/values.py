@@ -43,7 +43,8 @@ def json_object_in_environment(variable: str, holds: str, example: str
         value = json.loads(text)
     except json.JSONDecodeError as error:
         raise OptionError(f"{variable} is not JSON ({error}): give an object of {holds}, "
-                          f"e.g. '{example}'.") from None
+                          f"e.g. '{example}'.", option=variable) from None
     if not isinstance(value, dict):
-        raise OptionError(f"{variable} must be a JSON object of {holds}, got {text!r}.")
+        raise OptionError(f"{variable} must be a JSON object of {holds}, got {text!r}.",
+                          option=variable)
     return value

@@ -40,7 +40,7 @@ def _unknown(long_name: str, known: Sequence[str], what: str) -> OptionError:
     close = difflib.get_close_matches(long_name, list(known), n=1)
     hint = f" Did you mean '{close[0]}'?" if close else ""
     return OptionError(f"anchorTensor: '{long_name}' is not {what}.{hint} getTensorNames() lists "
-                       "the names a compiled model can anchor.")
+                       "the names a compiled model can anchor.", option="anchorTensor")
 
 
 def plan(anchors: Dict[str, Tuple[str, Optional[OutputMode], int]], training: bool, output: Tuple[OutputMode, int], steps: int,
@@ -56,12 +56,14 @@ def plan(anchors: Dict[str, Tuple[str, Optional[OutputMode], int]], training: bo
             raise OptionError(
                 f"anchorTensor('{short}', '{long_name}', OutputMode.{mode.name}): popsim returns "
                 f"anchors in the model's output mode (OutputMode.{output_mode.name}). Pass "
-                f"output_mode=None, or set the model's outputMode(OutputMode.{mode.name}).")
+                f"output_mode=None, or set the model's outputMode(OutputMode.{mode.name}).",
+                option="anchorTensor")
         if long_name.startswith(GRADIENT):
             name = long_name[len(GRADIENT):]
             if not training:
                 raise OptionError(f"anchorTensor: '{long_name}' is a gradient, and an inference "
-                                  "model computes none. Anchor it on a trainingModel.")
+                                  "model computes none. Anchor it on a trainingModel.",
+                                  option="anchorTensor")
             if name not in trained:
                 raise _unknown(long_name, [GRADIENT + n for n in trained],
                                "the gradient of a parameter the optimizer trains")
@@ -71,7 +73,8 @@ def plan(anchors: Dict[str, Tuple[str, Optional[OutputMode], int]], training: bo
         if long_name == LOSS_SCALE:
             if not training:
                 raise OptionError(f"anchorTensor('{short}', '{LOSS_SCALE}'): the loss scaling "
-                                  "factor belongs to training; an inference model has none.")
+                                  "factor belongs to training; an inference model has none.",
+                                  option="anchorTensor")
             name = LOSS_SCALE_STATE
         elif name not in weights:
             raise _unknown(long_name, list(weights) + [UPDATED + n for n in weights],
@@ -81,7 +84,7 @@ def plan(anchors: Dict[str, Tuple[str, Optional[OutputMode], int]], training: bo
                 f"anchorTensor('{short}', '{long_name}'): popsim returns a variable's value after "
                 f"the call, not after each of its {steps} steps (OutputMode.{output_mode.name}). "
                 "Use "
-                "outputMode(OutputMode.Final), or one device iteration.")
+                "outputMode(OutputMode.Final), or one device iteration.", option="anchorTensor")
         variables.append((short, name))
     return AnchorPlan(gradients, variables)
 
@@ -129,7 +132,7 @@ def resolve(plan_: AnchorPlan, shapes: Dict[str, torch.Size], program: _C.Device
         if program_name not in on_device:
             raise OptionError(f"anchorTensor('{short}', ...): the program does not use "
                               f"'{name}', so the device does not hold it; read it from the "
-                              "model instead.")
+                              "model instead.", option="anchorTensor")
         resolved.append((short, program_name))
     return CallAnchors(plan_._replace(variables=resolved), shapes, device_anchors)
 

@@ -37,7 +37,7 @@ def _delay() -> Optional[float]:
         return None if value == "0" else 0.0
     raise OptionError(f"{ENVIRONMENT_VARIABLE} must be 0 (no compilation progress bar), 1 (always "
                       f"show it) or unset (show it for compilations longer than {SHOW_AFTER:g} s), "
-                      f"got {value!r}.")
+                      f"got {value!r}.", option=ENVIRONMENT_VARIABLE)
 
 
 class CompileProgress:

@@ -58,7 +58,7 @@ def _check_not_too_small(samples: Optional[int], combined: int, options: Options
             f"popsim.DataLoader: an epoch has {samples} samples, fewer than one combined "
             f"batch of {combined} ({_factors(options, batch_size)}), so with drop_last=True it "
             "would yield no batches. Lower batch_size or the options' factors, or use more "
-            "samples.")
+            "samples.", option="DataLoader.batch_size")
 
 
 class _ProcessPart(torch.utils.data.Dataset):
@@ -132,22 +132,24 @@ def _partition(dataset: torch.utils.data.Dataset, options: Options, combined: in
     if isinstance(dataset, torch.utils.data.IterableDataset) or not hasattr(dataset, "__len__"):
         raise OptionError(f"popsim.DataLoader: auto_distributed_partitioning cannot split an "
                           f"iterable dataset for {where}: give each process its own data and "
-                          "pass auto_distributed_partitioning=False.")
+                          "pass auto_distributed_partitioning=False.",
+                          option="DataLoader.auto_distributed_partitioning")
     if sampler is not None or batch_sampler is not None:
         raise OptionError(f"popsim.DataLoader: with a sampler, auto_distributed_partitioning "
                           f"cannot tell which samples are {where}'s: partition in the sampler "
-                          "and pass auto_distributed_partitioning=False.")
+                          "and pass auto_distributed_partitioning=False.",
+                          option="DataLoader.auto_distributed_partitioning")
     if shuffle and options.random_seed is None:
         raise OptionError(
             "popsim.DataLoader: when using auto_distributed_partitioning you must set "
             "Options.randomSeed(), the same in every process: each process shuffles the whole "
-            f"dataset in the same order and takes its own part ({where}).")
+            f"dataset in the same order and takes its own part ({where}).", option="randomSeed")
     part = _ProcessPart(dataset, options, combined, shuffle)
     if part.per_process == 0:
         raise OptionError(
             f"popsim.DataLoader: {len(dataset)} samples make no combined batch of {combined} "
             f"for each of {processes} processes ({where}). Use more samples or smaller "
-            "batches.")
+            "batches.", option="DataLoader.batch_size")
     return part
 
 
@@ -177,15 +179,17 @@ def _micro_batch_of(batch_sampler: Iterable[Sequence[Any]], batch_size: int, shu
             f"popsim.DataLoader: the batch_sampler ({type(batch_sampler).__name__}) has no "
             "batch_size attribute. popsim compiles models for one batch size, so it needs to "
             "know the size of the batches the sampler yields: give the sampler a batch_size "
-            "attribute (torch.utils.data.BatchSampler has one).")
+            "attribute (torch.utils.data.BatchSampler has one).", option="DataLoader.batch_sampler")
     if batch_size not in (1, micro):
         raise OptionError(
             f"popsim.DataLoader: batch_size ({batch_size}) and a batch_sampler of batch_size "
-            f"{micro} are given; the batch_sampler decides the batch. Leave batch_size out.")
+            f"{micro} are given; the batch_sampler decides the batch. Leave batch_size out.",
+            option="DataLoader.batch_size")
     if shuffle or sampler is not None:
         raise OptionError(
             "popsim.DataLoader: a batch_sampler decides the order of the samples, so it "
-            "excludes shuffle=True and sampler; shuffle or sample inside the batch_sampler.")
+            "excludes shuffle=True and sampler; shuffle or sample inside the batch_sampler.",
+            option="DataLoader.batch_sampler")
     return micro
 
 
@@ -316,10 +320,11 @@ class DataLoader(torch.utils.data.DataLoader):
         """
         if not isinstance(options, Options):
             raise OptionError(
-                f"popsim.DataLoader takes popsim.Options first, got {type(options).__name__}.")
+                f"popsim.DataLoader takes popsim.Options first, got {type(options).__name__}.",
+                option="DataLoader.options")
         if not isinstance(mode, DataLoaderMode):
             raise OptionError(f"popsim.DataLoader: mode must be a popsim.DataLoaderMode, "
-                              f"got {mode!r}.")
+                              f"got {mode!r}.", option="DataLoader.mode")
         if batch_size is None:
             # torch's DataLoader without automatic batching: each item of the
             # dataset is a whole batch already (PopTorch's combinedBatchSize
@@ -341,15 +346,17 @@ class DataLoader(torch.utils.data.DataLoader):
         unknown = sorted(set(async_options) - set(_ASYNC_OPTIONS))
         if unknown:
             raise OptionError(f"popsim.DataLoader: unknown async_options {unknown}; "
-                              f"known: {list(_ASYNC_OPTIONS)}.")
+                              f"known: {list(_ASYNC_OPTIONS)}.", option="DataLoader.async_options")
         if async_options and mode == DataLoaderMode.Sync:
             raise OptionError("popsim.DataLoader: async_options need mode=DataLoaderMode.Async "
-                              "or DataLoaderMode.AsyncRebatched.")
+                              "or DataLoaderMode.AsyncRebatched.",
+                              option="DataLoader.async_options")
         worker_batch = combined
         if mode == DataLoaderMode.AsyncRebatched and batch_sampler is not None:
             if rebatched_worker_size is not None:
                 raise OptionError("popsim.DataLoader: with a batch_sampler, the workers load "
-                                  "the sampler's batches; leave rebatched_worker_size out.")
+                                  "the sampler's batches; leave rebatched_worker_size out.",
+                                  option="DataLoader.rebatched_worker_size")
             worker_batch = batch_size
         elif mode == DataLoaderMode.AsyncRebatched:
             worker_batch = positive_int("rebatched_worker_size",
@@ -358,10 +365,12 @@ class DataLoader(torch.utils.data.DataLoader):
             if worker_batch > combined:
                 raise OptionError(
                     f"popsim.DataLoader: rebatched_worker_size ({worker_batch}) is larger than "
-                    f"the combined batch ({combined} = {_factors(options, batch_size)}).")
+                    f"the combined batch ({combined} = {_factors(options, batch_size)}).",
+                    option="DataLoader.rebatched_worker_size")
         elif rebatched_worker_size is not None:
             raise OptionError("popsim.DataLoader: rebatched_worker_size needs "
-                              "mode=DataLoaderMode.AsyncRebatched.")
+                              "mode=DataLoaderMode.AsyncRebatched.",
+                              option="DataLoader.rebatched_worker_size")
         samples = _epoch_samples(dataset, sampler, batch_sampler)
         # Another batch sampler than torch's may yield batches of any size:
         # its count of samples is an estimate, too rough to refuse it on.
@@ -431,16 +440,18 @@ class DataLoader(torch.utils.data.DataLoader):
         if kwargs.get("batch_sampler") is not None:
             raise OptionError("popsim.DataLoader: batch_size=None yields the dataset's items "
                               "unbatched, so it takes no batch_sampler; leave batch_size at "
-                              "its default to use one.")
+                              "its default to use one.", option="DataLoader.batch_size")
         if mode == DataLoaderMode.AsyncRebatched or rebatched_worker_size is not None:
             raise OptionError("popsim.DataLoader: batch_size=None yields the dataset's items "
                               "unbatched, so there is nothing to rebatch: use "
-                              "DataLoaderMode.Sync or DataLoaderMode.Async.")
+                              "DataLoaderMode.Sync or DataLoaderMode.Async.",
+                              option="DataLoader.batch_size")
         async_options = dict(async_options or {})
         unknown = sorted(set(async_options) - set(_ASYNC_OPTIONS))
         if unknown or (async_options and mode == DataLoaderMode.Sync):
             raise OptionError(f"popsim.DataLoader: async_options {sorted(async_options)} need "
-                              f"mode=DataLoaderMode.Async and take only {list(_ASYNC_OPTIONS)}.")
+                              f"mode=DataLoaderMode.Async and take only {list(_ASYNC_OPTIONS)}.",
+                              option="DataLoader.async_options")
         dataset = _partition(dataset, options, 1, shuffle, auto_partitioning,
                              kwargs.get("sampler"), None)
         if persistent_workers is None:

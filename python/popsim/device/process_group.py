@@ -44,7 +44,7 @@ def timeout() -> datetime.timedelta:
         seconds = -1.0
     if seconds <= 0:
         raise OptionError(f"{TIMEOUT_VARIABLE} is {text!r}: set it to a positive number of "
-                          "seconds.")
+                          "seconds.", option=TIMEOUT_VARIABLE)
     return datetime.timedelta(seconds=seconds)
 
 
@@ -55,7 +55,8 @@ def _process_group_ready(options: "Options") -> None:
     process, processes = options.Distributed.processId, options.Distributed.numProcesses
     if not dist.is_available():
         raise OptionError(f"Options.Distributed says this is process {process} of {processes}, "
-                          "but this PyTorch has no torch.distributed to train across processes.")
+                          "but this PyTorch has no torch.distributed to train across processes.",
+                          option="Distributed")
     if not dist.is_initialized():
         missing = [name for name in ("MASTER_ADDR", "MASTER_PORT") if name not in os.environ]
         if missing:
@@ -64,7 +65,8 @@ def _process_group_ready(options: "Options") -> None:
                 f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set, so "
                 "popsim cannot reach the other processes. Launch the script with torchrun "
                 "(torchrun --nproc_per_node N script.py), or call "
-                "torch.distributed.init_process_group('gloo') before training.")
+                "torch.distributed.init_process_group('gloo') before training.",
+                option="Distributed")
         dist.init_process_group("gloo", rank=process, world_size=processes, timeout=timeout())
         global _STARTED
         _STARTED = True
@@ -72,7 +74,8 @@ def _process_group_ready(options: "Options") -> None:
         raise OptionError(
             f"Options.Distributed says this is process {process} of {processes}, but "
             f"torch.distributed says rank {dist.get_rank()} of {dist.get_world_size()}. Let "
-            "the options read the launcher's environment, or configureProcessId to match.")
+            "the options read the launcher's environment, or configureProcessId to match.",
+            option="Distributed")
 
 
 def _new_group(**kwargs: List[int]) -> Any:

@@ -46,7 +46,7 @@ def _emit(block: Optional[Tuple[str, Optional[int]]]) -> None:
 def _check_ipu(ipu_id: Optional[int], what: str) -> Optional[int]:
     if ipu_id is not None and (not is_integer(ipu_id) or ipu_id < 0):
         raise OptionError(f"{what} expects ipu_id to be a non-negative int or None, "
-                          f"got {ipu_id!r}.")
+                          f"got {ipu_id!r}.", option=f"{what.removeprefix('popsim.')}.ipu_id")
     return None if ipu_id is None else int(ipu_id)
 
 
@@ -55,7 +55,7 @@ def _block_id(user_id: Union[str, int, None], ipu_id: Optional[int], what: str
     if user_id is not None:
         if not (isinstance(user_id, str) or is_integer(user_id)):
             raise OptionError(f"{what} expects user_id to be a str, an int or None, "
-                              f"got {user_id!r}.")
+                              f"got {user_id!r}.", option=f"{what.removeprefix('popsim.')}.user_id")
         return str(user_id)
     if _auto_ids["enabled"]:
         return None  # numbered when entered, in the order the model runs
@@ -63,7 +63,8 @@ def _block_id(user_id: Union[str, int, None], ipu_id: Optional[int], what: str
         return f"ipu{ipu_id}"
     raise OptionError(
         f"{what} needs a user_id or an ipu_id to name its block, e.g. popsim.Block('B1') or "
-        "popsim.Block(ipu_id=1); or call popsim.Block.useAutoId() to number id-less blocks.")
+        "popsim.Block(ipu_id=1); or call popsim.Block.useAutoId() to number id-less blocks.",
+        option=what.removeprefix("popsim."))
 
 
 def _next_auto_id() -> str:
@@ -205,10 +206,10 @@ def BeginBlock(layer_to_call: Union[torch.nn.Module, Callable[..., Any]],
     if not isinstance(layer_to_call, torch.nn.Module):
         if not callable(layer_to_call):
             raise OptionError(f"popsim.BeginBlock expects a torch.nn.Module or a function, "
-                              f"got {type(layer_to_call).__name__}.")
+                              f"got {type(layer_to_call).__name__}.", option="BeginBlock")
         if after:
             raise OptionError("popsim.BeginBlock(after=True) takes a torch.nn.Module; a "
-                              "function's block starts when it is called.")
+                              "function's block starts when it is called.", option="BeginBlock")
         ipu = _check_ipu(ipu_id, "popsim.BeginBlock")
         start = _BlockStart(_block_id(user_id, ipu, "popsim.BeginBlock"), ipu)
 
@@ -223,7 +224,7 @@ def BeginBlock(layer_to_call: Union[torch.nn.Module, Callable[..., Any]],
         raise OptionError(
             f"popsim.BeginBlock{'(after=True)' if after else ''} was already applied to this "
             f"{type(layer_to_call).__name__} (block {existing.user_id!r}); a module starts one "
-            "block.")
+            "block.", option="BeginBlock")
     ipu = _check_ipu(ipu_id, "popsim.BeginBlock")
     block = _block_id(user_id, ipu, "popsim.BeginBlock")
     if after:
@@ -251,7 +252,7 @@ def removeBlocks(module: torch.nn.Module) -> None:
     """
     if not isinstance(module, torch.nn.Module):
         raise OptionError(f"popsim.removeBlocks expects a torch.nn.Module, got "
-                          f"{type(module).__name__}.")
+                          f"{type(module).__name__}.", option="removeBlocks")
     for submodule in module.modules():
         for hooks in (submodule._forward_pre_hooks, submodule._forward_hooks):
             for key in [key for key, hook in hooks.items() if isinstance(hook, _BlockStart)]:

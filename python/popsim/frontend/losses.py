@@ -48,7 +48,7 @@ def identity_loss(x: torch.Tensor, reduction: str) -> torch.Tensor:
     """
     if reduction not in _REDUCTIONS:
         raise OptionError(f"identity_loss reduction must be 'sum', 'mean' or 'none', "
-                          f"got {reduction!r}.")
+                          f"got {reduction!r}.", option="identity_loss.reduction")
     if torch.jit.is_tracing():
         return torch.ops.popsim.identity_loss(x, reduction)
     return x if reduction == "none" else _reduce(x, reduction)

@@ -27,7 +27,7 @@ def _per_convolution(name: str, value: Union[_T, Sequence[_T]], valid: Callable[
     values = list(value) if isinstance(value, (list, tuple)) else [value]
     if not values or not all(valid(v) for v in values):
         raise OptionError(f"MultiConv.{name} expects {expected} or a non-empty list of them, "
-                          f"got {value!r}.")
+                          f"got {value!r}.", option=f"MultiConv.{name}")
     return values
 
 
@@ -132,7 +132,7 @@ class MultiConv:
         """
         if not isinstance(value, MultiConvPlanType):
             raise OptionError(f"MultiConv.planType expects a popsim.MultiConvPlanType, got "
-                              f"{value!r}.")
+                              f"{value!r}.", option="MultiConv.planType")
         self._plan_type = value
         return self
 
@@ -150,7 +150,7 @@ class MultiConv:
         """
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise OptionError(f"MultiConv.perConvReservedTiles expects an int >= 0, got "
-                              f"{value!r}.")
+                              f"{value!r}.", option="MultiConv.perConvReservedTiles")
         self._reserved_tiles = value
         return self
 
@@ -168,7 +168,7 @@ class MultiConv:
         """
         if not _is_number(value) or not 0.0 <= value <= 1.0:
             raise OptionError(f"MultiConv.cycleBackOff expects a float in [0, 1], got "
-                              f"{value!r}.")
+                              f"{value!r}.", option="MultiConv.cycleBackOff")
         self._cycle_back_off = float(value)
         return self
 
@@ -192,7 +192,7 @@ class MultiConv:
     def __enter__(self) -> "MultiConv":
         if getattr(_ACTIVE, "block", None) is not None:
             raise OptionError("popsim.MultiConv blocks cannot be nested: close the first one "
-                              "before opening another.")
+                              "before opening another.", option="MultiConv")
         _ACTIVE.block = self
         self._count = 0
         self._thread = threading.get_ident()
@@ -212,14 +212,15 @@ class MultiConv:
             if self._count == 0:
                 raise OptionError("popsim.MultiConv: its block ran no convolution (conv1d, "
                                   "conv2d or conv3d); put the convolutions to combine inside "
-                                  "the `with` block.")
+                                  "the `with` block.", option="MultiConv")
             for name, values in (("availableMemoryProportions", self._proportions),
                                  ("partialsTypes", self._partials_types),
                                  ("enableConvDithering", self._dithering)):
                 if values is not None and len(values) not in (1, self._count):
                     raise OptionError(
                         f"popsim.MultiConv: {len(values)} {name} for {self._count} "
-                        f"convolutions; give one value for all or one per convolution.")
+                        f"convolutions; give one value for all or one per convolution.",
+                        option=f"MultiConv.{name}")
         return False
 
     def _counted(self, convolution: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:

@@ -40,7 +40,7 @@ class NameScope:
         """
         if not isinstance(name, str) or not name or "/" in name:
             raise OptionError(f"NameScope expects a non-empty str without '/', got {name!r}; "
-                              "nest scopes to build a path.")
+                              "nest scopes to build a path.", option="NameScope")
         self.name = name
 
     def __enter__(self) -> "NameScope":

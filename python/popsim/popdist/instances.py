@@ -16,7 +16,7 @@ def _positive(variable: str, default: int) -> int:
         value = 0
     if value < 1:
         raise OptionError(f"popdist: the environment variable {variable} must be a positive "
-                          f"integer, got {text!r}.")
+                          f"integer, got {text!r}.", option=variable)
     return value
 
 
@@ -26,7 +26,7 @@ def _index(variable: str) -> int:
         return int(text)
     except ValueError:
         raise OptionError(f"popdist: the environment variable {variable} must be an integer, "
-                          f"got {text!r}.") from None
+                          f"got {text!r}.", option=variable) from None
 
 
 def isPopdistEnvSet() -> bool:
@@ -73,4 +73,5 @@ def init() -> None:
     """Checks that the environment describes a consistent job."""
     if isPopdistEnvSet() and not 0 <= getInstanceIndex() < getNumInstances():
         raise OptionError(f"popdist.init: RANK {getInstanceIndex()} is not in "
-                          f"[0, {getNumInstances()}) for WORLD_SIZE {getNumInstances()}.")
+                          f"[0, {getNumInstances()}) for WORLD_SIZE {getNumInstances()}.",
+                          option="RANK")

@@ -251,7 +251,7 @@ class ExecutorReports:
                       else "the model has not run since it compiled")
             raise OptionError(f"No tensor with name {short_name} found: {reason}. Anchor it with "
                               "Options.anchorTensor(short_name, long_name) before compiling, "
-                              "then call the model.")
+                              "then call the model.", option="anchorTensor")
         return anchored[short_name]
 
     def getTensorNames(self) -> List[str]:

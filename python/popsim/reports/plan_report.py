@@ -285,7 +285,7 @@ class Plan:
         """
         if self.chosen is None:
             raise OptionError(f"popsim.plan found no split of {self.model} over {self.ipus} IPUs "
-                              "that fits: " + " ".join(self.advice))
+                              "that fits: " + " ".join(self.advice), option="plan.ipus")
         return self.chosen.apply(model, options)
 
     def __str__(self) -> str:

@@ -65,7 +65,8 @@ def _default_candidates(model: torch.nn.Module) -> List[str]:
         raise OptionError(
             f"popsim.plan: {type(model).__name__} has no Sequential or ModuleList of 2 or more "
             "modules to split at; name the modules to split at with candidates=[...] (module "
-            "names as model.named_modules() gives them, in the order forward() calls them).")
+            "names as model.named_modules() gives them, in the order forward() calls them).",
+            option="plan.candidates")
     prefix = f"{best[1]}." if best[1] else ""
     return [f"{prefix}{name}" for name, _ in model.get_submodule(best[1]).named_children()]
 
@@ -79,9 +80,10 @@ def _check_candidates(model: torch.nn.Module, candidates: Sequence[str],
             raise OptionError(
                 f"popsim.plan: {what} {name!r} is not a submodule of {type(model).__name__}; "
                 "name modules as model.named_modules() gives them (e.g. "
-                "'encoder.layers.3').")
+                "'encoder.layers.3').", option=f"plan.{what}")
     if len(set(names)) != len(names):
-        raise OptionError(f"popsim.plan: candidates {names} name a module twice.")
+        raise OptionError(f"popsim.plan: candidates {names} name a module twice.",
+                          option="plan.candidates")
     return names
 
 
@@ -333,30 +335,33 @@ def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = 
     """
     started = time.monotonic()
     if not isinstance(model, torch.nn.Module):
-        raise OptionError(f"popsim.plan expects a torch.nn.Module, got {type(model).__name__}.")
+        raise OptionError(f"popsim.plan expects a torch.nn.Module, got {type(model).__name__}.",
+                          option="plan.model")
     if isinstance(ipus, bool) or not isinstance(ipus, int) or ipus < 2:
         raise OptionError(f"popsim.plan: ipus must be an int of 2 or more (the IPUs to "
-                          f"pipeline over), got {ipus!r}.")
+                          f"pipeline over), got {ipus!r}.", option="plan.ipus")
     if _has_blocks(model):
         raise OptionError(
             f"popsim.plan: {type(model).__name__} already has BeginBlock annotations; the "
-            "planner writes its own. Remove them with popsim.removeBlocks(model) first.")
+            "planner writes its own. Remove them with popsim.removeBlocks(model) first.",
+            option="plan.model")
     names = (_check_candidates(model, candidates) if candidates is not None
              else _default_candidates(model))
     if tail is not None and tail_after is not None:
         raise OptionError("popsim.plan takes tail or tail_after, not both: the tail starts at "
-                          "one place.")
+                          "one place.", option="plan.tail")
     after = tail_after is not None
     tail = tail_after if after else tail
     if tail is not None:
         _check_candidates(model, [tail], "tail_after" if after else "tail")
         if tail in names:
             raise OptionError(f"popsim.plan: the tail {tail!r} is also a candidate; the tail "
-                              "runs on IPU 0 after every candidate.")
+                              "runs on IPU 0 after every candidate.", option="plan.tail")
     if len(names) < ipus:
         raise OptionError(
             f"popsim.plan: {len(names)} candidate modules cannot fill {ipus} IPUs (each IPU "
-            "runs one or more of them); name more candidates, or plan for fewer IPUs.")
+            "runs one or more of them); name more candidates, or plan for fewer IPUs.",
+            option="plan.ipus")
     base = (options or Options()).clone()
     training = optimizer is not None
     stages = ipus + (tail is not None)
@@ -366,11 +371,11 @@ def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = 
             + (" with a tail stage" if tail is not None else "")
             + f" needs Training.gradientAccumulation of at least {2 * stages - 1} (each of its "
             f"{stages} stages but the last runs its backward pass as a stage of its own), got "
-            f"{base.Training.gradient_accumulation}.")
+            f"{base.Training.gradient_accumulation}.", option="Training.gradientAccumulation")
     if not training and base.device_iterations < stages:
         raise OptionError(
             f"popsim.plan: pipelined inference over {stages} stages needs deviceIterations of at "
-            f"least {stages}, got {base.device_iterations}.")
+            f"least {stages}, got {base.device_iterations}.", option="deviceIterations")
     automatic_tail = None
     try:
         try:
@@ -399,7 +404,8 @@ def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = 
                     "last stage: name the module where that part starts with tail='...' (or "
                     "the module after which it starts with tail_after='...')"
                     + ("" if enough else ", with Training.gradientAccumulation of at least "
-                       f"{2 * (ipus + 1) - 1} for the extra stage") + ".") from error
+                       f"{2 * (ipus + 1) - 1} for the extra stage") + ".",
+                       option=error.option) from error
             tail, after = found[0], True
             automatic_tail = tail
             cycles, memory, capacity = found[1]

@@ -60,7 +60,7 @@ class ProfileRecorder:
                 source = ("enableProfiling" if self._options.profile_dir is not None
                           else PROFILE_DIR_VARIABLE)
                 raise OptionError(f"{source}: cannot create the profile directory under "
-                                  f"'{root}': {error}.") from error
+                                  f"'{root}': {error}.", option=source) from error
         self._writer.after_compile(program.first, model, stages, seconds, replicas)
 
     def called(self, program: _C.DeviceProgram, seconds: float, job: Dict[str, Any]) -> None:

@@ -51,15 +51,18 @@ def _check_popsim_arguments(name: str, extras: Dict[str, Any]) -> None:
     for key in _STATE_TYPES:
         if extras.get(key) not in (None, torch.float32, torch.float16):
             raise OptionError(f"{name}({key}={extras[key]}): popsim keeps optimizer state and "
-                              "accumulators in torch.float32 or torch.float16.")
+                              "accumulators in torch.float32 or torch.float16.",
+                              option=f"{name}.{key}")
     norm = extras.get("max_grad_norm")
     if norm is not None and (isinstance(norm, bool) or not isinstance(norm, (int, float))
                              or not norm > 0):
         raise OptionError(f"{name}(max_grad_norm={norm!r}): max_grad_norm must be a positive "
-                          "number (or None or inf for no clipping).")
+                          "number (or None or inf for no clipping).",
+                          option=f"{name}.max_grad_norm")
     scaling = extras.get("loss_scaling")
     if scaling is not None and not scaling > 0:
-        raise OptionError(f"{name}(loss_scaling={scaling}): loss_scaling must be positive.")
+        raise OptionError(f"{name}(loss_scaling={scaling}): loss_scaling must be positive.",
+                          option=f"{name}.loss_scaling")
 
 
 class VariableAttributes:
@@ -128,7 +131,8 @@ class VariableAttributes:
     def _check(self, attr: str) -> None:
         if attr not in self._allowed:
             raise OptionError(f"variable_attrs: unknown attribute {attr!r}; the optimizer's "
-                              f"attributes are {', '.join(self._allowed)}.")
+                              f"attributes are {', '.join(self._allowed)}.",
+                              option="variable_attrs")
 
 
 class _MaxGradNorm:
@@ -398,7 +402,7 @@ class AdamW(_MaxGradNorm, torch.optim.AdamW):
             "second_order_momentum_accum_type": second_order_momentum_accum_type})
         if not isinstance(bias_correction, bool):
             raise OptionError(f"AdamW(bias_correction={bias_correction!r}): expected True or "
-                              "False.")
+                              "False.", option="AdamW.bias_correction")
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                          amsgrad=amsgrad, maximize=maximize)  # type: ignore[call-arg]
         self.defaults["max_grad_norm"] = max_grad_norm  # as the setter stores it
@@ -433,7 +437,7 @@ class AdamW(_MaxGradNorm, torch.optim.AdamW):
         for group in self.param_groups:
             if group.get("bias_correction", True):
                 raise OptionError("AdamW: parameter groups that differ in bias_correction "
-                                  "step on the device only.")
+                                  "step on the device only.", option="AdamW.bias_correction")
             beta1, beta2 = group["betas"]
             for p in group["params"]:
                 if p.grad is None:
@@ -518,7 +522,7 @@ class RMSprop(_MaxGradNorm, torch.optim.RMSprop):
             "second_order_momentum_accum_type": second_order_momentum_accum_type})
         if not isinstance(use_tf_variant, bool):
             raise OptionError(f"RMSprop(use_tf_variant={use_tf_variant!r}): expected True or "
-                              "False.")
+                              "False.", option="RMSprop.use_tf_variant")
         super().__init__(params, lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
                          momentum=momentum, centered=centered, maximize=maximize)  # type: ignore[call-arg]
         self.defaults["max_grad_norm"] = max_grad_norm  # as the setter stores it
@@ -551,7 +555,7 @@ class RMSprop(_MaxGradNorm, torch.optim.RMSprop):
         for group in self.param_groups:
             if not group.get("use_tf_variant", False):
                 raise OptionError("RMSprop: parameter groups that differ in use_tf_variant "
-                                  "step on the device only.")
+                                  "step on the device only.", option="RMSprop.use_tf_variant")
             alpha, lr, momentum = group["alpha"], group["lr"], group["momentum"]
             for p in group["params"]:
                 if p.grad is None:
@@ -651,7 +655,8 @@ class LAMB(_MaxGradNorm, torch.optim.Optimizer):
                                    ("betas", betas, all(0.0 <= b < 1.0 for b in betas))):
             if not valid:
                 raise OptionError(f"{name}({what}={value!r}): expected lr, eps and "
-                                  "weight_decay >= 0, max_weight_norm > 0 and betas in [0, 1).")
+                                  "weight_decay >= 0, max_weight_norm > 0 and betas in [0, 1).",
+                                  option=f"{name}.{what}")
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay, max_weight_norm=max_weight_norm,
                                       bias_correction=bool(bias_correction)))

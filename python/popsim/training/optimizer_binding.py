@@ -42,7 +42,7 @@ def optimizer_kind(optimizer: torch.optim.Optimizer) -> str:
     raise OptionError(
         f"popsim trains with SGD, Adam, AdamW or RMSprop (popsim.optim or torch.optim) or LAMB "
         f"(popsim.optim), got "
-        f"{type(optimizer).__name__}.")
+        f"{type(optimizer).__name__}.", option="optimizer")
 
 
 def group_flags(kind: str, group: Dict[str, Any]) -> Dict[str, bool]:
@@ -187,7 +187,8 @@ class OptimizerBinding:
                 if name is None:
                     raise OptionError(
                         f"Parameter group {index} of the optimizer holds a tensor of shape "
-                        f"{list(param.shape)} that is not a parameter of the model.")
+                        f"{list(param.shape)} that is not a parameter of the model.",
+                        option="optimizer")
                 if param.requires_grad:
                     params.append((name, param))
             self.groups.append(params)
@@ -256,7 +257,8 @@ class OptimizerBinding:
         if other.kind != self.kind:
             raise OptionError(
                 f"setOptimizer cannot change the optimizer from {self.kind} to {other.kind}: the "
-                "update rule is compiled into the program. Call destroy() and wrap the model again.")
+                "update rule is compiled into the program. Call destroy() and wrap the model "
+                "again.", option="setOptimizer")
         same_params = [[name for name, _ in g] for g in self.groups] == \
                       [[name for name, _ in g] for g in other.groups]
         for (index, name), value in self.constants.items():
@@ -270,18 +272,19 @@ class OptimizerBinding:
                     f"PopTorch's, make constants of the arguments their constructor was not "
                     f"given). Pass {name} to the constructor, or call "
                     f"optimizer.variable_attrs.markAsVariable({name!r}) before wrapping the "
-                    "model.")
+                    "model.", option="setOptimizer")
         if other.max_grad_norm != self.max_grad_norm:
             raise OptionError(
                 f"setOptimizer cannot change max_grad_norm (from {self.max_grad_norm or None} to "
                 f"{other.max_grad_norm or None}): gradient clipping is compiled into the program. "
-                "Call destroy() and wrap the model again.")
+                "Call destroy() and wrap the model again.", option="setOptimizer")
         if not same_params or other.flags != self.flags:
             raise OptionError(
                 "setOptimizer can change numeric hyper-parameters (lr, momentum values, betas, "
                 "eps, weight_decay, ...) but not the parameter groups or the settings that decide "
                 "the optimizer state (momentum on or off, nesterov, amsgrad, centered, "
-                "maximize). Call destroy() and wrap the model again for those.")
+                "maximize). Call destroy() and wrap the model again for those.",
+                option="setOptimizer")
 
     def loss_scaling(self) -> float:
         """The optimizer's loss_scaling (popsim.optim's, as PopTorch's); 1 for none."""

@@ -57,15 +57,17 @@ def grouping_of(name: str, setting: tuple, replicas: int) -> Grouping:
     where = f"replicaGrouping of '{name}'"
     if not isinstance(setting, tuple) or len(setting) != 3:
         raise OptionError(f"{where}: expected (CommGroupType, shards, VariableRetrievalMode), "
-                          f"got {setting!r}.")
+                          f"got {setting!r}.", option="replicaGrouping")
     kind, shards, mode = setting
     if not isinstance(kind, CommGroupType):
-        raise OptionError(f"{where}: expected a popsim.CommGroupType, got {kind!r}.")
+        raise OptionError(f"{where}: expected a popsim.CommGroupType, got {kind!r}.",
+                          option="replicaGrouping")
     if not isinstance(mode, VariableRetrievalMode):
-        raise OptionError(f"{where}: expected a popsim.VariableRetrievalMode, got {mode!r}.")
+        raise OptionError(f"{where}: expected a popsim.VariableRetrievalMode, got {mode!r}.",
+                          option="replicaGrouping")
     if isinstance(shards, bool) or not isinstance(shards, int) or shards < 0:
         raise OptionError(f"{where}: shards (replicas per group) must be a non-negative int, "
-                          f"got {shards!r}.")
+                          f"got {shards!r}.", option="replicaGrouping")
     grouping = _groups(where, kind, shards, replicas)
     if mode == VariableRetrievalMode.AllReplicas and 1 < grouping.size < replicas:
         # With groups of one (or one group) a value per replica is a value per group.
@@ -73,7 +75,7 @@ def grouping_of(name: str, setting: tuple, replicas: int) -> Grouping:
             f"{where}: VariableRetrievalMode.AllReplicas would read back one value per replica "
             f"({replicas}), but the host parameter holds one per group "
             f"({grouping.group_count}), and the {grouping.size} replicas of a group hold the "
-            "same value. Use VariableRetrievalMode.OnePerGroup.")
+            "same value. Use VariableRetrievalMode.OnePerGroup.", option="replicaGrouping")
     return grouping
 
 
@@ -85,7 +87,8 @@ def _groups(where: str, kind: CommGroupType, shards: int, replicas: int) -> Grou
     if shards == 0 or replicas % shards != 0:
         raise OptionError(
             f"{where}: CommGroupType.{kind.name} groups of {shards} replicas must divide "
-            f"replicationFactor ({replicas}). Choose a group size that divides it.")
+            f"replicationFactor ({replicas}). Choose a group size that divides it.",
+            option="replicaGrouping")
     count = replicas // shards
     if kind == CommGroupType.Consecutive:
         return Grouping([r // shards for r in range(replicas)], shards, 1)
@@ -115,7 +118,8 @@ def plan(settings: Dict[str, tuple], parameters: Dict[str, torch.Tensor], option
             raise OptionError(
                 f"replicaGrouping of '{name}': its {groups} groups need one value each, along a "
                 f"leading dimension of {groups}, but the parameter's shape is {shape}."
-                + (" Scalars cannot be per-replica weights." if not shape else ""))
+                + (" Scalars cannot be per-replica weights." if not shape else ""),
+                option="replicaGrouping")
         groupings[name] = grouping
     return groupings
 
@@ -139,7 +143,7 @@ def _check_not_sharded(name: str, options: "Options", training: bool) -> None:
             raise OptionError(
                 f"replicaGrouping of '{name}': replicated tensor sharding spreads the {what} "
                 "over every replica, which a grouped parameter's groups do not share. Turn "
-                "sharding off or the grouping.")
+                "sharding off or the grouping.", option="replicaGrouping")
 
 
 def check_no_clipping(groupings: Dict[str, Grouping], max_grad_norm: Optional[float]) -> None:
@@ -147,7 +151,8 @@ def check_no_clipping(groupings: Dict[str, Grouping], max_grad_norm: Optional[fl
         raise OptionError(
             f"max_grad_norm with replicaGrouping ({', '.join(sorted(groupings))}): each group's "
             "gradients differ, so the global norm would differ from replica to replica and "
-            "ungrouped weights would drift apart. Clip without replica-grouped parameters.")
+            "ungrouped weights would drift apart. Clip without replica-grouped parameters.",
+            option="replicaGrouping")
 
 
 def training_groups(groupings: Dict[str, Grouping]) -> Dict[str, Tuple[int, int]]:
@@ -197,7 +202,7 @@ class GroupingHandle:
         set_grouping = self._set_grouping()
         if set_grouping is None:
             raise OptionError(f"replicaGrouping of '{self._name}': the model it was read "
-                              "from no longer exists.")
+                              "from no longer exists.", option="replicaGrouping")
         set_grouping(self._name, (comm_group_type, shards, variable_retrieval_mode))
 
     def __reduce__(self) -> Tuple[Callable[[str], "GroupingHandle"], Tuple[str]]:

@@ -219,12 +219,13 @@ class WeightFlow:
         if unknown:
             raise OptionError(
                 f"updatableNamedBuffers names {unknown}, which the model does not have; its "
-                f"buffers are {sorted(buffers)}.")
+                f"buffers are {sorted(buffers)}.", option="updatableNamedBuffers")
         unused = [name for name in names if name not in on_device]
         if unused:
             raise OptionError(
                 f"updatableNamedBuffers names {unused}, which the compiled program does not "
-                "read (popsim keeps only the buffers the model uses on the device).")
+                "read (popsim keeps only the buffers the model uses on the device).",
+                option="updatableNamedBuffers")
         self.program.write_variables({name: buffers[name] for name in names})
 
     def _sync_trainers_to_host(self) -> Dict[int, int]:
@@ -263,7 +264,8 @@ class WeightFlow:
                 "This model was compiled with connectionType(ConnectionType.Never) (which "
                 "useOfflineIpuTarget sets): it compiles for an offline target and cannot run "
                 "or attach. Its memoryReport() is available; to run it, wrap the model again "
-                "with options that leave connectionType at Always or OnDemand.")
+                "with options that leave connectionType at Always or OnDemand.",
+                option="connectionType")
         if self.attached:
             raise InputError("The model is already attached to the device.")
         self.upload_weights()
@@ -293,13 +295,15 @@ class WeightFlow:
             if known is None:
                 raise OptionError("optimizer.load_state_dict: an 'ipu_state' is the state of a "
                                   "compiled model's device; load it after the model compiles "
-                                  "(or leave it out: 'state' holds the same).")
+                                  "(or leave it out: 'state' holds the same).",
+                                  option="optimizer.load_state_dict")
             for name, value in ipu_state.items():
                 if name not in known[0] or tuple(value.shape) != tuple(known[0][name].shape):
                     raise OptionError(
                         f"optimizer.load_state_dict: ipu_state['{name}'] is not a state of this "
                         f"program of that shape; its optimizer state is "
-                        f"{sorted(known[0])[:6]}{'...' if len(known[0]) > 6 else ''}.")
+                        f"{sorted(known[0])[:6]}{'...' if len(known[0]) > 6 else ''}.",
+                        option="optimizer.load_state_dict")
             self._pending_ipu_state = dict(ipu_state)
         self._optimizer_copies = _Copies.HOST_NEWER
 
