@@ -332,8 +332,9 @@ class TwoBlocksHalf(nn.Module):
 @pytest.mark.parametrize("ipus", [(0, 0), (0, 1)], ids=["one_ipu", "two_ipus"])
 def test_automatic_loss_scaling_over_sharded_stages_trains_as_one_stage(ipus):
     """Each stage counts its own gradients (stages sharing an IPU run their backward
-    passes in separate tasks), into its IPU's count: the factor and the trained weights
-    are the single-stage run's."""
+    passes in separate tasks), into its IPU's count, and each IPU reads the others' counts
+    as they were taken, not as they are reset: the factor and the trained weights are the
+    single-stage run's."""
     def train(strategy):
         torch.manual_seed(0)
         model = TwoBlocksHalf()
@@ -349,9 +350,14 @@ def test_automatic_loss_scaling_over_sharded_stages_trains_as_one_stage(ipus):
         trainer.copyWeightsToHost()
         return factor[popsim._C.LOSS_SCALING_NAME].item(), model.state_dict()
 
-    one_stage = train(popsim.ShardedExecution(popsim.Stage("A", "B").ipu(0)))
-    split = train(popsim.ShardedExecution(popsim.Stage("A").ipu(ipus[0]),
-                                          popsim.Stage("B").ipu(ipus[1])))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)  # IPUs run concurrently: each reads the others' counts
+    try:
+        one_stage = train(popsim.ShardedExecution(popsim.Stage("A", "B").ipu(0)))
+        split = train(popsim.ShardedExecution(popsim.Stage("A").ipu(ipus[0]),
+                                              popsim.Stage("B").ipu(ipus[1])))
+    finally:
+        torch.set_num_threads(threads)
     assert split[0] == one_stage[0] == 1024.0  # 512 doubled, halved, doubled
     for name, weight in one_stage[1].items():
         assert torch.isfinite(weight).all(), name

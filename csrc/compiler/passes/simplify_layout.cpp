@@ -7,7 +7,11 @@
 //    affine with scale 1 and shift 0, stop_gradient once autodiff has run)
 //    by their input, and overwrite(x, v) by v;
 // 2. folds reshape(reshape(x)) into one reshape of x;
-// and leaves the dead nodes to dead code elimination.
+// and leaves the dead nodes to dead code elimination. An op that reads a
+// state is left alone: a state changes during the program (accumulators,
+// counters, the loss scaling factor), so the op's output is a snapshot taken
+// where the op runs, which its readers, perhaps on another IPU or after the
+// state is written, must keep reading.
 
 #include "compiler/passes.h"
 
@@ -16,8 +20,13 @@
 namespace popsim::compiler {
 namespace {
 
+bool isState(const ir::Value* value) {
+  return value != nullptr && value->role() == ir::ValueRole::State;
+}
+
 bool returnsInputUnchanged(const ir::Node& node) {
   const ir::Value* input = node.inputs().empty() ? nullptr : node.input(0);
+  if (isState(input)) return false;
   switch (node.kind()) {
   case ir::OpKind::Reshape: return input->type() == node.output()->type();
   case ir::OpKind::Permute: {
@@ -49,7 +58,8 @@ public:
       order.push_back(node.get());
     }
     for (ir::Node* node : order) {
-      if (node->kind() == ir::OpKind::Overwrite) { // its values are its second input's
+      if (node->kind() == ir::OpKind::Overwrite && !isState(node->input(1))) {
+        // its values are its second input's
         changed = changed || !node->output()->users().empty() || graph.holds(node->output());
         graph.replaceAllUsesWith(node->output(), node->input(1));
         continue;
@@ -75,6 +85,7 @@ private:
       return false;
     }
     ir::Value* source = inner->input(0);
+    if (isState(source)) return false; // the inner reshape is a snapshot
     if (source->type() == node.output()->type()) {
       graph.replaceAllUsesWith(node.output(), source);
       return true;
