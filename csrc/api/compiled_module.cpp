@@ -9,14 +9,17 @@
 #include "host/batch_split.h"
 #include "host/compile_options_builder.h"
 #include "host/session_options.h"
+#include "ir/state_names.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/csrc/jit/serialization/import.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <set>
+#include <tuple>
 
 namespace popsim::api {
 namespace {
@@ -115,10 +118,25 @@ CompiledModule::CompiledModule(torch::jit::Module module,
   const std::vector<ir::TensorType> types =
       microBatchTypes(exampleInputs, import.inputNames, session);
   const std::unique_ptr<ir::Graph> graph = frontend::importModule(module_, types, import);
+  // The anchors, checked against the module; anchored gradients become
+  // outputs of the training program.
+  const std::map<std::string, at::Tensor> tensors = namedTensors(module_);
+  std::vector<std::string> weights;
+  for (const auto& [name, tensor] : tensors)
+    weights.push_back(name);
+  for (const compiler::ParameterGroup& group : config.groups)
+    trained_.insert(trained_.end(), group.parameters.begin(), group.parameters.end());
+  lossScaling_ = config.lossScaling;
+  anchors_ = host::planAnchors(session, training, trained_, weights);
+  compiler::TrainingConfig anchored = config;
+  for (const auto& [shortName, parameter] : anchors_.gradients) {
+    anchored.anchoredGradients.push_back(parameter);
+    anchorShapes_[parameter] = tensors.at(parameter).sizes().vec();
+  }
   host::CompileInputs inputs;
   inputs.blocks = graph->blocks();
   inputs.training = training;
-  inputs.config = config;
+  inputs.config = anchored;
   inputs.randomSeed = options_.randomSeed();
   inputs.hostThreads = at::get_num_threads();
   std::shared_ptr<runtime::Executable> compiled =
@@ -128,6 +146,10 @@ CompiledModule::CompiledModule(torch::jit::Module module,
   training_ = training;
   host::CallLayout layout = host::callLayoutOf(session, training, replication, *compiled);
   program_ = host::makeDeviceProgram(std::move(compiled), replication, std::move(layout));
+  std::vector<std::tuple<std::string, std::string, std::string>> variables;
+  for (const auto& [shortName, name] : anchors_.variables)
+    variables.emplace_back(shortName, name, name);
+  host::checkAnchoredVariablesHeld(variables, program_->weightNames());
   // The job as the sizing report sees it. Every call has the example
   // inputs' shapes, so its samples are the first input's dimension 0, as
   // Python counts them; the model is its class name ("Network").
@@ -221,7 +243,59 @@ std::vector<at::Tensor> CompiledModule::run(const std::vector<at::Tensor>& input
   profile_.called(executable(),
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
                   sizingJob_);
-  return std::move(call.outputs);
+  std::vector<at::Tensor> outputs = std::move(call.outputs);
+  takeAnchors(outputs);
+  return outputs;
+}
+
+void CompiledModule::takeAnchors(std::vector<at::Tensor>& outputs) {
+  anchored_.clear();
+  // Anchored gradients are the last outputs; several micro-batches' are
+  // stacked along a new dimension 0.
+  const size_t count = anchors_.gradients.size();
+  for (size_t index = 0; index < count; ++index) {
+    const auto& [shortName, parameter] = anchors_.gradients[index];
+    const at::Tensor& value = outputs[outputs.size() - count + index];
+    std::vector<int64_t> shape = anchorShapes_.at(parameter);
+    const int64_t elements = c10::multiply_integers(shape);
+    if (value.numel() != elements) shape.insert(shape.begin(), -1);
+    anchored_[shortName] = value.reshape(shape);
+  }
+  outputs.resize(outputs.size() - count);
+  if (anchors_.variables.empty()) return;
+  // Anchored variables: their values after the call, read from the device;
+  // a constant loss scaling is the optimizer's.
+  const std::vector<std::string> states = program_->stateNames();
+  const bool scaleHeld =
+      std::find(states.begin(), states.end(), ir::kLossScalingName) != states.end();
+  std::map<std::string, at::Tensor> values;
+  std::map<std::string, runtime::TensorView> views;
+  for (const auto& [shortName, name] : anchors_.variables) {
+    if (name == ir::kLossScalingName && !scaleHeld) {
+      values[name] = at::scalar_tensor(lossScaling_, at::kFloat);
+      continue;
+    }
+    const ir::TensorType type = program_->variableType(name);
+    at::Tensor& value = values[name] = frontend::emptyTensor(type);
+    if (program_->costOnly()) {
+      value = at::empty(value.sizes(), value.options().device(at::kMeta));
+    } else {
+      views[name] = frontend::viewOf(value, "'" + name + "'");
+    }
+  }
+  if (!views.empty()) program_->readVariables(views);
+  for (const auto& [shortName, name] : anchors_.variables)
+    anchored_[shortName] = values.at(name);
+}
+
+at::Tensor CompiledModule::anchoredTensor(const std::string& shortName) const {
+  const auto found = anchored_.find(shortName);
+  if (found == anchored_.end()) host::refuseMissingAnchor(options_.session(), shortName);
+  return found->second;
+}
+
+std::vector<std::string> CompiledModule::tensorNames() const {
+  return host::anchorableNames(program_->weightNames(), training_, trained_);
 }
 
 SizingReport CompiledModule::sizingReport() const {

@@ -2,6 +2,7 @@
 
 #include "api/session_profile.h"
 #include "compiler/training/training_config.h"
+#include "host/anchors.h"
 #include "host/device_program.h"
 #include "popsim/options.h"
 #include "popsim/session.h"
@@ -10,6 +11,7 @@
 #include <ATen/core/Tensor.h>
 #include <torch/csrc/jit/api/module.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,6 +53,10 @@ public:
   std::string profileDirectory() const { return profile_.directory(); }
   // The sizing report of the last call; InputError before the first.
   SizingReport sizingReport() const;
+  // An anchored tensor's value from the last call (Options::anchorTensor),
+  // and the long names the session can anchor.
+  at::Tensor anchoredTensor(const std::string& shortName) const;
+  std::vector<std::string> tensorNames() const;
 
 private:
   void checkInputs(const std::vector<at::Tensor>& inputs) const;
@@ -68,6 +74,16 @@ private:
   // PopTorch's mismatch messages.
   std::vector<std::string> inputNames_;
   std::vector<at::Tensor> examples_;
+  // Options::anchorTensor's plan (host/anchors.h), each anchored gradient's
+  // parameter shape, the parameters the optimizer trains and the constant
+  // loss scaling (for "finalLossScale" when the program holds none), and
+  // the last call's anchored values.
+  void takeAnchors(std::vector<at::Tensor>& outputs);
+  host::AnchorPlan anchors_;
+  std::map<std::string, std::vector<int64_t>> anchorShapes_;
+  std::vector<std::string> trained_;
+  double lossScaling_ = 1.0;
+  std::map<std::string, at::Tensor> anchored_;
   profile::SizingJob sizingJob_; // what a call is, for sizing reports
   std::vector<profile::StageBlocks> stages_;
   bool called_ = false; // sizing reports need a call

@@ -365,14 +365,23 @@ Options& Options::broadcastBuffers(bool broadcast) {
 }
 bool Options::broadcastBuffers() const { return session_->broadcastBuffers; }
 
-Options& Options::outputMode(OutputMode mode, int64_t period) {
+namespace {
+
+host::OutputMode hostOutputMode(OutputMode mode) {
   switch (mode) {
-  case OutputMode::Final: session_->outputMode = host::OutputMode::Final; break;
-  case OutputMode::EveryN: session_->outputMode = host::OutputMode::EveryN; break;
-  case OutputMode::All: session_->outputMode = host::OutputMode::All; break;
-  case OutputMode::Sum: session_->outputMode = host::OutputMode::Sum; break;
-  case OutputMode::Default: session_->outputMode = host::OutputMode::Default; break;
+  case OutputMode::Final: return host::OutputMode::Final;
+  case OutputMode::EveryN: return host::OutputMode::EveryN;
+  case OutputMode::All: return host::OutputMode::All;
+  case OutputMode::Sum: return host::OutputMode::Sum;
+  case OutputMode::Default: break;
   }
+  return host::OutputMode::Default;
+}
+
+} // namespace
+
+Options& Options::outputMode(OutputMode mode, int64_t period) {
+  session_->outputMode = hostOutputMode(mode);
   session_->outputReturnPeriod =
       mode == OutputMode::EveryN ? positive("outputMode's period", period, "outputMode") : 1;
   return *this;
@@ -388,6 +397,41 @@ OutputMode Options::outputMode() const {
   return OutputMode::Default;
 }
 int64_t Options::outputReturnPeriod() const { return session_->outputReturnPeriod; }
+
+Options& Options::anchorTensor(const std::string& shortName, const std::string& longName,
+                               std::optional<OutputMode> mode, int64_t period) {
+  for (const auto& [name, value] : {std::pair("shortName", &shortName), {"longName", &longName}}) {
+    if (value->empty()) {
+      refuseOption("anchorTensor",
+                   strCat("anchorTensor expects a non-empty string as ", name, ", got ''."));
+    }
+  }
+  host::Anchor anchor{shortName, longName, std::nullopt, 1};
+  if (mode.has_value()) {
+    anchor.mode = hostOutputMode(*mode);
+    if (*mode == OutputMode::EveryN) {
+      anchor.period =
+          positive("anchorTensor(..., OutputMode::EveryN, period)", period, "anchorTensor");
+    }
+  }
+  std::vector<host::Anchor>& anchors = session_->anchors;
+  const auto same = std::find_if(anchors.begin(), anchors.end(), [&](const host::Anchor& each) {
+    return each.shortName == shortName;
+  });
+  if (same != anchors.end()) {
+    *same = anchor;
+  } else {
+    anchors.push_back(anchor);
+  }
+  return *this;
+}
+
+std::vector<std::string> Options::anchoredTensors() const {
+  std::vector<std::string> names;
+  for (const host::Anchor& anchor : session_->anchors)
+    names.push_back(anchor.shortName);
+  return names;
+}
 
 Options& Options::randomSeed(uint64_t seed) {
   session_->randomSeed = seed;

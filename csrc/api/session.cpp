@@ -64,6 +64,12 @@ SizingReport Session::sizingReport() const {
 
 std::string Session::profileDirectory() const { return state_->compiled->profileDirectory(); }
 
+at::Tensor Session::getAnchoredTensor(const std::string& shortName) const {
+  return api::withErrorClasses([&] { return state_->compiled->anchoredTensor(shortName); });
+}
+
+std::vector<std::string> Session::getTensorNames() const { return state_->compiled->tensorNames(); }
+
 std::string Session::programText() const {
   return ir::printGraph(state_->compiled->executable().graph(), {true, false});
 }

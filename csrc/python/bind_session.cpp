@@ -3,6 +3,7 @@
 // executor asks the host to build the compile options, split batches and
 // read the replication.
 
+#include "host/anchors.h"
 #include "host/batch_split.h"
 #include "host/compile_options_builder.h"
 #include "host/replication.h"
@@ -254,6 +255,24 @@ void bindSteps(py::module_& module) {
   module.def("batch_split_of", &host::batchSplitOf, py::arg("options"));
   module.def("micro_batches_of_a_call", &host::microBatchesOfACall, py::arg("options"),
              py::arg("training"));
+  module.def(
+      "plan_anchors",
+      [](const host::SessionOptions& options, bool training,
+         const std::vector<std::string>& trained, const std::vector<std::string>& weights) {
+        const host::AnchorPlan plan = host::planAnchors(options, training, trained, weights);
+        return py::make_tuple(plan.gradients, plan.variables);
+      },
+      py::arg("options"), py::arg("training"), py::arg("trained"), py::arg("weights"),
+      "The options' anchors checked against the model: (gradients, variables), each a list "
+      "of (short name, parameter or variable).");
+  module.def("check_anchored_variables_held", &host::checkAnchoredVariablesHeld,
+             py::arg("variables"), py::arg("held"));
+  module.def("refuse_missing_anchor", &host::refuseMissingAnchor, py::arg("options"),
+             py::arg("short_name"));
+  module.def("anchorable_names", &host::anchorableNames, py::arg("used"), py::arg("training"),
+             py::arg("trained"));
+  module.def("closest_match", &host::closestMatch, py::arg("word"), py::arg("candidates"),
+             "difflib.get_close_matches(word, candidates, n=1)'s match, or ''.");
 
   module.def(
       "build_compile_options",

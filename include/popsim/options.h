@@ -265,6 +265,19 @@ public:
   Options& outputMode(OutputMode mode, int64_t period = 1);
   OutputMode outputMode() const;
   int64_t outputReturnPeriod() const;
+  // Options.anchorTensor: each call also returns the tensor `longName` names,
+  // which the session's getAnchoredTensor(shortName) gives
+  // (getTensorNames() lists the names a compiled session can anchor): a
+  // trained parameter's gradient of each micro-batch
+  // ("Gradient___<parameter>"), a parameter's or buffer's value after the
+  // call ("<name>" or "UpdatedVar___<name>"), or the loss scaling factor
+  // ("finalLossScale"). Anchors come back in the model's output mode: `mode`
+  // (unset: the model's) and EveryN's `period` must be it. Anchoring a short
+  // name again replaces its tensor.
+  Options& anchorTensor(const std::string& shortName, const std::string& longName,
+                        std::optional<OutputMode> mode = std::nullopt, int64_t period = 1);
+  // The anchors' short names, in the order they were first anchored.
+  std::vector<std::string> anchoredTensors() const;
   // The seed of the device's random numbers (dropout, stochastic rounding;
   // 0 until set).
   Options& randomSeed(uint64_t seed);

@@ -77,6 +77,15 @@ public:
   // memory.json, report.html; see Options::enableProfiling); empty when it
   // writes none.
   std::string profileDirectory() const;
+  // A tensor Options::anchorTensor anchored, as the last call left it
+  // (Python's getAnchoredTensor): an anchored gradient in the model's output
+  // mode (several micro-batches' stacked along a new dimension 0), a
+  // variable's value after the call. Throws OptionError for a short name
+  // the options do not anchor, or before the first call.
+  at::Tensor getAnchoredTensor(const std::string& shortName) const;
+  // The long names Options::anchorTensor accepts for this session (Python's
+  // getTensorNames()).
+  std::vector<std::string> getTensorNames() const;
 
 protected:
   Session();

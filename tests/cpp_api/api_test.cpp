@@ -644,6 +644,61 @@ TEST(PublicApi, SizeJobIsPythons) {
             "dimension first, as the model's inputs are split along it.");
 }
 
+// Anchored tensors come back as Python's: an anchored gradient (the last
+// micro-batch's), a weight after the call and the loss scaling factor; the
+// names a session can anchor are Python's, and errors name the anchors.
+TEST(PublicApi, AnchorsArePythons) {
+  const std::vector<at::Tensor> inputs = {reference("train_images"), reference("train_labels")};
+  popsim::Options options = trainingOptions();
+  options.anchorTensor("grad", "Gradient___model.layer4.weight")
+      .anchorTensor("bias", "UpdatedVar___model.layer1.conv.bias")
+      .anchorTensor("scale", "finalLossScale");
+  EXPECT_EQ(options.anchoredTensors(), (std::vector<std::string>{"grad", "bias", "scale"}));
+  popsim::TrainingSession trainer(
+      load("mnist_training.pt"), inputs, options,
+      popsim::Optimizer(popsim::optim::SGD(0.05).momentum(0.9)).lossScaling(128.0));
+  EXPECT_EQ(messageOf<popsim::OptionError>([&] { trainer.getAnchoredTensor("grad"); }),
+            "No tensor with name grad found: the model has not run since it compiled. Anchor it "
+            "with Options.anchorTensor(short_name, long_name) before compiling, then call the "
+            "model.");
+  const std::vector<at::Tensor> outputs = trainer.run(inputs);
+  EXPECT_EQ(outputs.size(), 2u); // the anchored gradient is not among them
+  EXPECT_TRUE(torch::equal(outputs.at(1).reshape({1}), reference("anchored_loss")));
+  for (const char* name : {"grad", "bias", "scale"}) {
+    EXPECT_TRUE(
+        torch::equal(trainer.getAnchoredTensor(name), reference(std::string("anchored_") + name)))
+        << name;
+  }
+  std::string names;
+  for (const std::string& name : trainer.getTensorNames())
+    names += (names.empty() ? "" : "\n") + name;
+  EXPECT_EQ(names, readFile(std::filesystem::path(fixtures()) / "python_profiles" /
+                            "mnist_tensor_names.txt"));
+  EXPECT_EQ(messageOf<popsim::OptionError>([&] { trainer.getAnchoredTensor("gard"); }),
+            "No tensor with name gard found: the options anchor ['bias', 'grad', 'scale']. Anchor "
+            "it with Options.anchorTensor(short_name, long_name) before compiling, then call the "
+            "model.");
+  popsim::Options misspelt = trainingOptions();
+  misspelt.anchorTensor("grad", "Gradient___model.layer4.wieght");
+  try {
+    popsim::TrainingSession(load("mnist_training.pt"), inputs, misspelt);
+    ADD_FAILURE() << "a misspelt anchor compiled";
+  } catch (const popsim::OptionError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "anchorTensor: 'Gradient___model.layer4.wieght' is not the gradient of a parameter "
+              "the optimizer trains. Did you mean 'Gradient___model.layer4.weight'? "
+              "getTensorNames() lists the names a compiled model can anchor.");
+    EXPECT_EQ(error.site().option, "anchorTensor");
+  }
+  popsim::Options inference = pipelined();
+  inference.anchorTensor("g", "Gradient___layer4.weight");
+  EXPECT_EQ(messageOf<popsim::OptionError>([&] {
+              popsim::InferenceSession(load("mnist_traced.pt"), {reference("images")}, inference);
+            }),
+            "anchorTensor: 'Gradient___layer4.weight' is a gradient, and an inference model "
+            "computes none. Anchor it on a trainingModel.");
+}
+
 // Loss scaling trains as Python's (a constant factor, compiled in), and
 // automatic loss scaling refuses float32 gradients with Python's message.
 TEST(PublicApi, LossScalingTrainsAsPython) {

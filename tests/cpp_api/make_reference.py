@@ -135,7 +135,11 @@ OPTIMIZERS = {
     "sum": (lambda params: popsim.optim.SGD(params, lr=0.005, momentum=0.9), _sum),
     "running": (_sgd, _running),
     "scaled": (_scaled_sgd, None),
+    "anchored": (_scaled_sgd, None),
 }
+# The anchors of the "anchored" reference (short name: long name).
+ANCHORS = {"grad": "Gradient___model.layer4.weight", "bias": "UpdatedVar___model.layer1.conv.bias",
+           "scale": "finalLossScale"}
 
 
 def python_training(directory: Path, prefix: str = "train"):
@@ -155,6 +159,8 @@ def python_training(directory: Path, prefix: str = "train"):
     make_optimizer, configure = OPTIMIZERS[prefix]
     if configure is not None:
         configure(opts.Training)
+    for short, long in (ANCHORS.items() if prefix == "anchored" else ()):
+        opts.anchorTensor(short, long)
     if prefix == "train":  # its profile, for the C++ tests to compare with theirs
         opts.enableProfiling(str(directory / PROFILES)).modelName("mnist_training")
     trainer = popsim.trainingModel(model, opts, make_optimizer(model.parameters()))
@@ -177,6 +183,11 @@ def python_training(directory: Path, prefix: str = "train"):
                f"{prefix}_cycles": torch.tensor([trainer.cycleCount()])}
     if prefix == "train":
         tensors.update(train_images=images, train_labels=labels)
+    for short in (ANCHORS if prefix == "anchored" else ()):
+        tensors[f"anchored_{short}"] = trainer.getAnchoredTensor(short)
+    if prefix == "anchored":
+        Path(directory, PROFILES, "mnist_tensor_names.txt").write_text(
+            "\n".join(trainer.getTensorNames()))
     weights = "trained" if prefix == "train" else f"{prefix}_trained"
     for name, value in model.state_dict().items():
         tensors[f"{weights}_" + name.replace(".", "_")] = value.detach().clone()

@@ -191,3 +191,23 @@ def test_getAnchoredTensor_says_what_is_missing():
 def test_anchorTensor_checks_its_arguments(arguments, message):
     with pytest.raises(popsim.OptionError, match=message):
         popsim.Options().anchorTensor(*arguments)
+
+
+def test_closest_name_is_difflibs():
+    """The C++ host suggests the name Python's difflib would (its messages are both
+    languages'): on random names, near misses, ties and long names (difflib's heuristic
+    for sequences of 200 or more)."""
+    import difflib
+    import random
+
+    rng = random.Random(0)
+    alphabet = "ab.c_d1"
+    for trial in range(400):
+        length = rng.choice([3, 8, 20, 210 if trial % 40 == 0 else 12])
+        word = "".join(rng.choice(alphabet) for _ in range(length))
+        candidates = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, length + 3)))
+                      for _ in range(rng.randint(0, 6))]
+        candidates += [word[:-1], word[1:] + "x", "é" + word]  # near misses, non-ASCII
+        expected = difflib.get_close_matches(word, candidates, n=1)
+        assert popsim._C.closest_match(word, candidates) == (expected[0] if expected else ""), (
+            word, candidates)

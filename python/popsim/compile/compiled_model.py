@@ -23,7 +23,6 @@ from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Set, Tuple
 import torch
 
 from popsim import _C
-from popsim.api.enums import OutputMode
 from popsim.api.options import Options
 from popsim.compile import anchors as _anchors
 from popsim.compile import compilation as _compilation
@@ -78,12 +77,6 @@ def flags_set(model: torch.nn.Module, flags: Tuple[bool, ...]) -> Iterator[None]
             module.training = flag
 
 
-def _output_mode(options: Options, training: bool) -> Tuple[OutputMode, int]:
-    """The model's output mode (Default resolved) and period, as anchors need them."""
-    mode = OutputMode(int(options._session.resolved_output_mode(training)))
-    return mode, options.output_return_period
-
-
 def _buffer_names(model: torch.nn.Module) -> Set[str]:
     return {name for prefix, module in model.named_modules()
             for name in (f"{prefix}.{b}" if prefix else b
@@ -117,8 +110,7 @@ def compile_model(model: torch.nn.Module, shallow: torch.nn.Module, options: Opt
         _replica_grouping.check_no_clipping(groupings, binding.max_grad_norm)
     tensors = _weights.named_tensors(shallow)
     anchor_plan = _anchors.plan(
-        options.anchored_tensors, training, _output_mode(options, training),
-        options.device_iterations, binding.trained_names() if binding is not None else [],
+        options, training, binding.trained_names() if binding is not None else [],
         list(tensors))
     anchor_shapes = {name: tensors[name].shape for _, name in anchor_plan.gradients}
     config = _compilation.training_config(

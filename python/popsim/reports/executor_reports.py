@@ -11,9 +11,8 @@ from typing import Any, Dict, List, Optional, Tuple
 import torch
 
 from popsim import _C
-from popsim.api.errors import InputError, OptionError
+from popsim.api.errors import InputError
 from popsim.api.options import Options
-from popsim.compile import anchors as _anchors
 from popsim.compile.compiled_model import CompiledModel
 from popsim.device import replication as _replication
 from popsim.device.calls import Calls
@@ -246,12 +245,7 @@ class ExecutorReports:
         """
         anchored = self._calls.anchored if self._calls is not None else {}
         if short_name not in anchored:
-            names = sorted(self._options.anchored_tensors)
-            reason = (f"the options anchor {names}" if short_name not in names
-                      else "the model has not run since it compiled")
-            raise OptionError(f"No tensor with name {short_name} found: {reason}. Anchor it with "
-                              "Options.anchorTensor(short_name, long_name) before compiling, "
-                              "then call the model.", option="anchorTensor")
+            _C.refuse_missing_anchor(self._options._session, short_name)
         return anchored[short_name]
 
     def getTensorNames(self) -> List[str]:
@@ -269,14 +263,8 @@ class ExecutorReports:
         if self._compiled is None:
             raise InputError("Model must be compiled before calling getTensorNames: call the "
                              "model or compile() first.")
-        names = list(self._program.weight_names())
-        if not self._training:
-            return names
-        used = set(names)
-        return (names + [_anchors.UPDATED + name for name in names]
-                + [_anchors.GRADIENT + name
-                   for name in self._flow.binding.trained_names() if name in used]
-                + [_anchors.LOSS_SCALE])
+        trained = self._flow.binding.trained_names() if self._training else []
+        return _C.anchorable_names(list(self._program.weight_names()), self._training, trained)
 
     def profileDirectory(self) -> Optional[str]:
         """Gives the directory this model writes its profile into.
