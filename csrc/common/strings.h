@@ -40,4 +40,8 @@ std::string formatBytes(uint64_t bytes);
 
 bool startsWith(std::string_view text, std::string_view prefix);
 
+// The lines of `text`, without their '\n' (a text ending in '\n' ends with
+// an empty line), viewing `text`.
+std::vector<std::string_view> splitLines(std::string_view text);
+
 } // namespace popsim

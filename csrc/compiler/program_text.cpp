@@ -334,18 +334,6 @@ const std::vector<Setting>& settingTable() {
   return table;
 }
 
-std::vector<std::string_view> linesOf(std::string_view text) {
-  std::vector<std::string_view> lines;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t end = text.find('\n', start);
-    lines.push_back(text.substr(start, end == std::string_view::npos ? text.npos : end - start));
-    if (end == std::string_view::npos) break;
-    start = end + 1;
-  }
-  return lines;
-}
-
 std::string_view trimmed(std::string_view line) {
   const size_t first = line.find_first_not_of(" \t\r");
   if (first == std::string_view::npos) return {};
@@ -441,7 +429,7 @@ std::string printProgramText(const ir::Graph& graph, const CompileSettings& sett
 
 ProgramText parseProgramText(std::string_view text) {
   ProgramText program;
-  const std::vector<std::string_view> lines = linesOf(text);
+  const std::vector<std::string_view> lines = splitLines(text);
   size_t first = 0;
   while (first < lines.size() && ir::blankIrLine(lines[first]))
     ++first;

@@ -29,15 +29,7 @@ namespace {
 
 class Parser {
 public:
-  explicit Parser(std::string_view text) {
-    size_t start = 0;
-    while (start <= text.size()) {
-      const size_t end = text.find('\n', start);
-      lines_.push_back(text.substr(start, end == std::string_view::npos ? text.npos : end - start));
-      if (end == std::string_view::npos) break;
-      start = end + 1;
-    }
-  }
+  explicit Parser(std::string_view text) : lines_(splitLines(text)) {}
 
   std::unique_ptr<Graph> parse() {
     size_t index = 0;

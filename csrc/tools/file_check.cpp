@@ -26,15 +26,11 @@ struct Directive {
   size_t line;
 };
 
+// The lines of `text`; a final '\n' ends the last line rather than starting one.
 std::vector<std::string_view> linesOf(std::string_view text) {
-  std::vector<std::string_view> lines;
-  size_t start = 0;
-  while (start < text.size()) {
-    const size_t end = text.find('\n', start);
-    lines.push_back(text.substr(start, end == std::string_view::npos ? text.npos : end - start));
-    if (end == std::string_view::npos) break;
-    start = end + 1;
-  }
+  if (text.empty()) return {};
+  std::vector<std::string_view> lines = splitLines(text);
+  if (text.back() == '\n') lines.pop_back();
   return lines;
 }
 

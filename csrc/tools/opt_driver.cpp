@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 namespace popsim::tools {
@@ -216,26 +217,31 @@ to the program the compiler built; a dump after pass P, run with
 )";
 }
 
-int runOptOnText(const std::vector<std::string>& arguments, std::string_view text,
-                 std::ostream& out, std::ostream& err) {
-  Invocation run;
+namespace {
+
+// The command line, or (a bad one, said on `err` with the usage) nothing.
+std::optional<Invocation> invocationOf(const std::vector<std::string>& arguments,
+                                       std::ostream& err) {
   try {
-    run = parseArguments(arguments);
+    return parseArguments(arguments);
   } catch (const UsageError& error) {
     err << "popsim-opt: " << error.message << "\n\n" << usage();
-    return 2;
+    return std::nullopt;
   }
-  return runProgram(run, text, out, err);
+}
+
+} // namespace
+
+int runOptOnText(const std::vector<std::string>& arguments, std::string_view text,
+                 std::ostream& out, std::ostream& err) {
+  const std::optional<Invocation> run = invocationOf(arguments, err);
+  return run.has_value() ? runProgram(*run, text, out, err) : 2;
 }
 
 int runOpt(const std::vector<std::string>& arguments, std::ostream& out, std::ostream& err) {
-  Invocation run;
-  try {
-    run = parseArguments(arguments);
-  } catch (const UsageError& error) {
-    err << "popsim-opt: " << error.message << "\n\n" << usage();
-    return 2;
-  }
+  const std::optional<Invocation> invocation = invocationOf(arguments, err);
+  if (!invocation.has_value()) return 2;
+  const Invocation& run = *invocation;
   if (run.help) {
     out << usage();
     return 0;
