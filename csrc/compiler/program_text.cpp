@@ -8,6 +8,7 @@
 #include "device/chip_spec.h"
 #include "ir/line_reader.h"
 #include "ir/parser.h"
+#include "ir/placement.h"
 
 #include <algorithm>
 #include <functional>
@@ -177,7 +178,10 @@ Setting stages() {
               return true;
             });
             if (stage.block.empty()) in.fail("a stage names its block: block=\"...\"");
-            if (stage.stage < 0 || stage.ipu < 0) in.fail("stages and IPUs count from 0");
+            ir::Placement placement;
+            placement.stage = stage.stage;
+            placement.ipu = stage.ipu;
+            if (const auto problem = ir::placementProblem(placement)) in.fail(*problem);
             settings.options.stages.push_back(stage);
           },
           true};
@@ -380,7 +384,8 @@ size_t readHeader(const std::vector<std::string_view>& lines, size_t first,
 
 // The system settings as the compiler expects them (the options that set
 // them check users' values; a hand-written header gets the same checks).
-void checkSystem(const device::IpuSystemConfig& system, size_t headerLine) {
+void checkSettings(const CompileSettings& settings, size_t headerLine) {
+  const device::IpuSystemConfig& system = settings.system;
   const auto fail = [&](const std::string& problem) {
     throwError(ErrorKind::InvalidInput,
                strCat("IR text, line ", headerLine + 1, ": the options header's ", problem, "."));
@@ -392,6 +397,22 @@ void checkSystem(const device::IpuSystemConfig& system, size_t headerLine) {
   if (system.replicasPerHostThread < 1) {
     fail(strCat("replicas_per_host_thread must be 1 or more, got ", system.replicasPerHostThread));
   }
+  // Counts a program is built from, bounded so that no table sized by them
+  // overflows (what popsim.Options checks for Python users, checked here for
+  // IR text from elsewhere).
+  const CompilerOptions& options = settings.options;
+  const std::pair<const char*, int64_t> counts[] = {
+      {"device_iterations", options.deviceIterations},
+      {"gradient_accumulation", options.gradientAccumulation},
+      {"replicas", options.training.replicas},
+      {"system_ipus", options.training.systemIpus}};
+  for (const auto& [name, value] : counts) {
+    if (value < 1 || value > (int64_t{1} << 24)) {
+      fail(strCat(name, " must be from 1 to 2^24, got ", value));
+    }
+  }
+  if (system.numIpus > ir::kMaxIpus)
+    fail(strCat("ipus must be at most ", ir::kMaxIpus, ", got ", system.numIpus));
   try {
     system.validate();
   } catch (const Error& error) {
@@ -435,7 +456,7 @@ ProgramText parseProgramText(std::string_view text) {
     ++first;
   if (first < lines.size() && trimmed(lines[first]) == "options {") {
     const size_t closing = readHeader(lines, first, program.settings);
-    checkSystem(program.settings.system, first);
+    checkSettings(program.settings, first);
     // The graph's parser reads the rest, with the header's lines left blank
     // so that its errors name the lines of the file.
     std::string graphText(closing + 1, '\n');

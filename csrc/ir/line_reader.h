@@ -36,8 +36,8 @@ public:
   // Fails naming the last token read (or the one at `column`, 0-based).
   [[noreturn]] void fail(const std::string& problem) const { failAt(start_, problem); }
   [[noreturn]] void failAt(size_t column, const std::string& problem) const {
-    throwError(ErrorKind::InvalidInput, strCat(place_, ", column ", column + 1,
-                                               ": ", problem, " (the line reads '", line_, "')."));
+    throwError(ErrorKind::InvalidInput, strCat(place_, ", column ", column + 1, ": ", problem,
+                                               " (the line reads '", line_, "')."));
   }
   // Where the next token starts: errors about it name this column.
   size_t mark() {

@@ -15,6 +15,7 @@
 #include "ir/line_reader.h"
 #include "ir/op_schema.h"
 #include "ir/printer.h"
+#include "ir/verifier.h"
 
 #include <cctype>
 #include <cerrno>
@@ -105,6 +106,7 @@ private:
       } while (in.consume(","));
       in.expect("]");
     }
+    if (const auto problem = shapeProblem(shape)) in.fail(*problem);
     return {*dtype, shape};
   }
 
@@ -211,7 +213,10 @@ private:
   void parseBlock(LineReader& in) {
     BlockAnnotation block;
     block.name = in.quoted();
+    if (graph_->findBlock(block.name) != nullptr)
+      in.fail(strCat("block '", block.name, "' is declared twice"));
     if (in.consume("ipu")) block.ipu = in.integer();
+    if (const auto problem = blockIpuProblem(block.ipu)) in.fail(*problem);
     block.location = location(in);
     graph_->addBlock(std::move(block));
   }
@@ -222,6 +227,8 @@ private:
     in.expect(":");
     const TensorType weightType = type(in);
     const bool buffer = in.consume("(buffer)");
+    if (graph_->findWeight(plainName(name)) != nullptr)
+      in.fail(strCat("weight ", name, " is declared twice"));
     define(in, name, graph_->addWeight(plainName(name), weightType, !buffer));
   }
 
@@ -242,6 +249,8 @@ private:
       }
     }
     if (!known) in.fail(strCat("'", kindText, "' is not a state kind"));
+    if (graph_->findState(plainName(name)) != nullptr)
+      in.fail(strCat("state ", name, " is declared twice"));
     define(in, name, graph_->addState(plainName(name), stateType, kind));
   }
 
@@ -372,6 +381,7 @@ private:
       }
     } while (in.consume(","));
     in.expect("]");
+    if (const auto problem = placementProblem(where)) in.fail(*problem);
     return where;
   }
 
@@ -477,7 +487,15 @@ private:
 
 } // namespace
 
-std::unique_ptr<Graph> parseGraph(std::string_view text) { return Parser(text).parse(); }
+std::unique_ptr<Graph> parseGraph(std::string_view text) {
+  std::unique_ptr<Graph> graph = Parser(text).parse();
+  // Text from elsewhere is checked as the program reader checks files: a
+  // graph the verifier refuses is the text's error, before any pass runs.
+  const std::vector<std::string> problems = findGraphProblems(*graph);
+  POPSIM_CHECK(problems.empty(), ErrorKind::InvalidInput,
+               "IR text: the graph is not valid: ", join(problems, "; "), "");
+  return graph;
+}
 
 void checkTextRoundTrip(const Graph& graph, const std::string& where) {
   PrintOptions full;

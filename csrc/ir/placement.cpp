@@ -1,5 +1,6 @@
 #include "ir/placement.h"
 
+#include "common/strings.h"
 #include "ir/node.h"
 #include "ir/value.h"
 
@@ -13,6 +14,24 @@ const char* phaseName(Phase phase) {
   case Phase::Update: return "update";
   }
   return "?";
+}
+
+std::optional<std::string> ipuProblem(int64_t ipu) {
+  if (ipu < 0 || ipu >= kMaxIpus) {
+    return strCat("IPU ", ipu, " is outside 0..", kMaxIpus - 1);
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> blockIpuProblem(int64_t ipu) {
+  return ipu == -1 ? std::nullopt : ipuProblem(ipu);
+}
+
+std::optional<std::string> placementProblem(const Placement& placement) {
+  if (placement.stage < 0 || placement.stage >= kMaxPipelineStages) {
+    return strCat("pipeline stage ", placement.stage, " is outside 0..", kMaxPipelineStages - 1);
+  }
+  return ipuProblem(placement.ipu);
 }
 
 int64_t homeIpu(const Value& value) {

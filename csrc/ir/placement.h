@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace popsim::ir {
@@ -30,6 +31,20 @@ struct Placement {
            phase == other.phase && recomputed == other.recomputed;
   }
 };
+
+// Bounds on where an op can be placed: Graphcore's largest systems have 1,024
+// IPUs, and a pipeline has a few stages per IPU at most. Files and IR text
+// are checked against them before any pass sizes a table by a stage or IPU.
+inline constexpr int64_t kMaxIpus = 1024;
+inline constexpr int64_t kMaxPipelineStages = 4 * kMaxIpus;
+
+// Why `placement` is out of those bounds (a negative or too large stage or
+// IPU), or nullopt.
+std::optional<std::string> placementProblem(const Placement& placement);
+// The same for an IPU index alone, and for a block annotation's (where -1
+// means the block asked for none).
+std::optional<std::string> ipuProblem(int64_t ipu);
+std::optional<std::string> blockIpuProblem(int64_t ipu);
 
 class Value;
 

@@ -207,7 +207,11 @@ public:
     for (uint64_t i = 0, n = count("blocks"); i < n; ++i) {
       BlockAnnotation block;
       block.name = in_.readString();
+      if (graph_->findBlock(block.name) != nullptr)
+        invalid(strCat("block '", block.name, "' twice"));
       block.ipu = in_.read<int64_t>();
+      if (const auto problem = blockIpuProblem(block.ipu))
+        invalid(strCat("block '", block.name, "': ", *problem));
       block.location = readLocation();
       graph_->addBlock(std::move(block));
     }
@@ -249,9 +253,9 @@ private:
     type.dtype = *parsed;
     for (uint64_t d = 0, rank = count("dimensions"); d < rank; ++d) {
       const int64_t size = in_.read<int64_t>();
-      if (size < 0) invalid(strCat("a dimension of size ", size));
       type.shape.push_back(size);
     }
+    if (const auto problem = shapeProblem(type.shape)) invalid(*problem);
     return type;
   }
 
@@ -308,6 +312,7 @@ private:
     if (phase > static_cast<uint8_t>(Phase::Update)) invalid(strCat("phase ", phase));
     placement.phase = static_cast<Phase>(phase);
     placement.recomputed = in_.read<uint8_t>() != 0;
+    if (const auto problem = placementProblem(placement)) invalid(*problem);
     const double proportion = in_.read<double>();
     Node* node = graph_->addNode(*kind, inputs, std::move(attrs), std::move(location));
     node->setPlacement(std::move(placement));

@@ -1,14 +1,40 @@
 #include "ir/shape.h"
 
+#include "common/check.h"
 #include "common/strings.h"
 
 #include <algorithm>
 
 namespace popsim::ir {
 
+std::optional<std::string> shapeProblem(const Shape& shape) {
+  int64_t count = 1;
+  for (int64_t dim : shape) {
+    if (dim < 0) return strCat("dimension ", dim, " is negative");
+  }
+  for (int64_t dim : shape) {
+    if (dim == 0) return std::nullopt;
+  }
+  for (int64_t dim : shape) {
+    // Checked before multiplying: count * dim never overflows.
+    if (dim > kMaxTensorElements / count) {
+      return strCat("shape ", shapeToString(shape), " has more than 2^48 elements");
+    }
+    count *= dim;
+  }
+  return std::nullopt;
+}
+
 int64_t elementCount(const Shape& shape) {
   int64_t count = 1;
   for (int64_t dim : shape) {
+    if (dim < 0 || (dim > 0 && count > kMaxTensorElements / dim)) {
+      // The slow path, for its message (also a zero dimension after a huge one).
+      const std::optional<std::string> problem = shapeProblem(shape);
+      POPSIM_CHECK(!problem.has_value(), ErrorKind::InvalidInput, "a tensor's ", *problem, ".");
+      count = 0;
+      break;
+    }
     count *= dim;
   }
   return count;

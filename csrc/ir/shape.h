@@ -11,6 +11,15 @@ namespace popsim::ir {
 // layout changes (permute, slice) are explicit ops that produce new tensors.
 using Shape = std::vector<int64_t>;
 
+// The largest tensor popsim accepts, in elements (2^48: far beyond any IPU
+// system's memory, and small enough that bytes of any dtype fit in 64 bits).
+inline constexpr int64_t kMaxTensorElements = int64_t{1} << 48;
+
+// Why `shape` cannot be a tensor's (a negative dimension, or more than
+// kMaxTensorElements elements), or nullopt. Readers of files and IR text
+// check with it before they build types, so no count overflows later.
+std::optional<std::string> shapeProblem(const Shape& shape);
+// The number of elements; an InvalidInput error for a shape with a problem.
 int64_t elementCount(const Shape& shape);
 std::string shapeToString(const Shape& shape);
 // Row-major strides, in elements.

@@ -51,6 +51,11 @@ public:
 
 private:
   void checkLeaves() {
+    for (const BlockAnnotation& block : graph_.blocks()) {
+      if (const auto problem = blockIpuProblem(block.ipu)) {
+        problems_.push_back(strCat("block '", block.name, "': ", *problem, "."));
+      }
+    }
     std::unordered_set<std::string> weightNames;
     for (const Value* weight : graph_.weights()) {
       if (!weightNames.insert(weight->name()).second) {
@@ -80,6 +85,9 @@ private:
 
   void checkNode(const Node& node) {
     const std::string where = strCat("node #", node.id(), " ", node.describe(), ": ");
+    if (const auto problem = placementProblem(node.placement())) {
+      problems_.push_back(where + *problem + ".");
+    }
     checkOperandsAndTypes(node, where);
     checkMutatedInputs(node, where);
     // Outputs are defined even when the types could not be checked, so that a

@@ -1,5 +1,6 @@
 #include "profile/profile_writer.h"
 
+#include "common/safe_files.h"
 #include "common/strings.h"
 #include "profile/call_trace.h"
 #include "profile/chrome_trace.h"
@@ -11,7 +12,6 @@
 #include "runtime/executable.h"
 
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <set>
@@ -25,17 +25,7 @@ namespace fs = std::filesystem;
 constexpr int kTraceFormatVersion = 1;
 
 void writeAtomically(const std::string& path, const std::string& text) {
-  const std::string temporary = path + "." + std::to_string(::getpid()) + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.close();
-    if (!out) {
-      throw fs::filesystem_error("cannot write the profile file", temporary,
-                                 std::make_error_code(std::errc::io_error));
-    }
-  }
-  fs::rename(temporary, path);
+  writeFileAtomically(path, text);
 }
 
 } // namespace
@@ -55,6 +45,12 @@ std::string claimModelDirectory(const std::string& root, const std::string& kind
   const std::string name = index == 0 ? base : base + "_" + std::to_string(index);
   const fs::path directory = fs::path(root) / name;
   fs::create_directories(directory);
+  // A directory of this name that another user made (or can write) first
+  // would receive the reports, or have them replaced: refused.
+  if (const auto problem = sharedDirectoryProblem(directory.string())) {
+    throw fs::filesystem_error("popsim does not write profiles into a directory that " + *problem,
+                               directory, std::make_error_code(std::errc::permission_denied));
+  }
   return directory.string();
 }
 

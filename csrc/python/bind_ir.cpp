@@ -89,6 +89,11 @@ void bindIr(py::module_& module) {
           [](ir::Graph& graph, size_t input, uint64_t bytes) {
             POPSIM_CHECK(input < graph.inputs().size(), ErrorKind::InvalidInput, "the graph has ",
                          graph.inputs().size(), " inputs, not ", input + 1, ".");
+            const ir::TensorType& type = graph.inputs()[input]->type();
+            POPSIM_CHECK(bytes <= ir::elementSize(type.dtype), ErrorKind::InvalidInput, "input ",
+                         input, " (", type.str(), ") can stream at most ",
+                         ir::elementSize(type.dtype), " bytes per element (0: its own width), got ",
+                         bytes, ".");
             graph.setInputStreamedElementBytes(input, bytes);
           },
           py::arg("input"), py::arg("bytes"),

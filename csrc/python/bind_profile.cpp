@@ -1,3 +1,4 @@
+#include "common/safe_files.h"
 #include "common/strings.h"
 #include "profile/call_trace.h"
 #include "profile/chrome_trace.h"
@@ -147,6 +148,26 @@ void bindExecutionTrace(py::module_& module) {
 
 void bindProfile(py::module_& module) {
   bindExecutionTrace(module);
+  // common/safe_files.h, for the files Python writes (exports, cache entries, logDir).
+  module.def(
+      "write_file_atomically",
+      [](const std::string& path, const py::bytes& data, unsigned mode) {
+        std::string bytes = data; // copied while holding the GIL
+        py::gil_scoped_release release;
+        try {
+          writeFileAtomically(path, bytes, mode);
+        } catch (const std::filesystem::filesystem_error& error) {
+          py::gil_scoped_acquire acquire;
+          PyErr_SetObject(PyExc_OSError, py::make_tuple(error.code().value(), error.what()).ptr());
+          throw py::error_already_set();
+        }
+      },
+      py::arg("path"), py::arg("data"), py::arg("mode") = 0644,
+      "Writes `data` to `path` through an exclusively created temporary file renamed over it "
+      "(a planted symlink is never followed; readers never see half a file), with `mode`.");
+  module.def("shared_directory_problem", &sharedDirectoryProblem, py::arg("directory"),
+             "Why popsim must not write into `directory` (another user's, or writable by others "
+             "without the sticky bit), or None.");
   py::class_<profile::ProfileWriter>(module, "ProfileWriter",
                                      "Writes one model's profile files (csrc/profile).")
       .def(py::init([](const std::string& root, const std::string& kind,

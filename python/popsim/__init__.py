@@ -102,6 +102,8 @@ from popsim.reports.planner import plan
 from popsim.reports.size_job import sizeJob
 from popsim.reports.sizing import IpuSizing, SizingReport
 from popsim import profiling  # noqa: F401
+# PopTorch's module names as attributes (poptorch.enums.OverlapMode without importing it).
+from popsim import enums, errors, options, strategies  # noqa: F401,E402
 
 PoplarExecutor = Executor
 

@@ -28,6 +28,7 @@ from popsim.api.enums import CommGroupType, OutputMode, VariableRetrievalMode
 from popsim.api.errors import ExecutableFileError, InputError, OptionError
 from popsim.api.log import LOGGER
 from popsim.api.options import Options
+from popsim.compile import call_spec as _call_spec
 from popsim.compile import executable_file as _executable_file
 from popsim.compile.compiled_model import CompiledModel, compile_model, module_flags
 from popsim.compile.progress import CompileProgress
@@ -507,34 +508,38 @@ class Executor(ExecutorReports):
     def save(self, filename: str, export_model: bool = True) -> None:
         """Writes the compiled program to a file, as PopTorch's ``save``.
 
-        The file also records the shapes and dtypes of the call the model compiled for. The
-        file is written atomically: a reader never sees half of it.
+        The file also records, as data, the structure, shapes and dtypes of the call the
+        model compiled for (tensors, tuples, lists, dicts and plain values such as numbers and
+        strings). It is written atomically (a reader never sees half of it), readable by its
+        owner only.
 
         Args:
             filename: The path of the file to write; missing directories are created.
             export_model: Whether to store the model too (with its current weights), with its
                 options and optimizer, so that :func:`popsim.load` restores all of them. The
-                model must be picklable then. Without it, call
-                :meth:`popsim.Executor.loadExecutable` on the model wrapped again to load the
-                program.
+                model must be picklable then, and loading it unpickles it (see
+                :func:`popsim.load`). Without it, call :meth:`popsim.Executor.loadExecutable`
+                on the model wrapped again to load the program; that runs no code from the
+                file.
 
         Raises:
             InputError: when the model has not compiled.
             ExecutableFileError: when ``export_model`` is True and the model, its options or
-                optimizer, or the call's arguments cannot be pickled.
+                optimizer cannot be pickled, or when an argument of the call is of a type a
+                file cannot describe as data (the message names it).
         """
         self._require_compiled("save")
         compiled = self._compiled_model
-        metadata: Dict[str, Any] = {"call": compiled.call_spec, "training": self._training}
+        model = None
         if export_model:
             self._flow.copy_weights_home_if_newer()
             if self._training:
                 self._flow.optimizer_state_to_host()
-            metadata.update(model=self._user_model, options=self._options,
-                            optimizer=self._flow.optimizer if self._training else None)
+            model = {"model": self._user_model, "options": self._options,
+                     "optimizer": self._flow.optimizer if self._training else None}
         key = _executable_file.program_key(compiled.graph, compiled.compile_options)
         _executable_file.write(os.fspath(filename), key, compiled.program.first.serialize_program(),
-                               metadata)
+                               training=self._training, call=compiled.call_spec, model=model)
 
     def compileAndExport(self, filename: str, *args: Any, export_model: bool = True,
                          **kwargs: Any) -> None:
@@ -561,8 +566,10 @@ class Executor(ExecutorReports):
         """Loads the program :meth:`popsim.Executor.compileAndExport` (or ``save``) wrote.
 
         Instead of compiling, traces the model on inputs of the exported call's shapes and
-        checks that the model and the options give the program the file holds. A model that has
-        compiled already is destroyed first (see :meth:`popsim.Executor.destroy`).
+        checks that the model and the options give the program the file holds. Nothing in the
+        file is unpickled: the call is JSON and the program popsim's own validated format, so a
+        file from elsewhere cannot run code. A model that has compiled already is destroyed
+        first (see :meth:`popsim.Executor.destroy`).
 
         Args:
             filename: The path of the file to read.
@@ -575,18 +582,18 @@ class Executor(ExecutorReports):
         """
         path = os.fspath(filename)
         stored = _executable_file.read(path)
-        if stored.metadata is None or "call" not in stored.metadata:
+        if stored.call is None:
             raise ExecutableFileError(f"'{path}' holds a cached program without the call it was "
                                       "compiled for; loadExecutable reads compileAndExport's "
                                       "files.")
-        if stored.metadata["training"] != self._training:
+        if stored.training != self._training:
             kinds = {True: "trainingModel", False: "inferenceModel"}
             raise ExecutableFileError(
-                f"'{path}' holds the program of a {kinds[stored.metadata['training']]}; this "
+                f"'{path}' holds the program of a {kinds[bool(stored.training)]}; this "
                 f"model was wrapped with {kinds[self._training]}.")
         if self._compiled is not None:
             self.destroy()
-        args, kwargs = _executable_file.call_from_spec(stored.metadata["call"])
+        args, kwargs = _call_spec.call_from_spec(stored.call)
         self._exported = (path, stored)
         try:
             self._compile(args, kwargs)

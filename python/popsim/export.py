@@ -10,44 +10,59 @@ from popsim.api.errors import ExecutableFileError
 from popsim.api.options import Options
 
 
-def load(filename: str, edit_opts_fn: Optional[Callable[[Options], None]] = None) -> Executor:
+def load(filename: str, edit_opts_fn: Optional[Callable[[Options], None]] = None, *,
+         trusted: bool = False) -> Executor:
     """Restores a wrapped model that :meth:`popsim.Executor.compileAndExport` exported.
 
     The model, its options (and a training model's optimizer) come from the file, which
     :meth:`popsim.Executor.compileAndExport` or :meth:`popsim.Executor.save` wrote with
     ``export_model=True``; the model is wrapped again and loads the program, ready to run
-    without compiling. The file unpickles the model, so load only files you trust, as with
-    ``torch.load``.
+    without compiling.
+
+    The model is stored pickled, and unpickling runs whatever code the file's author put in
+    it, as ``torch.load`` does without ``weights_only``. So popsim unpickles only when told the
+    file is trusted: pass ``trusted=True`` for files you (or someone you trust) wrote. For a
+    file from elsewhere, build and wrap the model yourself and call
+    :meth:`popsim.Executor.loadExecutable`, which runs no code from the file. (PopTorch's
+    ``load`` unpickles without asking; this is the one difference.)
 
     Args:
         filename: The path of the exported file.
         edit_opts_fn: None, or a function called with a copy of the stored options, which it
             may change first (for example ``useIpuId`` or the profile directory). Changing an
             option the program was compiled with is an error.
+        trusted: Whether the file comes from someone you trust to run code on your machine.
 
     Returns:
         The wrapped model (an inference or training model, as exported), with its program
         loaded.
 
     Raises:
-        ExecutableFileError: when the file was exported with ``export_model=False`` (it holds
-            no model), is not a complete popsim program file, or when the (edited) options
-            do not give the program it holds (the message names the difference).
+        ExecutableFileError: when ``trusted`` is not True, when the file was exported with
+            ``export_model=False`` (it holds no model), is not a complete popsim program
+            file, or when the (edited) options do not give the program it holds (the message
+            names the difference).
     """
     path = os.fspath(filename)
     stored = _executable_file.read(path)
-    metadata = stored.metadata or {}
-    if metadata.get("model") is None:
+    if not stored.model:
         raise ExecutableFileError(
             f"'{path}' was exported with export_model=False, so it holds no model: wrap the "
             "model with popsim.inferenceModel or popsim.trainingModel and call "
             f"loadExecutable('{path}') on it.")
-    options = metadata["options"].clone()
+    if trusted is not True:
+        raise ExecutableFileError(
+            f"popsim.load('{path}') would unpickle the model the file holds, which runs any "
+            "code the file's author put in it. Pass trusted=True if you or someone you trust "
+            "wrote the file; otherwise wrap the model yourself and call "
+            f"loadExecutable('{path}') on it, which runs no code from the file.")
+    stored_model = stored.load_model()
+    options = stored_model["options"].clone()
     if edit_opts_fn is not None:
         edit_opts_fn(options)
-    if metadata["training"]:
-        executor = trainingModel(metadata["model"], options, metadata["optimizer"])
+    if stored.training:
+        executor = trainingModel(stored_model["model"], options, stored_model["optimizer"])
     else:
-        executor = inferenceModel(metadata["model"], options)
+        executor = inferenceModel(stored_model["model"], options)
     executor.loadExecutable(path)
     return executor

@@ -42,7 +42,7 @@ def test_an_exported_inference_model_loads_and_runs_without_compiling(tmp_path, 
     path = tmp_path / "classifier.popsim"
     inference.compileAndExport(path, x)
     expected = inference(x)
-    loaded = popsim.load(path)
+    loaded = popsim.load(path, trusted=True)
     assert counted == {"compile": 1, "load": 1}
     assert isinstance(loaded, Classifier)
     assert loaded.options.device_iterations == 2
@@ -60,7 +60,7 @@ def test_an_exported_training_model_carries_its_weights_and_trains_on(tmp_path, 
     trainer(x, labels)
     path = tmp_path / "trainer.popsim"
     trainer.save(path)
-    loaded = popsim.load(path)
+    loaded = popsim.load(path, trusted=True)
     assert counted == {"compile": 1, "load": 1}
     for name, weight in model.state_dict().items():
         assert torch.equal(loaded.model.state_dict()[name], weight), name
@@ -80,7 +80,7 @@ def test_without_the_model_the_program_loads_into_a_model_wrapped_again(tmp_path
     with pytest.raises(popsim.ExecutableFileError,
                        match=r"was exported with export_model=False, so it holds no model: wrap "
                        r"the model .* and call loadExecutable\("):
-        popsim.load(path)
+        popsim.load(path, trusted=True)
     torch.manual_seed(0)
     trainer = popsim.trainingModel(Classifier(), popsim.Options())
     trainer.loadExecutable(path)
@@ -101,13 +101,13 @@ def test_edit_opts_fn_changes_options_that_do_not_change_the_program(tmp_path):
         opts.useIpuId(1)
         opts.enableProfiling(str(profiles))
 
-    loaded = popsim.load(path, edit_opts_fn=edit)
+    loaded = popsim.load(path, edit_opts_fn=edit, trusted=True)
     loaded(x)
     assert loaded.options.ipu_id == 1
     assert os.listdir(profiles)
     with pytest.raises(popsim.ExecutableFileError,
                        match=r"option compiler\.device_iterations: 1 in the file, 2 now"):
-        popsim.load(path, edit_opts_fn=lambda opts: opts.deviceIterations(2))
+        popsim.load(path, edit_opts_fn=lambda opts: opts.deviceIterations(2), trusted=True)
 
 
 def test_a_program_for_another_model_is_refused_naming_the_difference(tmp_path):
@@ -139,7 +139,7 @@ def test_a_damaged_export_is_an_error_not_a_recompilation(tmp_path):
     data[-40] ^= 0x80
     path.write_bytes(bytes(data))
     with pytest.raises(popsim.ExecutableFileError, match=r"is damaged: its SHA-256 does not match"):
-        popsim.load(path)
+        popsim.load(path, trusted=True)
     with pytest.raises(popsim.ExecutableFileError, match=r"is damaged"):
         popsim.inferenceModel(Classifier()).loadExecutable(path)
 

@@ -273,7 +273,7 @@ def test_poptorch_spelling(tmp_path):
     # An exported program keeps its overlap.
     path = str(tmp_path / "projection.popsim")
     executor.compileAndExport(path, torch.randn(1, WIDTH))
-    loaded = poptorch.load(path)
+    loaded = poptorch.load(path, trusted=True)
     loaded(torch.randn(1, WIDTH))
     assert "[overlap_accumulation_loop]" in loaded._debug_ir(optimized=True)
     assert loaded.cycleCount() == executor.cycleCount()

@@ -54,6 +54,13 @@ void checkWeightsStayOnOneIpu(const ir::Graph& graph) {
   }
 }
 
+std::vector<std::string> blockNames(const ir::Graph& graph) {
+  std::vector<std::string> names;
+  for (const ir::BlockAnnotation& block : graph.blocks())
+    names.push_back("'" + block.name + "'");
+  return names;
+}
+
 } // namespace
 
 bool assignStages(ir::Graph& graph, const std::vector<StageAssignment>& stages) {
@@ -72,7 +79,11 @@ bool assignStages(ir::Graph& graph, const std::vector<StageAssignment>& stages) 
   for (const auto& node : graph.nodes()) {
     ir::Placement placement = node->placement();
     if (placement.block.empty() || stages.empty()) continue;
-    const StageAssignment& stage = *byBlock.at(placement.block);
+    const auto assigned = byBlock.find(placement.block);
+    POPSIM_CHECK(assigned != byBlock.end(), ErrorKind::Compilation, where(*node),
+                 " is in a block that no stage names (the model's blocks: ",
+                 join(blockNames(graph), ", "), "). Declare the block or assign it a stage.");
+    const StageAssignment& stage = *assigned->second;
     changed = changed || placement.stage != stage.stage || placement.ipu != stage.ipu;
     placement.stage = stage.stage;
     placement.ipu = stage.ipu;

@@ -1,6 +1,7 @@
 """opts._Popart: PopART's session options, recorded by name; the ones popsim
 acts on are parsed into the core's typed fields when set."""
 
+import re
 from typing import Any, Callable, Dict
 
 from popsim import _C
@@ -14,6 +15,9 @@ PREFETCH_DEPTH_OPTION = "defaultPrefetchBufferingDepth"
 
 
 # PopART's automatic loss scaling settings, by the core's fields, with their ranges.
+# PopART's option names: identifiers, fields of a structured option after a dot. Names of
+# Python internals ("__init__", "_session") are no option and never reach the group.
+_OPTION_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)*")
 _LOSS_SCALING_SETTINGS = "automaticLossScalingSettings."
 
 
@@ -82,9 +86,10 @@ class _PopartOptions(_OptionGroup):
             OptionError: if ``name`` is not a non-empty string, the prefetch depth is not a
                 non-negative integer, or the options are frozen.
         """
-        if not isinstance(name, str) or not name:
-            raise OptionError(f"Options._Popart.set expects an option name, got {name!r}.",
-                              option="_Popart.set")
+        if not isinstance(name, str) or not _OPTION_NAME.fullmatch(name):
+            raise OptionError(f"Options._Popart.set expects a PopART option name (letters, digits "
+                              f"and underscores, starting with a letter; fields after a dot), "
+                              f"got {name!r}.", option="_Popart.set")
         if name == PREFETCH_DEPTH_OPTION:  # Options.prefetchDepth's value
             value = _prefetch_depth(f"_Popart.set('{name}', ...)", value)
         with self._setting():

@@ -9,7 +9,7 @@ to a frozen CompiledModel, in processing order (ARCHITECTURE.md, section 1):
 3. check the anchors against the model (anchors.plan) and build the training
    config and the compile options (the host runtime builds these);
 4. compile, or load loadExecutable's program or a cached one
-   (executable_file.executable_for), and make the host runtime's device
+   (executable_cache.executable_for), and make the host runtime's device
    program of it for the job's replicas;
 5. tell the device program which variables are sharded and grouped.
 
@@ -26,6 +26,8 @@ from popsim import _C
 from popsim.api.options import Options
 from popsim.compile import anchors as _anchors
 from popsim.compile import compilation as _compilation
+from popsim.compile import call_spec as _call_spec
+from popsim.compile import executable_cache as _executable_cache
 from popsim.compile import executable_file as _executable_file
 from popsim.compile.progress import CompileProgress
 from popsim.device import process_group as _process_group
@@ -50,7 +52,7 @@ class CompiledModel(NamedTuple):
     float32_buffers: List[str]  # float16 buffers the device holds in float32
     stages: List[Tuple[str, int, int]]  # (block, stage, ipu) as compiled
     anchors: _anchors.CallAnchors
-    call_spec: _executable_file.CallSpec  # the compiling call, tensors as shapes and dtypes
+    call_spec: _call_spec.CallSpec  # the compiling call, tensors as shapes and dtypes
     binding: Optional[_binding.OptimizerBinding]  # a training model's optimizer
     broadcast_buffers: List[str]  # replicated training: buffers replica 0 hands on
     flags: Tuple[bool, ...]  # every module's train/eval flag as compiled
@@ -120,7 +122,7 @@ def compile_model(model: torch.nn.Module, shallow: torch.nn.Module, options: Opt
     sharded_weights = _compilation.sharded_weights(options, binding, model.named_parameters())
     progress.phase("compile")
     program = _replication.device_program(
-        _executable_file.executable_for(graph, compiled, options, exported), options, training,
+        _executable_cache.executable_for(graph, compiled, options, exported), options, training,
         compiled, [(g.size, g.stride, g.job) for g in groupings.values()])
     progress.phase("weights")
     replication = _replication.of(options, training)
@@ -150,5 +152,5 @@ def compile_model(model: torch.nn.Module, shallow: torch.nn.Module, options: Opt
         float32_buffers=imported.float32_buffers,
         stages=[(s.block, s.stage, s.ipu) for s in compiled.compiler.stages],
         anchors=_anchors.resolve(anchor_plan, anchor_shapes, program, tensors, names_by_tensor),
-        call_spec=_executable_file.call_spec(args, kwargs), binding=binding,
+        call_spec=_call_spec.call_spec(args, kwargs), binding=binding,
         broadcast_buffers=broadcast_buffers, flags=flags, started=started)

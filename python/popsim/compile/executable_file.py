@@ -1,5 +1,5 @@
-"""Compiled programs on disk: the executable cache (Options.enableExecutableCaching,
-POPSIM_CACHE_DIR) and the files of compileAndExport / loadExecutable / popsim.load.
+"""Compiled programs on disk: the files of compileAndExport / loadExecutable /
+popsim.load and the executable cache's entries (executable_cache.py).
 
 A file holds one program, keyed by what it was compiled from: a hash of the
 imported graph (ops, attributes, constants' bytes, the model's source lines), the
@@ -9,36 +9,42 @@ layout:
 
     b"POPSIMEX" | u32 container version | u64 length + JSON header
     | u64 length + program (C++'s serialized graph, itself checksummed)
-    | u64 length + metadata (torch.save bytes; empty without them)
+    | u64 length + pickled model, options and optimizer (export_model=True; else empty)
     | SHA-256 of everything before it
 
 The JSON header says which popsim build wrote the file and holds the graph
-hash and the options, so that a mismatch can name the option that differs.
+hash and the options (so that a mismatch can name the option that differs),
+the program's own SHA-256, and for exported files whether the model trains
+and the call it compiled for (call_spec.py). Everything loadExecutable and
+the cache need is in the header and the program, which popsim parses itself
+(the C++ reader validates every index, stage, IPU and shape): reading a file
+runs no code from it. Only popsim.load(..., trusted=True) unpickles the
+model section. The SHA-256s detect damage, not tampering: whoever can write
+a file chooses what it holds, which is why the cache accepts only entries
+this user owns (executable_cache.py).
 """
 
+import errno
 import functools
 import hashlib
 import io
 import json
 import os
 import pickle
+import stat
 import struct
-import tempfile
-import warnings
-from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, Iterator, NamedTuple, Optional, Tuple
 
 import torch
 
 from popsim import _C
 from popsim.api.errors import ExecutableFileError
-from popsim.api.log import LOGGER
-from popsim.api.options import Options
 from popsim.api.version import VERSION
-from popsim.frontend import structure as _structure
+from popsim.compile import call_spec as _call_spec
 
 MAGIC = b"POPSIMEX"
-CONTAINER_VERSION = 1
-CACHE_VARIABLES = ("POPSIM_CACHE_DIR", "POPTORCH_CACHE_DIR")
+# 2: no pickle outside the model section; the program's SHA-256 in the header.
+CONTAINER_VERSION = 2
 _DIGEST_BYTES = hashlib.sha256().digest_size
 
 
@@ -130,49 +136,72 @@ def _flatten(prefix: str, value: Any) -> Iterator[Tuple[str, Any]]:
 class ProgramFile(NamedTuple):
     key: ProgramKey
     program: bytes
-    metadata: Optional[Dict[str, Any]]  # compileAndExport's call, options and model
+    # compileAndExport's facts, None in a cache entry: whether the model trains, and the
+    # call it compiled for (data, parsed by popsim: reading them runs no code).
+    training: Optional[bool]
+    call: Optional[_call_spec.CallSpec]
+    # The pickled model, options and optimizer of export_model=True (b"" otherwise):
+    # unpickled only by load_model, on the caller's explicit trust.
+    model: bytes
+
+    def load_model(self) -> Dict[str, Any]:
+        """The model, options and optimizer the file holds. Unpickling runs any code the
+        file's author put in it: popsim.load calls it only when trusted=True."""
+        return torch.load(io.BytesIO(self.model), weights_only=False)
 
 
-def write(path: str, key: ProgramKey, program: bytes,
-          metadata: Optional[Dict[str, Any]] = None) -> None:
-    """Writes the file atomically (a reader never sees half of it)."""
+def write(path: str, key: ProgramKey, program: bytes, *, training: Optional[bool] = None,
+          call: Optional[_call_spec.CallSpec] = None,
+          model: Optional[Dict[str, Any]] = None) -> None:
+    """Writes the file atomically (a reader never sees half of it), readable by its
+    owner only."""
     header = json.dumps({"popsim": key.build, "container": CONTAINER_VERSION, "graph": key.graph,
-                         "options": key.options}).encode()
-    meta = b""
-    if metadata is not None:
+                         "options": key.options,
+                         "program_sha256": hashlib.sha256(program).hexdigest(),
+                         "training": training,
+                         "call": None if call is None else _call_spec.to_json(call)}).encode()
+    pickled = b""
+    if model is not None:
         buffer = io.BytesIO()
         try:
-            torch.save(metadata, buffer)
+            torch.save(model, buffer)
         except (pickle.PicklingError, TypeError, AttributeError) as error:
             raise ExecutableFileError(
-                f"Cannot write '{path}': the model, its options or optimizer, or the call's "
-                f"arguments cannot be pickled ({error}). Export a model that cannot be pickled "
-                "with export_model=False and load it with loadExecutable.") from error
-        meta = buffer.getvalue()
+                f"Cannot write '{path}': the model, its options or optimizer cannot be pickled "
+                f"({error}). Export a model that cannot be pickled with export_model=False and "
+                "load it with loadExecutable.") from error
+        pickled = buffer.getvalue()
     body = b"".join([MAGIC, struct.pack("<I", CONTAINER_VERSION),
                      struct.pack("<Q", len(header)), header,
                      struct.pack("<Q", len(program)), program,
-                     struct.pack("<Q", len(meta)), meta])
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=directory, prefix=".popsim-", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(body)
-            out.write(hashlib.sha256(body).digest())
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
+                     struct.pack("<Q", len(pickled)), pickled])
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    # The core's writer (common/safe_files.h): an exclusively created temporary file, never a
+    # name planted in a shared directory, renamed over the path.
+    _C.write_file_atomically(path, body + hashlib.sha256(body).digest(), 0o600)
 
 
-def read(path: str, with_metadata: bool = True) -> ProgramFile:
-    """The file's key, program and metadata; ExecutableFileError if it is not
-    a complete popsim program file."""
-    with open(path, "rb") as source:
-        data = source.read()
+def read(path: str, private: bool = False) -> ProgramFile:
+    """The file's key, program and facts; ExecutableFileError if it is not a complete popsim
+    program file. Nothing in the file is unpickled (see ProgramFile.load_model).
+
+    `private` (a cache entry): the path must be a regular file, not a symlink, owned by
+    this user and writable by no one else; checked on the open file itself, so the file
+    cannot be swapped between the check and the read."""
     where = f"'{path}'"
+    flags = os.O_RDONLY | (os.O_NOFOLLOW if private else 0)
+    try:
+        descriptor = os.open(path, flags)
+    except OSError as error:
+        if private and error.errno == errno.ELOOP:
+            raise ExecutableFileError(f"{where} is a symbolic link.") from error
+        raise
+    with os.fdopen(descriptor, "rb") as source:
+        if private:
+            problem = ownership_problem(os.fstat(source.fileno()), "file")
+            if problem is not None:
+                raise ExecutableFileError(f"{where} {problem}.")
+        data = source.read()
     if not data.startswith(MAGIC):
         raise ExecutableFileError(f"{where} is not a popsim program file (it does not start "
                                   f"with {MAGIC!r}).")
@@ -183,105 +212,43 @@ def read(path: str, with_metadata: bool = True) -> ProgramFile:
     (version,) = struct.unpack_from("<I", body, len(MAGIC))
     if version != CONTAINER_VERSION:
         raise ExecutableFileError(f"{where} has container version {version}; this popsim reads "
-                                  f"version {CONTAINER_VERSION}.")
+                                  f"version {CONTAINER_VERSION}. Export the model again.")
     try:
         sections = []
         offset = len(MAGIC) + 4
-        for _ in range(3):
+        for name in ("header", "program", "model"):
             (length,) = struct.unpack_from("<Q", body, offset)
             offset += 8
+            if length > len(body) - offset:
+                raise ValueError(f"its {name} section claims {length} bytes, "
+                                 f"{len(body) - offset} follow")
             sections.append(body[offset:offset + length])
             offset += length
+        if offset != len(body):
+            raise ValueError(f"{len(body) - offset} bytes follow its last section")
         header = json.loads(sections[0])
-        key = ProgramKey(header["graph"], header["options"], header["popsim"])
+        if not isinstance(header, dict):
+            raise ValueError("the header is not a JSON object")
+        key = ProgramKey(str(header["graph"]), header["options"], str(header["popsim"]))
+        if header["program_sha256"] != hashlib.sha256(sections[1]).hexdigest():
+            raise ValueError("the program's SHA-256 is not the one its header records")
+        training = header["training"]
+        if training not in (None, True, False):
+            raise ValueError(f"'training' is {training!r}")
     except (struct.error, ValueError, KeyError, TypeError) as error:
         raise ExecutableFileError(f"{where} has a malformed header: {error}.") from error
-    metadata = None
-    if with_metadata and sections[2]:
-        metadata = torch.load(io.BytesIO(sections[2]))
-    return ProgramFile(key, sections[1], metadata)
+    call = None if header["call"] is None else _call_spec.from_json(header["call"], where)
+    return ProgramFile(key, sections[1], training, call, sections[2])
 
 
-def cache_directory(options: Options) -> Optional[str]:
-    """Where this model's programs are cached, or None."""
-    configured = options.executable_cache_dir
-    if configured is False:
-        return None
-    if configured:
-        return configured
-    for variable in CACHE_VARIABLES:
-        value = os.environ.get(variable, "").strip()
-        if value:
-            return value
+def ownership_problem(status: os.stat_result, what: str) -> Optional[str]:
+    """Why a cache directory or entry with this status must not be used (another user's,
+    or writable by others, who could then choose the program this user runs), or None."""
+    if status.st_uid != os.getuid():
+        return f"is owned by user id {status.st_uid}, not by this user ({os.getuid()})"
+    if what == "file" and not stat.S_ISREG(status.st_mode):
+        return "is not a regular file"
+    if status.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return (f"is writable by its group or by others (mode {stat.S_IMODE(status.st_mode):04o}; "
+                f"`chmod go-w` it)")
     return None
-
-
-def cache_path(directory: str, key: ProgramKey) -> str:
-    return os.path.join(directory, f"{key.digest}.popsim")
-
-
-def executable_for(graph: _C.Graph, compiled: _C.CompileOptions, options: Options,
-                   exported: Optional[Tuple[str, ProgramFile]] = None) -> _C.Executable:
-    """The executable of `graph`: `exported`'s program (loadExecutable's (path, file),
-    which must be the program `graph` and `compiled` give), else the cached one, else
-    compiled (and cached when caching is on). A damaged or stale cache file is compiled
-    again and replaced, with a warning."""
-    if exported is not None:
-        path, stored = exported
-        reason = mismatch(stored.key, program_key(graph, compiled))
-        if reason is not None:
-            raise ExecutableFileError(
-                f"loadExecutable('{path}'): {reason}. Wrap the model (and options) as they "
-                "were when compileAndExport wrote the file, or compile and export it again.")
-        return _C.load_program(stored.program, compiled)
-    directory = cache_directory(options)
-    if directory is None:
-        return _C.compile(graph, compiled)
-    key = program_key(graph, compiled)
-    path = cache_path(directory, key)
-    if os.path.exists(path):
-        try:
-            stored = read(path, with_metadata=False)
-            reason = mismatch(stored.key, key)
-            if reason is not None:
-                raise ExecutableFileError(f"'{path}': {reason}.")
-            executable = _C.load_program(stored.program, compiled)
-            LOGGER.info("Loaded the compiled program from the executable cache: %s", path)
-            return executable
-        except (ExecutableFileError, OSError) as error:
-            warnings.warn(f"popsim's executable cache does not use a file: {error} "
-                          "Compiling the model again and replacing the file.")
-    executable = _C.compile(graph, compiled)
-    try:
-        write(path, key, executable.serialize_program())
-    except OSError as error:
-        warnings.warn(f"popsim's executable cache cannot write '{path}' ({error}): the model "
-                      "runs, but the next process compiles it again.")
-    return executable
-
-
-class TensorSpec(NamedTuple):
-    """A call's tensor in an exported file: its shape and dtype."""
-    shape: tuple
-    dtype: torch.dtype
-
-
-# The call a model compiled for, as exported files record it: (structure, leaves), each
-# tensor leaf a TensorSpec.
-CallSpec = Tuple[_structure.Structure, List[Any]]
-
-
-def call_spec(args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> CallSpec:
-    """The call as _structure.flatten sees it, with each tensor leaf replaced by its
-    TensorSpec."""
-    leaves, _, structure = _structure.flatten((args, kwargs), "")
-    return structure, [TensorSpec(tuple(leaf.shape), leaf.dtype)
-                       if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves]
-
-
-def call_from_spec(spec: CallSpec) -> Tuple[Tuple[Any, ...], Dict[str, Any]]:
-    """(args, kwargs) of call_spec's call, with zero tensors of the specs."""
-    structure, leaves = spec
-    return _structure.unflatten([torch.zeros(leaf.shape, dtype=leaf.dtype)
-                                 if isinstance(leaf, TensorSpec) else leaf for leaf in leaves],
-                                structure)

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 TIMEOUT_VARIABLE = "POPSIM_DISTRIBUTED_TIMEOUT"
 _DEFAULT_TIMEOUT_SECONDS = 300
+_MAX_TIMEOUT_SECONDS = 86400
 
 # The process groups popsim made, what holds them (emptied first), and
 # whether popsim started torch.distributed: released at exit (_release_at_exit).
@@ -42,9 +43,12 @@ def timeout() -> datetime.timedelta:
         seconds = float(text)
     except ValueError:
         seconds = -1.0
-    if seconds <= 0:
-        raise OptionError(f"{TIMEOUT_VARIABLE} is {text!r}: set it to a positive number of "
-                          "seconds.", option=TIMEOUT_VARIABLE)
+    # NaN, infinity and timedeltas beyond a day are refused: a collective must fail in
+    # bounded time, and timedelta itself overflows past 10^9 days.
+    if not 0 < seconds <= _MAX_TIMEOUT_SECONDS:
+        raise OptionError(f"{TIMEOUT_VARIABLE} is {text!r}: set it to a number of seconds "
+                          f"above 0 and at most {_MAX_TIMEOUT_SECONDS} (a day).",
+                          option=TIMEOUT_VARIABLE)
     return datetime.timedelta(seconds=seconds)
 
 

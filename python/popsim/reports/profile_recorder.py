@@ -73,13 +73,16 @@ def write_log(log_dir: str, model: str, graph: _C.Graph, program: _C.DeviceProgr
     """Writes a compilation's IR (imported and optimised) and memory report into
     logDir."""
     os.makedirs(log_dir, exist_ok=True)
+    problem = _C.shared_directory_problem(log_dir)
+    if problem is not None:
+        raise OptionError(f"logDir: popsim does not write into '{log_dir}', which {problem}. "
+                          "Point logDir at a directory of your own.", option="logDir")
     stem = os.path.join(log_dir, f"{model}_{next(_log_counter)}")
-    with open(stem + ".ir.txt", "w", encoding="utf-8") as out:
-        out.write("# Imported from the trace\n")
-        out.write(graph.to_text(True))
-        out.write("\n# Program (optimised)\n")
-        out.write(program.first.graph_text(True))
-    with open(stem + ".memory.json", "w", encoding="utf-8") as out:
-        json.dump({"memory": program.first.memory_report().to_dict(),
-                   "program": [step.to_dict() for step in program.first.program()]},
-                  out, indent=2)
+    ir_text = "".join(["# Imported from the trace\n", graph.to_text(True),
+                       "\n# Program (optimised)\n", program.first.graph_text(True)])
+    memory = json.dumps({"memory": program.first.memory_report().to_dict(),
+                         "program": [step.to_dict() for step in program.first.program()]},
+                        indent=2)
+    # Names are predictable: written so that a name planted in the directory is never followed.
+    _C.write_file_atomically(stem + ".ir.txt", ir_text.encode("utf-8"))
+    _C.write_file_atomically(stem + ".memory.json", memory.encode("utf-8"))
