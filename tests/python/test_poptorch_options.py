@@ -259,7 +259,10 @@ def test_options_load_from_a_file_of_setter_calls(tmp_path):
                       "\n"
                       "Training.gradientAccumulation(2)\n"
                       "setExecutionStrategy(poptorch.ShardedExecution())\n"
-                      "outputMode(poptorch.OutputMode.EveryN, output_return_period=2)\n")
+                      "outputMode(poptorch.OutputMode.EveryN, output_return_period=2)\n"
+                      "Training.setMeanAccumulationAndReplicationReductionStrategy("
+                      "poptorch.MeanReductionStrategy.Running)\n"
+                      "Simulator.memoryPerIpu(64 * 1024 ** 2)\n")
     opts = popsim.Options().loadFromFile(str(config))
     assert opts.device_iterations == 4 and opts.Training.gradient_accumulation == 2
     assert isinstance(opts.execution_strategy, popsim.ShardedExecution)
@@ -272,7 +275,15 @@ def test_options_load_from_a_file_of_setter_calls(tmp_path):
     ("import os", "each line must call one option setter"),
     ("Training.noSuchOption(1)", "Options.Training has no setter 'noSuchOption'"),
     ("__class__(1)", "each line must call one option setter"),
-    ("deviceIterations(open('x'))", "cannot evaluate its arguments"),
+    ("deviceIterations(open('x'))", "cannot evaluate its arguments: the name 'open' is not "
+                                    "known here"),
+    ("deviceIterations(__import__('os').system('true'))", "the name '__import__' is not known"),
+    ("deviceIterations(torch.load('x'))", "only popsim's classes and bool, dict, float, int, "
+                                          "list, str, tuple are called, not 'load'"),
+    ("deviceIterations(popsim._C.compile)", "the attribute '_C' is private"),
+    ("deviceIterations(2 ** 10 ** 10)", "exponents above 64 are not read"),
+    ("deviceIterations([x for x in 'ab'])", "ListComp expressions are not read"),
+    ("deviceIterations(1), __import__('os')", "the line is not one call"),
 ])
 def test_bad_option_file_lines_name_the_file_and_line(tmp_path, line, message):
     config = tmp_path / "bad.conf"

@@ -9,17 +9,14 @@ Values are checked when set. Once options are passed to a model they are
 frozen (the model keeps its own copy); ``clone()`` gives a modifiable copy.
 """
 
-import builtins
 import copy
-import re
-import sys
 from typing import Any, Dict, List, Literal, Optional, Tuple, Union
 
-import torch
 
 from popsim import _C
 from popsim.api.call_options import _CallSetters
 from popsim.api.enums import CommGroupType, ConnectionType, OutputMode, SyncPattern
+from popsim.api import options_file as _options_file
 from popsim.api.errors import OptionError
 from popsim.api.option_fields import (_CoreField, _decode_anchors, _decode_cache,
                                       _decode_replica_grouping, _encode_anchors, _encode_cache,
@@ -34,54 +31,6 @@ from popsim.api.values import json_object_in_environment
 
 _GROUPS = ("Training", "Simulator", "TensorLocations", "_Popart", "Precision", "Jit",
            "Distributed")
-
-
-_SETTER_LINE = re.compile(r"^(?:(Training|Simulator|TensorLocations|Precision|Distributed|Jit|"
-                          r"_Popart)\.)?([A-Za-z][A-Za-z0-9_]*)\((.*)\)$")
-
-
-def _load_options_file(options: "Options", filepath: str) -> None:
-    """Options.loadFromFile: each line calls one setter, its arguments
-    evaluated as Python with popsim and torch in scope."""
-    popsim = sys.modules["popsim"]  # the public package, which has loaded these options
-
-    try:
-        with open(filepath) as source:
-            lines = source.read().splitlines()
-    except OSError as error:
-        raise OptionError(f"loadFromFile('{filepath}'): cannot read it: {error}.",
-                          option="loadFromFile") from error
-    allowed = {name: getattr(builtins, name)
-               for name in ("bool", "dict", "float", "int", "list", "str", "tuple")}
-    scope = {"popsim": popsim, "poptorch": popsim, "torch": torch, "__builtins__": allowed}
-    for number, text in enumerate(lines, start=1):
-        line = text.strip()
-        if not line or line.startswith("#"):
-            continue
-        where = f"loadFromFile('{filepath}'), line {number} ({line!r})"
-        match = _SETTER_LINE.match(line)
-        if match is None:
-            raise OptionError(f"{where}: each line must call one option setter, such as "
-                              "deviceIterations(4) or Training.gradientAccumulation(2).",
-                              option="loadFromFile")
-        group, setter = match.group(1), match.group(2)
-        target = getattr(options, group) if group else options
-        method = getattr(type(target), setter, None)
-        if setter.startswith("_") or not callable(method):
-            owner = f"Options.{group}" if group else "Options"
-            raise OptionError(f"{where}: {owner} has no setter '{setter}'.", option="loadFromFile")
-        try:
-            arguments = eval(f"_collect({match.group(3)})",  # noqa: S307 - a config file
-                             dict(scope, _collect=lambda *a, **k: (a, k)))
-        except Exception as error:  # noqa: BLE001 - any error in the user's arguments
-            raise OptionError(f"{where}: cannot evaluate its arguments: {error}.",
-                              option="loadFromFile") from error
-        try:
-            getattr(target, setter)(*arguments[0], **arguments[1])
-        except OptionError as error:
-            raise OptionError(f"{where}: {error}", option=error.option or "loadFromFile") from error
-        except TypeError as error:  # wrong arguments for the setter
-            raise OptionError(f"{where}: {error}.", option="loadFromFile") from error
 
 
 class Options(_CallSetters, _RunSetters):
@@ -249,10 +198,14 @@ class Options(_CallSetters, _RunSetters):
 
         Each line is written as in Python without the ``options.`` prefix:
         ``deviceIterations(4)``, ``Training.gradientAccumulation(2)``,
-        ``setExecutionStrategy(poptorch.ShardedExecution())``. Arguments may use the names
-        ``popsim``, ``poptorch`` (popsim) and ``torch``, and the builtins ``bool``, ``dict``,
-        ``float``, ``int``, ``list``, ``str`` and ``tuple``. Blank lines and lines starting with
-        ``#`` are skipped. Lines before a bad line have already taken effect.
+        ``setExecutionStrategy(poptorch.ShardedExecution())``. Arguments are data, read
+        without running the file as Python: literals (numbers, strings, tuples, lists, dicts,
+        ``True``/``False``/``None``) and arithmetic on them, public attributes of ``popsim``,
+        ``poptorch`` (popsim) and ``torch`` (``poptorch.OutputMode.EveryN``,
+        ``torch.float16``), calls of popsim's classes (``poptorch.ShardedExecution()``) and of
+        the builtins ``bool``, ``dict``, ``float``, ``int``, ``list``, ``str`` and ``tuple``.
+        Blank lines and lines starting with ``#`` are skipped. Lines before a bad line have
+        already taken effect.
 
         Args:
             filepath: The file's path.
@@ -265,7 +218,7 @@ class Options(_CallSetters, _RunSetters):
                 setter, has arguments that cannot be evaluated or that the setter refuses; the
                 message names the file and line.
         """
-        _load_options_file(self, filepath)
+        _options_file.load(self, filepath)
         return self
 
     def clone(self) -> "Options":
