@@ -573,30 +573,72 @@ class VariableBatches:
 
 
 @pytest.mark.parametrize("mode", ALL_MODES)
-def test_a_batch_sampler_of_varying_batches_keeps_its_sample_stream(mode):
-    """Batches of other sizes than the sampler's batch_size are neither dropped
-    nor merged whole: the combined batches take its samples in order, as
-    torch's DataLoader yields them (the short rest dropped with drop_last)."""
-    eager = torch.cat([labels for _, labels in
-                       torch.utils.data.DataLoader(numbered(20), batch_sampler=VariableBatches())])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # the dropped rest, announced
-        loader = popsim.DataLoader(options(2), numbered(20), batch_sampler=VariableBatches(),
-                                   mode=mode)
-    assert labels_of(loader, epochs=2) == [eager[:16].tolist()] * 2
-    loader.terminate()
+def test_a_batch_sampler_batch_of_another_size_is_refused_at_that_batch(mode):
+    """Several sampler batches make one combined batch, so each must hold the
+    sampler's batch_size: a batch of 3 is an InputError naming it, not merged."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        keeping = popsim.DataLoader(options(2), numbered(20), batch_sampler=VariableBatches(),
-                                    mode=mode, drop_last=False)
-    assert labels_of(keeping) == [eager.tolist()]
-    keeping.terminate()
+        loader = popsim.DataLoader(options(2), numbered(20), batch_sampler=VariableBatches(),
+                                   mode=mode)
+    with pytest.raises(popsim.InputError, match=r"batch 0 of the batch_sampler "
+                       r"\(VariableBatches\) holds 3 samples, not its batch_size of 4\. Several "
+                       r"of its batches make each combined batch"):
+        list(loader)
+    loader.terminate()
 
 
-def test_a_batch_sampler_of_larger_batches_than_its_batch_size_is_not_refused():
-    """A batch sampler of one's own that says batch_size 1 but yields one batch
-    of 4: its size is known only by drawing from it, so it is not refused as
-    smaller than a combined batch of 2; its 4 samples make 2."""
+class PaddingBatches:
+    """The issue's sampler: batches of 1, 2, 3 and 4 samples."""
+    batch_size = 4
+
+    def __iter__(self):
+        return iter([[0], [1, 2], [3, 4, 5], [6, 7, 8, 9]])
+
+    def __len__(self):
+        return 4
+
+
+def pad_to_four(samples):
+    """A collate_fn that pads each batch to 4 rows and says how many are real."""
+    features = torch.zeros(4, 1)
+    features[:len(samples)] = torch.stack([feature for feature, _ in samples])
+    return features, torch.tensor([len(samples)] * 4)
+
+
+@pytest.mark.parametrize("mode", [popsim.DataLoaderMode.Sync, popsim.DataLoaderMode.Async])
+def test_collate_fn_sees_each_batch_the_sampler_yields(mode):
+    """One sampler batch per call: the batches pass as torch's DataLoader gives them,
+    one collate_fn call each (the regression regrouped their samples: 3 batches, not 4)."""
+    loader = popsim.DataLoader(options(), numbered(10), batch_sampler=PaddingBatches(),
+                               collate_fn=pad_to_four, mode=mode)
+    reference = torch.utils.data.DataLoader(numbered(10), batch_sampler=PaddingBatches(),
+                                            collate_fn=pad_to_four)
+    assert len(loader) == len(reference) == 4
+    for (features, sizes), (expected_features, expected_sizes) in zip(loader, reference,
+                                                                        strict=True):
+        assert torch.equal(features, expected_features) and torch.equal(sizes, expected_sizes)
+    loader.terminate()
+
+
+@pytest.mark.parametrize("mode", ALL_MODES)
+def test_a_combined_batch_joins_the_collated_sampler_batches(mode):
+    """deviceIterations 2 x gradientAccumulation 2: four sampler batches per call, each
+    collated on its own (the padding collate_fn sees batches of 4 and of the short 2),
+    then joined along dimension 0."""
+    loader = popsim.DataLoader(options(2, accumulation=2), numbered(30),
+                               batch_sampler=reversed_batches(30, 4), collate_fn=pad_to_four,
+                               drop_last=False, mode=mode)
+    batches = [(features.view(-1).tolist(), sizes.tolist()) for features, sizes in loader]
+    assert len(loader) == len(batches) == 2
+    assert batches[0][0] == [float(x) for x in range(29, 13, -1)]
+    assert batches[0][1] == [4] * 16
+    # The rest: batches of 4, 4, 4 and the short 2, each padded by collate_fn.
+    assert batches[1][1] == [4] * 12 + [2] * 4
+    assert batches[1][0][-4:] == [1.0, 0.0, 0.0, 0.0]
+    loader.terminate()
+
+
+def test_a_batch_sampler_batch_larger_than_its_batch_size_is_refused():
     class OneBigBatch:
         batch_size = 1
 
@@ -609,7 +651,9 @@ def test_a_batch_sampler_of_larger_batches_than_its_batch_size_is_not_refused():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         loader = popsim.DataLoader(options(2), numbered(4), batch_sampler=OneBigBatch())
-    assert [labels.tolist() for _, labels in loader] == [[3, 2], [1, 0]]
+    with pytest.raises(popsim.InputError, match=r"batch 0 of the batch_sampler \(OneBigBatch\) "
+                       r"holds 4 samples, not its batch_size of 1"):
+        list(loader)
 
 
 class PreBatched(Dataset):

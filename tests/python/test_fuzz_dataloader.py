@@ -76,7 +76,27 @@ def configurations(draw):
         cuts = draw(st.lists(st.integers(1, config["samples"]), max_size=12), "batch cuts")
         edges = sorted({0, config["samples"], *cuts})
         config["batches"] = [order[a:b] for a, b in zip(edges, edges[1:])]
+        if draw(st.booleans(), "batches of batch_size"):  # all full but maybe the last
+            size = config["batch"]
+            config["batches"] = [order[a:a + size] for a in range(0, len(order), size)]
+        config["collate"] = draw(st.sampled_from(["default", "pad"]), "collate_fn")
     return config
+
+
+def pad_collate(batch_size):
+    """A collate_fn that pads each batch to batch_size rows of feature and label -1."""
+    def collate(samples):
+        features, labels = torch.utils.data.default_collate(samples)
+        missing = batch_size - len(samples)
+        if missing > 0:
+            features = torch.cat([features, torch.full((missing, 1), -1.0)])
+            labels = torch.cat([labels, torch.full((missing,), -1)])
+        return features, labels
+    return collate
+
+
+def collate_of(config):
+    return pad_collate(config["batch"]) if config.get("collate") == "pad" else None
 
 
 def combined_size(config):
@@ -117,7 +137,7 @@ def torch_stream(config, epochs):
     if config["sampling"] == "batch_sampler":
         loader = torch.utils.data.DataLoader(
             dataset, batch_sampler=ListBatchSampler(config["batches"], config["batch"]),
-            **workers)
+            collate_fn=collate_of(config), **workers)
     elif config["sampling"] == "sampler":
         loader = torch.utils.data.DataLoader(dataset, sampler=list(config["order"]), **workers)
     else:
@@ -142,6 +162,8 @@ def popsim_loader(config):
                  "mode": config["mode"]}
     if config["sampling"] == "batch_sampler":
         arguments["batch_sampler"] = ListBatchSampler(config["batches"], config["batch"])
+        if collate_of(config) is not None:
+            arguments["collate_fn"] = collate_of(config)
     else:
         arguments["batch_size"] = config["batch"]
         arguments["shuffle"] = config["sampling"] == "shuffle"
@@ -155,11 +177,23 @@ def popsim_loader(config):
 def test_the_sample_stream_is_torchs_cut_into_combined_batches(config):
     note(f"configuration: {config}")
     combined = combined_size(config)
-    expected = [cut(stream, combined, config["drop_last"]) for stream in
-                torch_stream(config, EPOCHS)]
+    streams = torch_stream(config, EPOCHS)
+    expected = [cut(stream, combined, config["drop_last"]) for stream in streams]
     # A batch sampler of one's own may yield batches of any size: its epoch's
     # size is known only by drawing from it.
     own_batches = config["sampling"] == "batch_sampler"
+    refused = False
+    if own_batches:
+        # collate_fn sees each batch the sampler yields, as in torch. One batch per call
+        # (not rebatched): torch's batches as they are. Several: joined whole, so each must
+        # hold batch_size samples (the last may hold fewer); anything else is refused.
+        sizes = [len(batch) for batch in config["batches"]]
+        whole = combined == config["batch"] and config["mode"] != popsim.DataLoaderMode.AsyncRebatched
+        if whole:
+            expected = [torch_batches(config) for _ in range(EPOCHS)]
+        else:
+            refused = any(size != config["batch"] for size in sizes[:-1]) or (
+                bool(sizes) and sizes[-1] > config["batch"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # samples dropped each epoch, announced
         if not expected[0] and not own_batches and (config["drop_last"]
@@ -171,6 +205,11 @@ def test_the_sample_stream_is_torchs_cut_into_combined_batches(config):
             return
         loader = popsim_loader(config)
         try:
+            if refused:
+                with pytest.raises(popsim.InputError, match="of the batch_sampler "
+                                   r"\(ListBatchSampler\) holds \d+ samples, not its batch_size"):
+                    list(loader)
+                return
             actual = [[labels.tolist() for _, labels in loader] for _ in range(EPOCHS)]
             for features, labels in loader:  # features travel with their labels
                 assert torch.equal(features.view(-1), labels.float())
@@ -180,3 +219,12 @@ def test_the_sample_stream_is_torchs_cut_into_combined_batches(config):
     assert actual == expected
     if not own_batches or all(len(batch) == config["batch"] for batch in config["batches"]):
         assert len(loader) == len(expected[0])
+
+
+def torch_batches(config):
+    """The labels of each batch torch's DataLoader yields for the batch sampler."""
+    loader = torch.utils.data.DataLoader(
+        numbered(config["samples"]),
+        batch_sampler=ListBatchSampler(config["batches"], config["batch"]),
+        collate_fn=collate_of(config))
+    return [labels.tolist() for _, labels in loader]

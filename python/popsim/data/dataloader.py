@@ -9,16 +9,17 @@ any options. In the asynchronous modes a background process
 
 import warnings
 import weakref
-from typing import (TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Protocol,
-                    Sequence, Tuple, cast)
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional,
+                    Protocol, Sequence, Tuple, cast)
 
 import torch
 import torch.utils.data
+from torch.utils import _pytree
 
 from popsim.device import replication as _replication
 from popsim.data.async_data import AsynchronousDataAccessor, batch_count
 from popsim.api.enums import DataLoaderMode
-from popsim.api.errors import OptionError
+from popsim.api.errors import InputError, OptionError
 from popsim.api.option_fields import positive_int
 from popsim.api.options import Options
 
@@ -193,38 +194,130 @@ def _micro_batch_of(batch_sampler: Iterable[Sequence[Any]], batch_size: int, shu
     return micro
 
 
-class _CombiningBatchSampler(torch.utils.data.Sampler):
-    """Regroups the samples of a user's batch_sampler, in the order it yields
-    them, into the combined batches of `combined` samples a model call takes
-    (`count` of its batches when they all hold its batch_size; batches of
-    other sizes are not dropped or merged whole, their samples flow on). With
-    drop_last, the short group at the end of an epoch is dropped; without,
-    the model refuses it with a clear error."""
+def _checked_batches(batch_sampler: Any, micro: int) -> Iterator[List[Any]]:
+    """The sampler's batches, each of `micro` samples but the last, which may be short
+    (torch's BatchSampler without drop_last); any other batch is an InputError naming it.
+    popsim joins several of them into a combined batch, which only batches of the
+    micro-batch can make (PopTorch's rule)."""
+    iterator = iter(batch_sampler)
+    upcoming = next(iterator, None)
+    number = 0
+    while upcoming is not None:
+        batch, upcoming = list(upcoming), next(iterator, None)
+        last = upcoming is None
+        if len(batch) != micro and not (last and len(batch) < micro):
+            raise InputError(
+                f"popsim.DataLoader: batch {number} of the batch_sampler "
+                f"({type(batch_sampler).__name__}) holds {len(batch)} samples, not its "
+                f"batch_size of {micro}. Several of its batches make each combined batch, so "
+                f"each must hold {micro} samples (only the last of an epoch may hold fewer). "
+                "Make the sampler yield batches of batch_size, or use deviceIterations, "
+                "replicationFactor and gradientAccumulation of 1 to take its batches one by "
+                "one.")
+        yield batch
+        number += 1
 
-    def __init__(self, batch_sampler: Any, count: int, combined: int, drop_last: bool,
+
+class _CombiningBatchSampler(torch.utils.data.Sampler):
+    """Groups `count` batches of a user's batch_sampler into the combined batch of a
+    model call, in the order it yields them: the indices of the group, flat (torch's
+    fetcher takes one list), which _PerSamplerBatchCollate cuts back into the sampler's
+    batches so that collate_fn sees each batch the sampler yielded, as in torch. With one
+    batch per call, the batches pass as they are (of any size, as in torch); with more,
+    each must hold the micro-batch (_checked_batches). With drop_last, a short group at
+    the end of an epoch is dropped; without, the model refuses it with a clear error."""
+
+    def __init__(self, batch_sampler: Any, count: int, micro: int, drop_last: bool,
                  samples: Optional[int]) -> None:
         super().__init__(None)
         self.batch_sampler = batch_sampler
         self.count = count
-        self.combined = combined
+        self.micro = micro
         self.drop_last = drop_last
         self.samples = samples  # in an epoch (None: unknown)
 
     def __iter__(self) -> Iterator[List[Any]]:
+        if self.count == 1:
+            yield from (list(batch) for batch in self.batch_sampler)
+            return
         group: List[Any] = []
-        for batch in self.batch_sampler:
-            for index in batch:
-                group.append(index)
-                if len(group) == self.combined:
-                    yield group
-                    group = []
+        joined = 0
+        for batch in _checked_batches(self.batch_sampler, self.micro):
+            group.extend(batch)
+            joined += 1
+            if joined == self.count:
+                yield group
+                group, joined = [], 0
         if group and not self.drop_last:
             yield group
 
     def __len__(self) -> int:
+        if self.count == 1:
+            return len(self.batch_sampler)
         if self.samples is None:
             return batch_count(len(self.batch_sampler), self.count, self.drop_last)
-        return batch_count(self.samples, self.combined, self.drop_last)
+        # Full groups only with drop_last: a short last batch leaves its group short.
+        return batch_count(self.samples, self.count * self.micro, self.drop_last)
+
+
+class _CheckedBatchSampler(torch.utils.data.Sampler):
+    """A user's batch_sampler whose batches _checked_batches checks: what the rebatching
+    workers of AsyncRebatched load, one sampler batch (one collate_fn call) each."""
+
+    def __init__(self, batch_sampler: Any, micro: int) -> None:
+        super().__init__(None)
+        self.batch_sampler = batch_sampler
+        self.micro = micro
+
+    def __iter__(self) -> Iterator[List[Any]]:
+        return _checked_batches(self.batch_sampler, self.micro)
+
+    def __len__(self) -> int:
+        return len(self.batch_sampler)
+
+
+class _PerSamplerBatchCollate:
+    """collate_fn applied to each sampler batch of a group (`micro` samples each, the
+    last possibly fewer), the collated batches then joined along dimension 0, as PopTorch
+    joins the batches of a combined batch. A picklable object, for worker processes."""
+
+    def __init__(self, collate_fn: Callable[[List[Any]], Any], micro: int) -> None:
+        self.collate_fn = collate_fn
+        self.micro = micro
+
+    def __call__(self, samples: List[Any]) -> Any:
+        if len(samples) <= self.micro:
+            return self.collate_fn(samples)
+        batches = [self.collate_fn(samples[start:start + self.micro])
+                   for start in range(0, len(samples), self.micro)]
+        return _join(batches)
+
+
+def _join(batches: List[Any]) -> Any:
+    """Collated batches of one structure, joined: tensors concatenated along dimension 0,
+    lists of other values concatenated."""
+    leaves = [_pytree.tree_flatten(batch) for batch in batches]
+    spec = leaves[0][1]
+    for index, (_, other) in enumerate(leaves[1:], start=1):
+        if other != spec:
+            raise InputError(f"popsim.DataLoader: collate_fn gave batch {index} of a combined "
+                             "batch another structure than batch 0; the batches of a combined "
+                             "batch are joined, so they must have one structure.")
+    joined = []
+    for position in range(len(leaves[0][0])):
+        items = [flat[position] for flat, _ in leaves]
+        if all(isinstance(item, torch.Tensor) for item in items):
+            try:
+                joined.append(torch.cat(items))
+            except RuntimeError as error:
+                raise InputError(
+                    "popsim.DataLoader: the batches collate_fn gave for one combined batch "
+                    f"cannot be joined along dimension 0 ({error}). With several batches per "
+                    "call they must agree in every other dimension (pad them to one length).") \
+                    from error
+        else:
+            joined.append(items)
+    return _pytree.tree_unflatten(joined, spec)
 
 
 class DataLoader(torch.utils.data.DataLoader):
@@ -239,11 +332,13 @@ class DataLoader(torch.utils.data.DataLoader):
     With ``shuffle=True`` and ``options.randomSeed(s)``, the order is the one
     a torch DataLoader with ``generator=torch.Generator().manual_seed(s)``
     gives. A ``sampler`` orders the samples as in torch. A ``batch_sampler``
-    yields micro-batches (its ``batch_size`` attribute is the micro-batch):
-    each combined batch joins deviceIterations x replicationFactor x
-    gradientAccumulation of them in order. Its samples flow on in the order it
-    yields them whatever the sizes of its batches, so batches of other sizes
-    are neither dropped nor merged whole (len() counts full batches).
+    yields micro-batches (its ``batch_size`` attribute is the micro-batch), each
+    collated by ``collate_fn`` on its own as in torch: each combined batch joins
+    deviceIterations x replicationFactor x gradientAccumulation collated batches
+    along dimension 0, in order. With several per call each must hold
+    ``batch_size`` samples (the last of an epoch may hold fewer): iterating raises
+    an :class:`popsim.InputError` at a batch of another size, never merging it.
+    With one per call, the batches pass as torch gives them.
 
     ``mode`` picks synchronous or background loading (see
     :class:`popsim.DataLoaderMode`). In the asynchronous modes a background process
@@ -383,12 +478,17 @@ class DataLoader(torch.utils.data.DataLoader):
                 and sampler is None):
             kwargs["generator"] = torch.Generator().manual_seed(options.random_seed)
         if batch_sampler is not None:
-            # torch takes a batch_sampler instead of batch_size, shuffle and drop_last.
+            # torch takes a batch_sampler instead of batch_size, shuffle and drop_last; its
+            # collate_fn sees each batch the sampler yields, as in torch.
             if mode == DataLoaderMode.AsyncRebatched:
-                kwargs["batch_sampler"] = batch_sampler  # the accessor joins the batches
+                # The workers load the sampler's batches; the accessor joins them.
+                kwargs["batch_sampler"] = _CheckedBatchSampler(batch_sampler, batch_size)
             else:
                 kwargs["batch_sampler"] = _CombiningBatchSampler(
-                    batch_sampler, combined // batch_size, combined, drop_last, samples)
+                    batch_sampler, combined // batch_size, batch_size, drop_last, samples)
+                if combined > batch_size:  # groups of several batches, collated one by one
+                    kwargs["collate_fn"] = _PerSamplerBatchCollate(
+                        kwargs.get("collate_fn") or torch.utils.data.default_collate, batch_size)
 
         self._options = options
         self._combined: Optional[int] = combined
