@@ -123,14 +123,16 @@ def matmul_case(rng):
 
 def addmm_case(rng):
     m, k, n = randint(rng, 1, 9), randint(rng, 1, 9), randint(rng, 1, 9)
-    beta, alpha = rng.choice([1.0, 0.5]), rng.choice([1.0, 2.0])
+    # alpha 0 leaves the product out, beta 0 the bias (eager's special cases, which
+    # test_nonfinite.py checks with NaN and infinities in the left-out operand).
+    beta, alpha = rng.choice([1.0, 0.5, 0.0]), rng.choice([1.0, 2.0, 0.0])
     return (Fn(lambda _, b, x, y: torch.addmm(b, x, y, beta=beta, alpha=alpha)),
             [torch.randn(n), torch.randn(m, k), torch.randn(k, n)])
 
 
 def addmv_case(rng):
     m, k = randint(rng, 1, 9), randint(rng, 1, 9)
-    beta, alpha = rng.choice([1.0, 0.5, 0.0]), rng.choice([1.0, 2.0])
+    beta, alpha = rng.choice([1.0, 0.5, 0.0]), rng.choice([1.0, 2.0, 0.0])
     return (Fn(lambda _, b, x, v: torch.addmv(b, x, v, beta=beta, alpha=alpha)),
             [torch.randn(m), torch.randn(m, k), torch.randn(k)])
 

@@ -52,6 +52,20 @@ void lowerAddMatMul(LoweringContext& ctx) {
   ir::Value* product = matmul(ctx, floatTensor(ctx, 1), floatTensor(ctx, 2));
   const double beta = ctx.numInputs() > 3 ? ctx.toDouble(3) : 1.0;
   const double alpha = ctx.numInputs() > 4 ? ctx.toDouble(4) : 1.0;
+  // addmm and addmv with alpha 0 leave the product out of the result, as
+  // eager does (a NaN or infinity in it does not show): beta * bias, or zeros
+  // when beta is 0 too. The product stays behind a where() that never picks
+  // it, so the backward pass still multiplies its zero gradient through the
+  // operands, as eager's (NaN where an operand is NaN). baddbmm keeps the
+  // product in eager, and so here.
+  if (alpha == 0.0 && ctx.opName() != "aten::baddbmm") {
+    const ir::TensorType& type = product->type();
+    ir::Value* kept = beta == 0.0 ? constantFilled(ctx, type, 0.0)
+                                  : broadcastTo(ctx, affine(ctx, bias, beta, 0.0), type.shape);
+    ir::Value* never = constantFilled(ctx, {ir::DType::Bool, {}}, 0.0);
+    ctx.setOutput(0, ctx.emit(ir::OpKind::Where, {never, product, kept}));
+    return;
+  }
   product = affine(ctx, product, alpha, 0.0);
   if (beta == 0.0) {
     ctx.setOutput(0, product);
