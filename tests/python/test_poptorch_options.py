@@ -355,3 +355,11 @@ def test_popart_prefetch_buffering_depth_is_the_prefetch_depth():
     with pytest.raises(popsim.OptionError, match=r"_Popart.set\('defaultPrefetchBufferingDepth', "
                        r"...\) expects a non-negative integer"):
         popsim.Options()._Popart.set("defaultPrefetchBufferingDepth", -1)
+
+
+def test_default_output_mode_says_whether_the_mode_is_still_the_default():
+    opts = popsim.Options()
+    assert opts.defaultOutputMode() is True
+    opts.outputMode(popsim.OutputMode.All)
+    assert opts.defaultOutputMode() is False
+    assert opts.outputMode(popsim.OutputMode.Default).defaultOutputMode() is True

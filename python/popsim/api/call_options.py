@@ -218,6 +218,16 @@ class _CallSetters(_OptionGroup):
             self.output_return_period = period
         return self
 
+    def defaultOutputMode(self) -> bool:
+        """Whether the output mode is still ``OutputMode.Default`` (as PopTorch's).
+
+        Returns:
+            True when :meth:`popsim.Options.outputMode` has not chosen another mode, so that
+            inference models return every iteration's outputs and training models the last
+            one's.
+        """
+        return self.output_mode == OutputMode.Default
+
     def randomSeed(self, random_seed: int) -> Self:
         """Seeds popsim's random numbers, and PyTorch's.
 
