@@ -411,8 +411,6 @@ void checkSettings(const CompileSettings& settings, size_t headerLine) {
       fail(strCat(name, " must be from 1 to 2^24, got ", value));
     }
   }
-  if (system.numIpus > ir::kMaxIpus)
-    fail(strCat("ipus must be at most ", ir::kMaxIpus, ", got ", system.numIpus));
   try {
     system.validate();
   } catch (const Error& error) {

@@ -21,6 +21,13 @@ Simulation simulateProgram(compiler::Program program, const CompileOptions& opti
   return simulation;
 }
 
+[[noreturn]] void refuseDamagedProgram(const char* what) {
+  throwError(ErrorKind::InvalidFile,
+             strCat("The compiled program is damaged or was not written by popsim: it breaks what "
+                    "a compiled program holds (",
+                    what, ")."));
+}
+
 } // namespace
 
 void CompileOptions::validate() const {
@@ -50,8 +57,8 @@ Simulation simulateSerialized(std::string_view bytes, const CompileOptions& opti
   // cross-IPU value copied, stages in order) is not re-derived here. A
   // program that breaks it, which only a damaged or crafted file can hold, is
   // refused as such: an internal failure while loading is a bad file, not a
-  // popsim bug. (Memory safety does not rest on this: the stages index
-  // checked containers, and the reader fuzz test runs under the sanitizers.)
+  // popsim bug. This is no memory-safety net: the reader fuzz test runs
+  // loading under the sanitizers to find what the reader must check.
   try {
     compiler::checkProgram(*graph, options.compiler);
     compiler::Program program = compiler::programOf(std::move(graph), options.compiler);
@@ -62,13 +69,9 @@ Simulation simulateSerialized(std::string_view bytes, const CompileOptions& opti
     return simulateProgram(std::move(program), options);
   } catch (const Error& error) {
     if (error.kind() != ErrorKind::Internal) throw;
-    throwError(ErrorKind::InvalidFile,
-               strCat("The compiled program is damaged or was not written by popsim: it breaks "
-                      "what a compiled program holds (", error.what(), ")."));
+    refuseDamagedProgram(error.what());
   } catch (const std::logic_error& error) { // std::out_of_range and the like
-    throwError(ErrorKind::InvalidFile,
-               strCat("The compiled program is damaged or was not written by popsim: it breaks "
-                      "what a compiled program holds (", error.what(), ")."));
+    refuseDamagedProgram(error.what());
   }
 }
 
