@@ -194,21 +194,21 @@ def test_a_directory_others_can_write_is_not_used(tmp_path, counted):
     assert counted == {"compile": 2, "load": 0}
 
 
-def poisoned_entry(tmp_path):
-    """The cache entry of Doubler, its program replaced by another model's under a forged
-    header: what another user who can write the entry would leave."""
+class Thousands(nn.Module):
+    def forward(self, x):
+        return x * 2000 + 1000
+
+
+def poisoned_entry(tmp_path, other=Thousands(), options=None, example=torch.ones(2, 3)):
+    """The cache entry of Doubler, its program replaced by `other`'s under a forged header:
+    what another user who can write the entry would leave."""
     cache = tmp_path / "cache"
     cached_output(cache)
     entry = only_file(cache)
-    other = tmp_path / "other.popsim"
-
-    class Thousands(nn.Module):
-        def forward(self, x):
-            return x * 2000 + 1000
-
-    popsim.inferenceModel(Thousands()).compileAndExport(other, torch.ones(2, 3),
-                                                        export_model=False)
-    program = sections_of(other)[1]
+    exported_other = tmp_path / "other.popsim"
+    popsim.inferenceModel(other, options or popsim.Options()).compileAndExport(
+        exported_other, example, export_model=False)
+    program = sections_of(exported_other)[1]
     header = json.loads(sections_of(entry)[0])
     header["program_sha256"] = hashlib.sha256(program).hexdigest()
     rewrite(entry, header=json.dumps(header).encode(), program=program)
@@ -239,23 +239,20 @@ def test_a_symlinked_entry_is_a_miss_and_its_target_is_untouched(tmp_path, count
     cached_output(cache)
     entry = only_file(cache)
     target = tmp_path / "precious"
-    target.write_bytes(open(entry, "rb").read())
+    original = open(entry, "rb").read()
+    target.write_bytes(original)
     os.unlink(entry)
     os.symlink(target, entry)
     with pytest.warns(UserWarning, match="is a symbolic link"):
         assert torch.equal(cached_output(cache), torch.full((2, 3), 3.0))
     assert not os.path.islink(entry)
+    assert target.read_bytes() == original
     assert counted == {"compile": 2, "load": 0}
 
 
 def test_a_program_the_compiler_refuses_is_a_miss(tmp_path, counted):
     """An entry whose program loads under other options than its key's (here: a program
     for two IPUs under a one-IPU key) is a miss, never a failed call."""
-    cache = tmp_path / "cache"
-    cached_output(cache)
-    entry = only_file(cache)
-    other = tmp_path / "two_ipus.popsim"
-
     class TwoBlocks(nn.Module):
         def forward(self, x):
             with popsim.Block("A", ipu_id=0):
@@ -263,12 +260,8 @@ def test_a_program_the_compiler_refuses_is_a_miss(tmp_path, counted):
             with popsim.Block("B", ipu_id=1):
                 return x + 1
 
-    popsim.inferenceModel(TwoBlocks(), popsim.Options().deviceIterations(2)).compileAndExport(
-        other, torch.ones(4, 3), export_model=False)
-    program = sections_of(other)[1]
-    header = json.loads(sections_of(entry)[0])
-    header["program_sha256"] = hashlib.sha256(program).hexdigest()
-    rewrite(entry, header=json.dumps(header).encode(), program=program)
+    cache, _ = poisoned_entry(tmp_path, TwoBlocks(), popsim.Options().deviceIterations(2),
+                              torch.ones(4, 3))
     with pytest.warns(UserWarning, match="Compiling the model again and replacing the file"):
         assert torch.equal(cached_output(cache), torch.full((2, 3), 3.0))
 
