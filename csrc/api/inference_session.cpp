@@ -55,7 +55,7 @@ InferenceSession::InferenceSession(const std::string& path,
                        std::move(options)) {}
 
 std::vector<at::Tensor> InferenceSession::run(const std::vector<at::Tensor>& inputs) {
-  return api::withErrorClasses([&] { return state_->compiled->run(inputs); });
+  return api::withErrorClasses([&] { return state().compiled->run(inputs); });
 }
 
 } // namespace popsim

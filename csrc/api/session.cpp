@@ -12,8 +12,18 @@ Session::~Session() = default;
 Session::Session(Session&&) noexcept = default;
 Session& Session::operator=(Session&&) noexcept = default;
 
+Session::State& Session::state() const {
+  if (state_ == nullptr || state_->compiled == nullptr) {
+    api::throwAsErrorClass(Error(ErrorKind::InvalidInput,
+                                 "This popsim session was moved from (std::move): its compiled "
+                                 "model now belongs to the session it was moved into. Use that "
+                                 "session."));
+  }
+  return *state_;
+}
+
 MemoryReport Session::memoryReport() const {
-  const memory::MemoryReport& core = state_->compiled->executable().memoryReport();
+  const memory::MemoryReport& core = state().compiled->executable().memoryReport();
   MemoryReport report;
   report.chip = core.chip;
   for (const memory::IpuMemoryReport& ipu : core.ipus) {
@@ -23,55 +33,55 @@ MemoryReport Session::memoryReport() const {
   return report;
 }
 
-uint64_t Session::cycleCount() const { return state_->compiled->executable().lastRunCycles(); }
+uint64_t Session::cycleCount() const { return state().compiled->executable().lastRunCycles(); }
 
 double Session::simulatedTime() const {
-  return static_cast<double>(cycleCount()) / state_->compiled->clockHz();
+  return static_cast<double>(cycleCount()) / state().compiled->clockHz();
 }
 
 ExecutionTrace Session::executionTrace() const {
-  return profile::callTraceOf(state_->compiled->executable());
+  return profile::callTraceOf(state().compiled->executable());
 }
 
 PerfCounters Session::perfCounters() const {
-  const auto inputs = static_cast<int64_t>(state_->compiled->executable().inputHostTypes().size());
+  const auto inputs = static_cast<int64_t>(state().compiled->executable().inputHostTypes().size());
   return executionTrace().perfCounters(inputs);
 }
 
 void Session::copyWeightsToDevice() {
   api::withErrorClasses([&] {
-    state_->compiled->copyWeightsToDevice();
+    state().compiled->copyWeightsToDevice();
     return 0;
   });
 }
 
 void Session::copyWeightsToHost() {
   api::withErrorClasses([&] {
-    state_->compiled->copyWeightsToHost();
+    state().compiled->copyWeightsToHost();
     return 0;
   });
 }
 
-std::vector<std::string> Session::weightNames() const { return state_->compiled->weightNames(); }
+std::vector<std::string> Session::weightNames() const { return state().compiled->weightNames(); }
 
-const Options& Session::options() const { return state_->compiled->options(); }
+const Options& Session::options() const { return state().compiled->options(); }
 
-torch::jit::Module& Session::module() { return state_->compiled->module(); }
+torch::jit::Module& Session::module() { return state().compiled->module(); }
 
 SizingReport Session::sizingReport() const {
-  return api::withErrorClasses([&] { return state_->compiled->sizingReport(); });
+  return api::withErrorClasses([&] { return state().compiled->sizingReport(); });
 }
 
-std::string Session::profileDirectory() const { return state_->compiled->profileDirectory(); }
+std::string Session::profileDirectory() const { return state().compiled->profileDirectory(); }
 
 at::Tensor Session::getAnchoredTensor(const std::string& shortName) const {
-  return api::withErrorClasses([&] { return state_->compiled->anchoredTensor(shortName); });
+  return api::withErrorClasses([&] { return state().compiled->anchoredTensor(shortName); });
 }
 
-std::vector<std::string> Session::getTensorNames() const { return state_->compiled->tensorNames(); }
+std::vector<std::string> Session::getTensorNames() const { return state().compiled->tensorNames(); }
 
 std::string Session::programText() const {
-  return ir::printGraph(state_->compiled->executable().graph(), {true, false});
+  return ir::printGraph(state().compiled->executable().graph(), {true, false});
 }
 
 } // namespace popsim

@@ -113,12 +113,12 @@ TrainingSession::TrainingSession(const std::string& path,
                       std::move(options), std::move(optimizer)) {}
 
 std::vector<at::Tensor> TrainingSession::run(const std::vector<at::Tensor>& inputs) {
-  return api::withErrorClasses([&] { return state_->compiled->run(inputs); });
+  return api::withErrorClasses([&] { return state().compiled->run(inputs); });
 }
 
 void TrainingSession::setOptimizer(const Optimizer& optimizer) {
   api::withErrorClasses([&] {
-    const Optimizer& current = *state_->optimizer;
+    const Optimizer& current = *state().optimizer;
     if (optimizer.kind() != current.kind() || optimizer.momentum() != current.momentum() ||
         optimizer.nesterov() != current.nesterov() || optimizer.amsgrad() != current.amsgrad() ||
         optimizer.centered() != current.centered() ||
@@ -134,8 +134,8 @@ void TrainingSession::setOptimizer(const Optimizer& optimizer) {
           "TensorFlow variant, bias correction), maxGradNorm or lossScaling: they "
           "are compiled into the program. Build another session for those.");
     }
-    state_->optimizer = optimizer;
-    writeHyperparameters(*state_->compiled, optimizer);
+    state().optimizer = optimizer;
+    writeHyperparameters(*state().compiled, optimizer);
     return 0;
   });
 }

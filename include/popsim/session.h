@@ -90,6 +90,9 @@ public:
 protected:
   Session();
   struct State; // the compiled module (and a training session's optimizer)
+  // The state, or an InputError for a session moved from (std::move), whose
+  // state went to the session it was moved into.
+  State& state() const;
   std::unique_ptr<State> state_;
 };
 

@@ -171,6 +171,14 @@ TEST(PublicApi, ErrorsAreOfTheirClassesWithPythonsMessages) {
       messageOf<popsim::InputError>([&] { session.run({images.narrow(0, 0, 16)}); });
   EXPECT_NE(shape.find("Shape mismatch"), std::string::npos) << shape;
 
+  // A session moved from throws instead of crashing; the one moved into runs.
+  popsim::InferenceSession moved = std::move(session);
+  EXPECT_EQ(messageOf<popsim::InputError>([&] { session.run({images}); }),
+            "This popsim session was moved from (std::move): its compiled model now belongs to "
+            "the session it was moved into. Use that session.");
+  EXPECT_THROW((void)session.memoryReport(), popsim::InputError);
+  EXPECT_EQ(moved.run({images}).size(), 1u);
+
   popsim::Options small = pipelined();
   small.Simulator.memoryPerIpu("64KiB");
   try {
