@@ -18,7 +18,7 @@ build_dir="${POPSIM_SANITIZE_BUILD_DIR:-build/sanitize}"
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
   -DPOPSIM_WITH_TORCH=ON -DPOPSIM_BUILD_PYTHON=OFF -DPOPSIM_BUILD_TESTS=ON -DPOPSIM_WERROR=ON \
-  -DCMAKE_PREFIX_PATH="$(/usr/bin/python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')" \
+  -DCMAKE_PREFIX_PATH="/usr/lib/$(gcc -dumpmachine)/cmake" \
   -DPOPSIM_SANITIZE=address,undefined >/dev/null
 cmake --build "$build_dir" --parallel "${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1"

@@ -13,7 +13,9 @@ trap 'rm -rf "$work"' EXIT
 
 cmake --build "$build_dir" --target popsim
 cmake --install "$build_dir" --prefix "$work/prefix" >/dev/null
-torch_prefix="$(.venv/bin/python -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')"
+# Debian's LibTorch CMake package (libtorch-dev); torch.utils.cmake_prefix_path names a
+# directory Debian's python3-torch does not ship.
+torch_prefix="/usr/lib/$(gcc -dumpmachine)/cmake"
 prefix_path="$work/prefix;$torch_prefix"
 generator=()
 if command -v ninja >/dev/null; then generator=(-G Ninja); fi
