@@ -40,6 +40,7 @@ from popsim.api.enums import (
     VariableRetrievalMode,
 )
 from popsim.api.errors import (
+    ArgumentError,
     CompilationError,
     Error,
     ExecutionError,
@@ -130,6 +131,7 @@ __all__ = [
     "Error",
     "ExecutionError",
     "ExecutableFileError",
+    "ArgumentError",
     "Executor",
     "for_loop",
     "ICustomArgParser",

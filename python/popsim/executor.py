@@ -25,7 +25,7 @@ from torch.nn.modules.module import _IncompatibleKeys
 from popsim import _C
 from popsim.api import hooks as _hooks
 from popsim.api.enums import CommGroupType, OutputMode, VariableRetrievalMode
-from popsim.api.errors import ExecutableFileError, InputError, OptionError
+from popsim.api.errors import ArgumentError, ExecutableFileError, InputError, OptionError
 from popsim.api.log import LOGGER
 from popsim.api.options import Options
 from popsim.compile import call_spec as _call_spec
@@ -96,7 +96,8 @@ class Executor(ExecutorReports):
         if isinstance(model, Executor):
             model = model.model
         if not isinstance(model, torch.nn.Module):
-            raise TypeError(f"popsim wraps torch.nn.Module instances, got {type(model).__name__}.")
+            raise ArgumentError(
+                f"popsim wraps torch.nn.Module instances, got {type(model).__name__}.")
         if options is None:
             options = Options()
         if not isinstance(options, Options):

@@ -274,3 +274,29 @@ def test_multi_conv_counts_only_its_own_threads_convolutions():
         other.join()
         torch.nn.functional.conv2d(torch.ones(1, 1, 3, 3), torch.ones(1, 1, 1, 1))
         torch.nn.functional.conv2d(torch.ones(1, 1, 3, 3), torch.ones(1, 1, 1, 1))
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda x: popsim.dynamic_slice(x, 0, 3, 2, 1), "dynamic_slice expects start to be a "
+                                                      "torch.Tensor, got int"),
+    (lambda x: popsim.dynamic_slice(x, 0, torch.tensor([3]), 2.5, 1),
+     r"dynamic_slice expects size to be an int >= 1 \(a constant of the compiled program\), got "
+     r"2\.5"),
+    (lambda x: popsim.for_loop(2.5, lambda a: [a * 2], [x]), "for_loop expects count to be an "
+                                                              "int >= 0"),
+])
+def test_helper_argument_errors_are_popsim_errors_and_type_errors(call, message):
+    """PopTorch code catches poptorch.Error; Python code catches TypeError: both work."""
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            return call(x)
+
+    with pytest.raises(popsim.ArgumentError, match=message) as raised:
+        popsim.inferenceModel(Model())(torch.arange(10.0))
+    assert isinstance(raised.value, popsim.Error) and isinstance(raised.value, TypeError)
+
+
+def test_wrapping_something_other_than_a_module_is_an_argument_error():
+    with pytest.raises(popsim.ArgumentError, match="popsim wraps torch.nn.Module instances, got "
+                       "int"):
+        popsim.inferenceModel(3)

@@ -71,6 +71,13 @@ class InputError(Error, ValueError):
     split into device iterations."""
 
 
+class ArgumentError(Error, TypeError):
+    """A popsim function got an argument of the wrong type or value: a helper used inside
+    ``forward()`` (``dynamic_slice``, ``for_loop``, ...), a model that is not a
+    ``torch.nn.Module``, a custom argument parser. A ``TypeError`` too, as Python's own
+    functions raise for such arguments."""
+
+
 class OptionError(Error, ValueError):
     """An option has a bad value, or options do not fit together. ``option``
     names it as the options spell it ("Training.gradientAccumulation",

@@ -8,6 +8,7 @@ from collections import OrderedDict
 from typing import Callable
 
 import torch
+from popsim.api.errors import ArgumentError
 
 _PRE_COMPILE: "OrderedDict[int, Callable[[], None]]" = OrderedDict()
 _POST_COMPILE: "OrderedDict[int, Callable[[], None]]" = OrderedDict()
@@ -16,7 +17,7 @@ _POST_COMPILE: "OrderedDict[int, Callable[[], None]]" = OrderedDict()
 def _register(hooks: "OrderedDict[int, Callable[[], None]]", hook: Callable[[], None],
               when: str) -> torch.utils.hooks.RemovableHandle:
     if not callable(hook):
-        raise TypeError(f"{when}-compile hook must be callable, got {hook!r}.")
+        raise ArgumentError(f"{when}-compile hook must be callable, got {hook!r}.")
     handle = torch.utils.hooks.RemovableHandle(hooks)
     hooks[handle.id] = hook
     return handle

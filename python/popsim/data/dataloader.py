@@ -303,7 +303,7 @@ def _join(batches: List[Any]) -> Any:
             raise InputError(f"popsim.DataLoader: collate_fn gave batch {index} of a combined "
                              "batch another structure than batch 0; the batches of a combined "
                              "batch are joined, so they must have one structure.")
-    joined = []
+    joined: List[Any] = []
     for position in range(len(leaves[0][0])):
         items = [flat[position] for flat, _ in leaves]
         if all(isinstance(item, torch.Tensor) for item in items):

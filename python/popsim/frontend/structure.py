@@ -11,6 +11,7 @@ from typing import Any, Dict, Hashable, Iterable, Iterator, List, Optional, Tupl
 
 import torch
 from torch.utils import _pytree
+from popsim.api.errors import ArgumentError
 
 
 class ICustomArgParser(abc.ABC):
@@ -68,10 +69,10 @@ def registerCustomArgParser(cls: type, parser: ICustomArgParser) -> None:
             :class:`popsim.ICustomArgParser`.
     """
     if not isinstance(cls, type):
-        raise TypeError(f"registerCustomArgParser expects a type first, got {cls!r}.")
+        raise ArgumentError(f"registerCustomArgParser expects a type first, got {cls!r}.")
     if not isinstance(parser, ICustomArgParser):
-        raise TypeError(f"registerCustomArgParser expects an ICustomArgParser instance for "
-                        f"{cls.__name__}, got {parser!r}.")
+        raise ArgumentError(f"registerCustomArgParser expects an ICustomArgParser instance for "
+                            f"{cls.__name__}, got {parser!r}.")
     _PARSERS[cls] = parser
     # The DataLoader's background loading (popsim.data.async_data) flattens batches
     # with torch's pytree: taught the type too, its tensors travel in shared

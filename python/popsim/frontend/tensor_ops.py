@@ -15,7 +15,7 @@ import torch
 from popsim.api.device import isRunningOnIpu
 from popsim.frontend.ops import LIBRARY as _LIBRARY
 from popsim.api.enums import MatMulSerializationMode, OverlapMode
-from popsim.api.errors import UnsupportedOperationError
+from popsim.api.errors import ArgumentError, UnsupportedOperationError
 
 _LIBRARY.define("print_tensor(Tensor x, str title, bool print_gradient, int summarise_threshold, "
                 "int edge_items, int max_line_width, int digits, str float_format, "
@@ -55,24 +55,24 @@ def _shape_checks() -> Iterator[None]:
 
 def _require_tensor(value: object, what: str, function: str) -> None:
     if not isinstance(value, torch.Tensor):
-        raise TypeError(f"{function} expects {what} to be a torch.Tensor, got "
-                        f"{type(value).__name__}.")
+        raise ArgumentError(f"{function} expects {what} to be a torch.Tensor, got "
+                            f"{type(value).__name__}.")
 
 
 def _require_int(value: int, what: str, function: str, smallest: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < smallest:
-        raise TypeError(f"{function} expects {what} to be an int >= {smallest} (a constant of "
-                        f"the compiled program), got {value!r}.")
+        raise ArgumentError(f"{function} expects {what} to be an int >= {smallest} (a constant of "
+                            f"the compiled program), got {value!r}.")
 
 
 def _require_within(tensor: torch.Tensor, dim: int, size: int, function: str) -> None:
     """dim names a dimension of the tensor, and size fits in it (the start is data)."""
     if dim >= tensor.dim():
-        raise TypeError(f"{function} expects dim in [{-tensor.dim()}, {tensor.dim() - 1}] for a "
-                        f"tensor of {tensor.dim()} dimensions, got {dim}.")
+        raise ArgumentError(f"{function} expects dim in [{-tensor.dim()}, {tensor.dim() - 1}] "
+                            f"for a tensor of {tensor.dim()} dimensions, got {dim}.")
     if size > tensor.shape[dim]:
-        raise TypeError(f"{function}: size {size} is larger than the tensor's dimension {dim} "
-                        f"({tensor.shape[dim]} elements).")
+        raise ArgumentError(f"{function}: size {size} is larger than the tensor's dimension {dim} "
+                            f"({tensor.shape[dim]} elements).")
 
 
 def nop(tensor: torch.Tensor) -> torch.Tensor:
@@ -95,8 +95,8 @@ def _positions(start: torch.Tensor, size: int, step: int, function: str) -> torc
     """start + [0, step, 2 step, ...] below start + size, as int64."""
     _require_tensor(start, "start", function)
     if start.numel() != 1 or start.is_floating_point():
-        raise TypeError(f"{function} expects start to be an integer tensor with one element, "
-                        f"got {start.dtype} of shape {list(start.shape)}.")
+        raise ArgumentError(f"{function} expects start to be an integer tensor with one element, "
+                            f"got {start.dtype} of shape {list(start.shape)}.")
     return start.reshape(()).long() + torch.arange(0, size, step)
 
 
@@ -169,12 +169,12 @@ def dynamic_update(input: torch.Tensor, src: torch.Tensor, dim: int, start: torc
         _require_int(dim, "dim", "popsim.dynamic_update", -input.dim())
         _require_int(size, "size", "popsim.dynamic_update", 1)
         if src.dim() != input.dim() or src.dtype != input.dtype:
-            raise TypeError(f"popsim.dynamic_update expects src like input (dim {input.dim()}, "
-                            f"{input.dtype}), got dim {src.dim()}, {src.dtype}.")
+            raise ArgumentError(f"popsim.dynamic_update expects src like input (dim {input.dim()}, "
+                                f"{input.dtype}), got dim {src.dim()}, {src.dtype}.")
         _require_within(input, dim, size, "popsim.dynamic_update")
         if src.shape[dim] != size:
-            raise TypeError(f"popsim.dynamic_update: src has {src.shape[dim]} elements along dim "
-                            f"{dim}, but size is {size}.")
+            raise ArgumentError(f"popsim.dynamic_update: src has {src.shape[dim]} elements along "
+                                f"dim {dim}, but size is {size}.")
         positions = _positions(start, size, 1, "popsim.dynamic_update")
     if isRunningOnIpu():  # popsim is tracing: the start is data, not this example's value
         return torch.ops.popsim.dynamic_copy(input, dim % input.dim(), positions, src)
@@ -211,17 +211,17 @@ def serializedMatMul(lhs: torch.Tensor, rhs: torch.Tensor, mode: MatMulSerializa
         ValueError: when ``factor`` does not divide the split dimension.
     """
     if not isinstance(mode, MatMulSerializationMode):
-        raise TypeError(f"popsim.serializedMatMul expects a popsim.MatMulSerializationMode, got "
-                        f"{mode!r}.")
+        raise ArgumentError("popsim.serializedMatMul expects a popsim.MatMulSerializationMode, "
+                            f"got {mode!r}.")
     _require_int(factor, "factor", "popsim.serializedMatMul", 0)
     if not isinstance(keep_precision, bool):
-        raise TypeError(f"popsim.serializedMatMul expects keep_precision to be a bool, got "
-                        f"{keep_precision!r}.")
+        raise ArgumentError(f"popsim.serializedMatMul expects keep_precision to be a bool, got "
+                            f"{keep_precision!r}.")
     if mode == MatMulSerializationMode.Disabled or factor <= 1:
         return torch.matmul(lhs, rhs)
     if lhs.dim() < 2 or rhs.dim() < 2:
-        raise TypeError("popsim.serializedMatMul splits matrices: lhs and rhs need 2 or more "
-                        f"dimensions, got {list(lhs.shape)} and {list(rhs.shape)}.")
+        raise ArgumentError("popsim.serializedMatMul splits matrices: lhs and rhs need 2 or more "
+                            f"dimensions, got {list(lhs.shape)} and {list(rhs.shape)}.")
     operand, dim = {MatMulSerializationMode.InputChannels: (lhs, -2),
                     MatMulSerializationMode.ReducingDim: (lhs, -1),
                     MatMulSerializationMode.OutputChannels: (rhs, -1)}[mode]
@@ -271,14 +271,14 @@ def for_loop(count: int, body: Callable[..., Sequence[torch.Tensor]],
     """
     _require_int(count, "count", "popsim.for_loop", 0)
     if not isinstance(inputs, list):
-        raise TypeError(f"popsim.for_loop expects inputs to be a list of tensors, got "
-                        f"{type(inputs).__name__}.")
+        raise ArgumentError(f"popsim.for_loop expects inputs to be a list of tensors, got "
+                            f"{type(inputs).__name__}.")
     values = [tensor.clone() for tensor in _as_list(inputs, "popsim.for_loop", "inputs")]
     for _ in range(count):
         outputs = _as_list(body(*values), "popsim.for_loop", "the body's outputs")
         shapes = [(t.shape, t.dtype) for t in values]
         if [(t.shape, t.dtype) for t in outputs] != shapes:
-            raise TypeError(
+            raise ArgumentError(
                 "popsim.for_loop: the body must return tensors like its inputs (as many, "
                 f"same shapes and dtypes): took {[(list(s), d) for s, d in shapes]}, returned "
                 f"{[(list(t.shape), t.dtype) for t in outputs]}.")
@@ -313,17 +313,17 @@ def cond(condition: torch.Tensor, then_body: Callable[..., Sequence[torch.Tensor
     """
     _require_tensor(condition, "condition", "popsim.cond")
     if condition.numel() != 1:
-        raise TypeError(f"popsim.cond expects a condition with one element, got shape "
-                        f"{list(condition.shape)}.")
+        raise ArgumentError(f"popsim.cond expects a condition with one element, got shape "
+                            f"{list(condition.shape)}.")
     if not isinstance(then_inps, list) or not isinstance(else_inps, list):
-        raise TypeError("popsim.cond expects then_inps and else_inps to be lists of tensors.")
+        raise ArgumentError("popsim.cond expects then_inps and else_inps to be lists of tensors.")
     if not torch.jit.is_tracing():
         taken = then_body(*then_inps) if bool(condition) else else_body(*else_inps)
         return _as_list(taken, "popsim.cond", "the branch's outputs")
     then_out = _as_list(then_body(*then_inps), "popsim.cond", "then_body's outputs")
     else_out = _as_list(else_body(*else_inps), "popsim.cond", "else_body's outputs")
     if [(t.shape, t.dtype) for t in then_out] != [(t.shape, t.dtype) for t in else_out]:
-        raise TypeError(
+        raise ArgumentError(
             "popsim.cond: then_body and else_body must return as many tensors, of the same "
             f"shapes and dtypes: {[(list(t.shape), t.dtype) for t in then_out]} and "
             f"{[(list(t.shape), t.dtype) for t in else_out]}.")
@@ -477,7 +477,7 @@ def set_available_memory(tensor: torch.Tensor,
 def _set_overlap(tensors: Any, mode: OverlapMode, direction: str) -> Any:
     function = f"popsim.set_overlap_for_{direction}"
     if not isinstance(mode, OverlapMode):
-        raise TypeError(f"{function} expects mode to be a popsim.OverlapMode, got {mode!r}.")
+        raise ArgumentError(f"{function} expects mode to be a popsim.OverlapMode, got {mode!r}.")
     marker = getattr(torch.ops.popsim, f"set_overlap_for_{direction}")
 
     def mark(value: Any) -> Any:
@@ -486,9 +486,9 @@ def _set_overlap(tensors: Any, mode: OverlapMode, direction: str) -> Any:
         if isinstance(value, dict):
             return type(value)((key, mark(item)) for key, item in value.items())
         if not isinstance(value, torch.Tensor):
-            raise TypeError(f"You may only set overlap for torch.tensor {direction}s. "
-                            f"{type(value)} is not supported: {function} takes tensors, or "
-                            "tuples, lists and dicts of them.")
+            raise ArgumentError(f"You may only set overlap for torch.tensor {direction}s. "
+                                f"{type(value)} is not supported: {function} takes tensors, or "
+                                "tuples, lists and dicts of them.")
         return marker(value, mode.value) if torch.jit.is_tracing() else value
 
     return mark(tensors)
