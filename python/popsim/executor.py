@@ -86,7 +86,7 @@ class Executor(ExecutorReports):
                 :class:`popsim.optim.SGD` with ``lr=0.01``. An inference model keeps it unused.
 
         Raises:
-            TypeError: when ``model`` is neither a ``torch.nn.Module`` nor an executor.
+            ArgumentError: when ``model`` is neither a ``torch.nn.Module`` nor an executor.
             OptionError: when ``options`` is not a :class:`popsim.Options`, when an inference
                 model's options accumulate gradients (``Training.gradientAccumulation`` other
                 than 1), when ``OutputMode.EveryN``'s period does not divide the micro-batches
@@ -626,7 +626,7 @@ def inferenceModel(model: torch.nn.Module, options: Optional[Options] = None) ->
         The wrapped model, called as ``model`` is.
 
     Raises:
-        TypeError: when ``model`` is not a ``torch.nn.Module``.
+        ArgumentError: when ``model`` is not a ``torch.nn.Module``.
         OptionError: when ``options`` is not a :class:`popsim.Options` or does not fit
             inference (for example ``Training.gradientAccumulation`` other than 1).
     """
@@ -656,7 +656,7 @@ def trainingModel(model: torch.nn.Module, options: Optional[Options] = None,
         The wrapped model, called as ``model`` is; each call trains it.
 
     Raises:
-        TypeError: when ``model`` is not a ``torch.nn.Module``.
+        ArgumentError: when ``model`` is not a ``torch.nn.Module``.
         OptionError: when ``options`` is not a :class:`popsim.Options` or the options do not
             fit together, or when popsim cannot train with ``optimizer``.
     """

@@ -37,7 +37,7 @@ def registerPreCompileHook(hook: Callable[[], None]) -> torch.utils.hooks.Remova
         A handle whose ``remove()`` unregisters the hook.
 
     Raises:
-        TypeError: when ``hook`` is not callable.
+        ArgumentError: when ``hook`` is not callable.
     """
     return _register(_PRE_COMPILE, hook, "Pre")
 
@@ -55,7 +55,7 @@ def registerPostCompileHook(hook: Callable[[], None]) -> torch.utils.hooks.Remov
         A handle whose ``remove()`` unregisters the hook.
 
     Raises:
-        TypeError: when ``hook`` is not callable.
+        ArgumentError: when ``hook`` is not callable.
     """
     return _register(_POST_COMPILE, hook, "Post")
 

@@ -65,7 +65,7 @@ def registerCustomArgParser(cls: type, parser: ICustomArgParser) -> None:
             :class:`popsim.ICustomArgParser`.
 
     Raises:
-        TypeError: when ``cls`` is not a type or ``parser`` is not an
+        ArgumentError: when ``cls`` is not a type or ``parser`` is not an
             :class:`popsim.ICustomArgParser`.
     """
     if not isinstance(cls, type):

@@ -85,7 +85,7 @@ def nop(tensor: torch.Tensor) -> torch.Tensor:
         A copy of ``tensor``.
 
     Raises:
-        TypeError: when ``tensor`` is not a ``torch.Tensor``.
+        ArgumentError: when ``tensor`` is not a ``torch.Tensor``.
     """
     _require_tensor(tensor, "its argument", "popsim.nop")
     return tensor.clone()
@@ -121,7 +121,7 @@ def dynamic_slice(tensor: torch.Tensor, dim: int, start: torch.Tensor, size: int
         along ``dim``.
 
     Raises:
-        TypeError: when an argument has the wrong type, ``dim`` is not a dimension of
+        ArgumentError: when an argument has the wrong type, ``dim`` is not a dimension of
             ``tensor``, ``size`` or ``step`` is below 1, ``size`` is larger than the
             dimension, or ``start`` is not a one-element integer tensor.
     """
@@ -158,7 +158,7 @@ def dynamic_update(input: torch.Tensor, src: torch.Tensor, dim: int, start: torc
         ``start + size - 1`` along ``dim``.
 
     Raises:
-        TypeError: when an argument has the wrong type, ``src`` does not match ``input`` (its
+        ArgumentError: when an argument has the wrong type, ``src`` does not match ``input`` (its
             number of dimensions, dtype or length along ``dim``), ``dim`` is not a dimension of
             ``input``, ``size`` is out of range, or ``start`` is not a one-element integer
             tensor.
@@ -205,7 +205,7 @@ def serializedMatMul(lhs: torch.Tensor, rhs: torch.Tensor, mode: MatMulSerializa
         The product, as ``torch.matmul(lhs, rhs)`` gives it.
 
     Raises:
-        TypeError: when ``mode`` is not a :class:`popsim.MatMulSerializationMode`,
+        ArgumentError: when ``mode`` is not a :class:`popsim.MatMulSerializationMode`,
             ``factor`` is not an ``int`` >= 0, ``keep_precision`` is not a ``bool``, or an
             operand to split has fewer than 2 dimensions.
         ValueError: when ``factor`` does not divide the split dimension.
@@ -266,7 +266,7 @@ def for_loop(count: int, body: Callable[..., Sequence[torch.Tensor]],
         The last iteration's outputs as a list (copies of ``inputs`` when ``count`` is 0).
 
     Raises:
-        TypeError: when ``count`` is not an ``int`` >= 0, ``inputs`` is not a list of
+        ArgumentError: when ``count`` is not an ``int`` >= 0, ``inputs`` is not a list of
             tensors, or the body returns something other than tensors like its inputs.
     """
     _require_int(count, "count", "popsim.for_loop", 0)
@@ -307,7 +307,7 @@ def cond(condition: torch.Tensor, then_body: Callable[..., Sequence[torch.Tensor
         The chosen branch's outputs, as a list of tensors.
 
     Raises:
-        TypeError: when ``condition`` is not a one-element tensor, ``then_inps`` or
+        ArgumentError: when ``condition`` is not a one-element tensor, ``then_inps`` or
             ``else_inps`` is not a list, a branch returns something other than tensors, or
             (compiled) the branches' outputs differ in number, shape or dtype.
     """
@@ -391,7 +391,7 @@ def ipu_print_tensor(tensor: torch.Tensor, title: str = "", print_gradient: bool
         ``tensor`` (through the printing op in a compiled model).
 
     Raises:
-        TypeError: when ``tensor`` is not a tensor, or ``summarise_threshold``,
+        ArgumentError: when ``tensor`` is not a tensor, or ``summarise_threshold``,
             ``edge_items``, ``max_line_width`` or ``digits`` is not an ``int`` in range.
         ValueError: when ``float_format`` is not one of the four formats.
     """
@@ -427,7 +427,7 @@ def recomputationCheckpoint(*tensors: Any) -> Any:
         tuples and lists kept.
 
     Raises:
-        TypeError: when an argument is not a tensor (or a tuple or list of them).
+        ArgumentError: when an argument is not a tensor (or a tuple or list of them).
     """
     def checkpoint(value: Any) -> Any:
         if isinstance(value, (tuple, list)):
@@ -460,7 +460,7 @@ def set_available_memory(tensor: torch.Tensor,
         ``tensor`` (through the marker op in a compiled model).
 
     Raises:
-        TypeError: when ``tensor`` is not a tensor.
+        ArgumentError: when ``tensor`` is not a tensor.
         ValueError: when ``available_memory_proportion`` is not a number in (0, 1].
     """
     _require_tensor(tensor, "tensor", "popsim.set_available_memory")
@@ -510,7 +510,7 @@ def set_overlap_for_input(input_tensors: Any, mode: OverlapMode) -> Any:
         ``input_tensors``, with the same structure, each tensor marked.
 
     Raises:
-        TypeError: when ``mode`` is not a :class:`popsim.OverlapMode` or a leaf of
+        ArgumentError: when ``mode`` is not a :class:`popsim.OverlapMode` or a leaf of
             ``input_tensors`` is not a tensor.
     """
     return _set_overlap(input_tensors, mode, "input")
@@ -531,7 +531,7 @@ def set_overlap_for_output(output_tensors: Any, mode: OverlapMode) -> Any:
         ``output_tensors``, with the same structure, each tensor marked.
 
     Raises:
-        TypeError: when ``mode`` is not a :class:`popsim.OverlapMode` or a leaf of
+        ArgumentError: when ``mode`` is not a :class:`popsim.OverlapMode` or a leaf of
             ``output_tensors`` is not a tensor.
     """
     return _set_overlap(output_tensors, mode, "output")
