@@ -45,7 +45,7 @@ ExecutionTrace Session::executionTrace() const {
 
 PerfCounters Session::perfCounters() const {
   const auto inputs = static_cast<int64_t>(state().compiled->executable().inputHostTypes().size());
-  return executionTrace().perfCounters(inputs);
+  return executionTrace().perfCounters(inputs, options().replicationFactor());
 }
 
 void Session::copyWeightsToDevice() {

@@ -181,8 +181,22 @@ std::string ExecutionTrace::render() const {
   return text;
 }
 
-PerfCounters ExecutionTrace::perfCounters(int64_t inputs) const {
+namespace {
+
+// `times` once for each replica, replica by replica.
+std::vector<double> forEachReplica(const std::vector<double>& times, int64_t replicas) {
+  std::vector<double> all;
+  all.reserve(times.size() * static_cast<size_t>(replicas));
+  for (int64_t replica = 0; replica < replicas; ++replica)
+    all.insert(all.end(), times.begin(), times.end());
+  return all;
+}
+
+} // namespace
+
+PerfCounters ExecutionTrace::perfCounters(int64_t inputs, int64_t replicas) const {
   PerfCounters counters{{{}}, {{}}, {{}}, {{}}};
+  replicas = std::max<int64_t>(replicas, 1);
   const double hz = clockHz;
   // A micro-batch's inputs stream together: one span per (step, micro-batch).
   std::map<std::pair<int64_t, int64_t>, std::pair<uint64_t, uint64_t>> spans;
@@ -205,8 +219,8 @@ PerfCounters ExecutionTrace::perfCounters(int64_t inputs) const {
       starts.push_back(static_cast<double>(span.first) / hz);
       ends.push_back(static_cast<double>(span.second) / hz);
     }
-    counters.input.assign(static_cast<size_t>(inputs), starts);
-    counters.inputComplete.assign(static_cast<size_t>(inputs), ends);
+    counters.input.assign(static_cast<size_t>(inputs), forEachReplica(starts, replicas));
+    counters.inputComplete.assign(static_cast<size_t>(inputs), forEachReplica(ends, replicas));
   }
   if (!outputs.empty()) {
     counters.output.clear();
@@ -218,8 +232,8 @@ PerfCounters ExecutionTrace::perfCounters(int64_t inputs) const {
         starts.push_back(static_cast<double>(start) / hz);
         ends.push_back(static_cast<double>(end) / hz);
       }
-      counters.output.push_back(std::move(starts));
-      counters.outputComplete.push_back(std::move(ends));
+      counters.output.push_back(forEachReplica(starts, replicas));
+      counters.outputComplete.push_back(forEachReplica(ends, replicas));
     }
   }
   return counters;

@@ -105,7 +105,8 @@ void bindExecutionTrace(py::module_& module) {
       .def("micro_batch_cycles", &ExecutionTrace::microBatchCycles)
       .def("host_link_cycles", &ExecutionTrace::hostLinkCycles)
       .def("render", &ExecutionTrace::render)
-      .def("perf_counters", &ExecutionTrace::perfCounters, py::arg("inputs"));
+      .def("perf_counters", &ExecutionTrace::perfCounters, py::arg("inputs"),
+           py::arg("replicas") = 1);
   module.def(
       "execution_trace", [](const runtime::Executable& e) { return profile::callTraceOf(e); },
       py::arg("executable"), "The executable's last call (no events before the first).");

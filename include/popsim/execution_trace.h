@@ -53,8 +53,10 @@ struct Latency {
 
 // PopTorch's performance counters of a call, in seconds from its start on
 // the simulated clock: per input (or output) by index, the time of each of
-// its transfers. popsim streams a micro-batch's inputs together, so every
-// input has the same times.
+// its transfers, as PopTorch lists them: one per micro-batch (or returned
+// output) of each replica, replica by replica. popsim streams a
+// micro-batch's inputs together, so every input has the same times, and
+// replicas run alike, so each replica's times are the same.
 struct PerfCounters {
   std::vector<std::vector<double>> input;          // the IPU asks the host for it
   std::vector<std::vector<double>> inputComplete;  // it has arrived
@@ -99,9 +101,10 @@ struct ExecutionTrace {
   // The text timeline: a header, then a row per IPU and a column per
   // pipeline cycle with the tasks it ran there ("F3", "B0", "FB2", "U").
   std::string render() const;
-  // PopTorch's counters of a call whose graph has `inputs` inputs; empty
-  // lists ([[]]) for a call without transfers.
-  PerfCounters perfCounters(int64_t inputs) const;
+  // PopTorch's counters of a call whose graph has `inputs` inputs, run by
+  // `replicas` replicas (of this process); empty lists ([[]]) for a call
+  // without transfers.
+  PerfCounters perfCounters(int64_t inputs, int64_t replicas = 1) const;
 };
 
 std::ostream& operator<<(std::ostream& out, const ExecutionTrace& trace);

@@ -81,3 +81,51 @@ def test_training_with_accumulation_has_more_input_than_output_transfers():
     assert len(counters["output"][0]) == 1  # Final: the call's last outputs only
     low, high, mean = trainer.getLatency()
     assert 0 < low <= mean <= high <= trainer.simulatedTime()
+
+
+class Regression(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 4)
+
+    def forward(self, x, target):
+        out = self.linear(x)
+        return out, torch.nn.functional.mse_loss(out, target)
+
+
+@pytest.mark.parametrize("mode,period", [(popsim.OutputMode.All, 1),
+                                         (popsim.OutputMode.Final, 1),
+                                         (popsim.OutputMode.Sum, 1),
+                                         (popsim.OutputMode.EveryN, 2)])
+@pytest.mark.parametrize("iterations,accumulation,replicas", [(2, 1, 1), (4, 1, 2), (2, 2, 2),
+                                                              (2, 1, 4)])
+@pytest.mark.parametrize("training", [False, True])
+def test_each_replica_has_its_transfers_as_in_poptorch(mode, period, iterations, accumulation,
+                                                       replicas, training):
+    """PopTorch lists one time per micro-batch of each replica for inputs, and per returned
+    output of each replica for outputs: All returns every micro-batch's, Final and Sum one,
+    EveryN every N-th iteration's."""
+    opts = popsim.Options().deviceIterations(iterations).replicationFactor(replicas)
+    opts.outputMode(mode, period)
+    if training:
+        opts.Training.gradientAccumulation(accumulation)
+    micro_batches = iterations * (accumulation if training else 1)
+    batch = 2 * micro_batches * replicas
+    x, target = torch.randn(batch, 4), torch.randn(batch, 4)
+    if training:
+        model = popsim.trainingModel(Regression(), opts)
+        model(x, target)
+    else:
+        model = popsim.inferenceModel(torch.nn.Linear(4, 4), opts)
+        model(x)
+    counters = model.getPerfCounters()
+    per_replica = {popsim.OutputMode.All: micro_batches, popsim.OutputMode.Final: 1,
+                   popsim.OutputMode.Sum: 1,
+                   popsim.OutputMode.EveryN: micro_batches // period}[mode]
+    assert {len(times) for times in counters["input"]} == {micro_batches * replicas}
+    assert {len(times) for times in counters["output_complete"]} == {per_replica * replicas}
+    # Replicas run alike: replica by replica, the same times.
+    first = counters["input"][0][:micro_batches]
+    assert counters["input"][0] == first * replicas
+    low, high, mean = model.getLatency()
+    assert 0 < low <= mean <= high <= model.simulatedTime()

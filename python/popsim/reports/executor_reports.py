@@ -102,17 +102,20 @@ class ExecutorReports:
     def getPerfCounters(self) -> Dict[str, List[List[float]]]:
         """Gives PopTorch's performance counters of the last call, on the simulated clock.
 
-        Times are in seconds from the start of the call. popsim streams a micro-batch's inputs
-        together, so every input has the same times; replicas run alike, so these are every
-        replica's.
+        Times are in seconds from the start of the call. As in PopTorch, each input or output
+        has one time per transfer of each replica of this process, replica by replica (so
+        ``deviceIterations`` x ``gradientAccumulation`` x ``replicationFactor`` inputs, and the
+        output mode's share of them for outputs). popsim streams a micro-batch's inputs
+        together, so every input has the same times, and replicas run alike, so each
+        replica's times are the same.
 
         Returns:
             A dict whose keys are the events ``"input"`` (the IPU asks the host for an input),
             ``"input_complete"`` (the input has arrived), ``"output"`` (an output starts to
             stream to the host) and ``"output_complete"`` (it has arrived). Each value is a list
             per input or output (by index) of the event's times, one per transfer of the call
-            (per micro-batch for inputs; per returned output for outputs). Before the model's
-            first call, each value is ``[[]]``.
+            (per micro-batch and replica for inputs; per returned output and replica for
+            outputs). Before the model's first call, each value is ``[[]]``.
         """
         counters = self._perf_counters()
         if counters is None:
@@ -127,7 +130,8 @@ class ExecutorReports:
         if self._compiled is None:
             return None
         trace = _C.execution_trace(self._program.first)
-        return trace.perf_counters(len(self._compiled.signature.tensor_names))
+        return trace.perf_counters(len(self._compiled.signature.tensor_names),
+                                   self._options.replication_factor)
 
     def getHostIpuLatency(self) -> Tuple[float, float, float]:
         """Gives the last call's host-to-IPU latency, as PopTorch's function of that name.
