@@ -4,6 +4,7 @@ Python binds them in eager PyTorch."""
 
 import collections
 
+import pytest
 import torch
 
 import popsim
@@ -180,3 +181,17 @@ def test_ordered_dict_subclasses_keep_their_class_in_and_out():
     assert type(result["plain"]) is dict
     torch.testing.assert_close(result["doubled"], x * 2)
     torch.testing.assert_close(result["plain"]["y"], x + 1)
+
+
+def test_a_call_forward_cannot_take_is_refused_as_eager_refuses_it():
+    """A missing argument is named as Python names it, not as popsim's internal names."""
+    class TwoInputs(torch.nn.Module):
+        def forward(self, x, target):
+            return x + target
+
+    model = popsim.inferenceModel(TwoInputs())
+    with pytest.raises(popsim.ArgumentError, match=r"The model's forward\(\) cannot take this "
+                       r"call: missing a required argument: 'target'"):
+        model(torch.ones(2))
+    with pytest.raises(TypeError, match="got an unexpected keyword argument 'scale'"):
+        model(torch.ones(2), torch.ones(2), scale=2.0)

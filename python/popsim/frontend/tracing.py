@@ -20,7 +20,7 @@ from popsim.frontend import half_tracing as _half_tracing
 from popsim.frontend import name_scope as _name_scope
 from popsim.frontend import structure as _structure
 from popsim.frontend.ops import LIBRARY as _LIBRARY
-from popsim.api.errors import CompilationError, InputError
+from popsim.api.errors import ArgumentError, CompilationError, InputError
 
 # torch.no_grad() and friends leave no trace of their own, so tracing records
 # each change of the grad mode as popsim::grad_mode(enabled): the importer
@@ -126,11 +126,16 @@ def _bind_arguments(forward: Callable[..., Any], args: Sequence[Any], kwargs: Di
                     ) -> Dict[str, Any]:
     """Arguments as an ordered dict keyed by forward()'s parameter names."""
     try:
-        bound = inspect.signature(forward).bind(*args, **kwargs)
-    except (TypeError, ValueError):
+        signature = inspect.signature(forward)
+    except ValueError:  # a forward() without an inspectable signature: positions as names
         values = {f"args[{i}]": arg for i, arg in enumerate(args)}
         values.update(kwargs)
         return values
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError as error:  # as eager's call would fail, before anything is traced
+        raise ArgumentError(f"The model's forward() cannot take this call: {error}. Call the "
+                            "wrapped model as you would call the model itself.") from error
     values = {}
     for name, value in bound.arguments.items():
         kind = bound.signature.parameters[name].kind
