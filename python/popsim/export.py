@@ -4,6 +4,8 @@ the file compileAndExport (or save) wrote with export_model=True."""
 import os
 from typing import Callable, Optional
 
+import torch
+
 from popsim.compile import executable_file as _executable_file
 from popsim.executor import Executor, inferenceModel, trainingModel
 from popsim.api.errors import ExecutableFileError
@@ -40,8 +42,9 @@ def load(filename: str, edit_opts_fn: Optional[Callable[[Options], None]] = None
     Raises:
         ExecutableFileError: when ``trusted`` is not True, when the file was exported with
             ``export_model=False`` (it holds no model), is not a complete popsim program
-            file, or when the (edited) options do not give the program it holds (the message
-            names the difference).
+            file, when its model section does not unpickle to a model and options, or when
+            the (edited) options do not give the program it holds (the message names the
+            difference).
     """
     path = os.fspath(filename)
     stored = _executable_file.read(path)
@@ -56,7 +59,17 @@ def load(filename: str, edit_opts_fn: Optional[Callable[[Options], None]] = None
             "code the file's author put in it. Pass trusted=True if you or someone you trust "
             "wrote the file; otherwise wrap the model yourself and call "
             f"loadExecutable('{path}') on it, which runs no code from the file.")
-    stored_model = stored.load_model()
+    try:
+        stored_model = stored.load_model()
+    except Exception as error:  # noqa: BLE001 - whatever the pickle raises
+        raise ExecutableFileError(f"'{path}': its model section does not unpickle ({error}).") \
+            from error
+    if (not isinstance(stored_model, dict)
+            or not isinstance(stored_model.get("model"), torch.nn.Module)
+            or not isinstance(stored_model.get("options"), Options)):
+        raise ExecutableFileError(f"'{path}': its model section holds "
+                                  f"{type(stored_model).__name__}, not the model and options "
+                                  "compileAndExport stores.")
     options = stored_model["options"].clone()
     if edit_opts_fn is not None:
         edit_opts_fn(options)

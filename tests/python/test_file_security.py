@@ -9,6 +9,7 @@ no one else can write; every damaged or foreign entry is a miss, compiled
 again with a warning."""
 
 import hashlib
+import io
 import json
 import os
 import pickle
@@ -88,9 +89,17 @@ def test_popsim_load_unpickles_only_a_trusted_file(tmp_path):
                        r"yourself and call loadExecutable"):
         popsim.load(path)
     assert not marker.exists()
-    with pytest.raises(Exception):
-        popsim.load(path, trusted=True)  # told to trust it, popsim unpickles as torch.load does
+    # Told to trust it, popsim unpickles as torch.load does: the payload runs, then the
+    # section is refused as what it is.
+    with pytest.raises(popsim.ExecutableFileError, match="its model section does not unpickle"):
+        popsim.load(path, trusted=True)
     assert marker.exists()
+    buffer = io.BytesIO()
+    torch.save({"model": "not a module"}, buffer)
+    rewrite(path, model=buffer.getvalue())
+    with pytest.raises(popsim.ExecutableFileError, match=r"its model section holds dict, not the "
+                       r"model and options compileAndExport stores"):
+        popsim.load(path, trusted=True)
 
 
 def test_the_call_is_data_and_a_call_json_cannot_describe_is_refused_when_writing(tmp_path):
