@@ -162,7 +162,8 @@ def test_a_program_the_reader_refuses_is_an_executable_file_error(tmp_path):
     header = json.loads(sections_of(path)[0])
     header["program_sha256"] = hashlib.sha256(new_program).hexdigest()
     rewrite(path, header=json.dumps(header).encode(), program=new_program)
-    with pytest.raises(popsim.ExecutableFileError, match="damaged or was not written by popsim"):
+    with pytest.raises(popsim.ExecutableFileError, match=r"loadExecutable\('.*model\.popsim'\): "
+                       r"The compiled program is damaged or was not written by popsim"):
         popsim.inferenceModel(Doubler()).loadExecutable(path)
 
 
@@ -271,7 +272,8 @@ def test_a_program_the_compiler_refuses_is_a_miss(tmp_path, counted):
 
     cache, _ = poisoned_entry(tmp_path, TwoBlocks(), popsim.Options().deviceIterations(2),
                               torch.ones(4, 3))
-    with pytest.warns(UserWarning, match="Compiling the model again and replacing the file"):
+    with pytest.warns(UserWarning, match=r"does not use a file: '.*\.popsim': .*Compiling the "
+                      r"model again and replacing the file"):
         assert torch.equal(cached_output(cache), torch.full((2, 3), 3.0))
 
 

@@ -73,7 +73,10 @@ def executable_for(graph: _C.Graph, compiled: _C.CompileOptions, options: Option
             raise ExecutableFileError(
                 f"loadExecutable('{path}'): {reason}. Wrap the model (and options) as they "
                 "were when compileAndExport wrote the file, or compile and export it again.")
-        return _C.load_program(stored.program, compiled)
+        try:
+            return _C.load_program(stored.program, compiled)
+        except (ExecutableFileError, CompilationError) as error:  # name the file
+            raise type(error)(f"loadExecutable('{path}'): {error}") from error
     directory = cache_directory(options)
     if directory is None:
         return _C.compile(graph, compiled)
@@ -99,7 +102,8 @@ def executable_for(graph: _C.Graph, compiled: _C.CompileOptions, options: Option
             LOGGER.info("Loaded the compiled program from the executable cache: %s", path)
             return executable
         except (ExecutableFileError, CompilationError, OSError) as error:
-            warnings.warn(f"popsim's executable cache does not use a file: {error} "
+            where = "" if path in str(error) else f"'{path}': "
+            warnings.warn(f"popsim's executable cache does not use a file: {where}{error} "
                           "Compiling the model again and replacing the file.")
     executable = _C.compile(graph, compiled)
     try:
