@@ -45,7 +45,7 @@ class Signature:
 
     def __init__(self, args: Sequence[Any], kwargs: Dict[str, Any],
                  forward: Callable[..., Any]) -> None:
-        value = _bind_arguments(forward, args, kwargs)
+        value = _bind_arguments(forward, args, kwargs, compiling=True)
         self.argument_count = len(value)
         leaves, names, self.structure = _structure.flatten(value, "")
         self.names = names
@@ -122,20 +122,23 @@ _RECOMPILE_HINT = (
 )
 
 
-def _bind_arguments(forward: Callable[..., Any], args: Sequence[Any], kwargs: Dict[str, Any]
-                    ) -> Dict[str, Any]:
-    """Arguments as an ordered dict keyed by forward()'s parameter names."""
+def _bind_arguments(forward: Callable[..., Any], args: Sequence[Any], kwargs: Dict[str, Any],
+                    compiling: bool = False) -> Dict[str, Any]:
+    """Arguments as an ordered dict keyed by forward()'s parameter names.
+
+    A call forward() cannot take is refused with Python's reason when it is the compiling
+    call; a later one is keyed by position, so that Signature.tensors says how it differs
+    from the compiled call in PopTorch's words."""
     try:
-        signature = inspect.signature(forward)
-    except ValueError:  # a forward() without an inspectable signature: positions as names
+        bound = inspect.signature(forward).bind(*args, **kwargs)
+    except (TypeError, ValueError) as error:  # ValueError: no inspectable signature
+        if compiling and isinstance(error, TypeError):  # as eager's call would fail
+            raise ArgumentError(f"The model's forward() cannot take this call: {error}. Call "
+                                "the wrapped model as you would call the model itself.") \
+                from error
         values = {f"args[{i}]": arg for i, arg in enumerate(args)}
         values.update(kwargs)
         return values
-    try:
-        bound = signature.bind(*args, **kwargs)
-    except TypeError as error:  # as eager's call would fail, before anything is traced
-        raise ArgumentError(f"The model's forward() cannot take this call: {error}. Call the "
-                            "wrapped model as you would call the model itself.") from error
     values = {}
     for name, value in bound.arguments.items():
         kind = bound.signature.parameters[name].kind
