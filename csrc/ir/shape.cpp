@@ -28,14 +28,15 @@ std::optional<std::string> shapeProblem(const Shape& shape) {
 int64_t elementCount(const Shape& shape) {
   int64_t count = 1;
   for (int64_t dim : shape) {
-    if (dim < 0 || (dim > 0 && count > kMaxTensorElements / dim)) {
+    // numel() is called often: a multiply with an overflow flag, no division.
+    int64_t next = 0;
+    if (dim < 0 || __builtin_mul_overflow(count, dim, &next) || next > kMaxTensorElements) {
       // The slow path, for its message (also a zero dimension after a huge one).
       const std::optional<std::string> problem = shapeProblem(shape);
       POPSIM_CHECK(!problem.has_value(), ErrorKind::InvalidInput, "a tensor's ", *problem, ".");
-      count = 0;
-      break;
+      return 0;
     }
-    count *= dim;
+    count = next;
   }
   return count;
 }
