@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/debian_packages.sh
-install_missing build-essential cmake ninja-build ccache libdnnl-dev libsleef-dev nlohmann-json3-dev \
+install_missing build-essential cmake ninja-build ccache libdnnl-dev libsleef-dev nlohmann-json3-dev libssl-dev \
   googletest libtorch-dev \
   python3-torch
 

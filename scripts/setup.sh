@@ -15,7 +15,7 @@ PACKAGES=(
   python3-dev python3-venv python3-pip python3-setuptools python3-wheel
   libtorch-dev python3-torch python3-torchvision
   pybind11-dev python3-pybind11
-  libdnnl-dev ocl-icd-opencl-dev opencl-headers libsleef-dev nlohmann-json3-dev
+  libdnnl-dev ocl-icd-opencl-dev opencl-headers libsleef-dev nlohmann-json3-dev libssl-dev
   googletest python3-pytest python3-pytest-timeout python3-numpy python3-tqdm
   python3-nbclient python3-ipykernel python3-matplotlib
   dataset-fashion-mnist

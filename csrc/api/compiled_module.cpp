@@ -1,6 +1,7 @@
 #include "api/compiled_module.h"
 
 #include "common/check.h"
+#include "common/logging.h"
 #include "common/strings.h"
 #include "frontend/dtype_conversion.h"
 #include "frontend/host_call.h"
@@ -8,6 +9,7 @@
 #include "frontend/tensor_conversion.h"
 #include "host/batch_split.h"
 #include "host/compile_options_builder.h"
+#include "host/executable_cache.h"
 #include "host/session_options.h"
 #include "ir/state_names.h"
 
@@ -139,8 +141,12 @@ CompiledModule::CompiledModule(torch::jit::Module module,
   inputs.config = anchored;
   inputs.randomSeed = options_.randomSeed();
   inputs.hostThreads = at::get_num_threads();
-  std::shared_ptr<runtime::Executable> compiled =
-      runtime::Executable::compile(*graph, host::buildCompileOptions(session, inputs));
+  // Compiled, or read from the executable cache (Python's cache and checks).
+  host::ObtainedExecutable obtained = host::executableFor(
+      *graph, host::buildCompileOptions(session, inputs), session.executableCache);
+  for (const std::string& warning : obtained.warnings)
+    POPSIM_LOG(Warn) << warning;
+  std::shared_ptr<runtime::Executable> compiled = std::move(obtained.executable);
   // The job's replicas (one by default), each running the program on its own IPUs.
   const host::Replication replication = host::replicationOf(session, training);
   training_ = training;

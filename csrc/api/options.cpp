@@ -8,6 +8,7 @@
 #include "common/strings.h"
 #include "device/chip_spec.h"
 #include "device/memory_size.h"
+#include "host/executable_cache.h"
 #include "host/session_options.h"
 
 #include <algorithm>
@@ -499,6 +500,23 @@ Options& Options::enableProfiling(const std::string& directory) {
   return *this;
 }
 std::string Options::profileDirectory() const { return session_->profileDirectory.value_or(""); }
+
+Options& Options::enableExecutableCaching(const std::string& directory) {
+  if (directory.empty()) {
+    refuseOption("enableExecutableCaching",
+                 "enableExecutableCaching expects a directory path (a non-empty string), got ''. "
+                 "Call disableExecutableCaching() to turn caching off.");
+  }
+  session_->executableCache = {host::ExecutableCache::Source::Directory, directory};
+  return *this;
+}
+Options& Options::disableExecutableCaching() {
+  session_->executableCache = {host::ExecutableCache::Source::Off, ""};
+  return *this;
+}
+std::string Options::executableCacheDirectory() const {
+  return host::cacheDirectory(session_->executableCache).value_or("");
+}
 
 Options& Options::modelName(const std::string& name) {
   if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..") {

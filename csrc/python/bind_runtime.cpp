@@ -231,17 +231,6 @@ void bindRuntime(py::module_& module) {
       py::arg("graph"), py::arg("options"),
       "Optimises, plans memory for and builds kernels of a graph (OutOfMemoryError if it does not "
       "fit).");
-  module.def(
-      "load_program",
-      [](const py::bytes& program, const runtime::CompileOptions& options) {
-        std::string bytes = program; // copied while holding the GIL
-        py::gil_scoped_release release;
-        return std::shared_ptr<Executable>(Executable::load(bytes, options));
-      },
-      py::arg("program"), py::arg("options"),
-      "An executable from Executable.serialize_program()'s bytes, compiled with these options: "
-      "plans memory and builds kernels without compiling (ExecutableFileError if the bytes are "
-      "damaged).");
 }
 
 } // namespace popsim::python

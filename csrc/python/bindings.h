@@ -18,6 +18,7 @@ void bindSession(pybind11::module_& module);
 void bindRuntime(pybind11::module_& module);
 void bindProfile(pybind11::module_& module);
 void bindDeviceProgram(pybind11::module_& module);
+void bindProgramFiles(pybind11::module_& module);
 
 // A Python object that C++ keeps (a callback, a subclass of a bound class),
 // released with the GIL held whichever thread lets it go.

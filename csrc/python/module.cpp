@@ -10,5 +10,6 @@ PYBIND11_MODULE(_C, module) {
   popsim::python::bindSession(module);
   popsim::python::bindRuntime(module);
   popsim::python::bindDeviceProgram(module);
+  popsim::python::bindProgramFiles(module);
   popsim::python::bindProfile(module);
 }

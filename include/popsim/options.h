@@ -311,6 +311,19 @@ public:
   // The session's subdirectory of the profile directory.
   Options& modelName(const std::string& name);
   std::string modelName() const;
+  // Keeps compiled programs in `directory` (created when needed, mode 0700),
+  // as Python's enableExecutableCaching: a session compiled again with the
+  // same traced model, options and popsim build, in this process or another,
+  // loads its program from there instead of compiling it. The cache and its
+  // files are Python's (one format, one set of checks): an entry another user
+  // owns or others can write, a damaged or a stale one is compiled again and
+  // replaced, with a warning on stderr. Unset, the environment variable
+  // POPSIM_CACHE_DIR (or POPTORCH_CACHE_DIR) names the directory.
+  Options& enableExecutableCaching(const std::string& directory);
+  // No cache, whatever those environment variables say.
+  Options& disableExecutableCaching();
+  // The directory programs are cached in ("" when caching is off).
+  std::string executableCacheDirectory() const;
 
   // The host runtime's session options these are (popsim's own use).
   const host::SessionOptions& session() const { return *session_; }

@@ -15,6 +15,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <sys/stat.h>
 #include <tuple>
 #include <unistd.h>
 
@@ -821,6 +822,82 @@ TEST(PublicApi, TheMemoryReportHasTheIoTiles) {
   popsim::IpuMemory overfull = session.memoryReport().ipus[0];
   overfull.ioTileBytes = overfull.ioTileCapacity + 1;
   EXPECT_FALSE(overfull.fits());
+}
+
+// The executable cache is Python's (one format and set of checks in the host
+// layer): a second session loads the program the first one cached, and a
+// damaged entry is compiled again and replaced, with a warning.
+TEST(PublicApi, ExecutableCachingIsPythons) {
+  namespace fs = std::filesystem;
+  const fs::path cache =
+      fs::temp_directory_path() / ("popsim_api_cache_" + std::to_string(::getpid()));
+  fs::remove_all(cache);
+  const at::Tensor images = reference("images");
+  popsim::Options options = pipelined();
+  options.enableExecutableCaching(cache.string());
+  EXPECT_EQ(options.executableCacheDirectory(), cache.string());
+  const auto entry = [&] {
+    std::vector<fs::path> files(fs::directory_iterator(cache), fs::directory_iterator{});
+    EXPECT_EQ(files.size(), 1u);
+    return files.empty() ? fs::path() : files.front();
+  };
+  const auto inode = [](const fs::path& path) {
+    struct stat status {};
+    EXPECT_EQ(::stat(path.c_str(), &status), 0) << path;
+    return status.st_ino;
+  };
+  popsim::InferenceSession first(load("mnist_traced.pt"), {images}, options);
+  const at::Tensor expected = first.run({images}).at(0);
+  EXPECT_TRUE(torch::equal(expected, reference("pipelined_outputs")));
+  const fs::path file = entry();
+  EXPECT_EQ(fs::status(cache).permissions() & fs::perms::all, fs::perms::owner_all);
+  EXPECT_EQ(fs::status(file).permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write);
+  const auto written = inode(file);
+
+  // Loaded, not compiled: the entry is not written again, and the run is the same.
+  testing::internal::CaptureStderr();
+  popsim::InferenceSession second(load("mnist_traced.pt"), {images}, options);
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  EXPECT_TRUE(torch::equal(second.run({images}).at(0), expected));
+  EXPECT_EQ(second.cycleCount(), first.cycleCount());
+  EXPECT_EQ(inode(entry()), written);
+
+  // A damaged entry is a miss: compiled again, replaced, and said so.
+  {
+    std::fstream damage(file, std::ios::in | std::ios::out | std::ios::binary);
+    damage.seekp(static_cast<std::streamoff>(fs::file_size(file) / 2));
+    damage.put('\x5a');
+  }
+  testing::internal::CaptureStderr();
+  popsim::InferenceSession third(load("mnist_traced.pt"), {images}, options);
+  const std::string warned = testing::internal::GetCapturedStderr();
+  EXPECT_NE(warned.find("popsim's executable cache does not use a file: '" + file.string() +
+                        "' is damaged: its SHA-256 does not match its contents"),
+            std::string::npos)
+      << warned;
+  EXPECT_NE(warned.find("Compiling the model again and replacing the file."), std::string::npos);
+  EXPECT_TRUE(torch::equal(third.run({images}).at(0), expected));
+  EXPECT_NE(inode(entry()), written);
+
+  // Other options, another program: a second entry.
+  popsim::Options other = pipelined();
+  other.deviceIterations(4).enableExecutableCaching(cache.string());
+  popsim::InferenceSession fourth(load("mnist_traced.pt"), {images}, other);
+  EXPECT_EQ(std::distance(fs::directory_iterator(cache), fs::directory_iterator{}), 2);
+
+  // Off, whatever the environment says; the environment names it otherwise.
+  const fs::path fromEnvironment = cache / "environment";
+  ::setenv("POPSIM_CACHE_DIR", fromEnvironment.c_str(), 1);
+  EXPECT_EQ(popsim::Options().executableCacheDirectory(), fromEnvironment.string());
+  EXPECT_EQ(popsim::Options().disableExecutableCaching().executableCacheDirectory(), "");
+  popsim::InferenceSession fifth(load("mnist_traced.pt"), {images}, pipelined());
+  EXPECT_EQ(std::distance(fs::directory_iterator(fromEnvironment), fs::directory_iterator{}), 1);
+  ::unsetenv("POPSIM_CACHE_DIR");
+  EXPECT_EQ(messageOf<popsim::OptionError>([] { popsim::Options().enableExecutableCaching(""); }),
+            "enableExecutableCaching expects a directory path (a non-empty string), got ''. Call "
+            "disableExecutableCaching() to turn caching off.");
+  fs::remove_all(cache);
 }
 
 TEST(PublicApi, VersionIsThePackages) {

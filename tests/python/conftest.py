@@ -17,22 +17,25 @@ def _seed():
 
 @pytest.fixture
 def counted(monkeypatch):
-    """How often this process compiles programs and loads them from files."""
+    """How often this process compiles programs and loads them from files (the executable
+    cache's entries and loadExecutable's files)."""
     import popsim
 
     calls = {"compile": 0, "load": 0}
-    compile_, load = popsim._C.compile, popsim._C.load_program
+    executable_for, exported_executable = popsim._C.executable_for, popsim._C.exported_executable
 
-    def compile_counted(*args):
-        calls["compile"] += 1
-        return compile_(*args)
+    def executable_for_counted(*args):
+        executable, origin, problems = executable_for(*args)
+        calls["load" if origin == "cache" else "compile"] += 1
+        return executable, origin, problems
 
-    def load_counted(*args):
+    def exported_counted(*args):
+        executable = exported_executable(*args)
         calls["load"] += 1
-        return load(*args)
+        return executable
 
-    monkeypatch.setattr(popsim._C, "compile", compile_counted)
-    monkeypatch.setattr(popsim._C, "load_program", load_counted)
+    monkeypatch.setattr(popsim._C, "executable_for", executable_for_counted)
+    monkeypatch.setattr(popsim._C, "exported_executable", exported_counted)
     return calls
 
 

@@ -17,7 +17,6 @@ import torch
 import torch.nn as nn
 
 import popsim
-from popsim.compile import executable_file as _executable_file
 
 SCRIPT = textwrap.dedent("""
     import json, sys
@@ -27,14 +26,14 @@ SCRIPT = textwrap.dedent("""
     hidden, iterations = int(sys.argv[1]), int(sys.argv[2])
     calls = {"compile": 0, "load": 0}
 
-    def counted(name, function):
-        def wrapper(*args):
-            calls[name] += 1
-            return function(*args)
-        return wrapper
+    executable_for = popsim._C.executable_for
 
-    popsim._C.compile = counted("compile", popsim._C.compile)
-    popsim._C.load_program = counted("load", popsim._C.load_program)
+    def counted(*args):
+        executable, origin, problems = executable_for(*args)
+        calls["load" if origin == "cache" else "compile"] += 1
+        return executable, origin, problems
+
+    popsim._C.executable_for = counted
 
     class Regression(torch.nn.Module):
         def __init__(self):
@@ -188,11 +187,14 @@ def test_a_file_that_is_no_program_is_replaced(tmp_path, counted, content, messa
     assert counted["compile"] == 2
 
 
-def test_a_file_another_popsim_build_wrote_is_stale(tmp_path, counted, monkeypatch):
+def test_a_file_another_popsim_build_wrote_is_stale(tmp_path, counted):
     options = popsim.Options().enableExecutableCaching(tmp_path)
-    with monkeypatch.context() as patch:
-        patch.setattr(_executable_file, "build_id", lambda: "0.5.0+0123456789abcdef")
-        expected = inference_output(options)
+    expected = inference_output(options)
+    # The entry as an older popsim would have written it: its program under its build.
+    path = only_file(tmp_path)
+    stored = popsim._C.read_program_file(path)
+    older = popsim._C.ProgramKey(stored.key.graph, stored.key.options, "0.5.0+0123456789abcdef")
+    popsim._C.write_program_file(path, older, stored.program)
     with pytest.warns(UserWarning, match=r"written by popsim 0\.5\.0\+0123456789abcdef; this is "
                       r"popsim 0\.6\.0\+[0-9a-f]{16}, whose compiler may build another program"):
         assert torch.equal(inference_output(options), expected)
@@ -230,3 +232,74 @@ def test_enableExecutableCaching_takes_a_directory(path):
     with pytest.raises(popsim.OptionError, match="enableExecutableCaching expects a directory "
                        "path or None"):
         popsim.Options().enableExecutableCaching(path)
+
+
+def bound_fields(value, prefix=""):
+    """Every option field Python's bindings expose, dotted ("compiler.training.optimizer"):
+    what the key must cover, whatever fields C++ grows."""
+    for name in dir(value):
+        field = getattr(value, name)
+        if name.startswith("_") or callable(field):
+            continue
+        dotted = f"{prefix}{name}"
+        if type(field).__module__.startswith("popsim") and not hasattr(type(field), "__members__"):
+            yield from bound_fields(field, dotted + ".")
+        else:
+            yield dotted, field
+
+
+def flattened(value, prefix=""):
+    if isinstance(value, dict):
+        for name, item in value.items():
+            yield from flattened(item, f"{prefix}{name}.")
+    else:
+        yield prefix[:-1]
+
+
+def compiled_pipeline():
+    torch.manual_seed(0)
+    model = RegressionWithLoss()
+    options = popsim.Options().deviceIterations(2)
+    options.Training.gradientAccumulation(3)
+    trainer = popsim.trainingModel(model, options, torch.optim.Adam(model.parameters()))
+    trainer(torch.randn(24, 4), torch.zeros(24, 2))
+    return trainer._compiled
+
+
+def test_the_program_key_holds_every_compile_option_and_names_each_change():
+    compiled = compiled_pipeline()
+    graph, options = compiled.graph, compiled.compile_options
+    key = popsim._C.program_key(graph, options)
+    fields = dict(bound_fields(options))
+    # The replicas taking turns on a host thread apply as a program loads, not to it.
+    assert set(flattened(key.options)) == set(fields) - {"system.replicas_per_host_thread"}
+    changed = 0
+    for name, value in fields.items():
+        *parents, leaf = name.split(".")
+        owner = options
+        for parent in parents:
+            owner = getattr(owner, parent)
+        if isinstance(value, bool):
+            new = not value
+        elif isinstance(value, int) and not isinstance(value, bool):
+            new = value + 1
+        elif isinstance(value, float):
+            new = value / 2 + 1
+        else:
+            continue  # enums, lists and records: covered by the key set above
+        try:
+            setattr(owner, leaf, new)
+        except AttributeError:  # read-only (clock_hz follows the chip)
+            continue
+        try:
+            if name == "system.replicas_per_host_thread":
+                assert popsim._C.key_mismatch(key, popsim._C.program_key(graph, options)) is None
+                continue
+            reason = popsim._C.key_mismatch(key, popsim._C.program_key(graph, options))
+            assert reason is not None and f"option {name}: " in reason, (name, reason)
+            assert popsim._C.program_key(graph, options).digest != key.digest, name
+            changed += 1
+        finally:
+            setattr(owner, leaf, value)
+    assert changed >= 30
+    assert popsim._C.key_mismatch(key, popsim._C.program_key(graph, options)) is None
