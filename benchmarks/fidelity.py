@@ -1,7 +1,8 @@
 """Simulated against published: each job of
 ../shared/reference/published-ipu-results.md (Graphcore's PopTorch training
-throughputs on a Bow Pod16, with the configurations of its public examples)
-built with popsim's reference models and sized cost-only (popsim.sizeJob).
+throughputs on a Bow Pod16 and a Bow Pod64, with the configurations of its
+public examples) built with popsim's reference models and sized cost-only
+(popsim.sizeJob).
 
 Prints, per job, the published and simulated items/s, their ratio, whether
 it fits each IPU's memory (and how full the fullest IPU is) and the host
@@ -22,8 +23,8 @@ from typing import Any, Callable, Dict, List, NamedTuple, Tuple
 import torch
 
 import popsim
-from popsim.models import (BertConfig, BertPretraining, ResNet50Training, ViTTraining,
-                           image_batch, pretraining_batch)
+from popsim.models import (BertConfig, BertPretraining, PackedBertPretraining, ResNet50Training,
+                           ViTTraining, image_batch, packed_pretraining_batch, pretraining_batch)
 
 
 class Job(NamedTuple):
@@ -32,6 +33,9 @@ class Job(NamedTuple):
     unit: str
     build: Callable[[], Tuple[torch.nn.Module, Tuple[torch.Tensor, ...], popsim.Options,
                               torch.optim.Optimizer]]
+    # Items of `unit` per sample of the batch: packed BERT counts sequences, and a
+    # sample is a pack of several.
+    items_per_sample: float = 1.0
 
 
 def _bow(replicas: int, accumulation: int, device_iterations: int = 1,
@@ -104,20 +108,27 @@ def bert_base_ph1_pod16() -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...], po
     return model, pretraining_batch(config, 32), opts, optimizer
 
 
+# vision/vit/pytorch/configs.yml's `defaults` (every ViT job's): the encoder
+# layers that also checkpoint after their attention (models/modules.py's Block).
+VIT_MID_CHECKPOINTS = [1, 4, 7, 10]
+
+
 def vit_b16_finetune_pod16() -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...],
                                       popsim.Options, torch.optim.Optimizer]:
     """4 replicas x 4 pipelined IPUs, layers [3, 3, 3, 3], micro-batch 17,
     accumulation 30, device iterations 8; precision 16.16 (float16 with half
     partials) and stochastic rounding; images streamed as float16 (the
     example's byteio is off); hidden dropout 0.1; recomputation checkpoints
-    at every layer; SGD with momentum, float16 gradient accumulators and
+    at every layer and inside layers 1, 4, 7 and 10 (recompute_mid_layers of
+    the file's `defaults`); SGD with momentum, float16 gradient accumulators and
     velocity (the example's accum_type and first_order_type), loss scaling
     0.25; optimizer state on chip with replicated tensor sharding; available
     memory proportion 0.3; prefetch depth 2 (vision/vit/pytorch/configs.yml,
     b16_imagenet1k). One process, as the benchmark runs finetune.py without
     PopRun (benchmarks.yml, pytorch_vit_finetune_gen_pod16)."""
     model = ViTTraining(layers_per_ipu=[3, 3, 3, 3], recompute_checkpoint_every_layer=True,
-                        dropout=0.1, eight_bit_input=False).half()
+                        dropout=0.1, eight_bit_input=False,
+                        recompute_mid_layers=VIT_MID_CHECKPOINTS).half()
     opts = _bow(replicas=4, accumulation=30, device_iterations=8)
     opts.setExecutionStrategy(popsim.PipelinedExecution(popsim.AutoStage.AutoIncrement))
     opts.Precision.setPartialsType(torch.half)
@@ -133,10 +144,162 @@ def vit_b16_finetune_pod16() -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...],
     return model, (images.half(), labels), opts, optimizer
 
 
+def _vit_pretrain(replicas: int, accumulation: int, processes: int
+                  ) -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...], popsim.Options,
+                             torch.optim.Optimizer]:
+    """ViT-B/16 pre-training as vision/vit/pytorch/configs.yml's
+    b16_in1k_pretrain_lamb (over its `defaults`) runs it: layers [3, 3, 3, 3]
+    on 4 pipelined IPUs per replica, micro-batch 8; precision 16.16 (float16
+    with half partials) and stochastic rounding; hidden and attention dropout
+    0.1; recomputation checkpoints at every layer and inside layers 1, 4, 7
+    and 10 (recompute_mid_layers); LAMB with bias correction, float32
+    accumulators and moments, loss scaling 1,024, weight decay 0.01, max
+    weight norm 65,535; optimizer state on chip with replicated tensor
+    sharding; the gradients summed (reduction_type sum); available memory
+    proportion 0.3 on every IPU; prefetch depth 2; the benchmark's generated
+    8-bit images (--dataset generated --byteio true)."""
+    model = ViTTraining(layers_per_ipu=[3, 3, 3, 3], recompute_checkpoint_every_layer=True,
+                        dropout=0.1, attention_dropout=0.1, eight_bit_input=True,
+                        recompute_mid_layers=VIT_MID_CHECKPOINTS).half()
+    opts = _bow(replicas=replicas, accumulation=accumulation, processes=processes)
+    opts.setExecutionStrategy(popsim.PipelinedExecution(popsim.AutoStage.AutoIncrement))
+    opts.Precision.setPartialsType(torch.half)
+    opts.Precision.enableStochasticRounding(True)
+    opts.Training.recomputation(True)
+    opts.Training.accumulationAndReplicationReductionType(popsim.ReductionType.Sum)
+    opts.setAvailableMemoryProportion({f"IPU{ipu}": 0.3 for ipu in range(4)})
+    opts.TensorLocations.setOptimizerLocation(
+        popsim.TensorLocationSettings().useOnChipStorage(True).useReplicatedTensorSharding(True))
+    opts.prefetchDepth(2)
+    optimizer = popsim.optim.LAMB(model.parameters(), lr=6e-3, betas=(0.9, 0.999), eps=1e-6,
+                                  weight_decay=0.01, bias_correction=True, loss_scaling=1024.0,
+                                  max_weight_norm=65535.0, accum_type=torch.float32,
+                                  first_order_momentum_accum_type=torch.float32,
+                                  second_order_momentum_accum_type=torch.float32)
+    return model, image_batch(8), opts, optimizer
+
+
+def vit_b16_pretrain_pod16() -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...],
+                                      popsim.Options, torch.optim.Optimizer]:
+    """4 replicas x 4 IPUs, accumulation 2,048 (8 x 4 x 2,048 = 65,536 images a
+    step); one process, as the benchmark runs pretrain.py without PopRun
+    (vision/vit/pytorch/benchmarks.yml, pytorch_vit_lamb_pretrain_gen_pod16).
+    See _vit_pretrain for the rest."""
+    return _vit_pretrain(replicas=4, accumulation=2048, processes=1)
+
+
+def vit_b16_pretrain_pod64() -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...],
+                                      popsim.Options, torch.optim.Optimizer]:
+    """16 replicas x 4 IPUs in 8 processes of 2 replicas (the benchmark's
+    `poprun --num-replicas=16 --num-instances=8 --ipus-per-replica=4` with
+    `--gradient-accumulation 512`: 8 x 16 x 512 = 65,536 images a step;
+    vision/vit/pytorch/benchmarks.yml, pytorch_vit_lamb_pretrain_gen_pod64).
+    See _vit_pretrain for the rest."""
+    return _vit_pretrain(replicas=16, accumulation=512, processes=8)
+
+
+# Graphcore's packing of Wikipedia (nlp/bert/pytorch/configs_pretraining.yml,
+# `packing_factor`): the average number of sequences per pack, by which the
+# example divides its gradient accumulation and which its throughput counts.
+_PACKING_FACTOR = {128: 1.17, 512: 2.0}
+
+
+def _bert_large_packed(sequence: int, replicas: int, micro_batch: int, accumulation: int,
+                       proportions: List[float], loss_scaling: float
+                       ) -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...], popsim.Options,
+                                  torch.optim.Optimizer]:
+    """BERT-Large pre-training on packed Wikipedia as run_pretraining.py
+    --packed-data runs it (nlp/bert/pytorch/configs_pretraining.yml,
+    pretrain_large_128 / pretrain_large_512 over its `defaults`; benchmarks.yml,
+    pytorch_bert_large_packed_pretrain_real_pod16 / _pod64: one process, no
+    PopRun): up to 3 sequences per pack, 20 (SL128) or 76 (SL512) masked
+    tokens plus 2 for the extra sequences; 4 pipelined IPUs per replica,
+    layers [3, 7, 7, 7] with the embeddings (serialised in 2) and the heads on
+    IPU 0; float16 with half partials and stochastic rounding; recomputation
+    checkpoints at every layer; LAMB with bias correction, float16 gradient
+    accumulators and float32 moments; optimizer state off chip with replicated
+    tensor sharding; hidden dropout 0.1, attention dropout 0 and layer norm eps
+    1e-3 as the base job's. The example divides its gradient accumulation by
+    the packing factor (ceil), so a step is counted in packs and its
+    throughput in sequences."""
+    config = BertConfig.large(layer_norm_eps=1e-3, attention_dropout=0.0, hidden_dropout=0.1)
+    model = PackedBertPretraining(config, layers_per_ipu=[3, 7, 7, 7],
+                                  recompute_checkpoint_every_layer=True,
+                                  embedding_serialization_factor=2,
+                                  max_sequences_per_pack=3).half()
+    opts = _bow(replicas=replicas, accumulation=accumulation)
+    opts.setExecutionStrategy(popsim.PipelinedExecution(popsim.AutoStage.AutoIncrement))
+    opts.Precision.setPartialsType(torch.half)
+    opts.Precision.enableStochasticRounding(True)
+    opts.Training.recomputation(True)
+    opts.setAvailableMemoryProportion(
+        {f"IPU{ipu}": proportion for ipu, proportion in enumerate(proportions)})
+    opts.TensorLocations.setOptimizerLocation(
+        popsim.TensorLocationSettings().useOnChipStorage(False).useReplicatedTensorSharding(True))
+    optimizer = popsim.optim.LAMB(model.parameters(), lr=6e-3, weight_decay=0.01,
+                                  bias_correction=True, loss_scaling=loss_scaling,
+                                  accum_type=torch.float16,
+                                  first_order_momentum_accum_type=torch.float32,
+                                  second_order_momentum_accum_type=torch.float32)
+    masked = {128: 20, 512: 76}[sequence] + 2
+    return model, packed_pretraining_batch(config, micro_batch, sequence, masked), opts, optimizer
+
+
+def bert_large_ph1_packed_pod16() -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...],
+                                           popsim.Options, torch.optim.Optimizer]:
+    """SL128, 4 replicas, micro-batch 8 packs, accumulation ceil(2,048 / 1.17)
+    = 1,751 (pretrain_large_128: 4 x 8 x 1,751 = 56,032 packs a step; the
+    published row says 56,064, which the example's arithmetic gives on the
+    Pod64 only); available memory proportion [0.15, 0.25, 0.25, 0.25], loss
+    scaling 4,096. See _bert_large_packed for the rest."""
+    return _bert_large_packed(128, replicas=4, micro_batch=8, accumulation=1751,
+                              proportions=[0.15, 0.25, 0.25, 0.25], loss_scaling=4096.0)
+
+
+def bert_large_ph1_packed_pod64() -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...],
+                                           popsim.Options, torch.optim.Optimizer]:
+    """SL128, 16 replicas in one process, micro-batch 8 packs, accumulation
+    ceil(512 / 1.17) = 438 (pretrain_large_128_POD64: 16 x 8 x 438 = 56,064
+    packs a step); available memory proportion [0.14, 0.19, 0.19, 0.19], loss
+    scaling 32,768. See _bert_large_packed for the rest."""
+    return _bert_large_packed(128, replicas=16, micro_batch=8, accumulation=438,
+                              proportions=[0.14, 0.19, 0.19, 0.19], loss_scaling=32768.0)
+
+
+def bert_large_ph2_packed_pod16() -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...],
+                                           popsim.Options, torch.optim.Optimizer]:
+    """SL512, 4 replicas, micro-batch 2 packs, accumulation 2,048 / 2 = 1,024
+    (pretrain_large_512: 4 x 2 x 1,024 = 8,192 packs a step); available memory
+    proportion [0.10, 0.15, 0.15, 0.15], loss scaling 8,192. See
+    _bert_large_packed for the rest."""
+    return _bert_large_packed(512, replicas=4, micro_batch=2, accumulation=1024,
+                              proportions=[0.10, 0.15, 0.15, 0.15], loss_scaling=8192.0)
+
+
+def bert_large_ph2_packed_pod64() -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...],
+                                           popsim.Options, torch.optim.Optimizer]:
+    """SL512, 16 replicas in one process, micro-batch 2 packs, accumulation
+    512 / 2 = 256 (pretrain_large_512_POD64: 16 x 2 x 256 = 8,192 packs a
+    step); available memory proportion [0.13, 0.19, 0.19, 0.19], loss scaling
+    16,384. See _bert_large_packed for the rest."""
+    return _bert_large_packed(512, replicas=16, micro_batch=2, accumulation=256,
+                              proportions=[0.13, 0.19, 0.19, 0.19], loss_scaling=16384.0)
+
+
 JOBS = [
     Job("resnet50-pod16", 37061.0, "images/s", resnet50_pod16),
     Job("bert-base-ph1-pod16", 15911.0, "sequences/s", bert_base_ph1_pod16),
     Job("vit-b16-finetune-pod16", 7319.0, "images/s", vit_b16_finetune_pod16),
+    Job("vit-b16-pretrain-pod16", 7615.0, "images/s", vit_b16_pretrain_pod16),
+    Job("vit-b16-pretrain-pod64", 27868.0, "images/s", vit_b16_pretrain_pod64),
+    Job("bert-large-ph1-packed-pod16", 5600.0, "sequences/s", bert_large_ph1_packed_pod16,
+        _PACKING_FACTOR[128]),
+    Job("bert-large-ph1-packed-pod64", 18442.0, "sequences/s", bert_large_ph1_packed_pod64,
+        _PACKING_FACTOR[128]),
+    Job("bert-large-ph2-packed-pod16", 1973.0, "sequences/s", bert_large_ph2_packed_pod16,
+        _PACKING_FACTOR[512]),
+    Job("bert-large-ph2-packed-pod64", 6543.0, "sequences/s", bert_large_ph2_packed_pod64,
+        _PACKING_FACTOR[512]),
 ]
 
 
@@ -156,8 +319,11 @@ def size(job: Job, show_report: bool) -> Dict[str, Any]:
                      f"micro-batch {micro_batch_size}, "
                      f"accumulation {report.micro_batches_per_step}, "
                      f"device iterations {report.steps_per_call}")
+    simulated = report.throughput * job.items_per_sample
+    if job.items_per_sample != 1.0:
+        configuration += f", {job.items_per_sample:g} {job.unit.split('/')[0]} per sample"
     return {"id": job.id, "configuration": configuration, "published": job.published,
-            "simulated": report.throughput, "ratio": report.throughput / job.published,
+            "simulated": simulated, "ratio": simulated / job.published,
             "fits": report.fits, "seconds": seconds,
             "fullest_ipu": max(ipu.memory_bytes / ipu.capacity_bytes for ipu in report.ipus),
             "memory": [{"ipu": ipu.ipu, "bytes": ipu.memory_bytes,
@@ -187,7 +353,7 @@ def main(argv: List[str]) -> int:
               f"{result['ratio']:>6.2f}  {'yes' if result['fits'] else 'NO ':4}  "
               f"{fullest:>11.0%} {result['seconds']:>7.1f}", flush=True)
     print("Simulated items/s are popsim's simulated clock; published are Graphcore's "
-          "measured Bow Pod16 throughputs.")
+          "measured Bow Pod16 and Pod64 throughputs.")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:
             json.dump(results, out, indent=1)

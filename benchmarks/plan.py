@@ -100,7 +100,8 @@ def _vit_planned() -> Tuple[nn.Module, Batch, popsim.Options, torch.optim.Optimi
                             Dict[str, Any]]:
     _, batch, opts, _ = fidelity.vit_b16_finetune_pod16()
     model = ViTTraining(recompute_checkpoint_every_layer=True, dropout=0.1,
-                        eight_bit_input=False).half()
+                        eight_bit_input=False,
+                        recompute_mid_layers=fidelity.VIT_MID_CHECKPOINTS).half()
     optimizer = popsim.optim.SGD(model.parameters(), lr=0.03, momentum=0.9, loss_scaling=0.25,
                                  accum_type=torch.float16, velocity_accum_type=torch.float16)
     return model, batch, opts, optimizer, {}

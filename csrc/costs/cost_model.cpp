@@ -196,7 +196,7 @@ uint64_t ringPhaseCycles(uint64_t bytes, int64_t replicas, int64_t systemIpus,
                          const device::ChipSpec& chip) {
   if (replicas < 2) return 0;
   const double bandwidth =
-      systemIpus > kIpusPerChassis ? kGatewayLinkBytesPerSecond : chip.linkBytesPerSecond;
+      systemIpus > kIpusPerIpuLinkDomain ? kGatewayLinkBytesPerSecond : chip.linkBytesPerSecond;
   const uint64_t chunk = ceilDiv(bytes, static_cast<uint64_t>(replicas));
   return static_cast<uint64_t>(replicas - 1) *
          transferCycles(chunk, chip.linkLatencyCycles, bandwidth, chip);

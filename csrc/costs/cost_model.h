@@ -81,11 +81,14 @@ uint64_t streamingMemoryCycles(uint64_t bytes, const device::ChipSpec& chip);
 // A ring all-reduce of `bytes` over `replicas` IPUs (one per replica) of a
 // job of `systemIpus` IPUs: 2 x (replicas - 1) steps (reduce-scatter, then
 // all-gather), each sending bytes / replicas to the next IPU of the ring
-// with the link's latency. Rings within a chassis of kIpusPerChassis IPUs
-// run over IPU-Links; larger jobs cross chassis over GW-Links, which bound
-// the ring.
-constexpr int64_t kIpusPerChassis = 16;
-// One GW-Link of an IPU-M2000 (Graphcore's IPU-Fabric: 100 Gbit/s).
+// with the link's latency. IPU-Links join every IPU of a rack: a Pod16's 4
+// machines and a Pod64's 16, whose IPU-Links form a 2D torus (Graphcore's
+// Bow Pod datasheets and IPU-POD getting-started overview: IPU-Links within
+// an IPU-POD, GW-Links only between IPU-POD racks, as in a Pod128 or
+// Pod256). A ring within kIpusPerIpuLinkDomain IPUs runs over IPU-Links;
+// larger jobs cross racks over GW-Links, which bound the ring.
+constexpr int64_t kIpusPerIpuLinkDomain = 64;
+// One GW-Link of a Bow-2000 or IPU-M2000 (2 x 100 Gbit/s per machine).
 constexpr double kGatewayLinkBytesPerSecond = 12.5e9;
 uint64_t ringAllReduceCycles(uint64_t bytes, int64_t replicas, int64_t systemIpus,
                              const device::ChipSpec& chip);

@@ -3,6 +3,8 @@
 - ``results-table``: a table built from a benchmark's JSON output in ``docs/results``, so a
   figure a benchmark measures is never typed by hand (``benchmarks/record_results.py`` writes
   the files).
+- ``results-chart``: simulated against published figures of a benchmark's JSON output, as a
+  log-log scatter plot drawn with matplotlib when the docs build (inline SVG).
 - The API reference marks each public name with its PopTorch counterpart, or says that
   PopTorch has none.
 - The build fails (as a warning under ``-W``) when a public name of popsim's modules (their
@@ -131,6 +133,75 @@ class ResultsTable(Directive):
         return table
 
 
+class ResultsChart(Directive):
+    """``results-chart FILE``: one point per object of the JSON list in FILE (relative to the
+    page), ``:x:`` against ``:y:`` (keys) on log-log axes, each labelled by ``:label:``, with
+    the line y = x and the band between the two ratios of ``:band:`` ("0.85, 1.18") drawn.
+    Rendered as inline SVG, so the page needs no image file."""
+
+    required_arguments = 1
+    has_content = False
+    option_spec = {"x": directives.unchanged_required, "y": directives.unchanged_required,
+                   "label": directives.unchanged_required, "band": directives.unchanged,
+                   "xlabel": directives.unchanged, "ylabel": directives.unchanged,
+                   "caption": directives.unchanged}
+
+    def run(self) -> List[nodes.Node]:
+        import io
+
+        import matplotlib
+        matplotlib.use("agg")
+        import matplotlib.pyplot as plt
+
+        env = self.state.document.settings.env
+        relative, path = env.relfn2path(self.arguments[0], env.docname)
+        env.note_dependency(relative)
+        try:
+            with open(path, encoding="utf-8") as file:
+                rows = json.load(file)
+            points = [(float(row[self.options["x"]]), float(row[self.options["y"]]),
+                       str(row[self.options["label"]])) for row in rows]
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise self.error(f"results-chart: cannot read {relative}: {error}")
+        if not points:
+            raise self.error(f"results-chart: no rows in {relative}")
+        low = min(min(x, y) for x, y, _ in points) / 1.6
+        high = max(max(x, y) for x, y, _ in points) * 1.6
+        # A fixed hash salt keeps the SVG's ids the same from build to build.
+        plt.rcParams["svg.hashsalt"] = "popsim"
+        figure, axes = plt.subplots(figsize=(7.0, 5.2))
+        line = [low, high]
+        axes.plot(line, line, color="0.4", linewidth=1, label="simulated = published")
+        if self.options.get("band"):
+            lower, upper = (float(part) for part in self.options["band"].split(","))
+            axes.fill_between(line, [lower * v for v in line], [upper * v for v in line],
+                              color="tab:green", alpha=0.15,
+                              label=f"{lower:g} to {upper:g} x published")
+        axes.scatter([x for x, _, _ in points], [y for _, y, _ in points], color="tab:blue",
+                     zorder=3)
+        for x, y, label in points:
+            axes.annotate(label, (x, y), textcoords="offset points", xytext=(6, -3), fontsize=8)
+        axes.set_xscale("log")
+        axes.set_yscale("log")
+        axes.set_xlim(low, high)
+        axes.set_ylim(low, high)
+        axes.set_xlabel(self.options.get("xlabel", self.options["x"]))
+        axes.set_ylabel(self.options.get("ylabel", self.options["y"]))
+        axes.grid(True, which="both", linewidth=0.3)
+        axes.legend(loc="upper left", fontsize=8)
+        figure.tight_layout()
+        svg = io.StringIO()
+        figure.savefig(svg, format="svg", metadata={"Date": None})
+        plt.close(figure)
+        text = svg.getvalue()
+        text = text[text.index("<svg"):]  # inline: no XML prologue
+        result: List[nodes.Node] = [nodes.raw("", f'<div class="results-chart">{text}</div>',
+                                              format="html")]
+        if self.options.get("caption"):
+            result.append(nodes.paragraph(text=self.options["caption"]))
+        return result
+
+
 def qualified_name(obj: Any, name: str) -> str:
     module = getattr(obj, "__module__", "") or ""
     qualname = getattr(obj, "__qualname__", "")
@@ -216,6 +287,7 @@ def check_api_is_complete(app: Any, env: Any) -> None:
 
 def setup(app: Any) -> Dict[str, Any]:
     app.add_directive("results-table", ResultsTable)
+    app.add_directive("results-chart", ResultsChart)
     app.connect("autodoc-process-docstring", mark_poptorch_names)
     app.connect("env-check-consistency", check_api_is_complete)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

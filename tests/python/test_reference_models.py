@@ -7,8 +7,9 @@ import torch
 
 import popsim
 from conftest import assert_close
-from popsim.models import (BertConfig, BertPretraining, BertSquad, ResNet50Training,
-                           ViTTraining, image_batch, pretraining_batch, squad_batch)
+from popsim.models import (BertConfig, BertEncoder, BertPretraining, BertSquad,
+                           PackedBertPretraining, ResNet50Training, ViTTraining, image_batch,
+                           packed_pretraining_batch, pretraining_batch, squad_batch)
 
 TINY = BertConfig(vocab_size=50, hidden_size=16, num_layers=2, num_heads=2,
                   intermediate_size=32, max_positions=16, hidden_dropout=0.0,
@@ -49,6 +50,53 @@ def test_bert_sizes_pipelined_with_its_heads_back_on_ipu_0():
     assert report.ipus_per_replica == 3
     assert report.fits and report.items_per_call == 16
     assert sum(ipu.time_cycles["recomputation"] for ipu in report.ipus) > 0
+
+
+def test_packed_bert_split_over_ipus_computes_the_eager_loss():
+    torch.manual_seed(0)
+    model = PackedBertPretraining(TINY, layers_per_ipu=[0, 1, 1], max_sequences_per_pack=3,
+                                  embedding_serialization_factor=2)
+    batch = packed_pretraining_batch(TINY, 8 * 2, sequence=12, masked=4)
+    expected = model(*[t[14:] for t in batch])
+    trainer = popsim.trainingModel(model, _pipelined(accumulation=8),
+                                   popsim.optim.SGD(model.parameters(), lr=0.0))
+    assert_close(trainer(*batch), expected.detach(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_packed_sequence_attends_only_to_itself():
+    torch.manual_seed(0)
+    encoder = BertEncoder(TINY).eval()
+    ids, types, positions, sequences, *_ = packed_pretraining_batch(TINY, 4, sequence=12)
+    first = sequences == 1
+    others = ids.masked_fill(~first, 7)  # every other sequence's tokens changed
+    packed = encoder(ids, types, sequences, positions, packed=True)
+    changed = encoder(others, types, sequences, positions, packed=True)
+    assert_close(packed[first], changed[first])
+    assert not torch.allclose(packed[~first], changed[~first])
+    # Rows hold 1 to 3 sequences, their [CLS] tokens last, -100 for the NSP labels of none.
+    labels = packed_pretraining_batch(TINY, 32, sequence=12)[-1]
+    assert ((labels == -100).sum(1) < 3).all() and (labels == -100).any()
+
+
+def test_a_serialized_decoder_computes_the_same_loss():
+    torch.manual_seed(0)
+    whole = BertPretraining(TINY)
+    split = BertPretraining(TINY, embedding_serialization_factor=5)
+    split.load_state_dict(whole.state_dict())
+    batch = pretraining_batch(TINY, 4, sequence=8, masked=3)
+    assert_close(split(*batch), whole(*batch))
+    with pytest.raises(ValueError, match=r"embedding_serialization_factor 3 must divide the "
+                                         r"vocabulary \(50\)"):
+        BertPretraining(TINY, embedding_serialization_factor=3)
+
+
+def test_vit_mid_layer_checkpoints_compute_the_layer():
+    torch.manual_seed(0)
+    plain = ViTTraining(layers_per_ipu=[6, 6]).eval()
+    checkpointed = ViTTraining(layers_per_ipu=[6, 6], recompute_mid_layers=[1, 7]).eval()
+    checkpointed.load_state_dict(plain.state_dict())
+    images, labels = image_batch(2)
+    assert_close(checkpointed(images, labels)[1], plain(images, labels)[1])
 
 
 def test_bert_large_has_bert_large_sizes():

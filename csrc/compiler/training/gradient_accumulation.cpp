@@ -7,10 +7,19 @@
 //    (<param>/accumulator_count);
 // 3. the map's gradient becomes the accumulator: what the step reads. The
 //    optimizer step clears it after the update.
+// A weight used in several pipeline stages of one IPU (BERT's word embeddings,
+// tied to its MLM decoder) gets one gradient contribution per stage, which
+// autodiff sums in the last stage to run backward. Accumulating that sum would
+// keep every earlier stage's contribution (a whole [vocabulary, hidden]
+// tensor for BERT) in the stash until then, micro-batch after micro-batch;
+// instead each contribution is accumulated in its own stage's task, as an IPU
+// accumulates it where it is computed.
 
 #include "common/check.h"
 #include "compiler/passes.h"
 #include "compiler/training/training_helpers.h"
+
+#include <algorithm>
 
 namespace popsim::compiler {
 namespace {
@@ -18,6 +27,45 @@ namespace {
 using training::addNode;
 using training::inPhase;
 using training::placementOf;
+
+// The terms of the Add tree autodiff built for `grad` (grad itself when it
+// is no such sum); a sum counts only when nothing else reads it (the root is
+// the gradient map's, and no output: an anchored gradient stays whole).
+void addTerms(const ir::Graph& graph, ir::Value* grad, bool root, std::vector<ir::Value*>& terms) {
+  const ir::Node* producer = grad->producer();
+  const auto& outputs = graph.outputs();
+  const bool onlyReadBySum =
+      root ? grad->users().empty() &&
+                 std::find(outputs.begin(), outputs.end(), grad) == outputs.end()
+           : grad->users().size() == 1 && !graph.holds(grad);
+  const bool innerSum = producer != nullptr && producer->kind() == ir::OpKind::Add &&
+                        onlyReadBySum && producer->input(0)->type() == grad->type() &&
+                        producer->input(1)->type() == grad->type();
+  if (!innerSum) {
+    terms.push_back(grad);
+    return;
+  }
+  addTerms(graph, producer->input(0), false, terms);
+  addTerms(graph, producer->input(1), false, terms);
+}
+
+// The values to accumulate for `grad`: its terms when they come from several
+// stages of one IPU, else grad itself.
+std::vector<ir::Value*> contributionsOf(const ir::Graph& graph, ir::Value* grad) {
+  std::vector<ir::Value*> terms;
+  addTerms(graph, grad, true, terms);
+  bool severalStages = false;
+  for (const ir::Value* term : terms) {
+    if (term->producer() == nullptr ||
+        term->producer()->placement().ipu != grad->producer()->placement().ipu) {
+      return {grad};
+    }
+    severalStages =
+        severalStages || term->producer()->placement().stage != grad->producer()->placement().stage;
+  }
+  if (!severalStages) return {grad};
+  return terms;
+}
 
 bool accumulateGradients(ir::Graph& graph, PassContext& context) {
   const int64_t accumulation = context.options().gradientAccumulation;
@@ -31,14 +79,24 @@ bool accumulateGradients(ir::Graph& graph, PassContext& context) {
                                     : training::float32Like(grad->type());
     ir::Value* accumulator = graph.addState(ir::parameterStateName(param->name(), "accumulator"),
                                             type, ir::StateKind::Accumulator);
-    std::vector<ir::Value*> inputs = {accumulator, grad};
     if (config.runningMean) {
-      inputs.push_back(graph.addState(ir::parameterStateName(param->name(), "accumulator_count"),
-                                      {ir::DType::Int64, {}}, ir::StateKind::Accumulator));
+      // A running mean counts its values: one per micro-batch.
+      ir::Value* count = graph.addState(ir::parameterStateName(param->name(), "accumulator_count"),
+                                        {ir::DType::Int64, {}}, ir::StateKind::Accumulator);
+      addNode(graph, ir::OpKind::Accumulate, {accumulator, grad, count}, {{"every", accumulation}},
+              ir::Phase::Backward,
+              grad->producer() != nullptr ? grad->producer()->placement()
+                                          : inPhase(placementOf(param), ir::Phase::Backward));
+    } else if (grad->producer() == nullptr) {
+      addNode(graph, ir::OpKind::Accumulate, {accumulator, grad}, {{"every", accumulation}},
+              ir::Phase::Backward, inPhase(placementOf(param), ir::Phase::Backward));
+    } else {
+      for (ir::Value* contribution : contributionsOf(graph, grad)) {
+        addNode(graph, ir::OpKind::Accumulate, {accumulator, contribution},
+                {{"every", accumulation}}, ir::Phase::Backward,
+                contribution->producer()->placement());
+      }
     }
-    addNode(graph, ir::OpKind::Accumulate, inputs, {{"every", accumulation}}, ir::Phase::Backward,
-            grad->producer() != nullptr ? grad->producer()->placement()
-                                        : inPhase(placementOf(param), ir::Phase::Backward));
     graph.setGradient(param, accumulator);
   }
   return !gradients.empty();

@@ -225,9 +225,11 @@ def serializedMatMul(lhs: torch.Tensor, rhs: torch.Tensor, mode: MatMulSerializa
     operand, dim = {MatMulSerializationMode.InputChannels: (lhs, -2),
                     MatMulSerializationMode.ReducingDim: (lhs, -1),
                     MatMulSerializationMode.OutputChannels: (rhs, -1)}[mode]
-    if operand.shape[dim] % factor != 0:
+    with _shape_checks():
+        size = int(operand.shape[dim])
+    if size % factor != 0:
         raise ValueError(f"popsim.serializedMatMul: factor {factor} does not divide the "
-                         f"{mode.name} dimension ({operand.shape[dim]}).")
+                         f"{mode.name} dimension ({size}).")
     if mode == MatMulSerializationMode.InputChannels:
         return torch.cat([torch.matmul(part, rhs) for part in lhs.chunk(factor, -2)], -2)
     if mode == MatMulSerializationMode.OutputChannels:

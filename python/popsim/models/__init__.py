@@ -7,8 +7,9 @@ Imported on demand (``import popsim.models``): torchvision loads only then.
 """
 
 from popsim.models.bert import (BertConfig, BertEncoder, BertPretraining, BertSquad,
+                                PackedBertPretraining, packed_pretraining_batch,
                                 pretraining_batch, squad_batch)
 from popsim.models.vision import ResNet50Training, ViTTraining, image_batch
 
-__all__ = ["BertConfig", "BertEncoder", "BertPretraining", "BertSquad", "pretraining_batch",
-           "squad_batch", "ResNet50Training", "ViTTraining", "image_batch"]
+__all__ = ["BertConfig", "BertEncoder", "BertPretraining", "BertSquad", "PackedBertPretraining",
+           "packed_pretraining_batch", "pretraining_batch", "squad_batch", "ResNet50Training", "ViTTraining", "image_batch"]

@@ -22,7 +22,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from popsim.frontend.blocks import Block
-from popsim.frontend.tensor_ops import recomputationCheckpoint
+from popsim.api.enums import MatMulSerializationMode
+from popsim.frontend.tensor_ops import recomputationCheckpoint, serializedMatMul
 
 
 @dataclass
@@ -58,8 +59,10 @@ class BertEmbeddings(nn.Module):
         self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout)
 
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
-        positions = torch.arange(input_ids.shape[1], device=input_ids.device)
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor,
+                position_ids: Optional[torch.Tensor] = None) -> torch.Tensor:
+        positions = (torch.arange(input_ids.shape[1], device=input_ids.device)
+                     if position_ids is None else position_ids)
         hidden = self.word(input_ids) + self.position(positions) + self.token_type(token_type_ids)
         return self.dropout(self.norm(hidden))
 
@@ -117,11 +120,20 @@ class BertEncoder(nn.Module):
         self.checkpoints = recompute_checkpoint_every_layer
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor,
-                attention_mask: torch.Tensor) -> torch.Tensor:
+                attention_mask: torch.Tensor, position_ids: Optional[torch.Tensor] = None,
+                packed: bool = False) -> torch.Tensor:
+        """``attention_mask`` is 1 where a token is attended and 0 where it is
+        padding; ``packed``, it holds instead each token's sequence in its
+        pack (1, 2, ...; 0 for padding), and a token attends to the tokens of
+        its own sequence only."""
         with _block(self.ipu_of_layer, "IPU0", 0):
-            hidden = self.embeddings(input_ids, token_type_ids)
+            hidden = self.embeddings(input_ids, token_type_ids, position_ids)
             # 0 where attended, a large negative number where masked out.
-            mask_bias = ((1.0 - attention_mask.to(hidden.dtype)) * -1000.0)[:, None, None, :]
+            if packed:
+                same = (attention_mask[:, :, None] == attention_mask[:, None, :]).to(hidden.dtype)
+                mask_bias = ((1.0 - same) * -1000.0)[:, None, :, :]
+            else:
+                mask_bias = ((1.0 - attention_mask.to(hidden.dtype)) * -1000.0)[:, None, None, :]
         for index, layer in enumerate(self.layers):
             ipu = self.ipu_of_layer[index] if self.ipu_of_layer is not None else 0
             with _block(self.ipu_of_layer, f"IPU{ipu}", ipu):
@@ -147,9 +159,16 @@ class BertPretraining(nn.Module):
     word embeddings, on IPU 0 with them."""
 
     def __init__(self, config: BertConfig, layers_per_ipu: Optional[Sequence[int]] = None,
-                 recompute_checkpoint_every_layer: bool = False) -> None:
+                 recompute_checkpoint_every_layer: bool = False,
+                 embedding_serialization_factor: int = 1) -> None:
         super().__init__()
         self.bert = BertEncoder(config, layers_per_ipu, recompute_checkpoint_every_layer)
+        if config.vocab_size % max(embedding_serialization_factor, 1):
+            raise ValueError(f"embedding_serialization_factor {embedding_serialization_factor} "
+                             f"must divide the vocabulary ({config.vocab_size}).")
+        # The tied decoder's matmul in this many parts along the vocabulary, one
+        # after the other (Graphcore's embedding_serialization_factor).
+        self.serialization = embedding_serialization_factor
         hidden = config.hidden_size
         self.transform = nn.Linear(hidden, hidden)
         self.transform_norm = nn.LayerNorm(hidden, eps=config.layer_norm_eps)
@@ -163,16 +182,60 @@ class BertPretraining(nn.Module):
                 ) -> torch.Tensor:
         hidden = self.bert(input_ids, token_type_ids, attention_mask)
         with _block(self.bert.ipu_of_layer, "heads", 0):
-            width = hidden.shape[-1]
-            index = masked_positions[:, :, None].expand(-1, -1, width)
-            masked = torch.gather(hidden, 1, index)
-            transformed = self.transform_norm(F.gelu(self.transform(masked)))
-            logits = transformed @ self.bert.embeddings.word.weight.t() + self.decoder_bias
-            mlm = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(),
-                                  masked_labels.reshape(-1))
             pooled = torch.tanh(self.pooler(hidden[:, 0]))
             nsp = F.cross_entropy(self.next_sentence(pooled).float(), next_sentence_label)
-            return mlm + nsp
+            return self.masked_lm_loss(hidden, masked_positions, masked_labels) + nsp
+
+    def masked_lm_loss(self, hidden: torch.Tensor, masked_positions: torch.Tensor,
+                       masked_labels: torch.Tensor) -> torch.Tensor:
+        """The MLM loss of the masked tokens (labels of -100 are unused slots)."""
+        width = hidden.shape[-1]
+        index = masked_positions[:, :, None].expand(-1, -1, width)
+        masked = torch.gather(hidden, 1, index)
+        transformed = self.transform_norm(F.gelu(self.transform(masked)))
+        decoder = self.bert.embeddings.word.weight.t()
+        if self.serialization > 1:
+            logits = serializedMatMul(transformed, decoder, MatMulSerializationMode.OutputChannels,
+                                      self.serialization)
+        else:
+            logits = transformed @ decoder
+        logits = logits + self.decoder_bias
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(),
+                               masked_labels.reshape(-1), ignore_index=-100)
+
+
+class PackedBertPretraining(BertPretraining):
+    """BertPretraining on packed sequences, as Graphcore's examples pack them
+    (Krell et al., 2021): each row of the batch holds up to
+    ``max_sequences_per_pack`` sequences, each attending only to itself, with
+    positions restarting per sequence, the masked tokens of all of them, and
+    their [CLS] tokens in the row's last ``max_sequences_per_pack`` positions,
+    from which the NSP head predicts one label per sequence.
+    ``forward(input_ids, token_type_ids, position_ids, sequence_ids,
+    masked_positions, masked_labels, next_sentence_labels)``: sequence_ids
+    number each token's sequence (1, 2, ...; 0 for padding); labels of -100
+    are unused slots (fewer masked tokens, or sequences, than the row has
+    room for). Returns the MLM plus NSP loss."""
+
+    def __init__(self, config: BertConfig, layers_per_ipu: Optional[Sequence[int]] = None,
+                 recompute_checkpoint_every_layer: bool = False,
+                 embedding_serialization_factor: int = 1, max_sequences_per_pack: int = 3
+                 ) -> None:
+        super().__init__(config, layers_per_ipu, recompute_checkpoint_every_layer,
+                         embedding_serialization_factor)
+        self.max_sequences_per_pack = max_sequences_per_pack
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor,  # type: ignore[override]
+                position_ids: torch.Tensor, sequence_ids: torch.Tensor,
+                masked_positions: torch.Tensor, masked_labels: torch.Tensor,
+                next_sentence_labels: torch.Tensor) -> torch.Tensor:
+        hidden = self.bert(input_ids, token_type_ids, sequence_ids, position_ids, packed=True)
+        with _block(self.bert.ipu_of_layer, "heads", 0):
+            cls = hidden[:, -self.max_sequences_per_pack:]
+            pooled = torch.tanh(self.pooler(cls))
+            nsp = F.cross_entropy(self.next_sentence(pooled).reshape(-1, 2).float(),
+                                  next_sentence_labels.reshape(-1), ignore_index=-100)
+            return self.masked_lm_loss(hidden, masked_positions, masked_labels) + nsp
 
 
 class BertSquad(nn.Module):
@@ -214,6 +277,34 @@ def pretraining_batch(config: BertConfig, batch: int, sequence: int = 128, maske
     labels = torch.randint(0, config.vocab_size, (batch, masked), generator=generator)
     next_sentence = torch.randint(0, 2, (batch,), generator=generator)
     return ids, types, mask, positions, labels, next_sentence
+
+
+def packed_pretraining_batch(config: BertConfig, batch: int, sequence: int = 128,
+                             masked: int = 22, max_sequences_per_pack: int = 3,
+                             seed: int = 0) -> Tuple[torch.Tensor, ...]:
+    """A random micro-batch of `batch` packs (PackedBertPretraining's inputs):
+    each row holds 1 to max_sequences_per_pack sequences that fill its first
+    sequence - max_sequences_per_pack tokens, then their [CLS] tokens, with
+    `masked` masked tokens over them."""
+    generator = torch.Generator().manual_seed(seed)
+    slots, body = max_sequences_per_pack, sequence - max_sequences_per_pack
+    ids = torch.randint(0, config.vocab_size, (batch, sequence), generator=generator)
+    types = torch.randint(0, config.type_vocab_size, (batch, sequence), generator=generator)
+    positions = torch.zeros(batch, sequence, dtype=torch.long)
+    sequences = torch.zeros(batch, sequence, dtype=torch.long)
+    next_sentence = torch.full((batch, slots), -100, dtype=torch.long)
+    for row in range(batch):
+        count = int(torch.randint(1, slots + 1, (), generator=generator))
+        cuts = sorted(torch.randperm(body - 1, generator=generator)[:count - 1].add(1).tolist())
+        for number, (start, end) in enumerate(zip([0] + cuts, cuts + [body]), start=1):
+            sequences[row, start:end] = number
+            positions[row, start:end] = torch.arange(end - start)
+            sequences[row, body + number - 1] = number  # its [CLS]
+        next_sentence[row, :count] = torch.randint(0, 2, (count,), generator=generator)
+    masked_positions = torch.stack([torch.randperm(body, generator=generator)[:masked]
+                                    for _ in range(batch)])
+    labels = torch.randint(0, config.vocab_size, (batch, masked), generator=generator)
+    return ids, types, positions, sequences, masked_positions, labels, next_sentence
 
 
 def squad_batch(config: BertConfig, batch: int, sequence: int = 384,

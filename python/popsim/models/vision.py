@@ -13,6 +13,7 @@ from typing import ContextManager, Optional, Sequence, Tuple, cast
 import torch
 import torch.nn.functional as F
 import torchvision
+from torchvision.models.vision_transformer import EncoderBlock
 from torch import nn
 
 from popsim.frontend.blocks import Block
@@ -76,16 +77,24 @@ class ViTTraining(nn.Module):
     IPUs by ``layers_per_ipu`` (one block "IPU<n>" each): ``forward(images,
     labels)`` returns (logits, loss). Images are 8-bit, normalised on the
     device, unless ``eight_bit_input`` is False (then normalised images in
-    the model's dtype); ``dropout`` is the hidden dropout."""
+    the model's dtype); ``dropout`` is the hidden dropout and
+    ``attention_dropout`` the attention's. ``recompute_mid_layers`` lists the
+    layers that also checkpoint between their attention and their MLP (as
+    Graphcore's ViT examples' recompute_mid_layers)."""
 
     def __init__(self, num_classes: int = 1000,
                  layers_per_ipu: Optional[Sequence[int]] = None,
                  recompute_checkpoint_every_layer: bool = False, dropout: float = 0.0,
-                 eight_bit_input: bool = True) -> None:
+                 eight_bit_input: bool = True, attention_dropout: float = 0.0,
+                 recompute_mid_layers: Sequence[int] = ()) -> None:
         super().__init__()
         # Without 8-bit input the host streams normalised images in the model's dtype.
         self.normalise: nn.Module = _Normalise() if eight_bit_input else nn.Identity()
-        self.vit = torchvision.models.vit_b_16(num_classes=num_classes, dropout=dropout)
+        self.vit = torchvision.models.vit_b_16(num_classes=num_classes, dropout=dropout,
+                                               attention_dropout=attention_dropout)
+        for index in recompute_mid_layers:
+            # The layer stays a module called as one, so blocks and hooks on it still apply.
+            self.vit.encoder.layers[index].__class__ = _EncoderBlockCheckpointedAfterAttention
         layers = len(self.vit.encoder.layers)
         counts = list(layers_per_ipu) if layers_per_ipu is not None else [layers]
         if sum(counts) != layers or any(n < 0 for n in counts):
@@ -115,6 +124,17 @@ class ViTTraining(nn.Module):
         with self._block(self.ipu_of_layer[-1]):
             logits = vit.heads(encoder.ln(hidden)[:, 0])
             return logits, F.cross_entropy(logits.float(), labels)
+
+
+class _EncoderBlockCheckpointedAfterAttention(EncoderBlock):
+    """torchvision's ViT encoder layer with a recomputation checkpoint after
+    the attention's residual addition."""
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:  # noqa: A002 - torchvision's name
+        attended = self.ln_1(input)
+        attended, _ = self.self_attention(attended, attended, attended, need_weights=False)
+        hidden = recomputationCheckpoint(self.dropout(attended) + input)
+        return hidden + self.mlp(self.ln_2(hidden))
 
 
 def image_batch(batch: int, num_classes: int = 1000, size: int = 224,

@@ -93,9 +93,11 @@ TEST(CostModelTest, LinkTransferCycles) {
 
 TEST(CostModelTest, RingAllReduceCycles) {
   // 4 replicas: 2 x 3 steps of a quarter of the bytes, each with the link's
-  // 3000-cycle latency; over 16 IPUs the GW-Links (12.5 GB/s) bound the ring.
+  // 3000-cycle latency. IPU-Links join a rack's IPUs (a Pod64 too); beyond
+  // 64 IPUs the GW-Links between racks (12.5 GB/s) bound the ring.
   EXPECT_EQ(costs::ringAllReduceCycles(4000, 4, 4, mk2()), 6u * (3000u + 21u));
-  EXPECT_EQ(costs::ringAllReduceCycles(4000, 4, 32, mk2()), 6u * (3000u + 107u));
+  EXPECT_EQ(costs::ringAllReduceCycles(4000, 4, 64, mk2()), 6u * (3000u + 21u));
+  EXPECT_EQ(costs::ringAllReduceCycles(4000, 4, 128, mk2()), 6u * (3000u + 107u));
   EXPECT_EQ(costs::ringAllReduceCycles(4000, 1, 1, mk2()), 0u);
 }
 
