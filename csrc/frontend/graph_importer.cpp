@@ -29,7 +29,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
-#include <unordered_set>
+#include <unordered_map>
 
 namespace popsim::frontend {
 namespace {
@@ -323,7 +323,8 @@ private:
       for (size_t written : writtenArguments(node)) {
         const FrontendValue& target = values_.at(node.inputs()[written]);
         if (target.isStatic() && target.constant.isTensor()) {
-          runtimeStorages_.insert(storageOf(target.constant.toTensor()));
+          const at::Tensor& tensor = target.constant.toTensor();
+          runtimeStorages_.emplace(storageOf(tensor), tensor.storage());
         }
       }
     }
@@ -688,8 +689,12 @@ private:
   std::string currentBlock_;
   std::vector<std::string> nameScope_; // popsim.NameScope names, outermost first
   bool gradEnabled_ = true;
-  // Memory of compile-time tensors that the model writes at runtime.
-  std::unordered_set<const void*> runtimeStorages_;
+  // Memory of compile-time tensors that the model writes at runtime, each
+  // kept alive here: a freed storage's address could be reused by a later
+  // compile-time tensor (a size computed as a tensor), which would then pass
+  // for runtime memory and stop folding (swin_t's shape arithmetic after a
+  // stochastic depth's random mask).
+  std::unordered_map<const void*, c10::Storage> runtimeStorages_;
   std::optional<std::string> firstOutsideBlock_; // "aten::add at m.py:3"
   OverlapMarks overlaps_;
   std::map<const ir::Value*, ir::HostOverlap> overlappedOutputs_; // by the value returned

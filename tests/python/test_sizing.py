@@ -266,3 +266,26 @@ def test_a_model_too_large_for_the_host_is_out_of_scope(monkeypatch):
                              r"\(.*can't allocate memory.*\)\. popsim traces every model on the "
                              r"host, also with Simulator.costOnly\(\)"):
         popsim.sizeJob(model, _micro_batch(), _options(), _sgd(model))
+
+
+def test_swin_t_training_sizes_at_its_standard_size():
+    """torchvision's swin_t trains with stochastic depth: each block's random mask is a
+    compile-time tensor written at runtime. The shape arithmetic of the next block (window
+    padding, as sizes made tensors) must still fold when its tensors reuse the mask's freed
+    memory, instead of failing as 105 unsupported aten::Int."""
+    import torchvision
+
+    class WithLoss(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = torchvision.models.swin_t()
+
+        def forward(self, images, labels):
+            logits = self.model(images)
+            return logits, F.cross_entropy(logits, labels)
+
+    torch.manual_seed(0)
+    model = WithLoss()
+    report = popsim.sizeJob(model, (torch.randn(1, 3, 224, 224), torch.randint(0, 1000, (1,))),
+                            popsim.Options(), torch.optim.SGD(model.parameters(), lr=0.1))
+    assert report.fits and report.throughput > 0

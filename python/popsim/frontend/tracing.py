@@ -408,11 +408,11 @@ def _trace(model: torch.nn.Module, signature: Signature,
     # forward(); ops without float16 operands pass straight through it.
     guards.enter_context(_half_tracing.half_on_cpu(downcast_mixed_floats, shapes_only))
     with guards, torch.enable_grad(), warnings.catch_warnings():
-        # PyTorch's own modules turn shapes into Python values (e.g. attention's
-        # shape asserts); popsim compiles fixed shapes, so those warnings are
-        # noise. Warnings from the user's code (data-dependent control flow)
-        # are kept.
+        # PyTorch's and torchvision's own modules turn shapes into Python values
+        # (attention's shape asserts, swin's window padding); popsim compiles
+        # fixed shapes, so those warnings are noise. Warnings from the user's
+        # code (data-dependent control flow) are kept.
         warnings.filterwarnings("ignore", category=torch.jit.TracerWarning,
-                                module=r"torch(\.|$)")
+                                module=r"torch(vision)?(\.|$)")
         traced = torch.jit.trace(flat, tuple(micro_batch_tensors), check_trace=False, strict=False)
     return traced, flat
