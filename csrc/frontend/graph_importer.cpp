@@ -18,6 +18,7 @@
 #include "frontend/import.h"
 #include "frontend/loss_identification.h"
 #include "frontend/lowering_registry.h"
+#include "frontend/module_blocks.h"
 #include "frontend/node_context.h"
 #include "frontend/overlap_marks.h"
 #include "frontend/source_location.h"
@@ -115,7 +116,8 @@ private:
   }
 
   void recordUnsupported(const jit::Node& node, const std::string& reason) {
-    unsupported_.push_back({node.kind().toQualString(), locationOf(node), reason});
+    unsupported_.push_back(
+        {node.kind().toQualString(), locationOf(node), reason, modulePathOf(node)});
     poisonOutputs(node);
   }
 

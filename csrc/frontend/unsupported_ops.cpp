@@ -9,10 +9,13 @@ namespace {
 
 constexpr size_t kLinesShown = 5;
 
-std::string lineOf(const ir::SourceLocation& location) {
+std::string lineOf(const UnsupportedOp& use) {
+  const ir::SourceLocation& location = use.location;
   std::string text = location.str();
   if (!location.function.empty()) {
     text += " (in " + location.function + ")";
+  } else if (!location.known() && !use.module.empty()) {
+    text += " (in module " + use.module + ")";
   }
   return text;
 }
@@ -41,7 +44,7 @@ std::string unsupportedOpsMessage(const std::vector<UnsupportedOp>& uses) {
     }
     OpGroup& group = groups[found->second];
     ++group.uses;
-    const std::string line = lineOf(use.location);
+    const std::string line = lineOf(use);
     bool seen = false;
     for (const std::string& known : group.lines) {
       seen = seen || known == line;

@@ -12,6 +12,10 @@ struct UnsupportedOp {
   std::string op;
   ir::SourceLocation location;
   std::string reason; // empty: the op has no lowering at all
+  // The module it runs in ("features.1.0.attn"; empty at the top), named
+  // where its source line is unknown (an op the tracer made itself, such as
+  // aten::Int of a size).
+  std::string module = {};
 };
 
 // The text of the UnsupportedOperationError for `uses` (not empty): the op

@@ -208,14 +208,20 @@ TEST(FrontendTest, GroupsUnsupportedOpsWithTheirUsesAndDistinctLines) {
   uses.push_back({"aten::erfinv", {"/m/net.py", 3, "head", "", ""}, ""});
   uses.push_back({"aten::add", {"/m/net.py", 4, "", "", ""}, "a dtype"});
   uses.push_back({"aten::add", {"/m/net.py", 4, "", "", ""}, "a dtype"});
+  // An op the tracer made (no source line) is named by its module.
+  uses.push_back({"aten::Int", {}, "", "features.1.0.attn"});
+  uses.push_back({"aten::Int", {}, "", ""});
   EXPECT_EQ(
       frontend::unsupportedOpsMessage(uses),
-      "Unsupported ops found in compiled model: [aten::add, aten::erfinv, aten::hardtanh_]\n"
+      "Unsupported ops found in compiled model: [aten::Int, aten::add, aten::erfinv, "
+      "aten::hardtanh_]\n"
       "  aten::hardtanh_, 35 uses at 7 lines: /m/net.py:10 (in forward), /m/net.py:11 (in "
       "forward), /m/net.py:12 (in forward), /m/net.py:13 (in forward), /m/net.py:14 (in "
       "forward) and 2 more\n"
       "  aten::erfinv at /m/net.py:3 (in head)\n"
       "  aten::add, 2 uses at /m/net.py:4: a dtype\n"
+      "  aten::Int, 2 uses at 2 lines: <unknown location> (in module features.1.0.attn), "
+      "<unknown location>\n"
       "Rewrite these parts of the model with supported ops (docs/guide/ops.md lists them), or run "
       "them on the host before calling the popsim model.");
 }
