@@ -11,6 +11,8 @@ directive of docs/_ext/popsim_docs.py), so that no benchmark figure is typed by 
   per configuration;
 - fidelity.json: benchmarks/fidelity.py, the published IPU jobs sized cost-only;
 - plan.json: benchmarks/plan.py, the pipeline planner against hand-written splits;
+- size_torchvision.json: benchmarks/size_torchvision.py, torchvision's models sized for training
+  at their standard input sizes;
 - machine.json: the CPU, cores, PyTorch version and date of the run.
 
     .venv/bin/python benchmarks/record_results.py [--only NAME ...]
@@ -33,7 +35,7 @@ RESULTS = HERE.parent / "docs" / "results"
 THROUGHPUT_RUNS = {"inference": "bench_inference.py", "training": "bench_training.py"}
 ISAS = ("native", "avx2")
 ALL = ["inference", "training", "pipeline", "replication", "dataloader", "elementwise", "ctc",
-       "half", "kernels", "fidelity", "plan"]
+       "half", "kernels", "fidelity", "plan", "size_torchvision"]
 
 
 def run_json(script: str, *arguments: str) -> Any:
