@@ -179,8 +179,10 @@ class ResultsChart(Directive):
                               label=f"{lower:g} to {upper:g} x published")
         axes.scatter([x for x, _, _ in points], [y for _, y, _ in points], color="tab:blue",
                      zorder=3)
-        for x, y, label in points:
-            axes.annotate(label, (x, y), textcoords="offset points", xytext=(6, -3), fontsize=8)
+        # Labels alternate above and below their points, by x, so neighbours do not overlap.
+        for order, (x, y, label) in enumerate(sorted(points)):
+            axes.annotate(label, (x, y), textcoords="offset points",
+                          xytext=(6, 3 if order % 2 else -10), fontsize=8)
         axes.set_xscale("log")
         axes.set_yscale("log")
         axes.set_xlim(low, high)
