@@ -13,16 +13,27 @@
 namespace popsim::kernels {
 namespace {
 
-// Large buffers are split over the IPU's threads.
+// Large buffers are split over the IPU's threads. Smaller ones stay on the
+// calling thread without entering an OpenMP region at all: even a region its
+// `if` clause keeps serial costs more than rounding a short row, and the
+// float16-partials kernels round a row of partial sums every 16 products.
 constexpr int64_t kParallelElements = int64_t{1} << 16;
 
 #if POPSIM_HAS_VECTOR_CLONES
+__attribute__((target("avx2,f16c"))) void roundEightToHalf(float* data) {
+  const __m128i half = _mm256_cvtps_ph(_mm256_loadu_ps(data), _MM_FROUND_TO_NEAREST_INT);
+  _mm256_storeu_ps(data, _mm256_cvtph_ps(half));
+}
+
 __attribute__((target("avx2,f16c"))) void roundToHalfF16c(float* data, int64_t count) {
   const int64_t vectorEnd = count - count % 8;
-#pragma omp parallel for if (count >= kParallelElements) schedule(static)
-  for (int64_t i = 0; i < vectorEnd; i += 8) {
-    const __m128i half = _mm256_cvtps_ph(_mm256_loadu_ps(data + i), _MM_FROUND_TO_NEAREST_INT);
-    _mm256_storeu_ps(data + i, _mm256_cvtph_ps(half));
+  if (count < kParallelElements) {
+    for (int64_t i = 0; i < vectorEnd; i += 8)
+      roundEightToHalf(data + i);
+  } else {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < vectorEnd; i += 8)
+      roundEightToHalf(data + i);
   }
   for (int64_t i = vectorEnd; i < count; ++i) {
     data[i] = popsim::roundToHalf(data[i]);
@@ -97,7 +108,12 @@ void roundToHalf(float* data, size_t count) {
 #if POPSIM_HAS_VECTOR_CLONES
   if (useF16c()) return roundToHalfF16c(data, n);
 #endif
-#pragma omp parallel for if (n >= kParallelElements) schedule(static)
+  if (n < kParallelElements) {
+    for (int64_t i = 0; i < n; ++i)
+      data[i] = popsim::roundToHalf(data[i]);
+    return;
+  }
+#pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; ++i) {
     data[i] = popsim::roundToHalf(data[i]);
   }
@@ -126,7 +142,12 @@ void floatToHalf(const float* in, uint16_t* out, size_t count) {
 void roundToHalfStochastically(float* data, size_t count, uint64_t key, uint64_t draw) {
   const auto n = static_cast<int64_t>(count);
   const uint64_t stream = mix(key ^ mix(draw + 0x9e3779b97f4a7c15ull));
-#pragma omp parallel for if (n >= kParallelElements) schedule(static)
+  if (n < kParallelElements) {
+    for (int64_t i = 0; i < n; ++i)
+      data[i] = stochasticallyRounded(data[i], mix(stream + static_cast<uint64_t>(i)));
+    return;
+  }
+#pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; ++i) {
     data[i] = stochasticallyRounded(data[i], mix(stream + static_cast<uint64_t>(i)));
   }
