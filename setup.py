@@ -19,6 +19,7 @@ from pathlib import Path
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
 
@@ -59,4 +60,20 @@ class CMakeBuild(build_ext):
         subprocess.run(build, check=True)
 
 
-setup(ext_modules=[CMakeExtension("popsim._C")], cmdclass={"build_ext": CMakeBuild})
+class FreshBuildPy(build_py):
+    """Copies the package into the build directory, first removing the modules
+    an earlier build left there that the sources no longer have: setuptools
+    only adds files, so a module moved since would still be installed."""
+
+    def run(self):
+        target = Path(self.build_lib) / "popsim"
+        source = ROOT / "python" / "popsim"
+        if target.is_dir():
+            for stale in [path for path in target.rglob("*.py")
+                          if not (source / path.relative_to(target)).exists()]:
+                stale.unlink()
+        super().run()
+
+
+setup(ext_modules=[CMakeExtension("popsim._C")],
+      cmdclass={"build_ext": CMakeBuild, "build_py": FreshBuildPy})
