@@ -8,7 +8,9 @@
 #include <immintrin.h>
 #endif
 
+#include <algorithm>
 #include <cmath>
+#include <omp.h>
 
 namespace popsim::kernels {
 namespace {
@@ -19,51 +21,55 @@ namespace {
 // float16-partials kernels round a row of partial sums every 16 products.
 constexpr int64_t kParallelElements = int64_t{1} << 16;
 
-#if POPSIM_HAS_VECTOR_CLONES
-__attribute__((target("avx2,f16c"))) void roundEightToHalf(float* data) {
-  const __m128i half = _mm256_cvtps_ph(_mm256_loadu_ps(data), _MM_FROUND_TO_NEAREST_INT);
-  _mm256_storeu_ps(data, _mm256_cvtph_ps(half));
+// Runs rangeOf(begin, end) over [0, count): once on the calling thread, or
+// for large counts on one contiguous part per OpenMP thread. Every loop here
+// is elementwise (stochastic rounding draws by element index), so the parts
+// give the same results as one pass.
+template <typename Range> void inParts(int64_t count, Range&& rangeOf) {
+  if (count < kParallelElements) {
+    rangeOf(int64_t{0}, count);
+    return;
+  }
+#pragma omp parallel
+  {
+    const int64_t threads = omp_get_num_threads();
+    const int64_t part = (count + threads - 1) / threads;
+    const int64_t begin = std::min(count, part * omp_get_thread_num());
+    rangeOf(begin, std::min(count, begin + part));
+  }
 }
 
-__attribute__((target("avx2,f16c"))) void roundToHalfF16c(float* data, int64_t count) {
-  const int64_t vectorEnd = count - count % 8;
-  if (count < kParallelElements) {
-    for (int64_t i = 0; i < vectorEnd; i += 8)
-      roundEightToHalf(data + i);
-  } else {
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < vectorEnd; i += 8)
-      roundEightToHalf(data + i);
+#if POPSIM_HAS_VECTOR_CLONES
+__attribute__((target("avx2,f16c"))) void roundToHalfF16c(float* data, int64_t begin, int64_t end) {
+  int64_t i = begin;
+  for (; i + 8 <= end; i += 8) {
+    const __m128i half = _mm256_cvtps_ph(_mm256_loadu_ps(data + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm256_storeu_ps(data + i, _mm256_cvtph_ps(half));
   }
-  for (int64_t i = vectorEnd; i < count; ++i) {
+  for (; i < end; ++i)
     data[i] = popsim::roundToHalf(data[i]);
-  }
 }
 
 __attribute__((target("avx2,f16c"))) void halfToFloatF16c(const uint16_t* in, float* out,
-                                                          int64_t count) {
-  const int64_t vectorEnd = count - count % 8;
-#pragma omp parallel for if (count >= kParallelElements) schedule(static)
-  for (int64_t i = 0; i < vectorEnd; i += 8) {
+                                                          int64_t begin, int64_t end) {
+  int64_t i = begin;
+  for (; i + 8 <= end; i += 8) {
     const __m128i half = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
     _mm256_storeu_ps(out + i, _mm256_cvtph_ps(half));
   }
-  for (int64_t i = vectorEnd; i < count; ++i) {
+  for (; i < end; ++i)
     out[i] = halfBitsToFloat(in[i]);
-  }
 }
 
 __attribute__((target("avx2,f16c"))) void floatToHalfF16c(const float* in, uint16_t* out,
-                                                          int64_t count) {
-  const int64_t vectorEnd = count - count % 8;
-#pragma omp parallel for if (count >= kParallelElements) schedule(static)
-  for (int64_t i = 0; i < vectorEnd; i += 8) {
+                                                          int64_t begin, int64_t end) {
+  int64_t i = begin;
+  for (; i + 8 <= end; i += 8) {
     const __m128i half = _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), half);
   }
-  for (int64_t i = vectorEnd; i < count; ++i) {
+  for (; i < end; ++i)
     out[i] = floatToHalfBits(in[i]);
-  }
 }
 #endif
 
@@ -104,53 +110,41 @@ bool useF16c() {
 } // namespace
 
 void roundToHalf(float* data, size_t count) {
-  const auto n = static_cast<int64_t>(count);
+  inParts(static_cast<int64_t>(count), [&](int64_t begin, int64_t end) {
 #if POPSIM_HAS_VECTOR_CLONES
-  if (useF16c()) return roundToHalfF16c(data, n);
+    if (useF16c()) return roundToHalfF16c(data, begin, end);
 #endif
-  if (n < kParallelElements) {
-    for (int64_t i = 0; i < n; ++i)
+    for (int64_t i = begin; i < end; ++i)
       data[i] = popsim::roundToHalf(data[i]);
-    return;
-  }
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i) {
-    data[i] = popsim::roundToHalf(data[i]);
-  }
+  });
 }
 
 void halfToFloat(const uint16_t* in, float* out, size_t count) {
-  const auto n = static_cast<int64_t>(count);
+  inParts(static_cast<int64_t>(count), [&](int64_t begin, int64_t end) {
 #if POPSIM_HAS_VECTOR_CLONES
-  if (useF16c()) return halfToFloatF16c(in, out, n);
+    if (useF16c()) return halfToFloatF16c(in, out, begin, end);
 #endif
-  for (int64_t i = 0; i < n; ++i) {
-    out[i] = halfBitsToFloat(in[i]);
-  }
+    for (int64_t i = begin; i < end; ++i)
+      out[i] = halfBitsToFloat(in[i]);
+  });
 }
 
 void floatToHalf(const float* in, uint16_t* out, size_t count) {
-  const auto n = static_cast<int64_t>(count);
+  inParts(static_cast<int64_t>(count), [&](int64_t begin, int64_t end) {
 #if POPSIM_HAS_VECTOR_CLONES
-  if (useF16c()) return floatToHalfF16c(in, out, n);
+    if (useF16c()) return floatToHalfF16c(in, out, begin, end);
 #endif
-  for (int64_t i = 0; i < n; ++i) {
-    out[i] = floatToHalfBits(in[i]);
-  }
+    for (int64_t i = begin; i < end; ++i)
+      out[i] = floatToHalfBits(in[i]);
+  });
 }
 
 void roundToHalfStochastically(float* data, size_t count, uint64_t key, uint64_t draw) {
-  const auto n = static_cast<int64_t>(count);
   const uint64_t stream = mix(key ^ mix(draw + 0x9e3779b97f4a7c15ull));
-  if (n < kParallelElements) {
-    for (int64_t i = 0; i < n; ++i)
+  inParts(static_cast<int64_t>(count), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
       data[i] = stochasticallyRounded(data[i], mix(stream + static_cast<uint64_t>(i)));
-    return;
-  }
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i) {
-    data[i] = stochasticallyRounded(data[i], mix(stream + static_cast<uint64_t>(i)));
-  }
+  });
 }
 
 HalfRoundingKernel::HalfRoundingKernel(std::unique_ptr<Kernel> inner,

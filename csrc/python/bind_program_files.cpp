@@ -7,6 +7,7 @@
 #include "host/program_file.h"
 #include "host/program_key.h"
 #include "python/bindings.h"
+#include "python/json_objects.h"
 
 #include <filesystem>
 #include <pybind11/stl.h>
@@ -16,10 +17,9 @@ namespace py = pybind11;
 namespace popsim::python {
 namespace {
 
-// JSON values cross as the objects json.loads gives and json.dumps takes.
-py::object toPython(const nlohmann::json& value) {
-  return py::module_::import("json").attr("loads")(value.dump());
-}
+// JSON values cross as the objects json.loads gives (json_objects.h's
+// conversion) and json.dumps takes.
+py::object toPython(const nlohmann::json& value) { return python::toPython(profile::Json(value)); }
 
 nlohmann::json fromPython(const py::object& value) {
   return nlohmann::json::parse(

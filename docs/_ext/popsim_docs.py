@@ -15,7 +15,7 @@ import importlib
 import inspect
 import json
 import re
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 from docutils import nodes
 from docutils.parsers.rst import Directive, directives
@@ -50,6 +50,20 @@ POPSIM_ONLY = {
 }
 
 
+def read_results(directive: Directive, name: str) -> Tuple[str, List[Dict[str, Any]]]:
+    """The rows of the JSON file the directive's argument names (relative to its page; one
+    object stands for a list of one), which the page then depends on."""
+    env = directive.state.document.settings.env
+    relative, path = env.relfn2path(directive.arguments[0], env.docname)
+    env.note_dependency(relative)
+    try:
+        with open(path, encoding="utf-8") as file:
+            rows = json.load(file)
+    except (OSError, ValueError) as error:
+        raise directive.error(f"{name}: cannot read {relative}: {error}")
+    return relative, [rows] if isinstance(rows, dict) else rows
+
+
 class ResultsTable(Directive):
     """``results-table FILE``: one row per object of the JSON list in FILE (relative to the
     page), one column per ``:columns:`` entry ``key=heading:format`` (format: a Python format
@@ -63,16 +77,7 @@ class ResultsTable(Directive):
                    "caption": directives.unchanged}
 
     def run(self) -> List[nodes.Node]:
-        env = self.state.document.settings.env
-        relative, path = env.relfn2path(self.arguments[0], env.docname)
-        env.note_dependency(relative)
-        try:
-            with open(path, encoding="utf-8") as file:
-                rows = json.load(file)
-        except (OSError, ValueError) as error:
-            raise self.error(f"results-table: cannot read {relative}: {error}")
-        if isinstance(rows, dict):
-            rows = [rows]
+        relative, rows = read_results(self, "results-table")
         if self.options.get("where"):
             key, _, wanted = self.options["where"].partition("=")
             rows = [row for row in rows if str(self._value(row, key.strip())) == wanted.strip()]
@@ -153,15 +158,11 @@ class ResultsChart(Directive):
         matplotlib.use("agg")
         import matplotlib.pyplot as plt
 
-        env = self.state.document.settings.env
-        relative, path = env.relfn2path(self.arguments[0], env.docname)
-        env.note_dependency(relative)
+        relative, rows = read_results(self, "results-chart")
         try:
-            with open(path, encoding="utf-8") as file:
-                rows = json.load(file)
             points = [(float(row[self.options["x"]]), float(row[self.options["y"]]),
                        str(row[self.options["label"]])) for row in rows]
-        except (OSError, ValueError, KeyError, TypeError) as error:
+        except (ValueError, KeyError, TypeError) as error:
             raise self.error(f"results-chart: cannot read {relative}: {error}")
         if not points:
             raise self.error(f"results-chart: no rows in {relative}")

@@ -79,22 +79,22 @@ bool accumulateGradients(ir::Graph& graph, PassContext& context) {
                                     : training::float32Like(grad->type());
     ir::Value* accumulator = graph.addState(ir::parameterStateName(param->name(), "accumulator"),
                                             type, ir::StateKind::Accumulator);
+    // Each addition runs where its value is computed (a gradient with no
+    // producer, a constant, where the parameter's backward pass runs).
+    const auto placementFor = [&](const ir::Value* value) {
+      return value->producer() != nullptr ? value->producer()->placement()
+                                          : inPhase(placementOf(param), ir::Phase::Backward);
+    };
     if (config.runningMean) {
-      // A running mean counts its values: one per micro-batch.
+      // A running mean counts its values, one per micro-batch: the sum stays whole.
       ir::Value* count = graph.addState(ir::parameterStateName(param->name(), "accumulator_count"),
                                         {ir::DType::Int64, {}}, ir::StateKind::Accumulator);
       addNode(graph, ir::OpKind::Accumulate, {accumulator, grad, count}, {{"every", accumulation}},
-              ir::Phase::Backward,
-              grad->producer() != nullptr ? grad->producer()->placement()
-                                          : inPhase(placementOf(param), ir::Phase::Backward));
-    } else if (grad->producer() == nullptr) {
-      addNode(graph, ir::OpKind::Accumulate, {accumulator, grad}, {{"every", accumulation}},
-              ir::Phase::Backward, inPhase(placementOf(param), ir::Phase::Backward));
+              ir::Phase::Backward, placementFor(grad));
     } else {
       for (ir::Value* contribution : contributionsOf(graph, grad)) {
         addNode(graph, ir::OpKind::Accumulate, {accumulator, contribution},
-                {{"every", accumulation}}, ir::Phase::Backward,
-                contribution->producer()->placement());
+                {{"every", accumulation}}, ir::Phase::Backward, placementFor(contribution));
       }
     }
     graph.setGradient(param, accumulator);
