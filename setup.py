@@ -73,6 +73,11 @@ class FreshBuildPy(build_py):
                           if not (source / path.relative_to(target)).exists()]:
                 stale.unlink()
         super().run()
+        # The start-up hook that lets `import popdist` find popsim's PopDist API when no
+        # real PopDist is installed (python/_popsim_popdist.py says how). A .pth file must
+        # sit at the top of site-packages, which is the top of the wheel's build_lib.
+        self.copy_file(str(ROOT / "python" / "popsim-popdist.pth"),
+                       str(Path(self.build_lib) / "popsim-popdist.pth"))
 
 
 setup(ext_modules=[CMakeExtension("popsim._C")],

@@ -62,3 +62,41 @@ def test_import_popdist_finds_the_api_on_the_printed_path(tmp_path):
     done = subprocess.run([sys.executable, "-c", script], env=env, cwd=tmp_path,
                           capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.split() == ["2", "2"]
+
+
+def _run(script, cwd, **env):
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    environment.update(env)
+    return subprocess.run([sys.executable, "-c", script], env=environment, cwd=cwd,
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.timeout(120)
+def test_import_popdist_needs_no_path_where_popsim_is_installed(tmp_path):
+    done = _run("import popdist, popdist.poptorch\n"
+                "print(popdist.__file__)\n"
+                "print(popdist.getNumTotalReplicas(), popdist.poptorch.Options(4).replication_factor)\n",
+                tmp_path, RANK="1", WORLD_SIZE="2", POPDIST_NUM_LOCAL_REPLICAS="3")
+    assert done.returncode == 0, done.stderr
+    path, counts = done.stdout.splitlines()
+    assert path.endswith(os.path.join("popsim", "_shims", "popdist", "__init__.py"))
+    assert counts.split() == ["6", "3"]
+
+
+@pytest.mark.timeout(120)
+def test_a_real_popdist_is_not_shadowed(tmp_path):
+    real = tmp_path / "real" / "popdist"
+    real.mkdir(parents=True)
+    (real / "__init__.py").write_text("WHO = 'the real PopDist'\n")
+    (real / "poptorch.py").write_text("WHO = 'the real popdist.poptorch'\n")
+    done = _run("import popdist, popdist.poptorch\nprint(popdist.WHO, '/', popdist.poptorch.WHO)\n",
+                tmp_path, PYTHONPATH=str(tmp_path / "real"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "the real PopDist / the real popdist.poptorch"
+
+
+def test_execute_on_instances_runs_only_on_the_listed_ones(job):
+    calls = []
+    assert popdist.execute_on_instances({2}, lambda x: calls.append(x) or x * 2, 21) == 42
+    assert popdist.execute_on_instances({0, 1}, calls.append, "not here") is None
+    assert calls == [21]

@@ -2,6 +2,7 @@
 how many, and the replicas and IPUs each runs (popsim.popdist re-exports them)."""
 
 import os
+from typing import Any, Callable, Collection, Optional
 
 from popsim.api.errors import OptionError
 
@@ -75,3 +76,17 @@ def init() -> None:
         raise OptionError(f"popdist.init: RANK {getInstanceIndex()} is not in "
                           f"[0, {getNumInstances()}) for WORLD_SIZE {getNumInstances()}.",
                           option="RANK")
+
+
+def execute_on_instances(instances: Collection[int], fn: Callable[..., Any], *args: Any,
+                         **kwargs: Any) -> Optional[Any]:
+    """Calls ``fn(*args, **kwargs)`` on the listed instances only (Graphcore's examples write
+    checkpoints on instance 0 this way) and returns its result there, None elsewhere. Every
+    process then waits for the others at a barrier of the job's torch.distributed group, when
+    one is running, so that no instance reads what another has not finished writing."""
+    import torch.distributed as dist
+
+    result = fn(*args, **kwargs) if getInstanceIndex() in instances else None
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+    return result
