@@ -225,7 +225,71 @@ void NodeContext::restoreHalfOutputs() {
   }
 }
 
+namespace {
+
+// Layers whose float operands besides the activation are the module's own
+// parameters: a weight matrix or filter, a bias, a norm's scale and shift.
+const std::set<std::string>& parameterisedLayers() {
+  static const std::set<std::string> kLayers = {"aten::linear",
+                                                "aten::addmm",
+                                                "aten::mm",
+                                                "aten::matmul",
+                                                "aten::_convolution",
+                                                "aten::convolution",
+                                                "aten::conv1d",
+                                                "aten::conv2d",
+                                                "aten::conv3d",
+                                                "aten::conv_transpose1d",
+                                                "aten::conv_transpose2d",
+                                                "aten::conv_transpose3d",
+                                                "aten::group_norm",
+                                                "aten::prelu"};
+  return kLayers;
+}
+
+// Whether `value` reads a model weight (a parameter or buffer) unchanged,
+// directly or through views such as Linear's transpose.
+bool readsWeight(const FrontendValue& value) {
+  if (!value.alias.has_value() || value.alias->storage == nullptr) return false;
+  const ir::Value* root = value.alias->storage->root;
+  return root != nullptr && root->role() == ir::ValueRole::Weight &&
+         value.alias->storage->contents == root && value.alias->opaqueView.empty();
+}
+
+} // namespace
+
+bool NodeContext::castsParametersToActivations() {
+  // PopTorch runs a float16 activation through a layer whose parameters are
+  // float32 in float16, casting the parameters (eager PyTorch refuses the
+  // mix); PyTorch's promotion would compute the layer, and everything after
+  // it, in float32.
+  if (parameterisedLayers().count(opName_) == 0) return false;
+  std::vector<size_t> parameters;
+  bool halfActivation = false;
+  for (size_t i = 0; i < numInputs(); ++i) {
+    const FrontendValue& value = input(i);
+    if (value.kind != FrontendValue::Kind::Tensor || !ir::isFloat(value.tensor->type().dtype)) {
+      continue;
+    }
+    const bool isHalf = value.tensor->type().dtype == ir::DType::Float16;
+    if (!isHalf && readsWeight(value)) {
+      parameters.push_back(i);
+    } else if (isHalf && !readsWeight(value)) {
+      halfActivation = true;
+    } else if (!isHalf) {
+      return false; // a float32 activation: PyTorch's promotion decides
+    }
+  }
+  if (!halfActivation || parameters.empty()) return false;
+  for (size_t i : parameters) {
+    castOperands_[i] = emit(ir::OpKind::Cast, {input(i).tensor},
+                            {{"dtype", std::string(ir::dtypeName(ir::DType::Float16))}});
+  }
+  return true;
+}
+
 void NodeContext::unifyMixedFloats(bool downcast) {
+  if (!downcast && castsParametersToActivations()) return;
   // Ops that cast or normalise keep their operands: the result's dtype is
   // what they are asked for, and norms mix float32 statistics with float16
   // activations by design (Precision.runningStatisticsAlwaysFloat).

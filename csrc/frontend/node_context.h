@@ -102,6 +102,11 @@ public:
   void restoreHalfOutputs();
 
 private:
+  // Under PyTorch's promotion, a parameterised layer (linear, convolution,
+  // group norm, prelu) fed a float16 activation computes in float16 with its
+  // float32 parameters cast, as PopTorch does. False when the op is not such
+  // a layer or its operands do not mix that way.
+  bool castsParametersToActivations();
   const FrontendValue& input(size_t index) const;
   // The argument as a compile-time value; unsupported when it is computed at runtime.
   const c10::IValue& staticArgument(size_t index, const char* expected) const;

@@ -110,6 +110,74 @@ def test_the_legacy_tracing_frontend_downcasts_float32_inputs_of_a_float16_model
     torch.testing.assert_close(actual, expected, rtol=0, atol=0)
 
 
+LAYERS_WITH_PARAMETERS = {
+    "Linear": (lambda: nn.Linear(6, 4), (3, 6)),
+    "Conv1d": (lambda: nn.Conv1d(2, 3, 3), (2, 2, 7)),
+    "ConvTranspose2d": (lambda: nn.ConvTranspose2d(2, 3, 3), (1, 2, 4, 4)),
+    "GroupNorm": (lambda: nn.GroupNorm(2, 4), (2, 4, 5)),
+    "PReLU": (lambda: nn.PReLU(), (2, 5)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAYERS_WITH_PARAMETERS))
+def test_a_float16_activation_through_float32_parameters_computes_in_float16(name):
+    """PopTorch casts a layer's float32 parameters to a float16 activation's
+    dtype (eager refuses the mix): the result is float16, as if the layer had
+    been converted with .half()."""
+    make, shape = LAYERS_WITH_PARAMETERS[name]
+    torch.manual_seed(0)
+    layer = make()
+    x = torch.randn(*shape).half()
+    actual = popsim.inferenceModel(layer)(x)
+    assert actual.dtype == torch.float16
+    halved = copy.deepcopy(layer).half()
+    torch.testing.assert_close(actual, popsim.inferenceModel(halved)(x), rtol=0, atol=0)
+    with HalfOnCpu(downcast_mixed=False):  # eager, each op rounded (as test_half_precision_ops)
+        expected = halved(x)
+    torch.testing.assert_close(actual, expected, rtol=4 * FLOAT16_ULP, atol=FLOAT16_ULP)
+    assert all(p.dtype == torch.float32 for p in layer.parameters())
+
+
+class HalfActivations(nn.Module):
+    """A float32 model whose activations are float16 from the input on."""
+
+    def __init__(self):
+        super().__init__()
+        self.hidden = nn.Linear(16, 32)
+        self.out = nn.Linear(32, 5)
+
+    def forward(self, x, labels):
+        scores = self.out(torch.relu(self.hidden(x)))
+        return scores, F.cross_entropy(scores.float(), labels)
+
+
+def test_float32_parameters_train_through_float16_activations():
+    """The parameters stay float32 and take their float16 copies' gradients
+    (the cast's backward), as eager autograd gives them through .half()."""
+    torch.manual_seed(0)
+    model = HalfActivations()
+    reference = copy.deepcopy(model)
+    data = batches(3)
+    trainer = popsim.trainingModel(model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1))
+    for x, labels in data:
+        scores, _ = trainer(x, labels)
+        assert scores.dtype == torch.float16
+    trainer.copyWeightsToHost()
+    with HalfOnCpu(downcast_mixed=False):
+        for x, labels in data:
+            hidden, out = reference.hidden, reference.out
+            h = torch.relu(F.linear(x, hidden.weight.half(), hidden.bias.half()))
+            scores = F.linear(h, out.weight.half(), out.bias.half())
+            F.cross_entropy(scores.float(), labels).backward()
+            with torch.no_grad():
+                for parameter in reference.parameters():
+                    parameter.add_(parameter.grad, alpha=-0.1)
+                    parameter.grad = None
+    for (name, actual), expected in zip(model.named_parameters(), reference.parameters()):
+        assert actual.dtype == torch.float32, name
+        torch.testing.assert_close(actual, expected, rtol=1e-6, atol=1e-7, msg=name)
+
+
 class Casts(nn.Module):
     """PopTorch's halfFloatCasting examples: x.to(y.dtype) + y, and an explicit float32."""
 
@@ -374,6 +442,23 @@ def test_automatic_loss_scaling_needs_float16_gradients():
     with pytest.raises(popsim.Error, match=r"setAutomaticLossScaling\(True\): the backward pass "
                        r"computes no float16 gradients"):
         trainer(x.float(), labels)
+
+
+def test_automatic_loss_scaling_reads_float16_weights_gradients_computed_in_float32():
+    """A float16 model fed float32 inputs computes in float32 (PyTorch's
+    promotion), and each float16 weight's gradient is rounded to float16 at
+    its cast: those gradients set the loss scaling, as in PopTorch."""
+    opts = popsim.Options()
+    opts.Training.setAutomaticLossScaling(True)
+    model = Classifier().half()
+    optimizer = popsim.optim.SGD(model.parameters(), lr=0.1, loss_scaling=512.0)
+    trainer = popsim.trainingModel(model, opts, optimizer)
+    x, labels = batches(1)[0]
+    trainer(x.float(), labels)
+    factor = trainer._executable.read_variables(
+        [popsim._C.LOSS_SCALING_NAME])[popsim._C.LOSS_SCALING_NAME].item()
+    assert factor == 1024.0  # small gradients: doubled
+    assert all(p.dtype == torch.float16 for p in model.parameters())
 
 
 class Scale(nn.Module):

@@ -55,6 +55,20 @@ bool movesElements(ir::OpKind kind) {
   }
 }
 
+// Whether a backward node computes the elements of its outputs. A cast of a
+// float32 gradient to float16 does: it rounds, say, a float16 weight's
+// gradient computed in float32 after PyTorch's promotion, and overflows where
+// that gradient leaves float16's range. (Casts of values the backward pass
+// did not compute, such as the loss scaling factor, are not gradients.)
+bool computesElements(const ir::Node& node) {
+  if (node.kind() == ir::OpKind::Cast) {
+    const ir::Value* source = node.inputs().at(0);
+    return source->type().dtype != ir::DType::Float16 && source->producer() != nullptr &&
+           source->producer()->placement().phase == ir::Phase::Backward;
+  }
+  return !movesElements(node.kind());
+}
+
 ir::Value* scalarOp(ir::Graph& graph, ir::OpKind kind, ir::Value* a, ir::Value* b,
                     const ir::Placement& where) {
   return addNode(graph, kind, {a, b}, {}, where.phase, where)->output();
@@ -122,7 +136,7 @@ private:
     if (!config_.automaticLossScaling) return;
     std::vector<std::pair<ir::Value*, ir::Placement>> tracked;
     for (const auto& node : graph_.nodes()) {
-      if (node->placement().phase != ir::Phase::Backward || movesElements(node->kind())) continue;
+      if (node->placement().phase != ir::Phase::Backward || !computesElements(*node)) continue;
       for (ir::Value* output : node->outputs()) {
         if (output->type().dtype == ir::DType::Float16) {
           tracked.emplace_back(output, node->placement());

@@ -40,10 +40,16 @@ class HalfOnCpu(TorchDispatchMode):
     results to float16 (see the module doc). Views run as they are (they
     compute nothing and must share their input's storage)."""
 
-    def __init__(self, downcast_mixed: bool, shapes_only: bool = False) -> None:
+    def __init__(self, downcast_mixed: bool, shapes_only: bool = False,
+                 weights: Collection[torch.Tensor] = ()) -> None:
         super().__init__()
         # FloatDowncastToHalf: an op mixing float16 and float32 operands gives float16.
         self._downcast_mixed = downcast_mixed
+        # The model's parameters and buffers, by storage: a layer (_LAYERS) whose float32
+        # operands are all of them, fed float16 activations, computes in float16, as
+        # PopTorch casts the parameters (popsim's importer does the same).
+        self._weight_storages = {_storage_address(w) for w in weights if w.is_floating_point()}
+        self._weight_storages.discard(0)  # empty tensors have no storage to tell apart
         # A cost-only compilation: matmuls and convolutions give zeros of their
         # result's shape and dtype instead of computing.
         self._shapes_only = shapes_only
@@ -75,13 +81,22 @@ class HalfOnCpu(TorchDispatchMode):
         result = func(*tree_map(_upcast, args), **tree_map(_upcast, kwargs))
         if dtypes is None:
             floats = [t for t in tensors if t.is_floating_point()]
-            half = all(_is_half(t) for t in floats) or self._downcast_mixed or asks_half
+            half = (all(_is_half(t) for t in floats) or self._downcast_mixed or asks_half
+                    or self._casts_parameters(func, floats))
             dtypes = [torch.float16 if half else None] * len(_as_list(result))
         rounded = [t.to(dtype) if isinstance(t, torch.Tensor) and t.is_floating_point()
                    and dtype is not None and dtype.is_floating_point else t
                    for t, dtype in zip(_as_list(result), dtypes)]
         return tuple(rounded) if isinstance(result, (tuple, list)) else rounded[0]
 
+
+    def _casts_parameters(self, func: torch._ops.OpOverload, floats: List[torch.Tensor]
+                          ) -> bool:
+        """Whether `func` is a layer fed float16 activations whose float32 operands are
+        all the model's parameters (or views of them)."""
+        return (func in _LAYERS and any(_is_half(t) for t in floats)
+                and all(_storage_address(t) in self._weight_storages
+                        for t in floats if not _is_half(t)))
 
     def _placeholder(self, func: torch._ops.OpOverload, args: Sequence[Any],
                      kwargs: Dict[str, Any], tensors: List[torch.Tensor]) -> torch.Tensor:
@@ -95,9 +110,15 @@ class HalfOnCpu(TorchDispatchMode):
         dtype = meta.dtype
         floats = [t for t in tensors if t.is_floating_point()]
         if any(_is_half(t) for t in floats):
-            half = all(_is_half(t) for t in floats) or self._downcast_mixed
+            half = (all(_is_half(t) for t in floats) or self._downcast_mixed
+                    or self._casts_parameters(func, floats))
             dtype = torch.float16 if half else torch.float32
         return torch.zeros(meta.shape, dtype=dtype)
+
+
+def _storage_address(tensor: torch.Tensor) -> int:
+    """Where `tensor`'s storage starts: the same for a tensor and its views."""
+    return int(tensor.storage().data_ptr())
 
 
 def _to_meta(value: Any) -> Any:
@@ -197,6 +218,15 @@ def _convolution(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch
                                        True)
 
 
+# The layers, as the dispatcher sees them, that take the model's parameters as
+# operands: Linear (addmm or mm on the weight's transpose), convolutions,
+# GroupNorm and PReLU.
+_LAYERS = frozenset({torch.ops.aten.addmm.default, torch.ops.aten.mm.default,
+                     torch.ops.aten.convolution.default, torch.ops.aten._convolution.default,
+                     torch.ops.aten.native_group_norm.default,
+                     torch.ops.aten.prelu.default})
+
+
 def _conv(dims: int) -> Callable[..., torch.Tensor]:
     def conv(input: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None,
              stride: Union[int, Sequence[int]] = 1, padding: Union[str, int, Sequence[int]] = 0,
@@ -222,14 +252,15 @@ _CONVOLUTIONS.update({f"conv_transpose{d}d": _conv_transpose(d) for d in (1, 2, 
 
 
 @contextlib.contextmanager
-def half_on_cpu(downcast_mixed: bool, shapes_only: bool = False) -> Iterator[None]:
+def half_on_cpu(downcast_mixed: bool, shapes_only: bool = False,
+                weights: Collection[torch.Tensor] = ()) -> Iterator[None]:
     """HalfOnCpu with the convolutions traced as aten::_convolution."""
     functional = torch.nn.functional
     saved = {name: getattr(functional, name) for name in _CONVOLUTIONS}
     for name, function in _CONVOLUTIONS.items():
         setattr(functional, name, function)
     try:
-        with HalfOnCpu(downcast_mixed, shapes_only):
+        with HalfOnCpu(downcast_mixed, shapes_only, weights):
             yield
     finally:
         for name, function in saved.items():

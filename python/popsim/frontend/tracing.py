@@ -406,7 +406,8 @@ def _trace(model: torch.nn.Module, signature: Signature,
     # fused kernels under no_grad that have no popsim lowering.
     # Always on, for float16 parameters and inputs as for float16 made inside
     # forward(); ops without float16 operands pass straight through it.
-    guards.enter_context(_half_tracing.half_on_cpu(downcast_mixed_floats, shapes_only))
+    weights = [*model.parameters(), *model.buffers()]
+    guards.enter_context(_half_tracing.half_on_cpu(downcast_mixed_floats, shapes_only, weights))
     with guards, torch.enable_grad(), warnings.catch_warnings():
         # PyTorch's and torchvision's own modules turn shapes into Python values
         # (attention's shape asserts, swin's window padding); popsim compiles
