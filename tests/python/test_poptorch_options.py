@@ -5,6 +5,7 @@ useOfflineIpuTarget, updatableNamedBuffers with copyNamedBuffersToDevice,
 loadFromFile, modelName, relaxOptimizerAttributesChecks, and the options
 popsim records (syncPattern, enableStableNorm, _Popart.set)."""
 
+import copy
 import logging
 import os
 import subprocess
@@ -363,3 +364,28 @@ def test_default_output_mode_says_whether_the_mode_is_still_the_default():
     opts.outputMode(popsim.OutputMode.All)
     assert opts.defaultOutputMode() is False
     assert opts.outputMode(popsim.OutputMode.Default).defaultOutputMode() is True
+
+
+def test_tensor_locations_read_back_as_poptorchs_dictionaries():
+    """opts.TensorLocations.location_* hold PopTorch's keys, switches as 0 or 1,
+    and a deep copy keeps the settings it was taken with."""
+    opts = popsim.Options()
+    opts.TensorLocations.setWeightLocation(popsim.TensorLocationSettings().useOnChipStorage(True))
+    kept = copy.deepcopy(opts)
+    opts.TensorLocations.setWeightLocation(
+        popsim.TensorLocationSettings().useOnChipStorage(False).minElementsForOffChip(64))
+    opts.TensorLocations.setOptimizerLocation(
+        popsim.TensorLocationSettings().useReplicatedTensorSharding(True)
+        .minElementsForReplicatedTensorSharding(8))
+    assert kept.TensorLocations.location_weight["onChip"] == 1
+    assert opts.TensorLocations.location_weight == {
+        "onChip": 0, "minElementsForOffChip": 64, "useReplicatedTensorSharding": 0,
+        "minElementsForReplicatedTensorSharding": 0, "useIOTilesToLoad": 0,
+        "useIOTilesToStore": 0}
+    optimizer = opts.TensorLocations.location_optimizer
+    assert (optimizer["useReplicatedTensorSharding"],
+            optimizer["minElementsForReplicatedTensorSharding"]) == (1, 8)
+    assert opts.TensorLocations.location_accumulator["onChip"] == 1
+    assert opts.TensorLocations.location_activation["onChip"] == 1
+    opts.TensorLocations.location_weight["onChip"] = 1  # a copy: the options keep theirs
+    assert opts.TensorLocations.location_weight["onChip"] == 0

@@ -4,7 +4,7 @@ session's options in the core."""
 
 import copy
 import os
-from typing import Optional, Union
+from typing import Dict, Optional, Union
 
 import torch
 
@@ -525,6 +525,27 @@ class _TensorLocationOptions(_OptionGroup):
         "activation_location": _CoreField("tensor_locations.activations", *_LOCATION_CODEC),
         "num_io_tiles": _CoreField("tensor_locations.num_io_tiles"),
     }
+
+    @property
+    def location_weight(self) -> Dict[str, int]:
+        """Where weights live, as PopTorch's dictionary (see
+        :meth:`popsim.TensorLocationSettings.toDict`); a new copy on every read."""
+        return self.weight_location.toDict()
+
+    @property
+    def location_optimizer(self) -> Dict[str, int]:
+        """Where the optimizer state lives, as PopTorch's dictionary (a new copy)."""
+        return self.optimizer_location.toDict()
+
+    @property
+    def location_accumulator(self) -> Dict[str, int]:
+        """Where gradient accumulators live, as PopTorch's dictionary (a new copy)."""
+        return self.accumulator_location.toDict()
+
+    @property
+    def location_activation(self) -> Dict[str, int]:
+        """Where stashed activations live, as PopTorch's dictionary (a new copy)."""
+        return self.activation_location.toDict()
 
     def numIOTiles(self, num_tiles: int) -> "_TensorLocationOptions":
         """Sets aside tiles of every IPU for host I/O.

@@ -7,6 +7,7 @@ which frees IPU memory and costs transfer time on the simulated clock.
 """
 
 import numbers
+from typing import Dict
 
 from popsim.api.errors import OptionError
 
@@ -162,6 +163,23 @@ class TensorLocationSettings:
         """
         self.io_tiles_to_store = _bool("useIOTilesToStore", use)
         return self
+
+    def toDict(self) -> Dict[str, int]:
+        """These settings under PopTorch's keys (``onChip``, ``minElementsForOffChip``,
+        ``useReplicatedTensorSharding``, ``minElementsForReplicatedTensorSharding``,
+        ``useIOTilesToLoad``, ``useIOTilesToStore``), switches as 0 or 1, as PopTorch's
+        ``opts.TensorLocations.location_*`` dictionaries hold them.
+
+        Returns:
+            A new dictionary with every key, each at its value in effect (PopTorch's lists only
+            the keys whose setters were called).
+        """
+        return {"onChip": int(self.on_chip),
+                "minElementsForOffChip": self.min_elements_for_off_chip,
+                "useReplicatedTensorSharding": int(self.replicated_tensor_sharding),
+                "minElementsForReplicatedTensorSharding": self.min_elements_for_sharding,
+                "useIOTilesToLoad": int(self.io_tiles_to_load),
+                "useIOTilesToStore": int(self.io_tiles_to_store)}
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, TensorLocationSettings) and vars(self) == vars(other)
