@@ -123,8 +123,14 @@ class Executor(ExecutorReports):
         # the executor in errors through a weak reference: an executor dropped without
         # destroy() is collected at once, and its __del__ brings the weights home.
         this = weakref.ref(self)
+
+        def destroy() -> None:  # model.destroy() on a trained host model
+            executor = this()
+            if executor is not None:
+                executor.destroy()
+
         self._flow = WeightFlow(model, self._model, self._options, training, optimizer, self._lock,
-                                lambda: repr(this()))
+                                lambda: repr(this()), destroy)
         # Replica-grouped parameters (PopTorch's attribute): name -> (CommGroupType,
         # shards, VariableRetrievalMode), set with ipu_model.<param>.replicaGrouping.
         self.per_replica_params: Dict[str, tuple] = {}
@@ -318,7 +324,13 @@ class Executor(ExecutorReports):
     @_one_thread_at_a_time
     def destroy(self) -> None:
         """Copies weights (and optimizer state) home and frees the compiled program;
-        the next call compiles again."""
+        the next call compiles again.
+
+        A training model's host model offers the same call as ``model.destroy()`` while it is
+        trained (unless it has a ``destroy`` of its own), as PopTorch's wrapped models do. Once
+        destroyed, the model can be wrapped again, by ``trainingModel`` of the model or of this
+        executor.
+        """
         self._flow.release()
         self._reset()
 

@@ -101,8 +101,8 @@ def test_introspection_before_compiling_is_a_clear_error():
     try:
         executor.memoryReport()
     except popsim.InputError as error:
-        assert str(error) == ("memoryReport() needs a compiled model: call the model or "
-                              "compile() first.")
+        assert str(error) == ("memoryReport() needs a compiled model: this one has not been "
+                              "compiled or has been destroyed. Call the model or compile() first.")
     else:
         raise AssertionError("expected an error")
 

@@ -354,3 +354,42 @@ def test_an_optimizer_in_use_pickles_and_copies_as_its_own_class():
     pair.trainer.destroy()
     assert type(pair.optimizer) is torch.optim.Adam
     assert float(pair.optimizer.state_dict()["state"][0]["step"]) == 2
+
+
+def test_the_host_models_destroy_unwraps_it_and_the_executor_wraps_again():
+    """As PopTorch: a trained host model's destroy() is its training model's; the
+    destroyed executor can be wrapped again, training resumes where it stopped,
+    and the destroyed one has no weights to copy."""
+    pair = Pair()
+    data = batches(4)
+    for x, labels in data[:2]:
+        pair.step(x, labels)
+    wrapped = pair.trainer.model
+    wrapped.destroy()
+    assert not pair.trainer.isCompiled() and not hasattr(wrapped, "destroy")
+    pair.assert_host_matches_eager()
+    destroyed = pair.trainer
+    with pytest.raises(popsim.InputError, match="has not been compiled or has been destroyed"):
+        destroyed.copyWeightsToHost()
+    with pytest.raises(popsim.InputError, match="has not been compiled or has been destroyed"):
+        destroyed.copyWeightsToDevice()
+    pair.trainer = popsim.trainingModel(destroyed, popsim.Options(), pair.optimizer)
+    assert pair.trainer.model is wrapped
+    for x, labels in data[2:]:
+        pair.step(x, labels)
+    pair.assert_host_matches_eager()
+    with pytest.raises(popsim.InputError, match="already wrapped"):
+        popsim.trainingModel(wrapped, popsim.Options(), pair.optimizer)
+
+
+class OwnDestroy(Classifier):
+    def destroy(self):
+        return "the model's own"
+
+
+def test_a_models_own_destroy_is_kept():
+    model = OwnDestroy()
+    trainer = popsim.trainingModel(WithLoss(model), popsim.Options(), adam(model))
+    trainer(*batches(1)[0])
+    assert model.destroy() == "the model's own" and trainer.isCompiled()
+    trainer.destroy()

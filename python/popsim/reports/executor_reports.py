@@ -46,7 +46,8 @@ class ExecutorReports:
 
     def _require_compiled(self, what: str) -> None:
         if self._compiled is None:
-            raise InputError(f"{what}() needs a compiled model: call the model or compile() first.")
+            raise InputError(f"{what}() needs a compiled model: this one has not been compiled "
+                             "or has been destroyed. Call the model or compile() first.")
 
     def memoryReport(self) -> Dict[str, Any]:
         """Gives the memory of each simulated IPU, by category, from the compiled plan.

@@ -10,7 +10,9 @@ This works by giving the model and each of its submodules a subclass of its
 own class that checks first (_class_swap.py). Pickling and deepcopy see the
 original class.
 destroy() (or the end of the training wrapper) restores the original
-classes.
+classes. Until then, `model.destroy()` on the host model is the training
+model's destroy(), as PopTorch's wrapped models have it, unless the model has
+an attribute of that name of its own.
 """
 
 import weakref
@@ -27,17 +29,33 @@ class DeviceWeights(Protocol):
     def copy_weights_home_if_newer(self) -> None: ...
 
 
+class _Hook:
+    """What a trained module calls back: its training model's weight copy and destroy()."""
+
+    def __init__(self, sync: Callable[[], None], destroy: Callable[[], None]) -> None:
+        self.sync = sync
+        self.destroy = destroy
+
+
 def _sync(module: torch.nn.Module) -> None:
-    sync: Optional[Callable[[], None]] = _SWAP.hook(module)
-    if sync is not None:
-        sync()
+    hook: Optional[_Hook] = _SWAP.hook(module)
+    if hook is not None:
+        hook.sync()
 
 
 def _synced_methods(synced: Type[Any]) -> Dict[str, Callable[..., Any]]:
     def __getattr__(self: torch.nn.Module, name: str) -> Any:
         if name in self.__dict__.get("_parameters", ()) or name in self.__dict__.get("_buffers", ()):
             _sync(self)
-        return super(synced, self).__getattr__(name)
+        try:
+            return super(synced, self).__getattr__(name)
+        except AttributeError:
+            # Reached only when the module has no attribute, submodule or parameter of the
+            # name, so the model's own `destroy` always wins.
+            hook: Optional[_Hook] = _SWAP.hook(self)
+            if name == "destroy" and hook is not None:
+                return hook.destroy
+            raise
 
     def synced_method(name: str) -> Callable[..., Any]:
         def method(self: torch.nn.Module, *args: Any, **kwargs: Any) -> Any:
@@ -58,8 +76,9 @@ def _synced_methods(synced: Type[Any]) -> Dict[str, Callable[..., Any]]:
 _SWAP = ClassSwap("_popsim_sync", _synced_methods, before_pickle=_sync)
 
 
-def install(model: torch.nn.Module, owner: DeviceWeights) -> None:
-    """Makes `model` copy `owner`'s device weights home before it is used."""
+def install(model: torch.nn.Module, owner: DeviceWeights, destroy: Callable[[], None]) -> None:
+    """Makes `model` copy `owner`'s device weights home before it is used, and gives it
+    `destroy` (the training model's) as `model.destroy()`."""
     reference = weakref.ref(owner)
 
     def sync() -> None:
@@ -67,8 +86,9 @@ def install(model: torch.nn.Module, owner: DeviceWeights) -> None:
         if weights is not None:
             weights.copy_weights_home_if_newer()
 
+    hook = _Hook(sync, destroy)
     for module in model.modules():
-        _SWAP.install(module, sync)
+        _SWAP.install(module, hook)
 
 
 def uninstall(model: torch.nn.Module) -> None:

@@ -51,7 +51,8 @@ class WeightFlow:
 
     def __init__(self, model: torch.nn.Module, shallow: torch.nn.Module, options: Options,
                  training: bool, optimizer: Optional[torch.optim.Optimizer],
-                 lock: "threading.RLock", describe: Callable[[], str]) -> None:
+                 lock: "threading.RLock", describe: Callable[[], str],
+                 destroy: Callable[[], None]) -> None:
         self._model = model  # the user's
         self._shallow = shallow  # the executor's shallow copy: its named tensors
         self._options = options
@@ -59,6 +60,7 @@ class WeightFlow:
         self.optimizer = optimizer
         self._lock = lock
         self._describe = describe
+        self._destroy = destroy  # the executor's destroy(), which the host model offers too
         self._record: Optional[_registry.TrainingRecord] = None
         if training:
             self._record = _registry.register(model, self)
@@ -130,7 +132,7 @@ class WeightFlow:
             if not program.cost_only:  # (a cost-only device holds no state)
                 program.write_variables(binding.initial_state(program))
             binding.write_hyperparameters(program, _binding.grad_scale(self._options))
-            _host_sync.install(self._model, self)
+            _host_sync.install(self._model, self, self._destroy)
             assert self.optimizer is not None, "a training model has an optimizer"
             _optimizer_state.install(self.optimizer, self)
         if jobs_replicas > 1:  # replicas draw random numbers of their own
