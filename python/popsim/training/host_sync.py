@@ -44,7 +44,7 @@ def _sync(module: torch.nn.Module) -> None:
 
 
 def _synced_methods(synced: Type[Any]) -> Dict[str, Callable[..., Any]]:
-    def __getattr__(self: torch.nn.Module, name: str) -> Any:
+    def synced_getattr(self: torch.nn.Module, name: str) -> Any:
         if name in self.__dict__.get("_parameters", ()) or name in self.__dict__.get("_buffers", ()):
             _sync(self)
         try:
@@ -65,7 +65,7 @@ def _synced_methods(synced: Type[Any]) -> Dict[str, Callable[..., Any]]:
         method.__name__ = name
         return method
 
-    methods: Dict[str, Callable[..., Any]] = {"__getattr__": __getattr__}
+    methods: Dict[str, Callable[..., Any]] = {"__getattr__": synced_getattr}
     for name in ("__call__", "parameters", "named_parameters", "buffers", "named_buffers",
                  "state_dict"):
         methods[name] = synced_method(name)
