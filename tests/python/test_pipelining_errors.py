@@ -144,7 +144,9 @@ def test_annotation_arguments_are_checked():
     layer = nn.Linear(2, 2)
     popsim.BeginBlock(layer, "A", ipu_id=0)
     with pytest.raises(popsim.OptionError,
-                       match=r"BeginBlock was already applied to this Linear \(block 'A'\)"):
+                       match=r"BeginBlock: this Linear module has already been assigned to a "
+                             r"block \('A'\); a module starts one block. "
+                             r"popsim.removeBlocks\(module\) clears its annotation."):
         popsim.BeginBlock(layer, "B")
     with pytest.raises(popsim.OptionError, match="Stage.ipu expects a non-negative int"):
         popsim.Stage("A").ipu(-2)

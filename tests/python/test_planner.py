@@ -266,9 +266,10 @@ def test_begin_block_after_a_module_starts_the_block_when_it_returns():
     model = nn.Sequential(nn.Linear(3, 3), nn.ReLU(), nn.Linear(3, 2))
     popsim.BeginBlock(model[0], "A", ipu_id=0, after=True)
     assert "after=True" in repr(model[0]._popsim_block_after)
-    assert "Linear(in_features=3, out_features=3, bias=True) then BeginBlock(user_id='A', " \
+    assert "Linear(in_features=3, out_features=3, bias=True) then BeginBlock(user_id=A, " \
         "ipu_id=0, after=True)" in popsim.module_repr(model)
-    with pytest.raises(popsim.OptionError, match=r"BeginBlock\(after=True\) was already applied"):
+    with pytest.raises(popsim.OptionError, match=r"BeginBlock\(after=True\): this Linear module has "
+                       r"already been assigned to a block"):
         popsim.BeginBlock(model[0], "B", ipu_id=1, after=True)
     with pytest.raises(popsim.OptionError, match=r"after=True\) takes a torch.nn.Module"):
         popsim.BeginBlock(torch.relu, "C", after=True)

@@ -5,6 +5,8 @@ ipu_print_tensor (what the device prints, gradients included), custom_op's
 refusal, and the block helpers Block.start, BeginBlock on a function,
 removeBlocks and module_repr."""
 
+import copy
+
 import pytest
 import torch
 import torch.nn as nn
@@ -158,7 +160,8 @@ def test_remove_blocks_and_module_repr():
     network = nn.Sequential(nn.Linear(2, 3), nn.Sequential(nn.ReLU(), nn.Linear(3, 1)))
     popsim.BeginBlock(network[1], "B1", ipu_id=1)
     shown = popsim.module_repr(network)
-    assert "(1): BeginBlock(user_id='B1', ipu_id=1) Sequential(" in shown
+    assert "(1): BeginBlock(user_id=B1, ipu_id=1) Sequential(" in shown
+    assert popsim.module_repr(network[1]).startswith("BeginBlock(user_id=B1, ipu_id=1) Sequential(")
     popsim.removeBlocks(network)
     assert popsim.module_repr(network) == repr(network)
     model = popsim.inferenceModel(network)
@@ -300,3 +303,18 @@ def test_wrapping_something_other_than_a_module_is_an_argument_error():
     with pytest.raises(popsim.ArgumentError, match="popsim wraps torch.nn.Module instances, got "
                        "int"):
         popsim.inferenceModel(3)
+
+
+def test_block_annotations_show_in_module_repr_through_copies_and_saving(tmp_path):
+    """module_repr of an annotated module starts with its annotation, in
+    PopTorch's text, in copies and in a model saved and loaded again."""
+    first = nn.Sequential(nn.Conv2d(4, 8, 3), nn.ReLU())
+    second = nn.Sequential(nn.Conv2d(8, 4, 3), nn.ReLU())
+    popsim.BeginBlock(first, user_id=1, ipu_id=1)
+    popsim.BeginBlock(second, user_id=2, ipu_id=2)
+    model = nn.Sequential(first, second)
+    path = tmp_path / "model.pt"
+    torch.save(model, path)
+    for shown in (model, copy.copy(model), copy.deepcopy(model), torch.load(path)):
+        assert popsim.module_repr(shown[0]).startswith("BeginBlock(user_id=1, ipu_id=1) Sequential(")
+        assert "(1): BeginBlock(user_id=2, ipu_id=2) Sequential(" in popsim.module_repr(shown)

@@ -155,8 +155,8 @@ class _BlockStart:
     def __call__(self, module: Optional[torch.nn.Module], inputs: Tuple[Any, ...]) -> None:
         _emit((self.user_id if self.user_id is not None else _next_auto_id(), self.ipu_id))
 
-    def __repr__(self) -> str:
-        return f"BeginBlock(user_id={self.user_id!r}, ipu_id={self.ipu_id!r})"
+    def __repr__(self) -> str:  # PopTorch's text: the ids unquoted
+        return f"BeginBlock(user_id={self.user_id}, ipu_id={self.ipu_id})"
 
 
 class _BlockStartAfter(_BlockStart):
@@ -167,7 +167,7 @@ class _BlockStartAfter(_BlockStart):
         super().__call__(module, inputs)
 
     def __repr__(self) -> str:
-        return f"BeginBlock(user_id={self.user_id!r}, ipu_id={self.ipu_id!r}, after=True)"
+        return f"BeginBlock(user_id={self.user_id}, ipu_id={self.ipu_id}, after=True)"
 
 
 def BeginBlock(layer_to_call: Union[torch.nn.Module, Callable[..., Any]],
@@ -222,9 +222,10 @@ def BeginBlock(layer_to_call: Union[torch.nn.Module, Callable[..., Any]],
     existing = getattr(layer_to_call, attribute, None)
     if existing is not None:
         raise OptionError(
-            f"popsim.BeginBlock{'(after=True)' if after else ''} was already applied to this "
-            f"{type(layer_to_call).__name__} (block {existing.user_id!r}); a module starts one "
-            "block.", option="BeginBlock")
+            f"popsim.BeginBlock{'(after=True)' if after else ''}: this "
+            f"{type(layer_to_call).__name__} module has already been assigned to a block "
+            f"({existing.user_id!r}); a module starts one block. popsim.removeBlocks(module) "
+            "clears its annotation.", option="BeginBlock")
     ipu = _check_ipu(ipu_id, "popsim.BeginBlock")
     block = _block_id(user_id, ipu, "popsim.BeginBlock")
     if after:
@@ -264,8 +265,8 @@ def removeBlocks(module: torch.nn.Module) -> None:
 def module_repr(module: torch.nn.Module) -> str:
     """Gives the module's repr with its :func:`popsim.BeginBlock` annotations shown.
 
-    Each annotation stands in front of the submodule it starts:
-    ``(layer2): BeginBlock(user_id='B2', ipu_id=1) Linear(...)``; an ``after=True`` one
+    Each annotation stands in front of the module it starts, ``module`` itself included:
+    ``(layer2): BeginBlock(user_id=B2, ipu_id=1) Linear(...)``; an ``after=True`` one
     stands behind it: ``Linear(...) then BeginBlock(..., after=True)``.
 
     Args:
@@ -274,6 +275,11 @@ def module_repr(module: torch.nn.Module) -> str:
     Returns:
         The text, laid out as ``repr(module)``.
     """
+    def annotated(current: torch.nn.Module, text: str) -> str:
+        block = current.__dict__.get("_popsim_block")
+        after = current.__dict__.get("_popsim_block_after")
+        return f"{f'{block!r} ' if block else ''}{text}{f' then {after!r}' if after else ''}"
+
     def describe(current: torch.nn.Module) -> str:
         extra = current.extra_repr()
         lines = extra.split("\n") if extra else []
@@ -281,18 +287,15 @@ def module_repr(module: torch.nn.Module) -> str:
         for name, child in current._modules.items():
             if child is None:
                 continue
-            block = child.__dict__.get("_popsim_block")
-            after = child.__dict__.get("_popsim_block_after")
             text = torch.nn.modules.module._addindent(describe(child), 2)
-            children.append(f"({name}): {f'{block!r} ' if block else ''}{text}"
-                            f"{f' then {after!r}' if after else ''}")
+            children.append(f"({name}): {annotated(child, text)}")
         body = current._get_name() + "("
         if children or len(lines) > 1:
             body += "\n  " + "\n  ".join(lines + children) + "\n"
         elif lines:
             body += lines[0]
         return body + ")"
-    return describe(module)
+    return annotated(module, describe(module))
 
 
 def BlockFunction(user_id: Optional[str] = None,
