@@ -40,7 +40,7 @@ template <typename T> std::vector<double> asDoubles(const void* data, int64_t co
   return std::vector<double>(values, values + count);
 }
 
-// print_tensor: "title: (...)" on stdout, one whole tensor at a time
+// print_tensor: "title: (...)" on stderr, where Poplar prints, one whole tensor at a time
 // (IPUs run concurrently), then the input copied through.
 void printTensor(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
   const ir::TensorType& type = node.input(0)->type();
@@ -68,7 +68,7 @@ void printTensor(const ir::Node& node, const Inputs& inputs, const Outputs& outp
   {
     static std::mutex mutex;
     const std::lock_guard<std::mutex> lock(mutex);
-    std::cout << (title.empty() ? text : title + ": " + text) << std::endl;
+    std::cerr << (title.empty() ? text : title + ": " + text) << std::endl;
   }
   if (outputs[0] != inputs[0]) {
     std::memcpy(outputs[0], inputs[0], static_cast<size_t>(type.storageBytes()));

@@ -51,14 +51,27 @@ std::string resolvedFormat(const std::vector<double>& shown, const TensorTextFor
   return fixed ? "fixed" : "scientific";
 }
 
-std::string elementText(double value, bool integral, const std::string& floatFormat,
-                        int64_t digits) {
+// The decimals that show `digits` significant digits of the largest shown
+// value in fixed notation (Poplar's digits count significant figures: 8
+// digits print 1.4962566), and never fewer than none.
+int fixedDecimals(const std::vector<double>& shown, int64_t digits) {
+  double largest = 0.0;
+  for (double v : shown) {
+    if (std::isfinite(v)) largest = std::max(largest, std::abs(v));
+  }
+  const int integerDigits =
+      largest >= 1.0 ? static_cast<int>(std::floor(std::log10(largest))) + 1 : 1;
+  return std::max(0, static_cast<int>(digits) - integerDigits);
+}
+
+std::string elementText(double value, bool integral, const std::string& floatFormat, int64_t digits,
+                        int decimals) {
   if (std::isnan(value)) return "nan";
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
   if (integral) return printed("%.*f", 0, value);
-  const int precision = static_cast<int>(digits);
   if (digits == 0 || floatFormat == "none") return printed("%.*g", 6, value);
-  return printed(floatFormat == "fixed" ? "%.*f" : "%.*e", precision, value);
+  if (floatFormat == "fixed") return printed("%.*f", decimals, value);
+  return printed("%.*e", std::max(0, static_cast<int>(digits) - 1), value);
 }
 
 class Writer {
@@ -73,8 +86,9 @@ public:
     std::vector<double> visible;
     collect(0, 0, visible);
     const std::string floatFormat = resolvedFormat(visible, format);
+    const int decimals = fixedDecimals(visible, format.digits);
     for (double v : visible)
-      texts_.push_back(elementText(v, integral, floatFormat, format.digits));
+      texts_.push_back(elementText(v, integral, floatFormat, format.digits, decimals));
     if (format.digits > 0) {
       for (const std::string& text : texts_)
         width_ = std::max(width_, text.size());
@@ -100,37 +114,47 @@ private:
     return std::string(width_ > text.size() ? width_ - text.size() : 0, ' ') + text;
   }
 
-  // Dimension `dim` onwards at nesting depth `dim`: a row of elements, or
-  // one sub-block per line.
+  // Dimension `dim` onwards at nesting depth `dim`, laid out as Poplar prints:
+  // an outer dimension opens its bracket, puts each sub-block on a line of its
+  // own indented one space per depth, and closes on a line of its own; the
+  // innermost dimension is one row, broken after a separator where the next
+  // element would pass the line width.
   std::string block(size_t dim) {
-    if (dim == shape_.size()) return aligned(texts_[next_++]);
+    if (dim == shape_.size()) return aligned(texts_[next_++]); // a 0-d tensor
+    if (dim + 1 == shape_.size()) return row(dim);
+    std::string out = format_.openBracket + "\n";
+    for (int64_t position : shown_[dim]) {
+      out += indent(dim + 1) + (position < 0 ? std::string("...") : block(dim + 1)) + "\n";
+    }
+    return out + indent(dim) + format_.closeBracket;
+  }
+
+  std::string row(size_t dim) {
     std::string out = format_.openBracket;
-    size_t lineStart = 0;
+    // Continued lines start one column after the row's first element.
+    const std::string continued(dim + format_.openBracket.size() + 1, ' ');
+    size_t lineLength = dim + format_.openBracket.size();
     bool first = true;
     for (int64_t position : shown_[dim]) {
-      std::string item = position < 0 ? std::string("...") : block(dim + 1);
+      const std::string item = position < 0 ? std::string("...") : aligned(texts_[next_++]);
       if (!first) {
-        if (dim + 1 < shape_.size()) {
-          out += rstrip(format_.separator) + "\n" + indentFor(dim);
-          lineStart = out.size() - indentFor(dim).size();
-        } else if (format_.maxLineWidth > 0 &&
-                   static_cast<int64_t>(out.size() - lineStart + format_.separator.size() +
-                                        item.size()) > format_.maxLineWidth) {
-          out += rstrip(format_.separator) + "\n" + indentFor(dim);
-          lineStart = out.size() - indentFor(dim).size();
+        if (format_.maxLineWidth > 0 && static_cast<int64_t>(lineLength + format_.separator.size() +
+                                                             item.size()) > format_.maxLineWidth) {
+          out += rstrip(format_.separator) + "\n" + continued;
+          lineLength = continued.size();
         } else {
           out += format_.separator;
+          lineLength += format_.separator.size();
         }
       }
       out += item;
+      lineLength += item.size();
       first = false;
     }
     return out + format_.closeBracket;
   }
 
-  std::string indentFor(size_t dim) const {
-    return std::string((dim + 1) * format_.openBracket.size(), ' ');
-  }
+  static std::string indent(size_t depth) { return std::string(depth, ' '); }
 
   static std::string rstrip(const std::string& text) {
     const size_t end = text.find_last_not_of(' ');

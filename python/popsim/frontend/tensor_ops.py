@@ -366,10 +366,12 @@ def ipu_print_tensor(tensor: torch.Tensor, title: str = "", print_gradient: bool
                      max_line_width: int = 80, digits: int = 4, float_format: str = "auto",
                      separator: str = ", ", open_bracket: str = "(",
                      close_bracket: str = ")") -> torch.Tensor:
-    """Prints a tensor on stdout each time the compiled model computes it.
+    """Prints a tensor on stderr each time the compiled model computes it.
 
     In a compiled model, the host prints the tensor as ``title: (...)`` each time the op
-    runs (every micro-batch). Use the returned tensor: an unused print is optimised away. Run
+    runs (every micro-batch), on stderr and laid out as Poplar prints it on an IPU: an outer
+    dimension opens its bracket on the title's line, each of its rows follows on a line of its
+    own, and its closing bracket ends the text on a line of its own. Use the returned tensor: an unused print is optimised away. Run
     eagerly (outside a popsim model) it prints nothing.
 
     Args:
@@ -382,7 +384,8 @@ def ipu_print_tensor(tensor: torch.Tensor, title: str = "", print_gradient: bool
             each end of each dimension; 0 means no limit.
         edge_items: How many elements a summarised tensor shows at each end, at least 1.
         max_line_width: The characters after which rows are broken; 0 means no limit.
-        digits: The number of digits the values are printed with.
+        digits: The significant digits the values are printed with (in fixed notation, those
+            of the largest value: 8 digits print 1.4962566).
         float_format: ``"auto"``, ``"fixed"``, ``"scientific"`` or ``"none"``: how the
             numbers are formatted (aligned).
         separator: The text between two values.
