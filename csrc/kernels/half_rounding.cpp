@@ -5,11 +5,17 @@
 #include "kernels/cpu_isa.h"
 
 #if POPSIM_HAS_VECTOR_CLONES
+// GCC 12's AVX-512 headers start some conversions from an undefined vector,
+// which -Wmaybe-uninitialized reports where they are inlined (GCC PR 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
+#pragma GCC diagnostic pop
 #endif
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <omp.h>
 
 namespace popsim::kernels {
@@ -97,6 +103,215 @@ float stochasticallyRounded(float x, uint64_t random) {
   return uniform < up ? (nearestAbove ? nearest : other) : (nearestAbove ? other : nearest);
 }
 
+// The float32 magnitudes (bits without the sign) that stochastic rounding
+// takes in integers: zero; float16's normal range, [2^-14, 65504]; and its
+// subnormal range down to 2^-54, below which a value's distance to the
+// float16 step has more bits than the 53-bit uniform number resolves in a
+// 64-bit word. The others (larger, infinite, NaN, or smaller) take the
+// scalar stochasticallyRounded.
+constexpr uint32_t kHalfNormalSmallest = 0x38800000u;     // 2^-14
+constexpr uint32_t kHalfLargest = 0x477fe000u;            // 65504
+constexpr uint32_t kIntegerSubnormalSmallest = 73u << 23; // 2^-54
+
+// Stochastic rounding in integers for the magnitudes above, with the same
+// results as stochasticallyRounded, which rounds the others. `up`, the
+// probability of the float16 neighbour above |x|, is |x|'s distance to the
+// neighbour below in units of their gap, and stochasticallyRounded rounds up
+// when the 53-bit uniform (random >> 11) / 2^53 is below it:
+// - normal range: the gap is one unit of float16's last mantissa bit, so
+//   up = t / 2^13 exactly, t = the low 13 of float32's 23 mantissa bits, and
+//   the uniform falls below it exactly when its top 13 bits, random >> 51,
+//   are below t. Rounding up adds one float16 step to the truncated bits (a
+//   carry moves into the exponent: the next binade's first value).
+// - subnormal range: the gap is 2^-24. With |x| = S 2^(E-150) (S the 24-bit
+//   significand, E the biased exponent) and s = 126 - E in [14, 53], the
+//   multiples of the gap below |x| are S >> s and up = (S mod 2^s) / 2^s, so
+//   the uniform falls below it exactly when its top s bits, random >> (64 - s),
+//   are below S mod 2^s.
+// The loops below are this rule element by element, and with AVX-512 or
+// AVX2 eight or four elements at a time, hash included.
+float stochasticallyRoundedInIntegers(float x, uint64_t random) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof(bits));
+  const uint32_t magnitude = bits & 0x7fffffffu;
+  if (magnitude == 0 || (magnitude >= kHalfNormalSmallest && magnitude <= kHalfLargest)) {
+    const uint32_t up = static_cast<uint32_t>(random >> 51) < (bits & 0x1fffu) ? 0x2000u : 0u;
+    bits = (bits & ~0x1fffu) + up;
+    std::memcpy(&x, &bits, sizeof(bits));
+    return x;
+  }
+  if (magnitude < kIntegerSubnormalSmallest || magnitude > kHalfLargest) {
+    return stochasticallyRounded(x, random);
+  }
+  const uint64_t significand = (magnitude & 0x7fffffu) | 0x800000u;
+  const unsigned shift = 126 - (magnitude >> 23); // 14..53
+  const uint64_t below = significand & ((uint64_t{1} << shift) - 1);
+  const uint64_t steps = (significand >> shift) + ((random >> (64 - shift)) < below ? 1 : 0);
+  const float value = static_cast<float>(steps) * 0x1.0p-24f;
+  return std::signbit(x) ? -value : value;
+}
+
+void roundStochasticLoop(float* data, int64_t begin, int64_t end, uint64_t stream) {
+  for (int64_t i = begin; i < end; ++i)
+    data[i] = stochasticallyRoundedInIntegers(data[i], mix(stream + static_cast<uint64_t>(i)));
+}
+
+// The lanes a vector loop left as they were (`lanes`, a bit per lane), one
+// at a time.
+void roundLanesScalar(float* data, int64_t i, unsigned lanes, uint64_t stream) {
+  for (int lane = 0; lanes != 0; ++lane, lanes >>= 1) {
+    if ((lanes & 1u) != 0) {
+      data[i + lane] = stochasticallyRoundedInIntegers(
+          data[i + lane], mix(stream + static_cast<uint64_t>(i + lane)));
+    }
+  }
+}
+
+#if POPSIM_HAS_VECTOR_CLONES
+POPSIM_TARGET_AVX512 inline __m512i splat512(uint64_t value) {
+  return _mm512_set1_epi64(static_cast<int64_t>(value));
+}
+
+POPSIM_TARGET_AVX512 void roundStochasticLoopAvx512(float* data, int64_t begin, int64_t end,
+                                                    uint64_t stream) {
+#define constant splat512
+  const __m512i lanes = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+  int64_t i = begin;
+  for (; i + 8 <= end; i += 8) {
+    // mix(stream + i + lane)
+    __m512i x = _mm512_add_epi64(constant(stream + static_cast<uint64_t>(i)), lanes);
+    x = _mm512_mullo_epi64(_mm512_xor_si512(x, _mm512_srli_epi64(x, 30)),
+                           constant(0xbf58476d1ce4e5b9ull));
+    x = _mm512_mullo_epi64(_mm512_xor_si512(x, _mm512_srli_epi64(x, 27)),
+                           constant(0x94d049bb133111ebull));
+    const __m512i random = _mm512_xor_si512(x, _mm512_srli_epi64(x, 31));
+    const __m512i word =
+        _mm512_cvtepu32_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(data + i)));
+    const __m512i magnitude = _mm512_and_si512(word, constant(0x7fffffffu));
+    // Normal range.
+    const __mmask8 upNormal = _mm512_cmplt_epu64_mask(_mm512_srli_epi64(random, 51),
+                                                      _mm512_and_si512(word, constant(0x1fffu)));
+    const __m512i truncated = _mm512_andnot_si512(constant(0x1fffu), word);
+    const __m512i normal = _mm512_mask_add_epi64(truncated, upNormal, truncated, constant(0x2000u));
+    // Subnormal range (the shift clamped where it does not apply).
+    const __m512i significand =
+        _mm512_or_si512(_mm512_and_si512(magnitude, constant(0x7fffffu)), constant(0x800000u));
+    __m512i shift = _mm512_sub_epi64(constant(126), _mm512_srli_epi64(magnitude, 23));
+    shift = _mm512_min_epi64(_mm512_max_epi64(shift, constant(14)), constant(53));
+    const __m512i below = _mm512_and_si512(
+        significand, _mm512_sub_epi64(_mm512_sllv_epi64(constant(1), shift), constant(1)));
+    const __mmask8 upSubnormal = _mm512_cmplt_epu64_mask(
+        _mm512_srlv_epi64(random, _mm512_sub_epi64(constant(64), shift)), below);
+    __m512i steps = _mm512_srlv_epi64(significand, shift);
+    steps = _mm512_mask_add_epi64(steps, upSubnormal, steps, constant(1));
+    const __m256 value =
+        _mm256_mul_ps(_mm256_cvtepi32_ps(_mm512_cvtepi64_epi32(steps)), _mm256_set1_ps(0x1.0p-24f));
+    const __m512i subnormal = _mm512_or_si512(_mm512_cvtepu32_epi64(_mm256_castps_si256(value)),
+                                              _mm512_and_si512(word, constant(0x80000000u)));
+    const __mmask8 isNormal = _mm512_cmpeq_epu64_mask(magnitude, _mm512_setzero_si512()) |
+                              (_mm512_cmpge_epu64_mask(magnitude, constant(kHalfNormalSmallest)) &
+                               _mm512_cmple_epu64_mask(magnitude, constant(kHalfLargest)));
+    const __mmask8 isSubnormal =
+        _mm512_cmpge_epu64_mask(magnitude, constant(kIntegerSubnormalSmallest)) &
+        _mm512_cmplt_epu64_mask(magnitude, constant(kHalfNormalSmallest));
+    __m512i result = _mm512_mask_blend_epi64(isNormal, word, normal);
+    result = _mm512_mask_blend_epi64(isSubnormal, result, subnormal);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(data + i), _mm512_cvtepi64_epi32(result));
+    // Lanes outside both ranges (rounding to nearest, or the tiniest) one at a time.
+    const unsigned otherLanes = static_cast<unsigned>(~(isNormal | isSubnormal)) & 0xffu;
+    if (otherLanes != 0) roundLanesScalar(data, i, otherLanes, stream);
+  }
+#undef constant
+  roundStochasticLoop(data, i, end, stream);
+}
+
+// The low 64 bits of a * b in each lane (AVX2 has no 64-bit multiply).
+POPSIM_TARGET_AVX2 inline __m256i multiplyLow64(__m256i a, __m256i b) {
+  const __m256i cross = _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(a, 32), b),
+                                         _mm256_mul_epu32(a, _mm256_srli_epi64(b, 32)));
+  return _mm256_add_epi64(_mm256_mul_epu32(a, b), _mm256_slli_epi64(cross, 32));
+}
+
+POPSIM_TARGET_AVX2 inline __m256i splat256(uint64_t value) {
+  return _mm256_set1_epi64x(static_cast<int64_t>(value));
+}
+
+// The low 32 bits of each 64-bit lane, packed.
+POPSIM_TARGET_AVX2 inline __m128i narrow(__m256i v) {
+  return _mm256_castsi256_si128(
+      _mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6)));
+}
+
+POPSIM_TARGET_AVX2 void roundStochasticLoopAvx2(float* data, int64_t begin, int64_t end,
+                                                uint64_t stream) {
+  // Every value compared below is under 2^63, so AVX2's signed comparisons serve.
+#define constant splat256
+  const __m256i lanes = _mm256_set_epi64x(3, 2, 1, 0);
+  int64_t i = begin;
+  for (; i + 4 <= end; i += 4) {
+    __m256i x = _mm256_add_epi64(constant(stream + static_cast<uint64_t>(i)), lanes);
+    x = multiplyLow64(_mm256_xor_si256(x, _mm256_srli_epi64(x, 30)),
+                      constant(0xbf58476d1ce4e5b9ull));
+    x = multiplyLow64(_mm256_xor_si256(x, _mm256_srli_epi64(x, 27)),
+                      constant(0x94d049bb133111ebull));
+    const __m256i random = _mm256_xor_si256(x, _mm256_srli_epi64(x, 31));
+    const __m256i word =
+        _mm256_cvtepu32_epi64(_mm_loadu_si128(reinterpret_cast<const __m128i*>(data + i)));
+    const __m256i magnitude = _mm256_and_si256(word, constant(0x7fffffffu));
+    // Normal range.
+    const __m256i upNormal = _mm256_cmpgt_epi64(_mm256_and_si256(word, constant(0x1fffu)),
+                                                _mm256_srli_epi64(random, 51));
+    const __m256i truncated = _mm256_andnot_si256(constant(0x1fffu), word);
+    const __m256i normal =
+        _mm256_add_epi64(truncated, _mm256_and_si256(upNormal, constant(0x2000u)));
+    const __m256i isNormal = _mm256_or_si256(
+        _mm256_cmpeq_epi64(magnitude, _mm256_setzero_si256()),
+        _mm256_and_si256(_mm256_cmpgt_epi64(magnitude, constant(kHalfNormalSmallest - 1)),
+                         _mm256_cmpgt_epi64(constant(kHalfLargest + 1), magnitude)));
+    const __m256i isSubnormal =
+        _mm256_and_si256(_mm256_cmpgt_epi64(magnitude, constant(kIntegerSubnormalSmallest - 1)),
+                         _mm256_cmpgt_epi64(constant(kHalfNormalSmallest), magnitude));
+    __m256i result = _mm256_blendv_epi8(word, normal, isNormal);
+    if (!_mm256_testz_si256(isSubnormal, isSubnormal)) {
+      // Subnormal range (the shift clamped where it does not apply).
+      const __m256i significand =
+          _mm256_or_si256(_mm256_and_si256(magnitude, constant(0x7fffffu)), constant(0x800000u));
+      __m256i shift = _mm256_sub_epi64(constant(126), _mm256_srli_epi64(magnitude, 23));
+      shift = _mm256_blendv_epi8(shift, constant(14), _mm256_cmpgt_epi64(constant(14), shift));
+      shift = _mm256_blendv_epi8(shift, constant(53), _mm256_cmpgt_epi64(shift, constant(53)));
+      const __m256i below = _mm256_and_si256(
+          significand, _mm256_sub_epi64(_mm256_sllv_epi64(constant(1), shift), constant(1)));
+      const __m256i upSubnormal = _mm256_cmpgt_epi64(
+          below, _mm256_srlv_epi64(random, _mm256_sub_epi64(constant(64), shift)));
+      const __m256i steps = _mm256_sub_epi64(_mm256_srlv_epi64(significand, shift), upSubnormal);
+      const __m128 value = _mm_mul_ps(_mm_cvtepi32_ps(narrow(steps)), _mm_set1_ps(0x1.0p-24f));
+      const __m256i subnormal = _mm256_or_si256(_mm256_cvtepu32_epi64(_mm_castps_si128(value)),
+                                                _mm256_and_si256(word, constant(0x80000000u)));
+      result = _mm256_blendv_epi8(result, subnormal, isSubnormal);
+    }
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(data + i), narrow(result));
+    // Lanes outside both ranges (rounding to nearest, or the tiniest) one at a time.
+    const unsigned otherLanes = ~static_cast<unsigned>(_mm256_movemask_pd(
+                                    _mm256_castsi256_pd(_mm256_or_si256(isNormal, isSubnormal)))) &
+                                0xfu;
+    if (otherLanes != 0) roundLanesScalar(data, i, otherLanes, stream);
+  }
+#undef constant
+  roundStochasticLoop(data, i, end, stream);
+}
+#endif
+
+void roundStochastically(float* data, int64_t begin, int64_t end, uint64_t stream) {
+#if POPSIM_HAS_VECTOR_CLONES
+  switch (vectorIsa()) {
+  case VectorIsa::Avx512: return roundStochasticLoopAvx512(data, begin, end, stream);
+  case VectorIsa::Avx2: return roundStochasticLoopAvx2(data, begin, end, stream);
+  case VectorIsa::Baseline: break;
+  }
+#endif
+  roundStochasticLoop(data, begin, end, stream);
+}
+
 bool useF16c() {
 #if POPSIM_HAS_VECTOR_CLONES
   static const bool available = vectorIsa() != VectorIsa::Baseline &&
@@ -141,10 +356,8 @@ void floatToHalf(const float* in, uint16_t* out, size_t count) {
 
 void roundToHalfStochastically(float* data, size_t count, uint64_t key, uint64_t draw) {
   const uint64_t stream = mix(key ^ mix(draw + 0x9e3779b97f4a7c15ull));
-  inParts(static_cast<int64_t>(count), [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i)
-      data[i] = stochasticallyRounded(data[i], mix(stream + static_cast<uint64_t>(i)));
-  });
+  inParts(static_cast<int64_t>(count),
+          [&](int64_t begin, int64_t end) { roundStochastically(data, begin, end, stream); });
 }
 
 HalfRoundingKernel::HalfRoundingKernel(std::unique_ptr<Kernel> inner,

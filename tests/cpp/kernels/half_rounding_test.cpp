@@ -134,5 +134,68 @@ TEST(HalfRoundingTest, BuffersRoundAsTheScalarConversionDoes) {
   }
 }
 
+// SplitMix64's finaliser, as the kernel draws: element i of a buffer uses
+// mix(stream + i), stream = mix(key ^ mix(draw + golden ratio)).
+uint64_t splitMix(uint64_t x) {
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// The rule stochastic rounding follows: between the float16 neighbours
+// low <= |x| < high, high with probability (|x| - low) / (high - low),
+// compared with a 53-bit uniform number; exact values, NaN, infinities and
+// magnitudes beyond 65504 round to nearest.
+float stochasticOracle(float x, uint64_t random, const std::vector<float>& positive) {
+  const float magnitude = std::fabs(x);
+  if (!(magnitude <= 65504.0f)) return roundToHalf(x);
+  const auto above = std::upper_bound(positive.begin(), positive.end(), magnitude);
+  const float low = *(above - 1);
+  if (low == magnitude) return x;
+  const float high = *above;
+  const double up = (static_cast<double>(magnitude) - low) / (static_cast<double>(high) - low);
+  const double uniform = static_cast<double>(random >> 11) * 0x1.0p-53;
+  const float chosen = uniform < up ? high : low;
+  return std::signbit(x) ? -chosen : chosen;
+}
+
+TEST(HalfRoundingTest, StochasticRoundingFollowsItsRuleBitForBit) {
+  const std::vector<float> positive = sortedPositiveHalves();
+  std::mt19937 random(11);
+  std::uniform_real_distribution<float> exponent(-60.0f, 17.0f);
+  std::vector<float> values = {0.0f,
+                               -0.0f,
+                               65504.0f,
+                               65505.0f,
+                               -70000.0f,
+                               1.0f,
+                               6.1035156e-05f,
+                               6.1035e-05f,
+                               2047.9f,
+                               std::numeric_limits<float>::infinity(),
+                               std::nanf(""),
+                               0x1.8p-54f,
+                               0x1.fffffep-55f,
+                               0x1.fffffep-15f,
+                               std::numeric_limits<float>::denorm_min()};
+  // Both sides of 2^-14 and of 2^-54: float16's normal and subnormal ranges,
+  // and values too small for the integer rule.
+  for (int i = 0; i < 400003; ++i) {
+    values.push_back(std::exp2(exponent(random)) * (i % 3 ? 1.0f : -1.0f));
+  }
+  const uint64_t key = 0x1234, draw = 7;
+  std::vector<float> rounded = values;
+  kernels::roundToHalfStochastically(rounded.data(), rounded.size(), key, draw);
+  const uint64_t stream = splitMix(key ^ splitMix(draw + 0x9e3779b97f4a7c15ull));
+  for (size_t i = 0; i < values.size(); ++i) {
+    const float expected = stochasticOracle(values[i], splitMix(stream + i), positive);
+    if (std::isnan(expected)) {
+      ASSERT_TRUE(std::isnan(rounded[i]));
+      continue;
+    }
+    ASSERT_EQ(bitsOf(rounded[i]), bitsOf(expected)) << values[i] << " at " << i;
+  }
+}
+
 } // namespace
 } // namespace popsim
