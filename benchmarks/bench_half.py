@@ -8,9 +8,12 @@ float16 in float32 carriers and rounds every result, so its float16 path
 should cost about what its float32 path does (the rounding is a vectorised
 pass per op); the table gives images/s of each and their ratios.
 
-It also prints what float16 changes on the simulated IPU: the cycles of one
-inference call, and the memory of one training step (SGD, micro-batch
---train-batch-size) by category, float32 against float16.
+It also times one training step (SGD, micro-batch --train-batch-size) in
+float32, float16, and float16 with each of the options users turn on for
+the real IPU's speed (float16 partials, stochastic rounding, both), as
+ratios to float32's step; and prints what float16 changes on the simulated
+IPU: the cycles of one inference call, and the memory of one training step
+by category, float32 against float16.
 
     .venv/bin/python benchmarks/bench_half.py [--model resnet18] [--threads N] [--json]
 """
@@ -57,12 +60,42 @@ def training_memory(network, images, labels, dtype):
             **{name: ipu["categories"][name]["bytes"] for name in CATEGORIES}}
 
 
+# The float16 options users turn on, each a training configuration.
+TRAINING_CONFIGURATIONS = {
+    "float32": {},
+    "float16": {"half": True},
+    "float16 partials": {"half": True, "partials": True},
+    "stochastic rounding": {"half": True, "stochastic": True},
+    "float16 partials + stochastic rounding": {"half": True, "partials": True,
+                                               "stochastic": True},
+}
+
+
+def training_step_seconds(network, images, labels, repeats, half=False, partials=False,
+                          stochastic=False):
+    """The median time of one SGD training step in popsim, with the given float16 options."""
+    dtype = torch.float16 if half else torch.float32
+    model = copy.deepcopy(network).train().to(dtype)
+    opts = popsim.Options()
+    if partials:
+        opts.Precision.setPartialsType(torch.half)
+    if stochastic:
+        opts.Precision.enableStochasticRounding(True)
+    trainer = popsim.trainingModel(WithLoss(model), opts,
+                                   torch.optim.SGD(model.parameters(), lr=0.01))
+    inputs = images.to(dtype)
+    trainer(inputs, labels)  # compiles
+    return median_seconds(lambda: trainer(inputs, labels), repeats)
+
+
 def main():
     parser = argparse.ArgumentParser(description="popsim float16 against float32")
     parser.add_argument("--model", choices=["mnist", "resnet18"], default="mnist")
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--device-iterations", type=int, default=20)
-    parser.add_argument("--train-batch-size", type=int, default=16)
+    parser.add_argument("--train-batch-size", type=int, default=12,
+                        help="micro-batch of the training step (Graphcore's mixed-precision "
+                             "tutorial uses 12)")
     parser.add_argument("--repeats", type=int, default=None,
                         help="timed runs (default 20, or 5 for resnet18)")
     timing.add_common_arguments(parser)
@@ -102,6 +135,11 @@ def main():
 
     train_images = torch.randn(args.train_batch_size, *image_shape)
     labels = torch.randint(0, 10, (args.train_batch_size,))
+    steps = {name: training_step_seconds(network, train_images, labels, repeats, **flags)
+             for name, flags in TRAINING_CONFIGURATIONS.items()}
+    results["training_step_seconds"] = steps
+    results["training_step_of_float32"] = {name: seconds / steps["float32"]
+                                           for name, seconds in steps.items()}
     results["training_memory"] = {label: training_memory(network, train_images, labels, dtype)
                                   for dtype, label in ((torch.float32, "float32"),
                                                        (torch.float16, "float16"))}
@@ -119,6 +157,10 @@ def main():
               "per call")
     print(f"  popsim float16 runs at {results['float16_speed_of_float32_path']:.2f}x its float32 "
           f"path; largest difference from eager float32 {results['float16_max_abs_difference']:.1e}")
+    print(f"  training step (SGD, batch {args.train_batch_size}), host time:")
+    for name, seconds in results["training_step_seconds"].items():
+        print(f"    {name:<40}{seconds * 1000:>8.1f} ms  "
+              f"({results['training_step_of_float32'][name]:.2f}x float32)")
     print(f"  IPU memory of a training step (micro-batch {args.train_batch_size}), bytes:")
     memory = results["training_memory"]
     print(f"    {'':<22}{'float32':>14}{'float16':>14}")

@@ -1,8 +1,12 @@
 #include "kernels/reference/families.h"
+#include "kernels/reference/half_partials_product.h"
 #include "kernels/reference/partial_sums.h"
 
 #include <algorithm>
+#include <cmath>
+#include <map>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace popsim::kernels::reference {
@@ -126,8 +130,30 @@ void convolutionGradWeight(const ir::Node& node, const Inputs& inputs, const Out
   dw.store(static_cast<float*>(outputs[0]));
 }
 
-// The float16-partials forms, a row of outputs at a time (HalfSumRow), each
-// output summing the same products in the same order as forEachTap above.
+// The float16-partials forms, each a matrix product (halfPartialsProduct)
+// whose every output sums the same products in the same order as
+// forEachTap above, and so rounds them at the same points.
+
+// out[n][p][c] = in[n][c][p], in blocks that keep both sides' lines in cache
+// (a channel-by-channel pass writes a line per element when channels are many).
+void transposeImages(const float* in, int64_t images, int64_t channels, int64_t pixels,
+                     float* out) {
+  constexpr int64_t kBlock = 16;
+  for (int64_t n = 0; n < images; ++n) {
+    const float* from = in + n * channels * pixels;
+    float* to = out + n * channels * pixels;
+    for (int64_t c0 = 0; c0 < channels; c0 += kBlock) {
+      for (int64_t p0 = 0; p0 < pixels; p0 += kBlock) {
+        for (int64_t c = c0; c < std::min(channels, c0 + kBlock); ++c)
+          for (int64_t p = p0; p < std::min(pixels, p0 + kBlock); ++p)
+            to[p * channels + c] = from[c * pixels + p];
+      }
+    }
+  }
+}
+
+// Gathers of more elements than this are spread over the OpenMP threads.
+constexpr int64_t kParallelElements = int64_t{1} << 16;
 
 // A tap of the kernel on one output pixel: the input pixel it reads (-1 on
 // the padding) and the kernel offset.
@@ -159,60 +185,63 @@ std::vector<std::vector<Tap>> tapsOf(const ConvGeometry& g) {
   return taps;
 }
 
-// Forward: for each image and group, the input's columns (ic, k) x output
-// pixel (im2col, the padding marked), then each output channel's row of
-// pixels sums its weights times the columns in (ic, k) order, the padding's
-// products zero whatever the weight.
+// Forward: for each group, the input's columns (ic, k) x (image, output
+// pixel), zeros on the padding (im2col), times the group's weights as rows
+// of (ic, k). A padded tap's product is then 0 x weight, which is the zero
+// forEachTap adds unless the weight is infinite or NaN: such weights take
+// the per-element form.
 void convolutionForwardHalf(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
   const auto* x = static_cast<const float*>(inputs[0]);
   const auto* w = static_cast<const float*>(inputs[1]);
   const auto* bias = inputs.size() > 2 ? static_cast<const float*>(inputs[2]) : nullptr;
   auto* y = static_cast<float*>(outputs[0]);
+  if (!std::all_of(w, w + node.input(1)->type().numel(),
+                   [](float v) { return std::isfinite(v); })) {
+    return convolutionForward<HalfSum>(node, inputs, outputs);
+  }
   const ConvGeometry g(node, node.input(0)->type().shape, node.input(1)->type().shape,
                        node.output()->type().shape);
   const int64_t inPixels = g.in[0] * g.in[1] * g.in[2];
   const int64_t outPixels = g.out[0] * g.out[1] * g.out[2];
   const int64_t kernelPixels = g.kernel[0] * g.kernel[1] * g.kernel[2];
   const int64_t J = g.CG * kernelPixels; // reduction length, (ic, k) order
+  const int64_t P = g.N * outPixels;
   const std::vector<std::vector<Tap>> taps = tapsOf(g);
-  std::vector<float> columns(static_cast<size_t>(J * outPixels));
-  std::vector<unsigned char> padded(static_cast<size_t>(J * outPixels));
-  HalfSumRow row(static_cast<size_t>(outPixels));
-  for (int64_t n = 0; n < g.N; ++n) {
-    for (int64_t group = 0; group < g.OC / g.OCG; ++group) {
-      for (int64_t ic = 0; ic < g.CG; ++ic) {
+  std::vector<float> columns(static_cast<size_t>(J * P));
+  std::vector<float> sums(static_cast<size_t>(g.OCG * P));
+  for (int64_t group = 0; group < g.OC / g.OCG; ++group) {
+    // Row (ic, k) of the columns, written in order.
+#pragma omp parallel for schedule(static) if (J * P >= kParallelElements)
+    for (int64_t j = 0; j < J; ++j) {
+      const int64_t ic = j / kernelPixels;
+      const auto k = static_cast<size_t>(j % kernelPixels);
+      float* row = columns.data() + j * P;
+      for (int64_t n = 0; n < g.N; ++n) {
         const float* plane = x + (n * g.C + group * g.CG + ic) * inPixels;
         for (int64_t o = 0; o < outPixels; ++o) {
-          for (const Tap& tap : taps[static_cast<size_t>(o)]) {
-            const auto at = static_cast<size_t>((ic * kernelPixels + tap.k) * outPixels + o);
-            columns[at] = tap.pixel < 0 ? 0.0f : plane[tap.pixel];
-            padded[at] = tap.pixel < 0;
-          }
+          const int64_t pixel = taps[static_cast<size_t>(o)][k].pixel;
+          row[n * outPixels + o] = pixel < 0 ? 0.0f : plane[pixel];
         }
       }
-      for (int64_t oc = group * g.OCG; oc < (group + 1) * g.OCG; ++oc) {
-        row.reset();
-        double* run = row.run();
-        for (int64_t j = 0; j < J; ++j) {
-          const double weight = w[oc * J + j];
-          const float* column = columns.data() + j * outPixels;
-          const unsigned char* pad = padded.data() + j * outPixels;
-          for (int64_t o = 0; o < outPixels; ++o)
-            run[o] += pad[o] ? 0.0 : column[o] * weight;
-          row.added();
-        }
-        const float* sums = row.result();
+    }
+    halfPartialsProduct(g.OCG, P, J, w + group * g.OCG * J, J, columns.data(), P, sums.data(), P);
+    for (int64_t local = 0; local < g.OCG; ++local) {
+      const int64_t oc = group * g.OCG + local;
+      for (int64_t n = 0; n < g.N; ++n) {
+        const float* in = sums.data() + local * P + n * outPixels;
         float* out = y + (n * g.OC + oc) * outPixels;
         for (int64_t o = 0; o < outPixels; ++o)
-          out[o] = bias != nullptr ? popsim::roundToHalf(sums[o] + bias[oc]) : sums[o];
+          out[o] = bias != nullptr ? popsim::roundToHalf(in[o] + bias[oc]) : in[o];
       }
     }
   }
 }
 
-// dX: each input element sums dY * W over the taps that read it, output
-// channel by output channel, output pixels in order: a row of a group's
-// input channels at once (their taps are the same), with W as [oc][k][ic].
+// dX: each input element sums dY * W over output channels (outer) and the
+// taps that read it (inner, by output pixel). Input pixels read by the same
+// kernel offsets in the same order share the weights' side of the product:
+// for each such set, rows (image, pixel) of dY gathered by (oc, reader) times
+// W as (oc, reader) x ic.
 void convolutionGradInputHalf(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
   const auto* dy = static_cast<const float*>(inputs[0]);
   const auto* w = static_cast<const float*>(inputs[1]);
@@ -228,34 +257,55 @@ void convolutionGradInputHalf(const ir::Node& node, const Inputs& inputs, const 
   for (int64_t o = 0; o < outPixels; ++o)
     for (const Tap& tap : taps[static_cast<size_t>(o)])
       if (tap.pixel >= 0) readers[static_cast<size_t>(tap.pixel)].push_back({o, tap.k});
-  std::vector<float> wt(static_cast<size_t>(g.OC * kernelPixels * g.CG));
-  for (int64_t oc = 0; oc < g.OC; ++oc)
-    for (int64_t ic = 0; ic < g.CG; ++ic)
-      for (int64_t k = 0; k < kernelPixels; ++k)
-        wt[static_cast<size_t>((oc * kernelPixels + k) * g.CG + ic)] =
-            w[(oc * g.CG + ic) * kernelPixels + k];
-  HalfSumRow row(static_cast<size_t>(g.CG));
-  for (int64_t n = 0; n < g.N; ++n) {
-    for (int64_t group = 0; group < g.OC / g.OCG; ++group) {
-      for (int64_t pixel = 0; pixel < inPixels; ++pixel) {
-        row.reset();
-        for (int64_t oc = group * g.OCG; oc < (group + 1) * g.OCG; ++oc) {
-          for (const Tap& reader : readers[static_cast<size_t>(pixel)]) {
-            row.addScaled(dy[(n * g.OC + oc) * outPixels + reader.pixel],
-                          wt.data() + (oc * kernelPixels + reader.k) * g.CG);
+  // The input pixels by the kernel offsets that read them, in order.
+  std::map<std::vector<int64_t>, std::vector<int64_t>> pixelsByOffsets;
+  for (int64_t pixel = 0; pixel < inPixels; ++pixel) {
+    std::vector<int64_t> offsets;
+    for (const Tap& reader : readers[static_cast<size_t>(pixel)])
+      offsets.push_back(reader.k);
+    pixelsByOffsets[offsets].push_back(pixel);
+  }
+  std::vector<float> a, b, sums;
+  for (int64_t group = 0; group < g.OC / g.OCG; ++group) {
+    for (const auto& [offsets, pixels] : pixelsByOffsets) {
+      const auto R = static_cast<int64_t>(offsets.size());
+      const int64_t J = g.OCG * R;
+      const int64_t M = g.N * static_cast<int64_t>(pixels.size());
+      b.resize(static_cast<size_t>(J * g.CG));
+      for (int64_t local = 0; local < g.OCG; ++local)
+        for (int64_t r = 0; r < R; ++r)
+          for (int64_t ic = 0; ic < g.CG; ++ic)
+            b[static_cast<size_t>((local * R + r) * g.CG + ic)] =
+                w[((group * g.OCG + local) * g.CG + ic) * kernelPixels + offsets[r]];
+      a.resize(static_cast<size_t>(M * J));
+#pragma omp parallel for collapse(2) schedule(static) if (M * J >= kParallelElements)
+      for (int64_t n = 0; n < g.N; ++n) {
+        for (size_t i = 0; i < pixels.size(); ++i) {
+          const std::vector<Tap>& pixelReaders = readers[static_cast<size_t>(pixels[i])];
+          float* row = a.data() + (n * static_cast<int64_t>(pixels.size()) + i) * J;
+          for (int64_t local = 0; local < g.OCG; ++local) {
+            const float* plane = dy + (n * g.OC + group * g.OCG + local) * outPixels;
+            for (int64_t r = 0; r < R; ++r)
+              row[local * R + r] = plane[pixelReaders[static_cast<size_t>(r)].pixel];
           }
         }
-        const float* sums = row.result();
-        for (int64_t ic = 0; ic < g.CG; ++ic)
-          dx[(n * g.C + group * g.CG + ic) * inPixels + pixel] = sums[ic];
+      }
+      sums.resize(static_cast<size_t>(M * g.CG));
+      halfPartialsProduct(M, g.CG, J, a.data(), J, b.data(), g.CG, sums.data(), g.CG);
+      for (int64_t n = 0; n < g.N; ++n) {
+        for (size_t i = 0; i < pixels.size(); ++i) {
+          const float* in = sums.data() + (n * static_cast<int64_t>(pixels.size()) + i) * g.CG;
+          for (int64_t ic = 0; ic < g.CG; ++ic)
+            dx[(n * g.C + group * g.CG + ic) * inPixels + pixels[i]] = in[ic];
+        }
       }
     }
   }
 }
 
 // dW: each weight sums dY * X over the images and output pixels whose tap
-// reads the input, in order: a row of a group's output channels at once
-// (their taps are the same), with dY as [n][o][oc].
+// reads the input, in order. For each kernel offset, X gathered as rows ic
+// by (image, output pixel) times dY as (image, output pixel) x oc.
 void convolutionGradWeightHalf(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
   const auto* x = static_cast<const float*>(inputs[0]);
   const auto* dy = static_cast<const float*>(inputs[1]);
@@ -266,31 +316,50 @@ void convolutionGradWeightHalf(const ir::Node& node, const Inputs& inputs, const
   const int64_t outPixels = g.out[0] * g.out[1] * g.out[2];
   const int64_t kernelPixels = g.kernel[0] * g.kernel[1] * g.kernel[2];
   const std::vector<std::vector<Tap>> taps = tapsOf(g);
+  // dY as [n][o][oc], so that each read's output channels are one row.
   std::vector<float> dyt(static_cast<size_t>(g.N * outPixels * g.OC));
-  for (int64_t n = 0; n < g.N; ++n)
-    for (int64_t oc = 0; oc < g.OC; ++oc)
-      for (int64_t o = 0; o < outPixels; ++o)
-        dyt[static_cast<size_t>((n * outPixels + o) * g.OC + oc)] =
-            dy[(n * g.OC + oc) * outPixels + o];
-  HalfSumRow row(static_cast<size_t>(g.OCG));
+  transposeImages(dy, g.N, g.OC, outPixels, dyt.data());
+  std::vector<float> a, b, sums(static_cast<size_t>(g.CG * g.OCG));
+  std::vector<float> byOffset(static_cast<size_t>(g.CG * kernelPixels * g.OCG));
   for (int64_t group = 0; group < g.OC / g.OCG; ++group) {
-    for (int64_t ic = 0; ic < g.CG; ++ic) {
-      const int64_t c = group * g.CG + ic;
-      for (int64_t k = 0; k < kernelPixels; ++k) {
-        row.reset();
-        for (int64_t n = 0; n < g.N; ++n) {
-          for (int64_t o = 0; o < outPixels; ++o) {
-            const Tap& tap = taps[static_cast<size_t>(o)][static_cast<size_t>(k)];
-            if (tap.pixel < 0) continue;
-            row.addScaled(x[(n * g.C + c) * inPixels + tap.pixel],
-                          dyt.data() + (n * outPixels + o) * g.OC + group * g.OCG);
-          }
-        }
-        const float* sums = row.result();
-        for (int64_t oc = 0; oc < g.OCG; ++oc)
-          dw[((group * g.OCG + oc) * g.CG + ic) * kernelPixels + k] = sums[oc];
+    for (int64_t k = 0; k < kernelPixels; ++k) {
+      std::vector<std::pair<int64_t, int64_t>> reads; // (output pixel, input pixel)
+      for (int64_t o = 0; o < outPixels; ++o) {
+        const Tap& tap = taps[static_cast<size_t>(o)][static_cast<size_t>(k)];
+        if (tap.pixel >= 0) reads.emplace_back(o, tap.pixel);
       }
+      const auto R = static_cast<int64_t>(reads.size());
+      const int64_t J = g.N * R;
+      a.resize(static_cast<size_t>(g.CG * J));
+      b.resize(static_cast<size_t>(J * g.OCG));
+#pragma omp parallel for schedule(static) if (g.CG * J >= kParallelElements)
+      for (int64_t ic = 0; ic < g.CG; ++ic) {
+        for (int64_t n = 0; n < g.N; ++n) {
+          const float* plane = x + (n * g.C + group * g.CG + ic) * inPixels;
+          float* row = a.data() + ic * J + n * R;
+          for (int64_t i = 0; i < R; ++i)
+            row[i] = plane[reads[static_cast<size_t>(i)].second];
+        }
+      }
+#pragma omp parallel for schedule(static) if (J * g.OCG >= kParallelElements)
+      for (int64_t n = 0; n < g.N; ++n) {
+        for (int64_t i = 0; i < R; ++i) {
+          const float* channels = dyt.data() +
+                                  (n * outPixels + reads[static_cast<size_t>(i)].first) * g.OC +
+                                  group * g.OCG;
+          std::copy(channels, channels + g.OCG, b.data() + (n * R + i) * g.OCG);
+        }
+      }
+      halfPartialsProduct(g.CG, g.OCG, J, a.data(), J, b.data(), g.OCG, sums.data(), g.OCG);
+      // Row ic of the product is dW[., ic, k]: kept as [ic][k][oc] ...
+      for (int64_t ic = 0; ic < g.CG; ++ic)
+        std::copy(sums.data() + ic * g.OCG, sums.data() + (ic + 1) * g.OCG,
+                  byOffset.data() + (ic * kernelPixels + k) * g.OCG);
     }
+    // ... and turned into the group's [oc][ic][k] at once (writing every k-th
+    // element of dW per offset touches all its lines each time).
+    transposeImages(byOffset.data(), 1, g.CG * kernelPixels, g.OCG,
+                    dw + group * g.OCG * g.CG * kernelPixels);
   }
 }
 

@@ -1,4 +1,5 @@
 #include "kernels/reference/families.h"
+#include "kernels/reference/half_partials_product.h"
 #include "kernels/reference/indexing.h"
 #include "kernels/reference/partial_sums.h"
 
@@ -85,9 +86,9 @@ void linearGradWeight(const ir::Node& node, const Inputs& inputs, const Outputs&
   }
 }
 
-// The float16-partials forms, one row of outputs at a time (HalfSumRow):
+// The float16-partials forms, as matrix products (halfPartialsProduct):
 // each output's products in the same order as the loops above, so the same
-// results, with the products of a row vectorised.
+// results.
 
 // y[m, :] = sum over k of x[m, k] * w[:, k] (w transposed once), then the bias.
 void linearHalf(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
@@ -102,14 +103,11 @@ void linearHalf(const ir::Node& node, const Inputs& inputs, const Outputs& outpu
   for (int64_t n = 0; n < N; ++n)
     for (int64_t k = 0; k < K; ++k)
       wt[static_cast<size_t>(k * N + n)] = w[n * K + k];
-  HalfSumRow row(static_cast<size_t>(N));
-  for (int64_t m = 0; m < M; ++m) {
-    row.reset();
-    for (int64_t k = 0; k < K; ++k)
-      row.addScaled(x[m * K + k], wt.data() + k * N);
-    const float* sums = row.result();
-    for (int64_t n = 0; n < N; ++n)
-      y[m * N + n] = bias != nullptr ? popsim::roundToHalf(sums[n] + bias[n]) : sums[n];
+  halfPartialsProduct(M, N, K, x, K, wt.data(), N, y, N);
+  if (bias != nullptr) {
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n)
+        y[m * N + n] = popsim::roundToHalf(y[m * N + n] + bias[n]);
   }
 }
 
@@ -124,22 +122,15 @@ void batchedMatmulHalf(const ir::Node& node, const Inputs& inputs, const Outputs
   const ir::Shape batch(ys.begin(), ys.end() - 2);
   const auto stridesA = broadcastStrides(ir::Shape(as.begin(), as.end() - 2), batch);
   const auto stridesB = broadcastStrides(ir::Shape(bs.begin(), bs.end() - 2), batch);
-  HalfSumRow row(static_cast<size_t>(N));
   int64_t batchIndex = 0;
   forEachIndex(batch, [&](const std::vector<int64_t>& index) {
     const float* pa = a + dot(index, stridesA) * M * K;
     const float* pb = b + dot(index, stridesB) * K * N;
-    float* py = y + batchIndex++ * M * N;
-    for (int64_t m = 0; m < M; ++m) {
-      row.reset();
-      for (int64_t k = 0; k < K; ++k)
-        row.addScaled(pa[m * K + k], pb + k * N);
-      std::copy_n(row.result(), N, py + m * N);
-    }
+    halfPartialsProduct(M, N, K, pa, K, pb, N, y + batchIndex++ * M * N, N);
   });
 }
 
-// dW[n, :] = sum over rows m of dY[m, n] * X[m, :].
+// dW[n, :] = sum over rows m of dY[m, n] * X[m, :] (dY transposed once).
 void linearGradWeightHalf(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
   const auto* dy = static_cast<const float*>(inputs[0]);
   const auto* x = static_cast<const float*>(inputs[1]);
@@ -147,13 +138,11 @@ void linearGradWeightHalf(const ir::Node& node, const Inputs& inputs, const Outp
   const int64_t N = node.output()->type().shape[0];
   const int64_t K = node.output()->type().shape[1];
   const int64_t M = node.input(0)->type().numel() / N;
-  HalfSumRow row(static_cast<size_t>(K));
-  for (int64_t n = 0; n < N; ++n) {
-    row.reset();
-    for (int64_t m = 0; m < M; ++m)
-      row.addScaled(dy[m * N + n], x + m * K);
-    std::copy_n(row.result(), K, dw + n * K);
-  }
+  std::vector<float> dyt(static_cast<size_t>(N * M));
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n)
+      dyt[static_cast<size_t>(n * M + m)] = dy[m * N + n];
+  halfPartialsProduct(N, K, M, dyt.data(), M, x, K, dw, K);
 }
 
 template <typename Sum>

@@ -1,0 +1,194 @@
+#include "kernels/reference/half_partials_product.h"
+
+#include "kernels/cpu_isa.h"
+#include "kernels/reference/partial_sums.h"
+
+#if POPSIM_HAS_VECTOR_CLONES
+// GCC 12's AVX-512 headers start some conversions from an undefined vector,
+// which -Wmaybe-uninitialized reports where they are inlined (GCC PR 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#endif
+
+#include <algorithm>
+#include <vector>
+
+namespace popsim::kernels::reference {
+namespace {
+
+// A tile is kRows rows of C by one panel of B's columns, its width set by
+// the vector unit: the tile's running sums stay in registers.
+constexpr int64_t kRows = 4;
+// The widest tile's columns (AVX-512's), for a buffer any tile fits.
+constexpr int64_t kWidest = 24;
+
+// What computes one tile: for r < kRows, totals[r * width + q] = the
+// float16-partials sum over j < J of rows[r][j] * panel[j * width + q].
+using TileFn = void (*)(int64_t J, const float* const* rows, const float* panel, float* totals);
+
+// Without a vector unit: HalfSum per element, the definition itself.
+constexpr int64_t kScalarWidth = 8;
+
+void tileScalar(int64_t J, const float* const* rows, const float* panel, float* totals) {
+  for (int64_t r = 0; r < kRows; ++r) {
+    for (int64_t q = 0; q < kScalarWidth; ++q) {
+      HalfSum sum;
+      for (int64_t j = 0; j < J; ++j)
+        sum.add(static_cast<double>(rows[r][j]) * panel[j * kScalarWidth + q]);
+      totals[r * kScalarWidth + q] = sum.result();
+    }
+  }
+}
+
+#if POPSIM_HAS_VECTOR_CLONES
+#define POPSIM_TARGET_AVX512_FMA                                                                   \
+  __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,fma,f16c")))
+#define POPSIM_TARGET_AVX2_FMA __attribute__((target("avx2,fma,f16c")))
+
+POPSIM_TARGET_AVX2_FMA inline __m256 roundedToHalf(__m256 values) {
+  return _mm256_cvtph_ps(_mm256_cvtps_ph(values, _MM_FROUND_TO_NEAREST_INT));
+}
+
+// AVX-512: 24 columns, three vectors of 8 doubles per row.
+constexpr int64_t kAvx512Width = 24;
+
+POPSIM_TARGET_AVX512_FMA void tileAvx512(int64_t J, const float* const* rows, const float* panel,
+                                         float* totals) {
+  __m512d run[kRows][3];
+  __m256 total[kRows][3];
+  for (int64_t r = 0; r < kRows; ++r) {
+    for (int v = 0; v < 3; ++v) {
+      run[r][v] = _mm512_setzero_pd();
+      total[r][v] = _mm256_setzero_ps();
+    }
+  }
+  for (int64_t start = 0; start < J; start += kHalfPartialRun) {
+    const int64_t stop = std::min(J, start + int64_t{kHalfPartialRun});
+    for (int64_t j = start; j < stop; ++j) {
+      const float* b = panel + j * kAvx512Width;
+      const __m512d b0 = _mm512_cvtps_pd(_mm256_loadu_ps(b));
+      const __m512d b1 = _mm512_cvtps_pd(_mm256_loadu_ps(b + 8));
+      const __m512d b2 = _mm512_cvtps_pd(_mm256_loadu_ps(b + 16));
+      for (int64_t r = 0; r < kRows; ++r) {
+        const __m512d a = _mm512_set1_pd(static_cast<double>(rows[r][j]));
+        run[r][0] = _mm512_fmadd_pd(a, b0, run[r][0]);
+        run[r][1] = _mm512_fmadd_pd(a, b1, run[r][1]);
+        run[r][2] = _mm512_fmadd_pd(a, b2, run[r][2]);
+      }
+    }
+    for (int64_t r = 0; r < kRows; ++r) {
+      for (int v = 0; v < 3; ++v) {
+        const __m256 partial = roundedToHalf(_mm512_cvtpd_ps(run[r][v]));
+        total[r][v] = roundedToHalf(_mm256_add_ps(total[r][v], partial));
+        run[r][v] = _mm512_setzero_pd();
+      }
+    }
+  }
+  for (int64_t r = 0; r < kRows; ++r)
+    for (int v = 0; v < 3; ++v)
+      _mm256_storeu_ps(totals + r * kAvx512Width + v * 8, total[r][v]);
+}
+
+// AVX2: 8 columns, two vectors of 4 doubles per row.
+constexpr int64_t kAvx2Width = 8;
+
+POPSIM_TARGET_AVX2_FMA void tileAvx2(int64_t J, const float* const* rows, const float* panel,
+                                     float* totals) {
+  __m256d low[kRows], high[kRows];
+  __m256 total[kRows];
+  for (int64_t r = 0; r < kRows; ++r) {
+    low[r] = high[r] = _mm256_setzero_pd();
+    total[r] = _mm256_setzero_ps();
+  }
+  for (int64_t start = 0; start < J; start += kHalfPartialRun) {
+    const int64_t stop = std::min(J, start + int64_t{kHalfPartialRun});
+    for (int64_t j = start; j < stop; ++j) {
+      const float* b = panel + j * kAvx2Width;
+      const __m256d b0 = _mm256_cvtps_pd(_mm_loadu_ps(b));
+      const __m256d b1 = _mm256_cvtps_pd(_mm_loadu_ps(b + 4));
+      for (int64_t r = 0; r < kRows; ++r) {
+        const __m256d a = _mm256_set1_pd(static_cast<double>(rows[r][j]));
+        low[r] = _mm256_fmadd_pd(a, b0, low[r]);
+        high[r] = _mm256_fmadd_pd(a, b1, high[r]);
+      }
+    }
+    for (int64_t r = 0; r < kRows; ++r) {
+      const __m256 partial =
+          roundedToHalf(_mm256_set_m128(_mm256_cvtpd_ps(high[r]), _mm256_cvtpd_ps(low[r])));
+      total[r] = roundedToHalf(_mm256_add_ps(total[r], partial));
+      low[r] = high[r] = _mm256_setzero_pd();
+    }
+  }
+  for (int64_t r = 0; r < kRows; ++r)
+    _mm256_storeu_ps(totals + r * kAvx2Width, total[r]);
+}
+#endif
+
+#if POPSIM_HAS_VECTOR_CLONES
+static_assert(kAvx512Width <= kWidest && kAvx2Width <= kWidest, "a tile fits kWidest");
+#endif
+
+struct Tiling {
+  TileFn tile;
+  int64_t width;
+};
+
+Tiling tiling() {
+#if POPSIM_HAS_VECTOR_CLONES
+  static const bool fused = __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  if (fused && vectorIsa() == VectorIsa::Avx512) return {tileAvx512, kAvx512Width};
+  if (fused && vectorIsa() != VectorIsa::Baseline) return {tileAvx2, kAvx2Width};
+#endif
+  return {tileScalar, kScalarWidth};
+}
+
+// Products smaller than this run on the calling thread.
+constexpr int64_t kParallelProducts = int64_t{1} << 18;
+
+} // namespace
+
+void halfPartialsProduct(int64_t M, int64_t P, int64_t J, const float* A, int64_t lda,
+                         const float* B, int64_t ldb, float* C, int64_t ldc) {
+  if (M <= 0 || P <= 0) return;
+  if (J == 0) { // no products: every sum is zero
+    for (int64_t m = 0; m < M; ++m)
+      std::fill(C + m * ldc, C + m * ldc + P, 0.0f);
+    return;
+  }
+  const Tiling t = tiling();
+  const int64_t panels = (P + t.width - 1) / t.width;
+  const int64_t rowTiles = (M + kRows - 1) / kRows;
+  // B's columns in panels of the tile's width, each panel's rows contiguous;
+  // columns beyond P are zeros (their sums are dropped).
+  std::vector<float> packed(static_cast<size_t>(panels * J * t.width));
+#pragma omp parallel for schedule(static) if (J * P >= kParallelProducts / 4)
+  for (int64_t panel = 0; panel < panels; ++panel) {
+    const int64_t p0 = panel * t.width;
+    const int64_t columns = std::min(t.width, P - p0);
+    float* out = packed.data() + panel * J * t.width;
+    for (int64_t j = 0; j < J; ++j) {
+      std::copy(B + j * ldb + p0, B + j * ldb + p0 + columns, out + j * t.width);
+      std::fill(out + j * t.width + columns, out + (j + 1) * t.width, 0.0f);
+    }
+  }
+  const std::vector<float> zeros(static_cast<size_t>(J), 0.0f); // rows beyond M
+#pragma omp parallel for collapse(2) schedule(static) if (M * P * J >= kParallelProducts)
+  for (int64_t panel = 0; panel < panels; ++panel) {
+    for (int64_t rowTile = 0; rowTile < rowTiles; ++rowTile) {
+      const int64_t m0 = rowTile * kRows;
+      const int64_t p0 = panel * t.width;
+      const float* rows[kRows];
+      for (int64_t r = 0; r < kRows; ++r)
+        rows[r] = m0 + r < M ? A + (m0 + r) * lda : zeros.data();
+      float totals[kRows * kWidest];
+      t.tile(J, rows, packed.data() + panel * J * t.width, totals);
+      for (int64_t r = 0; r < std::min(kRows, M - m0); ++r)
+        std::copy(totals + r * t.width, totals + r * t.width + std::min(t.width, P - p0),
+                  C + (m0 + r) * ldc + p0);
+    }
+  }
+}
+
+} // namespace popsim::kernels::reference

@@ -1,0 +1,63 @@
+// The float16-partials matrix product against its definition, HalfSum per
+// element, bit for bit: shapes that fill no tile evenly, runs of 16 that
+// end mid-row, strided operands, and values of float16's whole range.
+#include "kernels/reference/half_partials_product.h"
+
+#include "common/float16.h"
+#include "kernels/reference/partial_sums.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+namespace popsim::kernels::reference {
+namespace {
+
+uint32_t bitsOf(float value) {
+  uint32_t bits = 0;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+
+// float16 values with exponents across the range, zeros included.
+std::vector<float> halves(size_t count, std::mt19937& random) {
+  std::uniform_real_distribution<float> exponent(-14.0f, 6.0f);
+  std::vector<float> values(count);
+  for (size_t i = 0; i < count; ++i) {
+    const float magnitude = i % 13 == 0 ? 0.0f : std::exp2(exponent(random));
+    values[i] = popsim::roundToHalf(i % 3 == 0 ? -magnitude : magnitude);
+  }
+  return values;
+}
+
+TEST(HalfPartialsProductTest, EveryElementIsItsHalfSum) {
+  std::mt19937 random(3);
+  struct Shape {
+    int64_t M, P, J;
+  };
+  for (const Shape& shape : {Shape{1, 1, 1}, Shape{3, 5, 17}, Shape{4, 24, 16}, Shape{9, 50, 33},
+                             Shape{13, 7, 100}, Shape{6, 31, 0}, Shape{64, 65, 300}}) {
+    const int64_t lda = shape.J + 3, ldb = shape.P + 2, ldc = shape.P + 1;
+    const std::vector<float> a = halves(static_cast<size_t>(shape.M * lda), random);
+    const std::vector<float> b = halves(static_cast<size_t>(shape.J * ldb + 1), random);
+    std::vector<float> c(static_cast<size_t>(shape.M * ldc), -1.0f);
+    halfPartialsProduct(shape.M, shape.P, shape.J, a.data(), lda, b.data(), ldb, c.data(), ldc);
+    for (int64_t m = 0; m < shape.M; ++m) {
+      for (int64_t p = 0; p < shape.P; ++p) {
+        HalfSum sum;
+        for (int64_t j = 0; j < shape.J; ++j)
+          sum.add(static_cast<double>(a[m * lda + j]) * b[j * ldb + p]);
+        ASSERT_EQ(bitsOf(c[m * ldc + p]), bitsOf(sum.result()))
+            << shape.M << "x" << shape.P << "x" << shape.J << " at " << m << ", " << p;
+      }
+      for (int64_t p = shape.P; p < ldc; ++p)
+        ASSERT_EQ(c[m * ldc + p], -1.0f) << "written beyond the row";
+    }
+  }
+}
+
+} // namespace
+} // namespace popsim::kernels::reference
