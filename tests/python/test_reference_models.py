@@ -1,6 +1,7 @@
 """The reference models for sizing (popsim.models): BERT with its pretraining
 and SQuAD heads, split by layers_per_ipu, computes what eager PyTorch does;
-ResNet-50 and ViT-B/16 size as their published jobs are split."""
+ResNet-50, ViT-B/16 and EfficientNet-B4 (G16) size as their published jobs
+are split."""
 
 import pytest
 import torch
@@ -8,8 +9,9 @@ import torch
 import popsim
 from conftest import assert_close
 from popsim.models import (BertConfig, BertEncoder, BertPretraining, BertSquad,
-                           PackedBertPretraining, ResNet50Training, ViTTraining, image_batch,
-                           packed_pretraining_batch, pretraining_batch, squad_batch)
+                           EfficientNetG16Training, PackedBertPretraining, ResNet50Training,
+                           ViTTraining, image_batch, packed_pretraining_batch, pretraining_batch,
+                           squad_batch)
 
 TINY = BertConfig(vocab_size=50, hidden_size=16, num_layers=2, num_heads=2,
                   intermediate_size=32, max_positions=16, hidden_dropout=0.0,
@@ -132,3 +134,24 @@ def test_resnet50_and_vit_b16_size_as_their_published_jobs_split():
                             popsim.optim.SGD(vit.parameters(), lr=0.1, momentum=0.9))
     assert report.ipus_per_replica == 4 and report.fits
     assert isinstance(vit.normalise, torch.nn.Identity)
+
+
+def test_efficientnet_b4_g16_is_graphcores_variant_and_sizes_over_its_splits():
+    model = EfficientNetG16Training(splits=[(2, 1), (4, 0), (5, 5)], drop_path=0.0)
+    convolutions = [m for m in model.modules() if isinstance(m, torch.nn.Conv2d)]
+    grouped = [m for m in convolutions if m.groups > 1]
+    # Every former depthwise convolution of the 32 blocks, the first stage's included, in
+    # channels // 16 groups: stage 1's second block (24 channels) has one group.
+    assert len(grouped) == 31 and all(m.in_channels // 16 == m.groups for m in grouped)
+    assert model.network.features[1][1].block[0][0].groups == 1
+    assert not any(isinstance(m, torch.nn.BatchNorm2d) for m in model.modules())
+    assert {m.num_groups for m in model.modules() if isinstance(m, torch.nn.GroupNorm)} == {4}
+    expanded = model.network.features[2][0].block[0][0]
+    assert (expanded.in_channels, expanded.out_channels) == (24, 96)  # 4x, not 6x
+    assert [ipu for ipu, _ in model.units].count(0) == 4  # the stem, stage 1, block 2.0
+    report = popsim.sizeJob(model.half(), image_batch(1, size=64), _pipelined(accumulation=8),
+                            popsim.optim.RMSprop(model.parameters(), momentum=0.9,
+                                                 use_tf_variant=True))
+    assert report.ipus_per_replica == 4 and report.fits
+    with pytest.raises(ValueError, match=r"splits \[\(9, 0\)\] name blocks the network "):
+        EfficientNetG16Training(splits=[(9, 0)])

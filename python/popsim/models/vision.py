@@ -8,7 +8,7 @@ with the first layers, the head with the last).
 """
 
 import contextlib
-from typing import ContextManager, Optional, Sequence, Tuple, cast
+from typing import ContextManager, List, Optional, Sequence, Tuple, cast
 
 import torch
 import torch.nn.functional as F
@@ -135,6 +135,80 @@ class _EncoderBlockCheckpointedAfterAttention(EncoderBlock):
         attended, _ = self.self_attention(attended, attended, attended, need_weights=False)
         hidden = recomputationCheckpoint(self.dropout(attended) + input)
         return hidden + self.mlp(self.ln_2(hidden))
+
+
+class EfficientNetG16Training(nn.Module):
+    """EfficientNet-B4 as Graphcore's G16 variant (vision/cnns/pytorch,
+    efficientnet_group_dim 16, efficientnet_expand_ratio 4, norm_type group):
+    torchvision's EfficientNet-B4 stages with every depthwise convolution
+    grouped by 16 channels (channels / 16 groups), the inverted bottlenecks
+    expanding 4x instead of 6x, and group norms of ``norm_groups`` groups in
+    place of batch norms, everywhere (stem and head included); dropout 0.4
+    before the classifier and stochastic depth ``drop_path`` (timm's
+    drop_path_rate, which Graphcore's example builds the model with); 8-bit
+    images normalised on the device and the loss (cross entropy with label
+    smoothing): ``forward(images, labels)`` returns (logits, loss).
+
+    ``splits`` lists the blocks that start the next IPU, as (stage, block)
+    with stages numbered as torchvision's ``features`` (1-7; Graphcore's
+    ``blocks/<s>/<b>`` is stage s + 1); each IPU's part is a popsim.Block
+    "IPU<n>"; none keeps the whole model on one IPU."""
+
+    def __init__(self, num_classes: int = 1000, group_size: int = 16, expand_ratio: int = 4,
+                 norm_groups: int = 4, norm_eps: float = 1e-3, label_smoothing: float = 0.1,
+                 drop_path: float = 0.2, splits: Sequence[Tuple[int, int]] = ()) -> None:
+        super().__init__()
+        from torchvision.models import efficientnet
+
+        settings, last_channel = efficientnet._efficientnet_conf(
+            "efficientnet_b4", width_mult=1.4, depth_mult=1.8)
+        for setting in settings:
+            if getattr(setting, "expand_ratio", 1) == 6:
+                setting.expand_ratio = expand_ratio  # type: ignore[union-attr]
+        self.normalise = _Normalise()
+        self.network = efficientnet.EfficientNet(
+            settings, dropout=0.4, stochastic_depth_prob=drop_path, num_classes=num_classes,
+            norm_layer=lambda channels: nn.GroupNorm(norm_groups, channels, eps=norm_eps),
+            last_channel=last_channel)
+        for module in self.network.modules():
+            for name, child in module.named_children():
+                if (isinstance(child, nn.Conv2d) and child.groups > 1
+                        and child.groups == child.in_channels == child.out_channels):
+                    setattr(module, name, nn.Conv2d(
+                        child.in_channels, child.out_channels, child.kernel_size, child.stride,
+                        child.padding, groups=max(1, child.in_channels // group_size),
+                        bias=False))
+        self.label_smoothing = label_smoothing
+        features = self.network.features
+        self.units: List[Tuple[int, nn.Module]] = []  # (IPU, module) in order
+        ipu = 0
+        starts = set(splits)
+        for stage, part in enumerate(features):
+            blocks = list(part) if 1 <= stage <= 7 else [part]
+            for index, block in enumerate(blocks):
+                if (stage, index) in starts:
+                    ipu += 1
+                self.units.append((ipu, block))
+        if ipu != len(starts):
+            raise ValueError(f"splits {sorted(starts)} name blocks the network does not have "
+                             f"(stages 1-7 of torchvision's EfficientNet-B4 features).")
+        self.split = bool(starts)
+
+    def _block(self, ipu: int) -> ContextManager[object]:
+        if not self.split:
+            return contextlib.nullcontext()
+        return cast(ContextManager[object], Block(f"IPU{ipu}", ipu_id=ipu))
+
+    def forward(self, images: torch.Tensor, labels: torch.Tensor
+                ) -> Tuple[torch.Tensor, torch.Tensor]:
+        hidden = images
+        for index, (ipu, unit) in enumerate(self.units):
+            with self._block(ipu):
+                hidden = unit(self.normalise(hidden) if index == 0 else hidden)
+        with self._block(self.units[-1][0]):
+            logits = self.network.classifier(torch.flatten(self.network.avgpool(hidden), 1))
+            return logits, F.cross_entropy(logits.float(), labels,
+                                           label_smoothing=self.label_smoothing)
 
 
 def image_batch(batch: int, num_classes: int = 1000, size: int = 224,
