@@ -174,10 +174,11 @@ class EfficientNetG16Training(nn.Module):
             for name, child in module.named_children():
                 if (isinstance(child, nn.Conv2d) and child.groups > 1
                         and child.groups == child.in_channels == child.out_channels):
+                    kernel, stride = child.kernel_size, child.stride
                     setattr(module, name, nn.Conv2d(
-                        child.in_channels, child.out_channels, child.kernel_size, child.stride,
-                        child.padding, groups=max(1, child.in_channels // group_size),
-                        bias=False))
+                        child.in_channels, child.out_channels, (kernel[0], kernel[1]),
+                        (stride[0], stride[1]), cast(Tuple[int, int], child.padding),
+                        groups=max(1, child.in_channels // group_size), bias=False))
         self.label_smoothing = label_smoothing
         features = self.network.features
         self.units: List[Tuple[int, nn.Module]] = []  # (IPU, module) in order
