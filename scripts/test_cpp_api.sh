@@ -13,6 +13,13 @@ trap 'rm -rf "$work"' EXIT
 
 cmake --build "$build_dir" --target popsim
 cmake --install "$build_dir" --prefix "$work/prefix" >/dev/null
+# The exported target names its include directory once.
+includes="$(grep -h 'INTERFACE_INCLUDE_DIRECTORIES' "$work"/prefix/lib*/cmake/popsim/popsimTargets.cmake)"
+if [ "$(grep -o '_IMPORT_PREFIX}/include' <<<"$includes" | wc -l)" -ne 1 ]; then
+  echo "popsim C++ API: the installed popsim::popsim target lists its include directory" \
+       "other than once: $includes" >&2
+  exit 1
+fi
 # Debian's LibTorch CMake package (libtorch-dev); torch.utils.cmake_prefix_path names a
 # directory Debian's python3-torch does not ship.
 torch_prefix="/usr/lib/$(gcc -dumpmachine)/cmake"
