@@ -64,10 +64,9 @@ def training_memory(network, images, labels, dtype):
 TRAINING_CONFIGURATIONS = {
     "float32": {},
     "float16": {"half": True},
-    "float16 partials": {"half": True, "partials": True},
-    "stochastic rounding": {"half": True, "stochastic": True},
-    "float16 partials + stochastic rounding": {"half": True, "partials": True,
-                                               "stochastic": True},
+    "float16_partials": {"half": True, "partials": True},
+    "stochastic_rounding": {"half": True, "stochastic": True},
+    "partials_and_stochastic_rounding": {"half": True, "partials": True, "stochastic": True},
 }
 
 
