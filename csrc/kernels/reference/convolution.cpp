@@ -1,6 +1,7 @@
 #include "kernels/reference/families.h"
 #include "kernels/reference/half_partials_product.h"
 #include "kernels/reference/partial_sums.h"
+#include "kernels/reference/transpose.h"
 
 #include <algorithm>
 #include <cmath>
@@ -133,24 +134,6 @@ void convolutionGradWeight(const ir::Node& node, const Inputs& inputs, const Out
 // The float16-partials forms, each a matrix product (halfPartialsProduct)
 // whose every output sums the same products in the same order as
 // forEachTap above, and so rounds them at the same points.
-
-// out[n][p][c] = in[n][c][p], in blocks that keep both sides' lines in cache
-// (a channel-by-channel pass writes a line per element when channels are many).
-void transposeImages(const float* in, int64_t images, int64_t channels, int64_t pixels,
-                     float* out) {
-  constexpr int64_t kBlock = 16;
-  for (int64_t n = 0; n < images; ++n) {
-    const float* from = in + n * channels * pixels;
-    float* to = out + n * channels * pixels;
-    for (int64_t c0 = 0; c0 < channels; c0 += kBlock) {
-      for (int64_t p0 = 0; p0 < pixels; p0 += kBlock) {
-        for (int64_t c = c0; c < std::min(channels, c0 + kBlock); ++c)
-          for (int64_t p = p0; p < std::min(pixels, p0 + kBlock); ++p)
-            to[p * channels + c] = from[c * pixels + p];
-      }
-    }
-  }
-}
 
 // Gathers of more elements than this are spread over the OpenMP threads.
 constexpr int64_t kParallelElements = int64_t{1} << 16;
@@ -318,7 +301,8 @@ void convolutionGradWeightHalf(const ir::Node& node, const Inputs& inputs, const
   const std::vector<std::vector<Tap>> taps = tapsOf(g);
   // dY as [n][o][oc], so that each read's output channels are one row.
   std::vector<float> dyt(static_cast<size_t>(g.N * outPixels * g.OC));
-  transposeImages(dy, g.N, g.OC, outPixels, dyt.data());
+  for (int64_t n = 0; n < g.N; ++n)
+    transpose(dy + n * g.OC * outPixels, g.OC, outPixels, dyt.data() + n * g.OC * outPixels);
   std::vector<float> a, b, sums(static_cast<size_t>(g.CG * g.OCG));
   std::vector<float> byOffset(static_cast<size_t>(g.CG * kernelPixels * g.OCG));
   for (int64_t group = 0; group < g.OC / g.OCG; ++group) {
@@ -358,8 +342,8 @@ void convolutionGradWeightHalf(const ir::Node& node, const Inputs& inputs, const
     }
     // ... and turned into the group's [oc][ic][k] at once (writing every k-th
     // element of dW per offset touches all its lines each time).
-    transposeImages(byOffset.data(), 1, g.CG * kernelPixels, g.OCG,
-                    dw + group * g.OCG * g.CG * kernelPixels);
+    transpose(byOffset.data(), g.CG * kernelPixels, g.OCG,
+              dw + group * g.OCG * g.CG * kernelPixels);
   }
 }
 

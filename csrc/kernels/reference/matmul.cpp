@@ -2,17 +2,17 @@
 #include "kernels/reference/half_partials_product.h"
 #include "kernels/reference/indexing.h"
 #include "kernels/reference/partial_sums.h"
+#include "kernels/reference/transpose.h"
 
 #include <algorithm>
-#include <type_traits>
 #include <vector>
 
 namespace popsim::kernels::reference {
 namespace {
 
-// With float16 partials the bias is added once the products are summed, as
-// the IPU adds it in an op of its own.
-template <typename Sum>
+// The float32 forms, summing in double (FloatSum) as PyTorch's CPU kernels'
+// precision does; the float16-partials forms below keep their order.
+
 void linear(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
   const auto* x = static_cast<const float*>(inputs[0]);
   const auto* w = static_cast<const float*>(inputs[1]);
@@ -23,19 +23,16 @@ void linear(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) 
   const int64_t M = node.input(0)->type().numel() / K;
   for (int64_t m = 0; m < M; ++m) {
     for (int64_t n = 0; n < N; ++n) {
-      constexpr bool kHalf = std::is_same_v<Sum, HalfSum>;
-      Sum sum(bias != nullptr && !kHalf ? bias[n] : 0.0);
+      FloatSum sum(bias != nullptr ? bias[n] : 0.0);
       for (int64_t k = 0; k < K; ++k) {
         sum.add(static_cast<double>(x[m * K + k]) * w[n * K + k]);
       }
       y[m * N + n] = sum.result();
-      if (kHalf && bias != nullptr) y[m * N + n] = popsim::roundToHalf(y[m * N + n] + bias[n]);
     }
   }
 }
 
 // Batched matmul with broadcast batch dimensions.
-template <typename Sum>
 void batchedMatmul(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
   const auto* a = static_cast<const float*>(inputs[0]);
   const auto* b = static_cast<const float*>(inputs[1]);
@@ -56,7 +53,7 @@ void batchedMatmul(const ir::Node& node, const Inputs& inputs, const Outputs& ou
     float* py = y + batchIndex++ * M * N;
     for (int64_t m = 0; m < M; ++m) {
       for (int64_t n = 0; n < N; ++n) {
-        Sum sum;
+        FloatSum sum;
         for (int64_t k = 0; k < K; ++k) {
           sum.add(static_cast<double>(pa[m * K + k]) * pb[k * N + n]);
         }
@@ -67,7 +64,6 @@ void batchedMatmul(const ir::Node& node, const Inputs& inputs, const Outputs& ou
 }
 
 // dW[n, k] = sum over rows m of dY[m, n] * X[m, k].
-template <typename Sum>
 void linearGradWeight(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
   const auto* dy = static_cast<const float*>(inputs[0]);
   const auto* x = static_cast<const float*>(inputs[1]);
@@ -77,7 +73,7 @@ void linearGradWeight(const ir::Node& node, const Inputs& inputs, const Outputs&
   const int64_t M = node.input(0)->type().numel() / N;
   for (int64_t n = 0; n < N; ++n) {
     for (int64_t k = 0; k < K; ++k) {
-      Sum sum;
+      FloatSum sum;
       for (int64_t m = 0; m < M; ++m) {
         sum.add(static_cast<double>(dy[m * N + n]) * x[m * K + k]);
       }
@@ -90,7 +86,8 @@ void linearGradWeight(const ir::Node& node, const Inputs& inputs, const Outputs&
 // each output's products in the same order as the loops above, so the same
 // results.
 
-// y[m, :] = sum over k of x[m, k] * w[:, k] (w transposed once), then the bias.
+// y[m, :] = sum over k of x[m, k] * w[:, k] (w transposed once), then the bias,
+// added once the products are summed, as the IPU adds it in an op of its own.
 void linearHalf(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
   const auto* x = static_cast<const float*>(inputs[0]);
   const auto* w = static_cast<const float*>(inputs[1]);
@@ -100,9 +97,7 @@ void linearHalf(const ir::Node& node, const Inputs& inputs, const Outputs& outpu
   const int64_t N = node.input(1)->type().shape[0];
   const int64_t M = node.input(0)->type().numel() / K;
   std::vector<float> wt(static_cast<size_t>(K * N));
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t k = 0; k < K; ++k)
-      wt[static_cast<size_t>(k * N + n)] = w[n * K + k];
+  transpose(w, N, K, wt.data());
   halfPartialsProduct(M, N, K, x, K, wt.data(), N, y, N);
   if (bias != nullptr) {
     for (int64_t m = 0; m < M; ++m)
@@ -139,25 +134,18 @@ void linearGradWeightHalf(const ir::Node& node, const Inputs& inputs, const Outp
   const int64_t K = node.output()->type().shape[1];
   const int64_t M = node.input(0)->type().numel() / N;
   std::vector<float> dyt(static_cast<size_t>(N * M));
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t n = 0; n < N; ++n)
-      dyt[static_cast<size_t>(n * M + m)] = dy[m * N + n];
+  transpose(dy, M, N, dyt.data());
   halfPartialsProduct(N, K, M, dyt.data(), M, x, K, dw, K);
-}
-
-template <typename Sum>
-void matmulSummedBy(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
-  switch (node.kind()) {
-  case ir::OpKind::Linear: return linear<Sum>(node, inputs, outputs);
-  case ir::OpKind::LinearGradWeight: return linearGradWeight<Sum>(node, inputs, outputs);
-  default: return batchedMatmul<Sum>(node, inputs, outputs);
-  }
 }
 
 } // namespace
 
 void matmul(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
-  matmulSummedBy<FloatSum>(node, inputs, outputs);
+  switch (node.kind()) {
+  case ir::OpKind::Linear: return linear(node, inputs, outputs);
+  case ir::OpKind::LinearGradWeight: return linearGradWeight(node, inputs, outputs);
+  default: return batchedMatmul(node, inputs, outputs);
+  }
 }
 
 void matmulWithHalfPartials(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {

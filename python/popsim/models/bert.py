@@ -11,19 +11,18 @@ popsim.Block named after its IPU; with ``recompute_checkpoint_every_layer``
 each layer's output is a recomputation checkpoint.
 """
 
-import contextlib
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, ContextManager, List, Optional, Sequence, Tuple, cast
+from typing import Any, ContextManager, List, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from popsim.frontend.blocks import Block
 from popsim.api.enums import MatMulSerializationMode
 from popsim.frontend.tensor_ops import recomputationCheckpoint, serializedMatMul
+from popsim.models.pipeline_blocks import block_if_split
 
 
 @dataclass
@@ -144,10 +143,8 @@ class BertEncoder(nn.Module):
 
 
 def _block(ipu_of_layer: Optional[List[int]], name: str, ipu: int) -> ContextManager[object]:
-    """The block of `name` on `ipu` when the model is split, else nothing."""
-    if ipu_of_layer is None:
-        return contextlib.nullcontext()
-    return cast(ContextManager[object], Block(name, ipu_id=ipu))
+    """The block of `name` on `ipu` when the model is split (has an IPU per layer)."""
+    return block_if_split(ipu_of_layer is not None, name, ipu)
 
 
 class BertPretraining(nn.Module):

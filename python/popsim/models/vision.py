@@ -7,7 +7,6 @@ popsim.Block per IPU from a ``layers_per_ipu`` list (the patch embedding
 with the first layers, the head with the last).
 """
 
-import contextlib
 from typing import ContextManager, List, Optional, Sequence, Tuple, cast
 
 import torch
@@ -16,8 +15,8 @@ import torchvision
 from torchvision.models.vision_transformer import EncoderBlock
 from torch import nn
 
-from popsim.frontend.blocks import Block
 from popsim.frontend.tensor_ops import recomputationCheckpoint
+from popsim.models.pipeline_blocks import block_if_split
 
 # ImageNet's channel means and standard deviations, on the 0-255 scale.
 _MEAN = (0.485 * 255, 0.456 * 255, 0.406 * 255)
@@ -105,9 +104,7 @@ class ViTTraining(nn.Module):
         self.checkpoints = recompute_checkpoint_every_layer
 
     def _block(self, ipu: int) -> ContextManager[object]:
-        if not self.split:
-            return contextlib.nullcontext()
-        return cast(ContextManager[object], Block(f"IPU{ipu}", ipu_id=ipu))
+        return block_if_split(self.split, f"IPU{ipu}", ipu)
 
     def forward(self, images: torch.Tensor, labels: torch.Tensor
                 ) -> Tuple[torch.Tensor, torch.Tensor]:
@@ -196,9 +193,7 @@ class EfficientNetG16Training(nn.Module):
         self.split = bool(starts)
 
     def _block(self, ipu: int) -> ContextManager[object]:
-        if not self.split:
-            return contextlib.nullcontext()
-        return cast(ContextManager[object], Block(f"IPU{ipu}", ipu_id=ipu))
+        return block_if_split(self.split, f"IPU{ipu}", ipu)
 
     def forward(self, images: torch.Tensor, labels: torch.Tensor
                 ) -> Tuple[torch.Tensor, torch.Tensor]:
