@@ -50,8 +50,9 @@ class HalfOnCpu(TorchDispatchMode):
         # PopTorch casts the parameters (popsim's importer does the same).
         self._weight_storages = {_storage_address(w) for w in weights if w.is_floating_point()}
         self._weight_storages.discard(0)  # empty tensors have no storage to tell apart
-        # A cost-only compilation: matmuls and convolutions give zeros of their
-        # result's shape and dtype instead of computing.
+        # A cost-only compilation: ops with float16 operands give zeros of their
+        # result's shape and dtype instead of computing (matmuls and convolutions
+        # whatever their operands), and in-place ops leave their targets.
         self._shapes_only = shapes_only
 
     def __torch_dispatch__(self, func: torch._ops.OpOverload, types: Collection[type],
@@ -66,6 +67,9 @@ class HalfOnCpu(TorchDispatchMode):
         if (not any(_is_half(t) for t in tensors) and not asks_half) or _returns_view(func):
             return func(*args, **kwargs)
         written = _written_arguments(func, args, kwargs)
+        if written and self._shapes_only:
+            # A cost-only trace records the op; its targets' values matter to nothing it keeps.
+            return written[0] if len(written) == 1 else tuple(written)
         if written:  # an in-place op or an out= variant: compute, then write into its targets
             result = func(*tree_map(_upcast_copy, args), **tree_map(_upcast_copy, kwargs))
             for target, value in zip(written, _as_list(result)):
@@ -78,12 +82,20 @@ class HalfOnCpu(TorchDispatchMode):
         except RuntimeError:
             dtypes = None
         args, kwargs = _half_defaults(func, args, kwargs)
-        result = func(*tree_map(_upcast, args), **tree_map(_upcast, kwargs))
+        shaped = _meta_result(func, args, kwargs) if self._shapes_only else None
+        result = (shaped if shaped is not None
+                  else func(*tree_map(_upcast, args), **tree_map(_upcast, kwargs)))
         if dtypes is None:
             floats = [t for t in tensors if t.is_floating_point()]
             half = (all(_is_half(t) for t in floats) or self._downcast_mixed or asks_half
                     or self._casts_parameters(func, floats))
             dtypes = [torch.float16 if half else None] * len(_as_list(result))
+        if shaped is not None:
+            zeros = [torch.zeros_like(t, device="cpu",
+                                      dtype=dtype if t.is_floating_point() and dtype is not None
+                                      and dtype.is_floating_point else t.dtype)
+                     for t, dtype in zip(_as_list(shaped), dtypes)]
+            return tuple(zeros) if isinstance(shaped, (tuple, list)) else zeros[0]
         rounded = [t.to(dtype) if isinstance(t, torch.Tensor) and t.is_floating_point()
                    and dtype is not None and dtype.is_floating_point else t
                    for t, dtype in zip(_as_list(result), dtypes)]
@@ -114,6 +126,23 @@ class HalfOnCpu(TorchDispatchMode):
                     or self._casts_parameters(func, floats))
             dtype = torch.float16 if half else torch.float32
         return torch.zeros(meta.shape, dtype=dtype)
+
+
+def _meta_result(func: torch._ops.OpOverload, args: Sequence[Any], kwargs: Dict[str, Any]
+                 ) -> Any:
+    """`func`'s result on meta twins of its operands (float16 as float32), for
+    a cost-only trace, which needs its results' shapes, not their values; None
+    where that is not a tensor or tensors, or the op has no meta kernel (it is
+    then computed: ops whose results' shapes depend on values, such as nonzero,
+    and those that give Python numbers, such as item)."""
+    try:
+        meta = func(*tree_map(_to_meta, args), **tree_map(_to_meta, kwargs))
+    except (NotImplementedError, RuntimeError, TypeError, ValueError):
+        return None
+    outputs = _as_list(meta)
+    if not outputs or not all(isinstance(t, torch.Tensor) and t.is_meta for t in outputs):
+        return None
+    return meta
 
 
 def _storage_address(tensor: torch.Tensor) -> int:

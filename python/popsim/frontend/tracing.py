@@ -19,6 +19,7 @@ from popsim.api import device as _device
 from popsim.frontend import half_tracing as _half_tracing
 from popsim.frontend import name_scope as _name_scope
 from popsim.frontend import structure as _structure
+from popsim.frontend import trace_reuse as _trace_reuse
 from popsim.frontend.ops import LIBRARY as _LIBRARY
 from popsim.api.errors import ArgumentError, CompilationError, InputError
 
@@ -375,14 +376,27 @@ def trace(model: torch.nn.Module, signature: Signature,
     frozen). With `module_scopes`, ops are named after their submodules.
     Float16 ops run in float32 underneath the trace (_half_tracing.py), as
     Precision.halfFloatCasting says for mixed operands. With `shapes_only` (a
-    cost-only compilation), matmuls and convolutions do not compute: they
-    give zeros of their results' shapes and dtypes."""
+    cost-only compilation), matmuls, convolutions and the ops with float16
+    operands do not compute: they give zeros of their results' shapes and
+    dtypes. Inside trace_reuse.reusing_traces(), such a trace is kept and
+    reused."""
+    reuse_key = None
+    if shapes_only and _trace_reuse.active():
+        reuse_key = _trace_reuse.key(
+            model, signature.names, signature.structure, signature.constants,
+            micro_batch_tensors, (training, module_scopes, downcast_mixed_floats))
+        reused = _trace_reuse.kept(reuse_key)
+        if reused is not None:
+            return reused
     try:
         with _TRACE_LOCK:
-            return _trace(model, signature, micro_batch_tensors, training, module_scopes,
-                          downcast_mixed_floats, shapes_only)
+            result = _trace(model, signature, micro_batch_tensors, training, module_scopes,
+                            downcast_mixed_floats, shapes_only)
     finally:
         _run_deferred()
+    if reuse_key is not None:
+        _trace_reuse.keep(reuse_key, result)
+    return result
 
 
 def _trace(model: torch.nn.Module, signature: Signature,

@@ -43,9 +43,10 @@ import torch
 from popsim import _C
 from popsim.api.errors import CompilationError, OptionError
 from popsim.api.options import Options
-from popsim.api.strategies import PipelineSchedule
-from popsim.frontend.blocks import _BlockStart, removeBlocks
-from popsim.reports.plan_report import PipelinePlan, Plan, _annotate, _plan_options
+from popsim.api.strategies import PipelinedExecution, PipelineSchedule, Stage
+from popsim.frontend.blocks import BeginBlock, _BlockStart, removeBlocks
+from popsim.frontend.trace_reuse import reusing_traces
+from popsim.reports.plan_report import PipelinePlan, Plan, _plan_options
 from popsim.reports.size_job import cost_only_call
 from popsim.reports.sizing import mib
 
@@ -209,6 +210,40 @@ def _group(candidates: List[str], lengths: Sequence[int]) -> List[List[str]]:
     return split
 
 
+def _annotate_candidates(model: torch.nn.Module, candidates: List[str], tail: Optional[str],
+                         tail_after: bool) -> None:
+    """One block per candidate: block "c0" starts with the model, block "c<i>"
+    with candidate i, and "tail" with (or after) the tail. Every split the
+    planner compiles groups these blocks into stages (_split_options), so the
+    model's trace is the same for all of them and is traced once
+    (trace_reuse)."""
+    removeBlocks(model)
+    BeginBlock(model, "c0")
+    for index, name in enumerate(candidates[1:], start=1):
+        BeginBlock(model.get_submodule(name), f"c{index}")
+    if tail is not None:
+        BeginBlock(model.get_submodule(tail), "tail", after=tail_after)
+
+
+def _split_options(lengths: Sequence[int], schedule: PipelineSchedule, recomputation: bool,
+                   off_chip: bool, base: Options, tail: bool,
+                   proportions: Optional[Dict[int, float]] = None) -> Options:
+    """The options of a split over the candidates' blocks (_annotate_candidates):
+    IPU k's stage groups its run of candidate blocks, then the tail's stage
+    runs on IPU 0. The same op placement as the plan's own annotations and
+    options (PipelinePlan.apply), which the tests check."""
+    opts = _plan_options(len(lengths), schedule, recomputation, off_chip, base, tail,
+                         proportions)
+    stages, start = [], 0
+    for ipu, length in enumerate(lengths):
+        stages.append(Stage(*[f"c{index}" for index in range(start, start + length)]).ipu(ipu))
+        start += length
+    if tail:
+        stages.append(Stage("tail").ipu(0))
+    opts.setExecutionStrategy(PipelinedExecution(*stages, schedule=schedule))
+    return opts
+
+
 def _profile(model: torch.nn.Module, candidates: List[str], tail: Optional[str],
              tail_after: bool, micro_batch: Any, options: Options,
              optimizer: Optional[torch.optim.Optimizer]
@@ -216,17 +251,16 @@ def _profile(model: torch.nn.Module, candidates: List[str], tail: Optional[str],
     """Each candidate's cycles per micro-batch and memory by category, from a cost-only
     run with every candidate a pipeline stage of its own, on its own IPU
     (the tail's stage on IPU 0, counted with the first candidate)."""
-    split = [[name] for name in candidates]
-    profile = _plan_options(len(split), PipelineSchedule.Interleaved, False, False, options,
-                            tail is not None)
+    _annotate_candidates(model, candidates, tail, tail_after)
+    profile = _split_options([1] * len(candidates), PipelineSchedule.Interleaved, False, False,
+                             options, tail is not None)
     # Enough micro-batches to fill the profile's longer pipeline (its figures are per micro-batch).
-    stages = len(split) + (tail is not None)
+    stages = len(candidates) + (tail is not None)
     if optimizer is not None:
         profile.Training.gradientAccumulation(
             max(profile.Training.gradient_accumulation, 2 * stages - 1))
     else:
         profile.deviceIterations(max(profile.device_iterations, stages))
-    _annotate(model, split, tail, tail_after)
     with cost_only_call(model, micro_batch, profile, optimizer) as executor:
         loads = _C.stage_loads(executor._program.first, executor._stages)
         report = executor.sizingReport()
@@ -377,111 +411,114 @@ def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = 
             f"popsim.plan: pipelined inference over {stages} stages needs deviceIterations of at "
             f"least {stages}, got {base.device_iterations}.", option="deviceIterations")
     automatic_tail = None
-    try:
+    # Every split is a Stage grouping of the same candidate blocks: the
+    # model is traced once, at the profile, and each later compilation reuses it.
+    with reusing_traces():
         try:
-            cycles, memory, capacity = _profile(model, names, tail, after, micro_batch, base,
-                                                optimizer)
-        except CompilationError as error:
-            if "share weights" not in str(error) or tail is not None:
-                raise
-            # A later part shares weights with the first IPU's: try running what
-            # follows the module that holds the candidates as a tail on IPU 0.
-            found = None
-            enough = not training or base.Training.gradient_accumulation >= 2 * (ipus + 1) - 1
-            for enclosing in (_enclosing_modules(model, names) if enough else []):
-                try:
-                    found = (enclosing, _profile(model, names, enclosing, True, micro_batch, base,
-                                                 optimizer))
-                    break
-                except CompilationError as again:
-                    if "share weights" not in str(again):
-                        raise
-            if found is None:
-                raise OptionError(
-                    f"popsim.plan: {error} The planner puts consecutive candidates on "
-                    "consecutive IPUs; a later part of the model that shares weights with the "
-                    "first IPU's (such as a decoder tied to the embeddings) can run there as a "
-                    "last stage: name the module where that part starts with tail='...' (or "
-                    "the module after which it starts with tail_after='...')"
-                    + ("" if enough else ", with Training.gradientAccumulation of at least "
-                       f"{2 * (ipus + 1) - 1} for the extra stage") + ".",
-                       option=error.option) from error
-            tail, after = found[0], True
-            automatic_tail = tail
-            cycles, memory, capacity = found[1]
-        totals = [sum(categories.values()) for categories in memory]
-        result = Plan(type(model).__name__, ipus, training, names, cycles, totals, capacity,
-                      chosen=None, automatic_tail=automatic_tail)
-        verified: List[PipelinePlan] = []
+            try:
+                cycles, memory, capacity = _profile(model, names, tail, after, micro_batch, base,
+                                                    optimizer)
+            except CompilationError as error:
+                if "share weights" not in str(error) or tail is not None:
+                    raise
+                # A later part shares weights with the first IPU's: try running what
+                # follows the module that holds the candidates as a tail on IPU 0.
+                found = None
+                enough = not training or base.Training.gradient_accumulation >= 2 * (ipus + 1) - 1
+                for enclosing in (_enclosing_modules(model, names) if enough else []):
+                    try:
+                        found = (enclosing, _profile(model, names, enclosing, True, micro_batch, base,
+                                                     optimizer))
+                        break
+                    except CompilationError as again:
+                        if "share weights" not in str(again):
+                            raise
+                if found is None:
+                    raise OptionError(
+                        f"popsim.plan: {error} The planner puts consecutive candidates on "
+                        "consecutive IPUs; a later part of the model that shares weights with the "
+                        "first IPU's (such as a decoder tied to the embeddings) can run there as a "
+                        "last stage: name the module where that part starts with tail='...' (or "
+                        "the module after which it starts with tail_after='...')"
+                        + ("" if enough else ", with Training.gradientAccumulation of at least "
+                           f"{2 * (ipus + 1) - 1} for the extra stage") + ".",
+                           option=error.option) from error
+                tail, after = found[0], True
+                automatic_tail = tail
+                cycles, memory, capacity = found[1]
+            totals = [sum(categories.values()) for categories in memory]
+            result = Plan(type(model).__name__, ipus, training, names, cycles, totals, capacity,
+                          chosen=None, automatic_tail=automatic_tail)
+            verified: List[PipelinePlan] = []
 
-        def evaluate(lengths: Tuple[int, ...], schedule: PipelineSchedule, recompute: bool,
-                     off_chip: bool, proportions: Optional[Dict[int, float]] = None
-                     ) -> PipelinePlan:
-            split = _group(names, lengths)
-            _annotate(model, split, tail, after)
-            with cost_only_call(model, micro_batch,
-                                _plan_options(ipus, schedule, recompute, off_chip, base,
-                                              tail is not None, proportions),
-                                optimizer) as executor:
-                program = executor._program
-                steps = [step.to_dict() for step in program.program()]
-                in_passes = {step["ipu"] for step in steps if step["passes"] > 1}
-                budgets = {entry["ipu"]: entry["temporary_budget"] / entry["capacity"]
-                           for entry in program.first.memory_report().to_dict()["ipus"]
-                           if entry["ipu"] in in_passes}
-                candidate = PipelinePlan(
-                    split, schedule, recompute, off_chip, executor.sizingReport(), tail, after,
-                    dict(proportions or {}), budgets)
-            result.evaluated += 1
-            verified.append(candidate)
-            return candidate
+            def evaluate(lengths: Tuple[int, ...], schedule: PipelineSchedule, recompute: bool,
+                         off_chip: bool, proportions: Optional[Dict[int, float]] = None
+                         ) -> PipelinePlan:
+                split = _group(names, lengths)
+                _annotate_candidates(model, names, tail, after)
+                with cost_only_call(model, micro_batch,
+                                    _split_options(lengths, schedule, recompute, off_chip, base,
+                                                   tail is not None, proportions),
+                                    optimizer) as executor:
+                    program = executor._program
+                    steps = [step.to_dict() for step in program.program()]
+                    in_passes = {step["ipu"] for step in steps if step["passes"] > 1}
+                    budgets = {entry["ipu"]: entry["temporary_budget"] / entry["capacity"]
+                               for entry in program.first.memory_report().to_dict()["ipus"]
+                               if entry["ipu"] in in_passes}
+                    candidate = PipelinePlan(
+                        split, schedule, recompute, off_chip, executor.sizingReport(), tail, after,
+                        dict(proportions or {}), budgets)
+                result.evaluated += 1
+                verified.append(candidate)
+                return candidate
 
-        recompute = base.Training.recomputation_enabled
-        on_chip = base.TensorLocations.optimizer_location.on_chip
-        # Settings that trade time for memory, tried in turn on a split that does
-        # not fit: recomputation, the optimizer state off chip, and at last the
-        # Sequential schedule (one micro-batch at a time: no stash).
-        interleaved, sequential = PipelineSchedule.Interleaved, PipelineSchedule.Sequential
-        savings: List[Tuple[PipelineSchedule, bool, bool]] = []
-        if training and not recompute:
-            savings.append((interleaved, True, False))
-        if training and on_chip:
-            savings.append((interleaved, True, True))
-        if training:
-            savings.append((sequential, True, on_chip))
-        # Two evaluations are kept for the fastest fitting plan's memory
-        # proportions and schedule.
-        for_splits = max_evaluations - 2 if max_evaluations > 4 else max_evaluations
-        for lengths in _ranked_splits(cycles, memory, capacity, ipus, keep=for_splits):
-            if result.evaluated >= for_splits:
-                break
-            attempt = evaluate(lengths, PipelineSchedule.Interleaved, recompute, False)
-            for saving in savings:
-                if attempt.fits or result.evaluated >= for_splits:
+            recompute = base.Training.recomputation_enabled
+            on_chip = base.TensorLocations.optimizer_location.on_chip
+            # Settings that trade time for memory, tried in turn on a split that does
+            # not fit: recomputation, the optimizer state off chip, and at last the
+            # Sequential schedule (one micro-batch at a time: no stash).
+            interleaved, sequential = PipelineSchedule.Interleaved, PipelineSchedule.Sequential
+            savings: List[Tuple[PipelineSchedule, bool, bool]] = []
+            if training and not recompute:
+                savings.append((interleaved, True, False))
+            if training and on_chip:
+                savings.append((interleaved, True, True))
+            if training:
+                savings.append((sequential, True, on_chip))
+            # Two evaluations are kept for the fastest fitting plan's memory
+            # proportions and schedule.
+            for_splits = max_evaluations - 2 if max_evaluations > 4 else max_evaluations
+            for lengths in _ranked_splits(cycles, memory, capacity, ipus, keep=for_splits):
+                if result.evaluated >= for_splits:
                     break
-                attempt = evaluate(lengths, *saving)
-        # On the fastest plan that fits: more memory for the temporaries of the
-        # IPUs whose matmuls or convolutions run in passes (fewer passes), as
-        # much as the IPU has spare; then the other schedule.
-        fitting = [p for p in verified if p.fits]
-        if fitting and result.evaluated < max_evaluations:
-            best = max(fitting, key=lambda p: p.throughput)
-            raised = {}
-            for ipu in best.report.ipus:
-                if ipu.ipu in best.passes_budgets:
-                    spare = (ipu.capacity_bytes - ipu.memory_bytes) / ipu.capacity_bytes
-                    raised[ipu.ipu] = round(min(1.0, best.passes_budgets[ipu.ipu] + 0.9 * spare),
-                                            2)
-            if any(value > best.passes_budgets[ipu] for ipu, value in raised.items()):
-                evaluate(tuple(best.layout), best.schedule, best.recomputation,
-                         best.optimizer_off_chip, raised)
-        fitting = [p for p in verified if p.fits]
-        if training and fitting and result.evaluated < max_evaluations:
-            best = max(fitting, key=lambda p: p.throughput)
-            evaluate(tuple(best.layout), PipelineSchedule.Grouped, best.recomputation,
-                     best.optimizer_off_chip, best.memory_proportions)
-    finally:
-        removeBlocks(model)
+                attempt = evaluate(lengths, PipelineSchedule.Interleaved, recompute, False)
+                for saving in savings:
+                    if attempt.fits or result.evaluated >= for_splits:
+                        break
+                    attempt = evaluate(lengths, *saving)
+            # On the fastest plan that fits: more memory for the temporaries of the
+            # IPUs whose matmuls or convolutions run in passes (fewer passes), as
+            # much as the IPU has spare; then the other schedule.
+            fitting = [p for p in verified if p.fits]
+            if fitting and result.evaluated < max_evaluations:
+                best = max(fitting, key=lambda p: p.throughput)
+                raised = {}
+                for ipu in best.report.ipus:
+                    if ipu.ipu in best.passes_budgets:
+                        spare = (ipu.capacity_bytes - ipu.memory_bytes) / ipu.capacity_bytes
+                        raised[ipu.ipu] = round(min(1.0, best.passes_budgets[ipu.ipu] + 0.9 * spare),
+                                                2)
+                if any(value > best.passes_budgets[ipu] for ipu, value in raised.items()):
+                    evaluate(tuple(best.layout), best.schedule, best.recomputation,
+                             best.optimizer_off_chip, raised)
+            fitting = [p for p in verified if p.fits]
+            if training and fitting and result.evaluated < max_evaluations:
+                best = max(fitting, key=lambda p: p.throughput)
+                evaluate(tuple(best.layout), PipelineSchedule.Grouped, best.recomputation,
+                         best.optimizer_off_chip, best.memory_proportions)
+        finally:
+            removeBlocks(model)
     fitting = sorted((p for p in verified if p.fits), key=lambda p: -p.throughput)
     result.chosen = fitting[0] if fitting else None
     others = [p for p in sorted(verified, key=lambda p: (not p.fits, -p.throughput))
