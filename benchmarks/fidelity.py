@@ -16,6 +16,7 @@ IPU's memory). The simulated figures come from popsim's cost model alone
 
 import argparse
 import json
+import re
 import sys
 import time
 from typing import Any, Callable, Dict, List, NamedTuple, Tuple
@@ -28,15 +29,21 @@ from popsim.models import (BertConfig, BertPretraining, EfficientNetG16Training,
                            packed_pretraining_batch, pretraining_batch)
 
 
+# What a job's builder returns: the model, one micro-batch, the options and the optimizer.
+Built = Tuple[torch.nn.Module, Tuple[torch.Tensor, ...], popsim.Options, torch.optim.Optimizer]
+
+
 class Job(NamedTuple):
     id: str
     published: float  # items/s, Graphcore's figure
     unit: str
-    build: Callable[[], Tuple[torch.nn.Module, Tuple[torch.Tensor, ...], popsim.Options,
-                              torch.optim.Optimizer]]
+    build: Callable[..., Built]  # build(split=False): the model without its pipeline split
     # Items of `unit` per sample of the batch: packed BERT counts sequences, and a
     # sample is a pack of several.
     items_per_sample: float = 1.0
+    # popsim.planJob's keyword arguments for the job's model built with
+    # build(split=False) (benchmarks/plan.py): the modules to split at, the tail.
+    planner: Callable[[torch.nn.Module], Dict[str, Any]] = lambda model: {}
 
 
 def _bow(replicas: int, accumulation: int, device_iterations: int = 1,
@@ -67,8 +74,7 @@ _RESNET50_CHECKPOINTS = (
        "avgpool", "fc"])
 
 
-def resnet50_pod16() -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...], popsim.Options,
-                              torch.optim.Optimizer]:
+def resnet50_pod16(split: bool = True) -> Built:
     """16 replicas of one IPU in 8 processes (the benchmark's
     `poprun --num-instances=8 --num-replicas=16`, vision/cnns/pytorch/train/
     benchmarks.yml), micro-batch 18, accumulation 57; float16 with half
@@ -86,8 +92,7 @@ def resnet50_pod16() -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...], popsim.
     return model, image_batch(18), opts, optimizer
 
 
-def bert_base_ph1_pod16() -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...], popsim.Options,
-                                   torch.optim.Optimizer]:
+def bert_base_ph1_pod16(split: bool = True) -> Built:
     """4 replicas x 4 pipelined IPUs, layers [0, 4, 4, 4] (embeddings and the
     tied MLM head on IPU 0), micro-batch 32, accumulation 512; float16 with
     half partials; recomputation checkpoints at every layer; LAMB without
@@ -95,7 +100,7 @@ def bert_base_ph1_pod16() -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...], po
     replicated tensor sharding; available memory proportion 0.25. One
     process, as the benchmark runs run_pretraining.py without PopRun."""
     config = BertConfig.base(layer_norm_eps=1e-3, attention_dropout=0.0, hidden_dropout=0.1)
-    model = BertPretraining(config, layers_per_ipu=[0, 4, 4, 4],
+    model = BertPretraining(config, layers_per_ipu=[0, 4, 4, 4] if split else None,
                             recompute_checkpoint_every_layer=True).half()
     opts = _bow(replicas=4, accumulation=512)
     opts.setExecutionStrategy(popsim.PipelinedExecution(popsim.AutoStage.AutoIncrement))
@@ -114,8 +119,7 @@ def bert_base_ph1_pod16() -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...], po
 EFFICIENTNET_B4_SIZE = 380
 
 
-def efficientnet_b4_pod16() -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...],
-                                    popsim.Options, torch.optim.Optimizer]:
+def efficientnet_b4_pod16(split: bool = True) -> Built:
     """4 replicas x 4 pipelined IPUs in 4 processes (the benchmark's `poprun
     --num-instances=4 --num-replicas=4 --ipus-per-replica=4`,
     vision/cnns/pytorch/train/benchmarks.yml, pytorch_efficientnet_b4_train_real_pod16),
@@ -133,7 +137,7 @@ def efficientnet_b4_pod16() -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...],
     Sized at the file's micro-batch of 6, a global batch of 768: no version of
     the example found gives the published row's 1,024 (micro-batch 8 with these
     replicas and accumulation; later versions use 2,048 at 16.16 on 8 x 2 IPUs)."""
-    model = EfficientNetG16Training(splits=[(2, 1), (4, 0), (5, 5)]).half()
+    model = EfficientNetG16Training(splits=[(2, 1), (4, 0), (5, 5)] if split else []).half()
     opts = _bow(replicas=4, accumulation=32, device_iterations=4, processes=4)
     opts.setExecutionStrategy(popsim.PipelinedExecution(popsim.AutoStage.AutoIncrement))
     opts.Precision.setPartialsType(torch.half)
@@ -150,8 +154,7 @@ def efficientnet_b4_pod16() -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...],
 VIT_MID_CHECKPOINTS = [1, 4, 7, 10]
 
 
-def vit_b16_finetune_pod16() -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...],
-                                      popsim.Options, torch.optim.Optimizer]:
+def vit_b16_finetune_pod16(split: bool = True) -> Built:
     """4 replicas x 4 pipelined IPUs, layers [3, 3, 3, 3], micro-batch 17,
     accumulation 30, device iterations 8; precision 16.16 (float16 with half
     partials) and stochastic rounding; images streamed as float16 (the
@@ -163,8 +166,8 @@ def vit_b16_finetune_pod16() -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...],
     memory proportion 0.3; prefetch depth 2 (vision/vit/pytorch/configs.yml,
     b16_imagenet1k). One process, as the benchmark runs finetune.py without
     PopRun (benchmarks.yml, pytorch_vit_finetune_gen_pod16)."""
-    model = ViTTraining(layers_per_ipu=[3, 3, 3, 3], recompute_checkpoint_every_layer=True,
-                        dropout=0.1, eight_bit_input=False,
+    model = ViTTraining(layers_per_ipu=[3, 3, 3, 3] if split else None,
+                        recompute_checkpoint_every_layer=True, dropout=0.1, eight_bit_input=False,
                         recompute_mid_layers=VIT_MID_CHECKPOINTS).half()
     opts = _bow(replicas=4, accumulation=30, device_iterations=8)
     opts.setExecutionStrategy(popsim.PipelinedExecution(popsim.AutoStage.AutoIncrement))
@@ -181,9 +184,7 @@ def vit_b16_finetune_pod16() -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...],
     return model, (images.half(), labels), opts, optimizer
 
 
-def _vit_pretrain(replicas: int, accumulation: int, processes: int
-                  ) -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...], popsim.Options,
-                             torch.optim.Optimizer]:
+def _vit_pretrain(replicas: int, accumulation: int, processes: int, split: bool) -> Built:
     """ViT-B/16 pre-training as vision/vit/pytorch/configs.yml's
     b16_in1k_pretrain_lamb (over its `defaults`) runs it: layers [3, 3, 3, 3]
     on 4 pipelined IPUs per replica, micro-batch 8; precision 16.16 (float16
@@ -195,7 +196,8 @@ def _vit_pretrain(replicas: int, accumulation: int, processes: int
     sharding; the gradients summed (reduction_type sum); available memory
     proportion 0.3 on every IPU; prefetch depth 2; the benchmark's generated
     8-bit images (--dataset generated --byteio true)."""
-    model = ViTTraining(layers_per_ipu=[3, 3, 3, 3], recompute_checkpoint_every_layer=True,
+    model = ViTTraining(layers_per_ipu=[3, 3, 3, 3] if split else None,
+                        recompute_checkpoint_every_layer=True,
                         dropout=0.1, attention_dropout=0.1, eight_bit_input=True,
                         recompute_mid_layers=VIT_MID_CHECKPOINTS).half()
     opts = _bow(replicas=replicas, accumulation=accumulation, processes=processes)
@@ -216,23 +218,21 @@ def _vit_pretrain(replicas: int, accumulation: int, processes: int
     return model, image_batch(8), opts, optimizer
 
 
-def vit_b16_pretrain_pod16() -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...],
-                                      popsim.Options, torch.optim.Optimizer]:
+def vit_b16_pretrain_pod16(split: bool = True) -> Built:
     """4 replicas x 4 IPUs, accumulation 2,048 (8 x 4 x 2,048 = 65,536 images a
     step); one process, as the benchmark runs pretrain.py without PopRun
     (vision/vit/pytorch/benchmarks.yml, pytorch_vit_lamb_pretrain_gen_pod16).
     See _vit_pretrain for the rest."""
-    return _vit_pretrain(replicas=4, accumulation=2048, processes=1)
+    return _vit_pretrain(replicas=4, accumulation=2048, processes=1, split=split)
 
 
-def vit_b16_pretrain_pod64() -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...],
-                                      popsim.Options, torch.optim.Optimizer]:
+def vit_b16_pretrain_pod64(split: bool = True) -> Built:
     """16 replicas x 4 IPUs in 8 processes of 2 replicas (the benchmark's
     `poprun --num-replicas=16 --num-instances=8 --ipus-per-replica=4` with
     `--gradient-accumulation 512`: 8 x 16 x 512 = 65,536 images a step;
     vision/vit/pytorch/benchmarks.yml, pytorch_vit_lamb_pretrain_gen_pod64).
     See _vit_pretrain for the rest."""
-    return _vit_pretrain(replicas=16, accumulation=512, processes=8)
+    return _vit_pretrain(replicas=16, accumulation=512, processes=8, split=split)
 
 
 # Graphcore's packing of Wikipedia (nlp/bert/pytorch/configs_pretraining.yml,
@@ -242,9 +242,7 @@ _PACKING_FACTOR = {128: 1.17, 512: 2.0}
 
 
 def _bert_large_packed(sequence: int, replicas: int, micro_batch: int, accumulation: int,
-                       proportions: List[float], loss_scaling: float
-                       ) -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...], popsim.Options,
-                                  torch.optim.Optimizer]:
+                       proportions: List[float], loss_scaling: float, split: bool) -> Built:
     """BERT-Large pre-training on packed Wikipedia as run_pretraining.py
     --packed-data runs it (nlp/bert/pytorch/configs_pretraining.yml,
     pretrain_large_128 / pretrain_large_512 over its `defaults`; benchmarks.yml,
@@ -260,7 +258,7 @@ def _bert_large_packed(sequence: int, replicas: int, micro_batch: int, accumulat
     the packing factor (ceil), so a step is counted in packs and its
     throughput in sequences."""
     config = BertConfig.large(layer_norm_eps=1e-3, attention_dropout=0.0, hidden_dropout=0.1)
-    model = PackedBertPretraining(config, layers_per_ipu=[3, 7, 7, 7],
+    model = PackedBertPretraining(config, layers_per_ipu=[3, 7, 7, 7] if split else None,
                                   recompute_checkpoint_every_layer=True,
                                   embedding_serialization_factor=2,
                                   max_sequences_per_pack=3).half()
@@ -282,62 +280,88 @@ def _bert_large_packed(sequence: int, replicas: int, micro_batch: int, accumulat
     return model, packed_pretraining_batch(config, micro_batch, sequence, masked), opts, optimizer
 
 
-def bert_large_ph1_packed_pod16() -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...],
-                                           popsim.Options, torch.optim.Optimizer]:
+def bert_large_ph1_packed_pod16(split: bool = True) -> Built:
     """SL128, 4 replicas, micro-batch 8 packs, accumulation ceil(2,048 / 1.17)
     = 1,751 (pretrain_large_128: 4 x 8 x 1,751 = 56,032 packs a step; the
     published row says 56,064, which the example's arithmetic gives on the
     Pod64 only); available memory proportion [0.15, 0.25, 0.25, 0.25], loss
     scaling 4,096. See _bert_large_packed for the rest."""
     return _bert_large_packed(128, replicas=4, micro_batch=8, accumulation=1751,
-                              proportions=[0.15, 0.25, 0.25, 0.25], loss_scaling=4096.0)
+                              proportions=[0.15, 0.25, 0.25, 0.25], loss_scaling=4096.0,
+                              split=split)
 
 
-def bert_large_ph1_packed_pod64() -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...],
-                                           popsim.Options, torch.optim.Optimizer]:
+def bert_large_ph1_packed_pod64(split: bool = True) -> Built:
     """SL128, 16 replicas in one process, micro-batch 8 packs, accumulation
     ceil(512 / 1.17) = 438 (pretrain_large_128_POD64: 16 x 8 x 438 = 56,064
     packs a step); available memory proportion [0.14, 0.19, 0.19, 0.19], loss
     scaling 32,768. See _bert_large_packed for the rest."""
     return _bert_large_packed(128, replicas=16, micro_batch=8, accumulation=438,
-                              proportions=[0.14, 0.19, 0.19, 0.19], loss_scaling=32768.0)
+                              proportions=[0.14, 0.19, 0.19, 0.19], loss_scaling=32768.0,
+                              split=split)
 
 
-def bert_large_ph2_packed_pod16() -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...],
-                                           popsim.Options, torch.optim.Optimizer]:
+def bert_large_ph2_packed_pod16(split: bool = True) -> Built:
     """SL512, 4 replicas, micro-batch 2 packs, accumulation 2,048 / 2 = 1,024
     (pretrain_large_512: 4 x 2 x 1,024 = 8,192 packs a step); available memory
     proportion [0.10, 0.15, 0.15, 0.15], loss scaling 8,192. See
     _bert_large_packed for the rest."""
     return _bert_large_packed(512, replicas=4, micro_batch=2, accumulation=1024,
-                              proportions=[0.10, 0.15, 0.15, 0.15], loss_scaling=8192.0)
+                              proportions=[0.10, 0.15, 0.15, 0.15], loss_scaling=8192.0,
+                              split=split)
 
 
-def bert_large_ph2_packed_pod64() -> Tuple[torch.nn.Module, Tuple[torch.Tensor, ...],
-                                           popsim.Options, torch.optim.Optimizer]:
+def bert_large_ph2_packed_pod64(split: bool = True) -> Built:
     """SL512, 16 replicas in one process, micro-batch 2 packs, accumulation
     512 / 2 = 256 (pretrain_large_512_POD64: 16 x 2 x 256 = 8,192 packs a
     step); available memory proportion [0.13, 0.19, 0.19, 0.19], loss scaling
     16,384. See _bert_large_packed for the rest."""
     return _bert_large_packed(512, replicas=16, micro_batch=2, accumulation=256,
-                              proportions=[0.13, 0.19, 0.19, 0.19], loss_scaling=16384.0)
+                              proportions=[0.13, 0.19, 0.19, 0.19], loss_scaling=16384.0,
+                              split=split)
+
+
+def _blocks_of(model: torch.nn.Module, pattern: str) -> List[str]:
+    """The names of the model's modules that match `pattern`, in module order."""
+    return [name for name, _ in model.named_modules() if re.fullmatch(pattern, name)]
+
+
+def _bert_planner(model: torch.nn.Module) -> Dict[str, Any]:
+    """BERT splits at its embeddings and layers; its heads (the MLM decoder tied
+    to the word embeddings) run on IPU 0 after the encoder, as in Graphcore's
+    examples."""
+    return {"candidates": ["bert.embeddings"] + _blocks_of(model, r"bert\.layers\.\d+"),
+            "tail_after": "bert"}
+
+
+def _resnet_planner(model: torch.nn.Module) -> Dict[str, Any]:
+    """ResNet-50 splits at its 16 bottleneck blocks."""
+    return {"candidates": _blocks_of(model, r"network\.layer\d\.\d+")}
+
+
+def _efficientnet_planner(model: torch.nn.Module) -> Dict[str, Any]:
+    """EfficientNet splits at the stem, each block of its 7 stages and the head."""
+    return {"candidates": ["network.features.0"]
+            + _blocks_of(model, r"network\.features\.[1-7]\.\d+") + ["network.features.8"]}
 
 
 JOBS = [
-    Job("resnet50-pod16", 37061.0, "images/s", resnet50_pod16),
-    Job("efficientnet-b4-pod16", 8263.0, "images/s", efficientnet_b4_pod16),
-    Job("bert-base-ph1-pod16", 15911.0, "sequences/s", bert_base_ph1_pod16),
+    Job("resnet50-pod16", 37061.0, "images/s", resnet50_pod16, planner=_resnet_planner),
+    Job("efficientnet-b4-pod16", 8263.0, "images/s", efficientnet_b4_pod16,
+        planner=_efficientnet_planner),
+    Job("bert-base-ph1-pod16", 15911.0, "sequences/s", bert_base_ph1_pod16,
+        planner=_bert_planner),
     Job("vit-b16-finetune-pod16", 7319.0, "images/s", vit_b16_finetune_pod16),
     Job("vit-b16-pretrain-pod16", 7615.0, "images/s", vit_b16_pretrain_pod16),
     Job("vit-b16-pretrain-pod64", 27868.0, "images/s", vit_b16_pretrain_pod64),
     Job("bert-large-ph1-packed-pod16", 5600.0, "sequences/s", bert_large_ph1_packed_pod16,
-        _PACKING_FACTOR[128]),
+        _PACKING_FACTOR[128], _bert_planner),
     Job("bert-large-ph1-packed-pod64", 18442.0, "sequences/s", bert_large_ph1_packed_pod64,
-        _PACKING_FACTOR[128]),
+        _PACKING_FACTOR[128], _bert_planner),
     Job("bert-large-ph2-packed-pod16", 1973.0, "sequences/s", bert_large_ph2_packed_pod16,
-        _PACKING_FACTOR[512]),
+        _PACKING_FACTOR[512], _bert_planner),
     Job("bert-large-ph2-packed-pod64", 6543.0, "sequences/s", bert_large_ph2_packed_pod64,
-        _PACKING_FACTOR[512]),
+        _PACKING_FACTOR[512], _bert_planner),
 ]
 
 

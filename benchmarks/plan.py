@@ -19,7 +19,16 @@ Cases:
 Every figure is popsim's cost-only simulation (popsim.sizeJob); --json FILE
 writes, per case, {"case", "ipus", "hand", "planned", "fits", "seconds"}.
 
+With --jobs, the whole-job planner (popsim.planJob) instead plans each
+published job of benchmarks/fidelity.py given only its model without the
+split, an example micro-batch, its optimizer and other options, the POD's
+IPUs and the published global batch; --json FILE writes, per job, {"case",
+"ipus", "global_batch", "published_config", "planned_config", "published",
+"planned", "fits", "seconds"}: the simulated items/s of Graphcore's
+configuration and of the planner's, both popsim's.
+
     .venv/bin/python benchmarks/plan.py [--json FILE] [--cases ID ...] [--print-plans]
+    .venv/bin/python benchmarks/plan.py --jobs [ID ...] [--json FILE] [--print-plans]
 """
 
 import argparse
@@ -33,7 +42,7 @@ import torch
 import torch.nn as nn
 
 import popsim
-from popsim.models import (BertConfig, BertPretraining, BertSquad, ViTTraining, image_batch,
+from popsim.models import (BertConfig, BertPretraining, BertSquad, ViTTraining,
                            squad_batch)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -172,12 +181,86 @@ def run(case: Case, print_plan: bool) -> Dict[str, Any]:
             "settings": plan.chosen.settings() if plan.chosen is not None else None}
 
 
+def _configuration(report: popsim.SizingReport, micro_batch: int) -> Dict[str, Any]:
+    """A sized job's configuration, as planJob's JobCandidate.config() names it."""
+    return {"replicas": report.replicas, "ipus_per_replica": report.ipus_per_replica,
+            "micro_batch": micro_batch, "gradient_accumulation": report.micro_batches_per_step,
+            "device_iterations": report.steps_per_call, "processes": report.processes}
+
+
+def run_job(job: fidelity.Job, print_plan: bool) -> Dict[str, Any]:
+    """Graphcore's configuration of a published job against popsim.planJob's,
+    given only the model (without its split), an example micro-batch, the
+    optimizer, the job's other options, the POD's IPUs and the published global
+    batch; both sized cost-only by popsim."""
+    torch.manual_seed(0)
+    model, batch, opts, optimizer = job.build()
+    published = popsim.sizeJob(model, batch, opts, optimizer)
+    micro_batch = batch[0].shape[0]
+    published_config = _configuration(published, micro_batch)
+    ipus = published.total_ipus
+    global_batch = published.replicas * micro_batch * published.micro_batches_per_step
+    del model, optimizer
+    torch.manual_seed(0)
+    model, batch, opts, optimizer = job.build(split=False)
+    start = time.perf_counter()
+    plan = popsim.planJob(model, batch, optimizer, ipus=ipus, global_batch=global_batch,
+                          options=opts, progress=False, **job.planner(model))
+    seconds = time.perf_counter() - start
+    if print_plan:
+        print(plan, end="\n\n")
+    chosen = plan.chosen
+    scale = job.items_per_sample
+    return {"case": job.id, "ipus": ipus, "global_batch": global_batch,
+            "published_config": published_config,
+            "planned_config": chosen.config() if chosen is not None else None,
+            "published": published.throughput * scale,
+            "published_fits": published.fits,
+            "planned": chosen.throughput * scale if chosen is not None else 0.0,
+            "fits": plan.fits, "seconds": seconds, "simulated": len(plan.searched)}
+
+
+def _shape(config: Optional[Dict[str, Any]]) -> str:
+    if config is None:
+        return "-"
+    return (f"{config['replicas']}x{config['ipus_per_replica']} mb {config['micro_batch']} "
+            f"ga {config['gradient_accumulation']} di {config['device_iterations']}")
+
+
+def main_jobs(ids: List[str], json_file: Optional[str], print_plans: bool) -> int:
+    print(f"{'job':28} {'IPUs':>4} {'published cfg':>26} {'items/s':>9} {'planned cfg':>26} "
+          f"{'items/s':>9} {'ratio':>6}  fits {'planner s':>9}")
+    results = []
+    for job in fidelity.JOBS:
+        if ids and job.id not in ids:
+            continue
+        result = run_job(job, print_plans)
+        results.append(result)
+        print(f"{job.id:28} {result['ipus']:>4} {_shape(result['published_config']):>26} "
+              f"{result['published']:>9,.0f} {_shape(result['planned_config']):>26} "
+              f"{result['planned']:>9,.0f} {result['planned'] / result['published']:>6.3f}  "
+              f"{'yes' if result['fits'] else 'NO ':4} {result['seconds']:>9.1f}", flush=True)
+    if json_file:
+        with open(json_file, "w", encoding="utf-8") as out:
+            json.dump(results, out, indent=1)
+    return 0
+
+
 def main(argv: List[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     parser.add_argument("--cases", nargs="*", metavar="ID", help="only these cases")
     parser.add_argument("--print-plans", action="store_true", help="print each plan")
+    parser.add_argument("--jobs", nargs="*", metavar="ID",
+                        help="plan the whole job of these published jobs (benchmarks/"
+                        "fidelity.py's ids; none: all) with popsim.planJob instead")
     args = parser.parse_args(argv)
+    if args.jobs is not None:
+        unknown = set(args.jobs) - {job.id for job in fidelity.JOBS}
+        if unknown:
+            parser.error(f"unknown job(s) {sorted(unknown)}; the jobs are "
+                         f"{[job.id for job in fidelity.JOBS]}")
+        return main_jobs(args.jobs, args.json, args.print_plans)
     unknown = set(args.cases or ()) - {case.id for case in CASES}
     if unknown:
         parser.error(f"unknown case(s) {sorted(unknown)}; the cases are "

@@ -100,6 +100,8 @@ from popsim.data.dataloader import DataLoader
 # attribute, as popsim.optim is).
 from popsim.reports.plan_report import PipelinePlan, Plan, PlannedIpu
 from popsim.reports.planner import plan
+from popsim.reports.job_plan import JobCandidate, JobPlan
+from popsim.reports.job_planner import planJob
 from popsim.reports.size_job import sizeJob
 from popsim.reports.sizing import IpuSizing, SizingReport
 from popsim import profiling  # noqa: F401
@@ -186,6 +188,9 @@ __all__ = [
     "sizeJob",
     "plan",
     "Plan",
+    "planJob",
+    "JobPlan",
+    "JobCandidate",
     "PipelinePlan",
     "PlannedIpu",
     "SizingReport",

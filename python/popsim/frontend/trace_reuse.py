@@ -13,10 +13,12 @@ shapes and dtypes, with the same annotations and flags.
 Only cost-only traces (``shapes_only``) are reused: a cost-only call's inputs
 are zeros standing for the call's micro-batches (size_job.cost_only_call), so
 their shapes and dtypes are all the trace reads from them. The key names
-everything else a trace depends on: each weight and buffer (by storage, so an
-assignment or a reloaded state is a new key), each module's class, train
-flag and hooks (BeginBlock annotations are hooks), the call's structure and
-non-tensor values, and the tracing flags.
+everything else a trace depends on: each weight and buffer by name, shape,
+dtype and whether it trains, each module's class, train flag and hooks
+(BeginBlock annotations are hooks), the call's structure and non-tensor
+values, and the tracing flags. Weights are not keyed by storage: a
+compilation puts back the buffers its trace ran with as new tensors (batch
+norm's statistics), and a cost-only compilation never reads weights' values.
 """
 
 import contextlib
@@ -47,8 +49,7 @@ def _module_state(model: torch.nn.Module) -> Tuple[Hashable, ...]:
          tuple(repr(hook) for hook in module._forward_pre_hooks.values()),
          tuple(repr(hook) for hook in module._forward_hooks.values()))
         for name, module in model.named_modules())
-    tensors = tuple((name, tensor.data_ptr(), tuple(tensor.shape), tensor.dtype,
-                     tensor.requires_grad)
+    tensors = tuple((name, tuple(tensor.shape), tensor.dtype, tensor.requires_grad)
                     for name, tensor in [*model.named_parameters(), *model.named_buffers()])
     return modules + tensors
 

@@ -270,6 +270,54 @@ def _profile(model: torch.nn.Module, candidates: List[str], tail: Optional[str],
     return cycles, [ipu.memory_by_category for ipu in report.ipus], report.ipus[0].capacity_bytes
 
 
+def passes_budgets(executor: Any) -> Dict[int, float]:
+    """For each IPU of a cost-only run whose matmuls or convolutions ran in serial
+    passes, its budget for temporaries as a share of its memory (what raising
+    its available memory proportion would add to)."""
+    program = executor._program
+    in_passes = {step.to_dict()["ipu"] for step in program.program()
+                 if step.to_dict()["passes"] > 1}
+    return {entry["ipu"]: entry["temporary_budget"] / entry["capacity"]
+            for entry in program.first.memory_report().to_dict()["ipus"]
+            if entry["ipu"] in in_passes}
+
+
+def _profile_finding_tail(caller: str, model: torch.nn.Module, names: List[str],
+                          tail: Optional[str], after: bool, micro_batch: Any, options: Options,
+                          optimizer: Optional[torch.optim.Optimizer], room_for_tail: bool,
+                          tail_accumulation: str
+                          ) -> Tuple[Tuple[List[float], List[Dict[str, int]], int],
+                                     Optional[str], bool, Optional[str]]:
+    """_profile's figures, the tail and whether it starts after its module, and
+    the tail the planner found by itself (or None). When no tail is named and
+    a later part of the model shares weights with the first IPU's, what
+    follows each module enclosing the candidates is tried as a tail on IPU 0
+    (innermost first) if the pipeline has room for its stage (room_for_tail;
+    else the error asks for `tail_accumulation` micro-batches)."""
+    try:
+        return (_profile(model, names, tail, after, micro_batch, options, optimizer), tail, after,
+                None)
+    except CompilationError as error:
+        if "share weights" not in str(error) or tail is not None:
+            raise
+        for enclosing in (_enclosing_modules(model, names) if room_for_tail else []):
+            try:
+                return (_profile(model, names, enclosing, True, micro_batch, options, optimizer),
+                        enclosing, True, enclosing)
+            except CompilationError as again:
+                if "share weights" not in str(again):
+                    raise
+        raise OptionError(
+            f"{caller}: {error} The planner puts consecutive candidates on consecutive IPUs; a "
+            "later part of the model that shares weights with the first IPU's (such as a "
+            "decoder tied to the embeddings) can run there as a last stage: name the module "
+            "where that part starts with tail='...' (or the module after which it starts with "
+            "tail_after='...')"
+            + ("" if room_for_tail else ", with Training.gradientAccumulation of at least "
+               f"{tail_accumulation} for the extra stage") + ".",
+            option=error.option) from error
+
+
 # Memory that grows with each candidate an IPU holds; the stash also grows
 # with how early the IPU's stage is (_stash_depth); the other categories
 # (code, activations, temporaries) are mostly the IPU's largest candidate's.
@@ -415,37 +463,10 @@ def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = 
     # model is traced once, at the profile, and each later compilation reuses it.
     with reusing_traces():
         try:
-            try:
-                cycles, memory, capacity = _profile(model, names, tail, after, micro_batch, base,
-                                                    optimizer)
-            except CompilationError as error:
-                if "share weights" not in str(error) or tail is not None:
-                    raise
-                # A later part shares weights with the first IPU's: try running what
-                # follows the module that holds the candidates as a tail on IPU 0.
-                found = None
-                enough = not training or base.Training.gradient_accumulation >= 2 * (ipus + 1) - 1
-                for enclosing in (_enclosing_modules(model, names) if enough else []):
-                    try:
-                        found = (enclosing, _profile(model, names, enclosing, True, micro_batch, base,
-                                                     optimizer))
-                        break
-                    except CompilationError as again:
-                        if "share weights" not in str(again):
-                            raise
-                if found is None:
-                    raise OptionError(
-                        f"popsim.plan: {error} The planner puts consecutive candidates on "
-                        "consecutive IPUs; a later part of the model that shares weights with the "
-                        "first IPU's (such as a decoder tied to the embeddings) can run there as a "
-                        "last stage: name the module where that part starts with tail='...' (or "
-                        "the module after which it starts with tail_after='...')"
-                        + ("" if enough else ", with Training.gradientAccumulation of at least "
-                           f"{2 * (ipus + 1) - 1} for the extra stage") + ".",
-                           option=error.option) from error
-                tail, after = found[0], True
-                automatic_tail = tail
-                cycles, memory, capacity = found[1]
+            enough = not training or base.Training.gradient_accumulation >= 2 * (ipus + 1) - 1
+            (cycles, memory, capacity), tail, after, automatic_tail = _profile_finding_tail(
+                "popsim.plan", model, names, tail, after, micro_batch, base, optimizer,
+                enough, f"{2 * (ipus + 1) - 1}")
             totals = [sum(categories.values()) for categories in memory]
             result = Plan(type(model).__name__, ipus, training, names, cycles, totals, capacity,
                           chosen=None, automatic_tail=automatic_tail)
@@ -460,15 +481,9 @@ def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = 
                                     _split_options(lengths, schedule, recompute, off_chip, base,
                                                    tail is not None, proportions),
                                     optimizer) as executor:
-                    program = executor._program
-                    steps = [step.to_dict() for step in program.program()]
-                    in_passes = {step["ipu"] for step in steps if step["passes"] > 1}
-                    budgets = {entry["ipu"]: entry["temporary_budget"] / entry["capacity"]
-                               for entry in program.first.memory_report().to_dict()["ipus"]
-                               if entry["ipu"] in in_passes}
                     candidate = PipelinePlan(
                         split, schedule, recompute, off_chip, executor.sizingReport(), tail, after,
-                        dict(proportions or {}), budgets)
+                        dict(proportions or {}), passes_budgets(executor))
                 result.evaluated += 1
                 verified.append(candidate)
                 return candidate
@@ -507,8 +522,8 @@ def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = 
                 for ipu in best.report.ipus:
                     if ipu.ipu in best.passes_budgets:
                         spare = (ipu.capacity_bytes - ipu.memory_bytes) / ipu.capacity_bytes
-                        raised[ipu.ipu] = round(min(1.0, best.passes_budgets[ipu.ipu] + 0.9 * spare),
-                                                2)
+                        raised[ipu.ipu] = round(
+                            min(1.0, best.passes_budgets[ipu.ipu] + 0.9 * spare), 2)
                 if any(value > best.passes_budgets[ipu] for ipu, value in raised.items()):
                     evaluate(tuple(best.layout), best.schedule, best.recomputation,
                              best.optimizer_off_chip, raised)

@@ -1,0 +1,471 @@
+"""popsim.planJob: chooses a whole job's configuration on a POD from popsim's
+own cost-only simulation: how many replicas and how many IPUs each (with the
+pipeline split), the micro-batch, gradient accumulation and device
+iterations that give the asked global batch, recomputation, the optimizer
+state's location and sharding, the memory proportions and the host
+processes.
+
+The search, for each micro-batch size (smallest first):
+
+1. **Profile** (planner.py): one cost-only run with every candidate module a
+   pipeline stage of its own gives each candidate's cycles per micro-batch
+   and memory. Every later compilation at this micro-batch reuses the same
+   trace (trace_reuse), so it costs the import and the cost-only compile
+   only, a fraction of a second.
+2. **Shapes.** For each number of IPUs per replica dividing the POD (1 up to
+   the candidates' count), the replicas fill the POD and the gradient
+   accumulation (training) or device iterations (inference) make up the
+   global batch. A shape whose upper bound (its replicas x micro-batch over
+   the profile's best split's slowest IPU) cannot beat the fastest fitting
+   configuration found so far is skipped.
+3. **Memory ladder.** The best-ranked splits of each shape are compiled with
+   settings that trade more and more time for memory until one fits:
+   nothing, the optimizer state sharded over the replicas (replicated
+   tensor sharding), recomputation, both, the state off chip as well, and
+   the Sequential schedule.
+
+The fastest configurations that fit, the best of the two fastest shapes, are
+then tried with their spare memory given to matmuls that ran in passes, the Grouped schedule, more device
+iterations, each kept if it is faster, and with the fewest host processes
+that lose nothing (each process streams its replicas' inputs in turn).
+Every figure is a cost-only run's, so a plan's prediction is what a
+cost-only run of its options reports.
+"""
+
+import math
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import torch
+
+from popsim.api.errors import OptionError
+from popsim.api.options import Options
+from popsim.api.strategies import PipelineSchedule
+from popsim.frontend.blocks import removeBlocks
+from popsim.frontend.trace_reuse import reusing_traces
+from popsim.reports.job_plan import REFINED_SHAPES, JobCandidate, JobPlan
+from popsim.reports.plan_report import PipelinePlan
+from popsim.reports.planner import (_annotate_candidates, _check_candidates, _default_candidates,
+                                    _group, _has_blocks, _profile_finding_tail, _ranked_splits,
+                                    _split_options, passes_budgets)
+from popsim.reports.size_job import cost_only_call
+from popsim.reports.sizing import mib
+
+# Splits compiled per shape (the fastest-ranked and the leanest-ranked).
+_SPLITS_PER_SHAPE = 2
+# A refinement (device iterations, processes) is kept only when this much faster.
+_GAIN = 1.005
+
+
+def _batch_size(micro_batch: Any) -> int:
+    inputs = micro_batch if isinstance(micro_batch, tuple) else (micro_batch,)
+    sizes = {t.shape[0] for t in inputs if isinstance(t, torch.Tensor) and t.dim() > 0}
+    if len(sizes) != 1:
+        raise OptionError(
+            "popsim.planJob: the example micro-batch's tensors must share one batch size (their "
+            f"first dimension) to be resized; got sizes {sorted(sizes)}.",
+            option="planJob.micro_batch")
+    return sizes.pop()
+
+
+def _resized(micro_batch: Any, size: int) -> Any:
+    """The example micro-batch with `size` samples: its rows, repeated in turn."""
+    def resize(value: Any) -> Any:
+        if not isinstance(value, torch.Tensor) or value.dim() == 0:
+            return value
+        return value[torch.arange(size) % value.shape[0]]
+
+    if isinstance(micro_batch, tuple):
+        return tuple(resize(value) for value in micro_batch)
+    return resize(micro_batch)
+
+
+def _divisors(count: int) -> List[int]:
+    return [d for d in range(1, count + 1) if count % d == 0]
+
+
+# A rung of the memory ladder: recomputation, state off chip, sharded state, schedule.
+Rung = Tuple[bool, bool, bool, PipelineSchedule]
+
+
+def _ladder(training: bool, replicas: int) -> List[Rung]:
+    """(recomputation, state off chip, sharded state, schedule), cheapest in time first."""
+    interleaved = PipelineSchedule.Interleaved
+    if not training:
+        return [(False, False, False, interleaved)]
+    shard = replicas > 1
+    steps = [(False, False, False, interleaved)]
+    if shard:
+        steps.append((False, False, True, interleaved))
+    steps.append((True, False, False, interleaved))
+    if shard:
+        steps.append((True, False, True, interleaved))
+    steps.append((True, True, shard, interleaved))
+    steps.append((True, True, shard, PipelineSchedule.Sequential))
+    return steps
+
+
+def _climb(ladder: List[Rung], evaluate: Callable[[Rung], JobCandidate]) -> List[JobCandidate]:
+    """The ladder's rungs evaluated: the leanest Interleaved rung first (when
+    even it does not fit, only the Sequential rung is left to try); when it
+    fits, the rungs from the cheapest up until one fits."""
+    if len(ladder) == 1:
+        return [evaluate(ladder[0])]
+    leanest = evaluate(ladder[-2])
+    if not leanest.fits:
+        return [leanest, evaluate(ladder[-1])]
+    tried = [leanest]
+    for rung in ladder[:-2]:
+        tried.append(evaluate(rung))
+        if tried[-1].fits:
+            break
+    return tried
+
+
+def _difference(candidate: JobCandidate, chosen: JobCandidate) -> str:
+    mine, best = candidate.config(), chosen.config()
+    labels = {"replicas": "replicas", "ipus_per_replica": "IPUs per replica",
+              "layout": "split", "micro_batch": "micro-batch",
+              "gradient_accumulation": "accumulation", "device_iterations": "device iterations",
+              "recomputation": "recomputation", "optimizer_off_chip": "state off chip",
+              "replicated_tensor_sharding": "sharded state", "processes": "processes",
+              "schedule": "schedule", "memory_proportions": "memory proportions"}
+    def text(value: Any) -> str:
+        return ("on" if value else "off") if isinstance(value, bool) else str(value)
+
+    parts = [f"{label} {text(mine[key])} (chosen {text(best[key])})"
+             for key, label in labels.items() if mine[key] != best[key]]
+    return ", ".join(parts) if parts else "nothing"
+
+
+def _why_lost(candidate: JobCandidate, chosen: JobCandidate) -> str:
+    if not candidate.fits:
+        ipu = max(candidate.pipeline.report.ipus,
+                  key=lambda i: i.memory_bytes / i.capacity_bytes)
+        return (f"does not fit: IPU{ipu.ipu} needs {mib(ipu.memory_bytes)} of "
+                f"{mib(ipu.capacity_bytes)} even with {candidate.pipeline.settings()}; "
+                f"differs in {_difference(candidate, chosen)}")
+    slower = 1.0 - candidate.throughput / chosen.throughput
+    busiest = max(candidate.pipeline.report.ipus, key=lambda i: i.busy_share)
+    return (f"{slower:.1%} slower (its busiest IPU, IPU{busiest.ipu}, is busy "
+            f"{busiest.busy_share:.0%} of the step); differs in "
+            f"{_difference(candidate, chosen)}")
+
+
+def planJob(model: torch.nn.Module, micro_batch: Any,
+            optimizer: Optional[torch.optim.Optimizer] = None, *, ipus: int,
+            global_batch: int, options: Optional[Options] = None,
+            micro_batch_sizes: Optional[Sequence[int]] = None, tolerance: float = 0.05,
+            candidates: Optional[Sequence[str]] = None, tail: Optional[str] = None,
+            tail_after: Optional[str] = None, progress: bool = True) -> JobPlan:
+    """Chooses a whole job's configuration on a POD: replicas, IPUs per replica and their
+    split, micro-batch, gradient accumulation, device iterations, memory settings, processes.
+
+    Every configuration is simulated cost-only (the same figures as :func:`popsim.sizeJob`);
+    the model is traced once per micro-batch size, and each configuration after the first
+    costs the import and the cost-only compile only. The plan chosen gives the most simulated
+    throughput among those that fit every IPU. The model is left without annotations.
+
+    Args:
+        model: The model to plan for; it must have no :func:`popsim.BeginBlock` annotations.
+        micro_batch: An example micro-batch of one replica's inputs (a tensor, or a tuple of
+            the model's positional inputs, each with its batch dimension first). Other
+            micro-batch sizes are made by repeating its rows.
+        optimizer: The optimizer of a training job; None plans an inference job.
+        ipus: The IPUs of the POD (16 for a Bow Pod16, 64 for a Bow Pod64).
+        global_batch: In training, the samples per weight update (replicas x micro-batch x
+            gradient accumulation); in inference, the samples per call (replicas x
+            micro-batch x device iterations).
+        options: The job's other options (precision, memory proportions, ...); they are
+            copied, not changed. Their replication, gradient accumulation, device iterations,
+            recomputation, optimizer location, processes and execution strategy are the
+            planner's to choose. None: default :class:`popsim.Options`.
+        micro_batch_sizes: The micro-batch sizes to try. None: the example's size, a half and
+            a quarter of it, and twice it.
+        tolerance: How far (relative) a configuration's global batch may be from
+            ``global_batch``.
+        candidates: The modules to split a replica at, as for :func:`popsim.plan`.
+        tail: The module where a last part that shares the first IPU's weights starts, as for
+            :func:`popsim.plan` (found by itself when not given).
+        tail_after: Instead of ``tail``, the module after which that part starts.
+        progress: Whether to show the search's progress bar.
+
+    Returns:
+        A :class:`popsim.JobPlan`. ``str(plan)`` prints the chosen configuration (throughput,
+        per-IPU memory bars and busy shares, the annotations and options that run it), the
+        runners-up with why each lost and, when nothing fits, what would; ``plan.to_json()``
+        gives the same as JSON; ``plan.apply(model, options)`` annotates the model and returns
+        the options.
+
+    Raises:
+        OptionError: when ``model`` is not a ``torch.nn.Module`` or has BeginBlock
+            annotations; ``ipus`` or ``global_batch`` is not a positive int; ``tolerance`` is
+            not in [0, 1); a micro-batch size is not a positive int; the example's tensors do
+            not share a batch size; candidates or tail are wrong (as for :func:`popsim.plan`);
+            or no configuration's global batch is within the tolerance.
+        CompilationError: when a cost-only compilation of the model fails.
+    """
+    started = time.monotonic()
+    if not isinstance(model, torch.nn.Module):
+        raise OptionError(f"popsim.planJob expects a torch.nn.Module, got "
+                          f"{type(model).__name__}.", option="planJob.model")
+    for name, value in (("ipus", ipus), ("global_batch", global_batch)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise OptionError(f"popsim.planJob: {name} must be a positive int, got {value!r}.",
+                              option=f"planJob.{name}")
+    if not isinstance(tolerance, (int, float)) or not 0 <= tolerance < 1:
+        raise OptionError(f"popsim.planJob: tolerance is the relative distance a global batch "
+                          f"may be from {global_batch}, in [0, 1); got {tolerance!r}.",
+                          option="planJob.tolerance")
+    if _has_blocks(model):
+        raise OptionError(
+            f"popsim.planJob: {type(model).__name__} already has BeginBlock annotations; the "
+            "planner writes its own. Remove them with popsim.removeBlocks(model) first.",
+            option="planJob.model")
+    example = _batch_size(micro_batch)
+    sizes = sorted(set(micro_batch_sizes) if micro_batch_sizes is not None else
+                   {max(1, example // 4), max(1, example // 2), example, 2 * example})
+    for size in sizes:
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise OptionError(f"popsim.planJob: micro-batch sizes must be positive ints, got "
+                              f"{size!r}.", option="planJob.micro_batch_sizes")
+    names = (_check_candidates(model, candidates) if candidates is not None
+             else _default_candidates(model))
+    if tail is not None and tail_after is not None:
+        raise OptionError("popsim.planJob takes tail or tail_after, not both.",
+                          option="planJob.tail")
+    after = tail_after is not None
+    tail = tail_after if after else tail
+    if tail is not None:
+        _check_candidates(model, [tail], "tail_after" if after else "tail")
+    training = optimizer is not None
+    base = (options or Options()).clone()
+    base.showCompilationProgressBar(False)
+    base.Training.recomputation(False)  # the planner's to choose (and the profile's is off)
+    result = JobPlan(type(model).__name__, ipus, global_batch, float(tolerance), training,
+                     names)
+
+    def per_step(replicas: int, size: int) -> Optional[int]:
+        """Gradient accumulation (training) or device iterations (inference) making up the
+        global batch within the tolerance; None if none does."""
+        count = max(1, round(global_batch / (replicas * size)))
+        made = replicas * size * count
+        return count if abs(made - global_batch) <= tolerance * global_batch else None
+
+    shapes = [(k, ipus // k) for k in _divisors(ipus) if k <= len(names)]
+    feasible = [(size, k, r) for size in sizes for k, r in shapes if per_step(r, size)]
+    if not feasible:
+        raise OptionError(
+            f"popsim.planJob: no configuration of {ipus} IPUs makes a global batch within "
+            f"{tolerance:.0%} of {global_batch} with micro-batches {sizes} (replicas x "
+            "micro-batch must not exceed it); ask for a larger global batch, smaller "
+            "micro-batches or a larger tolerance.", option="planJob.global_batch")
+
+    batches: Dict[int, Any] = {}  # the example micro-batch resized, by size
+
+    def evaluate(size: int, lengths: Sequence[int], replicas: int, count: int,
+                 recompute: bool, off_chip: bool, shard: bool, schedule: PipelineSchedule,
+                 tail_: Optional[str], after_: bool, proportions: Optional[Dict[int, float]] = None,
+                 device_iterations: int = 1, processes: Optional[int] = None) -> JobCandidate:
+        accumulation = count if training else 1
+        iterations = device_iterations if training else count
+        if processes is None:
+            # A process streams its replicas' inputs one replica after another
+            # (popsim's host threads, as Poplar's single-threaded stream
+            # callbacks), so shapes are compared with a process per replica;
+            # _refine then takes the fewest processes that lose nothing.
+            # Inference runs in one process (popdist spreads training jobs).
+            processes = replicas if training else 1
+        candidate = JobCandidate(
+            PipelinePlan(_group(names, lengths), schedule, recompute, off_chip,
+                         None, tail_, after_, dict(proportions or {})),  # type: ignore[arg-type]
+            replicas, size, accumulation, iterations, shard, processes, training)
+        # The candidate's own options, with its stages as groups of the candidate blocks.
+        opts = _split_options(lengths, schedule, recompute, off_chip, candidate.options(base),
+                              tail_ is not None, proportions)
+        _annotate_candidates(model, names, tail_, after_)
+        with cost_only_call(model, batches[size], opts, optimizer) as executor:
+            candidate.pipeline.passes_budgets = passes_budgets(executor)
+            candidate.pipeline.report = executor.sizingReport()
+        result.searched.append(candidate)
+        return candidate
+
+    best: Optional[JobCandidate] = None
+    best_of_shape: Dict[Tuple[int, int], JobCandidate] = {}
+    # IPUs per replica -> the smallest micro-batch at which nothing fitted.
+    dead: Dict[int, float] = {}
+    bar = _progress_bar(len(feasible), progress)
+
+    def skip(reason: str) -> None:
+        result.skipped[reason] = result.skipped.get(reason, 0) + 1
+        bar.update(1)
+    clock_hz: Optional[float] = None
+    with reusing_traces():
+        try:
+            # The example's size first (a good configuration early makes the
+            # bound prune more), then the larger sizes, then the smaller.
+            order = ([size for size in sizes if size >= example]
+                     + [size for size in reversed(sizes) if size < example])
+            for size in order:
+                shapes_here = [(k, r) for s, k, r in feasible if s == size]
+                if not shapes_here:
+                    continue
+                batch = batches[size] = _resized(micro_batch, size)
+                need = max(2 * (max(k for k, _ in shapes_here) + 1) - 1, 1)
+                profile_options = base.clone()
+                if training:
+                    profile_options.Training.gradientAccumulation(
+                        max(need, 2 * len(names) + 1))
+                (cycles, memory, capacity), tail, after, _ = _profile_finding_tail(
+                    "popsim.planJob", model, names, tail, after, batch, profile_options,
+                    optimizer, True, str(need))
+                for k, replicas in shapes_here:
+                    if size >= dead.get(k, math.inf):
+                        skip("did not fit at a smaller micro-batch")
+                        continue
+                    made_up = per_step(replicas, size)
+                    assert made_up is not None, "only feasible shapes are listed"
+                    count: int = made_up
+                    stages = k + (tail is not None)
+                    if stages > 1 and count < (2 * stages - 1 if training else stages):
+                        skip("too few micro-batches to fill the pipeline")
+                        continue
+                    splits: List[Tuple[int, ...]] = (
+                        [(len(names),)] if k == 1 else
+                        _ranked_splits(cycles, memory, capacity, k, _SPLITS_PER_SHAPE))
+                    if best is not None and clock_hz is not None:
+                        pace = min(max(_sums(cycles, s)) for s in splits)
+                        bound = replicas * size * clock_hz / pace if pace > 0 else math.inf
+                        if bound < best.throughput:
+                            skip("cannot beat the best even at its profile's pace")
+                            continue
+                    fitted = False
+                    for lengths in splits:
+                        def climbing(rung: Rung) -> JobCandidate:
+                            recompute, off_chip, shard, schedule = rung
+                            return evaluate(size, lengths, replicas, count, recompute, off_chip,
+                                            shard, schedule, tail, after)
+
+                        for candidate in _climb(_ladder(training, replicas), climbing):
+                            clock_hz = candidate.pipeline.report.clock_hz
+                            kept = best_of_shape.get((k, size))
+                            if kept is None or _better(candidate, kept):
+                                best_of_shape[(k, size)] = candidate
+                            if candidate.fits:
+                                fitted = True
+                                if best is None or candidate.throughput > best.throughput:
+                                    best = candidate
+                    if not fitted:  # nor will it with larger micro-batches
+                        dead[k] = min(dead.get(k, size), size)
+                    bar.update(1)
+            # The best configurations of the two fastest shapes are refined,
+            # so that refinement cannot reverse the ranking of the two best.
+            finalists = sorted((c for c in best_of_shape.values() if c.fits),
+                               key=lambda c: -c.throughput)[:REFINED_SHAPES]
+            refined = [_refine(c, evaluate, training) for c in finalists]
+            for before, after_refining in zip(finalists, refined):
+                best_of_shape[(before.ipus_per_replica, before.micro_batch)] = after_refining
+            best = max(refined, key=lambda c: c.throughput) if refined else None
+        finally:
+            bar.close()
+            removeBlocks(model)
+    result.chosen = best
+    if best is not None:
+        others = [c for c in best_of_shape.values() if c is not best]
+        others.sort(key=lambda c: (not c.fits, -c.throughput))
+        for candidate in others:
+            candidate.lost = _why_lost(candidate, best)
+        result.runners_up = others[:5]
+    else:
+        result.advice = _advice(result, sizes, training)
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def _sums(cycles: List[float], lengths: Sequence[int]) -> List[float]:
+    sums, start = [], 0
+    for length in lengths:
+        sums.append(sum(cycles[start:start + length]))
+        start += length
+    return sums
+
+
+def _better(candidate: JobCandidate, other: JobCandidate) -> bool:
+    return (candidate.fits, candidate.throughput) > (other.fits, other.throughput)
+
+
+def _refine(best: JobCandidate, evaluate: Any, training: bool) -> JobCandidate:
+    """The best configuration with more memory for the matmuls that ran in passes,
+    the Grouped schedule and more device iterations, each kept if it fits and
+    is faster; then with the fewest processes that are as fast (within _GAIN)."""
+    pipeline = best.pipeline
+    lengths = pipeline.layout
+    replicas, size = best.replicas, best.micro_batch
+    count = best.gradient_accumulation if training else best.device_iterations
+
+    def again(**changes: Any) -> JobCandidate:
+        settings = dict(recompute=pipeline.recomputation, off_chip=pipeline.optimizer_off_chip,
+                        shard=best.replicated_tensor_sharding, schedule=pipeline.schedule,
+                        proportions=pipeline.memory_proportions or None,
+                        device_iterations=best.device_iterations if training else 1,
+                        processes=best.processes)
+        settings.update(changes)
+        return evaluate(size, lengths, replicas, count, settings["recompute"],
+                        settings["off_chip"], settings["shard"], settings["schedule"],
+                        pipeline.tail, pipeline.tail_after, settings["proportions"],
+                        settings["device_iterations"], settings["processes"])
+
+    raised = {}
+    for ipu in pipeline.report.ipus:
+        if ipu.ipu in pipeline.passes_budgets:
+            spare = (ipu.capacity_bytes - ipu.memory_bytes) / ipu.capacity_bytes
+            raised[ipu.ipu] = round(min(1.0, pipeline.passes_budgets[ipu.ipu] + 0.9 * spare), 2)
+    if any(value > pipeline.passes_budgets[ipu] for ipu, value in raised.items()):
+        best = _faster(best, again(proportions=raised))
+        pipeline = best.pipeline
+    if training and best.ipus_per_replica > 1:
+        best = _faster(best, again(schedule=PipelineSchedule.Grouped))
+        pipeline = best.pipeline
+    if training:
+        for iterations in (4, 16):
+            best = _faster(best, again(device_iterations=iterations))
+    for processes in range(1, best.processes):  # the fewest processes that lose nothing
+        if best.processes % processes == 0:
+            fewer = again(processes=processes)
+            if fewer.fits and fewer.throughput * _GAIN >= best.throughput:
+                return fewer
+    return best
+
+
+def _faster(best: JobCandidate, candidate: JobCandidate) -> JobCandidate:
+    return candidate if candidate.fits and candidate.throughput > best.throughput * _GAIN \
+        else best
+
+
+def _progress_bar(total: int, show: bool) -> Any:
+    from tqdm.auto import tqdm  # popsim's dependency for its compile bar too
+    return tqdm(total=total, desc="Planning the job", unit="shape", disable=not show,
+                leave=False)
+
+
+def _advice(result: JobPlan, sizes: List[int], training: bool) -> List[str]:
+    """What would make a configuration fit, from the leanest one tried."""
+    if not result.searched:
+        return ["No shape of the POD could run the global batch with these micro-batch sizes."]
+    leanest = min(result.searched,
+                  key=lambda c: max(i.memory_bytes / i.capacity_bytes
+                                    for i in c.pipeline.report.ipus))
+    fullest = max(leanest.pipeline.report.ipus, key=lambda i: i.memory_bytes / i.capacity_bytes)
+    total = sum(i.memory_bytes for i in leanest.pipeline.report.ipus)
+    needed = math.ceil(total / fullest.capacity_bytes)
+    lines = [f"The leanest configuration tried ({leanest.summary()}) still needs "
+             f"{mib(fullest.memory_bytes)} on IPU{fullest.ipu} of {mib(fullest.capacity_bytes)}; "
+             f"its replica needs about {mib(total)} in all, so about {needed} IPUs per replica "
+             "would hold it: plan on a larger POD."]
+    if min(sizes) > 1:
+        lines.append(f"Smaller micro-batches than {min(sizes)} (micro_batch_sizes=[...]) lower "
+                     "every IPU's activations and stash.")
+    if training:
+        lines.append("Recomputation, the optimizer state off chip and sharded, and the "
+                     "Sequential schedule were all tried.")
+    return lines
