@@ -188,6 +188,14 @@ def _configuration(report: popsim.SizingReport, micro_batch: int) -> Dict[str, A
             "device_iterations": report.steps_per_call, "processes": report.processes}
 
 
+def _shape(config: Optional[Dict[str, Any]]) -> str:
+    if config is None:
+        return "-"
+    processes = f" p{config['processes']}" if config["processes"] > 1 else ""
+    return (f"{config['replicas']}x{config['ipus_per_replica']} mb {config['micro_batch']} "
+            f"ga {config['gradient_accumulation']} di {config['device_iterations']}{processes}")
+
+
 def run_job(job: fidelity.Job, print_plan: bool) -> Dict[str, Any]:
     """Graphcore's configuration of a published job against popsim.planJob's,
     given only the model (without its split), an example micro-batch, the
@@ -217,14 +225,9 @@ def run_job(job: fidelity.Job, print_plan: bool) -> Dict[str, Any]:
             "published": published.throughput * scale,
             "published_fits": published.fits,
             "planned": chosen.throughput * scale if chosen is not None else 0.0,
-            "fits": plan.fits, "seconds": seconds, "simulated": len(plan.searched)}
-
-
-def _shape(config: Optional[Dict[str, Any]]) -> str:
-    if config is None:
-        return "-"
-    return (f"{config['replicas']}x{config['ipus_per_replica']} mb {config['micro_batch']} "
-            f"ga {config['gradient_accumulation']} di {config['device_iterations']}")
+            "fits": plan.fits, "seconds": seconds, "simulated": len(plan.searched),
+            "published_shape": _shape(published_config),
+            "planned_shape": _shape(chosen.config() if chosen is not None else None)}
 
 
 def main_jobs(ids: List[str], json_file: Optional[str], print_plans: bool) -> int:
@@ -236,8 +239,8 @@ def main_jobs(ids: List[str], json_file: Optional[str], print_plans: bool) -> in
             continue
         result = run_job(job, print_plans)
         results.append(result)
-        print(f"{job.id:28} {result['ipus']:>4} {_shape(result['published_config']):>26} "
-              f"{result['published']:>9,.0f} {_shape(result['planned_config']):>26} "
+        print(f"{job.id:28} {result['ipus']:>4} {result['published_shape']:>26} "
+              f"{result['published']:>9,.0f} {result['planned_shape']:>26} "
               f"{result['planned']:>9,.0f} {result['planned'] / result['published']:>6.3f}  "
               f"{'yes' if result['fits'] else 'NO ':4} {result['seconds']:>9.1f}", flush=True)
     if json_file:

@@ -11,6 +11,8 @@ directive of docs/_ext/popsim_docs.py), so that no benchmark figure is typed by 
   per configuration;
 - fidelity.json: benchmarks/fidelity.py, the published IPU jobs sized cost-only;
 - plan.json: benchmarks/plan.py, the pipeline planner against hand-written splits;
+- plan_job.json: benchmarks/plan.py --jobs, the whole-job planner against Graphcore's
+  configurations of the published jobs;
 - size_torchvision.json: benchmarks/size_torchvision.py, torchvision's models sized for training
   at their standard input sizes;
 - machine.json: the CPU, cores, PyTorch version and date of the run.
@@ -35,7 +37,7 @@ RESULTS = HERE.parent / "docs" / "results"
 THROUGHPUT_RUNS = {"inference": "bench_inference.py", "training": "bench_training.py"}
 ISAS = ("native", "avx2")
 ALL = ["inference", "training", "pipeline", "replication", "dataloader", "elementwise", "ctc",
-       "half", "kernels", "fidelity", "plan", "size_torchvision"]
+       "half", "kernels", "fidelity", "plan", "plan_job", "size_torchvision"]
 
 
 def run_json(script: str, *arguments: str) -> Any:
@@ -149,6 +151,12 @@ def main(argv: List[str]) -> int:
                 write(file, rows)
         elif name == "dataloader":
             write(name, [run_json("bench_dataloader.py")])
+        elif name == "plan_job":
+            path = RESULTS / f"{name}.json"
+            print("running plan.py --jobs", flush=True)
+            subprocess.run([sys.executable, str(HERE / "plan.py"), "--jobs", "--json", str(path)],
+                           check=True, env={**os.environ, "POPSIM_PROGRESS": "0"})
+            print("wrote", path.relative_to(HERE.parent), flush=True)
         else:
             path = RESULTS / f"{name}.json"
             print(f"running {name}.py", flush=True)

@@ -176,3 +176,15 @@ def test_the_command_line_prints_the_plan_and_writes_its_json(tmp_path):
          "--global-batch", "32"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert missing.returncode == 2
     assert "job.py has no function 'absent'" in missing.stderr
+
+
+def test_the_html_page_draws_every_configuration_and_the_chosen_memory():
+    model, batch, optimizer = job()
+    plan = popsim.planJob(model, batch, optimizer, ipus=2, global_batch=64, progress=False)
+    page = plan.to_html()
+    assert page.startswith("<!DOCTYPE html>") and page.endswith("</html>")
+    assert page.count("<svg") == 2
+    assert page.count("<title>") - 1 == len(plan.searched) + sum(
+        1 for ipu in plan.chosen.pipeline.report.ipus
+        for size in ipu.memory_by_category.values() if size > 0) + 1  # + the capacity line
+    assert "http" not in page.replace("<!DOCTYPE html>", ""), "nothing fetched"

@@ -271,6 +271,15 @@ class JobPlan:
         """:meth:`to_dict` as indented JSON text."""
         return json.dumps(self.to_dict(), indent=1)
 
+    def to_html(self) -> str:
+        """The plan as a self-contained HTML page: each IPU's memory for the chosen
+        configuration by category (report.html's colours) against its capacity, the
+        simulated throughput of every configuration searched (the chosen one, those that
+        fit, those that do not), and the printed report."""
+        from popsim.reports.plan_page import job_plan_page  # the page needs the bindings
+
+        return job_plan_page(self)
+
     def __str__(self) -> str:
         job = "training" if self.training else "inference"
         lines = [f"Job plan for {self.model} on {self.ipus} IPUs ({job}), global batch "
@@ -289,12 +298,17 @@ class JobPlan:
             lines += [f"Chosen: {chosen.summary()}",
                       f"  global batch {chosen.global_batch:,}; simulated step "
                       + (f"{step:,.3f} s" if step >= 1 else f"{step * 1e3:,.3f} ms")]
-            for ipu in chosen.pipeline.planned_ipus():
+            pipeline = chosen.pipeline
+            for ipu in pipeline.planned_ipus():
                 share = ipu.memory_bytes / ipu.capacity_bytes if ipu.capacity_bytes else 0.0
                 bar = "#" * round(20 * min(share, 1.0))
+                runs = _span(pipeline.split[ipu.ipu])
+                if ipu.ipu == 0 and pipeline.tail is not None:
+                    runs += (f", then the tail {'after' if pipeline.tail_after else 'from'} "
+                             f"{pipeline.tail}")
                 lines.append(f"  IPU {ipu.ipu} [{bar:<20}] {mib(ipu.memory_bytes)} of "
                              f"{mib(ipu.capacity_bytes)} ({share:.0%}), busy "
-                             f"{ipu.busy_share:.0%}: {_span(ipu.modules)}")
+                             f"{ipu.busy_share:.0%}: {runs}")
             replicas = "replica" if chosen.replicas == 1 else "replicas"
             per_replica = "IPU" if chosen.ipus_per_replica == 1 else "IPUs"
             lines.append(f"  ({chosen.replicas} {replicas} of {chosen.ipus_per_replica} "

@@ -25,9 +25,10 @@ The search, for each micro-batch size (smallest first):
    the Sequential schedule.
 
 The fastest configurations that fit, the best of the two fastest shapes, are
-then tried with their spare memory given to matmuls that ran in passes, the Grouped schedule, more device
-iterations, each kept if it is faster, and with the fewest host processes
-that lose nothing (each process streams its replicas' inputs in turn).
+then tried with their spare memory given to matmuls that ran in passes, the
+Grouped schedule and more device iterations, each kept if it is faster, and
+with the fewest host processes that lose nothing (each process streams its
+replicas' inputs in turn).
 Every figure is a cost-only run's, so a plan's prediction is what a
 cost-only run of its options reports.
 """

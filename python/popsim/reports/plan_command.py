@@ -6,7 +6,8 @@ model, an example micro-batch (a tensor or a tuple of the model's inputs) and
 the optimizer (None for inference), and optionally the job's other options.
 The command prints the plan's report and writes its JSON (the chosen
 configuration, the annotations and option calls that run it, every
-configuration simulated) to --json FILE.
+configuration simulated) to --json FILE and a page with its charts to
+--html FILE.
 """
 
 import argparse
@@ -86,6 +87,9 @@ def main(argv: Sequence[str]) -> int:
                            "a quarter of it, and twice it)")
     plan.add_argument("--json", metavar="FILE", default="popsim-plan.json",
                       help="where to write the plan as JSON (popsim-plan.json)")
+    plan.add_argument("--html", metavar="FILE", default="popsim-plan.html",
+                      help="where to write the plan as an HTML page with its charts "
+                           "(popsim-plan.html)")
     plan.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     args = parser.parse_args(list(argv))
     try:
@@ -99,5 +103,6 @@ def main(argv: Sequence[str]) -> int:
         return 2
     print(result)
     Path(args.json).write_text(result.to_json() + "\n", encoding="utf-8")
-    print(f"Wrote the plan to {args.json}.")
+    Path(args.html).write_text(result.to_html(), encoding="utf-8")
+    print(f"Wrote the plan to {args.json} and {args.html}.")
     return 0 if result.fits else 1
