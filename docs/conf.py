@@ -69,6 +69,10 @@ napoleon_use_ivar = True
 nbsphinx_execute = "always"
 nbsphinx_timeout = 900
 nbsphinx_kernel_name = "python3"
+# The site needs nothing fetched: no require.js (the notebook has no widgets) and no MathJax
+# (its cells have no equations) from a CDN.
+nbsphinx_requirejs_path = ""
+nbsphinx_assume_equations = False
 
 # The examples of the guide (``testcode`` blocks) run under ``sphinx-build -b doctest``.
 doctest_global_setup = """

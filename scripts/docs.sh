@@ -44,6 +44,11 @@ export PYTHONWARNINGS="ignore:IProgress not found"
 sphinx=(.venv/bin/python -m sphinx -W --keep-going -q -j auto)
 if [[ "$check" == 1 ]]; then
   "${sphinx[@]}" -b html -D nbsphinx_execute=never -d "$out/doctrees-check" docs "$out/check-html"
+  # The site needs nothing fetched: no page may load a script or a style sheet from the network.
+  if grep -rlE '(src|href)="https?://[^"]*\.(js|css)"' "$out/check-html" --include='*.html'; then
+    echo "popsim docs: the pages above load scripts or styles from the network" >&2
+    exit 1
+  fi
   "${sphinx[@]}" -b doctest -D nbsphinx_execute=never -d "$out/doctrees-check" docs "$out/doctest"
   echo "popsim docs: the site builds without warnings and its examples run"
 else

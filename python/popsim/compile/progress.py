@@ -28,7 +28,7 @@ PHASES = {
 }
 
 
-def _delay() -> Optional[float]:
+def delay() -> Optional[float]:
     """Seconds before the bar shows, or None for no bar."""
     value = os.environ.get(ENVIRONMENT_VARIABLE, "").strip()
     if value == "":
@@ -51,21 +51,21 @@ class CompileProgress:
         self._ticker: Optional[threading.Thread] = None
 
     def __enter__(self) -> "CompileProgress":
-        delay = _delay()
-        if delay is not None and self._show:
+        wait = delay()
+        if wait is not None and self._show:
             from tqdm import tqdm
 
             self._bar = tqdm(total=len(PHASES), desc="Graph compilation", unit="phase",
-                             delay=delay, leave=True,
+                             delay=wait, leave=True,
                              bar_format="{desc}: {percentage:3.0f}%|{bar}| {n}/{total} phases "
                                         "[{elapsed}]{postfix}")
             # The C++ compile releases the GIL: keep the elapsed time moving during it.
-            self._ticker = threading.Thread(target=self._tick, args=(delay,), daemon=True)
+            self._ticker = threading.Thread(target=self._tick, args=(wait,), daemon=True)
             self._ticker.start()
         return self
 
-    def _tick(self, delay: float) -> None:
-        if self._stop.wait(delay):
+    def _tick(self, wait: float) -> None:
+        if self._stop.wait(wait):
             return
         while not self._stop.wait(_REFRESH_SECONDS):
             if self._bar is not None:

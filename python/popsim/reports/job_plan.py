@@ -13,6 +13,7 @@ import torch
 
 from popsim.api.errors import OptionError
 from popsim.api.options import Options
+from popsim.reports.plan_page import job_plan_page
 from popsim.reports.plan_report import PipelinePlan, _span
 from popsim.reports.sizing import mib
 
@@ -73,7 +74,14 @@ class JobCandidate:
         return self.pipeline.throughput
 
     def config(self) -> Dict[str, Any]:
-        """The configuration as plain values (the JSON's ``config``)."""
+        """Describes the configuration as plain values.
+
+        Returns:
+            The JSON's ``config``: replicas, IPUs per replica, layout (candidates per IPU),
+            micro-batch, gradient accumulation, device iterations, global batch, schedule,
+            recomputation, optimizer state off chip, replicated tensor sharding, processes
+            and the memory proportions the plan raised.
+        """
         return {
             "replicas": self.replicas,
             "ipus_per_replica": self.ipus_per_replica,
@@ -128,7 +136,11 @@ class JobCandidate:
         return opts
 
     def option_lines(self) -> List[str]:
-        """The calls on an :class:`popsim.Options` named ``opts`` that :meth:`options` makes."""
+        """Writes the options that :meth:`options` sets as code.
+
+        Returns:
+            The calls on an :class:`popsim.Options` named ``opts``, one line each.
+        """
         lines = [line for line in self.pipeline.option_lines()
                  if not line.startswith(("opts.Training.recomputation",
                                          "opts.TensorLocations.setOptimizerLocation"))]
@@ -159,7 +171,12 @@ class JobCandidate:
         return self.options(options)
 
     def summary(self) -> str:
-        """One line: the configuration, its throughput and whether it fits."""
+        """Describes the configuration in one line.
+
+        Returns:
+            The replicas and IPUs per replica with the split, the settings, the simulated
+            throughput and whether it fits (or its fullest IPU when it does not).
+        """
         settings = [f"micro-batch {self.micro_batch}",
                     f"accumulation {self.gradient_accumulation}",
                     f"device iterations {self.device_iterations}",
@@ -236,14 +253,26 @@ class JobPlan:
     def apply(self, model: torch.nn.Module, options: Optional[Options] = None) -> Options:
         """Applies the chosen configuration: see :meth:`popsim.JobCandidate.apply`.
 
+        Args:
+            model: The model the plan was made for; it is annotated in place.
+            options: The options to start from; they are copied, not changed.
+
+        Returns:
+            The options that run the chosen configuration.
+
         Raises:
             OptionError: when nothing fits; the message carries the plan's advice.
         """
         return self._require_chosen().apply(model, options)
 
     def to_dict(self) -> Dict[str, Any]:
-        """The plan as JSON values: the request, the chosen configuration with its
-        annotations and option calls, and every configuration simulated."""
+        """Describes the plan as JSON values.
+
+        Returns:
+            The request (model, IPUs, global batch, tolerance), the chosen configuration with
+            its figures, split, annotations and option calls, the runners-up, every
+            configuration simulated, the shapes skipped and the advice.
+        """
         def entry(candidate: JobCandidate) -> Dict[str, Any]:
             return {"config": candidate.config(), "throughput": candidate.throughput,
                     "step_seconds": candidate.pipeline.step_seconds, "fits": candidate.fits,
@@ -268,16 +297,22 @@ class JobPlan:
                 "advice": self.advice}
 
     def to_json(self) -> str:
-        """:meth:`to_dict` as indented JSON text."""
+        """Writes the plan as JSON.
+
+        Returns:
+            :meth:`to_dict` as indented JSON text.
+        """
         return json.dumps(self.to_dict(), indent=1)
 
     def to_html(self) -> str:
-        """The plan as a self-contained HTML page: each IPU's memory for the chosen
-        configuration by category (report.html's colours) against its capacity, the
-        simulated throughput of every configuration searched (the chosen one, those that
-        fit, those that do not), and the printed report."""
-        from popsim.reports.plan_page import job_plan_page  # the page needs the bindings
+        """Draws the plan as a self-contained HTML page (nothing fetched).
 
+        Returns:
+            The page's text: each IPU's memory for the chosen configuration by category
+            (report.html's colours) against its capacity, the simulated throughput of every
+            configuration searched (the chosen one, those that fit, those that do not), and
+            the printed report.
+        """
         return job_plan_page(self)
 
     def __str__(self) -> str:

@@ -42,6 +42,7 @@ import torch
 from popsim.api.errors import OptionError
 from popsim.api.options import Options
 from popsim.api.strategies import PipelineSchedule
+from popsim.compile.progress import delay as progress_delay
 from popsim.frontend.blocks import removeBlocks
 from popsim.frontend.trace_reuse import reusing_traces
 from popsim.reports.job_plan import REFINED_SHAPES, JobCandidate, JobPlan
@@ -444,9 +445,13 @@ def _faster(best: JobCandidate, candidate: JobCandidate) -> JobCandidate:
 
 
 def _progress_bar(total: int, show: bool) -> Any:
+    """The search's bar on stderr, one step per shape; POPSIM_PROGRESS=0 hides it as it
+    hides the compilation bar (and "1" or unset shows it, after SHOW_AFTER seconds unset)."""
     from tqdm.auto import tqdm  # popsim's dependency for its compile bar too
-    return tqdm(total=total, desc="Planning the job", unit="shape", disable=not show,
-                leave=False)
+
+    delay = progress_delay()
+    return tqdm(total=total, desc="Planning the job", unit="shape",
+                disable=not show or delay is None, delay=delay or 0.0, leave=False)
 
 
 def _advice(result: JobPlan, sizes: List[int], training: bool) -> List[str]:

@@ -3,13 +3,13 @@
 chosen one by category (in report.html's colours), and the printed report."""
 
 import html
-from typing import TYPE_CHECKING, List
+from typing import Any, List
 
 from popsim.profiling._style import category_colour
 from popsim.reports.sizing import mib
 
-if TYPE_CHECKING:
-    from popsim.reports.job_plan import JobCandidate, JobPlan
+# The page draws a job_plan.JobPlan and its JobCandidates, typed Any here since
+# job_plan imports this module.
 
 _WIDTH = 900  # the charts' width in pixels
 _LABEL = 330  # the width of the configurations' labels
@@ -18,7 +18,7 @@ _ROW = 18  # a bar's height with its gap
 _CHOSEN, _FITS, _DOES_NOT_FIT = "#1f6f3f", "#4a90d9", "#c8c8c8"
 
 
-def _label(candidate: "JobCandidate") -> str:
+def _label(candidate: Any) -> str:
     schedule = candidate.pipeline.schedule.value
     settings = ["R" if candidate.pipeline.recomputation else "",
                 "off" if candidate.pipeline.optimizer_off_chip else "",
@@ -32,7 +32,7 @@ def _label(candidate: "JobCandidate") -> str:
             f"di {candidate.device_iterations}" + (f" {shown}" if shown else ""))
 
 
-def _throughput_chart(plan: "JobPlan") -> str:
+def _throughput_chart(plan: Any) -> str:
     """Horizontal bars, fastest first: the chosen configuration, the others that fit,
     and (grey, at the throughput they would have) those that do not."""
     ranked = sorted(plan.searched, key=lambda c: -c.throughput)
@@ -59,7 +59,7 @@ def _throughput_chart(plan: "JobPlan") -> str:
             f"simulated items/s</text>{''.join(rows)}</svg>")
 
 
-def _memory_chart(candidate: "JobCandidate") -> str:
+def _memory_chart(candidate: Any) -> str:
     """Each IPU of the chosen configuration: its memory stacked by category against its
     capacity (the dashed line)."""
     ipus = candidate.pipeline.report.ipus
@@ -100,7 +100,7 @@ def _memory_chart(candidate: "JobCandidate") -> str:
             f"capacity)</text>{''.join(rows)}{''.join(legend)}</svg>")
 
 
-def job_plan_page(plan: "JobPlan") -> str:
+def job_plan_page(plan: Any) -> str:
     """The page's HTML text."""
     title = (f"Job plan for {plan.model} on {plan.ipus} IPUs, global batch "
              f"{plan.global_batch:,}")
