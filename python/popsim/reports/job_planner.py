@@ -5,7 +5,8 @@ iterations that give the asked global batch, recomputation, the optimizer
 state's location and sharding, the memory proportions and the host
 processes.
 
-The search, for each micro-batch size (smallest first):
+The search, for each micro-batch size (the example's first, then the larger,
+then the smaller; then doublings of the largest while it gives the best):
 
 1. **Profile** (planner.py): one cost-only run with every candidate module a
    pipeline stage of its own gives each candidate's cycles per micro-batch
@@ -53,6 +54,9 @@ from popsim.reports.planner import (_annotate_candidates, _check_candidates, _de
 from popsim.reports.size_job import cost_only_call
 from popsim.reports.sizing import mib
 
+# The most micro-batch sizes tried by default: the example's 4, and up to 2
+# doublings of the largest while it gives the best configuration.
+_MOST_SIZES = 6
 # Splits compiled per shape (the fastest-ranked and the leanest-ranked).
 _SPLITS_PER_SHAPE = 2
 # A refinement (device iterations, processes) is kept only when this much faster.
@@ -183,7 +187,8 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
             recomputation, optimizer location, processes and execution strategy are the
             planner's to choose. None: default :class:`popsim.Options`.
         micro_batch_sizes: The micro-batch sizes to try. None: the example's size, a half and
-            a quarter of it, and twice it.
+            a quarter of it, and twice it; then, while the largest size tried gives the best
+            configuration, twice that (6 sizes at most).
         tolerance: How far (relative) a configuration's global batch may be from
             ``global_batch``.
         candidates: The modules to split a replica at, as for :func:`popsim.plan`.
@@ -308,7 +313,24 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
             # bound prune more), then the larger sizes, then the smaller.
             order = ([size for size in sizes if size >= example]
                      + [size for size in reversed(sizes) if size < example])
-            for size in order:
+            index = 0
+            while True:
+                if index == len(order):  # every size so far searched
+                    if not (micro_batch_sizes is None and best is not None
+                            and best.micro_batch == max(sizes) and len(sizes) < _MOST_SIZES):
+                        break
+                    # The largest size gave the best configuration: twice it next.
+                    larger = 2 * max(sizes)
+                    more = [(larger, k, r) for k, r in shapes if per_step(r, larger)]
+                    if not more:
+                        break
+                    sizes.append(larger)
+                    order.append(larger)
+                    feasible += more
+                    bar.total += len(more)
+                    bar.refresh()
+                size = order[index]
+                index += 1
                 shapes_here = [(k, r) for s, k, r in feasible if s == size]
                 if not shapes_here:
                     continue

@@ -261,9 +261,20 @@ def _profile(model: torch.nn.Module, candidates: List[str], tail: Optional[str],
             max(profile.Training.gradient_accumulation, 2 * stages - 1))
     else:
         profile.deviceIterations(max(profile.device_iterations, stages))
-    with cost_only_call(model, micro_batch, profile, optimizer) as executor:
-        loads = _C.stage_loads(executor._program.first, executor._stages)
-        report = executor.sizingReport()
+    try:
+        with cost_only_call(model, micro_batch, profile, optimizer) as executor:
+            loads = _C.stage_loads(executor._program.first, executor._stages)
+            report = executor.sizingReport()
+    except OptionError as error:
+        if "Unknown Block" not in str(error):
+            raise
+        # The model opens blocks of its own inside forward() (popsim.Block, BlockFunction),
+        # which hooks do not show (_has_blocks): say so in the planner's words.
+        raise OptionError(
+            f"{type(model).__name__} opens pipeline blocks of its own inside forward() "
+            f"(popsim.Block or BlockFunction): {error} The planners write their own blocks; "
+            "build the model without its blocks (a reference model without layers_per_ipu) "
+            "and plan that.", option="plan.model") from error
     cycles = [0.0] * len(candidates)
     for load in loads:
         cycles[load["ipu"]] += load["cycles"]
