@@ -76,11 +76,13 @@ class HalfOnCpu(TorchDispatchMode):
                 with torch.no_grad():
                     target.copy_(value)
             return written[0] if len(written) == 1 else tuple(written)
-        try:  # PyTorch's own result dtypes, where it has a float16 kernel
-            dtypes = [t.dtype if isinstance(t, torch.Tensor) else None
-                      for t in _as_list(func(*args, **kwargs))]
-        except RuntimeError:
-            dtypes = None
+        dtypes = _small_probe(func, args, kwargs) if self._shapes_only else _UNKNOWN
+        if dtypes is _UNKNOWN:
+            try:  # PyTorch's own result dtypes, where it has a float16 kernel
+                dtypes = [t.dtype if isinstance(t, torch.Tensor) else None
+                          for t in _as_list(func(*args, **kwargs))]
+            except RuntimeError:
+                dtypes = None
         args, kwargs = _half_defaults(func, args, kwargs)
         shaped = _meta_result(func, args, kwargs) if self._shapes_only else None
         result = (shaped if shaped is not None
@@ -126,6 +128,44 @@ class HalfOnCpu(TorchDispatchMode):
                     or self._casts_parameters(func, floats))
             dtype = torch.float16 if half else torch.float32
         return torch.zeros(meta.shape, dtype=dtype)
+
+
+# _small_probe's answer when the small operands tell nothing (the op is then probed on
+# its own operands).
+_UNKNOWN: Any = object()
+# (op, operand dtypes and ranks, other arguments) -> _small_probe's answer.
+_PROBED: Dict[Any, Any] = {}
+
+
+def _small_probe(func: torch._ops.OpOverload, args: Sequence[Any], kwargs: Dict[str, Any]
+                 ) -> Any:
+    """What probing `func` on its operands would tell (its result dtypes where CPU
+    PyTorch has a float16 kernel, None where it has not), from operands of one
+    element each of the same dtypes and ranks: a cost-only trace would otherwise
+    compute float16 ops on the CPU's slow float16 kernels just to read their
+    result dtypes. _UNKNOWN when the small operands fail otherwise (shapes that
+    must agree with other arguments): the caller then probes the op itself."""
+    def small(value: Any) -> Any:
+        return (torch.zeros([1] * value.dim(), dtype=value.dtype)
+                if isinstance(value, torch.Tensor) else value)
+
+    leaves, _ = tree_flatten((args, kwargs))
+    try:
+        key = (func, tuple((leaf.dtype, leaf.dim()) if isinstance(leaf, torch.Tensor)
+                           else repr(leaf) for leaf in leaves))
+        hash(key)
+    except TypeError:
+        return _UNKNOWN
+    if key not in _PROBED:
+        try:
+            result = func(*tree_map(small, args), **tree_map(small, kwargs))
+            _PROBED[key] = [t.dtype if isinstance(t, torch.Tensor) else None
+                            for t in _as_list(result)]
+        except RuntimeError as error:
+            _PROBED[key] = None if "not implemented for 'Half'" in str(error) else _UNKNOWN
+        except Exception:  # noqa: BLE001 - any other failure: probe the op itself
+            _PROBED[key] = _UNKNOWN
+    return _PROBED[key]
 
 
 def _meta_result(func: torch._ops.OpOverload, args: Sequence[Any], kwargs: Dict[str, Any]
