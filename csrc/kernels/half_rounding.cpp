@@ -23,8 +23,7 @@ namespace {
 
 // Large buffers are split over the IPU's threads. Smaller ones stay on the
 // calling thread without entering an OpenMP region at all: even a region its
-// `if` clause keeps serial costs more than rounding a short row, and the
-// float16-partials kernels round a row of partial sums every 16 products.
+// `if` clause keeps serial costs more than rounding a short row.
 constexpr int64_t kParallelElements = int64_t{1} << 16;
 
 // Runs rangeOf(begin, end) over [0, count): once on the calling thread, or

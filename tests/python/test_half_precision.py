@@ -138,24 +138,12 @@ def test_a_float16_activation_through_float32_parameters_computes_in_float16(nam
     assert all(p.dtype == torch.float32 for p in layer.parameters())
 
 
-class HalfActivations(nn.Module):
-    """A float32 model whose activations are float16 from the input on."""
-
-    def __init__(self):
-        super().__init__()
-        self.hidden = nn.Linear(16, 32)
-        self.out = nn.Linear(32, 5)
-
-    def forward(self, x, labels):
-        scores = self.out(torch.relu(self.hidden(x)))
-        return scores, F.cross_entropy(scores.float(), labels)
-
-
 def test_float32_parameters_train_through_float16_activations():
     """The parameters stay float32 and take their float16 copies' gradients
-    (the cast's backward), as eager autograd gives them through .half()."""
+    (the cast's backward), as eager autograd gives them through .half(): a
+    float32 Classifier whose activations are float16 from the input on."""
     torch.manual_seed(0)
-    model = HalfActivations()
+    model = Classifier()
     reference = copy.deepcopy(model)
     data = batches(3)
     trainer = popsim.trainingModel(model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1))

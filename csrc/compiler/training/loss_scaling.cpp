@@ -21,6 +21,7 @@
 #include "common/float16.h"
 #include "compiler/passes.h"
 #include "compiler/training/training_helpers.h"
+#include "ir/dtype.h"
 #include "ir/op_schema.h"
 
 #include <map>
@@ -49,8 +50,7 @@ bool movesElements(ir::OpKind kind) {
   case ir::OpKind::Gather:
   case ir::OpKind::IndexSelect:
   case ir::OpKind::Broadcast:
-  case ir::OpKind::Permute:
-  case ir::OpKind::Cast: return true;
+  case ir::OpKind::Permute: return true;
   default: return ir::isViewOp(kind);
   }
 }
@@ -59,11 +59,13 @@ bool movesElements(ir::OpKind kind) {
 // float32 gradient to float16 does: it rounds, say, a float16 weight's
 // gradient computed in float32 after PyTorch's promotion, and overflows where
 // that gradient leaves float16's range. (Casts of values the backward pass
-// did not compute, such as the loss scaling factor, are not gradients.)
+// did not compute, such as the loss scaling factor, are not gradients, and
+// neither are casts of masks, such as a max's gradient's bool selection.)
 bool computesElements(const ir::Node& node) {
   if (node.kind() == ir::OpKind::Cast) {
     const ir::Value* source = node.inputs().at(0);
-    return source->type().dtype != ir::DType::Float16 && source->producer() != nullptr &&
+    const ir::DType from = source->type().dtype;
+    return ir::isFloat(from) && from != ir::DType::Float16 && source->producer() != nullptr &&
            source->producer()->placement().phase == ir::Phase::Backward;
   }
   return !movesElements(node.kind());

@@ -76,7 +76,7 @@ class HalfOnCpu(TorchDispatchMode):
                 with torch.no_grad():
                     target.copy_(value)
             return written[0] if len(written) == 1 else tuple(written)
-        dtypes = _small_probe(func, args, kwargs) if self._shapes_only else _UNKNOWN
+        dtypes = _small_probe(func, args, kwargs, flat) if self._shapes_only else _UNKNOWN
         if dtypes is _UNKNOWN:
             try:  # PyTorch's own result dtypes, where it has a float16 kernel
                 dtypes = [t.dtype if isinstance(t, torch.Tensor) else None
@@ -137,8 +137,8 @@ _UNKNOWN: Any = object()
 _PROBED: Dict[Any, Any] = {}
 
 
-def _small_probe(func: torch._ops.OpOverload, args: Sequence[Any], kwargs: Dict[str, Any]
-                 ) -> Any:
+def _small_probe(func: torch._ops.OpOverload, args: Sequence[Any], kwargs: Dict[str, Any],
+                 leaves: Sequence[Any]) -> Any:
     """What probing `func` on its operands would tell (its result dtypes where CPU
     PyTorch has a float16 kernel, None where it has not), from operands of one
     element each of the same dtypes and ranks: a cost-only trace would otherwise
@@ -149,13 +149,8 @@ def _small_probe(func: torch._ops.OpOverload, args: Sequence[Any], kwargs: Dict[
         return (torch.zeros([1] * value.dim(), dtype=value.dtype)
                 if isinstance(value, torch.Tensor) else value)
 
-    leaves, _ = tree_flatten((args, kwargs))
-    try:
-        key = (func, tuple((leaf.dtype, leaf.dim()) if isinstance(leaf, torch.Tensor)
-                           else repr(leaf) for leaf in leaves))
-        hash(key)
-    except TypeError:
-        return _UNKNOWN
+    key = (func, tuple((leaf.dtype, leaf.dim()) if isinstance(leaf, torch.Tensor)
+                       else repr(leaf) for leaf in leaves))
     if key not in _PROBED:
         try:
             result = func(*tree_map(small, args), **tree_map(small, kwargs))

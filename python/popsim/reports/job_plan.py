@@ -47,7 +47,7 @@ class JobCandidate:
     device_iterations: int
     replicated_tensor_sharding: bool
     processes: int
-    training: bool = True
+    training: bool
     lost: str = ""
 
     @property

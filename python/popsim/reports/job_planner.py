@@ -50,7 +50,8 @@ from popsim.reports.job_plan import REFINED_SHAPES, JobCandidate, JobPlan
 from popsim.reports.plan_report import PipelinePlan
 from popsim.reports.planner import (_annotate_candidates, _check_candidates, _default_candidates,
                                     _group, _has_blocks, _profile_finding_tail, _ranked_splits,
-                                    _split_options, passes_budgets)
+                                    _split_options, passes_budgets, raised_proportions,
+                                    run_sums)
 from popsim.reports.size_job import cost_only_call
 from popsim.reports.sizing import mib
 
@@ -272,17 +273,10 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
 
     def evaluate(size: int, lengths: Sequence[int], replicas: int, count: int,
                  recompute: bool, off_chip: bool, shard: bool, schedule: PipelineSchedule,
-                 tail_: Optional[str], after_: bool, proportions: Optional[Dict[int, float]] = None,
-                 device_iterations: int = 1, processes: Optional[int] = None) -> JobCandidate:
+                 tail_: Optional[str], after_: bool, proportions: Optional[Dict[int, float]],
+                 device_iterations: int, processes: int) -> JobCandidate:
         accumulation = count if training else 1
         iterations = device_iterations if training else count
-        if processes is None:
-            # A process streams its replicas' inputs one replica after another
-            # (popsim's host threads, as Poplar's single-threaded stream
-            # callbacks), so shapes are compared with a process per replica;
-            # _refine then takes the fewest processes that lose nothing.
-            # Inference runs in one process (popdist spreads training jobs).
-            processes = replicas if training else 1
         candidate = JobCandidate(
             PipelinePlan(_group(names, lengths), schedule, recompute, off_chip,
                          None, tail_, after_, dict(proportions or {})),  # type: ignore[arg-type]
@@ -335,14 +329,12 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
                 if not shapes_here:
                     continue
                 batch = batches[size] = _resized(micro_batch, size)
-                need = max(2 * (max(k for k, _ in shapes_here) + 1) - 1, 1)
                 profile_options = base.clone()
-                if training:
-                    profile_options.Training.gradientAccumulation(
-                        max(need, 2 * len(names) + 1))
+                if training:  # room for every candidate's stage and a tail's
+                    profile_options.Training.gradientAccumulation(2 * len(names) + 1)
                 (cycles, memory, capacity), tail, after, _ = _profile_finding_tail(
                     "popsim.planJob", model, names, tail, after, batch, profile_options,
-                    optimizer, True, str(need))
+                    optimizer, True, "")
                 for k, replicas in shapes_here:
                     if size >= dead.get(k, math.inf):
                         skip("did not fit at a smaller micro-batch")
@@ -358,7 +350,7 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
                         [(len(names),)] if k == 1 else
                         _ranked_splits(cycles, memory, capacity, k, _SPLITS_PER_SHAPE))
                     if best is not None and clock_hz is not None:
-                        pace = min(max(_sums(cycles, s)) for s in splits)
+                        pace = min(max(run_sums(cycles, s)) for s in splits)
                         bound = replicas * size * clock_hz / pace if pace > 0 else math.inf
                         if bound < best.throughput:
                             skip("cannot beat the best even at its profile's pace")
@@ -367,8 +359,14 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
                     for lengths in splits:
                         def climbing(rung: Rung) -> JobCandidate:
                             recompute, off_chip, shard, schedule = rung
+                            # A process streams its replicas' inputs one replica after
+                            # another (popsim's host threads, as Poplar's single-threaded
+                            # stream callbacks), so shapes are compared with a process per
+                            # replica; _refine then takes the fewest that lose nothing.
+                            # Inference runs in one process (popdist spreads training jobs).
                             return evaluate(size, lengths, replicas, count, recompute, off_chip,
-                                            shard, schedule, tail, after)
+                                            shard, schedule, tail, after, None, 1,
+                                            replicas if training else 1)
 
                         for candidate in _climb(_ladder(training, replicas), climbing):
                             clock_hz = candidate.pipeline.report.clock_hz
@@ -406,14 +404,6 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
     return result
 
 
-def _sums(cycles: List[float], lengths: Sequence[int]) -> List[float]:
-    sums, start = [], 0
-    for length in lengths:
-        sums.append(sum(cycles[start:start + length]))
-        start += length
-    return sums
-
-
 def _better(candidate: JobCandidate, other: JobCandidate) -> bool:
     return (candidate.fits, candidate.throughput) > (other.fits, other.throughput)
 
@@ -439,12 +429,8 @@ def _refine(best: JobCandidate, evaluate: Any, training: bool) -> JobCandidate:
                         pipeline.tail, pipeline.tail_after, settings["proportions"],
                         settings["device_iterations"], settings["processes"])
 
-    raised = {}
-    for ipu in pipeline.report.ipus:
-        if ipu.ipu in pipeline.passes_budgets:
-            spare = (ipu.capacity_bytes - ipu.memory_bytes) / ipu.capacity_bytes
-            raised[ipu.ipu] = round(min(1.0, pipeline.passes_budgets[ipu.ipu] + 0.9 * spare), 2)
-    if any(value > pipeline.passes_budgets[ipu] for ipu, value in raised.items()):
+    raised = raised_proportions(pipeline)
+    if raised is not None:
         best = _faster(best, again(proportions=raised))
         pipeline = best.pipeline
     if training and best.ipus_per_replica > 1:

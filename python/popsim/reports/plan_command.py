@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
-from popsim.api.errors import OptionError
+from popsim.api.errors import Error, OptionError
 from popsim.reports.job_planner import planJob
 
 
@@ -98,7 +98,7 @@ def main(argv: Sequence[str]) -> int:
                          global_batch=args.global_batch, options=options,
                          micro_batch_sizes=_sizes(args.micro_batch_sizes),
                          tolerance=args.tolerance, progress=not args.no_progress)
-    except OptionError as error:
+    except Error as error:  # popsim's own errors say what to change: no traceback
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(result)

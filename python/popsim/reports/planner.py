@@ -120,6 +120,15 @@ def _splits(count: int, parts: int) -> Iterator[Tuple[int, ...]]:
         yield tuple(bounds[i + 1] - bounds[i] for i in range(parts))
 
 
+def run_sums(values: Sequence[float], lengths: Sequence[int]) -> List[float]:
+    """The sums of `values` over consecutive runs of `lengths` (a split's per-IPU totals)."""
+    result, start = [], 0
+    for length in lengths:
+        result.append(sum(values[start:start + length]))
+        start += length
+    return result
+
+
 def _min_max_split(cycles: List[float], parts: int) -> Tuple[int, ...]:
     """The split whose largest run sum is smallest (dynamic programming)."""
     count = len(cycles)
@@ -164,15 +173,8 @@ def _ranked_splits(cycles: List[float], memory: List[Dict[str, int]], capacity: 
     estimated to fit first; the leanest have the least memory on the fullest
     IPU (_group_memory's estimate, which only orders splits: verification
     decides)."""
-    def sums(values: Sequence[float], lengths: Tuple[int, ...]) -> List[float]:
-        result, start = [], 0
-        for length in lengths:
-            result.append(sum(values[start:start + length]))
-            start += length
-        return result
-
     def pace(lengths: Tuple[int, ...]) -> int:
-        slowest = max(sums(cycles, lengths))
+        slowest = max(run_sums(cycles, lengths))
         return int(math.log(slowest) / math.log(1.01)) if slowest > 0 else 0
 
     def peak(lengths: Tuple[int, ...]) -> float:
@@ -181,7 +183,7 @@ def _ranked_splits(cycles: List[float], memory: List[Dict[str, int]], capacity: 
                    for g, (start, length) in enumerate(zip(starts, lengths)))
 
     def evenness(lengths: Tuple[int, ...]) -> float:
-        return sum(s * s for s in sums(cycles, lengths))
+        return sum(s * s for s in run_sums(cycles, lengths))
 
     if math.comb(len(cycles) - 1, parts - 1) <= _ENUMERATED_SPLITS:
         pool = set(_splits(len(cycles), parts))
@@ -279,6 +281,20 @@ def _profile(model: torch.nn.Module, candidates: List[str], tail: Optional[str],
     for load in loads:
         cycles[load["ipu"]] += load["cycles"]
     return cycles, [ipu.memory_by_category for ipu in report.ipus], report.ipus[0].capacity_bytes
+
+
+def raised_proportions(plan: PipelinePlan) -> Optional[Dict[int, float]]:
+    """For each IPU of a verified plan whose matmuls or convolutions ran in passes, an
+    available memory proportion that gives their temporaries 90% of the IPU's spare
+    memory on top of their budget (fewer passes); None when no IPU's would rise."""
+    raised = {}
+    for ipu in plan.report.ipus:
+        if ipu.ipu in plan.passes_budgets:
+            spare = (ipu.capacity_bytes - ipu.memory_bytes) / ipu.capacity_bytes
+            raised[ipu.ipu] = round(min(1.0, plan.passes_budgets[ipu.ipu] + 0.9 * spare), 2)
+    if any(value > plan.passes_budgets[ipu] for ipu, value in raised.items()):
+        return raised
+    return None
 
 
 def passes_budgets(executor: Any) -> Dict[int, float]:
@@ -529,13 +545,8 @@ def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = 
             fitting = [p for p in verified if p.fits]
             if fitting and result.evaluated < max_evaluations:
                 best = max(fitting, key=lambda p: p.throughput)
-                raised = {}
-                for ipu in best.report.ipus:
-                    if ipu.ipu in best.passes_budgets:
-                        spare = (ipu.capacity_bytes - ipu.memory_bytes) / ipu.capacity_bytes
-                        raised[ipu.ipu] = round(
-                            min(1.0, best.passes_budgets[ipu.ipu] + 0.9 * spare), 2)
-                if any(value > best.passes_budgets[ipu] for ipu, value in raised.items()):
+                raised = raised_proportions(best)
+                if raised is not None:
                     evaluate(tuple(best.layout), best.schedule, best.recomputation,
                              best.optimizer_off_chip, raised)
             fitting = [p for p in verified if p.fits]

@@ -5,6 +5,7 @@
 
 #include "common/float16.h"
 #include "kernels/half_rounding.h"
+#include "kernels/reference/random_bits.h"
 
 #include <gtest/gtest.h>
 
@@ -136,11 +137,7 @@ TEST(HalfRoundingTest, BuffersRoundAsTheScalarConversionDoes) {
 
 // SplitMix64's finaliser, as the kernel draws: element i of a buffer uses
 // mix(stream + i), stream = mix(key ^ mix(draw + golden ratio)).
-uint64_t splitMix(uint64_t x) {
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+uint64_t splitMix(uint64_t x) { return kernels::reference::mix64(x); }
 
 // The rule stochastic rounding follows: between the float16 neighbours
 // low <= |x| < high, high with probability (|x| - low) / (high - low),
