@@ -290,9 +290,18 @@ private:
       }
       NodeContext context(node, values_, *graph_, constants_, state_, locationOf(node));
       context.unifyMixedFloats(state_.downcastMixedFloats);
+      const size_t firstNode = graph_->nodes().size();
       const bool inFloat32 = context.computeHalfInFloat32();
       lowering(context);
-      if (inFloat32) context.restoreHalfOutputs();
+      if (inFloat32) {
+        context.restoreHalfOutputs();
+        // The IPU runs the op on its float16 operands in one vertex.
+        for (size_t i = firstNode; i < graph_->nodes().size(); ++i) {
+          ir::Placement placement = graph_->nodes()[i]->placement();
+          placement.float16OnIpu = true;
+          graph_->nodes()[i]->setPlacement(placement);
+        }
+      }
       if (!aliasing_.record(node, values_, gradEnabled_, locationOf(node))) {
         stopGradientsWithGradModeOff(node); // (an in-place op's result is its target's view)
       }

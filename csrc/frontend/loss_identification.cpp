@@ -123,7 +123,7 @@ void identifyLoss(ir::Graph& graph, const MarkedLosses& losses) {
     ir::Node* sum = graph.addNode(ir::OpKind::Add, {loss, graph.outputs()[finals[k]]}, {},
                                   last->producer() != nullptr ? last->producer()->location()
                                                               : ir::SourceLocation{});
-    if (last->producer() != nullptr) sum->setPlacement(last->producer()->placement());
+    if (last->producer() != nullptr) sum->setPlacement(last->producer()->placement().forAddedOp());
     loss = sum->output(0);
   }
   graph.setLoss(loss);

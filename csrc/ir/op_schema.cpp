@@ -1,6 +1,7 @@
 #include "ir/op_schema.h"
 
 #include "common/check.h"
+#include "ir/node.h"
 #include "ir/ops/op_registry.h"
 
 #include <array>
@@ -55,6 +56,10 @@ std::string OpSchema::inputName(size_t index) const {
 const OpSchema& opSchema(OpKind kind) {
   static const std::array<OpSchema, kNumOpKinds> table = buildTable();
   return table.at(static_cast<size_t>(kind));
+}
+
+bool isFreeOnIpu(const Node& node) {
+  return isViewOp(node.kind()) || (node.placement().float16OnIpu && node.kind() == OpKind::Cast);
 }
 
 std::vector<TensorType> inferOutputTypes(OpKind kind, const std::vector<TensorType>& inputs,

@@ -70,6 +70,11 @@ const OpSchema& opSchema(OpKind kind);
 
 // Ops whose output shares its input's storage (OpSchema::view).
 inline bool isViewOp(OpKind kind) { return opSchema(kind).view; }
+// Whether the simulated IPU does nothing for `node`: a view, or a cast
+// between a float16 value and the float32 copy popsim computes a
+// float16-on-the-IPU op in (Placement::float16OnIpu), whose bytes the IPU does
+// not hold twice.
+bool isFreeOnIpu(const Node& node);
 
 // Checks arity and attributes against the schema, then infers output types.
 // Errors read "<op>: <problem>"; callers add the source location.

@@ -23,7 +23,19 @@ OpWork opWork(const Node& node) {
     return none;
   }
   POPSIM_ASSERT(schema.work != nullptr, "op ", schema.name(), " declares no work rule.");
-  return schema.work(node);
+  if (isFreeOnIpu(node)) {
+    OpWork none;
+    none.free = true;
+    return none;
+  }
+  OpWork work = schema.work(node);
+  if (node.placement().float16OnIpu) {
+    // The IPU's vertex works on the float16 values popsim widens.
+    if (work.vectorType == DType::Float32) work.vectorType = DType::Float16;
+    if (work.macType == DType::Float32) work.macType = DType::Float16;
+    work.exchangedBytes /= 2;
+  }
+  return work;
 }
 
 namespace work {

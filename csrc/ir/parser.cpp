@@ -365,6 +365,8 @@ private:
         proportion = in.number();
       } else if (in.consume("recomputed")) {
         where.recomputed = true;
+      } else if (in.consume("float16 on the IPU")) {
+        where.float16OnIpu = true;
       } else {
         const std::string phase = in.word();
         bool known = false;
@@ -376,7 +378,9 @@ private:
           }
         }
         if (!known) {
-          in.fail(strCat("'", phase, "' is not a phase, stage, ipu, block, amp or recomputed"));
+          in.fail(
+              strCat("'", phase,
+                     "' is not a phase, stage, ipu, block, amp, recomputed or float16 on the IPU"));
         }
       }
     } while (in.consume(","));

@@ -16,7 +16,8 @@ const char* phaseName(Phase phase);
 
 // Where and when an op runs on the simulated machine: the user's block
 // annotation, the pipeline stage and IPU its block was assigned to (stage 0
-// on IPU 0 without annotations) and its phase in a training step.
+// on IPU 0 without annotations), its phase in a training step, and how the
+// simulated IPU runs it (recomputed, in float16).
 struct Placement {
   std::string block;
   int64_t stage = 0;
@@ -25,10 +26,27 @@ struct Placement {
   // A forward op computed again in the backward pass (the recomputation
   // pass's clone), which the cost stage counts as recomputation.
   bool recomputed = false;
+  // The IPU runs the op in float16 although popsim computes it in float32:
+  // the frontend widens a float16 aten op that lowers to several IR ops so
+  // that they round once, as the IPU's single vertex does, and not after
+  // each. The simulated memory and costs count its float32 values as
+  // float16 and its casts between the two as free (memory::simulatedBytes,
+  // ir::isFreeOnIpu); popsim's own buffers and results are unchanged. The
+  // op's gradients and recomputed copies inherit it with the placement.
+  bool float16OnIpu = false;
+
+  // The place of an op popsim adds beside this one (an inter-IPU copy, a
+  // weight's gather, a snapshot): where it runs, not how this op computes.
+  Placement forAddedOp() const {
+    Placement added = *this;
+    added.float16OnIpu = false;
+    return added;
+  }
 
   bool operator==(const Placement& other) const {
     return block == other.block && stage == other.stage && ipu == other.ipu &&
-           phase == other.phase && recomputed == other.recomputed;
+           phase == other.phase && recomputed == other.recomputed &&
+           float16OnIpu == other.float16OnIpu;
   }
 };
 

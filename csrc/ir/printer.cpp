@@ -246,6 +246,9 @@ private:
     if (options_.full && node.availableMemoryProportion() > 0.0) {
       parts.push_back("amp " + shortestForm(node.availableMemoryProportion()));
     }
+    if (options_.full && placement.float16OnIpu) {
+      parts.push_back("float16 on the IPU");
+    }
     if (!parts.empty()) {
       out_ << " [" << join(parts, ", ") << "]";
     }

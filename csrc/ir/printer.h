@@ -14,7 +14,8 @@ struct PrintOptions {
   // Everything parseGraph (ir/parser.h) needs to rebuild the graph: every
   // constant's values exactly (not "<N values>"), numbers in their shortest
   // exact form, quoted names where they are not identifiers, the blocks,
-  // each op's own availableMemoryProportion, the input updates among the
+  // each op's own availableMemoryProportion and whether the IPU runs it in
+  // float16 (Placement::float16OnIpu), the input updates among the
   // outputs and, with locations, each op's function and name scope.
   bool full = false;
 };

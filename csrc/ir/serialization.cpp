@@ -140,6 +140,7 @@ private:
     out_.write<int64_t>(placement.ipu);
     out_.write<uint8_t>(static_cast<uint8_t>(placement.phase));
     out_.write<uint8_t>(placement.recomputed ? 1 : 0);
+    out_.write<uint8_t>(placement.float16OnIpu ? 1 : 0);
     out_.write<double>(node.availableMemoryProportion());
     out_.write<uint64_t>(node.outputs().size());
     for (const Value* output : node.outputs()) {
@@ -312,6 +313,7 @@ private:
     if (phase > static_cast<uint8_t>(Phase::Update)) invalid(strCat("phase ", phase));
     placement.phase = static_cast<Phase>(phase);
     placement.recomputed = in_.read<uint8_t>() != 0;
+    placement.float16OnIpu = in_.read<uint8_t>() != 0;
     if (const auto problem = placementProblem(placement)) invalid(*problem);
     const double proportion = in_.read<double>();
     Node* node = graph_->addNode(*kind, inputs, std::move(attrs), std::move(location));

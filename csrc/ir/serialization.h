@@ -17,8 +17,8 @@ namespace popsim::ir {
 // is an ErrorKind::InvalidFile error, never a different program.
 // 2: host overlap of inputs and outputs; 3: recomputed placements; 4:
 // inputs streamed at their own width; 5: adam_update's bias_correction and
-// rmsprop_update's tf_variant.
-inline constexpr uint32_t kGraphFormatVersion = 5;
+// rmsprop_update's tf_variant; 6: nodes the IPU runs in float16.
+inline constexpr uint32_t kGraphFormatVersion = 6;
 
 // `withStacks` false leaves out each location's whole Python stack (which
 // differs with the call site of an unchanged model): the form program keys hash.

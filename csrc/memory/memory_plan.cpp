@@ -1,7 +1,8 @@
 // Memory planning.
 //
 // 1. Storage roots: a view (reshape) shares its input's bytes, so every value
-//    maps to the root value that owns storage.
+//    maps to the root value that owns storage. In the simulated IPU's plan
+//    (not the host's), so does a cast the IPU does not run (ir::isFreeOnIpu).
 // 2. IPU of a root: its producer's, else its first user's (homeIpu).
 // 3. Weights, constants and input stream buffers are laid out one after the
 //    other in their own regions; they are live for the whole program.
@@ -88,6 +89,15 @@ const char* memoryRegionName(MemoryRegion region) {
   return "?";
 }
 
+size_t simulatedBytes(const ir::Value& value) {
+  const ir::Node* producer = value.producer();
+  if (producer != nullptr && producer->placement().float16OnIpu &&
+      value.type().dtype == ir::DType::Float32) {
+    return value.type().bytes() / 2;
+  }
+  return value.type().bytes();
+}
+
 size_t MemoryPlan::footprint(const ir::Value* root) const {
   const TensorSlot& placed = slot(root);
   return placed.region == MemoryRegion::Activations ? placed.bytes
@@ -131,7 +141,7 @@ MemoryPlan planMemory(const ir::Graph& graph, const MemoryPlanOptions& options) 
     plan.roots_.push_back(leaf);
   for (const auto& node : graph.nodes()) {
     for (const ir::Value* output : node->outputs()) {
-      if (ir::isViewOp(node->kind())) {
+      if (options.hostStorage ? ir::isViewOp(node->kind()) : ir::isFreeOnIpu(*node)) {
         plan.roots_of_[output] = plan.storageRoot(node->input(0));
       } else {
         plan.roots_.push_back(output);
@@ -147,7 +157,7 @@ MemoryPlan planMemory(const ir::Graph& graph, const MemoryPlanOptions& options) 
                         "a tensor is placed on IPU ", slot.ipu, " but the system has ",
                         options.numIpus, " IPU(s).");
     slot.region = regionOf(root);
-    slot.bytes = options.hostStorage ? root->type().storageBytes() : root->type().bytes();
+    slot.bytes = options.hostStorage ? root->type().storageBytes() : simulatedBytes(*root);
     if (slot.region == MemoryRegion::Activations) {
       slot.lifetime = {root->producer() != nullptr ? 0 : -1, 0};
     } else {

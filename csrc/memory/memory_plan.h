@@ -86,6 +86,11 @@ private:
   size_t alignment_ = 1;
 };
 
+// Bytes `value` takes in a simulated IPU's memory: its type's, except that a
+// float32 value of an op the IPU runs in float16 (ir::Placement::float16OnIpu)
+// takes float16's.
+size_t simulatedBytes(const ir::Value& value);
+
 // Lifetimes from first definition to last use, then offsets by greedy
 // best-fit in decreasing size order: buffers whose lifetimes overlap never
 // share bytes; others may.

@@ -17,7 +17,7 @@ uint64_t codeBytes(const ir::Graph& graph, int64_t ipu, const device::ChipSpec& 
   std::set<std::string> signatures;
   uint64_t nodes = 0;
   for (const auto& node : graph.nodes()) {
-    if (node->placement().ipu != ipu || ir::isViewOp(node->kind())) {
+    if (node->placement().ipu != ipu || ir::isFreeOnIpu(*node)) {
       continue;
     }
     std::string signature(node->name());

@@ -46,7 +46,7 @@ void planTransferBuffers(const compiler::Program& program, const TaskTransfers& 
   std::vector<StashedValue> stashed;
   for (const TaskTransfer& transfer : transfers.transfers) {
     if (transfer.copy != nullptr) continue;
-    stashed.push_back({transfer.value->type().bytes(), transfer.from, transfer.to,
+    stashed.push_back({simulatedBytes(*transfer.value), transfer.from, transfer.to,
                        layout.tasks()[transfer.to].ipu, transfer.offChip});
   }
   std::vector<std::vector<size_t>> taskOrders;

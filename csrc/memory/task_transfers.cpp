@@ -89,8 +89,8 @@ TaskTransfers planTaskTransfers(const compiler::Program& program, const MemoryPl
       const bool offChip = placedOffChip(*root, activations);
       if (offChip) {
         // Streamed out after the producing task, back in before the reader.
-        result.tasks[from].stashOutBytes += root->type().bytes();
-        result.tasks[task].stashInBytes += root->type().bytes();
+        result.tasks[from].stashOutBytes += simulatedBytes(*root);
+        result.tasks[task].stashInBytes += simulatedBytes(*root);
       }
       result.transfers.push_back({root, from, task, nullptr, offChip});
     }

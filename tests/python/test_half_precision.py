@@ -304,6 +304,47 @@ def test_float16_halves_the_memory_of_weights_and_activations():
         assert half[category]["bytes"] * 2 == pytest.approx(single[category]["bytes"], rel=0.01)
 
 
+class ConvThen(nn.Module):
+    """A convolution, then a layer popsim computes in float32 for float16
+    inputs (so that its several IR ops round once), then a loss."""
+
+    def __init__(self, layer):
+        super().__init__()
+        self.conv = nn.Conv2d(16, 16, 3, padding=1)
+        self.layer = layer
+
+    def forward(self, x):
+        y = self.layer(self.conv(x)).relu()
+        return y, popsim.identity_loss(y.square().mean(), "none")
+
+
+@pytest.mark.parametrize("layer", [lambda: nn.GroupNorm(4, 16),
+                                   lambda: nn.Upsample(scale_factor=2, mode="bilinear")],
+                         ids=["group_norm", "upsample_bilinear"])
+@pytest.mark.parametrize("training", [False, True], ids=["inference", "training"])
+def test_ops_computed_in_float32_take_float16_memory_and_time_on_the_ipu(layer, training):
+    """The IPU runs these ops on float16 in one vertex: popsim's float32 copies
+    are its own, so the simulated IPU holds float16 and runs no casts."""
+    def run(model, dtype):
+        if training:
+            executor = popsim.trainingModel(model, optimizer=popsim.optim.SGD(
+                model.parameters(), lr=0.0))
+        else:
+            executor = popsim.inferenceModel(model)
+        executor(torch.randn(8, 16, 32, 32, dtype=dtype))
+        categories = executor.memoryReport()["ipus"][0]["categories"]
+        casts = [step for step in executor._executable.program() if step.op.startswith("cast")]
+        return categories["activations"]["bytes"], casts
+
+    torch.manual_seed(0)
+    model = ConvThen(layer())
+    single, _ = run(copy.deepcopy(model), torch.float32)
+    half, casts = run(copy.deepcopy(model).half(), torch.float16)
+    assert half * 2 == pytest.approx(single, rel=0.02)
+    assert casts and all(step.compute_cycles == 0 and step.exchange_cycles == 0
+                         for step in casts)
+
+
 def test_float16_matmuls_run_at_four_times_the_float32_rate():
     """GC200: 64 float16 against 16 float32 multiply-accumulates per tile-cycle
     (the compute part; the exchange moves half the bytes)."""

@@ -81,7 +81,7 @@ void insertIpuCopies(ir::Graph& graph) {
       graph.setInsertionPoint(firstUser);
       ir::Node* copy = graph.addNode(ir::OpKind::IpuCopy, {source}, {}, firstUser->location());
       graph.setInsertionPoint(nullptr);
-      copy->setPlacement(firstUser->placement());
+      copy->setPlacement(firstUser->placement().forAddedOp());
       replaceUses(graph, users, source, copy->output());
     }
   }

@@ -75,7 +75,7 @@ std::unordered_map<const ir::Value*, ir::Value*> shardWeights(ir::Graph& graph,
     ir::Attributes attrs = training::collectiveAttrs(config, name + "/gather");
     attrs.set("shape", whole.shape);
     ir::Node* gather = graph.addNode(ir::OpKind::ReplicaAllGather, {shard}, std::move(attrs));
-    gather->setPlacement(readers.front()->placement());
+    gather->setPlacement(readers.front()->placement().forAddedOp());
     graph.setInsertionPoint(nullptr);
     for (ir::Node* reader : readers) {
       for (size_t i = 0; i < reader->inputs().size(); ++i) {
@@ -119,7 +119,7 @@ bool gatherShardedWeightsPerTask(ir::Graph& graph, const TaskLayout& layout) {
       attrs.set("key", attrs.getString("key") + "@" + layout.tasks()[task].name());
       ir::Node* again = graph.addNode(ir::OpKind::ReplicaAllGather, {gather->input(0)},
                                       std::move(attrs), gather->location());
-      again->setPlacement(taskReaders.front()->placement());
+      again->setPlacement(taskReaders.front()->placement().forAddedOp());
       changed = true;
       for (ir::Node* reader : taskReaders) {
         for (size_t i = 0; i < reader->inputs().size(); ++i) {

@@ -219,6 +219,35 @@ TEST(CostModelTest, ReshapeIsFree) {
   EXPECT_EQ(cost.total(), 0u);
 }
 
+// An op popsim widens to float32 only to round once costs what the IPU's
+// float16 vertex does; its casts cost nothing.
+TEST(CostModelTest, Float16OnTheIpuOpsCostFloat16) {
+  const auto onIpu = [](OpKind kind, const std::vector<ir::TensorType>& inputs,
+                        const Attributes& attrs) {
+    Graph graph;
+    std::vector<Value*> values;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      values.push_back(graph.addInput("x" + std::to_string(i), inputs[i]));
+    }
+    Node* node = graph.addNode(kind, values, attrs);
+    ir::Placement placement = node->placement();
+    placement.float16OnIpu = true;
+    node->setPlacement(placement);
+    return costs::estimateOpCost(*node, mk2());
+  };
+  const ir::TensorType half{ir::DType::Float16, {100, 1000}};
+  EXPECT_EQ(onIpu(OpKind::Cast, {half}, {{"dtype", std::string("f32")}}).total(), 0u);
+  EXPECT_EQ(onIpu(OpKind::Cast, {f32({100, 1000})}, {{"dtype", std::string("f16")}}).total(), 0u);
+  EXPECT_GT(costOf(OpKind::Cast, {half}, {{"dtype", std::string("f32")}}).total(), 0u);
+  // softmax of float16s: 4 elements per vector, half the bytes exchanged.
+  const Attributes lastDim{{"dim", int64_t{1}}};
+  const costs::OpCost widened = onIpu(OpKind::Softmax, {f32({100, 1000})}, lastDim);
+  const costs::OpCost native = costOf(OpKind::Softmax, {half}, lastDim);
+  EXPECT_EQ(widened.computeCycles, native.computeCycles);
+  EXPECT_EQ(widened.exchangeCycles, native.exchangeCycles);
+  EXPECT_LT(widened.total(), costOf(OpKind::Softmax, {f32({100, 1000})}, lastDim).total());
+}
+
 TEST(CostModelTest, ElementwiseFormula) {
   // 100,000 elements: n = ceil(100000 / 1472) = 68, ceil(68 / 12) = 6:
   // 6 x (58 + 18) + 11 = 467 cycles per pass.

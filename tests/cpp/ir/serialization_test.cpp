@@ -22,8 +22,8 @@ using ir::Value;
 using testing::f32;
 using testing::inBlock;
 
-// Two blocks on two IPUs, a constant, every attribute type, a name scope
-// and an input the model updates.
+// Two blocks on two IPUs, a constant, every attribute type, a name scope,
+// an op the IPU runs in float16 and an input the model updates.
 std::unique_ptr<ir::Graph> twoBlockModel() {
   auto graph = std::make_unique<ir::Graph>();
   Value* x = graph->addInput("x", f32({2, 3}));
@@ -39,6 +39,9 @@ std::unique_ptr<ir::Graph> twoBlockModel() {
   hidden = inBlock(graph->apply(OpKind::Add, {hidden, offset}), "A");
   hidden->producer()->setAvailableMemoryProportion(0.25);
   hidden = inBlock(graph->apply(OpKind::Relu, {hidden}), "A");
+  ir::Placement inFloat16 = hidden->producer()->placement();
+  inFloat16.float16OnIpu = true;
+  hidden->producer()->setPlacement(inFloat16);
   Value* y = inBlock(graph->apply(OpKind::Linear, {hidden, b}), "B");
   Value* loss = inBlock(graph->apply(OpKind::ReduceMean, {y},
                                      {{"dims", std::vector<int64_t>{0, 1}}, {"keepdim", false}}),
@@ -88,6 +91,13 @@ TEST(SerializationTest, AnImportedGraphReadsBackAsTheSameProgram) {
   EXPECT_EQ(read->blocks()[0].location.nameScope, "encoder");
   EXPECT_EQ(read->blocks()[1].ipu, 1);
   EXPECT_EQ(read->nodes()[1]->availableMemoryProportion(), 0.25);
+  EXPECT_FALSE(read->nodes()[1]->placement().float16OnIpu);
+  EXPECT_TRUE(read->nodes()[2]->placement().float16OnIpu);
+  ir::PrintOptions full;
+  full.full = true;
+  const std::string text = ir::printGraph(*graph, full);
+  EXPECT_NE(text.find("float16 on the IPU"), std::string::npos) << text;
+  EXPECT_EQ(ir::printGraph(*ir::parseGraph(text), full), text);
   EXPECT_EQ(read->constants()[0]->constantData(), graph->constants()[0]->constantData());
   EXPECT_EQ(read->loss()->producer()->kind(), OpKind::ReduceMean);
 }

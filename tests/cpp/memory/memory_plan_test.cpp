@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "ir/graph.h"
+#include "ir/op_schema.h"
 #include "memory/memory_plan.h"
 #include "test_utils.h"
 
@@ -309,6 +310,43 @@ TEST(MemoryPlanTest, BuffersFollowTheirNodesIpu) {
   const Error error = testing::captureError([&] { memory::planMemory(graph); });
   EXPECT_EQ(error.kind(), ErrorKind::InvalidOption);
   EXPECT_EQ(std::string(error.what()), "a tensor is placed on IPU 1 but the system has 1 IPU(s).");
+}
+
+// A float16 op popsim computes in float32 so that it rounds once: the
+// simulated IPU holds its values in float16 and skips the casts, while the
+// host's buffers keep the float32 copies popsim computes with.
+TEST(MemoryPlanTest, Float16OnTheIpuValuesTakeFloat16Bytes) {
+  Graph graph;
+  Value* x = graph.addInput("x", {ir::DType::Float16, {4, 64}});
+  Value* half = graph.apply(OpKind::Relu, {x}); // step 0: 512 bytes
+  const auto widened = [&](OpKind kind, std::vector<Value*> inputs, ir::Attributes attrs) {
+    Value* value = graph.apply(kind, std::move(inputs), std::move(attrs));
+    ir::Placement placement = value->producer()->placement();
+    placement.float16OnIpu = true;
+    value->producer()->setPlacement(placement);
+    return value;
+  };
+  Value* wide = widened(OpKind::Cast, {half}, {{"dtype", std::string("f32")}});  // step 1
+  Value* exp = widened(OpKind::Exp, {wide}, {});                                 // step 2
+  Value* narrow = widened(OpKind::Cast, {exp}, {{"dtype", std::string("f16")}}); // step 3
+  graph.addOutput(graph.apply(OpKind::Relu, {narrow}));                          // step 4
+
+  const MemoryPlan simulated = memory::planMemory(graph);
+  EXPECT_EQ(simulated.storageRoot(wide), half);
+  EXPECT_EQ(simulated.storageRoot(narrow), exp);
+  EXPECT_EQ(simulated.slot(exp).bytes, 512u); // 4 x 64 float16s, not float32s
+  EXPECT_EQ(memory::simulatedBytes(*exp), 512u);
+  EXPECT_EQ(memory::simulatedBytes(*half), 512u);
+  EXPECT_TRUE(ir::isFreeOnIpu(*wide->producer()));
+  EXPECT_FALSE(ir::isFreeOnIpu(*exp->producer()));
+  expectNoLiveOverlap(simulated);
+
+  memory::MemoryPlanOptions host;
+  host.hostStorage = true;
+  const MemoryPlan buffers = memory::planMemory(graph, host);
+  EXPECT_EQ(buffers.storageRoot(wide), wide);
+  EXPECT_EQ(buffers.storageRoot(narrow), narrow);
+  EXPECT_EQ(buffers.slot(exp).bytes, 1024u); // popsim computes in float32
 }
 
 TEST(MemoryPlanTest, EmptyGraph) {
