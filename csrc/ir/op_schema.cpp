@@ -59,7 +59,13 @@ const OpSchema& opSchema(OpKind kind) {
 }
 
 bool isFreeOnIpu(const Node& node) {
-  return isViewOp(node.kind()) || (node.placement().float16OnIpu && node.kind() == OpKind::Cast);
+  if (isViewOp(node.kind())) return true;
+  if (!node.placement().float16OnIpu || node.kind() != OpKind::Cast) return false;
+  // Only the widening and narrowing between float16 and float32 are popsim's.
+  const DType from = node.input(0)->type().dtype;
+  const DType to = node.output()->type().dtype;
+  return (from == DType::Float16 && to == DType::Float32) ||
+         (from == DType::Float32 && to == DType::Float16);
 }
 
 std::vector<TensorType> inferOutputTypes(OpKind kind, const std::vector<TensorType>& inputs,

@@ -72,8 +72,8 @@ const OpSchema& opSchema(OpKind kind);
 inline bool isViewOp(OpKind kind) { return opSchema(kind).view; }
 // Whether the simulated IPU does nothing for `node`: a view, or a cast
 // between a float16 value and the float32 copy popsim computes a
-// float16-on-the-IPU op in (Placement::float16OnIpu), whose bytes the IPU does
-// not hold twice.
+// float16-on-the-IPU op in (Placement::float16OnIpu; float16 <-> float32
+// only), whose bytes the IPU does not hold twice.
 bool isFreeOnIpu(const Node& node);
 
 // Checks arity and attributes against the schema, then infers output types.

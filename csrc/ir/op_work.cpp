@@ -29,7 +29,8 @@ OpWork opWork(const Node& node) {
     return none;
   }
   OpWork work = schema.work(node);
-  if (node.placement().float16OnIpu) {
+  if (node.placement().float16OnIpu &&
+      (work.vectorType == DType::Float32 || work.macType == DType::Float32)) {
     // The IPU's vertex works on the float16 values popsim widens.
     if (work.vectorType == DType::Float32) work.vectorType = DType::Float16;
     if (work.macType == DType::Float32) work.macType = DType::Float16;

@@ -34,7 +34,8 @@ struct Lifetime {
 };
 
 // Where a value's bytes live. Views (ir::isViewOp: reshape, stop_gradient)
-// share their input's slot.
+// share their input's slot, and in the simulated IPU's plan so do the casts
+// it does not run (ir::isFreeOnIpu).
 struct TensorSlot {
   int64_t ipu = 0;
   MemoryRegion region = MemoryRegion::Activations;

@@ -115,7 +115,15 @@ void Executable::bindChannels() {
   for (size_t task = 0; task < tasks_.size(); ++task) {
     tasks_[task].name = layout().tasks()[task].name();
   }
-  for (const memory::TaskTransfer& transfer : simulation_.memory.transfers.transfers) {
+  // With float16 values the host has its own plan, which keeps the float32
+  // copies that the simulated IPU's plan folds into their float16 sources
+  // (ir::isFreeOnIpu): the buffers sent and restored are the host plan's.
+  const memory::TaskTransfers hostTransfers =
+      hostPlan_.has_value() ? memory::planTaskTransfers(compiled(), *hostPlan_,
+                                                        simulation_.memory.options.activations)
+                            : memory::TaskTransfers{};
+  for (const memory::TaskTransfer& transfer :
+       hostPlan_.has_value() ? hostTransfers.transfers : simulation_.memory.transfers.transfers) {
     channels_.push_back(std::make_unique<Channel>(transfer.value->type().storageBytes()));
     Channel* channel = channels_.back().get();
     void* address = memory_->address(transfer.value);

@@ -345,6 +345,49 @@ def test_ops_computed_in_float32_take_float16_memory_and_time_on_the_ipu(layer, 
                          for step in casts)
 
 
+class TwoStagesOfGroupNorm(nn.Module):
+    """Float16 group norms in two pipeline stages: the stash carries what each
+    stage's backward pass reads across the other micro-batches' passes."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(8, 8, 3, padding=1)
+        self.norm = nn.GroupNorm(2, 8)
+        self.head = nn.Conv2d(8, 8, 1)
+        self.norm2 = nn.GroupNorm(4, 8)
+
+    def forward(self, x):
+        with popsim.Block("A"):
+            h = self.norm(self.conv(x)).relu()
+        with popsim.Block("B"):
+            y = self.norm2(self.head(h))
+            return popsim.identity_loss(y.float().square().mean(), "none")
+
+
+def test_pipelined_float16_group_norms_train_as_one_stage():
+    """The host keeps its float32 copies of a float16 group norm (which the
+    simulated IPU does not hold), and the stash carries them between a
+    micro-batch's forward and backward passes."""
+    def train(strategy):
+        torch.manual_seed(0)
+        model = TwoStagesOfGroupNorm().half()
+        opts = popsim.Options()
+        opts.Training.gradientAccumulation(4)
+        opts.setExecutionStrategy(strategy)
+        trainer = popsim.trainingModel(model, opts,
+                                       popsim.optim.SGD(model.parameters(), lr=0.1))
+        torch.manual_seed(1)
+        for _ in range(2):
+            trainer(torch.randn(4, 8, 6, 6).half())
+        trainer.copyWeightsToHost()
+        return model.state_dict()
+
+    one = train(popsim.PipelinedExecution(popsim.Stage("A", "B").ipu(0)))
+    two = train(popsim.PipelinedExecution(popsim.Stage("A").ipu(0), popsim.Stage("B").ipu(1)))
+    for name, weight in one.items():
+        assert torch.equal(weight, two[name]), name
+
+
 def test_float16_matmuls_run_at_four_times_the_float32_rate():
     """GC200: 64 float16 against 16 float32 multiply-accumulates per tile-cycle
     (the compute part; the exchange moves half the bytes)."""

@@ -13,7 +13,7 @@ import torch
 import torch.nn as nn
 
 import popsim
-from popsim.reports.job_planner import _resized
+from popsim.reports.job_planner import _resized, _shifted
 
 
 class Net(nn.Module):
@@ -93,6 +93,20 @@ def test_the_chosen_configuration_is_the_fastest_that_fits():
     assert entry["chosen"]["config"] == plan.chosen.config()
     assert entry["chosen"]["options"] == plan.chosen.option_lines()
     assert len(entry["searched"]) == len(plan.searched)
+
+
+@pytest.mark.parametrize("lengths, load, shifted", [
+    ((3, 5, 12, 14), [0.90, 1.02, 0.80, 0.70], (3, 4, 13, 14)),  # to the lighter neighbour
+    ((3, 5, 12, 14), [0.80, 1.02, 0.90, 0.70], (4, 4, 12, 14)),
+    ((3, 5, 12, 14), [0.50, 0.60, 0.70, 0.99], (3, 5, 13, 13)),  # the last IPU has one side
+    ((3, 1, 12, 14), [0.50, 0.99, 0.70, 0.60], None),  # its group has one candidate left
+    ((3, 5, 12, 14), [1.00, 1.00, 0.70, 0.60], None),  # no lighter neighbour
+    ((34,), [1.2], None),  # one IPU: nowhere to move
+])
+def test_a_compiled_split_moves_a_candidate_off_its_most_loaded_ipu(lengths, load, shifted):
+    """When no ranked split fits, the planner moves a candidate off the IPU
+    that overflowed most; once one fits, off the busiest IPU."""
+    assert _shifted(lengths, load) == shifted
 
 
 def test_inference_makes_up_the_batch_with_device_iterations():

@@ -17,7 +17,7 @@ namespace popsim::compiler::training {
 inline ir::Node* addNode(ir::Graph& graph, ir::OpKind kind, const std::vector<ir::Value*>& inputs,
                          ir::Attributes attrs, ir::Phase phase, const ir::Placement& where = {}) {
   ir::Node* node = graph.addNode(kind, inputs, std::move(attrs));
-  ir::Placement placement = where;
+  ir::Placement placement = where.forAddedOp(); // where it runs, not how `where`'s op computes
   placement.phase = phase;
   node->setPlacement(placement);
   return node;

@@ -23,7 +23,11 @@ then the smaller; then doublings of the largest while it gives the best):
    settings that trade more and more time for memory until one fits:
    nothing, the optimizer state sharded over the replicas (replicated
    tensor sharding), recomputation, both, the state off chip as well, and
-   the Sequential schedule.
+   the Sequential schedule. When none of a shape's ranked splits fits with a
+   pipelined schedule, up to _REPAIRS more splits are compiled, each moving
+   one candidate off the IPU that overflowed most in the closest miss, then,
+   once one fits, off the busiest IPU of the best that fits: the profile's
+   estimates rank splits, compiled ones correct them.
 
 The fastest configurations that fit, the best of the two fastest shapes, are
 then tried with their spare memory given to matmuls that ran in passes, the
@@ -60,6 +64,11 @@ from popsim.reports.sizing import mib
 _MOST_SIZES = 6
 # Splits compiled per shape (the fastest-ranked and the leanest-ranked).
 _SPLITS_PER_SHAPE = 2
+# Further splits compiled for a shape none of whose ranked splits fits with a
+# pipelined (not Sequential) schedule: each moves a candidate off the fullest
+# IPU of the closest miss until one fits, then off the busiest IPU of the
+# best that fits (_shifted).
+_REPAIRS = 4
 # A refinement (device iterations, processes) is kept only when this much faster.
 _GAIN = 1.005
 
@@ -110,6 +119,36 @@ def _ladder(training: bool, replicas: int) -> List[Rung]:
     steps.append((True, True, shard, interleaved))
     steps.append((True, True, shard, PipelineSchedule.Sequential))
     return steps
+
+
+def _fullness(candidate: JobCandidate) -> List[float]:
+    """Each IPU's memory as a share of its capacity: group i runs on IPU i."""
+    return [ipu.memory_bytes / ipu.capacity_bytes for ipu in candidate.pipeline.report.ipus]
+
+
+def _busy(candidate: JobCandidate) -> List[float]:
+    """Each IPU's busy share of the call: group i runs on IPU i."""
+    return [ipu.busy_share for ipu in candidate.pipeline.report.ipus]
+
+
+def _shifted(lengths: Sequence[int], load: Sequence[float]) -> Optional[Tuple[int, ...]]:
+    """The split with one candidate moved from the most loaded IPU's group to
+    its less loaded neighbour. The profile ranks splits by estimates; a
+    compiled split says which IPU overflows (load: memory) or holds the
+    pipeline back (load: busy share). None when that group has one candidate
+    left or no neighbour is less loaded."""
+    groups = len(lengths)
+    heaviest = max(range(groups), key=lambda g: load[g])
+    neighbours = [g for g in (heaviest - 1, heaviest + 1) if 0 <= g < groups]
+    if lengths[heaviest] < 2 or not neighbours:
+        return None
+    lighter = min(neighbours, key=lambda g: load[g])
+    if load[lighter] >= load[heaviest]:
+        return None
+    moved = list(lengths)
+    moved[heaviest] -= 1
+    moved[lighter] += 1
+    return tuple(moved)
 
 
 def _climb(ladder: List[Rung], evaluate: Callable[[Rung], JobCandidate]) -> List[JobCandidate]:
@@ -355,8 +394,13 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
                         if bound < best.throughput:
                             skip("cannot beat the best even at its profile's pace")
                             continue
-                    fitted = False
-                    for lengths in splits:
+                    fitted = pipelined = repaired = False
+                    closest: Optional[JobCandidate] = None  # the leanest rung's closest miss
+                    tried = set(splits)
+                    queue = list(splits)
+                    while queue:
+                        lengths = queue.pop(0)
+
                         def climbing(rung: Rung) -> JobCandidate:
                             recompute, off_chip, shard, schedule = rung
                             # A process streams its replicas' inputs one replica after
@@ -368,15 +412,34 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
                                             shard, schedule, tail, after, None, 1,
                                             replicas if training else 1)
 
-                        for candidate in _climb(_ladder(training, replicas), climbing):
+                        climbed = _climb(_ladder(training, replicas), climbing)
+                        for candidate in climbed:
                             clock_hz = candidate.pipeline.report.clock_hz
                             kept = best_of_shape.get((k, size))
                             if kept is None or _better(candidate, kept):
                                 best_of_shape[(k, size)] = candidate
                             if candidate.fits:
                                 fitted = True
+                                pipelined = pipelined or (
+                                    candidate.pipeline.schedule != PipelineSchedule.Sequential)
                                 if best is None or candidate.throughput > best.throughput:
                                     best = candidate
+                        leanest = climbed[0]
+                        if not leanest.fits and (closest is None or max(_fullness(leanest))
+                                                 < max(_fullness(closest))):
+                            closest = leanest
+                        if queue or len(tried) >= len(splits) + _REPAIRS:
+                            continue
+                        following: Optional[Tuple[int, ...]] = None
+                        if not pipelined and closest is not None:
+                            following = _shifted(closest.pipeline.layout, _fullness(closest))
+                        elif pipelined and repaired:
+                            fitting = best_of_shape[(k, size)]
+                            following = _shifted(fitting.pipeline.layout, _busy(fitting))
+                        if following is not None and following not in tried:
+                            tried.add(following)
+                            queue.append(following)
+                            repaired = True
                     if not fitted:  # nor will it with larger micro-batches
                         dead[k] = min(dead.get(k, size), size)
                     bar.update(1)
