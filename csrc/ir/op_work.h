@@ -64,7 +64,9 @@ struct OpWork {
   bool collectiveReduces = false;
 };
 
-// An op's work, from its family's rule (opSchema(kind).work); a view is free.
+// An op's work, from its family's rule (opSchema(kind).work). A view, or a
+// cast the IPU does not run (isFreeOnIpu), is free; an op the IPU runs in
+// float16 (Placement::float16OnIpu) costs float16's rates and bytes.
 OpWork opWork(const Node& node);
 
 // Rules several families share.

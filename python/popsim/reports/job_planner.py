@@ -394,7 +394,7 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
                         if bound < best.throughput:
                             skip("cannot beat the best even at its profile's pace")
                             continue
-                    fitted = pipelined = repaired = False
+                    fitted = pipelined = False
                     closest: Optional[JobCandidate] = None  # the leanest rung's closest miss
                     tried = set(splits)
                     queue = list(splits)
@@ -433,13 +433,12 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
                         following: Optional[Tuple[int, ...]] = None
                         if not pipelined and closest is not None:
                             following = _shifted(closest.pipeline.layout, _fullness(closest))
-                        elif pipelined and repaired:
+                        elif pipelined and len(tried) > len(splits):  # repairs made it fit
                             fitting = best_of_shape[(k, size)]
                             following = _shifted(fitting.pipeline.layout, _busy(fitting))
                         if following is not None and following not in tried:
                             tried.add(following)
                             queue.append(following)
-                            repaired = True
                     if not fitted:  # nor will it with larger micro-batches
                         dead[k] = min(dead.get(k, size), size)
                     bar.update(1)
