@@ -116,7 +116,7 @@ void ProfileWriter::afterCompile(const runtime::Executable& executable, const st
   compiled.memory = memoryDocument(executable, model, kind_);
   compiled_ = std::move(compiled);
   writeAtomically(path(kMemoryFile), jsonText(compiled_->memory, 1));
-  const auto [before, after] = reportParts(model, pageJson(*compiled_, nullptr));
+  const auto [before, after] = reportParts(model, pageJson(*compiled_, nullptr), planSection_);
   writeAtomically(path(kReportFile), before + hostData({{"calls", 0}}) + after);
 }
 
@@ -141,7 +141,7 @@ void ProfileWriter::afterCall(const runtime::Executable& executable, double wall
       compiled.meta["sizing"] =
           toJson(sizingReport(executable, *job, compiled.stages, trace, compiled.memory));
     }
-    compiled.report = reportParts(compiled.model, pageJson(compiled, &trace));
+    compiled.report = reportParts(compiled.model, pageJson(compiled, &trace), planSection_);
   }
   ++calls_;
   const double simulated = static_cast<double>(compiled.meta.at("total_cycles").get<uint64_t>()) /

@@ -45,6 +45,9 @@ public:
   // and report.html with the memory alone.
   void afterCompile(const runtime::Executable& executable, const std::string& model,
                     std::vector<StageBlocks> stages, double compileSeconds, int64_t replicas);
+  // The HTML section report.html shows after its summary from now on: the job
+  // plan (popsim.planJob) whose options the model runs with, drawn by popsim.
+  void setPlanSection(std::string html) { planSection_ = std::move(html); }
   // After a call that took `wallSeconds` on the host: trace.json and
   // report.html, with the sizing report of `job` (none: no report). Every
   // call of a compilation is alike, so the report is made at its first call.
@@ -70,6 +73,7 @@ private:
   std::string root_;
   std::string kind_;
   std::string directory_;
+  std::string planSection_;
   std::optional<Compiled> compiled_;
   int64_t calls_ = 0; // the model's calls, counted across recompilations
 };

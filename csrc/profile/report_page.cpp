@@ -140,15 +140,16 @@ std::string pageData(const std::string& model, const std::string& kind, const Js
   return scriptJson(data);
 }
 
-std::pair<std::string, std::string> reportParts(const std::string& title,
-                                                const std::string& dataJson) {
+std::pair<std::string, std::string>
+reportParts(const std::string& title, const std::string& dataJson, const std::string& planSection) {
   const std::string page = reportTemplate();
   const std::string host = "__HOST__";
   const size_t split = page.find(host);
   const std::vector<std::pair<std::string, std::string>> values = {{"__TITLE__", escapeHtml(title)},
                                                                    {"__CSS__", reportStyleSheet()},
                                                                    {"__JS__", reportScript()},
-                                                                   {"__DATA__", dataJson}};
+                                                                   {"__DATA__", dataJson},
+                                                                   {"__PLAN__", planSection}};
   return {filled(page.substr(0, split), values), filled(page.substr(split + host.size()), values)};
 }
 

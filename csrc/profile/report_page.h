@@ -18,9 +18,12 @@ std::string pageData(const std::string& model, const std::string& kind, const Js
 
 // The page as the text before and after the host's numbers: a call's page is
 // first + hostData(...) + second, so writers render the parts once per
-// compilation.
+// compilation. `planSection` is HTML that popsim made (the job plan that
+// chose this configuration, drawn by the Python planner), shown after the
+// summary as it is; empty: no such section.
 std::pair<std::string, std::string> reportParts(const std::string& title,
-                                                const std::string& dataJson);
+                                                const std::string& dataJson,
+                                                const std::string& planSection = "");
 
 // The host's numbers of a call ({"calls", "wall_ms"}), for the page.
 std::string hostData(const Json& host);

@@ -193,6 +193,7 @@ void bindProfile(py::module_& module) {
           },
           py::arg("executable"), py::arg("model"), py::arg("assigned_stages"),
           py::arg("compile_seconds"), py::arg("replicas"))
+      .def("set_plan_section", &profile::ProfileWriter::setPlanSection, py::arg("html"))
       .def(
           "after_call",
           [](profile::ProfileWriter& writer, const runtime::Executable& executable,

@@ -513,7 +513,7 @@ class Executor(ExecutorReports):
                                    compiled.stages, self._compilation_seconds,
                                    _replication.of(self._options, self._training).job)
         _hooks.run_post_compile()
-        if self._options.log_dir:
+        if self._options.log_dir and _profile_recorder.profiling_allowed():
             _profile_recorder.write_log(self._options.log_dir, type(self._user_model).__name__,
                                         compiled.graph, compiled.program)
 

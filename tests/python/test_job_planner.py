@@ -3,6 +3,7 @@ configuration must be what a run of its options reports, the fastest that
 fits of those simulated, make up the asked global batch, and its errors
 and advice must name what to change."""
 
+import html
 import json
 import subprocess
 import sys
@@ -13,7 +14,9 @@ import torch
 import torch.nn as nn
 
 import popsim
-from popsim.reports.job_planner import _resized, _shifted
+from types import SimpleNamespace
+
+from popsim.reports.job_planner import _REPAIRS, _resized, _shifted, _splits_tried
 
 
 class Net(nn.Module):
@@ -37,10 +40,11 @@ def job(width=64):
     return model, batch, popsim.optim.SGD(model.parameters(), lr=0.01)
 
 
-def test_the_plan_predicts_what_a_run_of_its_options_reports():
+def test_the_plan_predicts_what_a_run_of_its_options_reports(tmp_path):
     """A cost-only run of the model annotated by plan.apply (popsim.sizeJob)
     reports the plan's throughput and memory; so does a computing run, fed one
-    call of the plan's global batch, when the plan runs in one process."""
+    call of the plan's global batch, when the plan runs in one process. Its
+    report.html shows the plan after the summary."""
     model, batch, optimizer = job()
     plan = popsim.planJob(model, batch, optimizer, ipus=4, global_batch=256, progress=False)
     assert plan.fits
@@ -61,6 +65,7 @@ def test_the_plan_predicts_what_a_run_of_its_options_reports():
     one_process.Distributed.configureProcessId(0, 1)
     one_process.replicationFactor(chosen.replicas)
     expected = popsim.sizeJob(model, micro_batch, one_process, optimizer)
+    one_process.enableProfiling(str(tmp_path))
     trainer = popsim.trainingModel(model, one_process, optimizer)
     per_call = chosen.global_batch * chosen.device_iterations
     trainer(*_resized(batch, per_call))
@@ -69,6 +74,16 @@ def test_the_plan_predicts_what_a_run_of_its_options_reports():
     assert report.throughput == pytest.approx(expected.throughput, rel=1e-12)
     assert [ipu.memory_bytes for ipu in report.ipus] == \
         [ipu.memory_bytes for ipu in expected.ipus]
+    page = (tmp_path / "training" / "report.html").read_text()
+    section = page[page.index('<section id="plan-section">'):]
+    assert page.index('<section id="summary-section">') < page.index(section)
+    assert "<h2>Job plan for Net on 4 IPUs, global batch 256</h2>" in section
+    assert section.count("<svg") == 2  # the chosen memory and every configuration's throughput
+    assert html.escape(str(plan)) in section
+    unplanned = popsim.Options().enableProfiling(str(tmp_path / "unplanned"))
+    net = Net()
+    popsim.sizeJob(net, batch, unplanned, popsim.optim.SGD(net.parameters(), lr=0.01))
+    assert "plan-section" not in (tmp_path / "unplanned" / "training" / "report.html").read_text()
 
 
 def test_the_chosen_configuration_is_the_fastest_that_fits():
@@ -107,6 +122,77 @@ def test_a_compiled_split_moves_a_candidate_off_its_most_loaded_ipu(lengths, loa
     """When no ranked split fits, the planner moves a candidate off the IPU
     that overflowed most; once one fits, off the busiest IPU."""
     assert _shifted(lengths, load) == shifted
+
+
+def compiled(layout, memory, busy, schedule=popsim.PipelineSchedule.Interleaved,
+             throughput=1.0):
+    """What a compiled configuration tells the split search: its split, each IPU's
+    memory (a share of its capacity) and busy share, and its throughput."""
+    ipus = [SimpleNamespace(memory_bytes=m, capacity_bytes=1.0, busy_share=b)
+            for m, b in zip(memory, busy)]
+    return SimpleNamespace(
+        pipeline=SimpleNamespace(layout=list(layout), schedule=schedule,
+                                 report=SimpleNamespace(ipus=ipus)),
+        fits=max(memory) <= 1.0, throughput=throughput)
+
+
+def fake_climb(memory, times):
+    """A fake climb of the memory ladder over candidates of the given memory (a share
+    of an IPU) and time: an IPU's are the sums of its candidates'. The leanest rung
+    comes first; when it does not fit, the Sequential rung, which always fits."""
+    climbed = []
+
+    def climb(lengths):
+        climbed.append(tuple(lengths))
+        starts = [sum(lengths[:ipu]) for ipu in range(len(lengths))]
+        memory_of = [sum(memory[s:s + n]) for s, n in zip(starts, lengths)]
+        time_of = [sum(times[s:s + n]) for s, n in zip(starts, lengths)]
+        busy = [t / max(time_of) for t in time_of]
+        leanest = compiled(lengths, memory_of, busy, throughput=1.0 / max(time_of))
+        if leanest.fits:
+            return [leanest]
+        return [leanest, compiled(lengths, [0.5] * len(lengths), busy,
+                                  popsim.PipelineSchedule.Sequential, 0.1 / max(time_of))]
+    return climb, climbed
+
+
+def test_repairs_move_candidates_off_the_fullest_ipu_at_most_repairs_times():
+    """No ranked split fits with a pipelined schedule: each next split moves a
+    candidate off the fullest IPU of the closest miss, _REPAIRS splits at most."""
+    climb, climbed = fake_climb([0.2] * 14, [1.0] * 14)
+    candidates = _splits_tried([(12, 2), (13, 1)], climb)
+    assert _REPAIRS == 4
+    # IPU0 needs 2.4, 2.6, then 2.2, 2.0, 1.8, 1.6: (7, 7) would be next.
+    assert climbed == [(12, 2), (13, 1), (11, 3), (10, 4), (9, 5), (8, 6)]
+    assert len(candidates) == 2 * len(climbed)  # each a leanest and a Sequential rung
+
+
+def test_repairs_stop_at_a_split_already_tried():
+    climb, climbed = fake_climb([0.3] * 4 + [0.2] * 4, [1.0] * 8)
+    _splits_tried([(5, 3), (6, 2)], climb)
+    # (5, 3) is the closest miss (1.4): (4, 4) needs 1.2, (3, 5) 1.1 on IPU1,
+    # whose repair would be (4, 4) again.
+    assert climbed == [(5, 3), (6, 2), (4, 4), (3, 5)]
+
+
+def test_a_repaired_split_that_fits_is_balanced_off_its_busiest_ipu():
+    """Once a repair fits, the next moves a candidate off the busiest IPU of the
+    fastest split that fits, to its less busy neighbour."""
+    climb, climbed = fake_climb([0.6, 0.6] + [0.1] * 7, [3.0, 0.1] + [1.0] * 4 + [0.2] * 3)
+    candidates = _splits_tried([(3, 3, 3), (2, 4, 3)], climb)
+    # (2, 4, 3) misses closest (1.2 on IPU0) -> (1, 5, 3) fits, busiest IPU1
+    # (4.1) -> (1, 4, 4), busiest IPU1 (3.1) -> (1, 3, 5), whose busiest is
+    # IPU0 with one candidate: the end.
+    assert climbed == [(3, 3, 3), (2, 4, 3), (1, 5, 3), (1, 4, 4), (1, 3, 5)]
+    fastest = max((c for c in candidates if c.fits), key=lambda c: c.throughput)
+    assert fastest.pipeline.layout == [1, 3, 5]
+
+
+def test_splits_that_fit_are_not_repaired():
+    climb, climbed = fake_climb([0.1] * 8, [1.0] * 8)
+    candidates = _splits_tried([(4, 4), (5, 3)], climb)
+    assert climbed == [(4, 4), (5, 3)]
+    assert all(c.fits for c in candidates)
 
 
 def test_inference_makes_up_the_batch_with_device_iterations():
@@ -219,6 +305,25 @@ def test_a_model_that_opens_its_own_blocks_in_forward_is_refused():
     own = OwnBlocks()
     optimizer = popsim.optim.SGD(own.parameters(), lr=0.01)
     with pytest.raises(popsim.OptionError, match=r"OwnBlocks opens pipeline blocks of its own "
-                                                 r"inside forward\(\).*build the model without "
-                                                 r"its blocks"):
+                                                 r"inside forward\(\) \(popsim.Block or "
+                                                 r"BlockFunction: 'Mine'\).*build the model "
+                                                 r"without its blocks"):
         popsim.planJob(own, batch, optimizer, ipus=2, global_batch=64, progress=False)
+
+
+def test_planning_writes_no_profile_or_log_for_its_candidates(tmp_path, monkeypatch):
+    """The planners compile many candidates: none of them writes a profile or logDir
+    files, whether the options or POPSIM_PROFILE_DIR ask for one; the planned run does."""
+    model, batch, optimizer = job()
+    monkeypatch.setenv("POPSIM_PROFILE_DIR", str(tmp_path / "environment"))
+    opts = popsim.Options().enableProfiling(str(tmp_path / "options")).logDir(
+        str(tmp_path / "log"))
+    opts.Training.gradientAccumulation(4)
+    plan = popsim.planJob(model, batch, optimizer, ipus=2, global_batch=64, options=opts,
+                          progress=False)
+    popsim.plan(model, batch, opts, optimizer, ipus=2)
+    assert list(tmp_path.iterdir()) == []
+    planned = plan.apply(model, opts)
+    popsim.sizeJob(model, _resized(batch, plan.chosen.micro_batch), planned, optimizer)
+    assert (tmp_path / "options" / "training" / "report.html").exists()
+    assert any((tmp_path / "log").iterdir())

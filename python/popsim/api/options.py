@@ -117,6 +117,10 @@ class Options(_CallSetters, _RunSetters):
         "relax_optimizer_attributes_checks": _CoreField("relax_optimizer_attributes_checks"),
     }
 
+    # The job plan that made these options (JobPlan.apply), drawn as an HTML
+    # section for report.html; not an option, and copied with them.
+    _plan_section: Optional[str] = None
+
     # The option groups (each an object of its own, set once).
     Training: "_TrainingOptions"
     Simulator: "_SimulatorOptions"

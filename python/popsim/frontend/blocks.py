@@ -25,6 +25,11 @@ _LIBRARY.impl("end_block", lambda: None, "CompositeExplicitAutograd")
 # The block ops are currently traced into: (user_id, ipu_id) or None.
 _current: Optional[Tuple[str, Optional[int]]] = None
 _auto_ids = {"enabled": False, "next": 0}
+# The ids of the blocks that forward() itself opened (popsim.Block,
+# BlockFunction) in the latest trace, as opposed to BeginBlock's hooks, which
+# the planners write: a planner uses it to tell a model that brings its own
+# blocks from other failures of its stages.
+_opened_by_forward: List[str] = []
 
 
 def reset_for_trace() -> None:
@@ -32,6 +37,13 @@ def reset_for_trace() -> None:
     global _current
     _current = None
     _auto_ids["next"] = 0
+    _opened_by_forward.clear()
+
+
+def opened_by_forward() -> List[str]:
+    """The ids of the blocks that the latest trace's forward() opened with
+    ``popsim.Block`` or ``BlockFunction``, in order (BeginBlock's are not listed)."""
+    return list(_opened_by_forward)
 
 
 def _emit(block: Optional[Tuple[str, Optional[int]]]) -> None:
@@ -137,7 +149,10 @@ class Block:
 
     def __enter__(self) -> "Block":
         self._outer.append(_current)
-        _emit((self._id if self._id is not None else _next_auto_id(), self._ipu))
+        block = self._id if self._id is not None else _next_auto_id()
+        if torch.jit.is_tracing():  # (eager runs would only grow the list)
+            _opened_by_forward.append(block)
+        _emit((block, self._ipu))
         return self
 
     def __exit__(self, *exc: object) -> Literal[False]:

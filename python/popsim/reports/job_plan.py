@@ -13,7 +13,7 @@ import torch
 
 from popsim.api.errors import OptionError
 from popsim.api.options import Options
-from popsim.reports.plan_page import job_plan_page
+from popsim.reports.plan_page import job_plan_page, job_plan_section
 from popsim.reports.plan_report import PipelinePlan, _span
 from popsim.reports.sizing import mib
 
@@ -253,6 +253,10 @@ class JobPlan:
     def apply(self, model: torch.nn.Module, options: Optional[Options] = None) -> Options:
         """Applies the chosen configuration: see :meth:`popsim.JobCandidate.apply`.
 
+        A model profiled with the options returned (:meth:`popsim.Options.enableProfiling`)
+        shows this plan in its ``report.html``, after the summary: the chosen configuration's
+        memory per IPU, the throughput of every configuration searched and the printed report.
+
         Args:
             model: The model the plan was made for; it is annotated in place.
             options: The options to start from; they are copied, not changed.
@@ -263,7 +267,9 @@ class JobPlan:
         Raises:
             OptionError: when nothing fits; the message carries the plan's advice.
         """
-        return self._require_chosen().apply(model, options)
+        opts = self._require_chosen().apply(model, options)
+        object.__setattr__(opts, "_plan_section", job_plan_section(self))
+        return opts
 
     def to_dict(self) -> Dict[str, Any]:
         """Describes the plan as JSON values.

@@ -53,9 +53,10 @@ from popsim.frontend.trace_reuse import reusing_traces
 from popsim.reports.job_plan import REFINED_SHAPES, JobCandidate, JobPlan
 from popsim.reports.plan_report import PipelinePlan
 from popsim.reports.planner import (_annotate_candidates, _check_candidates, _default_candidates,
-                                    _group, _has_blocks, _profile_finding_tail, _ranked_splits,
-                                    _split_options, passes_budgets, raised_proportions,
-                                    run_sums)
+                                    _group, _has_blocks, _on_candidate_stages,
+                                    _profile_finding_tail, _ranked_splits, passes_budgets,
+                                    raised_proportions, run_sums)
+from popsim.reports.profile_recorder import not_profiling
 from popsim.reports.size_job import cost_only_call
 from popsim.reports.sizing import mib
 
@@ -166,6 +167,40 @@ def _climb(ladder: List[Rung], evaluate: Callable[[Rung], JobCandidate]) -> List
         if tried[-1].fits:
             break
     return tried
+
+
+def _splits_tried(splits: Sequence[Tuple[int, ...]],
+                  climb: Callable[[Tuple[int, ...]], List[JobCandidate]]) -> List[JobCandidate]:
+    """Every candidate that climbing the memory ladder (`climb`) on a shape's
+    ranked splits compiled, in order; then on up to _REPAIRS splits that each
+    move one candidate, while none fits with a pipelined schedule, off the
+    IPU that overflowed most in the leanest rung's closest miss; once one
+    fits only thanks to repairs, off the busiest IPU of the best that fits."""
+    tried = set(splits)
+    queue = list(splits)
+    climbed: List[JobCandidate] = []
+    closest: Optional[JobCandidate] = None  # the leanest rung's closest miss
+    while queue:
+        these = climb(queue.pop(0))
+        climbed += these
+        leanest = these[0]
+        if not leanest.fits and (closest is None or
+                                 max(_fullness(leanest)) < max(_fullness(closest))):
+            closest = leanest
+        if queue or len(tried) >= len(splits) + _REPAIRS:
+            continue
+        fitting = [c for c in climbed if c.fits]
+        following: Optional[Tuple[int, ...]] = None
+        if not any(c.pipeline.schedule != PipelineSchedule.Sequential for c in fitting):
+            if closest is not None:
+                following = _shifted(closest.pipeline.layout, _fullness(closest))
+        elif len(tried) > len(splits):  # the repairs made it fit: balance the best
+            fastest = max(fitting, key=lambda c: c.throughput)
+            following = _shifted(fastest.pipeline.layout, _busy(fastest))
+        if following is not None and following not in tried:
+            tried.add(following)
+            queue.append(following)
+    return climbed
 
 
 def _difference(candidate: JobCandidate, chosen: JobCandidate) -> str:
@@ -321,8 +356,7 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
                          None, tail_, after_, dict(proportions or {})),  # type: ignore[arg-type]
             replicas, size, accumulation, iterations, shard, processes, training)
         # The candidate's own options, with its stages as groups of the candidate blocks.
-        opts = _split_options(lengths, schedule, recompute, off_chip, candidate.options(base),
-                              tail_ is not None, proportions)
+        opts = _on_candidate_stages(candidate.options(base), lengths, schedule, tail_ is not None)
         _annotate_candidates(model, names, tail_, after_)
         with cost_only_call(model, batches[size], opts, optimizer) as executor:
             candidate.pipeline.passes_budgets = passes_budgets(executor)
@@ -340,7 +374,7 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
         result.skipped[reason] = result.skipped.get(reason, 0) + 1
         bar.update(1)
     clock_hz: Optional[float] = None
-    with reusing_traces():
+    with reusing_traces(), not_profiling():
         try:
             # The example's size first (a good configuration early makes the
             # bound prune more), then the larger sizes, then the smaller.
@@ -394,14 +428,9 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
                         if bound < best.throughput:
                             skip("cannot beat the best even at its profile's pace")
                             continue
-                    fitted = pipelined = False
-                    closest: Optional[JobCandidate] = None  # the leanest rung's closest miss
-                    tried = set(splits)
-                    queue = list(splits)
-                    while queue:
-                        lengths = queue.pop(0)
 
-                        def climbing(rung: Rung) -> JobCandidate:
+                    def climbing(lengths: Tuple[int, ...]) -> List[JobCandidate]:
+                        def rung_of(rung: Rung) -> JobCandidate:
                             recompute, off_chip, shard, schedule = rung
                             # A process streams its replicas' inputs one replica after
                             # another (popsim's host threads, as Poplar's single-threaded
@@ -411,34 +440,18 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
                             return evaluate(size, lengths, replicas, count, recompute, off_chip,
                                             shard, schedule, tail, after, None, 1,
                                             replicas if training else 1)
+                        return _climb(_ladder(training, replicas), rung_of)
 
-                        climbed = _climb(_ladder(training, replicas), climbing)
-                        for candidate in climbed:
-                            clock_hz = candidate.pipeline.report.clock_hz
-                            kept = best_of_shape.get((k, size))
-                            if kept is None or _better(candidate, kept):
-                                best_of_shape[(k, size)] = candidate
-                            if candidate.fits:
-                                fitted = True
-                                pipelined = pipelined or (
-                                    candidate.pipeline.schedule != PipelineSchedule.Sequential)
-                                if best is None or candidate.throughput > best.throughput:
-                                    best = candidate
-                        leanest = climbed[0]
-                        if not leanest.fits and (closest is None or max(_fullness(leanest))
-                                                 < max(_fullness(closest))):
-                            closest = leanest
-                        if queue or len(tried) >= len(splits) + _REPAIRS:
-                            continue
-                        following: Optional[Tuple[int, ...]] = None
-                        if not pipelined and closest is not None:
-                            following = _shifted(closest.pipeline.layout, _fullness(closest))
-                        elif pipelined and len(tried) > len(splits):  # repairs made it fit
-                            fitting = best_of_shape[(k, size)]
-                            following = _shifted(fitting.pipeline.layout, _busy(fitting))
-                        if following is not None and following not in tried:
-                            tried.add(following)
-                            queue.append(following)
+                    fitted = False
+                    for candidate in _splits_tried(splits, climbing):
+                        clock_hz = candidate.pipeline.report.clock_hz
+                        kept = best_of_shape.get((k, size))
+                        if kept is None or _better(candidate, kept):
+                            best_of_shape[(k, size)] = candidate
+                        if candidate.fits:
+                            fitted = True
+                            if best is None or candidate.throughput > best.throughput:
+                                best = candidate
                     if not fitted:  # nor will it with larger micro-batches
                         dead[k] = min(dead.get(k, size), size)
                     bar.update(1)

@@ -1,6 +1,7 @@
-"""A job plan as a self-contained HTML page (JobPlan.to_html, ``python -m popsim plan
---html``): the throughput of every configuration simulated, each IPU's memory for the
-chosen one by category (in report.html's colours), and the printed report."""
+"""A job plan drawn in HTML: the throughput of every configuration simulated, each IPU's
+memory for the chosen one by category (in report.html's colours), and the printed report;
+as a self-contained page (JobPlan.to_html, ``python -m popsim plan --html``) and as a
+section of report.html for a model run with the plan's options (JobPlan.apply)."""
 
 import html
 from typing import Any, List
@@ -100,26 +101,41 @@ def _memory_chart(candidate: Any) -> str:
             f"capacity)</text>{''.join(rows)}{''.join(legend)}</svg>")
 
 
+def _title(plan: Any) -> str:
+    return f"Job plan for {plan.model} on {plan.ipus} IPUs, global batch {plan.global_batch:,}"
+
+
 def job_plan_page(plan: Any) -> str:
     """The page's HTML text."""
-    title = (f"Job plan for {plan.model} on {plan.ipus} IPUs, global batch "
-             f"{plan.global_batch:,}")
-    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
-             "</title><style>body{font-family:sans-serif;margin:2em;max-width:1000px}"
-             "pre{background:#f6f6f6;padding:1em;overflow-x:auto;font-size:12px}</style>"
-             f"</head><body><h1>{html.escape(title)}</h1>"]
+    title = html.escape(_title(plan))
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{title}</title><style>"
+            "body{font-family:sans-serif;margin:2em;max-width:1000px}"
+            "pre{background:#f6f6f6;padding:1em;overflow-x:auto;font-size:12px}</style>"
+            f"</head><body><h1>{title}</h1>{_body(plan, 'h2')}</body></html>")
+
+
+def job_plan_section(plan: Any) -> str:
+    """The plan as a section of a model's report.html (after its summary), whose
+    style sheet it shares."""
+    return (f'<section id="plan-section"><h2>{html.escape(_title(plan))}</h2>'
+            f"{_body(plan, 'h3')}</section>")
+
+
+def _body(plan: Any, heading: str) -> str:
+    """The charts and the printed report, under headings of level `heading`."""
+    parts = []
     if plan.chosen is not None:
         parts.append(f"<p>Chosen: {html.escape(plan.chosen.summary())}</p>")
-        parts.append("<h2>Memory of the chosen configuration</h2>")
+        parts.append(f"<{heading}>Memory of the chosen configuration</{heading}>")
         parts.append(_memory_chart(plan.chosen))
     else:
         parts.append("<p>Nothing fits.</p>")
-    parts.append(f"<h2>Every configuration simulated ({len(plan.searched)})</h2><p>"
+    parts.append(f"<{heading}>Every configuration simulated ({len(plan.searched)})</{heading}><p>"
                  f'<span style="color:{_CHOSEN}">&#9632;</span> chosen, '
                  f'<span style="color:{_FITS}">&#9632;</span> fits, '
                  f'<span style="color:{_DOES_NOT_FIT}">&#9632;</span> does not fit; R '
                  "recomputation, off optimizer state off chip, RTS sharded state, AMP raised "
                  "memory proportions, p<i>n</i> n host processes</p>")
     parts.append(_throughput_chart(plan))
-    parts.append(f"<h2>Report</h2><pre>{html.escape(str(plan))}</pre></body></html>")
+    parts.append(f"<{heading}>Report</{heading}><pre>{html.escape(str(plan))}</pre>")
     return "".join(parts)

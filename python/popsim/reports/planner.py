@@ -44,9 +44,10 @@ from popsim import _C
 from popsim.api.errors import CompilationError, OptionError
 from popsim.api.options import Options
 from popsim.api.strategies import PipelinedExecution, PipelineSchedule, Stage
-from popsim.frontend.blocks import BeginBlock, _BlockStart, removeBlocks
+from popsim.frontend.blocks import BeginBlock, _BlockStart, opened_by_forward, removeBlocks
 from popsim.frontend.trace_reuse import reusing_traces
 from popsim.reports.plan_report import PipelinePlan, Plan, _plan_options
+from popsim.reports.profile_recorder import not_profiling
 from popsim.reports.size_job import cost_only_call
 from popsim.reports.sizing import mib
 
@@ -216,7 +217,7 @@ def _annotate_candidates(model: torch.nn.Module, candidates: List[str], tail: Op
                          tail_after: bool) -> None:
     """One block per candidate: block "c0" starts with the model, block "c<i>"
     with candidate i, and "tail" with (or after) the tail. Every split the
-    planner compiles groups these blocks into stages (_split_options), so the
+    planner compiles groups these blocks into stages (_on_candidate_stages), so the
     model's trace is the same for all of them and is traced once
     (trace_reuse)."""
     removeBlocks(model)
@@ -227,15 +228,12 @@ def _annotate_candidates(model: torch.nn.Module, candidates: List[str], tail: Op
         BeginBlock(model.get_submodule(tail), "tail", after=tail_after)
 
 
-def _split_options(lengths: Sequence[int], schedule: PipelineSchedule, recomputation: bool,
-                   off_chip: bool, base: Options, tail: bool,
-                   proportions: Optional[Dict[int, float]] = None) -> Options:
-    """The options of a split over the candidates' blocks (_annotate_candidates):
-    IPU k's stage groups its run of candidate blocks, then the tail's stage
-    runs on IPU 0. The same op placement as the plan's own annotations and
-    options (PipelinePlan.apply), which the tests check."""
-    opts = _plan_options(len(lengths), schedule, recomputation, off_chip, base, tail,
-                         proportions)
+def _on_candidate_stages(opts: Options, lengths: Sequence[int], schedule: PipelineSchedule,
+                         tail: bool) -> Options:
+    """`opts` (changed and returned) running a split over the candidates' blocks
+    (_annotate_candidates): IPU k's stage groups its run of candidate blocks,
+    then the tail's stage runs on IPU 0. The same op placement as the plan's
+    own annotations and options (PipelinePlan.apply), which the tests check."""
     stages, start = [], 0
     for ipu, length in enumerate(lengths):
         stages.append(Stage(*[f"c{index}" for index in range(start, start + length)]).ipu(ipu))
@@ -254,8 +252,8 @@ def _profile(model: torch.nn.Module, candidates: List[str], tail: Optional[str],
     run with every candidate a pipeline stage of its own, on its own IPU
     (the tail's stage on IPU 0, counted with the first candidate)."""
     _annotate_candidates(model, candidates, tail, tail_after)
-    profile = _split_options([1] * len(candidates), PipelineSchedule.Interleaved, False, False,
-                             options, tail is not None)
+    profile = _on_candidate_stages(options.clone(), [1] * len(candidates),
+                                   PipelineSchedule.Interleaved, tail is not None)
     # Enough micro-batches to fill the profile's longer pipeline (its figures are per micro-batch).
     stages = len(candidates) + (tail is not None)
     if optimizer is not None:
@@ -268,15 +266,18 @@ def _profile(model: torch.nn.Module, candidates: List[str], tail: Optional[str],
             loads = _C.stage_loads(executor._program.first, executor._stages)
             report = executor.sizingReport()
     except OptionError as error:
-        if "Unknown Block" not in str(error):
-            raise
         # The model opens blocks of its own inside forward() (popsim.Block, BlockFunction),
-        # which hooks do not show (_has_blocks): say so in the planner's words.
+        # which hooks do not show (_has_blocks), and the profile's stages do not list them:
+        # say so in the planner's words.
+        own = opened_by_forward()
+        if not own:
+            raise
         raise OptionError(
             f"{type(model).__name__} opens pipeline blocks of its own inside forward() "
-            f"(popsim.Block or BlockFunction): {error} The planners write their own blocks; "
-            "build the model without its blocks (a reference model without layers_per_ipu) "
-            "and plan that.", option="plan.model") from error
+            f"(popsim.Block or BlockFunction: {', '.join(repr(b) for b in dict.fromkeys(own))}"
+            f"): {error} The planners write their own blocks; build the model without its "
+            "blocks (a reference model without layers_per_ipu) and plan that.",
+            option="plan.model") from error
     cycles = [0.0] * len(candidates)
     for load in loads:
         cycles[load["ipu"]] += load["cycles"]
@@ -488,7 +489,7 @@ def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = 
     automatic_tail = None
     # Every split is a Stage grouping of the same candidate blocks: the
     # model is traced once, at the profile, and each later compilation reuses it.
-    with reusing_traces():
+    with reusing_traces(), not_profiling():
         try:
             enough = not training or base.Training.gradient_accumulation >= 2 * (ipus + 1) - 1
             (cycles, memory, capacity), tail, after, automatic_tail = _profile_finding_tail(
@@ -504,10 +505,11 @@ def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = 
                          ) -> PipelinePlan:
                 split = _group(names, lengths)
                 _annotate_candidates(model, names, tail, after)
-                with cost_only_call(model, micro_batch,
-                                    _split_options(lengths, schedule, recompute, off_chip, base,
-                                                   tail is not None, proportions),
-                                    optimizer) as executor:
+                opts = _on_candidate_stages(
+                    _plan_options(len(lengths), schedule, recompute, off_chip, base,
+                                  tail is not None, proportions),
+                    lengths, schedule, tail is not None)
+                with cost_only_call(model, micro_batch, opts, optimizer) as executor:
                     candidate = PipelinePlan(
                         split, schedule, recompute, off_chip, executor.sizingReport(), tail, after,
                         dict(proportions or {}), passes_budgets(executor))

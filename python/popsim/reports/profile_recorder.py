@@ -4,10 +4,11 @@ reports) and its logDir files: the core's ProfileWriter writes memory.json
 when the model compiles, trace.json and report.html after each call; logDir
 gets each compilation's IR and memory report."""
 
+import contextlib
 import itertools
 import json
 import os
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from popsim import _C
 from popsim.api import engine_options as _engine_options
@@ -17,6 +18,24 @@ from popsim.api.options import Options
 
 PROFILE_DIR_VARIABLE = "POPSIM_PROFILE_DIR"
 _log_counter = itertools.count()
+_not_profiling = {"depth": 0}
+
+
+@contextlib.contextmanager
+def not_profiling() -> Iterator[None]:
+    """Models compiled inside write no profile and no logDir files: the planners
+    compile a model many times cost-only, and a directory per candidate is not
+    what profiling options, POPSIM_PROFILE_DIR or logDir ask for."""
+    _not_profiling["depth"] += 1
+    try:
+        yield
+    finally:
+        _not_profiling["depth"] -= 1
+
+
+def profiling_allowed() -> bool:
+    """False inside not_profiling()."""
+    return _not_profiling["depth"] == 0
 
 
 class ProfileRecorder:
@@ -37,7 +56,9 @@ class ProfileRecorder:
     def root(self) -> Optional[str]:
         """enableProfiling's directory, else POPSIM_PROFILE_DIR's, else
         POPLAR_ENGINE_OPTIONS' autoReport directory, else None. Checked before compiling,
-        so that a bad one fails first."""
+        so that a bad one fails first. None inside not_profiling()."""
+        if not profiling_allowed():
+            return None
         if self._options.profile_dir is not None:
             return self._options.profile_dir
         value = os.environ.get(PROFILE_DIR_VARIABLE, "")
@@ -61,6 +82,8 @@ class ProfileRecorder:
                           else PROFILE_DIR_VARIABLE)
                 raise OptionError(f"{source}: cannot create the profile directory under "
                                   f"'{root}': {error}.", option=source) from error
+            if self._options._plan_section is not None:  # the options of a job plan
+                self._writer.set_plan_section(self._options._plan_section)
         self._writer.after_compile(program.first, model, stages, seconds, replicas)
 
     def called(self, program: _C.DeviceProgram, seconds: float, job: Dict[str, Any]) -> None:

@@ -114,6 +114,29 @@ TEST(ProfileWriter, WritesFilesThatReadBackAsTheCall) {
   }
   EXPECT_NE(page.find("popsim profile of TwoBlocks (inference)"), std::string::npos);
   EXPECT_NE(page.find(R"({"calls":1,"wall_ms":250.0})"), std::string::npos);
+  EXPECT_EQ(page.find("__PLAN__"), std::string::npos);
+  fs::remove_all(root);
+}
+
+TEST(ProfileWriter, ShowsTheJobPlansSectionAfterTheSummary) {
+  const auto graph = twoBlocks();
+  const auto executable = calledPipeline(*graph);
+  const fs::path root =
+      fs::temp_directory_path() / ("popsim_plan_section_test_" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  ProfileWriter writer(root.string(), "training", "");
+  const std::string section = R"(<section id="plan-section"><h2>Job plan</h2></section>)";
+  writer.setPlanSection(section);
+  writer.afterCompile(*executable, "TwoBlocks", kStages, 0.5, 1);
+  for (int call = 0; call < 2; ++call) { // the page at compile time, then a call's
+    const std::string page = read(root / "training" / kReportFile);
+    const size_t summary = page.find(R"(<section id="summary-section">)");
+    const size_t plan = page.find(section);
+    ASSERT_NE(plan, std::string::npos) << call;
+    EXPECT_LT(summary, plan) << call;
+    EXPECT_EQ(page.find(section, plan + 1), std::string::npos) << call; // once
+    writer.afterCall(*executable, 0.25, std::nullopt);
+  }
   fs::remove_all(root);
 }
 
