@@ -73,3 +73,40 @@ def test_a_cost_only_trace_of_float16_ops_sizes_as_a_computing_one():
     computed = executor.sizingReport()
     assert report.throughput == computed.throughput
     assert [i.memory_bytes for i in report.ipus] == [i.memory_bytes for i in computed.ipus]
+
+
+class Markers(nn.Module):
+    """float16 layers through popsim's markers, an in-place add on a float16 result
+    and float32 ops after it, which a cost-only trace computes."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(16, 16)
+        self.b = nn.Linear(16, 16)
+
+    def forward(self, x):
+        y = popsim.recomputationCheckpoint(self.a(x))
+        y = popsim.set_available_memory(self.b(y), 0.3)
+        y = popsim.ipu_print_tensor(y, "y")
+        y += x
+        z = y.float()
+        z += 1.0
+        return popsim.identity_loss((z * z).mean(), reduction="none")
+
+
+def test_markers_and_in_place_ops_in_a_cost_only_trace_size_as_computed(capfd):
+    """The markers' meta kernels and the float16 placeholders, which view one zero
+    storage, change nothing the compilation keeps, in training too."""
+    torch.manual_seed(0)
+    model = Markers().half()
+    x = torch.randn(8, 16).half()
+    optimizer = popsim.optim.SGD(model.parameters(), lr=0.01)
+    opts = popsim.Options()
+    report = popsim.sizeJob(model, x, opts, optimizer)
+    trainer = popsim.trainingModel(model, opts, optimizer)
+    trainer(x)
+    computed = trainer.sizingReport()
+    trainer.destroy()
+    assert report.throughput == computed.throughput
+    assert [i.memory_bytes for i in report.ipus] == [i.memory_bytes for i in computed.ipus]
+    capfd.readouterr()  # (the printed tensor)

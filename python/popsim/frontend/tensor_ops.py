@@ -41,6 +41,11 @@ _LIBRARY.impl("dynamic_copy", lambda x, dim, index, source: x.index_copy(
 for _direction in ("input", "output"):
     _LIBRARY.define(f"set_overlap_for_{_direction}(Tensor x, str mode) -> Tensor")
     _LIBRARY.impl(f"set_overlap_for_{_direction}", lambda x, mode: x.clone(), "CPU")
+# The markers above give a copy of x: their meta kernels say so, so that a cost-only
+# trace records them without copying activations (half_tracing's _meta_result).
+for _marker in ("print_tensor", "recomputation_checkpoint", "set_available_memory",
+                "set_overlap_for_input", "set_overlap_for_output"):
+    _LIBRARY.impl(_marker, lambda x, *settings: torch.empty_like(x), "Meta")
 
 
 @contextlib.contextmanager

@@ -33,6 +33,7 @@ The search has three steps:
 The chosen plan is the fastest verified one that fits every IPU.
 """
 
+import functools
 import itertools
 import math
 import time
@@ -174,14 +175,18 @@ def _ranked_splits(cycles: List[float], memory: List[Dict[str, int]], capacity: 
     estimated to fit first; the leanest have the least memory on the fullest
     IPU (_group_memory's estimate, which only orders splits: verification
     decides)."""
+    @functools.lru_cache(maxsize=None)  # a run of candidates recurs in many splits
+    def group_memory(start: int, length: int, group: int) -> float:
+        return _group_memory(memory, start, length, group, parts)
+
     def pace(lengths: Tuple[int, ...]) -> int:
         slowest = max(run_sums(cycles, lengths))
         return int(math.log(slowest) / math.log(1.01)) if slowest > 0 else 0
 
     def peak(lengths: Tuple[int, ...]) -> float:
-        starts = [sum(lengths[:g]) for g in range(len(lengths))]
-        return max(_group_memory(memory, start, length, g, len(lengths))
-                   for g, (start, length) in enumerate(zip(starts, lengths)))
+        starts = itertools.accumulate(lengths[:-1], initial=0)
+        return max(group_memory(start, length, group)
+                   for group, (start, length) in enumerate(zip(starts, lengths)))
 
     def evenness(lengths: Tuple[int, ...]) -> float:
         return sum(s * s for s in run_sums(cycles, lengths))
@@ -195,8 +200,11 @@ def _ranked_splits(cycles: List[float], memory: List[Dict[str, int]], capacity: 
         totals = [float(sum(categories.values())) for categories in memory]
         leanest = _min_max_split(totals, parts)
         pool |= {leanest} | set(_neighbours(leanest))
-    fastest = sorted(pool, key=lambda s: (peak(s) > capacity, pace(s), peak(s), evenness(s)))
-    leanest_first = sorted(pool, key=lambda s: (peak(s), pace(s), evenness(s)))
+    # Each split's figures once (the two orders read them all).
+    figures = {s: (peak(s), pace(s), evenness(s)) for s in pool}
+    fastest = sorted(pool, key=lambda s: (figures[s][0] > capacity, figures[s][1],
+                                          figures[s][0], figures[s][2]))
+    leanest_first = sorted(pool, key=lambda s: figures[s])
     ranked: List[Tuple[int, ...]] = []
     for pair in zip(fastest, leanest_first):
         for lengths in pair:
