@@ -1,8 +1,16 @@
 #include "api/error_classes.h"
 
+namespace popsim {
+
+Error::Error(ErrorKind kind, const std::string& message, ErrorSite site)
+    : c10::Error(message, /*backtrace=*/""), kind_(kind), site_(std::move(site)) {}
+
+} // namespace popsim
+
 namespace popsim::api {
 
-void throwAsErrorClass(const Error& error) {
+void throwAsErrorClass(const CoreError& core) {
+  const Error error(core.kind(), core.what(), core.site());
   switch (error.kind()) {
   case ErrorKind::Unsupported: throw UnsupportedOperationError(error);
   case ErrorKind::OutOfMemory: throw OutOfMemoryError(error);

@@ -14,10 +14,10 @@ Session& Session::operator=(Session&&) noexcept = default;
 
 Session::State& Session::state() const {
   if (state_ == nullptr || state_->compiled == nullptr) {
-    api::throwAsErrorClass(Error(ErrorKind::InvalidInput,
-                                 "This popsim session was moved from (std::move): its compiled "
-                                 "model now belongs to the session it was moved into. Use that "
-                                 "session."));
+    api::throwAsErrorClass(CoreError(ErrorKind::InvalidInput,
+                                     "This popsim session was moved from (std::move): its compiled "
+                                     "model now belongs to the session it was moved into. Use that "
+                                     "session."));
   }
   return *state_;
 }

@@ -3,7 +3,7 @@
 #include "common/error.h"
 #include "common/strings.h"
 
-// POPSIM_CHECK(condition, kind, message parts...) throws popsim::Error of the
+// POPSIM_CHECK(condition, kind, message parts...) throws popsim::CoreError of the
 // given kind with the parts concatenated. Use it for errors users can cause.
 #define POPSIM_CHECK(condition, kind, ...)                                                         \
   do {                                                                                             \

@@ -16,15 +16,15 @@ const char* errorKindName(ErrorKind kind) {
   return "Unknown";
 }
 
-Error::Error(ErrorKind kind, const std::string& message, ErrorSite site)
+CoreError::CoreError(ErrorKind kind, const std::string& message, ErrorSite site)
     : std::runtime_error(message), kind_(kind), site_(std::move(site)) {}
 
-void throwError(ErrorKind kind, const std::string& message) { throw Error(kind, message); }
+void throwError(ErrorKind kind, const std::string& message) { throw CoreError(kind, message); }
 
 void throwOptionError(const std::string& option, const std::string& message) {
   ErrorSite site;
   site.option = option;
-  throw Error(ErrorKind::InvalidOption, message, std::move(site));
+  throw CoreError(ErrorKind::InvalidOption, message, std::move(site));
 }
 
 } // namespace popsim

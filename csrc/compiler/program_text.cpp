@@ -413,7 +413,7 @@ void checkSettings(const CompileSettings& settings, size_t headerLine) {
   }
   try {
     system.validate();
-  } catch (const Error& error) {
+  } catch (const CoreError& error) {
     fail(strCat("system settings do not hold: ", error.what()));
   }
 }

@@ -307,7 +307,7 @@ private:
       }
     } catch (const UnsupportedLowering& error) {
       recordUnsupported(node, error.what());
-    } catch (const Error& error) {
+    } catch (const CoreError& error) {
       if (error.kind() == ErrorKind::Internal) {
         throw; // a popsim bug, not a property of the model
       }

@@ -48,7 +48,7 @@ struct ImportOptions {
 // 3. evaluates everything that does not depend on runtime tensors (shape
 //    arithmetic, constants) at compile time with PyTorch's own operators;
 // 4. lowers each remaining aten op through the lowering registry.
-// Throws popsim::Error(Unsupported) listing every unsupported op with the
+// Throws popsim::CoreError(Unsupported) listing every unsupported op with the
 // user's source line, before anything runs. For training, the graph's loss
 // is the one output that depends on a loss function (or on
 // popsim.identity_loss); none, several or a non-scalar one is an error.

@@ -100,7 +100,7 @@ ObtainedExecutable executableFor(const ir::Graph& graph, const runtime::CompileO
       obtained.origin = ProgramOrigin::Cache;
       POPSIM_LOG(Info) << "Loaded the compiled program from the executable cache: " << path;
       return obtained;
-    } catch (const Error& error) {
+    } catch (const CoreError& error) {
       if (error.kind() != ErrorKind::InvalidFile && error.kind() != ErrorKind::Compilation) throw;
       problem = error.what();
     } catch (const std::filesystem::filesystem_error& error) {
@@ -136,9 +136,10 @@ std::shared_ptr<runtime::Executable> exportedExecutable(const std::string& path,
   }
   try {
     return runtime::Executable::load(file.program, options);
-  } catch (const Error& error) {
+  } catch (const CoreError& error) {
     if (error.kind() != ErrorKind::InvalidFile && error.kind() != ErrorKind::Compilation) throw;
-    throw Error(error.kind(), strCat("loadExecutable('", path, "'): ", error.what()), error.site());
+    throw CoreError(error.kind(), strCat("loadExecutable('", path, "'): ", error.what()),
+                    error.site());
   }
 }
 

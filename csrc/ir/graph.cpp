@@ -76,7 +76,7 @@ Node* Graph::addNode(OpKind kind, const std::vector<Value*>& inputs, Attributes 
   std::vector<TensorType> outputTypes;
   try {
     outputTypes = inferOutputTypes(kind, inputTypes, attrs);
-  } catch (const Error& error) {
+  } catch (const CoreError& error) {
     const std::string where = location.known() ? " (at " + location.str() + ")" : "";
     throwError(error.kind(), error.what() + where);
   }

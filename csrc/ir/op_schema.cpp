@@ -96,7 +96,7 @@ std::vector<TensorType> inferOutputTypes(OpKind kind, const std::vector<TensorTy
   }
   try {
     return schema.inferTypes(inputs, attrs);
-  } catch (const Error& error) {
+  } catch (const CoreError& error) {
     throwError(error.kind(), strCat(schema.name(), ": ", error.what()));
   }
 }

@@ -16,7 +16,7 @@ struct AttrSpec {
 };
 
 // Computes an op's output types from its input types and attributes. Throws
-// popsim::Error (Compilation) with a message naming the offending input and
+// popsim::CoreError (Compilation) with a message naming the offending input and
 // the expected and actual sizes; the caller prefixes the op and location.
 using InferTypesFn = std::vector<TensorType> (*)(const std::vector<TensorType>& inputs,
                                                  const Attributes& attrs);

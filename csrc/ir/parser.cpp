@@ -432,7 +432,7 @@ private:
     Node* node = nullptr;
     try {
       node = graph_->addNode(*kind, inputs, std::move(attrs), source);
-    } catch (const Error& error) {
+    } catch (const CoreError& error) {
       in.failAt(column, error.what());
     }
     node->setPlacement(where);
@@ -509,7 +509,7 @@ void checkTextRoundTrip(const Graph& graph, const std::string& where) {
   std::string again;
   try {
     again = printGraph(*parseGraph(text), full);
-  } catch (const Error& error) {
+  } catch (const CoreError& error) {
     POPSIM_ASSERT(false, "the IR text after ", where, " does not parse: ", error.what());
   }
   if (again == text) return;

@@ -381,7 +381,7 @@ std::unique_ptr<Graph> deserializeGraph(std::string_view bytes) {
   std::unique_ptr<Graph> graph;
   try {
     graph = GraphReader(payload).read();
-  } catch (const Error& error) {
+  } catch (const CoreError& error) {
     if (error.kind() == ErrorKind::InvalidFile) throw;
     invalid(error.what());
   }

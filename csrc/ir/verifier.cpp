@@ -140,7 +140,7 @@ private:
     std::vector<TensorType> expected;
     try {
       expected = inferOutputTypes(node.kind(), inputTypes, node.attrs());
-    } catch (const Error& error) {
+    } catch (const CoreError& error) {
       problems_.push_back(where + error.what());
       return;
     }

@@ -20,7 +20,7 @@ struct HostTensor {
 };
 
 // Reads `inputs` and fills every output, whose types are fixed; throws
-// popsim::Error to fail the run.
+// popsim::CoreError to fail the run.
 using HostFunction = std::function<void(const std::vector<HostTensor>& inputs,
                                         const std::vector<HostTensor>& outputs)>;
 

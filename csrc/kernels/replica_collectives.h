@@ -15,7 +15,7 @@ public:
   virtual ~ReplicaCollectives() = default;
   // Replaces `data` (`count` floats) by its element-wise sum over every
   // replica. All replicas call it with the same key, IPU and count; it
-  // returns when all have (each gets the same sum) and throws popsim::Error
+  // returns when all have (each gets the same sum) and throws popsim::CoreError
   // when another replica failed.
   virtual void allReduceSum(const std::string& key, int64_t ipu, float* data, size_t count) = 0;
   // The same within this replica's group only (replica-grouped variables):

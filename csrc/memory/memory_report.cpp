@@ -162,17 +162,17 @@ void checkMemoryFits(const MemoryReport& report, const device::IpuSystemConfig& 
       site.category = "IO tiles";
       site.requiredBytes = ipu.ioTileBytes;
       site.capacityBytes = ipu.ioTileCapacity;
-      throw Error(ErrorKind::OutOfMemory,
-                  strCat("Out of memory on the IO tiles of IPU ", ipu.ipu,
-                         ": the inputs and outputs that stream through them "
-                         "(set_overlap_for_input / set_overlap_for_output, two buffers each) "
-                         "need ",
-                         formatBytes(ipu.ioTileBytes), " but its ", ipu.ioTiles, " IO tiles have ",
-                         formatBytes(ipu.ioTileCapacity),
-                         ". Set aside more with Options.TensorLocations.numIOTiles (at most "
-                         "192), use a smaller micro-batch, or stream some of them with "
-                         "OverlapMode.NoOverlap."),
-                  std::move(site));
+      throw CoreError(ErrorKind::OutOfMemory,
+                      strCat("Out of memory on the IO tiles of IPU ", ipu.ipu,
+                             ": the inputs and outputs that stream through them "
+                             "(set_overlap_for_input / set_overlap_for_output, two buffers each) "
+                             "need ",
+                             formatBytes(ipu.ioTileBytes), " but its ", ipu.ioTiles,
+                             " IO tiles have ", formatBytes(ipu.ioTileCapacity),
+                             ". Set aside more with Options.TensorLocations.numIOTiles (at most "
+                             "192), use a smaller micro-batch, or stream some of them with "
+                             "OverlapMode.NoOverlap."),
+                      std::move(site));
     }
     const MemoryCategory* largest = nullptr;
     for (const MemoryCategory& category : ipu.categories) {
@@ -213,7 +213,7 @@ void checkMemoryFits(const MemoryReport& report, const device::IpuSystemConfig& 
                "with Options.Simulator.memoryPerIpu (at most "
             << formatBytes(system.chipFigures().memoryBytes()) << " on "
             << system.chipFigures().name << ").";
-    throw Error(ErrorKind::OutOfMemory, message.str(), std::move(site));
+    throw CoreError(ErrorKind::OutOfMemory, message.str(), std::move(site));
   }
 }
 

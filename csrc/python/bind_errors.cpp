@@ -73,7 +73,7 @@ void bindErrors(py::module_& module) {
       if (pointer) {
         std::rethrow_exception(pointer);
       }
-    } catch (const Error& error) {
+    } catch (const CoreError& error) {
       raise(error.kind(), error.what(), error.site());
     } catch (const dnnl::error& error) {
       raise(ErrorKind::Internal, (std::string("oneDNN failed: ") + error.what() +
@@ -89,10 +89,10 @@ void bindErrors(py::module_& module) {
         {"Execution", ErrorKind::Execution},         {"InvalidFile", ErrorKind::InvalidFile}};
     for (const auto& [name, value] : kinds) {
       if (kind == name) {
-        throw Error(value, message);
+        throw CoreError(value, message);
       }
     }
-    throw Error(ErrorKind::Internal, "unknown error kind " + kind);
+    throw CoreError(ErrorKind::Internal, "unknown error kind " + kind);
   });
 }
 

@@ -27,11 +27,11 @@ void rethrowFailureOf(const ir::Node& node, const FailureWhen& when) {
   site.microBatch = when.microBatch;
   site.replica = when.replica;
   const auto fail = [&](ErrorKind kind, const std::string& message) {
-    throw Error(kind, where + message, site);
+    throw CoreError(kind, where + message, site);
   };
   try {
     throw;
-  } catch (const Error& error) {
+  } catch (const CoreError& error) {
     fail(error.kind(), error.what());
   } catch (const std::bad_alloc&) {
     fail(ErrorKind::Execution, "the host ran out of memory. Free host memory, or use smaller "

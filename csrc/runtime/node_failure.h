@@ -18,7 +18,7 @@ struct FailureWhen {
 };
 
 // Rethrows the exception being handled (call it only inside a catch block) as
-// a popsim::Error that says which node failed: its op and the user's source
+// a popsim::CoreError that says which node failed: its op and the user's source
 // line first, then its pass and block and what the runtime was doing, then
 // the original message; the error's site holds the same fields. popsim errors
 // keep their kind; running out of host memory is an Execution error; oneDNN

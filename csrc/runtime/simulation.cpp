@@ -67,7 +67,7 @@ Simulation simulateSerialized(std::string_view bytes, const CompileOptions& opti
                  " IPUs; the options give ", options.system.numIpus, ". Compile the model again.");
     compiler::checkTaskLayout(program.layout, options.compiler, options.system);
     return simulateProgram(std::move(program), options);
-  } catch (const Error& error) {
+  } catch (const CoreError& error) {
     if (error.kind() != ErrorKind::Internal) throw;
     refuseDamagedProgram(error.what());
   } catch (const std::logic_error& error) { // std::out_of_range and the like

@@ -81,7 +81,7 @@ Invocation parseArguments(const std::vector<std::string>& arguments) {
       compiler::CompileSettings scratch; // a bad setting is a bad command line
       try {
         compiler::applySetting(scratch, run.settings.back(), placeOf(run.settings.back()));
-      } catch (const Error& error) {
+      } catch (const CoreError& error) {
         throw UsageError{error.what()};
       }
     } else if (option == "--list-passes") {
@@ -155,7 +155,7 @@ int runProgram(const Invocation& run, std::string_view text, std::ostream& out, 
     print.locations = run.locations;
     out << compiler::printProgramText(*program.graph, settings, print);
     return 0;
-  } catch (const Error& error) {
+  } catch (const CoreError& error) {
     err << "error: " << error.what() << "\n";
     return 1;
   }
@@ -265,7 +265,7 @@ int runOpt(const std::vector<std::string>& arguments, std::ostream& out, std::os
   std::string text;
   try {
     text = readInput(run.input);
-  } catch (const Error& error) {
+  } catch (const CoreError& error) {
     err << "error: " << error.what() << "\n";
     return 1;
   }

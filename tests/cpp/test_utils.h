@@ -48,19 +48,19 @@ inline std::vector<ir::OpKind> kindsOf(const ir::Graph& graph) {
   return kinds;
 }
 
-// The popsim::Error that `body` throws. When it throws nothing or another
+// The popsim::CoreError that `body` throws. When it throws nothing or another
 // exception, the test fails and the returned error's message says what happened.
-template <typename Body> Error captureError(Body&& body) {
+template <typename Body> CoreError captureError(Body&& body) {
   try {
     body();
-  } catch (const Error& error) {
+  } catch (const CoreError& error) {
     return error;
   } catch (const std::exception& other) {
-    ADD_FAILURE() << "expected popsim::Error, got another exception: " << other.what();
-    return Error(ErrorKind::Internal, std::string("<another exception: ") + other.what() + ">");
+    ADD_FAILURE() << "expected popsim::CoreError, got another exception: " << other.what();
+    return CoreError(ErrorKind::Internal, std::string("<another exception: ") + other.what() + ">");
   }
-  ADD_FAILURE() << "expected popsim::Error, nothing was thrown";
-  return Error(ErrorKind::Internal, "<nothing was thrown>");
+  ADD_FAILURE() << "expected popsim::CoreError, nothing was thrown";
+  return CoreError(ErrorKind::Internal, "<nothing was thrown>");
 }
 
 // Whether `text` contains `part`, showing both when it does not.

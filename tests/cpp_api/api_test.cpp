@@ -236,6 +236,45 @@ TEST(PublicApi, ErrorsAreOfTheirClassesWithPythonsMessages) {
   EXPECT_THROW(popsim::Options().prefetchDepth(-1), popsim::Error);
 }
 
+// The message of the error `body` throws, caught as a LibTorch program
+// catches errors, after checking it is also of popsim's class ErrorClass.
+template <typename ErrorClass, typename Body> std::string caughtAsLibTorchError(Body&& body) {
+  try {
+    body();
+  } catch (const c10::Error& error) {
+    EXPECT_NE(dynamic_cast<const ErrorClass*>(&error), nullptr) << error.what();
+    EXPECT_STREQ(error.what(), error.what_without_backtrace()); // no backtrace added
+    return error.what();
+  }
+  ADD_FAILURE() << "no c10::Error was thrown";
+  return "";
+}
+
+TEST(PublicApi, ErrorsAreCaughtAsLibTorchErrorsAndStandardExceptions) {
+  // One from the API's options, one from the core (a call's input), one from
+  // LibTorch (a module without forward()): each a c10::Error of its class,
+  // with the message alone, and a std::exception.
+  const auto badOption = [] { popsim::Options().deviceIterations(0); };
+  EXPECT_EQ(caughtAsLibTorchError<popsim::OptionError>(badOption),
+            messageOf<popsim::OptionError>(badOption));
+  torch::jit::Module module = load("mnist_traced.pt");
+  const at::Tensor images = reference("images");
+  popsim::InferenceSession session(module, {images}, pipelined());
+  const auto badInput = [&] { session.run({images.narrow(0, 0, 16)}); };
+  EXPECT_EQ(caughtAsLibTorchError<popsim::InputError>(badInput),
+            messageOf<popsim::InputError>(badInput));
+  torch::jit::Module noForward("NoForward");
+  EXPECT_EQ(caughtAsLibTorchError<popsim::CompilationError>([&] {
+              popsim::InferenceSession(noForward, {images}, pipelined());
+            }).rfind("LibTorch: ", 0),
+            0u);
+  try {
+    badOption();
+  } catch (const std::exception& error) {
+    EXPECT_EQ(error.what(), messageOf<popsim::OptionError>(badOption));
+  }
+}
+
 popsim::Options trainingOptions() {
   popsim::Options options;
   options.deviceIterations(2).Training.gradientAccumulation(8);

@@ -144,7 +144,8 @@ TEST(AutodiffTest, AnOpWithoutAGradientRuleIsUnsupportedNamingItAndItsLine) {
   Value* twice = graph.apply(OpKind::SoftmaxGrad, {y, y}, {{"dim", int64_t{1}}}, kModelLine);
   Value* loss = graph.apply(OpKind::ReduceSum, {twice}, meanOfAll(2));
 
-  const Error error = testing::captureError([&] { compiler::buildGradients(graph, loss, {w}); });
+  const CoreError error =
+      testing::captureError([&] { compiler::buildGradients(graph, loss, {w}); });
 
   EXPECT_EQ(error.kind(), ErrorKind::Unsupported);
   EXPECT_TRUE(testing::contains(error.what(), "Unsupported op in the backward pass: popsim has "

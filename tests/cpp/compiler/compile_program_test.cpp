@@ -163,7 +163,7 @@ TEST(CompileGraphTest, DisablingARequiredOrUnknownPassIsRefusedNamingIt) {
                         "that can be switched off: simplify-layout, dead-code-elimination, "
                         "recomputation."}}) {
     setenv("POPSIM_DISABLE_PASSES", list, 1);
-    const Error error = testing::captureError(
+    const CoreError error = testing::captureError(
         [] { compiler::compileProgram(*twoBlockRegression(), trainingOnTwoIpus(), twoIpus()); });
     unsetenv("POPSIM_DISABLE_PASSES");
     EXPECT_EQ(error.kind(), ErrorKind::InvalidOption);
@@ -196,7 +196,7 @@ TEST(CompileGraphTest, AnUnwritableDumpDirectoryIsNamed) {
   const std::filesystem::path file = std::filesystem::temp_directory_path() / "popsim-dump-file";
   std::ofstream(file) << "a file, not a directory";
   setenv("POPSIM_DUMP_IR", file.c_str(), 1);
-  const Error error = testing::captureError(
+  const CoreError error = testing::captureError(
       [] { compiler::compileProgram(*twoBlockRegression(), trainingOnTwoIpus(), twoIpus()); });
   unsetenv("POPSIM_DUMP_IR");
   std::filesystem::remove(file);

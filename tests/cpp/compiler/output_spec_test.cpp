@@ -80,7 +80,7 @@ TEST(OutputSpecTest, Sum) {
 // specs it never builds are popsim's own bugs.
 TEST(OutputSpecTest, EveryNPeriodMustDivideTheIterationCount) {
   const OutputSpec spec{OutputMode::EveryN, 4};
-  const Error error = testing::captureError([&] { spec.validate(6); });
+  const CoreError error = testing::captureError([&] { spec.validate(6); });
   EXPECT_EQ(error.kind(), ErrorKind::Internal);
   EXPECT_TRUE(testing::contains(
       error.what(), "OutputMode.EveryN with output_return_period 4 and deviceIterations 6."));
@@ -90,7 +90,7 @@ TEST(OutputSpecTest, EveryNPeriodMustDivideTheIterationCount) {
 TEST(OutputSpecTest, EveryNPeriodMustBePositive) {
   for (int64_t period : {0, -2}) {
     const OutputSpec spec{OutputMode::EveryN, period};
-    const Error error = testing::captureError([&] { spec.validate(4); });
+    const CoreError error = testing::captureError([&] { spec.validate(4); });
     EXPECT_EQ(error.kind(), ErrorKind::Internal);
     EXPECT_TRUE(testing::contains(error.what(), "output_return_period " + std::to_string(period)));
   }
@@ -99,7 +99,7 @@ TEST(OutputSpecTest, EveryNPeriodMustBePositive) {
 }
 
 TEST(OutputSpecTest, DeviceIterationsMustBePositive) {
-  const Error error = testing::captureError([] { OutputSpec{}.validate(0); });
+  const CoreError error = testing::captureError([] { OutputSpec{}.validate(0); });
   EXPECT_EQ(error.kind(), ErrorKind::Internal);
   EXPECT_TRUE(testing::contains(error.what(), "deviceIterations 0."));
 }

@@ -56,7 +56,7 @@ TEST(StageAssignmentTest, BlocksGiveNodesTheirStageAndIpu) {
 
 TEST(StageAssignmentTest, StagesMustAscendAlongTheModel) {
   ThreeBlocks model;
-  const Error error = testing::captureError([&] {
+  const CoreError error = testing::captureError([&] {
     compiler::assignStages(model.graph, {{"A", 1, 1}, {"B", 0, 0}, {"C", 1, 1}});
   });
   EXPECT_EQ(error.kind(), ErrorKind::Compilation);
@@ -66,7 +66,7 @@ TEST(StageAssignmentTest, StagesMustAscendAlongTheModel) {
 
 TEST(StageAssignmentTest, UnassignedBlocksAreUnknown) {
   ThreeBlocks model;
-  const Error error = testing::captureError([&] {
+  const CoreError error = testing::captureError([&] {
     compiler::assignStages(model.graph, {{"A", 0, 0}});
   });
   // The execution strategy (strategies.py) names the unknown block to users.
@@ -136,7 +136,7 @@ TEST(StageAssignmentTest, WeightsSharedAcrossIpusAreRefused) {
   Value* w = graph.addWeight("tied", f32({4}), true);
   ir::Node* a = addInBlock(graph, OpKind::Mul, {x, w}, "A");
   graph.addOutput(addInBlock(graph, OpKind::Mul, {a->output(), w}, "B")->output());
-  const Error error = testing::captureError([&] {
+  const CoreError error = testing::captureError([&] {
     compiler::assignStages(graph, {{"A", 0, 0}, {"B", 1, 1}});
   });
   EXPECT_TRUE(testing::contains(error.what(), "Weight 'tied' is used on IPU 0 by mul (block "

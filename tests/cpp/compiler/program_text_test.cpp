@@ -125,7 +125,7 @@ TEST(ProgramTextTest, ASettingChangesOneField) {
 std::string errorOf(const std::string& text) {
   try {
     parseProgramText(text);
-  } catch (const Error& error) {
+  } catch (const CoreError& error) {
     return error.what();
   }
   return "no error";

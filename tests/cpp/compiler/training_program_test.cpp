@@ -206,7 +206,7 @@ TEST(TrainingProgramTest, ShardedWeightsAreStoredAsShardsAndGatheredPerTask) {
 // Python validates user options (tests/python/test_options.py); C++ asserts.
 TEST(TrainingProgramTest, AccumulationBelowOneBreaksAnInvariant) {
   auto graph = buildRegression();
-  const Error error = testing::captureError(
+  const CoreError error = testing::captureError(
       [&] { compiler::buildTrainingProgram(*graph, configFor(OptimizerKind::Sgd), 0); });
   EXPECT_EQ(error.kind(), ErrorKind::Internal);
   EXPECT_TRUE(testing::contains(error.what(), "gradientAccumulation 0."));

@@ -303,7 +303,7 @@ TEST(CostModelTest, SystemConfigValidation) {
   EXPECT_NO_THROW(config.validate());
 
   config.numIpus = 0;
-  Error error = testing::captureError([&] { config.validate(); });
+  CoreError error = testing::captureError([&] { config.validate(); });
   EXPECT_EQ(error.kind(), ErrorKind::InvalidOption);
   EXPECT_EQ(std::string(error.what()), "the number of IPUs must be between 1 and 64, got 0.");
 

@@ -153,7 +153,7 @@ TEST(FrontendTest, BlocksByModulePathFollowTheInlinedCallStacks) {
   try {
     frontend::importModule(module, {typeOf(x)}, options);
     ADD_FAILURE() << "an unknown module path was accepted";
-  } catch (const Error& error) {
+  } catch (const CoreError& error) {
     EXPECT_EQ(error.kind(), ErrorKind::InvalidOption);
     EXPECT_NE(std::string(error.what())
                   .find("places module 'layer3', but the model has no module of that path (its "
@@ -191,7 +191,7 @@ TEST(FrontendTest, ListsEveryUnsupportedOp) {
   try {
     frontend::importGraph(traced.graph, traced.module, {typeOf(x)});
     FAIL() << "expected an unsupported-op error";
-  } catch (const Error& error) {
+  } catch (const CoreError& error) {
     EXPECT_EQ(error.kind(), ErrorKind::Unsupported);
     const std::string message = error.what();
     EXPECT_NE(message.find("Unsupported ops found in compiled model: [aten::i0, aten::polygamma]"),

@@ -158,9 +158,9 @@ TEST(DeviceProgramTest, ACostOnlyProgramStandsForEveryReplica) {
   std::vector<float> w = {1, 2, 3};
   program->writeVariables({{"w", viewOf(w, {3})}}); // checked, then dropped
   std::vector<float> wrong(4);
-  EXPECT_THROW(program->writeVariables({{"w", viewOf(wrong, {4})}}), Error);
-  EXPECT_THROW(program->readVariables({{"w", viewOf(w, {3})}}), Error);
-  EXPECT_THROW(program->run({{nullptr, ir::DType::Float32, {8, 3}}}, {}), Error);
+  EXPECT_THROW(program->writeVariables({{"w", viewOf(wrong, {4})}}), CoreError);
+  EXPECT_THROW(program->readVariables({{"w", viewOf(w, {3})}}), CoreError);
+  EXPECT_THROW(program->run({{nullptr, ir::DType::Float32, {8, 3}}}, {}), CoreError);
 }
 
 } // namespace

@@ -103,7 +103,7 @@ protected:
   std::string refusal(const std::string& bytes, FileAccess access = FileAccess::Any) {
     const fs::path path = directory_ / "crafted.popsim";
     overwrite(path, bytes);
-    const Error error = captureError([&] { host::readProgramFile(path, access); });
+    const CoreError error = captureError([&] { host::readProgramFile(path, access); });
     EXPECT_EQ(error.kind(), ErrorKind::InvalidFile) << error.what();
     EXPECT_TRUE(contains(error.what(), "'" + path.string() + "'"));
     return error.what();

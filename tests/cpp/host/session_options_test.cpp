@@ -21,11 +21,11 @@ namespace {
 
 using host::SessionOptions;
 
-// The message of the popsim::Error `body` throws, or "" when it throws none.
+// The message of the popsim::CoreError `body` throws, or "" when it throws none.
 template <typename Body> std::string messageOf(Body&& body) {
   try {
     body();
-  } catch (const Error& error) {
+  } catch (const CoreError& error) {
     return error.what();
   }
   return "";

@@ -85,7 +85,7 @@ TEST(AttributesTest, EqualityIgnoresInsertionOrder) {
 
 TEST(AttributesTest, MissingAttributeIsAnInternalErrorNamingIt) {
   const Attributes attrs = {{"dim", int64_t{1}}};
-  const Error error = testing::captureError([&] { attrs.getInt("keepdim"); });
+  const CoreError error = testing::captureError([&] { attrs.getInt("keepdim"); });
   EXPECT_EQ(error.kind(), ErrorKind::Internal);
   EXPECT_TRUE(testing::contains(error.what(), "attribute 'keepdim' is missing."));
 }
@@ -109,7 +109,7 @@ TEST(AttributesTest, WrongTypeIsAnInternalErrorNamingBothTypes) {
       {[&] { attrs.getInts("dim"); }, "attribute 'dim' is a int, expected int list."},
   };
   for (const Case& c : cases) {
-    const Error error = testing::captureError(c.get);
+    const CoreError error = testing::captureError(c.get);
     EXPECT_EQ(error.kind(), ErrorKind::Internal) << c.message;
     EXPECT_TRUE(testing::contains(error.what(), c.message));
   }

@@ -68,7 +68,8 @@ TEST(GraphTest, LeavesHaveRolesNamesAndTypes) {
 TEST(GraphTest, DuplicateWeightNameIsAnInternalError) {
   Graph graph;
   graph.addWeight("fc.weight", f32({3, 4}), true);
-  const Error error = testing::captureError([&] { graph.addWeight("fc.weight", f32({3}), true); });
+  const CoreError error =
+      testing::captureError([&] { graph.addWeight("fc.weight", f32({3}), true); });
   EXPECT_EQ(error.kind(), ErrorKind::Internal);
   EXPECT_TRUE(testing::contains(error.what(), "weight 'fc.weight' added twice."));
   EXPECT_EQ(graph.weights().size(), 1u);
@@ -76,7 +77,7 @@ TEST(GraphTest, DuplicateWeightNameIsAnInternalError) {
 
 TEST(GraphTest, ConstantWithWrongByteCountIsAnInternalError) {
   Graph graph;
-  const Error error =
+  const CoreError error =
       testing::captureError([&] { graph.addConstant(f32({3}), std::vector<uint8_t>(8)); });
   EXPECT_EQ(error.kind(), ErrorKind::Internal);
   EXPECT_TRUE(testing::contains(error.what(), "constant f32[3] given 8 bytes."));
@@ -122,7 +123,7 @@ TEST(GraphTest, AddNodeRejectsValuesOfAnotherGraph) {
   Graph graph;
   Graph other;
   Value* foreign = other.addInput("x", f32({2}));
-  const Error error = testing::captureError([&] { graph.apply(OpKind::Relu, {foreign}); });
+  const CoreError error = testing::captureError([&] { graph.apply(OpKind::Relu, {foreign}); });
   EXPECT_EQ(error.kind(), ErrorKind::Internal);
   EXPECT_TRUE(testing::contains(error.what(), "node relu given a value from another graph."));
   EXPECT_TRUE(graph.nodes().empty());
@@ -134,7 +135,7 @@ TEST(GraphTest, FailedAddNodeLeavesTheGraphUnchanged) {
   Graph graph;
   Value* a = graph.addInput("a", f32({3}));
   Value* b = graph.addInput("b", f32({4}));
-  const Error error = testing::captureError([&] { graph.apply(OpKind::Add, {a, b}); });
+  const CoreError error = testing::captureError([&] { graph.apply(OpKind::Add, {a, b}); });
   EXPECT_EQ(error.kind(), ErrorKind::Compilation);
   EXPECT_TRUE(graph.nodes().empty());
   EXPECT_TRUE(a->users().empty());
@@ -175,7 +176,7 @@ TEST(GraphTest, ReplaceAllUsesWithRequiresTheSameType) {
   Value* x = graph.addInput("x", f32({2, 3}));
   Value* y = graph.addInput("y", f32({3, 2}));
   Value* r = graph.apply(OpKind::Relu, {x});
-  const Error error = testing::captureError([&] { graph.replaceAllUsesWith(x, y); });
+  const CoreError error = testing::captureError([&] { graph.replaceAllUsesWith(x, y); });
   EXPECT_EQ(error.kind(), ErrorKind::Internal);
   EXPECT_TRUE(testing::contains(error.what(), "replacing f32[2,3] with f32[3,2]."));
   EXPECT_EQ(r->producer()->input(0), x);
@@ -278,7 +279,7 @@ TEST(GraphTest, SetOutputReplacesOneOutput) {
   graph.addOutput(x);
   graph.setOutput(1, r);
   EXPECT_EQ(graph.outputs(), (std::vector<Value*>{x, r}));
-  const Error error = testing::captureError([&] { graph.setOutput(2, r); });
+  const CoreError error = testing::captureError([&] { graph.setOutput(2, r); });
   EXPECT_EQ(error.kind(), ErrorKind::Internal);
   EXPECT_TRUE(testing::contains(error.what(), "bad graph output 2."));
 }

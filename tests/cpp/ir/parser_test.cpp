@@ -199,7 +199,8 @@ TEST(ParserTest, MistakesAreNamedWithTheirLine) {
   EXPECT_TRUE(
       testing::contains(problem("graph(%x: f32[2]) {\n  %0: f32[2] = relu(%x) {scale=2}\n}\n"),
                         "relu has no attribute 'scale'"));
-  const Error error = testing::captureError([] { ir::parseGraph("graph(%x: f64x[2]) {\n}\n"); });
+  const CoreError error =
+      testing::captureError([] { ir::parseGraph("graph(%x: f64x[2]) {\n}\n"); });
   EXPECT_EQ(error.kind(), ErrorKind::InvalidInput);
   EXPECT_TRUE(testing::contains(error.what(), "'f64x' is not a dtype"));
 }

@@ -125,7 +125,7 @@ TEST(PointwiseFunctionsTest, SchemaNamesTheFunctionAndItsParameters) {
                   {{"function", std::string("bessel_i0")}, {"params", std::vector<double>{}}});
             }).kind(),
             ErrorKind::Compilation);
-  const Error error = testing::captureError([&] {
+  const CoreError error = testing::captureError([&] {
     graph.apply(ir::OpKind::Pointwise, {x},
                 {{"function", std::string("hardtanh")}, {"params", std::vector<double>{1.0}}});
   });

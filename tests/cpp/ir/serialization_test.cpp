@@ -119,7 +119,7 @@ TEST(SerializationTest, ACompiledPipelineReadsBackWithItsTasks) {
   }
 }
 
-Error readError(const std::string& bytes) {
+CoreError readError(const std::string& bytes) {
   return testing::captureError([&] { ir::deserializeGraph(bytes); });
 }
 
@@ -146,7 +146,7 @@ TEST(SerializationTest, DamagedBytesAreInvalidFileErrors) {
 
   std::string flipped = bytes;
   flipped[header + flipped.size() / 2 % (bytes.size() - header)] ^= 0x10;
-  Error error = readError(flipped);
+  CoreError error = readError(flipped);
   EXPECT_EQ(error.kind(), ErrorKind::InvalidFile);
   EXPECT_TRUE(testing::contains(error.what(), "checksum does not match"));
 
@@ -176,7 +176,7 @@ TEST(SerializationTest, AWellFormedFileWithAnUnknownOpIsRefused) {
   const size_t header = 8 + 4 + 8 + 8;
   const uint64_t checksum = fnv1a64(std::string_view(bytes).substr(header));
   std::memcpy(bytes.data() + header - 8, &checksum, sizeof(checksum));
-  const Error error = readError(bytes);
+  const CoreError error = readError(bytes);
   EXPECT_EQ(error.kind(), ErrorKind::InvalidFile);
   EXPECT_TRUE(testing::contains(error.what(), "unknown op 'reduce_mead'"));
 }

@@ -29,7 +29,7 @@ TensorType infer(OpKind kind, const std::vector<TensorType>& inputs, const Attri
 // The Compilation error inference reports, as text.
 std::string inferError(OpKind kind, const std::vector<TensorType>& inputs,
                        const Attributes& attrs = {}) {
-  const Error error = testing::captureError([&] { ir::inferOutputTypes(kind, inputs, attrs); });
+  const CoreError error = testing::captureError([&] { ir::inferOutputTypes(kind, inputs, attrs); });
   EXPECT_EQ(error.kind(), ErrorKind::Compilation) << error.what();
   return error.what();
 }
@@ -332,7 +332,7 @@ TEST(TypeInferenceTest, AddNodeAppendsTheSourceLocationToErrors) {
   ir::Graph graph;
   ir::Value* x = graph.addInput("x", f32({1, 3, 8, 8}));
   ir::Value* w = graph.addWeight("conv.weight", f32({4, 2, 3, 3}), true);
-  const Error error = testing::captureError([&] {
+  const CoreError error = testing::captureError([&] {
     graph.addNode(OpKind::Convolution, {x, w}, conv({1, 1}, {0, 0}, {1, 1}, 1),
                   {"file.py", 3, "forward", "", ""});
   });
@@ -343,7 +343,7 @@ TEST(TypeInferenceTest, AddNodeAppendsTheSourceLocationToErrors) {
   EXPECT_TRUE(graph.nodes().empty());
 
   // Without a known location nothing is appended.
-  const Error unlocated = testing::captureError([&] { graph.apply(OpKind::Relu, {x, x}); });
+  const CoreError unlocated = testing::captureError([&] { graph.apply(OpKind::Relu, {x, x}); });
   EXPECT_EQ(unlocated.kind(), ErrorKind::Compilation);
   EXPECT_EQ(std::string(unlocated.what()), "relu: got 2 inputs, expected 1.");
 }

@@ -108,7 +108,7 @@ TEST(VerifierTest, VerifyGraphThrowsAnInternalErrorListingTheProblems) {
   graph.replaceInput(r->producer(), 0, y);
   graph.replaceInput(t->producer(), 0, y);
 
-  const Error error = testing::captureError([&] { ir::verifyGraph(graph, "pass 'broken'"); });
+  const CoreError error = testing::captureError([&] { ir::verifyGraph(graph, "pass 'broken'"); });
   EXPECT_EQ(error.kind(), ErrorKind::Internal);
   const std::string message = error.what();
   EXPECT_TRUE(testing::contains(message, "the IR graph is invalid after pass 'broken':\n"));
@@ -126,7 +126,7 @@ TEST(VerifierTest, VerifyGraphWithoutContext) {
   Value* r = graph.apply(OpKind::Sqrt, {x});
   graph.addOutput(r);
   graph.replaceInput(r->producer(), 0, y);
-  const Error error = testing::captureError([&] { ir::verifyGraph(graph); });
+  const CoreError error = testing::captureError([&] { ir::verifyGraph(graph); });
   EXPECT_EQ(error.kind(), ErrorKind::Internal);
   EXPECT_TRUE(
       testing::contains(error.what(), "the IR graph is invalid:\n  node #0 sqrt: output 0"));

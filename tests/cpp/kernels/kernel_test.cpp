@@ -535,7 +535,7 @@ TEST(KernelTest, EmbeddingIndexOutOfRangeNamesTheWeight) {
   try {
     kernels::reference::evaluate(node, {weights.data(), ids.data()}, {out.data()});
     FAIL() << "expected an error";
-  } catch (const Error& error) {
+  } catch (const CoreError& error) {
     EXPECT_EQ(error.kind(), ErrorKind::Execution);
     EXPECT_NE(std::string(error.what())
                   .find("index 7 (at position 1 of the indices) is out of "

@@ -307,7 +307,7 @@ TEST(MemoryPlanTest, BuffersFollowTheirNodesIpu) {
   EXPECT_EQ(regionBytes(plan, MemoryRegion::Activations, 1), 64u);
   expectNoLiveOverlap(plan);
 
-  const Error error = testing::captureError([&] { memory::planMemory(graph); });
+  const CoreError error = testing::captureError([&] { memory::planMemory(graph); });
   EXPECT_EQ(error.kind(), ErrorKind::InvalidOption);
   EXPECT_EQ(std::string(error.what()), "a tensor is placed on IPU 1 but the system has 1 IPU(s).");
 }

@@ -186,7 +186,7 @@ TEST(MemoryReportTest, OutOfMemoryNamesTheIpuBytesAndLargestTensor) {
   EXPECT_EQ(ipu.capacity, 1000000u);
   EXPECT_FALSE(ipu.fits());
 
-  const Error error = testing::captureError([&] { memory::checkMemoryFits(report, system); });
+  const CoreError error = testing::captureError([&] { memory::checkMemoryFits(report, system); });
   EXPECT_EQ(error.kind(), ErrorKind::OutOfMemory);
   const std::string message = error.what();
   EXPECT_TRUE(testing::contains(message, "Out of memory on IPU 0: the program needs " +
@@ -229,7 +229,7 @@ TEST(MemoryReportTest, OutOfMemoryOnTheSecondIpu) {
   const memory::MemoryReport report = memory::buildMemoryReport(graph, plan, system);
   EXPECT_TRUE(report.ipus[0].fits());
   EXPECT_FALSE(report.ipus[1].fits());
-  const Error error = testing::captureError([&] { memory::checkMemoryFits(report, system); });
+  const CoreError error = testing::captureError([&] { memory::checkMemoryFits(report, system); });
   EXPECT_EQ(error.kind(), ErrorKind::OutOfMemory);
   EXPECT_TRUE(testing::contains(error.what(), "Out of memory on IPU 1: the program needs " +
                                                   formatBytes(report.ipus[1].total()) +

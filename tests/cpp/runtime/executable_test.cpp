@@ -291,7 +291,9 @@ TEST_F(ExecutableTest, WrongInputShapeNamesTheInputAndBothTypes) {
   std::vector<float> totals(3);
   const std::vector<TensorView> outputs = {viewOf(probabilities, {6, 3}), viewOf(totals, {3})};
 
-  Error error = testing::captureError([&] { executable->run({viewOf(small, {5, 4})}, outputs); });
+  CoreError error = testing::captureError([&] {
+    executable->run({viewOf(small, {5, 4})}, outputs);
+  });
   EXPECT_EQ(error.kind(), ErrorKind::InvalidInput);
   EXPECT_EQ(std::string(error.what()),
             "input 'x' has type f32[5,4] but the model was compiled for f32[6,4].");
@@ -313,7 +315,7 @@ TEST_F(ExecutableTest, WrongInputShapeNamesTheInputAndBothTypes) {
 TEST_F(ExecutableTest, WeightErrors) {
   auto executable = compile(OutputMode::All);
   std::vector<float> values(12);
-  Error error = testing::captureError([&] {
+  CoreError error = testing::captureError([&] {
     executable->writeVariable("fc.weight", viewOf(values, {4, 3}));
   });
   EXPECT_EQ(error.kind(), ErrorKind::InvalidInput);
@@ -337,7 +339,7 @@ TEST_F(ExecutableTest, WeightErrors) {
 TEST_F(ExecutableTest, OutOfMemoryWhenTheIpuIsTiny) {
   CompileOptions options;
   options.system.memoryPerIpu = 4096;
-  const Error error = testing::captureError([&] { Executable::compile(*graph_, options); });
+  const CoreError error = testing::captureError([&] { Executable::compile(*graph_, options); });
   EXPECT_EQ(error.kind(), ErrorKind::OutOfMemory);
   EXPECT_TRUE(testing::contains(error.what(), "Out of memory on IPU 0: the program needs "));
   EXPECT_TRUE(testing::contains(error.what(), " but IPU 0 has 4,096 bytes (4.00 KiB)"));
@@ -347,7 +349,7 @@ TEST_F(ExecutableTest, InvalidOptionsAreRejectedAtCompileTime) {
   CompileOptions options;
   options.compiler.deviceIterations = 3;
   options.compiler.output = {OutputMode::EveryN, 2};
-  Error error = testing::captureError([&] { Executable::compile(*graph_, options); });
+  CoreError error = testing::captureError([&] { Executable::compile(*graph_, options); });
   EXPECT_EQ(error.kind(), ErrorKind::Internal); // popsim.Options refuses it, naming the option
   EXPECT_TRUE(testing::contains(error.what(), "output_return_period 2"));
 
@@ -430,7 +432,8 @@ TEST_F(ExecutableTest, EachPrefetchBufferHoldsOneMicroBatchOfInputs) {
 
 // Python validates user options (tests/python/test_options.py); C++ asserts.
 TEST_F(ExecutableTest, ANegativePrefetchDepthBreaksAnInvariant) {
-  const Error error = testing::captureError([&] { compile(OutputMode::All, 1, kIterations, -1); });
+  const CoreError error =
+      testing::captureError([&] { compile(OutputMode::All, 1, kIterations, -1); });
   EXPECT_EQ(error.kind(), ErrorKind::Internal);
   EXPECT_TRUE(testing::contains(error.what(), "prefetchDepth -1."));
 }
@@ -570,7 +573,7 @@ TEST(ExecutableViewsTest, ScalarInputsOfSeveralMicroBatchesAndEmptyOutputsAreRej
   EXPECT_NO_THROW(Executable::compile(scalarInput, {})); // one micro-batch: the scalar is it
   CompileOptions iterations;
   iterations.compiler.deviceIterations = 3;
-  Error error = testing::captureError([&] { Executable::compile(scalarInput, iterations); });
+  CoreError error = testing::captureError([&] { Executable::compile(scalarInput, iterations); });
   EXPECT_EQ(error.kind(), ErrorKind::Internal); // Python names the input first
   EXPECT_TRUE(
       testing::contains(error.what(), "input 's' is a scalar but a call has 3 micro-batches."));

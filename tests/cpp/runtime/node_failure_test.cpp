@@ -15,7 +15,7 @@ namespace {
 
 // A relu at model.py:7 in the backward pass of block "B1", failing with
 // `failure` and rethrown with its context.
-template <typename Failure> Error failureOfRelu(const Failure& failure) {
+template <typename Failure> CoreError failureOfRelu(const Failure& failure) {
   ir::Graph graph;
   ir::Value* x = graph.addInput("x", {ir::DType::Float32, {2}});
   ir::Value* y = graph.apply(ir::OpKind::Relu, {x}, {}, {"model.py", 7, "forward", "", ""});
@@ -34,18 +34,19 @@ template <typename Failure> Error failureOfRelu(const Failure& failure) {
       when.microBatch = 2;
       runtime::rethrowFailureOf(*y->producer(), when);
     }
-  } catch (const Error& error) {
+  } catch (const CoreError& error) {
     return error;
   }
   ADD_FAILURE() << "rethrowFailureOf returned";
-  return Error(ErrorKind::Internal, "");
+  return CoreError(ErrorKind::Internal, "");
 }
 
 constexpr const char* kWhere =
     "relu at model.py:7 (backward of block \"B1\", task B1 on IPU1, micro-batch 2 of the call): ";
 
 TEST(NodeFailureTest, PopsimErrorsKeepTheirKindAndMessage) {
-  const Error error = failureOfRelu(Error(ErrorKind::Execution, "index 9 is out of range."));
+  const CoreError error =
+      failureOfRelu(CoreError(ErrorKind::Execution, "index 9 is out of range."));
   EXPECT_EQ(error.kind(), ErrorKind::Execution);
   EXPECT_EQ(std::string(error.what()), std::string(kWhere) + "index 9 is out of range.");
 }
@@ -53,7 +54,7 @@ TEST(NodeFailureTest, PopsimErrorsKeepTheirKindAndMessage) {
 // The error's site holds what the message says, as fields.
 TEST(NodeFailureTest, TheErrorNamesItsSiteInFields) {
   const ErrorSite site =
-      failureOfRelu(Error(ErrorKind::Execution, "index 9 is out of range.")).site();
+      failureOfRelu(CoreError(ErrorKind::Execution, "index 9 is out of range.")).site();
   EXPECT_EQ(site.node, "relu at model.py:7");
   EXPECT_EQ(site.op, "relu");
   EXPECT_EQ(site.source, "model.py:7");
@@ -65,7 +66,7 @@ TEST(NodeFailureTest, TheErrorNamesItsSiteInFields) {
 }
 
 TEST(NodeFailureTest, HostMemoryExhaustionIsAnExecutionError) {
-  const Error error = failureOfRelu(std::bad_alloc());
+  const CoreError error = failureOfRelu(std::bad_alloc());
   EXPECT_EQ(error.kind(), ErrorKind::Execution);
   EXPECT_EQ(std::string(error.what()),
             std::string(kWhere) + "the host ran out of memory. Free host memory, or use smaller "
@@ -73,7 +74,7 @@ TEST(NodeFailureTest, HostMemoryExhaustionIsAnExecutionError) {
 }
 
 TEST(NodeFailureTest, OneDnnFailuresArePopsimBugs) {
-  const Error error = failureOfRelu(dnnl::error(dnnl_unimplemented, "could not create"));
+  const CoreError error = failureOfRelu(dnnl::error(dnnl_unimplemented, "could not create"));
   EXPECT_EQ(error.kind(), ErrorKind::Internal);
   EXPECT_EQ(std::string(error.what()), std::string(kWhere) +
                                            "oneDNN failed: could not create (status " +
@@ -82,7 +83,7 @@ TEST(NodeFailureTest, OneDnnFailuresArePopsimBugs) {
 }
 
 TEST(NodeFailureTest, OtherExceptionsArePopsimBugs) {
-  const Error error = failureOfRelu(std::out_of_range("vector::at"));
+  const CoreError error = failureOfRelu(std::out_of_range("vector::at"));
   EXPECT_EQ(error.kind(), ErrorKind::Internal);
   EXPECT_EQ(std::string(error.what()),
             std::string(kWhere) + "vector::at. Please report this as a popsim bug.");

@@ -3,7 +3,7 @@
 // (popsim-opt). Each is mutated at random from real inputs, as a local user
 // with write access to a shared cache would, with the checksum recomputed so
 // the reader's own checks are what stands between the bytes and the
-// compiler. Every outcome must be a loaded program or a popsim::Error:
+// compiler. Every outcome must be a loaded program or a popsim::CoreError:
 // never a crash, an out-of-bounds access (the sanitizer build runs this
 // too), a hang or another exception. The inputs that crashed popsim once
 // stay as regression cases below.
@@ -141,7 +141,7 @@ std::string mutate(std::string data, std::mt19937_64& random) {
 }
 
 // Runs `attempt` on mutations for a bounded time (and count); each must
-// return or throw popsim::Error. Returns how many ran.
+// return or throw popsim::CoreError. Returns how many ran.
 // POPSIM_FUZZ_SEED changes the seeds, to explore beyond the fixed slice CI runs.
 template <typename Attempt> int fuzz(uint64_t seed, int maxRuns, Attempt attempt) {
   if (const char* extra = std::getenv("POPSIM_FUZZ_SEED"))
@@ -152,7 +152,7 @@ template <typename Attempt> int fuzz(uint64_t seed, int maxRuns, Attempt attempt
   for (; runs < maxRuns && std::chrono::steady_clock::now() < deadline; ++runs) {
     try {
       attempt(random);
-    } catch (const Error&) {
+    } catch (const CoreError&) {
       // A clear refusal is the expected outcome of most mutations.
     } catch (const std::exception& error) {
       ADD_FAILURE() << "mutation " << runs << " of seed " << seed
@@ -235,7 +235,7 @@ TEST(ReaderFuzzTest, ShapesWhoseCountOverflowsAreParseErrors) {
   EXPECT_NE(err.str().find("shape [4294967296,4294967296] has more than 2^48 elements"),
             std::string::npos)
       << err.str();
-  EXPECT_THROW(ir::elementCount({-2, 3}), Error);
+  EXPECT_THROW(ir::elementCount({-2, 3}), CoreError);
   EXPECT_EQ(ir::elementCount({int64_t{1} << 50, 0}), 0);
 }
 
@@ -250,7 +250,7 @@ TEST(ReaderFuzzTest, AProgramWithANegativeStageIsAnInvalidFile) {
   try {
     runtime::Executable::load(ir::serializeGraph(*graph), real.options);
     FAIL() << "a program with stage -1 loaded";
-  } catch (const Error& error) {
+  } catch (const CoreError& error) {
     EXPECT_EQ(error.kind(), ErrorKind::InvalidFile);
     EXPECT_NE(std::string(error.what()).find("pipeline stage -1 is outside 0..4095"),
               std::string::npos)

@@ -160,7 +160,7 @@ TEST(ReplicaGroupTest, AFailedReplicaStopsTheWaitingOnesUntilReset) {
   std::thread waiting([&] {
     try {
       group->member(0)->allReduceSum("layer.weight", 0, value.data(), 1);
-    } catch (const Error& error) {
+    } catch (const CoreError& error) {
       message = error.what();
     }
   });
@@ -170,7 +170,7 @@ TEST(ReplicaGroupTest, AFailedReplicaStopsTheWaitingOnesUntilReset) {
                          "replica failed: replica 1: nll_loss target 7"),
             std::string::npos)
       << message;
-  EXPECT_THROW(group->member(1)->allReduceSum("x", 0, value.data(), 1), Error);
+  EXPECT_THROW(group->member(1)->allReduceSum("x", 0, value.data(), 1), CoreError);
   group->reset();
   std::thread other([&] {
     std::vector<float> mine = {2};

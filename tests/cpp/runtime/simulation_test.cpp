@@ -132,7 +132,7 @@ TEST(SimulationTest, ACostOnlyExecutableBindsNothingAndReplaysTheClock) {
   // A call checks its inputs' types, reads no value and writes no output.
   executable->run({{nullptr, ir::DType::Float32, {32, 16}}}, {});
   EXPECT_EQ(executable->lastRunCycles(), runtime::simulate(*graph, pipelined()).call.cycles);
-  const Error wrong = testing::captureError([&] {
+  const CoreError wrong = testing::captureError([&] {
     executable->run({{nullptr, ir::DType::Float32, {8, 16}}}, {});
   });
   EXPECT_EQ(wrong.kind(), ErrorKind::InvalidInput);
@@ -143,7 +143,7 @@ TEST(SimulationTest, ACostOnlyExecutableBindsNothingAndReplaysTheClock) {
               executable->writeVariable("a.weight", {weight.data(), ir::DType::Float32, {16}});
             }).kind(),
             ErrorKind::InvalidInput);
-  const Error read = testing::captureError([&] {
+  const CoreError read = testing::captureError([&] {
     executable->readVariable("a.weight", {weight.data(), ir::DType::Float32, {32, 16}});
   });
   EXPECT_EQ(read.kind(), ErrorKind::InvalidInput);
@@ -161,7 +161,7 @@ TEST(SimulationTest, TheMemoryStageReportsAProgramThatDoesNotFit) {
   const memory::ProgramMemory memory =
       memory::planProgramMemory(program, options.memory, options.system);
   EXPECT_GT(memory.report.ipus[0].total(), memory.report.ipus[0].capacity);
-  const Error error =
+  const CoreError error =
       testing::captureError([&] { memory::checkMemoryFits(memory.report, options.system); });
   EXPECT_EQ(error.kind(), ErrorKind::OutOfMemory);
   EXPECT_TRUE(testing::contains(error.what(), "Out of memory on IPU 0"));
