@@ -372,7 +372,8 @@ torch::jit::Module loadModule(const std::string& path) {
   try {
     return torch::jit::load(path);
   } catch (const c10::Error& error) {
-    throwError(ErrorKind::InvalidInput,
+    // Not an InputError (a call's tensors): the model cannot be compiled.
+    throwError(ErrorKind::Compilation,
                "cannot load a TorchScript module from '" + path +
                    "' (write it with torch.jit.save): " + error.what_without_backtrace());
   }

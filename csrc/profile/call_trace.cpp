@@ -176,7 +176,9 @@ std::string ExecutionTrace::render() const {
       const std::string mark = cell.empty() ? "." : cell;
       shown.push_back(mark + std::string(width - std::min(width, mark.size()), ' '));
     }
-    text += "\nIPU" + std::to_string(ipu) + " | " + join(shown, " ");
+    std::string row = "\nIPU" + std::to_string(ipu) + " | " + join(shown, " ");
+    row.erase(row.find_last_not_of(' ') + 1); // no padding after the last cell
+    text += row;
   }
   return text;
 }

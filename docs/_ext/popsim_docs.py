@@ -5,6 +5,10 @@
   the files).
 - ``results-chart``: simulated against published figures of a benchmark's JSON output, as a
   log-log scatter plot drawn with matplotlib when the docs build (inline SVG).
+- ``results-bars``: one bar per row of a benchmark's JSON output (a ratio against eager
+  PyTorch, say), drawn likewise.
+- ``popsim-figure``: a figure drawn from popsim's own runs when the docs build (doc_figures.py:
+  schedules from a profile's timeline, memory per IPU, the combined batch).
 - The API reference marks each public name with its PopTorch counterpart, or says that
   PopTorch has none.
 - The build fails (as a warning under ``-W``) when a public name of popsim's modules (their
@@ -152,8 +156,6 @@ class ResultsChart(Directive):
                    "caption": directives.unchanged}
 
     def run(self) -> List[nodes.Node]:
-        import io
-
         import matplotlib
         matplotlib.use("agg")
         import matplotlib.pyplot as plt
@@ -168,8 +170,6 @@ class ResultsChart(Directive):
             raise self.error(f"results-chart: no rows in {relative}")
         low = min(min(x, y) for x, y, _ in points) / 1.6
         high = max(max(x, y) for x, y, _ in points) * 1.6
-        # A fixed hash salt keeps the SVG's ids the same from build to build.
-        plt.rcParams["svg.hashsalt"] = "popsim"
         figure, axes = plt.subplots(figsize=(7.0, 5.2))
         line = [low, high]
         axes.plot(line, line, color="0.4", linewidth=1, label="simulated = published")
@@ -193,16 +193,100 @@ class ResultsChart(Directive):
         axes.grid(True, which="both", linewidth=0.3)
         axes.legend(loc="upper left", fontsize=8)
         figure.tight_layout()
-        svg = io.StringIO()
-        figure.savefig(svg, format="svg", metadata={"Date": None})
-        plt.close(figure)
-        text = svg.getvalue()
-        text = text[text.index("<svg"):]  # inline: no XML prologue
-        result: List[nodes.Node] = [nodes.raw("", f'<div class="results-chart">{text}</div>',
-                                              format="html")]
-        if self.options.get("caption"):
-            result.append(nodes.paragraph(text=self.options["caption"]))
-        return result
+        return inline_svg(figure, self.options.get("caption"))
+
+
+def inline_svg(figure: Any, caption: Any = None) -> List[nodes.Node]:
+    """A matplotlib figure as SVG inside the page (no image file), with its caption; the
+    figure is closed."""
+    import io
+
+    import matplotlib.pyplot as plt
+
+    plt.rcParams["svg.hashsalt"] = "popsim"  # the same ids from build to build
+    svg = io.StringIO()
+    figure.savefig(svg, format="svg", metadata={"Date": None})
+    plt.close(figure)
+    text = svg.getvalue()
+    text = text[text.index("<svg"):]  # inline: no XML prologue
+    result: List[nodes.Node] = [nodes.raw("", f'<div class="results-chart">{text}</div>',
+                                          format="html")]
+    if caption:
+        result.append(nodes.paragraph(text=caption))
+    return result
+
+
+class ResultsBars(Directive):
+    """``results-bars FILE``: one horizontal bar per object of the JSON list in FILE
+    (relative to the page): its ``:value:`` key, labelled by ``:label:`` (a format string over
+    the row's keys, such as ``{model} {isa}``), with a dashed line at ``:reference:`` (such
+    as 1 for "as fast as eager") and a log scale with ``:log:``. ``:where: key=value`` keeps
+    the rows whose key has that value. Inline SVG, as results-chart."""
+
+    required_arguments = 1
+    has_content = False
+    option_spec = {"value": directives.unchanged_required,
+                   "label": directives.unchanged_required,
+                   "reference": directives.unchanged, "log": directives.flag,
+                   "where": directives.unchanged, "xlabel": directives.unchanged,
+                   "caption": directives.unchanged}
+
+    def run(self) -> List[nodes.Node]:
+        import matplotlib
+        matplotlib.use("agg")
+        import matplotlib.pyplot as plt
+
+        relative, rows = read_results(self, "results-bars")
+        if self.options.get("where"):
+            key, _, wanted = self.options["where"].partition("=")
+            rows = [row for row in rows if str(row.get(key.strip())) == wanted.strip()]
+        try:
+            bars = [(self.options["label"].format(**row), float(row[self.options["value"]]))
+                    for row in rows]
+        except (ValueError, KeyError, TypeError) as error:
+            raise self.error(f"results-bars: cannot read {relative}: {error}")
+        if not bars:
+            raise self.error(f"results-bars: no rows in {relative} for {self.options}")
+        figure, axes = plt.subplots(figsize=(7.0, 0.8 + 0.28 * len(bars)))
+        positions = range(len(bars))
+        axes.barh(positions, [value for _, value in bars], color="tab:blue", height=0.7)
+        axes.set_yticks(list(positions))
+        axes.set_yticklabels([label for label, _ in bars], fontsize=8)
+        axes.invert_yaxis()  # the file's first row on top
+        if "log" in self.options:
+            axes.set_xscale("log")
+        if self.options.get("reference"):
+            axes.axvline(float(self.options["reference"]), color="0.3", linestyle="--",
+                         linewidth=1)
+        for position, (_, value) in zip(positions, bars):
+            axes.annotate(f"{value:.3g}", (value, position), textcoords="offset points",
+                          xytext=(3, -3), fontsize=7)
+        axes.set_xlabel(self.options.get("xlabel", self.options["value"]))
+        axes.grid(True, axis="x", which="both", linewidth=0.3)
+        figure.tight_layout()
+        return inline_svg(figure, self.options.get("caption"))
+
+
+class PopsimFigure(Directive):
+    """``popsim-figure NAME``: a figure of doc_figures.FIGURES, drawn from popsim's own runs
+    when the docs build (inline SVG), with ``:caption:``."""
+
+    required_arguments = 1
+    has_content = False
+    option_spec = {"caption": directives.unchanged}
+
+    def run(self) -> List[nodes.Node]:
+        import matplotlib
+        matplotlib.use("agg")
+
+        from doc_figures import FIGURES
+
+        name = self.arguments[0]
+        if name not in FIGURES:
+            raise self.error(f"popsim-figure: no figure '{name}'; there are {sorted(FIGURES)}")
+        env = self.state.document.settings.env
+        env.note_dependency(__file__.replace("popsim_docs.py", "doc_figures.py"))
+        return inline_svg(FIGURES[name](), self.options.get("caption"))
 
 
 def qualified_name(obj: Any, name: str) -> str:
@@ -291,6 +375,8 @@ def check_api_is_complete(app: Any, env: Any) -> None:
 def setup(app: Any) -> Dict[str, Any]:
     app.add_directive("results-table", ResultsTable)
     app.add_directive("results-chart", ResultsChart)
+    app.add_directive("results-bars", ResultsBars)
+    app.add_directive("popsim-figure", PopsimFigure)
     app.connect("autodoc-process-docstring", mark_poptorch_names)
     app.connect("env-check-consistency", check_api_is_complete)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

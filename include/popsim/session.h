@@ -107,7 +107,8 @@ public:
   // tensors whose dimension 0 holds deviceIterations micro-batches.
   InferenceSession(torch::jit::Module module, const std::vector<at::Tensor>& exampleInputs,
                    Options options = Options());
-  // The same for a module torch.jit.save wrote to `path`.
+  // The same for a module torch.jit.save wrote to `path` (a CompilationError
+  // quoting LibTorch when it cannot be read).
   InferenceSession(const std::string& path, const std::vector<at::Tensor>& exampleInputs,
                    Options options = Options());
 

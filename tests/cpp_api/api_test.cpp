@@ -268,6 +268,13 @@ TEST(PublicApi, ErrorsAreCaughtAsLibTorchErrorsAndStandardExceptions) {
               popsim::InferenceSession(noForward, {images}, pipelined());
             }).rfind("LibTorch: ", 0),
             0u);
+  // A model file that cannot be read: the model cannot be compiled.
+  EXPECT_EQ(caughtAsLibTorchError<popsim::CompilationError>(
+                [&] { popsim::InferenceSession("no-such-model.pt", {images}, pipelined()); })
+                .rfind("cannot load a TorchScript module from 'no-such-model.pt' (write it with "
+                       "torch.jit.save): ",
+                       0),
+            0u);
   try {
     badOption();
   } catch (const std::exception& error) {
