@@ -40,7 +40,8 @@ extensions = [
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
-exclude_patterns = ["_build", "**.ipynb_checkpoints", "README.md"]
+# ops.md is generated from the tests and included by guide/ops.md.
+exclude_patterns = ["_build", "**.ipynb_checkpoints", "README.md", "ops.md"]
 root_doc = "index"
 
 # Markdown: ::: fences for directives, definition lists, and anchors for the headings down to

@@ -11,6 +11,8 @@
   schedules from a profile's timeline, memory per IPU, the combined batch).
 - The API reference marks each public name with its PopTorch counterpart, or says that
   PopTorch has none.
+- Inline code on the other pages that names a documented object (``popsim.sizeJob``,
+  ``opts.Training.gradientAccumulation(8)``, ``OutputMode.Final``) links to its entry.
 - The build fails (as a warning under ``-W``) when a public name of popsim's modules (their
   ``__all__``) is missing from the API reference.
 """
@@ -33,7 +35,6 @@ API_MODULES = ["popsim", "popsim.optim", "popsim.enums", "popsim.profiling"]
 # Public names with no PopTorch counterpart (popsim's own additions). Every other public name
 # of ``popsim`` and ``popsim.optim`` is PopTorch's, with PopTorch's meaning.
 POPSIM_ONLY = {
-    "popsim.Executor": "PopTorch's class is ``poptorch.PoplarExecutor``, which popsim also has",
     "popsim.sizeJob": None,
     "popsim.SizingReport": None,
     "popsim.IpuSizing": None,
@@ -51,6 +52,22 @@ POPSIM_ONLY = {
     "popsim.OutOfMemoryError": None,
     "popsim.UnsupportedOperationError": None,
     "popsim.options._SimulatorOptions": "the simulated machine's settings",
+    # Methods of PopTorch's classes that only popsim has.
+    "popsim.Executor.memoryReport": "the simulated IPUs' memory plan",
+    "popsim.Executor.simulatedTime": "the simulated clock",
+    "popsim.Executor.executionTrace": "the simulated clock's timeline",
+    "popsim.Executor.sizingReport": "see :func:`popsim.sizeJob`",
+    "popsim.Executor.profileDirectory": "popsim's profile files, see :mod:`popsim.profiling`",
+    "popsim.Executor.compilationTime": None,
+}
+
+# Public names whose PopTorch counterpart has another name or another meaning: what the API
+# reference says of each instead of "the same name and meaning".
+POPTORCH_DIFFERS = {
+    "popsim.Executor": "*PopTorch:* ``poptorch.PoplarExecutor``, the same meaning; popsim has "
+                       "that name too.",
+    "popsim.custom_op": "*PopTorch:* ``poptorch.custom_op`` runs a custom op written in Poplar; "
+                        "popsim cannot run Poplar code, so it always raises, naming the op.",
 }
 
 
@@ -299,6 +316,12 @@ def mark_poptorch_names(app: Any, what: str, name: str, obj: Any, options: Any,
                         lines: List[str]) -> None:
     """Adds to each class, function and option group of the API reference what PopTorch
     calls it, or that it is popsim's own."""
+    if what == "method":
+        if name in POPSIM_ONLY:
+            reason = POPSIM_ONLY[name]
+            lines.extend(["", "*popsim only:* PopTorch has no such method" +
+                          (f" ({reason})" if reason else "") + "."])
+        return
     if what not in ("class", "function", "exception"):
         return
     # A class's docstring and its __init__'s arrive one after the other: mark the first only.
@@ -308,14 +331,17 @@ def mark_poptorch_names(app: Any, what: str, name: str, obj: Any, options: Any,
     marked.add(name)
     if not name.startswith("popsim.") or name.startswith("popsim.profiling"):
         if name.startswith("popsim.profiling"):
-            lines.extend(["", "*popsim only: PopTorch has no counterpart (its profiles are "
-                          "PopVision's).*"])
+            lines.extend(["", "*popsim only:* PopTorch has no counterpart (its profiles are "
+                          "PopVision's)."])
         return
     for key in (name, qualified_name(obj, name)):
+        if key in POPTORCH_DIFFERS:
+            lines.extend(["", POPTORCH_DIFFERS[key]])
+            return
         if key in POPSIM_ONLY:
             reason = POPSIM_ONLY[key]
-            lines.extend(["", "*popsim only: PopTorch has no counterpart" +
-                          (f" ({reason})" if reason else "") + ".*"])
+            lines.extend(["", "*popsim only:* PopTorch has no counterpart" +
+                          (f" ({reason})" if reason else "") + "."])
             return
     short = name.split(".", 1)[1]
     if short.startswith("options._") or short.startswith("enums."):
@@ -372,11 +398,75 @@ def check_api_is_complete(app: Any, env: Any) -> None:
                            "of its topic.", type="popsim", subtype="api")
 
 
+# Inline code on a guide page that names a documented object links to its entry in the API
+# reference: ``popsim.X`` (a call's arguments aside), a popsim class or enum by its own name
+# (``PipelinedExecution(...)``, ``OutputMode.Final``), and options as guide pages write them
+# (``opts.deviceIterations(4)``, ``opts.Training.gradientAccumulation(8)``).
+_CODE_NAME = re.compile(r"^([A-Za-z_][\w.]*)(\(.*\))?$", re.S)
+_OPTION_GROUPS = ("Training", "Simulator", "TensorLocations", "Precision", "Jit",
+                  "Distributed")
+
+
+def _api_targets(env: Any) -> Dict[str, Tuple[str, str]]:
+    """The names guide pages may use for each documented object -> (its page, its anchor)."""
+    targets: Dict[str, Tuple[str, str]] = {}
+    # A method of Options, an option group or the executor by its own name
+    # (``deviceIterations(4)``, ``memoryReport()``), where only one object has it.
+    methods: Dict[str, List[Tuple[str, str]]] = {}
+    for fullname, entry in env.get_domain("py").objects.items():
+        if entry.aliased:
+            continue
+        target = (entry.docname, entry.node_id)
+        targets.setdefault(fullname, target)
+        parts = fullname.split(".")
+        if fullname.startswith("popsim.Options."):
+            targets.setdefault("opts." + fullname[len("popsim.Options."):], target)
+            methods.setdefault(parts[-1], []).append(target)
+        if len(parts) == 4 and parts[:2] == ["popsim", "options"] and parts[2].startswith("_"):
+            group = parts[2][1:].removesuffix("Options")  # _TrainingOptions -> Training
+            if group in _OPTION_GROUPS:
+                targets.setdefault(f"opts.{group}.{parts[3]}", target)
+                targets.setdefault(f"{group}.{parts[3]}", target)
+                methods.setdefault(parts[3], []).append(target)
+        if fullname.startswith("popsim.Executor.") and len(parts) == 3:
+            methods.setdefault(parts[2], []).append(target)
+        if len(parts) >= 2 and parts[0] == "popsim" and parts[1][:1].isupper():
+            targets.setdefault(".".join(parts[1:]), target)  # a class and its members
+    for name, found in methods.items():
+        # lowerCamelCase only: plain words (``compile``, ``train``) stay text.
+        if len(set(found)) == 1 and name[:1].islower() and name != name.lower():
+            targets.setdefault(name, found[0])
+    return targets
+
+
+def link_api_names(app: Any, doctree: nodes.document, docname: str) -> None:
+    """Turns inline code naming a documented object into a link to it, on every page but the
+    API reference's own."""
+    if docname.startswith("api/") or app.builder.format != "html":
+        return
+    targets = app.env.temp_data.get("popsim_api_targets")
+    if targets is None:
+        targets = app.env.temp_data["popsim_api_targets"] = _api_targets(app.env)
+    for literal in list(doctree.findall(nodes.literal)):
+        if isinstance(literal.parent, (nodes.reference, nodes.literal_block)):
+            continue
+        match = _CODE_NAME.match(literal.astext().strip())
+        if match is None or match.group(1) not in targets:
+            continue
+        target_doc, anchor = targets[match.group(1)]
+        uri = app.builder.get_relative_uri(docname, target_doc) + "#" + anchor
+        reference = nodes.reference("", "", internal=True, refuri=uri,
+                                    reftitle=match.group(1))
+        literal.replace_self(reference)
+        reference += literal
+
+
 def setup(app: Any) -> Dict[str, Any]:
     app.add_directive("results-table", ResultsTable)
     app.add_directive("results-chart", ResultsChart)
     app.add_directive("results-bars", ResultsBars)
     app.add_directive("popsim-figure", PopsimFigure)
+    app.connect("doctree-resolved", link_api_names)
     app.connect("autodoc-process-docstring", mark_poptorch_names)
     app.connect("env-check-consistency", check_api_is_complete)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

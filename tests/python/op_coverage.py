@@ -73,13 +73,13 @@ def coverage():
 
 
 def table():
-    """The text of docs/ops.md."""
+    """The text of docs/ops.md (the last section of docs/guide/ops.md, which includes it)."""
     import popsim
 
     forward, backward, dtypes = coverage()
     lowered = popsim._C.lowered_ops()
     lines = [
-        "# Op coverage",
+        "## Every op and its test cases",
         "",
         "Generated from the tests by `tests/python/op_coverage.py` (and checked by",
         "`tests/python/test_op_coverage.py`): every aten op popsim lowers (with its",
