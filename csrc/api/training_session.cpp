@@ -7,6 +7,7 @@
 #include "api/error_classes.h"
 #include "api/session_state.h"
 #include "common/check.h"
+#include "common/strings.h"
 #include "frontend/dtype_conversion.h"
 #include "frontend/tensor_conversion.h"
 #include "host/compile_options_builder.h"
@@ -15,6 +16,8 @@
 #include "runtime/hyperparameters.h"
 
 #include <ATen/ATen.h>
+
+#include <set>
 
 namespace popsim {
 namespace {
@@ -106,6 +109,46 @@ TrainingSession::TrainingSession(torch::jit::Module module,
   });
 }
 
+namespace {
+
+// The session trains every parameter of `module` that requires a gradient:
+// a LibTorch optimizer over other tensors would train something else.
+void checkOptimizesTheModule(const torch::jit::Module& module,
+                             const torch::optim::Optimizer& optimizer) {
+  std::set<const c10::TensorImpl*> optimized;
+  for (const auto& group : optimizer.param_groups())
+    for (const at::Tensor& parameter : group.params())
+      optimized.insert(parameter.unsafeGetTensorImpl());
+  std::vector<std::string> missing;
+  size_t trained = 0;
+  for (const auto& parameter : module.named_parameters(/*recurse=*/true)) {
+    if (!parameter.value.requires_grad()) continue;
+    ++trained;
+    if (optimized.erase(parameter.value.unsafeGetTensorImpl()) == 0)
+      missing.push_back(parameter.name);
+  }
+  if (missing.empty() && optimized.empty()) return;
+  api::refuseOption("optimizer",
+                    strCat("The torch::optim optimizer's parameters are not the module's ", trained,
+                           " parameters that require a gradient, which the session trains: ",
+                           missing.empty()
+                               ? strCat(optimized.size(), " of its tensors are not the module's")
+                               : strCat("it leaves out ", join(missing, ", ")),
+                           ". Build it over module.parameters(), and freeze a parameter with "
+                           "requires_grad(false) before building the session."));
+}
+
+} // namespace
+
+TrainingSession::TrainingSession(torch::jit::Module module,
+                                 const std::vector<at::Tensor>& exampleInputs, Options options,
+                                 const torch::optim::Optimizer& optimizer)
+    : TrainingSession(api::withErrorClasses([&] {
+                        checkOptimizesTheModule(module, optimizer);
+                        return module;
+                      }),
+                      exampleInputs, std::move(options), optimizerOf(optimizer)) {}
+
 TrainingSession::TrainingSession(const std::string& path,
                                  const std::vector<at::Tensor>& exampleInputs, Options options,
                                  Optimizer optimizer)
@@ -138,6 +181,10 @@ void TrainingSession::setOptimizer(const Optimizer& optimizer) {
     writeHyperparameters(*state().compiled, optimizer);
     return 0;
   });
+}
+
+void TrainingSession::setOptimizer(const torch::optim::Optimizer& optimizer) {
+  setOptimizer(optimizerOf(optimizer));
 }
 
 } // namespace popsim

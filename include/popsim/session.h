@@ -23,6 +23,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <torch/csrc/jit/api/module.h>
+#include <torch/optim/optimizer.h>
 
 #include <cstdint>
 #include <memory>
@@ -138,6 +139,13 @@ public:
                   Options options = Options(), Optimizer optimizer = optim::SGD(0.01));
   TrainingSession(const std::string& path, const std::vector<at::Tensor>& exampleInputs,
                   Options options = Options(), Optimizer optimizer = optim::SGD(0.01));
+  // The same with a LibTorch optimizer (torch::optim::SGD, Adam, AdamW or
+  // RMSprop) over the module's parameters, with its options' names and
+  // values (see optimizerOf). Throws OptionError when its parameters are not
+  // exactly the module's parameters that require a gradient, which the
+  // session trains.
+  TrainingSession(torch::jit::Module module, const std::vector<at::Tensor>& exampleInputs,
+                  Options options, const torch::optim::Optimizer& optimizer);
 
   // Runs one call (deviceIterations optimizer steps) and returns the model's
   // outputs in the output mode's layout (by default the last micro-batch's).
@@ -147,7 +155,17 @@ public:
   // optimizer or other state settings (momentum on or off, nesterov,
   // amsgrad), another maxGradNorm or lossScaling, which are compiled in.
   void setOptimizer(const Optimizer& optimizer);
+  // The same from a LibTorch optimizer's current options, as a
+  // torch::optim scheduler (StepLR, say) leaves them after step().
+  void setOptimizer(const torch::optim::Optimizer& optimizer);
 };
+
+// The popsim optimizer a LibTorch optimizer describes: torch::optim::SGD,
+// Adam, AdamW or RMSprop with its parameter groups' options (lr, momentum,
+// dampening, weight_decay, nesterov, betas, eps, amsgrad, alpha, centered).
+// Throws OptionError for another optimizer, or for groups whose options
+// differ: a C++ session trains its parameters as one group.
+Optimizer optimizerOf(const torch::optim::Optimizer& optimizer);
 
 // Sizes a job without computing it (Python's popsim.sizeJob): compiles
 // `module` cost-only with `options` (Simulator.costOnly and

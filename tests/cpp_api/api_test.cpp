@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <torch/optim.h>
 #include <torch/script.h>
 
 #include <algorithm>
@@ -387,6 +388,88 @@ TEST(PublicApi, TrainingLearnsAndTakesNewHyperparameters) {
             "off.");
   EXPECT_EQ(messageOf<popsim::OptionError>([] { popsim::optim::SGD(-1.0); }),
             "popsim::optim::SGD: invalid lr -1 (expected >= 0).");
+}
+
+at::Tensor layer4Weight(popsim::TrainingSession& session) {
+  session.copyWeightsToHost();
+  return session.module()
+      .attr("model")
+      .toModule()
+      .attr("layer4")
+      .toModule()
+      .attr("weight")
+      .toTensor()
+      .clone();
+}
+
+std::vector<at::Tensor> parametersOf(const torch::jit::Module& module) {
+  std::vector<at::Tensor> parameters;
+  for (const at::Tensor& parameter : module.parameters())
+    parameters.push_back(parameter);
+  return parameters;
+}
+
+TEST(PublicApi, LibTorchOptimizersAndSchedulersTrainAsPopsims) {
+  const at::Tensor images = reference("train_images");
+  const at::Tensor labels = reference("train_labels");
+  torch::jit::Module module = load("mnist_training.pt");
+  torch::optim::SGD sgd(parametersOf(module), torch::optim::SGDOptions(0.05).momentum(0.9));
+  popsim::TrainingSession fromLibTorch(module, {images, labels}, trainingOptions(), sgd);
+  popsim::TrainingSession fromPopsim(load("mnist_training.pt"), {images, labels}, trainingOptions(),
+                                     popsim::optim::SGD(0.05).momentum(0.9));
+  fromLibTorch.run({images, labels});
+  fromPopsim.run({images, labels});
+  EXPECT_TRUE(torch::equal(layer4Weight(fromLibTorch), layer4Weight(fromPopsim)));
+  // A scheduler's step reaches the session through setOptimizer.
+  torch::optim::StepLR schedule(sgd, /*step_size=*/1, /*gamma=*/0.5);
+  schedule.step(); // (LibTorch's first step keeps the initial rate)
+  schedule.step();
+  ASSERT_EQ(sgd.param_groups()[0].options().get_lr(), 0.025);
+  fromLibTorch.setOptimizer(sgd);
+  fromPopsim.setOptimizer(popsim::optim::SGD(0.025).momentum(0.9));
+  fromLibTorch.run({images, labels});
+  fromPopsim.run({images, labels});
+  EXPECT_TRUE(torch::equal(layer4Weight(fromLibTorch), layer4Weight(fromPopsim)));
+  // torch::optim's names become popsim's hyper-parameters.
+  const popsim::Optimizer adamw = popsim::optimizerOf(torch::optim::AdamW(
+      parametersOf(module),
+      torch::optim::AdamWOptions(1e-3).betas({0.8, 0.95}).weight_decay(0.1).amsgrad(true)));
+  EXPECT_EQ(adamw.kind(), popsim::Optimizer::Kind::AdamW);
+  EXPECT_EQ(adamw.hyperparameters().at("beta1"), 0.8);
+  EXPECT_EQ(adamw.hyperparameters().at("weight_decay"), 0.1);
+  EXPECT_TRUE(adamw.amsgrad());
+}
+
+TEST(PublicApi, LibTorchOptimizersThatDoNotFitASessionAreRefused) {
+  const at::Tensor images = reference("train_images");
+  const at::Tensor labels = reference("train_labels");
+  torch::jit::Module module = load("mnist_training.pt");
+  std::vector<at::Tensor> parameters = parametersOf(module);
+  // Over some of the module's parameters only: the session would train the others too.
+  torch::optim::SGD some(std::vector<at::Tensor>(parameters.begin(), parameters.begin() + 2),
+                         torch::optim::SGDOptions(0.1));
+  EXPECT_EQ(messageOf<popsim::OptionError>([&] {
+              popsim::TrainingSession(module, {images, labels}, trainingOptions(), some);
+            })
+                .rfind("The torch::optim optimizer's parameters are not the module's 8 parameters "
+                       "that require a gradient, which the session trains: it leaves out ",
+                       0),
+            0u);
+  // Parameter groups with other options.
+  torch::optim::SGD groups(
+      {torch::optim::OptimizerParamGroup({parameters.begin(), parameters.begin() + 2})},
+      torch::optim::SGDOptions(0.1));
+  groups.add_param_group(
+      torch::optim::OptimizerParamGroup({parameters.begin() + 2, parameters.end()},
+                                        std::make_unique<torch::optim::SGDOptions>(0.01)));
+  EXPECT_EQ(messageOf<popsim::OptionError>([&] { popsim::optimizerOf(groups); }),
+            "The torch::optim optimizer's parameter groups 0 and 1 differ in lr 0.1 and 0.01; a "
+            "C++ session trains its parameters as one group. Give them the same options, or use "
+            "Python's popsim.trainingModel, which takes parameter groups.");
+  torch::optim::Adagrad adagrad(parameters);
+  EXPECT_EQ(messageOf<popsim::OptionError>([&] { popsim::optimizerOf(adagrad); }),
+            "popsim's sessions run torch::optim::SGD, Adam, AdamW and RMSprop (and "
+            "popsim::optim::LAMB); this torch::optim optimizer is none of them.");
 }
 
 uint64_t categoryBytes(const popsim::IpuMemory& ipu, const std::string& name) {
