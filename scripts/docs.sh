@@ -27,7 +27,8 @@ out=build/docs
 mkdir -p "$out"
 # The notebook's kernel: a kernelspec named like the notebook's ("python3") that starts the
 # venv's Python, found before Debian's (which runs /usr/bin/python3, without popsim). The
-# tutorial's modules are imported from its directory; its profiles go to the build directory.
+# tutorial's modules are imported from its directory; its profiles go to the build directory;
+# POPSIM_PROGRESS=0 hides popsim's and the tutorial's progress bars.
 kernel_dir="$out/jupyter/kernels/python3"
 mkdir -p "$kernel_dir"
 cat >"$kernel_dir/kernel.json" <<JSON
@@ -36,7 +37,8 @@ cat >"$kernel_dir/kernel.json" <<JSON
 JSON
 export JUPYTER_PATH="$PWD/$kernel_dir/../.."
 export PYTHONPATH="$PWD/tutorials/pipelining${PYTHONPATH:+:$PYTHONPATH}"
-export POPSIM_TUTORIAL_PROFILE_DIR="$PWD/$out/tutorial-profile"
+# Relative to the notebook's directory, where its kernel runs: the page shows no machine's path.
+export POPSIM_TUTORIAL_PROFILE_DIR="../../$out/tutorial-profile"
 export POPSIM_PROGRESS=0 MPLBACKEND=agg
 # torchvision's progress bars warn in a kernel without ipywidgets; the page would show it.
 export PYTHONWARNINGS="ignore:IProgress not found"

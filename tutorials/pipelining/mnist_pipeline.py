@@ -13,6 +13,7 @@ See README.md in this folder for the walkthrough.
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 
@@ -132,12 +133,18 @@ def build_inference(args, model, test_set):
     return tester, poptorch.DataLoader(opts, test_set, batch_size=args.test_batch_size)
 
 
+def _progress():
+    """Whether to show progress bars: POPSIM_PROGRESS=0 hides them, as it hides popsim's own
+    (the tests and the docs' executed notebook set it)."""
+    return os.environ.get("POPSIM_PROGRESS", "").strip() != "0"
+
+
 def train(trainer, loader, epochs, dtype=torch.float32):
     """Trains for `epochs` on images of `dtype`; returns per epoch its loss, accuracy, wall
     and simulated time."""
     history = []
     for epoch in range(1, epochs + 1):
-        bar = tqdm(loader, desc=f"Epoch {epoch}/{epochs}", unit="call")
+        bar = tqdm(loader, desc=f"Epoch {epoch}/{epochs}", unit="call", disable=not _progress())
         losses, accuracies, simulated = [], [], 0.0
         start = time.perf_counter()
         for images, labels in bar:
@@ -158,7 +165,7 @@ def train(trainer, loader, epochs, dtype=torch.float32):
 def test(model, loader, dtype=torch.float32):
     """Test accuracy (%) and the simulated IPU time of the whole test set."""
     correct, seen, simulated = 0, 0, 0.0
-    for images, labels in tqdm(loader, desc="Test", unit="call"):
+    for images, labels in tqdm(loader, desc="Test", unit="call", disable=not _progress()):
         logits = model(images.to(dtype))
         simulated += model.simulatedTime()
         correct += (logits.argmax(dim=1) == labels).sum().item()
