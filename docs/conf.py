@@ -36,8 +36,15 @@ extensions = [
     "sphinx_autodoc_typehints",
     "sphinx.ext.doctest",
     "sphinx_copybutton",
+    "breathe",
     "popsim_docs",
 ]
+
+# The C++ reference (cpp-reference.md): breathe reads the XML that Doxygen writes from
+# include/popsim when the docs build (popsim_docs.run_doxygen).
+breathe_projects = {"popsim": os.path.join(HERE, "..", "build", "docs", "doxygen", "xml")}
+breathe_default_project = "popsim"
+breathe_default_members = ("members",)
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 # ops.md is generated from the tests and included by guide/ops.md.

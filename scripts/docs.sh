@@ -17,7 +17,7 @@ if [[ "${1:-}" == --check ]]; then check=1; fi
 source scripts/debian_packages.sh
 # pandoc converts the notebook's Markdown cells (nbconvert only recommends it).
 install_missing python3-sphinx furo python3-myst-parser python3-nbsphinx \
-  python3-sphinx-autodoc-typehints python3-sphinx-copybutton pandoc
+  python3-sphinx-autodoc-typehints python3-sphinx-copybutton pandoc doxygen python3-breathe
 if [[ "$check" == 0 ]]; then
   scripts/setup.sh
   scripts/prepare_data.sh

@@ -17,7 +17,7 @@ class Optimizer;
 
 namespace optim {
 
-// torch.optim.SGD.
+/// torch.optim.SGD.
 class SGD {
 public:
   explicit SGD(double lr = 0.01);
@@ -34,8 +34,8 @@ private:
 
 namespace detail {
 
-// The options Adam, AdamW and LAMB share; their defaults differ in weight decay
-// (LAMB refuses amsgrad, which PopTorch's LAMB does not have).
+/// The options Adam, AdamW and LAMB share; their defaults differ in weight decay
+/// (LAMB refuses amsgrad, which PopTorch's LAMB does not have).
 template <typename Derived> class AdamFamily {
 public:
   Derived& betas(double beta1, double beta2);
@@ -55,7 +55,7 @@ private:
 
 } // namespace detail
 
-// torch.optim.RMSprop (and TensorFlow's variant, as PopTorch's use_tf_variant).
+/// torch.optim.RMSprop (and TensorFlow's variant, as PopTorch's use_tf_variant).
 class RMSprop {
 public:
   explicit RMSprop(double lr = 1e-2);
@@ -64,8 +64,8 @@ public:
   RMSprop& weightDecay(double value);
   RMSprop& momentum(double value);
   RMSprop& centered(bool enabled);
-  // TensorFlow's RMSprop as PopART computes it: the square average starts at
-  // ones, eps inside the square root, the momentum buffer accumulating lr's step.
+  /// TensorFlow's RMSprop as PopART computes it: the square average starts at
+  /// ones, eps inside the square root, the momentum buffer accumulating lr's step.
   RMSprop& useTfVariant(bool enabled);
 
 private:
@@ -74,26 +74,26 @@ private:
   bool centered_ = false, tfVariant_ = false;
 };
 
-// torch.optim.Adam.
+/// torch.optim.Adam.
 class Adam : public detail::AdamFamily<Adam> {
 public:
   explicit Adam(double lr = 1e-3);
 };
 
-// torch.optim.AdamW (decoupled weight decay, 0.01 by default).
+/// torch.optim.AdamW (decoupled weight decay, 0.01 by default).
 class AdamW : public detail::AdamFamily<AdamW> {
 public:
   explicit AdamW(double lr = 1e-3);
 };
 
-// PopTorch's LAMB: Adam's moments with a per-parameter trust ratio (weight
-// decay 0.01 by default).
+/// PopTorch's LAMB: Adam's moments with a per-parameter trust ratio (weight
+/// decay 0.01 by default).
 class LAMB : public detail::AdamFamily<LAMB> {
 public:
   explicit LAMB(double lr = 1e-3);
-  // Whether the moments are bias-corrected (PopTorch's LAMBNoBias: false).
+  /// Whether the moments are bias-corrected (PopTorch's LAMBNoBias: false).
   LAMB& biasCorrection(bool enabled);
-  // The cap on a parameter's norm in its trust ratio (PopTorch's default 65500).
+  /// The cap on a parameter's norm in its trust ratio (PopTorch's default 65500).
   LAMB& maxWeightNorm(double norm);
 
 private:
@@ -104,35 +104,35 @@ private:
 
 } // namespace optim
 
-// One of the optimizers above, training every parameter of the module that
-// requires a gradient (one parameter group).
+/// One of the optimizers above, training every parameter of the module that
+/// requires a gradient (one parameter group).
 class Optimizer {
 public:
   enum class Kind { SGD, Adam, AdamW, RMSprop, LAMB };
-  Optimizer(const optim::SGD& sgd);         // NOLINT: implicit, as a value of the variant
-  Optimizer(const optim::Adam& adam);       // NOLINT
-  Optimizer(const optim::AdamW& adamw);     // NOLINT
-  Optimizer(const optim::RMSprop& rmsprop); // NOLINT
-  Optimizer(const optim::LAMB& lamb);       // NOLINT
+  Optimizer(const optim::SGD& sgd);         ///< NOLINT: implicit, as a value of the variant
+  Optimizer(const optim::Adam& adam);       ///< NOLINT
+  Optimizer(const optim::AdamW& adamw);     ///< NOLINT
+  Optimizer(const optim::RMSprop& rmsprop); ///< NOLINT
+  Optimizer(const optim::LAMB& lamb);       ///< NOLINT
 
-  // Clips each step's gradients by their global 2-norm, as
-  // torch.nn.utils.clip_grad_norm_ (PopTorch's max_grad_norm); 0: none.
+  /// Clips each step's gradients by their global 2-norm, as
+  /// torch.nn.utils.clip_grad_norm_ (PopTorch's max_grad_norm); 0: none.
   Optimizer& maxGradNorm(double norm);
   double maxGradNorm() const { return maxGradNorm_; }
-  // Loss scaling (PopTorch's loss_scaling): the backward pass starts from
-  // this factor instead of 1, so that small float16 gradients stay
-  // representable, and the update divides it out (1: none). It is compiled
-  // into the program, as Python's is when marked constant
-  // (optimizer.variable_attrs.markAsConstant("loss_scaling")).
+  /// Loss scaling (PopTorch's loss_scaling): the backward pass starts from
+  /// this factor instead of 1, so that small float16 gradients stay
+  /// representable, and the update divides it out (1: none). It is compiled
+  /// into the program, as Python's is when marked constant
+  /// (optimizer.variable_attrs.markAsConstant("loss_scaling")).
   Optimizer& lossScaling(double factor);
   double lossScaling() const { return lossScaling_; }
 
   Kind kind() const { return kind_; }
-  // The numeric hyper-parameters, by the names Python's optimizers give them
-  // ("lr", "momentum", "beta1", ...): device state, which setOptimizer changes
-  // without recompiling.
+  /// The numeric hyper-parameters, by the names Python's optimizers give them
+  /// ("lr", "momentum", "beta1", ...): device state, which setOptimizer changes
+  /// without recompiling.
   const std::map<std::string, double>& hyperparameters() const { return hyperparameters_; }
-  // The settings that decide which optimizer state exists (compiled in).
+  /// The settings that decide which optimizer state exists (compiled in).
   bool momentum() const { return momentum_; }
   bool nesterov() const { return nesterov_; }
   bool amsgrad() const { return amsgrad_; }
