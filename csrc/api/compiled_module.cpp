@@ -368,6 +368,13 @@ std::vector<std::string> CompiledModule::weightNames() const {
   return names;
 }
 
+int64_t CompiledModule::combinedBatchSize() const {
+  for (const at::Tensor& example : examples_)
+    if (example.dim() > 0) return example.size(0);
+  throwError(ErrorKind::InvalidInput,
+             "combinedBatchSize: the session's inputs have no dimension 0 to batch along.");
+}
+
 torch::jit::Module loadModule(const std::string& path) {
   try {
     return torch::jit::load(path);

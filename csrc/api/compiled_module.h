@@ -57,6 +57,8 @@ public:
   // and the long names the session can anchor.
   at::Tensor anchoredTensor(const std::string& shortName) const;
   std::vector<std::string> tensorNames() const;
+  // The samples a call takes in dimension 0 of its inputs (the example inputs').
+  int64_t combinedBatchSize() const;
 
 private:
   void checkInputs(const std::vector<at::Tensor>& inputs) const;

@@ -74,6 +74,10 @@ SizingReport Session::sizingReport() const {
 
 std::string Session::profileDirectory() const { return state().compiled->profileDirectory(); }
 
+int64_t Session::combinedBatchSize() const {
+  return api::withErrorClasses([&] { return state().compiled->combinedBatchSize(); });
+}
+
 at::Tensor Session::getAnchoredTensor(const std::string& shortName) const {
   return api::withErrorClasses([&] { return state().compiled->anchoredTensor(shortName); });
 }

@@ -23,6 +23,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <torch/csrc/jit/api/module.h>
+#include <torch/data/example.h>
 #include <torch/optim/optimizer.h>
 
 #include <cstdint>
@@ -87,6 +88,12 @@ public:
   /// The long names Options::anchorTensor accepts for this session (Python's
   /// getTensorNames()).
   std::vector<std::string> getTensorNames() const;
+  /// The samples a call takes in dimension 0 of its inputs, as the example
+  /// inputs had: micro-batch x deviceIterations (x gradientAccumulation in
+  /// training), Python's DataLoader.combinedBatchSize. A torch::data loader
+  /// of this batch size (with drop_last) feeds run() one call per batch.
+  /// Throws InputError when no input has a dimension 0.
+  int64_t combinedBatchSize() const;
 
 protected:
   Session();
@@ -119,6 +126,13 @@ public:
   /// mode's layout. Throws InputError for an input that differs, with
   /// PopTorch's sentence: "Shape mismatch for x: expected ...".
   std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs);
+  /// Runs one call on a torch::data batch's data (stacked, as
+  /// torch::data::transforms::Stack makes it; its target is not an input).
+  /// (A template, so that run({a, b}) still means the vector of tensors.)
+  template <typename Data, typename Target>
+  std::vector<at::Tensor> run(const torch::data::Example<Data, Target>& batch) {
+    return run(std::vector<at::Tensor>{batch.data});
+  }
 };
 
 /// A TorchScript module trained on simulated IPUs: each call runs
@@ -150,6 +164,14 @@ public:
   /// Runs one call (deviceIterations optimizer steps) and returns the model's
   /// outputs in the output mode's layout (by default the last micro-batch's).
   std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs);
+  /// Runs one call on a torch::data batch (stacked, as
+  /// torch::data::transforms::Stack makes it): its data and target are the
+  /// module's two inputs. (A template, so that run({a, b}) still means the
+  /// vector of tensors.)
+  template <typename Data, typename Target>
+  std::vector<at::Tensor> run(const torch::data::Example<Data, Target>& batch) {
+    return run(std::vector<at::Tensor>{batch.data, batch.target});
+  }
   /// New numeric hyper-parameters (a learning rate schedule, say) for the next
   /// calls, without recompiling. Throws OptionError for another kind of
   /// optimizer or other state settings (momentum on or off, nesterov,

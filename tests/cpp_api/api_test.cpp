@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <torch/data.h>
 #include <torch/optim.h>
 #include <torch/script.h>
 
@@ -470,6 +471,47 @@ TEST(PublicApi, LibTorchOptimizersThatDoNotFitASessionAreRefused) {
   EXPECT_EQ(messageOf<popsim::OptionError>([&] { popsim::optimizerOf(adagrad); }),
             "popsim's sessions run torch::optim::SGD, Adam, AdamW and RMSprop (and "
             "popsim::optim::LAMB); this torch::optim optimizer is none of them.");
+}
+
+// (image, label) pairs, as a torch::data program's dataset gives them.
+class ImagesAndLabels : public torch::data::datasets::Dataset<ImagesAndLabels> {
+public:
+  ImagesAndLabels(at::Tensor images, at::Tensor labels)
+      : images_(std::move(images)), labels_(std::move(labels)) {}
+  torch::data::Example<> get(size_t index) override { return {images_[index], labels_[index]}; }
+  torch::optional<size_t> size() const override { return images_.size(0); }
+
+private:
+  at::Tensor images_, labels_;
+};
+
+TEST(PublicApi, ATorchDataLoaderFeedsASessionACallPerBatch) {
+  const at::Tensor images = reference("train_images");
+  const at::Tensor labels = reference("train_labels");
+  popsim::TrainingSession fed(load("mnist_training.pt"), {images, labels}, trainingOptions(),
+                              popsim::optim::SGD(0.05));
+  popsim::TrainingSession byHand(load("mnist_training.pt"), {images, labels}, trainingOptions(),
+                                 popsim::optim::SGD(0.05));
+  EXPECT_EQ(fed.combinedBatchSize(), images.size(0)); // 4 x 2 device iterations x 8
+  auto loader = torch::data::make_data_loader<torch::data::samplers::SequentialSampler>(
+      ImagesAndLabels(at::cat({images, images.flip(0)}), at::cat({labels, labels.flip(0)}))
+          .map(torch::data::transforms::Stack<>()),
+      torch::data::DataLoaderOptions(fed.combinedBatchSize()).drop_last(true));
+  int calls = 0;
+  for (torch::data::Example<>& batch : *loader) {
+    fed.run(batch);
+    ++calls;
+  }
+  EXPECT_EQ(calls, 2);
+  byHand.run({images, labels});
+  byHand.run({images.flip(0), labels.flip(0)});
+  EXPECT_TRUE(torch::equal(layer4Weight(fed), layer4Weight(byHand)));
+  // An inference session takes a batch's data.
+  const at::Tensor test = reference("images");
+  popsim::InferenceSession inference(load("mnist_traced.pt"), {test}, pipelined());
+  EXPECT_EQ(inference.combinedBatchSize(), test.size(0));
+  EXPECT_TRUE(torch::equal(inference.run(torch::data::Example<>(test, at::Tensor())).at(0),
+                           inference.run({test}).at(0)));
 }
 
 uint64_t categoryBytes(const popsim::IpuMemory& ipu, const std::string& name) {
