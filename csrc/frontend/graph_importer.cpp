@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <unordered_map>
 
 namespace popsim::frontend {
@@ -241,12 +242,111 @@ private:
 
   void importNode(const jit::Node& node) {
     const std::string op = node.kind().toQualString();
-    if (importMarker(node, op)) {
+    if (importMarker(node, op) || importControlFlow(node)) {
       return;
     }
     const size_t firstNew = graph_->nodes().size();
     importOp(node, op);
     placeNewNodes(firstNew, node);
+  }
+
+  // Control flow whose decisions are known when the model compiles (a module
+  // flag such as self.training, a shape, a Python number), as scripted
+  // models have it: the branch taken is imported, a loop unrolled, and each
+  // op inside is placed as it imports. A decision that tensors compute at
+  // runtime is unsupported, named with its source line.
+  bool importControlFlow(const jit::Node& node) {
+    if (node.kind() != c10::prim::If && node.kind() != c10::prim::Loop) {
+      return false;
+    }
+    for (const jit::Value* input : node.inputs()) {
+      if (values_.at(input).kind == FrontendValue::Kind::Poisoned) {
+        poisonOutputs(node); // (the unsupported op it depends on is reported)
+        return true;
+      }
+    }
+    if (node.kind() == c10::prim::If) {
+      importIf(node);
+    } else {
+      importLoop(node);
+    }
+    return true;
+  }
+
+  static constexpr const char* kRuntimeDecision =
+      "its condition or trip count is computed from tensors at runtime; popsim compiles control "
+      "flow that is decided when the model compiles (module flags such as self.training, "
+      "shapes, Python numbers), as a traced model has it";
+  // Loops unrolled beyond this many iterations are refused rather than
+  // making a program of that many copies.
+  static constexpr int64_t kMostUnrolledIterations = 4096;
+
+  static constexpr const char* kTensorAsNumber =
+      "it turns a tensor computed at runtime into a Python number or bool (for a branch or "
+      "loop a tensor decides, or an item()); popsim compiles control flow that is decided when "
+      "the model compiles (module flags such as self.training, shapes, Python numbers)";
+
+  // aten::Bool(Tensor), aten::Int(Tensor), ...: a scripted model's tensor
+  // read as a number, which only a runtime decision needs.
+  static bool readsTensorAsNumber(const jit::Node& node) {
+    static const std::set<std::string> kinds = {"aten::Bool", "aten::Int", "aten::Float",
+                                                "aten::item", "aten::ScalarImplicit"};
+    return kinds.count(node.kind().toQualString()) != 0 && node.inputs().size() == 1 &&
+           node.input()->type()->cast<c10::TensorType>() != nullptr;
+  }
+
+  static std::optional<bool> decided(const FrontendValue& value) {
+    if (value.isStatic() && value.constant.isBool()) return value.constant.toBool();
+    return std::nullopt;
+  }
+
+  void importIf(const jit::Node& node) {
+    const std::optional<bool> taken = decided(values_.at(node.input(0)));
+    if (!taken) {
+      recordUnsupported(node, kRuntimeDecision);
+      return;
+    }
+    const jit::Block& branch = *node.blocks()[*taken ? 0 : 1];
+    for (const jit::Node* inner : branch.nodes())
+      importNode(*inner);
+    for (size_t i = 0; i < node.outputs().size(); ++i)
+      values_[node.outputs()[i]] = values_.at(branch.outputs()[i]);
+  }
+
+  // prim::Loop(trip count, condition, carried...): its body takes the
+  // iteration and the carried values and gives the next condition and values.
+  void importLoop(const jit::Node& node) {
+    const FrontendValue& trips = values_.at(node.input(0));
+    std::optional<bool> going = decided(values_.at(node.input(1)));
+    if (!trips.isStatic() || !trips.constant.isInt() || !going) {
+      recordUnsupported(node, kRuntimeDecision);
+      return;
+    }
+    const jit::Block& body = *node.blocks()[0];
+    std::vector<FrontendValue> carried;
+    for (size_t i = 2; i < node.inputs().size(); ++i)
+      carried.push_back(values_.at(node.inputs()[i]));
+    for (int64_t trip = 0; trip < trips.constant.toInt() && *going; ++trip) {
+      if (trip == kMostUnrolledIterations) {
+        recordUnsupported(node, strCat("it runs more than ", kMostUnrolledIterations,
+                                       " iterations, which popsim would unroll"));
+        return;
+      }
+      values_[body.inputs()[0]] = FrontendValue::ofStatic(trip);
+      for (size_t i = 0; i < carried.size(); ++i)
+        values_[body.inputs()[i + 1]] = carried[i];
+      for (const jit::Node* inner : body.nodes())
+        importNode(*inner);
+      going = decided(values_.at(body.outputs()[0]));
+      if (!going) {
+        recordUnsupported(node, kRuntimeDecision);
+        return;
+      }
+      for (size_t i = 0; i < carried.size(); ++i)
+        carried[i] = values_.at(body.outputs()[i + 1]);
+    }
+    for (size_t i = 0; i < carried.size(); ++i)
+      values_[node.outputs()[i]] = carried[i];
   }
 
   void importOp(const jit::Node& node, const std::string& op) {
@@ -281,7 +381,7 @@ private:
         return;
       }
       if (lowering == nullptr) {
-        recordUnsupported(node, "");
+        recordUnsupported(node, readsTensorAsNumber(node) ? kTensorAsNumber : "");
         return;
       }
       refuseNarrowIntegerArithmetic(node);

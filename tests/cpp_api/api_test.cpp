@@ -473,6 +473,31 @@ TEST(PublicApi, LibTorchOptimizersThatDoNotFitASessionAreRefused) {
             "popsim::optim::LAMB); this torch::optim optimizer is none of them.");
 }
 
+TEST(PublicApi, ScriptedControlFlowDecidedWhenCompilingRuns) {
+  // Batch norm's training flag, adaptive pooling, cross entropy's None checks, a shape check
+  // and a loop of 2: each decided when the model compiles, in eval and in train mode.
+  const at::Tensor images = reference("control_images");
+  const at::Tensor labels = reference("control_labels");
+  popsim::InferenceSession session(load("control_flow.pt"), {images, labels});
+  const std::vector<at::Tensor> outputs = session.run({images, labels});
+  EXPECT_TRUE(torch::allclose(outputs.at(0), reference("control_eval_logits"), 1e-5, 1e-6));
+  EXPECT_TRUE(torch::allclose(outputs.at(1), reference("control_eval_loss"), 1e-5, 1e-6));
+  torch::jit::Module training = load("control_flow.pt");
+  training.train();
+  popsim::TrainingSession trainer(training, {images, labels}, popsim::Options(),
+                                  popsim::optim::SGD(0.0));
+  const std::vector<at::Tensor> trained = trainer.run({images, labels});
+  EXPECT_TRUE(torch::allclose(trained.at(0), reference("control_train_logits"), 1e-5, 1e-6));
+  EXPECT_TRUE(torch::allclose(trained.at(1), reference("control_train_loss"), 1e-5, 1e-6));
+  // A branch a tensor decides at runtime is refused, saying why.
+  const std::string message = messageOf<popsim::UnsupportedOperationError>(
+      [&] { popsim::InferenceSession(load("runtime_decision.pt"), {images.flatten(1)}); });
+  EXPECT_NE(message.find("aten::Bool at "), std::string::npos) << message;
+  EXPECT_NE(message.find("it turns a tensor computed at runtime into a Python number or bool"),
+            std::string::npos)
+      << message;
+}
+
 // (image, label) pairs, as a torch::data program's dataset gives them.
 class ImagesAndLabels : public torch::data::datasets::Dataset<ImagesAndLabels> {
 public:

@@ -220,6 +220,52 @@ def python_mixed(directory: Path):
     return tensors
 
 
+class ControlFlow(torch.nn.Module):
+    """Control flow a scripted model has, decided when it compiles: batch norm's training
+    flag, adaptive pooling's sizes, cross entropy's None checks, a shape check that raises
+    and a loop of a constant count."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(1, 4, 3)
+        self.norm = torch.nn.BatchNorm2d(4)
+        self.pool = torch.nn.AdaptiveAvgPool2d((2, 2))
+        self.head = torch.nn.Linear(16, 10)
+
+    def forward(self, x, labels):
+        if x.dim() != 4:
+            raise ValueError("expected a batch of images")
+        y = self.norm(self.conv(x))
+        for _ in range(2):
+            y = torch.relu(y) * 0.5
+        out = self.head(self.pool(y).flatten(1))
+        return out, torch.nn.functional.cross_entropy(out, labels)
+
+
+class RuntimeDecision(torch.nn.Module):
+    """A branch that a tensor decides while the model runs."""
+
+    def forward(self, x):
+        if bool(x.sum() > 0):
+            return x * 2
+        return x
+
+
+def python_control_flow(directory: Path):
+    """The scripted control-flow module and eager PyTorch's answers, in eval and train mode."""
+    torch.manual_seed(5)
+    model = ControlFlow()
+    images, labels = torch.randn(8, 1, 12, 12), torch.randint(0, 10, (8,))
+    torch.jit.script(model).save(str(directory / "control_flow.pt"))
+    torch.jit.script(RuntimeDecision()).save(str(directory / "runtime_decision.pt"))
+    with torch.no_grad():
+        eval_logits, eval_loss = model.eval()(images, labels)
+        train_logits, train_loss = model.train()(images, labels)
+    return {"control_images": images, "control_labels": labels,
+            "control_eval_logits": eval_logits, "control_eval_loss": eval_loss,
+            "control_train_logits": train_logits, "control_train_loss": train_loss}
+
+
 REPLICAS = 2
 
 
@@ -258,6 +304,7 @@ def python_replicated(directory: Path):
 def main(directory: str) -> None:
     export_mnist.main(directory)
     tensors = python_mixed(Path(directory))
+    tensors.update(python_control_flow(Path(directory)))
     tensors.update(python_replicated(Path(directory)))
     for prefix in OPTIMIZERS:
         tensors.update(python_training(Path(directory), prefix))
