@@ -120,22 +120,25 @@ void checkOptimizesTheModule(const torch::jit::Module& module,
     for (const at::Tensor& parameter : group.params())
       optimized.insert(parameter.unsafeGetTensorImpl());
   std::vector<std::string> missing;
-  size_t trained = 0;
+  std::set<const c10::TensorImpl*> trained; // (a tied weight is one tensor under two names)
   for (const auto& parameter : module.named_parameters(/*recurse=*/true)) {
-    if (!parameter.value.requires_grad()) continue;
-    ++trained;
-    if (optimized.erase(parameter.value.unsafeGetTensorImpl()) == 0)
+    const c10::TensorImpl* tensor = parameter.value.unsafeGetTensorImpl();
+    if (!parameter.value.requires_grad()) {
+      optimized.erase(tensor); // frozen: a torch::optim step skips it too
+      continue;
+    }
+    if (trained.insert(tensor).second && optimized.erase(tensor) == 0)
       missing.push_back(parameter.name);
   }
   if (missing.empty() && optimized.empty()) return;
-  api::refuseOption("optimizer",
-                    strCat("The torch::optim optimizer's parameters are not the module's ", trained,
-                           " parameters that require a gradient, which the session trains: ",
-                           missing.empty()
-                               ? strCat(optimized.size(), " of its tensors are not the module's")
-                               : strCat("it leaves out ", join(missing, ", ")),
-                           ". Build it over module.parameters(), and freeze a parameter with "
-                           "requires_grad(false) before building the session."));
+  api::refuseOption(
+      "optimizer",
+      strCat("The torch::optim optimizer's parameters are not the module's ", trained.size(),
+             " parameters that require a gradient, which the session trains: ",
+             missing.empty() ? strCat(optimized.size(), " of its tensors are not the module's")
+                             : strCat("it leaves out ", join(missing, ", ")),
+             ". Build it over module.parameters(), and freeze a parameter with "
+             "requires_grad(false) before building the session."));
 }
 
 } // namespace

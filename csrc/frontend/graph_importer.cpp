@@ -68,12 +68,11 @@ public:
       enterBlock(*moduleBlocks.first(), **graph->nodes().begin());
     }
     bindInputs(*graph);
+    moduleBlocks_ = &moduleBlocks;
     for (const jit::Node* node : graph->nodes()) {
-      if (const ModuleBlock* block = moduleBlocks.blockOf(*node)) {
-        enterBlock(*block, *node);
-      }
       importNode(*node);
     }
+    moduleBlocks_ = nullptr;
     reportUnsupported();
     checkEveryOpInABlock();
     for (const jit::Value* output : graph->outputs()) {
@@ -241,6 +240,11 @@ private:
   }
 
   void importNode(const jit::Node& node) {
+    if (moduleBlocks_ != nullptr) { // (a branch's or a loop's nodes too)
+      if (const ModuleBlock* block = moduleBlocks_->blockOf(node)) {
+        enterBlock(*block, node);
+      }
+    }
     const std::string op = node.kind().toQualString();
     if (importMarker(node, op) || importControlFlow(node)) {
       return;
@@ -277,8 +281,8 @@ private:
       "its condition or trip count is computed from tensors at runtime; popsim compiles control "
       "flow that is decided when the model compiles (module flags such as self.training, "
       "shapes, Python numbers), as a traced model has it";
-  // Loops unrolled beyond this many iterations are refused rather than
-  // making a program of that many copies.
+  // Loops are unrolled up to this many iterations in all (nested ones
+  // multiply) rather than making a program of that many copies.
   static constexpr int64_t kMostUnrolledIterations = 4096;
 
   static constexpr const char* kTensorAsNumber =
@@ -309,8 +313,10 @@ private:
     const jit::Block& branch = *node.blocks()[*taken ? 0 : 1];
     for (const jit::Node* inner : branch.nodes())
       importNode(*inner);
-    for (size_t i = 0; i < node.outputs().size(); ++i)
+    for (size_t i = 0; i < node.outputs().size(); ++i) {
       values_[node.outputs()[i]] = values_.at(branch.outputs()[i]);
+      forwarded_[node.outputs()[i]] = branch.outputs()[i]; // (its memory is the branch's)
+    }
   }
 
   // prim::Loop(trip count, condition, carried...): its body takes the
@@ -327,14 +333,16 @@ private:
     for (size_t i = 2; i < node.inputs().size(); ++i)
       carried.push_back(values_.at(node.inputs()[i]));
     for (int64_t trip = 0; trip < trips.constant.toInt() && *going; ++trip) {
-      if (trip == kMostUnrolledIterations) {
-        recordUnsupported(node, strCat("it runs more than ", kMostUnrolledIterations,
-                                       " iterations, which popsim would unroll"));
+      if (++unrolledIterations_ > kMostUnrolledIterations) {
+        recordUnsupported(node, strCat("the model's loops run more than ", kMostUnrolledIterations,
+                                       " iterations in all, which popsim would unroll"));
         return;
       }
       values_[body.inputs()[0]] = FrontendValue::ofStatic(trip);
-      for (size_t i = 0; i < carried.size(); ++i)
+      for (size_t i = 0; i < carried.size(); ++i) {
         values_[body.inputs()[i + 1]] = carried[i];
+        loopCarried_.insert(body.inputs()[i + 1]);
+      }
       for (const jit::Node* inner : body.nodes())
         importNode(*inner);
       going = decided(values_.at(body.outputs()[0]));
@@ -345,8 +353,10 @@ private:
       for (size_t i = 0; i < carried.size(); ++i)
         carried[i] = values_.at(body.outputs()[i + 1]);
     }
-    for (size_t i = 0; i < carried.size(); ++i)
+    for (size_t i = 0; i < carried.size(); ++i) {
       values_[node.outputs()[i]] = carried[i];
+      loopCarried_.insert(node.outputs()[i]);
+    }
   }
 
   void importOp(const jit::Node& node, const std::string& op) {
@@ -453,6 +463,19 @@ private:
     if (!current.isStatic() || !current.constant.isTensor() ||
         runtimeStorages_.count(storageOf(current.constant.toTensor())) == 0) {
       return;
+    }
+    // A branch's output is the value the branch taken gave; a loop-carried one
+    // has no single such value, so a runtime write through it is refused.
+    if (auto found = forwarded_.find(value); found != forwarded_.end()) {
+      makeRuntimeIfWritten(found->second);
+      values_[value] = values_.at(found->second);
+      return;
+    }
+    if (loopCarried_.count(value) != 0) {
+      throw UnsupportedLowering(
+          "a write at runtime into a tensor computed at compile time and carried through a "
+          "loop, which popsim unrolls: compute the tensor at runtime or write it before the "
+          "loop");
     }
     const jit::Node& producer = *value->node();
     const jit::Value* base = sharedInputOf(producer, value->offset());
@@ -794,6 +817,13 @@ private:
   }
 
   const jit::Module& self_;
+  // The C++ API's blocks by module path, while the graph imports.
+  const ModuleBlocks* moduleBlocks_ = nullptr;
+  // A scripted model's prim::If outputs -> the branch output each is, and the
+  // values a prim::Loop carries (control flow decided at compile time).
+  std::unordered_map<const jit::Value*, const jit::Value*> forwarded_;
+  std::set<const jit::Value*> loopCarried_;
+  int64_t unrolledIterations_ = 0;
   const std::vector<ir::TensorType>& inputTypes_;
   const ImportOptions& options_;
   std::unique_ptr<ir::Graph> graph_;

@@ -4,6 +4,7 @@
 
 #include <torch/csrc/jit/ir/scope.h>
 
+#include <functional>
 #include <set>
 
 namespace popsim::frontend {
@@ -57,12 +58,19 @@ ModuleBlocks::ModuleBlocks(std::vector<ModuleBlock> blocks, const jit::Graph& gr
     }
   }
   std::set<std::string> entered;
-  for (const jit::Node* node : graph.nodes()) {
-    const ModuleBlock* block = blockOf(*node);
-    if (block == nullptr) continue;
-    if (first_ == nullptr) first_ = block;
-    entered.insert(block->modulePath);
-  }
+  // Nodes in order, those of a scripted model's branches and loop bodies too,
+  // where a module may run.
+  std::function<void(const jit::Block&)> visit = [&](const jit::Block& body) {
+    for (const jit::Node* node : body.nodes()) {
+      if (const ModuleBlock* block = blockOf(*node)) {
+        if (first_ == nullptr) first_ = block;
+        entered.insert(block->modulePath);
+      }
+      for (const jit::Block* inner : node->blocks())
+        visit(*inner);
+    }
+  };
+  visit(*graph.block());
   for (const ModuleBlock& block : blocks_) {
     POPSIM_CHECK_OPTION(
         modules.count(block.modulePath) > 0, "setExecutionStrategy",

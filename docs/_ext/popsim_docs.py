@@ -439,10 +439,14 @@ def _api_targets(env: Any) -> Dict[str, Tuple[str, str]]:
     return targets
 
 
+# Names torch has too, which a page may mean as torch's.
+_TORCH_NAMES = {"DataLoader", "Dataset", "Optimizer"}
+
+
 def link_api_names(app: Any, doctree: nodes.document, docname: str) -> None:
     """Turns inline code naming a documented object into a link to it, on every page but the
-    API reference's own."""
-    if docname.startswith("api/") or app.builder.format != "html":
+    API reference's own and the C++ pages (whose names are C++'s)."""
+    if docname.startswith(("api/", "cpp")) or app.builder.format != "html":
         return
     targets = app.env.temp_data.get("popsim_api_targets")
     if targets is None:
@@ -451,7 +455,7 @@ def link_api_names(app: Any, doctree: nodes.document, docname: str) -> None:
         if isinstance(literal.parent, (nodes.reference, nodes.literal_block)):
             continue
         match = _CODE_NAME.match(literal.astext().strip())
-        if match is None or match.group(1) not in targets:
+        if match is None or match.group(1) not in targets or match.group(1) in _TORCH_NAMES:
             continue
         target_doc, anchor = targets[match.group(1)]
         uri = app.builder.get_relative_uri(docname, target_doc) + "#" + anchor

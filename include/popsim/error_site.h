@@ -12,8 +12,8 @@
 
 namespace popsim {
 
-/// What went wrong, from the user's point of view; each kind has its class
-/// below (and in Python, its class of python/popsim/errors.py).
+/// What went wrong, from the user's point of view; each kind has its class in
+/// popsim/errors.h (and in Python, its class of python/popsim/errors.py).
 enum class ErrorKind {
   Internal,      ///< a bug in popsim: an invariant did not hold
   Unsupported,   ///< the model uses something popsim cannot run

@@ -456,6 +456,12 @@ TEST(PublicApi, LibTorchOptimizersThatDoNotFitASessionAreRefused) {
                        "that require a gradient, which the session trains: it leaves out ",
                        0),
             0u);
+  // Over every parameter, frozen ones included (a torch::optim step skips those), it fits.
+  torch::jit::Module partlyFrozen = load("mnist_training.pt");
+  std::vector<at::Tensor> all = parametersOf(partlyFrozen);
+  all.front().requires_grad_(false);
+  popsim::TrainingSession(partlyFrozen, {images, labels}, trainingOptions(),
+                          torch::optim::SGD(all, torch::optim::SGDOptions(0.1)));
   // Parameter groups with other options.
   torch::optim::SGD groups(
       {torch::optim::OptimizerParamGroup({parameters.begin(), parameters.begin() + 2})},
@@ -482,6 +488,13 @@ TEST(PublicApi, ScriptedControlFlowDecidedWhenCompilingRuns) {
   const std::vector<at::Tensor> outputs = session.run({images, labels});
   EXPECT_TRUE(torch::allclose(outputs.at(0), reference("control_eval_logits"), 1e-5, 1e-6));
   EXPECT_TRUE(torch::allclose(outputs.at(1), reference("control_eval_loss"), 1e-5, 1e-6));
+  // Sharded over two IPUs by module: batch norm's ops, inside its branches, run on IPU 1.
+  popsim::Options sharded;
+  sharded.setExecutionStrategy(
+      popsim::ShardedExecution({{"conv", 0}, {"norm", 1}, {"pool", 1}, {"head", 1}}));
+  popsim::InferenceSession split(load("control_flow.pt"), {images, labels}, sharded);
+  EXPECT_TRUE(torch::equal(split.run({images, labels}).at(0), outputs.at(0)));
+  EXPECT_NE(split.programText().find("ipu 1"), std::string::npos);
   torch::jit::Module training = load("control_flow.pt");
   training.train();
   popsim::TrainingSession trainer(training, {images, labels}, popsim::Options(),

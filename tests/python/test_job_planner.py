@@ -300,14 +300,25 @@ class OwnBlocks(Net):
         return out, nn.functional.cross_entropy(out, labels)
 
 
-def test_a_model_that_opens_its_own_blocks_in_forward_is_refused():
+class StartsItsBlock(Net):
+    """Net that starts a block of its own with Block.start (no with)."""
+
+    def forward(self, x, labels):
+        popsim.Block.start("Started", ipu_id=0)
+        out = self.head(self.layers(x))
+        return out, nn.functional.cross_entropy(out, labels)
+
+
+@pytest.mark.parametrize("model_class, block", [(OwnBlocks, "Mine"), (StartsItsBlock, "Started")])
+def test_a_model_that_opens_its_own_blocks_in_forward_is_refused(model_class, block):
     _, batch, _ = job()
-    own = OwnBlocks()
+    own = model_class()
     optimizer = popsim.optim.SGD(own.parameters(), lr=0.01)
-    with pytest.raises(popsim.OptionError, match=r"OwnBlocks opens pipeline blocks of its own "
-                                                 r"inside forward\(\) \(popsim.Block or "
-                                                 r"BlockFunction: 'Mine'\).*build the model "
-                                                 r"without its blocks"):
+    with pytest.raises(popsim.OptionError, match=rf"{model_class.__name__} opens pipeline "
+                                                 r"blocks of its own inside forward\(\) "
+                                                 r"\(popsim.Block or BlockFunction: "
+                                                 rf"'{block}'\).*build the model without its "
+                                                 r"blocks"):
         popsim.planJob(own, batch, optimizer, ipus=2, global_batch=64, progress=False)
 
 

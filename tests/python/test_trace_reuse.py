@@ -110,3 +110,29 @@ def test_markers_and_in_place_ops_in_a_cost_only_trace_size_as_computed(capfd):
     assert report.throughput == computed.throughput
     assert [i.memory_bytes for i in report.ipus] == [i.memory_bytes for i in computed.ipus]
     capfd.readouterr()  # (the printed tensor)
+
+
+class ReadsStrides(nn.Module):
+    """A float16 model whose forward() branches on its activation's memory format."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(4, 8, 3)
+
+    def forward(self, x):
+        y = self.conv(x.contiguous(memory_format=torch.channels_last))
+        if y.is_contiguous(memory_format=torch.channels_last):
+            y = torch.relu(y) * 2
+        return y.sum(dim=(2, 3))
+
+
+def test_cost_only_placeholders_keep_the_strides_a_computing_run_gives():
+    torch.manual_seed(0)
+    model = ReadsStrides().half().eval()
+    x = torch.randn(2, 4, 10, 10).half()
+    report = popsim.sizeJob(model, x)
+    executor = popsim.inferenceModel(model)
+    executor(x)
+    computed = executor.sizingReport()
+    assert report.throughput == computed.throughput
+    assert [i.memory_bytes for i in report.ipus] == [i.memory_bytes for i in computed.ipus]

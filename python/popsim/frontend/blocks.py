@@ -26,9 +26,10 @@ _LIBRARY.impl("end_block", lambda: None, "CompositeExplicitAutograd")
 _current: Optional[Tuple[str, Optional[int]]] = None
 _auto_ids = {"enabled": False, "next": 0}
 # The ids of the blocks that forward() itself opened (popsim.Block,
-# BlockFunction) in the latest trace, as opposed to BeginBlock's hooks, which
-# the planners write: a planner uses it to tell a model that brings its own
-# blocks from other failures of its stages.
+# Block.start, BlockFunction, a function BeginBlock wrapped) in the latest
+# trace, as opposed to BeginBlock's module hooks, which the planners write: a
+# planner uses it to tell a model that brings its own blocks from other
+# failures of its stages.
 _opened_by_forward: List[str] = []
 
 
@@ -41,9 +42,16 @@ def reset_for_trace() -> None:
 
 
 def opened_by_forward() -> List[str]:
-    """The ids of the blocks that the latest trace's forward() opened with
-    ``popsim.Block`` or ``BlockFunction``, in order (BeginBlock's are not listed)."""
+    """The ids of the blocks that the latest trace's forward() opened itself (with
+    ``popsim.Block``, ``Block.start``, ``BlockFunction`` or a function ``BeginBlock``
+    wrapped), in order; BeginBlock's module annotations are not listed."""
     return list(_opened_by_forward)
+
+
+def _opened_in_forward(block: str) -> str:
+    if torch.jit.is_tracing():  # (eager runs would only grow the list)
+        _opened_by_forward.append(block)
+    return block
 
 
 def _emit(block: Optional[Tuple[str, Optional[int]]]) -> None:
@@ -145,13 +153,11 @@ class Block:
         """
         ipu = _check_ipu(ipu_id, "popsim.Block.start")
         block_id = _block_id(user_id, ipu, "popsim.Block.start")
-        _emit((block_id if block_id is not None else _next_auto_id(), ipu))
+        _emit((_opened_in_forward(block_id if block_id is not None else _next_auto_id()), ipu))
 
     def __enter__(self) -> "Block":
         self._outer.append(_current)
-        block = self._id if self._id is not None else _next_auto_id()
-        if torch.jit.is_tracing():  # (eager runs would only grow the list)
-            _opened_by_forward.append(block)
+        block = _opened_in_forward(self._id if self._id is not None else _next_auto_id())
         _emit((block, self._ipu))
         return self
 
@@ -231,6 +237,8 @@ def BeginBlock(layer_to_call: Union[torch.nn.Module, Callable[..., Any]],
         @functools.wraps(layer_to_call)
         def starting_the_block(*args: Any, **kwargs: Any) -> Any:
             start(None, args)
+            if _current is not None:
+                _opened_in_forward(_current[0])
             return layer_to_call(*args, **kwargs)
         return starting_the_block
     attribute = "_popsim_block_after" if after else "_popsim_block"

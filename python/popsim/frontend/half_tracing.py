@@ -16,7 +16,6 @@ round every float16 op's result.
 """
 
 import contextlib
-import math
 from typing import (Any, Callable, Collection, Dict, Iterator, List, Optional, Sequence, Tuple,
                     Union)
 
@@ -58,19 +57,21 @@ class HalfOnCpu(TorchDispatchMode):
         # The zeros that a cost-only trace's float16 results view (_zeros).
         self._half_zeros = torch.zeros(0, dtype=torch.float16)
 
-    def _zeros(self, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
-        """Zeros standing for a result in a cost-only trace. A float16 one is a view of
-        one zero storage, grown as needed, instead of a tensor filled anew (a
-        ResNet-50 activation at micro-batch 32 is 200 MB): nothing writes a float16
-        result of this trace, since ops that would write one leave it as it is, and
-        ops that compute do so on float32 copies."""
+    def _zeros(self, like: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        """Zeros standing for a result in a cost-only trace, with the shape and strides of
+        `like` (the op's meta result, so that code reading strides traces as a computing
+        run does). A float16 one is a view of one zero storage, grown as needed, instead
+        of a tensor filled anew (a ResNet-50 activation at micro-batch 32 is 200 MB):
+        nothing writes a float16 result during the trace, since ops that would write one
+        leave it as it is, and ops that compute do so on float32 copies."""
         if dtype != torch.float16:
-            return torch.zeros(shape, dtype=dtype)
-        count = math.prod(shape)
-        if self._half_zeros.numel() < count:
-            self._half_zeros = torch.zeros(max(count, 2 * self._half_zeros.numel()),
+            return torch.zeros_like(like, device="cpu", dtype=dtype)
+        span = 1 + sum((size - 1) * stride for size, stride in zip(like.shape, like.stride())) \
+            if like.numel() > 0 else 0
+        if self._half_zeros.numel() < span:
+            self._half_zeros = torch.zeros(max(span, 2 * self._half_zeros.numel()),
                                            dtype=torch.float16)
-        return self._half_zeros[:count].view(shape)
+        return self._half_zeros.as_strided(like.shape, like.stride())
 
     def __torch_dispatch__(self, func: torch._ops.OpOverload, types: Collection[type],
                            args: Sequence[Any] = (), kwargs: Optional[Dict[str, Any]] = None
@@ -110,7 +111,7 @@ class HalfOnCpu(TorchDispatchMode):
                     or self._casts_parameters(func, floats))
             dtypes = [torch.float16 if half else None] * len(_as_list(result))
         if shaped is not None:
-            zeros = [self._zeros(t.shape, dtype if t.is_floating_point() and dtype is not None
+            zeros = [self._zeros(t, dtype if t.is_floating_point() and dtype is not None
                                  and dtype.is_floating_point else t.dtype)
                      for t, dtype in zip(_as_list(shaped), dtypes)]
             return tuple(zeros) if isinstance(shaped, (tuple, list)) else zeros[0]
@@ -143,7 +144,7 @@ class HalfOnCpu(TorchDispatchMode):
             half = (all(_is_half(t) for t in floats) or self._downcast_mixed
                     or self._casts_parameters(func, floats))
             dtype = torch.float16 if half else torch.float32
-        return self._zeros(meta.shape, dtype)
+        return self._zeros(meta, dtype)
 
 
 # _small_probe's answer when the small operands tell nothing (the op is then probed on

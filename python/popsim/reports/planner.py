@@ -46,6 +46,7 @@ from popsim.api.errors import CompilationError, OptionError
 from popsim.api.options import Options
 from popsim.api.strategies import PipelinedExecution, PipelineSchedule, Stage
 from popsim.frontend.blocks import BeginBlock, _BlockStart, opened_by_forward, removeBlocks
+from popsim.frontend.blocks import reset_for_trace as reset_blocks_for_trace
 from popsim.frontend.trace_reuse import reusing_traces
 from popsim.reports.plan_report import PipelinePlan, Plan, _plan_options
 from popsim.reports.profile_recorder import not_profiling
@@ -260,6 +261,7 @@ def _profile(model: torch.nn.Module, candidates: List[str], tail: Optional[str],
     run with every candidate a pipeline stage of its own, on its own IPU
     (the tail's stage on IPU 0, counted with the first candidate)."""
     _annotate_candidates(model, candidates, tail, tail_after)
+    reset_blocks_for_trace()  # (what a previous model's forward() opened is not this one's)
     profile = _on_candidate_stages(options.clone(), [1] * len(candidates),
                                    PipelineSchedule.Interleaved, tail is not None)
     # Enough micro-batches to fill the profile's longer pipeline (its figures are per micro-batch).
@@ -275,10 +277,10 @@ def _profile(model: torch.nn.Module, candidates: List[str], tail: Optional[str],
             report = executor.sizingReport()
     except OptionError as error:
         # The model opens blocks of its own inside forward() (popsim.Block, BlockFunction),
-        # which hooks do not show (_has_blocks), and the profile's stages do not list them:
-        # say so in the planner's words.
+        # which hooks do not show (_has_blocks), and the profile's strategy does not place
+        # them: say so in the planner's words.
         own = opened_by_forward()
-        if not own:
+        if not own or error.option != "setExecutionStrategy":
             raise
         raise OptionError(
             f"{type(model).__name__} opens pipeline blocks of its own inside forward() "
