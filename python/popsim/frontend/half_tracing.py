@@ -65,7 +65,8 @@ class HalfOnCpu(TorchDispatchMode):
         nothing writes a float16 result during the trace, since ops that would write one
         leave it as it is, and ops that compute do so on float32 copies."""
         if dtype != torch.float16:
-            return torch.zeros_like(like, device="cpu", dtype=dtype)
+            # (PyTorch 1.13's zeros_like of a meta tensor leaves a CPU result unfilled.)
+            return torch.empty_strided(like.shape, like.stride(), dtype=dtype).zero_()
         span = 1 + sum((size - 1) * stride for size, stride in zip(like.shape, like.stride())) \
             if like.numel() > 0 else 0
         if self._half_zeros.numel() < span:
