@@ -281,8 +281,8 @@ private:
       "its condition or trip count is computed from tensors at runtime; popsim compiles control "
       "flow that is decided when the model compiles (module flags such as self.training, "
       "shapes, Python numbers), as a traced model has it";
-  // Loops are unrolled up to this many iterations in all (nested ones
-  // multiply) rather than making a program of that many copies.
+  // The model's loops are unrolled up to this many iterations in all (nested
+  // ones counted in full) rather than making a program of that many copies.
   static constexpr int64_t kMostUnrolledIterations = 4096;
 
   static constexpr const char* kTensorAsNumber =
@@ -322,17 +322,18 @@ private:
   // prim::Loop(trip count, condition, carried...): its body takes the
   // iteration and the carried values and gives the next condition and values.
   void importLoop(const jit::Node& node) {
-    const FrontendValue& trips = values_.at(node.input(0));
+    const FrontendValue& count = values_.at(node.input(0));
     std::optional<bool> going = decided(values_.at(node.input(1)));
-    if (!trips.isStatic() || !trips.constant.isInt() || !going) {
+    if (!count.isStatic() || !count.constant.isInt() || !going) {
       recordUnsupported(node, kRuntimeDecision);
       return;
     }
+    const int64_t trips = count.constant.toInt(); // (values_ grows as the body imports)
     const jit::Block& body = *node.blocks()[0];
     std::vector<FrontendValue> carried;
     for (size_t i = 2; i < node.inputs().size(); ++i)
       carried.push_back(values_.at(node.inputs()[i]));
-    for (int64_t trip = 0; trip < trips.constant.toInt() && *going; ++trip) {
+    for (int64_t trip = 0; trip < trips && *going; ++trip) {
       if (++unrolledIterations_ > kMostUnrolledIterations) {
         recordUnsupported(node, strCat("the model's loops run more than ", kMostUnrolledIterations,
                                        " iterations in all, which popsim would unroll"));

@@ -349,6 +349,18 @@ TEST(PublicApi, OptimizersAndReductionsMatchPython) {
   }
 }
 
+at::Tensor layer4Weight(popsim::TrainingSession& session) {
+  session.copyWeightsToHost();
+  return session.module()
+      .attr("model")
+      .toModule()
+      .attr("layer4")
+      .toModule()
+      .attr("weight")
+      .toTensor()
+      .clone();
+}
+
 TEST(PublicApi, TrainingLearnsAndTakesNewHyperparameters) {
   const at::Tensor images = reference("train_images");
   const at::Tensor labels = reference("train_labels");
@@ -361,24 +373,9 @@ TEST(PublicApi, TrainingLearnsAndTakesNewHyperparameters) {
   EXPECT_LT(later, first); // the same batches, learned
   // A learning rate of 0 freezes the weights.
   session.setOptimizer(popsim::optim::AdamW(0.0));
-  session.copyWeightsToHost();
-  const at::Tensor before = session.module()
-                                .attr("model")
-                                .toModule()
-                                .attr("layer4")
-                                .toModule()
-                                .attr("weight")
-                                .toTensor()
-                                .clone();
+  const at::Tensor before = layer4Weight(session);
   session.run({images, labels});
-  session.copyWeightsToHost();
-  EXPECT_TRUE(torch::equal(before, session.module()
-                                       .attr("model")
-                                       .toModule()
-                                       .attr("layer4")
-                                       .toModule()
-                                       .attr("weight")
-                                       .toTensor()));
+  EXPECT_TRUE(torch::equal(before, layer4Weight(session)));
   EXPECT_EQ(messageOf<popsim::OptionError>([&] {
               session.setOptimizer(popsim::optim::SGD(0.1));
             }).rfind("setOptimizer can change numeric hyper-parameters", 0),
@@ -389,18 +386,6 @@ TEST(PublicApi, TrainingLearnsAndTakesNewHyperparameters) {
             "off.");
   EXPECT_EQ(messageOf<popsim::OptionError>([] { popsim::optim::SGD(-1.0); }),
             "popsim::optim::SGD: invalid lr -1 (expected >= 0).");
-}
-
-at::Tensor layer4Weight(popsim::TrainingSession& session) {
-  session.copyWeightsToHost();
-  return session.module()
-      .attr("model")
-      .toModule()
-      .attr("layer4")
-      .toModule()
-      .attr("weight")
-      .toTensor()
-      .clone();
 }
 
 std::vector<at::Tensor> parametersOf(const torch::jit::Module& module) {

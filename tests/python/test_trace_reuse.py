@@ -66,7 +66,11 @@ def test_a_cost_only_trace_of_float16_ops_sizes_as_a_computing_one():
     """The placeholders (zeros of each float16 op's result) change nothing the
     compilation keeps: the cost-only figures equal a computing run's."""
     model, x = model_and_batch(half=True)
-    model.eval()
+    assert_sizes_as_computed(model.eval(), x)
+
+
+def assert_sizes_as_computed(model, x):
+    """A cost-only sizing of an inference model reports what a computing run does."""
     report = popsim.sizeJob(model, x)
     executor = popsim.inferenceModel(model)
     executor(x)
@@ -128,11 +132,4 @@ class ReadsStrides(nn.Module):
 
 def test_cost_only_placeholders_keep_the_strides_a_computing_run_gives():
     torch.manual_seed(0)
-    model = ReadsStrides().half().eval()
-    x = torch.randn(2, 4, 10, 10).half()
-    report = popsim.sizeJob(model, x)
-    executor = popsim.inferenceModel(model)
-    executor(x)
-    computed = executor.sizingReport()
-    assert report.throughput == computed.throughput
-    assert [i.memory_bytes for i in report.ipus] == [i.memory_bytes for i in computed.ipus]
+    assert_sizes_as_computed(ReadsStrides().half().eval(), torch.randn(2, 4, 10, 10).half())
