@@ -16,6 +16,17 @@
 namespace popsim {
 namespace {
 
+// Adam's or AdamW's options (torch::optim gives both the same names) as
+// popsim's `Popsim` optimizer.
+template <typename Popsim, typename Options> Optimizer adamFamily(const Options& options) {
+  const auto [beta1, beta2] = options.betas();
+  return Optimizer(Popsim(options.lr())
+                       .betas(beta1, beta2)
+                       .eps(options.eps())
+                       .weightDecay(options.weight_decay())
+                       .amsgrad(options.amsgrad()));
+}
+
 // One parameter group's options as popsim's optimizer; nullopt for an
 // optimizer popsim does not run.
 std::optional<Optimizer> groupOptimizer(const torch::optim::OptimizerOptions& options) {
@@ -27,20 +38,10 @@ std::optional<Optimizer> groupOptimizer(const torch::optim::OptimizerOptions& op
                          .nesterov(sgd->nesterov()));
   }
   if (const auto* adam = dynamic_cast<const torch::optim::AdamOptions*>(&options)) {
-    const auto [beta1, beta2] = adam->betas();
-    return Optimizer(optim::Adam(adam->lr())
-                         .betas(beta1, beta2)
-                         .eps(adam->eps())
-                         .weightDecay(adam->weight_decay())
-                         .amsgrad(adam->amsgrad()));
+    return adamFamily<optim::Adam>(*adam);
   }
   if (const auto* adamw = dynamic_cast<const torch::optim::AdamWOptions*>(&options)) {
-    const auto [beta1, beta2] = adamw->betas();
-    return Optimizer(optim::AdamW(adamw->lr())
-                         .betas(beta1, beta2)
-                         .eps(adamw->eps())
-                         .weightDecay(adamw->weight_decay())
-                         .amsgrad(adamw->amsgrad()));
+    return adamFamily<optim::AdamW>(*adamw);
   }
   if (const auto* rmsprop = dynamic_cast<const torch::optim::RMSpropOptions*>(&options)) {
     return Optimizer(optim::RMSprop(rmsprop->lr())

@@ -11,27 +11,8 @@ from typing import Any, Callable, Dict
 import torch
 
 import popsim
+from doc_examples import ThreeBlocks
 from popsim import profiling
-
-
-class ThreeBlocks(torch.nn.Module):
-    """Getting started's network with wider convolutions (so that compute, not the host
-    link, sets the pace): two convolutions and a linear head, one block each."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.layer1 = torch.nn.Sequential(torch.nn.Conv2d(1, 64, 3), torch.nn.ReLU())
-        self.layer2 = torch.nn.Sequential(torch.nn.Conv2d(64, 64, 3), torch.nn.ReLU())
-        self.head = torch.nn.Linear(64 * 24 * 24, 10)
-
-    def forward(self, x: torch.Tensor, labels: torch.Tensor):  # type: ignore[no-untyped-def]
-        with popsim.Block("B1"):
-            x = self.layer1(x)
-        with popsim.Block("B2"):
-            x = self.layer2(x)
-        with popsim.Block("B3"):
-            x = self.head(x.flatten(1))
-            return x, torch.nn.functional.cross_entropy(x, labels)
 
 
 def _strategy(kind: str) -> Any:

@@ -173,10 +173,7 @@ class ResultsChart(Directive):
                    "caption": directives.unchanged}
 
     def run(self) -> List[nodes.Node]:
-        import matplotlib
-        matplotlib.use("agg")
-        import matplotlib.pyplot as plt
-
+        plt = pyplot()
         relative, rows = read_results(self, "results-chart")
         try:
             points = [(float(row[self.options["x"]]), float(row[self.options["y"]]),
@@ -213,13 +210,20 @@ class ResultsChart(Directive):
         return inline_svg(figure, self.options.get("caption"))
 
 
+def pyplot() -> Any:
+    """matplotlib's pyplot, drawing without a display."""
+    import matplotlib
+    matplotlib.use("agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
 def inline_svg(figure: Any, caption: Any = None) -> List[nodes.Node]:
     """A matplotlib figure as SVG inside the page (no image file), with its caption; the
     figure is closed."""
     import io
 
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     plt.rcParams["svg.hashsalt"] = "popsim"  # the same ids from build to build
     svg = io.StringIO()
     figure.savefig(svg, format="svg", metadata={"Date": None})
@@ -237,26 +241,19 @@ class ResultsBars(Directive):
     """``results-bars FILE``: one horizontal bar per object of the JSON list in FILE
     (relative to the page): its ``:value:`` key, labelled by ``:label:`` (a format string over
     the row's keys, such as ``{model} {isa}``), with a dashed line at ``:reference:`` (such
-    as 1 for "as fast as eager") and a log scale with ``:log:``. ``:where: key=value`` keeps
-    the rows whose key has that value. Inline SVG, as results-chart."""
+    as 1 for "as fast as eager") and a log scale with ``:log:``. Inline SVG, as
+    results-chart."""
 
     required_arguments = 1
     has_content = False
     option_spec = {"value": directives.unchanged_required,
                    "label": directives.unchanged_required,
                    "reference": directives.unchanged, "log": directives.flag,
-                   "where": directives.unchanged, "xlabel": directives.unchanged,
-                   "caption": directives.unchanged}
+                   "xlabel": directives.unchanged, "caption": directives.unchanged}
 
     def run(self) -> List[nodes.Node]:
-        import matplotlib
-        matplotlib.use("agg")
-        import matplotlib.pyplot as plt
-
+        plt = pyplot()
         relative, rows = read_results(self, "results-bars")
-        if self.options.get("where"):
-            key, _, wanted = self.options["where"].partition("=")
-            rows = [row for row in rows if str(row.get(key.strip())) == wanted.strip()]
         try:
             bars = [(self.options["label"].format(**row), float(row[self.options["value"]]))
                     for row in rows]
@@ -293,9 +290,7 @@ class PopsimFigure(Directive):
     option_spec = {"caption": directives.unchanged}
 
     def run(self) -> List[nodes.Node]:
-        import matplotlib
-        matplotlib.use("agg")
-
+        pyplot()  # (the figures draw with it)
         from doc_figures import FIGURES
 
         name = self.arguments[0]
