@@ -10,6 +10,7 @@ weights) and keeps what they produce; the functions here hold no state.
 
 import contextlib
 import warnings
+import weakref
 from typing import (Any, Callable, Dict, Iterable, Iterator, List, NamedTuple,
                     Optional, Sequence, Tuple)
 
@@ -139,18 +140,7 @@ def _warn_about_float64(traced: torch.jit.ScriptModule, float32_tensors: Sequenc
     host = _weights.named_tensors(model)
     tensors = [name for name in float32_tensors
                if name in host and host[name].dtype == torch.float64]
-    ops = []
-    for node in traced.inlined_graph.nodes():
-        # The tracer records Python numbers (x * 2.0) as 0-d float64 constants,
-        # which promote nothing: they are not the model's float64.
-        if node.kind() == "prim::Constant" and all(
-                output.type().dim() == 0 for output in node.outputs()
-                if isinstance(output.type(), torch._C.TensorType)):
-            continue
-        if any(isinstance(output.type(), torch._C.TensorType)
-               and output.type().scalarType() == "Double" for output in node.outputs()):
-            where = node.sourceRange().split("\n")[0].strip() if node.sourceRange() else ""
-            ops.append(f"{node.kind()}" + (f" ({where})" if where else ""))
+    ops = _float64_ops(traced)
     if not tensors and not ops:
         return
     parts = []
@@ -163,6 +153,33 @@ def _warn_about_float64(traced: torch.jit.ScriptModule, float32_tensors: Sequenc
     warnings.warn(f"The model uses torch.float64 ({'; '.join(parts)}): popsim, like PopTorch "
                   "on the IPU, computes float64 as float32, and returns float64 outputs as "
                   "float32. Convert with .float() to silence this warning.", stacklevel=4)
+
+
+# A trace's float64 ops, by traced module: a trace the planners reuse
+# (trace_reuse) compiles many times, and its graph does not change.
+_FLOAT64_OPS: "weakref.WeakKeyDictionary[torch.jit.ScriptModule, List[str]]" = \
+    weakref.WeakKeyDictionary()
+
+
+def _float64_ops(traced: torch.jit.ScriptModule) -> List[str]:
+    """The ops of `traced` that give float64 tensors, each with its source line."""
+    found = _FLOAT64_OPS.get(traced)
+    if found is not None:
+        return found
+    ops = []
+    for node in traced.inlined_graph.nodes():
+        # The tracer records Python numbers (x * 2.0) as 0-d float64 constants,
+        # which promote nothing: they are not the model's float64.
+        if node.kind() == "prim::Constant" and all(
+                output.type().dim() == 0 for output in node.outputs()
+                if isinstance(output.type(), torch._C.TensorType)):
+            continue
+        if any(isinstance(output.type(), torch._C.TensorType)
+               and output.type().scalarType() == "Double" for output in node.outputs()):
+            where = node.sourceRange().split("\n")[0].strip() if node.sourceRange() else ""
+            ops.append(f"{node.kind()}" + (f" ({where})" if where else ""))
+    _FLOAT64_OPS[traced] = ops
+    return ops
 
 
 @contextlib.contextmanager

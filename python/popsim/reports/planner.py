@@ -313,8 +313,8 @@ def passes_budgets(executor: Any) -> Dict[int, float]:
     passes, its budget for temporaries as a share of its memory (what raising
     its available memory proportion would add to)."""
     program = executor._program
-    in_passes = {step.to_dict()["ipu"] for step in program.program()
-                 if step.to_dict()["passes"] > 1}
+    steps = (step.to_dict() for step in program.program())
+    in_passes = {step["ipu"] for step in steps if step["passes"] > 1}
     return {entry["ipu"]: entry["temporary_budget"] / entry["capacity"]
             for entry in program.first.memory_report().to_dict()["ipus"]
             if entry["ipu"] in in_passes}
