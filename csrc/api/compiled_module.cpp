@@ -1,5 +1,7 @@
 #include "api/compiled_module.h"
 
+#include "api/nested_tensors.h"
+
 #include "common/check.h"
 #include "common/logging.h"
 #include "common/strings.h"
@@ -38,10 +40,10 @@ std::map<std::string, at::Tensor> namedTensors(const torch::jit::Module& module)
 }
 
 // forward()'s parameter names after `self`, for errors and the printed IR.
-std::vector<std::string> inputNames(const torch::jit::Module& module, size_t count) {
+std::vector<std::string> parameterNames(const torch::jit::Module& module) {
   std::vector<std::string> names;
   const auto& arguments = module.get_method("forward").function().getSchema().arguments();
-  for (size_t i = 1; i < arguments.size() && names.size() < count; ++i)
+  for (size_t i = 1; i < arguments.size(); ++i)
     names.push_back(arguments[i].name());
   return names;
 }
@@ -93,9 +95,9 @@ const char* const kRebuildHint =
 
 } // namespace
 
-CompiledModule::CompiledModule(torch::jit::Module module,
-                               const std::vector<at::Tensor>& exampleInputs, Options options,
-                               bool training, const compiler::TrainingConfig& config)
+CompiledModule::CompiledModule(torch::jit::Module module, const std::vector<c10::IValue>& examples,
+                               Options options, bool training,
+                               const compiler::TrainingConfig& config)
     : module_(std::move(module)), options_(std::move(options)), profile_(options_, training) {
   const auto start = std::chrono::steady_clock::now(); // compiling, tracing included
   frontend::ImportOptions import;
@@ -104,10 +106,19 @@ CompiledModule::CompiledModule(torch::jit::Module module,
   import.randomSeed = static_cast<int64_t>(options_.randomSeed());
   import.downcastMixedFloats = session.downcastsMixedFloats();
   import.moduleScopes = session.moduleNamescope;
-  import.inputNames = inputNames(module_, exampleInputs.size());
-  inputNames_ = import.inputNames;
-  for (size_t i = inputNames_.size(); i < exampleInputs.size(); ++i)
-    inputNames_.push_back("input" + std::to_string(i));
+  // The tensors inside the inputs, each a graph input of its own.
+  parameterNames_ = parameterNames(module_);
+  FlatInputs flat = flattenExamples(examples, parameterNames_);
+  const std::vector<at::Tensor>& exampleInputs = flat.tensors;
+  import.inputNames = flat.names;
+  inputNames_ = flat.names;
+  inputStructures_ = flat.structures;
+  const auto nested = [](const frontend::ValueStructure& structure) {
+    return structure.kind != frontend::ValueStructure::Kind::Tensor;
+  };
+  if (std::any_of(inputStructures_.begin(), inputStructures_.end(), nested)) {
+    import.inputStructures = inputStructures_;
+  }
   for (const at::Tensor& example : exampleInputs)
     examples_.push_back(example.defined()
                             ? at::empty(example.sizes(), example.options().device(at::kMeta))
@@ -119,7 +130,8 @@ CompiledModule::CompiledModule(torch::jit::Module module,
   }
   const std::vector<ir::TensorType> types =
       microBatchTypes(exampleInputs, import.inputNames, session);
-  const std::unique_ptr<ir::Graph> graph = frontend::importModule(module_, types, import);
+  const std::unique_ptr<ir::Graph> graph =
+      frontend::importModule(module_, types, import, &outputStructure_);
   // The anchors, checked against the module; anchored gradients become
   // outputs of the training program.
   const std::map<std::string, at::Tensor> tensors = namedTensors(module_);
@@ -236,8 +248,9 @@ void CompiledModule::checkInputs(const std::vector<at::Tensor>& inputs) const {
   }
 }
 
-std::vector<at::Tensor> CompiledModule::run(const std::vector<at::Tensor>& inputs) {
+std::vector<at::Tensor> CompiledModule::run(const std::vector<c10::IValue>& values) {
   const auto start = std::chrono::steady_clock::now();
+  const std::vector<at::Tensor> inputs = flattenAs(values, inputStructures_, parameterNames_);
   checkInputs(inputs);
   frontend::HostCall call =
       frontend::prepareHostCall(program_->costOnly(), program_->outputTypes(), inputs);
@@ -252,6 +265,10 @@ std::vector<at::Tensor> CompiledModule::run(const std::vector<at::Tensor>& input
   std::vector<at::Tensor> outputs = std::move(call.outputs);
   takeAnchors(outputs);
   return outputs;
+}
+
+c10::IValue CompiledModule::nested(const std::vector<at::Tensor>& outputs) const {
+  return nest(outputStructure_, outputs);
 }
 
 void CompiledModule::takeAnchors(std::vector<at::Tensor>& outputs) {

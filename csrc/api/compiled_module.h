@@ -2,6 +2,7 @@
 
 #include "api/session_profile.h"
 #include "compiler/training/training_config.h"
+#include "frontend/value_structure.h"
 #include "host/anchors.h"
 #include "host/device_program.h"
 #include "popsim/options.h"
@@ -28,15 +29,19 @@ class CompiledModule {
 public:
   // `training`: the program runs forward, backward and the optimizer step
   // that `config` describes (its groups name the trained parameters).
-  CompiledModule(torch::jit::Module module, const std::vector<at::Tensor>& exampleInputs,
+  // `examples`: forward()'s inputs, tensors or tuples, lists and dicts of
+  // them (api/nested_tensors.h).
+  CompiledModule(torch::jit::Module module, const std::vector<c10::IValue>& examples,
                  Options options, bool training, const compiler::TrainingConfig& config = {});
   // Not copied or moved: its profile refers to its options.
   CompiledModule(const CompiledModule&) = delete;
   CompiledModule& operator=(const CompiledModule&) = delete;
 
   // One call; throws InputError with PopTorch's sentence for an input that
-  // differs from the example inputs.
-  std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs);
+  // differs from the example inputs. Returns the model's tensors, flat.
+  std::vector<at::Tensor> run(const std::vector<c10::IValue>& inputs);
+  // A call's flat outputs nested as forward() returns them.
+  c10::IValue nested(const std::vector<at::Tensor>& outputs) const;
   void copyWeightsToDevice();
   void copyWeightsToHost();
   std::vector<std::string> weightNames() const;
@@ -75,6 +80,10 @@ private:
   // (on torch's meta device) of the example inputs' dtypes and shapes, for
   // PopTorch's mismatch messages.
   std::vector<std::string> inputNames_;
+  // forward()'s parameters, how each input and the output nest their tensors.
+  std::vector<std::string> parameterNames_;
+  std::vector<frontend::ValueStructure> inputStructures_;
+  frontend::ValueStructure outputStructure_;
   std::vector<at::Tensor> examples_;
   // Options::anchorTensor's plan (host/anchors.h), each anchored gradient's
   // parameter shape, the parameters the optimizer trains and the constant

@@ -34,8 +34,8 @@ private:
 
 } // namespace
 
-InferenceSession::InferenceSession(torch::jit::Module module,
-                                   const std::vector<at::Tensor>& exampleInputs, Options options) {
+InferenceSession::InferenceSession(torch::jit::Module module, const Inputs& exampleInputs,
+                                   Options options) {
   api::withErrorClasses([&] {
     if (options.Training.gradientAccumulation() != 1) {
       throwOptionError("Training.gradientAccumulation",
@@ -43,19 +43,19 @@ InferenceSession::InferenceSession(torch::jit::Module module,
                            std::to_string(options.Training.gradientAccumulation()) + ".");
     }
     EvalModeWhileCompiling evalMode(module);
-    state_->compiled = std::make_unique<api::CompiledModule>(std::move(module), exampleInputs,
-                                                             std::move(options), false);
+    state_->compiled = std::make_unique<api::CompiledModule>(
+        std::move(module), exampleInputs.values(), std::move(options), false);
     return 0;
   });
 }
 
-InferenceSession::InferenceSession(const std::string& path,
-                                   const std::vector<at::Tensor>& exampleInputs, Options options)
+InferenceSession::InferenceSession(const std::string& path, const Inputs& exampleInputs,
+                                   Options options)
     : InferenceSession(api::withErrorClasses([&] { return api::loadModule(path); }), exampleInputs,
                        std::move(options)) {}
 
-std::vector<at::Tensor> InferenceSession::run(const std::vector<at::Tensor>& inputs) {
-  return api::withErrorClasses([&] { return state().compiled->run(inputs); });
+std::vector<at::Tensor> InferenceSession::run(const Inputs& inputs) {
+  return api::withErrorClasses([&] { return state().compiled->run(inputs.values()); });
 }
 
 } // namespace popsim

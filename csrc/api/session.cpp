@@ -22,6 +22,13 @@ Session::State& Session::state() const {
   return *state_;
 }
 
+c10::IValue Session::forward(const Inputs& inputs) {
+  return api::withErrorClasses([&] {
+    api::CompiledModule& compiled = *state().compiled;
+    return compiled.nested(compiled.run(inputs.values()));
+  });
+}
+
 MemoryReport Session::memoryReport() const {
   const memory::MemoryReport& core = state().compiled->executable().memoryReport();
   MemoryReport report;

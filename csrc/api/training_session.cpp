@@ -92,13 +92,12 @@ void writeHyperparameters(api::CompiledModule& compiled, const Optimizer& optimi
 
 } // namespace
 
-TrainingSession::TrainingSession(torch::jit::Module module,
-                                 const std::vector<at::Tensor>& exampleInputs, Options options,
-                                 Optimizer optimizer) {
+TrainingSession::TrainingSession(torch::jit::Module module, const Inputs& exampleInputs,
+                                 Options options, Optimizer optimizer) {
   api::withErrorClasses([&] {
     const compiler::TrainingConfig config = configOf(module, options, optimizer);
-    state_->compiled = std::make_unique<api::CompiledModule>(std::move(module), exampleInputs,
-                                                             std::move(options), true, config);
+    state_->compiled = std::make_unique<api::CompiledModule>(
+        std::move(module), exampleInputs.values(), std::move(options), true, config);
     // Device memory starts zeroed (runtime/device_memory.cpp): the optimizer
     // state, accumulators and counters of a fresh start, but for the state
     // that starts elsewhere.
@@ -143,23 +142,21 @@ void checkOptimizesTheModule(const torch::jit::Module& module,
 
 } // namespace
 
-TrainingSession::TrainingSession(torch::jit::Module module,
-                                 const std::vector<at::Tensor>& exampleInputs, Options options,
-                                 const torch::optim::Optimizer& optimizer)
+TrainingSession::TrainingSession(torch::jit::Module module, const Inputs& exampleInputs,
+                                 Options options, const torch::optim::Optimizer& optimizer)
     : TrainingSession(api::withErrorClasses([&] {
                         checkOptimizesTheModule(module, optimizer);
                         return module;
                       }),
                       exampleInputs, std::move(options), optimizerOf(optimizer)) {}
 
-TrainingSession::TrainingSession(const std::string& path,
-                                 const std::vector<at::Tensor>& exampleInputs, Options options,
-                                 Optimizer optimizer)
+TrainingSession::TrainingSession(const std::string& path, const Inputs& exampleInputs,
+                                 Options options, Optimizer optimizer)
     : TrainingSession(api::withErrorClasses([&] { return api::loadModule(path); }), exampleInputs,
                       std::move(options), std::move(optimizer)) {}
 
-std::vector<at::Tensor> TrainingSession::run(const std::vector<at::Tensor>& inputs) {
-  return api::withErrorClasses([&] { return state().compiled->run(inputs); });
+std::vector<at::Tensor> TrainingSession::run(const Inputs& inputs) {
+  return api::withErrorClasses([&] { return state().compiled->run(inputs.values()); });
 }
 
 void TrainingSession::setOptimizer(const Optimizer& optimizer) {

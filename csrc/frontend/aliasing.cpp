@@ -113,7 +113,7 @@ FrontendValue Aliasing::root(ir::Value* value) {
 }
 
 void Aliasing::refresh(FrontendValue& value, const ir::SourceLocation& location) {
-  if (value.kind == FrontendValue::Kind::List) {
+  if (value.kind == FrontendValue::Kind::List || value.kind == FrontendValue::Kind::Dict) {
     for (FrontendValue& element : value.elements) {
       refresh(element, location);
     }

@@ -37,14 +37,16 @@ struct FrontendValue {
     Static,   // known at compile time: numbers, lists, strings, None, constant tensors, modules
     Tensor,   // computed at runtime: an IR value
     List,     // a list or tuple with runtime elements (e.g. the inputs of cat)
+    Dict,     // a dict with string keys and runtime elements (a model's input or output)
     Poisoned, // depends on an unsupported op; only its support is checked further
   };
   Kind kind = Kind::Poisoned;
   c10::IValue constant;
   ir::Value* tensor = nullptr;
   std::vector<FrontendValue> elements;
-  std::string modulePath;     // attribute path of a module object ("layer1.conv")
-  std::optional<Alias> alias; // for tensors that share memory with other values
+  std::vector<std::string> keys; // a Dict's, one per element
+  std::string modulePath;        // attribute path of a module object ("layer1.conv")
+  std::optional<Alias> alias;    // for tensors that share memory with other values
 
   static FrontendValue ofStatic(c10::IValue value, std::string path = "") {
     FrontendValue v;
@@ -63,6 +65,12 @@ struct FrontendValue {
     FrontendValue v;
     v.kind = Kind::List;
     v.elements = std::move(elements);
+    return v;
+  }
+  static FrontendValue ofDict(std::vector<std::string> keys, std::vector<FrontendValue> elements) {
+    FrontendValue v = ofList(std::move(elements));
+    v.kind = Kind::Dict;
+    v.keys = std::move(keys);
     return v;
   }
   bool isStatic() const { return kind == Kind::Static; }

@@ -58,7 +58,9 @@ public:
     state_.downcastMixedFloats = options.downcastMixedFloats;
   }
 
-  std::unique_ptr<ir::Graph> run(const std::shared_ptr<jit::Graph>& source) {
+  std::unique_ptr<ir::Graph> run(const std::shared_ptr<jit::Graph>& source,
+                                 ValueStructure* outputStructure) {
+    outputStructure_ = outputStructure;
     std::shared_ptr<jit::Graph> graph = source->copy();
     jit::Inline(*graph);
     jit::EliminateDeadCode(graph);
@@ -75,8 +77,17 @@ public:
     moduleBlocks_ = nullptr;
     reportUnsupported();
     checkEveryOpInABlock();
+    std::vector<ValueStructure> returned;
     for (const jit::Value* output : graph->outputs()) {
-      addOutputs(currentValue(output));
+      returned.push_back(addOutputs(currentValue(output), *output->type()));
+    }
+    if (outputStructure_ != nullptr) {
+      if (returned.size() == 1) {
+        *outputStructure_ = std::move(returned.front());
+      } else { // a traced graph's several outputs: a tuple
+        outputStructure_->kind = ValueStructure::Kind::Tuple;
+        outputStructure_->elements = std::move(returned);
+      }
     }
     for (size_t i = 0; i < graph_->outputs().size(); ++i) {
       auto marked = overlappedOutputs_.find(graph_->outputs()[i]);
@@ -100,15 +111,83 @@ private:
       first = 1;
     }
     const size_t count = inputs.size() - first;
-    POPSIM_CHECK(count == inputTypes_.size(), ErrorKind::InvalidInput, "the traced model takes ",
-                 count, " tensor input(s) but ", inputTypes_.size(), " were given.");
-    for (size_t i = 0; i < count; ++i) {
-      std::string name = i < options_.inputNames.size() ? options_.inputNames[i]
-                                                        : inputs[first + i]->debugNameBase();
-      values_[inputs[first + i]] = aliasing_.root(graph_->addInput(name, inputTypes_[i]));
-      auto marked = overlaps_.inputs.find(inputs[first + i]);
-      if (marked != overlaps_.inputs.end()) graph_->setInputOverlap(i, marked->second);
+    const std::vector<ValueStructure>& structures = options_.inputStructures;
+    if (structures.empty()) { // one tensor each
+      POPSIM_CHECK(count == inputTypes_.size(), ErrorKind::InvalidInput, "the traced model takes ",
+                   count, " tensor input(s) but ", inputTypes_.size(), " were given.");
+    } else {
+      size_t tensors = 0;
+      for (const ValueStructure& structure : structures)
+        tensors += structure.tensorCount();
+      POPSIM_CHECK(count == structures.size() && tensors == inputTypes_.size(),
+                   ErrorKind::InvalidInput, "the model's forward() takes ", count, " input(s) but ",
+                   structures.size(), " were given.");
     }
+    for (size_t i = 0; i < count; ++i) {
+      const jit::Value* input = inputs[first + i];
+      const size_t index = graph_->inputs().size();
+      values_[input] =
+          structures.empty() ? bindTensor(index) : bindStructure(*input->type(), structures[i]);
+      auto marked = overlaps_.inputs.find(input);
+      if (marked != overlaps_.inputs.end() && graph_->inputs().size() == index + 1)
+        graph_->setInputOverlap(index, marked->second);
+    }
+  }
+
+  // The next graph input, a tensor.
+  FrontendValue bindTensor(size_t index) {
+    std::string name = index < options_.inputNames.size() ? options_.inputNames[index]
+                                                          : "input" + std::to_string(index);
+    return aliasing_.root(graph_->addInput(name, inputTypes_[index]));
+  }
+
+  // An input forward() takes as a tuple, list or dict of tensors: each tensor
+  // is a graph input of its own, in the structure's order.
+  FrontendValue bindStructure(const c10::Type& type, const ValueStructure& structure) {
+    using Kind = ValueStructure::Kind;
+    const char* const kinds[] = {"a tensor", "a tuple", "a list", "a dict"};
+    const std::string given = kinds[static_cast<int>(structure.kind)];
+    const size_t index = graph_->inputs().size();
+    const std::string name =
+        index < options_.inputNames.size() ? options_.inputNames[index] : "an input";
+    const auto refuse = [&](const std::string& expected) {
+      throwError(ErrorKind::InvalidInput, "forward() takes " + type.annotation_str() +
+                                              " where the example input (" + name + ") is " +
+                                              given + (expected.empty() ? "" : " " + expected) +
+                                              ". Give each input as forward() types it.");
+    };
+    switch (structure.kind) {
+    case Kind::Tensor:
+      if (type.cast<c10::TensorType>() == nullptr) refuse("");
+      return bindTensor(index);
+    case Kind::Tuple: {
+      const auto* tuple = type.castRaw<c10::TupleType>();
+      if (tuple == nullptr || tuple->elements().size() != structure.elements.size())
+        refuse("of " + std::to_string(structure.elements.size()));
+      std::vector<FrontendValue> elements;
+      for (size_t i = 0; i < structure.elements.size(); ++i)
+        elements.push_back(bindStructure(*tuple->elements()[i], structure.elements[i]));
+      return FrontendValue::ofList(std::move(elements));
+    }
+    case Kind::List: {
+      const auto* list = type.castRaw<c10::ListType>();
+      if (list == nullptr) refuse("");
+      std::vector<FrontendValue> elements;
+      for (const ValueStructure& element : structure.elements)
+        elements.push_back(bindStructure(*list->getElementType(), element));
+      return FrontendValue::ofList(std::move(elements));
+    }
+    case Kind::Dict: {
+      const auto* dict = type.castRaw<c10::DictType>();
+      if (dict == nullptr || dict->getKeyType()->kind() != c10::TypeKind::StringType)
+        refuse("with string keys");
+      std::vector<FrontendValue> elements;
+      for (const ValueStructure& element : structure.elements)
+        elements.push_back(bindStructure(*dict->getValueType(), element));
+      return FrontendValue::ofDict(structure.keys, std::move(elements));
+    }
+    }
+    POPSIM_ASSERT(false, "an input structure of no kind.");
   }
 
   ir::SourceLocation locationOf(const jit::Node& node) const {
@@ -559,6 +638,10 @@ private:
 
   // Nodes that only build or take apart compile-time structure.
   bool importPrimNode(const jit::Node& node) {
+    if (!node.inputs().empty() && values_.at(node.inputs()[0]).kind == FrontendValue::Kind::Dict &&
+        importDictOp(node)) {
+      return true;
+    }
     switch (node.kind()) {
     case c10::prim::Constant: {
       values_[node.output()] = FrontendValue::ofStatic(
@@ -573,8 +656,107 @@ private:
     case c10::prim::TupleUnpack: return importUnpack(node);
     case c10::prim::TupleIndex:
     case c10::aten::__getitem__: return importIndex(node);
+    case c10::prim::DictConstruct: return importDictConstruct(node);
     default: return false;
     }
+  }
+
+  // A dict with runtime values (a model's dict input, or the dict it
+  // returns): its keys are known when the model compiles.
+  bool importDictConstruct(const jit::Node& node) {
+    std::vector<std::string> keys;
+    std::vector<FrontendValue> elements;
+    bool allStatic = true;
+    for (size_t i = 0; i + 1 < node.inputs().size(); i += 2) {
+      const FrontendValue& key = values_.at(node.inputs()[i]);
+      if (!key.isStatic() || !key.constant.isString()) {
+        throw UnsupportedLowering("a dict with runtime values has keys that are not strings "
+                                  "known when the model compiles");
+      }
+      keys.push_back(key.constant.toStringRef());
+      elements.push_back(values_.at(node.inputs()[i + 1]));
+      allStatic = allStatic && elements.back().isStatic();
+    }
+    if (allStatic) {
+      return false; // a constant dict: PyTorch builds it (evaluateStatically)
+    }
+    // Python's dicts keep the last value of a repeated key, where it first stood.
+    std::vector<std::string> unique;
+    std::vector<FrontendValue> values;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      const auto seen = std::find(unique.begin(), unique.end(), keys[i]);
+      if (seen != unique.end()) {
+        values[static_cast<size_t>(seen - unique.begin())] = elements[i];
+      } else {
+        unique.push_back(keys[i]);
+        values.push_back(elements[i]);
+      }
+    }
+    values_[node.output()] = FrontendValue::ofDict(std::move(unique), std::move(values));
+    return true;
+  }
+
+  // Reading a runtime dict: d[key], d.get(key[, default]), key in d, len(d),
+  // d.keys(), d.values(), d.items(), all with keys known when the model
+  // compiles. Writing into it is not supported (false: the op is reported).
+  bool importDictOp(const jit::Node& node) {
+    const FrontendValue& dict = values_.at(node.inputs()[0]);
+    const std::string op = node.kind().toQualString();
+    if (op == "aten::len") {
+      values_[node.output()] = FrontendValue::ofStatic(static_cast<int64_t>(dict.keys.size()));
+      return true;
+    }
+    if (op == "aten::keys") {
+      c10::impl::GenericList keys(c10::StringType::get());
+      for (const std::string& key : dict.keys)
+        keys.push_back(key);
+      values_[node.output()] = FrontendValue::ofStatic(std::move(keys));
+      return true;
+    }
+    if (op == "aten::values") {
+      values_[node.output()] = FrontendValue::ofList(dict.elements);
+      return true;
+    }
+    if (op == "aten::items") {
+      std::vector<FrontendValue> pairs;
+      for (size_t i = 0; i < dict.keys.size(); ++i)
+        pairs.push_back(
+            FrontendValue::ofList({FrontendValue::ofStatic(dict.keys[i]), dict.elements[i]}));
+      values_[node.output()] = FrontendValue::ofList(std::move(pairs));
+      return true;
+    }
+    if (op != "aten::__getitem__" && op != "aten::get" && op != "aten::__contains__") {
+      return false;
+    }
+    const FrontendValue& key = values_.at(node.inputs()[1]);
+    if (!key.isStatic() || !key.constant.isString()) {
+      throw UnsupportedLowering("a dict is read with a key that is not a string known when the "
+                                "model compiles");
+    }
+    const auto found = std::find(dict.keys.begin(), dict.keys.end(), key.constant.toStringRef());
+    const bool present = found != dict.keys.end();
+    if (op == "aten::__contains__") {
+      values_[node.output()] = FrontendValue::ofStatic(present);
+      return true;
+    }
+    if (present) {
+      values_[node.output()] = dict.elements[static_cast<size_t>(found - dict.keys.begin())];
+      return true;
+    }
+    if (op == "aten::get") { // d.get(key) is None, d.get(key, default) the default
+      values_[node.output()] = node.inputs().size() > 2 ? values_.at(node.inputs()[2])
+                                                        : FrontendValue::ofStatic(c10::IValue());
+      return true;
+    }
+    throw UnsupportedLowering("the dict has no key '" + key.constant.toStringRef() +
+                              "' (its keys: " + joinKeys(dict.keys) + ")");
+  }
+
+  static std::string joinKeys(const std::vector<std::string>& keys) {
+    std::string text;
+    for (const std::string& key : keys)
+      text += (text.empty() ? "'" : ", '") + key + "'";
+    return text;
   }
 
   void importGetAttr(const jit::Node& node) {
@@ -786,29 +968,63 @@ private:
     return value;
   }
 
-  void addOutputs(const FrontendValue& value) {
+  // The graph outputs a model's output is (its tensors, depth-first), and
+  // how it nests them; `type` is TorchScript's, which tells tuples from lists.
+  ValueStructure addOutputs(const FrontendValue& value, const c10::Type& type) {
+    using Kind = ValueStructure::Kind;
+    ValueStructure structure;
     switch (value.kind) {
-    case FrontendValue::Kind::Tensor: graph_->addOutput(value.tensor); return;
+    case FrontendValue::Kind::Tensor: graph_->addOutput(value.tensor); return structure;
     case FrontendValue::Kind::List:
-      for (const FrontendValue& element : value.elements)
-        addOutputs(element);
-      return;
+    case FrontendValue::Kind::Dict: {
+      structure.kind = value.kind == FrontendValue::Kind::Dict  ? Kind::Dict
+                       : type.kind() == c10::TypeKind::ListType ? Kind::List
+                                                                : Kind::Tuple;
+      structure.keys = value.keys;
+      for (size_t i = 0; i < value.elements.size(); ++i)
+        structure.elements.push_back(addOutputs(value.elements[i], elementType(type, i)));
+      return structure;
+    }
     case FrontendValue::Kind::Static:
       if (value.constant.isTensor()) {
         graph_->addOutput(constants_.get(value.constant.toTensor()));
-        return;
+        return structure;
       }
       if (value.constant.isTuple() || value.constant.isList()) {
-        for (const FrontendValue& element : elementsOf(value))
-          addOutputs(element);
-        return;
+        structure.kind = value.constant.isList() ? Kind::List : Kind::Tuple;
+        const std::vector<FrontendValue> elements = elementsOf(value);
+        for (size_t i = 0; i < elements.size(); ++i)
+          structure.elements.push_back(addOutputs(elements[i], elementType(type, i)));
+        return structure;
+      }
+      if (value.constant.isGenericDict() && type.kind() == c10::TypeKind::DictType &&
+          type.expectRef<c10::DictType>().getKeyType()->kind() == c10::TypeKind::StringType) {
+        structure.kind = Kind::Dict;
+        for (const auto& entry : value.constant.toGenericDict()) {
+          structure.keys.push_back(entry.key().toStringRef());
+          structure.elements.push_back(addOutputs(FrontendValue::ofStatic(entry.value()),
+                                                  *type.expectRef<c10::DictType>().getValueType()));
+        }
+        return structure;
       }
       throwError(ErrorKind::Compilation,
                  std::string("the model returns a ") + value.constant.tagKind() +
-                     "; popsim models must return tensors (or tuples and lists of tensors).");
+                     "; popsim models return tensors, or tuples, lists and dicts (string keys) "
+                     "of tensors.");
     case FrontendValue::Kind::Poisoned: break;
     }
     POPSIM_ASSERT(false, "a model output depends on an unsupported op.");
+  }
+
+  // The type of a container's i-th element (a traced graph's outputs may be
+  // typed loosely: then any type).
+  static const c10::Type& elementType(const c10::Type& type, size_t i) {
+    if (const auto* tuple = type.castRaw<c10::TupleType>()) {
+      if (i < tuple->elements().size()) return *tuple->elements()[i];
+    }
+    if (const auto* list = type.castRaw<c10::ListType>()) return *list->getElementType();
+    if (const auto* dict = type.castRaw<c10::DictType>()) return *dict->getValueType();
+    return *c10::AnyType::get();
   }
 
   void reportUnsupported() const {
@@ -827,6 +1043,7 @@ private:
   int64_t unrolledIterations_ = 0;
   const std::vector<ir::TensorType>& inputTypes_;
   const ImportOptions& options_;
+  ValueStructure* outputStructure_ = nullptr; // given by the caller, filled by run()
   std::unique_ptr<ir::Graph> graph_;
   std::string currentBlock_;
   std::vector<std::string> nameScope_; // popsim.NameScope names, outermost first
@@ -853,14 +1070,17 @@ private:
 std::unique_ptr<ir::Graph> importGraph(const std::shared_ptr<torch::jit::Graph>& graph,
                                        const torch::jit::Module& self,
                                        const std::vector<ir::TensorType>& inputTypes,
-                                       const ImportOptions& options) {
-  return GraphImporter(self, inputTypes, options).run(graph);
+                                       const ImportOptions& options,
+                                       ValueStructure* outputStructure) {
+  return GraphImporter(self, inputTypes, options).run(graph, outputStructure);
 }
 
 std::unique_ptr<ir::Graph> importModule(const torch::jit::Module& module,
                                         const std::vector<ir::TensorType>& inputTypes,
-                                        const ImportOptions& options) {
-  return importGraph(module.get_method("forward").graph(), module, inputTypes, options);
+                                        const ImportOptions& options,
+                                        ValueStructure* outputStructure) {
+  return importGraph(module.get_method("forward").graph(), module, inputTypes, options,
+                     outputStructure);
 }
 
 } // namespace popsim::frontend

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "frontend/module_blocks.h"
+#include "frontend/value_structure.h"
 #include "ir/graph.h"
 
 #include <torch/csrc/jit/api/module.h>
@@ -19,8 +20,13 @@ struct ImportOptions {
   // Attribute holding the user's model inside the traced module (e.g. "model"
   // when a wrapper was traced); removed from weight names. Empty: none.
   std::string modelAttribute;
-  // Names for the graph inputs (optional; used in errors and the printed IR).
+  // Names for the graph inputs (optional; used in errors and the printed IR),
+  // one per tensor.
   std::vector<std::string> inputNames;
+  // How each of forward()'s inputs nests its tensors (tuples, lists, dicts of
+  // tensors, as the C++ API's IValue inputs give them); `inputTypes` are
+  // their tensors in order. Empty: each input is one tensor.
+  std::vector<ValueStructure> inputStructures;
   // Import for training: batch norm uses batch statistics and updates its
   // running statistics, dropout draws masks, and the loss is identified.
   bool training = false;
@@ -52,14 +58,19 @@ struct ImportOptions {
 // user's source line, before anything runs. For training, the graph's loss
 // is the one output that depends on a loss function (or on
 // popsim.identity_loss); none, several or a non-scalar one is an error.
+// The graph's outputs are the model's tensors, flattened depth-first from
+// the tuples, lists and dicts it returns; `outputStructure`, when given,
+// receives how they nest.
 std::unique_ptr<ir::Graph> importGraph(const std::shared_ptr<torch::jit::Graph>& graph,
                                        const torch::jit::Module& self,
                                        const std::vector<ir::TensorType>& inputTypes,
-                                       const ImportOptions& options = {});
+                                       const ImportOptions& options = {},
+                                       ValueStructure* outputStructure = nullptr);
 
 // importGraph on the module's forward method.
 std::unique_ptr<ir::Graph> importModule(const torch::jit::Module& module,
                                         const std::vector<ir::TensorType>& inputTypes,
-                                        const ImportOptions& options = {});
+                                        const ImportOptions& options = {},
+                                        ValueStructure* outputStructure = nullptr);
 
 } // namespace popsim::frontend

@@ -83,7 +83,11 @@ ir::SourceLocation userSourceLocation(const torch::jit::Node& node,
   ir::SourceLocation location = parseTracedStack(range.text().str(), libraryPaths);
   if (!location.known()) {
     // Scripted (not traced) code: the range points into TorchScript source.
-    if (auto fileLine = range.file_line_col()) {
+    // A module torch.jit.save wrote keeps, beside its serialized code, the
+    // range of the user's file each line was generated from: prefer that.
+    const c10::optional<torch::jit::SourceRange> original = range.findSourceRangeThatGenerated();
+    const torch::jit::SourceRange& written = original.has_value() ? *original : range;
+    if (auto fileLine = written.file_line_col()) {
       location.file = std::get<0>(*fileLine);
       location.line = static_cast<int64_t>(std::get<1>(*fileLine));
     }

@@ -10,6 +10,7 @@
 
 #include "popsim/errors.h"
 #include "popsim/execution_trace.h"
+#include "popsim/inputs.h"
 #include "popsim/optim.h"
 #include "popsim/options.h"
 #include "popsim/session.h"

@@ -9,6 +9,7 @@
 //       popsim::PipelinedExecution({{"layer1", 0}, {"layer2", 1}}));
 //   popsim::InferenceSession session(module, {images}, opts);  // compiles
 //   std::vector<at::Tensor> outputs = session.run({images});
+//   c10::IValue result = session.forward(stack);  // nested as forward() returns it
 //   std::cout << session.memoryReport() << session.simulatedTime() << " s simulated\n";
 //
 // Every error is a popsim::Error of the class its kind names
@@ -16,6 +17,7 @@
 
 #include "popsim/errors.h"
 #include "popsim/execution_trace.h"
+#include "popsim/inputs.h"
 #include "popsim/memory_report.h"
 #include "popsim/optim.h"
 #include "popsim/options.h"
@@ -39,6 +41,12 @@ public:
   virtual ~Session();
   Session(Session&&) noexcept;
   Session& operator=(Session&&) noexcept;
+
+  /// Runs one call as run() does and returns the result as the module's
+  /// forward() returns it, as torch::jit::Module::forward does: a tensor, or
+  /// a tuple, list or dict (string keys) of tensors, each in the output
+  /// mode's layout.
+  c10::IValue forward(const Inputs& inputs);
 
   /// The memory plan of each simulated IPU.
   MemoryReport memoryReport() const;
@@ -113,19 +121,20 @@ class InferenceSession : public Session {
 public:
   /// Compiles `module` for calls whose inputs are shaped as `exampleInputs`:
   /// tensors whose dimension 0 holds deviceIterations micro-batches.
-  InferenceSession(torch::jit::Module module, const std::vector<at::Tensor>& exampleInputs,
+  InferenceSession(torch::jit::Module module, const Inputs& exampleInputs,
                    Options options = Options());
   /// The same for a module torch.jit.save wrote to `path` (a CompilationError
   /// quoting LibTorch when it cannot be read).
-  InferenceSession(const std::string& path, const std::vector<at::Tensor>& exampleInputs,
+  InferenceSession(const std::string& path, const Inputs& exampleInputs,
                    Options options = Options());
 
   /// Runs one call: deviceIterations micro-batches of each input, stacked
   /// along dimension 0, as the example inputs were. Returns the model's
-  /// outputs (its tensors, flattened from tuples and lists) in the output
-  /// mode's layout. Throws InputError for an input that differs, with
-  /// PopTorch's sentence: "Shape mismatch for x: expected ...".
-  std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs);
+  /// outputs (its tensors, flattened from tuples, lists and dicts) in the
+  /// output mode's layout; forward() returns them nested. Throws InputError
+  /// for an input that differs, with PopTorch's sentence: "Shape mismatch for
+  /// x: expected ...".
+  std::vector<at::Tensor> run(const Inputs& inputs);
   /// Runs one call on a torch::data batch's data (stacked, as
   /// torch::data::transforms::Stack makes it; its target is not an input).
   /// (A template, so that run({a, b}) still means the vector of tensors.)
@@ -149,21 +158,22 @@ public:
   /// tensors whose dimension 0 holds deviceIterations x gradientAccumulation
   /// micro-batches. The optimizer trains every parameter that requires a
   /// gradient (default: SGD with lr 0.01, as Python's default).
-  TrainingSession(torch::jit::Module module, const std::vector<at::Tensor>& exampleInputs,
+  TrainingSession(torch::jit::Module module, const Inputs& exampleInputs,
                   Options options = Options(), Optimizer optimizer = optim::SGD(0.01));
-  TrainingSession(const std::string& path, const std::vector<at::Tensor>& exampleInputs,
-                  Options options = Options(), Optimizer optimizer = optim::SGD(0.01));
+  TrainingSession(const std::string& path, const Inputs& exampleInputs, Options options = Options(),
+                  Optimizer optimizer = optim::SGD(0.01));
   /// The same with a LibTorch optimizer (torch::optim::SGD, Adam, AdamW or
   /// RMSprop) over the module's parameters, with its options' names and
   /// values (see optimizerOf). Throws OptionError when its parameters are not
   /// exactly the module's parameters that require a gradient, which the
   /// session trains.
-  TrainingSession(torch::jit::Module module, const std::vector<at::Tensor>& exampleInputs,
-                  Options options, const torch::optim::Optimizer& optimizer);
+  TrainingSession(torch::jit::Module module, const Inputs& exampleInputs, Options options,
+                  const torch::optim::Optimizer& optimizer);
 
   /// Runs one call (deviceIterations optimizer steps) and returns the model's
-  /// outputs in the output mode's layout (by default the last micro-batch's).
-  std::vector<at::Tensor> run(const std::vector<at::Tensor>& inputs);
+  /// outputs in the output mode's layout (by default the last micro-batch's),
+  /// flattened; forward() returns them nested.
+  std::vector<at::Tensor> run(const Inputs& inputs);
   /// Runs one call on a torch::data batch (stacked, as
   /// torch::data::transforms::Stack makes it): its data and target are the
   /// module's two inputs. (A template, so that run({a, b}) still means the

@@ -491,7 +491,70 @@ TEST(PublicApi, ScriptedControlFlowDecidedWhenCompilingRuns) {
   const std::string message = messageOf<popsim::UnsupportedOperationError>(
       [&] { popsim::InferenceSession(load("runtime_decision.pt"), {images.flatten(1)}); });
   EXPECT_NE(message.find("aten::Bool at "), std::string::npos) << message;
+  // At the user's line, which the saved module keeps beside its serialized code.
+  const std::string line =
+      "make_reference.py:" + std::to_string(reference("runtime_decision_line").item<int64_t>());
+  EXPECT_NE(message.find(line), std::string::npos) << message;
   EXPECT_NE(message.find("it turns a tensor computed at runtime into a Python number or bool"),
+            std::string::npos)
+      << message;
+}
+
+TEST(PublicApi, NestedInputsAndOutputsAreAsForwardTakesAndReturnsThem) {
+  // forward((a, b), {"scale": ..., "shift": ...}, [e0, e1]) -> ({"logits", "relu"}, [..., ...])
+  const at::Tensor a = reference("nested_a"), b = reference("nested_b");
+  const at::Tensor scale = reference("nested_scale"), shift = reference("nested_shift");
+  const auto batchOf = [](std::vector<std::pair<std::string, at::Tensor>> entries) {
+    c10::impl::GenericDict dict(c10::StringType::get(), c10::TensorType::get());
+    for (auto& [key, value] : entries)
+      dict.insert(key, value);
+    return dict;
+  };
+  const c10::List<at::Tensor> extra({reference("nested_extra0"), reference("nested_extra1")});
+  const std::vector<c10::IValue> inputs{c10::ivalue::Tuple::create({a, b}),
+                                        batchOf({{"scale", scale}, {"shift", shift}}), extra};
+  popsim::InferenceSession session(load("nested.pt"), inputs);
+  const c10::IValue result = session.forward(inputs);
+  ASSERT_TRUE(result.isTuple());
+  const c10::impl::GenericDict outputs = result.toTupleRef().elements().at(0).toGenericDict();
+  ASSERT_EQ(outputs.size(), 2u);
+  EXPECT_EQ(outputs.begin()->key().toStringRef(), "logits"); // the model's key order
+  EXPECT_TRUE(
+      torch::allclose(outputs.at("logits").toTensor(), reference("nested_logits"), 1e-5, 1e-6));
+  EXPECT_TRUE(torch::allclose(outputs.at("relu").toTensor(), reference("nested_relu"), 1e-5, 1e-6));
+  const std::vector<at::Tensor> listed = result.toTupleRef().elements().at(1).toTensorVector();
+  ASSERT_EQ(listed.size(), 2u);
+  EXPECT_TRUE(torch::allclose(listed[0], reference("nested_listed0"), 1e-5, 1e-6));
+  EXPECT_TRUE(torch::allclose(listed[1], reference("nested_listed1"), 1e-5, 1e-5));
+  // run() gives the same tensors, flattened depth-first.
+  const std::vector<at::Tensor> flat = session.run(inputs);
+  ASSERT_EQ(flat.size(), 4u);
+  EXPECT_TRUE(torch::equal(flat[0], outputs.at("logits").toTensor()));
+  EXPECT_TRUE(torch::equal(flat[3], listed[1]));
+  // A dict's keys may come in another order; its tensors are found by key.
+  const std::vector<c10::IValue> reordered{c10::ivalue::Tuple::create({a, b}),
+                                           batchOf({{"shift", shift}, {"scale", scale}}), extra};
+  EXPECT_TRUE(torch::equal(session.run(reordered)[0], flat[0]));
+  // Another nesting or another set of keys is refused, naming the input.
+  const std::vector<c10::IValue> missing{c10::ivalue::Tuple::create({a, b}),
+                                         batchOf({{"scale", scale}}), extra};
+  std::string message = messageOf<popsim::InputError>([&] { session.run(missing); });
+  EXPECT_NE(message.find("Input 'batch' is a dict with keys ['scale'] but the session was "
+                         "compiled for a dict with keys ['scale', 'shift']"),
+            std::string::npos)
+      << message;
+  message = messageOf<popsim::InputError>([&] {
+    session.run(std::vector<c10::IValue>{a, inputs[1], inputs[2]});
+  });
+  EXPECT_NE(message.find("Input 'pair' is a tensor but the session was compiled for a tuple of 2"),
+            std::string::npos)
+      << message;
+  // Example inputs that forward() does not take are refused when compiling.
+  message = messageOf<popsim::InputError>([&] {
+    popsim::InferenceSession(load("nested.pt"), std::vector<c10::IValue>{a, inputs[1], inputs[2]});
+  });
+  EXPECT_NE(message.find("forward() takes Tuple[Tensor, Tensor] where the example input (pair) "
+                         "is a tensor"),
             std::string::npos)
       << message;
 }

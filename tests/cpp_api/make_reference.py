@@ -12,10 +12,12 @@ DIR/python_profiles/mnist_training, with their sizing reports printed beside the
 inference's execution trace and performance counters).
 """
 
+import inspect
 import json
 import os
 import sys
 from pathlib import Path
+from typing import Dict, List, Tuple
 
 import torch
 
@@ -261,9 +263,50 @@ def python_control_flow(directory: Path):
     with torch.no_grad():
         eval_logits, eval_loss = model.eval()(images, labels)
         train_logits, train_loss = model.train()(images, labels)
+    # The line of the branch, which popsim's refusal names (the user's file, not
+    # TorchScript's serialized code).
+    lines, first = inspect.getsourcelines(RuntimeDecision.forward)
+    branch = first + next(i for i, line in enumerate(lines) if "if bool(" in line)
     return {"control_images": images, "control_labels": labels,
+            "runtime_decision_line": torch.tensor(branch),
             "control_eval_logits": eval_logits, "control_eval_loss": eval_loss,
             "control_train_logits": train_logits, "control_train_loss": train_loss}
+
+
+class Nested(torch.nn.Module):
+    """Inputs in a tuple, a dict and a list, read by key, membership and items(); the
+    result a tuple of a dict and a list."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 3)
+
+    def forward(self, pair: Tuple[torch.Tensor, torch.Tensor], batch: Dict[str, torch.Tensor],
+                extra: List[torch.Tensor]) -> Tuple[Dict[str, torch.Tensor], List[torch.Tensor]]:
+        a, b = pair
+        h = self.linear(a + b * batch["scale"])
+        if "shift" in batch:
+            h = h + batch["shift"]
+        for _, value in batch.items():
+            h = h + value.mean()
+        return {"logits": h, "relu": torch.relu(h)}, [extra[0] * 2, extra[1] + h.sum()]
+
+
+def python_nested(directory: Path):
+    """The nested-input module and LibTorch's answer."""
+    torch.manual_seed(9)
+    model = Nested().eval()
+    a, b, scale = (torch.randn(4, 4) for _ in range(3))
+    shift = torch.randn(4, 3)
+    extra = [torch.randn(4, 2), torch.randn(4, 5)]
+    scripted = torch.jit.script(model)
+    scripted.save(str(directory / "nested.pt"))
+    with torch.no_grad():
+        outputs, listed = scripted((a, b), {"scale": scale, "shift": shift}, extra)
+    return {"nested_a": a, "nested_b": b, "nested_scale": scale, "nested_shift": shift,
+            "nested_extra0": extra[0], "nested_extra1": extra[1],
+            "nested_logits": outputs["logits"], "nested_relu": outputs["relu"],
+            "nested_listed0": listed[0], "nested_listed1": listed[1]}
 
 
 REPLICAS = 2
@@ -305,6 +348,7 @@ def main(directory: str) -> None:
     export_mnist.main(directory)
     tensors = python_mixed(Path(directory))
     tensors.update(python_control_flow(Path(directory)))
+    tensors.update(python_nested(Path(directory)))
     tensors.update(python_replicated(Path(directory)))
     for prefix in OPTIMIZERS:
         tensors.update(python_training(Path(directory), prefix))
