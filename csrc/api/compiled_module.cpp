@@ -67,27 +67,11 @@ std::vector<ir::TensorType> microBatchTypes(const std::vector<at::Tensor>& examp
   return types;
 }
 
-// Python's name of a dtype ("torch.float32"), as PopTorch's messages print it.
-std::string torchName(c10::ScalarType type) {
-  switch (type) {
-  case c10::ScalarType::Float: return "torch.float32";
-  case c10::ScalarType::Half: return "torch.float16";
-  case c10::ScalarType::Double: return "torch.float64";
-  case c10::ScalarType::Int: return "torch.int32";
-  case c10::ScalarType::Long: return "torch.int64";
-  case c10::ScalarType::Short: return "torch.int16";
-  case c10::ScalarType::Char: return "torch.int8";
-  case c10::ScalarType::Byte: return "torch.uint8";
-  case c10::ScalarType::Bool: return "torch.bool";
-  default: return std::string("torch.") + c10::toString(type);
-  }
-}
+// A dtype as LibTorch's messages name it ("Float", "Long").
+std::string dtypeName(c10::ScalarType type) { return c10::toString(type); }
 
-// "[16, 1, 28, 28]", as Python prints a shape's list.
-// "[32, 1, 28, 28]", as Python prints a list of sizes.
+// "[16, 1, 28, 28]", as LibTorch prints sizes.
 std::string listText(c10::IntArrayRef sizes) { return listToString(sizes.vec()); }
-
-std::string torchSize(c10::IntArrayRef sizes) { return "torch.Size(" + listText(sizes) + ")"; }
 
 const char* const kRebuildHint =
     "popsim compiles one program per input signature: build another session for the new "
@@ -214,17 +198,15 @@ void CompiledModule::checkInputs(const std::vector<at::Tensor>& inputs) const {
     POPSIM_CHECK(inputs[i].defined(), ErrorKind::InvalidInput, "Input '", name,
                  "' is an undefined tensor.");
     if (inputs[i].scalar_type() != expected.scalar_type()) {
-      throwError(ErrorKind::InvalidInput,
-                 "Data type mismatch for " + name + ": expected " +
-                     torchName(expected.scalar_type()) + " but got " +
-                     torchName(inputs[i].scalar_type()) + ". Input '" + name + "' has dtype " +
-                     torchName(inputs[i].scalar_type()) + " but the model was compiled for " +
-                     torchName(expected.scalar_type()) + ". " + kRebuildHint);
+      throwError(ErrorKind::InvalidInput, "Data type mismatch for " + name + ": expected " +
+                                              dtypeName(expected.scalar_type()) + " but got " +
+                                              dtypeName(inputs[i].scalar_type()) + ". " +
+                                              kRebuildHint);
     }
     if (inputs[i].sizes() != expected.sizes()) {
       std::string message = "Shape mismatch for " + name + ": expected " +
-                            torchSize(expected.sizes()) + " but got " +
-                            torchSize(inputs[i].sizes()) + ". ";
+                            listText(expected.sizes()) + " but got " + listText(inputs[i].sizes()) +
+                            ". ";
       if (inputs[i].dim() > 0 && expected.dim() > 0 &&
           inputs[i].sizes().slice(1) == expected.sizes().slice(1)) {
         const int64_t iterations = options_.deviceIterations();
@@ -239,9 +221,7 @@ void CompiledModule::checkInputs(const std::vector<at::Tensor>& inputs) const {
                    ", or build another session for another "
                    "batch size.";
       } else {
-        message += "Input '" + name + "' has shape " + listText(inputs[i].sizes()) +
-                   " but the model was compiled for " + listText(expected.sizes()) + ". " +
-                   kRebuildHint;
+        message += kRebuildHint;
       }
       throwError(ErrorKind::InvalidInput, message);
     }

@@ -1,5 +1,7 @@
 #include "api/error_classes.h"
 
+#include "api/cpp_spelling.h"
+
 namespace popsim {
 
 Error::Error(ErrorKind kind, const std::string& message, ErrorSite site)
@@ -10,7 +12,7 @@ Error::Error(ErrorKind kind, const std::string& message, ErrorSite site)
 namespace popsim::api {
 
 void throwAsErrorClass(const CoreError& core) {
-  const Error error(core.kind(), core.what(), core.site());
+  const Error error(core.kind(), inCppSpelling(core.what()), core.site());
   switch (error.kind()) {
   case ErrorKind::Unsupported: throw UnsupportedOperationError(error);
   case ErrorKind::OutOfMemory: throw OutOfMemoryError(error);
@@ -27,7 +29,7 @@ void throwAsErrorClass(const CoreError& core) {
 void refuseOption(const std::string& option, const std::string& message) {
   ErrorSite site;
   site.option = option;
-  throw OptionError(Error(ErrorKind::InvalidOption, message, std::move(site)));
+  throw OptionError(Error(ErrorKind::InvalidOption, inCppSpelling(message), std::move(site)));
 }
 
 } // namespace popsim::api

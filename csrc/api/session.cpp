@@ -1,5 +1,6 @@
 // popsim::Session (include/popsim/session.h): what inference and training
 // sessions share, over their api::CompiledModule.
+#include "api/cpp_spelling.h"
 #include "api/error_classes.h"
 #include "api/session_state.h"
 #include "ir/printer.h"
@@ -76,7 +77,12 @@ const Options& Session::options() const { return state().compiled->options(); }
 torch::jit::Module& Session::module() { return state().compiled->module(); }
 
 SizingReport Session::sizingReport() const {
-  return api::withErrorClasses([&] { return state().compiled->sizingReport(); });
+  return api::withErrorClasses([&] {
+    SizingReport report = state().compiled->sizingReport();
+    for (std::string& advice : report.advice)
+      advice = api::inCppSpelling(std::move(advice));
+    return report;
+  });
 }
 
 std::string Session::profileDirectory() const { return state().compiled->profileDirectory(); }

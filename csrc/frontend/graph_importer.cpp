@@ -24,6 +24,7 @@
 #include "frontend/source_location.h"
 #include "frontend/unsupported_ops.h"
 
+#include <ATen/ATen.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
 #include <torch/csrc/jit/passes/inliner.h>
 
@@ -501,10 +502,70 @@ private:
       if (error.kind() == ErrorKind::Internal) {
         throw; // a popsim bug, not a property of the model
       }
-      // A lowering produced ops whose types do not check: popsim cannot run
+      // A lowering produced ops whose types do not check. When PyTorch
+      // refuses the op on these operands too, the inputs do not fit the model
+      // (a C++ program's example inputs, say); otherwise popsim cannot run
       // this use of the op, so report it with the others.
+      if (const std::optional<std::string> refusal = eagerRefusal(node)) {
+        const ir::SourceLocation location = locationOf(node);
+        std::string reason = error.what();
+        const std::string where = location.known() ? " (at " + location.str() + ")" : "";
+        if (!where.empty() && reason.size() > where.size() &&
+            reason.compare(reason.size() - where.size(), where.size(), where) == 0) {
+          reason.resize(reason.size() - where.size()); // (named once, first)
+        }
+        throwError(ErrorKind::InvalidInput,
+                   strCat(op, location.known() ? " at " + location.str() : "",
+                          ": the inputs do not fit the model: ", reason,
+                          " PyTorch refuses these operands too (", *refusal,
+                          "). Check the model's inputs (", describeInputs(),
+                          ") against what it expects."));
+      }
       recordUnsupported(node, error.what());
     }
+  }
+
+  // What PyTorch says when it runs `node` on operands of the shapes and
+  // dtypes the import gives them (tensors on the meta device, so nothing is
+  // computed), or nothing when it runs, has no meta kernel, or takes
+  // operands other than tensors and constants.
+  std::optional<std::string> eagerRefusal(const jit::Node& node) const {
+    if (node.maybeOperator() == nullptr) return std::nullopt;
+    jit::Stack stack;
+    for (const jit::Value* input : node.inputs()) {
+      const FrontendValue& value = values_.at(input);
+      if (value.isStatic()) {
+        stack.push_back(value.constant);
+      } else if (value.kind == FrontendValue::Kind::Tensor) {
+        const ir::TensorType& type = value.tensor->type();
+        stack.push_back(at::empty(std::vector<int64_t>(type.shape.begin(), type.shape.end()),
+                                  at::TensorOptions(toTorchDType(type.dtype)).device(at::kMeta)));
+      } else {
+        return std::nullopt;
+      }
+    }
+    try {
+      node.getOperation()(stack);
+    } catch (const c10::NotImplementedError&) {
+      return std::nullopt; // no meta kernel: PyTorch's answer is unknown
+    } catch (const c10::Error& error) {
+      const std::string text = error.what_without_backtrace();
+      if (text.find("meta") != std::string::npos) {
+        return std::nullopt; // the meta device's limits (item(), data-dependent shapes)
+      }
+      return text.substr(0, text.find('\n'));
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+    return std::nullopt;
+  }
+
+  // "x f32[2,8,8,8], mask bool[2,8]": the graph's inputs, for errors.
+  std::string describeInputs() const {
+    std::string text;
+    for (const ir::Value* input : graph_->inputs())
+      text += (text.empty() ? "" : ", ") + input->name() + " " + input->type().str();
+    return text;
   }
 
   // A tensor built at compile time (torch.zeros(...), a constant) is a

@@ -64,10 +64,20 @@ at::Tensor eagerForward(torch::jit::Module& module, const at::Tensor& images) {
   return module.forward({images}).toTensor();
 }
 
+// popsim's messages to C++ programs spell its API as C++ does; Python's names
+// appear only as Python's (the model's own code is Python: torch.where stays).
+void expectCppSpelling(const std::string& message) {
+  for (const char* python :
+       {"torch.Size(", "(True)", "(False)", "popsim.ShardedExecution", "popsim.PipelinedExecution",
+        "poptorch.", "popsim.Block and", "popsim.TensorLocationSettings", "torch.float"})
+    EXPECT_EQ(message.find(python), std::string::npos) << python << " in: " << message;
+}
+
 template <typename ErrorClass, typename Body> std::string messageOf(Body&& body) {
   try {
     body();
   } catch (const ErrorClass& error) {
+    expectCppSpelling(error.what());
     return error.what();
   }
   ADD_FAILURE() << "no error of the expected class was thrown";
@@ -172,7 +182,26 @@ TEST(PublicApi, ErrorsAreOfTheirClassesWithPythonsMessages) {
   popsim::InferenceSession session(load("mnist_traced.pt"), {images}, pipelined());
   const std::string shape =
       messageOf<popsim::InputError>([&] { session.run({images.narrow(0, 0, 16)}); });
-  EXPECT_NE(shape.find("Shape mismatch"), std::string::npos) << shape;
+  EXPECT_NE(shape.find("Shape mismatch for x: expected [32, 1, 28, 28] but got [16, 1, 28, 28]"),
+            std::string::npos)
+      << shape;
+  const std::string dtype =
+      messageOf<popsim::InputError>([&] { session.run({images.to(at::kDouble)}); });
+  EXPECT_NE(dtype.find("Data type mismatch for x: expected Float but got Double"),
+            std::string::npos)
+      << dtype;
+
+  // Example inputs that do not fit the model are an InputError (not an unsupported op),
+  // naming the op and both shapes, with PyTorch's own refusal.
+  const std::string channels = messageOf<popsim::InputError>([&] {
+    popsim::InferenceSession(load("mnist_traced.pt"), {at::cat({images, images}, 1)}, pipelined());
+  });
+  EXPECT_NE(channels.find("aten::_convolution at "), std::string::npos) << channels;
+  EXPECT_NE(channels.find("the inputs do not fit the model: convolution: weight f32["),
+            std::string::npos)
+      << channels;
+  EXPECT_NE(channels.find("PyTorch refuses these operands too (Given groups=1"), std::string::npos)
+      << channels;
 
   // A session moved from throws instead of crashing; the one moved into runs.
   popsim::InferenceSession moved = std::move(session);
@@ -631,7 +660,7 @@ TEST(PublicApi, OptimizerStateOffChipLeavesTheIpusMemoryAndCostsTransfers) {
                   popsim::TensorLocationSettings().useOnChipStorage(false).useIOTilesToLoad());
               popsim::TrainingSession(load("mnist_training.pt"), {images, labels}, io);
             }),
-            "TensorLocations.setOptimizerLocation: useIOTilesToLoad(True) streams the tensors "
+            "TensorLocations.setOptimizerLocation: useIOTilesToLoad(true) streams the tensors "
             "through IO tiles, but none are set aside. Use Options.TensorLocations.numIOTiles(n) "
             "(32 to 192), or turn it off.");
 }
@@ -646,6 +675,7 @@ TEST(PublicApi, TrainingNeedsEnoughMicroBatchesForThePipeline) {
                             {images.narrow(0, 0, 16), labels.narrow(0, 0, 16)}, options);
   });
   EXPECT_NE(message.find("gradientAccumulation"), std::string::npos) << message;
+  EXPECT_NE(message.find("or use popsim::ShardedExecution."), std::string::npos) << message;
 }
 
 TEST(PublicApi, OptionsParseSizesAndIpuNamesAsPythonDoes) {
@@ -993,9 +1023,9 @@ TEST(PublicApi, LossScalingTrainsAsPython) {
   EXPECT_TRUE(automatic.Training.automaticLossScaling());
   EXPECT_EQ(messageOf<popsim::OptionError>(
                 [&] { popsim::TrainingSession(load("mnist_training.pt"), inputs, automatic); }),
-            "Training.setAutomaticLossScaling(True): the backward pass computes no float16 "
+            "Training.setAutomaticLossScaling(true): the backward pass computes no float16 "
             "gradients, whose statistics would set the loss scaling. Train a float16 model "
-            "(model.half()), or turn automatic loss scaling off.");
+            "(module.to(at::kHalf)), or turn automatic loss scaling off.");
 }
 
 // The execution trace and PopTorch's performance counters of a call are
