@@ -38,6 +38,8 @@ extensions = [
     "sphinx_copybutton",
     "breathe",
     "popsim_docs",
+    "search_snippets",
+    "offline_theme",
 ]
 
 # The C++ reference (cpp-reference.md): breathe reads the XML that Doxygen writes from

@@ -8,7 +8,9 @@
 #   scripts/docs.sh --check   what `make test` checks: the site with warnings as errors (broken
 #                             cross-references, public names missing from the API reference),
 #                             the notebook rendered without running it (the tests run it), and
-#                             every example of the guide run (sphinx.ext.doctest)
+#                             every example of the guide run (sphinx.ext.doctest), and the
+#                             site opened from disk in headless Chromium (no page errors,
+#                             search with snippets)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 check=0
@@ -51,6 +53,8 @@ if [[ "$check" == 1 ]]; then
     echo "popsim docs: the pages above load scripts or styles from the network" >&2
     exit 1
   fi
+  # Opened from the file system, pages run without errors and search shows snippets.
+  .venv/bin/python scripts/check_site_offline.py "$out/check-html"
   "${sphinx[@]}" -b doctest -D nbsphinx_execute=never -d "$out/doctrees-check" docs "$out/doctest"
   echo "popsim docs: the site builds without warnings and its examples run"
 else
