@@ -64,6 +64,16 @@ class Executor(ExecutorReports):
     """A model compiled for simulated IPUs, used like the model itself.
 
     PopTorch calls this class ``PoplarExecutor``; popsim provides that name too.
+
+    Example:
+        >>> executor = popsim.inferenceModel(torch.nn.Linear(256, 256))
+        >>> executor.compile(torch.randn(8, 256))  # or at the first call
+        >>> report = executor.memoryReport()  # each IPU's memory plan, by category
+        >>> [ipu["ipu"] for ipu in report["ipus"]]
+        [0]
+        >>> _ = executor(torch.randn(8, 256))
+        >>> executor.cycleCount() > 0, executor.sizingReport().fits
+        (True, True)
     """
 
     def __init__(self, model: Union[torch.nn.Module, "Executor"], options: Optional[Options] = None,
@@ -629,6 +639,14 @@ def inferenceModel(model: torch.nn.Module, options: Optional[Options] = None) ->
     is; the model's own flag is left unchanged. The model compiles at its first call (or
     :meth:`popsim.Executor.compile`).
 
+    Example:
+        >>> model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU())
+        >>> executor = popsim.inferenceModel(model)
+        >>> executor(torch.randn(2, 4)).shape
+        torch.Size([2, 8])
+        >>> executor.simulatedTime() > 0  # seconds of the call on the simulated clock
+        True
+
     Args:
         model: The model to run, or a wrapped model, whose model is wrapped again.
         options: The options to compile and run with; None means ``popsim.Options()``. They
@@ -655,6 +673,22 @@ def trainingModel(model: torch.nn.Module, options: Optional[Options] = None,
     micro-batches, entirely on the simulated device. Each module runs as its train/eval flag
     says, as in eager PyTorch: a new module trains with dropout and batch statistics, and a
     batch norm set to ``eval()`` stays frozen.
+
+    Example:
+        >>> class Regression(torch.nn.Module):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.linear = torch.nn.Linear(4, 2)
+        ...     def forward(self, x, target):
+        ...         out = self.linear(x)
+        ...         return out, torch.nn.functional.mse_loss(out, target)
+        >>> model = Regression()
+        >>> optimizer = popsim.optim.SGD(model.parameters(), lr=0.1)
+        >>> trainer = popsim.trainingModel(model, popsim.Options(), optimizer)
+        >>> out, loss = trainer(torch.randn(8, 4), torch.randn(8, 2))  # one optimizer step
+        >>> out.shape, loss.shape
+        (torch.Size([8, 2]), torch.Size([]))
+        >>> trainer.copyWeightsToHost()  # model.linear now holds the trained weights
 
     Args:
         model: The model to train, or a wrapped model, whose model is wrapped again.

@@ -58,6 +58,17 @@ class OutOfMemoryError(Error):
     - ``largest_tensors``: its largest tensors, largest first, as
       :meth:`memoryReport` lists them (dicts with ``"description"``,
       ``"type"``, ``"category"`` and ``"bytes"``).
+
+    Example:
+        >>> opts = popsim.Options()
+        >>> opts.Simulator.memoryPerIpu("256KiB")  # doctest: +ELLIPSIS
+        Options.Simulator(...memory_per_ipu=262144...)
+        >>> executor = popsim.inferenceModel(torch.nn.Linear(1024, 1024), opts)
+        >>> try:
+        ...     executor(torch.randn(2, 1024))
+        ... except popsim.OutOfMemoryError as error:
+        ...     print(error.ipu, error.category, error.required_bytes > error.capacity_bytes)
+        0 weights True
     """
 
     category: Optional[str] = None

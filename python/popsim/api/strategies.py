@@ -171,6 +171,15 @@ class PipelinedExecution(_ExecutionStrategy):
     Training needs ``gradientAccumulation`` >= 2 x stages - 1 (each stage but the last also
     runs its backward pass as a pipeline stage); inference needs ``deviceIterations`` >=
     stages.
+
+    Example:
+        >>> model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+        >>> model[0] = popsim.BeginBlock(model[0], "B1")
+        >>> model[2] = popsim.BeginBlock(model[2], "B2")
+        >>> opts = popsim.Options().deviceIterations(4).setExecutionStrategy(
+        ...     popsim.PipelinedExecution(popsim.Stage("B1").ipu(0), popsim.Stage("B2").ipu(1)))
+        >>> popsim.inferenceModel(model, opts)(torch.randn(8, 4)).shape
+        torch.Size([8, 2])
     """
 
     _name = "PipelinedExecution"
@@ -213,6 +222,14 @@ class ShardedExecution(_ExecutionStrategy):
     number of micro-batches. It takes its stages as :class:`popsim.PipelinedExecution` does
     (without ``schedule``): :class:`popsim.Stage` objects, block ids or a single
     :class:`popsim.AutoStage` (by default ``AutoStage.SameAsIpu``).
+
+    Example:
+        >>> model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+        >>> model[0] = popsim.BeginBlock(model[0], "B1", ipu_id=0)
+        >>> model[2] = popsim.BeginBlock(model[2], "B2", ipu_id=1)
+        >>> opts = popsim.Options().setExecutionStrategy(popsim.ShardedExecution())
+        >>> popsim.inferenceModel(model, opts)(torch.randn(2, 4)).shape  # one micro-batch is enough
+        torch.Size([2, 2])
     """
 
     _name = "ShardedExecution"
@@ -391,6 +408,16 @@ class SerialPhasedExecution(_PhasedExecution):
 
     Stage k of every phase runs on IPU k unless its IPU is set: with
     :meth:`popsim.Stage.ipu`, :meth:`popsim.Phase.ipus` or ``strategy.phase(i).ipus(...)``.
+
+    Example:
+        >>> model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+        >>> model[0] = popsim.BeginBlock(model[0], "B1")
+        >>> model[2] = popsim.BeginBlock(model[2], "B2")
+        >>> strategy = popsim.SerialPhasedExecution(popsim.Phase("B1"), popsim.Phase("B2"))
+        >>> strategy = strategy.setTensorsLiveness(popsim.Liveness.OffChipAfterEachPhase)
+        >>> opts = popsim.Options().setExecutionStrategy(strategy)
+        >>> popsim.inferenceModel(model, opts)(torch.randn(2, 4)).shape  # both phases on IPU 0
+        torch.Size([2, 2])
     """
 
     _name = "SerialPhasedExecution"

@@ -356,6 +356,15 @@ class DataLoader(torch.utils.data.DataLoader):
     ``options.randomSeed`` (which must then be set, the same everywhere) and
     the epoch, as torch's DistributedSampler with set_epoch does. Iterable datasets and
     samplers are the caller's to partition (``auto_distributed_partitioning=False``).
+
+    Example:
+        >>> opts = popsim.Options().deviceIterations(2)
+        >>> dataset = torch.utils.data.TensorDataset(torch.randn(64, 4), torch.arange(64))
+        >>> loader = popsim.DataLoader(opts, dataset, batch_size=4)
+        >>> loader.combinedBatchSize, len(loader)
+        (8, 8)
+        >>> [tensor.shape for tensor in next(iter(loader))]
+        [torch.Size([8, 4]), torch.Size([8])]
     """
 
     def __init__(self, options: Options, dataset: torch.utils.data.Dataset,

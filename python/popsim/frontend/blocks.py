@@ -100,6 +100,22 @@ class Block:
     (popsim.PipelinedExecution, popsim.ShardedExecution). With ``ipu_id`` and
     no strategy, each block runs on that IPU, pipelined. Blocks nest: leaving
     one returns to the enclosing block.
+
+    Example:
+        >>> class TwoBlocks(torch.nn.Module):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.first, self.second = torch.nn.Linear(4, 8), torch.nn.Linear(8, 2)
+        ...     def forward(self, x):
+        ...         with popsim.Block("B1", ipu_id=0):
+        ...             x = self.first(x).relu()
+        ...         with popsim.Block("B2", ipu_id=1):
+        ...             return self.second(x)
+        >>> executor = popsim.inferenceModel(TwoBlocks(), popsim.Options().deviceIterations(4))
+        >>> executor(torch.randn(8, 4)).shape  # pipelined over IPUs 0 and 1
+        torch.Size([8, 2])
+        >>> len(executor.memoryReport()["ipus"])
+        2
     """
 
     def __init__(self, user_id: Optional[str] = None, ipu_id: Optional[int] = None) -> None:
@@ -201,6 +217,14 @@ def BeginBlock(layer_to_call: Union[torch.nn.Module, Callable[..., Any]],
     The module is annotated in place, with a forward pre-hook (:func:`popsim.removeBlocks`
     removes it). Given a function instead, it returns a function that starts the block at
     each call and then calls it.
+
+    Example:
+        >>> model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+        >>> model[0] = popsim.BeginBlock(model[0], "B1", ipu_id=0)
+        >>> model[2] = popsim.BeginBlock(model[2], "B2", ipu_id=1)  # the ReLU stays in B1
+        >>> executor = popsim.inferenceModel(model, popsim.Options().deviceIterations(4))
+        >>> executor(torch.randn(8, 4)).shape
+        torch.Size([8, 2])
 
     Args:
         layer_to_call: The ``torch.nn.Module`` (or function) that starts the block.
@@ -324,6 +348,23 @@ def module_repr(module: torch.nn.Module) -> str:
 def BlockFunction(user_id: Optional[str] = None,
                   ipu_id: Optional[int] = None) -> Callable[[Callable], Callable]:
     """Makes a decorator whose function runs inside ``popsim.Block(user_id, ipu_id)`` at each call.
+
+    Example:
+        >>> @popsim.BlockFunction("Head", ipu_id=1)
+        ... def head(x):
+        ...     return torch.softmax(x, -1)
+        >>> class Classifier(torch.nn.Module):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.body = torch.nn.Linear(4, 3)
+        ...     def forward(self, x):
+        ...         with popsim.Block("Body", ipu_id=0):
+        ...             x = self.body(x)
+        ...         return head(x)
+        >>> executor = popsim.inferenceModel(Classifier(), popsim.Options().deviceIterations(2))
+        >>> probabilities = executor(torch.randn(4, 4))  # the body on IPU 0, the head on IPU 1
+        >>> torch.allclose(probabilities.sum(-1), torch.ones(4))
+        True
 
     Args:
         user_id: The block's name (an ``int`` is taken as its ``str``). None numbers the block

@@ -428,6 +428,23 @@ def recomputationCheckpoint(*tensors: Any) -> Any:
     recomputes only the ops after the checkpoint. Use the returned tensors. Elsewhere it
     changes nothing.
 
+    Example:
+        >>> class Deep(torch.nn.Module):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.layers = torch.nn.ModuleList(torch.nn.Linear(8, 8) for _ in range(4))
+        ...     def forward(self, x, target):
+        ...         for layer in self.layers:
+        ...             x = popsim.recomputationCheckpoint(torch.tanh(layer(x)))
+        ...         return x, torch.nn.functional.mse_loss(x, target)
+        >>> opts = popsim.Options()
+        >>> opts.Training.recomputation(True)  # doctest: +ELLIPSIS
+        Options.Training(...recomputation_enabled=True...)
+        >>> trainer = popsim.trainingModel(Deep(), opts)
+        >>> out, loss = trainer(torch.randn(4, 8), torch.randn(4, 8))
+        >>> out.shape
+        torch.Size([4, 8])
+
     Args:
         *tensors: The tensors to keep: one tensor, or several, in nested tuples and lists if
             need be.

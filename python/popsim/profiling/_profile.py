@@ -141,6 +141,16 @@ def load_all(directory: Union[str, "os.PathLike[str]"]) -> List[Profile]:
 def load(directory: Union[str, "os.PathLike[str]"]) -> Profile:
     """Reads the profile of one model.
 
+    Example:
+        >>> import tempfile
+        >>> directory = tempfile.mkdtemp()
+        >>> opts = popsim.Options().enableProfiling(directory)
+        >>> executor = popsim.inferenceModel(torch.nn.Linear(4, 2), opts)
+        >>> _ = executor(torch.randn(2, 4))
+        >>> profile = popsim.profiling.load(directory)
+        >>> type(profile).__name__
+        'Profile'
+
     Args:
         directory: A model's profile directory (``DIR/training``), or the directory given to
             ``Options.enableProfiling`` if it holds one model's profile.

@@ -247,6 +247,15 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
     costs the import and the cost-only compile only. The plan chosen gives the most simulated
     throughput among those that fit every IPU. The model is left without annotations.
 
+    Example:
+        >>> model = torch.nn.Sequential(*(torch.nn.Linear(256, 256) for _ in range(4)))
+        >>> job = popsim.planJob(model, torch.zeros(8, 256), ipus=4, global_batch=64, progress=False)
+        >>> job.chosen.fits, job.chosen.global_batch
+        (True, 64)
+        >>> print(job)  # doctest: +ELLIPSIS
+        Job plan for Sequential on 4 IPUs (inference), global batch 64 (within 5%): ...
+        >>> opts = job.apply(model, popsim.Options())  # the chosen split's blocks and options
+
     Args:
         model: The model to plan for; it must have no :func:`popsim.BeginBlock` annotations.
         micro_batch: An example micro-batch of one replica's inputs (a tensor, or a tuple of

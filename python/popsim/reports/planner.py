@@ -406,6 +406,16 @@ def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = 
     convolutions that ran in passes and, in training, with the Grouped schedule. The model is
     left without annotations.
 
+    Example:
+        >>> model = torch.nn.Sequential(*(torch.nn.Linear(256, 256) for _ in range(4)))
+        >>> split = popsim.plan(model, torch.zeros(8, 256), popsim.Options().deviceIterations(8),
+        ...                     ipus=2)
+        >>> print(split)  # doctest: +ELLIPSIS
+        Pipeline plan for Sequential over 2 IPUs (inference): ...
+        >>> opts = split.apply(model, popsim.Options().deviceIterations(8))
+        >>> popsim.inferenceModel(model, opts)(torch.zeros(64, 256)).shape
+        torch.Size([64, 256])
+
     Args:
         model: The model to plan for; it must have no :func:`popsim.BeginBlock` annotations.
         micro_batch: One micro-batch of one replica's inputs, as for :func:`popsim.sizeJob`: a

@@ -60,6 +60,15 @@ def sizeJob(model: torch.nn.Module, micro_batch: Any, options: Optional[Options]
     :class:`popsim.OutOfMemoryError`. The weights must fit the host in float32: the model is an
     ordinary PyTorch module, traced on the host. The executor is destroyed afterwards.
 
+    Example:
+        >>> model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.ReLU(),
+        ...                             torch.nn.Linear(4096, 1024))
+        >>> report = popsim.sizeJob(model, torch.zeros(64, 1024), popsim.Options().replicationFactor(16))
+        >>> report.fits, report.replicas, report.total_ipus
+        (True, 16, 16)
+        >>> report.throughput > 0  # items/s over the 16 replicas, simulated
+        True
+
     Args:
         model: The model to size.
         micro_batch: One micro-batch of one replica's inputs: a tensor, or a tuple of the

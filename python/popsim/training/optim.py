@@ -237,6 +237,24 @@ class SGD(_MaxGradNorm, torch.optim.SGD):
     (:meth:`popsim.Executor.setOptimizer` may change them without recompiling), the
     others constants of the compiled program; see ``variable_attrs``
     (:class:`popsim.optim.VariableAttributes`).
+
+    Example:
+        >>> class SquaredNorm(torch.nn.Module):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.linear = torch.nn.Linear(4, 2)
+        ...     def forward(self, x):
+        ...         return popsim.identity_loss(self.linear(x).pow(2).sum(), reduction="none")
+        >>> model = SquaredNorm()
+        >>> optimizer = popsim.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, loss_scaling=128.0)
+        >>> trainer = popsim.trainingModel(model, optimizer=optimizer)
+        >>> x = torch.ones(4, 4)
+        >>> first = trainer(x)
+        >>> for group in optimizer.param_groups:
+        ...     group["lr"] = 0.001
+        >>> trainer.setOptimizer(optimizer)  # a new learning rate, without recompiling
+        >>> bool(trainer(x) < first)
+        True
     """
 
     @_records_variables
