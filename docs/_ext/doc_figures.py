@@ -1,12 +1,13 @@
 """The figures the docs draw from popsim's own runs when they build (the ``popsim-figure``
 directive of popsim_docs.py): the same three-block model trained pipelined, sharded and in
 phases, drawn from its profile as ``popsim.profiling`` draws it, its memory per IPU, and how
-a call's combined batch splits into micro-batches. Each is a function returning a matplotlib
+a call's combined batch splits into micro-batches (from a run whose model reports, for each
+sample, its replica and micro-batch step). Each is a function returning a matplotlib
 Figure; a run that several figures draw is made once per process."""
 
 import functools
 import tempfile
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, List
 
 import torch
 
@@ -62,41 +63,80 @@ def memory() -> Any:
     return figure
 
 
+class _Tagger(torch.nn.Module):
+    """Returns, for each sample it takes, the sample (its input), the replica that took it (a
+    parameter with one value per replica) and the micro-batch step it ran in (a buffer counting
+    the model's runs); trains nothing."""
+
+    def __init__(self, replicas: int) -> None:
+        super().__init__()
+        self.replica = torch.nn.Parameter(torch.arange(float(replicas)).reshape(replicas, 1))
+        self.weight = torch.nn.Parameter(torch.zeros(1))
+        self.register_buffer("steps", torch.zeros(1))
+
+    def forward(self, x: torch.Tensor) -> Any:
+        count = x.shape[0]
+        tags = torch.stack([x[:, 0], self.replica.expand(count), self.steps.expand(count)], 1)
+        self.steps.add_(1)
+        return tags, popsim.identity_loss((self.weight * x).sum(), reduction="none")
+
+
+def _combined_batch_tags(micro_batch: int, replicas: int, accumulation: int,
+                         iterations: int) -> torch.Tensor:
+    """A training call's (sample, replica, step) rows, one per sample of its combined batch, as
+    popsim ran it."""
+    opts = popsim.Options().deviceIterations(iterations).replicationFactor(replicas)
+    opts.outputMode(popsim.OutputMode.All).Training.gradientAccumulation(accumulation)
+    model = _Tagger(replicas)
+    trainer = popsim.trainingModel(model, opts, popsim.optim.SGD(model.parameters(), lr=0.0))
+    trainer.replica.replicaGrouping(popsim.CommGroupType.NoGrouping, 0,
+                                    popsim.VariableRetrievalMode.AllReplicas)
+    samples = micro_batch * replicas * accumulation * iterations
+    tags, _ = trainer(torch.arange(float(samples)).reshape(samples, 1))
+    return tags.reshape(samples, 3)
+
+
 def combined_batch() -> Any:
     """A call's 48 samples (micro-batch 4, replicas 2, gradientAccumulation 3,
-    deviceIterations 2) as the model takes them: for each micro-batch step, one micro-batch
-    per replica."""
+    deviceIterations 2): which replica took each sample and at which micro-batch step, from a
+    training run whose model reports them."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
     micro_batch, replicas, accumulation, iterations = 4, 2, 3, 2
+    tags = _combined_batch_tags(micro_batch, replicas, accumulation, iterations)
     colours = ["tab:blue", "tab:orange"]
     figure, axes = plt.subplots(figsize=(9.0, 2.2))
-    sample = 0
-    for iteration in range(iterations):
-        for step in range(accumulation):
-            for replica in range(replicas):
-                start = sample
-                sample += micro_batch
-                axes.add_patch(Rectangle((start, 0), micro_batch, 1, facecolor=colours[replica],
-                                         edgecolor="white", linewidth=1.5))
-                axes.text(start + micro_batch / 2, 0.5, f"r{replica}", ha="center",
-                          va="center", color="white", fontsize=8)
-            first = sample - replicas * micro_batch
-            axes.annotate("", (first, -0.15), (sample, -0.15),
-                          arrowprops={"arrowstyle": "|-|", "color": "0.3", "shrinkA": 0,
-                                      "shrinkB": 0})
-            axes.text((first + sample) / 2, -0.45,
-                      f"step {iteration * accumulation + step}", ha="center", fontsize=8)
-        end = sample
-        begin = end - accumulation * replicas * micro_batch
+    # Runs of samples that one replica took at one step: [start, end, replica, step].
+    runs: List[List[int]] = []
+    for sample, replica, step in tags.long().tolist():
+        if runs and runs[-1][1:] == [sample, replica, step]:
+            runs[-1][1] = sample + 1
+        else:
+            runs.append([sample, sample + 1, replica, step])
+    for start, end, replica, step in runs:
+        axes.add_patch(Rectangle((start, 0), end - start, 1, facecolor=colours[replica],
+                                 edgecolor="white", linewidth=1.5))
+        axes.text((start + end) / 2, 0.5, f"r{replica}", ha="center", va="center",
+                  color="white", fontsize=8)
+    for step in sorted({run[3] for run in runs}):
+        first = min(run[0] for run in runs if run[3] == step)
+        last = max(run[1] for run in runs if run[3] == step)
+        axes.annotate("", (first, -0.15), (last, -0.15),
+                      arrowprops={"arrowstyle": "|-|", "color": "0.3", "shrinkA": 0,
+                                  "shrinkB": 0})
+        axes.text((first + last) / 2, -0.45, f"step {step}", ha="center", fontsize=8)
+    for iteration in range(iterations):  # each device iteration: `accumulation` steps
+        steps = range(iteration * accumulation, (iteration + 1) * accumulation)
+        begin = min(run[0] for run in runs if run[3] in steps)
+        end = max(run[1] for run in runs if run[3] in steps)
         axes.annotate("", (begin, 1.2), (end, 1.2),
                       arrowprops={"arrowstyle": "|-|", "color": "0.3", "shrinkA": 0,
                                   "shrinkB": 0})
         axes.text((begin + end) / 2, 1.35, f"device iteration {iteration}: "
                   f"{accumulation} micro-batch steps, then an optimizer step", ha="center",
                   fontsize=8)
-    axes.set_xlim(0, sample)
+    axes.set_xlim(0, len(tags))
     axes.set_ylim(-0.7, 1.7)
     axes.set_yticks([])
     axes.set_xlabel("sample of the combined batch (dimension 0)")
