@@ -80,9 +80,9 @@ std::string unsupportedOpsMessage(const std::vector<UnsupportedOp>& uses) {
       message << ": " << group.reason;
     }
   }
-  message
-      << "\nRewrite these parts of the model with supported ops (docs/guide/ops.md lists them), "
-         "or run them on the host before calling the popsim model.";
+  message << "\nRewrite these parts of the model with supported ops (the Supported ops page of "
+             "popsim's documentation lists them), "
+             "or run them on the host before calling the popsim model.";
   return message.str();
 }
 

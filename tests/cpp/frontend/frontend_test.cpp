@@ -222,8 +222,8 @@ TEST(FrontendTest, GroupsUnsupportedOpsWithTheirUsesAndDistinctLines) {
       "  aten::add, 2 uses at /m/net.py:4: a dtype\n"
       "  aten::Int, 2 uses at 2 lines: <unknown location> (in module features.1.0.attn), "
       "<unknown location>\n"
-      "Rewrite these parts of the model with supported ops (docs/guide/ops.md lists them), or run "
-      "them on the host before calling the popsim model.");
+      "Rewrite these parts of the model with supported ops (the Supported ops page of popsim's "
+      "documentation lists them), or run them on the host before calling the popsim model.");
 }
 
 TEST(FrontendTest, ParsesTheUserFrameOfATracedStack) {
