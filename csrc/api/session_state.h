@@ -1,18 +1,19 @@
 #pragma once
 
 #include "api/compiled_module.h"
+#include "api/optimizer_groups.h"
 #include "popsim/session.h"
 
 #include <memory>
-#include <optional>
+#include <vector>
 
 namespace popsim {
 
 // What a public session holds: its compiled module and, for training, the
-// optimizer whose hyper-parameters the device has.
+// parameter groups whose optimizers' hyper-parameters the device has.
 struct Session::State {
   std::unique_ptr<api::CompiledModule> compiled;
-  std::optional<Optimizer> optimizer;
+  std::vector<api::OptimizerGroup> optimizerGroups;
 };
 
 } // namespace popsim

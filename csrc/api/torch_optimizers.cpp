@@ -4,6 +4,7 @@
 #include "popsim/session.h"
 
 #include "api/error_classes.h"
+#include "api/optimizer_groups.h"
 #include "common/strings.h"
 
 #include <torch/optim/adam.h>
@@ -11,6 +12,8 @@
 #include <torch/optim/rmsprop.h>
 #include <torch/optim/sgd.h>
 
+#include <map>
+#include <set>
 #include <tuple>
 
 namespace popsim {
@@ -54,6 +57,18 @@ std::optional<Optimizer> groupOptimizer(const torch::optim::OptimizerOptions& op
   return std::nullopt;
 }
 
+// One group's options as popsim's optimizer; an OptionError for an optimizer
+// popsim does not run.
+Optimizer runnableGroupOptimizer(const torch::optim::OptimizerOptions& options) {
+  std::optional<Optimizer> optimizer = groupOptimizer(options);
+  if (!optimizer) {
+    api::refuseOption("optimizer",
+                      "popsim's sessions run torch::optim::SGD, Adam, AdamW and RMSprop (and "
+                      "popsim::optim::LAMB); this torch::optim optimizer is none of them.");
+  }
+  return *optimizer;
+}
+
 // What differs between two groups' optimizers, as "lr 0.1 and 0.01"; empty
 // when nothing does.
 std::string difference(const Optimizer& first, const Optimizer& other) {
@@ -76,30 +91,56 @@ Optimizer optimizerOf(const torch::optim::Optimizer& optimizer) {
     if (groups.empty()) {
       api::refuseOption("optimizer", "The torch::optim optimizer has no parameter groups.");
     }
-    std::optional<Optimizer> first;
-    for (size_t index = 0; index < groups.size(); ++index) {
-      std::optional<Optimizer> group = groupOptimizer(groups[index].options());
-      if (!group) {
-        api::refuseOption("optimizer",
-                          "popsim's sessions run torch::optim::SGD, Adam, AdamW and RMSprop (and "
-                          "popsim::optim::LAMB); this torch::optim optimizer is none of them.");
-      }
-      if (!first) {
-        first = group;
-        continue;
-      }
-      const std::string differs = difference(*first, *group);
+    const Optimizer first = runnableGroupOptimizer(groups.front().options());
+    for (size_t index = 1; index < groups.size(); ++index) {
+      const std::string differs =
+          difference(first, runnableGroupOptimizer(groups[index].options()));
       if (!differs.empty()) {
-        api::refuseOption(
-            "optimizer", strCat("The torch::optim optimizer's parameter groups 0 and ", index,
-                                " differ in ", differs,
-                                "; a C++ session trains its parameters as one group. Give them the "
-                                "same options, or use Python's popsim.trainingModel, which takes "
-                                "parameter groups."));
+        api::refuseOption("optimizer",
+                          strCat("The torch::optim optimizer's parameter groups 0 and ", index,
+                                 " differ in ", differs,
+                                 "; one popsim optimizer has one set of options. Pass the "
+                                 "torch::optim optimizer to the TrainingSession instead, which "
+                                 "trains each group with its own."));
       }
     }
-    return *first;
+    return first;
   });
 }
 
 } // namespace popsim
+
+namespace popsim::api {
+
+std::vector<OptimizerGroup> optimizerGroupsOf(const torch::jit::Module& module,
+                                              const torch::optim::Optimizer& optimizer) {
+  std::map<const c10::TensorImpl*, std::string> trained; // (a tied weight: its first name)
+  for (const auto& parameter : module.named_parameters(/*recurse=*/true)) {
+    if (parameter.value.requires_grad())
+      trained.emplace(parameter.value.unsafeGetTensorImpl(), parameter.name);
+  }
+  std::vector<OptimizerGroup> groups;
+  std::set<const c10::TensorImpl*> placed;
+  const auto& torchGroups = optimizer.param_groups();
+  for (size_t index = 0; index < torchGroups.size(); ++index) {
+    OptimizerGroup group{runnableGroupOptimizer(torchGroups[index].options()), {}};
+    if (!groups.empty() && group.optimizer.kind() != groups.front().optimizer.kind()) {
+      refuseOption("optimizer", strCat("The torch::optim optimizer's parameter group ", index,
+                                       " is another optimizer than group 0's; a session trains "
+                                       "with one optimizer."));
+    }
+    for (const at::Tensor& parameter : torchGroups[index].params()) {
+      const auto found = trained.find(parameter.unsafeGetTensorImpl());
+      if (found != trained.end() && placed.insert(found->first).second)
+        group.parameters.push_back(found->second);
+    }
+    if (!group.parameters.empty()) groups.push_back(std::move(group));
+  }
+  if (groups.empty()) {
+    refuseOption("optimizer", "The torch::optim optimizer holds none of the module's parameters "
+                              "that require a gradient.");
+  }
+  return groups;
+}
+
+} // namespace popsim::api

@@ -33,26 +33,36 @@ compiler::OptimizerKind kindOf(Optimizer::Kind kind) {
   return compiler::OptimizerKind::Sgd;
 }
 
-compiler::TrainingConfig configOf(const torch::jit::Module& module, const Options& options,
-                                  const Optimizer& optimizer) {
-  compiler::TrainingConfig config;
-  config.optimizer = kindOf(optimizer.kind());
-  config.maxGradNorm = optimizer.maxGradNorm();
-  config.lossScaling = optimizer.lossScaling(); // compiled in (the session may make it state)
-  compiler::ParameterGroup group;
+// The module's parameters that require a gradient, which a session trains.
+std::vector<std::string> trainedParameters(const torch::jit::Module& module) {
+  std::vector<std::string> names;
   for (const torch::jit::NameTensor& parameter : module.named_parameters(true)) {
-    if (parameter.value.requires_grad()) group.parameters.push_back(parameter.name);
+    if (parameter.value.requires_grad()) names.push_back(parameter.name);
   }
-  POPSIM_CHECK(!group.parameters.empty(), ErrorKind::InvalidInput,
+  POPSIM_CHECK(!names.empty(), ErrorKind::InvalidInput,
                "the module has no parameter that requires a gradient, so a training session "
                "has nothing to train.");
-  group.hasMomentum = optimizer.momentum();
-  group.nesterov = optimizer.nesterov();
-  group.amsgrad = optimizer.amsgrad();
-  group.centered = optimizer.centered();
-  group.tfVariant = optimizer.tfVariant();
-  group.biasCorrection = optimizer.biasCorrection();
-  config.groups.push_back(group);
+  return names;
+}
+
+compiler::TrainingConfig configOf(const Options& options,
+                                  const std::vector<api::OptimizerGroup>& groups) {
+  const Optimizer& first = groups.front().optimizer; // (every group's is of its kind)
+  compiler::TrainingConfig config;
+  config.optimizer = kindOf(first.kind());
+  config.maxGradNorm = first.maxGradNorm();
+  config.lossScaling = first.lossScaling(); // compiled in (the session may make it state)
+  for (const api::OptimizerGroup& optimized : groups) {
+    compiler::ParameterGroup group;
+    group.parameters = optimized.parameters;
+    group.hasMomentum = optimized.optimizer.momentum();
+    group.nesterov = optimized.optimizer.nesterov();
+    group.amsgrad = optimized.optimizer.amsgrad();
+    group.centered = optimized.optimizer.centered();
+    group.tfVariant = optimized.optimizer.tfVariant();
+    group.biasCorrection = optimized.optimizer.biasCorrection();
+    config.groups.push_back(group);
+  }
   host::applySessionTraining(options.session(), config); // reductions, as Python's
   return config;
 }
@@ -82,12 +92,46 @@ void writeInitialOptimizerState(api::CompiledModule& compiled,
   compiled.program().writeVariables(views); // a cost-only device drops them
 }
 
-// Writes the session's optimizer's hyper-parameters and loss scaling into the
-// device state, every replica's.
-void writeHyperparameters(api::CompiledModule& compiled, const Optimizer& optimizer) {
-  host::writeOptimizerHyperparameters(compiled.program(), {optimizer.hyperparameters()},
+// Writes each group's hyper-parameters and the loss scaling into the device
+// state, every replica's.
+void writeHyperparameters(api::CompiledModule& compiled,
+                          const std::vector<api::OptimizerGroup>& groups) {
+  std::vector<std::map<std::string, double>> hyperparameters;
+  for (const api::OptimizerGroup& group : groups)
+    hyperparameters.push_back(group.optimizer.hyperparameters());
+  host::writeOptimizerHyperparameters(compiled.program(), std::move(hyperparameters),
                                       host::gradientScale(compiled.options().session()),
-                                      optimizer.lossScaling());
+                                      groups.front().optimizer.lossScaling());
+}
+
+// Whether `next` may replace `current` without recompiling: the same
+// optimizer and state flags, clipping and loss scaling.
+bool sameProgram(const Optimizer& next, const Optimizer& current) {
+  return next.kind() == current.kind() && next.momentum() == current.momentum() &&
+         next.nesterov() == current.nesterov() && next.amsgrad() == current.amsgrad() &&
+         next.centered() == current.centered() && next.tfVariant() == current.tfVariant() &&
+         next.biasCorrection() == current.biasCorrection() &&
+         next.maxGradNorm() == current.maxGradNorm() && next.lossScaling() == current.lossScaling();
+}
+
+} // namespace
+
+namespace {
+
+// `module` compiled to train `groups`, with their starting optimizer state and
+// hyper-parameters on the device.
+std::unique_ptr<api::CompiledModule>
+compileTraining(torch::jit::Module module, const Inputs& exampleInputs, Options options,
+                const std::vector<api::OptimizerGroup>& groups) {
+  const compiler::TrainingConfig config = configOf(options, groups);
+  auto compiled = std::make_unique<api::CompiledModule>(std::move(module), exampleInputs.values(),
+                                                        std::move(options), true, config);
+  // Device memory starts zeroed (runtime/device_memory.cpp): the optimizer
+  // state, accumulators and counters of a fresh start, but for the state
+  // that starts elsewhere.
+  writeInitialOptimizerState(*compiled, config);
+  writeHyperparameters(*compiled, groups);
+  return compiled;
 }
 
 } // namespace
@@ -95,15 +139,10 @@ void writeHyperparameters(api::CompiledModule& compiled, const Optimizer& optimi
 TrainingSession::TrainingSession(torch::jit::Module module, const Inputs& exampleInputs,
                                  Options options, Optimizer optimizer) {
   api::withErrorClasses([&] {
-    const compiler::TrainingConfig config = configOf(module, options, optimizer);
-    state_->compiled = std::make_unique<api::CompiledModule>(
-        std::move(module), exampleInputs.values(), std::move(options), true, config);
-    // Device memory starts zeroed (runtime/device_memory.cpp): the optimizer
-    // state, accumulators and counters of a fresh start, but for the state
-    // that starts elsewhere.
-    writeInitialOptimizerState(*state_->compiled, config);
-    state_->optimizer = std::move(optimizer);
-    writeHyperparameters(*state_->compiled, *state_->optimizer);
+    std::vector<api::OptimizerGroup> groups{{std::move(optimizer), trainedParameters(module)}};
+    state_->compiled =
+        compileTraining(std::move(module), exampleInputs, std::move(options), groups);
+    state_->optimizerGroups = std::move(groups);
     return 0;
   });
 }
@@ -143,12 +182,16 @@ void checkOptimizesTheModule(const torch::jit::Module& module,
 } // namespace
 
 TrainingSession::TrainingSession(torch::jit::Module module, const Inputs& exampleInputs,
-                                 Options options, const torch::optim::Optimizer& optimizer)
-    : TrainingSession(api::withErrorClasses([&] {
-                        checkOptimizesTheModule(module, optimizer);
-                        return module;
-                      }),
-                      exampleInputs, std::move(options), optimizerOf(optimizer)) {}
+                                 Options options, const torch::optim::Optimizer& optimizer) {
+  api::withErrorClasses([&] {
+    checkOptimizesTheModule(module, optimizer);
+    std::vector<api::OptimizerGroup> groups = api::optimizerGroupsOf(module, optimizer);
+    state_->compiled =
+        compileTraining(std::move(module), exampleInputs, std::move(options), groups);
+    state_->optimizerGroups = std::move(groups);
+    return 0;
+  });
+}
 
 TrainingSession::TrainingSession(const std::string& path, const Inputs& exampleInputs,
                                  Options options, Optimizer optimizer)
@@ -159,32 +202,49 @@ std::vector<at::Tensor> TrainingSession::run(const Inputs& inputs) {
   return api::withErrorClasses([&] { return state().compiled->run(inputs.values()); });
 }
 
+namespace {
+
+const char* const kCompiledIn =
+    "setOptimizer can change numeric hyper-parameters (lr, momentum values, betas, eps, "
+    "weight_decay, ...) but not the optimizer, the settings that decide the optimizer state "
+    "(momentum on or off, nesterov, amsgrad, centered, the TensorFlow variant, bias "
+    "correction), maxGradNorm, lossScaling or the parameter groups: they are compiled into the "
+    "program. Build another session for those.";
+
+// Gives the session's groups the optimizers of `next`, which must train the
+// same parameters in the same groups with the same program.
+void replaceOptimizers(std::vector<api::OptimizerGroup>& groups,
+                       const std::vector<api::OptimizerGroup>& next,
+                       api::CompiledModule& compiled) {
+  bool same = next.size() == groups.size();
+  for (size_t index = 0; same && index < groups.size(); ++index) {
+    same = next[index].parameters == groups[index].parameters &&
+           sameProgram(next[index].optimizer, groups[index].optimizer);
+  }
+  if (!same) throwOptionError("setOptimizer", kCompiledIn);
+  groups = next;
+  writeHyperparameters(compiled, groups);
+}
+
+} // namespace
+
 void TrainingSession::setOptimizer(const Optimizer& optimizer) {
   api::withErrorClasses([&] {
-    const Optimizer& current = *state().optimizer;
-    if (optimizer.kind() != current.kind() || optimizer.momentum() != current.momentum() ||
-        optimizer.nesterov() != current.nesterov() || optimizer.amsgrad() != current.amsgrad() ||
-        optimizer.centered() != current.centered() ||
-        optimizer.tfVariant() != current.tfVariant() ||
-        optimizer.biasCorrection() != current.biasCorrection() ||
-        optimizer.maxGradNorm() != current.maxGradNorm() ||
-        optimizer.lossScaling() != current.lossScaling()) {
-      throwOptionError(
-          "setOptimizer",
-          "setOptimizer can change numeric hyper-parameters (lr, momentum values, betas, "
-          "eps, weight_decay, ...) but not the optimizer, the settings that decide the "
-          "optimizer state (momentum on or off, nesterov, amsgrad, centered, the "
-          "TensorFlow variant, bias correction), maxGradNorm or lossScaling: they "
-          "are compiled into the program. Build another session for those.");
-    }
-    state().optimizer = optimizer;
-    writeHyperparameters(*state().compiled, optimizer);
+    std::vector<api::OptimizerGroup> next = state().optimizerGroups;
+    for (api::OptimizerGroup& group : next)
+      group.optimizer = optimizer; // (every group takes its options)
+    replaceOptimizers(state().optimizerGroups, next, *state().compiled);
     return 0;
   });
 }
 
 void TrainingSession::setOptimizer(const torch::optim::Optimizer& optimizer) {
-  setOptimizer(optimizerOf(optimizer));
+  api::withErrorClasses([&] {
+    replaceOptimizers(state().optimizerGroups,
+                      api::optimizerGroupsOf(state().compiled->module(), optimizer),
+                      *state().compiled);
+    return 0;
+  });
 }
 
 } // namespace popsim

@@ -164,8 +164,10 @@ public:
                   Optimizer optimizer = optim::SGD(0.01));
   /// The same with a LibTorch optimizer (torch::optim::SGD, Adam, AdamW or
   /// RMSprop) over the module's parameters, with its options' names and
-  /// values (see optimizerOf). Throws OptionError when its parameters are not
-  /// exactly the module's parameters that require a gradient, which the
+  /// values (see optimizerOf); each of its parameter groups trains with its
+  /// own options (lr, weight_decay, momentum on or off, ...), as
+  /// torch::optim's step() would. Throws OptionError when its parameters are
+  /// not exactly the module's parameters that require a gradient, which the
   /// session trains.
   TrainingSession(torch::jit::Module module, const Inputs& exampleInputs, Options options,
                   const torch::optim::Optimizer& optimizer);
@@ -183,12 +185,14 @@ public:
     return run(std::vector<at::Tensor>{batch.data, batch.target});
   }
   /// New numeric hyper-parameters (a learning rate schedule, say) for the next
-  /// calls, without recompiling. Throws OptionError for another kind of
-  /// optimizer or other state settings (momentum on or off, nesterov,
-  /// amsgrad), another maxGradNorm or lossScaling, which are compiled in.
+  /// calls, without recompiling; every parameter group takes them. Throws
+  /// OptionError for another kind of optimizer or other state settings
+  /// (momentum on or off, nesterov, amsgrad), another maxGradNorm or
+  /// lossScaling, which are compiled in.
   void setOptimizer(const Optimizer& optimizer);
-  /// The same from a LibTorch optimizer's current options, as a
-  /// torch::optim scheduler (StepLR, say) leaves them after step().
+  /// The same from a LibTorch optimizer's current options, group by group, as
+  /// a torch::optim scheduler (StepLR, say) leaves them after step(). Its
+  /// groups must hold the parameters the session's groups hold.
   void setOptimizer(const torch::optim::Optimizer& optimizer);
 };
 
@@ -196,7 +200,8 @@ public:
 /// Adam, AdamW or RMSprop with its parameter groups' options (lr, momentum,
 /// dampening, weight_decay, nesterov, betas, eps, amsgrad, alpha, centered).
 /// Throws OptionError for another optimizer, or for groups whose options
-/// differ: a C++ session trains its parameters as one group.
+/// differ: one popsim optimizer has one set of options (a TrainingSession
+/// takes the torch::optim optimizer itself, groups and all).
 Optimizer optimizerOf(const torch::optim::Optimizer& optimizer);
 
 /// Sizes a job without computing it (Python's popsim.sizeJob): compiles

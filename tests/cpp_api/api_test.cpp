@@ -455,6 +455,47 @@ TEST(PublicApi, LibTorchOptimizersAndSchedulersTrainAsPopsims) {
   EXPECT_TRUE(adamw.amsgrad());
 }
 
+TEST(PublicApi, LibTorchParameterGroupsTrainEachWithItsOptionsAsPython) {
+  // The first layer's parameters with lr 0.1 and momentum, the rest with the defaults (lr 0.01,
+  // no momentum), as Python's popsim.optim.SGD with the same groups.
+  const at::Tensor images = reference("train_images");
+  const at::Tensor labels = reference("train_labels");
+  torch::jit::Module module = load("mnist_training.pt");
+  const std::vector<at::Tensor> parameters = parametersOf(module);
+  torch::optim::SGD sgd(
+      {torch::optim::OptimizerParamGroup(
+          {parameters.begin(), parameters.begin() + 2},
+          std::make_unique<torch::optim::SGDOptions>(torch::optim::SGDOptions(0.1).momentum(0.9)))},
+      torch::optim::SGDOptions(0.01));
+  sgd.add_param_group(
+      torch::optim::OptimizerParamGroup({parameters.begin() + 2, parameters.end()}));
+  popsim::TrainingSession session(module, {images, labels}, trainingOptions(), sgd);
+  const std::vector<at::Tensor> outputs = session.run({images, labels});
+  EXPECT_TRUE(torch::equal(outputs[1].reshape({1}), reference("grouped_loss")));
+  session.copyWeightsToHost();
+  for (const auto& parameter : session.module().named_parameters(true)) {
+    std::string key = "grouped_trained_" + parameter.name;
+    std::replace(key.begin(), key.end(), '.', '_');
+    EXPECT_TRUE(torch::equal(parameter.value, reference(key))) << parameter.name;
+  }
+  // A scheduler's new rates reach each group; other groups need another session.
+  torch::optim::StepLR schedule(sgd, /*step_size=*/1, /*gamma=*/0.5);
+  schedule.step();
+  schedule.step();
+  session.setOptimizer(sgd);
+  session.run({images, labels});
+  torch::optim::SGD regrouped(parameters, torch::optim::SGDOptions(0.01));
+  EXPECT_NE(messageOf<popsim::OptionError>([&] {
+              session.setOptimizer(regrouped);
+            }).find("or the parameter groups: they are compiled into the program"),
+            std::string::npos);
+  // One popsim optimizer is one set of options.
+  EXPECT_EQ(messageOf<popsim::OptionError>([&] { popsim::optimizerOf(sgd); }),
+            "The torch::optim optimizer's parameter groups 0 and 1 differ in lr 0.05 and "
+            "0.005; one popsim optimizer has one set of options. Pass the torch::optim "
+            "optimizer to the TrainingSession instead, which trains each group with its own.");
+}
+
 TEST(PublicApi, LibTorchOptimizersThatDoNotFitASessionAreRefused) {
   const at::Tensor images = reference("train_images");
   const at::Tensor labels = reference("train_labels");
@@ -476,17 +517,6 @@ TEST(PublicApi, LibTorchOptimizersThatDoNotFitASessionAreRefused) {
   all.front().requires_grad_(false);
   popsim::TrainingSession(partlyFrozen, {images, labels}, trainingOptions(),
                           torch::optim::SGD(all, torch::optim::SGDOptions(0.1)));
-  // Parameter groups with other options.
-  torch::optim::SGD groups(
-      {torch::optim::OptimizerParamGroup({parameters.begin(), parameters.begin() + 2})},
-      torch::optim::SGDOptions(0.1));
-  groups.add_param_group(
-      torch::optim::OptimizerParamGroup({parameters.begin() + 2, parameters.end()},
-                                        std::make_unique<torch::optim::SGDOptions>(0.01)));
-  EXPECT_EQ(messageOf<popsim::OptionError>([&] { popsim::optimizerOf(groups); }),
-            "The torch::optim optimizer's parameter groups 0 and 1 differ in lr 0.1 and 0.01; a "
-            "C++ session trains its parameters as one group. Give them the same options, or use "
-            "Python's popsim.trainingModel, which takes parameter groups.");
   torch::optim::Adagrad adagrad(parameters);
   EXPECT_EQ(messageOf<popsim::OptionError>([&] { popsim::optimizerOf(adagrad); }),
             "popsim's sessions run torch::optim::SGD, Adam, AdamW and RMSprop (and "

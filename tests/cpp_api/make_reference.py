@@ -127,6 +127,14 @@ def _running(training):
         popsim.MeanReductionStrategy.Running)
 
 
+def _grouped_sgd(params):
+    """Two parameter groups: the first layer's with lr 0.1 and momentum, the rest with the
+    defaults (lr 0.01, no momentum)."""
+    params = list(params)
+    return popsim.optim.SGD([{"params": params[:2], "lr": 0.1, "momentum": 0.9},
+                             {"params": params[2:]}], lr=0.01)
+
+
 # The training references, by the prefix of their results: the optimizer, and what they change
 # in opts.Training.
 OPTIMIZERS = {
@@ -138,6 +146,7 @@ OPTIMIZERS = {
     "running": (_sgd, _running),
     "scaled": (_scaled_sgd, None),
     "anchored": (_scaled_sgd, None),
+    "grouped": (_grouped_sgd, None),
 }
 # The anchors of the "anchored" reference (short name: long name).
 ANCHORS = {"grad": "Gradient___model.layer4.weight", "bias": "UpdatedVar___model.layer1.conv.bias",

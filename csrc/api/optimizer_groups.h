@@ -1,0 +1,29 @@
+#pragma once
+
+#include "popsim/optim.h"
+
+#include <torch/csrc/jit/api/module.h>
+#include <torch/optim/optimizer.h>
+
+#include <string>
+#include <vector>
+
+namespace popsim::api {
+
+// One parameter group a training session trains: its optimizer (numeric
+// hyper-parameters and the flags that decide its state) and its parameters,
+// by module path.
+struct OptimizerGroup {
+  Optimizer optimizer;
+  std::vector<std::string> parameters;
+};
+
+// The groups of a torch::optim optimizer (SGD, Adam, AdamW or RMSprop) over
+// `module`: each group's options as popsim's optimizer, and the module's
+// parameters it holds that require a gradient (a tied weight once; a group
+// of frozen parameters only is left out, as a torch::optim step skips them).
+// OptionError for another optimizer, or groups of different optimizers.
+std::vector<OptimizerGroup> optimizerGroupsOf(const torch::jit::Module& module,
+                                              const torch::optim::Optimizer& optimizer);
+
+} // namespace popsim::api
