@@ -95,7 +95,8 @@ torch.manual_seed(0)
 
 html_theme = "furo"
 html_title = f"popsim {release}"
-html_static_path = []
+html_static_path = ["_static"]
+html_css_files = ["popsim.css"]
 # The site opens from the file system: no search index needs a server, and nothing is fetched.
 html_copy_source = False
 copybutton_prompt_text = r"\$ |>>> "

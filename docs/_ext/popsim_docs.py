@@ -139,7 +139,7 @@ class ResultsTable(Directive):
         return str(value)
 
     def _table(self, cells: List[List[str]]) -> nodes.table:
-        table = nodes.table()
+        table = nodes.table(classes=["results"])
         if self.options.get("caption"):
             table += nodes.title(text=self.options["caption"])
         group = nodes.tgroup(cols=len(cells[0]))
