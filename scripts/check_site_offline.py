@@ -1,6 +1,6 @@
 """Checks the docs site opened from the file system, in headless Chromium, as a reader opens
 it: its pages run without errors (docs/_ext/offline_theme.py) and fetch nothing from the
-network, and its search shows the text around the words searched for under each page it
+network, its widest tables fit the page, and its search shows the text around the words searched for under each page it
 finds (docs/_ext/search_snippets.py). scripts/docs.sh --check runs it on the site it built.
 
     .venv/bin/python scripts/check_site_offline.py build/docs/check-html
@@ -14,6 +14,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "pytho
 from headless_chromium import load_page  # noqa: E402
 
 RESULTS = "document.querySelectorAll('#search-results li').length"
+WIDE_TABLES = ("JSON.stringify([...document.querySelectorAll('article table')]"
+               ".filter((t) => t.scrollWidth > t.parentElement.clientWidth + 1)"
+               ".map((t) => [t.scrollWidth, t.rows[0].innerText.slice(0, 60)]))")
 SNIPPETS = ("JSON.stringify([...document.querySelectorAll('#search-results li p.context')]"
             ".map((p) => p.textContent))")
 
@@ -36,6 +39,12 @@ def main(site: str) -> int:
     index = load_page(Path(site) / "index.html")
     if index.errors:
         problems.append(f"the front page reports errors: {index.errors}")
+    # The widest tables fit the page (docs/_static/popsim.css) rather than scrolling sideways.
+    for name in ("cpp.html", "performance.html", "guide/planning.html"):
+        tables = load_page(Path(site) / name, [WIDE_TABLES], settle_seconds=0.1)
+        wide = json.loads(tables.values[WIDE_TABLES] or "[]")
+        if wide:
+            problems.append(f"{name}: tables wider than the page (width, first row): {wide}")
     for problem in problems:
         print(f"popsim docs: {problem}", file=sys.stderr)
     if not problems:
