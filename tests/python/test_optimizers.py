@@ -358,10 +358,11 @@ def test_lamb_no_bias_keeps_the_arguments_it_passes_on():
 
 def test_state_dict_holds_the_devices_state_and_hyper_parameters_as_poptorchs():
     """state_dict()["ipu_state"] and ["ipu_param"]: None before the model
-    compiles; then the device's optimizer state by name (the same values as
-    "state") and each group's hyper-parameters. A loaded "ipu_state" is
-    written to the device: zeroed momentum buffers make the next step
-    eager's from zero momentum."""
+    compiles; then the device's optimizer state by PopTorch's names (the same
+    values as "state": SGD's velocity Accl___, times the loss scaling of 1) and
+    each parameter's compound scalars. A loaded "ipu_state" is written to the
+    device: zeroed momentum buffers make the next step eager's from zero
+    momentum."""
     torch.manual_seed(0)
     model = Mlp()
     optimizer = popsim.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
@@ -374,15 +375,19 @@ def test_state_dict_holds_the_devices_state_and_hyper_parameters_as_poptorchs():
     ipu_state, ipu_param = state["ipu_state"], state["ipu_param"]
     assert ipu_state and all(isinstance(k, str) and isinstance(v, torch.Tensor)
                              for k, v in ipu_state.items())
-    buffers = [v for k, v in ipu_state.items() if k.endswith("momentum_buffer")]
+    buffers = [v for k, v in ipu_state.items() if k.startswith("Accl___model.")]
     assert len(buffers) == 4 and any(torch.equal(b, state["state"][0]["momentum_buffer"])
                                      for b in buffers)
-    assert ipu_param["group0/lr"].item() == pytest.approx(0.1)
+    name = next(name for name, _ in model.named_parameters())
+    # SGD with momentum is PopART's SGD2: its learning rate divided by the loss scaling.
+    assert ipu_param[f"scaledLearningRate2___specific___model.{name}"].item() == \
+        pytest.approx(0.1)
+    assert ipu_param[f"scaledMomentum2___specific___model.{name}"].item() == pytest.approx(0.9)
     # Zero the device's momentum through ipu_state alone, then step once more.
     reference = copy.deepcopy(model)
     trainer.copyWeightsToHost()
     reference.load_state_dict(model.state_dict())
-    zeroed = {k: torch.zeros_like(v) if k.endswith("momentum_buffer") else v
+    zeroed = {k: torch.zeros_like(v) if k.startswith("Accl___") else v
               for k, v in ipu_state.items()}
     optimizer.load_state_dict({**state, "ipu_state": zeroed})
     trainer(*data[2])
@@ -394,6 +399,93 @@ def test_state_dict_holds_the_devices_state_and_hyper_parameters_as_poptorchs():
     with pytest.raises(popsim.OptionError, match=r"ipu_state\['nothing'\] is not a state of this "
                                                  r"program"):
         optimizer.load_state_dict({**state, "ipu_state": {"nothing": torch.zeros(1)}})
+
+
+class _Linear(torch.nn.Module):
+    """A linear layer whose loss is its output's sum."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+
+    def forward(self, x):
+        out = self.lin(x)
+        return out, popsim.identity_loss(out.sum(), reduction="none")
+
+
+@pytest.mark.parametrize("kind", ["SGD", "Adam", "AdamW", "RMSprop", "LAMB"])
+def test_ipu_state_and_param_have_poptorchs_names_and_popart_scalars(kind):
+    """PopTorch's checkpoints name the device state as PopART does: accumulators per parameter
+    (inside PopTorch's wrapper: "model." and the model's path), each variable hyper-parameter
+    as the compound scalar PopART's update reads, and the loss scaling; constants are not
+    listed."""
+    lr, wd, ls = 0.05, 0.025, 0.75
+    model = _Linear()
+    optimizer = getattr(popsim.optim, kind)(model.parameters(), lr=lr, weight_decay=wd,
+                                            loss_scaling=ls)
+    trainer = popsim.trainingModel(model, optimizer=optimizer)
+    assert optimizer.state_dict()["ipu_param"] is None
+    trainer.compile(torch.randn(3))
+    state = optimizer.state_dict()
+    param, ipu_state = state["ipu_param"], state["ipu_state"]
+    assert param["lossScaling_FLOAT"].item() == pytest.approx(ls)
+    for name in ("lin.weight", "lin.bias"):
+        key = f"___specific___model.{name}"
+        if kind == "SGD":  # momentum a constant 0: PopART's SGD0
+            assert set(param) == {"lossScaling_FLOAT"} | {
+                f"{scalar}___specific___model.{n}" for n in ("lin.weight", "lin.bias")
+                for scalar in ("scaledLearningRate0", "weightDecayScaleFactor0")}
+            assert param["scaledLearningRate0" + key].item() == pytest.approx(lr / ls)
+            assert param["weightDecayScaleFactor0" + key].item() == pytest.approx(1 - lr * wd)
+            assert ipu_state == {}
+            continue
+        assert param["learningRate" + key].item() == pytest.approx(lr)
+        assert param["weightDecay" + key].item() == pytest.approx(wd)
+        gradient_scaling = "adaptiveGradientScaling" if kind == "RMSprop" else "adamGradientScaling"
+        assert param[gradient_scaling + key].item() == pytest.approx(1 / ls)
+        assert not any(k.startswith(("adamBeta", "adamEps", "adaptiveEps", "maxWeightNorm"))
+                       for k in param)  # constants of the program
+        assert f"Accl1___model.{name}" in ipu_state and f"Step___model.{name}" in ipu_state
+    if kind != "SGD":  # a step changes the state
+        trainer(torch.randn(3))
+        after = optimizer.state_dict()["ipu_state"]
+        assert not all(torch.equal(ipu_state[k], after[k]) for k in ipu_state)
+
+
+def test_a_loaded_ipu_param_sets_the_hyper_parameters_its_scalars_give():
+    """A checkpoint's ipu_param changes what its scalars give otherwise than its param_groups
+    (PopART's inverse formulas): the next steps use it, and state_dict() reads it back."""
+    torch.manual_seed(0)
+    model = _Linear()
+    optimizer = popsim.optim.SGD(model.parameters(), lr=0.05, weight_decay=0.01)
+    trainer = popsim.trainingModel(model, optimizer=optimizer)
+    x = torch.randn(3)
+    trainer(x)
+    state = optimizer.state_dict()
+    for key in state["ipu_param"]:
+        if key.startswith("scaledLearningRate0"):  # lr / loss scaling (1): a new lr of 0.2
+            state["ipu_param"][key] = torch.tensor(0.2)
+    optimizer.load_state_dict(state)
+    assert optimizer.param_groups[0]["lr"] == pytest.approx(0.2)
+    assert optimizer.param_groups[0]["weight_decay"] == 0.01  # its scalar is as before
+    trainer(x)
+    trainer.copyWeightsToHost()
+    reference = _Linear()
+    reference.load_state_dict(model.state_dict())
+    eager = torch.optim.SGD(reference.parameters(), lr=0.2, weight_decay=0.01)
+    reference(x)[1].backward()
+    eager.step()
+    trainer(x)
+    trainer.copyWeightsToHost()
+    assert_same_parameters(model, reference)
+    read = optimizer.state_dict()["ipu_param"]
+    assert read["scaledLearningRate0___specific___model.lin.bias"].item() == pytest.approx(0.2)
+    # Parameters of one group given two learning rates: popsim keeps one per group.
+    state["ipu_param"]["scaledLearningRate0___specific___model.lin.bias"] = torch.tensor(0.3)
+    with pytest.raises(popsim.OptionError, match=(
+            r"ipu_param\['scaledLearningRate0___specific___model\.lin\.(bias|weight)'\] gives "
+            r"parameter group 0 lr = .*; popsim keeps one value per parameter group")):
+        optimizer.load_state_dict(state)
 
 
 def test_float16_accumulators_and_velocity_round_as_the_device_stores_them():

@@ -161,7 +161,9 @@ class _MaxGradNorm:
         Returns:
             torch's state dict of the optimizer, plus ``"ipu_state"`` and ``"ipu_param"``:
             None until a training model compiles with this optimizer, then the device's
-            optimizer state and hyper-parameters.
+            optimizer state and each parameter's hyper-parameters as PopART's compound
+            scalars, by PopTorch's names (``Accl1___model.lin.weight``,
+            ``learningRate___specific___model.lin.bias``, ``lossScaling_FLOAT``).
         """
         state: Dict[str, Any] = super().state_dict()  # type: ignore[misc]
         state.setdefault("ipu_state", None)

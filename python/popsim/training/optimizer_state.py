@@ -5,10 +5,12 @@ moments and step counts). As PopTorch does, the optimizer's state_dict()
 first copies that state home, and its load_state_dict() marks the loaded
 state (and hyper-parameters) to be written to the device before the next
 call, so checkpoints round-trip as in eager PyTorch. As in PopTorch, the
-state dict also holds "ipu_state" (the device's optimizer state tensors by
-their names on the device) and "ipu_param" (each group's hyper-parameters
-as the device has them), None before the model compiles; a loaded
-"ipu_state" is written to the device after the torch state it mirrors.
+state dict also holds "ipu_state" (the device's optimizer state tensors) and
+"ipu_param" (each parameter's hyper-parameters as PopART's compound scalars),
+by PopTorch's names (poptorch_state_names.py), None before the model
+compiles; a loaded "ipu_state" is written to the device after the torch state
+it mirrors, and a loaded "ipu_param" changes what it gives otherwise than the
+param_groups.
 
 As _host_sync.py does for models, the optimizer gets a subclass of its own
 class (_class_swap.py) whose two methods call back into the training model
@@ -33,7 +35,8 @@ class DeviceOptimizerState(Protocol):
     def device_optimizer_state(
             self) -> Optional[Tuple[Dict[str, torch.Tensor], Dict[str, torch.Tensor]]]: ...
 
-    def optimizer_state_loaded(self, ipu_state: Optional[Mapping[str, torch.Tensor]] = None
+    def optimizer_state_loaded(self, ipu_state: Optional[Mapping[str, torch.Tensor]] = None,
+                               ipu_param: Optional[Mapping[str, torch.Tensor]] = None
                                ) -> None: ...
 
 
@@ -55,11 +58,11 @@ def _synced_methods(synced: Type[Any]) -> Dict[str, Callable[..., Any]]:
     def load_state_dict(self: torch.optim.Optimizer, state_dict: Dict[str, Any]) -> None:
         state_dict = dict(state_dict)
         ipu_state = state_dict.pop("ipu_state", None)
-        state_dict.pop("ipu_param", None)  # the param_groups hold the hyper-parameters
+        ipu_param = state_dict.pop("ipu_param", None)
         result = super(synced, self).load_state_dict(state_dict)
         owner = _owner(self)
         if owner is not None:
-            owner.optimizer_state_loaded(ipu_state)
+            owner.optimizer_state_loaded(ipu_state, ipu_param)
         return result
 
     return {"state_dict": state_dict, "load_state_dict": load_state_dict}

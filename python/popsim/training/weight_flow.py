@@ -33,6 +33,7 @@ from popsim.frontend import weights as _weights
 from popsim.training import host_sync as _host_sync
 from popsim.training import optimizer_binding as _binding
 from popsim.training import optimizer_state as _optimizer_state
+from popsim.training import poptorch_state_names as _poptorch_names
 from popsim.training import registry as _registry
 
 # (the device's optimizer state by name, each group's hyper-parameters and the loss scaling)
@@ -288,42 +289,67 @@ class WeightFlow:
             if self._optimizer_copies == _Copies.DEVICE_NEWER:
                 self._optimizer_copies = _Copies.IN_STEP
 
-    def optimizer_state_loaded(self, ipu_state: Optional[Mapping[str, torch.Tensor]] = None
-                               ) -> None:
+    def optimizer_state_loaded(self, ipu_state: Optional[Mapping[str, torch.Tensor]] = None,
+                               ipu_param: Optional[Mapping[str, torch.Tensor]] = None) -> None:
         """optimizer.load_state_dict() ran: its state goes to the device next call, and
-        then the state dict's "ipu_state", if it has one."""
+        then the state dict's "ipu_state", if it has one; its "ipu_param" changes the
+        hyper-parameters its compound scalars give otherwise than the param_groups."""
+        if ipu_param and self._program is not None and self._training:
+            assert self.optimizer is not None, "a training model has an optimizer"
+            names = self._state_names()
+            binding = self.binding
+            updates, scaling = names.hyperparameters(
+                ipu_param, self.optimizer.param_groups, _binding.grad_scale(self._options),
+                binding.loss_scaling())
+            _poptorch_names.apply_hyperparameters(self.optimizer.param_groups, updates)
+            if scaling is not None and not binding.constant_loss_scaling():
+                setattr(self.optimizer, "loss_scaling", scaling)
         if ipu_state is not None:
-            known = self.device_optimizer_state()
+            known = self._device_state()
             if known is None:
                 raise OptionError("optimizer.load_state_dict: an 'ipu_state' is the state of a "
                                   "compiled model's device; load it after the model compiles "
                                   "(or leave it out: 'state' holds the same).",
                                   option="optimizer.load_state_dict")
-            for name, value in ipu_state.items():
-                if name not in known[0] or tuple(value.shape) != tuple(known[0][name].shape):
+            loaded = self._state_names().device_state(ipu_state, self.binding.loss_scaling())
+            for name, value in loaded.items():
+                if name not in known or tuple(value.shape) != tuple(known[name].shape):
                     raise OptionError(
                         f"optimizer.load_state_dict: ipu_state['{name}'] is not a state of this "
                         f"program of that shape; its optimizer state is "
-                        f"{sorted(known[0])[:6]}{'...' if len(known[0]) > 6 else ''}.",
+                        f"{sorted(known)[:6]}{'...' if len(known) > 6 else ''}.",
                         option="optimizer.load_state_dict")
-            self._pending_ipu_state = dict(ipu_state)
+            self._pending_ipu_state = loaded
         self._optimizer_copies = _Copies.HOST_NEWER
 
-    def device_optimizer_state(self) -> Optional[DeviceOptimizerState]:
-        """PopTorch's ipu_state and ipu_param: the device's optimizer state by name, and
-        each group's hyper-parameters (group<i>/<name>) and the loss scaling; None before
-        the model compiles."""
+    def _state_names(self) -> _poptorch_names.StateNames:
+        binding = self.binding
+        return _poptorch_names.StateNames(binding.kind,
+                                          [[name for name, _ in params]
+                                           for params in binding.groups],
+                                          binding.constants, binding.constant_loss_scaling())
+
+    def _device_state(self) -> Optional[Dict[str, torch.Tensor]]:
+        """The device's optimizer state by popsim's names; None before the model compiles."""
         if self._program is None or not self._training:
             return None
+        names = sorted(self.binding.optimizer_state(self._program))
+        return self._program.read_variables(names) if self.attached else {}
+
+    def device_optimizer_state(self) -> Optional[DeviceOptimizerState]:
+        """PopTorch's ipu_state and ipu_param: the device's optimizer state, and each
+        parameter's hyper-parameters as PopART's compound scalars and the loss scaling,
+        by PopTorch's names (training/poptorch_state_names.py); None before the model
+        compiles."""
+        state = self._device_state()
+        if state is None:
+            return None
         binding = self.binding
-        names = sorted(binding.optimizer_state(self._program))
-        state = self._program.read_variables(names) if self.attached else {}
-        scale = _binding.grad_scale(self._options)
-        params = {f"group{index}/{name}": torch.tensor(value, dtype=torch.float64)
-                  for index, group in enumerate(binding.optimizer.param_groups)
-                  for name, value in _binding.hyperparameters(binding.kind, group, scale).items()}
-        params["loss_scaling"] = torch.tensor(binding.loss_scaling(), dtype=torch.float64)
-        return state, params
+        names = self._state_names()
+        scaling = binding.loss_scaling()
+        return (names.ipu_state(state, scaling),
+                names.ipu_param(binding.optimizer.param_groups,
+                                _binding.grad_scale(self._options), scaling))
 
     def _write_optimizer_state(self) -> None:
         assert self.optimizer is not None, "a training model has an optimizer"
