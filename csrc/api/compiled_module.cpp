@@ -97,12 +97,7 @@ CompiledModule::CompiledModule(torch::jit::Module module, const std::vector<c10:
   import.inputNames = flat.names;
   inputNames_ = flat.names;
   inputStructures_ = flat.structures;
-  const auto nested = [](const frontend::ValueStructure& structure) {
-    return structure.kind != frontend::ValueStructure::Kind::Tensor;
-  };
-  if (std::any_of(inputStructures_.begin(), inputStructures_.end(), nested)) {
-    import.inputStructures = inputStructures_;
-  }
+  import.inputStructures = inputStructures_; // (checked against forward()'s types)
   for (const at::Tensor& example : exampleInputs)
     examples_.push_back(example.defined()
                             ? at::empty(example.sizes(), example.options().device(at::kMeta))

@@ -121,7 +121,7 @@ c10::IValue nestFrom(const frontend::ValueStructure& structure,
   if (structure.kind == Kind::Tuple) return c10::ivalue::Tuple::create(std::move(elements));
   // Typed as TorchScript types them: List[Tensor], Dict[str, Tensor], ...
   const c10::TypePtr elementType =
-      elements.empty() ? c10::TensorType::get() : elements.front().type();
+      elements.empty() ? c10::TensorType::get() : c10::unshapedType(elements.front().type());
   if (structure.kind == Kind::List) {
     c10::impl::GenericList list(elementType);
     for (c10::IValue& element : elements)

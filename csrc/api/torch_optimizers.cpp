@@ -126,8 +126,8 @@ std::vector<OptimizerGroup> optimizerGroupsOf(const torch::jit::Module& module,
     OptimizerGroup group{runnableGroupOptimizer(torchGroups[index].options()), {}};
     if (!groups.empty() && group.optimizer.kind() != groups.front().optimizer.kind()) {
       refuseOption("optimizer", strCat("The torch::optim optimizer's parameter group ", index,
-                                       " is another optimizer than group 0's; a session trains "
-                                       "with one optimizer."));
+                                       " is another optimizer than the first group's; a "
+                                       "session trains with one optimizer."));
     }
     for (const at::Tensor& parameter : torchGroups[index].params()) {
       const auto found = trained.find(parameter.unsafeGetTensorImpl());

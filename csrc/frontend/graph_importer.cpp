@@ -127,8 +127,9 @@ private:
     for (size_t i = 0; i < count; ++i) {
       const jit::Value* input = inputs[first + i];
       const size_t index = graph_->inputs().size();
-      values_[input] =
-          structures.empty() ? bindTensor(index) : bindStructure(*input->type(), structures[i]);
+      values_[input] = structures.empty()
+                           ? bindTensor(index)
+                           : bindStructure(*input->type(), structures[i], input->debugNameBase());
       auto marked = overlaps_.inputs.find(input);
       if (marked != overlaps_.inputs.end() && graph_->inputs().size() == index + 1)
         graph_->setInputOverlap(index, marked->second);
@@ -144,30 +145,33 @@ private:
 
   // An input forward() takes as a tuple, list or dict of tensors: each tensor
   // is a graph input of its own, in the structure's order.
-  FrontendValue bindStructure(const c10::Type& type, const ValueStructure& structure) {
+  // `parameter`: forward()'s parameter the value is (part of), for errors.
+  FrontendValue bindStructure(const c10::Type& type, const ValueStructure& structure,
+                              const std::string& parameter) {
     using Kind = ValueStructure::Kind;
     const char* const kinds[] = {"a tensor", "a tuple", "a list", "a dict"};
     const std::string given = kinds[static_cast<int>(structure.kind)];
     const size_t index = graph_->inputs().size();
-    const std::string name =
-        index < options_.inputNames.size() ? options_.inputNames[index] : "an input";
     const auto refuse = [&](const std::string& expected) {
       throwError(ErrorKind::InvalidInput, "forward() takes " + type.annotation_str() +
-                                              " where the example input (" + name + ") is " +
+                                              " where the example input (" + parameter + ") is " +
                                               given + (expected.empty() ? "" : " " + expected) +
                                               ". Give each input as forward() types it.");
     };
     switch (structure.kind) {
-    case Kind::Tensor:
-      if (type.cast<c10::TensorType>() == nullptr) refuse("");
+    case Kind::Tensor: {
+      const auto* optional = type.castRaw<c10::OptionalType>();
+      const c10::Type& tensor = optional != nullptr ? *optional->getElementType() : type;
+      if (tensor.castRaw<c10::TensorType>() == nullptr) refuse("");
       return bindTensor(index);
+    }
     case Kind::Tuple: {
       const auto* tuple = type.castRaw<c10::TupleType>();
       if (tuple == nullptr || tuple->elements().size() != structure.elements.size())
         refuse("of " + std::to_string(structure.elements.size()));
       std::vector<FrontendValue> elements;
       for (size_t i = 0; i < structure.elements.size(); ++i)
-        elements.push_back(bindStructure(*tuple->elements()[i], structure.elements[i]));
+        elements.push_back(bindStructure(*tuple->elements()[i], structure.elements[i], parameter));
       return FrontendValue::ofList(std::move(elements));
     }
     case Kind::List: {
@@ -175,7 +179,7 @@ private:
       if (list == nullptr) refuse("");
       std::vector<FrontendValue> elements;
       for (const ValueStructure& element : structure.elements)
-        elements.push_back(bindStructure(*list->getElementType(), element));
+        elements.push_back(bindStructure(*list->getElementType(), element, parameter));
       return FrontendValue::ofList(std::move(elements));
     }
     case Kind::Dict: {
@@ -184,7 +188,7 @@ private:
         refuse("with string keys");
       std::vector<FrontendValue> elements;
       for (const ValueStructure& element : structure.elements)
-        elements.push_back(bindStructure(*dict->getValueType(), element));
+        elements.push_back(bindStructure(*dict->getValueType(), element, parameter));
       return FrontendValue::ofDict(structure.keys, std::move(elements));
     }
     }
@@ -455,6 +459,7 @@ private:
       poisoned = poisoned || value.kind == FrontendValue::Kind::Poisoned;
       allStatic = allStatic && value.isStatic();
     }
+    refuseMissingKey(node, op);
     if (poisoned) {
       if (lowering == nullptr && !node.kind().is_prim() && !isShapeQuery(node)) {
         recordUnsupported(node, "");
@@ -516,7 +521,7 @@ private:
         }
         throwError(ErrorKind::InvalidInput,
                    strCat(op, location.known() ? " at " + location.str() : "",
-                          ": the inputs do not fit the model: ", reason,
+                          ": its operands do not fit it: ", reason,
                           " PyTorch refuses these operands too (", *refusal,
                           "). Check the model's inputs (", describeInputs(),
                           ") against what it expects."));
@@ -534,7 +539,9 @@ private:
     jit::Stack stack;
     for (const jit::Value* input : node.inputs()) {
       const FrontendValue& value = values_.at(input);
-      if (value.isStatic()) {
+      if (value.isStatic() && value.constant.isTensor()) {
+        stack.push_back(value.constant.toTensor().to(at::kMeta)); // (beside meta operands)
+      } else if (value.isStatic()) {
         stack.push_back(value.constant);
       } else if (value.kind == FrontendValue::Kind::Tensor) {
         const ir::TensorType& type = value.tensor->type();
@@ -725,9 +732,14 @@ private:
   // A dict with runtime values (a model's dict input, or the dict it
   // returns): its keys are known when the model compiles.
   bool importDictConstruct(const jit::Node& node) {
+    bool allStatic = true;
+    for (const jit::Value* input : node.inputs())
+      allStatic = allStatic && values_.at(input).isStatic();
+    if (allStatic) {
+      return false; // a constant dict, whatever its keys: PyTorch builds it (evaluateStatically)
+    }
     std::vector<std::string> keys;
     std::vector<FrontendValue> elements;
-    bool allStatic = true;
     for (size_t i = 0; i + 1 < node.inputs().size(); i += 2) {
       const FrontendValue& key = values_.at(node.inputs()[i]);
       if (!key.isStatic() || !key.constant.isString()) {
@@ -736,10 +748,6 @@ private:
       }
       keys.push_back(key.constant.toStringRef());
       elements.push_back(values_.at(node.inputs()[i + 1]));
-      allStatic = allStatic && elements.back().isStatic();
-    }
-    if (allStatic) {
-      return false; // a constant dict: PyTorch builds it (evaluateStatically)
     }
     // Python's dicts keep the last value of a repeated key, where it first stood.
     std::vector<std::string> unique;
@@ -809,8 +817,30 @@ private:
                                                         : FrontendValue::ofStatic(c10::IValue());
       return true;
     }
+    // (A model input's dict without the key is refused as an input before: refuseMissingKey.)
     throw UnsupportedLowering("the dict has no key '" + key.constant.toStringRef() +
                               "' (its keys: " + joinKeys(dict.keys) + ")");
+  }
+
+  // d[key] on a dict the model takes as an input, whose example has no such key: the inputs
+  // do not fit the model (an InputError, not an unsupported op).
+  void refuseMissingKey(const jit::Node& node, const std::string& op) const {
+    if (op != "aten::__getitem__" || node.inputs().size() != 2) return;
+    const jit::Value* source = node.inputs()[0];
+    const FrontendValue& dict = values_.at(source);
+    const FrontendValue& key = values_.at(node.inputs()[1]);
+    if (dict.kind != FrontendValue::Kind::Dict || source->node()->kind() != c10::prim::Param ||
+        !key.isStatic() || !key.constant.isString() ||
+        std::find(dict.keys.begin(), dict.keys.end(), key.constant.toStringRef()) !=
+            dict.keys.end()) {
+      return;
+    }
+    throwError(ErrorKind::InvalidInput,
+               strCat("Input '", source->debugNameBase(), "' is a dict with keys [",
+                      joinKeys(dict.keys), "], but the model reads its key '",
+                      key.constant.toStringRef(), "'",
+                      locationOf(node).known() ? " at " + locationOf(node).str() : "",
+                      ". Give the example input every key the model reads."));
   }
 
   static std::string joinKeys(const std::vector<std::string>& keys) {

@@ -197,7 +197,7 @@ TEST(PublicApi, ErrorsAreOfTheirClassesWithPythonsMessages) {
     popsim::InferenceSession(load("mnist_traced.pt"), {at::cat({images, images}, 1)}, pipelined());
   });
   EXPECT_NE(channels.find("aten::_convolution at "), std::string::npos) << channels;
-  EXPECT_NE(channels.find("the inputs do not fit the model: convolution: weight f32["),
+  EXPECT_NE(channels.find("its operands do not fit it: convolution: weight f32["),
             std::string::npos)
       << channels;
   EXPECT_NE(channels.find("PyTorch refuses these operands too (Given groups=1"), std::string::npos)
@@ -608,12 +608,21 @@ TEST(PublicApi, NestedInputsAndOutputsAreAsForwardTakesAndReturnsThem) {
   EXPECT_NE(message.find("Input 'pair' is a tensor but the session was compiled for a tuple of 2"),
             std::string::npos)
       << message;
-  // Example inputs that forward() does not take are refused when compiling.
+  // Example inputs that forward() does not take are refused when compiling, tensors too.
   message = messageOf<popsim::InputError>([&] {
-    popsim::InferenceSession(load("nested.pt"), std::vector<c10::IValue>{a, inputs[1], inputs[2]});
+    popsim::InferenceSession(load("nested.pt"), {a, scale, shift});
   });
   EXPECT_NE(message.find("forward() takes Tuple[Tensor, Tensor] where the example input (pair) "
                          "is a tensor"),
+            std::string::npos)
+      << message;
+  // A dict without a key the model reads does not fit it.
+  message = messageOf<popsim::InputError>([&] {
+    popsim::InferenceSession(
+        load("nested.pt"), std::vector<c10::IValue>{inputs[0], batchOf({{"shift", shift}}), extra});
+  });
+  EXPECT_NE(message.find("Input 'batch' is a dict with keys ['shift'], but the model reads its "
+                         "key 'scale' at "),
             std::string::npos)
       << message;
 }

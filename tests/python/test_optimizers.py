@@ -467,12 +467,15 @@ def test_a_loaded_ipu_param_sets_the_hyper_parameters_its_scalars_give():
             state["ipu_param"][key] = torch.tensor(0.2)
     optimizer.load_state_dict(state)
     assert optimizer.param_groups[0]["lr"] == pytest.approx(0.2)
-    assert optimizer.param_groups[0]["weight_decay"] == 0.01  # its scalar is as before
+    # weightDecayScaleFactor0 (1 - lr x weight decay) is as before, 1 - 0.05 x 0.01: with lr 0.2
+    # it stands for a weight decay of 0.0025, as on PopART.
+    decay = optimizer.param_groups[0]["weight_decay"]
+    assert decay == pytest.approx(0.0025, rel=1e-4)  # (from the scalar in float32)
     trainer(x)
     trainer.copyWeightsToHost()
     reference = _Linear()
     reference.load_state_dict(model.state_dict())
-    eager = torch.optim.SGD(reference.parameters(), lr=0.2, weight_decay=0.01)
+    eager = torch.optim.SGD(reference.parameters(), lr=0.2, weight_decay=decay)
     reference(x)[1].backward()
     eager.step()
     trainer(x)
@@ -483,9 +486,25 @@ def test_a_loaded_ipu_param_sets_the_hyper_parameters_its_scalars_give():
     # Parameters of one group given two learning rates: popsim keeps one per group.
     state["ipu_param"]["scaledLearningRate0___specific___model.lin.bias"] = torch.tensor(0.3)
     with pytest.raises(popsim.OptionError, match=(
-            r"ipu_param\['scaledLearningRate0___specific___model\.lin\.(bias|weight)'\] gives "
-            r"parameter group 0 lr = .*; popsim keeps one value per parameter group")):
+            r"ipu_param\['scaledLearningRate0___specific___model\.lin\.(bias|weight)'\] is .* "
+            r"two values for parameters of parameter group 0; popsim keeps one value per "
+            r"parameter group")):
         optimizer.load_state_dict(state)
+
+
+def test_a_loaded_ipu_param_is_read_with_its_own_loss_scaling():
+    """A checkpoint of lr 0.2 and loss scaling 2 has SGD2's scaledLearningRate2 = 0.1, what lr
+    0.1 with loss scaling 1 gives too: read with the checkpoint's loss scaling, it is lr 0.2."""
+    from popsim.training.poptorch_state_names import StateNames
+    names = StateNames("sgd", [["lin.weight", "lin.bias"]], {}, constant_loss_scaling=False)
+    group = {"lr": 0.1, "momentum": 0.9, "dampening": 0.0, "weight_decay": 0.0}
+    checkpoint = names.ipu_param([dict(group, lr=0.2)], grad_scale=1.0, loss_scaling=2.0)
+    assert checkpoint["scaledLearningRate2___specific___model.lin.bias"].item() == \
+        pytest.approx(0.1)
+    updates, scaling = names.hyperparameters(checkpoint, [group], grad_scale=1.0,
+                                             loss_scaling=1.0)
+    assert scaling == 2.0 and updates[0]["lr"] == pytest.approx(0.2)
+    assert "momentum" not in updates[0]  # as before
 
 
 def test_float16_accumulators_and_velocity_round_as_the_device_stores_them():

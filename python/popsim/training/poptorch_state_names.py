@@ -20,8 +20,9 @@ PopTorch names them as PopART does, so that its checkpoints are read back by its
 - the loss scaling as ``lossScaling_FLOAT``.
 
 gradScale is what the updates multiply the step's gradients by (1 / gradientAccumulation x
-replicas for a mean). A hyper-parameter the optimizer's ``variable_attrs`` holds constant is
-part of the program and not listed, as in PopTorch (the learning rate always is). Parameters
+replicas for a mean). A scalar made only of hyper-parameters the optimizer's ``variable_attrs``
+holds constant is part of the program and not listed, as in PopTorch; the learning rate is
+never constant, so the scalars it is part of always are. Parameters
 are named as PopTorch names them inside the wrapper it puts around the user's model:
 ``model.`` and the model's own path.
 """
@@ -84,7 +85,7 @@ class StateNames:
             parameter, _, slot = key.rpartition("/")
             if parameter in self._group_of and slot in accumulators:
                 if self.kind == "sgd":  # PopART's velocity carries the loss scaling
-                    value = value * loss_scaling
+                    value = (value.double() * loss_scaling).to(value.dtype)
                 named[f"{accumulators[slot]}___{PARAMETER_PREFIX}{parameter}"] = value
                 continue
             for index, names in enumerate(self.groups):
@@ -118,7 +119,7 @@ class StateNames:
                     continue
                 if parameter in self._group_of and accumulator in by_accumulator:
                     if self.kind == "sgd":
-                        value = value / loss_scaling
+                        value = (value.double() / loss_scaling).to(value.dtype)
                     state[f"{parameter}/{by_accumulator[accumulator]}"] = value
                     continue
             state[key] = value
@@ -150,8 +151,9 @@ class StateNames:
             if self._sgd0(index, group):
                 return {"scaledLearningRate0": lr * (1 - dampening) * grad_scale / loss_scaling,
                         "weightDecayScaleFactor0": 1 - lr * (1 - dampening) * wd}
-            scalars = {"scaledLearningRate2": lr / loss_scaling,
-                       "dampeningScaleFactor2": (1 - dampening) * grad_scale}
+            scalars = {"scaledLearningRate2": lr / loss_scaling}
+            if variable("dampening") or scaling_varies:
+                scalars["dampeningScaleFactor2"] = (1 - dampening) * grad_scale
             if variable("momentum"):
                 scalars["scaledMomentum2"] = float(group["momentum"])
             return scalars
@@ -183,39 +185,50 @@ class StateNames:
                         param_groups: List[Dict[str, Any]], grad_scale: float,
                         loss_scaling: float) -> Tuple[List[Dict[str, Any]], Optional[float]]:
         """What a loaded ipu_param changes: ([{attribute: value} per group], the loss scaling
-        or None). A scalar equal (in float32) to what the groups give now changes nothing;
-        another is turned back into its attribute by the inverse of its formula. Keys popsim
-        does not keep are left, as PopTorch leaves them; values that differ between the
-        parameters of one group are an OptionError, since popsim keeps one per group."""
+        or None). Each group's scalars must agree between its parameters (popsim keeps one
+        value per group: an OptionError otherwise). A scalar equal (in float32) to what the
+        group gives with the loaded loss scaling and the attributes changed before it changes
+        nothing; another is turned back into its attribute by the inverse of its formula
+        (learning rates first, which weightDecayScaleFactor0's inverse reads). Keys popsim does
+        not keep, and attributes the program holds constant, are left, as PopTorch leaves
+        them."""
         scaling = loss_scaling
         if LOSS_SCALING in ipu_param and not _same(ipu_param[LOSS_SCALING], loss_scaling):
             scaling = float(ipu_param[LOSS_SCALING])
-        updates: List[Dict[str, Any]] = [{} for _ in param_groups]
-        sources: List[Dict[str, str]] = [{} for _ in param_groups]
-        current = [self._scalars(index, group, grad_scale, loss_scaling)
-                   for index, group in enumerate(param_groups)]
-        # The learning rate first: weightDecayScaleFactor0's inverse reads it.
-        for key in sorted(ipu_param, key=lambda k: k.startswith("weightDecayScaleFactor0")):
+        # Each group's scalars, the same for all its parameters.
+        loaded: List[Dict[str, Tuple[torch.Tensor, str]]] = [{} for _ in param_groups]
+        for key, value in ipu_param.items():
             scalar, separator, parameter = key.partition("___specific___")
             if not separator or not parameter.startswith(PARAMETER_PREFIX):
                 continue
             index = self._group_of.get(parameter[len(PARAMETER_PREFIX):])
-            if index is None or (scalar in current[index]
-                                 and _same(ipu_param[key], current[index][scalar])):
+            if index is None:
                 continue
-            group = {**param_groups[index], **updates[index]}
-            for attribute, derived in self._attributes(scalar, float(ipu_param[key]), group,
-                                                       grad_scale, scaling).items():
-                known = updates[index].get(attribute)
-                if known is not None and known != derived:
-                    raise OptionError(
-                        f"optimizer.load_state_dict: ipu_param['{key}'] gives parameter group "
-                        f"{index} {attribute} = {derived!r}, and ipu_param"
-                        f"['{sources[index][attribute]}'] {known!r}; popsim keeps one value "
-                        f"per parameter group (use parameter groups for parameters whose "
-                        f"hyper-parameters differ).", option="optimizer.load_state_dict")
-                updates[index][attribute] = derived
-                sources[index][attribute] = key
+            known = loaded[index].get(scalar)
+            if known is not None and not torch.equal(known[0].float(), value.float()):
+                raise OptionError(
+                    f"optimizer.load_state_dict: ipu_param['{key}'] is {float(value)!r} and "
+                    f"ipu_param['{known[1]}'] {float(known[0])!r}, two values for parameters "
+                    f"of parameter group {index}; popsim keeps one value per parameter group "
+                    f"(use parameter groups for parameters whose hyper-parameters differ).",
+                    option="optimizer.load_state_dict")
+            loaded[index][scalar] = (value, key)
+        updates: List[Dict[str, Any]] = [{} for _ in param_groups]
+        first = ("learningRate", "scaledLearningRate0", "scaledLearningRate2")
+        for index, scalars in enumerate(loaded):
+            group = dict(param_groups[index])
+            for scalar in sorted(scalars, key=lambda name: name not in first):
+                value = scalars[scalar][0]
+                expected = self._scalars(index, group, grad_scale, scaling).get(scalar)
+                if expected is not None and _same(value, expected):
+                    continue
+                for attribute, derived in self._attributes(scalar, float(value), group,
+                                                           grad_scale, scaling).items():
+                    if (index, "betas" if attribute.startswith("beta") else attribute) in \
+                            self.constants:
+                        continue  # a constant of the program, as PopTorch leaves it
+                    updates[index][attribute] = derived
+                    apply_hyperparameters([group], [{attribute: derived}])
         return updates, (scaling if scaling != loss_scaling else None)
 
     def _attributes(self, scalar: str, value: float, group: Dict[str, Any], grad_scale: float,
