@@ -23,6 +23,8 @@ install_missing python3-sphinx furo python3-myst-parser python3-nbsphinx \
 if [[ "$check" == 0 ]]; then
   scripts/setup.sh
   scripts/prepare_data.sh
+else
+  install_missing chromium # the check opens the built site in headless Chromium
 fi
 
 out=build/docs
