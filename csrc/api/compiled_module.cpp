@@ -73,10 +73,6 @@ std::string dtypeName(c10::ScalarType type) { return c10::toString(type); }
 // "[16, 1, 28, 28]", as LibTorch prints sizes.
 std::string listText(c10::IntArrayRef sizes) { return listToString(sizes.vec()); }
 
-const char* const kRebuildHint =
-    "popsim compiles one program per input signature: build another session for the new "
-    "inputs.";
-
 } // namespace
 
 CompiledModule::CompiledModule(torch::jit::Module module, const std::vector<c10::IValue>& examples,
@@ -176,17 +172,7 @@ CompiledModule::CompiledModule(torch::jit::Module module, const std::vector<c10:
 }
 
 void CompiledModule::checkInputs(const std::vector<at::Tensor>& inputs) const {
-  if (inputs.size() != examples_.size()) {
-    std::string names;
-    for (const std::string& name : inputNames_)
-      names += (names.empty() ? "" : ", ") + name;
-    throwError(ErrorKind::InvalidInput, "Number of positional arguments mismatch: expected " +
-                                            std::to_string(examples_.size()) +
-                                            " arguments but got " + std::to_string(inputs.size()) +
-                                            ". The session was compiled for " +
-                                            std::to_string(examples_.size()) +
-                                            " tensor input(s) (" + names + "). " + kRebuildHint);
-  }
+  // (As many as the examples: flattenAs took them in the examples' structure.)
   for (size_t i = 0; i < inputs.size(); ++i) {
     const std::string& name = inputNames_[i];
     const at::Tensor& expected = examples_[i];
@@ -196,7 +182,7 @@ void CompiledModule::checkInputs(const std::vector<at::Tensor>& inputs) const {
       throwError(ErrorKind::InvalidInput, "Data type mismatch for " + name + ": expected " +
                                               dtypeName(expected.scalar_type()) + " but got " +
                                               dtypeName(inputs[i].scalar_type()) + ". " +
-                                              kRebuildHint);
+                                              kOneProgramPerSignature);
     }
     if (inputs[i].sizes() != expected.sizes()) {
       std::string message = "Shape mismatch for " + name + ": expected " +
@@ -216,7 +202,7 @@ void CompiledModule::checkInputs(const std::vector<at::Tensor>& inputs) const {
                    ", or build another session for another "
                    "batch size.";
       } else {
-        message += kRebuildHint;
+        message += kOneProgramPerSignature;
       }
       throwError(ErrorKind::InvalidInput, message);
     }

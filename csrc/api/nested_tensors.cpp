@@ -8,6 +8,11 @@
 #include <map>
 
 namespace popsim::api {
+
+const char* const kOneProgramPerSignature =
+    "popsim compiles one program per input signature: build another session for the new "
+    "inputs.";
+
 namespace {
 
 using Kind = frontend::ValueStructure::Kind;
@@ -72,17 +77,37 @@ frontend::ValueStructure flatten(const c10::IValue& value, const std::string& na
                  "tensors, as forward() takes them.");
 }
 
+// `value`'s own kind, length and keys (its elements left empty): what a call's
+// input is compared with at each level, without flattening it again there.
+frontend::ValueStructure outline(const c10::IValue& value, const std::string& name) {
+  frontend::ValueStructure structure;
+  if (value.isTensor()) return structure;
+  if (value.isTuple() || value.isList()) {
+    structure.kind = value.isTuple() ? Kind::Tuple : Kind::List;
+    structure.elements.resize(value.isTuple() ? value.toTupleRef().elements().size()
+                                              : value.toListRef().size());
+    return structure;
+  }
+  if (value.isGenericDict() &&
+      value.toGenericDict().keyType()->kind() == c10::TypeKind::StringType) {
+    structure.kind = Kind::Dict;
+    for (const auto& entry : value.toGenericDict())
+      structure.keys.push_back(entry.key().toStringRef());
+    structure.elements.resize(structure.keys.size());
+    return structure;
+  }
+  FlatInputs ignored;
+  return flatten(value, name, ignored); // (refuses it, naming what it is)
+}
+
 // `value`'s tensors in the order `compiled` gives them.
 void flattenAs(const c10::IValue& value, const frontend::ValueStructure& compiled,
                const std::string& name, std::vector<at::Tensor>& tensors) {
-  FlatInputs given;
-  const frontend::ValueStructure structure = flatten(value, name, given);
+  const frontend::ValueStructure structure = outline(value, name);
   const auto refuse = [&] {
-    throwError(ErrorKind::InvalidInput,
-               "Input '" + name + "' is " + describe(structure) +
-                   " but the session was compiled for " + describe(compiled) +
-                   ". popsim compiles one program per input signature: give the inputs as the "
-                   "example inputs were, or build another session.");
+    throwError(ErrorKind::InvalidInput, "Input '" + name + "' is " + describe(structure) +
+                                            " but the session was compiled for " +
+                                            describe(compiled) + ". " + kOneProgramPerSignature);
   };
   if (structure.kind != compiled.kind || structure.elements.size() != compiled.elements.size())
     refuse();
@@ -151,13 +176,12 @@ std::vector<at::Tensor> flattenAs(const std::vector<c10::IValue>& values,
     std::string names;
     for (size_t i = 0; i < compiled.size(); ++i)
       names += (names.empty() ? "" : ", ") + parameterName(parameters, i);
-    throwError(ErrorKind::InvalidInput,
-               "Number of positional arguments mismatch: expected " +
-                   std::to_string(compiled.size()) + " arguments but got " +
-                   std::to_string(values.size()) + ". The session was compiled for " +
-                   std::to_string(compiled.size()) + " input(s) (" + names +
-                   "). popsim compiles one program per input signature: build another session "
-                   "for the new inputs.");
+    throwError(ErrorKind::InvalidInput, "Number of positional arguments mismatch: expected " +
+                                            std::to_string(compiled.size()) +
+                                            " arguments but got " + std::to_string(values.size()) +
+                                            ". The session was compiled for " +
+                                            std::to_string(compiled.size()) + " input(s) (" +
+                                            names + "). " + kOneProgramPerSignature);
   }
   std::vector<at::Tensor> tensors;
   for (size_t i = 0; i < values.size(); ++i)

@@ -18,6 +18,9 @@ struct FlatInputs {
   std::vector<frontend::ValueStructure> structures;
 };
 
+// The end of a message refusing a call's inputs: what to do instead.
+extern const char* const kOneProgramPerSignature;
+
 // The example inputs a session compiles for; `parameters` names forward()'s
 // parameters. Throws InputError for a value that is not a tensor, or a
 // tuple, list or dict (string keys) of them.

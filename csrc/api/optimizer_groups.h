@@ -22,7 +22,8 @@ struct OptimizerGroup {
 // `module`: each group's options as popsim's optimizer, and the module's
 // parameters it holds that require a gradient (a tied weight once; a group
 // of frozen parameters only is left out, as a torch::optim step skips them).
-// OptionError for another optimizer, or groups of different optimizers.
+// OptionError for another optimizer, groups of different optimizers, or
+// parameters that are not exactly the module's that require a gradient.
 std::vector<OptimizerGroup> optimizerGroupsOf(const torch::jit::Module& module,
                                               const torch::optim::Optimizer& optimizer);
 

@@ -114,13 +114,22 @@ namespace popsim::api {
 
 std::vector<OptimizerGroup> optimizerGroupsOf(const torch::jit::Module& module,
                                               const torch::optim::Optimizer& optimizer) {
-  std::map<const c10::TensorImpl*, std::string> trained; // (a tied weight: its first name)
+  // The module's parameters: those the session trains by their first name (a tied weight is
+  // one tensor under two names), and the frozen ones, which a torch::optim step skips too.
+  std::map<const c10::TensorImpl*, std::string> trained;
+  std::vector<const c10::TensorImpl*> order;
+  std::set<const c10::TensorImpl*> frozen;
   for (const auto& parameter : module.named_parameters(/*recurse=*/true)) {
-    if (parameter.value.requires_grad())
-      trained.emplace(parameter.value.unsafeGetTensorImpl(), parameter.name);
+    const c10::TensorImpl* tensor = parameter.value.unsafeGetTensorImpl();
+    if (!parameter.value.requires_grad()) {
+      frozen.insert(tensor);
+    } else if (trained.emplace(tensor, parameter.name).second) {
+      order.push_back(tensor);
+    }
   }
   std::vector<OptimizerGroup> groups;
   std::set<const c10::TensorImpl*> placed;
+  size_t foreign = 0; // tensors that are no parameter of the module
   const auto& torchGroups = optimizer.param_groups();
   for (size_t index = 0; index < torchGroups.size(); ++index) {
     OptimizerGroup group{runnableGroupOptimizer(torchGroups[index].options()), {}};
@@ -130,15 +139,34 @@ std::vector<OptimizerGroup> optimizerGroupsOf(const torch::jit::Module& module,
                                        "session trains with one optimizer."));
     }
     for (const at::Tensor& parameter : torchGroups[index].params()) {
-      const auto found = trained.find(parameter.unsafeGetTensorImpl());
-      if (found != trained.end() && placed.insert(found->first).second)
+      const c10::TensorImpl* tensor = parameter.unsafeGetTensorImpl();
+      const auto found = trained.find(tensor);
+      if (found == trained.end()) {
+        foreign += frozen.count(tensor) == 0 ? 1 : 0;
+      } else if (placed.insert(tensor).second) {
         group.parameters.push_back(found->second);
+      }
     }
     if (!group.parameters.empty()) groups.push_back(std::move(group));
   }
+  // The session trains every parameter of the module that requires a gradient: an
+  // optimizer over other tensors would train something else.
+  std::vector<std::string> missing;
+  for (const c10::TensorImpl* tensor : order)
+    if (placed.count(tensor) == 0) missing.push_back(trained.at(tensor));
+  if (!missing.empty() || foreign != 0) {
+    refuseOption("optimizer",
+                 strCat("The torch::optim optimizer's parameters are not the module's ",
+                        trained.size(),
+                        " parameters that require a gradient, which the session trains: ",
+                        missing.empty() ? strCat(foreign, " of its tensors are not the module's")
+                                        : strCat("it leaves out ", join(missing, ", ")),
+                        ". Build it over module.parameters(), and freeze a parameter with "
+                        "requires_grad(false) before building the session."));
+  }
   if (groups.empty()) {
-    refuseOption("optimizer", "The torch::optim optimizer holds none of the module's parameters "
-                              "that require a gradient.");
+    refuseOption("optimizer", "The module has no parameter that requires a gradient, so a "
+                              "training session has nothing to train.");
   }
   return groups;
 }

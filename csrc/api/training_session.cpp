@@ -17,7 +17,6 @@
 
 #include <ATen/ATen.h>
 
-#include <set>
 
 namespace popsim {
 namespace {
@@ -147,44 +146,9 @@ TrainingSession::TrainingSession(torch::jit::Module module, const Inputs& exampl
   });
 }
 
-namespace {
-
-// The session trains every parameter of `module` that requires a gradient:
-// a LibTorch optimizer over other tensors would train something else.
-void checkOptimizesTheModule(const torch::jit::Module& module,
-                             const torch::optim::Optimizer& optimizer) {
-  std::set<const c10::TensorImpl*> optimized;
-  for (const auto& group : optimizer.param_groups())
-    for (const at::Tensor& parameter : group.params())
-      optimized.insert(parameter.unsafeGetTensorImpl());
-  std::vector<std::string> missing;
-  std::set<const c10::TensorImpl*> trained; // (a tied weight is one tensor under two names)
-  for (const auto& parameter : module.named_parameters(/*recurse=*/true)) {
-    const c10::TensorImpl* tensor = parameter.value.unsafeGetTensorImpl();
-    if (!parameter.value.requires_grad()) {
-      optimized.erase(tensor); // frozen: a torch::optim step skips it too
-      continue;
-    }
-    if (trained.insert(tensor).second && optimized.erase(tensor) == 0)
-      missing.push_back(parameter.name);
-  }
-  if (missing.empty() && optimized.empty()) return;
-  api::refuseOption(
-      "optimizer",
-      strCat("The torch::optim optimizer's parameters are not the module's ", trained.size(),
-             " parameters that require a gradient, which the session trains: ",
-             missing.empty() ? strCat(optimized.size(), " of its tensors are not the module's")
-                             : strCat("it leaves out ", join(missing, ", ")),
-             ". Build it over module.parameters(), and freeze a parameter with "
-             "requires_grad(false) before building the session."));
-}
-
-} // namespace
-
 TrainingSession::TrainingSession(torch::jit::Module module, const Inputs& exampleInputs,
                                  Options options, const torch::optim::Optimizer& optimizer) {
   api::withErrorClasses([&] {
-    checkOptimizesTheModule(module, optimizer);
     std::vector<api::OptimizerGroup> groups = api::optimizerGroupsOf(module, optimizer);
     state_->compiled =
         compileTraining(std::move(module), exampleInputs, std::move(options), groups);

@@ -296,16 +296,17 @@ class WeightFlow:
         hyper-parameters its compound scalars give otherwise than the param_groups."""
         if ipu_param and self._program is not None and self._training:
             assert self.optimizer is not None, "a training model has an optimizer"
-            names = self._state_names()
             binding = self.binding
-            updates, scaling = names.hyperparameters(
+            updates, scaling = self._state_names().hyperparameters(
                 ipu_param, self.optimizer.param_groups, _binding.grad_scale(self._options),
                 binding.loss_scaling())
             _poptorch_names.apply_hyperparameters(self.optimizer.param_groups, updates)
             if scaling is not None and not binding.constant_loss_scaling():
                 setattr(self.optimizer, "loss_scaling", scaling)
         if ipu_state is not None:
-            known = self._device_state()
+            # The program's state names and shapes (the host's view: no device read).
+            known = (self.binding.optimizer_state(self._program)
+                     if self._program is not None and self._training else None)
             if known is None:
                 raise OptionError("optimizer.load_state_dict: an 'ipu_state' is the state of a "
                                   "compiled model's device; load it after the model compiles "
@@ -329,27 +330,21 @@ class WeightFlow:
                                            for params in binding.groups],
                                           binding.constants, binding.constant_loss_scaling())
 
-    def _device_state(self) -> Optional[Dict[str, torch.Tensor]]:
-        """The device's optimizer state by popsim's names; None before the model compiles."""
-        if self._program is None or not self._training:
-            return None
-        names = sorted(self.binding.optimizer_state(self._program))
-        return self._program.read_variables(names) if self.attached else {}
-
     def device_optimizer_state(self) -> Optional[DeviceOptimizerState]:
         """PopTorch's ipu_state and ipu_param: the device's optimizer state, and each
         parameter's hyper-parameters as PopART's compound scalars and the loss scaling,
         by PopTorch's names (training/poptorch_state_names.py); None before the model
         compiles."""
-        state = self._device_state()
-        if state is None:
+        if self._program is None or not self._training:
             return None
         binding = self.binding
-        names = self._state_names()
+        names = sorted(binding.optimizer_state(self._program))
+        state = self._program.read_variables(names) if self.attached else {}
+        poptorch = self._state_names()
         scaling = binding.loss_scaling()
-        return (names.ipu_state(state, scaling),
-                names.ipu_param(binding.optimizer.param_groups,
-                                _binding.grad_scale(self._options), scaling))
+        return (poptorch.ipu_state(state, scaling),
+                poptorch.ipu_param(binding.optimizer.param_groups,
+                                   _binding.grad_scale(self._options), scaling))
 
     def _write_optimizer_state(self) -> None:
         assert self.optimizer is not None, "a training model has an optimizer"
