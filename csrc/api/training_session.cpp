@@ -17,7 +17,6 @@
 
 #include <ATen/ATen.h>
 
-
 namespace popsim {
 namespace {
 
