@@ -1,7 +1,7 @@
 #include "kernels/reference/families.h"
 #include "kernels/reference/half_partials_product.h"
 #include "kernels/reference/partial_sums.h"
-#include "kernels/reference/transpose.h"
+#include "kernels/reference/scratch.h"
 
 #include <algorithm>
 #include <cmath>
@@ -138,23 +138,17 @@ void convolutionGradWeight(const ir::Node& node, const Inputs& inputs, const Out
 // Gathers of more elements than this are spread over the OpenMP threads.
 constexpr int64_t kParallelElements = int64_t{1} << 16;
 
-// A tap of the kernel on one output pixel: the input pixel it reads (-1 on
-// the padding) and the kernel offset.
-struct Tap {
-  int64_t pixel;
-  int64_t k;
-};
-
-// For every output pixel, its kernel's taps in order (forEachTap's).
-std::vector<std::vector<Tap>> tapsOf(const ConvGeometry& g) {
+// The input pixel each kernel offset reads for each output pixel, -1 on the
+// padding: element k * outPixels + o (forEachTap's taps, offset by offset).
+std::vector<int64_t> tapPixels(const ConvGeometry& g) {
   const int64_t outPixels = g.out[0] * g.out[1] * g.out[2];
   const int64_t kernelPixels = g.kernel[0] * g.kernel[1] * g.kernel[2];
-  std::vector<std::vector<Tap>> taps(static_cast<size_t>(outPixels));
-  for (int64_t o = 0; o < outPixels; ++o) {
-    const int64_t oPos[3] = {o / (g.out[1] * g.out[2]), o / g.out[2] % g.out[1], o % g.out[2]};
-    for (int64_t k = 0; k < kernelPixels; ++k) {
-      const int64_t kPos[3] = {k / (g.kernel[1] * g.kernel[2]), k / g.kernel[2] % g.kernel[1],
-                               k % g.kernel[2]};
+  std::vector<int64_t> pixels(static_cast<size_t>(kernelPixels * outPixels));
+  for (int64_t k = 0; k < kernelPixels; ++k) {
+    const int64_t kPos[3] = {k / (g.kernel[1] * g.kernel[2]), k / g.kernel[2] % g.kernel[1],
+                             k % g.kernel[2]};
+    for (int64_t o = 0; o < outPixels; ++o) {
+      const int64_t oPos[3] = {o / (g.out[1] * g.out[2]), o / g.out[2] % g.out[1], o % g.out[2]};
       int64_t pixel = 0;
       bool inside = true;
       for (size_t d = 0; d < 3 && inside; ++d) {
@@ -162,10 +156,56 @@ std::vector<std::vector<Tap>> tapsOf(const ConvGeometry& g) {
         inside = at >= 0 && at < g.in[d];
         pixel = pixel * g.in[d] + at;
       }
-      taps[static_cast<size_t>(o)].push_back({inside ? pixel : -1, k});
+      pixels[static_cast<size_t>(k * outPixels + o)] = inside ? pixel : -1;
     }
   }
-  return taps;
+  return pixels;
+}
+
+// A gather's index list as runs of consecutive indices, so that gathering
+// copies whole runs (a stride-1 convolution reads rows of its input): the
+// run's `length` elements from `from` on go to `start` on; `from` -1 is a
+// run of zeros (the padding).
+struct IndexRun {
+  int64_t start;
+  int64_t from;
+  int64_t length;
+};
+
+std::vector<IndexRun> runsOf(const int64_t* index, int64_t count) {
+  std::vector<IndexRun> runs;
+  for (int64_t i = 0; i < count; ++i) {
+    if (!runs.empty()) {
+      IndexRun& last = runs.back();
+      const bool zeros = last.from < 0 && index[i] < 0;
+      if (zeros || (last.from >= 0 && index[i] == last.from + last.length)) {
+        ++last.length;
+        continue;
+      }
+    }
+    runs.push_back({i, index[i] < 0 ? -1 : index[i], 1});
+  }
+  return runs;
+}
+
+// Runs shorter than this are copied by a loop of their own: a small image's
+// rows are a few elements, for which a call to memmove costs more than the copy.
+constexpr int64_t kShortRun = 32;
+
+void gather(const std::vector<IndexRun>& runs, const float* from, float* to) {
+  for (const IndexRun& run : runs) {
+    float* out = to + run.start;
+    if (run.from < 0) {
+      for (int64_t i = 0; i < run.length; ++i)
+        out[i] = 0.0f;
+    } else if (run.length < kShortRun) {
+      const float* in = from + run.from;
+      for (int64_t i = 0; i < run.length; ++i)
+        out[i] = in[i];
+    } else {
+      std::copy(from + run.from, from + run.from + run.length, out);
+    }
+  }
 }
 
 // Forward: for each group, the input's columns (ic, k) x (image, output
@@ -189,25 +229,24 @@ void convolutionForwardHalf(const ir::Node& node, const Inputs& inputs, const Ou
   const int64_t kernelPixels = g.kernel[0] * g.kernel[1] * g.kernel[2];
   const int64_t J = g.CG * kernelPixels; // reduction length, (ic, k) order
   const int64_t P = g.N * outPixels;
-  const std::vector<std::vector<Tap>> taps = tapsOf(g);
-  std::vector<float> columns(static_cast<size_t>(J * P));
-  std::vector<float> sums(static_cast<size_t>(g.OCG * P));
+  const std::vector<int64_t> taps = tapPixels(g);
+  std::vector<std::vector<IndexRun>> runs(static_cast<size_t>(kernelPixels));
+  for (int64_t k = 0; k < kernelPixels; ++k)
+    runs[static_cast<size_t>(k)] = runsOf(taps.data() + k * outPixels, outPixels);
+  Scratch<float> columns(ScratchUse::Gathered, static_cast<size_t>(J * P));
+  Scratch<float> sums(ScratchUse::Results, static_cast<size_t>(g.OCG * P));
   for (int64_t group = 0; group < g.OC / g.OCG; ++group) {
     // Row (ic, k) of the columns, written in order.
 #pragma omp parallel for schedule(static) if (J * P >= kParallelElements)
     for (int64_t j = 0; j < J; ++j) {
       const int64_t ic = j / kernelPixels;
-      const auto k = static_cast<size_t>(j % kernelPixels);
+      const std::vector<IndexRun>& kRuns = runs[static_cast<size_t>(j % kernelPixels)];
       float* row = columns.data() + j * P;
-      for (int64_t n = 0; n < g.N; ++n) {
-        const float* plane = x + (n * g.C + group * g.CG + ic) * inPixels;
-        for (int64_t o = 0; o < outPixels; ++o) {
-          const int64_t pixel = taps[static_cast<size_t>(o)][k].pixel;
-          row[n * outPixels + o] = pixel < 0 ? 0.0f : plane[pixel];
-        }
-      }
+      for (int64_t n = 0; n < g.N; ++n)
+        gather(kRuns, x + (n * g.C + group * g.CG + ic) * inPixels, row + n * outPixels);
     }
-    halfPartialsProduct(g.OCG, P, J, w + group * g.OCG * J, J, columns.data(), P, sums.data(), P);
+    halfPartialsProduct(g.OCG, P, J, MatrixView{w + group * g.OCG * J, J},
+                        MatrixView{columns.data(), P}, OutputView{sums.data(), P});
     for (int64_t local = 0; local < g.OCG; ++local) {
       const int64_t oc = group * g.OCG + local;
       for (int64_t n = 0; n < g.N; ++n) {
@@ -234,47 +273,62 @@ void convolutionGradInputHalf(const ir::Node& node, const Inputs& inputs, const 
   const int64_t inPixels = g.in[0] * g.in[1] * g.in[2];
   const int64_t outPixels = g.out[0] * g.out[1] * g.out[2];
   const int64_t kernelPixels = g.kernel[0] * g.kernel[1] * g.kernel[2];
-  // For each input pixel, the (output pixel, k) taps that read it, by output pixel.
-  std::vector<std::vector<Tap>> readers(static_cast<size_t>(inPixels));
-  const std::vector<std::vector<Tap>> taps = tapsOf(g);
-  for (int64_t o = 0; o < outPixels; ++o)
-    for (const Tap& tap : taps[static_cast<size_t>(o)])
-      if (tap.pixel >= 0) readers[static_cast<size_t>(tap.pixel)].push_back({o, tap.k});
+  // For each input pixel, the taps that read it, by output pixel.
+  struct Reader {
+    int64_t outputPixel;
+    int64_t k;
+  };
+  std::vector<std::vector<Reader>> readers(static_cast<size_t>(inPixels));
+  const std::vector<int64_t> taps = tapPixels(g);
+  for (int64_t o = 0; o < outPixels; ++o) {
+    for (int64_t k = 0; k < kernelPixels; ++k) {
+      const int64_t pixel = taps[static_cast<size_t>(k * outPixels + o)];
+      if (pixel >= 0) readers[static_cast<size_t>(pixel)].push_back({o, k});
+    }
+  }
   // The input pixels by the kernel offsets that read them, in order.
   std::map<std::vector<int64_t>, std::vector<int64_t>> pixelsByOffsets;
   for (int64_t pixel = 0; pixel < inPixels; ++pixel) {
     std::vector<int64_t> offsets;
-    for (const Tap& reader : readers[static_cast<size_t>(pixel)])
+    for (const Reader& reader : readers[static_cast<size_t>(pixel)])
       offsets.push_back(reader.k);
     pixelsByOffsets[offsets].push_back(pixel);
   }
-  std::vector<float> a, b, sums;
+  size_t largestA = 0, largestB = 0, largestSums = 0;
+  for (const auto& [offsets, pixels] : pixelsByOffsets) {
+    const auto J = static_cast<size_t>(g.OCG) * offsets.size();
+    const auto M = static_cast<size_t>(g.N) * pixels.size();
+    largestA = std::max(largestA, M * J);
+    largestB = std::max(largestB, J * static_cast<size_t>(g.CG));
+    largestSums = std::max(largestSums, M * static_cast<size_t>(g.CG));
+  }
+  Scratch<float> a(ScratchUse::Gathered, largestA);
+  Scratch<float> b(ScratchUse::GatheredOther, largestB);
+  Scratch<float> sums(ScratchUse::Results, largestSums);
   for (int64_t group = 0; group < g.OC / g.OCG; ++group) {
     for (const auto& [offsets, pixels] : pixelsByOffsets) {
       const auto R = static_cast<int64_t>(offsets.size());
       const int64_t J = g.OCG * R;
       const int64_t M = g.N * static_cast<int64_t>(pixels.size());
-      b.resize(static_cast<size_t>(J * g.CG));
       for (int64_t local = 0; local < g.OCG; ++local)
         for (int64_t r = 0; r < R; ++r)
           for (int64_t ic = 0; ic < g.CG; ++ic)
             b[static_cast<size_t>((local * R + r) * g.CG + ic)] =
                 w[((group * g.OCG + local) * g.CG + ic) * kernelPixels + offsets[r]];
-      a.resize(static_cast<size_t>(M * J));
 #pragma omp parallel for collapse(2) schedule(static) if (M * J >= kParallelElements)
       for (int64_t n = 0; n < g.N; ++n) {
         for (size_t i = 0; i < pixels.size(); ++i) {
-          const std::vector<Tap>& pixelReaders = readers[static_cast<size_t>(pixels[i])];
+          const std::vector<Reader>& pixelReaders = readers[static_cast<size_t>(pixels[i])];
           float* row = a.data() + (n * static_cast<int64_t>(pixels.size()) + i) * J;
           for (int64_t local = 0; local < g.OCG; ++local) {
             const float* plane = dy + (n * g.OC + group * g.OCG + local) * outPixels;
             for (int64_t r = 0; r < R; ++r)
-              row[local * R + r] = plane[pixelReaders[static_cast<size_t>(r)].pixel];
+              row[local * R + r] = plane[pixelReaders[static_cast<size_t>(r)].outputPixel];
           }
         }
       }
-      sums.resize(static_cast<size_t>(M * g.CG));
-      halfPartialsProduct(M, g.CG, J, a.data(), J, b.data(), g.CG, sums.data(), g.CG);
+      halfPartialsProduct(M, g.CG, J, MatrixView{a.data(), J}, MatrixView{b.data(), g.CG},
+                          OutputView{sums.data(), g.CG});
       for (int64_t n = 0; n < g.N; ++n) {
         for (size_t i = 0; i < pixels.size(); ++i) {
           const float* in = sums.data() + (n * static_cast<int64_t>(pixels.size()) + i) * g.CG;
@@ -287,8 +341,12 @@ void convolutionGradInputHalf(const ir::Node& node, const Inputs& inputs, const 
 }
 
 // dW: each weight sums dY * X over the images and output pixels whose tap
-// reads the input, in order. For each kernel offset, X gathered as rows ic
-// by (image, output pixel) times dY as (image, output pixel) x oc.
+// reads the input, in order. Kernel offsets that read at the same output
+// pixels (all of them, without padding) share dY's side of the product:
+// for each such set of S offsets, dY gathered as rows oc by (image, output
+// pixel) times X gathered as (image, output pixel) x (ic, offset). The first
+// layers, with few input channels, then fill the product's tiles, and the
+// result lands in dW's own [oc][ic][k] order.
 void convolutionGradWeightHalf(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
   const auto* x = static_cast<const float*>(inputs[0]);
   const auto* dy = static_cast<const float*>(inputs[1]);
@@ -298,52 +356,74 @@ void convolutionGradWeightHalf(const ir::Node& node, const Inputs& inputs, const
   const int64_t inPixels = g.in[0] * g.in[1] * g.in[2];
   const int64_t outPixels = g.out[0] * g.out[1] * g.out[2];
   const int64_t kernelPixels = g.kernel[0] * g.kernel[1] * g.kernel[2];
-  const std::vector<std::vector<Tap>> taps = tapsOf(g);
-  // dY as [n][o][oc], so that each read's output channels are one row.
-  std::vector<float> dyt(static_cast<size_t>(g.N * outPixels * g.OC));
-  for (int64_t n = 0; n < g.N; ++n)
-    transpose(dy + n * g.OC * outPixels, g.OC, outPixels, dyt.data() + n * g.OC * outPixels);
-  std::vector<float> a, b, sums(static_cast<size_t>(g.CG * g.OCG));
-  std::vector<float> byOffset(static_cast<size_t>(g.CG * kernelPixels * g.OCG));
+  const std::vector<int64_t> taps = tapPixels(g);
+  // The offsets by the output pixels at which they read the input, in order.
+  std::map<std::vector<int64_t>, std::vector<int64_t>> offsetsByReads;
+  for (int64_t k = 0; k < kernelPixels; ++k) {
+    std::vector<int64_t> reads;
+    for (int64_t o = 0; o < outPixels; ++o)
+      if (taps[static_cast<size_t>(k * outPixels + o)] >= 0) reads.push_back(o);
+    offsetsByReads[reads].push_back(k);
+  }
+  size_t largestA = 0, largestB = 0;
+  for (const auto& [reads, offsets] : offsetsByReads) {
+    const auto J = static_cast<size_t>(g.N) * reads.size();
+    largestA = std::max(largestA, static_cast<size_t>(g.CG) * offsets.size() * J);
+    largestB = std::max(largestB, J * static_cast<size_t>(g.OCG));
+  }
+  Scratch<float> a(ScratchUse::Gathered, largestA);
+  Scratch<float> b(ScratchUse::GatheredOther, largestB);
+  Scratch<float> sums(ScratchUse::Results, static_cast<size_t>(g.CG * kernelPixels * g.OCG));
+  std::vector<int64_t> readPixels(static_cast<size_t>(outPixels));
   for (int64_t group = 0; group < g.OC / g.OCG; ++group) {
-    for (int64_t k = 0; k < kernelPixels; ++k) {
-      std::vector<std::pair<int64_t, int64_t>> reads; // (output pixel, input pixel)
-      for (int64_t o = 0; o < outPixels; ++o) {
-        const Tap& tap = taps[static_cast<size_t>(o)][static_cast<size_t>(k)];
-        if (tap.pixel >= 0) reads.emplace_back(o, tap.pixel);
-      }
+    for (const auto& [reads, offsets] : offsetsByReads) {
       const auto R = static_cast<int64_t>(reads.size());
+      const auto S = static_cast<int64_t>(offsets.size());
       const int64_t J = g.N * R;
-      a.resize(static_cast<size_t>(g.CG * J));
-      b.resize(static_cast<size_t>(J * g.OCG));
-#pragma omp parallel for schedule(static) if (g.CG * J >= kParallelElements)
+      // The input pixels of each offset's reads, and the reads' output pixels.
+      std::vector<std::vector<IndexRun>> inputRuns(static_cast<size_t>(S));
+      for (int64_t s = 0; s < S; ++s) {
+        const int64_t* pixels = taps.data() + offsets[static_cast<size_t>(s)] * outPixels;
+        for (int64_t i = 0; i < R; ++i)
+          readPixels[static_cast<size_t>(i)] = pixels[reads[static_cast<size_t>(i)]];
+        inputRuns[static_cast<size_t>(s)] = runsOf(readPixels.data(), R);
+      }
+      const std::vector<IndexRun> outputRuns = runsOf(reads.data(), R);
+      // Row (ic, s): input channel ic read through offset offsets[s].
+#pragma omp parallel for collapse(2) schedule(static) if (g.CG * S * J >= kParallelElements)
       for (int64_t ic = 0; ic < g.CG; ++ic) {
-        for (int64_t n = 0; n < g.N; ++n) {
-          const float* plane = x + (n * g.C + group * g.CG + ic) * inPixels;
-          float* row = a.data() + ic * J + n * R;
-          for (int64_t i = 0; i < R; ++i)
-            row[i] = plane[reads[static_cast<size_t>(i)].second];
+        for (int64_t s = 0; s < S; ++s) {
+          float* row = a.data() + (ic * S + s) * J;
+          for (int64_t n = 0; n < g.N; ++n)
+            gather(inputRuns[static_cast<size_t>(s)], x + (n * g.C + group * g.CG + ic) * inPixels,
+                   row + n * R);
         }
       }
-#pragma omp parallel for schedule(static) if (J * g.OCG >= kParallelElements)
-      for (int64_t n = 0; n < g.N; ++n) {
-        for (int64_t i = 0; i < R; ++i) {
-          const float* channels = dyt.data() +
-                                  (n * outPixels + reads[static_cast<size_t>(i)].first) * g.OC +
-                                  group * g.OCG;
-          std::copy(channels, channels + g.OCG, b.data() + (n * R + i) * g.OCG);
-        }
+      // dY as rows oc by (image, output pixel).
+#pragma omp parallel for collapse(2) schedule(static) if (J * g.OCG >= kParallelElements)
+      for (int64_t local = 0; local < g.OCG; ++local) {
+        for (int64_t n = 0; n < g.N; ++n)
+          gather(outputRuns, dy + (n * g.OC + group * g.OCG + local) * outPixels,
+                 b.data() + local * J + n * R);
       }
-      halfPartialsProduct(g.CG, g.OCG, J, a.data(), J, b.data(), g.OCG, sums.data(), g.OCG);
-      // Row ic of the product is dW[., ic, k]: kept as [ic][k][oc] ...
-      for (int64_t ic = 0; ic < g.CG; ++ic)
-        std::copy(sums.data() + ic * g.OCG, sums.data() + (ic + 1) * g.OCG,
-                  byOffset.data() + (ic * kernelPixels + k) * g.OCG);
+      // dW[group's oc][ic][offsets[s]] is the product's element (oc, (ic, s)):
+      // written in place when the set's offsets fall on dW's with one stride
+      // (a single offset, or all of them), else through `sums`.
+      float* groupWeights = dw + group * g.OCG * g.CG * kernelPixels;
+      const bool inPlace = S == 1 || S == kernelPixels;
+      const OutputView out =
+          S == 1    ? OutputView{groupWeights + offsets[0], g.CG * kernelPixels, kernelPixels}
+          : inPlace ? OutputView{groupWeights, g.CG * kernelPixels, 1}
+                    : OutputView{sums.data(), g.CG * S, 1};
+      halfPartialsProduct(g.OCG, g.CG * S, J, MatrixView{b.data(), J}, MatrixView{a.data(), 1, J},
+                          out);
+      if (inPlace) continue;
+      for (int64_t local = 0; local < g.OCG; ++local)
+        for (int64_t ic = 0; ic < g.CG; ++ic)
+          for (int64_t s = 0; s < S; ++s)
+            groupWeights[(local * g.CG + ic) * kernelPixels + offsets[static_cast<size_t>(s)]] =
+                sums[static_cast<size_t>((local * g.CG + ic) * S + s)];
     }
-    // ... and turned into the group's [oc][ic][k] at once (writing every k-th
-    // element of dW per offset touches all its lines each time).
-    transpose(byOffset.data(), g.CG * kernelPixels, g.OCG,
-              dw + group * g.OCG * g.CG * kernelPixels);
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include "kernels/cpu_isa.h"
 #include "kernels/reference/partial_sums.h"
+#include "kernels/reference/scratch.h"
 
 #if POPSIM_HAS_VECTOR_CLONES
 // GCC 12's AVX-512 headers start some conversions from an undefined vector,
@@ -13,7 +14,7 @@
 #endif
 
 #include <algorithm>
-#include <vector>
+#include <utility>
 
 namespace popsim::kernels::reference {
 namespace {
@@ -147,47 +148,117 @@ Tiling tiling() {
 // Products smaller than this run on the calling thread.
 constexpr int64_t kParallelProducts = int64_t{1} << 18;
 
+// Elements of a strided operand are copied in blocks of this many along
+// each side, so that both the reads and the writes stay in a few lines.
+constexpr int64_t kCopyBlock = 16;
+
+int64_t roundedUp(int64_t value, int64_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
+
+// Roughly what an M x P x J product costs on one core, in cycles, so that
+// the cheaper of C and C^T is computed: a tile takes about 10 cycles a
+// product (its multiply-adds and its share of the float16 roundings), and
+// copying an operand's element costs about 1 cycle when its rows are
+// contiguous and 4 when they are not (a strided gather).
+double estimatedCycles(int64_t M, int64_t P, int64_t J, bool rowsOfAContiguous,
+                       bool rowsOfBContiguous, int64_t width) {
+  const double tiles =
+      static_cast<double>(roundedUp(M, kRows) / kRows * roundedUp(P, width) / width);
+  const double gatherA = rowsOfAContiguous ? 0.0 : 4.0 * static_cast<double>(M);
+  const double packB = (rowsOfBContiguous ? 1.0 : 4.0) * static_cast<double>(roundedUp(P, width));
+  return static_cast<double>(J) * (10.0 * tiles + gatherA + packB);
+}
+
+// Columns p0 .. p0 + count of B (count <= width) as a panel:
+// out[j * width + q] = B[j][p0 + q], zeros for q >= count.
+void packPanel(const MatrixView& B, int64_t p0, int64_t count, int64_t width, int64_t J,
+               float* out) {
+  if (B.columnStride == 1) {
+    for (int64_t j = 0; j < J; ++j) {
+      const float* row = B.data + j * B.rowStride + p0;
+      std::copy(row, row + count, out + j * width);
+      std::fill(out + j * width + count, out + (j + 1) * width, 0.0f);
+    }
+    return;
+  }
+  for (int64_t j0 = 0; j0 < J; j0 += kCopyBlock) {
+    const int64_t j1 = std::min(J, j0 + kCopyBlock);
+    for (int64_t q = 0; q < count; ++q) {
+      const float* column = B.data + (p0 + q) * B.columnStride;
+      for (int64_t j = j0; j < j1; ++j)
+        out[j * width + q] = column[j * B.rowStride];
+    }
+    for (int64_t j = j0; j < j1; ++j)
+      std::fill(out + j * width + count, out + (j + 1) * width, 0.0f);
+  }
+}
+
 } // namespace
 
-void halfPartialsProduct(int64_t M, int64_t P, int64_t J, const float* A, int64_t lda,
-                         const float* B, int64_t ldb, float* C, int64_t ldc) {
+void halfPartialsProduct(int64_t M, int64_t P, int64_t J, MatrixView A, MatrixView B,
+                         OutputView C) {
   if (M <= 0 || P <= 0) return;
   if (J == 0) { // no products: every sum is zero
     for (int64_t m = 0; m < M; ++m)
-      std::fill(C + m * ldc, C + m * ldc + P, 0.0f);
+      for (int64_t p = 0; p < P; ++p)
+        C.data[m * C.rowStride + p * C.columnStride] = 0.0f;
     return;
   }
   const Tiling t = tiling();
+  // The product either way round: a product of two floats is exact in
+  // double, so B^T A^T sums the very same values in the same order.
+  if (estimatedCycles(P, M, J, B.rowStride == 1, A.rowStride == 1, t.width) <
+      estimatedCycles(M, P, J, A.columnStride == 1, B.columnStride == 1, t.width)) {
+    std::swap(M, P);
+    std::swap(A, B);
+    std::swap(A.rowStride, A.columnStride);
+    std::swap(B.rowStride, B.columnStride);
+    std::swap(C.rowStride, C.columnStride);
+  }
   const int64_t panels = (P + t.width - 1) / t.width;
   const int64_t rowTiles = (M + kRows - 1) / kRows;
+  const bool parallel = M * P * J >= kParallelProducts;
+  // A's rows as the tiles read them: in place when each row is contiguous,
+  // otherwise gathered into rows of J.
+  const bool rowsInPlace = A.columnStride == 1;
+  Scratch<float> gathered(ScratchUse::ProductRows, rowsInPlace ? 0 : static_cast<size_t>(M * J));
+  if (!rowsInPlace) {
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t j0 = 0; j0 < J; j0 += kCopyBlock)
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t j = j0; j < std::min(J, j0 + kCopyBlock); ++j)
+          gathered[static_cast<size_t>(m * J + j)] = A.data[m * A.rowStride + j * A.columnStride];
+  }
+  const float* rowsOfA = rowsInPlace ? A.data : gathered.data();
+  const int64_t lda = rowsInPlace ? A.rowStride : J;
   // B's columns in panels of the tile's width, each panel's rows contiguous;
   // columns beyond P are zeros (their sums are dropped).
-  std::vector<float> packed(static_cast<size_t>(panels * J * t.width));
-#pragma omp parallel for schedule(static) if (J * P >= kParallelProducts / 4)
-  for (int64_t panel = 0; panel < panels; ++panel) {
+  Scratch<float> packed(ScratchUse::ProductPanels, static_cast<size_t>(panels * J * t.width));
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t panel = 0; panel < panels; ++panel)
+    packPanel(B, panel * t.width, std::min(t.width, P - panel * t.width), t.width, J,
+              packed.data() + panel * J * t.width);
+  Scratch<float> zeros(ScratchUse::ProductZeros, static_cast<size_t>(J)); // rows beyond M
+  std::fill(zeros.data(), zeros.data() + J, 0.0f);
+  // Tiles in the order that reads the larger operand once: each of its parts
+  // meets every part of the smaller one, which stays in cache.
+  const bool panelsOuter = rowTiles * kRows <= panels * t.width;
+  const int64_t tiles = panels * rowTiles;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t index = 0; index < tiles; ++index) {
+    const int64_t panel = panelsOuter ? index / rowTiles : index % panels;
+    const int64_t rowTile = panelsOuter ? index % rowTiles : index / panels;
+    const int64_t m0 = rowTile * kRows;
     const int64_t p0 = panel * t.width;
-    const int64_t columns = std::min(t.width, P - p0);
-    float* out = packed.data() + panel * J * t.width;
-    for (int64_t j = 0; j < J; ++j) {
-      std::copy(B + j * ldb + p0, B + j * ldb + p0 + columns, out + j * t.width);
-      std::fill(out + j * t.width + columns, out + (j + 1) * t.width, 0.0f);
-    }
-  }
-  const std::vector<float> zeros(static_cast<size_t>(J), 0.0f); // rows beyond M
-#pragma omp parallel for collapse(2) schedule(static) if (M * P * J >= kParallelProducts)
-  for (int64_t panel = 0; panel < panels; ++panel) {
-    for (int64_t rowTile = 0; rowTile < rowTiles; ++rowTile) {
-      const int64_t m0 = rowTile * kRows;
-      const int64_t p0 = panel * t.width;
-      const float* rows[kRows];
-      for (int64_t r = 0; r < kRows; ++r)
-        rows[r] = m0 + r < M ? A + (m0 + r) * lda : zeros.data();
-      float totals[kRows * kWidest];
-      t.tile(J, rows, packed.data() + panel * J * t.width, totals);
-      for (int64_t r = 0; r < std::min(kRows, M - m0); ++r)
-        std::copy(totals + r * t.width, totals + r * t.width + std::min(t.width, P - p0),
-                  C + (m0 + r) * ldc + p0);
-    }
+    const float* rows[kRows];
+    for (int64_t r = 0; r < kRows; ++r)
+      rows[r] = m0 + r < M ? rowsOfA + (m0 + r) * lda : zeros.data();
+    float totals[kRows * kWidest];
+    t.tile(J, rows, packed.data() + panel * J * t.width, totals);
+    for (int64_t r = 0; r < std::min(kRows, M - m0); ++r)
+      for (int64_t q = 0; q < std::min(t.width, P - p0); ++q)
+        C.data[(m0 + r) * C.rowStride + (p0 + q) * C.columnStride] = totals[r * t.width + q];
   }
 }
 

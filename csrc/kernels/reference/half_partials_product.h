@@ -2,8 +2,24 @@
 
 #include <cstdint>
 
-// The matrix product the float16-partials convolutions reduce to.
+// The matrix product the float16-partials matmuls and convolutions reduce to.
 namespace popsim::kernels::reference {
+
+// A matrix as the product reads it: element (i, j) at
+// data[i * rowStride + j * columnStride], so that a transposed operand is a
+// view with its strides swapped, not a copy.
+struct MatrixView {
+  const float* data;
+  int64_t rowStride;
+  int64_t columnStride = 1;
+};
+
+// The same for the product's result.
+struct OutputView {
+  float* data;
+  int64_t rowStride;
+  int64_t columnStride = 1;
+};
 
 // C[m][p] = the sum over j, in order, of A[m][j] * B[j][p], summed as an IPU
 // with float16 partials sums (HalfSum in partial_sums.h): each product in
@@ -11,13 +27,20 @@ namespace popsim::kernels::reference {
 // summed in double, rounded to float and then to float16 and added to a
 // float16 total, which is rounded again. Every element of C sums its
 // products in the same order and rounds at the same points as a HalfSum
-// would, so the results are HalfSum's bit for bit; the work is blocked into
-// tiles of rows and columns, vectorised along p (AVX-512 or AVX2 with FMA:
-// the product is exact, so a fused multiply-add rounds as the separate add
-// does) and spread over the OpenMP threads.
+// would, so the results are HalfSum's bit for bit.
+//
+// How: B is packed by panels of columns, and each tile of C (rows of A by a
+// panel) keeps its running sums in vector registers (AVX-512 or AVX2 with FMA: the product is
+// exact, so a fused multiply-add rounds as the separate add does), the tiles spread over the OpenMP
+// threads. When C is narrower than a panel and taller than it is wide, the transposed product (C^T
+// = B^T A^T, the same products in the same order) is computed instead, to pad fewer lanes.
+void halfPartialsProduct(int64_t M, int64_t P, int64_t J, MatrixView A, MatrixView B, OutputView C);
+
 // A is M x J with rows lda apart; B is J x P with rows ldb apart; C is M x P
 // with rows ldc apart.
-void halfPartialsProduct(int64_t M, int64_t P, int64_t J, const float* A, int64_t lda,
-                         const float* B, int64_t ldb, float* C, int64_t ldc);
+inline void halfPartialsProduct(int64_t M, int64_t P, int64_t J, const float* A, int64_t lda,
+                                const float* B, int64_t ldb, float* C, int64_t ldc) {
+  halfPartialsProduct(M, P, J, MatrixView{A, lda}, MatrixView{B, ldb}, OutputView{C, ldc});
+}
 
 } // namespace popsim::kernels::reference

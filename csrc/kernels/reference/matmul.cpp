@@ -2,7 +2,6 @@
 #include "kernels/reference/half_partials_product.h"
 #include "kernels/reference/indexing.h"
 #include "kernels/reference/partial_sums.h"
-#include "kernels/reference/transpose.h"
 
 #include <algorithm>
 #include <vector>
@@ -86,8 +85,9 @@ void linearGradWeight(const ir::Node& node, const Inputs& inputs, const Outputs&
 // each output's products in the same order as the loops above, so the same
 // results.
 
-// y[m, :] = sum over k of x[m, k] * w[:, k] (w transposed once), then the bias,
-// added once the products are summed, as the IPU adds it in an op of its own.
+// y[m, :] = sum over k of x[m, k] * w[:, k] (w read as its transpose), then
+// the bias, added once the products are summed, as the IPU adds it in an op
+// of its own.
 void linearHalf(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
   const auto* x = static_cast<const float*>(inputs[0]);
   const auto* w = static_cast<const float*>(inputs[1]);
@@ -96,9 +96,7 @@ void linearHalf(const ir::Node& node, const Inputs& inputs, const Outputs& outpu
   const int64_t K = node.input(1)->type().shape[1];
   const int64_t N = node.input(1)->type().shape[0];
   const int64_t M = node.input(0)->type().numel() / K;
-  std::vector<float> wt(static_cast<size_t>(K * N));
-  transpose(w, N, K, wt.data());
-  halfPartialsProduct(M, N, K, x, K, wt.data(), N, y, N);
+  halfPartialsProduct(M, N, K, MatrixView{x, K}, MatrixView{w, 1, K}, OutputView{y, N});
   if (bias != nullptr) {
     for (int64_t m = 0; m < M; ++m)
       for (int64_t n = 0; n < N; ++n)
@@ -125,7 +123,7 @@ void batchedMatmulHalf(const ir::Node& node, const Inputs& inputs, const Outputs
   });
 }
 
-// dW[n, :] = sum over rows m of dY[m, n] * X[m, :] (dY transposed once).
+// dW[n, :] = sum over rows m of dY[m, n] * X[m, :] (dY read as its transpose).
 void linearGradWeightHalf(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
   const auto* dy = static_cast<const float*>(inputs[0]);
   const auto* x = static_cast<const float*>(inputs[1]);
@@ -133,9 +131,7 @@ void linearGradWeightHalf(const ir::Node& node, const Inputs& inputs, const Outp
   const int64_t N = node.output()->type().shape[0];
   const int64_t K = node.output()->type().shape[1];
   const int64_t M = node.input(0)->type().numel() / N;
-  std::vector<float> dyt(static_cast<size_t>(N * M));
-  transpose(dy, M, N, dyt.data());
-  halfPartialsProduct(N, K, M, dyt.data(), M, x, K, dw, K);
+  halfPartialsProduct(N, K, M, MatrixView{dy, 1, N}, MatrixView{x, K}, OutputView{dw, K});
 }
 
 } // namespace
