@@ -55,15 +55,22 @@ POPSIM_TARGET_AVX2_FMA inline __m256 roundedToHalf(__m256 values) {
 // AVX-512: 24 columns, three vectors of 8 doubles per row.
 constexpr int64_t kAvx512Width = 24;
 
+POPSIM_TARGET_AVX512_FMA inline __m512 roundedToHalf16(__m512 values) {
+  return _mm512_cvtph_ps(_mm512_cvtps_ph(values, _MM_FROUND_TO_NEAREST_INT));
+}
+
 POPSIM_TARGET_AVX512_FMA void tileAvx512(int64_t J, const float* const* rows, const float* panel,
                                          float* totals) {
   __m512d run[kRows][3];
-  __m256 total[kRows][3];
+  // Each row's 24 totals: columns 0-15 in one vector, 16-23 in another, so
+  // that a run's roundings take two pairs of conversions a row, not three.
+  __m512 low[kRows];
+  __m256 high[kRows];
   for (int64_t r = 0; r < kRows; ++r) {
-    for (int v = 0; v < 3; ++v) {
+    for (int v = 0; v < 3; ++v)
       run[r][v] = _mm512_setzero_pd();
-      total[r][v] = _mm256_setzero_ps();
-    }
+    low[r] = _mm512_setzero_ps();
+    high[r] = _mm256_setzero_ps();
   }
   for (int64_t start = 0; start < J; start += kHalfPartialRun) {
     const int64_t stop = std::min(J, start + int64_t{kHalfPartialRun});
@@ -80,16 +87,18 @@ POPSIM_TARGET_AVX512_FMA void tileAvx512(int64_t J, const float* const* rows, co
       }
     }
     for (int64_t r = 0; r < kRows; ++r) {
-      for (int v = 0; v < 3; ++v) {
-        const __m256 partial = roundedToHalf(_mm512_cvtpd_ps(run[r][v]));
-        total[r][v] = roundedToHalf(_mm256_add_ps(total[r][v], partial));
+      const __m512 partials = _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(run[r][0])),
+                                                 _mm512_cvtpd_ps(run[r][1]), 1);
+      low[r] = roundedToHalf16(_mm512_add_ps(low[r], roundedToHalf16(partials)));
+      high[r] = roundedToHalf(_mm256_add_ps(high[r], roundedToHalf(_mm512_cvtpd_ps(run[r][2]))));
+      for (int v = 0; v < 3; ++v)
         run[r][v] = _mm512_setzero_pd();
-      }
     }
   }
-  for (int64_t r = 0; r < kRows; ++r)
-    for (int v = 0; v < 3; ++v)
-      _mm256_storeu_ps(totals + r * kAvx512Width + v * 8, total[r][v]);
+  for (int64_t r = 0; r < kRows; ++r) {
+    _mm512_storeu_ps(totals + r * kAvx512Width, low[r]);
+    _mm256_storeu_ps(totals + r * kAvx512Width + 16, high[r]);
+  }
 }
 
 // AVX2: 8 columns, two vectors of 4 doubles per row.
