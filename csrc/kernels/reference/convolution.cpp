@@ -208,11 +208,18 @@ void gather(const std::vector<IndexRun>& runs, const float* from, float* to) {
   }
 }
 
-// Forward: for each group, the input's columns (ic, k) x (image, output
-// pixel), zeros on the padding (im2col), times the group's weights as rows
-// of (ic, k). A padded tap's product is then 0 x weight, which is the zero
-// forEachTap adds unless the weight is infinite or NaN: such weights take
-// the per-element form.
+// Forward: each output sums its window's products in (ic, k) order, the
+// padding's zero products included. Output pixels whose taps fall inside
+// the input at the same kernel offsets form a set (the interior, each edge,
+// each corner); for each set, the input's columns (ic, inside offset) x
+// (image, output pixel) times the group's weights as rows of (ic, inside
+// offset). The taps on the padding are left out of the product, since
+// their products are zeros, but they still count towards the runs of
+// partials, which end where they would with them (halfPartialsProduct's
+// run lengths): a small image's border is most of it (ResNet's last layers
+// at 32x32 are 2x2 and 1x1, whose 3x3 windows are half or 8/9 padding). A
+// zero product is only a zero when its weight is finite: weights with an
+// infinity or NaN take the per-element form.
 void convolutionForwardHalf(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
   const auto* x = static_cast<const float*>(inputs[0]);
   const auto* w = static_cast<const float*>(inputs[1]);
@@ -227,33 +234,85 @@ void convolutionForwardHalf(const ir::Node& node, const Inputs& inputs, const Ou
   const int64_t inPixels = g.in[0] * g.in[1] * g.in[2];
   const int64_t outPixels = g.out[0] * g.out[1] * g.out[2];
   const int64_t kernelPixels = g.kernel[0] * g.kernel[1] * g.kernel[2];
-  const int64_t J = g.CG * kernelPixels; // reduction length, (ic, k) order
-  const int64_t P = g.N * outPixels;
   const std::vector<int64_t> taps = tapPixels(g);
-  std::vector<std::vector<IndexRun>> runs(static_cast<size_t>(kernelPixels));
-  for (int64_t k = 0; k < kernelPixels; ++k)
-    runs[static_cast<size_t>(k)] = runsOf(taps.data() + k * outPixels, outPixels);
-  Scratch<float> columns(ScratchUse::Gathered, static_cast<size_t>(J * P));
-  Scratch<float> sums(ScratchUse::Results, static_cast<size_t>(g.OCG * P));
-  for (int64_t group = 0; group < g.OC / g.OCG; ++group) {
-    // Row (ic, k) of the columns, written in order.
-#pragma omp parallel for schedule(static) if (J * P >= kParallelElements)
-    for (int64_t j = 0; j < J; ++j) {
-      const int64_t ic = j / kernelPixels;
-      const std::vector<IndexRun>& kRuns = runs[static_cast<size_t>(j % kernelPixels)];
-      float* row = columns.data() + j * P;
-      for (int64_t n = 0; n < g.N; ++n)
-        gather(kRuns, x + (n * g.C + group * g.CG + ic) * inPixels, row + n * outPixels);
+  // The output pixels by the kernel offsets whose taps fall inside the input.
+  std::map<std::vector<int64_t>, std::vector<int64_t>> pixelsByOffsets;
+  for (int64_t o = 0; o < outPixels; ++o) {
+    std::vector<int64_t> offsets;
+    for (int64_t k = 0; k < kernelPixels; ++k)
+      if (taps[static_cast<size_t>(k * outPixels + o)] >= 0) offsets.push_back(k);
+    pixelsByOffsets[offsets].push_back(o);
+  }
+  size_t largestColumns = 0, largestWeights = 0, largestSums = 0;
+  for (const auto& [offsets, pixels] : pixelsByOffsets) {
+    const auto J = static_cast<size_t>(g.CG) * offsets.size();
+    const auto P = static_cast<size_t>(g.N) * pixels.size();
+    largestColumns = std::max(largestColumns, J * P);
+    largestWeights = std::max(largestWeights, static_cast<size_t>(g.OCG) * J);
+    largestSums = std::max(largestSums, static_cast<size_t>(g.OCG) * P);
+  }
+  Scratch<float> columns(ScratchUse::Gathered, largestColumns);
+  Scratch<float> weights(ScratchUse::GatheredOther, largestWeights);
+  Scratch<float> sums(ScratchUse::Results, largestSums);
+  std::vector<int64_t> readPixels;
+  for (const auto& [offsets, pixels] : pixelsByOffsets) {
+    const auto inside = static_cast<int64_t>(offsets.size());
+    const auto count = static_cast<int64_t>(pixels.size());
+    const int64_t J = g.CG * inside; // reduction length, (ic, inside offset) order
+    const int64_t P = g.N * count;
+    // The runs of partials: product (ic, offsets[t]) is product ic * K +
+    // offsets[t] of the whole window, which ends a run every kHalfPartialRun.
+    std::vector<int64_t> runs;
+    int64_t lastRun = -1;
+    for (int64_t ic = 0; ic < g.CG; ++ic) {
+      for (int64_t k : offsets) {
+        const int64_t run = (ic * kernelPixels + k) / kHalfPartialRun;
+        if (run != lastRun) runs.push_back(0);
+        ++runs.back();
+        lastRun = run;
+      }
     }
-    halfPartialsProduct(g.OCG, P, J, MatrixView{w + group * g.OCG * J, J},
-                        MatrixView{columns.data(), P}, OutputView{sums.data(), P});
-    for (int64_t local = 0; local < g.OCG; ++local) {
-      const int64_t oc = group * g.OCG + local;
-      for (int64_t n = 0; n < g.N; ++n) {
-        const float* in = sums.data() + local * P + n * outPixels;
-        float* out = y + (n * g.OC + oc) * outPixels;
-        for (int64_t o = 0; o < outPixels; ++o)
-          out[o] = bias != nullptr ? popsim::roundToHalf(in[o] + bias[oc]) : in[o];
+    // Each inside offset's input pixels for the set's output pixels, as runs.
+    std::vector<std::vector<IndexRun>> inputRuns(static_cast<size_t>(inside));
+    readPixels.resize(static_cast<size_t>(count));
+    for (int64_t t = 0; t < inside; ++t) {
+      const int64_t* pixelsOfOffset = taps.data() + offsets[static_cast<size_t>(t)] * outPixels;
+      for (int64_t i = 0; i < count; ++i)
+        readPixels[static_cast<size_t>(i)] = pixelsOfOffset[pixels[static_cast<size_t>(i)]];
+      inputRuns[static_cast<size_t>(t)] = runsOf(readPixels.data(), count);
+    }
+    const std::vector<IndexRun> outputRuns = runsOf(pixels.data(), count);
+    for (int64_t group = 0; group < g.OC / g.OCG; ++group) {
+      for (int64_t local = 0; local < g.OCG; ++local)
+        for (int64_t ic = 0; ic < g.CG; ++ic)
+          for (int64_t t = 0; t < inside; ++t)
+            weights[static_cast<size_t>(local * J + ic * inside + t)] =
+                w[((group * g.OCG + local) * g.CG + ic) * kernelPixels +
+                  offsets[static_cast<size_t>(t)]];
+            // Row (ic, t) of the columns: input channel ic through offset offsets[t].
+#pragma omp parallel for collapse(2) schedule(static) if (J * P >= kParallelElements)
+      for (int64_t ic = 0; ic < g.CG; ++ic) {
+        for (int64_t t = 0; t < inside; ++t) {
+          float* row = columns.data() + (ic * inside + t) * P;
+          for (int64_t n = 0; n < g.N; ++n)
+            gather(inputRuns[static_cast<size_t>(t)], x + (n * g.C + group * g.CG + ic) * inPixels,
+                   row + n * count);
+        }
+      }
+      halfPartialsProduct(g.OCG, P, runs, MatrixView{weights.data(), J},
+                          MatrixView{columns.data(), P}, OutputView{sums.data(), P});
+      for (int64_t local = 0; local < g.OCG; ++local) {
+        const int64_t oc = group * g.OCG + local;
+        for (int64_t n = 0; n < g.N; ++n) {
+          const float* in = sums.data() + local * P + n * count;
+          float* out = y + (n * g.OC + oc) * outPixels;
+          for (const IndexRun& run : outputRuns) {
+            for (int64_t i = 0; i < run.length; ++i) {
+              const float sum = in[run.start + i];
+              out[run.from + i] = bias != nullptr ? popsim::roundToHalf(sum + bias[oc]) : sum;
+            }
+          }
+        }
       }
     }
   }

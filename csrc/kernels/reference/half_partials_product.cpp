@@ -14,7 +14,9 @@
 #endif
 
 #include <algorithm>
+#include <numeric>
 #include <utility>
+#include <vector>
 
 namespace popsim::kernels::reference {
 namespace {
@@ -25,20 +27,32 @@ constexpr int64_t kRows = 4;
 // The widest tile's columns (AVX-512's), for a buffer any tile fits.
 constexpr int64_t kWidest = 24;
 
-// What computes one tile: for r < kRows, totals[r * width + q] = the
-// float16-partials sum over j < J of rows[r][j] * panel[j * width + q].
-using TileFn = void (*)(int64_t J, const float* const* rows, const float* panel, float* totals);
+// The lengths of the runs of partials along J, in order.
+struct Runs {
+  const int64_t* lengths;
+  int64_t count;
+};
 
-// Without a vector unit: HalfSum per element, the definition itself.
+// What computes one tile: for r < kRows, totals[r * width + q] = the
+// float16-partials sum over j of rows[r][j] * panel[j * width + q], the
+// products summed in `runs`.
+using TileFn = void (*)(Runs runs, const float* const* rows, const float* panel, float* totals);
+
+// Without a vector unit: each element summed as HalfSum does, run by run.
 constexpr int64_t kScalarWidth = 8;
 
-void tileScalar(int64_t J, const float* const* rows, const float* panel, float* totals) {
+void tileScalar(Runs runs, const float* const* rows, const float* panel, float* totals) {
   for (int64_t r = 0; r < kRows; ++r) {
     for (int64_t q = 0; q < kScalarWidth; ++q) {
-      HalfSum sum;
-      for (int64_t j = 0; j < J; ++j)
-        sum.add(static_cast<double>(rows[r][j]) * panel[j * kScalarWidth + q]);
-      totals[r * kScalarWidth + q] = sum.result();
+      float total = 0.0f;
+      int64_t j = 0;
+      for (int64_t run = 0; run < runs.count; ++run) {
+        double sum = 0.0;
+        for (const int64_t stop = j + runs.lengths[run]; j < stop; ++j)
+          sum += static_cast<double>(rows[r][j]) * panel[j * kScalarWidth + q];
+        total = popsim::roundToHalf(total + popsim::roundToHalf(static_cast<float>(sum)));
+      }
+      totals[r * kScalarWidth + q] = total;
     }
   }
 }
@@ -59,7 +73,7 @@ POPSIM_TARGET_AVX512_FMA inline __m512 roundedToHalf16(__m512 values) {
   return _mm512_cvtph_ps(_mm512_cvtps_ph(values, _MM_FROUND_TO_NEAREST_INT));
 }
 
-POPSIM_TARGET_AVX512_FMA void tileAvx512(int64_t J, const float* const* rows, const float* panel,
+POPSIM_TARGET_AVX512_FMA void tileAvx512(Runs runs, const float* const* rows, const float* panel,
                                          float* totals) {
   __m512d run[kRows][3];
   // Each row's 24 totals: columns 0-15 in one vector, 16-23 in another, so
@@ -72,9 +86,9 @@ POPSIM_TARGET_AVX512_FMA void tileAvx512(int64_t J, const float* const* rows, co
     low[r] = _mm512_setzero_ps();
     high[r] = _mm256_setzero_ps();
   }
-  for (int64_t start = 0; start < J; start += kHalfPartialRun) {
-    const int64_t stop = std::min(J, start + int64_t{kHalfPartialRun});
-    for (int64_t j = start; j < stop; ++j) {
+  int64_t j = 0;
+  for (int64_t index = 0; index < runs.count; ++index) {
+    for (const int64_t stop = j + runs.lengths[index]; j < stop; ++j) {
       const float* b = panel + j * kAvx512Width;
       const __m512d b0 = _mm512_cvtps_pd(_mm256_loadu_ps(b));
       const __m512d b1 = _mm512_cvtps_pd(_mm256_loadu_ps(b + 8));
@@ -104,7 +118,7 @@ POPSIM_TARGET_AVX512_FMA void tileAvx512(int64_t J, const float* const* rows, co
 // AVX2: 8 columns, two vectors of 4 doubles per row.
 constexpr int64_t kAvx2Width = 8;
 
-POPSIM_TARGET_AVX2_FMA void tileAvx2(int64_t J, const float* const* rows, const float* panel,
+POPSIM_TARGET_AVX2_FMA void tileAvx2(Runs runs, const float* const* rows, const float* panel,
                                      float* totals) {
   __m256d low[kRows], high[kRows];
   __m256 total[kRows];
@@ -112,9 +126,9 @@ POPSIM_TARGET_AVX2_FMA void tileAvx2(int64_t J, const float* const* rows, const 
     low[r] = high[r] = _mm256_setzero_pd();
     total[r] = _mm256_setzero_ps();
   }
-  for (int64_t start = 0; start < J; start += kHalfPartialRun) {
-    const int64_t stop = std::min(J, start + int64_t{kHalfPartialRun});
-    for (int64_t j = start; j < stop; ++j) {
+  int64_t j = 0;
+  for (int64_t index = 0; index < runs.count; ++index) {
+    for (const int64_t stop = j + runs.lengths[index]; j < stop; ++j) {
       const float* b = panel + j * kAvx2Width;
       const __m256d b0 = _mm256_cvtps_pd(_mm_loadu_ps(b));
       const __m256d b1 = _mm256_cvtps_pd(_mm_loadu_ps(b + 4));
@@ -205,8 +219,10 @@ void packPanel(const MatrixView& B, int64_t p0, int64_t count, int64_t width, in
 
 } // namespace
 
-void halfPartialsProduct(int64_t M, int64_t P, int64_t J, MatrixView A, MatrixView B,
-                         OutputView C) {
+void halfPartialsProduct(int64_t M, int64_t P, const std::vector<int64_t>& runLengths, MatrixView A,
+                         MatrixView B, OutputView C) {
+  const Runs runs{runLengths.data(), static_cast<int64_t>(runLengths.size())};
+  const int64_t J = std::accumulate(runLengths.begin(), runLengths.end(), int64_t{0});
   if (M <= 0 || P <= 0) return;
   if (J == 0) { // no products: every sum is zero
     for (int64_t m = 0; m < M; ++m)
@@ -264,11 +280,18 @@ void halfPartialsProduct(int64_t M, int64_t P, int64_t J, MatrixView A, MatrixVi
     for (int64_t r = 0; r < kRows; ++r)
       rows[r] = m0 + r < M ? rowsOfA + (m0 + r) * lda : zeros.data();
     float totals[kRows * kWidest];
-    t.tile(J, rows, packed.data() + panel * J * t.width, totals);
+    t.tile(runs, rows, packed.data() + panel * J * t.width, totals);
     for (int64_t r = 0; r < std::min(kRows, M - m0); ++r)
       for (int64_t q = 0; q < std::min(t.width, P - p0); ++q)
         C.data[(m0 + r) * C.rowStride + (p0 + q) * C.columnStride] = totals[r * t.width + q];
   }
+}
+
+void halfPartialsProduct(int64_t M, int64_t P, int64_t J, MatrixView A, MatrixView B,
+                         OutputView C) {
+  std::vector<int64_t> runs(static_cast<size_t>(J / kHalfPartialRun), kHalfPartialRun);
+  if (J % kHalfPartialRun != 0) runs.push_back(J % kHalfPartialRun);
+  halfPartialsProduct(M, P, runs, A, B, C);
 }
 
 } // namespace popsim::kernels::reference

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 // The matrix product the float16-partials matmuls and convolutions reduce to.
 namespace popsim::kernels::reference {
@@ -35,6 +36,14 @@ struct OutputView {
 // threads. When C is narrower than a panel and taller than it is wide, the transposed product (C^T
 // = B^T A^T, the same products in the same order) is computed instead, to pad fewer lanes.
 void halfPartialsProduct(int64_t M, int64_t P, int64_t J, MatrixView A, MatrixView B, OutputView C);
+
+// The same with the runs of partials given: C[m][p] sums J = the sum of
+// runLengths products, the first runLengths[0] of them as one run, and so
+// on (a run may be shorter than kHalfPartialRun: the products a kernel
+// leaves out because they are zeros, such as a convolution's taps on the
+// padding, still end their runs where they would).
+void halfPartialsProduct(int64_t M, int64_t P, const std::vector<int64_t>& runLengths, MatrixView A,
+                         MatrixView B, OutputView C);
 
 // A is M x J with rows lda apart; B is J x P with rows ldb apart; C is M x P
 // with rows ldc apart.
