@@ -1,3 +1,5 @@
+#include "kernels/reference/conv_geometry.h"
+#include "kernels/reference/convolution_plan.h"
 #include "kernels/reference/families.h"
 #include "kernels/reference/half_partials_product.h"
 #include "kernels/reference/partial_sums.h"
@@ -5,72 +7,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
+#include <memory>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 namespace popsim::kernels::reference {
 namespace {
-
-// The geometry shared by the forward convolution and its gradients, with 1-D
-// and 2-D convolutions seen as 3-D ones whose leading spatial sizes are 1.
-struct ConvGeometry {
-  int64_t N, C, OC, CG, OCG; // batch, channels, output channels, per group
-  int64_t in[3], kernel[3], out[3];
-  int64_t stride[3], padding[3], dilation[3];
-
-  ConvGeometry(const ir::Node& node, const ir::Shape& x, const ir::Shape& w, const ir::Shape& y)
-      : N(x[0]), C(x[1]), OC(w[0]), CG(w[1]), OCG(w[0] / node.attrs().getInt("groups")) {
-    const size_t spatial = x.size() - 2;
-    const size_t lead = 3 - spatial;
-    for (size_t i = 0; i < 3; ++i) {
-      const bool real = i >= lead;
-      in[i] = real ? x[2 + i - lead] : 1;
-      kernel[i] = real ? w[2 + i - lead] : 1;
-      out[i] = real ? y[2 + i - lead] : 1;
-      stride[i] = real ? node.attrs().getInts("stride")[i - lead] : 1;
-      padding[i] = real ? node.attrs().getInts("padding")[i - lead] : 0;
-      dilation[i] = real ? node.attrs().getInts("dilation")[i - lead] : 1;
-    }
-  }
-
-  // Calls fn(input offset, weight offset, output offset) for every
-  // multiply-accumulate of the convolution; with `withPadding`, also for the taps
-  // on the padding, with input offset -1.
-  template <typename Fn> void forEachTap(Fn fn, bool withPadding = false) const {
-    const int64_t inPixels = in[0] * in[1] * in[2];
-    const int64_t outPixels = out[0] * out[1] * out[2];
-    const int64_t kernelPixels = kernel[0] * kernel[1] * kernel[2];
-    for (int64_t n = 0; n < N; ++n) {
-      for (int64_t oc = 0; oc < OC; ++oc) {
-        const int64_t g = oc / OCG;
-        for (int64_t o = 0; o < outPixels; ++o) {
-          const int64_t oPos[3] = {o / (out[1] * out[2]), o / out[2] % out[1], o % out[2]};
-          const int64_t output = (n * OC + oc) * outPixels + o;
-          for (int64_t ic = 0; ic < CG; ++ic) {
-            const int64_t c = g * CG + ic;
-            for (int64_t k = 0; k < kernelPixels; ++k) {
-              const int64_t kPos[3] = {k / (kernel[1] * kernel[2]), k / kernel[2] % kernel[1],
-                                       k % kernel[2]};
-              int64_t pixel = 0;
-              bool inside = true;
-              for (size_t d = 0; d < 3 && inside; ++d) {
-                const int64_t at = oPos[d] * stride[d] - padding[d] + kPos[d] * dilation[d];
-                inside = at >= 0 && at < in[d];
-                pixel = pixel * in[d] + at;
-              }
-              if (inside || withPadding) {
-                fn(inside ? (n * C + c) * inPixels + pixel : -1, (oc * CG + ic) * kernelPixels + k,
-                   output);
-              }
-            }
-          }
-        }
-      }
-    }
-  }
-};
 
 // Y = bias + sum over taps of X * W. With float16 partials, each output sums
 // its window's products in order, zeros at the padding included, and adds the
@@ -138,56 +81,6 @@ void convolutionGradWeight(const ir::Node& node, const Inputs& inputs, const Out
 // Gathers of more elements than this are spread over the OpenMP threads.
 constexpr int64_t kParallelElements = int64_t{1} << 16;
 
-// The input pixel each kernel offset reads for each output pixel, -1 on the
-// padding: element k * outPixels + o (forEachTap's taps, offset by offset).
-std::vector<int64_t> tapPixels(const ConvGeometry& g) {
-  const int64_t outPixels = g.out[0] * g.out[1] * g.out[2];
-  const int64_t kernelPixels = g.kernel[0] * g.kernel[1] * g.kernel[2];
-  std::vector<int64_t> pixels(static_cast<size_t>(kernelPixels * outPixels));
-  for (int64_t k = 0; k < kernelPixels; ++k) {
-    const int64_t kPos[3] = {k / (g.kernel[1] * g.kernel[2]), k / g.kernel[2] % g.kernel[1],
-                             k % g.kernel[2]};
-    for (int64_t o = 0; o < outPixels; ++o) {
-      const int64_t oPos[3] = {o / (g.out[1] * g.out[2]), o / g.out[2] % g.out[1], o % g.out[2]};
-      int64_t pixel = 0;
-      bool inside = true;
-      for (size_t d = 0; d < 3 && inside; ++d) {
-        const int64_t at = oPos[d] * g.stride[d] - g.padding[d] + kPos[d] * g.dilation[d];
-        inside = at >= 0 && at < g.in[d];
-        pixel = pixel * g.in[d] + at;
-      }
-      pixels[static_cast<size_t>(k * outPixels + o)] = inside ? pixel : -1;
-    }
-  }
-  return pixels;
-}
-
-// A gather's index list as runs of consecutive indices, so that gathering
-// copies whole runs (a stride-1 convolution reads rows of its input): the
-// run's `length` elements from `from` on go to `start` on; `from` -1 is a
-// run of zeros (the padding).
-struct IndexRun {
-  int64_t start;
-  int64_t from;
-  int64_t length;
-};
-
-std::vector<IndexRun> runsOf(const int64_t* index, int64_t count) {
-  std::vector<IndexRun> runs;
-  for (int64_t i = 0; i < count; ++i) {
-    if (!runs.empty()) {
-      IndexRun& last = runs.back();
-      const bool zeros = last.from < 0 && index[i] < 0;
-      if (zeros || (last.from >= 0 && index[i] == last.from + last.length)) {
-        ++last.length;
-        continue;
-      }
-    }
-    runs.push_back({i, index[i] < 0 ? -1 : index[i], 1});
-  }
-  return runs;
-}
-
 // Runs shorter than this are copied by a loop of their own: a small image's
 // rows are a few elements, for which a call to memmove costs more than the copy.
 constexpr int64_t kShortRun = 32;
@@ -234,19 +127,11 @@ void convolutionForwardHalf(const ir::Node& node, const Inputs& inputs, const Ou
   const int64_t inPixels = g.in[0] * g.in[1] * g.in[2];
   const int64_t outPixels = g.out[0] * g.out[1] * g.out[2];
   const int64_t kernelPixels = g.kernel[0] * g.kernel[1] * g.kernel[2];
-  const std::vector<int64_t> taps = tapPixels(g);
-  // The output pixels by the kernel offsets whose taps fall inside the input.
-  std::map<std::vector<int64_t>, std::vector<int64_t>> pixelsByOffsets;
-  for (int64_t o = 0; o < outPixels; ++o) {
-    std::vector<int64_t> offsets;
-    for (int64_t k = 0; k < kernelPixels; ++k)
-      if (taps[static_cast<size_t>(k * outPixels + o)] >= 0) offsets.push_back(k);
-    pixelsByOffsets[offsets].push_back(o);
-  }
+  const std::shared_ptr<const ConvolutionPlan> plan = convolutionPlan(g);
   size_t largestColumns = 0, largestWeights = 0, largestSums = 0;
-  for (const auto& [offsets, pixels] : pixelsByOffsets) {
-    const auto J = static_cast<size_t>(g.CG) * offsets.size();
-    const auto P = static_cast<size_t>(g.N) * pixels.size();
+  for (const ForwardTapSet& set : plan->forward) {
+    const auto J = static_cast<size_t>(g.CG) * set.offsets.size();
+    const auto P = static_cast<size_t>(g.N * set.pixels);
     largestColumns = std::max(largestColumns, J * P);
     largestWeights = std::max(largestWeights, static_cast<size_t>(g.OCG) * J);
     largestSums = std::max(largestSums, static_cast<size_t>(g.OCG) * P);
@@ -254,59 +139,36 @@ void convolutionForwardHalf(const ir::Node& node, const Inputs& inputs, const Ou
   Scratch<float> columns(ScratchUse::Gathered, largestColumns);
   Scratch<float> weights(ScratchUse::GatheredOther, largestWeights);
   Scratch<float> sums(ScratchUse::Results, largestSums);
-  std::vector<int64_t> readPixels;
-  for (const auto& [offsets, pixels] : pixelsByOffsets) {
-    const auto inside = static_cast<int64_t>(offsets.size());
-    const auto count = static_cast<int64_t>(pixels.size());
+  for (const ForwardTapSet& set : plan->forward) {
+    const auto inside = static_cast<int64_t>(set.offsets.size());
+    const int64_t count = set.pixels;
     const int64_t J = g.CG * inside; // reduction length, (ic, inside offset) order
     const int64_t P = g.N * count;
-    // The runs of partials: product (ic, offsets[t]) is product ic * K +
-    // offsets[t] of the whole window, which ends a run every kHalfPartialRun.
-    std::vector<int64_t> runs;
-    int64_t lastRun = -1;
-    for (int64_t ic = 0; ic < g.CG; ++ic) {
-      for (int64_t k : offsets) {
-        const int64_t run = (ic * kernelPixels + k) / kHalfPartialRun;
-        if (run != lastRun) runs.push_back(0);
-        ++runs.back();
-        lastRun = run;
-      }
-    }
-    // Each inside offset's input pixels for the set's output pixels, as runs.
-    std::vector<std::vector<IndexRun>> inputRuns(static_cast<size_t>(inside));
-    readPixels.resize(static_cast<size_t>(count));
-    for (int64_t t = 0; t < inside; ++t) {
-      const int64_t* pixelsOfOffset = taps.data() + offsets[static_cast<size_t>(t)] * outPixels;
-      for (int64_t i = 0; i < count; ++i)
-        readPixels[static_cast<size_t>(i)] = pixelsOfOffset[pixels[static_cast<size_t>(i)]];
-      inputRuns[static_cast<size_t>(t)] = runsOf(readPixels.data(), count);
-    }
-    const std::vector<IndexRun> outputRuns = runsOf(pixels.data(), count);
     for (int64_t group = 0; group < g.OC / g.OCG; ++group) {
       for (int64_t local = 0; local < g.OCG; ++local)
         for (int64_t ic = 0; ic < g.CG; ++ic)
           for (int64_t t = 0; t < inside; ++t)
             weights[static_cast<size_t>(local * J + ic * inside + t)] =
                 w[((group * g.OCG + local) * g.CG + ic) * kernelPixels +
-                  offsets[static_cast<size_t>(t)]];
+                  set.offsets[static_cast<size_t>(t)]];
             // Row (ic, t) of the columns: input channel ic through offset offsets[t].
 #pragma omp parallel for collapse(2) schedule(static) if (J * P >= kParallelElements)
       for (int64_t ic = 0; ic < g.CG; ++ic) {
         for (int64_t t = 0; t < inside; ++t) {
           float* row = columns.data() + (ic * inside + t) * P;
           for (int64_t n = 0; n < g.N; ++n)
-            gather(inputRuns[static_cast<size_t>(t)], x + (n * g.C + group * g.CG + ic) * inPixels,
-                   row + n * count);
+            gather(set.inputRuns[static_cast<size_t>(t)],
+                   x + (n * g.C + group * g.CG + ic) * inPixels, row + n * count);
         }
       }
-      halfPartialsProduct(g.OCG, P, runs, MatrixView{weights.data(), J},
+      halfPartialsProduct(g.OCG, P, set.runLengths, MatrixView{weights.data(), J},
                           MatrixView{columns.data(), P}, OutputView{sums.data(), P});
       for (int64_t local = 0; local < g.OCG; ++local) {
         const int64_t oc = group * g.OCG + local;
         for (int64_t n = 0; n < g.N; ++n) {
           const float* in = sums.data() + local * P + n * count;
           float* out = y + (n * g.OC + oc) * outPixels;
-          for (const IndexRun& run : outputRuns) {
+          for (const IndexRun& run : set.outputPixels) {
             for (int64_t i = 0; i < run.length; ++i) {
               const float sum = in[run.start + i];
               out[run.from + i] = bias != nullptr ? popsim::roundToHalf(sum + bias[oc]) : sum;
@@ -332,31 +194,11 @@ void convolutionGradInputHalf(const ir::Node& node, const Inputs& inputs, const 
   const int64_t inPixels = g.in[0] * g.in[1] * g.in[2];
   const int64_t outPixels = g.out[0] * g.out[1] * g.out[2];
   const int64_t kernelPixels = g.kernel[0] * g.kernel[1] * g.kernel[2];
-  // For each input pixel, the taps that read it, by output pixel.
-  struct Reader {
-    int64_t outputPixel;
-    int64_t k;
-  };
-  std::vector<std::vector<Reader>> readers(static_cast<size_t>(inPixels));
-  const std::vector<int64_t> taps = tapPixels(g);
-  for (int64_t o = 0; o < outPixels; ++o) {
-    for (int64_t k = 0; k < kernelPixels; ++k) {
-      const int64_t pixel = taps[static_cast<size_t>(k * outPixels + o)];
-      if (pixel >= 0) readers[static_cast<size_t>(pixel)].push_back({o, k});
-    }
-  }
-  // The input pixels by the kernel offsets that read them, in order.
-  std::map<std::vector<int64_t>, std::vector<int64_t>> pixelsByOffsets;
-  for (int64_t pixel = 0; pixel < inPixels; ++pixel) {
-    std::vector<int64_t> offsets;
-    for (const Reader& reader : readers[static_cast<size_t>(pixel)])
-      offsets.push_back(reader.k);
-    pixelsByOffsets[offsets].push_back(pixel);
-  }
+  const std::shared_ptr<const ConvolutionPlan> plan = convolutionPlan(g);
   size_t largestA = 0, largestB = 0, largestSums = 0;
-  for (const auto& [offsets, pixels] : pixelsByOffsets) {
-    const auto J = static_cast<size_t>(g.OCG) * offsets.size();
-    const auto M = static_cast<size_t>(g.N) * pixels.size();
+  for (const InputGradientTapSet& set : plan->inputGradient) {
+    const auto J = static_cast<size_t>(g.OCG) * set.offsets.size();
+    const auto M = static_cast<size_t>(g.N) * set.pixels.size();
     largestA = std::max(largestA, M * J);
     largestB = std::max(largestB, J * static_cast<size_t>(g.CG));
     largestSums = std::max(largestSums, M * static_cast<size_t>(g.CG));
@@ -365,34 +207,37 @@ void convolutionGradInputHalf(const ir::Node& node, const Inputs& inputs, const 
   Scratch<float> b(ScratchUse::GatheredOther, largestB);
   Scratch<float> sums(ScratchUse::Results, largestSums);
   for (int64_t group = 0; group < g.OC / g.OCG; ++group) {
-    for (const auto& [offsets, pixels] : pixelsByOffsets) {
-      const auto R = static_cast<int64_t>(offsets.size());
+    for (const InputGradientTapSet& set : plan->inputGradient) {
+      const auto R = static_cast<int64_t>(set.offsets.size());
+      const auto count = static_cast<int64_t>(set.pixels.size());
       const int64_t J = g.OCG * R;
-      const int64_t M = g.N * static_cast<int64_t>(pixels.size());
+      const int64_t M = g.N * count;
       for (int64_t local = 0; local < g.OCG; ++local)
         for (int64_t r = 0; r < R; ++r)
           for (int64_t ic = 0; ic < g.CG; ++ic)
             b[static_cast<size_t>((local * R + r) * g.CG + ic)] =
-                w[((group * g.OCG + local) * g.CG + ic) * kernelPixels + offsets[r]];
+                w[((group * g.OCG + local) * g.CG + ic) * kernelPixels +
+                  set.offsets[static_cast<size_t>(r)]];
 #pragma omp parallel for collapse(2) schedule(static) if (M * J >= kParallelElements)
       for (int64_t n = 0; n < g.N; ++n) {
-        for (size_t i = 0; i < pixels.size(); ++i) {
-          const std::vector<Reader>& pixelReaders = readers[static_cast<size_t>(pixels[i])];
-          float* row = a.data() + (n * static_cast<int64_t>(pixels.size()) + i) * J;
+        for (int64_t i = 0; i < count; ++i) {
+          const int64_t* readerPixels = set.readerPixels.data() + i * R;
+          float* row = a.data() + (n * count + i) * J;
           for (int64_t local = 0; local < g.OCG; ++local) {
             const float* plane = dy + (n * g.OC + group * g.OCG + local) * outPixels;
             for (int64_t r = 0; r < R; ++r)
-              row[local * R + r] = plane[pixelReaders[static_cast<size_t>(r)].outputPixel];
+              row[local * R + r] = plane[readerPixels[r]];
           }
         }
       }
       halfPartialsProduct(M, g.CG, J, MatrixView{a.data(), J}, MatrixView{b.data(), g.CG},
                           OutputView{sums.data(), g.CG});
       for (int64_t n = 0; n < g.N; ++n) {
-        for (size_t i = 0; i < pixels.size(); ++i) {
-          const float* in = sums.data() + (n * static_cast<int64_t>(pixels.size()) + i) * g.CG;
+        for (int64_t i = 0; i < count; ++i) {
+          const float* in = sums.data() + (n * count + i) * g.CG;
           for (int64_t ic = 0; ic < g.CG; ++ic)
-            dx[(n * g.C + group * g.CG + ic) * inPixels + pixels[i]] = in[ic];
+            dx[(n * g.C + group * g.CG + ic) * inPixels + set.pixels[static_cast<size_t>(i)]] =
+                in[ic];
         }
       }
     }
@@ -415,54 +260,36 @@ void convolutionGradWeightHalf(const ir::Node& node, const Inputs& inputs, const
   const int64_t inPixels = g.in[0] * g.in[1] * g.in[2];
   const int64_t outPixels = g.out[0] * g.out[1] * g.out[2];
   const int64_t kernelPixels = g.kernel[0] * g.kernel[1] * g.kernel[2];
-  const std::vector<int64_t> taps = tapPixels(g);
-  // The offsets by the output pixels at which they read the input, in order.
-  std::map<std::vector<int64_t>, std::vector<int64_t>> offsetsByReads;
-  for (int64_t k = 0; k < kernelPixels; ++k) {
-    std::vector<int64_t> reads;
-    for (int64_t o = 0; o < outPixels; ++o)
-      if (taps[static_cast<size_t>(k * outPixels + o)] >= 0) reads.push_back(o);
-    offsetsByReads[reads].push_back(k);
-  }
+  const std::shared_ptr<const ConvolutionPlan> plan = convolutionPlan(g);
   size_t largestA = 0, largestB = 0;
-  for (const auto& [reads, offsets] : offsetsByReads) {
-    const auto J = static_cast<size_t>(g.N) * reads.size();
-    largestA = std::max(largestA, static_cast<size_t>(g.CG) * offsets.size() * J);
+  for (const WeightGradientTapSet& set : plan->weightGradient) {
+    const auto J = static_cast<size_t>(g.N * set.reads);
+    largestA = std::max(largestA, static_cast<size_t>(g.CG) * set.offsets.size() * J);
     largestB = std::max(largestB, J * static_cast<size_t>(g.OCG));
   }
   Scratch<float> a(ScratchUse::Gathered, largestA);
   Scratch<float> b(ScratchUse::GatheredOther, largestB);
   Scratch<float> sums(ScratchUse::Results, static_cast<size_t>(g.CG * kernelPixels * g.OCG));
-  std::vector<int64_t> readPixels(static_cast<size_t>(outPixels));
   for (int64_t group = 0; group < g.OC / g.OCG; ++group) {
-    for (const auto& [reads, offsets] : offsetsByReads) {
-      const auto R = static_cast<int64_t>(reads.size());
-      const auto S = static_cast<int64_t>(offsets.size());
+    for (const WeightGradientTapSet& set : plan->weightGradient) {
+      const int64_t R = set.reads;
+      const auto S = static_cast<int64_t>(set.offsets.size());
       const int64_t J = g.N * R;
-      // The input pixels of each offset's reads, and the reads' output pixels.
-      std::vector<std::vector<IndexRun>> inputRuns(static_cast<size_t>(S));
-      for (int64_t s = 0; s < S; ++s) {
-        const int64_t* pixels = taps.data() + offsets[static_cast<size_t>(s)] * outPixels;
-        for (int64_t i = 0; i < R; ++i)
-          readPixels[static_cast<size_t>(i)] = pixels[reads[static_cast<size_t>(i)]];
-        inputRuns[static_cast<size_t>(s)] = runsOf(readPixels.data(), R);
-      }
-      const std::vector<IndexRun> outputRuns = runsOf(reads.data(), R);
       // Row (ic, s): input channel ic read through offset offsets[s].
 #pragma omp parallel for collapse(2) schedule(static) if (g.CG * S * J >= kParallelElements)
       for (int64_t ic = 0; ic < g.CG; ++ic) {
         for (int64_t s = 0; s < S; ++s) {
           float* row = a.data() + (ic * S + s) * J;
           for (int64_t n = 0; n < g.N; ++n)
-            gather(inputRuns[static_cast<size_t>(s)], x + (n * g.C + group * g.CG + ic) * inPixels,
-                   row + n * R);
+            gather(set.inputRuns[static_cast<size_t>(s)],
+                   x + (n * g.C + group * g.CG + ic) * inPixels, row + n * R);
         }
       }
       // dY as rows oc by (image, output pixel).
 #pragma omp parallel for collapse(2) schedule(static) if (J * g.OCG >= kParallelElements)
       for (int64_t local = 0; local < g.OCG; ++local) {
         for (int64_t n = 0; n < g.N; ++n)
-          gather(outputRuns, dy + (n * g.OC + group * g.OCG + local) * outPixels,
+          gather(set.outputPixels, dy + (n * g.OC + group * g.OCG + local) * outPixels,
                  b.data() + local * J + n * R);
       }
       // dW[group's oc][ic][offsets[s]] is the product's element (oc, (ic, s)):
@@ -471,7 +298,7 @@ void convolutionGradWeightHalf(const ir::Node& node, const Inputs& inputs, const
       float* groupWeights = dw + group * g.OCG * g.CG * kernelPixels;
       const bool inPlace = S == 1 || S == kernelPixels;
       const OutputView out =
-          S == 1    ? OutputView{groupWeights + offsets[0], g.CG * kernelPixels, kernelPixels}
+          S == 1    ? OutputView{groupWeights + set.offsets[0], g.CG * kernelPixels, kernelPixels}
           : inPlace ? OutputView{groupWeights, g.CG * kernelPixels, 1}
                     : OutputView{sums.data(), g.CG * S, 1};
       halfPartialsProduct(g.OCG, g.CG * S, J, MatrixView{b.data(), J}, MatrixView{a.data(), 1, J},
@@ -480,7 +307,7 @@ void convolutionGradWeightHalf(const ir::Node& node, const Inputs& inputs, const
       for (int64_t local = 0; local < g.OCG; ++local)
         for (int64_t ic = 0; ic < g.CG; ++ic)
           for (int64_t s = 0; s < S; ++s)
-            groupWeights[(local * g.CG + ic) * kernelPixels + offsets[static_cast<size_t>(s)]] =
+            groupWeights[(local * g.CG + ic) * kernelPixels + set.offsets[static_cast<size_t>(s)]] =
                 sums[static_cast<size_t>((local * g.CG + ic) * S + s)];
     }
   }
