@@ -1,6 +1,8 @@
 #include "kernels/reference/conv_geometry.h"
 #include "kernels/reference/convolution_plan.h"
 #include "kernels/reference/families.h"
+
+#include "kernels/half_rounding.h"
 #include "kernels/reference/half_partials_product.h"
 #include "kernels/reference/partial_sums.h"
 #include "kernels/reference/scratch.h"
@@ -168,16 +170,20 @@ void convolutionForwardHalf(const ir::Node& node, const Inputs& inputs, const Ou
         for (int64_t n = 0; n < g.N; ++n) {
           const float* in = sums.data() + local * P + n * count;
           float* out = y + (n * g.OC + oc) * outPixels;
-          for (const IndexRun& run : set.outputPixels) {
-            for (int64_t i = 0; i < run.length; ++i) {
-              const float sum = in[run.start + i];
-              out[run.from + i] = bias != nullptr ? popsim::roundToHalf(sum + bias[oc]) : sum;
-            }
-          }
+          for (const IndexRun& run : set.outputPixels)
+            std::copy(in + run.start, in + run.start + run.length, out + run.from);
         }
       }
     }
   }
+  // The bias is added to the rounded sums, and rounded again (an op of its
+  // own on the IPU).
+  if (bias == nullptr) return;
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t oc = 0; oc < g.OC; ++oc)
+      for (float *out = y + (n * g.OC + oc) * outPixels, *stop = out + outPixels; out < stop; ++out)
+        *out += bias[oc];
+  roundToHalf(y, static_cast<size_t>(g.N * g.OC * outPixels));
 }
 
 // dX: each input element sums dY * W over output channels (outer) and the

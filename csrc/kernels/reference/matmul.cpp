@@ -1,4 +1,6 @@
 #include "kernels/reference/families.h"
+
+#include "kernels/half_rounding.h"
 #include "kernels/reference/half_partials_product.h"
 #include "kernels/reference/indexing.h"
 #include "kernels/reference/partial_sums.h"
@@ -97,11 +99,11 @@ void linearHalf(const ir::Node& node, const Inputs& inputs, const Outputs& outpu
   const int64_t N = node.input(1)->type().shape[0];
   const int64_t M = node.input(0)->type().numel() / K;
   halfPartialsProduct(M, N, K, MatrixView{x, K}, MatrixView{w, 1, K}, OutputView{y, N});
-  if (bias != nullptr) {
-    for (int64_t m = 0; m < M; ++m)
-      for (int64_t n = 0; n < N; ++n)
-        y[m * N + n] = popsim::roundToHalf(y[m * N + n] + bias[n]);
-  }
+  if (bias == nullptr) return;
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n)
+      y[m * N + n] += bias[n];
+  roundToHalf(y, static_cast<size_t>(M * N));
 }
 
 void batchedMatmulHalf(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
