@@ -507,6 +507,31 @@ def test_a_loaded_ipu_param_is_read_with_its_own_loss_scaling():
     assert "momentum" not in updates[0]  # as before
 
 
+def test_sgd_with_momentum_names_its_weight_decay_as_popart_and_reads_it_back():
+    """SGD with momentum (PopART's SGD2) keeps its velocity on the loss scaling's scale, so
+    its weight decay term is scaledWeightDecay1 = (1 - dampening) x weight decay x loss
+    scaling; a checkpoint's value is read back by the inverse, with the checkpoint's own
+    dampening. RMSprop's smoothing constant, when variable, is adaptiveAlpha."""
+    from popsim.training.poptorch_state_names import StateNames
+    names = StateNames("sgd", [["lin.weight", "lin.bias"]], {}, constant_loss_scaling=False)
+    group = {"lr": 0.1, "momentum": 0.9, "dampening": 0.5, "weight_decay": 0.01}
+    param = names.ipu_param([group], grad_scale=1.0, loss_scaling=4.0)
+    key = "scaledWeightDecay1___specific___model.lin.weight"
+    assert param[key].item() == pytest.approx(0.5 * 0.01 * 4.0)
+    # A checkpoint of weight decay 0.03 and dampening 0.25 (same loss scaling).
+    checkpoint = names.ipu_param([dict(group, weight_decay=0.03, dampening=0.25)],
+                                 grad_scale=1.0, loss_scaling=4.0)
+    updates, scaling = names.hyperparameters(checkpoint, [group], grad_scale=1.0,
+                                             loss_scaling=4.0)
+    assert scaling is None
+    assert updates[0]["dampening"] == pytest.approx(0.25)
+    assert updates[0]["weight_decay"] == pytest.approx(0.03)
+    rmsprop = StateNames("rmsprop", [["lin.weight"]], {}, constant_loss_scaling=True)
+    param = rmsprop.ipu_param([{"lr": 0.1, "alpha": 0.95, "eps": 1e-8, "momentum": 0.0,
+                                "weight_decay": 0.0}], grad_scale=1.0, loss_scaling=1.0)
+    assert param["adaptiveAlpha___specific___model.lin.weight"].item() == pytest.approx(0.95)
+
+
 def test_float16_accumulators_and_velocity_round_as_the_device_stores_them():
     """accum_type and velocity_accum_type float16: each micro-batch's gradient
     is added to a float16 accumulator (rounded), and the momentum buffer is

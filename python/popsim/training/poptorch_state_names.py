@@ -12,11 +12,13 @@ PopTorch names them as PopART does, so that its checkpoints are read back by its
 - each hyper-parameter as the compound scalar PopART's update reads, per parameter:
   ``learningRate___specific___model.lin.bias``; SGD without momentum (PopART's SGD0)
   ``scaledLearningRate0`` = lr (1 - dampening) gradScale / lossScaling and
-  ``weightDecayScaleFactor0`` = 1 - lr (1 - dampening) weightDecay; SGD with momentum (SGD2)
-  ``scaledLearningRate2`` = lr / lossScaling, ``dampeningScaleFactor2`` = (1 - dampening)
-  gradScale and ``scaledMomentum2``; Adam, AdamW and LAMB ``weightDecay``, ``adamBeta1``,
-  ``adamBeta2``, ``adamEps`` and ``adamGradientScaling`` = gradScale / lossScaling; RMSprop
-  ``weightDecay``, ``adaptiveMomentum``, ``adaptiveEps`` and ``adaptiveGradientScaling``;
+  ``weightDecayScaleFactor0`` = 1 - lr (1 - dampening) weightDecay; SGD with momentum (SGD2,
+  its velocity scaled by the loss scaling) ``scaledLearningRate2`` = lr / lossScaling,
+  ``dampeningScaleFactor2`` = (1 - dampening) gradScale, ``scaledMomentum2`` and
+  ``scaledWeightDecay1`` = (1 - dampening) weightDecay lossScaling; Adam, AdamW and LAMB
+  ``weightDecay``, ``adamBeta1``, ``adamBeta2``, ``adamEps`` and ``adamGradientScaling`` =
+  gradScale / lossScaling; RMSprop ``weightDecay``, ``adaptiveAlpha``, ``adaptiveMomentum``,
+  ``adaptiveEps`` and ``adaptiveGradientScaling``;
 - the loss scaling as ``lossScaling_FLOAT``.
 
 gradScale is what the updates multiply the step's gradients by (1 / gradientAccumulation x
@@ -156,11 +158,16 @@ class StateNames:
                 scalars["dampeningScaleFactor2"] = (1 - dampening) * grad_scale
             if variable("momentum"):
                 scalars["scaledMomentum2"] = float(group["momentum"])
+            if variable("weight_decay") or variable("dampening") or scaling_varies:
+                # SGD2 shares SGD1's weight decay term, on the velocity's scale.
+                scalars["scaledWeightDecay1"] = (1 - dampening) * wd * loss_scaling
             return scalars
         scalars = {"learningRate": lr}
         if variable("weight_decay"):
             scalars["weightDecay"] = wd
         if self.kind == "rmsprop":
+            if variable("alpha"):
+                scalars["adaptiveAlpha"] = float(group["alpha"])
             if variable("momentum"):
                 scalars["adaptiveMomentum"] = float(group["momentum"])
             if variable("eps"):
@@ -214,10 +221,13 @@ class StateNames:
                     option="optimizer.load_state_dict")
             loaded[index][scalar] = (value, key)
         updates: List[Dict[str, Any]] = [{} for _ in param_groups]
-        first = ("learningRate", "scaledLearningRate0", "scaledLearningRate2")
+        # Learning rates first, which weightDecayScaleFactor0's inverse reads, then the
+        # dampening, which scaledWeightDecay1's reads.
+        order = {"learningRate": 0, "scaledLearningRate0": 0, "scaledLearningRate2": 0,
+                 "dampeningScaleFactor2": 1}
         for index, scalars in enumerate(loaded):
             group = dict(param_groups[index])
-            for scalar in sorted(scalars, key=lambda name: name not in first):
+            for scalar in sorted(scalars, key=lambda name: order.get(name, 2)):
                 value = scalars[scalar][0]
                 expected = self._scalars(index, group, grad_scale, scaling).get(scalar)
                 if expected is not None and _same(value, expected):
@@ -238,6 +248,7 @@ class StateNames:
         dampening = float(group.get("dampening", 0.0))
         direct = {"learningRate": "lr", "weightDecay": "weight_decay",
                   "scaledMomentum2": "momentum", "adaptiveMomentum": "momentum",
+                  "adaptiveAlpha": "alpha",
                   "adamEps": "eps", "adaptiveEps": "eps", "adamBeta1": "beta1",
                   "adamBeta2": "beta2"}
         if scalar in direct:
@@ -248,6 +259,8 @@ class StateNames:
             return {"lr": value * loss_scaling}
         if scalar == "dampeningScaleFactor2" and grad_scale != 0:
             return {"dampening": 1 - value / grad_scale}
+        if scalar == "scaledWeightDecay1" and dampening != 1 and loss_scaling != 0:
+            return {"weight_decay": value / ((1 - dampening) * loss_scaling)}
         if scalar == "weightDecayScaleFactor0":
             lr = float(group["lr"])
             if lr != 0 and dampening != 1:
