@@ -29,9 +29,8 @@ struct ConvGeometry {
   }
 
   // Calls fn(input offset, weight offset, output offset) for every
-  // multiply-accumulate of the convolution; with `withPadding`, also for the taps
-  // on the padding, with input offset -1.
-  template <typename Fn> void forEachTap(Fn fn, bool withPadding = false) const {
+  // multiply-accumulate of the convolution (the taps on the padding have none).
+  template <typename Fn> void forEachTap(Fn fn) const {
     const int64_t inPixels = in[0] * in[1] * in[2];
     const int64_t outPixels = out[0] * out[1] * out[2];
     const int64_t kernelPixels = kernel[0] * kernel[1] * kernel[2];
@@ -53,9 +52,8 @@ struct ConvGeometry {
                 inside = at >= 0 && at < in[d];
                 pixel = pixel * in[d] + at;
               }
-              if (inside || withPadding) {
-                fn(inside ? (n * C + c) * inPixels + pixel : -1, (oc * CG + ic) * kernelPixels + k,
-                   output);
+              if (inside) {
+                fn((n * C + c) * inPixels + pixel, (oc * CG + ic) * kernelPixels + k, output);
               }
             }
           }

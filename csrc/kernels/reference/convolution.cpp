@@ -9,20 +9,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <memory>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
 namespace popsim::kernels::reference {
 namespace {
 
-// Y = bias + sum over taps of X * W. With float16 partials, each output sums
-// its window's products in order, zeros at the padding included, and adds the
-// bias once they are summed (an op of its own on the IPU).
+// Y = bias + sum over taps of X * W.
 template <typename Sum>
 void convolutionForward(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
-  constexpr bool kHalf = std::is_same_v<Sum, HalfSum>;
   const auto* x = static_cast<const float*>(inputs[0]);
   const auto* w = static_cast<const float*>(inputs[1]);
   const auto* bias = inputs.size() > 2 ? static_cast<const float*>(inputs[2]) : nullptr;
@@ -31,21 +29,14 @@ void convolutionForward(const ir::Node& node, const Inputs& inputs, const Output
   const int64_t count = node.output()->type().numel();
   const int64_t pixels = count / std::max<int64_t>(geometry.N * geometry.OC, 1);
   Sums<Sum> y(static_cast<size_t>(count));
-  geometry.forEachTap(
-      [&](int64_t in, int64_t weight, int64_t out) {
-        y.add(static_cast<size_t>(out), in < 0 ? 0.0 : static_cast<double>(x[in]) * w[weight]);
-      },
-      kHalf);
-  if (!kHalf && bias != nullptr) {
+  geometry.forEachTap([&](int64_t in, int64_t weight, int64_t out) {
+    y.add(static_cast<size_t>(out), static_cast<double>(x[in]) * w[weight]);
+  });
+  if (bias != nullptr) {
     for (int64_t i = 0; i < count; ++i)
       y.add(static_cast<size_t>(i), bias[(i / pixels) % geometry.OC]);
   }
-  auto* out = static_cast<float*>(outputs[0]);
-  y.store(out);
-  if (kHalf && bias != nullptr) {
-    for (int64_t i = 0; i < count; ++i)
-      out[i] = popsim::roundToHalf(out[i] + bias[(i / pixels) % geometry.OC]);
-  }
+  y.store(static_cast<float*>(outputs[0]));
 }
 
 // dX = sum over taps of dY * W.
@@ -103,6 +94,18 @@ void gather(const std::vector<IndexRun>& runs, const float* from, float* to) {
   }
 }
 
+// Whether every value is finite: one pass without branches, which the
+// compiler vectorises (a weight tensor of millions is scanned on every call).
+bool allFinite(const float* values, int64_t count) {
+  uint32_t nonFinite = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    uint32_t bits = 0;
+    std::memcpy(&bits, values + i, sizeof bits);
+    nonFinite |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+  }
+  return nonFinite == 0;
+}
+
 // Forward: each output sums its window's products in (ic, k) order, the
 // padding's zero products included. Output pixels whose taps fall inside
 // the input at the same kernel offsets form a set (the interior, each edge,
@@ -120,10 +123,6 @@ void convolutionForwardHalf(const ir::Node& node, const Inputs& inputs, const Ou
   const auto* w = static_cast<const float*>(inputs[1]);
   const auto* bias = inputs.size() > 2 ? static_cast<const float*>(inputs[2]) : nullptr;
   auto* y = static_cast<float*>(outputs[0]);
-  if (!std::all_of(w, w + node.input(1)->type().numel(),
-                   [](float v) { return std::isfinite(v); })) {
-    return convolutionForward<HalfSum>(node, inputs, outputs);
-  }
   const ConvGeometry g(node, node.input(0)->type().shape, node.input(1)->type().shape,
                        node.output()->type().shape);
   const int64_t inPixels = g.in[0] * g.in[1] * g.in[2];
@@ -178,12 +177,35 @@ void convolutionForwardHalf(const ir::Node& node, const Inputs& inputs, const Ou
   }
   // The bias is added to the rounded sums, and rounded again (an op of its
   // own on the IPU).
-  if (bias == nullptr) return;
-  for (int64_t n = 0; n < g.N; ++n)
-    for (int64_t oc = 0; oc < g.OC; ++oc)
-      for (float *out = y + (n * g.OC + oc) * outPixels, *stop = out + outPixels; out < stop; ++out)
-        *out += bias[oc];
-  roundToHalf(y, static_cast<size_t>(g.N * g.OC * outPixels));
+  if (bias != nullptr) {
+    for (int64_t n = 0; n < g.N; ++n)
+      for (int64_t oc = 0; oc < g.OC; ++oc)
+        for (float *out = y + (n * g.OC + oc) * outPixels, *stop = out + outPixels; out < stop;
+             ++out)
+          *out += bias[oc];
+    roundToHalf(y, static_cast<size_t>(g.N * g.OC * outPixels));
+  }
+  // A tap on the padding multiplies a zero by its weight, which adds nothing
+  // unless the weight is infinite or NaN: then the output is NaN, as in
+  // PyTorch.
+  const bool omitsTaps = plan->forward.size() != 1 ||
+                         static_cast<int64_t>(plan->forward[0].offsets.size()) != kernelPixels;
+  if (!omitsTaps || allFinite(w, node.input(1)->type().numel())) return;
+  for (int64_t oc = 0; oc < g.OC; ++oc) {
+    for (int64_t k = 0; k < kernelPixels; ++k) {
+      bool finite = true;
+      for (int64_t ic = 0; ic < g.CG; ++ic)
+        finite = finite && std::isfinite(w[(oc * g.CG + ic) * kernelPixels + k]);
+      if (finite) continue;
+      for (const ForwardTapSet& set : plan->forward) {
+        if (std::binary_search(set.offsets.begin(), set.offsets.end(), k)) continue;
+        for (int64_t n = 0; n < g.N; ++n)
+          for (const IndexRun& run : set.outputPixels)
+            std::fill_n(y + (n * g.OC + oc) * outPixels + run.from, run.length,
+                        std::numeric_limits<float>::quiet_NaN());
+      }
+    }
+  }
 }
 
 // dX: each input element sums dY * W over output channels (outer) and the

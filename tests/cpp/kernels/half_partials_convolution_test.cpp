@@ -13,7 +13,9 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -137,6 +139,28 @@ TEST_P(HalfPartialsConvolutionTest, ForwardSumsEachWindowInOrder) {
         const float actual = y[static_cast<size_t>((n * p.OC + oc) * p.outPixels() + o)];
         ASSERT_EQ(bitsOf(actual), bitsOf(expected)) << "y[" << n << ", " << oc << ", " << o << "]";
       }
+    }
+  }
+}
+
+// The padding's taps are left out of the product because their products are
+// zeros; with an infinite weight they are NaN, as the definition computes them.
+TEST(HalfPartialsConvolutionTest, AnInfiniteWeightMakesNaNWhereItsTapMeetsThePadding) {
+  const Geometry g{"padded", {1, 1, 3, 3}, {1, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1};
+  ir::Graph graph;
+  ir::Value* x = graph.addInput("x", {DType::Float32, g.x});
+  ir::Value* w = graph.addInput("w", {DType::Float32, g.w});
+  const ir::Node& node = *graph.addNode(OpKind::Convolution, {x, w}, attributesOf(g));
+  std::vector<float> xs(9, 1.0f), ws(9, 0.5f), y(9);
+  ws[0] = std::numeric_limits<float>::infinity(); // the top-left tap
+  convolutionWithHalfPartials(node, {xs.data(), ws.data()}, {y.data()});
+  // Output pixels of the top row and the left column read the padding through
+  // the top-left tap: NaN; the others read 1 there: infinite.
+  for (int64_t o = 0; o < 9; ++o) {
+    const bool padded = o / 3 == 0 || o % 3 == 0;
+    EXPECT_EQ(std::isnan(y[static_cast<size_t>(o)]), padded) << "y[" << o << "]";
+    if (!padded) {
+      EXPECT_TRUE(std::isinf(y[static_cast<size_t>(o)])) << "y[" << o << "]";
     }
   }
 }
