@@ -145,14 +145,16 @@ void convolutionForwardHalf(const ir::Node& node, const Inputs& inputs, const Ou
     const int64_t count = set.pixels;
     const int64_t J = g.CG * inside; // reduction length, (ic, inside offset) order
     const int64_t P = g.N * count;
+    // The group's weights as rows of (ic, inside offset): in place when every
+    // offset is inside, otherwise gathered.
+    const bool wholeWindow = inside == kernelPixels;
     for (int64_t group = 0; group < g.OC / g.OCG; ++group) {
-      for (int64_t local = 0; local < g.OCG; ++local)
-        for (int64_t ic = 0; ic < g.CG; ++ic)
-          for (int64_t t = 0; t < inside; ++t)
-            weights[static_cast<size_t>(local * J + ic * inside + t)] =
-                w[((group * g.OCG + local) * g.CG + ic) * kernelPixels +
-                  set.offsets[static_cast<size_t>(t)]];
-            // Row (ic, t) of the columns: input channel ic through offset offsets[t].
+      const float* groupWeights = w + group * g.OCG * g.CG * kernelPixels;
+      if (!wholeWindow) {
+        for (int64_t row = 0; row < g.OCG * g.CG; ++row)
+          gather(set.offsetRuns, groupWeights + row * kernelPixels, weights.data() + row * inside);
+      }
+      // Row (ic, t) of the columns: input channel ic through offset offsets[t].
 #pragma omp parallel for collapse(2) schedule(static) if (J * P >= kParallelElements)
       for (int64_t ic = 0; ic < g.CG; ++ic) {
         for (int64_t t = 0; t < inside; ++t) {
@@ -162,7 +164,8 @@ void convolutionForwardHalf(const ir::Node& node, const Inputs& inputs, const Ou
                    x + (n * g.C + group * g.CG + ic) * inPixels, row + n * count);
         }
       }
-      halfPartialsProduct(g.OCG, P, set.runLengths, MatrixView{weights.data(), J},
+      halfPartialsProduct(g.OCG, P, set.runLengths,
+                          MatrixView{wholeWindow ? groupWeights : weights.data(), J},
                           MatrixView{columns.data(), P}, OutputView{sums.data(), P});
       for (int64_t local = 0; local < g.OCG; ++local) {
         const int64_t oc = group * g.OCG + local;

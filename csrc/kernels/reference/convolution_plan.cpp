@@ -51,6 +51,7 @@ std::vector<ForwardTapSet> forwardSets(const ConvGeometry& g, const std::vector<
   for (auto& [inside, pixels] : pixelsByOffsets) {
     ForwardTapSet set;
     set.offsets = inside;
+    set.offsetRuns = runsOf(inside.data(), static_cast<int64_t>(inside.size()));
     set.pixels = static_cast<int64_t>(pixels.size());
     set.outputPixels = runsOf(pixels.data(), set.pixels);
     read.resize(pixels.size());
@@ -137,7 +138,7 @@ size_t bytesOf(const ConvolutionPlan& plan) {
   size_t bytes = sizeof plan;
   for (const ForwardTapSet& set : plan.forward) {
     bytes += (set.offsets.size() + set.runLengths.size()) * sizeof(int64_t) +
-             set.outputPixels.size() * sizeof(IndexRun);
+             (set.outputPixels.size() + set.offsetRuns.size()) * sizeof(IndexRun);
     for (const auto& runs : set.inputRuns)
       bytes += runs.size() * sizeof(IndexRun);
   }

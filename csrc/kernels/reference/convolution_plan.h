@@ -29,6 +29,7 @@ std::vector<IndexRun> runsOf(const int64_t* index, int64_t count);
 // (a convolution's interior, each edge, each corner).
 struct ForwardTapSet {
   std::vector<int64_t> offsets;                 // the kernel offsets inside, in order
+  std::vector<IndexRun> offsetRuns;             // the same as runs (a weight row's gather)
   int64_t pixels;                               // how many output pixels
   std::vector<IndexRun> outputPixels;           // which, as runs
   std::vector<std::vector<IndexRun>> inputRuns; // per offset, the input pixels its taps read
