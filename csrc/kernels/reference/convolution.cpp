@@ -94,6 +94,27 @@ void gather(const std::vector<IndexRun>& runs, const float* from, float* to) {
   }
 }
 
+// Row (ic, t) of `rows`: the group's input channel ic read through the t-th
+// of a set's offsets (`inputRuns`) at its `count` output pixels, image after
+// image.
+void gatherThroughOffsets(const float* x, const ConvGeometry& g, int64_t group,
+                          const std::vector<std::vector<IndexRun>>& inputRuns, int64_t count,
+                          float* rows) {
+  const int64_t inPixels = g.in[0] * g.in[1] * g.in[2];
+  const auto offsets = static_cast<int64_t>(inputRuns.size());
+  const int64_t length = g.N * count;
+#pragma omp parallel for collapse(2)                                                               \
+    schedule(static) if (g.CG * offsets * length >= kParallelElements)
+  for (int64_t ic = 0; ic < g.CG; ++ic) {
+    for (int64_t t = 0; t < offsets; ++t) {
+      float* row = rows + (ic * offsets + t) * length;
+      for (int64_t n = 0; n < g.N; ++n)
+        gather(inputRuns[static_cast<size_t>(t)], x + (n * g.C + group * g.CG + ic) * inPixels,
+               row + n * count);
+    }
+  }
+}
+
 // Whether every value is finite: one pass without branches, which the
 // compiler vectorises (a weight tensor of millions is scanned on every call).
 bool allFinite(const float* values, int64_t count) {
@@ -125,7 +146,6 @@ void convolutionForwardHalf(const ir::Node& node, const Inputs& inputs, const Ou
   auto* y = static_cast<float*>(outputs[0]);
   const ConvGeometry g(node, node.input(0)->type().shape, node.input(1)->type().shape,
                        node.output()->type().shape);
-  const int64_t inPixels = g.in[0] * g.in[1] * g.in[2];
   const int64_t outPixels = g.out[0] * g.out[1] * g.out[2];
   const int64_t kernelPixels = g.kernel[0] * g.kernel[1] * g.kernel[2];
   const std::shared_ptr<const ConvolutionPlan> plan = convolutionPlan(g);
@@ -154,16 +174,7 @@ void convolutionForwardHalf(const ir::Node& node, const Inputs& inputs, const Ou
         for (int64_t row = 0; row < g.OCG * g.CG; ++row)
           gather(set.offsetRuns, groupWeights + row * kernelPixels, weights.data() + row * inside);
       }
-      // Row (ic, t) of the columns: input channel ic through offset offsets[t].
-#pragma omp parallel for collapse(2) schedule(static) if (J * P >= kParallelElements)
-      for (int64_t ic = 0; ic < g.CG; ++ic) {
-        for (int64_t t = 0; t < inside; ++t) {
-          float* row = columns.data() + (ic * inside + t) * P;
-          for (int64_t n = 0; n < g.N; ++n)
-            gather(set.inputRuns[static_cast<size_t>(t)],
-                   x + (n * g.C + group * g.CG + ic) * inPixels, row + n * count);
-        }
-      }
+      gatherThroughOffsets(x, g, group, set.inputRuns, count, columns.data());
       halfPartialsProduct(g.OCG, P, set.runLengths,
                           MatrixView{wholeWindow ? groupWeights : weights.data(), J},
                           MatrixView{columns.data(), P}, OutputView{sums.data(), P});
@@ -288,7 +299,6 @@ void convolutionGradWeightHalf(const ir::Node& node, const Inputs& inputs, const
   auto* dw = static_cast<float*>(outputs[0]);
   const ConvGeometry g(node, node.input(0)->type().shape, node.attrs().getInts("weight_shape"),
                        node.input(1)->type().shape);
-  const int64_t inPixels = g.in[0] * g.in[1] * g.in[2];
   const int64_t outPixels = g.out[0] * g.out[1] * g.out[2];
   const int64_t kernelPixels = g.kernel[0] * g.kernel[1] * g.kernel[2];
   const std::shared_ptr<const ConvolutionPlan> plan = convolutionPlan(g);
@@ -306,16 +316,7 @@ void convolutionGradWeightHalf(const ir::Node& node, const Inputs& inputs, const
       const int64_t R = set.reads;
       const auto S = static_cast<int64_t>(set.offsets.size());
       const int64_t J = g.N * R;
-      // Row (ic, s): input channel ic read through offset offsets[s].
-#pragma omp parallel for collapse(2) schedule(static) if (g.CG * S * J >= kParallelElements)
-      for (int64_t ic = 0; ic < g.CG; ++ic) {
-        for (int64_t s = 0; s < S; ++s) {
-          float* row = a.data() + (ic * S + s) * J;
-          for (int64_t n = 0; n < g.N; ++n)
-            gather(set.inputRuns[static_cast<size_t>(s)],
-                   x + (n * g.C + group * g.CG + ic) * inPixels, row + n * R);
-        }
-      }
+      gatherThroughOffsets(x, g, group, set.inputRuns, R, a.data());
       // dY as rows oc by (image, output pixel).
 #pragma omp parallel for collapse(2) schedule(static) if (J * g.OCG >= kParallelElements)
       for (int64_t local = 0; local < g.OCG; ++local) {

@@ -35,6 +35,21 @@ std::vector<int64_t> tapPixels(const ConvGeometry& g) {
   return pixels;
 }
 
+// For each of `offsets`, the input pixels its taps read at output pixels
+// `pixels`, as runs.
+std::vector<std::vector<IndexRun>> inputRunsOf(const std::vector<int64_t>& taps, int64_t outPixels,
+                                               const std::vector<int64_t>& offsets,
+                                               const std::vector<int64_t>& pixels) {
+  std::vector<std::vector<IndexRun>> runs;
+  std::vector<int64_t> read(pixels.size());
+  for (int64_t k : offsets) {
+    for (size_t i = 0; i < pixels.size(); ++i)
+      read[i] = taps[static_cast<size_t>(k * outPixels + pixels[i])];
+    runs.push_back(runsOf(read.data(), static_cast<int64_t>(read.size())));
+  }
+  return runs;
+}
+
 std::vector<ForwardTapSet> forwardSets(const ConvGeometry& g, const std::vector<int64_t>& taps) {
   const int64_t outPixels = g.out[0] * g.out[1] * g.out[2];
   const int64_t kernelPixels = g.kernel[0] * g.kernel[1] * g.kernel[2];
@@ -47,19 +62,13 @@ std::vector<ForwardTapSet> forwardSets(const ConvGeometry& g, const std::vector<
     pixelsByOffsets[offsets].push_back(o);
   }
   std::vector<ForwardTapSet> sets;
-  std::vector<int64_t> read;
   for (auto& [inside, pixels] : pixelsByOffsets) {
     ForwardTapSet set;
     set.offsets = inside;
     set.offsetRuns = runsOf(inside.data(), static_cast<int64_t>(inside.size()));
     set.pixels = static_cast<int64_t>(pixels.size());
     set.outputPixels = runsOf(pixels.data(), set.pixels);
-    read.resize(pixels.size());
-    for (int64_t k : inside) {
-      for (size_t i = 0; i < pixels.size(); ++i)
-        read[i] = taps[static_cast<size_t>(k * outPixels + pixels[i])];
-      set.inputRuns.push_back(runsOf(read.data(), set.pixels));
-    }
+    set.inputRuns = inputRunsOf(taps, outPixels, inside, pixels);
     int64_t lastRun = -1;
     for (int64_t ic = 0; ic < g.CG; ++ic) {
       for (int64_t k : inside) {
@@ -117,18 +126,12 @@ std::vector<WeightGradientTapSet> weightGradientSets(const ConvGeometry& g,
     offsetsByReads[reads].push_back(k);
   }
   std::vector<WeightGradientTapSet> sets;
-  std::vector<int64_t> read;
   for (const auto& [reads, offsets] : offsetsByReads) {
     WeightGradientTapSet set;
     set.offsets = offsets;
     set.reads = static_cast<int64_t>(reads.size());
     set.outputPixels = runsOf(reads.data(), set.reads);
-    read.resize(reads.size());
-    for (int64_t k : offsets) {
-      for (size_t i = 0; i < reads.size(); ++i)
-        read[i] = taps[static_cast<size_t>(k * outPixels + reads[i])];
-      set.inputRuns.push_back(runsOf(read.data(), set.reads));
-    }
+    set.inputRuns = inputRunsOf(taps, outPixels, offsets, reads);
     sets.push_back(std::move(set));
   }
   return sets;
