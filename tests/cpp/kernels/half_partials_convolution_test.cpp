@@ -118,7 +118,9 @@ TEST_P(HalfPartialsConvolutionTest, ForwardSumsEachWindowInOrder) {
   const ir::Node& node = *graph.addNode(OpKind::Convolution, {x, w, b}, attributesOf(g));
   ASSERT_EQ(node.output()->type().shape, p.outputShape(g));
   std::vector<float> xs = halves(numel(g.x), 1), ws = halves(numel(g.w), 2), bs = halves(p.OC, 3);
-  std::vector<float> y(static_cast<size_t>(node.output()->type().numel()));
+  // NaN where the kernel writes nothing, so that no output passes unwritten.
+  std::vector<float> y(static_cast<size_t>(node.output()->type().numel()),
+                       std::numeric_limits<float>::quiet_NaN());
   convolutionWithHalfPartials(node, {xs.data(), ws.data(), bs.data()}, {y.data()});
   for (int64_t n = 0; n < p.N; ++n) {
     for (int64_t oc = 0; oc < p.OC; ++oc) {
@@ -144,23 +146,28 @@ TEST_P(HalfPartialsConvolutionTest, ForwardSumsEachWindowInOrder) {
 }
 
 // The padding's taps are left out of the product because their products are
-// zeros; with an infinite weight they are NaN, as the definition computes them.
+// zeros; with an infinite weight they are NaN, as PyTorch computes them.
 TEST(HalfPartialsConvolutionTest, AnInfiniteWeightMakesNaNWhereItsTapMeetsThePadding) {
-  const Geometry g{"padded", {1, 1, 3, 3}, {1, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1};
+  const Geometry g{"padded", {1, 2, 3, 3}, {2, 2, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1};
   ir::Graph graph;
   ir::Value* x = graph.addInput("x", {DType::Float32, g.x});
   ir::Value* w = graph.addInput("w", {DType::Float32, g.w});
-  const ir::Node& node = *graph.addNode(OpKind::Convolution, {x, w}, attributesOf(g));
-  std::vector<float> xs(9, 1.0f), ws(9, 0.5f), y(9);
-  ws[0] = std::numeric_limits<float>::infinity(); // the top-left tap
-  convolutionWithHalfPartials(node, {xs.data(), ws.data()}, {y.data()});
-  // Output pixels of the top row and the left column read the padding through
-  // the top-left tap: NaN; the others read 1 there: infinite.
+  ir::Value* b = graph.addInput("b", {DType::Float32, {2}});
+  const ir::Node& node = *graph.addNode(OpKind::Convolution, {x, w, b}, attributesOf(g));
+  std::vector<float> xs(18, 1.0f), ws(36, 0.5f), bs = {0.25f, -0.25f}, y(18);
+  // Output channel 1's weight for input channel 1 at the top-left tap.
+  ws[(1 * 2 + 1) * 9 + 0] = std::numeric_limits<float>::infinity();
+  convolutionWithHalfPartials(node, {xs.data(), ws.data(), bs.data()}, {y.data()});
   for (int64_t o = 0; o < 9; ++o) {
+    // Channel 0 has finite weights only.
+    EXPECT_TRUE(std::isfinite(y[static_cast<size_t>(o)])) << "y[0, " << o << "]";
+    // Channel 1's pixels of the top row and the left column read the padding
+    // through the top-left tap: NaN; the others read 1 there: infinite.
+    const float value = y[static_cast<size_t>(9 + o)];
     const bool padded = o / 3 == 0 || o % 3 == 0;
-    EXPECT_EQ(std::isnan(y[static_cast<size_t>(o)]), padded) << "y[" << o << "]";
+    EXPECT_EQ(std::isnan(value), padded) << "y[1, " << o << "]";
     if (!padded) {
-      EXPECT_TRUE(std::isinf(y[static_cast<size_t>(o)])) << "y[" << o << "]";
+      EXPECT_TRUE(std::isinf(value)) << "y[1, " << o << "]";
     }
   }
 }
@@ -177,7 +184,7 @@ TEST_P(HalfPartialsConvolutionTest, InputGradientSumsByChannelThenOutputPixel) {
   attrs.set("input_shape", g.x);
   const ir::Node& node = *graph.addNode(OpKind::ConvolutionGradInput, {dy, w}, attrs);
   std::vector<float> dys = halves(dy->type().numel(), 4), ws = halves(numel(g.w), 5);
-  std::vector<float> dx(static_cast<size_t>(numel(g.x)));
+  std::vector<float> dx(static_cast<size_t>(numel(g.x)), std::numeric_limits<float>::quiet_NaN());
   convolutionWithHalfPartials(node, {dys.data(), ws.data()}, {dx.data()});
   for (int64_t n = 0; n < p.N; ++n) {
     for (int64_t c = 0; c < p.C; ++c) {
@@ -253,6 +260,9 @@ INSTANTIATE_TEST_SUITE_P(
         Geometry{"conv2d_padded_in_height", {2, 3, 6, 5}, {4, 3, 3, 3}, {1, 1}, {1, 0}, {1, 1}, 1},
         Geometry{"conv2d_many_channels", {2, 40, 4, 4}, {37, 40, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1},
         Geometry{"conv1d_grouped_strided", {2, 4, 13}, {6, 2, 3}, {2}, {1}, {2}, 2},
+        // The corners' windows lie wholly on the padding: a set with no products.
+        Geometry{
+            "conv2d_windows_on_the_padding", {1, 2, 2, 2}, {3, 2, 1, 1}, {1, 1}, {1, 1}, {1, 1}, 1},
         Geometry{"conv3d_strided_dilated",
                  {2, 3, 6, 7, 5},
                  {4, 3, 2, 3, 2},

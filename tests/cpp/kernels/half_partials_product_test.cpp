@@ -59,5 +59,43 @@ TEST(HalfPartialsProductTest, EveryElementIsItsHalfSum) {
   }
 }
 
+// Operands and results read and written through strides (a transposed
+// operand is a view with its strides swapped), and runs of partials given
+// explicitly, shorter than kHalfPartialRun where a kernel leaves zero
+// products out: each element is the HalfSum-like sum of its runs.
+TEST(HalfPartialsProductTest, StridedViewsAndGivenRunsSumAsTheirDefinition) {
+  std::mt19937 random(5);
+  struct Case {
+    int64_t M, P;
+    std::vector<int64_t> runs;
+  };
+  for (const Case& c : {Case{5, 30, {16, 16, 7}}, Case{30, 3, {3, 16, 1, 9}}, Case{1, 1, {}},
+                        Case{9, 26, {16}}, Case{13, 50, {2, 5, 16, 16, 1}}}) {
+    int64_t J = 0;
+    for (int64_t length : c.runs)
+      J += length;
+    // A stored transposed (column-major), B row-major with padding, C transposed.
+    const std::vector<float> a = halves(static_cast<size_t>(J * c.M + 1), random);
+    const std::vector<float> b = halves(static_cast<size_t>(J * (c.P + 3) + 1), random);
+    std::vector<float> out(static_cast<size_t>(c.P * c.M), -1.0f);
+    halfPartialsProduct(c.M, c.P, c.runs, MatrixView{a.data(), 1, c.M},
+                        MatrixView{b.data(), c.P + 3, 1}, OutputView{out.data(), 1, c.M});
+    for (int64_t m = 0; m < c.M; ++m) {
+      for (int64_t p = 0; p < c.P; ++p) {
+        float total = 0.0f;
+        int64_t j = 0;
+        for (int64_t length : c.runs) {
+          double run = 0.0;
+          for (int64_t stop = j + length; j < stop; ++j)
+            run += static_cast<double>(a[j * c.M + m]) * b[j * (c.P + 3) + p];
+          total = popsim::roundToHalf(total + popsim::roundToHalf(static_cast<float>(run)));
+        }
+        ASSERT_EQ(bitsOf(out[p * c.M + m]), bitsOf(total))
+            << c.M << "x" << c.P << "x" << J << " at " << m << ", " << p;
+      }
+    }
+  }
+}
+
 } // namespace
 } // namespace popsim::kernels::reference
