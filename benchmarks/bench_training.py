@@ -19,7 +19,6 @@ import copy
 import json
 import os
 import sys
-import time
 
 import timing  # noqa: E402
 
