@@ -9,8 +9,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <limits>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -115,30 +113,18 @@ void gatherThroughOffsets(const float* x, const ConvGeometry& g, int64_t group,
   }
 }
 
-// Whether every value is finite: one pass without branches, which the
-// compiler vectorises (a weight tensor of millions is scanned on every call).
-bool allFinite(const float* values, int64_t count) {
-  uint32_t nonFinite = 0;
-  for (int64_t i = 0; i < count; ++i) {
-    uint32_t bits = 0;
-    std::memcpy(&bits, values + i, sizeof bits);
-    nonFinite |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
-  }
-  return nonFinite == 0;
-}
-
-// Forward: each output sums its window's products in (ic, k) order, the
-// padding's zero products included. Output pixels whose taps fall inside
-// the input at the same kernel offsets form a set (the interior, each edge,
-// each corner); for each set, the input's columns (ic, inside offset) x
-// (image, output pixel) times the group's weights as rows of (ic, inside
-// offset). The taps on the padding are left out of the product, since
-// their products are zeros, but they still count towards the runs of
-// partials, which end where they would with them (halfPartialsProduct's
-// run lengths): a small image's border is most of it (ResNet's last layers
-// at 32x32 are 2x2 and 1x1, whose 3x3 windows are half or 8/9 padding). A
-// zero product is only a zero when its weight is finite: weights with an
-// infinity or NaN take the per-element form.
+// Forward: each output sums its window's products in (ic, k) order, a zero
+// for each tap on the padding included. Output pixels whose taps fall
+// inside the input at the same kernel offsets form a set (the interior, each
+// edge, each corner); for each set, the input's columns (ic, inside offset)
+// x (image, output pixel) times the group's weights as rows of (ic, inside
+// offset). The taps on the padding are left out of the product, since they
+// add nothing, but they still count towards the runs of partials, which end
+// where they would with them (halfPartialsProduct's run lengths): a small
+// image's border is most of it (ResNet's last layers at 32x32 are 2x2 and
+// 1x1, whose 3x3 windows are half or 8/9 padding). The padding adds a zero
+// even against an infinite weight, as oneDNN's convolutions (popsim's
+// float32 ones, and eager PyTorch's for batches over one) have it.
 void convolutionForwardHalf(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
   const auto* x = static_cast<const float*>(inputs[0]);
   const auto* w = static_cast<const float*>(inputs[1]);
@@ -198,27 +184,6 @@ void convolutionForwardHalf(const ir::Node& node, const Inputs& inputs, const Ou
              ++out)
           *out += bias[oc];
     roundToHalf(y, static_cast<size_t>(g.N * g.OC * outPixels));
-  }
-  // A tap on the padding multiplies a zero by its weight, which adds nothing
-  // unless the weight is infinite or NaN: then the output is NaN, as in
-  // PyTorch.
-  const bool omitsTaps = plan->forward.size() != 1 ||
-                         static_cast<int64_t>(plan->forward[0].offsets.size()) != kernelPixels;
-  if (!omitsTaps || allFinite(w, node.input(1)->type().numel())) return;
-  for (int64_t oc = 0; oc < g.OC; ++oc) {
-    for (int64_t k = 0; k < kernelPixels; ++k) {
-      bool finite = true;
-      for (int64_t ic = 0; ic < g.CG; ++ic)
-        finite = finite && std::isfinite(w[(oc * g.CG + ic) * kernelPixels + k]);
-      if (finite) continue;
-      for (const ForwardTapSet& set : plan->forward) {
-        if (std::binary_search(set.offsets.begin(), set.offsets.end(), k)) continue;
-        for (int64_t n = 0; n < g.N; ++n)
-          for (const IndexRun& run : set.outputPixels)
-            std::fill_n(y + (n * g.OC + oc) * outPixels + run.from, run.length,
-                        std::numeric_limits<float>::quiet_NaN());
-      }
-    }
   }
 }
 
