@@ -80,9 +80,16 @@ def test_set_log_level_shows_the_core_and_python_messages(restore_log_level, cap
 
 
 def test_set_log_level_names_the_levels_it_accepts(restore_log_level):
-    with pytest.raises(OptionError, match=r"setLogLevel expects one of TRACE, DEBUG, INFO, WARN, "
-                                          r"ERR, OFF, got 'LOUD'"):
+    """PopTorch's names (in any case) and its integers 0 (TRACE) to 4 (ERR); anything else is
+    a ValueError whose words PopTorch's own checks match."""
+    with pytest.raises(ValueError, match=r"Unknown log level: LOUD\. Valid values are DEBUG, ERR, "
+                                         r"INFO, OFF, TRACE and WARN"):
         poptorch.setLogLevel("LOUD")
+    for level in range(5):
+        poptorch.setLogLevel(level)
+    with pytest.raises(OptionError, match=r"Invalid log level integer 5: setLogLevel takes 0 "
+                                          r"\(TRACE\) to 4 \(ERR\)"):
+        poptorch.setLogLevel(5)
     poptorch.setLogLevel("debug")  # PopTorch's names in any case
 
 

@@ -7,6 +7,7 @@ names."""
 import logging
 import os
 import sys
+from typing import Optional, Union
 
 from popsim import _C
 from popsim.api.errors import OptionError
@@ -59,7 +60,11 @@ _POPTORCH_LEVELS = {
 }
 
 
-def setLogLevel(level: str) -> None:
+# PopTorch's integer levels, in order: 0 is TRACE ... 4 is ERR.
+_INTEGER_LEVELS = ("TRACE", "DEBUG", "INFO", "WARN", "ERR")
+
+
+def setLogLevel(level: Union[str, int]) -> None:
     """Sets how much popsim prints on stderr, as PopTorch's ``setLogLevel``.
 
     Applies to the C++ core's messages and to the ``popsim`` Python logger
@@ -69,15 +74,24 @@ def setLogLevel(level: str) -> None:
 
     Args:
         level: ``"TRACE"``, ``"DEBUG"``, ``"INFO"``, ``"WARN"`` (the default), ``"ERR"`` or
-            ``"OFF"``, in any letter case.
+            ``"OFF"``, in any letter case; or, as PopTorch takes them, an integer from 0
+            (TRACE) to 4 (ERR).
 
     Raises:
-        OptionError: when ``level`` is not one of those names.
+        OptionError: when ``level`` is none of those (a ``ValueError``, as PopTorch's).
     """
-    key = str(level).upper() if isinstance(level, str) else None
+    if isinstance(level, int) and not isinstance(level, bool):
+        if not 0 <= level < len(_INTEGER_LEVELS):
+            raise OptionError(
+                f"Invalid log level integer {level}: setLogLevel takes 0 (TRACE) to 4 (ERR), or "
+                f"the name of a level ({', '.join(_POPTORCH_LEVELS)}).", option="setLogLevel")
+        key: Optional[str] = _INTEGER_LEVELS[level]
+    else:
+        key = str(level).upper() if isinstance(level, str) else None
     if key not in _POPTORCH_LEVELS:
-        raise OptionError(f"setLogLevel expects one of {', '.join(_POPTORCH_LEVELS)}, "
-                          f"got {level!r}.", option="setLogLevel")
+        names = sorted(_POPTORCH_LEVELS)
+        raise OptionError(f"Unknown log level: {level}. Valid values are "
+                          f"{', '.join(names[:-1])} and {names[-1]}.", option="setLogLevel")
     core, python = _POPTORCH_LEVELS[key]
     _C.set_log_level(core)
     _show(python)
