@@ -295,6 +295,22 @@ def test_bad_option_file_lines_name_the_file_and_line(tmp_path, line, message):
         popsim.Options().loadFromFile(str(tmp_path / "missing.conf"))
 
 
+def test_a_line_that_is_not_python_is_a_config_file_error_as_poptorchs(tmp_path):
+    """PopTorch reads each line as options.<line>: a syntax error is a ConfigFileError
+    naming the line's number and the line."""
+    config = tmp_path / "tmp.conf"
+    config.write_text("deviceIterations(2)\n\n# a comment\nreplicationFactor(1)\n"
+                      "outputMode(poptorch.OutputMode.All\n")
+    with pytest.raises(popsim.options.ConfigFileError) as error:
+        popsim.Options().loadFromFile(str(config))
+    assert f"SyntaxError at line 5 of {config}: '(' was never closed\n" \
+        "> options.outputMode(poptorch.OutputMode.All" in str(error.value)
+    assert isinstance(error.value, popsim.OptionError)
+    config.write_text("Training.noSuchOption(1)\n")
+    with pytest.raises(popsim.options.ConfigFileError, match="has no setter 'noSuchOption'"):
+        popsim.Options().loadFromFile(str(config))
+
+
 def test_model_name_names_the_profile_subdirectory(tmp_path):
     opts = popsim.Options().enableProfiling(str(tmp_path)).modelName("mnist")
     model = popsim.inferenceModel(nn.Linear(3, 2), opts)

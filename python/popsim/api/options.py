@@ -17,6 +17,7 @@ from popsim import _C
 from popsim.api.call_options import _CallSetters
 from popsim.api.enums import CommGroupType, ConnectionType, OutputMode, SyncPattern
 from popsim.api import options_file as _options_file
+from popsim.api.options_file import ConfigFileError  # noqa: F401 - poptorch.options' name
 from popsim.api.errors import OptionError
 from popsim.api.option_fields import (_CoreField, _decode_anchors, _decode_cache,
                                       _decode_replica_grouping, _encode_anchors, _encode_cache,
@@ -218,9 +219,10 @@ class Options(_CallSetters, _RunSetters):
             These options (``self``), so calls chain.
 
         Raises:
-            OptionError: if the file cannot be read, or a line is not a setter call, names no
-                setter, has arguments that cannot be evaluated or that the setter refuses; the
-                message names the file and line.
+            OptionError: if the file cannot be read, or the setter refuses a line's arguments.
+            ConfigFileError: (an ``OptionError``, ``poptorch.options.ConfigFileError``) if a
+                line is not Python, not a setter call, names no setter, or has arguments that
+                cannot be evaluated; the message names the file and line.
         """
         _options_file.load(self, filepath)
         return self

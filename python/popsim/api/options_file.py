@@ -33,6 +33,22 @@ _BINARY: Dict[type, Callable[[Any, Any], Any]] = {
     ast.Pow: operator.pow}
 
 
+class ConfigFileError(OptionError):
+    """A line of an options file that ``Options.loadFromFile`` cannot apply, as PopTorch's
+    ``poptorch.options.ConfigFileError`` (an :class:`OptionError` too): a line that is not
+    Python (``SyntaxError at line 5 of <file>: '(' was never closed``, then the line as
+    ``> options.<line>``), not a setter call, a setter the options lack, or arguments that
+    cannot be read or that the setter refuses."""
+
+    def __init__(self, message: str) -> None:
+        """Makes the error.
+
+        Args:
+            message: what is wrong, naming the file and line.
+        """
+        super().__init__(message, option="loadFromFile")
+
+
 class _Refused(ValueError):
     """An argument the evaluator does not read."""
 
@@ -117,25 +133,31 @@ def load(options: Any, filepath: str) -> None:
         if not line or line.startswith("#"):
             continue
         where = f"loadFromFile('{filepath}'), line {number} ({line!r})"
+        try:  # the file is read as the lines of options.<line>, as PopTorch reads it
+            ast.parse(f"options.{line}")
+        except SyntaxError as error:
+            raise ConfigFileError(f"SyntaxError at line {number} of {filepath}: {error.msg}\n"
+                                  f"> options.{line}\n({where}: each line must call one "
+                                  "option setter, such as deviceIterations(4) or "
+                                  "Training.gradientAccumulation(2))."
+                                  ) from error
         match = _SETTER_LINE.match(line)
         if match is None:
-            raise OptionError(f"{where}: each line must call one option setter, such as "
-                              "deviceIterations(4) or Training.gradientAccumulation(2).",
-                              option="loadFromFile")
+            raise ConfigFileError(f"{where}: each line must call one option setter, such as "
+                                  "deviceIterations(4) or Training.gradientAccumulation(2).")
         group, setter = match.group(1), match.group(2)
         target = getattr(options, group) if group else options
         method = getattr(type(target), setter, None)
         if setter.startswith("_") or not callable(method):
             owner = f"Options.{group}" if group else "Options"
-            raise OptionError(f"{where}: {owner} has no setter '{setter}'.", option="loadFromFile")
+            raise ConfigFileError(f"{where}: {owner} has no setter '{setter}'.")
         try:
             positional, keywords = arguments.call(match.group(3))
         except Exception as error:  # noqa: BLE001 - any error in the user's arguments
-            raise OptionError(f"{where}: cannot evaluate its arguments: {error}.",
-                              option="loadFromFile") from error
+            raise ConfigFileError(f"{where}: cannot evaluate its arguments: {error}.") from error
         try:
             getattr(target, setter)(*positional, **keywords)
         except OptionError as error:
             raise OptionError(f"{where}: {error}", option=error.option or "loadFromFile") from error
         except TypeError as error:  # wrong arguments for the setter
-            raise OptionError(f"{where}: {error}.", option="loadFromFile") from error
+            raise ConfigFileError(f"{where}: {error}.") from error
