@@ -17,7 +17,6 @@ from popsim import _C
 from popsim.api.call_options import _CallSetters
 from popsim.api.enums import CommGroupType, ConnectionType, OutputMode, SyncPattern
 from popsim.api import options_file as _options_file
-from popsim.api.options_file import ConfigFileError  # noqa: F401 - poptorch.options' name
 from popsim.api.errors import OptionError
 from popsim.api.option_fields import (_CoreField, _decode_anchors, _decode_cache,
                                       _decode_replica_grouping, _encode_anchors, _encode_cache,
@@ -28,6 +27,9 @@ from popsim.api.popart_options import _PopartOptions
 from popsim.api.run_options import _RunSetters
 from popsim.api.strategies import _ExecutionStrategy
 from popsim.api.values import json_object_in_environment
+
+# PopTorch's poptorch.options.ConfigFileError: a line loadFromFile cannot apply.
+ConfigFileError = _options_file.ConfigFileError
 
 
 _GROUPS = ("Training", "Simulator", "TensorLocations", "_Popart", "Precision", "Jit",
