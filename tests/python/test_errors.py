@@ -93,6 +93,25 @@ def test_input_dtype_and_argument_changes_after_compilation():
         model(torch.randn(8, 1, 28, 28), torch.randn(1))
 
 
+def test_arguments_left_out_after_compilation_are_named_in_poptorch_wording():
+    """A later call with fewer positional arguments says how many (positional ones only, as
+    PopTorch counts them); one without a keyword argument the compiled call had names it."""
+
+    class Many(torch.nn.Module):
+        def forward(self, a, b, *rest, scale=None, **extra):
+            return a + b + sum(rest) + sum(extra.values())
+
+    model = popsim.inferenceModel(Many())
+    ones = torch.ones(2)
+    model(ones, ones, ones, ones, scale=1.0, z=ones)
+    with pytest.raises(popsim.InputError, match=r"^Number of positional arguments mismatch: "
+                                                r"expected 4 arguments but got 3\. "):
+        model(ones, ones, ones, scale=1.0, z=ones)
+    with pytest.raises(popsim.InputError, match=r"^Missing arguments: z\. The model was "
+                                                r"compiled for inputs structured as"):
+        model(ones, ones, ones, ones, scale=1.0)
+
+
 def test_non_tensor_argument_changes_after_compilation_use_poptorch_wording():
     class Scaled(torch.nn.Module):
         def forward(self, x, scale):

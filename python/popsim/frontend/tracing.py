@@ -47,7 +47,8 @@ class Signature:
     def __init__(self, args: Sequence[Any], kwargs: Dict[str, Any],
                  forward: Callable[..., Any]) -> None:
         value = _bind_arguments(forward, args, kwargs, compiling=True)
-        self.argument_count = len(value)
+        self.positional_count = len(args)
+        self.argument_names = list(value)
         leaves, names, self.structure = _structure.flatten(value, "")
         self.names = names
         self.tensor_positions = [i for i, leaf in enumerate(leaves) if _structure.is_tensor(leaf)]
@@ -65,9 +66,14 @@ class Signature:
         value = _bind_arguments(self.forward, args, kwargs)
         leaves, names, structure = _structure.flatten(value, "", like=self.structure)
         if structure != self.structure:
-            count = self.argument_count
-            lead = (f"Number of positional arguments mismatch: expected {count} arguments but "
-                    f"got {len(value)}. " if count != len(value) else "")
+            missing = [name for name in self.argument_names if name not in value]
+            if len(args) != self.positional_count:
+                lead = (f"Number of positional arguments mismatch: expected "
+                        f"{self.positional_count} arguments but got {len(args)}. ")
+            elif missing:
+                lead = f"Missing arguments: {', '.join(missing)}. "
+            else:
+                lead = ""
             raise InputError(
                 f"{lead}The model was compiled for inputs structured as {self.structure!r} "
                 f"({', '.join(self.names)}) but was called with {structure!r} "
