@@ -191,7 +191,8 @@ def test_a_call_forward_cannot_take_is_refused_as_eager_refuses_it():
 
     model = popsim.inferenceModel(TwoInputs())
     with pytest.raises(popsim.ArgumentError, match=r"The model's forward\(\) cannot take this "
-                       r"call: missing a required argument: 'target'"):
+                       r"call: missing 1 required positional argument: 'target' \(Mandatory "
+                       r"parameter target missing\)"):
         model(torch.ones(2))
     with pytest.raises(TypeError, match="got an unexpected keyword argument 'scale'"):
         model(torch.ones(2), torch.ones(2), scale=2.0)

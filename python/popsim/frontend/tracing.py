@@ -140,7 +140,10 @@ def _bind_arguments(forward: Callable[..., Any], args: Sequence[Any], kwargs: Di
         bound = inspect.signature(forward).bind(*args, **kwargs)
     except (TypeError, ValueError) as error:  # ValueError: no inspectable signature
         if compiling and isinstance(error, TypeError):  # as eager's call would fail
-            raise ArgumentError(f"The model's forward() cannot take this call: {error}. Call "
+            missing = _missing_parameters(forward, args, kwargs)
+            reason = (f"{_missing_in_pythons_words(missing)} (Mandatory parameter "
+                      f"{missing[0][0]} missing)" if missing else str(error))
+            raise ArgumentError(f"The model's forward() cannot take this call: {reason}. Call "
                                 "the wrapped model as you would call the model itself.") \
                 from error
         values = {f"args[{i}]": arg for i, arg in enumerate(args)}
@@ -157,6 +160,33 @@ def _bind_arguments(forward: Callable[..., Any], args: Sequence[Any], kwargs: Di
         else:
             values[name] = value
     return values
+
+
+def _missing_parameters(forward: Callable[..., Any], args: Sequence[Any],
+                        kwargs: Dict[str, Any]) -> List[Tuple[str, Any]]:
+    """The required parameters of forward() a call leaves out, with their kinds (none when
+    the call fails otherwise)."""
+    try:
+        bound = inspect.signature(forward).bind_partial(*args, **kwargs)
+    except TypeError:
+        return []
+    variadic = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    return [(name, parameter.kind) for name, parameter in bound.signature.parameters.items()
+            if parameter.default is inspect.Parameter.empty and parameter.kind not in variadic
+            and name not in bound.arguments]
+
+
+def _missing_in_pythons_words(missing: List[Tuple[str, Any]]) -> str:
+    """"missing 1 required positional argument: 'b'", as Python says it of a call."""
+    parts = []
+    for keyword_only, what in ((False, "positional"), (True, "keyword-only")):
+        names = [repr(name) for name, kind in missing
+                 if (kind == inspect.Parameter.KEYWORD_ONLY) == keyword_only]
+        if names:
+            listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+            plural = "s" if len(names) > 1 else ""
+            parts.append(f"missing {len(names)} required {what} argument{plural}: {listed}")
+    return "; ".join(parts)
 
 
 def _call_with(forward: Callable[..., Any], values: Dict[str, Any]) -> Any:
