@@ -38,7 +38,8 @@ class ConfigFileError(OptionError):
     ``poptorch.options.ConfigFileError`` (an :class:`OptionError` too): a line that is not
     Python (``SyntaxError at line 5 of <file>: '(' was never closed``, then the line as
     ``> options.<line>``), not a setter call, a setter the options lack, or arguments that
-    cannot be read or that the setter refuses."""
+    cannot be read or that the setter cannot take (a setter's own refusal of a value stays
+    its OptionError)."""
 
     def __init__(self, message: str) -> None:
         """Makes the error.
