@@ -171,8 +171,7 @@ Tiling tiling() {
 // Products smaller than this run on the calling thread.
 constexpr int64_t kParallelProducts = int64_t{1} << 18;
 
-// Elements of a strided operand are copied in blocks of this many along
-// each side, so that both the reads and the writes stay in a few lines.
+// A strided operand is copied in square blocks of this many elements a side.
 constexpr int64_t kCopyBlock = 16;
 
 int64_t roundedUp(int64_t value, int64_t multiple) {
@@ -193,26 +192,35 @@ double estimatedCycles(int64_t M, int64_t P, int64_t J, bool rowsOfAContiguous,
   return static_cast<double>(J) * (10.0 * tiles + gatherA + packB);
 }
 
+// out[r * outStride + c] = the view's element (row0 + r, column0 + c), for
+// r < rows and c < columns: row by row when the view's rows are contiguous,
+// otherwise in square blocks, so that both the reads and the writes stay in
+// a few lines.
+void copyOut(const MatrixView& in, int64_t row0, int64_t column0, int64_t rows, int64_t columns,
+             float* out, int64_t outStride) {
+  const float* origin = in.data + row0 * in.rowStride + column0 * in.columnStride;
+  if (in.columnStride == 1) {
+    for (int64_t r = 0; r < rows; ++r)
+      std::copy(origin + r * in.rowStride, origin + r * in.rowStride + columns,
+                out + r * outStride);
+    return;
+  }
+  for (int64_t r0 = 0; r0 < rows; r0 += kCopyBlock) {
+    for (int64_t c0 = 0; c0 < columns; c0 += kCopyBlock) {
+      for (int64_t c = c0; c < std::min(columns, c0 + kCopyBlock); ++c)
+        for (int64_t r = r0; r < std::min(rows, r0 + kCopyBlock); ++r)
+          out[r * outStride + c] = origin[r * in.rowStride + c * in.columnStride];
+    }
+  }
+}
+
 // Columns p0 .. p0 + count of B (count <= width) as a panel:
 // out[j * width + q] = B[j][p0 + q], zeros for q >= count.
 void packPanel(const MatrixView& B, int64_t p0, int64_t count, int64_t width, int64_t J,
                float* out) {
-  if (B.columnStride == 1) {
-    for (int64_t j = 0; j < J; ++j) {
-      const float* row = B.data + j * B.rowStride + p0;
-      std::copy(row, row + count, out + j * width);
-      std::fill(out + j * width + count, out + (j + 1) * width, 0.0f);
-    }
-    return;
-  }
-  for (int64_t j0 = 0; j0 < J; j0 += kCopyBlock) {
-    const int64_t j1 = std::min(J, j0 + kCopyBlock);
-    for (int64_t q = 0; q < count; ++q) {
-      const float* column = B.data + (p0 + q) * B.columnStride;
-      for (int64_t j = j0; j < j1; ++j)
-        out[j * width + q] = column[j * B.rowStride];
-    }
-    for (int64_t j = j0; j < j1; ++j)
+  copyOut(B, 0, p0, J, count, out, width);
+  if (count < width) {
+    for (int64_t j = 0; j < J; ++j)
       std::fill(out + j * width + count, out + (j + 1) * width, 0.0f);
   }
 }
@@ -250,10 +258,8 @@ void halfPartialsProduct(int64_t M, int64_t P, const std::vector<int64_t>& runLe
   Scratch<float> gathered(ScratchUse::ProductRows, rowsInPlace ? 0 : static_cast<size_t>(M * J));
   if (!rowsInPlace) {
 #pragma omp parallel for schedule(static) if (parallel)
-    for (int64_t j0 = 0; j0 < J; j0 += kCopyBlock)
-      for (int64_t m = 0; m < M; ++m)
-        for (int64_t j = j0; j < std::min(J, j0 + kCopyBlock); ++j)
-          gathered[static_cast<size_t>(m * J + j)] = A.data[m * A.rowStride + j * A.columnStride];
+    for (int64_t m0 = 0; m0 < M; m0 += kCopyBlock)
+      copyOut(A, m0, 0, std::min(kCopyBlock, M - m0), J, gathered.data() + m0 * J, J);
   }
   const float* rowsOfA = rowsInPlace ? A.data : gathered.data();
   const int64_t lda = rowsInPlace ? A.rowStride : J;

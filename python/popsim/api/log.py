@@ -60,8 +60,8 @@ _POPTORCH_LEVELS = {
 }
 
 
-# PopTorch's integer levels, in order: 0 is TRACE ... 4 is ERR.
-_INTEGER_LEVELS = ("TRACE", "DEBUG", "INFO", "WARN", "ERR")
+# PopTorch's integer levels are the names in order, 0 (TRACE) to 4 (ERR); OFF has none.
+_INTEGER_LEVELS = tuple(name for name in _POPTORCH_LEVELS if name != "OFF")
 
 
 def setLogLevel(level: Union[str, int]) -> None:
