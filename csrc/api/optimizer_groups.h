@@ -5,6 +5,8 @@
 #include <torch/csrc/jit/api/module.h>
 #include <torch/optim/optimizer.h>
 
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -17,6 +19,17 @@ struct OptimizerGroup {
   Optimizer optimizer;
   std::vector<std::string> parameters;
 };
+
+// The parameters of `module` a training session trains, those that require a
+// gradient, each by its first name (a tied weight is one tensor under two
+// names), in the module's order, and the frozen ones. OptionError when no
+// parameter requires a gradient.
+struct TrainedParameters {
+  std::vector<std::string> names;
+  std::map<const c10::TensorImpl*, std::string> nameOf;
+  std::set<const c10::TensorImpl*> frozen;
+};
+TrainedParameters trainedParametersOf(const torch::jit::Module& module);
 
 // The groups of a torch::optim optimizer (SGD, Adam, AdamW or RMSprop) over
 // `module`: each group's options as popsim's optimizer, and the module's

@@ -114,19 +114,11 @@ namespace popsim::api {
 
 std::vector<OptimizerGroup> optimizerGroupsOf(const torch::jit::Module& module,
                                               const torch::optim::Optimizer& optimizer) {
-  // The module's parameters: those the session trains by their first name (a tied weight is
-  // one tensor under two names), and the frozen ones, which a torch::optim step skips too.
-  std::map<const c10::TensorImpl*, std::string> trained;
-  std::vector<const c10::TensorImpl*> order;
-  std::set<const c10::TensorImpl*> frozen;
-  for (const auto& parameter : module.named_parameters(/*recurse=*/true)) {
-    const c10::TensorImpl* tensor = parameter.value.unsafeGetTensorImpl();
-    if (!parameter.value.requires_grad()) {
-      frozen.insert(tensor);
-    } else if (trained.emplace(tensor, parameter.name).second) {
-      order.push_back(tensor);
-    }
-  }
+  // The module's parameters the session trains, and the frozen ones, which a torch::optim
+  // step skips too.
+  const TrainedParameters parameters = trainedParametersOf(module);
+  const std::map<const c10::TensorImpl*, std::string>& trained = parameters.nameOf;
+  const std::set<const c10::TensorImpl*>& frozen = parameters.frozen;
   std::vector<OptimizerGroup> groups;
   std::set<const c10::TensorImpl*> placed;
   size_t foreign = 0; // tensors that are no parameter of the module
@@ -151,9 +143,12 @@ std::vector<OptimizerGroup> optimizerGroupsOf(const torch::jit::Module& module,
   }
   // The session trains every parameter of the module that requires a gradient: an
   // optimizer over other tensors would train something else.
+  std::set<std::string> placedNames;
+  for (const c10::TensorImpl* tensor : placed)
+    placedNames.insert(trained.at(tensor));
   std::vector<std::string> missing;
-  for (const c10::TensorImpl* tensor : order)
-    if (placed.count(tensor) == 0) missing.push_back(trained.at(tensor));
+  for (const std::string& name : parameters.names)
+    if (placedNames.count(name) == 0) missing.push_back(name);
   if (!missing.empty() || foreign != 0) {
     refuseOption("optimizer",
                  strCat("The torch::optim optimizer's parameters are not the module's ",
@@ -164,11 +159,24 @@ std::vector<OptimizerGroup> optimizerGroupsOf(const torch::jit::Module& module,
                         ". Build it over module.parameters(), and freeze a parameter with "
                         "requires_grad(false) before building the session."));
   }
-  if (groups.empty()) {
+  return groups;
+}
+
+TrainedParameters trainedParametersOf(const torch::jit::Module& module) {
+  TrainedParameters parameters;
+  for (const auto& parameter : module.named_parameters(/*recurse=*/true)) {
+    const c10::TensorImpl* tensor = parameter.value.unsafeGetTensorImpl();
+    if (!parameter.value.requires_grad()) {
+      parameters.frozen.insert(tensor);
+    } else if (parameters.nameOf.emplace(tensor, parameter.name).second) {
+      parameters.names.push_back(parameter.name);
+    }
+  }
+  if (parameters.names.empty()) {
     refuseOption("optimizer", "The module has no parameter that requires a gradient, so a "
                               "training session has nothing to train.");
   }
-  return groups;
+  return parameters;
 }
 
 } // namespace popsim::api

@@ -31,18 +31,6 @@ compiler::OptimizerKind kindOf(Optimizer::Kind kind) {
   return compiler::OptimizerKind::Sgd;
 }
 
-// The module's parameters that require a gradient, which a session trains.
-std::vector<std::string> trainedParameters(const torch::jit::Module& module) {
-  std::vector<std::string> names;
-  for (const torch::jit::NameTensor& parameter : module.named_parameters(true)) {
-    if (parameter.value.requires_grad()) names.push_back(parameter.name);
-  }
-  POPSIM_CHECK(!names.empty(), ErrorKind::InvalidInput,
-               "the module has no parameter that requires a gradient, so a training session "
-               "has nothing to train.");
-  return names;
-}
-
 compiler::TrainingConfig configOf(const Options& options,
                                   const std::vector<api::OptimizerGroup>& groups) {
   const Optimizer& first = groups.front().optimizer; // (every group's is of its kind)
@@ -137,7 +125,8 @@ compileTraining(torch::jit::Module module, const Inputs& exampleInputs, Options 
 TrainingSession::TrainingSession(torch::jit::Module module, const Inputs& exampleInputs,
                                  Options options, Optimizer optimizer) {
   api::withErrorClasses([&] {
-    std::vector<api::OptimizerGroup> groups{{std::move(optimizer), trainedParameters(module)}};
+    std::vector<api::OptimizerGroup> groups{
+        {std::move(optimizer), api::trainedParametersOf(module).names}};
     state_->compiled =
         compileTraining(std::move(module), exampleInputs, std::move(options), groups);
     state_->optimizerGroups = std::move(groups);
