@@ -424,6 +424,19 @@ std::vector<at::Tensor> parametersOf(const torch::jit::Module& module) {
   return parameters;
 }
 
+// A weight two submodules share is one tensor: a session built with popsim's
+// optimizer trains it once, and a torch::optim optimizer over the module's
+// parameters later fits that session.
+TEST(PublicApi, ATiedWeightIsTrainedOnceWhicheverOptimizerNamesIt) {
+  const at::Tensor x = reference("tied_inputs");
+  torch::jit::Module module = load("tied.pt");
+  popsim::TrainingSession session(module, {x}, popsim::Options(), popsim::optim::SGD(0.1));
+  session.run({x});
+  torch::optim::SGD sgd(parametersOf(module), torch::optim::SGDOptions(0.05));
+  session.setOptimizer(sgd);
+  session.run({x});
+}
+
 TEST(PublicApi, LibTorchOptimizersAndSchedulersTrainAsPopsims) {
   const at::Tensor images = reference("train_images");
   const at::Tensor labels = reference("train_labels");

@@ -321,6 +321,28 @@ def python_nested(directory: Path):
 REPLICAS = 2
 
 
+class Tied(torch.nn.Module):
+    """An encoder and a decoder that share one weight: the module lists the tensor under two
+    names, and a session trains it once."""
+
+    def __init__(self):
+        super().__init__()
+        self.encode = torch.nn.Linear(6, 4, bias=False)
+        self.decode = torch.nn.Linear(4, 6, bias=False)
+        self.decode.weight = self.encode.weight
+
+    def forward(self, x):
+        y = torch.nn.functional.linear(self.encode(x), self.decode.weight.t())
+        return y, torch.nn.functional.mse_loss(y, x)
+
+
+def python_tied(directory: Path):
+    """The tied module, scripted (its two parameter names for one tensor kept)."""
+    torch.manual_seed(5)
+    torch.jit.script(Tied()).save(str(directory / "tied.pt"))
+    return {"tied_inputs": torch.randn(4, 6)}
+
+
 def python_replicated(directory: Path):
     """The pipelined inference and the SGD training again with 2 replicas: each call's
     batch holds both replicas' micro-batches, and training sums their gradients."""
@@ -359,6 +381,7 @@ def main(directory: str) -> None:
     tensors.update(python_control_flow(Path(directory)))
     tensors.update(python_nested(Path(directory)))
     tensors.update(python_replicated(Path(directory)))
+    tensors.update(python_tied(Path(directory)))
     for prefix in OPTIMIZERS:
         tensors.update(python_training(Path(directory), prefix))
     for name, strategy in (("pipelined", popsim.PipelinedExecution),
