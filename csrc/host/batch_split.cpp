@@ -46,11 +46,13 @@ std::vector<int64_t> BatchSplit::microBatchShape(const std::string& name,
   int64_t elements = 1;
   for (int64_t size : shape)
     elements *= size;
-  POPSIM_CHECK(elements != 0, ErrorKind::InvalidInput, "Input '", name, "' has no elements (shape ",
-               listToString(shape),
-               "). popsim, as PopTorch, streams tensors that hold data: give every input at "
-               "least one element (a batch of at least one sample per micro-batch), or leave "
-               "the empty one out of the model's inputs.");
+  // The first words are PopTorch's, which code written for it may match.
+  POPSIM_CHECK(
+      elements != 0, ErrorKind::InvalidInput, "Zero-sized tensors are unsupported (Got shape ",
+      listToString(shape), "): input '", name,
+      "' has no elements. popsim, as PopTorch, streams tensors that hold data: give every input at "
+      "least one element (a batch of at least one sample per micro-batch), or leave "
+      "the empty one out of the model's inputs.");
   if (shape.empty()) {
     // One micro-batch per call: every replica gets the scalar.
     POPSIM_CHECK(factor() == replicaParts, ErrorKind::InvalidInput, "Input '", name,

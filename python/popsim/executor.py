@@ -24,8 +24,9 @@ from torch.nn.modules.module import _IncompatibleKeys
 
 from popsim import _C
 from popsim.api import hooks as _hooks
-from popsim.api.enums import CommGroupType, OutputMode, VariableRetrievalMode
-from popsim.api.errors import ArgumentError, ExecutableFileError, InputError, OptionError
+from popsim.api.enums import CommGroupType, ConnectionType, OutputMode, VariableRetrievalMode
+from popsim.api.errors import (ArgumentError, Error, ExecutableFileError, InputError,
+                               OfflineTargetError, OptionError)
 from popsim.api.log import LOGGER
 from popsim.api.options import Options
 from popsim.compile import call_spec as _call_spec
@@ -58,6 +59,23 @@ def _one_thread_at_a_time(method: Callable[Concatenate["Executor", _P], _R]
             return method(self, *args, **kwargs)
 
     return serialised
+
+
+def _backward_refused(*args: Any, **kwargs: Any) -> None:
+    raise Error("backward() cannot be called explicitly on outputs of a PopTorch model. If "
+                "you're using a trainingModel, the backwards pass is performed automatically "
+                "when invoking the model. If you're using an inferenceModel, you should use a "
+                "trainingModel instead. (popsim's outputs are host copies of the device's "
+                "values: each call of a training model has run its backward pass and "
+                "optimizer step already.)")
+
+
+def _refuse_backward(outputs: Any) -> None:
+    """Makes backward() on an output say why it cannot work, as PopTorch does, instead of
+    autograd's "does not require grad"."""
+    for output in outputs:
+        if isinstance(output, torch.Tensor):
+            output.backward = _backward_refused  # type: ignore[assignment]
 
 
 class Executor(ExecutorReports):
@@ -285,6 +303,16 @@ class Executor(ExecutorReports):
 
     @_one_thread_at_a_time
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._options.connection_type == ConnectionType.Never:
+            # Refused before it compiles, as PopTorch asserts: an offline target is for
+            # compile() and the memory report, and calling it is a mistake to say at once.
+            raise OfflineTargetError(
+                "Trying to run a model on an offline device (ConnectionType.Never): use "
+                "model.compile(inputs) instead of model(inputs). The options set "
+                "connectionType(ConnectionType.Never) (useOfflineIpuTarget sets it), which "
+                "compiles for an offline target and never runs; compile() gives the memory "
+                "report. To run the model, wrap it again with options that leave "
+                "connectionType at Always or OnDemand.", option="connectionType")
         if (self._compiled is not None and self._training
                 and self._owned_flags != self._compiled.flags):
             LOGGER.info("The training model's train/eval flags changed since it compiled "
@@ -304,6 +332,7 @@ class Executor(ExecutorReports):
         outputs, converted = self._calls.run(tensors, loss_scaling, not self._warned_float64)
         self._warned_float64 = self._warned_float64 or converted
         self._flow.after_call()
+        _refuse_backward(outputs)
         result = _structure.unflatten(outputs, compiled.output_structure)
         self._profile.called(compiled.program, time.perf_counter() - start, self._sizing_job())
         return result

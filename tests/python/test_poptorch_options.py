@@ -100,13 +100,20 @@ def test_on_demand_attaches_when_the_model_first_runs():
 ])
 def test_an_offline_target_compiles_but_does_not_run(opts):
     model = popsim.inferenceModel(MnistNetwork(), opts)
+    # A call is refused before it compiles, with PopTorch's words and class (an assertion).
+    offline = r"Trying to run a model on an offline device \(ConnectionType.Never\): use model.compile"
+    with pytest.raises(AssertionError, match=offline) as refused:
+        model(IMAGES)
+    assert isinstance(refused.value, popsim.OptionError)
+    assert refused.value.option == "connectionType"
+    assert not model.isCompiled()
     model.compile(IMAGES)
     assert model.isCompiled() and not model.isAttachedToDevice()
     assert model.memoryReport()["ipus"][0]["total"] > 0
+    with pytest.raises(popsim.OfflineTargetError, match=offline):
+        model(IMAGES)
     message = (r"compiled with connectionType\(ConnectionType.Never\) \(which useOfflineIpuTarget "
                r"sets\): it compiles for an offline target and cannot run")
-    with pytest.raises(popsim.OptionError, match=message):
-        model(IMAGES)
     with pytest.raises(popsim.OptionError, match=message):
         model.attachToDevice()
 

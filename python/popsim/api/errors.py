@@ -109,6 +109,12 @@ class OptionError(Error, ValueError):
         return (type(self), (str(self), self.option))
 
 
+class OfflineTargetError(OptionError, AssertionError):
+    """A model compiled for an offline target (``connectionType(ConnectionType.Never)``, which
+    :meth:`popsim.Options.useOfflineIpuTarget` sets) was called. An ``AssertionError`` too,
+    as PopTorch raises one there."""
+
+
 class CompilationError(Error):
     """The model could not be turned into a program for other reasons."""
 

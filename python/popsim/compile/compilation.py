@@ -23,6 +23,7 @@ from popsim.device import replication as _replication
 from popsim.frontend import tracing as _tracing
 from popsim.frontend import weights as _weights
 from popsim.api.errors import CompilationError, InputError
+from popsim.api.log import LOGGER
 from popsim.api.option_fields import source_location_excludes
 from popsim.api.options import Options
 
@@ -98,7 +99,9 @@ def import_call(model: torch.nn.Module, options: Options, training: bool,
     """Traces the model on one micro-batch of the call's inputs and imports the
     trace into popsim IR (C++). `tracing_done` marks the end of the trace."""
     signature = _tracing.Signature(args, kwargs, model.forward)
-    micro = micro_batches(options, signature, signature.tensors(args, kwargs))
+    tensors = signature.tensors(args, kwargs)
+    _warn_about_inputs_requiring_grad(signature.tensor_names, tensors)
+    micro = micro_batches(options, signature, tensors)
     batched = [tensor for tensor in micro if tensor.dim() > 0]
     if batched:
         signature.batch_explanation = _C.batch_split_of(options._session).batch_text(
@@ -130,6 +133,19 @@ def import_call(model: torch.nn.Module, options: Options, training: bool,
     return ImportedCall(signature, graph, flat.output_structure,
                         flat.output_dtypes,  # type: ignore[arg-type]
                         float32_buffers)
+
+
+def _warn_about_inputs_requiring_grad(names: Sequence[str],
+                                      tensors: Sequence[torch.Tensor]) -> None:
+    """Warns, once per compilation, that inputs with requires_grad=True get no gradient, as
+    PopTorch warns: a model's calls compute gradients for its parameters only."""
+    wanting = [name for name, tensor in zip(names, tensors) if tensor.requires_grad]
+    if wanting:
+        LOGGER.warning(
+            "Input tensor has requires_grad=True set. This tensor will be detached because "
+            "backward pass via inputs is not supported: popsim computes no gradient for input(s) "
+            "%s (a training model's backward pass ends at its parameters).",
+            ", ".join(f"'{name}'" for name in wanting))
 
 
 def _warn_about_float64(traced: torch.jit.ScriptModule, float32_tensors: Sequence[str],

@@ -290,6 +290,47 @@ def _untouched_state(model: torch.nn.Module) -> Iterator[None]:
         torch.set_rng_state(rng)
 
 
+@contextlib.contextmanager
+def _unreplaced_buffers_and_parameters(model: torch.nn.Module) -> Iterator[None]:
+    """A forward() may update a buffer in place (the device keeps it as state), but not
+    remove or rebind a buffer or parameter: the program holds the tensors that were there
+    when it was traced, so the model would silently lose the change. Such a forward() is
+    refused after its trace, in PopTorch's words, with the model's tensors put back."""
+    held = [(path, module, kind, dict(tensors))
+            for path, module in model.named_modules()
+            for kind, tensors in (("Buffer", module._buffers), ("Parameter", module._parameters))]
+    traced = False
+    try:
+        yield
+        traced = True
+    finally:
+        refused = None
+        for path, module, kind, before in held:
+            now = module._buffers if kind == "Buffer" else module._parameters
+            for name, tensor in before.items():
+                if now.get(name) is tensor:
+                    continue
+                if refused is None:
+                    refused = _rebound_message(kind, f"{path}.{name}" if path else name, name,
+                                               removed=now.get(name) is None and
+                                               tensor is not None)
+                now[name] = tensor
+        if traced and refused is not None:
+            raise CompilationError(refused)
+
+
+def _rebound_message(kind: str, path: str, name: str, removed: bool) -> str:
+    if removed:
+        return (f"{kind} {path} is removed from the model when calling the forward method. "
+                f"popsim compiles the model's {kind.lower()}s as they were before forward() "
+                f"ran; keep {kind.lower()} {path} registered (the model was left as it was).")
+    return (f"{kind} {path} is reassigned within the model when calling the forward method. "
+            f"This is not supported. Consider using self.{name}.copy_(src) to copy data from a "
+            f"source tensor, where src is the name of the source tensor. (popsim keeps the "
+            f"{kind.lower()} on the device and updates it in place; a new tensor bound to its "
+            f"name would not be seen. The model was left as it was.)")
+
+
 def _cumulative_batch_norm_forward(module: torch.nn.modules.batchnorm._BatchNorm
                                    ) -> Callable[[torch.Tensor], torch.Tensor]:
     """forward() of a training batch norm with momentum=None, which averages
@@ -442,6 +483,7 @@ def _trace(model: torch.nn.Module, signature: Signature,
     flat = _FlatModel(model, signature)
     _blocks.reset_for_trace()
     guards = contextlib.ExitStack()
+    guards.enter_context(_unreplaced_buffers_and_parameters(model))  # checked last
     if module_scopes:
         guards.enter_context(_name_scope.module_scopes(model))
     guards.enter_context(_untouched_state(model))  # a forward may write buffers in eval mode too

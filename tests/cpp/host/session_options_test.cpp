@@ -183,9 +183,10 @@ TEST(BatchSplitTest, InputsSplitIntoTheMicroBatchesOfACall) {
   EXPECT_EQ(messageOf([&] {
               split.microBatchShape("x", {12, 0});
             }),
-            "Input 'x' has no elements (shape [12, 0]). popsim, as PopTorch, streams tensors "
-            "that hold data: give every input at least one element (a batch of at least one "
-            "sample per micro-batch), or leave the empty one out of the model's inputs.");
+            "Zero-sized tensors are unsupported (Got shape [12, 0]): input 'x' has no "
+            "elements. popsim, as PopTorch, streams tensors that hold data: give every input at "
+            "least one element (a batch of at least one sample per micro-batch), or leave the "
+            "empty one out of the model's inputs.");
   EXPECT_EQ(host::batchSplitOf(SessionOptions()).microBatchShape("s", {}),
             std::vector<int64_t>{}); // one micro-batch per call: the scalar as it is
 }
