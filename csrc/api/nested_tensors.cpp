@@ -77,9 +77,28 @@ frontend::ValueStructure flatten(const c10::IValue& value, const std::string& na
                  "tensors, as forward() takes them.");
 }
 
+std::string parameterName(const std::vector<std::string>& parameters, size_t index) {
+  return index < parameters.size() ? parameters[index] : "input" + std::to_string(index);
+}
+
+// Where a call's nested input is: spelled ("y[1]['mask']") only when an error
+// names it, since every run checks its inputs against the compiled structure.
+struct InputPath {
+  const InputPath* parent = nullptr;                    // null at a positional input
+  size_t index = 0;                                     // the input's or the element's
+  const std::string* key = nullptr;                     // a dict element's key
+  const std::vector<std::string>* parameters = nullptr; // forward()'s names, at the root
+
+  std::string text() const {
+    if (parent == nullptr) return parameterName(*parameters, index);
+    return parent->text() +
+           (key != nullptr ? "['" + *key + "']" : "[" + std::to_string(index) + "]");
+  }
+};
+
 // `value`'s own kind, length and keys (its elements left empty): what a call's
 // input is compared with at each level, without flattening it again there.
-frontend::ValueStructure outline(const c10::IValue& value, const std::string& name) {
+frontend::ValueStructure outline(const c10::IValue& value, const InputPath& path) {
   frontend::ValueStructure structure;
   if (value.isTensor()) return structure;
   if (value.isTuple() || value.isList()) {
@@ -97,15 +116,15 @@ frontend::ValueStructure outline(const c10::IValue& value, const std::string& na
     return structure;
   }
   FlatInputs ignored;
-  return flatten(value, name, ignored); // (refuses it, naming what it is)
+  return flatten(value, path.text(), ignored); // (refuses it, naming what it is)
 }
 
 // `value`'s tensors in the order `compiled` gives them.
 void flattenAs(const c10::IValue& value, const frontend::ValueStructure& compiled,
-               const std::string& name, std::vector<at::Tensor>& tensors) {
-  const frontend::ValueStructure structure = outline(value, name);
+               const InputPath& path, std::vector<at::Tensor>& tensors) {
+  const frontend::ValueStructure structure = outline(value, path);
   const auto refuse = [&] {
-    throwError(ErrorKind::InvalidInput, "Input '" + name + "' is " + describe(structure) +
+    throwError(ErrorKind::InvalidInput, "Input '" + path.text() + "' is " + describe(structure) +
                                             " but the session was compiled for " +
                                             describe(compiled) + ". " + kOneProgramPerSignature);
   };
@@ -120,18 +139,14 @@ void flattenAs(const c10::IValue& value, const frontend::ValueStructure& compile
     for (size_t i = 0; i < compiled.keys.size(); ++i) {
       const std::string& key = compiled.keys[i];
       if (!dict.contains(key)) refuse();
-      flattenAs(dict.at(key), compiled.elements[i], name + "['" + key + "']", tensors);
+      flattenAs(dict.at(key), compiled.elements[i], InputPath{&path, i, &key}, tensors);
     }
     return;
   }
   const std::vector<c10::IValue> elements =
       value.isTuple() ? value.toTupleRef().elements().vec() : value.toListRef().vec();
   for (size_t i = 0; i < elements.size(); ++i)
-    flattenAs(elements[i], compiled.elements[i], name + "[" + std::to_string(i) + "]", tensors);
-}
-
-std::string parameterName(const std::vector<std::string>& parameters, size_t index) {
-  return index < parameters.size() ? parameters[index] : "input" + std::to_string(index);
+    flattenAs(elements[i], compiled.elements[i], InputPath{&path, i}, tensors);
 }
 
 c10::IValue nestFrom(const frontend::ValueStructure& structure,
@@ -185,7 +200,7 @@ std::vector<at::Tensor> flattenAs(const std::vector<c10::IValue>& values,
   }
   std::vector<at::Tensor> tensors;
   for (size_t i = 0; i < values.size(); ++i)
-    flattenAs(values[i], compiled[i], parameterName(parameters, i), tensors);
+    flattenAs(values[i], compiled[i], InputPath{nullptr, i, nullptr, &parameters}, tensors);
   return tensors;
 }
 

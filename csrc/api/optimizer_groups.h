@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace popsim::api {
@@ -19,6 +20,19 @@ struct OptimizerGroup {
   Optimizer optimizer;
   std::vector<std::string> parameters;
 };
+
+// The settings of an optimizer that are compiled into a training program
+// because they decide which optimizer state exists and which update runs (not
+// its numeric hyper-parameters, which are device state). Sessions compare them
+// to tell whether setOptimizer may keep the program, and the groups of a
+// torch::optim optimizer folded into one popsim optimizer must agree on them.
+inline auto stateSettingsOf(const Optimizer& optimizer) {
+  return std::make_tuple(optimizer.kind(), optimizer.momentum(), optimizer.nesterov(),
+                         optimizer.amsgrad(), optimizer.centered(), optimizer.tfVariant(),
+                         optimizer.biasCorrection());
+}
+inline constexpr const char* kStateSettingsNames =
+    "momentum on or off, nesterov, amsgrad, centered, the TensorFlow variant or bias correction";
 
 // The parameters of `module` a training session trains, those that require a
 // gradient, each by its first name (a tied weight is one tensor under two

@@ -14,7 +14,6 @@
 
 #include <map>
 #include <set>
-#include <tuple>
 
 namespace popsim {
 namespace {
@@ -77,10 +76,7 @@ std::string difference(const Optimizer& first, const Optimizer& other) {
     const double second = other.hyperparameters().at(name);
     if (value != second) return strCat(name, " ", value, " and ", second);
   }
-  const auto flags = [](const Optimizer& o) {
-    return std::make_tuple(o.momentum(), o.nesterov(), o.amsgrad(), o.centered());
-  };
-  return flags(first) == flags(other) ? "" : "momentum, nesterov, amsgrad or centered";
+  return api::stateSettingsOf(first) == api::stateSettingsOf(other) ? "" : api::kStateSettingsNames;
 }
 
 } // namespace

@@ -93,10 +93,7 @@ void writeHyperparameters(api::CompiledModule& compiled,
 // Whether `next` may replace `current` without recompiling: the same
 // optimizer and state flags, clipping and loss scaling.
 bool sameProgram(const Optimizer& next, const Optimizer& current) {
-  return next.kind() == current.kind() && next.momentum() == current.momentum() &&
-         next.nesterov() == current.nesterov() && next.amsgrad() == current.amsgrad() &&
-         next.centered() == current.centered() && next.tfVariant() == current.tfVariant() &&
-         next.biasCorrection() == current.biasCorrection() &&
+  return api::stateSettingsOf(next) == api::stateSettingsOf(current) &&
          next.maxGradNorm() == current.maxGradNorm() && next.lossScaling() == current.lossScaling();
 }
 

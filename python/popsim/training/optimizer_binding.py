@@ -10,7 +10,7 @@ in both directions.
 
 import math
 import warnings
-from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 import torch
 
@@ -323,27 +323,41 @@ class OptimizerBinding:
             values[_C.RANDOM_COUNTER_NAME] = torch.tensor(0, dtype=torch.int64)
         return values
 
+    def _state_entries(self, executable: _C.DeviceProgram
+                       ) -> Iterator[Tuple[str, int, Optional[Tuple[str, torch.Tensor]]]]:
+        """The program's optimizer state: (device name, group index, (state key, parameter))
+        for each parameter's state, (device name, group index, None) for each group's step."""
+        available = set(executable.state_names())
+        for index, params in enumerate(self.groups):
+            for name, param in params:
+                for key in state_names(self.kind, self.flags[index]):
+                    device_name = _C.parameter_state_name(name, key)
+                    if device_name in available:
+                        yield device_name, index, (key, param)
+            step_name = _C.group_state_name(index, "step")
+            if step_name in available:
+                yield step_name, index, None
+
+    def state_shapes(self, executable: _C.DeviceProgram) -> Dict[str, Tuple[int, ...]]:
+        """The shape of each optimizer state tensor of the program, by device name."""
+        return {device_name: tuple(entry[1].shape) if entry is not None else ()
+                for device_name, _, entry in self._state_entries(executable)}
+
     def optimizer_state(self, executable: _C.DeviceProgram) -> Dict[str, torch.Tensor]:
         """The device's optimizer state (moments, buffers, step counts) from the
         optimizer's own state, zeros where it has none."""
-        available = set(executable.state_names())
         values = {}
-        for index, params in enumerate(self.groups):
-            for name, param in params:
-                torch_state = self.optimizer.state.get(param, {})
-                for key in state_names(self.kind, self.flags[index]):
-                    device_name = _C.parameter_state_name(name, key)
-                    if device_name not in available:
-                        continue
-                    value = torch_state.get(key)
-                    start = _C.initial_state_value(parameter_group(self.flags[index]), key)
-                    dtype = (torch.float16 if key in half_state_keys(self.kind, self.optimizer)
-                             else torch.float32)
-                    values[device_name] = (value.detach().to(dtype) if value is not None
-                                           else torch.full_like(param, start, dtype=dtype))
-            step_name = _C.group_state_name(index, "step")
-            if step_name in available:
-                values[step_name] = torch.tensor(self._initial_step(index), dtype=torch.int64)
+        for device_name, index, entry in self._state_entries(executable):
+            if entry is None:
+                values[device_name] = torch.tensor(self._initial_step(index), dtype=torch.int64)
+                continue
+            key, param = entry
+            value = self.optimizer.state.get(param, {}).get(key)
+            start = _C.initial_state_value(parameter_group(self.flags[index]), key)
+            dtype = (torch.float16 if key in half_state_keys(self.kind, self.optimizer)
+                     else torch.float32)
+            values[device_name] = (value.detach().to(dtype) if value is not None
+                                   else torch.full_like(param, start, dtype=dtype))
         return values
 
     def _initial_step(self, index: int) -> int:

@@ -33,6 +33,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import torch
 
+from popsim import _C
 from popsim.api.errors import OptionError
 
 PARAMETER_PREFIX = "model."
@@ -47,7 +48,6 @@ _ACCUMULATORS: Dict[str, Dict[str, str]] = {
     "rmsprop": {"square_avg": "Accl1", "momentum_buffer": "Accl2", "grad_avg": "Accl3"},
 }
 _STEP = "Step"
-_GROUP_STEP = "optimizer/group{}/step"
 
 
 def _specific(scalar: str, parameter: str) -> str:
@@ -72,6 +72,10 @@ class StateNames:
         self.constants = constants
         self.constant_loss_scaling = constant_loss_scaling
         self._group_of = {name: index for index, names in enumerate(groups) for name in names}
+        # popsim's device names, as the compiler gives them (one spelling: the core's).
+        self._slot_of = {_C.parameter_state_name(name, slot): (name, slot)
+                         for name in self._group_of for slot in _ACCUMULATORS[kind]}
+        self._step_of = {_C.group_state_name(index, "step"): index for index in range(len(groups))}
 
     def _variable(self, group: int, attribute: str) -> bool:
         return (group, attribute) not in self.constants
@@ -84,17 +88,14 @@ class StateNames:
         named: Dict[str, torch.Tensor] = {}
         accumulators = _ACCUMULATORS[self.kind]
         for key, value in state.items():
-            parameter, _, slot = key.rpartition("/")
-            if parameter in self._group_of and slot in accumulators:
+            if key in self._slot_of:
+                parameter, slot = self._slot_of[key]
                 if self.kind == "sgd":  # PopART's velocity carries the loss scaling
                     value = (value.double() * loss_scaling).to(value.dtype)
                 named[f"{accumulators[slot]}___{PARAMETER_PREFIX}{parameter}"] = value
-                continue
-            for index, names in enumerate(self.groups):
-                if key == _GROUP_STEP.format(index):
-                    for name in names:
-                        named[f"{_STEP}___{PARAMETER_PREFIX}{name}"] = value.clone()
-                    break
+            elif key in self._step_of:
+                for name in self.groups[self._step_of[key]]:
+                    named[f"{_STEP}___{PARAMETER_PREFIX}{name}"] = value.clone()
             else:
                 named[key] = value  # popsim's own state (shards, ...) keeps its name
         return named
@@ -122,11 +123,11 @@ class StateNames:
                 if parameter in self._group_of and accumulator in by_accumulator:
                     if self.kind == "sgd":
                         value = (value.double() / loss_scaling).to(value.dtype)
-                    state[f"{parameter}/{by_accumulator[accumulator]}"] = value
+                    state[_C.parameter_state_name(parameter, by_accumulator[accumulator])] = value
                     continue
             state[key] = value
         for index, (_, value) in steps.items():
-            state[_GROUP_STEP.format(index)] = value
+            state[_C.group_state_name(index, "step")] = value
         return state
 
     # --- ipu_param -------------------------------------------------------------------------

@@ -305,7 +305,7 @@ class WeightFlow:
                 setattr(self.optimizer, "loss_scaling", scaling)
         if ipu_state is not None:
             # The program's state names and shapes (the host's view: no device read).
-            known = (self.binding.optimizer_state(self._program)
+            known = (self.binding.state_shapes(self._program)
                      if self._program is not None and self._training else None)
             if known is None:
                 raise OptionError("optimizer.load_state_dict: an 'ipu_state' is the state of a "
@@ -314,7 +314,7 @@ class WeightFlow:
                                   option="optimizer.load_state_dict")
             loaded = self._state_names().device_state(ipu_state, self.binding.loss_scaling())
             for name, value in loaded.items():
-                if name not in known or tuple(value.shape) != tuple(known[name].shape):
+                if name not in known or tuple(value.shape) != known[name]:
                     raise OptionError(
                         f"optimizer.load_state_dict: ipu_state['{name}'] is not a state of this "
                         f"program of that shape; its optimizer state is "
