@@ -21,10 +21,11 @@
 namespace popsim::kernels::reference {
 namespace {
 
-// A tile is kRows rows of C by one panel of B's columns, its width set by
-// the vector unit: the tile's running sums stay in registers.
-constexpr int64_t kRows = 4;
-// The widest tile's columns (AVX-512's), for a buffer any tile fits.
+// A tile is some rows of C by one panel of B's columns, its shape set by the
+// vector unit and the product's shape: the tile's running sums stay in
+// registers. kMaxRows and kWidest bound every tile's shape, for buffers any
+// tile fits.
+constexpr int64_t kMaxRows = 6;
 constexpr int64_t kWidest = 24;
 
 // The lengths of the runs of partials along J, in order.
@@ -33,16 +34,17 @@ struct Runs {
   int64_t count;
 };
 
-// What computes one tile: for r < kRows, totals[r * width + q] = the
+// What computes one tile: for r < its rows, totals[r * width + q] = the
 // float16-partials sum over j of rows[r][j] * panel[j * width + q], the
 // products summed in `runs`.
 using TileFn = void (*)(Runs runs, const float* const* rows, const float* panel, float* totals);
 
 // Without a vector unit: each element summed as HalfSum does, run by run.
+constexpr int64_t kScalarRows = 4;
 constexpr int64_t kScalarWidth = 8;
 
 void tileScalar(Runs runs, const float* const* rows, const float* panel, float* totals) {
-  for (int64_t r = 0; r < kRows; ++r) {
+  for (int64_t r = 0; r < kScalarRows; ++r) {
     for (int64_t q = 0; q < kScalarWidth; ++q) {
       float total = 0.0f;
       int64_t j = 0;
@@ -66,22 +68,26 @@ POPSIM_TARGET_AVX2_FMA inline __m256 roundedToHalf(__m256 values) {
   return _mm256_cvtph_ps(_mm256_cvtps_ph(values, _MM_FROUND_TO_NEAREST_INT));
 }
 
-// AVX-512: 24 columns, three vectors of 8 doubles per row.
-constexpr int64_t kAvx512Width = 24;
-
 POPSIM_TARGET_AVX512_FMA inline __m512 roundedToHalf16(__m512 values) {
   return _mm512_cvtph_ps(_mm512_cvtps_ph(values, _MM_FROUND_TO_NEAREST_INT));
 }
 
+// AVX-512: Vectors vectors of 8 doubles per row (24 or 16 columns), over
+// Rows rows: 12 running sums in registers either way, so that a narrow C
+// (10 or 12 columns, as a convolution's input gradient over 10 channels)
+// pads fewer lanes with the narrower tile.
+template <int Vectors, int64_t Rows>
 POPSIM_TARGET_AVX512_FMA void tileAvx512(Runs runs, const float* const* rows, const float* panel,
                                          float* totals) {
-  __m512d run[kRows][3];
-  // Each row's 24 totals: columns 0-15 in one vector, 16-23 in another, so
+  static_assert(Vectors == 2 || Vectors == 3, "16 or 24 columns");
+  constexpr int64_t width = 8 * Vectors;
+  __m512d run[Rows][Vectors];
+  // Each row's totals: columns 0-15 in one vector, 16-23 in another, so
   // that a run's roundings take two pairs of conversions a row, not three.
-  __m512 low[kRows];
-  __m256 high[kRows];
-  for (int64_t r = 0; r < kRows; ++r) {
-    for (int v = 0; v < 3; ++v)
+  __m512 low[Rows];
+  __m256 high[Rows];
+  for (int64_t r = 0; r < Rows; ++r) {
+    for (int v = 0; v < Vectors; ++v)
       run[r][v] = _mm512_setzero_pd();
     low[r] = _mm512_setzero_ps();
     high[r] = _mm256_setzero_ps();
@@ -89,40 +95,42 @@ POPSIM_TARGET_AVX512_FMA void tileAvx512(Runs runs, const float* const* rows, co
   int64_t j = 0;
   for (int64_t index = 0; index < runs.count; ++index) {
     for (const int64_t stop = j + runs.lengths[index]; j < stop; ++j) {
-      const float* b = panel + j * kAvx512Width;
-      const __m512d b0 = _mm512_cvtps_pd(_mm256_loadu_ps(b));
-      const __m512d b1 = _mm512_cvtps_pd(_mm256_loadu_ps(b + 8));
-      const __m512d b2 = _mm512_cvtps_pd(_mm256_loadu_ps(b + 16));
-      for (int64_t r = 0; r < kRows; ++r) {
+      const float* b = panel + j * width;
+      __m512d column[Vectors];
+      for (int v = 0; v < Vectors; ++v)
+        column[v] = _mm512_cvtps_pd(_mm256_loadu_ps(b + 8 * v));
+      for (int64_t r = 0; r < Rows; ++r) {
         const __m512d a = _mm512_set1_pd(static_cast<double>(rows[r][j]));
-        run[r][0] = _mm512_fmadd_pd(a, b0, run[r][0]);
-        run[r][1] = _mm512_fmadd_pd(a, b1, run[r][1]);
-        run[r][2] = _mm512_fmadd_pd(a, b2, run[r][2]);
+        for (int v = 0; v < Vectors; ++v)
+          run[r][v] = _mm512_fmadd_pd(a, column[v], run[r][v]);
       }
     }
-    for (int64_t r = 0; r < kRows; ++r) {
+    for (int64_t r = 0; r < Rows; ++r) {
       const __m512 partials = _mm512_insertf32x8(_mm512_castps256_ps512(_mm512_cvtpd_ps(run[r][0])),
                                                  _mm512_cvtpd_ps(run[r][1]), 1);
       low[r] = roundedToHalf16(_mm512_add_ps(low[r], roundedToHalf16(partials)));
-      high[r] = roundedToHalf(_mm256_add_ps(high[r], roundedToHalf(_mm512_cvtpd_ps(run[r][2]))));
-      for (int v = 0; v < 3; ++v)
+      if constexpr (Vectors == 3) {
+        high[r] = roundedToHalf(_mm256_add_ps(high[r], roundedToHalf(_mm512_cvtpd_ps(run[r][2]))));
+      }
+      for (int v = 0; v < Vectors; ++v)
         run[r][v] = _mm512_setzero_pd();
     }
   }
-  for (int64_t r = 0; r < kRows; ++r) {
-    _mm512_storeu_ps(totals + r * kAvx512Width, low[r]);
-    _mm256_storeu_ps(totals + r * kAvx512Width + 16, high[r]);
+  for (int64_t r = 0; r < Rows; ++r) {
+    _mm512_storeu_ps(totals + r * width, low[r]);
+    if constexpr (Vectors == 3) _mm256_storeu_ps(totals + r * width + 16, high[r]);
   }
 }
 
 // AVX2: 8 columns, two vectors of 4 doubles per row.
+constexpr int64_t kAvx2Rows = 4;
 constexpr int64_t kAvx2Width = 8;
 
 POPSIM_TARGET_AVX2_FMA void tileAvx2(Runs runs, const float* const* rows, const float* panel,
                                      float* totals) {
-  __m256d low[kRows], high[kRows];
-  __m256 total[kRows];
-  for (int64_t r = 0; r < kRows; ++r) {
+  __m256d low[kAvx2Rows], high[kAvx2Rows];
+  __m256 total[kAvx2Rows];
+  for (int64_t r = 0; r < kAvx2Rows; ++r) {
     low[r] = high[r] = _mm256_setzero_pd();
     total[r] = _mm256_setzero_ps();
   }
@@ -132,40 +140,50 @@ POPSIM_TARGET_AVX2_FMA void tileAvx2(Runs runs, const float* const* rows, const 
       const float* b = panel + j * kAvx2Width;
       const __m256d b0 = _mm256_cvtps_pd(_mm_loadu_ps(b));
       const __m256d b1 = _mm256_cvtps_pd(_mm_loadu_ps(b + 4));
-      for (int64_t r = 0; r < kRows; ++r) {
+      for (int64_t r = 0; r < kAvx2Rows; ++r) {
         const __m256d a = _mm256_set1_pd(static_cast<double>(rows[r][j]));
         low[r] = _mm256_fmadd_pd(a, b0, low[r]);
         high[r] = _mm256_fmadd_pd(a, b1, high[r]);
       }
     }
-    for (int64_t r = 0; r < kRows; ++r) {
+    for (int64_t r = 0; r < kAvx2Rows; ++r) {
       const __m256 partial =
           roundedToHalf(_mm256_set_m128(_mm256_cvtpd_ps(high[r]), _mm256_cvtpd_ps(low[r])));
       total[r] = roundedToHalf(_mm256_add_ps(total[r], partial));
       low[r] = high[r] = _mm256_setzero_pd();
     }
   }
-  for (int64_t r = 0; r < kRows; ++r)
+  for (int64_t r = 0; r < kAvx2Rows; ++r)
     _mm256_storeu_ps(totals + r * kAvx2Width, total[r]);
 }
 #endif
 
 #if POPSIM_HAS_VECTOR_CLONES
-static_assert(kAvx512Width <= kWidest && kAvx2Width <= kWidest, "a tile fits kWidest");
+static_assert(kAvx2Width <= kWidest && kAvx2Rows <= kMaxRows, "an AVX2 tile fits the buffers");
 #endif
 
+// One shape of tile and the function that computes it.
 struct Tiling {
   TileFn tile;
+  int64_t rows;
   int64_t width;
 };
 
-Tiling tiling() {
+// The tiles this CPU computes, widest first; each keeps 12 vectors of running
+// sums, so each costs about the same per product.
+std::vector<Tiling> tilingsOfThisCpu() {
 #if POPSIM_HAS_VECTOR_CLONES
-  static const bool fused = __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-  if (fused && vectorIsa() == VectorIsa::Avx512) return {tileAvx512, kAvx512Width};
-  if (fused && vectorIsa() != VectorIsa::Baseline) return {tileAvx2, kAvx2Width};
+  const bool fused = __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  if (fused && vectorIsa() == VectorIsa::Avx512)
+    return {{tileAvx512<3, 4>, 4, 24}, {tileAvx512<2, 6>, 6, 16}};
+  if (fused && vectorIsa() != VectorIsa::Baseline) return {{tileAvx2, kAvx2Rows, kAvx2Width}};
 #endif
-  return {tileScalar, kScalarWidth};
+  return {{tileScalar, kScalarRows, kScalarWidth}};
+}
+
+const std::vector<Tiling>& tilings() {
+  static const std::vector<Tiling> ofThisCpu = tilingsOfThisCpu();
+  return ofThisCpu;
 }
 
 // Products smaller than this run on the calling thread.
@@ -179,14 +197,16 @@ int64_t roundedUp(int64_t value, int64_t multiple) {
 }
 
 // Roughly what an M x P x J product costs on one core, in cycles, so that
-// the cheaper of C and C^T is computed: a tile takes about 10 cycles a
-// product (its multiply-adds and its share of the float16 roundings), and
+// the cheaper of C and C^T, and of the tile shapes, is computed: a tile takes
+// about 10 cycles a product (its multiply-adds and its share of the float16
+// roundings), padded rows and columns included, and
 // copying an operand's element costs about 1 cycle when its rows are
 // contiguous and 4 when they are not (a strided gather).
 double estimatedCycles(int64_t M, int64_t P, int64_t J, bool rowsOfAContiguous,
-                       bool rowsOfBContiguous, int64_t width) {
+                       bool rowsOfBContiguous, const Tiling& t) {
+  const int64_t width = t.width;
   const double tiles =
-      static_cast<double>(roundedUp(M, kRows) / kRows * roundedUp(P, width) / width);
+      static_cast<double>(roundedUp(M, t.rows) / t.rows * roundedUp(P, width) / width);
   const double gatherA = rowsOfAContiguous ? 0.0 : 4.0 * static_cast<double>(M);
   const double packB = (rowsOfBContiguous ? 1.0 : 4.0) * static_cast<double>(roundedUp(P, width));
   return static_cast<double>(J) * (10.0 * tiles + gatherA + packB);
@@ -238,11 +258,25 @@ void halfPartialsProduct(int64_t M, int64_t P, const std::vector<int64_t>& runLe
         C.data[m * C.rowStride + p * C.columnStride] = 0.0f;
     return;
   }
-  const Tiling t = tiling();
-  // The product either way round: a product of two floats is exact in
-  // double, so B^T A^T sums the very same values in the same order.
-  if (estimatedCycles(P, M, J, B.rowStride == 1, A.rowStride == 1, t.width) <
-      estimatedCycles(M, P, J, A.columnStride == 1, B.columnStride == 1, t.width)) {
+  // The product either way round (a product of two floats is exact in
+  // double, so B^T A^T sums the very same values in the same order), with the
+  // tile shape that is cheapest.
+  Tiling t{};
+  bool transposed = false;
+  double cheapest = 0.0;
+  for (const Tiling& candidate : tilings()) {
+    for (const bool transpose : {false, true}) {
+      const double cycles =
+          transpose ? estimatedCycles(P, M, J, B.rowStride == 1, A.rowStride == 1, candidate)
+                    : estimatedCycles(M, P, J, A.columnStride == 1, B.columnStride == 1, candidate);
+      if (t.tile == nullptr || cycles < cheapest) {
+        t = candidate;
+        transposed = transpose;
+        cheapest = cycles;
+      }
+    }
+  }
+  if (transposed) {
     std::swap(M, P);
     std::swap(A, B);
     std::swap(A.rowStride, A.columnStride);
@@ -250,7 +284,7 @@ void halfPartialsProduct(int64_t M, int64_t P, const std::vector<int64_t>& runLe
     std::swap(C.rowStride, C.columnStride);
   }
   const int64_t panels = (P + t.width - 1) / t.width;
-  const int64_t rowTiles = (M + kRows - 1) / kRows;
+  const int64_t rowTiles = (M + t.rows - 1) / t.rows;
   const bool parallel = M * P * J >= kParallelProducts;
   // A's rows as the tiles read them: in place when each row is contiguous,
   // otherwise gathered into rows of J.
@@ -274,20 +308,20 @@ void halfPartialsProduct(int64_t M, int64_t P, const std::vector<int64_t>& runLe
   std::fill(zeros.data(), zeros.data() + J, 0.0f);
   // Tiles in the order that reads the larger operand once: each of its parts
   // meets every part of the smaller one, which stays in cache.
-  const bool panelsOuter = rowTiles * kRows <= panels * t.width;
+  const bool panelsOuter = rowTiles * t.rows <= panels * t.width;
   const int64_t tiles = panels * rowTiles;
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t index = 0; index < tiles; ++index) {
     const int64_t panel = panelsOuter ? index / rowTiles : index % panels;
     const int64_t rowTile = panelsOuter ? index % rowTiles : index / panels;
-    const int64_t m0 = rowTile * kRows;
+    const int64_t m0 = rowTile * t.rows;
     const int64_t p0 = panel * t.width;
-    const float* rows[kRows];
-    for (int64_t r = 0; r < kRows; ++r)
+    const float* rows[kMaxRows];
+    for (int64_t r = 0; r < t.rows; ++r)
       rows[r] = m0 + r < M ? rowsOfA + (m0 + r) * lda : zeros.data();
-    float totals[kRows * kWidest];
+    float totals[kMaxRows * kWidest];
     t.tile(runs, rows, packed.data() + panel * J * t.width, totals);
-    for (int64_t r = 0; r < std::min(kRows, M - m0); ++r)
+    for (int64_t r = 0; r < std::min(t.rows, M - m0); ++r)
       for (int64_t q = 0; q < std::min(t.width, P - p0); ++q)
         C.data[(m0 + r) * C.rowStride + (p0 + q) * C.columnStride] = totals[r * t.width + q];
   }
