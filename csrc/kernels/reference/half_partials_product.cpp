@@ -122,63 +122,86 @@ POPSIM_TARGET_AVX512_FMA void tileAvx512(Runs runs, const float* const* rows, co
   }
 }
 
-// AVX2: 8 columns, two vectors of 4 doubles per row.
-constexpr int64_t kAvx2Rows = 4;
-constexpr int64_t kAvx2Width = 8;
+POPSIM_TARGET_AVX2_FMA inline __m128 roundedToHalf4(__m128 values) {
+  return _mm_cvtph_ps(_mm_cvtps_ph(values, _MM_FROUND_TO_NEAREST_INT));
+}
 
+// AVX2: Vectors vectors of 4 doubles per row (8 or 12 columns), over 4 rows:
+// the 12-column tile spends fewer conversions and broadcasts per
+// multiply-add (16 registers hold its 12 running sums and 3 columns), the
+// 8-column one pads fewer lanes when C is 8 or 16 wide.
+constexpr int64_t kAvx2Rows = 4;
+
+template <int Vectors>
 POPSIM_TARGET_AVX2_FMA void tileAvx2(Runs runs, const float* const* rows, const float* panel,
                                      float* totals) {
-  __m256d low[kAvx2Rows], high[kAvx2Rows];
-  __m256 total[kAvx2Rows];
+  static_assert(Vectors == 2 || Vectors == 3, "8 or 12 columns");
+  constexpr int64_t width = 4 * Vectors;
+  __m256d run[kAvx2Rows][Vectors];
+  // Each row's totals: columns 0-7 in one vector, 8-11 in another.
+  __m256 low[kAvx2Rows];
+  __m128 high[kAvx2Rows];
   for (int64_t r = 0; r < kAvx2Rows; ++r) {
-    low[r] = high[r] = _mm256_setzero_pd();
-    total[r] = _mm256_setzero_ps();
+    for (int v = 0; v < Vectors; ++v)
+      run[r][v] = _mm256_setzero_pd();
+    low[r] = _mm256_setzero_ps();
+    high[r] = _mm_setzero_ps();
   }
   int64_t j = 0;
   for (int64_t index = 0; index < runs.count; ++index) {
     for (const int64_t stop = j + runs.lengths[index]; j < stop; ++j) {
-      const float* b = panel + j * kAvx2Width;
-      const __m256d b0 = _mm256_cvtps_pd(_mm_loadu_ps(b));
-      const __m256d b1 = _mm256_cvtps_pd(_mm_loadu_ps(b + 4));
+      const float* b = panel + j * width;
+      __m256d column[Vectors];
+      for (int v = 0; v < Vectors; ++v)
+        column[v] = _mm256_cvtps_pd(_mm_loadu_ps(b + 4 * v));
       for (int64_t r = 0; r < kAvx2Rows; ++r) {
         const __m256d a = _mm256_set1_pd(static_cast<double>(rows[r][j]));
-        low[r] = _mm256_fmadd_pd(a, b0, low[r]);
-        high[r] = _mm256_fmadd_pd(a, b1, high[r]);
+        for (int v = 0; v < Vectors; ++v)
+          run[r][v] = _mm256_fmadd_pd(a, column[v], run[r][v]);
       }
     }
     for (int64_t r = 0; r < kAvx2Rows; ++r) {
-      const __m256 partial =
-          roundedToHalf(_mm256_set_m128(_mm256_cvtpd_ps(high[r]), _mm256_cvtpd_ps(low[r])));
-      total[r] = roundedToHalf(_mm256_add_ps(total[r], partial));
-      low[r] = high[r] = _mm256_setzero_pd();
+      const __m256 partials =
+          roundedToHalf(_mm256_set_m128(_mm256_cvtpd_ps(run[r][1]), _mm256_cvtpd_ps(run[r][0])));
+      low[r] = roundedToHalf(_mm256_add_ps(low[r], partials));
+      if constexpr (Vectors == 3) {
+        high[r] = roundedToHalf4(_mm_add_ps(high[r], roundedToHalf4(_mm256_cvtpd_ps(run[r][2]))));
+      }
+      for (int v = 0; v < Vectors; ++v)
+        run[r][v] = _mm256_setzero_pd();
     }
   }
-  for (int64_t r = 0; r < kAvx2Rows; ++r)
-    _mm256_storeu_ps(totals + r * kAvx2Width, total[r]);
+  for (int64_t r = 0; r < kAvx2Rows; ++r) {
+    _mm256_storeu_ps(totals + r * width, low[r]);
+    if constexpr (Vectors == 3) _mm_storeu_ps(totals + r * width + 8, high[r]);
+  }
 }
 #endif
 
 #if POPSIM_HAS_VECTOR_CLONES
-static_assert(kAvx2Width <= kWidest && kAvx2Rows <= kMaxRows, "an AVX2 tile fits the buffers");
+static_assert(kAvx2Rows <= kMaxRows, "an AVX2 tile fits the buffers");
 #endif
 
-// One shape of tile and the function that computes it.
+// One shape of tile, the function that computes it and roughly what it
+// costs a step of j, in cycles (its multiply-adds and its share of the
+// float16 roundings).
 struct Tiling {
   TileFn tile;
   int64_t rows;
   int64_t width;
+  double stepCycles;
 };
 
-// The tiles this CPU computes, widest first; each keeps 12 vectors of running
-// sums, so each costs about the same per product.
+// The tiles this CPU computes, the one preferred on a tie first.
 std::vector<Tiling> tilingsOfThisCpu() {
 #if POPSIM_HAS_VECTOR_CLONES
   const bool fused = __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-  if (fused && vectorIsa() == VectorIsa::Avx512)
-    return {{tileAvx512<3, 4>, 4, 24}, {tileAvx512<2, 6>, 6, 16}};
-  if (fused && vectorIsa() != VectorIsa::Baseline) return {{tileAvx2, kAvx2Rows, kAvx2Width}};
+  if (fused && vectorIsa() == VectorIsa::Avx512) // 12 vectors of running sums either way
+    return {{tileAvx512<3, 4>, 4, 24, 10.0}, {tileAvx512<2, 6>, 6, 16, 10.0}};
+  if (fused && vectorIsa() != VectorIsa::Baseline)
+    return {{tileAvx2<3>, kAvx2Rows, 12, 14.0}, {tileAvx2<2>, kAvx2Rows, 8, 10.0}};
 #endif
-  return {{tileScalar, kScalarRows, kScalarWidth}};
+  return {{tileScalar, kScalarRows, kScalarWidth, 10.0}};
 }
 
 const std::vector<Tiling>& tilings() {
@@ -197,9 +220,8 @@ int64_t roundedUp(int64_t value, int64_t multiple) {
 }
 
 // Roughly what an M x P x J product costs on one core, in cycles, so that
-// the cheaper of C and C^T, and of the tile shapes, is computed: a tile takes
-// about 10 cycles a product (its multiply-adds and its share of the float16
-// roundings), padded rows and columns included, and
+// the cheaper of C and C^T, and of the tile shapes, is computed: each tile
+// (padded rows and columns included) its stepCycles per j, and
 // copying an operand's element costs about 1 cycle when its rows are
 // contiguous and 4 when they are not (a strided gather).
 double estimatedCycles(int64_t M, int64_t P, int64_t J, bool rowsOfAContiguous,
@@ -209,7 +231,7 @@ double estimatedCycles(int64_t M, int64_t P, int64_t J, bool rowsOfAContiguous,
       static_cast<double>(roundedUp(M, t.rows) / t.rows * roundedUp(P, width) / width);
   const double gatherA = rowsOfAContiguous ? 0.0 : 4.0 * static_cast<double>(M);
   const double packB = (rowsOfBContiguous ? 1.0 : 4.0) * static_cast<double>(roundedUp(P, width));
-  return static_cast<double>(J) * (10.0 * tiles + gatherA + packB);
+  return static_cast<double>(J) * (t.stepCycles * tiles + gatherA + packB);
 }
 
 // out[r * outStride + c] = the view's element (row0 + r, column0 + c), for
