@@ -33,10 +33,11 @@ struct OutputView {
 // How: B is packed by panels of columns, and each tile of C (rows of A by a
 // panel) keeps its running sums in vector registers (AVX-512 or AVX2 with
 // FMA: the product is exact, so a fused multiply-add rounds as the separate
-// add does), the tiles spread over the OpenMP threads. The transposed
-// product (C^T = B^T A^T, the same products in the same order) is computed
-// instead when a rough cost model (padded lanes, strided packing) finds it
-// cheaper, as for a C narrower than a panel.
+// add does), the tiles spread over the OpenMP threads. Of the tile shapes
+// the vector unit has (24 or 16 columns with AVX-512, 12 or 8 with AVX2) and
+// of C and its transpose (C^T = B^T A^T, the same products in the same
+// order), a rough cost model (padded lanes, strided packing) picks the
+// cheapest, as for a C narrower than a panel.
 void halfPartialsProduct(int64_t M, int64_t P, int64_t J, MatrixView A, MatrixView B, OutputView C);
 
 // The same with the runs of partials given: C[m][p] sums J = the sum of
