@@ -112,11 +112,11 @@ protected:
   std::unique_ptr<State> state_;
 };
 
-/// A TorchScript module compiled for inference on simulated IPUs. The module
-/// compiles in eval mode (dropout off, batch norm with running statistics);
-/// its own train/eval flags are left as they were. Its
-/// weights are copied to the device when the session is built, and again by
-/// copyWeightsToDevice().
+/// A TorchScript module compiled for inference on simulated IPUs. Each of its
+/// modules runs as its train/eval flag says when the session is built, as its
+/// forward() would in LibTorch: call module.eval() first for dropout off and
+/// batch norm with running statistics. Its weights are copied to the device
+/// when the session is built, and again by copyWeightsToDevice().
 class InferenceSession : public Session {
 public:
   /// Compiles `module` for calls whose inputs are shaped as `exampleInputs`:

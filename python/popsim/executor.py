@@ -166,8 +166,8 @@ class Executor(ExecutorReports):
         self._warned_float64 = False  # float64 inputs converted: said once per model
         # Optimizer attributes popsim does not use, said once.
         self._reported_attributes: Set[str] = set()
-        # A training model's own train/eval flags (kept through destroy()): the
-        # modules' when it first compiles, or as Executor.train / eval set them.
+        # The model's own train/eval flags (kept through destroy()): the modules' when it
+        # first compiles, or as Executor.train / eval set them.
         self._owned_flags: Optional[Tuple[bool, ...]] = None
         # (path, ProgramFile) while loadExecutable compiles.
         self._exported: Optional[Tuple[str, _executable_file.ProgramFile]] = None
@@ -275,11 +275,11 @@ class Executor(ExecutorReports):
     def train(self, mode: bool = True) -> "Executor":
         """Sets the train/eval flags of the wrapped model's modules, as ``Module.train(mode)``.
 
-        A training model takes the flags it is given this way as its own: it compiles again at
-        its next call when they changed since it compiled (dropout and batch statistics follow
-        the flags, as in eager PyTorch). Flags set on the user's modules directly
-        (``model.eval()`` to validate, say) leave it as it compiled, as PopTorch's executors own
-        their mode. An inference model runs in eval mode whatever the flags.
+        The model takes the flags it is given this way as its own: it compiles again at its next
+        call when they changed since it compiled (dropout and batch statistics follow the
+        flags, as in eager PyTorch). Flags set on the user's modules directly after the model
+        compiled (``model.eval()`` to validate with another model, say) leave it as it
+        compiled, as PopTorch's executors own their mode.
 
         Args:
             mode: True for train mode, False for eval mode.
@@ -288,8 +288,7 @@ class Executor(ExecutorReports):
             This executor, so calls chain.
         """
         self._user_model.train(mode)
-        if self._training:
-            self._owned_flags = module_flags(self._user_model)
+        self._owned_flags = module_flags(self._user_model)
         return self
 
     def eval(self) -> "Executor":
@@ -313,9 +312,8 @@ class Executor(ExecutorReports):
                 "compiles for an offline target and never runs; compile() gives the memory "
                 "report. To run the model, wrap it again with options that leave "
                 "connectionType at Always or OnDemand.", option="connectionType")
-        if (self._compiled is not None and self._training
-                and self._owned_flags != self._compiled.flags):
-            LOGGER.info("The training model's train/eval flags changed since it compiled "
+        if self._compiled is not None and self._owned_flags != self._compiled.flags:
+            LOGGER.info("The model's train/eval flags changed since it compiled "
                         "(Executor.train / eval): compiling again")
             self.destroy()
         if self._compiled is None:
@@ -533,11 +531,10 @@ class Executor(ExecutorReports):
         with CompileProgress(self._options.show_compilation_progress_bar) as progress:
             self._flow.ensure_registered()
             self._flow.seen_trainers()
-            if self._training and (self._owned_flags is None or len(self._owned_flags)
-                                   != len(list(self._user_model.modules()))):
+            if self._owned_flags is None or len(self._owned_flags) != len(
+                    list(self._user_model.modules())):
                 self._owned_flags = module_flags(self._user_model)  # as the model is now
-            flags = (self._owned_flags if self._training and self._owned_flags is not None
-                     else module_flags(self._user_model))
+            flags = self._owned_flags
             compiled = compile_model(
                 self._user_model, self._model, self._options, self._training,
                 self._flow.optimizer, self.per_replica_params, flags,
@@ -663,13 +660,13 @@ def inferenceModel(model: torch.nn.Module, options: Optional[Options] = None) ->
     """Wraps ``model`` to run inference on simulated IPUs.
 
     Like PopTorch, popsim makes a shallow copy: parameters are shared with
-    ``model``. Inference models are compiled in eval mode (dropout is the
-    identity, batch norm uses its running statistics) whatever ``model.training``
-    is; the model's own flag is left unchanged. The model compiles at its first call (or
-    :meth:`popsim.Executor.compile`).
+    ``model``. Each module runs as its train/eval flag says when the model compiles, as in
+    eager PyTorch and PopTorch: call ``model.eval()`` first for inference's behaviour
+    (dropout the identity, batch norm on its running statistics). The model compiles at its
+    first call (or :meth:`popsim.Executor.compile`).
 
     Example:
-        >>> model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU())
+        >>> model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU()).eval()
         >>> executor = popsim.inferenceModel(model)
         >>> executor(torch.randn(2, 4)).shape
         torch.Size([2, 8])

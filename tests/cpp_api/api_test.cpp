@@ -127,7 +127,7 @@ TEST(PublicApi, WeightsGoToTheDeviceAndBack) {
   const at::Tensor images = reference("images");
   module.train();
   popsim::InferenceSession session(module, {images}, pipelined());
-  // Compiled in eval mode; the caller's flags are as they were.
+  // The caller's flags are as they were.
   EXPECT_TRUE(module.is_training());
   EXPECT_TRUE(module.attr("layer1").toModule().is_training());
   const std::vector<std::string> names = session.weightNames();
@@ -541,15 +541,22 @@ TEST(PublicApi, ScriptedControlFlowDecidedWhenCompilingRuns) {
   // and a loop of 2: each decided when the model compiles, in eval and in train mode.
   const at::Tensor images = reference("control_images");
   const at::Tensor labels = reference("control_labels");
-  popsim::InferenceSession session(load("control_flow.pt"), {images, labels});
+  torch::jit::Module evaluated = load("control_flow.pt");
+  evaluated.eval();
+  popsim::InferenceSession session(evaluated, {images, labels});
   const std::vector<at::Tensor> outputs = session.run({images, labels});
   EXPECT_TRUE(torch::allclose(outputs.at(0), reference("control_eval_logits"), 1e-5, 1e-6));
   EXPECT_TRUE(torch::allclose(outputs.at(1), reference("control_eval_loss"), 1e-5, 1e-6));
+  // In train mode (as the file holds it), inference normalises with the batch's statistics,
+  // as LibTorch's forward() does.
+  popsim::InferenceSession inTrainMode(load("control_flow.pt"), {images, labels});
+  EXPECT_TRUE(torch::allclose(inTrainMode.run({images, labels}).at(0),
+                              reference("control_train_logits"), 1e-5, 1e-6));
   // Sharded over two IPUs by module: batch norm's ops, inside its branches, run on IPU 1.
   popsim::Options sharded;
   sharded.setExecutionStrategy(
       popsim::ShardedExecution({{"conv", 0}, {"norm", 1}, {"pool", 1}, {"head", 1}}));
-  popsim::InferenceSession split(load("control_flow.pt"), {images, labels}, sharded);
+  popsim::InferenceSession split(evaluated, {images, labels}, sharded);
   EXPECT_TRUE(torch::equal(split.run({images, labels}).at(0), outputs.at(0)));
   EXPECT_NE(split.programText().find("ipu 1"), std::string::npos);
   torch::jit::Module training = load("control_flow.pt");

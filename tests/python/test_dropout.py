@@ -77,12 +77,23 @@ def test_every_micro_batch_gets_a_fresh_mask(iterations, accumulation):
             assert not torch.equal(all_masks[i], all_masks[j]), (i, j)
 
 
-def test_eval_mode_dropout_and_inference_do_not_drop():
+def test_eval_mode_dropout_does_not_drop_in_training_or_inference():
     model, training = trainer(p=0.5)
     model.dropout.eval()
     x = torch.rand(4, 500) + 0.5
     y, _ = training(x)
     assert_close(y, x)
-    model.train()
-    inference = popsim.inferenceModel(model)
+    inference = popsim.inferenceModel(model.eval())
     assert_close(inference(x)[0], x * model.weight.detach())
+
+
+def test_an_inference_model_drops_while_its_dropout_is_in_train_mode():
+    # As eager PyTorch and PopTorch run it: the module's flag decides, not the wrapper.
+    model = Dropped(0.5, 500).train()
+    x = torch.rand(8, 500) + 0.5
+    y = popsim.inferenceModel(model)(x)[0]
+    kept = y != 0
+    assert_close(y[kept], (x * model.weight.detach())[kept] / 0.5)
+    deviation = (0.25 / kept.numel()) ** 0.5  # 4,000 draws: within 5 standard deviations
+    assert abs(kept.float().mean().item() - 0.5) < 5 * deviation
+    assert model.training  # the flag is the user's, left as it was

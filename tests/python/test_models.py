@@ -68,14 +68,29 @@ def test_transformer_encoder_layer(norm_first, activation, batch_first):
     assert_close(actual, expected)
 
 
-def test_inference_compiles_in_eval_mode_and_leaves_the_model_flag_alone():
-    model = Mlp().train()
-    inputs = torch.randn(4, 3, 4, 4)
-    actual = popsim.inferenceModel(model)(inputs)
-    assert model.training and all(m.training for m in model.modules())
-    model.eval()
+def test_inference_follows_each_modules_flag_as_eager_pytorch_does():
+    """As in eager PyTorch and PopTorch, the modules' train/eval flags decide: a batch norm
+    in train mode normalises with the batch's statistics, one in eval mode with its running
+    ones; the executor's train() / eval() set the flags and compile again."""
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4))
     with torch.no_grad():
-        assert_close(actual, model(inputs))
+        model[1].running_mean.uniform_(-1, 1)
+        model[1].running_var.uniform_(0.5, 2)
+    inputs = torch.randn(4, 3, 6, 6)
+    with torch.no_grad():
+        batch_statistics = model(inputs)  # (eager train mode: batch statistics)
+        model.eval()
+        running_statistics = model(inputs)
+    inference = popsim.inferenceModel(model)  # in eval mode
+    assert_close(inference(inputs), running_statistics)
+    assert inference.train() is inference
+    assert_close(inference(inputs), batch_statistics)
+    assert model.training  # the flags are the user's module's, as train() set them
+    inference.eval()
+    assert_close(inference(inputs), running_statistics)
+    model.train()  # set on the module directly: the model keeps the mode it compiled with
+    assert_close(inference(inputs), running_statistics)
+    assert_close(popsim.inferenceModel(model)(inputs), batch_statistics)
 
 
 def test_nested_inputs_and_outputs():

@@ -263,15 +263,17 @@ def test_anchor_mode_is_poptorchs_earlier_name_for_output_mode():
 def test_options_load_from_a_file_of_setter_calls(tmp_path):
     config = tmp_path / "poptorch.conf"
     config.write_text("# the tutorial's settings\n"
-                      "deviceIterations(4)\n"
+                      "deviceIterations(4)  # a comment after a setter is left out\n"
                       "\n"
-                      "Training.gradientAccumulation(2)\n"
+                      "  Training.gradientAccumulation(2)\n"
                       "setExecutionStrategy(poptorch.ShardedExecution())\n"
                       "outputMode(poptorch.OutputMode.EveryN, output_return_period=2)\n"
                       "Training.setMeanAccumulationAndReplicationReductionStrategy("
                       "poptorch.MeanReductionStrategy.Running)\n"
-                      "Simulator.memoryPerIpu(64 * 1024 ** 2)\n")
+                      "Simulator.memoryPerIpu(64 * 1024 ** 2)\n"
+                      "modelName('net # 1')  # a # in a string is not a comment\n")
     opts = popsim.Options().loadFromFile(str(config))
+    assert opts.model_name == "net # 1"
     assert opts.device_iterations == 4 and opts.Training.gradient_accumulation == 2
     assert isinstance(opts.execution_strategy, popsim.ShardedExecution)
     assert (opts.output_mode, opts.output_return_period) == (popsim.OutputMode.EveryN, 2)

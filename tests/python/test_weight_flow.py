@@ -137,9 +137,10 @@ def test_load_state_dict_on_the_executor_reaches_the_device():
 
 def test_inference_model_of_the_same_host_model_sees_trained_weights():
     pair = Pair()
-    inference = popsim.inferenceModel(pair.model)
+    inference = popsim.inferenceModel(pair.model.eval())
     x = torch.randn(4, 1, 8, 8)
-    inference(x)  # compiled with the initial weights
+    inference(x)  # compiled with the initial weights, in eval mode
+    pair.model.train()  # the training model compiles in train mode; the inference one stays
     for batch in batches(3):
         pair.step(*batch)
         pair.eager.eval()

@@ -49,22 +49,19 @@ template <ir::OpKind Kind> void lowerSoftmax(LoweringContext& ctx) {
   ctx.setOutput(0, scalar ? reshape(ctx, y, {}) : y);
 }
 
-// aten::dropout(input, p, train) and its variants: the identity when not
-// training (inference models are compiled in eval mode); in training, a mask
-// drawn from the dropout counter (aten::dropout only: the feature and alpha
-// variants zero whole channels or rescale differently).
+// aten::dropout(input, p, train) and its variants: the identity in eval mode;
+// in train mode (in a training model, or in an inference model whose dropout
+// is in train mode, as eager PyTorch and PopTorch run it), a mask drawn from
+// the dropout counter (aten::dropout only: the feature and alpha variants
+// zero whole channels or rescale differently).
 void lowerDropout(LoweringContext& ctx) {
   const double p = ctx.toDouble(1);
   if (!ctx.toBool(2) || p == 0.0) {
     ctx.setOutput(0, ctx.tensor(0));
     return;
   }
-  if (!ctx.training()) {
-    ctx.unsupported("dropout with train=True in an inference model (call model.eval() or use "
-                    "nn.Dropout, which inferenceModel disables)");
-  }
   if (ctx.opName() != "aten::dropout" && ctx.opName() != "aten::dropout_") {
-    ctx.unsupported(ctx.opName() + " in training (only element-wise nn.Dropout is supported)");
+    ctx.unsupported(ctx.opName() + " in train mode (only element-wise nn.Dropout is supported)");
   }
   const std::vector<ir::Value*> outputs =
       ctx.emitMulti(ir::OpKind::Dropout, {floatTensor(ctx, 0), ctx.randomCounter()},

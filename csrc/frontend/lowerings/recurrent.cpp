@@ -144,7 +144,6 @@ template <Cell C> void lowerRecurrent(LoweringContext& ctx) {
   ir::Value* layerInput = x; // [T, N, F]
   for (int64_t layer = 0; layer < layers; ++layer) {
     if (layer > 0 && dropout > 0.0 && train) {
-      if (!ctx.training()) ctx.unsupported("a recurrent layer's dropout in an inference model");
       layerInput = ctx.emitMulti(
           ir::OpKind::Dropout, {layerInput, ctx.randomCounter()},
           {{"p", dropout}, {"seed", ctx.randomSeed()}, {"stream", ctx.nextRandomStream()}})[0];

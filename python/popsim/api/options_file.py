@@ -10,9 +10,11 @@ file from elsewhere cannot run code or reach popsim's internals.
 
 import ast
 import builtins
+import io
 import operator
 import re
 import sys
+import tokenize
 from typing import Any, Callable, Dict, List, Tuple
 
 import torch
@@ -119,6 +121,18 @@ class _Arguments:
                 {str(keyword.arg): self.value(keyword.value) for keyword in node.keywords})
 
 
+def _without_comment(line: str) -> str:
+    """The line without its comment (a # outside strings, as Python reads it); a line Python
+    cannot tokenize is left whole, for the syntax check to report."""
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(line).readline):
+            if token.type == tokenize.COMMENT:
+                return line[:token.start[1]]
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return line
+
+
 def load(options: Any, filepath: str) -> None:
     """Applies the file's setter calls to `options`, line by line."""
     popsim = sys.modules["popsim"]  # the public package, which has loaded these options
@@ -130,8 +144,8 @@ def load(options: Any, filepath: str) -> None:
                           option="loadFromFile") from error
     arguments = _Arguments(dict(_BUILTINS, popsim=popsim, poptorch=popsim, torch=torch))
     for number, text in enumerate(lines, start=1):
-        line = text.strip()
-        if not line or line.startswith("#"):
+        line = _without_comment(text).strip()
+        if not line:
             continue
         where = f"loadFromFile('{filepath}'), line {number} ({line!r})"
         try:  # the file is read as the lines of options.<line>, as PopTorch reads it

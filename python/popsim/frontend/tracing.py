@@ -448,9 +448,8 @@ def trace(model: torch.nn.Module, signature: Signature,
           shapes_only: bool = False) -> Tuple[torch.jit.ScriptModule, _FlatModel]:
     """Traces the model on one micro-batch; returns (traced, flat wrapper).
 
-    Inference traces in eval mode. Training traces with each module's own
-    train/eval flag, as eager PyTorch would run it (frozen batch norm stays
-    frozen). With `module_scopes`, ops are named after their submodules.
+    Each module traces with its own train/eval flag, as eager PyTorch would run
+    it (frozen batch norm stays frozen), in inference as in training. With `module_scopes`, ops are named after their submodules.
     Float16 ops run in float32 underneath the trace (_half_tracing.py), as
     Precision.halfFloatCasting says for mixed operands. With `shapes_only` (a
     cost-only compilation), matmuls, convolutions and the ops with float16
@@ -488,10 +487,11 @@ def _trace(model: torch.nn.Module, signature: Signature,
         guards.enter_context(_name_scope.module_scopes(model))
     guards.enter_context(_untouched_state(model))  # a forward may write buffers in eval mode too
     guards.enter_context(_device.running_on_ipu())
-    if not training:
-        guards.enter_context(module_mode(model, False))
-    else:
-        guards.enter_context(_cumulative_batch_norms(model))
+    # Each module runs as its own train/eval flag says, in inference as in training, as
+    # eager PyTorch and PopTorch run it (PopTorch's users call model.eval() before wrapping
+    # a model for inference).
+    guards.enter_context(_cumulative_batch_norms(model))
+    if training:
         guards.enter_context(_no_backward())
         guards.enter_context(_recorded_grad_mode())
     # Grad stays enabled: some modules (e.g. TransformerEncoderLayer) switch to
