@@ -6,6 +6,7 @@ from typing import Callable, Optional
 
 import torch
 
+from popsim.api.enums import ConnectionType
 from popsim.compile import executable_file as _executable_file
 from popsim.executor import Executor, inferenceModel, trainingModel
 from popsim.api.errors import ExecutableFileError
@@ -19,7 +20,9 @@ def load(filename: str, edit_opts_fn: Optional[Callable[[Options], None]] = None
     The model, its options (and a training model's optimizer) come from the file, which
     :meth:`popsim.Executor.compileAndExport` or :meth:`popsim.Executor.save` wrote with
     ``export_model=True``; the model is wrapped again and loads the program, ready to run
-    without compiling.
+    without compiling. A program compiled for an offline target
+    (:meth:`popsim.Options.useOfflineIpuTarget`) is loaded to run: its options connect
+    (``ConnectionType.Always``) unless ``edit_opts_fn`` sets otherwise.
 
     The model is stored pickled, and unpickling runs whatever code the file's author put in
     it, as ``torch.load`` does without ``weights_only``. So popsim unpickles only when told the
@@ -71,6 +74,10 @@ def load(filename: str, edit_opts_fn: Optional[Callable[[Options], None]] = None
                                   f"{type(stored_model).__name__}, not the model and options "
                                   "compileAndExport stores.")
     options = stored_model["options"].clone()
+    if options.connection_type == ConnectionType.Never:
+        # Compiled for an offline target (useOfflineIpuTarget) to be loaded where it runs,
+        # as PopTorch's precompilation has it; edit_opts_fn may say otherwise.
+        options.connectionType(ConnectionType.Always)
     if edit_opts_fn is not None:
         edit_opts_fn(options)
     if stored.training:

@@ -50,6 +50,35 @@ def test_an_exported_inference_model_loads_and_runs_without_compiling(tmp_path, 
     assert torch.equal(loaded(x * 2), inference(x * 2))
 
 
+@pytest.mark.parametrize("training", [False, True])
+def test_a_program_compiled_for_an_offline_target_loads_to_run(tmp_path, counted, training):
+    # As PopTorch's precompilation: compiled where there is no IPU, run where there is.
+    torch.manual_seed(0)
+    model = Classifier()
+    x, labels = batch()
+    options = popsim.Options().useOfflineIpuTarget()
+    wrapped = (popsim.trainingModel(model, options, torch.optim.SGD(model.parameters(), lr=0.1))
+               if training else popsim.inferenceModel(model, options))
+    inputs = (x, labels) if training else (x,)
+    path = tmp_path / "offline.popsim"
+    wrapped.compileAndExport(path, *inputs)
+    with pytest.raises(popsim.OfflineTargetError):
+        wrapped(*inputs)
+    loaded = popsim.load(path, trusted=True)
+    assert counted == {"compile": 1, "load": 1}
+    assert loaded.options.connection_type == popsim.ConnectionType.Always
+    result = loaded(*inputs)
+    if training:
+        assert torch.isfinite(result[1])
+    else:
+        with torch.no_grad():
+            torch.testing.assert_close(result, model(x), rtol=1e-5, atol=1e-6)
+    kept = popsim.load(path, lambda opts: opts.connectionType(popsim.ConnectionType.Never),
+                       trusted=True)
+    with pytest.raises(popsim.OfflineTargetError):
+        kept(*inputs)
+
+
 def test_an_exported_training_model_carries_its_weights_and_trains_on(tmp_path, counted):
     torch.manual_seed(0)
     model = Classifier()
