@@ -504,16 +504,25 @@ def test_automatic_loss_scaling_over_sharded_stages_trains_as_one_stage(ipus):
         assert torch.equal(split[1][name], weight), name
 
 
-def test_automatic_loss_scaling_needs_float16_gradients():
+def test_automatic_loss_scaling_without_float16_gradients_keeps_the_factor(capfd):
+    """A float32 model has no float16 gradients to overflow: as in PopTorch, it trains with
+    the option on, its loss scaling unchanged, and popsim says why (on stderr)."""
     opts = popsim.Options()
     opts.Training.setAutomaticLossScaling(True)
+    torch.manual_seed(0)
     model = Classifier()
-    trainer = popsim.trainingModel(model, opts,
-                                   popsim.optim.SGD(model.parameters(), lr=0.1))
-    x, labels = batches(1)[0]
-    with pytest.raises(popsim.Error, match=r"setAutomaticLossScaling\(True\): the backward pass "
-                       r"computes no float16 gradients"):
-        trainer(x.float(), labels)
+    eager = copy.deepcopy(model)
+    trainer = popsim.trainingModel(model, opts, popsim.optim.SGD(model.parameters(), lr=0.1,
+                                                                 loss_scaling=8.0))
+    reference = popsim.trainingModel(eager, popsim.Options(),
+                                     popsim.optim.SGD(eager.parameters(), lr=0.1,
+                                                      loss_scaling=8.0))
+    for x, labels in batches(3):
+        torch.testing.assert_close(trainer(x.float(), labels), reference(x.float(), labels))
+    assert "computes no float16 gradients, whose statistics would set the loss scaling, so " \
+           "the loss scaling keeps its value" in capfd.readouterr().err
+    for name, weight in eager.state_dict().items():
+        torch.testing.assert_close(model.state_dict()[name], weight)
 
 
 def test_automatic_loss_scaling_reads_float16_weights_gradients_computed_in_float32():

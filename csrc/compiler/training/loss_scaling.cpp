@@ -15,10 +15,13 @@
 //    by it) and by clipping;
 // 4. automatic loss scaling halves every IPU's copy of the factor if more than
 //    the threshold's proportion of the counted elements lay above the edge,
-//    and doubles it otherwise (Update phase), then clears the counts.
+//    and doubles it otherwise (Update phase), then clears the counts. A
+//    backward pass without float16 values counts nothing, and the factor
+//    keeps its value (with a warning).
 
 #include "common/check.h"
 #include "common/float16.h"
+#include "common/logging.h"
 #include "compiler/passes.h"
 #include "compiler/training/training_helpers.h"
 #include "ir/dtype.h"
@@ -145,11 +148,15 @@ private:
         }
       }
     }
-    POPSIM_CHECK_OPTION(
-        !tracked.empty(), "Training.setAutomaticLossScaling",
-        "Training.setAutomaticLossScaling(True): the backward pass computes no float16 "
-        "gradients, whose statistics would set the loss scaling. Train a float16 model "
-        "(model.half()), or turn automatic loss scaling off.");
+    if (tracked.empty()) {
+      // Nothing can overflow float16, so the factor keeps its value, as PopTorch runs such a
+      // model (Graphcore's configurations turn the option on for float32 runs too).
+      POPSIM_LOG(Warn) << "Training.setAutomaticLossScaling(True): the backward pass computes "
+                          "no float16 gradients, whose statistics would set the loss scaling, "
+                          "so the loss scaling keeps its value. Train a float16 model "
+                          "(model.half()) for it to adapt.";
+      return;
+    }
     // The end of the backward pass: before the first accumulation of a
     // micro-batch's gradients, if any.
     for (const auto& node : graph_.nodes()) {
@@ -226,7 +233,7 @@ private:
 
   // Step 4.
   void addUpdate() {
-    if (!config_.automaticLossScaling) return;
+    if (!config_.automaticLossScaling || upperCounts_.empty()) return; // (nothing counted)
     // Each IPU's count, taken once per step before it is reset (summed over
     // the replicas, which count their own micro-batches).
     std::map<int64_t, ir::Value*> taken;
