@@ -4,7 +4,8 @@ popsim's masks are not PyTorch's (they come from popsim's own counter-based
 generator), so these tests check what a mask must be: elements kept with
 probability 1 - p and scaled by 1 / (1 - p), the gradient through the same
 mask, the same masks for the same seed, fresh masks for every micro-batch,
-and no dropout in eval mode or inference.
+whole channels for nn.Dropout1d/2d/3d, no dropout in eval mode, and dropout
+in an inference model whose dropout is in train mode, as eagerly.
 """
 
 import pytest
@@ -97,3 +98,36 @@ def test_an_inference_model_drops_while_its_dropout_is_in_train_mode():
     deviation = (0.25 / kept.numel()) ** 0.5  # 4,000 draws: within 5 standard deviations
     assert abs(kept.float().mean().item() - 0.5) < 5 * deviation
     assert model.training  # the flag is the user's, left as it was
+
+
+class ChannelDropped(nn.Module):
+    """y = dropoutNd(x) * w with one weight per channel, loss = sum(y)."""
+
+    def __init__(self, dropout, channels):
+        super().__init__()
+        self.dropout = dropout
+        self.weight = nn.Parameter(torch.ones(channels))
+
+    def forward(self, x):
+        shape = (1, -1) + (1,) * (x.dim() - 2)
+        y = self.dropout(x) * self.weight.reshape(shape)
+        return y, popsim.identity_loss(y.sum(), "none")
+
+
+@pytest.mark.parametrize("dropout,shape", [(nn.Dropout1d(0.4), (40, 6, 5)),
+                                           (nn.Dropout2d(0.4), (40, 6, 3, 4)),
+                                           (nn.Dropout3d(0.4), (40, 6, 2, 3, 2))])
+def test_feature_dropout_drops_whole_channels_with_their_gradient(dropout, shape):
+    model = ChannelDropped(dropout, shape[1])
+    training = popsim.trainingModel(model, popsim.Options().randomSeed(5),
+                                    torch.optim.SGD(model.parameters(), lr=1.0))
+    x = torch.rand(*shape) + 0.5
+    y, _ = training(x)
+    channels = y.reshape(shape[0], shape[1], -1)
+    kept = (channels != 0).all(-1)
+    assert bool((kept | (channels == 0).all(-1)).all())  # each channel kept or dropped whole
+    assert_close(y[kept], x[kept] / 0.6)
+    deviation = (0.24 / kept.numel()) ** 0.5  # 240 draws: within 5 standard deviations
+    assert abs(kept.float().mean().item() - 0.6) < 5 * deviation
+    # SGD with lr 1 from w = 1: w' = 1 - each channel's sum of dropout(x), the same mask.
+    assert_close(model.weight.detach(), 1 - channels.sum((0, 2)))

@@ -52,21 +52,38 @@ template <ir::OpKind Kind> void lowerSoftmax(LoweringContext& ctx) {
 // aten::dropout(input, p, train) and its variants: the identity in eval mode;
 // in train mode (in a training model, or in an inference model whose dropout
 // is in train mode, as eager PyTorch and PopTorch run it), a mask drawn from
-// the dropout counter (aten::dropout only: the feature and alpha variants
-// zero whole channels or rescale differently).
+// the dropout counter, per element or (feature dropout) per channel; alpha
+// dropout, which rescales otherwise, is not supported.
 void lowerDropout(LoweringContext& ctx) {
   const double p = ctx.toDouble(1);
   if (!ctx.toBool(2) || p == 0.0) {
     ctx.setOutput(0, ctx.tensor(0));
     return;
   }
-  if (ctx.opName() != "aten::dropout" && ctx.opName() != "aten::dropout_") {
-    ctx.unsupported(ctx.opName() + " in train mode (only element-wise nn.Dropout is supported)");
+  const bool feature = ctx.opName().rfind("aten::feature_dropout", 0) == 0;
+  if (!feature && ctx.opName() != "aten::dropout" && ctx.opName() != "aten::dropout_") {
+    ctx.unsupported(ctx.opName() + " in train mode (nn.Dropout and nn.Dropout1d/2d/3d are "
+                                   "supported, not alpha dropout)");
   }
-  const std::vector<ir::Value*> outputs =
-      ctx.emitMulti(ir::OpKind::Dropout, {floatTensor(ctx, 0), ctx.randomCounter()},
-                    {{"p", p}, {"seed", ctx.randomSeed()}, {"stream", ctx.nextRandomStream()}});
-  ctx.setOutput(0, outputs[0]);
+  const auto drop = [&](ir::Value* x) {
+    return ctx.emitMulti(
+        ir::OpKind::Dropout, {x, ctx.randomCounter()},
+        {{"p", p}, {"seed", ctx.randomSeed()}, {"stream", ctx.nextRandomStream()}})[0];
+  };
+  ir::Value* x = floatTensor(ctx, 0);
+  if (!feature) {
+    ctx.setOutput(0, drop(x));
+    return;
+  }
+  // nn.Dropout1d/2d/3d: one draw per (sample, channel), as PyTorch's feature
+  // noise of shape [N, C, 1, ...], scaled as dropout scales, times x.
+  const ir::Shape& shape = x->type().shape;
+  if (shape.size() < 2) ctx.unsupported("feature dropout of a tensor with fewer than 2 dimensions");
+  ir::Shape noise(shape.size(), 1);
+  noise[0] = shape[0];
+  noise[1] = shape[1];
+  ir::Value* mask = drop(constantFilled(ctx, {x->type().dtype, noise}, 1.0));
+  ctx.setOutput(0, ctx.emit(ir::OpKind::Mul, {x, broadcastTo(ctx, mask, shape)}));
 }
 
 // aten::glu(input, dim=-1): the first half along dim times the sigmoid of
