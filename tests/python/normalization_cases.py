@@ -1,5 +1,5 @@
 """The test table of the normalisations beyond batch and layer norm with
-affine weights: group_norm, instance_norm (with and without affine, and with
+affine weights: weight_norm (nn.utils.weight_norm), group_norm, instance_norm (with and without affine, and with
 running statistics in eval), layer_norm without affine and batch norm on 2-D,
 3-D and 5-D inputs (running statistics). test_ops.py runs each case forward,
 test_gradients.py backward and test_nonfinite.py with NaN/Inf, against eager
@@ -30,6 +30,13 @@ def _images(channels):
 
 
 NORMALIZATIONS = {
+    # nn.utils.weight_norm's reparametrisation of a layer's weight (aten::_weight_norm).
+    "weight_norm_linear": _module(lambda: nn.utils.weight_norm(nn.Linear(4, 3)),
+                                  lambda rng: [rng.randint(1, 4), 4]),
+    "weight_norm_linear_dim1": _module(lambda: nn.utils.weight_norm(nn.Linear(4, 3), dim=1),
+                                       lambda rng: [rng.randint(1, 4), 4]),
+    "weight_norm_conv_whole": _module(lambda: nn.utils.weight_norm(nn.Conv2d(2, 3, 2), dim=None),
+                                      lambda rng: [rng.randint(1, 3), 2, 3, 4]),
     "group_norm": _module(lambda: nn.GroupNorm(2, 6), _images(6)),
     "group_norm_no_affine": _module(lambda: nn.GroupNorm(3, 6, affine=False), _images(6)),
     "group_norm_1d": _module(lambda: nn.GroupNorm(4, 4), lambda rng: [2, 4, rng.randint(3, 6)]),

@@ -138,6 +138,29 @@ void lowerMatrixNorm(LoweringContext& ctx) {
                            boolArgument(ctx, "keepdim")));
 }
 
+// aten::_weight_norm(v, g, dim=0), as nn.utils.weight_norm recomputes a
+// weight before each forward(): v * g / ||v||, the 2-norm over every
+// dimension but dim (over all of them for dim -1, as PyTorch's
+// norm_except_dim), g holding one factor per slice along dim.
+void lowerWeightNorm(LoweringContext& ctx) {
+  ir::Value* v = floatTensor(ctx, 0);
+  ir::Value* g = floatTensor(ctx, 1);
+  const int64_t rank = v->type().rank();
+  int64_t dim = ctx.numInputs() > 2 ? ctx.toInt(2) : 0;
+  if (dim < -1) dim += rank;
+  if (dim >= rank || dim < -1) {
+    ctx.unsupported("weight norm along dimension " + std::to_string(dim) + " of a tensor with " +
+                    std::to_string(rank) + " dimensions");
+  }
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (dim == -1 || d != dim) dims.push_back(d);
+  }
+  ir::Value* norm = vectorNormOver(ctx, v, 2.0, dims, /*keepdim=*/true);
+  ir::Value* scale = ctx.emit(ir::OpKind::Div, {reshape(ctx, g, norm->type().shape), norm});
+  ctx.setOutput(0, ctx.emit(ir::OpKind::Mul, {v, broadcastTo(ctx, scale, v->type().shape)}));
+}
+
 } // namespace
 
 // The p-norm of x over dims: sum(|x| ** p) ** (1 / p) for p other than 0
@@ -177,6 +200,7 @@ void registerNorms(LoweringRegistry& registry) {
   registry.add("aten::linalg_vector_norm", lowerVectorNorm);
   registry.add("aten::linalg_norm", lowerLinalgNorm);
   registry.add("aten::linalg_matrix_norm", lowerMatrixNorm);
+  registry.add("aten::_weight_norm", lowerWeightNorm);
 }
 
 } // namespace popsim::frontend::lowerings
