@@ -39,6 +39,9 @@ namespace {
 
 namespace jit = torch::jit;
 
+// The block of the ops a model runs before it enters its first block (on IPU 0).
+constexpr const char* kBeforeTheFirstBlock = "before the first block";
+
 bool isModuleObject(const c10::IValue& value) {
   return value.isObject() && value.toObjectRef().type()->is_module();
 }
@@ -263,6 +266,7 @@ private:
     const int64_t ipuId = ipu.constant.toInt();
     const ir::BlockAnnotation* known = graph_->findBlock(currentBlock_);
     if (known == nullptr) {
+      blockTheOpsBeforeTheFirstBlock();
       graph_->addBlock({currentBlock_, ipuId, locationOf(node)});
     } else {
       POPSIM_CHECK(ipuId < 0 || known->ipu < 0 || ipuId == known->ipu, ErrorKind::Compilation,
@@ -280,16 +284,36 @@ private:
     }
     currentBlock_ = block.modulePath;
     if (graph_->findBlock(block.modulePath) == nullptr) {
+      blockTheOpsBeforeTheFirstBlock();
       graph_->addBlock({block.modulePath, block.ipu, locationOf(node)});
+    }
+  }
+
+  // When the model enters its first block, the ops it ran before form a block
+  // of their own on IPU 0, as PopTorch places the layers before the first
+  // BeginBlock. (An op outside every block after a block began is refused:
+  // checkEveryOpInABlock.)
+  void blockTheOpsBeforeTheFirstBlock() {
+    if (!graph_->blocks().empty() || !firstOpBeforeTheBlocks_) return;
+    graph_->addBlock({std::string(kBeforeTheFirstBlock), 0, *firstOpBeforeTheBlocks_});
+    for (const auto& node : graph_->nodes()) {
+      ir::Placement placement = node->placement();
+      if (!placement.block.empty()) continue;
+      placement.block = kBeforeTheFirstBlock;
+      node->setPlacement(placement);
     }
   }
 
   // Gives the IR nodes a lowering added the current block and name scope.
   void placeNewNodes(size_t firstNew, const jit::Node& node) {
     const auto& nodes = graph_->nodes();
-    if (nodes.size() > firstNew && currentBlock_.empty() && !firstOutsideBlock_) {
-      firstOutsideBlock_ = std::string(node.kind().toQualString()) +
-                           (locationOf(node).known() ? " at " + locationOf(node).str() : "");
+    if (nodes.size() > firstNew && currentBlock_.empty()) {
+      if (graph_->blocks().empty()) {
+        if (!firstOpBeforeTheBlocks_) firstOpBeforeTheBlocks_ = locationOf(node);
+      } else if (!firstOutsideBlock_) {
+        firstOutsideBlock_ = std::string(node.kind().toQualString()) +
+                             (locationOf(node).known() ? " at " + locationOf(node).str() : "");
+      }
     }
     // The module path first: Python's module scopes open around each
     // submodule's call, so scopes named inside its forward() nest in them.
@@ -1146,6 +1170,8 @@ private:
   // stochastic depth's random mask).
   std::unordered_map<const void*, c10::Storage> runtimeStorages_;
   std::optional<std::string> firstOutsideBlock_; // "aten::add at m.py:3"
+  // Where the first op the model runs before it enters any block is.
+  std::optional<ir::SourceLocation> firstOpBeforeTheBlocks_;
   OverlapMarks overlaps_;
   std::map<const ir::Value*, ir::HostOverlap> overlappedOutputs_; // by the value returned
 

@@ -68,6 +68,25 @@ def test_resnet18_with_begin_block_inference_equals_single_ipu_exactly(kind, ipu
     assert trace.num_ipus == ipus and trace.pipeline["stages"] == ipus
 
 
+@pytest.mark.parametrize("kind", ["pipelined", "sharded"])
+def test_layers_before_the_first_begin_block_run_on_ipu_0(kind):
+    # As PopTorch places them: ResNet-18's stem, before layer1's BeginBlock, is a block of
+    # its own on IPU 0, ahead of the annotated ones.
+    model = resnet18()
+    popsim.BeginBlock(model.layer1, "R1", ipu_id=1)
+    popsim.BeginBlock(model.layer3, "R3", ipu_id=2)
+    x = torch.randn(2 * 5, 3, 32, 32)
+    cls = popsim.ShardedExecution if kind == "sharded" else popsim.PipelinedExecution
+    single = popsim.inferenceModel(resnet18(), options(5))
+    single.model.load_state_dict(model.state_dict())
+    split = popsim.inferenceModel(model, options(5).setExecutionStrategy(cls()))
+    assert torch.equal(split(x), single(x))
+    assert split.executionTrace().num_ipus == 3
+    program = split._debug_ir(optimized=True)
+    stem = next(line for line in program.splitlines() if "convolution" in line)
+    assert 'ipu 0, block "before the first block"' in stem
+
+
 def train(strategy_, accumulation=8, iterations=2, calls=2, recomputation=False):
     """Trains the blocked MNIST network from seed 0 on fixed batches; returns the initial
     model, the batches, the losses of each call and the trained weights."""
