@@ -50,6 +50,8 @@ from popsim.api.errors import (
     OfflineTargetError,
     OptionError,
     OutOfMemoryError,
+    RecoverableError,
+    UnrecoverableError,
     UnsupportedOperationError,
 )
 from popsim.api.hooks import registerPostCompileHook, registerPreCompileHook
@@ -171,6 +173,7 @@ __all__ = [
     "SerialPhasedExecution",
     "PipelineSchedule",
     "PoplarExecutor",
+    "RecoverableError",
     "recomputationCheckpoint",
     "ReductionType",
     "registerCustomArgParser",
@@ -197,6 +200,7 @@ __all__ = [
     "PlannedIpu",
     "SizingReport",
     "IpuSizing",
+    "UnrecoverableError",
     "UnsupportedOperationError",
     "VariableRetrievalMode",
 ]

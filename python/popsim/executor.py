@@ -36,6 +36,7 @@ from popsim.compile.progress import CompileProgress
 from popsim.device import replication as _replication
 from popsim.device.calls import Calls
 from popsim.frontend import structure as _structure
+from popsim.frontend.blocks import module_repr
 from popsim.frontend import tracing as _tracing
 from popsim.reports import profile_recorder as _profile_recorder
 from popsim.reports.executor_reports import ExecutorReports
@@ -158,7 +159,7 @@ class Executor(ExecutorReports):
                 executor.destroy()
 
         self._flow = WeightFlow(model, self._model, self._options, training, optimizer, self._lock,
-                                lambda: repr(this()), destroy)
+                                lambda: this()._summary(), destroy)
         # Replica-grouped parameters (PopTorch's attribute): name -> (CommGroupType,
         # shards, VariableRetrievalMode), set with ipu_model.<param>.replicaGrouping.
         self.per_replica_params: Dict[str, tuple] = {}
@@ -651,6 +652,11 @@ class Executor(ExecutorReports):
 
 
     def __repr__(self) -> str:
+        # As PopTorch's: the wrapped model, its BeginBlock annotations shown.
+        return module_repr(self._user_model)
+
+    def _summary(self) -> str:
+        """What errors call it: "popsim training model (not compiled) of Net"."""
         state = "compiled" if self.isCompiled() else "not compiled"
         kind = "training" if self._training else "inference"
         return f"popsim {kind} model ({state}) of {type(self._user_model).__name__}"

@@ -31,7 +31,11 @@ def test_model_and_options_properties():
     executor = popsim.inferenceModel(model, opts)
     assert executor.model is model
     assert executor.options.device_iterations == 1
-    assert "not compiled" in repr(executor)
+    # repr is the wrapped model's, with its BeginBlock annotations, as PopTorch's.
+    assert repr(executor) == repr(model)
+    popsim.BeginBlock(model.layer2, "B2", ipu_id=1)
+    assert repr(executor) == popsim.module_repr(model)
+    assert "(layer2): BeginBlock(user_id=B2, ipu_id=1)" in repr(executor)
 
 
 def test_debug_ir_shows_ops_weights_and_user_lines():

@@ -146,3 +146,17 @@ def test_inputs_requiring_grad_are_detached_with_one_warning(caplog, wrap):
         f"pass via inputs is not supported: popsim computes no gradient for input(s) '{name}' "
         "(a training model's backward pass ends at its parameters)."]
     assert x.grad is None and not out.requires_grad
+
+
+def test_poptorchs_device_failure_errors_can_be_caught():
+    # The simulated IPUs do not fail as hardware can: code that catches PopTorch's device
+    # errors runs, and they are popsim errors.
+    try:
+        popsim.inferenceModel(nn.Linear(3, 2))(torch.ones(2, 3))
+    except popsim.RecoverableError as error:  # pragma: no cover - never raised
+        pytest.fail(f"raised {error.recovery_action}")
+    except popsim.UnrecoverableError:  # pragma: no cover - never raised
+        pytest.fail("raised")
+    assert issubclass(popsim.RecoverableError, popsim.Error)
+    assert issubclass(popsim.UnrecoverableError, popsim.Error)
+    assert popsim.RecoverableError("x").recovery_action == ""

@@ -130,6 +130,19 @@ class ExecutableFileError(Error):
     another model or other options."""
 
 
+class RecoverableError(Error):
+    """PopTorch's error for a device failure a program may recover from, ``recovery_action``
+    saying how ("IPU_RESET", "PARTITION_RESET", "FULL_RESET"). The simulated IPUs do not fail
+    as hardware can, so popsim never raises it; code that catches it runs unchanged."""
+
+    recovery_action: str = ""
+
+
+class UnrecoverableError(Error):
+    """PopTorch's error for a device failure nothing recovers from. popsim never raises it
+    (the simulated IPUs do not fail); code that catches it runs unchanged."""
+
+
 class InternalError(Error):
     """A bug in popsim. Please report it with the message."""
 
