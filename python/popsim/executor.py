@@ -158,8 +158,12 @@ class Executor(ExecutorReports):
             if executor is not None:
                 executor.destroy()
 
+        def summary() -> str:
+            executor = this()
+            return executor._summary() if executor is not None else "a destroyed popsim model"
+
         self._flow = WeightFlow(model, self._model, self._options, training, optimizer, self._lock,
-                                lambda: this()._summary(), destroy)
+                                summary, destroy)
         # Replica-grouped parameters (PopTorch's attribute): name -> (CommGroupType,
         # shards, VariableRetrievalMode), set with ipu_model.<param>.replicaGrouping.
         self.per_replica_params: Dict[str, tuple] = {}
