@@ -52,6 +52,9 @@ LOSSES = {
                                            reduction=r), [torch.randn(*s) * 2])),
     "soft_margin": _case(lambda rng, s, r: (Loss(F.soft_margin_loss, [_signs(s)], reduction=r),
                                             [torch.randn(*s) * 2])),
+    # Labels as an integer tensor, which PyTorch's arithmetic promotes.
+    "soft_margin_int_labels": _case(lambda rng, s, r: (
+        Loss(F.soft_margin_loss, [_signs(s).long()], reduction=r), [torch.randn(*s) * 2])),
     "bce": _case(lambda rng, s, r: (Loss(F.binary_cross_entropy, [torch.rand(*s)], reduction=r),
                                     [0.05 + 0.9 * torch.rand(*s)])),
     # (F.binary_cross_entropy's weight argument fails in torch.jit.trace itself:
@@ -85,6 +88,9 @@ LOSSES = {
         [torch.randn(*s), torch.randn(*s)])),
     "hinge_embedding": _case(lambda rng, s, r: (
         Loss(F.hinge_embedding_loss, [_signs(s)], margin=1.5, reduction=r),
+        [torch.randn(*s) * 2])),
+    "hinge_embedding_int_labels": _case(lambda rng, s, r: (
+        Loss(F.hinge_embedding_loss, [_signs(s).long()], margin=1.5, reduction=r),
         [torch.randn(*s) * 2])),
     "triplet_margin": _case(lambda rng, s, r: (
         Loss(F.triplet_margin_loss, [], margin=0.5, reduction=r),

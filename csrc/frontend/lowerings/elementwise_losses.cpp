@@ -48,9 +48,20 @@ template <bool Huber> void lowerSmoothL1(LoweringContext& ctx) {
   setLoss(ctx, reduceLoss(ctx, loss, lossReduction(ctx, 2)));
 }
 
+// A margin loss's target of +-1 labels, which may be an integer tensor: in
+// the input's dtype, as PyTorch's arithmetic promotes it.
+ir::Value* labelTarget(LoweringContext& ctx, size_t index, ir::Value* input) {
+  ir::Value* target = ctx.tensor(index);
+  if (ir::isFloat(target->type().dtype) || target->type().dtype == ir::DType::Float64) {
+    return floatTensor(ctx, index);
+  }
+  return castTo(ctx, target, input->type().dtype);
+}
+
 // soft_margin_loss(self, target, reduction) = log(1 + exp(-target * self)).
 void lowerSoftMargin(LoweringContext& ctx) {
-  ir::Value* margin = affine(ctx, mul(ctx, floatTensor(ctx, 1), floatTensor(ctx, 0)), -1.0, 0.0);
+  ir::Value* x = floatTensor(ctx, 0);
+  ir::Value* margin = affine(ctx, mul(ctx, labelTarget(ctx, 1, x), x), -1.0, 0.0);
   ir::Value* loss = emitPointwise(ctx, ctx.emit(ir::OpKind::Exp, {margin}), "log1p");
   setLoss(ctx, reduceLoss(ctx, loss, lossReduction(ctx, 2)));
 }
@@ -127,7 +138,7 @@ void lowerMarginRanking(LoweringContext& ctx) {
 // is not -1, plus max(0, margin - self) where target is not 1.
 void lowerHingeEmbedding(LoweringContext& ctx) {
   ir::Value* x = floatTensor(ctx, 0);
-  ir::Value* t = floatTensor(ctx, 1);
+  ir::Value* t = labelTarget(ctx, 1, x);
   ir::Value* zero = floatScalar(ctx, 0.0);
   ir::Value* hinge = clampMin(ctx, affine(ctx, x, -1.0, ctx.toDouble(2)), 0.0);
   ir::Value* loss = add(
