@@ -8,8 +8,6 @@ is the example call's ``stop - start``, and the program checks on every call tha
 ``stop - start`` is still ``n`` (an ExecutionError naming the slice otherwise, rather than a
 slice of another length computed as this one). Other forms (a tensor step, one tensor bound
 and an open end, several tensor-bounded slices in one index) are refused with the reason.
-Bounds a trace records as tensors but computes from shapes (x[:, : x.shape[1] - 2]) are
-constants, sliced as they are.
 """
 
 import contextlib
@@ -43,34 +41,8 @@ def _refused(reason: str) -> UnsupportedOperationError:
     return UnsupportedOperationError(reason)
 
 
-# Ops whose result depends on a tensor's shape only: constants of a compiled program.
-_SHAPE_READS = frozenset({"aten::size", "aten::dim", "aten::numel"})
-
-
 def _is_bound(value: Any) -> bool:
-    """Whether a slice's bound is data of the program: a tensor whose trace reaches the
-    traced call's inputs (the model's inputs and weights) other than through a shape read.
-    Bounds computed from shapes (x[:, : x.shape[1] - 2], which a trace also records as
-    tensors) are constants the importer folds, and are sliced as they are."""
-    if not isinstance(value, torch.Tensor):
-        return False
-    try:
-        traced = torch._C._get_value_trace(value)  # type: ignore[attr-defined]  # not in stubs
-    except RuntimeError:  # not in the trace: a constant
-        return False
-    seen = set()
-    stack = [traced]
-    while stack:
-        node = stack.pop().node()
-        if node.kind() == "prim::Param":
-            return True
-        if node.kind() in _SHAPE_READS:
-            continue
-        for source in node.inputs():
-            if source.unique() not in seen:
-                seen.add(source.unique())
-                stack.append(source)
-    return False
+    return isinstance(value, torch.Tensor)
 
 
 def _has_tensor_bound(index: Any) -> bool:
@@ -82,8 +54,8 @@ def _has_tensor_bound(index: Any) -> bool:
 def _as_position(value: torch.Tensor, what: str) -> torch.Tensor:
     if value.numel() != 1 or value.is_floating_point() or value.is_complex():
         raise _refused(f"A slice's {what} is a {value.dtype} tensor of shape "
-                       f"{list(value.shape)}; popsim slices with a tensor bound when it is "
-                       "an integer tensor of one element (t[e : e + n]).")
+                            f"{list(value.shape)}; popsim slices with a tensor bound when it is "
+                            "an integer tensor of one element (t[e : e + n]).")
     return value.reshape(()).long()
 
 
@@ -112,27 +84,24 @@ def _sliced(original: Any, tensor: torch.Tensor, index: Any) -> torch.Tensor:
                if isinstance(item, slice) and (_is_bound(item.start) or _is_bound(item.stop)
                                                or _is_bound(item.step))]
     if len(bounded) > 1:
-        raise _refused("An index slices several dimensions with bounds computed from the "
-                       "call's tensors; popsim compiles one such slice per index (slice the "
-                       "dimensions one after the other).")
+        raise _refused("An index slices several dimensions with tensor bounds; popsim "
+                            "compiles one tensor-bounded slice per index (slice the dimensions "
+                            "one after the other).")
     position = bounded[0]
     cut: slice = items[position]
     if _is_bound(cut.step):
-        raise _refused("A slice's step is computed from the call's tensors; popsim compiles "
-                       "slices whose step is a constant (its start may be a tensor: "
-                       "t[e : e + n : 2]).")
+        raise _refused("A slice's step is a tensor; popsim compiles slices whose step is a "
+                            "Python int (its start may be a tensor: t[e : e + n : 2]).")
     if not (_is_bound(cut.start) and _is_bound(cut.stop)):
-        raise _refused("A slice has one bound computed from the call's tensors and one "
-                       "that is a constant, so its length would change with the tensors' "
-                       "values; popsim compiles slices of one length: write both bounds from "
-                       "the same tensor (t[e : e + n]), or use popsim.dynamic_slice(t, dim, "
-                       "e, n, step).")
+        raise _refused("A slice has one tensor bound and one bound that is not a tensor, "
+                            "so its length would change with the tensor's value; popsim "
+                            "compiles slices of one length: write both bounds from the same "
+                            "tensor (t[e : e + n]), or use popsim.dynamic_slice(t, dim, e, n, "
+                            "step).")
     step = 1 if cut.step is None else cut.step
-    if isinstance(step, torch.Tensor):  # computed from shapes: a constant
-        step = _example_value(step)
     if isinstance(step, bool) or not isinstance(step, int) or step < 1:
         raise _refused(f"A slice with tensor bounds has step {step!r}; popsim compiles "
-                       "positive int steps.")
+                            "positive int steps.")
     start = _as_position(cut.start, "start")
     stop = _as_position(cut.stop, "stop")
     size = _example_value(stop - start)
@@ -140,8 +109,8 @@ def _sliced(original: Any, tensor: torch.Tensor, index: Any) -> torch.Tensor:
     length = tensor.shape[dim] if 0 <= dim < tensor.dim() else 0
     if size < 1 or size > length:
         raise _refused(f"A slice with tensor bounds is {size} long in the example call "
-                       f"(stop - start) along dimension {dim} of length {length}; popsim "
-                       "compiles slices of at least 1 and at most the dimension's length.")
+                            f"(stop - start) along dimension {dim} of length {length}; popsim "
+                            "compiles slices of at least 1 and at most the dimension's length.")
     what = (f"the slice [start : stop : {step}] of dimension {dim}, compiled as {size} long "
             f"(stop - start in the example call), must keep that length")
     first = torch.ops.popsim.checked_slice_start(start, stop, size, what)
