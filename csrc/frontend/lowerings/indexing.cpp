@@ -516,20 +516,6 @@ void lowerMaskedSelect(LoweringContext& ctx) {
                   "program cannot have, as on an IPU); use torch.where(mask, x, 0) instead");
 }
 
-// popsim::checked_slice_start(start, stop, size, what): a slice with tensor
-// bounds (frontend/tensor_bound_slices.py) starts at stop - (stop - start),
-// its length stop - start checked to be the compiled `size` on every call (an
-// ExecutionError saying `what` otherwise). The positions read the checked
-// length, so the check stays in the program.
-void lowerCheckedSliceStart(LoweringContext& ctx) {
-  ir::Value* start = castTo(ctx, ctx.tensor(0), ir::DType::Int64);
-  ir::Value* stop = castTo(ctx, ctx.tensor(1), ir::DType::Int64);
-  const auto size = static_cast<double>(ctx.toInt(2));
-  ir::Value* length = ctx.emit(ir::OpKind::CheckRange, {emitBinary(ctx, "sub", stop, start)},
-                               {{"min", size}, {"max", size}, {"what", ctx.toString(3)}});
-  ctx.setOutput(0, emitBinary(ctx, "sub", stop, length));
-}
-
 } // namespace
 
 void registerIndexing(LoweringRegistry& registry) {
@@ -537,7 +523,6 @@ void registerIndexing(LoweringRegistry& registry) {
   registry.add("aten::bincount", lowerBincount);
   // popsim.dynamic_slice / dynamic_update while tracing (python/popsim/_tensor_ops.py).
   registry.add("popsim::dynamic_select", lowerIndexSelect);
-  registry.add("popsim::checked_slice_start", lowerCheckedSliceStart);
   registry.add("aten::gather", lowerGather);
   registry.add("aten::take_along_dim", lowerTakeAlongDim);
   for (const std::string s : {"", "_"}) {

@@ -19,7 +19,6 @@ from popsim.api import device as _device
 from popsim.frontend import half_tracing as _half_tracing
 from popsim.frontend import name_scope as _name_scope
 from popsim.frontend import structure as _structure
-from popsim.frontend import tensor_bound_slices as _tensor_bound_slices
 from popsim.frontend import trace_reuse as _trace_reuse
 from popsim.frontend.ops import LIBRARY as _LIBRARY
 from popsim.api.errors import ArgumentError, CompilationError, InputError
@@ -488,7 +487,6 @@ def _trace(model: torch.nn.Module, signature: Signature,
         guards.enter_context(_name_scope.module_scopes(model))
     guards.enter_context(_untouched_state(model))  # a forward may write buffers in eval mode too
     guards.enter_context(_device.running_on_ipu())
-    guards.enter_context(_tensor_bound_slices.tensor_bound_slices())  # t[e : e + n]
     # Each module runs as its own train/eval flag says, in inference as in training, as
     # eager PyTorch and PopTorch run it (PopTorch's users call model.eval() before wrapping
     # a model for inference).
