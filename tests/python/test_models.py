@@ -132,3 +132,16 @@ def test_weights_are_shared_with_the_host_model_and_copied_on_request():
     popsim_model.copyWeightsToDevice()
     with torch.no_grad():
         assert_close(popsim_model(inputs), model(inputs))
+
+
+def test_compiling_leaves_torch_as_it_was():
+    """Tracing may not change how torch behaves, inside forward() or after: a 0-d tensor (what
+    x.numel() is while tracing) stays a number for torch.tensor, not a sequence."""
+    class Counted(torch.nn.Module):
+        def forward(self, x):
+            return torch.cat((x.flatten(), torch.tensor([x.numel()], dtype=x.dtype)))
+
+    x = torch.ones(2, 3)
+    assert_close(popsim.inferenceModel(Counted())(x), Counted()(x))
+    assert torch.tensor([torch.tensor(8)]).tolist() == [8]
+    assert "__getitem__" not in torch.Tensor.__dict__
