@@ -449,7 +449,8 @@ def trace(model: torch.nn.Module, signature: Signature,
     """Traces the model on one micro-batch; returns (traced, flat wrapper).
 
     Each module traces with its own train/eval flag, as eager PyTorch would run
-    it (frozen batch norm stays frozen), in inference as in training. With `module_scopes`, ops are named after their submodules.
+    it (frozen batch norm stays frozen), in inference as in training. With
+    `module_scopes`, ops are named after their submodules.
     Float16 ops run in float32 underneath the trace (_half_tracing.py), as
     Precision.halfFloatCasting says for mixed operands. With `shapes_only` (a
     cost-only compilation), matmuls, convolutions and the ops with float16
