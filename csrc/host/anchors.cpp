@@ -118,6 +118,16 @@ bool contains(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
+// A parameter's name as PopTorch spells it: inside the module it wraps the
+// user's model in, "model." and the model's own path (its getTensorNames()
+// and optimizer state say "Gradient___model.fc.bias"); popsim takes either.
+std::string ownName(const std::string& name, const std::vector<std::string>& known) {
+  const std::string wrapper = "model.";
+  if (contains(known, name) || !startsWith(name, wrapper)) return name;
+  const std::string inner = name.substr(wrapper.size());
+  return contains(known, inner) ? inner : name;
+}
+
 } // namespace
 
 std::string closestMatch(const std::string& word, const std::vector<std::string>& candidates) {
@@ -154,7 +164,8 @@ AnchorPlan planAnchors(const SessionOptions& options, bool training,
                     outputModeName(*anchor.mode), ")."));
     }
     if (startsWith(longName, kGradientAnchorPrefix)) {
-      const std::string name = longName.substr(std::string(kGradientAnchorPrefix).size());
+      const std::string name =
+          ownName(longName.substr(std::string(kGradientAnchorPrefix).size()), trained);
       if (!training) {
         refuse(strCat("anchorTensor: '", longName,
                       "' is a gradient, and an inference model computes none. Anchor it on a "
@@ -169,9 +180,10 @@ AnchorPlan planAnchors(const SessionOptions& options, bool training,
       plan.gradients.emplace_back(shortName, name);
       continue;
     }
-    std::string name = startsWith(longName, kUpdatedAnchorPrefix)
-                           ? longName.substr(std::string(kUpdatedAnchorPrefix).size())
-                           : longName;
+    std::string name = ownName(startsWith(longName, kUpdatedAnchorPrefix)
+                                   ? longName.substr(std::string(kUpdatedAnchorPrefix).size())
+                                   : longName,
+                               weights);
     if (longName == kLossScaleAnchor) {
       if (!training) {
         refuse(strCat("anchorTensor('", shortName, "', '", kLossScaleAnchor,

@@ -108,6 +108,21 @@ def test_variables_are_their_values_after_the_call():
     assert torch.equal(inference.getAnchoredTensor("w"), model.first.weight)
 
 
+def test_poptorchs_spelling_of_parameter_names_anchors_the_same_tensors():
+    # PopTorch names parameters inside the module it wraps the user's model in: "model." first.
+    torch.manual_seed(2)
+    model = Regression()
+    options = popsim.Options()
+    options.anchorTensor("grad", "Gradient___second.bias")
+    options.anchorTensor("poptorch_grad", "Gradient___model.second.bias")
+    options.anchorTensor("weight", "UpdatedVar___model.first.weight")
+    trainer = popsim.trainingModel(model, options, torch.optim.SGD(model.parameters(), lr=0.1))
+    trainer(torch.randn(2, 4), torch.randn(2, 2))
+    assert torch.equal(trainer.getAnchoredTensor("poptorch_grad"),
+                       trainer.getAnchoredTensor("grad"))
+    assert torch.equal(trainer.getAnchoredTensor("weight"), model.first.weight)
+
+
 def test_getTensorNames_lists_what_can_be_anchored():
     trainer = popsim.trainingModel(Regression())
     with pytest.raises(popsim.InputError, match="Model must be compiled before calling "
