@@ -1,8 +1,9 @@
 """Random ops drawn on the simulated device (ir/ops/random.cpp): their
 distributions (mean, variance and a Kolmogorov-Smirnov test against the
 exact distribution), reproducibility from Options.randomSeed, fresh numbers
-for every call and micro-batch, and torchvision's stochastic depth
-(torch.empty(...).bernoulli_(p)) in training."""
+for every call and micro-batch, torchvision's stochastic depth
+(torch.empty(...).bernoulli_(p)) in training, and nn.RReLU's random slopes in
+training."""
 
 import math
 
@@ -191,3 +192,30 @@ def test_normal_takes_the_dtype_of_its_mean_tensor(mean_dtype, std_dtype, expect
     std = torch.ones(4, dtype=std_dtype)
     assert Normal()(std).dtype == expected
     assert popsim.inferenceModel(Normal())(std).dtype == expected
+
+
+def test_rrelu_in_training_draws_each_negative_slope_and_trains_through_it():
+    """PyTorch's rule with popsim's draws: negative elements times a slope uniform in
+    [lower, upper], the others as they are, and the gradient through the same slopes."""
+    class Scaled(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rrelu = torch.nn.RReLU(0.1, 0.3)
+            self.weight = torch.nn.Parameter(torch.ones(1))
+
+        def forward(self, x):
+            y = self.rrelu(x) * self.weight
+            return y, popsim.identity_loss(y.sum(), reduction="none")
+
+    model = Scaled()
+    trainer = popsim.trainingModel(model, popsim.Options().randomSeed(1),
+                                   torch.optim.SGD(model.parameters(), lr=1.0))
+    negative, positive = -torch.rand(N) - 0.5, torch.rand(10) + 0.1
+    y, _ = trainer(torch.cat([negative, positive]))
+    slopes = y[:N] / negative
+    assert 0.1 <= slopes.min().item() and slopes.max().item() <= 0.3
+    # Uniform on [0.1, 0.3]: mean 0.2, standard deviation 0.2 / sqrt(12); within 5 of them.
+    assert abs(slopes.mean().item() - 0.2) < 5 * (0.2 / math.sqrt(12)) / math.sqrt(N)
+    assert torch.equal(y[N:], positive)
+    # SGD with lr 1 from w = 1: w' = 1 - the sum of rrelu(x), with the slopes drawn.
+    assert abs(model.weight.item() - (1 - y.sum().item())) < 1e-3

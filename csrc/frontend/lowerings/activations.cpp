@@ -107,16 +107,24 @@ void lowerGlu(LoweringContext& ctx) {
 }
 
 // aten::rrelu(input, lower, upper, training, generator): in evaluation, a
-// leaky relu with the mean slope; in training its slopes are random (the
-// random ops' issue).
+// leaky relu with the mean slope; in training, each negative element's slope
+// drawn uniformly from [lower, upper] (popsim's draws, not PyTorch's), the
+// gradient through the same slopes, as PyTorch computes it.
 void lowerRrelu(LoweringContext& ctx) {
   const bool training = ctx.numInputs() > 3 && ctx.toBool(3);
-  if (training) {
-    ctx.unsupported("rrelu in training (random slopes); use it in eval mode or nn.LeakyReLU");
-  }
   const double lower = ctx.numInputs() > 1 ? ctx.toDouble(1) : 1.0 / 8.0;
   const double upper = ctx.numInputs() > 2 ? ctx.toDouble(2) : 1.0 / 3.0;
-  ctx.setOutput(0, emitPointwise(ctx, floatTensor(ctx, 0), "leaky_relu", {(lower + upper) / 2.0}));
+  ir::Value* x = floatTensor(ctx, 0);
+  if (!training) {
+    ctx.setOutput(0, emitPointwise(ctx, x, "leaky_relu", {(lower + upper) / 2.0}));
+    return;
+  }
+  ir::Value* slopes = castTo(ctx, uniformDraw(ctx, lower, upper, x->type().shape), x->type().dtype);
+  ir::Value* kept = emitBinary(ctx, "ge", x, castTo(ctx, floatScalar(ctx, 0.0), x->type().dtype));
+  ir::Value* slope =
+      ctx.emit(ir::OpKind::Where,
+               {kept, constantFilled(ctx, {x->type().dtype, x->type().shape}, 1.0), slopes});
+  ctx.setOutput(0, ctx.emit(ir::OpKind::Mul, {x, slope}));
 }
 
 } // namespace

@@ -164,6 +164,10 @@ ir::Value* int64Constant(LoweringContext& ctx, const std::vector<int64_t>& value
 ir::Value* floatConstant(LoweringContext& ctx, const std::vector<float>& values,
                          std::optional<ir::Shape> shape = std::nullopt);
 
+// A float32 tensor of `shape` drawn uniformly from [low, high) with the
+// model's random counter, a stream of its own (random.cpp).
+ir::Value* uniformDraw(LoweringContext& ctx, double low, double high, const ir::Shape& shape);
+
 // A 0-d float32 constant, as an operand that broadcasts.
 inline ir::Value* floatScalar(LoweringContext& ctx, double value) {
   return constantFilled(ctx, {ir::DType::Float32, {}}, value);

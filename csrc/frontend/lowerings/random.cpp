@@ -243,6 +243,10 @@ void lowerEmpty(LoweringContext& ctx) {
 
 } // namespace
 
+ir::Value* uniformDraw(LoweringContext& ctx, double low, double high, const ir::Shape& shape) {
+  return draw(ctx, "uniform", {low, high}, shape);
+}
+
 void registerRandom(LoweringRegistry& registry) {
   registry.add("aten::rand", lowerRand<false>);
   registry.add("aten::rand_like", lowerRand<false>);
