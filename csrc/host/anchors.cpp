@@ -118,13 +118,12 @@ bool contains(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-// A parameter's name as PopTorch spells it: inside the module it wraps the
-// user's model in, "model." and the model's own path (its getTensorNames()
-// and optimizer state say "Gradient___model.fc.bias"); popsim takes either.
+// The name of `known`'s parameter that `name` gives, in popsim's spelling or
+// PopTorch's (kPopTorchParameterPrefix first: "Gradient___model.fc.bias").
 std::string ownName(const std::string& name, const std::vector<std::string>& known) {
-  const std::string wrapper = "model.";
-  if (contains(known, name) || !startsWith(name, wrapper)) return name;
-  const std::string inner = name.substr(wrapper.size());
+  const std::string prefix = kPopTorchParameterPrefix;
+  if (contains(known, name) || !startsWith(name, prefix)) return name;
+  const std::string inner = name.substr(prefix.size());
   return contains(known, inner) ? inner : name;
 }
 

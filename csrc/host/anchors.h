@@ -25,6 +25,10 @@ namespace popsim::host {
 inline constexpr const char* kGradientAnchorPrefix = "Gradient___";
 inline constexpr const char* kUpdatedAnchorPrefix = "UpdatedVar___";
 inline constexpr const char* kLossScaleAnchor = "finalLossScale";
+// How PopTorch names a parameter: inside the module it wraps the user's model
+// in, this prefix and the model's own path ("model.fc.bias"), in its tensor
+// names and optimizer state.
+inline constexpr const char* kPopTorchParameterPrefix = "model.";
 
 struct AnchorPlan {
   // (short name, parameter), in the order the program outputs them.

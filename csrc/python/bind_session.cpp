@@ -265,6 +265,7 @@ void bindSteps(py::module_& module) {
       py::arg("options"), py::arg("training"), py::arg("trained"), py::arg("weights"),
       "The options' anchors checked against the model: (gradients, variables), each a list "
       "of (short name, parameter or variable).");
+  module.attr("POPTORCH_PARAMETER_PREFIX") = host::kPopTorchParameterPrefix;
   module.def("check_anchored_variables_held", &host::checkAnchoredVariablesHeld,
              py::arg("variables"), py::arg("held"));
   module.def("refuse_missing_anchor", &host::refuseMissingAnchor, py::arg("options"),

@@ -141,6 +141,7 @@ class CompileOptions:
 
 RANDOM_COUNTER_NAME: str
 LOSS_SCALING_NAME: str
+POPTORCH_PARAMETER_PREFIX: str
 
 # --- Session options and host steps (bind_session.cpp) ---
 

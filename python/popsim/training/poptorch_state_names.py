@@ -36,7 +36,7 @@ import torch
 from popsim import _C
 from popsim.api.errors import OptionError
 
-PARAMETER_PREFIX = "model."
+PARAMETER_PREFIX = _C.POPTORCH_PARAMETER_PREFIX  # (the anchors' too: host/anchors.h)
 LOSS_SCALING = "lossScaling_FLOAT"
 
 # popsim's state key (after "<parameter>/") -> PopART's accumulator, by optimizer kind.

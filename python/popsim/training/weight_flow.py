@@ -78,6 +78,9 @@ class WeightFlow:
         self._optimizer_copies = _Copies.IN_STEP
         # optimizer.load_state_dict()'s "ipu_state", written to the device with the state
         self._pending_ipu_state: Optional[Dict[str, torch.Tensor]] = None
+        # PopTorch's names for the bound optimizer's state (_state_names), by binding.
+        self._poptorch_names: Optional[Tuple[_binding.OptimizerBinding,
+                                             _poptorch_names.StateNames]] = None
         self.attached = False
         self._detached_state: Optional[Dict[str, torch.Tensor]] = None
         self._syncing = False
@@ -324,11 +327,16 @@ class WeightFlow:
         self._optimizer_copies = _Copies.HOST_NEWER
 
     def _state_names(self) -> _poptorch_names.StateNames:
+        """PopTorch's names of the bound optimizer's state, made once per binding (each
+        state_dict() of the optimizer asks)."""
         binding = self.binding
-        return _poptorch_names.StateNames(binding.kind,
-                                          [[name for name, _ in params]
-                                           for params in binding.groups],
-                                          binding.constants, binding.constant_loss_scaling())
+        if self._poptorch_names is None or self._poptorch_names[0] is not binding:
+            names = _poptorch_names.StateNames(binding.kind,
+                                               [[name for name, _ in params]
+                                                for params in binding.groups],
+                                               binding.constants, binding.constant_loss_scaling())
+            self._poptorch_names = (binding, names)
+        return self._poptorch_names[1]
 
     def device_optimizer_state(self) -> Optional[DeviceOptimizerState]:
         """PopTorch's ipu_state and ipu_param: the device's optimizer state, and each
