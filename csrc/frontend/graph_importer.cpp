@@ -681,6 +681,21 @@ private:
         op == "aten::contiguous" || op == "aten::detach") {
       return;
     }
+    // Ops whose results are values (or comparisons) of their operands: exact on
+    // the widened values, zero- or sign-extended alike, as no result leaves the
+    // narrow range. A Python number operand is refused, as eager would first
+    // wrap it into the narrow type.
+    static const std::set<std::string> kValuePreserving = {
+        "aten::bitwise_and", "aten::bitwise_or", "aten::bitwise_xor", "aten::__and__",
+        "aten::__or__",      "aten::__xor__",    "aten::eq",          "aten::ne",
+        "aten::lt",          "aten::le",         "aten::gt",          "aten::ge",
+        "aten::maximum",     "aten::minimum"};
+    if (kValuePreserving.count(op) != 0 &&
+        std::all_of(node.inputs().begin(), node.inputs().end(), [](const jit::Value* input) {
+          return input->type()->cast<c10::TensorType>() != nullptr;
+        })) {
+      return;
+    }
     // A uint8 mask is a boolean one, as eager reads it (with a deprecation
     // warning): these ops only test it against zero.
     static const std::map<std::string, size_t> kMaskArgument = {

@@ -84,7 +84,8 @@ void identifyLoss(ir::Graph& graph, const MarkedLosses& losses) {
     if (dependencies.markedSource(output) != nullptr && !repeated) outputs.push_back(i);
   }
   POPSIM_CHECK(!outputs.empty(), ErrorKind::Compilation,
-               "The training model returns no loss. Its forward() must return the loss, or "
+               "Couldn't find a loss in graph: the training model returns no loss. Its "
+               "forward() must return the loss, or "
                "(output, loss), computed with a PyTorch loss function (e.g. "
                "torch.nn.CrossEntropyLoss) or marked with popsim.identity_loss(x, reduction).");
   // A loss returned next to a total computed from it (`return a + b, a`) is a

@@ -30,7 +30,7 @@ from sphinx.util import logging
 LOGGER = logging.getLogger(__name__)
 
 # The modules whose public names (``__all__``) the API reference must document.
-API_MODULES = ["popsim", "popsim.optim", "popsim.enums", "popsim.profiling"]
+API_MODULES = ["popsim", "popsim.optim", "popsim.enums", "popsim.profiling", "popsim.testing"]
 
 # Public names with no PopTorch counterpart (popsim's own additions). Every other public name
 # of ``popsim`` and ``popsim.optim`` is PopTorch's, with PopTorch's meaning.

@@ -108,6 +108,7 @@ from popsim.reports.job_planner import planJob
 from popsim.reports.size_job import sizeJob
 from popsim.reports.sizing import IpuSizing, SizingReport
 from popsim import profiling  # noqa: F401
+from popsim import testing  # noqa: F401  poptorch.testing.allclose for ports' tests
 # PopTorch's module names as attributes (poptorch.enums.OverlapMode without importing it).
 from popsim import enums, errors, options, strategies  # noqa: F401,E402
 

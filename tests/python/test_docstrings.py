@@ -15,8 +15,9 @@ import popsim
 import popsim.enums
 import popsim.optim
 import popsim.profiling
+import popsim.testing
 
-MODULES = [popsim, popsim.optim, popsim.enums, popsim.profiling]
+MODULES = [popsim, popsim.optim, popsim.enums, popsim.profiling, popsim.testing]
 SECTION = re.compile(r"^(Args|Arguments|Parameters|Returns|Yields|Raises|Example|Examples|Note|"
                      r"Notes|Attributes|See Also|Warning|Warnings):\s*$", re.MULTILINE)
 

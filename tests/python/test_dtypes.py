@@ -88,6 +88,16 @@ def test_narrow_integer_inputs_convert_and_view_exactly(dtype):
                 options=options)
 
 
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16])
+def test_bitwise_ops_comparisons_and_extremes_of_narrow_integers_are_exact(dtype):
+    """Their results are values of the narrow type (or booleans), so the widened int32
+    values give eager's, in the narrow dtype."""
+    info = torch.iinfo(dtype)
+    x, y = (torch.randint(info.min, info.max + 1, (4, 7), dtype=dtype) for _ in range(2))
+    assert_same(lambda x, y: (x & y, x | y, x ^ y, torch.bitwise_and(x, y), x > y, x <= y,
+                              x == y, torch.maximum(x, y), torch.minimum(x, y)), x, y)
+
+
 def test_arithmetic_on_narrow_integers_is_refused_with_the_fix():
     images = torch.randint(0, 256, (2, 4), dtype=torch.uint8)
     with pytest.raises(popsim.UnsupportedOperationError,
@@ -96,6 +106,10 @@ def test_arithmetic_on_narrow_integers_is_refused_with_the_fix():
                        r"it computes with them only after a conversion \(x.float\(\), x.long\(\), "
                        r"x.int\(\)\), which gives eager PyTorch's numbers"):
         popsim.inferenceModel(Function(lambda x: (x + 200).float()))(images)
+    # A Python number would first wrap into the narrow type in eager PyTorch.
+    with pytest.raises(popsim.UnsupportedOperationError, match=r"aten::__and__ at .*arithmetic "
+                                                               r"on an uint8 tensor"):
+        popsim.inferenceModel(Function(lambda x: x & 3))(images)
 
 
 def test_other_dtypes_are_refused_with_a_hint():

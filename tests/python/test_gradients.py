@@ -16,6 +16,7 @@ import torch.nn.functional as F
 
 import binary_cases
 import indexing_cases
+import loss_cases
 import rearrangement_cases
 import reduction_cases
 import window_cases
@@ -31,7 +32,8 @@ NOT_DIFFERENTIABLE = ({f"binary_{name}" for name in binary_cases.NOT_DIFFERENTIA
                       | {f"indexing_{name}" for name in indexing_cases.NOT_DIFFERENTIABLE}
                       | {f"rearrangement_{name}"
                          for name in rearrangement_cases.NOT_DIFFERENTIABLE}
-                      | {f"window_{name}" for name in window_cases.NOT_DIFFERENTIABLE})
+                      | {f"window_{name}" for name in window_cases.NOT_DIFFERENTIABLE}
+                      | {f"loss_{name}" for name in loss_cases.NOT_DIFFERENTIABLE})
 
 
 class Projected(nn.Module):
@@ -132,6 +134,19 @@ def test_loss_gradients_match_autograd(name, make_target, reduction):
     }
     model = LossModel(losses[name])
     check(model, [torch.randn(6, 5), make_target(6)])
+
+
+@pytest.mark.parametrize("loss", [F.l1_loss, F.mse_loss, F.smooth_l1_loss, F.huber_loss])
+def test_an_integer_regression_target_has_the_float_targets_gradient(loss):
+    """Eager's forward promotes an integer target; its backward refuses one, so popsim's
+    gradient is checked against autograd's with the target converted to float."""
+    model = LossModel(loss)
+    x, target = torch.randn(6, 5), torch.randint(-2, 3, (6, 4))
+    input_grads, weight_grads = gradients(model, x, target)
+    leaves, expected = autograd_gradients(model, [x, target.float()])
+    assert_gradient_close(input_grads[next(iter(input_grads))], leaves[0].grad, 1e-5)
+    for name, gradient in expected.items():
+        assert_gradient_close(weight_grads[name], gradient, 1e-5)
 
 
 def test_cross_entropy_ignore_index_and_spatial_targets():

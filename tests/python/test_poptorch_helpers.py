@@ -288,9 +288,14 @@ def test_multi_conv_counts_only_its_own_threads_convolutions():
      r"2\.5"),
     (lambda x: popsim.for_loop(2.5, lambda a: [a * 2], [x]), "for_loop expects count to be an "
                                                               "int >= 0"),
+    (lambda x: popsim.for_loop(2, lambda a, b: [a * b, b], [x, 5]),
+     r"expects inputs\[1\] to be a torch.Tensor, got int \(Object contained in list at index 1 "
+     r"is not torch.tensor\)"),
+    (lambda x: popsim.for_loop(2, lambda a: [a * 2], x), r"\(Object is not list\)"),
 ])
 def test_helper_argument_errors_are_popsim_errors_and_type_errors(call, message):
-    """PopTorch code catches poptorch.Error; Python code catches TypeError: both work."""
+    """PopTorch code catches poptorch.Error (or ValueError, which PopTorch raises for for_loop's
+    inputs); Python code catches TypeError: all work."""
     class Model(torch.nn.Module):
         def forward(self, x):
             return call(x)
@@ -298,6 +303,23 @@ def test_helper_argument_errors_are_popsim_errors_and_type_errors(call, message)
     with pytest.raises(popsim.ArgumentError, match=message) as raised:
         popsim.inferenceModel(Model())(torch.arange(10.0))
     assert isinstance(raised.value, popsim.Error) and isinstance(raised.value, TypeError)
+    assert isinstance(raised.value, ValueError)
+
+
+def test_testing_allclose_compares_structure_and_values_of_a_wrapped_models_outputs():
+    """poptorch.testing.allclose, as ports of PopTorch's tests call it on a model's
+    (hidden, output) tuples: the structure must match and each tensor be close."""
+    lstm = nn.LSTM(3, 4, batch_first=True)
+    x = torch.randn(2, 5, 3)
+    eager = lstm(x)
+    ipu = popsim.inferenceModel(lstm)(x)
+    assert popsim.testing.allclose(eager, ipu)
+    assert not popsim.testing.allclose(eager, (ipu[0] + 1e-3, ipu[1]))
+    assert not popsim.testing.allclose(eager, list(ipu))  # a list is not the tuple expected
+    assert not popsim.testing.allclose(eager, ipu[:1])
+    assert popsim.testing.allclose([torch.ones(2)], [torch.ones(2) + 1e-3], atol=1e-2)
+    with pytest.raises(popsim.ArgumentError, match="expected holds int 3"):
+        popsim.testing.allclose(3, 3)
 
 
 def test_wrapping_something_other_than_a_module_is_an_argument_error():

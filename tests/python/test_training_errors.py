@@ -29,9 +29,10 @@ def data():
 def test_no_loss():
     trainer = popsim.trainingModel(Net())
     with pytest.raises(popsim.CompilationError,
-                       match=r"^The training model returns no loss\. Its forward\(\) must return "
-                             r"the loss, or \(output, loss\), computed with a PyTorch loss "
-                             r"function .* or marked with popsim\.identity_loss\(x, reduction\)"):
+                       match=r"^Couldn't find a loss in graph: the training model returns no "
+                             r"loss\. Its forward\(\) must return the loss, or \(output, loss\), "
+                             r"computed with a PyTorch loss function .* or marked with "
+                             r"popsim\.identity_loss\(x, reduction\)"):
         trainer(torch.randn(4, 4))
 
 

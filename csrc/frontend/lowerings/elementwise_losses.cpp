@@ -28,7 +28,8 @@ ir::Value* clampMin(LoweringContext& ctx, ir::Value* x, double low) {
 // |d| - 0.5 beta elsewhere (L1 for beta 0). huber_loss(..., delta): 0.5 d^2
 // where |d| < delta, delta (|d| - 0.5 delta) elsewhere.
 template <bool Huber> void lowerSmoothL1(LoweringContext& ctx) {
-  ir::Value* d = sub(ctx, floatTensor(ctx, 0), floatTensor(ctx, 1));
+  ir::Value* x = floatTensor(ctx, 0);
+  ir::Value* d = sub(ctx, x, targetLike(ctx, 1, x));
   ir::Value* size = ctx.emit(ir::OpKind::Abs, {d});
   const double beta = ctx.numInputs() > 3 ? ctx.toDouble(3) : 1.0;
   ir::Value* loss = nullptr;
@@ -48,20 +49,10 @@ template <bool Huber> void lowerSmoothL1(LoweringContext& ctx) {
   setLoss(ctx, reduceLoss(ctx, loss, lossReduction(ctx, 2)));
 }
 
-// A margin loss's target of +-1 labels, which may be an integer tensor: in
-// the input's dtype, as PyTorch's arithmetic promotes it.
-ir::Value* labelTarget(LoweringContext& ctx, size_t index, ir::Value* input) {
-  ir::Value* target = ctx.tensor(index);
-  if (ir::isFloat(target->type().dtype) || target->type().dtype == ir::DType::Float64) {
-    return floatTensor(ctx, index);
-  }
-  return castTo(ctx, target, input->type().dtype);
-}
-
 // soft_margin_loss(self, target, reduction) = log(1 + exp(-target * self)).
 void lowerSoftMargin(LoweringContext& ctx) {
   ir::Value* x = floatTensor(ctx, 0);
-  ir::Value* margin = affine(ctx, mul(ctx, labelTarget(ctx, 1, x), x), -1.0, 0.0);
+  ir::Value* margin = affine(ctx, mul(ctx, targetLike(ctx, 1, x), x), -1.0, 0.0);
   ir::Value* loss = emitPointwise(ctx, ctx.emit(ir::OpKind::Exp, {margin}), "log1p");
   setLoss(ctx, reduceLoss(ctx, loss, lossReduction(ctx, 2)));
 }
@@ -138,7 +129,7 @@ void lowerMarginRanking(LoweringContext& ctx) {
 // is not -1, plus max(0, margin - self) where target is not 1.
 void lowerHingeEmbedding(LoweringContext& ctx) {
   ir::Value* x = floatTensor(ctx, 0);
-  ir::Value* t = labelTarget(ctx, 1, x);
+  ir::Value* t = targetLike(ctx, 1, x);
   ir::Value* zero = floatScalar(ctx, 0.0);
   ir::Value* hinge = clampMin(ctx, affine(ctx, x, -1.0, ctx.toDouble(2)), 0.0);
   ir::Value* loss = add(

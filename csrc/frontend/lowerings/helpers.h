@@ -95,6 +95,17 @@ ir::Value* castTo(LoweringContext& ctx, ir::Value* x, ir::DType dtype);
 // PyTorch promotes them (float16 with float32 under FloatDowncastToHalf).
 std::vector<ir::Value*> withCommonDType(LoweringContext& ctx, std::vector<ir::Value*> tensors);
 
+// A loss's target that may be an integer tensor (+-1 labels, integer
+// regression targets): in the input's dtype, as PyTorch's arithmetic
+// promotes it; a float target as it is.
+inline ir::Value* targetLike(LoweringContext& context, size_t index, ir::Value* input) {
+  ir::Value* target = context.tensor(index);
+  if (ir::isFloat(target->type().dtype) || target->type().dtype == ir::DType::Float64) {
+    return floatTensor(context, index);
+  }
+  return castTo(context, target, input->type().dtype);
+}
+
 // The tensor at `index` as a float tensor: integer and bool tensors converted
 // to float32, as PyTorch converts them for its floating-point functions (exp, sin, ...).
 inline ir::Value* floatOperand(LoweringContext& context, size_t index) {

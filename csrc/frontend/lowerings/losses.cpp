@@ -185,14 +185,16 @@ void lowerNllLoss(LoweringContext& ctx) {
 
 // aten::mse_loss(input, target, reduction) = reduce((input - target)^2)
 void lowerMseLoss(LoweringContext& ctx) {
-  ir::Value* difference = ctx.emit(ir::OpKind::Sub, {floatTensor(ctx, 0), floatTensor(ctx, 1)});
+  ir::Value* input = floatTensor(ctx, 0);
+  ir::Value* difference = ctx.emit(ir::OpKind::Sub, {input, targetLike(ctx, 1, input)});
   ir::Value* squared = ctx.emit(ir::OpKind::Mul, {difference, difference});
   setLoss(ctx, reduceLoss(ctx, squared, lossReduction(ctx, 2)));
 }
 
 // aten::l1_loss(input, target, reduction) = reduce(|input - target|)
 void lowerL1Loss(LoweringContext& ctx) {
-  ir::Value* difference = ctx.emit(ir::OpKind::Sub, {floatTensor(ctx, 0), floatTensor(ctx, 1)});
+  ir::Value* input = floatTensor(ctx, 0);
+  ir::Value* difference = ctx.emit(ir::OpKind::Sub, {input, targetLike(ctx, 1, input)});
   setLoss(ctx, reduceLoss(ctx, ctx.emit(ir::OpKind::Abs, {difference}), lossReduction(ctx, 2)));
 }
 

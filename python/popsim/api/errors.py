@@ -82,11 +82,12 @@ class InputError(Error, ValueError):
     split into device iterations."""
 
 
-class ArgumentError(Error, TypeError):
+class ArgumentError(Error, TypeError, ValueError):
     """A popsim function got an argument of the wrong type or value: a helper used inside
     ``forward()`` (``dynamic_slice``, ``for_loop``, ...), a model that is not a
-    ``torch.nn.Module``, a custom argument parser. A ``TypeError`` too, as Python's own
-    functions raise for such arguments."""
+    ``torch.nn.Module``, a custom argument parser. A ``TypeError`` and a ``ValueError`` too,
+    as Python's own functions raise one or the other for such arguments and PopTorch raises
+    ``ValueError`` for some of them (``for_loop``'s inputs)."""
 
 
 class OptionError(Error, ValueError):

@@ -279,8 +279,13 @@ def for_loop(count: int, body: Callable[..., Sequence[torch.Tensor]],
     _require_int(count, "count", "popsim.for_loop", 0)
     if not isinstance(inputs, list):
         raise ArgumentError(f"popsim.for_loop expects inputs to be a list of tensors, got "
-                            f"{type(inputs).__name__}.")
-    values = [tensor.clone() for tensor in _as_list(inputs, "popsim.for_loop", "inputs")]
+                            f"{type(inputs).__name__} (Object is not list).")
+    for index, value in enumerate(inputs):
+        if not isinstance(value, torch.Tensor):  # PopTorch's words in parentheses
+            raise ArgumentError(f"popsim.for_loop expects inputs[{index}] to be a torch.Tensor, "
+                                f"got {type(value).__name__} (Object contained in list at index "
+                                f"{index} is not torch.tensor).")
+    values = [tensor.clone() for tensor in inputs]
     for _ in range(count):
         outputs = _as_list(body(*values), "popsim.for_loop", "the body's outputs")
         shapes = [(t.shape, t.dtype) for t in values]
