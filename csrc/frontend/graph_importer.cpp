@@ -22,6 +22,7 @@
 #include "frontend/node_context.h"
 #include "frontend/overlap_marks.h"
 #include "frontend/source_location.h"
+#include "frontend/tensor_bound_slices.h"
 #include "frontend/unsupported_ops.h"
 
 #include <ATen/ATen.h>
@@ -67,6 +68,7 @@ public:
     outputStructure_ = outputStructure;
     std::shared_ptr<jit::Graph> graph = source->copy();
     jit::Inline(*graph);
+    rewriteTensorBoundSlices(*graph, options_.libraryPaths);
     jit::EliminateDeadCode(graph);
     overlaps_ = collectOverlapMarks(*graph, options_.libraryPaths);
     const ModuleBlocks moduleBlocks(options_.moduleBlocks, *graph, self_);

@@ -69,6 +69,79 @@ def test_the_start_of_the_compiling_call_is_data_not_a_constant():
         model(x, torch.tensor([3]))
 
 
+class TensorBoundSlices(nn.Module):
+    """Slices whose bounds are one tensor of the model's data plus constants, as PopTorch
+    models write them (t[e : e + n : s]): a constant length, a start that is data."""
+
+    def forward(self, t, e):
+        e32 = e.to(torch.int32)
+        return (t[e:e + 4:2], t[:, e32 - 3 + 1:e32 + 2], t[(e + 3 - 10 + 3):e - 2])
+
+
+def test_tensor_bound_slices_follow_the_start_from_call_to_call():
+    model = popsim.inferenceModel(TensorBoundSlices())
+    model.compile(torch.zeros(10, 10), torch.tensor([30]))  # the start is data, never traced
+    t = torch.arange(100.0).view(10, 10)
+    for start in (4, 5, 6):
+        e = torch.tensor([start])
+        for actual, expected in zip(model(t, e), TensorBoundSlices()(t, e)):
+            assert torch.equal(actual, expected)
+    with pytest.raises(popsim.ExecutionError, match=r"index_select at .*test_poptorch_helpers.py"
+                                                    r":\d+ .*index 10 .* out of range for a "
+                                                    r"dimension of size 10"):
+        model(t, torch.tensor([8]))
+
+
+class SliceByTensorNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(6, 6)
+
+    def forward(self, x, e, target):
+        out = self.linear(x)[:, e + 1:e + 4]
+        return out, F.mse_loss(out, target)
+
+
+def test_tensor_bound_slices_train_as_eager():
+    torch.manual_seed(0)
+    batches = [(torch.randn(3, 6), torch.tensor([start]), torch.randn(3, 3))
+               for start in (0, 2, 1)]
+    assert_sgd_steps_match_eager(SliceByTensorNet, batches)
+
+
+@pytest.mark.parametrize("slicing,message", [
+    (lambda t, e: t[e:e], r"^The start and end of a slice must be different\. The slice at "
+                          r".*test_poptorch_helpers.py:\d+ has the same tensor as its start and "
+                          r"end"),
+    (lambda t, e: t[e:e - 2], r"^Taking a slice of a tensor with the end less than the start is "
+                              r"not supported\. The slice at .* ends 2 before it starts"),
+    (lambda t, e: t[e:2 * e], r"^The size of the sliced tensor must be a constant for each "
+                              r"execution of the model when running on the IPU\. The slice at .* "
+                              r"has bounds computed from different tensors"),
+    (lambda t, e: t[1:e], r"has its end computed from a tensor at runtime and its start from "
+                          r"constants or shapes, so its length would change with the data\. "
+                          r"Write the slice as t\[e \+ a : e \+ b\]"),
+    (lambda t, e: t[(e + 0.5).int():e + 2], r"In this case, there is a float added to the slice "
+                                            r"indices meaning it may change between runs\."),
+    (lambda t, e: t.clone()[e:e + 2].add_(1), r"is written into; popsim reads such a slice as a "
+                                              r"copy .* Use popsim\.dynamic_update"),
+])
+def test_tensor_bound_slices_of_varying_length_or_written_into_are_refused(slicing, message):
+    with pytest.raises(popsim.CompilationError, match=message):
+        popsim.inferenceModel(Function(slicing))(torch.arange(8.0), torch.tensor([3]))
+
+
+def test_slices_bounded_by_shapes_stay_views():
+    """Bounds computed from shapes are constants: the slice is a view a write goes through."""
+    def halve(t):
+        t = t.clone()
+        t[:t.shape[0] // 2] += 1
+        return t
+
+    model = popsim.inferenceModel(Function(halve))
+    assert torch.equal(model(torch.zeros(6)), halve(torch.zeros(6)))
+
+
 def test_dynamic_helpers_name_bad_arguments():
     with pytest.raises(TypeError, match=r"popsim.dynamic_slice expects dim in \[-2, 1\] for a "
                                         r"tensor of 2 dimensions, got 2"):
@@ -76,6 +149,12 @@ def test_dynamic_helpers_name_bad_arguments():
     with pytest.raises(TypeError, match=r"popsim.dynamic_slice: size 5 is larger than the "
                                         r"tensor's dimension 0 \(4 elements\)"):
         popsim.dynamic_slice(torch.zeros(4, 3), 0, torch.tensor([0]), 5, 1)
+    with pytest.raises(TypeError, match=r"^The start and end of a slice must be different\. "
+                                        r"popsim.dynamic_slice expects size to be an int >= 1"):
+        popsim.dynamic_slice(torch.zeros(4, 3), 0, torch.tensor([0]), 0, 1)
+    with pytest.raises(TypeError, match=r"^Taking a slice of a tensor with the end less than the "
+                                        r"start is not supported\. .* got -2"):
+        popsim.dynamic_slice(torch.zeros(4, 3), 0, torch.tensor([0]), -2, 1)
     with pytest.raises(TypeError, match=r"popsim.dynamic_slice expects start to be an integer "
                                         r"tensor with one element"):
         popsim.dynamic_slice(torch.zeros(4), 0, torch.tensor([0, 1]), 2, 1)

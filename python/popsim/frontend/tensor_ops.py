@@ -133,6 +133,13 @@ def dynamic_slice(tensor: torch.Tensor, dim: int, start: torch.Tensor, size: int
     with _shape_checks():
         _require_tensor(tensor, "tensor", "popsim.dynamic_slice")
         _require_int(dim, "dim", "popsim.dynamic_slice", -tensor.dim())
+        if isinstance(size, int) and not isinstance(size, bool) and size < 1:
+            # PopTorch's sentence first, for code that matches it.
+            lead = ("The start and end of a slice must be different." if size == 0 else
+                    "Taking a slice of a tensor with the end less than the start is not "
+                    "supported.")
+            raise ArgumentError(f"{lead} popsim.dynamic_slice expects size to be an int >= 1 (a "
+                                f"constant of the compiled program), got {size}.")
         _require_int(size, "size", "popsim.dynamic_slice", 1)
         _require_int(step, "step", "popsim.dynamic_slice", 1)
         _require_within(tensor, dim, size, "popsim.dynamic_slice")
