@@ -30,16 +30,29 @@ Found scan(const std::vector<BoundTensor>& tensors) {
 
 bool holdsFloats(const BoundTensor& tensor) { return ir::isFloat(tensor.type.dtype); }
 
+bool isOrderedComparison(const ir::Node& node) {
+  if (node.kind() != ir::OpKind::BinaryPointwise) return false;
+  const std::string& function = node.attrs().getString("function");
+  return function == "lt" || function == "le" || function == "gt" || function == "ge";
+}
+
 } // namespace
 
 FloatingPointCheckKernel::FloatingPointCheckKernel(std::unique_ptr<Kernel> inner,
                                                    std::vector<BoundTensor> operands,
-                                                   std::vector<BoundTensor> results)
-    : inner_(std::move(inner)), operands_(std::move(operands)), results_(std::move(results)) {}
+                                                   std::vector<BoundTensor> results,
+                                                   bool orderedComparison)
+    : inner_(std::move(inner)), operands_(std::move(operands)), results_(std::move(results)),
+      orderedComparison_(orderedComparison) {}
 
 void FloatingPointCheckKernel::run(dnnl::stream& stream) {
   // Operands are scanned before the run: an update writes its inputs.
   const Found before = scan(operands_);
+  POPSIM_CHECK(!(orderedComparison_ && before.nan), ErrorKind::Execution,
+               "floating-point exception (Precision.enableFloatingPointExceptions): an ordered "
+               "comparison (<, <=, >, >=) with a NaN operand, an invalid operation as IEEE 754 "
+               "defines it. Replace the NaN first (torch.nan_to_num), or turn the option off for "
+               "eager PyTorch's False.");
   inner_->run(stream);
   const Found after = scan(results_);
   const bool overflow = after.infinity && !before.infinity && !before.nan;
@@ -74,9 +87,10 @@ std::unique_ptr<Kernel> checkingFloatingPoint(std::unique_ptr<Kernel> kernel,
       results.push_back(request.inputs[input]);
     }
   }
-  if (results.empty()) return kernel;
+  const bool ordered = isOrderedComparison(request.node) && !operands.empty();
+  if (results.empty() && !ordered) return kernel;
   return std::make_unique<FloatingPointCheckKernel>(std::move(kernel), std::move(operands),
-                                                    std::move(results));
+                                                    std::move(results), ordered);
 }
 
 } // namespace popsim::kernels

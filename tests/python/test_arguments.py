@@ -164,6 +164,34 @@ def test_none_among_the_outputs_comes_back_as_none():
                                                                expected[2]["kept"])
 
 
+ONES = torch.ones(2, 3)
+
+
+class DefaultWhenNone(torch.nn.Module):
+    def forward(self, x=None, y=ONES):
+        if y is None:
+            return ONES  # made outside forward(): no op of the trace computes it
+        return x + y
+
+
+def test_a_tensor_returned_as_it_was_made_outside_forward_comes_back():
+    x = torch.randn(2, 3)
+    assert torch.equal(popsim.inferenceModel(DefaultWhenNone())(x, None), ONES)
+    assert_close(popsim.inferenceModel(DefaultWhenNone())(x), x + ONES)
+    trainer = popsim.trainingModel(TrainedWithConstant())
+    output, loss = trainer(x)
+    assert torch.equal(output, ONES) and loss.item() > 0
+
+
+class TrainedWithConstant(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(3, 3)
+
+    def forward(self, x):
+        return ONES, torch.nn.functional.mse_loss(self.linear(x), ONES)
+
+
 class Record(collections.OrderedDict):
     """An OrderedDict subclass, as model outputs (transformers' ModelOutput) use."""
 

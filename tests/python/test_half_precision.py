@@ -10,6 +10,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import popsim
+from models import Function
 from popsim.frontend.half_tracing import HalfOnCpu
 
 FLOAT16_ULP = 2.0**-10
@@ -624,6 +625,27 @@ def test_floating_point_exceptions_catch_invalid_operations():
     model = popsim.inferenceModel(Invalid(), opts)
     with pytest.raises(popsim.ExecutionError, match=r"NaN, from operands without NaN"):
         model(torch.tensor([1.0, float("inf")]))
+
+
+def test_floating_point_exceptions_catch_ordered_comparisons_with_nan():
+    """x > NaN is False in eager PyTorch and an invalid operation in IEEE 754, which an IPU
+    with the option traps; == and != with NaN are not."""
+    def compare(x, y):
+        return x > y, x <= y, x == y, x != y
+
+    x, y = torch.ones(3), torch.tensor([1.0, float("nan"), 2.0])
+    assert all(torch.equal(a, e) for a, e in
+               zip(popsim.inferenceModel(Function(compare))(x, y), compare(x, y)))
+    opts = popsim.Options()
+    opts.Precision.enableFloatingPointExceptions(True)
+    model = popsim.inferenceModel(Function(compare), opts)
+    with pytest.raises(popsim.ExecutionError, match=r"(?s)binary_pointwise at .*test_half_"
+                                                    r"precision\.py:\d+.*an ordered comparison "
+                                                    r"\(<, <=, >, >=\) with a NaN operand"):
+        model(x, y)
+    assert all(torch.equal(a, e) for a, e in zip(model(x, x + 1), compare(x, x + 1)))
+    unordered = popsim.inferenceModel(Function(lambda x, y: (x == y, x != y)), opts)
+    assert torch.equal(unordered(x, y)[0], x == y)
 
 
 class Normalised(nn.Module):

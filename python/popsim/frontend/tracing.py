@@ -233,6 +233,10 @@ class _FlatModel(torch.nn.Module):
         self.output_structure: Optional[_structure.Structure] = None
         self.output_names: Optional[List[str]] = None
         self.output_dtypes: Optional[List[torch.dtype]] = None
+        # Set when a returned tensor is not computed in the trace (made outside forward()
+        # and returned as it is), which torch.jit.trace cannot return: each output is then
+        # returned as a copy, which the trace records from the tensor as a constant.
+        self.copy_outputs = False
 
     def forward(self, *tensors: torch.Tensor) -> Tuple[torch.Tensor, ...]:
         leaves: List[Any] = [None] * (len(self._signature.tensor_positions)
@@ -259,6 +263,8 @@ class _FlatModel(torch.nn.Module):
                     f"The model returns {type(leaf).__name__} {leaf!r} as {name}; popsim models "
                     f"return tensors (or tuples, lists and dicts of tensors)."
                 )
+        if self.copy_outputs:
+            return tuple(leaf.clone() for leaf in flat)
         return tuple(flat)
 
 
@@ -508,5 +514,20 @@ def _trace(model: torch.nn.Module, signature: Signature,
         # code (data-dependent control flow) are kept.
         warnings.filterwarnings("ignore", category=torch.jit.TracerWarning,
                                 module=r"torch(vision)?(\.|$)")
-        traced = torch.jit.trace(flat, tuple(micro_batch_tensors), check_trace=False, strict=False)
+        try:
+            traced = torch.jit.trace(flat, tuple(micro_batch_tensors), check_trace=False,
+                                     strict=False)
+        except RuntimeError as error:
+            if _UNTRACED_OUTPUT not in str(error):
+                raise
+            # Rare (a tensor made outside forward(), returned as it is): trace again with
+            # every output copied, so normal models keep outputs without copies.
+            flat.copy_outputs = True
+            _blocks.reset_for_trace()
+            traced = torch.jit.trace(flat, tuple(micro_batch_tensors), check_trace=False,
+                                     strict=False)
     return traced, flat
+
+
+# torch.jit.trace's refusal of an output the trace did not compute.
+_UNTRACED_OUTPUT = "did not have observable data dependence with trace inputs"
