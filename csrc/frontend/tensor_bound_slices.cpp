@@ -126,7 +126,40 @@ bool writtenThrough(const jit::Value* value) {
   return false;
 }
 
-void rewrite(jit::Graph& graph, jit::Node* slice, const std::vector<std::string>& libraryPaths) {
+// Replaces `view` (a slice or narrow of input 0 along the constant dim in
+// input 1) by index_select of start + [0, step, 2 step, ...] below size, as
+// dynamic_slice takes them; the index_select checks the range at run time.
+void replaceWithIndexSelect(jit::Graph& graph, jit::Node* view, jit::Value* startTensor,
+                            int64_t size, int64_t step, const std::string& where) {
+  POPSIM_CHECK(!writtenThrough(view->output()), ErrorKind::Compilation, "The slice at ", where,
+               " has bounds computed from a tensor at runtime and is written into; popsim reads "
+               "such a slice as a copy (an index_select), so the write would be lost. Use "
+               "popsim.dynamic_update(t, src, dim, start, size) to write it.");
+  const auto startType = startTensor->type()->cast<c10::TensorType>();
+  const std::optional<int64_t> startElements =
+      startType->sizes().concrete_sizes()
+          ? std::optional<int64_t>(c10::multiply_integers(*startType->sizes().concrete_sizes()))
+          : std::nullopt;
+  POPSIM_CHECK(!startElements.has_value() || *startElements == 1, ErrorKind::Compilation,
+               "The slice at ", where, " has a start of ", startElements.value_or(0),
+               " elements; a slice bound read from a tensor takes a one-element tensor.");
+  jit::WithInsertPoint insertBefore(view);
+  jit::WithCurrentScope sameScope(graph, view->scope());
+  const at::Tensor offsets = at::arange(0, size, step, at::kLong);
+  jit::Value* steps = graph.insertConstant(offsets, view->sourceRange(), view->scope());
+  jit::Value* positions =
+      graph.insert(c10::aten::add, {steps, startTensor}, {}, view->sourceRange());
+  positions->setType(c10::TensorType::createContiguous(at::kLong, at::kCPU, {offsets.numel()}));
+  jit::Value* taken =
+      graph.insert(c10::aten::index_select, {view->input(0), view->input(1), positions}, {},
+                   view->sourceRange());
+  taken->setType(view->output()->type());
+  view->output()->replaceAllUsesWith(taken);
+  view->destroy();
+}
+
+void rewriteSlice(jit::Graph& graph, jit::Node* slice,
+                  const std::vector<std::string>& libraryPaths) {
   jit::Value* startTensor = tensorRead(slice->input(2));
   jit::Value* endTensor = tensorRead(slice->input(3));
   std::set<const jit::Value*> seenStart;
@@ -167,49 +200,51 @@ void rewrite(jit::Graph& graph, jit::Node* slice, const std::vector<std::string>
   POPSIM_CHECK(step.has_value() && *step >= 1, ErrorKind::Compilation, "The slice at ", where,
                " has a step computed at runtime or below 1; popsim compiles a constant step of "
                "at least 1.");
-  POPSIM_CHECK(!writtenThrough(slice->output()), ErrorKind::Compilation, "The slice at ", where,
-               " has bounds computed from a tensor at runtime and is written into; popsim reads "
-               "such a slice as a copy (an index_select), so the write would be lost. Use "
-               "popsim.dynamic_update(t, src, dim, start, size) to write it.");
-  const auto startType = startTensor->type()->cast<c10::TensorType>();
-  const std::optional<int64_t> startElements =
-      startType->sizes().concrete_sizes()
-          ? std::optional<int64_t>(c10::multiply_integers(*startType->sizes().concrete_sizes()))
-          : std::nullopt;
-  POPSIM_CHECK(!startElements.has_value() || *startElements == 1, ErrorKind::Compilation,
-               "The slice at ", where, " has a start of ", *startElements,
-               " elements; a slice bound read from a tensor takes a one-element tensor.");
+  replaceWithIndexSelect(graph, slice, startTensor, size, *step, where);
+}
 
-  // positions = start + [0, step, 2 step, ...] below start + size, as dynamic_slice has them.
-  jit::WithInsertPoint insertBefore(slice);
-  jit::WithCurrentScope sameScope(graph, slice->scope());
-  const at::Tensor offsets = at::arange(0, size, *step, at::kLong);
-  jit::Value* steps = graph.insertConstant(offsets, slice->sourceRange(), slice->scope());
-  jit::Value* positions =
-      graph.insert(c10::aten::add, {steps, startTensor}, {}, slice->sourceRange());
-  positions->setType(c10::TensorType::createContiguous(at::kLong, at::kCPU, {offsets.numel()}));
-  jit::Value* taken =
-      graph.insert(c10::aten::index_select, {slice->input(0), slice->input(1), positions}, {},
-                   slice->sourceRange());
-  taken->setType(slice->output()->type());
-  slice->output()->replaceAllUsesWith(taken);
-  slice->destroy();
+// narrow(self, dim, start, length) with start a tensor of the model's data
+// (or an int read from one): a slice of constant length.
+void rewriteNarrow(jit::Graph& graph, jit::Node* narrow,
+                   const std::vector<std::string>& libraryPaths) {
+  jit::Value* start = narrow->input(2);
+  jit::Value* startTensor =
+      start->type()->cast<c10::TensorType>() != nullptr ? start : tensorRead(start);
+  std::set<const jit::Value*> seen;
+  if (startTensor == nullptr || !dependsOnData(startTensor, seen)) return;
+  const std::optional<int64_t> length = constantInt(narrow->input(3));
+  if (!length.has_value()) return; // the importer reports a length computed at runtime
+  const std::string where = userSourceLocation(*narrow, libraryPaths).str();
+  POPSIM_CHECK(*length >= 1, ErrorKind::Compilation, "The narrow at ", where, " has length ",
+               *length,
+               "; a narrow whose start is computed from a tensor takes a length of at "
+               "least 1.");
+  replaceWithIndexSelect(graph, narrow, startTensor, *length, 1, where);
 }
 
 } // namespace
 
 void rewriteTensorBoundSlices(jit::Graph& graph, const std::vector<std::string>& libraryPaths) {
-  std::vector<jit::Node*> slices;
+  std::vector<jit::Node*> views;
   std::function<void(jit::Block*)> collect = [&](jit::Block* block) {
     for (jit::Node* node : block->nodes()) {
-      if (kindOf(node) == "aten::slice" && node->inputs().size() == 5) slices.push_back(node);
+      const std::string kind = kindOf(node);
+      if ((kind == "aten::slice" && node->inputs().size() == 5) ||
+          (kind == "aten::narrow" && node->inputs().size() == 4)) {
+        views.push_back(node);
+      }
       for (jit::Block* inner : node->blocks())
         collect(inner);
     }
   };
   collect(graph.block());
-  for (jit::Node* slice : slices)
-    rewrite(graph, slice, libraryPaths);
+  for (jit::Node* view : views) {
+    if (kindOf(view) == "aten::slice") {
+      rewriteSlice(graph, view, libraryPaths);
+    } else {
+      rewriteNarrow(graph, view, libraryPaths);
+    }
+  }
 }
 
 } // namespace popsim::frontend

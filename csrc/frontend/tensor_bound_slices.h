@@ -14,8 +14,9 @@ namespace popsim::frontend {
 // a number a compiled program cannot have. When both bounds are one tensor
 // plus constants the length is a constant, so the slice becomes an
 // index_select of start + [0, s, 2s, ...] below n (its range checked when the
-// program runs), as popsim.dynamic_slice computes it. Bounds that depend only
-// on shapes and constants are left to the importer, which folds them.
+// program runs), as popsim.dynamic_slice computes it; so does
+// `t.narrow(dim, e, n)`. Bounds that depend only on shapes and constants are
+// left to the importer, which folds them.
 //
 // Throws a Compilation error, naming the slice's source line, for a slice
 // whose length would change from call to call (bounds from different

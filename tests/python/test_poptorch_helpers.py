@@ -71,16 +71,18 @@ def test_the_start_of_the_compiling_call_is_data_not_a_constant():
 
 class TensorBoundSlices(nn.Module):
     """Slices whose bounds are one tensor of the model's data plus constants, as PopTorch
-    models write them (t[e : e + n : s]): a constant length, a start that is data."""
+    models write them (t[e : e + n : s]), and a narrow from such a start: a constant length, a
+    start that is data."""
 
     def forward(self, t, e):
         e32 = e.to(torch.int32)
-        return (t[e:e + 4:2], t[:, e32 - 3 + 1:e32 + 2], t[(e + 3 - 10 + 3):e - 2])
+        return (t[e:e + 4:2], t[:, e32 - 3 + 1:e32 + 2], t[(e + 3 - 10 + 3):e - 2],
+                t.narrow(1, e.view(()), 3))
 
 
 def test_tensor_bound_slices_follow_the_start_from_call_to_call():
     model = popsim.inferenceModel(TensorBoundSlices())
-    model.compile(torch.zeros(10, 10), torch.tensor([30]))  # the start is data, never traced
+    model.compile(torch.zeros(10, 10), torch.tensor([7]))  # the start is data, never traced
     t = torch.arange(100.0).view(10, 10)
     for start in (4, 5, 6):
         e = torch.tensor([start])
@@ -125,6 +127,7 @@ def test_tensor_bound_slices_train_as_eager():
                                             r"indices meaning it may change between runs\."),
     (lambda t, e: t.clone()[e:e + 2].add_(1), r"is written into; popsim reads such a slice as a "
                                               r"copy .* Use popsim\.dynamic_update"),
+    (lambda t, e: t.clone().narrow(0, e.view(()), 2).mul_(0), r"is written into"),
 ])
 def test_tensor_bound_slices_of_varying_length_or_written_into_are_refused(slicing, message):
     with pytest.raises(popsim.CompilationError, match=message):
