@@ -307,9 +307,22 @@ private:
   }
 
   // Gives the IR nodes a lowering added the current block and name scope.
+  // A value guard (python/popsim/frontend/value_guards.py) is traced after
+  // forward() returns, outside the model's blocks: it runs in the block of
+  // the output it passes on. Other ops run in the block open where they are.
+  std::string blockOf(const jit::Node& node) const {
+    if (!currentBlock_.empty() || std::string(node.kind().toQualString()) != "popsim::value_guard")
+      return currentBlock_;
+    const FrontendValue& passed = values_.at(node.input(0));
+    if (passed.kind != FrontendValue::Kind::Tensor || passed.tensor->producer() == nullptr)
+      return currentBlock_;
+    return passed.tensor->producer()->placement().block;
+  }
+
   void placeNewNodes(size_t firstNew, const jit::Node& node) {
     const auto& nodes = graph_->nodes();
-    if (nodes.size() > firstNew && currentBlock_.empty()) {
+    const std::string block = blockOf(node);
+    if (nodes.size() > firstNew && block.empty()) {
       if (graph_->blocks().empty()) {
         if (!firstOpBeforeTheBlocks_) firstOpBeforeTheBlocks_ = locationOf(node);
       } else if (!firstOutsideBlock_) {
@@ -328,7 +341,7 @@ private:
       scope += (scope.empty() ? "" : "/") + name;
     for (size_t i = firstNew; i < nodes.size(); ++i) {
       ir::Placement placement = nodes[i]->placement();
-      placement.block = currentBlock_;
+      placement.block = block;
       nodes[i]->setPlacement(placement);
       nodes[i]->setNameScope(scope);
     }

@@ -3,7 +3,9 @@
 // time it runs and passes it through; popsim::recomputation_checkpoint
 // (popsim.recomputationCheckpoint), a value recomputation stashes; and
 // popsim::set_available_memory (popsim.set_available_memory), the temporary
-// memory budget of the matmul or convolution that made a tensor.
+// memory budget of the matmul or convolution that made a tensor; and
+// popsim::value_guard, the check that a Python value the trace fixed is still
+// what the data gives (frontend/value_guards.py).
 
 #include "common/logging.h"
 #include "frontend/lowering_registry.h"
@@ -27,6 +29,18 @@ void lowerPrintTensor(LoweringContext& ctx) {
                              {"separator", ctx.toString(8)},
                              {"open_bracket", ctx.toString(9)},
                              {"close_bracket", ctx.toString(10)}}));
+}
+
+// value_guard(result, value, min, max, what) -> result: checks at run time
+// that every element of value (a bool, an integer or a float the trace read
+// as a Python value) is in [min, max], and passes result on (a returned
+// tensor, so that the check stays in the program).
+void lowerValueGuard(LoweringContext& ctx) {
+  ir::Value* value = ctx.tensor(1);
+  if (value->type().dtype == ir::DType::Bool) value = castTo(ctx, value, ir::DType::Int32);
+  ctx.setOutput(
+      0, ctx.emit(ir::OpKind::CheckRange, {value, ctx.tensor(0)},
+                  {{"min", ctx.toDouble(2)}, {"max", ctx.toDouble(3)}, {"what", ctx.toString(4)}}));
 }
 
 void lowerRecomputationCheckpoint(LoweringContext& ctx) {
@@ -63,6 +77,7 @@ void registerMarkers(LoweringRegistry& registry) {
   registry.add("popsim::set_available_memory", lowerSetAvailableMemory);
   registry.add("popsim::print_tensor", lowerPrintTensor);
   registry.add("popsim::recomputation_checkpoint", lowerRecomputationCheckpoint);
+  registry.add("popsim::value_guard", lowerValueGuard);
 }
 
 } // namespace popsim::frontend::lowerings

@@ -10,6 +10,9 @@ namespace {
 // kernels make on their inputs (binary_cross_entropy's probabilities), and
 // the ones popsim's compiled shapes need (bincount's values), as an
 // ExecutionError that says `what` was violated. X is float, int32 or int64.
+// check_range(X, Y) checks X and returns Y unchanged: a check whose value
+// nothing else reads (a guard on a Python value the trace fixed) stays in
+// the program through the result it passes on.
 std::vector<TensorType> inferCheckRange(const std::vector<TensorType>& inputs,
                                         const Attributes& attrs) {
   POPSIM_CHECK(isFloat(inputs[0].dtype) || inputs[0].dtype == DType::Int64 ||
@@ -19,7 +22,7 @@ std::vector<TensorType> inferCheckRange(const std::vector<TensorType>& inputs,
   POPSIM_CHECK(attrs.getFloat("min") <= attrs.getFloat("max"), ErrorKind::Compilation,
                "check_range needs min <= max, got [", attrs.getFloat("min"), ", ",
                attrs.getFloat("max"), "].");
-  return {inputs[0]};
+  return {inputs.back()};
 }
 
 // A view of its input: no_derivative(X) {what, hint} marks a result PyTorch
@@ -50,8 +53,13 @@ std::vector<TensorType> inferPrintTensor(const std::vector<TensorType>& inputs,
 }
 
 // check_range and recomputation_checkpoint pass their input through, and so
-// the gradient.
-Grads passThroughGradient(GradientBuilder&, const Grads& g, const Needed&) { return {g[0]}; }
+// the gradient (check_range(X, Y) to Y; X, only checked, has none).
+Grads passThroughGradient(GradientBuilder& b, const Grads& g, const Needed&) {
+  if (nodeOf(b).inputs().size() == 1) return {g[0]};
+  Grads result = none(b);
+  result[1] = g[0];
+  return result;
+}
 
 // print_tensor: the gradient passes through, printed as "<title>_gradient"
 // when print_gradient is set (as PopTorch's ipu_print_tensor does).
@@ -90,7 +98,7 @@ void registerCheckOps(OpRegistry& registry) {
   registry.add(OpKind::NoDerivative, 1, 1, {"input"},
                {{"what", AttrType::String}, {"hint", AttrType::String}}, inferUnchangedView);
   registry.setView(OpKind::NoDerivative);
-  registry.add(OpKind::CheckRange, 1, 1, {"input"},
+  registry.add(OpKind::CheckRange, 1, 2, {"input", "result"},
                {{"min", AttrType::Float}, {"max", AttrType::Float}, {"what", AttrType::String}},
                inferCheckRange);
   registry.add(OpKind::PrintTensor, 1, 1, {"input"},

@@ -11,7 +11,8 @@ namespace popsim::kernels::reference {
 namespace {
 
 // check_range: the first element outside [min, max] (or NaN) is an
-// error naming its position and value; otherwise the input is copied through.
+// error naming its position and value; otherwise the input (or, given two,
+// the second) is copied through.
 template <typename T>
 void checkRangeOf(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
   const auto* x = static_cast<const T*>(inputs[0]);
@@ -24,7 +25,11 @@ void checkRangeOf(const ir::Node& node, const Inputs& inputs, const Outputs& out
   });
   POPSIM_CHECK(bad == x + count, ErrorKind::Execution, node.attrs().getString("what"), ": element ",
                bad - x, " is ", *bad, ".");
-  if (outputs[0] != inputs[0]) std::memcpy(outputs[0], x, static_cast<size_t>(count) * sizeof(T));
+  const size_t passed = node.inputs().size() - 1;
+  if (outputs[0] != inputs[passed]) {
+    std::memcpy(outputs[0], inputs[passed],
+                static_cast<size_t>(node.input(passed)->type().storageBytes()));
+  }
 }
 
 void checkRange(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {

@@ -20,6 +20,7 @@ from popsim.frontend import half_tracing as _half_tracing
 from popsim.frontend import name_scope as _name_scope
 from popsim.frontend import structure as _structure
 from popsim.frontend import trace_reuse as _trace_reuse
+from popsim.frontend import value_guards as _value_guards
 from popsim.frontend.ops import LIBRARY as _LIBRARY
 from popsim.api.errors import ArgumentError, CompilationError, InputError
 
@@ -252,7 +253,8 @@ class _FlatModel(torch.nn.Module):
         block_start = getattr(self.model, "_popsim_block", None)
         if block_start is not None:
             block_start(self.model, ())
-        output = _call_with(self.model.forward, values)
+        with _value_guards.recording() as guards:
+            output = _call_with(self.model.forward, values)
         flat, names, self.output_structure = _structure.flatten(output, "output",
                                                                 none_as_empty=True)
         self.output_names = names
@@ -263,9 +265,8 @@ class _FlatModel(torch.nn.Module):
                     f"The model returns {type(leaf).__name__} {leaf!r} as {name}; popsim models "
                     f"return tensors (or tuples, lists and dicts of tensors)."
                 )
-        if self.copy_outputs:
-            return tuple(leaf.clone() for leaf in flat)
-        return tuple(flat)
+        outputs = tuple(leaf.clone() for leaf in flat) if self.copy_outputs else tuple(flat)
+        return _value_guards.attached(outputs, guards)
 
 
 @contextlib.contextmanager
