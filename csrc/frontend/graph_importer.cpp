@@ -705,6 +705,8 @@ private:
         "aten::__or__",      "aten::__xor__",    "aten::eq",          "aten::ne",
         "aten::lt",          "aten::le",         "aten::gt",          "aten::ge",
         "aten::maximum",     "aten::minimum"};
+    // Copies of some of a tensor's elements (a slice bounded by data is one).
+    if (op == "aten::index_select") return;
     if (kValuePreserving.count(op) != 0 &&
         std::all_of(node.inputs().begin(), node.inputs().end(), [](const jit::Value* input) {
           return input->type()->cast<c10::TensorType>() != nullptr;

@@ -149,11 +149,12 @@ void replaceWithIndexSelect(jit::Graph& graph, jit::Node* view, jit::Value* star
   jit::Value* steps = graph.insertConstant(offsets, view->sourceRange(), view->scope());
   jit::Value* positions =
       graph.insert(c10::aten::add, {steps, startTensor}, {}, view->sourceRange());
-  positions->setType(c10::TensorType::createContiguous(at::kLong, at::kCPU, {offsets.numel()}));
   jit::Value* taken =
       graph.insert(c10::aten::index_select, {view->input(0), view->input(1), positions}, {},
                    view->sourceRange());
-  taken->setType(view->output()->type());
+  // The traced type, through LibTorch's copyMetadata: the inline setType would
+  // need c10::DynamicType's typeinfo under UBSan, which LibTorch does not export.
+  taken->copyMetadata(view->output());
   view->output()->replaceAllUsesWith(taken);
   view->destroy();
 }

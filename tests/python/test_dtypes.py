@@ -89,13 +89,16 @@ def test_narrow_integer_inputs_convert_and_view_exactly(dtype):
 
 
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16])
-def test_bitwise_ops_comparisons_and_extremes_of_narrow_integers_are_exact(dtype):
+def test_bitwise_ops_comparisons_extremes_and_selections_of_narrow_integers_are_exact(dtype):
     """Their results are values of the narrow type (or booleans), so the widened int32
     values give eager's, in the narrow dtype."""
     info = torch.iinfo(dtype)
     x, y = (torch.randint(info.min, info.max + 1, (4, 7), dtype=dtype) for _ in range(2))
     assert_same(lambda x, y: (x & y, x | y, x ^ y, torch.bitwise_and(x, y), x > y, x <= y,
-                              x == y, torch.maximum(x, y), torch.minimum(x, y)), x, y)
+                              x == y, torch.maximum(x, y), torch.minimum(x, y),
+                              x.index_select(1, torch.tensor([4, 0]))), x, y)
+    start = torch.tensor([2])
+    assert_same(lambda x, start: x[:, start:start + 3], x, start)  # a slice bounded by data
 
 
 def test_arithmetic_on_narrow_integers_is_refused_with_the_fix():
