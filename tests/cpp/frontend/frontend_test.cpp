@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 #include <map>
+#include <torch/csrc/jit/ir/irparser.h>
 #include <torch/torch.h>
 
 namespace popsim {
@@ -104,6 +105,37 @@ def forward(self, x):
   const at::Tensor expected = module.forward({x}).toTensor();
   const at::Tensor actual = compileAndRun(*graph, module, {x})[0];
   EXPECT_TRUE(torch::allclose(actual, expected, 1e-5, 1e-6));
+}
+
+// A slice bounded by an input (frontend/tensor_bound_slices.cpp), as the
+// Python tracer records `x[e : e + 3]`: compiled with the start as data, so
+// that each call's start gives LibTorch's slice.
+TEST(FrontendTest, ASliceBoundedByAnInputTakesItsStartAtRunTime) {
+  auto traced = std::make_shared<torch::jit::Graph>();
+  torch::jit::parseIR(R"IR(
+graph(%x : Float(5, 2), %e : Long(1)):
+  %zero : int = prim::Constant[value=0]()
+  %one : int = prim::Constant[value=1]()
+  %three : int = prim::Constant[value=3]()
+  %end : Long(1) = aten::add(%e, %three, %one)
+  %start_int : int = aten::Int(%e)
+  %end_int : int = aten::Int(%end)
+  %y : Float(3, 2) = aten::slice(%x, %zero, %start_int, %end_int, %one)
+  return (%y)
+)IR",
+                      traced.get());
+  torch::jit::Module module("SliceByInput");
+  const at::Tensor x = torch::arange(10, torch::kFloat32).reshape({5, 2});
+  auto graph = frontend::importGraph(traced, module, {typeOf(x), typeOf(torch::tensor({1L}))});
+  auto executable = runtime::Executable::compile(*graph, {});
+  for (const int64_t start : {0L, 2L}) {
+    const at::Tensor e = torch::tensor({start});
+    const at::Tensor expected = x.slice(0, start, start + 3);
+    at::Tensor actual = torch::empty(expected.sizes());
+    std::vector<runtime::TensorView> outputs{viewOf(actual)};
+    executable->run({viewOf(x), viewOf(e)}, outputs);
+    EXPECT_TRUE(torch::equal(actual, expected)) << "start " << start;
+  }
 }
 
 // A scripted module whose forward() calls its submodules' forward(): layer1,

@@ -545,6 +545,29 @@ TEST(KernelTest, EmbeddingIndexOutOfRangeNamesTheWeight) {
   }
 }
 
+// check_range(X, Y): X checked, Y passed on (a value guard's form); a value
+// outside the range is an Execution error with `what` and the value.
+TEST(KernelTest, CheckRangeOfTwoInputsChecksTheFirstAndPassesTheSecond) {
+  ir::Graph graph;
+  ir::Value* flag = graph.addInput("flag", {DType::Int32, {}});
+  ir::Value* result = graph.addInput("result", f32({3}));
+  const ir::Node& node =
+      *graph.addNode(OpKind::CheckRange, {flag, result},
+                     {{"min", 1.0}, {"max", 1.0}, {"what", std::string("the branch changed")}});
+  EXPECT_EQ(node.output()->type(), f32({3}));
+  std::vector<float> values = {1.5f, -2.0f, 3.0f};
+  std::vector<float> out(3);
+  int32_t taken = 1;
+  kernels::reference::evaluate(node, {&taken, values.data()}, {out.data()});
+  EXPECT_EQ(out, values);
+  taken = 0;
+  const CoreError error = testing::captureError([&] {
+    kernels::reference::evaluate(node, {&taken, values.data()}, {out.data()});
+  });
+  EXPECT_EQ(error.kind(), ErrorKind::Execution);
+  EXPECT_TRUE(testing::contains(error.what(), "the branch changed: element 0 is 0."));
+}
+
 // max_pool2d_train (vectorised) records PyTorch's indices, which
 // max_pool2d_grad (reference) reads: with ties and NaN the pair routes each
 // gradient where PyTorch does, bit for bit.
