@@ -168,4 +168,3 @@ def attached(outputs: Tuple[torch.Tensor, ...], guards: List[Guard]) -> Tuple[to
         first = torch.ops.popsim.value_guard(first, guard.tensor, guard.low, guard.high,
                                              guard.what)
     return (first,) + tuple(outputs[1:])
-
