@@ -1,6 +1,7 @@
 #include "host/compile_options_builder.h"
 
 #include "common/check.h"
+#include "common/logging.h"
 #include "host/host_threads.h"
 #include "host/replication.h"
 
@@ -106,11 +107,18 @@ runtime::CompileOptions buildCompileOptions(const SessionOptions& options,
   }
   device::IpuSystemConfig& system = compiled.system;
   system.numIpus = ipusPerReplica(options, ipusUsed);
+  // An entry for an IPU the program does not use has no effect, as in PopTorch
+  // (a configuration written for more IPUs than this run uses), with a warning.
+  std::map<int64_t, double> proportions;
   for (const auto& [ipu, proportion] : options.availableMemoryProportion) {
-    POPSIM_CHECK_OPTION(ipu < system.numIpus, "setAvailableMemoryProportion",
-                        "setAvailableMemoryProportion names IPU", ipu,
-                        " but the simulated system has ", system.numIpus, " IPU(s), IPU0 to IPU",
-                        system.numIpus - 1, ". Remove the entry or raise Simulator.numIpus.");
+    if (ipu < system.numIpus) {
+      proportions[ipu] = proportion;
+    } else {
+      POPSIM_LOG(Warn) << "setAvailableMemoryProportion names IPU" << ipu
+                       << ", which this program does not use (it runs on " << system.numIpus
+                       << " IPU(s) per replica, IPU0 to IPU" << system.numIpus - 1
+                       << "): the entry has no effect.";
+    }
   }
   system.chip = options.simulator.chip;
   system.memoryPerIpu = options.simulator.memoryPerIpu.value_or(0);
@@ -132,7 +140,7 @@ runtime::CompileOptions buildCompileOptions(const SessionOptions& options,
   memory::MemoryOptions& memory = compiled.memory;
   memory.prefetchDepth = options.prefetchDepth;
   memory.halfPartials = options.precision.halfPartials;
-  memory.availableMemoryProportion = options.availableMemoryProportion;
+  memory.availableMemoryProportion = proportions;
   compiled.clock.syntheticData = options.syntheticData;
 
   runtime::KernelOptions& kernels = compiled.kernels;

@@ -135,12 +135,18 @@ def test_proportion_errors():
             opts.setAvailableMemoryProportion({"IPU0": value})
     opts.setAvailableMemoryProportion({"IPU0": 1, "IPU3": 0.25})
     assert opts.available_memory_proportion == {0: 1.0, 3: 0.25}
-    model = popsim.inferenceModel(nn.Linear(4, 4), opts)
-    with pytest.raises(popsim.OptionError,
-                       match=r"setAvailableMemoryProportion names IPU3 but the simulated system "
-                             r"has 1 IPU\(s\), IPU0 to IPU0\. Remove the entry or raise "
-                             r"Simulator.numIpus\."):
-        model(torch.randn(2, 4))
+
+
+def test_a_proportion_for_an_ipu_the_model_does_not_use_is_left_out(capfd):
+    """PopTorch code written for more IPUs than a run uses keeps working, with a warning."""
+    opts = popsim.Options()
+    opts.setAvailableMemoryProportion({"IPU0": 0.7, "IPU1": 0.2})
+    linear = nn.Linear(4, 4)
+    x = torch.randn(2, 4)
+    torch.testing.assert_close(popsim.inferenceModel(linear, opts)(x), linear(x))
+    assert ("setAvailableMemoryProportion names IPU1, which this program does not use (it runs "
+            "on 1 IPU(s) per replica, IPU0 to IPU0): the entry has no effect."
+            in capfd.readouterr().err)
 
 
 class TwoLinears(nn.Module):
