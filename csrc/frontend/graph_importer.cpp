@@ -207,6 +207,20 @@ private:
   void recordUnsupported(const jit::Node& node, const std::string& reason) {
     unsupported_.push_back(
         {node.kind().toQualString(), locationOf(node), reason, modulePathOf(node)});
+    if (!unsupported_.back().location.known()) {
+      // An op the tracer made itself (aten::Int, aten::ScalarImplicit) has no
+      // line of its own: the line of the first op that reads it says where.
+      for (const jit::Value* output : node.outputs()) {
+        for (const jit::Use& use : output->uses()) {
+          const ir::SourceLocation reader = locationOf(*use.user);
+          if (!reader.known() || unsupported_.back().location.known()) continue;
+          unsupported_.back().location = reader;
+          unsupported_.back().reason +=
+              strCat(unsupported_.back().reason.empty() ? "" : " ", "(read there by ",
+                     use.user->kind().toQualString(), ")");
+        }
+      }
+    }
     poisonOutputs(node);
   }
 

@@ -57,6 +57,21 @@ def test_an_unsupported_op_is_listed_once_with_its_uses_and_lines():
             f"{__file__}:{line_of('unsupported: i0 once more')} (in forward)\n") in message
 
 
+class RangeOfAnInput(torch.nn.Module):
+    def forward(self, x, n):
+        return torch.arange(n) + x.sum()  # a number read from a tensor
+
+
+def test_an_op_the_tracer_made_is_placed_at_the_line_that_reads_it():
+    """aten::ScalarImplicit (the tracer's, without a line of its own) at its reader's line."""
+    with pytest.raises(popsim.UnsupportedOperationError) as error:
+        popsim.inferenceModel(RangeOfAnInput())(torch.randn(3), torch.tensor(4))
+    message = str(error.value)
+    assert (f"aten::ScalarImplicit at {__file__}:{line_of('a number read from a tensor')} "
+            f"(in forward): it turns a tensor computed at runtime into a Python number") in message
+    assert "(read there by aten::arange)" in message
+
+
 def test_input_shape_change_after_compilation():
     model = popsim.inferenceModel(MnistNetwork())
     model(torch.randn(8, 1, 28, 28))
