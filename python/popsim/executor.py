@@ -546,7 +546,8 @@ class Executor(ExecutorReports):
                 self._flow.names_by_tensor(), self._reported_attributes, args, kwargs,
                 progress, self._exported)
             self._flow.bind(compiled.program, compiled.binding, compiled.float32_buffers,
-                            _replication.of(self._options, self._training).job)
+                            _replication.of(self._options, self._training).job,
+                            compiled.replica_groups)
             self._compiled = compiled
             self._calls = Calls(compiled, self._options)
             self._compilation_seconds = time.perf_counter() - compiled.started

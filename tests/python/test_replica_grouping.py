@@ -175,6 +175,34 @@ def test_momentum_is_kept_per_group_and_read_back_per_group():
     assert_close(twin.weight.detach(), model.weight.detach())
 
 
+def test_poptorch_state_of_a_grouped_parameter_has_a_row_per_group_its_step_too():
+    """ipu_state, as PopTorch lays it out for a replica-grouped parameter: every entry,
+    the step count included, has one row per group; loaded back, it resumes training."""
+    model = Grouped(REPLICAS)
+    optimizer = popsim.optim.AdamW(model.parameters(), lr=0.1)
+    trainer = popsim.trainingModel(model, popsim.Options().replicationFactor(REPLICAS),
+                                   optimizer)
+    trainer.weight.replicaGrouping(popsim.CommGroupType.NoGrouping, 0,
+                                   popsim.VariableRetrievalMode.OnePerGroup)
+    x, target = batches(1)[0]
+    trainer(x, target)
+    ipu_state = optimizer.state_dict()["ipu_state"]
+    grouped = {key: value for key, value in ipu_state.items() if key.endswith("model.weight")}
+    assert sorted(grouped) == ["Accl1___model.weight", "Accl2___model.weight",
+                               "Step___model.weight"]
+    assert all(value.shape[0] == REPLICAS for value in grouped.values())
+    assert grouped["Step___model.weight"].tolist() == [1] * REPLICAS
+    assert ipu_state["Step___model.bias"].dim() == 0
+    optimizer.load_state_dict(optimizer.state_dict())  # the rows read back as one count
+    trainer(x, target)
+    assert optimizer.state_dict()["ipu_state"]["Step___model.weight"].tolist() == [2] * REPLICAS
+    uneven = dict(optimizer.state_dict(), ipu_state={
+        **ipu_state, "Step___model.weight": torch.tensor([1, 2, 1, 1])})
+    with pytest.raises(popsim.OptionError, match=r"should hold one step count per replica "
+                                                 r"group of weight \(4\), all the same"):
+        optimizer.load_state_dict(uneven)
+
+
 def test_inference_replicas_compute_with_their_groups_values():
     model = Grouped(2)
     ipu = popsim.inferenceModel(model, popsim.Options().replicationFactor(REPLICAS))

@@ -54,6 +54,7 @@ class CompiledModel(NamedTuple):
     anchors: _anchors.CallAnchors
     call_spec: _call_spec.CallSpec  # the compiling call, tensors as shapes and dtypes
     binding: Optional[_binding.OptimizerBinding]  # a training model's optimizer
+    replica_groups: Dict[str, int]  # each replica-grouped parameter's number of groups
     broadcast_buffers: List[str]  # replicated training: buffers replica 0 hands on
     flags: Tuple[bool, ...]  # every module's train/eval flag as compiled
     started: float  # time.perf_counter() when compiling started
@@ -153,4 +154,5 @@ def compile_model(model: torch.nn.Module, shallow: torch.nn.Module, options: Opt
         stages=[(s.block, s.stage, s.ipu) for s in compiled.compiler.stages],
         anchors=_anchors.resolve(anchor_plan, anchor_shapes, program, tensors, names_by_tensor),
         call_spec=_call_spec.call_spec(args, kwargs), binding=binding,
+        replica_groups={name: grouping.group_count for name, grouping in groupings.items()},
         broadcast_buffers=broadcast_buffers, flags=flags, started=started)

@@ -8,7 +8,8 @@ PopTorch names them as PopART does, so that its checkpoints are read back by its
   momentum), ``Accl3___`` (Adam's maximum of the second moment with amsgrad, RMSprop's
   average gradient when centred), ``Accl___`` (SGD's velocity, which PopART keeps multiplied
   by the loss scaling) and ``Step___`` (the step count, per parameter; popsim keeps it per
-  group);
+  group); a replica-grouped parameter's (``replicaGrouping``) have one row per replica group,
+  its step count too (every group steps together);
 - each hyper-parameter as the compound scalar PopART's update reads, per parameter:
   ``learningRate___specific___model.lin.bias``; SGD without momentum (PopART's SGD0)
   ``scaledLearningRate0`` = lr (1 - dampening) gradScale / lossScaling and
@@ -62,12 +63,15 @@ class StateNames:
         groups: Each parameter group's parameter names, as the model names them.
         constants: {(group index, attribute): value} of the attributes held constant.
         constant_loss_scaling: Whether the loss scaling is a constant of the program.
+        replica_groups: Each replica-grouped parameter's number of replica groups.
     """
 
     def __init__(self, kind: str, groups: List[List[str]],
                  constants: Mapping[Tuple[Optional[int], str], Any],
-                 constant_loss_scaling: bool) -> None:
+                 constant_loss_scaling: bool,
+                 replica_groups: Optional[Mapping[str, int]] = None) -> None:
         self.kind = kind
+        self.replica_groups = dict(replica_groups or {})
         self.groups = groups
         self.constants = constants
         self.constant_loss_scaling = constant_loss_scaling
@@ -95,7 +99,9 @@ class StateNames:
                 named[f"{accumulators[slot]}___{PARAMETER_PREFIX}{parameter}"] = value
             elif key in self._step_of:
                 for name in self.groups[self._step_of[key]]:
-                    named[f"{_STEP}___{PARAMETER_PREFIX}{name}"] = value.clone()
+                    rows = self.replica_groups.get(name)
+                    named[f"{_STEP}___{PARAMETER_PREFIX}{name}"] = (
+                        value.clone() if rows is None else value.reshape(1).repeat(rows))
             else:
                 named[key] = value  # popsim's own state (shards, ...) keeps its name
         return named
@@ -112,6 +118,7 @@ class StateNames:
                 parameter = parameter[len(PARAMETER_PREFIX):]
                 if parameter in self._group_of and accumulator == _STEP:
                     index = self._group_of[parameter]
+                    value = self._one_step(key, parameter, value)
                     if index in steps and not torch.equal(steps[index][1], value):
                         raise OptionError(
                             f"optimizer.load_state_dict: ipu_state['{key}'] and "
@@ -129,6 +136,19 @@ class StateNames:
         for index, (_, value) in steps.items():
             state[_C.group_state_name(index, "step")] = value
         return state
+
+    def _one_step(self, key: str, parameter: str, value: torch.Tensor) -> torch.Tensor:
+        """A loaded step count as popsim keeps it: a replica-grouped parameter's has a row
+        per group, all the same (every group steps together)."""
+        rows = self.replica_groups.get(parameter)
+        if rows is None or value.dim() == 0:
+            return value
+        if tuple(value.shape) != (rows,) or not bool((value == value[0]).all()):
+            raise OptionError(
+                f"optimizer.load_state_dict: ipu_state['{key}'] should hold one step count per "
+                f"replica group of {parameter} ({rows}), all the same, as the groups step "
+                f"together; it is {value.tolist()}.", option="optimizer.load_state_dict")
+        return value[0].clone()
 
     # --- ipu_param -------------------------------------------------------------------------
 

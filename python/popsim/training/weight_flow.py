@@ -74,6 +74,7 @@ class WeightFlow:
         self._program: Optional[_C.DeviceProgram] = None
         self._binding: Optional[_binding.OptimizerBinding] = None
         self._float32_buffers: List[str] = []  # float16 buffers the device holds in float32
+        self._replica_groups: Dict[str, int] = {}  # replica-grouped parameters' group counts
         self._weights = _Copies.IN_STEP
         self._optimizer_copies = _Copies.IN_STEP
         # optimizer.load_state_dict()'s "ipu_state", written to the device with the state
@@ -125,11 +126,14 @@ class WeightFlow:
     # --- A compiled program's life ---
 
     def bind(self, program: _C.DeviceProgram, binding: Optional[_binding.OptimizerBinding],
-             float32_buffers: Sequence[str], jobs_replicas: int) -> None:
+             float32_buffers: Sequence[str], jobs_replicas: int,
+             replica_groups: Optional[Mapping[str, int]] = None) -> None:
         """The program the model compiled to: its weights (and a training model's
         optimizer state and hyper-parameters) go to the device, and the host model and
-        optimizer learn to copy theirs home first."""
+        optimizer learn to copy theirs home first. `replica_groups`: each replica-grouped
+        parameter's number of groups (its state has one row per group)."""
         self._program, self._binding = program, binding
+        self._replica_groups = dict(replica_groups or {})
         self._float32_buffers = list(float32_buffers)
         self.upload_weights()
         if binding is not None:
@@ -334,7 +338,8 @@ class WeightFlow:
             names = _poptorch_names.StateNames(binding.kind,
                                                [[name for name, _ in params]
                                                 for params in binding.groups],
-                                               binding.constants, binding.constant_loss_scaling())
+                                               binding.constants, binding.constant_loss_scaling(),
+                                               self._replica_groups)
             self._poptorch_names = (binding, names)
         return self._poptorch_names[1]
 
