@@ -205,23 +205,27 @@ private:
   }
 
   void recordUnsupported(const jit::Node& node, const std::string& reason) {
-    unsupported_.push_back(
-        {node.kind().toQualString(), locationOf(node), reason, modulePathOf(node)});
-    if (!unsupported_.back().location.known()) {
+    UnsupportedOp op{node.kind().toQualString(), locationOf(node), reason, modulePathOf(node)};
+    if (!op.location.known()) {
       // An op the tracer made itself (aten::Int, aten::ScalarImplicit) has no
       // line of its own: the line of the first op that reads it says where.
-      for (const jit::Value* output : node.outputs()) {
-        for (const jit::Use& use : output->uses()) {
-          const ir::SourceLocation reader = locationOf(*use.user);
-          if (!reader.known() || unsupported_.back().location.known()) continue;
-          unsupported_.back().location = reader;
-          unsupported_.back().reason +=
-              strCat(unsupported_.back().reason.empty() ? "" : " ", "(read there by ",
-                     use.user->kind().toQualString(), ")");
-        }
+      if (const jit::Node* reader = firstReaderWithALine(node)) {
+        op.location = locationOf(*reader);
+        op.reason += strCat(op.reason.empty() ? "" : " ", "(read there by ",
+                            reader->kind().toQualString(), ")");
       }
     }
+    unsupported_.push_back(std::move(op));
     poisonOutputs(node);
+  }
+
+  const jit::Node* firstReaderWithALine(const jit::Node& node) const {
+    for (const jit::Value* output : node.outputs()) {
+      for (const jit::Use& use : output->uses()) {
+        if (locationOf(*use.user).known()) return use.user;
+      }
+    }
+    return nullptr;
   }
 
   void poisonOutputs(const jit::Node& node) {
@@ -710,6 +714,8 @@ private:
         op == "aten::contiguous" || op == "aten::detach") {
       return;
     }
+    // Copies of some of a tensor's elements (a slice bounded by data is one).
+    if (op == "aten::index_select") return;
     // Ops whose results are values (or comparisons) of their operands: exact on
     // the widened values, zero- or sign-extended alike, as no result leaves the
     // narrow range. A Python number operand is refused, as eager would first
@@ -719,8 +725,6 @@ private:
         "aten::__or__",      "aten::__xor__",    "aten::eq",          "aten::ne",
         "aten::lt",          "aten::le",         "aten::gt",          "aten::ge",
         "aten::maximum",     "aten::minimum"};
-    // Copies of some of a tensor's elements (a slice bounded by data is one).
-    if (op == "aten::index_select") return;
     if (kValuePreserving.count(op) != 0 &&
         std::all_of(node.inputs().begin(), node.inputs().end(), [](const jit::Value* input) {
           return input->type()->cast<c10::TensorType>() != nullptr;

@@ -119,11 +119,11 @@ void lowerRrelu(LoweringContext& ctx) {
     ctx.setOutput(0, emitPointwise(ctx, x, "leaky_relu", {(lower + upper) / 2.0}));
     return;
   }
-  ir::Value* slopes = castTo(ctx, uniformDraw(ctx, lower, upper, x->type().shape), x->type().dtype);
-  ir::Value* kept = emitBinary(ctx, "ge", x, castTo(ctx, floatScalar(ctx, 0.0), x->type().dtype));
+  const ir::DType dtype = x->type().dtype;
+  ir::Value* slopes = castTo(ctx, uniformDraw(ctx, lower, upper, x->type().shape), dtype);
+  ir::Value* kept = emitBinary(ctx, "ge", x, constantFilled(ctx, {dtype, {}}, 0.0));
   ir::Value* slope =
-      ctx.emit(ir::OpKind::Where,
-               {kept, constantFilled(ctx, {x->type().dtype, x->type().shape}, 1.0), slopes});
+      ctx.emit(ir::OpKind::Where, {kept, constantFilled(ctx, {dtype, {}}, 1.0), slopes});
   ctx.setOutput(0, ctx.emit(ir::OpKind::Mul, {x, slope}));
 }
 

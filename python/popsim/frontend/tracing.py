@@ -512,7 +512,8 @@ def _trace(model: torch.nn.Module, signature: Signature,
         # PyTorch's and torchvision's own modules turn shapes into Python values
         # (attention's shape asserts, swin's window padding); popsim compiles
         # fixed shapes, so those warnings are noise. Warnings from the user's
-        # code (data-dependent control flow) are kept.
+        # code are kept, but for its reads of Python values from tensors, which
+        # popsim checks at run time instead (value_guards.py).
         warnings.filterwarnings("ignore", category=torch.jit.TracerWarning,
                                 module=r"torch(vision)?(\.|$)")
         try:

@@ -16,13 +16,13 @@ compile with the start as data (frontend/tensor_bound_slices), so ``__index__`` 
 
 import contextlib
 import math
-import os
 import traceback
 import warnings
 from typing import Any, Callable, Iterator, List, NamedTuple, Tuple
 
 import torch
 
+from popsim.api.option_fields import DEFAULT_SOURCE_LOCATION_EXCLUDES
 from popsim.frontend.ops import LIBRARY as _LIBRARY
 
 _LIBRARY.define("value_guard(Tensor result, Tensor value, float min, float max, str what) "
@@ -74,15 +74,11 @@ def depends_on_data(tensor: torch.Tensor) -> bool:
         del root, stack  # the trace's values must not outlive its graph
 
 
-# The packages whose frames are not the user's.
-_LIBRARIES = (os.path.dirname(torch.__file__) + os.sep,
-              os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep)
-
-
 def _user_line() -> str:
-    """The innermost frame outside torch and popsim: the line of forward() that read."""
+    """The innermost frame outside torch and popsim (the directories an op's source line
+    skips by default): the line of forward() that read."""
     for frame in reversed(traceback.extract_stack()):
-        if not frame.filename.startswith(_LIBRARIES):
+        if not frame.filename.startswith(DEFAULT_SOURCE_LOCATION_EXCLUDES):
             return f"{frame.filename}:{frame.lineno}"
     return "<unknown location>"
 
