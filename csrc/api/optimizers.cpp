@@ -116,7 +116,7 @@ LAMB& LAMB::biasCorrection(bool enabled) {
   return *this;
 }
 LAMB& LAMB::maxWeightNorm(double norm) {
-  maxWeightNorm_ = checked("LAMB", "max_weight_norm", norm, 0.0, false);
+  maxWeightNorm_ = checked("LAMB", "max_weight_norm", norm, 0.0);
   return *this;
 }
 

@@ -38,9 +38,6 @@ void checkProgram(const ir::Graph& graph, const CompilerOptions& options) {
     POPSIM_ASSERT(input->type().rank() >= 1 || microBatches == 1, "input '", input->name(),
                   "' is a scalar but a call has ", microBatches, " micro-batches.");
   }
-  POPSIM_CHECK(!graph.outputs().empty() || options.program == ProgramKind::Training,
-               ErrorKind::Compilation,
-               "the model returns no tensors, so there is nothing to compute.");
 }
 
 void checkTaskLayout(const TaskLayout& layout, const CompilerOptions& options,

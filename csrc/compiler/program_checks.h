@@ -20,8 +20,8 @@ void checkHostOverlap(const ir::Graph& graph, const CompilerOptions& options,
 void checkHasLoss(const ir::Graph& graph);
 
 // After optimisation: every input has a batch dimension to split into device
-// iterations (an internal check: Python refuses scalar inputs), and an
-// inference program returns something.
+// iterations (an internal check: Python refuses scalar inputs). A program may
+// return nothing, as PopTorch's: it may still update buffers.
 void checkProgram(const ir::Graph& graph, const CompilerOptions& options);
 
 // The stages fit the simulated system, and a pipeline gets enough

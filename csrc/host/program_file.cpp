@@ -99,6 +99,16 @@ void writeProgramFile(const std::string& path, const ProgramFile& file) {
   writeFileAtomically(path, body, 0600);
 }
 
+std::string exportProgramFile(const std::string& path, const ProgramFile& file) {
+  std::error_code unreadable; // a path that cannot be examined is written as a file
+  const std::string target =
+      std::filesystem::is_directory(path, unreadable)
+          ? (std::filesystem::path(path) / (file.key.digest() + ".popsim")).string()
+          : path;
+  writeProgramFile(target, file);
+  return target;
+}
+
 ProgramFile readProgramFile(const std::string& path, FileAccess access) {
   const std::string where = strCat("'", path, "'");
   const std::string data = readAll(path, access);

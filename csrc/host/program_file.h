@@ -49,6 +49,11 @@ struct ProgramFile {
 // its owner only. Throws std::filesystem::filesystem_error naming the path.
 void writeProgramFile(const std::string& path, const ProgramFile& file);
 
+// compileAndExport's write: as writeProgramFile, except that a path naming
+// an existing directory gets one file in it, named by the key's digest (as
+// PopTorch's save() takes a directory). Returns the path written.
+std::string exportProgramFile(const std::string& path, const ProgramFile& file);
+
 enum class FileAccess {
   Any,
   // A cache entry: the path must be a regular file, not a symbolic link,

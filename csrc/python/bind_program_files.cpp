@@ -89,11 +89,12 @@ void bindProgramFiles(py::module_& module) {
         host::ProgramFile file{key, program, training, std::nullopt, modelSection};
         if (!call.is_none()) file.call = fromPython(call);
         py::gil_scoped_release release;
-        withOsErrors([&] { host::writeProgramFile(path, file); });
+        return withOsErrors([&] { return host::exportProgramFile(path, file); });
       },
       py::arg("path"), py::arg("key"), py::arg("program"), py::arg("training") = py::none(),
       py::arg("call") = py::none(), py::arg("model_section") = py::bytes(),
-      "Writes a program file atomically, readable by its owner only (OSError if it cannot).");
+      "Writes a program file atomically, readable by its owner only (OSError if it cannot); "
+      "a directory gets one file in it, named by the key's digest. Returns the path written.");
   module.def(
       "read_program_file",
       [](const std::string& path, bool privateEntry) {

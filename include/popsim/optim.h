@@ -93,7 +93,8 @@ public:
   explicit LAMB(double lr = 1e-3);
   /// Whether the moments are bias-corrected (PopTorch's LAMBNoBias: false).
   LAMB& biasCorrection(bool enabled);
-  /// The cap on a parameter's norm in its trust ratio (PopTorch's default 65500).
+  /// The cap on a parameter's norm in its trust ratio (PopTorch's default
+  /// 65500; 0 or more, and 0 makes every update 0).
   LAMB& maxWeightNorm(double norm);
 
 private:

@@ -569,7 +569,9 @@ class Executor(ExecutorReports):
         owner only.
 
         Args:
-            filename: The path of the file to write; missing directories are created.
+            filename: The path of the file to write (missing directories are created), or an
+                existing directory, which gets one file named by the program's hash,
+                ``<hash>.popsim``, as PopTorch's ``save`` writes into a directory.
             export_model: Whether to store the model too (with its current weights), with its
                 options and optimizer, so that :func:`popsim.load` restores all of them. The
                 model must be picklable then, and loading it unpickles it (see
@@ -603,7 +605,8 @@ class Executor(ExecutorReports):
         :meth:`popsim.Executor.compile` then :meth:`popsim.Executor.save`.
 
         Args:
-            filename: The path of the file to write.
+            filename: The path of the file to write, or an existing directory to write one
+                file into (see :meth:`popsim.Executor.save`).
             *args: The positional inputs of a call of the model.
             export_model: Whether to store the model, its options and optimizer too, for
                 :func:`popsim.load` (see :meth:`popsim.Executor.save`).

@@ -50,6 +50,21 @@ def test_an_exported_inference_model_loads_and_runs_without_compiling(tmp_path, 
     assert torch.equal(loaded(x * 2), inference(x * 2))
 
 
+def test_exporting_to_a_directory_writes_one_file_named_by_the_program(tmp_path, counted):
+    """PopTorch's save() takes a directory too: one file in it, which loads as the file
+    compileAndExport names itself would."""
+    x, _ = batch()
+    model = Classifier()
+    inference = popsim.inferenceModel(model)
+    inference.compileAndExport(tmp_path, x, export_model=False)
+    written = os.listdir(tmp_path)
+    assert len(written) == 1 and written[0].endswith(".popsim") and len(written[0]) > 40
+    again = popsim.inferenceModel(model)
+    again.loadExecutable(tmp_path / written[0])
+    assert counted == {"compile": 1, "load": 1}
+    assert torch.equal(again(x), inference(x))
+
+
 @pytest.mark.parametrize("training", [False, True])
 def test_a_program_compiled_for_an_offline_target_loads_to_run(tmp_path, counted, training):
     # As PopTorch's precompilation: compiled where there is no IPU, run where there is.

@@ -236,6 +236,35 @@ def test_lamb_trust_ratio_follows_the_formula():
     assert_close(weight.detach().double(), expected, rtol=1e-6, atol=1e-7)
 
 
+def test_lamb_max_weight_norm_zero_stops_training_until_set_optimizer_raises_it():
+    """PopTorch's documented cap on phi(norm(p)): 0 makes every trust ratio 0, so nothing
+    moves, on the device as in eager step(); a zero-initialised parameter (norm 0 before the
+    cap) still takes trust 1. setOptimizer then lifts the cap without recompiling."""
+    model = Mlp()
+    nn.init.zeros_(model.out.bias)
+    before = copy.deepcopy(model)
+    optimizer = popsim.optim.LAMB(model.parameters(), lr=0.01, max_weight_norm=0.0)
+    trainer = popsim.trainingModel(model, None, optimizer)
+    eager = copy.deepcopy(model)
+    eager_optimizer = popsim.optim.LAMB(eager.parameters(), lr=0.01, max_weight_norm=0.0)
+    for x, labels in batches(3, 1):
+        trainer(x, labels)
+        eager_optimizer.zero_grad()
+        eager(x, labels)[1].backward()
+        eager_optimizer.step()
+    trainer.copyWeightsToHost()
+    for name, start in before.named_parameters():
+        moved = not torch.equal(dict(model.named_parameters())[name], start)
+        assert moved == (name == "out.bias"), name
+    assert_same_parameters(model, eager)
+    optimizer.param_groups[0]["max_weight_norm"] = 100.0
+    trainer.setOptimizer(optimizer)
+    weight = model.hidden.weight.detach().clone()
+    trainer(*batches(1, 1)[0])
+    trainer.copyWeightsToHost()
+    assert not torch.equal(model.hidden.weight, weight)
+
+
 @pytest.mark.parametrize("amsgrad", [False, True])
 @pytest.mark.parametrize("accumulation", [1, 2])
 def test_adamw_without_bias_correction_matches_its_eager_step(amsgrad, accumulation):
@@ -307,7 +336,7 @@ def test_lamb_state_round_trips_and_checks_its_arguments():
         trainer(x, labels)
     state = optimizer.state_dict()["state"]
     assert sorted(state[0]) == ["exp_avg", "exp_avg_sq", "step"] and float(state[0]["step"]) == 2
-    for bad in ({"lr": -1.0}, {"betas": (0.9, 1.0)}, {"max_weight_norm": 0.0}):
+    for bad in ({"lr": -1.0}, {"betas": (0.9, 1.0)}, {"max_weight_norm": -1.0}):
         with pytest.raises(popsim.OptionError, match=r"^LAMB\(.*\): expected lr, eps and "
                                                      r"weight_decay >= 0"):
             popsim.optim.LAMB(model.parameters(), **bad)

@@ -127,6 +127,22 @@ def test_a_buffer_updated_in_place_is_kept_from_call_to_call():
     assert [model(torch.zeros(1)).item() for _ in range(4)] == [2.0, 3.0, 4.0, 5.0]
 
 
+class SilentCounter(Counter):
+    def forward(self):
+        self.count += 1.0
+
+
+@pytest.mark.parametrize("device_iterations", [1, 3])
+def test_a_model_that_returns_nothing_runs_and_returns_none(device_iterations):
+    """As PopTorch's: a call of a model without outputs returns None; its buffer updates
+    still happen, once per device iteration."""
+    counter = SilentCounter()
+    model = popsim.inferenceModel(counter, popsim.Options().deviceIterations(device_iterations))
+    assert model() is None and model() is None
+    model.copyWeightsToHost()
+    assert counter.count.item() == 1.0 + 2 * device_iterations
+
+
 @pytest.mark.parametrize("wrap", ["inference", "training"])
 def test_inputs_requiring_grad_are_detached_with_one_warning(caplog, wrap):
     x = torch.ones(2, 3, requires_grad=True)

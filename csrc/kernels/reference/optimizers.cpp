@@ -235,8 +235,10 @@ POPSIM_FMA_CLONES void rmsprop(const ir::Node& node, const Inputs& inputs) {
 // LAMB (PopTorch's optim.LAMB): Adam's moments, upd = m / bc1 / (sqrt(v) /
 // sqrt(bc2) + eps) + weight_decay * p (bias corrections 1 without
 // bias_correction), then p -= lr * trust * upd with trust = min(|p|,
-// max_weight_norm) / |upd|, or 1 when either norm is 0. The norms are
-// summed in double; the update is kept for the second pass.
+// max_weight_norm) / |upd|, or 1 when |p| or |upd| is 0. The zero test reads
+// the norm before the cap: a zero-initialised parameter still learns, while
+// PopTorch's max_weight_norm=0 stops every update. The norms are summed in
+// double; the update is kept for the second pass.
 POPSIM_FMA_CLONES LambSquares direction(const ir::Node& node, const Inputs& inputs, float* update) {
   const Tensors t = tensorsOf(node, inputs);
   const int64_t step = *static_cast<const int64_t*>(inputs[3]);
@@ -267,9 +269,11 @@ POPSIM_FMA_CLONES LambSquares direction(const ir::Node& node, const Inputs& inpu
 POPSIM_FMA_CLONES void apply(const ir::Node& node, const Inputs& inputs, const float* update,
                              LambSquares squares) {
   const Tensors t = tensorsOf(node, inputs);
-  const float weightNorm = std::min(f(std::sqrt(squares.weight)), f(t.hyper[LambMaxWeightNorm]));
+  const float weightNorm = f(std::sqrt(squares.weight));
   const float updateNorm = f(std::sqrt(squares.update));
-  const float trust = weightNorm == 0.0f || updateNorm == 0.0f ? 1.0f : weightNorm / updateNorm;
+  const float trust = weightNorm == 0.0f || updateNorm == 0.0f
+                          ? 1.0f
+                          : std::min(weightNorm, f(t.hyper[LambMaxWeightNorm])) / updateNorm;
   const float minusStep = f(-t.hyper[LambLr]) * trust;
   for (int64_t i = 0; i < t.count; ++i) {
     t.param[i] = std::fma(update[i], minusStep, t.param[i]);

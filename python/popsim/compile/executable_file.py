@@ -59,9 +59,10 @@ class ProgramFile(NamedTuple):
 
 def write(path: str, key: "_C.ProgramKey", program: bytes, *, training: Optional[bool] = None,
           call: Optional[_call_spec.CallSpec] = None,
-          model: Optional[Dict[str, Any]] = None) -> None:
+          model: Optional[Dict[str, Any]] = None) -> str:
     """Writes the file atomically (a reader never sees half of it), readable by its
-    owner only."""
+    owner only; an existing directory gets one file, ``<key digest>.popsim``, in it.
+    Returns the path written."""
     call_json = None if call is None else _call_spec.to_json(call)  # refuses what JSON cannot hold
     pickled = b""
     if model is not None:
@@ -74,7 +75,7 @@ def write(path: str, key: "_C.ProgramKey", program: bytes, *, training: Optional
                 f"({error}). Export a model that cannot be pickled with export_model=False and "
                 "load it with loadExecutable.") from error
         pickled = buffer.getvalue()
-    _C.write_program_file(os.fspath(path), key, program, training, call_json, pickled)
+    return str(_C.write_program_file(os.fspath(path), key, program, training, call_json, pickled))
 
 
 def read(path: str) -> ProgramFile:

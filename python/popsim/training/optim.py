@@ -612,7 +612,8 @@ class LAMB(_MaxGradNorm, torch.optim.Optimizer):
     Adam's moments make an update ``u = m_hat / (sqrt(v_hat) + eps) + weight_decay * p``
     (``m_hat`` and ``v_hat`` bias-corrected when ``bias_correction``), which each parameter
     takes scaled by its trust ratio ``trust = min(norm(p), max_weight_norm) / norm(u)`` (1 if
-    either norm is 0): ``p -= lr * trust * u``. ``lr``, ``betas``, ``eps``, ``weight_decay`` and
+    ``norm(p)`` or ``norm(u)`` is 0, so ``max_weight_norm=0`` stops training, as in PopTorch):
+    ``p -= lr * trust * u``. ``lr``, ``betas``, ``eps``, ``weight_decay`` and
     ``max_weight_norm`` may differ per parameter group. A training model runs this update on
     the device; :meth:`step` computes the same on the host.
 
@@ -645,7 +646,8 @@ class LAMB(_MaxGradNorm, torch.optim.Optimizer):
                 does not (as :class:`popsim.optim.LAMBNoBias`).
             loss_scaling: The factor the loss's gradient is scaled by, divided out by the step
                 (see the module's notes). Passed, it is variable; None: 1, as a constant.
-            max_weight_norm: The cap on a parameter's norm in its trust ratio (more than 0).
+            max_weight_norm: The cap on a parameter's norm in its trust ratio (0 or more; 0
+                makes every update 0).
                 None: 65500, float16's largest value, as in PopTorch.
             accum_type: The dtype of the gradient accumulators on the device:
                 ``torch.float32`` (None, the default) or ``torch.float16``.
@@ -671,11 +673,11 @@ class LAMB(_MaxGradNorm, torch.optim.Optimizer):
             max_weight_norm = 65500.0
         for what, value, valid in (("lr", lr, lr >= 0.0), ("eps", eps, eps >= 0.0),
                                    ("weight_decay", weight_decay, weight_decay >= 0.0),
-                                   ("max_weight_norm", max_weight_norm, max_weight_norm > 0.0),
+                                   ("max_weight_norm", max_weight_norm, max_weight_norm >= 0.0),
                                    ("betas", betas, all(0.0 <= b < 1.0 for b in betas))):
             if not valid:
                 raise OptionError(f"{name}({what}={value!r}): expected lr, eps and "
-                                  "weight_decay >= 0, max_weight_norm > 0 and betas in [0, 1).",
+                                  "weight_decay >= 0, max_weight_norm >= 0 and betas in [0, 1).",
                                   option=f"{name}.{what}")
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay, max_weight_norm=max_weight_norm,
@@ -717,10 +719,10 @@ class LAMB(_MaxGradNorm, torch.optim.Optimizer):
                 exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
                 denom = (exp_avg_sq.sqrt() / math.sqrt(bc2)).add_(group["eps"])
                 update = exp_avg / bc1 / denom + group["weight_decay"] * p
-                weight_norm = torch.linalg.vector_norm(p).clamp(max=group["max_weight_norm"])
+                weight_norm = torch.linalg.vector_norm(p)
                 update_norm = torch.linalg.vector_norm(update)
                 trust = (1.0 if weight_norm == 0 or update_norm == 0
-                         else float(weight_norm / update_norm))
+                         else float(weight_norm.clamp(max=group["max_weight_norm"]) / update_norm))
                 p.add_(update, alpha=-group["lr"] * trust)
         return loss
 
