@@ -65,6 +65,48 @@ def test_variadic_positional_and_keyword_arguments():
     check(Starred(), x, a)
 
 
+class TensorDefaults(torch.nn.Module):
+    def forward(self, t1, t2, t3=torch.ones(1, 3), t4=torch.zeros(1, 3)):
+        return t1 * t3 + t2 * t4
+
+
+@pytest.mark.parametrize("device_iterations", [1, 2])
+def test_tensor_defaults_are_inputs_a_later_call_may_pass(device_iterations):
+    """As PopTorch's: forward()'s tensor defaults are inputs, so calls may pass them or
+    leave them out whichever call compiled. A default is one micro-batch's value; a passed
+    one has the call's micro-batches, as every input has."""
+    model, eager = TensorDefaults(), TensorDefaults()
+    ipu = popsim.inferenceModel(model, popsim.Options().deviceIterations(device_iterations))
+    t1, t2, t4 = (torch.randn(2 * device_iterations, 3) for _ in range(3))
+    assert_close(ipu(t1, t2), eager(t1, t2))
+    micro = [slice(2 * i, 2 * i + 2) for i in range(device_iterations)]
+    passed = torch.randn(device_iterations, 3)  # one row per micro-batch
+    expected = torch.cat([eager(t1[m], t2[m], t4=passed[i:i + 1]) for i, m in enumerate(micro)])
+    assert_close(ipu(t1, t2, t4=passed), expected)
+    assert_close(ipu(t4=passed, t1=t1, t2=t2), expected)
+    assert_close(ipu(t1, t2, torch.full((device_iterations, 3), 2.0)), eager(t1, t2, 2.0))
+
+
+def test_a_default_passed_by_the_compiling_call_may_be_left_out_later():
+    ipu = popsim.inferenceModel(TensorDefaults())
+    t1, t2, t3 = (torch.randn(2, 3) for _ in range(3))
+    assert_close(ipu(t1, t2, t3[:1]), TensorDefaults()(t1, t2, t3[:1]))
+    assert_close(ipu(t1, t2), TensorDefaults()(t1, t2))
+
+
+def test_a_scalar_default_of_several_micro_batches_stays_a_constant():
+    class Scaled(torch.nn.Module):
+        def forward(self, x, scale=torch.tensor(3.0)):
+            return x * scale
+
+    ipu = popsim.inferenceModel(Scaled(), popsim.Options().deviceIterations(2))
+    x = torch.randn(4, 2)
+    assert_close(ipu(x), x * 3.0)
+    with pytest.raises(popsim.InputError, match="The model was compiled for inputs structured "
+                                                "as"):
+        ipu(x, torch.tensor(2.0))
+
+
 class Counter(torch.nn.Module):
     """Counts its calls in a 0-d buffer; takes no inputs."""
 

@@ -98,7 +98,8 @@ def import_call(model: torch.nn.Module, options: Options, training: bool,
                 tracing_done: Callable[[], None]) -> ImportedCall:
     """Traces the model on one micro-batch of the call's inputs and imports the
     trace into popsim IR (C++). `tracing_done` marks the end of the trace."""
-    signature = _tracing.Signature(args, kwargs, model.forward)
+    signature = _tracing.Signature(args, kwargs, model.forward,
+                                   split_factor=_C.batch_split_of(options._session).factor)
     tensors = signature.tensors(args, kwargs)
     _warn_about_inputs_requiring_grad(signature.tensor_names, tensors)
     micro = micro_batches(options, signature, tensors)

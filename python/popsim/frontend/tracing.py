@@ -46,8 +46,12 @@ class Signature:
     dtypes and shapes (with iterations stacked) and the non-tensor values."""
 
     def __init__(self, args: Sequence[Any], kwargs: Dict[str, Any],
-                 forward: Callable[..., Any]) -> None:
-        value = _bind_arguments(forward, args, kwargs, compiling=True)
+                 forward: Callable[..., Any], split_factor: Optional[int] = None) -> None:
+        """`split_factor`: the micro-batches of a call, when forward()'s tensor defaults are
+        inputs (see _tensor_defaults); None keeps them out of the signature."""
+        self._defaults = ({} if split_factor is None
+                          else _tensor_defaults(forward, split_factor))
+        value = _bind_arguments(forward, args, kwargs, compiling=True, defaults=self._defaults)
         self.positional_count = len(args)
         self.argument_names = list(value)
         leaves, names, self.structure = _structure.flatten(value, "")
@@ -64,7 +68,7 @@ class Signature:
         """The flat tensor inputs of a call, checked against this signature.
         Each error starts with PopTorch's sentence for the same mismatch, so
         code matching PopTorch's messages keeps working."""
-        value = _bind_arguments(self.forward, args, kwargs)
+        value = _bind_arguments(self.forward, args, kwargs, defaults=self._defaults)
         leaves, names, structure = _structure.flatten(value, "", like=self.structure)
         if structure != self.structure:
             missing = [name for name in self.argument_names if name not in value]
@@ -130,9 +134,32 @@ _RECOMPILE_HINT = (
 )
 
 
+def _tensor_defaults(forward: Callable[..., Any], split_factor: int) -> Dict[str, torch.Tensor]:
+    """forward()'s tensor defaults as inputs, as PopTorch makes them, so that a call may
+    pass one that the compiling call left out, and the other way round.
+
+    A default is one micro-batch's value: a call that leaves it out passes it repeated along
+    dimension 0 for each of the call's `split_factor` micro-batches. A 0-d default cannot be
+    repeated that way, so with several micro-batches it stays a constant of the program."""
+    try:
+        parameters = inspect.signature(forward).parameters
+    except (TypeError, ValueError):  # no inspectable signature: no defaults to read
+        return {}
+    defaults = {}
+    for name, parameter in parameters.items():
+        default = parameter.default
+        if not isinstance(default, torch.Tensor) or (default.dim() == 0 and split_factor > 1):
+            continue
+        defaults[name] = (default if split_factor == 1
+                          else default.repeat(split_factor, *[1] * (default.dim() - 1)))
+    return defaults
+
+
 def _bind_arguments(forward: Callable[..., Any], args: Sequence[Any], kwargs: Dict[str, Any],
-                    compiling: bool = False) -> Dict[str, Any]:
-    """Arguments as an ordered dict keyed by forward()'s parameter names.
+                    compiling: bool = False,
+                    defaults: Optional[Dict[str, torch.Tensor]] = None) -> Dict[str, Any]:
+    """Arguments as an ordered dict keyed by forward()'s parameter names, with `defaults`
+    for the parameters the call leaves out.
 
     A call forward() cannot take is refused with Python's reason when it is the compiling
     call; a later one is keyed by position, so that Signature.tensors says how it differs
@@ -151,8 +178,12 @@ def _bind_arguments(forward: Callable[..., Any], args: Sequence[Any], kwargs: Di
         values.update(kwargs)
         return values
     values = {}
-    for name, value in bound.arguments.items():
-        kind = bound.signature.parameters[name].kind
+    for name, parameter in bound.signature.parameters.items():
+        if name not in bound.arguments:
+            if defaults and name in defaults:
+                values[name] = defaults[name]
+            continue
+        value, kind = bound.arguments[name], parameter.kind
         if kind == inspect.Parameter.VAR_POSITIONAL:
             for i, item in enumerate(value):
                 values[f"{name}[{i}]"] = item
