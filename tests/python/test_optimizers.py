@@ -257,7 +257,8 @@ def test_lamb_max_weight_norm_zero_stops_training_until_set_optimizer_raises_it(
         moved = not torch.equal(dict(model.named_parameters())[name], start)
         assert moved == (name == "out.bias"), name
     assert_same_parameters(model, eager)
-    optimizer.param_groups[0]["max_weight_norm"] = 100.0
+    optimizer.max_weight_norm = 100.0  # PopTorch 3's optimizer-wide attribute: every group
+    assert [group["max_weight_norm"] for group in optimizer.param_groups] == [100.0]
     trainer.setOptimizer(optimizer)
     weight = model.hidden.weight.detach().clone()
     trainer(*batches(1, 1)[0])

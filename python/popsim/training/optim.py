@@ -685,6 +685,25 @@ class LAMB(_MaxGradNorm, torch.optim.Optimizer):
         self.defaults["max_grad_norm"] = max_grad_norm  # as the setter stores it
         self.bias_correction = bool(bias_correction)
 
+    @property
+    def max_weight_norm(self) -> float:
+        """The default parameter group's ``max_weight_norm``.
+
+        Setting it sets every group's, as PopTorch 3, which keeps one for the whole optimizer,
+        reads ``optimizer.max_weight_norm``; :meth:`popsim.Executor.setOptimizer` then passes
+        it to the device."""
+        return float(self.defaults["max_weight_norm"])
+
+    @max_weight_norm.setter
+    def max_weight_norm(self, value: float) -> None:
+        name = type(self).__name__
+        if not isinstance(value, (int, float)) or value < 0.0:
+            raise OptionError(f"{name}.max_weight_norm = {value!r}: expected a number >= 0.",
+                              option=f"{name}.max_weight_norm")
+        self.defaults["max_weight_norm"] = value
+        for group in self.param_groups:
+            group["max_weight_norm"] = value
+
     @torch.no_grad()
     def step(self, closure: Optional[Callable[[], float]] = None) -> Optional[float]:
         """Performs one LAMB step on the host, as the device computes it.
