@@ -397,7 +397,7 @@ class Executor(ExecutorReports):
         until this is called.
 
         Raises:
-            InputError: when the model has not compiled.
+            NotCompiledError: when the model has not compiled (an InputError).
         """
         self._require_compiled("copyWeightsToDevice")
         self._flow.upload_weights()
@@ -432,7 +432,7 @@ class Executor(ExecutorReports):
         there.
 
         Raises:
-            InputError: when the model has not compiled.
+            NotCompiledError: when the model has not compiled (an InputError).
             OptionError: when the options name no updatable buffers, when they name a buffer
                 the model does not have, or one the compiled program does not read.
         """
@@ -452,7 +452,7 @@ class Executor(ExecutorReports):
         With ``Simulator.costOnly`` nothing was computed, and the host model is left as it is.
 
         Raises:
-            InputError: when the model has not compiled.
+            NotCompiledError: when the model has not compiled (an InputError).
         """
         self._require_compiled("copyWeightsToHost")
         self._flow.copy_weights_home()
@@ -580,7 +580,7 @@ class Executor(ExecutorReports):
                 file.
 
         Raises:
-            InputError: when the model has not compiled.
+            NotCompiledError: when the model has not compiled (an InputError).
             ExecutableFileError: when ``export_model`` is True and the model, its options or
                 optimizer cannot be pickled, or when an argument of the call is of a type a
                 file cannot describe as data (the message names it).

@@ -82,6 +82,12 @@ class InputError(Error, ValueError):
     split into device iterations."""
 
 
+class NotCompiledError(InputError, AssertionError):
+    """A method that needs the compiled program (``getTensorNames``, ``copyWeightsToHost``,
+    the reports, ``save``, ...) was called before the model compiled or after ``destroy()``.
+    An ``AssertionError`` too, as PopTorch asserts there."""
+
+
 class ArgumentError(Error, TypeError, ValueError):
     """A popsim function got an argument of the wrong type or value: a helper used inside
     ``forward()`` (``dynamic_slice``, ``for_loop``, ...), a model that is not a

@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import torch
 
 from popsim import _C
-from popsim.api.errors import InputError
+from popsim.api.errors import InputError, NotCompiledError
 from popsim.api.options import Options
 from popsim.compile.compiled_model import CompiledModel
 from popsim.device import replication as _replication
@@ -46,8 +46,9 @@ class ExecutorReports:
 
     def _require_compiled(self, what: str) -> None:
         if self._compiled is None:
-            raise InputError(f"{what}() needs a compiled model: this one has not been compiled "
-                             "or has been destroyed. Call the model or compile() first.")
+            raise NotCompiledError(f"{what}() needs a compiled model: this one has not been "
+                                   "compiled or has been destroyed. Call the model or "
+                                   "compile() first.")
 
     def memoryReport(self) -> Dict[str, Any]:
         """Gives the memory of each simulated IPU, by category, from the compiled plan.
@@ -58,7 +59,7 @@ class ExecutorReports:
             ``"categories"``, ``"streaming_memory"``, ``"largest_tensors"`` and more.
 
         Raises:
-            InputError: when the model has not compiled.
+            NotCompiledError: when the model has not compiled (an InputError).
         """
         self._require_compiled("memoryReport")
         return self._program.first.memory_report().to_dict()
@@ -70,7 +71,7 @@ class ExecutorReports:
             The number of cycles the last call took on the simulated clock.
 
         Raises:
-            InputError: when the model has not compiled.
+            NotCompiledError: when the model has not compiled (an InputError).
         """
         self._require_compiled("cycleCount")
         return self._program.first.last_run_cycles
@@ -83,7 +84,7 @@ class ExecutorReports:
             draws the pipeline, one row per IPU.
 
         Raises:
-            InputError: when the model has not compiled.
+            NotCompiledError: when the model has not compiled (an InputError).
         """
         self._require_compiled("executionTrace")
         return ExecutionTrace.of(self._program.first)
@@ -95,7 +96,7 @@ class ExecutorReports:
             The last call's seconds on the simulated IPUs: its cycles at the chip's clock.
 
         Raises:
-            InputError: when the model has not compiled.
+            NotCompiledError: when the model has not compiled (an InputError).
         """
         self._require_compiled("simulatedTime")
         return self._program.first.last_run_cycles / self._program.first.clock_hz
@@ -229,7 +230,7 @@ class ExecutorReports:
             The seconds the last compilation took, tracing included.
 
         Raises:
-            InputError: when the model has not compiled.
+            NotCompiledError: when the model has not compiled (an InputError).
         """
         self._require_compiled("compilationTime")
         return self._compilation_seconds
@@ -263,11 +264,11 @@ class ExecutorReports:
             call).
 
         Raises:
-            InputError: when the model has not compiled.
+            NotCompiledError: when the model has not compiled (an InputError).
         """
         if self._compiled is None:
-            raise InputError("Model must be compiled before calling getTensorNames: call the "
-                             "model or compile() first.")
+            raise NotCompiledError("Model must be compiled before calling getTensorNames: call "
+                                   "the model or compile() first.")
         trained = self._flow.binding.trained_names() if self._training else []
         return _C.anchorable_names(list(self._program.weight_names()), self._training, trained)
 
