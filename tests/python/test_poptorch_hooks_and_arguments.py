@@ -85,6 +85,11 @@ def test_compile_hooks_run_around_each_compilation_until_removed():
     assert calls == ["pre", "post"]
     with pytest.raises(TypeError, match="Post-compile hook must be callable"):
         popsim.registerPostCompileHook("not a function")
+    # PopTorch documents a RuntimeError for it.
+    with pytest.raises(RuntimeError, match="Pre-compile hook must be callable, got 2"):
+        popsim.registerPreCompileHook(2)
+    with pytest.raises(popsim.NotCallableError):
+        popsim.registerPostCompileHook(False)
 
 
 class Summed(nn.Module):

@@ -96,6 +96,11 @@ class ArgumentError(Error, TypeError, ValueError):
     ``ValueError`` for some of them (``for_loop``'s inputs)."""
 
 
+class NotCallableError(ArgumentError, RuntimeError):
+    """A hook given to ``registerPreCompileHook`` or ``registerPostCompileHook`` is not
+    callable. A ``RuntimeError`` too, as PopTorch documents for those functions."""
+
+
 class OptionError(Error, ValueError):
     """An option has a bad value, or options do not fit together. ``option``
     names it as the options spell it ("Training.gradientAccumulation",

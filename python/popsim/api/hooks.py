@@ -8,7 +8,7 @@ from collections import OrderedDict
 from typing import Callable
 
 import torch
-from popsim.api.errors import ArgumentError
+from popsim.api.errors import NotCallableError
 
 _PRE_COMPILE: "OrderedDict[int, Callable[[], None]]" = OrderedDict()
 _POST_COMPILE: "OrderedDict[int, Callable[[], None]]" = OrderedDict()
@@ -17,7 +17,7 @@ _POST_COMPILE: "OrderedDict[int, Callable[[], None]]" = OrderedDict()
 def _register(hooks: "OrderedDict[int, Callable[[], None]]", hook: Callable[[], None],
               when: str) -> torch.utils.hooks.RemovableHandle:
     if not callable(hook):
-        raise ArgumentError(f"{when}-compile hook must be callable, got {hook!r}.")
+        raise NotCallableError(f"{when}-compile hook must be callable, got {hook!r}.")
     handle = torch.utils.hooks.RemovableHandle(hooks)
     hooks[handle.id] = hook
     return handle
@@ -37,7 +37,8 @@ def registerPreCompileHook(hook: Callable[[], None]) -> torch.utils.hooks.Remova
         A handle whose ``remove()`` unregisters the hook.
 
     Raises:
-        ArgumentError: when ``hook`` is not callable.
+        NotCallableError: when ``hook`` is not callable (an ArgumentError and a RuntimeError,
+            as PopTorch documents).
     """
     return _register(_PRE_COMPILE, hook, "Pre")
 
@@ -55,7 +56,8 @@ def registerPostCompileHook(hook: Callable[[], None]) -> torch.utils.hooks.Remov
         A handle whose ``remove()`` unregisters the hook.
 
     Raises:
-        ArgumentError: when ``hook`` is not callable.
+        NotCallableError: when ``hook`` is not callable (an ArgumentError and a RuntimeError,
+            as PopTorch documents).
     """
     return _register(_POST_COMPILE, hook, "Post")
 
