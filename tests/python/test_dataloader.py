@@ -735,15 +735,55 @@ def test_batches_of_a_registered_type_load_in_every_mode(mode):
 
 
 class BrokenAt(Dataset):
-    """A dataset whose item 13 cannot be read."""
+    """A dataset whose item `broken` (13 by default) cannot be read."""
+
+    def __init__(self, broken=13):
+        self.broken = broken
 
     def __len__(self):
         return 32
 
     def __getitem__(self, index):
-        if index == 13:
-            raise ValueError("sample 13 is unreadable")
+        if index == self.broken:
+            raise ValueError(f"sample {index} is unreadable")
         return torch.tensor([float(index)])
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_an_accessor_whose_first_batch_fails_raises_when_it_is_made(workers):
+    """As PopTorch's: the accessor's process loads the first batch when the accessor is made,
+    so a dataset that cannot load fails there, with a RuntimeError whose cause is the
+    dataset's own error and traceback; the process is stopped."""
+    source = torch.utils.data.DataLoader(BrokenAt(0), batch_size=2, num_workers=workers)
+    with pytest.raises(RuntimeError, match="AsynchronousDataAccessor worker thread failed to "
+                       "start: loading the first batch raised ValueError") as raised:
+        popsim.AsynchronousDataAccessor(source)
+    assert isinstance(raised.value, popsim.data.async_data.WorkerStartError)
+    cause = raised.value.__cause__
+    assert isinstance(cause, ValueError) and "sample 0 is unreadable" in str(cause)
+    assert "in __getitem__" in str(cause)  # the loading process's traceback
+    # popsim.DataLoader raises the dataset's own error there, as torch's does.
+    loader = popsim.DataLoader(options(2), BrokenAt(0), batch_size=2, num_workers=workers,
+                               mode=popsim.DataLoaderMode.Async)
+    with pytest.raises(ValueError, match="sample 0 is unreadable"):
+        next(iter(loader))
+
+
+@pytest.mark.parametrize("early_preload", [False, True])
+def test_the_first_batch_loads_when_the_accessor_is_made_and_the_rest_on_request(
+        early_preload):
+    accessor = popsim.AsynchronousDataAccessor(
+        torch.utils.data.DataLoader(numbered(50), batch_size=5), buffer_size=3,
+        early_preload=early_preload)
+    assert accessor.process.is_alive()
+    # The first batch was read by the constructor; without early_preload nothing follows it
+    # until the first iter(), with it the loader fills the other two buffers.
+    deadline = time.monotonic() + (20.0 if early_preload else 0.5)
+    while accessor._ready.qsize() < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert accessor._ready.qsize() == (2 if early_preload else 0)
+    assert labels_of(accessor, epochs=2) == [list(range(50))] * 2
+    accessor.terminate()
 
 
 @pytest.mark.parametrize("workers", [0, 2])

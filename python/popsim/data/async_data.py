@@ -12,7 +12,12 @@ queues):
 - ``free`` (user -> loader): slots the user is done with. A batch stays valid
   until the next one is requested.
 - ``commands`` (user -> loader): ``("start", request)`` begins a fresh epoch,
-  ``("stop",)`` ends the process.
+  ``("go",)`` lets the loader go on past the first batch, ``("stop",)`` ends
+  the process.
+
+The process starts with the accessor, as PopTorch's does, and loads the
+first batch at once, so that a dataset that cannot load fails there; without
+``early_preload`` it then waits for the first ``iter()`` (the ``go``).
 
 Every epoch is tagged ``(request, epoch)``: the loader starts request 0 on
 its own and, with ``load_indefinitely``, moves on to the next epoch of the
@@ -26,6 +31,7 @@ stops the loader), stops when its parent dies, and is stopped by
 ``terminate()``, by garbage collection and at interpreter exit.
 """
 
+import collections
 import math
 import os
 import pickle
@@ -33,7 +39,8 @@ import queue
 import signal
 import traceback
 import weakref
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, List, Optional, Tuple, cast
+from typing import (TYPE_CHECKING, Any, Deque, Iterable, Iterator, List, Optional, Tuple,
+                    cast)
 
 import torch
 import torch.multiprocessing as multiprocessing
@@ -69,10 +76,12 @@ class _Loader:
     """The background process's side: fills slots with batches."""
 
     def __init__(self, source: Iterable[Any], buffer_size: int, load_indefinitely: bool,
-                 rebatched_size: Optional[int], drop_last: bool,
+                 rebatched_size: Optional[int], drop_last: bool, hold_after_first: bool,
                  commands: "Queue[Tuple[Any, ...]]", free: "Queue[int]",
                  ready: "Queue[Tuple[Any, ...]]", parent: int) -> None:
         self.source = source
+        # Without early_preload: after the first batch, wait for the user's first iter().
+        self.holding = hold_after_first
         self.buffer_size = buffer_size
         self.load_indefinitely = load_indefinitely
         self.rebatched_size = rebatched_size
@@ -110,16 +119,27 @@ class _Loader:
             command = self.commands.get_nowait()
         except queue.Empty:
             return
-        raise _Stop(command)
+        if command[0] != "go":  # a late go: the loader is past its first batch already
+            raise _Stop(command)
 
     def wait_for_command(self) -> Tuple[Any, ...]:
         while True:
             if os.getppid() != self.parent:
                 return ("stop",)
             try:
-                return self.commands.get(timeout=_POLL_SECONDS)
+                command = self.commands.get(timeout=_POLL_SECONDS)
             except queue.Empty:
-                pass
+                continue
+            if command[0] != "go" or self.holding:
+                return command
+
+    def hold(self) -> None:
+        """Waits for the user's first iter() ("go"); any other command ends the wait too,
+        and is carried out."""
+        command = self.wait_for_command()
+        self.holding = False
+        if command[0] != "go":
+            raise _Stop(command)
 
     def acquire(self) -> int:
         while True:
@@ -146,6 +166,8 @@ class _Loader:
                     self.send(tag, batch)
                 else:
                     self.add_to_rebatch(tag, batch)
+                if self.holding and self.sent > 0:
+                    self.hold()
             if self.partial is not None and self.partial[1] > 0 and not self.drop_last:
                 self.ship_partial(tag)
             self.ready.put(("end", tag))
@@ -162,6 +184,7 @@ class _Loader:
             return False
         finally:
             del iterator  # shuts torch's worker processes down
+            self.holding = False  # only ever after the first batch, which an epoch may lack
         return self.sent > sent_before
 
     def allocate(self, leaves: List[torch.Tensor], rows: Optional[int] = None) -> None:
@@ -285,13 +308,21 @@ def _rebuild_error(error_type: Optional[type], text: str) -> Exception:
     return RuntimeError(message)
 
 
+class WorkerStartError(RuntimeError):
+    """The loading process of an :class:`popsim.AsynchronousDataAccessor` could not load its
+    first batch: the dataset's error, with the process's traceback, is the ``__cause__``."""
+
+
 class AsynchronousDataAccessor:
     """Iterates ``dataset`` (a DataLoader or any iterable of batches) in a
     background process, keeping up to ``buffer_size`` batches ready in shared
     memory.
 
+    The process starts with the accessor, as PopTorch's, and loads the first batch at once:
+    a dataset that cannot load fails here, not in the middle of the training loop.
+
     - ``load_indefinitely``: start loading the next epoch as soon as one ends.
-    - ``early_preload``: start the process (and loading) now rather than at
+    - ``early_preload``: go on loading past the first batch now rather than at
       the first ``iter()``.
     - ``rebatched_size``: assemble the loaded batches into batches of this
       many samples (along dimension 0); a final shorter batch is kept only
@@ -305,7 +336,7 @@ class AsynchronousDataAccessor:
     def __init__(self, dataset: torch.utils.data.Dataset, buffer_size: int = 3,
                  load_indefinitely: bool = True, early_preload: bool = False,
                  rebatched_size: Optional[int] = None, drop_last: bool = True) -> None:
-        """Sets up the loader; the background process starts at the first ``iter()``.
+        """Starts the loading process and waits until it has loaded the first batch.
 
         Args:
             dataset: What to load batches from: a DataLoader or any iterable of batches
@@ -314,8 +345,8 @@ class AsynchronousDataAccessor:
             buffer_size: How many batches to keep ready in shared memory, a positive
                 integer.
             load_indefinitely: Whether to start loading the next epoch as soon as one ends.
-            early_preload: Whether to start the process (and loading) now rather than at the
-                first ``iter()``.
+            early_preload: Whether to go on loading past the first batch now rather than at
+                the first ``iter()``.
             rebatched_size: None to hand out the loaded batches as they are, or a positive
                 integer: assemble them into batches of this many samples (along dimension 0;
                 every element of a batch must then be a tensor with a batch dimension).
@@ -325,6 +356,9 @@ class AsynchronousDataAccessor:
         Raises:
             OptionError: when ``buffer_size`` or ``rebatched_size`` (when given) is not a
                 positive integer.
+            WorkerStartError: a ``RuntimeError``, as PopTorch raises, when loading the first
+                batch fails; the dataset's own error, with the loading process's traceback,
+                is its ``__cause__``.
         """
         buffer_size = positive_int("buffer_size", buffer_size, "AsynchronousDataAccessor")
         if rebatched_size is not None:
@@ -338,25 +372,44 @@ class AsynchronousDataAccessor:
         self._process: Optional["BaseProcess"] = None  # a forked multiprocessing Process
         self._finalizer: Optional[weakref.finalize] = None
         self._slots: Optional[List[List[torch.Tensor]]] = None
-        if early_preload:
-            self._start()
+        self._start(hold_after_first=not early_preload)
+        self._wait_for_the_first_batch()
 
-    def _start(self) -> None:
+    def _start(self, hold_after_first: bool = False) -> None:
         context = multiprocessing.get_context("fork")
         self._commands, self._free, self._ready = (context.Queue() for _ in range(3))
         self._slots = None
         self._next_tag = (0, 0)  # the loader starts request 0 by itself
         self._must_request = False
         self._active: Optional[Tuple[int, int]] = None
+        # Messages read before their iteration asks for them (the first batch).
+        self._early: Deque[Tuple[Any, ...]] = collections.deque()
+        self._holding = hold_after_first
         process = context.Process(
             target=_load, name="popsim-data-loader",
             args=(self._source, self._buffer_size, self._load_indefinitely,
-                  self._rebatched_size, self._drop_last, self._commands, self._free,
-                  self._ready, os.getpid()))
+                  self._rebatched_size, self._drop_last, hold_after_first, self._commands,
+                  self._free, self._ready, os.getpid()))
         process.start()
         self._process = process
         self._finalizer = weakref.finalize(self, _shutdown, os.getpid(), process,
                                            self._commands, self._free, self._ready)
+
+    def _wait_for_the_first_batch(self) -> None:
+        """Reads the loader's messages up to its first batch (or the end of an empty epoch),
+        keeping them for the first iteration; a failure stops the process and raises."""
+        while True:
+            message = self._receive_from_loader()
+            self._early.append(message)
+            if message[0] == "error":
+                self.terminate()
+                cause = _rebuild_error(message[2], message[3])
+                raise WorkerStartError(
+                    "AsynchronousDataAccessor worker thread failed to start: loading the first "
+                    f"batch raised {type(cause).__name__} (the loading process's traceback "
+                    "is above).") from cause
+            if message[0] != "slots":
+                return
 
     @property
     def process(self) -> Optional["BaseProcess"]:
@@ -381,6 +434,9 @@ class AsynchronousDataAccessor:
         if self._active is not None:  # an earlier iteration was left unfinished
             self._abandon(self._active)
         tag = self._next_tag
+        if self._holding:  # the loader waits after its first batch for this iter()
+            self._commands.put(("go",))
+            self._holding = False
         if self._must_request:
             self._commands.put(("start", tag[0]))
             self._must_request = False
@@ -393,6 +449,9 @@ class AsynchronousDataAccessor:
         self._active = None
 
     def _receive(self) -> Tuple[Any, ...]:
+        return self._early.popleft() if self._early else self._receive_from_loader()
+
+    def _receive_from_loader(self) -> Tuple[Any, ...]:
         while True:
             try:
                 return self._ready.get(timeout=_POLL_SECONDS)

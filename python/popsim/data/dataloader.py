@@ -17,7 +17,7 @@ import torch.utils.data
 from torch.utils import _pytree
 
 from popsim.device import replication as _replication
-from popsim.data.async_data import AsynchronousDataAccessor, batch_count
+from popsim.data.async_data import AsynchronousDataAccessor, WorkerStartError, batch_count
 from popsim.api.enums import DataLoaderMode
 from popsim.api.errors import InputError, OptionError
 from popsim.api.option_fields import positive_int
@@ -611,9 +611,14 @@ class DataLoader(torch.utils.data.DataLoader):
             rebatch = self._combined if self._mode == DataLoaderMode.AsyncRebatched else None
             # A weak reference: the loader owns the accessor, and `del loader` must stop
             # the loading process at once, not when the garbage collector finds a cycle.
-            self._accessor = AsynchronousDataAccessor(
-                weakref.proxy(self), rebatched_size=rebatch, drop_last=self._drop_last_combined,
-                **self._async_options)
+            try:
+                self._accessor = AsynchronousDataAccessor(
+                    weakref.proxy(self), rebatched_size=rebatch,
+                    drop_last=self._drop_last_combined, **self._async_options)
+            except WorkerStartError as error:
+                # As torch's DataLoader: the dataset's own error, with its traceback.
+                assert error.__cause__ is not None, "a start error without its cause"
+                raise error.__cause__ from None
         return iter(self._accessor)
 
     def _sync_iter(self) -> Iterator[Any]:
