@@ -75,7 +75,7 @@ def write(path: str, key: "_C.ProgramKey", program: bytes, *, training: Optional
                 f"({error}). Export a model that cannot be pickled with export_model=False and "
                 "load it with loadExecutable.") from error
         pickled = buffer.getvalue()
-    return str(_C.write_program_file(os.fspath(path), key, program, training, call_json, pickled))
+    return _C.write_program_file(os.fspath(path), key, program, training, call_json, pickled)
 
 
 def read(path: str) -> ProgramFile:
