@@ -29,6 +29,10 @@ public:
   Value* output(size_t index = 0) const { return outputs_.at(index); }
 
   const Attributes& attrs() const { return attrs_; }
+  // Sets one of the schema's optional attributes, which a marker op (as
+  // popsim.MultiConv's partials type) gives the op it marks after the op was
+  // made; required ones are set when the node is made, with its types.
+  void setOptionalAttribute(const std::string& name, AttrValue value);
   const SourceLocation& location() const { return location_; }
   void setNameScope(std::string scope) { location_.nameScope = std::move(scope); }
   // "encoder/layer_norm" in name scope "encoder", else the op kind's name.

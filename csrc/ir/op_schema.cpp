@@ -81,6 +81,7 @@ std::vector<TensorType> inferOutputTypes(OpKind kind, const std::vector<TensorTy
                ".");
   for (const AttrSpec& spec : schema.attrs) {
     const AttrValue* value = attrs.find(spec.name);
+    if (value == nullptr && spec.optional) continue;
     POPSIM_CHECK(value != nullptr, ErrorKind::Compilation, schema.name(), ": attribute '",
                  spec.name, "' is missing.");
     POPSIM_CHECK(attrTypeOf(*value) == spec.type, ErrorKind::Compilation, schema.name(),

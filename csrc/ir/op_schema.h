@@ -13,6 +13,9 @@ namespace popsim::ir {
 struct AttrSpec {
   std::string name;
   AttrType type;
+  // An optional attribute may be absent: a setting the user gave some ops
+  // only (a convolution's partials type, from popsim.MultiConv).
+  bool optional = false;
 };
 
 // Computes an op's output types from its input types and attributes. Throws

@@ -2,6 +2,7 @@
 
 #include "common/logging.h"
 #include "ir/op_schema.h"
+#include "ir/partials.h"
 #include "kernels/binary_pointwise_kernel.h"
 #include "kernels/ctc_loss_kernel.h"
 #include "kernels/dnnl_kernels.h"
@@ -41,20 +42,18 @@ private:
   std::vector<void*> outputs_;
 };
 
-// Precision.setPartialsType(torch.half): float16 matmuls and convolutions sum
-// their products in float16 partials, which only the reference loops do.
+// Precision.setPartialsType(torch.half), or MultiConv's partialsTypes for a
+// convolution: float16 matmuls and convolutions sum their products in float16
+// partials, which only the reference loops do.
 std::unique_ptr<Kernel> createHalfPartialsKernel(const KernelRequest& request) {
-  const ir::Node& node = request.node;
-  if (!request.halfPartials || node.input(0)->type().dtype != ir::DType::Float16) return nullptr;
-  switch (ir::opFamily(node.kind())) {
-  case ir::OpFamily::Convolution:
-    return std::make_unique<ReferenceKernel>(request, reference::convolutionWithHalfPartials,
-                                             "reference (float16 partials)");
-  case ir::OpFamily::MatMul:
-    return std::make_unique<ReferenceKernel>(request, reference::matmulWithHalfPartials,
-                                             "reference (float16 partials)");
-  default: return nullptr;
-  }
+  const ir::OpFamily family = ir::opFamily(request.node.kind());
+  if (family != ir::OpFamily::Convolution && family != ir::OpFamily::MatMul) return nullptr;
+  if (!ir::sumsInHalfPartials(request.node, request.halfPartials)) return nullptr;
+  return std::make_unique<ReferenceKernel>(request,
+                                           family == ir::OpFamily::Convolution
+                                               ? reference::convolutionWithHalfPartials
+                                               : reference::matmulWithHalfPartials,
+                                           "reference (float16 partials)");
 }
 
 std::unique_ptr<Kernel> createDnnlKernel(const KernelRequest& request) {

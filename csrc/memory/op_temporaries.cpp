@@ -1,6 +1,7 @@
 #include "memory/op_temporaries.h"
 
 #include "ir/op_schema.h"
+#include "ir/partials.h"
 
 #include <algorithm>
 
@@ -16,7 +17,7 @@ OpTemporaries planOpTemporaries(const ir::Node& node, uint64_t budgetBytes, bool
   // partials (Precision.setPartialsType).
   const uint64_t first = node.input(0)->type().bytes();
   const uint64_t second = node.input(1)->type().bytes();
-  const bool half = halfPartials && node.input(0)->type().dtype == ir::DType::Float16;
+  const bool half = ir::sumsInHalfPartials(node, halfPartials);
   const uint64_t partials = static_cast<uint64_t>(node.output()->type().numel()) * (half ? 2u : 4u);
   temporaries.smallerOperandBytes = std::min(first, second);
   temporaries.partialElementBytes = half ? 2u : 4u;

@@ -338,9 +338,12 @@ def test_multi_conv_errors_name_the_problem():
     with pytest.raises(popsim.OptionError, match=r"its block ran no convolution"):
         with popsim.MultiConv():
             torch.relu(torch.ones(2))
+    with pytest.raises(popsim.OptionError, match=r"^Invalid partials types\. Expecting "
+                                                 r"torch\.float or torch\.half: .* got 'half'"):
+        popsim.MultiConv().partialsTypes("half")
+    with pytest.raises(popsim.OptionError, match=r"^Invalid partials types.* got \[\]"):
+        popsim.MultiConv().partialsTypes([])
     for bad in (lambda m: m.availableMemoryProportions(1.5),
-                lambda m: m.partialsTypes(torch.half),
-                lambda m: m.partialsTypes(popsim.MultiConvPartialsType.Half),
                 lambda m: m.planType("Parallel"),
                 lambda m: m.cycleBackOff(2.0),
                 lambda m: m.cycleBackOff(True)):
@@ -348,6 +351,52 @@ def test_multi_conv_errors_name_the_problem():
             bad(popsim.MultiConv())
     # Whole numbers stand for floats, as Python's float annotations accept them.
     popsim.MultiConv().availableMemoryProportions([1, 0.5]).cycleBackOff(0)
+
+
+def half_partials_run(multi_conv, global_half, training=False):
+    """One float16 TwoBranches call (or training step): its output, or its weights after."""
+    torch.manual_seed(0)
+    model = TwoBranches(multi_conv).half()
+    opts = popsim.Options()
+    if global_half:
+        opts.Precision.setPartialsType(torch.half)
+    x = torch.randn(2, 16, 6, 6).half()
+    if not training:
+        return popsim.inferenceModel(model, opts)(x)
+
+    class Trained(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = model
+
+        def forward(self, x):
+            out = self.net(x)
+            return out, popsim.identity_loss((out.float() ** 2).mean(), "none")
+
+    trainer = popsim.trainingModel(Trained(), opts, torch.optim.SGD(model.parameters(), lr=0.1))
+    trainer(x)
+    trainer.copyWeightsToHost()
+    return torch.cat([p.detach().float().flatten() for p in model.parameters()])
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_multi_conv_partials_types_set_each_convolutions_partials(training):
+    """MultiConv.partialsTypes(torch.half) sums its convolutions (and their gradients) in
+    float16 partials as Precision.setPartialsType(torch.half) does, bit for bit; torch.float
+    keeps float32 partials under a model-wide torch.half; a list sets each convolution's."""
+    def run(types=None, global_half=False):
+        make = popsim.MultiConv if types is None else (
+            lambda: popsim.MultiConv().partialsTypes(types))
+        return half_partials_run(make, global_half, training)
+
+    float32, float16 = run(), run(global_half=True)
+    assert not torch.equal(float32, float16)  # the partials change the numbers here
+    assert torch.equal(run(torch.half), float16)
+    assert torch.equal(run(popsim.MultiConvPartialsType.Half), float16)
+    assert torch.equal(run(torch.float, global_half=True), float32)
+    mixed = run([torch.half, torch.float])
+    assert not torch.equal(mixed, float16) and not torch.equal(mixed, float32)
+    assert torch.equal(mixed, run([torch.half, torch.float], global_half=True))
 
 
 def test_multi_conv_counts_only_its_own_threads_convolutions():

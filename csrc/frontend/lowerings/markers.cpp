@@ -11,6 +11,7 @@
 #include "frontend/lowering_registry.h"
 #include "frontend/lowerings/helpers.h"
 #include "ir/op_schema.h"
+#include "ir/partials.h"
 
 namespace popsim::frontend::lowerings {
 namespace {
@@ -71,10 +72,32 @@ void lowerSetAvailableMemory(LoweringContext& ctx) {
   ctx.setOutput(0, x);
 }
 
+// partials_type(x, half) -> x: popsim.MultiConv's partialsTypes for the
+// convolution that computed x (through views), which sets the convolution's
+// and its gradients' half_partials. MultiConv marks only the outputs of the
+// convolutions its block runs.
+void lowerPartialsType(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  ir::Node* producer = x->producer();
+  while (producer != nullptr && ir::isViewOp(producer->kind()) && !producer->inputs().empty()) {
+    producer = producer->input(0)->producer();
+  }
+  if (producer != nullptr && producer->kind() == ir::OpKind::Convolution) {
+    producer->setOptionalAttribute(std::string(ir::kHalfPartials), ctx.toBool(1));
+  } else {
+    POPSIM_LOG(Warn) << "MultiConv's partialsTypes has no effect on "
+                     << (producer != nullptr ? producer->describe()
+                                             : std::string("a model input or constant"))
+                     << ": it sets the partials of convolutions.";
+  }
+  ctx.setOutput(0, x);
+}
+
 } // namespace
 
 void registerMarkers(LoweringRegistry& registry) {
   registry.add("popsim::set_available_memory", lowerSetAvailableMemory);
+  registry.add("popsim::partials_type", lowerPartialsType);
   registry.add("popsim::print_tensor", lowerPrintTensor);
   registry.add("popsim::recomputation_checkpoint", lowerRecomputationCheckpoint);
   registry.add("popsim::value_guard", lowerValueGuard);

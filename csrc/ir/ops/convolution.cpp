@@ -1,6 +1,7 @@
 #include "ir/ops/gradient_helpers.h"
 #include "ir/ops/op_registry.h"
 #include "ir/ops/type_checks.h"
+#include "ir/partials.h"
 
 namespace popsim::ir::ops {
 namespace {
@@ -85,16 +86,25 @@ std::vector<TensorType> inferConvGradWeight(const std::vector<TensorType>& input
   return {typed(inputs[0], shape)};
 }
 
+// The attributes a convolution's gradients share with it: its geometry, and
+// the partials type when the user set one for it.
+Attributes convolutionAttrs(const Attributes& attrs) {
+  Attributes shared = copyAttrs(attrs, {"stride", "padding", "dilation", "groups"});
+  if (const AttrValue* half = attrs.find(kHalfPartials))
+    shared.set(std::string(kHalfPartials), *half);
+  return shared;
+}
+
 Grads convolutionGradient(GradientBuilder& b, const Grads& g, const Needed& needed) {
   Grads result = none(b);
   const Attributes& attrs = nodeOf(b).attrs();
   if (needed[0]) {
-    Attributes a = copyAttrs(attrs, {"stride", "padding", "dilation", "groups"});
+    Attributes a = convolutionAttrs(attrs);
     a.set("input_shape", in(b, 0)->type().shape);
     result[0] = b.emit(OpKind::ConvolutionGradInput, {g[0], in(b, 1)}, a);
   }
   if (needed[1]) {
-    Attributes a = copyAttrs(attrs, {"stride", "padding", "dilation", "groups"});
+    Attributes a = convolutionAttrs(attrs);
     a.set("weight_shape", in(b, 1)->type().shape);
     result[1] = b.emit(OpKind::ConvolutionGradWeight, {in(b, 0), g[0]}, a);
   }
@@ -110,7 +120,7 @@ Grads convolutionGradient(GradientBuilder& b, const Grads& g, const Needed& need
 // gradient of that convolution.
 Grads convolutionGradInputGradient(GradientBuilder& b, const Grads& g, const Needed& needed) {
   Grads result = none(b);
-  const Attributes a = copyAttrs(nodeOf(b).attrs(), {"stride", "padding", "dilation", "groups"});
+  const Attributes a = convolutionAttrs(nodeOf(b).attrs());
   if (needed[0]) {
     result[0] = b.emit(OpKind::Convolution, {g[0], in(b, 1)}, a);
   }
@@ -155,10 +165,14 @@ OpWork convolutionWork(const Node& node) {
 } // namespace
 
 void registerConvolutionOps(OpRegistry& registry) {
+  // half_partials (optional): the partials type popsim.MultiConv gives this
+  // convolution and its gradients (ir/partials.h); without it
+  // Precision.setPartialsType decides.
   const std::vector<AttrSpec> convAttrs = {{"stride", AttrType::Ints},
                                            {"padding", AttrType::Ints},
                                            {"dilation", AttrType::Ints},
-                                           {"groups", AttrType::Int}};
+                                           {"groups", AttrType::Int},
+                                           {std::string(kHalfPartials), AttrType::Bool, true}};
   const auto with = [&](AttrSpec extra) {
     std::vector<AttrSpec> attrs = convAttrs;
     attrs.push_back(std::move(extra));

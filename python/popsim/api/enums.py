@@ -144,9 +144,9 @@ class HalfFloatCastingBehavior(enum.IntEnum):
 
 
 class MultiConvPartialsType(enum.IntEnum):
-    """The type a popsim.MultiConv accumulates a convolution's partial sums
-    in, PopTorch's older spelling of torch.float / torch.half. popsim's
-    convolutions accumulate in float32, so only ``Float`` is accepted."""
+    """The type a popsim.MultiConv sums a convolution's products in,
+    PopTorch's older spelling of torch.float / torch.half (see
+    MultiConv.partialsTypes)."""
 
     Half = 0
     Float = 1

@@ -5,15 +5,18 @@ popsim computes each convolution as usual (the numbers do not depend on the
 grouping) and one after another on the simulated IPU, so the plan, reserved
 tiles and cycle back-off options are recorded. The available memory
 proportions do change the simulation: each convolution's temporaries are
-bounded by its own (popsim.set_available_memory on its output)."""
+bounded by its own (popsim.set_available_memory on its output); and so do the
+partials types: a convolution of float16 operands sums in float16 partials or
+float32 ones as its own says (popsim::partials_type on its output)."""
 
 import threading
 from types import TracebackType
-from typing import Any, Callable, Dict, List, Literal, Optional, Sequence, Type, TypeVar, Union
+from typing import (Any, Callable, Dict, List, Literal, Optional, Sequence, Type, TypeVar, Union,
+                    cast)
 
 import torch
 
-from popsim.frontend.tensor_ops import set_available_memory
+from popsim.frontend.tensor_ops import set_available_memory, set_partials_type
 from popsim.api.enums import MultiConvPartialsType, MultiConvPlanType
 from popsim.api.errors import OptionError
 
@@ -29,6 +32,15 @@ def _per_convolution(name: str, value: Union[_T, Sequence[_T]], valid: Callable[
         raise OptionError(f"MultiConv.{name} expects {expected} or a non-empty list of them, "
                           f"got {value!r}.", option=f"MultiConv.{name}")
     return values
+
+
+def _is_half_partials(value: object) -> Optional[bool]:
+    """Whether a partials type is float16 (True) or float32 (False); None if it is neither."""
+    if value is MultiConvPartialsType.Half or value in (torch.half,):
+        return True
+    if value is MultiConvPartialsType.Float or value in (torch.float,):
+        return False
+    return None
 
 
 def _is_number(value: object) -> bool:
@@ -52,7 +64,9 @@ class MultiConv:
     also take a list with one value per convolution, in the order they run. The setters
     return the object, so calls chain. popsim computes each convolution as usual and runs
     them one after another on the simulated IPU: the available memory proportions bound each
-    convolution's temporaries, and the other options are checked and recorded.
+    convolution's temporaries, the partials types set how each float16 convolution sums (as
+    ``Precision.setPartialsType`` does for the whole model), and the other options are checked
+    and recorded.
 
     Blocks cannot be nested, and a block must run at least one convolution; a list whose
     length is neither 1 nor the number of convolutions is an error when the block ends.
@@ -61,7 +75,7 @@ class MultiConv:
 
     def __init__(self) -> None:
         self._proportions: Optional[List[float]] = None
-        self._partials_types: Optional[List[Union[torch.dtype, MultiConvPartialsType]]] = None
+        self._half_partials: Optional[List[bool]] = None  # per convolution, from partialsTypes
         self._plan_type = MultiConvPlanType.Parallel
         self._reserved_tiles: Optional[int] = None
         self._cycle_back_off: Optional[float] = None
@@ -95,25 +109,33 @@ class MultiConv:
     def partialsTypes(self, value: Union[torch.dtype, MultiConvPartialsType,
                                          Sequence[Union[torch.dtype, MultiConvPartialsType]]]
                       ) -> "MultiConv":
-        """Sets the type each convolution accumulates its partial sums in.
+        """Sets the type each convolution sums its products in.
 
-        popsim's convolutions accumulate in float32, so only float is accepted; half partials
-        are refused.
+        ``torch.half`` sums a convolution of float16 operands, and its gradients, in float16
+        partials, as :meth:`Precision.setPartialsType` does for every matmul and convolution of
+        the model; ``torch.float`` sums it in float32 whatever the model's setting. Convolutions
+        of float32 operands always sum in float32.
 
         Args:
-            value: ``torch.float`` (or ``MultiConvPartialsType.Float``) for every convolution, or
-                a list (or tuple) of them, one per convolution.
+            value: ``torch.float`` or ``torch.half`` (or PopTorch's older
+                ``MultiConvPartialsType.Float`` and ``.Half``) for every convolution, or a list
+                (or tuple) of them, one per convolution.
 
         Returns:
             This MultiConv (``self``), so calls chain.
 
         Raises:
-            OptionError: if ``value`` is not float, as above, or a non-empty list of such values.
+            OptionError: if ``value`` is none of these, or not a non-empty list of them
+                (starting with PopTorch's "Invalid partials types").
         """
-        self._partials_types = _per_convolution(
-            "partialsTypes", value,
-            lambda v: v is MultiConvPartialsType.Float or v in (torch.float, torch.float32),
-            "torch.float (popsim's convolutions accumulate in float32)")
+        values = list(value) if isinstance(value, (list, tuple)) else [value]
+        half = [_is_half_partials(v) for v in values]
+        if not values or None in half:
+            raise OptionError(f"Invalid partials types. Expecting torch.float or torch.half: "
+                              f"MultiConv.partialsTypes takes one of them, or a non-empty list "
+                              f"of them (one per convolution), got {value!r}.",
+                              option="MultiConv.partialsTypes")
+        self._half_partials = cast(List[bool], half)
         return self
 
     def planType(self, value: MultiConvPlanType) -> "MultiConv":
@@ -214,7 +236,7 @@ class MultiConv:
                                   "conv2d or conv3d); put the convolutions to combine inside "
                                   "the `with` block.", option="MultiConv")
             for name, values in (("availableMemoryProportions", self._proportions),
-                                 ("partialsTypes", self._partials_types),
+                                 ("partialsTypes", self._half_partials),
                                  ("enableConvDithering", self._dithering)):
                 if values is not None and len(values) not in (1, self._count):
                     raise OptionError(
@@ -234,6 +256,9 @@ class MultiConv:
             if self._proportions is not None:
                 proportion = self._proportions[min(index, len(self._proportions) - 1)]
                 output = set_available_memory(output, proportion)
+            if self._half_partials is not None:
+                half = self._half_partials[min(index, len(self._half_partials) - 1)]
+                output = set_partials_type(output, half)
             return output
 
         return run

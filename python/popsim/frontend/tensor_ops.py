@@ -26,6 +26,9 @@ _LIBRARY.define("recomputation_checkpoint(Tensor x) -> Tensor")
 _LIBRARY.impl("recomputation_checkpoint", lambda x: x.clone(), "CPU")
 _LIBRARY.define("set_available_memory(Tensor x, float proportion) -> Tensor")
 _LIBRARY.impl("set_available_memory", lambda x, proportion: x.clone(), "CPU")
+# MultiConv's partialsTypes for the convolution that computed x.
+_LIBRARY.define("partials_type(Tensor x, bool half) -> Tensor")
+_LIBRARY.impl("partials_type", lambda x, half: x.clone(), "CPU")
 # dynamic_slice / dynamic_update while popsim traces: index_select and
 # index_copy whose start is data of the compiled program. The trace runs them
 # once on the example inputs, whose start may be outside the tensor (it is
@@ -44,7 +47,7 @@ for _direction in ("input", "output"):
 # The markers above give a copy of x: their meta kernels say so, so that a cost-only
 # trace records them without copying activations (half_tracing's _meta_result).
 for _marker in ("print_tensor", "recomputation_checkpoint", "set_available_memory",
-                "set_overlap_for_input", "set_overlap_for_output"):
+                "partials_type", "set_overlap_for_input", "set_overlap_for_output"):
     _LIBRARY.impl(_marker, lambda x, *settings: torch.empty_like(x), "Meta")
 
 
@@ -479,6 +482,12 @@ def recomputationCheckpoint(*tensors: Any) -> Any:
     if len(tensors) == 1 and isinstance(tensors[0], torch.Tensor):
         return checkpoint(tensors[0])
     return checkpoint(tensors)
+
+
+def set_partials_type(tensor: torch.Tensor, half: bool) -> torch.Tensor:
+    """popsim.MultiConv's partials type for the convolution that computed ``tensor``: float16
+    partials when ``half``, float32 ones otherwise (see MultiConv.partialsTypes)."""
+    return torch.ops.popsim.partials_type(tensor, bool(half))
 
 
 def set_available_memory(tensor: torch.Tensor,
