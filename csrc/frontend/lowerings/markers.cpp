@@ -48,25 +48,34 @@ void lowerRecomputationCheckpoint(LoweringContext& ctx) {
   ctx.setOutput(0, ctx.emit(ir::OpKind::RecomputationCheckpoint, {ctx.tensor(0)}));
 }
 
+// The op a marker's setting goes to: the one that computed x, looking
+// through views such as a reshape (null for a model input or constant).
+ir::Node* markedOp(ir::Value* x) {
+  ir::Node* producer = x->producer();
+  while (producer != nullptr && ir::isViewOp(producer->kind()) && !producer->inputs().empty()) {
+    producer = producer->input(0)->producer();
+  }
+  return producer;
+}
+
+std::string describeMarked(const ir::Node* op) {
+  return op != nullptr ? op->describe() : std::string("a model input or constant");
+}
+
 // set_available_memory(x, proportion) -> x: the proportion goes to the op
 // that computed x (through views such as a reshape), as PopTorch sets it on
 // the producing op. popsim plans temporaries for matmuls and convolutions
 // only; for other ops the hint has no effect, which is said once.
 void lowerSetAvailableMemory(LoweringContext& ctx) {
   ir::Value* x = ctx.tensor(0);
-  ir::Node* producer = x->producer();
-  while (producer != nullptr && ir::isViewOp(producer->kind()) && !producer->inputs().empty()) {
-    producer = producer->input(0)->producer();
-  }
+  ir::Node* producer = markedOp(x);
   const bool planned = producer != nullptr && (producer->kind() == ir::OpKind::Linear ||
                                                producer->kind() == ir::OpKind::MatMul ||
                                                producer->kind() == ir::OpKind::Convolution);
   if (planned) {
     producer->setAvailableMemoryProportion(ctx.toDouble(1));
   } else {
-    POPSIM_LOG(Warn) << "set_available_memory has no effect on "
-                     << (producer != nullptr ? producer->describe()
-                                             : std::string("a model input or constant"))
+    POPSIM_LOG(Warn) << "set_available_memory has no effect on " << describeMarked(producer)
                      << ": popsim bounds the temporary memory of matmuls and convolutions only.";
   }
   ctx.setOutput(0, x);
@@ -78,16 +87,11 @@ void lowerSetAvailableMemory(LoweringContext& ctx) {
 // convolutions its block runs.
 void lowerPartialsType(LoweringContext& ctx) {
   ir::Value* x = ctx.tensor(0);
-  ir::Node* producer = x->producer();
-  while (producer != nullptr && ir::isViewOp(producer->kind()) && !producer->inputs().empty()) {
-    producer = producer->input(0)->producer();
-  }
+  ir::Node* producer = markedOp(x);
   if (producer != nullptr && producer->kind() == ir::OpKind::Convolution) {
     producer->setOptionalAttribute(std::string(ir::kHalfPartials), ctx.toBool(1));
   } else {
-    POPSIM_LOG(Warn) << "MultiConv's partialsTypes has no effect on "
-                     << (producer != nullptr ? producer->describe()
-                                             : std::string("a model input or constant"))
+    POPSIM_LOG(Warn) << "MultiConv's partialsTypes has no effect on " << describeMarked(producer)
                      << ": it sets the partials of convolutions.";
   }
   ctx.setOutput(0, x);
