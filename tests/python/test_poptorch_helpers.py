@@ -349,8 +349,9 @@ def test_multi_conv_errors_name_the_problem():
                 lambda m: m.cycleBackOff(True)):
         with pytest.raises(popsim.OptionError, match=r"^MultiConv\.\w+ expects "):
             bad(popsim.MultiConv())
-    # Whole numbers stand for floats, as Python's float annotations accept them.
-    popsim.MultiConv().availableMemoryProportions([1, 0.5]).cycleBackOff(0)
+    # Whole numbers stand for floats, as Python's float annotations accept them; None resets
+    # the plan type, as in PopTorch.
+    popsim.MultiConv().availableMemoryProportions([1, 0.5]).cycleBackOff(0).planType(None)
 
 
 def half_partials_run(multi_conv, global_half, training=False):

@@ -495,8 +495,9 @@ void lowerOneHot(LoweringContext& ctx) {
   ir::Value* index = indexTensor(ctx, ctx.tensor(0));
   const int64_t classes = ctx.numInputs() > 1 ? ctx.toInt(1) : -1;
   if (classes < 0) {
-    ctx.unsupported("one_hot without num_classes (the number of classes would depend on the "
-                    "data); pass num_classes");
+    ctx.unsupported("OneHot num classes must be specified and must be constant: one_hot "
+                    "without num_classes (the number of classes would depend on the data); pass "
+                    "num_classes");
   }
   ir::Shape positions = index->type().shape;
   positions.push_back(1);

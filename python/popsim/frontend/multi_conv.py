@@ -138,13 +138,14 @@ class MultiConv:
         self._half_partials = cast(List[bool], half)
         return self
 
-    def planType(self, value: MultiConvPlanType) -> "MultiConv":
+    def planType(self, value: Optional[MultiConvPlanType]) -> "MultiConv":
         """Sets whether the convolutions are planned together or one by one (recorded).
 
         The simulated IPU runs them one after another either way.
 
         Args:
-            value: ``MultiConvPlanType.Parallel`` (the default) or ``MultiConvPlanType.Serial``.
+            value: ``MultiConvPlanType.Parallel`` (the default) or ``MultiConvPlanType.Serial``;
+                None, as in PopTorch, goes back to the default.
 
         Returns:
             This MultiConv (``self``), so calls chain.
@@ -152,10 +153,10 @@ class MultiConv:
         Raises:
             OptionError: if ``value`` is not a :class:`popsim.MultiConvPlanType`.
         """
-        if not isinstance(value, MultiConvPlanType):
-            raise OptionError(f"MultiConv.planType expects a popsim.MultiConvPlanType, got "
-                              f"{value!r}.", option="MultiConv.planType")
-        self._plan_type = value
+        if value is not None and not isinstance(value, MultiConvPlanType):
+            raise OptionError(f"MultiConv.planType expects a popsim.MultiConvPlanType or None, "
+                              f"got {value!r}.", option="MultiConv.planType")
+        self._plan_type = MultiConvPlanType.Parallel if value is None else value
         return self
 
     def perConvReservedTiles(self, value: int) -> "MultiConv":
