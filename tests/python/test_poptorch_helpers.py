@@ -343,8 +343,17 @@ def test_multi_conv_errors_name_the_problem():
         popsim.MultiConv().partialsTypes("half")
     with pytest.raises(popsim.OptionError, match=r"^Invalid partials types.* got \[\]"):
         popsim.MultiConv().partialsTypes([])
+    # PopTorch asserts the plan type's class; popsim's error is an AssertionError too.
+    for plan in ("parallel", popsim.MultiConvPartialsType.Float):
+        with pytest.raises(AssertionError, match=r"^Invalid plan type: MultiConv\.planType "
+                                                 r"expects a popsim\.MultiConvPlanType or None, "
+                                                 r"got ['<]"):
+            popsim.MultiConv().planType(plan)
+    with pytest.raises(popsim.OptionError) as info:
+        popsim.MultiConv().planType("Parallel")
+    assert isinstance(info.value, popsim.PlanTypeError)
+    assert info.value.option == "MultiConv.planType"
     for bad in (lambda m: m.availableMemoryProportions(1.5),
-                lambda m: m.planType("Parallel"),
                 lambda m: m.cycleBackOff(2.0),
                 lambda m: m.cycleBackOff(True)):
         with pytest.raises(popsim.OptionError, match=r"^MultiConv\.\w+ expects "):

@@ -127,6 +127,12 @@ class OfflineTargetError(OptionError, AssertionError):
     as PopTorch raises one there."""
 
 
+class PlanTypeError(OptionError, AssertionError):
+    """:meth:`popsim.MultiConv.planType` got something other than a
+    :class:`popsim.MultiConvPlanType` or None. An ``AssertionError`` too, as PopTorch asserts
+    the plan type's class."""
+
+
 class CompilationError(Error):
     """The model could not be turned into a program for other reasons."""
 

@@ -18,7 +18,7 @@ import torch
 
 from popsim.frontend.tensor_ops import set_available_memory, set_partials_type
 from popsim.api.enums import MultiConvPartialsType, MultiConvPlanType
-from popsim.api.errors import OptionError
+from popsim.api.errors import OptionError, PlanTypeError
 
 _CONVOLUTIONS = ("conv1d", "conv2d", "conv3d")
 _ACTIVE = threading.local()
@@ -151,11 +151,13 @@ class MultiConv:
             This MultiConv (``self``), so calls chain.
 
         Raises:
-            OptionError: if ``value`` is not a :class:`popsim.MultiConvPlanType`.
+            PlanTypeError: if ``value`` is neither a :class:`popsim.MultiConvPlanType` nor
+                None (an ``OptionError`` and an ``AssertionError``).
         """
         if value is not None and not isinstance(value, MultiConvPlanType):
-            raise OptionError(f"MultiConv.planType expects a popsim.MultiConvPlanType or None, "
-                              f"got {value!r}.", option="MultiConv.planType")
+            raise PlanTypeError(f"Invalid plan type: MultiConv.planType expects a "
+                                f"popsim.MultiConvPlanType or None, got {value!r}.",
+                                option="MultiConv.planType")
         self._plan_type = MultiConvPlanType.Parallel if value is None else value
         return self
 
