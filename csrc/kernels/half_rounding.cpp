@@ -128,7 +128,7 @@ constexpr uint32_t kIntegerSubnormalSmallest = 73u << 23; // 2^-54
 //   the uniform falls below it exactly when its top s bits, random >> (64 - s),
 //   are below S mod 2^s.
 // The loops below are this rule element by element, and with AVX-512 or
-// AVX2 eight or four elements at a time, hash included.
+// AVX2 sixteen or four elements at a time, hash included.
 float stochasticallyRoundedInIntegers(float x, uint64_t random) {
   uint32_t bits;
   std::memcpy(&bits, &x, sizeof(bits));
@@ -171,56 +171,85 @@ POPSIM_TARGET_AVX512 inline __m512i splat512(uint64_t value) {
   return _mm512_set1_epi64(static_cast<int64_t>(value));
 }
 
+// mix(stream + first + lane) for the eight lanes.
+POPSIM_TARGET_AVX512 inline __m512i mixed512(uint64_t stream, int64_t first) {
+#define constant splat512
+  __m512i x = _mm512_add_epi64(constant(stream + static_cast<uint64_t>(first)),
+                               _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0));
+  x = _mm512_mullo_epi64(_mm512_xor_si512(x, _mm512_srli_epi64(x, 30)),
+                         constant(0xbf58476d1ce4e5b9ull));
+  x = _mm512_mullo_epi64(_mm512_xor_si512(x, _mm512_srli_epi64(x, 27)),
+                         constant(0x94d049bb133111ebull));
+  return _mm512_xor_si512(x, _mm512_srli_epi64(x, 31));
+#undef constant
+}
+
+// The subnormal-range rule for eight floats (`words`, their bits) and their
+// random words, as 32-bit results (the shift clamped where it does not apply).
+POPSIM_TARGET_AVX512 inline __m256i subnormalRounded8(__m256i words, __m512i random) {
+#define constant splat512
+  const __m512i word = _mm512_cvtepu32_epi64(words);
+  const __m512i magnitude = _mm512_and_si512(word, constant(0x7fffffffu));
+  const __m512i significand =
+      _mm512_or_si512(_mm512_and_si512(magnitude, constant(0x7fffffu)), constant(0x800000u));
+  __m512i shift = _mm512_sub_epi64(constant(126), _mm512_srli_epi64(magnitude, 23));
+  shift = _mm512_min_epi64(_mm512_max_epi64(shift, constant(14)), constant(53));
+  const __m512i below = _mm512_and_si512(
+      significand, _mm512_sub_epi64(_mm512_sllv_epi64(constant(1), shift), constant(1)));
+  const __mmask8 up = _mm512_cmplt_epu64_mask(
+      _mm512_srlv_epi64(random, _mm512_sub_epi64(constant(64), shift)), below);
+  __m512i steps = _mm512_srlv_epi64(significand, shift);
+  steps = _mm512_mask_add_epi64(steps, up, steps, constant(1));
+  const __m256 value =
+      _mm256_mul_ps(_mm256_cvtepi32_ps(_mm512_cvtepi64_epi32(steps)), _mm256_set1_ps(0x1.0p-24f));
+  return _mm256_or_si256(_mm256_castps_si256(value),
+                         _mm256_and_si256(words, _mm256_set1_epi32(INT32_MIN)));
+#undef constant
+}
+
+// Sixteen elements at a time: the hash takes 64-bit lanes, two vectors of
+// eight, but the normal range needs only each random word's top 13 bits, so
+// the rest of the rule runs on sixteen 32-bit lanes; the subnormal range
+// (rare in activations and gradients) only when a lane is in it.
 POPSIM_TARGET_AVX512 void roundStochasticLoopAvx512(float* data, int64_t begin, int64_t end,
                                                     uint64_t stream) {
-#define constant splat512
-  const __m512i lanes = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+  const __m512i mantissaLow = _mm512_set1_epi32(0x1fff);
   int64_t i = begin;
-  for (; i + 8 <= end; i += 8) {
-    // mix(stream + i + lane)
-    __m512i x = _mm512_add_epi64(constant(stream + static_cast<uint64_t>(i)), lanes);
-    x = _mm512_mullo_epi64(_mm512_xor_si512(x, _mm512_srli_epi64(x, 30)),
-                           constant(0xbf58476d1ce4e5b9ull));
-    x = _mm512_mullo_epi64(_mm512_xor_si512(x, _mm512_srli_epi64(x, 27)),
-                           constant(0x94d049bb133111ebull));
-    const __m512i random = _mm512_xor_si512(x, _mm512_srli_epi64(x, 31));
-    const __m512i word =
-        _mm512_cvtepu32_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(data + i)));
-    const __m512i magnitude = _mm512_and_si512(word, constant(0x7fffffffu));
+  for (; i + 16 <= end; i += 16) {
+    const __m512i randomLow = mixed512(stream, i);
+    const __m512i randomHigh = mixed512(stream, i + 8);
+    const __m512i top = _mm512_inserti64x4(
+        _mm512_castsi256_si512(_mm512_cvtepi64_epi32(_mm512_srli_epi64(randomLow, 51))),
+        _mm512_cvtepi64_epi32(_mm512_srli_epi64(randomHigh, 51)), 1);
+    const __m512i word = _mm512_loadu_si512(data + i);
+    const __m512i magnitude = _mm512_and_si512(word, _mm512_set1_epi32(0x7fffffff));
     // Normal range.
-    const __mmask8 upNormal = _mm512_cmplt_epu64_mask(_mm512_srli_epi64(random, 51),
-                                                      _mm512_and_si512(word, constant(0x1fffu)));
-    const __m512i truncated = _mm512_andnot_si512(constant(0x1fffu), word);
-    const __m512i normal = _mm512_mask_add_epi64(truncated, upNormal, truncated, constant(0x2000u));
-    // Subnormal range (the shift clamped where it does not apply).
-    const __m512i significand =
-        _mm512_or_si512(_mm512_and_si512(magnitude, constant(0x7fffffu)), constant(0x800000u));
-    __m512i shift = _mm512_sub_epi64(constant(126), _mm512_srli_epi64(magnitude, 23));
-    shift = _mm512_min_epi64(_mm512_max_epi64(shift, constant(14)), constant(53));
-    const __m512i below = _mm512_and_si512(
-        significand, _mm512_sub_epi64(_mm512_sllv_epi64(constant(1), shift), constant(1)));
-    const __mmask8 upSubnormal = _mm512_cmplt_epu64_mask(
-        _mm512_srlv_epi64(random, _mm512_sub_epi64(constant(64), shift)), below);
-    __m512i steps = _mm512_srlv_epi64(significand, shift);
-    steps = _mm512_mask_add_epi64(steps, upSubnormal, steps, constant(1));
-    const __m256 value =
-        _mm256_mul_ps(_mm256_cvtepi32_ps(_mm512_cvtepi64_epi32(steps)), _mm256_set1_ps(0x1.0p-24f));
-    const __m512i subnormal = _mm512_or_si512(_mm512_cvtepu32_epi64(_mm256_castps_si256(value)),
-                                              _mm512_and_si512(word, constant(0x80000000u)));
-    const __mmask8 isNormal = _mm512_cmpeq_epu64_mask(magnitude, _mm512_setzero_si512()) |
-                              (_mm512_cmpge_epu64_mask(magnitude, constant(kHalfNormalSmallest)) &
-                               _mm512_cmple_epu64_mask(magnitude, constant(kHalfLargest)));
-    const __mmask8 isSubnormal =
-        _mm512_cmpge_epu64_mask(magnitude, constant(kIntegerSubnormalSmallest)) &
-        _mm512_cmplt_epu64_mask(magnitude, constant(kHalfNormalSmallest));
-    __m512i result = _mm512_mask_blend_epi64(isNormal, word, normal);
-    result = _mm512_mask_blend_epi64(isSubnormal, result, subnormal);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(data + i), _mm512_cvtepi64_epi32(result));
+    const __mmask16 upNormal = _mm512_cmplt_epu32_mask(top, _mm512_and_si512(word, mantissaLow));
+    const __m512i truncated = _mm512_andnot_si512(mantissaLow, word);
+    const __m512i normal =
+        _mm512_mask_add_epi32(truncated, upNormal, truncated, _mm512_set1_epi32(0x2000));
+    const __mmask16 isNormal =
+        _mm512_cmpeq_epu32_mask(magnitude, _mm512_setzero_si512()) |
+        (_mm512_cmpge_epu32_mask(magnitude,
+                                 _mm512_set1_epi32(static_cast<int>(kHalfNormalSmallest))) &
+         _mm512_cmple_epu32_mask(magnitude, _mm512_set1_epi32(static_cast<int>(kHalfLargest))));
+    const __mmask16 isSubnormal =
+        _mm512_cmpge_epu32_mask(magnitude,
+                                _mm512_set1_epi32(static_cast<int>(kIntegerSubnormalSmallest))) &
+        _mm512_cmplt_epu32_mask(magnitude,
+                                _mm512_set1_epi32(static_cast<int>(kHalfNormalSmallest)));
+    __m512i result = _mm512_mask_blend_epi32(isNormal, word, normal);
+    if (isSubnormal != 0) {
+      const __m512i subnormal = _mm512_inserti64x4(
+          _mm512_castsi256_si512(subnormalRounded8(_mm512_castsi512_si256(word), randomLow)),
+          subnormalRounded8(_mm512_extracti64x4_epi64(word, 1), randomHigh), 1);
+      result = _mm512_mask_blend_epi32(isSubnormal, result, subnormal);
+    }
+    _mm512_storeu_si512(data + i, result);
     // Lanes outside both ranges (rounding to nearest, or the tiniest) one at a time.
-    const unsigned otherLanes = static_cast<unsigned>(~(isNormal | isSubnormal)) & 0xffu;
+    const unsigned otherLanes = static_cast<unsigned>(~(isNormal | isSubnormal)) & 0xffffu;
     if (otherLanes != 0) roundLanesScalar(data, i, otherLanes, stream);
   }
-#undef constant
   roundStochasticLoop(data, i, end, stream);
 }
 
