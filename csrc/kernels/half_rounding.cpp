@@ -128,7 +128,7 @@ constexpr uint32_t kIntegerSubnormalSmallest = 73u << 23; // 2^-54
 //   the uniform falls below it exactly when its top s bits, random >> (64 - s),
 //   are below S mod 2^s.
 // The loops below are this rule element by element, and with AVX-512 or
-// AVX2 sixteen or four elements at a time, hash included.
+// AVX2 sixteen or eight elements at a time, hash included.
 float stochasticallyRoundedInIntegers(float x, uint64_t random) {
   uint32_t bits;
   std::memcpy(&bits, &x, sizeof(bits));
@@ -270,61 +270,84 @@ POPSIM_TARGET_AVX2 inline __m128i narrow(__m256i v) {
       _mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6)));
 }
 
+// mix(stream + first + lane) for the four lanes.
+POPSIM_TARGET_AVX2 inline __m256i mixed256(uint64_t stream, int64_t first) {
+#define constant splat256
+  __m256i x = _mm256_add_epi64(constant(stream + static_cast<uint64_t>(first)),
+                               _mm256_set_epi64x(3, 2, 1, 0));
+  x = multiplyLow64(_mm256_xor_si256(x, _mm256_srli_epi64(x, 30)), constant(0xbf58476d1ce4e5b9ull));
+  x = multiplyLow64(_mm256_xor_si256(x, _mm256_srli_epi64(x, 27)), constant(0x94d049bb133111ebull));
+  return _mm256_xor_si256(x, _mm256_srli_epi64(x, 31));
+#undef constant
+}
+
+// The subnormal-range rule for four floats (`words`, their bits) and their
+// random words, as 32-bit results (the shift clamped where it does not
+// apply). Every value compared is under 2^63, so AVX2's signed comparisons
+// serve.
+POPSIM_TARGET_AVX2 inline __m128i subnormalRounded4(__m128i words, __m256i random) {
+#define constant splat256
+  const __m256i word = _mm256_cvtepu32_epi64(words);
+  const __m256i magnitude = _mm256_and_si256(word, constant(0x7fffffffu));
+  const __m256i significand =
+      _mm256_or_si256(_mm256_and_si256(magnitude, constant(0x7fffffu)), constant(0x800000u));
+  __m256i shift = _mm256_sub_epi64(constant(126), _mm256_srli_epi64(magnitude, 23));
+  shift = _mm256_blendv_epi8(shift, constant(14), _mm256_cmpgt_epi64(constant(14), shift));
+  shift = _mm256_blendv_epi8(shift, constant(53), _mm256_cmpgt_epi64(shift, constant(53)));
+  const __m256i below = _mm256_and_si256(
+      significand, _mm256_sub_epi64(_mm256_sllv_epi64(constant(1), shift), constant(1)));
+  const __m256i up =
+      _mm256_cmpgt_epi64(below, _mm256_srlv_epi64(random, _mm256_sub_epi64(constant(64), shift)));
+  const __m256i steps = _mm256_sub_epi64(_mm256_srlv_epi64(significand, shift), up);
+  const __m128 value = _mm_mul_ps(_mm_cvtepi32_ps(narrow(steps)), _mm_set1_ps(0x1.0p-24f));
+  return _mm_or_si128(_mm_castps_si128(value), _mm_and_si128(words, _mm_set1_epi32(INT32_MIN)));
+#undef constant
+}
+
+// Eight elements at a time, as the AVX-512 loop does sixteen: the hash in
+// two vectors of four 64-bit lanes, the normal range in eight 32-bit lanes
+// (every value compared is under 2^31, so the signed comparisons serve), the
+// subnormal range only when a lane is in it.
 POPSIM_TARGET_AVX2 void roundStochasticLoopAvx2(float* data, int64_t begin, int64_t end,
                                                 uint64_t stream) {
-  // Every value compared below is under 2^63, so AVX2's signed comparisons serve.
-#define constant splat256
-  const __m256i lanes = _mm256_set_epi64x(3, 2, 1, 0);
+  const __m256i mantissaLow = _mm256_set1_epi32(0x1fff);
   int64_t i = begin;
-  for (; i + 4 <= end; i += 4) {
-    __m256i x = _mm256_add_epi64(constant(stream + static_cast<uint64_t>(i)), lanes);
-    x = multiplyLow64(_mm256_xor_si256(x, _mm256_srli_epi64(x, 30)),
-                      constant(0xbf58476d1ce4e5b9ull));
-    x = multiplyLow64(_mm256_xor_si256(x, _mm256_srli_epi64(x, 27)),
-                      constant(0x94d049bb133111ebull));
-    const __m256i random = _mm256_xor_si256(x, _mm256_srli_epi64(x, 31));
-    const __m256i word =
-        _mm256_cvtepu32_epi64(_mm_loadu_si128(reinterpret_cast<const __m128i*>(data + i)));
-    const __m256i magnitude = _mm256_and_si256(word, constant(0x7fffffffu));
+  for (; i + 8 <= end; i += 8) {
+    const __m256i randomLow = mixed256(stream, i);
+    const __m256i randomHigh = mixed256(stream, i + 4);
+    const __m256i top = _mm256_set_m128i(narrow(_mm256_srli_epi64(randomHigh, 51)),
+                                         narrow(_mm256_srli_epi64(randomLow, 51)));
+    const __m256i word = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(data + i));
+    const __m256i magnitude = _mm256_and_si256(word, _mm256_set1_epi32(0x7fffffff));
     // Normal range.
-    const __m256i upNormal = _mm256_cmpgt_epi64(_mm256_and_si256(word, constant(0x1fffu)),
-                                                _mm256_srli_epi64(random, 51));
-    const __m256i truncated = _mm256_andnot_si256(constant(0x1fffu), word);
+    const __m256i upNormal = _mm256_cmpgt_epi32(_mm256_and_si256(word, mantissaLow), top);
+    const __m256i truncated = _mm256_andnot_si256(mantissaLow, word);
     const __m256i normal =
-        _mm256_add_epi64(truncated, _mm256_and_si256(upNormal, constant(0x2000u)));
+        _mm256_add_epi32(truncated, _mm256_and_si256(upNormal, _mm256_set1_epi32(0x2000)));
     const __m256i isNormal = _mm256_or_si256(
-        _mm256_cmpeq_epi64(magnitude, _mm256_setzero_si256()),
-        _mm256_and_si256(_mm256_cmpgt_epi64(magnitude, constant(kHalfNormalSmallest - 1)),
-                         _mm256_cmpgt_epi64(constant(kHalfLargest + 1), magnitude)));
-    const __m256i isSubnormal =
-        _mm256_and_si256(_mm256_cmpgt_epi64(magnitude, constant(kIntegerSubnormalSmallest - 1)),
-                         _mm256_cmpgt_epi64(constant(kHalfNormalSmallest), magnitude));
+        _mm256_cmpeq_epi32(magnitude, _mm256_setzero_si256()),
+        _mm256_and_si256(
+            _mm256_cmpgt_epi32(magnitude,
+                               _mm256_set1_epi32(static_cast<int>(kHalfNormalSmallest - 1))),
+            _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(kHalfLargest + 1)), magnitude)));
+    const __m256i isSubnormal = _mm256_and_si256(
+        _mm256_cmpgt_epi32(magnitude,
+                           _mm256_set1_epi32(static_cast<int>(kIntegerSubnormalSmallest - 1))),
+        _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(kHalfNormalSmallest)), magnitude));
     __m256i result = _mm256_blendv_epi8(word, normal, isNormal);
     if (!_mm256_testz_si256(isSubnormal, isSubnormal)) {
-      // Subnormal range (the shift clamped where it does not apply).
-      const __m256i significand =
-          _mm256_or_si256(_mm256_and_si256(magnitude, constant(0x7fffffu)), constant(0x800000u));
-      __m256i shift = _mm256_sub_epi64(constant(126), _mm256_srli_epi64(magnitude, 23));
-      shift = _mm256_blendv_epi8(shift, constant(14), _mm256_cmpgt_epi64(constant(14), shift));
-      shift = _mm256_blendv_epi8(shift, constant(53), _mm256_cmpgt_epi64(shift, constant(53)));
-      const __m256i below = _mm256_and_si256(
-          significand, _mm256_sub_epi64(_mm256_sllv_epi64(constant(1), shift), constant(1)));
-      const __m256i upSubnormal = _mm256_cmpgt_epi64(
-          below, _mm256_srlv_epi64(random, _mm256_sub_epi64(constant(64), shift)));
-      const __m256i steps = _mm256_sub_epi64(_mm256_srlv_epi64(significand, shift), upSubnormal);
-      const __m128 value = _mm_mul_ps(_mm_cvtepi32_ps(narrow(steps)), _mm_set1_ps(0x1.0p-24f));
-      const __m256i subnormal = _mm256_or_si256(_mm256_cvtepu32_epi64(_mm_castps_si128(value)),
-                                                _mm256_and_si256(word, constant(0x80000000u)));
+      const __m256i subnormal =
+          _mm256_set_m128i(subnormalRounded4(_mm256_extracti128_si256(word, 1), randomHigh),
+                           subnormalRounded4(_mm256_castsi256_si128(word), randomLow));
       result = _mm256_blendv_epi8(result, subnormal, isSubnormal);
     }
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(data + i), narrow(result));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(data + i), result);
     // Lanes outside both ranges (rounding to nearest, or the tiniest) one at a time.
-    const unsigned otherLanes = ~static_cast<unsigned>(_mm256_movemask_pd(
-                                    _mm256_castsi256_pd(_mm256_or_si256(isNormal, isSubnormal)))) &
-                                0xfu;
+    const unsigned otherLanes = ~static_cast<unsigned>(_mm256_movemask_ps(
+                                    _mm256_castsi256_ps(_mm256_or_si256(isNormal, isSubnormal)))) &
+                                0xffu;
     if (otherLanes != 0) roundLanesScalar(data, i, otherLanes, stream);
   }
-#undef constant
   roundStochasticLoop(data, i, end, stream);
 }
 #endif
