@@ -146,7 +146,8 @@ std::string closestMatch(const std::string& word, const std::vector<std::string>
 
 AnchorPlan planAnchors(const SessionOptions& options, bool training,
                        const std::vector<std::string>& trained,
-                       const std::vector<std::string>& weights) {
+                       const std::vector<std::string>& weights,
+                       const std::vector<std::string>& optimizerState) {
   const OutputMode outputMode = options.resolvedOutputMode(training);
   const int64_t steps = options.deviceIterations;
   AnchorPlan plan;
@@ -179,6 +180,7 @@ AnchorPlan planAnchors(const SessionOptions& options, bool training,
       plan.gradients.emplace_back(shortName, name);
       continue;
     }
+    const bool optimizerValue = training && contains(optimizerState, longName);
     std::string name = ownName(startsWith(longName, kUpdatedAnchorPrefix)
                                    ? longName.substr(std::string(kUpdatedAnchorPrefix).size())
                                    : longName,
@@ -190,17 +192,25 @@ AnchorPlan planAnchors(const SessionOptions& options, bool training,
                       "none."));
       }
       name = ir::kLossScalingName;
-    } else if (!contains(weights, name)) {
+    } else if (!optimizerValue && !contains(weights, name)) {
       std::vector<std::string> known = weights;
       for (const std::string& weight : weights)
         known.push_back(kUpdatedAnchorPrefix + weight);
-      refuseUnknown(longName, known, "a parameter or buffer of the model");
+      if (training) known.insert(known.end(), optimizerState.begin(), optimizerState.end());
+      refuseUnknown(longName, known,
+                    training && !optimizerState.empty()
+                        ? "a parameter or buffer of the model, or its optimizer's state"
+                        : "a parameter or buffer of the model");
     }
     if (outputMode != OutputMode::Final && steps > 1 && training) {
       refuse(strCat("anchorTensor('", shortName, "', '", longName,
                     "'): popsim returns a variable's value after the call, not after each of its ",
                     steps, " steps (OutputMode.", outputModeName(outputMode),
                     "). Use outputMode(OutputMode.Final), or one device iteration."));
+    }
+    if (optimizerValue) {
+      plan.optimizerState.emplace_back(shortName, longName);
+      continue;
     }
     plan.variables.emplace_back(shortName, name);
   }
@@ -238,7 +248,8 @@ void refuseMissingAnchor(const SessionOptions& options, const std::string& short
 }
 
 std::vector<std::string> anchorableNames(const std::vector<std::string>& used, bool training,
-                                         const std::vector<std::string>& trained) {
+                                         const std::vector<std::string>& trained,
+                                         const std::vector<std::string>& optimizerState) {
   std::vector<std::string> names = used;
   if (!training) return names;
   for (const std::string& name : used)
@@ -247,6 +258,7 @@ std::vector<std::string> anchorableNames(const std::vector<std::string>& used, b
     if (contains(used, parameter)) names.push_back(kGradientAnchorPrefix + parameter);
   }
   names.push_back(kLossScaleAnchor);
+  names.insert(names.end(), optimizerState.begin(), optimizerState.end());
   return names;
 }
 

@@ -10,7 +10,11 @@
 //   after the call, read from the device;
 // - "finalLossScale" (PopART's name): the loss scaling factor after the
 //   call, a 0-d float32 (the state ir::kLossScalingName, or the optimizer's
-//   constant).
+//   constant);
+// - the optimizer's state and compound hyper-parameters by PopTorch's (PopART's)
+//   names ("Accl1___model.fc.bias", "scaledLearningRate0___specific___model.fc.bias"):
+//   their values after the call. The caller names them (`optimizerState`):
+//   the Python frontend knows PopTorch's names of each optimizer's state.
 // Both languages plan them here, with the same checks and messages.
 
 #include "host/session_options.h"
@@ -36,22 +40,29 @@ struct AnchorPlan {
   // (short name, variable), read after a call; the loss scaling factor is
   // ir::kLossScalingName.
   std::vector<std::pair<std::string, std::string>> variables;
+  // (short name, PopTorch's name of an optimizer state or hyper-parameter),
+  // read after a call.
+  std::vector<std::pair<std::string, std::string>> optimizerState;
 };
 
 // What each of `options`' anchors is, checked against the model: `trained`
 // names the parameters the optimizer trains, `weights` every parameter and
-// buffer. Throws an OptionError naming anchorTensor (and, for a name that is
-// not the model's, the closest one that is).
+// buffer, `optimizerState` the optimizer's state by PopTorch's names (none
+// where the caller does not know them). Throws an OptionError naming
+// anchorTensor (and, for a name that is not the model's, the closest one
+// that is).
 AnchorPlan planAnchors(const SessionOptions& options, bool training,
                        const std::vector<std::string>& trained,
-                       const std::vector<std::string>& weights);
+                       const std::vector<std::string>& weights,
+                       const std::vector<std::string>& optimizerState = {});
 
 // The long names a compiled model can anchor (getTensorNames): every
 // variable the program uses (`used`, in its order), and for training their
-// "UpdatedVar___" names, each trained parameter's gradient and
-// "finalLossScale".
+// "UpdatedVar___" names, each trained parameter's gradient, "finalLossScale"
+// and `optimizerState`.
 std::vector<std::string> anchorableNames(const std::vector<std::string>& used, bool training,
-                                         const std::vector<std::string>& trained);
+                                         const std::vector<std::string>& trained,
+                                         const std::vector<std::string>& optimizerState = {});
 
 // Throws Python's OptionError for an anchored variable the program does not
 // use: `variables` holds each (short name, the model's name, the program's

@@ -258,20 +258,23 @@ void bindSteps(py::module_& module) {
   module.def(
       "plan_anchors",
       [](const host::SessionOptions& options, bool training,
-         const std::vector<std::string>& trained, const std::vector<std::string>& weights) {
-        const host::AnchorPlan plan = host::planAnchors(options, training, trained, weights);
-        return py::make_tuple(plan.gradients, plan.variables);
+         const std::vector<std::string>& trained, const std::vector<std::string>& weights,
+         const std::vector<std::string>& optimizerState) {
+        const host::AnchorPlan plan =
+            host::planAnchors(options, training, trained, weights, optimizerState);
+        return py::make_tuple(plan.gradients, plan.variables, plan.optimizerState);
       },
       py::arg("options"), py::arg("training"), py::arg("trained"), py::arg("weights"),
-      "The options' anchors checked against the model: (gradients, variables), each a list "
-      "of (short name, parameter or variable).");
+      py::arg("optimizer_state"),
+      "The options' anchors checked against the model: (gradients, variables, optimizer "
+      "state), each a list of (short name, parameter, variable or PopTorch's state name).");
   module.attr("POPTORCH_PARAMETER_PREFIX") = host::kPopTorchParameterPrefix;
   module.def("check_anchored_variables_held", &host::checkAnchoredVariablesHeld,
              py::arg("variables"), py::arg("held"));
   module.def("refuse_missing_anchor", &host::refuseMissingAnchor, py::arg("options"),
              py::arg("short_name"));
   module.def("anchorable_names", &host::anchorableNames, py::arg("used"), py::arg("training"),
-             py::arg("trained"));
+             py::arg("trained"), py::arg("optimizer_state"));
   module.def("closest_match", &host::closestMatch, py::arg("word"), py::arg("candidates"),
              "difflib.get_close_matches(word, candidates, n=1)'s match, or ''.");
 

@@ -135,6 +135,64 @@ def test_getTensorNames_lists_what_can_be_anchored():
             "Gradient___second.bias", "finalLossScale"} <= set(names)
 
 
+def test_optimizer_state_anchors_by_poptorch_names():
+    """getTensorNames also lists the optimizer's state and compound hyper-parameters by
+    PopTorch's names (its state_dict()'s "ipu_state" and "ipu_param" keys, as PopART names
+    them), and each anchors its value after the call."""
+    torch.manual_seed(0)
+    model = Regression()
+    optimizer = popsim.optim.Adam(model.parameters(), lr=0.01)
+    opts = popsim.Options()
+    opts.anchorTensor("moment", "Accl1___model.first.bias")
+    opts.anchorTensor("lr", "learningRate___specific___model.second.weight")
+    trainer = popsim.trainingModel(model, opts, optimizer)
+    x, target = torch.randn(2, 4), torch.randn(2, 2)
+    trainer(x, target)
+    first = trainer.getAnchoredTensor("moment").clone()
+    trainer(x, target)
+    state = optimizer.state_dict()
+    names = trainer.getTensorNames()
+    assert set(state["ipu_state"]) | set(state["ipu_param"]) <= set(names)
+    assert "Accl2___model.second.weight" in names and "Step___model.first.bias" in names
+    # The first moment after two steps, as the optimizer's state dict reads it.
+    assert torch.equal(trainer.getAnchoredTensor("moment"),
+                       state["ipu_state"]["Accl1___model.first.bias"])
+    assert not torch.equal(first, trainer.getAnchoredTensor("moment"))
+    assert trainer.getAnchoredTensor("lr").item() == pytest.approx(0.01)
+    # SGD with PopTorch's constant momentum 0 (PopART's SGD0) has a scaled learning rate.
+    sgd_model = Regression()
+    sgd = popsim.trainingModel(sgd_model, optimizer=popsim.optim.SGD(sgd_model.parameters(),
+                                                                     lr=0.1))
+    sgd.compile(x, target)
+    assert any(name.startswith("scaledLearningRate") for name in sgd.getTensorNames())
+
+
+def test_optimizer_state_anchors_refuse_what_is_not_kept():
+    x, target = torch.randn(2, 4), torch.randn(2, 2)
+    model = Regression()
+    with pytest.raises(popsim.OptionError,
+                       match=r"^anchorTensor\('m', 'Accl3___model\.first\.bias'\): this model's "
+                             r"optimizer does not keep it \(Adam keeps Accl3 only with amsgrad"):
+        popsim.trainingModel(model, popsim.Options().anchorTensor("m", "Accl3___model.first.bias"),
+                             popsim.optim.Adam(model.parameters())).compile(x, target)
+    with pytest.raises(popsim.OptionError,
+                       match=r"'Accl9___model\.first\.bias' is not a parameter or buffer of the "
+                             r"model, or its optimizer's state\. Did you mean "
+                             r"'Accl\d___model\.first\.bias'\?"):
+        popsim.trainingModel(model, popsim.Options().anchorTensor("m", "Accl9___model.first.bias"),
+                             popsim.optim.Adam(model.parameters())).compile(x, target)
+    # An inference model has no optimizer.
+    with pytest.raises(popsim.OptionError, match=r"is not a parameter or buffer of the model\."):
+        popsim.inferenceModel(Regression(), popsim.Options().anchorTensor(
+            "m", "Accl1___model.first.bias")).compile(x, target)
+    # A value after the call, as a variable's: not after each of several device iterations.
+    opts = popsim.Options().deviceIterations(2).outputMode(popsim.OutputMode.All)
+    with pytest.raises(popsim.OptionError, match=r"returns a variable's value after the call"):
+        popsim.trainingModel(model, opts.anchorTensor("m", "Accl1___model.first.bias"),
+                             popsim.optim.Adam(model.parameters())).compile(
+                                 torch.randn(4, 4), torch.randn(4, 2))
+
+
 def test_final_loss_scale_follows_automatic_loss_scaling():
     """anchorTensor("finalLossScale"): the loss scaling factor after the call,
     doubled by automatic loss scaling while float16 gradients stay small; a

@@ -12,13 +12,19 @@ popsim's long names (Executor.getTensorNames() lists them):
 - "finalLossScale" (PopART's name): the loss scaling factor after the call,
   which automatic loss scaling changes (Training.setAutomaticLossScaling),
   as a 0-d float32 tensor.
+- a training model's optimizer state and compound hyper-parameters by
+  PopTorch's names ("Accl1___model.fc.bias",
+  "scaledLearningRate0___specific___model.fc.bias", as its optimizer's
+  state_dict() lists them in "ipu_state" and "ipu_param"): their values after
+  the call.
 """
 
-from typing import Dict, List, NamedTuple, Sequence, Set, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 import torch
 
 from popsim import _C
+from popsim.api.errors import OptionError
 from popsim.api.options import Options
 
 GRADIENT = "Gradient___"
@@ -32,16 +38,19 @@ LOSS_SCALE_STATE = _C.LOSS_SCALING_NAME
 class AnchorPlan(NamedTuple):
     gradients: List[Tuple[str, str]]  # (short name, parameter), in output order
     variables: List[Tuple[str, str]]  # (short name, weight name), read after a call
+    # (short name, PopTorch's name of an optimizer state or hyper-parameter), after a call
+    optimizer_state: List[Tuple[str, str]]
 
 
 def plan(options: Options, training: bool, trained: Sequence[str],
-         weights: Sequence[str]) -> AnchorPlan:
+         weights: Sequence[str], optimizer_state: Sequence[str] = ()) -> AnchorPlan:
     """What each of the options' anchors is, checked against the model (host/anchors.h,
     which the C++ API shares): `trained` names the parameters the optimizer trains,
-    `weights` every parameter and buffer."""
-    gradients, variables = _C.plan_anchors(options._session, training, list(trained),
-                                           list(weights))
-    return AnchorPlan(list(gradients), list(variables))
+    `weights` every parameter and buffer, `optimizer_state` every name the optimizer's
+    state may have (StateNames.candidate_names)."""
+    gradients, variables, state = _C.plan_anchors(options._session, training, list(trained),
+                                                  list(weights), list(optimizer_state))
+    return AnchorPlan(list(gradients), list(variables), list(state))
 
 
 def take(plan_: AnchorPlan, outputs: List[torch.Tensor], shapes: Dict[str, torch.Size]
@@ -62,27 +71,39 @@ def take(plan_: AnchorPlan, outputs: List[torch.Tensor], shapes: Dict[str, torch
 
 class CallAnchors(NamedTuple):
     """A compiled model's anchors: the plan (variables named as the program
-    names them), each anchored gradient's parameter shape and the anchored
-    variables the device holds."""
+    names them), each anchored gradient's parameter shape, the anchored
+    variables the device holds and the names of the optimizer state the
+    program holds (PopTorch's: getTensorNames lists them)."""
     plan: AnchorPlan
     shapes: Dict[str, torch.Size]
     on_device: Set[str]
+    optimizer_state_names: List[str]
 
 
-NO_ANCHORS = CallAnchors(AnchorPlan([], []), {}, set())
+NO_ANCHORS = CallAnchors(AnchorPlan([], [], []), {}, set(), [])
 
 
 def resolve(plan_: AnchorPlan, shapes: Dict[str, torch.Size], program: _C.DeviceProgram,
-            tensors: Dict[str, torch.Tensor], names_by_tensor: Dict[int, str]) -> CallAnchors:
+            tensors: Dict[str, torch.Tensor], names_by_tensor: Dict[int, str],
+            optimizer_state_names: Optional[List[str]] = None) -> CallAnchors:
     """Names each variable anchor as the program does (a tied weight has one name
-    there); refuses tensors the program does not hold."""
+    there); refuses tensors the program does not hold, and optimizer state it does
+    not keep (`optimizer_state_names`: what it keeps, by PopTorch's names)."""
+    held_state = optimizer_state_names or []
+    for short, name in plan_.optimizer_state:
+        if name not in held_state:
+            raise OptionError(
+                f"anchorTensor('{short}', '{name}'): this model's optimizer does not keep it "
+                f"(Adam keeps Accl3 only with amsgrad, SGD a velocity and a step count only with "
+                f"momentum); getTensorNames() lists what it keeps.",
+                option="anchorTensor")
     on_device = set(program.weight_names())
     device_anchors = on_device | ({LOSS_SCALE_STATE} & set(program.state_names()))
     named = [(short, name, name if name == LOSS_SCALE_STATE
               else names_by_tensor[id(tensors[name])]) for short, name in plan_.variables]
     _C.check_anchored_variables_held(named, sorted(on_device))
     resolved = [(short, program_name) for short, _, program_name in named]
-    return CallAnchors(plan_._replace(variables=resolved), shapes, device_anchors)
+    return CallAnchors(plan_._replace(variables=resolved), shapes, device_anchors, held_state)
 
 
 def read_variables(anchors: CallAnchors, program: _C.DeviceProgram,

@@ -36,6 +36,7 @@ from popsim.frontend import structure as _structure
 from popsim.frontend import tracing as _tracing
 from popsim.frontend import weights as _weights
 from popsim.training import optimizer_binding as _binding
+from popsim.training import poptorch_state_names as _poptorch_names
 from popsim.training import replica_grouping as _replica_grouping
 
 
@@ -80,6 +81,19 @@ def flags_set(model: torch.nn.Module, flags: Tuple[bool, ...]) -> Iterator[None]
             module.training = flag
 
 
+def _held_optimizer_state(state_names: Optional[_poptorch_names.StateNames],
+                          binding: Optional[_binding.OptimizerBinding], options: Options,
+                          program: _C.DeviceProgram) -> List[str]:
+    """PopTorch's names of the optimizer state `program` keeps and of its compound
+    hyper-parameters, as the optimizer's state_dict() gives them ("ipu_state", then
+    "ipu_param")."""
+    if state_names is None or binding is None:
+        return []
+    return (state_names.state_names(binding.state_shapes(program))
+            + list(state_names.ipu_param(binding.optimizer.param_groups,
+                                         _binding.grad_scale(options), binding.loss_scaling())))
+
+
 def _buffer_names(model: torch.nn.Module) -> Set[str]:
     return {name for prefix, module in model.named_modules()
             for name in (f"{prefix}.{b}" if prefix else b
@@ -112,9 +126,15 @@ def compile_model(model: torch.nn.Module, shallow: torch.nn.Module, options: Opt
         _binding.check_group_attributes(optimizer, options, reported_attributes)
         _replica_grouping.check_no_clipping(groupings, binding.max_grad_norm)
     tensors = _weights.named_tensors(shallow)
+    state_names = (_poptorch_names.of_binding(
+        binding, {name: grouping.group_count for name, grouping in groupings.items()})
+        if binding is not None else None)
     anchor_plan = _anchors.plan(
         options, training, binding.trained_names() if binding is not None else [],
-        list(tensors))
+        list(tensors),
+        state_names.candidate_names(binding.optimizer.param_groups, _binding.grad_scale(options),
+                                    binding.loss_scaling())
+        if state_names is not None and binding is not None else [])
     anchor_shapes = {name: tensors[name].shape for _, name in anchor_plan.gradients}
     config = _compilation.training_config(
         options, binding, groupings, model.named_parameters(),
@@ -152,7 +172,9 @@ def compile_model(model: torch.nn.Module, shallow: torch.nn.Module, options: Opt
                         if dtype in _tracing.WIDENED_DTYPES],
         float32_buffers=imported.float32_buffers,
         stages=[(s.block, s.stage, s.ipu) for s in compiled.compiler.stages],
-        anchors=_anchors.resolve(anchor_plan, anchor_shapes, program, tensors, names_by_tensor),
+        anchors=_anchors.resolve(
+            anchor_plan, anchor_shapes, program, tensors, names_by_tensor,
+            _held_optimizer_state(state_names, binding, options, program)),
         call_spec=_call_spec.call_spec(args, kwargs), binding=binding,
         replica_groups={name: grouping.group_count for name, grouping in groupings.items()},
         broadcast_buffers=broadcast_buffers, flags=flags, started=started)

@@ -88,6 +88,16 @@ class Calls:
             program.broadcast(compiled.broadcast_buffers)
         return outputs, bool(converted)
 
+    def anchor_optimizer_state(
+            self, state: Optional[Tuple[Dict[str, torch.Tensor], Dict[str, torch.Tensor]]]
+    ) -> None:
+        """The anchored optimizer state after a call, from the device's (`state`: PopTorch's
+        "ipu_state" and "ipu_param", as WeightFlow.device_optimizer_state gives them)."""
+        assert state is not None, "a training model that has run has optimizer state"
+        values = {**state[0], **state[1]}
+        for short, name in self._compiled.anchors.plan.optimizer_state:
+            self.anchored[short] = values[name].clone()
+
     def _refuse_written_inputs_sharing_memory(self, tensors: List[torch.Tensor]) -> None:
         """In eager PyTorch a write into one input shows through every input that
         shares its memory (m(x, x), m(x, x[:, :2])); popsim gives each input its

@@ -260,8 +260,10 @@ class ExecutorReports:
         Returns:
             Every parameter and buffer the program uses (``"<name>"``), and for a training
             model also ``"UpdatedVar___<name>"`` for each of them, each trained parameter's
-            ``"Gradient___<name>"`` and ``"finalLossScale"`` (the loss scaling factor after the
-            call).
+            ``"Gradient___<name>"``, ``"finalLossScale"`` (the loss scaling factor after the
+            call) and the optimizer's state and compound hyper-parameters by PopTorch's names
+            (``"Accl1___model.<name>"``, ``"scaledLearningRate0___specific___model.<name>"``:
+            the keys of its ``state_dict()``'s ``"ipu_state"`` and ``"ipu_param"``).
 
         Raises:
             NotCompiledError: when the model has not compiled (an InputError).
@@ -270,7 +272,8 @@ class ExecutorReports:
             raise NotCompiledError("Model must be compiled before calling getTensorNames: call "
                                    "the model or compile() first.")
         trained = self._flow.binding.trained_names() if self._training else []
-        return _C.anchorable_names(list(self._program.weight_names()), self._training, trained)
+        return _C.anchorable_names(list(self._program.weight_names()), self._training, trained,
+                                   self._compiled.anchors.optimizer_state_names)
 
     def profileDirectory(self) -> Optional[str]:
         """Gives the directory this model writes its profile into.

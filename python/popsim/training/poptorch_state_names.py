@@ -30,7 +30,7 @@ are named as PopTorch names them inside the wrapper it puts around the user's mo
 ``model.`` and the model's own path.
 """
 
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 import torch
 
@@ -83,6 +83,21 @@ class StateNames:
 
     def _variable(self, group: int, attribute: str) -> bool:
         return (group, attribute) not in self.constants
+
+    # --- names -----------------------------------------------------------------------------
+
+    def candidate_names(self, param_groups: List[Dict[str, Any]], grad_scale: float,
+                        loss_scaling: float) -> List[str]:
+        """Every name this optimizer's state may have before the program says which it
+        holds: each accumulator and step count of each parameter, then ipu_param's names."""
+        accumulators = list(_ACCUMULATORS[self.kind].values()) + [_STEP]
+        return ([f"{accumulator}___{PARAMETER_PREFIX}{name}"
+                 for name in self._group_of for accumulator in accumulators]
+                + list(self.ipu_param(param_groups, grad_scale, loss_scaling)))
+
+    def state_names(self, device_names: Iterable[str]) -> List[str]:
+        """ipu_state's names of popsim's device state `device_names`, without its values."""
+        return list(self.ipu_state({name: torch.zeros(()) for name in device_names}, 1.0))
 
     # --- ipu_state -------------------------------------------------------------------------
 
@@ -287,6 +302,13 @@ class StateNames:
             if lr != 0 and dampening != 1:
                 return {"weight_decay": (1 - value) / (lr * (1 - dampening))}
         return {}
+
+
+def of_binding(binding: Any, replica_groups: Mapping[str, int]) -> StateNames:
+    """The names of an optimizer_binding.OptimizerBinding's state, its replica-grouped
+    parameters having `replica_groups` groups each."""
+    return StateNames(binding.kind, [[name for name, _ in params] for params in binding.groups],
+                      binding.constants, binding.constant_loss_scaling(), replica_groups)
 
 
 def _same(stored: torch.Tensor, value: float) -> bool:

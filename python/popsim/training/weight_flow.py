@@ -335,12 +335,8 @@ class WeightFlow:
         state_dict() of the optimizer asks)."""
         binding = self.binding
         if self._poptorch_names is None or self._poptorch_names[0] is not binding:
-            names = _poptorch_names.StateNames(binding.kind,
-                                               [[name for name, _ in params]
-                                                for params in binding.groups],
-                                               binding.constants, binding.constant_loss_scaling(),
-                                               self._replica_groups)
-            self._poptorch_names = (binding, names)
+            self._poptorch_names = (binding,
+                                    _poptorch_names.of_binding(binding, self._replica_groups))
         return self._poptorch_names[1]
 
     def device_optimizer_state(self) -> Optional[DeviceOptimizerState]:
