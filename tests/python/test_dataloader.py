@@ -426,9 +426,9 @@ def test_del_stops_the_process_and_its_workers():
     assert wait_until_gone(pids) == []
 
 
-def run_script(body):
+def run_script(body, tmp_path=None):
     """Runs a script that prints the loading process's pids, then returns its result
-    and those pids."""
+    and those pids; with `tmp_path`, its temporary files go there (TMPDIR)."""
     script = textwrap.dedent("""
         import os, sys, time, torch, popsim
         from torch.utils.data import TensorDataset
@@ -442,14 +442,15 @@ def run_script(body):
             loader = popsim.DataLoader(popsim.Options().deviceIterations(10), data,
                                        num_workers=1, mode=popsim.DataLoaderMode.Async)
     """) + textwrap.indent(textwrap.dedent(body), "    ")
+    environment = dict(os.environ, **({"TMPDIR": str(tmp_path)} if tmp_path else {}))
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                            timeout=45)
+                            timeout=45, env=environment)
     pids = [int(line.split()[1]) for line in result.stdout.splitlines()
             if line.startswith("PIDS")]
     return result, pids
 
 
-def test_interpreter_exit_stops_the_loading_process():
+def test_interpreter_exit_stops_the_loading_process(tmp_path):
     result, pids = run_script("""
         for index, batch in enumerate(loader):
             if index == 0:
@@ -457,10 +458,13 @@ def test_interpreter_exit_stops_the_loading_process():
             if index == 3:
                 break
         print("done")
-    """)
+    """, tmp_path)
     assert result.returncode == 0, result.stderr
     assert "done" in result.stdout and len(pids) == 1
     assert wait_until_gone(pids) == []
+    # The loading process stopped torch's workers mid-epoch rather than leave them to be
+    # terminated: each worker removed the directory it passes shared tensors through.
+    assert sorted(path.name for path in tmp_path.glob("pymp-*")) == []
 
 
 def test_keyboard_interrupt_in_the_loop_stops_everything():

@@ -108,8 +108,14 @@ class _Loader:
             except _Stop as stop:
                 command = stop.command
             if command[0] == "stop":
+                _stop_workers(self.persistent_iterator())
                 return
             tag = (command[1], 0)
+
+    def persistent_iterator(self) -> Optional[Iterator[Any]]:
+        """torch's iterator the source keeps from epoch to epoch (persistent_workers, the
+        default of popsim's DataLoader with workers), whose workers outlive an epoch."""
+        return getattr(self.source, "_iterator", None)
 
     # Commands and the parent's liveness, checked whenever the loader waits.
     def poll(self) -> None:
@@ -154,6 +160,7 @@ class _Loader:
         only the batches it sends: a source with fewer samples than one batch sends none,
         and loading it again would only repeat empty epochs."""
         iterator = None
+        finished = False
         sent_before = self.sent
         if self.partial is not None:  # samples of an earlier epoch are not carried over
             self.partial = (self.partial[0], 0, self.partial[2])
@@ -168,6 +175,7 @@ class _Loader:
                     self.add_to_rebatch(tag, batch)
                 if self.holding and self.sent > 0:
                     self.hold()
+            finished = True  # torch's iterator has shut its workers down
             if self.partial is not None and self.partial[1] > 0 and not self.drop_last:
                 self.ship_partial(tag)
             self.ready.put(("end", tag))
@@ -183,7 +191,9 @@ class _Loader:
             self.ready.put(("error", tag, error_type, text))
             return False
         finally:
-            del iterator  # shuts torch's worker processes down
+            if not finished and iterator is not self.persistent_iterator():
+                _stop_workers(iterator)  # an exhausted one has stopped them already
+            del iterator
             self.holding = False  # only ever after the first batch, which an epoch may lack
         return self.sent > sent_before
 
@@ -263,6 +273,17 @@ class _Loader:
         self.ready.put(("batch", tag, slot, spec, shapes, []))
         self.partial = None
         self.sent += 1
+
+
+def _stop_workers(iterator: Optional[Iterator[Any]]) -> None:
+    """Stops the worker processes of torch's multi-process iterator, if it is one, as it
+    does itself at the end of an epoch. An iterator left mid-epoch still holds its workers
+    (it is referenced until this process ends, in the loop's frame or the source), and this
+    process's exit would terminate them: each would leave its temporary directory, through
+    which it passes shared tensors (/tmp/pymp-*), behind."""
+    shutdown = getattr(iterator, "_shutdown_workers", None)
+    if shutdown is not None:
+        shutdown()
 
 
 def _load(*args: Any) -> None:
