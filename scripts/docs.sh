@@ -57,7 +57,11 @@ if [[ "$check" == 1 ]]; then
   fi
   # Opened from the file system, pages run without errors and search shows snippets.
   .venv/bin/python scripts/check_site_offline.py "$out/check-html"
-  "${sphinx[@]}" -b doctest -D nbsphinx_execute=never -d "$out/doctrees-check" docs "$out/doctest"
+  # The examples write files (exported programs, profiles, caches) into temporary
+  # directories of their own: kept under build/ and emptied on each run, not left in /tmp.
+  rm -rf "$out/doctest-tmp" && mkdir -p "$out/doctest-tmp"
+  TMPDIR="$PWD/$out/doctest-tmp" \
+    "${sphinx[@]}" -b doctest -D nbsphinx_execute=never -d "$out/doctrees-check" docs "$out/doctest"
   echo "popsim docs: the site builds without warnings and its examples run"
 else
   "${sphinx[@]}" -b html -d "$out/doctrees" docs "$out/html"
