@@ -102,6 +102,11 @@ std::unique_ptr<Kernel> createKernel(const KernelRequest& request) {
     return nullptr;
   }
   std::unique_ptr<Kernel> kernel = createHalfPartialsKernel(request);
+  // The float16-partials kernels end every sum rounded to float16 (and round again after a
+  // bias), so their results are float16 values already: rounding them again, to nearest or
+  // stochastically, would leave every bit as it is, at the cost of a pass over each output
+  // (and, stochastically, a hash per element).
+  const bool resultsAreHalfValues = kernel != nullptr;
   // oneDNN cannot describe tensors without elements (it divides by their
   // sizes): an op on an empty slice (x[:, :0].sum(1), a product over K = 0)
   // runs its reference loops, which handle them as eager PyTorch does.
@@ -118,7 +123,8 @@ std::unique_ptr<Kernel> createKernel(const KernelRequest& request) {
   if (kernel == nullptr) {
     kernel = std::make_unique<ReferenceKernel>(request);
   }
-  kernel = checkingFloatingPoint(roundingHalfResults(std::move(kernel), request), request);
+  if (!resultsAreHalfValues) kernel = roundingHalfResults(std::move(kernel), request);
+  kernel = checkingFloatingPoint(std::move(kernel), request);
   POPSIM_LOG(Debug) << request.node.describe() << " -> " << kernel->implementation();
   return kernel;
 }

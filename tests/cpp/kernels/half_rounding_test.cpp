@@ -194,5 +194,24 @@ TEST(HalfRoundingTest, StochasticRoundingFollowsItsRuleBitForBit) {
   }
 }
 
+// Every float16 value, infinities included, is its own rounding either way:
+// the float16-partials kernels, whose results are float16 values already,
+// skip the rounding pass (kernel_factory.cpp) without changing a bit.
+TEST(HalfRoundingTest, Float16ValuesRoundToThemselvesEitherWay) {
+  std::vector<float> values = finiteHalves();
+  values.push_back(std::numeric_limits<float>::infinity());
+  values.push_back(-std::numeric_limits<float>::infinity());
+  for (const uint64_t draw : {0, 1, 2}) {
+    std::vector<float> stochastic = values;
+    kernels::roundToHalfStochastically(stochastic.data(), stochastic.size(), 0x51, draw);
+    std::vector<float> nearest = values;
+    kernels::roundToHalf(nearest.data(), nearest.size());
+    for (size_t i = 0; i < values.size(); ++i) {
+      ASSERT_EQ(bitsOf(stochastic[i]), bitsOf(values[i])) << values[i];
+      ASSERT_EQ(bitsOf(nearest[i]), bitsOf(values[i])) << values[i];
+    }
+  }
+}
+
 } // namespace
 } // namespace popsim
