@@ -3,6 +3,7 @@
 #include "common/logging.h"
 #include "ir/op_schema.h"
 #include "ir/partials.h"
+#include "ir/selects_input_values.h"
 #include "kernels/binary_pointwise_kernel.h"
 #include "kernels/ctc_loss_kernel.h"
 #include "kernels/dnnl_kernels.h"
@@ -102,11 +103,17 @@ std::unique_ptr<Kernel> createKernel(const KernelRequest& request) {
     return nullptr;
   }
   std::unique_ptr<Kernel> kernel = createHalfPartialsKernel(request);
-  // The float16-partials kernels end every sum rounded to float16 (and round again after a
-  // bias), so their results are float16 values already: rounding them again, to nearest or
-  // stochastically, would leave every bit as it is, at the cost of a pass over each output
-  // (and, stochastically, a hash per element).
-  const bool resultsAreHalfValues = kernel != nullptr;
+  // Results that are float16 values already, which rounding them again, to nearest or
+  // stochastically, would leave bit for bit, at the cost of a pass over each output (and,
+  // stochastically, a hash per element): the float16-partials kernels end every sum rounded
+  // to float16 (and round again after a bias), and an op that selects its float16 inputs'
+  // values (ReLU, max pooling, slices...) makes no new ones.
+  const bool resultsAreHalfValues =
+      kernel != nullptr ||
+      (ir::selectsInputValues(request.node) &&
+       std::all_of(request.inputs.begin(), request.inputs.end(), [](const BoundTensor& input) {
+         return input.type.dtype == ir::DType::Float16;
+       }));
   // oneDNN cannot describe tensors without elements (it divides by their
   // sizes): an op on an empty slice (x[:, :0].sum(1), a product over K = 0)
   // runs its reference loops, which handle them as eager PyTorch does.
