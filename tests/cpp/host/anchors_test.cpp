@@ -5,6 +5,7 @@
 #include "host/anchors.h"
 
 #include "common/error.h"
+#include "test_utils.h"
 
 #include <gtest/gtest.h>
 
@@ -17,14 +18,9 @@ namespace {
 
 using Pairs = std::vector<std::pair<std::string, std::string>>;
 
-// The message of the popsim::CoreError `body` throws, or "" when it throws none.
+// The message of the popsim::CoreError `body` throws (the test fails when it throws none).
 template <typename Body> std::string messageOf(Body&& body) {
-  try {
-    body();
-  } catch (const CoreError& error) {
-    return error.what();
-  }
-  return "";
+  return testing::captureError(std::forward<Body>(body)).what();
 }
 
 host::SessionOptions anchoring(const Pairs& anchors) {
