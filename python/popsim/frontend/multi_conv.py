@@ -11,8 +11,7 @@ float32 ones as its own says (popsim::partials_type on its output)."""
 
 import threading
 from types import TracebackType
-from typing import (Any, Callable, Dict, List, Literal, Optional, Sequence, Type, TypeVar, Union,
-                    cast)
+from typing import Any, Callable, Dict, List, Literal, Optional, Sequence, Type, TypeVar, Union
 
 import torch
 
@@ -26,19 +25,21 @@ _T = TypeVar("_T")
 
 
 def _per_convolution(name: str, value: Union[_T, Sequence[_T]], valid: Callable[[_T], bool],
-                     expected: str) -> List[_T]:
+                     expected: str, lead: str = "") -> List[_T]:
+    """`value` as a list (one value, or one per convolution), each checked by `valid`; the
+    refusal starts with `lead` (PopTorch's words, where a test of its matches them)."""
     values = list(value) if isinstance(value, (list, tuple)) else [value]
     if not values or not all(valid(v) for v in values):
-        raise OptionError(f"MultiConv.{name} expects {expected} or a non-empty list of them, "
-                          f"got {value!r}.", option=f"MultiConv.{name}")
+        raise OptionError(f"{lead}MultiConv.{name} expects {expected} or a non-empty list of "
+                          f"them, got {value!r}.", option=f"MultiConv.{name}")
     return values
 
 
 def _is_half_partials(value: object) -> Optional[bool]:
     """Whether a partials type is float16 (True) or float32 (False); None if it is neither."""
-    if value is MultiConvPartialsType.Half or value in (torch.half,):
+    if value is MultiConvPartialsType.Half or value is torch.half:
         return True
-    if value is MultiConvPartialsType.Float or value in (torch.float,):
+    if value is MultiConvPartialsType.Float or value is torch.float:
         return False
     return None
 
@@ -128,14 +129,11 @@ class MultiConv:
             OptionError: if ``value`` is none of these, or not a non-empty list of them
                 (starting with PopTorch's "Invalid partials types").
         """
-        values = list(value) if isinstance(value, (list, tuple)) else [value]
-        half = [_is_half_partials(v) for v in values]
-        if not values or None in half:
-            raise OptionError(f"Invalid partials types. Expecting torch.float or torch.half: "
-                              f"MultiConv.partialsTypes takes one of them, or a non-empty list "
-                              f"of them (one per convolution), got {value!r}.",
-                              option="MultiConv.partialsTypes")
-        self._half_partials = cast(List[bool], half)
+        values = _per_convolution(
+            "partialsTypes", value, lambda v: _is_half_partials(v) is not None,
+            "torch.float or torch.half",
+            lead="Invalid partials types. Expecting torch.float or torch.half: ")
+        self._half_partials = [bool(_is_half_partials(v)) for v in values]
         return self
 
     def planType(self, value: Optional[MultiConvPlanType]) -> "MultiConv":
