@@ -336,7 +336,7 @@ class Executor(ExecutorReports):
         self._warned_float64 = self._warned_float64 or converted
         self._flow.after_call()
         if compiled.anchors.plan.optimizer_state:
-            self._calls.anchor_optimizer_state(self._flow.device_optimizer_state())
+            self._calls.anchor_optimizer_state(self._flow.device_optimizer_state)
         _refuse_backward(outputs)
         result = _structure.unflatten(outputs, compiled.output_structure)
         self._profile.called(compiled.program, time.perf_counter() - start, self._sizing_job())

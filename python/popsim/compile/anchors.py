@@ -72,24 +72,25 @@ def take(plan_: AnchorPlan, outputs: List[torch.Tensor], shapes: Dict[str, torch
 class CallAnchors(NamedTuple):
     """A compiled model's anchors: the plan (variables named as the program
     names them), each anchored gradient's parameter shape, the anchored
-    variables the device holds and the names of the optimizer state the
-    program holds (PopTorch's: getTensorNames lists them)."""
+    variables the device holds and the optimizer state the program keeps, by
+    PopTorch's names (getTensorNames lists them): each one's device state, or
+    None for a compound hyper-parameter, which the host computes."""
     plan: AnchorPlan
     shapes: Dict[str, torch.Size]
     on_device: Set[str]
-    optimizer_state_names: List[str]
+    optimizer_state: Dict[str, Optional[str]]
 
 
-NO_ANCHORS = CallAnchors(AnchorPlan([], [], []), {}, set(), [])
+NO_ANCHORS = CallAnchors(AnchorPlan([], [], []), {}, set(), {})
 
 
 def resolve(plan_: AnchorPlan, shapes: Dict[str, torch.Size], program: _C.DeviceProgram,
             tensors: Dict[str, torch.Tensor], names_by_tensor: Dict[int, str],
-            optimizer_state_names: Optional[List[str]] = None) -> CallAnchors:
+            optimizer_state: Optional[Dict[str, Optional[str]]] = None) -> CallAnchors:
     """Names each variable anchor as the program does (a tied weight has one name
     there); refuses tensors the program does not hold, and optimizer state it does
-    not keep (`optimizer_state_names`: what it keeps, by PopTorch's names)."""
-    held_state = optimizer_state_names or []
+    not keep (`optimizer_state`: what it keeps, as CallAnchors.optimizer_state)."""
+    held_state = optimizer_state or {}
     for short, name in plan_.optimizer_state:
         if name not in held_state:
             raise OptionError(

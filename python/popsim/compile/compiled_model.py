@@ -81,19 +81,6 @@ def flags_set(model: torch.nn.Module, flags: Tuple[bool, ...]) -> Iterator[None]
             module.training = flag
 
 
-def _held_optimizer_state(state_names: Optional[_poptorch_names.StateNames],
-                          binding: Optional[_binding.OptimizerBinding], options: Options,
-                          program: _C.DeviceProgram) -> List[str]:
-    """PopTorch's names of the optimizer state `program` keeps and of its compound
-    hyper-parameters, as the optimizer's state_dict() gives them ("ipu_state", then
-    "ipu_param")."""
-    if state_names is None or binding is None:
-        return []
-    return (state_names.state_names(binding.state_shapes(program))
-            + list(state_names.ipu_param(binding.optimizer.param_groups,
-                                         _binding.grad_scale(options), binding.loss_scaling())))
-
-
 def _buffer_names(model: torch.nn.Module) -> Set[str]:
     return {name for prefix, module in model.named_modules()
             for name in (f"{prefix}.{b}" if prefix else b
@@ -126,15 +113,18 @@ def compile_model(model: torch.nn.Module, shallow: torch.nn.Module, options: Opt
         _binding.check_group_attributes(optimizer, options, reported_attributes)
         _replica_grouping.check_no_clipping(groupings, binding.max_grad_norm)
     tensors = _weights.named_tensors(shallow)
-    state_names = (_poptorch_names.of_binding(
-        binding, {name: grouping.group_count for name, grouping in groupings.items()})
-        if binding is not None else None)
+    # The optimizer's state and compound hyper-parameters by PopTorch's names, which
+    # anchors may name: the state the program may keep, and the scalars (host values).
+    state_names, scalars = None, []
+    if binding is not None:
+        state_names = _poptorch_names.of_binding(
+            binding, {name: grouping.group_count for name, grouping in groupings.items()})
+        scalars = list(state_names.ipu_param(binding.optimizer.param_groups,
+                                             _binding.grad_scale(options),
+                                             binding.loss_scaling()))
     anchor_plan = _anchors.plan(
         options, training, binding.trained_names() if binding is not None else [],
-        list(tensors),
-        state_names.candidate_names(binding.optimizer.param_groups, _binding.grad_scale(options),
-                                    binding.loss_scaling())
-        if state_names is not None and binding is not None else [])
+        list(tensors), (state_names.candidate_names() if state_names is not None else []) + scalars)
     anchor_shapes = {name: tensors[name].shape for _, name in anchor_plan.gradients}
     config = _compilation.training_config(
         options, binding, groupings, model.named_parameters(),
@@ -174,7 +164,9 @@ def compile_model(model: torch.nn.Module, shallow: torch.nn.Module, options: Opt
         stages=[(s.block, s.stage, s.ipu) for s in compiled.compiler.stages],
         anchors=_anchors.resolve(
             anchor_plan, anchor_shapes, program, tensors, names_by_tensor,
-            _held_optimizer_state(state_names, binding, options, program)),
+            {**(state_names.sources(binding.state_shapes(program))
+                if state_names is not None and binding is not None else {}),
+             **{name: None for name in scalars}}),
         call_spec=_call_spec.call_spec(args, kwargs), binding=binding,
         replica_groups={name: grouping.group_count for name, grouping in groupings.items()},
         broadcast_buffers=broadcast_buffers, flags=flags, started=started)

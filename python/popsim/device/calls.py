@@ -4,7 +4,7 @@ the device program's call, and the outputs back in the caller's terms (inputs th
 wrote in place copied back, anchored tensors split off, narrow outputs narrowed)."""
 
 import warnings
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Set, Tuple
 
 import torch
 
@@ -88,15 +88,18 @@ class Calls:
             program.broadcast(compiled.broadcast_buffers)
         return outputs, bool(converted)
 
-    def anchor_optimizer_state(
-            self, state: Optional[Tuple[Dict[str, torch.Tensor], Dict[str, torch.Tensor]]]
-    ) -> None:
-        """The anchored optimizer state after a call, from the device's (`state`: PopTorch's
-        "ipu_state" and "ipu_param", as WeightFlow.device_optimizer_state gives them)."""
+    def anchor_optimizer_state(self, read: Callable[[Set[str]], Optional[Tuple[
+            Dict[str, torch.Tensor], Dict[str, torch.Tensor]]]]) -> None:
+        """The anchored optimizer state after a call. `read` (WeightFlow.device_optimizer_state)
+        gives PopTorch's "ipu_state" of the device states it is given and "ipu_param"; only
+        the anchored ones are read from the device."""
+        anchors = self._compiled.anchors
+        sources = {anchors.optimizer_state[name] for _, name in anchors.plan.optimizer_state}
+        state = read({source for source in sources if source is not None})
         assert state is not None, "a training model that has run has optimizer state"
         values = {**state[0], **state[1]}
-        for short, name in self._compiled.anchors.plan.optimizer_state:
-            self.anchored[short] = values[name].clone()
+        for short, name in anchors.plan.optimizer_state:
+            self.anchored[short] = values[name]
 
     def _refuse_written_inputs_sharing_memory(self, tensors: List[torch.Tensor]) -> None:
         """In eager PyTorch a write into one input shows through every input that

@@ -273,7 +273,7 @@ class ExecutorReports:
                                    "the model or compile() first.")
         trained = self._flow.binding.trained_names() if self._training else []
         return _C.anchorable_names(list(self._program.weight_names()), self._training, trained,
-                                   self._compiled.anchors.optimizer_state_names)
+                                   list(self._compiled.anchors.optimizer_state))
 
     def profileDirectory(self) -> Optional[str]:
         """Gives the directory this model writes its profile into.

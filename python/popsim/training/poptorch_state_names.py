@@ -86,18 +86,18 @@ class StateNames:
 
     # --- names -----------------------------------------------------------------------------
 
-    def candidate_names(self, param_groups: List[Dict[str, Any]], grad_scale: float,
-                        loss_scaling: float) -> List[str]:
-        """Every name this optimizer's state may have before the program says which it
-        holds: each accumulator and step count of each parameter, then ipu_param's names."""
+    def candidate_names(self) -> List[str]:
+        """Every name ipu_state may have before the program says which state it keeps: each
+        accumulator and step count of each parameter."""
         accumulators = list(_ACCUMULATORS[self.kind].values()) + [_STEP]
-        return ([f"{accumulator}___{PARAMETER_PREFIX}{name}"
-                 for name in self._group_of for accumulator in accumulators]
-                + list(self.ipu_param(param_groups, grad_scale, loss_scaling)))
+        return [f"{accumulator}___{PARAMETER_PREFIX}{name}"
+                for name in self._group_of for accumulator in accumulators]
 
-    def state_names(self, device_names: Iterable[str]) -> List[str]:
-        """ipu_state's names of popsim's device state `device_names`, without its values."""
-        return list(self.ipu_state({name: torch.zeros(()) for name in device_names}, 1.0))
+    def sources(self, device_names: Iterable[str]) -> Dict[str, str]:
+        """ipu_state's name of each of popsim's device states `device_names` -> that device
+        name (a group's step count is each of its parameters' ``Step___``), without values."""
+        return {poptorch: device_name for device_name in device_names
+                for poptorch in self.ipu_state({device_name: torch.zeros(())}, 1.0)}
 
     # --- ipu_state -------------------------------------------------------------------------
 

@@ -21,7 +21,7 @@ The states (each a small enum, not a flag per case):
 
 import enum
 import threading
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 import torch
 
@@ -339,15 +339,17 @@ class WeightFlow:
                                     _poptorch_names.of_binding(binding, self._replica_groups))
         return self._poptorch_names[1]
 
-    def device_optimizer_state(self) -> Optional[DeviceOptimizerState]:
-        """PopTorch's ipu_state and ipu_param: the device's optimizer state, and each
-        parameter's hyper-parameters as PopART's compound scalars and the loss scaling,
-        by PopTorch's names (training/poptorch_state_names.py); None before the model
-        compiles."""
+    def device_optimizer_state(self, device_names: Optional[Set[str]] = None
+                               ) -> Optional[DeviceOptimizerState]:
+        """PopTorch's ipu_state and ipu_param: the device's optimizer state (all of it, or the
+        states `device_names` names), and each parameter's hyper-parameters as PopART's
+        compound scalars and the loss scaling, by PopTorch's names
+        (training/poptorch_state_names.py); None before the model compiles."""
         if self._program is None or not self._training:
             return None
         binding = self.binding
-        names = sorted(binding.optimizer_state(self._program))
+        names = sorted(binding.state_shapes(self._program) if device_names is None
+                       else device_names)
         state = self._program.read_variables(names) if self.attached else {}
         poptorch = self._state_names()
         scaling = binding.loss_scaling()
