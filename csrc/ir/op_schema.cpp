@@ -58,6 +58,11 @@ const OpSchema& opSchema(OpKind kind) {
   return table.at(static_cast<size_t>(kind));
 }
 
+bool selectsInputValues(const Node& node) {
+  const SelectsInputValuesRule rule = node.schema().selectsInputValues;
+  return rule != nullptr && rule(node);
+}
+
 bool isFreeOnIpu(const Node& node) {
   if (isViewOp(node.kind())) return true;
   if (!node.placement().float16OnIpu || node.kind() != OpKind::Cast) return false;

@@ -39,6 +39,11 @@ using GradientRule = std::vector<Value*> (*)(GradientBuilder& builder,
 // What a node of the op does on the IPU (ir/op_work.h), for the cost model.
 using WorkRule = OpWork (*)(const Node& node);
 
+// Whether every output element of a node of the op is one of its input
+// elements, its negation or zero (a ReLU, a max pooling, a slice), which may
+// depend on the node's attributes.
+using SelectsInputValuesRule = bool (*)(const Node& node);
+
 // Everything popsim knows of one op, declared by its family's file
 // (ir/ops/*.cpp): how many inputs, which attributes, what it produces, what
 // it writes, its gradient, its work and whether its temporaries are planned.
@@ -63,6 +68,10 @@ struct OpSchema {
   // use them and its partial sums kept, temporaries the memory plan sizes
   // under availableMemoryProportion (memory/op_temporaries.h).
   bool plannedTemporaries = false;
+  // Whether the op only selects its inputs' values (null: never). Its results
+  // are then exact in the inputs' type: float16 inputs give float16 values,
+  // which the kernel factory does not round again.
+  SelectsInputValuesRule selectsInputValues = nullptr;
 
   std::string_view name() const { return opKindName(kind); }
   std::string inputName(size_t index) const;
@@ -78,6 +87,8 @@ inline bool isViewOp(OpKind kind) { return opSchema(kind).view; }
 // float16-on-the-IPU op in (Placement::float16OnIpu; float16 <-> float32
 // only), whose bytes the IPU does not hold twice.
 bool isFreeOnIpu(const Node& node);
+// OpSchema::selectsInputValues for `node`.
+bool selectsInputValues(const Node& node);
 
 // Checks arity and attributes against the schema, then infers output types.
 // Errors read "<op>: <problem>"; callers add the source location.

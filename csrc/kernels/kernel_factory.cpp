@@ -3,7 +3,6 @@
 #include "common/logging.h"
 #include "ir/op_schema.h"
 #include "ir/partials.h"
-#include "ir/selects_input_values.h"
 #include "kernels/binary_pointwise_kernel.h"
 #include "kernels/ctc_loss_kernel.h"
 #include "kernels/dnnl_kernels.h"

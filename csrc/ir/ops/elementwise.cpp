@@ -165,6 +165,13 @@ void registerElementwiseOps(OpRegistry& registry) {
   registry.setWork(OpKind::Sqrt, work::elementwise<2>);
   registry.setWork(OpKind::Gelu, work::elementwise<3>);
   registry.setWork(OpKind::ActivationGrad, work::elementwise<2>);
+  // max(x, 0) and |x|; their gradients, dY where x > 0 (else 0) and dY x sign(x).
+  registry.setSelectsInputValues(OpKind::Relu);
+  registry.setSelectsInputValues(OpKind::Abs);
+  registry.setSelectsInputValues(OpKind::ActivationGrad, [](const Node& node) {
+    const std::string& activation = node.attrs().getString("activation");
+    return activation == "relu" || activation == "abs";
+  });
 }
 
 } // namespace popsim::ir::ops

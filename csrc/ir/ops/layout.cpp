@@ -244,6 +244,9 @@ void registerLayoutOps(OpRegistry& registry) {
   // A reshape of a contiguous tensor and a gradient barrier move no bytes.
   registry.setView(OpKind::Reshape);
   registry.setView(OpKind::StopGradient);
+  // Copies of (parts of) their inputs.
+  for (OpKind kind : {OpKind::Permute, OpKind::Slice, OpKind::Concat, OpKind::Broadcast})
+    registry.setSelectsInputValues(kind);
   registry.add(OpKind::SliceGrad, 1, 1, {"grad_output"},
                {{"input_shape", AttrType::Ints},
                 {"dim", AttrType::Int},

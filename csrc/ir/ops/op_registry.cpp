@@ -30,4 +30,9 @@ void OpRegistry::setPlannedTemporaries(OpKind kind) {
   table_.at(static_cast<size_t>(kind)).plannedTemporaries = true;
 }
 
+void OpRegistry::setSelectsInputValues(OpKind kind, SelectsInputValuesRule rule) {
+  table_.at(static_cast<size_t>(kind)).selectsInputValues =
+      rule != nullptr ? rule : [](const Node&) { return true; };
+}
+
 } // namespace popsim::ir

@@ -22,6 +22,9 @@ public:
   void setGradient(OpKind kind, GradientRule rule);
   void setWork(OpKind kind, WorkRule rule);
   void setPlannedTemporaries(OpKind kind);
+  // Declares that the op only selects its inputs' values: always, or as
+  // `rule` says for a node (see OpSchema::selectsInputValues).
+  void setSelectsInputValues(OpKind kind, SelectsInputValuesRule rule = nullptr);
 
 private:
   std::array<OpSchema, kNumOpKinds>& table_;

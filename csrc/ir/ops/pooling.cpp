@@ -208,6 +208,9 @@ void registerPoolingOps(OpRegistry& registry) {
   registry.setWork(OpKind::AdaptiveAvgPool2d, adaptiveWork);
   registry.setWork(OpKind::AdaptiveMaxPool2d, adaptiveWork);
   registry.setWork(OpKind::AdaptiveAvgPool2dGrad, work::elementwise<1>);
+  // Each output is its window's largest input.
+  registry.setSelectsInputValues(OpKind::MaxPool2d);
+  registry.setSelectsInputValues(OpKind::MaxPool2dTrain);
 }
 
 } // namespace popsim::ir::ops
