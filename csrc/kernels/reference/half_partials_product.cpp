@@ -35,15 +35,19 @@ struct Runs {
 };
 
 // What computes one tile: for r < its rows, totals[r * width + q] = the
-// float16-partials sum over j of rows[r][j] * panel[j * width + q], the
-// products summed in `runs`.
-using TileFn = void (*)(Runs runs, const float* const* rows, const float* panel, float* totals);
+// float16-partials sum over j of rows[r][j] * panel[j * panelStride + q],
+// the products summed in `runs`. A panel is B's own columns when B's rows
+// are contiguous (panelStride its row stride), else a packed copy
+// (panelStride the tile's width).
+using TileFn = void (*)(Runs runs, const float* const* rows, const float* panel,
+                        int64_t panelStride, float* totals);
 
 // Without a vector unit: each element summed as HalfSum does, run by run.
 constexpr int64_t kScalarRows = 4;
 constexpr int64_t kScalarWidth = 8;
 
-void tileScalar(Runs runs, const float* const* rows, const float* panel, float* totals) {
+void tileScalar(Runs runs, const float* const* rows, const float* panel, int64_t panelStride,
+                float* totals) {
   for (int64_t r = 0; r < kScalarRows; ++r) {
     for (int64_t q = 0; q < kScalarWidth; ++q) {
       float total = 0.0f;
@@ -51,7 +55,7 @@ void tileScalar(Runs runs, const float* const* rows, const float* panel, float* 
       for (int64_t run = 0; run < runs.count; ++run) {
         double sum = 0.0;
         for (const int64_t stop = j + runs.lengths[run]; j < stop; ++j)
-          sum += static_cast<double>(rows[r][j]) * panel[j * kScalarWidth + q];
+          sum += static_cast<double>(rows[r][j]) * panel[j * panelStride + q];
         total = popsim::roundToHalf(total + popsim::roundToHalf(static_cast<float>(sum)));
       }
       totals[r * kScalarWidth + q] = total;
@@ -78,7 +82,7 @@ POPSIM_TARGET_AVX512_FMA inline __m512 roundedToHalf16(__m512 values) {
 // pads fewer lanes with the narrower tile.
 template <int Vectors, int64_t Rows>
 POPSIM_TARGET_AVX512_FMA void tileAvx512(Runs runs, const float* const* rows, const float* panel,
-                                         float* totals) {
+                                         int64_t panelStride, float* totals) {
   static_assert(Vectors == 2 || Vectors == 3, "16 or 24 columns");
   constexpr int64_t width = 8 * Vectors;
   __m512d run[Rows][Vectors];
@@ -95,7 +99,7 @@ POPSIM_TARGET_AVX512_FMA void tileAvx512(Runs runs, const float* const* rows, co
   int64_t j = 0;
   for (int64_t index = 0; index < runs.count; ++index) {
     for (const int64_t stop = j + runs.lengths[index]; j < stop; ++j) {
-      const float* b = panel + j * width;
+      const float* b = panel + j * panelStride;
       __m512d column[Vectors];
       for (int v = 0; v < Vectors; ++v)
         column[v] = _mm512_cvtps_pd(_mm256_loadu_ps(b + 8 * v));
@@ -134,7 +138,7 @@ constexpr int64_t kAvx2Rows = 4;
 
 template <int Vectors>
 POPSIM_TARGET_AVX2_FMA void tileAvx2(Runs runs, const float* const* rows, const float* panel,
-                                     float* totals) {
+                                     int64_t panelStride, float* totals) {
   static_assert(Vectors == 2 || Vectors == 3, "8 or 12 columns");
   constexpr int64_t width = 4 * Vectors;
   __m256d run[kAvx2Rows][Vectors];
@@ -150,7 +154,7 @@ POPSIM_TARGET_AVX2_FMA void tileAvx2(Runs runs, const float* const* rows, const 
   int64_t j = 0;
   for (int64_t index = 0; index < runs.count; ++index) {
     for (const int64_t stop = j + runs.lengths[index]; j < stop; ++j) {
-      const float* b = panel + j * width;
+      const float* b = panel + j * panelStride;
       __m256d column[Vectors];
       for (int v = 0; v < Vectors; ++v)
         column[v] = _mm256_cvtps_pd(_mm_loadu_ps(b + 4 * v));
@@ -221,16 +225,19 @@ int64_t roundedUp(int64_t value, int64_t multiple) {
 
 // Roughly what an M x P x J product costs on one core, in cycles, so that
 // the cheaper of C and C^T, and of the tile shapes, is computed: each tile
-// (padded rows and columns included) its stepCycles per j, and
-// copying an operand's element costs about 1 cycle when its rows are
-// contiguous and 4 when they are not (a strided gather).
+// (padded rows and columns included) its stepCycles per j, and copying an
+// operand's element about 1 cycle when its rows are contiguous and 4 when
+// they are not (a strided gather). A's contiguous rows and B's whole panels
+// of contiguous rows are read in place: B then copies only a last panel
+// narrower than the tile.
 double estimatedCycles(int64_t M, int64_t P, int64_t J, bool rowsOfAContiguous,
                        bool rowsOfBContiguous, const Tiling& t) {
   const int64_t width = t.width;
   const double tiles =
       static_cast<double>(roundedUp(M, t.rows) / t.rows * roundedUp(P, width) / width);
   const double gatherA = rowsOfAContiguous ? 0.0 : 4.0 * static_cast<double>(M);
-  const double packB = (rowsOfBContiguous ? 1.0 : 4.0) * static_cast<double>(roundedUp(P, width));
+  const double packB = rowsOfBContiguous ? (P % width == 0 ? 0.0 : static_cast<double>(width))
+                                         : 4.0 * static_cast<double>(roundedUp(P, width));
   return static_cast<double>(J) * (t.stepCycles * tiles + gatherA + packB);
 }
 
@@ -319,13 +326,17 @@ void halfPartialsProduct(int64_t M, int64_t P, const std::vector<int64_t>& runLe
   }
   const float* rowsOfA = rowsInPlace ? A.data : gathered.data();
   const int64_t lda = rowsInPlace ? A.rowStride : J;
-  // B's columns in panels of the tile's width, each panel's rows contiguous;
-  // columns beyond P are zeros (their sums are dropped).
-  Scratch<float> packed(ScratchUse::ProductPanels, static_cast<size_t>(panels * J * t.width));
+  // B's columns in panels of the tile's width. When B's rows are contiguous,
+  // the tiles read each whole panel in place, J rows of `width` columns at
+  // B's row stride; the other panels are packed, each row `width` apart, the
+  // columns beyond P zeros (their sums are dropped).
+  const int64_t inPlacePanels = B.columnStride == 1 ? P / t.width : 0;
+  const int64_t packedPanels = panels - inPlacePanels;
+  Scratch<float> packed(ScratchUse::ProductPanels, static_cast<size_t>(packedPanels * J * t.width));
 #pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t panel = 0; panel < panels; ++panel)
+  for (int64_t panel = inPlacePanels; panel < panels; ++panel)
     packPanel(B, panel * t.width, std::min(t.width, P - panel * t.width), t.width, J,
-              packed.data() + panel * J * t.width);
+              packed.data() + (panel - inPlacePanels) * J * t.width);
   Scratch<float> zeros(ScratchUse::ProductZeros, static_cast<size_t>(J)); // rows beyond M
   std::fill(zeros.data(), zeros.data() + J, 0.0f);
   // Tiles in the order that reads the larger operand once: each of its parts
@@ -342,7 +353,10 @@ void halfPartialsProduct(int64_t M, int64_t P, const std::vector<int64_t>& runLe
     for (int64_t r = 0; r < t.rows; ++r)
       rows[r] = m0 + r < M ? rowsOfA + (m0 + r) * lda : zeros.data();
     float totals[kMaxRows * kWidest];
-    t.tile(runs, rows, packed.data() + panel * J * t.width, totals);
+    if (panel < inPlacePanels)
+      t.tile(runs, rows, B.data + p0, B.rowStride, totals);
+    else
+      t.tile(runs, rows, packed.data() + (panel - inPlacePanels) * J * t.width, t.width, totals);
     for (int64_t r = 0; r < std::min(t.rows, M - m0); ++r)
       for (int64_t q = 0; q < std::min(t.width, P - p0); ++q)
         C.data[(m0 + r) * C.rowStride + (p0 + q) * C.columnStride] = totals[r * t.width + q];

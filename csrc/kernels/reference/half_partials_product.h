@@ -30,8 +30,9 @@ struct OutputView {
 // products in the same order and rounds at the same points as a HalfSum
 // would, so the results are HalfSum's bit for bit.
 //
-// How: B is packed by panels of columns, and each tile of C (rows of A by a
-// panel) keeps its running sums in vector registers (AVX-512 or AVX2 with
+// How: B is read by panels of columns (in place when its rows are
+// contiguous, else packed), and each tile of C (rows of A by a panel) keeps
+// its running sums in vector registers (AVX-512 or AVX2 with
 // FMA: the product is exact, so a fused multiply-add rounds as the separate
 // add does), the tiles spread over the OpenMP threads. Of the tile shapes
 // the vector unit has (24 or 16 columns with AVX-512, 12 or 8 with AVX2) and

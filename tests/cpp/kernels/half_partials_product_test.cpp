@@ -62,6 +62,30 @@ TEST(HalfPartialsProductTest, EveryElementIsItsHalfSum) {
   }
 }
 
+// A wide B with contiguous rows far apart: its whole panels are read where
+// they are (the tiles step through B's rows at its own stride), a last
+// narrower panel is packed with zeros; a width that every tile divides
+// leaves no packed panel at all. Either way each element is its HalfSum.
+TEST(HalfPartialsProductTest, WholePanelsOfBReadInPlaceSumAsTheirDefinition) {
+  std::mt19937 random(7);
+  for (const int64_t P : {int64_t{96}, int64_t{100}, int64_t{241}}) {
+    const int64_t M = 5, J = 70, ldb = 4099;
+    const std::vector<float> a = halves(static_cast<size_t>(M * J), random);
+    const std::vector<float> b = halves(static_cast<size_t>(J * ldb), random);
+    std::vector<float> c(static_cast<size_t>(M * P), -1.0f);
+    halfPartialsProduct(M, P, J, a.data(), J, b.data(), ldb, c.data(), P);
+    for (int64_t m = 0; m < M; ++m) {
+      for (int64_t p = 0; p < P; ++p) {
+        HalfSum sum;
+        for (int64_t j = 0; j < J; ++j)
+          sum.add(static_cast<double>(a[m * J + j]) * b[j * ldb + p]);
+        ASSERT_EQ(bitsOf(c[m * P + p]), bitsOf(sum.result()))
+            << "P " << P << " at " << m << ", " << p;
+      }
+    }
+  }
+}
+
 // Operands and results read and written through strides (a transposed
 // operand is a view with its strides swapped), and runs of partials given
 // explicitly, shorter than kHalfPartialRun where a kernel leaves zero
