@@ -467,6 +467,26 @@ def test_interpreter_exit_stops_the_loading_process(tmp_path):
     assert sorted(path.name for path in tmp_path.glob("pymp-*")) == []
 
 
+def test_sigterm_stops_the_loading_process_and_its_workers_cleanly(tmp_path):
+    # As the loader's clean-up does when the process does not stop within its time: the
+    # signal stops the epoch in progress, whose workers remove their temporary directories.
+    result, pids = run_script("""
+        import signal
+        for index, batch in enumerate(loader):
+            if index == 0:
+                pids(loader)
+                process = loader._accessor.process
+                os.kill(process.pid, signal.SIGTERM)
+                process.join(timeout=20)
+                print("exit code", process.exitcode)
+                break
+    """, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "exit code 0" in result.stdout and len(pids) == 1
+    assert wait_until_gone(pids) == []
+    assert sorted(path.name for path in tmp_path.glob("pymp-*")) == []
+
+
 def test_keyboard_interrupt_in_the_loop_stops_everything():
     result, pids = run_script("""
         import signal

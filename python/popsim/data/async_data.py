@@ -28,7 +28,8 @@ queued under old tags are dropped, so no stale batch is ever handed out.
 
 The process ignores SIGINT (Ctrl-C stops the user's loop, whose clean-up
 stops the loader), stops when its parent dies, and is stopped by
-``terminate()``, by garbage collection and at interpreter exit.
+``terminate()``, by garbage collection and at interpreter exit; SIGTERM stops
+it as cleanly as a request does.
 """
 
 import collections
@@ -96,6 +97,7 @@ class _Loader:
 
     def run(self) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, _stop_on_terminate)
         torch.set_num_threads(1)
         tag = (0, 0)
         while True:
@@ -284,6 +286,15 @@ def _stop_workers(iterator: Optional[Iterator[Any]]) -> None:
     shutdown = getattr(iterator, "_shutdown_workers", None)
     if shutdown is not None:
         shutdown()
+
+
+def _stop_on_terminate(signum: int, frame: Any) -> None:
+    """SIGTERM (terminate(), or a loader too slow to stop when asked) stops the loading
+    process as a "stop" command does: the epoch in progress stops torch's workers on its way
+    out, so that they remove their temporary directories, which a process killed by the
+    signal would leave behind. Later SIGTERMs are ignored while it stops (SIGKILL remains)."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise _Stop(("stop",))
 
 
 def _load(*args: Any) -> None:
