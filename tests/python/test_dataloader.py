@@ -4,8 +4,11 @@ can end. Every test has a timeout, so a hang fails instead of stalling CI."""
 
 import itertools
 import os
+import pathlib
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 import warnings
@@ -426,9 +429,19 @@ def test_del_stops_the_process_and_its_workers():
     assert wait_until_gone(pids) == []
 
 
-def run_script(body, tmp_path=None):
+@pytest.fixture
+def short_tmp():
+    """A temporary directory with a short path, for a script's TMPDIR: torch's workers pass
+    tensors through Unix sockets in it, whose paths must stay under 108 bytes (pytest's own
+    tmp_path, under a long TMPDIR, can exceed that)."""
+    path = tempfile.mkdtemp(prefix="ps")
+    yield pathlib.Path(path)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def run_script(body, temp_dir=None):
     """Runs a script that prints the loading process's pids, then returns its result
-    and those pids; with `tmp_path`, its temporary files go there (TMPDIR)."""
+    and those pids; with `temp_dir`, its temporary files go there (TMPDIR)."""
     script = textwrap.dedent("""
         import os, sys, time, torch, popsim
         from torch.utils.data import TensorDataset
@@ -442,7 +455,7 @@ def run_script(body, tmp_path=None):
             loader = popsim.DataLoader(popsim.Options().deviceIterations(10), data,
                                        num_workers=1, mode=popsim.DataLoaderMode.Async)
     """) + textwrap.indent(textwrap.dedent(body), "    ")
-    environment = dict(os.environ, **({"TMPDIR": str(tmp_path)} if tmp_path else {}))
+    environment = dict(os.environ, **({"TMPDIR": str(temp_dir)} if temp_dir else {}))
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                             timeout=45, env=environment)
     pids = [int(line.split()[1]) for line in result.stdout.splitlines()
@@ -450,7 +463,7 @@ def run_script(body, tmp_path=None):
     return result, pids
 
 
-def test_interpreter_exit_stops_the_loading_process(tmp_path):
+def test_interpreter_exit_stops_the_loading_process(short_tmp):
     result, pids = run_script("""
         for index, batch in enumerate(loader):
             if index == 0:
@@ -458,16 +471,16 @@ def test_interpreter_exit_stops_the_loading_process(tmp_path):
             if index == 3:
                 break
         print("done")
-    """, tmp_path)
+    """, short_tmp)
     assert result.returncode == 0, result.stderr
     assert "done" in result.stdout and len(pids) == 1
     assert wait_until_gone(pids) == []
     # The loading process stopped torch's workers mid-epoch rather than leave them to be
     # terminated: each worker removed the directory it passes shared tensors through.
-    assert sorted(path.name for path in tmp_path.glob("pymp-*")) == []
+    assert sorted(path.name for path in short_tmp.glob("pymp-*")) == []
 
 
-def test_sigterm_stops_the_loading_process_and_its_workers_cleanly(tmp_path):
+def test_sigterm_stops_the_loading_process_and_its_workers_cleanly(short_tmp):
     # As the loader's clean-up does when the process does not stop within its time: the
     # signal stops the epoch in progress, whose workers remove their temporary directories.
     result, pids = run_script("""
@@ -480,11 +493,11 @@ def test_sigterm_stops_the_loading_process_and_its_workers_cleanly(tmp_path):
                 process.join(timeout=20)
                 print("exit code", process.exitcode)
                 break
-    """, tmp_path)
+    """, short_tmp)
     assert result.returncode == 0, result.stderr
     assert "exit code 0" in result.stdout and len(pids) == 1
     assert wait_until_gone(pids) == []
-    assert sorted(path.name for path in tmp_path.glob("pymp-*")) == []
+    assert sorted(path.name for path in short_tmp.glob("pymp-*")) == []
 
 
 def test_keyboard_interrupt_in_the_loop_stops_everything():
