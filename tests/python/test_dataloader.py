@@ -500,6 +500,26 @@ def test_sigterm_stops_the_loading_process_and_its_workers_cleanly(short_tmp):
     assert sorted(path.name for path in short_tmp.glob("pymp-*")) == []
 
 
+@pytest.mark.parametrize("mode, workers", [(popsim.DataLoaderMode.Async, 0),
+                                           (popsim.DataLoaderMode.Async, 1),
+                                           (popsim.DataLoaderMode.Sync, 1)])
+def test_a_temporary_directory_too_long_for_sockets_is_refused_not_waited_on(
+        short_tmp, monkeypatch, mode, workers):
+    # Batches pass between processes through Unix sockets under TMPDIR; a path too long for
+    # a socket's address once left the user waiting for a batch forever.
+    deep = short_tmp / ("d" * 100)
+    deep.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))
+    with pytest.raises(OSError, match=r"would be 1\d\d bytes, longer than a socket's address "
+                                      r"holds \(107\)\. Set TMPDIR to a shorter directory"):
+        popsim.DataLoader(options(10), numbered(100), num_workers=workers, mode=mode)
+    with pytest.raises(OSError, match="longer than a socket's address holds"):
+        popsim.AsynchronousDataAccessor(popsim.DataLoader(options(10), numbered(100)))
+    # Loading in this process passes no batch between processes.
+    loader = popsim.DataLoader(options(10), numbered(100), mode=popsim.DataLoaderMode.Sync)
+    assert len(list(loader)) == 10
+
+
 def test_keyboard_interrupt_in_the_loop_stops_everything():
     result, pids = run_script("""
         import signal

@@ -50,6 +50,7 @@ from multiprocessing.reduction import ForkingPickler
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from popsim.api.option_fields import positive_int
+from popsim.data.process_sharing import check_socket_directory
 
 if TYPE_CHECKING:
     from multiprocessing.queues import Queue
@@ -408,6 +409,7 @@ class AsynchronousDataAccessor:
         self._wait_for_the_first_batch()
 
     def _start(self, hold_after_first: bool = False) -> None:
+        check_socket_directory()
         context = multiprocessing.get_context("fork")
         self._commands, self._free, self._ready = (context.Queue() for _ in range(3))
         self._slots = None

@@ -18,6 +18,7 @@ from torch.utils import _pytree
 
 from popsim.device import replication as _replication
 from popsim.data.async_data import AsynchronousDataAccessor, WorkerStartError, batch_count
+from popsim.data.process_sharing import check_socket_directory
 from popsim.api.enums import DataLoaderMode
 from popsim.api.errors import InputError, OptionError
 from popsim.api.option_fields import positive_int
@@ -429,6 +430,8 @@ class DataLoader(torch.utils.data.DataLoader):
         if not isinstance(mode, DataLoaderMode):
             raise OptionError(f"popsim.DataLoader: mode must be a popsim.DataLoaderMode, "
                               f"got {mode!r}.", option="DataLoader.mode")
+        if num_workers > 0 or mode != DataLoaderMode.Sync:  # batches cross processes
+            check_socket_directory()
         if batch_size is None:
             # torch's DataLoader without automatic batching: each item of the
             # dataset is a whole batch already (PopTorch's combinedBatchSize
