@@ -1,7 +1,9 @@
 """float16 against float32: host speed, simulated time and IPU memory, in one run.
 
-The same network (the tutorial's MNIST network, or with --model resnet18
-torchvision's ResNet-18 for 10 classes on 32x32 images) runs inference in
+The same network (the tutorial's MNIST network; with --model resnet18
+torchvision's ResNet-18 for 10 classes on 32x32 images; with --model
+mixed_precision the CNN of Graphcore's mixed-precision tutorial on 128x128
+images, mixed_precision_network.py) runs inference in
 popsim in float32 and in float16 (model.half(), float16 images), and eagerly
 in float32 in PyTorch, on the same images and host threads. popsim computes
 float16 in float32 carriers and rounds every result, so its float16 path
@@ -15,7 +17,8 @@ ratios to float32's step; and prints what float16 changes on the simulated
 IPU: the cycles of one inference call, and the memory of one training step
 by category, float32 against float16.
 
-    .venv/bin/python benchmarks/bench_half.py [--model resnet18] [--threads N] [--json]
+    .venv/bin/python benchmarks/bench_half.py [--model resnet18|mixed_precision] [--threads N]
+        [--json]
 """
 
 import argparse
@@ -34,7 +37,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tutorials"))
 from inference_demo import Network  # noqa: E402
 
 import popsim  # noqa: E402
-from timing import benchmark_network, median_seconds  # noqa: E402
+from timing import BENCHMARK_NETWORKS, benchmark_network, median_seconds  # noqa: E402
 
 CATEGORIES = ("weights", "activations", "temporaries", "input streams", "gradient accumulators",
               "optimizer state", "code")
@@ -89,14 +92,14 @@ def training_step_seconds(network, images, labels, repeats, half=False, partials
 
 def main():
     parser = argparse.ArgumentParser(description="popsim float16 against float32")
-    parser.add_argument("--model", choices=["mnist", "resnet18"], default="mnist")
+    parser.add_argument("--model", choices=BENCHMARK_NETWORKS, default="mnist")
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--device-iterations", type=int, default=20)
     parser.add_argument("--train-batch-size", type=int, default=12,
                         help="micro-batch of the training step (Graphcore's mixed-precision "
                              "tutorial uses 12)")
     parser.add_argument("--repeats", type=int, default=None,
-                        help="timed runs (default 20, or 5 for resnet18)")
+                        help="timed runs (default 20 for mnist, else 5)")
     timing.add_common_arguments(parser)
     args = timing.parse_common(parser)
 

@@ -113,7 +113,7 @@ def kernel_rows() -> List[Dict[str, Any]]:
 
 def half_rows() -> List[Dict[str, Any]]:
     return [{**run_json("bench_half.py", "--model", model, "--isa", isa), "isa": isa_name(isa)}
-            for model in ("mnist", "resnet18") for isa in ISAS]
+            for model in ("mnist", "resnet18", "mixed_precision") for isa in ISAS]
 
 
 def native_isa() -> str:

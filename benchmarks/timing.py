@@ -75,10 +75,19 @@ def median_seconds(fn, repeats):
     return statistics.median(samples)
 
 
+# The networks of bench_half.py (bench_inference.py and bench_training.py take the first two).
+BENCHMARK_NETWORKS = ("mnist", "resnet18", "mixed_precision")
+
+
 def benchmark_network(model, mnist_network):
-    """(network, image shape, display name) for --model mnist or resnet18."""
+    """(network, image shape, display name) for --model mnist, resnet18 or mixed_precision
+    (the CNN of Graphcore's mixed-precision tutorial)."""
     if model == "mnist":
         return mnist_network(), (1, 28, 28), "MNIST network"
+    if model == "mixed_precision":
+        from mixed_precision_network import IMAGE_SHAPE, MixedPrecisionNetwork
+
+        return MixedPrecisionNetwork(), IMAGE_SHAPE, "mixed-precision tutorial CNN"
     import torchvision  # only ResNet-18 needs it
 
     return torchvision.models.resnet18(num_classes=10), (3, 32, 32), "ResNet-18"
