@@ -189,9 +189,19 @@ void convolutionForwardHalf(const ir::Node& node, const Inputs& inputs, const Ou
 
 // dX: each input element sums dY * W over output channels (outer) and the
 // taps that read it (inner, by output pixel). Input pixels read by the same
-// kernel offsets in the same order share the weights' side of the product:
-// for each such set, rows (image, pixel) of dY gathered by (oc, reader) times
-// W as (oc, reader) x ic.
+// kernel offsets in the same order share the weights' side of the product,
+// W as (oc, reader) x ic; dY's side, gathered by (oc, reader) for each
+// (image, pixel), is many times the size of dY (a value per reader), a run
+// of an input row's readers being a run of dY's row. Two forms:
+// - with few input channels, dX's channels x (image, pixel) = W^T times dY
+//   as (oc, reader) x (image, pixel), each panel of dY's side gathered just
+//   before the product reads it (gathering it whole and then reading it was
+//   most of the step of a network whose first layers have few channels);
+// - otherwise (image, pixel) x dX's channels = dY's side, gathered whole as
+//   rows, times W, whose rows the product reads in place.
+// Both sum the same products in the same order.
+constexpr int64_t kFewInputChannels = 16;
+
 void convolutionGradInputHalf(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
   const auto* dy = static_cast<const float*>(inputs[0]);
   const auto* w = static_cast<const float*>(inputs[1]);
@@ -201,50 +211,96 @@ void convolutionGradInputHalf(const ir::Node& node, const Inputs& inputs, const 
   const int64_t inPixels = g.in[0] * g.in[1] * g.in[2];
   const int64_t outPixels = g.out[0] * g.out[1] * g.out[2];
   const int64_t kernelPixels = g.kernel[0] * g.kernel[1] * g.kernel[2];
+  const bool panelByPanel = g.CG < kFewInputChannels;
   const std::shared_ptr<const ConvolutionPlan> plan = convolutionPlan(g);
-  size_t largestA = 0, largestB = 0, largestSums = 0;
+  size_t largestRows = 0, largestWeights = 0, largestSums = 0;
   for (const InputGradientTapSet& set : plan->inputGradient) {
     const auto J = static_cast<size_t>(g.OCG) * set.offsets.size();
-    const auto M = static_cast<size_t>(g.N) * set.pixels.size();
-    largestA = std::max(largestA, M * J);
-    largestB = std::max(largestB, J * static_cast<size_t>(g.CG));
-    largestSums = std::max(largestSums, M * static_cast<size_t>(g.CG));
+    const auto pixels = static_cast<size_t>(g.N) * set.pixels.size();
+    largestRows = std::max(largestRows, panelByPanel ? 0 : pixels * J);
+    largestWeights = std::max(largestWeights, static_cast<size_t>(g.CG) * J);
+    largestSums = std::max(largestSums, static_cast<size_t>(g.CG) * pixels);
   }
-  Scratch<float> a(ScratchUse::Gathered, largestA);
-  Scratch<float> b(ScratchUse::GatheredOther, largestB);
+  Scratch<float> rows(ScratchUse::Gathered, largestRows);
+  Scratch<float> weights(ScratchUse::GatheredOther, largestWeights);
   Scratch<float> sums(ScratchUse::Results, largestSums);
   for (int64_t group = 0; group < g.OC / g.OCG; ++group) {
+    const float* dyOfGroup = dy + group * g.OCG * outPixels;
     for (const InputGradientTapSet& set : plan->inputGradient) {
       const auto R = static_cast<int64_t>(set.offsets.size());
       const auto count = static_cast<int64_t>(set.pixels.size());
-      const int64_t J = g.OCG * R;
-      const int64_t M = g.N * count;
+      const int64_t J = g.OCG * R; // (oc, reader) order
+      const int64_t P = g.N * count;
+      // W as (oc, reader) x ic, stored as its transpose ic x (oc, reader) when
+      // the product takes it so.
+      const int64_t icStride = panelByPanel ? J : 1;
+      const int64_t jStride = panelByPanel ? 1 : g.CG;
       for (int64_t local = 0; local < g.OCG; ++local)
         for (int64_t r = 0; r < R; ++r)
           for (int64_t ic = 0; ic < g.CG; ++ic)
-            b[static_cast<size_t>((local * R + r) * g.CG + ic)] =
+            weights[static_cast<size_t>(ic * icStride + (local * R + r) * jStride)] =
                 w[((group * g.OCG + local) * g.CG + ic) * kernelPixels +
                   set.offsets[static_cast<size_t>(r)]];
-#pragma omp parallel for collapse(2) schedule(static) if (M * J >= kParallelElements)
-      for (int64_t n = 0; n < g.N; ++n) {
-        for (int64_t i = 0; i < count; ++i) {
-          const int64_t* readerPixels = set.readerPixels.data() + i * R;
-          float* row = a.data() + (n * count + i) * J;
-          for (int64_t local = 0; local < g.OCG; ++local) {
-            const float* plane = dy + (n * g.OC + group * g.OCG + local) * outPixels;
-            for (int64_t r = 0; r < R; ++r)
-              row[local * R + r] = plane[readerPixels[r]];
+      // For image n and pixels i0 .. i1 of the set: write(local, r, first,
+      // from, length) for each piece of dY's side, dY[n][oc][from + k] being
+      // pixel first + k's r-th reader's value, for k < length.
+      const auto forEachPiece = [&](int64_t n, int64_t i0, int64_t i1, const auto& write) {
+        for (int64_t r = 0; r < R; ++r) {
+          const std::vector<IndexRun>& runs = set.readerRuns[static_cast<size_t>(r)];
+          // The first run that ends after i0 (runs are in order of start).
+          auto run = std::upper_bound(runs.begin(), runs.end(), i0,
+                                      [](int64_t i, const IndexRun& candidate) {
+                                        return i < candidate.start + candidate.length;
+                                      });
+          for (; run != runs.end() && run->start < i1; ++run) {
+            const int64_t first = std::max(run->start, i0);
+            const int64_t length = std::min(run->start + run->length, i1) - first;
+            const float* from = dyOfGroup + n * g.OC * outPixels + run->from + first - run->start;
+            for (int64_t local = 0; local < g.OCG; ++local)
+              write(local, r, first, from + local * outPixels, length);
           }
         }
+      };
+      if (panelByPanel) {
+        const auto gatherPanel = [&](int64_t p0, int64_t columns, int64_t width, float* panel) {
+          for (int64_t p = p0; p < p0 + columns;) { // image by image
+            const int64_t n = p / count, i0 = p % count;
+            const int64_t i1 = std::min(count, i0 + p0 + columns - p);
+            float* lanes = panel + (p - p0) - i0; // lanes[i] is pixel i's lane
+            forEachPiece(
+                n, i0, i1,
+                [&](int64_t local, int64_t r, int64_t first, const float* in, int64_t length) {
+                  float* out = lanes + (local * R + r) * width + first;
+                  for (int64_t k = 0; k < length; ++k)
+                    out[k] = in[k];
+                });
+            p += i1 - i0;
+          }
+        };
+        halfPartialsProduct(g.CG, P, evenPartialRuns(J), MatrixView{weights.data(), J}, gatherPanel,
+                            OutputView{sums.data(), P});
+      } else {
+#pragma omp parallel for schedule(static) if (P * J >= kParallelElements)
+        for (int64_t n = 0; n < g.N; ++n) {
+          float* imageRows = rows.data() + n * count * J;
+          forEachPiece(
+              n, 0, count,
+              [&](int64_t local, int64_t r, int64_t first, const float* in, int64_t length) {
+                float* out = imageRows + first * J + local * R + r;
+                for (int64_t k = 0; k < length; ++k)
+                  out[k * J] = in[k];
+              });
+        }
+        // sums^T: (image, pixel) x ic, written as ic x (image, pixel).
+        halfPartialsProduct(P, g.CG, J, MatrixView{rows.data(), J},
+                            MatrixView{weights.data(), g.CG}, OutputView{sums.data(), 1, P});
       }
-      halfPartialsProduct(M, g.CG, J, MatrixView{a.data(), J}, MatrixView{b.data(), g.CG},
-                          OutputView{sums.data(), g.CG});
-      for (int64_t n = 0; n < g.N; ++n) {
-        for (int64_t i = 0; i < count; ++i) {
-          const float* in = sums.data() + (n * count + i) * g.CG;
-          for (int64_t ic = 0; ic < g.CG; ++ic)
-            dx[(n * g.C + group * g.CG + ic) * inPixels + set.pixels[static_cast<size_t>(i)]] =
-                in[ic];
+      for (int64_t ic = 0; ic < g.CG; ++ic) {
+        for (int64_t n = 0; n < g.N; ++n) {
+          const float* in = sums.data() + ic * P + n * count;
+          float* plane = dx + (n * g.C + group * g.CG + ic) * inPixels;
+          for (int64_t i = 0; i < count; ++i)
+            plane[set.pixels[static_cast<size_t>(i)]] = in[i];
         }
       }
     }

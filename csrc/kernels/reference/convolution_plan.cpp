@@ -96,21 +96,28 @@ std::vector<InputGradientTapSet> inputGradientSets(const ConvGeometry& g,
       if (pixel >= 0) readers[static_cast<size_t>(pixel)].emplace_back(o, k);
     }
   }
-  std::map<std::vector<int64_t>, InputGradientTapSet> byOffsets;
+  std::map<std::vector<int64_t>, std::vector<int64_t>> pixelsByOffsets;
   std::vector<int64_t> offsets;
   for (int64_t pixel = 0; pixel < inPixels; ++pixel) {
     offsets.clear();
     for (const auto& reader : readers[static_cast<size_t>(pixel)])
       offsets.push_back(reader.second);
-    InputGradientTapSet& set = byOffsets[offsets];
-    set.offsets = offsets;
-    set.pixels.push_back(pixel);
-    for (const auto& reader : readers[static_cast<size_t>(pixel)])
-      set.readerPixels.push_back(reader.first);
+    pixelsByOffsets[offsets].push_back(pixel);
   }
   std::vector<InputGradientTapSet> sets;
-  for (auto& entry : byOffsets)
-    sets.push_back(std::move(entry.second));
+  std::vector<int64_t> read;
+  for (auto& [inside, pixels] : pixelsByOffsets) {
+    InputGradientTapSet set;
+    set.offsets = inside;
+    read.resize(pixels.size());
+    for (size_t r = 0; r < inside.size(); ++r) {
+      for (size_t i = 0; i < pixels.size(); ++i)
+        read[i] = readers[static_cast<size_t>(pixels[i])][r].first;
+      set.readerRuns.push_back(runsOf(read.data(), static_cast<int64_t>(read.size())));
+    }
+    set.pixels = std::move(pixels);
+    sets.push_back(std::move(set));
+  }
   return sets;
 }
 
@@ -145,8 +152,11 @@ size_t bytesOf(const ConvolutionPlan& plan) {
     for (const auto& runs : set.inputRuns)
       bytes += runs.size() * sizeof(IndexRun);
   }
-  for (const InputGradientTapSet& set : plan.inputGradient)
-    bytes += (set.offsets.size() + set.pixels.size() + set.readerPixels.size()) * sizeof(int64_t);
+  for (const InputGradientTapSet& set : plan.inputGradient) {
+    bytes += (set.offsets.size() + set.pixels.size()) * sizeof(int64_t);
+    for (const auto& runs : set.readerRuns)
+      bytes += runs.size() * sizeof(IndexRun);
+  }
   for (const WeightGradientTapSet& set : plan.weightGradient) {
     bytes += set.offsets.size() * sizeof(int64_t) + set.outputPixels.size() * sizeof(IndexRun);
     for (const auto& runs : set.inputRuns)

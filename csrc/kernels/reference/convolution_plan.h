@@ -39,9 +39,11 @@ struct ForwardTapSet {
 // Input pixels read by the same kernel offsets, in the same order of output
 // pixels.
 struct InputGradientTapSet {
-  std::vector<int64_t> offsets;      // the offsets of the taps that read them, by output pixel
-  std::vector<int64_t> pixels;       // the input pixels
-  std::vector<int64_t> readerPixels; // [i * offsets + r]: the output pixel of pixel i's r-th tap
+  std::vector<int64_t> offsets; // the offsets of the taps that read them, by output pixel
+  std::vector<int64_t> pixels;  // the input pixels
+  // Per reader r, the output pixel pixel i's r-th tap writes, for each i, as
+  // runs (a stride-1 convolution's readers of an input row are an output row).
+  std::vector<std::vector<IndexRun>> readerRuns;
 };
 
 // Kernel offsets whose taps read inside the input at the same output pixels

@@ -14,6 +14,7 @@
 #endif
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 #include <utility>
 #include <vector>
@@ -279,6 +280,33 @@ void packPanel(const MatrixView& B, int64_t p0, int64_t count, int64_t width, in
   }
 }
 
+// A's rows as the tiles read them: in place when each row is contiguous,
+// otherwise gathered into `gathered` (M x J floats, or none) as rows of J.
+// Returns the first row and the rows' stride.
+std::pair<const float*, int64_t> rowsOfA(const MatrixView& A, int64_t M, int64_t J, bool parallel,
+                                         Scratch<float>& gathered) {
+  if (A.columnStride == 1) return {A.data, A.rowStride};
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t m0 = 0; m0 < M; m0 += kCopyBlock)
+    copyOut(A, m0, 0, std::min(kCopyBlock, M - m0), J, gathered.data() + m0 * J, J);
+  return {gathered.data(), J};
+}
+
+// The rows of A one tile reads, from row m0 on: rows beyond M read zeros.
+void rowsOfTile(const float* rows, int64_t lda, int64_t M, int64_t m0, const Tiling& t,
+                const float* zeros, const float** tileRows) {
+  for (int64_t r = 0; r < t.rows; ++r)
+    tileRows[r] = m0 + r < M ? rows + (m0 + r) * lda : zeros;
+}
+
+// A tile's totals into C, without the padded rows and columns.
+void storeTile(const float* totals, const Tiling& t, int64_t M, int64_t P, int64_t m0, int64_t p0,
+               OutputView C) {
+  for (int64_t r = 0; r < std::min(t.rows, M - m0); ++r)
+    for (int64_t q = 0; q < std::min(t.width, P - p0); ++q)
+      C.data[(m0 + r) * C.rowStride + (p0 + q) * C.columnStride] = totals[r * t.width + q];
+}
+
 } // namespace
 
 void halfPartialsProduct(int64_t M, int64_t P, const std::vector<int64_t>& runLengths, MatrixView A,
@@ -320,17 +348,9 @@ void halfPartialsProduct(int64_t M, int64_t P, const std::vector<int64_t>& runLe
   const int64_t panels = (P + t.width - 1) / t.width;
   const int64_t rowTiles = (M + t.rows - 1) / t.rows;
   const bool parallel = M * P * J >= kParallelProducts;
-  // A's rows as the tiles read them: in place when each row is contiguous,
-  // otherwise gathered into rows of J.
-  const bool rowsInPlace = A.columnStride == 1;
-  Scratch<float> gathered(ScratchUse::ProductRows, rowsInPlace ? 0 : static_cast<size_t>(M * J));
-  if (!rowsInPlace) {
-#pragma omp parallel for schedule(static) if (parallel)
-    for (int64_t m0 = 0; m0 < M; m0 += kCopyBlock)
-      copyOut(A, m0, 0, std::min(kCopyBlock, M - m0), J, gathered.data() + m0 * J, J);
-  }
-  const float* rowsOfA = rowsInPlace ? A.data : gathered.data();
-  const int64_t lda = rowsInPlace ? A.rowStride : J;
+  Scratch<float> gathered(ScratchUse::ProductRows,
+                          A.columnStride == 1 ? 0 : static_cast<size_t>(M * J));
+  const auto [rows, lda] = rowsOfA(A, M, J, parallel, gathered);
   // B's columns in panels of the tile's width. When B's rows are contiguous,
   // the tiles read each whole panel in place, J rows of `width` columns at
   // B's row stride; the other panels are packed, each row `width` apart, the
@@ -354,25 +374,81 @@ void halfPartialsProduct(int64_t M, int64_t P, const std::vector<int64_t>& runLe
     const int64_t rowTile = panelsOuter ? index % rowTiles : index / panels;
     const int64_t m0 = rowTile * t.rows;
     const int64_t p0 = panel * t.width;
-    const float* rows[kMaxRows];
-    for (int64_t r = 0; r < t.rows; ++r)
-      rows[r] = m0 + r < M ? rowsOfA + (m0 + r) * lda : zeros.data();
+    const float* tileRows[kMaxRows];
+    rowsOfTile(rows, lda, M, m0, t, zeros.data(), tileRows);
     float totals[kMaxRows * kWidest];
     if (panel < inPlacePanels)
-      t.tile(runs, rows, B.data + p0, B.rowStride, totals);
+      t.tile(runs, tileRows, B.data + p0, B.rowStride, totals);
     else
-      t.tile(runs, rows, packed.data() + (panel - inPlacePanels) * J * t.width, t.width, totals);
-    for (int64_t r = 0; r < std::min(t.rows, M - m0); ++r)
-      for (int64_t q = 0; q < std::min(t.width, P - p0); ++q)
-        C.data[(m0 + r) * C.rowStride + (p0 + q) * C.columnStride] = totals[r * t.width + q];
+      t.tile(runs, tileRows, packed.data() + (panel - inPlacePanels) * J * t.width, t.width,
+             totals);
+    storeTile(totals, t, M, P, m0, p0, C);
   }
+}
+
+void halfPartialsProduct(int64_t M, int64_t P, const std::vector<int64_t>& runLengths, MatrixView A,
+                         const PanelGather& gatherPanel, OutputView C) {
+  const Runs runs{runLengths.data(), static_cast<int64_t>(runLengths.size())};
+  const int64_t J = std::accumulate(runLengths.begin(), runLengths.end(), int64_t{0});
+  if (M <= 0 || P <= 0) return;
+  if (J == 0) { // no products: every sum is zero
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t p = 0; p < P; ++p)
+        C.data[m * C.rowStride + p * C.columnStride] = 0.0f;
+    return;
+  }
+  // The cheapest tile shape, B costing the same per column whichever it is.
+  const Tiling* best = nullptr;
+  double cheapest = 0.0;
+  for (const Tiling& candidate : tilings()) {
+    const double cycles = estimatedCycles(M, P, J, A.columnStride == 1, true, candidate);
+    if (best == nullptr || cycles < cheapest) {
+      best = &candidate;
+      cheapest = cycles;
+    }
+  }
+  const Tiling& t = *best;
+  const int64_t panels = (P + t.width - 1) / t.width;
+  const int64_t rowTiles = (M + t.rows - 1) / t.rows;
+  const bool parallel = M * P * J >= kParallelProducts;
+  Scratch<float> gathered(ScratchUse::ProductRows,
+                          A.columnStride == 1 ? 0 : static_cast<size_t>(M * J));
+  const auto [rows, lda] = rowsOfA(A, M, J, parallel, gathered);
+  Scratch<float> zeros(ScratchUse::ProductZeros, static_cast<size_t>(J)); // rows beyond M
+  std::fill(zeros.data(), zeros.data() + J, 0.0f);
+  // Each thread gathers a panel into a buffer of its own, then computes
+  // every tile of it while it is in cache.
+#pragma omp parallel if (parallel)
+  {
+    Scratch<float> panel(ScratchUse::ProductPanels, static_cast<size_t>(J * t.width));
+#pragma omp for schedule(static)
+    for (int64_t index = 0; index < panels; ++index) {
+      const int64_t p0 = index * t.width;
+      const int64_t count = std::min(t.width, P - p0);
+      gatherPanel(p0, count, t.width, panel.data());
+      for (int64_t j = 0; count < t.width && j < J; ++j) // columns beyond P: zeros
+        std::fill(panel.data() + j * t.width + count, panel.data() + (j + 1) * t.width, 0.0f);
+      for (int64_t rowTile = 0; rowTile < rowTiles; ++rowTile) {
+        const int64_t m0 = rowTile * t.rows;
+        const float* tileRows[kMaxRows];
+        rowsOfTile(rows, lda, M, m0, t, zeros.data(), tileRows);
+        float totals[kMaxRows * kWidest];
+        t.tile(runs, tileRows, panel.data(), t.width, totals);
+        storeTile(totals, t, M, P, m0, p0, C);
+      }
+    }
+  }
+}
+
+std::vector<int64_t> evenPartialRuns(int64_t J) {
+  std::vector<int64_t> runs(static_cast<size_t>(J / kHalfPartialRun), kHalfPartialRun);
+  if (J % kHalfPartialRun != 0) runs.push_back(J % kHalfPartialRun);
+  return runs;
 }
 
 void halfPartialsProduct(int64_t M, int64_t P, int64_t J, MatrixView A, MatrixView B,
                          OutputView C) {
-  std::vector<int64_t> runs(static_cast<size_t>(J / kHalfPartialRun), kHalfPartialRun);
-  if (J % kHalfPartialRun != 0) runs.push_back(J % kHalfPartialRun);
-  halfPartialsProduct(M, P, runs, A, B, C);
+  halfPartialsProduct(M, P, evenPartialRuns(J), A, B, C);
 }
 
 } // namespace popsim::kernels::reference

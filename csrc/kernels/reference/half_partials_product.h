@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 // The matrix product the float16-partials matmuls and convolutions reduce to.
@@ -48,6 +49,20 @@ void halfPartialsProduct(int64_t M, int64_t P, int64_t J, MatrixView A, MatrixVi
 // padding, still end their runs where they would).
 void halfPartialsProduct(int64_t M, int64_t P, const std::vector<int64_t>& runLengths, MatrixView A,
                          MatrixView B, OutputView C);
+
+// The same with B gathered a panel at a time, just before the tiles read
+// it: gatherPanel(p0, count, width, panel) writes columns p0 .. p0 + count of
+// B's J rows as panel[j * width + q] (count <= width; the product sets the
+// columns beyond to zeros). For a B that a kernel would otherwise gather
+// whole, many times the size of its source (a convolution's taps), so that
+// each panel is written and read while it is in cache. C = A B as given.
+using PanelGather = std::function<void(int64_t p0, int64_t count, int64_t width, float* panel)>;
+void halfPartialsProduct(int64_t M, int64_t P, const std::vector<int64_t>& runLengths, MatrixView A,
+                         const PanelGather& gatherPanel, OutputView C);
+
+// J products in runs of kHalfPartialRun, the last one shorter when J is not
+// a multiple of it: the runs of the forms that take J.
+std::vector<int64_t> evenPartialRuns(int64_t J);
 
 // A is M x J with rows lda apart; B is J x P with rows ldb apart; C is M x P
 // with rows ldc apart.

@@ -18,7 +18,7 @@ namespace popsim::kernels::reference {
 // What a buffer holds. Two live uses on one thread need different purposes.
 enum class ScratchUse {
   ProductRows,   // halfPartialsProduct's left operand, when gathered
-  ProductPanels, // its right operand, packed
+  ProductPanels, // its right operand, packed (or a panel of it gathered)
   ProductZeros,  // its row of zeros
   Gathered,      // a kernel's gathered operand (im2col columns, dY rows)
   GatheredOther, // the same kernel's second gathered operand
