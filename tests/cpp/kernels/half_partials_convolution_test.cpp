@@ -258,9 +258,10 @@ INSTANTIATE_TEST_SUITE_P(
         Geometry{"conv2d_one_pixel", {4, 8, 1, 1}, {30, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1},
         Geometry{"conv2d_padded_in_height", {2, 3, 6, 5}, {4, 3, 3, 3}, {1, 1}, {1, 0}, {1, 1}, 1},
         Geometry{"conv2d_many_channels", {2, 40, 4, 4}, {37, 40, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1},
-        // Rows longer than the product's panels, few input channels (the input
-        // gradient gathers its panels one at a time): the mixed-precision
-        // tutorial's second convolution, smaller.
+        // Rows longer than the product's panels, few input channels and more
+        // than 1 MiB of gathered input: the forward pass and the input
+        // gradient gather their operands a panel at a time (the
+        // mixed-precision tutorial's second convolution, smaller).
         Geometry{"conv2d_long_rows", {3, 5, 31, 37}, {12, 5, 5, 5}, {1, 1}, {0, 0}, {1, 1}, 1},
         Geometry{"conv1d_grouped_strided", {2, 4, 13}, {6, 2, 3}, {2}, {1}, {2}, 2},
         // The corners' windows lie wholly on the padding: a set with no products.
