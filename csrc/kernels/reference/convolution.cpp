@@ -72,13 +72,16 @@ void convolutionGradWeight(const ir::Node& node, const Inputs& inputs, const Out
 // Gathers of more elements than this are spread over the OpenMP threads.
 constexpr int64_t kParallelElements = int64_t{1} << 16;
 
-// A product's gathered operand (a convolution's input through its kernel's
-// offsets, the input times the kernel's size) is gathered a panel at a time,
-// just before the product reads it, when whole it would be more than a
-// core's cache holds (1 MiB, within the 1-2 MiB of L2 of current x86 cores):
-// gathered whole, it would be written to memory and read back. A smaller one
-// is gathered whole, in fewer and longer copies.
-bool gatherPanelByPanel(size_t floats) { return floats * sizeof(float) > (size_t{1} << 20); }
+// A product's gathered operand, J x P (a convolution's input through its
+// kernel's offsets, the input times the kernel's size), is gathered a panel
+// at a time, just before the product reads it, when whole it would be more
+// than a core's cache holds (1 MiB, within the 1-2 MiB of L2 of current x86
+// cores: gathered whole, it would be written to memory and read back), and
+// each panel has rows enough (a run of partials) to pay for the calls a panel
+// costs. Otherwise it is gathered whole, in fewer and longer copies.
+bool gatherPanelByPanel(int64_t J, int64_t P) {
+  return J >= kHalfPartialRun && static_cast<size_t>(J * P) * sizeof(float) > (size_t{1} << 20);
+}
 
 // Runs shorter than this are copied by a loop of their own: a small image's
 // rows are a few elements, for which a call to memmove costs more than the copy.
@@ -121,23 +124,25 @@ void gatherThroughOffsets(const float* x, const ConvGeometry& g, int64_t group,
   }
 }
 
-// The pieces of the gathered operand whose rows are (channel, reader) and
-// whose columns are a set's pixels: row (c, r) holds, at pixel i of image n,
-// the value runsOf[r] gathers (as gather() does) from source(n, c). For image
-// n and pixels i0 .. i1, calls write(c, r, first, from, length) for each
-// piece: pixels first .. first + length take from[0 .. length), or zeros
-// when `from` is null (a tap on the padding).
+// The runs of a gathered operand whose rows are (channel, reader) and whose
+// columns are a set's pixels: row (c, r) holds, at pixel i of image n, the
+// value runs[r] gathers (as gather() does) from source(n, c); runAt[r][i] is
+// the run that writes pixel i.
+struct GatherRuns {
+  const std::vector<std::vector<IndexRun>>& runs;
+  const std::vector<std::vector<int32_t>>& runAt;
+};
+
+// For image n and pixels i0 .. i1 of that operand, calls write(c, r, first,
+// from, length) for each piece: pixels first .. first + length take
+// from[0 .. length), or zeros when `from` is null (a tap on the padding).
 template <typename Source, typename Write>
-void forEachPiece(const std::vector<std::vector<IndexRun>>& runsOf, int64_t channels, int64_t n,
-                  int64_t i0, int64_t i1, const Source& source, const Write& write) {
-  const auto readers = static_cast<int64_t>(runsOf.size());
+void forEachPiece(const GatherRuns& gathered, int64_t channels, int64_t n, int64_t i0, int64_t i1,
+                  const Source& source, const Write& write) {
+  const auto readers = static_cast<int64_t>(gathered.runs.size());
   for (int64_t r = 0; r < readers; ++r) {
-    const std::vector<IndexRun>& runs = runsOf[static_cast<size_t>(r)];
-    // The first run that ends after i0 (runs are in order of start).
-    auto run =
-        std::upper_bound(runs.begin(), runs.end(), i0, [](int64_t i, const IndexRun& candidate) {
-          return i < candidate.start + candidate.length;
-        });
+    const std::vector<IndexRun>& runs = gathered.runs[static_cast<size_t>(r)];
+    auto run = runs.begin() + gathered.runAt[static_cast<size_t>(r)][static_cast<size_t>(i0)];
     for (; run != runs.end() && run->start < i1; ++run) {
       const int64_t first = std::max(run->start, i0);
       const int64_t length = std::min(run->start + run->length, i1) - first;
@@ -152,18 +157,23 @@ void forEachPiece(const std::vector<std::vector<IndexRun>>& runsOf, int64_t chan
 // i of image n) as a panel of halfPartialsProduct: row (c, r) at
 // panel[(c * readers + r) * width].
 template <typename Source>
-void gatherPanel(const std::vector<std::vector<IndexRun>>& runsOf, int64_t channels, int64_t count,
-                 const Source& source, int64_t p0, int64_t columns, int64_t width, float* panel) {
-  const auto readers = static_cast<int64_t>(runsOf.size());
+void gatherPanel(const GatherRuns& gathered, int64_t channels, int64_t count, const Source& source,
+                 int64_t p0, int64_t columns, int64_t width, float* panel) {
+  const auto readers = static_cast<int64_t>(gathered.runs.size());
   for (int64_t p = p0; p < p0 + columns;) { // image by image
     const int64_t n = p / count, i0 = p % count;
     const int64_t i1 = std::min(count, i0 + p0 + columns - p);
     float* lanes = panel + (p - p0) - i0; // lanes[i] is pixel i's lane
-    forEachPiece(runsOf, channels, n, i0, i1, source,
+    forEachPiece(gathered, channels, n, i0, i1, source,
                  [&](int64_t c, int64_t r, int64_t first, const float* from, int64_t length) {
-                   float* out = lanes + (c * readers + r) * width + first;
-                   for (int64_t k = 0; k < length; ++k)
-                     out[k] = from == nullptr ? 0.0f : from[k];
+                   float* __restrict out = lanes + (c * readers + r) * width + first;
+                   if (from == nullptr) {
+                     std::fill(out, out + length, 0.0f);
+                     return;
+                   }
+                   const float* __restrict in = from;
+                   for (int64_t k = 0; k < length; ++k) // (a memmove call costs more)
+                     out[k] = in[k];
                  });
     p += i1 - i0;
   }
@@ -196,7 +206,8 @@ void convolutionForwardHalf(const ir::Node& node, const Inputs& inputs, const Ou
   for (const ForwardTapSet& set : plan->forward) {
     const auto J = static_cast<size_t>(g.CG) * set.offsets.size();
     const auto P = static_cast<size_t>(g.N * set.pixels);
-    if (!gatherPanelByPanel(J * P)) largestColumns = std::max(largestColumns, J * P);
+    if (!gatherPanelByPanel(static_cast<int64_t>(J), static_cast<int64_t>(P)))
+      largestColumns = std::max(largestColumns, J * P);
     largestWeights = std::max(largestWeights, static_cast<size_t>(g.OCG) * J);
     largestSums = std::max(largestSums, static_cast<size_t>(g.OCG) * P);
   }
@@ -221,14 +232,15 @@ void convolutionForwardHalf(const ir::Node& node, const Inputs& inputs, const Ou
       // the input times the kernel's size, gathered a panel at a time when
       // that is more than a cache holds.
       const MatrixView groupRows{wholeWindow ? groupWeights : weights.data(), J};
-      if (gatherPanelByPanel(static_cast<size_t>(J * P))) {
+      if (gatherPanelByPanel(J, P)) {
         const auto source = [&](int64_t n, int64_t ic) {
           return x + (n * g.C + group * g.CG + ic) * inPixels;
         };
         halfPartialsProduct(
             g.OCG, P, set.runLengths, groupRows,
             [&](int64_t p0, int64_t panelColumns, int64_t width, float* panel) {
-              gatherPanel(set.inputRuns, g.CG, count, source, p0, panelColumns, width, panel);
+              gatherPanel({set.inputRuns, set.inputRunAt}, g.CG, count, source, p0, panelColumns,
+                          width, panel);
             },
             OutputView{sums.data(), P});
       } else {
@@ -320,7 +332,8 @@ void convolutionGradInputHalf(const ir::Node& node, const Inputs& inputs, const 
         halfPartialsProduct(
             g.CG, P, evenPartialRuns(J), MatrixView{weights.data(), J},
             [&](int64_t p0, int64_t columns, int64_t width, float* panel) {
-              gatherPanel(set.readerRuns, g.OCG, count, source, p0, columns, width, panel);
+              gatherPanel({set.readerRuns, set.readerRunAt}, g.OCG, count, source, p0, columns,
+                          width, panel);
             },
             OutputView{sums.data(), P});
       } else {
@@ -328,7 +341,7 @@ void convolutionGradInputHalf(const ir::Node& node, const Inputs& inputs, const 
         for (int64_t n = 0; n < g.N; ++n) {
           float* imageRows = rows.data() + n * count * J;
           forEachPiece(
-              set.readerRuns, g.OCG, n, 0, count, source,
+              GatherRuns{set.readerRuns, set.readerRunAt}, g.OCG, n, 0, count, source,
               [&](int64_t local, int64_t r, int64_t first, const float* from, int64_t length) {
                 float* out = imageRows + first * J + local * R + r;
                 for (int64_t k = 0; k < length; ++k)

@@ -69,6 +69,8 @@ std::vector<ForwardTapSet> forwardSets(const ConvGeometry& g, const std::vector<
     set.pixels = static_cast<int64_t>(pixels.size());
     set.outputPixels = runsOf(pixels.data(), set.pixels);
     set.inputRuns = inputRunsOf(taps, outPixels, inside, pixels);
+    for (const auto& runs : set.inputRuns)
+      set.inputRunAt.push_back(runAtEach(runs, set.pixels));
     int64_t lastRun = -1;
     for (int64_t ic = 0; ic < g.CG; ++ic) {
       for (int64_t k : inside) {
@@ -114,6 +116,8 @@ std::vector<InputGradientTapSet> inputGradientSets(const ConvGeometry& g,
       for (size_t i = 0; i < pixels.size(); ++i)
         read[i] = readers[static_cast<size_t>(pixels[i])][r].first;
       set.readerRuns.push_back(runsOf(read.data(), static_cast<int64_t>(read.size())));
+      set.readerRunAt.push_back(
+          runAtEach(set.readerRuns.back(), static_cast<int64_t>(read.size())));
     }
     set.pixels = std::move(pixels);
     sets.push_back(std::move(set));
@@ -151,11 +155,15 @@ size_t bytesOf(const ConvolutionPlan& plan) {
              (set.outputPixels.size() + set.offsetRuns.size()) * sizeof(IndexRun);
     for (const auto& runs : set.inputRuns)
       bytes += runs.size() * sizeof(IndexRun);
+    for (const auto& runAt : set.inputRunAt)
+      bytes += runAt.size() * sizeof(int32_t);
   }
   for (const InputGradientTapSet& set : plan.inputGradient) {
     bytes += (set.offsets.size() + set.pixels.size()) * sizeof(int64_t);
     for (const auto& runs : set.readerRuns)
       bytes += runs.size() * sizeof(IndexRun);
+    for (const auto& runAt : set.readerRunAt)
+      bytes += runAt.size() * sizeof(int32_t);
   }
   for (const WeightGradientTapSet& set : plan.weightGradient) {
     bytes += set.offsets.size() * sizeof(int64_t) + set.outputPixels.size() * sizeof(IndexRun);
@@ -190,6 +198,14 @@ std::vector<IndexRun> runsOf(const int64_t* index, int64_t count) {
     runs.push_back({i, index[i] < 0 ? -1 : index[i], 1});
   }
   return runs;
+}
+
+std::vector<int32_t> runAtEach(const std::vector<IndexRun>& runs, int64_t count) {
+  std::vector<int32_t> runAt(static_cast<size_t>(count));
+  for (size_t run = 0; run < runs.size(); ++run)
+    std::fill(runAt.begin() + runs[run].start, runAt.begin() + runs[run].start + runs[run].length,
+              static_cast<int32_t>(run));
+  return runAt;
 }
 
 std::shared_ptr<const ConvolutionPlan> convolutionPlan(const ConvGeometry& g) {

@@ -25,6 +25,11 @@ struct IndexRun {
 
 std::vector<IndexRun> runsOf(const int64_t* index, int64_t count);
 
+// For each of a gather's `count` destination elements, the index of the run
+// that writes it (runs as runsOf gives them, which cover them all in order):
+// where a gather of a few elements from the middle starts, without a search.
+std::vector<int32_t> runAtEach(const std::vector<IndexRun>& runs, int64_t count);
+
 // Output pixels whose taps fall inside the input at the same kernel offsets
 // (a convolution's interior, each edge, each corner).
 struct ForwardTapSet {
@@ -33,6 +38,7 @@ struct ForwardTapSet {
   int64_t pixels;                               // how many output pixels
   std::vector<IndexRun> outputPixels;           // which, as runs
   std::vector<std::vector<IndexRun>> inputRuns; // per offset, the input pixels its taps read
+  std::vector<std::vector<int32_t>> inputRunAt; // per offset, runAtEach of its inputRuns
   std::vector<int64_t> runLengths;              // the products' runs of partials (see below)
 };
 
@@ -44,6 +50,7 @@ struct InputGradientTapSet {
   // Per reader r, the output pixel pixel i's r-th tap writes, for each i, as
   // runs (a stride-1 convolution's readers of an input row are an output row).
   std::vector<std::vector<IndexRun>> readerRuns;
+  std::vector<std::vector<int32_t>> readerRunAt; // per reader, runAtEach of its readerRuns
 };
 
 // Kernel offsets whose taps read inside the input at the same output pixels
