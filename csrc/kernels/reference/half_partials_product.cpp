@@ -280,24 +280,38 @@ void packPanel(const MatrixView& B, int64_t p0, int64_t count, int64_t width, in
   }
 }
 
-// A's rows as the tiles read them: in place when each row is contiguous,
-// otherwise gathered into `gathered` (M x J floats, or none) as rows of J.
-// Returns the first row and the rows' stride.
-std::pair<const float*, int64_t> rowsOfA(const MatrixView& A, int64_t M, int64_t J, bool parallel,
-                                         Scratch<float>& gathered) {
-  if (A.columnStride == 1) return {A.data, A.rowStride};
+// The rows of A the tiles read: A's own when each row is contiguous,
+// otherwise gathered into rows of J; and a row of zeros for the rows of the
+// last tiles beyond M.
+class RowsOfA {
+public:
+  RowsOfA(const MatrixView& A, int64_t M, int64_t J, bool parallel)
+      : M_(M),
+        gathered_(ScratchUse::ProductRows, A.columnStride == 1 ? 0 : static_cast<size_t>(M * J)),
+        zeros_(ScratchUse::ProductZeros, static_cast<size_t>(J)), rows_(A.data),
+        stride_(A.rowStride) {
+    std::fill(zeros_.data(), zeros_.data() + J, 0.0f);
+    if (A.columnStride == 1) return;
 #pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t m0 = 0; m0 < M; m0 += kCopyBlock)
-    copyOut(A, m0, 0, std::min(kCopyBlock, M - m0), J, gathered.data() + m0 * J, J);
-  return {gathered.data(), J};
-}
+    for (int64_t m0 = 0; m0 < M; m0 += kCopyBlock)
+      copyOut(A, m0, 0, std::min(kCopyBlock, M - m0), J, gathered_.data() + m0 * J, J);
+    rows_ = gathered_.data();
+    stride_ = J;
+  }
 
-// The rows of A one tile reads, from row m0 on: rows beyond M read zeros.
-void rowsOfTile(const float* rows, int64_t lda, int64_t M, int64_t m0, const Tiling& t,
-                const float* zeros, const float** tileRows) {
-  for (int64_t r = 0; r < t.rows; ++r)
-    tileRows[r] = m0 + r < M ? rows + (m0 + r) * lda : zeros;
-}
+  // The rows one tile reads, from row m0 on.
+  void ofTile(int64_t m0, const Tiling& t, const float** tileRows) const {
+    for (int64_t r = 0; r < t.rows; ++r)
+      tileRows[r] = m0 + r < M_ ? rows_ + (m0 + r) * stride_ : zeros_.data();
+  }
+
+private:
+  int64_t M_;
+  Scratch<float> gathered_;
+  Scratch<float> zeros_;
+  const float* rows_;
+  int64_t stride_;
+};
 
 // A tile's totals into C, without the padded rows and columns.
 void storeTile(const float* totals, const Tiling& t, int64_t M, int64_t P, int64_t m0, int64_t p0,
@@ -307,6 +321,13 @@ void storeTile(const float* totals, const Tiling& t, int64_t M, int64_t P, int64
       C.data[(m0 + r) * C.rowStride + (p0 + q) * C.columnStride] = totals[r * t.width + q];
 }
 
+// Without products (J = 0) every sum is zero.
+void storeZeros(int64_t M, int64_t P, OutputView C) {
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t p = 0; p < P; ++p)
+      C.data[m * C.rowStride + p * C.columnStride] = 0.0f;
+}
+
 } // namespace
 
 void halfPartialsProduct(int64_t M, int64_t P, const std::vector<int64_t>& runLengths, MatrixView A,
@@ -314,12 +335,7 @@ void halfPartialsProduct(int64_t M, int64_t P, const std::vector<int64_t>& runLe
   const Runs runs{runLengths.data(), static_cast<int64_t>(runLengths.size())};
   const int64_t J = std::accumulate(runLengths.begin(), runLengths.end(), int64_t{0});
   if (M <= 0 || P <= 0) return;
-  if (J == 0) { // no products: every sum is zero
-    for (int64_t m = 0; m < M; ++m)
-      for (int64_t p = 0; p < P; ++p)
-        C.data[m * C.rowStride + p * C.columnStride] = 0.0f;
-    return;
-  }
+  if (J == 0) return storeZeros(M, P, C);
   // The product either way round (a product of two floats is exact in
   // double, so B^T A^T sums the very same values in the same order), with the
   // tile shape that is cheapest.
@@ -348,9 +364,7 @@ void halfPartialsProduct(int64_t M, int64_t P, const std::vector<int64_t>& runLe
   const int64_t panels = (P + t.width - 1) / t.width;
   const int64_t rowTiles = (M + t.rows - 1) / t.rows;
   const bool parallel = M * P * J >= kParallelProducts;
-  Scratch<float> gathered(ScratchUse::ProductRows,
-                          A.columnStride == 1 ? 0 : static_cast<size_t>(M * J));
-  const auto [rows, lda] = rowsOfA(A, M, J, parallel, gathered);
+  const RowsOfA rows(A, M, J, parallel);
   // B's columns in panels of the tile's width. When B's rows are contiguous,
   // the tiles read each whole panel in place, J rows of `width` columns at
   // B's row stride; the other panels are packed, each row `width` apart, the
@@ -362,8 +376,6 @@ void halfPartialsProduct(int64_t M, int64_t P, const std::vector<int64_t>& runLe
   for (int64_t panel = inPlacePanels; panel < panels; ++panel)
     packPanel(B, panel * t.width, std::min(t.width, P - panel * t.width), t.width, J,
               packed.data() + (panel - inPlacePanels) * J * t.width);
-  Scratch<float> zeros(ScratchUse::ProductZeros, static_cast<size_t>(J)); // rows beyond M
-  std::fill(zeros.data(), zeros.data() + J, 0.0f);
   // Tiles in the order that reads the larger operand once: each of its parts
   // meets every part of the smaller one, which stays in cache.
   const bool panelsOuter = rowTiles * t.rows <= panels * t.width;
@@ -375,7 +387,7 @@ void halfPartialsProduct(int64_t M, int64_t P, const std::vector<int64_t>& runLe
     const int64_t m0 = rowTile * t.rows;
     const int64_t p0 = panel * t.width;
     const float* tileRows[kMaxRows];
-    rowsOfTile(rows, lda, M, m0, t, zeros.data(), tileRows);
+    rows.ofTile(m0, t, tileRows);
     float totals[kMaxRows * kWidest];
     if (panel < inPlacePanels)
       t.tile(runs, tileRows, B.data + p0, B.rowStride, totals);
@@ -391,12 +403,7 @@ void halfPartialsProduct(int64_t M, int64_t P, const std::vector<int64_t>& runLe
   const Runs runs{runLengths.data(), static_cast<int64_t>(runLengths.size())};
   const int64_t J = std::accumulate(runLengths.begin(), runLengths.end(), int64_t{0});
   if (M <= 0 || P <= 0) return;
-  if (J == 0) { // no products: every sum is zero
-    for (int64_t m = 0; m < M; ++m)
-      for (int64_t p = 0; p < P; ++p)
-        C.data[m * C.rowStride + p * C.columnStride] = 0.0f;
-    return;
-  }
+  if (J == 0) return storeZeros(M, P, C);
   // The cheapest tile shape, B costing the same per column whichever it is.
   const Tiling* best = nullptr;
   double cheapest = 0.0;
@@ -411,11 +418,7 @@ void halfPartialsProduct(int64_t M, int64_t P, const std::vector<int64_t>& runLe
   const int64_t panels = (P + t.width - 1) / t.width;
   const int64_t rowTiles = (M + t.rows - 1) / t.rows;
   const bool parallel = M * P * J >= kParallelProducts;
-  Scratch<float> gathered(ScratchUse::ProductRows,
-                          A.columnStride == 1 ? 0 : static_cast<size_t>(M * J));
-  const auto [rows, lda] = rowsOfA(A, M, J, parallel, gathered);
-  Scratch<float> zeros(ScratchUse::ProductZeros, static_cast<size_t>(J)); // rows beyond M
-  std::fill(zeros.data(), zeros.data() + J, 0.0f);
+  const RowsOfA rows(A, M, J, parallel);
   // Each thread gathers a panel into a buffer of its own, then computes
   // every tile of it while it is in cache.
 #pragma omp parallel if (parallel)
@@ -431,7 +434,7 @@ void halfPartialsProduct(int64_t M, int64_t P, const std::vector<int64_t>& runLe
       for (int64_t rowTile = 0; rowTile < rowTiles; ++rowTile) {
         const int64_t m0 = rowTile * t.rows;
         const float* tileRows[kMaxRows];
-        rowsOfTile(rows, lda, M, m0, t, zeros.data(), tileRows);
+        rows.ofTile(m0, t, tileRows);
         float totals[kMaxRows * kWidest];
         t.tile(runs, tileRows, panel.data(), t.width, totals);
         storeTile(totals, t, M, P, m0, p0, C);
