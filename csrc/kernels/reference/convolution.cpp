@@ -277,14 +277,19 @@ void convolutionForwardHalf(const ir::Node& node, const Inputs& inputs, const Ou
 // W as (oc, reader) x ic; dY's side, gathered by (oc, reader) for each
 // (image, pixel), is many times the size of dY (a value per reader), a run
 // of an input row's readers being a run of dY's row. Two forms:
-// - with few input channels, dX's channels x (image, pixel) = W^T times dY
-//   as (oc, reader) x (image, pixel), each panel of dY's side gathered just
+// - with few input channels and dY's side too large for a core's cache
+//   (gatherPanelByPanel), dX's channels x (image, pixel) = W^T times dY as
+//   (oc, reader) x (image, pixel), each panel of dY's side gathered just
 //   before the product reads it (gathering it whole and then reading it was
 //   most of the step of a network whose first layers have few channels);
 // - otherwise (image, pixel) x dX's channels = dY's side, gathered whole as
 //   rows, times W, whose rows the product reads in place.
 // Both sum the same products in the same order.
 constexpr int64_t kFewInputChannels = 16;
+
+bool inputGradientPanelByPanel(const ConvGeometry& g, int64_t J, int64_t P) {
+  return g.CG < kFewInputChannels && gatherPanelByPanel(J, P);
+}
 
 void convolutionGradInputHalf(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
   const auto* dy = static_cast<const float*>(inputs[0]);
@@ -295,13 +300,13 @@ void convolutionGradInputHalf(const ir::Node& node, const Inputs& inputs, const 
   const int64_t inPixels = g.in[0] * g.in[1] * g.in[2];
   const int64_t outPixels = g.out[0] * g.out[1] * g.out[2];
   const int64_t kernelPixels = g.kernel[0] * g.kernel[1] * g.kernel[2];
-  const bool panelByPanel = g.CG < kFewInputChannels;
   const std::shared_ptr<const ConvolutionPlan> plan = convolutionPlan(g);
   size_t largestRows = 0, largestWeights = 0, largestSums = 0;
   for (const InputGradientTapSet& set : plan->inputGradient) {
     const auto J = static_cast<size_t>(g.OCG) * set.offsets.size();
     const auto pixels = static_cast<size_t>(g.N) * set.pixels.size();
-    largestRows = std::max(largestRows, panelByPanel ? 0 : pixels * J);
+    if (!inputGradientPanelByPanel(g, static_cast<int64_t>(J), static_cast<int64_t>(pixels)))
+      largestRows = std::max(largestRows, pixels * J);
     largestWeights = std::max(largestWeights, static_cast<size_t>(g.CG) * J);
     largestSums = std::max(largestSums, static_cast<size_t>(g.CG) * pixels);
   }
@@ -315,6 +320,7 @@ void convolutionGradInputHalf(const ir::Node& node, const Inputs& inputs, const 
       const auto count = static_cast<int64_t>(set.pixels.size());
       const int64_t J = g.OCG * R; // (oc, reader) order
       const int64_t P = g.N * count;
+      const bool panelByPanel = inputGradientPanelByPanel(g, J, P);
       // W as (oc, reader) x ic, stored as its transpose ic x (oc, reader) when
       // the product takes it so.
       const int64_t icStride = panelByPanel ? J : 1;
@@ -337,16 +343,25 @@ void convolutionGradInputHalf(const ir::Node& node, const Inputs& inputs, const 
             },
             OutputView{sums.data(), P});
       } else {
+        // Row (n, i): for each oc, the values of pixel i's readers, written
+        // in order (each reader's output pixel found once per pixel).
 #pragma omp parallel for schedule(static) if (P * J >= kParallelElements)
         for (int64_t n = 0; n < g.N; ++n) {
-          float* imageRows = rows.data() + n * count * J;
-          forEachPiece(
-              GatherRuns{set.readerRuns, set.readerRunAt}, g.OCG, n, 0, count, source,
-              [&](int64_t local, int64_t r, int64_t first, const float* from, int64_t length) {
-                float* out = imageRows + first * J + local * R + r;
-                for (int64_t k = 0; k < length; ++k)
-                  out[k * J] = from[k]; // (every reader reads inside dY)
-              });
+          std::vector<int64_t> readerPixels(static_cast<size_t>(R));
+          for (int64_t i = 0; i < count; ++i) {
+            for (int64_t r = 0; r < R; ++r) {
+              const auto reader = static_cast<size_t>(r);
+              const IndexRun& run = set.readerRuns[reader][static_cast<size_t>(
+                  set.readerRunAt[reader][static_cast<size_t>(i)])];
+              readerPixels[reader] = run.from + i - run.start; // (every reader reads inside dY)
+            }
+            float* row = rows.data() + (n * count + i) * J;
+            for (int64_t local = 0; local < g.OCG; ++local) {
+              const float* plane = source(n, local);
+              for (int64_t r = 0; r < R; ++r)
+                row[local * R + r] = plane[readerPixels[static_cast<size_t>(r)]];
+            }
+          }
         }
         // sums^T: (image, pixel) x ic, written as ic x (image, pixel).
         halfPartialsProduct(P, g.CG, J, MatrixView{rows.data(), J},
