@@ -133,48 +133,37 @@ struct GatherRuns {
   const std::vector<std::vector<int32_t>>& runAt;
 };
 
-// For image n and pixels i0 .. i1 of that operand, calls write(c, r, first,
-// from, length) for each piece: pixels first .. first + length take
-// from[0 .. length), or zeros when `from` is null (a tap on the padding).
-template <typename Source, typename Write>
-void forEachPiece(const GatherRuns& gathered, int64_t channels, int64_t n, int64_t i0, int64_t i1,
-                  const Source& source, const Write& write) {
-  const auto readers = static_cast<int64_t>(gathered.runs.size());
-  for (int64_t r = 0; r < readers; ++r) {
-    const std::vector<IndexRun>& runs = gathered.runs[static_cast<size_t>(r)];
-    auto run = runs.begin() + gathered.runAt[static_cast<size_t>(r)][static_cast<size_t>(i0)];
-    for (; run != runs.end() && run->start < i1; ++run) {
-      const int64_t first = std::max(run->start, i0);
-      const int64_t length = std::min(run->start + run->length, i1) - first;
-      for (int64_t c = 0; c < channels; ++c)
-        write(c, r, first, run->from < 0 ? nullptr : source(n, c) + run->from + first - run->start,
-              length);
-    }
-  }
-}
-
 // Columns p0 .. p0 + columns of that operand (column n * count + i is pixel
 // i of image n) as a panel of halfPartialsProduct: row (c, r) at
-// panel[(c * readers + r) * width].
+// panel[(c * readers + r) * width]. Image by image, each run of reader r
+// that meets the panel is copied for every channel: pixels first .. first +
+// length of the run's piece.
 template <typename Source>
 void gatherPanel(const GatherRuns& gathered, int64_t channels, int64_t count, const Source& source,
                  int64_t p0, int64_t columns, int64_t width, float* panel) {
   const auto readers = static_cast<int64_t>(gathered.runs.size());
-  for (int64_t p = p0; p < p0 + columns;) { // image by image
+  for (int64_t p = p0; p < p0 + columns;) {
     const int64_t n = p / count, i0 = p % count;
     const int64_t i1 = std::min(count, i0 + p0 + columns - p);
     float* lanes = panel + (p - p0) - i0; // lanes[i] is pixel i's lane
-    forEachPiece(gathered, channels, n, i0, i1, source,
-                 [&](int64_t c, int64_t r, int64_t first, const float* from, int64_t length) {
-                   float* __restrict out = lanes + (c * readers + r) * width + first;
-                   if (from == nullptr) {
-                     std::fill(out, out + length, 0.0f);
-                     return;
-                   }
-                   const float* __restrict in = from;
-                   for (int64_t k = 0; k < length; ++k) // (a memmove call costs more)
-                     out[k] = in[k];
-                 });
+    for (int64_t r = 0; r < readers; ++r) {
+      const std::vector<IndexRun>& runs = gathered.runs[static_cast<size_t>(r)];
+      auto run = runs.begin() + gathered.runAt[static_cast<size_t>(r)][static_cast<size_t>(i0)];
+      for (; run != runs.end() && run->start < i1; ++run) {
+        const int64_t first = std::max(run->start, i0);
+        const int64_t length = std::min(run->start + run->length, i1) - first;
+        for (int64_t c = 0; c < channels; ++c) {
+          float* __restrict out = lanes + (c * readers + r) * width + first;
+          if (run->from < 0) { // a tap on the padding
+            std::fill(out, out + length, 0.0f);
+            continue;
+          }
+          const float* __restrict in = source(n, c) + run->from + first - run->start;
+          for (int64_t k = 0; k < length; ++k) // (a memmove call costs more)
+            out[k] = in[k];
+        }
+      }
+    }
     p += i1 - i0;
   }
 }

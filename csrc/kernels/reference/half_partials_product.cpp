@@ -269,15 +269,19 @@ void copyOut(const MatrixView& in, int64_t row0, int64_t column0, int64_t rows, 
   }
 }
 
+// Zeros in a panel's columns count .. width of its J rows: the columns
+// beyond P, whose sums are dropped.
+void zeroColumnsBeyond(int64_t count, int64_t width, int64_t J, float* panel) {
+  for (int64_t j = 0; count < width && j < J; ++j)
+    std::fill(panel + j * width + count, panel + (j + 1) * width, 0.0f);
+}
+
 // Columns p0 .. p0 + count of B (count <= width) as a panel:
 // out[j * width + q] = B[j][p0 + q], zeros for q >= count.
 void packPanel(const MatrixView& B, int64_t p0, int64_t count, int64_t width, int64_t J,
                float* out) {
   copyOut(B, 0, p0, J, count, out, width);
-  if (count < width) {
-    for (int64_t j = 0; j < J; ++j)
-      std::fill(out + j * width + count, out + (j + 1) * width, 0.0f);
-  }
+  zeroColumnsBeyond(count, width, J, out);
 }
 
 // The rows of A the tiles read: A's own when each row is contiguous,
@@ -429,8 +433,7 @@ void halfPartialsProduct(int64_t M, int64_t P, const std::vector<int64_t>& runLe
       const int64_t p0 = index * t.width;
       const int64_t count = std::min(t.width, P - p0);
       gatherPanel(p0, count, t.width, panel.data());
-      for (int64_t j = 0; count < t.width && j < J; ++j) // columns beyond P: zeros
-        std::fill(panel.data() + j * t.width + count, panel.data() + (j + 1) * t.width, 0.0f);
+      zeroColumnsBeyond(count, t.width, J, panel.data());
       for (int64_t rowTile = 0; rowTile < rowTiles; ++rowTile) {
         const int64_t m0 = rowTile * t.rows;
         const float* tileRows[kMaxRows];
