@@ -185,6 +185,15 @@ TEST_P(HalfPartialsConvolutionTest, InputGradientSumsByChannelThenOutputPixel) {
   std::vector<float> dys = halves(dy->type().numel(), 4), ws = halves(numel(g.w), 5);
   std::vector<float> dx(static_cast<size_t>(numel(g.x)), std::numeric_limits<float>::quiet_NaN());
   convolutionWithHalfPartials(node, {dys.data(), ws.data()}, {dx.data()});
+  // Each input pixel's taps (o, k), in order of o and then k: the order of
+  // its products within each output channel.
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> readers(static_cast<size_t>(p.inPixels()));
+  for (int64_t o = 0; o < p.outPixels(); ++o) {
+    for (int64_t k = 0; k < p.kernelPixels(); ++k) {
+      const int64_t pixel = p.tap(o, k);
+      if (pixel >= 0) readers[static_cast<size_t>(pixel)].emplace_back(o, k);
+    }
+  }
   for (int64_t n = 0; n < p.N; ++n) {
     for (int64_t c = 0; c < p.C; ++c) {
       const int64_t group = c / p.CG, ic = c % p.CG;
@@ -192,13 +201,10 @@ TEST_P(HalfPartialsConvolutionTest, InputGradientSumsByChannelThenOutputPixel) {
         HalfSum sum;
         for (int64_t local = 0; local < p.OCG; ++local) {
           const int64_t oc = group * p.OCG + local;
-          for (int64_t o = 0; o < p.outPixels(); ++o) {
-            for (int64_t k = 0; k < p.kernelPixels(); ++k) {
-              if (p.tap(o, k) != pixel) continue;
-              sum.add(static_cast<double>(
-                          dys[static_cast<size_t>((n * p.OC + oc) * p.outPixels() + o)]) *
-                      ws[static_cast<size_t>((oc * p.CG + ic) * p.kernelPixels() + k)]);
-            }
+          for (const auto& [o, k] : readers[static_cast<size_t>(pixel)]) {
+            sum.add(
+                static_cast<double>(dys[static_cast<size_t>((n * p.OC + oc) * p.outPixels() + o)]) *
+                ws[static_cast<size_t>((oc * p.CG + ic) * p.kernelPixels() + k)]);
           }
         }
         const float expected = sum.result();
