@@ -373,16 +373,29 @@ bool useF16c() {
 #endif
 }
 
+void roundToNearest(float* data, int64_t begin, int64_t end) {
+#if POPSIM_HAS_VECTOR_CLONES
+  if (useF16c()) return roundToHalfF16c(data, begin, end);
+#endif
+  for (int64_t i = begin; i < end; ++i)
+    data[i] = popsim::roundToHalf(data[i]);
+}
+
 } // namespace
 
+HalfRounding HalfRounding::stochastic(uint64_t key, uint64_t draw) {
+  return HalfRounding(mix(key ^ mix(draw + 0x9e3779b97f4a7c15ull)));
+}
+
+void HalfRounding::round(float* data, int64_t begin, int64_t end) const {
+  if (stream_.has_value()) return roundStochastically(data, begin, end, *stream_);
+  roundToNearest(data, begin, end);
+}
+
 void roundToHalf(float* data, size_t count) {
-  inParts(static_cast<int64_t>(count), [&](int64_t begin, int64_t end) {
-#if POPSIM_HAS_VECTOR_CLONES
-    if (useF16c()) return roundToHalfF16c(data, begin, end);
-#endif
-    for (int64_t i = begin; i < end; ++i)
-      data[i] = popsim::roundToHalf(data[i]);
-  });
+  const HalfRounding nearest = HalfRounding::toNearest();
+  inParts(static_cast<int64_t>(count),
+          [&](int64_t begin, int64_t end) { nearest.round(data, begin, end); });
 }
 
 void halfToFloat(const uint16_t* in, float* out, size_t count) {
@@ -406,9 +419,9 @@ void floatToHalf(const float* in, uint16_t* out, size_t count) {
 }
 
 void roundToHalfStochastically(float* data, size_t count, uint64_t key, uint64_t draw) {
-  const uint64_t stream = mix(key ^ mix(draw + 0x9e3779b97f4a7c15ull));
+  const HalfRounding stochastic = HalfRounding::stochastic(key, draw);
   inParts(static_cast<int64_t>(count),
-          [&](int64_t begin, int64_t end) { roundStochastically(data, begin, end, stream); });
+          [&](int64_t begin, int64_t end) { stochastic.round(data, begin, end); });
 }
 
 HalfRoundingKernel::HalfRoundingKernel(std::unique_ptr<Kernel> inner,
@@ -433,8 +446,7 @@ void HalfRoundingKernel::run(dnnl::stream& stream) {
 
 std::string HalfRoundingKernel::implementation() const { return inner_->implementation() + "+f16"; }
 
-std::unique_ptr<Kernel> roundingHalfResults(std::unique_ptr<Kernel> kernel,
-                                            const KernelRequest& request) {
+std::vector<BoundTensor> halfResultsOf(const KernelRequest& request) {
   std::vector<BoundTensor> halfOutputs;
   for (const BoundTensor& output : request.outputs) {
     if (output.type.dtype == ir::DType::Float16) halfOutputs.push_back(output);
@@ -444,6 +456,12 @@ std::unique_ptr<Kernel> roundingHalfResults(std::unique_ptr<Kernel> kernel,
       halfOutputs.push_back(request.inputs[input]);
     }
   }
+  return halfOutputs;
+}
+
+std::unique_ptr<Kernel> roundingHalfResults(std::unique_ptr<Kernel> kernel,
+                                            const KernelRequest& request) {
+  std::vector<BoundTensor> halfOutputs = halfResultsOf(request);
   if (halfOutputs.empty()) return kernel;
   return std::make_unique<HalfRoundingKernel>(std::move(kernel), std::move(halfOutputs),
                                               request.stochasticRoundingKey);

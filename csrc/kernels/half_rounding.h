@@ -22,6 +22,22 @@ void roundToHalf(float* data, size_t count);
 // is unbiased (the IPU's stochastic rounding). `key` and `draw` select the
 // random numbers: element i uses a hash of (key, draw, i).
 void roundToHalfStochastically(float* data, size_t count, uint64_t key, uint64_t draw);
+// How float16 results are rounded: to nearest, or stochastically with the
+// random numbers of one (key, draw). round() rounds elements [begin, end) of
+// a buffer on the calling thread, element i with the random number that the
+// rounding of the whole buffer gives it, so a buffer rounded in parts, in
+// any order, on any threads, ends as one rounded at once.
+class HalfRounding {
+public:
+  static HalfRounding toNearest() { return HalfRounding(std::nullopt); }
+  static HalfRounding stochastic(uint64_t key, uint64_t draw);
+  void round(float* data, int64_t begin, int64_t end) const;
+
+private:
+  explicit HalfRounding(std::optional<uint64_t> stream) : stream_(stream) {}
+  std::optional<uint64_t> stream_; // the stochastic draw's random stream
+};
+
 // float16 bits to float32 carriers, and float32 to float16 bits (rounding).
 void halfToFloat(const uint16_t* in, float* out, size_t count);
 void floatToHalf(const float* in, uint16_t* out, size_t count);
@@ -41,6 +57,11 @@ private:
   std::optional<uint64_t> stochasticKey_;
   uint64_t runs_ = 0;
 };
+
+// What a node's kernel rounds to float16: its float16 outputs, then the
+// float16 inputs it writes in place (a float16 weight an optimizer updates),
+// in that order (the order selects each one's random numbers).
+std::vector<BoundTensor> halfResultsOf(const KernelRequest& request);
 
 // The kernel as it must run for its node: wrapped in a HalfRoundingKernel
 // when any output, or any input it writes in place (a float16 weight an

@@ -7,6 +7,7 @@
 #include "kernels/ctc_loss_kernel.h"
 #include "kernels/dnnl_kernels.h"
 #include "kernels/floating_point_checks.h"
+#include "kernels/half_optimizer_kernel.h"
 #include "kernels/half_rounding.h"
 #include "kernels/pointwise_kernel.h"
 #include "kernels/reference/families.h"
@@ -100,6 +101,10 @@ std::unique_ptr<Kernel> createKernel(const KernelRequest& request) {
   // by the runtime, which moves the bytes between the IPUs' threads.
   if (ir::isViewOp(request.node.kind()) || request.node.kind() == ir::OpKind::IpuCopy) {
     return nullptr;
+  }
+  // A float16 optimizer step rounds its weights and state as it writes them.
+  if (std::unique_ptr<Kernel> step = createHalfOptimizerKernel(request)) {
+    return checkingFloatingPoint(std::move(step), request);
   }
   std::unique_ptr<Kernel> kernel = createHalfPartialsKernel(request);
   // Results that are float16 values already, which rounding them again, to nearest or

@@ -12,6 +12,7 @@
 
 #include "common/check.h"
 #include "ir/optimizer_hyperparameters.h"
+#include "kernels/reference/elementwise_optimizers.h"
 #include "kernels/reference/families.h"
 #include "kernels/reference/fma_clones.h"
 #include "kernels/reference/lamb.h"
@@ -25,17 +26,22 @@ namespace {
 
 using namespace ir::hyper;
 
+// The step's operands, and the elements [begin, end) it updates: all of them,
+// or a block when float16 rounding follows each block (elementwise_optimizers.h).
 struct Tensors {
   float* param;
   const float* grad;
   const double* hyper;
-  int64_t count;
+  int64_t begin;
+  int64_t end;
 };
 
-Tensors tensorsOf(const ir::Node& node, const Inputs& inputs) {
+Tensors tensorsOf(const Inputs& inputs, int64_t begin, int64_t end) {
   return {static_cast<float*>(inputs[0]), static_cast<const float*>(inputs[1]),
-          static_cast<const double*>(inputs[2]), node.input(0)->type().numel()};
+          static_cast<const double*>(inputs[2]), begin, end};
 }
+
+int64_t elementsOf(const ir::Node& node) { return node.input(0)->type().numel(); }
 
 float f(double value) { return static_cast<float>(value); }
 
@@ -64,7 +70,7 @@ struct Sgd {
 
 template <bool decay, bool hasMomentum>
 POPSIM_INLINE_LOOP void sgdLoop(const Tensors& t, const Sgd& s) {
-  for (int64_t i = 0; i < t.count; ++i) {
+  for (int64_t i = t.begin; i < t.end; ++i) {
     float d = gradientAt(t, i, s.scale, s.maximize);
     if constexpr (decay) d = std::fma(t.param[i], s.weightDecay, d);
     if constexpr (hasMomentum) {
@@ -76,8 +82,8 @@ POPSIM_INLINE_LOOP void sgdLoop(const Tensors& t, const Sgd& s) {
   }
 }
 
-POPSIM_FMA_CLONES void sgd(const ir::Node& node, const Inputs& inputs) {
-  const Tensors t = tensorsOf(node, inputs);
+POPSIM_FMA_CLONES void sgd(const ir::Node& node, const Inputs& inputs, int64_t begin, int64_t end) {
+  const Tensors t = tensorsOf(inputs, begin, end);
   const bool hasMomentum = inputs.size() == 5;
   const Sgd s{f(-t.hyper[SgdLr]),
               f(t.hyper[SgdMomentum]),
@@ -106,7 +112,7 @@ struct Adam {
 
 template <bool decoupled, bool coupled, bool amsgrad>
 POPSIM_INLINE_LOOP void adamLoop(const Tensors& t, const Adam& s) {
-  for (int64_t i = 0; i < t.count; ++i) {
+  for (int64_t i = t.begin; i < t.end; ++i) {
     float g = gradientAt(t, i, s.scale, s.maximize);
     if constexpr (decoupled) t.param[i] = t.param[i] * s.decay;
     if constexpr (coupled) g = std::fma(t.param[i], s.coupledDecay, g);
@@ -122,8 +128,9 @@ POPSIM_INLINE_LOOP void adamLoop(const Tensors& t, const Adam& s) {
   }
 }
 
-POPSIM_FMA_CLONES void adam(const ir::Node& node, const Inputs& inputs) {
-  const Tensors t = tensorsOf(node, inputs);
+POPSIM_FMA_CLONES void adam(const ir::Node& node, const Inputs& inputs, int64_t begin,
+                            int64_t end) {
+  const Tensors t = tensorsOf(inputs, begin, end);
   const int64_t step = *static_cast<const int64_t*>(inputs[3]);
   const bool amsgrad = node.attrs().getBool("amsgrad");
   const bool decoupled = node.attrs().getBool("decoupled_weight_decay");
@@ -170,7 +177,7 @@ struct Rmsprop {
 
 template <bool decay, bool centered, bool hasMomentum, bool tf>
 POPSIM_INLINE_LOOP void rmspropLoop(const Tensors& t, const Rmsprop& s) {
-  for (int64_t i = 0; i < t.count; ++i) {
+  for (int64_t i = t.begin; i < t.end; ++i) {
     float g = gradientAt(t, i, s.scale, s.maximize);
     if constexpr (decay) g = std::fma(t.param[i], s.weightDecay, g);
     s.squareAvg[i] = s.squareAvg[i] * s.alpha + s.oneMinusAlpha * g * g;
@@ -192,8 +199,9 @@ POPSIM_INLINE_LOOP void rmspropLoop(const Tensors& t, const Rmsprop& s) {
   }
 }
 
-POPSIM_FMA_CLONES void rmsprop(const ir::Node& node, const Inputs& inputs) {
-  const Tensors t = tensorsOf(node, inputs);
+POPSIM_FMA_CLONES void rmsprop(const ir::Node& node, const Inputs& inputs, int64_t begin,
+                               int64_t end) {
+  const Tensors t = tensorsOf(inputs, begin, end);
   const bool centered = node.attrs().getBool("centered");
   const bool hasMomentum = node.attrs().getBool("has_momentum");
   size_t next = 4;
@@ -240,7 +248,7 @@ POPSIM_FMA_CLONES void rmsprop(const ir::Node& node, const Inputs& inputs) {
 // PopTorch's max_weight_norm=0 stops every update. The norms are summed in
 // double; the update is kept for the second pass.
 POPSIM_FMA_CLONES LambSquares direction(const ir::Node& node, const Inputs& inputs, float* update) {
-  const Tensors t = tensorsOf(node, inputs);
+  const Tensors t = tensorsOf(inputs, 0, elementsOf(node));
   const int64_t step = *static_cast<const int64_t*>(inputs[3]);
   auto* expAvg = static_cast<float*>(inputs[4]);
   auto* expAvgSq = static_cast<float*>(inputs[5]);
@@ -253,7 +261,7 @@ POPSIM_FMA_CLONES LambSquares direction(const ir::Node& node, const Inputs& inpu
   const float bc1f = f(bc1), bc2Sqrt = f(std::sqrt(bc2)), eps = f(t.hyper[LambEps]);
   const float weightDecay = f(t.hyper[LambWeightDecay]), scale = f(t.hyper[LambGradScale]);
   LambSquares squares;
-  for (int64_t i = 0; i < t.count; ++i) {
+  for (int64_t i = t.begin; i < t.end; ++i) {
     const float g = gradientAt(t, i, scale, false);
     expAvg[i] = std::fma(g, oneMinusB1, expAvg[i] * b1);
     expAvgSq[i] = expAvgSq[i] * b2 + oneMinusB2 * g * g;
@@ -268,14 +276,14 @@ POPSIM_FMA_CLONES LambSquares direction(const ir::Node& node, const Inputs& inpu
 
 POPSIM_FMA_CLONES void apply(const ir::Node& node, const Inputs& inputs, const float* update,
                              LambSquares squares) {
-  const Tensors t = tensorsOf(node, inputs);
+  const Tensors t = tensorsOf(inputs, 0, elementsOf(node));
   const float weightNorm = f(std::sqrt(squares.weight));
   const float updateNorm = f(std::sqrt(squares.update));
   const float trust = weightNorm == 0.0f || updateNorm == 0.0f
                           ? 1.0f
                           : std::min(weightNorm, f(t.hyper[LambMaxWeightNorm])) / updateNorm;
   const float minusStep = f(-t.hyper[LambLr]) * trust;
-  for (int64_t i = 0; i < t.count; ++i) {
+  for (int64_t i = t.begin; i < t.end; ++i) {
     t.param[i] = std::fma(update[i], minusStep, t.param[i]);
   }
 }
@@ -296,14 +304,23 @@ void lambApply(const ir::Node& node, const Inputs& inputs, const float* update,
   apply(node, inputs, update, squares);
 }
 
-void optimizer(const ir::Node& node, const Inputs& inputs, const Outputs&) {
+bool updatesEachElementAlone(ir::OpKind kind) {
+  return kind == ir::OpKind::SgdUpdate || kind == ir::OpKind::AdamUpdate ||
+         kind == ir::OpKind::RmspropUpdate;
+}
+
+void optimizerStepOver(const ir::Node& node, const Inputs& inputs, int64_t begin, int64_t end) {
   switch (node.kind()) {
-  case ir::OpKind::SgdUpdate: return sgd(node, inputs);
-  case ir::OpKind::AdamUpdate: return adam(node, inputs);
-  case ir::OpKind::RmspropUpdate: return rmsprop(node, inputs);
-  case ir::OpKind::LambUpdate: return lamb(node, inputs);
-  default: POPSIM_ASSERT(false, node.name(), " is not an optimizer op.");
+  case ir::OpKind::SgdUpdate: return sgd(node, inputs, begin, end);
+  case ir::OpKind::AdamUpdate: return adam(node, inputs, begin, end);
+  case ir::OpKind::RmspropUpdate: return rmsprop(node, inputs, begin, end);
+  default: POPSIM_ASSERT(false, node.name(), " does not update each element on its own.");
   }
+}
+
+void optimizer(const ir::Node& node, const Inputs& inputs, const Outputs&) {
+  if (node.kind() == ir::OpKind::LambUpdate) return lamb(node, inputs);
+  optimizerStepOver(node, inputs, 0, elementsOf(node));
 }
 
 } // namespace popsim::kernels::reference
