@@ -40,14 +40,16 @@ struct Runs {
 // the products summed in `runs`. A panel is B's own columns when B's rows
 // are contiguous (panelStride its row stride), else a packed copy
 // (panelStride the tile's width).
-using TileFn = void (*)(Runs runs, const float* const* rows, const float* panel,
+template <typename AElement>
+using TileFn = void (*)(Runs runs, const AElement* const* rows, const float* panel,
                         int64_t panelStride, float* totals);
 
 // Without a vector unit: each element summed as HalfSum does, run by run.
 constexpr int64_t kScalarRows = 4;
 constexpr int64_t kScalarWidth = 8;
 
-void tileScalar(Runs runs, const float* const* rows, const float* panel, int64_t panelStride,
+template <typename AElement>
+void tileScalar(Runs runs, const AElement* const* rows, const float* panel, int64_t panelStride,
                 float* totals) {
   for (int64_t r = 0; r < kScalarRows; ++r) {
     for (int64_t q = 0; q < kScalarWidth; ++q) {
@@ -81,8 +83,8 @@ POPSIM_TARGET_AVX512_FMA inline __m512 roundedToHalf16(__m512 values) {
 // Rows rows: 12 running sums in registers either way, so that a narrow C
 // (10 or 12 columns, as a convolution's input gradient over 10 channels)
 // pads fewer lanes with the narrower tile.
-template <int Vectors, int64_t Rows>
-POPSIM_TARGET_AVX512_FMA void tileAvx512(Runs runs, const float* const* rows, const float* panel,
+template <typename AElement, int Vectors, int64_t Rows>
+POPSIM_TARGET_AVX512_FMA void tileAvx512(Runs runs, const AElement* const* rows, const float* panel,
                                          int64_t panelStride, float* totals) {
   static_assert(Vectors == 2 || Vectors == 3, "16 or 24 columns");
   constexpr int64_t width = 8 * Vectors;
@@ -135,22 +137,24 @@ POPSIM_TARGET_AVX2_FMA inline __m128 roundedToHalf4(__m128 values) {
   return _mm_cvtph_ps(_mm_cvtps_ph(values, _MM_FROUND_TO_NEAREST_INT));
 }
 
-// AVX2: Vectors vectors of 4 doubles per row (8 or 12 columns), over 4 rows:
-// the 12-column tile spends fewer conversions and broadcasts per
-// multiply-add (16 registers hold its 12 running sums and 3 columns), the
-// 8-column one pads fewer lanes when C is 8 or 16 wide.
-constexpr int64_t kAvx2Rows = 4;
-
-template <int Vectors>
-POPSIM_TARGET_AVX2_FMA void tileAvx2(Runs runs, const float* const* rows, const float* panel,
+// AVX2: Vectors vectors of 4 doubles per row (8 or 12 columns), over Rows
+// rows: the 12-column tile over 4 rows spends fewer conversions and
+// broadcasts per multiply-add (16 registers hold its 12 running sums and 3
+// columns); the 8-column ones pad fewer lanes when C is 8 or 16 wide, over 4
+// rows, or, over 6 (12 running sums again), when C has 5 or 6 rows (the
+// input gradient of a convolution over 5 channels pads 3 rows of 8 with 4).
+template <typename AElement, int Vectors, int64_t Rows>
+POPSIM_TARGET_AVX2_FMA void tileAvx2(Runs runs, const AElement* const* rows, const float* panel,
                                      int64_t panelStride, float* totals) {
   static_assert(Vectors == 2 || Vectors == 3, "8 or 12 columns");
+  static_assert(Vectors * Rows <= 12, "the running sums fit the 16 registers");
+  static_assert(Rows <= kMaxRows, "the tile fits the buffers");
   constexpr int64_t width = 4 * Vectors;
-  __m256d run[kAvx2Rows][Vectors];
+  __m256d run[Rows][Vectors];
   // Each row's totals: columns 0-7 in one vector, 8-11 in another.
-  __m256 low[kAvx2Rows];
-  __m128 high[kAvx2Rows];
-  for (int64_t r = 0; r < kAvx2Rows; ++r) {
+  __m256 low[Rows];
+  __m128 high[Rows];
+  for (int64_t r = 0; r < Rows; ++r) {
     for (int v = 0; v < Vectors; ++v)
       run[r][v] = _mm256_setzero_pd();
     low[r] = _mm256_setzero_ps();
@@ -164,13 +168,13 @@ POPSIM_TARGET_AVX2_FMA void tileAvx2(Runs runs, const float* const* rows, const 
       __m256d column[Vectors];
       for (int v = 0; v < Vectors; ++v)
         column[v] = _mm256_cvtps_pd(_mm_loadu_ps(b + 4 * v));
-      for (int64_t r = 0; r < kAvx2Rows; ++r) {
+      for (int64_t r = 0; r < Rows; ++r) {
         const __m256d a = _mm256_set1_pd(static_cast<double>(rows[r][j]));
         for (int v = 0; v < Vectors; ++v)
           run[r][v] = _mm256_fmadd_pd(a, column[v], run[r][v]);
       }
     }
-    for (int64_t r = 0; r < kAvx2Rows; ++r) {
+    for (int64_t r = 0; r < Rows; ++r) {
       const __m256 partials =
           roundedToHalf(_mm256_set_m128(_mm256_cvtpd_ps(run[r][1]), _mm256_cvtpd_ps(run[r][0])));
       low[r] = roundedToHalf(_mm256_add_ps(low[r], partials));
@@ -181,22 +185,19 @@ POPSIM_TARGET_AVX2_FMA void tileAvx2(Runs runs, const float* const* rows, const 
         run[r][v] = _mm256_setzero_pd();
     }
   }
-  for (int64_t r = 0; r < kAvx2Rows; ++r) {
+  for (int64_t r = 0; r < Rows; ++r) {
     _mm256_storeu_ps(totals + r * width, low[r]);
     if constexpr (Vectors == 3) _mm_storeu_ps(totals + r * width + 8, high[r]);
   }
 }
 #endif
 
-#if POPSIM_HAS_VECTOR_CLONES
-static_assert(kAvx2Rows <= kMaxRows, "an AVX2 tile fits the buffers");
-#endif
-
 // One shape of tile, the function that computes it and roughly what it
 // costs a step of j, in cycles (its multiply-adds and its share of the
 // float16 roundings).
 struct Tiling {
-  TileFn tile;
+  TileFn<float> tile;
+  TileFn<double> tileOfDoubles; // the same with A's rows converted to double
   int64_t rows;
   int64_t width;
   double stepCycles;
@@ -207,17 +208,30 @@ std::vector<Tiling> tilingsOfThisCpu() {
 #if POPSIM_HAS_VECTOR_CLONES
   const bool fused = __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
   if (fused && vectorIsa() == VectorIsa::Avx512) // 12 vectors of running sums either way
-    return {{tileAvx512<3, 4>, 4, 24, 10.0}, {tileAvx512<2, 6>, 6, 16, 10.0}};
+    return {{tileAvx512<float, 3, 4>, tileAvx512<double, 3, 4>, 4, 24, 10.0},
+            {tileAvx512<float, 2, 6>, tileAvx512<double, 2, 6>, 6, 16, 10.0}};
   if (fused && vectorIsa() != VectorIsa::Baseline)
-    return {{tileAvx2<3>, kAvx2Rows, 12, 14.0}, {tileAvx2<2>, kAvx2Rows, 8, 10.0}};
+    return {{tileAvx2<float, 3, 4>, tileAvx2<double, 3, 4>, 4, 12, 14.0},
+            {tileAvx2<float, 2, 4>, tileAvx2<double, 2, 4>, 4, 8, 10.0},
+            {tileAvx2<float, 2, 6>, tileAvx2<double, 2, 6>, 6, 8, 15.0}};
 #endif
-  return {{tileScalar, kScalarRows, kScalarWidth, 10.0}};
+  return {{tileScalar<float>, tileScalar<double>, kScalarRows, kScalarWidth, 10.0}};
 }
 
 const std::vector<Tiling>& tilings() {
   static const std::vector<Tiling> ofThisCpu = tilingsOfThisCpu();
   return ofThisCpu;
 }
+
+// A's size in double up to which the product converts it once (RowsOfA):
+// within a core's L2 cache beside the panels.
+constexpr size_t kDoubleRowsBytes = size_t{512} << 10;
+
+// A gathered block of panels (halfPartialsProduct's PanelGather form): at
+// most this many panels side by side, in at most this many bytes (a share of
+// a core's L2 cache that leaves room for A's rows).
+constexpr int64_t kPanelsPerBlock = 8;
+constexpr int64_t kGatheredBlockBytes = int64_t{256} << 10;
 
 // Products smaller than this run on the calling thread.
 constexpr int64_t kParallelProducts = int64_t{1} << 18;
@@ -284,35 +298,64 @@ void packPanel(const MatrixView& B, int64_t p0, int64_t count, int64_t width, in
   zeroColumnsBeyond(count, width, J, out);
 }
 
-// The rows of A the tiles read: A's own when each row is contiguous,
-// otherwise gathered into rows of J; and a row of zeros for the rows of the
-// last tiles beyond M.
+// The rows of A the tiles read, and the tile that reads them. A small A
+// (kDoubleRowsBytes in double) is converted to double once: every tile then
+// broadcasts each element of it straight from memory, where from a float it
+// would convert and broadcast it in two more operations, on the ports the
+// multiply-adds use, for every panel. A larger A, which would not stay in
+// cache, is read as floats: its own rows when contiguous, otherwise
+// gathered into rows of J. Rows of the last tiles beyond M read zeros.
 class RowsOfA {
 public:
   RowsOfA(const MatrixView& A, int64_t M, int64_t J, bool parallel)
-      : M_(M),
-        gathered_(ScratchUse::ProductRows, A.columnStride == 1 ? 0 : static_cast<size_t>(M * J)),
+      : M_(M), J_(J), inDoubles_(static_cast<size_t>(M * J) * sizeof(double) <= kDoubleRowsBytes),
+        doubles_(ScratchUse::ProductRows, inDoubles_ ? static_cast<size_t>(M * J) : 0),
+        floats_(ScratchUse::ProductRowsOfFloats,
+                !inDoubles_ && A.columnStride != 1 ? static_cast<size_t>(M * J) : 0),
         zeros_(ScratchUse::ProductZeros, static_cast<size_t>(J)), rows_(A.data),
         stride_(A.rowStride) {
-    std::fill(zeros_.data(), zeros_.data() + J, 0.0f);
+    std::fill(zeros_.data(), zeros_.data() + J, 0.0);
+    if (inDoubles_) {
+      for (int64_t m = 0; m < M; ++m) {
+        double* out = doubles_.data() + m * J;
+        const float* in = A.data + m * A.rowStride;
+        for (int64_t j = 0; j < J; ++j)
+          out[j] = in[j * A.columnStride];
+      }
+      return;
+    }
     if (A.columnStride == 1) return;
 #pragma omp parallel for schedule(static) if (parallel)
     for (int64_t m0 = 0; m0 < M; m0 += kCopyBlock)
-      copyOut(A, m0, 0, std::min(kCopyBlock, M - m0), J, gathered_.data() + m0 * J, J);
-    rows_ = gathered_.data();
+      copyOut(A, m0, 0, std::min(kCopyBlock, M - m0), J, floats_.data() + m0 * J, J);
+    rows_ = floats_.data();
     stride_ = J;
   }
 
-  // The rows one tile reads, from row m0 on.
-  void ofTile(int64_t m0, const Tiling& t, const float** tileRows) const {
+  // The tile of rows m0 .. m0 + t.rows of A and one panel.
+  void tile(const Tiling& t, int64_t m0, Runs runs, const float* panel, int64_t panelStride,
+            float* totals) const {
+    if (inDoubles_) {
+      const double* rows[kMaxRows];
+      for (int64_t r = 0; r < t.rows; ++r)
+        rows[r] = m0 + r < M_ ? doubles_.data() + (m0 + r) * J_ : zeros_.data();
+      return t.tileOfDoubles(runs, rows, panel, panelStride, totals);
+    }
+    // Zero bits are the float zero too, and J doubles hold J floats.
+    const auto* zeros = reinterpret_cast<const float*>(zeros_.data());
+    const float* rows[kMaxRows];
     for (int64_t r = 0; r < t.rows; ++r)
-      tileRows[r] = m0 + r < M_ ? rows_ + (m0 + r) * stride_ : zeros_.data();
+      rows[r] = m0 + r < M_ ? rows_ + (m0 + r) * stride_ : zeros;
+    t.tile(runs, rows, panel, panelStride, totals);
   }
 
 private:
   int64_t M_;
-  Scratch<float> gathered_;
-  Scratch<float> zeros_;
+  int64_t J_;
+  bool inDoubles_;
+  Scratch<double> doubles_;
+  Scratch<float> floats_;
+  Scratch<double> zeros_;
   const float* rows_;
   int64_t stride_;
 };
@@ -390,14 +433,12 @@ void halfPartialsProduct(int64_t M, int64_t P, const std::vector<int64_t>& runLe
     const int64_t rowTile = panelsOuter ? index % rowTiles : index / panels;
     const int64_t m0 = rowTile * t.rows;
     const int64_t p0 = panel * t.width;
-    const float* tileRows[kMaxRows];
-    rows.ofTile(m0, t, tileRows);
     float totals[kMaxRows * kWidest];
     if (panel < inPlacePanels)
-      t.tile(runs, tileRows, B.data + p0, B.rowStride, totals);
+      rows.tile(t, m0, runs, B.data + p0, B.rowStride, totals);
     else
-      t.tile(runs, tileRows, packed.data() + (panel - inPlacePanels) * J * t.width, t.width,
-             totals);
+      rows.tile(t, m0, runs, packed.data() + (panel - inPlacePanels) * J * t.width, t.width,
+                totals);
     storeTile(totals, t, M, P, m0, p0, C);
   }
 }
@@ -423,24 +464,33 @@ void halfPartialsProduct(int64_t M, int64_t P, const std::vector<int64_t>& runLe
   const int64_t rowTiles = (M + t.rows - 1) / t.rows;
   const bool parallel = M * P * J >= kParallelProducts;
   const RowsOfA rows(A, M, J, parallel);
-  // Each thread gathers a panel into a buffer of its own, then computes
-  // every tile of it while it is in cache.
+  // Each thread gathers a block of panels side by side into a buffer of its
+  // own, then computes every tile of them while they are in cache. A block of
+  // several panels costs the gather fewer, longer copies (a convolution's
+  // rows are gathered a run of pixels at a time, and a panel alone cuts each
+  // run at its 8 to 24 columns); its J rows stay within kGatheredBlockBytes.
+  const int64_t panelsPerBlock =
+      std::clamp<int64_t>(kGatheredBlockBytes / (J * t.width * static_cast<int64_t>(sizeof(float))),
+                          1, kPanelsPerBlock);
+  const int64_t blockWidth = panelsPerBlock * t.width;
+  const int64_t blocks = (panels + panelsPerBlock - 1) / panelsPerBlock;
 #pragma omp parallel if (parallel)
   {
-    Scratch<float> panel(ScratchUse::ProductPanels, static_cast<size_t>(J * t.width));
+    Scratch<float> block(ScratchUse::ProductPanels, static_cast<size_t>(J * blockWidth));
 #pragma omp for schedule(static)
-    for (int64_t index = 0; index < panels; ++index) {
-      const int64_t p0 = index * t.width;
-      const int64_t count = std::min(t.width, P - p0);
-      gatherPanel(p0, count, t.width, panel.data());
-      zeroColumnsBeyond(count, t.width, J, panel.data());
-      for (int64_t rowTile = 0; rowTile < rowTiles; ++rowTile) {
-        const int64_t m0 = rowTile * t.rows;
-        const float* tileRows[kMaxRows];
-        rows.ofTile(m0, t, tileRows);
-        float totals[kMaxRows * kWidest];
-        t.tile(runs, tileRows, panel.data(), t.width, totals);
-        storeTile(totals, t, M, P, m0, p0, C);
+    for (int64_t index = 0; index < blocks; ++index) {
+      const int64_t b0 = index * blockWidth;
+      const int64_t count = std::min(blockWidth, P - b0);
+      gatherPanel(b0, count, blockWidth, block.data());
+      zeroColumnsBeyond(count, blockWidth, J, block.data());
+      for (int64_t p0 = b0; p0 < b0 + count; p0 += t.width) {
+        const float* panel = block.data() + (p0 - b0);
+        for (int64_t rowTile = 0; rowTile < rowTiles; ++rowTile) {
+          const int64_t m0 = rowTile * t.rows;
+          float totals[kMaxRows * kWidest];
+          rows.tile(t, m0, runs, panel, blockWidth, totals);
+          storeTile(totals, t, M, P, m0, p0, C);
+        }
       }
     }
   }

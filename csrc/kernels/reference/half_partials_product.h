@@ -50,10 +50,11 @@ void halfPartialsProduct(int64_t M, int64_t P, int64_t J, MatrixView A, MatrixVi
 void halfPartialsProduct(int64_t M, int64_t P, const std::vector<int64_t>& runLengths, MatrixView A,
                          MatrixView B, OutputView C);
 
-// The same with B gathered a panel at a time, just before the tiles read
-// it: gatherPanel(p0, count, width, panel) writes columns p0 .. p0 + count of
-// B's J rows as panel[j * width + q] (count <= width; the product sets the
-// columns beyond to zeros). For a B that a kernel would otherwise gather
+// The same with B gathered a block of columns at a time (one or a few of
+// the tiles' panels), just before the tiles read it: gatherPanel(p0, count,
+// width, panel) writes columns p0 .. p0 + count of B's J rows as
+// panel[j * width + q] (count <= width; the product sets the columns beyond
+// to zeros). For a B that a kernel would otherwise gather
 // whole, many times the size of its source (a convolution's taps), so that
 // each panel is written and read while it is in cache. C = A B as given.
 using PanelGather = std::function<void(int64_t p0, int64_t count, int64_t width, float* panel)>;

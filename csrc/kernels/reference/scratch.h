@@ -17,12 +17,13 @@ namespace popsim::kernels::reference {
 
 // What a buffer holds. Two live uses on one thread need different purposes.
 enum class ScratchUse {
-  ProductRows,   // halfPartialsProduct's left operand, when gathered
-  ProductPanels, // its right operand, packed (or a panel of it gathered)
-  ProductZeros,  // its row of zeros
-  Gathered,      // a kernel's gathered operand (im2col columns, dY rows)
-  GatheredOther, // the same kernel's second gathered operand
-  Results,       // a kernel's results before they are scattered
+  ProductRows,         // halfPartialsProduct's left operand, converted to double
+  ProductRowsOfFloats, // or gathered as floats
+  ProductPanels,       // its right operand, packed (or a panel of it gathered)
+  ProductZeros,        // its row of zeros
+  Gathered,            // a kernel's gathered operand (im2col columns, dY rows)
+  GatheredOther,       // the same kernel's second gathered operand
+  Results,             // a kernel's results before they are scattered
   Count,
 };
 

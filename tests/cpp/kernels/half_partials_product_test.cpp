@@ -39,10 +39,13 @@ TEST(HalfPartialsProductTest, EveryElementIsItsHalfSum) {
     int64_t M, P, J;
   };
   // (With AVX-512, 12 x 10, 13 x 7 and 50 x 12 take the 16-column tile of 6
-  // rows, the others the 24-column tile of 4 rows.)
+  // rows, the others the 24-column tile of 4 rows; with AVX2, 5 x 40 and
+  // 6 x 17 the 8-column tile of 6 rows. A's rows are read in double, but
+  // 7 x 20 x 10000's, too large for that, as floats.)
   for (const Shape& shape :
        {Shape{1, 1, 1}, Shape{3, 5, 17}, Shape{4, 24, 16}, Shape{9, 50, 33}, Shape{13, 7, 100},
-        Shape{6, 31, 0}, Shape{64, 65, 300}, Shape{12, 10, 80}, Shape{50, 12, 300}}) {
+        Shape{6, 31, 0}, Shape{64, 65, 300}, Shape{12, 10, 80}, Shape{50, 12, 300},
+        Shape{5, 40, 50}, Shape{6, 17, 33}, Shape{7, 20, 10000}}) {
     const int64_t lda = shape.J + 3, ldb = shape.P + 2, ldc = shape.P + 1;
     const std::vector<float> a = halves(static_cast<size_t>(shape.M * lda), random);
     const std::vector<float> b = halves(static_cast<size_t>(shape.J * ldb + 1), random);
@@ -96,8 +99,11 @@ TEST(HalfPartialsProductTest, StridedViewsAndGivenRunsSumAsTheirDefinition) {
     int64_t M, P;
     std::vector<int64_t> runs;
   };
-  for (const Case& c : {Case{5, 30, {16, 16, 7}}, Case{30, 3, {3, 16, 1, 9}}, Case{1, 1, {}},
-                        Case{9, 26, {16}}, Case{13, 50, {2, 5, 16, 16, 1}}}) {
+  // (9 x 26 over 8,000 products gathers A's rows as floats: in double they
+  // would be more than the product converts.)
+  for (const Case& c :
+       {Case{5, 30, {16, 16, 7}}, Case{30, 3, {3, 16, 1, 9}}, Case{1, 1, {}}, Case{9, 26, {16}},
+        Case{13, 50, {2, 5, 16, 16, 1}}, Case{9, 26, std::vector<int64_t>(500, 16)}}) {
     int64_t J = 0;
     for (int64_t length : c.runs)
       J += length;
@@ -119,6 +125,49 @@ TEST(HalfPartialsProductTest, StridedViewsAndGivenRunsSumAsTheirDefinition) {
         }
         ASSERT_EQ(bitsOf(out[p * c.M + m]), bitsOf(total))
             << c.M << "x" << c.P << "x" << J << " at " << m << ", " << p;
+      }
+    }
+  }
+}
+
+// B given by a gather function a block of columns at a time (several of the
+// tiles' panels side by side, the last block narrower): each element is the
+// sum of its runs, and the function is asked for every column once, within
+// the block width it is given.
+TEST(HalfPartialsProductTest, BGatheredInBlocksSumsAsItsDefinition) {
+  std::mt19937 random(11);
+  for (const int64_t P : {int64_t{7}, int64_t{300}, int64_t{1001}}) {
+    const int64_t M = 5;
+    const std::vector<int64_t> runs = {16, 16, 16, 4, 16, 2};
+    const int64_t J = 70;
+    const std::vector<float> a = halves(static_cast<size_t>(M * J), random);
+    const std::vector<float> b = halves(static_cast<size_t>(J * P), random);
+    std::vector<float> c(static_cast<size_t>(M * P), -1.0f);
+    std::vector<int> asked(static_cast<size_t>(P), 0);
+    halfPartialsProduct(
+        M, P, runs, MatrixView{a.data(), J},
+        [&](int64_t p0, int64_t count, int64_t width, float* panel) {
+          ASSERT_LE(count, width);
+          for (int64_t q = 0; q < count; ++q) {
+            ++asked[static_cast<size_t>(p0 + q)];
+            for (int64_t j = 0; j < J; ++j)
+              panel[j * width + q] = b[j * P + p0 + q];
+          }
+        },
+        OutputView{c.data(), P});
+    for (int64_t p = 0; p < P; ++p)
+      ASSERT_EQ(asked[static_cast<size_t>(p)], 1) << "P " << P << ", column " << p;
+    for (int64_t m = 0; m < M; ++m) {
+      for (int64_t p = 0; p < P; ++p) {
+        float total = 0.0f;
+        int64_t j = 0;
+        for (int64_t length : runs) {
+          double run = 0.0;
+          for (int64_t stop = j + length; j < stop; ++j)
+            run += static_cast<double>(a[m * J + j]) * b[j * P + p];
+          total = popsim::roundToHalf(total + popsim::roundToHalf(static_cast<float>(run)));
+        }
+        ASSERT_EQ(bitsOf(c[m * P + p]), bitsOf(total)) << "P " << P << " at " << m << ", " << p;
       }
     }
   }
