@@ -171,17 +171,22 @@ POPSIM_TARGET_AVX512 inline __m512i splat512(uint64_t value) {
   return _mm512_set1_epi64(static_cast<int64_t>(value));
 }
 
-// mix(stream + first + lane) for the eight lanes.
-POPSIM_TARGET_AVX512 inline __m512i mixed512(uint64_t stream, int64_t first) {
+// mix(stream + first + lane) for the eight lanes, but for mix's last step,
+// x ^ (x >> 31) (finishedMix512), which leaves the top 31 bits as they are:
+// the normal range reads only the top 13.
+POPSIM_TARGET_AVX512 inline __m512i unfinishedMix512(uint64_t stream, int64_t first) {
 #define constant splat512
   __m512i x = _mm512_add_epi64(constant(stream + static_cast<uint64_t>(first)),
                                _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0));
   x = _mm512_mullo_epi64(_mm512_xor_si512(x, _mm512_srli_epi64(x, 30)),
                          constant(0xbf58476d1ce4e5b9ull));
-  x = _mm512_mullo_epi64(_mm512_xor_si512(x, _mm512_srli_epi64(x, 27)),
-                         constant(0x94d049bb133111ebull));
-  return _mm512_xor_si512(x, _mm512_srli_epi64(x, 31));
+  return _mm512_mullo_epi64(_mm512_xor_si512(x, _mm512_srli_epi64(x, 27)),
+                            constant(0x94d049bb133111ebull));
 #undef constant
+}
+
+POPSIM_TARGET_AVX512 inline __m512i finishedMix512(__m512i x) {
+  return _mm512_xor_si512(x, _mm512_srli_epi64(x, 31));
 }
 
 // The subnormal-range rule for eight floats (`words`, their bits) and their
@@ -210,39 +215,47 @@ POPSIM_TARGET_AVX512 inline __m256i subnormalRounded8(__m256i words, __m512i ran
 // Sixteen elements at a time: the hash takes 64-bit lanes, two vectors of
 // eight, but the normal range needs only each random word's top 13 bits, so
 // the rest of the rule runs on sixteen 32-bit lanes; the subnormal range
-// (rare in activations and gradients) only when a lane is in it.
+// (rare in activations, frequent in small gradients) only when a lane is in
+// it. In the normal range, rounding up when the top 13 random bits are below
+// t, the low 13 of the mantissa, is adding 0x1fff minus those bits (the top
+// 13 bits of the complemented word) and truncating: the sum carries into bit
+// 13 exactly when t exceeds them.
 POPSIM_TARGET_AVX512 void roundStochasticLoopAvx512(float* data, int64_t begin, int64_t end,
                                                     uint64_t stream) {
   const __m512i mantissaLow = _mm512_set1_epi32(0x1fff);
+  // The high 32 bits of the sixteen 64-bit lanes of two vectors, in order.
+  const __m512i highWords =
+      _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  const __m512i normalSpan =
+      _mm512_set1_epi32(static_cast<int>(kHalfLargest - kHalfNormalSmallest));
+  const __m512i subnormalSpan =
+      _mm512_set1_epi32(static_cast<int>(kHalfNormalSmallest - 1 - kIntegerSubnormalSmallest));
   int64_t i = begin;
   for (; i + 16 <= end; i += 16) {
-    const __m512i randomLow = mixed512(stream, i);
-    const __m512i randomHigh = mixed512(stream, i + 8);
-    const __m512i top = _mm512_inserti64x4(
-        _mm512_castsi256_si512(_mm512_cvtepi64_epi32(_mm512_srli_epi64(randomLow, 51))),
-        _mm512_cvtepi64_epi32(_mm512_srli_epi64(randomHigh, 51)), 1);
+    const __m512i unfinishedLow = unfinishedMix512(stream, i);
+    const __m512i unfinishedHigh = unfinishedMix512(stream, i + 8);
+    const __m512i complement = _mm512_srli_epi32(
+        _mm512_xor_si512(_mm512_permutex2var_epi32(unfinishedLow, highWords, unfinishedHigh),
+                         _mm512_set1_epi32(-1)),
+        19);
     const __m512i word = _mm512_loadu_si512(data + i);
     const __m512i magnitude = _mm512_and_si512(word, _mm512_set1_epi32(0x7fffffff));
-    // Normal range.
-    const __mmask16 upNormal = _mm512_cmplt_epu32_mask(top, _mm512_and_si512(word, mantissaLow));
-    const __m512i truncated = _mm512_andnot_si512(mantissaLow, word);
-    const __m512i normal =
-        _mm512_mask_add_epi32(truncated, upNormal, truncated, _mm512_set1_epi32(0x2000));
+    // Normal range (zero included: it stays zero).
+    const __m512i normal = _mm512_andnot_si512(mantissaLow, _mm512_add_epi32(word, complement));
     const __mmask16 isNormal =
-        _mm512_cmpeq_epu32_mask(magnitude, _mm512_setzero_si512()) |
-        (_mm512_cmpge_epu32_mask(magnitude,
-                                 _mm512_set1_epi32(static_cast<int>(kHalfNormalSmallest))) &
-         _mm512_cmple_epu32_mask(magnitude, _mm512_set1_epi32(static_cast<int>(kHalfLargest))));
-    const __mmask16 isSubnormal =
-        _mm512_cmpge_epu32_mask(magnitude,
-                                _mm512_set1_epi32(static_cast<int>(kIntegerSubnormalSmallest))) &
-        _mm512_cmplt_epu32_mask(magnitude,
-                                _mm512_set1_epi32(static_cast<int>(kHalfNormalSmallest)));
+        _mm512_cmple_epu32_mask(
+            _mm512_sub_epi32(magnitude, _mm512_set1_epi32(static_cast<int>(kHalfNormalSmallest))),
+            normalSpan) |
+        _mm512_cmpeq_epu32_mask(magnitude, _mm512_setzero_si512());
+    const __mmask16 isSubnormal = _mm512_cmple_epu32_mask(
+        _mm512_sub_epi32(magnitude, _mm512_set1_epi32(static_cast<int>(kIntegerSubnormalSmallest))),
+        subnormalSpan);
     __m512i result = _mm512_mask_blend_epi32(isNormal, word, normal);
     if (isSubnormal != 0) {
       const __m512i subnormal = _mm512_inserti64x4(
-          _mm512_castsi256_si512(subnormalRounded8(_mm512_castsi512_si256(word), randomLow)),
-          subnormalRounded8(_mm512_extracti64x4_epi64(word, 1), randomHigh), 1);
+          _mm512_castsi256_si512(
+              subnormalRounded8(_mm512_castsi512_si256(word), finishedMix512(unfinishedLow))),
+          subnormalRounded8(_mm512_extracti64x4_epi64(word, 1), finishedMix512(unfinishedHigh)), 1);
       result = _mm512_mask_blend_epi32(isSubnormal, result, subnormal);
     }
     _mm512_storeu_si512(data + i, result);
@@ -270,15 +283,20 @@ POPSIM_TARGET_AVX2 inline __m128i narrow(__m256i v) {
       _mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6)));
 }
 
-// mix(stream + first + lane) for the four lanes.
-POPSIM_TARGET_AVX2 inline __m256i mixed256(uint64_t stream, int64_t first) {
+// mix(stream + first + lane) for the four lanes, but for the last step (as
+// unfinishedMix512).
+POPSIM_TARGET_AVX2 inline __m256i unfinishedMix256(uint64_t stream, int64_t first) {
 #define constant splat256
   __m256i x = _mm256_add_epi64(constant(stream + static_cast<uint64_t>(first)),
                                _mm256_set_epi64x(3, 2, 1, 0));
   x = multiplyLow64(_mm256_xor_si256(x, _mm256_srli_epi64(x, 30)), constant(0xbf58476d1ce4e5b9ull));
-  x = multiplyLow64(_mm256_xor_si256(x, _mm256_srli_epi64(x, 27)), constant(0x94d049bb133111ebull));
-  return _mm256_xor_si256(x, _mm256_srli_epi64(x, 31));
+  return multiplyLow64(_mm256_xor_si256(x, _mm256_srli_epi64(x, 27)),
+                       constant(0x94d049bb133111ebull));
 #undef constant
+}
+
+POPSIM_TARGET_AVX2 inline __m256i finishedMix256(__m256i x) {
+  return _mm256_xor_si256(x, _mm256_srli_epi64(x, 31));
 }
 
 // The subnormal-range rule for four floats (`words`, their bits) and their
@@ -313,17 +331,21 @@ POPSIM_TARGET_AVX2 void roundStochasticLoopAvx2(float* data, int64_t begin, int6
   const __m256i mantissaLow = _mm256_set1_epi32(0x1fff);
   int64_t i = begin;
   for (; i + 8 <= end; i += 8) {
-    const __m256i randomLow = mixed256(stream, i);
-    const __m256i randomHigh = mixed256(stream, i + 4);
-    const __m256i top = _mm256_set_m128i(narrow(_mm256_srli_epi64(randomHigh, 51)),
-                                         narrow(_mm256_srli_epi64(randomLow, 51)));
+    const __m256i unfinishedLow = unfinishedMix256(stream, i);
+    const __m256i unfinishedHigh = unfinishedMix256(stream, i + 4);
+    // The high 32 bits of the eight 64-bit lanes, in order: odd words of
+    // each 128-bit half of both vectors, then their 64-bit pairs reordered.
+    const __m256i highWords =
+        _mm256_permute4x64_epi64(_mm256_castps_si256(_mm256_shuffle_ps(
+                                     _mm256_castsi256_ps(unfinishedLow),
+                                     _mm256_castsi256_ps(unfinishedHigh), _MM_SHUFFLE(3, 1, 3, 1))),
+                                 _MM_SHUFFLE(3, 1, 2, 0));
+    const __m256i complement =
+        _mm256_srli_epi32(_mm256_xor_si256(highWords, _mm256_set1_epi32(-1)), 19);
     const __m256i word = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(data + i));
     const __m256i magnitude = _mm256_and_si256(word, _mm256_set1_epi32(0x7fffffff));
-    // Normal range.
-    const __m256i upNormal = _mm256_cmpgt_epi32(_mm256_and_si256(word, mantissaLow), top);
-    const __m256i truncated = _mm256_andnot_si256(mantissaLow, word);
-    const __m256i normal =
-        _mm256_add_epi32(truncated, _mm256_and_si256(upNormal, _mm256_set1_epi32(0x2000)));
+    // Normal range (zero included: it stays zero), as the AVX-512 loop.
+    const __m256i normal = _mm256_andnot_si256(mantissaLow, _mm256_add_epi32(word, complement));
     const __m256i isNormal = _mm256_or_si256(
         _mm256_cmpeq_epi32(magnitude, _mm256_setzero_si256()),
         _mm256_and_si256(
@@ -336,9 +358,9 @@ POPSIM_TARGET_AVX2 void roundStochasticLoopAvx2(float* data, int64_t begin, int6
         _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(kHalfNormalSmallest)), magnitude));
     __m256i result = _mm256_blendv_epi8(word, normal, isNormal);
     if (!_mm256_testz_si256(isSubnormal, isSubnormal)) {
-      const __m256i subnormal =
-          _mm256_set_m128i(subnormalRounded4(_mm256_extracti128_si256(word, 1), randomHigh),
-                           subnormalRounded4(_mm256_castsi256_si128(word), randomLow));
+      const __m256i subnormal = _mm256_set_m128i(
+          subnormalRounded4(_mm256_extracti128_si256(word, 1), finishedMix256(unfinishedHigh)),
+          subnormalRounded4(_mm256_castsi256_si128(word), finishedMix256(unfinishedLow)));
       result = _mm256_blendv_epi8(result, subnormal, isSubnormal);
     }
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(data + i), result);
