@@ -111,12 +111,13 @@ std::unique_ptr<Kernel> createKernel(const KernelRequest& request) {
   // stochastically, would leave bit for bit, at the cost of a pass over each output (and,
   // stochastically, a hash per element): the float16-partials kernels end every sum rounded
   // to float16 (and round again after a bias), and an op that selects its float16 inputs'
-  // values (ReLU, max pooling, slices...) makes no new ones.
+  // values (ReLU, max pooling and its gradient, slices...; integer inputs are indices) makes
+  // no new ones.
   const bool resultsAreHalfValues =
       kernel != nullptr ||
       (ir::selectsInputValues(request.node) &&
        std::all_of(request.inputs.begin(), request.inputs.end(), [](const BoundTensor& input) {
-         return input.type.dtype == ir::DType::Float16;
+         return input.type.dtype == ir::DType::Float16 || !ir::isFloat(input.type.dtype);
        }));
   // oneDNN cannot describe tensors without elements (it divides by their
   // sizes): an op on an empty slice (x[:, :0].sum(1), a product over K = 0)

@@ -103,11 +103,32 @@ std::vector<TensorType> inferPoolGradToShape(const std::vector<TensorType>& inpu
   return {typed(inputs[0], shape)};
 }
 
+// Whether two of a max pooling's windows can share an input element (then
+// its gradient may sum two of dY's values): max_pool2d's windows when the
+// stride is shorter than the dilated kernel in a dimension (padding and
+// ceil_mode only add windows further along), adaptive_max_pool2d's when an
+// output size does not divide the input's.
+bool windowsOverlap(const Node& forward) {
+  const Shape& input = forward.input(0)->type().shape;
+  const Shape& output = forward.output(0)->type().shape;
+  if (forward.kind() == OpKind::AdaptiveMaxPool2d) {
+    return input[2] % output[2] != 0 || input[3] % output[3] != 0;
+  }
+  const Shape& kernel = forward.attrs().getInts("kernel");
+  const Shape& stride = forward.attrs().getInts("stride");
+  const Shape& dilation = forward.attrs().getInts("dilation");
+  for (size_t d = 0; d < 2; ++d) {
+    if (stride[d] < dilation[d] * (kernel[d] - 1) + 1) return true;
+  }
+  return false;
+}
+
 // max_pool2d_train and adaptive_max_pool2d: dY added at the recorded maxima.
 Grads maxPoolGradient(GradientBuilder& b, const Grads& g, const Needed&) {
   POPSIM_ASSERT(g[1] == nullptr, "max pooling indices reach the loss.");
-  return {
-      b.emit(OpKind::MaxPool2dGrad, {g[0], out(b, 1)}, {{"input_shape", in(b, 0)->type().shape}})};
+  return {b.emit(
+      OpKind::MaxPool2dGrad, {g[0], out(b, 1)},
+      {{"input_shape", in(b, 0)->type().shape}, {"windows_overlap", windowsOverlap(b.forward())}})};
 }
 
 Grads avgPoolGradient(GradientBuilder& b, const Grads& g, const Needed&) {
@@ -184,7 +205,8 @@ void registerPoolingOps(OpRegistry& registry) {
   registry.add(OpKind::AdaptiveMaxPool2d, 1, 1, {"input"}, {{"output_size", AttrType::Ints}},
                inferAdaptiveMaxPool);
   registry.add(OpKind::MaxPool2dGrad, 2, 2, {"grad_output", "indices"},
-               {{"input_shape", AttrType::Ints}}, inferMaxPoolGrad);
+               {{"input_shape", AttrType::Ints}, {"windows_overlap", AttrType::Bool, true}},
+               inferMaxPoolGrad);
   registry.add(OpKind::AvgPool2dGrad, 1, 1, {"grad_output"},
                {{"kernel", AttrType::Ints},
                 {"stride", AttrType::Ints},
@@ -208,9 +230,15 @@ void registerPoolingOps(OpRegistry& registry) {
   registry.setWork(OpKind::AdaptiveAvgPool2d, adaptiveWork);
   registry.setWork(OpKind::AdaptiveMaxPool2d, adaptiveWork);
   registry.setWork(OpKind::AdaptiveAvgPool2dGrad, work::elementwise<1>);
-  // Each output is its window's largest input.
+  // Each output is its window's largest input; each element of the gradient
+  // is one element of dY or zero, unless windows overlap (or may: the
+  // attribute is absent).
   registry.setSelectsInputValues(OpKind::MaxPool2d);
   registry.setSelectsInputValues(OpKind::MaxPool2dTrain);
+  registry.setSelectsInputValues(OpKind::MaxPool2dGrad, [](const Node& node) {
+    const AttrValue* overlap = node.attrs().find("windows_overlap");
+    return overlap != nullptr && !std::get<bool>(*overlap);
+  });
 }
 
 } // namespace popsim::ir::ops

@@ -103,10 +103,11 @@ POPSIM_TARGET_AVX512_FMA void tileAvx512(Runs runs, const AElement* const* rows,
   for (int64_t index = 0; index < runs.count; ++index) {
     for (const int64_t stop = j + runs.lengths[index]; j < stop; ++j) {
       const float* b = panel + j * panelStride;
-      // The next panel's row j: a panel read in place has its rows far apart,
-      // which the hardware's prefetchers do not follow (a prefetch past the
-      // end of B is harmless: it never faults).
-      _mm_prefetch(reinterpret_cast<const char*>(b + width), _MM_HINT_T0);
+      // Row j of the panel after next: a panel read in place has its rows far
+      // apart, which the hardware's prefetchers do not follow, and a panel's
+      // pass is too short to hide a miss to memory behind the next panel's
+      // alone (a prefetch past the end of B is harmless: it never faults).
+      _mm_prefetch(reinterpret_cast<const char*>(b + 2 * width), _MM_HINT_T0);
       __m512d column[Vectors];
       for (int v = 0; v < Vectors; ++v)
         column[v] = _mm512_cvtps_pd(_mm256_loadu_ps(b + 8 * v));
@@ -164,7 +165,7 @@ POPSIM_TARGET_AVX2_FMA void tileAvx2(Runs runs, const AElement* const* rows, con
   for (int64_t index = 0; index < runs.count; ++index) {
     for (const int64_t stop = j + runs.lengths[index]; j < stop; ++j) {
       const float* b = panel + j * panelStride;
-      _mm_prefetch(reinterpret_cast<const char*>(b + width), _MM_HINT_T0); // as tileAvx512's
+      _mm_prefetch(reinterpret_cast<const char*>(b + 2 * width), _MM_HINT_T0); // as tileAvx512's
       __m256d column[Vectors];
       for (int v = 0; v < Vectors; ++v)
         column[v] = _mm256_cvtps_pd(_mm_loadu_ps(b + 4 * v));

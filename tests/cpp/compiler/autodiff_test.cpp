@@ -7,6 +7,7 @@
 #include "common/error.h"
 #include "compiler/training/autodiff.h"
 #include "ir/graph.h"
+#include "ir/op_schema.h"
 #include "ir/verifier.h"
 #include "test_utils.h"
 
@@ -134,6 +135,50 @@ TEST(AutodiffTest, MaxPoolOnTheGradientPathRecordsWhereItsMaximaAre) {
   EXPECT_EQ(grad->kind(), OpKind::MaxPool2dGrad);
   EXPECT_EQ(grad->output()->type(), x->type());
   EXPECT_EQ(ir::findGraphProblems(graph), std::vector<std::string>{});
+}
+
+// max_pool2d_grad records whether the windows can share an input element:
+// where they cannot, each element of the gradient is one of dY's or zero, a
+// float16 value when dY is float16, which its kernel then need not round.
+TEST(AutodiffTest, MaxPoolGradientKnowsWhetherItsWindowsOverlap) {
+  struct Case {
+    std::vector<int64_t> kernel, stride, dilation;
+    bool overlap;
+  };
+  for (const Case& c : {Case{{2, 2}, {2, 2}, {1, 1}, false}, Case{{3, 3}, {2, 2}, {1, 1}, true},
+                        Case{{2, 3}, {2, 3}, {1, 1}, false}, Case{{2, 2}, {3, 2}, {2, 1}, false},
+                        Case{{2, 2}, {2, 2}, {2, 1}, true}, Case{{1, 1}, {1, 1}, {1, 1}, false}}) {
+    Graph graph;
+    Value* x = graph.addInput("x", f32({1, 2, 9, 9}));
+    Value* scale = graph.addWeight("scale", f32({1}), true);
+    Value* pooled = graph.apply(OpKind::MaxPool2d, {graph.apply(OpKind::Mul, {x, scale})},
+                                {{"kernel", c.kernel},
+                                 {"stride", c.stride},
+                                 {"padding", std::vector<int64_t>{0, 0}},
+                                 {"dilation", c.dilation},
+                                 {"ceil_mode", false}});
+    Value* loss = graph.apply(OpKind::ReduceSum, {pooled}, meanOfAll(4));
+    compiler::buildGradients(graph, loss, {scale});
+    const ir::Node* grad = loss->producer()->input(0)->producer()->output(1)->users()[0];
+    ASSERT_EQ(grad->kind(), OpKind::MaxPool2dGrad);
+    EXPECT_EQ(grad->attrs().getBool("windows_overlap"), c.overlap)
+        << "kernel " << c.kernel[0] << "x" << c.kernel[1] << ", stride " << c.stride[0] << "x"
+        << c.stride[1] << ", dilation " << c.dilation[0] << "x" << c.dilation[1];
+    EXPECT_EQ(ir::selectsInputValues(*grad), !c.overlap);
+  }
+  // Adaptive pooling: windows overlap when an output size does not divide the input's.
+  for (const auto& [size, overlap] : {std::pair{std::vector<int64_t>{3, 3}, false},
+                                      std::pair{std::vector<int64_t>{4, 3}, true}}) {
+    Graph graph;
+    Value* x = graph.addInput("x", f32({1, 2, 9, 9}));
+    Value* scale = graph.addWeight("scale", f32({1}), true);
+    const ir::Node* pool = graph.addNode(
+        OpKind::AdaptiveMaxPool2d, {graph.apply(OpKind::Mul, {x, scale})}, {{"output_size", size}});
+    Value* loss = graph.apply(OpKind::ReduceSum, {pool->output(0)}, meanOfAll(4));
+    compiler::buildGradients(graph, loss, {scale});
+    const ir::Node* grad = pool->output(1)->users()[0];
+    EXPECT_EQ(grad->attrs().getBool("windows_overlap"), overlap) << size[0] << "x" << size[1];
+  }
 }
 
 TEST(AutodiffTest, AnOpWithoutAGradientRuleIsUnsupportedNamingItAndItsLine) {
