@@ -5,7 +5,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <omp.h>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace popsim::kernels {
