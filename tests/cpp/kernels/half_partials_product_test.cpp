@@ -41,11 +41,12 @@ TEST(HalfPartialsProductTest, EveryElementIsItsHalfSum) {
   // (With AVX-512, 12 x 10, 13 x 7 and 50 x 12 take the 16-column tile of 6
   // rows, the others the 24-column tile of 4 rows; with AVX2, 5 x 40 and
   // 6 x 17 the 8-column tile of 6 rows. A's rows are read in double, but
-  // 7 x 20 x 10000's, too large for that, as floats.)
+  // 7 x 20 x 10000's, too large for that, as floats. 40 x 70 over 12
+  // products, C outweighing B, takes its tiles row tile by row tile.)
   for (const Shape& shape :
        {Shape{1, 1, 1}, Shape{3, 5, 17}, Shape{4, 24, 16}, Shape{9, 50, 33}, Shape{13, 7, 100},
         Shape{6, 31, 0}, Shape{64, 65, 300}, Shape{12, 10, 80}, Shape{50, 12, 300},
-        Shape{5, 40, 50}, Shape{6, 17, 33}, Shape{7, 20, 10000}}) {
+        Shape{5, 40, 50}, Shape{6, 17, 33}, Shape{7, 20, 10000}, Shape{40, 70, 12}}) {
     const int64_t lda = shape.J + 3, ldb = shape.P + 2, ldc = shape.P + 1;
     const std::vector<float> a = halves(static_cast<size_t>(shape.M * lda), random);
     const std::vector<float> b = halves(static_cast<size_t>(shape.J * ldb + 1), random);
