@@ -10,10 +10,11 @@ float16 in float32 carriers and rounds every result, so its float16 path
 should cost about what its float32 path does (the rounding is a vectorised
 pass per op); the table gives images/s of each and their ratios.
 
-It also times one training step (SGD, micro-batch --train-batch-size) in
-float32, float16, and float16 with each of the options users turn on for
-the real IPU's speed (float16 partials, stochastic rounding, both), as
-ratios to float32's step; and prints what float16 changes on the simulated
+It also times one training step (micro-batch --train-batch-size; SGD, or
+for the mixed-precision tutorial's CNN the tutorial's own AdamW, with its
+float16 optimizer settings in the float16 runs) in float32, float16, and
+float16 with each of the options users turn on for the real IPU's speed
+(float16 partials, stochastic rounding, both), as ratios to float32's step; and prints what float16 changes on the simulated
 IPU: the cycles of one inference call, and the memory of one training step
 by category, float32 against float16.
 
@@ -53,7 +54,22 @@ class WithLoss(torch.nn.Module):
         return scores, torch.nn.functional.cross_entropy(scores.float(), labels)
 
 
+def sgd(parameters, half):
+    return torch.optim.SGD(parameters, lr=0.01)
+
+
+def training_optimizer(model_name):
+    """(factory(parameters, half), its name): the mixed-precision tutorial's
+    own optimizer for its CNN, SGD for the others."""
+    if model_name == "mixed_precision":
+        from mixed_precision_network import tutorial_optimizer
+
+        return tutorial_optimizer, "the tutorial's AdamW"
+    return sgd, "SGD"
+
+
 def training_memory(network, images, labels, dtype):
+    """The simulated IPU's memory of an SGD training step, by category."""
     model = copy.deepcopy(network).to(dtype)
     trainer = popsim.trainingModel(WithLoss(model),
                                    optimizer=torch.optim.SGD(model.parameters(), lr=0.01))
@@ -73,9 +89,9 @@ TRAINING_CONFIGURATIONS = {
 }
 
 
-def training_step_seconds(network, images, labels, repeats, half=False, partials=False,
-                          stochastic=False):
-    """The median time of one SGD training step in popsim, with the given float16 options."""
+def training_step_seconds(network, images, labels, repeats, optimizer, half=False,
+                          partials=False, stochastic=False):
+    """The median time of one training step in popsim, with the given float16 options."""
     dtype = torch.float16 if half else torch.float32
     model = copy.deepcopy(network).train().to(dtype)
     opts = popsim.Options()
@@ -83,8 +99,7 @@ def training_step_seconds(network, images, labels, repeats, half=False, partials
         opts.Precision.setPartialsType(torch.half)
     if stochastic:
         opts.Precision.enableStochasticRounding(True)
-    trainer = popsim.trainingModel(WithLoss(model), opts,
-                                   torch.optim.SGD(model.parameters(), lr=0.01))
+    trainer = popsim.trainingModel(WithLoss(model), opts, optimizer(model.parameters(), half))
     inputs = images.to(dtype)
     trainer(inputs, labels)  # compiles
     return median_seconds(lambda: trainer(inputs, labels), repeats)
@@ -137,8 +152,11 @@ def main():
 
     train_images = torch.randn(args.train_batch_size, *image_shape)
     labels = torch.randint(0, 10, (args.train_batch_size,))
-    steps = {name: training_step_seconds(network, train_images, labels, repeats, **flags)
+    optimizer, optimizer_name = training_optimizer(args.model)
+    steps = {name: training_step_seconds(network, train_images, labels, repeats, optimizer,
+                                         **flags)
              for name, flags in TRAINING_CONFIGURATIONS.items()}
+    results["training_optimizer"] = optimizer_name
     results["training_step_seconds"] = steps
     results["training_step_of_float32"] = {name: seconds / steps["float32"]
                                            for name, seconds in steps.items()}
@@ -159,7 +177,7 @@ def main():
               "per call")
     print(f"  popsim float16 runs at {results['float16_speed_of_float32_path']:.2f}x its float32 "
           f"path; largest difference from eager float32 {results['float16_max_abs_difference']:.1e}")
-    print(f"  training step (SGD, batch {args.train_batch_size}), host time:")
+    print(f"  training step ({optimizer_name}, batch {args.train_batch_size}), host time:")
     for name, seconds in results["training_step_seconds"].items():
         print(f"    {name:<40}{seconds * 1000:>8.1f} ms  "
               f"({results['training_step_of_float32'][name]:.2f}x float32)")

@@ -5,10 +5,13 @@ each of the float16 options: the network issue 52 timed them on.
 Two convolutions (1 -> 5 channels 3x3, then 2x2 max pooling; 5 -> 12 channels 5x5, then group
 normalisation over 3 groups), then 12 x 59 x 59 = 41,772 features -> 100 -> 10. Its scores are
 log-probabilities over dimension 0, as the tutorial's are; the benchmarks add their own loss.
+tutorial_optimizer is the tutorial's optimizer.
 """
 
 import torch
 from torch import nn
+
+import popsim
 
 IMAGE_SHAPE = (1, 128, 128)
 
@@ -29,3 +32,13 @@ class MixedPrecisionNetwork(nn.Module):
         x = self.norm(self.relu(self.conv2(x)))
         x = self.relu(self.fc1(torch.flatten(x, start_dim=1)))
         return torch.log_softmax(self.fc2(x), dim=0)
+
+
+def tutorial_optimizer(parameters, half: bool):
+    """The tutorial's AdamW (lr 0.001): with its float16 optimizer option
+    (--optimizer-half), float16 gradient accumulation and loss scaling 1,024;
+    otherwise float32 accumulation."""
+    if half:
+        return popsim.optim.AdamW(parameters, lr=0.001, loss_scaling=1024,
+                                  accum_type=torch.float16)
+    return popsim.optim.AdamW(parameters, lr=0.001, accum_type=torch.float32)
