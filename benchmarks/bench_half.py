@@ -14,9 +14,10 @@ It also times one training step (micro-batch --train-batch-size; SGD, or
 for the mixed-precision tutorial's CNN the tutorial's own AdamW, with its
 float16 optimizer settings in the float16 runs) in float32, float16, and
 float16 with each of the options users turn on for the real IPU's speed
-(float16 partials, stochastic rounding, both), as ratios to float32's step; and prints what float16 changes on the simulated
-IPU: the cycles of one inference call, and the memory of one training step
-by category, float32 against float16.
+(float16 partials, stochastic rounding, both), as ratios to float32's step;
+and prints what float16 changes on the simulated IPU: the cycles of one
+inference call, and the memory of one SGD training step by category,
+float32 against float16.
 
     .venv/bin/python benchmarks/bench_half.py [--model resnet18|mixed_precision] [--threads N]
         [--json]
@@ -55,6 +56,7 @@ class WithLoss(torch.nn.Module):
 
 
 def sgd(parameters, half):
+    """Plain SGD, the same for float32 and float16."""
     return torch.optim.SGD(parameters, lr=0.01)
 
 
