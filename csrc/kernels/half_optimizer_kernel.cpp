@@ -30,13 +30,10 @@ public:
   }
 
   void run(dnnl::stream&) override {
-    // As HalfRoundingKernel: result k draws from key + k, each run anew.
-    std::vector<HalfRounding> roundings;
-    for (size_t k = 0; k < halfResults_.size(); ++k) {
-      roundings.push_back(stochasticKey_.has_value()
-                              ? HalfRounding::stochastic(*stochasticKey_ + k, runs_)
-                              : HalfRounding::toNearest());
-    }
+    // As HalfRoundingKernel rounds them, each run drawing anew.
+    roundings_.clear();
+    for (size_t k = 0; k < halfResults_.size(); ++k)
+      roundings_.push_back(HalfRounding::ofResult(stochasticKey_, k, runs_));
     ++runs_;
     const int64_t blocks = (elements_ + kBlockElements - 1) / kBlockElements;
 #pragma omp parallel for schedule(static) if (elements_ >= kParallelElements)
@@ -45,7 +42,7 @@ public:
       const int64_t end = std::min(elements_, begin + kBlockElements);
       reference::optimizerStepOver(node_, inputs_, begin, end);
       for (size_t k = 0; k < halfResults_.size(); ++k) {
-        roundings[k].round(static_cast<float*>(halfResults_[k].data), begin, end);
+        roundings_[k].round(static_cast<float*>(halfResults_[k].data), begin, end);
       }
     }
   }
@@ -59,6 +56,7 @@ private:
   std::optional<uint64_t> stochasticKey_;
   int64_t elements_;
   uint64_t runs_ = 0;
+  std::vector<HalfRounding> roundings_; // this run's, kept to reuse their storage
 };
 
 } // namespace

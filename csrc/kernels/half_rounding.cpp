@@ -409,16 +409,22 @@ HalfRounding HalfRounding::stochastic(uint64_t key, uint64_t draw) {
   return HalfRounding(mix(key ^ mix(draw + 0x9e3779b97f4a7c15ull)));
 }
 
+HalfRounding HalfRounding::ofResult(std::optional<uint64_t> stochasticKey, size_t result,
+                                    uint64_t draw) {
+  return stochasticKey.has_value() ? stochastic(*stochasticKey + result, draw) : toNearest();
+}
+
 void HalfRounding::round(float* data, int64_t begin, int64_t end) const {
   if (stream_.has_value()) return roundStochastically(data, begin, end, *stream_);
   roundToNearest(data, begin, end);
 }
 
-void roundToHalf(float* data, size_t count) {
-  const HalfRounding nearest = HalfRounding::toNearest();
+void HalfRounding::roundAll(float* data, size_t count) const {
   inParts(static_cast<int64_t>(count),
-          [&](int64_t begin, int64_t end) { nearest.round(data, begin, end); });
+          [&](int64_t begin, int64_t end) { round(data, begin, end); });
 }
+
+void roundToHalf(float* data, size_t count) { HalfRounding::toNearest().roundAll(data, count); }
 
 void halfToFloat(const uint16_t* in, float* out, size_t count) {
   inParts(static_cast<int64_t>(count), [&](int64_t begin, int64_t end) {
@@ -441,9 +447,7 @@ void floatToHalf(const float* in, uint16_t* out, size_t count) {
 }
 
 void roundToHalfStochastically(float* data, size_t count, uint64_t key, uint64_t draw) {
-  const HalfRounding stochastic = HalfRounding::stochastic(key, draw);
-  inParts(static_cast<int64_t>(count),
-          [&](int64_t begin, int64_t end) { stochastic.round(data, begin, end); });
+  HalfRounding::stochastic(key, draw).roundAll(data, count);
 }
 
 HalfRoundingKernel::HalfRoundingKernel(std::unique_ptr<Kernel> inner,
@@ -455,13 +459,9 @@ HalfRoundingKernel::HalfRoundingKernel(std::unique_ptr<Kernel> inner,
 void HalfRoundingKernel::run(dnnl::stream& stream) {
   inner_->run(stream);
   for (size_t k = 0; k < halfOutputs_.size(); ++k) {
-    auto* data = static_cast<float*>(halfOutputs_[k].data);
-    const auto count = static_cast<size_t>(halfOutputs_[k].type.numel());
-    if (stochasticKey_.has_value()) {
-      roundToHalfStochastically(data, count, *stochasticKey_ + k, runs_);
-    } else {
-      roundToHalf(data, count);
-    }
+    HalfRounding::ofResult(stochasticKey_, k, runs_)
+        .roundAll(static_cast<float*>(halfOutputs_[k].data),
+                  static_cast<size_t>(halfOutputs_[k].type.numel()));
   }
   ++runs_;
 }

@@ -26,12 +26,17 @@ void roundToHalfStochastically(float* data, size_t count, uint64_t key, uint64_t
 // random numbers of one (key, draw). round() rounds elements [begin, end) of
 // a buffer on the calling thread, element i with the random number that the
 // rounding of the whole buffer gives it, so a buffer rounded in parts, in
-// any order, on any threads, ends as one rounded at once.
+// any order, on any threads, ends as one rounded at once; roundAll() rounds a
+// whole buffer, large ones over the OpenMP threads.
 class HalfRounding {
 public:
   static HalfRounding toNearest() { return HalfRounding(std::nullopt); }
   static HalfRounding stochastic(uint64_t key, uint64_t draw);
+  // A kernel's result k (halfResultsOf's order) in its run `draw`: to nearest
+  // without a key, else stochastically from key + k.
+  static HalfRounding ofResult(std::optional<uint64_t> stochasticKey, size_t result, uint64_t draw);
   void round(float* data, int64_t begin, int64_t end) const;
+  void roundAll(float* data, size_t count) const;
 
 private:
   explicit HalfRounding(std::optional<uint64_t> stream) : stream_(stream) {}

@@ -262,6 +262,22 @@ double estimatedCycles(int64_t M, int64_t P, int64_t J, bool rowsOfAContiguous,
   return static_cast<double>(J) * (t.stepCycles * tiles + gatherA + packB);
 }
 
+// The tile shape whose M x P x J product estimatedCycles finds cheapest (the
+// first listed on a tie), and that estimate.
+std::pair<const Tiling*, double> cheapestTiling(int64_t M, int64_t P, int64_t J,
+                                                bool rowsOfAContiguous, bool rowsOfBContiguous) {
+  const Tiling* best = nullptr;
+  double cheapest = 0.0;
+  for (const Tiling& candidate : tilings()) {
+    const double cycles = estimatedCycles(M, P, J, rowsOfAContiguous, rowsOfBContiguous, candidate);
+    if (best == nullptr || cycles < cheapest) {
+      best = &candidate;
+      cheapest = cycles;
+    }
+  }
+  return {best, cheapest};
+}
+
 // out[r * outStride + c] = the view's element (row0 + r, column0 + c), for
 // r < rows and c < columns: row by row when the view's rows are contiguous,
 // otherwise in square blocks, so that both the reads and the writes stay in
@@ -387,21 +403,12 @@ void halfPartialsProduct(int64_t M, int64_t P, const std::vector<int64_t>& runLe
   // The product either way round (a product of two floats is exact in
   // double, so B^T A^T sums the very same values in the same order), with the
   // tile shape that is cheapest.
-  Tiling t{};
-  bool transposed = false;
-  double cheapest = 0.0;
-  for (const Tiling& candidate : tilings()) {
-    for (const bool transpose : {false, true}) {
-      const double cycles =
-          transpose ? estimatedCycles(P, M, J, B.rowStride == 1, A.rowStride == 1, candidate)
-                    : estimatedCycles(M, P, J, A.columnStride == 1, B.columnStride == 1, candidate);
-      if (t.tile == nullptr || cycles < cheapest) {
-        t = candidate;
-        transposed = transpose;
-        cheapest = cycles;
-      }
-    }
-  }
+  const auto [asGiven, asGivenCycles] =
+      cheapestTiling(M, P, J, A.columnStride == 1, B.columnStride == 1);
+  const auto [ofTranspose, ofTransposeCycles] =
+      cheapestTiling(P, M, J, B.rowStride == 1, A.rowStride == 1);
+  const bool transposed = ofTransposeCycles < asGivenCycles;
+  const Tiling& t = transposed ? *ofTranspose : *asGiven;
   if (transposed) {
     std::swap(M, P);
     std::swap(A, B);
@@ -455,17 +462,8 @@ void halfPartialsProduct(int64_t M, int64_t P, const std::vector<int64_t>& runLe
   const int64_t J = std::accumulate(runLengths.begin(), runLengths.end(), int64_t{0});
   if (M <= 0 || P <= 0) return;
   if (J == 0) return storeZeros(M, P, C);
-  // The cheapest tile shape, B costing the same per column whichever it is.
-  const Tiling* best = nullptr;
-  double cheapest = 0.0;
-  for (const Tiling& candidate : tilings()) {
-    const double cycles = estimatedCycles(M, P, J, A.columnStride == 1, true, candidate);
-    if (best == nullptr || cycles < cheapest) {
-      best = &candidate;
-      cheapest = cycles;
-    }
-  }
-  const Tiling& t = *best;
+  // (B, gathered, costs the same per column whatever the tile.)
+  const Tiling& t = *cheapestTiling(M, P, J, A.columnStride == 1, true).first;
   const int64_t panels = (P + t.width - 1) / t.width;
   const int64_t rowTiles = (M + t.rows - 1) / t.rows;
   const bool parallel = M * P * J >= kParallelProducts;
