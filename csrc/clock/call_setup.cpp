@@ -18,6 +18,7 @@ ClockSetup callSetup(const compiler::Program& program, const memory::ProgramMemo
   setup.microBatchesPerStep = program.microBatchesPerStep();
   setup.prefetchDepth = memory.options.prefetchDepth;
   setup.syncCycles = costs.syncCycles;
+  setup.hostExchangesStallEveryIpu = options.hostExchangesStallEveryIpu;
   if (options.syntheticData) return setup; // outputs stay on the device
   setup.hostOutputs = [&program, &costs](size_t task, int64_t microBatch) {
     std::vector<costs::HostOutputCost> transfers;

@@ -12,6 +12,10 @@ struct ClockOptions {
   // Options.enableSyntheticData: no host I/O, so the clock charges no input
   // or output transfers (the data comes from the device).
   bool syntheticData = false;
+  // Options.syncPattern: whether a host exchange synchronises every IPU
+  // (Full, and ReplicaAndLadder within a replica) or each IPU syncs with the
+  // host on its own (SinglePipeline). See ClockSetup::hostExchangesStallEveryIpu.
+  bool hostExchangesStallEveryIpu = true;
 };
 
 // A call of `program` for the clock: its tasks' costs, its schedule repeated

@@ -3,7 +3,10 @@
 //    IPU's host link, prefetched as far as the buffers allow, or through the
 //    IO tiles), its link copies, Streaming Memory loads, compute, stores and
 //    host outputs, waiting where a transfer is still in flight;
-// 2. the cycle lasts as long as its busiest IPU, plus a sync;
+// 2. the cycle lasts as long as its busiest IPU, plus a sync; when host
+//    exchanges synchronise every IPU (SyncPattern.Full), no IPU works while
+//    one exchanges with the host, so the cycle lasts its longest host
+//    exchange plus the most any IPU does besides its own;
 // 3. fast-forward: when the next cycles have the tasks and outputs of the
 //    last `period` replayed ones and the clock's state, relative to the
 //    present, is what it was when those began, they repeat them exactly,
@@ -317,6 +320,20 @@ private:
     now_ += delta * repetitions;
   }
 
+  // A pipeline cycle's length before its closing sync, from each IPU's busy
+  // time and the part of it spent on host exchanges through its compute
+  // tiles (waiting for the host's data included).
+  uint64_t cycleLength(const std::map<int64_t, uint64_t>& busy,
+                       const std::map<int64_t, uint64_t>& hostExchange) const {
+    if (!setup_.hostExchangesStallEveryIpu) return longestOf(busy);
+    uint64_t work = 0;
+    for (const auto& [ipu, cycles] : busy) {
+      const auto host = hostExchange.find(ipu);
+      work = std::max(work, cycles - (host == hostExchange.end() ? 0 : host->second));
+    }
+    return work + longestOf(hostExchange);
+  }
+
   int64_t microBatchOf(const compiler::ScheduledTask& scheduled, int64_t step) const {
     return scheduled.microBatch < 0 ? -1 : step * setup_.microBatchesPerStep + scheduled.microBatch;
   }
@@ -356,18 +373,20 @@ private:
   uint64_t replayCycle(const compiler::PipelineCycle& cycle, int64_t step) {
     std::map<int64_t, uint64_t> busy;
     std::map<int64_t, uint64_t> computing;
+    std::map<int64_t, uint64_t> hostExchange;
     for (size_t position = 0; position < cycle.size(); ++position) {
-      replayTask(cycle[position], position, step, busy, computing);
+      replayTask(cycle[position], position, step, busy, computing, hostExchange);
     }
     const uint64_t start = now_;
-    now_ += longestOf(busy) + setup_.syncCycles;
+    now_ += cycleLength(busy, hostExchange) + setup_.syncCycles;
     call_.cycleSpans.push_back({start, now_});
     ++cycleIndex_;
     return longestOf(computing) + setup_.syncCycles;
   }
 
   void replayTask(const compiler::ScheduledTask& scheduled, size_t position, int64_t step,
-                  std::map<int64_t, uint64_t>& busy, std::map<int64_t, uint64_t>& computing) {
+                  std::map<int64_t, uint64_t>& busy, std::map<int64_t, uint64_t>& computing,
+                  std::map<int64_t, uint64_t>& hostExchange) {
     const compiler::PipelineTask& task = layout_.tasks()[scheduled.task];
     const TaskCycles& costs = setup_.tasks[scheduled.task];
     const int64_t microBatch = microBatchOf(scheduled, step);
@@ -405,8 +424,10 @@ private:
       event(EventPart::HostInput, transfer.start, transfer.end, false);
       hostReady = transfer.end;
       if (costs.inputDataCycles != 0) {
+        const uint64_t before = clock;
         waitUntil(transfer.end);
         record(EventPart::StreamCopy, costs.inputDataCycles);
+        hostExchange[task.ipu] += clock - before;
       }
     }
     if (costs.streamsOverlappedInputs) {
@@ -447,6 +468,7 @@ private:
     for (const HostOutputCost& output : setup_.hostOutputs(scheduled.task, microBatch)) {
       if (!output.ioTiles) {
         record(EventPart::HostOutput, output.cycles);
+        hostExchange[task.ipu] += output.cycles;
         if (output.cycles != 0) call_.timeline.back().output = output.output;
         continue;
       }

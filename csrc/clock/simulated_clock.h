@@ -58,6 +58,13 @@ struct ClockSetup {
   int64_t microBatchesPerStep = 1; // to number micro-batches in the call
   int64_t prefetchDepth = 1;
   uint64_t syncCycles = 0; // a sync across the IPUs, after every pipeline cycle
+  // Whether a host exchange through an IPU's compute tiles holds up every IPU
+  // of the replica. PopART's user guide (sync configuration): with
+  // SyncPattern.Full, PopTorch's default, any communication with the host
+  // makes all IPUs synchronise; only SinglePipeline lets an IPU exchange with
+  // the host while the others process data. So under Full a pipeline cycle
+  // lasts its longest host exchange plus its busiest IPU's other work.
+  bool hostExchangesStallEveryIpu = true;
   // The outputs a task run streams to the host, by task index and
   // micro-batch in the call.
   std::function<std::vector<costs::HostOutputCost>(size_t task, int64_t microBatch)> hostOutputs;
@@ -87,7 +94,9 @@ struct SimulatedCall {
 };
 
 // The lockstep replay: pipeline cycles are BSP supersteps of the whole
-// machine, so each lasts as long as its busiest IPU, plus a sync. The host's
+// machine, so each lasts as long as its busiest IPU, plus a sync; when host
+// exchanges stall every IPU (hostExchangesStallEveryIpu), its longest host
+// exchange plus the most any IPU does besides its own. The host's
 // part of each input transfer runs on the IPU's host link, ahead of its
 // task as far as the prefetch depth allows; the task waits only for what is
 // still in flight, then receives the bytes on its compute tiles. Through IO

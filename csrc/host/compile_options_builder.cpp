@@ -142,6 +142,7 @@ runtime::CompileOptions buildCompileOptions(const SessionOptions& options,
   memory.halfPartials = options.precision.halfPartials;
   memory.availableMemoryProportion = proportions;
   compiled.clock.syntheticData = options.syntheticData;
+  compiled.clock.hostExchangesStallEveryIpu = options.syncPattern != SyncPattern::SinglePipeline;
 
   runtime::KernelOptions& kernels = compiled.kernels;
   kernels.threadsPerIpu = options.simulator.threadsPerIpu.value_or(0);

@@ -132,7 +132,9 @@ void bindOptions(py::module_& module) {
       .def_readwrite("half_partials", &memory::MemoryOptions::halfPartials);
   py::class_<clock::ClockOptions>(module, "ClockOptions", "What the simulated clock is told.")
       .def(py::init<>())
-      .def_readwrite("synthetic_data", &clock::ClockOptions::syntheticData);
+      .def_readwrite("synthetic_data", &clock::ClockOptions::syntheticData)
+      .def_readwrite("host_exchanges_stall_every_ipu",
+                     &clock::ClockOptions::hostExchangesStallEveryIpu);
   py::class_<runtime::KernelOptions>(module, "KernelOptions",
                                      "How kernels are bound and run on the host.")
       .def(py::init<>())

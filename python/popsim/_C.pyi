@@ -120,6 +120,7 @@ class MemoryOptions:
 
 class ClockOptions:
     synthetic_data: bool
+    host_exchanges_stall_every_ipu: bool
     def __init__(self) -> None: ...
 
 class KernelOptions:

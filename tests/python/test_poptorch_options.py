@@ -3,7 +3,8 @@ outputMode's period ignored outside EveryN, autoRoundNumIPUs,
 logCycleCount, showCompilationProgressBar, connectionType and
 useOfflineIpuTarget, updatableNamedBuffers with copyNamedBuffersToDevice,
 loadFromFile, modelName, relaxOptimizerAttributesChecks, and the options
-popsim records (syncPattern, enableStableNorm, _Popart.set)."""
+popsim records (syncPattern, which the clock also follows, enableStableNorm,
+_Popart.set)."""
 
 import copy
 import logging

@@ -143,6 +143,28 @@ def test_the_report_says_how_many_replicas_share_a_host_thread():
     assert "host thread" not in alone.overview_lines()[1]
 
 
+def test_under_sync_pattern_full_every_ipu_waits_for_host_exchanges():
+    """PopTorch's default SyncPattern.Full makes every IPU synchronise for a host
+    exchange, so IPU 1 idles while IPU 0 receives the inputs (and IPU 0 while IPU 1
+    returns the outputs); with SinglePipeline each IPU syncs with the host on its
+    own and computes while the other exchanges."""
+    model = FourLayers(width=256)
+    micro_batch = _micro_batch(size=64, width=256)
+
+    def sized(pattern):
+        opts = _options(accumulation=16).syncPattern(pattern)
+        return popsim.sizeJob(model, micro_batch, opts, _sgd(model))
+
+    full, single = sized(popsim.SyncPattern.Full), sized(popsim.SyncPattern.SinglePipeline)
+    assert popsim.sizeJob(model, micro_batch, _options(accumulation=16),
+                          _sgd(model)).call_cycles == full.call_cycles  # Full is the default
+    assert single.call_cycles < full.call_cycles
+    # Under Full the IPUs wait out each other's exchanges.
+    waiting = [sum(ipu.time_cycles["waiting for other IPUs"] for ipu in report.ipus)
+               for report in (single, full)]
+    assert waiting[1] > waiting[0]
+
+
 def test_device_iterations_are_steps_of_a_call():
     model = FourLayers()
     opts = _options(accumulation=4).deviceIterations(3)

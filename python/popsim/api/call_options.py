@@ -402,9 +402,14 @@ class _CallSetters(_OptionGroup):
         return self
 
     def syncPattern(self, sync_pattern: SyncPattern) -> Self:
-        """Records how real IPUs synchronise with the host, for PopTorch code.
+        """Sets how the IPUs synchronise with the host, which the simulated clock follows.
 
-        popsim's IPUs synchronise on every exchange (``SyncPattern.Full``) whatever the value.
+        With ``SyncPattern.Full`` (the default) every host exchange synchronises all the IPUs:
+        while one IPU receives inputs or returns outputs through its compute tiles, the others
+        wait, so a pipeline cycle lasts its longest host exchange plus the most any IPU does
+        besides. With ``SinglePipeline`` each IPU syncs with the host on its own and the others
+        go on computing. ``ReplicaAndLadder`` is simulated as ``Full`` (popsim simulates one
+        replica's IPUs). Transfers through IO tiles overlap the compute under every pattern.
 
         Args:
             sync_pattern: A :class:`popsim.SyncPattern` (default ``SyncPattern.Full``).

@@ -110,8 +110,10 @@ class ConnectionType(enum.IntEnum):
 
 
 class SyncPattern(enum.IntEnum):
-    """How IPUs synchronise with each other and the host on real hardware.
-    popsim records it; its simulated IPUs synchronise as ``Full`` does."""
+    """How IPUs synchronise with each other and the host (Options.syncPattern):
+    under ``Full`` every IPU waits out any IPU's host exchange; under
+    ``SinglePipeline`` each IPU exchanges with the host on its own;
+    ``ReplicaAndLadder`` is simulated as ``Full``."""
 
     Full = 0
     SinglePipeline = 1

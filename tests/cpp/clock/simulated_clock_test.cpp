@@ -1,5 +1,6 @@
 // The simulated clock's lockstep replay: pipeline cycles last as long as
-// their busiest IPU plus a sync, the host's part of each input streams
+// their busiest IPU plus a sync (under SyncPattern.Full, no IPU works during
+// another's host exchange), the host's part of each input streams
 // ahead of its task as far as the prefetch depth allows (the bytes then
 // occupy the IPU), inputs and outputs through IO tiles overlap the compute
 // within their loop, and every task run leaves its events.
@@ -25,6 +26,8 @@ struct Replay {
 
   costs::HostOutputCost output; // F1's, when it has cycles
 
+  bool hostExchangesStallEveryIpu = true; // SyncPattern.Full
+
   clock::SimulatedCall run(int64_t prefetchDepth, uint64_t outputCycles, int64_t steps = 1) {
     output.cycles = outputCycles;
     clock::ClockSetup setup;
@@ -35,6 +38,7 @@ struct Replay {
     setup.microBatchesPerStep = 3;
     setup.prefetchDepth = prefetchDepth;
     setup.syncCycles = 10;
+    setup.hostExchangesStallEveryIpu = hostExchangesStallEveryIpu;
     setup.hostOutputs = [&](size_t task, int64_t) {
       std::vector<costs::HostOutputCost> outputs;
       if (task == 1 && output.cycles != 0) outputs.push_back(output);
@@ -127,6 +131,31 @@ TEST(SimulatedClockTest, InputsThroughIoTilesCostTheComputeTilesOnlyTheirCopy) {
     ioTileInputs += event.part == EventPart::HostInput && event.ioTiles;
   }
   EXPECT_EQ(ioTileInputs, 3);
+}
+
+TEST(SimulatedClockTest, UnderSyncPatternFullNoIpuWorksWhileOneExchangesWithTheHost) {
+  Replay full;
+  full.streamInputs(false);
+  full.tasks[1].computeCycles = 250;
+  // Cycles: F0:0 | F0:1 F1:0 | F0:2 F1:1 | F1:2. The first input waits 100
+  // cycles for the host, then each input's 200 cycles of bytes cross on
+  // F0's compute tiles. Under Full, F1's 250 cycles of work follow F0's
+  // host exchange; F0's own 100 fit inside them.
+  EXPECT_EQ(full.run(2, 0).cycles, (300 + 100 + 10) + 2 * (200 + 250 + 10) + (250 + 10));
+  Replay single;
+  single.streamInputs(false);
+  single.tasks[1].computeCycles = 250;
+  single.hostExchangesStallEveryIpu = false; // SyncPattern.SinglePipeline
+  // Each IPU syncs with the host on its own: F1 computes beside F0's
+  // exchange, and F0's exchange and compute (300) set the pace.
+  EXPECT_EQ(single.run(2, 0).cycles, (300 + 100 + 10) + 2 * (300 + 10) + (250 + 10));
+  // Outputs through the compute tiles hold the other IPUs up alike.
+  Replay outputs;
+  outputs.tasks[0].computeCycles = 400;
+  outputs.tasks[1].computeCycles = 100;
+  EXPECT_EQ(outputs.run(0, 150).cycles, (400 + 10) + 2 * (400 + 150 + 10) + (100 + 150 + 10));
+  outputs.hostExchangesStallEveryIpu = false;
+  EXPECT_EQ(outputs.run(0, 150).cycles, (400 + 10) + 2 * (400 + 10) + (100 + 150 + 10));
 }
 
 TEST(SimulatedClockTest, AccumulationLoopOverlapStopsAtEachStep) {
