@@ -442,9 +442,11 @@ uint64_t Options::randomSeed() const { return session_->randomSeed.value_or(0); 
 
 Options& Options::prefetchDepth(int64_t depth) {
   if (depth < 0) {
-    refuseOption("prefetchDepth",
-                 "prefetchDepth expects a non-negative integer (0 turns prefetching off), got " +
-                     std::to_string(depth) + ".");
+    refuseOption(
+        "prefetchDepth",
+        "prefetchDepth expects a non-negative integer (the buffering depth; 2 or more prepares "
+        "inputs ahead), got " +
+            std::to_string(depth) + ".");
   }
   session_->prefetchDepth = depth;
   return *this;

@@ -16,7 +16,7 @@ ClockSetup callSetup(const compiler::Program& program, const memory::ProgramMemo
   setup.schedule = &program.schedule;
   setup.steps = program.stepsPerCall();
   setup.microBatchesPerStep = program.microBatchesPerStep();
-  setup.prefetchDepth = memory.options.prefetchDepth;
+  setup.inputsPreparedAhead = memory.options.inputsPreparedAhead();
   setup.syncCycles = costs.syncCycles;
   setup.hostExchangesStallEveryIpu = options.hostExchangesStallEveryIpu;
   if (options.syntheticData) return setup; // outputs stay on the device

@@ -9,9 +9,10 @@ namespace popsim::clock {
 
 // When one IPU's input streams cross its host link, on the simulated clock.
 // Transfers run one at a time, in the order the IPU's tasks read them. With
-// prefetch depth d, d buffers besides the one being read let transfer k start
-// as soon as the task that read transfer k-d-1 has finished, so it overlaps
-// the work before its own task; with depth 0 it starts when its task is ready.
+// d inputs prepared ahead (MemoryOptions::inputsPreparedAhead), transfer k
+// starts as soon as the task that read transfer k-d-1 has finished, so it
+// overlaps the work before its own task; with none it starts when its task
+// is ready.
 class HostInputLink {
 public:
   struct Transfer {
@@ -19,8 +20,8 @@ public:
     uint64_t end = 0;
   };
 
-  explicit HostInputLink(int64_t prefetchDepth)
-      : depth_(prefetchDepth), readEnds_(static_cast<size_t>(prefetchDepth) + 1) {}
+  explicit HostInputLink(int64_t inputsPreparedAhead)
+      : depth_(inputsPreparedAhead), readEnds_(static_cast<size_t>(inputsPreparedAhead) + 1) {}
 
   // Schedules the next transfer, of `cycles`, for a task that could otherwise
   // start at `taskReady`; the task waits until the transfer's end. It starts

@@ -124,8 +124,8 @@ struct ClockState {
   uint64_t outputsLeft = 0;         // the last transfer out through IO tiles has left
   uint64_t stepOutputsLeft = 0;     // the step's AccumulationLoop outputs
 
-  ClockState(size_t ipus, int64_t prefetchDepth)
-      : links(ipus, HostInputLink(prefetchDepth)),
+  ClockState(size_t ipus, int64_t inputsPreparedAhead)
+      : links(ipus, HostInputLink(inputsPreparedAhead)),
         ioTileInputs(ipus, HostInputLink(static_cast<int64_t>(device::kIoTileBuffers) - 1)),
         ioTileOutputs(ipus),
         ioTileLoads(ipus, HostInputLink(static_cast<int64_t>(device::kIoTileBuffers) - 1)),
@@ -192,7 +192,7 @@ class Replay {
 public:
   explicit Replay(const ClockSetup& setup)
       : setup_(setup), layout_(*setup.layout), numIpus_(static_cast<size_t>(layout_.numIpus())),
-        state_(numIpus_, setup.prefetchDepth) {
+        state_(numIpus_, setup.inputsPreparedAhead) {
     for (const compiler::PipelineTask& task : layout_.tasks()) {
       names_.push_back(task.name());
     }

@@ -56,7 +56,8 @@ struct ClockSetup {
   const std::vector<compiler::PipelineCycle>* schedule = nullptr;
   int64_t steps = 1;               // repetitions of the schedule per call
   int64_t microBatchesPerStep = 1; // to number micro-batches in the call
-  int64_t prefetchDepth = 1;
+  // Micro-batches each host link prepares ahead (MemoryOptions::inputsPreparedAhead).
+  int64_t inputsPreparedAhead = 0;
   uint64_t syncCycles = 0; // a sync across the IPUs, after every pipeline cycle
   // Whether a host exchange through an IPU's compute tiles holds up every IPU
   // of the replica. PopART's user guide (sync configuration): with

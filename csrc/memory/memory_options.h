@@ -29,12 +29,19 @@ struct MemoryOptions {
   // for its temporaries: PopTorch's availableMemoryProportion. IPUs not listed
   // use kDefaultAvailableMemoryProportion.
   std::map<int64_t, double> availableMemoryProportion;
-  // Input micro-batches whose host's part each IPU's host link may prepare
-  // ahead of the task that reads them, into as many extra buffers (PopART's
-  // prefetch buffering). With 0 an input streams when its task starts; with 1
-  // or more its host's part overlaps the work before (its bytes still cross
-  // on the compute tiles, or beforehand through IO tiles).
+  // PopART's prefetch buffering depth (defaultPrefetchBufferingDepth, 1 by
+  // default): the slots of the circular buffer each input streams through,
+  // each an extra buffer of the input. One slot holds the transfer in
+  // flight, so the host prepares inputsPreparedAhead() = depth - 1
+  // micro-batches ahead. PopTorch's I/O guide: at depth 1 the IPU waits for
+  // the host at every transfer (its StreamCopyBegin and End phases), and
+  // multibuffering (a depth above 1) removes those waits. 0 is taken as 1's
+  // single slot without the buffer.
   int64_t prefetchDepth = 1;
+  // Micro-batches whose host's part each IPU's host link prepares ahead of
+  // the task that reads them (the clock's look-ahead); with none, each
+  // input's host part starts when its task is ready, on the IPU's path.
+  int64_t inputsPreparedAhead() const { return prefetchDepth > 1 ? prefetchDepth - 1 : 0; }
   // Precision.setPartialsType(torch.half): float16 matmuls and convolutions
   // accumulate in float16, so their partial sums take half the bytes.
   bool halfPartials = false;

@@ -82,6 +82,7 @@ PipelineInfo pipelineInfoOf(const runtime::Executable& executable) {
           compiler::scheduleName(executable.options().compiler.schedule),
           static_cast<int64_t>(executable.schedule().size()),
           executable.options().memory.prefetchDepth,
+          executable.options().memory.inputsPreparedAhead(),
           executable.options().system.ioTiles,
           executable.options().system.replicasPerHostThread};
 }
@@ -111,7 +112,7 @@ using profile::median;
 
 bool ExecutionTrace::occupiesIpu(const std::string& kind, bool ioTiles) const {
   if (ioTiles) return false;
-  return kind != "host_input" || pipeline.prefetchDepth == 0;
+  return kind != "host_input" || pipeline.inputsPreparedAhead == 0;
 }
 
 uint64_t ExecutionTrace::busyCycles(int64_t ipu) const {
@@ -280,9 +281,10 @@ Latency latencyOf(const std::vector<double>& starts, const std::vector<double>& 
     durations.push_back(ends[i] - start);
   }
   const double sum = std::accumulate(durations.begin(), durations.end(), 0.0);
-  return {*std::min_element(durations.begin(), durations.end()),
-          *std::max_element(durations.begin(), durations.end()),
-          sum / static_cast<double>(durations.size())};
+  const auto [shortest, longest] = std::minmax_element(durations.begin(), durations.end());
+  // The sum's rounding must not put the mean of equal durations outside them.
+  return {*shortest, *longest,
+          std::clamp(sum / static_cast<double>(durations.size()), *shortest, *longest)};
 }
 
 } // namespace

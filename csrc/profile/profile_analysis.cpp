@@ -181,7 +181,7 @@ Analysis analyse(const CallTrace* trace, const std::vector<StageBlocks>& stages,
     analysis.stages = stageLoads(*trace, stages);
     analysis.ipus = ipuLoads(*trace);
     analysis.replicasPerHostThread = trace->pipeline.replicasPerHostThread;
-    if (trace->pipeline.prefetchDepth != 0) {
+    if (trace->pipeline.inputsPreparedAhead != 0) {
       const std::vector<double> links = trace->hostLinkCycles();
       for (size_t ipu = 0; ipu < links.size(); ++ipu) {
         if (links[ipu] != 0) analysis.hostLinks.push_back({static_cast<int64_t>(ipu), links[ipu]});

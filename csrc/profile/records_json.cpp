@@ -84,6 +84,7 @@ Json toJson(const PipelineInfo& pipeline) {
           {"schedule", pipeline.schedule},
           {"cycles_per_step", pipeline.cyclesPerStep},
           {"prefetch_depth", pipeline.prefetchDepth},
+          {"inputs_prepared_ahead", pipeline.inputsPreparedAhead},
           {"io_tiles", pipeline.ioTiles},
           {"replicas_per_host_thread", pipeline.replicasPerHostThread}};
 }
@@ -112,6 +113,8 @@ PipelineInfo pipelineFromJson(const Json& entry) {
   pipeline.schedule = entry.value("schedule", std::string());
   pipeline.cyclesPerStep = entry.value("cycles_per_step", int64_t{0});
   pipeline.prefetchDepth = entry.value("prefetch_depth", int64_t{0});
+  // Profiles written before 0.13 prepared prefetch_depth inputs ahead.
+  pipeline.inputsPreparedAhead = entry.value("inputs_prepared_ahead", pipeline.prefetchDepth);
   pipeline.ioTiles = entry.value("io_tiles", int64_t{0});
   pipeline.replicasPerHostThread = entry.value("replicas_per_host_thread", int64_t{1});
   return pipeline;

@@ -93,6 +93,7 @@ void bindRecords(py::module_& module) {
       .def_readonly("schedule", &PipelineInfo::schedule)
       .def_readonly("cycles_per_step", &PipelineInfo::cyclesPerStep)
       .def_readonly("prefetch_depth", &PipelineInfo::prefetchDepth)
+      .def_readonly("inputs_prepared_ahead", &PipelineInfo::inputsPreparedAhead)
       .def_readonly("io_tiles", &PipelineInfo::ioTiles)
       .def_readonly("replicas_per_host_thread", &PipelineInfo::replicasPerHostThread)
       .def("to_dict", &recordDict<PipelineInfo>);

@@ -39,7 +39,8 @@ struct PipelineInfo {
   int64_t pipelineStages = 0;
   std::string schedule; ///< "Interleaved", "Grouped", "Sequential"
   int64_t cyclesPerStep = 0;
-  int64_t prefetchDepth = 0;
+  int64_t prefetchDepth = 0;       ///< Options.prefetchDepth (PopART's buffering depth)
+  int64_t inputsPreparedAhead = 0; ///< micro-batches each host link prepares ahead
   int64_t ioTiles = 0;
   int64_t replicasPerHostThread = 1; ///< replicas taking turns on each host thread
 };

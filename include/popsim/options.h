@@ -282,7 +282,8 @@ public:
   /// 0 until set).
   Options& randomSeed(uint64_t seed);
   uint64_t randomSeed() const;
-  /// Input micro-batches each IPU's host link prepares ahead (default 1).
+  /// The input streams' buffering depth (PopART's defaultPrefetchBufferingDepth,
+  /// default 1): the host prepares depth - 1 micro-batches ahead.
   Options& prefetchDepth(int64_t depth);
   int64_t prefetchDepth() const;
   /// The share of each IPU's memory one matmul or convolution may use for its

@@ -73,12 +73,15 @@ def test_cycle_count_grows_with_device_iterations():
     four, _ = cycles(4, 0)
     assert 0 < one < four
     assert abs(four - 4 * one) <= 0.01 * four
-    # With prefetch, the host's part of input k (its latency) runs on the link
-    # while iteration k-1 runs; the input's bytes still cross on the compute
-    # tiles. Here an iteration's work (those bytes, the compute and the output)
-    # takes longer than the latency, so only the first input's latency is on
-    # the clock.
-    prefetched, trace = cycles(4, 1)
+    # At the default buffering depth (1) each iteration waits for its input's
+    # host part, as without the buffer.
+    assert cycles(4, 1)[0] == four
+    # With multibuffering (depth 2), the host's part of input k (its latency)
+    # runs on the link while iteration k-1 runs; the input's bytes still cross
+    # on the compute tiles. Here an iteration's work (those bytes, the compute
+    # and the output) takes longer than the latency, so only the first input's
+    # latency is on the clock.
+    prefetched, trace = cycles(4, 2)
     latencies = [e["end"] - e["start"] for e in trace.events if e["kind"] == "host_input"]
     assert latencies == [50_000] * 4
     work = one - latencies[0]

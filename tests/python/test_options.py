@@ -149,8 +149,8 @@ def test_prefetch_depth():
     assert popsim.Options().prefetchDepth(0).prefetch_depth == 0
     for bad in (-1, 1.5, True, "2"):
         with pytest.raises(popsim.OptionError,
-                           match=r"^prefetchDepth expects a non-negative integer \(0 turns "
-                                 r"prefetching off\), got "):
+                           match=r"^prefetchDepth expects a non-negative integer \(the "
+                                 r"buffering depth; 2 or more prepares inputs ahead\), got "):
             popsim.Options().prefetchDepth(bad)
 
 

@@ -109,7 +109,9 @@ def test_accumulation_loop_overlap_stops_at_each_step():
     def train(mode):
         torch.manual_seed(0)
         model = ProjectionLoss(mode, mode)
-        opts = sharded(iterations=4)
+        # Multibuffered (depth 2), so that the host prepares each transfer ahead and the
+        # overlap decides when the bytes may cross.
+        opts = sharded(iterations=4).prefetchDepth(2)
         opts.Training.gradientAccumulation(4)
         trainer = popsim.trainingModel(model, opts, torch.optim.SGD(model.parameters(), lr=0.01))
         torch.manual_seed(2)

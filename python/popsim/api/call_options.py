@@ -121,19 +121,22 @@ class _CallSetters(_OptionGroup):
         return self
 
     def prefetchDepth(self, depth: int) -> Self:
-        """Sets how many input micro-batches each IPU's host link may prepare ahead.
+        """Sets the buffering depth of the input streams: PopART's ``defaultPrefetchBufferingDepth``.
 
-        The host's part of a transfer (its fixed latency) is prepared ahead of the task that
-        reads the inputs; their bytes still cross on the compute tiles when the task starts,
-        unless they go through IO tiles (``TensorLocations.numIOTiles``). Each micro-batch of
-        depth costs an extra buffer of the inputs in the IPU's memory ("prefetch buffers" in
-        ``memoryReport()``). Results are the same for any depth; only the simulated time and
-        memory change. This is PopART's ``defaultPrefetchBufferingDepth``, which
-        ``opts._Popart.set`` sets too; the ``prefetch_depth`` property reads it.
+        The depth is the number of slots of the circular buffer each input streams through;
+        one holds the transfer in flight, so the host's part of the transfers (their fixed
+        latency) is prepared ``depth - 1`` micro-batches ahead of the tasks that read them. At
+        the default depth 1 each task waits for its inputs' host part when it starts, as
+        PopTorch's I/O guide shows (the StreamCopyBegin and End phases); a depth of 2 or
+        more (multibuffering) prepares them while the IPUs work. The bytes still cross on
+        the compute tiles when the task starts, unless they go through IO tiles
+        (``TensorLocations.numIOTiles``). Each slot costs a buffer of the inputs in the IPU's
+        memory ("prefetch buffers" in ``memoryReport()``). Results are the same for any
+        depth; only the simulated time and memory change. ``opts._Popart.set`` sets it too;
+        the ``prefetch_depth`` property reads it.
 
         Args:
-            depth: Micro-batches prepared ahead (default 1). With 0, a micro-batch's inputs
-                stream in only when its task starts, on the IPU's critical path.
+            depth: The buffering depth (default 1). 0 is depth 1 without its buffer.
 
         Returns:
             These options (``self``), so calls chain.

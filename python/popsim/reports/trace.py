@@ -25,10 +25,12 @@ class ExecutionTrace:
     ``output``, the index of the graph output they carry, and host transfers
     through the IO tiles (popsim.set_overlap_for_input / _output) have
     ``io_tiles``.
-    With ``prefetchDepth`` 1 or more (the default) a host input runs on the
-    IPU's host link while the IPU works on earlier tasks, so its event can
-    overlap them; the IPU waits only for what is still in flight, and that
-    wait counts as idle time. Transfers through IO tiles always run beside
+    With ``prefetchDepth`` 2 or more (multibuffering; ``pipeline``'s
+    ``inputs_prepared_ahead`` says how many micro-batches ahead) a host input
+    runs on the IPU's host link while the IPU works on earlier tasks, so its
+    event can overlap them; the IPU waits only for what is still in flight,
+    and that wait counts as idle time. At depth 1 (the default) the IPU waits
+    for each host input when its task starts. Transfers through IO tiles always run beside
     the compute.
     ``str(trace)`` draws one row per IPU and one column per pipeline cycle,
     with the tasks each IPU ran in that cycle: ``F3`` (forward of micro-batch

@@ -28,7 +28,7 @@ struct Replay {
 
   bool hostExchangesStallEveryIpu = true; // SyncPattern.Full
 
-  clock::SimulatedCall run(int64_t prefetchDepth, uint64_t outputCycles, int64_t steps = 1) {
+  clock::SimulatedCall run(int64_t inputsPreparedAhead, uint64_t outputCycles, int64_t steps = 1) {
     output.cycles = outputCycles;
     clock::ClockSetup setup;
     setup.layout = &layout;
@@ -36,7 +36,7 @@ struct Replay {
     setup.schedule = &schedule;
     setup.steps = steps;
     setup.microBatchesPerStep = 3;
-    setup.prefetchDepth = prefetchDepth;
+    setup.inputsPreparedAhead = inputsPreparedAhead;
     setup.syncCycles = 10;
     setup.hostExchangesStallEveryIpu = hostExchangesStallEveryIpu;
     setup.hostOutputs = [&](size_t task, int64_t) {

@@ -21,7 +21,8 @@ TraceEvent event(int64_t ipu, const std::string& task, const std::string& kind, 
   return e;
 }
 
-CallTrace trace(std::vector<TraceEvent> events, uint64_t cycles, int64_t prefetchDepth) {
+// `inputsPreparedAhead`: 0 without multibuffering (depth 1), else depth - 1.
+CallTrace trace(std::vector<TraceEvent> events, uint64_t cycles, int64_t inputsPreparedAhead) {
   CallTrace result;
   result.events = std::move(events);
   result.totalCycles = cycles;
@@ -29,7 +30,8 @@ CallTrace trace(std::vector<TraceEvent> events, uint64_t cycles, int64_t prefetc
   result.pipeline.ipus = 2;
   result.pipeline.stages = 2;
   result.pipeline.schedule = "Interleaved";
-  result.pipeline.prefetchDepth = prefetchDepth;
+  result.pipeline.prefetchDepth = inputsPreparedAhead + 1;
+  result.pipeline.inputsPreparedAhead = inputsPreparedAhead;
   return result;
 }
 
