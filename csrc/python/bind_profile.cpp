@@ -236,12 +236,14 @@ void bindProfile(py::module_& module) {
           entry["stage"] = load.stage;
           entry["ipu"] = load.ipu;
           entry["cycles"] = load.cycles;
+          entry["host_cycles"] = load.hostCycles;
           loads.append(entry);
         }
         return loads;
       },
       py::arg("executable"), py::arg("assigned_stages"),
-      "Each stage's median cycles per micro-batch in the last call, transfers included.");
+      "Each stage's median cycles per micro-batch in the last call, transfers included, "
+      "and of them its host transfers'.");
   module.def(
       "sizing_time_parts",
       [] {

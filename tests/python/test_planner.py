@@ -90,6 +90,45 @@ def test_the_plan_is_as_fast_as_every_split_it_could_choose():
     assert "Runners-up:" in text
 
 
+class WideInput(nn.Module):
+    """A wide input reduced by the first of six equal layers: IPU 0 spends most of its
+    time receiving the input from the host."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.Sequential(nn.Linear(4096, 128), *(nn.Linear(128, 128) for _ in range(5)))
+        self.loss = nn.MSELoss()
+
+    def forward(self, x, target):
+        out = self.layers(x)
+        return out, self.loss(out, target)
+
+
+@pytest.mark.parametrize("pattern", [popsim.SyncPattern.Full, popsim.SyncPattern.SinglePipeline])
+def test_the_plan_balances_what_host_exchanges_leave_to_each_stage(pattern):
+    """Under SyncPattern.Full IPU 0's host exchange holds up every stage whatever the
+    split, so moving layers away from IPU 0 gains nothing; with SinglePipeline it does.
+    With two evaluations the planner must rank the best split first."""
+    torch.manual_seed(0)
+    model = WideInput()
+    opts = popsim.Options().syncPattern(pattern)
+    opts.Training.gradientAccumulation(8)
+    batch = (torch.randn(16, 4096), torch.randn(16, 128))
+    names = [f"layers.{index}" for index in range(6)]
+    plan = popsim.plan(model, batch, opts, optimizer_of(model), ipus=2, candidates=names,
+                       max_evaluations=2)
+    best = 0.0
+    for first in range(1, 6):
+        popsim.removeBlocks(model)
+        popsim.BeginBlock(model, "IPU0", ipu_id=0)
+        popsim.BeginBlock(model.get_submodule(names[first]), "IPU1", ipu_id=1)
+        split_opts = opts.clone().setExecutionStrategy(popsim.PipelinedExecution(
+            popsim.Stage("IPU0").ipu(0), popsim.Stage("IPU1").ipu(1)))
+        best = max(best, popsim.sizeJob(model, batch, split_opts, optimizer_of(model)).throughput)
+    popsim.removeBlocks(model)
+    assert plan.chosen.throughput >= best
+
+
 def test_inference_is_planned_at_a_sequentials_children_and_runs_as_eager():
     torch.manual_seed(1)
     net = Net()
