@@ -99,7 +99,7 @@ struct SimulatedCall {
 // exchanges stall every IPU (hostExchangesStallEveryIpu), its longest host
 // exchange plus the most any IPU does besides its own. The host's
 // part of each input transfer runs on the IPU's host link, ahead of its
-// task as far as the prefetch depth allows; the task waits only for what is
+// task as far as inputsPreparedAhead allows; the task waits only for what is
 // still in flight, then receives the bytes on its compute tiles. Through IO
 // tiles, the bytes too cross ahead (into two buffers, within their loop) and
 // the task only copies them over; outputs through IO tiles leave beside the

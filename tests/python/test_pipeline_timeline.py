@@ -67,7 +67,8 @@ TRAINING_ROWS = 8  # rows per micro-batch of training_trace
 def training_trace(micro_batches=8, prefetch_depth=2,
                    schedule=popsim.PipelineSchedule.Interleaved):
     """The trace of one training step of Balanced on 4 pipelined IPUs (the defaults are
-    prefetchDepth 2, multibuffered, and popsim's Interleaved), run once per arguments: the tests only read it."""
+    prefetchDepth 2, multibuffered, and popsim's Interleaved), run once per arguments: the
+    tests only read it."""
     return _training_trace(micro_batches, prefetch_depth, schedule)
 
 

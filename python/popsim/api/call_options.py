@@ -121,7 +121,7 @@ class _CallSetters(_OptionGroup):
         return self
 
     def prefetchDepth(self, depth: int) -> Self:
-        """Sets the buffering depth of the input streams: PopART's ``defaultPrefetchBufferingDepth``.
+        """Sets the input streams' buffering depth, PopART's ``defaultPrefetchBufferingDepth``.
 
         The depth is the number of slots of the circular buffer each input streams through;
         one holds the transfer in flight, so the host's part of the transfers (their fixed

@@ -340,8 +340,8 @@ def _decode_anchors(anchors: List[_C.Anchor]) -> Dict[str, Tuple[str, Optional[O
 
 def _prefetch_depth(owner: str, depth: int) -> int:
     if not is_integer(depth) or depth < 0:
-        raise OptionError(f"{owner} expects a non-negative integer (the buffering depth; 2 or more prepares inputs ahead), "
-                          f"got {depth!r}.", option=owner)
+        raise OptionError(f"{owner} expects a non-negative integer (the buffering depth; 2 or more "
+                          f"prepares inputs ahead), got {depth!r}.", option=owner)
     return int(depth)
 
 

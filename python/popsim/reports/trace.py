@@ -30,8 +30,8 @@ class ExecutionTrace:
     runs on the IPU's host link while the IPU works on earlier tasks, so its
     event can overlap them; the IPU waits only for what is still in flight,
     and that wait counts as idle time. At depth 1 (the default) the IPU waits
-    for each host input when its task starts. Transfers through IO tiles always run beside
-    the compute.
+    for each host input when its task starts. Transfers through IO tiles always
+    run beside the compute.
     ``str(trace)`` draws one row per IPU and one column per pipeline cycle,
     with the tasks each IPU ran in that cycle: ``F3`` (forward of micro-batch
     3), ``B0`` (backward), ``FB2`` (the last stage's forward and backward),
