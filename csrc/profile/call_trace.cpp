@@ -84,7 +84,8 @@ PipelineInfo pipelineInfoOf(const runtime::Executable& executable) {
           executable.options().memory.prefetchDepth,
           executable.options().memory.inputsPreparedAhead(),
           executable.options().system.ioTiles,
-          executable.options().system.replicasPerHostThread};
+          executable.options().system.replicasPerHostThread,
+          executable.options().clock.hostExchangesStallEveryIpu};
 }
 
 TraceEvent traceEventOf(const clock::TimelineEvent& event) {

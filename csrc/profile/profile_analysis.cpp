@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <tuple>
 
 namespace popsim::profile {
@@ -18,6 +19,9 @@ constexpr double kBalancedWithin = 0.10;
 constexpr double kIdleWorthNoting = 0.30;
 // A bottleneck spending more than this share on host transfers gets advice.
 constexpr double kHostBound = 0.30;
+// SyncPattern.SinglePipeline is worth naming when it would shorten a
+// pipeline cycle by more than this share.
+constexpr double kSyncPatternGainWorthNoting = 0.10;
 
 // The first element with the largest (or, `smallest`, the least) key.
 template <typename T, typename Key>
@@ -87,6 +91,39 @@ std::string sharedHostThreadAdvice(int64_t replicasPerThread) {
          "(Options.Distributed, one torchrun or PopRun process each) or give the stream "
          "callbacks more threads (engine options streamCallbacks.multiThreadMode and "
          "streamCallbacks.numWorkerThreads).";
+}
+
+// Under SyncPattern.Full a pipeline cycle lasts the longest host exchange
+// plus the most any IPU does besides (the clock's rule); with SinglePipeline
+// each IPU's exchanges only hold up that IPU. From the stages' loads per
+// micro-batch, summed per IPU: the advice when SinglePipeline would shorten
+// the cycle by a worthwhile share, none otherwise.
+std::optional<std::string> singlePipelineAdvice(const std::vector<StageLoad>& stages) {
+  std::map<int64_t, std::pair<double, double>> ipus; // IPU: (host exchanges, other work)
+  for (const StageLoad& stage : stages) {
+    std::pair<double, double>& ipu = ipus[stage.ipu];
+    ipu.first += stage.hostCycles;
+    ipu.second += stage.cycles - stage.hostCycles;
+  }
+  if (ipus.size() < 2) return std::nullopt;
+  double host = 0, work = 0, alone = 0;
+  int64_t exchanging = 0;
+  for (const auto& [ipu, load] : ipus) {
+    if (load.first > host) {
+      host = load.first;
+      exchanging = ipu;
+    }
+    work = std::max(work, load.second);
+    alone = std::max(alone, load.first + load.second);
+  }
+  const double full = host + work;
+  if (full <= 0 || (full - alone) / full <= kSyncPatternGainWorthNoting) return std::nullopt;
+  return "Under SyncPattern.Full (PopTorch's default) every IPU waits out each host exchange: "
+         "IPU " +
+         std::to_string(exchanging) + "'s take " + groupedFixed(host, 0) +
+         " cycles per micro-batch. opts.syncPattern(popsim.SyncPattern.SinglePipeline) lets "
+         "the other IPUs compute meanwhile: pipeline cycles up to " +
+         percent((full - alone) / full, 0) + " shorter.";
 }
 
 } // namespace
@@ -181,6 +218,7 @@ Analysis analyse(const CallTrace* trace, const std::vector<StageBlocks>& stages,
     analysis.stages = stageLoads(*trace, stages);
     analysis.ipus = ipuLoads(*trace);
     analysis.replicasPerHostThread = trace->pipeline.replicasPerHostThread;
+    analysis.hostExchangesStallEveryIpu = trace->pipeline.hostExchangesStallEveryIpu;
     if (trace->pipeline.inputsPreparedAhead != 0) {
       const std::vector<double> links = trace->hostLinkCycles();
       for (size_t ipu = 0; ipu < links.size(); ++ipu) {
@@ -256,6 +294,10 @@ std::vector<std::string> advice(const Analysis& analysis, bool pipelined) {
   }
   if ((hostBound || analysis.linkBound()) && analysis.replicasPerHostThread > 1)
     lines.push_back(sharedHostThreadAdvice(analysis.replicasPerHostThread));
+  if (pipelined && analysis.hostExchangesStallEveryIpu) {
+    if (const std::optional<std::string> line = singlePipelineAdvice(analysis.stages))
+      lines.push_back(*line);
+  }
   const double idle = analysis.idleFraction();
   if (analysis.linkBound() && !analysis.ipus.empty() && idle > kIdleWorthNoting) {
     lines.push_back("The IPUs wait " + percent(idle, 0) +

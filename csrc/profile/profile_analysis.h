@@ -61,8 +61,9 @@ struct Analysis {
   std::vector<StageLoad> stages;
   std::vector<IpuLoad> ipus;
   std::vector<IpuMemoryLoad> memory;
-  std::vector<HostLinkLoad> hostLinks; // prefetching links that carry inputs
-  int64_t replicasPerHostThread = 1;   // replicas taking turns on each host thread
+  std::vector<HostLinkLoad> hostLinks;     // prefetching links that carry inputs
+  int64_t replicasPerHostThread = 1;       // replicas taking turns on each host thread
+  bool hostExchangesStallEveryIpu = false; // SyncPattern.Full (PipelineInfo)
 
   const HostLinkLoad* slowestLink() const;
   const StageLoad* bottleneck() const;

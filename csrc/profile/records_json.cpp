@@ -86,7 +86,8 @@ Json toJson(const PipelineInfo& pipeline) {
           {"prefetch_depth", pipeline.prefetchDepth},
           {"inputs_prepared_ahead", pipeline.inputsPreparedAhead},
           {"io_tiles", pipeline.ioTiles},
-          {"replicas_per_host_thread", pipeline.replicasPerHostThread}};
+          {"replicas_per_host_thread", pipeline.replicasPerHostThread},
+          {"host_exchanges_stall_every_ipu", pipeline.hostExchangesStallEveryIpu}};
 }
 
 TraceEvent traceEventFromJson(const Json& entry) {
@@ -117,6 +118,8 @@ PipelineInfo pipelineFromJson(const Json& entry) {
   pipeline.inputsPreparedAhead = entry.value("inputs_prepared_ahead", pipeline.prefetchDepth);
   pipeline.ioTiles = entry.value("io_tiles", int64_t{0});
   pipeline.replicasPerHostThread = entry.value("replicas_per_host_thread", int64_t{1});
+  // Profiles written before 0.13 were simulated without the rule.
+  pipeline.hostExchangesStallEveryIpu = entry.value("host_exchanges_stall_every_ipu", false);
   return pipeline;
 }
 

@@ -96,6 +96,7 @@ void bindRecords(py::module_& module) {
       .def_readonly("inputs_prepared_ahead", &PipelineInfo::inputsPreparedAhead)
       .def_readonly("io_tiles", &PipelineInfo::ioTiles)
       .def_readonly("replicas_per_host_thread", &PipelineInfo::replicasPerHostThread)
+      .def_readonly("host_exchanges_stall_every_ipu", &PipelineInfo::hostExchangesStallEveryIpu)
       .def("to_dict", &recordDict<PipelineInfo>);
 }
 

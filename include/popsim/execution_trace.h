@@ -43,6 +43,8 @@ struct PipelineInfo {
   int64_t inputsPreparedAhead = 0; ///< micro-batches each host link prepares ahead
   int64_t ioTiles = 0;
   int64_t replicasPerHostThread = 1; ///< replicas taking turns on each host thread
+  /// SyncPattern.Full: every IPU waits out any IPU's host exchange
+  bool hostExchangesStallEveryIpu = false;
 };
 
 /// (min, max, mean) of a latency over a call's transfers, in seconds.
