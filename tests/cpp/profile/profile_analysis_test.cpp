@@ -60,13 +60,11 @@ TEST(ProfileAnalysis, UnderSyncPatternFullTheAdviceNamesSinglePipeline) {
   // IPU 0 receives each micro-batch's inputs on its compute tiles (100
   // cycles) and computes 20; IPU 1 computes 100. Under Full a cycle lasts
   // 100 + 100 = 200; with SinglePipeline max(120, 100) = 120, 40% shorter.
-  CallTrace call = trace({event(0, "F0", "stream_copy", 0, 0, 100),
-                          event(0, "F0", "forward", 0, 100, 120),
-                          event(0, "F0", "stream_copy", 1, 200, 300),
-                          event(0, "F0", "forward", 1, 300, 320),
-                          event(1, "F1", "forward", 0, 200, 300),
-                          event(1, "F1", "forward", 1, 400, 500)},
-                         500, 0);
+  CallTrace call =
+      trace({event(0, "F0", "stream_copy", 0, 0, 100), event(0, "F0", "forward", 0, 100, 120),
+             event(0, "F0", "stream_copy", 1, 200, 300), event(0, "F0", "forward", 1, 300, 320),
+             event(1, "F1", "forward", 0, 200, 300), event(1, "F1", "forward", 1, 400, 500)},
+            500, 0);
   const std::string start = "Under SyncPattern.Full (PopTorch's default) every IPU waits out";
   call.pipeline.hostExchangesStallEveryIpu = true;
   const Analysis full = analyse(&call, kTwoStages, nullptr);
