@@ -237,13 +237,15 @@ void bindProfile(py::module_& module) {
           entry["ipu"] = load.ipu;
           entry["cycles"] = load.cycles;
           entry["host_cycles"] = load.hostCycles;
+          // Whether the call's host exchanges held up every IPU (its sync pattern).
+          entry["host_exchanges_stall_every_ipu"] = trace.pipeline.hostExchangesStallEveryIpu;
           loads.append(entry);
         }
         return loads;
       },
       py::arg("executable"), py::arg("assigned_stages"),
       "Each stage's median cycles per micro-batch in the last call, transfers included, "
-      "and of them its host transfers'.");
+      "of them its host transfers', and whether those held up every IPU.");
   module.def(
       "sizing_time_parts",
       [] {

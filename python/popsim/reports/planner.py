@@ -42,7 +42,6 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 import torch
 
 from popsim import _C
-from popsim.api.enums import SyncPattern
 from popsim.api.errors import CompilationError, OptionError
 from popsim.api.options import Options
 from popsim.api.strategies import PipelinedExecution, PipelineSchedule, Stage
@@ -289,13 +288,13 @@ def _profile(model: torch.nn.Module, candidates: List[str], tail: Optional[str],
             f"): {error} The planners write their own blocks; build the model without its "
             "blocks (a reference model without layers_per_ipu) and plan that.",
             option="plan.model") from error
-    # Under SyncPattern.Full a host exchange holds up every IPU (the simulated clock's
-    # rule), so it lengthens every pipeline cycle whatever the split: the splits are
+    # When the host exchanges held up every IPU (SyncPattern.Full, the simulated clock's
+    # rule), they lengthen every pipeline cycle whatever the split: the splits are
     # balanced on the rest of each stage's time.
-    exchanges_stall_all = options.sync_pattern != SyncPattern.SinglePipeline
     cycles = [0.0] * len(candidates)
     for load in loads:
-        cycles[load["ipu"]] += load["cycles"] - (load["host_cycles"] if exchanges_stall_all else 0)
+        stalls_all = load["host_exchanges_stall_every_ipu"]
+        cycles[load["ipu"]] += load["cycles"] - (load["host_cycles"] if stalls_all else 0)
     return cycles, [ipu.memory_by_category for ipu in report.ipus], report.ipus[0].capacity_bytes
 
 
