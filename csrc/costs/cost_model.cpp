@@ -1,6 +1,7 @@
 #include "costs/cost_model.h"
 
 #include "common/check.h"
+#include "costs/vector_cycles.h"
 #include "ir/op_schema.h"
 
 #include <algorithm>
@@ -14,16 +15,20 @@ uint64_t ceilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
 // One vectorised pass over `perTile` elements on every tile: six worker
 // threads, each taking v values per vector (the tile's 64-bit vector unit
-// takes two float32 or four float16 values).
-uint64_t tilePassCycles(uint64_t perTile, ir::DType dtype) {
+// takes two float32 or four float16 values) in `cyclesPerVector` cycles
+// (vector_cycles.h; a plain operation's 3 by default).
+uint64_t tilePassCycles(uint64_t perTile, ir::DType dtype, uint64_t cyclesPerVector) {
   const uint64_t vectorWidth = dtype == ir::DType::Float16 ? 4 : 2;
-  return 6 * (58 + 3 * ceilDiv(perTile, 6 * vectorWidth)) + 11;
+  return 6 * (58 + cyclesPerVector * ceilDiv(perTile, 6 * vectorWidth)) + 11;
 }
 
-// One vectorised pass over `elements` spread over all tiles.
+// One vectorised pass over `elements` spread over all tiles, doing
+// `arithmetic` per element.
 uint64_t elementwisePassCycles(uint64_t elements, const device::ChipSpec& chip,
-                               ir::DType dtype = ir::DType::Float32) {
-  return tilePassCycles(ceilDiv(elements, static_cast<uint64_t>(chip.tiles)), dtype);
+                               ir::DType dtype = ir::DType::Float32,
+                               const ir::VectorArithmetic& arithmetic = {}) {
+  return tilePassCycles(ceilDiv(elements, static_cast<uint64_t>(chip.tiles)), dtype,
+                        vertexCyclesPerVector(arithmetic, dtype));
 }
 
 uint64_t exchangeCycles(uint64_t bytes, const device::ChipSpec& chip) {
@@ -84,8 +89,10 @@ ProductCost productCost(const ir::OpWork::Product& product, ir::DType dtype,
         const uint64_t share = ceilDiv(mm * nn, pk) * (pk - 1);
         cost.reductionSyncCycles = syncCycles(1, chip);
         cost.exchangeCycles += receiveOf(share * partialElementBytes);
-        cost.computeCycles += tilePassCycles(share, partialElementBytes == 2 ? ir::DType::Float16
-                                                                             : ir::DType::Float32);
+        const ir::DType partialType =
+            partialElementBytes == 2 ? ir::DType::Float16 : ir::DType::Float32;
+        cost.computeCycles +=
+            tilePassCycles(share, partialType, vertexCyclesPerVector({}, partialType));
       }
       const uint64_t total = cost.exchangeCycles + cost.computeCycles + cost.reductionSyncCycles;
       if (total < bestTotal) {
@@ -128,8 +135,12 @@ OpCost estimateOpCost(const ir::Node& node, const device::ChipSpec& chip,
     break;
   case Collective::None: break;
   }
-  cost.computeCycles =
-      work.vectorPasses * elementwisePassCycles(work.vectorElements, chip, work.vectorType);
+  if (work.vectorPasses > 0) {
+    // The first pass does the op's arithmetic, the others one plain operation.
+    cost.computeCycles =
+        elementwisePassCycles(work.vectorElements, chip, work.vectorType, work.vectorArithmetic) +
+        (work.vectorPasses - 1) * elementwisePassCycles(work.vectorElements, chip, work.vectorType);
+  }
   if (product) {
     const ProductCost shared =
         productCost(work.product, work.macType, temporaries.partialElementBytes, chip);

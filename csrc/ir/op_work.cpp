@@ -36,9 +36,9 @@ OpWork opWork(const Node& node) {
 
 namespace work {
 
-template <uint64_t Passes> OpWork elementwise(const Node& node) {
+OpWork elementwisePasses(const Node& node, uint64_t passes) {
   OpWork work;
-  work.vectorPasses = Passes;
+  work.vectorPasses = passes;
   work.vectorElements = static_cast<uint64_t>(produced(node).numel());
   work.vectorType = produced(node).dtype;
   return work;
@@ -60,12 +60,6 @@ OpWork movement(const Node& node) {
   return work;
 }
 
-template OpWork elementwise<1>(const Node&);
-template OpWork elementwise<2>(const Node&);
-template OpWork elementwise<3>(const Node&);
-template OpWork elementwise<4>(const Node&);
-template OpWork elementwise<6>(const Node&);
-template OpWork elementwise<9>(const Node&);
 template OpWork reduction<1>(const Node&);
 template OpWork reduction<2>(const Node&);
 template OpWork reduction<3>(const Node&);

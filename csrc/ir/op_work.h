@@ -1,6 +1,7 @@
 #pragma once
 
 #include "ir/dtype.h"
+#include "ir/vector_arithmetic.h"
 
 #include <cstdint>
 
@@ -36,10 +37,15 @@ struct OpWork {
   };
   Product product;
   // Passes of the tiles' vector units over `vectorElements` elements of
-  // `vectorType`, spread over all tiles.
+  // `vectorType`, spread over all tiles: each pass one vertex that loads,
+  // computes and stores every element. The first pass does
+  // `vectorArithmetic` per element (an elementwise function's operations);
+  // empty, and in the other passes, one plain operation (an add or a
+  // multiply).
   uint64_t vectorPasses = 0;
   uint64_t vectorElements = 0;
   DType vectorType = DType::Float32;
+  VectorArithmetic vectorArithmetic;
   // Bytes moved between tiles over the on-chip exchange.
   uint64_t exchangedBytes = 0;
   // Partial results cross tiles once more to be combined (a reduction): a
@@ -71,10 +77,17 @@ OpWork opWork(const Node& node);
 
 // Rules several families share.
 namespace work {
-// One vectorised pass per `Passes` over the data the op produces (its first
+// `passes` vectorised passes over the data the op produces (its first
 // output, or the variable an in-place update writes), in its dtype: the
 // elementwise ops.
-template <uint64_t Passes> OpWork elementwise(const Node& node);
+OpWork elementwisePasses(const Node& node, uint64_t passes);
+// Elementwise work of `Passes` passes whose first does `FirstPass` per
+// element (none: plain arithmetic).
+template <uint64_t Passes, VectorOp... FirstPass> OpWork elementwise(const Node& node) {
+  OpWork work = elementwisePasses(node, Passes);
+  work.vectorArithmetic = {FirstPass...};
+  return work;
+}
 // `Passes` vectorised passes over the first input (in its dtype), whose
 // partial results cross tiles once and are exchanged as the output's bytes:
 // reductions, normalisations, softmax, losses, sorts.

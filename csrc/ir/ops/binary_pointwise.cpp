@@ -2,6 +2,7 @@
 #include "ir/ops/gradient_helpers.h"
 #include "ir/ops/op_registry.h"
 #include "ir/ops/type_checks.h"
+#include "ir/vector_arithmetic.h"
 
 namespace popsim::ir::ops {
 namespace {
@@ -107,6 +108,20 @@ Grads whereGradient(GradientBuilder& b, const Grads& g, const Needed& needed) {
   return result;
 }
 
+// One vertex each: the function's operations per element (vector_arithmetic.h).
+OpWork binaryPointwiseWork(const Node& node) {
+  OpWork work = work::elementwise<1>(node);
+  work.vectorArithmetic = binaryArithmetic(node.attrs().getString("function")).value;
+  return work;
+}
+
+OpWork binaryPointwiseGradWork(const Node& node) {
+  OpWork work = work::elementwise<1>(node);
+  const auto operand = static_cast<size_t>(node.attrs().getInt("operand"));
+  work.vectorArithmetic = binaryArithmetic(node.attrs().getString("function")).gradient.at(operand);
+  return work;
+}
+
 } // namespace
 
 void registerBinaryPointwiseOps(OpRegistry& registry) {
@@ -118,8 +133,8 @@ void registerBinaryPointwiseOps(OpRegistry& registry) {
   registry.add(OpKind::Where, 3, 3, {"condition", "a", "b"}, {}, inferWhere);
   registry.setGradient(OpKind::BinaryPointwise, binaryPointwiseGradient);
   registry.setGradient(OpKind::Where, whereGradient);
-  registry.setWork(OpKind::BinaryPointwise, work::elementwise<1>);
-  registry.setWork(OpKind::BinaryPointwiseGrad, work::elementwise<1>);
+  registry.setWork(OpKind::BinaryPointwise, binaryPointwiseWork);
+  registry.setWork(OpKind::BinaryPointwiseGrad, binaryPointwiseGradWork);
   registry.setWork(OpKind::Where, work::elementwise<1>);
 }
 

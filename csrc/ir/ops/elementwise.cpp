@@ -1,6 +1,7 @@
 #include "ir/ops/gradient_helpers.h"
 #include "ir/ops/op_registry.h"
 #include "ir/ops/type_checks.h"
+#include "ir/vector_arithmetic.h"
 
 namespace popsim::ir::ops {
 namespace {
@@ -74,6 +75,13 @@ Grads activationGradient(GradientBuilder& b, const Grads& g, const Needed& neede
   result[0] = b.emit(OpKind::ActivationGrad, {g[0], FromOutput ? out(b) : in(b, 0)},
                      {{"activation", name}});
   return result;
+}
+
+// One vertex: the activation's derivative times the incoming gradient.
+OpWork activationGradWork(const Node& node) {
+  OpWork work = work::elementwise<1>(node);
+  work.vectorArithmetic = activationArithmetic(node.attrs().getString("activation")).gradient[0];
+  return work;
 }
 
 Grads expGradient(GradientBuilder& b, const Grads& g, const Needed&) {
@@ -156,15 +164,15 @@ void registerElementwiseOps(OpRegistry& registry) {
   registry.setWork(OpKind::Add, work::elementwise<1>);
   registry.setWork(OpKind::Sub, work::elementwise<1>);
   registry.setWork(OpKind::Mul, work::elementwise<1>);
-  registry.setWork(OpKind::Div, work::elementwise<1>);
+  registry.setWork(OpKind::Div, work::elementwise<1, VectorOp::Divide>);
   registry.setWork(OpKind::Abs, work::elementwise<1>);
-  registry.setWork(OpKind::Sigmoid, work::elementwise<2>);
-  registry.setWork(OpKind::Tanh, work::elementwise<2>);
-  registry.setWork(OpKind::Exp, work::elementwise<2>);
-  registry.setWork(OpKind::Log, work::elementwise<2>);
-  registry.setWork(OpKind::Sqrt, work::elementwise<2>);
-  registry.setWork(OpKind::Gelu, work::elementwise<3>);
-  registry.setWork(OpKind::ActivationGrad, work::elementwise<2>);
+  registry.setWork(OpKind::Sigmoid, work::elementwise<1, VectorOp::Sigmoid>);
+  registry.setWork(OpKind::Tanh, work::elementwise<1, VectorOp::Tanh>);
+  registry.setWork(OpKind::Exp, work::elementwise<1, VectorOp::Exp>);
+  registry.setWork(OpKind::Log, work::elementwise<1, VectorOp::Log>);
+  registry.setWork(OpKind::Sqrt, work::elementwise<1, VectorOp::Sqrt>);
+  registry.setWork(OpKind::Gelu, work::elementwise<1, VectorOp::Gelu>);
+  registry.setWork(OpKind::ActivationGrad, activationGradWork);
   // max(x, 0) and |x|; their gradients, dY where x > 0 (else 0) and dY x sign(x).
   registry.setSelectsInputValues(OpKind::Relu);
   registry.setSelectsInputValues(OpKind::Abs);

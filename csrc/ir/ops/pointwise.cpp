@@ -2,6 +2,7 @@
 #include "ir/ops/op_registry.h"
 #include "ir/ops/type_checks.h"
 #include "ir/pointwise_functions.h"
+#include "ir/vector_arithmetic.h"
 
 namespace popsim::ir::ops {
 namespace {
@@ -46,6 +47,19 @@ Grads pointwiseGradient(GradientBuilder& b, const Grads& g, const Needed& needed
   return result;
 }
 
+// One vertex each: the function's operations per element (vector_arithmetic.h).
+OpWork pointwiseWork(const Node& node) {
+  OpWork work = work::elementwise<1>(node);
+  work.vectorArithmetic = pointwiseArithmetic(node.attrs().getString("function")).value;
+  return work;
+}
+
+OpWork pointwiseGradWork(const Node& node) {
+  OpWork work = work::elementwise<1>(node);
+  work.vectorArithmetic = pointwiseArithmetic(node.attrs().getString("function")).gradient[0];
+  return work;
+}
+
 } // namespace
 
 void registerPointwiseOps(OpRegistry& registry) {
@@ -54,8 +68,8 @@ void registerPointwiseOps(OpRegistry& registry) {
   registry.add(OpKind::Pointwise, 1, 1, {"input"}, attrs, inferPointwise);
   registry.add(OpKind::PointwiseGrad, 2, 2, {"grad_output", "input"}, attrs, inferPointwiseGrad);
   registry.setGradient(OpKind::Pointwise, pointwiseGradient);
-  registry.setWork(OpKind::Pointwise, work::elementwise<2>);
-  registry.setWork(OpKind::PointwiseGrad, work::elementwise<1>);
+  registry.setWork(OpKind::Pointwise, pointwiseWork);
+  registry.setWork(OpKind::PointwiseGrad, pointwiseGradWork);
 }
 
 } // namespace popsim::ir::ops

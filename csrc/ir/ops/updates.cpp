@@ -108,7 +108,7 @@ std::vector<TensorType> inferRmsprop(const std::vector<TensorType>& inputs,
 // LAMB on this replica's shard (Adam's work, two norms and a second pass),
 // with its two squared norms summed over the replicas between the passes.
 OpWork shardedLambWork(const Node& node) {
-  OpWork work = work::elementwise<9>(node);
+  OpWork work = work::elementwise<9, VectorOp::Plain, VectorOp::Sqrt, VectorOp::Divide>(node);
   work.collective = OpWork::Collective::AllReduce;
   work.collectiveBytes = 2 * sizeof(float);
   work.replicas = node.attrs().getInt("replicas");
@@ -165,9 +165,14 @@ void registerUpdateOps(OpRegistry& registry) {
   registry.setWork(OpKind::Accumulate, work::elementwise<1>);
   registry.setWork(OpKind::Fill, work::elementwise<1>);
   registry.setWork(OpKind::SgdUpdate, work::elementwise<2>);
-  registry.setWork(OpKind::AdamUpdate, work::elementwise<6>);
-  registry.setWork(OpKind::RmspropUpdate, work::elementwise<4>);
-  registry.setWork(OpKind::LambUpdate, work::elementwise<9>);
+  // Adam, RMSprop and LAMB divide by the root of their second moment once
+  // per element, in one of their passes.
+  registry.setWork(OpKind::AdamUpdate,
+                   work::elementwise<6, VectorOp::Plain, VectorOp::Sqrt, VectorOp::Divide>);
+  registry.setWork(OpKind::RmspropUpdate,
+                   work::elementwise<4, VectorOp::Plain, VectorOp::Sqrt, VectorOp::Divide>);
+  registry.setWork(OpKind::LambUpdate,
+                   work::elementwise<9, VectorOp::Plain, VectorOp::Sqrt, VectorOp::Divide>);
   registry.setWork(OpKind::LambUpdateSharded, shardedLambWork);
 }
 

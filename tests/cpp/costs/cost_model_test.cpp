@@ -3,6 +3,7 @@
 // with 50,000 cycles of latency).
 
 #include "costs/cost_model.h"
+#include "costs/vector_cycles.h"
 #include "device/chip_spec.h"
 #include "device/ipu_system.h"
 #include "ir/graph.h"
@@ -256,11 +257,12 @@ TEST(CostModelTest, ElementwiseFormula) {
   EXPECT_EQ(relu.exchangeCycles, 0u);
   EXPECT_EQ(relu.syncCycles, 40u);
   EXPECT_EQ(relu.total(), 507u);
-  // Transcendental functions take two passes, gelu three.
-  EXPECT_EQ(costOf(OpKind::Exp, {f32({100000})}).computeCycles, 2u * 467u);
+  // Transcendental functions take PopLibs' cycles per vector instead of a
+  // plain operation's 3: float32 exp 2 + 4, GELU 2 + 18.
+  EXPECT_EQ(costOf(OpKind::Exp, {f32({100000})}).computeCycles, 6u * (58 + 6 * 6) + 11);
   EXPECT_EQ(
       costOf(OpKind::Gelu, {f32({100000})}, {{"approximate", std::string("none")}}).computeCycles,
-      3u * 467u);
+      6u * (58 + 20 * 6) + 11);
   // Tiny tensors still pay one full vertex: n = 1 -> 6 x 61 + 11.
   EXPECT_EQ(costOf(OpKind::Relu, {f32({10})}).computeCycles, 377u);
   // The step at 12 elements per tile.
@@ -276,6 +278,53 @@ TEST(CostModelTest, ElementwiseFormula) {
               elementwiseCycles(elements))
         << elements;
   }
+}
+
+TEST(CostModelTest, AVertexCostsPopLibsCyclesPerVector) {
+  using ir::DType;
+  using ir::VectorOp;
+  // One operation alone costs PopLibs' figure per 64-bit vector (4 float16
+  // or 2 float32 values): add 3, divide 21 and 10, sqrt 23 and 10, sigmoid 6
+  // and 12, exp 4 and 6 (popopsCycleEstimators.hpp).
+  EXPECT_EQ(costs::vertexCyclesPerVector({}, DType::Float16), 3u);
+  EXPECT_EQ(costs::vertexCyclesPerVector({VectorOp::Plain}, DType::Float32), 3u);
+  EXPECT_EQ(costs::vertexCyclesPerVector({VectorOp::Divide}, DType::Float16), 21u);
+  EXPECT_EQ(costs::vertexCyclesPerVector({VectorOp::Divide}, DType::Float32), 10u);
+  EXPECT_EQ(costs::vertexCyclesPerVector({VectorOp::Sqrt}, DType::Float16), 23u);
+  EXPECT_EQ(costs::vertexCyclesPerVector({VectorOp::Sqrt}, DType::Float32), 10u);
+  EXPECT_EQ(costs::vertexCyclesPerVector({VectorOp::Sigmoid}, DType::Float16), 6u);
+  EXPECT_EQ(costs::vertexCyclesPerVector({VectorOp::Sigmoid}, DType::Float32), 12u);
+  EXPECT_EQ(costs::vertexCyclesPerVector({VectorOp::Exp}, DType::Float16), 4u);
+  // A fused vertex loads and stores once: silu's sigmoid and multiply.
+  EXPECT_EQ(costs::vertexCyclesPerVector({VectorOp::Sigmoid, VectorOp::Plain}, DType::Float16), 7u);
+  // Integer data take float32's figures.
+  EXPECT_EQ(costs::vertexCyclesPerVector({VectorOp::Divide}, DType::Int32), 10u);
+}
+
+TEST(CostModelTest, ElementwiseFunctionsCostTheirArithmetic) {
+  // 100,000 float16 elements: 68 per tile, ceil(68 / 24) = 3 vectors per worker.
+  const auto f16 = [](int64_t n) { return ir::TensorType{ir::DType::Float16, {n}}; };
+  const auto vertex = [](uint64_t cyclesPerVector) { return 6 * (58 + cyclesPerVector * 3) + 11; };
+  EXPECT_EQ(costOf(OpKind::Div, {f16(100000), f16(100000)}).computeCycles, vertex(21));
+  EXPECT_EQ(costOf(OpKind::Mul, {f16(100000), f16(100000)}).computeCycles, vertex(3));
+  EXPECT_EQ(costOf(OpKind::Sigmoid, {f16(100000)}).computeCycles, vertex(6));
+  // silu: sigmoid and a multiply; its gradient the sigmoid and five plain
+  // operations (s (1 + x (1 - s)) times the incoming gradient).
+  const Attributes silu = {{"function", std::string("silu")}, {"params", std::vector<double>{}}};
+  EXPECT_EQ(costOf(OpKind::Pointwise, {f16(100000)}, silu).computeCycles, vertex(7));
+  EXPECT_EQ(costOf(OpKind::PointwiseGrad, {f16(100000), f16(100000)}, silu).computeCycles,
+            vertex(11));
+  // A binary function's gradient: pow's with respect to its exponent,
+  // a^b log(a), against its base's b a^(b - 1).
+  const Attributes pow = {{"function", std::string("pow")}};
+  const auto powGrad = [&](int64_t operand) {
+    Attributes attrs = pow;
+    attrs.set("operand", operand);
+    return costOf(OpKind::BinaryPointwiseGrad, {f16(100000), f16(100000), f16(100000)}, attrs)
+        .computeCycles;
+  };
+  EXPECT_EQ(powGrad(0), vertex(2 + 1298 + 2));
+  EXPECT_EQ(powGrad(1), vertex(2 + 1298 + 2 + 2));
 }
 
 TEST(CostModelTest, ReductionsPayAnExtraExchangeAndSync) {

@@ -4,6 +4,7 @@
 
 #include "ir/binary_functions.h"
 #include "ir/graph.h"
+#include "ir/vector_arithmetic.h"
 #include "test_utils.h"
 
 #include <gtest/gtest.h>
@@ -146,4 +147,15 @@ TEST(ProductOpsTest, SchemaKeepsTheDtypeAndRefusesNarrowIntegers) {
 }
 
 } // namespace
+// The cost model prices each function by its operations per element.
+TEST(BinaryFunctionsTest, EveryFunctionHasItsVectorArithmetic) {
+  for (const ir::BinaryFunction& function : ir::binaryFunctions()) {
+    ASSERT_TRUE(ir::hasBinaryArithmetic(function.name)) << function.name;
+    const ir::ElementwiseArithmetic& arithmetic = ir::binaryArithmetic(function.name);
+    EXPECT_FALSE(arithmetic.value.empty()) << function.name;
+    EXPECT_EQ(arithmetic.gradient[0].empty(), function.derivativeA == nullptr) << function.name;
+    EXPECT_EQ(arithmetic.gradient[1].empty(), function.derivativeB == nullptr) << function.name;
+  }
+}
+
 } // namespace popsim

@@ -4,6 +4,7 @@
 
 #include "ir/graph.h"
 #include "ir/pointwise_functions.h"
+#include "ir/vector_arithmetic.h"
 #include "test_utils.h"
 
 #include <gtest/gtest.h>
@@ -137,4 +138,16 @@ TEST(PointwiseFunctionsTest, SchemaNamesTheFunctionAndItsParameters) {
 }
 
 } // namespace
+// The cost model prices each function by its operations per element: every
+// function has them, and a function with a derivative has a gradient's.
+TEST(PointwiseFunctionsTest, EveryFunctionHasItsVectorArithmetic) {
+  for (const ir::PointwiseFunction& function : ir::pointwiseFunctions()) {
+    ASSERT_TRUE(ir::hasPointwiseArithmetic(function.name)) << function.name;
+    const ir::ElementwiseArithmetic& arithmetic = ir::pointwiseArithmetic(function.name);
+    EXPECT_FALSE(arithmetic.value.empty()) << function.name;
+    EXPECT_EQ(arithmetic.gradient[0].empty(), function.derivative == nullptr) << function.name;
+  }
+  EXPECT_FALSE(ir::hasPointwiseArithmetic("no_such_function"));
+}
+
 } // namespace popsim

@@ -1,0 +1,199 @@
+#include "ir/vector_arithmetic.h"
+
+#include "common/check.h"
+
+#include <string>
+#include <unordered_map>
+
+namespace popsim::ir {
+namespace {
+
+constexpr VectorOp Plain = VectorOp::Plain;
+constexpr VectorOp Compare = VectorOp::Compare;
+constexpr VectorOp Divide = VectorOp::Divide;
+constexpr VectorOp Reciprocal = VectorOp::Reciprocal;
+constexpr VectorOp Exp = VectorOp::Exp;
+constexpr VectorOp Log = VectorOp::Log;
+constexpr VectorOp Log1p = VectorOp::Log1p;
+constexpr VectorOp Sqrt = VectorOp::Sqrt;
+constexpr VectorOp Rsqrt = VectorOp::Rsqrt;
+constexpr VectorOp Sigmoid = VectorOp::Sigmoid;
+constexpr VectorOp Tanh = VectorOp::Tanh;
+constexpr VectorOp Erf = VectorOp::Erf;
+constexpr VectorOp SinCos = VectorOp::SinCos;
+constexpr VectorOp Tan = VectorOp::Tan;
+constexpr VectorOp Asin = VectorOp::Asin;
+constexpr VectorOp Power = VectorOp::Power;
+constexpr VectorOp Atan2 = VectorOp::Atan2;
+constexpr VectorOp Remainder = VectorOp::Remainder;
+constexpr VectorOp Round = VectorOp::Round;
+constexpr VectorOp Sign = VectorOp::Sign;
+constexpr VectorOp Gelu = VectorOp::Gelu;
+
+// `ops` followed by `plain` plain operations.
+VectorArithmetic with(VectorArithmetic ops, int plain) {
+  ops.insert(ops.end(), static_cast<size_t>(plain), Plain);
+  return ops;
+}
+
+using Table = std::unordered_map<std::string_view, ElementwiseArithmetic>;
+
+// A unary function: its value, and its derivative times the incoming gradient.
+void unary(Table& table, std::string_view name, VectorArithmetic value, VectorArithmetic gradient) {
+  table[name] = {std::move(value), {std::move(gradient), {}}};
+}
+
+// The pointwise functions, each written as the operations its formula takes
+// (pointwise_formulas.h); a gradient ends with the product by the incoming
+// gradient (one plain operation).
+Table makePointwiseTable() {
+  Table t;
+  unary(t, "reciprocal", {Reciprocal}, with({Reciprocal}, 2));
+  unary(t, "rsqrt", {Rsqrt}, with({Rsqrt}, 3));
+  unary(t, "expm1", with({Exp}, 1), with({Exp}, 1));
+  unary(t, "log", {Log}, {Divide});
+  unary(t, "log1p", {Log1p}, with({Divide}, 1));
+  unary(t, "log2", with({Log}, 1), with({Divide}, 1));
+  unary(t, "log10", with({Log}, 1), with({Divide}, 1));
+  unary(t, "sin", {SinCos}, with({SinCos}, 1));
+  unary(t, "cos", {SinCos}, with({SinCos}, 2));
+  unary(t, "tan", {Tan}, with({Tan}, 3));
+  unary(t, "asin", {Asin}, with({Rsqrt}, 3));
+  unary(t, "acos", {Asin}, with({Rsqrt}, 4));
+  unary(t, "atan", {Atan2}, with({Reciprocal}, 3));
+  unary(t, "sinh", with({Exp, Reciprocal}, 2), with({Exp, Reciprocal}, 3));
+  unary(t, "cosh", with({Exp, Reciprocal}, 2), with({Exp, Reciprocal}, 3));
+  unary(t, "asinh", with({Sqrt, Log}, 3), with({Rsqrt}, 3));
+  unary(t, "acosh", with({Sqrt, Log}, 3), with({Rsqrt}, 3));
+  unary(t, "atanh", with({Divide, Log}, 3), with({Reciprocal}, 3));
+  unary(t, "erf", {Erf}, with({Exp}, 4));
+  unary(t, "erfc", with({Erf}, 1), with({Exp}, 4));
+  // Inverse error function: a rational approximation in log(1 - x^2).
+  unary(t, "erfinv", with({Log, Sqrt, Divide}, 10), with({Log, Sqrt, Divide, Exp}, 14));
+  // lgamma, digamma, trigamma: a recurrence to x >= 6, then an asymptotic series.
+  unary(t, "lgamma", with({Log, Log, Reciprocal, Divide, Divide}, 12),
+        with({Log, Reciprocal, Divide, Divide, Divide}, 14));
+  unary(t, "digamma", with({Log, Reciprocal, Divide, Divide, Divide}, 14),
+        with({Reciprocal, Divide, Divide, Divide, Divide}, 16));
+  unary(t, "logit", with({Compare, Compare, Divide, Log}, 1),
+        with({Compare, Compare, Reciprocal}, 3));
+  unary(t, "sinc", with({SinCos, Divide}, 2), with({SinCos, SinCos, Divide, Divide}, 4));
+  unary(t, "ndtr", with({Erf}, 3), with({Exp}, 4));
+  unary(t, "sign", {Sign}, {});
+  unary(t, "floor", {Round}, {});
+  unary(t, "ceil", {Round}, {});
+  unary(t, "round", {Round}, {});
+  unary(t, "trunc", {Round}, {});
+  unary(t, "frac", with({Round}, 1), {Plain});
+  unary(t, "pow", {Power}, with({Power}, 2));
+  unary(t, "rpow", with({Exp}, 1), with({Exp}, 2));
+  unary(t, "clamp", {Compare, Compare}, with({Compare, Compare}, 1));
+  unary(t, "hardtanh", {Compare, Compare}, with({Compare, Compare}, 1));
+  unary(t, "silu", with({Sigmoid}, 1), with({Sigmoid}, 5));
+  unary(t, "gelu", {Gelu}, with({Tanh}, 14));
+  unary(t, "gelu_tanh", {Gelu}, with({Tanh}, 14));
+  unary(t, "mish", with({Exp, Log1p, Tanh}, 1), with({Exp, Log1p, Tanh, Sigmoid}, 5));
+  unary(t, "hardswish", with({Compare, Compare}, 3), with({Compare, Compare}, 3));
+  unary(t, "hardsigmoid", with({Compare, Compare}, 2), with({Compare, Compare}, 1));
+  unary(t, "elu", with({Exp, Compare}, 3), with({Exp, Compare}, 3));
+  unary(t, "selu", with({Exp, Compare}, 3), with({Exp, Compare}, 3));
+  unary(t, "celu", with({Exp, Compare}, 3), with({Exp, Compare}, 3));
+  unary(t, "leaky_relu", with({Compare}, 1), with({Compare}, 1));
+  unary(t, "softplus", with({Exp, Log1p, Compare}, 2), with({Sigmoid, Compare}, 2));
+  unary(t, "log_sigmoid", with({Compare, Exp, Log1p}, 3), with({Sigmoid}, 2));
+  unary(t, "hardshrink", {Compare, Compare}, with({Compare, Compare}, 1));
+  unary(t, "softshrink", with({Compare, Compare}, 1), with({Compare, Compare}, 1));
+  unary(t, "threshold", {Compare}, with({Compare}, 1));
+  unary(t, "norm_root", {Power}, with({Power, Compare}, 2));
+  unary(t, "magnitude", {Plain}, with({Sign}, 1));
+  unary(t, "magnitude_pow", with({Power}, 1), with({Power, Sign, Compare}, 3));
+  unary(t, "root_of_floored", {Compare, Sqrt}, with({Compare, Rsqrt}, 2));
+  unary(t, "nan_to_num", {Compare, Compare, Compare}, with({Compare}, 1));
+  return t;
+}
+
+// The binary functions (binary_formulas.h).
+Table makeBinaryTable() {
+  Table t;
+  const auto binary = [&t](std::string_view name, VectorArithmetic value, VectorArithmetic a,
+                           VectorArithmetic b) {
+    t[name] = {std::move(value), {std::move(a), std::move(b)}};
+  };
+  binary("add", {Plain}, {Plain}, {Plain});
+  binary("sub", {Plain}, {Plain}, {Plain});
+  binary("mul", {Plain}, {Plain}, {Plain});
+  for (std::string_view name : {"maximum", "minimum", "fmax", "fmin", "clamp_min", "clamp_max"}) {
+    binary(name, {Compare}, with({Compare}, 1), with({Compare}, 1));
+  }
+  binary("prelu", with({Compare}, 1), with({Compare}, 1), with({Compare}, 1));
+  binary("remainder", {Remainder}, {Plain}, with({Divide, Round}, 1));
+  binary("fmod", {Remainder}, {Plain}, with({Divide, Round}, 1));
+  binary("div_floor", {Divide, Round}, {}, {});
+  binary("div_trunc", {Divide, Round}, {}, {});
+  binary("atan2", {Atan2}, with({Divide}, 3), with({Divide}, 3));
+  binary("pow", {Power}, with({Power}, 2), with({Power, Log}, 2));
+  for (std::string_view name : {"eq", "ne", "lt", "le", "gt", "ge"}) {
+    binary(name, {Compare}, {}, {});
+  }
+  for (std::string_view name : {"logical_and", "logical_or", "logical_xor"}) {
+    binary(name, {Compare, Compare}, {}, {});
+  }
+  for (std::string_view name : {"bitwise_and", "bitwise_or", "bitwise_xor"}) {
+    binary(name, {Plain}, {}, {});
+  }
+  return t;
+}
+
+// activation_grad's activations: their value as the forward op computes it,
+// and the gradient from the forward input (relu, abs, gelu) or output
+// (sigmoid: y (1 - y); tanh: 1 - y^2).
+Table makeActivationTable() {
+  Table t;
+  unary(t, "relu", {Compare}, {Compare});
+  unary(t, "sigmoid", {Sigmoid}, with({}, 3));
+  unary(t, "tanh", {Tanh}, with({}, 3));
+  unary(t, "abs", {Plain}, with({Sign}, 1));
+  unary(t, "gelu", {Gelu}, with({Tanh}, 14));
+  unary(t, "gelu_tanh", {Gelu}, with({Tanh}, 14));
+  return t;
+}
+
+const ElementwiseArithmetic& find(const Table& table, std::string_view name, const char* what) {
+  const auto found = table.find(name);
+  POPSIM_ASSERT(found != table.end(), "no vector arithmetic for the ", what, " '",
+                std::string(name), "'.");
+  return found->second;
+}
+
+const Table& pointwiseTable() {
+  static const Table table = makePointwiseTable();
+  return table;
+}
+
+const Table& binaryTable() {
+  static const Table table = makeBinaryTable();
+  return table;
+}
+
+} // namespace
+
+const ElementwiseArithmetic& pointwiseArithmetic(std::string_view function) {
+  return find(pointwiseTable(), function, "pointwise function");
+}
+
+const ElementwiseArithmetic& binaryArithmetic(std::string_view function) {
+  return find(binaryTable(), function, "binary function");
+}
+
+const ElementwiseArithmetic& activationArithmetic(std::string_view activation) {
+  static const Table table = makeActivationTable();
+  return find(table, activation, "activation");
+}
+
+bool hasPointwiseArithmetic(std::string_view function) {
+  return pointwiseTable().count(function) != 0;
+}
+
+bool hasBinaryArithmetic(std::string_view function) { return binaryTable().count(function) != 0; }
+
+} // namespace popsim::ir
