@@ -165,10 +165,13 @@ def vit_b16_finetune_pod16(split: bool = True) -> Built:
     0.25; optimizer state on chip with replicated tensor sharding; available
     memory proportion 0.3; prefetch depth 2 (vision/vit/pytorch/configs.yml,
     b16_imagenet1k). One process, as the benchmark runs finetune.py without
-    PopRun (benchmarks.yml, pytorch_vit_finetune_gen_pod16)."""
+    PopRun (benchmarks.yml, pytorch_vit_finetune_gen_pod16). The attention is
+    Hugging Face's ViTSelfAttention, which finetune.py's
+    PipelinedViTForImageClassification runs: separate query, key and value
+    projections, the scores divided by 8."""
     model = ViTTraining(layers_per_ipu=[3, 3, 3, 3] if split else None,
                         recompute_checkpoint_every_layer=True, dropout=0.1, eight_bit_input=False,
-                        recompute_mid_layers=VIT_MID_CHECKPOINTS).half()
+                        recompute_mid_layers=VIT_MID_CHECKPOINTS, separate_qkv=True).half()
     opts = _bow(replicas=4, accumulation=30, device_iterations=8)
     opts.setExecutionStrategy(popsim.PipelinedExecution(popsim.AutoStage.AutoIncrement))
     opts.Precision.setPartialsType(torch.half)
@@ -195,11 +198,13 @@ def _vit_pretrain(replicas: int, accumulation: int, processes: int, split: bool)
     weight norm 65,535; optimizer state on chip with replicated tensor
     sharding; the gradients summed (reduction_type sum); available memory
     proportion 0.3 on every IPU; prefetch depth 2; the benchmark's generated
-    8-bit images (--dataset generated --byteio true)."""
+    8-bit images (--dataset generated --byteio true). The attention is
+    models/modules.py's Attention: separate query, key and value projections,
+    the scores divided by 8."""
     model = ViTTraining(layers_per_ipu=[3, 3, 3, 3] if split else None,
                         recompute_checkpoint_every_layer=True,
                         dropout=0.1, attention_dropout=0.1, eight_bit_input=True,
-                        recompute_mid_layers=VIT_MID_CHECKPOINTS).half()
+                        recompute_mid_layers=VIT_MID_CHECKPOINTS, separate_qkv=True).half()
     opts = _bow(replicas=replicas, accumulation=accumulation, processes=processes)
     opts.setExecutionStrategy(popsim.PipelinedExecution(popsim.AutoStage.AutoIncrement))
     opts.Precision.setPartialsType(torch.half)

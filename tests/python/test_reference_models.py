@@ -101,6 +101,40 @@ def test_vit_mid_layer_checkpoints_compute_the_layer():
     assert_close(checkpointed(images, labels)[1], plain(images, labels)[1])
 
 
+def test_vit_separate_qkv_attention_computes_torchvisions():
+    torch.manual_seed(0)
+    fused = ViTTraining(layers_per_ipu=[6, 6]).eval()
+    torch.manual_seed(0)
+    separate = ViTTraining(layers_per_ipu=[6, 6], separate_qkv=True,
+                           recompute_mid_layers=[4]).eval()
+    attention = separate.vit.encoder.layers[0].self_attention
+    assert [name for name, _ in attention.named_children()] == [
+        "query", "key", "value", "out", "dropout"]
+    images, labels = image_batch(2)
+    assert_close(separate(images, labels)[0], fused(images, labels)[0], rtol=1e-4, atol=1e-5)
+
+
+def test_separate_qkv_attention_runs_on_popsim_as_in_eager():
+    from popsim.models.vision import _SeparateProjectionAttention
+
+    class SelfAttention(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attention = _SeparateProjectionAttention(
+                torch.nn.MultiheadAttention(32, 4, batch_first=True))
+
+        def forward(self, x):
+            return self.attention(x, x, x, need_weights=False)[0]
+
+    torch.manual_seed(0)
+    model = SelfAttention().eval()
+    x = torch.randn(3, 7, 32)
+    expected = model(x)
+    compiled = popsim.inferenceModel(model)
+    assert_close(compiled(x), expected)
+    compiled.destroy()
+
+
 def test_bert_large_has_bert_large_sizes():
     config = BertConfig.large()
     assert (config.hidden_size, config.num_layers, config.num_heads,

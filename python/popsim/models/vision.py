@@ -7,6 +7,7 @@ popsim.Block per IPU from a ``layers_per_ipu`` list (the patch embedding
 with the first layers, the head with the last).
 """
 
+import math
 from typing import ContextManager, List, Optional, Sequence, Tuple, cast
 
 import torch
@@ -79,18 +80,26 @@ class ViTTraining(nn.Module):
     the model's dtype); ``dropout`` is the hidden dropout and
     ``attention_dropout`` the attention's. ``recompute_mid_layers`` lists the
     layers that also checkpoint between their attention and their MLP (as
-    Graphcore's ViT examples' recompute_mid_layers)."""
+    Graphcore's ViT examples' recompute_mid_layers). ``separate_qkv`` writes
+    the attention as Graphcore's ViT examples and Hugging Face's
+    ViTSelfAttention do: three projections for the queries, keys and values,
+    and the scores divided by the root of the head size (torchvision fuses
+    the projections into one and scales the queries); the weights are
+    torchvision's either way."""
 
     def __init__(self, num_classes: int = 1000,
                  layers_per_ipu: Optional[Sequence[int]] = None,
                  recompute_checkpoint_every_layer: bool = False, dropout: float = 0.0,
                  eight_bit_input: bool = True, attention_dropout: float = 0.0,
-                 recompute_mid_layers: Sequence[int] = ()) -> None:
+                 recompute_mid_layers: Sequence[int] = (), separate_qkv: bool = False) -> None:
         super().__init__()
         # Without 8-bit input the host streams normalised images in the model's dtype.
         self.normalise: nn.Module = _Normalise() if eight_bit_input else nn.Identity()
         self.vit = torchvision.models.vit_b_16(num_classes=num_classes, dropout=dropout,
                                                attention_dropout=attention_dropout)
+        if separate_qkv:
+            for layer in self.vit.encoder.layers:
+                layer.self_attention = _SeparateProjectionAttention(layer.self_attention)
         for index in recompute_mid_layers:
             # The layer stays a module called as one, so blocks and hooks on it still apply.
             self.vit.encoder.layers[index].__class__ = _EncoderBlockCheckpointedAfterAttention
@@ -121,6 +130,42 @@ class ViTTraining(nn.Module):
         with self._block(self.ipu_of_layer[-1]):
             logits = vit.heads(encoder.ln(hidden)[:, 0])
             return logits, F.cross_entropy(logits.float(), labels)
+
+
+class _SeparateProjectionAttention(nn.Module):
+    """Multi-head self-attention with separate query, key and value
+    projections and the scores divided by the root of the head size, as
+    Graphcore's ViT examples (vision/vit/pytorch/models/modules.py's
+    Attention) and Hugging Face's ViTSelfAttention compute it, made from a
+    torchvision nn.MultiheadAttention's weights. Called as torchvision's
+    encoder layer calls its attention: (query, key, value, need_weights) ->
+    (output, None)."""
+
+    def __init__(self, fused: nn.MultiheadAttention) -> None:
+        super().__init__()
+        hidden = fused.embed_dim
+        self.heads = fused.num_heads
+        self.query, self.key, self.value = (nn.Linear(hidden, hidden) for _ in range(3))
+        with torch.no_grad():
+            for part, projection in enumerate((self.query, self.key, self.value)):
+                rows = slice(part * hidden, (part + 1) * hidden)
+                projection.weight.copy_(fused.in_proj_weight[rows])
+                projection.bias.copy_(fused.in_proj_bias[rows])
+        self.out = fused.out_proj
+        self.dropout = nn.Dropout(fused.dropout)
+
+    def forward(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                need_weights: bool = False) -> Tuple[torch.Tensor, None]:
+        batch, tokens, hidden = query.shape
+        head_size = hidden // self.heads
+
+        def by_head(projected: torch.Tensor) -> torch.Tensor:
+            return projected.view(batch, tokens, self.heads, head_size).permute(0, 2, 1, 3)
+
+        scores = torch.matmul(by_head(self.query(query)),
+                              by_head(self.key(key)).transpose(-1, -2)) / math.sqrt(head_size)
+        context = torch.matmul(self.dropout(scores.softmax(dim=-1)), by_head(self.value(value)))
+        return self.out(context.permute(0, 2, 1, 3).reshape(batch, tokens, hidden)), None
 
 
 class _EncoderBlockCheckpointedAfterAttention(EncoderBlock):
