@@ -144,18 +144,12 @@ Table makeBinaryTable() {
   return t;
 }
 
-// activation_grad's activations: their value as the forward op computes it,
-// and the gradient from the forward input (relu, abs, gelu) or output
-// (sigmoid: y (1 - y); tanh: 1 - y^2).
-Table makeActivationTable() {
-  Table t;
-  unary(t, "relu", {Compare}, {Compare});
-  unary(t, "sigmoid", {Sigmoid}, with({}, 3));
-  unary(t, "tanh", {Tanh}, with({}, 3));
-  unary(t, "abs", {Plain}, with({Sign}, 1));
-  unary(t, "gelu", {Gelu}, with({Tanh}, 14));
-  unary(t, "gelu_tanh", {Gelu}, with({Tanh}, 14));
-  return t;
+// activation_grad's activations: the derivative times the incoming
+// gradient, from the forward input (relu, abs, gelu) or output (sigmoid:
+// y (1 - y); tanh: 1 - y^2).
+std::unordered_map<std::string_view, VectorArithmetic> makeActivationGradientTable() {
+  return {{"relu", {Compare}},      {"sigmoid", with({}, 3)},   {"tanh", with({}, 3)},
+          {"abs", with({Sign}, 1)}, {"gelu", with({Tanh}, 14)}, {"gelu_tanh", with({Tanh}, 14)}};
 }
 
 const ElementwiseArithmetic& find(const Table& table, std::string_view name, const char* what) {
@@ -185,9 +179,13 @@ const ElementwiseArithmetic& binaryArithmetic(std::string_view function) {
   return find(binaryTable(), function, "binary function");
 }
 
-const ElementwiseArithmetic& activationArithmetic(std::string_view activation) {
-  static const Table table = makeActivationTable();
-  return find(table, activation, "activation");
+const VectorArithmetic& activationGradientArithmetic(std::string_view activation) {
+  static const std::unordered_map<std::string_view, VectorArithmetic> table =
+      makeActivationGradientTable();
+  const auto found = table.find(activation);
+  POPSIM_ASSERT(found != table.end(), "no vector arithmetic for the gradient of the activation '",
+                std::string(activation), "'.");
+  return found->second;
 }
 
 bool hasPointwiseArithmetic(std::string_view function) {

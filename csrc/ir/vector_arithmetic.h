@@ -49,14 +49,13 @@ struct ElementwiseArithmetic {
   std::array<VectorArithmetic, 2> gradient;
 };
 
-// The arithmetic of the pointwise functions (pointwise_functions.h), the
-// binary functions (binary_functions.h) and the activations whose gradient
-// is activation_grad's (relu, sigmoid, tanh, gelu, gelu_tanh, abs). Every
-// function of those tables has an entry (a test checks); an unknown name is
-// an internal error.
+// The arithmetic of the pointwise functions (pointwise_functions.h) and the
+// binary functions (binary_functions.h): every function of those tables has
+// an entry (a test checks); an unknown name is an internal error.
 const ElementwiseArithmetic& pointwiseArithmetic(std::string_view function);
 const ElementwiseArithmetic& binaryArithmetic(std::string_view function);
-const ElementwiseArithmetic& activationArithmetic(std::string_view activation);
+// activation_grad's: the gradient of relu, sigmoid, tanh, gelu, gelu_tanh or abs.
+const VectorArithmetic& activationGradientArithmetic(std::string_view activation);
 // Whether the tables have an entry for `function` (for the tests).
 bool hasPointwiseArithmetic(std::string_view function);
 bool hasBinaryArithmetic(std::string_view function);

@@ -80,7 +80,7 @@ Grads activationGradient(GradientBuilder& b, const Grads& g, const Needed& neede
 // One vertex: the activation's derivative times the incoming gradient.
 OpWork activationGradWork(const Node& node) {
   OpWork work = work::elementwise<1>(node);
-  work.vectorArithmetic = activationArithmetic(node.attrs().getString("activation")).gradient[0];
+  work.vectorArithmetic = activationGradientArithmetic(node.attrs().getString("activation"));
   return work;
 }
 
