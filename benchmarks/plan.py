@@ -42,8 +42,7 @@ import torch
 import torch.nn as nn
 
 import popsim
-from popsim.models import (BertConfig, BertPretraining, BertSquad, ViTTraining,
-                           squad_batch)
+from popsim.models import BertConfig, BertPretraining, BertSquad, squad_batch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tutorials" / "pipelining"))
@@ -107,12 +106,7 @@ def _bert_base_planned() -> Tuple[nn.Module, Batch, popsim.Options, torch.optim.
 
 def _vit_planned() -> Tuple[nn.Module, Batch, popsim.Options, torch.optim.Optimizer,
                             Dict[str, Any]]:
-    _, batch, opts, _ = fidelity.vit_b16_finetune_pod16()
-    model = ViTTraining(recompute_checkpoint_every_layer=True, dropout=0.1,
-                        eight_bit_input=False,
-                        recompute_mid_layers=fidelity.VIT_MID_CHECKPOINTS).half()
-    optimizer = popsim.optim.SGD(model.parameters(), lr=0.03, momentum=0.9, loss_scaling=0.25,
-                                 accum_type=torch.float16, velocity_accum_type=torch.float16)
+    model, batch, opts, optimizer = fidelity.vit_b16_finetune_pod16(split=False)
     return model, batch, opts, optimizer, {}
 
 
