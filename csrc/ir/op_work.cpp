@@ -4,6 +4,8 @@
 #include "ir/node.h"
 #include "ir/op_schema.h"
 
+#include <utility>
+
 namespace popsim::ir {
 namespace {
 
@@ -41,6 +43,12 @@ OpWork elementwisePasses(const Node& node, uint64_t passes) {
   work.vectorPasses = passes;
   work.vectorElements = static_cast<uint64_t>(produced(node).numel());
   work.vectorType = produced(node).dtype;
+  return work;
+}
+
+OpWork elementwiseFunction(const Node& node, VectorArithmetic arithmetic) {
+  OpWork work = elementwisePasses(node, 1);
+  work.vectorArithmetic = std::move(arithmetic);
   return work;
 }
 

@@ -81,6 +81,9 @@ namespace work {
 // output, or the variable an in-place update writes), in its dtype: the
 // elementwise ops.
 OpWork elementwisePasses(const Node& node, uint64_t passes);
+// One elementwise pass (one vertex) doing `arithmetic` per element: an
+// elementwise function (vector_arithmetic.h).
+OpWork elementwiseFunction(const Node& node, VectorArithmetic arithmetic);
 // Elementwise work of `Passes` passes whose first does `FirstPass` per
 // element (none: plain arithmetic).
 template <uint64_t Passes, VectorOp... FirstPass> OpWork elementwise(const Node& node) {

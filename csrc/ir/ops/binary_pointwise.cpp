@@ -110,16 +110,14 @@ Grads whereGradient(GradientBuilder& b, const Grads& g, const Needed& needed) {
 
 // One vertex each: the function's operations per element (vector_arithmetic.h).
 OpWork binaryPointwiseWork(const Node& node) {
-  OpWork work = work::elementwise<1>(node);
-  work.vectorArithmetic = binaryArithmetic(node.attrs().getString("function")).value;
-  return work;
+  return work::elementwiseFunction(node,
+                                   binaryArithmetic(node.attrs().getString("function")).value);
 }
 
 OpWork binaryPointwiseGradWork(const Node& node) {
-  OpWork work = work::elementwise<1>(node);
   const auto operand = static_cast<size_t>(node.attrs().getInt("operand"));
-  work.vectorArithmetic = binaryArithmetic(node.attrs().getString("function")).gradient.at(operand);
-  return work;
+  return work::elementwiseFunction(
+      node, binaryArithmetic(node.attrs().getString("function")).gradient.at(operand));
 }
 
 } // namespace

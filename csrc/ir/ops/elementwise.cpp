@@ -79,9 +79,8 @@ Grads activationGradient(GradientBuilder& b, const Grads& g, const Needed& neede
 
 // One vertex: the activation's derivative times the incoming gradient.
 OpWork activationGradWork(const Node& node) {
-  OpWork work = work::elementwise<1>(node);
-  work.vectorArithmetic = activationGradientArithmetic(node.attrs().getString("activation"));
-  return work;
+  return work::elementwiseFunction(
+      node, activationGradientArithmetic(node.attrs().getString("activation")));
 }
 
 Grads expGradient(GradientBuilder& b, const Grads& g, const Needed&) {

@@ -49,15 +49,13 @@ Grads pointwiseGradient(GradientBuilder& b, const Grads& g, const Needed& needed
 
 // One vertex each: the function's operations per element (vector_arithmetic.h).
 OpWork pointwiseWork(const Node& node) {
-  OpWork work = work::elementwise<1>(node);
-  work.vectorArithmetic = pointwiseArithmetic(node.attrs().getString("function")).value;
-  return work;
+  return work::elementwiseFunction(node,
+                                   pointwiseArithmetic(node.attrs().getString("function")).value);
 }
 
 OpWork pointwiseGradWork(const Node& node) {
-  OpWork work = work::elementwise<1>(node);
-  work.vectorArithmetic = pointwiseArithmetic(node.attrs().getString("function")).gradient[0];
-  return work;
+  return work::elementwiseFunction(
+      node, pointwiseArithmetic(node.attrs().getString("function")).gradient[0]);
 }
 
 } // namespace
