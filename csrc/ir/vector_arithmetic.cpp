@@ -159,24 +159,16 @@ const ElementwiseArithmetic& find(const Table& table, std::string_view name, con
   return found->second;
 }
 
-const Table& pointwiseTable() {
-  static const Table table = makePointwiseTable();
-  return table;
-}
-
-const Table& binaryTable() {
-  static const Table table = makeBinaryTable();
-  return table;
-}
-
 } // namespace
 
 const ElementwiseArithmetic& pointwiseArithmetic(std::string_view function) {
-  return find(pointwiseTable(), function, "pointwise function");
+  static const Table table = makePointwiseTable();
+  return find(table, function, "pointwise function");
 }
 
 const ElementwiseArithmetic& binaryArithmetic(std::string_view function) {
-  return find(binaryTable(), function, "binary function");
+  static const Table table = makeBinaryTable();
+  return find(table, function, "binary function");
 }
 
 const VectorArithmetic& activationGradientArithmetic(std::string_view activation) {
@@ -187,11 +179,5 @@ const VectorArithmetic& activationGradientArithmetic(std::string_view activation
                 std::string(activation), "'.");
   return found->second;
 }
-
-bool hasPointwiseArithmetic(std::string_view function) {
-  return pointwiseTable().count(function) != 0;
-}
-
-bool hasBinaryArithmetic(std::string_view function) { return binaryTable().count(function) != 0; }
 
 } // namespace popsim::ir

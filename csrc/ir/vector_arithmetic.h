@@ -56,8 +56,5 @@ const ElementwiseArithmetic& pointwiseArithmetic(std::string_view function);
 const ElementwiseArithmetic& binaryArithmetic(std::string_view function);
 // activation_grad's: the gradient of relu, sigmoid, tanh, gelu, gelu_tanh or abs.
 const VectorArithmetic& activationGradientArithmetic(std::string_view activation);
-// Whether the tables have an entry for `function` (for the tests).
-bool hasPointwiseArithmetic(std::string_view function);
-bool hasBinaryArithmetic(std::string_view function);
 
 } // namespace popsim::ir

@@ -142,12 +142,15 @@ TEST(PointwiseFunctionsTest, SchemaNamesTheFunctionAndItsParameters) {
 // function has them, and a function with a derivative has a gradient's.
 TEST(PointwiseFunctionsTest, EveryFunctionHasItsVectorArithmetic) {
   for (const ir::PointwiseFunction& function : ir::pointwiseFunctions()) {
-    ASSERT_TRUE(ir::hasPointwiseArithmetic(function.name)) << function.name;
+    ASSERT_NO_THROW(ir::pointwiseArithmetic(function.name)) << function.name;
     const ir::ElementwiseArithmetic& arithmetic = ir::pointwiseArithmetic(function.name);
     EXPECT_FALSE(arithmetic.value.empty()) << function.name;
     EXPECT_EQ(arithmetic.gradient[0].empty(), function.derivative == nullptr) << function.name;
   }
-  EXPECT_FALSE(ir::hasPointwiseArithmetic("no_such_function"));
+  const CoreError error =
+      testing::captureError([] { ir::pointwiseArithmetic("no_such_function"); });
+  EXPECT_EQ(error.kind(), ErrorKind::Internal);
+  EXPECT_TRUE(testing::contains(error.what(), "pointwise function 'no_such_function'"));
 }
 
 } // namespace popsim
