@@ -42,7 +42,7 @@ import torch
 import torch.nn as nn
 
 import popsim
-from popsim.models import BertConfig, BertPretraining, BertSquad, squad_batch
+from popsim.models import BertConfig, BertSquad, squad_batch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tutorials" / "pipelining"))
@@ -95,13 +95,9 @@ def _mnist_planned() -> Tuple[nn.Module, Batch, popsim.Options, torch.optim.Opti
 
 def _bert_base_planned() -> Tuple[nn.Module, Batch, popsim.Options, torch.optim.Optimizer,
                                   Dict[str, Any]]:
-    _, batch, opts, _ = fidelity.bert_base_ph1_pod16()
-    config = BertConfig.base(layer_norm_eps=1e-3, attention_dropout=0.0, hidden_dropout=0.1)
-    model = BertPretraining(config, recompute_checkpoint_every_layer=True).half()
-    optimizer = popsim.optim.LAMBNoBias(model.parameters(), lr=6e-3, weight_decay=0.01,
-                                        loss_scaling=16384.0)
-    candidates = ["bert.embeddings"] + [f"bert.layers.{i}" for i in range(config.num_layers)]
-    return model, batch, opts, optimizer, {"candidates": candidates, "tail_after": "bert"}
+    job = next(job for job in fidelity.JOBS if job.id == "bert-base-ph1-pod16")
+    model, batch, opts, optimizer = job.build(split=False)
+    return model, batch, opts, optimizer, job.planner(model)
 
 
 def _vit_planned() -> Tuple[nn.Module, Batch, popsim.Options, torch.optim.Optimizer,
