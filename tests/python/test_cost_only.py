@@ -240,6 +240,32 @@ def test_a_cost_only_trace_does_not_compute_products(weight_dtype, input_dtype, 
     assert not out.isnan().any() and not image.isnan().any()
 
 
+def test_a_cost_only_trace_does_not_compute_what_follows_a_product():
+    """Ops on a skipped product's placeholder give placeholders of their eager
+    results' shapes, strides and dtypes without computing (a softmax of zeros
+    would be uniform, not zero), in-place ops leave placeholders as they are,
+    and ops on real values still compute."""
+    from popsim.frontend.half_tracing import half_on_cpu
+
+    linear = nn.Linear(6, 5)
+    inputs, offsets = torch.ones(4, 6), torch.zeros(5)
+    with torch.no_grad(), half_on_cpu(False, shapes_only=True):
+        scores = linear(inputs)
+        probabilities = scores.t().softmax(0)
+        chosen = scores.argmax(1)
+        scores.add_(1.0)
+        relu = F.relu(scores, inplace=True)
+        offsets.add_(2.0)
+        shifted = scores + offsets
+    eager = linear(inputs).t().softmax(0)
+    assert (probabilities.shape, probabilities.stride(), probabilities.dtype) == (
+        eager.shape, eager.stride(), eager.dtype)
+    assert chosen.dtype == torch.int64 and chosen.shape == (4,)
+    for placeholder in (scores, probabilities, chosen, relu, shifted):
+        assert not placeholder.any()
+    assert torch.equal(offsets, torch.full((5,), 2.0))
+
+
 def test_8_bit_inputs_cross_from_the_host_as_bytes():
     """uint8 images are int32 on the device, but the host streams them as bytes:
     their transfer's bytes part is a quarter of int32 images'."""

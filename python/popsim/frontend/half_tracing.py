@@ -16,8 +16,8 @@ round every float16 op's result.
 """
 
 import contextlib
-from typing import (Any, Callable, Collection, Dict, Iterator, List, Optional, Sequence, Tuple,
-                    Union)
+from typing import (Any, Callable, Collection, Dict, Iterator, List, Optional, Sequence, Set,
+                    Tuple, Union)
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -52,27 +52,41 @@ class HalfOnCpu(TorchDispatchMode):
         self._weight_storages.discard(0)  # empty tensors have no storage to tell apart
         # A cost-only compilation: ops with float16 operands give zeros of their
         # result's shape and dtype instead of computing (matmuls and convolutions
-        # whatever their operands), and in-place ops leave their targets.
+        # whatever their operands), and in-place ops leave their targets. So do
+        # ops with a placeholder operand (a result standing for a value not
+        # computed): what follows a skipped product is not computed either.
         self._shapes_only = shapes_only
-        # The zeros that a cost-only trace's float16 results view (_zeros).
-        self._half_zeros = torch.zeros(0, dtype=torch.float16)
+        # Per dtype, the zero storage that a cost-only trace's placeholders view
+        # (_zeros); the storages they outgrew stay alive while the trace runs,
+        # so that no other tensor takes their address, by which
+        # _is_placeholder tells placeholders.
+        self._shared_zeros: Dict[torch.dtype, torch.Tensor] = {}
+        self._outgrown: List[torch.Tensor] = []
+        self._placeholder_storages: Set[int] = set()
 
     def _zeros(self, like: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-        """Zeros standing for a result in a cost-only trace, with the shape and strides of
-        `like` (the op's meta result, so that code reading strides traces as a computing
-        run does). A float16 one is a view of one zero storage, grown as needed, instead
-        of a tensor filled anew (a ResNet-50 activation at micro-batch 32 is 200 MB):
-        nothing writes a float16 result during the trace, since ops that would write one
-        leave it as it is, and ops that compute do so on float32 copies."""
-        if dtype != torch.float16:
-            # (PyTorch 1.13's zeros_like of a meta tensor leaves a CPU result unfilled.)
-            return torch.empty_strided(like.shape, like.stride(), dtype=dtype).zero_()
+        """Zeros standing for a result in a cost-only trace (a placeholder), with the
+        shape and strides of `like` (the op's meta result, so that code reading strides
+        traces as a computing run does). Each is a view of one zero storage per dtype,
+        grown as needed, instead of a tensor filled anew (a ResNet-50 activation at
+        micro-batch 32 is 200 MB, vit_h_14's attention scores at 518x518 240 MB each):
+        nothing writes a placeholder during the trace, since the ops that would write
+        one leave it as it is."""
         span = 1 + sum((size - 1) * stride for size, stride in zip(like.shape, like.stride())) \
             if like.numel() > 0 else 0
-        if self._half_zeros.numel() < span:
-            self._half_zeros = torch.zeros(max(span, 2 * self._half_zeros.numel()),
-                                           dtype=torch.float16)
-        return self._half_zeros.as_strided(like.shape, like.stride())
+        zeros = self._shared_zeros.get(dtype)
+        if zeros is None or zeros.numel() < span:
+            if zeros is not None:
+                self._outgrown.append(zeros)
+            zeros = torch.zeros(max(span, 2 * (0 if zeros is None else zeros.numel()), 1),
+                                dtype=dtype)
+            self._shared_zeros[dtype] = zeros
+            self._placeholder_storages.add(_storage_address(zeros))
+        return zeros.as_strided(like.shape, like.stride())
+
+    def _is_placeholder(self, value: Any) -> bool:
+        return (isinstance(value, torch.Tensor) and value.numel() > 0
+                and _storage_address(value) in self._placeholder_storages)
 
     def __torch_dispatch__(self, func: torch._ops.OpOverload, types: Collection[type],
                            args: Sequence[Any] = (), kwargs: Optional[Dict[str, Any]] = None
@@ -83,6 +97,19 @@ class HalfOnCpu(TorchDispatchMode):
         if self._shapes_only and func in _PRODUCTS:
             return self._placeholder(func, args, kwargs, tensors)
         asks_half = kwargs.get("dtype") == torch.float16
+        if (self._shapes_only and not any(_is_half(t) for t in tensors) and not asks_half
+                and any(self._is_placeholder(t) for t in tensors)):
+            # float32 (or integer) work on placeholders: in-place ops leave their
+            # targets, others give placeholders (views run as they are)
+            written = _written_arguments(func, args, kwargs)
+            if written:
+                if any(self._is_placeholder(t) for t in written):
+                    return written[0] if len(written) == 1 else tuple(written)
+            elif not _returns_view(func):
+                shaped = _meta_result(func, args, kwargs)
+                if shaped is not None:
+                    zeros = [self._zeros(t, t.dtype) for t in _as_list(shaped)]
+                    return tuple(zeros) if isinstance(shaped, (tuple, list)) else zeros[0]
         if (not any(_is_half(t) for t in tensors) and not asks_half) or _returns_view(func):
             return func(*args, **kwargs)
         written = _written_arguments(func, args, kwargs)
