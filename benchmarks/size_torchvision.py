@@ -4,11 +4,14 @@ a Bow, micro-batch 2 so that batch norm has more than one value per
 channel): does each trace and compile, how long does sizing take on the
 host, and does it fit one IPU?
 
-Classification at 224x224 (inception_v3 at 299, the EfficientNets at their
-own resolutions), segmentation at 520x520, video clips of 16 frames of
-112x112 (mvit at 224x224, s3d at 224x224), optical flow (raft) on two
-frames of 368x496. Each model's loss is cross entropy on its main output
-(an L1 loss on raft's last flow field).
+Every model of torchvision's registry for classification, segmentation,
+video and optical flow, each at its standard size: the crop (classification
+and video) or resize (segmentation) of its default weights' transforms, so
+224x224 for most, 299 for inception_v3, 240-600 for the EfficientNets, 256
+for swin_v2, 384 for regnet_y_128gf, 518 for vit_h_14, 520x520 for
+segmentation; video clips of 16 frames; optical flow (raft) on two frames of
+368x496. Each model's loss is cross entropy on its main output (an L1 loss
+on raft's last flow field).
 
     .venv/bin/python benchmarks/size_torchvision.py [--json FILE] [--models NAME ...]
 
@@ -37,22 +40,31 @@ class Model(NamedTuple):
     inputs: Tuple[int, ...]  # one sample's shape
 
 
-CLASSIFICATION = ["alexnet", "convnext_tiny", "densenet121", "googlenet", "mnasnet1_0",
-                  "mobilenet_v2", "mobilenet_v3_large", "regnet_y_400mf", "resnet50",
-                  "resnext50_32x4d", "shufflenet_v2_x1_0", "squeezenet1_0", "swin_t",
-                  "swin_v2_t", "maxvit_t", "vgg16", "vit_b_16", "wide_resnet50_2"]
-# EfficientNets at the resolutions torchvision's weights were trained at.
-EFFICIENTNET = {"efficientnet_b0": 224, "efficientnet_b4": 380, "efficientnet_v2_s": 384}
+# torchvision's model registry, by task.
+TASKS = {"classification": torchvision.models, "segmentation": torchvision.models.segmentation,
+         "video": torchvision.models.video, "optical flow": torchvision.models.optical_flow}
+# A clip's frames (torchvision's video classification reference trains on
+# clips of 16) and raft's frames (FlyingChairs' 368x496 crops, where its
+# training starts); every other size is the model's own (standard_size).
+CLIP_FRAMES = 16
+FLOW_SIZE = (368, 496)
 
-MODELS: List[Model] = (
-    [Model(name, "classification", (3, 224, 224)) for name in CLASSIFICATION]
-    + [Model("inception_v3", "classification", (3, 299, 299))]
-    + [Model(name, "classification", (3, size, size)) for name, size in EFFICIENTNET.items()]
-    + [Model(name, "segmentation", (3, 520, 520))
-       for name in ["deeplabv3_resnet50", "fcn_resnet50", "lraspp_mobilenet_v3_large"]]
-    + [Model(name, "video", (3, 16, 112, 112)) for name in ["r3d_18", "r2plus1d_18", "mc3_18"]]
-    + [Model("s3d", "video", (3, 16, 224, 224)), Model("mvit_v1_b", "video", (3, 16, 224, 224))]
-    + [Model("raft_small", "optical flow", (3, 368, 496))])
+
+def standard_size(name: str, task: str) -> Tuple[int, ...]:
+    """One sample's shape at the size the model's default weights were trained
+    and evaluated at: their transforms' crop (classification and video) or
+    resize (segmentation)."""
+    if task == "optical flow":
+        return (3, *FLOW_SIZE)
+    transforms = torchvision.models.get_model_weights(name).DEFAULT.transforms()
+    side = transforms.resize_size if task == "segmentation" else transforms.crop_size
+    height, width = (side[0], side[0]) if len(side) == 1 else tuple(side)
+    return (3, CLIP_FRAMES, height, width) if task == "video" else (3, height, width)
+
+
+MODELS: List[Model] = [Model(name, task, standard_size(name, task))
+                       for task, module in TASKS.items()
+                       for name in torchvision.models.list_models(module=module)]
 
 
 class WithLoss(nn.Module):
@@ -91,6 +103,10 @@ def build(model: Model) -> nn.Module:
     kwargs: Dict[str, Any] = {"weights": None}
     if model.task == "segmentation":
         kwargs["weights_backbone"] = None
+    if model.name.startswith("vit_"):
+        # A ViT's position embedding is built for one image size, which
+        # torchvision takes from the weights (518 for vit_h_14's) when given them.
+        kwargs["image_size"] = model.inputs[-1]
     return WithLoss(builder(**kwargs), model.task)
 
 
