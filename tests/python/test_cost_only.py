@@ -257,6 +257,7 @@ def test_a_cost_only_trace_does_not_compute_what_follows_a_product():
         relu = F.relu(scores, inplace=True)
         offsets.add_(2.0)
         shifted = scores + offsets
+        sparse = torch.eye(5).to_sparse().mul(2.0)  # no storage to ask, computed as it is
     eager = linear(inputs).t().softmax(0)
     assert (probabilities.shape, probabilities.stride(), probabilities.dtype) == (
         eager.shape, eager.stride(), eager.dtype)
@@ -264,6 +265,7 @@ def test_a_cost_only_trace_does_not_compute_what_follows_a_product():
     for placeholder in (scores, probabilities, chosen, relu, shifted):
         assert not placeholder.any()
     assert torch.equal(offsets, torch.full((5,), 2.0))
+    assert torch.equal(sparse.to_dense(), torch.eye(5) * 2)
 
 
 def test_8_bit_inputs_cross_from_the_host_as_bytes():

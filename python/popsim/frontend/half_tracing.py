@@ -85,8 +85,9 @@ class HalfOnCpu(TorchDispatchMode):
         return zeros.as_strided(like.shape, like.stride())
 
     def _is_placeholder(self, value: Any) -> bool:
-        return (isinstance(value, torch.Tensor) and value.numel() > 0
-                and _storage_address(value) in self._placeholder_storages)
+        # (sparse tensors have no storage to ask; placeholders are all strided)
+        return (isinstance(value, torch.Tensor) and value.layout == torch.strided
+                and value.numel() > 0 and _storage_address(value) in self._placeholder_storages)
 
     def __torch_dispatch__(self, func: torch._ops.OpOverload, types: Collection[type],
                            args: Sequence[Any] = (), kwargs: Optional[Dict[str, Any]] = None
