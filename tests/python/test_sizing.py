@@ -328,3 +328,36 @@ def test_swin_t_training_sizes_at_its_standard_size():
     report = popsim.sizeJob(model, (torch.randn(1, 3, 224, 224), torch.randint(0, 1000, (1,))),
                             popsim.Options(), torch.optim.SGD(model.parameters(), lr=0.1))
     assert report.fits and report.throughput > 0
+
+
+class ChecksItsInputs(nn.Module):
+    """Refuses inputs that are not positive, and halves its input where a mask is set:
+    its trace depends on the values of its inputs, as detection models' checks of their
+    boxes and masks built from token ids do."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(6, 6)
+
+    def forward(self, x, mask):
+        if bool((x <= 0).any()):
+            raise ValueError("inputs must be positive")
+        if bool(mask.any()):
+            x = torch.where(mask, x * 0.5, x)
+        return popsim.identity_loss(self.linear(x), reduction="sum")
+
+
+def test_a_sizing_traces_on_the_micro_batch_given():
+    """sizeJob calls with zeros standing for the job's micro-batches, but the model
+    traces on the micro-batch given, as the job's call would."""
+    model = ChecksItsInputs()
+    x = torch.rand(4, 6) + 0.1
+    opts = popsim.Options()
+    opts.Training.gradientAccumulation(3)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    unmasked = popsim.sizeJob(model, (x, torch.zeros(4, 6, dtype=torch.bool)), opts, optimizer)
+    masked = popsim.sizeJob(model, (x, torch.ones(4, 6, dtype=torch.bool)), opts, optimizer)
+    assert unmasked.fits and masked.fits
+    assert masked.call_cycles > unmasked.call_cycles  # the trace took the mask's branch
+    with pytest.raises(ValueError, match="inputs must be positive"):
+        popsim.sizeJob(model, (-x, torch.zeros(4, 6, dtype=torch.bool)), opts, optimizer)

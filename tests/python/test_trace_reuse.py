@@ -59,7 +59,9 @@ def test_what_the_trace_depends_on_makes_a_new_one(monkeypatch):
         opts = popsim.Options().deviceIterations(2).setExecutionStrategy(
             popsim.PipelinedExecution(popsim.Stage("B0").ipu(0), popsim.Stage("B1").ipu(1)))
         popsim.sizeJob(model, x, opts)            # another annotation
-    assert len(traces) == 4
+        popsim.sizeJob(model, x + 1, opts)        # other values (the model may read them)
+        popsim.sizeJob(model, x + 1, opts)        # (reused)
+    assert len(traces) == 5
 
 
 def test_a_cost_only_trace_of_float16_ops_sizes_as_a_computing_one():

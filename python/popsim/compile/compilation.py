@@ -11,7 +11,7 @@ weights) and keeps what they produce; the functions here hold no state.
 import contextlib
 import warnings
 import weakref
-from typing import (Any, Callable, Dict, Iterable, Iterator, List, NamedTuple,
+from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping, NamedTuple,
                     Optional, Sequence, Tuple)
 
 import torch
@@ -74,6 +74,25 @@ def micro_batches(options: Options, signature: "_tracing.Signature",
     return micro
 
 
+def values_to_trace(tensors: Sequence[torch.Tensor], micro: Sequence[torch.Tensor],
+                    stand_in_values: Mapping[int, torch.Tensor]) -> List[torch.Tensor]:
+    """The micro-batch to trace (`micro`, one micro-batch of the call's `tensors`),
+    with the values that inputs of the call stand for where it has them (by the
+    input's id): sizeJob calls with stride-0 views of zeros, which stand for
+    every micro-batch of the job without holding them, and gives the user's
+    micro-batch here. The model then traces as the job's call would: code that
+    branches on, checks or masks with its inputs' values sees the real ones."""
+    traced = []
+    for tensor, sliced in zip(tensors, micro):
+        value = stand_in_values.get(id(tensor))
+        if value is not None:
+            value = value.float() if value.dtype == torch.float64 else value
+            if value.shape == sliced.shape and value.dtype == sliced.dtype:
+                sliced = value.clone()  # (tracing may modify its inputs in place)
+        traced.append(sliced)
+    return traced
+
+
 class ImportedCall(NamedTuple):
     """A call's model as popsim IR, and how its inputs and outputs are laid out."""
     signature: "_tracing.Signature"
@@ -95,14 +114,16 @@ def host_memory_message(model: str, error: BaseException) -> str:
 
 def import_call(model: torch.nn.Module, options: Options, training: bool,
                 args: Tuple[Any, ...], kwargs: Dict[str, Any],
-                tracing_done: Callable[[], None]) -> ImportedCall:
-    """Traces the model on one micro-batch of the call's inputs and imports the
-    trace into popsim IR (C++). `tracing_done` marks the end of the trace."""
+                tracing_done: Callable[[], None],
+                stand_in_values: Mapping[int, torch.Tensor]) -> ImportedCall:
+    """Traces the model on one micro-batch of the call's inputs (values_to_trace)
+    and imports the trace into popsim IR (C++). `tracing_done` marks the end of
+    the trace."""
     signature = _tracing.Signature(args, kwargs, model.forward,
                                    split_factor=_C.batch_split_of(options._session).factor)
     tensors = signature.tensors(args, kwargs)
     _warn_about_inputs_requiring_grad(signature.tensor_names, tensors)
-    micro = micro_batches(options, signature, tensors)
+    micro = values_to_trace(tensors, micro_batches(options, signature, tensors), stand_in_values)
     batched = [tensor for tensor in micro if tensor.dim() > 0]
     if batched:
         signature.batch_explanation = _C.batch_split_of(options._session).batch_text(

@@ -10,9 +10,10 @@ memory proportions), so inside ``reusing_traces()`` a cost-only trace is kept
 and returned again when the same model is traced on inputs of the same
 shapes and dtypes, with the same annotations and flags.
 
-Only cost-only traces (``shapes_only``) are reused: a cost-only call's inputs
-are zeros standing for the call's micro-batches (size_job.cost_only_call), so
-their shapes and dtypes are all the trace reads from them. The key names
+Only cost-only traces (``shapes_only``) are reused. A cost-only trace runs
+on the micro-batch the planner was given (size_job.cost_only_call), whose
+values the model's code may read (checks, masks, branches), so the key holds
+a digest of the inputs' bytes beside their shapes and dtypes; it names
 everything else a trace depends on: each weight and buffer by name, shape,
 dtype and whether it trains, each module's class, train flag and hooks
 (BeginBlock annotations are hooks), the call's structure and non-tensor
@@ -22,6 +23,7 @@ norm's statistics), and a cost-only compilation never reads weights' values.
 """
 
 import contextlib
+import hashlib
 from typing import Any, Dict, Hashable, Iterator, Optional, Sequence, Tuple
 
 import torch
@@ -60,7 +62,13 @@ def key(model: torch.nn.Module, names: Sequence[str], structure: Any,
     """What a cost-only trace of `model` on `tensors` depends on."""
     return (type(model).__qualname__, _module_state(model), tuple(names), repr(structure),
             repr(sorted(constants.items())),
-            tuple((tuple(t.shape), t.dtype) for t in tensors), flags)
+            tuple((tuple(t.shape), t.dtype, _digest(t)) for t in tensors), flags)
+
+
+def _digest(tensor: torch.Tensor) -> bytes:
+    """A digest of a tensor's values (a micro-batch is a few MB at most)."""
+    return hashlib.blake2b(tensor.detach().contiguous().numpy().tobytes(),
+                           digest_size=16).digest()
 
 
 def kept(trace_key: Hashable) -> Optional[Any]:

@@ -16,7 +16,8 @@ from popsim.reports.sizing import SizingReport
 
 def _call_input(tensor: Any, repeats: int, name: str) -> Any:
     """A call's input standing for `repeats` micro-batches like `tensor`: a
-    stride-0 view of one element, since a cost-only call never reads it."""
+    stride-0 view of one element, since a cost-only call never reads it (the
+    trace runs on `tensor` itself: compilation.values_to_trace)."""
     if not isinstance(tensor, torch.Tensor):
         return tensor
     if tensor.dim() == 0:
@@ -41,8 +42,12 @@ def cost_only_call(model: torch.nn.Module, micro_batch: Any, options: Optional[O
                  for index, tensor in enumerate(inputs))
     executor = (trainingModel(model, sizing, optimizer) if training
                 else inferenceModel(model, sizing))
+    # The model traces on the micro-batch given, not on the call's zeros.
+    executor._stand_in_values = {id(stand_in): value for stand_in, value in zip(call, inputs)
+                                 if isinstance(value, torch.Tensor)}
     try:
         executor(*call)
+        executor._stand_in_values = {}  # (ids outlive their tensors)
         yield executor
     finally:
         executor.destroy()
@@ -55,7 +60,9 @@ def sizeJob(model: torch.nn.Module, micro_batch: Any, options: Optional[Options]
     Compiles ``model`` with ``options`` cost-only (``Options.Simulator.costOnly()``), makes one
     call and returns its report. The call stands for deviceIterations x replicationFactor (x
     gradientAccumulation for training) micro-batches without allocating them (stride-0 views),
-    so a POD's global batch costs nothing on the host. A job that does not fit its IPUs is
+    so a POD's global batch costs nothing on the host; the model traces on ``micro_batch``
+    itself, so code reading its inputs' values traces as in the job's call. A job that
+    does not fit its IPUs is
     reported (``fits`` False, with what to change) instead of raising
     :class:`popsim.OutOfMemoryError`. The weights must fit the host in float32: the model is an
     ordinary PyTorch module, traced on the host. The executor is destroyed afterwards.
@@ -72,8 +79,8 @@ def sizeJob(model: torch.nn.Module, micro_batch: Any, options: Optional[Options]
     Args:
         model: The model to size.
         micro_batch: One micro-batch of one replica's inputs: a tensor, or a tuple of the
-            model's positional inputs, each with its batch dimension first (only the
-            tensors' shapes and dtypes are read).
+            model's positional inputs, each with its batch dimension first (the model
+            traces on it; the call's other micro-batches are stride-0 views of zeros).
         options: The job's options (replication, gradient accumulation, device iterations,
             execution strategy, ...); they are copied, not changed. None: default
             :class:`popsim.Options`.
