@@ -1,3 +1,4 @@
+#include "common/float16.h"
 #include "frontend/lowering_registry.h"
 #include "frontend/lowerings/helpers.h"
 
@@ -32,10 +33,10 @@ ir::Value* integerArithmetic(LoweringContext& ctx, ir::OpKind kind, size_t left,
 }
 
 // a op b with PyTorch's type promotion. Float results: a number on one side
-// becomes an affine op (x * 2, x + 1, x / 8 ...), two tensors a broadcasting
-// op, and integer tensors are converted (x + int_buffer). Integer results
-// (add, sub, mul of integers) are exact; division of integers is true
-// division, in float. `alpha` scales b, as in torch.add(a, b, alpha=...).
+// becomes an affine op (x * 2, x + 1 ...) or a division by a constant (x / 8), two tensors a
+// broadcasting op, and integer tensors are converted (x + int_buffer). Integer results (add, sub,
+// mul of integers) are exact; division of integers is true division, in float. `alpha` scales b, as
+// in torch.add(a, b, alpha=...).
 ir::Value* arithmetic(LoweringContext& ctx, ir::OpKind kind, size_t left, size_t right,
                       double alpha) {
   const ir::DType promoted = promotedDType(ctx, {left, right});
@@ -51,7 +52,20 @@ ir::Value* arithmetic(LoweringContext& ctx, ir::OpKind kind, size_t left, size_t
     case ir::OpKind::Add: return affine(ctx, x, 1.0, alpha * *b);
     case ir::OpKind::Sub: return affine(ctx, x, 1.0, -alpha * *b);
     case ir::OpKind::Mul: return affine(ctx, x, *b, 0.0);
-    default: return affine(ctx, x, 1.0 / *b, 0.0);
+    default:
+      // A division, as PopTorch hands it to PopART (aten::div is a Div op
+      // whatever its divisor) and as eager computes it (x / float(b)): the
+      // IPU pays a divide, not a multiply. A float16 division by a number
+      // float16 cannot hold (eager divides by its float32 value) stays a
+      // multiply by the reciprocal, which rounds closer to eager's than
+      // dividing by the float16 number would.
+      const auto divisor = static_cast<float>(*b);
+      if (dtype == ir::DType::Float32 ||
+          (dtype == ir::DType::Float16 &&
+           (roundToHalf(divisor) == divisor || std::isnan(divisor)))) {
+        return ctx.emit(ir::OpKind::Div, {x, constantFilled(ctx, {dtype, {}}, divisor)});
+      }
+      return affine(ctx, x, 1.0 / *b, 0.0);
     }
   }
   ir::Value* y = affine(ctx, operandAs(ctx, right, dtype), alpha, 0.0);
