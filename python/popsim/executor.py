@@ -176,9 +176,6 @@ class Executor(ExecutorReports):
         self._owned_flags: Optional[Tuple[bool, ...]] = None
         # (path, ProgramFile) while loadExecutable compiles.
         self._exported: Optional[Tuple[str, _executable_file.ProgramFile]] = None
-        # While sizeJob compiles: the values its call's inputs stand for, by the
-        # input's id (see compilation.values_to_trace).
-        self._stand_in_values: Dict[int, torch.Tensor] = {}
         self._reset()
 
 
@@ -549,7 +546,7 @@ class Executor(ExecutorReports):
                 self._user_model, self._model, self._options, self._training,
                 self._flow.optimizer, self.per_replica_params, flags,
                 self._flow.names_by_tensor(), self._reported_attributes, args, kwargs,
-                progress, self._exported, self._stand_in_values)
+                progress, self._exported)
             self._flow.bind(compiled.program, compiled.binding, compiled.float32_buffers,
                             _replication.of(self._options, self._training).job,
                             compiled.replica_groups)

@@ -499,7 +499,8 @@ def test_a_division_by_a_number_divides_as_eager_and_the_ipu_do():
         opts.Simulator.costOnly()
         executor = popsim.inferenceModel(model.half(), opts)
         executor(half)
-        programs.append((executor.cycleCount(), [step.op for step in executor._executable.program()]))
+        ops = [step.op for step in executor._executable.program()]
+        programs.append((executor.cycleCount(), ops))
     (divide_cycles, divide_ops), (multiply_cycles, multiply_ops) = programs
     assert "div" in divide_ops and "div" not in multiply_ops
     assert divide_cycles > multiply_cycles

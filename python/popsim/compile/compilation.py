@@ -11,7 +11,7 @@ weights) and keeps what they produce; the functions here hold no state.
 import contextlib
 import warnings
 import weakref
-from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping, NamedTuple,
+from typing import (Any, Callable, Dict, Iterable, Iterator, List, NamedTuple,
                     Optional, Sequence, Tuple)
 
 import torch
@@ -74,20 +74,32 @@ def micro_batches(options: Options, signature: "_tracing.Signature",
     return micro
 
 
-def values_to_trace(tensors: Sequence[torch.Tensor], micro: Sequence[torch.Tensor],
-                    stand_in_values: Mapping[int, torch.Tensor]) -> List[torch.Tensor]:
+# The attribute of a stand-in input (stand_in) holding the micro-batch it stands for.
+_TRACED_VALUE = "_popsim_traced_value"
+
+
+def stand_in(value: torch.Tensor, shape: Sequence[int]) -> torch.Tensor:
+    """A call input of `shape` standing for micro-batches like `value` without
+    holding them (sizeJob's call stands for a POD's global batch): a stride-0
+    view of one zero, which a cost-only call never reads. The model traces on
+    `value` itself (values_to_trace)."""
+    tensor = torch.zeros((), dtype=value.dtype).expand(*shape)
+    setattr(tensor, _TRACED_VALUE, value)
+    return tensor
+
+
+def values_to_trace(tensors: Sequence[torch.Tensor], micro: Sequence[torch.Tensor]
+                    ) -> List[torch.Tensor]:
     """The micro-batch to trace (`micro`, one micro-batch of the call's `tensors`),
-    with the values that inputs of the call stand for where it has them (by the
-    input's id): sizeJob calls with stride-0 views of zeros, which stand for
-    every micro-batch of the job without holding them, and gives the user's
-    micro-batch here. The model then traces as the job's call would: code that
-    branches on, checks or masks with its inputs' values sees the real ones."""
+    with the values that stand-in inputs (stand_in) stand for: the model then
+    traces as the job's call would, and code that branches on, checks or masks
+    with its inputs' values sees the real ones."""
     traced = []
     for tensor, sliced in zip(tensors, micro):
-        value = stand_in_values.get(id(tensor))
+        value = getattr(tensor, _TRACED_VALUE, None)
         if value is not None:
-            value = value.float() if value.dtype == torch.float64 else value
-            if value.shape == sliced.shape and value.dtype == sliced.dtype:
+            (value,), _ = float64_as_float32([""], [value])  # as micro_batches converts
+            if (value.shape, value.dtype) == (sliced.shape, sliced.dtype):
                 sliced = value.clone()  # (tracing may modify its inputs in place)
         traced.append(sliced)
     return traced
@@ -114,8 +126,7 @@ def host_memory_message(model: str, error: BaseException) -> str:
 
 def import_call(model: torch.nn.Module, options: Options, training: bool,
                 args: Tuple[Any, ...], kwargs: Dict[str, Any],
-                tracing_done: Callable[[], None],
-                stand_in_values: Mapping[int, torch.Tensor]) -> ImportedCall:
+                tracing_done: Callable[[], None]) -> ImportedCall:
     """Traces the model on one micro-batch of the call's inputs (values_to_trace)
     and imports the trace into popsim IR (C++). `tracing_done` marks the end of
     the trace."""
@@ -123,7 +134,7 @@ def import_call(model: torch.nn.Module, options: Options, training: bool,
                                    split_factor=_C.batch_split_of(options._session).factor)
     tensors = signature.tensors(args, kwargs)
     _warn_about_inputs_requiring_grad(signature.tensor_names, tensors)
-    micro = values_to_trace(tensors, micro_batches(options, signature, tensors), stand_in_values)
+    micro = values_to_trace(tensors, micro_batches(options, signature, tensors))
     batched = [tensor for tensor in micro if tensor.dim() > 0]
     if batched:
         signature.batch_explanation = _C.batch_split_of(options._session).batch_text(

@@ -92,14 +92,11 @@ def compile_model(model: torch.nn.Module, shallow: torch.nn.Module, options: Opt
                   per_replica_params: Dict[str, tuple], flags: Tuple[bool, ...],
                   names_by_tensor: Dict[int, str], reported_attributes: Set[str],
                   args: Tuple[Any, ...], kwargs: Dict[str, Any], progress: CompileProgress,
-                  exported: Optional[Tuple[str, _executable_file.ProgramFile]] = None,
-                  stand_in_values: Optional[Dict[int, torch.Tensor]] = None
+                  exported: Optional[Tuple[str, _executable_file.ProgramFile]] = None
                   ) -> CompiledModel:
     """Compiles `model` (the user's; `shallow` is the executor's copy, which is
     traced) for the call (`args`, `kwargs`) with its modules' train/eval `flags`;
-    `exported` is loadExecutable's file, whose program it loads instead;
-    `stand_in_values` are the values that inputs of the call stand for
-    (compilation.values_to_trace)."""
+    `exported` is loadExecutable's file, whose program it loads instead."""
     started = time.perf_counter()
     progress.phase("trace")
     groupings = _replica_grouping.plan(per_replica_params, dict(model.named_parameters()),
@@ -107,8 +104,7 @@ def compile_model(model: torch.nn.Module, shallow: torch.nn.Module, options: Opt
     shallow.training = flags[0]  # the shallow copy has its own top-level flag: the model's
     with _replica_grouping.traced_with_first_group(model, groupings), flags_set(model, flags):
         imported = _compilation.import_call(shallow, options, training, args, kwargs,
-                                            lambda: progress.phase("import"),
-                                            stand_in_values or {})
+                                            lambda: progress.phase("import"))
     graph = imported.graph
     binding = None
     if training:

@@ -10,22 +10,21 @@ import torch
 from popsim import _C
 from popsim.api.errors import InputError
 from popsim.api.options import Options
+from popsim.compile.compilation import stand_in
 from popsim.executor import Executor, inferenceModel, trainingModel
 from popsim.reports.sizing import SizingReport
 
 
 def _call_input(tensor: Any, repeats: int, name: str) -> Any:
-    """A call's input standing for `repeats` micro-batches like `tensor`: a
-    stride-0 view of one element, since a cost-only call never reads it (the
-    trace runs on `tensor` itself: compilation.values_to_trace)."""
+    """A call's input standing for `repeats` micro-batches like `tensor`
+    (compilation.stand_in: the model traces on `tensor` itself)."""
     if not isinstance(tensor, torch.Tensor):
         return tensor
     if tensor.dim() == 0:
         raise InputError(
             f"sizeJob: input {name} is a scalar; every input of a micro-batch needs its batch "
             "dimension first, as the model's inputs are split along it.")
-    shape = (tensor.shape[0] * repeats,) + tuple(tensor.shape[1:])
-    return torch.zeros((), dtype=tensor.dtype).expand(shape)
+    return stand_in(tensor, (tensor.shape[0] * repeats,) + tuple(tensor.shape[1:]))
 
 
 @contextlib.contextmanager
@@ -42,12 +41,8 @@ def cost_only_call(model: torch.nn.Module, micro_batch: Any, options: Optional[O
                  for index, tensor in enumerate(inputs))
     executor = (trainingModel(model, sizing, optimizer) if training
                 else inferenceModel(model, sizing))
-    # The model traces on the micro-batch given, not on the call's zeros.
-    executor._stand_in_values = {id(stand_in): value for stand_in, value in zip(call, inputs)
-                                 if isinstance(value, torch.Tensor)}
     try:
         executor(*call)
-        executor._stand_in_values = {}  # (ids outlive their tensors)
         yield executor
     finally:
         executor.destroy()
