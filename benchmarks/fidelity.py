@@ -47,16 +47,22 @@ class Job(NamedTuple):
 
 
 def _bow(replicas: int, accumulation: int, device_iterations: int = 1,
-         processes: int = 1) -> popsim.Options:
+         processes: int = 1, output_mode: popsim.OutputMode = popsim.OutputMode.Sum
+         ) -> popsim.Options:
     """Bow IPUs for a job of `replicas` replicas over `processes` host
     processes (PopRun instances), as the example's benchmark launches it:
-    each process streams the inputs of its own replicas."""
+    each process streams the inputs of its own replicas. The outputs come
+    back as `output_mode` says: the sum over the call's micro-batches for
+    the CNN and BERT examples (vision/cnns/pytorch/utils/ipu_settings.py's
+    train_settings, nlp/bert/pytorch/ipu_options.py), every micro-batch's for
+    ViT (vision/vit/pytorch/ipu_options.py)."""
     assert replicas % processes == 0, f"{replicas} replicas over {processes} processes"
     opts = popsim.Options().deviceIterations(device_iterations)
     opts.replicationFactor(replicas // processes)
     if processes > 1:  # sized as process 0; cost-only jobs need no other process
         opts.Distributed.configureProcessId(0, processes)
     opts.Training.gradientAccumulation(accumulation)
+    opts.outputMode(output_mode)
     opts.Simulator.ipuVersion("Bow")
     return opts
 
@@ -172,7 +178,8 @@ def vit_b16_finetune_pod16(split: bool = True) -> Built:
     model = ViTTraining(layers_per_ipu=[3, 3, 3, 3] if split else None,
                         recompute_checkpoint_every_layer=True, dropout=0.1, eight_bit_input=False,
                         recompute_mid_layers=VIT_MID_CHECKPOINTS, separate_qkv=True).half()
-    opts = _bow(replicas=4, accumulation=30, device_iterations=8)
+    opts = _bow(replicas=4, accumulation=30, device_iterations=8,
+                output_mode=popsim.OutputMode.All)
     opts.setExecutionStrategy(popsim.PipelinedExecution(popsim.AutoStage.AutoIncrement))
     opts.Precision.setPartialsType(torch.half)
     opts.Precision.enableStochasticRounding(True)
@@ -204,8 +211,10 @@ def _vit_pretrain(replicas: int, accumulation: int, processes: int, split: bool)
     model = ViTTraining(layers_per_ipu=[3, 3, 3, 3] if split else None,
                         recompute_checkpoint_every_layer=True,
                         dropout=0.1, attention_dropout=0.1, eight_bit_input=True,
-                        recompute_mid_layers=VIT_MID_CHECKPOINTS, separate_qkv=True).half()
-    opts = _bow(replicas=replicas, accumulation=accumulation, processes=processes)
+                        recompute_mid_layers=VIT_MID_CHECKPOINTS, separate_qkv=True,
+                        representation_size=768, mixup=True).half()
+    opts = _bow(replicas=replicas, accumulation=accumulation, processes=processes,
+                output_mode=popsim.OutputMode.All)
     opts.setExecutionStrategy(popsim.PipelinedExecution(popsim.AutoStage.AutoIncrement))
     opts.Precision.setPartialsType(torch.half)
     opts.Precision.enableStochasticRounding(True)
@@ -220,7 +229,10 @@ def _vit_pretrain(replicas: int, accumulation: int, processes: int, split: bool)
                                   max_weight_norm=65535.0, accum_type=torch.float32,
                                   first_order_momentum_accum_type=torch.float32,
                                   second_order_momentum_accum_type=torch.float32)
-    return model, image_batch(8), opts, optimizer
+    images, labels = image_batch(8)
+    # The second labels and the mixing weight of pretrain.py's mixup_data.
+    labels_b, lam = labels.roll(1), torch.full((8,), 0.7)
+    return model, (images, labels, labels_b, lam), opts, optimizer
 
 
 def vit_b16_pretrain_pod16(split: bool = True) -> Built:

@@ -3,8 +3,11 @@ and SQuAD heads, split by layers_per_ipu, computes what eager PyTorch does;
 ResNet-50, ViT-B/16 and EfficientNet-B4 (G16) size as their published jobs
 are split."""
 
+import copy
+
 import pytest
 import torch
+import torch.nn.functional as F
 
 import popsim
 from conftest import assert_close
@@ -114,6 +117,46 @@ def test_vit_separate_qkv_attention_computes_torchvisions():
     # Both are eager float32, summing in different orders (one fused projection against three,
     # the queries scaled against the scores divided) through 12 layers.
     assert_close(separate(images, labels)[0], fused(images, labels)[0], rtol=1e-4, atol=1e-5)
+
+
+def _one_layer_pretraining_vit() -> ViTTraining:
+    """ViT-B/16 as pre-training builds it, cut to its first encoder layer to keep tests quick."""
+    torch.manual_seed(0)
+    vit = ViTTraining(num_classes=10, representation_size=768, mixup=True)
+    vit.vit.encoder.layers = vit.vit.encoder.layers[:1]
+    vit.ipu_of_layer = vit.ipu_of_layer[:1]
+    return vit
+
+
+def test_vit_pretraining_mixes_two_losses_after_a_pre_logits_layer():
+    vit = _one_layer_pretraining_vit().eval()
+    pre_logits = vit.vit.heads.pre_logits
+    assert pre_logits.in_features == pre_logits.out_features == 768
+    images, labels = image_batch(2, num_classes=10)
+    labels_b, lam = labels.flip(0), torch.full((2,), 0.25)
+    logits, loss = vit(images, labels, labels_b, lam)
+    expected = (0.25 * F.cross_entropy(logits, labels)
+                + 0.75 * F.cross_entropy(logits, labels_b))
+    assert_close(loss, expected)
+    # Either call without the other's inputs is a mistake the model names.
+    with pytest.raises(ValueError, match=r"mixup=True\) takes \(images, labels, labels_b, lam\)"
+                                         r".*labels_b=None and lam=None with mixup=True"):
+        vit(images, labels)
+    with pytest.raises(ValueError, match=r"labels_b=a tensor and lam=a tensor with mixup=False"):
+        ViTTraining(num_classes=10)(images, labels, labels_b, lam)
+
+
+def test_vit_pretraining_loss_trains_on_popsim_as_in_eager():
+    vit = _one_layer_pretraining_vit()
+    images, labels = image_batch(2, num_classes=10)
+    lam = torch.full((2,), 0.7)
+    eager = copy.deepcopy(vit)
+    expected_logits, expected_loss = eager(images, labels, labels.flip(0), lam)
+    compiled = popsim.trainingModel(vit, optimizer=popsim.optim.SGD(vit.parameters(), lr=0.0))
+    logits, loss = compiled(images, labels, labels.flip(0), lam)
+    compiled.destroy()
+    assert_close(logits, expected_logits, rtol=1e-4, atol=1e-5)
+    assert_close(loss, expected_loss, rtol=1e-4, atol=1e-5)
 
 
 def test_separate_qkv_attention_runs_on_popsim_as_in_eager():

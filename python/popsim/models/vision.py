@@ -85,18 +85,30 @@ class ViTTraining(nn.Module):
     ViTSelfAttention do: three projections for the queries, keys and values,
     and the scores divided by the root of the head size (torchvision fuses
     the projections into one and scales the queries); the weights are
-    torchvision's either way."""
+    torchvision's either way.
+
+    For pre-training as Graphcore's ViT example runs it (vision/vit/pytorch,
+    b16_in1k_pretrain_lamb): ``representation_size`` puts torchvision's
+    pre-logits layer (a linear layer and tanh) before the classifier, and
+    ``mixup`` makes the call ``forward(images, labels, labels_b, lam)``: the
+    images are mixed on the host, and the loss is ``lam`` times the cross
+    entropy with ``labels`` plus ``1 - lam`` times that with ``labels_b``
+    (``lam`` holds the mixing weight once per image, as the example streams
+    it, and the loss takes the first as a number, as the example's does)."""
 
     def __init__(self, num_classes: int = 1000,
                  layers_per_ipu: Optional[Sequence[int]] = None,
                  recompute_checkpoint_every_layer: bool = False, dropout: float = 0.0,
                  eight_bit_input: bool = True, attention_dropout: float = 0.0,
-                 recompute_mid_layers: Sequence[int] = (), separate_qkv: bool = False) -> None:
+                 recompute_mid_layers: Sequence[int] = (), separate_qkv: bool = False,
+                 representation_size: Optional[int] = None, mixup: bool = False) -> None:
         super().__init__()
         # Without 8-bit input the host streams normalised images in the model's dtype.
         self.normalise: nn.Module = _Normalise() if eight_bit_input else nn.Identity()
         self.vit = torchvision.models.vit_b_16(num_classes=num_classes, dropout=dropout,
-                                               attention_dropout=attention_dropout)
+                                               attention_dropout=attention_dropout,
+                                               representation_size=representation_size)
+        self.mixup = mixup
         if separate_qkv:
             for layer in self.vit.encoder.layers:
                 layer.self_attention = _SeparateProjectionAttention(layer.self_attention)
@@ -115,8 +127,15 @@ class ViTTraining(nn.Module):
     def _block(self, ipu: int) -> ContextManager[object]:
         return block_if_split(self.split, f"IPU{ipu}", ipu)
 
-    def forward(self, images: torch.Tensor, labels: torch.Tensor
+    def forward(self, images: torch.Tensor, labels: torch.Tensor,
+                labels_b: Optional[torch.Tensor] = None, lam: Optional[torch.Tensor] = None
                 ) -> Tuple[torch.Tensor, torch.Tensor]:
+        if self.mixup != (labels_b is not None and lam is not None):
+            raise ValueError("ViTTraining(mixup=True) takes (images, labels, labels_b, lam) and "
+                             "mixup=False takes (images, labels); got "
+                             f"labels_b={'a tensor' if labels_b is not None else None} and "
+                             f"lam={'a tensor' if lam is not None else None} with "
+                             f"mixup={self.mixup}.")
         vit, encoder = self.vit, self.vit.encoder
         with self._block(self.ipu_of_layer[0]):
             tokens = vit._process_input(self.normalise(images))
@@ -129,7 +148,11 @@ class ViTTraining(nn.Module):
                     hidden = recomputationCheckpoint(hidden)
         with self._block(self.ipu_of_layer[-1]):
             logits = vit.heads(encoder.ln(hidden)[:, 0])
-            return logits, F.cross_entropy(logits.float(), labels)
+            loss = F.cross_entropy(logits.float(), labels)
+            if labels_b is not None and lam is not None:
+                weight = float(lam[0])
+                loss = weight * loss + (1 - weight) * F.cross_entropy(logits.float(), labels_b)
+            return logits, loss
 
 
 class _SeparateProjectionAttention(nn.Module):
