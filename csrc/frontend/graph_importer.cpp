@@ -518,7 +518,11 @@ private:
     }
     refuseMissingKey(node, op);
     if (poisoned) {
-      if (lowering == nullptr && !node.kind().is_prim() && !isShapeQuery(node)) {
+      // An op without a lowering is reported even so, so that one error lists
+      // them all; a tensor read as a number (aten::Int of a shape, ...) is
+      // not: whether it can be depends on the value the reported op makes.
+      if (lowering == nullptr && !node.kind().is_prim() && !isShapeQuery(node) &&
+          !readsTensorAsNumber(node)) {
         recordUnsupported(node, "");
       } else {
         poisonOutputs(node);

@@ -5,7 +5,9 @@
 #include "ir/state_names.h"
 
 #include <cstring>
+#include <optional>
 #include <set>
+#include <utility>
 
 namespace popsim::frontend {
 
@@ -288,6 +290,25 @@ bool NodeContext::castsParametersToActivations() {
   return true;
 }
 
+namespace {
+
+// The dtype and rank of a floating-point tensor operand, runtime or computed
+// at compile time; nothing for other operands (numbers, integer tensors...).
+std::optional<std::pair<ir::DType, int64_t>> floatOperand(const FrontendValue& value) {
+  if (value.kind == FrontendValue::Kind::Tensor) {
+    const ir::TensorType& type = value.tensor->type();
+    if (!ir::isFloat(type.dtype)) return std::nullopt;
+    return std::make_pair(type.dtype, type.rank());
+  }
+  if (!value.isStatic() || !value.constant.isTensor()) return std::nullopt;
+  const at::Tensor& tensor = value.constant.toTensor();
+  const std::optional<ir::DType> dtype = toIrDType(tensor.scalar_type());
+  if (!dtype || !ir::isFloat(*dtype)) return std::nullopt;
+  return std::make_pair(*dtype, static_cast<int64_t>(tensor.dim()));
+}
+
+} // namespace
+
 void NodeContext::unifyMixedFloats(bool downcast) {
   if (!downcast && castsParametersToActivations()) return;
   // Ops that cast or normalise keep their operands: the result's dtype is
@@ -301,16 +322,15 @@ void NodeContext::unifyMixedFloats(bool downcast) {
   bool half = false;
   bool single = false;
   for (size_t i = 0; i < numInputs(); ++i) {
-    const FrontendValue& value = input(i);
-    if (value.kind != FrontendValue::Kind::Tensor || !ir::isFloat(value.tensor->type().dtype)) {
-      continue;
-    }
+    // A tensor computed when the model compiles (a causal mask that forward()
+    // builds with torch.full, say) takes part as a runtime tensor does.
+    const std::optional<std::pair<ir::DType, int64_t>> operand = floatOperand(input(i));
+    if (!operand) continue;
     floats.push_back(i);
-    const bool isHalf = value.tensor->type().dtype == ir::DType::Float16;
     // Promotion: only a float32 tensor with dimensions outranks float16 ones.
-    if (isHalf) {
+    if (operand->first == ir::DType::Float16) {
       half = true;
-    } else if (downcast || value.tensor->type().rank() > 0) {
+    } else if (downcast || operand->second > 0) {
       single = true;
     }
   }
@@ -322,10 +342,9 @@ void NodeContext::unifyMixedFloats(bool downcast) {
   const ir::DType mixed = downcast ? ir::DType::Float16 : ir::DType::Float32;
   const ir::DType target = inPlace && floats[0] == 0 ? input(0).tensor->type().dtype : mixed;
   for (size_t i : floats) {
-    ir::Value* operand = input(i).tensor;
-    if (operand->type().dtype == target || (inPlace && i == 0)) continue;
-    castOperands_[i] =
-        emit(ir::OpKind::Cast, {operand}, {{"dtype", std::string(ir::dtypeName(target))}});
+    if (floatOperand(input(i))->first == target || (inPlace && i == 0)) continue;
+    castOperands_[i] = emit(ir::OpKind::Cast, {asTensor(input(i), i)},
+                            {{"dtype", std::string(ir::dtypeName(target))}});
   }
 }
 

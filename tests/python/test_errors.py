@@ -57,6 +57,22 @@ def test_an_unsupported_op_is_listed_once_with_its_uses_and_lines():
             f"{__file__}:{line_of('unsupported: i0 once more')} (in forward)\n") in message
 
 
+class ShapesOfAnUnsupportedResult(torch.nn.Module):
+    def forward(self, x):
+        y = torch.i0(x)  # unsupported: i0 with a shape read after
+        return y.reshape(y.shape[0], -1) * 2
+
+
+def test_only_the_unsupported_op_is_listed_not_the_numbers_read_from_its_result():
+    """The shape the reshape reads from the unsupported op's result is an aten::Int in the
+    trace; it would have been a number known when compiling, so it is not listed."""
+    with pytest.raises(popsim.UnsupportedOperationError) as error:
+        popsim.inferenceModel(ShapesOfAnUnsupportedResult())(torch.randn(2, 3, 3))
+    message = str(error.value)
+    assert message.startswith("Unsupported ops found in compiled model: [aten::i0]\n")
+    assert "aten::Int" not in message
+
+
 class RangeOfAnInput(torch.nn.Module):
     def forward(self, x, n):
         return torch.arange(n) + x.sum()  # a number read from a tensor

@@ -230,6 +230,34 @@ def test_mixed_operands_follow_pytorchs_promotion_by_default():
         torch.testing.assert_close(got, want, rtol=1e-6, atol=0)
 
 
+class BuiltInForward(nn.Module):
+    """float16 activations with float32 tensors that forward() builds itself,
+    which the trace records as constants: a causal mask (-inf above the
+    diagonal, as nn.Transformer.generate_square_subsequent_mask makes it)
+    added by baddbmm, and a matrix multiplied in."""
+
+    def forward(self, q, k):
+        mask = torch.triu(torch.full((4, 4), float("-inf")), diagonal=1)
+        scores = torch.baddbmm(mask, q, k.transpose(-2, -1))
+        return scores, q @ torch.linspace(-1.0, 1.0, 6).reshape(3, 2)
+
+
+def test_float32_tensors_a_model_builds_promote_as_float32_inputs_do():
+    """They take part in promotion as float32 inputs would (PyTorch's rule,
+    halfFloatCasting's default): the ops compute in float32. Until 0.15.0
+    baddbmm and the product refused them ("input 1 (b) must be f16")."""
+    generator = torch.Generator().manual_seed(0)
+    q, k = (torch.randn(2, 4, 3, generator=generator).half() for _ in range(2))
+    scores, product = popsim.inferenceModel(BuiltInForward())(q, k)
+    assert scores.dtype == product.dtype == torch.float32
+    # Eager refuses these mixes (and float16 products on the CPU); promotion computes this.
+    mask = torch.triu(torch.full((4, 4), float("-inf")), diagonal=1)
+    torch.testing.assert_close(scores, torch.baddbmm(mask, q.float(), k.float().transpose(-2, -1)),
+                               rtol=1e-6, atol=0)
+    torch.testing.assert_close(product, q.float() @ torch.linspace(-1.0, 1.0, 6).reshape(3, 2),
+                               rtol=1e-6, atol=0)
+
+
 class Underflowing(nn.Module):
     """A float16 linear layer whose gradients are below float16's smallest value."""
 
