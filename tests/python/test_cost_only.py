@@ -93,10 +93,33 @@ def _recomputed_off_chip_training():
     return BlockedWithLoss(BlockedMnistNetwork()), opts, _mnist_batch(8 * 2), True
 
 
+class Recurrent(torch.nn.Module):
+    """A batch-first GRU and LSTM: in float16 their kernels transpose in place
+    (transpose_) and split their gates (unsafe_split) while the trace runs."""
+
+    def __init__(self):
+        super().__init__()
+        self.gru = torch.nn.GRU(6, 8, num_layers=2, batch_first=True)
+        self.lstm = torch.nn.LSTM(8, 4, batch_first=True)
+
+    def forward(self, x, target):
+        hidden, _ = self.gru(x)
+        out, _ = self.lstm(hidden)
+        return out, torch.nn.functional.mse_loss(out.float(), target)
+
+
+def _float16_recurrent_training():
+    generator = torch.Generator().manual_seed(0)
+    inputs = (torch.randn(2, 5, 6, generator=generator).half(),
+              torch.randn(2, 5, 4, generator=generator))
+    return Recurrent().half(), popsim.Options(), inputs, True
+
+
 JOBS = {"pipelined training": _pipelined_training, "sharded inference": _sharded_inference,
         "ResNet-18 training": _resnet18_training, "replicated training": _replicated_training,
         "float16 training": _float16_training, "phased training": _phased_training,
-        "recomputation, optimizer state off chip": _recomputed_off_chip_training}
+        "recomputation, optimizer state off chip": _recomputed_off_chip_training,
+        "float16 recurrent training": _float16_recurrent_training}
 
 
 def _run(job, cost_only, profile_dir=None):

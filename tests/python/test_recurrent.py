@@ -9,6 +9,7 @@ import torch.nn.functional as F
 
 import popsim
 from models import assert_sgd_steps_match_eager
+from test_half_precision_ops import assert_half_close, eager_half, pytorch_casting
 
 
 class SequenceClassifier(nn.Module):
@@ -29,6 +30,27 @@ def test_a_lstm_and_gru_classifier_trains_as_eager():
     torch.manual_seed(0)
     batches = [(torch.randn(3, 6, 4), torch.randint(0, 2, (3,))) for _ in range(3)]
     assert_sgd_steps_match_eager(SequenceClassifier, batches)
+
+
+class BatchFirstStack(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(3, 4, num_layers=2, batch_first=True)
+        self.lstm = nn.LSTM(4, 2, batch_first=True, bidirectional=True)
+
+    def forward(self, x):
+        hidden, _ = self.gru(x)
+        return self.lstm(hidden)[0]
+
+
+def test_float16_batch_first_gru_and_lstm_compute_as_eager():
+    """In float16 the layers' kernels transpose their batch-first input in place
+    (transpose_), which the trace must apply as the view it is."""
+    torch.manual_seed(0)
+    module, x = BatchFirstStack().half().eval(), torch.randn(2, 5, 3).half()
+    with torch.no_grad():
+        expected = eager_half(lambda: module(x))
+    assert_half_close(popsim.inferenceModel(module, pytorch_casting())(x), expected)
 
 
 class Packed(nn.Module):

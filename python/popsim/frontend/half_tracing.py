@@ -134,6 +134,11 @@ class HalfOnCpu(TorchDispatchMode):
         shaped = _meta_result(func, args, kwargs) if self._shapes_only else None
         result = (shaped if shaped is not None
                   else func(*tree_map(_upcast, args), **tree_map(_upcast, kwargs)))
+        if dtypes is not None and len(dtypes) != len(_as_list(result)):
+            # An op giving a list of tensors (split, unbind...) gives as many as the
+            # operands' shapes make, which the small probe's one-element operands
+            # change (nn.GRU splits its gates in 3): the tensors share one dtype.
+            dtypes = [dtypes[0] if dtypes else None] * len(_as_list(result))
         if dtypes is None:
             floats = [t for t in tensors if t.is_floating_point()]
             half = (all(_is_half(t) for t in floats) or self._downcast_mixed or asks_half
@@ -271,9 +276,12 @@ def _upcast_copy(value: Any) -> Any:
 
 
 def _returns_view(func: torch._ops.OpOverload) -> bool:
-    """Whether the op returns a view of an operand (not an in-place op's target)."""
-    return any(r.alias_info is not None and not r.alias_info.is_write
-               for r in func._schema.returns)
+    """Whether the op returns a view of an operand: a view op, or an in-place one
+    that changes only its target's shape or strides (transpose_, squeeze_, ...,
+    which nn.GRU and nn.LSTM call), whose target's values stay as they are."""
+    return (torch.Tag.inplace_view in func.tags
+            or any(r.alias_info is not None and not r.alias_info.is_write
+                   for r in func._schema.returns))
 
 
 def _as_list(result: Any) -> List[Any]:
