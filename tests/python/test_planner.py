@@ -179,16 +179,24 @@ def test_a_tail_that_shares_weights_with_the_first_ipu_runs_there():
     opts.Training.gradientAccumulation(5)
     batch = (torch.randint(0, 50, (2, 3)), torch.randint(0, 50, (2, 3)))
     candidates = ["embedding", "layers.0", "layers.1"]
-    with pytest.raises(popsim.OptionError, match=r"Layers that share weights must run on the "
-                                                 r"same IPU.*name the module where that part "
-                                                 r"starts with tail="):
-        popsim.plan(model, batch, opts, optimizer_of(model), ipus=2, candidates=candidates)
     plan = popsim.plan(model, batch, opts, optimizer_of(model), ipus=2, candidates=candidates,
                        tail="head")
     assert plan.fits
     assert plan.chosen.annotations()[-1] == \
         'popsim.BeginBlock(model.get_submodule("head"), "tail", ipu_id=0)'
     assert ", then the tail from head" in str(plan)
+    # Unnamed, it is found: what follows the last candidate, which forward() calls from a
+    # ModuleList (as GPT-2's blocks), as no module it calls holds the candidates.
+    plan = popsim.plan(model, batch, opts, optimizer_of(model), ipus=2, candidates=candidates)
+    assert plan.fits and plan.automatic_tail == "layers.1"
+    assert plan.chosen.annotations()[-1] == \
+        'popsim.BeginBlock(model.get_submodule("layers.1"), "tail", ipu_id=0, after=True)'
+    opts.Training.gradientAccumulation(3)  # 2 IPUs and a tail stage need 5
+    with pytest.raises(popsim.OptionError, match=r"Layers that share weights must run on the "
+                                                 r"same IPU.*name the module where that part "
+                                                 r"starts with tail=.*gradientAccumulation of at "
+                                                 r"least 5 for the extra stage"):
+        popsim.plan(model, batch, opts, optimizer_of(model), ipus=2, candidates=candidates)
 
 
 @pytest.mark.parametrize("call,message", [

@@ -334,18 +334,21 @@ def _profile_finding_tail(caller: str, model: torch.nn.Module, names: List[str],
     the tail the planner found by itself (or None). When no tail is named and
     a later part of the model shares weights with the first IPU's, what
     follows each module enclosing the candidates is tried as a tail on IPU 0
-    (innermost first) if the pipeline has room for its stage (room_for_tail;
-    else the error asks for `tail_accumulation` micro-batches)."""
+    (innermost first), then what follows the last candidate (for candidates
+    that forward() calls one by one from a ModuleList, as GPT-2's blocks),
+    if the pipeline has room for its stage (room_for_tail; else the error asks
+    for `tail_accumulation` micro-batches)."""
     try:
         return (_profile(model, names, tail, after, micro_batch, options, optimizer), tail, after,
                 None)
     except CompilationError as error:
         if "share weights" not in str(error) or tail is not None:
             raise
-        for enclosing in (_enclosing_modules(model, names) if room_for_tail else []):
+        for before_tail in (_enclosing_modules(model, names) + names[-1:] if room_for_tail
+                            else []):
             try:
-                return (_profile(model, names, enclosing, True, micro_batch, options, optimizer),
-                        enclosing, True, enclosing)
+                return (_profile(model, names, before_tail, True, micro_batch, options, optimizer),
+                        before_tail, True, before_tail)
             except CompilationError as again:
                 if "share weights" not in str(again):
                     raise
@@ -438,8 +441,9 @@ def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = 
             with the first IPU's layers (BERT's MLM decoder, tied to the word embeddings), as
             in Graphcore's BERT examples. Without ``tail`` or ``tail_after``, when a later part
             of the model shares weights with the first IPU's (no IPU but the first can run
-            it), the planner runs what follows the innermost module holding every candidate as
-            that tail by itself, and says so.
+            it), the planner runs what follows the innermost module holding every candidate
+            (or, when forward() calls the candidates one by one from a ModuleList, as GPT-2's
+            blocks, what follows the last candidate) as that tail by itself, and says so.
         tail_after: Instead of ``tail``, the module after which the tail starts (BERT's
             encoder: the heads, their gather included).
         max_evaluations: How many plans may be simulated after the profile (when more than 4,
