@@ -155,6 +155,62 @@ def test_when_nothing_fits_the_plan_says_what_would():
         plan.apply(model, opts)
 
 
+class SmallUNet(nn.Module):
+    """Blocks at the top level, each a Sequential of layers (with more children
+    than the model has blocks), joined by a skip connection."""
+
+    def __init__(self):
+        super().__init__()
+        def block(inputs, outputs):
+            return nn.Sequential(nn.Conv2d(inputs, outputs, 3, padding=1), nn.ReLU(),
+                                 nn.Conv2d(outputs, outputs, 3, padding=1), nn.ReLU(),
+                                 nn.Conv2d(outputs, outputs, 1), nn.ReLU())
+        self.down = block(3, 8)
+        self.middle = block(8, 16)
+        self.up = block(24, 8)
+        self.out = nn.Conv2d(8, 2, 1)
+
+    def forward(self, x, target):
+        skip = self.down(x)
+        middle = self.middle(nn.functional.max_pool2d(skip, 2))
+        joined = torch.cat([nn.functional.interpolate(middle, scale_factor=2), skip], 1)
+        return nn.functional.cross_entropy(self.out(self.up(joined)), target)
+
+
+class LayerList(nn.Module):
+    """An embedding, a ModuleList of layers and a head."""
+
+    def __init__(self):
+        super().__init__()
+        self.embedding = nn.Embedding(20, 32)
+        self.layers = nn.ModuleList(nn.Linear(32, 32) for _ in range(6))
+        self.head = nn.Linear(32, 20)
+
+    def forward(self, ids, labels):
+        hidden = self.embedding(ids)
+        for layer in self.layers:
+            hidden = torch.relu(layer(hidden))
+        return nn.functional.cross_entropy(self.head(hidden).flatten(0, 1), labels.flatten())
+
+
+def test_the_default_candidates_are_the_children_that_hold_the_model():
+    """Not named, the candidates are the children of the model or of a Sequential or
+    ModuleList in it, whichever has the most children holding parameters, weighed by the
+    share of the parameters under it: a UNet's top-level blocks (not the layers of one
+    block, though a block has more children), a transformer's list of layers."""
+    torch.manual_seed(6)
+    opts = popsim.Options()
+    opts.Training.gradientAccumulation(6)
+    unet = SmallUNet()
+    batch = (torch.randn(2, 3, 8, 8), torch.randint(0, 2, (2, 8, 8)))
+    plan = popsim.plan(unet, batch, opts, optimizer_of(unet), ipus=2)
+    assert plan.candidates == ["down", "middle", "up", "out"]
+    layers = LayerList()
+    batch = (torch.randint(0, 20, (2, 5)), torch.randint(0, 20, (2, 5)))
+    plan = popsim.plan(layers, batch, opts, optimizer_of(layers), ipus=2)
+    assert plan.candidates == [f"layers.{index}" for index in range(6)]
+
+
 class Tied(nn.Module):
     """An embedding, two layers and a decoder tied to the embedding."""
 
@@ -218,7 +274,8 @@ def test_a_tail_that_shares_weights_with_the_first_ipu_runs_there():
      r"at least 9 \(each of its 5 stages but the last runs its backward pass as a stage of its "
      r"own\), got 8"),
     (lambda m, b, o: popsim.plan(nn.Linear(2, 2), b, o, ipus=2),
-     r"Linear has no Sequential or ModuleList of 2 or more modules to split at; name the "
+     r"Linear has no modules to split at: neither it nor a Sequential or ModuleList in it has "
+     r"2 or more children; name the "
      r"modules to split at with candidates="),
 ])
 def test_bad_plans_are_refused_naming_the_problem(call, message):
