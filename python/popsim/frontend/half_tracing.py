@@ -275,11 +275,16 @@ def _upcast_copy(value: Any) -> Any:
     return upcast.clone() if upcast is value and isinstance(value, torch.Tensor) else upcast
 
 
+# The tag of ops that change only their target's shape or strides (PyTorch
+# 1.13's type stubs do not declare torch.Tag).
+_INPLACE_VIEW = torch.Tag.inplace_view  # type: ignore[attr-defined]
+
+
 def _returns_view(func: torch._ops.OpOverload) -> bool:
     """Whether the op returns a view of an operand: a view op, or an in-place one
     that changes only its target's shape or strides (transpose_, squeeze_, ...,
     which nn.GRU and nn.LSTM call), whose target's values stay as they are."""
-    return (torch.Tag.inplace_view in func.tags
+    return (_INPLACE_VIEW in func.tags
             or any(r.alias_info is not None and not r.alias_info.is_write
                    for r in func._schema.returns))
 
