@@ -115,11 +115,34 @@ def _float16_recurrent_training():
     return Recurrent().half(), popsim.Options(), inputs, True
 
 
+class BranchesOnAComputedValue(torch.nn.Module):
+    """forward() decides with a value computed from a product, which a cost-only
+    trace does not compute (its placeholder's zeros would take the other branch)."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 4)
+        self.extra = torch.nn.Linear(4, 4)
+        with torch.no_grad():
+            self.linear.bias.fill_(1.0)
+
+    def forward(self, x):
+        y = self.linear(x)
+        if y.sum() > 0:
+            y = self.extra(torch.relu(y))
+        return y, torch.nn.functional.mse_loss(y, torch.zeros_like(y))
+
+
+def _branching_training():
+    return BranchesOnAComputedValue(), popsim.Options(), (torch.ones(2, 4),), True
+
+
 JOBS = {"pipelined training": _pipelined_training, "sharded inference": _sharded_inference,
         "ResNet-18 training": _resnet18_training, "replicated training": _replicated_training,
         "float16 training": _float16_training, "phased training": _phased_training,
         "recomputation, optimizer state off chip": _recomputed_off_chip_training,
-        "float16 recurrent training": _float16_recurrent_training}
+        "float16 recurrent training": _float16_recurrent_training,
+        "a branch on a computed value": _branching_training}
 
 
 def _run(job, cost_only, profile_dir=None):

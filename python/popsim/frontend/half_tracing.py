@@ -17,7 +17,7 @@ round every float16 op's result.
 
 import contextlib
 from typing import (Any, Callable, Collection, Dict, Iterator, List, Optional, Sequence, Set,
-                    Tuple, Union)
+                    Tuple, Union, cast)
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -33,6 +33,37 @@ def _upcast(value: Any) -> Any:
     if value is torch.float16:
         return torch.float32
     return value.float() if _is_half(value) else value
+
+
+class UncomputedValueRead(Exception):
+    """forward() read a Python value (bool, int, float, item) from a tensor that a
+    cost-only trace did not compute (a placeholder): the trace would follow the
+    placeholder's zeros, not the call's data. The trace is done again, computing."""
+
+    def __init__(self, where: str) -> None:
+        super().__init__(f"forward() at {where} reads a value a cost-only trace does not "
+                         "compute")
+        self.where = where
+
+
+# The dispatch modes running, innermost last (reads_uncomputed asks the innermost).
+_RUNNING: List["HalfOnCpu"] = []
+
+
+def reads_uncomputed(tensor: torch.Tensor) -> bool:
+    """Whether `tensor` stands for a value the running cost-only trace did not compute."""
+    if not _RUNNING or not _RUNNING[-1]._shapes_only or _ASKING:
+        return False
+    # (While tracing, numel() is traced too, and comparing it reads a Python bool,
+    # which asks this again: the nested question is not about the model's data.)
+    _ASKING.append(True)
+    try:
+        return _RUNNING[-1]._is_placeholder(tensor)
+    finally:
+        _ASKING.pop()
+
+
+_ASKING: List[bool] = []
 
 
 class HalfOnCpu(TorchDispatchMode):
@@ -63,6 +94,14 @@ class HalfOnCpu(TorchDispatchMode):
         self._shared_zeros: Dict[torch.dtype, torch.Tensor] = {}
         self._outgrown: List[torch.Tensor] = []
         self._placeholder_storages: Set[int] = set()
+
+    def __enter__(self) -> "HalfOnCpu":
+        _RUNNING.append(self)
+        return cast("HalfOnCpu", super().__enter__())
+
+    def __exit__(self, *exc: Any) -> None:
+        _RUNNING.remove(self)
+        super().__exit__(*exc)
 
     def _zeros(self, like: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
         """Zeros standing for a result in a cost-only trace (a placeholder), with the

@@ -23,6 +23,7 @@ from popsim.frontend import trace_reuse as _trace_reuse
 from popsim.frontend import value_guards as _value_guards
 from popsim.frontend.ops import LIBRARY as _LIBRARY
 from popsim.api.errors import ArgumentError, CompilationError, InputError
+from popsim.api.log import LOGGER
 
 # torch.no_grad() and friends leave no trace of their own, so tracing records
 # each change of the grad mode as popsim::grad_mode(enabled): the importer
@@ -505,8 +506,17 @@ def trace(model: torch.nn.Module, signature: Signature,
             return reused
     try:
         with _TRACE_LOCK:
-            result = _trace(model, signature, micro_batch_tensors, training, module_scopes,
-                            downcast_mixed_floats, shapes_only)
+            try:
+                result = _trace(model, signature, micro_batch_tensors, training, module_scopes,
+                                downcast_mixed_floats, shapes_only)
+            except _half_tracing.UncomputedValueRead as read:
+                # forward() branches on (or reads) a value computed from the data, which
+                # a cost-only trace leaves uncomputed: trace computing, so that the
+                # program is the one a computing run of this micro-batch compiles.
+                LOGGER.info("popsim: %s; tracing the model computing its values, as a "
+                            "computing run does.", read)
+                result = _trace(model, signature, micro_batch_tensors, training, module_scopes,
+                                downcast_mixed_floats, False)
     finally:
         _run_deferred()
     if reuse_key is not None:

@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterator, List, NamedTuple, Tuple
 import torch
 
 from popsim.api.option_fields import DEFAULT_SOURCE_LOCATION_EXCLUDES
+from popsim.frontend import half_tracing as _half_tracing
 from popsim.frontend.ops import LIBRARY as _LIBRARY
 
 _LIBRARY.define("value_guard(Tensor result, Tensor value, float min, float max, str what) "
@@ -126,6 +127,8 @@ def recording() -> Iterator[List[Guard]]:
         def read_value(tensor: torch.Tensor) -> Any:
             if torch._C._get_tracing_state() is None:  # another thread, or untraced code
                 return original(tensor)
+            if _half_tracing.reads_uncomputed(tensor):
+                raise _half_tracing.UncomputedValueRead(_user_line())
             with warnings.catch_warnings():
                 # The tracer's warning that the value is fixed: popsim checks it instead.
                 warnings.simplefilter("ignore", torch.jit.TracerWarning)
