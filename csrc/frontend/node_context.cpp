@@ -313,10 +313,13 @@ void NodeContext::unifyMixedFloats(bool downcast) {
   if (!downcast && castsParametersToActivations()) return;
   // Ops that cast or normalise keep their operands: the result's dtype is
   // what they are asked for, and norms mix float32 statistics with float16
-  // activations by design (Precision.runningStatisticsAlwaysFloat).
+  // activations by design (Precision.runningStatisticsAlwaysFloat). So does
+  // normal, whose result takes mean's dtype (else std's) in eager PyTorch,
+  // which its lowering follows.
   static const std::set<std::string> kKeep = {
-      "aten::to",         "aten::type_as",       "aten::batch_norm", "aten::layer_norm",
-      "aten::group_norm", "aten::instance_norm", "aten::_to_copy",   "aten::native_layer_norm"};
+      "aten::to",         "aten::type_as",           "aten::batch_norm",
+      "aten::layer_norm", "aten::group_norm",        "aten::instance_norm",
+      "aten::_to_copy",   "aten::native_layer_norm", "aten::normal"};
   if (kKeep.count(opName_) != 0) return;
   std::vector<size_t> floats;
   bool half = false;

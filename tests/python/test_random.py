@@ -192,6 +192,9 @@ def test_normal_takes_the_dtype_of_its_mean_tensor(mean_dtype, std_dtype, expect
     std = torch.ones(4, dtype=std_dtype)
     assert Normal()(std).dtype == expected
     assert popsim.inferenceModel(Normal())(std).dtype == expected
+    if mean_dtype is not None:  # the mean as an input too
+        mean = torch.zeros(4, dtype=mean_dtype)
+        assert popsim.inferenceModel(Function(torch.normal))(mean, std).dtype == mean_dtype
 
 
 def test_rrelu_in_training_draws_each_negative_slope_and_trains_through_it():
