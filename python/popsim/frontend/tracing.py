@@ -19,6 +19,7 @@ from popsim.api import device as _device
 from popsim.frontend import half_tracing as _half_tracing
 from popsim.frontend import name_scope as _name_scope
 from popsim.frontend import structure as _structure
+from popsim.frontend import torch_checkpoints as _torch_checkpoints
 from popsim.frontend import trace_reuse as _trace_reuse
 from popsim.frontend import value_guards as _value_guards
 from popsim.frontend.ops import LIBRARY as _LIBRARY
@@ -549,6 +550,9 @@ def _trace(model: torch.nn.Module, signature: Signature,
     # forward(); ops without float16 operands pass straight through it.
     weights = [*model.parameters(), *model.buffers()]
     guards.enter_context(_half_tracing.half_on_cpu(downcast_mixed_floats, shapes_only, weights))
+    # torch.utils.checkpoint (which PyTorch's tracer cannot record when reentrant) as
+    # popsim recomputation checkpoints.
+    guards.enter_context(_torch_checkpoints.as_recomputation_checkpoints())
     with guards, torch.enable_grad(), warnings.catch_warnings():
         # PyTorch's and torchvision's own modules turn shapes into Python values
         # (attention's shape asserts, swin's window padding); popsim compiles
