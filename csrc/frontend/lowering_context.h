@@ -54,9 +54,10 @@ public:
   virtual std::string toString(size_t index) const = 0;
   virtual std::vector<int64_t> toIntList(size_t index) const = 0;
   virtual std::vector<double> toDoubleList(size_t index) const = 0;
-  // A dtype argument (torch.float32, ...) as an IR dtype; nullopt for types
-  // popsim does not compute with (float64, float16, ...).
-  virtual std::optional<ir::DType> toDType(size_t index) const = 0;
+  // A dtype argument (torch.float32, ...) as an IR dtype (float64 as
+  // float32); a dtype popsim does not compute with (bfloat16, complex, ...)
+  // is unsupported, named in the reason.
+  virtual ir::DType toDType(size_t index) const = 0;
 
   // Adds an op at the node's source location and placement.
   virtual ir::Value* emit(ir::OpKind kind, const std::vector<ir::Value*>& inputs,

@@ -66,7 +66,7 @@ public:
   std::string toString(size_t index) const override;
   std::vector<int64_t> toIntList(size_t index) const override;
   std::vector<double> toDoubleList(size_t index) const override;
-  std::optional<ir::DType> toDType(size_t index) const override;
+  ir::DType toDType(size_t index) const override;
 
   ir::Value* emit(ir::OpKind kind, const std::vector<ir::Value*>& inputs,
                   ir::Attributes attrs) override;

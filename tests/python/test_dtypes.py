@@ -120,9 +120,19 @@ def test_other_dtypes_are_refused_with_a_hint():
                        r"popsim takes float32, float16, int32, int64, bool, uint8, int8 and int16 "
                        r"tensors"):
         popsim.inferenceModel(Function(lambda x: x * 2))(torch.ones(2, 2, dtype=torch.bfloat16))
-    with pytest.raises(popsim.UnsupportedOperationError, match="conversion to a dtype popsim "
-                       "does not compute with"):
+    # Inside the model, any op given a dtype: the dtype named, with what to use (and for
+    # bfloat16, that torch.autocast converts to it).
+    with pytest.raises(popsim.UnsupportedOperationError,
+                       match=r"aten::to at .*: torch.bfloat16, a dtype popsim does not compute with; "
+                             r"it computes with float16, float32, int32, int64 and bool tensors "
+                             r"\(float64 as float32\): convert to one of them \(torch.autocast "
+                             r"converts to bfloat16 on the CPU unless given dtype=torch.float16\)"):
         popsim.inferenceModel(Function(lambda x: x.to(torch.bfloat16)))(torch.ones(2, 2))
+    with pytest.raises(popsim.UnsupportedOperationError,
+                       match=r"aten::zeros_like at .*: torch.int8, a dtype popsim does not "
+                             r"compute with; .*convert to one of them\n"):
+        popsim.inferenceModel(Function(lambda x: torch.zeros_like(x, dtype=torch.int8)))(
+            torch.ones(2, 2))
 
 
 def test_float64_inside_a_model_computes_as_float32_with_a_warning():

@@ -34,11 +34,9 @@ template <ir::OpKind Kind> void lowerSoftmax(LoweringContext& ctx) {
   ir::Value* x = floatOperand(ctx, 0);
   if (ctx.numInputs() > 2 && !ctx.isNone(2)) {
     // dtype=: the input converted first, as in PyTorch.
-    const std::optional<ir::DType> asked = ctx.toDType(2);
-    if (!asked.has_value() || !ir::isFloat(*asked)) {
-      ctx.unsupported("softmax with a dtype other than float16 or float32");
-    }
-    x = castTo(ctx, x, *asked);
+    const ir::DType asked = ctx.toDType(2);
+    if (!ir::isFloat(asked)) ctx.unsupported("softmax with a dtype other than float16 or float32");
+    x = castTo(ctx, x, asked);
   } else if (!ir::isFloat(ctx.tensor(0)->type().dtype)) {
     floatTensor(ctx, 0); // softmax of integers, which PyTorch refuses too
   }

@@ -193,10 +193,6 @@ void lowerTo(LoweringContext& ctx) {
     target = ctx.tensor(*other)->type().dtype;
   } else if (const auto dtype = ctx.argumentIndex("dtype"); dtype && !ctx.isNone(*dtype)) {
     target = ctx.toDType(*dtype);
-    if (!target.has_value()) {
-      ctx.unsupported("conversion to a dtype popsim does not compute with; it computes with "
-                      "float32, int32, int64 and bool tensors (convert to one of them)");
-    }
   }
   if (target.has_value() && *target != x->type().dtype) {
     x = ctx.emit(ir::OpKind::Cast, {x}, {{"dtype", std::string(ir::dtypeName(*target))}});

@@ -63,11 +63,7 @@ ir::DType dtypeArgument(LoweringContext& ctx, ir::DType fallback) {
   if (!index || ctx.isNone(*index)) {
     return fallback;
   }
-  const std::optional<ir::DType> dtype = ctx.toDType(*index);
-  if (!dtype) {
-    ctx.unsupported("dtype other than float32, int32, int64 or bool");
-  }
-  return *dtype;
+  return ctx.toDType(*index);
 }
 
 // aten::zeros_like / ones_like(self, dtype=None, ...), full_like(self, fill_value, dtype=None, ...)

@@ -24,11 +24,7 @@ double doubleArgument(LoweringContext& ctx, const char* name, double fallback) {
 ir::DType dtypeOr(LoweringContext& ctx, ir::DType fallback) {
   const std::optional<size_t> index = ctx.argumentIndex("dtype");
   if (!index.has_value() || ctx.isNone(*index)) return fallback;
-  const std::optional<ir::DType> dtype = ctx.toDType(*index);
-  if (!dtype.has_value() || *dtype == ir::DType::Float64) {
-    ctx.unsupported("a random tensor of a dtype other than float32, int32, int64 or bool");
-  }
-  return *dtype;
+  return ctx.toDType(*index);
 }
 
 ir::Value* draw(LoweringContext& ctx, const char* distribution, std::vector<double> params,

@@ -11,21 +11,16 @@ namespace popsim::frontend::lowerings {
 namespace {
 
 // The dtype argument `dtype=` of a sum or product, if given.
-std::optional<ir::DType> dtypeArgument(LoweringContext& ctx, const char* op) {
+std::optional<ir::DType> dtypeArgument(LoweringContext& ctx) {
   const std::optional<size_t> index = ctx.argumentIndex("dtype");
   if (!index.has_value() || ctx.isNone(*index)) return std::nullopt;
-  const std::optional<ir::DType> asked = ctx.toDType(*index);
-  if (!asked.has_value()) {
-    ctx.unsupported(std::string(op) + " with a dtype other than bool, int32, int64, float16 "
-                                      "or float32");
-  }
-  return asked;
+  return ctx.toDType(*index);
 }
 
 // The result dtype of a sum or product of x as PyTorch gives it: the dtype
 // asked, else float32 for float32 and int64 for integers and bool.
-ir::DType widenedDType(LoweringContext& ctx, ir::Value* x, const char* op) {
-  if (const std::optional<ir::DType> asked = dtypeArgument(ctx, op)) return *asked;
+ir::DType widenedDType(LoweringContext& ctx, ir::Value* x) {
+  if (const std::optional<ir::DType> asked = dtypeArgument(ctx)) return *asked;
   return ir::isFloat(x->type().dtype) ? x->type().dtype : ir::DType::Int64;
 }
 
@@ -72,7 +67,7 @@ ir::Value* sumOver(LoweringContext& ctx, ir::OpKind kind, ir::Value* x) {
 // sum(self, dim=None, keepdim=False, dtype=None), in every overload.
 void lowerSum(LoweringContext& ctx) {
   ir::Value* x = ctx.tensor(0);
-  const ir::DType dtype = widenedDType(ctx, x, "sum");
+  const ir::DType dtype = widenedDType(ctx, x);
   ir::Value* sum = sumOver(ctx, ir::OpKind::ReduceSum, reductionOperand(ctx, x, dtype));
   ctx.setOutput(0, castTo(ctx, sum, dtype));
 }
@@ -80,7 +75,7 @@ void lowerSum(LoweringContext& ctx) {
 // mean(self, dim=None, keepdim=False, dtype=None): of floats only, as in PyTorch.
 void lowerMean(LoweringContext& ctx) {
   ir::Value* x = ctx.tensor(0);
-  const std::optional<ir::DType> asked = dtypeArgument(ctx, "mean");
+  const std::optional<ir::DType> asked = dtypeArgument(ctx);
   const ir::DType dtype = asked.value_or(x->type().dtype);
   if (!ir::isFloat(dtype)) {
     ctx.unsupported("mean of a " + x->type().str() +
@@ -95,7 +90,7 @@ void lowerMean(LoweringContext& ctx) {
 void lowerNansum(LoweringContext& ctx) {
   ir::Value* x = ctx.tensor(0);
   if (!ir::isFloat(x->type().dtype)) return lowerSum(ctx); // no NaN to skip
-  const ir::DType dtype = dtypeArgument(ctx, "nansum").value_or(x->type().dtype);
+  const ir::DType dtype = dtypeArgument(ctx).value_or(x->type().dtype);
   if (!ir::isFloat(dtype)) {
     ctx.unsupported("nansum of a float tensor into an integer dtype");
   }
@@ -119,7 +114,7 @@ void lowerCountNonzero(LoweringContext& ctx) {
 // prod(self, dtype=None) over everything, or prod(self, dim, keepdim=False, dtype=None).
 void lowerProd(LoweringContext& ctx) {
   ir::Value* x = ctx.tensor(0);
-  const ir::DType dtype = widenedDType(ctx, x, "prod");
+  const ir::DType dtype = widenedDType(ctx, x);
   x = reductionOperand(ctx, x, dtype);
   const ir::Shape shape = x->type().shape;
   const std::optional<size_t> dimIndex = ctx.argumentIndex("dim");
@@ -148,7 +143,7 @@ template <ir::OpKind Kind> void lowerRunning(LoweringContext& ctx) {
   const int64_t rank = x->type().rank();
   const int64_t dim = normalizedDim(ctx, ctx.toInt(1), rank);
   const bool sum = Kind == ir::OpKind::CumulativeSum;
-  const ir::DType dtype = widenedDType(ctx, x, sum ? "cumsum" : "cumprod");
+  const ir::DType dtype = widenedDType(ctx, x);
   ir::Value* values = reductionOperand(ctx, x, dtype);
   if (sum) {
     values = ctx.emit(Kind, {values}, {{"dim", rank == 0 ? int64_t{0} : dim}, {"reverse", false}});
