@@ -5,6 +5,7 @@ and its errors and advice must name what to change."""
 import pytest
 import torch
 import torch.nn as nn
+import torchvision
 
 import popsim
 
@@ -194,10 +195,11 @@ class LayerList(nn.Module):
 
 
 def test_the_default_candidates_are_the_children_that_hold_the_model():
-    """Not named, the candidates are the children of the model or of a Sequential or
-    ModuleList in it, whichever has the most children holding parameters, weighed by the
-    share of the parameters under it: a UNet's top-level blocks (not the layers of one
-    block, though a block has more children), a transformer's list of layers."""
+    """Not named, the candidates are the children of the model or of a module in it,
+    whichever has the most children holding parameters, weighed by the share of the
+    parameters under it: a UNet's top-level blocks (not the layers of one block, though a
+    block has more children), a transformer's list of layers, a wrapped ResNet's stem,
+    stages and head (not the 3 blocks of its largest stage)."""
     torch.manual_seed(6)
     opts = popsim.Options()
     opts.Training.gradientAccumulation(6)
@@ -209,6 +211,13 @@ def test_the_default_candidates_are_the_children_that_hold_the_model():
     batch = (torch.randint(0, 20, (2, 5)), torch.randint(0, 20, (2, 5)))
     plan = popsim.plan(layers, batch, opts, optimizer_of(layers), ipus=2)
     assert plan.candidates == [f"layers.{index}" for index in range(6)]
+    resnet = WithLoss(torchvision.models.resnet18(num_classes=10))
+    batch = (torch.randn(2, 3, 32, 32), torch.randint(0, 10, (2,)))
+    opts.Training.gradientAccumulation(8)  # 4 IPUs need 7
+    plan = popsim.plan(resnet, batch, opts, optimizer_of(resnet), ipus=4)
+    assert plan.candidates == [f"model.{name}" for name in (
+        "conv1", "bn1", "relu", "maxpool", "layer1", "layer2", "layer3", "layer4", "avgpool",
+        "fc")]
 
 
 class Tied(nn.Module):
@@ -274,8 +283,8 @@ def test_a_tail_that_shares_weights_with_the_first_ipu_runs_there():
      r"at least 9 \(each of its 5 stages but the last runs its backward pass as a stage of its "
      r"own\), got 8"),
     (lambda m, b, o: popsim.plan(nn.Linear(2, 2), b, o, ipus=2),
-     r"Linear has no modules to split at: neither it nor a Sequential or ModuleList in it has "
-     r"2 or more children; name the "
+     r"Linear has no modules to split at: neither it nor a module in it has 2 or more "
+     r"children; name the "
      r"modules to split at with candidates="),
 ])
 def test_bad_plans_are_refused_naming_the_problem(call, message):

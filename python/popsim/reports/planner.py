@@ -2,8 +2,8 @@
 cost-only simulation.
 
 The model is split at module boundaries a person can read: the children of
-the model or of one of its Sequential or ModuleList modules (the one whose
-children hold most of its parameters between them), or the modules the caller names (the
+the model or of one of its modules (the one whose children hold most of its
+parameters between them), or the modules the caller names (the
 *candidates*, in the order the model calls them). A split gives each IPU a
 run of consecutive candidates; IPU 0 also takes everything the model does
 before its second run starts, and the last IPU everything after its first
@@ -59,19 +59,15 @@ _ENUMERATED_SPLITS = 20000
 
 
 def _default_candidates(model: torch.nn.Module) -> List[str]:
-    """The children of the container that splits the model best: of the model
-    itself and its Sequential and ModuleList modules, the one whose count of
-    children holding parameters, times the share of the model's parameters
-    under it, is largest (the first such, in module order). A transformer's
-    list of layers wins over the model's few top-level parts, a UNet's
-    top-level blocks over any one block's Sequential of layers, and an
-    EfficientNet's stages over the blocks of one stage."""
+    """The children of the module that splits the model best: of the model and its
+    modules with 2 or more children, the one whose count of children holding parameters,
+    times the share of the model's parameters under it, is largest (the first such, in
+    module order). A transformer's list of layers wins over the model's few top-level
+    parts, a UNet's top-level blocks over any one block's layers, a ResNet's stem, stages
+    and head over one stage's blocks."""
     total = sum(parameter.numel() for parameter in model.parameters())
     best: Tuple[float, Optional[str]] = (0.0, None)
     for name, module in model.named_modules():
-        if module is not model and not isinstance(module, (torch.nn.Sequential,
-                                                           torch.nn.ModuleList)):
-            continue
         children = [child for _, child in module.named_children()]
         if len(children) < 2:
             continue
@@ -84,10 +80,10 @@ def _default_candidates(model: torch.nn.Module) -> List[str]:
             best = (score, name)
     if best[1] is None:
         raise OptionError(
-            f"popsim.plan: {type(model).__name__} has no modules to split at: neither it nor a "
-            "Sequential or ModuleList in it has 2 or more children; name the modules to split "
-            "at with candidates=[...] (module names as model.named_modules() gives them, in the "
-            "order forward() calls them).",
+            f"popsim.plan: {type(model).__name__} has no modules to split at: neither it nor "
+            "a module in it has 2 or more children; name the modules to split at with "
+            "candidates=[...] (module names as model.named_modules() gives them, in the order "
+            "forward() calls them).",
             option="plan.candidates")
     prefix = f"{best[1]}." if best[1] else ""
     return [f"{prefix}{name}" for name, _ in model.get_submodule(best[1]).named_children()]
@@ -452,10 +448,10 @@ def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = 
         optimizer: The optimizer of a training job; None plans an inference job.
         ipus: The number of IPUs to pipeline over, 2 or more.
         candidates: The names of the modules to split at, as ``model.named_modules()`` gives
-            them, in the order forward() calls them. None: the children of the model, or of
-            one of its Sequential or ModuleList modules: the one whose count of children
-            holding parameters, times its share of the model's parameters, is largest (a
-            transformer's layers, a UNet's top-level blocks, an EfficientNet's stages).
+            them, in the order forward() calls them. None: the children of the model or of
+            one of its modules: the one whose count of children holding parameters, times
+            its share of the model's parameters, is largest (a transformer's layers, a
+            UNet's top-level blocks, an EfficientNet's stages).
         tail: The module where the model's last part starts when that part must run on IPU
             0, as a last pipeline stage beside the first candidates: a head that shares weights
             with the first IPU's layers (BERT's MLM decoder, tied to the word embeddings), as
@@ -481,8 +477,8 @@ def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = 
         OptionError: when ``model`` is not a ``torch.nn.Module``; ``ipus`` is not an int of 2
             or more; the model already has BeginBlock annotations; a candidate, ``tail`` or
             ``tail_after`` is not a submodule, a candidate is named twice, or the tail is a
-            candidate; no candidates are given and neither the model nor a Sequential or
-            ModuleList in it has 2 or more children; both ``tail`` and ``tail_after`` are given; there are fewer
+            candidate; no candidates are given and neither the model nor a module in it has
+            2 or more children; both ``tail`` and ``tail_after`` are given; there are fewer
             candidates than IPUs; training's gradientAccumulation is below
             ``2 * stages - 1`` or inference's deviceIterations below the stages (the IPUs,
             plus one with a tail); or a later part of the model shares weights with the first
