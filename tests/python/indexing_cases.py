@@ -29,6 +29,14 @@ class Indexed(nn.Module):
         return self.fn(*inputs, *[getattr(self, f"index{i}") for i in range(self.count)])
 
 
+def _renormed_lookup(max_norm, norm_type):
+    def lookup(w, i):
+        copy = w * 1.0
+        rows = F.embedding(i, copy, max_norm=max_norm, norm_type=norm_type)
+        return torch.cat([rows.flatten(), copy.flatten()])
+    return lookup
+
+
 def _masked_middle_dims(x, v):
     """x[:, mask] = v with a 2-D mask over x's dims 1 and 2."""
     y = x.clone()
@@ -176,6 +184,12 @@ INDEXING.update({
         Indexed(lambda w, i, o: F.embedding_bag(i, w, o, mode="mean", padding_idx=1,
                                                 include_last_offset=True),
                 [torch.tensor([1, 0, 1, 2, 3]), torch.tensor([0, 2, 5])]), [torch.randn(5, 3)]),
+    # max_norm: the rows looked up scaled in place to that norm (a copy of the input,
+    # whose renormed rows, and those not looked up, are returned too)
+    "embedding_max_norm": lambda rng: (lambda p: (
+        Indexed(_renormed_lookup(rng.uniform(0.5, 2.0), p),
+                [torch.randint(0, 6, (rng.randint(1, 3), rng.randint(1, 5)))]),
+        [torch.randn(6, 4)]))(rng.choice([1.0, 2.0, 3.0])),
     # x[mask] = v: the mask from the data, v a number or broadcast over the selection
     "masked_put_number": lambda rng: (
         Indexed(lambda x: x.masked_fill(x > 0.5, 0.0).index_put((x < 0,), torch.tensor(2.0)),
