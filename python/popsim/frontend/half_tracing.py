@@ -46,8 +46,10 @@ class UncomputedValueRead(Exception):
         self.where = where
 
 
-# The dispatch modes running, innermost last (reads_uncomputed asks the innermost).
+# The dispatch modes running, innermost last (reads_uncomputed asks the innermost),
+# and whether reads_uncomputed is answering already (see there).
 _RUNNING: List["HalfOnCpu"] = []
+_ASKING: List[bool] = []
 
 
 def reads_uncomputed(tensor: torch.Tensor) -> bool:
@@ -61,9 +63,6 @@ def reads_uncomputed(tensor: torch.Tensor) -> bool:
         return _RUNNING[-1]._is_placeholder(tensor)
     finally:
         _ASKING.pop()
-
-
-_ASKING: List[bool] = []
 
 
 class HalfOnCpu(TorchDispatchMode):
