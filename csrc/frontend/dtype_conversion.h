@@ -5,6 +5,7 @@
 #include <c10/core/ScalarType.h>
 
 #include <optional>
+#include <string>
 
 namespace popsim::frontend {
 
@@ -20,6 +21,29 @@ inline std::optional<ir::DType> toIrDType(c10::ScalarType type) {
   case c10::ScalarType::Long: return ir::DType::Int64;
   case c10::ScalarType::Bool: return ir::DType::Bool;
   default: return std::nullopt;
+  }
+}
+
+// A dtype as Python writes it (torch.bfloat16), for messages.
+inline std::string pythonDTypeName(c10::ScalarType type) {
+  switch (type) {
+  case c10::ScalarType::Byte: return "torch.uint8";
+  case c10::ScalarType::Char: return "torch.int8";
+  case c10::ScalarType::Short: return "torch.int16";
+  case c10::ScalarType::Int: return "torch.int32";
+  case c10::ScalarType::Long: return "torch.int64";
+  case c10::ScalarType::Half: return "torch.float16";
+  case c10::ScalarType::Float: return "torch.float32";
+  case c10::ScalarType::Double: return "torch.float64";
+  case c10::ScalarType::Bool: return "torch.bool";
+  case c10::ScalarType::BFloat16: return "torch.bfloat16";
+  case c10::ScalarType::ComplexHalf: return "torch.complex32";
+  case c10::ScalarType::ComplexFloat: return "torch.complex64";
+  case c10::ScalarType::ComplexDouble: return "torch.complex128";
+  case c10::ScalarType::QInt8: return "torch.qint8";
+  case c10::ScalarType::QUInt8: return "torch.quint8";
+  case c10::ScalarType::QInt32: return "torch.qint32";
+  default: return std::string("torch ") + c10::toString(type);
   }
 }
 

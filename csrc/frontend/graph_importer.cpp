@@ -956,11 +956,20 @@ private:
       return existing;
     }
     const std::optional<ir::DType> dtype = toIrDType(tensor.scalar_type());
+    if (tensor.is_complex()) {
+      throw UnsupportedLowering(std::string(parameter ? "parameter '" : "buffer '") + name +
+                                "' is complex (" + pythonDTypeName(tensor.scalar_type()) +
+                                "), which the IPU does not compute with: keep its real and "
+                                "imaginary parts (or the cos and sin of its angles) as float "
+                                "tensors");
+    }
     if (!dtype.has_value() || (parameter && !ir::isFloat(*dtype))) {
-      throw UnsupportedLowering(std::string("parameter '") + name + "' has dtype " +
-                                c10::toString(tensor.scalar_type()) +
-                                "; popsim trains float32 and float16 parameters (convert the model "
-                                "with .float() or .half())");
+      throw UnsupportedLowering(std::string(parameter ? "parameter '" : "buffer '") + name +
+                                "' has dtype " + pythonDTypeName(tensor.scalar_type()) +
+                                (parameter ? "; popsim trains float32 and float16 parameters "
+                                             "(convert the model with .float() or .half())"
+                                           : "; popsim computes with float16, float32, int32, "
+                                             "int64 and bool tensors (convert it to one)"));
     }
     return graph_->addWeight(
         name, {*dtype, ir::Shape(tensor.sizes().begin(), tensor.sizes().end())}, parameter);

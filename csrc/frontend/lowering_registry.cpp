@@ -40,6 +40,7 @@ const LoweringRegistry& LoweringRegistry::instance() {
     lowerings::registerRecurrent(r);
     lowerings::registerSearching(r);
     lowerings::registerCreation(r);
+    lowerings::registerComplexNumbers(r);
     return r;
   }();
   return registry;

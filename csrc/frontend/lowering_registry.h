@@ -57,6 +57,7 @@ void registerSorting(LoweringRegistry& registry);
 void registerRecurrent(LoweringRegistry& registry);
 void registerSearching(LoweringRegistry& registry);
 void registerCreation(LoweringRegistry& registry);
+void registerComplexNumbers(LoweringRegistry& registry);
 } // namespace lowerings
 
 } // namespace popsim::frontend

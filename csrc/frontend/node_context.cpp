@@ -462,28 +462,6 @@ std::vector<double> NodeContext::toDoubleList(size_t index) const {
               ", not a list of numbers");
 }
 
-namespace {
-
-// A dtype as Python writes it (torch.bfloat16), for messages.
-std::string pythonDTypeName(c10::ScalarType type) {
-  switch (type) {
-  case c10::ScalarType::Byte: return "torch.uint8";
-  case c10::ScalarType::Char: return "torch.int8";
-  case c10::ScalarType::Short: return "torch.int16";
-  case c10::ScalarType::Half: return "torch.float16";
-  case c10::ScalarType::BFloat16: return "torch.bfloat16";
-  case c10::ScalarType::ComplexHalf: return "torch.complex32";
-  case c10::ScalarType::ComplexFloat: return "torch.complex64";
-  case c10::ScalarType::ComplexDouble: return "torch.complex128";
-  case c10::ScalarType::QInt8: return "torch.qint8";
-  case c10::ScalarType::QUInt8: return "torch.quint8";
-  case c10::ScalarType::QInt32: return "torch.qint32";
-  default: return std::string("torch ") + c10::toString(type);
-  }
-}
-
-} // namespace
-
 ir::DType NodeContext::toDType(size_t index) const {
   if (isOutDType(index)) return *outDType_; // an out= overload without dtype=: the out tensor's
   const c10::IValue& v = staticArgument(index, "a dtype");

@@ -22,11 +22,13 @@ DOC = os.path.join(HERE, "..", "..", "docs", "ops.md")
 DRAWS = 2
 
 # Ops popsim recognises only to refuse them with the reason (their outputs'
-# sizes depend on the data, or they are random on the host): listed apart.
+# sizes depend on the data, they are random on the host, or they compute with
+# complex numbers, which the IPU has not): listed apart.
 REFUSED = {"aten::masked_select", "aten::unique", "aten::_unique", "aten::_unique2",
            "aten::unique_dim", "aten::unique_consecutive", "aten::nonzero", "aten::argwhere",
            "aten::fractional_max_pool2d", "aten::fractional_max_pool3d",
-           "aten::_pack_padded_sequence"}
+           "aten::_pack_padded_sequence", "aten::view_as_complex", "aten::view_as_real",
+           "aten::polar", "aten::complex"}
 
 
 def _aten_ops(module, inputs):

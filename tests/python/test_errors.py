@@ -73,6 +73,33 @@ def test_only_the_unsupported_op_is_listed_not_the_numbers_read_from_its_result(
     assert "aten::Int" not in message
 
 
+class ComplexRotation(torch.nn.Module):
+    """Rotary position embeddings as LLaMA's reference code writes them."""
+
+    def __init__(self):
+        super().__init__()
+        angles = torch.outer(torch.arange(4.0), torch.tensor([1.0, 0.1]))
+        self.register_buffer("rotation", torch.polar(torch.ones_like(angles), angles))
+
+    def forward(self, x):
+        pairs = torch.view_as_complex(x.reshape(*x.shape[:-1], -1, 2))  # complex: pairs
+        return torch.view_as_real(pairs * self.rotation).flatten(-2)  # complex: product
+
+
+def test_complex_numbers_are_refused_with_what_to_write_instead():
+    """The IPU has no complex arithmetic: a complex buffer and the complex ops are
+    refused, each saying what to write with real tensors."""
+    with pytest.raises(popsim.UnsupportedOperationError) as error:
+        popsim.inferenceModel(ComplexRotation())(torch.randn(2, 4, 4))
+    message = str(error.value)
+    assert ("buffer 'rotation' is complex (torch.complex64), which the IPU does not compute "
+            "with: keep its real and imaginary parts (or the cos and sin of its angles) as "
+            "float tensors") in message
+    assert (f"aten::view_as_complex at {__file__}:{line_of('complex: pairs')} (in forward): "
+            "complex numbers, which the IPU does not compute with: write the arithmetic with "
+            "real tensors (rotary embeddings: x * cos + rotate_half(x) * sin") in message
+
+
 class RangeOfAnInput(torch.nn.Module):
     def forward(self, x, n):
         return torch.arange(n) + x.sum()  # a number read from a tensor
