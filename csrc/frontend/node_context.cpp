@@ -321,7 +321,7 @@ void NodeContext::unifyMixedFloats(bool downcast) {
       "aten::layer_norm", "aten::group_norm",        "aten::instance_norm",
       "aten::_to_copy",   "aten::native_layer_norm", "aten::normal"};
   if (kKeep.count(opName_) != 0) return;
-  std::vector<size_t> floats;
+  std::vector<std::pair<size_t, ir::DType>> floats; // (argument, dtype)
   bool half = false;
   bool single = false;
   for (size_t i = 0; i < numInputs(); ++i) {
@@ -329,7 +329,7 @@ void NodeContext::unifyMixedFloats(bool downcast) {
     // builds with torch.full, say) takes part as a runtime tensor does.
     const std::optional<std::pair<ir::DType, int64_t>> operand = floatOperand(input(i));
     if (!operand) continue;
-    floats.push_back(i);
+    floats.emplace_back(i, operand->first);
     // Promotion: only a float32 tensor with dimensions outranks float16 ones.
     if (operand->first == ir::DType::Float16) {
       half = true;
@@ -343,9 +343,9 @@ void NodeContext::unifyMixedFloats(bool downcast) {
                        schema->arguments()[0].alias_info() != nullptr &&
                        schema->arguments()[0].alias_info()->isWrite();
   const ir::DType mixed = downcast ? ir::DType::Float16 : ir::DType::Float32;
-  const ir::DType target = inPlace && floats[0] == 0 ? input(0).tensor->type().dtype : mixed;
-  for (size_t i : floats) {
-    if (floatOperand(input(i))->first == target || (inPlace && i == 0)) continue;
+  const ir::DType target = inPlace && floats[0].first == 0 ? floats[0].second : mixed;
+  for (const auto& [i, dtype] : floats) {
+    if (dtype == target || (inPlace && i == 0)) continue;
     castOperands_[i] = emit(ir::OpKind::Cast, {asTensor(input(i), i)},
                             {{"dtype", std::string(ir::dtypeName(target))}});
   }

@@ -191,8 +191,8 @@ void lowerTo(LoweringContext& ctx) {
   std::optional<ir::DType> target;
   if (const auto other = ctx.argumentIndex("other")) {
     target = ctx.tensor(*other)->type().dtype;
-  } else if (const auto dtype = ctx.argumentIndex("dtype"); dtype && !ctx.isNone(*dtype)) {
-    target = ctx.toDType(*dtype);
+  } else {
+    target = dtypeArgument(ctx);
   }
   if (target.has_value() && *target != x->type().dtype) {
     x = ctx.emit(ir::OpKind::Cast, {x}, {{"dtype", std::string(ir::dtypeName(*target))}});

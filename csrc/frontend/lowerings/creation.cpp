@@ -57,25 +57,17 @@ ir::Value* constantFilled(LoweringContext& ctx, const ir::TensorType& type, doub
 
 namespace {
 
-// The dtype argument, or `fallback` when it is None.
-ir::DType dtypeArgument(LoweringContext& ctx, ir::DType fallback) {
-  const std::optional<size_t> index = ctx.argumentIndex("dtype");
-  if (!index || ctx.isNone(*index)) {
-    return fallback;
-  }
-  return ctx.toDType(*index);
-}
-
 // aten::zeros_like / ones_like(self, dtype=None, ...), full_like(self, fill_value, dtype=None, ...)
 template <int Fill> void lowerFilledLike(LoweringContext& ctx) {
   const ir::TensorType like = ctx.tensor(0)->type();
   const double value = Fill < 0 ? ctx.toDouble(1) : Fill;
-  ctx.setOutput(0, constantFilled(ctx, {dtypeArgument(ctx, like.dtype), like.shape}, value));
+  ctx.setOutput(0,
+                constantFilled(ctx, {dtypeArgument(ctx).value_or(like.dtype), like.shape}, value));
 }
 
 // aten::new_zeros / new_ones(self, size, dtype=None, ...), new_full(self, size, fill_value, ...)
 template <int Fill> void lowerNewFilled(LoweringContext& ctx) {
-  const ir::DType dtype = dtypeArgument(ctx, ctx.tensor(0)->type().dtype);
+  const ir::DType dtype = dtypeArgument(ctx).value_or(ctx.tensor(0)->type().dtype);
   const double value = Fill < 0 ? ctx.toDouble(2) : Fill;
   ctx.setOutput(0, constantFilled(ctx, {dtype, ctx.toIntList(1)}, value));
 }

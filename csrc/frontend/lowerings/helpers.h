@@ -179,6 +179,14 @@ ir::Value* floatConstant(LoweringContext& ctx, const std::vector<float>& values,
 // model's random counter, a stream of its own (random.cpp).
 ir::Value* uniformDraw(LoweringContext& ctx, double low, double high, const ir::Shape& shape);
 
+// The op's `dtype=` argument, when it has one and it is not None (a dtype
+// popsim does not compute with is refused, LoweringContext::toDType).
+inline std::optional<ir::DType> dtypeArgument(LoweringContext& ctx) {
+  const std::optional<size_t> index = ctx.argumentIndex("dtype");
+  if (!index.has_value() || ctx.isNone(*index)) return std::nullopt;
+  return ctx.toDType(*index);
+}
+
 // A 0-d float32 constant, as an operand that broadcasts.
 inline ir::Value* floatScalar(LoweringContext& ctx, double value) {
   return constantFilled(ctx, {ir::DType::Float32, {}}, value);

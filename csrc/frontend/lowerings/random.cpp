@@ -20,13 +20,6 @@ double doubleArgument(LoweringContext& ctx, const char* name, double fallback) {
   return index.has_value() && !ctx.isNone(*index) ? ctx.toDouble(*index) : fallback;
 }
 
-// The dtype argument (or `fallback` when None or absent).
-ir::DType dtypeOr(LoweringContext& ctx, ir::DType fallback) {
-  const std::optional<size_t> index = ctx.argumentIndex("dtype");
-  if (!index.has_value() || ctx.isNone(*index)) return fallback;
-  return ctx.toDType(*index);
-}
-
 ir::Value* draw(LoweringContext& ctx, const char* distribution, std::vector<double> params,
                 const ir::Shape& shape) {
   return ctx.emit(ir::OpKind::RandomDraw, {ctx.randomCounter()},
@@ -51,7 +44,7 @@ ir::DType likeDType(LoweringContext& ctx, ir::DType fallback) {
 
 // rand / rand_like: uniform in [0, 1); randn / randn_like: standard normal.
 template <bool Normal> void lowerRand(LoweringContext& ctx) {
-  const ir::DType dtype = dtypeOr(ctx, likeDType(ctx, ir::DType::Float32));
+  const ir::DType dtype = dtypeArgument(ctx).value_or(likeDType(ctx, ir::DType::Float32));
   if (!ir::isFloat(dtype)) {
     ctx.unsupported(std::string(Normal ? "randn" : "rand") +
                     " of an integer dtype (PyTorch draws floating-point numbers only)");
@@ -74,7 +67,8 @@ void lowerRandint(LoweringContext& ctx) {
                     " (the range [low, high) must not be empty)");
   }
   const bool like = !ctx.argumentIndex("size").has_value();
-  const ir::DType dtype = dtypeOr(ctx, like ? ctx.tensor(0)->type().dtype : ir::DType::Int64);
+  const ir::DType dtype =
+      dtypeArgument(ctx).value_or(like ? ctx.tensor(0)->type().dtype : ir::DType::Int64);
   ctx.setOutput(0, castTo(ctx, draw(ctx, "integers", {low, high}, shapeArgument(ctx)), dtype));
 }
 
@@ -233,7 +227,7 @@ void lowerMultinomial(LoweringContext& ctx) {
 // dtype asked (PyTorch leaves the contents undefined; the importer zeroes
 // the ones it evaluates at compile time too).
 void lowerEmpty(LoweringContext& ctx) {
-  const ir::DType dtype = dtypeOr(ctx, likeDType(ctx, ir::DType::Float32));
+  const ir::DType dtype = dtypeArgument(ctx).value_or(likeDType(ctx, ir::DType::Float32));
   ctx.setOutput(0, constantFilled(ctx, {dtype, shapeArgument(ctx)}, 0.0));
 }
 

@@ -10,13 +10,6 @@
 namespace popsim::frontend::lowerings {
 namespace {
 
-// The dtype argument `dtype=` of a sum or product, if given.
-std::optional<ir::DType> dtypeArgument(LoweringContext& ctx) {
-  const std::optional<size_t> index = ctx.argumentIndex("dtype");
-  if (!index.has_value() || ctx.isNone(*index)) return std::nullopt;
-  return ctx.toDType(*index);
-}
-
 // The result dtype of a sum or product of x as PyTorch gives it: the dtype
 // asked, else float32 for float32 and int64 for integers and bool.
 ir::DType widenedDType(LoweringContext& ctx, ir::Value* x) {

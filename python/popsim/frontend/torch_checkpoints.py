@@ -36,19 +36,18 @@ def _checkpointed(value: Any) -> Any:
 
 
 def _run_reentrant(function: Callable[..., Any], preserve_rng_state: bool, *args: Any) -> Any:
-    del preserve_rng_state  # popsim's recomputation redraws the forward pass's random values
     if not any(isinstance(arg, torch.Tensor) and arg.requires_grad for arg in args):
         # Eager's CheckpointFunction runs the function under no_grad: nothing in it trains.
         warnings.warn("None of the inputs have requires_grad=True. Gradients will be None",
                       stacklevel=3)
         with torch.no_grad():
             return function(*args)
-    return _checkpointed(function(*_checkpointed(args)))
+    return _run_without_reentrant(function, preserve_rng_state, *args)
 
 
 def _run_without_reentrant(function: Callable[..., Any], preserve_rng_state: bool = True,
                            *args: Any, **kwargs: Any) -> Any:
-    del preserve_rng_state
+    del preserve_rng_state  # popsim's recomputation redraws the forward pass's random values
     return _checkpointed(function(*_checkpointed(args), **kwargs))
 
 

@@ -74,7 +74,7 @@ def _default_candidates(model: torch.nn.Module) -> List[str]:
         if total == 0:  # no parameters anywhere: the most children
             score = float(len(children))
         else:
-            holding = sum(1 for child in children if any(True for _ in child.parameters()))
+            holding = sum(1 for child in children if next(child.parameters(), None) is not None)
             score = holding * sum(p.numel() for p in module.parameters()) / total
         if score > best[0]:
             best = (score, name)
