@@ -433,6 +433,15 @@ private:
 
   // aten::Bool(Tensor), aten::Int(Tensor), ...: a scripted model's tensor
   // read as a number, which only a runtime decision needs.
+  // A tensor, or a list, tuple or optional holding one.
+  static bool holdsTensor(const c10::TypePtr& type) {
+    if (type->cast<c10::TensorType>() != nullptr) return true;
+    for (const c10::TypePtr& contained : type->containedTypes()) {
+      if (holdsTensor(contained)) return true;
+    }
+    return false;
+  }
+
   static bool readsTensorAsNumber(const jit::Node& node) {
     static const std::set<std::string> kinds = {"aten::Bool", "aten::Int", "aten::Float",
                                                 "aten::item", "aten::ScalarImplicit"};
@@ -510,18 +519,23 @@ private:
       return;
     }
     bool poisoned = false;
+    bool poisonedTensor = false;
     bool allStatic = true;
     for (const jit::Value* input : node.inputs()) {
       const FrontendValue& value = values_.at(input);
-      poisoned = poisoned || value.kind == FrontendValue::Kind::Poisoned;
+      const bool isPoisoned = value.kind == FrontendValue::Kind::Poisoned;
+      poisoned = poisoned || isPoisoned;
+      poisonedTensor = poisonedTensor || (isPoisoned && holdsTensor(input->type()));
       allStatic = allStatic && value.isStatic();
     }
     refuseMissingKey(node, op);
     if (poisoned) {
       // An op without a lowering is reported even so, so that one error lists
-      // them all; a tensor read as a number (aten::Int of a shape, ...) is
-      // not: whether it can be depends on the value the reported op makes.
-      if (lowering == nullptr && !node.kind().is_prim() && !isShapeQuery(node) &&
+      // them all. Not one that only reads a number made from the reported
+      // op's result (aten::Int of it, aten::arange of its size, ...): whether
+      // that can run depends on the value the reported op makes, and with
+      // numbers known to the trace it runs there.
+      if (lowering == nullptr && poisonedTensor && !node.kind().is_prim() && !isShapeQuery(node) &&
           !readsTensorAsNumber(node)) {
         recordUnsupported(node, "");
       } else {

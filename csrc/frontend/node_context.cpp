@@ -121,6 +121,14 @@ std::optional<ir::DType> NodeContext::numberDType(size_t index) const {
   if (v.isBool()) return ir::DType::Bool;
   if (v.isInt()) return ir::DType::Int64;
   if (v.isDouble()) return ir::DType::Float32;
+  // The tracer records a Python number of a tensor op (`t[0] * 2`) as a 0-d
+  // tensor constant that keeps eager's "wrapped number" mark; PyTorch
+  // promotes it as the number it was, not as a 0-d tensor.
+  if (v.isTensor() && v.toTensor().unsafeGetTensorImpl()->is_wrapped_number()) {
+    const c10::ScalarType scalar = v.toTensor().scalar_type();
+    if (scalar == c10::ScalarType::Bool) return ir::DType::Bool;
+    return c10::isFloatingType(scalar) ? ir::DType::Float32 : ir::DType::Int64;
+  }
   return std::nullopt;
 }
 

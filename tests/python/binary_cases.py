@@ -166,6 +166,8 @@ BINARY = {
     "int_times_float": (None, _unary(lambda a: a * 2.5, dtype=torch.int64)),
     "float_plus_int": (None, _integers(lambda a, b: a.float() + b)),
     "int32_plus_int64_0d": (None, _unary(lambda a: a + torch.full((), 7), dtype=torch.int32)),
+    # A Python number keeps a 0-d int32 tensor's dtype, as it keeps a tensor's.
+    "int32_0d_times_number": (None, _unary(lambda a: a.flatten()[0] * 3 - 1, dtype=torch.int32)),
     "int_buffer": (None, _buffer(zero_dim=False)),
     "int_0d_buffer": (None, _buffer(zero_dim=True)),
     "neg_int": (None, _unary(lambda a: -a, dtype=torch.int64)),

@@ -218,6 +218,18 @@ REDUCTIONS.update({
     "sum_int64_to_float": _integers(lambda t, d: torch.sum(t, d, dtype=torch.float32),
                                     torch.int64),
     "mean_int_as_float": _integers(lambda t, d: t.mean(d, dtype=torch.float32), torch.int64),
+    # Order statistics of integers and bools (token ids, masks), with ties.
+    "argmax_int64": _integers(lambda t, d: t.argmax(d), torch.int64),
+    "argmin_int32_flat": _integers(lambda t, d: t.argmin(), torch.int32),
+    "amax_int32": _integers(lambda t, d: t.amax(d) * 2, torch.int32),
+    "max_dim_int64_indices": _integers(
+        lambda t, d: (lambda r: r.values * 3 + r.indices)(t.max(d)), torch.int64),
+    "min_all_int64": _integers(lambda t, d: t.min() - t, torch.int64),
+    "max_all_bool": _integers(lambda t, d: (t > 1).max(), torch.int64),
+    "amin_bool_dim": _integers(lambda t, d: torch.amin(t > 0, d, keepdim=True), torch.int32),
+    "median_dim_int64": _integers(
+        lambda t, d: (lambda r: r.values * 3 + r.indices)(t.median(d)), torch.int64),
+    "median_all_int32": _integers(lambda t, d: t.median() + t, torch.int32),
     "median_all": _whole(torch.median, whole=True),
     "median_dim": _along_dim(lambda t, d, k: t.median(d, keepdim=k).values, whole=True),
     "median_dim_indices": _along_dim(lambda t, d, k: torch.median(t, d, k).indices,
@@ -233,7 +245,9 @@ NOT_DIFFERENTIABLE = {"prod_int64", "prod_bool_to_float", "cumprod_int32_", "cou
                       "nanmedian_dim_indices",
                       "cumsum_int64_positions", "cumsum_bool_mask", "cumsum_int32_to_float",
                       "max_dim_indices", "argmax", "argmin_flat", "argmax_flat_keepdim", "all",
-                      "any_dim", "all_floats_dim", "cummax_indices", "cummin_nans_indices",
+                      "any_dim", "all_floats_dim", "argmax_int64", "argmin_int32_flat",
+                      "amax_int32", "max_dim_int64_indices", "min_all_int64", "max_all_bool",
+                      "amin_bool_dim", "median_dim_int64", "median_all_int32", "cummax_indices", "cummin_nans_indices",
                       "cummin_int32", "cummax_bool"}
 
 

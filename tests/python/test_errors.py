@@ -60,17 +60,19 @@ def test_an_unsupported_op_is_listed_once_with_its_uses_and_lines():
 class ShapesOfAnUnsupportedResult(torch.nn.Module):
     def forward(self, x):
         y = torch.i0(x)  # unsupported: i0 with a shape read after
-        return y.reshape(y.shape[0], -1) * 2
+        positions = torch.arange(y.shape[1])  # a tensor made from the shape
+        return y.reshape(y.shape[0], -1) * 2, positions
 
 
 def test_only_the_unsupported_op_is_listed_not_the_numbers_read_from_its_result():
-    """The shape the reshape reads from the unsupported op's result is an aten::Int in the
-    trace; it would have been a number known when compiling, so it is not listed."""
+    """The shapes the reshape and the arange read from the unsupported op's result are
+    aten::Int and the size in the trace; they would have been numbers known when
+    compiling, so neither they nor the arange (run then) are listed."""
     with pytest.raises(popsim.UnsupportedOperationError) as error:
         popsim.inferenceModel(ShapesOfAnUnsupportedResult())(torch.randn(2, 3, 3))
     message = str(error.value)
     assert message.startswith("Unsupported ops found in compiled model: [aten::i0]\n")
-    assert "aten::Int" not in message
+    assert "aten::Int" not in message and "aten::arange" not in message
 
 
 class ComplexRotation(torch.nn.Module):

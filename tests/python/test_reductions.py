@@ -1,7 +1,8 @@
 """The extremum-based reductions and variances in models: a classifier whose
 loss is written with logsumexp, whose features are normalised by their std
 and pooled by max along a dimension and amax, trains as in eager PyTorch,
-and returns argmax predictions and all/any flags as eager does. (Each op's
+and returns argmax predictions and all/any flags as eager does; a text
+tower pooled at its largest token id (CLIP) trains as in eager. (Each op's
 forward, backward and NaN/Inf cases are in reduction_cases.py.)"""
 
 import pytest
@@ -46,6 +47,33 @@ def test_predictions_and_flags_match_eager():
     actual = popsim.inferenceModel(Metrics())(logits, labels)
     for a, e in zip(actual, expected):
         assert a.dtype == e.dtype and torch.equal(a, e)
+
+
+class PooledAtLastToken(torch.nn.Module):
+    """CLIP's text tower: each sequence's features are read at its end-of-text
+    token, the largest token id (an argmax of int64 ids), and the batch's
+    image-text similarities train against torch.arange labels."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(20, 8)
+        self.mix = torch.nn.Linear(8, 8)
+        self.images = torch.nn.Linear(6, 8)
+
+    def forward(self, tokens, images):
+        h = torch.tanh(self.mix(self.embed(tokens)))
+        text = h[torch.arange(h.shape[0]), tokens.argmax(dim=-1)]
+        logits = self.images(images) @ text.t()
+        labels = torch.arange(logits.shape[0])
+        loss = (torch.nn.functional.cross_entropy(logits, labels)
+                + torch.nn.functional.cross_entropy(logits.t(), labels)) / 2
+        return logits, loss
+
+
+def test_pooling_at_the_largest_token_id_trains_as_in_eager():
+    torch.manual_seed(3)
+    batches = [(torch.randint(0, 20, (4, 5)), torch.randn(4, 6)) for _ in range(3)]
+    assert_sgd_steps_match_eager(PooledAtLastToken, batches)
 
 
 def test_spectral_and_nuclear_norms_are_refused_with_the_reason():

@@ -95,11 +95,27 @@ ir::Value* argExtremum(LoweringContext& ctx, ir::Value* x, const std::vector<int
   return positionOf(ctx, x, dims, keepdim, max ? "max" : "min");
 }
 
+// The tensor argument at `index` as the order statistics take it: float,
+// int32 and int64 as they are (PyTorch orders integers too, as in CLIP's
+// `text.argmax(dim=-1)` of token ids), bool as int32.
+ir::Value* orderedTensor(LoweringContext& ctx, size_t index) {
+  ir::Value* x = ctx.tensor(index);
+  return x->type().dtype == ir::DType::Bool ? castTo(ctx, x, ir::DType::Int32) : x;
+}
+
+// A statistic's values in the dtype of the op's tensor argument 0 (a bool
+// tensor's maximum is a bool).
+ir::Value* inArgumentDType(LoweringContext& ctx, ir::Value* values) {
+  const ir::DType dtype = ctx.tensor(0)->type().dtype;
+  return values->type().dtype == dtype ? values : castTo(ctx, values, dtype);
+}
+
 // amax / amin(self, dim=[], keepdim=False): ties share the gradient.
 template <bool Max> void lowerAmax(LoweringContext& ctx) {
-  ir::Value* x = floatTensor(ctx, 0);
+  ir::Value* x = orderedTensor(ctx, 0);
   const auto dims = dimsArgument(ctx, ctx.argumentIndex("dim"), x->type().rank());
-  ctx.setOutput(0, reduceExtremum(ctx, x, dims, boolArgument(ctx, "keepdim"), Max, "split"));
+  ctx.setOutput(0, inArgumentDType(ctx, reduceExtremum(ctx, x, dims, boolArgument(ctx, "keepdim"),
+                                                       Max, "split")));
 }
 
 // max / min: of two tensors (maximum, minimum); over everything (ties share
@@ -110,22 +126,24 @@ template <bool Max> void lowerMaxOrMin(LoweringContext& ctx) {
     ctx.setOutput(0, emitBinaryFunction(ctx, Max ? "maximum" : "minimum", 0, 1));
     return;
   }
-  ir::Value* x = floatTensor(ctx, 0);
+  ir::Value* x = orderedTensor(ctx, 0);
   const int64_t rank = x->type().rank();
   if (ctx.numInputs() == 1) {
-    ctx.setOutput(0, reduceExtremum(ctx, x, reducedDims(ctx, {}, rank), false, Max, "split_nan"));
+    ctx.setOutput(0, inArgumentDType(ctx, reduceExtremum(ctx, x, reducedDims(ctx, {}, rank), false,
+                                                         Max, "split_nan")));
     return;
   }
   const std::vector<int64_t> dims = {normalizedDim(ctx, ctx.toInt(1), rank)};
   const bool keepdim = ctx.numInputs() > 2 && ctx.toBool(2);
   ctx.setOutput(
-      0, reduceExtremum(ctx, x, rank == 0 ? std::vector<int64_t>{} : dims, keepdim, Max, "first"));
+      0, inArgumentDType(ctx, reduceExtremum(ctx, x, rank == 0 ? std::vector<int64_t>{} : dims,
+                                             keepdim, Max, "first")));
   ctx.setOutput(1, argExtremum(ctx, x, rank == 0 ? std::vector<int64_t>{} : dims, keepdim, Max));
 }
 
 // argmax / argmin(self, dim=None, keepdim=False): None flattens the tensor.
 template <bool Max> void lowerArgExtremum(LoweringContext& ctx) {
-  ir::Value* x = floatTensor(ctx, 0);
+  ir::Value* x = orderedTensor(ctx, 0);
   const int64_t rank = x->type().rank();
   const bool keepdim = boolArgument(ctx, "keepdim");
   if (ctx.isNone(1) || rank == 0) {
@@ -144,18 +162,18 @@ template <bool Max> void lowerArgExtremum(LoweringContext& ctx) {
 // indices along a dimension, the gradient going to the index.
 template <bool IgnoreNaN> void lowerMedian(LoweringContext& ctx) {
   const char* function = IgnoreNaN ? "nanmedian" : "median";
-  ir::Value* x = floatTensor(ctx, 0);
+  ir::Value* x = orderedTensor(ctx, 0);
   const int64_t rank = x->type().rank();
   if (ctx.numInputs() == 1) {
-    ctx.setOutput(0,
-                  orderStatistic(ctx, x, reducedDims(ctx, {}, rank), false, function, "split_nan"));
+    ctx.setOutput(0, inArgumentDType(ctx, orderStatistic(ctx, x, reducedDims(ctx, {}, rank), false,
+                                                         function, "split_nan")));
     return;
   }
   const std::vector<int64_t> dims =
       rank == 0 ? std::vector<int64_t>{}
                 : std::vector<int64_t>{normalizedDim(ctx, ctx.toInt(1), rank)};
   const bool keepdim = ctx.numInputs() > 2 && ctx.toBool(2);
-  ctx.setOutput(0, orderStatistic(ctx, x, dims, keepdim, function, "first"));
+  ctx.setOutput(0, inArgumentDType(ctx, orderStatistic(ctx, x, dims, keepdim, function, "first")));
   ctx.setOutput(1, positionOf(ctx, x, dims, keepdim, function));
 }
 

@@ -33,14 +33,14 @@ TensorType reduced(const TensorType& x, int64_t dim, DType dtype) {
 }
 
 // reduce_extremum(X) {function, dim, ties} -> the max, min or median along
-// dim (kept as size 1): NaN where the slice has one (nanmedian: where it has
-// only NaNs); the median of an even count is the lower of the two middle values. `ties` is how the
-// gradient is shared between equal extrema: split evenly (amax: NaN throughout a slice whose result
-// is NaN), split evenly with a NaN result's gradient split between the NaNs (max over everything),
-// or all to the first (max along a dimension, which also returns its index).
+// dim of a float, int32 or int64 tensor (kept as size 1): NaN where the slice has one (nanmedian:
+// where it has only NaNs); the median of an even count is the lower of the two middle values.
+// `ties` is how the gradient is shared between equal extrema: split evenly (amax: NaN throughout a
+// slice whose result is NaN), split evenly with a NaN result's gradient split between the NaNs (max
+// over everything), or all to the first (max along a dimension, which also returns its index).
 std::vector<TensorType> inferReduceExtremum(const std::vector<TensorType>& inputs,
                                             const Attributes& attrs) {
-  requireFloat(inputs[0], "input 0 (input)");
+  requireOrdered(inputs[0], "input 0 (input)");
   checkExtremum(inputs[0], attrs);
   checkTies(attrs);
   return {reduced(inputs[0], attrs.getInt("dim"), inputs[0].dtype)};
@@ -63,7 +63,7 @@ std::vector<TensorType> inferReduceExtremumGrad(const std::vector<TensorType>& i
 // (of equal values, the one PyTorch returns).
 std::vector<TensorType> inferArgExtremum(const std::vector<TensorType>& inputs,
                                          const Attributes& attrs) {
-  requireFloat(inputs[0], "input 0 (input)");
+  requireOrdered(inputs[0], "input 0 (input)");
   checkExtremum(inputs[0], attrs);
   return {reduced(inputs[0], attrs.getInt("dim"), DType::Int64)};
 }

@@ -32,6 +32,13 @@ inline void requireFloat(const TensorType& type, std::string_view what) {
                type.str(), ".");
 }
 
+// A tensor of numbers that have an order: a float tensor, or int32 or int64.
+inline void requireOrdered(const TensorType& type, std::string_view what) {
+  POPSIM_CHECK(isFloat(type.dtype) || type.dtype == DType::Int32 || type.dtype == DType::Int64,
+               ErrorKind::Compilation, what, " must be f32, f16, i32 or i64, got ", type.str(),
+               ".");
+}
+
 inline void requireShape(const TensorType& type, const Shape& shape, std::string_view what) {
   POPSIM_CHECK(type.shape == shape, ErrorKind::Compilation, what, " must have shape ",
                shapeToString(shape), ", got ", shapeToString(type.shape), ".");

@@ -3,6 +3,7 @@
 #include "kernels/reference/indexing.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -23,11 +24,11 @@ Statistic statisticNamed(const std::string& function) {
 // PyTorch's order for max and min: NaN beats every number (the first NaN
 // wins), otherwise strictly larger (smaller) values replace the best so far,
 // so the first of equal extrema is kept.
-int64_t firstExtremum(const float* x, int64_t size, int64_t inner, bool max) {
+template <typename T> int64_t firstExtremum(const T* x, int64_t size, int64_t inner, bool max) {
   int64_t best = 0;
   for (int64_t k = 1; k < size; ++k) {
-    const float v = x[k * inner];
-    const float b = x[best * inner];
+    const T v = x[k * inner];
+    const T b = x[best * inner];
     if (b == b && (v != v || (max ? v > b : v < b))) best = k;
   }
   return best;
@@ -37,7 +38,8 @@ int64_t firstExtremum(const float* x, int64_t size, int64_t inner, bool max) {
 // or NaNs put last (nanmedian); otherwise the element of rank (n - 1) / 2 of
 // the numbers ordered by value and then by position, so of equal values the
 // one PyTorch's CPU kernel returns. `order` is scratch space.
-int64_t median(const float* x, int64_t size, int64_t inner, bool ignoreNaN,
+template <typename T>
+int64_t median(const T* x, int64_t size, int64_t inner, bool ignoreNaN,
                std::vector<int64_t>& order) {
   const auto at = [&](int64_t k) { return x[k * inner]; };
   int64_t nans = 0;
@@ -51,15 +53,16 @@ int64_t median(const float* x, int64_t size, int64_t inner, bool ignoreNaN,
   std::iota(order.begin(), order.end(), int64_t{0});
   const auto nth = order.begin() + (size - nans - 1) / 2;
   std::nth_element(order.begin(), nth, order.end(), [&](int64_t i, int64_t j) {
-    const float a = at(i);
-    const float b = at(j);
+    const T a = at(i);
+    const T b = at(j);
     return a < b || (a == b && i < j) || (b != b && a == a);
   });
   return *nth;
 }
 
 // Position (0..size-1) of the statistic in one slice.
-int64_t chosen(const float* x, int64_t size, int64_t inner, Statistic statistic,
+template <typename T>
+int64_t chosen(const T* x, int64_t size, int64_t inner, Statistic statistic,
                std::vector<int64_t>& order) {
   switch (statistic) {
   case Statistic::Max: return firstExtremum(x, size, inner, true);
@@ -70,63 +73,86 @@ int64_t chosen(const float* x, int64_t size, int64_t inner, Statistic statistic,
   return 0;
 }
 
-} // namespace
+// reduce_extremum and arg_extremum of a float (float16 in float32
+// carriers), int32 or int64 tensor: PyTorch orders integers too.
+template <typename T>
+void statisticOf(const ir::Node& node, const T* x, Statistic statistic, const AxisSplit& s,
+                 void* output) {
+  std::vector<int64_t> order;
+  for (int64_t o = 0; o < s.outer; ++o) {
+    for (int64_t i = 0; i < s.inner; ++i) {
+      const int64_t reduced = o * s.inner + i;
+      const T* slice = x + o * s.size * s.inner + i;
+      const int64_t position = chosen(slice, s.size, s.inner, statistic, order);
+      if (node.kind() == ir::OpKind::ArgExtremum) {
+        static_cast<int64_t*>(output)[reduced] = position;
+      } else {
+        static_cast<T*>(output)[reduced] = slice[position * s.inner];
+      }
+    }
+  }
+}
 
-// reduce_extremum, reduce_extremum_grad and arg_extremum along one dimension.
-void extremum(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
-  const bool gradient = node.kind() == ir::OpKind::ReduceExtremumGrad;
-  const auto* x = static_cast<const float*>(inputs[gradient ? 1 : 0]);
-  const Statistic statistic = statisticNamed(node.attrs().getString("function"));
-  const AxisSplit s =
-      splitAroundAxis(node.input(gradient ? 1 : 0)->type().shape, node.attrs().getInt("dim"));
-  const std::string ties = gradient ? node.attrs().getString("ties") : std::string();
+// reduce_extremum_grad: dY to the chosen element(s) of X.
+void extremumGradient(const ir::Node& node, const Inputs& inputs, float* dxAll, Statistic statistic,
+                      const AxisSplit& s) {
+  const auto* x = static_cast<const float*>(inputs[1]);
+  const std::string& ties = node.attrs().getString("ties");
   std::vector<int64_t> order;
   for (int64_t o = 0; o < s.outer; ++o) {
     for (int64_t i = 0; i < s.inner; ++i) {
       const int64_t reduced = o * s.inner + i;
       const float* slice = x + o * s.size * s.inner + i;
-      switch (node.kind()) {
-      case ir::OpKind::ReduceExtremum:
-        static_cast<float*>(outputs[0])[reduced] =
-            slice[chosen(slice, s.size, s.inner, statistic, order) * s.inner];
-        break;
-      case ir::OpKind::ArgExtremum:
-        static_cast<int64_t*>(outputs[0])[reduced] =
-            chosen(slice, s.size, s.inner, statistic, order);
-        break;
-      default: {
-        const float dy = static_cast<const float*>(inputs[0])[reduced];
-        float* dx = static_cast<float*>(outputs[0]) + o * s.size * s.inner + i;
-        if (ties == "first") { // all to the value's index
-          const int64_t index = chosen(slice, s.size, s.inner, statistic, order);
-          for (int64_t k = 0; k < s.size; ++k)
-            dx[k * s.inner] = k == index ? dy : 0.0f;
-          break;
-        }
-        const float y = static_cast<const float*>(inputs[2])[reduced];
-        if (ties == "split_nan") {
-          // PyTorch's even distribution: dy / count into the elements equal
-          // to the result (the NaNs for a NaN result), exact zeros elsewhere.
-          const auto chosen = [&](float v) { return y != y ? v != v : v == y; };
-          int64_t count = 0;
-          for (int64_t k = 0; k < s.size; ++k)
-            count += chosen(slice[k * s.inner]) ? 1 : 0;
-          const float share = dy / static_cast<float>(count);
-          for (int64_t k = 0; k < s.size; ++k)
-            dx[k * s.inner] = chosen(slice[k * s.inner]) ? share : 0.0f;
-          break;
-        }
-        // Split evenly between the elements equal to the result, as PyTorch's
-        // (dy / count) * mask, which is NaN throughout a slice whose result is NaN.
+      const float dy = static_cast<const float*>(inputs[0])[reduced];
+      float* dx = dxAll + o * s.size * s.inner + i;
+      if (ties == "first") { // all to the value's index
+        const int64_t index = chosen(slice, s.size, s.inner, statistic, order);
+        for (int64_t k = 0; k < s.size; ++k)
+          dx[k * s.inner] = k == index ? dy : 0.0f;
+        continue;
+      }
+      const float y = static_cast<const float*>(inputs[2])[reduced];
+      if (ties == "split_nan") {
+        // PyTorch's even distribution: dy / count into the elements equal
+        // to the result (the NaNs for a NaN result), exact zeros elsewhere.
+        const auto isChosen = [&](float v) { return y != y ? v != v : v == y; };
         int64_t count = 0;
         for (int64_t k = 0; k < s.size; ++k)
-          count += slice[k * s.inner] == y ? 1 : 0;
+          count += isChosen(slice[k * s.inner]) ? 1 : 0;
         const float share = dy / static_cast<float>(count);
         for (int64_t k = 0; k < s.size; ++k)
-          dx[k * s.inner] = share * (slice[k * s.inner] == y ? 1.0f : 0.0f);
+          dx[k * s.inner] = isChosen(slice[k * s.inner]) ? share : 0.0f;
+        continue;
       }
-      }
+      // Split evenly between the elements equal to the result, as PyTorch's
+      // (dy / count) * mask, which is NaN throughout a slice whose result is NaN.
+      int64_t count = 0;
+      for (int64_t k = 0; k < s.size; ++k)
+        count += slice[k * s.inner] == y ? 1 : 0;
+      const float share = dy / static_cast<float>(count);
+      for (int64_t k = 0; k < s.size; ++k)
+        dx[k * s.inner] = share * (slice[k * s.inner] == y ? 1.0f : 0.0f);
     }
+  }
+}
+
+} // namespace
+
+// reduce_extremum, reduce_extremum_grad and arg_extremum along one dimension.
+void extremum(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+  const bool gradient = node.kind() == ir::OpKind::ReduceExtremumGrad;
+  const ir::TensorType& type = node.input(gradient ? 1 : 0)->type();
+  const Statistic statistic = statisticNamed(node.attrs().getString("function"));
+  const AxisSplit s = splitAroundAxis(type.shape, node.attrs().getInt("dim"));
+  if (gradient) {
+    return extremumGradient(node, inputs, static_cast<float*>(outputs[0]), statistic, s);
+  }
+  switch (type.dtype) {
+  case ir::DType::Int64:
+    return statisticOf(node, static_cast<const int64_t*>(inputs[0]), statistic, s, outputs[0]);
+  case ir::DType::Int32:
+    return statisticOf(node, static_cast<const int32_t*>(inputs[0]), statistic, s, outputs[0]);
+  default: return statisticOf(node, static_cast<const float*>(inputs[0]), statistic, s, outputs[0]);
   }
 }
 
