@@ -442,6 +442,19 @@ private:
     return false;
   }
 
+  // A torch.autograd.Function in the model: the trace keeps its forward as a
+  // call into Python (prim::PythonOp), and its backward is Python code too.
+  static std::string customFunctionReason(const jit::Node& node) {
+    if (node.kind() != c10::prim::PythonOp) return "";
+    const std::string name = static_cast<const jit::PythonOp&>(node).name();
+    return strCat(
+        "the torch.autograd.Function ", name,
+        " (its forward and backward are Python code, which popsim cannot compile); write its "
+        "forward with torch ops in forward(), and a custom gradient with detach(): "
+        "x + (f(x) - x).detach() is f(x) with x's gradient (a straight-through estimator), "
+        "2 * x.detach() - x is x with the gradient negated");
+  }
+
   static bool readsTensorAsNumber(const jit::Node& node) {
     static const std::set<std::string> kinds = {"aten::Bool", "aten::Int", "aten::Float",
                                                 "aten::item", "aten::ScalarImplicit"};
@@ -535,9 +548,10 @@ private:
       // op's result (aten::Int of it, aten::arange of its size, ...): whether
       // that can run depends on the value the reported op makes, and with
       // numbers known to the trace it runs there.
-      if (lowering == nullptr && poisonedTensor && !node.kind().is_prim() && !isShapeQuery(node) &&
-          !readsTensorAsNumber(node)) {
-        recordUnsupported(node, "");
+      const bool pythonOp = node.kind() == c10::prim::PythonOp;
+      if (lowering == nullptr && poisonedTensor && (!node.kind().is_prim() || pythonOp) &&
+          !isShapeQuery(node) && !readsTensorAsNumber(node)) {
+        recordUnsupported(node, customFunctionReason(node));
       } else {
         poisonOutputs(node);
       }
@@ -552,7 +566,8 @@ private:
         return;
       }
       if (lowering == nullptr) {
-        recordUnsupported(node, readsTensorAsNumber(node) ? kTensorAsNumber : "");
+        recordUnsupported(node,
+                          readsTensorAsNumber(node) ? kTensorAsNumber : customFunctionReason(node));
         return;
       }
       refuseNarrowIntegerArithmetic(node);

@@ -39,6 +39,13 @@ def counted(monkeypatch):
     return calls
 
 
+def line_in(path, marker):
+    """The line of the file at `path` that contains `marker` (error messages name lines)."""
+    with open(path, encoding="utf-8") as source:
+        lines = source.read().splitlines()
+    return next(i + 1 for i, line in enumerate(lines) if marker in line and "line_" not in line)
+
+
 def assert_close(actual, expected, rtol=1e-5, atol=1e-6, msg=None):
     """popsim results against eager PyTorch: fp32 tolerance of 1e-5 relative. `msg` is
     torch.testing.assert_close's (a string, or a function of its message)."""

@@ -2,10 +2,12 @@
 a network through them trains as in eager PyTorch (batch statistics and
 running statistics included). Each op's forward, backward and NaN/Inf cases
 are in normalization_cases.py. Batch norm with momentum=None (a cumulative
-average of the running statistics) trains as eager too."""
+average of the running statistics) trains as eager too, and so does
+spectral_norm with its power iteration."""
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 import popsim
 from models import assert_sgd_steps_match_eager
@@ -83,3 +85,24 @@ def test_batch_norm_without_momentum_averages_its_running_statistics_over_all_st
     batches = [(torch.randn(4, 3, 6, 6) * (step + 1) + step, torch.randn(4, 2))
                for step in range(5)]
     assert_sgd_steps_match_eager(CumulativeAverage, batches)
+
+
+class SpectrallyNormalized(nn.Module):
+    """A GAN discriminator's layers under nn.utils.spectral_norm: each training step runs a
+    power iteration (torch.mv, F.normalize(..., out=)) that updates the u and v buffers in
+    place, and divides the weight by the estimated largest singular value (torch.dot)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.utils.spectral_norm(nn.Conv2d(3, 4, 3))
+        self.head = nn.utils.spectral_norm(nn.Linear(4, 3))
+
+    def forward(self, x, labels):
+        output = self.head(F.leaky_relu(self.conv(x), 0.2).mean((2, 3)))
+        return output, F.cross_entropy(output, labels)
+
+
+def test_spectral_norm_trains_and_iterates_its_vectors_as_eager():
+    torch.manual_seed(5)
+    batches = [(torch.randn(4, 3, 6, 6), torch.randint(0, 3, (4,))) for _ in range(3)]
+    assert_sgd_steps_match_eager(SpectrallyNormalized, batches)

@@ -201,6 +201,17 @@ def bmm_case(rng):
     return Fn(lambda _, x, y: torch.bmm(x, y)), [torch.randn(b, m, k), torch.randn(b, k, n)]
 
 
+def mv_case(rng):
+    m, k = randint(rng, 1, 9), randint(rng, 1, 9)
+    return Fn(lambda _, x, v: torch.mv(x, v)), [torch.randn(m, k), torch.randn(k)]
+
+
+def dot_case(rng):
+    n = randint(rng, 1, 9)
+    dot = rng.choice([torch.dot, torch.vdot])
+    return Fn(lambda _, x, y: dot(x, y)), [torch.randn(n), torch.randn(n)]
+
+
 def random_tensor(rng, low_rank=1, high_rank=4):
     return torch.randn(*[randint(rng, 1, 6) for _ in range(randint(rng, low_rank, high_rank))])
 
@@ -419,6 +430,8 @@ CASES = {
     "kron": kron_case,
     "bilinear": bilinear_case,
     "bmm": bmm_case,
+    "mv": mv_case,
+    "dot": dot_case,
     "relu": unary_case(F.relu),
     "gelu": unary_case(F.gelu),
     "gelu_tanh": unary_case(lambda t: F.gelu(t, approximate="tanh")),

@@ -2,6 +2,7 @@
 
 import copy
 import pickle
+import re
 
 import pytest
 import torch
@@ -9,6 +10,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import popsim
+from conftest import line_in
 from models import WithLoss
 
 
@@ -85,6 +87,63 @@ def test_backward_inside_forward():
     leaf = torch.ones(2, requires_grad=True)
     (leaf * 3).sum().backward()
     assert leaf.grad.tolist() == [3.0, 3.0]
+
+
+def test_gradient_hooks_are_refused_where_they_would_be_skipped():
+    """popsim's backward pass would not run a Python hook on a gradient: a model with one
+    would silently train as if it were not there, so each kind is refused, by name."""
+    class HooksAGradient(WithLoss):
+        def forward(self, x, labels):
+            hidden = self.model.fc(x)
+            hidden.register_hook(lambda grad: grad.clamp(-0.01, 0.01))  # hook: in forward
+            output = self.model.head(F.relu(hidden))
+            return output, F.cross_entropy(output, labels)
+
+    with pytest.raises(popsim.CompilationError,
+                       match=rf"^The model's forward\(\) registers a gradient hook "
+                             rf"\(Tensor\.register_hook at {re.escape(__file__)}:"
+                             rf"{line_in(__file__, 'hook: in forward')}\)\. popsim computes the gradients "
+                             rf"on the device"):
+        popsim.trainingModel(HooksAGradient(Net()))(*data())
+    # Tensor.register_hook is itself again afterwards.
+    leaf = torch.ones(2, requires_grad=True)
+    leaf.register_hook(lambda grad: grad * 2)
+    (leaf * 3).sum().backward()
+    assert leaf.grad.tolist() == [6.0, 6.0]
+
+    model = WithLoss(Net())
+    model.model.fc.weight.register_hook(lambda grad: grad * 0)
+    with pytest.raises(popsim.CompilationError,
+                       match=r"^Parameter model\.fc\.weight has a gradient hook "
+                             r"\(Tensor\.register_hook\)\. popsim computes the gradients on "
+                             r"the device and cannot run a Python function on them: remove the "
+                             r"hook\."):
+        popsim.trainingModel(model)(*data())
+
+    model = WithLoss(Net())
+    model.model.head.register_full_backward_hook(lambda module, grad_in, grad_out: None)
+    with pytest.raises(popsim.CompilationError,
+                       match=r"^Module model\.head has a backward hook "
+                             r"\(register_full_backward_hook or register_backward_hook\)"):
+        popsim.trainingModel(model)(*data())
+
+
+def test_gradients_inside_forward_are_refused_with_the_line():
+    class GradientPenalty(WithLoss):
+        def forward(self, x, labels):
+            x = x.clone().requires_grad_(True)
+            output = self.model(x)
+            slope, = torch.autograd.grad(output.sum(), x, create_graph=True)  # grad: inside
+            loss = F.cross_entropy(output, labels) + (slope.norm(dim=1) - 1).pow(2).mean()
+            return output, loss
+
+    with pytest.raises(popsim.CompilationError,
+                       match=rf"^The model's forward\(\) calls torch\.autograd\.grad \(at "
+                             rf"{re.escape(__file__)}:{line_in(__file__, 'grad: inside')}\)\. popsim "
+                             rf"differentiates only the loss a training model returns"):
+        popsim.trainingModel(GradientPenalty(Net()))(*data())
+    assert torch.autograd.grad((torch.ones(1, requires_grad=True) * 2).sum(),
+                               torch.ones(1, requires_grad=True), allow_unused=True) == (None,)
 
 
 def test_wrapping_a_model_twice_for_training():

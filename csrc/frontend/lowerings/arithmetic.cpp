@@ -98,10 +98,13 @@ void lowerMul(LoweringContext& ctx) {
   ctx.setOutput(0, arithmetic(ctx, ir::OpKind::Mul, 0, 1, 1.0));
 }
 
-// div(self, other, rounding_mode=None|"trunc"|"floor").
+// div(self, other, rounding_mode=None|"trunc"|"floor"); div.out(self,
+// other, out=) has no rounding mode (F.normalize(..., out=) divides so, as
+// spectral_norm's power iteration calls it).
 void lowerDiv(LoweringContext& ctx) {
-  if (ctx.numInputs() > 2 && !ctx.isNone(2)) {
-    const std::string mode = ctx.toString(2);
+  const std::optional<size_t> modeIndex = ctx.argumentIndex("rounding_mode");
+  if (modeIndex.has_value() && !ctx.isNone(*modeIndex)) {
+    const std::string mode = ctx.toString(*modeIndex);
     if (mode != "trunc" && mode != "floor") {
       ctx.unsupported("division with rounding_mode='" + mode +
                       "' (PyTorch takes None, 'trunc' or 'floor')");

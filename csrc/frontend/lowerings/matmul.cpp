@@ -27,6 +27,10 @@ ir::Value* matmul(LoweringContext& ctx, ir::Value* a, ir::Value* b) {
   return reshape(ctx, y, shape);
 }
 
+// matmul, mm and bmm; and mv (matrix times vector), dot and vdot (vector
+// times vector, a 0-d result; vdot conjugates nothing in real numbers), which
+// spectral_norm's power iteration uses. PyTorch's own ranks checks ran while
+// tracing, so the operands are those matmul's rules turn into the same product.
 void lowerMatMul(LoweringContext& ctx) {
   ctx.setOutput(0, matmul(ctx, floatTensor(ctx, 0), floatTensor(ctx, 1)));
 }
@@ -87,6 +91,9 @@ void registerMatMul(LoweringRegistry& registry) {
   registry.add("aten::matmul", lowerMatMul);
   registry.add("aten::mm", lowerMatMul);
   registry.add("aten::bmm", lowerMatMul);
+  registry.add("aten::mv", lowerMatMul);
+  registry.add("aten::dot", lowerMatMul);
+  registry.add("aten::vdot", lowerMatMul);
   registry.add("aten::addmm", lowerAddMatMul);
   registry.add("aten::baddbmm", lowerAddMatMul);
   registry.add("aten::addmv", lowerAddMatMul);

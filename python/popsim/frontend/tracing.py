@@ -8,6 +8,7 @@ non-tensor arguments (baked in as constants) are handled here, in Python.
 import collections
 import contextlib
 import inspect
+import sys
 import threading
 import warnings
 from typing import Any, Callable, Dict, Iterator, List, NoReturn, Optional, Sequence, Tuple
@@ -436,21 +437,81 @@ def _recorded_grad_mode() -> Iterator[None]:
 
 @contextlib.contextmanager
 def _no_backward() -> Iterator[None]:
-    """popsim computes gradients itself: backward() inside forward() is an error."""
+    """popsim computes gradients itself: backward() inside forward() is an error, and so is
+    a gradient hook on a tensor (Tensor.register_hook), which popsim's backward pass would
+    not run: the weights would silently train as if it were not there."""
     def refuse(*args: Any, **kwargs: Any) -> NoReturn:
         raise CompilationError(
             "The model's forward() calls backward(). popsim training models compute the gradients "
             "of the returned loss and update the weights on the device: return the loss from "
             "forward() instead of calling backward() on it.")
 
+    def refuse_hook(*args: Any, **kwargs: Any) -> NoReturn:
+        raise CompilationError(
+            f"The model's forward() registers a gradient hook (Tensor.register_hook at "
+            f"{_caller()}). popsim computes the gradients on the device from the traced forward "
+            f"pass and cannot run a Python function on them: remove the hook, or write what it "
+            f"does into forward(). To scale a gradient by s, use x.detach() + s * (x - x.detach()) "
+            f"in place of x; to clip the gradients' norm, give the popsim.optim optimizer "
+            f"max_grad_norm=.")
+
     tensor_backward, autograd_backward = torch.Tensor.backward, torch.autograd.backward
+    register_hook = torch.Tensor.register_hook
     setattr(torch.Tensor, "backward", refuse)
     setattr(torch.autograd, "backward", refuse)
+    setattr(torch.Tensor, "register_hook", refuse_hook)
     try:
         yield
     finally:
         setattr(torch.Tensor, "backward", tensor_backward)
         setattr(torch.autograd, "backward", autograd_backward)
+        setattr(torch.Tensor, "register_hook", register_hook)
+
+
+@contextlib.contextmanager
+def _no_gradients_inside() -> Iterator[None]:
+    """torch.autograd.grad inside forward() (a gradient penalty, forces from an energy) is an
+    error that names its line: PyTorch's tracer would fail with a message about constants."""
+    def refuse(*args: Any, **kwargs: Any) -> NoReturn:
+        raise CompilationError(
+            f"The model's forward() calls torch.autograd.grad (at {_caller()}). popsim "
+            f"differentiates only the loss a training model returns, once, on the device; "
+            f"gradients computed inside forward() (gradient penalties, derivatives of an "
+            f"output with respect to the inputs) are not supported. Compute them on the host "
+            f"with eager PyTorch.")
+
+    grad = torch.autograd.grad
+    setattr(torch.autograd, "grad", refuse)
+    try:
+        yield
+    finally:
+        setattr(torch.autograd, "grad", grad)
+
+
+def _refuse_gradient_hooks(model: torch.nn.Module) -> None:
+    """Gradient hooks registered before compiling, on a parameter (Tensor.register_hook) or a
+    module (register_full_backward_hook): popsim's backward pass on the device would not run
+    them, so the model would silently train as if they were not there."""
+    for name, parameter in model.named_parameters():
+        if getattr(parameter, "_backward_hooks", None):
+            raise CompilationError(
+                f"Parameter {name} has a gradient hook (Tensor.register_hook). popsim computes "
+                f"the gradients on the device and cannot run a Python function on them: remove "
+                f"the hook. To clip the gradients' norm, give the popsim.optim optimizer "
+                f"max_grad_norm=.")
+    for name, module in model.named_modules():
+        if module._backward_hooks:
+            raise CompilationError(
+                f"Module {name or type(module).__name__} has a backward hook "
+                f"(register_full_backward_hook or register_backward_hook). popsim computes the "
+                f"gradients on the device and cannot run a Python function on them: remove the "
+                f"hook before compiling the model.")
+
+
+def _caller() -> str:
+    """file:line of the code that called the refused function (two frames up)."""
+    frame = sys._getframe(2)
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
 
 # Tracing changes process-wide state for its duration (the block markers'
@@ -529,50 +590,55 @@ def _trace(model: torch.nn.Module, signature: Signature,
            micro_batch_tensors: Sequence[torch.Tensor], training: bool, module_scopes: bool,
            downcast_mixed_floats: bool, shapes_only: bool
            ) -> Tuple[torch.jit.ScriptModule, _FlatModel]:
+    if training:
+        _refuse_gradient_hooks(model)
     flat = _FlatModel(model, signature)
     _blocks.reset_for_trace()
-    guards = contextlib.ExitStack()
-    guards.enter_context(_unreplaced_buffers_and_parameters(model))  # checked last
-    if module_scopes:
-        guards.enter_context(_name_scope.module_scopes(model))
-    guards.enter_context(_untouched_state(model))  # a forward may write buffers in eval mode too
-    guards.enter_context(_device.running_on_ipu())
-    # Each module runs as its own train/eval flag says, in inference as in training, as
-    # eager PyTorch and PopTorch run it (PopTorch's users call model.eval() before wrapping
-    # a model for inference).
-    guards.enter_context(_cumulative_batch_norms(model))
-    if training:
-        guards.enter_context(_no_backward())
-        guards.enter_context(_recorded_grad_mode())
-    # Grad stays enabled: some modules (e.g. TransformerEncoderLayer) switch to
-    # fused kernels under no_grad that have no popsim lowering.
-    # Always on, for float16 parameters and inputs as for float16 made inside
-    # forward(); ops without float16 operands pass straight through it.
-    weights = [*model.parameters(), *model.buffers()]
-    guards.enter_context(_half_tracing.half_on_cpu(downcast_mixed_floats, shapes_only, weights))
-    # torch.utils.checkpoint (which PyTorch's tracer cannot record when reentrant) as
-    # popsim recomputation checkpoints.
-    guards.enter_context(_torch_checkpoints.as_recomputation_checkpoints())
-    with guards, torch.enable_grad(), warnings.catch_warnings():
-        # PyTorch's and torchvision's own modules turn shapes into Python values
-        # (attention's shape asserts, swin's window padding); popsim compiles
-        # fixed shapes, so those warnings are noise. Warnings from the user's
-        # code are kept, but for its reads of Python values from tensors, which
-        # popsim checks at run time instead (value_guards.py).
-        warnings.filterwarnings("ignore", category=torch.jit.TracerWarning,
-                                module=r"torch(vision)?(\.|$)")
-        try:
-            traced = torch.jit.trace(flat, tuple(micro_batch_tensors), check_trace=False,
-                                     strict=False)
-        except RuntimeError as error:
-            if _UNTRACED_OUTPUT not in str(error):
-                raise
-            # Rare (a tensor made outside forward(), returned as it is): trace again with
-            # every output copied, so normal models keep outputs without copies.
-            flat.copy_outputs = True
-            _blocks.reset_for_trace()
-            traced = torch.jit.trace(flat, tuple(micro_batch_tensors), check_trace=False,
-                                     strict=False)
+    # Entered one by one, each left again if a later one (or the trace) fails.
+    with contextlib.ExitStack() as guards:
+        guards.enter_context(_unreplaced_buffers_and_parameters(model))  # checked last
+        if module_scopes:
+            guards.enter_context(_name_scope.module_scopes(model))
+        # A forward may write buffers in eval mode too.
+        guards.enter_context(_untouched_state(model))
+        guards.enter_context(_device.running_on_ipu())
+        # Each module runs as its own train/eval flag says, in inference as in training, as
+        # eager PyTorch and PopTorch run it (PopTorch's users call model.eval() before wrapping
+        # a model for inference).
+        guards.enter_context(_cumulative_batch_norms(model))
+        guards.enter_context(_no_gradients_inside())
+        if training:
+            guards.enter_context(_no_backward())
+            guards.enter_context(_recorded_grad_mode())
+        # Grad stays enabled: some modules (e.g. TransformerEncoderLayer) switch to
+        # fused kernels under no_grad that have no popsim lowering.
+        # Always on, for float16 parameters and inputs as for float16 made inside
+        # forward(); ops without float16 operands pass straight through it.
+        weights = [*model.parameters(), *model.buffers()]
+        guards.enter_context(_half_tracing.half_on_cpu(downcast_mixed_floats, shapes_only, weights))
+        # torch.utils.checkpoint (which PyTorch's tracer cannot record when reentrant) as
+        # popsim recomputation checkpoints.
+        guards.enter_context(_torch_checkpoints.as_recomputation_checkpoints())
+        with torch.enable_grad(), warnings.catch_warnings():
+            # PyTorch's and torchvision's own modules turn shapes into Python values
+            # (attention's shape asserts, swin's window padding); popsim compiles
+            # fixed shapes, so those warnings are noise. Warnings from the user's
+            # code are kept, but for its reads of Python values from tensors, which
+            # popsim checks at run time instead (value_guards.py).
+            warnings.filterwarnings("ignore", category=torch.jit.TracerWarning,
+                                    module=r"torch(vision)?(\.|$)")
+            try:
+                traced = torch.jit.trace(flat, tuple(micro_batch_tensors), check_trace=False,
+                                         strict=False)
+            except RuntimeError as error:
+                if _UNTRACED_OUTPUT not in str(error):
+                    raise
+                # Rare (a tensor made outside forward(), returned as it is): trace again with
+                # every output copied, so normal models keep outputs without copies.
+                flat.copy_outputs = True
+                _blocks.reset_for_trace()
+                traced = torch.jit.trace(flat, tuple(micro_batch_tensors), check_trace=False,
+                                         strict=False)
     return traced, flat
 
 
