@@ -235,7 +235,8 @@ NOT_DIFFERENTIABLE = set(INTEGER_UNARY) | {
     "eq", "ne", "lt", "le", "gt_number", "ge_0d", "gt_", "eq_int", "lt_int_float",
     "maximum_int", "remainder_int", "fmod_int", "floor_divide_int", "floor_divide_float", "div_trunc_int",
     "true_divide_int", "atan2_int", "pow_int", "pow_int_number", "add_int", "sub_int", "mul_int",
-    "int_times_float", "float_plus_int", "int32_plus_int64_0d", "neg_int", "logical_and",
+    "int_times_float", "float_plus_int", "int32_plus_int64_0d", "int32_0d_times_number",
+    "neg_int", "logical_and",
     "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor",
     "bitwise_not", "isinf", "isposinf", "isneginf", "isfinite", "isnan_int",
 }
