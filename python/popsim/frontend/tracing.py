@@ -137,6 +137,22 @@ _RECOMPILE_HINT = (
 )
 
 
+def _signature_of(forward: Callable[..., Any]) -> inspect.Signature:
+    """forward()'s signature; a TorchScript model's (torch.jit.script or torch.jit.load)
+    from its schema, which inspect cannot read."""
+    schema = getattr(forward, "schema", None)
+    if not isinstance(forward, torch.ScriptMethod) or schema is None:
+        return inspect.signature(forward)
+    parameters = []
+    for argument in schema.arguments[1:]:  # (after self)
+        kind = (inspect.Parameter.KEYWORD_ONLY if argument.kwarg_only
+                else inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        default = (argument.default_value if argument.has_default_value()
+                   else inspect.Parameter.empty)
+        parameters.append(inspect.Parameter(argument.name, kind, default=default))
+    return inspect.Signature(parameters)
+
+
 def _tensor_defaults(forward: Callable[..., Any], split_factor: int) -> Dict[str, torch.Tensor]:
     """forward()'s tensor defaults as inputs, as PopTorch makes them, so that a call may
     pass one that the compiling call left out, and the other way round.
@@ -145,7 +161,7 @@ def _tensor_defaults(forward: Callable[..., Any], split_factor: int) -> Dict[str
     dimension 0 for each of the call's `split_factor` micro-batches. A 0-d default cannot be
     repeated that way, so with several micro-batches it stays a constant of the program."""
     try:
-        parameters = inspect.signature(forward).parameters
+        parameters = _signature_of(forward).parameters
     except (TypeError, ValueError):  # no inspectable signature: no defaults to read
         return {}
     defaults = {}
@@ -168,7 +184,7 @@ def _bind_arguments(forward: Callable[..., Any], args: Sequence[Any], kwargs: Di
     call; a later one is keyed by position, so that Signature.tensors says how it differs
     from the compiled call in PopTorch's words."""
     try:
-        bound = inspect.signature(forward).bind(*args, **kwargs)
+        bound = _signature_of(forward).bind(*args, **kwargs)
     except (TypeError, ValueError) as error:  # ValueError: no inspectable signature
         if compiling and isinstance(error, TypeError):  # as eager's call would fail
             missing = _missing_parameters(forward, args, kwargs)
@@ -202,7 +218,7 @@ def _missing_parameters(forward: Callable[..., Any], args: Sequence[Any],
     """The required parameters of forward() a call leaves out, with their kinds (none when
     the call fails otherwise)."""
     try:
-        bound = inspect.signature(forward).bind_partial(*args, **kwargs)
+        bound = _signature_of(forward).bind_partial(*args, **kwargs)
     except TypeError:
         return []
     variadic = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
@@ -230,7 +246,7 @@ def _call_with(forward: Callable[..., Any], values: Dict[str, Any]) -> Any:
     The values hold only the arguments the call gave, so passing them in order
     would shift a keyword argument into a skipped optional parameter: Python's
     own BoundArguments decides which go by position and which by keyword."""
-    signature = inspect.signature(forward)
+    signature = _signature_of(forward)
     parameters = signature.parameters
     arguments: Dict[str, Any] = {}
     extra: Dict[str, Any] = {}
@@ -337,8 +353,11 @@ def _unreplaced_buffers_and_parameters(model: torch.nn.Module) -> Iterator[None]
     remove or rebind a buffer or parameter: the program holds the tensors that were there
     when it was traced, so the model would silently lose the change. Such a forward() is
     refused after its trace, in PopTorch's words, with the model's tensors put back."""
+    # (A scripted submodule's own forward is TorchScript, which cannot rebind its
+    # tensors; its _buffers is a view of the C++ module without dict's methods.)
     held = [(path, module, kind, dict(tensors))
             for path, module in model.named_modules()
+            if not isinstance(module, torch.jit.ScriptModule)
             for kind, tensors in (("Buffer", module._buffers), ("Parameter", module._parameters))]
     traced = False
     try:
