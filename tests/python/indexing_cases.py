@@ -138,7 +138,30 @@ INDEXING = {
     "setitem_columns": lambda rng: (
         Indexed(lambda x, i: _assign(x.clone(), i), [torch.tensor([2, 0])]),
         [torch.randn(3, 4)]),
+    # Source elements in order into the true positions; a source with more elements than
+    # the mask takes leaves the rest unused (and without gradient).
+    "masked_scatter": _along(lambda rng, s, d: (
+        lambda x, src, m: x.masked_scatter(m, src), [torch.rand(*s) > 0.4],
+        [torch.randn(math.prod(s) + rng.randint(0, 3))])),
+    # x[mask] = values, one value (or row) per selected element, and += of them.
+    "masked_put_elements": lambda rng: (
+        Indexed(lambda x, v, m: _put_in_order(x, m, v),
+                [torch.tensor([[True, False], [True, True]])]),
+        [torch.randn(2, 2), torch.randn(3)]),
+    "masked_put_rows_accumulate": lambda rng: (
+        Indexed(lambda x, v, m: x.index_put((m,), v, accumulate=True),
+                [torch.tensor([False, True, True])]),
+        [torch.randn(3, 2, 2), torch.randn(2, 2, 2)]),
+    "masked_scatter_broadcast_": _along(lambda rng, s, d: (
+        lambda x, src, m: x.clone().masked_scatter_(m, src * 2), [torch.rand(s[-1]) > 0.5],
+        [torch.randn(*s)])),
 }
+
+
+def _put_in_order(x, mask, values):
+    y = x.clone()
+    y[mask] = values * 2
+    return y
 
 
 def _assign(x, i):

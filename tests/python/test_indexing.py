@@ -85,17 +85,45 @@ def test_what_a_compiled_program_cannot_compute_is_refused_with_the_reason(funct
         popsim.inferenceModel(Function(function))(torch.randn(2, 3))
 
 
-def test_assigning_each_masked_element_its_own_value_is_refused_with_the_reason():
-    def assign(x):
+def test_each_masked_element_takes_its_own_value_in_order():
+    """x[mask] = values with one value per selected element (a multimodal model's image
+    features put at its image tokens) runs as eager; another call's mask that selects
+    another number of elements is an ExecutionError naming the assignment, never values
+    out of place. After other dims (x[:, mask] = values) it is refused with the reason."""
+    def assign(x, values):
         y = x.clone()
-        y[x > 0] = torch.arange(6.0)
+        y[x > 0] = values
+        return y
+
+    model = popsim.inferenceModel(Function(assign))
+    x = torch.tensor([[1.0, -1.0, 2.0], [-3.0, 4.0, -5.0]])
+    torch.testing.assert_close(model(x, torch.arange(3.0)), assign(x, torch.arange(3.0)))
+    with pytest.raises(popsim.ExecutionError,
+                       match=r"x\[mask\] = values: the mask selects another number of elements "
+                             r"than values has \(3 along its first dim\)"):
+        model(x.abs(), torch.arange(3.0))
+
+    def assign_after_a_dim(x):
+        y = x.clone()
+        y[:, x[0] > 0] = torch.arange(4.0).reshape(2, 2)
         return y
 
     with pytest.raises(popsim.UnsupportedOperationError,
-                       match=r"x\[mask\] = values with values f32\[6\] that give each "
-                             r"selected element its own value: how many the mask selects "
-                             r"depends on the data"):
-        popsim.inferenceModel(Function(assign))(torch.ones(2, 3))
+                       match=r"x\[\.\.\., mask\] = values with values f32\[2,2\] that give "
+                             r"each selected element its own value, after other dims"):
+        popsim.inferenceModel(Function(assign_after_a_dim))(
+            torch.tensor([[1.0, -1.0, 2.0], [3.0, 4.0, 5.0]]))
+
+
+def test_masked_scatter_checks_that_source_has_enough_elements_at_run_time():
+    model = popsim.inferenceModel(Function(lambda x, m, source: x.masked_scatter(m, source)))
+    mask = torch.tensor([[True, False, True], [False, False, True]])
+    torch.testing.assert_close(model(torch.zeros(2, 3), mask, torch.arange(4.0)),
+                               torch.zeros(2, 3).masked_scatter(mask, torch.arange(4.0)))
+    with pytest.raises(popsim.ExecutionError,
+                       match=r"masked_scatter: the mask has more true elements than source has "
+                             r"elements \(4\)"):
+        model(torch.zeros(2, 3), torch.ones(2, 3, dtype=torch.bool), torch.arange(4.0))
 
 
 def test_one_hot_of_a_class_out_of_range_is_an_execution_error():

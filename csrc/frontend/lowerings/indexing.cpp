@@ -335,11 +335,64 @@ void lowerIndex(LoweringContext& ctx) {
   ctx.setOutput(0, y);
 }
 
+// Rows of `rows` [N, R] laid out along a flat mask [M]: the k-th true
+// position of the mask gets row k (a running count of the mask finds it),
+// false positions an unused row; [M, R]. The count is checked at run time
+// against N, with `what` as the message: at most N, or exactly N (`exact`).
+ir::Value* takenInOrder(LoweringContext& ctx, ir::Value* mask, ir::Value* rows, bool exact,
+                        const std::string& what) {
+  const int64_t available = rows->type().shape[0];
+  const int64_t positions = mask->type().shape[0];
+  ir::Value* taken = ctx.emit(ir::OpKind::CumulativeSum, {castTo(ctx, mask, ir::DType::Int64)},
+                              {{"dim", int64_t{0}}, {"reverse", false}});
+  taken = ctx.emit(
+      ir::OpKind::CheckRange, {taken},
+      {{"min", 0.0}, {"max", static_cast<double>(available)}, {"what", std::string(what)}});
+  if (exact && positions > 0) {
+    ir::Value* total = sliceAlong(ctx, taken, 0, positions - 1, positions);
+    ir::Value* checked = ctx.emit(ir::OpKind::CheckRange, {total},
+                                  {{"min", static_cast<double>(available)},
+                                   {"max", static_cast<double>(available)},
+                                   {"what", std::string(what)}});
+    // (The check joins the graph through a product by zero the count keeps.)
+    taken =
+        emitBinary(ctx, "add", taken,
+                   emitBinary(ctx, "mul", checked, constantFilled(ctx, {ir::DType::Int64, {}}, 0)));
+  }
+  ir::Value* position = emitBinary(ctx, "maximum", affine(ctx, taken, 1.0, -1.0),
+                                   constantFilled(ctx, {ir::DType::Int64, {}}, 0.0));
+  return ctx.emit(ir::OpKind::IndexSelect, {rows, position}, {{"dim", int64_t{0}}});
+}
+
+// masked_scatter(self, mask, source): self where the mask (broadcast to self)
+// is false; where it is true, source's elements in row-major order, as a
+// multimodal model puts image features into a token sequence's embeddings
+// (eager refuses a mask with more true elements than source has, and so,
+// at run time, does popsim).
+void lowerMaskedScatter(LoweringContext& ctx) {
+  ir::Value* self = ctx.tensor(0);
+  const ir::Shape shape = self->type().shape;
+  const int64_t count = self->type().numel();
+  ir::Value* mask =
+      reshape(ctx, broadcastTo(ctx, castTo(ctx, ctx.tensor(1), ir::DType::Bool), shape), {count});
+  ir::Value* source = ctx.tensor(2);
+  const int64_t available = source->type().numel();
+  ir::Value* taken =
+      takenInOrder(ctx, mask, reshape(ctx, source, {available, 1}), false,
+                   "masked_scatter: the mask has more true elements than source has elements (" +
+                       std::to_string(available) +
+                       "); give source at least as many elements as the mask can select");
+  ir::Value* result = ctx.emit(ir::OpKind::Where,
+                               {mask, reshape(ctx, taken, {count}), reshape(ctx, self, {count})});
+  ctx.setOutput(0, inPlaceResult(ctx, reshape(ctx, result, shape)));
+}
+
 // x[mask] = values (or += with accumulate): a where(), since the values
 // broadcast over however many elements the mask selects. A mask of rank k
 // at index position p covers x's dims p .. p + k - 1. Values with a size of
-// their own along the selected elements need their count, which depends on
-// the data: refused.
+// their own along the selected elements (one per element) are laid out in
+// order by takenInOrder when the mask comes first (x[mask] = rows); after
+// other dims they are refused.
 ir::Value* maskedPut(LoweringContext& ctx, ir::Value* x, const std::vector<ir::Value*>& indices,
                      bool accumulate) {
   size_t at = indices.size();
@@ -369,11 +422,34 @@ ir::Value* maskedPut(LoweringContext& ctx, ir::Value* x, const std::vector<ir::V
                     std::to_string(resultRank) + ")");
   }
   vs.insert(vs.begin(), resultRank - vs.size(), 1);
+  if (vs[at] != 1 && at == 0) {
+    // Each selected element (or row, the mask covering x's leading dims) gets its own
+    // value, in order: values holds as many as the mask selects, checked at run time.
+    const int64_t selectable = mask->type().numel();
+    const int64_t width = x->type().numel() / std::max<int64_t>(selectable, 1);
+    ir::Shape rowShape(shape.begin() + static_cast<std::ptrdiff_t>(covered), shape.end());
+    rowShape.insert(rowShape.begin(), vs[0]);
+    ir::Value* rows =
+        reshape(ctx, broadcastTo(ctx, reshape(ctx, values, vs), rowShape), {vs[0], width});
+    ir::Value* flatMask = reshape(ctx, mask, {selectable});
+    ir::Value* placed = takenInOrder(
+        ctx, flatMask, rows, true,
+        "x[mask] = values: the mask selects another number of elements than values has (" +
+            std::to_string(vs[0]) + " along its first dim); give values one per selected element");
+    ir::Value* keep = reshape(ctx, flatMask, {selectable, 1});
+    ir::Value* flatX = reshape(ctx, x, {selectable, width});
+    ir::Value* result =
+        accumulate
+            ? emitBinary(ctx, "add", flatX,
+                         ctx.emit(ir::OpKind::Where,
+                                  {keep, placed, constantFilled(ctx, {x->type().dtype, {}}, 0.0)}))
+            : ctx.emit(ir::OpKind::Where, {keep, placed, flatX});
+    return reshape(ctx, result, shape);
+  }
   if (vs[at] != 1) {
-    ctx.unsupported("x[mask] = values with values " + values->type().str() +
-                    " that give each selected element its own value: how many the mask "
-                    "selects depends on the data; assign a number or a tensor that broadcasts "
-                    "over the selection, or use torch.where(mask, values, x)");
+    ctx.unsupported("x[..., mask] = values with values " + values->type().str() +
+                    " that give each selected element its own value, after other dims; index "
+                    "with the mask first (x[mask] = values) or use torch.where(mask, values, x)");
   }
   ir::Shape spread(vs.begin(), vs.begin() + static_cast<std::ptrdiff_t>(at));
   spread.insert(spread.end(), covered, 1);
@@ -521,6 +597,8 @@ void lowerMaskedSelect(LoweringContext& ctx) {
 
 void registerIndexing(LoweringRegistry& registry) {
   registry.add("aten::index_select", lowerIndexSelect);
+  registry.add("aten::masked_scatter", lowerMaskedScatter);
+  registry.add("aten::masked_scatter_", lowerMaskedScatter);
   registry.add("aten::bincount", lowerBincount);
   // popsim.dynamic_slice / dynamic_update while tracing (python/popsim/_tensor_ops.py).
   registry.add("popsim::dynamic_select", lowerIndexSelect);
