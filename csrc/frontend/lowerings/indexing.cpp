@@ -354,7 +354,8 @@ ir::Value* takenInOrder(LoweringContext& ctx, ir::Value* mask, ir::Value* rows, 
                                   {{"min", static_cast<double>(available)},
                                    {"max", static_cast<double>(available)},
                                    {"what", std::string(what)}});
-    // (The check joins the graph through a product by zero the count keeps.)
+    // Dead-code elimination drops an op nothing reads: the check's result is
+    // added to the count times zero, so that the positions depend on it.
     taken =
         emitBinary(ctx, "add", taken,
                    emitBinary(ctx, "mul", checked, constantFilled(ctx, {ir::DType::Int64, {}}, 0)));
