@@ -41,6 +41,7 @@ const LoweringRegistry& LoweringRegistry::instance() {
     lowerings::registerSearching(r);
     lowerings::registerCreation(r);
     lowerings::registerComplexNumbers(r);
+    lowerings::registerLinearAlgebra(r);
     return r;
   }();
   return registry;

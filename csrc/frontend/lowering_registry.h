@@ -58,6 +58,7 @@ void registerRecurrent(LoweringRegistry& registry);
 void registerSearching(LoweringRegistry& registry);
 void registerCreation(LoweringRegistry& registry);
 void registerComplexNumbers(LoweringRegistry& registry);
+void registerLinearAlgebra(LoweringRegistry& registry);
 } // namespace lowerings
 
 } // namespace popsim::frontend

@@ -28,7 +28,16 @@ REFUSED = {"aten::masked_select", "aten::unique", "aten::_unique", "aten::_uniqu
            "aten::unique_dim", "aten::unique_consecutive", "aten::nonzero", "aten::argwhere",
            "aten::fractional_max_pool2d", "aten::fractional_max_pool3d",
            "aten::_pack_padded_sequence", "aten::view_as_complex", "aten::view_as_real",
-           "aten::polar", "aten::complex"}
+           "aten::polar", "aten::complex"} | {
+    f"aten::{op}" for op in (
+        "cholesky", "cholesky_inverse", "cholesky_solve", "det", "geqrf", "inverse",
+        "linalg_cholesky", "linalg_cholesky_ex", "linalg_det", "linalg_eig", "linalg_eigh",
+        "linalg_eigvals", "linalg_eigvalsh", "linalg_householder_product", "linalg_inv",
+        "linalg_inv_ex", "linalg_lstsq", "linalg_lu", "linalg_lu_factor", "linalg_lu_factor_ex",
+        "linalg_lu_solve", "linalg_matrix_exp", "linalg_pinv", "linalg_qr", "linalg_slogdet",
+        "linalg_solve", "linalg_solve_ex", "linalg_solve_triangular", "linalg_svd",
+        "linalg_svdvals", "logdet", "lu_solve", "matrix_exp", "orgqr", "ormqr", "pinverse", "qr",
+        "slogdet", "svd", "triangular_solve")}
 
 
 def _aten_ops(module, inputs):

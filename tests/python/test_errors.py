@@ -523,3 +523,18 @@ def test_a_custom_autograd_function_is_named_with_how_to_write_it():
             f"Python code, which popsim cannot compile); write its forward with torch ops in "
             f"forward(), and a custom gradient with detach(): x + (f(x) - x).detach() is f(x) "
             f"with x's gradient (a straight-through estimator)") in str(error.value)
+
+
+def test_matrix_decompositions_are_refused_with_what_to_do_instead():
+    def log_likelihood_terms(a):
+        covariance = a @ a.transpose(-1, -2) + torch.eye(3)
+        return torch.logdet(covariance), torch.linalg.cholesky(covariance)
+
+    with pytest.raises(popsim.UnsupportedOperationError) as error:
+        popsim.inferenceModel(Function(log_likelihood_terms))(torch.randn(2, 3, 3))
+    message = str(error.value)
+    assert message.startswith(
+        "Unsupported ops found in compiled model: [aten::linalg_cholesky, aten::logdet]\n")
+    assert ("matrix decompositions, inverses, solves and determinants have no IPU kernels "
+            "(PopLibs has none, and PopTorch does not run them): compute this on the host, "
+            "before or after the popsim model, or parameterise the model without it") in message

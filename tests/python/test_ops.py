@@ -212,6 +212,14 @@ def dot_case(rng):
     return Fn(lambda _, x, y: dot(x, y)), [torch.randn(n), torch.randn(n)]
 
 
+def matrix_power_case(rng):
+    batch = [randint(rng, 1, 3) for _ in range(randint(rng, 0, 2))]
+    size, n = randint(rng, 1, 4), randint(rng, 0, 6)
+    power = rng.choice([torch.matrix_power, torch.linalg.matrix_power])
+    # (Scaled so that A^6 stays near 1.)
+    return Fn(lambda _, x: power(x, n)), [torch.randn(*batch, size, size) / (size + 1)]
+
+
 def random_tensor(rng, low_rank=1, high_rank=4):
     return torch.randn(*[randint(rng, 1, 6) for _ in range(randint(rng, low_rank, high_rank))])
 
@@ -432,6 +440,7 @@ CASES = {
     "bmm": bmm_case,
     "mv": mv_case,
     "dot": dot_case,
+    "matrix_power": matrix_power_case,
     "relu": unary_case(F.relu),
     "gelu": unary_case(F.gelu),
     "gelu_tanh": unary_case(lambda t: F.gelu(t, approximate="tanh")),
