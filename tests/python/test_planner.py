@@ -220,6 +220,48 @@ def test_the_default_candidates_are_the_children_that_hold_the_model():
         "fc")]
 
 
+class ListsOfBlocks(nn.Module):
+    """A UNet whose down and up paths are ModuleLists of blocks among its other children,
+    as Stable Diffusion's UNet holds them: the lists themselves are never called."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.downs = nn.ModuleList(nn.Conv2d(8, 8, 3, padding=1) for _ in range(2))
+        self.middle = nn.Conv2d(8, 8, 3, padding=1)
+        self.ups = nn.ModuleList(nn.Conv2d(16, 8, 3, padding=1) for _ in range(2))
+        self.out = nn.Conv2d(8, 2, 1)
+
+    def forward(self, x, target):
+        h = self.stem(x)
+        skips = []
+        for down in self.downs:
+            h = torch.relu(down(h))
+            skips.append(h)
+        h = self.middle(h)
+        for up in self.ups:
+            h = torch.relu(up(torch.cat([h, skips.pop()], 1)))
+        return nn.functional.cross_entropy(self.out(h), target)
+
+
+def test_a_list_of_modules_among_the_candidates_stands_for_its_modules():
+    """The default candidates name the modules in a ModuleList in its place; a ModuleList
+    named as a candidate is refused with the names to give instead."""
+    torch.manual_seed(6)
+    opts = popsim.Options()
+    opts.Training.gradientAccumulation(6)
+    model = ListsOfBlocks()
+    batch = (torch.randn(2, 3, 8, 8), torch.randint(0, 2, (2, 8, 8)))
+    plan = popsim.plan(model, batch, opts, optimizer_of(model), ipus=2)
+    assert plan.candidates == ["stem", "downs.0", "downs.1", "middle", "ups.0", "ups.1", "out"]
+    with pytest.raises(popsim.OptionError,
+                       match=r"popsim.plan: candidate 'downs' is a ModuleList, which forward\(\) "
+                             r"never calls \(it calls the modules in it\); name those instead: "
+                             r"\['downs.0', 'downs.1'\]"):
+        popsim.plan(model, batch, opts, optimizer_of(model), ipus=2,
+                    candidates=["stem", "downs", "middle"])
+
+
 class Tied(nn.Module):
     """An embedding, two layers and a decoder tied to the embedding."""
 

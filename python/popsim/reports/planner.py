@@ -64,7 +64,8 @@ def _default_candidates(model: torch.nn.Module) -> List[str]:
     times the share of the model's parameters under it, is largest (the first such, in
     module order). A transformer's list of layers wins over the model's few top-level
     parts, a UNet's top-level blocks over any one block's layers, a ResNet's stem, stages
-    and head over one stage's blocks."""
+    and head over one stage's blocks. A ModuleList or ModuleDict child stands for the
+    modules in it (_called_modules)."""
     total = sum(parameter.numel() for parameter in model.parameters())
     best: Tuple[float, Optional[str]] = (0.0, None)
     for name, module in model.named_modules():
@@ -86,7 +87,24 @@ def _default_candidates(model: torch.nn.Module) -> List[str]:
             "forward() calls them).",
             option="plan.candidates")
     prefix = f"{best[1]}." if best[1] else ""
-    return [f"{prefix}{name}" for name, _ in model.get_submodule(best[1]).named_children()]
+    return _called_modules(model.get_submodule(best[1]), prefix)
+
+
+def _called_modules(module: torch.nn.Module, prefix: str) -> List[str]:
+    """The names of `module`'s children that forward() calls, in order: a ModuleList or
+    ModuleDict child (a UNet's list of down blocks) is never called itself, so its own
+    children stand in its place."""
+    names = []
+    for name, child in module.named_children():
+        if isinstance(child, _CONTAINERS):
+            names += _called_modules(child, f"{prefix}{name}.")
+        else:
+            names.append(f"{prefix}{name}")
+    return names
+
+
+# Modules that hold others without a forward() of their own.
+_CONTAINERS = (torch.nn.ModuleList, torch.nn.ModuleDict)
 
 
 def _check_candidates(model: torch.nn.Module, candidates: Sequence[str],
@@ -102,6 +120,14 @@ def _check_candidates(model: torch.nn.Module, candidates: Sequence[str],
     if len(set(names)) != len(names):
         raise OptionError(f"popsim.plan: candidates {names} name a module twice.",
                           option="plan.candidates")
+    for name in names:
+        if isinstance(known[name], _CONTAINERS):
+            inside = _called_modules(known[name], name + ".")
+            listed = ", ".join(repr(called) for called in inside[:3])
+            raise OptionError(
+                f"popsim.plan: {what} {name!r} is a {type(known[name]).__name__}, which "
+                f"forward() never calls (it calls the modules in it); name those instead: "
+                f"[{listed}{', ...' if len(inside) > 3 else ''}].", option=f"plan.{what}")
     return names
 
 
@@ -118,8 +144,7 @@ def _enclosing_modules(model: torch.nn.Module, names: List[str]) -> List[str]:
     for depth in range(len(common), 0, -1):
         name = ".".join(common[:depth])
         module = model.get_submodule(name)
-        if name not in names and not isinstance(module, (torch.nn.ModuleList,
-                                                         torch.nn.ModuleDict)):
+        if name not in names and not isinstance(module, _CONTAINERS):
             enclosing.append(name)
     return enclosing
 
