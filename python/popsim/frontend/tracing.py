@@ -140,8 +140,8 @@ _RECOMPILE_HINT = (
 def _signature_of(forward: Callable[..., Any]) -> inspect.Signature:
     """forward()'s signature; a TorchScript model's (torch.jit.script or torch.jit.load)
     from its schema, which inspect cannot read."""
-    schema = getattr(forward, "schema", None)
-    if not isinstance(forward, torch.ScriptMethod) or schema is None:
+    schema = getattr(forward, "schema", None)  # (a torch.ScriptMethod's FunctionSchema)
+    if not isinstance(schema, torch._C.FunctionSchema):
         return inspect.signature(forward)
     parameters = []
     for argument in schema.arguments[1:]:  # (after self)
