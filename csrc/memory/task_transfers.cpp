@@ -1,7 +1,8 @@
 // Which values cross between tasks: the algorithm.
 // 1. Each storage root's writer: the task of the node that defines it, or
 //    for a graph input the task that streams it (its first user's, copies
-//    aside, which ipu-copies placed on the input's home IPU).
+//    aside, which ipu-copies placed on the input's home IPU); for a
+//    read-only buffer copied to other IPUs, its first user's task likewise.
 // 2. Each output is written by its storage root's writer.
 // 3. Each node input written in another task crosses: through the link when
 //    the node is an ipu_copy, otherwise through the stash when another task
@@ -12,7 +13,9 @@
 
 #include "common/check.h"
 
+#include <algorithm>
 #include <map>
+#include <optional>
 
 namespace popsim::memory {
 
@@ -43,6 +46,22 @@ TaskTransfers planTaskTransfers(const compiler::Program& program, const MemoryPl
     }
     writer[input] = task;
     result.tasks[task].streamedInputs.push_back(i);
+  }
+  // A read-only buffer read on several IPUs (ipu-copies) is sent on by the
+  // first task that reads it on its home IPU, as an input is.
+  for (const ir::Value* weight : graph.weights()) {
+    const auto& users = weight->users();
+    if (std::none_of(users.begin(), users.end(),
+                     [](const ir::Node* user) { return user->kind() == ir::OpKind::IpuCopy; })) {
+      continue;
+    }
+    std::optional<size_t> task;
+    for (const ir::Node* user : users) {
+      if (user->kind() == ir::OpKind::IpuCopy) continue;
+      const size_t candidate = layout.taskOf(*user);
+      task = task.has_value() ? std::min(*task, candidate) : candidate;
+    }
+    if (task.has_value()) writer[weight] = *task;
   }
   // Step 2: outputs.
   for (size_t i = 0; i < graph.outputs().size(); ++i) {

@@ -353,3 +353,55 @@ def test_a_weight_tied_across_stages_of_one_ipu_trains_as_on_one_ipu(accum_type)
                      msg=lambda message, name=name: f"{name}: {message}")
     # IPU 0's stash holds activations, never the decoder's [11, 6] weight gradient.
     assert stash < 6 * 4 * 11 * 4
+
+
+class SharedMask(nn.Module):
+    """A causal mask registered once and read by every layer (as a model passes
+    mask=self.mask to nn.TransformerEncoder), the layers on two IPUs."""
+
+    def __init__(self):
+        super().__init__()
+        self.embedding = nn.Embedding(11, 8)
+        self.layers = nn.ModuleList(nn.Linear(8, 8) for _ in range(2))
+        self.head = nn.Linear(8, 11)
+        self.register_buffer("mask", torch.full((5, 5), float("-inf")).triu(1))
+
+    def forward(self, ids, labels):
+        hidden = self.embedding(ids)
+        for index, layer in enumerate(self.layers):
+            with popsim.Block(f"layer{index}", ipu_id=index):
+                scores = (hidden @ hidden.transpose(1, 2) + self.mask).softmax(-1)
+                hidden = torch.tanh(layer(scores @ hidden))
+                if index == len(self.layers) - 1:
+                    logits = self.head(hidden)
+                    return nn.functional.cross_entropy(logits.reshape(-1, 11),
+                                                       labels.reshape(-1))
+
+
+@pytest.mark.parametrize("kind", ["pipelined", "sharded"])
+def test_a_buffer_read_on_several_ipus_is_copied_to_them(kind):
+    """A buffer no op writes lives on the IPU that reads it first and is copied to the
+    others that read it, as a streamed input is: the weights trained are one IPU's. A
+    parameter shared across IPUs stays refused (test_pipelining_errors.py)."""
+    torch.manual_seed(0)
+    reference = SharedMask()
+    ids, labels = torch.randint(0, 11, (4 * 4, 5)), torch.randint(0, 11, (4 * 4, 5))
+
+    def train(strategy_):
+        model = copy.deepcopy(reference)
+        opts = popsim.Options()
+        opts.Training.gradientAccumulation(4)
+        if strategy_ is not None:
+            opts.setExecutionStrategy(strategy_)
+        trainer = popsim.trainingModel(model, opts,
+                                       torch.optim.SGD(model.parameters(), lr=0.5))
+        for _ in range(2):
+            trainer(ids, labels)
+        trainer.copyWeightsToHost()
+        return model.state_dict()
+
+    single = train(None)
+    split = train(popsim.PipelinedExecution(popsim.AutoStage.AutoIncrement) if kind == "pipelined"
+                  else popsim.ShardedExecution(popsim.AutoStage.AutoIncrement))
+    for name, weight in single.items():
+        assert_close(split[name], weight, msg=lambda message, name=name: f"{name}: {message}")

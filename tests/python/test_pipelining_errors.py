@@ -136,6 +136,29 @@ def test_shared_weights_must_stay_on_one_ipu():
         compile_inference(Tied(), x=torch.randn(8, 4))
 
 
+def test_a_buffer_the_model_updates_must_stay_on_one_ipu():
+    """A buffer read on several IPUs is copied to them only while nothing writes it (see
+    test_pipelining.py); one the model updates, as a running average, is device state
+    that lives on one IPU."""
+    class RunningScale(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = nn.Linear(4, 4)
+            self.register_buffer("scale", torch.ones(4))
+
+        def forward(self, x):
+            with popsim.Block("A", ipu_id=0):
+                x = self.layer(x) * self.scale
+            with popsim.Block("B", ipu_id=1):
+                self.scale.mul_(0.9).add_(0.1 * x.detach().abs().mean(0))
+                return x * 2
+
+    with pytest.raises(popsim.CompilationError,
+                       match=r"Weight 'scale' is used on IPU 0 by .* and on IPU 1 by .*\. "
+                             r"Layers that share weights must run on the same IPU"):
+        compile_inference(RunningScale(), x=torch.randn(8, 4))
+
+
 def test_annotation_arguments_are_checked():
     with pytest.raises(popsim.OptionError, match="popsim.Block needs a user_id or an ipu_id"):
         popsim.Block()

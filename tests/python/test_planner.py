@@ -262,6 +262,33 @@ def test_a_list_of_modules_among_the_candidates_stands_for_its_modules():
                     candidates=["stem", "downs", "middle"])
 
 
+class TwoTowers(nn.Module):
+    """CLIP's shape: an image tower and a text tower, the batch's similarities between
+    them trained against torch.arange labels."""
+
+    def __init__(self):
+        super().__init__()
+        self.image = nn.Sequential(*(nn.Linear(16, 16) for _ in range(4)))
+        self.text = nn.Sequential(nn.Embedding(20, 16), nn.Linear(16, 16), nn.Linear(16, 16))
+
+    def forward(self, images, tokens):
+        similarities = self.image(images) @ self.text(tokens).mean(1).t()
+        return nn.functional.cross_entropy(similarities, torch.arange(similarities.shape[0]))
+
+
+def test_a_second_tower_of_a_model_joins_the_default_candidates():
+    """Beside the image tower's layers (the best split), the text tower's, which score
+    over a third as high, are candidates too: both towers split over the IPUs."""
+    torch.manual_seed(6)
+    opts = popsim.Options()
+    opts.Training.gradientAccumulation(6)
+    model = TwoTowers()
+    batch = (torch.randn(2, 16), torch.randint(0, 20, (2, 5)))
+    plan = popsim.plan(model, batch, opts, optimizer_of(model), ipus=2)
+    assert plan.candidates == [f"image.{index}" for index in range(4)] + [
+        f"text.{index}" for index in range(3)]
+
+
 class Tied(nn.Module):
     """An embedding, two layers and a decoder tied to the embedding."""
 

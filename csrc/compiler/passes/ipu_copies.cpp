@@ -35,6 +35,13 @@ void replaceUses(ir::Graph& graph, const std::vector<ir::Node*>& users, ir::Valu
 
 } // namespace
 
+bool readOnlyBuffer(const ir::Value& weight) {
+  if (weight.role() != ir::ValueRole::Weight || weight.trainable()) return false;
+  return std::none_of(weight.users().begin(), weight.users().end(), [](const ir::Node* user) {
+    return ir::opFamily(user->kind()) == ir::OpFamily::Update;
+  });
+}
+
 void insertIpuCopies(ir::Graph& graph) {
   std::unordered_map<const ir::Node*, size_t> position;
   for (size_t i = 0; i < graph.nodes().size(); ++i) {
@@ -55,8 +62,11 @@ void insertIpuCopies(ir::Graph& graph) {
       replaceUses(graph, users, constant, twin);
     }
   }
-  // Computed values and inputs: copies to the other IPUs that use them.
+  // Computed values, inputs and read-only buffers: copies to the other IPUs that use them.
   std::vector<ir::Value*> sources(graph.inputs().begin(), graph.inputs().end());
+  for (ir::Value* weight : graph.weights()) {
+    if (readOnlyBuffer(*weight)) sources.push_back(weight);
+  }
   for (const auto& node : graph.nodes()) {
     for (ir::Value* output : node->outputs())
       sources.push_back(output);
@@ -67,7 +77,7 @@ void insertIpuCopies(ir::Graph& graph) {
     if (source->producer() != nullptr) {
       groups.erase(source->producer()->placement().ipu);
     } else {
-      // An input lives on the IPU that uses it first in the program.
+      // An input (or read-only buffer) lives on the IPU that uses it first in the program.
       const ir::Node* first = nullptr;
       for (const auto& [ipu, users] : groups) {
         if (first == nullptr || position.at(users.front()) < position.at(first)) {

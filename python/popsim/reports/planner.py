@@ -64,11 +64,14 @@ def _default_candidates(model: torch.nn.Module) -> List[str]:
     times the share of the model's parameters under it, is largest (the first such, in
     module order). A transformer's list of layers wins over the model's few top-level
     parts, a UNet's top-level blocks over any one block's layers, a ResNet's stem, stages
-    and head over one stage's blocks. A ModuleList or ModuleDict child stands for the
-    modules in it (_called_modules)."""
+    and head over one stage's blocks. A module apart from it (neither inside nor around it)
+    that scores at least a third as high adds its children too, in module order: the
+    second tower of a two-tower model (CLIP's text encoder beside its image encoder), an
+    encoder-decoder's other stack. A ModuleList or ModuleDict child stands for the modules
+    in it (_called_modules)."""
     total = sum(parameter.numel() for parameter in model.parameters())
-    best: Tuple[float, Optional[str]] = (0.0, None)
-    for name, module in model.named_modules():
+    scored: List[Tuple[float, int, str]] = []  # (score, module order, name)
+    for order, (name, module) in enumerate(model.named_modules()):
         children = [child for _, child in module.named_children()]
         if len(children) < 2:
             continue
@@ -77,17 +80,32 @@ def _default_candidates(model: torch.nn.Module) -> List[str]:
         else:
             holding = sum(1 for child in children if next(child.parameters(), None) is not None)
             score = holding * sum(p.numel() for p in module.parameters()) / total
-        if score > best[0]:
-            best = (score, name)
-    if best[1] is None:
+        if score > 0:
+            scored.append((score, order, name))
+    if not scored:
         raise OptionError(
             f"popsim.plan: {type(model).__name__} has no modules to split at: neither it nor "
             "a module in it has 2 or more children; name the modules to split at with "
             "candidates=[...] (module names as model.named_modules() gives them, in the order "
             "forward() calls them).",
             option="plan.candidates")
-    prefix = f"{best[1]}." if best[1] else ""
-    return _called_modules(model.get_submodule(best[1]), prefix)
+    ranked = sorted(scored, key=lambda entry: (-entry[0], entry[1]))
+    chosen = [ranked[0]]
+    for entry in ranked[1:]:
+        if entry[0] < ranked[0][0] / 3:
+            break
+        if not any(_nested(entry[2], other[2]) for other in chosen):
+            chosen.append(entry)
+    names: List[str] = []
+    for _, _, name in sorted(chosen, key=lambda entry: entry[1]):
+        names += _called_modules(model.get_submodule(name), f"{name}." if name else "")
+    return names
+
+
+def _nested(first: str, second: str) -> bool:
+    """Whether one of two modules (by name; "" is the model) holds the other or is it."""
+    return (first == second or not first or not second or first.startswith(second + ".")
+            or second.startswith(first + "."))
 
 
 def _called_modules(module: torch.nn.Module, prefix: str) -> List[str]:
