@@ -474,17 +474,9 @@ def _no_backward() -> Iterator[None]:
             f"in place of x; to clip the gradients' norm, give the popsim.optim optimizer "
             f"max_grad_norm=.")
 
-    tensor_backward, autograd_backward = torch.Tensor.backward, torch.autograd.backward
-    register_hook = torch.Tensor.register_hook
-    setattr(torch.Tensor, "backward", refuse)
-    setattr(torch.autograd, "backward", refuse)
-    setattr(torch.Tensor, "register_hook", refuse_hook)
-    try:
+    with _replaced((torch.Tensor, "backward", refuse), (torch.autograd, "backward", refuse),
+                   (torch.Tensor, "register_hook", refuse_hook)):
         yield
-    finally:
-        setattr(torch.Tensor, "backward", tensor_backward)
-        setattr(torch.autograd, "backward", autograd_backward)
-        setattr(torch.Tensor, "register_hook", register_hook)
 
 
 @contextlib.contextmanager
@@ -499,12 +491,22 @@ def _no_gradients_inside() -> Iterator[None]:
             f"output with respect to the inputs) are not supported. Compute them on the host "
             f"with eager PyTorch.")
 
-    grad = torch.autograd.grad
-    setattr(torch.autograd, "grad", refuse)
+    with _replaced((torch.autograd, "grad", refuse)):
+        yield
+
+
+@contextlib.contextmanager
+def _replaced(*swaps: Tuple[Any, str, Callable[..., Any]]) -> Iterator[None]:
+    """Each (owner, attribute, replacement) of `swaps` in place while inside; the originals
+    are back afterwards."""
+    saved = [(owner, name, getattr(owner, name)) for owner, name, _ in swaps]
+    for owner, name, replacement in swaps:
+        setattr(owner, name, replacement)
     try:
         yield
     finally:
-        setattr(torch.autograd, "grad", grad)
+        for owner, name, original in saved:
+            setattr(owner, name, original)
 
 
 def _refuse_gradient_hooks(model: torch.nn.Module) -> None:
