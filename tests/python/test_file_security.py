@@ -15,6 +15,7 @@ import os
 import pickle
 import stat
 import struct
+import typing
 import warnings
 
 import pytest
@@ -117,6 +118,19 @@ def test_the_call_is_data_and_a_call_json_cannot_describe_is_refused_when_writin
     with pytest.raises(popsim.ExecutableFileError, match=r"cannot hold argument 2 of the call "
                        r"\(object\)"):
         model.compileAndExport(tmp_path / "other.popsim", torch.ones(2), object())
+
+    class Pair(typing.NamedTuple):
+        first: torch.Tensor
+        second: torch.Tensor
+
+    class TakesAPair(nn.Module):
+        def forward(self, pair):
+            return pair.first + pair.second
+
+    model = popsim.inferenceModel(TakesAPair())
+    with pytest.raises(popsim.ExecutableFileError, match=r"cannot hold an argument of type Pair "
+                       r"\(a NamedTuple\)"):
+        model.compileAndExport(tmp_path / "pair.popsim", Pair(torch.ones(2), torch.ones(2)))
 
 
 @pytest.mark.parametrize("change,message", [

@@ -5,6 +5,9 @@ every output mode; an MLP and transformer encoder layers cover the other
 supported ops in context.
 """
 
+import dataclasses
+from typing import NamedTuple, Optional
+
 import pytest
 import torch
 
@@ -115,6 +118,52 @@ def test_nested_inputs_and_outputs():
     assert_close(actual["sum"], expected["sum"])
     assert_close(actual["parts"][0], a.relu())
     assert_close(actual["parts"][1], bias - b)
+
+
+class Pair(NamedTuple):
+    first: torch.Tensor
+    second: torch.Tensor
+
+
+@dataclasses.dataclass(frozen=True)
+class Record:
+    """A model output record (as Hugging Face models return), one field not a tensor."""
+    logits: torch.Tensor
+    hidden: Optional[torch.Tensor] = None
+    note: str = "logits"
+
+
+def test_named_tuples_and_dataclasses_go_in_and_come_out_as_themselves():
+    class Recorded(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 3)
+
+        def forward(self, pair):
+            hidden = pair.first * pair.second
+            return Record(self.lin(hidden), Pair(hidden, -hidden))
+
+    model = Recorded()
+    pair = Pair(torch.randn(4, 4), torch.randn(4, 4))
+    actual = popsim.inferenceModel(model, popsim.Options().deviceIterations(2))(pair)
+    with torch.no_grad():
+        expected = model(pair)
+    assert type(actual) is Record and type(actual.hidden) is Pair and actual.note == "logits"
+    assert_close(actual.logits, expected.logits)
+    assert_close(actual.hidden.first, expected.hidden.first)
+    assert_close(actual.hidden.second, expected.hidden.second)
+
+
+def test_an_output_that_is_not_a_tensor_is_refused_by_name():
+    class ReturnsAString(torch.nn.Module):
+        def forward(self, x):
+            return x * 2, "x" * 200
+
+    with pytest.raises(popsim.CompilationError,
+                       match=r"^The model returns str 'x{76}\.\.\. as output\[1\]; popsim "
+                             r"models return tensors \(or tuples, lists, dicts, NamedTuples "
+                             r"and dataclasses of tensors\)\.$"):
+        popsim.inferenceModel(ReturnsAString())(torch.randn(2, 3))
 
 
 def test_weights_are_shared_with_the_host_model_and_copied_on_request():

@@ -11,7 +11,7 @@ refused when the file is written, naming the argument.
 """
 
 from collections import OrderedDict
-from typing import Any, Dict, List, NamedTuple, Tuple
+from typing import Any, Dict, List, Tuple
 
 import torch
 
@@ -19,10 +19,24 @@ from popsim.api.errors import ExecutableFileError
 from popsim.frontend import structure as _structure
 
 
-class TensorSpec(NamedTuple):
-    """A call's tensor in an exported file: its shape and dtype."""
-    shape: tuple
-    dtype: torch.dtype
+class TensorSpec:
+    """A call's tensor in an exported file: its shape and dtype. (A class of its own, not a
+    NamedTuple, which _structure.flatten would take apart: a spec is one leaf.)"""
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape: tuple, dtype: torch.dtype) -> None:
+        self.shape = shape
+        self.dtype = dtype
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, TensorSpec) and self.shape == other.shape
+                and self.dtype == other.dtype)
+
+    def __hash__(self) -> int:
+        return hash((self.shape, self.dtype))
+
+    def __repr__(self) -> str:
+        return f"TensorSpec(shape={self.shape}, dtype={self.dtype})"
 
 
 # (structure, leaves), each tensor leaf a TensorSpec.
@@ -53,8 +67,8 @@ def to_json(spec: CallSpec) -> Dict[str, Any]:
     """The spec as JSON-able data; ExecutableFileError names an argument JSON cannot hold."""
     structure, leaves = spec
     encoded = _structure_to_json(structure)  # first: it refuses custom arguments
-    # The leaves' readable names ("x", "batch['ids']", "argument 2"); TensorSpecs are
-    # named tuples, which flatten keeps whole.
+    # The leaves' readable names ("x", "batch['ids']", "argument 2"); flatten keeps each
+    # TensorSpec whole.
     args, kwargs = _structure.unflatten(leaves, structure)
     names = [name for i, arg in enumerate(args)
              for name in _structure.flatten(arg, f"argument {i + 1}")[1]]
@@ -86,6 +100,13 @@ def _structure_to_json(node: _structure.Structure) -> Dict[str, Any]:
             "registered ICustomArgParser): the file describes the call as data, and rebuilding "
             "the argument would need its parser's object. Pass its tensors in a tuple, list or "
             "dict to export the model.")
+    if node.kind in ("namedtuple", "dataclass"):
+        kind = node.keys if node.kind == "namedtuple" else node.keys[0]
+        raise ExecutableFileError(
+            f"An exported file cannot hold an argument of type {kind.__name__} (a "
+            f"{'NamedTuple' if node.kind == 'namedtuple' else 'dataclass'}): the file describes "
+            "the call as data, and rebuilding the argument would need its class. Pass its "
+            "tensors in a tuple, list or dict to export the model.")
     encoded: Dict[str, Any] = {"kind": node.kind,
                                "children": [_structure_to_json(c) for c in node.children]}
     if node.kind == "dict":

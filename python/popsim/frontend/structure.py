@@ -1,5 +1,5 @@
-"""Flattening nested inputs and outputs (tuples, lists, dicts, and types
-with a registered ICustomArgParser) into leaves.
+"""Flattening nested inputs and outputs (tuples, lists, dicts, NamedTuples,
+dataclass instances, and types with a registered ICustomArgParser) into leaves.
 
 A model may take and return nested structures; the compiled program takes and
 returns flat lists of tensors. Each leaf keeps a readable name ("x",
@@ -7,6 +7,8 @@ returns flat lists of tensors. Each leaf keeps a readable name ("x",
 """
 
 import abc
+import copy
+import dataclasses
 from typing import Any, Dict, Hashable, Iterable, Iterator, List, Optional, Tuple, Union
 
 import torch
@@ -95,12 +97,16 @@ class Structure:
     """The shape of a nested value: containers and the positions of leaves."""
 
     def __init__(self, kind: str, children: Optional[List["Structure"]] = None,
-                 keys: Union[List[Hashable], type, None] = None, original: object = None) -> None:
-        self.kind = kind  # "leaf", "none", "tuple", "list", "dict" or "custom"
+                 keys: Union[List[Hashable], type, Tuple[type, List[str]], None] = None,
+                 original: object = None) -> None:
+        # "leaf", "none", "tuple", "list", "dict", "namedtuple", "dataclass" or "custom"
+        self.kind = kind
         self.children = children or []
-        self.keys: Any = keys  # a dict's keys; a custom argument's type
-        # A custom argument as first seen, for its parser; a dict's class
-        # when it is not dict itself.
+        # A dict's keys; a custom argument's or NamedTuple's type; a dataclass's
+        # (type, field names).
+        self.keys: Any = keys
+        # A custom argument or dataclass as first seen, for its parser or to
+        # copy; a dict's class when it is not dict itself.
         self.original = original
 
     def __eq__(self, other: object) -> bool:
@@ -112,8 +118,11 @@ class Structure:
             return "*"
         if self.kind == "none":
             return "None"
-        if self.kind == "custom":
+        if self.kind == "custom" or self.kind == "namedtuple":
             return f"{self.keys.__name__}({', '.join(repr(c) for c in self.children)})"
+        if self.kind == "dataclass":
+            inner = ", ".join(f"{k}={c!r}" for k, c in zip(self.keys[1], self.children))
+            return f"{self.keys[0].__name__}({inner})"
         inner = ", ".join(repr(c) for c in self.children)
         if self.kind == "dict":
             inner = ", ".join(f"{k!r}: {c!r}" for k, c in zip(self.keys, self.children))
@@ -138,7 +147,29 @@ def flatten(value: object, name: str, like: Optional[Structure] = None,
             tensors = list(parser.yieldTensors(item))
             return Structure("custom", [visit(t, f"{path}.tensors[{i}]", None)
                                         for i, t in enumerate(tensors)], type(item), item)
-        if isinstance(item, (tuple, list)) and not hasattr(item, "_fields"):
+        if isinstance(item, tuple) and hasattr(item, "_fields"):
+            # A NamedTuple, rebuilt as its own type; its leaves named by field.
+            fields = list(getattr(item, "_fields"))
+            models = (model.children if model is not None and model.kind == "namedtuple"
+                      and model.keys is type(item)
+                      else [None] * len(item))  # type: ignore[list-item]
+            return Structure("namedtuple", [visit(child, f"{path}.{field}", m)
+                                            for field, child, m in zip(fields, item, models)],
+                             type(item))
+        if dataclasses.is_dataclass(item) and not isinstance(item, type):
+            # A dataclass instance (a model's output record), rebuilt as a copy of it with
+            # each field's new value; its leaves named by field. An output's fields that
+            # hold no tensor (a string, a number) stay as the copy has them.
+            fields = [field.name for field in dataclasses.fields(item)
+                      if not (none_as_empty and _plain_value(getattr(item, field.name)))]
+            same = (model is not None and model.kind == "dataclass"
+                    and model.keys == (type(item), fields))
+            matching: List[Optional[Structure]] = (
+                list(model.children) if same else [None] * len(fields))  # type: ignore[union-attr]
+            return Structure("dataclass", [visit(getattr(item, field), f"{path}.{field}", m)
+                                           for field, m in zip(fields, matching)],
+                             (type(item), fields), item)
+        if isinstance(item, (tuple, list)):
             kind = "tuple" if isinstance(item, tuple) else "list"
             models = (model.children if model is not None and model.kind == kind
                       and len(model.children) == len(item)
@@ -167,6 +198,12 @@ def flatten(value: object, name: str, like: Optional[Structure] = None,
     return leaves, names, structure
 
 
+def _plain_value(value: object) -> bool:
+    """A value that is not None and holds no tensor: a number, a string, another object."""
+    return (value is not None and not isinstance(value, (torch.Tensor, tuple, list, dict))
+            and not dataclasses.is_dataclass(value) and _parser_of(value) is None)
+
+
 def unflatten(leaves: Iterable[Any], structure: Structure) -> Any:
     """Rebuilds a nested value from leaves in flatten() order."""
     iterator = iter(leaves)
@@ -182,6 +219,13 @@ def unflatten(leaves: Iterable[Any], structure: Structure) -> Any:
                 node.original, iter(children))
         if node.kind == "tuple":
             return tuple(children)
+        if node.kind == "namedtuple":
+            return node.keys(*children)
+        if node.kind == "dataclass":
+            rebuilt = copy.copy(node.original)
+            for field, child in zip(node.keys[1], children):
+                object.__setattr__(rebuilt, field, child)  # (frozen dataclasses too)
+            return rebuilt
         if node.kind == "list":
             return children
         if isinstance(node.original, type):  # the dict's own class

@@ -311,9 +311,11 @@ class _FlatModel(torch.nn.Module):
         self.output_dtypes = [leaf.dtype for leaf in flat if _structure.is_tensor(leaf)]
         for leaf, name in zip(flat, names):
             if not _structure.is_tensor(leaf):
+                shown = repr(leaf) if len(repr(leaf)) <= 80 else repr(leaf)[:77] + "..."
                 raise CompilationError(
-                    f"The model returns {type(leaf).__name__} {leaf!r} as {name}; popsim models "
-                    f"return tensors (or tuples, lists and dicts of tensors)."
+                    f"The model returns {type(leaf).__name__} {shown} as {name}; popsim models "
+                    f"return tensors (or tuples, lists, dicts, NamedTuples and dataclasses "
+                    f"of tensors)."
                 )
         outputs = tuple(leaf.clone() for leaf in flat) if self.copy_outputs else tuple(flat)
         return _value_guards.attached(outputs, guards)
