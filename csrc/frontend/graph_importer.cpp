@@ -431,8 +431,6 @@ private:
       "loop a tensor decides, or an item()); popsim compiles control flow that is decided when "
       "the model compiles (module flags such as self.training, shapes, Python numbers)";
 
-  // aten::Bool(Tensor), aten::Int(Tensor), ...: a scripted model's tensor
-  // read as a number, which only a runtime decision needs.
   // A tensor, or a list, tuple or optional holding one.
   static bool holdsTensor(const c10::TypePtr& type) {
     if (type->cast<c10::TensorType>() != nullptr) return true;
@@ -455,6 +453,8 @@ private:
         "2 * x.detach() - x is x with the gradient negated");
   }
 
+  // aten::Bool(Tensor), aten::Int(Tensor), ...: a scripted model's tensor
+  // read as a number, which only a runtime decision needs.
   static bool readsTensorAsNumber(const jit::Node& node) {
     static const std::set<std::string> kinds = {"aten::Bool", "aten::Int", "aten::Float",
                                                 "aten::item", "aten::ScalarImplicit"};
