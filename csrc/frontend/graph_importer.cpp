@@ -440,6 +440,15 @@ private:
     return false;
   }
 
+  // Why popsim cannot run `node` (`op`), which has no lowering: a refusal's
+  // reason (LoweringRegistry::refuse), a tensor read as a number, a custom
+  // autograd Function; or nothing to add.
+  static std::string unsupportedReason(const jit::Node& node, const std::string& op) {
+    if (const std::string* refusal = LoweringRegistry::instance().refusal(op)) return *refusal;
+    if (readsTensorAsNumber(node)) return kTensorAsNumber;
+    return customFunctionReason(node);
+  }
+
   // A torch.autograd.Function in the model: the trace keeps its forward as a
   // call into Python (prim::PythonOp), and its backward is Python code too.
   static std::string customFunctionReason(const jit::Node& node) {
@@ -551,7 +560,7 @@ private:
       const bool pythonOp = node.kind() == c10::prim::PythonOp;
       if (lowering == nullptr && poisonedTensor && (!node.kind().is_prim() || pythonOp) &&
           !isShapeQuery(node) && !readsTensorAsNumber(node)) {
-        recordUnsupported(node, customFunctionReason(node));
+        recordUnsupported(node, unsupportedReason(node, op));
       } else {
         poisonOutputs(node);
       }
@@ -566,8 +575,7 @@ private:
         return;
       }
       if (lowering == nullptr) {
-        recordUnsupported(node,
-                          readsTensorAsNumber(node) ? kTensorAsNumber : customFunctionReason(node));
+        recordUnsupported(node, unsupportedReason(node, op));
         return;
       }
       refuseNarrowIntegerArithmetic(node);
@@ -1083,7 +1091,8 @@ private:
     const c10::Symbol kind = node.kind();
     return kind == c10::aten::size || kind == c10::aten::dim ||
            kind == c10::Symbol::fromQualString("aten::numel") || kind == c10::prim::dtype ||
-           kind == c10::prim::device || kind == c10::aten::len;
+           kind == c10::prim::device || kind == c10::aten::len ||
+           kind == c10::Symbol::fromQualString("aten::_shape_as_tensor");
   }
 
   // Sizes, rank, dtype and device of runtime tensors are known statically.
@@ -1122,6 +1131,10 @@ private:
       result = static_cast<int64_t>(toTorchDType(type.dtype));
     } else if (node.kind() == c10::prim::device) {
       result = c10::Device(c10::DeviceType::CPU);
+    } else if (node.kind() == c10::Symbol::fromQualString("aten::_shape_as_tensor")) {
+      // The shape as an int64 tensor (torchvision's detection models read it
+      // so while traced): known when compiling, as the sizes are.
+      result = at::tensor(std::vector<int64_t>(type.shape.begin(), type.shape.end()), at::kLong);
     } else {
       return false;
     }

@@ -42,6 +42,7 @@ const LoweringRegistry& LoweringRegistry::instance() {
     lowerings::registerCreation(r);
     lowerings::registerComplexNumbers(r);
     lowerings::registerLinearAlgebra(r);
+    lowerings::registerDetectionOps(r);
     return r;
   }();
   return registry;
@@ -56,12 +57,34 @@ std::vector<std::string> LoweringRegistry::names() const {
   std::vector<std::string> result;
   for (const auto& [name, fn] : lowerings_)
     result.push_back(name);
+  for (const auto& [name, reason] : refusals_)
+    result.push_back(name);
   std::sort(result.begin(), result.end());
   return result;
 }
 
 void LoweringRegistry::add(const std::string& opName, LoweringFn fn) {
-  POPSIM_ASSERT(lowerings_.emplace(opName, fn).second, "lowering of ", opName, " added twice.");
+  POPSIM_ASSERT(refusals_.count(opName) == 0 && lowerings_.emplace(opName, fn).second,
+                "lowering of ", opName, " added twice.");
+}
+
+void LoweringRegistry::refuse(const std::string& opName, std::string reason) {
+  POPSIM_ASSERT(lowerings_.count(opName) == 0 &&
+                    refusals_.emplace(opName, std::move(reason)).second,
+                "refusal of ", opName, " added twice.");
+}
+
+std::vector<std::string> LoweringRegistry::refusedNames() const {
+  std::vector<std::string> result;
+  for (const auto& [name, reason] : refusals_)
+    result.push_back(name);
+  std::sort(result.begin(), result.end());
+  return result;
+}
+
+const std::string* LoweringRegistry::refusal(const std::string& opName) const {
+  auto it = refusals_.find(opName);
+  return it == refusals_.end() ? nullptr : &it->second;
 }
 
 } // namespace popsim::frontend

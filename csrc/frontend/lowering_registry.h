@@ -16,12 +16,21 @@ public:
   static const LoweringRegistry& instance();
   // nullptr when popsim has no lowering for the op.
   LoweringFn find(const std::string& opName) const;
-  // Every op with a lowering, sorted (for the coverage table).
+  // Every op with a lowering or a refusal, sorted (for the coverage table).
   std::vector<std::string> names() const;
   void add(const std::string& opName, LoweringFn fn);
+  // An op popsim recognises only to refuse, with the reason and what to do
+  // instead: listed with the unsupported ops wherever the model uses it,
+  // even after another unsupported op's result.
+  void refuse(const std::string& opName, std::string reason);
+  // The reason `opName` is refused; nullptr when it is not.
+  const std::string* refusal(const std::string& opName) const;
+  // Every refused op, sorted.
+  std::vector<std::string> refusedNames() const;
 
 private:
   std::unordered_map<std::string, LoweringFn> lowerings_;
+  std::unordered_map<std::string, std::string> refusals_;
 };
 
 // Each lowerings/*.cpp file registers one family of aten ops.
@@ -59,6 +68,7 @@ void registerSearching(LoweringRegistry& registry);
 void registerCreation(LoweringRegistry& registry);
 void registerComplexNumbers(LoweringRegistry& registry);
 void registerLinearAlgebra(LoweringRegistry& registry);
+void registerDetectionOps(LoweringRegistry& registry);
 } // namespace lowerings
 
 } // namespace popsim::frontend

@@ -45,7 +45,10 @@ void bindFrontend(py::module_& module) {
       "Lowers a torch.jit.trace'd module to a popsim IR graph.");
   module.def(
       "lowered_ops", [] { return frontend::LoweringRegistry::instance().names(); },
-      "The aten ops popsim lowers to its IR, sorted.");
+      "The aten ops popsim lowers to its IR (or recognises to refuse with a reason), sorted.");
+  module.def(
+      "refused_ops", [] { return frontend::LoweringRegistry::instance().refusedNames(); },
+      "The ops popsim recognises only to refuse them with a reason, sorted.");
 }
 
 } // namespace popsim::python

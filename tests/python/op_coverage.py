@@ -21,23 +21,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DOC = os.path.join(HERE, "..", "..", "docs", "ops.md")
 DRAWS = 2
 
-# Ops popsim recognises only to refuse them with the reason (their outputs'
-# sizes depend on the data, they are random on the host, or they compute with
-# complex numbers, which the IPU has not): listed apart.
+# Ops refused with the reason, listed apart: these lowered ones refuse every use (their
+# outputs' sizes depend on the data, or they are random on the host); the ops popsim
+# recognises only to refuse (popsim._C.refused_ops(): complex numbers, matrix
+# decompositions) join them in table().
 REFUSED = {"aten::masked_select", "aten::unique", "aten::_unique", "aten::_unique2",
            "aten::unique_dim", "aten::unique_consecutive", "aten::nonzero", "aten::argwhere",
            "aten::fractional_max_pool2d", "aten::fractional_max_pool3d",
-           "aten::_pack_padded_sequence", "aten::view_as_complex", "aten::view_as_real",
-           "aten::polar", "aten::complex"} | {
-    f"aten::{op}" for op in (
-        "cholesky", "cholesky_inverse", "cholesky_solve", "det", "geqrf", "inverse",
-        "linalg_cholesky", "linalg_cholesky_ex", "linalg_det", "linalg_eig", "linalg_eigh",
-        "linalg_eigvals", "linalg_eigvalsh", "linalg_householder_product", "linalg_inv",
-        "linalg_inv_ex", "linalg_lstsq", "linalg_lu", "linalg_lu_factor", "linalg_lu_factor_ex",
-        "linalg_lu_solve", "linalg_matrix_exp", "linalg_pinv", "linalg_qr", "linalg_slogdet",
-        "linalg_solve", "linalg_solve_ex", "linalg_solve_triangular", "linalg_svd",
-        "linalg_svdvals", "logdet", "lu_solve", "matrix_exp", "orgqr", "ormqr", "pinverse", "qr",
-        "slogdet", "svd", "triangular_solve")}
+           "aten::_pack_padded_sequence"}
 
 
 def _aten_ops(module, inputs):
@@ -104,7 +95,8 @@ def table():
         "| op | forward cases | backward cases | input dtypes in the cases |",
         "|---|---|---|---|",
     ]
-    names = [op for op in lowered if op.startswith("aten::") and op not in REFUSED]
+    refused = REFUSED | {op for op in popsim._C.refused_ops() if op.startswith("aten::")}
+    names = [op for op in lowered if op.startswith("aten::") and op not in refused]
     rows = collections.OrderedDict()
     for op in names:
         base = op[:-1] if op.endswith("_") and not op.endswith("__") and op[:-1] in names else op
@@ -120,7 +112,7 @@ def table():
     lines += ["", f"{len(rows)} aten ops lowered (in-place forms counted with their op), "
               f"{tested} of them in the case tables.", "",
               "Refused with the reason (a compiled program cannot compute them): " +
-              ", ".join(f"`{op}`" for op in sorted(REFUSED)) + ".", ""]
+              ", ".join(f"`{op}`" for op in sorted(refused)) + ".", ""]
     return "\n".join(lines)
 
 

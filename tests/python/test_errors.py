@@ -538,3 +538,28 @@ def test_matrix_decompositions_are_refused_with_what_to_do_instead():
     assert ("matrix decompositions, inverses, solves and determinants have no IPU kernels "
             "(PopLibs has none, and PopTorch does not run them): compute this on the host, "
             "before or after the popsim model, or parameterise the model without it") in message
+
+
+def test_detection_ops_are_refused_with_the_reason_even_after_another():
+    """torchvision's region pooling and non-maximum suppression are listed with their
+    reasons; a refused op after another unsupported op's result is listed too."""
+    import torchvision
+
+    def detect(features, boxes, scores):
+        pooled = torchvision.ops.roi_align(features, [boxes], output_size=2)
+        kept = torchvision.ops.nms(boxes, scores, 0.5)
+        return pooled.sum() + kept.sum(), torch.view_as_complex(torch.i0(features)[..., :2])
+
+    with pytest.raises(popsim.UnsupportedOperationError) as error:
+        popsim.inferenceModel(Function(detect))(
+            torch.rand(1, 3, 8, 8), torch.tensor([[0.0, 0.0, 4.0, 4.0], [1.0, 1.0, 5.0, 6.0]]),
+            torch.tensor([0.9, 0.8]))
+    message = str(error.value)
+    assert message.startswith("Unsupported ops found in compiled model: [aten::i0, "
+                              "aten::view_as_complex, torchvision::nms, torchvision::roi_align]")
+    assert ("torchvision's region pooling and deformable convolution have no popsim lowering; "
+            "detection models also select boxes by score and size at run time: run the "
+            "backbone (and the heads' convolutions) with popsim and the box selection on the "
+            "host") in message
+    assert "non-maximum suppression keeps a number of boxes that depends on the data" in message
+    assert "aten::view_as_complex" in message and "complex numbers, which the IPU" in message

@@ -441,6 +441,9 @@ CASES = {
     "mv": mv_case,
     "dot": dot_case,
     "matrix_power": matrix_power_case,
+    # The shape as a tensor (torchvision's detection models read it while traced).
+    "shape_as_tensor": lambda rng: (
+        Fn(lambda _, x: x * torch._shape_as_tensor(x)[-1].float()), [random_tensor(rng)]),
     "relu": unary_case(F.relu),
     "gelu": unary_case(F.gelu),
     "gelu_tanh": unary_case(lambda t: F.gelu(t, approximate="tanh")),

@@ -6,21 +6,15 @@
 #include "frontend/lowering_registry.h"
 
 namespace popsim::frontend::lowerings {
-namespace {
-
-void refuseComplex(LoweringContext& ctx) {
-  ctx.unsupported("complex numbers, which the IPU does not compute with: write the arithmetic "
-                  "with real tensors (rotary embeddings: x * cos + rotate_half(x) * sin, with cos "
-                  "and sin as float buffers, where rotate_half(x) is "
-                  "cat([-x[..., d/2:], x[..., :d/2]], -1))");
-}
-
-} // namespace
 
 void registerComplexNumbers(LoweringRegistry& registry) {
   for (const char* op :
        {"aten::view_as_complex", "aten::view_as_real", "aten::polar", "aten::complex"}) {
-    registry.add(op, refuseComplex);
+    registry.refuse(op,
+                    "complex numbers, which the IPU does not compute with: write the arithmetic "
+                    "with real tensors (rotary embeddings: x * cos + rotate_half(x) * sin, with "
+                    "cos and sin as float buffers, where rotate_half(x) is "
+                    "cat([-x[..., d/2:], x[..., :d/2]], -1))");
   }
 }
 

@@ -53,15 +53,6 @@ void lowerMatrixPower(LoweringContext& ctx) {
   ctx.setOutput(0, result);
 }
 
-void refuseDecomposition(LoweringContext& ctx) {
-  ctx.unsupported("matrix decompositions, inverses, solves and determinants have no IPU "
-                  "kernels (PopLibs has none, and PopTorch does not run them): compute this on "
-                  "the host, before or after the popsim model, or parameterise the model "
-                  "without it (a covariance by its lower-triangular factor, torch.tril of a "
-                  "parameter with a positive diagonal, whose log-determinant is 2 * the sum of "
-                  "the log of that diagonal)");
-}
-
 } // namespace
 
 void registerLinearAlgebra(LoweringRegistry& registry) {
@@ -107,7 +98,13 @@ void registerLinearAlgebra(LoweringRegistry& registry) {
                          "aten::slogdet",
                          "aten::svd",
                          "aten::triangular_solve"}) {
-    registry.add(op, refuseDecomposition);
+    registry.refuse(op,
+                    "matrix decompositions, inverses, solves and determinants have no IPU "
+                    "kernels (PopLibs has none, and PopTorch does not run them): compute this on "
+                    "the host, before or after the popsim model, or parameterise the model "
+                    "without it (a covariance by its lower-triangular factor, torch.tril of a "
+                    "parameter with a positive diagonal, whose log-determinant is 2 * the sum of "
+                    "the log of that diagonal)");
   }
 }
 
