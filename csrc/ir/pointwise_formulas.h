@@ -358,6 +358,12 @@ template <class M> struct PointwiseFormulas {
        const T infinite = x > 0.0 ? p[1] : p[2];
        return formulas::isNan<M>(x) ? p[0] : (M::fabs(x) == formulas::kInfinity ? infinite : x); },
      [](T x, P) -> T { return x - x == 0.0 ? 1.0 : 0.0; }},
+    // NaN as 0, every other value (infinities too) kept; the gradient times
+    // the mask of numbers, as PyTorch's nansum multiplies it (an infinite
+    // gradient at a NaN gives NaN).
+    {"nan_to_zero", "",
+     [](T x, P) -> T { return formulas::isNan<M>(x) ? 0.0 : x; },
+     [](T x, P) -> T { return formulas::isNan<M>(x) ? 0.0 : 1.0; }},
   };
 };
 // clang-format on

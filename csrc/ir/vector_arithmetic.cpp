@@ -109,6 +109,7 @@ Table makePointwiseTable() {
   unary(t, "magnitude_pow", with({Power}, 1), with({Power, Sign, Compare}, 3));
   unary(t, "root_of_floored", {Compare, Sqrt}, with({Compare, Rsqrt}, 2));
   unary(t, "nan_to_num", {Compare, Compare, Compare}, with({Compare}, 1));
+  unary(t, "nan_to_zero", {Compare}, with({Compare}, 1));
   return t;
 }
 

@@ -133,6 +133,8 @@ POINTWISE = {
     "cdist_p1": ("magnitude", _case(
         lambda t: torch.cdist(t.reshape(-1, 1), t.reshape(-1, 1) * 0.5 - 0.3, p=1), -2.0, 2.0)),
     "nan_to_num": ("nan_to_num", _nonfinite(torch.nan_to_num)),
+    # (nansum and nanmean skip NaN through it.)
+    "nansum_of_nonfinite": ("nan_to_zero", _nonfinite(lambda t: torch.nansum(t.abs(), -1))),
     "nan_to_num_values_": ("nan_to_num", _nonfinite(
         lambda t: t.clone().nan_to_num_(nan=1.5, posinf=4.0, neginf=-2.0))),
     # A 0-d tensor inside the model, broadcast against a batched one.

@@ -98,6 +98,14 @@ REARRANGEMENTS = {
     "diag_matrix": _on(lambda rng, s: lambda t: torch.diag(t, 1) * 3, rank=2),
     "diag_vector": _on(lambda rng, s: (lambda o: lambda t: torch.diag(t, o))(rng.randint(-2, 2)),
                        rank=1),
+    # A vector's diagonal matrix at two of the result's dims, on a diagonal off the main one.
+    "diag_embed": _on(lambda rng, s: (lambda o, d1, d2: lambda t: torch.diag_embed(t, o, d1, d2))(
+        rng.randint(-2, 2), *(d - (len(s) + 1 if rng.random() < 0.3 else 0)
+                              for d in rng.sample(range(len(s) + 1), 2))), rank=2),
+    "diag_embed_default": _on(lambda rng, s: lambda t: torch.diag_embed(t) * 2),
+    # Quarter turns, either way, over any two dims.
+    "rot90": _on(lambda rng, s: (lambda k, dims: lambda t: torch.rot90(t, k, dims))(
+        rng.randint(-5, 5), rng.sample(range(len(s)), 2)), rank=3),
     "triu": _on(lambda rng, s: (lambda o: lambda t: torch.triu(t, o))(rng.randint(-1, 1)), rank=3),
     "tril": _on(lambda rng, s: (lambda o: lambda t: t.tril(o))(rng.randint(-1, 1)), rank=2),
     "pixel_shuffle": lambda rng: (nn.PixelShuffle(2), [torch.randn(2, 8, 3, 2)]),

@@ -210,6 +210,11 @@ REDUCTIONS.update({
     # Exponents far beyond float's range, which a plain exp-cumsum-log loses.
     "logcumsumexp_wide_range": _whole(lambda t: torch.logcumsumexp(t * 60.0, -1)),
     "nansum": _with_nans(lambda t, d: torch.nansum(t, d)),
+    "nanmean": _with_nans(lambda t, d: torch.nanmean(t, d)),
+    "nanmean_all_keepdim": _with_nans(lambda t, d: t.nanmean(dim=None, keepdim=True) * 2),
+    "aminmax_dim": _along_dim(lambda t, d, k: (lambda r: r.min * 2 + r.max)(
+        torch.aminmax(t, dim=d, keepdim=k)), whole=True),
+    "aminmax_all": _whole(lambda t: (lambda r: r[0] - 3 * r[1])(torch.aminmax(t)), whole=True),
     "nansum_all": _with_nans(lambda t, d: t.nansum()),
     "count_nonzero": _integers(lambda t, d: torch.count_nonzero(t, d), torch.int64),
     "count_nonzero_floats": _over_dims(lambda t, d, k: torch.count_nonzero(t, d), whole=True),
@@ -239,7 +244,8 @@ REDUCTIONS.update({
     "nanmedian_dim_indices": _with_nans(lambda t, d: torch.nanmedian(t, d).indices),
 })
 
-NOT_DIFFERENTIABLE = {"prod_int64", "prod_bool_to_float", "cumprod_int32_", "count_nonzero",
+NOT_DIFFERENTIABLE = {"aminmax_dim", "aminmax_all",  # (no derivative in PyTorch 1.13)
+                      "prod_int64", "prod_bool_to_float", "cumprod_int32_", "count_nonzero",
                       "count_nonzero_floats", "sum_int32", "sum_bool_keepdim",
                       "sum_int64_to_float", "mean_int_as_float", "median_dim_indices",
                       "nanmedian_dim_indices",

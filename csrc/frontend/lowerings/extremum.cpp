@@ -118,6 +118,21 @@ template <bool Max> void lowerAmax(LoweringContext& ctx) {
                                                        Max, "split")));
 }
 
+// aminmax(self, *, dim=None, keepdim=False): amin and amax together, over
+// everything or along dim (ties share the gradient, as amin's and amax's).
+void lowerAminmax(LoweringContext& ctx) {
+  ir::Value* x = orderedTensor(ctx, 0);
+  const int64_t rank = x->type().rank();
+  const std::optional<size_t> dimIndex = ctx.argumentIndex("dim");
+  const std::vector<int64_t> dims =
+      dimIndex.has_value() && !ctx.isNone(*dimIndex) && rank > 0
+          ? std::vector<int64_t>{normalizedDim(ctx, ctx.toInt(*dimIndex), rank)}
+          : reducedDims(ctx, {}, rank);
+  const bool keepdim = boolArgument(ctx, "keepdim");
+  ctx.setOutput(0, inArgumentDType(ctx, reduceExtremum(ctx, x, dims, keepdim, false, "split")));
+  ctx.setOutput(1, inArgumentDType(ctx, reduceExtremum(ctx, x, dims, keepdim, true, "split")));
+}
+
 // max / min: of two tensors (maximum, minimum); over everything (ties share
 // the gradient, a NaN result goes to the NaNs); along a dimension, values and indices (the first
 // extremum takes the gradient, as it is the one the index names).
@@ -311,6 +326,7 @@ ir::Value* reduceExtremum(LoweringContext& ctx, ir::Value* x, const std::vector<
 void registerExtremumReductions(LoweringRegistry& registry) {
   registry.add("aten::amax", lowerAmax<true>);
   registry.add("aten::amin", lowerAmax<false>);
+  registry.add("aten::aminmax", lowerAminmax);
   registry.add("aten::max", lowerMaxOrMin<true>);
   registry.add("aten::min", lowerMaxOrMin<false>);
   registry.add("aten::argmax", lowerArgExtremum<true>);

@@ -293,6 +293,74 @@ void lowerDiag(LoweringContext& ctx) {
   ctx.setOutput(0, reshape(ctx, y, {side, side}));
 }
 
+// diag_embed(self, offset=0, dim1=-2, dim2=-1): each last-dim vector of x as
+// the diagonal `offset` of a square matrix (zeros elsewhere), the matrix's
+// rows and columns at dims dim1 and dim2 of the result.
+void lowerDiagEmbed(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const int64_t offset = ctx.numInputs() > 1 ? ctx.toInt(1) : 0;
+  const int64_t rank = x->type().rank() + 1;
+  const int64_t dim1 = normalizedDim(ctx, ctx.numInputs() > 2 ? ctx.toInt(2) : -2, rank);
+  const int64_t dim2 = normalizedDim(ctx, ctx.numInputs() > 3 ? ctx.toInt(3) : -1, rank);
+  if (dim1 == dim2) ctx.unsupported("diag_embed with dim1 equal to dim2");
+  if (x->type().rank() == 0) x = reshape(ctx, x, {1});
+  ir::Shape shape = x->type().shape;
+  const int64_t n = shape.back();
+  const int64_t side = n + std::abs(offset);
+  std::vector<int64_t> positions;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t row = offset >= 0 ? i : i - offset, column = offset >= 0 ? i + offset : i;
+    positions.push_back(row * side + column);
+  }
+  shape.back() = side * side;
+  const int64_t last = static_cast<int64_t>(shape.size()) - 1;
+  ir::Value* y = ctx.emit(
+      ir::OpKind::IndexAdd,
+      {constantFilled(ctx, {x->type().dtype, shape}, 0.0), int64Constant(ctx, positions), x},
+      {{"dim", last}, {"accumulate", false}});
+  shape.back() = side;
+  shape.push_back(side);
+  y = reshape(ctx, y, shape);
+  // The matrix's dims are last; result dim k takes dim perm[k].
+  std::vector<int64_t> perm(static_cast<size_t>(rank));
+  int64_t batch = 0;
+  for (int64_t k = 0; k < rank; ++k)
+    perm[static_cast<size_t>(k)] = k == dim1 ? rank - 2 : k == dim2 ? rank - 1 : batch++;
+  if (!std::is_sorted(perm.begin(), perm.end())) y = permute(ctx, y, perm);
+  ctx.setOutput(0, y);
+}
+
+// rot90(self, k=1, dims=[0, 1]): as PyTorch turns it, by flips and a
+// transpose of the two dims (k taken modulo 4; a negative k turns the other way).
+void lowerRot90(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const int64_t rank = x->type().rank();
+  const int64_t k = ((ctx.numInputs() > 1 ? ctx.toInt(1) : 1) % 4 + 4) % 4;
+  const std::vector<int64_t> given =
+      ctx.numInputs() > 2 ? ctx.toIntList(2) : std::vector<int64_t>{0, 1};
+  if (given.size() != 2) ctx.unsupported("rot90 with " + std::to_string(given.size()) + " dims");
+  const int64_t first = normalizedDim(ctx, given[0], rank);
+  const int64_t second = normalizedDim(ctx, given[1], rank);
+  const auto flipped = [&](ir::Value* value, int64_t dim) {
+    const int64_t size = value->type().shape[static_cast<size_t>(dim)];
+    std::vector<int64_t> positions(static_cast<size_t>(size));
+    for (int64_t i = 0; i < size; ++i)
+      positions[static_cast<size_t>(i)] = size - 1 - i;
+    return pick(ctx, value, dim, positions);
+  };
+  const auto transposed = [&](ir::Value* value) {
+    std::vector<int64_t> perm(static_cast<size_t>(rank));
+    for (int64_t i = 0; i < rank; ++i)
+      perm[static_cast<size_t>(i)] = i;
+    std::swap(perm[static_cast<size_t>(first)], perm[static_cast<size_t>(second)]);
+    return permute(ctx, value, perm);
+  };
+  if (k == 1) x = transposed(flipped(x, second));
+  if (k == 2) x = flipped(flipped(x, first), second);
+  if (k == 3) x = transposed(flipped(x, first));
+  ctx.setOutput(0, x);
+}
+
 // triu / tril(self, diagonal=0): the elements on and above (below) the
 // diagonal of the last two dims, zeros elsewhere.
 template <bool Upper> void lowerTriangle(LoweringContext& ctx) {
@@ -613,6 +681,8 @@ void registerRearrangement(LoweringRegistry& registry) {
   registry.add("aten::tensor_split", lowerTensorSplit);
   registry.add("aten::diagonal", lowerDiagonal);
   registry.add("aten::diag", lowerDiag);
+  registry.add("aten::diag_embed", lowerDiagEmbed);
+  registry.add("aten::rot90", lowerRot90);
   registry.add("aten::triu", lowerTriangle<true>);
   registry.add("aten::tril", lowerTriangle<false>);
   registry.add("aten::pixel_shuffle", lowerPixelShuffle<true>);

@@ -88,9 +88,21 @@ void lowerNansum(LoweringContext& ctx) {
     ctx.unsupported("nansum of a float tensor into an integer dtype");
   }
   x = castTo(ctx, x, dtype); // dtype=: the input converted first, as in PyTorch
-  ir::Value* zero = floatScalar(ctx, 0.0);
-  ir::Value* numbers = ctx.emit(ir::OpKind::Where, {emitBinary(ctx, "eq", x, x), x, zero});
-  ctx.setOutput(0, sumOver(ctx, ir::OpKind::ReduceSum, numbers));
+  ctx.setOutput(0, sumOver(ctx, ir::OpKind::ReduceSum, emitPointwise(ctx, x, "nan_to_zero")));
+}
+
+// nanmean(self, dim=None, keepdim=False, dtype=None): PyTorch's formula,
+// the nansum divided by the count of numbers (counted in int64, then as the
+// sum's dtype; NaN where a slice has none).
+void lowerNanmean(LoweringContext& ctx) {
+  ir::Value* x = floatTensor(ctx, 0);
+  const ir::DType dtype = dtypeArgument(ctx).value_or(x->type().dtype);
+  if (!ir::isFloat(dtype)) ctx.unsupported("nanmean into an integer dtype");
+  x = castTo(ctx, x, dtype);
+  ir::Value* isNumber = emitBinary(ctx, "eq", x, x);
+  ir::Value* count = sumOver(ctx, ir::OpKind::ReduceSum, castTo(ctx, isNumber, ir::DType::Int64));
+  ir::Value* sum = sumOver(ctx, ir::OpKind::ReduceSum, emitPointwise(ctx, x, "nan_to_zero"));
+  ctx.setOutput(0, ctx.emit(ir::OpKind::Div, {sum, castTo(ctx, count, dtype)}));
 }
 
 // count_nonzero(self, dim=None or dims): int64 counts of x != 0.
@@ -156,6 +168,7 @@ void registerReductions(LoweringRegistry& registry) {
   registry.add("aten::cumsum_", lowerRunning<ir::OpKind::CumulativeSum>);
   registry.add("aten::mean", lowerMean);
   registry.add("aten::nansum", lowerNansum);
+  registry.add("aten::nanmean", lowerNanmean);
   registry.add("aten::prod", lowerProd);
   registry.add("aten::sum", lowerSum);
 }
