@@ -58,6 +58,7 @@ std::map<std::string, Sample> samples() {
   table["softshrink"] = {{0.5}, anywhere};
   table["threshold"] = {{0.2, -1.0}, anywhere};
   table["nan_to_num"] = {{0.0, 9.0, -9.0}, anywhere};
+  table["nan_to_zero"] = {{}, anywhere};
   table["norm_root"] = {{1.0 / 3.0}, positive};
   // (Above its floor: below it, the gradient deliberately passes the floor.)
   table["root_of_floored"] = {{0.1}, positive};
