@@ -107,6 +107,22 @@ template <class M> struct BinaryFormulas {
     {"div_trunc", [](T a, T b) -> T { return binary_formulas::truncDivide<M>(a, b); }, nullptr, nullptr},
     {"atan2", [](T a, T b) -> T { return M::atan2(a, b); },
      [](T a, T b) -> T { return b / (a * a + b * b); }, [](T a, T b) -> T { return -a / (a * a + b * b); }},
+    // log(exp(a) + exp(b)) as PyTorch's kernel: equal infinities give
+    // themselves, otherwise the larger plus log1p of the other's exp; the
+    // gradients PyTorch's, 1 / (1 + exp(b - a)) and 1 / (1 + exp(a - b)).
+    {"logaddexp",
+     [](T a, T b) -> T {
+       const T larger = binary_formulas::maximum<M>(a, b);
+       return a == b && M::fabs(a) == formulas::kInfinity ? a
+                                     : larger + M::log1p(M::exp(-M::fabs(a - b))); },
+     [](T a, T b) -> T { return 1.0 / (1.0 + M::exp(b - a)); },
+     [](T a, T b) -> T { return 1.0 / (1.0 + M::exp(a - b)); }},
+    // a * log(b), 0 where a is 0 (NaN where b is NaN), as PyTorch's xlogy;
+    // its gradients log(b) (0 where a is 0 and b <= 0) and a / b.
+    {"xlogy",
+     [](T a, T b) -> T { return b != b ? b : (a == 0.0 ? 0.0 : a * M::log(b)); },
+     [](T a, T b) -> T { return a == 0.0 && b <= 0.0 ? 0.0 : M::log(b); },
+     [](T a, T b) -> T { return a / b; }},
     // a ** b as PyTorch's tensor-tensor pow; its gradient for b is zero where
     // a == 0 and b >= 0 (where log(a) is -inf).
     {"pow", [](T a, T b) -> T { return M::pow(a, b); },

@@ -86,6 +86,8 @@ const Entry kFunctions[] = {
     {"div_floor", kOperands, integerFloorDivide, true},
     {"div_trunc", kOperands, [](I a, I b) { return a / b; }, true},
     {"atan2", kOperands, nullptr}, // PyTorch computes it in floating point only
+    {"logaddexp", kOperands, nullptr},
+    {"xlogy", kOperands, nullptr},
     {"pow", kOperands, integerPower},
     {"eq", kBool, [](I a, I b) { return integerTruth(a == b); }},
     {"ne", kBool, [](I a, I b) { return integerTruth(a != b); }},

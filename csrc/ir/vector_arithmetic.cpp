@@ -132,6 +132,9 @@ Table makeBinaryTable() {
   binary("div_floor", {Divide, Round}, {}, {});
   binary("div_trunc", {Divide, Round}, {}, {});
   binary("atan2", {Atan2}, with({Divide}, 3), with({Divide}, 3));
+  binary("logaddexp", with({Compare, Exp, Log1p}, 3), with({Exp, Divide}, 1),
+         with({Exp, Divide}, 1));
+  binary("xlogy", with({Compare, Compare, Log}, 1), with({Compare, Log}, 1), {Divide});
   binary("pow", {Power}, with({Power}, 2), with({Power, Log}, 2));
   for (std::string_view name : {"eq", "ne", "lt", "le", "gt", "ge"}) {
     binary(name, {Compare}, {}, {});

@@ -156,6 +156,11 @@ BINARY = {
     # atan2 and pow of two tensors.
     "atan2": ("atan2", _pair(torch.atan2, b=(0.3, 3.0), b_away_from_zero=True)),
     "atan2_int": ("atan2", _integers(torch.atan2, b_nonzero=True)),
+    # log(exp(a) + exp(b)) without overflow, with ties; a * log(b) with zeros of a.
+    "logaddexp": ("logaddexp", _pair(torch.logaddexp, (-30.0, 30.0), (-30.0, 30.0))),
+    "logaddexp_ties": ("logaddexp", _pair(torch.logaddexp, whole=True)),
+    "xlogy": ("xlogy", _pair(lambda a, b: torch.xlogy(a.round(), b), b=(0.2, 3.0))),
+    "special_xlogy_number": ("xlogy", _unary(lambda a: torch.special.xlogy(a, 2.5))),
     "pow_tensors": ("pow", _pair(torch.pow, (0.2, 3.0), (-2.0, 2.0))),
     "pow_int": ("pow", _integers(torch.pow, 0, 4)),
     "pow_int_number": ("pow", _unary(lambda a: a ** 2, dtype=torch.int64)),
