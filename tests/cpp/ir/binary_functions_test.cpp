@@ -25,7 +25,7 @@ TEST(BinaryFunctionsTest, DerivativesMatchCentralDifferences) {
     if (function.value == nullptr || function.result == ir::BinaryResult::Bool) continue;
     const std::string name(function.name);
     for (auto [a, b] : kPoints) {
-      if (name == "pow" && a < 0) a = -a; // real powers of positive bases
+      if (name == "pow" && a < 0) a = -a;   // real powers of positive bases
       if (name == "xlogy" && b < 0) b = -b; // real logarithms of positive numbers
       const double h = 1e-6;
       const double da = (function.value(a + h, b) - function.value(a - h, b)) / (2 * h);
