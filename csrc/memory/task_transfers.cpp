@@ -34,16 +34,20 @@ TaskTransfers planTaskTransfers(const compiler::Program& program, const MemoryPl
       if (root == output) writer[root] = layout.taskOf(*node);
     }
   }
-  for (size_t i = 0; i < graph.inputs().size(); ++i) {
-    const ir::Value* input = graph.inputs()[i];
-    size_t task = 0;
-    bool found = false;
-    for (const ir::Node* user : input->users()) {
+  // The first task that reads `value` where it lives (its ipu_copy users read
+  // it for other IPUs); none when only copies read it.
+  const auto firstReader = [&](const ir::Value& value) -> std::optional<size_t> {
+    std::optional<size_t> task;
+    for (const ir::Node* user : value.users()) {
       if (user->kind() == ir::OpKind::IpuCopy) continue;
       const size_t candidate = layout.taskOf(*user);
-      task = found ? std::min(task, candidate) : candidate;
-      found = true;
+      task = task.has_value() ? std::min(*task, candidate) : candidate;
     }
+    return task;
+  };
+  for (size_t i = 0; i < graph.inputs().size(); ++i) {
+    const ir::Value* input = graph.inputs()[i];
+    const size_t task = firstReader(*input).value_or(0);
     writer[input] = task;
     result.tasks[task].streamedInputs.push_back(i);
   }
@@ -51,17 +55,11 @@ TaskTransfers planTaskTransfers(const compiler::Program& program, const MemoryPl
   // first task that reads it on its home IPU, as an input is.
   for (const ir::Value* weight : graph.weights()) {
     const auto& users = weight->users();
-    if (std::none_of(users.begin(), users.end(),
-                     [](const ir::Node* user) { return user->kind() == ir::OpKind::IpuCopy; })) {
-      continue;
-    }
-    std::optional<size_t> task;
-    for (const ir::Node* user : users) {
-      if (user->kind() == ir::OpKind::IpuCopy) continue;
-      const size_t candidate = layout.taskOf(*user);
-      task = task.has_value() ? std::min(*task, candidate) : candidate;
-    }
-    if (task.has_value()) writer[weight] = *task;
+    const bool copied = std::any_of(users.begin(), users.end(), [](const ir::Node* user) {
+      return user->kind() == ir::OpKind::IpuCopy;
+    });
+    if (!copied) continue;
+    if (const std::optional<size_t> task = firstReader(*weight)) writer[weight] = *task;
   }
   // Step 2: outputs.
   for (size_t i = 0; i < graph.outputs().size(); ++i) {

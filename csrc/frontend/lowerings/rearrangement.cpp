@@ -101,16 +101,19 @@ void lowerRepeatInterleave(LoweringContext& ctx) {
 }
 
 // flip(self, dims): each dim read backwards.
+// x with its elements along dim (normalised) in reverse order.
+ir::Value* reversedAlong(LoweringContext& ctx, ir::Value* x, int64_t dim) {
+  const int64_t size = x->type().shape[static_cast<size_t>(dim)];
+  std::vector<int64_t> positions(static_cast<size_t>(size));
+  for (int64_t i = 0; i < size; ++i)
+    positions[static_cast<size_t>(i)] = size - 1 - i;
+  return pick(ctx, x, dim, positions);
+}
+
 void lowerFlip(LoweringContext& ctx) {
   ir::Value* x = ctx.tensor(0);
-  for (int64_t dim : ctx.toIntList(1)) {
-    dim = normalizedDim(ctx, dim, x->type().rank());
-    const int64_t size = x->type().shape[static_cast<size_t>(dim)];
-    std::vector<int64_t> positions(static_cast<size_t>(size));
-    for (int64_t i = 0; i < size; ++i)
-      positions[static_cast<size_t>(i)] = size - 1 - i;
-    x = pick(ctx, x, dim, positions);
-  }
+  for (int64_t dim : ctx.toIntList(1))
+    x = reversedAlong(ctx, x, normalizedDim(ctx, dim, x->type().rank()));
   ctx.setOutput(0, x);
 }
 
@@ -271,6 +274,18 @@ void lowerDiagonal(LoweringContext& ctx) {
 
 // diag(self, diagonal=0): the diagonal of a matrix, or the square matrix
 // with a vector on that diagonal (its elements written into zeros).
+// The flat positions, in a square matrix of side n + |offset|, of the n
+// elements of its diagonal `offset` (above the main one when positive).
+std::vector<int64_t> diagonalPositions(int64_t n, int64_t offset) {
+  const int64_t side = n + std::abs(offset);
+  std::vector<int64_t> positions;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t row = offset >= 0 ? i : i - offset, column = offset >= 0 ? i + offset : i;
+    positions.push_back(row * side + column);
+  }
+  return positions;
+}
+
 void lowerDiag(LoweringContext& ctx) {
   ir::Value* x = ctx.tensor(0);
   const int64_t offset = ctx.numInputs() > 1 ? ctx.toInt(1) : 0;
@@ -282,11 +297,7 @@ void lowerDiag(LoweringContext& ctx) {
     ctx.unsupported("diag of a tensor of rank " + std::to_string(x->type().rank()));
   const int64_t n = x->type().shape[0];
   const int64_t side = n + std::abs(offset);
-  std::vector<int64_t> positions;
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t row = offset >= 0 ? i : i - offset, column = offset >= 0 ? i + offset : i;
-    positions.push_back(row * side + column);
-  }
+  const std::vector<int64_t> positions = diagonalPositions(n, offset);
   ir::Value* zeros = constantFilled(ctx, {x->type().dtype, {side * side}}, 0.0);
   ir::Value* y = ctx.emit(ir::OpKind::IndexAdd, {zeros, int64Constant(ctx, positions), x},
                           {{"dim", int64_t{0}}, {"accumulate", false}});
@@ -307,11 +318,7 @@ void lowerDiagEmbed(LoweringContext& ctx) {
   ir::Shape shape = x->type().shape;
   const int64_t n = shape.back();
   const int64_t side = n + std::abs(offset);
-  std::vector<int64_t> positions;
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t row = offset >= 0 ? i : i - offset, column = offset >= 0 ? i + offset : i;
-    positions.push_back(row * side + column);
-  }
+  const std::vector<int64_t> positions = diagonalPositions(n, offset);
   shape.back() = side * side;
   const int64_t last = static_cast<int64_t>(shape.size()) - 1;
   ir::Value* y = ctx.emit(
@@ -341,13 +348,6 @@ void lowerRot90(LoweringContext& ctx) {
   if (given.size() != 2) ctx.unsupported("rot90 with " + std::to_string(given.size()) + " dims");
   const int64_t first = normalizedDim(ctx, given[0], rank);
   const int64_t second = normalizedDim(ctx, given[1], rank);
-  const auto flipped = [&](ir::Value* value, int64_t dim) {
-    const int64_t size = value->type().shape[static_cast<size_t>(dim)];
-    std::vector<int64_t> positions(static_cast<size_t>(size));
-    for (int64_t i = 0; i < size; ++i)
-      positions[static_cast<size_t>(i)] = size - 1 - i;
-    return pick(ctx, value, dim, positions);
-  };
   const auto transposed = [&](ir::Value* value) {
     std::vector<int64_t> perm(static_cast<size_t>(rank));
     for (int64_t i = 0; i < rank; ++i)
@@ -355,9 +355,9 @@ void lowerRot90(LoweringContext& ctx) {
     std::swap(perm[static_cast<size_t>(first)], perm[static_cast<size_t>(second)]);
     return permute(ctx, value, perm);
   };
-  if (k == 1) x = transposed(flipped(x, second));
-  if (k == 2) x = flipped(flipped(x, first), second);
-  if (k == 3) x = transposed(flipped(x, first));
+  if (k == 1) x = transposed(reversedAlong(ctx, x, second));
+  if (k == 2) x = reversedAlong(ctx, reversedAlong(ctx, x, first), second);
+  if (k == 3) x = transposed(reversedAlong(ctx, x, first));
   ctx.setOutput(0, x);
 }
 

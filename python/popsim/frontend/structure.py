@@ -166,9 +166,14 @@ def flatten(value: object, name: str, like: Optional[Structure] = None,
                     and model.keys == (type(item), fields))
             matching: List[Optional[Structure]] = (
                 list(model.children) if same else [None] * len(fields))  # type: ignore[union-attr]
-            return Structure("dataclass", [visit(getattr(item, field), f"{path}.{field}", m)
-                                           for field, m in zip(fields, matching)],
-                             (type(item), fields), item)
+            children = [visit(getattr(item, field), f"{path}.{field}", m)
+                        for field, m in zip(fields, matching)]
+            # Kept to copy: the instance without the values it was taken apart into (a
+            # trace's tensors would otherwise stay alive with the compiled model).
+            template = copy.copy(item)
+            for field in fields:
+                object.__setattr__(template, field, None)
+            return Structure("dataclass", children, (type(item), fields), template)
         if isinstance(item, (tuple, list)):
             kind = "tuple" if isinstance(item, tuple) else "list"
             models = (model.children if model is not None and model.kind == kind
