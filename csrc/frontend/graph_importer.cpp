@@ -449,17 +449,15 @@ private:
     return customFunctionReason(node);
   }
 
-  // A torch.autograd.Function in the model: the trace keeps its forward as a
-  // call into Python (prim::PythonOp), and its backward is Python code too.
+  // A call into Python the trace kept (prim::PythonOp). popsim traces
+  // torch.autograd.Functions itself (custom_functions.py), so one reaches
+  // here only past that: a class with an `apply` of its own.
   static std::string customFunctionReason(const jit::Node& node) {
     if (node.kind() != c10::prim::PythonOp) return "";
     const std::string name = static_cast<const jit::PythonOp&>(node).name();
-    return strCat(
-        "the torch.autograd.Function ", name,
-        " (its forward and backward are Python code, which popsim cannot compile); write its "
-        "forward with torch ops in forward(), and a custom gradient with detach(): "
-        "x + (f(x) - x).detach() is f(x) with x's gradient (a straight-through estimator), "
-        "2 * x.detach() - x is x with the gradient negated");
+    return strCat("a call into the Python code of ", name,
+                  ", which popsim cannot compile; a torch.autograd.Function compiles when "
+                  "called through torch.autograd.Function.apply, not an apply of its own");
   }
 
   // aten::Bool(Tensor), aten::Int(Tensor), ...: a scripted model's tensor

@@ -19,6 +19,7 @@ const LoweringRegistry& LoweringRegistry::instance() {
     lowerings::registerPooling(r);
     lowerings::registerMarkers(r);
     lowerings::registerHostCalls(r);
+    lowerings::registerCustomGradients(r);
     lowerings::registerNormalization(r);
     lowerings::registerShapeOps(r);
     lowerings::registerReductions(r);

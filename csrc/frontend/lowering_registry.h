@@ -45,6 +45,7 @@ void registerArithmetic(LoweringRegistry& registry);
 void registerPooling(LoweringRegistry& registry);
 void registerMarkers(LoweringRegistry& registry);
 void registerHostCalls(LoweringRegistry& registry);
+void registerCustomGradients(LoweringRegistry& registry);
 void registerNormalization(LoweringRegistry& registry);
 void registerShapeOps(LoweringRegistry& registry);
 void registerReductions(LoweringRegistry& registry);

@@ -39,8 +39,12 @@ Value* GradientBuilder::zeros(const Shape& shape) {
       break;
     }
   }
-  Value* zero = graph_.addScalarConstant(0.0f, dtype);
-  return shape.empty() ? zero : emit(OpKind::Broadcast, {zero}, {{"shape", shape}});
+  return zerosOf({dtype, shape});
+}
+
+Value* GradientBuilder::zerosOf(const TensorType& type) {
+  Value* zero = graph_.addScalarConstant(0.0f, type.dtype);
+  return type.shape.empty() ? zero : emit(OpKind::Broadcast, {zero}, {{"shape", type.shape}});
 }
 
 Value* GradientBuilder::affine(Value* value, double scale, double shift) {

@@ -14,6 +14,7 @@ public:
   GradientBuilder(Graph& graph, const Node& forward);
 
   const Node& forward() const { return forward_; }
+  const Graph& graph() const { return graph_; }
   Value* emit(OpKind kind, const std::vector<Value*>& inputs, Attributes attrs = {});
   std::vector<Value*> emitMulti(OpKind kind, const std::vector<Value*>& inputs,
                                 Attributes attrs = {});
@@ -25,6 +26,8 @@ public:
   // Zeros of `shape` (a broadcast scalar constant) in the dtype of the
   // forward op's float operands (float32 if it has none).
   Value* zeros(const Shape& shape);
+  // Zeros of `type`.
+  Value* zerosOf(const TensorType& type);
   // Swaps the last two dimensions.
   Value* transposeLast(Value* value);
 

@@ -106,6 +106,8 @@ namespace popsim::ir {
   X(LambUpdate, "lamb_update", Optimizer)                                                          \
   X(LambUpdateSharded, "lamb_update_sharded", Collective)                                          \
   X(HostCall, "host_call", Host)                                                                   \
+  X(GradientPlaceholder, "gradient_placeholder", CustomGradient)                                   \
+  X(CustomGradient, "custom_gradient", CustomGradient)                                             \
   X(ReplicaAllReduce, "replica_all_reduce", Collective)                                            \
   X(ReplicaReduceScatter, "replica_reduce_scatter", Collective)                                    \
   X(ReplicaAllGather, "replica_all_gather", Collective)                                            \
@@ -152,6 +154,9 @@ enum class OpFamily {
   Transfer,   // inter-IPU copies, which the runtime performs itself
   Host,       // functions the host computes in the middle of a program (PopTorch's CPU ops)
   Collective, // reductions across the replicas of a replicated model
+  // A torch.autograd.Function's gradient boundary and its backward's
+  // placeholders: autodiff reads them, and they leave the program before it runs.
+  CustomGradient,
 };
 
 std::string_view opKindName(OpKind kind);

@@ -25,6 +25,7 @@ std::array<OpSchema, kNumOpKinds> buildTable() {
   ops::registerProductOps(registry);
   ops::registerCtcLossOps(registry);
   ops::registerCheckOps(registry);
+  ops::registerCustomGradientOps(registry);
   ops::registerRandomOps(registry);
   ops::registerIndexingOps(registry);
   ops::registerSortOps(registry);

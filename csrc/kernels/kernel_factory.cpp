@@ -90,6 +90,7 @@ std::unique_ptr<Kernel> createDnnlKernel(const KernelRequest& request) {
   case ir::OpFamily::Transfer:
   case ir::OpFamily::Host: return nullptr; // the host's function (host_callbacks.h)
   case ir::OpFamily::Collective: return createReplicaKernel(request);
+  case ir::OpFamily::CustomGradient: return nullptr; // removed before programs run
   }
   return nullptr;
 }

@@ -3,7 +3,7 @@ variances (frontend/lowerings/extremum.cpp), the vector norms (norms.cpp),
 sums and products (reduction.cpp): amax, amin, max and min (over everything
 and along a dimension, with indices), argmax, argmin, median and nanmedian,
 logsumexp, var, std, var_mean, std_mean, all, any, p-norms (p = 0, 1, 2, 3, inf, -inf; zero
-vectors included), cumsum, cumprod, prod (with zeros), nansum,
+vectors included), cumsum, cumprod, prod (with zeros), nansum, sum_to_size,
 count_nonzero, and sums of integer and bool tensors, over random dims of
 random shapes, with ties (whole numbers) where the gradient must share or
 pick as PyTorch does. test_ops.py runs each
@@ -52,7 +52,17 @@ def _whole(fn, whole=False, smallest=1):
     return case
 
 
+def _sum_to_size(rng):
+    """sum_to_size to a size that broadcasts to x's shape: some leading dims dropped, some
+    others made 1."""
+    x = _input(rng, False)
+    kept = rng.randint(0, x.dim())
+    size = [1 if rng.random() < 0.5 else n for n in x.shape[x.dim() - kept:]]
+    return Elementwise(lambda t: t.sum_to_size(size) * 1), [x]
+
+
 REDUCTIONS = {
+    "sum_to_size": _sum_to_size,
     "amax": _over_dims(lambda t, d, k: t.amax(d, k), whole=True),
     "amin": _over_dims(lambda t, d, k: torch.amin(t, d, keepdim=k), whole=True),
     "max_all": _whole(torch.max, whole=True),

@@ -500,31 +500,6 @@ def test_grid_samples_popsim_cannot_run_are_named(function, inputs, message):
         popsim.inferenceModel(Function(function))(*[torch.rand(*s) for s in inputs])
 
 
-class StraightThroughRound(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        return torch.round(x)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad
-
-
-class QuantizesWithACustomFunction(torch.nn.Module):
-    def forward(self, x):
-        return StraightThroughRound.apply(x * 4) / 4  # custom: autograd.Function
-
-
-def test_a_custom_autograd_function_is_named_with_how_to_write_it():
-    with pytest.raises(popsim.UnsupportedOperationError) as error:
-        popsim.inferenceModel(QuantizesWithACustomFunction())(torch.randn(2, 3))
-    assert (f"  prim::PythonOp at {__file__}:{line_of('custom: autograd.Function')} (in forward): "
-            f"the torch.autograd.Function StraightThroughRound (its forward and backward are "
-            f"Python code, which popsim cannot compile); write its forward with torch ops in "
-            f"forward(), and a custom gradient with detach(): x + (f(x) - x).detach() is f(x) "
-            f"with x's gradient (a straight-through estimator)") in str(error.value)
-
-
 def test_matrix_decompositions_are_refused_with_what_to_do_instead():
     def log_likelihood_terms(a):
         covariance = a @ a.transpose(-1, -2) + torch.eye(3)

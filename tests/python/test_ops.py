@@ -360,6 +360,8 @@ LAYOUT_OPS = {
     "t": lambda t: t.flatten(1).t() * 1.5,
     "expand": lambda t: t[:, :1].expand(-1, 3, -1, -1) * 2,
     "expand_as": lambda t: t[:1].expand_as(t) - t,
+    "view_as": lambda t: t.flatten().view_as(t) * 2,
+    "reshape_as": lambda t: (t.transpose(0, 1) * 2).reshape_as(t),
 }
 
 

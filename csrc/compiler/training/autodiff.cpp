@@ -10,10 +10,13 @@
 //    in ir/ops declares it with the schema)
 //    applied for the inputs that need a gradient, and gradients of values used
 //    several times are summed.
-// 4. The gradients of the `wrt` values are returned (values the loss does not
+// 4. torch.autograd.Functions' gradient boundaries and backward templates,
+//    copied in step 3 where gradients flow, leave the graph.
+// 5. The gradients of the `wrt` values are returned (values the loss does not
 //    depend on get none, as PyTorch leaves their .grad as None).
 
 #include "compiler/training/autodiff.h"
+#include "compiler/training/custom_gradients.h"
 
 #include "common/check.h"
 #include "compiler/passes.h"
@@ -163,6 +166,7 @@ std::unordered_map<const ir::Value*, ir::Value*> buildGradients(ir::Graph& graph
           total == nullptr ? inputGrads[i] : builder.emit(ir::OpKind::Add, {total, inputGrads[i]});
     }
   }
+  removeCustomGradients(graph);
   std::unordered_map<const ir::Value*, ir::Value*> result;
   for (const ir::Value* value : wrt) {
     auto grad = grads.find(value);

@@ -65,6 +65,32 @@ void lowerSum(LoweringContext& ctx) {
   ctx.setOutput(0, castTo(ctx, sum, dtype));
 }
 
+// sum_to_size(self, size): the sum over the dimensions by which `size`
+// broadcasts to self's shape (its leading extra ones, and those where size
+// has 1), in self's dtype, as PyTorch's.
+void lowerSumToSize(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const ir::Shape& from = x->type().shape;
+  const std::vector<int64_t> size = ctx.toIntList(1);
+  const size_t extra = from.size() >= size.size() ? from.size() - size.size() : 0;
+  bool broadcasts = from.size() >= size.size();
+  std::vector<int64_t> dims;
+  for (size_t d = 0; d < from.size() && broadcasts; ++d) {
+    if (d < extra || (size[d - extra] == 1 && from[d] != 1)) {
+      dims.push_back(static_cast<int64_t>(d));
+    } else {
+      broadcasts = size[d - extra] == from[d];
+    }
+  }
+  if (!broadcasts) {
+    ctx.unsupported("sum_to_size of " + x->type().str() + " to " + ir::shapeToString(size) +
+                    ": the size must broadcast to the tensor's shape (PyTorch raises here too)");
+  }
+  ir::Value* summed =
+      dims.empty() ? x : ctx.emit(ir::OpKind::ReduceSum, {x}, {{"dims", dims}, {"keepdim", true}});
+  ctx.setOutput(0, reshape(ctx, summed, size));
+}
+
 // mean(self, dim=None, keepdim=False, dtype=None): of floats only, as in PyTorch.
 void lowerMean(LoweringContext& ctx) {
   ir::Value* x = ctx.tensor(0);
@@ -171,6 +197,7 @@ void registerReductions(LoweringRegistry& registry) {
   registry.add("aten::nanmean", lowerNanmean);
   registry.add("aten::prod", lowerProd);
   registry.add("aten::sum", lowerSum);
+  registry.add("aten::sum_to_size", lowerSumToSize);
 }
 
 } // namespace popsim::frontend::lowerings

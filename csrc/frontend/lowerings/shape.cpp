@@ -259,6 +259,17 @@ void lowerExpand(LoweringContext& ctx) {
   ctx.setOutput(0, broadcastTo(ctx, x, size));
 }
 
+// view_as(input, other) and reshape_as(input, other): input in other's shape
+void lowerViewAs(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const ir::Shape& shape = ctx.tensor(1)->type().shape;
+  if (ir::elementCount(shape) != x->type().numel()) {
+    ctx.unsupported("viewing " + x->type().str() + " in the shape " + ir::shapeToString(shape) +
+                    " of a tensor with another number of elements (PyTorch raises here too)");
+  }
+  ctx.setOutput(0, reshape(ctx, x, shape));
+}
+
 // expand_as(input, other)
 void lowerExpandAs(LoweringContext& ctx) {
   ctx.setOutput(0, broadcastTo(ctx, ctx.tensor(0), ctx.tensor(1)->type().shape));
@@ -273,6 +284,8 @@ void registerShapeOps(LoweringRegistry& registry) {
   registry.add("aten::broadcast_to", lowerExpand); // (self, size), -1 keeping a dim
   registry.add("aten::expand_as", lowerExpandAs);
   registry.add("aten::view", lowerView);
+  registry.add("aten::view_as", lowerViewAs);
+  registry.add("aten::reshape_as", lowerViewAs);
   registry.add("aten::reshape", lowerView);
   registry.add("aten::flatten", lowerFlatten);
   registry.add("aten::unsqueeze", lowerUnsqueeze);

@@ -54,6 +54,7 @@ void registerNllLossOps(OpRegistry& registry);
 void registerUpdateOps(OpRegistry& registry);
 void registerHostCallOps(OpRegistry& registry);
 void registerCollectiveOps(OpRegistry& registry);
+void registerCustomGradientOps(OpRegistry& registry);
 } // namespace ops
 
 } // namespace popsim::ir

@@ -41,7 +41,8 @@ void evaluate(const ir::Node& node, const std::vector<void*>& inputs,
     std::memcpy(outputs[0], inputs[0], node.output()->type().storageBytes());
     return;
   case ir::OpFamily::Host: return hostCall(node, inputs, outputs);
-  case ir::OpFamily::Collective: break; // needs the replicas (replica_kernels.h)
+  case ir::OpFamily::Collective: break;     // needs the replicas (replica_kernels.h)
+  case ir::OpFamily::CustomGradient: break; // removed before programs run (custom_gradients.cpp)
   }
   POPSIM_ASSERT(false, "no reference kernel for ", node.name(), ".");
 }

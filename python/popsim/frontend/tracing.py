@@ -21,6 +21,7 @@ from popsim.frontend import half_tracing as _half_tracing
 from popsim.frontend import name_scope as _name_scope
 from popsim.frontend import structure as _structure
 from popsim.frontend import torch_checkpoints as _torch_checkpoints
+from popsim.frontend import custom_functions as _custom_functions
 from popsim.frontend import trace_reuse as _trace_reuse
 from popsim.frontend import value_guards as _value_guards
 from popsim.frontend.ops import LIBRARY as _LIBRARY
@@ -642,6 +643,8 @@ def _trace(model: torch.nn.Module, signature: Signature,
         # torch.utils.checkpoint (which PyTorch's tracer cannot record when reentrant) as
         # popsim recomputation checkpoints.
         guards.enter_context(_torch_checkpoints.as_recomputation_checkpoints())
+        # torch.autograd.Functions as traced ops, with their backward as a custom gradient.
+        guards.enter_context(_custom_functions.as_traced_functions(model, training))
         with torch.enable_grad(), warnings.catch_warnings():
             # PyTorch's and torchvision's own modules turn shapes into Python values
             # (attention's shape asserts, swin's window padding); popsim compiles
