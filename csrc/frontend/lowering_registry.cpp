@@ -20,6 +20,7 @@ const LoweringRegistry& LoweringRegistry::instance() {
     lowerings::registerMarkers(r);
     lowerings::registerHostCalls(r);
     lowerings::registerCustomGradients(r);
+    lowerings::registerStatistics(r);
     lowerings::registerNormalization(r);
     lowerings::registerShapeOps(r);
     lowerings::registerReductions(r);

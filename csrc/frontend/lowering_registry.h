@@ -46,6 +46,7 @@ void registerPooling(LoweringRegistry& registry);
 void registerMarkers(LoweringRegistry& registry);
 void registerHostCalls(LoweringRegistry& registry);
 void registerCustomGradients(LoweringRegistry& registry);
+void registerStatistics(LoweringRegistry& registry);
 void registerNormalization(LoweringRegistry& registry);
 void registerShapeOps(LoweringRegistry& registry);
 void registerReductions(LoweringRegistry& registry);

@@ -198,6 +198,12 @@ BINARY = {
     "isneginf": ("eq", _nonfinite(torch.isneginf)),
     "isfinite": ("lt", _nonfinite(torch.isfinite)),
     "isnan_int": (None, _unary(torch.isnan, dtype=torch.int64)),
+    # isclose of near values, equal ones and (with equal_nan) NaNs; isin of whole numbers.
+    "isclose": (None, _nonfinite(lambda a: torch.isclose(a, a * 1.001 + (a > 0.5) * 1e-3))),
+    "isclose_equal_nan": (None, _nonfinite(lambda a: torch.isclose(
+        a, a.flip(-1), rtol=0.1, atol=0.5, equal_nan=True))),
+    "isin": (None, _integers(lambda a, b: torch.isin(a, b))),
+    "isin_invert_number": (None, _unary(lambda a: torch.isin(a.round(), 1.0, invert=True))),
     # Activations PyTorch writes with the ops above.
     "softsign": (None, _unary(torch.nn.functional.softsign)),
     "tanhshrink": (None, _unary(torch.nn.functional.tanhshrink)),
@@ -215,6 +221,9 @@ BINARY = {
     "lerp_tensor_weight_": (None, _triple(
         lambda a, b, c: torch.broadcast_tensors(a, b, c)[0].clone().lerp_(b, c), c=(-1.5, 1.5))),
     "addcmul": (None, _triple(lambda a, b, c: torch.addcmul(a, b, c, value=0.5))),
+    "deg2rad_rad2deg": (None, _unary(lambda a: torch.deg2rad(a) + torch.rad2deg(a).clone()
+                                     .deg2rad_())),
+    "deg2rad_int": (None, _unary(torch.deg2rad, dtype=torch.int64)),
     "addcdiv": (None, _triple(lambda a, b, c: torch.addcdiv(a, b, c, value=-2.0), (0.5, 2.0))),
 }
 
@@ -244,4 +253,5 @@ NOT_DIFFERENTIABLE = set(INTEGER_UNARY) | {
     "neg_int", "logical_and",
     "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor",
     "bitwise_not", "isinf", "isposinf", "isneginf", "isfinite", "isnan_int",
+    "isclose", "isclose_equal_nan", "isin", "isin_invert_number", "deg2rad_int",
 }

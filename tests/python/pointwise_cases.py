@@ -91,6 +91,7 @@ POINTWISE = {
     "ndtr": ("ndtr", _case(torch.special.ndtr, -5.0, 5.0)),
     "exp2": ("rpow", _case(torch.exp2, -3.0, 3.0)),
     "sign": ("sign", _case(torch.sign, -5.0, 5.0)),
+    "sgn": ("sign", _case(torch.sgn, -5.0, 5.0)),
     "floor": ("floor", _case(torch.floor, -5.0, 5.0)),
     "ceil": ("ceil", _case(torch.ceil, -5.0, 5.0)),
     "round": ("round", _case(torch.round, -5.0, 5.0)),

@@ -4,6 +4,7 @@ sums and products (reduction.cpp): amax, amin, max and min (over everything
 and along a dimension, with indices), argmax, argmin, median and nanmedian,
 logsumexp, var, std, var_mean, std_mean, all, any, p-norms (p = 0, 1, 2, 3, inf, -inf; zero
 vectors included), cumsum, cumprod, prod (with zeros), nansum, sum_to_size,
+cov, corrcoef, trapezoid, cumulative_trapezoid,
 count_nonzero, and sums of integer and bool tensors, over random dims of
 random shapes, with ties (whole numbers) where the gradient must share or
 pick as PyTorch does. test_ops.py runs each
@@ -15,6 +16,7 @@ import math
 import torch
 import torch.nn.functional as F
 
+from binary_cases import Binary
 from pointwise_cases import Elementwise
 
 
@@ -61,8 +63,41 @@ def _sum_to_size(rng):
     return Elementwise(lambda t: t.sum_to_size(size) * 1), [x]
 
 
+def _statistic(fn, one_variable=False):
+    """fn(x) of 1 to 4 variables (rows) of 2 to 6 observations, or of one 1-D one."""
+    def case(rng):
+        shape = [rng.randint(2, 6)] if one_variable else [rng.randint(1, 4), rng.randint(2, 6)]
+        return Elementwise(fn), [torch.randn(*shape)]
+    return case
+
+
+def _trapezoid(fn, points):
+    """fn(y, x or None, dim) along a random dim of y, with sample points x (1-D or shaped
+    as y, increasing) or none."""
+    def case(rng):
+        y = _input(rng, False, smallest=2)
+        dim = rng.randrange(y.dim()) - (y.dim() if rng.random() < 0.3 else 0)
+        if not points:
+            return Elementwise(lambda t: fn(t, None, dim)), [y]
+        n = y.shape[dim]
+        x = torch.rand(n).cumsum(0) if rng.random() < 0.5 else torch.rand(*y.shape).cumsum(dim)
+        return Binary(lambda t, u: fn(t, u, dim)), [y, x]
+    return case
+
+
 REDUCTIONS = {
     "sum_to_size": _sum_to_size,
+    "cov": _statistic(torch.cov),
+    "cov_correction_0_one_variable": _statistic(lambda t: torch.cov(t, correction=0),
+                                                one_variable=True),
+    "corrcoef": _statistic(torch.corrcoef),
+    "trapezoid_dx": _trapezoid(lambda y, x, d: torch.trapezoid(y, dx=0.5, dim=d), False),
+    "trapezoid_x": _trapezoid(lambda y, x, d: torch.trapezoid(y, x, dim=d), True),
+    "trapz": _trapezoid(lambda y, x, d: torch.trapz(y, dim=d), False),
+    "cumulative_trapezoid_dx": _trapezoid(
+        lambda y, x, d: torch.cumulative_trapezoid(y, dx=2.0, dim=d), False),
+    "cumulative_trapezoid_x": _trapezoid(
+        lambda y, x, d: torch.cumulative_trapezoid(y, x, dim=d), True),
     "amax": _over_dims(lambda t, d, k: t.amax(d, k), whole=True),
     "amin": _over_dims(lambda t, d, k: torch.amin(t, d, keepdim=k), whole=True),
     "max_all": _whole(torch.max, whole=True),

@@ -182,6 +182,27 @@ def outer_case(rng):
             [torch.randn(randint(rng, 1, 6)), torch.randn(randint(rng, 1, 6))])
 
 
+def addr_case(rng):
+    m, n = randint(rng, 1, 6), randint(rng, 1, 6)
+    beta, alpha = rng.choice([1.0, 0.5, 0.0]), rng.choice([1.0, 2.0])
+    return (Fn(lambda _, b, x, y: torch.addr(b, x, y, beta=beta, alpha=alpha)),
+            [torch.randn(m, n), torch.randn(m), torch.randn(n)])
+
+
+def addbmm_case(rng):
+    b, m, k, n = randint(rng, 1, 4), randint(rng, 1, 5), randint(rng, 1, 5), randint(rng, 1, 5)
+    beta, alpha = rng.choice([1.0, 0.5, 0.0]), rng.choice([1.0, 2.0])
+    return (Fn(lambda _, c, x, y: torch.addbmm(c, x, y, beta=beta, alpha=alpha)),
+            [torch.randn(n), torch.randn(b, m, k), torch.randn(b, k, n)])
+
+
+def inner_case(rng):
+    k = randint(rng, 1, 5)
+    a = [randint(rng, 1, 3) for _ in range(randint(rng, 0, 2))] + [k]
+    b = [randint(rng, 1, 3) for _ in range(randint(rng, 0, 2))] + [k]
+    return Fn(lambda _, x, y: torch.inner(x, y)), [torch.randn(a), torch.randn(b)]
+
+
 def kron_case(rng):
     a = [randint(rng, 1, 3) for _ in range(randint(rng, 1, 3))]
     b = [randint(rng, 1, 3) for _ in range(randint(rng, 1, 3))]
@@ -362,6 +383,10 @@ LAYOUT_OPS = {
     "expand_as": lambda t: t[:1].expand_as(t) - t,
     "view_as": lambda t: t.flatten().view_as(t) * 2,
     "reshape_as": lambda t: (t.transpose(0, 1) * 2).reshape_as(t),
+    "numpy_T": lambda t: t[0, 0].T * 2,
+    "mT": lambda t: t.mT + 1,
+    "mH_adjoint": lambda t: t.mH * 2 + t.adjoint(),
+    "matrix_H": lambda t: t[0, 0].H - 1,
 }
 
 
@@ -437,6 +462,9 @@ CASES = {
     "einsum": einsum_case,
     "tensordot": tensordot_case,
     "outer": outer_case,
+    "addr": addr_case,
+    "addbmm": addbmm_case,
+    "inner": inner_case,
     "kron": kron_case,
     "bilinear": bilinear_case,
     "bmm": bmm_case,

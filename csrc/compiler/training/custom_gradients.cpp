@@ -41,8 +41,8 @@ void removeCustomGradients(ir::Graph& graph) {
   if (removed.empty()) return;
   const size_t count =
       graph.removeNodesIf([&](const ir::Node& node) { return removed.count(&node) != 0; });
-  POPSIM_ASSERT(count == removed.size(), "removeCustomGradients removed ", count, " of ", removed.size(),
-                " nodes: a template op is read outside its custom gradient.");
+  POPSIM_ASSERT(count == removed.size(), "removeCustomGradients removed ", count, " of ",
+                removed.size(), " nodes: a template op is read outside its custom gradient.");
 }
 
 } // namespace popsim::compiler

@@ -176,6 +176,56 @@ void lowerBitwiseNot(LoweringContext& ctx) {
   }
 }
 
+// isclose(self, other, rtol, atol, equal_nan) as PyTorch computes it: equal,
+// or (with equal_nan) both NaN, or a finite difference within atol + |rtol *
+// other|. Integer and bool operands compare in their promoted dtype.
+void lowerIsClose(LoweringContext& ctx) {
+  const ir::DType dtype = promotedDType(ctx, {0, 1});
+  ir::Value* a = operandAs(ctx, 0, dtype);
+  ir::Value* b = operandAs(ctx, 1, dtype);
+  const double rtol = ctx.toDouble(2);
+  const double atol = ctx.toDouble(3);
+  ir::Value* close = emitBinary(ctx, "eq", a, b);
+  if (ctx.toBool(4) && ir::isFloat(dtype)) {
+    ir::Value* bothNaN =
+        emitBinary(ctx, "logical_and", emitBinary(ctx, "ne", a, a), emitBinary(ctx, "ne", b, b));
+    close = emitBinary(ctx, "logical_or", close, bothNaN);
+  }
+  if (rtol == 0.0 && atol == 0.0) {
+    ctx.setOutput(0, close);
+    return;
+  }
+  const ir::DType computed = ir::isFloat(dtype) ? dtype : ir::DType::Float32;
+  a = castTo(ctx, a, computed);
+  b = castTo(ctx, b, computed);
+  ir::Value* allowed =
+      affine(ctx, ctx.emit(ir::OpKind::Abs, {affine(ctx, b, rtol, 0.0)}), 1.0, atol);
+  ir::Value* actual = ctx.emit(ir::OpKind::Abs, {emitBinary(ctx, "sub", a, b)});
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  ir::Value* within = emitBinary(ctx, "logical_and", compare(ctx, "lt", actual, kInf),
+                                 emitBinary(ctx, "le", actual, allowed));
+  ctx.setOutput(0, emitBinary(ctx, "logical_or", close, within));
+}
+
+// isin(elements, test_elements, assume_unique, invert): whether each element
+// equals one of the test elements (a tensor or a number, either side), or
+// with invert whether it equals none, compared in their promoted dtype.
+void lowerIsIn(LoweringContext& ctx) {
+  const ir::DType dtype = promotedDType(ctx, {0, 1});
+  ir::Value* elements = operandAs(ctx, 0, dtype);
+  ir::Value* tests = operandAs(ctx, 1, dtype);
+  const ir::Shape shape = elements->type().shape;
+  ir::Shape column = shape;
+  column.push_back(1);
+  ir::Value* equal = emitBinary(ctx, "eq", reshape(ctx, elements, column),
+                                reshape(ctx, tests, {tests->type().numel()}));
+  ir::Value* found = reduceExtremum(ctx, castTo(ctx, equal, ir::DType::Float32),
+                                    {static_cast<int64_t>(shape.size())}, false, true, "split");
+  found = castTo(ctx, found, ir::DType::Bool);
+  const bool invert = ctx.numInputs() > 3 && ctx.toBool(3);
+  ctx.setOutput(0, invert ? compare(ctx, "eq", found, 0.0) : found);
+}
+
 } // namespace
 
 ir::Value* emitBinaryFunction(LoweringContext& ctx, const char* name, size_t left, size_t right) {
@@ -226,6 +276,8 @@ void registerBinary(LoweringRegistry& registry) {
   registry.add("aten::logical_not_", lowerLogicalNot);
   registry.add("aten::bitwise_not", lowerBitwiseNot);
   registry.add("aten::prelu", lowerPrelu);
+  registry.add("aten::isclose", lowerIsClose);
+  registry.add("aten::isin", lowerIsIn);
 }
 
 } // namespace popsim::frontend::lowerings

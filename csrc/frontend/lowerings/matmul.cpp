@@ -1,6 +1,8 @@
 #include "frontend/lowering_registry.h"
 #include "frontend/lowerings/helpers.h"
 
+#include <algorithm>
+
 namespace popsim::frontend::lowerings {
 namespace {
 
@@ -78,10 +80,71 @@ void lowerAddMatMul(LoweringContext& ctx) {
   ctx.setOutput(0, ctx.emit(ir::OpKind::Add, {product, affine(ctx, bias, beta, 0.0)}));
 }
 
+// aten::addr(input, vec1, vec2, beta, alpha) = beta * input + alpha * outer(vec1, vec2),
+// and aten::addbmm(input, batch1, batch2, beta, alpha) = beta * input + alpha *
+// (the sum over the batch of batch1 @ batch2): addmm's with another product.
+void lowerAddOuterOrBatchSum(LoweringContext& ctx) {
+  ir::Value* a = floatTensor(ctx, 1);
+  ir::Value* b = floatTensor(ctx, 2);
+  ir::Value* product = nullptr;
+  if (ctx.opName() == "aten::addr") {
+    product = matmul(ctx, reshape(ctx, a, {a->type().numel(), 1}),
+                     reshape(ctx, b, {1, b->type().numel()}));
+  } else {
+    product = ctx.emit(ir::OpKind::ReduceSum, {matmul(ctx, a, b)},
+                       {{"dims", std::vector<int64_t>{0}}, {"keepdim", false}});
+  }
+  const double beta = ctx.toDouble(3);
+  const double alpha = ctx.toDouble(4);
+  product = affine(ctx, product, alpha, 0.0);
+  if (beta == 0.0) { // as eager: the input is not read, so its NaNs do not show
+    ctx.setOutput(0, product);
+    return;
+  }
+  ctx.setOutput(0,
+                ctx.emit(ir::OpKind::Add, {product, affine(ctx, floatTensor(ctx, 0), beta, 0.0)}));
+}
+
+// aten::inner(a, b): sums over the last dimension of both, the result shaped
+// a.shape[:-1] + b.shape[:-1] (a product when either is 0-d).
+void lowerInner(LoweringContext& ctx) {
+  ir::Value* a = floatTensor(ctx, 0);
+  ir::Value* b = floatTensor(ctx, 1);
+  if (a->type().rank() == 0 || b->type().rank() == 0) {
+    ctx.setOutput(0, ctx.emit(ir::OpKind::Mul, {a, b}));
+    return;
+  }
+  const ir::Shape& sa = a->type().shape;
+  const ir::Shape& sb = b->type().shape;
+  const int64_t k = sa.back();
+  ir::Value* rows = reshape(ctx, a, {a->type().numel() / std::max<int64_t>(k, 1), k});
+  ir::Value* columns =
+      permute(ctx, reshape(ctx, b, {b->type().numel() / std::max<int64_t>(k, 1), k}), {1, 0});
+  ir::Shape shape(sa.begin(), sa.end() - 1);
+  shape.insert(shape.end(), sb.begin(), sb.end() - 1);
+  ctx.setOutput(0, reshape(ctx, matmul(ctx, rows, columns), shape));
+}
+
 // aten::t: transpose of a matrix; vectors and scalars are unchanged.
 void lowerTranspose2d(LoweringContext& ctx) {
   ir::Value* x = ctx.tensor(0);
   ctx.setOutput(0, x->type().rank() < 2 ? x : permute(ctx, x, {1, 0}));
+}
+
+// aten::numpy_T (x.T): the dimensions reversed. aten::mT, mH, adjoint and
+// matrix_H (x.mT, x.mH, x.adjoint(), x.H): the last two swapped (the
+// conjugate of a real tensor is itself; PyTorch's checks on the rank ran
+// while tracing).
+void lowerReversedDims(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const int64_t rank = x->type().rank();
+  std::vector<int64_t> perm(static_cast<size_t>(rank));
+  for (int64_t d = 0; d < rank; ++d)
+    perm[static_cast<size_t>(d)] = ctx.opName() == "aten::numpy_T" ? rank - 1 - d : d;
+  if (ctx.opName() != "aten::numpy_T" && rank >= 2) {
+    std::swap(perm[static_cast<size_t>(rank - 1)], perm[static_cast<size_t>(rank - 2)]);
+  }
+  ctx.setOutput(0, rank < 2 ? x : permute(ctx, x, perm));
 }
 
 } // namespace
@@ -97,7 +160,13 @@ void registerMatMul(LoweringRegistry& registry) {
   registry.add("aten::addmm", lowerAddMatMul);
   registry.add("aten::baddbmm", lowerAddMatMul);
   registry.add("aten::addmv", lowerAddMatMul);
+  registry.add("aten::addr", lowerAddOuterOrBatchSum);
+  registry.add("aten::addbmm", lowerAddOuterOrBatchSum);
+  registry.add("aten::inner", lowerInner);
   registry.add("aten::t", lowerTranspose2d);
+  for (const char* op :
+       {"aten::numpy_T", "aten::mT", "aten::mH", "aten::adjoint", "aten::matrix_H"})
+    registry.add(op, lowerReversedDims);
 }
 
 } // namespace popsim::frontend::lowerings

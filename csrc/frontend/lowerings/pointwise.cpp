@@ -64,6 +64,7 @@ const std::vector<AtenPointwise>& atenPointwiseOps() {
       {"aten::exp2", "rpow", {{nullptr, 2.0}}},
       {"aten::special_exp2", "rpow", {{nullptr, 2.0}}},
       {"aten::sign", "sign", {}},
+      {"aten::sgn", "sign", {}}, // of real numbers, sign's
       {"aten::floor", "floor", {}},
       {"aten::ceil", "ceil", {}},
       {"aten::round", "round", {}},
@@ -199,6 +200,14 @@ void lowerTableOp(LoweringContext& ctx) {
   ctx.setOutput(0, emitPointwise(ctx, x, op.function, std::move(params)));
 }
 
+// deg2rad and rad2deg: x times pi / 180 or 180 / pi, in x's float dtype
+// (integer tensors give float32), as PyTorch multiplies.
+void lowerAngleUnits(LoweringContext& ctx) {
+  const bool toRadians = ctx.opName().rfind("aten::deg2rad", 0) == 0;
+  const double factor = toRadians ? M_PI / 180.0 : 180.0 / M_PI;
+  ctx.setOutput(0, inPlaceResult(ctx, affine(ctx, floatOperand(ctx, 0), factor, 0.0)));
+}
+
 // aten::pow: float tensor ** number (pow), number ** float tensor (rpow);
 // two tensors, and integer tensors, through the binary function pow.
 void lowerPow(LoweringContext& ctx) {
@@ -228,6 +237,8 @@ void registerPointwise(LoweringRegistry& registry) {
     }
   }
   registry.add("aten::pow", lowerPow);
+  for (const char* op : {"aten::deg2rad", "aten::deg2rad_", "aten::rad2deg", "aten::rad2deg_"})
+    registry.add(op, lowerAngleUnits);
   registry.add("aten::pow_", lowerPow);
 }
 
