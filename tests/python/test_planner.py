@@ -289,6 +289,41 @@ def test_a_second_tower_of_a_model_joins_the_default_candidates():
         f"text.{index}" for index in range(3)]
 
 
+class Translator(nn.Module):
+    """An encoder-decoder whose embeddings and output projection hold most of the
+    parameters (a large vocabulary) while its transformer takes most of the time."""
+
+    def __init__(self, vocabulary=8000, width=64):
+        super().__init__()
+        self.source = nn.Embedding(vocabulary, width)
+        self.target = nn.Embedding(vocabulary, width)
+        self.transformer = nn.Transformer(width, 2, 2, 2, 128, dropout=0.0, batch_first=True)
+        self.out = nn.Linear(width, vocabulary)
+
+    def forward(self, source, target, labels):
+        logits = self.out(self.transformer(self.source(source), self.target(target)))
+        return nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten())
+
+
+def test_a_default_candidate_slower_than_an_ipus_share_splits_into_its_modules():
+    """By parameters the translator's parts are its candidates, and the transformer, which
+    takes most of the time, cannot be split; profiled, it splits into its encoder and
+    decoder (and what is still too slow, into their layers), and the plan is faster than
+    the parts' best."""
+    torch.manual_seed(7)
+    opts = popsim.Options()
+    opts.Training.gradientAccumulation(8)
+    model = Translator()
+    batch = tuple(torch.randint(0, 8000, (2, 64)) for _ in range(3))
+    parts = ["source", "target", "transformer", "out"]
+    plan = popsim.plan(model, batch, opts, optimizer_of(model), ipus=4)
+    assert plan.candidates[:2] == parts[:2] and plan.candidates[-1] == "out"
+    assert "transformer" not in plan.candidates
+    assert any(name.startswith("transformer.decoder") for name in plan.candidates)
+    by_parts = popsim.plan(model, batch, opts, optimizer_of(model), ipus=4, candidates=parts)
+    assert plan.chosen.throughput > 1.1 * by_parts.chosen.throughput
+
+
 class Tied(nn.Module):
     """An embedding, two layers and a decoder tied to the embedding."""
 

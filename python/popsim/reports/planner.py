@@ -14,7 +14,9 @@ The search has three steps:
 
 1. **Profile.** One cost-only compilation puts each candidate in a pipeline
    stage of its own, on its own IPU, and reads each stage's cycles per
-   micro-batch (ExecutionTrace's stage loads) and memory.
+   micro-batch (ExecutionTrace's stage loads) and memory. Default candidates
+   (chosen by parameters) slower than an IPU's share of the time are split
+   into the modules they call, and profiled again.
 2. **Rank splits.** Every split into the asked number of IPUs (or, when
    there are too many, the min-max splits of time and of memory and their
    neighbours) is ranked twice, and the rankings alternate: by its slowest
@@ -100,6 +102,29 @@ def _default_candidates(model: torch.nn.Module) -> List[str]:
     for _, _, name in sorted(chosen, key=lambda entry: entry[1]):
         names += _called_modules(model.get_submodule(name), f"{name}." if name else "")
     return names
+
+
+# How many times the planner may split default candidates that are too slow for one IPU.
+_REFINEMENTS = 3
+
+
+def _split_heavy_candidates(model: torch.nn.Module, names: List[str], cycles: List[float],
+                            ipus: int, tail: Optional[str]) -> List[str]:
+    """`names` with each candidate whose profiled cycles exceed an IPU's share of the
+    total (the total over `ipus`) replaced by the modules it calls, when it calls 2 or
+    more and holds no tail: a model-level part that holds most of the time (an
+    encoder-decoder's transformer beside its large embeddings, which hold most of the
+    parameters) can then be split over IPUs."""
+    share = sum(cycles) / ipus
+    refined: List[str] = []
+    for name, spent in zip(names, cycles):
+        inside = _called_modules(model.get_submodule(name), name + ".")
+        holds_tail = tail is not None and _nested(tail, name)
+        if spent > share and len(inside) >= 2 and not holds_tail:
+            refined += inside
+        else:
+            refined.append(name)
+    return refined
 
 
 def _nested(first: str, second: str) -> bool:
@@ -494,7 +519,8 @@ def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = 
             them, in the order forward() calls them. None: the children of the model or of
             one of its modules: the one whose count of children holding parameters, times
             its share of the model's parameters, is largest (a transformer's layers, a
-            UNet's top-level blocks, an EfficientNet's stages).
+            UNet's top-level blocks, an EfficientNet's stages); a child the profile finds
+            slower than an IPU's share of the time is split into the modules it calls.
         tail: The module where the model's last part starts when that part must run on IPU
             0, as a last pipeline stage beside the first candidates: a head that shares weights
             with the first IPU's layers (BERT's MLM decoder, tied to the word embeddings), as
@@ -582,6 +608,21 @@ def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = 
             (cycles, memory, capacity), tail, after, automatic_tail = _profile_finding_tail(
                 "popsim.plan", model, names, tail, after, micro_batch, base, optimizer,
                 enough, f"{2 * (ipus + 1) - 1}")
+            # Default candidates come from parameter counts; a candidate whose profiled
+            # time exceeds an IPU's share splits into its children, profiled again.
+            for _ in range(_REFINEMENTS if candidates is None else 0):
+                refined = _split_heavy_candidates(model, names, cycles, ipus, tail)
+                if refined == names:
+                    break
+                try:
+                    (cycles_, memory_, capacity), tail, after, _ = _profile_finding_tail(
+                        "popsim.plan", model, refined, tail, after, micro_batch, base,
+                        optimizer, enough, f"{2 * (ipus + 1) - 1}")
+                except (CompilationError, OptionError):
+                    # Children that forward() calls out of order, or not at all, cannot
+                    # be stages: keep the candidates that profiled.
+                    break
+                names, cycles, memory = refined, cycles_, memory_
             totals = [sum(categories.values()) for categories in memory]
             result = Plan(type(model).__name__, ipus, training, names, cycles, totals, capacity,
                           chosen=None, automatic_tail=automatic_tail)
