@@ -199,7 +199,8 @@ BINARY = {
     "isfinite": ("lt", _nonfinite(torch.isfinite)),
     "isnan_int": (None, _unary(torch.isnan, dtype=torch.int64)),
     # isclose of near values, equal ones and (with equal_nan) NaNs; isin of whole numbers.
-    "isclose": (None, _nonfinite(lambda a: torch.isclose(a, a * 1.001 + (a > 0.5) * 1e-3))),
+    "isclose": (None, _nonfinite(lambda a: torch.isclose(
+        a, a * 1.001 + (a > 0.5).to(a.dtype) * 1e-3))),
     "isclose_equal_nan": (None, _nonfinite(lambda a: torch.isclose(
         a, a.flip(-1), rtol=0.1, atol=0.5, equal_nan=True))),
     "isin": (None, _integers(lambda a, b: torch.isin(a, b))),

@@ -4,7 +4,8 @@ sums and products (reduction.cpp): amax, amin, max and min (over everything
 and along a dimension, with indices), argmax, argmin, median and nanmedian,
 logsumexp, var, std, var_mean, std_mean, all, any, p-norms (p = 0, 1, 2, 3, inf, -inf; zero
 vectors included), cumsum, cumprod, prod (with zeros), nansum, sum_to_size,
-cov, corrcoef, trapezoid, cumulative_trapezoid,
+cov, corrcoef, trapezoid, cumulative_trapezoid, quantile and nanquantile (all their
+interpolations, with NaNs),
 count_nonzero, and sums of integer and bool tensors, over random dims of
 random shapes, with ties (whole numbers) where the gradient must share or
 pick as PyTorch does. test_ops.py runs each
@@ -85,8 +86,28 @@ def _trapezoid(fn, points):
     return case
 
 
+def _quantile(fn, nans=False):
+    """fn(x, q, dim, keepdim, interpolation) with q a number or a 1-D tensor, along a
+    random dim or all of x; with NaNs among x's values when `nans` (nanquantile)."""
+    def case(rng):
+        x = _input(rng, False)
+        dim = rng.choice([None, rng.randrange(x.dim())])
+        if nans:  # (not the first element of a slice: a slice of NaNs is test_nonfinite's)
+            nan = torch.rand(x.shape) < 0.3
+            (nan.flatten()[:1] if dim is None else nan.select(dim, 0)).fill_(False)
+            x = torch.where(nan, torch.tensor(float("nan")), x)
+        q = rng.choice([0.0, 0.25, 0.5, 0.9, 1.0, torch.tensor([0.1, 0.5, 0.75])])
+        keepdim = rng.random() < 0.5
+        mode = rng.choice(["linear", "lower", "higher", "midpoint", "nearest"])
+        return Elementwise(lambda t: fn(t, q, dim=dim, keepdim=keepdim,
+                                        interpolation=mode)), [x]
+    return case
+
+
 REDUCTIONS = {
     "sum_to_size": _sum_to_size,
+    "quantile": _quantile(torch.quantile),
+    "nanquantile": _quantile(torch.nanquantile, nans=True),
     "cov": _statistic(torch.cov),
     "cov_correction_0_one_variable": _statistic(lambda t: torch.cov(t, correction=0),
                                                 one_variable=True),

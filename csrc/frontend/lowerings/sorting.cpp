@@ -5,6 +5,8 @@
 #include "frontend/lowering_registry.h"
 #include "frontend/lowerings/helpers.h"
 
+#include <limits>
+
 namespace popsim::frontend::lowerings {
 namespace {
 
@@ -96,6 +98,139 @@ void lowerKthvalue(LoweringContext& ctx) {
   ctx.setOutput(1, reshape(ctx, sliceAlong(ctx, s.indices, dim, k - 1, k), shape));
 }
 
+// quantile(self, q, dim=None, keepdim=False, *, interpolation) and
+// nanquantile, as PyTorch computes them: the slices sorted along the last
+// dimension (NaN last); each quantile's rank q * (n - 1), where n counts the
+// slice's numbers for nanquantile and its elements for quantile (whose slices
+// holding a NaN take the last rank, a NaN); the values at the ranks below and
+// above gathered and interpolated (linear: by the rank's fraction, as lerp
+// does; lower, higher, nearest: one of them; midpoint: half way). A 1-D q puts
+// one result per quantile in a new first dimension.
+void lowerQuantile(LoweringContext& ctx) {
+  const bool ignoreNaN = ctx.opName() == "aten::nanquantile";
+  ir::Value* x = ctx.tensor(0);
+  if (!ir::isFloat(x->type().dtype)) {
+    ctx.unsupported("quantile of a " + x->type().str() +
+                    " tensor (PyTorch takes float tensors only; convert it with .float())");
+  }
+  const ir::DType dtype = x->type().dtype;
+  const bool alongAll = ctx.isNone(2);
+  const bool keepdim = ctx.toBool(3);
+  const std::string interpolation = ctx.toString(4);
+  ir::Shape kept = x->type().shape; // the result's shape, without q's dimension
+  int64_t dim = 0;
+  if (alongAll) {
+    for (int64_t& n : kept)
+      n = 1;
+    if (!keepdim) kept.clear();
+    x = reshape(ctx, x, {x->type().numel()});
+  } else {
+    if (x->type().rank() == 0) x = reshape(ctx, x, {1});
+    dim = normalizedDim(ctx, ctx.toInt(2), x->type().rank());
+    if (!kept.empty()) {
+      if (keepdim) {
+        kept[static_cast<size_t>(dim)] = 1;
+      } else {
+        kept.erase(kept.begin() + dim);
+      }
+    }
+  }
+  const int64_t rank = x->type().rank();
+  const int64_t n = x->type().shape[static_cast<size_t>(dim)];
+  if (n == 0) ctx.unsupported("quantile of an empty slice (PyTorch raises here too)");
+  // The slices along the last dimension, sorted.
+  std::vector<int64_t> order;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != dim) order.push_back(d);
+  order.push_back(dim);
+  ir::Value* values = sorted(ctx, permute(ctx, x, order), rank - 1, false).values;
+  ir::Shape slices = values->type().shape;
+  slices.back() = 1;
+  // q, one per row of a [Q, 1, ..., 1] tensor (Q = 1 for a number).
+  ir::Value* q = nullptr;
+  bool listed = false;
+  if (ctx.isTensor(1)) {
+    q = castTo(ctx, ctx.tensor(1), dtype);
+    if (q->type().rank() > 1) ctx.unsupported("quantile with a q of " + q->type().str());
+    listed = q->type().rank() == 1;
+    q = ctx.emit(ir::OpKind::CheckRange, {q},
+                 {{"min", 0.0},
+                  {"max", 1.0},
+                  {"what", std::string("quantile() q values must be in the range [0, 1]")}});
+  } else {
+    const double number = ctx.toDouble(1);
+    if (!(number >= 0.0 && number <= 1.0)) {
+      ctx.unsupported("quantile with q=" + std::to_string(number) +
+                      ": q must be in the range [0, 1] (PyTorch raises here too)");
+    }
+    q = constantFilled(ctx, {dtype, {}}, number);
+  }
+  const int64_t count = q->type().numel();
+  ir::Shape perQuantile(static_cast<size_t>(rank) + 1, 1);
+  perQuantile[0] = count;
+  q = reshape(ctx, q, perQuantile);
+  ir::Shape gathered = slices;
+  gathered.insert(gathered.begin(), count);
+  ir::Shape all = values->type().shape;
+  all.insert(all.begin(), count);
+  ir::Shape one = values->type().shape;
+  one.insert(one.begin(), 1);
+  values = broadcastTo(ctx, reshape(ctx, values, one), all);
+  // The ranks.
+  ir::Value* nan = emitBinary(ctx, "ne", values, values);
+  const std::vector<int64_t> last = {rank};
+  ir::Value* ranks = nullptr;
+  if (ignoreNaN) {
+    ir::Value* numbers = castTo(
+        ctx, emitBinary(ctx, "eq", nan, constantFilled(ctx, {ir::DType::Bool, {}}, 0.0)), dtype);
+    ir::Value* counted =
+        ctx.emit(ir::OpKind::ReduceSum, {numbers}, {{"dims", last}, {"keepdim", true}});
+    ranks = ctx.emit(ir::OpKind::Mul, {q, affine(ctx, counted, 1.0, -1.0)});
+    ranks = emitPointwise(ctx, ranks, "clamp", {0.0, std::numeric_limits<double>::infinity()});
+  } else {
+    ir::Value* anyNaN = castTo(
+        ctx, reduceExtremum(ctx, castTo(ctx, nan, ir::DType::Float32), last, true, true, "split"),
+        ir::DType::Bool);
+    ranks = broadcastTo(ctx, affine(ctx, q, static_cast<double>(n - 1), 0.0), gathered);
+    ranks = ctx.emit(ir::OpKind::Where,
+                     {anyNaN, constantFilled(ctx, {dtype, {}}, static_cast<double>(n - 1)), ranks});
+  }
+  ranks = broadcastTo(ctx, ranks, gathered);
+  if (interpolation == "lower") {
+    ranks = emitPointwise(ctx, ranks, "floor");
+  } else if (interpolation == "higher") {
+    ranks = emitPointwise(ctx, ranks, "ceil");
+  } else if (interpolation == "nearest") {
+    ranks = emitPointwise(ctx, ranks, "round");
+  } else if (interpolation != "linear" && interpolation != "midpoint") {
+    ctx.unsupported("quantile with interpolation='" + interpolation +
+                    "' (PyTorch takes linear, lower, higher, midpoint and nearest)");
+  }
+  ir::Value* below = emitPointwise(ctx, ranks, "floor");
+  const auto at = [&](ir::Value* positions) {
+    return ctx.emit(ir::OpKind::Gather, {values, castTo(ctx, positions, ir::DType::Int64)},
+                    {{"dim", rank}});
+  };
+  ir::Value* result = at(below);
+  if (interpolation == "linear" || interpolation == "midpoint") {
+    ir::Value* above = at(emitPointwise(ctx, ranks, "ceil"));
+    ir::Value* weight = interpolation == "midpoint" ? constantFilled(ctx, {dtype, gathered}, 0.5)
+                                                    : ctx.emit(ir::OpKind::Sub, {ranks, below});
+    // lerp(below, above, weight) as PyTorch's: from the nearer end.
+    ir::Value* difference = ctx.emit(ir::OpKind::Sub, {above, result});
+    ir::Value* nearBelow = emitBinary(ctx, "lt", weight, constantFilled(ctx, {dtype, {}}, 0.5));
+    ir::Value* fromBelow =
+        ctx.emit(ir::OpKind::Add, {result, ctx.emit(ir::OpKind::Mul, {weight, difference})});
+    ir::Value* fromAbove =
+        ctx.emit(ir::OpKind::Sub,
+                 {above, ctx.emit(ir::OpKind::Mul, {difference, affine(ctx, weight, -1.0, 1.0)})});
+    result = ctx.emit(ir::OpKind::Where, {nearBelow, fromBelow, fromAbove});
+  }
+  ir::Shape shape = kept;
+  if (listed) shape.insert(shape.begin(), count);
+  ctx.setOutput(0, reshape(ctx, result, shape));
+}
+
 } // namespace
 
 void registerSorting(LoweringRegistry& registry) {
@@ -104,6 +239,8 @@ void registerSorting(LoweringRegistry& registry) {
   registry.add("aten::msort", lowerMsort);
   registry.add("aten::topk", lowerTopk);
   registry.add("aten::kthvalue", lowerKthvalue);
+  registry.add("aten::quantile", lowerQuantile);
+  registry.add("aten::nanquantile", lowerQuantile);
 }
 
 } // namespace popsim::frontend::lowerings
