@@ -97,6 +97,9 @@ INDEXING = {
         lambda x, i: torch.gather(x, d, i), [_element_index(rng, s, d)], [])),
     "take_along_dim": _along(lambda rng, s, d: (
         lambda x, i: torch.take_along_dim(x, i, d), [_broadcasting_index(rng, s, d)], [])),
+    "take": _along(lambda rng, s, d: (
+        lambda x, i: torch.take(x, i),
+        [torch.randint(-math.prod(s), math.prod(s), (rng.randint(1, 3), rng.randint(1, 4)))], [])),
     "take_along_dim_flat": _along(lambda rng, s, d: (
         lambda x, i: torch.take_along_dim(x, i), [torch.randint(0, math.prod(s), (3,))], [])),
     "scatter_src": _along(lambda rng, s, d: (

@@ -212,6 +212,11 @@ LOSSES.update({
     "cdist": _case(lambda rng, s, r: (
         Loss(torch.cdist, [], p=rng.choice([0.0, 1.0, 2.0, 3.0])),
         [torch.randn(2, 3, 4), torch.randn(2, 5, 4)])),
+    "pdist": _case(lambda rng, s, r: (
+        Loss(torch.pdist, [], p=rng.choice([0.0, 1.0, 2.0, 3.0])),
+        [torch.randn(rng.randint(2, 5), 3)])),
+    "pdist_equal_rows": _case(lambda rng, s, r: (
+        Loss(torch.pdist, []), [torch.randn(1, 3).expand(3, 3).contiguous()])),
     "cdist_through_matmul": _case(lambda rng, s, r: (
         Loss(torch.cdist, []), [torch.randn(27, 3), torch.randn(4, 3)])),
     "multi_margin": _case(lambda rng, s, r: (

@@ -3,7 +3,7 @@
 shape.cpp): repeat, tile, broadcast_to, meshgrid, repeat_interleave, flip, roll, unbind, unflatten,
 movedim, swapaxes, narrow_copy, tensor_split, diagonal, diag, triu, tril,
 pixel_shuffle, pixel_unshuffle, channel_shuffle, Tensor.unfold, F.unfold
-and F.fold, trace, cross, diff, atleast_1d/2d/3d and cartesian_prod, on
+and F.fold, trace, cross, diff, atleast_1d/2d/3d, cartesian_prod and combinations, on
 random shapes. test_ops.py runs each case forward,
 test_gradients.py backward and test_nonfinite.py with NaN/Inf, against
 eager PyTorch."""
@@ -69,6 +69,9 @@ REARRANGEMENTS = {
                                                         torch.atleast_3d(t)])),
     "cartesian_prod": lambda rng: (lambda k: (Elementwise(lambda t: torch.cartesian_prod(
         t[0], t[1, :k], t[2, :2]) * 1), [torch.randn(3, 4)]))(rng.randint(1, 4)),
+    "combinations": lambda rng: (lambda r, replace: (Elementwise(lambda t: torch.combinations(
+        t, r, with_replacement=replace) * 2), [torch.randn(rng.randint(r, 5))]))(
+            rng.randint(1, 3), rng.random() < 0.5),
     "broadcast_to": _on(lambda rng, s: lambda t: torch.broadcast_to(t[..., :1], (2, *s[:-1], 3)) * 1),
     "broadcast_to_keeping": _on(lambda rng, s: lambda t: torch.broadcast_to(t, (3, *[-1] * len(s))) + 0),
     "repeat_interleave": _on(lambda rng, s: (lambda d: lambda t: t.repeat_interleave(2, dim=d))(

@@ -52,6 +52,18 @@ void lowerIndexSelect(LoweringContext& ctx) {
   ctx.setOutput(0, scalar ? reshape(ctx, y, {}) : y);
 }
 
+// take(self, index): self's elements, flattened, at index (negative ones
+// counted from the end), shaped as index.
+void lowerTake(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const int64_t count = x->type().numel();
+  ir::Value* index = wrapped(ctx, indexTensor(ctx, ctx.tensor(1)), count);
+  ir::Value* taken = ctx.emit(
+      ir::OpKind::Gather, {reshape(ctx, x, {count}), reshape(ctx, index, {index->type().numel()})},
+      {{"dim", int64_t{0}}});
+  ctx.setOutput(0, reshape(ctx, taken, index->type().shape));
+}
+
 // gather(self, dim, index, sparse_grad=False).
 void lowerGather(LoweringContext& ctx) {
   ir::Value* x = ctx.tensor(0);
@@ -604,6 +616,7 @@ void registerIndexing(LoweringRegistry& registry) {
   // popsim.dynamic_slice / dynamic_update while tracing (python/popsim/_tensor_ops.py).
   registry.add("popsim::dynamic_select", lowerIndexSelect);
   registry.add("aten::gather", lowerGather);
+  registry.add("aten::take", lowerTake);
   registry.add("aten::take_along_dim", lowerTakeAlongDim);
   for (const std::string s : {"", "_"}) {
     registry.add("aten::scatter" + s, lowerScatter<false>);

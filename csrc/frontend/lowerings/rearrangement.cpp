@@ -2,7 +2,7 @@
 // unbind, unflatten, movedim, tensor_split, diagonal, diag, triu, tril, trace,
 // pixel_shuffle / pixel_unshuffle, channel_shuffle, Tensor.unfold and
 // F.unfold / F.fold (im2col, col2im), and the ops built from such picks:
-// cross, diff, atleast_1d/2d/3d and cartesian_prod. Each is reshapes, permutes and
+// cross, diff, atleast_1d/2d/3d, cartesian_prod and combinations. Each is reshapes, permutes and
 // broadcasts, or an index_select / index_add with positions known at
 // compile time, so their gradients come from those ops' rules.
 
@@ -10,6 +10,7 @@
 #include "frontend/lowerings/helpers.h"
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 
 namespace popsim::frontend::lowerings {
@@ -666,6 +667,47 @@ void lowerCartesianProd(LoweringContext& ctx) {
   ctx.setOutput(0, ctx.emit(ir::OpKind::Concat, columns, {{"dim", int64_t{1}}}));
 }
 
+// combinations(self, r=2, with_replacement=False): every choice of r of the
+// vector's elements (repeats allowed with replacement), in order, one per
+// row, in the lexicographic order of their positions, as itertools and
+// PyTorch list them.
+void lowerCombinations(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const int64_t r = ctx.toInt(1);
+  const bool replacement = ctx.toBool(2);
+  if (x->type().rank() != 1) ctx.unsupported("combinations of a tensor that is not a vector");
+  const int64_t n = x->type().shape[0];
+  std::vector<std::vector<int64_t>> columns(static_cast<size_t>(std::max<int64_t>(r, 0)));
+  std::vector<int64_t> chosen(columns.size(), 0);
+  // Visits every non-decreasing (with replacement) or increasing choice.
+  const std::function<void(size_t, int64_t)> choose = [&](size_t k, int64_t from) {
+    if (k == chosen.size()) {
+      for (size_t c = 0; c < chosen.size(); ++c)
+        columns[c].push_back(chosen[c]);
+      return;
+    }
+    for (int64_t i = from; i < n; ++i) {
+      chosen[k] = i;
+      choose(k + 1, replacement ? i : i + 1);
+    }
+  };
+  if (r > 0) choose(0, 0);
+  if (r <= 0 || columns[0].empty()) {
+    ctx.unsupported("combinations of " + std::to_string(r) + " of " + std::to_string(n) +
+                    " elements (an empty result)");
+  }
+  const auto rows = static_cast<int64_t>(columns[0].size());
+  std::vector<ir::Value*> picked;
+  for (const std::vector<int64_t>& positions : columns) {
+    ir::Value* column = ctx.emit(ir::OpKind::IndexSelect, {x, int64Constant(ctx, positions)},
+                                 {{"dim", int64_t{0}}});
+    picked.push_back(reshape(ctx, column, {rows, 1}));
+  }
+  ctx.setOutput(0, picked.size() == 1
+                       ? reshape(ctx, picked[0], {rows, 1})
+                       : ctx.emit(ir::OpKind::Concat, picked, {{"dim", int64_t{1}}}));
+}
+
 } // namespace
 
 void registerRearrangement(LoweringRegistry& registry) {
@@ -701,6 +743,7 @@ void registerRearrangement(LoweringRegistry& registry) {
   registry.add("aten::atleast_2d", lowerAtLeast<2>);
   registry.add("aten::atleast_3d", lowerAtLeast<3>);
   registry.add("aten::cartesian_prod", lowerCartesianProd);
+  registry.add("aten::combinations", lowerCombinations);
 }
 
 } // namespace popsim::frontend::lowerings

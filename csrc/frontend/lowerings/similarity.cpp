@@ -106,6 +106,44 @@ ir::Value* euclideanThroughMatmul(LoweringContext& ctx, ir::Value* x1, ir::Value
   return ctx.emit(ir::OpKind::Sqrt, {emitPointwise(ctx, products, "clamp", {1e-30, INFINITY})});
 }
 
+// pdist(input [N, M], p=2) -> [N (N - 1) / 2]: the p-norms of the differences
+// of every pair of rows i < j, in row-major order of the pairs, as PyTorch's
+// (its kernel takes each difference's norm as cdist's direct path does).
+void lowerPdist(LoweringContext& ctx) {
+  ir::Value* x = floatTensor(ctx, 0);
+  const double p = ctx.toDouble(1);
+  if (x->type().rank() != 2) {
+    ctx.unsupported("pdist of " + x->type().str() + " (it takes a 2-D tensor, one row per point)");
+  }
+  if (p < 0.0 || std::isinf(p)) {
+    ctx.unsupported("pdist with p=" + std::to_string(p) + " (popsim takes 0 <= p < inf)");
+  }
+  const int64_t n = x->type().shape[0];
+  if (n < 2) ctx.unsupported("pdist of fewer than 2 rows (an empty result)");
+  std::vector<int64_t> first, second;
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = i + 1; j < n; ++j) {
+      first.push_back(i);
+      second.push_back(j);
+    }
+  }
+  const auto rows = [&](const std::vector<int64_t>& positions) {
+    return ctx.emit(ir::OpKind::IndexSelect, {x, int64Constant(ctx, positions)},
+                    {{"dim", int64_t{0}}});
+  };
+  ir::Value* differences = ctx.emit(ir::OpKind::Sub, {rows(first), rows(second)});
+  ir::Value* norms = vectorNormOver(ctx, differences, p, {1}, false);
+  if (p == 0.0) { // a count of non-zero differences, NaN where one is NaN (as PyTorch's)
+    ir::Value* nan =
+        castTo(ctx, emitBinary(ctx, "ne", differences, differences), ir::DType::Float32);
+    ir::Value* anyNaN =
+        castTo(ctx, reduceExtremum(ctx, nan, {1}, false, true, "split"), ir::DType::Bool);
+    norms = ctx.emit(ir::OpKind::Where,
+                     {anyNaN, constantFilled(ctx, {norms->type().dtype, {}}, std::nan("")), norms});
+  }
+  ctx.setOutput(0, norms);
+}
+
 // cdist(x1 [..., P, M], x2 [..., R, M], p=2, compute_mode=None) -> [..., P, R]:
 // the p-norms of the differences of every pair of rows.
 void lowerCdist(LoweringContext& ctx) {
@@ -151,6 +189,7 @@ void lowerCdist(LoweringContext& ctx) {
 
 void registerSimilarities(LoweringRegistry& registry) {
   registry.add("aten::cdist", lowerCdist);
+  registry.add("aten::pdist", lowerPdist);
   registry.add("aten::cosine_embedding_loss", lowerCosineEmbeddingLoss);
   registry.add("aten::cosine_similarity", lowerCosineSimilarity);
 }
