@@ -225,6 +225,12 @@ BINARY = {
     "deg2rad_rad2deg": (None, _unary(lambda a: torch.deg2rad(a) + torch.rad2deg(a).clone()
                                      .deg2rad_())),
     "deg2rad_int": (None, _unary(torch.deg2rad, dtype=torch.int64)),
+    "logaddexp2": (None, _pair(torch.logaddexp2)),
+    "ldexp": (None, _unary(lambda a: torch.ldexp(a, torch.arange(a.shape[-1]) - 2))),
+    "ldexp_float_exponent_": (None, _pair(lambda a, b: torch.broadcast_tensors(a, b)[0].clone()
+                                          .ldexp_(b.round()))),
+    "heaviside": (None, _unary(lambda a: torch.heaviside(a.round(), a.flip(-1)))),
+    "heaviside_int": (None, _integers(torch.heaviside)),
     "addcdiv": (None, _triple(lambda a, b, c: torch.addcdiv(a, b, c, value=-2.0), (0.5, 2.0))),
 }
 
@@ -254,5 +260,8 @@ NOT_DIFFERENTIABLE = set(INTEGER_UNARY) | {
     "neg_int", "logical_and",
     "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor",
     "bitwise_not", "isinf", "isposinf", "isneginf", "isfinite", "isnan_int",
-    "isclose", "isclose_equal_nan", "isin", "isin_invert_number", "deg2rad_int",
+    "isclose", "isclose_equal_nan", "isin", "isin_invert_number", "deg2rad_int", "heaviside",
+    "heaviside_int",
+    # eager's in-place ldexp_ is mul_out, which autograd refuses; popsim refuses it too
+    "ldexp_float_exponent_",
 }

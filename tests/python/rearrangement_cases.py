@@ -3,7 +3,8 @@
 shape.cpp): repeat, tile, broadcast_to, meshgrid, repeat_interleave, flip, roll, unbind, unflatten,
 movedim, swapaxes, narrow_copy, tensor_split, diagonal, diag, triu, tril,
 pixel_shuffle, pixel_unshuffle, channel_shuffle, Tensor.unfold, F.unfold
-and F.fold, trace, cross, diff, atleast_1d/2d/3d, cartesian_prod and combinations, on
+and F.fold, trace, cross, diff, atleast_1d/2d/3d, cartesian_prod, combinations,
+block_diag and vander, on
 random shapes. test_ops.py runs each case forward,
 test_gradients.py backward and test_nonfinite.py with NaN/Inf, against
 eager PyTorch."""
@@ -72,6 +73,11 @@ REARRANGEMENTS = {
     "combinations": lambda rng: (lambda r, replace: (Elementwise(lambda t: torch.combinations(
         t, r, with_replacement=replace) * 2), [torch.randn(rng.randint(r, 5))]))(
             rng.randint(1, 3), rng.random() < 0.5),
+    "block_diag": lambda rng: (Elementwise(lambda t: torch.block_diag(
+        t[0, :2, :3], t[1, 0, :2], t[2, 1, 1], t[3, 1:]) * 1), [torch.randn(4, 3, 4)]),
+    "vander": lambda rng: (lambda n, increasing: (Elementwise(lambda t: torch.vander(
+        t, n, increasing=increasing) * 1), [torch.randn(rng.randint(1, 4))]))(
+            rng.choice([None, 1, 2, 4]), rng.random() < 0.5),
     "broadcast_to": _on(lambda rng, s: lambda t: torch.broadcast_to(t[..., :1], (2, *s[:-1], 3)) * 1),
     "broadcast_to_keeping": _on(lambda rng, s: lambda t: torch.broadcast_to(t, (3, *[-1] * len(s))) + 0),
     "repeat_interleave": _on(lambda rng, s: (lambda d: lambda t: t.repeat_interleave(2, dim=d))(
@@ -124,4 +130,7 @@ REARRANGEMENTS = {
 }
 
 # PyTorch has no derivative for these (popsim refuses to train through them).
-NOT_DIFFERENTIABLE = {"channel_shuffle", "narrow_copy"}
+NOT_DIFFERENTIABLE = {"channel_shuffle", "narrow_copy",
+                      # PyTorch 1.13 writes vander's powers into a slice in place, which
+                      # its backward refuses; popsim refuses training through it too
+                      "vander"}

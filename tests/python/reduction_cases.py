@@ -4,7 +4,7 @@ sums and products (reduction.cpp): amax, amin, max and min (over everything
 and along a dimension, with indices), argmax, argmin, median and nanmedian,
 logsumexp, var, std, var_mean, std_mean, all, any, p-norms (p = 0, 1, 2, 3, inf, -inf; zero
 vectors included), cumsum, cumprod, prod (with zeros), nansum, sum_to_size,
-cov, corrcoef, trapezoid, cumulative_trapezoid, quantile and nanquantile (all their
+cov, corrcoef, trapezoid, cumulative_trapezoid, renorm, quantile and nanquantile (all their
 interpolations, with NaNs),
 count_nonzero, and sums of integer and bool tensors, over random dims of
 random shapes, with ties (whole numbers) where the gradient must share or
@@ -104,8 +104,19 @@ def _quantile(fn, nans=False):
     return case
 
 
+def _renorm(rng):
+    """renorm of x's slices along a random dim to a max norm some exceed, some not."""
+    x = _input(rng, False)
+    x = x if x.dim() >= 2 else x.reshape(1, -1)  # (renorm takes 2 or more dimensions)
+    dim = rng.randrange(x.dim())
+    p = rng.choice([1.0, 2.0, 3.0])
+    maxnorm = float(x.abs().max()) * rng.uniform(0.3, 1.5)
+    return Elementwise(lambda t: torch.renorm(t, p, dim, maxnorm)), [x]
+
+
 REDUCTIONS = {
     "sum_to_size": _sum_to_size,
+    "renorm": _renorm,
     "quantile": _quantile(torch.quantile),
     "nanquantile": _quantile(torch.nanquantile, nans=True),
     "cov": _statistic(torch.cov),

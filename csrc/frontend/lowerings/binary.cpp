@@ -7,6 +7,7 @@
 #include "frontend/lowerings/helpers.h"
 #include "ir/binary_functions.h"
 
+#include <cmath>
 #include <limits>
 
 namespace popsim::frontend::lowerings {
@@ -226,6 +227,56 @@ void lowerIsIn(LoweringContext& ctx) {
   ctx.setOutput(0, invert ? compare(ctx, "eq", found, 0.0) : found);
 }
 
+// logaddexp2(a, b) = log2(2^a + 2^b): logaddexp of the operands scaled by
+// ln 2, scaled back (equal infinities give themselves, as in PyTorch).
+void lowerLogAddExp2(LoweringContext& ctx) {
+  ir::DType dtype = promotedDType(ctx, {0, 1});
+  if (!ir::isFloat(dtype)) dtype = ir::DType::Float32;
+  const double ln2 = std::log(2.0);
+  ir::Value* sum = emitBinary(ctx, "logaddexp", affine(ctx, operandAs(ctx, 0, dtype), ln2, 0.0),
+                              affine(ctx, operandAs(ctx, 1, dtype), ln2, 0.0));
+  ctx.setOutput(0, affine(ctx, sum, 1.0 / ln2, 0.0));
+}
+
+// ldexp(self, other) = self * 2^other, as PyTorch computes it (pow(2, other)
+// in other's float dtype, float32 for integers, then the product's promotion).
+void lowerLdexp(LoweringContext& ctx) {
+  ir::Value* exponent = floatOperand(ctx, 1);
+  ir::Value* x = ctx.tensor(0);
+  ir::DType dtype = exponent->type().dtype;
+  const ir::DType own = x->type().dtype;
+  if (ir::isFloat(own) && own != dtype) {
+    // The wider float; two of one width (float16 and bfloat16) meet in float32.
+    const size_t a = ir::elementSize(own), b = ir::elementSize(dtype);
+    dtype = a > b ? own : (b > a ? dtype : ir::DType::Float32);
+  }
+  ir::Value* powers = castTo(ctx, emitPointwise(ctx, exponent, "rpow", {2.0}), dtype);
+  ir::Value* y = ctx.emit(ir::OpKind::Mul, {castTo(ctx, x, dtype), powers});
+  if (endsInPlace(ctx.opName())) { // mul_out in PyTorch, which autograd refuses
+    y = ctx.emit(ir::OpKind::NoDerivative, {y},
+                 {{"what", std::string("ldexp_")},
+                  {"hint", std::string("Use x = torch.ldexp(x, e), not in place.")}});
+  }
+  ctx.setOutput(0, inPlaceResult(ctx, y));
+}
+
+// heaviside(input, values): values where input is 0, else whether input is
+// positive (NaN is not), in their common dtype; PyTorch has no derivative.
+void lowerHeaviside(LoweringContext& ctx) {
+  const ir::DType dtype = promotedDType(ctx, {0, 1});
+  ir::Value* x = operandAs(ctx, 0, dtype);
+  ir::Value* positive = castTo(ctx, compare(ctx, "gt", x, 0.0), dtype);
+  ir::Value* step =
+      ctx.emit(ir::OpKind::Where, {compare(ctx, "eq", x, 0.0), operandAs(ctx, 1, dtype), positive});
+  if (ir::isFloat(dtype)) {
+    step = ctx.emit(ir::OpKind::NoDerivative, {step},
+                    {{"what", std::string("heaviside")},
+                     {"hint", std::string("Detach its input, or use a smooth step such as "
+                                          "torch.sigmoid(k * x) for a gradient.")}});
+  }
+  ctx.setOutput(0, inPlaceResult(ctx, step));
+}
+
 } // namespace
 
 ir::Value* emitBinaryFunction(LoweringContext& ctx, const char* name, size_t left, size_t right) {
@@ -278,6 +329,11 @@ void registerBinary(LoweringRegistry& registry) {
   registry.add("aten::prelu", lowerPrelu);
   registry.add("aten::isclose", lowerIsClose);
   registry.add("aten::isin", lowerIsIn);
+  registry.add("aten::logaddexp2", lowerLogAddExp2);
+  for (const char* op : {"aten::ldexp", "aten::ldexp_"})
+    registry.add(op, lowerLdexp);
+  for (const char* op : {"aten::heaviside", "aten::heaviside_"})
+    registry.add(op, lowerHeaviside);
 }
 
 } // namespace popsim::frontend::lowerings

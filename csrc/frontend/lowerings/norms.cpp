@@ -194,7 +194,44 @@ ir::Value* vectorNormOver(LoweringContext& ctx, ir::Value* x, double p, std::vec
   return shape.empty() ? reshape(ctx, y, {}) : y;
 }
 
+// renorm(self, p, dim, maxnorm): each slice along dim whose p-norm exceeds
+// maxnorm scaled by maxnorm / (norm + 1e-7), as PyTorch scales it.
+void lowerRenorm(LoweringContext& ctx) {
+  ir::Value* x = floatTensor(ctx, 0);
+  const double p = ctx.toDouble(1);
+  const int64_t rank = x->type().rank();
+  if (rank < 2) {
+    ctx.unsupported("renorm of " + x->type().str() +
+                    ": it needs at least 2 dimensions (PyTorch raises here too)");
+  }
+  if (p <= 0.0) ctx.unsupported("renorm with p=" + std::to_string(p) + " (p must be positive)");
+  const int64_t dim = normalizedDim(ctx, ctx.toInt(2), rank);
+  const double maxnorm = ctx.toDouble(3);
+  std::vector<int64_t> others;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != dim) others.push_back(d);
+  // Whether a slice is scaled comes from its norm without a gradient, as in
+  // PyTorch's backward, which passes the gradient through unscaled slices
+  // untouched: a slice holding a NaN (whose norm is NaN, so not scaled) then
+  // takes its norm's gradient from zeros, not from its NaN.
+  ir::Value* decided =
+      ctx.emit(ir::OpKind::StopGradient, {vectorNormOver(ctx, x, p, others, true)});
+  const ir::DType dtype = decided->type().dtype;
+  ir::Value* zero = constantFilled(ctx, {x->type().dtype, {}}, 0.0);
+  ir::Value* withoutNaN =
+      ctx.emit(ir::OpKind::Where, {emitBinary(ctx, "ne", decided, decided), zero, x});
+  ir::Value* norm = vectorNormOver(ctx, withoutNaN, p, others, true);
+  ir::Value* over = emitBinary(ctx, "gt", decided, constantFilled(ctx, {dtype, {}}, maxnorm));
+  ir::Value* scale = ctx.emit(
+      ir::OpKind::Div, {constantFilled(ctx, {dtype, {}}, maxnorm), affine(ctx, norm, 1.0, 1e-7)});
+  ir::Value* factor =
+      ctx.emit(ir::OpKind::Where, {over, scale, constantFilled(ctx, {dtype, {}}, 1.0)});
+  ctx.setOutput(0, inPlaceResult(ctx, ctx.emit(ir::OpKind::Mul, {x, factor})));
+}
+
 void registerNorms(LoweringRegistry& registry) {
+  registry.add("aten::renorm", lowerRenorm);
+  registry.add("aten::renorm_", lowerRenorm);
   registry.add("aten::norm", lowerNorm<false>);
   registry.add("aten::frobenius_norm", lowerNorm<true>);
   registry.add("aten::linalg_vector_norm", lowerVectorNorm);

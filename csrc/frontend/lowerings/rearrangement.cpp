@@ -2,7 +2,8 @@
 // unbind, unflatten, movedim, tensor_split, diagonal, diag, triu, tril, trace,
 // pixel_shuffle / pixel_unshuffle, channel_shuffle, Tensor.unfold and
 // F.unfold / F.fold (im2col, col2im), and the ops built from such picks:
-// cross, diff, atleast_1d/2d/3d, cartesian_prod and combinations. Each is reshapes, permutes and
+// cross, diff, atleast_1d/2d/3d, cartesian_prod, combinations, block_diag and
+// vander. Each is reshapes, permutes and
 // broadcasts, or an index_select / index_add with positions known at
 // compile time, so their gradients come from those ops' rules.
 
@@ -708,6 +709,66 @@ void lowerCombinations(LoweringContext& ctx) {
                        : ctx.emit(ir::OpKind::Concat, picked, {{"dim", int64_t{1}}}));
 }
 
+// block_diag(tensors): the matrices (a 0-d tensor is 1 x 1, a vector one row)
+// along the diagonal of zeros, in their common dtype.
+void lowerBlockDiag(LoweringContext& ctx) {
+  std::vector<ir::Value*> blocks = withCommonDType(ctx, ctx.tensorList(0));
+  int64_t width = 0;
+  for (ir::Value*& block : blocks) {
+    const ir::Shape& shape = block->type().shape;
+    if (shape.size() > 2) ctx.unsupported("block_diag of a tensor of rank > 2");
+    if (shape.size() < 2) block = reshape(ctx, block, {1, block->type().numel()});
+    if (block->type().numel() == 0) ctx.unsupported("block_diag of an empty tensor");
+    width += block->type().shape[1];
+  }
+  std::vector<ir::Value*> rows;
+  int64_t left = 0;
+  for (ir::Value* block : blocks) {
+    const int64_t height = block->type().shape[0];
+    const int64_t columns = block->type().shape[1];
+    std::vector<ir::Value*> pieces;
+    const ir::DType dtype = block->type().dtype;
+    if (left > 0) pieces.push_back(constantFilled(ctx, {dtype, {height, left}}, 0.0));
+    pieces.push_back(block);
+    if (width - left - columns > 0) {
+      pieces.push_back(constantFilled(ctx, {dtype, {height, width - left - columns}}, 0.0));
+    }
+    rows.push_back(pieces.size() == 1
+                       ? pieces[0]
+                       : ctx.emit(ir::OpKind::Concat, pieces, {{"dim", int64_t{1}}}));
+    left += columns;
+  }
+  ctx.setOutput(0, rows.size() == 1 ? rows[0]
+                                    : ctx.emit(ir::OpKind::Concat, rows, {{"dim", int64_t{0}}}));
+}
+
+// vander(x, N=None, increasing=False): the powers x^0 .. x^(N-1) of the
+// vector's elements, one row each, as PyTorch builds them (a column of ones,
+// then running products), the highest power first unless increasing.
+void lowerVander(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  if (x->type().rank() != 1) ctx.unsupported("vander of a tensor that is not a vector");
+  if (!ir::isFloat(x->type().dtype)) x = castTo(ctx, x, ir::DType::Int64);
+  const int64_t n = x->type().shape[0];
+  const int64_t powers = ctx.isNone(1) ? n : ctx.toInt(1);
+  if (powers < 1 || n == 0)
+    ctx.unsupported("vander with no powers or no elements (an empty result)");
+  ir::Value* result = constantFilled(ctx, {x->type().dtype, {n, 1}}, 1.0);
+  if (powers > 1) {
+    ir::Value* repeated = broadcastTo(ctx, reshape(ctx, x, {n, 1}), {n, powers - 1});
+    ir::Value* running = ctx.emit(ir::OpKind::CumulativeProduct, {repeated}, {{"dim", int64_t{1}}});
+    result = ctx.emit(ir::OpKind::Concat, {result, running}, {{"dim", int64_t{1}}});
+  }
+  result = ctx.toBool(2) ? result : reversedAlong(ctx, result, 1);
+  if (ir::isFloat(result->type().dtype)) {
+    result = ctx.emit(ir::OpKind::NoDerivative, {result},
+                      {{"what", std::string("vander")},
+                       {"hint", std::string("Build the powers with torch.cumprod (or x[:, None] ** "
+                                            "torch.arange(n)), whose gradients PyTorch has.")}});
+  }
+  ctx.setOutput(0, result);
+}
+
 } // namespace
 
 void registerRearrangement(LoweringRegistry& registry) {
@@ -744,6 +805,8 @@ void registerRearrangement(LoweringRegistry& registry) {
   registry.add("aten::atleast_3d", lowerAtLeast<3>);
   registry.add("aten::cartesian_prod", lowerCartesianProd);
   registry.add("aten::combinations", lowerCombinations);
+  registry.add("aten::block_diag", lowerBlockDiag);
+  registry.add("aten::vander", lowerVander);
 }
 
 } // namespace popsim::frontend::lowerings
