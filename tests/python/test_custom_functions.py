@@ -4,6 +4,8 @@ them (weights judged against eager float32 and float64 by assert_sgd_steps_match
 
 import contextlib
 import copy
+import glob
+import os
 
 import pytest
 import torch
@@ -248,6 +250,34 @@ def test_a_model_with_functions_sizes_cost_only():
     assert report.fits and report.throughput > 0
 
 
+class TanhRecomputingItsDerivative(torch.autograd.Function):
+    """Keeps only x; its backward computes 1 / cosh(x)^2 from it."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.tanh(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, = ctx.saved_tensors
+        return grad / torch.cosh(x) ** 2
+
+
+def test_what_backward_computes_from_saved_values_runs_in_the_backward_pass(
+        tmp_path, monkeypatch):
+    """As in eager autograd, the backward's ops on saved values run when the gradient is
+    computed, so their results are not kept from the forward pass to the backward."""
+    monkeypatch.setenv("POPSIM_DUMP_IR", str(tmp_path))
+    model = Applies(TanhRecomputingItsDerivative.apply)
+    popsim.trainingModel(model, None, torch.optim.SGD(model.parameters(), lr=0.1))(
+        torch.randn(3, 4))
+    program = sorted(glob.glob(os.path.join(tmp_path, "compile-*", "*.ir")))[-1]
+    with open(program, encoding="utf-8") as text:
+        cosh = [line for line in text if "cosh" in line]
+    assert cosh and all("[backward]" in line for line in cosh), cosh
+
+
 class WrongCount(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
@@ -289,7 +319,7 @@ class Applies(nn.Module):
 
     def forward(self, x):
         y = self.apply_function(self.linear(x))  # applied: custom Function
-        return y, y.sum()
+        return y, popsim.identity_loss(y.sum(), reduction="none")
 
 
 @pytest.mark.parametrize("apply, message", [

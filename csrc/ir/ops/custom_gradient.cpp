@@ -53,29 +53,69 @@ std::vector<TensorType> inferCustomGradient(const std::vector<TensorType>& input
           inputs.begin() + static_cast<std::ptrdiff_t>(n + m)};
 }
 
-// The nodes before `boundary` whose values depend on `sources`, in program order.
-std::vector<const Node*> dependentNodes(const Graph& graph, const Node& boundary,
-                                        std::unordered_set<const Value*> sources) {
-  std::vector<const Node*> nodes;
+// The backward's template, in program order: the ops before `boundary` that
+// read a placeholder (directly or through another such op), and the ops whose
+// results only those ops or the boundary's gradient operands read (what the
+// backward computed from saved values alone, such as a sigmoid of the saved
+// input). Copying the latter into the backward pass too keeps them out of the
+// forward pass's stash, as eager autograd computes them in its backward. Random
+// ops and ops with side effects stay where they ran (a saved dropout mask must
+// not be drawn again).
+std::vector<const Node*> templateNodes(const Graph& graph, const Node& boundary, size_t n,
+                                       size_t m) {
+  std::vector<const Node*> before;
   for (const auto& node : graph.nodes()) {
     if (node.get() == &boundary) break;
-    bool depends = false;
-    for (const Value* input : node->inputs())
-      depends = depends || sources.count(input) != 0;
-    if (!depends) continue;
-    nodes.push_back(node.get());
-    for (const Value* output : node->outputs())
-      sources.insert(output);
+    before.push_back(node.get());
   }
+  std::unordered_set<const Node*> chosen;
+  std::unordered_set<const Value*> derived;
+  for (size_t j = 0; j < m; ++j)
+    derived.insert(boundary.input(n + m + j));
+  for (const Node* node : before) {
+    bool reads = false;
+    for (const Value* input : node->inputs())
+      reads = reads || derived.count(input) != 0;
+    if (!reads) continue;
+    chosen.insert(node);
+    for (const Value* output : node->outputs())
+      derived.insert(output);
+  }
+  // Read by the template or as a gradient operand of the boundary, and nothing else.
+  const auto onlyForGradients = [&](const Value* value) {
+    if (value->users().empty() || graph.holds(value)) return false;
+    for (const Node* user : value->users()) {
+      if (user == &boundary) {
+        for (size_t k = 0; k < n + 2 * m; ++k)
+          if (boundary.input(k) == value) return false;
+      } else if (chosen.count(user) == 0) {
+        return false;
+      }
+    }
+    return true;
+  };
+  for (auto it = before.rbegin(); it != before.rend(); ++it) {
+    const Node* node = *it;
+    if (chosen.count(node) != 0 || node->outputs().empty() || node->hasSideEffects() ||
+        opFamily(node->kind()) == OpFamily::Random) {
+      continue;
+    }
+    bool only = true;
+    for (const Value* output : node->outputs())
+      only = only && onlyForGradients(output);
+    if (only) chosen.insert(node);
+  }
+  std::vector<const Node*> nodes;
+  for (const Node* node : before)
+    if (chosen.count(node) != 0) nodes.push_back(node);
   return nodes;
 }
 
-// Copies the template for every input that needs a gradient: each op that
-// reads a placeholder (directly or through another such op) once more, in
-// the backward pass, reading the output's gradient (zeros when the loss does
-// not depend on that output, as eager autograd materialises them). Ops of
-// the backward that read only saved values are not copied: they ran in the
-// forward pass, and their results are read from there.
+// Copies the template for every input that needs a gradient, in the backward
+// pass, with each output's gradient in place of its placeholder (zeros when
+// the loss does not depend on that output, as eager autograd materialises
+// them). What the template reads from the forward pass (saved values) is read
+// from there.
 Grads customGradient(GradientBuilder& b, const Grads& g, const Needed& needed) {
   const Node& node = nodeOf(b);
   const auto n = static_cast<size_t>(node.attrs().getInt("inputs"));
@@ -85,10 +125,8 @@ Grads customGradient(GradientBuilder& b, const Grads& g, const Needed& needed) {
     const Value* placeholder = node.input(n + m + j);
     copies[placeholder] = g[j] != nullptr ? g[j] : b.zerosOf(placeholder->type());
   }
-  std::unordered_set<const Value*> placeholders;
-  for (const auto& [placeholder, gradient] : copies)
-    placeholders.insert(placeholder);
-  for (const Node* op : dependentNodes(b.graph(), node, placeholders)) {
+  for (const Node* op : templateNodes(b.graph(), node, n, m)) {
+    if (op->kind() == OpKind::GradientPlaceholder) continue;
     std::vector<Value*> inputs;
     for (Value* input : op->inputs()) {
       auto copy = copies.find(input);
