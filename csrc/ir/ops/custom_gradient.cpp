@@ -58,9 +58,10 @@ std::vector<TensorType> inferCustomGradient(const std::vector<TensorType>& input
 // results only those ops or the boundary's gradient operands read (what the
 // backward computed from saved values alone, such as a sigmoid of the saved
 // input). Copying the latter into the backward pass too keeps them out of the
-// forward pass's stash, as eager autograd computes them in its backward. Random
-// ops and ops with side effects stay where they ran (a saved dropout mask must
-// not be drawn again).
+// forward pass's stash, as eager autograd computes them in its backward.
+// Random ops, ops with side effects and ops reading a state or a buffer (which
+// the program may write between the passes) stay where they ran: a saved dropout mask must
+// not be drawn again, nor a buffer read after its update.
 std::vector<const Node*> templateNodes(const Graph& graph, const Node& boundary, size_t n,
                                        size_t m) {
   std::vector<const Node*> before;
@@ -96,8 +97,13 @@ std::vector<const Node*> templateNodes(const Graph& graph, const Node& boundary,
   };
   for (auto it = before.rbegin(); it != before.rend(); ++it) {
     const Node* node = *it;
+    bool readsState = false;
+    for (const Value* input : node->inputs()) {
+      readsState = readsState || input->role() == ValueRole::State ||
+                   (input->role() == ValueRole::Weight && !input->trainable()); // a buffer
+    }
     if (chosen.count(node) != 0 || node->outputs().empty() || node->hasSideEffects() ||
-        opFamily(node->kind()) == OpFamily::Random) {
+        opFamily(node->kind()) == OpFamily::Random || readsState) {
       continue;
     }
     bool only = true;
