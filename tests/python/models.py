@@ -1,5 +1,7 @@
 """Models shared by the Python tests."""
 
+import copy
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -125,3 +127,32 @@ def assert_sgd_steps_match_eager(make_model, batches, lr=0.1):
         if ours > eager + 1e-5 * exact.abs().max().item() + 1e-6:
             failures.append(f"{name}: popsim {ours:.3g} from float64, eager float32 {eager:.3g}")
     assert not failures, "further from eager float64 than eager float32:\n" + "\n".join(failures)
+
+
+def assert_split_training_matches_one_ipu(reference, inputs, kind, accumulation, lr,
+                                          split=None):
+    """Trains copies of `reference` two steps of `inputs` on one IPU and pipelined or
+    sharded (`kind`) over AutoIncrement stages; the weights must agree. `split(model,
+    on)` turns a model's blocks on or off (None: the blocks stay as they are)."""
+    from conftest import assert_close
+
+    def train(strategy):
+        model = copy.deepcopy(reference)
+        if split is not None:
+            split(model, strategy is not None)
+        opts = popsim.Options()
+        opts.Training.gradientAccumulation(accumulation)
+        if strategy is not None:
+            opts.setExecutionStrategy(strategy)
+        trainer = popsim.trainingModel(model, opts, torch.optim.SGD(model.parameters(), lr=lr))
+        for _ in range(2):
+            trainer(*inputs)
+        trainer.copyWeightsToHost()
+        return model.state_dict()
+
+    single = train(None)
+    stages = popsim.AutoStage.AutoIncrement
+    both = train(popsim.PipelinedExecution(stages) if kind == "pipelined"
+                 else popsim.ShardedExecution(stages))
+    for name, weight in single.items():
+        assert_close(both[name], weight, msg=lambda message, name=name: f"{name}: {message}")

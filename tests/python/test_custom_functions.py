@@ -3,7 +3,6 @@ backward is the gradient popsim's backward pass uses, so models train as eager P
 them (weights judged against eager float32 and float64 by assert_sgd_steps_match_eager)."""
 
 import contextlib
-import copy
 import glob
 import os
 
@@ -14,7 +13,7 @@ import torch.nn.functional as F
 
 import popsim
 from conftest import assert_close, line_in
-from models import assert_sgd_steps_match_eager
+from models import assert_sgd_steps_match_eager, assert_split_training_matches_one_ipu
 
 
 class StraightThroughRound(torch.autograd.Function):
@@ -223,24 +222,9 @@ def test_functions_on_several_ipus_train_as_on_one(kind):
     reference = SwishBlocks()
     x, labels = torch.randn(16, 6), torch.randint(0, 6, (16,))
 
-    def train(strategy):
-        model = copy.deepcopy(reference)
-        model.split = strategy is not None
-        opts = popsim.Options().deviceIterations(1)
-        opts.Training.gradientAccumulation(8)
-        if strategy is not None:
-            opts.setExecutionStrategy(strategy)
-        trainer = popsim.trainingModel(model, opts, torch.optim.SGD(model.parameters(), lr=0.1))
-        for _ in range(2):
-            trainer(x, labels)
-        trainer.copyWeightsToHost()
-        return model.state_dict()
-
-    single = train(None)
-    split = train(popsim.PipelinedExecution(popsim.AutoStage.AutoIncrement) if kind == "pipelined"
-                  else popsim.ShardedExecution(popsim.AutoStage.AutoIncrement))
-    for name, weight in single.items():
-        assert_close(split[name], weight, msg=lambda message, name=name: f"{name}: {message}")
+    assert_split_training_matches_one_ipu(
+        reference, (x, labels), kind, accumulation=8, lr=0.1,
+        split=lambda model, on: setattr(model, "split", on))
 
 
 def test_a_model_with_functions_sizes_cost_only():

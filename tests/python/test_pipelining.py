@@ -15,7 +15,8 @@ import torch.nn as nn
 
 import popsim
 from conftest import assert_close
-from models import BlockedMnistNetwork, BlockedWithLoss, blocked_resnet18, resnet18
+from models import (BlockedMnistNetwork, BlockedWithLoss, assert_split_training_matches_one_ipu,
+                    blocked_resnet18, resnet18)
 
 STAGES = {
     2: [popsim.Stage("B1", "B2").ipu(0), popsim.Stage("B3", "B4").ipu(1)],
@@ -387,21 +388,4 @@ def test_a_buffer_read_on_several_ipus_is_copied_to_them(kind):
     reference = SharedMask()
     ids, labels = torch.randint(0, 11, (4 * 4, 5)), torch.randint(0, 11, (4 * 4, 5))
 
-    def train(strategy_):
-        model = copy.deepcopy(reference)
-        opts = popsim.Options()
-        opts.Training.gradientAccumulation(4)
-        if strategy_ is not None:
-            opts.setExecutionStrategy(strategy_)
-        trainer = popsim.trainingModel(model, opts,
-                                       torch.optim.SGD(model.parameters(), lr=0.5))
-        for _ in range(2):
-            trainer(ids, labels)
-        trainer.copyWeightsToHost()
-        return model.state_dict()
-
-    single = train(None)
-    split = train(popsim.PipelinedExecution(popsim.AutoStage.AutoIncrement) if kind == "pipelined"
-                  else popsim.ShardedExecution(popsim.AutoStage.AutoIncrement))
-    for name, weight in single.items():
-        assert_close(split[name], weight, msg=lambda message, name=name: f"{name}: {message}")
+    assert_split_training_matches_one_ipu(reference, (ids, labels), kind, accumulation=4, lr=0.5)
