@@ -282,6 +282,18 @@ class WrongShape(torch.autograd.Function):
         return grad[:, None].expand(-1, 5)  # the input has 4 columns
 
 
+class BranchesOnTheGradient(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        if grad.sum() > 0:  # branch: on the gradient
+            return grad * 2
+        return -grad
+
+
 class WritesInPlace(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
@@ -315,6 +327,12 @@ class Applies(nn.Module):
      "The backward of the torch.autograd.Function WrongShape (applied at {where}) returned an "
      "invalid gradient at index 0: got [3, 5] but expected shape compatible with [3, 4] (eager "
      "PyTorch raises here too). Return a gradient of the input's shape."),
+    (BranchesOnTheGradient.apply,
+     "The backward of the torch.autograd.Function BranchesOnTheGradient reads a Python value "
+     "from a gradient at {branch} (an if on it, int(), item()). popsim traces backward once, "
+     "on stand-ins for the gradients, so that value would stay what the stand-in gave: "
+     "compute it with tensor ops instead (torch.where(grad.sum() > 0, 2 * grad, -grad) for an "
+     "if)."),
     (WritesInPlace.apply,
      "The torch.autograd.Function WritesInPlace writes its input in place (ctx.mark_dirty). "
      "popsim traces a Function's forward and backward as separate ops: write forward out of "
@@ -326,4 +344,5 @@ def test_a_function_popsim_cannot_keep_is_named(apply, message):
     with pytest.raises(popsim.CompilationError) as error:
         trainer(torch.randn(3, 4))
     where = f"{__file__}:{line_in(__file__, 'applied: custom Function')}"
-    assert message.format(where=where) in str(error.value)
+    branch = f"{__file__}:{line_in(__file__, 'branch: on the gradient')}"
+    assert message.format(where=where, branch=branch) in str(error.value)

@@ -10,8 +10,8 @@ with respect to each input is the traced backward with the real output gradients
 the placeholders (ir/ops/custom_gradient.cpp). The backward's results are checked, summed to
 their input's shape and cast to its dtype as eager autograd does. What the trace cannot keep
 is refused with the Function's name: ``mark_dirty`` (forward writing an input in place), and a
-backward whose Python control flow depends on the gradient's values (traced once, it would
-keep one branch; popsim's value guards catch the reads).
+backward that reads a Python value from a gradient (traced once, it would keep the value the
+stand-in gave; compiler/training/custom_gradients.cpp refuses it).
 """
 
 import contextlib
