@@ -36,8 +36,7 @@ std::vector<TensorType> inferCustomGradient(const std::vector<TensorType>& input
   POPSIM_CHECK(n >= 1 && inputs.size() > 2 * n && (inputs.size() - 2 * n) % 2 == 0,
                ErrorKind::Compilation, "custom_gradient of ", name, ": ", inputs.size(),
                " operands do not hold ", n,
-               " inputs, their gradients, and one placeholder per "
-               "output.");
+               " inputs, their gradients, and one placeholder per output.");
   const size_t m = (inputs.size() - 2 * n) / 2;
   for (size_t j = 0; j < m; ++j) {
     POPSIM_CHECK(inputs[n + j] == inputs[n + m + j], ErrorKind::Compilation, "custom_gradient of ",
