@@ -123,6 +123,15 @@ template <class M> struct BinaryFormulas {
      [](T a, T b) -> T { return b != b ? b : (a == 0.0 ? 0.0 : a * M::log(b)); },
      [](T a, T b) -> T { return a == 0.0 && b <= 0.0 ? 0.0 : M::log(b); },
      [](T a, T b) -> T { return a / b; }},
+    // sqrt(a^2 + b^2) as std::hypot (computed in double, it cannot overflow
+    // for float operands): an infinity gives inf, with NaN too. Its gradients
+    // a / h and b / h, as PyTorch's (NaN where h is 0 or infinite).
+    {"hypot",
+     [](T a, T b) -> T {
+       return M::fabs(a) == formulas::kInfinity || M::fabs(b) == formulas::kInfinity
+                  ? formulas::kInfinity : M::sqrt(a * a + b * b); },
+     [](T a, T b) -> T { return a / M::sqrt(a * a + b * b); },
+     [](T a, T b) -> T { return b / M::sqrt(a * a + b * b); }},
     // a ** b as PyTorch's tensor-tensor pow; its gradient for b is zero where
     // a == 0 and b >= 0 (where log(a) is -inf).
     {"pow", [](T a, T b) -> T { return M::pow(a, b); },

@@ -135,6 +135,8 @@ Table makeBinaryTable() {
   binary("logaddexp", with({Compare, Exp, Log1p}, 3), with({Exp, Divide}, 1),
          with({Exp, Divide}, 1));
   binary("xlogy", with({Compare, Compare, Log}, 1), with({Compare, Log}, 1), {Divide});
+  binary("hypot", with({Compare, Compare, Sqrt}, 3), with({Sqrt, Divide}, 3),
+         with({Sqrt, Divide}, 3));
   binary("pow", {Power}, with({Power}, 2), with({Power, Log}, 2));
   for (std::string_view name : {"eq", "ne", "lt", "le", "gt", "ge"}) {
     binary(name, {Compare}, {}, {});

@@ -159,6 +159,9 @@ BINARY = {
     # log(exp(a) + exp(b)) without overflow, with ties; a * log(b) with zeros of a.
     "logaddexp": ("logaddexp", _pair(torch.logaddexp, (-30.0, 30.0), (-30.0, 30.0))),
     "logaddexp_ties": ("logaddexp", _pair(torch.logaddexp, whole=True)),
+    "hypot": ("hypot", _pair(torch.hypot)),
+    "hypot_large_": ("hypot", _pair(lambda a, b: torch.broadcast_tensors(a, b)[0].clone()
+                                    .hypot_(b), (-3e30, 3e30), (-3e30, 3e30))),
     "xlogy": ("xlogy", _pair(lambda a, b: torch.xlogy(a.round(), b), b=(0.2, 3.0))),
     "special_xlogy_number": ("xlogy", _unary(lambda a: torch.special.xlogy(a, 2.5))),
     "pow_tensors": ("pow", _pair(torch.pow, (0.2, 3.0), (-2.0, 2.0))),

@@ -40,6 +40,7 @@ const std::vector<AtenBinary>& atenBinaryOps() {
       {"aten::atan2", "atan2"},
       {"aten::arctan2", "atan2"},
       {"aten::logaddexp", "logaddexp"},
+      {"aten::hypot", "hypot"},
       {"aten::xlogy", "xlogy"},
       {"aten::special_xlogy", "xlogy"},
       {"aten::logical_and", "logical_and"},
