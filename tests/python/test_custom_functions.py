@@ -346,3 +346,22 @@ def test_a_function_popsim_cannot_keep_is_named(apply, message):
     where = f"{__file__}:{line_in(__file__, 'applied: custom Function')}"
     branch = f"{__file__}:{line_in(__file__, 'branch: on the gradient')}"
     assert message.format(where=where, branch=branch) in str(error.value)
+
+
+class SavesANumber(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x, 3)
+        return x * 3
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 3
+
+
+def test_saving_what_is_not_a_tensor_is_eager_pytorchs_type_error():
+    model = Applies(SavesANumber.apply)
+    trainer = popsim.trainingModel(model, None, torch.optim.SGD(model.parameters(), lr=0.1))
+    with pytest.raises(TypeError, match="save_for_backward can only save variables, but "
+                                        "argument 1 is of type int"):
+        trainer(torch.randn(3, 4))

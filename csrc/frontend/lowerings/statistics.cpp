@@ -22,7 +22,10 @@ ir::Value* covariance(LoweringContext& ctx, ir::Value* x, double correction) {
   const int64_t observations = x->type().shape[1];
   ir::Value* sum =
       ctx.emit(ir::OpKind::ReduceSum, {x}, {{"dims", std::vector<int64_t>{1}}, {"keepdim", true}});
-  ir::Value* mean = affine(ctx, sum, 1.0 / static_cast<double>(observations), 0.0);
+  // The sum divided by the count, as PyTorch divides (not times its reciprocal).
+  ir::Value* mean = ctx.emit(
+      ir::OpKind::Div,
+      {sum, constantFilled(ctx, {sum->type().dtype, {}}, static_cast<double>(observations))});
   ir::Value* centred = ctx.emit(ir::OpKind::Sub, {x, mean});
   ir::Value* products = ctx.emit(ir::OpKind::MatMul, {centred, permute(ctx, centred, {1, 0})});
   const double norm = std::max(static_cast<double>(observations) - correction, 0.0);

@@ -50,10 +50,10 @@ class _TracedContext:
         self.non_differentiable: List[torch.Tensor] = []
 
     def save_for_backward(self, *tensors: Optional[torch.Tensor]) -> None:
-        for tensor in tensors:
+        for index, tensor in enumerate(tensors):
             if tensor is not None and not isinstance(tensor, torch.Tensor):
                 raise TypeError(f"save_for_backward can only save variables, but argument "
-                                f"{tensors.index(tensor)} is of type {type(tensor).__name__}")
+                                f"{index} is of type {type(tensor).__name__}")
         self.saved_tensors = tensors
 
     @property
