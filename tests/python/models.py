@@ -156,3 +156,19 @@ def assert_split_training_matches_one_ipu(reference, inputs, kind, accumulation,
                  else popsim.ShardedExecution(stages))
     for name, weight in single.items():
         assert_close(both[name], weight, msg=lambda message, name=name: f"{name}: {message}")
+
+
+class Translator(nn.Module):
+    """An encoder-decoder whose embeddings and output projection hold most of the
+    parameters (a large vocabulary) while its transformer takes most of the time."""
+
+    def __init__(self, vocabulary=8000, width=64):
+        super().__init__()
+        self.source = nn.Embedding(vocabulary, width)
+        self.target = nn.Embedding(vocabulary, width)
+        self.transformer = nn.Transformer(width, 2, 2, 2, 128, dropout=0.0, batch_first=True)
+        self.out = nn.Linear(width, vocabulary)
+
+    def forward(self, source, target, labels):
+        logits = self.out(self.transformer(self.source(source), self.target(target)))
+        return nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten())

@@ -16,6 +16,8 @@ import torch.nn as nn
 import popsim
 from types import SimpleNamespace
 
+from models import Translator
+
 from popsim.reports.job_planner import _REPAIRS, _resized, _shifted, _splits_tried
 
 
@@ -193,6 +195,29 @@ def test_splits_that_fit_are_not_repaired():
     candidates = _splits_tried([(4, 4), (5, 3)], climb)
     assert climbed == [(4, 4), (5, 3)]
     assert all(c.fits for c in candidates)
+
+
+def test_default_candidates_that_take_too_long_split_before_the_search():
+    """The translator's parts by parameters (embeddings, transformer, output layer)
+    leave the transformer, which takes most of the time, whole on one IPU; planJob
+    profiles them at the example's micro-batch and splits it into its layers, and the
+    job it then chooses is faster than the parts' best."""
+    opts = popsim.Options()
+    opts.Simulator.memoryPerIpu("96MB")  # too small for the whole model on one IPU
+    batch = tuple(torch.randint(0, 8000, (2, 64)) for _ in range(3))
+
+    def planned(candidates):
+        torch.manual_seed(7)
+        model = Translator()
+        return popsim.planJob(model, batch, popsim.optim.SGD(model.parameters(), lr=0.01),
+                              ipus=4, global_batch=64, options=opts, candidates=candidates,
+                              progress=False)
+    parts = ["source", "target", "transformer", "out"]
+    by_parts, refined = planned(parts), planned(None)
+    assert "transformer" not in refined.candidates
+    assert "transformer.decoder.layers.1" in refined.candidates
+    assert refined.chosen.ipus_per_replica > 1 and refined.chosen.fits
+    assert refined.chosen.throughput > 1.1 * by_parts.chosen.throughput
 
 
 def test_inference_makes_up_the_batch_with_device_iterations():

@@ -8,6 +8,7 @@ import torch.nn as nn
 import torchvision
 
 import popsim
+from models import Translator
 
 
 class Net(nn.Module):
@@ -287,22 +288,6 @@ def test_a_second_tower_of_a_model_joins_the_default_candidates():
     plan = popsim.plan(model, batch, opts, optimizer_of(model), ipus=2)
     assert plan.candidates == [f"image.{index}" for index in range(4)] + [
         f"text.{index}" for index in range(3)]
-
-
-class Translator(nn.Module):
-    """An encoder-decoder whose embeddings and output projection hold most of the
-    parameters (a large vocabulary) while its transformer takes most of the time."""
-
-    def __init__(self, vocabulary=8000, width=64):
-        super().__init__()
-        self.source = nn.Embedding(vocabulary, width)
-        self.target = nn.Embedding(vocabulary, width)
-        self.transformer = nn.Transformer(width, 2, 2, 2, 128, dropout=0.0, batch_first=True)
-        self.out = nn.Linear(width, vocabulary)
-
-    def forward(self, source, target, labels):
-        logits = self.out(self.transformer(self.source(source), self.target(target)))
-        return nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten())
 
 
 def test_a_default_candidate_slower_than_an_ipus_share_splits_into_its_modules():

@@ -12,7 +12,9 @@ then the smaller; then doublings of the largest while it gives the best):
    pipeline stage of its own gives each candidate's cycles per micro-batch
    and memory. Every later compilation at this micro-batch reuses the same
    trace (trace_reuse), so it costs the import and the cost-only compile
-   only, a fraction of a second.
+   only, a fraction of a second. Default candidates are first refined by
+   time at the example's micro-batch (planner.refined_by_time), against the
+   deepest pipeline they allow, before the shapes are listed.
 2. **Shapes.** For each number of IPUs per replica dividing the POD (1 up to
    the candidates' count), the replicas fill the POD and the gradient
    accumulation (training) or device iterations (inference) make up the
@@ -52,10 +54,10 @@ from popsim.frontend.blocks import removeBlocks
 from popsim.frontend.trace_reuse import reusing_traces
 from popsim.reports.job_plan import REFINED_SHAPES, JobCandidate, JobPlan
 from popsim.reports.plan_report import PipelinePlan
-from popsim.reports.planner import (_annotate_candidates, _check_candidates, _default_candidates,
-                                    _group, _has_blocks, _on_candidate_stages,
-                                    _profile_finding_tail, _ranked_splits, passes_budgets,
-                                    raised_proportions, run_sums)
+from popsim.reports.planner import (Profiled, _annotate_candidates, _check_candidates,
+                                    _default_candidates, _group, _has_blocks,
+                                    _on_candidate_stages, _profile_finding_tail, _ranked_splits,
+                                    passes_budgets, raised_proportions, refined_by_time, run_sums)
 from popsim.reports.profile_recorder import not_profiling
 from popsim.reports.size_job import cost_only_call
 from popsim.reports.sizing import mib
@@ -333,8 +335,6 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
     base = (options or Options()).clone()
     base.showCompilationProgressBar(False)
     base.Training.recomputation(False)  # the planner's to choose (and the profile's is off)
-    result = JobPlan(type(model).__name__, ipus, global_batch, float(tolerance), training,
-                     names)
 
     def per_step(replicas: int, size: int) -> Optional[int]:
         """Gradient accumulation (training) or device iterations (inference) making up the
@@ -343,16 +343,32 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
         made = replicas * size * count
         return count if abs(made - global_batch) <= tolerance * global_batch else None
 
-    shapes = [(k, ipus // k) for k in _divisors(ipus) if k <= len(names)]
-    feasible = [(size, k, r) for size in sizes for k, r in shapes if per_step(r, size)]
-    if not feasible:
-        raise OptionError(
-            f"popsim.planJob: no configuration of {ipus} IPUs makes a global batch within "
-            f"{tolerance:.0%} of {global_batch} with micro-batches {sizes} (replicas x "
-            "micro-batch must not exceed it); ask for a larger global batch, smaller "
-            "micro-batches or a larger tolerance.", option="planJob.global_batch")
+    def feasible_shapes(names_: List[str]) -> List[Tuple[int, int, int]]:
+        """(micro-batch, IPUs per replica, replicas) of each configuration making up the
+        global batch, with at most one IPU per candidate."""
+        shapes_ = [(k, ipus // k) for k in _divisors(ipus) if k <= len(names_)]
+        found = [(size, k, r) for size in sizes for k, r in shapes_ if per_step(r, size)]
+        if not found:
+            raise OptionError(
+                f"popsim.planJob: no configuration of {ipus} IPUs makes a global batch within "
+                f"{tolerance:.0%} of {global_batch} with micro-batches {sizes} (replicas x "
+                "micro-batch must not exceed it); ask for a larger global batch, smaller "
+                "micro-batches or a larger tolerance.", option="planJob.global_batch")
+        return found
 
+    feasible = feasible_shapes(names)  # before any compilation: the batch may be impossible
     batches: Dict[int, Any] = {}  # the example micro-batch resized, by size
+    profiles: Dict[int, Profiled] = {}  # the candidates' profile, by micro-batch size
+
+    def profiled(size: int, names_: List[str], tail_: Optional[str], after_: bool) -> Profiled:
+        """The candidates' profile at micro-batch `size`, each candidate a stage."""
+        if size not in batches:
+            batches[size] = _resized(micro_batch, size)
+        profile_options = base.clone()
+        if training:  # room for every candidate's stage and a tail's
+            profile_options.Training.gradientAccumulation(2 * len(names_) + 1)
+        return _profile_finding_tail("popsim.planJob", model, names_, tail_, after_,
+                                     batches[size], profile_options, optimizer, True, "")
 
     def evaluate(size: int, lengths: Sequence[int], replicas: int, count: int,
                  recompute: bool, off_chip: bool, shard: bool, schedule: PipelineSchedule,
@@ -385,6 +401,22 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
     clock_hz: Optional[float] = None
     with reusing_traces(), not_profiling():
         try:
+            if candidates is None:
+                # Default candidates come from parameter counts: refined by their time at
+                # the example's micro-batch against the deepest pipeline they allow.
+                profiles[example] = profiled(example, names, tail, after)
+                tail, after = profiles[example][1:3]
+                names, profiles[example] = refined_by_time(
+                    model, names, profiles[example],
+                    lambda names_, tail_, after_: profiled(example, names_, tail_, after_),
+                    lambda names_: max(k for k in _divisors(ipus) if k <= len(names_)))
+                tail, after = profiles[example][1:3]
+                feasible = feasible_shapes(names)
+                bar.total = len(feasible)
+                bar.refresh()
+            result = JobPlan(type(model).__name__, ipus, global_batch, float(tolerance),
+                             training, names)
+            shapes = [(k, ipus // k) for k in _divisors(ipus) if k <= len(names)]
             # The example's size first (a good configuration early makes the
             # bound prune more), then the larger sizes, then the smaller.
             order = ([size for size in sizes if size >= example]
@@ -410,13 +442,9 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
                 shapes_here = [(k, r) for s, k, r in feasible if s == size]
                 if not shapes_here:
                     continue
-                batch = batches[size] = _resized(micro_batch, size)
-                profile_options = base.clone()
-                if training:  # room for every candidate's stage and a tail's
-                    profile_options.Training.gradientAccumulation(2 * len(names) + 1)
-                (cycles, memory, capacity), tail, after, _ = _profile_finding_tail(
-                    "popsim.planJob", model, names, tail, after, batch, profile_options,
-                    optimizer, True, "")
+                if size not in profiles:
+                    profiles[size] = profiled(size, names, tail, after)
+                (cycles, memory, capacity), tail, after, _ = profiles[size]
                 for k, replicas in shapes_here:
                     if size >= dead.get(k, math.inf):
                         skip("did not fit at a smaller micro-batch")

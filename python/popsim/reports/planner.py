@@ -40,7 +40,7 @@ import functools
 import itertools
 import math
 import time
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -107,15 +107,44 @@ def _default_candidates(model: torch.nn.Module) -> List[str]:
 # How many times the planner may split default candidates that are too slow for one IPU.
 _REFINEMENTS = 3
 
+# _profile_finding_tail's result: (each candidate's cycles, each one's memory by
+# category, an IPU's capacity), the tail, whether it starts after its module, and
+# the tail found by itself.
+Profiled = Tuple[Tuple[List[float], List[Dict[str, int]], int], Optional[str], bool,
+                 Optional[str]]
+
+
+def refined_by_time(model: torch.nn.Module, names: List[str], profiled: Profiled,
+                    profile: Callable[[List[str], Optional[str], bool], Profiled],
+                    parts: Callable[[List[str]], int]) -> Tuple[List[str], Profiled]:
+    """Default candidates come from parameter counts; time can be elsewhere. Each
+    candidate whose profiled cycles exceed a share of the total (over
+    `parts(names)` IPUs) is split into the modules it calls and the candidates are
+    profiled again (by `profile(names, tail, after)`), _REFINEMENTS times at most.
+    Returns the candidates and their profile; where children cannot be stages
+    (forward() calls them out of order, or not at all), the candidates that
+    profiled are kept."""
+    for _ in range(_REFINEMENTS):
+        (cycles, _, _), tail, after, _ = profiled
+        refined = _split_heavy_candidates(model, names, cycles, parts(names), tail)
+        if refined == names:
+            break
+        try:
+            again = profile(refined, tail, after)
+        except (CompilationError, OptionError):
+            break
+        names, profiled = refined, again
+    return names, profiled
+
 
 def _split_heavy_candidates(model: torch.nn.Module, names: List[str], cycles: List[float],
-                            ipus: int, tail: Optional[str]) -> List[str]:
+                            parts: int, tail: Optional[str]) -> List[str]:
     """`names` with each candidate whose profiled cycles exceed an IPU's share of the
-    total (the total over `ipus`) replaced by the modules it calls, when it calls 2 or
+    total (the total over `parts`) replaced by the modules it calls, when it calls 2 or
     more and holds no tail: a model-level part that holds most of the time (an
     encoder-decoder's transformer beside its large embeddings, which hold most of the
     parameters) can then be split over IPUs."""
-    share = sum(cycles) / ipus
+    share = sum(cycles) / parts
     refined: List[str] = []
     for name, spent in zip(names, cycles):
         inside = _called_modules(model.get_submodule(name), name + ".")
@@ -608,21 +637,14 @@ def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = 
             (cycles, memory, capacity), tail, after, automatic_tail = _profile_finding_tail(
                 "popsim.plan", model, names, tail, after, micro_batch, base, optimizer,
                 enough, f"{2 * (ipus + 1) - 1}")
-            # Default candidates come from parameter counts; a candidate whose profiled
-            # time exceeds an IPU's share splits into its children, profiled again.
-            for _ in range(_REFINEMENTS if candidates is None else 0):
-                refined = _split_heavy_candidates(model, names, cycles, ipus, tail)
-                if refined == names:
-                    break
-                try:
-                    (cycles_, memory_, capacity), tail, after, _ = _profile_finding_tail(
-                        "popsim.plan", model, refined, tail, after, micro_batch, base,
-                        optimizer, enough, f"{2 * (ipus + 1) - 1}")
-                except (CompilationError, OptionError):
-                    # Children that forward() calls out of order, or not at all, cannot
-                    # be stages: keep the candidates that profiled.
-                    break
-                names, cycles, memory = refined, cycles_, memory_
+            if candidates is None:
+                def profile(names_: List[str], tail_: Optional[str], after_: bool) -> Profiled:
+                    return _profile_finding_tail("popsim.plan", model, names_, tail_, after_,
+                                                 micro_batch, base, optimizer, enough,
+                                                 f"{2 * (ipus + 1) - 1}")
+                names, ((cycles, memory, capacity), tail, after, _) = refined_by_time(
+                    model, names, ((cycles, memory, capacity), tail, after, None), profile,
+                    lambda _: ipus)
             totals = [sum(categories.values()) for categories in memory]
             result = Plan(type(model).__name__, ipus, training, names, cycles, totals, capacity,
                           chosen=None, automatic_tail=automatic_tail)
