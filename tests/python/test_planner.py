@@ -9,6 +9,7 @@ import torchvision
 
 import popsim
 from models import Translator
+from popsim.reports.planner import _ranked_splits
 
 
 class Net(nn.Module):
@@ -288,6 +289,18 @@ def test_a_second_tower_of_a_model_joins_the_default_candidates():
     plan = popsim.plan(model, batch, opts, optimizer_of(model), ipus=2)
     assert plan.candidates == [f"image.{index}" for index in range(4)] + [
         f"text.{index}" for index in range(3)]
+
+
+def test_refined_candidates_keep_the_coarse_candidates_splits():
+    """Six candidates refine two (2 and 4 each): the profile's best split of the six
+    cuts inside the second; the coarse candidates' only split, at their boundary, is
+    ranked too, as the profile cannot see what a cut inside a module costs."""
+    cycles = [1.0, 1.0, 10.0, 1.0, 1.0, 1.0]
+    memory = [{"weights": 100, "code": 1000} for _ in cycles]
+    assert _ranked_splits(cycles, memory, 10**9, 2, keep=1) == [(3, 3)]
+    assert _ranked_splits(cycles, memory, 10**9, 2, keep=1, spans=[2, 4]) == [(3, 3), (2, 4)]
+    # Candidates that refine nothing rank as they are.
+    assert _ranked_splits(cycles, memory, 10**9, 2, keep=1, spans=[1] * 6) == [(3, 3)]
 
 
 def test_a_default_candidate_slower_than_an_ipus_share_splits_into_its_modules():

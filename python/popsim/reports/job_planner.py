@@ -359,6 +359,7 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
     feasible = feasible_shapes(names)  # before any compilation: the batch may be impossible
     batches: Dict[int, Any] = {}  # the example micro-batch resized, by size
     profiles: Dict[int, Profiled] = {}  # the candidates' profile, by micro-batch size
+    spans: Optional[List[int]] = None  # how many candidates each default one became
 
     def profiled(size: int, names_: List[str], tail_: Optional[str], after_: bool) -> Profiled:
         """The candidates' profile at micro-batch `size`, each candidate a stage."""
@@ -406,7 +407,7 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
                 # the example's micro-batch against the deepest pipeline they allow.
                 profiles[example] = profiled(example, names, tail, after)
                 tail, after = profiles[example][1:3]
-                names, profiles[example] = refined_by_time(
+                names, profiles[example], spans = refined_by_time(
                     model, names, profiles[example],
                     lambda names_, tail_, after_: profiled(example, names_, tail_, after_),
                     lambda names_: max(k for k in _divisors(ipus) if k <= len(names_)))
@@ -458,7 +459,7 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
                         continue
                     splits: List[Tuple[int, ...]] = (
                         [(len(names),)] if k == 1 else
-                        _ranked_splits(cycles, memory, capacity, k, _SPLITS_PER_SHAPE))
+                        _ranked_splits(cycles, memory, capacity, k, _SPLITS_PER_SHAPE, spans))
                     if best is not None and clock_hz is not None:
                         pace = min(max(run_sums(cycles, s)) for s in splits)
                         bound = replicas * size * clock_hz / pace if pace > 0 else math.inf

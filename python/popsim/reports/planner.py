@@ -116,14 +116,17 @@ Profiled = Tuple[Tuple[List[float], List[Dict[str, int]], int], Optional[str], b
 
 def refined_by_time(model: torch.nn.Module, names: List[str], profiled: Profiled,
                     profile: Callable[[List[str], Optional[str], bool], Profiled],
-                    parts: Callable[[List[str]], int]) -> Tuple[List[str], Profiled]:
+                    parts: Callable[[List[str]], int]
+                    ) -> Tuple[List[str], Profiled, Optional[List[int]]]:
     """Default candidates come from parameter counts; time can be elsewhere. Each
     candidate whose profiled cycles exceed a share of the total (over
     `parts(names)` IPUs) is split into the modules it calls and the candidates are
     profiled again (by `profile(names, tail, after)`), _REFINEMENTS times at most.
-    Returns the candidates and their profile; where children cannot be stages
-    (forward() calls them out of order, or not at all), the candidates that
-    profiled are kept."""
+    Returns the candidates, their profile and how many of them each of `names`
+    became (None if none was split: _ranked_splits's spans); where children cannot
+    be stages (forward() calls them out of order, or not at all), the candidates
+    that profiled are kept."""
+    coarse = names
     for _ in range(_REFINEMENTS):
         (cycles, _, _), tail, after, _ = profiled
         refined = _split_heavy_candidates(model, names, cycles, parts(names), tail)
@@ -134,7 +137,11 @@ def refined_by_time(model: torch.nn.Module, names: List[str], profiled: Profiled
         except (CompilationError, OptionError):
             break
         names, profiled = refined, again
-    return names, profiled
+    if names == coarse:
+        return names, profiled, None
+    spans = [sum(1 for name in names if name == parent or name.startswith(parent + "."))
+             for parent in coarse]
+    return names, profiled, spans
 
 
 def _split_heavy_candidates(model: torch.nn.Module, names: List[str], cycles: List[float],
@@ -280,13 +287,53 @@ def _neighbours(lengths: Tuple[int, ...]) -> Iterator[Tuple[int, ...]]:
 
 
 def _ranked_splits(cycles: List[float], memory: List[Dict[str, int]], capacity: int, parts: int,
-                   keep: int) -> List[Tuple[int, ...]]:
+                   keep: int, spans: Optional[Sequence[int]] = None) -> List[Tuple[int, ...]]:
     """The `keep` most promising splits, alternately the fastest and the
     leanest: the fastest are those with the smallest slowest IPU (its
     candidates' summed cycles, within 1%: the profile's precision), those
     estimated to fit first; the leanest have the least memory on the fullest
     IPU (_group_memory's estimate, which only orders splits: verification
-    decides)."""
+    decides).
+
+    When the candidates refine coarser ones (refined_by_time; `spans`: how
+    many candidates each coarse one became), the coarse candidates' `keep`
+    most promising splits are interleaved with them, in the candidates'
+    lengths: the profile's sums miss what a boundary inside a module costs
+    (a larger activation crossing to the next IPU), so refining must add
+    splits to try, not displace the ones the coarse candidates had."""
+    ranked = _ranked_fine_splits(cycles, memory, capacity, parts, keep)
+    if spans is None or len(spans) < parts or len(spans) == len(cycles):
+        return ranked
+    assert sum(spans) == len(cycles), "spans cover the candidates"
+    coarse = [tuple(int(n) for n in run_sums(spans, lengths)) for lengths in _ranked_fine_splits(
+        run_sums(cycles, spans), _merged_memory(memory, spans), capacity, parts, keep)]
+    interleaved: List[Tuple[int, ...]] = []
+    for pair in itertools.zip_longest(ranked, coarse):
+        interleaved += [lengths for lengths in pair if lengths and lengths not in interleaved]
+    return interleaved
+
+
+def _merged_memory(memory: List[Dict[str, int]], spans: Sequence[int]) -> List[Dict[str, int]]:
+    """The profile's memory of runs of `spans` candidates as one candidate each, as
+    _group_memory reads an IPU's: the code, activations and temporaries of the
+    largest, the other categories summed."""
+    merged: List[Dict[str, int]] = []
+    start = 0
+    for span in spans:
+        members = memory[start:start + span]
+        run: Dict[str, int] = {}
+        for name in {name for categories in members for name in categories}:
+            values = [categories.get(name, 0) for categories in members]
+            largest = name in ("code", "activations", "temporaries")
+            run[name] = max(values) if largest else sum(values)
+        merged.append(run)
+        start += span
+    return merged
+
+
+def _ranked_fine_splits(cycles: List[float], memory: List[Dict[str, int]], capacity: int,
+                        parts: int, keep: int) -> List[Tuple[int, ...]]:
+    """_ranked_splits over the candidates as they are."""
     @functools.lru_cache(maxsize=None)  # a run of candidates recurs in many splits
     def group_memory(start: int, length: int, group: int) -> float:
         return _group_memory(memory, start, length, group, parts)
@@ -629,6 +676,7 @@ def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = 
             f"popsim.plan: pipelined inference over {stages} stages needs deviceIterations of at "
             f"least {stages}, got {base.device_iterations}.", option="deviceIterations")
     automatic_tail = None
+    spans: Optional[List[int]] = None  # how many candidates each default one became
     # Every split is a Stage grouping of the same candidate blocks: the
     # model is traced once, at the profile, and each later compilation reuses it.
     with reusing_traces(), not_profiling():
@@ -642,7 +690,7 @@ def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = 
                     return _profile_finding_tail("popsim.plan", model, names_, tail_, after_,
                                                  micro_batch, base, optimizer, enough,
                                                  f"{2 * (ipus + 1) - 1}")
-                names, ((cycles, memory, capacity), tail, after, _) = refined_by_time(
+                names, ((cycles, memory, capacity), tail, after, _), spans = refined_by_time(
                     model, names, ((cycles, memory, capacity), tail, after, None), profile,
                     lambda _: ipus)
             totals = [sum(categories.values()) for categories in memory]
@@ -683,7 +731,8 @@ def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = 
             # Two evaluations are kept for the fastest fitting plan's memory
             # proportions and schedule.
             for_splits = max_evaluations - 2 if max_evaluations > 4 else max_evaluations
-            for lengths in _ranked_splits(cycles, memory, capacity, ipus, keep=for_splits):
+            for lengths in _ranked_splits(cycles, memory, capacity, ipus, keep=for_splits,
+                                          spans=spans):
                 if result.evaluated >= for_splits:
                     break
                 attempt = evaluate(lengths, PipelineSchedule.Interleaved, recompute, False)
