@@ -132,6 +132,12 @@ template <class M> struct BinaryFormulas {
                   ? formulas::kInfinity : M::sqrt(a * a + b * b); },
      [](T a, T b) -> T { return a / M::sqrt(a * a + b * b); },
      [](T a, T b) -> T { return b / M::sqrt(a * a + b * b); }},
+    // |a| with b's sign bit (so -0.0 and a negative NaN count as negative). Its
+    // gradient for a is PyTorch's result / a, 0 where a is 0 (NaN at infinities,
+    // as PyTorch's); b's sign passes no gradient.
+    {"copysign", [](T a, T b) -> T { return M::copysign(a, b); },
+     [](T a, T b) -> T { return a == 0.0 ? M::constant(0.0) : M::copysign(a, b) / a; },
+     nullptr},
     // a ** b as PyTorch's tensor-tensor pow; its gradient for b is zero where
     // a == 0 and b >= 0 (where log(a) is -inf).
     {"pow", [](T a, T b) -> T { return M::pow(a, b); },

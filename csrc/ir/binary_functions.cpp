@@ -89,6 +89,7 @@ const Entry kFunctions[] = {
     {"logaddexp", kOperands, nullptr},
     {"xlogy", kOperands, nullptr},
     {"hypot", kOperands, nullptr}, // PyTorch computes it in floating point only
+    {"copysign", kOperands, nullptr}, // PyTorch computes it in floating point only
     {"pow", kOperands, integerPower},
     {"eq", kBool, [](I a, I b) { return integerTruth(a == b); }},
     {"ne", kBool, [](I a, I b) { return integerTruth(a != b); }},

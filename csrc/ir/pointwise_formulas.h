@@ -285,6 +285,9 @@ template <class M> struct PointwiseFormulas {
     // The standard normal's CDF, and its density as the derivative.
     {"ndtr", "", [](T x, P) -> T { return 0.5 * M::erfc(-x * formulas::kSqrtHalf); },
      [](T x, P) -> T { return M::exp(-0.5 * x * x) * (formulas::kSqrtHalf / formulas::kSqrtPi); }},
+    // -x flips the sign bit, of 0.0 and NaN too, as PyTorch's neg does (a product
+    // by -1 leaves a NaN's sign as it is).
+    {"neg", "", [](T x, P) -> T { return -x; }, [](T, P) -> T { return M::constant(-1.0); }},
     {"sign", "", [](T x, P) -> T { return formulas::sign<M>(x); }, nullptr},
     {"floor", "", [](T x, P) -> T { return M::floor(x); }, nullptr},
     {"ceil", "", [](T x, P) -> T { return M::ceil(x); }, nullptr},

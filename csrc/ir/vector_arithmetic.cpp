@@ -79,6 +79,7 @@ Table makePointwiseTable() {
         with({Compare, Compare, Reciprocal}, 3));
   unary(t, "sinc", with({SinCos, Divide}, 2), with({SinCos, SinCos, Divide, Divide}, 4));
   unary(t, "ndtr", with({Erf}, 3), with({Exp}, 4));
+  unary(t, "neg", {Plain}, {Plain});
   unary(t, "sign", {Sign}, {});
   unary(t, "floor", {Round}, {});
   unary(t, "ceil", {Round}, {});
@@ -137,6 +138,7 @@ Table makeBinaryTable() {
   binary("xlogy", with({Compare, Compare, Log}, 1), with({Compare, Log}, 1), {Divide});
   binary("hypot", with({Compare, Compare, Sqrt}, 3), with({Sqrt, Divide}, 3),
          with({Sqrt, Divide}, 3));
+  binary("copysign", {Plain}, with({Compare, Compare}, 1), {});
   binary("pow", {Power}, with({Power}, 2), with({Power, Log}, 2));
   for (std::string_view name : {"eq", "ne", "lt", "le", "gt", "ge"}) {
     binary(name, {Compare}, {}, {});

@@ -3,6 +3,8 @@
 #include "kernels/logistic_kernel.h"
 #include "kernels/pointwise_kernel.h"
 
+#include <cmath>
+
 namespace popsim::kernels {
 
 // Unary elementwise ops as oneDNN eltwise over the flattened tensor.
@@ -32,6 +34,11 @@ std::unique_ptr<Kernel> createEltwiseKernel(const KernelRequest& request) {
   case ir::OpKind::Affine:
     if (!ir::isFloat(request.outputs[0].type.dtype)) {
       return nullptr; // integer counters: reference kernel
+    }
+    if (const double shift = node.attrs().getFloat("shift"); shift == 0.0 && !std::signbit(shift)) {
+      // x + 0.0 (which makes -0.0 0.0): oneDNN's primitive cache does not tell a
+      // beta of 0.0 from one of -0.0 (a product's), so it runs in the reference kernel.
+      return nullptr;
     }
     kind = algorithm::eltwise_linear;
     alpha = static_cast<float>(node.attrs().getFloat("scale"));

@@ -235,6 +235,21 @@ BINARY = {
     "heaviside": (None, _unary(lambda a: torch.heaviside(a.round(), a.flip(-1)))),
     "heaviside_int": (None, _integers(torch.heaviside)),
     "addcdiv": (None, _triple(lambda a, b, c: torch.addcdiv(a, b, c, value=-2.0), (0.5, 2.0))),
+    # copysign with zeros of both signs (rounding makes -0.0), numbers, integers, NaN and
+    # infinities; signbit sees -0.0 (but not NaN) as negative.
+    "copysign": ("copysign", _pair(torch.copysign)),
+    "copysign_zeros": ("copysign", _pair(lambda a, b: torch.copysign(a.round(), b.round()))),
+    "copysign_number_": ("copysign", _unary(lambda a: a.clone().copysign_(-1.5))),
+    "copysign_int": ("copysign", _integers(torch.copysign)),
+    "signbit": (None, _unary(lambda a: torch.signbit(a.round()))),
+    # Products keep the sign of a zero, sums with a number 0.0 do not, as in PyTorch: 1 / -x
+    # of 0.0 is -inf.
+    "signbit_of_products": (None, _unary(lambda a: torch.stack([
+        torch.signbit(-a.round()), torch.signbit(a.round() * -2.0), torch.signbit(-a.round() + 0.0),
+        torch.signbit(a.round() * 0.5 - 0.0), torch.signbit(0.0 - a.round())]))),
+    "reciprocal_of_negated_zeros": (None, _unary(lambda a: 1.0 / -(a.round() * 0.0))),
+    "signbit_int": (None, _unary(torch.signbit, dtype=torch.int64)),
+    "signbit_bool": (None, _bools(lambda a, b: torch.signbit(a) | b)),
 }
 
 # Unary functions of integer and bool tensors: floating-point functions of
@@ -264,7 +279,9 @@ NOT_DIFFERENTIABLE = set(INTEGER_UNARY) | {
     "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor",
     "bitwise_not", "isinf", "isposinf", "isneginf", "isfinite", "isnan_int",
     "isclose", "isclose_equal_nan", "isin", "isin_invert_number", "deg2rad_int", "heaviside",
-    "heaviside_int",
+    "heaviside_int", "copysign_int", "signbit", "signbit_of_products", "signbit_int",
+    "signbit_bool",
+    "reciprocal_of_negated_zeros",  # infinite gradients at the zeros it is about
     # eager's in-place ldexp_ is mul_out, which autograd refuses; popsim refuses it too
     "ldexp_float_exponent_",
 }

@@ -90,6 +90,8 @@ POINTWISE = {
     "sinc": ("sinc", _case(torch.sinc, -3.0, 3.0)),
     "ndtr": ("ndtr", _case(torch.special.ndtr, -5.0, 5.0)),
     "exp2": ("rpow", _case(torch.exp2, -3.0, 3.0)),
+    "neg": ("neg", _case(torch.neg, -5.0, 5.0)),
+    "neg_": ("neg", _case(lambda x: x.clone().neg_() * 2.0, -5.0, 5.0)),
     "sign": ("sign", _case(torch.sign, -5.0, 5.0)),
     "sgn": ("sign", _case(torch.sgn, -5.0, 5.0)),
     "floor": ("floor", _case(torch.floor, -5.0, 5.0)),

@@ -32,6 +32,18 @@ ir::Value* integerArithmetic(LoweringContext& ctx, ir::OpKind kind, size_t left,
   return emitBinary(ctx, name, operandAs(ctx, left, dtype), y);
 }
 
+// scale * x + number as PyTorch adds it: a number 0.0 (not -0.0) turns -0.0
+// into 0.0, so it is added (0 - x subtracts), where affine() takes a zero
+// shift for none.
+ir::Value* addNumber(LoweringContext& ctx, ir::Value* x, double scale, double number) {
+  if (number == 0.0 && !std::signbit(number)) {
+    ir::Value* zero = constantFilled(ctx, {x->type().dtype, {}}, 0.0);
+    return scale == -1.0 ? ctx.emit(ir::OpKind::Sub, {zero, x})
+                         : ctx.emit(ir::OpKind::Add, {affine(ctx, x, scale, 0.0), zero});
+  }
+  return affine(ctx, x, scale, number);
+}
+
 // a op b with PyTorch's type promotion. Float results: a number on one side
 // becomes an affine op (x * 2, x + 1 ...) or a division by a constant (x / 8), two tensors a
 // broadcasting op, and integer tensors are converted (x + int_buffer). Integer results (add, sub,
@@ -49,8 +61,8 @@ ir::Value* arithmetic(LoweringContext& ctx, ir::OpKind kind, size_t left, size_t
   if (b.has_value()) {
     ir::Value* x = operandAs(ctx, left, dtype);
     switch (kind) {
-    case ir::OpKind::Add: return affine(ctx, x, 1.0, alpha * *b);
-    case ir::OpKind::Sub: return affine(ctx, x, 1.0, -alpha * *b);
+    case ir::OpKind::Add: return addNumber(ctx, x, 1.0, alpha * *b);
+    case ir::OpKind::Sub: return addNumber(ctx, x, 1.0, -alpha * *b);
     case ir::OpKind::Mul: return affine(ctx, x, *b, 0.0);
     default:
       // A division, as PopTorch hands it to PopART (aten::div is a Div op
@@ -71,8 +83,8 @@ ir::Value* arithmetic(LoweringContext& ctx, ir::OpKind kind, size_t left, size_t
   ir::Value* y = affine(ctx, operandAs(ctx, right, dtype), alpha, 0.0);
   if (a.has_value()) {
     switch (kind) {
-    case ir::OpKind::Add: return affine(ctx, y, 1.0, *a);
-    case ir::OpKind::Sub: return affine(ctx, y, -1.0, *a);
+    case ir::OpKind::Add: return addNumber(ctx, y, 1.0, *a);
+    case ir::OpKind::Sub: return addNumber(ctx, y, -1.0, *a);
     case ir::OpKind::Mul: return affine(ctx, y, *a, 0.0);
     default: break; // a / y needs a reciprocal: use the tensor op
     }
@@ -174,7 +186,8 @@ void lowerLerp(LoweringContext& ctx) {
 void lowerNeg(LoweringContext& ctx) {
   const ir::DType dtype = ctx.tensor(0)->type().dtype;
   const bool integer = dtype == ir::DType::Int32 || dtype == ir::DType::Int64;
-  ctx.setOutput(0, affine(ctx, integer ? ctx.tensor(0) : floatTensor(ctx, 0), -1.0, 0.0));
+  ctx.setOutput(0, integer ? affine(ctx, ctx.tensor(0), -1.0, 0.0)
+                           : emitPointwise(ctx, floatTensor(ctx, 0), "neg", {}));
 }
 
 // Ops that return their input unchanged in popsim's value semantics:

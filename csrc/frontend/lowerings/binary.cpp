@@ -41,6 +41,7 @@ const std::vector<AtenBinary>& atenBinaryOps() {
       {"aten::arctan2", "atan2"},
       {"aten::logaddexp", "logaddexp"},
       {"aten::hypot", "hypot"},
+      {"aten::copysign", "copysign"},
       {"aten::xlogy", "xlogy"},
       {"aten::special_xlogy", "xlogy"},
       {"aten::logical_and", "logical_and"},
@@ -158,6 +159,21 @@ template <Test T> void lowerFloatTest(LoweringContext& ctx) {
   case Test::PosInf: ctx.setOutput(0, compare(ctx, "eq", magnitude, kInf)); return;
   case Test::NegInf: ctx.setOutput(0, compare(ctx, "eq", x, -kInf)); return;
   case Test::Finite: ctx.setOutput(0, compare(ctx, "lt", magnitude, kInf)); return;
+  }
+}
+
+// signbit: whether x's sign bit is set (-0.0 and a negative NaN included), as
+// copysign(1, x) < 0; integers are negative or not; bools never are.
+void lowerSignbit(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const ir::DType dtype = x->type().dtype;
+  if (dtype == ir::DType::Bool) {
+    ctx.setOutput(0, constantFilled(ctx, {ir::DType::Bool, x->type().shape}, false));
+  } else if (!ir::isFloat(dtype)) {
+    ctx.setOutput(0, compare(ctx, "lt", x, 0.0));
+  } else {
+    ir::Value* one = constantFilled(ctx, {dtype, {}}, 1.0);
+    ctx.setOutput(0, compare(ctx, "lt", emitBinary(ctx, "copysign", one, x), 0.0));
   }
 }
 
@@ -324,6 +340,7 @@ void registerBinary(LoweringRegistry& registry) {
   registry.add("aten::isposinf", lowerFloatTest<Test::PosInf>);
   registry.add("aten::isneginf", lowerFloatTest<Test::NegInf>);
   registry.add("aten::isfinite", lowerFloatTest<Test::Finite>);
+  registry.add("aten::signbit", lowerSignbit);
   registry.add("aten::logical_not", lowerLogicalNot);
   registry.add("aten::logical_not_", lowerLogicalNot);
   registry.add("aten::bitwise_not", lowerBitwiseNot);
