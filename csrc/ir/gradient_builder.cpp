@@ -48,7 +48,6 @@ Value* GradientBuilder::zerosOf(const TensorType& type) {
 }
 
 Value* GradientBuilder::affine(Value* value, double scale, double shift) {
-  if (shift == 0.0) shift = -0.0; // none: products keep the sign of a zero
   if (scale == 1.0 && shift == 0.0) {
     return value;
   }

@@ -3,8 +3,6 @@
 #include "kernels/logistic_kernel.h"
 #include "kernels/pointwise_kernel.h"
 
-#include <cmath>
-
 namespace popsim::kernels {
 
 // Unary elementwise ops as oneDNN eltwise over the flattened tensor.
@@ -35,14 +33,14 @@ std::unique_ptr<Kernel> createEltwiseKernel(const KernelRequest& request) {
     if (!ir::isFloat(request.outputs[0].type.dtype)) {
       return nullptr; // integer counters: reference kernel
     }
-    if (const double shift = node.attrs().getFloat("shift"); shift == 0.0 && !std::signbit(shift)) {
-      // x + 0.0 (which makes -0.0 0.0): oneDNN's primitive cache does not tell a
-      // beta of 0.0 from one of -0.0 (a product's), so it runs in the reference kernel.
-      return nullptr;
-    }
+
     kind = algorithm::eltwise_linear;
     alpha = static_cast<float>(node.attrs().getFloat("scale"));
-    beta = static_cast<float>(node.attrs().getFloat("shift"));
+    // No shift is a beta of -0.0, the sum's identity: a product keeps the sign
+    // of a zero (-2 * 0.0 is -0.0), where adding 0.0 would make it 0.0.
+    beta = node.attrs().getFloat("shift") == 0.0
+               ? -0.0f
+               : static_cast<float>(node.attrs().getFloat("shift"));
     break;
   default: return nullptr;
   }

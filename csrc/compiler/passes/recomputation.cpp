@@ -94,7 +94,7 @@ private:
     ir::Value* variable = reader->input(index);
     graph_.setInsertionPoint(reader);
     ir::Node* copy = graph_.addNode(ir::OpKind::Affine, {variable},
-                                    {{"scale", 1.0}, {"shift", -0.0}}, reader->location());
+                                    {{"scale", 1.0}, {"shift", 0.0}}, reader->location());
     copy->setPlacement(reader->placement().forAddedOp());
     graph_.setInsertionPoint(insertBefore_);
     graph_.replaceInput(reader, index, copy->output());

@@ -246,7 +246,7 @@ private:
                                                                "@ipu" + std::to_string(ipu)),
                         where.phase, where)
                     ->output()
-              : addNode(graph_, ir::OpKind::Affine, {state}, {{"scale", 1.0}, {"shift", -0.0}},
+              : addNode(graph_, ir::OpKind::Affine, {state}, {{"scale", 1.0}, {"shift", 0.0}},
                         where.phase, where)
                     ->output();
     }

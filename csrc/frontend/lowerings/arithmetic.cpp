@@ -33,8 +33,8 @@ ir::Value* integerArithmetic(LoweringContext& ctx, ir::OpKind kind, size_t left,
 }
 
 // scale * x + number as PyTorch adds it: a number 0.0 (not -0.0) turns -0.0
-// into 0.0, so it is added (0 - x subtracts), where affine() takes a zero
-// shift for none.
+// into 0.0, so it is added (0 - x subtracts), where an affine op's zero
+// shift is none.
 ir::Value* addNumber(LoweringContext& ctx, ir::Value* x, double scale, double number) {
   if (number == 0.0 && !std::signbit(number)) {
     ir::Value* zero = constantFilled(ctx, {x->type().dtype, {}}, 0.0);

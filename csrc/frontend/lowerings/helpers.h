@@ -34,11 +34,7 @@ inline ir::Value* reshape(LoweringContext& context, ir::Value* x, const ir::Shap
   return context.emit(ir::OpKind::Reshape, {x}, {{"shape", shape}});
 }
 
-// scale * x + shift. A zero shift means none: it is -0.0, the sum's identity, so
-// products keep the sign of a zero (-x and x * -2 of 0.0 are -0.0, as in
-// PyTorch, and 1 / -x is -inf). Adding a number 0.0 is arithmetic's addNumber.
 inline ir::Value* affine(LoweringContext& context, ir::Value* x, double scale, double shift) {
-  if (shift == 0.0) shift = -0.0;
   if (scale == 1.0 && shift == 0.0) {
     return x;
   }

@@ -137,6 +137,8 @@ void registerElementwiseOps(OpRegistry& registry) {
   }
   registry.add(OpKind::Gelu, 1, 1, {"input"}, {{"approximate", AttrType::String}}, inferGelu);
   // affine(x) = scale * x + shift: what scalar arithmetic (x * 2, x + 1, x / 8) lowers to.
+  // A zero shift is none, so a product keeps the sign of a zero as PyTorch's does
+  // (-2 * 0.0 is -0.0; adding 0.0 would make it 0.0, as x + 0.0 does: an add op).
   registry.add(OpKind::Affine, 1, 1, {"input"},
                {{"scale", AttrType::Float}, {"shift", AttrType::Float}}, inferAffine);
   for (OpKind kind : {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div}) {

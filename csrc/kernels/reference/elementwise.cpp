@@ -89,7 +89,9 @@ void unaryElementwise(const ir::Node& node, const Inputs& inputs, const Outputs&
   case ir::OpKind::Affine: {
     const double scale = node.attrs().getFloat("scale");
     const double shift = node.attrs().getFloat("shift");
-    return mapUnary(inputs, outputs, n, [=](double v) { return scale * v + shift; });
+    // A zero shift is none: a product keeps the sign of a zero (see ir/ops/elementwise.cpp).
+    return mapUnary(inputs, outputs, n,
+                    [=](double v) { return shift == 0.0 ? scale * v : scale * v + shift; });
   }
   default: POPSIM_ASSERT(false, node.name(), " is not a unary elementwise op.");
   }
