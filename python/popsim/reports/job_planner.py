@@ -343,10 +343,10 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
         made = replicas * size * count
         return count if abs(made - global_batch) <= tolerance * global_batch else None
 
-    def feasible_shapes(names_: List[str]) -> List[Tuple[int, int, int]]:
+    def feasible_shapes(deepest: int) -> List[Tuple[int, int, int]]:
         """(micro-batch, IPUs per replica, replicas) of each configuration making up the
-        global batch, with at most one IPU per candidate."""
-        shapes_ = [(k, ipus // k) for k in _divisors(ipus) if k <= len(names_)]
+        global batch, with at most `deepest` IPUs per replica (one per candidate)."""
+        shapes_ = [(k, ipus // k) for k in _divisors(ipus) if k <= deepest]
         found = [(size, k, r) for size in sizes for k, r in shapes_ if per_step(r, size)]
         if not found:
             raise OptionError(
@@ -356,7 +356,9 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
                 "micro-batches or a larger tolerance.", option="planJob.global_batch")
         return found
 
-    feasible = feasible_shapes(names)  # before any compilation: the batch may be impossible
+    # Before any compilation: the batch may be impossible (default candidates may be
+    # refined into more, so any depth counts until then).
+    feasible = feasible_shapes(len(names) if candidates is not None else ipus)
     batches: Dict[int, Any] = {}  # the example micro-batch resized, by size
     profiles: Dict[int, Profiled] = {}  # the candidates' profile, by micro-batch size
     spans: Optional[List[int]] = None  # how many candidates each default one became
@@ -412,7 +414,7 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
                     lambda names_, tail_, after_: profiled(example, names_, tail_, after_),
                     lambda names_: max(k for k in _divisors(ipus) if k <= len(names_)))
                 tail, after = profiles[example][1:3]
-                feasible = feasible_shapes(names)
+                feasible = feasible_shapes(len(names))
                 bar.total = len(feasible)
                 bar.refresh()
             result = JobPlan(type(model).__name__, ipus, global_batch, float(tolerance),
