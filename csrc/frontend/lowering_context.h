@@ -42,6 +42,8 @@ public:
   // The argument as an IR value; constant tensors become graph constants.
   virtual ir::Value* tensor(size_t index) = 0;
   virtual std::vector<ir::Value*> tensorList(size_t index) = 0;
+  // Whether argument `index` is a list of tensors (a Tensor[] overload's).
+  virtual bool isTensorList(size_t index) const = 0;
   // A list of optional tensors (Tensor?[]): nullptr for each None.
   virtual std::vector<ir::Value*> optionalTensorList(size_t index) = 0;
   // Per element of list argument `index`: whether the trace saw a uint8

@@ -4,6 +4,7 @@
 #include "frontend/dtype_conversion.h"
 #include "ir/state_names.h"
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <set>
@@ -94,6 +95,16 @@ bool NodeContext::isTensor(size_t index) const {
   const FrontendValue& value = input(index);
   return value.kind == FrontendValue::Kind::Tensor ||
          (value.isStatic() && value.constant.isTensor());
+}
+
+bool NodeContext::isTensorList(size_t index) const {
+  const FrontendValue& value = input(index);
+  if (value.kind == FrontendValue::Kind::List) {
+    return std::all_of(value.elements.begin(), value.elements.end(), [](const FrontendValue& e) {
+      return e.kind == FrontendValue::Kind::Tensor || (e.isStatic() && e.constant.isTensor());
+    });
+  }
+  return value.isStatic() && value.constant.isTensorList();
 }
 
 bool NodeContext::isString(size_t index) const {

@@ -53,6 +53,7 @@ public:
   std::optional<ir::DType> outDType() const { return outDType_; }
   std::vector<bool> uint8ListElements(size_t index) const override;
   bool isTensor(size_t index) const override;
+  bool isTensorList(size_t index) const override;
   bool isString(size_t index) const override;
   std::optional<double> staticScalar(size_t index) const override;
   std::optional<ir::DType> numberDType(size_t index) const override;

@@ -4,8 +4,8 @@ sums and products (reduction.cpp): amax, amin, max and min (over everything
 and along a dimension, with indices), argmax, argmin, median and nanmedian,
 logsumexp, var, std, var_mean, std_mean, all, any, p-norms (p = 0, 1, 2, 3, inf, -inf; zero
 vectors included), cumsum, cumprod, prod (with zeros), nansum, sum_to_size,
-cov, corrcoef, trapezoid, cumulative_trapezoid, renorm, quantile and nanquantile (all their
-interpolations, with NaNs),
+cov, corrcoef, trapezoid, cumulative_trapezoid, gradient, renorm, quantile and nanquantile
+(all their interpolations, with NaNs),
 count_nonzero, and sums of integer and bool tensors, over random dims of
 random shapes, with ties (whole numbers) where the gradient must share or
 pick as PyTorch does. test_ops.py runs each
@@ -86,6 +86,21 @@ def _trapezoid(fn, points):
     return case
 
 
+def _gradient(fn, smallest, coordinates=False):
+    """torch.gradient (its derivatives flattened into one tensor) of x whose dims have
+    `smallest` samples or more, by fn(x, dim, rng), or along a random dim with increasing
+    coordinates (a second input) as fn(x, coordinates, dim)."""
+    def case(rng):
+        x = _input(rng, False, smallest)
+        if coordinates:
+            dim = rng.randrange(x.dim())
+            points = (torch.rand(x.shape[dim]) + 0.2).cumsum(0)
+            return Binary(lambda t, u: torch.cat([g.flatten() for g in fn(t, u, dim)])), [x, points]
+        dim = rng.randrange(x.dim())
+        return Elementwise(lambda t: torch.cat([g.flatten() for g in fn(t, dim, rng)])), [x]
+    return case
+
+
 def _quantile(fn, nans=False):
     """fn(x, q, dim, keepdim, interpolation) with q a number or a 1-D tensor, along a
     random dim or all of x; with NaNs among x's values when `nans` (nanquantile)."""
@@ -130,6 +145,17 @@ REDUCTIONS = {
         lambda y, x, d: torch.cumulative_trapezoid(y, dx=2.0, dim=d), False),
     "cumulative_trapezoid_x": _trapezoid(
         lambda y, x, d: torch.cumulative_trapezoid(y, x, dim=d), True),
+    # torch.gradient: every dim, one dim, two dims, coordinates; edge orders 1 and 2 (a list
+    # of numbers as spacing fails in PyTorch's tracer: "a list of arbitrary type").
+    "gradient": _gradient(lambda t, d, rng: torch.gradient(t), 2),
+    "gradient_spacing_edge_order_2": _gradient(
+        lambda t, d, rng: torch.gradient(t, spacing=0.3, dim=d, edge_order=2), 3),
+    "gradient_dims": _gradient(lambda t, d, rng: torch.gradient(
+        t, spacing=2.0, dim=[d, -1] if d != t.dim() - 1 else [d]), 2),
+    "gradient_coordinates": _gradient(lambda t, u, d: torch.gradient(
+        t, spacing=(u,), dim=d), 2, coordinates=True),
+    "gradient_coordinates_edge_order_2": _gradient(lambda t, u, d: torch.gradient(
+        t, spacing=(u,), dim=d, edge_order=2), 3, coordinates=True),
     "amax": _over_dims(lambda t, d, k: t.amax(d, k), whole=True),
     "amin": _over_dims(lambda t, d, k: torch.amin(t, d, keepdim=k), whole=True),
     "max_all": _whole(torch.max, whole=True),

@@ -102,6 +102,27 @@ def test_complex_numbers_are_refused_with_what_to_write_instead():
             "real tensors (rotary embeddings: x * cos + rotate_half(x) * sin") in message
 
 
+def _derivatives(call):
+    return Function(lambda x: torch.cat([g.flatten() for g in call(x)]))
+
+
+def test_torch_gradient_refuses_coordinates_of_another_length():
+    """Coordinates as long as their dimension, or popsim says which (eager broadcasts
+    them, or fails in the middle of its arithmetic); eager's own checks of edge_order and
+    of a dimension's size reach the user as eager raises them."""
+    with pytest.raises(popsim.UnsupportedOperationError) as error:
+        popsim.inferenceModel(_derivatives(
+            lambda x: torch.gradient(x, spacing=(torch.arange(3.0),), dim=0)))(torch.randn(4, 2))
+    assert ("torch.gradient with coordinates of f32[3] for dimension 0 of size 4 (each is a "
+            "1-D tensor of the dimension's size)") in str(error.value)
+    with pytest.raises(RuntimeError, match="only supports edge_order=1 and edge_order=2"):
+        popsim.inferenceModel(_derivatives(lambda x: torch.gradient(x, edge_order=3)))(
+            torch.randn(4, 5))
+    with pytest.raises(RuntimeError, match="each dimension size to be at least edge_order"):
+        popsim.inferenceModel(_derivatives(lambda x: torch.gradient(x, dim=1, edge_order=2)))(
+            torch.randn(4, 2))
+
+
 class RangeOfAnInput(torch.nn.Module):
     def forward(self, x, n):
         return torch.arange(n) + x.sum()  # a number read from a tensor

@@ -44,6 +44,25 @@ ir::Value* addNumber(LoweringContext& ctx, ir::Value* x, double scale, double nu
   return affine(ctx, x, scale, number);
 }
 
+} // namespace
+
+// A division, as PopTorch hands it to PopART (aten::div is a Div op whatever
+// its divisor) and as eager computes it (x / float(b)): the IPU pays a
+// divide, not a multiply. A float16 division by a number float16 cannot hold
+// (eager divides by its float32 value) stays a multiply by the reciprocal,
+// which rounds closer to eager's than dividing by the float16 number would.
+ir::Value* divideByNumber(LoweringContext& ctx, ir::Value* x, double number) {
+  const ir::DType dtype = x->type().dtype;
+  const auto divisor = static_cast<float>(number);
+  if (dtype == ir::DType::Float32 ||
+      (dtype == ir::DType::Float16 && (roundToHalf(divisor) == divisor || std::isnan(divisor)))) {
+    return ctx.emit(ir::OpKind::Div, {x, constantFilled(ctx, {dtype, {}}, divisor)});
+  }
+  return affine(ctx, x, 1.0 / number, 0.0);
+}
+
+namespace {
+
 // a op b with PyTorch's type promotion. Float results: a number on one side
 // becomes an affine op (x * 2, x + 1 ...) or a division by a constant (x / 8), two tensors a
 // broadcasting op, and integer tensors are converted (x + int_buffer). Integer results (add, sub,
@@ -64,20 +83,7 @@ ir::Value* arithmetic(LoweringContext& ctx, ir::OpKind kind, size_t left, size_t
     case ir::OpKind::Add: return addNumber(ctx, x, 1.0, alpha * *b);
     case ir::OpKind::Sub: return addNumber(ctx, x, 1.0, -alpha * *b);
     case ir::OpKind::Mul: return affine(ctx, x, *b, 0.0);
-    default:
-      // A division, as PopTorch hands it to PopART (aten::div is a Div op
-      // whatever its divisor) and as eager computes it (x / float(b)): the
-      // IPU pays a divide, not a multiply. A float16 division by a number
-      // float16 cannot hold (eager divides by its float32 value) stays a
-      // multiply by the reciprocal, which rounds closer to eager's than
-      // dividing by the float16 number would.
-      const auto divisor = static_cast<float>(*b);
-      if (dtype == ir::DType::Float32 ||
-          (dtype == ir::DType::Float16 &&
-           (roundToHalf(divisor) == divisor || std::isnan(divisor)))) {
-        return ctx.emit(ir::OpKind::Div, {x, constantFilled(ctx, {dtype, {}}, divisor)});
-      }
-      return affine(ctx, x, 1.0 / *b, 0.0);
+    default: return divideByNumber(ctx, x, *b);
     }
   }
   ir::Value* y = affine(ctx, operandAs(ctx, right, dtype), alpha, 0.0);

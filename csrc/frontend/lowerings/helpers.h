@@ -91,6 +91,8 @@ ir::DType promotedDType(LoweringContext& ctx, const std::vector<size_t>& operand
 // tensor of another dtype is cast.
 ir::Value* operandAs(LoweringContext& ctx, size_t index, ir::DType dtype);
 ir::Value* castTo(LoweringContext& ctx, ir::Value* x, ir::DType dtype);
+// x / number for a float x, as eager divides a tensor by a Python number.
+ir::Value* divideByNumber(LoweringContext& ctx, ir::Value* x, double number);
 // The tensors of a list op (cat, stack) cast to their promoted dtype, as
 // PyTorch promotes them (float16 with float32 under FloatDowncastToHalf).
 std::vector<ir::Value*> withCommonDType(LoweringContext& ctx, std::vector<ir::Value*> tensors);

@@ -1,6 +1,7 @@
-// Statistics of samples and integrals of sampled functions, written with the
-// IR's arithmetic as PyTorch computes them: cov and corrcoef (rows are
-// variables, columns observations), trapezoid and cumulative_trapezoid.
+// Statistics of samples, and integrals and derivatives of sampled functions,
+// written with the IR's arithmetic as PyTorch computes them: cov and corrcoef
+// (rows are variables, columns observations), trapezoid,
+// cumulative_trapezoid and gradient.
 
 #include "frontend/lowering_registry.h"
 #include "frontend/lowerings/helpers.h"
@@ -134,6 +135,163 @@ void lowerCumulativeTrapezoid(LoweringContext& ctx) {
                             {{"dim", dim}, {"reverse", false}}));
 }
 
+// The three-point difference weights of gradient with unequal steps, and its
+// edges', from the steps' sums and products as PyTorch forms them.
+ir::Value* add(LoweringContext& ctx, ir::Value* a, ir::Value* b) {
+  return ctx.emit(ir::OpKind::Add, {a, b});
+}
+ir::Value* mul(LoweringContext& ctx, ir::Value* a, ir::Value* b) {
+  return ctx.emit(ir::OpKind::Mul, {a, b});
+}
+ir::Value* div(LoweringContext& ctx, ir::Value* a, ir::Value* b) {
+  return ctx.emit(ir::OpKind::Div, {a, b});
+}
+ir::Value* neg(LoweringContext& ctx, ir::Value* a) { return emitPointwise(ctx, a, "neg"); }
+
+// a * x + b * y + c * z, summed left to right.
+ir::Value* weighted(LoweringContext& ctx, ir::Value* a, ir::Value* x, ir::Value* b, ir::Value* y,
+                    ir::Value* c, ir::Value* z) {
+  return add(ctx, add(ctx, mul(ctx, a, x), mul(ctx, b, y)), mul(ctx, c, z));
+}
+
+// One dimension of gradient with sample coordinates (a 1-D tensor as long as
+// the dimension): the second-order accurate difference of unequal steps
+// inside, first- or second-order one-sided differences at the ends.
+ir::Value* gradientAlong(LoweringContext& ctx, ir::Value* f, int64_t dim, ir::Value* coordinates,
+                         int64_t edgeOrder) {
+  const int64_t size = f->type().shape[static_cast<size_t>(dim)];
+  ir::Value* steps = ctx.emit(ir::OpKind::Sub, {sliceAlong(ctx, coordinates, 0, 1, size),
+                                                sliceAlong(ctx, coordinates, 0, 0, size - 1)});
+  ir::Shape along(static_cast<size_t>(f->type().rank()), 1);
+  along[static_cast<size_t>(dim)] = size - 2;
+  ir::Value* dx1 = sliceAlong(ctx, steps, 0, 0, size - 2);
+  ir::Value* dx2 = sliceAlong(ctx, steps, 0, 1, size - 1);
+  ir::Value* a = reshape(ctx, div(ctx, neg(ctx, dx2), mul(ctx, dx1, add(ctx, dx1, dx2))), along);
+  ir::Value* b =
+      reshape(ctx, div(ctx, ctx.emit(ir::OpKind::Sub, {dx2, dx1}), mul(ctx, dx1, dx2)), along);
+  ir::Value* c = reshape(ctx, div(ctx, dx1, mul(ctx, dx2, add(ctx, dx1, dx2))), along);
+  const auto at = [&](int64_t start, int64_t end) { return sliceAlong(ctx, f, dim, start, end); };
+  const auto step = [&](int64_t i) {
+    return reshape(ctx, sliceAlong(ctx, steps, 0, i, i + 1), {});
+  };
+  ir::Value* center = weighted(ctx, a, at(0, size - 2), b, at(1, size - 1), c, at(2, size));
+  ir::Value* first = nullptr;
+  ir::Value* last = nullptr;
+  ir::Value* d0 = step(0);
+  ir::Value* dn = step(size - 2);
+  if (edgeOrder == 1) {
+    first = div(ctx, ctx.emit(ir::OpKind::Sub, {at(1, 2), at(0, 1)}), d0);
+    last = div(ctx, ctx.emit(ir::OpKind::Sub, {at(size - 1, size), at(size - 2, size - 1)}), dn);
+  } else {
+    ir::Value* d1 = step(1);
+    ir::Value* d0d1 = add(ctx, d0, d1);
+    first = weighted(
+        ctx, div(ctx, neg(ctx, add(ctx, affine(ctx, d0, 2.0, 0.0), d1)), mul(ctx, d0, d0d1)),
+        at(0, 1), div(ctx, d0d1, mul(ctx, d0, d1)), at(1, 2),
+        div(ctx, neg(ctx, d0), mul(ctx, d1, d0d1)), at(2, 3));
+    ir::Value* dm = step(size - 3);
+    ir::Value* dndm = add(ctx, dn, dm);
+    last = weighted(ctx, div(ctx, dn, mul(ctx, dm, dndm)), at(size - 3, size - 2),
+                    div(ctx, neg(ctx, dndm), mul(ctx, dn, dm)), at(size - 2, size - 1),
+                    div(ctx, add(ctx, affine(ctx, dn, 2.0, 0.0), dm), mul(ctx, dn, dndm)),
+                    at(size - 1, size));
+  }
+  return ctx.emit(ir::OpKind::Concat, {first, center, last}, {{"dim", dim}});
+}
+
+// One dimension of gradient with a number spacing h: (f[i+1] - f[i-1]) / h / 2
+// inside, first- or second-order one-sided differences over h at the ends.
+ir::Value* gradientAlong(LoweringContext& ctx, ir::Value* f, int64_t dim, double h,
+                         int64_t edgeOrder) {
+  const int64_t size = f->type().shape[static_cast<size_t>(dim)];
+  const auto at = [&](int64_t start, int64_t end) { return sliceAlong(ctx, f, dim, start, end); };
+  const auto sub = [&](ir::Value* x, ir::Value* y) { return ctx.emit(ir::OpKind::Sub, {x, y}); };
+  ir::Value* center =
+      divideByNumber(ctx, divideByNumber(ctx, sub(at(2, size), at(0, size - 2)), h), 2.0);
+  ir::Value* first = nullptr;
+  ir::Value* last = nullptr;
+  if (edgeOrder == 1) {
+    first = sub(at(1, 2), at(0, 1));
+    last = sub(at(size - 1, size), at(size - 2, size - 1));
+  } else {
+    first = sub(add(ctx, affine(ctx, at(0, 1), -1.5, 0.0), affine(ctx, at(1, 2), 2.0, 0.0)),
+                affine(ctx, at(2, 3), 0.5, 0.0));
+    last = add(ctx,
+               sub(affine(ctx, at(size - 3, size - 2), 0.5, 0.0),
+                   affine(ctx, at(size - 2, size - 1), 2.0, 0.0)),
+               affine(ctx, at(size - 1, size), 1.5, 0.0));
+  }
+  return ctx.emit(ir::OpKind::Concat,
+                  {divideByNumber(ctx, first, h), center, divideByNumber(ctx, last, h)},
+                  {{"dim", dim}});
+}
+
+// gradient(self, spacing, dim, edge_order): a list with the derivative along
+// each of `dim` (every dimension when None), estimated by differences as
+// PyTorch's torch.gradient does. spacing is None (1), a number, a number per
+// dimension, or a 1-D coordinates tensor per dimension.
+void lowerGradient(LoweringContext& ctx) {
+  ir::Value* f = floatOperand(ctx, 0);
+  const int64_t rank = f->type().rank();
+  const size_t spacingIndex = *ctx.argumentIndex("spacing");
+  const size_t dimIndex = *ctx.argumentIndex("dim");
+  const int64_t edgeOrder = ctx.toInt(*ctx.argumentIndex("edge_order"));
+  if (edgeOrder != 1 && edgeOrder != 2) {
+    ctx.unsupported("torch.gradient with edge_order=" + std::to_string(edgeOrder) +
+                    " (PyTorch takes 1 or 2)");
+  }
+  std::vector<int64_t> dims;
+  if (ctx.isNone(dimIndex)) {
+    for (int64_t d = 0; d < rank; ++d)
+      dims.push_back(d);
+  } else if (const std::optional<double> single = ctx.staticScalar(dimIndex)) {
+    dims.push_back(static_cast<int64_t>(*single));
+  } else {
+    dims = ctx.toIntList(dimIndex);
+  }
+  for (int64_t& d : dims)
+    d = normalizedDim(ctx, d, rank);
+  std::vector<double> steps;
+  std::vector<ir::Value*> coordinates;
+  if (ctx.isNone(spacingIndex)) {
+    steps.assign(dims.size(), 1.0);
+  } else if (ctx.isTensorList(spacingIndex)) {
+    coordinates = ctx.tensorList(spacingIndex);
+  } else if (const std::optional<double> h = ctx.staticScalar(spacingIndex)) {
+    steps.assign(dims.size(), *h);
+  } else {
+    steps = ctx.toDoubleList(spacingIndex);
+  }
+  const size_t given = coordinates.empty() ? steps.size() : coordinates.size();
+  if (given != dims.size()) {
+    ctx.unsupported("torch.gradient with " + std::to_string(given) + " spacings for " +
+                    std::to_string(dims.size()) +
+                    " dimensions (it takes one spacing, or one per dimension)");
+  }
+  std::vector<ir::Value*> derivatives;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const int64_t size = f->type().shape[static_cast<size_t>(dims[i])];
+    if (size < edgeOrder + 1) {
+      ctx.unsupported("torch.gradient along dimension " + std::to_string(dims[i]) + " of size " +
+                      std::to_string(size) + " with edge_order=" + std::to_string(edgeOrder) +
+                      " (each dimension needs at least edge_order + 1 samples)");
+    }
+    if (coordinates.empty()) {
+      derivatives.push_back(gradientAlong(ctx, f, dims[i], steps[i], edgeOrder));
+      continue;
+    }
+    ir::Value* x = coordinates[i];
+    if (x->type().rank() != 1 || x->type().numel() != size) {
+      ctx.unsupported("torch.gradient with coordinates of " + x->type().str() + " for dimension " +
+                      std::to_string(dims[i]) + " of size " + std::to_string(size) +
+                      " (each is a 1-D tensor of the dimension's size)");
+    }
+    derivatives.push_back(
+        gradientAlong(ctx, f, dims[i], castTo(ctx, x, f->type().dtype), edgeOrder));
+  }
+  ctx.setOutputList(0, derivatives);
+}
+
 } // namespace
 
 void registerStatistics(LoweringRegistry& registry) {
@@ -142,6 +300,7 @@ void registerStatistics(LoweringRegistry& registry) {
   registry.add("aten::trapezoid", lowerTrapezoid);
   registry.add("aten::trapz", lowerTrapezoid);
   registry.add("aten::cumulative_trapezoid", lowerCumulativeTrapezoid);
+  registry.add("aten::gradient", lowerGradient);
 }
 
 } // namespace popsim::frontend::lowerings
