@@ -135,8 +135,7 @@ void lowerCumulativeTrapezoid(LoweringContext& ctx) {
                             {{"dim", dim}, {"reverse", false}}));
 }
 
-// The three-point difference weights of gradient with unequal steps, and its
-// edges', from the steps' sums and products as PyTorch forms them.
+// The IR's binary arithmetic by name, for gradient's difference weights.
 ir::Value* add(LoweringContext& ctx, ir::Value* a, ir::Value* b) {
   return ctx.emit(ir::OpKind::Add, {a, b});
 }
@@ -156,7 +155,8 @@ ir::Value* weighted(LoweringContext& ctx, ir::Value* a, ir::Value* x, ir::Value*
 
 // One dimension of gradient with sample coordinates (a 1-D tensor as long as
 // the dimension): the second-order accurate difference of unequal steps
-// inside, first- or second-order one-sided differences at the ends.
+// inside, first- or second-order one-sided differences at the ends, their
+// weights formed from the steps' sums and products as PyTorch forms them.
 ir::Value* gradientAlong(LoweringContext& ctx, ir::Value* f, int64_t dim, ir::Value* coordinates,
                          int64_t edgeOrder) {
   const int64_t size = f->type().shape[static_cast<size_t>(dim)];
