@@ -81,6 +81,10 @@ POINTWISE = {
     "erfinv": ("erfinv", _case(torch.erfinv, -0.95, 0.95)),
     "lgamma": ("lgamma", _case(torch.lgamma, 0.1, 8.0)),
     "lgamma_negative": ("lgamma", _case(torch.special.gammaln, -2.9, -2.1)),
+    # The multivariate log-gamma: every element above (p - 1) / 2.
+    "mvlgamma": ("lgamma", _case(lambda x: torch.mvlgamma(x, 3), 1.01, 6.0)),
+    "mvlgamma_": ("lgamma", _case(lambda x: x.clone().mvlgamma_(2) * 1.0, 0.51, 4.0)),
+    "multigammaln_p1": ("lgamma", _case(lambda x: torch.special.multigammaln(x, 1), 0.05, 4.0)),
     "digamma": ("digamma", _case(torch.digamma, 0.1, 8.0)),
     "digamma_negative_": ("digamma", _case(lambda t: t.clone().digamma_(), -3.9, -3.1)),
     "digamma_large": ("digamma", _case(torch.special.psi, 20.0, 5000.0)),

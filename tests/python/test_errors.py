@@ -123,6 +123,17 @@ def test_torch_gradient_refuses_coordinates_of_another_length():
             torch.randn(4, 2))
 
 
+def test_mvlgamma_checks_its_domain_when_it_runs():
+    """Every element above (p - 1) / 2, or the run stops naming the element, as eager
+    refuses such inputs (its message names no element)."""
+    model = popsim.inferenceModel(Function(lambda x: torch.mvlgamma(x, 4)))
+    model(torch.full((2, 3), 1.6))
+    with pytest.raises(popsim.ExecutionError, match=r"mvlgamma: every element must be greater "
+                                                     r"than \(p - 1\) / 2 = 1\.5 \(p = 4\): "
+                                                     r"element 4 is 1\.5"):
+        model(torch.tensor([[1.6, 1.7, 2.0], [3.0, 1.5, 2.0]]))
+
+
 class RangeOfAnInput(torch.nn.Module):
     def forward(self, x, n):
         return torch.arange(n) + x.sum()  # a number read from a tensor

@@ -39,7 +39,10 @@ GRADIENT_OF_NAN_UNSPECIFIED = {
 # Cases whose eager op refuses some special values ("all elements of input
 # should be between 0 and 1", "var has negative entries"), so there is
 # nothing to compare with.
-EAGER_REFUSES_SPECIAL_VALUES = {"loss_bce": {"nan", "inf", "-inf"},
+EAGER_REFUSES_SPECIAL_VALUES = {"pointwise_mvlgamma": {"nan", "-inf"},
+                                "pointwise_mvlgamma_": {"nan", "-inf"},
+                                "pointwise_multigammaln_p1": {"nan", "-inf"},
+                                "loss_bce": {"nan", "inf", "-inf"},
                                 "loss_bce_weight": {"nan", "inf", "-inf"},
                                 "loss_gaussian_nll": {"-inf"}}
 

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <limits>
+#include <sstream>
 
 namespace popsim::frontend::lowerings {
 namespace {
@@ -226,6 +227,42 @@ void lowerPow(LoweringContext& ctx) {
   ctx.setOutput(0, inPlaceResult(ctx, y));
 }
 
+// mvlgamma(x, p), the multivariate log-gamma, as PyTorch sums it: lgamma of
+// x plus each of -(p - 1) / 2, ..., -1/2, 0, summed, plus p (p - 1) / 4 log(pi).
+// Every element must be greater than (p - 1) / 2, which the program checks at
+// run time as eager does (an ExecutionError naming the element).
+void lowerMvlgamma(LoweringContext& ctx) {
+  ir::Value* x = floatOperand(ctx, 0);
+  const int64_t p = ctx.toInt(1);
+  if (p < 1) {
+    ctx.unsupported("mvlgamma with p=" + std::to_string(p) + " (p must be at least 1)");
+  }
+  const double bound = 0.5 * static_cast<double>(p - 1);
+  std::ostringstream what;
+  what << "mvlgamma: every element must be greater than (p - 1) / 2 = " << bound << " (p = " << p
+       << ")";
+  // x > bound, for float values: x at least the next float above it (NaN fails).
+  x = ctx.emit(ir::OpKind::CheckRange, {x},
+               {{"min", static_cast<double>(std::nextafter(static_cast<float>(bound),
+                                                           static_cast<float>(kInfinity)))},
+                {"max", kInfinity},
+                {"what", what.str()}});
+  std::vector<float> offsets;
+  for (int64_t k = 0; k < p; ++k)
+    offsets.push_back(static_cast<float>(0.5 * k - bound));
+  ir::Shape column = x->type().shape;
+  column.push_back(1);
+  ir::Value* arguments =
+      ctx.emit(ir::OpKind::Add, {reshape(ctx, x, column),
+                                 castTo(ctx, floatConstant(ctx, offsets), x->type().dtype)});
+  ir::Value* sum =
+      ctx.emit(ir::OpKind::ReduceSum, {emitPointwise(ctx, arguments, "lgamma")},
+               {{"dims", std::vector<int64_t>{static_cast<int64_t>(column.size()) - 1}},
+                {"keepdim", false}});
+  const double constant = static_cast<double>(p * (p - 1)) * std::log(M_PI) * 0.25;
+  ctx.setOutput(0, inPlaceResult(ctx, affine(ctx, sum, 1.0, constant)));
+}
+
 } // namespace
 
 void registerPointwise(LoweringRegistry& registry) {
@@ -240,6 +277,8 @@ void registerPointwise(LoweringRegistry& registry) {
   for (const char* op : {"aten::deg2rad", "aten::deg2rad_", "aten::rad2deg", "aten::rad2deg_"})
     registry.add(op, lowerAngleUnits);
   registry.add("aten::pow_", lowerPow);
+  for (const char* op : {"aten::mvlgamma", "aten::mvlgamma_", "aten::special_multigammaln"})
+    registry.add(op, lowerMvlgamma);
 }
 
 } // namespace popsim::frontend::lowerings
