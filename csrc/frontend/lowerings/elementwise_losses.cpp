@@ -11,15 +11,6 @@
 namespace popsim::frontend::lowerings {
 namespace {
 
-ir::Value* sub(LoweringContext& ctx, ir::Value* a, ir::Value* b) {
-  return ctx.emit(ir::OpKind::Sub, {a, b});
-}
-ir::Value* mul(LoweringContext& ctx, ir::Value* a, ir::Value* b) {
-  return ctx.emit(ir::OpKind::Mul, {a, b});
-}
-ir::Value* add(LoweringContext& ctx, ir::Value* a, ir::Value* b) {
-  return ctx.emit(ir::OpKind::Add, {a, b});
-}
 ir::Value* clampMin(LoweringContext& ctx, ir::Value* x, double low) {
   return emitPointwise(ctx, x, "clamp", {low, INFINITY});
 }

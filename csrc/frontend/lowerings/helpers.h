@@ -140,6 +140,20 @@ std::string lossReduction(LoweringContext& ctx, size_t index);
 ir::Value* reduceLoss(LoweringContext& ctx, ir::Value* value, const std::string& reduction);
 void setLoss(LoweringContext& ctx, ir::Value* loss);
 
+// The IR's arithmetic on two values of one dtype (broadcasting), by name.
+inline ir::Value* add(LoweringContext& ctx, ir::Value* a, ir::Value* b) {
+  return ctx.emit(ir::OpKind::Add, {a, b});
+}
+inline ir::Value* sub(LoweringContext& ctx, ir::Value* a, ir::Value* b) {
+  return ctx.emit(ir::OpKind::Sub, {a, b});
+}
+inline ir::Value* mul(LoweringContext& ctx, ir::Value* a, ir::Value* b) {
+  return ctx.emit(ir::OpKind::Mul, {a, b});
+}
+inline ir::Value* div(LoweringContext& ctx, ir::Value* a, ir::Value* b) {
+  return ctx.emit(ir::OpKind::Div, {a, b});
+}
+
 // The pointwise function `function` of x (ir/pointwise_functions.h).
 inline ir::Value* emitPointwise(LoweringContext& ctx, ir::Value* x, const char* function,
                                 std::vector<double> params = {}) {

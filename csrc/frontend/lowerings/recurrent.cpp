@@ -21,13 +21,6 @@ int64_t gateCount(Cell cell) {
   }
 }
 
-ir::Value* add(LoweringContext& ctx, ir::Value* a, ir::Value* b) {
-  return ctx.emit(ir::OpKind::Add, {a, b});
-}
-ir::Value* mul(LoweringContext& ctx, ir::Value* a, ir::Value* b) {
-  return ctx.emit(ir::OpKind::Mul, {a, b});
-}
-
 ir::Value* linear(LoweringContext& ctx, ir::Value* x, ir::Value* weight, ir::Value* bias) {
   std::vector<ir::Value*> inputs = {x, weight};
   if (bias != nullptr) inputs.push_back(bias);

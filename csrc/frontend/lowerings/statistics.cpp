@@ -135,16 +135,6 @@ void lowerCumulativeTrapezoid(LoweringContext& ctx) {
                             {{"dim", dim}, {"reverse", false}}));
 }
 
-// The IR's binary arithmetic by name, for gradient's difference weights.
-ir::Value* add(LoweringContext& ctx, ir::Value* a, ir::Value* b) {
-  return ctx.emit(ir::OpKind::Add, {a, b});
-}
-ir::Value* mul(LoweringContext& ctx, ir::Value* a, ir::Value* b) {
-  return ctx.emit(ir::OpKind::Mul, {a, b});
-}
-ir::Value* div(LoweringContext& ctx, ir::Value* a, ir::Value* b) {
-  return ctx.emit(ir::OpKind::Div, {a, b});
-}
 ir::Value* neg(LoweringContext& ctx, ir::Value* a) { return emitPointwise(ctx, a, "neg"); }
 
 // a * x + b * y + c * z, summed left to right.
@@ -160,15 +150,14 @@ ir::Value* weighted(LoweringContext& ctx, ir::Value* a, ir::Value* x, ir::Value*
 ir::Value* gradientAlong(LoweringContext& ctx, ir::Value* f, int64_t dim, ir::Value* coordinates,
                          int64_t edgeOrder) {
   const int64_t size = f->type().shape[static_cast<size_t>(dim)];
-  ir::Value* steps = ctx.emit(ir::OpKind::Sub, {sliceAlong(ctx, coordinates, 0, 1, size),
-                                                sliceAlong(ctx, coordinates, 0, 0, size - 1)});
+  ir::Value* steps = sub(ctx, sliceAlong(ctx, coordinates, 0, 1, size),
+                         sliceAlong(ctx, coordinates, 0, 0, size - 1));
   ir::Shape along(static_cast<size_t>(f->type().rank()), 1);
   along[static_cast<size_t>(dim)] = size - 2;
   ir::Value* dx1 = sliceAlong(ctx, steps, 0, 0, size - 2);
   ir::Value* dx2 = sliceAlong(ctx, steps, 0, 1, size - 1);
   ir::Value* a = reshape(ctx, div(ctx, neg(ctx, dx2), mul(ctx, dx1, add(ctx, dx1, dx2))), along);
-  ir::Value* b =
-      reshape(ctx, div(ctx, ctx.emit(ir::OpKind::Sub, {dx2, dx1}), mul(ctx, dx1, dx2)), along);
+  ir::Value* b = reshape(ctx, div(ctx, sub(ctx, dx2, dx1), mul(ctx, dx1, dx2)), along);
   ir::Value* c = reshape(ctx, div(ctx, dx1, mul(ctx, dx2, add(ctx, dx1, dx2))), along);
   const auto at = [&](int64_t start, int64_t end) { return sliceAlong(ctx, f, dim, start, end); };
   const auto step = [&](int64_t i) {
@@ -180,8 +169,8 @@ ir::Value* gradientAlong(LoweringContext& ctx, ir::Value* f, int64_t dim, ir::Va
   ir::Value* d0 = step(0);
   ir::Value* dn = step(size - 2);
   if (edgeOrder == 1) {
-    first = div(ctx, ctx.emit(ir::OpKind::Sub, {at(1, 2), at(0, 1)}), d0);
-    last = div(ctx, ctx.emit(ir::OpKind::Sub, {at(size - 1, size), at(size - 2, size - 1)}), dn);
+    first = div(ctx, sub(ctx, at(1, 2), at(0, 1)), d0);
+    last = div(ctx, sub(ctx, at(size - 1, size), at(size - 2, size - 1)), dn);
   } else {
     ir::Value* d1 = step(1);
     ir::Value* d0d1 = add(ctx, d0, d1);
@@ -205,19 +194,18 @@ ir::Value* gradientAlong(LoweringContext& ctx, ir::Value* f, int64_t dim, double
                          int64_t edgeOrder) {
   const int64_t size = f->type().shape[static_cast<size_t>(dim)];
   const auto at = [&](int64_t start, int64_t end) { return sliceAlong(ctx, f, dim, start, end); };
-  const auto sub = [&](ir::Value* x, ir::Value* y) { return ctx.emit(ir::OpKind::Sub, {x, y}); };
   ir::Value* center =
-      divideByNumber(ctx, divideByNumber(ctx, sub(at(2, size), at(0, size - 2)), h), 2.0);
+      divideByNumber(ctx, divideByNumber(ctx, sub(ctx, at(2, size), at(0, size - 2)), h), 2.0);
   ir::Value* first = nullptr;
   ir::Value* last = nullptr;
   if (edgeOrder == 1) {
-    first = sub(at(1, 2), at(0, 1));
-    last = sub(at(size - 1, size), at(size - 2, size - 1));
+    first = sub(ctx, at(1, 2), at(0, 1));
+    last = sub(ctx, at(size - 1, size), at(size - 2, size - 1));
   } else {
-    first = sub(add(ctx, affine(ctx, at(0, 1), -1.5, 0.0), affine(ctx, at(1, 2), 2.0, 0.0)),
+    first = sub(ctx, add(ctx, affine(ctx, at(0, 1), -1.5, 0.0), affine(ctx, at(1, 2), 2.0, 0.0)),
                 affine(ctx, at(2, 3), 0.5, 0.0));
     last = add(ctx,
-               sub(affine(ctx, at(size - 3, size - 2), 0.5, 0.0),
+               sub(ctx, affine(ctx, at(size - 3, size - 2), 0.5, 0.0),
                    affine(ctx, at(size - 2, size - 1), 2.0, 0.0)),
                affine(ctx, at(size - 1, size), 1.5, 0.0));
   }

@@ -408,7 +408,6 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
                 # Default candidates come from parameter counts: refined by their time at
                 # the example's micro-batch against the deepest pipeline they allow.
                 profiles[example] = profiled(example, names, tail, after)
-                tail, after = profiles[example][1:3]
                 names, profiles[example], spans = refined_by_time(
                     model, names, profiles[example],
                     lambda names_, tail_, after_: profiled(example, names_, tail_, after_),

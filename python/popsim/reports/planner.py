@@ -324,8 +324,7 @@ def _merged_memory(memory: List[Dict[str, int]], spans: Sequence[int]) -> List[D
         run: Dict[str, int] = {}
         for name in {name for categories in members for name in categories}:
             values = [categories.get(name, 0) for categories in members]
-            largest = name in ("code", "activations", "temporaries")
-            run[name] = max(values) if largest else sum(values)
+            run[name] = max(values) if name in _LARGEST else sum(values)
         merged.append(run)
         start += span
     return merged
@@ -528,6 +527,10 @@ _ADDITIVE = ("weights", "gradient accumulators", "optimizer state", "random stat
              "input streams", "prefetch buffers", "streamed in")
 
 
+# The categories an IPU's largest candidate sets (they are not summed).
+_LARGEST = ("code", "activations", "temporaries")
+
+
 def _stash_depth(stage: int, stages: int) -> float:
     """How many micro-batches' stash stage `stage` of `stages` holds, relative
     to the others, in an interleaved (1F1B) pipeline: the micro-batches it
@@ -548,7 +551,7 @@ def _group_memory(memory: List[Dict[str, int]], start: int, length: int, stage: 
         total += sum(categories.get(name, 0) for name in _ADDITIVE)
         total += (categories.get("stash", 0) * _stash_depth(stage, stages)
                   / _stash_depth(start + offset, len(memory)))
-    for name in ("code", "activations", "temporaries"):
+    for name in _LARGEST:
         total += max(categories.get(name, 0) for categories in members)
     return total
 
