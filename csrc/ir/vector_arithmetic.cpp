@@ -75,6 +75,15 @@ Table makePointwiseTable() {
         with({Log, Reciprocal, Divide, Divide, Divide}, 14));
   unary(t, "digamma", with({Log, Reciprocal, Divide, Divide, Divide}, 14),
         with({Reciprocal, Divide, Divide, Divide, Divide}, 16));
+  // Bessel functions: a series of 30 terms and the exponential's scale, as a
+  // Chebyshev evaluation (Cephes) takes it; a derivative needs both orders.
+  unary(t, "i0", with({Exp, Sqrt, Divide}, 60), with({Exp, Sqrt, Divide}, 61));
+  unary(t, "i0e", with({Exp, Sqrt, Divide}, 60),
+        with({Exp, Exp, Sqrt, Sqrt, Divide, Divide, Sign}, 123));
+  unary(t, "i1", with({Exp, Sqrt, Divide}, 60),
+        with({Exp, Exp, Sqrt, Sqrt, Divide, Divide, Divide}, 123));
+  unary(t, "i1e", with({Exp, Sqrt, Divide}, 60),
+        with({Exp, Exp, Sqrt, Sqrt, Divide, Divide, Divide, Sign}, 124));
   unary(t, "logit", with({Compare, Compare, Divide, Log}, 1),
         with({Compare, Compare, Reciprocal}, 3));
   unary(t, "sinc", with({SinCos, Divide}, 2), with({SinCos, SinCos, Divide, Divide}, 4));

@@ -91,6 +91,16 @@ POINTWISE = {
     "logit": ("logit", _case(torch.logit, 0.02, 0.98)),
     "logit_eps_": ("logit", _case(lambda t: t.clone().logit_(eps=0.2), 0.0, 1.0)),
     "special_logit_outside": ("logit", _case(lambda t: torch.special.logit(t, 0.1), -0.5, 1.5)),
+    # The modified Bessel functions on both sides of |x| = 20, where popsim
+    # switches from the power series to the asymptotic expansion.
+    "i0": ("i0", _case(torch.i0, -11.0, 11.0)),
+    "i0_large": ("i0", _case(torch.i0, 19.0, 30.0, symmetric=True)),
+    "i0_": ("i0", _case(lambda t: t.clone().i0_(), -4.0, 4.0)),
+    "special_i0": ("i0", _case(torch.special.i0, -4.0, 4.0)),
+    "i0e": ("i0e", _case(torch.special.i0e, -30.0, 30.0)),
+    "i1": ("i1", _case(torch.special.i1, -30.0, 30.0)),
+    "i1_small": ("i1", _case(torch.special.i1, -1e-3, 1e-3)),
+    "i1e": ("i1e", _case(torch.special.i1e, -30.0, 30.0)),
     "sinc": ("sinc", _case(torch.sinc, -3.0, 3.0)),
     "ndtr": ("ndtr", _case(torch.special.ndtr, -5.0, 5.0)),
     "exp2": ("rpow", _case(torch.exp2, -3.0, 3.0)),

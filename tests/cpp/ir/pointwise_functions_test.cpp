@@ -68,6 +68,10 @@ std::map<std::string, Sample> samples() {
   table["logit"] = {{-1.0}, {0.05, 0.3, 0.5, 0.8, 0.97}}; // without eps
   table["sinc"] = {{}, anywhere};
   table["ndtr"] = {{}, anywhere};
+  // Both sides of the switch from the power series to the asymptotic expansion.
+  for (const char* name : {"i0", "i0e", "i1", "i1e"}) {
+    table[name] = {{}, {-25.3, -2.7, -0.4, 0.35, 1.1, 12.5, 19.99, 20.01, 45.0}};
+  }
   return table;
 }
 
@@ -116,6 +120,37 @@ TEST(PointwiseFunctionsTest, DigammaHasItsKnownValues) {
   EXPECT_TRUE(std::isnan(digamma.value(-3.0, none)));
   EXPECT_TRUE(std::isnan(digamma.value(-INFINITY, none)));
   EXPECT_EQ(digamma.value(INFINITY, none), INFINITY);
+}
+
+// The Bessel functions at points known to 30 digits (mpmath), on both sides
+// of the switch at |x| = 20, and PyTorch's values at 0 and the infinities.
+TEST(PointwiseFunctionsTest, BesselFunctionsAtKnownPoints) {
+  const double* none = nullptr;
+  const ir::PointwiseFunction& i0 = functionNamed("i0");
+  const ir::PointwiseFunction& i0e = functionNamed("i0e");
+  const ir::PointwiseFunction& i1 = functionNamed("i1");
+  const ir::PointwiseFunction& i1e = functionNamed("i1e");
+  const auto near = [](double actual, double expected) {
+    EXPECT_NEAR(actual, expected, 4e-15 * std::fabs(expected));
+  };
+  near(i0.value(1.0, none), 1.26606587775200833560);
+  near(i1.value(1.0, none), 0.56515910399248502721);
+  near(i0.value(19.5, none), 26760525.3398387660275);
+  near(i1.value(-3.25, none), -4.95254616590854802362);
+  near(i0e.value(25.0, none), 0.0801967735474367084224);
+  near(i1e.value(-50.0, none), -0.0559931238928953996439);
+  EXPECT_EQ(i0.value(0.0, none), 1.0);
+  EXPECT_EQ(i1.value(0.0, none), 0.0);
+  EXPECT_EQ(i1.derivative(0.0, none), 0.5);
+  EXPECT_EQ(i1e.derivative(0.0, none), 0.5);
+  EXPECT_EQ(i0e.derivative(0.0, none), 0.0);
+  // exp(|x|) / sqrt(|x|) at the infinities is inf / inf, NaN as in PyTorch;
+  // the scaled functions go to zero.
+  EXPECT_TRUE(std::isnan(i0.value(INFINITY, none)));
+  EXPECT_TRUE(std::isnan(i1.value(-INFINITY, none)));
+  EXPECT_EQ(i0e.value(-INFINITY, none), 0.0);
+  EXPECT_EQ(i1e.value(-INFINITY, none), 0.0);
+  EXPECT_TRUE(std::signbit(i1e.value(-INFINITY, none)));
 }
 
 TEST(PointwiseFunctionsTest, SchemaNamesTheFunctionAndItsParameters) {
