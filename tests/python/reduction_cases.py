@@ -4,7 +4,7 @@ sums and products (reduction.cpp): amax, amin, max and min (over everything
 and along a dimension, with indices), argmax, argmin, median and nanmedian,
 logsumexp, var, std, var_mean, std_mean, all, any, p-norms (p = 0, 1, 2, 3, inf, -inf; zero
 vectors included), cumsum, cumprod, prod (with zeros), nansum, sum_to_size,
-cov, corrcoef, trapezoid, cumulative_trapezoid, gradient, renorm, quantile and nanquantile
+cov, corrcoef, histc, trapezoid, cumulative_trapezoid, gradient, renorm, quantile and nanquantile
 (all their interpolations, with NaNs),
 count_nonzero, and sums of integer and bool tensors, over random dims of
 random shapes, with ties (whole numbers) where the gradient must share or
@@ -101,6 +101,27 @@ def _gradient(fn, smallest, coordinates=False):
     return case
 
 
+def _histc(given_range, equal=False):
+    """torch.histc of x with some elements on the bins' edges and some outside the
+    range: between given min and max, or (min == max) the data's extremes, equal
+    values among them when `equal`. The bin counts avoid bins + 1 a multiple of 8,
+    where PyTorch 1.13 loses the last edge (see statistics.cpp's lowerHistc)."""
+    def case(rng):
+        bins = rng.choice([b for b in range(1, 40) if (b + 1) % 8 != 0])
+        x = _input(rng, False)
+        low, high = (-rng.uniform(0.5, 3.0), rng.uniform(0.5, 3.0)) if given_range else (0, 0)
+        if equal:
+            x = torch.full_like(x, rng.uniform(-2.0, 2.0))
+        else:
+            edges = torch.linspace(low, high, bins + 1) if given_range else torch.linspace(
+                x.min().item(), x.max().item(), bins + 1)
+            flat = x.view(-1)
+            chosen = rng.sample(range(flat.numel()), flat.numel() // 3)
+            flat[chosen] = edges[torch.randint(0, bins + 1, (len(chosen),))]
+        return Elementwise(lambda t: torch.histc(t, bins, low, high)), [x]
+    return case
+
+
 def _quantile(fn, nans=False):
     """fn(x, q, dim, keepdim, interpolation) with q a number or a 1-D tensor, along a
     random dim or all of x; with NaNs among x's values when `nans` (nanquantile)."""
@@ -145,6 +166,11 @@ REDUCTIONS = {
         lambda y, x, d: torch.cumulative_trapezoid(y, dx=2.0, dim=d), False),
     "cumulative_trapezoid_x": _trapezoid(
         lambda y, x, d: torch.cumulative_trapezoid(y, x, dim=d), True),
+    # histc: between given bounds, between the data's extremes, of equal values (then
+    # widened by 1 each way).
+    "histc_range": _histc(True),
+    "histc_data_range": _histc(False),
+    "histc_equal_values": _histc(False, equal=True),
     # torch.gradient: every dim, one dim, two dims, coordinates; edge orders 1 and 2 (a list
     # of numbers as spacing fails in PyTorch's tracer: "a list of arbitrary type").
     "gradient": _gradient(lambda t, d, rng: torch.gradient(t), 2),
@@ -348,6 +374,7 @@ REDUCTIONS.update({
 })
 
 NOT_DIFFERENTIABLE = {"aminmax_dim", "aminmax_all",  # (no derivative in PyTorch 1.13)
+                      "histc_range", "histc_data_range", "histc_equal_values",
                       "prod_int64", "prod_bool_to_float", "cumprod_int32_", "count_nonzero",
                       "count_nonzero_floats", "sum_int32", "sum_bool_keepdim",
                       "sum_int64_to_float", "mean_int_as_float", "median_dim_indices",

@@ -134,6 +134,23 @@ def test_mvlgamma_checks_its_domain_when_it_runs():
         model(torch.tensor([[1.6, 1.7, 2.0], [3.0, 1.5, 2.0]]))
 
 
+def test_histc_between_the_data_extremes_checks_they_are_finite_when_it_runs():
+    """histc with min == max spans the data, so an infinity or a NaN stops the run naming
+    the element (eager: "range of [1, inf] is not finite"); with min and max given, the
+    elements outside are not counted. Training through histc is refused, as in eager."""
+    model = popsim.inferenceModel(Function(lambda x: torch.histc(x, 4)))
+    model(torch.tensor([1.0, 2.0, 3.0]))
+    with pytest.raises(popsim.ExecutionError, match=r"histc with min == max \(the default\) "
+                                                     r"counts between the input's smallest and "
+                                                     r"largest values, so every element must be "
+                                                     r"finite; pass min and max to count the "
+                                                     r"finite elements between them: element 2 "
+                                                     r"is inf"):
+        model(torch.tensor([1.0, 2.0, float("inf")]))
+    ranged = popsim.inferenceModel(Function(lambda x: torch.histc(x, 4, 0.0, 4.0)))
+    assert ranged(torch.tensor([1.0, 2.0, float("inf")])).tolist() == [0.0, 1.0, 1.0, 0.0]
+
+
 class RangeOfAnInput(torch.nn.Module):
     def forward(self, x, n):
         return torch.arange(n) + x.sum()  # a number read from a tensor

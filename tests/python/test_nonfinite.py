@@ -44,7 +44,16 @@ EAGER_REFUSES_SPECIAL_VALUES = {"pointwise_mvlgamma": {"nan", "-inf"},
                                 "pointwise_multigammaln_p1": {"nan", "-inf"},
                                 "loss_bce": {"nan", "inf", "-inf"},
                                 "loss_bce_weight": {"nan", "inf", "-inf"},
-                                "loss_gaussian_nll": {"-inf"}}
+                                "loss_gaussian_nll": {"-inf"},
+                                # histc between the data's extremes: "range of [1, inf] is
+                                # not finite" (popsim's run-time check names the element)
+                                "reduction_histc_data_range": {"nan", "inf", "-inf"},
+                                "reduction_histc_equal_values": {"nan", "inf", "-inf"}}
+
+# PyTorch 1.13's histc counts NaN in the first bin, where its documentation
+# (and later PyTorch) leaves it out, as popsim does: test_reductions.py checks
+# that. Infinities are compared as usual (outside the range, not counted).
+NAN_COUNTED_BY_EAGER = {"reduction_histc_range"}
 
 # Linear and cubic interpolation of infinite inputs: where a tap's weight is
 # exactly 0 popsim computes inf x 0 = NaN, as PyTorch's formula says, but
@@ -102,6 +111,8 @@ def case(op, draw, special):
     inputs, and the inputs with special values."""
     if special in EAGER_REFUSES_SPECIAL_VALUES.get(op, ()):
         pytest.skip("eager PyTorch refuses these inputs")
+    if op in NAN_COUNTED_BY_EAGER and special == "nan":
+        pytest.skip("PyTorch 1.13's histc counts NaN in the first bin")
     if op in INDEX_OF_TIES_UNSPECIFIED:
         pytest.skip("the index of equal values is unspecified in PyTorch")
     if op in INFINITE_TAPS_DIFFER and special != "nan":

@@ -86,3 +86,44 @@ def test_spectral_and_nuclear_norms_are_refused_with_the_reason():
     for function, message in cases:
         with pytest.raises(popsim.UnsupportedOperationError, match=message):
             popsim.inferenceModel(Function(function))(torch.rand(3, 4))
+
+
+@pytest.mark.parametrize("bins", [15, 31, 100])
+def test_histc_counts_as_documented(bins):
+    """Every element between min and max once, min and max themselves too, NaN and
+    infinities nowhere. Where PyTorch 1.13 differs (it counts NaN in the first bin, and
+    when bins + 1 is a multiple of the CPU's vector width its last edge is
+    min + bins * step, so an element equal to max can go uncounted), popsim follows the
+    definition; elsewhere it is eager's, element by element (reduction_cases.py)."""
+    edges = torch.tensor([-3.0, 3.0, -1.5, 2.5])
+    x = torch.cat([torch.randn(200).clamp(-3.0, 3.0), edges,
+                   torch.tensor([float("nan"), float("inf")])])
+    for low, high in [(0.0, 0.0), (-1.5, 2.5)]:
+        data = x[x.isfinite()] if low == high else x  # min == max needs finite data
+        counted = data if low == high else x[(x >= low) & (x <= high)]
+        lowest, highest = (data.min(), data.max()) if low == high else (
+            torch.tensor(low), torch.tensor(high))
+        position = ((counted - lowest) / (highest - lowest) * bins).long().clamp(max=bins - 1)
+        expected = torch.bincount(position, minlength=bins).float()
+        actual = popsim.inferenceModel(Function(lambda t: torch.histc(t, bins, low, high)))(data)
+        assert torch.equal(actual, expected), (low, high)
+
+
+class Histogrammed(torch.nn.Module):
+    """Features weighted by the share of features in each bin of their histogram."""
+    def __init__(self):
+        super().__init__()
+        self.features = torch.nn.Linear(4, 8)
+
+    def forward(self, x):
+        h = self.features(x)
+        counts = torch.histc(h, 8, -2.0, 2.0)
+        return h, popsim.identity_loss((h.mean(0) * counts / h.numel()).sum(), "none")
+
+
+def test_histc_counts_are_constants_to_training():
+    """histc's result is not differentiable in PyTorch: training through it treats the
+    counts as constants, as eager does."""
+    torch.manual_seed(0)
+    assert_sgd_steps_match_eager(Histogrammed, [(torch.randn(6, 4),) for _ in range(3)])
+

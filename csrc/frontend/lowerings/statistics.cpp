@@ -1,12 +1,13 @@
 // Statistics of samples, and integrals and derivatives of sampled functions,
 // written with the IR's arithmetic as PyTorch computes them: cov and corrcoef
-// (rows are variables, columns observations), trapezoid,
+// (rows are variables, columns observations), histc, trapezoid,
 // cumulative_trapezoid and gradient.
 
 #include "frontend/lowering_registry.h"
 #include "frontend/lowerings/helpers.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace popsim::frontend::lowerings {
 namespace {
@@ -280,9 +281,79 @@ void lowerGradient(LoweringContext& ctx) {
   ctx.setOutputList(0, derivatives);
 }
 
+// histc(self, bins=100, min=0, max=0): counts of the elements in `bins`
+// equal bins between min and max (both included), in the input's dtype; with
+// min == max, between the input's smallest and largest values (widened by 1
+// each way when those are equal too). An element's bin is PyTorch's linear
+// interpolation, in float32: trunc((x - min) / (max - min) * bins), the last
+// bin taking max. Elements outside the range are not counted, NaN neither.
+// Two places where PyTorch 1.13's kernel differs, and popsim follows the
+// documented definition (as later PyTorch versions do): 1.13 counts NaN in the
+// first bin, and reads max back from linspace(min, max, bins + 1), whose last
+// value its vectorised loop computes as min + bins * step when bins + 1 is a
+// multiple of the CPU's vector width, so an element equal to max can fall
+// outside and go uncounted.
+void lowerHistc(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const ir::DType dtype = x->type().dtype;
+  if (!ir::isFloat(dtype)) {
+    ctx.unsupported("histc of a " + x->type().str() +
+                    " tensor (PyTorch counts float tensors; convert it with .float())");
+  }
+  const int64_t bins = ctx.toInt(1);
+  const double low = ctx.toDouble(2);
+  const double high = ctx.toDouble(3);
+  const int64_t count = x->type().numel();
+  if (count == 0) {
+    ctx.setOutput(0, constantFilled(ctx, {dtype, {bins}}, 0.0));
+    return;
+  }
+  // As eager under PopTorch's float16: positions in float32, counts rounded to float16.
+  x = castTo(ctx, reshape(ctx, x, {count}), ir::DType::Float32);
+  ir::Value* lowest = nullptr;
+  ir::Value* highest = nullptr;
+  if (low != high) {
+    lowest = floatScalar(ctx, static_cast<float>(low));
+    highest = floatScalar(ctx, static_cast<float>(high));
+  } else {
+    // Eager refuses a range that is not finite: a NaN or an infinity among
+    // the elements. The check names the first.
+    x = ctx.emit(ir::OpKind::CheckRange, {x},
+                 {{"min", -static_cast<double>(std::numeric_limits<float>::max())},
+                  {"max", static_cast<double>(std::numeric_limits<float>::max())},
+                  {"what", std::string("histc with min == max (the default) counts between the "
+                                       "input's smallest and largest values, so every element "
+                                       "must be finite; pass min and max to count the finite "
+                                       "elements between them")}});
+    lowest = reduceExtremum(ctx, x, {0}, false, false, "split");
+    highest = reduceExtremum(ctx, x, {0}, false, true, "split");
+    ir::Value* same = emitBinary(ctx, "eq", lowest, highest);
+    lowest = ctx.emit(ir::OpKind::Where, {same, affine(ctx, lowest, 1.0, -1.0), lowest});
+    highest = ctx.emit(ir::OpKind::Where, {same, affine(ctx, highest, 1.0, 1.0), highest});
+  }
+  // In range (NaN is not): the elements counted.
+  ir::Value* counted = emitBinary(ctx, "logical_and", emitBinary(ctx, "ge", x, lowest),
+                                  emitBinary(ctx, "le", x, highest));
+  ir::Value* position = mul(ctx, div(ctx, sub(ctx, x, lowest), sub(ctx, highest, lowest)),
+                            floatScalar(ctx, static_cast<float>(bins)));
+  // Elements not counted go to bin 0 with weight 0 (and are never converted
+  // from NaN or an infinity); max itself goes to the last bin.
+  position = ctx.emit(ir::OpKind::Where, {counted, position, floatScalar(ctx, 0.0f)});
+  ir::Value* bin =
+      emitBinary(ctx, "minimum", castTo(ctx, position, ir::DType::Int64),
+                 constantFilled(ctx, {ir::DType::Int64, {}}, static_cast<double>(bins - 1)));
+  ir::Value* counts = ctx.emit(ir::OpKind::IndexAdd,
+                               {constantFilled(ctx, {ir::DType::Float32, {bins}}, 0.0), bin,
+                                castTo(ctx, counted, ir::DType::Float32)},
+                               {{"dim", int64_t{0}}, {"accumulate", true}});
+  // Counts are constants to autograd: PyTorch marks histc's result not differentiable.
+  ctx.setOutput(0, ctx.emit(ir::OpKind::StopGradient, {castTo(ctx, counts, dtype)}));
+}
+
 } // namespace
 
 void registerStatistics(LoweringRegistry& registry) {
+  registry.add("aten::histc", lowerHistc);
   registry.add("aten::cov", lowerCov);
   registry.add("aten::corrcoef", lowerCorrcoef);
   registry.add("aten::trapezoid", lowerTrapezoid);
