@@ -213,6 +213,82 @@ template <class M> typename M::T besselI1eDerivative(typename M::T x) {
                           : M::constant(0.5);
 }
 
+// The Hurwitz zeta function zeta(s, q) = sum_k (q + k)^-s for q > 0 and
+// whole s >= 2: the first 10 + s terms summed, then the Euler-Maclaurin tail
+// at w = q + 10 + s, w^(1-s) / (s-1) + w^-s / 2 + sum_j B_2j / (2j)!
+// s (s+1) ... (s+2j-2) w^(-s-2j+1) over the Bernoulli numbers B_2 ... B_20.
+// Within 1e-12 of PyTorch's double polygamma over s <= 21 (the shift grows
+// with s, so the tail's terms stay small); fixed counts per s keep vector
+// lanes in step.
+template <class M> typename M::T hurwitzZeta(double s, typename M::T q) {
+  using T = typename M::T;
+  constexpr double kBernoulli[] = {1.0 / 6,       -1.0 / 30,      1.0 / 42, -1.0 / 30,
+                                   5.0 / 66,      -691.0 / 2730,  7.0 / 6,  -3617.0 / 510,
+                                   43867.0 / 798, -174611.0 / 330};
+  T sum = M::constant(0.0);
+  T w = q;
+  for (int k = 0; k < 10 + static_cast<int>(s); ++k) {
+    sum += M::pow(w, -s);
+    w += 1.0;
+  }
+  T tail = M::pow(w, 1.0 - s) / (s - 1.0) + 0.5 * M::pow(w, -s);
+  T power = M::pow(w, -s - 1.0);
+  double rising = s;      // s (s+1) ... (s+2j-2)
+  double factorial = 2.0; // (2j)!
+  for (int j = 1; j <= 10; ++j) {
+    tail += kBernoulli[j - 1] / factorial * rising * power;
+    rising *= (s + 2.0 * j - 1.0) * (s + 2.0 * j);
+    factorial *= (2.0 * j + 1.0) * (2.0 * j + 2.0);
+    power /= w * w;
+  }
+  return sum + tail;
+}
+
+// polygamma(n, x) for n >= 2, as PyTorch defines it:
+// (-1)^(n+1) n! zeta(n + 1, x) for x > 0. Below zero, the reflection
+// psi_n(x) = (-1)^n psi_n(1 - x) - pi^(n+1) P_n(cot(pi x)), where
+// d^n/dx^n cot(pi x) = pi^n P_n(cot(pi x)), P_0(c) = c and
+// P_(k+1)(c) = -(1 + c^2) P_k'(c) (the reflection of digamma differentiated
+// n times); cot is taken of x's fractional part. PyTorch's values elsewhere:
+// +-inf (the sign of (-1)^(n+1)) at 0, the negative integers and -inf, NaN at
+// +inf and NaN.
+// The largest order (the lowering refuses larger ones): the cot polynomial's
+// coefficients are computed per call, n^2 operations.
+constexpr int kPolygammaMaxOrder = 60;
+template <class M> typename M::T polygamma(typename M::T x, int n) {
+  using T = typename M::T;
+  // Order 1 is PyTorch's trigamma, with its values at the infinities (0 at
+  // +inf, NaN at -inf).
+  if (n == 1) return trigamma<M>(x);
+  const double s = n + 1.0;
+  const double sign = n % 2 == 1 ? 1.0 : -1.0;
+  const double factorial = std::tgamma(s);
+  // P_n's coefficients, lowest power first (degree n + 1, n <= kPolygammaMaxOrder).
+  double coefficients[kPolygammaMaxOrder + 3] = {0.0, 1.0};
+  double derivative[kPolygammaMaxOrder + 3];
+  for (int k = 0; k < n && k < kPolygammaMaxOrder + 1; ++k) {
+    for (int i = 1; i <= k + 1; ++i)
+      derivative[i - 1] = i * coefficients[i];
+    for (int i = 0; i <= k + 3; ++i)
+      coefficients[i] = 0.0;
+    for (int i = 0; i <= k; ++i) {
+      coefficients[i] -= derivative[i];
+      coefficients[i + 2] -= derivative[i];
+    }
+  }
+  const T c = 1.0 / M::tan(kPi * (x - M::trunc(x)));
+  T cotDerivative = M::constant(0.0);
+  for (int i = n + 1; i >= 0; --i)
+    cotDerivative = cotDerivative * c + coefficients[i];
+  const T positive = sign * factorial * hurwitzZeta<M>(s, x);
+  const double reflectedSign = n % 2 == 0 ? 1.0 : -1.0;
+  const T reflected = reflectedSign * sign * factorial * hurwitzZeta<M>(s, 1.0 - x) -
+                      std::pow(kPi, s) * cotDerivative;
+  const T pole = M::constant(sign * kInfinity);
+  return x > 0.0 ? (x == kInfinity ? std::numeric_limits<double>::quiet_NaN() : positive)
+                 : (x == M::floor(x) ? pole : reflected);
+}
+
 // logit with PyTorch's kernels: without eps (eps < 0), NaN outside [0, 1]
 // and an infinite gradient at 0 and 1; with eps, x clamped to
 // [eps, 1 - eps] first (NaN stays NaN), the gradient zero outside it.
@@ -348,6 +424,9 @@ template <class M> struct PointwiseFormulas {
     {"i1", "", [](T x, P) -> T { return formulas::bessel<M>(x, 1); }, [](T x, P) -> T { return formulas::besselI1Derivative<M>(x); }},
     {"i1e", "", [](T x, P) -> T { return formulas::besselScaled<M>(x, 1); },
      [](T x, P) -> T { return formulas::besselI1eDerivative<M>(x); }},
+    // polygamma(n, x) for n >= 1 (n = 0 is digamma); its derivative is the next order.
+    {"polygamma", "n", [](T x, P p) -> T { return formulas::polygamma<M>(x, static_cast<int>(p[0])); },
+     [](T x, P p) -> T { return formulas::polygamma<M>(x, static_cast<int>(p[0]) + 1); }},
     {"logit", "eps", [](T x, P p) -> T { return formulas::logit<M>(x, p[0]); },
      [](T x, P p) -> T { return formulas::logitDerivative<M>(x, p[0]); }},
     {"sinc", "", [](T x, P) -> T { return formulas::sinc<M>(x); }, [](T x, P) -> T { return formulas::sincDerivative<M>(x); }},

@@ -75,6 +75,11 @@ Table makePointwiseTable() {
         with({Log, Reciprocal, Divide, Divide, Divide}, 14));
   unary(t, "digamma", with({Log, Reciprocal, Divide, Divide, Divide}, 14),
         with({Reciprocal, Divide, Divide, Divide, Divide}, 16));
+  // polygamma: the Hurwitz zeta's 10 + n + 3 powers for x > 0 and again for
+  // the reflection, with its cotangent (counted at n = 2, its order a parameter).
+  VectorArithmetic zetaPowers(30, Power);
+  zetaPowers.insert(zetaPowers.end(), {Tan, Reciprocal});
+  unary(t, "polygamma", with(zetaPowers, 60), with(zetaPowers, 61));
   // Bessel functions: a series of 30 terms and the exponential's scale, as a
   // Chebyshev evaluation (Cephes) takes it; a derivative needs both orders.
   unary(t, "i0", with({Exp, Sqrt, Divide}, 60), with({Exp, Sqrt, Divide}, 61));

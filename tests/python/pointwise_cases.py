@@ -101,6 +101,15 @@ POINTWISE = {
     "i1": ("i1", _case(torch.special.i1, -30.0, 30.0)),
     "i1_small": ("i1", _case(torch.special.i1, -1e-3, 1e-3)),
     "i1e": ("i1e", _case(torch.special.i1e, -30.0, 30.0)),
+    # polygamma of orders 1 to 4, above zero and below it (the reflection), in place
+    # and as torch.special's; order 0 is digamma.
+    "polygamma_1": ("polygamma", _case(lambda t: torch.polygamma(1, t), 0.1, 8.0)),
+    "polygamma_2": ("polygamma", _case(lambda t: torch.polygamma(2, t), 0.2, 30.0)),
+    "polygamma_3_negative": ("polygamma", _case(lambda t: torch.polygamma(3, t), -1.8, -1.2)),
+    "polygamma_2_": ("polygamma", _case(lambda t: t.clone().polygamma_(2), -0.8, -0.2)),
+    "special_polygamma_4": ("polygamma", _case(
+        lambda t: torch.special.polygamma(4, t), 0.5, 20.0)),
+    "polygamma_0": ("digamma", _case(lambda t: torch.polygamma(0, t), 0.5, 5.0)),
     "sinc": ("sinc", _case(torch.sinc, -3.0, 3.0)),
     "ndtr": ("ndtr", _case(torch.special.ndtr, -5.0, 5.0)),
     "exp2": ("rpow", _case(torch.exp2, -3.0, 3.0)),

@@ -139,6 +139,12 @@ def test_mvlgamma_checks_its_domain_when_it_runs():
         model(torch.tensor([[1.6, 1.7, 2.0], [3.0, 1.5, 2.0]]))
 
 
+def test_polygamma_of_an_order_beyond_popsims_is_refused_with_the_orders_it_computes():
+    with pytest.raises(popsim.UnsupportedOperationError,
+                       match=r"polygamma of order n = 60 \(popsim computes orders 0 to 59\)"):
+        popsim.inferenceModel(Function(lambda x: torch.polygamma(60, x)))(torch.rand(3) + 1)
+
+
 def test_histc_between_the_data_extremes_checks_they_are_finite_when_it_runs():
     """histc with min == max spans the data, so an infinity or a NaN stops the run naming
     the element (eager: "range of [1, inf] is not finite"); with min and max given, the

@@ -4,6 +4,7 @@
 #include "common/check.h"
 #include "frontend/lowering_registry.h"
 #include "frontend/lowerings/helpers.h"
+#include "ir/pointwise_formulas.h"
 
 #include <cmath>
 #include <limits>
@@ -268,6 +269,26 @@ void lowerMvlgamma(LoweringContext& ctx) {
   ctx.setOutput(0, inPlaceResult(ctx, affine(ctx, sum, 1.0, constant)));
 }
 
+// polygamma(n, x), torch.special.polygamma and x.polygamma_(n): digamma for
+// n = 0, the polygamma function of order n above (integers promoted to
+// float32, as in PyTorch). The derivative of order n is order n + 1, hence
+// the limit one below the formula's.
+void lowerPolygamma(LoweringContext& ctx) {
+  const std::optional<size_t> self = ctx.argumentIndex("self");
+  const std::optional<size_t> order = ctx.argumentIndex("n");
+  POPSIM_ASSERT(self.has_value() && order.has_value(), ctx.opName(), " without self or n.");
+  const int64_t n = ctx.toInt(*order);
+  if (n < 0 || n >= ir::formulas::kPolygammaMaxOrder) {
+    ctx.unsupported("polygamma of order n = " + std::to_string(n) +
+                    " (popsim computes orders 0 to " +
+                    std::to_string(ir::formulas::kPolygammaMaxOrder - 1) + ")");
+  }
+  ir::Value* x = floatOperand(ctx, *self);
+  ir::Value* y = n == 0 ? emitPointwise(ctx, x, "digamma")
+                        : emitPointwise(ctx, x, "polygamma", {static_cast<double>(n)});
+  ctx.setOutput(0, inPlaceResult(ctx, y));
+}
+
 } // namespace
 
 void registerPointwise(LoweringRegistry& registry) {
@@ -284,6 +305,8 @@ void registerPointwise(LoweringRegistry& registry) {
   registry.add("aten::pow_", lowerPow);
   for (const char* op : {"aten::mvlgamma", "aten::mvlgamma_", "aten::special_multigammaln"})
     registry.add(op, lowerMvlgamma);
+  for (const char* op : {"aten::polygamma", "aten::polygamma_", "aten::special_polygamma"})
+    registry.add(op, lowerPolygamma);
 }
 
 } // namespace popsim::frontend::lowerings
