@@ -123,6 +123,12 @@ template <class M> struct BinaryFormulas {
      [](T a, T b) -> T { return b != b ? b : (a == 0.0 ? 0.0 : a * M::log(b)); },
      [](T a, T b) -> T { return a == 0.0 && b <= 0.0 ? 0.0 : M::log(b); },
      [](T a, T b) -> T { return a / b; }},
+    // a * log1p(b), 0 where a is 0 (NaN where b is NaN), as PyTorch's xlog1py;
+    // its gradients log1p(b) (0 where a is 0 and b <= -1) and a / (1 + b).
+    {"xlog1py",
+     [](T a, T b) -> T { return b != b ? b : (a == 0.0 ? 0.0 : a * M::log1p(b)); },
+     [](T a, T b) -> T { return a == 0.0 && b <= -1.0 ? 0.0 : M::log1p(b); },
+     [](T a, T b) -> T { return a / (1.0 + b); }},
     // sqrt(a^2 + b^2) as std::hypot (computed in double, it cannot overflow
     // for float operands): an infinity gives inf, with NaN too. Its gradients
     // a / h and b / h, as PyTorch's (NaN where h is 0 or infinite).

@@ -88,6 +88,7 @@ const Entry kFunctions[] = {
     {"atan2", kOperands, nullptr}, // PyTorch computes it in floating point only
     {"logaddexp", kOperands, nullptr},
     {"xlogy", kOperands, nullptr},
+    {"xlog1py", kOperands, nullptr},
     {"hypot", kOperands, nullptr}, // PyTorch computes it in floating point only
     {"copysign", kOperands, nullptr}, // PyTorch computes it in floating point only
     {"pow", kOperands, integerPower},

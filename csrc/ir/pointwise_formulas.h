@@ -69,6 +69,7 @@ namespace formulas {
 
 constexpr double kPi = 3.14159265358979323846;
 constexpr double kSqrtPi = 1.77245385090551602730;
+constexpr double kSqrtHalf = 0.70710678118654752440;
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 template <class M> typename M::T sigmoid(typename M::T x) { return 1.0 / (1.0 + M::exp(-x)); }
@@ -289,6 +290,48 @@ template <class M> typename M::T polygamma(typename M::T x, int n) {
                  : (x == M::floor(x) ? pole : reflected);
 }
 
+// exp(x^2) erfc(x), the scaled complementary error function: directly below
+// x = 26 (exp(x^2) then costs x^2 roundings of double, 8e-14 at most), and
+// above, where erfc underflows, its asymptotic series
+// 1 / (x sqrt(pi)) (1 - 1/(2x^2) + 3/(4x^4) - 15/(8x^6) + 105/(16x^8)),
+// exact to 3e-13 from 26 on. 0 at +inf, inf at -inf, as PyTorch's.
+template <class M> typename M::T erfcx(typename M::T x) {
+  using T = typename M::T;
+  const T r = 1.0 / (x * x);
+  const T series = (1.0 - r * (0.5 - r * (0.75 - r * (1.875 - r * 6.5625)))) / (x * kSqrtPi);
+  return x < 26.0 ? M::exp(x * x) * M::erfc(x) : series;
+}
+
+// log(ndtr(x)) as PyTorch computes it: through erfcx below -1, where ndtr
+// underflows long before its log does, through log1p above.
+template <class M> typename M::T logNdtr(typename M::T x) {
+  const typename M::T t = x * kSqrtHalf;
+  return x < -1.0 ? M::log(erfcx<M>(-t) / 2.0) - t * t : M::log1p(-M::erfc(t) / 2.0);
+}
+
+// The inverse of ndtr: Abramowitz and Stegun's rational guess (26.2.23, within
+// 4.5e-4) from the tail that holds min(p, 1 - p), then four Newton steps on
+// ndtr there, each squaring the error. 1 - p of a float is exact in double.
+// -inf at 0, inf at 1, NaN outside [0, 1], as PyTorch's.
+template <class M> typename M::T ndtri(typename M::T p) {
+  using T = typename M::T;
+  const T q = p > 0.5 ? 1.0 - p : p; // the lower tail's probability
+  const T t = M::sqrt(-2.0 * M::log(q));
+  T x = -(t - (2.515517 + t * (0.802853 + t * 0.010328)) /
+                  (1.0 + t * (1.432788 + t * (0.189269 + t * 0.001308))));
+  for (int step = 0; step < 4; ++step) {
+    const T cdf = 0.5 * M::erfc(-x * kSqrtHalf);
+    const T density = M::exp(-0.5 * x * x) * (kSqrtHalf / kSqrtPi);
+    x -= (cdf - q) / density;
+  }
+  const T inside = p > 0.5 ? -x : x;
+  return p == 0.0
+             ? M::constant(-kInfinity)
+             : (p == 1.0
+                    ? M::constant(kInfinity)
+                    : (p > 0.0 && p < 1.0 ? inside : std::numeric_limits<double>::quiet_NaN()));
+}
+
 // logit with PyTorch's kernels: without eps (eps < 0), NaN outside [0, 1]
 // and an infinite gradient at 0 and 1; with eps, x clamped to
 // [eps, 1 - eps] first (NaN stays NaN), the gradient zero outside it.
@@ -356,7 +399,6 @@ typename M::T eluDerivative(typename M::T x, double alpha, double scale, double 
 
 // GELU, exact (with erf) and with PyTorch's tanh approximation, and their
 // derivatives as PyTorch's backward kernels write them.
-constexpr double kSqrtHalf = 0.70710678118654752440;
 constexpr double kGeluTanhBeta = 0.79788456080286535588; // sqrt(2 / pi)
 constexpr double kGeluTanhKappa = 0.044715;
 template <class M> typename M::T gelu(typename M::T x) {
@@ -427,6 +469,18 @@ template <class M> struct PointwiseFormulas {
     // polygamma(n, x) for n >= 1 (n = 0 is digamma); its derivative is the next order.
     {"polygamma", "n", [](T x, P p) -> T { return formulas::polygamma<M>(x, static_cast<int>(p[0])); },
      [](T x, P p) -> T { return formulas::polygamma<M>(x, static_cast<int>(p[0]) + 1); }},
+    // torch.special's entropy term -x log x (0 at 0, -inf below, NaN at NaN) and
+    // its gradient -(1 + log x).
+    {"entr", "", [](T x, P) -> T { return x > 0.0 ? -x * M::log(x) : (x == 0.0 ? M::constant(0.0) : (x < 0.0 ? M::constant(-formulas::kInfinity) : x)); },
+     [](T x, P) -> T { return -(1.0 + M::log(x)); }},
+    // erfcx, log_ndtr and ndtri with PyTorch's gradients: 2 x erfcx(x) - 2 / sqrt(pi),
+    // exp(-(log_ndtr(x) + x^2 / 2)) / sqrt(2 pi) and sqrt(2 pi) exp(ndtri(p)^2 / 2).
+    {"erfcx", "", [](T x, P) -> T { return formulas::erfcx<M>(x); },
+     [](T x, P) -> T { return 2.0 * x * formulas::erfcx<M>(x) - 2.0 / formulas::kSqrtPi; }},
+    {"log_ndtr", "", [](T x, P) -> T { return formulas::logNdtr<M>(x); },
+     [](T x, P) -> T { return M::exp(-(formulas::logNdtr<M>(x) + x * x / 2.0)) * (formulas::kSqrtHalf / formulas::kSqrtPi); }},
+    {"ndtri", "", [](T x, P) -> T { return formulas::ndtri<M>(x); },
+     [](T x, P) -> T { const T y = formulas::ndtri<M>(x); return formulas::kSqrtPi / formulas::kSqrtHalf * M::exp(y * y / 2.0); }},
     {"logit", "eps", [](T x, P p) -> T { return formulas::logit<M>(x, p[0]); },
      [](T x, P p) -> T { return formulas::logitDerivative<M>(x, p[0]); }},
     {"sinc", "", [](T x, P) -> T { return formulas::sinc<M>(x); }, [](T x, P) -> T { return formulas::sincDerivative<M>(x); }},

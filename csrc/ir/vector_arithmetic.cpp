@@ -80,6 +80,18 @@ Table makePointwiseTable() {
   VectorArithmetic zetaPowers(30, Power);
   zetaPowers.insert(zetaPowers.end(), {Tan, Reciprocal});
   unary(t, "polygamma", with(zetaPowers, 60), with(zetaPowers, 61));
+  unary(t, "entr", with({Compare, Compare, Log}, 2), with({Log}, 2));
+  unary(t, "erfcx", with({Exp, Erf, Compare, Divide}, 12), with({Exp, Erf, Compare, Divide}, 15));
+  unary(t, "log_ndtr", with({Exp, Erf, Log, Divide, Compare}, 14),
+        with({Exp, Exp, Erf, Log, Divide, Compare}, 18));
+  // ndtri: a rational guess, then four Newton steps on ndtr.
+  unary(t, "ndtri",
+        with({Log, Sqrt, Divide, Erf, Exp, Divide, Erf, Exp, Divide, Erf, Exp, Divide, Erf, Exp,
+              Divide, Compare},
+             20),
+        with({Log, Sqrt, Divide, Erf, Exp, Divide, Erf, Exp, Divide, Erf, Exp, Divide, Erf, Exp,
+              Divide, Compare, Exp},
+             22));
   // Bessel functions: a series of 30 terms and the exponential's scale, as a
   // Chebyshev evaluation (Cephes) takes it; a derivative needs both orders.
   unary(t, "i0", with({Exp, Sqrt, Divide}, 60), with({Exp, Sqrt, Divide}, 61));
@@ -150,6 +162,8 @@ Table makeBinaryTable() {
   binary("logaddexp", with({Compare, Exp, Log1p}, 3), with({Exp, Divide}, 1),
          with({Exp, Divide}, 1));
   binary("xlogy", with({Compare, Compare, Log}, 1), with({Compare, Log}, 1), {Divide});
+  binary("xlog1py", with({Compare, Compare, Log1p}, 1), with({Compare, Log1p}, 1),
+         with({Divide}, 1));
   binary("hypot", with({Compare, Compare, Sqrt}, 3), with({Sqrt, Divide}, 3),
          with({Sqrt, Divide}, 3));
   binary("copysign", {Plain}, with({Compare, Compare}, 1), {});

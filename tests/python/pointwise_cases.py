@@ -110,6 +110,18 @@ POINTWISE = {
     "special_polygamma_4": ("polygamma", _case(
         lambda t: torch.special.polygamma(4, t), 0.5, 20.0)),
     "polygamma_0": ("digamma", _case(lambda t: torch.polygamma(0, t), 0.5, 5.0)),
+    # torch.special's entropy term and normal-distribution functions, each over the
+    # switches between its formulas (erfcx's at 26, log_ndtr's at -1, ndtri's at 0.5).
+    "special_entr": ("entr", _case(torch.special.entr, 0.05, 5.0)),
+    "special_erfcx": ("erfcx", _case(torch.special.erfcx, -3.0, 8.0)),
+    "special_erfcx_large": ("erfcx", _case(torch.special.erfcx, 20.0, 40.0)),
+    "special_log_ndtr": ("log_ndtr", _case(torch.special.log_ndtr, -8.0, 5.0)),
+    # (Further out, eager's float32 gradient exp(-(log_ndtr(x) + x^2 / 2)) loses
+    # digits to the cancellation: between -40 and -10 it is up to 1.7e-5 from
+    # float64's, popsim's 4e-8.)
+    "special_log_ndtr_far": ("log_ndtr", _case(torch.special.log_ndtr, -12.5, -3.0)),
+    "special_ndtri": ("ndtri", _case(torch.special.ndtri, 0.001, 0.999)),
+    "special_ndtri_tail": ("ndtri", _case(torch.special.ndtri, 1e-6, 0.01)),
     "sinc": ("sinc", _case(torch.sinc, -3.0, 3.0)),
     "ndtr": ("ndtr", _case(torch.special.ndtr, -5.0, 5.0)),
     "exp2": ("rpow", _case(torch.exp2, -3.0, 3.0)),

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <limits>
+#include <string_view>
 
 namespace popsim::frontend::lowerings {
 namespace {
@@ -44,6 +45,7 @@ const std::vector<AtenBinary>& atenBinaryOps() {
       {"aten::copysign", "copysign"},
       {"aten::xlogy", "xlogy"},
       {"aten::special_xlogy", "xlogy"},
+      {"aten::special_xlog1py", "xlog1py"},
       {"aten::logical_and", "logical_and"},
       {"aten::logical_or", "logical_or"},
       {"aten::logical_xor", "logical_xor"},
@@ -325,7 +327,10 @@ ir::Value* clampBetweenTensors(LoweringContext& ctx, std::optional<size_t> low,
 void registerBinary(LoweringRegistry& registry) {
   for (const AtenBinary& op : atenBinaryOps()) {
     registry.add(op.op, lowerTableOp);
-    registry.add(std::string(op.op) + "_", lowerTableOp);
+    // torch.special's functions have no in-place forms.
+    if (std::string_view(op.op).rfind("aten::special_", 0) != 0) {
+      registry.add(std::string(op.op) + "_", lowerTableOp);
+    }
   }
   for (const AtenBinary& op : atenOperatorOps()) {
     registry.add(op.op, lowerTableOp);

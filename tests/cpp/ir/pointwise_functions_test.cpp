@@ -68,6 +68,11 @@ std::map<std::string, Sample> samples() {
   table["logit"] = {{-1.0}, {0.05, 0.3, 0.5, 0.8, 0.97}}; // without eps
   table["sinc"] = {{}, anywhere};
   table["ndtr"] = {{}, anywhere};
+  table["entr"] = {{}, positive};
+  // Both sides of erfcx's switch to its series at 26, and log_ndtr's at -1.
+  table["erfcx"] = {{}, {-2.7, -0.4, 0.35, 2.6, 25.9, 26.1, 40.0}};
+  table["log_ndtr"] = {{}, {-30.0, -2.7, -1.01, -0.99, 0.35, 2.6, 7.0}};
+  table["ndtri"] = {{}, {1e-3, 0.2, 0.5, 0.7, 0.999}};
   // Both sides of zero (the reflection) and far out.
   table["polygamma"] = {{3.0}, {-2.7, -1.3, -0.4, 0.35, 1.1, 2.6, 12.5, 40.5}};
   // Both sides of the switch from the power series to the asymptotic expansion.
@@ -178,6 +183,39 @@ TEST(PointwiseFunctionsTest, PolygammaAtKnownPoints) {
   EXPECT_EQ(at(2, -INFINITY), -INFINITY);
   EXPECT_TRUE(std::isnan(at(2, INFINITY)));
   EXPECT_TRUE(std::isnan(at(3, NAN)));
+}
+
+// torch.special's normal-distribution and entropy functions at points known to
+// 30 digits (mpmath; ndtri by root-finding on its ncdf), in both branches of each, and PyTorch's
+// values at the ends of their domains.
+TEST(PointwiseFunctionsTest, SpecialFunctionsAtKnownPoints) {
+  const double* none = nullptr;
+  const auto value = [&](std::string_view name, double x) {
+    return functionNamed(name).value(x, none);
+  };
+  const auto near = [](double actual, double expected) {
+    EXPECT_NEAR(actual, expected, 1e-12 * std::fabs(expected));
+  };
+  near(value("erfcx", -2.7), 2930.94452028063976516);
+  near(value("erfcx", 0.35), 0.701496331119589133455);
+  near(value("erfcx", 25.9), 0.0217671811507386270644);
+  near(value("erfcx", 30.0), 0.0187958888614167514971);
+  near(value("erfcx", 1e4), 0.0000564189580726808411524);
+  near(value("log_ndtr", -30.0), -454.321243956343197107);
+  near(value("log_ndtr", -0.5), -1.17591176159361860888);
+  near(value("log_ndtr", 3.0), -0.00135080996474819379884);
+  near(value("ndtri", 1e-30), -11.4640246884433881432);
+  near(value("ndtri", 0.975), 1.95996398454005423552);
+  near(value("ndtri", 0.3), -0.524400512708040784038);
+  near(value("entr", 2.5), -2.29072682968538766296);
+  EXPECT_EQ(value("erfcx", INFINITY), 0.0);
+  EXPECT_EQ(value("erfcx", -INFINITY), INFINITY);
+  EXPECT_EQ(value("ndtri", 0.0), -INFINITY);
+  EXPECT_EQ(value("ndtri", 1.0), INFINITY);
+  EXPECT_TRUE(std::isnan(value("ndtri", 1.5)));
+  EXPECT_EQ(value("entr", 0.0), 0.0);
+  EXPECT_EQ(value("entr", -1.0), -INFINITY);
+  EXPECT_TRUE(std::isnan(value("entr", NAN)));
 }
 
 TEST(PointwiseFunctionsTest, SchemaNamesTheFunctionAndItsParameters) {
