@@ -55,6 +55,27 @@ int64_t integerFloorDivide(int64_t a, int64_t b) {
 
 int64_t integerTruth(bool value) { return value ? 1 : 0; }
 
+// |a| wrapping as PyTorch's does (the most negative value stays itself).
+int64_t magnitude(int64_t a) { return a < 0 ? wrap(0 - static_cast<uint64_t>(a)) : a; }
+
+// The greatest common divisor of |a| and |b| by Euclid's algorithm, as
+// PyTorch's gcd (0 for two zeros), and the least common multiple
+// |a / gcd * b| (0 where either is 0).
+int64_t integerGcd(int64_t a, int64_t b) {
+  a = magnitude(a);
+  b = magnitude(b);
+  while (a != 0) {
+    const int64_t c = a;
+    a = b % a;
+    b = c;
+  }
+  return b;
+}
+int64_t integerLcm(int64_t a, int64_t b) {
+  const int64_t g = integerGcd(a, b);
+  return g == 0 ? 0 : magnitude(mul(a / g, b));
+}
+
 constexpr auto kOperands = BinaryResult::Operands;
 constexpr auto kBool = BinaryResult::Bool;
 using I = int64_t;
@@ -101,6 +122,9 @@ const Entry kFunctions[] = {
     {"logical_and", kBool, [](I a, I b) { return integerTruth(a != 0 && b != 0); }},
     {"logical_or", kBool, [](I a, I b) { return integerTruth(a != 0 || b != 0); }},
     {"logical_xor", kBool, [](I a, I b) { return integerTruth((a != 0) != (b != 0)); }},
+    // Integer operands only (no formula), as in PyTorch.
+    {"gcd", kOperands, integerGcd},
+    {"lcm", kOperands, integerLcm},
     // Bitwise functions: integer and bool operands only (no formula).
     {"bitwise_and", kOperands, [](I a, I b) { return a & b; }},
     {"bitwise_or", kOperands, [](I a, I b) { return a | b; }},

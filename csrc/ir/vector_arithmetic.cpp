@@ -177,6 +177,12 @@ Table makeBinaryTable() {
   for (std::string_view name : {"bitwise_and", "bitwise_or", "bitwise_xor"}) {
     binary(name, {Plain}, {}, {});
   }
+  // Euclid's algorithm: about 18 remainders for 32-bit operands (0.84 ln n on
+  // average), and lcm's division and product.
+  VectorArithmetic euclid(18, Remainder);
+  euclid.push_back(Compare);
+  binary("gcd", euclid, {}, {});
+  binary("lcm", with(euclid, 2), {}, {});
   return t;
 }
 

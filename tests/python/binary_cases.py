@@ -164,6 +164,11 @@ BINARY = {
                                     .hypot_(b), (-3e30, 3e30), (-3e30, 3e30))),
     "xlogy": ("xlogy", _pair(lambda a, b: torch.xlogy(a.round(), b), b=(0.2, 3.0))),
     "special_xlogy_number": ("xlogy", _unary(lambda a: torch.special.xlogy(a, 2.5))),
+    # float_power: pow in double, whose float64 result popsim computes as float32
+    # (the cases compare it as float32, eager's rounded).
+    "float_power": ("pow", _pair(lambda a, b: torch.float_power(a.abs() + 0.1, b).float())),
+    "float_power_number": (None, _unary(lambda a: torch.float_power(a, 3).float())),
+    "float_power_base": (None, _unary(lambda a: torch.float_power(2.5, a).float())),
     "special_xlog1py": ("xlog1py", _pair(lambda a, b: torch.special.xlog1py(a.round(), b),
                                          b=(-0.8, 3.0))),
     "special_xlog1py_number": ("xlog1py", _unary(lambda a: torch.special.xlog1py(a, 1.5))),
@@ -187,6 +192,10 @@ BINARY = {
     "logical_or": ("logical_or", _bools(torch.logical_or)),
     "logical_xor": ("logical_xor", _bools(torch.logical_xor)),
     "logical_not": ("eq", _unary(torch.logical_not, -1.0, 1.0, dtype=torch.int64)),
+    # gcd and lcm of integers of both signs and zeros.
+    "gcd": ("gcd", _integers(torch.gcd, -30, 30)),
+    "gcd_int32": ("gcd", _integers(torch.gcd, -1000, 1000, dtype=torch.int32)),
+    "lcm": ("lcm", _integers(torch.lcm, -12, 12)),
     "bitwise_and": ("bitwise_and", _integers(lambda a, b: a & b)),
     "bitwise_or": ("bitwise_or", _bools(lambda a, b: a | b)),
     "bitwise_xor": ("bitwise_xor", _integers(torch.bitwise_xor)),
@@ -278,7 +287,7 @@ NOT_DIFFERENTIABLE = set(INTEGER_UNARY) | {
     "maximum_int", "remainder_int", "fmod_int", "floor_divide_int", "floor_divide_float", "div_trunc_int",
     "true_divide_int", "atan2_int", "pow_int", "pow_int_number", "add_int", "sub_int", "mul_int",
     "int_times_float", "float_plus_int", "int32_plus_int64_0d", "int32_0d_times_number",
-    "neg_int", "logical_and",
+    "neg_int", "logical_and", "gcd", "gcd_int32", "lcm",
     "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor",
     "bitwise_not", "isinf", "isposinf", "isneginf", "isfinite", "isnan_int",
     "isclose", "isclose_equal_nan", "isin", "isin_invert_number", "deg2rad_int", "heaviside",

@@ -49,6 +49,8 @@ const std::vector<AtenBinary>& atenBinaryOps() {
       {"aten::logical_and", "logical_and"},
       {"aten::logical_or", "logical_or"},
       {"aten::logical_xor", "logical_xor"},
+      {"aten::gcd", "gcd"},
+      {"aten::lcm", "lcm"},
       {"aten::bitwise_and", "bitwise_and"},
       {"aten::bitwise_or", "bitwise_or"},
       {"aten::bitwise_xor", "bitwise_xor"},

@@ -237,6 +237,25 @@ void lowerPow(LoweringContext& ctx) {
   ctx.setOutput(0, inPlaceResult(ctx, y));
 }
 
+// float_power: pow in double precision, whose float64 result popsim computes
+// as float32 (as it computes every float64 op, with the warning that says
+// so); the power formulas run in double and round once, so each element is
+// eager's double result rounded to float32.
+void lowerFloatPower(LoweringContext& ctx) {
+  const std::optional<double> base = ctx.staticScalar(0);
+  const std::optional<double> exponent = ctx.staticScalar(1);
+  const auto asFloat = [&](size_t index) { return operandAs(ctx, index, ir::DType::Float32); };
+  ir::Value* y = nullptr;
+  if (exponent.has_value() && !base.has_value()) {
+    y = emitPointwise(ctx, asFloat(0), "pow", {*exponent});
+  } else if (base.has_value() && !exponent.has_value()) {
+    y = emitPointwise(ctx, asFloat(1), "rpow", {*base});
+  } else {
+    y = emitBinary(ctx, "pow", asFloat(0), asFloat(1));
+  }
+  ctx.setOutput(0, inPlaceResult(ctx, y));
+}
+
 // mvlgamma(x, p), the multivariate log-gamma, as PyTorch sums it: lgamma of
 // x plus each of -(p - 1) / 2, ..., -1/2, 0, summed, plus p (p - 1) / 4 log(pi).
 // Every element must be greater than (p - 1) / 2, which the program checks at
@@ -307,6 +326,8 @@ void registerPointwise(LoweringRegistry& registry) {
   for (const char* op : {"aten::deg2rad", "aten::deg2rad_", "aten::rad2deg", "aten::rad2deg_"})
     registry.add(op, lowerAngleUnits);
   registry.add("aten::pow_", lowerPow);
+  for (const char* op : {"aten::float_power", "aten::float_power_"})
+    registry.add(op, lowerFloatPower);
   for (const char* op : {"aten::mvlgamma", "aten::mvlgamma_", "aten::special_multigammaln"})
     registry.add(op, lowerMvlgamma);
   for (const char* op : {"aten::polygamma", "aten::polygamma_", "aten::special_polygamma"})
