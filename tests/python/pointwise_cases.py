@@ -101,6 +101,9 @@ POINTWISE = {
     "i1": ("i1", _case(torch.special.i1, -30.0, 30.0)),
     "i1_small": ("i1", _case(torch.special.i1, -1e-3, 1e-3)),
     "i1e": ("i1e", _case(torch.special.i1e, -30.0, 30.0)),
+    # PyTorch 1.13's second spelling, without a derivative (constants to autograd).
+    "modified_bessel_i0": ("i0", _case(torch.special.modified_bessel_i0, -11.0, 11.0)),
+    "modified_bessel_i1": ("i1", _case(torch.special.modified_bessel_i1, -11.0, 11.0)),
     # polygamma of orders 1 to 4, above zero and below it (the reflection), in place
     # and as torch.special's; order 0 is digamma.
     "polygamma_1": ("polygamma", _case(lambda t: torch.polygamma(1, t), 0.1, 8.0)),
@@ -178,3 +181,6 @@ POINTWISE = {
     # A 0-d tensor inside the model, broadcast against a batched one.
     "sin_of_0d": ("sin", _case(lambda t: t * torch.sin(t.sum()), -1.0, 1.0)),
 }
+
+# Cases whose result PyTorch does not differentiate (autograd treats it as a constant).
+NOT_DIFFERENTIABLE = {"modified_bessel_i0", "modified_bessel_i1"}

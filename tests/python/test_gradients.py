@@ -17,6 +17,7 @@ import torch.nn.functional as F
 import binary_cases
 import indexing_cases
 import loss_cases
+import pointwise_cases
 import rearrangement_cases
 import reduction_cases
 import window_cases
@@ -33,7 +34,8 @@ NOT_DIFFERENTIABLE = ({f"binary_{name}" for name in binary_cases.NOT_DIFFERENTIA
                       | {f"rearrangement_{name}"
                          for name in rearrangement_cases.NOT_DIFFERENTIABLE}
                       | {f"window_{name}" for name in window_cases.NOT_DIFFERENTIABLE}
-                      | {f"loss_{name}" for name in loss_cases.NOT_DIFFERENTIABLE})
+                      | {f"loss_{name}" for name in loss_cases.NOT_DIFFERENTIABLE}
+                      | {f"pointwise_{name}" for name in pointwise_cases.NOT_DIFFERENTIABLE})
 
 
 class Projected(nn.Module):

@@ -256,6 +256,15 @@ void lowerFloatPower(LoweringContext& ctx) {
   ctx.setOutput(0, inPlaceResult(ctx, y));
 }
 
+// torch.special.modified_bessel_i0 and _i1 (PyTorch 1.13's second spelling
+// of i0 and i1, with the same values): results that autograd treats as
+// constants, as PyTorch 1.13 defines no derivative for them.
+void lowerModifiedBessel(LoweringContext& ctx) {
+  const bool first = ctx.opName() == "aten::special_modified_bessel_i1";
+  ir::Value* y = emitPointwise(ctx, floatOperand(ctx, 0), first ? "i1" : "i0");
+  ctx.setOutput(0, ctx.emit(ir::OpKind::StopGradient, {y}));
+}
+
 // mvlgamma(x, p), the multivariate log-gamma, as PyTorch sums it: lgamma of
 // x plus each of -(p - 1) / 2, ..., -1/2, 0, summed, plus p (p - 1) / 4 log(pi).
 // Every element must be greater than (p - 1) / 2, which the program checks at
@@ -326,6 +335,8 @@ void registerPointwise(LoweringRegistry& registry) {
   for (const char* op : {"aten::deg2rad", "aten::deg2rad_", "aten::rad2deg", "aten::rad2deg_"})
     registry.add(op, lowerAngleUnits);
   registry.add("aten::pow_", lowerPow);
+  for (const char* op : {"aten::special_modified_bessel_i0", "aten::special_modified_bessel_i1"})
+    registry.add(op, lowerModifiedBessel);
   for (const char* op : {"aten::float_power", "aten::float_power_"})
     registry.add(op, lowerFloatPower);
   for (const char* op : {"aten::mvlgamma", "aten::mvlgamma_", "aten::special_multigammaln"})
