@@ -288,11 +288,10 @@ void lowerGradient(LoweringContext& ctx) {
 // interpolation, in float32: trunc((x - min) / (max - min) * bins), the last
 // bin taking max. Elements outside the range are not counted, NaN neither.
 // Two places where PyTorch 1.13's kernel differs, and popsim follows the
-// documented definition (as later PyTorch versions do): 1.13 counts NaN in the
-// first bin, and reads max back from linspace(min, max, bins + 1), whose last
-// value its vectorised loop computes as min + bins * step when bins + 1 is a
-// multiple of the CPU's vector width, so an element equal to max can fall
-// outside and go uncounted.
+// documented definition: 1.13 counts NaN in the first bin, and reads max back
+// from linspace(min, max, bins + 1), whose last value its vectorised loop
+// computes as min + bins * step when bins + 1 is a multiple of the CPU's
+// vector width, so an element equal to max can fall outside and go uncounted.
 void lowerHistc(LoweringContext& ctx) {
   ir::Value* x = ctx.tensor(0);
   const ir::DType dtype = x->type().dtype;
