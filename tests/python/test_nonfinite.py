@@ -50,9 +50,9 @@ EAGER_REFUSES_SPECIAL_VALUES = {"pointwise_mvlgamma": {"nan", "-inf"},
                                 "reduction_histc_data_range": {"nan", "inf", "-inf"},
                                 "reduction_histc_equal_values": {"nan", "inf", "-inf"}}
 
-# PyTorch 1.13's histc counts NaN in the first bin, where its documentation
-# (and later PyTorch) leaves it out, as popsim does: test_reductions.py checks
-# that. Infinities are compared as usual (outside the range, not counted).
+# PyTorch 1.13's histc counts NaN in the first bin; its later documentation
+# says NaN elements are ignored, as popsim ignores them (test_reductions.py
+# checks that). Infinities are compared as usual (outside the range, not counted).
 NAN_COUNTED_BY_EAGER = {"reduction_histc_range"}
 
 # Linear and cubic interpolation of infinite inputs: where a tap's weight is
