@@ -260,8 +260,8 @@ void lowerFloatPower(LoweringContext& ctx) {
 // of i0 and i1, with the same values): results that autograd treats as
 // constants, as PyTorch 1.13 defines no derivative for them.
 void lowerModifiedBessel(LoweringContext& ctx) {
-  const bool first = ctx.opName() == "aten::special_modified_bessel_i1";
-  ir::Value* y = emitPointwise(ctx, floatOperand(ctx, 0), first ? "i1" : "i0");
+  const bool orderOne = ctx.opName() == "aten::special_modified_bessel_i1";
+  ir::Value* y = emitPointwise(ctx, floatOperand(ctx, 0), orderOne ? "i1" : "i0");
   ctx.setOutput(0, ctx.emit(ir::OpKind::StopGradient, {y}));
 }
 
