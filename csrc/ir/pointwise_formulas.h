@@ -74,6 +74,20 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 template <class M> typename M::T sigmoid(typename M::T x) { return 1.0 / (1.0 + M::exp(-x)); }
 
+// PyTorch's sign: (0 < x) - (x < 0), so NaN gives 0.
+template <class M> typename M::T sign(typename M::T x) {
+  return (0.0 < x ? 1.0 : 0.0) - (x < 0.0 ? 1.0 : 0.0);
+}
+
+// The standard normal distribution's CDF (PyTorch's ndtr, through erfc, exact
+// in the lower tail) and its density.
+template <class M> typename M::T normalCdf(typename M::T x) {
+  return 0.5 * M::erfc(-x * kSqrtHalf);
+}
+template <class M> typename M::T normalDensity(typename M::T x) {
+  return M::exp(-0.5 * x * x) * (kSqrtHalf / kSqrtPi);
+}
+
 // softplus with PyTorch's threshold: linear once beta * x exceeds it.
 template <class M> typename M::T softplus(typename M::T x, double beta, double threshold) {
   return x * beta > threshold ? x : M::log1p(M::exp(beta * x)) / beta;
@@ -209,8 +223,7 @@ template <class M> typename M::T besselI1Derivative(typename M::T x) {
   return M::fabs(x) > 0.0 ? bessel<M>(x, 0) - bessel<M>(x, 1) / x : M::constant(0.5);
 }
 template <class M> typename M::T besselI1eDerivative(typename M::T x) {
-  const typename M::T sign = (0.0 < x ? 1.0 : 0.0) - (x < 0.0 ? 1.0 : 0.0);
-  return M::fabs(x) > 0.0 ? besselScaled<M>(x, 0) - besselScaled<M>(x, 1) * (sign + 1.0 / x)
+  return M::fabs(x) > 0.0 ? besselScaled<M>(x, 0) - besselScaled<M>(x, 1) * (sign<M>(x) + 1.0 / x)
                           : M::constant(0.5);
 }
 
@@ -320,9 +333,7 @@ template <class M> typename M::T ndtri(typename M::T p) {
   T x = -(t - (2.515517 + t * (0.802853 + t * 0.010328)) /
                   (1.0 + t * (1.432788 + t * (0.189269 + t * 0.001308))));
   for (int step = 0; step < 4; ++step) {
-    const T cdf = 0.5 * M::erfc(-x * kSqrtHalf);
-    const T density = M::exp(-0.5 * x * x) * (kSqrtHalf / kSqrtPi);
-    x -= (cdf - q) / density;
+    x -= (normalCdf<M>(x) - q) / normalDensity<M>(x);
   }
   const T inside = p > 0.5 ? -x : x;
   return p == 0.0
@@ -359,11 +370,6 @@ template <class M> typename M::T sinc(typename M::T x) {
 template <class M> typename M::T sincDerivative(typename M::T x) {
   const typename M::T t = kPi * x;
   return x == 0.0 ? M::constant(0.0) : (t * M::cos(t) - M::sin(t)) / (t * x);
-}
-
-// PyTorch's sign: (0 < x) - (x < 0), so NaN gives 0.
-template <class M> typename M::T sign(typename M::T x) {
-  return (0.0 < x ? 1.0 : 0.0) - (x < 0.0 ? 1.0 : 0.0);
 }
 
 // x ** exponent as PyTorch computes it: the exponents it special-cases go
@@ -406,7 +412,7 @@ template <class M> typename M::T gelu(typename M::T x) {
 }
 template <class M> typename M::T geluDerivative(typename M::T x) {
   const typename M::T cdf = 0.5 * (1.0 + M::erf(x * kSqrtHalf));
-  const typename M::T pdf = M::exp(-0.5 * x * x) * (kSqrtHalf / kSqrtPi);
+  const typename M::T pdf = normalDensity<M>(x);
   return cdf + x * pdf;
 }
 template <class M> typename M::T geluTanh(typename M::T x) {
@@ -485,8 +491,8 @@ template <class M> struct PointwiseFormulas {
      [](T x, P p) -> T { return formulas::logitDerivative<M>(x, p[0]); }},
     {"sinc", "", [](T x, P) -> T { return formulas::sinc<M>(x); }, [](T x, P) -> T { return formulas::sincDerivative<M>(x); }},
     // The standard normal's CDF, and its density as the derivative.
-    {"ndtr", "", [](T x, P) -> T { return 0.5 * M::erfc(-x * formulas::kSqrtHalf); },
-     [](T x, P) -> T { return M::exp(-0.5 * x * x) * (formulas::kSqrtHalf / formulas::kSqrtPi); }},
+    {"ndtr", "", [](T x, P) -> T { return formulas::normalCdf<M>(x); },
+     [](T x, P) -> T { return formulas::normalDensity<M>(x); }},
     // -x flips the sign bit, of 0.0 and NaN too, as PyTorch's neg does (a product
     // by -1 leaves a NaN's sign as it is).
     {"neg", "", [](T x, P) -> T { return -x; }, [](T, P) -> T { return M::constant(-1.0); }},
