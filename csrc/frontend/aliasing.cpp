@@ -67,7 +67,7 @@ bool returnedAView(const jit::Node& node) {
   if (!inSizes || !inStrides || !outSizes) {
     return true;
   }
-  if (op == "reshape" || op == "reshape_as" || op == "flatten") {
+  if (op == "reshape" || op == "reshape_as" || op == "flatten" || op == "ravel") {
     return at::detail::computeStride(*inSizes, *inStrides, *outSizes).has_value();
   }
   return true;

@@ -129,6 +129,10 @@ const Entry kFunctions[] = {
     {"bitwise_and", kOperands, [](I a, I b) { return a & b; }},
     {"bitwise_or", kOperands, [](I a, I b) { return a | b; }},
     {"bitwise_xor", kOperands, [](I a, I b) { return a ^ b; }},
+    // Counts within [0, 63] (the lowering masks them to the dtype's width);
+    // int32 results wrap around when cast back.
+    {"bitwise_left_shift", kOperands, [](I a, I b) { return wrap(static_cast<uint64_t>(a) << b); }},
+    {"bitwise_right_shift", kOperands, [](I a, I b) { return a >> b; }},
 };
 // clang-format on
 

@@ -497,6 +497,8 @@ template <class M> struct PointwiseFormulas {
     // by -1 leaves a NaN's sign as it is).
     {"neg", "", [](T x, P) -> T { return -x; }, [](T, P) -> T { return M::constant(-1.0); }},
     {"sign", "", [](T x, P) -> T { return formulas::sign<M>(x); }, nullptr},
+    // The angle of a real number: pi below zero (-0.0 is not), 0 above, NaN kept.
+    {"angle", "", [](T x, P) -> T { return x < 0.0 ? M::constant(formulas::kPi) : (x == x ? M::constant(0.0) : x); }, nullptr},
     {"floor", "", [](T x, P) -> T { return M::floor(x); }, nullptr},
     {"ceil", "", [](T x, P) -> T { return M::ceil(x); }, nullptr},
     {"round", "", [](T x, P) -> T { return M::nearbyint(x); }, nullptr}, // half to even

@@ -107,6 +107,7 @@ Table makePointwiseTable() {
   unary(t, "ndtr", with({Erf}, 3), with({Exp}, 4));
   unary(t, "neg", {Plain}, {Plain});
   unary(t, "sign", {Sign}, {});
+  unary(t, "angle", {Compare, Compare}, {});
   unary(t, "floor", {Round}, {});
   unary(t, "ceil", {Round}, {});
   unary(t, "round", {Round}, {});
@@ -174,7 +175,8 @@ Table makeBinaryTable() {
   for (std::string_view name : {"logical_and", "logical_or", "logical_xor"}) {
     binary(name, {Compare, Compare}, {}, {});
   }
-  for (std::string_view name : {"bitwise_and", "bitwise_or", "bitwise_xor"}) {
+  for (std::string_view name :
+       {"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift"}) {
     binary(name, {Plain}, {}, {});
   }
   // Euclid's algorithm: about 18 remainders for 32-bit operands (0.84 ln n on

@@ -200,6 +200,16 @@ BINARY = {
     "bitwise_or": ("bitwise_or", _bools(lambda a, b: a | b)),
     "bitwise_xor": ("bitwise_xor", _integers(torch.bitwise_xor)),
     "bitwise_not": (None, _unary(lambda a: ~a, dtype=torch.int64)),
+    # Shifts by counts within the bit width and beyond it (taken modulo the width,
+    # as PyTorch 1.13's CPU kernels take them), of both signs; in place and by numbers.
+    "bitwise_left_shift": ("bitwise_left_shift", _integers(torch.bitwise_left_shift, -70, 70)),
+    "bitwise_right_shift": ("bitwise_right_shift", _integers(
+        lambda a, b: torch.bitwise_right_shift(a * 1000003, b), -70, 70)),
+    "shift_int32_operators": ("bitwise_left_shift", _integers(
+        lambda a, b: (a * 40009 << b) + (a * 7 >> b.abs()), -40, 40, dtype=torch.int32)),
+    "shift_in_place_numbers": ("bitwise_right_shift", _integers(
+        lambda a, b: (lambda x, y: x.clone().bitwise_left_shift_(y.abs()).__irshift__(1).__ilshift__(2)
+                      + (y << 3) + (x >> 2))(*torch.broadcast_tensors(a, b)))),
     "mask_not": ("eq", _pair(lambda a, b: torch.where(~(a > b), a, b))),
     # where and masked_fill, with numbers, 0-d tensors and broadcasting.
     "where": (None, _triple(lambda a, b, c: torch.where(c > 0, a, b))),
@@ -289,7 +299,8 @@ NOT_DIFFERENTIABLE = set(INTEGER_UNARY) | {
     "int_times_float", "float_plus_int", "int32_plus_int64_0d", "int32_0d_times_number",
     "neg_int", "logical_and", "gcd", "gcd_int32", "lcm",
     "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor",
-    "bitwise_not", "isinf", "isposinf", "isneginf", "isfinite", "isnan_int",
+    "bitwise_not", "bitwise_left_shift", "bitwise_right_shift", "shift_int32_operators",
+    "shift_in_place_numbers", "isinf", "isposinf", "isneginf", "isfinite", "isnan_int",
     "isclose", "isclose_equal_nan", "isin", "isin_invert_number", "deg2rad_int", "heaviside",
     "heaviside_int", "copysign_int", "signbit", "signbit_of_products", "signbit_int",
     "signbit_bool",

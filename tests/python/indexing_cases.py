@@ -1,5 +1,5 @@
 """The test table of indexing by tensors (frontend/lowerings/indexing.cpp):
-index_select, gather, take_along_dim, scatter (src, value, reduce='add'),
+index_select, take and put, gather, take_along_dim, scatter (src, value, reduce='add'),
 scatter_add, index_add (alpha), index_copy, index_fill, advanced indexing
 (one or several index tensors, adjacent or not, negative indices, mixed with
 slices and None) and index_put_ (with accumulate; x[mask] = v with a
@@ -100,6 +100,15 @@ INDEXING = {
     "take": _along(lambda rng, s, d: (
         lambda x, i: torch.take(x, i),
         [torch.randint(-math.prod(s), math.prod(s), (rng.randint(1, 3), rng.randint(1, 4)))], [])),
+    # put writes distinct flat positions (some counted from the end); with accumulate,
+    # repeated ones add up.
+    "put": _along(lambda rng, s, d: (lambda n, k: (
+        lambda x, src, i: x.put(i, src),
+        [torch.randperm(n)[:k] - n * (torch.rand(k) < 0.5).long()], [torch.randn(k)]))(
+            math.prod(s), rng.randint(1, math.prod(s)))),
+    "put_accumulate_": _along(lambda rng, s, d: (lambda n: (
+        lambda x, src, i: x.clone().put_(i, src, accumulate=True),
+        [torch.randint(-n, n, (2, 3))], [torch.randn(2, 3)]))(math.prod(s))),
     "take_along_dim_flat": _along(lambda rng, s, d: (
         lambda x, i: torch.take_along_dim(x, i), [torch.randint(0, math.prod(s), (3,))], [])),
     "scatter_src": _along(lambda rng, s, d: (

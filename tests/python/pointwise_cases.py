@@ -132,6 +132,9 @@ POINTWISE = {
     "neg_": ("neg", _case(lambda x: x.clone().neg_() * 2.0, -5.0, 5.0)),
     "sign": ("sign", _case(torch.sign, -5.0, 5.0)),
     "sgn": ("sign", _case(torch.sgn, -5.0, 5.0)),
+    # angle of real numbers: pi below zero, 0 at -0.0 (from rounding) and above
+    # (test_nonfinite adds NaN and infinities).
+    "angle": ("angle", _case(lambda x: torch.angle(x.round()) + torch.angle(x), -3.0, 3.0)),
     "floor": ("floor", _case(torch.floor, -5.0, 5.0)),
     "ceil": ("ceil", _case(torch.ceil, -5.0, 5.0)),
     "round": ("round", _case(torch.round, -5.0, 5.0)),

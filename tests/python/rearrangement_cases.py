@@ -1,10 +1,14 @@
 """The test table of the ops that rearrange elements
-(frontend/lowerings/rearrangement.cpp, and swapaxes and narrow_copy in
-shape.cpp): repeat, tile, broadcast_to, meshgrid, repeat_interleave, flip, roll, unbind, unflatten,
-movedim, swapaxes, narrow_copy, tensor_split, diagonal, diag, triu, tril,
+(frontend/lowerings/rearrangement.cpp, and in shape.cpp swapaxes, narrow_copy,
+the NumPy-style stacks, ravel and select/slice_scatter): repeat, tile,
+broadcast_to, meshgrid, repeat_interleave, flip (fliplr, flipud), roll, unbind,
+unflatten, movedim, swapaxes, narrow_copy, tensor_split (hsplit, vsplit,
+dsplit), hstack, vstack, dstack, column_stack, ravel, positive, diagonal
+(linalg.diagonal, diagonal_scatter), select_scatter, slice_scatter, diagflat,
+diag, triu, tril,
 pixel_shuffle, pixel_unshuffle, channel_shuffle, Tensor.unfold, F.unfold
 and F.fold, trace, cross, diff, atleast_1d/2d/3d, cartesian_prod, combinations,
-block_diag and vander, on
+block_diag, vander and linalg.vander, on
 random shapes. test_ops.py runs each case forward,
 test_gradients.py backward and test_nonfinite.py with NaN/Inf, against
 eager PyTorch."""
@@ -78,6 +82,57 @@ REARRANGEMENTS = {
     "vander": lambda rng: (lambda n, increasing: (Elementwise(lambda t: torch.vander(
         t, n, increasing=increasing) * 1), [torch.randn(rng.randint(1, 4))]))(
             rng.choice([None, 1, 2, 4]), rng.random() < 0.5),
+    # The NumPy-style stacks, of tensors of mixed ranks.
+    "hstack": lambda rng: (Elementwise(lambda t: torch.hstack([t[0], t[1, :, :2], t[2]]) * 1),
+                           [torch.randn(3, rng.randint(1, 4), rng.randint(2, 4))]),
+    "hstack_vectors": lambda rng: (Elementwise(lambda t: torch.hstack(
+        [t[0, 0], t[1, :, 0], t[2, 1, 1]]) * 1), [torch.randn(3, 2, rng.randint(2, 4))]),
+    "vstack": lambda rng: (Elementwise(lambda t: torch.vstack([t[0, 0], t[1, :2], t[2, 1]]) * 1),
+                           [torch.randn(3, 2, rng.randint(1, 4))]),
+    "row_stack": lambda rng: (Elementwise(lambda t: torch.row_stack([t[0], t[1, 0]]) * 1),
+                              [torch.randn(2, rng.randint(1, 3), 3)]),
+    "dstack": lambda rng: (Elementwise(lambda t: torch.dstack([t[0], t[1], t[2, :, :, None]]) * 1),
+                           [torch.randn(3, rng.randint(1, 3), rng.randint(1, 4))]),
+    "dstack_vectors": lambda rng: (Elementwise(lambda t: torch.dstack([t[0], t[1], t[1, 0]]) * 1),
+                                   [torch.randn(2, 1, rng.randint(1, 4))]),
+    "column_stack": lambda rng: (Elementwise(lambda t: torch.column_stack(
+        [t[0, :, 0], t[1, :, :2], t[2, 0, 0].expand(t.shape[1]), t[2]]) * 1),
+                                 [torch.randn(3, rng.randint(1, 4), 2)]),
+    # Their splits: into equal sections, at positions (one counted from the end).
+    "hsplit": lambda rng: (Elementwise(lambda t: _sum_all(torch.hsplit(t, 2)) * 2),
+                           [torch.randn(rng.randint(1, 3), 4, 2)]),
+    "hsplit_vector_indices": _on(lambda rng, s: lambda t: torch.hsplit(t, [1, -1])[1] * 2,
+                                 rank=1, smallest=3),
+    "vsplit": lambda rng: (Elementwise(lambda t: torch.vsplit(t, [2])[1] * 2),
+                           [torch.randn(rng.randint(3, 5), 2)]),
+    "dsplit": lambda rng: (Elementwise(lambda t: _sum_all(torch.dsplit(t, 3)[::2]) * 2),
+                           [torch.randn(2, 1, 6)]),
+    "fliplr": _on(lambda rng, s: lambda t: torch.fliplr(t) * 2, rank=2),
+    "flipud": _on(lambda rng, s: lambda t: torch.flipud(t) * 2),
+    "ravel": _on(lambda rng, s: lambda t: t.transpose(0, -1).ravel() * 2),
+    "positive_resolve": _on(lambda rng, s: lambda t: torch.positive(t) * 2 + t.resolve_conj()
+                            + t.resolve_neg()),
+    "diagflat": lambda rng: (lambda o: (Elementwise(lambda t: torch.diagflat(t, o)),
+                                        [torch.randn(2, rng.randint(1, 3))]))(rng.randint(-2, 2)),
+    "linalg_diagonal": _on(lambda rng, s: (lambda o: lambda t: torch.linalg.diagonal(
+        t, offset=o) * 2)(rng.randint(-2, 2)), rank=3),
+    # The functional forms of writing through a view: the view's values
+    # replaced by a function of the view itself (both reach the gradient).
+    "select_scatter": _on(lambda rng, s: (lambda d, i: lambda t: torch.select_scatter(
+        t, t.select(d, i) * 3 + 1, d, i))(*(lambda d: (d, rng.randint(-s[d], s[d] - 1)))(
+            rng.randrange(len(s))))),
+    "slice_scatter": _on(lambda rng, s: (lambda start, step: lambda t: torch.slice_scatter(
+        t, t[start::step] * -2, dim=0, start=start, end=None, step=step))(
+            rng.randint(0, s[0] - 1), rng.randint(1, 2))),
+    "slice_scatter_bounds": _on(lambda rng, s: lambda t: torch.slice_scatter(
+        t, t[:, 1:-1] * 3, dim=1, start=1, end=-1, step=1), rank=2, smallest=3),
+    "diagonal_scatter": _on(lambda rng, s: (lambda o, d1, d2: lambda t: torch.diagonal_scatter(
+        t, torch.diagonal(t, o, d1, d2).exp(), o, d1, d2))(
+            rng.randint(-2, 2), *rng.sample(range(3), 2)), rank=3),
+    "linalg_vander": _on(lambda rng, s: (lambda n: lambda t: torch.linalg.vander(t, N=n) * 1)(
+        rng.choice([None, 2, 4]))),
+    "linalg_vander_int": lambda rng: (Elementwise(lambda t: torch.linalg.vander(
+        torch.tensor([[1, -2, 3], [0, 4, 5]], dtype=torch.int32), N=4) * t), [torch.randn(4)]),
     "broadcast_to": _on(lambda rng, s: lambda t: torch.broadcast_to(t[..., :1], (2, *s[:-1], 3)) * 1),
     "broadcast_to_keeping": _on(lambda rng, s: lambda t: torch.broadcast_to(t, (3, *[-1] * len(s))) + 0),
     "repeat_interleave": _on(lambda rng, s: (lambda d: lambda t: t.repeat_interleave(2, dim=d))(

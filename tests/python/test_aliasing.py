@@ -227,7 +227,18 @@ def copy_converts_the_dtype(x):
     return y
 
 
-CASES = [setitem_number, setitem_stepped_slice, mul_through_slice, add_through_flat_view,
+def views_of_positive_ravel_and_hsplit_are_written(x):
+    # positive, ravel of a contiguous tensor and hsplit's pieces are views;
+    # ravel of a transposed tensor is a copy.
+    y = x * 1
+    torch.positive(y).add_(1)
+    y.ravel().mul_(2)
+    torch.hsplit(y, 2)[1].sub_(5)
+    y.t().ravel().add_(100)
+    return y
+
+
+CASES = [views_of_positive_ravel_and_hsplit_are_written, setitem_number, setitem_stepped_slice, mul_through_slice, add_through_flat_view,
          old_value_kept, transposed_view_sees_later_write, row_added_to_row, chunk_written,
          nested_views_written, unsqueezed_then_written, copy_into_slice, fill_with_tensor,
          expanded_view_sees_write, clone_is_independent, detached_view_writes_base,

@@ -241,6 +241,37 @@ def matrix_power_case(rng):
     return Fn(lambda _, x: power(x, n)), [torch.randn(*batch, size, size) / (size + 1)]
 
 
+def multi_dot_case(rng):
+    """A chain of 2 to 5 matrices (multi_dot's ends may be vectors), whose
+    sizes make PyTorch pick different orders of the products."""
+    sizes = [randint(rng, 1, 6) for _ in range(randint(rng, 3, 6))]
+    shapes = [[rows, columns] for rows, columns in zip(sizes, sizes[1:])]
+    if rng.random() < 0.3:
+        shapes[0] = shapes[0][1:]
+    if rng.random() < 0.3 and len(shapes) > 1:
+        shapes[-1] = shapes[-1][:1]
+    chain = torch.linalg.multi_dot
+    if len(shapes[0]) == len(shapes[-1]) == 2 and rng.random() < 0.3:
+        chain = lambda matrices: torch.chain_matmul(*matrices)  # noqa: E731
+    return Fn(lambda _, *m: chain(list(m))), [torch.randn(*shape) for shape in shapes]
+
+
+def dist_case(rng):
+    """dist of operands that broadcast, in the norms of every kind of order."""
+    shape = [randint(rng, 1, 4) for _ in range(randint(rng, 1, 3))]
+    p = rng.choice([2.0, 1.0, 3.0, 0.5, 0.0, float("inf"), -float("inf")])
+    other = shape[rng.randrange(len(shape)):]
+    return Fn(lambda _, x, y: torch.dist(x, y, p)), [torch.randn(shape), torch.randn(other)]
+
+
+def vecdot_case(rng):
+    shape = [randint(rng, 1, 4) for _ in range(randint(rng, 1, 3))]
+    dim = rng.randrange(-len(shape), len(shape))
+    other = [1 if rng.random() < 0.3 else n for n in shape]
+    return Fn(lambda _, x, y: torch.linalg.vecdot(x, y, dim=dim)), [torch.randn(*shape),
+                                                                    torch.randn(*other)]
+
+
 def random_tensor(rng, low_rank=1, high_rank=4):
     return torch.randn(*[randint(rng, 1, 6) for _ in range(randint(rng, low_rank, high_rank))])
 
@@ -471,6 +502,9 @@ CASES = {
     "mv": mv_case,
     "dot": dot_case,
     "matrix_power": matrix_power_case,
+    "multi_dot": multi_dot_case,
+    "dist": dist_case,
+    "vecdot": vecdot_case,
     # The shape as a tensor (torchvision's detection models read it while traced).
     "shape_as_tensor": lambda rng: (
         Fn(lambda _, x: x * torch._shape_as_tensor(x)[-1].float()), [random_tensor(rng)]),

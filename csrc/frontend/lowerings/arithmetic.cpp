@@ -197,8 +197,10 @@ void lowerNeg(LoweringContext& ctx) {
 }
 
 // Ops that return their input unchanged in popsim's value semantics:
-// contiguous (every tensor is contiguous) and clone (aliasing.cpp keeps
-// in-place writes to the copy and the original apart).
+// contiguous (every tensor is contiguous), clone (aliasing.cpp keeps
+// in-place writes to the copy and the original apart), positive, and
+// resolve_conj / resolve_neg, which have nothing to resolve in real tensors
+// (the schema says whether the result is a view of the input).
 void lowerIdentity(LoweringContext& ctx) { ctx.setOutput(0, ctx.tensor(0)); }
 
 // detach: the same values, through which no gradient flows.
@@ -242,6 +244,8 @@ void registerArithmetic(LoweringRegistry& registry) {
   registry.add("aten::rsub", lowerReverseSub);
   registry.add("aten::contiguous", lowerIdentity);
   registry.add("aten::clone", lowerIdentity);
+  for (const char* op : {"aten::positive", "aten::resolve_conj", "aten::resolve_neg"})
+    registry.add(op, lowerIdentity);
   registry.add("aten::detach", lowerDetach);
   registry.add("aten::to", lowerTo);
   registry.add("aten::type_as", lowerTo);

@@ -1,6 +1,7 @@
 // The aten ops that are functions of ir/binary_functions.h (one line each),
 // and the ops built from them: where, masked_fill, the isnan family,
-// logical_not and bitwise_not, prelu, and clamp with tensor bounds.
+// logical_not and bitwise_not, the bit shifts, prelu, and clamp with tensor
+// bounds.
 
 #include "common/check.h"
 #include "frontend/lowering_registry.h"
@@ -298,6 +299,24 @@ void lowerHeaviside(LoweringContext& ctx) {
   ctx.setOutput(0, inPlaceResult(ctx, step));
 }
 
+// bitwise_left_shift / bitwise_right_shift (a << b, a >> b) of integers in
+// their promoted dtype: the count taken modulo the bit width, as PyTorch
+// 1.13's CPU kernels shift (x86's shifts mask the count, 5 << 70 is
+// 5 << 6); a left shift wraps around, a right shift copies the sign bit.
+template <bool Left> void lowerShift(LoweringContext& ctx) {
+  const ir::DType dtype = promotedDType(ctx, {0, 1});
+  if (dtype != ir::DType::Int32 && dtype != ir::DType::Int64) {
+    ctx.unsupported(std::string(Left ? "a left" : "a right") + " shift of " + ir::dtypeName(dtype) +
+                    " tensors (it takes integer tensors)");
+  }
+  const auto bits = static_cast<double>(ir::elementSize(dtype) * 8);
+  ir::Value* count = emitBinary(ctx, "bitwise_and", operandAs(ctx, 1, dtype),
+                                constantFilled(ctx, {dtype, {}}, bits - 1.0));
+  ir::Value* shifted = emitBinary(ctx, Left ? "bitwise_left_shift" : "bitwise_right_shift",
+                                  operandAs(ctx, 0, dtype), count);
+  ctx.setOutput(0, inPlaceResult(ctx, shifted));
+}
+
 } // namespace
 
 ir::Value* emitBinaryFunction(LoweringContext& ctx, const char* name, size_t left, size_t right) {
@@ -359,6 +378,12 @@ void registerBinary(LoweringRegistry& registry) {
     registry.add(op, lowerLdexp);
   for (const char* op : {"aten::heaviside", "aten::heaviside_"})
     registry.add(op, lowerHeaviside);
+  for (const char* op : {"aten::bitwise_left_shift", "aten::bitwise_left_shift_",
+                         "aten::__lshift__", "aten::__ilshift__"})
+    registry.add(op, lowerShift<true>);
+  for (const char* op : {"aten::bitwise_right_shift", "aten::bitwise_right_shift_",
+                         "aten::__rshift__", "aten::__irshift__"})
+    registry.add(op, lowerShift<false>);
 }
 
 } // namespace popsim::frontend::lowerings

@@ -49,6 +49,23 @@ inline ir::Value* sliceAlong(LoweringContext& context, ir::Value* x, int64_t dim
                       {{"dim", dim}, {"start", start}, {"end", end}, {"step", int64_t{1}}});
 }
 
+// x raised to at least `rank` dims as atleast_1d / 2d / 3d raise it: a
+// scalar to all ones, a vector to a row ([1, n], or [1, n, 1]), a matrix
+// to [m, n, 1].
+inline ir::Value* atLeastRank(LoweringContext& context, ir::Value* x, size_t rank) {
+  ir::Shape shape = x->type().shape;
+  if (shape.size() >= rank) return x;
+  if (shape.empty()) {
+    shape.assign(rank, 1);
+  } else if (shape.size() == 1) {
+    shape.insert(shape.begin(), 1);
+    if (rank == 3) shape.push_back(1);
+  } else {
+    shape.push_back(1);
+  }
+  return reshape(context, x, shape);
+}
+
 // x broadcast to `shape` (x itself when it has it).
 inline ir::Value* broadcastTo(LoweringContext& context, ir::Value* x, const ir::Shape& shape) {
   if (x->type().shape == shape) return x;

@@ -1,4 +1,4 @@
-// Indexing by tensors: index_select, gather, take_along_dim, scatter (src or
+// Indexing by tensors: index_select, take and put, gather, take_along_dim, scatter (src or
 // value), scatter_add, index_add, index_copy, index_fill, advanced indexing
 // (x[idx], x[i, j], x[:, idx], with negative indices) and index_put_
 // (x[idx] = v, with accumulate), one_hot, on the ops of ir/ops/indexing.cpp,
@@ -62,6 +62,23 @@ void lowerTake(LoweringContext& ctx) {
       ir::OpKind::Gather, {reshape(ctx, x, {count}), reshape(ctx, index, {index->type().numel()})},
       {{"dim", int64_t{0}}});
   ctx.setOutput(0, reshape(ctx, taken, index->type().shape));
+}
+
+// put(self, index, source, accumulate=False): take's counterpart, source's
+// elements written (or added) into self's flattened elements at index
+// (negative ones counted from the end); with repeated indices and no
+// accumulate, PyTorch leaves which write wins unspecified.
+void lowerPut(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const int64_t count = x->type().numel();
+  ir::Value* index = wrapped(ctx, indexTensor(ctx, ctx.tensor(1)), count);
+  const int64_t written = index->type().numel();
+  ir::Value* source = castTo(ctx, ctx.tensor(2), x->type().dtype);
+  ir::Value* y = ctx.emit(
+      ir::OpKind::IndexAdd,
+      {reshape(ctx, x, {count}), reshape(ctx, index, {written}), reshape(ctx, source, {written})},
+      {{"dim", int64_t{0}}, {"accumulate", ctx.numInputs() > 3 && ctx.toBool(3)}});
+  ctx.setOutput(0, reshape(ctx, y, x->type().shape));
 }
 
 // gather(self, dim, index, sparse_grad=False).
@@ -617,6 +634,8 @@ void registerIndexing(LoweringRegistry& registry) {
   registry.add("popsim::dynamic_select", lowerIndexSelect);
   registry.add("aten::gather", lowerGather);
   registry.add("aten::take", lowerTake);
+  registry.add("aten::put", lowerPut);
+  registry.add("aten::put_", lowerPut);
   registry.add("aten::take_along_dim", lowerTakeAlongDim);
   for (const std::string s : {"", "_"}) {
     registry.add("aten::scatter" + s, lowerScatter<false>);

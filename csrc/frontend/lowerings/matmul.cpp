@@ -2,6 +2,7 @@
 #include "frontend/lowerings/helpers.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace popsim::frontend::lowerings {
 namespace {
@@ -147,6 +148,72 @@ void lowerReversedDims(LoweringContext& ctx) {
   ctx.setOutput(0, rank < 2 ? x : permute(ctx, x, perm));
 }
 
+// The product of matrices[first..last] in the order PyTorch's multi_dot
+// picks: for three, the cheaper of (AB)C and A(BC); for more, the
+// matrix-chain order of least multiplications (the first split among
+// equals); rows[i] x rows[i + 1] is the shape of matrix i.
+ir::Value* chainProduct(LoweringContext& ctx, const std::vector<ir::Value*>& matrices,
+                        const std::vector<std::vector<size_t>>& split, size_t first, size_t last) {
+  if (first == last) return matrices[first];
+  const size_t k = split[first][last];
+  return ctx.emit(ir::OpKind::MatMul, {chainProduct(ctx, matrices, split, first, k),
+                                       chainProduct(ctx, matrices, split, k + 1, last)});
+}
+
+std::vector<std::vector<size_t>> chainOrder(const std::vector<int64_t>& rows) {
+  const size_t n = rows.size() - 1;
+  std::vector<std::vector<size_t>> split(n, std::vector<size_t>(n, 0));
+  if (n == 3) { // (a x b)(b x c)(c x d)
+    const int64_t a = rows[0], b = rows[1], c = rows[2], d = rows[3];
+    const bool rightFirst = a * c * (b + d) > b * d * (a + c);
+    split[0][2] = rightFirst ? 0 : 1;
+    split[1][2] = 1;
+    split[0][1] = 0;
+    return split;
+  }
+  std::vector<std::vector<int64_t>> cost(n, std::vector<int64_t>(n, 0));
+  for (size_t length = 1; length < n; ++length) {
+    for (size_t i = 0; i + length < n; ++i) {
+      const size_t j = i + length;
+      cost[i][j] = std::numeric_limits<int64_t>::max();
+      for (size_t k = i; k < j; ++k) {
+        const int64_t q = cost[i][k] + cost[k + 1][j] + rows[i] * rows[k + 1] * rows[j + 1];
+        if (q < cost[i][j]) {
+          cost[i][j] = q;
+          split[i][j] = k;
+        }
+      }
+    }
+  }
+  return split;
+}
+
+// linalg_multi_dot(tensors) and chain_matmul(matrices): the product of the
+// matrices (multi_dot's first may be a vector, a row, and its last a column;
+// their dims are removed from the result again).
+void lowerMultiDot(LoweringContext& ctx) {
+  std::vector<ir::Value*> matrices = withCommonDType(ctx, ctx.tensorList(0));
+  if (matrices.size() == 1) return ctx.setOutput(0, matrices[0]); // chain_matmul's clone
+  const bool rowVector = matrices.front()->type().rank() == 1;
+  const bool columnVector = matrices.back()->type().rank() == 1;
+  if (rowVector)
+    matrices.front() = reshape(ctx, matrices.front(), {1, matrices.front()->type().numel()});
+  if (columnVector)
+    matrices.back() = reshape(ctx, matrices.back(), {matrices.back()->type().numel(), 1});
+  std::vector<int64_t> rows;
+  for (ir::Value* m : matrices) {
+    if (m->type().rank() != 2)
+      ctx.unsupported(ctx.opName() + " of a tensor of rank " + std::to_string(m->type().rank()));
+    rows.push_back(m->type().shape[0]);
+  }
+  rows.push_back(matrices.back()->type().shape[1]);
+  ir::Value* y = chainProduct(ctx, matrices, chainOrder(rows), 0, matrices.size() - 1);
+  ir::Shape shape;
+  if (!rowVector) shape.push_back(rows.front());
+  if (!columnVector) shape.push_back(rows.back());
+  ctx.setOutput(0, reshape(ctx, y, shape));
+}
+
 } // namespace
 
 void registerMatMul(LoweringRegistry& registry) {
@@ -163,6 +230,8 @@ void registerMatMul(LoweringRegistry& registry) {
   registry.add("aten::addr", lowerAddOuterOrBatchSum);
   registry.add("aten::addbmm", lowerAddOuterOrBatchSum);
   registry.add("aten::inner", lowerInner);
+  registry.add("aten::linalg_multi_dot", lowerMultiDot);
+  registry.add("aten::chain_matmul", lowerMultiDot);
   registry.add("aten::t", lowerTranspose2d);
   for (const char* op :
        {"aten::numpy_T", "aten::mT", "aten::mH", "aten::adjoint", "aten::matrix_H"})

@@ -1,8 +1,8 @@
 // Vector norms (norm, frobenius_norm, linalg_vector_norm and linalg_norm of
-// vectors, over any dims) and matrix norms (linalg_norm and
-// linalg_matrix_norm: Frobenius, 1, -1, inf, -inf), as sums and extrema with
-// PyTorch's gradients (zero for a zero vector; shared between equal largest
-// magnitudes).
+// vectors, over any dims, and dist, the norm of a difference) and matrix
+// norms (linalg_norm and linalg_matrix_norm: Frobenius, 1, -1, inf, -inf), as
+// sums and extrema with PyTorch's gradients (zero for a zero vector; shared
+// between equal largest magnitudes); linalg.vecdot.
 
 #include "frontend/lowering_registry.h"
 #include "frontend/lowerings/helpers.h"
@@ -229,6 +229,28 @@ void lowerRenorm(LoweringContext& ctx) {
   ctx.setOutput(0, inPlaceResult(ctx, ctx.emit(ir::OpKind::Mul, {x, factor})));
 }
 
+// dist(self, other, p=2): the p-norm of all of self - other, the two
+// broadcast against each other.
+void lowerDist(LoweringContext& ctx) {
+  ir::DType dtype = promotedDType(ctx, {0, 1});
+  if (!ir::isFloat(dtype))
+    ctx.unsupported("dist of " + std::string(ir::dtypeName(dtype)) +
+                    " tensors (it takes floating-point tensors)");
+  ir::Value* difference = sub(ctx, operandAs(ctx, 0, dtype), operandAs(ctx, 1, dtype));
+  const double p = orderArgument(ctx, ctx.argumentIndex("p"), 2.0);
+  ctx.setOutput(0, vectorNormOver(ctx, difference, p,
+                                  normDims(ctx, std::nullopt, difference->type().rank()), false));
+}
+
+// linalg_vecdot(x, y, *, dim=-1): the sum of x * y along dim, the two
+// broadcast against each other (the conjugate of a real x is itself).
+void lowerVecdot(LoweringContext& ctx) {
+  const ir::DType dtype = promotedDType(ctx, {0, 1});
+  ir::Value* product = mul(ctx, operandAs(ctx, 0, dtype), operandAs(ctx, 1, dtype));
+  const int64_t dim = normalizedDim(ctx, ctx.toInt(2), product->type().rank());
+  ctx.setOutput(0, sumOver(ctx, product, {dim}, false));
+}
+
 void registerNorms(LoweringRegistry& registry) {
   registry.add("aten::renorm", lowerRenorm);
   registry.add("aten::renorm_", lowerRenorm);
@@ -238,6 +260,8 @@ void registerNorms(LoweringRegistry& registry) {
   registry.add("aten::linalg_norm", lowerLinalgNorm);
   registry.add("aten::linalg_matrix_norm", lowerMatrixNorm);
   registry.add("aten::_weight_norm", lowerWeightNorm);
+  registry.add("aten::dist", lowerDist);
+  registry.add("aten::linalg_vecdot", lowerVecdot);
 }
 
 } // namespace popsim::frontend::lowerings

@@ -75,7 +75,8 @@ const std::vector<AtenPointwise>& atenPointwiseOps() {
       {"aten::exp2", "rpow", {{nullptr, 2.0}}},
       {"aten::special_exp2", "rpow", {{nullptr, 2.0}}},
       {"aten::sign", "sign", {}},
-      {"aten::sgn", "sign", {}}, // of real numbers, sign's
+      {"aten::sgn", "sign", {}},    // of real numbers, sign's
+      {"aten::angle", "angle", {}}, // of real numbers
       {"aten::floor", "floor", {}},
       {"aten::ceil", "ceil", {}},
       {"aten::round", "round", {}},
@@ -326,8 +327,9 @@ void lowerPolygamma(LoweringContext& ctx) {
 void registerPointwise(LoweringRegistry& registry) {
   for (const AtenPointwise& op : atenPointwiseOps()) {
     registry.add(op.op, lowerTableOp);
-    // torch.special's functions have no in-place forms.
-    if (std::string_view(op.op).rfind("aten::special_", 0) != 0) {
+    // torch.special's functions and angle have no in-place forms.
+    if (std::string_view(op.op).rfind("aten::special_", 0) != 0 &&
+        std::string_view(op.op) != "aten::angle") {
       registry.add(std::string(op.op) + "_", lowerTableOp);
     }
   }

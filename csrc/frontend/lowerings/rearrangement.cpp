@@ -1,9 +1,10 @@
-// Ops that rearrange elements: repeat, tile, repeat_interleave, flip, roll,
-// unbind, unflatten, movedim, tensor_split, diagonal, diag, triu, tril, trace,
+// Ops that rearrange elements: repeat, tile, repeat_interleave, flip (fliplr,
+// flipud), roll, unbind, unflatten, movedim, tensor_split (hsplit, vsplit,
+// dsplit), diagonal (and diagonal_scatter), diag, diagflat, triu, tril, trace,
 // pixel_shuffle / pixel_unshuffle, channel_shuffle, Tensor.unfold and
 // F.unfold / F.fold (im2col, col2im), and the ops built from such picks:
-// cross, diff, atleast_1d/2d/3d, cartesian_prod, combinations, block_diag and
-// vander. Each is reshapes, permutes and
+// cross, diff, atleast_1d/2d/3d, cartesian_prod, combinations, block_diag,
+// vander and linalg.vander. Each is reshapes, permutes and
 // broadcasts, or an index_select / index_add with positions known at
 // compile time, so their gradients come from those ops' rules.
 
@@ -119,6 +120,11 @@ void lowerFlip(LoweringContext& ctx) {
   ctx.setOutput(0, x);
 }
 
+// fliplr / flipud(self): dim 1 / dim 0 read backwards.
+template <int64_t Dim> void lowerFlipDim(LoweringContext& ctx) {
+  ctx.setOutput(0, reversedAlong(ctx, ctx.tensor(0), Dim));
+}
+
 // roll(self, shifts, dims=[]): element i moves to i + shift (mod size);
 // without dims, over the flattened tensor.
 void lowerRoll(LoweringContext& ctx) {
@@ -212,19 +218,20 @@ void lowerMovedim(LoweringContext& ctx) {
   ctx.setOutput(0, permuted(ctx, x, perm));
 }
 
-// tensor_split(self, sections or indices, dim=0).
-void lowerTensorSplit(LoweringContext& ctx) {
-  ir::Value* x = ctx.tensor(0);
-  const int64_t dim = ctx.numInputs() > 2 ? dimArgument(ctx, 2, x->type().rank()) : 0;
+// x split along dim as tensor_split splits it: into the number of sections
+// argument `index` gives (the first size % n pieces one longer), or at the
+// positions it lists.
+void splitSections(LoweringContext& ctx, ir::Value* x, int64_t dim, size_t index) {
   const int64_t size = x->type().shape[static_cast<size_t>(dim)];
   std::vector<int64_t> bounds = {0};
-  if (const std::optional<double> sections = ctx.staticScalar(1); sections && !ctx.isTensor(1)) {
+  if (const std::optional<double> sections = ctx.staticScalar(index);
+      sections && !ctx.isTensor(index)) {
     const int64_t n = static_cast<int64_t>(*sections);
     if (n <= 0) ctx.unsupported("tensor_split into " + std::to_string(n) + " sections");
     for (int64_t i = 0; i < n; ++i)
       bounds.push_back(bounds.back() + size / n + (i < size % n ? 1 : 0));
   } else {
-    for (int64_t b : ctx.toIntList(1))
+    for (int64_t b : ctx.toIntList(index))
       bounds.push_back(std::clamp<int64_t>(b < 0 ? b + size : b, 0, size));
     bounds.push_back(size);
   }
@@ -236,36 +243,62 @@ void lowerTensorSplit(LoweringContext& ctx) {
   ctx.setOutputList(0, parts);
 }
 
-// The elements (i, i + offset) of dims (a, b): x with a and b moved last and
-// flattened, and the positions of the diagonal in them.
-ir::Value* diagonalOf(LoweringContext& ctx, ir::Value* x, int64_t offset, int64_t a, int64_t b) {
-  const ir::Shape& shape = x->type().shape;
-  const int64_t rows = shape[static_cast<size_t>(a)], columns = shape[static_cast<size_t>(b)];
-  std::vector<int64_t> perm, kept;
-  for (int64_t d = 0; d < x->type().rank(); ++d) {
-    if (d != a && d != b) {
-      perm.push_back(d);
-      kept.push_back(shape[static_cast<size_t>(d)]);
-    }
-  }
-  perm.insert(perm.end(), {a, b});
-  ir::Shape flat = kept;
-  flat.push_back(rows * columns);
-  ir::Value* moved = reshape(ctx, permuted(ctx, x, perm), flat);
-  std::vector<int64_t> positions;
-  for (int64_t i = std::max<int64_t>(0, -offset); i < rows && i + offset < columns; ++i) {
-    positions.push_back(i * columns + i + offset);
-  }
-  const int64_t last = static_cast<int64_t>(kept.size());
-  if (positions.empty()) {
-    ir::Shape empty = kept;
-    empty.push_back(0);
-    return constantFilled(ctx, {x->type().dtype, empty}, 0.0);
-  }
-  return pick(ctx, moved, last, positions);
+// tensor_split(self, sections or indices, dim=0).
+void lowerTensorSplit(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const int64_t dim = ctx.numInputs() > 2 ? dimArgument(ctx, 2, x->type().rank()) : 0;
+  splitSections(ctx, x, dim, 1);
 }
 
-// diagonal(self, offset=0, dim1=0, dim2=1).
+// hsplit / vsplit / dsplit(self, sections or indices): tensor_split along
+// dim 1 (a vector's dim 0), 0 or 2. Eager checked while tracing that the
+// tensor has the dim and that the sections divide it.
+template <int64_t Dim> void lowerSplitAlong(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  splitSections(ctx, x, Dim == 1 && x->type().rank() == 1 ? 0 : Dim, 1);
+}
+
+// How the diagonal `offset` of dims (a, b) of a tensor of `shape` is read:
+// the tensor permuted by `perm` (a and b last) and reshaped to `flat` (the
+// two merged), then the elements at `positions` along its last dim.
+struct DiagonalLayout {
+  std::vector<int64_t> perm;
+  ir::Shape flat;
+  std::vector<int64_t> positions;
+};
+
+DiagonalLayout diagonalLayout(const ir::Shape& shape, int64_t offset, int64_t a, int64_t b) {
+  const int64_t rows = shape[static_cast<size_t>(a)], columns = shape[static_cast<size_t>(b)];
+  DiagonalLayout layout;
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
+    if (d != a && d != b) {
+      layout.perm.push_back(d);
+      layout.flat.push_back(shape[static_cast<size_t>(d)]);
+    }
+  }
+  layout.perm.insert(layout.perm.end(), {a, b});
+  layout.flat.push_back(rows * columns);
+  for (int64_t i = std::max<int64_t>(0, -offset); i < rows && i + offset < columns; ++i) {
+    layout.positions.push_back(i * columns + i + offset);
+  }
+  return layout;
+}
+
+// The elements (i, i + offset) of dims (a, b), along a last dim.
+ir::Value* diagonalOf(LoweringContext& ctx, ir::Value* x, int64_t offset, int64_t a, int64_t b) {
+  const DiagonalLayout layout = diagonalLayout(x->type().shape, offset, a, b);
+  const int64_t last = static_cast<int64_t>(layout.flat.size()) - 1;
+  if (layout.positions.empty()) {
+    ir::Shape empty = layout.flat;
+    empty.back() = 0;
+    return constantFilled(ctx, {x->type().dtype, empty}, 0.0);
+  }
+  return pick(ctx, reshape(ctx, permuted(ctx, x, layout.perm), layout.flat), last,
+              layout.positions);
+}
+
+// diagonal(self, offset=0, dim1=0, dim2=1), and linalg.diagonal(A, *,
+// offset=0, dim1=-2, dim2=-1), the same op with other defaults.
 void lowerDiagonal(LoweringContext& ctx) {
   ir::Value* x = ctx.tensor(0);
   const int64_t rank = x->type().rank();
@@ -274,8 +307,28 @@ void lowerDiagonal(LoweringContext& ctx) {
   ctx.setOutput(0, diagonalOf(ctx, x, ctx.toInt(1), a, b));
 }
 
-// diag(self, diagonal=0): the diagonal of a matrix, or the square matrix
-// with a vector on that diagonal (its elements written into zeros).
+// diagonal_scatter(self, src, offset=0, dim1=0, dim2=1): self with that
+// diagonal replaced by src (which has the diagonal's shape; eager checked).
+void lowerDiagonalScatter(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const int64_t rank = x->type().rank();
+  const int64_t a = dimArgument(ctx, 3, rank), b = dimArgument(ctx, 4, rank);
+  if (a == b) ctx.unsupported("diagonal_scatter of the same dim twice");
+  const DiagonalLayout layout = diagonalLayout(x->type().shape, ctx.toInt(2), a, b);
+  if (layout.positions.empty()) return ctx.setOutput(0, x);
+  ir::Value* moved = permuted(ctx, x, layout.perm);
+  const ir::Shape movedShape = moved->type().shape;
+  ir::Value* written =
+      ctx.emit(ir::OpKind::IndexAdd,
+               {reshape(ctx, moved, layout.flat), int64Constant(ctx, layout.positions),
+                castTo(ctx, ctx.tensor(1), x->type().dtype)},
+               {{"dim", static_cast<int64_t>(layout.flat.size()) - 1}, {"accumulate", false}});
+  std::vector<int64_t> inverse(layout.perm.size());
+  for (size_t i = 0; i < layout.perm.size(); ++i)
+    inverse[static_cast<size_t>(layout.perm[i])] = static_cast<int64_t>(i);
+  ctx.setOutput(0, permuted(ctx, reshape(ctx, written, movedShape), inverse));
+}
+
 // The flat positions, in a square matrix of side n + |offset|, of the n
 // elements of its diagonal `offset` (above the main one when positive).
 std::vector<int64_t> diagonalPositions(int64_t n, int64_t offset) {
@@ -288,6 +341,19 @@ std::vector<int64_t> diagonalPositions(int64_t n, int64_t offset) {
   return positions;
 }
 
+// The square matrix with `vector` on its diagonal `offset`, zeros elsewhere.
+ir::Value* matrixWithDiagonal(LoweringContext& ctx, ir::Value* vector, int64_t offset) {
+  const int64_t n = vector->type().shape[0];
+  const int64_t side = n + std::abs(offset);
+  ir::Value* zeros = constantFilled(ctx, {vector->type().dtype, {side * side}}, 0.0);
+  ir::Value* y = ctx.emit(ir::OpKind::IndexAdd,
+                          {zeros, int64Constant(ctx, diagonalPositions(n, offset)), vector},
+                          {{"dim", int64_t{0}}, {"accumulate", false}});
+  return reshape(ctx, y, {side, side});
+}
+
+// diag(self, diagonal=0): the diagonal of a matrix, or the square matrix
+// with a vector on that diagonal (its elements written into zeros).
 void lowerDiag(LoweringContext& ctx) {
   ir::Value* x = ctx.tensor(0);
   const int64_t offset = ctx.numInputs() > 1 ? ctx.toInt(1) : 0;
@@ -297,13 +363,14 @@ void lowerDiag(LoweringContext& ctx) {
   }
   if (x->type().rank() != 1)
     ctx.unsupported("diag of a tensor of rank " + std::to_string(x->type().rank()));
-  const int64_t n = x->type().shape[0];
-  const int64_t side = n + std::abs(offset);
-  const std::vector<int64_t> positions = diagonalPositions(n, offset);
-  ir::Value* zeros = constantFilled(ctx, {x->type().dtype, {side * side}}, 0.0);
-  ir::Value* y = ctx.emit(ir::OpKind::IndexAdd, {zeros, int64Constant(ctx, positions), x},
-                          {{"dim", int64_t{0}}, {"accumulate", false}});
-  ctx.setOutput(0, reshape(ctx, y, {side, side}));
+  ctx.setOutput(0, matrixWithDiagonal(ctx, x, offset));
+}
+
+// diagflat(self, offset=0): the elements, flattened, on a diagonal.
+void lowerDiagflat(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const int64_t offset = ctx.numInputs() > 1 ? ctx.toInt(1) : 0;
+  ctx.setOutput(0, matrixWithDiagonal(ctx, reshape(ctx, x, {x->type().numel()}), offset));
 }
 
 // diag_embed(self, offset=0, dim1=-2, dim2=-1): each last-dim vector of x as
@@ -630,20 +697,8 @@ void lowerDiff(LoweringContext& ctx) {
 
 // atleast_1d / 2d / 3d(self): 0-d as [1] (and [1, 1], [1, 1, 1]), a vector
 // [n] as [1, n] (2d) or [1, n, 1] (3d), a matrix [m, n] as [m, n, 1] (3d).
-template <int Rank> void lowerAtLeast(LoweringContext& ctx) {
-  ir::Value* x = ctx.tensor(0);
-  ir::Shape shape = x->type().shape;
-  if (static_cast<int>(shape.size()) < Rank) {
-    if (shape.empty()) {
-      shape.assign(static_cast<size_t>(Rank), 1);
-    } else if (shape.size() == 1) {
-      shape.insert(shape.begin(), 1);
-      if (Rank == 3) shape.push_back(1);
-    } else {
-      shape.push_back(1);
-    }
-  }
-  ctx.setOutput(0, reshape(ctx, x, shape));
+template <size_t Rank> void lowerAtLeast(LoweringContext& ctx) {
+  ctx.setOutput(0, atLeastRank(ctx, ctx.tensor(0), Rank));
 }
 
 // cartesian_prod(tensors): every combination of the vectors' elements, one
@@ -769,6 +824,28 @@ void lowerVander(LoweringContext& ctx) {
   ctx.setOutput(0, result);
 }
 
+// linalg_vander(x, *, N=None): the powers x^0 .. x^(N-1) of each element
+// along a new last dim, as PyTorch builds them (ones, then running products
+// of x, through which the gradient flows). Eager refused N < 2 while tracing.
+void lowerLinalgVander(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  if (!ir::isFloat(x->type().dtype)) x = castTo(ctx, x, ir::DType::Int64); // cumprod's promotion
+  if (x->type().rank() == 0) x = reshape(ctx, x, {1});
+  ir::Shape shape = x->type().shape;
+  const int64_t powers = ctx.isNone(1) ? shape.back() : ctx.toInt(1);
+  ir::Shape column = shape;
+  column.push_back(1);
+  ir::Shape repeated = shape;
+  repeated.push_back(powers - 1);
+  const auto last = static_cast<int64_t>(shape.size());
+  ir::Value* running =
+      ctx.emit(ir::OpKind::CumulativeProduct, {broadcastTo(ctx, reshape(ctx, x, column), repeated)},
+               {{"dim", last}});
+  ctx.setOutput(0, ctx.emit(ir::OpKind::Concat,
+                            {constantFilled(ctx, {x->type().dtype, column}, 1.0), running},
+                            {{"dim", last}}));
+}
+
 } // namespace
 
 void registerRearrangement(LoweringRegistry& registry) {
@@ -776,14 +853,22 @@ void registerRearrangement(LoweringRegistry& registry) {
   registry.add("aten::tile", lowerTile);
   registry.add("aten::repeat_interleave", lowerRepeatInterleave);
   registry.add("aten::flip", lowerFlip);
+  registry.add("aten::fliplr", lowerFlipDim<1>);
+  registry.add("aten::flipud", lowerFlipDim<0>);
   registry.add("aten::roll", lowerRoll);
   registry.add("aten::unbind", lowerUnbind);
   registry.add("aten::unflatten", lowerUnflatten);
   registry.add("aten::movedim", lowerMovedim);
   registry.add("aten::moveaxis", lowerMovedim);
   registry.add("aten::tensor_split", lowerTensorSplit);
+  registry.add("aten::hsplit", lowerSplitAlong<1>);
+  registry.add("aten::vsplit", lowerSplitAlong<0>);
+  registry.add("aten::dsplit", lowerSplitAlong<2>);
   registry.add("aten::diagonal", lowerDiagonal);
+  registry.add("aten::linalg_diagonal", lowerDiagonal);
+  registry.add("aten::diagonal_scatter", lowerDiagonalScatter);
   registry.add("aten::diag", lowerDiag);
+  registry.add("aten::diagflat", lowerDiagflat);
   registry.add("aten::diag_embed", lowerDiagEmbed);
   registry.add("aten::rot90", lowerRot90);
   registry.add("aten::triu", lowerTriangle<true>);
@@ -807,6 +892,7 @@ void registerRearrangement(LoweringRegistry& registry) {
   registry.add("aten::combinations", lowerCombinations);
   registry.add("aten::block_diag", lowerBlockDiag);
   registry.add("aten::vander", lowerVander);
+  registry.add("aten::linalg_vander", lowerLinalgVander);
 }
 
 } // namespace popsim::frontend::lowerings

@@ -50,6 +50,12 @@ void lowerFlatten(LoweringContext& ctx) {
   ctx.setOutput(0, reshape(ctx, x, out));
 }
 
+// ravel(input): the elements as a vector.
+void lowerRavel(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  ctx.setOutput(0, reshape(ctx, x, {x->type().numel()}));
+}
+
 void lowerUnsqueeze(LoweringContext& ctx) {
   ir::Value* x = ctx.tensor(0);
   ir::Shape shape = x->type().shape;
@@ -142,6 +148,37 @@ void lowerSelect(LoweringContext& ctx) {
   ctx.setOutput(0, reshape(ctx, slice(ctx, x, dim, index, index + 1, 1), shape));
 }
 
+// select_scatter(self, src, dim, index) and slice_scatter(self, src, dim=0,
+// start=None, end=None, step=1): self with that select or slice replaced
+// by src (of its shape; eager checked), as an in-place write through the
+// view would leave it.
+void lowerSelectOrSliceScatter(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  ir::Value* src = castTo(ctx, ctx.tensor(1), x->type().dtype);
+  const int64_t dim = normalizedDim(ctx, ctx.toInt(2), x->type().rank());
+  const int64_t size = x->type().shape[dim];
+  int64_t start = 0, end = size, step = 1;
+  if (ctx.opName() == "aten::select_scatter") {
+    start = ctx.toInt(3);
+    if (start < -size || start >= size) {
+      ctx.unsupported("select_scatter at index " + std::to_string(start) +
+                      ", out of range for size " + std::to_string(size));
+    }
+    if (start < 0) start += size;
+    end = start + 1;
+    ir::Shape shape = src->type().shape;
+    shape.insert(shape.begin() + dim, 1);
+    src = reshape(ctx, src, shape);
+  } else {
+    start = ctx.isNone(3) ? 0 : clampIndex(ctx.toInt(3), size);
+    end = std::max(start, ctx.isNone(4) ? size : clampIndex(ctx.toInt(4), size));
+    step = ctx.toInt(5);
+    if (step < 1) ctx.unsupported("slice_scatter step " + std::to_string(step));
+  }
+  ctx.setOutput(0, ctx.emit(ir::OpKind::SliceUpdate, {x, src},
+                            {{"dim", dim}, {"start", start}, {"end", end}, {"step", step}}));
+}
+
 // Splits along `dim` into pieces of the given sizes, as a list output.
 void splitInto(LoweringContext& ctx, ir::Value* x, int64_t dim, const std::vector<int64_t>& sizes) {
   std::vector<ir::Value*> pieces;
@@ -200,6 +237,24 @@ void lowerStack(LoweringContext& ctx) {
     shape.insert(shape.begin() + dim, 1);
     t = reshape(ctx, t, shape);
   }
+  ctx.setOutput(0, tensors.size() == 1 ? tensors[0]
+                                       : ctx.emit(ir::OpKind::Concat, tensors, {{"dim", dim}}));
+}
+
+// The NumPy-style stacks: a cat along Dim of the tensors raised to rank Rank
+// as atleast_1d / 2d / 3d raise them. hstack (Rank 1, Dim 1) joins vectors
+// along their only dim; column_stack first makes scalars and vectors
+// columns; vstack (row_stack) joins along dim 0, dstack along dim 2. Eager
+// checked the shapes while tracing.
+template <size_t Rank, int64_t Dim> void lowerStackAlong(LoweringContext& ctx) {
+  std::vector<ir::Value*> tensors = withCommonDType(ctx, ctx.tensorList(0));
+  if (tensors.empty()) ctx.unsupported(ctx.opName() + " of an empty list");
+  const bool columns = ctx.opName() == "aten::column_stack";
+  for (ir::Value*& t : tensors) {
+    t = columns && t->type().rank() < 2 ? reshape(ctx, t, {t->type().numel(), 1})
+                                        : atLeastRank(ctx, t, Rank);
+  }
+  const int64_t dim = tensors[0]->type().rank() == 1 ? 0 : Dim;
   ctx.setOutput(0, tensors.size() == 1 ? tensors[0]
                                        : ctx.emit(ir::OpKind::Concat, tensors, {{"dim", dim}}));
 }
@@ -288,6 +343,7 @@ void registerShapeOps(LoweringRegistry& registry) {
   registry.add("aten::reshape_as", lowerViewAs);
   registry.add("aten::reshape", lowerView);
   registry.add("aten::flatten", lowerFlatten);
+  registry.add("aten::ravel", lowerRavel);
   registry.add("aten::unsqueeze", lowerUnsqueeze);
   registry.add("aten::squeeze", lowerSqueeze);
   registry.add("aten::permute", lowerPermute);
@@ -297,6 +353,8 @@ void registerShapeOps(LoweringRegistry& registry) {
   registry.add("aten::slice", lowerSlice);
   registry.add("aten::narrow", lowerNarrow);
   registry.add("aten::select", lowerSelect);
+  registry.add("aten::select_scatter", lowerSelectOrSliceScatter);
+  registry.add("aten::slice_scatter", lowerSelectOrSliceScatter);
   registry.add("aten::chunk", lowerChunk);
   registry.add("aten::unsafe_chunk", lowerChunk);
   registry.add("aten::split", lowerSplit);
@@ -304,6 +362,11 @@ void registerShapeOps(LoweringRegistry& registry) {
   registry.add("aten::split_with_sizes", lowerSplit);
   registry.add("aten::cat", lowerCat);
   registry.add("aten::stack", lowerStack);
+  registry.add("aten::hstack", lowerStackAlong<1, 1>);
+  registry.add("aten::column_stack", lowerStackAlong<1, 1>);
+  registry.add("aten::vstack", lowerStackAlong<2, 0>);
+  registry.add("aten::row_stack", lowerStackAlong<2, 0>);
+  registry.add("aten::dstack", lowerStackAlong<3, 2>);
 }
 
 } // namespace popsim::frontend::lowerings

@@ -31,9 +31,10 @@ std::map<std::string, Sample> samples() {
   const std::vector<double> positive = {0.3, 0.9, 1.7, 3.2};
   std::map<std::string, Sample> table;
   for (const char* name :
-       {"expm1", "sin",  "cos",       "atan",        "sinh", "cosh",        "asinh", "erf",
-        "erfc",  "neg",  "sign",      "floor",       "ceil", "round",       "trunc", "frac",
-        "silu",  "mish", "hardswish", "hardsigmoid", "selu", "log_sigmoid", "gelu",  "gelu_tanh"}) {
+       {"expm1", "sin",         "cos",  "atan",     "sinh",  "cosh",      "asinh",
+        "erf",   "erfc",        "neg",  "sign",     "angle", "floor",     "ceil",
+        "round", "trunc",       "frac", "silu",     "mish",  "hardswish", "hardsigmoid",
+        "selu",  "log_sigmoid", "gelu", "gelu_tanh"}) {
     table[name] = {{}, anywhere};
   }
   for (const char* name : {"asin", "acos", "atanh", "erfinv"}) {
