@@ -1,6 +1,6 @@
 """Random ops drawn on the simulated device (ir/ops/random.cpp): their
 distributions (mean, variance and a Kolmogorov-Smirnov test against the
-exact distribution), reproducibility from Options.randomSeed, fresh numbers
+exact distribution; cauchy_, geometric_ and randperm by their own measures), reproducibility from Options.randomSeed, fresh numbers
 for every call and micro-batch, torchvision's stochastic depth
 (torch.empty(...).bernoulli_(p)) in training, and nn.RReLU's random slopes in
 training."""
@@ -46,6 +46,9 @@ def normal_cdf(x):
      lambda v: 1 - torch.exp(-2 * v.clamp(min=0)), 0.5, 0.25),
     ("normal", lambda x: torch.normal(x * 0 + 3.0, 2.0), lambda v: normal_cdf((v - 3) / 2), 3.0,
      4.0),
+    ("log_normal_", lambda x: torch.empty_like(x).log_normal_(0.5, 0.25),
+     lambda v: normal_cdf((v.clamp(min=1e-30).log() - 0.5) / 0.25),
+     math.exp(0.5 + 0.25 ** 2 / 2), (math.exp(0.25 ** 2) - 1) * math.exp(1 + 0.25 ** 2)),
 ])
 def test_continuous_distributions(name, function, cdf, mean, variance):
     samples = run(function, torch.zeros(N))
@@ -53,6 +56,41 @@ def test_continuous_distributions(name, function, cdf, mean, variance):
     assert abs(samples.mean().item() - mean) < 4 * math.sqrt(variance / N), name
     assert abs(samples.var().item() - variance) < 0.05 * variance, name
     assert ks_statistic(samples, cdf) < KS_LIMIT, name
+
+
+def test_cauchy_follows_its_distribution():
+    """cauchy_ has no mean or variance: its quartiles and the KS test."""
+    samples = run(lambda x: torch.empty_like(x).cauchy_(1.0, 2.0), torch.zeros(N))
+    assert samples.shape == (N,) and samples.dtype == torch.float32
+    quartiles = samples.quantile(torch.tensor([0.25, 0.5, 0.75]))
+    torch.testing.assert_close(quartiles, torch.tensor([-1.0, 1.0, 3.0]), atol=0.1, rtol=0)
+    assert ks_statistic(samples, lambda v: 0.5 + torch.atan((v - 1.0) / 2.0) / math.pi) < KS_LIMIT
+
+
+def test_geometric_counts_trials_to_the_first_success():
+    p = 0.3
+    samples = run(lambda x: torch.empty_like(x).geometric_(p), torch.zeros(N))
+    assert samples.min() >= 1 and torch.equal(samples, samples.round())
+    assert abs(samples.mean().item() - 1 / p) < 4 * math.sqrt((1 - p) / p ** 2 / N)
+    frequencies = torch.bincount(samples.long(), minlength=6)[1:6].double() / N
+    expected = torch.tensor([(1 - p) ** (k - 1) * p for k in range(1, 6)], dtype=torch.float64)
+    assert (frequencies - expected).abs().max() < 4 * math.sqrt(0.25 / N)
+
+
+def test_randperm_draws_permutations_uniformly():
+    """Every call a permutation of 0..n-1 in randperm's dtype; over many
+    calls each value lands at each position equally often."""
+    model = popsim.inferenceModel(Function(lambda x: torch.randperm(4) + 0 * x.long()),
+                                  popsim.Options().randomSeed(3))
+    counts = torch.zeros(4, 4)
+    for _ in range(600):
+        permutation = model(torch.zeros(4))
+        assert permutation.dtype == torch.int64
+        assert sorted(permutation.tolist()) == [0, 1, 2, 3]
+        counts[torch.arange(4), permutation] += 1
+    assert (counts / 600 - 0.25).abs().max() < 4 * math.sqrt(0.25 * 0.75 / 600)
+    shuffled = run(lambda x: x[torch.randperm(6, dtype=torch.int32).long()], torch.arange(6.0))
+    assert sorted(shuffled.tolist()) == list(range(6))
 
 
 def test_float16_draws_are_float16_and_rand_stays_below_one():

@@ -2,7 +2,8 @@
 // every micro-batch (ir/ops/random.cpp; a torch.Generator argument cannot be
 // traced): rand, randn, randint and their
 // _like forms, normal, bernoulli, the in-place uniform_, normal_,
-// exponential_ and bernoulli_, multinomial, and empty / empty_like / new_empty (whose
+// exponential_, cauchy_, log_normal_, geometric_ and bernoulli_, multinomial,
+// randperm, and empty / empty_like / new_empty (whose
 // contents PyTorch leaves undefined: popsim fills them with zeros).
 
 #include "frontend/lowering_registry.h"
@@ -93,6 +94,47 @@ void lowerExponentialInPlace(LoweringContext& ctx) {
   const double rate = doubleArgument(ctx, "lambd", 1.0);
   if (!(rate > 0.0)) ctx.unsupported("exponential_ with lambd " + std::to_string(rate) + " <= 0");
   writeIntoSelf(ctx, draw(ctx, "exponential", {rate}, ctx.tensor(0)->type().shape));
+}
+
+// cauchy_(self, median=0, sigma=1): median + sigma tan(pi (u - 1/2)) of a
+// uniform draw u, the inverse of Cauchy's distribution function.
+void lowerCauchyInPlace(LoweringContext& ctx) {
+  const double median = doubleArgument(ctx, "median", 0.0);
+  const double sigma = doubleArgument(ctx, "sigma", 1.0);
+  constexpr double kHalfPi = 1.57079632679489661923;
+  ir::Value* angle = draw(ctx, "uniform", {-kHalfPi, kHalfPi}, ctx.tensor(0)->type().shape);
+  writeIntoSelf(ctx, affine(ctx, emitPointwise(ctx, angle, "tan"), sigma, median));
+}
+
+// log_normal_(self, mean=1, std=2): exp of a normal draw (eager refused std <= 0 while tracing).
+void lowerLogNormalInPlace(LoweringContext& ctx) {
+  const double mean = doubleArgument(ctx, "mean", 1.0), std = doubleArgument(ctx, "std", 2.0);
+  ir::Value* normal = draw(ctx, "normal", {mean, std}, ctx.tensor(0)->type().shape);
+  writeIntoSelf(ctx, ctx.emit(ir::OpKind::Exp, {normal}));
+}
+
+// geometric_(self, p): the number of Bernoulli(p) trials up to the first
+// success, ceil(log(u) / log(1 - p)) of a uniform draw u in (0, 1] (at
+// least 1; eager refused p outside (0, 1) while tracing).
+void lowerGeometricInPlace(LoweringContext& ctx) {
+  const double p = ctx.toDouble(1);
+  ir::Value* u =
+      affine(ctx, draw(ctx, "uniform", {0.0, 1.0}, ctx.tensor(0)->type().shape), -1.0, 1.0);
+  ir::Value* trials = emitPointwise(
+      ctx, affine(ctx, ctx.emit(ir::OpKind::Log, {u}), 1.0 / std::log1p(-p), 0.0), "ceil");
+  writeIntoSelf(ctx, emitBinary(ctx, "clamp_min", trials, floatScalar(ctx, 1.0)));
+}
+
+// randperm(n, dtype=int64): the order that sorts n uniform draws, a
+// permutation drawn uniformly (not eager's: popsim draws its own numbers).
+void lowerRandperm(LoweringContext& ctx) {
+  const int64_t n = ctx.toInt(0);
+  const ir::DType dtype = dtypeArgument(ctx).value_or(ir::DType::Int64);
+  if (n == 0) return ctx.setOutput(0, constantFilled(ctx, {dtype, {0}}, 0.0));
+  const std::vector<ir::Value*> sorted =
+      ctx.emitMulti(ir::OpKind::Sort, {draw(ctx, "uniform", {0.0, 1.0}, {n})},
+                    {{"dim", int64_t{0}}, {"descending", false}});
+  ctx.setOutput(0, castTo(ctx, sorted[1], dtype));
 }
 
 // normal(mean, std) with either a tensor (broadcast together), or two numbers and a size.
@@ -248,6 +290,10 @@ void registerRandom(LoweringRegistry& registry) {
   registry.add("aten::normal_", lowerNormalInPlace);
   registry.add("aten::uniform_", lowerUniformInPlace);
   registry.add("aten::exponential_", lowerExponentialInPlace);
+  registry.add("aten::cauchy_", lowerCauchyInPlace);
+  registry.add("aten::log_normal_", lowerLogNormalInPlace);
+  registry.add("aten::geometric_", lowerGeometricInPlace);
+  registry.add("aten::randperm", lowerRandperm);
   registry.add("aten::bernoulli", lowerBernoulli);
   registry.add("aten::bernoulli_", lowerBernoulli);
   registry.add("aten::multinomial", lowerMultinomial);
