@@ -1,7 +1,7 @@
 """The test table of the reductions: the extremum-based ones and the
 variances (frontend/lowerings/extremum.cpp), the vector norms (norms.cpp),
 sums and products (reduction.cpp): amax, amin, max and min (over everything
-and along a dimension, with indices), argmax, argmin, median and nanmedian,
+and along a dimension, with indices), argmax, argmin, median, nanmedian, mode,
 logsumexp, var, std, var_mean, std_mean, all, any, p-norms (p = 0, 1, 2, 3, inf, -inf; zero
 vectors included), cumsum, cumprod, prod (with zeros), nansum, sum_to_size,
 cov, corrcoef, histc, trapezoid, cumulative_trapezoid, gradient, renorm, quantile and nanquantile
@@ -368,6 +368,14 @@ REDUCTIONS.update({
     "median_dim": _along_dim(lambda t, d, k: t.median(d, keepdim=k).values, whole=True),
     "median_dim_indices": _along_dim(lambda t, d, k: torch.median(t, d, k).indices,
                                      whole=True),
+    # mode of whole numbers (ties in value and in frequency), in rows of up to 16,
+    # where PyTorch's sort keeps equal values in order.
+    "mode": _along_dim(lambda t, d, k: torch.mode(t, d, k).values * 2, whole=True),
+    "mode_indices": _along_dim(lambda t, d, k: torch.mode(t, d, keepdim=k).indices, whole=True),
+    "mode_rows_of_16": lambda rng: (Elementwise(lambda t: (lambda r: r.values * 2 + r.indices)(
+        t.mode())), [torch.randint(-2, 3, (rng.randint(1, 3), 16)).float()]),
+    "mode_int64": _integers(lambda t, d: (lambda r: r.values * 3 + r.indices)(t.mode(d)),
+                            torch.int64),
     "nanmedian_all": _with_nans(lambda t, d: t.nanmedian()),
     "nanmedian_dim": _with_nans(lambda t, d: torch.nanmedian(t, d)[0]),
     "nanmedian_dim_indices": _with_nans(lambda t, d: torch.nanmedian(t, d).indices),
@@ -378,7 +386,7 @@ NOT_DIFFERENTIABLE = {"aminmax_dim", "aminmax_all",  # (no derivative in PyTorch
                       "prod_int64", "prod_bool_to_float", "cumprod_int32_", "count_nonzero",
                       "count_nonzero_floats", "sum_int32", "sum_bool_keepdim",
                       "sum_int64_to_float", "mean_int_as_float", "median_dim_indices",
-                      "nanmedian_dim_indices",
+                      "nanmedian_dim_indices", "mode_indices", "mode_int64",
                       "cumsum_int64_positions", "cumsum_bool_mask", "cumsum_int32_to_float",
                       "max_dim_indices", "argmax", "argmin_flat", "argmax_flat_keepdim", "all",
                       "any_dim", "all_floats_dim", "argmax_int64", "argmin_int32_flat",

@@ -68,6 +68,10 @@ INFINITE_TAPS_DIFFER = {f"window_interpolate_{mode}" for mode in (
 # quickselect (the special values make ties); the values themselves are compared.
 INDEX_OF_TIES_UNSPECIFIED = {"reduction_kthvalue_indices"}
 
+# mode sorts each row with std::sort, which leaves NaN (unordered against
+# every number) anywhere; the runs it then counts are unspecified.
+NAN_ORDER_UNSPECIFIED = {"reduction_mode", "reduction_mode_indices", "reduction_mode_rows_of_16"}
+
 # binary_cross_entropy_with_logits with pos_weight at an input of -inf, where
 # the loss is NaN in eager as in popsim: eager's closed-form gradient is
 # finite there, popsim's (through the loss's own formula) NaN.
@@ -113,6 +117,8 @@ def case(op, draw, special):
         pytest.skip("eager PyTorch refuses these inputs")
     if op in NAN_COUNTED_BY_EAGER and special == "nan":
         pytest.skip("PyTorch 1.13's histc counts NaN in the first bin")
+    if op in NAN_ORDER_UNSPECIFIED and special == "nan":
+        pytest.skip("PyTorch 1.13's mode sorts rows with NaN in no defined order")
     if op in INDEX_OF_TIES_UNSPECIFIED:
         pytest.skip("the index of equal values is unspecified in PyTorch")
     if op in INFINITE_TAPS_DIFFER and special != "nan":

@@ -1,6 +1,6 @@
 // Reductions built on the extremum ops and the sums: amax, amin, max and min
 // (over everything or along a dimension, with indices), argmax, argmin,
-// median and nanmedian, logsumexp, var, std, all and any; and their running
+// median, nanmedian and mode, logsumexp, var, std, all and any; and their running
 // forms along a dimension, cummax, cummin and logcumsumexp.
 
 #include "frontend/lowering_registry.h"
@@ -192,6 +192,69 @@ template <bool IgnoreNaN> void lowerMedian(LoweringContext& ctx) {
   ctx.setOutput(1, positionOf(ctx, x, dims, keepdim, function));
 }
 
+// mode(self, dim=-1, keepdim=False): along dim, the value that occurs most
+// often (the smallest of equally frequent ones) and the index of its last
+// occurrence, as PyTorch's CPU kernel finds them: it sorts each row and keeps
+// the last element of the first longest run (its sort keeps equal values in
+// order in rows of up to 16; longer ones may name another occurrence). The
+// counts compare every pair of a row's elements. NaN equals nothing, so it is
+// the mode only of a row of NaNs (PyTorch's sort leaves rows with NaN in no
+// defined order). The gradient goes to the index, as eager's.
+void lowerMode(LoweringContext& ctx) {
+  ir::Value* x = orderedTensor(ctx, 0);
+  const int64_t rank = x->type().rank();
+  const bool keepdim = ctx.numInputs() > 2 && ctx.toBool(2);
+  if (rank == 0) {
+    ctx.setOutput(0, inArgumentDType(ctx, x));
+    ctx.setOutput(1, constantFilled(ctx, {ir::DType::Int64, {}}, 0.0));
+    return;
+  }
+  const int64_t dim = normalizedDim(ctx, ctx.numInputs() > 1 ? ctx.toInt(1) : -1, rank);
+  const int64_t last = rank - 1;
+  std::vector<int64_t> perm;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != dim) perm.push_back(d);
+  perm.push_back(dim);
+  if (!std::is_sorted(perm.begin(), perm.end())) x = permute(ctx, x, perm);
+  const ir::Shape rows = x->type().shape; // [..., n]
+  const int64_t n = rows.back();
+  ir::Shape column = rows, row = rows;
+  column.push_back(1);
+  row.insert(row.end() - 1, 1);
+  ir::Value* plain = ctx.emit(ir::OpKind::StopGradient, {x}, {});
+  ir::Value* pairs = emitBinary(ctx, "eq", reshape(ctx, plain, column), reshape(ctx, plain, row));
+  ir::Value* counts = ctx.emit(ir::OpKind::ReduceSum, {castTo(ctx, pairs, ir::DType::Float32)},
+                               {{"dims", std::vector<int64_t>{rank}}, {"keepdim", false}});
+  ir::Value* most = reduceExtremum(ctx, counts, {last}, true, true, "split");
+  // Above every candidate: +inf, or an integer row's largest value.
+  ir::Value* above =
+      ir::isFloat(plain->type().dtype)
+          ? constantFilled(ctx, {plain->type().dtype, {}}, std::numeric_limits<double>::infinity())
+          : reduceExtremum(ctx, plain, {last}, true, true, "split");
+  ir::Value* smallest = reduceExtremum(
+      ctx, ctx.emit(ir::OpKind::Where, {emitBinary(ctx, "eq", counts, most), plain, above}), {last},
+      true, false, "split");
+  ir::Value* isMode = emitBinary(ctx, "eq", plain, smallest);
+  if (ir::isFloat(plain->type().dtype)) { // a row of NaNs: its last NaN
+    isMode = emitBinary(ctx, "logical_or", isMode,
+                        emitBinary(ctx, "logical_and", emitBinary(ctx, "ne", plain, plain),
+                                   emitBinary(ctx, "ne", smallest, smallest)));
+  }
+  std::vector<int64_t> positions(static_cast<size_t>(n));
+  std::iota(positions.begin(), positions.end(), int64_t{0});
+  ir::Value* index = reduceExtremum(
+      ctx,
+      ctx.emit(ir::OpKind::Where, {isMode, int64Constant(ctx, positions),
+                                   constantFilled(ctx, {ir::DType::Int64, {}}, -1.0)}),
+      {last}, true, true, "split");
+  ir::Value* values = ctx.emit(ir::OpKind::Gather, {x, index}, {{"dim", last}});
+  ir::Shape out = rows;
+  out.pop_back();
+  if (keepdim) out.insert(out.begin() + dim, 1);
+  ctx.setOutput(0, inArgumentDType(ctx, reshape(ctx, values, out)));
+  ctx.setOutput(1, reshape(ctx, index, out));
+}
+
 // logsumexp(self, dim, keepdim) as PyTorch computes it: m + log(sum(exp(x - m)))
 // with m the amax, 0 where it is infinite, through which no gradient flows
 // (the gradient is exp(x - result), PyTorch's formula).
@@ -333,6 +396,7 @@ void registerExtremumReductions(LoweringRegistry& registry) {
   registry.add("aten::argmin", lowerArgExtremum<false>);
   registry.add("aten::median", lowerMedian<false>);
   registry.add("aten::nanmedian", lowerMedian<true>);
+  registry.add("aten::mode", lowerMode);
   registry.add("aten::logsumexp", lowerLogsumexp);
   registry.add("aten::cummax", lowerCumulativeExtremum<true>);
   registry.add("aten::cummin", lowerCumulativeExtremum<false>);
