@@ -2,7 +2,6 @@
 tests (pointwise_cases.py, run forward by test_ops.py and backward by
 test_gradients.py), and what the lowerings refuse."""
 
-import pytest
 import torch
 
 import popsim
