@@ -162,6 +162,22 @@ def test_histc_between_the_data_extremes_checks_they_are_finite_when_it_runs():
     assert ranged(torch.tensor([1.0, 2.0, float("inf")])).tolist() == [0.0, 1.0, 1.0, 0.0]
 
 
+@pytest.mark.parametrize("op", ["take", "put"])
+def test_take_and_put_name_an_index_out_of_range_as_the_model_gave_it(op):
+    """Indices count from either end; one beyond stops the run naming the op and the
+    index before it is wrapped (-13, not -1), as eager raises for it."""
+    def function(x, i):
+        return torch.take(x, i) if op == "take" else x.put(i, torch.ones(2))
+    model = popsim.inferenceModel(Function(function))
+    x = torch.randn(3, 4)
+    index = torch.tensor([0, -12])
+    torch.testing.assert_close(model(x, index), function(x, index))
+    with pytest.raises(popsim.ExecutionError, match=rf"{op}: every index must be in \[-12, 12\) "
+                                                     r"for a tensor of 12 elements \(PyTorch "
+                                                     r"raises for this too\): element 1 is -13"):
+        model(x, torch.tensor([0, -13]))
+
+
 class RangeOfAnInput(torch.nn.Module):
     def forward(self, x, n):
         return torch.arange(n) + x.sum()  # a number read from a tensor

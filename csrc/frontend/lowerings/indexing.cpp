@@ -52,12 +52,27 @@ void lowerIndexSelect(LoweringContext& ctx) {
   ctx.setOutput(0, scalar ? reshape(ctx, y, {}) : y);
 }
 
+// An index into a tensor of `count` elements flattened, as take and put
+// read it: checked at run time to lie in [-count, count) (the message names
+// the op and the index as the model gave it), negative ones counted from
+// the end.
+ir::Value* flatIndex(LoweringContext& ctx, const char* op, ir::Value* index, int64_t count) {
+  const std::string elements = std::to_string(count);
+  ir::Value* checked = ctx.emit(
+      ir::OpKind::CheckRange, {indexTensor(ctx, index)},
+      {{"min", static_cast<double>(-count)},
+       {"max", static_cast<double>(count - 1)},
+       {"what", std::string(op) + ": every index must be in [-" + elements + ", " + elements +
+                    ") for a tensor of " + elements + " elements (PyTorch raises for this too)"}});
+  return wrapped(ctx, checked, count);
+}
+
 // take(self, index): self's elements, flattened, at index (negative ones
 // counted from the end), shaped as index.
 void lowerTake(LoweringContext& ctx) {
   ir::Value* x = ctx.tensor(0);
   const int64_t count = x->type().numel();
-  ir::Value* index = wrapped(ctx, indexTensor(ctx, ctx.tensor(1)), count);
+  ir::Value* index = flatIndex(ctx, "take", ctx.tensor(1), count);
   ir::Value* taken = ctx.emit(
       ir::OpKind::Gather, {reshape(ctx, x, {count}), reshape(ctx, index, {index->type().numel()})},
       {{"dim", int64_t{0}}});
@@ -71,7 +86,7 @@ void lowerTake(LoweringContext& ctx) {
 void lowerPut(LoweringContext& ctx) {
   ir::Value* x = ctx.tensor(0);
   const int64_t count = x->type().numel();
-  ir::Value* index = wrapped(ctx, indexTensor(ctx, ctx.tensor(1)), count);
+  ir::Value* index = flatIndex(ctx, "put", ctx.tensor(1), count);
   const int64_t written = index->type().numel();
   ir::Value* source = castTo(ctx, ctx.tensor(2), x->type().dtype);
   ir::Value* y = ctx.emit(
