@@ -428,6 +428,85 @@ template <class M> typename M::T geluTanhDerivative(typename M::T x) {
 constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
 constexpr double kSeluScale = 1.0507009873554804934193349852946;
 
+// torch.special's orthogonal polynomials of degree n, with PyTorch 1.13's
+// special values: 0 for n < 0, 1 for n = 0 whatever x is, and the exact
+// values at the ends of [-1, 1] for the Chebyshev and Legendre kinds. The
+// rest is each kind's three-term recurrence in double; PyTorch, in float,
+// switches the Chebyshev kinds to their trigonometric forms inside (-1, 1)
+// past a degree, the same polynomial within float's rounding.
+
+// y_n of y_0 = 1, y_1 = first and y_(k+1) = next(k, y_(k-1), y_k), n >= 0.
+template <class M, class Next>
+typename M::T threeTermRecurrence(typename M::T first, int64_t n, Next next) {
+  using T = typename M::T;
+  if (n == 0) return M::constant(1.0);
+  T previous = M::constant(1.0), current = first;
+  for (int64_t k = 1; k < n; ++k) {
+    const T following = next(static_cast<double>(k), previous, current);
+    previous = current;
+    current = following;
+  }
+  return current;
+}
+
+// The Chebyshev polynomials of the first to fourth kinds (kind 'T', 'U',
+// 'V', 'W'): one recurrence 2x y_k - y_(k-1), from y_1 = x, 2x, 2x - 1 and
+// 2x + 1; at x = 1 and x = -1 their closed values.
+template <class M> typename M::T chebyshev(typename M::T x, int64_t n, char kind) {
+  using T = typename M::T;
+  if (n < 0) return M::constant(0.0);
+  const double alternating = n % 2 == 0 ? 1.0 : -1.0; // (-1)^n
+  const double degree = static_cast<double>(n);
+  double atOne = 1.0, atMinusOne = alternating;
+  T first = x;
+  if (kind == 'U') {
+    atOne = degree + 1.0;
+    atMinusOne = alternating * (degree + 1.0);
+    first = x + x;
+  } else if (kind == 'V') {
+    atMinusOne = alternating * (2.0 * degree + 1.0);
+    first = x + x - 1.0;
+  } else if (kind == 'W') {
+    atOne = 2.0 * degree + 1.0;
+    first = x + x + 1.0;
+  }
+  const T general =
+      threeTermRecurrence<M>(first, n, [&](double, T p, T q) -> T { return (x + x) * q - p; });
+  return x == 1.0 ? M::constant(atOne) : (x == -1.0 ? M::constant(atMinusOne) : general);
+}
+
+// Hermite's physicists' (H: 2x y_k - 2k y_(k-1)) and probabilists' (He:
+// x y_k - k y_(k-1)) polynomials.
+template <class M> typename M::T hermite(typename M::T x, int64_t n, bool physicists) {
+  using T = typename M::T;
+  if (n < 0) return M::constant(0.0);
+  if (physicists) {
+    return threeTermRecurrence<M>(
+        x + x, n, [&](double k, T p, T q) -> T { return (x + x) * q - (k + k) * p; });
+  }
+  return threeTermRecurrence<M>(x, n, [&](double k, T p, T q) -> T { return x * q - k * p; });
+}
+
+// Laguerre's polynomials ((2k + 1 - x) y_k - k y_(k-1)) / (k + 1), 1 at x = 0.
+template <class M> typename M::T laguerre(typename M::T x, int64_t n) {
+  using T = typename M::T;
+  if (n < 0) return M::constant(0.0);
+  const T general = threeTermRecurrence<M>(1.0 - x, n, [&](double k, T p, T q) -> T {
+    return ((k + k + 1.0 - x) * q - k * p) / (k + 1.0);
+  });
+  return x == 0.0 ? M::constant(1.0) : general;
+}
+
+// Legendre's polynomials ((2k + 1) x y_k - k y_(k-1)) / (k + 1), +-1 at the ends.
+template <class M> typename M::T legendre(typename M::T x, int64_t n) {
+  using T = typename M::T;
+  if (n < 0) return M::constant(0.0);
+  const T general = threeTermRecurrence<M>(
+      x, n, [&](double k, T p, T q) -> T { return ((k + k + 1.0) * x * q - k * p) / (k + 1.0); });
+  const double atMinusOne = n % 2 == 0 ? 1.0 : -1.0;
+  return x == 1.0 ? M::constant(1.0) : (x == -1.0 ? M::constant(atMinusOne) : general);
+}
+
 } // namespace formulas
 
 // Derivatives follow PyTorch's backward formulas where they decide what NaN
@@ -497,6 +576,20 @@ template <class M> struct PointwiseFormulas {
     // by -1 leaves a NaN's sign as it is).
     {"neg", "", [](T x, P) -> T { return -x; }, [](T, P) -> T { return M::constant(-1.0); }},
     {"sign", "", [](T x, P) -> T { return formulas::sign<M>(x); }, nullptr},
+    // torch.special's orthogonal polynomials of degree n (no derivatives: PyTorch
+    // defines none); the shifted Chebyshev kinds are the plain ones at 2x - 1.
+    {"chebyshev_polynomial_t", "n", [](T x, P p) -> T { return formulas::chebyshev<M>(x, static_cast<int64_t>(p[0]), 'T'); }, nullptr},
+    {"chebyshev_polynomial_u", "n", [](T x, P p) -> T { return formulas::chebyshev<M>(x, static_cast<int64_t>(p[0]), 'U'); }, nullptr},
+    {"chebyshev_polynomial_v", "n", [](T x, P p) -> T { return formulas::chebyshev<M>(x, static_cast<int64_t>(p[0]), 'V'); }, nullptr},
+    {"chebyshev_polynomial_w", "n", [](T x, P p) -> T { return formulas::chebyshev<M>(x, static_cast<int64_t>(p[0]), 'W'); }, nullptr},
+    {"shifted_chebyshev_polynomial_t", "n", [](T x, P p) -> T { return formulas::chebyshev<M>(x + x - 1.0, static_cast<int64_t>(p[0]), 'T'); }, nullptr},
+    {"shifted_chebyshev_polynomial_u", "n", [](T x, P p) -> T { return formulas::chebyshev<M>(x + x - 1.0, static_cast<int64_t>(p[0]), 'U'); }, nullptr},
+    {"shifted_chebyshev_polynomial_v", "n", [](T x, P p) -> T { return formulas::chebyshev<M>(x + x - 1.0, static_cast<int64_t>(p[0]), 'V'); }, nullptr},
+    {"shifted_chebyshev_polynomial_w", "n", [](T x, P p) -> T { return formulas::chebyshev<M>(x + x - 1.0, static_cast<int64_t>(p[0]), 'W'); }, nullptr},
+    {"hermite_polynomial_h", "n", [](T x, P p) -> T { return formulas::hermite<M>(x, static_cast<int64_t>(p[0]), true); }, nullptr},
+    {"hermite_polynomial_he", "n", [](T x, P p) -> T { return formulas::hermite<M>(x, static_cast<int64_t>(p[0]), false); }, nullptr},
+    {"laguerre_polynomial_l", "n", [](T x, P p) -> T { return formulas::laguerre<M>(x, static_cast<int64_t>(p[0])); }, nullptr},
+    {"legendre_polynomial_p", "n", [](T x, P p) -> T { return formulas::legendre<M>(x, static_cast<int64_t>(p[0])); }, nullptr},
     // The angle of a real number: pi below zero (-0.0 is not), 0 above, NaN kept.
     {"angle", "", [](T x, P) -> T { return x < 0.0 ? M::constant(formulas::kPi) : (x == x ? M::constant(0.0) : x); }, nullptr},
     {"floor", "", [](T x, P) -> T { return M::floor(x); }, nullptr},

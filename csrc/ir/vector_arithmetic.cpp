@@ -108,6 +108,20 @@ Table makePointwiseTable() {
   unary(t, "neg", {Plain}, {Plain});
   unary(t, "sign", {Sign}, {});
   unary(t, "angle", {Compare, Compare}, {});
+  // The orthogonal polynomials: a three-term recurrence, counted at degree 8
+  // (the degree is a parameter), and the selects of the special values.
+  for (std::string_view name :
+       {"chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+        "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+        "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+        "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he"}) {
+    unary(t, name, with({Compare, Compare}, 3 * 8), {});
+  }
+  // Laguerre's and Legendre's recurrences also divide by k + 1 at each degree.
+  VectorArithmetic dividingRecurrence(8, Divide);
+  dividingRecurrence.insert(dividingRecurrence.end(), {Compare, Compare});
+  for (std::string_view name : {"laguerre_polynomial_l", "legendre_polynomial_p"})
+    unary(t, name, with(dividingRecurrence, 4 * 8), {});
   unary(t, "floor", {Round}, {});
   unary(t, "ceil", {Round}, {});
   unary(t, "round", {Round}, {});

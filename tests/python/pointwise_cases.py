@@ -34,6 +34,26 @@ def _case(fn, low, high, symmetric=False):
     return case
 
 
+def _polynomial(name, low, high, ends):
+    """torch.special's orthogonal polynomial `name` of a random degree up to 2 (a
+    number, or sometimes a 0-d tensor written in the model), at points in [low, high]
+    with the special points `ends` among them. (Eager's float32 recurrence loses
+    digits near the roots of higher degrees: test_pointwise.py judges those against
+    float64.)"""
+    function = getattr(torch.special, name)
+
+    def case(rng):
+        x = low + (high - low) * torch.rand(*_sized(rng))
+        flat = x.view(-1)
+        for end in ends:
+            flat[rng.randrange(flat.numel())] = end
+        degree = rng.choice([-1, 0, 1, 2])
+        if rng.random() < 0.3:
+            return Elementwise(lambda t: function(t, torch.tensor(degree))), [x]
+        return Elementwise(lambda t: function(t, degree)), [x]
+    return case
+
+
 def _nonfinite(fn):
     """Floats in [-3, 3] with NaN, inf, -inf and 0 among them."""
     def case(rng):
@@ -104,6 +124,15 @@ POINTWISE = {
     # PyTorch 1.13's second spelling, without a derivative (constants to autograd).
     "modified_bessel_i0": ("i0", _case(torch.special.modified_bessel_i0, -11.0, 11.0)),
     "modified_bessel_i1": ("i1", _case(torch.special.modified_bessel_i1, -11.0, 11.0)),
+    # The orthogonal polynomials, with the ends of [-1, 1] (of [0, 1] when shifted).
+    **{name: (name, _polynomial(name, -1.2, 1.2, [1.0, -1.0, 0.0])) for name in [
+        "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+        "chebyshev_polynomial_w", "legendre_polynomial_p"]},
+    **{name: (name, _polynomial(name, -0.1, 1.1, [1.0, 0.0, 0.5])) for name in [
+        "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
+        "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w"]},
+    **{name: (name, _polynomial(name, -1.5, 1.5, [0.0])) for name in [
+        "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l"]},
     # polygamma of orders 1 to 4, above zero and below it (the reflection), in place
     # and as torch.special's; order 0 is digamma.
     "polygamma_1": ("polygamma", _case(lambda t: torch.polygamma(1, t), 0.1, 8.0)),
@@ -186,4 +215,10 @@ POINTWISE = {
 }
 
 # Cases whose result PyTorch does not differentiate (autograd treats it as a constant).
-NOT_DIFFERENTIABLE = {"modified_bessel_i0", "modified_bessel_i1"}
+# (PyTorch 1.13 defines no derivative for these: their results do not require grad.)
+ORTHOGONAL_POLYNOMIALS = {
+    "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+    "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
+    "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w", "hermite_polynomial_h",
+    "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p"}
+NOT_DIFFERENTIABLE = {"modified_bessel_i0", "modified_bessel_i1"} | ORTHOGONAL_POLYNOMIALS

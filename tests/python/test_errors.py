@@ -162,6 +162,17 @@ def test_histc_between_the_data_extremes_checks_they_are_finite_when_it_runs():
     assert ranged(torch.tensor([1.0, 2.0, float("inf")])).tolist() == [0.0, 1.0, 1.0, 0.0]
 
 
+def test_an_orthogonal_polynomials_degree_computed_when_the_model_runs_is_refused():
+    """One degree per op: a tensor of degrees the model receives is refused with the reason
+    (a number or a 0-d tensor written in the model compiles)."""
+    with pytest.raises(popsim.UnsupportedOperationError,
+                       match=r"chebyshev_polynomial_t with the degree n as a tensor of several "
+                             r"values, or computed when the model runs; popsim takes one degree "
+                             r"per op \(a number or a 0-d tensor written in the model\)"):
+        popsim.inferenceModel(Function(torch.special.chebyshev_polynomial_t))(
+            torch.rand(3), torch.tensor([2, 3, 4]))
+
+
 @pytest.mark.parametrize("op", ["take", "put"])
 def test_take_and_put_name_an_index_out_of_range_as_the_model_gave_it(op):
     """Indices count from either end; one beyond stops the run naming the op and the

@@ -266,6 +266,34 @@ void lowerModifiedBessel(LoweringContext& ctx) {
   ctx.setOutput(0, ctx.emit(ir::OpKind::StopGradient, {y}));
 }
 
+// torch.special's orthogonal polynomials (chebyshev_polynomial_t/u/v/w and
+// their shifted forms, hermite_polynomial_h/he, laguerre_polynomial_l,
+// legendre_polynomial_p) of x and a degree n: one degree per op, a number or
+// a 0-d tensor known when the model compiles, truncated to an integer as
+// PyTorch truncates it. Constants to autograd, as PyTorch 1.13 defines no
+// derivative for them.
+void lowerOrthogonalPolynomial(LoweringContext& ctx) {
+  const std::string function = ctx.opName().substr(std::string("aten::special_").size());
+  if (!ctx.isTensor(0)) {
+    ctx.unsupported(function + " of a number x with a tensor of degrees n; popsim takes x as a "
+                               "tensor and n as one number");
+  }
+  const std::optional<double> degree = ctx.staticScalar(1);
+  if (!degree.has_value()) {
+    ctx.unsupported(function +
+                    " with the degree n as a tensor of several values, or computed "
+                    "when the model runs; popsim takes one degree per op (a number or a 0-d "
+                    "tensor written in the model)");
+  }
+  if (!(std::fabs(*degree) < 2147483648.0)) {
+    ctx.unsupported(function + " of degree " + std::to_string(*degree) +
+                    "; the degree must be a finite integer below 2^31");
+  }
+  ir::Value* y = emitPointwise(ctx, floatOperand(ctx, 0), function.c_str(),
+                               {static_cast<double>(static_cast<int64_t>(*degree))});
+  ctx.setOutput(0, ctx.emit(ir::OpKind::StopGradient, {y}));
+}
+
 // mvlgamma(x, p), the multivariate log-gamma, as PyTorch sums it: lgamma of
 // x plus each of -(p - 1) / 2, ..., -1/2, 0, summed, plus p (p - 1) / 4 log(pi).
 // Every element must be greater than (p - 1) / 2, which the program checks at
@@ -345,6 +373,13 @@ void registerPointwise(LoweringRegistry& registry) {
     registry.add(op, lowerMvlgamma);
   for (const char* op : {"aten::polygamma", "aten::polygamma_", "aten::special_polygamma"})
     registry.add(op, lowerPolygamma);
+  for (const char* kind :
+       {"chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+        "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+        "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+        "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+        "laguerre_polynomial_l", "legendre_polynomial_p"})
+    registry.add(std::string("aten::special_") + kind, lowerOrthogonalPolynomial);
 }
 
 } // namespace popsim::frontend::lowerings

@@ -131,6 +131,7 @@ class HalfOnCpu(TorchDispatchMode):
                            args: Sequence[Any] = (), kwargs: Optional[Dict[str, Any]] = None
                            ) -> Any:
         kwargs = kwargs or {}
+        args = _numbers_as_tensors(func, args)
         flat, _ = tree_flatten((args, kwargs))
         tensors = [t for t in flat if isinstance(t, torch.Tensor)]
         if self._shapes_only and func in _PRODUCTS:
@@ -267,6 +268,23 @@ def _meta_result(func: torch._ops.OpOverload, args: Sequence[Any], kwargs: Dict[
     if not outputs or not all(isinstance(t, torch.Tensor) and t.is_meta for t in outputs):
         return None
     return meta
+
+
+def _numbers_as_tensors(func: torch._ops.OpOverload, args: Sequence[Any]) -> Sequence[Any]:
+    """`args` with a Python number where `func` takes a tensor made a 0-d tensor.
+    PyTorch 1.13 hands a dispatch mode such numbers: an op's number overload that
+    wraps its number into a tensor and calls the tensor overload (torch.special's
+    orthogonal polynomials with a degree n given as a number) reaches
+    __torch_dispatch__ as the tensor overload with the number unwrapped, which
+    that overload refuses."""
+    schema = func._schema.arguments
+    if not any(isinstance(value, (bool, int, float)) and index < len(schema)
+               and isinstance(schema[index].type, torch.TensorType)
+               for index, value in enumerate(args)):
+        return args
+    return tuple(torch.tensor(value) if isinstance(value, (bool, int, float)) and index < len(schema)
+                 and isinstance(schema[index].type, torch.TensorType) else value
+                 for index, value in enumerate(args))
 
 
 def _storage_address(tensor: torch.Tensor) -> int:

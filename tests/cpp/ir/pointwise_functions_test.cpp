@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <stdexcept>
@@ -24,6 +25,21 @@ struct Sample {
   std::vector<double> params;
   std::vector<double> points;
 };
+
+// Functions without a derivative although not piecewise constant: PyTorch
+// defines none (torch.special's orthogonal polynomials), so neither does popsim.
+const char* const kWithoutDerivative[] = {
+    "chebyshev_polynomial_t",         "chebyshev_polynomial_u",
+    "chebyshev_polynomial_v",         "chebyshev_polynomial_w",
+    "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
+    "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w",
+    "hermite_polynomial_h",           "hermite_polynomial_he",
+    "laguerre_polynomial_l",          "legendre_polynomial_p"};
+
+bool withoutDerivative(const std::string& name) {
+  return std::find(std::begin(kWithoutDerivative), std::end(kWithoutDerivative), name) !=
+         std::end(kWithoutDerivative);
+}
 
 std::map<std::string, Sample> samples() {
   const std::vector<double> anywhere = {-2.7, -1.3, -0.4, 0.35, 1.1, 2.6};
@@ -80,6 +96,8 @@ std::map<std::string, Sample> samples() {
   for (const char* name : {"i0", "i0e", "i1", "i1e"}) {
     table[name] = {{}, {-25.3, -2.7, -0.4, 0.35, 1.1, 12.5, 19.99, 20.01, 45.0}};
   }
+  for (const char* name : kWithoutDerivative)
+    table[name] = {{5.0}, {-1.0, -0.8, -0.3, 0.0, 0.2, 0.7, 1.0, 1.6}};
   return table;
 }
 
@@ -91,6 +109,10 @@ TEST(PointwiseFunctionsTest, DerivativesMatchCentralDifferences) {
     ASSERT_NE(sample, table.end()) << name << " has no sample points in this test";
     ASSERT_EQ(sample->second.params.size(), function.parameters.size()) << name;
     const double* params = sample->second.params.data();
+    if (withoutDerivative(name)) {
+      EXPECT_EQ(function.derivative, nullptr) << name;
+      continue;
+    }
     for (double x : sample->second.points) {
       const double h = 1e-6;
       const double numeric =
@@ -184,6 +206,36 @@ TEST(PointwiseFunctionsTest, PolygammaAtKnownPoints) {
   EXPECT_EQ(at(2, -INFINITY), -INFINITY);
   EXPECT_TRUE(std::isnan(at(2, INFINITY)));
   EXPECT_TRUE(std::isnan(at(3, NAN)));
+}
+
+// The orthogonal polynomials against their closed forms (T_n(cos t) = cos nt,
+// U_n(cos t) = sin (n+1)t / sin t, and explicit low degrees), their values at
+// the ends of [-1, 1], and PyTorch's special cases (0 for n < 0, 1 for n = 0
+// even at NaN, Laguerre's 1 at x = 0).
+TEST(PointwiseFunctionsTest, OrthogonalPolynomialsAtKnownPoints) {
+  const auto at = [](std::string_view name, double n, double x) {
+    return functionNamed(name).value(x, &n);
+  };
+  const double t = 0.7, c = std::cos(t);
+  EXPECT_NEAR(at("chebyshev_polynomial_t", 9, c), std::cos(9 * t), 1e-13);
+  EXPECT_NEAR(at("chebyshev_polynomial_u", 7, c), std::sin(8 * t) / std::sin(t), 1e-13);
+  // V_n(cos t) = cos((n + 1/2) t) / cos(t / 2), W_n(cos t) = sin((n + 1/2) t) / sin(t / 2).
+  EXPECT_NEAR(at("chebyshev_polynomial_v", 6, c), std::cos(6.5 * t) / std::cos(t / 2), 1e-13);
+  EXPECT_NEAR(at("chebyshev_polynomial_w", 6, c), std::sin(6.5 * t) / std::sin(t / 2), 1e-13);
+  EXPECT_NEAR(at("shifted_chebyshev_polynomial_t", 9, (c + 1) / 2), std::cos(9 * t), 1e-13);
+  EXPECT_NEAR(at("hermite_polynomial_h", 4, 1.5), 16 * 5.0625 - 48 * 2.25 + 12, 1e-12);
+  EXPECT_NEAR(at("hermite_polynomial_he", 4, 1.5), 5.0625 - 6 * 2.25 + 3, 1e-12);
+  EXPECT_NEAR(at("laguerre_polynomial_l", 3, 2.0), (-8 + 9 * 4 - 18 * 2 + 6) / 6.0, 1e-13);
+  EXPECT_NEAR(at("legendre_polynomial_p", 3, 0.4), (5 * 0.064 - 3 * 0.4) / 2, 1e-14);
+  EXPECT_EQ(at("chebyshev_polynomial_u", 5, -1.0), -6.0);
+  EXPECT_EQ(at("chebyshev_polynomial_v", 5, -1.0), -11.0);
+  EXPECT_EQ(at("chebyshev_polynomial_w", 5, 1.0), 11.0);
+  EXPECT_EQ(at("shifted_chebyshev_polynomial_w", 4, 0.0), 1.0);
+  EXPECT_EQ(at("legendre_polynomial_p", 7, -1.0), -1.0);
+  EXPECT_EQ(at("chebyshev_polynomial_t", -1, 0.3), 0.0);
+  EXPECT_EQ(at("hermite_polynomial_h", 0, NAN), 1.0);
+  EXPECT_EQ(at("laguerre_polynomial_l", 6, 0.0), 1.0);
+  EXPECT_TRUE(std::isnan(at("legendre_polynomial_p", 2, NAN)));
 }
 
 // torch.special's normal-distribution and entropy functions at points known to
