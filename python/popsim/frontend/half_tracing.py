@@ -130,8 +130,16 @@ class HalfOnCpu(TorchDispatchMode):
     def __torch_dispatch__(self, func: torch._ops.OpOverload, types: Collection[type],
                            args: Sequence[Any] = (), kwargs: Optional[Dict[str, Any]] = None
                            ) -> Any:
-        kwargs = kwargs or {}
-        args = _numbers_as_tensors(func, args)
+        try:
+            return self._dispatch(func, args, kwargs or {})
+        except RuntimeError as error:
+            tensors = _numbers_as_tensors(func, args)
+            if tensors is args or "Expected a value of type 'Tensor'" not in str(error):
+                raise
+            return self._dispatch(func, tensors, kwargs or {})
+
+    def _dispatch(self, func: torch._ops.OpOverload, args: Sequence[Any],
+                  kwargs: Dict[str, Any]) -> Any:
         flat, _ = tree_flatten((args, kwargs))
         tensors = [t for t in flat if isinstance(t, torch.Tensor)]
         if self._shapes_only and func in _PRODUCTS:
@@ -271,12 +279,14 @@ def _meta_result(func: torch._ops.OpOverload, args: Sequence[Any], kwargs: Dict[
 
 
 def _numbers_as_tensors(func: torch._ops.OpOverload, args: Sequence[Any]) -> Sequence[Any]:
-    """`args` with a Python number where `func` takes a tensor made a 0-d tensor.
-    PyTorch 1.13 hands a dispatch mode such numbers: an op's number overload that
-    wraps its number into a tensor and calls the tensor overload (torch.special's
-    orthogonal polynomials with a degree n given as a number) reaches
-    __torch_dispatch__ as the tensor overload with the number unwrapped, which
-    that overload refuses."""
+    """`args` with a Python number where `func` takes a tensor made a 0-d tensor
+    (`args` itself when there is none). PyTorch 1.13 hands a dispatch mode such
+    numbers: an op's number overload that wraps its number into a tensor and calls
+    the tensor overload (torch.special's orthogonal polynomials with a degree n
+    given as a number) reaches __torch_dispatch__ as the tensor overload with the
+    number unwrapped, which that overload refuses unless it is one of the
+    arithmetic ops that take numbers (whose wrapped numbers must stay numbers:
+    they do not promote a 0-d int32 tensor, where a 0-d int64 tensor would)."""
     schema = func._schema.arguments
     if not any(isinstance(value, (bool, int, float)) and index < len(schema)
                and isinstance(schema[index].type, torch.TensorType)
