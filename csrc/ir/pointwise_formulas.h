@@ -428,6 +428,146 @@ template <class M> typename M::T geluTanhDerivative(typename M::T x) {
 constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
 constexpr double kSeluScale = 1.0507009873554804934193349852946;
 
+// torch.special's Bessel functions of orders 0 and 1 (J, Y, K and K scaled by
+// e^x) and the spherical j0, in double to near its precision over the whole
+// line. J and Y: below |x| = 17 their power series (A&S 9.1.10-11; 45 terms,
+// whose cancellation costs at most 1e-10 absolute at 17), above it the Hankel
+// expansions in a_k(nu) = prod (4 nu^2 - (2j - 1)^2) / (k! 8^k) (A&S 9.2.5;
+// 30 terms, within 3e-14 from 17 on). K: below 2 its series (A&S 9.6.10-11),
+// from 2 to 20 K_nu(x) = integral over t > 0 of exp(-x cosh t) cosh(nu t) by
+// the trapezoidal rule (step 0.1 to t = 4: the rule's error is below 1e-30
+// for an integrand analytic in a strip, as this one is), above 20 its Hankel
+// expansion (A&S 9.7.2). PyTorch's values at the ends: J at the infinities
+// NaN, Y and K at 0 -inf and inf, below 0 NaN; Y at inf NaN, K 0.
+constexpr double kEulerGamma = 0.57721566490153286061;
+constexpr int kBesselSeriesTerms = 45;
+
+// The Hankel expansion's sums P and Q (J, Y) or the plain sum (K) at x >= 20.
+template <class M> struct HankelSums { typename M::T p, q, plain; };
+template <class M> HankelSums<M> hankelSums(typename M::T x, int order) {
+  using T = typename M::T;
+  const double mu = 4.0 * order * order;
+  HankelSums<M> sums{M::constant(1.0), M::constant(0.0), M::constant(1.0)};
+  const T inverse = 1.0 / x;
+  T power = M::constant(1.0);
+  double a = 1.0;
+  for (int k = 1; k <= 30; ++k) {
+    a *= (mu - (2.0 * k - 1.0) * (2.0 * k - 1.0)) / (8.0 * k);
+    power = power * inverse;
+    const T term = a * power;
+    sums.plain = sums.plain + term;
+    const double sign = (k / 2) % 2 == 0 ? 1.0 : -1.0; // (-1)^floor(k/2)
+    if (k % 2 == 0) {
+      sums.p = sums.p + sign * term;
+    } else {
+      sums.q = sums.q + sign * term;
+    }
+  }
+  return sums;
+}
+
+// J_order(x), order 0 or 1.
+template <class M> typename M::T besselJ(typename M::T x, int order) {
+  using T = typename M::T;
+  const T ax = M::fabs(x);
+  const T y = ax * ax / 4.0;
+  T term = order == 0 ? M::constant(1.0) : ax / 2.0;
+  T series = term;
+  for (int k = 1; k <= kBesselSeriesTerms; ++k) {
+    term = term * -y / (static_cast<double>(k) * (k + order));
+    series = series + term;
+  }
+  const HankelSums<M> h = hankelSums<M>(ax, order);
+  const T phase = ax - (order / 2.0 + 0.25) * kPi;
+  const T hankel = M::sqrt(2.0 / (kPi * ax)) * (h.p * M::cos(phase) - h.q * M::sin(phase));
+  const T value = ax <= 17.0 ? series : hankel;
+  if (order == 0) return value;
+  return x < 0.0 ? -value : value; // J1 is odd
+}
+
+// Y_order(x), order 0 or 1.
+template <class M> typename M::T besselY(typename M::T x, int order) {
+  using T = typename M::T;
+  const T y = x * x / 4.0;
+  const T logHalf = M::log(x / 2.0);
+  T series;
+  if (order == 0) {
+    T term = M::constant(1.0), sum = M::constant(0.0);
+    double harmonic = 0.0;
+    for (int k = 1; k <= kBesselSeriesTerms; ++k) {
+      harmonic += 1.0 / k;
+      term = term * -y / (static_cast<double>(k) * k);
+      sum = sum - harmonic * term;
+    }
+    series = (2.0 / kPi) * ((logHalf + kEulerGamma) * besselJ<M>(x, 0) + sum);
+  } else {
+    T term = M::constant(1.0), sum = M::constant(1.0 - 2.0 * kEulerGamma);
+    double harmonic = 0.0;
+    for (int k = 1; k <= kBesselSeriesTerms; ++k) {
+      harmonic += 1.0 / k;
+      term = term * -y / (static_cast<double>(k) * (k + 1));
+      sum = sum + (2.0 * harmonic + 1.0 / (k + 1) - 2.0 * kEulerGamma) * term;
+    }
+    series = -2.0 / (kPi * x) + (2.0 / kPi) * logHalf * besselJ<M>(x, 1) - x / (2.0 * kPi) * sum;
+  }
+  const HankelSums<M> h = hankelSums<M>(x, order);
+  const T phase = x - (order / 2.0 + 0.25) * kPi;
+  const T hankel = M::sqrt(2.0 / (kPi * x)) * (h.p * M::sin(phase) + h.q * M::cos(phase));
+  const T value = x <= 17.0 ? series : hankel;
+  return x == 0.0 ? M::constant(-kInfinity)
+                  : (x < 0.0 ? M::constant(std::numeric_limits<double>::quiet_NaN()) : value);
+}
+
+// e^x K_order(x), order 0 or 1.
+template <class M> typename M::T besselKScaled(typename M::T x, int order) {
+  using T = typename M::T;
+  // Below 2: the series of K with I's, times e^x.
+  const T y = x * x / 4.0;
+  const T logHalf = M::log(x / 2.0);
+  T series;
+  if (order == 0) {
+    T term = M::constant(1.0), bessel = M::constant(1.0), sum = M::constant(0.0);
+    double harmonic = 0.0;
+    for (int k = 1; k <= 20; ++k) {
+      harmonic += 1.0 / k;
+      term = term * y / (static_cast<double>(k) * k);
+      bessel = bessel + term;
+      sum = sum + harmonic * term;
+    }
+    series = -(logHalf + kEulerGamma) * bessel + sum;
+  } else {
+    T term = M::constant(1.0), bessel = M::constant(1.0),
+      sum = M::constant(1.0 - 2.0 * kEulerGamma);
+    double harmonic = 0.0;
+    for (int k = 1; k <= 20; ++k) {
+      harmonic += 1.0 / k;
+      term = term * y / (static_cast<double>(k) * (k + 1));
+      bessel = bessel + term;
+      sum = sum + (2.0 * harmonic + 1.0 / (k + 1) - 2.0 * kEulerGamma) * term;
+    }
+    series = 1.0 / x + logHalf * (x / 2.0) * bessel - x / 4.0 * sum;
+  }
+  series = series * M::exp(x);
+  // From 2 to 20: the integral's trapezoidal sum of exp(-x (cosh t - 1)) cosh(nu t).
+  T integral = M::constant(0.5);
+  for (int j = 1; j <= 40; ++j) {
+    const double t = 0.1 * j;
+    integral = integral + M::exp(-x * (std::cosh(t) - 1.0)) * std::cosh(order * t);
+  }
+  integral = 0.1 * integral;
+  const T hankel = M::sqrt(kPi / (2.0 * x)) * hankelSums<M>(x, order).plain;
+  const T value = x <= 2.0 ? series : (x <= 20.0 ? integral : hankel);
+  return x == 0.0 ? M::constant(kInfinity)
+                  : (x < 0.0 ? M::constant(std::numeric_limits<double>::quiet_NaN()) : value);
+}
+
+// sin(x) / x, 1 at 0 (1 - x^2 / 6 below 1e-4, exact to double there), 0 at the infinities.
+template <class M> typename M::T sphericalBesselJ0(typename M::T x) {
+  const typename M::T ratio = M::sin(x) / x;
+  return M::fabs(x) < 1e-4 ? 1.0 - x * x / 6.0
+                           : (M::fabs(x) == kInfinity ? M::constant(0.0) : ratio);
+}
+
 // torch.special's orthogonal polynomials of degree n, with PyTorch 1.13's
 // special values: 0 for n < 0, 1 for n = 0 whatever x is, and the exact
 // values at the ends of [-1, 1] for the Chebyshev and Legendre kinds. The
@@ -576,6 +716,16 @@ template <class M> struct PointwiseFormulas {
     // by -1 leaves a NaN's sign as it is).
     {"neg", "", [](T x, P) -> T { return -x; }, [](T, P) -> T { return M::constant(-1.0); }},
     {"sign", "", [](T x, P) -> T { return formulas::sign<M>(x); }, nullptr},
+    // torch.special's Bessel functions (no derivatives: PyTorch defines none).
+    {"bessel_j0", "", [](T x, P) -> T { return formulas::besselJ<M>(x, 0); }, nullptr},
+    {"bessel_j1", "", [](T x, P) -> T { return formulas::besselJ<M>(x, 1); }, nullptr},
+    {"bessel_y0", "", [](T x, P) -> T { return formulas::besselY<M>(x, 0); }, nullptr},
+    {"bessel_y1", "", [](T x, P) -> T { return formulas::besselY<M>(x, 1); }, nullptr},
+    {"modified_bessel_k0", "", [](T x, P) -> T { return formulas::besselKScaled<M>(x, 0) * M::exp(-x); }, nullptr},
+    {"modified_bessel_k1", "", [](T x, P) -> T { return formulas::besselKScaled<M>(x, 1) * M::exp(-x); }, nullptr},
+    {"scaled_modified_bessel_k0", "", [](T x, P) -> T { return formulas::besselKScaled<M>(x, 0); }, nullptr},
+    {"scaled_modified_bessel_k1", "", [](T x, P) -> T { return formulas::besselKScaled<M>(x, 1); }, nullptr},
+    {"spherical_bessel_j0", "", [](T x, P) -> T { return formulas::sphericalBesselJ0<M>(x); }, nullptr},
     // torch.special's orthogonal polynomials of degree n (no derivatives: PyTorch
     // defines none); the shifted Chebyshev kinds are the plain ones at 2x - 1.
     {"chebyshev_polynomial_t", "n", [](T x, P p) -> T { return formulas::chebyshev<M>(x, static_cast<int64_t>(p[0]), 'T'); }, nullptr},

@@ -108,6 +108,21 @@ Table makePointwiseTable() {
   unary(t, "neg", {Plain}, {Plain});
   unary(t, "sign", {Sign}, {});
   unary(t, "angle", {Compare, Compare}, {});
+  // The other Bessel functions evaluate their series and their Hankel sums
+  // (with the cosine and sine of the phase, or K's trapezoidal sum of 40
+  // exponentials) and select by range.
+  VectorArithmetic hankel = with({Sqrt, Divide, SinCos, SinCos, Compare, Compare}, 2 * 30);
+  for (std::string_view name : {"bessel_j0", "bessel_j1"})
+    unary(t, name, with(hankel, 3 * 45), {});
+  hankel.push_back(Log);
+  for (std::string_view name : {"bessel_y0", "bessel_y1"})
+    unary(t, name, with(hankel, 3 * 45 + 3 * 45), {});
+  VectorArithmetic trapezoid(41, Exp);
+  trapezoid.insert(trapezoid.end(), {Log, Sqrt, Divide, Compare, Compare, Compare});
+  for (std::string_view name : {"modified_bessel_k0", "modified_bessel_k1",
+                                "scaled_modified_bessel_k0", "scaled_modified_bessel_k1"})
+    unary(t, name, with(trapezoid, 4 * 20 + 2 * 30 + 2 * 40), {});
+  unary(t, "spherical_bessel_j0", with({SinCos, Divide, Compare, Compare}, 3), {});
   // The orthogonal polynomials: a three-term recurrence, counted at degree 8
   // (the degree is a parameter), and the selects of the special values.
   for (std::string_view name :

@@ -124,6 +124,22 @@ POINTWISE = {
     # PyTorch 1.13's second spelling, without a derivative (constants to autograd).
     "modified_bessel_i0": ("i0", _case(torch.special.modified_bessel_i0, -11.0, 11.0)),
     "modified_bessel_i1": ("i1", _case(torch.special.modified_bessel_i1, -11.0, 11.0)),
+    # torch.special's other Bessel functions, over their series and Hankel ranges
+    # (Y and K from near 0, where they grow without bound).
+    "bessel_j0": ("bessel_j0", _case(torch.special.bessel_j0, -25.0, 25.0)),
+    "bessel_j1": ("bessel_j1", _case(torch.special.bessel_j1, -25.0, 25.0)),
+    "bessel_y0": ("bessel_y0", _case(torch.special.bessel_y0, 0.1, 25.0)),
+    "bessel_y1": ("bessel_y1", _case(torch.special.bessel_y1, 0.1, 25.0)),
+    "modified_bessel_k0": ("modified_bessel_k0", _case(torch.special.modified_bessel_k0, 0.05,
+                                                       30.0)),
+    "modified_bessel_k1": ("modified_bessel_k1", _case(torch.special.modified_bessel_k1, 0.05,
+                                                       30.0)),
+    "scaled_modified_bessel_k0": ("scaled_modified_bessel_k0", _case(
+        torch.special.scaled_modified_bessel_k0, 0.05, 40.0)),
+    "scaled_modified_bessel_k1": ("scaled_modified_bessel_k1", _case(
+        torch.special.scaled_modified_bessel_k1, 0.05, 40.0)),
+    "spherical_bessel_j0": ("spherical_bessel_j0", _case(torch.special.spherical_bessel_j0, -12.0,
+                                                         12.0)),
     # The orthogonal polynomials, with the ends of [-1, 1] (of [0, 1] when shifted).
     **{name: (name, _polynomial(name, -1.2, 1.2, [1.0, -1.0, 0.0])) for name in [
         "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
@@ -215,10 +231,15 @@ POINTWISE = {
 }
 
 # Cases whose result PyTorch does not differentiate (autograd treats it as a constant).
-# (PyTorch 1.13 defines no derivative for these: their results do not require grad.)
+# (PyTorch 1.13 defines no derivative for these two families: their results do not
+# require grad.)
 ORTHOGONAL_POLYNOMIALS = {
     "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
     "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
     "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w", "hermite_polynomial_h",
     "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p"}
-NOT_DIFFERENTIABLE = {"modified_bessel_i0", "modified_bessel_i1"} | ORTHOGONAL_POLYNOMIALS
+BESSEL_WITHOUT_DERIVATIVE = {
+    "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_k0", "modified_bessel_k1",
+    "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "spherical_bessel_j0"}
+NOT_DIFFERENTIABLE = ({"modified_bessel_i0", "modified_bessel_i1"} | ORTHOGONAL_POLYNOMIALS
+                      | BESSEL_WITHOUT_DERIVATIVE)

@@ -25,7 +25,7 @@ import torch
 import popsim
 from popsim.compile.gradients import gradients
 from popsim.frontend.half_tracing import HalfOnCpu
-from pointwise_cases import ORTHOGONAL_POLYNOMIALS
+from pointwise_cases import BESSEL_WITHOUT_DERIVATIVE, ORTHOGONAL_POLYNOMIALS
 from test_gradients import NOT_DIFFERENTIABLE, Projected
 from test_ops import CASES
 
@@ -87,10 +87,10 @@ NO_FLOAT16_REFERENCE = {
     # PyTorch 1.13's quantile refuses float16 input (float and double only), in eager
     # and so in popsim's trace.
     "reduction_quantile", "reduction_nanquantile",
-    # PyTorch 1.13's linalg.vander and orthogonal polynomials refuse float16 input in
-    # eager and so in the trace.
+    # PyTorch 1.13's linalg.vander, orthogonal polynomials and Bessel functions of the
+    # second kind (and others) refuse float16 input in eager and so in the trace.
     "rearrangement_linalg_vander",
-} | {f"pointwise_{name}" for name in ORTHOGONAL_POLYNOMIALS}
+} | {f"pointwise_{name}" for name in ORTHOGONAL_POLYNOMIALS | BESSEL_WITHOUT_DERIVATIVE}
 # At a zero row the eps of normalize underflows to 0 in float16: the gradient
 # there is 0/0, whose infinities or NaN depend on the order of the operations.
 # PyTorch 1.13's logcumsumexp_backward is a composite that refuses float16

@@ -266,6 +266,15 @@ void lowerModifiedBessel(LoweringContext& ctx) {
   ctx.setOutput(0, ctx.emit(ir::OpKind::StopGradient, {y}));
 }
 
+// torch.special's other Bessel functions (bessel_j0/j1/y0/y1,
+// modified_bessel_k0/k1, scaled_modified_bessel_k0/k1, spherical_bessel_j0):
+// constants to autograd, as PyTorch 1.13 defines no derivative for them.
+void lowerBesselWithoutDerivative(LoweringContext& ctx) {
+  const std::string function = ctx.opName().substr(std::string("aten::special_").size());
+  ir::Value* y = emitPointwise(ctx, floatOperand(ctx, 0), function.c_str());
+  ctx.setOutput(0, ctx.emit(ir::OpKind::StopGradient, {y}));
+}
+
 // torch.special's orthogonal polynomials (chebyshev_polynomial_t/u/v/w and
 // their shifted forms, hermite_polynomial_h/he, laguerre_polynomial_l,
 // legendre_polynomial_p) of x and a degree n: one degree per op, a number or
@@ -373,6 +382,11 @@ void registerPointwise(LoweringRegistry& registry) {
     registry.add(op, lowerMvlgamma);
   for (const char* op : {"aten::polygamma", "aten::polygamma_", "aten::special_polygamma"})
     registry.add(op, lowerPolygamma);
+  for (const char* function :
+       {"bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_k0",
+        "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
+        "spherical_bessel_j0"})
+    registry.add(std::string("aten::special_") + function, lowerBesselWithoutDerivative);
   for (const char* kind :
        {"chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
         "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",

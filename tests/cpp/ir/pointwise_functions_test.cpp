@@ -27,18 +27,31 @@ struct Sample {
 };
 
 // Functions without a derivative although not piecewise constant: PyTorch
-// defines none (torch.special's orthogonal polynomials), so neither does popsim.
-const char* const kWithoutDerivative[] = {
+// defines none (torch.special's orthogonal polynomials, and its Bessel
+// functions other than i0 and i1), so neither does popsim.
+const char* const kOrthogonalPolynomials[] = {
     "chebyshev_polynomial_t",         "chebyshev_polynomial_u",
     "chebyshev_polynomial_v",         "chebyshev_polynomial_w",
     "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
     "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w",
     "hermite_polynomial_h",           "hermite_polynomial_he",
     "laguerre_polynomial_l",          "legendre_polynomial_p"};
+const char* const kBesselWithoutDerivative[] = {"bessel_j0",
+                                                "bessel_j1",
+                                                "bessel_y0",
+                                                "bessel_y1",
+                                                "modified_bessel_k0",
+                                                "modified_bessel_k1",
+                                                "scaled_modified_bessel_k0",
+                                                "scaled_modified_bessel_k1",
+                                                "spherical_bessel_j0"};
+
+template <size_t N> bool among(const char* const (&names)[N], const std::string& name) {
+  return std::find(std::begin(names), std::end(names), name) != std::end(names);
+}
 
 bool withoutDerivative(const std::string& name) {
-  return std::find(std::begin(kWithoutDerivative), std::end(kWithoutDerivative), name) !=
-         std::end(kWithoutDerivative);
+  return among(kOrthogonalPolynomials, name) || among(kBesselWithoutDerivative, name);
 }
 
 std::map<std::string, Sample> samples() {
@@ -96,8 +109,10 @@ std::map<std::string, Sample> samples() {
   for (const char* name : {"i0", "i0e", "i1", "i1e"}) {
     table[name] = {{}, {-25.3, -2.7, -0.4, 0.35, 1.1, 12.5, 19.99, 20.01, 45.0}};
   }
-  for (const char* name : kWithoutDerivative)
+  for (const char* name : kOrthogonalPolynomials)
     table[name] = {{5.0}, {-1.0, -0.8, -0.3, 0.0, 0.2, 0.7, 1.0, 1.6}};
+  for (const char* name : kBesselWithoutDerivative)
+    table[name] = {{}, {0.3, 1.7, 4.5, 16.9, 17.1, 19.9, 20.1, 33.0}};
   return table;
 }
 
@@ -206,6 +221,43 @@ TEST(PointwiseFunctionsTest, PolygammaAtKnownPoints) {
   EXPECT_EQ(at(2, -INFINITY), -INFINITY);
   EXPECT_TRUE(std::isnan(at(2, INFINITY)));
   EXPECT_TRUE(std::isnan(at(3, NAN)));
+}
+
+// The Bessel functions at points known to 30 digits (mpmath), in the series,
+// integral and Hankel ranges, and PyTorch's values at the ends.
+TEST(PointwiseFunctionsTest, BesselFunctionsOfBothKindsAtKnownPoints) {
+  const double* none = nullptr;
+  const auto value = [&](std::string_view name, double x) {
+    return functionNamed(name).value(x, none);
+  };
+  const auto near = [](double actual, double expected, double tolerance) {
+    EXPECT_NEAR(actual, expected, tolerance * std::fabs(expected)) << expected;
+  };
+  near(value("bessel_j0", 2.5), -0.0483837764681979963273, 1e-13);
+  near(value("bessel_j0", 35.0), -0.126845682756312569807, 1e-13);
+  near(value("bessel_j1", -7.0), 0.00468282348234583269911, 1e-11);
+  near(value("bessel_j1", 50.0), -0.0975118281251751376615, 1e-13);
+  near(value("bessel_y0", 0.5), -0.444518733506706557148, 1e-13);
+  near(value("bessel_y0", 19.5), -0.0254517429761544671143, 1e-12);
+  near(value("bessel_y0", 15.0), 0.205464296038918264792, 1e-9);
+  near(value("bessel_y1", 3.0), 0.324674424791799978437, 1e-13);
+  near(value("bessel_y1", 100.0), -0.0203723120027597933047, 1e-12);
+  near(value("modified_bessel_k0", 1.0), 0.421024438240708333336, 1e-14);
+  near(value("modified_bessel_k0", 7.5), 0.000249177616356114389015, 1e-12);
+  near(value("modified_bessel_k1", 0.3), 3.05599203345732510718, 1e-13);
+  near(value("modified_bessel_k1", 12.0), 2.29075746476718781592e-06, 1e-12);
+  near(value("scaled_modified_bessel_k0", 40.0), 0.197555584957298168825, 1e-13);
+  near(value("scaled_modified_bessel_k1", 5.0), 0.600273858788312582936, 1e-13);
+  near(value("spherical_bessel_j0", 3.0), std::sin(3.0) / 3.0, 1e-15);
+  EXPECT_EQ(value("spherical_bessel_j0", 0.0), 1.0);
+  EXPECT_EQ(value("spherical_bessel_j0", INFINITY), 0.0);
+  EXPECT_EQ(value("bessel_j0", 0.0), 1.0);
+  EXPECT_TRUE(std::isnan(value("bessel_j1", INFINITY)));
+  EXPECT_EQ(value("bessel_y0", 0.0), -INFINITY);
+  EXPECT_TRUE(std::isnan(value("bessel_y1", -2.0)));
+  EXPECT_EQ(value("modified_bessel_k1", 0.0), INFINITY);
+  EXPECT_EQ(value("modified_bessel_k0", INFINITY), 0.0);
+  EXPECT_TRUE(std::isnan(value("scaled_modified_bessel_k0", -1.0)));
 }
 
 // The orthogonal polynomials against their closed forms (T_n(cos t) = cos nt,
