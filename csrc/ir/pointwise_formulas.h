@@ -444,7 +444,7 @@ constexpr int kBesselSeriesTerms = 45;
 
 // The Hankel expansion's sums P and Q (J, Y) or the plain sum (K) at x >= 20.
 template <class M> struct HankelSums { typename M::T p, q, plain; };
-template <class M> HankelSums<M> hankelSums(typename M::T x, int order) {
+template <class M> HankelSums<M> hankelSums(typename M::T x, double order) {
   using T = typename M::T;
   const double mu = 4.0 * order * order;
   HankelSums<M> sums{M::constant(1.0), M::constant(0.0), M::constant(1.0)};
@@ -518,6 +518,20 @@ template <class M> typename M::T besselY(typename M::T x, int order) {
                   : (x < 0.0 ? M::constant(std::numeric_limits<double>::quiet_NaN()) : value);
 }
 
+// e^x K_nu(x) for x >= 2 and any order nu: up to 20 the trapezoidal sum of
+// the integral of exp(-x (cosh t - 1)) cosh(nu t), above it the Hankel expansion.
+template <class M> typename M::T besselKScaledAbove2(typename M::T x, double order) {
+  using T = typename M::T;
+  T integral = M::constant(0.5);
+  for (int j = 1; j <= 40; ++j) {
+    const double t = 0.1 * j;
+    integral = integral + M::exp(-x * (std::cosh(t) - 1.0)) * std::cosh(order * t);
+  }
+  integral = 0.1 * integral;
+  const T hankel = M::sqrt(kPi / (2.0 * x)) * hankelSums<M>(x, order).plain;
+  return x <= 20.0 ? integral : hankel;
+}
+
 // e^x K_order(x), order 0 or 1.
 template <class M> typename M::T besselKScaled(typename M::T x, int order) {
   using T = typename M::T;
@@ -548,17 +562,40 @@ template <class M> typename M::T besselKScaled(typename M::T x, int order) {
     series = 1.0 / x + logHalf * (x / 2.0) * bessel - x / 4.0 * sum;
   }
   series = series * M::exp(x);
-  // From 2 to 20: the integral's trapezoidal sum of exp(-x (cosh t - 1)) cosh(nu t).
-  T integral = M::constant(0.5);
-  for (int j = 1; j <= 40; ++j) {
-    const double t = 0.1 * j;
-    integral = integral + M::exp(-x * (std::cosh(t) - 1.0)) * std::cosh(order * t);
-  }
-  integral = 0.1 * integral;
-  const T hankel = M::sqrt(kPi / (2.0 * x)) * hankelSums<M>(x, order).plain;
-  const T value = x <= 2.0 ? series : (x <= 20.0 ? integral : hankel);
+  const T value = x <= 2.0 ? series : besselKScaledAbove2<M>(x, order);
   return x == 0.0 ? M::constant(kInfinity)
                   : (x < 0.0 ? M::constant(std::numeric_limits<double>::quiet_NaN()) : value);
+}
+
+// Airy's Ai(x): for -8 <= x < 2 its Maclaurin series Ai(0) f(x) + Ai'(0) g(x)
+// (A&S 10.4.2; 60 terms of each, with at most 3e-10 of cancellation at -8);
+// above 2 (1 / pi) sqrt(x / 3) K_(1/3)(zeta) and below -8
+// (sqrt(-x) / 3) (J_(1/3)(zeta) + J_(-1/3)(zeta)) in their Hankel forms, with
+// zeta = (2/3) |x|^(3/2) (A&S 10.4.14-15). NaN at the infinities, as PyTorch's.
+template <class M> typename M::T airyAi(typename M::T x) {
+  using T = typename M::T;
+  const double atZero = 1.0 / (std::cbrt(9.0) * std::tgamma(2.0 / 3.0));
+  const double slopeAtZero = -1.0 / (std::cbrt(3.0) * std::tgamma(1.0 / 3.0));
+  const T cube = x * x * x;
+  T f = M::constant(1.0), g = x, fSum = f, gSum = g;
+  for (int k = 1; k <= 60; ++k) {
+    f = f * cube / ((3.0 * k - 1.0) * (3.0 * k));
+    g = g * cube / ((3.0 * k) * (3.0 * k + 1.0));
+    fSum = fSum + f;
+    gSum = gSum + g;
+  }
+  const T series = atZero * fSum + slopeAtZero * gSum;
+  const T magnitude = M::fabs(x);
+  const T zeta = 2.0 / 3.0 * magnitude * M::sqrt(magnitude);
+  const T above = M::sqrt(x / 3.0) / kPi * besselKScaledAbove2<M>(zeta, 1.0 / 3.0) * M::exp(-zeta);
+  // J_(+-1/3)(zeta) = sqrt(2 / (pi zeta)) (P cos chi - Q sin chi), chi = zeta - (nu/2 + 1/4) pi.
+  const HankelSums<M> h = hankelSums<M>(zeta, 1.0 / 3.0);
+  const T amplitude = M::sqrt(2.0 / (kPi * zeta));
+  const T plus = zeta - 5.0 * kPi / 12.0, minus = zeta - kPi / 12.0;
+  const T below = M::sqrt(magnitude) / 3.0 * amplitude *
+                  (h.p * (M::cos(plus) + M::cos(minus)) - h.q * (M::sin(plus) + M::sin(minus)));
+  const T value = x >= 2.0 ? above : (x < -8.0 ? below : series);
+  return magnitude == kInfinity ? M::constant(std::numeric_limits<double>::quiet_NaN()) : value;
 }
 
 // sin(x) / x, 1 at 0 (1 - x^2 / 6 below 1e-4, exact to double there), 0 at the infinities.
@@ -726,6 +763,7 @@ template <class M> struct PointwiseFormulas {
     {"scaled_modified_bessel_k0", "", [](T x, P) -> T { return formulas::besselKScaled<M>(x, 0); }, nullptr},
     {"scaled_modified_bessel_k1", "", [](T x, P) -> T { return formulas::besselKScaled<M>(x, 1); }, nullptr},
     {"spherical_bessel_j0", "", [](T x, P) -> T { return formulas::sphericalBesselJ0<M>(x); }, nullptr},
+    {"airy_ai", "", [](T x, P) -> T { return formulas::airyAi<M>(x); }, nullptr},
     // torch.special's orthogonal polynomials of degree n (no derivatives: PyTorch
     // defines none); the shifted Chebyshev kinds are the plain ones at 2x - 1.
     {"chebyshev_polynomial_t", "n", [](T x, P p) -> T { return formulas::chebyshev<M>(x, static_cast<int64_t>(p[0]), 'T'); }, nullptr},

@@ -123,6 +123,10 @@ Table makePointwiseTable() {
                                 "scaled_modified_bessel_k0", "scaled_modified_bessel_k1"})
     unary(t, name, with(trapezoid, 4 * 20 + 2 * 30 + 2 * 40), {});
   unary(t, "spherical_bessel_j0", with({SinCos, Divide, Compare, Compare}, 3), {});
+  // Airy's Ai: two series of 60 terms, K_(1/3)'s trapezoidal sum and the Hankel sums.
+  VectorArithmetic airy = trapezoid;
+  airy.insert(airy.end(), {Power, Sqrt, Sqrt, Exp, SinCos, SinCos, SinCos, SinCos});
+  unary(t, "airy_ai", with(airy, 4 * 60 + 2 * 30 + 2 * 40), {});
   // The orthogonal polynomials: a three-term recurrence, counted at degree 8
   // (the degree is a parameter), and the selects of the special values.
   for (std::string_view name :

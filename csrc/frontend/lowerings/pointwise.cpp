@@ -267,8 +267,9 @@ void lowerModifiedBessel(LoweringContext& ctx) {
 }
 
 // torch.special's other Bessel functions (bessel_j0/j1/y0/y1,
-// modified_bessel_k0/k1, scaled_modified_bessel_k0/k1, spherical_bessel_j0):
-// constants to autograd, as PyTorch 1.13 defines no derivative for them.
+// modified_bessel_k0/k1, scaled_modified_bessel_k0/k1, spherical_bessel_j0)
+// and airy_ai: constants to autograd, as PyTorch 1.13 defines no derivative
+// for them.
 void lowerBesselWithoutDerivative(LoweringContext& ctx) {
   const std::string function = ctx.opName().substr(std::string("aten::special_").size());
   ir::Value* y = emitPointwise(ctx, floatOperand(ctx, 0), function.c_str());
@@ -385,7 +386,7 @@ void registerPointwise(LoweringRegistry& registry) {
   for (const char* function :
        {"bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_k0",
         "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
-        "spherical_bessel_j0"})
+        "spherical_bessel_j0", "airy_ai"})
     registry.add(std::string("aten::special_") + function, lowerBesselWithoutDerivative);
   for (const char* kind :
        {"chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",

@@ -44,7 +44,8 @@ const char* const kBesselWithoutDerivative[] = {"bessel_j0",
                                                 "modified_bessel_k1",
                                                 "scaled_modified_bessel_k0",
                                                 "scaled_modified_bessel_k1",
-                                                "spherical_bessel_j0"};
+                                                "spherical_bessel_j0",
+                                                "airy_ai"};
 
 template <size_t N> bool among(const char* const (&names)[N], const std::string& name) {
   return std::find(std::begin(names), std::end(names), name) != std::end(names);
@@ -223,8 +224,8 @@ TEST(PointwiseFunctionsTest, PolygammaAtKnownPoints) {
   EXPECT_TRUE(std::isnan(at(3, NAN)));
 }
 
-// The Bessel functions at points known to 30 digits (mpmath), in the series,
-// integral and Hankel ranges, and PyTorch's values at the ends.
+// The Bessel functions and Airy's Ai at points known to 30 digits (mpmath), in
+// the series, integral and Hankel ranges, and PyTorch's values at the ends.
 TEST(PointwiseFunctionsTest, BesselFunctionsOfBothKindsAtKnownPoints) {
   const double* none = nullptr;
   const auto value = [&](std::string_view name, double x) {
@@ -258,6 +259,18 @@ TEST(PointwiseFunctionsTest, BesselFunctionsOfBothKindsAtKnownPoints) {
   EXPECT_EQ(value("modified_bessel_k1", 0.0), INFINITY);
   EXPECT_EQ(value("modified_bessel_k0", INFINITY), 0.0);
   EXPECT_TRUE(std::isnan(value("scaled_modified_bessel_k0", -1.0)));
+  // Airy's Ai in its three forms, and NaN at the infinities as PyTorch's.
+  near(value("airy_ai", -20.0), -0.17640612707798468959, 1e-12);
+  near(value("airy_ai", -8.5), -0.330290237630208879022, 1e-12);
+  near(value("airy_ai", -3.7), -0.282013061841931398227, 1e-13);
+  near(value("airy_ai", -0.5), 0.475728091610539588799, 1e-14);
+  near(value("airy_ai", 0.0), 0.35502805388781723926, 1e-15);
+  near(value("airy_ai", 1.3), 0.0934746657715027045233, 1e-14);
+  near(value("airy_ai", 2.5), 0.0157259233804704899953, 1e-13);
+  near(value("airy_ai", 7.0), 7.49212886399716708077e-7, 1e-13);
+  near(value("airy_ai", 30.0), 3.20821759155049557108e-49, 1e-13);
+  EXPECT_TRUE(std::isnan(value("airy_ai", INFINITY)));
+  EXPECT_TRUE(std::isnan(value("airy_ai", -INFINITY)));
 }
 
 // The orthogonal polynomials against their closed forms (T_n(cos t) = cos nt,
