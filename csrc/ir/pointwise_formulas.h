@@ -598,6 +598,29 @@ template <class M> typename M::T airyAi(typename M::T x) {
   return magnitude == kInfinity ? M::constant(std::numeric_limits<double>::quiet_NaN()) : value;
 }
 
+// frexp's exponent e of x = m 2^e with 0.5 <= |m| < 1: floor(log2 |x|) + 1,
+// corrected by one where log2 rounds across an integer; 0 for 0, the
+// infinities and NaN, as PyTorch's (C's) frexp gives. Exact: inputs are float
+// values, normal numbers in double.
+template <class M> typename M::T frexpExponent(typename M::T x) {
+  using T = typename M::T;
+  const T magnitude = M::fabs(x);
+  T e = M::floor(M::log2(magnitude)) + 1.0;
+  const T m = magnitude * M::pow(2.0, -e);
+  e = m >= 1.0 ? e + 1.0 : (m < 0.5 ? e - 1.0 : e);
+  return magnitude == 0.0 || !(magnitude < kInfinity) ? M::constant(0.0) : e;
+}
+
+// frexp's mantissa x / 2^e (x itself at 0, the infinities and NaN), and its
+// derivative 1 / 2^e with 2^e rounded to float as PyTorch's backward divides
+// (0 past 2^127, inf for a denormal x).
+template <class M> typename M::T frexpMantissa(typename M::T x) {
+  return x * M::pow(2.0, -frexpExponent<M>(x));
+}
+template <class M> typename M::T frexpMantissaDerivative(typename M::T x) {
+  return 1.0 / M::toFloat(M::pow(2.0, frexpExponent<M>(x)));
+}
+
 // sin(x) / x, 1 at 0 (1 - x^2 / 6 below 1e-4, exact to double there), 0 at the infinities.
 template <class M> typename M::T sphericalBesselJ0(typename M::T x) {
   const typename M::T ratio = M::sin(x) / x;
@@ -764,6 +787,10 @@ template <class M> struct PointwiseFormulas {
     {"scaled_modified_bessel_k1", "", [](T x, P) -> T { return formulas::besselKScaled<M>(x, 1); }, nullptr},
     {"spherical_bessel_j0", "", [](T x, P) -> T { return formulas::sphericalBesselJ0<M>(x); }, nullptr},
     {"airy_ai", "", [](T x, P) -> T { return formulas::airyAi<M>(x); }, nullptr},
+    // frexp's two results: the mantissa (differentiable) and the exponent.
+    {"frexp_mantissa", "", [](T x, P) -> T { return formulas::frexpMantissa<M>(x); },
+     [](T x, P) -> T { return formulas::frexpMantissaDerivative<M>(x); }},
+    {"frexp_exponent", "", [](T x, P) -> T { return formulas::frexpExponent<M>(x); }, nullptr},
     // torch.special's orthogonal polynomials of degree n (no derivatives: PyTorch
     // defines none); the shifted Chebyshev kinds are the plain ones at 2x - 1.
     {"chebyshev_polynomial_t", "n", [](T x, P p) -> T { return formulas::chebyshev<M>(x, static_cast<int64_t>(p[0]), 'T'); }, nullptr},

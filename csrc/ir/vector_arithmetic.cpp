@@ -123,6 +123,10 @@ Table makePointwiseTable() {
                                 "scaled_modified_bessel_k0", "scaled_modified_bessel_k1"})
     unary(t, name, with(trapezoid, 4 * 20 + 2 * 30 + 2 * 40), {});
   unary(t, "spherical_bessel_j0", with({SinCos, Divide, Compare, Compare}, 3), {});
+  // frexp: the exponent's log2 and its correction, and the power of two.
+  unary(t, "frexp_exponent", with({Log, Round, Power, Compare, Compare, Compare}, 3), {});
+  unary(t, "frexp_mantissa", with({Log, Round, Power, Power, Compare, Compare, Compare}, 4),
+        with({Log, Round, Power, Power, Divide, Compare, Compare, Compare}, 3));
   // Airy's Ai: two series of 60 terms, K_(1/3)'s trapezoidal sum and the Hankel sums.
   VectorArithmetic airy = trapezoid;
   airy.insert(airy.end(), {Power, Sqrt, Sqrt, Exp, SinCos, SinCos, SinCos, SinCos});

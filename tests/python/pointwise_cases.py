@@ -183,6 +183,11 @@ POINTWISE = {
     "neg_": ("neg", _case(lambda x: x.clone().neg_() * 2.0, -5.0, 5.0)),
     "sign": ("sign", _case(torch.sign, -5.0, 5.0)),
     "sgn": ("sign", _case(torch.sgn, -5.0, 5.0)),
+    # frexp's mantissa (its gradient 1 / 2^e) and exponent, over many binades.
+    "frexp": ("frexp_mantissa", _case(lambda x: (lambda r: r.mantissa * 2 + r.exponent)(
+        torch.frexp(x * x.abs())), -40.0, 40.0)),
+    "frexp_exponent": ("frexp_exponent", _case(lambda x: torch.frexp(x * 1e-3).exponent * 1,
+                                                -5.0, 5.0)),
     # angle of real numbers: pi below zero, 0 at -0.0 (from rounding) and above
     # (test_nonfinite adds NaN and infinities).
     "angle": ("angle", _case(lambda x: torch.angle(x.round()) + torch.angle(x), -3.0, 3.0)),
@@ -247,5 +252,6 @@ ORTHOGONAL_POLYNOMIALS = {
 BESSEL_WITHOUT_DERIVATIVE = {
     "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_k0", "modified_bessel_k1",
     "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "spherical_bessel_j0", "airy_ai"}
-NOT_DIFFERENTIABLE = ({"modified_bessel_i0", "modified_bessel_i1"} | ORTHOGONAL_POLYNOMIALS
+NOT_DIFFERENTIABLE = ({"modified_bessel_i0", "modified_bessel_i1", "frexp_exponent"}
+                      | ORTHOGONAL_POLYNOMIALS
                       | BESSEL_WITHOUT_DERIVATIVE)

@@ -304,6 +304,16 @@ void lowerOrthogonalPolynomial(LoweringContext& ctx) {
   ctx.setOutput(0, ctx.emit(ir::OpKind::StopGradient, {y}));
 }
 
+// frexp(self): the mantissa (in self's float dtype, with the gradient 1 / 2^e)
+// and the exponent (int32) with x = m 2^e and 0.5 <= |m| < 1; 0 and 0 for a
+// zero, the infinities and NaN with exponent 0. Eager refused integer tensors
+// while tracing.
+void lowerFrexp(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  ctx.setOutput(0, emitPointwise(ctx, x, "frexp_mantissa"));
+  ctx.setOutput(1, castTo(ctx, emitPointwise(ctx, x, "frexp_exponent"), ir::DType::Int32));
+}
+
 // mvlgamma(x, p), the multivariate log-gamma, as PyTorch sums it: lgamma of
 // x plus each of -(p - 1) / 2, ..., -1/2, 0, summed, plus p (p - 1) / 4 log(pi).
 // Every element must be greater than (p - 1) / 2, which the program checks at
@@ -383,6 +393,7 @@ void registerPointwise(LoweringRegistry& registry) {
     registry.add(op, lowerMvlgamma);
   for (const char* op : {"aten::polygamma", "aten::polygamma_", "aten::special_polygamma"})
     registry.add(op, lowerPolygamma);
+  registry.add("aten::frexp", lowerFrexp);
   for (const char* function :
        {"bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_k0",
         "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",

@@ -110,6 +110,9 @@ std::map<std::string, Sample> samples() {
   for (const char* name : {"i0", "i0e", "i1", "i1e"}) {
     table[name] = {{}, {-25.3, -2.7, -0.4, 0.35, 1.1, 12.5, 19.99, 20.01, 45.0}};
   }
+  // frexp away from the powers of two, where its mantissa jumps.
+  table["frexp_mantissa"] = {{}, {-2.7, -1.3, -0.4, 0.35, 1.1, 2.6, 37.5}};
+  table["frexp_exponent"] = {{}, {-2.7, -1.3, -0.4, 0.35, 1.1, 2.6}};
   for (const char* name : kOrthogonalPolynomials)
     table[name] = {{5.0}, {-1.0, -0.8, -0.3, 0.0, 0.2, 0.7, 1.0, 1.6}};
   for (const char* name : kBesselWithoutDerivative)
@@ -271,6 +274,27 @@ TEST(PointwiseFunctionsTest, BesselFunctionsOfBothKindsAtKnownPoints) {
   near(value("airy_ai", 30.0), 3.20821759155049557108e-49, 1e-13);
   EXPECT_TRUE(std::isnan(value("airy_ai", INFINITY)));
   EXPECT_TRUE(std::isnan(value("airy_ai", -INFINITY)));
+}
+
+// frexp on both sides of powers of two, at float's extremes and its special values.
+TEST(PointwiseFunctionsTest, FrexpSplitsIntoMantissaAndExponent) {
+  const double* none = nullptr;
+  const ir::PointwiseFunction& mantissa = functionNamed("frexp_mantissa");
+  const ir::PointwiseFunction& exponent = functionNamed("frexp_exponent");
+  for (double x : {1.0, 0.5, 0.75, -3.0, 1024.0, 1023.999999, 0.1, 1.4e-45, 3.4e38, -7e-39}) {
+    int e = 0;
+    const double m = std::frexp(x, &e);
+    EXPECT_EQ(mantissa.value(x, none), m) << x;
+    EXPECT_EQ(exponent.value(x, none), e) << x;
+  }
+  EXPECT_EQ(exponent.value(0.0, none), 0.0);
+  EXPECT_EQ(exponent.value(INFINITY, none), 0.0);
+  EXPECT_EQ(exponent.value(NAN, none), 0.0);
+  EXPECT_EQ(mantissa.value(-INFINITY, none), -INFINITY);
+  EXPECT_TRUE(std::isnan(mantissa.value(NAN, none)));
+  EXPECT_TRUE(std::signbit(mantissa.value(-0.0, none)));
+  EXPECT_EQ(mantissa.derivative(3.4e38, none), 0.0); // 1 / 2^128, which overflows float
+  EXPECT_EQ(mantissa.derivative(0.375, none), 2.0);
 }
 
 // The orthogonal polynomials against their closed forms (T_n(cos t) = cos nt,
