@@ -485,31 +485,34 @@ template <class M> typename M::T besselJ(typename M::T x, int order) {
   return x < 0.0 ? -value : value; // J1 is odd
 }
 
+// The series of Y and K (A&S 9.1.11, 9.6.11) for order n = 0 or 1, as two
+// sums over k of t_k = (sign y)^k / (k! (k + n)!): P = sum t_k and W = sum
+// c_k t_k with c_k = psi(k + 1) + psi(k + n + 1) + 2 gamma (2 H_k for n = 0,
+// 2 H_k + 1 / (k + 1) for n = 1).
+template <class M> struct NeumannSums { typename M::T plain, weighted; };
+template <class M> NeumannSums<M> neumannSums(typename M::T y, int order, double sign, int terms) {
+  using T = typename M::T;
+  T term = M::constant(1.0);
+  NeumannSums<M> sums{term, M::constant(0.0)};
+  double harmonic = 0.0;
+  for (int k = 1; k <= terms; ++k) {
+    harmonic += 1.0 / k;
+    term = term * (sign * y) / (static_cast<double>(k) * (k + order));
+    sums.plain = sums.plain + term;
+    sums.weighted = sums.weighted + (2.0 * harmonic + (order == 1 ? 1.0 / (k + 1) : 0.0)) * term;
+  }
+  if (order == 1) sums.weighted = sums.weighted + 1.0; // c_0 = 1
+  return sums;
+}
+
 // Y_order(x), order 0 or 1.
 template <class M> typename M::T besselY(typename M::T x, int order) {
   using T = typename M::T;
-  const T y = x * x / 4.0;
   const T logHalf = M::log(x / 2.0);
-  T series;
-  if (order == 0) {
-    T term = M::constant(1.0), sum = M::constant(0.0);
-    double harmonic = 0.0;
-    for (int k = 1; k <= kBesselSeriesTerms; ++k) {
-      harmonic += 1.0 / k;
-      term = term * -y / (static_cast<double>(k) * k);
-      sum = sum - harmonic * term;
-    }
-    series = (2.0 / kPi) * ((logHalf + kEulerGamma) * besselJ<M>(x, 0) + sum);
-  } else {
-    T term = M::constant(1.0), sum = M::constant(1.0 - 2.0 * kEulerGamma);
-    double harmonic = 0.0;
-    for (int k = 1; k <= kBesselSeriesTerms; ++k) {
-      harmonic += 1.0 / k;
-      term = term * -y / (static_cast<double>(k) * (k + 1));
-      sum = sum + (2.0 * harmonic + 1.0 / (k + 1) - 2.0 * kEulerGamma) * term;
-    }
-    series = -2.0 / (kPi * x) + (2.0 / kPi) * logHalf * besselJ<M>(x, 1) - x / (2.0 * kPi) * sum;
-  }
+  const NeumannSums<M> s = neumannSums<M>(x * x / 4.0, order, -1.0, kBesselSeriesTerms);
+  const T series = order == 0 ? (2.0 / kPi) * ((logHalf + kEulerGamma) * s.plain - s.weighted / 2.0)
+                              : -2.0 / (kPi * x) + (2.0 / kPi) * logHalf * (x / 2.0) * s.plain -
+                                    x / (2.0 * kPi) * (s.weighted - 2.0 * kEulerGamma * s.plain);
   const HankelSums<M> h = hankelSums<M>(x, order);
   const T phase = x - (order / 2.0 + 0.25) * kPi;
   const T hankel = M::sqrt(2.0 / (kPi * x)) * (h.p * M::sin(phase) + h.q * M::cos(phase));
@@ -535,32 +538,12 @@ template <class M> typename M::T besselKScaledAbove2(typename M::T x, double ord
 // e^x K_order(x), order 0 or 1.
 template <class M> typename M::T besselKScaled(typename M::T x, int order) {
   using T = typename M::T;
-  // Below 2: the series of K with I's, times e^x.
-  const T y = x * x / 4.0;
+  // Below 2: the series of K, times e^x.
   const T logHalf = M::log(x / 2.0);
-  T series;
-  if (order == 0) {
-    T term = M::constant(1.0), bessel = M::constant(1.0), sum = M::constant(0.0);
-    double harmonic = 0.0;
-    for (int k = 1; k <= 20; ++k) {
-      harmonic += 1.0 / k;
-      term = term * y / (static_cast<double>(k) * k);
-      bessel = bessel + term;
-      sum = sum + harmonic * term;
-    }
-    series = -(logHalf + kEulerGamma) * bessel + sum;
-  } else {
-    T term = M::constant(1.0), bessel = M::constant(1.0),
-      sum = M::constant(1.0 - 2.0 * kEulerGamma);
-    double harmonic = 0.0;
-    for (int k = 1; k <= 20; ++k) {
-      harmonic += 1.0 / k;
-      term = term * y / (static_cast<double>(k) * (k + 1));
-      bessel = bessel + term;
-      sum = sum + (2.0 * harmonic + 1.0 / (k + 1) - 2.0 * kEulerGamma) * term;
-    }
-    series = 1.0 / x + logHalf * (x / 2.0) * bessel - x / 4.0 * sum;
-  }
+  const NeumannSums<M> s = neumannSums<M>(x * x / 4.0, order, 1.0, 20);
+  T series = order == 0 ? s.weighted / 2.0 - (logHalf + kEulerGamma) * s.plain
+                        : 1.0 / x + logHalf * (x / 2.0) * s.plain -
+                              x / 4.0 * (s.weighted - 2.0 * kEulerGamma * s.plain);
   series = series * M::exp(x);
   const T value = x <= 2.0 ? series : besselKScaledAbove2<M>(x, order);
   return x == 0.0 ? M::constant(kInfinity)
