@@ -25,12 +25,8 @@ ir::Value* invert(ir::Graph& graph, const ViewStep& step, ir::Value* base, ir::V
   case ir::OpKind::Reshape:
     return graph.apply(ir::OpKind::Reshape, {update}, {{"shape", base->type().shape}}, location);
   case ir::OpKind::Permute: {
-    const auto& perm = step.attrs.getInts("perm");
-    std::vector<int64_t> inverse(perm.size());
-    for (size_t i = 0; i < perm.size(); ++i) {
-      inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
-    }
-    return graph.apply(ir::OpKind::Permute, {update}, {{"perm", inverse}}, location);
+    return graph.apply(ir::OpKind::Permute, {update},
+                       {{"perm", ir::inversePermutation(step.attrs.getInts("perm"))}}, location);
   }
   case ir::OpKind::Slice:
     return graph.apply(ir::OpKind::SliceUpdate, {base, update}, step.attrs, location);

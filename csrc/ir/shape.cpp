@@ -73,4 +73,11 @@ std::optional<int64_t> normalizeDim(int64_t dim, int64_t rank) {
   return normalized;
 }
 
+std::vector<int64_t> inversePermutation(const std::vector<int64_t>& perm) {
+  std::vector<int64_t> inverse(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i)
+    inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+  return inverse;
+}
+
 } // namespace popsim::ir

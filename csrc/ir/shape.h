@@ -26,6 +26,8 @@ std::string shapeToString(const Shape& shape);
 std::vector<int64_t> contiguousStrides(const Shape& shape);
 // NumPy/PyTorch broadcasting; nullopt when the shapes are incompatible.
 std::optional<Shape> broadcastShapes(const Shape& a, const Shape& b);
+// The permutation that undoes `perm` (permute by perm, then by this, is the identity).
+std::vector<int64_t> inversePermutation(const std::vector<int64_t>& perm);
 // Maps a possibly negative dimension index into [0, rank); nullopt if out of range.
 std::optional<int64_t> normalizeDim(int64_t dim, int64_t rank);
 

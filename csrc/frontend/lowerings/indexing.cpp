@@ -534,10 +534,7 @@ void lowerIndexPut(LoweringContext& ctx) {
   ir::Value* values = castTo(ctx, ctx.tensor(2), x->type().dtype);
   values = broadcastTo(ctx, values, resultShape);
   if (!std::is_sorted(order.begin(), order.end())) {
-    std::vector<int64_t> inverse(order.size());
-    for (size_t i = 0; i < order.size(); ++i)
-      inverse[static_cast<size_t>(order[i])] = static_cast<int64_t>(i);
-    values = permute(ctx, values, inverse);
+    values = permute(ctx, values, ir::inversePermutation(order));
   }
   ir::Shape rows = f.x->type().shape;
   rows[0] = f.positions->type().shape[0];
@@ -550,10 +547,7 @@ void lowerIndexPut(LoweringContext& ctx) {
     moved.push_back(x->type().shape[static_cast<size_t>(d)]);
   ir::Value* y = reshape(ctx, written, moved);
   if (!std::is_sorted(f.perm.begin(), f.perm.end())) {
-    std::vector<int64_t> inverse(f.perm.size());
-    for (size_t i = 0; i < f.perm.size(); ++i)
-      inverse[static_cast<size_t>(f.perm[i])] = static_cast<int64_t>(i);
-    y = permute(ctx, y, inverse);
+    y = permute(ctx, y, ir::inversePermutation(f.perm));
   }
   ctx.setOutput(0, y);
 }

@@ -323,10 +323,8 @@ void lowerDiagonalScatter(LoweringContext& ctx) {
                {reshape(ctx, moved, layout.flat), int64Constant(ctx, layout.positions),
                 castTo(ctx, ctx.tensor(1), x->type().dtype)},
                {{"dim", static_cast<int64_t>(layout.flat.size()) - 1}, {"accumulate", false}});
-  std::vector<int64_t> inverse(layout.perm.size());
-  for (size_t i = 0; i < layout.perm.size(); ++i)
-    inverse[static_cast<size_t>(layout.perm[i])] = static_cast<int64_t>(i);
-  ctx.setOutput(0, permuted(ctx, reshape(ctx, written, movedShape), inverse));
+  ctx.setOutput(
+      0, permuted(ctx, reshape(ctx, written, movedShape), ir::inversePermutation(layout.perm)));
 }
 
 // The flat positions, in a square matrix of side n + |offset|, of the n

@@ -136,10 +136,7 @@ Grads reshapeGradient(GradientBuilder& b, const Grads& g, const Needed&) {
 
 Grads permuteGradient(GradientBuilder& b, const Grads& g, const Needed&) {
   const auto& perm = nodeOf(b).attrs().getInts("perm");
-  std::vector<int64_t> inverse(perm.size());
-  for (size_t i = 0; i < perm.size(); ++i)
-    inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
-  return {b.emit(OpKind::Permute, {g[0]}, {{"perm", inverse}})};
+  return {b.emit(OpKind::Permute, {g[0]}, {{"perm", inversePermutation(perm)}})};
 }
 
 Grads sliceGradient(GradientBuilder& b, const Grads& g, const Needed&) {
