@@ -4,6 +4,8 @@
 
 #include <ATen/TensorUtils.h>
 
+#include <algorithm>
+
 #include <unordered_set>
 
 namespace popsim::frontend {
@@ -39,6 +41,16 @@ bool shareASet(const AliasSets& a, const AliasSets& b) {
 
 bool writes(const c10::Argument& argument) {
   return argument.alias_info() != nullptr && argument.alias_info()->isWrite();
+}
+
+// In-place ops that change only a tensor's sizes and strides (x.unsqueeze_(0),
+// x.t_()): their schema marks self as written, but no element changes. The
+// tensor becomes a view of its own memory, so they are recorded as views.
+bool changesOnlyLayout(const jit::Node& node) {
+  static const std::unordered_set<std::string> ops = {"aten::transpose_", "aten::swapaxes_",
+                                                      "aten::swapdims_",  "aten::t_",
+                                                      "aten::squeeze_",   "aten::unsqueeze_"};
+  return ops.count(node.kind().toQualString()) != 0;
 }
 
 // Whether an op that may return a view (its schema says Tensor(a)) returned
@@ -92,7 +104,7 @@ const jit::Value* sharedInputOf(const jit::Node& node, size_t index) {
 std::vector<size_t> writtenArguments(const jit::Node& node) {
   std::vector<size_t> written;
   const c10::FunctionSchema* schema = node.maybeSchema();
-  if (schema == nullptr) {
+  if (schema == nullptr || changesOnlyLayout(node)) {
     return written;
   }
   const size_t count = std::min(schema->arguments().size(), node.inputs().size());
@@ -146,9 +158,10 @@ bool Aliasing::record(const jit::Node& node, ValueMap& values, bool gradEnabled,
   const auto& returns = schema->returns();
   const size_t numArguments = std::min(arguments.size(), node.inputs().size());
   const size_t numReturns = std::min(returns.size(), node.outputs().size());
+  const bool layoutOnly = changesOnlyLayout(node);
   bool wrote = false;
   for (size_t i = 0; i < numArguments; ++i) {
-    if (!writes(arguments[i])) continue;
+    if (layoutOnly || !writes(arguments[i])) continue;
     wrote = true;
     refuseOverlappingReads(op, node, values, i);
     for (size_t j = 0; j < numReturns; ++j) {
@@ -159,6 +172,9 @@ bool Aliasing::record(const jit::Node& node, ValueMap& values, bool gradEnabled,
   }
   if (wrote || numArguments == 0 || node.inputs().empty()) {
     return wrote;
+  }
+  if (layoutOnly) {
+    refuseLayoutChangeOfRoot(op, values.at(node.inputs()[0]));
   }
   const AliasSets viewed = setsOf(arguments[0]);
   for (size_t j = 0; j < numReturns; ++j) {
@@ -193,6 +209,27 @@ void Aliasing::refuseOverlappingReads(const std::string& op, const jit::Node& no
           "its kernel visits the elements. Read from a copy: x[:, 1:] += x[:, :-1].clone()"));
     }
   }
+}
+
+void Aliasing::refuseLayoutChangeOfRoot(const std::string& op, const FrontendValue& target) const {
+  if (target.kind != FrontendValue::Kind::Tensor || !target.alias.has_value()) {
+    return;
+  }
+  const Alias& alias = *target.alias;
+  const ir::Value* root = alias.storage->root;
+  if (root == nullptr || !alias.path.empty() || !alias.opaqueView.empty()) {
+    return; // an intermediate tensor, or a view of an input: only the trace sees the change
+  }
+  const bool input =
+      std::find(graph_.inputs().begin(), graph_.inputs().end(), root) != graph_.inputs().end();
+  // "aten::unsqueeze_" -> "unsqueeze", the op that makes the view out of place.
+  const std::string outOfPlace = op.substr(op.find("::") + 2, op.size() - op.find("::") - 3);
+  throw UnsupportedLowering(
+      strCat("an in-place ", op, " that changes the shape of ",
+             input ? "model input " : "weight or buffer ", root->name(),
+             " itself: eager PyTorch leaves the caller's tensor with the new shape after the "
+             "call, which popsim does not do; take a new view instead (x = x.",
+             outOfPlace, "(...))"));
 }
 
 void Aliasing::view(const std::string& op, FrontendValue& base, FrontendValue& result) const {

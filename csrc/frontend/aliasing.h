@@ -51,6 +51,10 @@ private:
   // place while another input reads the same memory at other positions.
   void refuseOverlappingReads(const std::string& op, const torch::jit::Node& node,
                               const ValueMap& values, size_t written) const;
+  // Throws UnsupportedLowering when `op` (x.unsqueeze_(0), x.t_()) changes the
+  // shape of a model input or weight itself: eager PyTorch would leave the
+  // caller's tensor changed.
+  void refuseLayoutChangeOfRoot(const std::string& op, const FrontendValue& target) const;
   void view(const std::string& op, FrontendValue& base, FrontendValue& result) const;
   void write(const std::string& op, const FrontendValue& target, FrontendValue& result,
              bool tracked, const ir::SourceLocation& location);

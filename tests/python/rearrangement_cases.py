@@ -3,9 +3,11 @@
 the NumPy-style stacks, ravel and select/slice_scatter): repeat, tile,
 broadcast_to, meshgrid, repeat_interleave, flip (fliplr, flipud), roll, unbind,
 unflatten, movedim, swapaxes, narrow_copy, tensor_split (hsplit, vsplit,
-dsplit), hstack, vstack, dstack, column_stack, ravel, positive, diagonal
-(linalg.diagonal, diagonal_scatter), select_scatter, slice_scatter, diagflat,
-diag, triu, tril,
+dsplit), hstack, vstack, dstack, column_stack, ravel, positive, conj_physical,
+isreal, the in-place layout changes (unsqueeze_, squeeze_, transpose_,
+swapdims_, swapaxes_, t_), diagonal (linalg.diagonal, diagonal_scatter),
+select_scatter, slice_scatter, diagflat, diag, triu, tril (and their in-place
+forms), fill_diagonal_,
 pixel_shuffle, pixel_unshuffle, channel_shuffle, Tensor.unfold, F.unfold
 and F.fold, trace, cross, diff, atleast_1d/2d/3d, cartesian_prod, combinations,
 block_diag, vander and linalg.vander, on
@@ -112,6 +114,15 @@ REARRANGEMENTS = {
     "ravel": _on(lambda rng, s: lambda t: t.transpose(0, -1).ravel() * 2),
     "positive_resolve": _on(lambda rng, s: lambda t: torch.positive(t) * 2 + t.resolve_conj()
                             + t.resolve_neg()),
+    "conj_physical_isreal": _on(lambda rng, s: lambda t: torch.conj_physical(t) * 2
+                                + torch.isreal(t) + (t * 3).conj_physical_()),
+    # In-place layout changes: the tensor becomes a view of its own memory.
+    "layout_in_place": _on(lambda rng, s: lambda t: (t * 1).unsqueeze_(1).transpose_(0, 1)
+                           .squeeze_(0).swapdims_(0, -1).swapaxes_(-1, 0).t_() * 2, rank=2),
+    "fill_diagonal_": lambda rng: (lambda shape, wrap: (
+        Elementwise(lambda t: (t * 2).fill_diagonal_(-1.5, wrap=wrap)), [torch.randn(*shape)]))(
+            rng.choice([[rng.randint(1, 6), rng.randint(1, 6)], [3, 3, 3], [2, 2, 2, 2]]),
+            rng.random() < 0.5),
     "diagflat": lambda rng: (lambda o: (Elementwise(lambda t: torch.diagflat(t, o)),
                                         [torch.randn(2, rng.randint(1, 3))]))(rng.randint(-2, 2)),
     "linalg_diagonal": _on(lambda rng, s: (lambda o: lambda t: torch.linalg.diagonal(
@@ -172,6 +183,8 @@ REARRANGEMENTS = {
         rng.randint(-5, 5), rng.sample(range(len(s)), 2)), rank=3),
     "triu": _on(lambda rng, s: (lambda o: lambda t: torch.triu(t, o))(rng.randint(-1, 1)), rank=3),
     "tril": _on(lambda rng, s: (lambda o: lambda t: t.tril(o))(rng.randint(-1, 1)), rank=2),
+    "triu_tril_in_place": _on(lambda rng, s: (lambda o: lambda t: (t * 1).triu_(o).tril_(o + 1))(
+        rng.randint(-1, 1)), rank=3),
     "pixel_shuffle": lambda rng: (nn.PixelShuffle(2), [torch.randn(2, 8, 3, 2)]),
     "pixel_unshuffle": lambda rng: (nn.PixelUnshuffle(2), [torch.randn(1, 3, 4, 6)]),
     "channel_shuffle": lambda rng: (nn.ChannelShuffle(2), [torch.randn(2, 6, 3, 2)]),

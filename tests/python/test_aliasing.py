@@ -238,7 +238,41 @@ def views_of_positive_ravel_and_hsplit_are_written(x):
     return y
 
 
-CASES = [views_of_positive_ravel_and_hsplit_are_written, setitem_number, setitem_stepped_slice, mul_through_slice, add_through_flat_view,
+def layout_changed_in_place_then_written(x):
+    # unsqueeze_, t_, transpose_, squeeze_ and swapaxes_ change only the
+    # tensor's layout: it stays a view of its memory, which later writes
+    # through it (and through views taken before) reach.
+    y = x * 1
+    rows = y[1:3]
+    flat = y.view(-1)
+    y.unsqueeze_(0)
+    y[0, 0].mul_(2)
+    y.squeeze_(0)
+    y.t_()
+    y[0].add_(10)
+    rows.transpose_(0, 1)
+    rows[1:].sub_(3)
+    y.swapaxes_(0, 1)
+    flat[::5].mul_(-1)
+    return y, rows, flat, y.sum(0)
+
+
+def triangle_and_diagonal_filled_in_place(x):
+    # tril_, triu_ and fill_diagonal_ (with and without wrap) through views.
+    y = x * 1
+    y[:4].tril_(-1)
+    y[2:].triu_(1)
+    z = x * 2
+    z.fill_diagonal_(-7.5)
+    w = (x * 3).t()[:, :4]
+    w.fill_diagonal_(0.25, wrap=True)
+    v = x.repeat(2, 1)
+    v.fill_diagonal_(4, wrap=True)
+    return y, z, w, v, v.t().contiguous().fill_diagonal_(1, wrap=True)
+
+
+CASES = [layout_changed_in_place_then_written, triangle_and_diagonal_filled_in_place,
+         views_of_positive_ravel_and_hsplit_are_written, setitem_number, setitem_stepped_slice, mul_through_slice, add_through_flat_view,
          old_value_kept, transposed_view_sees_later_write, row_added_to_row, chunk_written,
          nested_views_written, unsqueezed_then_written, copy_into_slice, fill_with_tensor,
          expanded_view_sees_write, clone_is_independent, detached_view_writes_base,
@@ -370,8 +404,26 @@ class WritesIntoConstantTable(torch.nn.Module):
         return table, torch.nn.functional.mse_loss(table * table, target)
 
 
-@pytest.mark.parametrize("make_model", [WritesIntoActivations, WritesIntoConstantTable],
-                         ids=lambda m: m.__name__)
+class LayoutChangedInPlace(torch.nn.Module):
+    """Activations reshaped in place (unsqueeze_, t_, squeeze_), masked with
+    tril_ and fill_diagonal_, and written through an older view."""
+
+    def __init__(self):
+        super().__init__()
+        self.first = torch.nn.Linear(4, 6)
+
+    def forward(self, x, target):
+        y = self.first(x)
+        rows = y[:2]
+        y.unsqueeze_(0).squeeze_(0).t_()
+        y.tril_(1)
+        y[:4].fill_diagonal_(0.5)
+        rows.mul_(3)
+        return y, torch.nn.functional.mse_loss(y.t(), target)
+
+
+@pytest.mark.parametrize("make_model", [WritesIntoActivations, WritesIntoConstantTable,
+                                        LayoutChangedInPlace], ids=lambda m: m.__name__)
 def test_training_through_writes_into_views_matches_eager(make_model):
     torch.manual_seed(6)
     batches = [(torch.randn(4, 4), torch.randn(4, 6)) for _ in range(3)]
@@ -523,6 +575,36 @@ def test_an_in_place_op_reading_what_it_overwrites_is_refused():
     # The same elements at the same positions, or a copy, are fine.
     assert_same(*run_both(lambda x: x.add_(x[:, :]), torch.ones(2, 3)))
     assert_same(*run_both(lambda x: x[:, 1:].add_(x[:, :2].clone()), torch.ones(2, 3)))
+
+
+@pytest.mark.parametrize("make_model", [
+    lambda: Function(lambda x: x.unsqueeze_(0) * 2),
+    lambda: WeightTransposedInPlace()], ids=["input", "weight"])
+def test_a_layout_change_of_an_input_or_weight_itself_is_refused(make_model):
+    """Eager PyTorch leaves the caller's tensor (or the module's weight) with
+    the new shape; popsim cannot, so it says so. Views of them may change
+    their layout (layout_changed_in_place_then_written)."""
+    model = make_model()
+    is_input = isinstance(model, Function)
+    op = "unsqueeze_" if is_input else "t_"
+    name = r"model input args\[0\]" if is_input else r"weight or buffer \S*weight"
+    with pytest.raises(popsim.UnsupportedOperationError,
+                       match=rf"an in-place aten::{op} that changes the shape of {name} itself: "
+                       r"eager PyTorch leaves the caller's tensor with the new shape after the "
+                       rf"call, which popsim does not do; take a new view instead \(x = "
+                       rf"x.{op[:-1]}\(...\)\)"):
+        popsim.inferenceModel(model)(torch.ones(2, 3))
+
+
+class WeightTransposedInPlace(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(3, 3))
+
+    def forward(self, x):
+        with torch.no_grad():
+            self.weight.t_()
+        return x @ self.weight
 
 
 class UntrackedWrites(torch.nn.Module):

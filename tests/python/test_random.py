@@ -1,6 +1,6 @@
 """Random ops drawn on the simulated device (ir/ops/random.cpp): their
 distributions (mean, variance and a Kolmogorov-Smirnov test against the
-exact distribution; cauchy_, geometric_ and randperm by their own measures), reproducibility from Options.randomSeed, fresh numbers
+exact distribution; cauchy_, geometric_, random_ and randperm by their own measures), reproducibility from Options.randomSeed, fresh numbers
 for every call and micro-batch, torchvision's stochastic depth
 (torch.empty(...).bernoulli_(p)) in training, and nn.RReLU's random slopes in
 training."""
@@ -113,6 +113,34 @@ def test_randint_covers_its_range_evenly():
     expected = N / 8
     chi2 = ((counts - expected) ** 2 / expected).sum().item()
     assert chi2 < 24.3  # chi-square, 7 degrees of freedom, p = 0.001
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32, torch.int64])
+@pytest.mark.parametrize("bounds", [(-3, 5), (8,)], ids=["from_to", "to"])
+def test_random_in_place_covers_its_range_evenly(dtype, bounds):
+    samples = run(lambda x: x.clone().random_(*bounds), torch.zeros(N, dtype=dtype))
+    low, high = (0, *bounds) if len(bounds) == 1 else bounds
+    assert samples.dtype == dtype
+    assert torch.equal(samples, samples.round())
+    assert samples.min().item() == low and samples.max().item() == high - 1
+    counts = torch.bincount(samples.long() - low, minlength=8)
+    expected = N / 8
+    chi2 = ((counts - expected) ** 2 / expected).sum().item()
+    assert chi2 < 24.3  # chi-square, 7 degrees of freedom, p = 0.001
+
+
+@pytest.mark.parametrize("dtype, top", [(torch.float32, 2 ** 24), (torch.float16, 2 ** 11),
+                                        (torch.int32, 2 ** 31 - 1), (torch.int64, 2 ** 63 - 1),
+                                        (torch.bool, 1)])
+def test_random_in_place_without_bounds_stays_in_what_the_dtype_holds_exactly(dtype, top):
+    """PyTorch's range without `to`: [0, 2^mantissa] for floats, up to the
+    largest value for integers, inclusive."""
+    samples = run(lambda x: x.clone().random_(), torch.zeros(N, dtype=dtype)).double()
+    assert samples.min().item() >= 0 and samples.max().item() <= top
+    assert torch.equal(samples, samples.round())
+    # Uniform over [0, top]: its mean is top / 2 (the standard deviation of
+    # the sample mean is top / sqrt(12 N), below top / 400).
+    assert abs(samples.mean().item() / top - 0.5) < 0.01
 
 
 @pytest.mark.parametrize("probability", [

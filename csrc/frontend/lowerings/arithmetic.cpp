@@ -203,6 +203,12 @@ void lowerNeg(LoweringContext& ctx) {
 // (the schema says whether the result is a view of the input).
 void lowerIdentity(LoweringContext& ctx) { ctx.setOutput(0, ctx.tensor(0)); }
 
+// isreal(self): true everywhere, as popsim's tensors are real (complex
+// dtypes are refused where they are made, complex_numbers.cpp).
+void lowerIsReal(LoweringContext& ctx) {
+  ctx.setOutput(0, constantFilled(ctx, {ir::DType::Bool, ctx.tensor(0)->type().shape}, 1.0));
+}
+
 // detach: the same values, through which no gradient flows.
 void lowerDetach(LoweringContext& ctx) {
   ctx.setOutput(0, ctx.emit(ir::OpKind::StopGradient, {ctx.tensor(0)}, {}));
@@ -244,8 +250,12 @@ void registerArithmetic(LoweringRegistry& registry) {
   registry.add("aten::rsub", lowerReverseSub);
   registry.add("aten::contiguous", lowerIdentity);
   registry.add("aten::clone", lowerIdentity);
-  for (const char* op : {"aten::positive", "aten::resolve_conj", "aten::resolve_neg"})
+  // The conjugate of a real tensor is itself (conj_physical returns a new
+  // tensor, conj_physical_ writes nothing new).
+  for (const char* op : {"aten::positive", "aten::resolve_conj", "aten::resolve_neg",
+                         "aten::conj_physical", "aten::conj_physical_"})
     registry.add(op, lowerIdentity);
+  registry.add("aten::isreal", lowerIsReal);
   registry.add("aten::detach", lowerDetach);
   registry.add("aten::to", lowerTo);
   registry.add("aten::type_as", lowerTo);

@@ -233,6 +233,7 @@ void registerMatMul(LoweringRegistry& registry) {
   registry.add("aten::linalg_multi_dot", lowerMultiDot);
   registry.add("aten::chain_matmul", lowerMultiDot);
   registry.add("aten::t", lowerTranspose2d);
+  registry.add("aten::t_", lowerTranspose2d); // a view of its memory (aliasing.cpp)
   for (const char* op :
        {"aten::numpy_T", "aten::mT", "aten::mH", "aten::adjoint", "aten::matrix_H"})
     registry.add(op, lowerReversedDims);

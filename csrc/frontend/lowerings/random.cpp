@@ -2,7 +2,7 @@
 // every micro-batch (ir/ops/random.cpp; a torch.Generator argument cannot be
 // traced): rand, randn, randint and their
 // _like forms, normal, bernoulli, the in-place uniform_, normal_,
-// exponential_, cauchy_, log_normal_, geometric_ and bernoulli_, multinomial,
+// exponential_, cauchy_, log_normal_, geometric_, random_ and bernoulli_, multinomial,
 // randperm, and empty / empty_like / new_empty (whose
 // contents PyTorch leaves undefined: popsim fills them with zeros).
 
@@ -94,6 +94,31 @@ void lowerExponentialInPlace(LoweringContext& ctx) {
   const double rate = doubleArgument(ctx, "lambd", 1.0);
   if (!(rate > 0.0)) ctx.unsupported("exponential_ with lambd " + std::to_string(rate) + " <= 0");
   writeIntoSelf(ctx, draw(ctx, "exponential", {rate}, ctx.tensor(0)->type().shape));
+}
+
+// random_(self), random_(self, to), random_(self, from, to=None): integers
+// uniform in [from, to), in self's dtype. Without `to` PyTorch goes up to
+// the largest integer the dtype holds exactly, inclusive: 2^24 for float32,
+// 2^11 for float16, the maximum for integers (1 for bool).
+void lowerRandomInPlace(LoweringContext& ctx) {
+  const ir::DType dtype = ctx.tensor(0)->type().dtype;
+  const double low = doubleArgument(ctx, "from", 0.0);
+  double high = doubleArgument(ctx, "to", std::numeric_limits<double>::quiet_NaN());
+  if (std::isnan(high)) {
+    switch (dtype) {
+    case ir::DType::Float32: high = std::ldexp(1.0, 24) + 1; break;
+    case ir::DType::Float16: high = std::ldexp(1.0, 11) + 1; break;
+    case ir::DType::Float64: high = std::ldexp(1.0, 53) + 1; break;
+    case ir::DType::Int32: high = std::ldexp(1.0, 31); break;
+    case ir::DType::Bool: high = 2; break;
+    default: high = std::ldexp(1.0, 63); break; // int64
+    }
+  }
+  if (!(low < high)) {
+    ctx.unsupported("random_ from " + std::to_string(low) + " to " + std::to_string(high) +
+                    " (the range [from, to) must not be empty)");
+  }
+  writeIntoSelf(ctx, draw(ctx, "integers", {low, high}, ctx.tensor(0)->type().shape));
 }
 
 // cauchy_(self, median=0, sigma=1): median + sigma tan(pi (u - 1/2)) of a
@@ -293,6 +318,7 @@ void registerRandom(LoweringRegistry& registry) {
   registry.add("aten::cauchy_", lowerCauchyInPlace);
   registry.add("aten::log_normal_", lowerLogNormalInPlace);
   registry.add("aten::geometric_", lowerGeometricInPlace);
+  registry.add("aten::random_", lowerRandomInPlace);
   registry.add("aten::randperm", lowerRandperm);
   registry.add("aten::bernoulli", lowerBernoulli);
   registry.add("aten::bernoulli_", lowerBernoulli);

@@ -447,6 +447,37 @@ template <bool Upper> void lowerTriangle(LoweringContext& ctx) {
       0, ctx.emit(ir::OpKind::Where, {keep, x, constantFilled(ctx, {x->type().dtype, {}}, 0.0)}));
 }
 
+// fill_diagonal_(self, value, wrap=False): `value` where every index is
+// equal, as NumPy's fill_diagonal: the positions a step of (the row length
+// + 1) apart in the flattened tensor. Without wrap a tall matrix keeps its
+// first square's diagonal; with wrap the pattern restarts after a row gap.
+// PyTorch checked the rank and that all dims of a rank > 2 tensor are equal.
+void lowerFillDiagonal(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const ir::Shape& shape = x->type().shape;
+  const int64_t numel = x->type().numel();
+  int64_t step = 0; // the sum of the strides
+  int64_t stride = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    step += stride;
+    stride *= shape[d];
+  }
+  int64_t end = numel;
+  const bool wrap = ctx.numInputs() > 2 && ctx.toBool(2);
+  if (shape.size() == 2 && !wrap) {
+    end = std::min(numel, shape[1] * shape[1]); // the first min(rows, columns) rows
+  }
+  std::vector<uint8_t> mask(static_cast<size_t>(numel));
+  for (int64_t position = 0; position < end; position += step) {
+    mask[static_cast<size_t>(position)] = 1;
+  }
+  ir::Value* diagonal = ctx.constant({ir::DType::Bool, shape}, std::move(mask));
+  const std::optional<double> number = ctx.staticScalar(1);
+  ir::Value* value = number.has_value() ? constantFilled(ctx, {x->type().dtype, {}}, *number)
+                                        : castTo(ctx, ctx.tensor(1), x->type().dtype);
+  ctx.setOutput(0, ctx.emit(ir::OpKind::Where, {diagonal, value, x}));
+}
+
 // pixel_shuffle(self, r): [*, C r^2, H, W] -> [*, C, H r, W r]; pixel_unshuffle the inverse.
 template <bool Shuffle> void lowerPixelShuffle(LoweringContext& ctx) {
   ir::Value* x = ctx.tensor(0);
@@ -869,8 +900,11 @@ void registerRearrangement(LoweringRegistry& registry) {
   registry.add("aten::diagflat", lowerDiagflat);
   registry.add("aten::diag_embed", lowerDiagEmbed);
   registry.add("aten::rot90", lowerRot90);
-  registry.add("aten::triu", lowerTriangle<true>);
-  registry.add("aten::tril", lowerTriangle<false>);
+  for (const char* suffix : {"", "_"}) {
+    registry.add(std::string("aten::triu") + suffix, lowerTriangle<true>);
+    registry.add(std::string("aten::tril") + suffix, lowerTriangle<false>);
+  }
+  registry.add("aten::fill_diagonal_", lowerFillDiagonal);
   registry.add("aten::pixel_shuffle", lowerPixelShuffle<true>);
   registry.add("aten::pixel_unshuffle", lowerPixelShuffle<false>);
   registry.add("aten::channel_shuffle", lowerChannelShuffle);

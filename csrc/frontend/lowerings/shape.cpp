@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <string>
 
 namespace popsim::frontend::lowerings {
 namespace {
@@ -344,12 +345,17 @@ void registerShapeOps(LoweringRegistry& registry) {
   registry.add("aten::reshape", lowerView);
   registry.add("aten::flatten", lowerFlatten);
   registry.add("aten::ravel", lowerRavel);
-  registry.add("aten::unsqueeze", lowerUnsqueeze);
-  registry.add("aten::squeeze", lowerSqueeze);
+  // The in-place forms change only the tensor's layout: aliasing.cpp records
+  // them as views of its memory.
+  for (const char* suffix : {"", "_"}) {
+    const std::string s(suffix);
+    registry.add("aten::unsqueeze" + s, lowerUnsqueeze);
+    registry.add("aten::squeeze" + s, lowerSqueeze);
+    registry.add("aten::transpose" + s, lowerTranspose);
+    registry.add("aten::swapaxes" + s, lowerTranspose);
+    registry.add("aten::swapdims" + s, lowerTranspose);
+  }
   registry.add("aten::permute", lowerPermute);
-  registry.add("aten::transpose", lowerTranspose);
-  registry.add("aten::swapaxes", lowerTranspose);
-  registry.add("aten::swapdims", lowerTranspose);
   registry.add("aten::slice", lowerSlice);
   registry.add("aten::narrow", lowerNarrow);
   registry.add("aten::select", lowerSelect);
