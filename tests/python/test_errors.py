@@ -572,21 +572,6 @@ def test_empty_slices_inside_a_model_compute_as_eager(function):
     torch.testing.assert_close(actual, function(x))
 
 
-@pytest.mark.parametrize("function,inputs,message", [
-    (lambda x, g: torch.nn.functional.grid_sample(x, g, mode="bicubic", align_corners=False),
-     [(1, 1, 3, 3), (1, 2, 2, 2)],
-     r"aten::grid_sampler at .*: grid_sample with mode='bicubic': popsim samples with "
-     r"'bilinear' and 'nearest'"),
-    (lambda x, g: torch.nn.functional.grid_sample(x, g, align_corners=False),
-     [(1, 1, 2, 3, 3), (1, 2, 2, 2, 3)],
-     r"aten::grid_sampler at .*: grid_sample of a 5-D input: popsim samples 4-D \(N, C, H, W\) "
-     r"images; volumetric \(5-D\) sampling is not lowered"),
-])
-def test_grid_samples_popsim_cannot_run_are_named(function, inputs, message):
-    with pytest.raises(popsim.UnsupportedOperationError, match=message):
-        popsim.inferenceModel(Function(function))(*[torch.rand(*s) for s in inputs])
-
-
 def test_matrix_decompositions_are_refused_with_what_to_do_instead():
     def log_likelihood_terms(a):
         covariance = a @ a.transpose(-1, -2) + torch.eye(3)

@@ -3,7 +3,7 @@ four modes, negative constant widths cropping, the padding modules) and of
 1-D and 3-D pooling (pooling.cpp, through the 2-D pooling ops: max and
 average, strides, padding, dilation, ceil_mode, count_include_pad),
 F.local_response_norm, which is built from both, and F.grid_sample with
-F.affine_grid (grid_sample.cpp). test_ops.py runs each case
+F.affine_grid on images and volumes (grid_sample.cpp). test_ops.py runs each case
 forward, test_gradients.py backward and test_nonfinite.py with NaN/Inf,
 against eager PyTorch."""
 
@@ -96,6 +96,28 @@ def _interpolate(mode, spatial, **kwargs):
     return case
 
 
+def _interpolate_antialiased(mode, **kwargs):
+    """F.interpolate with antialias=True: sizes or scale factors shrinking
+    by up to 5 (where the filter widens) or growing."""
+    def case(rng):
+        shape = [rng.randint(1, 2), rng.randint(1, 3)] + [rng.randint(5, 16) for _ in range(2)]
+        if rng.random() < 0.5:
+            args = {"size": [rng.randint(1, 9) for _ in range(2)]}
+        else:
+            args = {"scale_factor": rng.choice([0.2, 0.3, 0.5, 0.7, 1.5, 2.0])}
+        return (Elementwise(lambda t: F.interpolate(t, mode=mode, antialias=True, **args,
+                                                    **kwargs)), [torch.randn(*shape)])
+    return case
+
+
+WINDOWS.update({
+    "interpolate_bilinear_antialias": _interpolate_antialiased("bilinear"),
+    "interpolate_bilinear_antialias_align_corners": _interpolate_antialiased(
+        "bilinear", align_corners=True),
+    "interpolate_bicubic_antialias": _interpolate_antialiased("bicubic"),
+    "interpolate_bicubic_antialias_align_corners": _interpolate_antialiased(
+        "bicubic", align_corners=True),
+})
 WINDOWS.update({
     "interpolate_nearest_1d": _interpolate("nearest", 1),
     "interpolate_nearest_2d": _interpolate("nearest", 2),
@@ -199,29 +221,39 @@ class GridSample(nn.Module):
         return F.grid_sample(x, grid, **self.options)
 
 
-def _grid_sample(mode, padding_mode, align_corners, affine=False):
+def _grid_sample(mode, padding_mode, align_corners, affine=False, volume=False):
     """Grids reaching beyond the border (where the padding decides) and
-    images of one row or column too."""
+    images of one row or column too; `volume`: 5-D inputs (N, C, D, H, W)."""
     def case(rng):
-        n, c, h, w = rng.randint(1, 2), rng.randint(1, 3), rng.randint(1, 5), rng.randint(1, 5)
-        out = [rng.randint(1, 4), rng.randint(1, 4)]
+        dims = 3 if volume else 2
+        n, c = rng.randint(1, 2), rng.randint(1, 3)
+        spatial = [rng.randint(1, 4 if volume else 5) for _ in range(dims)]
+        out = [rng.randint(1, 3 if volume else 4) for _ in range(dims)]
         if affine:
-            theta = torch.tensor([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]) + 0.4 * torch.randn(n, 2, 3)
+            theta = torch.eye(dims, dims + 1) + 0.4 * torch.randn(n, dims, dims + 1)
             module = GridSample(theta, mode, padding_mode, align_corners, [n, c] + out)
         else:
-            module = GridSample(torch.rand(n, *out, 2) * 3.0 - 1.5, mode, padding_mode,
+            module = GridSample(torch.rand(n, *out, dims) * 3.0 - 1.5, mode, padding_mode,
                                 align_corners)
-        return module, [torch.randn(n, c, h, w)]
+        return module, [torch.randn(n, c, *spatial)]
     return case
 
 
 WINDOWS.update({
     f"grid_sample_{mode}_{padding}" + ("_align_corners" if align else ""):
         _grid_sample(mode, padding, align)
+    for mode in ("bilinear", "nearest", "bicubic")
+    for padding in ("zeros", "border", "reflection") for align in (False, True)})
+WINDOWS.update({
+    f"grid_sample_3d_{mode}_{padding}" + ("_align_corners" if align else ""):
+        _grid_sample(mode, padding, align, volume=True)
     for mode in ("bilinear", "nearest") for padding in ("zeros", "border", "reflection")
     for align in (False, True)})
 WINDOWS.update({
     "spatial_transformer": _grid_sample("bilinear", "zeros", False, affine=True),
+    "spatial_transformer_3d": _grid_sample("bilinear", "zeros", False, affine=True, volume=True),
+    "spatial_transformer_3d_align_corners_reflection": _grid_sample(
+        "bilinear", "reflection", True, affine=True, volume=True),
     "spatial_transformer_align_corners_border": _grid_sample("bilinear", "border", True,
                                                              affine=True),
 })

@@ -1,5 +1,6 @@
 // F.interpolate / nn.Upsample: nearest, nearest-exact, (bi/tri)linear and
-// bicubic, 1-D to 3-D, with sizes or scale factors and align_corners. Each
+// bicubic, 1-D to 3-D, with sizes or scale factors and align_corners, and
+// bilinear and bicubic with antialias=True (torchvision's Resize). Each
 // mode is separable, and PyTorch's CPU kernel interpolates the last spatial
 // dimension first: so does popsim, one dimension at a time, picking the
 // source slices (index_select with positions computed as PyTorch computes
@@ -13,7 +14,7 @@
 namespace popsim::frontend::lowerings {
 namespace {
 
-enum class Mode { Nearest, NearestExact, Linear, Cubic };
+enum class Mode { Nearest, NearestExact, Linear, Cubic, AntialiasedLinear, AntialiasedCubic };
 
 // One tap of the resampling along a dim: a source position and a weight per
 // output position.
@@ -38,8 +39,66 @@ float sourceOf(float scale, int64_t i, bool alignCorners, bool cubic) {
 float cubic1(float x, float a) { return ((a + 2) * x - (a + 3)) * x * x + 1; }
 float cubic2(float x, float a) { return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a; }
 
+// The antialiased modes' filters (PyTorch's aa_filter, as Pillow's): the
+// triangle, and the cubic of Keys with a = -0.5 (not the -0.75 of plain bicubic).
+float antialiasFilter(Mode mode, float x) {
+  x = std::abs(x);
+  if (mode == Mode::AntialiasedLinear) return x < 1.0f ? 1.0f - x : 0.0f;
+  constexpr float a = -0.5f;
+  if (x < 1.0f) return ((a + 2.0f) * x - (a + 3.0f)) * x * x + 1.0f;
+  if (x < 2.0f) return (((x - 5.0f) * x + 8.0f) * x - 4.0f) * a;
+  return 0.0f;
+}
+
+// Antialiased resampling (antialias=True), as PyTorch's CPU kernel weighs
+// it: each output averages the inputs under its filter, stretched by the
+// scale when it shrinks the dim, the weights normalised to sum to 1 and
+// computed in float as PyTorch computes them. An output takes as many taps
+// as its window covers; the others get weight 0.
+std::vector<Tap> antialiasedTapsOf(Mode mode, int64_t in, int64_t out, float scale) {
+  const float base = mode == Mode::AntialiasedLinear ? 1.0f : 2.0f; // half the filter's width
+  const float support = scale >= 1.0f ? base * scale : base;
+  const float invscale = scale >= 1.0f ? static_cast<float>(1.0 / scale) : 1.0f;
+  std::vector<std::vector<float>> weights(static_cast<size_t>(out));
+  std::vector<int64_t> first(static_cast<size_t>(out));
+  size_t widest = 1;
+  for (int64_t i = 0; i < out; ++i) {
+    const auto center = static_cast<float>(static_cast<double>(scale) * (i + 0.5));
+    const int64_t low = std::max<int64_t>(static_cast<int64_t>(center - support + 0.5), int64_t{0});
+    const int64_t count = std::min(static_cast<int64_t>(center + support + 0.5), in) - low;
+    std::vector<float>& w = weights[static_cast<size_t>(i)];
+    float total = 0.0f;
+    for (int64_t j = 0; j < count; ++j) {
+      const float offset = static_cast<float>(j + low) - center;
+      w.push_back(antialiasFilter(
+          mode, static_cast<float>((static_cast<double>(offset) + 0.5) * invscale)));
+      total += w.back();
+    }
+    for (float& value : w)
+      if (total != 0.0f) value /= total;
+    first[static_cast<size_t>(i)] = std::min(low, in - 1);
+    widest = std::max(widest, w.size());
+  }
+  std::vector<Tap> taps(widest);
+  for (size_t k = 0; k < widest; ++k) {
+    for (int64_t i = 0; i < out; ++i) {
+      const std::vector<float>& w = weights[static_cast<size_t>(i)];
+      const int64_t at = first[static_cast<size_t>(i)];
+      taps[k].positions.push_back(k < w.size() ? at + static_cast<int64_t>(k) : at);
+      taps[k].weights.push_back(k < w.size() ? w[k] : 0.0f);
+    }
+  }
+  return taps;
+}
+
 std::vector<Tap> tapsOf(Mode mode, int64_t in, int64_t out, std::optional<double> factor,
                         bool alignCorners) {
+  if (mode == Mode::AntialiasedLinear || mode == Mode::AntialiasedCubic) {
+    const float scale =
+        alignCorners ? (out > 1 ? static_cast<float>(in - 1) / static_cast<float>(out - 1) : 0.0f)
+                     : scaleOf(in, out, factor);
+    return antialiasedTapsOf(mode, in, out, scale);
+  }
   std::vector<Tap> taps(mode == Mode::Cubic ? 4 : (mode == Mode::Linear ? 2 : 1));
   for (int64_t i = 0; i < out; ++i) {
     if (mode == Mode::Nearest || mode == Mode::NearestExact) {
@@ -170,6 +229,8 @@ void registerUpsampling(LoweringRegistry& registry) {
   registry.add("aten::upsample_bilinear2d", lowerUpsample<Mode::Linear>);
   registry.add("aten::upsample_trilinear3d", lowerUpsample<Mode::Linear>);
   registry.add("aten::upsample_bicubic2d", lowerUpsample<Mode::Cubic>);
+  registry.add("aten::_upsample_bilinear2d_aa", lowerUpsample<Mode::AntialiasedLinear>);
+  registry.add("aten::_upsample_bicubic2d_aa", lowerUpsample<Mode::AntialiasedCubic>);
 }
 
 } // namespace popsim::frontend::lowerings
