@@ -5,7 +5,6 @@
 #include <ATen/TensorUtils.h>
 
 #include <algorithm>
-
 #include <unordered_set>
 
 namespace popsim::frontend {

@@ -219,7 +219,7 @@ void lowerGridSampler(LoweringContext& ctx) {
         reshape(ctx, sliceAlong(ctx, grid, axis, k, k + 1), {image.n, 1, points});
     const int64_t size = sizes[sizes.size() - 1 - k];
     ir::Value* position = unnormalised(ctx, coordinate, size, alignCorners);
-    // Bicubic pads each tap, not the position (eager refused it for a volume).
+    // Bicubic pads each of its taps instead (PyTorch samples only images bicubically).
     at.push_back(interpolation == Interpolation::Bicubic
                      ? position
                      : padded(ctx, position, size, padding, alignCorners));

@@ -29,6 +29,13 @@ float scaleOf(int64_t in, int64_t out, std::optional<double> factor) {
                                              : static_cast<float>(in) / static_cast<float>(out);
 }
 
+// The scale of the linear, cubic and antialiased modes: with align_corners
+// the outer pixels' centres meet ((in - 1) / (out - 1)).
+float interpolationScale(int64_t in, int64_t out, std::optional<double> factor, bool alignCorners) {
+  if (!alignCorners) return scaleOf(in, out, factor);
+  return out > 1 ? static_cast<float>(in - 1) / static_cast<float>(out - 1) : 0.0f;
+}
+
 // The source coordinate of output index i for linear and cubic modes.
 float sourceOf(float scale, int64_t i, bool alignCorners, bool cubic) {
   if (alignCorners) return scale * static_cast<float>(i);
@@ -94,10 +101,7 @@ std::vector<Tap> antialiasedTapsOf(Mode mode, int64_t in, int64_t out, float sca
 std::vector<Tap> tapsOf(Mode mode, int64_t in, int64_t out, std::optional<double> factor,
                         bool alignCorners) {
   if (mode == Mode::AntialiasedLinear || mode == Mode::AntialiasedCubic) {
-    const float scale =
-        alignCorners ? (out > 1 ? static_cast<float>(in - 1) / static_cast<float>(out - 1) : 0.0f)
-                     : scaleOf(in, out, factor);
-    return antialiasedTapsOf(mode, in, out, scale);
+    return antialiasedTapsOf(mode, in, out, interpolationScale(in, out, factor, alignCorners));
   }
   std::vector<Tap> taps(mode == Mode::Cubic ? 4 : (mode == Mode::Linear ? 2 : 1));
   for (int64_t i = 0; i < out; ++i) {
@@ -117,9 +121,7 @@ std::vector<Tap> tapsOf(Mode mode, int64_t in, int64_t out, std::optional<double
       taps[0].weights.push_back(1.0f);
       continue;
     }
-    const float scale =
-        alignCorners ? (out > 1 ? static_cast<float>(in - 1) / static_cast<float>(out - 1) : 0.0f)
-                     : scaleOf(in, out, factor);
+    const float scale = interpolationScale(in, out, factor, alignCorners);
     if (mode == Mode::Linear) {
       int64_t first = i, second = i;
       float far = 0.0f;
