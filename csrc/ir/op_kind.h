@@ -94,6 +94,7 @@ namespace popsim::ir {
   X(NoDerivative, "no_derivative", Layout)                                                         \
   X(RandomDraw, "random_draw", Random)                                                             \
   X(RandomBernoulli, "random_bernoulli", Random)                                                   \
+  X(RandomPoisson, "random_poisson", Random)                                                       \
   X(IndexSelect, "index_select", Indexing)                                                         \
   X(IndexAdd, "index_add", Indexing)                                                               \
   X(Gather, "gather", Indexing)                                                                    \

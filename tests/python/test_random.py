@@ -1,6 +1,6 @@
 """Random ops drawn on the simulated device (ir/ops/random.cpp): their
 distributions (mean, variance and a Kolmogorov-Smirnov test against the
-exact distribution; cauchy_, geometric_, random_ and randperm by their own measures), reproducibility from Options.randomSeed, fresh numbers
+exact distribution; cauchy_, geometric_, random_, poisson and randperm by their own measures), reproducibility from Options.randomSeed, fresh numbers
 for every call and micro-batch, torchvision's stochastic depth
 (torch.empty(...).bernoulli_(p)) in training, and nn.RReLU's random slopes in
 training."""
@@ -141,6 +141,50 @@ def test_random_in_place_without_bounds_stays_in_what_the_dtype_holds_exactly(dt
     # Uniform over [0, top]: its mean is top / 2 (the standard deviation of
     # the sample mean is top / sqrt(12 N), below top / 400).
     assert abs(samples.mean().item() / top - 0.5) < 0.01
+
+
+@pytest.mark.parametrize("rate", [0.3, 4.0, 9.9, 10.0, 37.5, 2500.0])
+def test_poisson_counts_follow_the_distribution(rate):
+    """Below a mean of 10 popsim inverts the distribution function, from 10
+    on it samples by transformed rejection: both give Poisson counts, checked
+    by a chi-square test of the frequencies of every count with an expected
+    frequency of at least 5 (the rest pooled at each end), p = 0.001."""
+    samples = run(lambda x: torch.poisson(x), torch.full((N,), rate))
+    assert samples.dtype == torch.float32
+    assert torch.equal(samples, samples.round()) and samples.min().item() >= 0
+    counts = torch.bincount(samples.long()).double()
+    k = torch.arange(counts.numel(), dtype=torch.float64)
+    pmf = torch.exp(k * math.log(rate) - rate - torch.lgamma(k + 1))
+    expected = N * pmf
+    keep = expected >= 5
+    low, high = keep.nonzero().min().item(), keep.nonzero().max().item()
+    observed = torch.cat([counts[:low + 1].sum().view(1), counts[low + 1:high],
+                          counts[high:].sum().view(1)])
+    below = N * pmf[:low + 1].sum().item()
+    above = N - below - expected[low + 1:high].sum().item()
+    expected = torch.cat([torch.tensor([below]), expected[low + 1:high], torch.tensor([above])])
+    chi2 = ((observed - expected) ** 2 / expected).sum().item()
+    degrees = observed.numel() - 1
+    # The chi-square quantile at p = 0.001 (Wilson-Hilferty).
+    z = 3.09
+    limit = degrees * (1 - 2 / (9 * degrees) + z * math.sqrt(2 / (9 * degrees))) ** 3
+    assert chi2 < limit, (chi2, limit, degrees)
+
+
+def test_poisson_of_zero_is_zero_and_a_negative_rate_is_an_error():
+    rates = torch.tensor([0.0, 0.0, 3.0, 0.0])
+    samples = run(lambda x: torch.poisson(x), rates)
+    assert samples[[0, 1, 3]].eq(0).all()
+    # torch.distributions.Poisson samples with torch.poisson, in float16 too.
+    half = run(lambda x: torch.distributions.Poisson(x).sample(), rates.half())
+    assert half.dtype == torch.float16 and half[[0, 1, 3]].eq(0).all()
+    # (Tracing runs eager PyTorch, which checks the first call's rates.)
+    model = popsim.inferenceModel(Function(torch.poisson))
+    model(torch.tensor([1.0, 2.0]))
+    with pytest.raises(popsim.ExecutionError,
+                       match=r"poisson: every rate must be non-negative \(PyTorch raises for this "
+                       r"too\): element 1 is -2"):
+        model(torch.tensor([1.0, -2.0]))
 
 
 @pytest.mark.parametrize("probability", [

@@ -3,7 +3,7 @@
 // traced): rand, randn, randint and their
 // _like forms, normal, bernoulli, the in-place uniform_, normal_,
 // exponential_, cauchy_, log_normal_, geometric_, random_ and bernoulli_, multinomial,
-// randperm, and empty / empty_like / new_empty (whose
+// poisson, randperm, and empty / empty_like / new_empty (whose
 // contents PyTorch leaves undefined: popsim fills them with zeros).
 
 #include "frontend/lowering_registry.h"
@@ -219,6 +219,25 @@ void lowerBernoulli(LoweringContext& ctx) {
   ctx.setOutput(0, castTo(ctx, result, self->type().dtype)); // every form keeps self's dtype
 }
 
+// poisson(self): a Poisson count of mean self per element, in self's dtype
+// (torch.distributions.Poisson samples with it). A negative or NaN rate
+// stops the run, as PyTorch raises for it; an infinite rate gives inf.
+void lowerPoisson(LoweringContext& ctx) {
+  ir::Value* self = ctx.tensor(0);
+  if (!ir::isFloat(self->type().dtype)) {
+    ctx.unsupported("poisson of a " + self->type().str() + " tensor (PyTorch takes float rates)");
+  }
+  ir::Value* rate = ctx.emit(
+      ir::OpKind::CheckRange, {castTo(ctx, self, ir::DType::Float32)},
+      {{"min", 0.0},
+       {"max", std::numeric_limits<double>::infinity()},
+       {"what", std::string("poisson: every rate must be non-negative (PyTorch raises for this "
+                            "too)")}});
+  ir::Value* counts = ctx.emit(ir::OpKind::RandomPoisson, {rate, ctx.randomCounter()},
+                               {{"seed", ctx.randomSeed()}, {"stream", ctx.nextRandomStream()}});
+  ctx.setOutput(0, castTo(ctx, counts, self->type().dtype));
+}
+
 // multinomial(self [C] or [N, C], num_samples, replacement=False): each
 // sample the first category whose cumulative probability (normalised per
 // row) exceeds a uniform draw; without replacement, drawn one at a time with
@@ -323,6 +342,7 @@ void registerRandom(LoweringRegistry& registry) {
   registry.add("aten::bernoulli", lowerBernoulli);
   registry.add("aten::bernoulli_", lowerBernoulli);
   registry.add("aten::multinomial", lowerMultinomial);
+  registry.add("aten::poisson", lowerPoisson);
   registry.add("aten::empty", lowerEmpty);
   registry.add("aten::empty_like", lowerEmpty);
   registry.add("aten::new_empty", lowerEmpty);

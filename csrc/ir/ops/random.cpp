@@ -43,6 +43,15 @@ std::vector<TensorType> inferRandomBernoulli(const std::vector<TensorType>& inpu
   return {inputs[0]};
 }
 
+// random_poisson(RATE, counter) {seed, stream} -> a Poisson count of mean
+// RATE per element (float32, RATE's shape).
+std::vector<TensorType> inferRandomPoisson(const std::vector<TensorType>& inputs,
+                                           const Attributes&) {
+  requireDType(inputs[0], DType::Float32, "input 0 (rate)");
+  checkCounter(inputs[1], "input 1 (counter)");
+  return {inputs[0]};
+}
+
 // dropout(X, counter) -> (Y, mask): mask holds 0 or 1/(1-p) per element,
 // drawn from (seed, stream, counter, element index); Y = X * mask.
 std::vector<TensorType> inferDropout(const std::vector<TensorType>& inputs,
@@ -76,15 +85,21 @@ void registerRandomOps(OpRegistry& registry) {
                inferRandomDraw);
   registry.add(OpKind::RandomBernoulli, 2, 2, {"p", "counter"},
                {{"seed", AttrType::Int}, {"stream", AttrType::Int}}, inferRandomBernoulli);
+  registry.add(OpKind::RandomPoisson, 2, 2, {"rate", "counter"},
+               {{"seed", AttrType::Int}, {"stream", AttrType::Int}}, inferRandomPoisson);
   registry.add(OpKind::Dropout, 2, 2, {"input", "counter"},
                {{"p", AttrType::Float}, {"seed", AttrType::Int}, {"stream", AttrType::Int}},
                inferDropout);
   registry.setGradient(OpKind::Dropout, dropoutGradient);
   registry.setGradient(OpKind::RandomDraw, noGradientGradient);
   registry.setGradient(OpKind::RandomBernoulli, noGradientGradient);
+  registry.setGradient(OpKind::RandomPoisson, noGradientGradient);
   registry.setWork(OpKind::Dropout, work::elementwise<1>);
   registry.setWork(OpKind::RandomDraw, work::elementwise<1>);
   registry.setWork(OpKind::RandomBernoulli, work::elementwise<1>);
+  // A Poisson count takes a few draws and logarithms per element (the
+  // rejection sampler below accepts about nine in ten of its candidates).
+  registry.setWork(OpKind::RandomPoisson, work::elementwise<4>);
 }
 
 } // namespace popsim::ir::ops

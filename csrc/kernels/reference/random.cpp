@@ -83,13 +83,65 @@ void randomBernoulli(const ir::Node& node, const Inputs& inputs, const Outputs& 
     y[i] = u(i) < static_cast<double>(p[i]) ? 1.0f : 0.0f;
 }
 
+// One Poisson count of mean `rate`, from the uniform draws `next()`. Below a
+// mean of 10, the inverse of the distribution function: the first k whose
+// cumulative probability reaches the draw. From 10 on, Hoermann's
+// transformed rejection with squeeze (PTRS, "The transformed rejection
+// method for generating Poisson random variables", 1993), with the paper's
+// constants: a candidate from a transformed uniform, accepted at once in
+// the squeeze region, else by comparing with the log probability.
+template <typename NextUniform> double poissonCount(double rate, NextUniform next) {
+  if (!(rate > 0.0)) return rate == 0.0 ? 0.0 : std::nan("");
+  if (std::isinf(rate)) return rate;
+  if (rate < 10.0) {
+    const double u = next();
+    double probability = std::exp(-rate), cumulative = probability, k = 0.0;
+    while (cumulative < u && probability > 0.0) {
+      k += 1.0;
+      probability *= rate / k;
+      cumulative += probability;
+    }
+    return k;
+  }
+  const double root = std::sqrt(rate), logRate = std::log(rate);
+  const double b = 0.931 + 2.53 * root;
+  const double a = -0.059 + 0.02483 * b;
+  const double inverseAlpha = 1.1239 + 1.1328 / (b - 3.4);
+  const double vr = 0.9277 - 3.6224 / (b - 2.0);
+  for (;;) {
+    const double u = next() - 0.5, v = next();
+    const double us = 0.5 - std::fabs(u);
+    const double k = std::floor((2.0 * a / us + b) * u + rate + 0.43);
+    if (us >= 0.07 && v <= vr) return k;
+    if (k < 0.0 || (us < 0.013 && v > us)) continue;
+    if (std::log(v) + std::log(inverseAlpha) - std::log(a / (us * us) + b) <=
+        -rate + k * logRate - std::lgamma(k + 1.0)) {
+      return k;
+    }
+  }
+}
+
+// random_poisson: a count per element; element i takes the draws i * 2^24,
+// i * 2^24 + 1, ... (the sampler needs one or two per candidate).
+void randomPoisson(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
+  const Draws u = drawsOf(node, inputs[1]);
+  const auto* rate = static_cast<const float*>(inputs[0]);
+  auto* y = static_cast<float*>(outputs[0]);
+  for (int64_t i = 0; i < node.output()->type().numel(); ++i) {
+    int64_t drawn = 0;
+    const auto next = [&] { return u((i << 24) + drawn++); };
+    y[i] = static_cast<float>(poissonCount(static_cast<double>(rate[i]), next));
+  }
+}
+
 } // namespace
 
-// dropout, random_draw and random_bernoulli.
+// dropout, random_draw, random_bernoulli and random_poisson.
 void random(const ir::Node& node, const Inputs& inputs, const Outputs& outputs) {
   switch (node.kind()) {
   case ir::OpKind::RandomDraw: return randomDraw(node, inputs, outputs);
   case ir::OpKind::RandomBernoulli: return randomBernoulli(node, inputs, outputs);
+  case ir::OpKind::RandomPoisson: return randomPoisson(node, inputs, outputs);
   default: return dropout(node, inputs, outputs);
   }
 }
