@@ -42,16 +42,6 @@ bool writes(const c10::Argument& argument) {
   return argument.alias_info() != nullptr && argument.alias_info()->isWrite();
 }
 
-// In-place ops that change only a tensor's sizes and strides (x.unsqueeze_(0),
-// x.t_()): their schema marks self as written, but no element changes. The
-// tensor becomes a view of its own memory, so they are recorded as views.
-bool changesOnlyLayout(const jit::Node& node) {
-  static const std::unordered_set<std::string> ops = {"aten::transpose_", "aten::swapaxes_",
-                                                      "aten::swapdims_",  "aten::t_",
-                                                      "aten::squeeze_",   "aten::unsqueeze_"};
-  return ops.count(node.kind().toQualString()) != 0;
-}
-
 // Whether an op that may return a view (its schema says Tensor(a)) returned
 // one in eager PyTorch, which the traced sizes and strides tell.
 bool returnedAView(const jit::Node& node) {
@@ -85,6 +75,15 @@ bool returnedAView(const jit::Node& node) {
 }
 
 } // namespace
+
+// Their schema marks self as written, but no element changes, so they are
+// recorded as views.
+bool changesOnlyLayout(const jit::Node& node) {
+  static const std::unordered_set<std::string> ops = {"aten::transpose_", "aten::swapaxes_",
+                                                      "aten::swapdims_",  "aten::t_",
+                                                      "aten::squeeze_",   "aten::unsqueeze_"};
+  return ops.count(node.kind().toQualString()) != 0;
+}
 
 const jit::Value* sharedInputOf(const jit::Node& node, size_t index) {
   const c10::FunctionSchema* schema = node.maybeSchema();
@@ -173,7 +172,7 @@ bool Aliasing::record(const jit::Node& node, ValueMap& values, bool gradEnabled,
     return wrote;
   }
   if (layoutOnly) {
-    refuseLayoutChangeOfRoot(op, values.at(node.inputs()[0]));
+    refuseLayoutChangeOfRoot(op, values.at(node.inputs()[0]), values.at(node.outputs()[0]));
   }
   const AliasSets viewed = setsOf(arguments[0]);
   for (size_t j = 0; j < numReturns; ++j) {
@@ -210,9 +209,11 @@ void Aliasing::refuseOverlappingReads(const std::string& op, const jit::Node& no
   }
 }
 
-void Aliasing::refuseLayoutChangeOfRoot(const std::string& op, const FrontendValue& target) const {
-  if (target.kind != FrontendValue::Kind::Tensor || !target.alias.has_value()) {
-    return;
+void Aliasing::refuseLayoutChangeOfRoot(const std::string& op, const FrontendValue& target,
+                                        const FrontendValue& result) const {
+  if (target.kind != FrontendValue::Kind::Tensor || !target.alias.has_value() ||
+      (result.kind == FrontendValue::Kind::Tensor && result.tensor == target.tensor)) {
+    return; // (x.t_() of a vector, x.squeeze_() without dims of size 1: nothing changes)
   }
   const Alias& alias = *target.alias;
   const ir::Value* root = alias.storage->root;

@@ -14,6 +14,9 @@ namespace popsim::frontend {
 const torch::jit::Value* sharedInputOf(const torch::jit::Node& node, size_t index);
 // The inputs `node` writes in place, by index.
 std::vector<size_t> writtenArguments(const torch::jit::Node& node);
+// In-place ops that change only a tensor's sizes and strides (x.unsqueeze_(0),
+// x.t_()): the tensor becomes a view of its own memory.
+bool changesOnlyLayout(const torch::jit::Node& node);
 
 // Eager PyTorch's aliasing, replayed on popsim's value-semantics IR.
 //
@@ -54,7 +57,8 @@ private:
   // Throws UnsupportedLowering when `op` (x.unsqueeze_(0), x.t_()) changes the
   // shape of a model input or weight itself: eager PyTorch would leave the
   // caller's tensor changed.
-  void refuseLayoutChangeOfRoot(const std::string& op, const FrontendValue& target) const;
+  void refuseLayoutChangeOfRoot(const std::string& op, const FrontendValue& target,
+                                const FrontendValue& result) const;
   void view(const std::string& op, FrontendValue& base, FrontendValue& result) const;
   void write(const std::string& op, const FrontendValue& target, FrontendValue& result,
              bool tracked, const ir::SourceLocation& location);

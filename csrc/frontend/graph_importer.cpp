@@ -594,8 +594,11 @@ private:
           graph_->nodes()[i]->setPlacement(placement);
         }
       }
-      if (!aliasing_.record(node, values_, gradEnabled_, locationOf(node))) {
-        stopGradientsWithGradModeOff(node); // (an in-place op's result is its target's view)
+      // (An in-place op's result is its target's view; so is a layout change's,
+      // which keeps the tensor's history in eager PyTorch under no_grad() too.)
+      if (!aliasing_.record(node, values_, gradEnabled_, locationOf(node)) &&
+          !changesOnlyLayout(node)) {
+        stopGradientsWithGradModeOff(node);
       }
     } catch (const UnsupportedLowering& error) {
       recordUnsupported(node, error.what());
@@ -776,9 +779,10 @@ private:
         {"aten::masked_fill", 1}, {"aten::masked_fill_", 1}, {"aten::where", 0}};
     const auto mask = kMaskArgument.find(op);
     const c10::FunctionSchema* schema = node.maybeSchema();
-    const bool view = schema != nullptr && !schema->arguments().empty() &&
-                      schema->arguments()[0].alias_info() != nullptr &&
-                      !schema->arguments()[0].alias_info()->isWrite();
+    const bool view =
+        changesOnlyLayout(node) || (schema != nullptr && !schema->arguments().empty() &&
+                                    schema->arguments()[0].alias_info() != nullptr &&
+                                    !schema->arguments()[0].alias_info()->isWrite());
     for (size_t i = 0; i < node.inputs().size(); ++i) {
       if (mask != kMaskArgument.end() && mask->second == i) continue;
       const auto type = node.inputs()[i]->type()->cast<c10::TensorType>();
@@ -1145,6 +1149,11 @@ private:
     jit::Stack stack;
     for (const jit::Value* input : node.inputs()) {
       stack.push_back(values_.at(input).constant);
+    }
+    // A layout change (t.unsqueeze_(0)) runs on an alias of the tensor's
+    // memory, so that the value before it keeps its own sizes and strides.
+    if (changesOnlyLayout(node) && !stack.empty() && stack[0].isTensor()) {
+      stack[0] = stack[0].toTensor().alias();
     }
     try {
       node.getOperation()(stack);

@@ -257,6 +257,30 @@ def layout_changed_in_place_then_written(x):
     return y, rows, flat, y.sum(0)
 
 
+def constant_reshaped_in_place_then_written(x):
+    # Tables built from constants, reshaped in place, then written with
+    # runtime values: the view taken before the change keeps its layout.
+    pe = torch.zeros(4, 6)
+    before = pe[1:3]
+    pe.unsqueeze_(0)
+    pe[0, :, 0::2] = x[:4, :3]
+    m = torch.triu(torch.ones(4, 4))
+    m.t_()
+    m.mul_(x[:4])
+    return pe, before, m
+
+
+def layout_kept_where_nothing_changes(x):
+    # transpose_ of a dim with itself and squeeze_ without dims of size 1
+    # change nothing, even on an input; views of an input may change their
+    # layout.
+    x.transpose_(1, 1)
+    x.squeeze_()
+    row = x[1]
+    row.unsqueeze_(0)
+    return x * 2, row + 1
+
+
 def triangle_and_diagonal_filled_in_place(x):
     # tril_, triu_ and fill_diagonal_ (with and without wrap) through views.
     y = x * 1
@@ -271,7 +295,8 @@ def triangle_and_diagonal_filled_in_place(x):
     return y, z, w, v, v.t().contiguous().fill_diagonal_(1, wrap=True)
 
 
-CASES = [layout_changed_in_place_then_written, triangle_and_diagonal_filled_in_place,
+CASES = [layout_changed_in_place_then_written, constant_reshaped_in_place_then_written,
+         layout_kept_where_nothing_changes, triangle_and_diagonal_filled_in_place,
          views_of_positive_ravel_and_hsplit_are_written, setitem_number, setitem_stepped_slice, mul_through_slice, add_through_flat_view,
          old_value_kept, transposed_view_sees_later_write, row_added_to_row, chunk_written,
          nested_views_written, unsqueezed_then_written, copy_into_slice, fill_with_tensor,
@@ -422,8 +447,24 @@ class LayoutChangedInPlace(torch.nn.Module):
         return y, torch.nn.functional.mse_loss(y.t(), target)
 
 
+class LayoutChangedUnderNoGrad(torch.nn.Module):
+    """A layout change under torch.no_grad() keeps the tensor's history, as
+    the tensor is the same one in eager PyTorch."""
+
+    def __init__(self):
+        super().__init__()
+        self.first = torch.nn.Linear(4, 6)
+
+    def forward(self, x, target):
+        y = self.first(x)
+        with torch.no_grad():
+            y.unsqueeze_(0)
+        return y, torch.nn.functional.mse_loss(y.squeeze(0), target)
+
+
 @pytest.mark.parametrize("make_model", [WritesIntoActivations, WritesIntoConstantTable,
-                                        LayoutChangedInPlace], ids=lambda m: m.__name__)
+                                        LayoutChangedInPlace, LayoutChangedUnderNoGrad],
+                         ids=lambda m: m.__name__)
 def test_training_through_writes_into_views_matches_eager(make_model):
     torch.manual_seed(6)
     batches = [(torch.randn(4, 4), torch.randn(4, 6)) for _ in range(3)]
@@ -594,6 +635,12 @@ def test_a_layout_change_of_an_input_or_weight_itself_is_refused(make_model):
                        rf"call, which popsim does not do; take a new view instead \(x = "
                        rf"x.{op[:-1]}\(...\)\)"):
         popsim.inferenceModel(model)(torch.ones(2, 3))
+
+
+def test_a_layout_change_of_a_narrow_integer_view_is_not_arithmetic():
+    """uint8 inputs arrive as int32; reshaping a view of one in place computes nothing."""
+    assert_same(*run_both(lambda x: x[1:].unsqueeze_(0).float() * 2,
+                          torch.arange(6, dtype=torch.uint8).reshape(2, 3)))
 
 
 class WeightTransposedInPlace(torch.nn.Module):

@@ -13,6 +13,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import popsim
+from models import Function
 from binary_cases import BINARY
 from pointwise_cases import POINTWISE
 from loss_cases import LOSSES
@@ -593,3 +594,23 @@ def test_a_division_by_a_number_divides_as_eager_and_the_ipu_do():
     (divide_cycles, divide_ops), (multiply_cycles, multiply_ops) = programs
     assert "div" in divide_ops and "div" not in multiply_ops
     assert divide_cycles > multiply_cycles
+
+
+@pytest.mark.parametrize("mode", ["nearest", "bilinear"])
+def test_grid_sample_reaches_voxels_past_floats_exact_integers(mode):
+    """A volume of more than 2^24 voxels: the gather's positions are exact
+    (popsim computes them in int64), so odd positions near the end are read."""
+    positions = torch.arange(257 * 256 * 256, dtype=torch.int64)
+    volume = (positions % 1000).float().reshape(1, 1, 257, 256, 256)
+    # Voxel (z, y, x) = (256, 255, 255 - k) sits at position 2^24 + 2^16 - 1 - k.
+    x = (2 * (255 - torch.arange(4.0)) + 1) / 256 - 1
+    grid = torch.stack([x, torch.full((4,), 511 / 256 - 1), torch.full((4,), 513 / 257 - 1)],
+                       dim=-1).reshape(1, 1, 1, 4, 3)
+
+    def sample(volume, grid):
+        return F.grid_sample(volume, grid, mode=mode, align_corners=False)
+
+    expected = sample(volume, grid)
+    assert expected.flatten().tolist() == [(2 ** 24 + 2 ** 16 - 1 - k) % 1000 for k in range(4)]
+    actual = popsim.inferenceModel(Function(sample))(volume, grid)
+    torch.testing.assert_close(actual, expected, rtol=0, atol=0)

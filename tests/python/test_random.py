@@ -143,6 +143,17 @@ def test_random_in_place_without_bounds_stays_in_what_the_dtype_holds_exactly(dt
     assert abs(samples.mean().item() / top - 0.5) < 0.01
 
 
+def test_random_in_place_over_int64s_whole_range_varies_every_bit():
+    """Ranges wider than 2^53 take 64 random bits: every low bit varies, and
+    from the int64 minimum without `to` the draws cover both signs."""
+    samples = run(lambda x: x.clone().random_(), torch.zeros(N, dtype=torch.long))
+    for bit in (0, 1, 9):
+        assert abs(((samples >> bit) & 1).double().mean().item() - 0.5) < 0.02
+    signed = run(lambda x: x.clone().random_(-2 ** 63, None), torch.zeros(N, dtype=torch.long))
+    assert abs((signed < 0).double().mean().item() - 0.5) < 0.02
+    assert abs((signed & 1).double().mean().item() - 0.5) < 0.02
+
+
 @pytest.mark.parametrize("rate", [0.3, 4.0, 9.9, 10.0, 37.5, 2500.0])
 def test_poisson_counts_follow_the_distribution(rate):
     """Below a mean of 10 popsim inverts the distribution function, from 10

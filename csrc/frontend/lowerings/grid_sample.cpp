@@ -79,23 +79,27 @@ ir::Value* tap(LoweringContext& ctx, const Image& image, const std::vector<ir::V
                ir::Value* weight) {
   const size_t dims = image.sizes.size();
   ir::Value* inside = nullptr;
-  ir::Value* flat = nullptr;
-  for (size_t k = dims; k-- > 0;) { // the outermost dimension first
-    ir::Value* v = at[k];
+  for (size_t k = 0; k < dims; ++k) {
     const int64_t size = image.sizes[dims - 1 - k];
     ir::Value* between =
-        emitBinary(ctx, "logical_and", emitBinary(ctx, "ge", v, floatScalar(ctx, 0.0)),
-                   emitBinary(ctx, "le", v, floatScalar(ctx, static_cast<double>(size - 1))));
-    inside = inside == nullptr ? between : emitBinary(ctx, "logical_and", between, inside);
-    // Row-major positions, exact in float for any image popsim can hold.
-    flat = flat == nullptr
-               ? v
-               : ctx.emit(ir::OpKind::Add, {affine(ctx, flat, static_cast<double>(size), 0.0), v});
+        emitBinary(ctx, "logical_and", emitBinary(ctx, "ge", at[k], floatScalar(ctx, 0.0)),
+                   emitBinary(ctx, "le", at[k], floatScalar(ctx, static_cast<double>(size - 1))));
+    inside = inside == nullptr ? between : emitBinary(ctx, "logical_and", inside, between);
   }
-  // 0 outside (NaN and infinite positions included), so every gather is in range.
-  flat = ctx.emit(ir::OpKind::Where, {inside, flat, floatScalar(ctx, 0.0)});
+  // Row-major positions in int64 (exact for volumes past float's 2^24
+  // integers), each coordinate 0 outside (NaN and infinite positions
+  // included), so that every gather is in range.
+  ir::Value* flat = nullptr;
+  for (size_t k = dims; k-- > 0;) { // the outermost dimension first
+    ir::Value* whole = castTo(
+        ctx, ctx.emit(ir::OpKind::Where, {inside, at[k], floatScalar(ctx, 0.0)}), ir::DType::Int64);
+    const int64_t size = image.sizes[dims - 1 - k];
+    flat = flat == nullptr
+               ? whole
+               : emitBinary(ctx, "add", affine(ctx, flat, static_cast<double>(size), 0.0), whole);
+  }
   const ir::Shape gathered = {image.n, image.c, flat->type().shape[2]};
-  ir::Value* index = broadcastTo(ctx, castTo(ctx, flat, ir::DType::Int64), gathered);
+  ir::Value* index = broadcastTo(ctx, flat, gathered);
   ir::Value* values = ctx.emit(ir::OpKind::Gather, {image.pixels, index}, {{"dim", int64_t{2}}});
   values = ctx.emit(ir::OpKind::Where, {inside, values, floatScalar(ctx, 0.0)});
   return weight == nullptr ? values : ctx.emit(ir::OpKind::Mul, {values, weight});
@@ -196,6 +200,10 @@ void lowerGridSampler(LoweringContext& ctx) {
     ctx.unsupported("grid_sample of a " + std::to_string(rank) +
                     "-D input: PyTorch samples 4-D (N, C, H, W) images and 5-D (N, C, D, H, W) "
                     "volumes");
+  }
+  if (interpolation == Interpolation::Bicubic && rank != 4) {
+    ctx.unsupported("grid_sample with mode='bicubic' of a 5-D input (PyTorch samples only 4-D "
+                    "images bicubically)");
   }
   if (!ir::isFloat(input->type().dtype) || input->type().dtype != grid->type().dtype) {
     ctx.unsupported("grid_sample of a " + input->type().str() + " input with a " +

@@ -451,10 +451,16 @@ template <bool Upper> void lowerTriangle(LoweringContext& ctx) {
 // equal, as NumPy's fill_diagonal: the positions a step of (the row length
 // + 1) apart in the flattened tensor. Without wrap a tall matrix keeps its
 // first square's diagonal; with wrap the pattern restarts after a row gap.
-// PyTorch checked the rank and that all dims of a rank > 2 tensor are equal.
 void lowerFillDiagonal(LoweringContext& ctx) {
   ir::Value* x = ctx.tensor(0);
   const ir::Shape& shape = x->type().shape;
+  // (A trace ran PyTorch's own checks; a TorchScript model reaches these.)
+  if (shape.size() < 2) ctx.unsupported("fill_diagonal_ of " + x->type().str() + " (rank < 2)");
+  if (shape.size() > 2 &&
+      std::adjacent_find(shape.begin(), shape.end(), std::not_equal_to<>()) != shape.end()) {
+    ctx.unsupported("fill_diagonal_ of " + x->type().str() +
+                    ": beyond rank 2 every dimension must have the same length");
+  }
   const int64_t numel = x->type().numel();
   int64_t step = 0; // the sum of the strides
   int64_t stride = 1;

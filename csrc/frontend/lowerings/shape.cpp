@@ -93,11 +93,16 @@ void lowerTranspose(LoweringContext& ctx) {
     ctx.setOutput(0, x);
     return;
   }
+  const int64_t first = normalizedDim(ctx, ctx.toInt(1), rank);
+  const int64_t second = normalizedDim(ctx, ctx.toInt(2), rank);
+  if (first == second) { // the tensor itself (x.transpose_(1, 1) changes nothing)
+    ctx.setOutput(0, x);
+    return;
+  }
   std::vector<int64_t> perm(static_cast<size_t>(rank));
   for (int64_t i = 0; i < rank; ++i)
     perm[i] = i;
-  std::swap(perm[normalizedDim(ctx, ctx.toInt(1), rank)],
-            perm[normalizedDim(ctx, ctx.toInt(2), rank)]);
+  std::swap(perm[static_cast<size_t>(first)], perm[static_cast<size_t>(second)]);
   ctx.setOutput(0, permute(ctx, x, perm));
 }
 

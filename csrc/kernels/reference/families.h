@@ -34,7 +34,7 @@ void extremum(const ir::Node& node, const Inputs& inputs, const Outputs& outputs
 void scan(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 // reduce_product, cumulative_product and their gradients (product.cpp).
 void product(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
-// dropout, random_draw and random_bernoulli (random.cpp).
+// dropout, random_draw, random_bernoulli and random_poisson (random.cpp).
 void random(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 void loss(const ir::Node& node, const Inputs& inputs, const Outputs& outputs);
 // index_select, index_add, gather and scatter (gather_scatter.cpp).

@@ -52,8 +52,22 @@ void randomDraw(const ir::Node& node, const Inputs& inputs, const Outputs& outpu
   if (distribution == "integers") {
     auto* y = static_cast<int64_t*>(outputs[0]);
     const double span = p[1] - p[0];
-    for (int64_t i = 0; i < count; ++i)
-      y[i] = static_cast<int64_t>(p[0]) + static_cast<int64_t>(std::floor(u(i) * span));
+    if (span <= 0x1.0p53) {
+      for (int64_t i = 0; i < count; ++i)
+        y[i] = static_cast<int64_t>(p[0]) + static_cast<int64_t>(std::floor(u(i) * span));
+      return;
+    }
+    // Wider ranges (int64's whole, up to 2^64 values) take all 64 bits, so
+    // that every low bit varies: the high half of bits x span (its bias is
+    // below span / 2^64), added modulo 2^64.
+    __extension__ using Wide = unsigned __int128;
+    const auto width = static_cast<Wide>(span);
+    const auto low = static_cast<uint64_t>(static_cast<int64_t>(p[0]));
+    for (int64_t i = 0; i < count; ++i) {
+      const uint64_t bits = randomBits(u.seed, u.stream, u.counter, static_cast<uint64_t>(i));
+      const auto offset = static_cast<uint64_t>((bits * width) >> 64);
+      y[i] = static_cast<int64_t>(low + offset);
+    }
     return;
   }
   auto* y = static_cast<float*>(outputs[0]);

@@ -11,11 +11,16 @@ inline uint64_t mix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
-// A uniform number in [0, 1) from a counter-based generator: the same key
-// always gives the same number, with no state to carry between calls.
-inline double uniformBits(uint64_t seed, uint64_t stream, uint64_t counter, uint64_t index) {
+// 64 random bits from a counter-based generator: the same key always gives
+// the same bits, with no state to carry between calls.
+inline uint64_t randomBits(uint64_t seed, uint64_t stream, uint64_t counter, uint64_t index) {
   const uint64_t key = mix64(mix64(mix64(seed ^ 0x9E3779B97F4A7C15ull) ^ stream) ^ counter) ^ index;
-  return static_cast<double>(mix64(key) >> 11) * 0x1.0p-53;
+  return mix64(key);
+}
+
+// A uniform number in [0, 1) from the top 53 of those bits.
+inline double uniformBits(uint64_t seed, uint64_t stream, uint64_t counter, uint64_t index) {
+  return static_cast<double>(randomBits(seed, stream, counter, index) >> 11) * 0x1.0p-53;
 }
 
 } // namespace popsim::kernels::reference
