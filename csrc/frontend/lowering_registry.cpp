@@ -70,6 +70,11 @@ void LoweringRegistry::add(const std::string& opName, LoweringFn fn) {
                 "lowering of ", opName, " added twice.");
 }
 
+void LoweringRegistry::addWithInPlace(const std::string& opName, LoweringFn fn) {
+  add(opName, fn);
+  add(opName + "_", fn);
+}
+
 void LoweringRegistry::refuse(const std::string& opName, std::string reason) {
   POPSIM_ASSERT(lowerings_.count(opName) == 0 &&
                     refusals_.emplace(opName, std::move(reason)).second,

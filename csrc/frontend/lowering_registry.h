@@ -19,6 +19,9 @@ public:
   // Every op with a lowering or a refusal, sorted (for the coverage table).
   std::vector<std::string> names() const;
   void add(const std::string& opName, LoweringFn fn);
+  // `opName` and its in-place form `opName_`, which lowers alike: aliasing.cpp
+  // carries the result into self (or, for a layout change, makes self a view).
+  void addWithInPlace(const std::string& opName, LoweringFn fn);
   // An op popsim recognises only to refuse, with the reason and what to do
   // instead: listed with the unsupported ops wherever the model uses it,
   // even after another unsupported op's result.

@@ -131,20 +131,17 @@ void registerActivations(LoweringRegistry& registry) {
   registry.add("aten::glu", lowerGlu);
   registry.add("aten::rrelu", lowerRrelu);
   registry.add("aten::rrelu_", lowerRrelu);
-  for (const char* suffix : {"", "_"}) {
-    const std::string s(suffix);
-    registry.add("aten::relu" + s, lowerUnary<ir::OpKind::Relu>);
-    registry.add("aten::sigmoid" + s, lowerUnary<ir::OpKind::Sigmoid>);
-    registry.add("aten::tanh" + s, lowerUnary<ir::OpKind::Tanh>);
-    registry.add("aten::exp" + s, lowerUnary<ir::OpKind::Exp>);
-    registry.add("aten::log" + s, lowerUnary<ir::OpKind::Log>);
-    registry.add("aten::sqrt" + s, lowerUnary<ir::OpKind::Sqrt>);
-    registry.add("aten::abs" + s, lowerUnary<ir::OpKind::Abs>);
-    registry.add("aten::dropout" + s, lowerDropout);
-    registry.add("aten::feature_dropout" + s, lowerDropout);
-    registry.add("aten::alpha_dropout" + s, lowerDropout);
-    registry.add("aten::feature_alpha_dropout" + s, lowerDropout);
-  }
+  registry.addWithInPlace("aten::relu", lowerUnary<ir::OpKind::Relu>);
+  registry.addWithInPlace("aten::sigmoid", lowerUnary<ir::OpKind::Sigmoid>);
+  registry.addWithInPlace("aten::tanh", lowerUnary<ir::OpKind::Tanh>);
+  registry.addWithInPlace("aten::exp", lowerUnary<ir::OpKind::Exp>);
+  registry.addWithInPlace("aten::log", lowerUnary<ir::OpKind::Log>);
+  registry.addWithInPlace("aten::sqrt", lowerUnary<ir::OpKind::Sqrt>);
+  registry.addWithInPlace("aten::abs", lowerUnary<ir::OpKind::Abs>);
+  registry.addWithInPlace("aten::dropout", lowerDropout);
+  registry.addWithInPlace("aten::feature_dropout", lowerDropout);
+  registry.addWithInPlace("aten::alpha_dropout", lowerDropout);
+  registry.addWithInPlace("aten::feature_alpha_dropout", lowerDropout);
   registry.add("aten::gelu", lowerGelu);
   registry.add("aten::softmax", lowerSoftmax<ir::OpKind::Softmax>);
   registry.add("aten::log_softmax", lowerSoftmax<ir::OpKind::LogSoftmax>);

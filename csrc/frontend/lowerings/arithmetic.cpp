@@ -233,20 +233,14 @@ void lowerTo(LoweringContext& ctx) {
 } // namespace
 
 void registerArithmetic(LoweringRegistry& registry) {
-  for (const char* suffix : {"", "_"}) {
-    const std::string s(suffix);
-    registry.add("aten::add" + s, lowerAdd);
-    registry.add("aten::sub" + s, lowerSub);
-    registry.add("aten::mul" + s, lowerMul);
-    registry.add("aten::div" + s, lowerDiv);
-    registry.add("aten::neg" + s, lowerNeg);
-  }
-  for (const char* suffix : {"", "_"}) {
-    const std::string s(suffix);
-    registry.add("aten::addcmul" + s, lowerAddcOp<ir::OpKind::Mul>);
-    registry.add("aten::addcdiv" + s, lowerAddcOp<ir::OpKind::Div>);
-    registry.add("aten::lerp" + s, lowerLerp);
-  }
+  registry.addWithInPlace("aten::add", lowerAdd);
+  registry.addWithInPlace("aten::sub", lowerSub);
+  registry.addWithInPlace("aten::mul", lowerMul);
+  registry.addWithInPlace("aten::div", lowerDiv);
+  registry.addWithInPlace("aten::neg", lowerNeg);
+  registry.addWithInPlace("aten::addcmul", lowerAddcOp<ir::OpKind::Mul>);
+  registry.addWithInPlace("aten::addcdiv", lowerAddcOp<ir::OpKind::Div>);
+  registry.addWithInPlace("aten::lerp", lowerLerp);
   registry.add("aten::rsub", lowerReverseSub);
   registry.add("aten::contiguous", lowerIdentity);
   registry.add("aten::clone", lowerIdentity);

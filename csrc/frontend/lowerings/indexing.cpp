@@ -643,19 +643,16 @@ void registerIndexing(LoweringRegistry& registry) {
   registry.add("popsim::dynamic_select", lowerIndexSelect);
   registry.add("aten::gather", lowerGather);
   registry.add("aten::take", lowerTake);
-  registry.add("aten::put", lowerPut);
-  registry.add("aten::put_", lowerPut);
+  registry.addWithInPlace("aten::put", lowerPut);
   registry.add("aten::take_along_dim", lowerTakeAlongDim);
-  for (const std::string s : {"", "_"}) {
-    registry.add("aten::scatter" + s, lowerScatter<false>);
-    registry.add("aten::scatter_add" + s, lowerScatter<true>);
-    registry.add("aten::index_add" + s, lowerIndexWrite<IndexWrite::Add>);
-    registry.add("aten::index_copy" + s, lowerIndexWrite<IndexWrite::Copy>);
-    registry.add("aten::index_fill" + s, lowerIndexWrite<IndexWrite::Fill>);
-    registry.add("aten::index_put" + s, lowerIndexPut);
-    registry.add("aten::scatter_reduce" + s, lowerScatterReduce<false>);
-    registry.add("aten::index_reduce" + s, lowerScatterReduce<true>);
-  }
+  registry.addWithInPlace("aten::scatter", lowerScatter<false>);
+  registry.addWithInPlace("aten::scatter_add", lowerScatter<true>);
+  registry.addWithInPlace("aten::index_add", lowerIndexWrite<IndexWrite::Add>);
+  registry.addWithInPlace("aten::index_copy", lowerIndexWrite<IndexWrite::Copy>);
+  registry.addWithInPlace("aten::index_fill", lowerIndexWrite<IndexWrite::Fill>);
+  registry.addWithInPlace("aten::index_put", lowerIndexPut);
+  registry.addWithInPlace("aten::scatter_reduce", lowerScatterReduce<false>);
+  registry.addWithInPlace("aten::index_reduce", lowerScatterReduce<true>);
   registry.add("popsim::dynamic_copy", lowerIndexWrite<IndexWrite::Copy>);
   registry.add("aten::index", lowerIndex);
   registry.add("aten::one_hot", lowerOneHot);

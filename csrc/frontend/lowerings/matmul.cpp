@@ -232,8 +232,7 @@ void registerMatMul(LoweringRegistry& registry) {
   registry.add("aten::inner", lowerInner);
   registry.add("aten::linalg_multi_dot", lowerMultiDot);
   registry.add("aten::chain_matmul", lowerMultiDot);
-  registry.add("aten::t", lowerTranspose2d);
-  registry.add("aten::t_", lowerTranspose2d); // a view of its memory (aliasing.cpp)
+  registry.addWithInPlace("aten::t", lowerTranspose2d);
   for (const char* op :
        {"aten::numpy_T", "aten::mT", "aten::mH", "aten::adjoint", "aten::matrix_H"})
     registry.add(op, lowerReversedDims);

@@ -906,10 +906,8 @@ void registerRearrangement(LoweringRegistry& registry) {
   registry.add("aten::diagflat", lowerDiagflat);
   registry.add("aten::diag_embed", lowerDiagEmbed);
   registry.add("aten::rot90", lowerRot90);
-  for (const char* suffix : {"", "_"}) {
-    registry.add(std::string("aten::triu") + suffix, lowerTriangle<true>);
-    registry.add(std::string("aten::tril") + suffix, lowerTriangle<false>);
-  }
+  registry.addWithInPlace("aten::triu", lowerTriangle<true>);
+  registry.addWithInPlace("aten::tril", lowerTriangle<false>);
   registry.add("aten::fill_diagonal_", lowerFillDiagonal);
   registry.add("aten::pixel_shuffle", lowerPixelShuffle<true>);
   registry.add("aten::pixel_unshuffle", lowerPixelShuffle<false>);

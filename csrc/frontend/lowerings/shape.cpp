@@ -352,14 +352,11 @@ void registerShapeOps(LoweringRegistry& registry) {
   registry.add("aten::ravel", lowerRavel);
   // The in-place forms change only the tensor's layout: aliasing.cpp records
   // them as views of its memory.
-  for (const char* suffix : {"", "_"}) {
-    const std::string s(suffix);
-    registry.add("aten::unsqueeze" + s, lowerUnsqueeze);
-    registry.add("aten::squeeze" + s, lowerSqueeze);
-    registry.add("aten::transpose" + s, lowerTranspose);
-    registry.add("aten::swapaxes" + s, lowerTranspose);
-    registry.add("aten::swapdims" + s, lowerTranspose);
-  }
+  registry.addWithInPlace("aten::unsqueeze", lowerUnsqueeze);
+  registry.addWithInPlace("aten::squeeze", lowerSqueeze);
+  registry.addWithInPlace("aten::transpose", lowerTranspose);
+  registry.addWithInPlace("aten::swapaxes", lowerTranspose);
+  registry.addWithInPlace("aten::swapdims", lowerTranspose);
   registry.add("aten::permute", lowerPermute);
   registry.add("aten::slice", lowerSlice);
   registry.add("aten::narrow", lowerNarrow);

@@ -52,7 +52,7 @@ float antialiasFilter(Mode mode, float x) {
   x = std::abs(x);
   if (mode == Mode::AntialiasedLinear) return x < 1.0f ? 1.0f - x : 0.0f;
   constexpr float a = -0.5f;
-  if (x < 1.0f) return ((a + 2.0f) * x - (a + 3.0f)) * x * x + 1.0f;
+  if (x < 1.0f) return cubic1(x, a);
   if (x < 2.0f) return (((x - 5.0f) * x + 8.0f) * x - 4.0f) * a;
   return 0.0f;
 }
