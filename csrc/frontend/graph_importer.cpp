@@ -1185,7 +1185,8 @@ private:
       value = values_.at(output);
       aliasing_.refresh(value, {});
     } catch (const UnsupportedLowering& error) {
-      throwError(ErrorKind::Unsupported, strCat("The model returns ", error.what(), "."));
+      throwError(ErrorKind::Unsupported,
+                 strCat("popsim cannot compute a tensor the model returns: ", error.what(), "."));
     }
     for (size_t i = firstNew; i < nodes.size(); ++i) {
       ir::Placement placement = nodes[i]->placement();

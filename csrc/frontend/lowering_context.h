@@ -33,6 +33,16 @@ public:
   // A tensor argument, static or runtime.
   virtual bool isTensor(size_t index) const = 0;
   virtual bool isString(size_t index) const = 0;
+  // Where a tensor argument's elements sat in eager PyTorch's memory, as the
+  // trace recorded it: each dimension's stride, and the storage offset where
+  // it is known (0 for a tensor an op allocated; unknown for a model input or
+  // a view of another tensor). Nullopt when the graph records no strides (a
+  // scripted model's).
+  struct MemoryLayout {
+    std::vector<int64_t> strides;
+    std::optional<int64_t> storageOffset;
+  };
+  virtual std::optional<MemoryLayout> memoryLayout(size_t index) const = 0;
   // A number known at compile time: an int/float/bool, or a 0-d constant tensor.
   virtual std::optional<double> staticScalar(size_t index) const = 0;
   // The dtype a Python number takes part in type promotion with (bool,

@@ -36,6 +36,7 @@ const LoweringRegistry& LoweringRegistry::instance() {
     lowerings::registerRandom(r);
     lowerings::registerIndexing(r);
     lowerings::registerRearrangement(r);
+    lowerings::registerStridedViews(r);
     lowerings::registerUpsampling(r);
     lowerings::registerGridSampling(r);
     lowerings::registerSorting(r);

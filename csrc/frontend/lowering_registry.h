@@ -65,6 +65,7 @@ void registerCtcLoss(LoweringRegistry& registry);
 void registerRandom(LoweringRegistry& registry);
 void registerIndexing(LoweringRegistry& registry);
 void registerRearrangement(LoweringRegistry& registry);
+void registerStridedViews(LoweringRegistry& registry);
 void registerUpsampling(LoweringRegistry& registry);
 void registerGridSampling(LoweringRegistry& registry);
 void registerSorting(LoweringRegistry& registry);

@@ -1,6 +1,7 @@
 #include "frontend/node_context.h"
 
 #include "common/float16.h"
+#include "frontend/aliasing.h"
 #include "frontend/dtype_conversion.h"
 #include "ir/state_names.h"
 
@@ -110,6 +111,28 @@ bool NodeContext::isTensorList(size_t index) const {
 bool NodeContext::isString(size_t index) const {
   const FrontendValue& value = input(index);
   return value.isStatic() && value.constant.isString();
+}
+
+std::optional<LoweringContext::MemoryLayout> NodeContext::memoryLayout(size_t index) const {
+  const FrontendValue& value = input(index);
+  if (value.isStatic() && value.constant.isTensor()) {
+    const at::Tensor& tensor = value.constant.toTensor();
+    return MemoryLayout{tensor.strides().vec(), tensor.storage_offset()};
+  }
+  const torch::jit::Value* traced = node_.inputs()[index];
+  const auto type = traced->type()->cast<c10::TensorType>();
+  if (type == nullptr) return std::nullopt;
+  const auto strides = type->strides().concrete_sizes();
+  if (!strides) return std::nullopt;
+  MemoryLayout layout{*strides, std::nullopt};
+  // An aten op's output that is not a view of its input is memory the op
+  // allocated, which starts at offset 0. A model input may be a view of the
+  // caller's tensor, and a list element may be a split's view.
+  const torch::jit::Node& producer = *traced->node();
+  if (producer.kind().is_aten() && sharedInputOf(producer, traced->offset()) == nullptr) {
+    layout.storageOffset = 0;
+  }
+  return layout;
 }
 
 std::optional<double> NodeContext::staticScalar(size_t index) const {

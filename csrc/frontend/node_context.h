@@ -55,6 +55,7 @@ public:
   bool isTensor(size_t index) const override;
   bool isTensorList(size_t index) const override;
   bool isString(size_t index) const override;
+  std::optional<MemoryLayout> memoryLayout(size_t index) const override;
   std::optional<double> staticScalar(size_t index) const override;
   std::optional<ir::DType> numberDType(size_t index) const override;
 

@@ -10,7 +10,7 @@ select_scatter, slice_scatter, diagflat, diag, triu, tril (and their in-place
 forms), fill_diagonal_,
 pixel_shuffle, pixel_unshuffle, channel_shuffle, Tensor.unfold, F.unfold
 and F.fold, trace, cross, diff, atleast_1d/2d/3d, cartesian_prod, combinations,
-block_diag, vander and linalg.vander, on
+block_diag, vander and linalg.vander, and as_strided (strided_views.cpp), on
 random shapes. test_ops.py runs each case forward,
 test_gradients.py backward and test_nonfinite.py with NaN/Inf, against
 eager PyTorch."""
@@ -40,6 +40,19 @@ def _dim(rng, shape):
 
 def _sum_all(parts):
     return torch.cat([p.flatten() for p in parts])
+
+
+def _as_strided(view):
+    """as_strided windows of w rows every `step` rows over a random [n, d]
+    tensor: view(t, sizes, strides, (n, d)) -> the tensor the case returns."""
+    def case(rng):
+        n, d = rng.randint(2, 6), rng.randint(1, 3)
+        w = rng.randint(1, n)
+        step = rng.randint(1, w)
+        windows = (n - w) // step + 1
+        return (Elementwise(lambda t: view(t, (windows, w, d), (step * d, d, 1), (n, d)) * 2),
+                [torch.randn(n, d)])
+    return case
 
 
 REARRANGEMENTS = {
@@ -119,6 +132,20 @@ REARRANGEMENTS = {
     # In-place layout changes: the tensor becomes a view of its own memory.
     "layout_in_place": _on(lambda rng, s: lambda t: (t * 1).unsqueeze_(1).transpose_(0, 1)
                            .squeeze_(0).swapdims_(0, -1).swapaxes_(-1, 0).t_() * 2, rank=2),
+    # as_strided reads the memory eager PyTorch laid the tensor out in:
+    # overlapping windows of a contiguous tensor (Longformer's chunks), of its
+    # transpose (whose memory is the tensor's), of a row slice (which starts
+    # where its first row is), from an explicit offset into an op's result, and
+    # of a broadcast (several elements at each position).
+    "as_strided_windows": _as_strided(lambda t, size, stride, nd: t.as_strided(size, stride)),
+    "as_strided_transposed": _as_strided(
+        lambda t, size, stride, nd: t.t().as_strided(size, stride).transpose(1, 2)),
+    "as_strided_of_slice": _as_strided(lambda t, size, stride, nd: torch.cat([t, t[:1]])[1:]
+                                       .as_strided(size, stride)),
+    "as_strided_offset": _as_strided(lambda t, size, stride, nd: torch.cat([t[:1], t])
+                                     .as_strided(size, stride, nd[1])),
+    "as_strided_broadcast": _as_strided(lambda t, size, stride, nd: t[:1].expand(*nd)
+                                        .as_strided(size[1:], (0, 1))),
     "fill_diagonal_": lambda rng: (lambda shape, wrap: (
         Elementwise(lambda t: (t * 2).fill_diagonal_(-1.5, wrap=wrap)), [torch.randn(*shape)]))(
             rng.choice([[rng.randint(1, 6), rng.randint(1, 6)], [3, 3, 3], [2, 2, 2, 2]]),

@@ -611,3 +611,41 @@ def test_detection_ops_are_refused_with_the_reason_even_after_another():
             "host") in message
     assert "non-maximum suppression keeps a number of boxes that depends on the data" in message
     assert "aten::view_as_complex" in message and "complex numbers, which the IPU" in message
+
+
+def test_as_strided_views_popsim_cannot_place_are_refused_with_the_reason():
+    """as_strided reads eager PyTorch's memory: an explicit storage offset needs to know
+    where the tensor starts in it (unknown for a model input), and a view must stay among
+    the tensor's own elements (popsim keeps no others)."""
+    def from_offset(x):
+        return x.as_strided((2, 2), (1, 1), 3)
+
+    def outside(x):
+        return x[:, :2].as_strided((2, 4), (5, 1))
+
+    with pytest.raises(popsim.UnsupportedOperationError) as error:
+        popsim.inferenceModel(Function(from_offset))(torch.randn(4, 5))
+    assert ("aten::as_strided at " in str(error.value) and "as_strided with storage_offset=3 of "
+            "a model input or of a view of another tensor: popsim does not know where that "
+            "tensor starts in eager PyTorch's memory; leave storage_offset out (the view then "
+            "starts where the tensor starts)") in str(error.value)
+    with pytest.raises(popsim.UnsupportedOperationError) as error:
+        popsim.inferenceModel(Function(outside))(torch.randn(4, 5))
+    assert ("as_strided (sizes [2, 4], strides [5, 1]) that reads position 2 of the memory of "
+            "a tensor of shape [4, 2] with strides [5, 1], which holds none of its elements: "
+            "popsim keeps only a tensor's own elements, so a view must stay inside the tensor "
+            "it is taken of") in str(error.value)
+
+
+def test_a_returned_view_popsim_cannot_recompute_is_refused_with_the_reason():
+    def stale_window(x):
+        window = x.as_strided((2, 2), (1, 1))
+        x.add_(1)
+        return window
+
+    with pytest.raises(popsim.UnsupportedOperationError,
+                       match=r"^popsim cannot compute a tensor the model returns: a view made by "
+                             r"aten::as_strided is read after the tensor it views was modified "
+                             r"in place, and popsim cannot recompute that view; take the view "
+                             r"after the in-place op, or make the in-place op out of place\.$"):
+        popsim.inferenceModel(Function(stale_window))(torch.randn(4, 5))

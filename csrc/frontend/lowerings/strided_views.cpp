@@ -1,0 +1,112 @@
+// torch.as_strided: a view given by sizes and strides over the memory of a
+// tensor. popsim keeps no memory layout of its own (its tensors are row-major
+// values), so the lowering finds, at compile time, which element of the
+// argument sits at each position the view reads, from the strides the trace
+// recorded for the argument in eager PyTorch, and picks those elements. The
+// gradient is the pick's: an index_add, which sums where windows overlap, as
+// eager's as_strided backward does.
+
+#include "common/strings.h"
+#include "frontend/lowering_registry.h"
+#include "frontend/lowerings/helpers.h"
+
+#include <unordered_map>
+
+namespace popsim::frontend::lowerings {
+namespace {
+
+// Calls visit(position) for each element of a tensor of `sizes` laid out
+// with `strides` from `start`, in row-major order of the element indices.
+template <typename Visit>
+void forEachPosition(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
+                     int64_t start, Visit visit) {
+  for (int64_t size : sizes) {
+    if (size == 0) return;
+  }
+  std::vector<int64_t> index(sizes.size(), 0);
+  int64_t position = start;
+  while (true) {
+    visit(position);
+    size_t d = sizes.size();
+    while (d > 0) {
+      --d;
+      if (++index[d] < sizes[d]) {
+        position += strides[d];
+        break;
+      }
+      position -= (sizes[d] - 1) * strides[d];
+      index[d] = 0;
+      if (d == 0) return;
+    }
+    if (sizes.empty()) return;
+  }
+}
+
+void lowerAsStrided(LoweringContext& ctx) {
+  ir::Value* x = ctx.tensor(0);
+  const std::vector<int64_t> sizes = ctx.toIntList(1);
+  const std::vector<int64_t> strides = ctx.toIntList(2);
+  if (sizes.size() != strides.size()) {
+    ctx.unsupported(strCat("as_strided with ", sizes.size(), " sizes ", listToString(sizes),
+                           " but ", strides.size(), " strides ", listToString(strides)));
+  }
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] < 0 || strides[d] < 0) {
+      ctx.unsupported(strCat("as_strided with a negative size or stride (sizes ",
+                             listToString(sizes), ", strides ", listToString(strides), ")"));
+    }
+  }
+  const std::optional<LoweringContext::MemoryLayout> layout = ctx.memoryLayout(0);
+  if (!layout) {
+    ctx.unsupported("as_strided of a tensor whose memory layout the graph does not record (a "
+                    "scripted model's): trace the model (the default), or use view and "
+                    "Tensor.unfold");
+  }
+  const ir::Shape& shape = x->type().shape;
+  // Positions relative to where the argument starts in its memory.
+  int64_t start = 0;
+  if (!ctx.isNone(3)) {
+    const int64_t offset = ctx.toInt(3);
+    if (!layout->storageOffset) {
+      ctx.unsupported(strCat(
+          "as_strided with storage_offset=", offset,
+          " of a model input or of a view of another tensor: popsim does not know where that "
+          "tensor starts in eager PyTorch's memory; leave storage_offset out (the view then "
+          "starts where the tensor starts)"));
+    }
+    start = offset - *layout->storageOffset;
+  }
+
+  // Which of x's elements (row-major) sits at each position of its memory;
+  // where several do (a broadcast dimension has stride 0) they hold one value.
+  std::unordered_map<int64_t, int64_t> elementAt;
+  int64_t element = 0;
+  forEachPosition(shape, layout->strides, 0,
+                  [&](int64_t position) { elementAt.emplace(position, element++); });
+
+  std::vector<int64_t> picked;
+  forEachPosition(sizes, strides, start, [&](int64_t position) {
+    const auto found = elementAt.find(position);
+    if (found == elementAt.end()) {
+      ctx.unsupported(strCat(
+          "as_strided (sizes ", listToString(sizes), ", strides ", listToString(strides),
+          ") that reads position ", position, " of the memory of a tensor of shape ",
+          listToString(shape), " with strides ", listToString(layout->strides),
+          ", which holds none of its elements: popsim keeps only a tensor's own elements, so "
+          "a view must stay inside the tensor it is taken of"));
+    }
+    picked.push_back(found->second);
+  });
+  ir::Value* flat = reshape(ctx, x, {element});
+  ir::Value* values =
+      ctx.emit(ir::OpKind::IndexSelect, {flat, int64Constant(ctx, picked)}, {{"dim", int64_t{0}}});
+  ctx.setOutput(0, reshape(ctx, values, sizes));
+}
+
+} // namespace
+
+void registerStridedViews(LoweringRegistry& registry) {
+  registry.add("aten::as_strided", lowerAsStrided);
+}
+
+} // namespace popsim::frontend::lowerings
