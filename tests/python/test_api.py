@@ -1,12 +1,15 @@
 """The inference executor's API: compile, destroy, introspection, PopTorch names."""
 
+import gc
+import weakref
+
 import pytest
 import torch
 
 import popsim
 import popsim as poptorch
 from conftest import assert_close
-from models import MnistNetwork
+from models import Function, MnistNetwork
 
 
 def test_compile_then_call_and_destroy():
@@ -23,6 +26,27 @@ def test_compile_then_call_and_destroy():
     assert not executor.isCompiled()
     # After destroy() other shapes compile again.
     assert executor(torch.randn(4, 1, 28, 28)).shape == (4, 10)
+
+
+def test_a_calls_tensors_are_freed_when_the_caller_drops_them():
+    """No reference cycle holds a call's inputs or outputs: they go when the caller lets go
+    of them, not when Python's garbage collector next runs (a training loop's batches and
+    outputs would otherwise pile up between collections, and each call's outputs would take
+    fresh pages from the OS)."""
+    def outputs_and_dict(x):
+        return (x * 2, [x + 1]), {"sum": x.sum()}
+
+    inference = popsim.inferenceModel(Function(outputs_and_dict))
+    inference(torch.randn(4, 3))
+    gc.disable()
+    try:
+        inputs = torch.randn(4, 3)
+        (doubled, [plus_one]), named = inference(inputs)
+        held = [weakref.ref(t) for t in (inputs, doubled, plus_one, named["sum"])]
+        del inputs, doubled, plus_one, named
+        assert [ref() for ref in held] == [None] * len(held)
+    finally:
+        gc.enable()
 
 
 def test_model_and_options_properties():

@@ -130,22 +130,23 @@ class Structure:
         return ("(" if self.kind == "tuple" else "[") + inner + (")" if self.kind == "tuple" else "]")
 
 
-def flatten(value: object, name: str, like: Optional[Structure] = None,
-            none_as_empty: bool = False) -> Tuple[List[Any], List[str], Structure]:
-    """Returns (leaves, names, structure) for a nested value. Dicts with the
-    keys of the matching dict in `like` (a structure) are read in its order.
-    With `none_as_empty` (a model's outputs), None is part of the structure
-    rather than a leaf: a model that returns None, or (x, None), does so
-    after the call too."""
-    leaves, names = [], []
+class _Flattener:
+    """flatten()'s walk: a class rather than a closure that calls itself, which would be
+    a reference cycle keeping the leaves (a call's tensors) alive until the garbage
+    collector ran."""
 
-    def visit(item: object, path: str, model: Optional[Structure]) -> Structure:
-        if item is None and none_as_empty:
+    def __init__(self, none_as_empty: bool) -> None:
+        self.none_as_empty = none_as_empty
+        self.leaves: List[Any] = []
+        self.names: List[str] = []
+
+    def visit(self, item: object, path: str, model: Optional[Structure]) -> Structure:
+        if item is None and self.none_as_empty:
             return Structure("none")
         parser = _parser_of(item)
         if parser is not None:
             tensors = list(parser.yieldTensors(item))
-            return Structure("custom", [visit(t, f"{path}.tensors[{i}]", None)
+            return Structure("custom", [self.visit(t, f"{path}.tensors[{i}]", None)
                                         for i, t in enumerate(tensors)], type(item), item)
         if isinstance(item, tuple) and hasattr(item, "_fields"):
             # A NamedTuple, rebuilt as its own type; its leaves named by field.
@@ -153,7 +154,7 @@ def flatten(value: object, name: str, like: Optional[Structure] = None,
             models = (model.children if model is not None and model.kind == "namedtuple"
                       and model.keys is type(item)
                       else [None] * len(item))  # type: ignore[list-item]
-            return Structure("namedtuple", [visit(child, f"{path}.{field}", m)
+            return Structure("namedtuple", [self.visit(child, f"{path}.{field}", m)
                                             for field, child, m in zip(fields, item, models)],
                              type(item))
         if dataclasses.is_dataclass(item) and not isinstance(item, type):
@@ -161,12 +162,12 @@ def flatten(value: object, name: str, like: Optional[Structure] = None,
             # each field's new value; its leaves named by field. An output's fields that
             # hold no tensor (a string, a number) stay as the copy has them.
             fields = [field.name for field in dataclasses.fields(item)
-                      if not (none_as_empty and _plain_value(getattr(item, field.name)))]
+                      if not (self.none_as_empty and _plain_value(getattr(item, field.name)))]
             same = (model is not None and model.kind == "dataclass"
                     and model.keys == (type(item), fields))
             matching: List[Optional[Structure]] = (
                 list(model.children) if same else [None] * len(fields))  # type: ignore[union-attr]
-            children = [visit(getattr(item, field), f"{path}.{field}", m)
+            children = [self.visit(getattr(item, field), f"{path}.{field}", m)
                         for field, m in zip(fields, matching)]
             # Kept to copy: the instance without the values it was taken apart into (a
             # trace's tensors would otherwise stay alive with the compiled model).
@@ -179,7 +180,7 @@ def flatten(value: object, name: str, like: Optional[Structure] = None,
             models = (model.children if model is not None and model.kind == kind
                       and len(model.children) == len(item)
                       else [None] * len(item))  # type: ignore[list-item]
-            return Structure(kind, [visit(child, f"{path}[{i}]", m)
+            return Structure(kind, [self.visit(child, f"{path}[{i}]", m)
                                     for i, (child, m) in enumerate(zip(item, models))])
         if isinstance(item, dict):
             keys = list(item.keys())
@@ -191,16 +192,25 @@ def flatten(value: object, name: str, like: Optional[Structure] = None,
                       if same else {})
             # Top-level keys are argument names: "x" reads better than "['x']".
             # A dict's own class (an OrderedDict or a subclass) is rebuilt as such.
-            return Structure("dict", [visit(item[k], f"{path}[{k!r}]" if path else str(k),
+            return Structure("dict", [self.visit(item[k], f"{path}[{k!r}]" if path else str(k),
                                             models.get(k))  # type: ignore[attr-defined]
                                       for k in keys], keys,
                              original=type(item) if type(item) is not dict else None)
-        leaves.append(item)
-        names.append(path)
+        self.leaves.append(item)
+        self.names.append(path)
         return Structure("leaf")
 
-    structure = visit(value, name, like)
-    return leaves, names, structure
+
+def flatten(value: object, name: str, like: Optional[Structure] = None,
+            none_as_empty: bool = False) -> Tuple[List[Any], List[str], Structure]:
+    """Returns (leaves, names, structure) for a nested value. Dicts with the
+    keys of the matching dict in `like` (a structure) are read in its order.
+    With `none_as_empty` (a model's outputs), None is part of the structure
+    rather than a leaf: a model that returns None, or (x, None), does so
+    after the call too."""
+    flattener = _Flattener(none_as_empty)
+    structure = flattener.visit(value, name, like)
+    return flattener.leaves, flattener.names, structure
 
 
 def _plain_value(value: object) -> bool:
@@ -211,36 +221,38 @@ def _plain_value(value: object) -> bool:
 
 def unflatten(leaves: Iterable[Any], structure: Structure) -> Any:
     """Rebuilds a nested value from leaves in flatten() order."""
-    iterator = iter(leaves)
+    return _build(structure, iter(leaves))
 
-    def build(node: Structure) -> Any:
-        if node.kind == "leaf":
-            return next(iterator)
-        if node.kind == "none":
-            return None
-        children = [build(child) for child in node.children]
-        if node.kind == "custom":
-            return _parser_of(node.original).reconstruct(  # type: ignore[union-attr]
-                node.original, iter(children))
-        if node.kind == "tuple":
-            return tuple(children)
-        if node.kind == "namedtuple":
-            return node.keys(*children)
-        if node.kind == "dataclass":
-            rebuilt = copy.copy(node.original)
-            for field, child in zip(node.keys[1], children):
-                object.__setattr__(rebuilt, field, child)  # (frozen dataclasses too)
-            return rebuilt
-        if node.kind == "list":
-            return children
-        if isinstance(node.original, type):  # the dict's own class
-            try:
-                return node.original(zip(node.keys, children))
-            except TypeError:  # a class that cannot be built from pairs: a plain dict
-                pass
-        return dict(zip(node.keys, children))
 
-    return build(structure)
+def _build(node: Structure, leaves: Iterator[Any]) -> Any:
+    """unflatten()'s recursion, a function of its own rather than a closure that calls
+    itself: such a closure is a reference cycle, which would keep the leaves (a call's
+    output tensors) alive until the garbage collector ran."""
+    if node.kind == "leaf":
+        return next(leaves)
+    if node.kind == "none":
+        return None
+    children = [_build(child, leaves) for child in node.children]
+    if node.kind == "custom":
+        return _parser_of(node.original).reconstruct(  # type: ignore[union-attr]
+            node.original, iter(children))
+    if node.kind == "tuple":
+        return tuple(children)
+    if node.kind == "namedtuple":
+        return node.keys(*children)
+    if node.kind == "dataclass":
+        rebuilt = copy.copy(node.original)
+        for field, child in zip(node.keys[1], children):
+            object.__setattr__(rebuilt, field, child)  # (frozen dataclasses too)
+        return rebuilt
+    if node.kind == "list":
+        return children
+    if isinstance(node.original, type):  # the dict's own class
+        try:
+            return node.original(zip(node.keys, children))
+        except TypeError:  # a class that cannot be built from pairs: a plain dict
+            pass
+    return dict(zip(node.keys, children))
 
 
 def is_tensor(value: object) -> bool:
