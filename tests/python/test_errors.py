@@ -107,6 +107,23 @@ def test_complex_numbers_are_refused_with_what_to_write_instead():
             "real tensors (rotary embeddings: x * cos + rotate_half(x) * sin") in message
 
 
+def test_fourier_transforms_are_refused_with_what_to_write_instead():
+    def spectrogram(waveform):
+        return torch.stft(waveform, 32, 8, window=torch.hann_window(32),
+                          return_complex=True).abs() + torch.fft.rfft(waveform).abs().mean()
+
+    with pytest.raises(popsim.UnsupportedOperationError) as error:
+        popsim.inferenceModel(Function(spectrogram))(torch.randn(2, 256))
+    message = str(error.value)
+    assert message.startswith(
+        "Unsupported ops found in compiled model: [aten::fft_rfft, aten::stft]\n")
+    assert ("a Fourier transform, whose result is complex numbers, which the IPU does not "
+            "compute with: compute spectrograms on the host (in the DataLoader's workers) "
+            "before the model, or as a Conv1d whose fixed weights are the windowed cosine and "
+            "sine rows of the transform (the real and imaginary parts), from which magnitudes "
+            "follow as sqrt(re^2 + im^2)") in message
+
+
 def _derivatives(call):
     return Function(lambda x: torch.cat([g.flatten() for g in call(x)]))
 
@@ -649,3 +666,27 @@ def test_a_returned_view_popsim_cannot_recompute_is_refused_with_the_reason():
                              r"in place, and popsim cannot recompute that view; take the view "
                              r"after the in-place op, or make the in-place op out of place\.$"):
         popsim.inferenceModel(Function(stale_window))(torch.randn(4, 5))
+
+
+def test_sparse_inputs_and_buffers_are_refused_naming_them():
+    class Propagation(torch.nn.Module):
+        def __init__(self, adjacency=None):
+            super().__init__()
+            self.weight = torch.nn.Linear(4, 4)
+            if adjacency is not None:
+                self.register_buffer("adjacency", adjacency)
+
+        def forward(self, x, adjacency=None):
+            a = self.adjacency if adjacency is None else adjacency
+            return torch.sparse.mm(a, self.weight(x))
+
+    adjacency = (torch.eye(5) + torch.rand(5, 5).round()).to_sparse()
+    with pytest.raises(popsim.InputError, match=re.escape(
+            "Input 'adjacency' is a torch.sparse_coo tensor; popsim, like PopTorch, takes dense "
+            "tensors only: pass it as .to_dense() and compute with dense ops (torch.mm or @ in "
+            "place of torch.sparse.mm).")):
+        popsim.inferenceModel(Propagation())(torch.randn(5, 4), adjacency)
+    with pytest.raises(popsim.CompilationError, match=re.escape(
+            "Buffer 'adjacency' of the model is a torch.sparse_coo tensor; popsim, like "
+            "PopTorch, holds dense tensors only")):
+        popsim.inferenceModel(Propagation(adjacency))(torch.randn(5, 4))

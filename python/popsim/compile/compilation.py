@@ -55,6 +55,26 @@ def synthetic_inputs(tensors: Sequence[torch.Tensor], seed: int) -> List[torch.T
             else torch.zeros_like(t) for t in tensors]
 
 
+def _refuse_sparse_tensors(model: torch.nn.Module, names: Sequence[str],
+                           tensors: Sequence[torch.Tensor]) -> None:
+    """Refuses sparse (or other non-strided) inputs, parameters and buffers, naming them:
+    popsim, like PopTorch, computes with dense tensors only."""
+    for name, tensor in zip(names, tensors):
+        if tensor.layout != torch.strided:
+            raise InputError(
+                f"Input '{name}' is a {tensor.layout} tensor; popsim, like PopTorch, takes "
+                f"dense tensors only: pass it as .to_dense() and compute with dense ops "
+                f"(torch.mm or @ in place of torch.sparse.mm).")
+    for kind, named in (("Parameter", model.named_parameters()),
+                        ("Buffer", model.named_buffers())):
+        for name, tensor in named:
+            if tensor.layout != torch.strided:
+                raise CompilationError(
+                    f"{kind} '{name}' of the model is a {tensor.layout} tensor; popsim, like "
+                    f"PopTorch, holds dense tensors only: register it as .to_dense() and "
+                    f"compute with dense ops (torch.mm or @ in place of torch.sparse.mm).")
+
+
 def micro_batches(options: Options, signature: "_tracing.Signature",
                   tensors: Sequence[torch.Tensor]) -> List[torch.Tensor]:
     """One micro-batch of every input (float64 ones as float32), copied (tracing
@@ -133,6 +153,7 @@ def import_call(model: torch.nn.Module, options: Options, training: bool,
     signature = _tracing.Signature(args, kwargs, model.forward,
                                    split_factor=_C.batch_split_of(options._session).factor)
     tensors = signature.tensors(args, kwargs)
+    _refuse_sparse_tensors(model, signature.tensor_names, tensors)
     _warn_about_inputs_requiring_grad(signature.tensor_names, tensors)
     micro = values_to_trace(tensors, micro_batches(options, signature, tensors))
     batched = [tensor for tensor in micro if tensor.dim() > 0]

@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, Iterator, List, NoReturn, Optional, Sequ
 import torch
 
 from popsim.frontend import blocks as _blocks
-from popsim.frontend import bool_scalars as _bool_scalars
+from popsim.frontend import traced_python_values as _python_values
 from popsim.api import device as _device
 from popsim.frontend import half_tracing as _half_tracing
 from popsim.frontend import name_scope as _name_scope
@@ -594,7 +594,7 @@ def trace(model: torch.nn.Module, signature: Signature,
     try:
         with _TRACE_LOCK:
             try:
-                result = _trace_bools_retried(model, signature, micro_batch_tensors, training,
+                result = _trace_retried(model, signature, micro_batch_tensors, training,
                                               module_scopes, downcast_mixed_floats, shapes_only)
             except _half_tracing.UncomputedValueRead as read:
                 # forward() branches on (or reads) a value computed from the data, which
@@ -602,7 +602,7 @@ def trace(model: torch.nn.Module, signature: Signature,
                 # program is the one a computing run of this micro-batch compiles.
                 LOGGER.info("popsim: %s; tracing the model computing its values, as a "
                             "computing run does.", read)
-                result = _trace_bools_retried(model, signature, micro_batch_tensors, training,
+                result = _trace_retried(model, signature, micro_batch_tensors, training,
                                               module_scopes, downcast_mixed_floats, False)
     finally:
         _run_deferred()
@@ -611,31 +611,32 @@ def trace(model: torch.nn.Module, signature: Signature,
     return result
 
 
-def _trace_bools_retried(model: torch.nn.Module, signature: Signature,
+def _trace_retried(model: torch.nn.Module, signature: Signature,
                          micro_batch_tensors: Sequence[torch.Tensor], training: bool,
                          module_scopes: bool, downcast_mixed_floats: bool, shapes_only: bool
                          ) -> Tuple[torch.jit.ScriptModule, _FlatModel]:
-    """_trace, again with Python bools given to ops as 0-d tensors where PyTorch's tracer
-    failed on one (bool_scalars.py). Only such models pay for the second trace and for
-    the TorchFunctionMode, which adds a Python call to every op."""
+    """_trace, again with sizes as ints and bools an op takes as numbers as 0-d tensors
+    where PyTorch's tracer failed on such a Python value (traced_python_values.py). Only
+    such models pay for the second trace and for its TorchFunctionMode, which adds a
+    Python call to every op. Where the second trace fails too, its error is raised."""
     try:
         return _trace(model, signature, micro_batch_tensors, training, module_scopes,
                       downcast_mixed_floats, shapes_only)
-    except RuntimeError as error:
-        if not _bool_scalars.is_bool_number_failure(error):
+    except (RuntimeError, TypeError) as error:
+        if not _python_values.failed_on_python_values(error):
             raise
-        LOGGER.debug("popsim: tracing again with bools as 0-d tensors: %s",
+        LOGGER.debug("popsim: tracing again with eager's Python values: %s",
                      str(error).split("\n")[0])
     return _trace(model, signature, micro_batch_tensors, training, module_scopes,
-                  downcast_mixed_floats, shapes_only, bool_numbers=True)
+                  downcast_mixed_floats, shapes_only, eager_values=True)
 
 
 def _trace(model: torch.nn.Module, signature: Signature,
            micro_batch_tensors: Sequence[torch.Tensor], training: bool, module_scopes: bool,
-           downcast_mixed_floats: bool, shapes_only: bool, bool_numbers: bool = False
+           downcast_mixed_floats: bool, shapes_only: bool, eager_values: bool = False
            ) -> Tuple[torch.jit.ScriptModule, _FlatModel]:
-    """One trace. With `bool_numbers`, ops given a Python bool as a number get a 0-d
-    bool tensor instead (bool_scalars.py)."""
+    """One trace. With `eager_values`, sizes are ints and ops given a Python bool as a
+    number get a 0-d bool tensor (traced_python_values.py)."""
     if training:
         _refuse_gradient_hooks(model)
     flat = _FlatModel(model, signature)
@@ -667,8 +668,8 @@ def _trace(model: torch.nn.Module, signature: Signature,
         guards.enter_context(_torch_checkpoints.as_recomputation_checkpoints())
         # torch.autograd.Functions as traced ops, with their backward as a custom gradient.
         guards.enter_context(_custom_functions.as_traced_functions(model, training))
-        if bool_numbers:
-            guards.enter_context(_bool_scalars.bool_numbers_as_tensors())
+        if eager_values:
+            guards.enter_context(_python_values.eager_python_values())
         with torch.enable_grad(), warnings.catch_warnings():
             # PyTorch's and torchvision's own modules turn shapes into Python values
             # (attention's shape asserts, swin's window padding); popsim compiles
@@ -677,11 +678,12 @@ def _trace(model: torch.nn.Module, signature: Signature,
             # popsim checks at run time instead (value_guards.py).
             warnings.filterwarnings("ignore", category=torch.jit.TracerWarning,
                                     module=r"torch(vision)?(\.|$)")
-            if bool_numbers:
-                # Warnings of the ops called through bool_scalars' mode name its line; the
-                # first trace, which ran the same forward() up to its end, showed each at
-                # the user's.
-                warnings.filterwarnings("ignore", module=r"popsim\.frontend\.bool_scalars$")
+            if eager_values:
+                # Warnings of the ops called through traced_python_values' mode name its
+                # line; the first trace, which ran the same forward(), showed each at the
+                # user's.
+                warnings.filterwarnings("ignore",
+                                        module=r"popsim\.frontend\.traced_python_values$")
             try:
                 traced = torch.jit.trace(flat, tuple(micro_batch_tensors), check_trace=False,
                                          strict=False)

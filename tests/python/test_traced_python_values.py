@@ -1,10 +1,13 @@
-"""Python bools given to ops as numbers (frontend/bool_scalars.py): PyTorch 1.13's
-tracer fails on `x.masked_fill(mask, True)`, `mask == True` and the like with an
-internal assertion; popsim traces such models and computes them as eager does."""
+"""Python values PyTorch 1.13's tracer cannot take (frontend/traced_python_values.py):
+bools given to ops as numbers (`x.masked_fill(mask, True)`, `mask == True`, ...), on
+which it fails with an internal assertion, and sizes (0-d tensors while tracing) passed
+where an op takes a list of ints (`F.max_pool1d(h, h.size(2))`), which it refuses with
+a TypeError. popsim traces such models and computes them as eager does."""
 
 import pytest
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 import popsim
 from models import Function, assert_sgd_steps_match_eager
@@ -69,3 +72,55 @@ def test_a_model_with_bool_numbers_trains_as_eager():
     torch.manual_seed(0)
     batches = [(torch.randn(2, 5, 6), torch.randn(2, 5, 6)) for _ in range(3)]
     assert_sgd_steps_match_eager(AttentionWithBoolMask, batches)
+
+
+SIZES_AS_NUMBERS = {
+    "max_pool1d_over_time": lambda h: F.max_pool1d(h, h.size(2)).squeeze(2),
+    "avg_pool1d_over_time": lambda h: F.avg_pool1d(h, h.size(-1)),
+    "max_pool2d_square": lambda h: F.max_pool2d(h.unsqueeze(1), h.size(2) // 2),
+    "roll_by_half": lambda h: h.roll(h.shape[0] // 2, 0),
+    "adaptive_avg_pool1d": lambda h: F.adaptive_avg_pool1d(h, h.size(2) // 2),
+    "adaptive_max_pool2d": lambda h: F.adaptive_max_pool2d(h, h.shape[-1] // 3),
+    "interpolate_by_a_size_ratio": lambda h: F.interpolate(h, scale_factor=h.size(-1) / 4),
+    "unfold_kernel_from_size": lambda h: F.unfold(h.unsqueeze(1), kernel_size=h.size(-1) // 2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SIZES_AS_NUMBERS))
+def test_a_size_given_where_an_op_takes_numbers_computes_as_eager(name):
+    function = SIZES_AS_NUMBERS[name]
+    h = torch.randn(2, 8, 10)
+    torch.testing.assert_close(popsim.inferenceModel(Function(function))(h), function(h),
+                               rtol=1e-5, atol=1e-6)
+
+
+class TextCnn(nn.Module):
+    """Convolutions over token embeddings, each max-pooled over the whole sequence with
+    F.max_pool1d(h, h.size(2)), as Kim's TextCNN is commonly written."""
+
+    def __init__(self):
+        super().__init__()
+        self.embedding = nn.Embedding(20, 8)
+        self.convolutions = nn.ModuleList([nn.Conv1d(8, 4, width) for width in (2, 3)])
+        self.classifier = nn.Linear(8, 3)
+
+    def forward(self, tokens, labels):
+        x = self.embedding(tokens).transpose(1, 2)
+        pooled = [F.max_pool1d(h, h.size(2)).squeeze(2)
+                  for h in (torch.relu(conv(x)) for conv in self.convolutions)]
+        logits = self.classifier(torch.cat(pooled, 1))
+        return logits, F.cross_entropy(logits, labels)
+
+
+def test_a_text_cnn_pooling_over_its_sequence_trains_as_eager():
+    torch.manual_seed(0)
+    batches = [(torch.randint(0, 20, (4, 9)), torch.randint(0, 3, (4,))) for _ in range(3)]
+    assert_sgd_steps_match_eager(TextCnn, batches)
+
+
+def test_a_type_error_of_the_model_itself_is_raised_as_eager_raises_it():
+    def wrong(x):
+        return x + "a"
+
+    with pytest.raises(TypeError, match="unsupported operand type"):
+        popsim.inferenceModel(Function(wrong))(torch.randn(3))

@@ -1,19 +1,25 @@
-"""Python bools passed as an op's number while tracing.
+"""Python values that PyTorch 1.13's tracer cannot take, made as eager makes them.
 
-PyTorch 1.13's tracer records `x.masked_fill(mask, True)`, `mask == True`,
-`torch.full(size, False)` or `torch.where(c, True, False)` with a bool
-constant where the op's schema takes a number (Scalar); the alias analysis
-that ends torch.jit.trace then stops with "INTERNAL ASSERT FAILED ... We don't
-have an op for aten::masked_fill", so a plain trace (and PopTorch) cannot
-trace such a model. When a trace fails so, popsim traces again with a
-TorchFunctionMode that hands those ops a 0-d bool tensor instead: the tracer
-records it as a constant of the op's Tensor form (or the number it converts
-to), and a 0-d bool tensor takes part in type promotion exactly as a Python
-bool does (bool has one dtype), so each result keeps eager's dtype and values.
+- **Bools given to an op as a number.** The tracer records `x.masked_fill(mask,
+  True)`, `mask == True`, `torch.full(size, False)` or `torch.where(c, True,
+  False)` with a bool constant where the op's schema takes a number (Scalar);
+  the alias analysis that ends torch.jit.trace then stops with "INTERNAL ASSERT
+  FAILED ... We don't have an op for aten::masked_fill", so a plain trace (and
+  PopTorch) cannot trace such a model.
+- **Sizes.** While tracing, `x.size(2)` and `x.shape[0]` are 0-d tensors, which
+  ops taking a list of ints refuse: `F.max_pool1d(h, h.size(2))` (TextCNN's
+  pooling over time) or `x.roll(x.shape[0] // 2, 0)` fail with "must be tuple of
+  ints, not Tensor".
 
-Which arguments are numbers comes from the op's schemas: a bool goes where
-some schema that fits the call's tensors takes a number there and none takes
-a bool (keepdim=True and other flags stay bools).
+When a trace fails so, popsim traces again under a TorchFunctionMode that gives
+each op what eager gives it: sizes as Python ints (popsim compiles fixed shapes,
+so they are constants of the program anyway), and a bool an op takes as a
+number as a 0-d bool tensor, which the tracer records as a constant of the op's
+Tensor form (or the number it converts to) and which takes part in type
+promotion exactly as a Python bool does (bool has one dtype). Which arguments
+are numbers comes from the op's schemas: a bool goes where some schema that
+fits the call's tensors takes a number there and none takes a bool
+(keepdim=True and other flags stay bools).
 """
 
 import contextlib
@@ -93,9 +99,21 @@ def _with_bool_numbers(function: Callable[..., Any], args: Sequence[Any],
     return new_args, new_kwargs
 
 
-class _BoolNumbersAsTensors(TorchFunctionMode):
+_SIZES = (torch.Tensor.size, torch.Tensor.shape.__get__)  # type: ignore[attr-defined]
+# (Not in torch's type stubs.)
+_set_tracing_state: Callable[[Any], None] = getattr(torch._C, "_set_tracing_state")
+
+
+class _EagerPythonValues(TorchFunctionMode):
     def __torch_function__(self, func: Callable[..., Any], types: Any, args: Sequence[Any] = (),
                            kwargs: Optional[Dict[str, Any]] = None) -> Any:
+        if func in _SIZES:  # read untraced: ints, as in eager
+            state = torch._C._get_tracing_state()
+            _set_tracing_state(None)
+            try:
+                return func(*args, **(kwargs or {}))
+            finally:
+                _set_tracing_state(state)
         args, kwargs = _with_bool_numbers(func, args, kwargs or {})
         return func(*args, **kwargs)
 
@@ -107,13 +125,17 @@ _BOOL_NUMBER_FAILURE = re.compile(
     r"Argument types: [^\n]*\bbool\b")
 
 
-def is_bool_number_failure(error: BaseException) -> bool:
-    """Whether torch.jit.trace failed on an op recorded with a bool as a number."""
-    return _BOOL_NUMBER_FAILURE.search(str(error)) is not None
+def failed_on_python_values(error: BaseException) -> bool:
+    """Whether a trace failed on an op recorded with a bool as a number, or with a
+    TypeError about a tensor (a size, which is a tensor while tracing, where an op or
+    torch.nn.functional takes a number or a list of them)."""
+    if isinstance(error, TypeError):
+        return "tensor" in str(error).lower()
+    return isinstance(error, RuntimeError) and _BOOL_NUMBER_FAILURE.search(str(error)) is not None
 
 
 @contextlib.contextmanager
-def bool_numbers_as_tensors() -> Iterator[None]:
-    """While tracing: ops given a Python bool as a number get a 0-d bool tensor."""
-    with _BoolNumbersAsTensors():
+def eager_python_values() -> Iterator[None]:
+    """While tracing: sizes as ints, and bools an op takes as numbers as 0-d bool tensors."""
+    with _EagerPythonValues():
         yield
