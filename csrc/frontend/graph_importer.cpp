@@ -18,6 +18,7 @@
 #include "frontend/import.h"
 #include "frontend/loss_identification.h"
 #include "frontend/lowering_registry.h"
+#include "frontend/masked_copies.h"
 #include "frontend/module_blocks.h"
 #include "frontend/node_context.h"
 #include "frontend/overlap_marks.h"
@@ -69,6 +70,7 @@ public:
     std::shared_ptr<jit::Graph> graph = source->copy();
     jit::Inline(*graph);
     rewriteTensorBoundSlices(*graph, options_.libraryPaths);
+    rewriteMaskedCopies(*graph);
     jit::EliminateDeadCode(graph);
     overlaps_ = collectOverlapMarks(*graph, options_.libraryPaths);
     const ModuleBlocks moduleBlocks(options_.moduleBlocks, *graph, self_);

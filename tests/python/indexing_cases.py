@@ -3,7 +3,7 @@ index_select, take and put, gather, take_along_dim, scatter (src, value, reduce=
 scatter_add, index_add (alpha), index_copy, index_fill, advanced indexing
 (one or several index tensors, adjacent or not, negative indices, mixed with
 slices and None) and index_put_ (with accumulate; x[mask] = v with a
-boolean mask), one_hot; indices repeat
+boolean mask, and x[mask] = src[mask]), one_hot; indices repeat
 where PyTorch sums them (their gradients accumulate). The indices are
 buffers; test_ops.py runs each case forward, test_gradients.py backward and
 test_nonfinite.py with NaN/Inf, against eager PyTorch."""
@@ -35,6 +35,21 @@ def _renormed_lookup(max_norm, norm_type):
         rows = F.embedding(i, copy, max_norm=max_norm, norm_type=norm_type)
         return torch.cat([rows.flatten(), copy.flatten()])
     return lookup
+
+
+def _masked_copy(x, src):
+    y = x * 1
+    mask = src > 0.3
+    y[mask] = src[mask]
+    return y
+
+
+def _masked_copy_into_a_view(x, src):
+    y = x * 1
+    window = y[:, 1:4]
+    mask = x[:, 0] > 0
+    window[mask] = src[mask]
+    return y
 
 
 def _masked_middle_dims(x, v):
@@ -234,6 +249,16 @@ INDEXING.update({
         [torch.randn(5, 3), torch.randn(3)]),
     "masked_put_middle_dims": lambda rng: (
         Indexed(_masked_middle_dims, []), [torch.randn(2, 3, 4, 2), torch.randn(2, 1, 2)]),
+    # x[mask] = src[mask] (frontend/masked_copies.cpp): each selected element takes src's
+    # element at its position, elementwise, in place and as index_put; masks over all
+    # dims or the leading ones, and through a view of x.
+    "masked_copy": lambda rng: (lambda s: (
+        Indexed(_masked_copy, []), [torch.randn(*s), torch.randn(*s)]))(_shape(rng)),
+    "masked_copy_rows": lambda rng: (
+        Indexed(lambda x, src: (lambda rows: x.index_put((rows,), src[rows]) * 2)(
+            src[:, 0, 0] > 0), []), [torch.randn(5, 3, 2), torch.randn(5, 3, 2)]),
+    "masked_copy_into_a_view": lambda rng: (
+        Indexed(_masked_copy_into_a_view, []), [torch.randn(4, 5), torch.randn(4, 3)]),
     "masked_put_accumulate": lambda rng: (
         Indexed(lambda x, v: x.index_put((x[..., 0] > 0,), v, accumulate=True), []),
         [torch.randn(3, 4, 2), torch.randn(2)]),

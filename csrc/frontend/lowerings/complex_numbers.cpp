@@ -13,15 +13,14 @@ void registerComplexNumbers(LoweringRegistry& registry) {
   // only lays their parts out as reals), and the IPU has no FFT.
   for (const char* op :
        {"aten::stft", "aten::istft", "aten::fft_fft", "aten::fft_ifft", "aten::fft_rfft",
-        "aten::fft_irfft", "aten::fft_hfft", "aten::fft_ihfft", "aten::fft_fft2",
-        "aten::fft_ifft2", "aten::fft_rfft2", "aten::fft_irfft2", "aten::fft_fftn",
-        "aten::fft_ifftn", "aten::fft_rfftn", "aten::fft_irfftn"}) {
-    registry.refuse(op,
-                    "a Fourier transform, whose result is complex numbers, which the IPU does "
-                    "not compute with: compute spectrograms on the host (in the DataLoader's "
-                    "workers) before the model, or as a Conv1d whose fixed weights are the "
-                    "windowed cosine and sine rows of the transform (the real and imaginary "
-                    "parts), from which magnitudes follow as sqrt(re^2 + im^2)");
+        "aten::fft_irfft", "aten::fft_hfft", "aten::fft_ihfft", "aten::fft_fft2", "aten::fft_ifft2",
+        "aten::fft_rfft2", "aten::fft_irfft2", "aten::fft_fftn", "aten::fft_ifftn",
+        "aten::fft_rfftn", "aten::fft_irfftn"}) {
+    registry.refuse(op, "a Fourier transform, whose result is complex numbers, which the IPU does "
+                        "not compute with: compute spectrograms on the host (in the DataLoader's "
+                        "workers) before the model, or as a Conv1d whose fixed weights are the "
+                        "windowed cosine and sine rows of the transform (the real and imaginary "
+                        "parts), from which magnitudes follow as sqrt(re^2 + im^2)");
   }
   for (const char* op :
        {"aten::view_as_complex", "aten::view_as_real", "aten::polar", "aten::complex"}) {
