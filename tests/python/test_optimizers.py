@@ -2,6 +2,7 @@
 against eager PyTorch, on a small MLP for six steps."""
 
 import copy
+import warnings
 
 import pytest
 import torch
@@ -629,3 +630,37 @@ def test_float16_optimizer_state_halves_its_memory_and_trains_close_to_float32(m
         torch.testing.assert_close(actual, expected, rtol=0, atol=1e-2)
     dtypes = {value.dtype for value in trainers[0]._optimizer.state_dict()["ipu_state"].values()}
     assert torch.float16 in dtypes
+
+
+def test_hyper_parameters_changed_without_set_optimizer_warn_once_naming_the_change():
+    """As in PopTorch, the device keeps the hyper-parameters setOptimizer last gave it; a
+    learning rate scheduler's step() without setOptimizer() is then named, once."""
+    class Regression(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(3, 1)
+
+        def forward(self, x, y):
+            return F.mse_loss(self.linear(x), y)
+
+    model = Regression()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 1, gamma=0.5)
+    trainer = popsim.trainingModel(model, optimizer=optimizer)
+    x, y = torch.randn(4, 3), torch.randn(4, 1)
+    trainer(x, y)
+    scheduler.step()
+    trainer.setOptimizer(optimizer)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        trainer(x, y)  # given to the device: no warning
+    scheduler.step()
+    with pytest.warns(UserWarning) as caught:
+        trainer(x, y)
+        trainer(x, y)
+    assert [str(w.message) for w in caught] == [
+        "The optimizer's hyper-parameters changed since they were last given to the device "
+        "(parameter group 0's lr is 0.025, the device's 0.05): as in PopTorch, call "
+        "setOptimizer(optimizer) on the training model after changing them (after a learning "
+        "rate scheduler's step(), for one), or the device keeps training with the old ones."]
+    assert caught[0].filename == __file__

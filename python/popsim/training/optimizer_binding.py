@@ -195,6 +195,7 @@ class OptimizerBinding:
         self.flags = [group_flags(self.kind, group) for group in optimizer.param_groups]
         self.max_grad_norm = max_grad_norm(optimizer)
         self.constants = constant_values(optimizer)
+        self._written: List[Dict[str, float]] = []  # each group's, by write_hyperparameters
 
     def config(self, options: Options) -> _C.TrainingConfig:
         """The program's training config: the optimizer's part from here, the
@@ -301,9 +302,20 @@ class OptimizerBinding:
         """Each group's hyper-parameters and the loss scaling: a constant one is
         divided out by the updates (their gradient scale), a device state one by
         the program itself."""
-        _C.write_optimizer_hyperparameters(
-            executable, [hyperparameters(self.kind, group, scale)
-                         for group in self.optimizer.param_groups], scale, self.loss_scaling())
+        self._written = [hyperparameters(self.kind, group, scale)
+                         for group in self.optimizer.param_groups]
+        _C.write_optimizer_hyperparameters(executable, self._written, scale, self.loss_scaling())
+
+    def unwritten_change(self, scale: float) -> Optional[str]:
+        """How the optimizer's hyper-parameters now differ from those last written to the
+        device ("parameter group 0's lr is 0.01, the device's 0.1"), or None."""
+        for index, (group, written) in enumerate(zip(self.optimizer.param_groups,
+                                                     self._written)):
+            for name, value in hyperparameters(self.kind, group, scale).items():
+                if value != written[name]:
+                    return (f"parameter group {index}'s {name} is {value:g}, the device's "
+                            f"{written[name]:g}")
+        return None
 
     def initial_state(self, executable: _C.DeviceProgram) -> Dict[str, torch.Tensor]:
         """Device state from the optimizer's own state (to resume), zeros otherwise;

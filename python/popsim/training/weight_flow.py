@@ -21,6 +21,7 @@ The states (each a small enum, not a flag per case):
 
 import enum
 import threading
+import warnings
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 import torch
@@ -89,6 +90,7 @@ class WeightFlow:
         # generation when checked.
         self._seen_training: Optional[Dict[int, int]] = None
         self._seen_generation: Optional[int] = None
+        self._warned_unwritten_change = False  # (once per compiled model)
 
     @property
     def program(self) -> _C.DeviceProgram:
@@ -153,8 +155,19 @@ class WeightFlow:
         loaded optimizer state (training)."""
         if not self._training:
             self._catch_up_with_training()
-        elif self._optimizer_copies == _Copies.HOST_NEWER:
+            return
+        if self._optimizer_copies == _Copies.HOST_NEWER:
             self._write_optimizer_state()
+        if not self._warned_unwritten_change:
+            change = self.binding.unwritten_change(_binding.grad_scale(self._options))
+            if change is not None:
+                self._warned_unwritten_change = True
+                warnings.warn(
+                    f"The optimizer's hyper-parameters changed since they were last given to "
+                    f"the device ({change}): as in PopTorch, call "
+                    f"setOptimizer(optimizer) on the training model after changing them (after "
+                    f"a learning rate scheduler's step(), for one), or the device keeps "
+                    f"training with the old ones.", stacklevel=4)
 
     def after_call(self) -> None:
         """A training call ran: the device's weights and state are newer (a cost-only
