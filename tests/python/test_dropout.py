@@ -65,6 +65,17 @@ def test_same_seed_same_masks_and_another_seed_other_masks():
     assert not torch.equal(first != 0, other != 0)
 
 
+def test_seeds_of_64_bits_as_torch_initial_seed_gives_them_seed_the_masks():
+    """randomSeed(torch.initial_seed()) is a common idiom, and an unseeded torch's initial
+    seed takes all 64 bits: seeds from 2**63 up seed the masks as smaller ones do."""
+    x = torch.rand(8, 500) + 0.5
+    first, _ = trainer(seed=2**64 - 5)[1](x)
+    again, _ = trainer(seed=2**64 - 5)[1](x)
+    other, _ = trainer(seed=2**63 + 7)[1](x)
+    assert torch.equal(first != 0, again != 0)
+    assert not torch.equal(first != 0, other != 0)
+
+
 @pytest.mark.parametrize("iterations,accumulation", [(3, 1), (1, 3), (2, 2)])
 def test_every_micro_batch_gets_a_fresh_mask(iterations, accumulation):
     micro_batches = iterations * accumulation

@@ -344,7 +344,11 @@ def test_out_of_memory_on_a_small_ipu_names_the_ipu_bytes_and_largest_tensors():
      "autoRoundNumIPUs expects True or False, got 1."),
     (lambda: popsim.Options().outputMode("All"),
      "outputMode expects a popsim.OutputMode, got 'All'."),
-    (lambda: popsim.Options().randomSeed(-1), "randomSeed expects a non-negative integer, got -1."),
+    (lambda: popsim.Options().randomSeed(-1),
+     "randomSeed expects an integer in [0, 2**64) (an unsigned 64-bit seed), got -1."),
+    (lambda: popsim.Options().randomSeed(2**64),
+     "randomSeed expects an integer in [0, 2**64) (an unsigned 64-bit seed), got "
+     "18446744073709551616."),
     (lambda: popsim.Options().Simulator.memoryPerIpu("lots"),
      "Simulator.memoryPerIpu expects a size in bytes (an int) or a string such as '64MiB' or "
      "'512KB', got 'lots'."),

@@ -259,6 +259,15 @@ def test_anchor_mode_is_poptorchs_earlier_name_for_output_mode():
     assert popsim.AnchorMode is popsim.OutputMode is popsim.enums.AnchorMode
     opts = popsim.Options().outputMode(popsim.AnchorMode.EveryN, 2)
     assert opts.output_mode == popsim.OutputMode.EveryN and opts.output_return_period == 2
+    # PopTorch 2's setter, deprecated: it sets the output mode, and a model returns as set.
+    with pytest.warns(DeprecationWarning, match=r"^Options.anchorMode is deprecated \(as in "
+                      r"PopTorch\): use Options.outputMode\(mode, output_return_period\).$"):
+        opts = popsim.Options().deviceIterations(4).anchorMode(popsim.AnchorMode.EveryN, 2)
+    assert opts.output_mode == popsim.OutputMode.EveryN and opts.output_return_period == 2
+    with pytest.warns(DeprecationWarning, match="defaultAnchorMode is deprecated"):
+        assert not opts.defaultAnchorMode()
+    x = torch.randn(4, 3)
+    assert popsim.inferenceModel(torch.nn.Linear(3, 2).eval(), opts)(x).shape == (2, 2)
 
 
 def test_options_load_from_a_file_of_setter_calls(tmp_path):

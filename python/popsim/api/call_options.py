@@ -3,6 +3,7 @@ outputs, the strategy and memory proportions it compiles with, its random
 seed, anchors and synthetic data, and when it attaches."""
 
 import re
+import warnings
 from typing import TYPE_CHECKING, Any, Dict, List, Literal, Optional, Self, Tuple, Union
 
 import torch
@@ -221,6 +222,37 @@ class _CallSetters(_OptionGroup):
             self.output_return_period = period
         return self
 
+    def anchorMode(self, anchor_mode: OutputMode,
+                   anchor_return_period: Optional[int] = None) -> Self:
+        """PopTorch 2's name of :meth:`outputMode` (``popsim.AnchorMode`` is
+        ``popsim.OutputMode``), kept so that code written for it runs; deprecated, as in
+        PopTorch.
+
+        Args:
+            anchor_mode: A :class:`popsim.OutputMode`.
+            anchor_return_period: With ``OutputMode.EveryN``, N.
+
+        Returns:
+            These options (``self``), so calls chain.
+
+        Raises:
+            OptionError: as :meth:`outputMode` raises it.
+        """
+        warnings.warn("Options.anchorMode is deprecated (as in PopTorch): use "
+                      "Options.outputMode(mode, output_return_period).", DeprecationWarning,
+                      stacklevel=2)
+        return self.outputMode(anchor_mode, anchor_return_period)
+
+    def defaultAnchorMode(self) -> bool:
+        """PopTorch 2's name of :meth:`defaultOutputMode`; deprecated, as in PopTorch.
+
+        Returns:
+            What :meth:`defaultOutputMode` returns.
+        """
+        warnings.warn("Options.defaultAnchorMode is deprecated (as in PopTorch): use "
+                      "Options.defaultOutputMode().", DeprecationWarning, stacklevel=2)
+        return self.defaultOutputMode()
+
     def defaultOutputMode(self) -> bool:
         """Whether the output mode is still ``OutputMode.Default`` (as PopTorch's).
 
@@ -247,12 +279,12 @@ class _CallSetters(_OptionGroup):
             These options (``self``), so calls chain.
 
         Raises:
-            OptionError: if ``random_seed`` is not a non-negative integer, or the options are
-                frozen.
+            OptionError: if ``random_seed`` is not an integer in [0, 2**64) (an unsigned 64-bit
+                seed, as ``torch.initial_seed()`` gives), or the options are frozen.
         """
-        if not is_integer(random_seed) or random_seed < 0:
-            raise OptionError(f"randomSeed expects a non-negative integer, got {random_seed!r}.",
-                              option="randomSeed")
+        if not is_integer(random_seed) or not 0 <= random_seed < 2**64:
+            raise OptionError(f"randomSeed expects an integer in [0, 2**64) (an unsigned 64-bit "
+                              f"seed), got {random_seed!r}.", option="randomSeed")
         with self._setting():
             self.random_seed = int(random_seed)
         torch.manual_seed(int(random_seed))

@@ -176,7 +176,7 @@ def import_call(model: torch.nn.Module, options: Options, training: bool,
     excludes = source_location_excludes(options.source_location_excludes)
     graph = _C.import_module(traced, _tracing.widened(micro), excludes,
                              _tracing.MODEL_ATTRIBUTE, signature.tensor_names,
-                             training=training, random_seed=random_seed(options),
+                             training=training, random_seed=_signed_seed(random_seed(options)),
                              downcast_mixed_floats=downcast)
     # 8- and 16-bit integer inputs are int32 on the device; the host streams
     # them at their own width (8-bit images cross PCIe as bytes).
@@ -293,9 +293,15 @@ def downcasts_mixed_floats(options: Options) -> bool:
 
 
 def random_seed(options: Options) -> int:
-    """Options.randomSeed, or one drawn from torch's generator."""
+    """Options.randomSeed (an unsigned 64-bit integer), or one drawn from torch's generator."""
     seed = options.random_seed
     return seed if seed is not None else torch.initial_seed() % (2**63)
+
+
+def _signed_seed(seed: int) -> int:
+    """An unsigned 64-bit seed as the int64 of the same bits, which the importer takes (as
+    the C++ API's Options::randomSeed casts it)."""
+    return seed - 2**64 if seed >= 2**63 else seed
 
 
 def sharded_weights(options: Options, binding: Optional[OptimizerBinding],
