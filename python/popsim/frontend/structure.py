@@ -193,7 +193,7 @@ class _Flattener:
             # Top-level keys are argument names: "x" reads better than "['x']".
             # A dict's own class (an OrderedDict or a subclass) is rebuilt as such.
             return Structure("dict", [self.visit(item[k], f"{path}[{k!r}]" if path else str(k),
-                                            models.get(k))  # type: ignore[attr-defined]
+                                                 models.get(k))  # type: ignore[attr-defined]
                                       for k in keys], keys,
                              original=type(item) if type(item) is not dict else None)
         self.leaves.append(item)

@@ -595,7 +595,7 @@ def trace(model: torch.nn.Module, signature: Signature,
         with _TRACE_LOCK:
             try:
                 result = _trace_retried(model, signature, micro_batch_tensors, training,
-                                              module_scopes, downcast_mixed_floats, shapes_only)
+                                        module_scopes, downcast_mixed_floats, shapes_only)
             except _half_tracing.UncomputedValueRead as read:
                 # forward() branches on (or reads) a value computed from the data, which
                 # a cost-only trace leaves uncomputed: trace computing, so that the
@@ -603,7 +603,7 @@ def trace(model: torch.nn.Module, signature: Signature,
                 LOGGER.info("popsim: %s; tracing the model computing its values, as a "
                             "computing run does.", read)
                 result = _trace_retried(model, signature, micro_batch_tensors, training,
-                                              module_scopes, downcast_mixed_floats, False)
+                                        module_scopes, downcast_mixed_floats, False)
     finally:
         _run_deferred()
     if reuse_key is not None:
@@ -612,9 +612,9 @@ def trace(model: torch.nn.Module, signature: Signature,
 
 
 def _trace_retried(model: torch.nn.Module, signature: Signature,
-                         micro_batch_tensors: Sequence[torch.Tensor], training: bool,
-                         module_scopes: bool, downcast_mixed_floats: bool, shapes_only: bool
-                         ) -> Tuple[torch.jit.ScriptModule, _FlatModel]:
+                   micro_batch_tensors: Sequence[torch.Tensor], training: bool,
+                   module_scopes: bool, downcast_mixed_floats: bool, shapes_only: bool
+                   ) -> Tuple[torch.jit.ScriptModule, _FlatModel]:
     """_trace, again with sizes as ints and bools an op takes as numbers as 0-d tensors
     where PyTorch's tracer failed on such a Python value (traced_python_values.py). Only
     such models pay for the second trace and for its TorchFunctionMode, which adds a
