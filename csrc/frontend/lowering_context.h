@@ -95,6 +95,9 @@ public:
   virtual int64_t randomSeed() const = 0;
   // variable = value, in program order (running statistics, in-place buffer updates).
   virtual void assign(ir::Value* variable, ir::Value* value) = 0;
+  // The user's line the ops emitted from now on name, where the lowering knows it
+  // better than the trace (a value guard's read, traced where forward() returns).
+  virtual void placeAt(const std::string& file, int64_t line, const std::string& function) = 0;
 
   // Stops lowering this node; `reason` says which argument or case is unsupported.
   [[noreturn]] void unsupported(const std::string& reason) const {

@@ -135,6 +135,12 @@ std::optional<LoweringContext::MemoryLayout> NodeContext::memoryLayout(size_t in
   return layout;
 }
 
+void NodeContext::placeAt(const std::string& file, int64_t line, const std::string& function) {
+  location_.file = file;
+  location_.line = line;
+  location_.function = function;
+}
+
 std::optional<double> NodeContext::staticScalar(size_t index) const {
   const FrontendValue& value = input(index);
   if (!value.isStatic()) {

@@ -85,6 +85,7 @@ public:
   int64_t randomSeed() const override { return state_.randomSeed; }
   bool downcastsMixedFloats() const override { return state_.downcastMixedFloats; }
   void assign(ir::Value* variable, ir::Value* value) override;
+  void placeAt(const std::string& file, int64_t line, const std::string& function) override;
 
   // Casts the float tensor operands of an op that mixes float16 and float32
   // to one dtype (an in-place op's other operands to its target's dtype), so

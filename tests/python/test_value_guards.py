@@ -5,18 +5,21 @@ checks at every call that the data still gives it, and stops with an ExecutionEr
 the line instead of silently following the compiling call's path. Values that cannot change
 (from constants and shapes) are not checked, and compiling leaves torch.Tensor as it was."""
 
+import re
+
 import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 import popsim
+from conftest import line_in
 from models import Function
 
 
 class SignBranch(nn.Module):
     def forward(self, x):
-        if x.sum() > 0:
+        if x.sum() > 0:  # the read
             return x * 2
         return x * 3
 
@@ -25,8 +28,12 @@ def test_a_branch_on_the_data_runs_while_the_data_takes_it_and_stops_when_not():
     model = popsim.inferenceModel(SignBranch())
     for x in (torch.ones(4), torch.arange(1.0, 5.0)):
         assert torch.equal(model(x), SignBranch()(x))
+    # The error's site is the line that read the value (the check is traced where forward()
+    # returns).
+    site = re.escape(f"check_range at {__file__}:{line_in(__file__, '# the read')} (forward, "
+                     f"task F0 on IPU0, micro-batch 0 of the call): ")
     with pytest.raises(popsim.ExecutionError,
-                       match=r"(?s)forward\(\) at .*test_value_guards\.py:\d+ read a tensor "
+                       match=r"(?s)" + site + r"forward\(\) read a tensor "
                              r"computed from the model's data as a Python bool \(True when the "
                              r"model compiled\); the compiled program keeps that value, and this "
                              r"call's data gives another\. Branch on the device instead "

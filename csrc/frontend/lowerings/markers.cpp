@@ -32,11 +32,13 @@ void lowerPrintTensor(LoweringContext& ctx) {
                              {"close_bracket", ctx.toString(10)}}));
 }
 
-// value_guard(result, value, min, max, what) -> result: checks at run time
-// that every element of value (a bool, an integer or a float the trace read
-// as a Python value) is in [min, max], and passes result on (a returned
-// tensor, so that the check stays in the program).
+// value_guard(result, value, min, max, what, file, line, function) -> result:
+// checks at run time that every element of value (a bool, an integer or a
+// float the trace read as a Python value) is in [min, max], and passes result
+// on (a returned tensor, so that the check stays in the program). Its errors
+// name the line that read the value.
 void lowerValueGuard(LoweringContext& ctx) {
+  if (!ctx.toString(5).empty()) ctx.placeAt(ctx.toString(5), ctx.toInt(6), ctx.toString(7));
   ir::Value* value = ctx.tensor(1);
   if (value->type().dtype == ir::DType::Bool) value = castTo(ctx, value, ir::DType::Int32);
   ctx.setOutput(

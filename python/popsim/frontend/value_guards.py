@@ -26,11 +26,12 @@ from popsim.api.option_fields import DEFAULT_SOURCE_LOCATION_EXCLUDES
 from popsim.frontend import half_tracing as _half_tracing
 from popsim.frontend.ops import LIBRARY as _LIBRARY
 
-_LIBRARY.define("value_guard(Tensor result, Tensor value, float min, float max, str what) "
-                "-> Tensor")
-_LIBRARY.impl("value_guard", lambda result, value, low, high, what: result.clone(), "CPU")
-_LIBRARY.impl("value_guard", lambda result, value, low, high, what: torch.empty_like(result),
-              "Meta")
+# `file`, `line` and `function` are the read's: the check is traced where forward() returns,
+# but its errors name the line that read the value.
+_LIBRARY.define("value_guard(Tensor result, Tensor value, float min, float max, str what, "
+                "str file, int line, str function) -> Tensor")
+_LIBRARY.impl("value_guard", lambda result, *_: result.clone(), "CPU")
+_LIBRARY.impl("value_guard", lambda result, *_: torch.empty_like(result), "Meta")
 
 # The tensor methods that hand a tensor's value to Python.
 _READS = {"__bool__": "bool", "__int__": "int", "__float__": "float", "item": "number"}
@@ -41,13 +42,24 @@ _METADATA = {"prim::Constant", "aten::size", "aten::dim", "aten::numel", "prim::
 _DATA = {"prim::Param", "prim::TracedAttr", "prim::GetAttr"}
 
 
+class Read(NamedTuple):
+    """Where forward() read a value: the innermost frame outside torch and popsim."""
+    file: str
+    line: int
+    function: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}" if self.file else "<unknown location>"
+
+
 class Guard(NamedTuple):
-    """A value the trace fixed: the tensor it came from (as the check reads it) and the
-    range the check accepts."""
+    """A value the trace fixed: the tensor it came from (as the check reads it), the
+    range the check accepts, and where it was read."""
     tensor: torch.Tensor
     low: float
     high: float
     what: str
+    read: Read
 
 
 def depends_on_data(tensor: torch.Tensor) -> bool:
@@ -75,19 +87,20 @@ def depends_on_data(tensor: torch.Tensor) -> bool:
         del root, stack  # the trace's values must not outlive its graph
 
 
-def _user_line() -> str:
+def _user_line() -> Read:
     """The innermost frame outside torch and popsim (the directories an op's source line
     skips by default): the line of forward() that read."""
     for frame in reversed(traceback.extract_stack()):
         if not frame.filename.startswith(DEFAULT_SOURCE_LOCATION_EXCLUDES):
-            return f"{frame.filename}:{frame.lineno}"
-    return "<unknown location>"
+            return Read(frame.filename, frame.lineno or 0, frame.name)
+    return Read("", 0, "")
 
 
 def _guard(tensor: torch.Tensor, read: str, value: Any) -> Guard:
     """The check that `tensor` still gives `value` when read as `read` ("bool", "int", ...)."""
     where = _user_line()
-    what = (f"forward() at {where} read a tensor computed from the model's data as a Python "
+    # (The error's site, the check's, is the read's line: "check_range at model.py:12 ...".)
+    what = (f"forward() read a tensor computed from the model's data as a Python "
             f"{read} ({value!r} when the model compiled); the compiled program keeps that "
             f"value, and this call's data gives another. Branch on the device instead "
             f"(torch.where, popsim.cond), or compute the value on the host and pass it as an "
@@ -96,18 +109,18 @@ def _guard(tensor: torch.Tensor, read: str, value: Any) -> Guard:
         what += " (1 for True, 0 for False)"
         # bool(t) is t != 0 (NaN included), which no single range of t says.
         flag = tensor if tensor.dtype == torch.bool else tensor.ne(0)
-        return Guard(flag.reshape(()), float(bool(value)), float(bool(value)), what)
+        return Guard(flag.reshape(()), float(bool(value)), float(bool(value)), what, where)
     flat = tensor.reshape(())
     if not tensor.is_floating_point():
-        return Guard(flat, float(value), float(value), what)
+        return Guard(flat, float(value), float(value), what, where)
     if read == "int":  # int() truncates towards zero: the values it gives this int
         low, high = (float(value), math.nextafter(value + 1.0, -math.inf)) if value > 0 else (
             (math.nextafter(value - 1.0, math.inf), float(value)) if value < 0 else
             (math.nextafter(-1.0, math.inf), math.nextafter(1.0, -math.inf)))
-        return Guard(flat, low, high, what)
+        return Guard(flat, low, high, what, where)
     # A float: the device computes it with its own kernels, which may round differently.
     tolerance = (1e-3 if tensor.dtype == torch.float16 else 1e-5) * abs(value) + 1e-7
-    return Guard(flat, value - tolerance, value + tolerance, what)
+    return Guard(flat, value - tolerance, value + tolerance, what, where)
 
 
 @contextlib.contextmanager
@@ -128,7 +141,7 @@ def recording() -> Iterator[List[Guard]]:
             if torch._C._get_tracing_state() is None:  # another thread, or untraced code
                 return original(tensor)
             if _half_tracing.reads_uncomputed(tensor):
-                raise _half_tracing.UncomputedValueRead(_user_line())
+                raise _half_tracing.UncomputedValueRead(str(_user_line()))
             with warnings.catch_warnings():
                 # The tracer's warning that the value is fixed: popsim checks it instead.
                 warnings.simplefilter("ignore", torch.jit.TracerWarning)
@@ -158,12 +171,12 @@ def attached(outputs: Tuple[torch.Tensor, ...], guards: List[Guard]) -> Tuple[to
     if not outputs:
         warnings.warn(
             f"popsim: forward() read {len(guards)} tensor(s) computed from the model's data as "
-            f"Python values ({guards[0].what.split(' read ')[0]}), which the compiled program "
+            f"Python values (forward() at {guards[0].read}), which the compiled program "
             f"keeps; a model that returns no tensor cannot check them at run time.",
             stacklevel=2)
         return outputs
     first = outputs[0]
     for guard in guards:
         first = torch.ops.popsim.value_guard(first, guard.tensor, guard.low, guard.high,
-                                             guard.what)
+                                             guard.what, *guard.read)
     return (first,) + tuple(outputs[1:])
