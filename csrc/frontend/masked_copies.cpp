@@ -40,6 +40,21 @@ bool isFalseConstant(const jit::Value* value) {
   return constant.has_value() && constant->isBool() && !constant->toBool();
 }
 
+// Whether a node between `first` and `last` (of one block) writes in place, so
+// that src read at `first` might differ from src read at `last`.
+bool writesBetween(const jit::Node* first, const jit::Node* last) {
+  if (first->owningBlock() != last->owningBlock()) return true;
+  for (const jit::Node* node = first->next(); node != last; node = node->next()) {
+    if (node->kind() == c10::prim::Return || !node->blocks().empty()) return true;
+    const c10::FunctionSchema* schema = node->maybeSchema();
+    if (schema == nullptr) continue; // prim::ListConstruct, prim::Constant: no writes
+    for (const c10::Argument& argument : schema->arguments()) {
+      if (argument.alias_info() != nullptr && argument.alias_info()->isWrite()) return true;
+    }
+  }
+  return false;
+}
+
 // index_put(_)(out, [mask], src[mask], false) as described in the header, or
 // nothing when the node is not of that form.
 void rewrite(jit::Graph& graph, jit::Node* put) {
@@ -55,7 +70,8 @@ void rewrite(jit::Graph& graph, jit::Node* put) {
   }
   jit::Node* index = selection->node();
   if (mask == nullptr || !isFalseConstant(put->input(3)) || kindOf(index) != "aten::index" ||
-      selection->uses().size() != 1 || onlyIndex(index->input(1)) != mask) {
+      selection->uses().size() != 1 || onlyIndex(index->input(1)) != mask ||
+      writesBetween(index, put)) {
     return;
   }
   jit::Value* src = index->input(0);

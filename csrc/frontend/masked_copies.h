@@ -12,8 +12,9 @@ namespace popsim::frontend {
 // which a compiled program cannot have (the importer refuses it), but the
 // pair is the elementwise out.copy_(torch.where(mask, src, out)), which this
 // pass writes in its place when src has out's shape and dtype and the
-// selection has no other use. The mask's dims are the leading dims of out;
-// it is unsqueezed to out's rank.
+// selection has no other use, and nothing writes in place between the read
+// and the write (the pair is one Python statement). The mask's dims are the
+// leading dims of out; it is unsqueezed to out's rank.
 void rewriteMaskedCopies(torch::jit::Graph& graph);
 
 } // namespace popsim::frontend

@@ -694,3 +694,21 @@ def test_sparse_inputs_and_buffers_are_refused_naming_them():
             "Buffer 'adjacency' of the model is a torch.sparse_coo tensor; popsim, like "
             "PopTorch, holds dense tensors only")):
         popsim.inferenceModel(Propagation(adjacency))(torch.randn(5, 4))
+
+
+def test_a_masked_selection_written_back_after_its_source_changed_stays_refused():
+    """x[mask] = src[mask] runs as a where (frontend/masked_copies.cpp) only when nothing
+    writes in place between the read and the write: here src changes in between, and the
+    selection, whose length depends on the data, is refused as before."""
+    def stale_selection(x, src):
+        y, source = x * 1, src * 1
+        mask = source > 0
+        selected = source[mask]
+        source.add_(1)
+        y[mask] = selected
+        return y + source
+
+    with pytest.raises(popsim.UnsupportedOperationError,
+                       match=r"aten::index at .*: indexing with a boolean mask \(the result's "
+                             r"shape depends on the data\)"):
+        popsim.inferenceModel(Function(stale_selection))(torch.randn(4, 3), torch.randn(4, 3))
