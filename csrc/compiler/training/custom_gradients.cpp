@@ -26,11 +26,13 @@ namespace popsim::compiler {
 
 namespace {
 
-// Where the template turned a gradient into a Python value: the template op
-// that `escaping` (which passes a template value out of the template) reads,
-// through the ops the trace added at its own line (a value guard's cast).
+// Where the template turned a gradient into a Python value: a value guard
+// names that line itself (its lowering places it at the read); otherwise the
+// template op that `escaping` (which passes a template value out of the
+// template) reads, through the ops the trace added at its own line.
 const ir::Node& readSite(const ir::Node& escaping,
                          const std::unordered_set<const ir::Node*>& removed) {
+  if (escaping.kind() == ir::OpKind::CheckRange && escaping.location().known()) return escaping;
   const ir::Node* site = &escaping;
   for (;;) {
     const ir::Node* next = nullptr;
