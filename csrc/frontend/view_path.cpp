@@ -41,18 +41,28 @@ ir::Value* invert(ir::Graph& graph, const ViewStep& step, ir::Value* base, ir::V
   }
 }
 
-// Row-major index of each element of `shape`, read through `strides` from `offset`.
+// The elements of `source` at the positions of `shape` read through `strides` from `offset`.
 std::vector<int64_t> gather(const std::vector<int64_t>& source, const ir::Shape& shape,
                             const std::vector<int64_t>& strides, int64_t offset) {
+  std::vector<int64_t> result = stridedPositions(shape, strides, offset);
+  for (int64_t& at : result)
+    at = source[static_cast<size_t>(at)];
+  return result;
+}
+
+} // namespace
+
+std::vector<int64_t> stridedPositions(const ir::Shape& shape, const std::vector<int64_t>& strides,
+                                      int64_t offset) {
   std::vector<int64_t> result;
-  result.reserve(static_cast<size_t>(ir::elementCount(shape)));
-  std::vector<int64_t> index(shape.size(), 0);
   const int64_t count = ir::elementCount(shape);
+  result.reserve(static_cast<size_t>(count));
+  std::vector<int64_t> index(shape.size(), 0);
   for (int64_t n = 0; n < count; ++n) {
     int64_t at = offset;
     for (size_t d = 0; d < shape.size(); ++d)
       at += index[d] * strides[d];
-    result.push_back(source[static_cast<size_t>(at)]);
+    result.push_back(at);
     for (size_t d = shape.size(); d-- > 0;) {
       if (++index[d] < shape[d]) break;
       index[d] = 0;
@@ -60,8 +70,6 @@ std::vector<int64_t> gather(const std::vector<int64_t>& source, const ir::Shape&
   }
   return result;
 }
-
-} // namespace
 
 std::vector<int64_t> viewedElements(const ir::Shape& baseShape, const ViewPath& path) {
   std::vector<int64_t> elements(static_cast<size_t>(ir::elementCount(baseShape)));

@@ -30,6 +30,11 @@ ir::Value* readView(ir::Graph& graph, ir::Value* base, const ViewPath& path,
 ir::Value* writeView(ir::Graph& graph, ir::Value* base, const ViewPath& path, ir::Value* update,
                      const ir::SourceLocation& location);
 
+// The position, in memory laid out from `offset` with `strides`, of each
+// element of `shape` in row-major order (as_strided's reads, a view step's).
+std::vector<int64_t> stridedPositions(const ir::Shape& shape, const std::vector<int64_t>& strides,
+                                      int64_t offset);
+
 // For each element of the view `path` of a tensor of `baseShape` (in
 // row-major order), the index of the base element it is.
 std::vector<int64_t> viewedElements(const ir::Shape& baseShape, const ViewPath& path);

@@ -9,38 +9,12 @@
 #include "common/strings.h"
 #include "frontend/lowering_registry.h"
 #include "frontend/lowerings/helpers.h"
+#include "frontend/view_path.h"
 
 #include <unordered_map>
 
 namespace popsim::frontend::lowerings {
 namespace {
-
-// Calls visit(position) for each element of a tensor of `sizes` laid out
-// with `strides` from `start`, in row-major order of the element indices.
-template <typename Visit>
-void forEachPosition(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
-                     int64_t start, Visit visit) {
-  for (int64_t size : sizes) {
-    if (size == 0) return;
-  }
-  std::vector<int64_t> index(sizes.size(), 0);
-  int64_t position = start;
-  while (true) {
-    visit(position);
-    size_t d = sizes.size();
-    while (d > 0) {
-      --d;
-      if (++index[d] < sizes[d]) {
-        position += strides[d];
-        break;
-      }
-      position -= (sizes[d] - 1) * strides[d];
-      index[d] = 0;
-      if (d == 0) return;
-    }
-    if (sizes.empty()) return;
-  }
-}
 
 void lowerAsStrided(LoweringContext& ctx) {
   ir::Value* x = ctx.tensor(0);
@@ -80,12 +54,12 @@ void lowerAsStrided(LoweringContext& ctx) {
   // Which of x's elements (row-major) sits at each position of its memory;
   // where several do (a broadcast dimension has stride 0) they hold one value.
   std::unordered_map<int64_t, int64_t> elementAt;
-  int64_t element = 0;
-  forEachPosition(shape, layout->strides, 0,
-                  [&](int64_t position) { elementAt.emplace(position, element++); });
+  const std::vector<int64_t> held = stridedPositions(shape, layout->strides, 0);
+  for (size_t element = 0; element < held.size(); ++element)
+    elementAt.emplace(held[element], static_cast<int64_t>(element));
 
   std::vector<int64_t> picked;
-  forEachPosition(sizes, strides, start, [&](int64_t position) {
+  for (int64_t position : stridedPositions(sizes, strides, start)) {
     const auto found = elementAt.find(position);
     if (found == elementAt.end()) {
       ctx.unsupported(strCat(
@@ -96,8 +70,8 @@ void lowerAsStrided(LoweringContext& ctx) {
           "a view must stay inside the tensor it is taken of"));
     }
     picked.push_back(found->second);
-  });
-  ir::Value* flat = reshape(ctx, x, {element});
+  }
+  ir::Value* flat = reshape(ctx, x, {static_cast<int64_t>(held.size())});
   ir::Value* values =
       ctx.emit(ir::OpKind::IndexSelect, {flat, int64Constant(ctx, picked)}, {{"dim", int64_t{0}}});
   ctx.setOutput(0, reshape(ctx, values, sizes));
