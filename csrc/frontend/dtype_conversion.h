@@ -24,6 +24,14 @@ inline std::optional<ir::DType> toIrDType(c10::ScalarType type) {
   }
 }
 
+// uint8, int8 and int16: model inputs and buffers the device holds as int32
+// (the importer lets only conversions, views and value-preserving ops read
+// them, which the wider values compute exactly).
+inline bool isWidenedOnDevice(c10::ScalarType type) {
+  return type == c10::ScalarType::Byte || type == c10::ScalarType::Char ||
+         type == c10::ScalarType::Short;
+}
+
 // A dtype as Python writes it (torch.bfloat16), for messages.
 inline std::string pythonDTypeName(c10::ScalarType type) {
   switch (type) {

@@ -752,7 +752,7 @@ private:
   // uint8, int8 and int16 inputs arrive as int32 (the host widens them), so
   // that conversions (x.float(), x.long()) and views of them are exact; any
   // arithmetic would miss the narrow type's wrap-around, so it is refused.
-  static void refuseNarrowIntegerArithmetic(const jit::Node& node) {
+  void refuseNarrowIntegerArithmetic(const jit::Node& node) const {
     const std::string op = node.kind().toQualString();
     if (op == "aten::to" || op == "aten::type_as" || op == "aten::clone" ||
         op == "aten::contiguous" || op == "aten::detach") {
@@ -787,19 +787,31 @@ private:
                                     !schema->arguments()[0].alias_info()->isWrite());
     for (size_t i = 0; i < node.inputs().size(); ++i) {
       if (mask != kMaskArgument.end() && mask->second == i) continue;
+      const auto buffer = narrowBufferReads_.find(node.inputs()[i]);
       const auto type = node.inputs()[i]->type()->cast<c10::TensorType>();
-      const auto scalar = type != nullptr ? type->scalarType() : c10::nullopt;
-      if (view || !scalar.has_value() ||
-          (*scalar != c10::ScalarType::Byte && *scalar != c10::ScalarType::Char &&
-           *scalar != c10::ScalarType::Short)) {
+      const auto scalar = buffer != narrowBufferReads_.end() ? buffer->second.second
+                          : type != nullptr                  ? type->scalarType()
+                                                             : c10::nullopt;
+      if (view || !scalar.has_value() || !isWidenedOnDevice(*scalar)) {
         continue;
       }
-      const char* name = *scalar == c10::ScalarType::Byte   ? "uint8"
-                         : *scalar == c10::ScalarType::Char ? "int8"
-                                                            : "int16";
+      const std::string name = pythonDTypeName(*scalar).substr(std::string("torch.").size());
+      const bool written = i == 0 && schema != nullptr && !schema->arguments().empty() &&
+                           schema->arguments()[0].alias_info() != nullptr &&
+                           schema->arguments()[0].alias_info()->isWrite();
+      if (buffer != narrowBufferReads_.end()) {
+        throw UnsupportedLowering(
+            std::string(written ? "a write into" : "arithmetic on") + " buffer '" +
+            buffer->second.first + "' (" + name +
+            "); popsim holds uint8, int8 and int16 buffers as int32 and reads them only "
+            "through conversions, views and comparisons, which give eager PyTorch's numbers "
+            "(arithmetic would miss the narrow type's wrap-around): register the buffer as "
+            "torch.int32 or torch.int64 to compute with it or update it");
+      }
       throw UnsupportedLowering(
-          std::string("arithmetic on an ") + name +
-          " tensor; popsim holds uint8, int8 and int16 inputs as int32, so it computes with "
+          std::string(written ? "a write into an " : "arithmetic on an ") + name +
+          " tensor; popsim holds uint8, int8 and int16 inputs and buffers as int32, so it "
+          "computes with "
           "them only after a conversion (x.float(), x.long(), x.int()), which gives eager "
           "PyTorch's numbers");
     }
@@ -980,8 +992,12 @@ private:
     const c10::IValue value = object->getSlot(slot);
     if (value.isTensor() &&
         (object->type()->is_parameter(slot) || object->type()->is_buffer(slot))) {
-      values_[node.output()] =
-          aliasing_.root(weight(path, value.toTensor(), object->type()->is_parameter(slot)));
+      const at::Tensor& tensor = value.toTensor();
+      ir::Value* stored = weight(path, tensor, object->type()->is_parameter(slot));
+      values_[node.output()] = aliasing_.root(stored);
+      if (isWidenedOnDevice(tensor.scalar_type())) {
+        narrowBufferReads_[node.output()] = {stored->name(), tensor.scalar_type()};
+      }
       return;
     }
     values_[node.output()] = FrontendValue::ofStatic(value, isModuleObject(value) ? path : "");
@@ -996,7 +1012,9 @@ private:
     if (ir::Value* existing = graph_->findWeight(name)) {
       return existing;
     }
-    const std::optional<ir::DType> dtype = toIrDType(tensor.scalar_type());
+    const std::optional<ir::DType> dtype = !parameter && isWidenedOnDevice(tensor.scalar_type())
+                                               ? ir::DType::Int32
+                                               : toIrDType(tensor.scalar_type());
     if (tensor.is_complex()) {
       throw UnsupportedLowering(std::string(parameter ? "parameter '" : "buffer '") + name +
                                 "' is complex (" + pythonDTypeName(tensor.scalar_type()) +
@@ -1010,7 +1028,8 @@ private:
                                 (parameter ? "; popsim trains float32 and float16 parameters "
                                              "(convert the model with .float() or .half())"
                                            : "; popsim computes with float16, float32, int32, "
-                                             "int64 and bool tensors (convert it to one)"));
+                                             "int64 and bool tensors (and reads uint8, int8 and "
+                                             "int16 ones as int32): convert it to one"));
     }
     return graph_->addWeight(
         name, {*dtype, ir::Shape(tensor.sizes().begin(), tensor.sizes().end())}, parameter);
@@ -1270,6 +1289,9 @@ private:
   // values a prim::Loop carries (control flow decided at compile time).
   std::unordered_map<const jit::Value*, const jit::Value*> forwarded_;
   std::set<const jit::Value*> loopCarried_;
+  // Reads of uint8, int8 and int16 buffers (held as int32) -> the buffer's name
+  // and dtype: a trace types prim::GetAttr's output without its dtype.
+  std::map<const jit::Value*, std::pair<std::string, c10::ScalarType>> narrowBufferReads_;
   int64_t unrolledIterations_ = 0;
   const std::vector<ir::TensorType>& inputTypes_;
   const ImportOptions& options_;

@@ -83,7 +83,9 @@ void writeVariables(DeviceProgram& program, const std::map<std::string, at::Tens
   std::map<std::string, runtime::TensorView> views;
   for (const auto& [name, value] : values) {
     at::Tensor tensor = value.detach();
-    if (program.sharded(name)) { // shards are split in the device's dtype
+    // Shards are split in the device's dtype; uint8, int8 and int16 buffers
+    // are held as int32.
+    if (program.sharded(name) || frontend::isWidenedOnDevice(tensor.scalar_type())) {
       tensor = tensor.to(frontend::toTorchDType(program.variableType(name).dtype));
     }
     held[name] = tensor.contiguous();

@@ -14,7 +14,8 @@ import pytest
 import torch
 
 import popsim
-from models import Function, WithLoss
+from conftest import assert_close
+from models import Function, WithLoss, assert_sgd_steps_match_eager
 from popsim.frontend.half_tracing import HalfOnCpu
 
 SPECIAL = torch.tensor([[1.7, -2.9, float("nan"), 3e10, -3e10, 0.0, -0.0, float("inf"),
@@ -105,8 +106,9 @@ def test_arithmetic_on_narrow_integers_is_refused_with_the_fix():
     images = torch.randint(0, 256, (2, 4), dtype=torch.uint8)
     with pytest.raises(popsim.UnsupportedOperationError,
                        match=r"aten::add at .*test_dtypes.py:\d+ \(in <lambda>\): arithmetic on a"
-                       r"n uint8 tensor; popsim holds uint8, int8 and int16 inputs as int32, so "
-                       r"it computes with them only after a conversion \(x.float\(\), x.long\(\), "
+                       r"n uint8 tensor; popsim holds uint8, int8 and int16 inputs and buffers as "
+                       r"int32, so it computes with them only after a conversion \(x.float\(\), "
+                       r"x.long\(\), "
                        r"x.int\(\)\), which gives eager PyTorch's numbers"):
         popsim.inferenceModel(Function(lambda x: (x + 200).float()))(images)
     # A Python number would first wrap into the narrow type in eager PyTorch.
@@ -264,3 +266,63 @@ def test_a_uint8_mask_masks_as_a_bool_one_does_in_eager():
     mask = torch.tensor([[1, 0, 1], [0, 1, 0]], dtype=torch.uint8)
     with pytest.warns(UserWarning):
         assert_same(lambda x, m: (x.masked_fill(m, -1.0), torch.where(m, x, -x)), x, mask)
+
+
+class NarrowBuffers(torch.nn.Module):
+    """A model reading uint8, int8 and int16 buffers (a lookup table, a mask,
+    offsets) only through conversions, views, comparisons and selections."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 4)
+        self.register_buffer("table", torch.tensor([[0, 3, 255, 7], [200, 1, 2, 3]],
+                                                   dtype=torch.uint8))
+        self.register_buffer("offsets", torch.tensor([-128, 5, 127, -1], dtype=torch.int8))
+        self.register_buffer("mask", torch.tensor([1, 0, 1, 0], dtype=torch.uint8))
+        self.register_buffer("wide", torch.tensor([-30000, 5, 30000, -1], dtype=torch.int16))
+
+    def forward(self, x, target):
+        y = self.linear(x) * self.table[1].float() / 100 + self.offsets.float() + self.wide.half()
+        y = y.masked_fill(self.mask, 0.0)[:, self.table[0].long() % 4]
+        y = y + (self.offsets > self.wide[:1]).float() + torch.maximum(self.offsets,
+                                                                       self.offsets[:1]).float()
+        return y, torch.nn.functional.mse_loss(y, target)
+
+
+@pytest.mark.filterwarnings("ignore:masked_fill_ received a mask with dtype torch.uint8")
+def test_narrow_integer_buffers_are_read_as_eager_reads_them():
+    """uint8, int8 and int16 buffers are held as int32 on the device, like such
+    inputs; after training, the host's buffers keep their dtype and values."""
+    x, target = torch.randn(2, 4), torch.randn(2, 4)
+    torch.manual_seed(0)
+    model = NarrowBuffers()
+    assert_close(popsim.inferenceModel(copy.deepcopy(model))(x, target)[0], model(x, target)[0])
+    assert_sgd_steps_match_eager(lambda: (torch.manual_seed(0), NarrowBuffers())[1],
+                                 [(x, target)] * 3, lr=0.01)
+    trained = NarrowBuffers()
+    popsim.trainingModel(trained, optimizer=torch.optim.SGD(trained.parameters(), lr=0.01))(
+        x, target)
+    assert trained.table.dtype == torch.uint8 and trained.offsets.dtype == torch.int8
+    assert torch.equal(trained.wide, NarrowBuffers().wide)
+
+
+def test_writes_into_narrow_integer_buffers_are_refused_naming_the_buffer():
+    """The device holds the buffer as int32: an update would miss the narrow
+    type's wrap-around, so it is refused with the fix."""
+
+    class Counter(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("count", torch.tensor([250], dtype=torch.uint8))
+
+        def forward(self, x):
+            self.count.add_(10)
+            return x * self.count.float()
+
+    with pytest.raises(popsim.UnsupportedOperationError,
+                       match=r"aten::add_ at .*test_dtypes.py:\d+ \(in forward\): a write into "
+                             r"buffer 'count' \(uint8\); popsim holds uint8, int8 and int16 "
+                             r"buffers as int32 and reads them only through conversions, views "
+                             r"and comparisons, .*: register the buffer as torch.int32 or "
+                             r"torch.int64 to compute with it or update it"):
+        popsim.inferenceModel(Counter())(torch.ones(1))
