@@ -150,6 +150,23 @@ TEST(PublicApi, WeightsGoToTheDeviceAndBack) {
       0.0);
 }
 
+TEST(PublicApi, NarrowIntegerBuffersAreHeldAsInt32AndKeepTheirDtype) {
+  // A uint8 lookup table, read through a conversion: the device holds it as int32.
+  torch::jit::Module module("Narrow");
+  module.register_buffer("table", torch::tensor({0, 3, 255, 7}, at::kByte));
+  module.define("def forward(self, x):\n  return x * self.table.float()\n");
+  const at::Tensor x = torch::randn({2, 4});
+  popsim::InferenceSession session(module, {x});
+  EXPECT_TRUE(torch::equal(session.run({x}).at(0), x * torch::tensor({0.0F, 3.0F, 255.0F, 7.0F})));
+  session.module().attr("table").toTensor().fill_(2);
+  session.copyWeightsToDevice();
+  EXPECT_TRUE(torch::equal(session.run({x}).at(0), x * 2));
+  session.copyWeightsToHost();
+  const at::Tensor table = session.module().attr("table").toTensor();
+  EXPECT_EQ(table.scalar_type(), at::kByte);
+  EXPECT_TRUE(torch::equal(table, torch::full({4}, 2, at::kByte)));
+}
+
 TEST(PublicApi, CostOnlyGivesTheSameCyclesWithoutValues) {
   const at::Tensor images = reference("images");
   popsim::Options options = pipelined();

@@ -73,12 +73,15 @@ LOSSES = {
         Loss(F.soft_margin_loss, [_signs(s).long()], reduction=r), [torch.randn(*s) * 2])),
     "bce": _case(lambda rng, s, r: (Loss(F.binary_cross_entropy, [torch.rand(*s)], reduction=r),
                                     [0.05 + 0.9 * torch.rand(*s)])),
-    # (F.binary_cross_entropy's weight argument fails in torch.jit.trace itself:
-    # the aten op is called directly.)
+    # (F.binary_cross_entropy broadcasts its weight with sizes torch.jit.trace
+    # cannot take: popsim's trace broadcasts it itself, python_losses.py.)
     "bce_weight": _case(lambda rng, s, r: (
-        Loss(lambda x, t, w, reduction: torch._C._nn.binary_cross_entropy(
-            x, t, w, ["none", "mean", "sum"].index(reduction)),
+        Loss(lambda x, t, w, reduction: F.binary_cross_entropy(x, t, w, reduction=reduction),
              [torch.rand(*s), torch.rand(*s) + 0.5], reduction=r),
+        [0.05 + 0.9 * torch.rand(*s)])),
+    "bce_broadcast_weight": _case(lambda rng, s, r: (
+        Loss(lambda x, t, w, reduction: F.binary_cross_entropy(x, t, w, reduction=reduction),
+             [torch.rand(*s), torch.rand(s[-1]) + 0.5], reduction=r),
         [0.05 + 0.9 * torch.rand(*s)])),
     "bce_logits_pos_weight": _case(lambda rng, s, r: (
         Loss(lambda x, t, w, p, **k: F.binary_cross_entropy_with_logits(x, t, w, pos_weight=p,

@@ -235,6 +235,11 @@ void lowerIdentityLoss(LoweringContext& ctx) {
   ctx.setOutput(0, loss);
 }
 
+// popsim::torch_loss(x): the result of one of PyTorch's loss functions that
+// PyTorch writes in Python (python_losses.py marks it while a training model
+// traces), a loss as aten's loss ops are.
+void lowerTorchLoss(LoweringContext& ctx) { setLoss(ctx, ctx.tensor(0)); }
+
 } // namespace
 
 void registerLosses(LoweringRegistry& registry) {
@@ -246,6 +251,7 @@ void registerLosses(LoweringRegistry& registry) {
   registry.add("aten::l1_loss", lowerL1Loss);
   registry.add("aten::binary_cross_entropy_with_logits", lowerBceWithLogits);
   registry.add("popsim::identity_loss", lowerIdentityLoss);
+  registry.add("popsim::torch_loss", lowerTorchLoss);
 }
 
 } // namespace popsim::frontend::lowerings

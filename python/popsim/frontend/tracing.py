@@ -23,6 +23,7 @@ from popsim.frontend import name_scope as _name_scope
 from popsim.frontend import structure as _structure
 from popsim.frontend import torch_checkpoints as _torch_checkpoints
 from popsim.frontend import custom_functions as _custom_functions
+from popsim.frontend import python_losses as _python_losses
 from popsim.frontend import trace_reuse as _trace_reuse
 from popsim.frontend import value_guards as _value_guards
 from popsim.frontend.ops import LIBRARY as _LIBRARY
@@ -668,6 +669,8 @@ def _trace(model: torch.nn.Module, signature: Signature,
         guards.enter_context(_torch_checkpoints.as_recomputation_checkpoints())
         # torch.autograd.Functions as traced ops, with their backward as a custom gradient.
         guards.enter_context(_custom_functions.as_traced_functions(model, training))
+        # torch.nn.functional's losses written in Python, marked as losses.
+        guards.enter_context(_python_losses.traceable_python_losses(training))
         if eager_values:
             guards.enter_context(_python_values.eager_python_values())
         with torch.enable_grad(), warnings.catch_warnings():
