@@ -23,21 +23,25 @@ void OutputSpec::validate(int64_t deviceIterations) const {
                 deviceIterations, ".");
 }
 
-int64_t OutputSpec::returnedIterations(int64_t deviceIterations) const {
+int64_t OutputSpec::returnedIterations(int64_t iterations) const {
   switch (mode) {
-  case OutputMode::All: return deviceIterations;
-  case OutputMode::EveryN: return deviceIterations / period;
+  case OutputMode::All: return iterations;
+  case OutputMode::EveryN: return iterations / period; // whole steps
   case OutputMode::Final:
   case OutputMode::Sum: return 1;
   }
   return 1;
 }
 
-int64_t OutputSpec::slotOf(int64_t iteration, int64_t deviceIterations) const {
+int64_t OutputSpec::slotOf(int64_t iteration, int64_t iterations) const {
   switch (mode) {
   case OutputMode::All: return iteration;
-  case OutputMode::EveryN: return (iteration + 1) % period == 0 ? (iteration + 1) / period - 1 : -1;
-  case OutputMode::Final: return iteration == deviceIterations - 1 ? 0 : -1;
+  case OutputMode::EveryN: {
+    const int64_t step = iteration / stepMicroBatches;
+    if ((step + 1) % period != 0) return -1;
+    return ((step + 1) / period - 1) * stepMicroBatches + iteration % stepMicroBatches;
+  }
+  case OutputMode::Final: return iteration == iterations - 1 ? 0 : -1;
   case OutputMode::Sum: return 0;
   }
   return -1;

@@ -9,6 +9,7 @@ Program programOf(std::unique_ptr<ir::Graph> graph, const CompilerOptions& optio
   program.deviceIterations = options.deviceIterations;
   program.gradientAccumulation = options.gradientAccumulation;
   program.output = options.output;
+  program.output.stepMicroBatches = options.gradientAccumulation;
   program.layout = TaskLayout(*graph, program.training());
   program.schedule = buildSchedule(program.layout, program.microBatchesPerStep(), options.schedule);
   program.graph = std::move(graph);

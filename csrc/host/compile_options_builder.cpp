@@ -133,6 +133,17 @@ runtime::CompileOptions buildCompileOptions(const SessionOptions& options,
   program.recomputation = options.training.recomputation;
   program.output.mode = compilerOutputMode(options.resolvedOutputMode(inputs.training));
   program.output.period = options.outputReturnPeriod;
+  // As PopART's EveryN: every N-th step (device iteration) comes back, with
+  // all of its gradient accumulation micro-batches.
+  POPSIM_CHECK_OPTION(
+      program.output.mode != compiler::OutputMode::EveryN ||
+          options.deviceIterations % options.outputReturnPeriod == 0,
+      "outputMode", "OutputMode.EveryN with output_return_period ", options.outputReturnPeriod,
+      " needs deviceIterations to be a multiple of it, got ", options.deviceIterations,
+      inputs.training && options.training.gradientAccumulation > 1
+          ? " (each returned device iteration comes with all of its "
+            "gradientAccumulation micro-batches)."
+          : ".");
   program.training = inputs.config;
   // Collectives are costed on all the job's IPUs (every replica's, in every process).
   program.training.systemIpus = system.numIpus * program.training.replicas;

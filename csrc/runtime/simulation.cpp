@@ -32,7 +32,7 @@ Simulation simulateProgram(compiler::Program program, const CompileOptions& opti
 
 void CompileOptions::validate() const {
   system.validate();
-  compiler.output.validate(compiler.microBatchesPerCall());
+  compiler.output.validate(compiler.deviceIterations);
   // The Python API validates what users set (popsim.Options); these hold
   // for every options object it builds.
   POPSIM_ASSERT(compiler.deviceIterations >= 1 && compiler.gradientAccumulation >= 1,

@@ -35,10 +35,10 @@ struct SessionOptions; ///< the host runtime's (csrc/host/session_options.h)
 
 /// Which device iterations' outputs a call returns (Python's popsim.OutputMode).
 enum class OutputMode {
-  Final,   ///< only the last iteration's
-  EveryN,  ///< every N-th iteration's (N: the period given with it)
-  All,     ///< every iteration's, concatenated along dimension 0
-  Sum,     ///< the elementwise sum over all iterations
+  Final,  ///< only the last iteration's
+  EveryN, ///< every N-th device iteration's, with all its accumulated micro-batches (N: the period)
+  All,    ///< every iteration's, concatenated along dimension 0
+  Sum,    ///< the elementwise sum over all iterations
   Default, ///< All for inference
 };
 

@@ -24,7 +24,7 @@ from torch.nn.modules.module import _IncompatibleKeys
 
 from popsim import _C
 from popsim.api import hooks as _hooks
-from popsim.api.enums import CommGroupType, ConnectionType, OutputMode, VariableRetrievalMode
+from popsim.api.enums import CommGroupType, ConnectionType, VariableRetrievalMode
 from popsim.api.errors import (ArgumentError, Error, ExecutableFileError, InputError,
                                OfflineTargetError, OptionError)
 from popsim.api.log import LOGGER
@@ -118,8 +118,7 @@ class Executor(ExecutorReports):
             ArgumentError: when ``model`` is neither a ``torch.nn.Module`` nor an executor.
             OptionError: when ``options`` is not a :class:`popsim.Options`, when an inference
                 model's options accumulate gradients (``Training.gradientAccumulation`` other
-                than 1), when ``OutputMode.EveryN``'s period does not divide the micro-batches
-                of a call, or when a training model's optimizer is not one popsim trains with
+                than 1), or when a training model's optimizer is not one popsim trains with
                 (SGD, Adam, AdamW, RMSprop or LAMB).
         """
         if isinstance(model, Executor):
@@ -215,16 +214,6 @@ class Executor(ExecutorReports):
                 f"opts.Training.gradientAccumulation(1) (it is "
                 f"{opts.Training.gradient_accumulation}). To run several micro-batches per "
                 "call, use opts.deviceIterations(n).", option="Training.gradientAccumulation")
-        accumulation = opts.Training.gradient_accumulation
-        micro_batches = opts.device_iterations * accumulation
-        if (opts.output_mode == OutputMode.EveryN
-                and micro_batches % opts.output_return_period != 0):
-            count = (f"deviceIterations to be a multiple of it, got {micro_batches}"
-                     if accumulation == 1 else
-                     f"the micro-batches per call (deviceIterations x gradientAccumulation = "
-                     f"{micro_batches}) to be a multiple of it")
-            raise OptionError(f"OutputMode.EveryN with output_return_period "
-                              f"{opts.output_return_period} needs {count}.", option="outputMode")
 
     @property
     def model(self) -> torch.nn.Module:

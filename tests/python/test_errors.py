@@ -373,8 +373,9 @@ def test_options_that_do_not_fit_the_model_kind():
         "(it is 4). To run several micro-batches per call, use opts.deviceIterations(n).")
     opts = popsim.Options().deviceIterations(3).outputMode(popsim.OutputMode.EveryN, 2)
     with pytest.raises(popsim.OptionError, match=r"EveryN with output_return_period 2 needs "
-                                                  r"deviceIterations to be a multiple of it, got 3"):
-        popsim.inferenceModel(MnistNetwork(), opts)
+                                                  r"deviceIterations to be a multiple of it, "
+                                                  r"got 3\.$"):
+        popsim.inferenceModel(MnistNetwork(), opts)(torch.randn(3, 1, 28, 28))
 
 
 def test_memory_per_ipu_larger_than_the_chip():

@@ -176,3 +176,33 @@ def test_resnet18_training_matches_eager(optimizer, accumulation, iterations):
 def test_batch_norm_training_matches_eager(optimizer, accumulation, iterations):
     lr = 1e-2 if optimizer == "sgd" else 1e-4
     run_parity(BatchNormNet, (1, 16, 16), 8, optimizer, lr, accumulation, iterations)
+
+
+class _MicroBatchIndex(torch.nn.Module):
+    """Returns each micro-batch's first input column, with a loss of zero gradient."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.zeros(1))
+
+    def forward(self, x):
+        return x[:, 0].clone(), popsim.identity_loss((x * self.w).sum(), "sum")
+
+
+@pytest.mark.parametrize("iterations,accumulation,period,replicas",
+                         [(3, 2, 3, 1), (4, 3, 2, 1), (4, 2, 2, 2), (2, 1, 2, 1)])
+def test_every_n_returns_every_nth_step_with_all_its_micro_batches(iterations, accumulation,
+                                                                   period, replicas):
+    """As PopART's EveryN: every N-th device iteration (global batch), each with all of its
+    gradient accumulation micro-batches, in order."""
+    opts = popsim.Options().deviceIterations(iterations).replicationFactor(replicas)
+    opts.outputMode(popsim.OutputMode.EveryN, period).Training.gradientAccumulation(accumulation)
+    model = _MicroBatchIndex()
+    trainer = popsim.trainingModel(model, opts, torch.optim.SGD(model.parameters(), lr=0.0))
+    micro_batches = iterations * accumulation
+    # Micro-batch m of replica r holds 10 * m + r (one sample each).
+    x = torch.tensor([[10.0 * m + r] for m in range(micro_batches) for r in range(replicas)])
+    outputs, _ = trainer(x)
+    returned = [m for m in range(micro_batches) if (m // accumulation + 1) % period == 0]
+    expected = torch.tensor([10.0 * m + r for m in returned for r in range(replicas)])
+    assert torch.equal(outputs, expected)

@@ -195,9 +195,10 @@ class _CallSetters(_OptionGroup):
             output_mode: A :class:`popsim.OutputMode`; ``OutputMode.Default`` (the default)
                 returns every iteration's outputs for inference models and the last one's for
                 training models.
-            output_return_period: With ``OutputMode.EveryN``, N: every N-th iteration's outputs
-                are returned. Other modes ignore it, as in PopTorch (an INFO log message says
-                so).
+            output_return_period: With ``OutputMode.EveryN``, N: every N-th device
+                iteration's outputs are returned (in training, each with all of its
+                ``gradientAccumulation`` micro-batches, as PopART returns every N-th global
+                batch). Other modes ignore it, as in PopTorch (an INFO log message says so).
 
         Returns:
             These options (``self``), so calls chain.

@@ -24,7 +24,8 @@ class OutputMode(enum.IntEnum):
     """Which device iterations' outputs a call returns to the host.
 
     - ``Final``: only the last iteration's outputs.
-    - ``EveryN``: every N-th iteration (N is ``output_return_period``).
+    - ``EveryN``: every N-th iteration (N is ``output_return_period``); in
+      training, each with all of its gradient accumulation micro-batches.
     - ``All``: every iteration, concatenated along dimension 0 (scalars are
       stacked).
     - ``Sum``: the elementwise sum over all iterations.

@@ -67,6 +67,22 @@ TEST(OutputSpecTest, EveryN) {
   EXPECT_EQ(whole.hostShape({}, 3), Shape({}));
 }
 
+TEST(OutputSpecTest, EveryNReturnsWholeStepsOfAccumulatedMicroBatches) {
+  // As PopART's EveryN: every N-th step (global batch), each with all of its
+  // micro-batches. 3 steps of 2 micro-batches with period 3: the last step's.
+  OutputSpec three{OutputMode::EveryN, 3};
+  three.stepMicroBatches = 2;
+  EXPECT_NO_THROW(three.validate(3));
+  EXPECT_EQ(three.returnedIterations(6), 2);
+  EXPECT_EQ(slots(three, 6), (std::vector<int64_t>{-1, -1, -1, -1, 0, 1}));
+  // 4 steps of 3 with period 2: steps 1 and 3.
+  OutputSpec two{OutputMode::EveryN, 2};
+  two.stepMicroBatches = 3;
+  EXPECT_EQ(two.returnedIterations(12), 6);
+  EXPECT_EQ(slots(two, 12), (std::vector<int64_t>{-1, -1, -1, 0, 1, 2, -1, -1, -1, 3, 4, 5}));
+  EXPECT_EQ(two.hostShape({2}, 12), Shape({12}));
+}
+
 TEST(OutputSpecTest, Sum) {
   const OutputSpec spec{OutputMode::Sum, 1};
   EXPECT_NO_THROW(spec.validate(3));
