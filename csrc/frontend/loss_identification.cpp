@@ -1,6 +1,7 @@
 #include "frontend/loss_identification.h"
 
 #include "common/check.h"
+#include "common/logging.h"
 
 #include <algorithm>
 #include <unordered_map>
@@ -94,6 +95,31 @@ void identifyLoss(ir::Graph& graph, const MarkedLosses& losses) {
   std::vector<std::unordered_set<const ir::Value*>> ancestors;
   for (size_t i : outputs)
     ancestors.push_back(ancestorsOf(graph.outputs()[i]));
+  if (identity) {
+    // A returned PyTorch loss computed apart from the marked ones is not
+    // minimised: say so rather than leave it silently untrained.
+    std::unordered_set<const ir::Value*> builtin;
+    for (const auto& [value, kind] : losses) {
+      if (kind == LoweringContext::LossKind::Builtin) builtin.insert(value);
+    }
+    Dependencies builtinDependencies(std::move(builtin));
+    for (size_t i = 0; i < graph.outputs().size(); ++i) {
+      const ir::Value* output = graph.outputs()[i];
+      const ir::Value* source = builtinDependencies.markedSource(output);
+      const bool partOfAMarkedLoss =
+          std::any_of(ancestors.begin(), ancestors.end(),
+                      [&](const std::unordered_set<const ir::Value*>& computedFrom) {
+                        return computedFrom.count(output) != 0;
+                      });
+      if (source == nullptr || dependencies.markedSource(output) != nullptr || partOfAMarkedLoss)
+        continue;
+      POPSIM_LOG(Warn) << "The training model returns a loss that is not minimised: output " << i
+                       << " is a PyTorch loss function's result (" << describeLoss(*source)
+                       << "), but the model marks its losses with popsim.identity_loss, and "
+                          "then only the marked ones are minimised. Mark this one with "
+                          "identity_loss too (or add it into a marked loss) to train on it.";
+    }
+  }
   std::vector<size_t> finals;
   for (size_t a = 0; a < outputs.size(); ++a) {
     const ir::Value* output = graph.outputs()[outputs[a]];

@@ -127,6 +127,24 @@ def test_losses_pytorch_writes_in_python_are_found_and_train_as_eager(loss):
             torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6, msg=name)
 
 
+def test_a_loss_function_returned_beside_identity_losses_is_named_as_not_minimised(capfd):
+    """With identity_loss, only the marked losses are minimised; a PyTorch loss returned apart
+    from them is named in a warning rather than left untrained silently."""
+    torch.manual_seed(0)
+    model = TwoHeads(lambda c, a, b: (c, a, popsim.identity_loss(b, "none")))
+    eager = copy.deepcopy(model)
+    inputs = batch()
+    eager_step(eager, lambda out: out[2], inputs)
+    popsim_step(model, inputs)
+    for (name, got), want in zip(model.named_parameters(), eager.parameters()):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6, msg=name)
+    assert ("The training model returns a loss that is not minimised: output 1 is a PyTorch "
+            "loss function's result (" in capfd.readouterr().err)
+    # A loss function's result that a marked loss is computed from is minimised through it.
+    popsim_step(TwoHeads(lambda c, a, b: (c, a, popsim.identity_loss(a + b, "none"))), inputs)
+    assert "not minimised" not in capfd.readouterr().err
+
+
 def test_losses_of_two_pipeline_stages_train_as_one_ipu():
     """The regression loss is on IPU 1 and the classification loss on IPU 0:
     their sum is minimised across the pipeline as on one IPU."""
