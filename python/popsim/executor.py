@@ -173,6 +173,8 @@ class Executor(ExecutorReports):
         # The model's own train/eval flags (kept through destroy()): the modules' when it
         # first compiles, or as Executor.train / eval set them.
         self._owned_flags: Optional[Tuple[bool, ...]] = None
+        # requires_grad of the optimizer's parameters when the model compiled.
+        self._trained_flags: Tuple[bool, ...] = ()
         # (path, ProgramFile) while loadExecutable compiles.
         self._exported: Optional[Tuple[str, _executable_file.ProgramFile]] = None
         self._reset()
@@ -309,6 +311,10 @@ class Executor(ExecutorReports):
         if self._compiled is not None and self._owned_flags != self._compiled.flags:
             LOGGER.info("The model's train/eval flags changed since it compiled "
                         "(Executor.train / eval): compiling again")
+            self.destroy()
+        elif self._compiled is not None and self._trained_flags != self._requires_grad_flags():
+            LOGGER.info("A parameter the optimizer holds was frozen or unfrozen "
+                        "(requires_grad) since the model compiled: compiling again")
             self.destroy()
         if self._compiled is None:
             self._compile(args, kwargs)
@@ -521,6 +527,15 @@ class Executor(ExecutorReports):
             return self._program.first.graph_text(locations)
         return self._compiled_model.graph.to_text(locations)
 
+    def _requires_grad_flags(self) -> Tuple[bool, ...]:
+        """requires_grad of each parameter the optimizer holds (none for inference), which
+        decides what the compiled program trains: a change compiles the model again."""
+        optimizer = self._flow.optimizer if self._training else None
+        if optimizer is None:
+            return ()
+        return tuple(parameter.requires_grad for group in optimizer.param_groups
+                     for parameter in group["params"])
+
     def _compile(self, args: Tuple[Any, ...], kwargs: Dict[str, Any]) -> None:
         root = self._profile.root()  # a bad POPSIM_PROFILE_DIR fails before compiling
         _hooks.run_pre_compile()
@@ -540,6 +555,7 @@ class Executor(ExecutorReports):
                             _replication.of(self._options, self._training).job,
                             compiled.replica_groups)
             self._compiled = compiled
+            self._trained_flags = self._requires_grad_flags()
             self._calls = Calls(compiled, self._options)
             self._compilation_seconds = time.perf_counter() - compiled.started
             self._profile.compiled(root, compiled.program, type(self._user_model).__name__,

@@ -206,3 +206,53 @@ def test_every_n_returns_every_nth_step_with_all_its_micro_batches(iterations, a
     returned = [m for m in range(micro_batches) if (m // accumulation + 1) % period == 0]
     expected = torch.tensor([10.0 * m + r for m in returned for r in range(replicas)])
     assert torch.equal(outputs, expected)
+
+
+def _train_with_freezing(make_optimizer, frozen_steps):
+    """6 steps of popsim and eager (zero_grad(set_to_none=True)) with the first layer's weight
+    frozen at frozen_steps; returns both models and the frozen weight after the last frozen
+    step."""
+    torch.manual_seed(0)
+    model = WithLoss(torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.ReLU(),
+                                         torch.nn.Linear(8, 3)))
+    eager = copy.deepcopy(model)
+    trainer = popsim.trainingModel(model, optimizer=make_optimizer(model.parameters()))
+    eager_optimizer = make_optimizer(eager.parameters())
+    frozen = None
+    for step in range(6):
+        for network in (model.model, eager.model):
+            network[0].weight.requires_grad_(step not in frozen_steps)
+        x, labels = torch.randn(4, 6), torch.randint(0, 3, (4,))
+        trainer(x, labels)
+        eager_optimizer.zero_grad(set_to_none=True)
+        eager(x, labels)[1].backward()
+        eager_optimizer.step()
+        if step == max(frozen_steps):
+            trainer.copyWeightsToHost()
+            frozen = model.model[0].weight.detach().clone()
+    trainer.copyWeightsToHost()
+    return model, eager, frozen
+
+
+@pytest.mark.parametrize("make_optimizer,frozen_steps", [
+    (lambda parameters: torch.optim.SGD(parameters, lr=0.1, momentum=0.9), (2, 3)),
+    (lambda parameters: torch.optim.Adam(parameters, lr=0.01), (2, 3, 4, 5))])
+def test_freezing_and_unfreezing_after_compiling_compiles_again_and_trains_as_eager(
+        make_optimizer, frozen_steps):
+    """A parameter frozen (requires_grad_(False)) between calls is no longer trained, its
+    optimizer state kept, as eager PyTorch with zero_grad(set_to_none=True); unfrozen, it
+    trains again."""
+    model, eager, frozen = _train_with_freezing(make_optimizer, frozen_steps)
+    for (name, got), want in zip(model.named_parameters(), eager.parameters()):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6, msg=name)
+    assert torch.equal(model.model[0].weight, frozen) == (frozen_steps[-1] == 5)
+
+
+def test_unfreezing_under_adam_warns_that_steps_are_counted_per_group(caplog):
+    """torch's Adam counts steps per parameter and skips a frozen one; popsim counts them per
+    group, so the unfrozen parameter's bias correction differs, which it says."""
+    _train_with_freezing(lambda parameters: torch.optim.Adam(parameters, lr=0.01), (2, 3))
+    assert ("Parameter group 0's parameters have taken different numbers of optimizer steps "
+            "(model.0.weight 2, model.0.bias 4, model.2.weight 4, model.2.bias 4): popsim "
+            "counts steps per group on the device and continues all of them from 4"
+            in caplog.text)

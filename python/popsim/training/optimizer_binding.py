@@ -373,14 +373,25 @@ class OptimizerBinding:
         return values
 
     def _initial_step(self, index: int) -> int:
-        steps = []
-        for _, param in self.groups[index]:
+        counted = {}  # the optimizers that count steps per parameter (Adam, ...)
+        stepped = False
+        for name, param in self.groups[index]:
             state = self.optimizer.state.get(param, {})
             if "step" in state:
-                steps.append(int(float(state["step"])))
+                counted[name] = int(float(state["step"]))
             elif "momentum_buffer" in state and state["momentum_buffer"] is not None:
-                steps.append(1)  # SGD keeps no count; a buffer means it has stepped
-        return max(steps, default=0)
+                stepped = True  # SGD keeps no count; a buffer means it has stepped
+        if len(set(counted.values())) > 1:
+            # (A parameter frozen for some steps, which torch's optimizers then skip.)
+            behind = sorted(((step, name) for name, step in counted.items()),
+                            key=lambda entry: entry[0])  # fewest first, else in group order
+            LOGGER.warning(
+                "Parameter group %d's parameters have taken different numbers of optimizer "
+                "steps (%s): popsim counts steps per group on the device and continues all of "
+                "them from %d, so the step-dependent terms (Adam's bias correction) of the "
+                "others differ from eager PyTorch's.", index,
+                ", ".join(f"{name} {step}" for step, name in behind), behind[-1][0])
+        return max(counted.values(), default=1 if stepped else 0)
 
     def copy_state_to_host(self, executable: _C.DeviceProgram) -> None:
         """The device's optimizer state into optimizer.state, as PyTorch keeps it."""
