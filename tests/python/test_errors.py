@@ -274,6 +274,11 @@ def test_arguments_left_out_after_compilation_are_named_in_poptorch_wording():
     with pytest.raises(popsim.InputError, match=r"^Missing arguments: z\. The model was "
                                                 r"compiled for inputs structured as"):
         model(ones, ones, ones, ones, scale=1.0)
+    # A call forward() itself could not take names the arguments it has.
+    with pytest.raises(popsim.InputError, match=r"^Number of positional arguments mismatch: "
+                                                r"expected 4 arguments but got 1\. .* but was "
+                                                r"called with \{'a': \*\} \(a\)\. "):
+        model(ones)
 
 
 def test_non_tensor_argument_changes_after_compilation_use_poptorch_wording():

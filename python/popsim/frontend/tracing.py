@@ -196,9 +196,20 @@ def _bind_arguments(forward: Callable[..., Any], args: Sequence[Any], kwargs: Di
             raise ArgumentError(f"The model's forward() cannot take this call: {reason}. Call "
                                 "the wrapped model as you would call the model itself.") \
                 from error
-        values = {f"args[{i}]": arg for i, arg in enumerate(args)}
-        values.update(kwargs)
-        return values
+        try:  # the arguments it names (a call leaving one out), else by position
+            return _named_arguments(_signature_of(forward).bind_partial(*args, **kwargs),
+                                    defaults)
+        except (TypeError, ValueError):
+            values = {f"args[{i}]": arg for i, arg in enumerate(args)}
+            values.update(kwargs)
+            return values
+    return _named_arguments(bound, defaults)
+
+
+def _named_arguments(bound: inspect.BoundArguments,
+                     defaults: Optional[Dict[str, torch.Tensor]]) -> Dict[str, Any]:
+    """A bound call's arguments keyed by parameter name (items of *args as name[i], **kwargs
+    by their keys), with `defaults` for the parameters it leaves out."""
     values = {}
     for name, parameter in bound.signature.parameters.items():
         if name not in bound.arguments:
