@@ -17,6 +17,8 @@ import warnings
 
 import torch
 
+from popsim.frontend.python_losses import traceable_python_losses
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 DOC = os.path.join(HERE, "..", "..", "docs", "ops.md")
 DRAWS = 2
@@ -33,7 +35,8 @@ REFUSED = {"aten::masked_select", "aten::unique", "aten::_unique", "aten::_uniqu
 
 def _aten_ops(module, inputs):
     """{aten op: set of its tensor inputs' dtypes} of the traced module."""
-    with warnings.catch_warnings():
+    # (traced as popsim traces PyTorch's losses written in Python, python_losses.py)
+    with warnings.catch_warnings(), traceable_python_losses(training=False):
         warnings.simplefilter("ignore")
         traced = torch.jit.trace(module, tuple(inputs), check_trace=False)
     found = collections.defaultdict(set)

@@ -37,6 +37,25 @@ def _pad(mode):
     return case
 
 
+def _pad_sequence(rng):
+    """torch.nn.utils.rnn.pad_sequence of 1 to 3 sequences of random lengths."""
+    rest = [rng.randint(1, 3) for _ in range(rng.randint(0, 2))]
+    lengths = [rng.randint(1, 4) for _ in range(rng.randint(1, 3))]
+    batch_first, value = rng.random() < 0.5, rng.choice([0.0, -1.5])
+    sequences = [torch.randn(length, *rest) for length in lengths]
+    return PadSequence(batch_first, value), sequences
+
+
+class PadSequence(nn.Module):
+    def __init__(self, batch_first, value):
+        super().__init__()
+        self.batch_first, self.value = batch_first, value
+
+    def forward(self, *sequences):
+        return nn.utils.rnn.pad_sequence(list(sequences), batch_first=self.batch_first,
+                                         padding_value=self.value)
+
+
 def _module(make, spatial, smallest=1, batched=False, whole=False):
     """make(rng) of a random input (whole numbers: ties)."""
     def case(rng):
@@ -69,6 +88,7 @@ WINDOWS = {
     "pad_circular": _pad("circular"),
     "reflection_pad2d_module": _module(lambda rng: nn.ReflectionPad2d((2, 0, 1, 1)), 2, 3),
     "replication_pad1d_module": _module(lambda rng: nn.ReplicationPad1d(2), 1),
+    "pad_sequence": _pad_sequence,
     "zero_pad2d_module": _module(lambda rng: nn.ZeroPad2d((1, -1, 0, 2)), 2, 2),
     "max_pool1d": _pool(1, True),
     "avg_pool1d": _pool(1, False),

@@ -128,9 +128,36 @@ template <PadMode Mode> void lowerModePad(LoweringContext& ctx) {
   ctx.setOutput(0, padded(ctx, ctx.tensor(0), ctx.toIntList(1), Mode, 0.0));
 }
 
+// aten::pad_sequence(sequences, batch_first=False, padding_value=0.0)
+// (torch.nn.utils.rnn.pad_sequence): each sequence padded after its end to
+// the longest one's length, then stacked along dim 0 (batch_first) or 1.
+void lowerPadSequence(LoweringContext& ctx) {
+  std::vector<ir::Value*> sequences = withCommonDType(ctx, ctx.tensorList(0));
+  if (sequences.empty()) ctx.unsupported("pad_sequence of an empty list");
+  const int64_t dim = ctx.toBool(1) ? 0 : 1;
+  const double value = ctx.toDouble(2);
+  int64_t longest = 0;
+  for (const ir::Value* sequence : sequences) {
+    if (sequence->type().rank() == 0) ctx.unsupported("pad_sequence of a 0-d tensor");
+    longest = std::max(longest, sequence->type().shape[0]);
+  }
+  for (ir::Value*& sequence : sequences) {
+    const int64_t rank = sequence->type().rank();
+    std::vector<int64_t> pads(static_cast<size_t>(2 * rank), 0); // the last dim's first
+    pads.back() = longest - sequence->type().shape[0];
+    sequence = padded(ctx, sequence, pads, PadMode::Constant, value);
+    ir::Shape shape = sequence->type().shape;
+    shape.insert(shape.begin() + dim, 1);
+    sequence = reshape(ctx, sequence, shape);
+  }
+  ctx.setOutput(0, sequences.size() == 1 ? sequences[0]
+                                         : ctx.emit(ir::OpKind::Concat, sequences, {{"dim", dim}}));
+}
+
 } // namespace
 
 void registerPadding(LoweringRegistry& registry) {
+  registry.add("aten::pad_sequence", lowerPadSequence);
   registry.add("aten::pad", lowerPad);
   registry.add("aten::constant_pad_nd", lowerConstantPad);
   for (const char* n : {"1d", "2d", "3d"}) {
