@@ -95,6 +95,10 @@ WINDOWS = {
     "max_pool3d": _pool(3, True),
     "avg_pool3d": _pool(3, False),
     "max_pool3d_ties": _pool(3, True, whole=True),
+    "avg_pool3d_divisor": _module(lambda rng: (lambda kernel: nn.AvgPool3d(
+        kernel, stride=rng.choice([None, 1, 2]), padding=[rng.randint(0, k // 2) for k in kernel],
+        ceil_mode=rng.random() < 0.5, divisor_override=rng.randint(1, 5)))(
+            [rng.randint(1, 3) for _ in range(3)]), 3, smallest=5),
     "local_response_norm_3d": _module(lambda rng: nn.LocalResponseNorm(3, alpha=0.1), 1,
                                       batched=True),
     "local_response_norm_4d": _module(lambda rng: nn.LocalResponseNorm(2, beta=0.5, k=2.0), 2,

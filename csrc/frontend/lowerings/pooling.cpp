@@ -75,18 +75,20 @@ template <int64_t Spatial, bool Max, bool Indices = false> void lowerPool(Loweri
   ir::Value* input = floatTensor(ctx, 0);
   const Window w = windowOf(ctx, Spatial, Max);
   ir::Attributes extra;
+  // A volume's divisor_override divides the whole box's sum: its planes and
+  // then its depth are summed (divisor 1) and the sum divided once.
+  int64_t volumeDivisor = 0;
   if (Max) {
     extra.set("ceil_mode", ctx.toBool(5));
   } else {
     extra.set("ceil_mode", ctx.toBool(4));
     extra.set("count_include_pad", ctx.toBool(5));
     const int64_t divisor = ctx.numInputs() > 6 && !ctx.isNone(6) ? ctx.toInt(6) : 0;
-    if (ctx.numInputs() > 6 && !ctx.isNone(6) && (divisor <= 0 || Spatial != 2)) {
-      ctx.unsupported(Spatial != 2 ? "avg_pool3d with divisor_override (the divisor of a whole "
-                                     "box); pool with the default divisor and rescale the result"
-                                   : "divisor_override must be positive");
+    if (ctx.numInputs() > 6 && !ctx.isNone(6) && divisor <= 0) {
+      ctx.unsupported("divisor_override must be positive");
     }
-    extra.set("divisor_override", divisor);
+    volumeDivisor = Spatial == 3 ? divisor : 0;
+    extra.set("divisor_override", volumeDivisor > 0 ? int64_t{1} : divisor);
   }
   const auto pool = [&](std::optional<size_t> rows, size_t columns) {
     ir::Attributes attrs = planeWindow(w, rows, columns, extra);
@@ -97,9 +99,12 @@ template <int64_t Spatial, bool Max, bool Indices = false> void lowerPool(Loweri
     return windowPool(ctx, Max, Indices, attrs);
   };
   ir::Value* x = batched(ctx, input, Spatial);
-  const Pooled y = Spatial == 1   ? poolRows(ctx, x, pool(std::nullopt, 0))
-                   : Spatial == 2 ? pool(0, 1)(x)
-                                  : poolVolume(ctx, x, pool(1, 2), pool(std::nullopt, 0));
+  Pooled y = Spatial == 1   ? poolRows(ctx, x, pool(std::nullopt, 0))
+             : Spatial == 2 ? pool(0, 1)(x)
+                            : poolVolume(ctx, x, pool(1, 2), pool(std::nullopt, 0));
+  if (volumeDivisor > 0) {
+    y.values = divideByNumber(ctx, y.values, static_cast<double>(volumeDivisor));
+  }
   setPooledOutputs(ctx, y, input, Spatial);
 }
 
@@ -118,9 +123,9 @@ template <int64_t Spatial, bool Max> void lowerAdaptivePool(LoweringContext& ctx
     };
   };
   ir::Value* x = batched(ctx, input, Spatial);
-  const Pooled y = Spatial == 1   ? poolRows(ctx, x, pool(1, size[0]))
-                   : Spatial == 2 ? pool(size[0], size[1])(x)
-                                  : poolVolume(ctx, x, pool(size[1], size[2]), pool(1, size[0]));
+  Pooled y = Spatial == 1   ? poolRows(ctx, x, pool(1, size[0]))
+             : Spatial == 2 ? pool(size[0], size[1])(x)
+                            : poolVolume(ctx, x, pool(size[1], size[2]), pool(1, size[0]));
   setPooledOutputs(ctx, y, input, Spatial);
 }
 
@@ -158,9 +163,10 @@ template <int64_t Spatial> void lowerMaxUnpool(LoweringContext& ctx) {
 
 // Fractional max pooling draws its pooling regions at random for each call.
 void lowerFractionalMaxPool(LoweringContext& ctx) {
-  ctx.unsupported(ctx.opName() +
-                  " (its pooling regions are drawn at random on the host for "
-                  "every call); use max_pool2d, or adaptive_avg_pool2d for a given output size");
+  const std::string dims = ctx.opName() == "aten::fractional_max_pool3d" ? "3d" : "2d";
+  ctx.unsupported(ctx.opName() + " (its pooling regions are drawn at random on the host for " +
+                  "every call); use max_pool" + dims + ", or adaptive_max_pool" + dims +
+                  " for a given output size");
 }
 
 } // namespace
