@@ -1,6 +1,7 @@
 #include "host/call_layout.h"
 
 #include "common/check.h"
+#include "common/logging.h"
 #include "runtime/executable.h"
 
 #include <algorithm>
@@ -83,6 +84,13 @@ CallLayout callLayoutOf(const SessionOptions& options, bool training,
       layout.outputSlots.push_back(layout.steps / options.outputReturnPeriod);
     } else {
       layout.outputSlots.push_back(1);
+    }
+    if (index < modelOutputs && mode == OutputMode::Sum &&
+        executable.outputHostTypes()[index].dtype == ir::DType::Bool) {
+      POPSIM_LOG(Warn) << "OutputMode.Sum: output " << index
+                       << " is a bool tensor, which cannot hold a count, so the call returns "
+                          "whether any micro-batch's value was True. Return it as .int() or "
+                          ".long() to count the True values.";
     }
   }
   return layout;

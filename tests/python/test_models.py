@@ -13,7 +13,7 @@ import torch
 
 import popsim
 from conftest import assert_close
-from models import Mlp, MnistNetwork, TokenClassifier, resnet18
+from models import Function, Mlp, MnistNetwork, TokenClassifier, resnet18
 
 ITERATIONS = 4
 MODES = [
@@ -194,3 +194,17 @@ def test_compiling_leaves_torch_as_it_was():
     assert_close(popsim.inferenceModel(Counted())(x), Counted()(x))
     assert torch.tensor([torch.tensor(8)]).tolist() == [8]
     assert "__getitem__" not in torch.Tensor.__dict__
+
+
+def test_sum_of_a_bool_output_is_any_and_says_so(capfd):
+    """OutputMode.Sum adds each micro-batch's outputs; a bool cannot hold the count, so it
+    comes back as whether any was True, with a warning saying how to count instead."""
+    opts = popsim.Options().deviceIterations(ITERATIONS).outputMode(popsim.OutputMode.Sum)
+    model = popsim.inferenceModel(Function(lambda x: (x > 0, (x > 0).int())), opts)
+    x = torch.tensor([[1.0, -1.0], [-1.0, -1.0], [1.0, -1.0], [-1.0, -1.0]])
+    flags, counts = model(x)
+    assert torch.equal(flags, torch.tensor([[True, False]]))
+    assert torch.equal(counts, torch.tensor([[2, 0]], dtype=torch.int32))
+    assert ("OutputMode.Sum: output 0 is a bool tensor, which cannot hold a count, so the call "
+            "returns whether any micro-batch's value was True. Return it as .int() or .long() "
+            "to count the True values." in capfd.readouterr().err)
