@@ -44,6 +44,7 @@ EAGER_REFUSES_SPECIAL_VALUES = {"pointwise_mvlgamma": {"nan", "-inf"},
                                 "pointwise_multigammaln_p1": {"nan", "-inf"},
                                 "loss_bce": {"nan", "inf", "-inf"},
                                 "loss_bce_weight": {"nan", "inf", "-inf"},
+                                "loss_bce_broadcast_weight": {"nan", "inf", "-inf"},
                                 "loss_gaussian_nll": {"-inf"},
                                 # histc between the data's extremes: "range of [1, inf] is
                                 # not finite" (popsim's run-time check names the element)
