@@ -123,9 +123,9 @@ template <int64_t Spatial, bool Max> void lowerAdaptivePool(LoweringContext& ctx
     };
   };
   ir::Value* x = batched(ctx, input, Spatial);
-  Pooled y = Spatial == 1   ? poolRows(ctx, x, pool(1, size[0]))
-             : Spatial == 2 ? pool(size[0], size[1])(x)
-                            : poolVolume(ctx, x, pool(size[1], size[2]), pool(1, size[0]));
+  const Pooled y = Spatial == 1   ? poolRows(ctx, x, pool(1, size[0]))
+                   : Spatial == 2 ? pool(size[0], size[1])(x)
+                                  : poolVolume(ctx, x, pool(size[1], size[2]), pool(1, size[0]));
   setPooledOutputs(ctx, y, input, Spatial);
 }
 
