@@ -88,6 +88,13 @@ def test_the_plan_predicts_what_a_run_of_its_options_reports(tmp_path):
     assert "plan-section" not in (tmp_path / "unplanned" / "training" / "report.html").read_text()
 
 
+def test_an_example_micro_batch_with_nested_inputs_is_resized_throughout():
+    x = torch.arange(6.0).reshape(3, 2)
+    resized = _resized(({"x": x, "pair": [x, 7]},), 5)
+    assert torch.equal(resized[0]["x"], x[[0, 1, 2, 0, 1]])
+    assert torch.equal(resized[0]["pair"][0], x[[0, 1, 2, 0, 1]]) and resized[0]["pair"][1] == 7
+
+
 def test_the_chosen_configuration_is_the_fastest_that_fits():
     model, batch, optimizer = job()
     plan = popsim.planJob(model, batch, optimizer, ipus=4, global_batch=256, progress=False)

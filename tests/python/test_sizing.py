@@ -231,6 +231,31 @@ def test_a_pod_sized_batch_is_never_allocated():
     assert report.fits and report.throughput > 0
 
 
+def test_nested_inputs_stand_for_every_micro_batch_of_the_call():
+    """Tensors in a dict or a nested tuple stand for the call's micro-batches as top-level
+    ones do: the same job sized either way gives the same figures."""
+
+    class Flat(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(32, 32)
+
+        def forward(self, x, y):
+            return self.linear(x) + y
+
+    class Nested(Flat):
+        def forward(self, inputs):  # {"x": x, "pair": (y,)}
+            return self.linear(inputs["x"]) + inputs["pair"][0]
+
+    x = torch.randn(8, 32)
+    opts = popsim.Options().deviceIterations(4)
+    flat = popsim.sizeJob(Flat(), (x, x), opts)
+    nested = popsim.sizeJob(Nested(), ({"x": x, "pair": (x,)},), opts)
+    assert nested.items_per_call == flat.items_per_call == 32
+    assert nested.call_cycles == flat.call_cycles
+    assert nested.throughput == flat.throughput
+
+
 def test_the_printout_says_its_times_are_simulated():
     model = FourLayers()
     text = str(popsim.sizeJob(model, _micro_batch(), _options(), _sgd(model)))

@@ -50,6 +50,7 @@ from popsim.api.errors import OptionError
 from popsim.api.options import Options
 from popsim.api.strategies import PipelineSchedule
 from popsim.compile.progress import delay as progress_delay
+from popsim.frontend import structure as _structure
 from popsim.frontend.blocks import removeBlocks
 from popsim.frontend.trace_reuse import reusing_traces
 from popsim.reports.job_plan import REFINED_SHAPES, JobCandidate, JobPlan
@@ -76,9 +77,15 @@ _REPAIRS = 4
 _GAIN = 1.005
 
 
-def _batch_size(micro_batch: Any) -> int:
+def _tensors(micro_batch: Any) -> List[Any]:
+    """The example micro-batch's leaves, nested ones (in dicts, lists, tuples) too."""
     inputs = micro_batch if isinstance(micro_batch, tuple) else (micro_batch,)
-    sizes = {t.shape[0] for t in inputs if isinstance(t, torch.Tensor) and t.dim() > 0}
+    return _structure.flatten(inputs, "")[0]
+
+
+def _batch_size(micro_batch: Any) -> int:
+    sizes = {t.shape[0] for t in _tensors(micro_batch)
+             if isinstance(t, torch.Tensor) and t.dim() > 0}
     if len(sizes) != 1:
         raise OptionError(
             "popsim.planJob: the example micro-batch's tensors must share one batch size (their "
@@ -94,9 +101,10 @@ def _resized(micro_batch: Any, size: int) -> Any:
             return value
         return value[torch.arange(size) % value.shape[0]]
 
-    if isinstance(micro_batch, tuple):
-        return tuple(resize(value) for value in micro_batch)
-    return resize(micro_batch)
+    inputs = micro_batch if isinstance(micro_batch, tuple) else (micro_batch,)
+    leaves, _, structure = _structure.flatten(inputs, "")
+    resized = _structure.unflatten([resize(leaf) for leaf in leaves], structure)
+    return resized if isinstance(micro_batch, tuple) else resized[0]
 
 
 def _divisors(count: int) -> List[int]:

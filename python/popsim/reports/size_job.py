@@ -12,6 +12,7 @@ from popsim.api.errors import InputError
 from popsim.api.options import Options
 from popsim.compile.compilation import stand_in
 from popsim.executor import Executor, inferenceModel, trainingModel
+from popsim.frontend import structure as _structure
 from popsim.reports.sizing import SizingReport
 
 
@@ -37,8 +38,12 @@ def cost_only_call(model: torch.nn.Module, micro_batch: Any, options: Optional[O
     training = optimizer is not None
     repeats = _C.micro_batches_of_a_call(sizing._session, training)
     inputs = micro_batch if isinstance(micro_batch, tuple) else (micro_batch,)
-    call = tuple(_call_input(tensor, repeats, f"{index} ({type(tensor).__name__})")
-                 for index, tensor in enumerate(inputs))
+    # Every tensor stands for the call's micro-batches, nested ones (in a dict, a list or
+    # a tuple) too.
+    leaves, names, structure = _structure.flatten(inputs, "input")
+    call = _structure.unflatten(
+        [_call_input(leaf, repeats, f"{name} ({type(leaf).__name__})")
+         for leaf, name in zip(leaves, names)], structure)
     executor = (trainingModel(model, sizing, optimizer) if training
                 else inferenceModel(model, sizing))
     try:
@@ -74,8 +79,9 @@ def sizeJob(model: torch.nn.Module, micro_batch: Any, options: Optional[Options]
     Args:
         model: The model to size.
         micro_batch: One micro-batch of one replica's inputs: a tensor, or a tuple of the
-            model's positional inputs, each with its batch dimension first (the model
-            traces on it; the call's other micro-batches are stride-0 views of zeros).
+            model's positional inputs (each a tensor, or tuples, lists and dicts of them),
+            every tensor with its batch dimension first (the model traces on it; the call's
+            other micro-batches are stride-0 views of zeros).
         options: The job's options (replication, gradient accumulation, device iterations,
             execution strategy, ...); they are copied, not changed. None: default
             :class:`popsim.Options`.
