@@ -237,6 +237,7 @@ void bindProfile(py::module_& module) {
           entry["ipu"] = load.ipu;
           entry["cycles"] = load.cycles;
           entry["host_cycles"] = load.hostCycles;
+          entry["copy_cycles"] = load.copyCycles;
           // Whether the call's host exchanges held up every IPU (its sync pattern).
           entry["host_exchanges_stall_every_ipu"] = trace.pipeline.hostExchangesStallEveryIpu;
           loads.append(entry);
@@ -245,7 +246,8 @@ void bindProfile(py::module_& module) {
       },
       py::arg("executable"), py::arg("assigned_stages"),
       "Each stage's median cycles per micro-batch in the last call, transfers included, "
-      "of them its host transfers', and whether those held up every IPU.");
+      "of them its host transfers' and its inter-IPU copies', and whether the host transfers "
+      "held up every IPU.");
   module.def(
       "sizing_time_parts",
       [] {

@@ -237,6 +237,8 @@ class JobPlan:
     seconds: float = 0.0
     advice: List[str] = field(default_factory=list)
     skipped: Dict[str, int] = field(default_factory=dict)
+    # The options planJob was given (apply's default starting point).
+    given_options: Optional[Options] = field(default=None, repr=False, compare=False)
 
     @property
     def fits(self) -> bool:
@@ -259,7 +261,8 @@ class JobPlan:
 
         Args:
             model: The model the plan was made for; it is annotated in place.
-            options: The options to start from; they are copied, not changed.
+            options: The options to start from; they are copied, not changed. None: the
+                options given to :func:`popsim.planJob` (which its figures assumed).
 
         Returns:
             The options that run the chosen configuration.
@@ -267,7 +270,8 @@ class JobPlan:
         Raises:
             OptionError: when nothing fits; the message carries the plan's advice.
         """
-        opts = self._require_chosen().apply(model, options)
+        opts = self._require_chosen().apply(
+            model, options if options is not None else self.given_options)
         object.__setattr__(opts, "_plan_section", job_plan_section(self))
         return opts
 

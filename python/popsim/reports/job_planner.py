@@ -425,7 +425,8 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
                 bar.total = len(feasible)
                 bar.refresh()
             result = JobPlan(type(model).__name__, ipus, global_batch, float(tolerance),
-                             training, names)
+                             training, names,
+                             given_options=options.clone() if options is not None else None)
             shapes = [(k, ipus // k) for k in _divisors(ipus) if k <= len(names)]
             # The example's size first (a good configuration early makes the
             # bound prune more), then the larger sizes, then the smaller.
@@ -454,7 +455,7 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
                     continue
                 if size not in profiles:
                     profiles[size] = profiled(size, names, tail, after)
-                (cycles, memory, capacity), tail, after, _ = profiles[size]
+                (cycles, memory, capacity, copies), tail, after, _ = profiles[size]
                 for k, replicas in shapes_here:
                     if size >= dead.get(k, math.inf):
                         skip("did not fit at a smaller micro-batch")
@@ -470,7 +471,12 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
                         [(len(names),)] if k == 1 else
                         _ranked_splits(cycles, memory, capacity, k, _SPLITS_PER_SHAPE, spans))
                     if best is not None and clock_hz is not None:
-                        pace = min(max(run_sums(cycles, s)) for s in splits)
+                        # A lower bound on the shape's cycles per micro-batch: its splits'
+                        # slowest stage without the profile's inter-IPU copies, which
+                        # candidates sharing an IPU do not make (each candidate was a
+                        # stage of its own in the profile).
+                        computing = [c - copy for c, copy in zip(cycles, copies)]
+                        pace = min(max(run_sums(computing, s)) for s in splits)
                         bound = replicas * size * clock_hz / pace if pace > 0 else math.inf
                         if bound < best.throughput:
                             skip("cannot beat the best even at its profile's pace")
@@ -521,7 +527,10 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
             candidate.lost = _why_lost(candidate, best)
         result.runners_up = others[:5]
     else:
-        result.advice = _advice(result, sizes, training)
+        smallest = min(profiles) if profiles else None
+        memory = profiles[smallest][0][1] if smallest is not None else []
+        result.advice = _advice(result, sizes, training,
+                                [sum(categories.values()) for categories in memory])
     result.seconds = time.monotonic() - started
     return result
 
@@ -584,8 +593,10 @@ def _progress_bar(total: int, show: bool) -> Any:
                 disable=not show or delay is None, delay=delay or 0.0, leave=False)
 
 
-def _advice(result: JobPlan, sizes: List[int], training: bool) -> List[str]:
-    """What would make a configuration fit, from the leanest one tried."""
+def _advice(result: JobPlan, sizes: List[int], training: bool,
+            candidate_memory: List[int]) -> List[str]:
+    """What would make a configuration fit, from the leanest one tried and the
+    candidates' memory, each alone on an IPU, at the smallest micro-batch profiled."""
     if not result.searched:
         return ["No shape of the POD could run the global batch with these micro-batch sizes."]
     leanest = min(result.searched,
@@ -595,9 +606,22 @@ def _advice(result: JobPlan, sizes: List[int], training: bool) -> List[str]:
     total = sum(i.memory_bytes for i in leanest.pipeline.report.ipus)
     needed = math.ceil(total / fullest.capacity_bytes)
     lines = [f"The leanest configuration tried ({leanest.summary()}) still needs "
-             f"{mib(fullest.memory_bytes)} on IPU{fullest.ipu} of {mib(fullest.capacity_bytes)}; "
-             f"its replica needs about {mib(total)} in all, so about {needed} IPUs per replica "
-             "would hold it: plan on a larger POD."]
+             f"{mib(fullest.memory_bytes)} on IPU{fullest.ipu} of {mib(fullest.capacity_bytes)}."]
+    too_large = [(name, memory) for name, memory in zip(result.candidates, candidate_memory)
+                 if memory > fullest.capacity_bytes]
+    if too_large:
+        name, memory = max(too_large, key=lambda entry: entry[1])
+        lines.append(f"{name} alone needs {mib(memory)}, more than an IPU holds, so no number "
+                     "of IPUs per replica helps: split it into smaller candidates "
+                     "(candidates=[...] naming modules inside it), or use a smaller "
+                     "micro-batch.")
+    elif needed > result.ipus:
+        lines.append(f"Its replica needs about {mib(total)} in all, so about {needed} IPUs per "
+                     "replica would hold it: plan on a larger POD.")
+    else:
+        lines.append(f"Its replica needs about {mib(total)} in all, which {needed} IPUs hold, "
+                     f"but no split of the {len(result.candidates)} candidates over the POD's "
+                     "shapes fit: name more, smaller candidates (candidates=[...]).")
     if min(sizes) > 1:
         lines.append(f"Smaller micro-batches than {min(sizes)} (micro_batch_sizes=[...]) lower "
                      "every IPU's activations and stash.")

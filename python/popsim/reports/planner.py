@@ -39,6 +39,7 @@ The chosen plan is the fastest verified one that fits every IPU.
 import functools
 import itertools
 import math
+import re
 import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -108,9 +109,10 @@ def _default_candidates(model: torch.nn.Module) -> List[str]:
 _REFINEMENTS = 3
 
 # _profile_finding_tail's result: (each candidate's cycles, each one's memory by
-# category, an IPU's capacity), the tail, whether it starts after its module, and
-# the tail found by itself.
-Profiled = Tuple[Tuple[List[float], List[Dict[str, int]], int], Optional[str], bool,
+# category, an IPU's capacity, each candidate's share of its cycles spent receiving
+# inter-IPU copies), the tail, whether it starts after its module, and the tail
+# found by itself.
+Profiled = Tuple[Tuple[List[float], List[Dict[str, int]], int, List[float]], Optional[str], bool,
                  Optional[str]]
 
 
@@ -128,7 +130,7 @@ def refined_by_time(model: torch.nn.Module, names: List[str], profiled: Profiled
     that profiled are kept."""
     coarse = names
     for _ in range(_REFINEMENTS):
-        (cycles, _, _), tail, after, _ = profiled
+        (cycles, *_), tail, after, _ = profiled
         refined = _split_heavy_candidates(model, names, cycles, parts(names), tail)
         if refined == names:
             break
@@ -189,6 +191,11 @@ _CONTAINERS = (torch.nn.ModuleList, torch.nn.ModuleDict)
 def _check_candidates(model: torch.nn.Module, candidates: Sequence[str],
                       what: str = "candidate") -> List[str]:
     names = list(candidates)
+    if not names:
+        raise OptionError(
+            f"popsim.plan: the {what} list is empty; name the modules to split at, in the "
+            "order forward() calls them, or leave candidates=None for the planner's own.",
+            option=f"plan.{what}")
     known = dict(model.named_modules())
     for name in names:
         if not isinstance(name, str) or name not in known or name == "":
@@ -413,10 +420,11 @@ def _on_candidate_stages(opts: Options, lengths: Sequence[int], schedule: Pipeli
 def _profile(model: torch.nn.Module, candidates: List[str], tail: Optional[str],
              tail_after: bool, micro_batch: Any, options: Options,
              optimizer: Optional[torch.optim.Optimizer]
-             ) -> Tuple[List[float], List[Dict[str, int]], int]:
-    """Each candidate's cycles per micro-batch and memory by category, from a cost-only
-    run with every candidate a pipeline stage of its own, on its own IPU
-    (the tail's stage on IPU 0, counted with the first candidate)."""
+             ) -> Tuple[List[float], List[Dict[str, int]], int, List[float]]:
+    """Each candidate's cycles per micro-batch and memory by category, an IPU's capacity,
+    and each candidate's cycles receiving inter-IPU copies (which candidates on one IPU
+    do not spend), from a cost-only run with every candidate a pipeline stage of its own,
+    on its own IPU (the tail's stage on IPU 0, counted with the first candidate)."""
     _annotate_candidates(model, candidates, tail, tail_after)
     reset_blocks_for_trace()  # (what a previous model's forward() opened is not this one's)
     profile = _on_candidate_stages(options.clone(), [1] * len(candidates),
@@ -432,6 +440,18 @@ def _profile(model: torch.nn.Module, candidates: List[str], tail: Optional[str],
         with cost_only_call(model, micro_batch, profile, optimizer) as executor:
             loads = _C.stage_loads(executor._program.first, executor._stages)
             report = executor.sizingReport()
+    except CompilationError as error:
+        # Candidates listed out of the order forward() calls them: their stages (block
+        # "c<i>" is candidate i) would not ascend.
+        order = re.findall(r"\(block 'c(\d+)'\) is in stage \d+ but runs after .*?"
+                           r"\(block 'c(\d+)'\)", str(error))
+        if not order:
+            raise
+        later, earlier = (candidates[int(index)] for index in order[0])
+        raise OptionError(
+            f"popsim.plan: the candidates must be listed in the order forward() calls them: "
+            f"{earlier!r} is listed after {later!r} but runs before it ({candidates}).",
+            option="plan.candidates") from error
     except OptionError as error:
         # The model opens blocks of its own inside forward() (popsim.Block, BlockFunction),
         # which hooks do not show (_has_blocks), and the profile's strategy does not place
@@ -449,10 +469,13 @@ def _profile(model: torch.nn.Module, candidates: List[str], tail: Optional[str],
     # rule), they lengthen every pipeline cycle whatever the split: the splits are
     # balanced on the rest of each stage's time.
     cycles = [0.0] * len(candidates)
+    copies = [0.0] * len(candidates)
     for load in loads:
         stalls_all = load["host_exchanges_stall_every_ipu"]
         cycles[load["ipu"]] += load["cycles"] - (load["host_cycles"] if stalls_all else 0)
-    return cycles, [ipu.memory_by_category for ipu in report.ipus], report.ipus[0].capacity_bytes
+        copies[load["ipu"]] += load["copy_cycles"]
+    return (cycles, [ipu.memory_by_category for ipu in report.ipus],
+            report.ipus[0].capacity_bytes, copies)
 
 
 def raised_proportions(plan: PipelinePlan) -> Optional[Dict[int, float]]:
@@ -484,9 +507,7 @@ def passes_budgets(executor: Any) -> Dict[int, float]:
 def _profile_finding_tail(caller: str, model: torch.nn.Module, names: List[str],
                           tail: Optional[str], after: bool, micro_batch: Any, options: Options,
                           optimizer: Optional[torch.optim.Optimizer], room_for_tail: bool,
-                          tail_accumulation: str
-                          ) -> Tuple[Tuple[List[float], List[Dict[str, int]], int],
-                                     Optional[str], bool, Optional[str]]:
+                          tail_accumulation: str) -> Profiled:
     """_profile's figures, the tail and whether it starts after its module, and
     the tail the planner found by itself (or None). When no tail is named and
     a later part of the model shares weights with the first IPU's, what
@@ -685,7 +706,7 @@ def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = 
     with reusing_traces(), not_profiling():
         try:
             enough = not training or base.Training.gradient_accumulation >= 2 * (ipus + 1) - 1
-            (cycles, memory, capacity), tail, after, automatic_tail = _profile_finding_tail(
+            (cycles, memory, capacity, copies), tail, after, automatic_tail = _profile_finding_tail(
                 "popsim.plan", model, names, tail, after, micro_batch, base, optimizer,
                 enough, f"{2 * (ipus + 1) - 1}")
             if candidates is None:
@@ -693,9 +714,10 @@ def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = 
                     return _profile_finding_tail("popsim.plan", model, names_, tail_, after_,
                                                  micro_batch, base, optimizer, enough,
                                                  f"{2 * (ipus + 1) - 1}")
-                names, ((cycles, memory, capacity), tail, after, _), spans = refined_by_time(
-                    model, names, ((cycles, memory, capacity), tail, after, None), profile,
-                    lambda _: ipus)
+                names, ((cycles, memory, capacity, copies), tail, after, _), spans = \
+                    refined_by_time(model, names,
+                                    ((cycles, memory, capacity, copies), tail, after, None),
+                                    profile, lambda _: ipus)
             totals = [sum(categories.values()) for categories in memory]
             result = Plan(type(model).__name__, ipus, training, names, cycles, totals, capacity,
                           chosen=None, automatic_tail=automatic_tail)
