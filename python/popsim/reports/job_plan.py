@@ -223,7 +223,8 @@ class JobPlan:
         skipped: How many shapes (IPUs per replica at a micro-batch size) were not simulated,
             by reason: one that did not fit at a smaller micro-batch, one with too few
             micro-batches per step to fill its pipeline, one whose upper bound (its replicas x
-            micro-batch at its best split's profiled pace) is below the best found.
+            micro-batch at its best split's profiled pace, inter-IPU copies left out) is below
+            the best found.
     """
     model: str
     ipus: int
