@@ -200,19 +200,49 @@ void checkMemoryFits(const MemoryReport& report, const device::IpuSystemConfig& 
       message << "\n    " << tensor.description << " " << tensor.type << ": "
               << formatBytes(tensor.bytes) << " (" << tensor.category << ")";
     }
-    message << "\n  To make it fit: use a smaller micro-batch, ";
-    for (const MemoryCategory& category : ipu.categories) {
-      if (category.name == "temporaries" && category.bytes != 0) {
-        message << "lower IPU" << ipu.ipu
-                << "'s availableMemoryProportion (Options.setAvailableMemoryProportion) so "
-                   "matmuls and convolutions run in smaller passes, ";
-      }
+    // Advice for the categories this IPU holds, the largest first, then the
+    // splits and memory that help whatever holds the bytes.
+    const auto bytesOf = [&](const std::string& name) -> uint64_t {
+      for (const MemoryCategory& category : ipu.categories)
+        if (category.name == name) return category.bytes;
+      return 0;
+    };
+    std::vector<std::pair<uint64_t, std::string>> fixes;
+    const uint64_t activations = bytesOf("activations") + bytesOf("stash");
+    if (activations != 0) {
+      fixes.emplace_back(activations,
+                         bytesOf("stash") != 0 || bytesOf("gradient accumulators") != 0 ||
+                                 bytesOf("optimizer state") != 0 // (a training program)
+                             ? "recompute activations in the backward pass "
+                               "(Options.Training.recomputation(True), with "
+                               "popsim.recomputationCheckpoint) or use a smaller micro-batch"
+                             : "use a smaller micro-batch");
     }
-    message << "split the model over more IPUs "
-               "with popsim.Block and an execution strategy, or give each IPU more memory "
-               "with Options.Simulator.memoryPerIpu (at most "
-            << formatBytes(system.chipFigures().memoryBytes()) << " on "
-            << system.chipFigures().name << ").";
+    if (bytesOf("optimizer state") != 0) {
+      fixes.emplace_back(bytesOf("optimizer state"),
+                         "keep the optimizer state off chip (Options.TensorLocations."
+                         "setOptimizerLocation(TensorLocationSettings().useOnChipStorage(False))"
+                         ", or shard it over replicas with useReplicatedTensorSharding(True))");
+    }
+    if (bytesOf("temporaries") != 0) {
+      fixes.emplace_back(bytesOf("temporaries"),
+                         strCat("lower IPU", ipu.ipu,
+                                "'s availableMemoryProportion (Options."
+                                "setAvailableMemoryProportion) so matmuls and convolutions run in "
+                                "smaller passes"));
+    }
+    std::stable_sort(fixes.begin(), fixes.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
+    message << "\n  To make it fit: ";
+    for (const auto& fix : fixes)
+      message << fix.second << "; ";
+    message << "split the model over more IPUs with popsim.Block and an execution strategy";
+    const uint64_t chipBytes = system.chipFigures().memoryBytes();
+    if (system.memoryPerIpu != 0 && ipu.total() <= chipBytes) {
+      message << "; or give each IPU more memory with Options.Simulator.memoryPerIpu (at most "
+              << formatBytes(chipBytes) << " on " << system.chipFigures().name << ")";
+    }
+    message << ".";
     throw CoreError(ErrorKind::OutOfMemory, message.str(), std::move(site));
   }
 }

@@ -310,7 +310,9 @@ std::vector<std::string> advice(const Analysis& analysis, bool pipelined) {
                     "ramps' share.");
   }
   for (const IpuMemoryLoad& memory : analysis.memory) {
-    if (memory.splitOps.empty()) continue;
+    // (An IPU that does not fit has no room for larger temporaries: its advice is the
+    // memory report's.)
+    if (memory.splitOps.empty() || memory.total > memory.limit) continue;
     const Json& op = memory.splitOps.front();
     uint64_t needed = 0;
     for (const Json& split : memory.splitOps) {

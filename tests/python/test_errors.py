@@ -8,7 +8,7 @@ import torch
 
 import popsim
 from conftest import line_in
-from models import Function, MnistNetwork
+from models import Function, MnistNetwork, WithLoss
 
 
 def line_of(marker):
@@ -327,6 +327,26 @@ def test_out_of_memory_on_a_small_ipu_names_the_ipu_bytes_and_largest_tensors():
     assert "give each IPU more memory with Options.Simulator.memoryPerIpu" in message
     # The same model fits in a full Mk2 IPU.
     popsim.inferenceModel(MnistNetwork())(torch.randn(8, 1, 28, 28))
+
+
+def test_out_of_memory_advice_follows_what_fills_the_ipu():
+    """A training program whose optimizer state and activations fill the IPU is told to
+    recompute and to keep the state off chip, the largest first; more memoryPerIpu is not
+    offered when even the chip's whole SRAM would not hold the program."""
+    model = torch.nn.Sequential(torch.nn.Linear(256, 12288), torch.nn.Linear(12288, 12288),
+                                torch.nn.Linear(12288, 10))
+    opts = popsim.Options()
+    opts.Simulator.costOnly()
+    trainer = popsim.trainingModel(WithLoss(model), opts,
+                                   torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))
+    with pytest.raises(popsim.OutOfMemoryError) as error:
+        trainer(torch.randn(8, 256), torch.randint(0, 10, (8,)))
+    advice = str(error.value).split("To make it fit: ")[1]
+    assert advice.startswith("recompute activations in the backward pass "
+                             "(Options.Training.recomputation(True)"), advice
+    assert ("keep the optimizer state off chip (Options.TensorLocations.setOptimizerLocation("
+            "TensorLocationSettings().useOnChipStorage(False))" in advice)
+    assert "memoryPerIpu" not in advice
 
 
 @pytest.mark.parametrize("make_options,message", [
