@@ -126,12 +126,13 @@ class JobCandidate:
                                                if ipu < self.ipus_per_replica})
         opts.replicationFactor(self.replicas // self.processes)
         opts.deviceIterations(self.device_iterations)
-        opts.Training.gradientAccumulation(self.gradient_accumulation)
-        opts.Training.recomputation(self.pipeline.recomputation)
-        location = copy.copy(opts.TensorLocations.optimizer_location)
-        location.useOnChipStorage(not self.pipeline.optimizer_off_chip)
-        location.useReplicatedTensorSharding(self.replicated_tensor_sharding)
-        opts.TensorLocations.setOptimizerLocation(location)
+        if self.training:  # (an inference job's options keep base's training settings)
+            opts.Training.gradientAccumulation(self.gradient_accumulation)
+            opts.Training.recomputation(self.pipeline.recomputation)
+            location = copy.copy(opts.TensorLocations.optimizer_location)
+            location.useOnChipStorage(not self.pipeline.optimizer_off_chip)
+            location.useReplicatedTensorSharding(self.replicated_tensor_sharding)
+            opts.TensorLocations.setOptimizerLocation(location)
         opts.Distributed.configureProcessId(0, self.processes)  # (base's own is replaced)
         return opts
 
@@ -145,12 +146,13 @@ class JobCandidate:
                  if not line.startswith(("opts.Training.recomputation",
                                          "opts.TensorLocations.setOptimizerLocation"))]
         lines += [f"opts.replicationFactor({self.replicas // self.processes})",
-                  f"opts.deviceIterations({self.device_iterations})",
-                  f"opts.Training.gradientAccumulation({self.gradient_accumulation})",
-                  f"opts.Training.recomputation({self.pipeline.recomputation})",
-                  "opts.TensorLocations.setOptimizerLocation(popsim.TensorLocationSettings()"
-                  f".useOnChipStorage({not self.pipeline.optimizer_off_chip})"
-                  f".useReplicatedTensorSharding({self.replicated_tensor_sharding}))"]
+                  f"opts.deviceIterations({self.device_iterations})"]
+        if self.training:
+            lines += [f"opts.Training.gradientAccumulation({self.gradient_accumulation})",
+                      f"opts.Training.recomputation({self.pipeline.recomputation})",
+                      "opts.TensorLocations.setOptimizerLocation(popsim.TensorLocationSettings()"
+                      f".useOnChipStorage({not self.pipeline.optimizer_off_chip})"
+                      f".useReplicatedTensorSharding({self.replicated_tensor_sharding}))"]
         if self.processes > 1:
             lines.append(f"opts.Distributed.configureProcessId(process, {self.processes})  "
                          "# or run under poprun")
@@ -177,12 +179,16 @@ class JobCandidate:
             The replicas and IPUs per replica with the split, the settings, the simulated
             throughput and whether it fits (or its fullest IPU when it does not).
         """
-        settings = [f"micro-batch {self.micro_batch}",
-                    f"accumulation {self.gradient_accumulation}",
-                    f"device iterations {self.device_iterations}",
-                    f"recomputation {'on' if self.pipeline.recomputation else 'off'}",
-                    "optimizer state " + ("off" if self.pipeline.optimizer_off_chip else "on")
-                    + " chip" + (", sharded" if self.replicated_tensor_sharding else "")]
+        settings = [f"micro-batch {self.micro_batch}"]
+        if self.training:
+            settings += [f"accumulation {self.gradient_accumulation}",
+                         f"device iterations {self.device_iterations}",
+                         f"recomputation {'on' if self.pipeline.recomputation else 'off'}",
+                         "optimizer state " + ("off" if self.pipeline.optimizer_off_chip
+                                               else "on")
+                         + " chip" + (", sharded" if self.replicated_tensor_sharding else "")]
+        else:
+            settings.append(f"device iterations {self.device_iterations}")
         if self.processes > 1:
             settings.append(f"{self.processes} processes")
         if self.pipeline.schedule.value != "Interleaved":
