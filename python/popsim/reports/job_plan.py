@@ -226,6 +226,8 @@ class JobPlan:
         searched: Every configuration simulated, in the order simulated.
         seconds: The planner's wall-clock seconds.
         advice: When nothing fits, what would.
+        given_options: The options given to :func:`popsim.planJob` (None: its defaults),
+            where :meth:`apply` starts by default.
         skipped: How many shapes (IPUs per replica at a micro-batch size) were not simulated,
             by reason: one that did not fit at a smaller micro-batch, one with too few
             micro-batches per step to fill its pipeline, one whose upper bound (its replicas x
@@ -244,7 +246,6 @@ class JobPlan:
     seconds: float = 0.0
     advice: List[str] = field(default_factory=list)
     skipped: Dict[str, int] = field(default_factory=dict)
-    # The options planJob was given (apply's default starting point).
     given_options: Optional[Options] = field(default=None, repr=False, compare=False)
 
     @property

@@ -58,8 +58,9 @@ from popsim.reports.plan_report import PipelinePlan
 from popsim.reports.planner import (Profiled, _annotate_candidates, _check_candidates,
                                     _default_candidates, _group, _has_blocks,
                                     _on_candidate_stages, _profile_finding_tail, _ranked_splits,
-                                    passes_budgets, raised_proportions, refined_by_time, run_sums)
+                                    refined_by_time, run_sums)
 from popsim.reports.profile_recorder import not_profiling
+from popsim.reports.raised_proportions import passes_budgets, raised_proportions
 from popsim.reports.size_job import cost_only_call
 from popsim.reports.sizing import mib
 

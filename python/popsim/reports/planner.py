@@ -54,6 +54,7 @@ from popsim.frontend.blocks import reset_for_trace as reset_blocks_for_trace
 from popsim.frontend.trace_reuse import reusing_traces
 from popsim.reports.plan_report import PipelinePlan, Plan, _plan_options
 from popsim.reports.profile_recorder import not_profiling
+from popsim.reports.raised_proportions import passes_budgets, raised_proportions
 from popsim.reports.size_job import cost_only_call
 from popsim.reports.sizing import mib
 
@@ -476,32 +477,6 @@ def _profile(model: torch.nn.Module, candidates: List[str], tail: Optional[str],
         copies[load["ipu"]] += load["copy_cycles"]
     return (cycles, [ipu.memory_by_category for ipu in report.ipus],
             report.ipus[0].capacity_bytes, copies)
-
-
-def raised_proportions(plan: PipelinePlan) -> Optional[Dict[int, float]]:
-    """For each IPU of a verified plan whose matmuls or convolutions ran in passes, an
-    available memory proportion that gives their temporaries 90% of the IPU's spare
-    memory on top of their budget (fewer passes); None when no IPU's would rise."""
-    raised = {}
-    for ipu in plan.report.ipus:
-        if ipu.ipu in plan.passes_budgets:
-            spare = (ipu.capacity_bytes - ipu.memory_bytes) / ipu.capacity_bytes
-            raised[ipu.ipu] = round(min(1.0, plan.passes_budgets[ipu.ipu] + 0.9 * spare), 2)
-    if any(value > plan.passes_budgets[ipu] for ipu, value in raised.items()):
-        return raised
-    return None
-
-
-def passes_budgets(executor: Any) -> Dict[int, float]:
-    """For each IPU of a cost-only run whose matmuls or convolutions ran in serial
-    passes, its budget for temporaries as a share of its memory (what raising
-    its available memory proportion would add to)."""
-    program = executor._program
-    steps = (step.to_dict() for step in program.program())
-    in_passes = {step["ipu"] for step in steps if step["passes"] > 1}
-    return {entry["ipu"]: entry["temporary_budget"] / entry["capacity"]
-            for entry in program.first.memory_report().to_dict()["ipus"]
-            if entry["ipu"] in in_passes}
 
 
 def _profile_finding_tail(caller: str, model: torch.nn.Module, names: List[str],
