@@ -81,11 +81,12 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_losses_train_as_eager(case):
-    returned, minimised = CASES[case]
+def assert_one_step_as_eager(returned, minimised, regression_loss=F.mse_loss):
+    """One step of TwoHeads(returned) in popsim and of eager PyTorch minimising
+    minimised(outputs): the same outputs and trained weights."""
     torch.manual_seed(0)
     model = TwoHeads(returned)
+    model.regression_loss = regression_loss
     eager = copy.deepcopy(model)
     inputs = batch()
     expected = eager_step(eager, minimised, inputs)
@@ -94,6 +95,11 @@ def test_losses_train_as_eager(case):
         torch.testing.assert_close(got, want.detach(), rtol=1e-5, atol=1e-6)
     for (name, got), want in zip(model.named_parameters(), eager.parameters()):
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6, msg=name)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_losses_train_as_eager(case):
+    assert_one_step_as_eager(*CASES[case])
 
 
 # PyTorch's loss functions written in Python leave no loss op in a trace; popsim marks them
@@ -111,20 +117,9 @@ PYTHON_LOSSES = {
 @pytest.mark.parametrize("loss", PYTHON_LOSSES)
 def test_losses_pytorch_writes_in_python_are_found_and_train_as_eager(loss):
     """Alone and next to a cross entropy (both minimised), as aten's losses are."""
-    for returned, minimised in (
-            (lambda c, a, b: (c, b), lambda out: out[1]),
-            (lambda c, a, b: (c, a, b), lambda out: out[1] + out[2])):
-        torch.manual_seed(0)
-        model = TwoHeads(returned)
-        model.regression_loss = PYTHON_LOSSES[loss]
-        eager = copy.deepcopy(model)
-        inputs = batch()
-        expected = eager_step(eager, minimised, inputs)
-        actual = popsim_step(model, inputs)
-        for got, want in zip(actual, expected):
-            torch.testing.assert_close(got, want.detach(), rtol=1e-5, atol=1e-6)
-        for (name, got), want in zip(model.named_parameters(), eager.parameters()):
-            torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6, msg=name)
+    assert_one_step_as_eager(lambda c, a, b: (c, b), lambda out: out[1], PYTHON_LOSSES[loss])
+    assert_one_step_as_eager(lambda c, a, b: (c, a, b), lambda out: out[1] + out[2],
+                             PYTHON_LOSSES[loss])
 
 
 def test_a_loss_function_returned_beside_identity_losses_is_named_as_not_minimised(capfd):
