@@ -33,7 +33,7 @@ int64_t OutputSpec::returnedIterations(int64_t iterations) const {
   return 1;
 }
 
-int64_t OutputSpec::slotOf(int64_t iteration, int64_t iterations) const {
+int64_t OutputSpec::slotOf(int64_t iteration, int64_t iterations, int64_t stepMicroBatches) const {
   switch (mode) {
   case OutputMode::All: return iteration;
   case OutputMode::EveryN: {

@@ -9,7 +9,6 @@ Program programOf(std::unique_ptr<ir::Graph> graph, const CompilerOptions& optio
   program.deviceIterations = options.deviceIterations;
   program.gradientAccumulation = options.gradientAccumulation;
   program.output = options.output;
-  program.output.stepMicroBatches = options.gradientAccumulation;
   program.layout = TaskLayout(*graph, program.training());
   program.schedule = buildSchedule(program.layout, program.microBatchesPerStep(), options.schedule);
   program.graph = std::move(graph);
@@ -30,7 +29,7 @@ OutputCopy Program::outputCopy(size_t index, int64_t microBatch) const {
   if (graph->isInputUpdate(index)) {
     return {microBatch, false}; // every micro-batch's rows of the caller's input
   }
-  return {output.slotOf(microBatch, microBatchesPerCall()),
+  return {output.slotOf(microBatch, microBatchesPerCall(), gradientAccumulation),
           output.mode == OutputMode::Sum && microBatch > 0};
 }
 

@@ -82,13 +82,11 @@ void writeVariables(DeviceProgram& program, const std::map<std::string, at::Tens
   std::map<std::string, at::Tensor> held; // alive while the views are
   std::map<std::string, runtime::TensorView> views;
   for (const auto& [name, value] : values) {
-    at::Tensor tensor = value.detach();
-    // Shards are split in the device's dtype; uint8, int8 and int16 buffers
-    // are held as int32.
-    if (program.sharded(name) || frontend::isWidenedOnDevice(tensor.scalar_type())) {
-      tensor = tensor.to(frontend::toTorchDType(program.variableType(name).dtype));
-    }
-    held[name] = tensor.contiguous();
+    // In the dtype the device holds it: shards are split in it, float16 running
+    // statistics may be float32, uint8/int8/int16 buffers int32 (as the C++
+    // API's copyWeightsToDevice converts them).
+    held[name] =
+        value.detach().to(frontend::toTorchDType(program.variableType(name).dtype)).contiguous();
     views[name] = viewOf(held[name], "'" + name + "'", true);
   }
   py::gil_scoped_release release; // (cross-process writes call back into Python)

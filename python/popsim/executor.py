@@ -551,7 +551,7 @@ class Executor(ExecutorReports):
                 self._flow.optimizer, self.per_replica_params, flags,
                 self._flow.names_by_tensor(), self._reported_attributes, args, kwargs,
                 progress, self._exported)
-            self._flow.bind(compiled.program, compiled.binding, compiled.float32_buffers,
+            self._flow.bind(compiled.program, compiled.binding,
                             _replication.of(self._options, self._training).job,
                             compiled.replica_groups)
             self._compiled = compiled

@@ -131,8 +131,6 @@ class ImportedCall(NamedTuple):
     graph: _C.Graph
     output_structure: Any
     output_dtypes: List[torch.dtype]
-    # float16 buffers the device holds in float32 (Precision.runningStatisticsAlwaysFloat).
-    float32_buffers: List[str]
 
 
 def host_memory_message(model: str, error: BaseException) -> str:
@@ -185,8 +183,7 @@ def import_call(model: torch.nn.Module, options: Options, training: bool,
             graph.set_input_streamed_element_bytes(index, tensor.element_size())
     # (flat's outputs are set: the trace ran its forward().)
     return ImportedCall(signature, graph, flat.output_structure,
-                        flat.output_dtypes,  # type: ignore[arg-type]
-                        float32_buffers)
+                        flat.output_dtypes)  # type: ignore[arg-type]
 
 
 def _warn_about_inputs_requiring_grad(names: Sequence[str],

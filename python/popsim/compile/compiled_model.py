@@ -50,7 +50,6 @@ class CompiledModel(NamedTuple):
     input_updates: List[int]  # inputs the model modifies in place, by index
     # (output index, dtype) of outputs the device holds widened.
     narrow_outputs: List[Tuple[int, torch.dtype]]
-    float32_buffers: List[str]  # float16 buffers the device holds in float32
     stages: List[Tuple[str, int, int]]  # (block, stage, ipu) as compiled
     anchors: _anchors.CallAnchors
     call_spec: _call_spec.CallSpec  # the compiling call, tensors as shapes and dtypes
@@ -160,7 +159,6 @@ def compile_model(model: torch.nn.Module, shallow: torch.nn.Module, options: Opt
         output_structure=imported.output_structure, input_updates=graph.input_updates(),
         narrow_outputs=[(i, dtype) for i, dtype in enumerate(imported.output_dtypes)
                         if dtype in _tracing.WIDENED_DTYPES],
-        float32_buffers=imported.float32_buffers,
         stages=[(s.block, s.stage, s.ipu) for s in compiled.compiler.stages],
         anchors=_anchors.resolve(
             anchor_plan, anchor_shapes, program, tensors, names_by_tensor,

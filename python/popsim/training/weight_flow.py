@@ -22,7 +22,7 @@ The states (each a small enum, not a flag per case):
 import enum
 import threading
 import warnings
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, Mapping, Optional, Sequence, Set, Tuple
 
 import torch
 
@@ -74,7 +74,6 @@ class WeightFlow:
     def _unbind(self) -> None:
         self._program: Optional[_C.DeviceProgram] = None
         self._binding: Optional[_binding.OptimizerBinding] = None
-        self._float32_buffers: List[str] = []  # float16 buffers the device holds in float32
         self._replica_groups: Dict[str, int] = {}  # replica-grouped parameters' group counts
         self._weights = _Copies.IN_STEP
         self._optimizer_copies = _Copies.IN_STEP
@@ -128,7 +127,7 @@ class WeightFlow:
     # --- A compiled program's life ---
 
     def bind(self, program: _C.DeviceProgram, binding: Optional[_binding.OptimizerBinding],
-             float32_buffers: Sequence[str], jobs_replicas: int,
+             jobs_replicas: int,
              replica_groups: Optional[Mapping[str, int]] = None) -> None:
         """The program the model compiled to: its weights (and a training model's
         optimizer state and hyper-parameters) go to the device, and the host model and
@@ -136,7 +135,6 @@ class WeightFlow:
         parameter's number of groups (its state has one row per group)."""
         self._program, self._binding = program, binding
         self._replica_groups = dict(replica_groups or {})
-        self._float32_buffers = list(float32_buffers)
         self.upload_weights()
         if binding is not None:
             if not program.cost_only:  # (a cost-only device holds no state)
@@ -204,11 +202,8 @@ class WeightFlow:
         """The host model's weights to the device (a cost-only device checks and drops
         them); the host and the device are then in step."""
         names = self.program.weight_names()
-        host = _weights.host_weights(self._shallow, names)
-        for name in self._float32_buffers:
-            if name in host:
-                host[name] = host[name].float()
-        self.program.write_variables(host)
+        # (write_variables converts each to the dtype the device holds it in.)
+        self.program.write_variables(_weights.host_weights(self._shallow, names))
         self._weights = _Copies.IN_STEP
 
     def copy_weights_home(self) -> None:

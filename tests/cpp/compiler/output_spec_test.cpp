@@ -14,10 +14,10 @@ using compiler::OutputMode;
 using compiler::OutputSpec;
 using ir::Shape;
 
-std::vector<int64_t> slots(const OutputSpec& spec, int64_t iterations) {
+std::vector<int64_t> slots(const OutputSpec& spec, int64_t iterations, int64_t step = 1) {
   std::vector<int64_t> result;
   for (int64_t i = 0; i < iterations; ++i) {
-    result.push_back(spec.slotOf(i, iterations));
+    result.push_back(spec.slotOf(i, iterations, step));
   }
   return result;
 }
@@ -70,16 +70,14 @@ TEST(OutputSpecTest, EveryN) {
 TEST(OutputSpecTest, EveryNReturnsWholeStepsOfAccumulatedMicroBatches) {
   // As PopART's EveryN: every N-th step (global batch), each with all of its
   // micro-batches. 3 steps of 2 micro-batches with period 3: the last step's.
-  OutputSpec three{OutputMode::EveryN, 3};
-  three.stepMicroBatches = 2;
+  const OutputSpec three{OutputMode::EveryN, 3};
   EXPECT_NO_THROW(three.validate(3));
   EXPECT_EQ(three.returnedIterations(6), 2);
-  EXPECT_EQ(slots(three, 6), (std::vector<int64_t>{-1, -1, -1, -1, 0, 1}));
+  EXPECT_EQ(slots(three, 6, 2), (std::vector<int64_t>{-1, -1, -1, -1, 0, 1}));
   // 4 steps of 3 with period 2: steps 1 and 3.
-  OutputSpec two{OutputMode::EveryN, 2};
-  two.stepMicroBatches = 3;
+  const OutputSpec two{OutputMode::EveryN, 2};
   EXPECT_EQ(two.returnedIterations(12), 6);
-  EXPECT_EQ(slots(two, 12), (std::vector<int64_t>{-1, -1, -1, 0, 1, 2, -1, -1, -1, 3, 4, 5}));
+  EXPECT_EQ(slots(two, 12, 3), (std::vector<int64_t>{-1, -1, -1, 0, 1, 2, -1, -1, -1, 3, 4, 5}));
   EXPECT_EQ(two.hostShape({2}, 12), Shape({12}));
 }
 
