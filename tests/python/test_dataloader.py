@@ -5,7 +5,9 @@ can end. Every test has a timeout, so a hang fails instead of stalling CI."""
 import itertools
 import os
 import pathlib
+import queue
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -498,6 +500,57 @@ def test_sigterm_stops_the_loading_process_and_its_workers_cleanly(short_tmp):
     assert "exit code 0" in result.stdout and len(pids) == 1
     assert wait_until_gone(pids) == []
     assert sorted(path.name for path in short_tmp.glob("pymp-*")) == []
+
+
+def loader_in_this_process(source):
+    """The loading process's side of an accessor, run here on plain queues."""
+    from popsim.data import async_data
+    queues = [queue.Queue() for _ in range(3)]
+    return async_data._Loader(source, 1, False, None, False, False, *queues, os.getppid())
+
+
+@pytest.fixture
+def terminate_handler(monkeypatch):
+    """The loading process's SIGTERM handler, installed in this process for one test."""
+    from popsim.data import async_data
+    monkeypatch.setattr(async_data, "_terminate_requested", False)
+    previous = signal.signal(signal.SIGTERM, async_data._stop_on_terminate)
+    yield async_data
+    signal.signal(signal.SIGTERM, previous)
+
+
+def test_sigterm_inside_the_loaders_error_handling_still_stops_it(terminate_handler, monkeypatch):
+    # The signal raises wherever the loader is. Raised while a batch was checked for
+    # pickling (whose failures become the user's TypeError), it was reported as the
+    # dataset's error, and the loader went on waiting with SIGTERM ignored: a loader that
+    # terminate() could not stop (seen once in CI as "exit code None").
+    async_data = terminate_handler
+
+    class TerminatedWhilePickling:
+        @staticmethod
+        def dumps(message):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(1)  # the handler runs before this returns
+
+    monkeypatch.setattr(async_data, "ForkingPickler", TerminatedWhilePickling)
+    loader = loader_in_this_process([torch.zeros(2)])
+    loader.slots = [[torch.zeros(1)]]  # a batch larger than its slot is sent pickled
+    loader.ready.put(("slots", loader.slots))
+    with pytest.raises(async_data._Stop):
+        loader.load_epoch((0, 0))
+    assert async_data._terminate_requested
+
+
+def test_a_stop_the_signal_raised_but_something_swallowed_is_still_carried_out(
+        terminate_handler):
+    # A signal's exception raised in a __del__ or a weakref callback is printed and lost;
+    # the loader's waits see the request anyway.
+    async_data = terminate_handler
+    loader = loader_in_this_process([torch.zeros(2)])
+    async_data._terminate_requested = True
+    assert loader.wait_for_command() == ("stop",)
+    with pytest.raises(async_data._Stop):
+        loader.poll()
 
 
 @pytest.mark.parametrize("mode, workers", [(popsim.DataLoaderMode.Async, 0),

@@ -66,8 +66,11 @@ def batch_count(samples: int, batch_size: int, drop_last: bool) -> int:
     return full + (1 if leftover and not drop_last else 0)
 
 
-class _Stop(Exception):
-    """The user asked the loading process to stop or to start afresh."""
+class _Stop(BaseException):
+    """The user asked the loading process to stop or to start afresh. A BaseException, as
+    KeyboardInterrupt is: SIGTERM raises it wherever the process is, and handlers of
+    Exception there (the loader's own error reporting, torch's iterator) must not take it
+    for the dataset's error."""
 
     def __init__(self, command: Tuple[Any, ...]) -> None:
         super().__init__(command)
@@ -122,7 +125,7 @@ class _Loader:
 
     # Commands and the parent's liveness, checked whenever the loader waits.
     def poll(self) -> None:
-        if os.getppid() != self.parent:
+        if os.getppid() != self.parent or _terminate_requested:
             raise _Stop(("stop",))
         try:
             command = self.commands.get_nowait()
@@ -133,7 +136,7 @@ class _Loader:
 
     def wait_for_command(self) -> Tuple[Any, ...]:
         while True:
-            if os.getppid() != self.parent:
+            if os.getppid() != self.parent or _terminate_requested:
                 return ("stop",)
             try:
                 command = self.commands.get(timeout=_POLL_SECONDS)
@@ -182,8 +185,6 @@ class _Loader:
             if self.partial is not None and self.partial[1] > 0 and not self.drop_last:
                 self.ship_partial(tag)
             self.ready.put(("end", tag))
-        except _Stop:
-            raise
         except Exception as error:  # reported to the user, with its traceback
             text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
             error_type: Optional[type] = type(error)
@@ -289,12 +290,21 @@ def _stop_workers(iterator: Optional[Iterator[Any]]) -> None:
         shutdown()
 
 
+# Set by the first SIGTERM. The exception the signal raises can still be lost (raised in a
+# __del__ or a weakref callback, which Python reports and ignores), so every wait of the
+# loader checks this too.
+_terminate_requested = False
+
+
 def _stop_on_terminate(signum: int, frame: Any) -> None:
     """SIGTERM (terminate(), or a loader too slow to stop when asked) stops the loading
     process as a "stop" command does: the epoch in progress stops torch's workers on its way
     out, so that they remove their temporary directories, which a process killed by the
     signal would leave behind. Later SIGTERMs are ignored while it stops (SIGKILL remains)."""
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    global _terminate_requested
+    if _terminate_requested:
+        return
+    _terminate_requested = True
     raise _Stop(("stop",))
 
 
