@@ -154,9 +154,6 @@ def test_wrapping_a_model_twice_for_training():
                r"wrapping the model for training again\.$")
     with pytest.raises(popsim.InputError, match=message):
         popsim.trainingModel(model)
-    # Also through a model that contains it, naming the submodule.
-    with pytest.raises(popsim.InputError, match=r"^Its submodule 'inner' is already wrapped"):
-        popsim.trainingModel(nn.ModuleDict({"inner": model}))
     trainer.destroy()
     popsim.trainingModel(model)(*data())
 

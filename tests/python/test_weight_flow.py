@@ -261,7 +261,7 @@ def test_a_destroyed_training_model_that_compiles_again_is_registered_again():
     pair.trainer.destroy()
     pair.step(*batches(1)[0])  # compiles again
     with pytest.raises(popsim.InputError, match="already wrapped"):
-        popsim.trainingModel(pair.model)
+        popsim.trainingModel(pair.trainer.model)
     pair.assert_host_matches_eager()
 
 

@@ -9,14 +9,17 @@ steps since the last one).
 This works by giving the model and each of its submodules a subclass of its
 own class that checks first (_class_swap.py). Pickling and deepcopy see the
 original class.
+A module that several training models train (they share it) checks with
+each of them; at most one has weights newer than the host's (registry.py).
 destroy() (or the end of the training wrapper) restores the original
-classes. Until then, `model.destroy()` on the host model is the training
-model's destroy(), as PopTorch's wrapped models have it, unless the model has
-an attribute of that name of its own.
+classes of the modules no other training model trains. Until then,
+`model.destroy()` on the host model is the training model's destroy(), as
+PopTorch's wrapped models have it, unless the model has an attribute of that
+name of its own.
 """
 
 import weakref
-from typing import Any, Callable, Dict, Optional, Protocol, Type
+from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple, Type
 
 import torch
 
@@ -30,11 +33,26 @@ class DeviceWeights(Protocol):
 
 
 class _Hook:
-    """What a trained module calls back: its training model's weight copy and destroy()."""
+    """What a trained module calls back: the weight copies of the training models that
+    train it, and destroy() of the one that wraps it."""
 
-    def __init__(self, sync: Callable[[], None], destroy: Callable[[], None]) -> None:
-        self.sync = sync
-        self.destroy = destroy
+    def __init__(self) -> None:
+        # (the weight flow, its training model's destroy(), whether it wraps this module)
+        self.owners: List[Tuple["weakref.ref[DeviceWeights]", Callable[[], None], bool]] = []
+
+    def sync(self) -> None:
+        for reference, _, _ in self.owners:
+            weights = reference()
+            if weights is not None:
+                weights.copy_weights_home_if_newer()
+
+    def destroy(self) -> Optional[Callable[[], None]]:
+        """The destroy() `module.destroy` means: the training model that wraps the module,
+        or the only one that trains it."""
+        wrapping = [destroy for _, destroy, wraps in self.owners if wraps]
+        if wrapping:
+            return wrapping[0]
+        return self.owners[0][1] if len(self.owners) == 1 else None
 
 
 def _sync(module: torch.nn.Module) -> None:
@@ -53,8 +71,9 @@ def _synced_methods(synced: Type[Any]) -> Dict[str, Callable[..., Any]]:
             # Reached only when the module has no attribute, submodule or parameter of the
             # name, so the model's own `destroy` always wins.
             hook: Optional[_Hook] = _SWAP.hook(self)
-            if name == "destroy" and hook is not None:
-                return hook.destroy
+            destroy = hook.destroy() if hook is not None and name == "destroy" else None
+            if destroy is not None:
+                return destroy
             raise
 
     def synced_method(name: str) -> Callable[..., Any]:
@@ -79,18 +98,23 @@ _SWAP = ClassSwap("_popsim_sync", _synced_methods, before_pickle=_sync)
 def install(model: torch.nn.Module, owner: DeviceWeights, destroy: Callable[[], None]) -> None:
     """Makes `model` copy `owner`'s device weights home before it is used, and gives it
     `destroy` (the training model's) as `model.destroy()`."""
-    reference = weakref.ref(owner)
-
-    def sync() -> None:
-        weights = reference()
-        if weights is not None:
-            weights.copy_weights_home_if_newer()
-
-    hook = _Hook(sync, destroy)
     for module in model.modules():
-        _SWAP.install(module, hook)
+        hook: Optional[_Hook] = _SWAP.hook(module)
+        if hook is None:
+            hook = _Hook()
+            _SWAP.install(module, hook)
+        if not any(reference() is owner for reference, _, _ in hook.owners):
+            hook.owners.append((weakref.ref(owner), destroy, module is model))
 
 
-def uninstall(model: torch.nn.Module) -> None:
+def uninstall(model: torch.nn.Module, owner: DeviceWeights) -> None:
+    """Forgets `owner` in `model`'s modules; those no other owner trains get their classes
+    back."""
     for module in model.modules():
-        _SWAP.uninstall(module)
+        hook: Optional[_Hook] = _SWAP.hook(module)
+        if hook is None:
+            continue
+        hook.owners = [entry for entry in hook.owners
+                       if entry[0]() is not owner and entry[0]() is not None]
+        if not hook.owners:
+            _SWAP.uninstall(module)

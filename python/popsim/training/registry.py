@@ -1,17 +1,25 @@
-"""Which training model trains which modules.
+"""Which training models train which modules.
 
 A live training model records every module of its host model, with one
-shared record: the training model and how many calls it has run. Inference
-models look for records of their own modules, so one built from the whole
-model, a submodule or a larger model containing the trained one sees the
-trained weights. A module already recorded cannot be trained by a second
-training model. Records live outside the modules (a weak map), so copies and
-pickles of a module never carry them.
+record per training model: the training model, its host model and how many
+calls it has run. Inference models look for records of their own modules, so
+one built from the whole model, a submodule or a larger model containing the
+trained one sees the trained weights.
+
+Several training models may train modules they share (a GAN's generator
+and discriminator, each trained by a model of its own that runs both). Each
+record knows the records it shares a module with, and a training model
+brings their newer weights to its device before it runs (weight_flow.py).
+So, of the training models that train one module, at most one holds weights
+newer than the host's at any time, and copying them home needs no order.
+Only the same host model wrapped twice is refused, as PopTorch refuses it.
+Records live outside the modules (a weak map), so copies and pickles of a
+module never carry them.
 """
 
 import itertools
 import weakref
-from typing import Dict, List, Optional, Protocol
+from typing import Dict, List, Optional, Protocol, Set
 
 import torch
 
@@ -25,8 +33,8 @@ class Trainer(Protocol):
     def copy_weights_home_if_newer(self) -> None: ...
 
 
-_records: "weakref.WeakKeyDictionary[object, TrainingRecord]" = (
-    weakref.WeakKeyDictionary())  # module -> TrainingRecord
+_records: "weakref.WeakKeyDictionary[object, List[TrainingRecord]]" = (
+    weakref.WeakKeyDictionary())  # module -> the records of the training models training it
 _serials = itertools.count()
 # Bumped whenever any record's version or the set of records changes, so that an
 # inference call can skip walking its modules (versions()) when nothing did.
@@ -39,10 +47,13 @@ def _bump() -> None:
 
 
 class TrainingRecord:
-    def __init__(self, trainer: Trainer) -> None:
+    def __init__(self, trainer: Trainer, model: torch.nn.Module) -> None:
         self._trainer = weakref.ref(trainer)
+        self._model = weakref.ref(model)
         self.serial = next(_serials)
-        self.version = 0  # calls run: inference models compare it with what they uploaded
+        self.version = 0  # calls run: other models compare it with what they uploaded
+        # The other training models' records that train a module of this one's model.
+        self.sharing: Set["TrainingRecord"] = set()
 
     def called(self) -> None:
         """The training model ran a call: its weights changed."""
@@ -54,27 +65,40 @@ class TrainingRecord:
         """The training model, or None once it has been collected."""
         return self._trainer()
 
+    def wraps(self, model: torch.nn.Module) -> bool:
+        """Whether `model` is the host model this training model wraps (not a submodule)."""
+        return self._model() is model and self.trainer is not None
+
 
 def register(model: torch.nn.Module, trainer: Trainer) -> TrainingRecord:
-    """Records `model`'s modules as trained by `trainer`; fails if another one trains any."""
-    for name, module in model.named_modules():
-        record = _records.get(module)
-        if record is not None and record.trainer is not None:
-            what = f"Its submodule '{name}' is" if name else "This model is"
+    """Records `model`'s modules as trained by `trainer` too; fails if another training
+    model wraps `model` itself."""
+    for other in _records.get(model, ()):
+        if other.wraps(model):
             raise InputError(
-                f"{what} already wrapped by popsim.trainingModel ({record.trainer!r}). Call "
-                "destroy() on that wrapper before wrapping the model for training again.")
-    record = TrainingRecord(trainer)
+                f"This model is already wrapped by popsim.trainingModel ({other.trainer!r}). "
+                "Call destroy() on that wrapper before wrapping the model for training again.")
+    record = TrainingRecord(trainer, model)
     for module in model.modules():
-        _records[module] = record
+        trained_by = _records.setdefault(module, [])
+        for other in trained_by:
+            other.sharing.add(record)
+            record.sharing.add(other)
+        trained_by.append(record)
     _bump()
     return record
 
 
 def release(record: TrainingRecord) -> None:
     """Forgets a training model's record (destroy(), or the model was collected)."""
-    for module in [module for module, other in _records.items() if other is record]:
-        del _records[module]
+    for module, trained_by in list(_records.items()):
+        if record in trained_by:
+            trained_by.remove(record)
+            if not trained_by:
+                del _records[module]
+    for other in record.sharing:
+        other.sharing.discard(record)
+    record.sharing.clear()
     _bump()
 
 
@@ -82,8 +106,7 @@ def records(model: torch.nn.Module) -> List[TrainingRecord]:
     """The records of training models that train modules of `model`."""
     found: Dict[int, TrainingRecord] = {}
     for module in model.modules():
-        record = _records.get(module)
-        if record is not None:
+        for record in _records.get(module, ()):
             found[record.serial] = record
     return list(found.values())
 

@@ -8,7 +8,9 @@ Weights: an inference model copies the host model's weights to the device
 when it compiles (and on copyWeightsToDevice()); it also picks up weights a
 training model of the same host model has trained. While a training model
 runs, its device weights are the source of truth; the host model is updated
-lazily, when it is used. The optimizer's state follows the same way, and a
+lazily, when it is used. Training models that share modules take each
+other's newer weights before they run: the other's go home, and this one's
+device gets the host's. The optimizer's state follows the same way, and a
 loaded state dict goes to the device before the next call.
 
 The states (each a small enum, not a flag per case):
@@ -86,7 +88,8 @@ class WeightFlow:
         self._detached_state: Optional[Dict[str, torch.Tensor]] = None
         self._syncing = False
         # Inference: the training models' versions last uploaded, and the registry's
-        # generation when checked.
+        # generation when checked. Training: those of the training models it shares
+        # modules with.
         self._seen_training: Optional[Dict[int, int]] = None
         self._seen_generation: Optional[int] = None
         self._warned_unwritten_change = False  # (once per compiled model)
@@ -120,9 +123,12 @@ class WeightFlow:
             self._record = _registry.register(self._model, self)
 
     def seen_trainers(self) -> None:
-        """An inference model about to compile: the trained weights it will upload."""
+        """A model about to compile: the trained weights it will upload, of the training
+        models of its modules (inference) or of those it shares modules with (training)."""
         if not self._training:
             self._seen_training = self._sync_trainers_to_host()
+        else:
+            self._seen_training = self._sync_sharing_trainers_to_host()
 
     # --- A compiled program's life ---
 
@@ -154,6 +160,7 @@ class WeightFlow:
         if not self._training:
             self._catch_up_with_training()
             return
+        self._catch_up_with_sharing_trainers()
         if self._optimizer_copies == _Copies.HOST_NEWER:
             self._write_optimizer_state()
         if not self._warned_unwritten_change:
@@ -183,12 +190,15 @@ class WeightFlow:
             self.optimizer._step_count += self._options.device_iterations  # type: ignore
 
     def release(self) -> None:
-        """destroy(): weights and optimizer state home, and the program forgotten."""
+        """destroy(): weights (when the device's are newer: a training model sharing modules
+        may have trained past them since) and optimizer state home, and the program
+        forgotten."""
         if self._program is not None and self._training:
             if self.attached and not self._program.cost_only:
-                self.copy_weights_home()
+                if self._weights == _Copies.DEVICE_NEWER:
+                    self.copy_weights_home()
                 self.binding.copy_state_to_host(self._program)
-            _host_sync.uninstall(self._model)
+            _host_sync.uninstall(self._model, self)
             assert self.optimizer is not None, "a training model has an optimizer"
             _optimizer_state.uninstall(self.optimizer)
         if self._record is not None:
@@ -255,6 +265,31 @@ class WeightFlow:
                 trainer.copy_weights_home_if_newer()
         return _registry.versions(self._model)
 
+    def _sync_sharing_trainers_to_host(self) -> Dict[int, int]:
+        """Copies weights home from the training models this one shares modules with;
+        returns their versions."""
+        assert self._record is not None, "a training model is recorded while it compiles"
+        for record in self._record.sharing:
+            trainer = record.trainer
+            if trainer is not None:
+                trainer.copy_weights_home_if_newer()
+        return {record.serial: record.version for record in self._record.sharing}
+
+    def _catch_up_with_sharing_trainers(self) -> None:
+        """Before a training call: weights that training models sharing modules with this
+        one trained since go home, and then the host's weights to this device. When
+        another model ran since, this device's own newer weights went home before it did
+        (it ran this same catch-up), so the host holds them already; when only the set of
+        sharing models changed, they go home first."""
+        record = self._record
+        assert record is not None, "a training model is recorded while it runs"
+        if not record.sharing and not self._seen_training:
+            return
+        if {other.serial: other.version for other in record.sharing} != self._seen_training:
+            self.copy_weights_home_if_newer()
+            self._seen_training = self._sync_sharing_trainers_to_host()
+            self.upload_weights()
+
     def _catch_up_with_training(self) -> None:
         """Uploads weights that training models of this model's modules trained since."""
         generation = _registry.generation
@@ -271,7 +306,8 @@ class WeightFlow:
         if not self.attached:
             raise InputError("The model is not attached to the device.")
         if self._training and not self.program.cost_only:
-            self.copy_weights_home()
+            if self._weights == _Copies.DEVICE_NEWER:  # (as release() does)
+                self.copy_weights_home()
             self.binding.copy_state_to_host(self.program)
             self._detached_state = self.program.read_variables(self.program.state_names())
         self.attached = False
