@@ -281,6 +281,10 @@ def test_when_nothing_fits_the_plan_says_what_would():
                                     candidates=["layers.0", "layers.3", "layers.1"]),
      r"the candidates must be listed in the order forward\(\) calls them: 'layers.1' is "
      r"listed after 'layers.3' but runs before it"),
+    (lambda m, b, o: popsim.planJob(m, b, o, ipus=2, global_batch=64,
+                                    candidates=["layers.2", "layers.0"]),
+     r"the candidates must be listed in the order forward\(\) calls them: 'layers.0' is "
+     r"listed after 'layers.2' but runs before it"),
 ])
 def test_bad_plans_are_refused_naming_the_problem(call, message):
     model, batch, optimizer = job()

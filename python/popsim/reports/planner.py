@@ -389,14 +389,17 @@ def _group(candidates: List[str], lengths: Sequence[int]) -> List[List[str]]:
 
 def _annotate_candidates(model: torch.nn.Module, candidates: List[str], tail: Optional[str],
                          tail_after: bool) -> None:
-    """One block per candidate: block "c0" starts with the model, block "c<i>"
-    with candidate i, and "tail" with (or after) the tail. Every split the
+    """One block per candidate: block "c0" starts with the model (and its first
+    candidate), block "c<i>" with candidate i, and "tail" with (or after) the tail. Every split the
     planner compiles groups these blocks into stages (_on_candidate_stages), so the
     model's trace is the same for all of them and is traced once
     (trace_reuse)."""
     removeBlocks(model)
     BeginBlock(model, "c0")
-    for index, name in enumerate(candidates[1:], start=1):
+    # The first candidate begins "c0" again (already open when it runs first), so that a
+    # first candidate forward() calls after another one reopens "c0" after "c1", which the
+    # compiler refuses (_profile names the two).
+    for index, name in enumerate(candidates):
         BeginBlock(model.get_submodule(name), f"c{index}")
     if tail is not None:
         BeginBlock(model.get_submodule(tail), "tail", after=tail_after)
