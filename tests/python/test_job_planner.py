@@ -270,6 +270,12 @@ def test_when_nothing_fits_the_plan_says_what_would():
      r"micro-batch sizes must be positive ints, got 0"),
     (lambda m, b, o: popsim.planJob(m, b, o, ipus=4, global_batch=2, micro_batch_sizes=[8]),
      r"no configuration of 4 IPUs makes a global batch within 5% of 2 with micro-batches \[8\]"),
+    # The one shape making up the batch, 1 replica of 2 pipelined IPUs, has 1 micro-batch a
+    # step: refused before anything compiles (it was simulated for nothing).
+    (lambda m, b, o: popsim.planJob(m, b, o, ipus=2, global_batch=2, micro_batch_sizes=[2]),
+     r"no configuration of 2 IPUs makes a global batch within 5% of 2 with micro-batches \[2\] "
+     r"\(replicas x micro-batch must not exceed it, and a replica pipelined over k IPUs needs "
+     r"2k - 1 micro-batches a step\)"),
     (lambda m, b, o: popsim.planJob(m, (b[0], b[1][:2]), o, ipus=2, global_batch=64),
      r"must share one batch size .* got sizes \[2, 4\]"),
     (lambda m, b, o: popsim.planJob(m, b, o, ipus=2, global_batch=64, candidates=["nope"]),

@@ -352,17 +352,33 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
         made = replicas * size * count
         return count if abs(made - global_batch) <= tolerance * global_batch else None
 
+    def fills_pipeline(count: int, stages: int) -> bool:
+        """Whether `count` micro-batches a step fill a replica's pipeline of `stages`
+        (a training pipeline needs 2 x stages - 1, an inference one `stages`)."""
+        return stages == 1 or count >= (2 * stages - 1 if training else stages)
+
+    def runs(size: int, k: int, replicas: int) -> bool:
+        """Whether micro-batch `size` on `replicas` of `k` IPUs makes up the global batch
+        with enough micro-batches a step to fill the replica's pipeline."""
+        count = per_step(replicas, size)
+        return count is not None and fills_pipeline(count, k)
+
     def feasible_shapes(deepest: int) -> List[Tuple[int, int, int]]:
         """(micro-batch, IPUs per replica, replicas) of each configuration making up the
-        global batch, with at most `deepest` IPUs per replica (one per candidate)."""
+        global batch with enough micro-batches a step to fill its pipeline (the tail's
+        stage, known only once profiled, may still need more), with at most `deepest` IPUs
+        per replica (one per candidate)."""
         shapes_ = [(k, ipus // k) for k in _divisors(ipus) if k <= deepest]
-        found = [(size, k, r) for size in sizes for k, r in shapes_ if per_step(r, size)]
+        found = [(size, k, r) for size in sizes for k, r in shapes_
+                 if runs(size, k, r)]
         if not found:
             raise OptionError(
                 f"popsim.planJob: no configuration of {ipus} IPUs makes a global batch within "
                 f"{tolerance:.0%} of {global_batch} with micro-batches {sizes} (replicas x "
-                "micro-batch must not exceed it); ask for a larger global batch, smaller "
-                "micro-batches or a larger tolerance.", option="planJob.global_batch")
+                "micro-batch must not exceed it, and a replica pipelined over k IPUs needs "
+                f"{'2k - 1' if training else 'k'} micro-batches a step); ask for a larger "
+                "global batch, smaller micro-batches or a larger tolerance.",
+                option="planJob.global_batch")
         return found
 
     # Before any compilation: the batch may be impossible (default candidates may be
@@ -441,7 +457,8 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
                         break
                     # The largest size gave the best configuration: twice it next.
                     larger = 2 * max(sizes)
-                    more = [(larger, k, r) for k, r in shapes if per_step(r, larger)]
+                    more = [(larger, k, r) for k, r in shapes
+                            if runs(larger, k, r)]
                     if not more:
                         break
                     sizes.append(larger)
@@ -464,8 +481,7 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
                     made_up = per_step(replicas, size)
                     assert made_up is not None, "only feasible shapes are listed"
                     count: int = made_up
-                    stages = k + (tail is not None)
-                    if stages > 1 and count < (2 * stages - 1 if training else stages):
+                    if not fills_pipeline(count, k + (tail is not None)):
                         skip("too few micro-batches to fill the pipeline")
                         continue
                     splits: List[Tuple[int, ...]] = (
@@ -599,6 +615,10 @@ def _advice(result: JobPlan, sizes: List[int], training: bool,
     """What would make a configuration fit, from the leanest one tried and the
     candidates' memory, each alone on an IPU, at the smallest micro-batch profiled."""
     if not result.searched:
+        if "too few micro-batches to fill the pipeline" in result.skipped:
+            return ["The shapes that make up the global batch have too few micro-batches a "
+                    "step to fill their pipelines (with the tail's stage): ask for a larger "
+                    "global batch or smaller micro-batches."]
         return ["No shape of the POD could run the global batch with these micro-batch sizes."]
     leanest = min(result.searched,
                   key=lambda c: max(i.memory_bytes / i.capacity_bytes
