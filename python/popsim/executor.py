@@ -260,7 +260,7 @@ class Executor(ExecutorReports):
         pickles the model it wraps, with the device's latest weights copied
         home first: loading gives that torch.nn.Module, without popsim."""
         if self._compiled is not None:
-            self._flow.copy_weights_home_if_newer()
+            self._flow.host_used()
         return self._user_model.__reduce_ex__(protocol)
 
     @property
@@ -397,7 +397,7 @@ class Executor(ExecutorReports):
             NotCompiledError: when the model has not compiled (an InputError).
         """
         self._require_compiled("copyWeightsToDevice")
-        self._flow.upload_weights()
+        self._flow.write_host_weights()
 
     @_one_thread_at_a_time
     def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True
@@ -418,7 +418,7 @@ class Executor(ExecutorReports):
         """
         result = self._user_model.load_state_dict(state_dict, strict)
         if self._compiled is not None and self._flow.attached:
-            self._flow.upload_weights()
+            self._flow.write_host_weights()
         return result
 
     @_one_thread_at_a_time
@@ -452,7 +452,7 @@ class Executor(ExecutorReports):
             NotCompiledError: when the model has not compiled (an InputError).
         """
         self._require_compiled("copyWeightsToHost")
-        self._flow.copy_weights_home()
+        self._flow.copy_weights_home_explicitly()
 
     @_one_thread_at_a_time
     def setOptimizer(self, optimizer: torch.optim.Optimizer) -> None:
@@ -596,7 +596,7 @@ class Executor(ExecutorReports):
         compiled = self._compiled_model
         model = None
         if export_model:
-            self._flow.copy_weights_home_if_newer()
+            self._flow.host_used()
             if self._training:
                 self._flow.optimizer_state_to_host()
             model = {"model": self._user_model, "options": self._options,

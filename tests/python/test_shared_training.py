@@ -206,3 +206,78 @@ class Regression(nn.Module):
 
     def forward(self, z, target):
         return F.mse_loss(self.g(z), target)
+
+
+def test_copy_weights_to_host_of_a_model_another_one_ran_past_keeps_its_steps():
+    # The discriminator's model last saw the generator before the generator's step: its
+    # explicit copy home takes that step first instead of undoing it.
+    gan = Gan()
+    real, z = batches(1)[0]
+    gan.step_d(real, z)
+    gan.step_g(z)
+    gan.assert_host_matches_eager()
+    gan.d_trainer.copyWeightsToHost()
+    gan.assert_host_matches_eager()
+    gan.step_d(real, z)
+    gan.assert_host_matches_eager()
+
+
+def test_weights_written_to_one_device_reach_the_other_models():
+    # A checkpoint loaded through one training model right after the other one ran, and a
+    # host edit copied to one device: both hold for every model that shares them.
+    gan = Gan()
+    data = batches(3)
+    checkpoint = copy.deepcopy(gan.g_trainer.state_dict())
+    eager_checkpoint = copy.deepcopy(GeneratorLoss(gan.eager_g, gan.eager_d).state_dict())
+    gan.step_g(data[0][1])
+    gan.step_d(*data[0])
+    gan.g_trainer.load_state_dict(checkpoint)
+    GeneratorLoss(gan.eager_g, gan.eager_d).load_state_dict(eager_checkpoint)
+    gan.assert_host_matches_eager()
+    gan.step_d(*data[1])
+    gan.step_g(data[1][1])
+    gan.assert_host_matches_eager()
+    with torch.no_grad():
+        gan.g[3].weight.mul_(0.5)
+        gan.eager_g[3].weight.mul_(0.5)
+    gan.g_trainer.copyWeightsToDevice()
+    gan.step_d(*data[2])  # trains on the edited generator, and does not send its old copy home
+    gan.assert_host_matches_eager()
+
+
+def test_host_load_state_dict_is_not_overwritten_by_a_later_copy_home():
+    gan = Gan()
+    checkpoint = copy.deepcopy(gan.d.state_dict())
+    real, z = batches(1)[0]
+    gan.step_d(real, z)
+    gan.d.load_state_dict(checkpoint)  # no read of the host model in between
+    torch.testing.assert_close(gan.d.state_dict(), checkpoint, rtol=0, atol=0)
+
+
+def test_one_optimizer_for_two_training_models_is_refused():
+    gan = Gan()
+    message = (r"^This optimizer already trains another training model \(popsim training model "
+               r"\(not compiled\) of GeneratorLoss\)\. Each training model keeps its optimizer's "
+               r"state .* on its own device, so two cannot share one: give each its own")
+    with pytest.raises(popsim.InputError, match=message):
+        popsim.trainingModel(Regression(gan.g), optimizer=gan.g_optimizer)
+    with pytest.raises(popsim.InputError, match=message):
+        gan.d_trainer.setOptimizer(gan.g_optimizer)
+    gan.g_trainer.destroy()
+    popsim.trainingModel(Regression(gan.g), optimizer=gan.g_optimizer)  # free again
+
+
+def test_a_parameter_tied_between_modules_of_two_training_models_trains_as_eager():
+    # No module is shared, only the tensor: b.weight is a.weight.
+    a, b = nn.Linear(3, 3), nn.Linear(3, 3)
+    b.weight = a.weight
+    eager = copy.deepcopy(nn.ModuleList([a, b]))
+    trainers = [popsim.trainingModel(Regression(m), optimizer=torch.optim.SGD(m.parameters(), 0.1))
+                for m in (a, b)]
+    optimizers = [torch.optim.SGD(m.parameters(), lr=0.1) for m in eager]
+    for index in (0, 1, 0, 1):
+        z, target = torch.randn(4, 3), torch.randn(4, 3)
+        expected = eager_step(Regression(eager[index]), optimizers[index], z, target)
+        assert_close(trainers[index](z, target), expected)
+    assert_close(b.weight, eager[1].weight)
+    assert_close(a.bias, eager[0].bias)

@@ -148,6 +148,20 @@ def test_inference_model_of_the_same_host_model_sees_trained_weights():
         pair.eager.train()
 
 
+def test_copy_weights_to_host_of_an_inference_model_keeps_the_training_since():
+    # The inference model's device holds the weights of its last call: its explicit copy
+    # home takes the training model's steps first instead of undoing them.
+    pair = Pair()
+    inference = popsim.inferenceModel(pair.model.eval())
+    inference(torch.randn(4, 1, 8, 8))
+    pair.model.train()
+    for batch in batches(2):
+        pair.step(*batch)
+    pair.assert_host_matches_eager()  # (reading the host model copies the steps home)
+    inference.copyWeightsToHost()
+    pair.assert_host_matches_eager()
+
+
 def test_detach_and_attach_keep_weights_and_optimizer_state():
     pair = Pair()
     data = batches(6)

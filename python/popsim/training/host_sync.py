@@ -2,15 +2,16 @@
 
 While a training model runs, the device holds the weights that count. The
 host model catches up only when it is used: reading a parameter or buffer,
-calling parameters(), named_parameters(), buffers(), state_dict(), or
-calling the host model triggers one copy from the device (if there were
-steps since the last one).
+calling parameters(), named_parameters(), buffers(), state_dict(),
+load_state_dict(), or calling the host model triggers one copy from the
+device (if there were steps since the last one).
 
 This works by giving the model and each of its submodules a subclass of its
 own class that checks first (_class_swap.py). Pickling and deepcopy see the
 original class.
 A module that several training models train (they share it) checks with
-each of them; at most one has weights newer than the host's (registry.py).
+each of them and those they share tensors with; at most one has weights
+newer than the host's (registry.py).
 destroy() (or the end of the training wrapper) restores the original
 classes of the modules no other training model trains. Until then,
 `model.destroy()` on the host model is the training model's destroy(), as
@@ -29,7 +30,7 @@ from popsim.training.class_swap import ClassSwap
 class DeviceWeights(Protocol):
     """Whose weights a model copies home before it is used (a weight flow)."""
 
-    def copy_weights_home_if_newer(self) -> None: ...
+    def host_used(self) -> None: ...
 
 
 class _Hook:
@@ -44,7 +45,7 @@ class _Hook:
         for reference, _, _ in self.owners:
             weights = reference()
             if weights is not None:
-                weights.copy_weights_home_if_newer()
+                weights.host_used()
 
     def destroy(self) -> Optional[Callable[[], None]]:
         """The destroy() `module.destroy` means: the training model that wraps the module,
@@ -85,8 +86,9 @@ def _synced_methods(synced: Type[Any]) -> Dict[str, Callable[..., Any]]:
         return method
 
     methods: Dict[str, Callable[..., Any]] = {"__getattr__": synced_getattr}
+    # (load_state_dict too: what it loads must not be overwritten by a later copy home.)
     for name in ("__call__", "parameters", "named_parameters", "buffers", "named_buffers",
-                 "state_dict"):
+                 "state_dict", "load_state_dict"):
         methods[name] = synced_method(name)
     return methods
 

@@ -154,13 +154,20 @@ class WeightFlow:
         # OnDemand attaches (and Never would) only when the model first runs.
         self.attached = self._options.connection_type == ConnectionType.Always
 
-    def before_call(self) -> None:
-        """What a call needs first: the trained weights of other models (inference), or a
-        loaded optimizer state (training)."""
-        if not self._training:
+    def catch_up(self) -> None:
+        """The device takes the weights other training models trained since it last did:
+        those of its model's modules (inference), or of the modules it shares (training)."""
+        if self._training:
+            self._catch_up_with_sharing_trainers()
+        else:
             self._catch_up_with_training()
+
+    def before_call(self) -> None:
+        """What a call needs first: the trained weights of other models, and a training
+        model's loaded optimizer state."""
+        self.catch_up()
+        if not self._training:
             return
-        self._catch_up_with_sharing_trainers()
         if self._optimizer_copies == _Copies.HOST_NEWER:
             self._write_optimizer_state()
         if not self._warned_unwritten_change:
@@ -208,6 +215,26 @@ class WeightFlow:
 
     # --- Weights ---
 
+    def write_host_weights(self) -> None:
+        """copyWeightsToDevice() and the executor's load_state_dict(): the host model's
+        weights as a user reading it sees them (other training models' newer weights go
+        home first) to the device. Training models sharing modules with this one take them
+        before their next call, as they take a call's."""
+        if self._training:
+            self._seen_training = self._sync_sharing_trainers_to_host()
+        else:
+            self._seen_training = self._sync_trainers_to_host()
+            self._seen_generation = _registry.generation
+        self.upload_weights()
+        if self._record is not None and self._record.sharing:
+            self._record.called()
+
+    def copy_weights_home_explicitly(self) -> None:
+        """copyWeightsToHost(): the device's weights home, once it has taken what other
+        training models trained since (a device they ran past would undo their steps)."""
+        self.catch_up()
+        self.copy_weights_home()
+
     def upload_weights(self) -> None:
         """The host model's weights to the device (a cost-only device checks and drops
         them); the host and the device are then in step."""
@@ -238,6 +265,17 @@ class WeightFlow:
                     self.copy_weights_home()
                 finally:
                     self._syncing = False
+
+    def host_used(self) -> None:
+        """A module this model trains is used on the host: its weights, and those of the
+        training models sharing modules or tensors with it, come home if newer
+        (host_sync.py asks)."""
+        self.copy_weights_home_if_newer()
+        if self._record is not None:
+            for record in list(self._record.sharing):
+                trainer = record.trainer
+                if trainer is not None:
+                    trainer.copy_weights_home_if_newer()
 
     def write_named_buffers(self, names: Sequence[str]) -> None:
         """copyNamedBuffersToDevice: only the named buffers go to the device."""
@@ -419,6 +457,7 @@ class WeightFlow:
                       reported: "set[str]") -> None:
         """setOptimizer: new hyper-parameters now (and a new optimizer object's state
         next call), the program unchanged."""
+        _registry.check_optimizer_unshared(optimizer, self)
         if self._program is not None:
             binding = _binding.OptimizerBinding(optimizer, self.names_by_tensor())
             self.binding.check_compatible(binding)
