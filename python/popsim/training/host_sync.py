@@ -8,10 +8,10 @@ device (if there were steps since the last one).
 
 This works by giving the model and each of its submodules a subclass of its
 own class that checks first (_class_swap.py). Pickling and deepcopy see the
-original class.
-A module that several training models train (they share it) checks with
-each of them and those they share tensors with; at most one has weights
-newer than the host's (registry.py).
+original class. A module that several training models train (they share
+it) checks with each of them and those they share tensors with; at most one
+has weights newer than the host's (registry.py).
+
 destroy() (or the end of the training wrapper) restores the original
 classes of the modules no other training model trains. Until then,
 `model.destroy()` on the host model is the training model's destroy(), as

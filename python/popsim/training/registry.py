@@ -16,6 +16,7 @@ host's at any time, and copying them home needs no order. The same host
 model wrapped twice is refused, as PopTorch refuses it, and so is one
 optimizer given to two training models (each device holds the state of the
 optimizer it runs).
+
 Records live outside the modules (a weak map), so copies and pickles of a
 module never carry them.
 """
