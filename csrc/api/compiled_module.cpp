@@ -190,15 +190,13 @@ void CompiledModule::checkInputs(const std::vector<at::Tensor>& inputs) const {
                             ". ";
       if (inputs[i].dim() > 0 && expected.dim() > 0 &&
           inputs[i].sizes().slice(1) == expected.sizes().slice(1)) {
-        const int64_t iterations = options_.deviceIterations();
-        const int64_t accumulation = options_.Training.gradientAccumulation();
+        // This input's own micro-batch: inputs may differ in dimension 0.
+        const host::BatchSplit split = host::batchSplitOf(options_.session());
         message += "Input '" + name + "' has " + std::to_string(inputs[i].size(0)) +
                    " samples in dimension 0 but the model was compiled for " +
-                   std::to_string(expected.size(0)) + " per call (micro-batch " +
-                   std::to_string(expected.size(0) / (iterations * accumulation)) +
-                   " x deviceIterations " + std::to_string(iterations) +
-                   " x gradientAccumulation " + std::to_string(accumulation) +
-                   "). Pass batches of " + std::to_string(expected.size(0)) +
+                   std::to_string(expected.size(0)) + " per call (" +
+                   split.batchText(expected.size(0) / split.factor()) + "). Pass batches of " +
+                   std::to_string(expected.size(0)) +
                    ", or build another session for another "
                    "batch size.";
       } else {

@@ -242,6 +242,21 @@ def test_input_shape_change_after_compilation():
         "popsim compiles one program per input signature: wrap the model again for the new "
         "inputs, or call destroy() on this one first.")
 
+class ScaledByASum(torch.nn.Module):
+    def forward(self, x, y):
+        return x * y.sum()
+
+
+def test_the_batch_explanation_is_the_inputs_own():
+    # Inputs may differ in dimension 0: each one's micro-batch is its own rows, split.
+    model = popsim.inferenceModel(ScaledByASum(), popsim.Options().deviceIterations(2))
+    model(torch.randn(8, 3), torch.randn(2, 3))
+    with pytest.raises(popsim.InputError, match=(
+            r"Input 'y' has 4 samples in dimension 0 but the model was compiled for 2 per call "
+            r"\(micro-batch 1 x deviceIterations 2 x gradientAccumulation 1\)")):
+        model(torch.randn(8, 3), torch.randn(4, 3))
+
+
 
 def test_input_dtype_and_argument_changes_after_compilation():
     model = popsim.inferenceModel(MnistNetwork())

@@ -154,10 +154,8 @@ def import_call(model: torch.nn.Module, options: Options, training: bool,
     _refuse_sparse_tensors(model, signature.tensor_names, tensors)
     _warn_about_inputs_requiring_grad(signature.tensor_names, tensors)
     micro = values_to_trace(tensors, micro_batches(options, signature, tensors))
-    batched = [tensor for tensor in micro if tensor.dim() > 0]
-    if batched:
-        signature.batch_explanation = _C.batch_split_of(options._session).batch_text(
-            batched[0].shape[0])
+    split = _C.batch_split_of(options._session)
+    signature.batch_explanation = lambda rows: split.batch_text(rows // split.factor)
     downcast = downcasts_mixed_floats(options)
     try:
         with float32_statistics(model, options) as float32_buffers:

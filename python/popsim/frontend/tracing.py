@@ -67,8 +67,9 @@ class Signature:
         self.tensor_types = [(leaves[i].dtype, tuple(leaves[i].shape)) for i in self.tensor_positions]
         self.tensor_names = [self.names[i] for i in self.tensor_positions]
         self.forward = forward
-        # How the batch splits into micro-batches (set by the model), for error messages.
-        self.batch_explanation: Optional[str] = None
+        # How an input's rows of a call split into micro-batches (set by the model), for
+        # error messages: inputs may differ in dimension 0.
+        self.batch_explanation: Optional[Callable[[int], str]] = None
 
     def tensors(self, args: Sequence[Any], kwargs: Dict[str, Any]) -> List[torch.Tensor]:
         """The flat tensor inputs of a call, checked against this signature.
@@ -120,7 +121,7 @@ class Signature:
                     raise InputError(
                         f"{lead}Input '{name}' has {tensor.shape[0]} samples in dimension 0 but "
                         f"the model was compiled for {shape[0]} per call "
-                        f"({self.batch_explanation}). Pass batches of {shape[0]} (a "
+                        f"({self.batch_explanation(shape[0])}). Pass batches of {shape[0]} (a "
                         "popsim.DataLoader with drop_last=True, the default, yields only full "
                         "ones), or call destroy() to compile for another batch size.")
                 raise InputError(f"{lead}Input '{name}' has shape {list(tensor.shape)} but the "
