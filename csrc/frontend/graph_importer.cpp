@@ -749,6 +749,55 @@ private:
     aliasing_.record(producer, values_, gradEnabled_, locationOf(producer));
   }
 
+  // Whether a selection is given a Python number as a value (where(c, u, 5) is
+  // listed under values, not here; none of the selections takes one).
+  static bool hasNumberOperand(const jit::Node& node) {
+    const c10::FunctionSchema* schema = node.maybeSchema();
+    if (schema == nullptr) return true;
+    for (const c10::Argument& argument : schema->arguments()) {
+      if (argument.type()->kind() == c10::TypeKind::NumberType ||
+          argument.type()->kind() == c10::TypeKind::FloatType) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // Whether `input`, a Python number, is a compile-time constant that the
+  // narrow tensor operands of `node` compare or combine with exactly: an
+  // integer in their range, or (a comparison) a float.
+  bool numberFitsNarrowOperands(const jit::Node& node, const jit::Value* input,
+                                bool comparison) const {
+    const auto found = values_.find(input);
+    if (found == values_.end() || !found->second.isStatic()) return false;
+    const c10::IValue& number = found->second.constant;
+    if (number.isDouble()) return comparison;
+    if (!number.isInt()) return false;
+    const int64_t value = number.toInt();
+    for (const jit::Value* operand : node.inputs()) {
+      const std::optional<c10::ScalarType> scalar = narrowTypeOf(operand);
+      if (!scalar.has_value()) continue;
+      const bool fits = *scalar == c10::ScalarType::Byte   ? value >= 0 && value <= 255
+                        : *scalar == c10::ScalarType::Char ? value >= -128 && value <= 127
+                                                           : value >= -32768 && value <= 32767;
+      if (!fits) return false;
+    }
+    return true;
+  }
+
+  // The narrow dtype a value has on the host (a buffer's read too, which a
+  // trace types without its dtype), if it is one the device widens.
+  std::optional<c10::ScalarType> narrowTypeOf(const jit::Value* value) const {
+    const auto buffer = narrowBufferReads_.find(value);
+    if (buffer != narrowBufferReads_.end()) return buffer->second.second;
+    const auto type = value->type()->cast<c10::TensorType>();
+    if (type == nullptr || !type->scalarType().has_value() ||
+        !isWidenedOnDevice(*type->scalarType())) {
+      return std::nullopt;
+    }
+    return *type->scalarType();
+  }
+
   // uint8, int8 and int16 inputs arrive as int32 (the host widens them), so
   // that conversions (x.float(), x.long()) and views of them are exact; any
   // arithmetic would miss the narrow type's wrap-around, so it is refused.
@@ -758,20 +807,55 @@ private:
         op == "aten::contiguous" || op == "aten::detach") {
       return;
     }
-    // Copies of some of a tensor's elements (a slice bounded by data is one).
-    if (op == "aten::index_select") return;
+    // Selections: each result element is an element of a tensor operand (the other
+    // arguments are dims, counts and indices, never values), so the widened values
+    // are exact (a slice bounded by data is an index_select).
+    static const std::set<std::string> kSelecting = {"aten::index_select",
+                                                     "aten::index",
+                                                     "aten::gather",
+                                                     "aten::take",
+                                                     "aten::take_along_dim",
+                                                     "aten::masked_select",
+                                                     "aten::flip",
+                                                     "aten::roll",
+                                                     "aten::repeat",
+                                                     "aten::tile",
+                                                     "aten::repeat_interleave",
+                                                     "aten::cat",
+                                                     "aten::stack",
+                                                     "aten::tril",
+                                                     "aten::triu",
+                                                     "aten::diag",
+                                                     "aten::max",
+                                                     "aten::min",
+                                                     "aten::amax",
+                                                     "aten::amin",
+                                                     "aten::sort",
+                                                     "aten::msort",
+                                                     "aten::topk",
+                                                     "aten::kthvalue",
+                                                     "aten::cummax",
+                                                     "aten::cummin",
+                                                     "aten::median",
+                                                     "aten::nanmedian",
+                                                     "aten::mode"};
+    if (kSelecting.count(op) != 0 && !hasNumberOperand(node)) return;
     // Ops whose results are values (or comparisons) of their operands: exact on
     // the widened values, zero- or sign-extended alike, as no result leaves the
-    // narrow range. A Python number operand is refused, as eager would first
-    // wrap it into the narrow type.
+    // narrow range. A Python number operand must be a constant in the narrow
+    // type's range (an integer beyond it, eager first wraps into the type; a
+    // float makes eager compare in float, which widened values match).
     static const std::set<std::string> kValuePreserving = {
         "aten::bitwise_and", "aten::bitwise_or", "aten::bitwise_xor", "aten::__and__",
         "aten::__or__",      "aten::__xor__",    "aten::eq",          "aten::ne",
         "aten::lt",          "aten::le",         "aten::gt",          "aten::ge",
-        "aten::maximum",     "aten::minimum"};
+        "aten::maximum",     "aten::minimum",    "aten::where"};
+    static const std::set<std::string> kComparisons = {"aten::eq", "aten::ne", "aten::lt",
+                                                       "aten::le", "aten::gt", "aten::ge"};
     if (kValuePreserving.count(op) != 0 &&
-        std::all_of(node.inputs().begin(), node.inputs().end(), [](const jit::Value* input) {
-          return input->type()->cast<c10::TensorType>() != nullptr;
+        std::all_of(node.inputs().begin(), node.inputs().end(), [&](const jit::Value* input) {
+          return input->type()->cast<c10::TensorType>() != nullptr ||
+                 numberFitsNarrowOperands(node, input, kComparisons.count(op) != 0);
         })) {
       return;
     }

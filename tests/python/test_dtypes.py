@@ -102,6 +102,43 @@ def test_bitwise_ops_comparisons_extremes_and_selections_of_narrow_integers_are_
     assert_same(lambda x, start: x[:, start:start + 3], x, start)  # a slice bounded by data
 
 
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16])
+def test_selections_of_narrow_integers_and_numbers_in_their_range_are_exact(dtype):
+    """Each result element is an element of an operand (or a comparison with a number the
+    narrow type holds), so the widened values give eager's, in the narrow dtype."""
+    info = torch.iinfo(dtype)
+    x, y = (torch.randint(info.min, info.max + 1, (4, 7), dtype=dtype) for _ in range(2))
+    index = torch.tensor([[1, 0], [6, 6], [0, 3], [2, 5]])
+    assert_same(lambda x, y: (
+        x.flip(1), x.roll(2, 1), x[:, [3, 0]], x.gather(1, index), x.take(index),
+        torch.where(x > y, x, y), x.max(1).values, x.max(), x.amin(0), x.sort(1).values,
+        x.topk(2).values, torch.cat([x, y]), torch.stack([x, y]), x.tril(), x.repeat(2, 1),
+        x.cummax(1).values, x.median(1).values), x, y)
+    assert_same(lambda x: (x > 5, x == 0, x <= info.max, x & 3, x | 64, x ^ info.min,
+                           torch.where(x > 0, x, 7), x > 2.5), x)
+
+
+def test_numbers_a_narrow_type_does_not_hold_are_refused():
+    # Eager wraps an integer into the tensor's type first (uint8 & 300 is uint8 & 44).
+    images = torch.randint(0, 256, (2, 4), dtype=torch.uint8)
+    for function in (lambda x: x & 300, lambda x: x > 300, lambda x: x == -1,
+                     lambda x: torch.where(x > 0, x, 1.5)):
+        with pytest.raises(popsim.UnsupportedOperationError, match="arithmetic on an uint8 tensor"):
+            popsim.inferenceModel(Function(function))(images)
+
+    class Threshold(torch.nn.Module):  # a buffer's read, which a trace types without dtype
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("levels", torch.tensor([3, 200], dtype=torch.uint8))
+
+        def forward(self, x):
+            return x * (self.levels > 256).float()
+
+    with pytest.raises(popsim.UnsupportedOperationError,
+                       match=r"arithmetic on buffer 'levels' \(uint8\)"):
+        popsim.inferenceModel(Threshold())(torch.ones(2))
+
+
 def test_arithmetic_on_narrow_integers_is_refused_with_the_fix():
     images = torch.randint(0, 256, (2, 4), dtype=torch.uint8)
     with pytest.raises(popsim.UnsupportedOperationError,
@@ -111,10 +148,10 @@ def test_arithmetic_on_narrow_integers_is_refused_with_the_fix():
                        r"x.long\(\), "
                        r"x.int\(\)\), which gives eager PyTorch's numbers"):
         popsim.inferenceModel(Function(lambda x: (x + 200).float()))(images)
-    # A Python number would first wrap into the narrow type in eager PyTorch.
+    # A Python number beyond the narrow range would first wrap into it in eager PyTorch.
     with pytest.raises(popsim.UnsupportedOperationError, match=r"aten::__and__ at .*arithmetic "
                                                                r"on an uint8 tensor"):
-        popsim.inferenceModel(Function(lambda x: x & 3))(images)
+        popsim.inferenceModel(Function(lambda x: x & 256))(images)
 
 
 def test_other_dtypes_are_refused_with_a_hint():
@@ -286,6 +323,7 @@ class NarrowBuffers(torch.nn.Module):
         y = y.masked_fill(self.mask, 0.0)[:, self.table[0].long() % 4]
         y = y + (self.offsets > self.wide[:1]).float() + torch.maximum(self.offsets,
                                                                        self.offsets[:1]).float()
+        y = y + (self.offsets > -2).float() + self.table.flip(1)[0].float()
         return y, torch.nn.functional.mse_loss(y, target)
 
 
