@@ -5,6 +5,8 @@
 // with its order of operations: the input's gates for every step at once
 // (linear with b_ih), the hidden state's each step (linear with b_hh).
 
+#include <algorithm>
+
 #include "frontend/lowering_registry.h"
 #include "frontend/lowerings/helpers.h"
 
@@ -96,6 +98,30 @@ ir::Value* stacked(LoweringContext& ctx, const std::vector<ir::Value*>& values) 
   return rows.size() == 1 ? rows[0] : ctx.emit(ir::OpKind::Concat, rows, {{"dim", int64_t{0}}});
 }
 
+// The layer's input, states and weights in one float dtype, as other layers'
+// operands are made one (NodeContext::unifyMixedFloats, which sees no tensor
+// lists): a float16 input runs float32 weights in float16, as PopTorch does;
+// a float32 input runs float16 weights in float32 (PyTorch's promotion; eager
+// refuses the mix), or in float16 under FloatDowncastToHalf.
+void unifyRecurrentFloats(LoweringContext& ctx, ir::Value*& x, std::vector<ir::Value*>& hx,
+                          std::vector<ir::Value*>& params) {
+  const auto isHalf = [](const ir::Value* v) { return v->type().dtype == ir::DType::Float16; };
+  const bool anyHalf = isHalf(x) || std::any_of(hx.begin(), hx.end(), isHalf) ||
+                       std::any_of(params.begin(), params.end(), isHalf);
+  const bool allHalf = isHalf(x) && std::all_of(hx.begin(), hx.end(), isHalf) &&
+                       std::all_of(params.begin(), params.end(), isHalf);
+  if (!anyHalf || allHalf) return;
+  const ir::DType target =
+      isHalf(x) || ctx.downcastsMixedFloats() ? ir::DType::Float16 : ir::DType::Float32;
+  const auto cast = [&](ir::Value*& v) {
+    if (v->type().dtype != target)
+      v = ctx.emit(ir::OpKind::Cast, {v}, {{"dtype", std::string(ir::dtypeName(target))}});
+  };
+  cast(x);
+  std::for_each(hx.begin(), hx.end(), cast);
+  std::for_each(params.begin(), params.end(), cast);
+}
+
 // aten::lstm / gru / rnn_tanh / rnn_relu (input, hx, params, has_biases,
 // num_layers, dropout, train, bidirectional, batch_first).
 template <Cell C> void lowerRecurrent(LoweringContext& ctx) {
@@ -106,7 +132,8 @@ template <Cell C> void lowerRecurrent(LoweringContext& ctx) {
   }
   std::vector<ir::Value*> hx =
       C == Cell::Lstm ? ctx.tensorList(1) : std::vector<ir::Value*>{ctx.tensor(1)};
-  const std::vector<ir::Value*> params = ctx.tensorList(2);
+  std::vector<ir::Value*> params = ctx.tensorList(2);
+  unifyRecurrentFloats(ctx, x, hx, params);
   const bool biases = ctx.toBool(3);
   const int64_t layers = ctx.toInt(4);
   const double dropout = ctx.toDouble(5);
