@@ -247,6 +247,21 @@ class ScaledByASum(torch.nn.Module):
         return x * y.sum()
 
 
+class Sum(torch.nn.Module):
+    def forward(self, x, y):
+        return x + y
+
+
+def test_a_trace_failing_on_micro_batches_of_different_sizes_says_how_they_were_cut():
+    # Eager's message alone quotes the micro-batches' sizes (2 and 3), not the call's.
+    model = popsim.inferenceModel(Sum(), popsim.Options().deviceIterations(2))
+    with pytest.raises(RuntimeError, match=(
+            r"The size of tensor a \(2\) must match the size of tensor b \(3\).*\n\(popsim "
+            r"traced forward\(\) on one micro-batch of each input, its rows of the call split by "
+            r"deviceIterations, gradientAccumulation and the replicas: x 4 -> 2, y 6 -> 3\.")):
+        model(torch.randn(4, 3), torch.randn(6, 3))
+
+
 def test_the_batch_explanation_is_the_inputs_own():
     # Inputs may differ in dimension 0: each one's micro-batch is its own rows, split.
     model = popsim.inferenceModel(ScaledByASum(), popsim.Options().deviceIterations(2))

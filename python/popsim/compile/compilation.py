@@ -165,6 +165,9 @@ def import_call(model: torch.nn.Module, options: Options, training: bool,
                                           shapes_only=options.Simulator.cost_only)
     except (MemoryError, RuntimeError) as error:
         if isinstance(error, RuntimeError) and "can't allocate memory" not in str(error):
+            note = _different_micro_batches(signature.tensor_names, tensors, micro)
+            if note is not None and type(error) is RuntimeError:
+                raise RuntimeError(f"{error}\n{note}") from error
             raise
         raise CompilationError(host_memory_message(type(model).__name__, error)) from error
     tracing_done()
@@ -182,6 +185,21 @@ def import_call(model: torch.nn.Module, options: Options, training: bool,
     # (flat's outputs are set: the trace ran its forward().)
     return ImportedCall(signature, graph, flat.output_structure,
                         flat.output_dtypes)  # type: ignore[arg-type]
+
+
+def _different_micro_batches(names: Sequence[str], tensors: Sequence[torch.Tensor],
+                             micro: Sequence[torch.Tensor]) -> Optional[str]:
+    """What a failed trace was given when the inputs' micro-batches differ in size: inputs
+    whose rows differ in a call have micro-batches that differ too, which forward() may
+    not expect (two inputs added row by row)."""
+    rows = [(name, tensor.shape[0], part.shape[0])
+            for name, tensor, part in zip(names, tensors, micro) if part.dim() > 0]
+    if len({part for _, _, part in rows}) < 2:
+        return None
+    listed = ", ".join(f"{name} {whole} -> {part}" for name, whole, part in rows)
+    return (f"(popsim traced forward() on one micro-batch of each input, its rows of the call "
+            f"split by deviceIterations, gradientAccumulation and the replicas: {listed}. "
+            "Inputs with different numbers of rows have micro-batches of different sizes.)")
 
 
 def _warn_about_inputs_requiring_grad(names: Sequence[str],
