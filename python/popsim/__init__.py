@@ -36,6 +36,7 @@ from popsim.api.enums import (
     OutputMode,
     OverlapMode,
     ReductionType,
+    SharingStrategy,
     SyncPattern,
     VariableRetrievalMode,
 )
@@ -134,6 +135,7 @@ __all__ = [
     "custom_op",
     "DataLoader",
     "DataLoaderMode",
+    "SharingStrategy",
     "ctc_beam_search_decoder",
     "dynamic_slice",
     "dynamic_update",

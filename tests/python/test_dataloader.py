@@ -399,6 +399,28 @@ def test_an_exception_in_the_users_loop_leaves_the_loader_usable():
     loader.terminate()
 
 
+def test_poptorchs_accessor_arguments_are_taken_in_its_order():
+    # PopTorch's order: dataset, buffer_size, miss_sleep_time_in_ms, load_indefinitely,
+    # early_preload, sharing_strategy, rebatched_size. Graphcore's examples pass
+    # async_options={"miss_sleep_time_in_ms": 0, "sharing_strategy": ...}.
+    source = torch.utils.data.DataLoader(numbered(30), batch_size=10)
+    accessor = popsim.AsynchronousDataAccessor(source, 2, 0.0, False, True,
+                                               popsim.SharingStrategy.ForkServer)
+    assert [batch[0][0].item() for batch in accessor] == [0, 10, 20]
+    accessor.terminate()
+    loader = popsim.DataLoader(options(10), numbered(100), mode=popsim.DataLoaderMode.Async,
+                               async_options={"miss_sleep_time_in_ms": 0,
+                                              "sharing_strategy": popsim.SharingStrategy.SharedMemory})
+    assert len(list(loader)) == 10
+    with pytest.raises(popsim.OptionError, match=r"miss_sleep_time_in_ms must be a number >= 0, "
+                                                 r"got -1"):
+        popsim.AsynchronousDataAccessor(source, miss_sleep_time_in_ms=-1)
+    with pytest.raises(popsim.OptionError, match=r"sharing_strategy must be a "
+                                                 r"popsim.SharingStrategy \(SharedMemory, "
+                                                 r"FileSystem, Fork, ForkServer\), got 'fork'"):
+        popsim.AsynchronousDataAccessor(source, sharing_strategy="fork")
+
+
 def test_loading_without_load_indefinitely_and_with_early_preload():
     accessor = popsim.AsynchronousDataAccessor(
         torch.utils.data.DataLoader(numbered(30), batch_size=10), buffer_size=2,

@@ -95,6 +95,20 @@ class DataLoaderMode(enum.IntEnum):
     AsyncRebatched = 2
 
 
+class SharingStrategy(enum.IntEnum):
+    """How PopTorch's AsynchronousDataAccessor starts its loading process and passes
+    objects to it (spawned with shared memory or the file system, forked, or through a
+    fork server). popsim accepts each: its loading process is always forked and hands
+    batches over in shared-memory slots of its own, so a dataset need not be picklable
+    and batches cost no copy whichever is chosen.
+    """
+
+    SharedMemory = 0
+    FileSystem = 1
+    Fork = 2
+    ForkServer = 3
+
+
 class ConnectionType(enum.IntEnum):
     """When a model attaches to its (simulated) IPUs.
 

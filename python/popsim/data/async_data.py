@@ -49,6 +49,8 @@ from multiprocessing.process import BaseProcess
 from multiprocessing.reduction import ForkingPickler
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
+from popsim.api.enums import SharingStrategy
+from popsim.api.errors import OptionError
 from popsim.api.option_fields import positive_int
 from popsim.data.process_sharing import check_socket_directory
 
@@ -377,9 +379,13 @@ class AsynchronousDataAccessor:
     """
 
     def __init__(self, dataset: torch.utils.data.Dataset, buffer_size: int = 3,
-                 load_indefinitely: bool = True, early_preload: bool = False,
+                 miss_sleep_time_in_ms: float = 0.1, load_indefinitely: bool = True,
+                 early_preload: bool = False,
+                 sharing_strategy: SharingStrategy = SharingStrategy.FileSystem,
                  rebatched_size: Optional[int] = None, drop_last: bool = True) -> None:
         """Starts the loading process and waits until it has loaded the first batch.
+
+        The arguments are PopTorch's, in its order (``drop_last`` is popsim's).
 
         Args:
             dataset: What to load batches from: a DataLoader or any iterable of batches
@@ -387,9 +393,17 @@ class AsynchronousDataAccessor:
                 of the accessor reads ``dataset.dataset``, as a DataLoader has.
             buffer_size: How many batches to keep ready in shared memory, a positive
                 integer.
+            miss_sleep_time_in_ms: How long PopTorch's loader sleeps before looking again for
+                a free slot, a number >= 0. popsim's loader wakes as soon as a slot is free (it
+                waits on the queue of free slots), so there is nothing to tune: the value is
+                checked and has no effect.
             load_indefinitely: Whether to start loading the next epoch as soon as one ends.
             early_preload: Whether to go on loading past the first batch now rather than at
                 the first ``iter()``.
+            sharing_strategy: A :class:`popsim.SharingStrategy`: how PopTorch starts its
+                loading process and passes objects to it. popsim's is always forked and
+                passes batches through shared-memory slots of its own, whichever is chosen
+                (the dataset need not be picklable).
             rebatched_size: None to hand out the loaded batches as they are, or a positive
                 integer: assemble them into batches of this many samples (along dimension 0;
                 every element of a batch must then be a tensor with a batch dimension).
@@ -398,12 +412,24 @@ class AsynchronousDataAccessor:
 
         Raises:
             OptionError: when ``buffer_size`` or ``rebatched_size`` (when given) is not a
-                positive integer.
+                positive integer, ``miss_sleep_time_in_ms`` not a number >= 0, or
+                ``sharing_strategy`` not a :class:`popsim.SharingStrategy`.
             WorkerStartError: a ``RuntimeError``, as PopTorch raises, when loading the first
                 batch fails; the dataset's own error, with the loading process's traceback,
                 is its ``__cause__``.
         """
         buffer_size = positive_int("buffer_size", buffer_size, "AsynchronousDataAccessor")
+        if (isinstance(miss_sleep_time_in_ms, bool)
+                or not isinstance(miss_sleep_time_in_ms, (int, float))
+                or not miss_sleep_time_in_ms >= 0):
+            raise OptionError(f"AsynchronousDataAccessor: miss_sleep_time_in_ms must be a number "
+                              f">= 0, got {miss_sleep_time_in_ms!r}.",
+                              option="AsynchronousDataAccessor.miss_sleep_time_in_ms")
+        if not isinstance(sharing_strategy, SharingStrategy):
+            raise OptionError(f"AsynchronousDataAccessor: sharing_strategy must be a "
+                              f"popsim.SharingStrategy ({', '.join(m.name for m in SharingStrategy)}"
+                              f"), got {sharing_strategy!r}.",
+                              option="AsynchronousDataAccessor.sharing_strategy")
         if rebatched_size is not None:
             rebatched_size = positive_int("rebatched_size", rebatched_size,
                                           "AsynchronousDataAccessor")

@@ -33,7 +33,9 @@ if TYPE_CHECKING:
         def __getitem__(self, index: int) -> Any: ...
 
 
-_ASYNC_OPTIONS = ("buffer_size", "load_indefinitely", "early_preload")
+# AsynchronousDataAccessor's arguments a DataLoader passes on (PopTorch's).
+_ASYNC_OPTIONS = ("buffer_size", "miss_sleep_time_in_ms", "load_indefinitely", "early_preload",
+                  "sharing_strategy")
 
 
 def combined_batch_size(options: Options, batch_size: int) -> int:
