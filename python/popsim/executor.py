@@ -455,6 +455,17 @@ class Executor(ExecutorReports):
         self._flow.copy_weights_home_explicitly()
 
     @_one_thread_at_a_time
+    def copyWeightsToHostIfNeeded(self) -> bool:
+        """Copies the device's weights into the host model if they are newer (a training call
+        ran since they were last copied), as using the host model does.
+
+        Returns:
+            Whether weights were copied (False before the model compiles, and when the host
+            model holds them already).
+        """
+        return self._compiled is not None and self._flow.host_used()
+
+    @_one_thread_at_a_time
     def setOptimizer(self, optimizer: torch.optim.Optimizer) -> None:
         """Replaces the optimizer's hyper-parameters (``lr``, ...) without recompiling.
 

@@ -168,6 +168,10 @@ def test_recomputation_checkpoint_keeps_the_structure_it_is_given():
     assert popsim.recomputationCheckpoint(a) is a
     pair = popsim.recomputationCheckpoint(a, [b, a])
     assert isinstance(pair, tuple) and pair[0] is a and pair[1][0] is b
+    # One list or tuple comes back as it is, as PopTorch returns it: `x, y = f([x, y])`.
+    listed = popsim.recomputationCheckpoint([a, b])
+    assert isinstance(listed, list) and listed[0] is a and listed[1] is b
+    assert popsim.recomputationCheckpoint((a, b)) == (a, b)
     with pytest.raises(TypeError, match=r"popsim\.recomputationCheckpoint expects its arguments "
                                         r"to be a torch\.Tensor, got int"):
         popsim.recomputationCheckpoint(a, 3)

@@ -424,3 +424,12 @@ def test_tensor_locations_read_back_as_poptorchs_dictionaries():
     assert opts.TensorLocations.location_activation["onChip"] == 1
     opts.TensorLocations.location_weight["onChip"] = 1  # a copy: the options keep theirs
     assert opts.TensorLocations.location_weight["onChip"] == 0
+
+
+def test_poptorch_keyword_names_and_defaults_of_setters(tmp_path, monkeypatch):
+    # PopTorch's code passes these by their names (profile_dir, broadcast_buffers), and
+    # enableProfiling() without a directory profiles into the current one.
+    monkeypatch.chdir(tmp_path)
+    assert popsim.Options().enableProfiling().profile_dir == str(tmp_path)
+    assert popsim.Options().enableProfiling(profile_dir="p").profile_dir.endswith("p")
+    assert popsim.Options().broadcastBuffers(broadcast_buffers=False).broadcast_buffers is False

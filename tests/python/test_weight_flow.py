@@ -162,6 +162,17 @@ def test_copy_weights_to_host_of_an_inference_model_keeps_the_training_since():
     pair.assert_host_matches_eager()
 
 
+def test_copy_weights_to_host_if_needed_says_whether_it_copied():
+    pair = Pair()
+    assert pair.trainer.copyWeightsToHostIfNeeded() is False  # not compiled
+    pair.step(*batches(1)[0])
+    assert pair.trainer.copyWeightsToHostIfNeeded() is True
+    assert pair.trainer.copyWeightsToHostIfNeeded() is False
+    pair.step(*batches(1)[0])
+    assert pair.model.copyWeightsToHostIfNeeded() is True  # the host model has it too
+    pair.assert_host_matches_eager()
+
+
 def test_detach_and_attach_keep_weights_and_optimizer_state():
     pair = Pair()
     data = batches(6)

@@ -464,24 +464,24 @@ class _CallSetters(_OptionGroup):
             self.sync_pattern = sync_pattern
         return self
 
-    def broadcastBuffers(self, broadcast: bool = True) -> Self:
+    def broadcastBuffers(self, broadcast_buffers: bool = True) -> Self:
         """Sets whether a replicated training model keeps its buffers the same on every replica.
 
         Buffers are such as batch norm's running statistics.
 
         Args:
-            broadcast: True (the default): after each call, replica 0's buffers are copied to
-                the others. False: each replica keeps its own, updated from its own data, and the
-                host model gets replica 0's.
+            broadcast_buffers: True (the default): after each call, replica 0's buffers are
+                copied to the others. False: each replica keeps its own, updated from its own
+                data, and the host model gets replica 0's.
 
         Returns:
             These options (``self``), so calls chain.
 
         Raises:
-            OptionError: if ``broadcast`` is not a bool, or the options are frozen.
+            OptionError: if ``broadcast_buffers`` is not a bool, or the options are frozen.
         """
         with self._setting():
-            self.broadcast_buffers = _bool("broadcastBuffers", broadcast)
+            self.broadcast_buffers = _bool("broadcastBuffers", broadcast_buffers)
         return self
 
     def updatableNamedBuffers(self, buffers: List[str]) -> Self:

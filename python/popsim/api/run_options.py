@@ -68,7 +68,7 @@ class _RunSetters(_OptionGroup):
             self.log_dir = str(os.fspath(log_dir))
         return self
 
-    def enableProfiling(self, directory: Union[str, os.PathLike]) -> Self:
+    def enableProfiling(self, profile_dir: Optional[Union[str, os.PathLike]] = None) -> Self:
         """Sets the directory where each model writes its profile.
 
         A profile is the execution trace of the model's last call (Chrome Trace Event JSON),
@@ -78,18 +78,19 @@ class _RunSetters(_OptionGroup):
         models whose options leave this unset. The directory is created when a model compiles.
 
         Args:
-            directory: The directory, new or existing, as a non-empty ``str`` or
-                ``os.PathLike``.
+            profile_dir: The directory, new or existing, as a non-empty ``str`` or
+                ``os.PathLike``; None (the default, as in PopTorch): the current directory.
 
         Returns:
             These options (``self``), so calls chain.
 
         Raises:
-            OptionError: if ``directory`` is not a non-empty path, names an existing file,
+            OptionError: if ``profile_dir`` is not a non-empty path, names an existing file,
                 or the options are frozen.
         """
         with self._setting():
-            self.profile_dir = profile_directory("enableProfiling", directory)
+            self.profile_dir = profile_directory(
+                "enableProfiling", os.getcwd() if profile_dir is None else profile_dir)
         return self
 
     def useIpuModel(self, use_model: bool) -> Self:

@@ -465,8 +465,8 @@ def recomputationCheckpoint(*tensors: Any) -> Any:
             need be.
 
     Returns:
-        The tensor, when given one tensor; otherwise a tuple of its arguments, with nested
-        tuples and lists kept.
+        The tensor, when given one tensor; the tuple or list, when given one tuple or list;
+        otherwise a tuple of its arguments, with nested tuples and lists kept.
 
     Raises:
         ArgumentError: when an argument is not a tensor (or a tuple or list of them).
@@ -479,7 +479,7 @@ def recomputationCheckpoint(*tensors: Any) -> Any:
             return value
         return torch.ops.popsim.recomputation_checkpoint(value)
 
-    if len(tensors) == 1 and isinstance(tensors[0], torch.Tensor):
+    if len(tensors) == 1:  # one tensor, or one tuple or list of them, as PopTorch returns
         return checkpoint(tensors[0])
     return checkpoint(tensors)
 

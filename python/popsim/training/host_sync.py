@@ -14,9 +14,9 @@ has weights newer than the host's (registry.py).
 
 destroy() (or the end of the training wrapper) restores the original
 classes of the modules no other training model trains. Until then,
-`model.destroy()` on the host model is the training model's destroy(), as
-PopTorch's wrapped models have it, unless the model has an attribute of that
-name of its own.
+`model.destroy()` on the host model is the training model's destroy(), and
+`model.copyWeightsToHostIfNeeded()` its copy home, as PopTorch's wrapped
+models have them, unless the model has an attribute of that name of its own.
 """
 
 import weakref
@@ -30,7 +30,7 @@ from popsim.training.class_swap import ClassSwap
 class DeviceWeights(Protocol):
     """Whose weights a model copies home before it is used (a weight flow)."""
 
-    def host_used(self) -> None: ...
+    def host_used(self) -> bool: ...
 
 
 class _Hook:
@@ -41,11 +41,14 @@ class _Hook:
         # (the weight flow, its training model's destroy(), whether it wraps this module)
         self.owners: List[Tuple["weakref.ref[DeviceWeights]", Callable[[], None], bool]] = []
 
-    def sync(self) -> None:
+    def sync(self) -> bool:
+        """Copies newer device weights home; returns whether any were."""
+        copied = False
         for reference, _, _ in self.owners:
             weights = reference()
             if weights is not None:
-                weights.host_used()
+                copied = weights.host_used() or copied
+        return copied
 
     def destroy(self) -> Optional[Callable[[], None]]:
         """The destroy() `module.destroy` means: the training model that wraps the module,
@@ -75,6 +78,8 @@ def _synced_methods(synced: Type[Any]) -> Dict[str, Callable[..., Any]]:
             destroy = hook.destroy() if hook is not None and name == "destroy" else None
             if destroy is not None:
                 return destroy
+            if hook is not None and name == "copyWeightsToHostIfNeeded":  # PopTorch's too
+                return hook.sync
             raise
 
     def synced_method(name: str) -> Callable[..., Any]:

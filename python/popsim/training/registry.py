@@ -36,7 +36,7 @@ class Trainer(Protocol):
 
     optimizer: Optional[torch.optim.Optimizer]
 
-    def copy_weights_home_if_newer(self) -> None: ...
+    def copy_weights_home_if_newer(self) -> bool: ...
 
 
 _records: "weakref.WeakKeyDictionary[object, List[TrainingRecord]]" = (

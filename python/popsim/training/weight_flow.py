@@ -255,9 +255,9 @@ class WeightFlow:
                 host[name].copy_(device[name])
         self._weights = _Copies.IN_STEP
 
-    def copy_weights_home_if_newer(self) -> None:
+    def copy_weights_home_if_newer(self) -> bool:
         """The host model is used: it gets the device's weights if they are newer
-        (host_sync.py and the registry of training models ask)."""
+        (host_sync.py and the registry of training models ask); returns whether it did."""
         with self._lock:
             if self._weights == _Copies.DEVICE_NEWER and self.attached and not self._syncing:
                 self._syncing = True
@@ -265,17 +265,20 @@ class WeightFlow:
                     self.copy_weights_home()
                 finally:
                     self._syncing = False
+                return True
+            return False
 
-    def host_used(self) -> None:
+    def host_used(self) -> bool:
         """A module this model trains is used on the host: its weights, and those of the
         training models sharing modules or tensors with it, come home if newer
-        (host_sync.py asks)."""
-        self.copy_weights_home_if_newer()
+        (host_sync.py asks); returns whether any did."""
+        copied = self.copy_weights_home_if_newer()
         if self._record is not None:
             for record in list(self._record.sharing):
                 trainer = record.trainer
                 if trainer is not None:
-                    trainer.copy_weights_home_if_newer()
+                    copied = trainer.copy_weights_home_if_newer() or copied
+        return copied
 
     def write_named_buffers(self, names: Sequence[str]) -> None:
         """copyNamedBuffersToDevice: only the named buffers go to the device."""
