@@ -186,3 +186,23 @@ def test_more_ipus_than_the_system_has():
                        match=r"the model's stages use 4 IPUs but the simulated system has 2 "
                              r"\(Simulator.numIpus\)"):
         model.compile(torch.randn(8, 1, 28, 28))
+
+
+def test_stages_as_lists_of_block_ids_and_looked_up_by_block_as_in_poptorch():
+    listed = popsim.PipelinedExecution(["B1", "B2"], "B3")
+    assert repr(listed) == repr(popsim.PipelinedExecution(popsim.Stage("B1", "B2"),
+                                                          popsim.Stage("B3")))
+    listed.stage("B2").ipu(1)  # the strategy's own stage
+    assert repr(listed) == "PipelinedExecution(Stage('B1', 'B2').ipu(1), Stage('B3'))"
+    with pytest.raises(popsim.OptionError, match=r"Unknown Block 'B4': no stage of "
+                                                 r"PipelinedExecution lists it \(its blocks are "
+                                                 r"\['B1', 'B2', 'B3'\]\)"):
+        listed.stage("B4")
+    with pytest.raises(popsim.OptionError, match=r"makes its stages from the model's blocks when "
+                                                 r"the model compiles"):
+        popsim.PipelinedExecution(popsim.AutoStage.AutoIncrement).stage("B1")
+    phase = popsim.Phase("B1", ["B2", "B3"])
+    assert phase.stage(1).blocks == ["B2", "B3"]
+    with pytest.raises(popsim.OptionError, match=r"this phase has 2 stage\(s\), numbered from 0; "
+                                                 r"got 2"):
+        phase.stage(2)

@@ -104,16 +104,21 @@ class Stage:
         return f"Stage({', '.join(map(repr, self._blocks))}){ipu}"
 
 
+# A stage as strategies and phases take it: a Stage, a block id, or a list of block ids.
+StageSpec = Union[Stage, str, int, List[Union[str, int]], Tuple[Union[str, int], ...]]
+
+
 class _ExecutionStrategy:
     _name = "ExecutionStrategy"
     _kind = _C.StrategyKind.Pipelined
 
-    def __init__(self, *args: Union[Stage, AutoStage, str, int]) -> None:
+    def __init__(self, *args: Union[StageSpec, AutoStage]) -> None:
         """Creates the strategy from its stages, or from a rule that makes them.
 
         Args:
-            *args: The stages: :class:`popsim.Stage` objects, or block ids, each a stage of one
-                block; or a single :class:`popsim.AutoStage` rule. Without arguments,
+            *args: The stages: :class:`popsim.Stage` objects, block ids, each a stage of one
+                block, or lists of block ids, each a stage of those blocks; or a single
+                :class:`popsim.AutoStage` rule. Without arguments,
                 ``AutoStage.SameAsIpu``. Stages are numbered in the order given; a block the
                 model enters and no stage lists (or a listed block the model does not have) is
                 an error when the model compiles.
@@ -133,6 +138,8 @@ class _ExecutionStrategy:
         for arg in args:
             if isinstance(arg, Stage):
                 stages.append(arg)
+            elif isinstance(arg, (list, tuple)):  # block ids that make one stage, as PopTorch
+                stages.append(Stage(*arg))
             elif isinstance(arg, AutoStage):
                 raise OptionError(f"popsim.{self._name} takes one AutoStage on its own, not "
                                   "mixed with stages or block ids.", option=self._name)
@@ -148,6 +155,33 @@ class _ExecutionStrategy:
                         "belongs to exactly one stage.", option=self._name)
                 seen[block] = index
         self._stages = stages
+
+    def stage(self, block_id: Union[str, int]) -> Stage:
+        """The stage that runs a block, as PopTorch's strategies give it.
+
+        Args:
+            block_id: The block's id (an int id is taken as its str).
+
+        Returns:
+            The :class:`popsim.Stage` listing the block (the strategy's own object: setting
+            its IPU changes the strategy).
+
+        Raises:
+            OptionError: if no stage lists the block, or the strategy makes its stages by an
+                AutoStage rule when the model compiles.
+        """
+        block = _block_name(block_id, f"popsim.{self._name}.stage")
+        if self._stages is None:
+            raise OptionError(f"{self!r} makes its stages from the model's blocks when the model "
+                              f"compiles ({self._auto!r}), so it has none to look block "
+                              f"'{block}' up in; list the stages to set one's IPU.",
+                              option=self._name)
+        for stage in self._stages:
+            if block in stage.blocks:
+                return stage
+        listed = [name for stage in self._stages for name in stage.blocks]
+        raise OptionError(f"Unknown Block '{block}': no stage of {self._name} lists it (its "
+                          f"blocks are {listed}).", option=self._name)
 
     def _spec(self) -> "_C.ExecutionStrategy":
         """What the strategy says, as the host runtime reads it (host::ExecutionStrategy),
@@ -184,13 +218,14 @@ class PipelinedExecution(_ExecutionStrategy):
 
     _name = "PipelinedExecution"
 
-    def __init__(self, *args: Union[Stage, AutoStage, str, int],
+    def __init__(self, *args: Union[StageSpec, AutoStage],
                  schedule: PipelineSchedule = PipelineSchedule.Interleaved) -> None:
         """Creates the strategy from its stages, or from a rule that makes them.
 
         Args:
-            *args: The stages: :class:`popsim.Stage` objects, or block ids, each a stage of one
-                block; or a single :class:`popsim.AutoStage` rule. Without arguments,
+            *args: The stages: :class:`popsim.Stage` objects, block ids, each a stage of one
+                block, or lists of block ids, each a stage of those blocks; or a single
+                :class:`popsim.AutoStage` rule. Without arguments,
                 ``AutoStage.SameAsIpu``. Stages are numbered in the order given; a block the
                 model enters and no stage lists (or a listed block the model does not have) is
                 an error when the model compiles.
@@ -258,12 +293,12 @@ class Phase:
     otherwise the phased execution places the stages.
     """
 
-    def __init__(self, *stages: Union[Stage, str, int]) -> None:
+    def __init__(self, *stages: StageSpec) -> None:
         """Creates a phase of the given stages.
 
         Args:
-            *stages: The phase's stages, at least one: :class:`popsim.Stage` objects, or block
-                ids, each a stage of one block.
+            *stages: The phase's stages, at least one: :class:`popsim.Stage` objects, block
+                ids, each a stage of one block, or lists of block ids, each a stage of those.
 
         Raises:
             OptionError: if no stage is given, or a block id is neither a str nor an int.
@@ -271,6 +306,7 @@ class Phase:
         if not stages:
             raise OptionError("popsim.Phase needs at least one stage or block id.", option="Phase")
         self._stages = [stage if isinstance(stage, Stage)
+                        else Stage(*stage) if isinstance(stage, (list, tuple))
                         else Stage(_block_name(stage, "popsim.Phase")) for stage in stages]
 
     def ipus(self, *ipus: int) -> "Phase":
@@ -298,6 +334,17 @@ class Phase:
     def stages(self) -> List[Stage]:
         """The phase's stages, in order (a new list of the same Stage objects)."""
         return list(self._stages)
+
+    def stage(self, index: int) -> Stage:
+        """The phase's stage at `index` (from 0), as PopTorch's ``Phase.stage`` gives it.
+
+        Raises:
+            OptionError: if the phase has no stage at `index`.
+        """
+        if not is_integer(index) or not 0 <= index < len(self._stages):
+            raise OptionError(f"Phase.stage: this phase has {len(self._stages)} stage(s), "
+                              f"numbered from 0; got {index!r}.", option="Phase.stage")
+        return self._stages[index]
 
     def __repr__(self) -> str:
         return f"Phase({', '.join(map(repr, self._stages))})"
