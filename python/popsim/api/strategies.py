@@ -336,7 +336,13 @@ class Phase:
         return list(self._stages)
 
     def stage(self, index: int) -> Stage:
-        """The phase's stage at `index` (from 0), as PopTorch's ``Phase.stage`` gives it.
+        """The phase's stage at an index, as PopTorch's ``Phase.stage`` gives it.
+
+        Args:
+            index: The stage's position in the phase, from 0.
+
+        Returns:
+            The phase's own :class:`popsim.Stage` (setting its IPU changes the phase).
 
         Raises:
             OptionError: if the phase has no stage at `index`.
