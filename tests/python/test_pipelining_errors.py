@@ -206,3 +206,10 @@ def test_stages_as_lists_of_block_ids_and_looked_up_by_block_as_in_poptorch():
     with pytest.raises(popsim.OptionError, match=r"this phase has 2 stage\(s\), numbered from 0; "
                                                  r"got 2"):
         phase.stage(2)
+
+
+def test_poptorchs_enums_module_holds_the_strategies_enums():
+    import popsim.enums
+    assert popsim.enums.AutoStage is popsim.AutoStage
+    assert popsim.enums.Liveness is popsim.Liveness
+    assert popsim.enums.SharingStrategy is popsim.SharingStrategy

@@ -4,10 +4,12 @@ import enum
 
 __all__ = [
     "AnchorMode",
+    "AutoStage",
     "CommGroupType",
     "ConnectionType",
     "DataLoaderMode",
     "HalfFloatCastingBehavior",
+    "Liveness",
     "MatMulSerializationMode",
     "MeanReductionStrategy",
     "MultiConvPartialsType",
@@ -15,6 +17,7 @@ __all__ = [
     "OutputMode",
     "OverlapMode",
     "ReductionType",
+    "SharingStrategy",
     "SyncPattern",
     "VariableRetrievalMode",
 ]
@@ -217,3 +220,8 @@ class OverlapMode(enum.Enum):
     NoOverlap = "no_overlap"
     OverlapAccumulationLoop = "overlap_accumulation_loop"
     OverlapDeviceIterationLoop = "overlap_device_iteration_loop"
+
+
+# The strategies' enums, which PopTorch's enums module holds too (poptorch.enums.AutoStage);
+# imported last, as strategies.py needs nothing from here.
+from popsim.api.strategies import AutoStage, Liveness  # noqa: E402
