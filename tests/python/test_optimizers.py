@@ -664,3 +664,17 @@ def test_hyper_parameters_changed_without_set_optimizer_warn_once_naming_the_cha
         "setOptimizer(optimizer) on the training model after changing them (after a learning "
         "rate scheduler's step(), for one), or the device keeps training with the old ones."]
     assert caught[0].filename == __file__
+
+
+def test_torchs_keywords_are_taken_and_poptorchs_base_class_names_them_all():
+    # PopTorch's optimizers take torch's foreach, differentiable, capturable and fused (the
+    # eager step's implementation choices; the device's step is popsim's).
+    params = [torch.nn.Parameter(torch.randn(3))]
+    made = [popsim.optim.SGD(params, lr=0.1, foreach=False, differentiable=False),
+            popsim.optim.Adam(params, foreach=False, capturable=False, differentiable=False,
+                              fused=False),
+            popsim.optim.AdamW(params, foreach=False, capturable=False),
+            popsim.optim.RMSprop(params, foreach=False, differentiable=False),
+            popsim.optim.LAMB(params)]
+    assert all(isinstance(optimizer, popsim.optim.Optimizer) for optimizer in made)
+    assert made[0].param_groups[0]["foreach"] is False

@@ -30,206 +30,17 @@ The PopTorch arguments, which each optimizer's ``Args`` list too:
   (:class:`popsim.optim.VariableAttributes`).
 """
 
-import functools
-import inspect
 import math
-from typing import Any, Callable, Dict, Iterable, Optional, Tuple, Union
+from typing import Callable, Optional, Tuple, Union
 
 import torch
 
 from popsim.api.errors import OptionError
+from popsim.training.optimizer_base import (Optimizer, Params, VariableAttributes,
+                                            check_popsim_arguments, closure_loss,
+                                            records_variables)
 
-# What an optimizer's ``params`` takes, as torch.optim's: tensors, or parameter groups (dicts
-# with a "params" entry and the group's own hyper-parameters).
-Params = Union[Iterable[torch.Tensor], Iterable[Dict[str, Any]]]
-
-_STATE_TYPES = ("accum_type", "velocity_accum_type", "first_order_momentum_accum_type",
-                "second_order_momentum_accum_type")
-
-
-def _check_popsim_arguments(name: str, extras: Dict[str, Any]) -> None:
-    for key in _STATE_TYPES:
-        if extras.get(key) not in (None, torch.float32, torch.float16):
-            raise OptionError(f"{name}({key}={extras[key]}): popsim keeps optimizer state and "
-                              "accumulators in torch.float32 or torch.float16.",
-                              option=f"{name}.{key}")
-    norm = extras.get("max_grad_norm")
-    if norm is not None and (isinstance(norm, bool) or not isinstance(norm, (int, float))
-                             or not norm > 0):
-        raise OptionError(f"{name}(max_grad_norm={norm!r}): max_grad_norm must be a positive "
-                          "number (or None or inf for no clipping).",
-                          option=f"{name}.max_grad_norm")
-    scaling = extras.get("loss_scaling")
-    if scaling is not None and not scaling > 0:
-        raise OptionError(f"{name}(loss_scaling={scaling}): loss_scaling must be positive.",
-                          option=f"{name}.loss_scaling")
-
-
-class VariableAttributes:
-    """Which of an optimizer's attributes are variable and which are constants of the program.
-
-    A variable attribute lives in device state, so :meth:`popsim.Executor.setOptimizer` may
-    change it without recompiling; a constant one is compiled into the program, and
-    ``setOptimizer`` refuses to change it. As with PopTorch's ``optimizer.variable_attrs``, the
-    attributes passed explicitly to the optimizer's constructor are variable and the others
-    constant; :meth:`markAsVariable` and :meth:`markAsConstant` change that before the model is
-    wrapped. Every popsim.optim optimizer makes its own as ``optimizer.variable_attrs``.
-    """
-
-    def __init__(self, variables: Iterable[str], allowed: Iterable[str]) -> None:
-        """Records which of an optimizer's attributes are variable.
-
-        Args:
-            variables: The names of the attributes that start variable.
-            allowed: The names of every attribute that may be marked: the optimizer's
-                hyper-parameters (its ``defaults``) and ``loss_scaling``.
-        """
-        self._variables = list(variables)
-        self._allowed = list(allowed)
-
-    def isConstant(self, attr: str) -> bool:
-        """Tells whether an attribute is a constant of the compiled program.
-
-        Args:
-            attr: The attribute's name, such as ``"lr"`` or ``"loss_scaling"``.
-
-        Returns:
-            True unless ``attr`` is marked variable (a name the optimizer does not know is
-            reported constant).
-        """
-        return attr not in self._variables
-
-    def markAsConstant(self, attr: str) -> None:
-        """Makes an attribute a constant of the compiled program.
-
-        ``setOptimizer`` then refuses to change it. Call it before the model is wrapped.
-
-        Args:
-            attr: The attribute's name, such as ``"lr"`` or ``"loss_scaling"``.
-
-        Raises:
-            OptionError: when the optimizer has no attribute ``attr``.
-        """
-        self._check(attr)
-        self._variables = [name for name in self._variables if name != attr]
-
-    def markAsVariable(self, attr: str) -> None:
-        """Makes an attribute variable, so that ``setOptimizer`` may change it without recompiling.
-
-        Call it before the model is wrapped.
-
-        Args:
-            attr: The attribute's name, such as ``"lr"`` or ``"loss_scaling"``.
-
-        Raises:
-            OptionError: when the optimizer has no attribute ``attr``.
-        """
-        self._check(attr)
-        if attr not in self._variables:
-            self._variables.append(attr)
-
-    def _check(self, attr: str) -> None:
-        if attr not in self._allowed:
-            raise OptionError(f"variable_attrs: unknown attribute {attr!r}; the optimizer's "
-                              f"attributes are {', '.join(self._allowed)}.",
-                              option="variable_attrs")
-
-
-class _MaxGradNorm:
-    """optimizer.max_grad_norm (inf for none), as PopTorch's optimizers have
-    it, kept in optimizer.defaults so that pickles keep it too."""
-
-    defaults: Dict[str, Any]  # torch.optim.Optimizer's, which the optimizers below derive
-    # Set by _records_variables after __init__:
-    variable_attrs: VariableAttributes
-    loss_scaling: float
-
-    @property
-    def max_grad_norm(self) -> float:
-        """The norm gradients are clipped to before each step (``math.inf``: no clipping)."""
-        norm = self.defaults.get("max_grad_norm")
-        return math.inf if norm is None else norm
-
-    # The setter takes None too (no clipping).
-    @max_grad_norm.setter
-    def max_grad_norm(self, norm: Optional[float]) -> None:
-        self.defaults["max_grad_norm"] = norm
-
-    def state_dict(self) -> Dict[str, Any]:
-        """Gives torch's state dict, with PopTorch's ``"ipu_state"`` and ``"ipu_param"``.
-
-        Returns:
-            torch's state dict of the optimizer, plus ``"ipu_state"`` and ``"ipu_param"``:
-            None until a training model compiles with this optimizer, then the device's
-            optimizer state and each parameter's hyper-parameters as PopART's compound
-            scalars, by PopTorch's names (``Accl1___model.lin.weight``,
-            ``learningRate___specific___model.lin.bias``, ``lossScaling_FLOAT``).
-        """
-        state: Dict[str, Any] = super().state_dict()  # type: ignore[misc]
-        state.setdefault("ipu_state", None)
-        state.setdefault("ipu_param", None)
-        return state
-
-    def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
-        """Loads a state dict as torch's ``load_state_dict`` does.
-
-        Args:
-            state_dict: The state dict, as :meth:`state_dict` gives it; its ``"ipu_state"``
-                and ``"ipu_param"`` are read by the training model that owns the optimizer, if
-                any.
-        """
-        super().load_state_dict(  # type: ignore[misc]
-            {k: v for k, v in state_dict.items() if k not in ("ipu_state", "ipu_param")})
-
-
-def state_type(optimizer: torch.optim.Optimizer, argument: str) -> torch.dtype:
-    """The dtype a popsim.optim optimizer keeps its `argument` state in
-    (accum_type, ...): float32 unless the constructor said float16."""
-    return getattr(optimizer, argument, None) or torch.float32
-
-
-def _closure_loss(closure: Optional[Callable[[], float]]) -> Optional[float]:
-    """The loss a step's closure recomputes (with gradients on, as in torch's
-    optimizers), or None without a closure."""
-    if closure is None:
-        return None
-    with torch.enable_grad():
-        return closure()
-
-
-def _records_variables(init: Callable[..., None]) -> Callable[..., None]:
-    """After `init`, optimizer.variable_attrs marks the attributes the call
-    passed explicitly as variable, as on PopTorch's optimizers."""
-    signature = inspect.signature(init)
-
-    @functools.wraps(init)
-    def wrapped(self: _MaxGradNorm, *args: Any, **kwargs: Any) -> None:
-        init(self, *args, **kwargs)
-        given = dict(signature.bind(self, *args, **kwargs).arguments)
-        # Keyword arguments a subclass passes on through **kwargs (LAMBNoBias's
-        # loss_scaling, say) count as given too.
-        for name, parameter in signature.parameters.items():
-            if parameter.kind is inspect.Parameter.VAR_KEYWORD:
-                given.update(given.pop(name, {}))
-        allowed = [name for name in self.defaults if name not in ("max_grad_norm",
-                                                                   "bias_correction",
-                                                                   "use_tf_variant")]
-        allowed.append("loss_scaling")
-        self.variable_attrs = VariableAttributes(
-            [name for name in allowed if given.get(name) is not None], allowed)
-        for name in _STATE_TYPES:  # PopTorch keeps them as attributes
-            if name in signature.parameters or name in given:
-                setattr(self, name, given.get(name) or torch.float32)
-        self.loss_scaling = 1.0 if given.get("loss_scaling") is None else given["loss_scaling"]
-
-    return wrapped
-
-
-# (The type: ignore[call-arg] below: Debian's torch 1.13 takes maximize=, its
-# type stubs do not declare it.)
-
-
-class SGD(_MaxGradNorm, torch.optim.SGD):
+class SGD(Optimizer, torch.optim.SGD):
     """Stochastic gradient descent: ``torch.optim.SGD`` with PopTorch's extra arguments.
 
     A training model runs torch's update rule on the device. ``lr`` defaults to 0.01, as for
@@ -259,14 +70,15 @@ class SGD(_MaxGradNorm, torch.optim.SGD):
         True
     """
 
-    @_records_variables
+    @records_variables
     def __init__(self, params: Params, lr: float = 0.01, momentum: float = 0.0,
                  dampening: float = 0.0, weight_decay: float = 0.0, nesterov: bool = False, *,
                  maximize: bool = False, loss_scaling: Optional[float] = None,
                  velocity_scaling: Optional[float] = None,
                  use_combined_accum: Optional[bool] = None, max_grad_norm: Optional[float] = None,
                  accum_type: Optional[torch.dtype] = None,
-                 velocity_accum_type: Optional[torch.dtype] = None) -> None:
+                 velocity_accum_type: Optional[torch.dtype] = None,
+                 foreach: Optional[bool] = None, differentiable: bool = False) -> None:
         """Makes an SGD optimizer of ``params``.
 
         Args:
@@ -291,22 +103,26 @@ class SGD(_MaxGradNorm, torch.optim.SGD):
                 ``torch.float32`` (None, the default) or ``torch.float16``.
             velocity_accum_type: The dtype of the momentum buffer on the device: ``torch.float32``
                 (None, the default) or ``torch.float16``.
+            foreach: torch's choice of its eager step's implementation, passed to it; the
+                device's step is popsim's.
+            differentiable: torch's, passed to it (autograd through an eager step); the
+                device's step is popsim's.
 
         Raises:
             OptionError: when a state dtype is neither ``torch.float32`` nor ``torch.float16``,
                 ``max_grad_norm`` is not a positive number, or ``loss_scaling`` is not
                 positive.
         """
-        _check_popsim_arguments("SGD", {"accum_type": accum_type, "max_grad_norm": max_grad_norm,
+        check_popsim_arguments("SGD", {"accum_type": accum_type, "max_grad_norm": max_grad_norm,
                                         "loss_scaling": loss_scaling,
                                         "velocity_accum_type": velocity_accum_type})
         super().__init__(params, lr=lr, momentum=momentum, dampening=dampening,
-                         weight_decay=weight_decay, nesterov=nesterov,
-                         maximize=maximize)  # type: ignore[call-arg]
+                         weight_decay=weight_decay, nesterov=nesterov, maximize=maximize,
+                         foreach=foreach, differentiable=differentiable)  # type: ignore[call-arg]
         self.defaults["max_grad_norm"] = max_grad_norm  # as the setter stores it
 
 
-class Adam(_MaxGradNorm, torch.optim.Adam):
+class Adam(Optimizer, torch.optim.Adam):
     """Adam: ``torch.optim.Adam`` with PopTorch's extra arguments.
 
     A training model runs torch's update rule on the device.
@@ -317,14 +133,16 @@ class Adam(_MaxGradNorm, torch.optim.Adam):
     (:class:`popsim.optim.VariableAttributes`).
     """
 
-    @_records_variables
+    @records_variables
     def __init__(self, params: Params, lr: float = 1e-3,
                  betas: Tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0, amsgrad: bool = False, *, maximize: bool = False,
                  loss_scaling: Optional[float] = None, accum_type: Optional[torch.dtype] = None,
                  first_order_momentum_accum_type: Optional[torch.dtype] = None,
                  second_order_momentum_accum_type: Optional[torch.dtype] = None,
-                 max_grad_norm: Optional[float] = None) -> None:
+                 max_grad_norm: Optional[float] = None, foreach: Optional[bool] = None,
+                 capturable: bool = False, differentiable: bool = False,
+                 fused: bool = False) -> None:
         """Makes an Adam optimizer of ``params``.
 
         Args:
@@ -348,22 +166,30 @@ class Adam(_MaxGradNorm, torch.optim.Adam):
                 or ``torch.float16``.
             max_grad_norm: Clips each step's gradients, after accumulation, to this global
                 2-norm. None or inf: no clipping. A constant of the compiled program.
+            foreach: torch's choice of its eager step's implementation, passed to it; the
+                device's step is popsim's (so are ``capturable``, ``differentiable`` and
+                ``fused``).
+            capturable: torch's, passed to it.
+            differentiable: torch's, passed to it.
+            fused: torch's, passed to it.
 
         Raises:
             OptionError: when a state dtype is neither ``torch.float32`` nor ``torch.float16``,
                 ``max_grad_norm`` is not a positive number, or ``loss_scaling`` is not
                 positive.
         """
-        _check_popsim_arguments("Adam", {
+        check_popsim_arguments("Adam", {
             "accum_type": accum_type, "max_grad_norm": max_grad_norm, "loss_scaling": loss_scaling,
             "first_order_momentum_accum_type": first_order_momentum_accum_type,
             "second_order_momentum_accum_type": second_order_momentum_accum_type})
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                         amsgrad=amsgrad, maximize=maximize)  # type: ignore[call-arg]
+                         amsgrad=amsgrad, maximize=maximize, foreach=foreach,
+                         capturable=capturable, differentiable=differentiable,
+                         fused=fused)  # type: ignore[call-arg]
         self.defaults["max_grad_norm"] = max_grad_norm  # as the setter stores it
 
 
-class AdamW(_MaxGradNorm, torch.optim.AdamW):
+class AdamW(Optimizer, torch.optim.AdamW):
     """AdamW: ``torch.optim.AdamW`` with PopTorch's extra arguments and ``bias_correction``.
 
     A training model runs torch's update rule on the device. ``bias_correction=False`` leaves
@@ -376,14 +202,15 @@ class AdamW(_MaxGradNorm, torch.optim.AdamW):
     (:class:`popsim.optim.VariableAttributes`).
     """
 
-    @_records_variables
+    @records_variables
     def __init__(self, params: Params, lr: float = 1e-3,
                  betas: Tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False,
                  loss_scaling: Optional[float] = None, accum_type: Optional[torch.dtype] = None,
                  first_order_momentum_accum_type: Optional[torch.dtype] = None,
                  second_order_momentum_accum_type: Optional[torch.dtype] = None,
-                 max_grad_norm: Optional[float] = None, bias_correction: bool = True) -> None:
+                 max_grad_norm: Optional[float] = None, bias_correction: bool = True,
+                 foreach: Optional[bool] = None, capturable: bool = False) -> None:
         """Makes an AdamW optimizer of ``params``.
 
         Args:
@@ -410,13 +237,16 @@ class AdamW(_MaxGradNorm, torch.optim.AdamW):
                 2-norm. None or inf: no clipping. A constant of the compiled program.
             bias_correction: Corrects the moments' bias towards zero in the first steps, as torch
                 does; False does not. A constant of the compiled program.
+            foreach: torch's choice of its eager step's implementation, kept in the parameter
+                groups as torch keeps it; the device's step is popsim's.
+            capturable: torch's, kept as it keeps it.
 
         Raises:
             OptionError: when a state dtype is neither ``torch.float32`` nor ``torch.float16``,
                 ``max_grad_norm`` is not a positive number, ``loss_scaling`` is not
                 positive, or ``bias_correction`` is not a bool.
         """
-        _check_popsim_arguments("AdamW", {
+        check_popsim_arguments("AdamW", {
             "accum_type": accum_type, "max_grad_norm": max_grad_norm, "loss_scaling": loss_scaling,
             "first_order_momentum_accum_type": first_order_momentum_accum_type,
             "second_order_momentum_accum_type": second_order_momentum_accum_type})
@@ -424,7 +254,8 @@ class AdamW(_MaxGradNorm, torch.optim.AdamW):
             raise OptionError(f"AdamW(bias_correction={bias_correction!r}): expected True or "
                               "False.", option="AdamW.bias_correction")
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                         amsgrad=amsgrad, maximize=maximize)  # type: ignore[call-arg]
+                         amsgrad=amsgrad, maximize=maximize, foreach=foreach,
+                         capturable=capturable)  # type: ignore[call-arg]
         self.defaults["max_grad_norm"] = max_grad_norm  # as the setter stores it
         self.defaults["bias_correction"] = bias_correction
         for group in self.param_groups:
@@ -453,7 +284,7 @@ class AdamW(_MaxGradNorm, torch.optim.AdamW):
         """
         if all(group.get("bias_correction", True) for group in self.param_groups):
             return super().step(closure)
-        loss = _closure_loss(closure)
+        loss = closure_loss(closure)
         for group in self.param_groups:
             if group.get("bias_correction", True):
                 raise OptionError("AdamW: parameter groups that differ in bias_correction "
@@ -482,7 +313,7 @@ class AdamW(_MaxGradNorm, torch.optim.AdamW):
         return loss
 
 
-class RMSprop(_MaxGradNorm, torch.optim.RMSprop):
+class RMSprop(Optimizer, torch.optim.RMSprop):
     """RMSprop: ``torch.optim.RMSprop`` with PopTorch's extra arguments and ``use_tf_variant``.
 
     A training model runs torch's update rule on the device. ``use_tf_variant=True`` computes
@@ -496,14 +327,15 @@ class RMSprop(_MaxGradNorm, torch.optim.RMSprop):
     (:class:`popsim.optim.VariableAttributes`).
     """
 
-    @_records_variables
+    @records_variables
     def __init__(self, params: Params, lr: float = 1e-2, alpha: float = 0.99,
                  eps: float = 1e-8, weight_decay: float = 0.0, momentum: float = 0.0,
                  centered: bool = False, *, maximize: bool = False,
                  loss_scaling: Optional[float] = None, accum_type: Optional[torch.dtype] = None,
                  first_order_momentum_accum_type: Optional[torch.dtype] = None,
                  second_order_momentum_accum_type: Optional[torch.dtype] = None,
-                 max_grad_norm: Optional[float] = None, use_tf_variant: bool = False) -> None:
+                 max_grad_norm: Optional[float] = None, use_tf_variant: bool = False,
+                 foreach: Optional[bool] = None, differentiable: bool = False) -> None:
         """Makes an RMSprop optimizer of ``params``.
 
         Args:
@@ -530,13 +362,16 @@ class RMSprop(_MaxGradNorm, torch.optim.RMSprop):
                 2-norm. None or inf: no clipping. A constant of the compiled program.
             use_tf_variant: Computes TensorFlow's RMSprop (see :class:`popsim.optim.RMSprop`)
                 instead of torch's. A constant of the compiled program.
+            foreach: torch's choice of its eager step's implementation, passed to it; the
+                device's step is popsim's.
+            differentiable: torch's, passed to it.
 
         Raises:
             OptionError: when a state dtype is neither ``torch.float32`` nor ``torch.float16``,
                 ``max_grad_norm`` is not a positive number, ``loss_scaling`` is not
                 positive, or ``use_tf_variant`` is not a bool.
         """
-        _check_popsim_arguments("RMSprop", {
+        check_popsim_arguments("RMSprop", {
             "accum_type": accum_type, "max_grad_norm": max_grad_norm, "loss_scaling": loss_scaling,
             "first_order_momentum_accum_type": first_order_momentum_accum_type,
             "second_order_momentum_accum_type": second_order_momentum_accum_type})
@@ -544,7 +379,8 @@ class RMSprop(_MaxGradNorm, torch.optim.RMSprop):
             raise OptionError(f"RMSprop(use_tf_variant={use_tf_variant!r}): expected True or "
                               "False.", option="RMSprop.use_tf_variant")
         super().__init__(params, lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
-                         momentum=momentum, centered=centered, maximize=maximize)  # type: ignore[call-arg]
+                         momentum=momentum, centered=centered, maximize=maximize,
+                         foreach=foreach, differentiable=differentiable)  # type: ignore[call-arg]
         self.defaults["max_grad_norm"] = max_grad_norm  # as the setter stores it
         self.defaults["use_tf_variant"] = use_tf_variant
         for group in self.param_groups:
@@ -571,7 +407,7 @@ class RMSprop(_MaxGradNorm, torch.optim.RMSprop):
         """
         if not any(group.get("use_tf_variant", False) for group in self.param_groups):
             return super().step(closure)
-        loss = _closure_loss(closure)
+        loss = closure_loss(closure)
         for group in self.param_groups:
             if not group.get("use_tf_variant", False):
                 raise OptionError("RMSprop: parameter groups that differ in use_tf_variant "
@@ -606,7 +442,7 @@ class RMSprop(_MaxGradNorm, torch.optim.RMSprop):
         return loss
 
 
-class LAMB(_MaxGradNorm, torch.optim.Optimizer):
+class LAMB(Optimizer, torch.optim.Optimizer):
     """LAMB, layer-wise adaptive moments (You et al., 2019), as PopTorch's ``optim.LAMB``.
 
     Adam's moments make an update ``u = m_hat / (sqrt(v_hat) + eps) + weight_decay * p``
@@ -623,7 +459,7 @@ class LAMB(_MaxGradNorm, torch.optim.Optimizer):
     (:class:`popsim.optim.VariableAttributes`).
     """
 
-    @_records_variables
+    @records_variables
     def __init__(self, params: Params, lr: float = 1e-3,
                  betas: Tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 1e-2, bias_correction: bool = True,
@@ -665,7 +501,7 @@ class LAMB(_MaxGradNorm, torch.optim.Optimizer):
                 ``betas`` is out of its range.
         """
         name = type(self).__name__
-        _check_popsim_arguments(name, {
+        check_popsim_arguments(name, {
             "accum_type": accum_type, "max_grad_norm": max_grad_norm, "loss_scaling": loss_scaling,
             "first_order_momentum_accum_type": first_order_momentum_accum_type,
             "second_order_momentum_accum_type": second_order_momentum_accum_type})
@@ -717,7 +553,7 @@ class LAMB(_MaxGradNorm, torch.optim.Optimizer):
         Returns:
             The loss ``closure`` returned, or None without a closure.
         """
-        loss = _closure_loss(closure)
+        loss = closure_loss(closure)
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             for p in group["params"]:
@@ -749,7 +585,7 @@ class LAMB(_MaxGradNorm, torch.optim.Optimizer):
 class LAMBNoBias(LAMB):
     """LAMB without bias correction: :class:`popsim.optim.LAMB`, ``bias_correction=False``."""
 
-    @_records_variables
+    @records_variables
     def __init__(self, params: Params, lr: float = 1e-3,
                  betas: Tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 1e-2, bias_correction: bool = False,
@@ -775,4 +611,5 @@ class LAMBNoBias(LAMB):
         super().__init__(params, lr, betas, eps, weight_decay, bias_correction, **kwargs)
 
 
-__all__ = ["SGD", "Adam", "AdamW", "RMSprop", "LAMB", "LAMBNoBias", "VariableAttributes"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "LAMB", "LAMBNoBias",
+           "VariableAttributes"]

@@ -17,6 +17,7 @@ import torch
 from popsim import _C
 from popsim.device import replication as _replication
 from popsim.training import optim as popsim_optim
+from popsim.training import optimizer_base
 from popsim.api.log import LOGGER
 from popsim.api.errors import OptionError
 
@@ -120,7 +121,7 @@ _STATE_KEYS: Dict[str, Dict[str, Tuple[str, ...]]] = {
 def half_state_keys(kind: str, optimizer: torch.optim.Optimizer) -> List[str]:
     """The optimizer state keys kept in float16 (PopTorch's state types)."""
     return [key for argument, by_kind in _STATE_KEYS.items()
-            if popsim_optim.state_type(optimizer, argument) == torch.float16
+            if optimizer_base.state_type(optimizer, argument) == torch.float16
             for key in by_kind.get(kind, ())]
 
 
@@ -138,7 +139,7 @@ def constant_values(optimizer: torch.optim.Optimizer) -> Dict[Tuple[Optional[int
     if attributes.isConstant("loss_scaling"):
         values[None, "loss_scaling"] = getattr(optimizer, "loss_scaling", 1.0)
     for argument in ("accum_type",) + tuple(_STATE_KEYS):  # they shape the program
-        values[None, argument] = popsim_optim.state_type(optimizer, argument)
+        values[None, argument] = optimizer_base.state_type(optimizer, argument)
     return values
 
 
@@ -204,7 +205,7 @@ class OptimizerBinding:
         config.optimizer = _OPTIMIZER_KINDS[self.kind]
         config.max_grad_norm = self.max_grad_norm
         config.half_accumulators = (
-            popsim_optim.state_type(self.optimizer, "accum_type") == torch.float16)
+            optimizer_base.state_type(self.optimizer, "accum_type") == torch.float16)
         config.half_states = half_state_keys(self.kind, self.optimizer)
         config.sharded_parameters = list(self.sharded_shapes(options))
         config.sharded_weights = list(self.sharded_weight_shapes(options))
@@ -327,7 +328,7 @@ class OptimizerBinding:
                 accumulator = _C.parameter_state_name(name, "accumulator")
                 if accumulator in available:
                     values[accumulator] = torch.zeros_like(
-                        param, dtype=popsim_optim.state_type(self.optimizer, "accum_type"))
+                        param, dtype=optimizer_base.state_type(self.optimizer, "accum_type"))
                 count = _C.parameter_state_name(name, "accumulator_count")
                 if count in available:
                     values[count] = torch.tensor(0, dtype=torch.int64)
