@@ -98,28 +98,25 @@ ir::Value* stacked(LoweringContext& ctx, const std::vector<ir::Value*>& values) 
   return rows.size() == 1 ? rows[0] : ctx.emit(ir::OpKind::Concat, rows, {{"dim", int64_t{0}}});
 }
 
-// The layer's input, states and weights in one float dtype, as other layers'
-// operands are made one (NodeContext::unifyMixedFloats, which sees no tensor
-// lists): a float16 input runs float32 weights in float16, as PopTorch does;
-// a float32 input runs float16 weights in float32 (PyTorch's promotion; eager
-// refuses the mix), or in float16 under FloatDowncastToHalf.
+// The layer's input, states and weights in one float dtype (the mixed-float
+// casts of other layers' operands see no tensor lists): a float16 input runs
+// float32 weights in float16, as PopTorch runs a layer's parameters in its
+// activation's dtype; otherwise they take their common dtype as a list op's
+// tensors do (withCommonDType: float32, or float16 under FloatDowncastToHalf).
 void unifyRecurrentFloats(LoweringContext& ctx, ir::Value*& x, std::vector<ir::Value*>& hx,
                           std::vector<ir::Value*>& params) {
-  const auto isHalf = [](const ir::Value* v) { return v->type().dtype == ir::DType::Float16; };
-  const bool anyHalf = isHalf(x) || std::any_of(hx.begin(), hx.end(), isHalf) ||
-                       std::any_of(params.begin(), params.end(), isHalf);
-  const bool allHalf = isHalf(x) && std::all_of(hx.begin(), hx.end(), isHalf) &&
-                       std::all_of(params.begin(), params.end(), isHalf);
-  if (!anyHalf || allHalf) return;
-  const ir::DType target =
-      isHalf(x) || ctx.downcastsMixedFloats() ? ir::DType::Float16 : ir::DType::Float32;
-  const auto cast = [&](ir::Value*& v) {
-    if (v->type().dtype != target)
-      v = ctx.emit(ir::OpKind::Cast, {v}, {{"dtype", std::string(ir::dtypeName(target))}});
-  };
-  cast(x);
-  std::for_each(hx.begin(), hx.end(), cast);
-  std::for_each(params.begin(), params.end(), cast);
+  std::vector<ir::Value*> all{x};
+  all.insert(all.end(), hx.begin(), hx.end());
+  all.insert(all.end(), params.begin(), params.end());
+  if (x->type().dtype == ir::DType::Float16) {
+    for (ir::Value*& v : all)
+      v = castTo(ctx, v, ir::DType::Float16);
+  } else {
+    all = withCommonDType(ctx, std::move(all));
+  }
+  x = all[0];
+  std::copy(all.begin() + 1, all.begin() + 1 + static_cast<std::ptrdiff_t>(hx.size()), hx.begin());
+  std::copy(all.end() - static_cast<std::ptrdiff_t>(params.size()), all.end(), params.begin());
 }
 
 // aten::lstm / gru / rnn_tanh / rnn_relu (input, hx, params, has_biases,

@@ -41,6 +41,9 @@ class Trainer(Protocol):
 
 _records: "weakref.WeakKeyDictionary[object, List[TrainingRecord]]" = (
     weakref.WeakKeyDictionary())  # module -> the records of the training models training it
+# Every live record by serial (the values of _records, kept so that finding them
+# does not walk every recorded module).
+_live: Dict[int, "TrainingRecord"] = {}
 _serials = itertools.count()
 # Bumped whenever any record's version or the set of records changes, so that an
 # inference call can skip walking its modules (versions()) when nothing did.
@@ -88,14 +91,6 @@ def _tensor_ids(model: torch.nn.Module) -> FrozenSet[int]:
     return frozenset(ids)
 
 
-def _live() -> List[TrainingRecord]:
-    found: Dict[int, TrainingRecord] = {}
-    for trained_by in _records.values():
-        for record in trained_by:
-            found[record.serial] = record
-    return list(found.values())
-
-
 def register(model: torch.nn.Module, trainer: Trainer) -> TrainingRecord:
     """Records `model`'s modules as trained by `trainer` too; fails if another training
     model wraps `model` itself or runs the same optimizer."""
@@ -112,10 +107,11 @@ def register(model: torch.nn.Module, trainer: Trainer) -> TrainingRecord:
             other.sharing.add(record)
             record.sharing.add(other)
         trained_by.append(record)
-    for other in _live():
-        if other is not record and other.tensors & record.tensors:  # tied parameters
+    for other in _live.values():
+        if other.tensors & record.tensors:  # tied parameters
             other.sharing.add(record)
             record.sharing.add(other)
+    _live[record.serial] = record
     _bump()
     return record
 
@@ -126,7 +122,7 @@ def check_optimizer_unshared(optimizer: Optional[torch.optim.Optimizer],
     (momentum, Adam's moments) of the optimizer it runs, where eager PyTorch has one."""
     if optimizer is None:
         return
-    for other in _live():
+    for other in _live.values():
         if other.trainer is not None and other.trainer is not trainer and (
                 other.trainer.optimizer is optimizer):
             raise InputError(
@@ -147,6 +143,7 @@ def release(record: TrainingRecord) -> None:
     for other in record.sharing:
         other.sharing.discard(record)
     record.sharing.clear()
+    _live.pop(record.serial, None)
     _bump()
 
 
@@ -156,9 +153,9 @@ def records(model: torch.nn.Module) -> List[TrainingRecord]:
     for module in model.modules():
         for record in _records.get(module, ()):
             found[record.serial] = record
-    if _records:  # (a parameter tied into a module no training model holds)
+    if _live:  # (a parameter tied into a module no training model holds)
         tensors = _tensor_ids(model)
-        for record in _live():
+        for record in _live.values():
             if record.serial not in found and record.tensors & tensors:
                 found[record.serial] = record
     return list(found.values())

@@ -202,8 +202,7 @@ class WeightFlow:
         forgotten."""
         if self._program is not None and self._training:
             if self.attached and not self._program.cost_only:
-                if self._weights == _Copies.DEVICE_NEWER:
-                    self.copy_weights_home()
+                self.copy_weights_home_if_newer()
                 self.binding.copy_state_to_host(self._program)
             _host_sync.uninstall(self._model, self)
             assert self.optimizer is not None, "a training model has an optimizer"
@@ -273,12 +272,7 @@ class WeightFlow:
         training models sharing modules or tensors with it, come home if newer
         (host_sync.py asks); returns whether any did."""
         copied = self.copy_weights_home_if_newer()
-        if self._record is not None:
-            for record in list(self._record.sharing):
-                trainer = record.trainer
-                if trainer is not None:
-                    copied = trainer.copy_weights_home_if_newer() or copied
-        return copied
+        return self._sharers_home() or copied
 
     def write_named_buffers(self, names: Sequence[str]) -> None:
         """copyNamedBuffersToDevice: only the named buffers go to the device."""
@@ -306,14 +300,21 @@ class WeightFlow:
                 trainer.copy_weights_home_if_newer()
         return _registry.versions(self._model)
 
+    def _sharers_home(self) -> bool:
+        """Copies home the newer weights of the training models this one shares modules or
+        tensors with; returns whether any were."""
+        copied = False
+        for record in list(self._record.sharing if self._record is not None else ()):
+            trainer = record.trainer
+            if trainer is not None:
+                copied = trainer.copy_weights_home_if_newer() or copied
+        return copied
+
     def _sync_sharing_trainers_to_host(self) -> Dict[int, int]:
         """Copies weights home from the training models this one shares modules with;
         returns their versions."""
         assert self._record is not None, "a training model is recorded while it compiles"
-        for record in self._record.sharing:
-            trainer = record.trainer
-            if trainer is not None:
-                trainer.copy_weights_home_if_newer()
+        self._sharers_home()
         return {record.serial: record.version for record in self._record.sharing}
 
     def _catch_up_with_sharing_trainers(self) -> None:
@@ -347,8 +348,7 @@ class WeightFlow:
         if not self.attached:
             raise InputError("The model is not attached to the device.")
         if self._training and not self.program.cost_only:
-            if self._weights == _Copies.DEVICE_NEWER:  # (as release() does)
-                self.copy_weights_home()
+            self.copy_weights_home_if_newer()  # (as release() does)
             self.binding.copy_state_to_host(self.program)
             self._detached_state = self.program.read_variables(self.program.state_names())
         self.attached = False
