@@ -241,6 +241,25 @@ def test_inference_makes_up_the_batch_with_device_iterations():
     torch.testing.assert_close(popsim.inferenceModel(model, opts)(x), model(x))
 
 
+@pytest.mark.parametrize("make", [lambda: nn.Linear(32, 8),
+                                  lambda: nn.Sequential(nn.Linear(32, 8))],
+                         ids=["no children", "one child"])
+def test_a_model_with_no_module_to_split_at_runs_whole_on_replicas_of_one_ipu(make):
+    torch.manual_seed(2)
+    model = make().eval()
+    plan = popsim.planJob(model, torch.randn(4, 32), ipus=4, global_batch=64, progress=False)
+    assert plan.fits and plan.candidates == [""]
+    assert all(c.ipus_per_replica == 1 for c in [plan.chosen, *plan.runners_up])
+    assert plan.chosen.replicas == 4
+    assert "IPU 0" in str(plan) and "the whole model" in str(plan)
+    opts = plan.apply(model)
+    x = torch.randn(64, 32)
+    torch.testing.assert_close(popsim.inferenceModel(model, opts)(x), model(x))
+    popsim.removeBlocks(model)
+    with pytest.raises(popsim.OptionError, match="has no modules to split at"):
+        popsim.plan(model, torch.randn(4, 32), ipus=2)  # a split needs a module to split
+
+
 def test_when_nothing_fits_the_plan_says_what_would():
     model, batch, optimizer = job()
     opts = popsim.Options()

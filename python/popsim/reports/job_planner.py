@@ -286,7 +286,9 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
             configuration, twice that (6 sizes at most).
         tolerance: How far (relative) a configuration's global batch may be from
             ``global_batch``.
-        candidates: The modules to split a replica at, as for :func:`popsim.plan`.
+        candidates: The modules to split a replica at, as for :func:`popsim.plan`. None:
+            the planner's own; when no module of the model has 2 or more children, the
+            model runs whole on replicas of one IPU (``plan.candidates == [""]``).
         tail: The module where a last part that shares the first IPU's weights starts, as for
             :func:`popsim.plan` (found by itself when not given).
         tail_after: Instead of ``tail``, the module after which that part starts.
@@ -331,8 +333,9 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise OptionError(f"popsim.planJob: micro-batch sizes must be positive ints, got "
                               f"{size!r}.", option="planJob.micro_batch_sizes")
+    # A model with no module to split at runs whole on replicas of one IPU.
     names = (_check_candidates(model, candidates) if candidates is not None
-             else _default_candidates(model))
+             else _default_candidates(model, whole_if_none=True))
     if tail is not None and tail_after is not None:
         raise OptionError("popsim.planJob takes tail or tail_after, not both.",
                           option="planJob.tail")

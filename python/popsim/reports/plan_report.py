@@ -14,6 +14,10 @@ from popsim.api.strategies import PipelinedExecution, PipelineSchedule, Stage
 from popsim.frontend.blocks import BeginBlock, removeBlocks
 from popsim.reports.sizing import SizingReport, mib
 
+# The planners' name for the model itself as the one candidate of a model with no module
+# to split at (popsim.planJob runs it whole on replicas of one IPU).
+WHOLE_MODEL = ""
+
 
 @dataclass
 class PlannedIpu:
@@ -343,6 +347,8 @@ def _plan_options(ipus: int, schedule: PipelineSchedule, recomputation: bool, of
 
 
 def _span(modules: List[str]) -> str:
+    if modules == [WHOLE_MODEL]:
+        return "the whole model"
     return modules[0] if len(modules) == 1 else f"{modules[0]} .. {modules[-1]}"
 
 

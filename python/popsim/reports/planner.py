@@ -52,7 +52,7 @@ from popsim.api.strategies import PipelinedExecution, PipelineSchedule, Stage
 from popsim.frontend.blocks import BeginBlock, _BlockStart, opened_by_forward, removeBlocks
 from popsim.frontend.blocks import reset_for_trace as reset_blocks_for_trace
 from popsim.frontend.trace_reuse import reusing_traces
-from popsim.reports.plan_report import PipelinePlan, Plan, _plan_options
+from popsim.reports.plan_report import WHOLE_MODEL, PipelinePlan, Plan, _plan_options
 from popsim.reports.profile_recorder import not_profiling
 from popsim.reports.raised_proportions import passes_budgets, raised_proportions
 from popsim.reports.size_job import cost_only_call
@@ -62,7 +62,7 @@ from popsim.reports.sizing import mib
 _ENUMERATED_SPLITS = 20000
 
 
-def _default_candidates(model: torch.nn.Module) -> List[str]:
+def _default_candidates(model: torch.nn.Module, whole_if_none: bool = False) -> List[str]:
     """The children of the module that splits the model best: of the model and its
     modules with 2 or more children, the one whose count of children holding parameters,
     times the share of the model's parameters under it, is largest (the first such, in
@@ -72,7 +72,8 @@ def _default_candidates(model: torch.nn.Module) -> List[str]:
     that scores at least a third as high adds its children too, in module order: the
     second tower of a two-tower model (CLIP's text encoder beside its image encoder), an
     encoder-decoder's other stack. A ModuleList or ModuleDict child stands for the modules
-    in it (_called_modules)."""
+    in it (_called_modules). When no module has 2 or more children, `whole_if_none`
+    gives the model itself ("", one candidate: replicas of one IPU) instead of refusing."""
     total = sum(parameter.numel() for parameter in model.parameters())
     scored: List[Tuple[float, int, str]] = []  # (score, module order, name)
     for order, (name, module) in enumerate(model.named_modules()):
@@ -86,6 +87,8 @@ def _default_candidates(model: torch.nn.Module) -> List[str]:
             score = holding * sum(p.numel() for p in module.parameters()) / total
         if score > 0:
             scored.append((score, order, name))
+    if not scored and whole_if_none:
+        return [WHOLE_MODEL]
     if not scored:
         raise OptionError(
             f"popsim.plan: {type(model).__name__} has no modules to split at: neither it nor "
@@ -400,7 +403,8 @@ def _annotate_candidates(model: torch.nn.Module, candidates: List[str], tail: Op
     # first candidate forward() calls after another one reopens "c0" after "c1", which the
     # compiler refuses (_profile names the two).
     for index, name in enumerate(candidates):
-        BeginBlock(model.get_submodule(name), f"c{index}")
+        if name != WHOLE_MODEL:  # (the model itself begins "c0" above)
+            BeginBlock(model.get_submodule(name), f"c{index}")
     if tail is not None:
         BeginBlock(model.get_submodule(tail), "tail", after=tail_after)
 
