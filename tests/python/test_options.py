@@ -111,7 +111,8 @@ def test_to_dict_and_repr():
                                   "accumulation_and_replication_reduction_type": "Mean",
                                   "mean_reduction_strategy": "Post",
                                   "recomputation_enabled": False,
-                                  "automatic_loss_scaling": False}
+                                  "automatic_loss_scaling": False,
+                                  "convolution_dithering": False}
     assert "device_iterations=3" in repr(opts)
 
 

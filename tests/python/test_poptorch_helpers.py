@@ -5,6 +5,7 @@ ipu_print_tensor (what the device prints, gradients included), custom_op's
 refusal, and the block helpers Block.start, BeginBlock on a function,
 removeBlocks and module_repr."""
 
+import contextlib
 import copy
 
 import pytest
@@ -325,6 +326,24 @@ def test_multi_conv_bounds_each_convolution_by_its_proportion():
     assert torch.equal(bounded, plain)
     _, passes = conv_passes(lambda: popsim.MultiConv().availableMemoryProportions(0.01))
     assert passes[0] == passes[1] > 1
+
+
+def test_convolution_dithering_of_the_whole_model_is_recorded_and_changes_nothing():
+    torch.manual_seed(0)
+    model, x = TwoBranches(contextlib.nullcontext), torch.randn(2, 16, 16, 16)
+    results = []
+    for dithering in (False, True):
+        opts = popsim.Options()
+        assert opts.Training.setConvolutionDithering(dithering) is opts.Training
+        assert opts.Training.convolution_dithering is dithering
+        compiled = popsim.inferenceModel(model, opts)
+        results.append((compiled(x), compiled.sizingReport().throughput,
+                        [ipu.memory_bytes for ipu in compiled.sizingReport().ipus]))
+        compiled.destroy()
+    assert torch.equal(results[0][0], results[1][0]) and results[0][1:] == results[1][1:]
+    with pytest.raises(popsim.OptionError, match=r"^Training\.setConvolutionDithering expects "
+                                                 r"True or False, got 1\."):
+        popsim.Options().Training.setConvolutionDithering(1)
 
 
 def test_multi_conv_errors_name_the_problem():

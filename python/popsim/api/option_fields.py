@@ -227,6 +227,7 @@ def _printable(value: Any) -> Any:
 _SETTERS = {
     "model_name": "modelName",
     "automatic_loss_scaling": "setAutomaticLossScaling",
+    "convolution_dithering": "setConvolutionDithering",
     "relax_optimizer_attributes_checks": "relaxOptimizerAttributesChecks",
     "input_replica_grouping": "inputReplicaGrouping",
     "profile_dir": "enableProfiling",

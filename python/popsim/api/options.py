@@ -22,8 +22,9 @@ from popsim.api.option_fields import (_CoreField, _decode_anchors, _decode_cache
                                       _decode_replica_grouping, _encode_anchors, _encode_cache,
                                       _encode_replica_grouping, _enum_codec)
 from popsim.api.option_groups import (_DistributedOptions, _JitOptions, _PrecisionOptions,
-                                      _SimulatorOptions, _TensorLocationOptions, _TrainingOptions)
+                                      _TensorLocationOptions, _TrainingOptions)
 from popsim.api.popart_options import _PopartOptions
+from popsim.api.simulator_options import _SimulatorOptions
 from popsim.api.run_options import _RunSetters
 from popsim.api.strategies import _ExecutionStrategy
 from popsim.api.values import json_object_in_environment
