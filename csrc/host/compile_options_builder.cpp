@@ -74,15 +74,21 @@ void fillTensorLocations(const TensorLocationOptions& locations,
 }
 
 // The strategy's part: its schedule and, for phased executions, where
-// tensors stay between phases.
+// tensors stay between phases. What waits in Streaming Memory is loaded and
+// stored through the IO tiles when the model sets some aside, so the
+// transfers overlap the compute (PopART's phased execution overlaps them so);
+// OffChipAfterFwdNoOverlap, or a model without IO tiles, moves them through
+// the compute tiles, which wait for them.
 void fillStrategy(const ExecutionStrategy& strategy, runtime::CompileOptions& compiled) {
   checkPhaseIpus(strategy);
   compiled.compiler.schedule = strategy.scheduleKind();
-  if (strategy.liveness != Liveness::AlwaysLive) {
-    compiled.memory.activations = memory::TensorLocation{false, 0};
-  }
+  if (strategy.liveness == Liveness::AlwaysLive) return;
+  const bool overlap =
+      strategy.liveness != Liveness::OffChipAfterFwdNoOverlap && compiled.system.ioTiles > 0;
+  const memory::TensorLocation offChip{false, 0, overlap, overlap};
+  compiled.memory.activations = offChip;
   if (strategy.liveness == Liveness::OffChipAfterEachPhase) {
-    compiled.memory.weights = memory::TensorLocation{false, 0};
+    compiled.memory.weights = offChip;
   }
 }
 

@@ -25,8 +25,16 @@ enum class AutoStage {
   AutoIncrement, // a new stage whenever the IPU changes along the model
 };
 
-// Where a phased execution keeps tensors between its phases.
-enum class Liveness { AlwaysLive, OffChipAfterFwd, OffChipAfterEachPhase };
+// Where a phased execution keeps tensors between its phases (PopTorch's
+// values, in its order). The off-chip kinds load and store through the IO
+// tiles, beside the compute, when some are set aside; NoOverlap always moves
+// them through the compute tiles.
+enum class Liveness {
+  AlwaysLive,
+  OffChipAfterFwd,
+  OffChipAfterFwdNoOverlap,
+  OffChipAfterEachPhase
+};
 
 // Blocks that run together as one stage, on `ipu` when it is set (else on
 // their ipu_id, else on the IPU numbered as the stage's position).

@@ -85,9 +85,11 @@ NLOHMANN_JSON_SERIALIZE_ENUM(StrategyKind, {{StrategyKind::Pipelined, "Pipelined
                                             {StrategyKind::ParallelPhased, "ParallelPhased"}})
 NLOHMANN_JSON_SERIALIZE_ENUM(AutoStage, {{AutoStage::SameAsIpu, "SameAsIpu"},
                                          {AutoStage::AutoIncrement, "AutoIncrement"}})
-NLOHMANN_JSON_SERIALIZE_ENUM(Liveness, {{Liveness::AlwaysLive, "AlwaysLive"},
-                                        {Liveness::OffChipAfterFwd, "OffChipAfterFwd"},
-                                        {Liveness::OffChipAfterEachPhase, "OffChipAfterEachPhase"}})
+NLOHMANN_JSON_SERIALIZE_ENUM(Liveness,
+                             {{Liveness::AlwaysLive, "AlwaysLive"},
+                              {Liveness::OffChipAfterFwd, "OffChipAfterFwd"},
+                              {Liveness::OffChipAfterFwdNoOverlap, "OffChipAfterFwdNoOverlap"},
+                              {Liveness::OffChipAfterEachPhase, "OffChipAfterEachPhase"}})
 NLOHMANN_JSON_SERIALIZE_ENUM(ExecutableCache::Source,
                              {{ExecutableCache::Source::Environment, "Environment"},
                               {ExecutableCache::Source::Off, "Off"},

@@ -73,6 +73,7 @@ void bindEnums(py::module_& module) {
   py::enum_<host::Liveness>(module, "Liveness")
       .value("AlwaysLive", host::Liveness::AlwaysLive)
       .value("OffChipAfterFwd", host::Liveness::OffChipAfterFwd)
+      .value("OffChipAfterFwdNoOverlap", host::Liveness::OffChipAfterFwdNoOverlap)
       .value("OffChipAfterEachPhase", host::Liveness::OffChipAfterEachPhase);
   py::enum_<host::ExecutableCache::Source>(module, "ExecutableCacheSource")
       .value("Environment", host::ExecutableCache::Source::Environment)

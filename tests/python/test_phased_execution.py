@@ -104,6 +104,33 @@ def test_liveness_moves_tensors_off_chip_between_phases():
         assert each_phase[ipu]["off_chip"] > after_forward[ipu]["off_chip"] > 0
 
 
+def test_off_chip_tensors_overlap_the_compute_through_io_tiles_unless_no_overlap():
+    """OffChipAfterFwd and OffChipAfterEachPhase load and store through the IO tiles when
+    the model sets some aside, beside the compute; OffChipAfterFwdNoOverlap, and any kind
+    without IO tiles, moves the tensors through the compute tiles. Values never change."""
+    def run(liveness, io_tiles):
+        torch.manual_seed(0)
+        model = SixBlocks()
+        opts = popsim.Options().setExecutionStrategy(serial().setTensorsLiveness(liveness))
+        if io_tiles:
+            opts.TensorLocations.numIOTiles(io_tiles)
+        trainer = popsim.trainingModel(model, opts, popsim.optim.SGD(model.parameters(), lr=0.1))
+        generator = torch.Generator().manual_seed(2)
+        _, loss = trainer(torch.randn(64, 24, generator=generator),
+                          torch.randn(64, 24, generator=generator))
+        stash = [ipu["categories"]["stash"]["bytes"] for ipu in trainer.memoryReport()["ipus"]]
+        return loss.item(), trainer.sizingReport().step_seconds, stash
+
+    no_overlap = run(popsim.Liveness.OffChipAfterFwdNoOverlap, 32)
+    assert no_overlap[2] == [0, 0]  # the activations wait off chip, as with OffChipAfterFwd
+    assert run(popsim.Liveness.OffChipAfterFwd, 0) == no_overlap
+    through_io_tiles = run(popsim.Liveness.OffChipAfterFwd, 32)
+    assert through_io_tiles[0] == no_overlap[0]
+    assert through_io_tiles[1] < no_overlap[1] * 0.9 and through_io_tiles[2] == [0, 0]
+    assert run(popsim.Liveness.OffChipAfterEachPhase, 32)[1] < \
+        run(popsim.Liveness.OffChipAfterEachPhase, 0)[1] * 0.9
+
+
 def test_phased_execution_errors_name_the_phase():
     with pytest.raises(OptionError, match=r"this phase has 2 stage\(s\), so it needs as many IPUs"):
         popsim.Phase("A", "A2").ipus(0)

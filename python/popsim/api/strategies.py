@@ -277,13 +277,21 @@ class Liveness(enum.IntEnum):
     - ``AlwaysLive``: on the IPUs.
     - ``OffChipAfterFwd``: the activations the backward pass needs move to Streaming Memory
       after the forward pass.
+    - ``OffChipAfterFwdNoOverlap``: as ``OffChipAfterFwd``, but the loads and stores never
+      overlap the compute.
     - ``OffChipAfterEachPhase``: the weights live in Streaming Memory too, streamed in for
       each phase that uses them.
+
+    The off-chip kinds load and store through the IO tiles when the model sets some aside
+    (:meth:`Options.TensorLocations.numIOTiles <popsim.options._TensorLocationOptions.numIOTiles>`),
+    beside the compute; without IO tiles, or with ``OffChipAfterFwdNoOverlap``, the transfers
+    go through the compute tiles, which wait for them.
     """
 
     AlwaysLive = 0
     OffChipAfterFwd = 1
-    OffChipAfterEachPhase = 2
+    OffChipAfterFwdNoOverlap = 2
+    OffChipAfterEachPhase = 3
 
 
 class Phase:
