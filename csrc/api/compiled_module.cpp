@@ -13,6 +13,7 @@
 #include "host/compile_options_builder.h"
 #include "host/executable_cache.h"
 #include "host/session_options.h"
+#include "host/tensor_sharding.h"
 #include "ir/state_names.h"
 
 #include <ATen/ATen.h>
@@ -37,6 +38,15 @@ std::map<std::string, at::Tensor> namedTensors(const torch::jit::Module& module)
   for (const torch::jit::NameTensor& buffer : module.named_buffers(true))
     tensors.emplace(buffer.name, buffer.value);
   return tensors;
+}
+
+// The module's parameters as replicated tensor sharding chooses among them.
+std::vector<host::ShardCandidate> shardCandidates(const torch::jit::Module& module) {
+  std::vector<host::ShardCandidate> candidates;
+  for (const torch::jit::NameTensor& parameter : module.named_parameters(true))
+    candidates.push_back(
+        {parameter.name, parameter.value.is_floating_point(), parameter.value.sizes().vec()});
+  return candidates;
 }
 
 // forward()'s parameter names after `self`, for errors and the printed IR.
@@ -118,6 +128,8 @@ CompiledModule::CompiledModule(torch::jit::Module module, const std::vector<c10:
   lossScaling_ = config.lossScaling;
   anchors_ = host::planAnchors(session, training, trained_, weights);
   compiler::TrainingConfig anchored = config;
+  const std::vector<host::ShardCandidate> candidates = shardCandidates(module_);
+  host::shardParameters(session, training, candidates, anchored);
   for (const auto& [shortName, parameter] : anchors_.gradients) {
     anchored.anchoredGradients.push_back(parameter);
     anchorShapes_[parameter] = tensors.at(parameter).sizes().vec();
@@ -139,6 +151,9 @@ CompiledModule::CompiledModule(torch::jit::Module module, const std::vector<c10:
   training_ = training;
   host::CallLayout layout = host::callLayoutOf(session, training, replication, *compiled);
   program_ = host::makeDeviceProgram(std::move(compiled), replication, std::move(layout));
+  if (!program_->costOnly()) {
+    program_->shardVariables(host::shardedVariables(anchored, candidates));
+  }
   std::vector<std::tuple<std::string, std::string, std::string>> variables;
   for (const auto& [shortName, name] : anchors_.variables)
     variables.emplace_back(shortName, name, name);
@@ -317,7 +332,9 @@ void CompiledModule::copyWeightsToHost() {
                  "the module has no parameter or buffer '", weight->name(),
                  "' to copy the device's value into; did the module change after the session "
                  "compiled it?");
-    const at::Tensor& tensor = device[weight->name()] = frontend::emptyTensor(weight->type());
+    // (Its whole type: a sharded weight's shards come home joined.)
+    const at::Tensor& tensor = device[weight->name()] =
+        frontend::emptyTensor(program_->variableType(weight->name()));
     views[weight->name()] = frontend::viewOf(tensor, "'" + weight->name() + "'");
   }
   program_->readVariables(views); // replica 0's: training keeps the replicas' weights equal

@@ -36,6 +36,8 @@ host::TensorLocationSettings hostSettings(const TensorLocationSettings& settings
   location.minElementsForOffChip = settings.minElementsForOffChip();
   location.ioTilesToLoad = settings.ioTilesToLoad();
   location.ioTilesToStore = settings.ioTilesToStore();
+  location.replicatedTensorSharding = settings.replicatedTensorSharding();
+  location.minElementsForSharding = settings.minElementsForReplicatedTensorSharding();
   return location;
 }
 
@@ -44,7 +46,9 @@ TensorLocationSettings publicSettings(const host::TensorLocationSettings& locati
   settings.useOnChipStorage(location.onChip)
       .minElementsForOffChip(location.minElementsForOffChip)
       .useIOTilesToLoad(location.ioTilesToLoad)
-      .useIOTilesToStore(location.ioTilesToStore);
+      .useIOTilesToStore(location.ioTilesToStore)
+      .useReplicatedTensorSharding(location.replicatedTensorSharding)
+      .minElementsForReplicatedTensorSharding(location.minElementsForSharding);
   return settings;
 }
 
@@ -234,6 +238,23 @@ TensorLocationSettings& TensorLocationSettings::useIOTilesToLoad(bool use) {
 
 TensorLocationSettings& TensorLocationSettings::useIOTilesToStore(bool use) {
   ioTilesToStore_ = use;
+  return *this;
+}
+
+TensorLocationSettings& TensorLocationSettings::useReplicatedTensorSharding(bool use) {
+  replicatedTensorSharding_ = use;
+  return *this;
+}
+
+TensorLocationSettings&
+TensorLocationSettings::minElementsForReplicatedTensorSharding(int64_t elements) {
+  if (elements < 0) {
+    refuseOption("TensorLocationSettings.minElementsForReplicatedTensorSharding",
+                 "TensorLocationSettings.minElementsForReplicatedTensorSharding expects a "
+                 "non-negative integer, got " +
+                     std::to_string(elements) + ".");
+  }
+  minElementsForSharding_ = elements;
   return *this;
 }
 

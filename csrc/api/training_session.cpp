@@ -68,9 +68,10 @@ void writeInitialOptimizerState(api::CompiledModule& compiled,
         const std::string name = ir::parameterStateName(parameter, key);
         const ir::Value* state = executable.graph().findState(name);
         if (start == 0.0 || state == nullptr) continue;
-        const at::Tensor& value = values[name] =
-            at::full(state->type().shape, start,
-                     at::TensorOptions().dtype(frontend::toTorchDType(state->type().dtype)));
+        // Its whole type: replicas keep shards of a sharded state.
+        const ir::TensorType type = compiled.program().variableType(name);
+        const at::Tensor& value = values[name] = at::full(
+            type.shape, start, at::TensorOptions().dtype(frontend::toTorchDType(type.dtype)));
         views[name] = frontend::viewOf(value, "'" + name + "'");
       }
     }

@@ -9,6 +9,7 @@
 #include "host/replication.h"
 #include "host/session_options.h"
 #include "host/session_options_json.h"
+#include "host/tensor_sharding.h"
 #include "python/bindings.h"
 
 #include <pybind11/stl.h>
@@ -304,6 +305,31 @@ void bindSteps(py::module_& module) {
       },
       py::arg("options"), py::arg("config"),
       "`config` with the session's part of a training program's config.");
+  // Replicated tensor sharding's choice (csrc/host/tensor_sharding.h); a
+  // parameter is (name, floating point, shape).
+  using Candidates = std::vector<std::tuple<std::string, bool, std::vector<int64_t>>>;
+  const auto candidatesOf = [](const Candidates& parameters) {
+    std::vector<host::ShardCandidate> candidates;
+    for (const auto& [name, floatingPoint, shape] : parameters)
+      candidates.push_back({name, floatingPoint, shape});
+    return candidates;
+  };
+  module.def(
+      "shard_parameters",
+      [candidatesOf](const host::SessionOptions& options, bool training,
+                     const Candidates& parameters, compiler::TrainingConfig config) {
+        host::shardParameters(options, training, candidatesOf(parameters), config);
+        return config;
+      },
+      py::arg("options"), py::arg("training"), py::arg("parameters"), py::arg("config"),
+      "`config` with the parameters the session shards over its replicas.");
+  module.def(
+      "sharded_variables",
+      [candidatesOf](const compiler::TrainingConfig& config, const Candidates& parameters) {
+        return host::shardedVariables(config, candidatesOf(parameters));
+      },
+      py::arg("config"), py::arg("parameters"),
+      "The program's sharded variables (weights and optimizer state) by whole shape.");
   module.def("gradient_scale", &host::gradientScale, py::arg("options"));
   module.def("running_mean", &host::runningMean, py::arg("options"));
 }

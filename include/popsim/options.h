@@ -203,10 +203,21 @@ public:
   bool ioTilesToLoad() const { return ioTilesToLoad_; }
   TensorLocationSettings& useIOTilesToStore(bool use = true);
   bool ioTilesToStore() const { return ioTilesToStore_; }
+  /// Each replica of a replicated session stores only a shard of the tensors
+  /// (the optimizer state, or the weights, which are gathered before use),
+  /// and updates only its shard; a sharded weight's optimizer state is
+  /// sharded with it. Floating-point parameters only.
+  TensorLocationSettings& useReplicatedTensorSharding(bool use = true);
+  bool replicatedTensorSharding() const { return replicatedTensorSharding_; }
+  /// Parameters of fewer elements stay whole on every replica.
+  TensorLocationSettings& minElementsForReplicatedTensorSharding(int64_t elements);
+  int64_t minElementsForReplicatedTensorSharding() const { return minElementsForSharding_; }
 
 private:
   bool onChip_ = true;
   int64_t minElementsForOffChip_ = 0;
+  bool replicatedTensorSharding_ = false;
+  int64_t minElementsForSharding_ = 0;
   bool ioTilesToLoad_ = false;
   bool ioTilesToStore_ = false;
 };

@@ -995,6 +995,57 @@ TEST(PublicApi, ReplicasRunAsInPython) {
             "replicationFactor expects a positive integer, got 0.");
 }
 
+// Replicated tensor sharding (host/tensor_sharding.h, Python's rule): each
+// replica keeps a shard of the optimizer state and of the weights, and the
+// training ends where whole tensors' ends.
+TEST(PublicApi, ReplicatedTensorShardingTrainsAsWholeTensors) {
+  const std::vector<at::Tensor> inputs = {reference("replicated_train_images"),
+                                          reference("replicated_train_labels")};
+  const auto train = [&](bool sharded, const popsim::Optimizer& optimizer) {
+    popsim::Options options = trainingOptions();
+    options.replicationFactor(2);
+    if (sharded) {
+      const popsim::TensorLocationSettings shard =
+          popsim::TensorLocationSettings().useReplicatedTensorSharding();
+      EXPECT_TRUE(shard.replicatedTensorSharding());
+      options.TensorLocations.setOptimizerLocation(shard).setWeightLocation(shard);
+    }
+    auto trainer = std::make_unique<popsim::TrainingSession>(load("mnist_training.pt"), inputs,
+                                                             options, optimizer);
+    for (int step = 0; step < 2; ++step)
+      trainer->run(inputs);
+    trainer->copyWeightsToHost();
+    return trainer;
+  };
+  // (TensorFlow's RMSprop: a state that starts at ones, written shard by shard.)
+  for (const popsim::Optimizer& optimizer :
+       {popsim::Optimizer(popsim::optim::Adam(1e-3)),
+        popsim::Optimizer(popsim::optim::RMSprop(1e-3).useTfVariant(true))}) {
+    const auto whole = train(false, optimizer);
+    const auto sharded = train(true, optimizer);
+    std::map<std::string, at::Tensor> expected;
+    for (const auto& parameter : whole->module().named_parameters(true))
+      expected[parameter.name] = parameter.value;
+    for (const auto& parameter : sharded->module().named_parameters(true)) {
+      EXPECT_TRUE(torch::allclose(parameter.value, expected.at(parameter.name), 1e-5, 1e-7))
+          << parameter.name;
+    }
+    // Half of each weight and of its state on each replica's IPUs.
+    const popsim::MemoryReport wholeMemory = whole->memoryReport();
+    const popsim::MemoryReport shardedMemory = sharded->memoryReport();
+    for (const char* category : {"weights", "optimizer state"}) {
+      EXPECT_LT(categoryBytes(shardedMemory.ipus[2], category),
+                0.6 * categoryBytes(wholeMemory.ipus[2], category))
+          << category;
+    }
+  }
+  EXPECT_EQ(messageOf<popsim::OptionError>([] {
+              popsim::TensorLocationSettings().minElementsForReplicatedTensorSharding(-1);
+            }),
+            "TensorLocationSettings.minElementsForReplicatedTensorSharding expects a "
+            "non-negative integer, got -1.");
+}
+
 // A job sized without computing is Python's sizeJob of the same model and
 // options, printout included; its inputs stand for every micro-batch of a call
 // without being allocated.

@@ -19,7 +19,6 @@ import torch
 from popsim import _C
 from popsim.api import engine_options as _engine_options
 from popsim.training import replica_grouping as _replica_grouping
-from popsim.device import replication as _replication
 from popsim.frontend import tracing as _tracing
 from popsim.frontend import weights as _weights
 from popsim.api.errors import CompilationError, InputError
@@ -317,15 +316,12 @@ def _signed_seed(seed: int) -> int:
     return seed - 2**64 if seed >= 2**63 else seed
 
 
-def sharded_weights(options: Options, binding: Optional[OptimizerBinding],
-                    parameters: Iterable[Tuple[str, torch.Tensor]]) -> Dict[str, torch.Size]:
-    """{weight: shape} of the weights each replica stores only a shard of
-    (replicated tensor sharding of TensorLocations' weight location): the
-    trained ones in training (over the job's replicas), any in inference."""
-    if binding is not None:
-        return binding.sharded_weight_shapes(options)
-    return _replication.sharded_by(options.TensorLocations.weight_location,
-                                   _replication.of(options, training=False).job, parameters)
+def shard_candidates(parameters: Iterable[Tuple[str, torch.Tensor]]
+                     ) -> List[Tuple[str, bool, List[int]]]:
+    """The model's parameters as replicated tensor sharding chooses among them (the host's
+    rule, csrc/host/tensor_sharding.h): name, floating point or not, shape."""
+    return [(name, parameter.is_floating_point(), list(parameter.shape))
+            for name, parameter in parameters]
 
 
 def training_config(options: Options, binding: Optional[OptimizerBinding],
@@ -337,17 +333,13 @@ def training_config(options: Options, binding: Optional[OptimizerBinding],
     training model; for inference, only the weights sharding splits. First,
     a PopART option the model refuses raises (Options._raise_invalid)."""
     options._raise_invalid(binding is not None)
+    candidates = shard_candidates(parameters)
     if binding is not None:
-        config = binding.config(options)
+        config = _C.shard_parameters(options._session, True, candidates, binding.config(options))
         config.grouped_parameters = _replica_grouping.training_groups(groupings)
         config.anchored_gradients = list(anchored_gradients)
         return config
-    config = _C.TrainingConfig()
-    sharded = sharded_weights(options, None, parameters)
-    if sharded:
-        config.replicas = _replication.of(options, training=False).job
-        config.sharded_weights = list(sharded)
-    return config
+    return _C.shard_parameters(options._session, False, candidates, _C.TrainingConfig())
 
 
 def compile_options(options: Options, graph: "_C.Graph", training: bool,

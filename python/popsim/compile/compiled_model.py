@@ -129,7 +129,6 @@ def compile_model(model: torch.nn.Module, shallow: torch.nn.Module, options: Opt
         options, binding, groupings, model.named_parameters(),
         [name for _, name in anchor_plan.gradients])
     compiled = _compilation.compile_options(options, graph, training, config)
-    sharded_weights = _compilation.sharded_weights(options, binding, model.named_parameters())
     progress.phase("compile")
     program = _replication.device_program(
         _executable_cache.executable_for(graph, compiled, options, exported), options, training,
@@ -146,10 +145,8 @@ def compile_model(model: torch.nn.Module, shallow: torch.nn.Module, options: Opt
         _process_group.broadcast_from_first_process(
             _weights.host_weights(shallow, program.weight_names()))
     if not program.cost_only:
-        program.shard_variables(
-            {name: list(shape) for name, shape in
-             {**(binding.sharded_states(options) if binding else {}),
-              **sharded_weights}.items()})
+        program.shard_variables(_C.sharded_variables(
+            config, _compilation.shard_candidates(model.named_parameters())))
         if groupings:  # more than one group: several replicas
             program.group_variables(
                 {variable: list(grouping.job) for name, grouping in groupings.items()

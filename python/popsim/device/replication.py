@@ -7,16 +7,13 @@ which sums every step's gradients across them (and, in a job of several
 processes, across those with torch.distributed) before the update.
 """
 
-from typing import TYPE_CHECKING, Dict, Iterable, Sequence, Tuple
-
-import torch
+from typing import TYPE_CHECKING, Sequence, Tuple
 
 from popsim import _C
 from popsim.device import process_group as _process_group
 
 if TYPE_CHECKING:
     from popsim.api.options import Options
-    from popsim.api.tensor_locations import TensorLocationSettings
 
 
 # Where a job's replicas are (local, processes, first, input_parts,
@@ -32,19 +29,6 @@ def of(options: "Options", training: bool = True) -> Replication:
     all of them; inference replicas are this process's own. Input groups of
     replicas (Options.inputReplicaGrouping) share their data."""
     return _C.replication_of(options._session, training)
-
-
-def sharded_by(settings: "TensorLocationSettings", replicas: int,
-               parameters: Iterable[Tuple[str, torch.Tensor]]) -> Dict[str, torch.Size]:
-    """{parameter: shape} of the `parameters` that replicated tensor sharding
-    in the location `settings` (a TensorLocationSettings) splits over
-    `replicas`: the floating-point ones of at least
-    minElementsForReplicatedTensorSharding elements."""
-    if not settings.replicated_tensor_sharding or replicas == 1:
-        return {}
-    return {name: parameter.shape for name, parameter in parameters
-            if parameter.is_floating_point()
-            and parameter.numel() >= settings.min_elements_for_sharding}
 
 
 def device_program(executable: _C.Executable, options: "Options", training: bool,

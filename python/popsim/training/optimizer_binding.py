@@ -15,14 +15,12 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 import torch
 
 from popsim import _C
-from popsim.device import replication as _replication
 from popsim.training import optim as popsim_optim
 from popsim.training import optimizer_base
 from popsim.api.log import LOGGER
 from popsim.api.errors import OptionError
 
 from popsim.api.options import Options
-from popsim.api.tensor_locations import TensorLocationSettings
 
 # Per optimizer: the C++ name, the structural flags of a group (which change
 # what state exists, so changing them needs a recompilation) and the state
@@ -200,39 +198,19 @@ class OptimizerBinding:
 
     def config(self, options: Options) -> _C.TrainingConfig:
         """The program's training config: the optimizer's part from here, the
-        session's (gradient reduction, replicas, automatic loss scaling) from the host."""
+        session's (gradient reduction, replicas, automatic loss scaling) from the host;
+        the host adds what replicas shard (compilation.training_config)."""
         config = _C.TrainingConfig()
         config.optimizer = _OPTIMIZER_KINDS[self.kind]
         config.max_grad_norm = self.max_grad_norm
         config.half_accumulators = (
             optimizer_base.state_type(self.optimizer, "accum_type") == torch.float16)
         config.half_states = half_state_keys(self.kind, self.optimizer)
-        config.sharded_parameters = list(self.sharded_shapes(options))
-        config.sharded_weights = list(self.sharded_weight_shapes(options))
         config.loss_scaling = self.loss_scaling()
         config.loss_scaling_state = not self.constant_loss_scaling()
         config.groups = [parameter_group(flags, [name for name, _ in params])
                          for flags, params in zip(self.flags, self.groups)]
         return _C.apply_session_training(options._session, config)
-
-    def sharded_shapes(self, options: Options) -> Dict[str, torch.Size]:
-        """{parameter: shape} of the parameters whose optimizer state is sharded
-        across replicas: replicated tensor sharding of the optimizer location
-        picks them, and a sharded weight's state is sharded with it."""
-        shapes = self._picked(options.TensorLocations.optimizer_location, options)
-        shapes.update(self.sharded_weight_shapes(options))
-        return shapes
-
-    def sharded_weight_shapes(self, options: Options) -> Dict[str, torch.Size]:
-        """{parameter: shape} of the trained weights each replica stores only a
-        shard of (replicated tensor sharding of the weight location)."""
-        return self._picked(options.TensorLocations.weight_location, options)
-
-    def _picked(self, settings: TensorLocationSettings, options: Options
-                ) -> Dict[str, torch.Size]:
-        """The trained parameters that `settings` shards over the job's replicas."""
-        return _replication.sharded_by(settings, _replication.of(options).job,
-                                       (named for params in self.groups for named in params))
 
     def trained_names(self) -> List[str]:
         """The parameters the optimizer trains, group by group."""
@@ -246,13 +224,6 @@ class OptimizerBinding:
                 keys = list(state_names(self.kind, self.flags[index])) + ["accumulator"]
                 return [_C.parameter_state_name(name, key) for key in keys]
         return []
-
-    def sharded_states(self, options: Options) -> Dict[str, torch.Size]:
-        """{device state name: parameter shape} of the sharded optimizer state."""
-        shapes = self.sharded_shapes(options)
-        return {_C.parameter_state_name(name, key): shapes[name]
-                for index, params in enumerate(self.groups) for name, _ in params
-                if name in shapes for key in state_names(self.kind, self.flags[index])}
 
     def check_compatible(self, other: "OptimizerBinding") -> None:
         """setOptimizer may change numbers, not the program's shape."""

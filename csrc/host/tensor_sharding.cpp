@@ -1,0 +1,89 @@
+#include "host/tensor_sharding.h"
+
+#include "host/replication.h"
+#include "ir/state_names.h"
+
+#include <algorithm>
+#include <set>
+
+namespace popsim::host {
+namespace {
+
+int64_t elementsOf(const ir::Shape& shape) {
+  int64_t elements = 1;
+  for (const int64_t size : shape)
+    elements *= size;
+  return elements;
+}
+
+// The candidates the optimizer trains, in the order of its groups.
+std::vector<ShardCandidate> trainedOf(const compiler::TrainingConfig& config,
+                                      const std::vector<ShardCandidate>& parameters) {
+  std::map<std::string, const ShardCandidate*> byName;
+  for (const ShardCandidate& parameter : parameters)
+    byName.emplace(parameter.name, &parameter);
+  std::vector<ShardCandidate> trained;
+  for (const compiler::ParameterGroup& group : config.groups) {
+    for (const std::string& name : group.parameters) {
+      if (auto found = byName.find(name); found != byName.end()) trained.push_back(*found->second);
+    }
+  }
+  return trained;
+}
+
+} // namespace
+
+std::vector<std::string> shardedBy(const TensorLocationSettings& location, int64_t replicas,
+                                   const std::vector<ShardCandidate>& candidates) {
+  std::vector<std::string> names;
+  if (!location.replicatedTensorSharding || replicas == 1) return names;
+  for (const ShardCandidate& candidate : candidates) {
+    if (candidate.floatingPoint && elementsOf(candidate.shape) >= location.minElementsForSharding)
+      names.push_back(candidate.name);
+  }
+  return names;
+}
+
+void shardParameters(const SessionOptions& options, bool training,
+                     const std::vector<ShardCandidate>& parameters,
+                     compiler::TrainingConfig& config) {
+  const TensorLocationOptions& locations = options.tensorLocations;
+  const int64_t replicas = replicationOf(options, training).job();
+  if (!training) {
+    config.shardedWeights = shardedBy(locations.weights, replicas, parameters);
+    if (!config.shardedWeights.empty()) config.replicas = replicas;
+    return;
+  }
+  const std::vector<ShardCandidate> trained = trainedOf(config, parameters);
+  config.shardedWeights = shardedBy(locations.weights, replicas, trained);
+  // The optimizer location's picks, then the sharded weights it left out
+  // (a sharded weight's state is sharded with it).
+  config.shardedParameters = shardedBy(locations.optimizer, replicas, trained);
+  const std::set<std::string> picked(config.shardedParameters.begin(),
+                                     config.shardedParameters.end());
+  for (const std::string& weight : config.shardedWeights) {
+    if (picked.count(weight) == 0) config.shardedParameters.push_back(weight);
+  }
+}
+
+std::map<std::string, ir::Shape> shardedVariables(const compiler::TrainingConfig& config,
+                                                  const std::vector<ShardCandidate>& parameters) {
+  std::map<std::string, ir::Shape> shapes;
+  for (const ShardCandidate& parameter : parameters)
+    shapes.emplace(parameter.name, parameter.shape);
+  std::map<std::string, ir::Shape> variables;
+  for (const std::string& weight : config.shardedWeights)
+    variables.emplace(weight, shapes.at(weight));
+  const std::set<std::string> sharded(config.shardedParameters.begin(),
+                                      config.shardedParameters.end());
+  for (const compiler::ParameterGroup& group : config.groups) {
+    for (const std::string& parameter : group.parameters) {
+      if (sharded.count(parameter) == 0) continue;
+      for (const std::string& key : compiler::parameterStateKeys(config.optimizer, group))
+        variables.emplace(ir::parameterStateName(parameter, key), shapes.at(parameter));
+    }
+  }
+  return variables;
+}
+
+} // namespace popsim::host
