@@ -267,6 +267,38 @@ def test_set_optimizer_follows_a_learning_rate_scheduler():
     pair.assert_host_matches_eager()
 
 
+@pytest.mark.parametrize("reattach", ["attachToDevice", "call"])
+def test_set_optimizer_on_a_detached_model_holds_after_it_attaches_again(reattach, recwarn):
+    """PopTorch's epoch loop: train, detach to validate, step the scheduler, setOptimizer;
+    attaching again restores the device's state, but not the old hyper-parameters."""
+    pair = Pair(lambda model: torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9))
+    schedulers = [torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.1)
+                  for optimizer in (pair.optimizer, pair.eager_optimizer)]
+    for x, labels in batches(3):
+        pair.step(x, labels)
+        pair.trainer.detachFromDevice()
+        for scheduler in schedulers:
+            scheduler.step()
+        pair.trainer.setOptimizer(pair.optimizer)
+        if reattach == "attachToDevice":
+            pair.trainer.attachToDevice()
+    pair.step(*batches(1)[0])
+    pair.assert_host_matches_eager()
+    assert not [w for w in recwarn if "hyper-parameters changed" in str(w.message)]
+
+
+def test_a_nan_hyperparameter_given_to_the_device_is_no_change(recwarn):
+    pair = Pair(lambda model: torch.optim.SGD(model.parameters(), lr=0.1))
+    pair.trainer(*batches(1)[0])
+    pair.optimizer.param_groups[0]["lr"] = float("nan")
+    pair.trainer.setOptimizer(pair.optimizer)
+    pair.trainer(*batches(1)[0])
+    assert not [w for w in recwarn if "hyper-parameters changed" in str(w.message)]
+    pair.optimizer.param_groups[0]["lr"] = 0.2  # changed without setOptimizer: warned
+    with pytest.warns(UserWarning, match=r"parameter group 0's lr is 0\.2, the device's nan"):
+        pair.trainer(*batches(1)[0])
+
+
 def test_a_training_model_dropped_without_destroy_leaves_its_weights_home():
     pair = Pair()
     for x, labels in batches(2):

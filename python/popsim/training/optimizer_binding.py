@@ -284,7 +284,8 @@ class OptimizerBinding:
         for index, (group, written) in enumerate(zip(self.optimizer.param_groups,
                                                      self._written)):
             for name, value in hyperparameters(self.kind, group, scale).items():
-                if value != written[name]:
+                if value != written[name] and not (math.isnan(value)
+                                                   and math.isnan(written[name])):
                     return (f"parameter group {index}'s {name} is {value:g}, the device's "
                             f"{written[name]:g}")
         return None

@@ -367,6 +367,9 @@ class WeightFlow:
         if self._training and self._detached_state is not None:
             self.program.write_variables(self._detached_state)
             self._detached_state = None
+            # The snapshot holds the hyper-parameters of the detach; setOptimizer may have
+            # given newer ones since.
+            self.binding.write_hyperparameters(self.program, _binding.grad_scale(self._options))
         self.attached = True
 
     # --- The optimizer's state (optimizer_state.py's protocol) ---
