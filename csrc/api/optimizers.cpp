@@ -175,6 +175,11 @@ Optimizer& Optimizer::lossScaling(double factor) {
   return *this;
 }
 
+Optimizer& Optimizer::variableLossScaling(bool variable) {
+  variableLossScaling_ = variable;
+  return *this;
+}
+
 Optimizer& Optimizer::maxGradNorm(double norm) {
   if (!(norm >= 0.0)) {
     api::refuseOption(

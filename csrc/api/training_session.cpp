@@ -37,7 +37,8 @@ compiler::TrainingConfig configOf(const Options& options,
   compiler::TrainingConfig config;
   config.optimizer = kindOf(first.kind());
   config.maxGradNorm = first.maxGradNorm();
-  config.lossScaling = first.lossScaling(); // compiled in (the session may make it state)
+  config.lossScaling = first.lossScaling(); // compiled in, unless device state:
+  config.lossScalingState = first.lossScalingIsVariable();
   for (const api::OptimizerGroup& optimized : groups) {
     compiler::ParameterGroup group;
     group.parameters = optimized.parameters;
@@ -92,10 +93,13 @@ void writeHyperparameters(api::CompiledModule& compiled,
 }
 
 // Whether `next` may replace `current` without recompiling: the same
-// optimizer and state flags, clipping and loss scaling.
+// optimizer and state flags, clipping, and loss scaling (its value only when
+// compiled in).
 bool sameProgram(const Optimizer& next, const Optimizer& current) {
   return api::stateSettingsOf(next) == api::stateSettingsOf(current) &&
-         next.maxGradNorm() == current.maxGradNorm() && next.lossScaling() == current.lossScaling();
+         next.maxGradNorm() == current.maxGradNorm() &&
+         next.lossScalingIsVariable() == current.lossScalingIsVariable() &&
+         (next.lossScalingIsVariable() || next.lossScaling() == current.lossScaling());
 }
 
 } // namespace
@@ -158,8 +162,8 @@ const char* const kCompiledIn =
     "setOptimizer can change numeric hyper-parameters (lr, momentum values, betas, eps, "
     "weight_decay, ...) but not the optimizer, the settings that decide the optimizer state "
     "(momentum on or off, nesterov, amsgrad, centered, the TensorFlow variant, bias "
-    "correction), maxGradNorm, lossScaling or the parameter groups: they are compiled into the "
-    "program. Build another session for those.";
+    "correction), maxGradNorm, a lossScaling compiled in (not variableLossScaling()) or the "
+    "parameter groups: they are compiled into the program. Build another session for those.";
 
 // Gives the session's groups the optimizers of `next`, which must train the
 // same parameters in the same groups with the same program.

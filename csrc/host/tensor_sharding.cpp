@@ -1,5 +1,6 @@
 #include "host/tensor_sharding.h"
 
+#include "common/check.h"
 #include "host/replication.h"
 #include "ir/state_names.h"
 
@@ -16,16 +17,26 @@ int64_t elementsOf(const ir::Shape& shape) {
   return elements;
 }
 
-// The candidates the optimizer trains, in the order of its groups.
+// The candidate named `name` (every parameter the program trains or reads is one).
+const ShardCandidate& candidateNamed(const std::vector<ShardCandidate>& parameters,
+                                     const std::string& name) {
+  const auto found =
+      std::find_if(parameters.begin(), parameters.end(),
+                   [&](const ShardCandidate& parameter) { return parameter.name == name; });
+  POPSIM_ASSERT(found != parameters.end(), "the model's parameters given for sharding lack '", name,
+                "', which the training config names.");
+  return *found;
+}
+
+// The candidates the optimizer trains, once each (a group may list a
+// parameter twice, as torch.optim accepts), in the order of its groups.
 std::vector<ShardCandidate> trainedOf(const compiler::TrainingConfig& config,
                                       const std::vector<ShardCandidate>& parameters) {
-  std::map<std::string, const ShardCandidate*> byName;
-  for (const ShardCandidate& parameter : parameters)
-    byName.emplace(parameter.name, &parameter);
   std::vector<ShardCandidate> trained;
+  std::set<std::string> seen;
   for (const compiler::ParameterGroup& group : config.groups) {
     for (const std::string& name : group.parameters) {
-      if (auto found = byName.find(name); found != byName.end()) trained.push_back(*found->second);
+      if (seen.insert(name).second) trained.push_back(candidateNamed(parameters, name));
     }
   }
   return trained;
@@ -68,19 +79,17 @@ void shardParameters(const SessionOptions& options, bool training,
 
 std::map<std::string, ir::Shape> shardedVariables(const compiler::TrainingConfig& config,
                                                   const std::vector<ShardCandidate>& parameters) {
-  std::map<std::string, ir::Shape> shapes;
-  for (const ShardCandidate& parameter : parameters)
-    shapes.emplace(parameter.name, parameter.shape);
   std::map<std::string, ir::Shape> variables;
   for (const std::string& weight : config.shardedWeights)
-    variables.emplace(weight, shapes.at(weight));
+    variables.emplace(weight, candidateNamed(parameters, weight).shape);
   const std::set<std::string> sharded(config.shardedParameters.begin(),
                                       config.shardedParameters.end());
   for (const compiler::ParameterGroup& group : config.groups) {
     for (const std::string& parameter : group.parameters) {
       if (sharded.count(parameter) == 0) continue;
+      const ir::Shape& shape = candidateNamed(parameters, parameter).shape;
       for (const std::string& key : compiler::parameterStateKeys(config.optimizer, group))
-        variables.emplace(ir::parameterStateName(parameter, key), shapes.at(parameter));
+        variables.emplace(ir::parameterStateName(parameter, key), shape);
     }
   }
   return variables;

@@ -44,7 +44,8 @@ void shardParameters(const SessionOptions& options, bool training,
 
 // The device program's variables that `config` shards, by whole shape
 // (DeviceProgram::shardVariables): every sharded weight and the optimizer
-// state of every parameter in config.shardedParameters.
+// state of every parameter in config.shardedParameters. `parameters` are the
+// ones shardParameters was given.
 std::map<std::string, ir::Shape> shardedVariables(const compiler::TrainingConfig& config,
                                                   const std::vector<ShardCandidate>& parameters);
 

@@ -124,9 +124,16 @@ public:
   /// this factor instead of 1, so that small float16 gradients stay
   /// representable, and the update divides it out (1: none). It is compiled
   /// into the program, as Python's is when marked constant
-  /// (optimizer.variable_attrs.markAsConstant("loss_scaling")).
+  /// (optimizer.variable_attrs.markAsConstant("loss_scaling")), unless
+  /// variableLossScaling() keeps it in device state.
   Optimizer& lossScaling(double factor);
   double lossScaling() const { return lossScaling_; }
+  /// Keeps the loss scaling in device state, as Python's optimizers do unless
+  /// it is marked constant, so that setOptimizer changes it between calls
+  /// without recompiling (a schedule of your own, or backing off after an
+  /// overflow).
+  Optimizer& variableLossScaling(bool variable = true);
+  bool lossScalingIsVariable() const { return variableLossScaling_; }
 
   Kind kind() const { return kind_; }
   /// The numeric hyper-parameters, by the names Python's optimizers give them
@@ -151,6 +158,7 @@ private:
        tfVariant_ = false, biasCorrection_ = true;
   double maxGradNorm_ = 0.0;
   double lossScaling_ = 1.0;
+  bool variableLossScaling_ = false;
 };
 
 } // namespace popsim

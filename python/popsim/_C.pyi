@@ -216,6 +216,7 @@ class AutoStage(enum.Enum):
 class Liveness(enum.Enum):
     AlwaysLive: int
     OffChipAfterFwd: int
+    OffChipAfterFwdNoOverlap: int
     OffChipAfterEachPhase: int
 
 class ExecutableCacheSource(enum.Enum):

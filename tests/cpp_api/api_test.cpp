@@ -1039,6 +1039,18 @@ TEST(PublicApi, ReplicatedTensorShardingTrainsAsWholeTensors) {
           << category;
     }
   }
+  // Inference shards any parameter's weight, gathered where it is read: the same outputs.
+  const at::Tensor images = reference("replicated_images");
+  popsim::Options inference = pipelined();
+  inference.replicationFactor(2);
+  popsim::InferenceSession wholeInference(load("mnist_traced.pt"), {images}, inference);
+  inference.TensorLocations.setWeightLocation(
+      popsim::TensorLocationSettings().useReplicatedTensorSharding());
+  popsim::InferenceSession shardedInference(load("mnist_traced.pt"), {images}, inference);
+  EXPECT_TRUE(
+      torch::equal(shardedInference.run({images}).at(0), wholeInference.run({images}).at(0)));
+  EXPECT_LT(categoryBytes(shardedInference.memoryReport().ipus[0], "weights"),
+            0.6 * categoryBytes(wholeInference.memoryReport().ipus[0], "weights"));
   EXPECT_EQ(messageOf<popsim::OptionError>([] {
               popsim::TensorLocationSettings().minElementsForReplicatedTensorSharding(-1);
             }),
@@ -1140,6 +1152,31 @@ TEST(PublicApi, LossScalingTrainsAsPython) {
   EXPECT_EQ(messageOf<popsim::OptionError>([&] {
               trainer.setOptimizer(
                   popsim::Optimizer(popsim::optim::SGD(0.05).momentum(0.9)).lossScaling(64.0));
+            }).rfind("setOptimizer can change numeric hyper-parameters", 0),
+            0u);
+  // Kept in device state, the loss scaling changes between calls, as Python's.
+  const auto variable = [](double factor) {
+    return popsim::Optimizer(popsim::optim::SGD(0.05).momentum(0.9))
+        .lossScaling(factor)
+        .variableLossScaling();
+  };
+  EXPECT_TRUE(variable(1.0).lossScalingIsVariable());
+  popsim::Options anchored = trainingOptions();
+  anchored.anchorTensor("scale", "finalLossScale");
+  popsim::TrainingSession rescaled(load("mnist_training.pt"), inputs, anchored, variable(128.0));
+  rescaled.run(inputs);
+  EXPECT_EQ(rescaled.getAnchoredTensor("scale").item<float>(), 128.0f);
+  rescaled.setOptimizer(variable(64.0));
+  EXPECT_TRUE(torch::equal(rescaled.run(inputs).at(1).reshape({1}), reference("rescaled_loss")));
+  EXPECT_EQ(rescaled.getAnchoredTensor("scale").item<float>(), 64.0f); // the device's factor
+  rescaled.copyWeightsToHost();
+  for (const auto& parameter : rescaled.module().named_parameters(true)) {
+    std::string key = "rescaled_trained_" + parameter.name;
+    std::replace(key.begin(), key.end(), '.', '_');
+    EXPECT_TRUE(torch::equal(parameter.value, reference(key))) << parameter.name;
+  }
+  EXPECT_EQ(messageOf<popsim::OptionError>([&] {
+              rescaled.setOptimizer(variable(64.0).variableLossScaling(false));
             }).rfind("setOptimizer can change numeric hyper-parameters", 0),
             0u);
   EXPECT_EQ(messageOf<popsim::OptionError>(

@@ -118,6 +118,11 @@ def _scaled_sgd(params):
     return optimizer
 
 
+def _variable_scaled_sgd(params):
+    """SGD with loss scaling in device state (Python's default; C++'s variableLossScaling)."""
+    return popsim.optim.SGD(params, lr=0.05, momentum=0.9, loss_scaling=128.0)
+
+
 def _sum(training):
     training.accumulationAndReplicationReductionType(popsim.ReductionType.Sum)
 
@@ -145,6 +150,7 @@ OPTIMIZERS = {
     "sum": (lambda params: popsim.optim.SGD(params, lr=0.005, momentum=0.9), _sum),
     "running": (_sgd, _running),
     "scaled": (_scaled_sgd, None),
+    "rescaled": (_variable_scaled_sgd, None),
     "anchored": (_scaled_sgd, None),
     "grouped": (_grouped_sgd, None),
 }
@@ -177,6 +183,10 @@ def python_training(directory: Path, prefix: str = "train"):
     optimizer = make_optimizer(model.parameters())
     trainer = popsim.trainingModel(model, opts, optimizer)
     logits, loss = trainer(images, labels)
+    if prefix == "rescaled":  # a second call after setOptimizer changes the loss scaling
+        optimizer.loss_scaling = 64.0
+        trainer.setOptimizer(optimizer)
+        logits, loss = trainer(images, labels)
     if prefix == "train":
         Path(directory, PROFILES, "mnist_training_sizing.txt").write_text(
             str(trainer.sizingReport()))

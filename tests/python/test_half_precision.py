@@ -473,6 +473,34 @@ def test_automatic_loss_scaling_halves_when_gradients_cross_the_bin_edge():
     assert automatic_factors(16.0, 5) == [512.0, 256.0, 512.0, 256.0, 512.0]
 
 
+def test_automatic_loss_scaling_keeps_its_factor_across_detach_and_set_optimizer():
+    """Detaching and attaching restores the device's factor; setOptimizer gives the device
+    the optimizer's factor, attached or detached, as PopTorch writes it."""
+    opts = popsim.Options()
+    opts.Training.setAutomaticLossScaling(True)
+    model = Scaled()
+    optimizer = popsim.optim.SGD(model.parameters(), lr=0.0, loss_scaling=1024.0)
+    trainer = popsim.trainingModel(model, opts, optimizer)
+    x, size = torch.ones(1, 8, dtype=torch.float16), torch.tensor([1e-3], dtype=torch.float16)
+
+    def factor():
+        name = popsim._C.LOSS_SCALING_NAME
+        return trainer._executable.read_variables([name])[name].item()
+
+    trainer(x, size)
+    trainer(x, size)
+    assert factor() == 4096.0
+    trainer.detachFromDevice()
+    trainer.attachToDevice()
+    trainer(x, size)
+    assert factor() == 8192.0  # it went on doubling from the device's 4096
+    trainer.detachFromDevice()
+    optimizer.loss_scaling = 256.0
+    trainer.setOptimizer(optimizer)
+    trainer(x, size)  # (attaches again)
+    assert factor() == 512.0
+
+
 def test_automatic_loss_scaling_bin_edge_and_threshold_come_from_popart_options():
     # An edge at 1/1024 of 65504 (64): gradients of 0.1 x 1024 = 102 lie above it, and of
     # 0.1 x 512 = 51 below.

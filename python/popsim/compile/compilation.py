@@ -326,14 +326,14 @@ def shard_candidates(parameters: Iterable[Tuple[str, torch.Tensor]]
 
 def training_config(options: Options, binding: Optional[OptimizerBinding],
                     groupings: Dict[str, "_replica_grouping.Grouping"],
-                    parameters: Iterable[Tuple[str, torch.Tensor]],
+                    candidates: List[Tuple[str, bool, List[int]]],
                     anchored_gradients: Sequence[str]) -> "_C.TrainingConfig":
     """What the program's training passes are told (compiler.training): the
-    optimizer, replicas, sharding, loss scaling and anchored gradients for a
-    training model; for inference, only the weights sharding splits. First,
-    a PopART option the model refuses raises (Options._raise_invalid)."""
+    optimizer, replicas, sharding (the host's choice among `candidates`, from
+    shard_candidates), loss scaling and anchored gradients for a training model; for
+    inference, only the weights sharding splits. First, a PopART option the model
+    refuses raises (Options._raise_invalid)."""
     options._raise_invalid(binding is not None)
-    candidates = shard_candidates(parameters)
     if binding is not None:
         config = _C.shard_parameters(options._session, True, candidates, binding.config(options))
         config.grouped_parameters = _replica_grouping.training_groups(groupings)

@@ -125,8 +125,10 @@ def compile_model(model: torch.nn.Module, shallow: torch.nn.Module, options: Opt
         options, training, binding.trained_names() if binding is not None else [],
         list(tensors), (state_names.candidate_names() if state_names is not None else []) + scalars)
     anchor_shapes = {name: tensors[name].shape for _, name in anchor_plan.gradients}
+    # The parameters as replicated tensor sharding chooses among them (the host's rule).
+    candidates = _compilation.shard_candidates(model.named_parameters())
     config = _compilation.training_config(
-        options, binding, groupings, model.named_parameters(),
+        options, binding, groupings, candidates,
         [name for _, name in anchor_plan.gradients])
     compiled = _compilation.compile_options(options, graph, training, config)
     progress.phase("compile")
@@ -145,8 +147,7 @@ def compile_model(model: torch.nn.Module, shallow: torch.nn.Module, options: Opt
         _process_group.broadcast_from_first_process(
             _weights.host_weights(shallow, program.weight_names()))
     if not program.cost_only:
-        program.shard_variables(_C.sharded_variables(
-            config, _compilation.shard_candidates(model.named_parameters())))
+        program.shard_variables(_C.sharded_variables(config, candidates))
         if groupings:  # more than one group: several replicas
             program.group_variables(
                 {variable: list(grouping.job) for name, grouping in groupings.items()

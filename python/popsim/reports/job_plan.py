@@ -219,7 +219,8 @@ class JobPlan:
         global_batch: The global batch asked for.
         tolerance: How far (relative) a configuration's global batch may be from it.
         training: Whether the job trains (an optimizer was given).
-        candidates: The modules the replicas' pipelines were split at.
+        candidates: The modules the replicas' pipelines were split at; ``[""]`` when the
+            model had no module to split at and runs whole on replicas of one IPU.
         chosen: The fastest configuration that fits; None when none fits.
         runners_up: The best configuration of each other replica shape and micro-batch, the
             fastest first, each with why it lost.

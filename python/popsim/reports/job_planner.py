@@ -54,7 +54,7 @@ from popsim.frontend import structure as _structure
 from popsim.frontend.blocks import removeBlocks
 from popsim.frontend.trace_reuse import reusing_traces
 from popsim.reports.job_plan import REFINED_SHAPES, JobCandidate, JobPlan
-from popsim.reports.plan_report import PipelinePlan
+from popsim.reports.plan_report import WHOLE_MODEL, PipelinePlan
 from popsim.reports.planner import (Profiled, _annotate_candidates, _check_candidates,
                                     _default_candidates, _group, _has_blocks,
                                     _on_candidate_stages, _profile_finding_tail, _ranked_splits,
@@ -287,8 +287,9 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
         tolerance: How far (relative) a configuration's global batch may be from
             ``global_batch``.
         candidates: The modules to split a replica at, as for :func:`popsim.plan`. None:
-            the planner's own; when no module of the model has 2 or more children, the
-            model runs whole on replicas of one IPU (``plan.candidates == [""]``).
+            the planner's own; when no module of the model has 2 or more children holding
+            parameters, the model runs whole on replicas of one IPU
+            (``plan.candidates == [""]``).
         tail: The module where a last part that shares the first IPU's weights starts, as for
             :func:`popsim.plan` (found by itself when not given).
         tail_after: Instead of ``tail``, the module after which that part starts.
@@ -386,7 +387,8 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
 
     # Before any compilation: the batch may be impossible (default candidates may be
     # refined into more, so any depth counts until then).
-    feasible = feasible_shapes(len(names) if candidates is not None else ipus)
+    feasible = feasible_shapes(len(names) if candidates is not None or names == [WHOLE_MODEL]
+                               else ipus)
     batches: Dict[int, Any] = {}  # the example micro-batch resized, by size
     profiles: Dict[int, Profiled] = {}  # the candidates' profile, by micro-batch size
     spans: Optional[List[int]] = None  # how many candidates each default one became

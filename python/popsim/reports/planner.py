@@ -72,8 +72,9 @@ def _default_candidates(model: torch.nn.Module, whole_if_none: bool = False) -> 
     that scores at least a third as high adds its children too, in module order: the
     second tower of a two-tower model (CLIP's text encoder beside its image encoder), an
     encoder-decoder's other stack. A ModuleList or ModuleDict child stands for the modules
-    in it (_called_modules). When no module has 2 or more children, `whole_if_none`
-    gives the model itself ("", one candidate: replicas of one IPU) instead of refusing."""
+    in it (_called_modules). When no module scores (none has 2 or more children holding
+    parameters), `whole_if_none` gives the model itself ("", one candidate: replicas of
+    one IPU) instead of refusing."""
     total = sum(parameter.numel() for parameter in model.parameters())
     scored: List[Tuple[float, int, str]] = []  # (score, module order, name)
     for order, (name, module) in enumerate(model.named_modules()):

@@ -367,9 +367,6 @@ class WeightFlow:
         if self._training and self._detached_state is not None:
             self.program.write_variables(self._detached_state)
             self._detached_state = None
-            # The snapshot holds the hyper-parameters of the detach; setOptimizer may have
-            # given newer ones since.
-            self.binding.write_hyperparameters(self.program, _binding.grad_scale(self._options))
         self.attached = True
 
     # --- The optimizer's state (optimizer_state.py's protocol) ---
@@ -478,6 +475,13 @@ class WeightFlow:
                                           else _Copies.IN_STEP)
             self._binding = binding
             binding.write_hyperparameters(self._program, _binding.grad_scale(self._options))
+            if self._detached_state is not None:
+                # attach() restores the detach's snapshot: it must restore these values.
+                written = {_C.LOSS_SCALING_NAME} | {
+                    _C.group_state_name(group, "hyper")
+                    for group in range(len(optimizer.param_groups))}
+                self._detached_state.update(self._program.read_variables(
+                    [name for name in self._detached_state if name in written]))
         else:
             _binding.optimizer_kind(optimizer)
         self.optimizer = optimizer

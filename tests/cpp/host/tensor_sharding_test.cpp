@@ -79,5 +79,48 @@ TEST(TensorSharding, InferenceShardsAnyParameterAndSetsTheReplicas) {
   EXPECT_EQ(unsharded.replicas, compiler::TrainingConfig{}.replicas);
 }
 
+TEST(TensorSharding, AParameterListedTwiceIsShardedOnce) {
+  host::SessionOptions options;
+  options.replicationFactor = 2;
+  options.tensorLocations.weights = sharding(0);
+  compiler::TrainingConfig config;
+  compiler::ParameterGroup group;
+  group.parameters = {"linear.weight", "linear.weight"};
+  config.groups = {group};
+  host::shardParameters(options, true, kParameters, config);
+  EXPECT_EQ(config.shardedWeights, (Names{"linear.weight"}));
+  EXPECT_EQ(config.shardedParameters, (Names{"linear.weight"}));
+}
+
+TEST(TensorSharding, TrainingShardsOverEveryProcessesReplicasInferenceOverItsOwn) {
+  host::SessionOptions options;
+  options.distributed.numProcesses = 2; // one replica each
+  options.tensorLocations.weights = sharding(0);
+  compiler::TrainingConfig training;
+  compiler::ParameterGroup group;
+  group.parameters = {"linear.weight"};
+  training.groups = {group};
+  host::shardParameters(options, true, kParameters, training);
+  EXPECT_EQ(training.shardedWeights, (Names{"linear.weight"}));
+  compiler::TrainingConfig inference;
+  host::shardParameters(options, false, kParameters, inference);
+  EXPECT_TRUE(inference.shardedWeights.empty()); // each process infers on its own
+}
+
+TEST(TensorSharding, TrainingShardsOnlyTrainedParametersInferenceAny) {
+  host::SessionOptions options;
+  options.replicationFactor = 2;
+  options.tensorLocations.weights = sharding(0);
+  compiler::TrainingConfig training; // embedding.weight frozen: in no group
+  compiler::ParameterGroup group;
+  group.parameters = {"linear.weight"};
+  training.groups = {group};
+  host::shardParameters(options, true, kParameters, training);
+  EXPECT_EQ(training.shardedWeights, (Names{"linear.weight"}));
+  compiler::TrainingConfig inference;
+  host::shardParameters(options, false, kParameters, inference);
+  EXPECT_EQ(inference.shardedWeights, (Names{"embedding.weight", "linear.weight", "linear.bias"}));
+}
+
 } // namespace
 } // namespace popsim
