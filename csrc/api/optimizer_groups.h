@@ -29,10 +29,12 @@ struct OptimizerGroup {
 inline auto stateSettingsOf(const Optimizer& optimizer) {
   return std::make_tuple(optimizer.kind(), optimizer.momentum(), optimizer.nesterov(),
                          optimizer.amsgrad(), optimizer.centered(), optimizer.tfVariant(),
-                         optimizer.biasCorrection());
+                         optimizer.biasCorrection(), optimizer.halfAccumulators(),
+                         optimizer.halfStateKeys());
 }
 inline constexpr const char* kStateSettingsNames =
-    "momentum on or off, nesterov, amsgrad, centered, the TensorFlow variant or bias correction";
+    "momentum on or off, nesterov, amsgrad, centered, the TensorFlow variant, bias correction "
+    "or the state's dtypes";
 
 // The parameters of `module` a training session trains, those that require a
 // gradient, each by its first name (a tied weight is one tensor under two

@@ -6,6 +6,7 @@
 
 #include "api/error_classes.h"
 #include "common/strings.h"
+#include "compiler/training/training_config.h"
 
 #include <string>
 
@@ -24,6 +25,29 @@ double checked(const char* optimizer, const char* name, double value, double low
                ")."));
   }
   return value;
+}
+
+// A state or accumulator dtype, which must be float32 or float16 (as Python's).
+c10::ScalarType checkedStateType(const char* optimizer, const char* setter, const char* argument,
+                                 c10::ScalarType type) {
+  if (type != c10::ScalarType::Float && type != c10::ScalarType::Half) {
+    api::refuseOption(strCat(optimizer, ".", argument),
+                      strCat("popsim::optim::", optimizer, "::", setter, "(", c10::toString(type),
+                             "): popsim keeps optimizer state and accumulators in at::kFloat or "
+                             "at::kHalf."));
+  }
+  return type;
+}
+
+compiler::OptimizerKind compilerKind(Optimizer::Kind kind) {
+  switch (kind) {
+  case Optimizer::Kind::SGD: return compiler::OptimizerKind::Sgd;
+  case Optimizer::Kind::Adam: return compiler::OptimizerKind::Adam;
+  case Optimizer::Kind::AdamW: return compiler::OptimizerKind::AdamW;
+  case Optimizer::Kind::RMSprop: return compiler::OptimizerKind::Rmsprop;
+  case Optimizer::Kind::LAMB: return compiler::OptimizerKind::Lamb;
+  }
+  return compiler::OptimizerKind::Sgd;
 }
 
 } // namespace
@@ -45,6 +69,14 @@ SGD& SGD::weightDecay(double value) {
 }
 SGD& SGD::nesterov(bool enabled) {
   nesterov_ = enabled;
+  return *this;
+}
+SGD& SGD::accumType(c10::ScalarType type) {
+  types_.accumulators = checkedStateType("SGD", "accumType", "accum_type", type);
+  return *this;
+}
+SGD& SGD::velocityAccumType(c10::ScalarType type) {
+  types_.velocity = checkedStateType("SGD", "velocityAccumType", "velocity_accum_type", type);
   return *this;
 }
 
@@ -71,6 +103,20 @@ RMSprop& RMSprop::centered(bool enabled) {
 }
 RMSprop& RMSprop::useTfVariant(bool enabled) {
   tfVariant_ = enabled;
+  return *this;
+}
+RMSprop& RMSprop::accumType(c10::ScalarType type) {
+  types_.accumulators = checkedStateType("RMSprop", "accumType", "accum_type", type);
+  return *this;
+}
+RMSprop& RMSprop::firstOrderMomentumAccumType(c10::ScalarType type) {
+  types_.firstOrderMomentum = checkedStateType("RMSprop", "firstOrderMomentumAccumType",
+                                               "first_order_momentum_accum_type", type);
+  return *this;
+}
+RMSprop& RMSprop::secondOrderMomentumAccumType(c10::ScalarType type) {
+  types_.secondOrderMomentum = checkedStateType("RMSprop", "secondOrderMomentumAccumType",
+                                                "second_order_momentum_accum_type", type);
   return *this;
 }
 
@@ -102,6 +148,25 @@ template <typename Derived> Derived& AdamFamily<Derived>::amsgrad(bool enabled) 
   return static_cast<Derived&>(*this);
 }
 
+template <typename Derived> Derived& AdamFamily<Derived>::accumType(c10::ScalarType type) {
+  types_.accumulators = checkedStateType(name_, "accumType", "accum_type", type);
+  return static_cast<Derived&>(*this);
+}
+
+template <typename Derived>
+Derived& AdamFamily<Derived>::firstOrderMomentumAccumType(c10::ScalarType type) {
+  types_.firstOrderMomentum = checkedStateType(name_, "firstOrderMomentumAccumType",
+                                               "first_order_momentum_accum_type", type);
+  return static_cast<Derived&>(*this);
+}
+
+template <typename Derived>
+Derived& AdamFamily<Derived>::secondOrderMomentumAccumType(c10::ScalarType type) {
+  types_.secondOrderMomentum = checkedStateType(name_, "secondOrderMomentumAccumType",
+                                                "second_order_momentum_accum_type", type);
+  return static_cast<Derived&>(*this);
+}
+
 template class AdamFamily<Adam>;
 template class AdamFamily<AdamW>;
 template class AdamFamily<LAMB>;
@@ -128,6 +193,7 @@ Optimizer::Optimizer(const optim::SGD& sgd)
                                           {"dampening", sgd.dampening_},
                                           {"weight_decay", sgd.weightDecay_}}),
       momentum_(sgd.momentum_ != 0.0), nesterov_(sgd.nesterov_) {
+  takeStateTypes(sgd.types_);
   if (nesterov_ && (sgd.momentum_ <= 0.0 || sgd.dampening_ != 0.0)) {
     api::refuseOption("SGD.nesterov",
                       "popsim::optim::SGD: Nesterov momentum requires a momentum and zero "
@@ -142,7 +208,9 @@ Optimizer::Optimizer(Kind kind, const optim::detail::AdamFamily<Derived>& option
                                      {"beta2", options.beta2_},
                                      {"eps", options.eps_},
                                      {"weight_decay", options.weightDecay_}}),
-      amsgrad_(options.amsgrad_) {}
+      amsgrad_(options.amsgrad_) {
+  takeStateTypes(options.types_);
+}
 
 Optimizer::Optimizer(const optim::Adam& adam) : Optimizer(Kind::Adam, adam) {}
 Optimizer::Optimizer(const optim::AdamW& adamw) : Optimizer(Kind::AdamW, adamw) {}
@@ -154,7 +222,23 @@ Optimizer::Optimizer(const optim::RMSprop& rmsprop)
                                               {"weight_decay", rmsprop.weightDecay_},
                                               {"momentum", rmsprop.momentum_}}),
       momentum_(rmsprop.momentum_ > 0.0), centered_(rmsprop.centered_),
-      tfVariant_(rmsprop.tfVariant_) {}
+      tfVariant_(rmsprop.tfVariant_) {
+  takeStateTypes(rmsprop.types_);
+}
+
+void Optimizer::takeStateTypes(const optim::detail::StateTypes& types) {
+  halfAccumulators_ = types.accumulators == c10::ScalarType::Half;
+  const std::pair<c10::ScalarType, compiler::StateTypeArgument> typed[] = {
+      {types.velocity, compiler::StateTypeArgument::Velocity},
+      {types.firstOrderMomentum, compiler::StateTypeArgument::FirstOrderMomentum},
+      {types.secondOrderMomentum, compiler::StateTypeArgument::SecondOrderMomentum}};
+  halfStateKeys_.clear();
+  for (const auto& [type, argument] : typed) {
+    if (type != c10::ScalarType::Half) continue;
+    for (const std::string& key : compiler::stateKeysTypedBy(compilerKind(kind_), argument))
+      halfStateKeys_.push_back(key);
+  }
+}
 
 Optimizer::Optimizer(const optim::LAMB& lamb) : Optimizer(Kind::LAMB, lamb) {
   if (amsgrad_) {

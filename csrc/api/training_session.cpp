@@ -39,6 +39,8 @@ compiler::TrainingConfig configOf(const Options& options,
   config.maxGradNorm = first.maxGradNorm();
   config.lossScaling = first.lossScaling(); // compiled in, unless device state:
   config.lossScalingState = first.lossScalingIsVariable();
+  config.halfAccumulators = first.halfAccumulators();
+  config.halfStates = first.halfStateKeys();
   for (const api::OptimizerGroup& optimized : groups) {
     compiler::ParameterGroup group;
     group.parameters = optimized.parameters;
@@ -162,7 +164,8 @@ const char* const kCompiledIn =
     "setOptimizer can change numeric hyper-parameters (lr, momentum values, betas, eps, "
     "weight_decay, ...) but not the optimizer, the settings that decide the optimizer state "
     "(momentum on or off, nesterov, amsgrad, centered, the TensorFlow variant, bias "
-    "correction), maxGradNorm, a lossScaling compiled in (not variableLossScaling()) or the "
+    "correction, the state's dtypes), maxGradNorm, a lossScaling compiled in (not "
+    "variableLossScaling()) or the "
     "parameter groups: they are compiled into the program. Build another session for those.";
 
 // Gives the session's groups the optimizers of `next`, which must train the

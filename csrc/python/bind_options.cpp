@@ -168,6 +168,13 @@ void bindOptions(py::module_& module) {
       "'Mk1', 'Mk2' or 'Bow' for an IPU version's name (any case, or GC2, GC200).");
   module.def("parameter_state_keys", &compiler::parameterStateKeys, py::arg("optimizer"),
              py::arg("group"), "PyTorch's per-parameter optimizer state keys of a group.");
+  py::enum_<compiler::StateTypeArgument>(module, "StateTypeArgument")
+      .value("Velocity", compiler::StateTypeArgument::Velocity)
+      .value("FirstOrderMomentum", compiler::StateTypeArgument::FirstOrderMomentum)
+      .value("SecondOrderMomentum", compiler::StateTypeArgument::SecondOrderMomentum);
+  module.def("state_keys_typed_by", &compiler::stateKeysTypedBy, py::arg("optimizer"),
+             py::arg("argument"),
+             "The optimizer state keys a PopTorch *_accum_type argument types.");
   module.def("initial_state_value", &compiler::initialStateValue, py::arg("group"), py::arg("key"),
              "What an optimizer state holds before the first step (without a state to resume).");
   module.def("parameter_state_name", &ir::parameterStateName, py::arg("parameter"), py::arg("key"));

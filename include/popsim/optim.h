@@ -9,13 +9,30 @@
 //
 // An invalid value throws popsim::OptionError naming it.
 
+#include <c10/core/ScalarType.h>
+
 #include <map>
 #include <string>
+#include <vector>
 
 namespace popsim {
 class Optimizer;
 
 namespace optim {
+
+namespace detail {
+
+/// The dtypes an optimizer keeps its gradient accumulators and state in
+/// (PopTorch's accum_type, velocity_accum_type, first_order_ and
+/// second_order_momentum_accum_type): at::kFloat (the default) or at::kHalf.
+struct StateTypes {
+  c10::ScalarType accumulators = c10::ScalarType::Float;
+  c10::ScalarType velocity = c10::ScalarType::Float;
+  c10::ScalarType firstOrderMomentum = c10::ScalarType::Float;
+  c10::ScalarType secondOrderMomentum = c10::ScalarType::Float;
+};
+
+} // namespace detail
 
 /// torch.optim.SGD.
 class SGD {
@@ -25,11 +42,16 @@ public:
   SGD& dampening(double value);
   SGD& weightDecay(double value);
   SGD& nesterov(bool enabled);
+  /// The gradient accumulators' dtype (at::kFloat or at::kHalf).
+  SGD& accumType(c10::ScalarType type);
+  /// The momentum buffer's dtype (at::kFloat or at::kHalf).
+  SGD& velocityAccumType(c10::ScalarType type);
 
 private:
   friend class popsim::Optimizer;
   double lr_, momentum_ = 0.0, dampening_ = 0.0, weightDecay_ = 0.0;
   bool nesterov_ = false;
+  detail::StateTypes types_;
 };
 
 namespace detail {
@@ -42,6 +64,12 @@ public:
   Derived& eps(double value);
   Derived& weightDecay(double value);
   Derived& amsgrad(bool enabled);
+  /// The gradient accumulators' dtype (at::kFloat or at::kHalf).
+  Derived& accumType(c10::ScalarType type);
+  /// exp_avg's dtype (at::kFloat or at::kHalf).
+  Derived& firstOrderMomentumAccumType(c10::ScalarType type);
+  /// exp_avg_sq's (and max_exp_avg_sq's) dtype (at::kFloat or at::kHalf).
+  Derived& secondOrderMomentumAccumType(c10::ScalarType type);
 
 protected:
   AdamFamily(const char* name, double lr, double weightDecay);
@@ -51,6 +79,7 @@ private:
   const char* name_;
   double lr_, beta1_ = 0.9, beta2_ = 0.999, eps_ = 1e-8, weightDecay_;
   bool amsgrad_ = false;
+  StateTypes types_;
 };
 
 } // namespace detail
@@ -67,11 +96,18 @@ public:
   /// TensorFlow's RMSprop as PopART computes it: the square average starts at
   /// ones, eps inside the square root, the momentum buffer accumulating lr's step.
   RMSprop& useTfVariant(bool enabled);
+  /// The gradient accumulators' dtype (at::kFloat or at::kHalf).
+  RMSprop& accumType(c10::ScalarType type);
+  /// The momentum buffer's and grad_avg's dtype (at::kFloat or at::kHalf).
+  RMSprop& firstOrderMomentumAccumType(c10::ScalarType type);
+  /// square_avg's dtype (at::kFloat or at::kHalf).
+  RMSprop& secondOrderMomentumAccumType(c10::ScalarType type);
 
 private:
   friend class popsim::Optimizer;
   double lr_, alpha_ = 0.99, eps_ = 1e-8, weightDecay_ = 0.0, momentum_ = 0.0;
   bool centered_ = false, tfVariant_ = false;
+  detail::StateTypes types_;
 };
 
 /// torch.optim.Adam.
@@ -147,8 +183,14 @@ public:
   bool centered() const { return centered_; }
   bool tfVariant() const { return tfVariant_; }
   bool biasCorrection() const { return biasCorrection_; }
+  /// Whether the gradient accumulators are float16 (accumType(at::kHalf)).
+  bool halfAccumulators() const { return halfAccumulators_; }
+  /// The optimizer state kept in float16, by torch.optim's keys ("exp_avg", ...).
+  const std::vector<std::string>& halfStateKeys() const { return halfStateKeys_; }
 
 private:
+  void takeStateTypes(const optim::detail::StateTypes& types);
+
   template <typename Derived>
   Optimizer(Kind kind, const optim::detail::AdamFamily<Derived>& options);
 
@@ -158,6 +200,8 @@ private:
        tfVariant_ = false, biasCorrection_ = true;
   double maxGradNorm_ = 0.0;
   double lossScaling_ = 1.0;
+  bool halfAccumulators_ = false;
+  std::vector<std::string> halfStateKeys_;
   bool variableLossScaling_ = false;
 };
 

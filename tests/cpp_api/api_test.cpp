@@ -1058,6 +1058,43 @@ TEST(PublicApi, ReplicatedTensorShardingTrainsAsWholeTensors) {
             "non-negative integer, got -1.");
 }
 
+// float16 gradient accumulators and optimizer state (PopTorch's accum_type and
+// *_momentum_accum_type): Python's numbers, in half the memory.
+TEST(PublicApi, Float16OptimizerStateTrainsAsPython) {
+  const std::vector<at::Tensor> inputs = {reference("train_images"), reference("train_labels")};
+  const popsim::Optimizer half = popsim::optim::Adam(1e-3)
+                                     .accumType(at::kHalf)
+                                     .firstOrderMomentumAccumType(at::kHalf)
+                                     .secondOrderMomentumAccumType(at::kHalf);
+  EXPECT_TRUE(half.halfAccumulators());
+  EXPECT_EQ(half.halfStateKeys(),
+            (std::vector<std::string>{"exp_avg", "exp_avg_sq", "max_exp_avg_sq"}));
+  popsim::TrainingSession trainer(load("mnist_training.pt"), inputs, trainingOptions(), half);
+  EXPECT_TRUE(torch::equal(trainer.run(inputs).at(1).reshape({1}), reference("halfstate_loss")));
+  trainer.copyWeightsToHost();
+  for (const auto& parameter : trainer.module().named_parameters(true)) {
+    std::string key = "halfstate_trained_" + parameter.name;
+    std::replace(key.begin(), key.end(), '.', '_');
+    EXPECT_TRUE(torch::equal(parameter.value, reference(key))) << parameter.name;
+  }
+  popsim::TrainingSession whole(load("mnist_training.pt"), inputs, trainingOptions(),
+                                popsim::optim::Adam(1e-3));
+  whole.run(inputs);
+  for (const char* category : {"optimizer state", "gradient accumulators"}) {
+    EXPECT_LT(categoryBytes(trainer.memoryReport().ipus[2], category),
+              0.6 * categoryBytes(whole.memoryReport().ipus[2], category))
+        << category;
+  }
+  EXPECT_NE(messageOf<popsim::OptionError>([&] {
+              trainer.setOptimizer(popsim::optim::Adam(1e-3));
+            }).find("the state's dtypes"),
+            std::string::npos);
+  EXPECT_EQ(messageOf<popsim::OptionError>(
+                [] { popsim::optim::SGD(0.1).velocityAccumType(at::kDouble); }),
+            "popsim::optim::SGD::velocityAccumType(Double): popsim keeps optimizer state and "
+            "accumulators in at::kFloat or at::kHalf.");
+}
+
 // A job sized without computing is Python's sizeJob of the same model and
 // options, printout included; its inputs stand for every micro-batch of a call
 // without being allocated.

@@ -151,6 +151,9 @@ OPTIMIZERS = {
     "running": (_sgd, _running),
     "scaled": (_scaled_sgd, None),
     "rescaled": (_variable_scaled_sgd, None),
+    "halfstate": (lambda params: popsim.optim.Adam(
+        params, lr=1e-3, accum_type=torch.float16, first_order_momentum_accum_type=torch.float16,
+        second_order_momentum_accum_type=torch.float16), None),
     "anchored": (_scaled_sgd, None),
     "grouped": (_grouped_sgd, None),
 }

@@ -205,6 +205,27 @@ std::vector<std::string> parameterStateKeys(OptimizerKind optimizer, const Param
   return keys;
 }
 
+std::vector<std::string> stateKeysTypedBy(OptimizerKind optimizer, StateTypeArgument argument) {
+  switch (argument) {
+  case StateTypeArgument::Velocity:
+    if (optimizer == OptimizerKind::Sgd) return {"momentum_buffer"};
+    return {};
+  case StateTypeArgument::FirstOrderMomentum:
+    if (optimizer == OptimizerKind::Rmsprop) return {"momentum_buffer", "grad_avg"};
+    if (optimizer == OptimizerKind::Sgd) return {};
+    return {"exp_avg"};
+  case StateTypeArgument::SecondOrderMomentum:
+    switch (optimizer) {
+    case OptimizerKind::Sgd: return {};
+    case OptimizerKind::Adam:
+    case OptimizerKind::AdamW: return {"exp_avg_sq", "max_exp_avg_sq"};
+    case OptimizerKind::Lamb: return {"exp_avg_sq"};
+    case OptimizerKind::Rmsprop: return {"square_avg"};
+    }
+  }
+  return {};
+}
+
 double initialStateValue(const ParameterGroup& group, const std::string& key) {
   // TensorFlow's RMSprop starts its square averages at one (PopTorch's use_tf_variant).
   return key == "square_avg" && group.tfVariant ? 1.0 : 0.0;

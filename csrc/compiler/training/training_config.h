@@ -102,6 +102,15 @@ struct TrainingConfig {
 // ir::parameterStateName(parameter, key).
 std::vector<std::string> parameterStateKeys(OptimizerKind optimizer, const ParameterGroup& group);
 
+// PopTorch's optimizer arguments that type the state (the *_accum_type
+// arguments but accum_type, which types the gradient accumulators).
+enum class StateTypeArgument { Velocity, FirstOrderMomentum, SecondOrderMomentum };
+
+// The state keys `argument` types for `optimizer` (SGD's velocity_accum_type:
+// momentum_buffer; Adam's second_order_momentum_accum_type: exp_avg_sq and
+// max_exp_avg_sq; ...), whichever of them a group keeps.
+std::vector<std::string> stateKeysTypedBy(OptimizerKind optimizer, StateTypeArgument argument);
+
 // What the optimizer state `key` of a parameter of `group` holds before the
 // first step, where the optimizer has no state of its own to resume from.
 double initialStateValue(const ParameterGroup& group, const std::string& key);

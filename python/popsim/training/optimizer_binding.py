@@ -105,22 +105,20 @@ _GROUP_ATTRIBUTES = ("lr", "momentum", "dampening", "weight_decay", "betas", "ep
 
 
 # Which state each of PopTorch's state-type arguments sets, by optimizer kind.
-_STATE_KEYS: Dict[str, Dict[str, Tuple[str, ...]]] = {
-    "velocity_accum_type": {"sgd": ("momentum_buffer",)},
-    "first_order_momentum_accum_type": {"adam": ("exp_avg",), "adamw": ("exp_avg",),
-                                        "lamb": ("exp_avg",),
-                                        "rmsprop": ("momentum_buffer", "grad_avg")},
-    "second_order_momentum_accum_type": {"adam": ("exp_avg_sq", "max_exp_avg_sq"),
-                                         "adamw": ("exp_avg_sq", "max_exp_avg_sq"),
-                                         "lamb": ("exp_avg_sq",), "rmsprop": ("square_avg",)},
+# PopTorch's arguments typing the optimizer state, by the core's name for them (the keys each
+# types come from the core: _C.state_keys_typed_by).
+_STATE_TYPE_ARGUMENTS = {
+    "velocity_accum_type": _C.StateTypeArgument.Velocity,
+    "first_order_momentum_accum_type": _C.StateTypeArgument.FirstOrderMomentum,
+    "second_order_momentum_accum_type": _C.StateTypeArgument.SecondOrderMomentum,
 }
 
 
 def half_state_keys(kind: str, optimizer: torch.optim.Optimizer) -> List[str]:
     """The optimizer state keys kept in float16 (PopTorch's state types)."""
-    return [key for argument, by_kind in _STATE_KEYS.items()
+    return [key for argument, core in _STATE_TYPE_ARGUMENTS.items()
             if optimizer_base.state_type(optimizer, argument) == torch.float16
-            for key in by_kind.get(kind, ())]
+            for key in _C.state_keys_typed_by(_OPTIMIZER_KINDS[kind], core)]
 
 
 def constant_values(optimizer: torch.optim.Optimizer) -> Dict[Tuple[Optional[int], str], Any]:
@@ -136,7 +134,7 @@ def constant_values(optimizer: torch.optim.Optimizer) -> Dict[Tuple[Optional[int
                 values[index, name] = group[name]
     if attributes.isConstant("loss_scaling"):
         values[None, "loss_scaling"] = getattr(optimizer, "loss_scaling", 1.0)
-    for argument in ("accum_type",) + tuple(_STATE_KEYS):  # they shape the program
+    for argument in ("accum_type",) + tuple(_STATE_TYPE_ARGUMENTS):  # they shape the program
         values[None, argument] = optimizer_base.state_type(optimizer, argument)
     return values
 
