@@ -268,14 +268,32 @@ def test_when_nothing_fits_the_plan_says_what_would():
                           progress=False)
     assert not plan.fits and plan.chosen is None
     text = str(plan)
-    # Each candidate alone is larger than a 64 KiB IPU: more IPUs would not help.
+    # Each candidate alone is larger than a 64 KiB IPU, even without what the ladder moves
+    # off it: more IPUs would not help.
     assert "Nothing fits." in text and re.search(
-        r"layers\.\d alone needs [\d.]+ MiB, more than an IPU holds, so no number of IPUs per "
-        r"replica helps: split it into smaller candidates", text)
+        r"layers\.\d alone needs [\d.]+ MiB without its optimizer state and stash, more than "
+        r"an IPU holds, so no number of IPUs per replica helps: split it into smaller "
+        r"candidates", text)
     assert "Smaller micro-batches than 1" not in text and "were all tried" in text
     with pytest.raises(popsim.OptionError, match=r"found no configuration of Net on 2 IPUs "
                                                  r"that fits: The leanest configuration"):
         plan.apply(model)
+
+
+def test_a_candidate_that_fits_once_its_state_is_off_chip_asks_for_more_ipus():
+    """The profile keeps the optimizer state on chip and stashes activations: a candidate
+    larger than an IPU with them, but not without them, needs more IPUs per replica, not
+    smaller candidates."""
+    torch.manual_seed(0)
+    model = Net(512)
+    batch = (torch.randn(2, 512), torch.randint(0, 10, (2,)))
+    opts = popsim.Options()
+    opts.Simulator.memoryPerIpu("17000KiB")
+    plan = popsim.planJob(model, batch, popsim.optim.Adam(model.parameters(), lr=1e-3), ipus=2,
+                          global_batch=64, options=opts, progress=False)
+    text = str(plan)
+    assert not plan.fits and "no number of IPUs per replica helps" not in text
+    assert re.search(r"so about \d+ IPUs per replica would hold it: plan on a larger POD", text)
 
 
 @pytest.mark.parametrize("call, message", [

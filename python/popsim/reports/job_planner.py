@@ -551,8 +551,7 @@ def planJob(model: torch.nn.Module, micro_batch: Any,
     else:
         smallest = min(profiles) if profiles else None
         memory = profiles[smallest][0][1] if smallest is not None else []
-        result.advice = _advice(result, sizes, training,
-                                [sum(categories.values()) for categories in memory])
+        result.advice = _advice(result, sizes, training, memory)
     result.seconds = time.monotonic() - started
     return result
 
@@ -615,10 +614,16 @@ def _progress_bar(total: int, show: bool) -> Any:
                 disable=not show or delay is None, delay=delay or 0.0, leave=False)
 
 
+# The memory the planner's ladder can take off a candidate's IPU: the optimizer state
+# (off chip) and the stash (recomputation keeps only a stage's inputs).
+_LADDER_MOVES = ("optimizer state", "stash")
+
+
 def _advice(result: JobPlan, sizes: List[int], training: bool,
-            candidate_memory: List[int]) -> List[str]:
+            candidate_memory: List[Dict[str, int]]) -> List[str]:
     """What would make a configuration fit, from the leanest one tried and the
-    candidates' memory, each alone on an IPU, at the smallest micro-batch profiled."""
+    candidates' memory by category, each alone on an IPU, at the smallest micro-batch
+    profiled (with the state on chip and no recomputation)."""
     if not result.searched:
         if "too few micro-batches to fill the pipeline" in result.skipped:
             return ["The shapes that make up the global batch have too few micro-batches a "
@@ -633,14 +638,17 @@ def _advice(result: JobPlan, sizes: List[int], training: bool,
     needed = math.ceil(total / fullest.capacity_bytes)
     lines = [f"The leanest configuration tried ({leanest.summary()}) still needs "
              f"{mib(fullest.memory_bytes)} on IPU{fullest.ipu} of {mib(fullest.capacity_bytes)}."]
-    too_large = [(name, memory) for name, memory in zip(result.candidates, candidate_memory)
-                 if memory > fullest.capacity_bytes]
+    # A candidate too large for an IPU even without what the ladder moves off it.
+    too_large = [(name, lean) for name, categories in zip(result.candidates, candidate_memory)
+                 for lean in [sum(bytes_ for category, bytes_ in categories.items()
+                                  if category not in _LADDER_MOVES)]
+                 if lean > fullest.capacity_bytes]
     if too_large:
         name, memory = max(too_large, key=lambda entry: entry[1])
-        lines.append(f"{name} alone needs {mib(memory)}, more than an IPU holds, so no number "
-                     "of IPUs per replica helps: split it into smaller candidates "
-                     "(candidates=[...] naming modules inside it), or use a smaller "
-                     "micro-batch.")
+        lines.append(f"{name} alone needs {mib(memory)} without its optimizer state and stash, "
+                     "more than an IPU holds, so no number of IPUs per replica helps: split "
+                     "it into smaller candidates (candidates=[...] naming modules inside it), "
+                     "or use a smaller micro-batch.")
     elif needed > result.ipus:
         lines.append(f"Its replica needs about {mib(total)} in all, so about {needed} IPUs per "
                      "replica would hold it: plan on a larger POD.")
