@@ -1,5 +1,7 @@
 #include "api/cpp_spelling.h"
 
+#include "profile/sizing_report.h"
+
 #include <array>
 #include <cctype>
 #include <string_view>
@@ -14,7 +16,8 @@ void replaceAll(std::string& text, std::string_view from, std::string_view to) {
 }
 
 // Advice that names Python-only annotations, and what C++ programs do instead.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 4> kPhrases{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 5> kPhrases{{
+    {profile::kOneIpuCheckpoints, ""},
     {"with popsim.Block and an execution strategy",
      "with an execution strategy over the model's modules (popsim::PipelinedExecution)"},
     {"(popsim.Block and an execution strategy)",

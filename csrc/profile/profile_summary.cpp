@@ -96,8 +96,11 @@ std::vector<std::string> summaryLines(const ProfileContent& profile) {
          memory ? percent(memory->fraction(), 1) + " of " + mib(static_cast<double>(memory->limit))
                 : "-"});
   }
-  append(lines, table({"IPU", "busy", "compute", "idle", "memory", "of limit"}, rows));
+  append(lines, table({"IPU", "busy", "ops", "idle", "memory", "of limit"}, rows));
   if (!analysis.ipus.empty()) {
+    // (The breakdown below splits ops into compute, exchange and syncs.)
+    lines.emplace_back("ops: the program's compute, exchange and syncs; busy adds host I/O and "
+                       "inter-IPU copies.");
     lines.push_back("Idle (bubble) fraction over all IPUs: " + percent(analysis.idleFraction(), 1));
   } else {
     lines.emplace_back("No call yet: run the model to profile its execution.");
@@ -115,9 +118,9 @@ std::vector<std::string> summaryLines(const ProfileContent& profile) {
                       groupedFixed(stage.hostCycles, 0), groupedFixed(stage.copyCycles, 0),
                       percent(stage.cycles / denominator, 1)});
     }
-    append(lines, table({"stage", "IPU", "blocks", "cycles", "compute", "host I/O", "copies",
-                         "of slowest"},
-                        rows));
+    append(lines,
+           table({"stage", "IPU", "blocks", "cycles", "ops", "host I/O", "copies", "of slowest"},
+                 rows));
   }
   if (profile.sizing != nullptr && !profile.sizing->is_null()) {
     const SizingReport report = sizingReportFromJson(*profile.sizing);

@@ -13,8 +13,11 @@
 namespace popsim::profile {
 namespace {
 
-// What to change for an IPU whose program does not fit, by what fills it.
-std::string memoryAdvice(const IpuSizing& ipu, const std::string& chip) {
+// What to change for an IPU whose program does not fit, by what fills it;
+// `pipelined`: a replica of several IPUs, whose stages recompute their
+// forward passes under Training.recomputation(True) alone (one IPU recomputes
+// only between recomputation checkpoints).
+std::string memoryAdvice(const IpuSizing& ipu, const std::string& chip, bool pipelined) {
   const uint64_t over = ipu.memoryBytes - ipu.capacityBytes;
   std::string largest;
   uint64_t largestBytes = 0;
@@ -26,8 +29,11 @@ std::string memoryAdvice(const IpuSizing& ipu, const std::string& chip) {
   }
   const std::string id = std::to_string(ipu.ipu);
   const std::map<std::string, std::string> remedies = {
-      {"activations", "a smaller micro-batch, recomputation (Options.Training.recomputation(True) "
-                      "or popsim.recomputationCheckpoint), or more pipeline stages"},
+      {"activations",
+       pipelined ? "a smaller micro-batch, recomputation (Options.Training.recomputation(True) "
+                   "or popsim.recomputationCheckpoint), or more pipeline stages"
+                 : "a smaller micro-batch, " + std::string(kOneIpuCheckpoints) +
+                       "or more IPUs per replica (popsim.Block and an execution strategy)"},
       {"stash", "recomputation checkpoints (fewer stashed activations), fewer pipeline stages in "
                 "flight, or a smaller micro-batch"},
       {"optimizer state",
@@ -320,7 +326,8 @@ SizingReport sizingReport(const runtime::Executable& executable, const SizingJob
     report.ipus.push_back(std::move(ipu));
   }
   for (const IpuSizing& ipu : report.ipus) {
-    if (!ipu.fits()) report.advice.push_back(memoryAdvice(ipu, memory.chip));
+    if (!ipu.fits())
+      report.advice.push_back(memoryAdvice(ipu, memory.chip, report.ipusPerReplica > 1));
   }
   for (std::string& line :
        advice(analyse(&trace, stages, &memoryJson), trace.pipeline.schedule != "Sequential")) {

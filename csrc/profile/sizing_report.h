@@ -23,6 +23,12 @@ namespace popsim::profile {
 using ::popsim::IpuSizing;
 using ::popsim::SizingReport;
 
+// The sizing advice's recomputation on one IPU, which needs checkpoints (the
+// C++ API, which has none, leaves this phrase out: api/cpp_spelling.cpp).
+inline constexpr const char* kOneIpuCheckpoints =
+    "recomputation checkpoints (popsim.recomputationCheckpoint with "
+    "Options.Training.recomputation(True); on one IPU nothing else recomputes), ";
+
 // How the job runs a call: what the program alone does not say.
 struct SizingJob {
   std::string model;

@@ -322,6 +322,18 @@ def test_a_default_candidate_slower_than_an_ipus_share_splits_into_its_modules()
     assert plan.chosen.throughput > 1.1 * by_parts.chosen.throughput
 
 
+def test_default_candidates_fewer_than_the_ipus_are_refined_before_they_are_counted():
+    """The translator's 4 parts cannot fill 5 IPUs, but its transformer, refined by time
+    into smaller candidates, can: the count is checked after refining."""
+    torch.manual_seed(7)
+    opts = popsim.Options()
+    opts.Training.gradientAccumulation(12)
+    model = Translator()
+    batch = tuple(torch.randint(0, 8000, (2, 64)) for _ in range(3))
+    plan = popsim.plan(model, batch, opts, optimizer_of(model), ipus=5)
+    assert len(plan.candidates) >= 5 and len(plan.chosen.split) == 5
+
+
 class Tied(nn.Module):
     """An embedding, two layers and a decoder tied to the embedding."""
 

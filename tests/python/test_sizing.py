@@ -386,3 +386,40 @@ def test_a_sizing_traces_on_the_micro_batch_given():
     assert masked.call_cycles > unmasked.call_cycles  # the trace took the mask's branch
     with pytest.raises(ValueError, match="inputs must be positive"):
         popsim.sizeJob(model, (-x, torch.zeros(4, 6, dtype=torch.bool)), opts, optimizer)
+
+
+class _Wide(torch.nn.Module):
+    """Wide activations (512 x 2048 floats per layer) in two parts."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Sequential(torch.nn.Linear(64, 2048), torch.nn.ReLU(),
+                                     torch.nn.Linear(2048, 2048), torch.nn.ReLU())
+        self.b = torch.nn.Sequential(torch.nn.Linear(2048, 2048), torch.nn.ReLU(),
+                                     torch.nn.Linear(2048, 10))
+
+    def forward(self, x, labels):
+        out = self.b(self.a(x))
+        return out, torch.nn.functional.cross_entropy(out, labels)
+
+
+def test_advice_for_activations_says_one_ipu_recomputes_only_between_checkpoints():
+    """Training.recomputation(True) alone recomputes a pipeline's stages; one IPU recomputes
+    only between recomputation checkpoints, which the advice then asks for."""
+    batch = (torch.randn(512, 64), torch.zeros(512, dtype=torch.long))
+    advice = {}
+    for ipus in (1, 2):
+        model = _Wide()
+        opts = popsim.Options()
+        opts.Simulator.memoryPerIpu("8MiB")
+        if ipus == 2:
+            popsim.BeginBlock(model.b, "B1", ipu_id=1)
+            opts.Training.gradientAccumulation(4)
+        report = popsim.sizeJob(model, batch, opts, _sgd(model))
+        advice[ipus] = report.advice[0]
+        assert "mostly activations" in advice[ipus]
+    assert ("recomputation checkpoints (popsim.recomputationCheckpoint with "
+            "Options.Training.recomputation(True); on one IPU nothing else recomputes), or more "
+            "IPUs per replica") in advice[1]
+    assert ("recomputation (Options.Training.recomputation(True) or "
+            "popsim.recomputationCheckpoint), or more pipeline stages") in advice[2]

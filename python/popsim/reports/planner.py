@@ -663,11 +663,15 @@ def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = 
         if tail in names:
             raise OptionError(f"popsim.plan: the tail {tail!r} is also a candidate; the tail "
                               "runs on IPU 0 after every candidate.", option="plan.tail")
-    if len(names) < ipus:
-        raise OptionError(
-            f"popsim.plan: {len(names)} candidate modules cannot fill {ipus} IPUs (each IPU "
-            "runs one or more of them); name more candidates, or plan for fewer IPUs.",
-            option="plan.ipus")
+    def check_enough(names_: List[str]) -> None:
+        if len(names_) < ipus:
+            raise OptionError(
+                f"popsim.plan: {len(names_)} candidate modules cannot fill {ipus} IPUs (each "
+                "IPU runs one or more of them); name more candidates, or plan for fewer IPUs.",
+                option="plan.ipus")
+
+    if candidates is not None:  # (default ones are refined by time first)
+        check_enough(names)
     base = (options or Options()).clone()
     training = optimizer is not None
     stages = ipus + (tail is not None)
@@ -701,6 +705,7 @@ def plan(model: torch.nn.Module, micro_batch: Any, options: Optional[Options] = 
                     refined_by_time(model, names,
                                     ((cycles, memory, capacity, copies), tail, after, None),
                                     profile, lambda _: ipus)
+                check_enough(names)
             totals = [sum(categories.values()) for categories in memory]
             result = Plan(type(model).__name__, ipus, training, names, cycles, totals, capacity,
                           chosen=None, automatic_tail=automatic_tail)
