@@ -1,3 +1,3 @@
 """popsim's version (the C++ core's popsim/version.h says the same)."""
 
-VERSION = "0.24.0"
+VERSION = "0.25.0"
