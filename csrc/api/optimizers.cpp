@@ -5,8 +5,8 @@
 #include "popsim/errors.h"
 
 #include "api/error_classes.h"
+#include "api/optimizer_kind.h"
 #include "common/strings.h"
-#include "compiler/training/training_config.h"
 
 #include <string>
 
@@ -37,17 +37,6 @@ c10::ScalarType checkedStateType(const char* optimizer, const char* setter, cons
                              "at::kHalf."));
   }
   return type;
-}
-
-compiler::OptimizerKind compilerKind(Optimizer::Kind kind) {
-  switch (kind) {
-  case Optimizer::Kind::SGD: return compiler::OptimizerKind::Sgd;
-  case Optimizer::Kind::Adam: return compiler::OptimizerKind::Adam;
-  case Optimizer::Kind::AdamW: return compiler::OptimizerKind::AdamW;
-  case Optimizer::Kind::RMSprop: return compiler::OptimizerKind::Rmsprop;
-  case Optimizer::Kind::LAMB: return compiler::OptimizerKind::Lamb;
-  }
-  return compiler::OptimizerKind::Sgd;
 }
 
 } // namespace
@@ -235,7 +224,7 @@ void Optimizer::takeStateTypes(const optim::detail::StateTypes& types) {
   halfStateKeys_.clear();
   for (const auto& [type, argument] : typed) {
     if (type != c10::ScalarType::Half) continue;
-    for (const std::string& key : compiler::stateKeysTypedBy(compilerKind(kind_), argument))
+    for (const std::string& key : compiler::stateKeysTypedBy(api::compilerKindOf(kind_), argument))
       halfStateKeys_.push_back(key);
   }
 }
@@ -274,5 +263,20 @@ Optimizer& Optimizer::maxGradNorm(double norm) {
   maxGradNorm_ = norm;
   return *this;
 }
+
+namespace api {
+
+compiler::OptimizerKind compilerKindOf(Optimizer::Kind kind) {
+  switch (kind) {
+  case Optimizer::Kind::SGD: return compiler::OptimizerKind::Sgd;
+  case Optimizer::Kind::Adam: return compiler::OptimizerKind::Adam;
+  case Optimizer::Kind::AdamW: return compiler::OptimizerKind::AdamW;
+  case Optimizer::Kind::RMSprop: return compiler::OptimizerKind::Rmsprop;
+  case Optimizer::Kind::LAMB: return compiler::OptimizerKind::Lamb;
+  }
+  return compiler::OptimizerKind::Sgd;
+}
+
+} // namespace api
 
 } // namespace popsim

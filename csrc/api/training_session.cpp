@@ -5,6 +5,7 @@
 // state: zeroed optimizer state and accumulators, and the numeric
 // hyper-parameters, which setOptimizer rewrites without recompiling.
 #include "api/error_classes.h"
+#include "api/optimizer_kind.h"
 #include "api/session_state.h"
 #include "common/check.h"
 #include "common/strings.h"
@@ -20,22 +21,11 @@
 namespace popsim {
 namespace {
 
-compiler::OptimizerKind kindOf(Optimizer::Kind kind) {
-  switch (kind) {
-  case Optimizer::Kind::SGD: return compiler::OptimizerKind::Sgd;
-  case Optimizer::Kind::Adam: return compiler::OptimizerKind::Adam;
-  case Optimizer::Kind::AdamW: return compiler::OptimizerKind::AdamW;
-  case Optimizer::Kind::RMSprop: return compiler::OptimizerKind::Rmsprop;
-  case Optimizer::Kind::LAMB: return compiler::OptimizerKind::Lamb;
-  }
-  return compiler::OptimizerKind::Sgd;
-}
-
 compiler::TrainingConfig configOf(const Options& options,
                                   const std::vector<api::OptimizerGroup>& groups) {
   const Optimizer& first = groups.front().optimizer; // (every group's is of its kind)
   compiler::TrainingConfig config;
-  config.optimizer = kindOf(first.kind());
+  config.optimizer = api::compilerKindOf(first.kind());
   config.maxGradNorm = first.maxGradNorm();
   config.lossScaling = first.lossScaling(); // compiled in, unless device state:
   config.lossScalingState = first.lossScalingIsVariable();

@@ -55,10 +55,11 @@ from popsim.frontend.blocks import removeBlocks
 from popsim.frontend.trace_reuse import reusing_traces
 from popsim.reports.job_plan import REFINED_SHAPES, JobCandidate, JobPlan
 from popsim.reports.plan_report import WHOLE_MODEL, PipelinePlan
-from popsim.reports.planner import (Profiled, _annotate_candidates, _check_candidates,
-                                    _default_candidates, _group, _has_blocks,
+from popsim.reports.candidate_modules import (Profiled, _check_candidates, _default_candidates,
+                                              refined_by_time)
+from popsim.reports.planner import (_annotate_candidates, _group, _has_blocks,
                                     _on_candidate_stages, _profile_finding_tail, _ranked_splits,
-                                    refined_by_time, run_sums)
+                                    run_sums)
 from popsim.reports.profile_recorder import not_profiling
 from popsim.reports.raised_proportions import passes_budgets, raised_proportions
 from popsim.reports.size_job import cost_only_call
