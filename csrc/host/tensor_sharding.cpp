@@ -10,13 +10,6 @@
 namespace popsim::host {
 namespace {
 
-int64_t elementsOf(const ir::Shape& shape) {
-  int64_t elements = 1;
-  for (const int64_t size : shape)
-    elements *= size;
-  return elements;
-}
-
 // The candidate named `name` (every parameter the program trains or reads is one).
 const ShardCandidate& candidateNamed(const std::vector<ShardCandidate>& parameters,
                                      const std::string& name) {
@@ -49,7 +42,8 @@ std::vector<std::string> shardedBy(const TensorLocationSettings& location, int64
   std::vector<std::string> names;
   if (!location.replicatedTensorSharding || replicas == 1) return names;
   for (const ShardCandidate& candidate : candidates) {
-    if (candidate.floatingPoint && elementsOf(candidate.shape) >= location.minElementsForSharding)
+    if (candidate.floatingPoint &&
+        ir::elementCount(candidate.shape) >= location.minElementsForSharding)
       names.push_back(candidate.name);
   }
   return names;
